@@ -1,0 +1,33 @@
+# specsim: `make run` and `make test` work on a fresh machine (they create .venv first).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+SCENARIO ?= scenarios/kimi-k25-8xpcie-eagle3.toml
+
+.PHONY: run test test-slow test-all lint bench validate clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/specsim run $(SCENARIO)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check sim tests
+	$(BIN)/ruff format --check sim tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,5 @@
+"""``python -m sim``: the same command group as the ``specsim`` console script."""
+
+from sim.cli import main
+
+main()

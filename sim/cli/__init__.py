@@ -1,0 +1,36 @@
+"""The ``specsim`` command group: thin click commands over the library API.
+
+Each command module parses its options, calls one library function and prints or writes
+the result. ``SpecsimError`` (bad input) becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from sim import __version__
+from sim.errors import SpecsimError
+
+
+class SpecsimGroup(click.Group):
+    """A click group that turns bad input into one line and exit status 2, no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SpecsimError as exc:
+            click.echo(f"specsim: error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=SpecsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="specsim")
+def main() -> None:
+    """Simulate EAGLE-style speculative decoding: throughput, its spread, and what it takes."""
+
+
+# Command modules register themselves on ``main`` when imported.
+from sim.cli import run as _run  # noqa: E402,F401

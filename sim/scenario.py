@@ -1,0 +1,326 @@
+"""Scenario files: frozen, validated pydantic models of the TOML, loading and ``--set`` overrides.
+
+A scenario describes one server and drafter as the user measured them. Every section
+forbids unknown keys and is strict about types (TOML ``"2"`` is not an integer), so a
+typo is an error that names the file and the dotted field instead of a silent default.
+Vocabulary follows ../shared/reference/speculative-decoding.md (section 1: the SGLang
+chain cycle; section 2: the acceptance metrics).
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sim.errors import SpecsimError
+
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+PositiveMs = Annotated[float, Field(gt=0.0)]
+NonNegativeMs = Annotated[float, Field(ge=0.0)]
+
+
+class Section(BaseModel):
+    """Base of every section: immutable, strict types, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ModelSpec(Section):
+    """The target model; optional while timings are given directly."""
+
+    name: str = "unnamed"
+    layers: Annotated[int, Field(gt=0)] | None = None
+    hidden_size: Annotated[int, Field(gt=0)] | None = None
+    experts: Annotated[int, Field(gt=0)] | None = None
+    experts_per_token: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _experts_consistent(self) -> ModelSpec:
+        if self.experts_per_token is not None:
+            if self.experts is None:
+                raise ValueError("experts_per_token is set but experts is not")
+            if self.experts_per_token > self.experts:
+                raise ValueError(
+                    f"experts_per_token ({self.experts_per_token}) exceeds experts ({self.experts})"
+                )
+        return self
+
+
+class HardwareSpec(Section):
+    """Tensor-parallel degree and interconnect preset name."""
+
+    gpus: Annotated[int, Field(gt=0)] = 1
+    interconnect: str = "pcie-gen4"
+
+
+class TimingSpec(Section):
+    """Pass times in milliseconds, as measured on the user's server (batch 1).
+
+    The verify pass over ``m`` tokens costs
+    ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
+    positive down to ``m = 1``.
+    """
+
+    decode_ms: PositiveMs
+    verify_ms: PositiveMs
+    verify_tokens: Annotated[int, Field(gt=0)] | None = None
+    verify_ms_per_extra_token: NonNegativeMs = 0.0
+    draft_step_ms: PositiveMs
+    draft_extend_ms: PositiveMs
+    cycle_overhead_ms: NonNegativeMs = 0.0
+    verify_cuda_graph: bool = False
+
+
+class SpeculationSpec(Section):
+    """Chain drafting (SGLang ``--speculative-num-steps``/``-eagle-topk``/``-num-draft-tokens``)."""
+
+    num_steps: Annotated[int, Field(ge=0)]
+    topk: Annotated[int, Field(gt=0)] = 1
+    num_draft_tokens: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _chain_only(self) -> SpeculationSpec:
+        if self.topk != 1:
+            raise ValueError(
+                f"topk = {self.topk}: tree drafting (topk > 1) is not modelled yet; use topk = 1"
+            )
+        if self.num_draft_tokens is not None and self.num_draft_tokens != self.num_steps + 1:
+            raise ValueError(
+                f"num_draft_tokens = {self.num_draft_tokens}: with topk = 1 it is num_steps + 1 "
+                f"= {self.num_steps + 1} (SGLang adjusts it so)"
+            )
+        return self
+
+    @property
+    def draft_tokens(self) -> int:
+        """Tokens in one verify pass: the last accepted token plus ``num_steps`` drafts."""
+        return self.num_steps + 1
+
+
+class AcceptanceSpec(Section):
+    """Conditional per-position acceptance: one rate ``alpha`` or a list ``per_position``."""
+
+    alpha: Rate | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AcceptanceSpec:
+        given = [n for n in ("alpha", "per_position") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of alpha or per_position")
+        return self
+
+    def conditional_rates(self, num_steps: int) -> np.ndarray:
+        """Conditional rates a_1..a_k, shape (num_steps,); the last listed rate repeats."""
+        if self.alpha is not None:
+            return np.full(num_steps, self.alpha, dtype=float)
+        listed = np.asarray(self.per_position, dtype=float)
+        if num_steps <= len(listed):
+            return listed[:num_steps].copy()
+        return np.concatenate([listed, np.full(num_steps - len(listed), listed[-1])])
+
+
+class WorkloadSpec(Section):
+    """Output tokens per request and requests per replication."""
+
+    output_tokens: Annotated[int, Field(gt=0)] = 512
+    requests: Annotated[int, Field(gt=0)] = 100
+
+
+class SimulationSpec(Section):
+    """Monte Carlo replications and the root seed."""
+
+    replications: Annotated[int, Field(gt=0)] = 20
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+class TargetsSpec(Section):
+    """Throughput targets in tokens per second (per request, batch 1)."""
+
+    tok_s: Annotated[list[Annotated[float, Field(gt=0.0)]], Field(min_length=1)]
+
+
+class Scenario(Section):
+    """One validated scenario file (after overrides)."""
+
+    name: str
+    description: str = ""
+    model: ModelSpec = ModelSpec()
+    hardware: HardwareSpec = HardwareSpec()
+    timing: TimingSpec
+    speculation: SpeculationSpec
+    acceptance: AcceptanceSpec | None = None
+    workload: WorkloadSpec = WorkloadSpec()
+    simulation: SimulationSpec = SimulationSpec()
+    targets: TargetsSpec | None = None
+
+    @model_validator(mode="after")
+    def _acceptance_when_speculating(self) -> Scenario:
+        if self.acceptance is None and self.speculation.num_steps > 0:
+            raise ValueError("[acceptance] is required when speculation.num_steps > 0")
+        timing = self.timing
+        measured_tokens = timing.verify_tokens or self.num_steps + 1
+        at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
+        if at_one <= 0:
+            raise ValueError(
+                "timing.verify_ms_per_extra_token is too large for timing.verify_ms: the verify "
+                f"pass over 1 token would take {at_one:.3g} ms"
+            )
+        return self
+
+    @property
+    def num_steps(self) -> int:
+        return self.speculation.num_steps
+
+    @property
+    def target_tok_s(self) -> tuple[float, ...]:
+        return tuple(self.targets.tok_s) if self.targets else ()
+
+
+# --------------------------------------------------------------------------- overrides
+
+#: Keys that describe the same thing in different ways: setting one drops the others, so
+#: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` instead of clashing.
+EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
+    frozenset({"acceptance.alpha", "acceptance.per_position"}),
+)
+#: Keys derived from another key unless given with it: ``num_draft_tokens`` follows ``num_steps``.
+DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value as a TOML scalar or array; a bare word is a string (``nvlink4``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
+            return text
+        raise SpecsimError(f"cannot parse value {text!r} as TOML", source="--set") from None
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``'a.b=value'`` -> ``('a.b', parsed value)``."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", source="--set")
+    return key, parse_value(value.strip())
+
+
+def _delete(raw: dict[str, Any], dotted: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node: Any = raw
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped.
+
+    Raises SpecsimError when a dotted path runs through a value that is not a table.
+    """
+    out = copy.deepcopy(dict(raw))
+    for dotted in overrides:
+        for group in EXCLUSIVE_KEYS:
+            if dotted in group:
+                for other in group - {dotted}:
+                    if other not in overrides:
+                        _delete(out, other)
+        derived = DERIVED_KEYS.get(dotted)
+        if derived and derived not in overrides:
+            _delete(out, derived)
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = out
+        for i, part in enumerate(parents):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(parents[: i + 1])
+                raise SpecsimError(f"{where} is not a table", source="--set", field=dotted)
+            node = child
+        node[leaf] = value
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _dotted(loc: Iterable[Any]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors(include_url=False)[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "required key is missing"
+    extra = len(exc.errors()) - 1
+    if extra:
+        msg += f" (and {extra} more error{'s' if extra > 1 else ''})"
+    return _dotted(loc), msg
+
+
+def scenario_from_dict(
+    raw: Mapping[str, Any], *, source: str, overridden: Iterable[str] = ()
+) -> Scenario:
+    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
+    try:
+        return Scenario.model_validate(dict(raw))
+    except ValidationError as exc:
+        field, msg = _first_error(exc)
+        from_set = any(field == k or field.startswith(k + ".") for k in overridden)
+        where = f"{source} (--set)" if from_set else source
+        raise SpecsimError(msg, source=where, field=field or None) from None
+
+
+def read_scenario_file(path: str | Path) -> dict[str, Any]:
+    """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecsimError("no such file", source=str(path)) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise SpecsimError(f"cannot read: {exc.__class__.__name__}", source=str(path)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
+
+
+def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
+    """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
+    raw = read_scenario_file(path)
+    overrides = dict(parse_assignment(s) for s in sets)
+    merged = apply_overrides(raw, overrides)
+    return scenario_from_dict(merged, source=str(path), overridden=overrides)
+
+
+def with_overrides(
+    scenario: Scenario, overrides: Mapping[str, Any], *, source: str = "override"
+) -> Scenario:
+    """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
+    raw = scenario.model_dump(exclude_none=True)
+    merged = apply_overrides(raw, overrides)
+    return scenario_from_dict(merged, source=source, overridden=overrides)

@@ -33,4 +33,5 @@ def main() -> None:
 
 
 # Command modules register themselves on ``main`` when imported.
+from sim.cli import calibrate as _calibrate  # noqa: E402,F401
 from sim.cli import convert, run, validate  # noqa: E402,F401

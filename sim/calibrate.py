@@ -1,0 +1,551 @@
+"""Calibration: fit a scenario's unknown timings and acceptance profile to measurements.
+
+Two independent least-squares problems (scipy.optimize.least_squares), each on residuals
+divided by the measurement's standard error:
+
+- **timing** — the cycle cost model of sim/costs.py (SGLang chain cycle, reference
+  section 1). A baseline figure gives ``decode_ms = 1000 / tok_s``; a speculative figure at
+  num_steps k with measured accept length AL gives ``tok_s = 1000 AL / T_cycle(k)``
+  (renewal-reward, sim/theory.py), where
+  ``T_cycle(k) = (k - 1) draft_step_ms + verify_ms + (k + 1 - verify_tokens)
+  verify_ms_per_extra_token + draft_extend_ms + cycle_overhead_ms``.
+  T_cycle is linear in k, so tok/s figures determine at most an intercept and a slope:
+  ``draft_step_ms`` and ``verify_ms_per_extra_token`` can never be told apart from tok/s
+  alone, and one num_steps determines only the intercept.
+- **acceptance** — conditional per-position rates a_1..a_K (``per_position``) or one
+  equal rate (``alpha``), fitted to vLLM cumulative rates c_i = a_1...a_i and to accept
+  lengths AL(k) = 1 + sum_(i<=k) c_i (reference section 2; rates beyond the list repeat the
+  last one, as in scenario files).
+
+Which values the data determine is decided before fitting, from the rank of the weighted
+Jacobian at the base scenario's values: parameters are taken in priority order and one is
+fitted only if it adds a direction the data can see; the others keep the base scenario's
+values and the result says why. Standard errors come from the covariance (J^T J)^-1 at the
+solution, scaled by the reduced chi-square when that exceeds 1 (more scatter than the
+stated errors explain).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from sim.costs import PassTimes, cycle_cost
+from sim.errors import SpecsimError
+from sim.measurements import Measurements, SpecPoint
+from sim.scenario import Scenario, with_overrides
+from sim.theory import mean_accept_length
+
+#: Timing fields calibrate can fit, in the default priority order (earlier = fitted first
+#: when the data cannot separate two of them). The last two are always collinear with
+#: verify_ms in tok/s data; they are fitted only when named explicitly.
+TIMING_FIELDS = (
+    "decode_ms",
+    "verify_ms",
+    "draft_step_ms",
+    "verify_ms_per_extra_token",
+    "draft_extend_ms",
+    "cycle_overhead_ms",
+)
+DEFAULT_TIMING_FIT = TIMING_FIELDS[:4]
+ACCEPTANCE_MODELS = ("auto", "alpha", "per_position")
+#: Relative tolerance on singular values of the scaled Jacobian: a direction weaker than
+#: this, relative to the strongest, is treated as invisible to the data.
+RANK_RTOL = 1e-7
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class FittedValue:
+    """One scenario field after calibration: fitted (with a standard error) or kept."""
+
+    field: str
+    value: float
+    stderr: float | None
+    base: float | None
+    fitted: bool
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "value": self.value,
+            "stderr": self.stderr,
+            "base": self.base,
+            "fitted": self.fitted,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One measurement against the calibrated model."""
+
+    what: str
+    measured: float
+    fitted: float
+    sigma: float
+    source: str
+
+    @property
+    def relative(self) -> float:
+        return (self.fitted - self.measured) / self.measured if self.measured else math.nan
+
+    @property
+    def normalized(self) -> float:
+        return (self.fitted - self.measured) / self.sigma
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "measured": self.measured,
+            "fitted": self.fitted,
+            "sigma": self.sigma,
+            "relative": self.relative,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibrated scenario, every fitted or kept value, residuals and goodness of fit."""
+
+    scenario: Scenario
+    values: tuple[FittedValue, ...]
+    acceptance_model: str | None
+    residuals: tuple[Residual, ...]
+    chi2: float
+    dof: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fitted(self) -> tuple[FittedValue, ...]:
+        return tuple(v for v in self.values if v.fitted)
+
+    @property
+    def kept(self) -> tuple[FittedValue, ...]:
+        return tuple(v for v in self.values if not v.fitted)
+
+    def value(self, name: str) -> FittedValue:
+        for v in self.values:
+            if v.field == name:
+                return v
+        raise KeyError(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "acceptance_model": self.acceptance_model,
+            "values": [v.as_dict() for v in self.values],
+            "residuals": [r.as_dict() for r in self.residuals],
+            "chi2": self.chi2,
+            "dof": self.dof,
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- the fitter
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    base: float
+    lower: float
+    upper: float
+    scale: float
+
+
+@dataclass(frozen=True)
+class _Fit:
+    values: dict[str, float]
+    stderr: dict[str, float]
+    kept: dict[str, str]
+    chi2: float
+    n_obs: int
+    notes: tuple[str, ...]
+
+
+def _jacobian(
+    fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """Central-difference Jacobian, shape (m, p), of ``fun`` at ``x`` (steps ~1e-6 x scale)."""
+    cols = []
+    for j in range(x.size):
+        h = 1e-6 * scale[j]
+        up, down = x.copy(), x.copy()
+        up[j] += h
+        down[j] -= h
+        cols.append((fun(up) - fun(down)) / (2 * h))
+    return np.column_stack(cols) if cols else np.zeros((fun(x).size, 0))
+
+
+def _rank(matrix: np.ndarray, reference: float) -> int:
+    if matrix.shape[1] == 0:
+        return 0
+    s = np.linalg.svd(matrix, compute_uv=False)
+    return int(np.sum(s > RANK_RTOL * reference))
+
+
+def _select(
+    jac: np.ndarray, params: Sequence[_Param], order: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """Greedy: keep each parameter (in ``order``) that raises the scaled Jacobian's rank."""
+    index = {p.name: i for i, p in enumerate(params)}
+    scaled = jac * np.array([p.scale for p in params])
+    reference = float(np.linalg.svd(scaled, compute_uv=False).max()) if scaled.size else 0.0
+    chosen: list[str] = []
+    kept: dict[str, str] = {}
+    for name in order:
+        col = scaled[:, index[name]]
+        if reference == 0.0 or np.linalg.norm(col) <= RANK_RTOL * reference:
+            kept[name] = "no measurement depends on it"
+            continue
+        trial = [*chosen, name]
+        if _rank(scaled[:, [index[n] for n in trial]], reference) > len(chosen):
+            chosen.append(name)
+        else:
+            cols = scaled[:, [index[n] for n in chosen]]
+            weights = np.linalg.lstsq(cols, col, rcond=None)[0]
+            big = np.abs(weights) > 1e-6 * np.abs(weights).max()
+            alike = [n for n, b in zip(chosen, big, strict=True) if b]
+            kept[name] = (
+                "the measurements cannot separate it from "
+                + " and ".join(alike)
+                + ": a combination of their effects matches its effect on every figure"
+            )
+    return chosen, kept
+
+
+def _fit(
+    residuals: Callable[[dict[str, float]], np.ndarray],
+    params: Sequence[_Param],
+    order: Sequence[str],
+    label: str,
+) -> _Fit:
+    """Least squares over the identifiable subset of ``params``; the rest stay at base."""
+    names = [p.name for p in params]
+    base = np.array([p.base for p in params], dtype=float)
+
+    def full(x: np.ndarray) -> np.ndarray:
+        return residuals(dict(zip(names, x, strict=True)))
+
+    n_obs = full(base).size
+    jac0 = _jacobian(full, base, np.array([p.scale for p in params]))
+    chosen, kept = _select(jac0, params, order)
+    for p in params:
+        if p.name not in order:
+            kept.setdefault(p.name, "not asked to fit it")
+    if not chosen:
+        return _Fit(
+            {p.name: p.base for p in params}, {}, kept, float(full(base) @ full(base)), n_obs, ()
+        )
+    idx = [names.index(n) for n in chosen]
+    free = [params[i] for i in idx]
+
+    def sub(x_free: np.ndarray) -> np.ndarray:
+        x = base.copy()
+        x[idx] = x_free
+        return full(x)
+
+    x0 = np.clip(base[idx], [p.lower for p in free], [p.upper for p in free])
+    result = least_squares(
+        sub,
+        x0,
+        bounds=([p.lower for p in free], [p.upper for p in free]),
+        x_scale=np.array([p.scale for p in free]),
+        method="trf",
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+    )
+    x_free = result.x
+    r = sub(x_free)
+    chi2 = float(r @ r)
+    jac = _jacobian(sub, x_free, np.array([p.scale for p in free]))
+    cov = np.linalg.pinv(jac.T @ jac)
+    dof = n_obs - len(free)
+    notes: list[str] = []
+    if dof > 0 and chi2 / dof > 1.0:
+        cov = cov * (chi2 / dof)
+        notes.append(
+            f"{label} fit: reduced chi-square {chi2 / dof:.3g} > 1: the figures scatter more "
+            "than their stated errors; standard errors scaled by its square root"
+        )
+    stderr = {p.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(free)}
+    for i, p in enumerate(free):
+        if np.isclose(x_free[i], p.lower, atol=1e-9 * p.scale) or np.isclose(
+            x_free[i], p.upper, atol=1e-9 * p.scale
+        ):
+            notes.append(
+                f"{p.name} ended at its bound {x_free[i]:g}: its standard error is unreliable"
+            )
+    values = {p.name: p.base for p in params}
+    values.update({p.name: float(v) for p, v in zip(free, x_free, strict=True)})
+    return _Fit(values, stderr, kept, chi2, n_obs, tuple(notes))
+
+
+# --------------------------------------------------------------------------- timing block
+
+
+def _timing_params(base: Scenario) -> list[_Param]:
+    t = base.timing
+    out = []
+    for name in TIMING_FIELDS:
+        value = float(getattr(t, name))
+        lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
+        out.append(_Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
+    return out
+
+
+def _passes(values: dict[str, float], verify_tokens: int) -> PassTimes:
+    return PassTimes(
+        decode_ms=values["timing.decode_ms"],
+        verify_ms=values["timing.verify_ms"],
+        verify_tokens=verify_tokens,
+        verify_ms_per_extra_token=values["timing.verify_ms_per_extra_token"],
+        draft_step_ms=values["timing.draft_step_ms"],
+        draft_extend_ms=values["timing.draft_extend_ms"],
+        cycle_overhead_ms=values["timing.cycle_overhead_ms"],
+    )
+
+
+def _point_sigma(p: SpecPoint) -> float:
+    """tok/s error with the accept length's error propagated (prediction is proportional to AL)."""
+    return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
+
+
+def predicted_tok_s(values: dict[str, float], verify_tokens: int, point: SpecPoint) -> float:
+    """1000 AL / T_cycle(k) for a speculative point under the timing ``values``."""
+    cost = cycle_cost(_passes(values, verify_tokens), point.num_steps)
+    return 1000.0 * point.accept_length / cost.total_ms
+
+
+def _timing_residuals(data: Measurements, verify_tokens: int):
+    def fun(values: dict[str, float]) -> np.ndarray:
+        out = [(1000.0 / values["timing.decode_ms"] - b.tok_s) / b.sigma for b in data.baselines]
+        out += [
+            (predicted_tok_s(values, verify_tokens, p) - p.tok_s) / _point_sigma(p)
+            for p in data.points
+        ]
+        return np.array(out, dtype=float)
+
+    return fun
+
+
+# --------------------------------------------------------------------------- acceptance block
+
+
+def _extend(rates: np.ndarray, k: int) -> np.ndarray:
+    """Rates for k positions, shape (k,); the last listed rate repeats."""
+    if k <= rates.size:
+        return rates[:k]
+    return np.concatenate([rates, np.full(k - rates.size, rates[-1])])
+
+
+def _acceptance_residuals(data: Measurements, names: Sequence[str]):
+    def fun(values: dict[str, float]) -> np.ndarray:
+        rates = np.array([values[n] for n in names], dtype=float)
+        out = []
+        for c in data.cumulative:
+            pred = float(np.prod(_extend(rates, c.position)))
+            out.append((pred - c.rate) / c.sigma)
+        for a in data.accept_lengths:
+            out.append(
+                (mean_accept_length(_extend(rates, a.num_steps)) - a.accept_length) / a.sigma
+            )
+        return np.array(out, dtype=float)
+
+    return fun
+
+
+def _acceptance_model(data: Measurements, requested: str) -> str | None:
+    if requested not in ACCEPTANCE_MODELS:
+        raise SpecsimError(
+            f"unknown acceptance model {requested!r}; use one of {', '.join(ACCEPTANCE_MODELS)}",
+            source="--acceptance",
+        )
+    if not (data.cumulative or data.accept_lengths):
+        return None
+    if requested == "auto":
+        return "per_position" if data.cumulative else "alpha"
+    return requested
+
+
+def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[_Param]:
+    spec = base.acceptance
+    if model == "alpha":
+        start = spec.alpha if spec and spec.alpha is not None else None
+        if start is None and spec is not None:
+            rates = spec.conditional_rates(max(base.num_steps, 1))
+            start = float(np.mean(rates))
+        return [
+            _Param(
+                "acceptance.alpha", float(start) if start is not None else math.nan, 0.0, 1.0, 0.1
+            )
+        ]
+    k = max([c.position for c in data.cumulative] + [base.num_steps, 1])
+    rates = spec.conditional_rates(k) if spec is not None else np.full(k, math.nan)
+    return [
+        _Param(f"acceptance.per_position[{i}]", float(rates[i]), 0.0, 1.0, 0.1) for i in range(k)
+    ]
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+def _sig(x: float) -> float:
+    """Round to 6 significant digits for the written scenario."""
+    return float(f"{x:.6g}")
+
+
+def calibrate(
+    base: Scenario,
+    data: Measurements,
+    *,
+    fit_timing: Sequence[str] = DEFAULT_TIMING_FIT,
+    acceptance: str = "auto",
+) -> Calibration:
+    """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
+
+    ``fit_timing`` lists timing fields (without ``timing.``) in priority order. Raises
+    SpecsimError on empty data, unknown fields, or a fit that makes the scenario invalid.
+    """
+    if data.empty:
+        raise SpecsimError(
+            "nothing to calibrate from: give --baseline-tok-s, --point, --vllm-metrics or "
+            "--sglang-log",
+            source="calibrate",
+        )
+    unknown = [f for f in fit_timing if f not in TIMING_FIELDS]
+    if unknown:
+        raise SpecsimError(
+            f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
+            source="--fit",
+        )
+    verify_tokens = base.timing.verify_tokens or base.num_steps + 1
+    values: list[FittedValue] = []
+    residuals: list[Residual] = []
+    notes: list[str] = list(data.notes)
+    chi2 = 0.0
+    n_obs = 0
+    n_fit = 0
+    overrides: dict[str, Any] = {"timing.verify_tokens": verify_tokens}
+
+    # Timing.
+    t_params = _timing_params(base)
+    t_fun = _timing_residuals(data, verify_tokens)
+    if data.baselines or data.points:
+        t_fit = _fit(t_fun, t_params, [f"timing.{f}" for f in fit_timing], "timing")
+        chi2 += t_fit.chi2
+        n_obs += t_fit.n_obs
+        n_fit += len(t_fit.stderr)
+        notes += t_fit.notes
+        for p in t_params:
+            fitted = p.name in t_fit.stderr
+            v = t_fit.values[p.name]
+            values.append(
+                FittedValue(
+                    p.name, v, t_fit.stderr.get(p.name), p.base, fitted, t_fit.kept.get(p.name)
+                )
+            )
+            if fitted:
+                overrides[p.name] = _sig(v)
+        for b in data.baselines:
+            residuals.append(
+                Residual(
+                    "baseline tok/s",
+                    b.tok_s,
+                    1000.0 / t_fit.values["timing.decode_ms"],
+                    b.sigma,
+                    b.source,
+                )
+            )
+        for pt in data.points:
+            residuals.append(
+                Residual(
+                    f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+                    pt.tok_s,
+                    predicted_tok_s(t_fit.values, verify_tokens, pt),
+                    _point_sigma(pt),
+                    pt.source,
+                )
+            )
+    else:
+        notes.append("no tok/s figure given: every timing is kept from the base scenario")
+
+    # Acceptance.
+    model = _acceptance_model(data, acceptance)
+    if model is None:
+        notes.append("no acceptance data given: the acceptance profile is kept from the base")
+    else:
+        a_params = _acceptance_params(base, model, data)
+        names = [p.name for p in a_params]
+        fun = _acceptance_residuals(data, names)
+        start = [
+            p if math.isfinite(p.base) else _Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in a_params
+        ]
+        a_fit = _fit(fun, start, names, "acceptance")
+        chi2 += a_fit.chi2
+        n_obs += a_fit.n_obs
+        n_fit += len(a_fit.stderr)
+        notes += a_fit.notes
+        for p in a_params:
+            fitted = p.name in a_fit.stderr
+            if not fitted and not math.isfinite(p.base):
+                raise SpecsimError(
+                    f"the data cannot determine {p.name} and the base scenario has no value",
+                    source="calibrate",
+                )
+            values.append(
+                FittedValue(
+                    p.name,
+                    a_fit.values[p.name],
+                    a_fit.stderr.get(p.name),
+                    p.base if math.isfinite(p.base) else None,
+                    fitted,
+                    a_fit.kept.get(p.name),
+                )
+            )
+        if model == "alpha":
+            overrides["acceptance.alpha"] = _sig(a_fit.values["acceptance.alpha"])
+        else:
+            overrides["acceptance.per_position"] = [_sig(a_fit.values[n]) for n in names]
+        rates = np.array([a_fit.values[n] for n in names])
+        for c in data.cumulative:
+            residuals.append(
+                Residual(
+                    f"cumulative rate c{c.position}",
+                    c.rate,
+                    float(np.prod(_extend(rates, c.position))),
+                    c.sigma,
+                    c.source,
+                )
+            )
+        for a in data.accept_lengths:
+            residuals.append(
+                Residual(
+                    f"accept length at num_steps {a.num_steps}",
+                    a.accept_length,
+                    mean_accept_length(_extend(rates, a.num_steps)),
+                    a.sigma,
+                    a.source,
+                )
+            )
+    if data.cuda_graph is not None:
+        notes.append(
+            f"the log says cuda graph: {data.cuda_graph} (SGLang's can_run_cuda_graph for the "
+            f"decode batch); timing.verify_cuda_graph stays {base.timing.verify_cuda_graph} "
+            "as in the base: set it yourself if the verify pass is graphed"
+        )
+    scenario = with_overrides(base, overrides, source="calibrated scenario")
+    return Calibration(
+        scenario, tuple(values), model, tuple(residuals), chi2, n_obs - n_fit, tuple(notes)
+    )

@@ -1,0 +1,129 @@
+"""``specsim calibrate``: fit a scenario to measured figures, vLLM metrics or an SGLang log."""
+
+from __future__ import annotations
+
+import click
+
+from sim.atomic_write import write_text_atomic
+from sim.calibrate import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, calibrate
+from sim.calibrate_report import calibrated_toml, format_calibration
+from sim.cli import main
+from sim.cli.options import echo_json, json_option, set_option
+from sim.errors import SpecsimError
+from sim.importers.sglang_log import read_sglang_log
+from sim.importers.vllm_metrics import read_vllm_metrics
+from sim.measurements import (
+    Measurements,
+    baseline_measurement,
+    parse_point,
+    sglang_measurement,
+    vllm_measurement,
+)
+from sim.scenario import load_scenario
+
+
+@main.command("calibrate")
+@click.option(
+    "--scenario",
+    "base_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Base scenario: values the data cannot determine are kept from it.",
+)
+@set_option
+@click.option("--baseline-tok-s", type=float, help="Measured plain-decoding tok/s (batch 1).")
+@click.option(
+    "--point",
+    "points",
+    multiple=True,
+    metavar="K:AL:TOKS",
+    help="Measured speculative tok/s at num_steps K with accept length AL "
+    "(repeat for several num_steps).",
+)
+@click.option(
+    "--vllm-metrics",
+    type=click.Path(dir_okay=False),
+    help="A vLLM /metrics scrape (Prometheus text).",
+)
+@click.option(
+    "--vllm-metrics-before",
+    type=click.Path(dir_okay=False),
+    help="An earlier scrape: counters are taken as --vllm-metrics minus this one.",
+)
+@click.option(
+    "--sglang-log",
+    type=click.Path(dir_okay=False),
+    help="An SGLang server log with 'Decode batch' lines.",
+)
+@click.option(
+    "--num-steps",
+    type=int,
+    help="num_steps of the SGLang log run (default: implied by the log, else base).",
+)
+@click.option(
+    "--rel-error",
+    type=float,
+    default=0.02,
+    show_default=True,
+    help="Relative standard error assumed for each figure given as an option.",
+)
+@click.option(
+    "--fit",
+    "fit",
+    default=",".join(DEFAULT_TIMING_FIT),
+    show_default=True,
+    help="Timing fields to fit, in priority order (earlier wins when the data "
+    "cannot separate two).",
+)
+@click.option(
+    "--acceptance",
+    type=click.Choice(ACCEPTANCE_MODELS),
+    default="auto",
+    show_default=True,
+    help="Acceptance model: one alpha or per-position rates (auto: per_position "
+    "with vLLM per-position counters, else alpha).",
+)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the calibrated scenario here.")
+@json_option
+def calibrate_command(
+    base_path: str,
+    sets: tuple[str, ...],
+    baseline_tok_s: float | None,
+    points: tuple[str, ...],
+    vllm_metrics: str | None,
+    vllm_metrics_before: str | None,
+    sglang_log: str | None,
+    num_steps: int | None,
+    rel_error: float,
+    fit: str,
+    acceptance: str,
+    out: str | None,
+    as_json: bool,
+) -> None:
+    """Fit timings and acceptance to measurements; report them and write a scenario."""
+    if not 0.0 < rel_error < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
+    if vllm_metrics_before and not vllm_metrics:
+        raise SpecsimError("needs --vllm-metrics", source="--vllm-metrics-before")
+    base = load_scenario(base_path, sets)
+    data = Measurements()
+    if baseline_tok_s is not None:
+        data += baseline_measurement(baseline_tok_s, rel_error, "--baseline-tok-s")
+    for text in points:
+        data += parse_point(text, rel_error)
+    if vllm_metrics:
+        data += vllm_measurement(read_vllm_metrics(vllm_metrics, vllm_metrics_before))
+    if sglang_log:
+        log = read_sglang_log(sglang_log)
+        data += sglang_measurement(log, num_steps, rel_error, default_num_steps=base.num_steps)
+    fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
+    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
+    text = calibrated_toml(result, base_path) if out else None
+    if as_json:
+        echo_json({**result.as_dict(), "out": out})
+    else:
+        click.echo(format_calibration(result))
+    if out and text is not None:
+        write_text_atomic(out, text)
+        if not as_json:
+            click.echo(f"wrote {out}")

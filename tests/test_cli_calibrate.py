@@ -1,0 +1,92 @@
+"""``specsim calibrate`` through click's CliRunner: output, written scenario, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.scenario import load_scenario
+
+ROOT = Path(__file__).parents[1]
+SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
+DATA = Path(__file__).parent / "data"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["calibrate", "--scenario", SEED, *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_seed_figures_write_a_runnable_scenario(tmp_path: Path) -> None:
+    out = tmp_path / "calibrated.toml"
+    code, stdout, _ = _run("--baseline-tok-s", "82.5", "--point", "2:2.0:60", "--out", str(out))
+    assert code == 0, stdout
+    assert "timing.verify_ms" in stdout and "kept from the base scenario" in stdout
+    assert f"wrote {out}" in stdout
+    scenario = load_scenario(out)
+    assert scenario.timing.decode_ms == pytest.approx(1000 / 82.5, rel=1e-5)
+    # 2.0 tokens per 1000 * 2 / 60 = 33.33 ms cycle, minus drafter and overhead of the base
+    assert scenario.timing.verify_ms == pytest.approx(33.3333 - 1.2 - 1.5 - 0.6, abs=1e-3)
+    ran = CliRunner().invoke(main, ["run", str(out), "--json"])
+    assert ran.exit_code == 0
+    assert json.loads(ran.stdout)["analytic"]["throughput_tok_s"] == pytest.approx(60.0, rel=1e-4)
+
+
+def test_imports_json_output(tmp_path: Path) -> None:
+    code, stdout, _ = _run(
+        "--vllm-metrics",
+        str(DATA / "vllm_metrics_after.txt"),
+        "--vllm-metrics-before",
+        str(DATA / "vllm_metrics_before.txt"),
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(stdout)
+    assert doc["acceptance_model"] == "per_position"
+    fitted = {v["field"]: v["value"] for v in doc["values"] if v["fitted"]}
+    assert fitted["acceptance.per_position[0]"] == pytest.approx(962 / 1300, abs=1e-6)
+
+
+def test_sglang_log_gives_accept_length_and_a_point(tmp_path: Path) -> None:
+    out = tmp_path / "from-log.toml"
+    code, stdout, _ = _run("--sglang-log", str(DATA / "sglang_server.log"), "--out", str(out))
+    assert code == 0, stdout
+    assert "num_steps 2 implied by accept len / accept rate" in stdout
+    assert "cuda graph: True" in stdout
+    scenario = load_scenario(out)
+    assert scenario.acceptance.alpha == pytest.approx(0.618, abs=1e-3)  # AL 2.0 at k = 2
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--vllm-metrics", "missing.txt"], "missing.txt: no such file"),
+        (["--sglang-log", str(DATA / "vllm_metrics_after.txt")], "no speculative decode line"),
+        (["--vllm-metrics", str(DATA / "sglang_server.log")], "sglang_server.log: line 1:"),
+        (["--point", "2:2.0"], "--point: expected NUM_STEPS:ACCEPT_LENGTH:TOK_S"),
+        (["--point", "2:3.5:60"], "outside [1, num_steps + 1 = 3]"),
+        ([], "nothing to calibrate from"),
+        (["--baseline-tok-s", "80", "--fit", "verify_ms,bogus"], "--fit: cannot fit bogus"),
+        (["--vllm-metrics-before", "x"], "needs --vllm-metrics"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, tmp_path: Path) -> None:
+    out = tmp_path / "never.toml"
+    code, _, stderr = _run(*args, "--out", str(out))
+    assert code == 2
+    assert fragment in stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert not out.exists()
+
+
+def test_bad_base_scenario_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = 1\n")
+    result = CliRunner().invoke(
+        main, ["calibrate", "--scenario", str(bad), "--baseline-tok-s", "80"]
+    )
+    assert result.exit_code == 2 and str(bad) in result.stderr

@@ -1,0 +1,81 @@
+"""Published speculative-decoding figures that specsim's validation report reconstructs.
+
+Each figure is copied from its public source (cited next to it) and is used either to
+calibrate a scenario or to score one, never both (sim/validation.py enforces the split).
+Printed precision matters: a figure printed with d decimals carries a rounding error of
+0.5 x 10^-d, whose standard deviation 10^-d / sqrt(12) is the sigma used when fitting it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """One measured run: num_steps k, accept length and tok/s (None when not published)."""
+
+    num_steps: int
+    accept_length: float
+    tok_s: float | None
+
+
+# vllm-project/vllm issue #20780 (2025-07-10): Llama-3.1-8B-Instruct + EAGLE-3
+# (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), vLLM V1 chain drafting, H100, batch 1, MT-Bench.
+# Accept length per K and TPOT (ms) per K; vanilla TPOT 7.07 ms. tok/s = 1000 / TPOT.
+VLLM_20780_URL = "https://github.com/vllm-project/vllm/issues/20780"
+VLLM_20780_VANILLA_TPOT_MS = 7.07
+VLLM_20780_EAGLE3: tuple[PublishedRun, ...] = tuple(
+    PublishedRun(k, al, 1000.0 / tpot)
+    for k, al, tpot in (
+        (2, 2.36, 4.32),
+        (3, 2.79, 4.09),
+        (4, 3.08, 4.05),
+        (5, 3.32, 4.13),
+        (6, 3.46, 4.20),
+        (7, 3.54, 4.29),
+    )
+)
+
+# sgl-project/sglang PR #4247 ("[Feature] Support EAGLE 3"), comment by chromecast56,
+# 2025-03-10, with CUDA graphs: Llama-3.1-8B, MT-bench (80 questions), one GPU.
+# (topk / num_draft_tokens are not stated in the comment.)
+SGLANG_4247_URL = "https://github.com/sgl-project/sglang/pull/4247"
+SGLANG_4247: tuple[PublishedRun, ...] = (
+    PublishedRun(5, 4.68, 361.70),
+    PublishedRun(8, 5.39, 378.57),
+)
+
+# vLLM tests/spec_decode test_acceptance_length (reference section 5): Llama-3.1-8B +
+# EAGLE-3, K = 3, MT-Bench, temperature 0: AL 2.60, cumulative per-position rates.
+VLLM_ACCEPTANCE_TEST_AL = 2.60
+VLLM_ACCEPTANCE_TEST_CUMULATIVE = (0.7296, 0.5208, 0.3545)
+
+# vllm-project/vllm PR #26498, "[SpecBench], Padding Enabled (Fixed), K=10" block:
+# counters and vLLM's printed "acceptance at token i" (cumulative rates, two decimals).
+VLLM_26498_URL = "https://github.com/vllm-project/vllm/pull/26498"
+VLLM_26498_DRAFTS = 20468
+VLLM_26498_DRAFT_TOKENS = 204680
+VLLM_26498_ACCEPTED = 48266
+VLLM_26498_PRINTED_AL = 3.36
+VLLM_26498_CUMULATIVE = (0.71, 0.50, 0.36, 0.26, 0.18, 0.13, 0.10, 0.07, 0.04, 0.02)
+
+# vllm-project/vllm issue #26191: EAGLE-3 K = 7 counters and the printed accept length.
+VLLM_26191_URL = "https://github.com/vllm-project/vllm/issues/26191"
+VLLM_26191_DRAFTS = 4816
+VLLM_26191_DRAFT_TOKENS = 33712
+VLLM_26191_ACCEPTED = 12208
+VLLM_26191_PRINTED_AL = 3.53
+
+# Seed (reference section 3, ../shared/seed/): Kimi-K2.5, 8 PCIe GPUs, EAGLE-3 k = 2.
+SEED_BASELINE_TOK_S = (82.0, 83.0)
+SEED_SPEC_TOK_S = (59.0, 61.0)
+SEED_ACCEPT_LENGTH = 2.0
+SEED_VERIFY_MS = 30.0
+SEED_REFERENCE_BREAK_EVEN_AL = 2.46  # 82 tok/s x 30 ms
+SEED_REFERENCE_NEEDED_AL = {150.0: 4.5, 200.0: 6.0}  # target x 30 ms
+
+
+def rounding_sigma(decimals: int) -> float:
+    """Standard deviation of the rounding error of a figure printed with ``decimals``."""
+    return 10.0**-decimals / 12**0.5

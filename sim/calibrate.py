@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -74,14 +74,7 @@ class FittedValue:
     reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "field": self.field,
-            "value": self.value,
-            "stderr": self.stderr,
-            "base": self.base,
-            "fitted": self.fitted,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -103,14 +96,7 @@ class Residual:
         return (self.fitted - self.measured) / self.sigma
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "what": self.what,
-            "measured": self.measured,
-            "fitted": self.fitted,
-            "sigma": self.sigma,
-            "relative": self.relative,
-            "source": self.source,
-        }
+        return {**asdict(self), "relative": self.relative}
 
 
 @dataclass(frozen=True)
@@ -406,6 +392,114 @@ def _sig(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+@dataclass(frozen=True)
+class _Block:
+    """One fitted block (timing or acceptance): its values, residuals and scenario overrides."""
+
+    values: tuple[FittedValue, ...]
+    residuals: tuple[Residual, ...]
+    overrides: dict[str, Any]
+    chi2: float
+    n_obs: int
+    n_fit: int
+    notes: tuple[str, ...]
+
+
+def _fitted_values(params: Sequence[_Param], fit: _Fit) -> tuple[FittedValue, ...]:
+    out = []
+    for p in params:
+        fitted = p.name in fit.stderr
+        if not fitted and not math.isfinite(p.base):
+            raise SpecsimError(
+                f"the data cannot determine {p.name} and the base scenario has no value",
+                source="calibrate",
+            )
+        base = p.base if math.isfinite(p.base) else None
+        out.append(
+            FittedValue(
+                p.name,
+                fit.values[p.name],
+                fit.stderr.get(p.name),
+                base,
+                fitted,
+                fit.kept.get(p.name),
+            )
+        )
+    return tuple(out)
+
+
+def _block(
+    params: Sequence[_Param], fit: _Fit, residuals: list[Residual], overrides: dict[str, Any]
+) -> _Block:
+    return _Block(
+        _fitted_values(params, fit),
+        tuple(residuals),
+        overrides,
+        fit.chi2,
+        fit.n_obs,
+        len(fit.stderr),
+        fit.notes,
+    )
+
+
+def _fit_timing(
+    base: Scenario, data: Measurements, order: Sequence[str], verify_tokens: int
+) -> _Block:
+    params = _timing_params(base)
+    fit = _fit(_timing_residuals(data, verify_tokens), params, order, "timing")
+    overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
+    residuals = [
+        Residual(
+            "baseline tok/s", b.tok_s, 1000.0 / fit.values["timing.decode_ms"], b.sigma, b.source
+        )
+        for b in data.baselines
+    ]
+    residuals += [
+        Residual(
+            f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+            pt.tok_s,
+            predicted_tok_s(fit.values, verify_tokens, pt),
+            _point_sigma(pt),
+            pt.source,
+        )
+        for pt in data.points
+    ]
+    return _block(params, fit, residuals, overrides)
+
+
+def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
+    params = _acceptance_params(base, model, data)
+    names = [p.name for p in params]
+    start = [p if math.isfinite(p.base) else _Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in params]
+    fit = _fit(_acceptance_residuals(data, names), start, names, "acceptance")
+    if model == "alpha":
+        overrides: dict[str, Any] = {"acceptance.alpha": _sig(fit.values["acceptance.alpha"])}
+    else:
+        overrides = {"acceptance.per_position": [_sig(fit.values[n]) for n in names]}
+    rates = np.array([fit.values[n] for n in names])
+    residuals = [
+        Residual(
+            f"cumulative rate c{c.position}",
+            c.rate,
+            float(np.prod(_extend(rates, c.position))),
+            c.sigma,
+            c.source,
+        )
+        for c in data.cumulative
+    ]
+    residuals += [
+        Residual(
+            f"accept length at num_steps {a.num_steps}",
+            a.accept_length,
+            mean_accept_length(_extend(rates, a.num_steps)),
+            a.sigma,
+            a.source,
+        )
+        for a in data.accept_lengths
+    ]
+    return _block(params, fit, residuals, overrides)
+
+
 def calibrate(
     base: Scenario,
     data: Measurements,
@@ -431,121 +525,35 @@ def calibrate(
             source="--fit",
         )
     verify_tokens = base.timing.verify_tokens or base.num_steps + 1
-    values: list[FittedValue] = []
-    residuals: list[Residual] = []
     notes: list[str] = list(data.notes)
-    chi2 = 0.0
-    n_obs = 0
-    n_fit = 0
-    overrides: dict[str, Any] = {"timing.verify_tokens": verify_tokens}
-
-    # Timing.
-    t_params = _timing_params(base)
-    t_fun = _timing_residuals(data, verify_tokens)
+    blocks: list[_Block] = []
     if data.baselines or data.points:
-        t_fit = _fit(t_fun, t_params, [f"timing.{f}" for f in fit_timing], "timing")
-        chi2 += t_fit.chi2
-        n_obs += t_fit.n_obs
-        n_fit += len(t_fit.stderr)
-        notes += t_fit.notes
-        for p in t_params:
-            fitted = p.name in t_fit.stderr
-            v = t_fit.values[p.name]
-            values.append(
-                FittedValue(
-                    p.name, v, t_fit.stderr.get(p.name), p.base, fitted, t_fit.kept.get(p.name)
-                )
-            )
-            if fitted:
-                overrides[p.name] = _sig(v)
-        for b in data.baselines:
-            residuals.append(
-                Residual(
-                    "baseline tok/s",
-                    b.tok_s,
-                    1000.0 / t_fit.values["timing.decode_ms"],
-                    b.sigma,
-                    b.source,
-                )
-            )
-        for pt in data.points:
-            residuals.append(
-                Residual(
-                    f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
-                    pt.tok_s,
-                    predicted_tok_s(t_fit.values, verify_tokens, pt),
-                    _point_sigma(pt),
-                    pt.source,
-                )
-            )
+        order = [f"timing.{f}" for f in fit_timing]
+        blocks.append(_fit_timing(base, data, order, verify_tokens))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
-
-    # Acceptance.
     model = _acceptance_model(data, acceptance)
     if model is None:
         notes.append("no acceptance data given: the acceptance profile is kept from the base")
     else:
-        a_params = _acceptance_params(base, model, data)
-        names = [p.name for p in a_params]
-        fun = _acceptance_residuals(data, names)
-        start = [
-            p if math.isfinite(p.base) else _Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in a_params
-        ]
-        a_fit = _fit(fun, start, names, "acceptance")
-        chi2 += a_fit.chi2
-        n_obs += a_fit.n_obs
-        n_fit += len(a_fit.stderr)
-        notes += a_fit.notes
-        for p in a_params:
-            fitted = p.name in a_fit.stderr
-            if not fitted and not math.isfinite(p.base):
-                raise SpecsimError(
-                    f"the data cannot determine {p.name} and the base scenario has no value",
-                    source="calibrate",
-                )
-            values.append(
-                FittedValue(
-                    p.name,
-                    a_fit.values[p.name],
-                    a_fit.stderr.get(p.name),
-                    p.base if math.isfinite(p.base) else None,
-                    fitted,
-                    a_fit.kept.get(p.name),
-                )
-            )
-        if model == "alpha":
-            overrides["acceptance.alpha"] = _sig(a_fit.values["acceptance.alpha"])
-        else:
-            overrides["acceptance.per_position"] = [_sig(a_fit.values[n]) for n in names]
-        rates = np.array([a_fit.values[n] for n in names])
-        for c in data.cumulative:
-            residuals.append(
-                Residual(
-                    f"cumulative rate c{c.position}",
-                    c.rate,
-                    float(np.prod(_extend(rates, c.position))),
-                    c.sigma,
-                    c.source,
-                )
-            )
-        for a in data.accept_lengths:
-            residuals.append(
-                Residual(
-                    f"accept length at num_steps {a.num_steps}",
-                    a.accept_length,
-                    mean_accept_length(_extend(rates, a.num_steps)),
-                    a.sigma,
-                    a.source,
-                )
-            )
+        blocks.append(_fit_acceptance(base, data, model))
     if data.cuda_graph is not None:
         notes.append(
             f"the log says cuda graph: {data.cuda_graph} (SGLang's can_run_cuda_graph for the "
             f"decode batch); timing.verify_cuda_graph stays {base.timing.verify_cuda_graph} "
             "as in the base: set it yourself if the verify pass is graphed"
         )
+    overrides: dict[str, Any] = {"timing.verify_tokens": verify_tokens}
+    for b in blocks:
+        overrides.update(b.overrides)
+        notes.extend(b.notes)
     scenario = with_overrides(base, overrides, source="calibrated scenario")
     return Calibration(
-        scenario, tuple(values), model, tuple(residuals), chi2, n_obs - n_fit, tuple(notes)
+        scenario,
+        tuple(v for b in blocks for v in b.values),
+        model,
+        tuple(r for b in blocks for r in b.residuals),
+        sum(b.chi2 for b in blocks),
+        sum(b.n_obs - b.n_fit for b in blocks),
+        tuple(notes),
     )

@@ -139,7 +139,16 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
     src = f"vllm metrics {counters.source}"
     k = counters.num_spec_tokens
     present = [(i + 1, c) for i, c in enumerate(counters.cumulative) if c is not None]
-    notes = []
+
+    def fmt(xs: tuple[float | None, ...]) -> str:
+        return "[" + ", ".join("-" if x is None else f"{x:.4f}" for x in xs) + "]"
+
+    notes = [
+        f"vLLM {counters.source}: k {k}, {n:.0f} drafts, accept length "
+        f"{counters.accept_length:.4f}, draft acceptance rate "
+        f"{counters.draft_acceptance_rate:.4f}, cumulative {fmt(counters.cumulative)}, "
+        f"conditional {fmt(counters.conditional)}"
+    ]
     if counters.label_sets > 1:
         notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
     if present:
@@ -171,9 +180,20 @@ def sglang_measurement(
     max(rel_error x tok/s, spread / sqrt(intervals)).
     """
     src = f"sglang log {log.source}"
+    q10, q50, q90 = log.accept_length_quantiles()
+    tok_s_text = (
+        f"{log.single_request_tok_s:.2f} tok/s (median of {len(log.single_request)} "
+        "single-request intervals)"
+        if log.single_request_tok_s is not None
+        else "no single-request interval"
+    )
     notes = [
         f"SGLang log {log.source}: {len(log.lines)} speculative decode lines, "
-        f"{log.skipped} other lines skipped"
+        f"{log.skipped} other lines skipped ({log.non_speculative} decode lines without "
+        f"speculation); accept len mean {log.accept_length_mean:.3f}, sd "
+        f"{log.accept_length_std:.3f}, 10/50/90% {q10:.2f}/{q50:.2f}/{q90:.2f}; cuda graph: "
+        f"{'mixed or not logged' if log.cuda_graph is None else log.cuda_graph}; "
+        f"gen throughput {tok_s_text}"
     ]
     if num_steps is None:
         implied = log.implied_num_draft_tokens

@@ -188,41 +188,26 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
     cal = calibrate(base, timing_data + accept)
     scenario = cal.scenario
     rows = []
-    for k in (3, 4, 5, 6):
-        r = runs[k]
-        assert r.tok_s is not None
-        rows.append(
-            Row(
-                "tok/s (measured AL)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, AL {r.accept_length}",
-                r.tok_s,
-                _tok_s_at(scenario, k, r.accept_length),
-            )
-        )
-    for k in (3, 4, 5, 6):
-        r = runs[k]
-        rows.append(
-            Row(
-                "accept length",
-                _fig(src, k, "AL"),
-                f"k={k}, alpha from k=2",
-                r.accept_length,
-                _al_at(scenario, k),
-            )
-        )
-    for k in (3, 4, 5, 6):
-        r = runs[k]
-        assert r.tok_s is not None
-        rows.append(
-            Row(
-                "tok/s (end to end)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, predicted AL",
-                r.tok_s,
-                _tok_s_at(scenario, k, _al_at(scenario, k)),
-            )
-        )
+    for quantity in ("tok/s (measured AL)", "accept length", "tok/s (end to end)"):
+        for k in (3, 4, 5, 6):
+            r = runs[k]
+            assert r.tok_s is not None
+            predicted_al = _al_at(scenario, k)
+            if quantity == "accept length":
+                row = Row(
+                    quantity,
+                    _fig(src, k, "AL"),
+                    f"k={k}, alpha from k=2",
+                    r.accept_length,
+                    predicted_al,
+                )
+            else:
+                al = r.accept_length if quantity == "tok/s (measured AL)" else predicted_al
+                inputs = f"k={k}, " + (f"AL {al}" if al == r.accept_length else "predicted AL")
+                row = Row(
+                    quantity, _fig(src, k, "tok/s"), inputs, r.tok_s, _tok_s_at(scenario, k, al)
+                )
+            rows.append(row)
     calibrated_on = (
         f"{src} vanilla tok/s",
         _fig(src, 2, "tok/s"),

@@ -78,3 +78,15 @@ def test_bad_lines_name_their_line_number(line: str, fragment: str) -> None:
         parse_exposition(f"# TYPE ok gauge\nok 1\n{line}\n", source="m.txt")
     assert str(err.value).startswith("m.txt: line 3: ")
     assert fragment in str(err.value)
+
+
+def test_help_text_escapes() -> None:
+    exp = parse_exposition("# HELP a Line one\\nC:\\\\path\n# TYPE a gauge\na 1\n")
+    assert dict(exp.helps)["a"] == "Line one\nC:\\path"
+
+
+def test_two_scrapes_concatenated_are_refused() -> None:
+    """A duplicate series would be double counted; Prometheus rejects it, so do we."""
+    one = 'x_total{engine="0"} 5\n'
+    with pytest.raises(SpecsimError, match=r"line 2: duplicate sample x_total .* line 1"):
+        parse_exposition(one + one)

@@ -7,7 +7,8 @@ Rules followed (prometheus.io/docs/instrumenting/exposition_formats, "Text-based
 - label values are double-quoted with the escapes ``\\\\``, ``\\"`` and ``\\n``;
 - values are Go floats, including ``NaN``, ``+Inf`` and ``-Inf``; the timestamp is an
   optional integer in milliseconds;
-- ``# HELP name text`` and ``# TYPE name type`` describe a family; any other line starting
+- ``# HELP name text`` (escapes ``\\\\`` and ``\\n``) and ``# TYPE name type`` describe a
+  family; a sample repeated with the same labels is an error; any other line starting
   with ``#`` is a comment (``# EOF`` ends an OpenMetrics exposition); blank lines are ignored;
 - OpenMetrics exemplars (`` # {trace_id="..."} 1.0``) after the value are dropped.
 
@@ -159,11 +160,17 @@ def _parse_sample(text: str, line: int, source: str) -> Sample:
     return Sample(name, tuple(sorted(labels.items())), value, timestamp, line)
 
 
+def _unescape_help(text: str) -> str:
+    """HELP text escapes only backslash and newline."""
+    return re.sub(r"\\\\|\\n", lambda m: "\n" if m.group(0) == "\\n" else "\\", text)
+
+
 def parse_exposition(text: str, *, source: str = "<metrics>") -> Exposition:
     """Parse a whole text exposition. Raises SpecsimError naming the first bad line."""
     samples: list[Sample] = []
     types: dict[str, str] = {}
     helps: dict[str, str] = {}
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip(_BLANK + "\r")
         if not line:
@@ -174,9 +181,18 @@ def parse_exposition(text: str, *, source: str = "<metrics>") -> Exposition:
                 if parts[0] == "TYPE":
                     types[parts[1]] = parts[2].strip() if len(parts) > 2 else ""
                 else:
-                    helps[parts[1]] = parts[2] if len(parts) > 2 else ""
+                    helps[parts[1]] = _unescape_help(parts[2]) if len(parts) > 2 else ""
             continue
-        samples.append(_parse_sample(line, number, source))
+        sample = _parse_sample(line, number, source)
+        key = (sample.name, sample.labels)
+        if key in seen:
+            raise SpecsimError(
+                f"duplicate sample {sample.name} with the same labels as line {seen[key]}",
+                source=source,
+                field=f"line {number}",
+            )
+        seen[key] = number
+        samples.append(sample)
     return Exposition(tuple(samples), tuple(types.items()), tuple(helps.items()))
 
 

@@ -28,11 +28,12 @@ stated errors explain).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.linalg import block_diag
 from scipy.optimize import least_squares
 
 from sim.costs import PassTimes, cycle_cost
@@ -110,6 +111,9 @@ class Calibration:
     chi2: float
     dof: int
     notes: tuple[str, ...] = field(default=())
+    #: Covariance of the fitted values, in the order of ``fitted``, shape (n, n) as nested
+    #: tuples; block-diagonal (timing and acceptance are fitted separately).
+    covariance: tuple[tuple[float, ...], ...] = field(default=())
 
     @property
     def fitted(self) -> tuple[FittedValue, ...]:
@@ -124,6 +128,43 @@ class Calibration:
             if v.field == name:
                 return v
         raise KeyError(name)
+
+    def with_values(self, values: Mapping[str, float]) -> Scenario:
+        """The calibrated scenario with some fitted fields set to other values."""
+        overrides: dict[str, Any] = {}
+        rates = None
+        for name, v in values.items():
+            if name.startswith("acceptance.per_position["):
+                if rates is None:
+                    assert self.scenario.acceptance is not None
+                    rates = list(self.scenario.acceptance.per_position or [])
+                rates[int(name.split("[")[1].rstrip("]"))] = v
+            else:
+                overrides[name] = v
+        if rates is not None:
+            overrides["acceptance.per_position"] = rates
+        return with_overrides(self.scenario, overrides, source="calibration")
+
+    def prediction_stderr(self, predict: Callable[[Scenario], float]) -> float:
+        """Standard error of ``predict(scenario)`` from the fitted values' covariance.
+
+        Linear propagation, g C g^T, with the gradient g by central differences (one-sided
+        at a rate's bound [0, 1]).
+        """
+        fitted = self.fitted
+        if not fitted:
+            return 0.0
+        grad = np.zeros(len(fitted))
+        for i, v in enumerate(fitted):
+            h = 1e-5 * max(abs(v.value), 1.0)
+            lo, hi = v.value - h, v.value + h
+            if v.field.startswith("acceptance."):
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            up = predict(self.with_values({v.field: hi}))
+            down = predict(self.with_values({v.field: lo}))
+            grad[i] = (up - down) / (hi - lo)
+        cov = np.array(self.covariance, dtype=float)
+        return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -157,6 +198,7 @@ class _Fit:
     chi2: float
     n_obs: int
     notes: tuple[str, ...]
+    covariance: np.ndarray  # shape (len(stderr), len(stderr)), in stderr's key order
 
 
 def _jacobian(
@@ -231,7 +273,13 @@ def _fit(
             kept.setdefault(p.name, "not asked to fit it")
     if not chosen:
         return _Fit(
-            {p.name: p.base for p in params}, {}, kept, float(full(base) @ full(base)), n_obs, ()
+            {p.name: p.base for p in params},
+            {},
+            kept,
+            float(full(base) @ full(base)),
+            n_obs,
+            (),
+            np.zeros((0, 0)),
         )
     idx = [names.index(n) for n in chosen]
     free = [params[i] for i in idx]
@@ -275,7 +323,7 @@ def _fit(
             )
     values = {p.name: p.base for p in params}
     values.update({p.name: float(v) for p, v in zip(free, x_free, strict=True)})
-    return _Fit(values, stderr, kept, chi2, n_obs, tuple(notes))
+    return _Fit(values, stderr, kept, chi2, n_obs, tuple(notes), cov)
 
 
 # --------------------------------------------------------------------------- timing block
@@ -403,6 +451,7 @@ class _Block:
     n_obs: int
     n_fit: int
     notes: tuple[str, ...]
+    covariance: np.ndarray  # over the block's fitted values, in their order
 
 
 def _fitted_values(params: Sequence[_Param], fit: _Fit) -> tuple[FittedValue, ...]:
@@ -431,6 +480,8 @@ def _fitted_values(params: Sequence[_Param], fit: _Fit) -> tuple[FittedValue, ..
 def _block(
     params: Sequence[_Param], fit: _Fit, residuals: list[Residual], overrides: dict[str, Any]
 ) -> _Block:
+    free = list(fit.stderr)  # the fit's own order (priority order)
+    perm = [free.index(p.name) for p in params if p.name in fit.stderr]
     return _Block(
         _fitted_values(params, fit),
         tuple(residuals),
@@ -439,6 +490,7 @@ def _block(
         fit.n_obs,
         len(fit.stderr),
         fit.notes,
+        fit.covariance[np.ix_(perm, perm)],
     )
 
 
@@ -548,6 +600,7 @@ def calibrate(
         overrides.update(b.overrides)
         notes.extend(b.notes)
     scenario = with_overrides(base, overrides, source="calibrated scenario")
+    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
     return Calibration(
         scenario,
         tuple(v for b in blocks for v in b.values),
@@ -556,4 +609,5 @@ def calibrate(
         sum(b.chi2 for b in blocks),
         sum(b.n_obs - b.n_fit for b in blocks),
         tuple(notes),
+        tuple(tuple(float(x) for x in row) for row in covariance),
     )

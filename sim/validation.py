@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,11 +84,16 @@ class Row:
     inputs: str
     measured: float
     predicted: float
-    interval: tuple[float, float] | None = None
+    sd: float = 0.0  # standard error of the prediction from the calibrated values
 
     @property
     def error(self) -> float:
         return (self.predicted - self.measured) / self.measured
+
+    @property
+    def z(self) -> float | None:
+        """(predicted - measured) / sd; None when the prediction has no uncertainty."""
+        return (self.predicted - self.measured) / self.sd if self.sd > 0 else None
 
 
 @dataclass(frozen=True)
@@ -168,8 +173,43 @@ def llama8b_base() -> Scenario:
 # --------------------------------------------------------------------------- cases
 
 
+def _row(
+    quantity: str,
+    figure: str,
+    inputs: str,
+    measured: float,
+    cal: Calibration,
+    predict: Callable[[Scenario], float],
+) -> Row:
+    """A scored row: ``predict`` on the calibrated scenario, with its propagated error."""
+    return Row(
+        quantity, figure, inputs, measured, predict(cal.scenario), cal.prediction_stderr(predict)
+    )
+
+
+def _tok_s_fn(k: int, accept_length: float | None) -> Callable[[Scenario], float]:
+    """tok/s at k with a given accept length (None: the scenario's own accept length)."""
+
+    def fn(s: Scenario) -> float:
+        return _tok_s_at(s, k, _al_at(s, k) if accept_length is None else accept_length)
+
+    return fn
+
+
+def _al_fn(k: int) -> Callable[[Scenario], float]:
+    return lambda s: _al_at(s, k)
+
+
+def _cumulative_fn(position: int) -> Callable[[Scenario], float]:
+    def fn(s: Scenario) -> float:
+        assert s.acceptance is not None
+        return float(np.prod(s.acceptance.conditional_rates(position)))
+
+    return fn
+
+
 def case_vllm_20780() -> tuple[Case, Calibration]:
-    """Timings from K=2 and K=7, acceptance from K=2; score K=3..6 (and AL at K=3..7)."""
+    """Timings from K=2 and K=7, acceptance from K=2; score K=3..6."""
     src = "vLLM #20780"
     runs = {r.num_steps: r for r in pub.VLLM_20780_EAGLE3}
     base = llama8b_base()
@@ -186,28 +226,44 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
         accept_lengths=(AcceptLengthObs(2, runs[2].accept_length, al_sigma, src),)
     )
     cal = calibrate(base, timing_data + accept)
-    scenario = cal.scenario
     rows = []
-    for quantity in ("tok/s (measured AL)", "accept length", "tok/s (end to end)"):
-        for k in (3, 4, 5, 6):
-            r = runs[k]
-            assert r.tok_s is not None
-            predicted_al = _al_at(scenario, k)
-            if quantity == "accept length":
-                row = Row(
-                    quantity,
-                    _fig(src, k, "AL"),
-                    f"k={k}, alpha from k=2",
-                    r.accept_length,
-                    predicted_al,
-                )
-            else:
-                al = r.accept_length if quantity == "tok/s (measured AL)" else predicted_al
-                inputs = f"k={k}, " + (f"AL {al}" if al == r.accept_length else "predicted AL")
-                row = Row(
-                    quantity, _fig(src, k, "tok/s"), inputs, r.tok_s, _tok_s_at(scenario, k, al)
-                )
-            rows.append(row)
+    for k in (3, 4, 5, 6):
+        r = runs[k]
+        assert r.tok_s is not None
+        rows.append(
+            _row(
+                "tok/s (measured AL)",
+                _fig(src, k, "tok/s"),
+                f"k={k}, AL {r.accept_length}",
+                r.tok_s,
+                cal,
+                _tok_s_fn(k, r.accept_length),
+            )
+        )
+    for k in (3, 4, 5, 6):
+        rows.append(
+            _row(
+                "accept length",
+                _fig(src, k, "AL"),
+                f"k={k}, alpha from k=2",
+                runs[k].accept_length,
+                cal,
+                _al_fn(k),
+            )
+        )
+    for k in (3, 4, 5, 6):
+        r = runs[k]
+        assert r.tok_s is not None
+        rows.append(
+            _row(
+                "tok/s (end to end)",
+                _fig(src, k, "tok/s"),
+                f"k={k}, predicted AL",
+                r.tok_s,
+                cal,
+                _tok_s_fn(k, None),
+            )
+        )
     calibrated_on = (
         f"{src} vanilla tok/s",
         _fig(src, 2, "tok/s"),
@@ -246,11 +302,10 @@ def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
         (pub.SGLANG_4247[1], pub.SGLANG_4247[0]),
     ):
         assert fit_run.tok_s is not None and score_run.tok_s is not None
-        data = point_measurement(
-            fit_run.num_steps, fit_run.accept_length, fit_run.tok_s, TOK_S_REL_ERROR, src
-        )
         data = Measurements(
-            points=data.points,
+            points=point_measurement(
+                fit_run.num_steps, fit_run.accept_length, fit_run.tok_s, TOK_S_REL_ERROR, src
+            ).points,
             accept_lengths=(
                 AcceptLengthObs(
                     fit_run.num_steps, fit_run.accept_length, pub.rounding_sigma(2), src
@@ -258,29 +313,31 @@ def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
             ),
         )
         cal = calibrate(llama.scenario, data, fit_timing=["verify_ms"])
-        s = cal.scenario
         k = score_run.num_steps
         rows = (
-            Row(
+            _row(
                 "tok/s (measured AL)",
                 _fig(src, k, "tok/s"),
                 f"k={k}, AL {score_run.accept_length}",
                 score_run.tok_s,
-                _tok_s_at(s, k, score_run.accept_length),
+                cal,
+                _tok_s_fn(k, score_run.accept_length),
             ),
-            Row(
+            _row(
                 "accept length",
                 _fig(src, k, "AL"),
                 f"k={k}, alpha from k={fit_run.num_steps}",
                 score_run.accept_length,
-                _al_at(s, k),
+                cal,
+                _al_fn(k),
             ),
-            Row(
+            _row(
                 "tok/s (end to end)",
                 _fig(src, k, "tok/s"),
                 f"k={k}, predicted AL",
                 score_run.tok_s,
-                _tok_s_at(s, k, _al_at(s, k)),
+                cal,
+                _tok_s_fn(k, None),
             ),
         )
         timing_err, al_err, e2e_err = (r.error for r in rows)
@@ -309,7 +366,8 @@ def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
                     f"k={fit_run.num_steps}: {fit_run.tok_s} tok/s at AL {fit_run.accept_length}",
                     f"fitted: {_fitted_summary(cal)}",
                     "kept from the vLLM-calibrated base: draft_step_ms = "
-                    f"{s.timing.draft_step_ms:.4g} ms (the slope per extra step)",
+                    f"{cal.scenario.timing.draft_step_ms:.4g} ms (the slope per extra step); "
+                    "its uncertainty is not in the ± of this case",
                 ),
                 notes=(
                     "One num_steps determines one number (the cycle's intercept); the slope per "
@@ -332,29 +390,22 @@ def case_vllm_acceptance_test() -> Case:
     data = Measurements(
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM test") for i in range(2))
     )
-    base = llama8b_base()
-    cal = calibrate(base, data, acceptance="per_position")
-    s = cal.scenario
-    assert s.acceptance is not None
-    rates = s.acceptance.conditional_rates(3)
+    cal = calibrate(llama8b_base(), data, acceptance="per_position")
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
         sources=("vLLM tests/spec_decode test_acceptance_length (reference section 5)",),
         calibrated_on=("vLLM test c1", "vLLM test c2"),
         rows=(
-            Row(
+            _row(
                 "cumulative rate c3",
                 "vLLM test c3",
                 "a3 = a2 (last listed rate repeats)",
                 c[2],
-                float(np.prod(rates)),
+                cal,
+                _cumulative_fn(3),
             ),
-            Row(
-                "accept length",
-                "vLLM test AL",
-                "K=3",
-                pub.VLLM_ACCEPTANCE_TEST_AL,
-                mean_accept_length(rates),
+            _row(
+                "accept length", "vLLM test AL", "K=3", pub.VLLM_ACCEPTANCE_TEST_AL, cal, _al_fn(3)
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}",),
@@ -369,28 +420,26 @@ def case_vllm_26498() -> Case:
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM #26498") for i in range(3))
     )
     cal = calibrate(llama8b_base(), data, acceptance="alpha")
-    s = cal.scenario
-    assert s.acceptance is not None
-    rates = s.acceptance.conditional_rates(10)
-    cum = np.cumprod(rates)
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
     rows = [
-        Row(
-            f"cumulative rate c{i + 1}",
-            f"vLLM #26498 c{i + 1}",
+        _row(
+            f"cumulative rate c{i}",
+            f"vLLM #26498 c{i}",
             "alpha from c1..c3",
-            c[i],
-            float(cum[i]),
+            c[i - 1],
+            cal,
+            _cumulative_fn(i),
         )
-        for i in (3, 5, 7, 9)
+        for i in (4, 6, 8, 10)
     ]
     rows.append(
-        Row(
+        _row(
             "accept length",
             "vLLM #26498 AL",
             "K=10, alpha from c1..c3",
             measured_al,
-            float(1.0 + cum.sum()),
+            cal,
+            _al_fn(10),
         )
     )
     return Case(
@@ -401,7 +450,8 @@ def case_vllm_26498() -> Case:
         setup=(f"fitted: {_fitted_summary(cal)}",),
         notes=(
             f"measured AL = 1 + accepted / drafts = 1 + {pub.VLLM_26498_ACCEPTED} / "
-            f"{pub.VLLM_26498_DRAFTS}; cumulative rates are printed with two decimals.",
+            f"{pub.VLLM_26498_DRAFTS}; cumulative rates are printed with two decimals (c10 = "
+            "0.02 means 0.015-0.025).",
         ),
     )
 
@@ -419,12 +469,13 @@ def case_seed(seed: Scenario) -> Case:
         sources=("../shared/seed/ and reference section 3",),
         calibrated_on=("seed baseline tok/s", "seed speculative tok/s"),
         rows=(
-            Row(
+            _row(
                 "verify_ms implied by 60 tok/s",
                 "seed profiled verify_ms",
                 "k=2, AL 2.0",
                 pub.SEED_VERIFY_MS,
-                cal.value("timing.verify_ms").value,
+                cal,
+                lambda s: s.timing.verify_ms,
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}", f"kept: {_kept_summary(cal)}"),
@@ -568,14 +619,19 @@ NOT_RECONSTRUCTED = (
 
 
 def _spreads_statement() -> str:
+    head = (
+        "Every prediction above is a closed-form long-run expectation (renewal-reward, "
+        "sim/theory.py); its ± covers only the uncertainty of the calibrated values. "
+    )
     if importlib.util.find_spec("sim.montecarlo") is None:
-        return (
-            "Spreads are closed-form only: the Monte Carlo engine (sim.montecarlo) was not "
-            "available when this report was generated, so no prediction interval is shown."
+        return head + (
+            "The spread of per-request tok/s (finite requests, random accept lengths) needs "
+            "the Monte Carlo engine (sim.montecarlo), which was not available when this report "
+            "was generated: no such interval is shown."
         )
-    return (
-        "sim.montecarlo is available, but this report does not yet draw prediction intervals "
-        "from it; the predictions above are closed-form expectations."
+    return head + (
+        "sim.montecarlo is available, but this report does not yet draw per-request "
+        "intervals from it."
     )
 
 
@@ -605,6 +661,14 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _pred(r: Row) -> str:
+    return f"{_num(r.predicted)} ± {r.sd:.2g}" if r.sd > 0 else _num(r.predicted)
+
+
+def _z(r: Row) -> str:
+    return f"{r.z:+.1f}" if r.z is not None else "-"
+
+
 def render_markdown(report: Report) -> str:
     out = [
         "# specsim validation report",
@@ -614,27 +678,37 @@ def render_markdown(report: Report) -> str:
         "",
         "Every case is calibrated on some published figures (through `sim.calibrate`, the "
         "library behind `specsim calibrate`) and scored on others; a figure used to "
-        "calibrate is never scored. Error = (specsim - measured) / measured.",
+        "calibrate is never scored. Error = (specsim - measured) / measured. The ± is one "
+        "standard error of the prediction, propagated from the calibrated values' covariance "
+        "(which comes from the errors assumed for the calibration figures: "
+        f"{100 * TOK_S_REL_ERROR:.0f}% for tok/s, the printing precision for accept lengths "
+        "and rates); z = (specsim - measured) / ±. The scored figure's own error is not in "
+        "the ±. A large |z| therefore says the miss comes from the model's assumptions (for "
+        "accept lengths: equal conditional rates beyond the calibrated positions), not from "
+        "calibration noise.",
         "",
         "## Summary",
         "",
-        "| case | quantity | inputs | measured | specsim | error |",
-        "|---|---|---|---:|---:|---:|",
+        "| case | quantity | inputs | measured | specsim | error | z |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     scored = [c for c in report.cases if c.scored]
     for i, case in enumerate(scored, start=1):
         for r in case.rows:
             out.append(
                 f"| {i} | {r.quantity} | {r.inputs} | {_num(r.measured)} | "
-                f"{_num(r.predicted)} | {100 * r.error:+.1f}% |"
+                f"{_pred(r)} | {100 * r.error:+.1f}% | {_z(r)} |"
             )
     errors = np.array([abs(r.error) for c in scored for r in c.rows])
     tok = np.array([abs(r.error) for c in scored for r in c.rows if r.quantity.startswith("tok/s")])
+    zs = [abs(r.z) for c in scored for r in c.rows if r.z is not None]
+    within = sum(z <= 2.0 for z in zs)
     out += [
         "",
         f"{errors.size} scored figures: median |error| {100 * np.median(errors):.1f}%, "
         f"max {100 * errors.max():.1f}%; tok/s figures only: median "
-        f"{100 * np.median(tok):.1f}%, max {100 * tok.max():.1f}%.",
+        f"{100 * np.median(tok):.1f}%, max {100 * tok.max():.1f}%. {within} of {len(zs)} "
+        "predictions with an uncertainty are within 2 standard errors of the measurement.",
         "",
         "## Cases",
     ]
@@ -653,11 +727,15 @@ def render_markdown(report: Report) -> str:
         out.append("")
         for line in case.setup:
             out.append(f"- {line}")
-        out += ["", "| figure | inputs | measured | specsim | error |", "|---|---|---:|---:|---:|"]
+        out += [
+            "",
+            "| figure | inputs | measured | specsim | error | z |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
         for r in case.rows:
             out.append(
-                f"| {r.figure} | {r.inputs} | {_num(r.measured)} | {_num(r.predicted)} | "
-                f"{100 * r.error:+.1f}% |"
+                f"| {r.figure} | {r.inputs} | {_num(r.measured)} | {_pred(r)} | "
+                f"{100 * r.error:+.1f}% | {_z(r)} |"
             )
         for note in case.notes:
             out += ["", note]

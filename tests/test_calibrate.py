@@ -155,3 +155,36 @@ def test_alpha_from_accept_lengths_at_two_num_steps() -> None:
     cal = calibrate(_base(), data)
     assert cal.acceptance_model == "alpha"
     assert cal.value("acceptance.alpha").value == pytest.approx(0.7, abs=1e-6)
+
+
+def test_prediction_stderr_of_a_fitted_value_is_its_stderr() -> None:
+    rng = np.random.default_rng(5)
+    cal = calibrate(_base(), _simulated(rng, 0.01))
+    for name in ("timing.verify_ms", "timing.draft_step_ms", "acceptance.alpha"):
+        v = cal.value(name)
+        *section, leaf = name.split(".")
+        sd = cal.prediction_stderr(lambda s, sec=section[0], lf=leaf: getattr(getattr(s, sec), lf))
+        assert sd == pytest.approx(v.stderr, rel=1e-3), name
+
+
+def test_prediction_stderr_covers_held_out_tok_s() -> None:
+    """A prediction at an unseen num_steps lands within 4 propagated SE of the truth."""
+    rng = np.random.default_rng(9)
+    data = baseline_measurement(1000.0 / 12.0, 0.01, "sim")
+    passes = _true_passes()
+    for k in (2, 6):
+        al = leviathan_accept_length(0.75, k)
+        tok_s = 1000.0 * al / cycle_cost(passes, k).total_ms * (1 + 0.01 * rng.standard_normal())
+        data += point_measurement(k, al, tok_s, 0.01, "sim")
+    cal = calibrate(_base(), data)
+    al4 = leviathan_accept_length(0.75, 4)
+    truth = 1000.0 * al4 / cycle_cost(passes, 4).total_ms
+
+    def predict(s):
+        from sim.costs import scenario_cycle_cost
+
+        return 1000.0 * al4 / scenario_cycle_cost(s, 4).total_ms
+
+    sd = cal.prediction_stderr(predict)
+    assert 0 < sd < 0.05 * truth
+    assert abs(predict(cal.scenario) - truth) < 4 * sd

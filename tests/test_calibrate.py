@@ -76,6 +76,7 @@ def test_recovers_timings_within_four_standard_errors() -> None:
     assert cal.dof == (1 + 6 + 6) - (3 + 1)
 
 
+@pytest.mark.slow
 def test_standard_errors_are_honest_over_many_noisy_datasets() -> None:
     """Coverage of +-1.96 SE intervals for verify_ms over 200 seeded datasets is ~95%."""
     rng = np.random.default_rng(7)

@@ -257,8 +257,14 @@ def _fit(
     params: Sequence[_Param],
     order: Sequence[str],
     label: str,
+    probe: Sequence[float] | None = None,
 ) -> _Fit:
-    """Least squares over the identifiable subset of ``params``; the rest stay at base."""
+    """Least squares over the identifiable subset of ``params``; the rest stay at base.
+
+    Identifiability is judged from the Jacobian at ``probe`` (default: the base values); a
+    nonlinear model passes an interior point so that a base value on a boundary (a rate of
+    0 hides every later position) cannot make a parameter look invisible.
+    """
     names = [p.name for p in params]
     base = np.array([p.base for p in params], dtype=float)
 
@@ -266,7 +272,8 @@ def _fit(
         return residuals(dict(zip(names, x, strict=True)))
 
     n_obs = full(base).size
-    jac0 = _jacobian(full, base, np.array([p.scale for p in params]))
+    at = base if probe is None else np.asarray(probe, dtype=float)
+    jac0 = _jacobian(full, at, np.array([p.scale for p in params]))
     chosen, kept = _select(jac0, params, order)
     for p in params:
         if p.name not in order:
@@ -523,7 +530,9 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     params = _acceptance_params(base, model, data)
     names = [p.name for p in params]
     start = [p if math.isfinite(p.base) else _Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in params]
-    fit = _fit(_acceptance_residuals(data, names), start, names, "acceptance")
+    fit = _fit(
+        _acceptance_residuals(data, names), start, names, "acceptance", probe=[0.5] * len(names)
+    )
     if model == "alpha":
         overrides: dict[str, Any] = {"acceptance.alpha": _sig(fit.values["acceptance.alpha"])}
     else:

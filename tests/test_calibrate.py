@@ -189,3 +189,13 @@ def test_prediction_stderr_covers_held_out_tok_s() -> None:
     sd = cal.prediction_stderr(predict)
     assert 0 < sd < 0.05 * truth
     assert abs(predict(cal.scenario) - truth) < 4 * sd
+
+
+def test_a_zero_base_rate_does_not_hide_later_positions() -> None:
+    """Identifiability is judged away from the base: a base rate of 0 must not block a fit."""
+    base = with_overrides(_base(), {"acceptance.per_position": [0.0, 0.0]})
+    data = Measurements(
+        cumulative=(CumulativeObs(1, 0.8, 0.004, "sim"), CumulativeObs(2, 0.6, 0.004, "sim"))
+    )
+    cal = calibrate(base, data)
+    assert cal.scenario.acceptance.per_position == pytest.approx([0.8, 0.75], abs=1e-4)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sim.errors import SpecsimError
 from sim.importers.prometheus import counter_samples, parse_exposition
@@ -90,3 +92,20 @@ def test_two_scrapes_concatenated_are_refused() -> None:
     one = 'x_total{engine="0"} 5\n'
     with pytest.raises(SpecsimError, match=r"line 2: duplicate sample x_total .* line 1"):
         parse_exposition(one + one)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True), st.text(), max_size=4
+    ),
+    st.floats(allow_nan=False),
+)
+def test_any_escaped_labels_and_value_round_trip(labels: dict[str, str], value: float) -> None:
+    body = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+    text = f"m{{{body}}} {value!r}\n"
+    (s,) = parse_exposition(text).samples
+    assert dict(s.labels) == labels and s.value == value

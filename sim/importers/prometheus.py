@@ -171,7 +171,7 @@ def parse_exposition(text: str, *, source: str = "<metrics>") -> Exposition:
     types: dict[str, str] = {}
     helps: dict[str, str] = {}
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip(_BLANK + "\r")
         if not line:
             continue

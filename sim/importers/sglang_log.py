@@ -158,7 +158,7 @@ def parse_sglang_log(text: str, *, source: str = "<log>") -> SglangLog:
     lines: list[DecodeLine] = []
     skipped = 0
     non_spec = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         parsed = _decode_line(raw, number)

@@ -293,14 +293,24 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
     return case, cal
 
 
-def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
-    """Calibrate on one num_steps of SGLang PR #4247, predict the other, both ways."""
-    src = "SGLang #4247"
+@dataclass(frozen=True)
+class _CrossSpec:
+    """Two published runs at different num_steps: calibrate on one, score the other."""
+
+    src: str
+    title: str
+    sources: tuple[str, ...]
+    runs: tuple[pub.PublishedRun, pub.PublishedRun]
+    baseline_tok_s: float | None
+    notes: tuple[str, ...]
+
+
+def _cross_cases(spec: _CrossSpec, llama: Calibration) -> tuple[Case, ...]:
+    """Calibrate the intercept on one run (slope from ``llama``), predict the other; both ways."""
+    src = spec.src
     cases = []
-    for fit_run, score_run in (
-        (pub.SGLANG_4247[0], pub.SGLANG_4247[1]),
-        (pub.SGLANG_4247[1], pub.SGLANG_4247[0]),
-    ):
+    first, second = spec.runs
+    for fit_run, score_run in ((first, second), (second, first)):
         assert fit_run.tok_s is not None and score_run.tok_s is not None
         data = Measurements(
             points=point_measurement(
@@ -312,7 +322,13 @@ def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
                 ),
             ),
         )
-        cal = calibrate(llama.scenario, data, fit_timing=["verify_ms"])
+        calibrated_on = [_fig(src, fit_run.num_steps, "tok/s"), _fig(src, fit_run.num_steps, "AL")]
+        fit = ["verify_ms"]
+        if spec.baseline_tok_s is not None:
+            data += baseline_measurement(spec.baseline_tok_s, TOK_S_REL_ERROR, f"{src} vanilla")
+            calibrated_on.insert(0, f"{src} vanilla tok/s")
+            fit.insert(0, "decode_ms")
+        cal = calibrate(llama.scenario, data, fit_timing=fit)
         k = score_run.num_steps
         rows = (
             _row(
@@ -352,35 +368,57 @@ def case_sglang_4247(llama: Calibration) -> tuple[Case, ...]:
         )
         cases.append(
             Case(
-                title=f"Llama-3.1-8B + EAGLE-3, SGLang, 1 GPU: calibrate on num_steps "
-                f"{fit_run.num_steps}, predict num_steps {k}",
-                sources=(pub.SGLANG_4247_URL, pub.VLLM_20780_URL),
-                calibrated_on=(
-                    _fig(src, fit_run.num_steps, "tok/s"),
-                    _fig(src, fit_run.num_steps, "AL"),
-                ),
+                title=f"{spec.title}: calibrate on num_steps {fit_run.num_steps}, predict "
+                f"num_steps {k}",
+                sources=spec.sources,
+                calibrated_on=tuple(calibrated_on),
                 rows=rows,
                 setup=(
-                    "base: the vLLM #20780 calibration above (same model, drafter and H100 "
-                    "class of GPU); only verify_ms (the cycle's intercept) is refitted, on "
-                    f"k={fit_run.num_steps}: {fit_run.tok_s} tok/s at AL {fit_run.accept_length}",
+                    "base: the vLLM #20780 calibration (case 1); refitted: "
+                    + ", ".join(fit)
+                    + f" on k={fit_run.num_steps}: {fit_run.tok_s} tok/s at AL "
+                    f"{fit_run.accept_length}",
                     f"fitted: {_fitted_summary(cal)}",
-                    "kept from the vLLM-calibrated base: draft_step_ms = "
+                    "kept from case 1: draft_step_ms = "
                     f"{cal.scenario.timing.draft_step_ms:.4g} ms (the slope per extra step); "
                     "its uncertainty is not in the ± of this case",
                 ),
                 notes=(
                     "One num_steps determines one number (the cycle's intercept); the slope per "
-                    "extra draft step comes from another engine's measurements, so this case "
-                    "tests how well a drafter-step cost transfers between engines.",
-                    "topk and num_draft_tokens are not stated in the PR comment; the chain "
-                    "model (topk = 1) is assumed. If the runs used tree drafting (topk > 1), "
-                    "the accept-length transfer is expected to be off.",
+                    "extra draft step comes from case 1's measurements, so this case tests how "
+                    "well a drafter-step cost transfers between setups.",
+                    *spec.notes,
                     *cancel,
                 ),
             )
         )
     return tuple(cases)
+
+
+SGLANG_4247 = _CrossSpec(
+    src="SGLang #4247",
+    title="Llama-3.1-8B + EAGLE-3, SGLang, 1 GPU, MT-bench",
+    sources=(pub.SGLANG_4247_URL, pub.VLLM_20780_URL),
+    runs=(pub.SGLANG_4247[0], pub.SGLANG_4247[1]),
+    baseline_tok_s=None,
+    notes=(
+        "topk and num_draft_tokens are not stated in the PR comment; the chain model "
+        "(topk = 1) is assumed. If the runs used tree drafting (topk > 1), the accept-length "
+        "transfer is expected to be off.",
+    ),
+)
+VLLM_16035 = _CrossSpec(
+    src="vLLM #16035",
+    title="Llama-3-8B + EAGLE-1, vLLM V1, batch 1, MT-Bench",
+    sources=(pub.VLLM_16035_URL, pub.VLLM_20780_URL),
+    runs=(pub.VLLM_16035[0], pub.VLLM_16035[1]),
+    baseline_tok_s=pub.VLLM_16035_VANILLA_TOK_S,
+    notes=(
+        "Another target (Llama-3-8B) and drafter (EAGLE-1, lmsys/sglang-EAGLE-LLaMA3-Instruct-8B) "
+        "than case 1, GPU not stated; tok/s is the offline run's output rate, which includes "
+        "prefill time.",
+    ),
+)
 
 
 def case_vllm_acceptance_test() -> Case:
@@ -640,7 +678,8 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
     c1, llama = case_vllm_20780()
     cases = (
         c1,
-        *case_sglang_4247(llama),
+        *_cross_cases(SGLANG_4247, llama),
+        *_cross_cases(VLLM_16035, llama),
         case_vllm_acceptance_test(),
         case_vllm_26498(),
         case_seed(seed),

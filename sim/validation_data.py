@@ -46,6 +46,17 @@ SGLANG_4247: tuple[PublishedRun, ...] = (
     PublishedRun(8, 5.39, 378.57),
 )
 
+# vllm-project/vllm PR #16035 ("[V1][Spec Decode] Eagle Model loading"), comment by
+# ekagra-ranjan, 2025-04-09: Llama-3-8B-Instruct + lmsys/sglang-EAGLE-LLaMA3-Instruct-8B,
+# vLLM V1 offline (examples/offline_inference/eagle.py, max_num_seqs 1), MT-Bench; output
+# tok/s as printed ("est. speed ... output"), accept length as printed. GPU not stated.
+VLLM_16035_URL = "https://github.com/vllm-project/vllm/pull/16035"
+VLLM_16035_VANILLA_TOK_S = 128.64
+VLLM_16035: tuple[PublishedRun, ...] = (
+    PublishedRun(2, 1.89, 175.49),
+    PublishedRun(4, 2.08, 165.65),
+)
+
 # vLLM tests/spec_decode test_acceptance_length (reference section 5): Llama-3.1-8B +
 # EAGLE-3, K = 3, MT-Bench, temperature 0: AL 2.60, cumulative per-position rates.
 VLLM_ACCEPTANCE_TEST_AL = 2.60

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -135,7 +135,6 @@ class Report:
     checks: tuple[Check, ...]
     not_reconstructed: tuple[str, ...]
     spreads: str
-    calibrations: tuple[tuple[str, Calibration], ...] = field(default=())
 
 
 # --------------------------------------------------------------------------- helpers
@@ -689,7 +688,6 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
         closed_form_checks(seed),
         NOT_RECONSTRUCTED,
         _spreads_statement(),
-        (("llama31-8b-h100-eagle3 (vLLM #20780)", llama),),
     )
 
 

@@ -322,11 +322,19 @@ def _fit(
         )
     stderr = {p.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(free)}
     for i, p in enumerate(free):
-        if np.isclose(x_free[i], p.lower, atol=1e-9 * p.scale) or np.isclose(
-            x_free[i], p.upper, atol=1e-9 * p.scale
-        ):
+        at_lower = np.isclose(x_free[i], p.lower, atol=1e-9 * p.scale)
+        if at_lower and p.lower > 0:
+            kept_text = ", ".join(f"{q.name} = {q.base:g}" for q in params if q not in free)
+            raise SpecsimError(
+                f"the figures cannot be reproduced: {p.name} would have to be <= 0"
+                + (f" with the kept values ({kept_text})" if kept_text else "")
+                + "; check the figures, or fit other fields with --fit",
+                source="calibrate",
+            )
+        if at_lower or np.isclose(x_free[i], p.upper, atol=1e-9 * p.scale):
             notes.append(
-                f"{p.name} ended at its bound {x_free[i]:g}: its standard error is unreliable"
+                f"{label} fit: {p.name} ended at its bound {x_free[i]:g}: its standard error "
+                "is unreliable"
             )
     values = {p.name: p.base for p in params}
     values.update({p.name: float(v) for p, v in zip(free, x_free, strict=True)})

@@ -90,3 +90,11 @@ def test_bad_base_scenario_names_the_file(tmp_path: Path) -> None:
         main, ["calibrate", "--scenario", str(bad), "--baseline-tok-s", "80"]
     )
     assert result.exit_code == 2 and str(bad) in result.stderr
+
+
+def test_unreachable_figure_is_an_error_not_a_zero_time(tmp_path: Path) -> None:
+    out = tmp_path / "never.toml"
+    code, _, stderr = _run("--point", "2:2.0:7000", "--out", str(out))
+    assert code == 2
+    assert "cannot be reproduced: timing.verify_ms would have to be <= 0" in stderr
+    assert not out.exists()

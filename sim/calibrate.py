@@ -606,13 +606,18 @@ def calibrate(
         notes.append("no acceptance data given: the acceptance profile is kept from the base")
     else:
         blocks.append(_fit_acceptance(base, data, model))
-    if data.cuda_graph is not None:
-        notes.append(
-            f"the log says cuda graph: {data.cuda_graph} (SGLang's can_run_cuda_graph for the "
-            f"decode batch); timing.verify_cuda_graph stays {base.timing.verify_cuda_graph} "
-            "as in the base: set it yourself if the verify pass is graphed"
-        )
     overrides: dict[str, Any] = {"timing.verify_tokens": verify_tokens}
+    if data.cuda_graph is not None:
+        # SGLang's speculative "Decode batch" line prints the can_run_cuda_graph of the
+        # target verify forward (python/sglang/srt/speculative/eagle_worker.py,
+        # forward_batch_generation returns verify()'s flag), so it says whether verify ran
+        # graphed.
+        overrides["timing.verify_cuda_graph"] = data.cuda_graph
+        if data.cuda_graph != base.timing.verify_cuda_graph:
+            notes.append(
+                f"timing.verify_cuda_graph set to {data.cuda_graph}: every speculative decode "
+                f"line says cuda graph: {data.cuda_graph} (the verify pass's flag)"
+            )
     for b in blocks:
         overrides.update(b.overrides)
         notes.extend(b.notes)

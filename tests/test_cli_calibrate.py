@@ -58,6 +58,9 @@ def test_sglang_log_gives_accept_length_and_a_point(tmp_path: Path) -> None:
     assert "num_steps 2 implied by accept len / accept rate" in stdout
     assert "cuda graph: True" in stdout
     scenario = load_scenario(out)
+    # the seed's verify is ungraphed; the log's speculative lines say the verify ran graphed
+    assert scenario.timing.verify_cuda_graph is True
+    assert "timing.verify_cuda_graph set to True" in stdout
     assert scenario.acceptance.alpha == pytest.approx(0.618, abs=1e-3)  # AL 2.0 at k = 2
 
 

@@ -16,7 +16,10 @@ oldest no ``cuda graph`` either; all of these are read.
 For each logged interval: ``accept len`` = accepted tokens (bonus included) / verify
 cycles, ``accept rate`` = accept len / num_draft_tokens, ``gen throughput`` = generated
 tokens / wall time since the previous line, summed over the running requests (so it is the
-per-request tok/s only when ``#running-req`` is 1).
+per-request tok/s only when ``#running-req`` is 1), and ``cuda graph`` = whether the last
+batch ran graphed; with speculation that flag is the target *verify* forward's
+(python/sglang/srt/speculative/eagle_worker.py: forward_batch_generation returns the
+can_run_cuda_graph of verify()).
 """
 
 from __future__ import annotations

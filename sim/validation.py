@@ -207,6 +207,40 @@ def _cumulative_fn(position: int) -> Callable[[Scenario], float]:
     return fn
 
 
+def _scored_run(
+    src: str, run: pub.PublishedRun, alpha_from: str, cal: Calibration
+) -> tuple[Row, Row, Row]:
+    """Score one published run: tok/s at its measured AL, its AL, and tok/s end to end."""
+    k = run.num_steps
+    assert run.tok_s is not None
+    return (
+        _row(
+            "tok/s (measured AL)",
+            _fig(src, k, "tok/s"),
+            f"k={k}, AL {run.accept_length}",
+            run.tok_s,
+            cal,
+            _tok_s_fn(k, run.accept_length),
+        ),
+        _row(
+            "accept length",
+            _fig(src, k, "AL"),
+            f"k={k}, {alpha_from}",
+            run.accept_length,
+            cal,
+            _al_fn(k),
+        ),
+        _row(
+            "tok/s (end to end)",
+            _fig(src, k, "tok/s"),
+            f"k={k}, predicted AL",
+            run.tok_s,
+            cal,
+            _tok_s_fn(k, None),
+        ),
+    )
+
+
 def case_vllm_20780() -> tuple[Case, Calibration]:
     """Timings from K=2 and K=7, acceptance from K=2; score K=3..6."""
     src = "vLLM #20780"
@@ -225,44 +259,8 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
         accept_lengths=(AcceptLengthObs(2, runs[2].accept_length, al_sigma, src),)
     )
     cal = calibrate(base, timing_data + accept)
-    rows = []
-    for k in (3, 4, 5, 6):
-        r = runs[k]
-        assert r.tok_s is not None
-        rows.append(
-            _row(
-                "tok/s (measured AL)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, AL {r.accept_length}",
-                r.tok_s,
-                cal,
-                _tok_s_fn(k, r.accept_length),
-            )
-        )
-    for k in (3, 4, 5, 6):
-        rows.append(
-            _row(
-                "accept length",
-                _fig(src, k, "AL"),
-                f"k={k}, alpha from k=2",
-                runs[k].accept_length,
-                cal,
-                _al_fn(k),
-            )
-        )
-    for k in (3, 4, 5, 6):
-        r = runs[k]
-        assert r.tok_s is not None
-        rows.append(
-            _row(
-                "tok/s (end to end)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, predicted AL",
-                r.tok_s,
-                cal,
-                _tok_s_fn(k, None),
-            )
-        )
+    per_k = [_scored_run(src, runs[k], "alpha from k=2", cal) for k in (3, 4, 5, 6)]
+    rows = [triple[i] for i in range(3) for triple in per_k]  # grouped by quantity
     calibrated_on = (
         f"{src} vanilla tok/s",
         _fig(src, 2, "tok/s"),
@@ -329,32 +327,7 @@ def _cross_cases(spec: _CrossSpec, llama: Calibration) -> tuple[Case, ...]:
             fit.insert(0, "decode_ms")
         cal = calibrate(llama.scenario, data, fit_timing=fit)
         k = score_run.num_steps
-        rows = (
-            _row(
-                "tok/s (measured AL)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, AL {score_run.accept_length}",
-                score_run.tok_s,
-                cal,
-                _tok_s_fn(k, score_run.accept_length),
-            ),
-            _row(
-                "accept length",
-                _fig(src, k, "AL"),
-                f"k={k}, alpha from k={fit_run.num_steps}",
-                score_run.accept_length,
-                cal,
-                _al_fn(k),
-            ),
-            _row(
-                "tok/s (end to end)",
-                _fig(src, k, "tok/s"),
-                f"k={k}, predicted AL",
-                score_run.tok_s,
-                cal,
-                _tok_s_fn(k, None),
-            ),
-        )
+        rows = _scored_run(src, score_run, f"alpha from k={fit_run.num_steps}", cal)
         timing_err, al_err, e2e_err = (r.error for r in rows)
         cancel = (
             (

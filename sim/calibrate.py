@@ -244,11 +244,12 @@ def _select(
             weights = np.linalg.lstsq(cols, col, rcond=None)[0]
             big = np.abs(weights) > 1e-6 * np.abs(weights).max()
             alike = [n for n, b in zip(chosen, big, strict=True) if b]
-            kept[name] = (
-                "the measurements cannot separate it from "
-                + " and ".join(alike)
-                + ": a combination of their effects matches its effect on every figure"
+            how = (
+                "it changes every figure the same way"
+                if len(alike) == 1
+                else "a combination of theirs changes every figure the same way"
             )
+            kept[name] = f"the measurements cannot separate it from {' and '.join(alike)}: {how}"
     return chosen, kept
 
 

@@ -6,6 +6,11 @@ from sim.calibrate import Calibration, FittedValue
 from sim.toml_writer import dumps_scenario
 
 
+def _clean(x: float) -> float:
+    """Round-off (|x| < 1e-9) shown as 0, and never as -0."""
+    return 0.0 if abs(x) < 1e-9 else x
+
+
 def _value(v: FittedValue) -> str:
     if v.fitted:
         return f"{v.value:.6g} ± {v.stderr:.2g}" if v.stderr is not None else f"{v.value:.6g}"
@@ -31,9 +36,10 @@ def format_calibration(cal: Calibration) -> str:
         for r in cal.residuals:
             lines.append(
                 f"  {r.what:<{w}}  measured {r.measured:10.4g}  model {r.fitted:10.4g}  "
-                f"{100 * r.relative:+6.2f}%  ({r.normalized:+.2f} σ)  [{r.source}]"
+                f"{_clean(100 * r.relative):+6.2f}%  ({_clean(r.normalized):+.2f} σ)  "
+                f"[{r.source}]"
             )
-    lines.append(f"chi-square {cal.chi2:.3g} with {cal.dof} degrees of freedom")
+    lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")
     lines.extend(f"note: {n}" for n in cal.notes)
     return "\n".join(lines)
 

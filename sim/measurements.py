@@ -7,6 +7,7 @@ imported counters and logs get the sampling error their counts imply (see the bu
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -149,6 +150,15 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
         f"{counters.draft_acceptance_rate:.4f}, cumulative {fmt(counters.cumulative)}, "
         f"conditional {fmt(counters.conditional)}"
     ]
+    mismatch = counters.per_position_mismatch
+    if mismatch is not None and abs(mismatch) > 0.005:
+        notes.append(
+            f"per-position counts sum to {100 * mismatch:+.1f}% of accepted tokens (vLLM keeps "
+            "them equal): scrape taken mid-update?"
+        )
+    cumulative = [c for c in counters.cumulative if c is not None]
+    if any(b > a + 1e-12 for a, b in itertools.pairwise(cumulative)):
+        notes.append("cumulative rates increase with position somewhere: check the scrape")
     if counters.label_sets > 1:
         notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
     if present:

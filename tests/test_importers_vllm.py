@@ -81,3 +81,20 @@ def test_nan_counter_is_an_error_with_line() -> None:
     text = BASE.replace("} 150", "} NaN")
     with pytest.raises(SpecsimError, match="line 6"):
         parse_vllm_metrics(text)
+
+
+def test_per_position_counters_from_other_engines_are_refused() -> None:
+    per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    text = BASE + f'{per_pos}{{engine="1",model_name="m",position="0"}} 80\n'
+    with pytest.raises(SpecsimError, match=r'covers label sets .*engine="1".* but'):
+        parse_vllm_metrics(text)
+
+
+def test_per_position_sum_matches_accepted_in_a_consistent_scrape() -> None:
+    c = read_vllm_metrics(DATA / "vllm_metrics_after.txt")
+    assert c.per_position_mismatch == 0.0
+    lopsided = parse_vllm_metrics(
+        BASE + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",'
+        'position="0"} 100\n'
+    )
+    assert lopsided.per_position_mismatch == pytest.approx(100 / 150 - 1)

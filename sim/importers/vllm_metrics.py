@@ -90,6 +90,20 @@ class SpecDecodeCounters:
             prev = c
         return tuple(out)
 
+    @property
+    def per_position_mismatch(self) -> float | None:
+        """(sum of per-position counts - accepted) / accepted; None without all positions.
+
+        vLLM increments both together, so anything but ~0 means a scrape taken mid-update
+        or counters from different engines.
+        """
+        if not self.accepted_per_position or None in self.accepted_per_position:
+            return None
+        total = sum(n for n in self.accepted_per_position if n is not None)
+        if self.num_accepted_tokens == 0:
+            return 0.0 if total == 0 else math.inf
+        return (total - self.num_accepted_tokens) / self.num_accepted_tokens
+
     def minus(self, before: SpecDecodeCounters) -> SpecDecodeCounters:
         """The counts between two scrapes (``self`` taken after ``before``).
 
@@ -150,12 +164,19 @@ def _sum(exposition: Exposition, family: str, source: str) -> tuple[float, int]:
     return total, len(samples)
 
 
+def _describe(label_sets: set[tuple[tuple[str, str], ...]]) -> str:
+    return "; ".join(
+        sorted("{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" for labels in label_sets)
+    )
+
+
 def counters_from_exposition(exposition: Exposition, *, source: str) -> SpecDecodeCounters:
     """Sum the four counters over every label but ``position``."""
     drafts, label_sets = _sum(exposition, DRAFTS, source)
     draft_tokens, _ = _sum(exposition, DRAFT_TOKENS, source)
     accepted, _ = _sum(exposition, ACCEPTED, source)
     by_pos: dict[int, float] = {}
+    pos_sets: set[tuple[tuple[str, str], ...]] = set()
     for s in counter_samples(exposition, PER_POSITION):
         pos_text = s.label("position")
         try:
@@ -175,6 +196,14 @@ def counters_from_exposition(exposition: Exposition, *, source: str) -> SpecDeco
                 field=f"line {s.line}",
             )
         by_pos[pos] = by_pos.get(pos, 0.0) + s.value
+        pos_sets.add(tuple(kv for kv in s.labels if kv[0] != "position"))
+    draft_sets = {s.labels for s in counter_samples(exposition, DRAFTS)}
+    if pos_sets and pos_sets != draft_sets:
+        raise SpecsimError(
+            f"{PER_POSITION} covers label sets {_describe(pos_sets)} but {DRAFTS} covers "
+            f"{_describe(draft_sets)}: the rates would mix different engines",
+            source=source,
+        )
     k = max(by_pos) + 1 if by_pos else 0
     per_pos = tuple(by_pos.get(i) for i in range(k))
     return SpecDecodeCounters(drafts, draft_tokens, accepted, per_pos, label_sets, source)

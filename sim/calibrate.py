@@ -18,7 +18,8 @@ divided by the measurement's standard error:
   last one, as in scenario files).
 
 Which values the data determine is decided before fitting, from the rank of the weighted
-Jacobian at the base scenario's values: parameters are taken in priority order and one is
+Jacobian (at the base scenario's timings; at rates of 0.5 for acceptance, so that a base
+rate of 0 cannot hide later positions): parameters are taken in priority order and one is
 fitted only if it adds a direction the data can see; the others keep the base scenario's
 values and the result says why. Standard errors come from the covariance (J^T J)^-1 at the
 solution, scaled by the reduced chi-square when that exceeds 1 (more scatter than the
@@ -174,6 +175,10 @@ class Calibration:
             "residuals": [r.as_dict() for r in self.residuals],
             "chi2": self.chi2,
             "dof": self.dof,
+            "covariance": {
+                "fields": [v.field for v in self.fitted],
+                "matrix": [list(row) for row in self.covariance],
+            },
             "notes": list(self.notes),
         }
 

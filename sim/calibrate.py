@@ -98,7 +98,8 @@ class Residual:
         return (self.fitted - self.measured) / self.sigma
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "relative": self.relative}
+        rel = self.relative
+        return {**asdict(self), "relative": rel if math.isfinite(rel) else None}
 
 
 @dataclass(frozen=True)

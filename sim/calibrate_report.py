@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from sim.calibrate import Calibration, FittedValue
 from sim.toml_writer import dumps_scenario
 
@@ -9,6 +11,10 @@ from sim.toml_writer import dumps_scenario
 def _clean(x: float) -> float:
     """Round-off (|x| < 1e-9) shown as 0, and never as -0."""
     return 0.0 if abs(x) < 1e-9 else x
+
+
+def _percent(x: float) -> str:
+    return f"{_clean(100 * x):+6.2f}%" if math.isfinite(x) else "      -"
 
 
 def _value(v: FittedValue) -> str:
@@ -36,7 +42,7 @@ def format_calibration(cal: Calibration) -> str:
         for r in cal.residuals:
             lines.append(
                 f"  {r.what:<{w}}  measured {r.measured:10.4g}  model {r.fitted:10.4g}  "
-                f"{_clean(100 * r.relative):+6.2f}%  ({_clean(r.normalized):+.2f} σ)  "
+                f"{_percent(r.relative)}  ({_clean(r.normalized):+.2f} σ)  "
                 f"[{r.source}]"
             )
     lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")

@@ -101,3 +101,20 @@ def test_unreachable_figure_is_an_error_not_a_zero_time(tmp_path: Path) -> None:
     assert code == 2
     assert "cannot be reproduced: timing.verify_ms would have to be <= 0" in stderr
     assert not out.exists()
+
+
+def test_zero_cumulative_rate_still_gives_valid_json(tmp_path: Path) -> None:
+    """A position no draft reached (c = 0) has no relative residual: null, not NaN."""
+    scrape = tmp_path / "m.txt"
+    scrape.write_text(
+        'vllm:spec_decode_num_drafts_total{engine="0"} 100\n'
+        'vllm:spec_decode_num_draft_tokens_total{engine="0"} 200\n'
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 50\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 50\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 0\n'
+    )
+    code, stdout, stderr = _run("--vllm-metrics", str(scrape), "--json")
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    c2 = next(r for r in doc["residuals"] if r["what"] == "cumulative rate c2")
+    assert c2["measured"] == 0 and c2["relative"] is None

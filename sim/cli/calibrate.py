@@ -117,13 +117,14 @@ def calibrate_command(
         log = read_sglang_log(sglang_log)
         data += sglang_measurement(log, num_steps, rel_error, default_num_steps=base.num_steps)
     fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
+    if not fields:
+        raise SpecsimError("name at least one timing field", source="--fit")
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
-    text = calibrated_toml(result, base_path) if out else None
+    if out:
+        write_text_atomic(out, calibrated_toml(result, base_path))
     if as_json:
         echo_json({**result.as_dict(), "out": out})
-    else:
-        click.echo(format_calibration(result))
-    if out and text is not None:
-        write_text_atomic(out, text)
-        if not as_json:
-            click.echo(f"wrote {out}")
+        return
+    click.echo(format_calibration(result))
+    if out:
+        click.echo(f"wrote {out}")

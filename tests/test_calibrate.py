@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.calibrate import calibrate
 from sim.costs import PassTimes, cycle_cost
@@ -199,3 +201,46 @@ def test_a_zero_base_rate_does_not_hide_later_positions() -> None:
     )
     cal = calibrate(base, data)
     assert cal.scenario.acceptance.per_position == pytest.approx([0.8, 0.75], abs=1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    verify_ms=st.floats(5.0, 50.0),
+    draft_step_ms=st.floats(0.1, 5.0),
+    alpha=st.floats(0.3, 0.95),
+    ks=st.lists(st.integers(1, 8), min_size=2, max_size=2, unique=True),
+    k_new=st.integers(1, 12),
+)
+def test_noiseless_figures_at_two_num_steps_predict_every_other_exactly(
+    verify_ms: float,
+    draft_step_ms: float,
+    alpha: float,
+    ks: list[int],
+    k_new: int,
+) -> None:
+    """Two num_steps fix intercept and slope of the (linear) cycle: any k is then exact.
+
+    (verify_ms_per_extra_token cannot be told from draft_step_ms, so the truth shares the
+    base's value.)
+    """
+    base = _base()
+    t = base.timing
+    per_extra = t.verify_ms_per_extra_token
+    truth = PassTimes(
+        12.0,
+        verify_ms,
+        t.verify_tokens or 3,
+        per_extra,
+        draft_step_ms,
+        t.draft_extend_ms,
+        t.cycle_overhead_ms,
+    )
+    data = Measurements()
+    for k in ks:
+        al = leviathan_accept_length(alpha, k)
+        data += point_measurement(k, al, 1000.0 * al / cycle_cost(truth, k).total_ms, 0.01, "s")
+    cal = calibrate(base, data)
+    assert all(abs(r.relative) < 1e-6 for r in cal.residuals)
+    got = cycle_cost(PassTimes.from_timing(cal.scenario.timing, cal.scenario.num_steps), k_new)
+    assert got.total_ms == pytest.approx(cycle_cost(truth, k_new).total_ms, rel=1e-5)
+    assert cal.value("acceptance.alpha").value == pytest.approx(alpha, abs=1e-5)

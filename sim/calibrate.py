@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import block_diag
-from scipy.optimize import least_squares
 
 from sim.costs import PassTimes, cycle_cost
 from sim.errors import SpecsimError
+from sim.lsq import Fit, Param, fit_identifiable
 from sim.measurements import Measurements, SpecPoint
 from sim.scenario import Scenario, with_overrides
 from sim.theory import mean_accept_length
@@ -56,9 +56,6 @@ TIMING_FIELDS = (
 )
 DEFAULT_TIMING_FIT = TIMING_FIELDS[:4]
 ACCEPTANCE_MODELS = ("auto", "alpha", "per_position")
-#: Relative tolerance on singular values of the scaled Jacobian: a direction weaker than
-#: this, relative to the strongest, is treated as invisible to the data.
-RANK_RTOL = 1e-7
 
 
 # --------------------------------------------------------------------------- results
@@ -184,180 +181,16 @@ class Calibration:
         }
 
 
-# --------------------------------------------------------------------------- the fitter
-
-
-@dataclass(frozen=True)
-class _Param:
-    name: str
-    base: float
-    lower: float
-    upper: float
-    scale: float
-
-
-@dataclass(frozen=True)
-class _Fit:
-    values: dict[str, float]
-    stderr: dict[str, float]
-    kept: dict[str, str]
-    chi2: float
-    n_obs: int
-    notes: tuple[str, ...]
-    covariance: np.ndarray  # shape (len(stderr), len(stderr)), in stderr's key order
-
-
-def _jacobian(
-    fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, scale: np.ndarray
-) -> np.ndarray:
-    """Central-difference Jacobian, shape (m, p), of ``fun`` at ``x`` (steps ~1e-6 x scale)."""
-    cols = []
-    for j in range(x.size):
-        h = 1e-6 * scale[j]
-        up, down = x.copy(), x.copy()
-        up[j] += h
-        down[j] -= h
-        cols.append((fun(up) - fun(down)) / (2 * h))
-    return np.column_stack(cols) if cols else np.zeros((fun(x).size, 0))
-
-
-def _rank(matrix: np.ndarray, reference: float) -> int:
-    if matrix.shape[1] == 0:
-        return 0
-    s = np.linalg.svd(matrix, compute_uv=False)
-    return int(np.sum(s > RANK_RTOL * reference))
-
-
-def _select(
-    jac: np.ndarray, params: Sequence[_Param], order: Sequence[str]
-) -> tuple[list[str], dict[str, str]]:
-    """Greedy: keep each parameter (in ``order``) that raises the scaled Jacobian's rank."""
-    index = {p.name: i for i, p in enumerate(params)}
-    scaled = jac * np.array([p.scale for p in params])
-    reference = float(np.linalg.svd(scaled, compute_uv=False).max()) if scaled.size else 0.0
-    chosen: list[str] = []
-    kept: dict[str, str] = {}
-    for name in order:
-        col = scaled[:, index[name]]
-        if reference == 0.0 or np.linalg.norm(col) <= RANK_RTOL * reference:
-            kept[name] = "no measurement depends on it"
-            continue
-        trial = [*chosen, name]
-        if _rank(scaled[:, [index[n] for n in trial]], reference) > len(chosen):
-            chosen.append(name)
-        else:
-            cols = scaled[:, [index[n] for n in chosen]]
-            weights = np.linalg.lstsq(cols, col, rcond=None)[0]
-            big = np.abs(weights) > 1e-6 * np.abs(weights).max()
-            alike = [n for n, b in zip(chosen, big, strict=True) if b]
-            how = (
-                "it changes every figure the same way"
-                if len(alike) == 1
-                else "a combination of theirs changes every figure the same way"
-            )
-            kept[name] = f"the measurements cannot separate it from {' and '.join(alike)}: {how}"
-    return chosen, kept
-
-
-def _fit(
-    residuals: Callable[[dict[str, float]], np.ndarray],
-    params: Sequence[_Param],
-    order: Sequence[str],
-    label: str,
-    probe: Sequence[float] | None = None,
-) -> _Fit:
-    """Least squares over the identifiable subset of ``params``; the rest stay at base.
-
-    Identifiability is judged from the Jacobian at ``probe`` (default: the base values); a
-    nonlinear model passes an interior point so that a base value on a boundary (a rate of
-    0 hides every later position) cannot make a parameter look invisible.
-    """
-    names = [p.name for p in params]
-    base = np.array([p.base for p in params], dtype=float)
-
-    def full(x: np.ndarray) -> np.ndarray:
-        return residuals(dict(zip(names, x, strict=True)))
-
-    n_obs = full(base).size
-    at = base if probe is None else np.asarray(probe, dtype=float)
-    jac0 = _jacobian(full, at, np.array([p.scale for p in params]))
-    chosen, kept = _select(jac0, params, order)
-    for p in params:
-        if p.name not in order:
-            kept.setdefault(p.name, "not asked to fit it")
-    if not chosen:
-        return _Fit(
-            {p.name: p.base for p in params},
-            {},
-            kept,
-            float(full(base) @ full(base)),
-            n_obs,
-            (),
-            np.zeros((0, 0)),
-        )
-    idx = [names.index(n) for n in chosen]
-    free = [params[i] for i in idx]
-
-    def sub(x_free: np.ndarray) -> np.ndarray:
-        x = base.copy()
-        x[idx] = x_free
-        return full(x)
-
-    x0 = np.clip(base[idx], [p.lower for p in free], [p.upper for p in free])
-    result = least_squares(
-        sub,
-        x0,
-        bounds=([p.lower for p in free], [p.upper for p in free]),
-        x_scale=np.array([p.scale for p in free]),
-        method="trf",
-        xtol=1e-12,
-        ftol=1e-12,
-        gtol=1e-12,
-    )
-    x_free = result.x
-    r = sub(x_free)
-    chi2 = float(r @ r)
-    jac = _jacobian(sub, x_free, np.array([p.scale for p in free]))
-    cov = np.linalg.pinv(jac.T @ jac)
-    dof = n_obs - len(free)
-    notes: list[str] = []
-    if dof > 0 and chi2 / dof > 1.0:
-        cov = cov * (chi2 / dof)
-        notes.append(
-            f"{label} fit: reduced chi-square {chi2 / dof:.3g} > 1: the figures scatter more "
-            "than their stated errors; standard errors scaled by its square root"
-        )
-    stderr = {p.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(free)}
-    for i, p in enumerate(free):
-        at_lower = np.isclose(x_free[i], p.lower, atol=1e-9 * p.scale)
-        if at_lower and p.lower > 0:
-            kept_text = ", ".join(f"{q.name} = {q.base:g}" for q in params if q not in free)
-            raise SpecsimError(
-                f"the figures cannot be reproduced: {p.name} would have to be <= 0"
-                + (f" with the kept values ({kept_text})" if kept_text else "")
-                + "; check the figures, or fit other fields with --fit",
-                source="calibrate",
-            )
-        if at_lower or np.isclose(x_free[i], p.upper, atol=1e-9 * p.scale):
-            notes.append(
-                f"{label} fit: {p.name} ended at its bound {x_free[i]:g}: its standard error "
-                "is unreliable"
-            )
-    values = {p.name: p.base for p in params}
-    values.update({p.name: float(v) for p, v in zip(free, x_free, strict=True)})
-    return _Fit(values, stderr, kept, chi2, n_obs, tuple(notes), cov)
-
-
 # --------------------------------------------------------------------------- timing block
 
 
-def _timing_params(base: Scenario) -> list[_Param]:
+def _timing_params(base: Scenario) -> list[Param]:
     t = base.timing
     out = []
     for name in TIMING_FIELDS:
         value = float(getattr(t, name))
         lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
-        out.append(_Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
+        out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
 
 
@@ -435,7 +268,7 @@ def _acceptance_model(data: Measurements, requested: str) -> str | None:
     return requested
 
 
-def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[_Param]:
+def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[Param]:
     spec = base.acceptance
     if model == "alpha":
         start = spec.alpha if spec and spec.alpha is not None else None
@@ -443,14 +276,14 @@ def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[_
             rates = spec.conditional_rates(max(base.num_steps, 1))
             start = float(np.mean(rates))
         return [
-            _Param(
+            Param(
                 "acceptance.alpha", float(start) if start is not None else math.nan, 0.0, 1.0, 0.1
             )
         ]
     k = max([c.position for c in data.cumulative] + [base.num_steps, 1])
     rates = spec.conditional_rates(k) if spec is not None else np.full(k, math.nan)
     return [
-        _Param(f"acceptance.per_position[{i}]", float(rates[i]), 0.0, 1.0, 0.1) for i in range(k)
+        Param(f"acceptance.per_position[{i}]", float(rates[i]), 0.0, 1.0, 0.1) for i in range(k)
     ]
 
 
@@ -476,7 +309,7 @@ class _Block:
     covariance: np.ndarray  # over the block's fitted values, in their order
 
 
-def _fitted_values(params: Sequence[_Param], fit: _Fit) -> tuple[FittedValue, ...]:
+def _fitted_values(params: Sequence[Param], fit: Fit) -> tuple[FittedValue, ...]:
     out = []
     for p in params:
         fitted = p.name in fit.stderr
@@ -500,7 +333,7 @@ def _fitted_values(params: Sequence[_Param], fit: _Fit) -> tuple[FittedValue, ..
 
 
 def _block(
-    params: Sequence[_Param], fit: _Fit, residuals: list[Residual], overrides: dict[str, Any]
+    params: Sequence[Param], fit: Fit, residuals: list[Residual], overrides: dict[str, Any]
 ) -> _Block:
     free = list(fit.stderr)  # the fit's own order (priority order)
     perm = [free.index(p.name) for p in params if p.name in fit.stderr]
@@ -520,7 +353,7 @@ def _fit_timing(
     base: Scenario, data: Measurements, order: Sequence[str], verify_tokens: int
 ) -> _Block:
     params = _timing_params(base)
-    fit = _fit(_timing_residuals(data, verify_tokens), params, order, "timing")
+    fit = fit_identifiable(_timing_residuals(data, verify_tokens), params, order, "timing")
     overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
     residuals = [
         Residual(
@@ -544,8 +377,8 @@ def _fit_timing(
 def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     params = _acceptance_params(base, model, data)
     names = [p.name for p in params]
-    start = [p if math.isfinite(p.base) else _Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in params]
-    fit = _fit(
+    start = [p if math.isfinite(p.base) else Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in params]
+    fit = fit_identifiable(
         _acceptance_residuals(data, names), start, names, "acceptance", probe=[0.5] * len(names)
     )
     if model == "alpha":

@@ -205,8 +205,13 @@ def sglang_measurement(
         f"{'mixed or not logged' if log.cuda_graph is None else log.cuda_graph}; "
         f"gen throughput {tok_s_text}"
     ]
+    implied = log.implied_num_draft_tokens
+    if num_steps is not None and implied is not None and implied != num_steps + 1:
+        notes.append(
+            f"the log implies num_draft_tokens {implied} (accept len / accept rate), not "
+            f"num_steps + 1 = {num_steps + 1}: wrong --num-steps, or tree drafting (topk > 1)?"
+        )
     if num_steps is None:
-        implied = log.implied_num_draft_tokens
         if implied is not None and implied >= 2:
             num_steps = implied - 1
             notes.append(f"num_steps {num_steps} implied by accept len / accept rate in the log")

@@ -119,3 +119,9 @@ def test_zero_cumulative_rate_still_gives_valid_json(tmp_path: Path) -> None:
     doc = json.loads(stdout)
     c2 = next(r for r in doc["residuals"] if r["what"] == "cumulative rate c2")
     assert c2["measured"] == 0 and c2["relative"] is None
+
+
+def test_num_steps_contradicting_the_log_is_noted() -> None:
+    code, stdout, _ = _run("--sglang-log", str(DATA / "sglang_server.log"), "--num-steps", "3")
+    assert code == 0
+    assert "implies num_draft_tokens 3" in stdout and "not num_steps + 1 = 4" in stdout

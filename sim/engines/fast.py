@@ -38,22 +38,29 @@ TIMING_BLOCK = 64
 ELEMENT_BUDGET = 4_000_000
 
 
+#: Jittered durations are summed in integer nanoseconds: sums are then exact, so results
+#: do not depend on how cycles are chunked or replications batched (nor on ``workers``).
+NS_PER_MS = 1_000_000
+
+
 class TimingBlocks:
     """Phase durations of cycle c of every request, drawn in fixed blocks of cycles.
 
-    ``take(c0, c1)`` returns shape (4, c1 - c0, Q) in ``PHASES`` order; blocks are drawn
-    from ``rng`` in order as needed and dropped once passed (calls must not go backwards).
+    ``take(c0, c1)`` returns int64 nanoseconds of shape (4, c1 - c0, Q) in ``PHASES``
+    order; blocks are drawn from ``rng`` in order as needed and dropped once passed
+    (calls must not go backwards).
     """
 
     def __init__(self, model: CycleTimeModel, rng: np.random.Generator, requests: int):
         self._model, self._rng, self._q = model, rng, requests
         self._start = 0  # first cycle held
-        self._held = np.empty((len(PHASES), 0, requests))
+        self._held = np.empty((len(PHASES), 0, requests), dtype=np.int64)
 
     def take(self, c0: int, c1: int) -> np.ndarray:
         while self._start + self._held.shape[1] < c1:
             draw = self._model.sample(self._rng, TIMING_BLOCK * self._q)
             block = np.stack([draw[p].reshape(TIMING_BLOCK, self._q) for p in PHASES])
+            block = np.rint(block * NS_PER_MS).astype(np.int64)
             self._held = np.concatenate([self._held, block], axis=1)
         drop = c0 - self._start
         if drop > 0:
@@ -80,8 +87,8 @@ def _run_block(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutpu
     counts = np.zeros((b_n, k + 2), dtype=np.int64)  # index L (0 = masked-out cycles)
     jitter = not plan.cycle_times.deterministic
     timing = [TimingBlocks(plan.cycle_times, r.timing, q_n) for r in rngs] if jitter else []
-    request_ms = np.zeros((b_n, q_n))
-    phase_ms = np.zeros((b_n, len(PHASES)))
+    request_ns = np.zeros((b_n, q_n), dtype=np.int64)
+    phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
 
     c0 = 0
     active = np.ones((b_n, q_n), dtype=bool)
@@ -109,12 +116,15 @@ def _run_block(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutpu
         if jitter:
             for i, b in enumerate(reps):
                 t = timing[b].take(c0, c0 + chunk) * mask[i]  # (4, C, Q)
-                request_ms[b] += t.sum(axis=(0, 1))
-                phase_ms[b] += t.sum(axis=(1, 2))
+                request_ns[b] += t.sum(axis=(0, 1))
+                phase_ns[b] += t.sum(axis=(1, 2))
         active[reps] = act & (tokens[reps] < n_tok)
         c0 += chunk
 
-    if not jitter:
+    if jitter:
+        request_ms = request_ns / NS_PER_MS
+        phase_ms = phase_ns / NS_PER_MS
+    else:
         means = phase_means(plan.cycle_times)
         request_ms = cycles * means.sum()
         phase_ms = cycles.sum(axis=1)[:, None] * means[None, :]

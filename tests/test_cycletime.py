@@ -49,3 +49,29 @@ def test_zero_mean_phase_stays_zero():
     assert (drawn["draft"] == 0).all() and (drawn["overhead"] == 0).all()
     with pytest.raises(ValueError):
         CostCycleTimes(CycleCost(1, 0.0, 20.0, 2.0, 0.0), jitter_cv=-0.1)
+
+
+def test_sum_quantiles_give_the_law_of_n_cycle_totals(seed_path):
+    from sim.cycletime import SummableCycleTimes
+
+    sc = with_overrides(load_scenario(seed_path), {"timing.jitter_cv": 0.4})
+    model = cycle_time_model(sc)
+    assert isinstance(model, SummableCycleTimes)
+    rng = np.random.default_rng(4)
+    n_cycles, m = 7, 20_000
+    totals = model.sum_quantiles(rng.random((m, 4)), np.full(m, n_cycles))
+    direct = sum(
+        np.stack([model.sample(rng, m)[p] for p in PHASES], axis=1) for _ in range(n_cycles)
+    )
+    for i, p in enumerate(PHASES):
+        mean, var = n_cycles * model.mean_ms()[p], n_cycles * model.var_ms()[p]
+        assert abs(totals[:, i].mean() - mean) < 4 * np.sqrt(var / m)
+        assert stats.ks_2samp(totals[:, i], direct[:, i]).pvalue > 1e-4
+    # monotone in the cycle count for fixed uniforms; zero cycles take no time
+    u = rng.random((50, 4))
+    prev = model.sum_quantiles(u, np.zeros(50, dtype=int))
+    assert (prev == 0).all()
+    for n in (1, 2, 5, 40, 400):
+        cur = model.sum_quantiles(u, np.full(50, n))
+        assert (cur >= prev).all()
+        prev = cur

@@ -183,14 +183,62 @@ def test_common_random_numbers_tok_s_never_falls_when_rates_rise(acc, t, k, toke
         assert (r.emitted_tokens <= r.cycles * (k + 1)).all()
 
 
-def test_chunking_does_not_change_results(monkeypatch):
+class PerCycleOnly:
+    """A cycle-time model with only the base protocol (like a future hardware model)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    @property
+    def deterministic(self) -> bool:
+        return self._inner.deterministic
+
+    def mean_ms(self):
+        return self._inner.mean_ms()
+
+    def var_ms(self):
+        return self._inner.var_ms()
+
+    def sample(self, rng, n):
+        return self._inner.sample(rng, n)
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_chunking_does_not_change_results(monkeypatch, generic):
     import sim.engines.fast as fast
+    from sim.cycletime import cycle_time_model
 
     sc = make(
         {"alpha": 0.6, "concentration": 3.0}, tokens=300, jitter=0.2, requests=30, replications=5
     )
-    ref = simulate(sc)
+    times = PerCycleOnly(cycle_time_model(sc)) if generic else None
+    ref = simulate(sc, cycle_times=times)
     monkeypatch.setattr(fast, "ELEMENT_BUDGET", 500)  # tiny chunks, one replication a batch
-    small = simulate(sc)
+    monkeypatch.setattr(fast, "MIN_CHUNK", 3)
+    small = simulate(sc, cycle_times=times)
     assert np.array_equal(ref.tok_s, small.tok_s)
     assert np.array_equal(ref.accept_counts, small.accept_counts)
+    assert np.array_equal(ref.phase_ms, small.phase_ms)
+
+
+@settings(max_examples=15, deadline=None)
+@given(alpha=st.floats(0.0, 1.0), t=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
+def test_common_random_numbers_with_a_per_cycle_time_model(alpha, t, seed):
+    from sim.cycletime import cycle_time_model
+
+    low = make({"alpha": alpha}, jitter=0.5, tokens=50)
+    high = make({"alpha": alpha + t * (1 - alpha)}, jitter=0.5, tokens=50)
+    r_low = simulate(low, seed=seed, cycle_times=PerCycleOnly(cycle_time_model(low)))
+    r_high = simulate(high, seed=seed, cycle_times=PerCycleOnly(cycle_time_model(high)))
+    assert (r_high.tok_s >= r_low.tok_s).all()
+
+
+def test_per_cycle_and_summed_timing_agree():
+    from sim.cycletime import cycle_time_model
+
+    sc = make({"alpha": 0.7}, tokens=128, jitter=0.5, requests=200, replications=5)
+    a = simulate(sc).tok_s.ravel()
+    b = simulate(sc, seed=2, cycle_times=PerCycleOnly(cycle_time_model(sc))).tok_s.ravel()
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    assert abs(a.mean() - b.mean()) < 4 * se
+    assert stats.ks_2samp(a, b).pvalue > 1e-4

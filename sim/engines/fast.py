@@ -7,8 +7,12 @@ replication's ``accept`` stream whatever the chunk sizes. Chunk sizes may then f
 rates (renewal bound of ``cycles_bound``) without breaking common random numbers: with the
 same seed, a scenario with higher rates sees the same uniforms, so every cycle's L is at
 least as large (``accept_lengths_inverse_cdf`` is monotone), every request needs at most as
-many cycles, and, the c-th cycle of a request taking the same time in both (timing drawn in
-fixed blocks of ``TIMING_BLOCK`` cycles, cycle-major too), no request gets slower.
+many cycles, and no request gets slower: with jitter, either the total time of a request is
+the quantile, at one fixed uniform per request and phase, of the sum of its n cycle
+durations (``SummableCycleTimes``, e.g. the gamma model: one draw per request, not per
+cycle), which does not fall as n grows; or, for any other ``CycleTimeModel``, the c-th cycle
+of a request takes the same time in both (durations drawn per cycle in fixed blocks of
+``TIMING_BLOCK`` cycles, cycle-major too).
 
 One uniform per cycle (inverse cdf of L) instead of k, and no per-cycle Python: a chunk is
 a handful of whole-array passes (draw, k compares, cumsum, count, mask, bincount).
@@ -21,12 +25,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from sim.acceptance import accept_lengths_inverse_cdf, cumulative_rates
-from sim.cycletime import PHASES, CycleTimeModel
+from sim.cycletime import PHASES, CycleTimeModel, SummableCycleTimes
 from sim.engines.common import (
     EngineOutput,
     EnginePlan,
     ReplicationRngs,
-    cycles_bound,
     length_moments,
     phase_means,
     request_tok_s,
@@ -34,8 +37,12 @@ from sim.engines.common import (
 
 #: Cycles per block of timing draws (fixed, so timing draws line up across scenarios).
 TIMING_BLOCK = 64
-#: Cap on simulated cycles held in memory at once (B x C x Q), about 15 bytes each.
+#: Cap on simulated cycles held in memory at once (B x C x Q), about 10 bytes each.
 ELEMENT_BUDGET = 4_000_000
+#: Smallest chunk of cycles (below it, per-chunk overhead dominates); the largest keeps
+#: per-chunk counts in uint16 (half the memory traffic of wider sums).
+MIN_CHUNK = 16
+MAX_CHUNK = 65_535
 
 
 #: Jittered durations are summed in integer nanoseconds: sums are then exact, so results
@@ -69,10 +76,47 @@ class TimingBlocks:
         return self._held[:, : c1 - c0]
 
 
-def _run_block(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:
-    """Simulate len(rngs) replications together (their arrays side by side)."""
+def chunk_cycles(need: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
+    """Cycles in the next chunk, from the active requests' remaining ``need`` (n,) and
+    their L mean and variance (n,): the 10th percentile of need / E[L] - 3 sd (renewal
+    theory), at least ``MIN_CHUNK`` and at most max(need). A speed knob only: results do
+    not depend on it."""
+    sd = np.sqrt(need * var / mean**3)
+    quick = float(np.percentile(need / mean - 3.0 * sd, 10))
+    return int(min(max(MIN_CHUNK, quick), need.max()))
+
+
+class Workspace:
+    """Scratch buffers reused across chunks and blocks (fresh large arrays cost page faults
+    that would dominate the run time)."""
+
+    def __init__(self) -> None:
+        self._u = np.empty(0)
+        self._ge = np.empty(0, dtype=bool)
+
+    def arrays(self, shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """A float64 and a bool array of ``shape`` (contents undefined)."""
+        n = shape[0] * shape[1] * shape[2]
+        if self._u.size < n:
+            self._u = np.empty(n)
+            self._ge = np.empty(n, dtype=bool)
+        return self._u[:n].reshape(shape), self._ge[:n].reshape(shape)
+
+
+def _run_block(
+    plan: EnginePlan, rngs: Sequence[ReplicationRngs], work: Workspace | None = None
+) -> EngineOutput:
+    """Simulate len(rngs) replications together (their arrays side by side).
+
+    Per chunk of C cycles: draw (B', C, Q) uniforms; for each position j the cycles with
+    u < c_j (draft j accepted) are counted per request, which gives the tokens of the whole
+    chunk without materialising L. Requests whose count reaches their need finish inside
+    the chunk; only their columns are replayed exactly (L, cumulative sum, first passage)
+    to drop the cycles after the finishing one.
+    """
     b_n, q_n, n_tok, k = len(rngs), plan.requests, plan.output_tokens, plan.num_steps
     model = plan.acceptance
+    work = work or Workspace()
     request_class = np.empty((b_n, q_n), dtype=np.int64)
     rates = np.empty((b_n, q_n, k))
     for b, r in enumerate(rngs):
@@ -80,13 +124,18 @@ def _run_block(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutpu
     cum = cumulative_rates(rates)  # (B, Q, k)
     al, var = length_moments(cum)  # (B, Q)
     shared = not model.heterogeneous
-    thresholds_all = np.moveaxis(cum, -1, 0)[:, :, None, :]  # (k, B, 1, Q)
+    cum_first = np.moveaxis(cum, -1, 0)[:, :, None, :]  # (k, B, 1, Q)
 
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
-    counts = np.zeros((b_n, k + 2), dtype=np.int64)  # index L (0 = masked-out cycles)
-    jitter = not plan.cycle_times.deterministic
-    timing = [TimingBlocks(plan.cycle_times, r.timing, q_n) for r in rngs] if jitter else []
+    accepted = np.zeros((k, b_n, q_n), dtype=np.int64)  # cycles with draft j + 1 accepted
+    times = plan.cycle_times
+    jitter = not times.deterministic
+    summable = jitter and isinstance(times, SummableCycleTimes)
+    per_cycle = jitter and not summable
+    # summable: one uniform per request and phase, drawn first (fixed count: CRN holds)
+    time_u = [r.timing.random((q_n, len(PHASES))) for r in rngs] if summable else []
+    timing = [TimingBlocks(times, r.timing, q_n) for r in rngs] if per_cycle else []
     request_ns = np.zeros((b_n, q_n), dtype=np.int64)
     phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
 
@@ -94,47 +143,69 @@ def _run_block(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutpu
     active = np.ones((b_n, q_n), dtype=bool)
     while active.any():
         reps = np.flatnonzero(active.any(axis=1))
-        need = n_tok - tokens[reps]  # (B', Q), <= 0 for finished requests
         act = active[reps]
-        chunk = cycles_bound(need[act], al[reps][act], var[reps][act])
-        chunk = max(1, min(chunk, ELEMENT_BUDGET // (len(reps) * q_n) or 1))
-        u = np.empty((len(reps), chunk, q_n))
+        need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q)
+        chunk = chunk_cycles(need[act], al[reps][act], var[reps][act])
+        chunk = max(1, min(chunk, MAX_CHUNK, ELEMENT_BUDGET // (len(reps) * q_n)))
+        u, ge = work.arrays((len(reps), chunk, q_n))
         for i, b in enumerate(reps):
             rngs[b].accept.random(out=u[i])
-        thresholds = cum[0, 0] if shared else thresholds_all[:, reps]
-        lengths = accept_lengths_inverse_cdf(u, thresholds)  # (B', C, Q) uint8
-        emitted = np.cumsum(lengths, axis=1, dtype=np.int32)
-        short = (emitted < need[:, None, :]).sum(axis=1)  # cycles still short of the need
-        ran = np.where(act, np.minimum(short + 1, chunk), 0)  # cycles run in this chunk
-        last = np.take_along_axis(emitted, np.maximum(ran - 1, 0)[:, None, :], axis=1)[:, 0]
-        tokens[reps] += np.where(ran > 0, last, 0)
+        thresholds = cum[0, 0] if shared else cum_first[:, reps]  # k of scalar / (B', 1, Q)
+        got16 = np.empty((k, len(reps), q_n), dtype=np.uint16)  # chunk <= MAX_CHUNK
+        for j in range(k):
+            np.less(u, thresholds[j], out=ge)
+            np.add.reduce(ge.view(np.uint8), axis=1, dtype=np.uint16, out=got16[j])
+        got = got16.astype(np.int64)
+        emitted = chunk + got.sum(axis=0)  # (B', Q) tokens if the whole chunk ran
+        ran = np.where(act, chunk, 0)
+        bi, qi = np.nonzero(act & (emitted >= need))  # requests finishing in this chunk
+        tails: np.ndarray | None = None
+        if bi.size:
+            sub_cum = cum[0, 0] if shared else cum[reps[bi], qi].T[:, :, None]
+            lengths = accept_lengths_inverse_cdf(u[bi, :, qi], sub_cum)  # (n, C)
+            running = np.cumsum(lengths, axis=1, dtype=np.int64)
+            stop = (running < need[bi, qi][:, None]).sum(axis=1) + 1  # first passage, <= C
+            ran[bi, qi] = stop
+            emitted[bi, qi] = running[np.arange(bi.size), stop - 1]
+            tails = np.arange(chunk)[None, :] >= stop[:, None]  # cycles after the finish
+            for j in range(k):
+                got[j, bi, qi] -= ((lengths > j + 1) & tails).sum(axis=1)
+        tokens[reps] += np.where(act, emitted, 0)
         cycles[reps] += ran
-        mask = np.arange(chunk)[None, :, None] < ran[:, None, :]  # (B', C, Q)
-        lengths *= mask
-        for i, b in enumerate(reps):
-            counts[b] += np.bincount(lengths[i].ravel(), minlength=k + 2)
-        if jitter:
+        accepted[:, reps] += np.where(act, got, 0)
+        if per_cycle:
             for i, b in enumerate(reps):
-                t = timing[b].take(c0, c0 + chunk) * mask[i]  # (4, C, Q)
-                request_ns[b] += t.sum(axis=(0, 1))
-                phase_ns[b] += t.sum(axis=(1, 2))
+                t = timing[b].take(c0, c0 + chunk)  # (4, C, Q) int64 ns
+                per_request = t.sum(axis=1) * act[i]  # (4, Q)
+                mine = bi == i
+                if tails is not None and mine.any():
+                    cols = qi[mine]
+                    per_request[:, cols] -= (t[:, :, cols] * tails[mine].T[None]).sum(axis=1)
+                request_ns[b] += per_request.sum(axis=0)
+                phase_ns[b] += per_request.sum(axis=1)
         active[reps] = act & (tokens[reps] < n_tok)
         c0 += chunk
 
-    if jitter:
+    if summable:
+        totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
+        request_ms = totals.sum(axis=2)  # (B, Q)
+        phase_ms = totals.sum(axis=1)  # (B, 4)
+    elif per_cycle:
         request_ms = request_ns / NS_PER_MS
         phase_ms = phase_ns / NS_PER_MS
     else:
         means = phase_means(plan.cycle_times)
         request_ms = cycles * means.sum()
         phase_ms = cycles.sum(axis=1)[:, None] * means[None, :]
+    at_least = np.concatenate([cycles.sum(axis=1)[None], accepted.sum(axis=2)])  # (k+1, B)
+    counts = at_least - np.concatenate([at_least[1:], np.zeros((1, b_n), dtype=np.int64)])
     return EngineOutput(
         tok_s=request_tok_s(n_tok, request_ms),
         request_ms=request_ms,
         cycles=cycles,
         emitted_tokens=tokens,
         request_class=request_class,
-        accept_counts=counts[:, 1:],  # index 0 held the masked-out cycles
+        accept_counts=counts.T,
         phase_ms=phase_ms,
     )
 
@@ -145,5 +216,6 @@ def run_fast(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:
     batching never changes the numbers (each replication reads only its own streams)."""
     per_rep = plan.requests * max(1, plan.output_tokens // max(1, plan.num_steps))
     size = max(1, ELEMENT_BUDGET // max(1, per_rep))
-    parts = [_run_block(plan, rngs[i : i + size]) for i in range(0, len(rngs), size)]
+    work = Workspace()
+    parts = [_run_block(plan, rngs[i : i + size], work) for i in range(0, len(rngs), size)]
     return EngineOutput.concatenate(parts)

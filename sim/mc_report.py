@@ -70,7 +70,7 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
         f"std {s.tok_s_std:.2f}",
         f"  percentiles         p5 {s.tok_s_p5:.1f}   p50 {s.tok_s_p50:.1f}   "
         f"p95 {s.tok_s_p95:.1f}",
-        f"  accept length       {s.accept_length_mean:.3f} per cycle "
+        f"  accept length       {s.accept_length_mean:.3f} per cycle, pooled "
         f"(theory {s.theory_accept_length:.3f})",
         "  pmf of L (theory)   "
         + "  ".join(

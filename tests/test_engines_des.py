@@ -55,17 +55,22 @@ def cycle_events(t0: float, req: int, cyc: int, length: int) -> list[tuple[float
     ]
 
 
-def test_exact_trace_all_rejected(write_scenario):
-    events, out = traced(write_scenario, 0.0)
+def expected_trace(length: int, cycles: int) -> list[tuple[float, int, int, str]]:
+    """Two requests back to back, each ``cycles`` cycles of 23.5 ms emitting ``length``."""
     expected = []
     t = 0.0
     for req in range(2):
         expected.append((t, req, 0, "start"))
-        for cyc in range(4):  # one token a cycle
-            expected += cycle_events(t, req, cyc, 1)
+        for cyc in range(cycles):
+            expected += cycle_events(t, req, cyc, length)
             t += 23.5
-        expected.append((t, req, 4, "done"))
-    assert events == expected  # half-ms steps: exact in binary floating point
+        expected.append((t, req, cycles, "done"))
+    return expected
+
+
+def test_exact_trace_all_rejected(write_scenario):
+    events, out = traced(write_scenario, 0.0)
+    assert events == expected_trace(1, 4)  # half-ms steps: exact in binary floating point
     assert out.cycles.tolist() == [[4, 4]]
     assert out.request_ms.tolist() == [[94.0, 94.0]]
     assert np.allclose(out.tok_s, 4000 / 94.0)
@@ -75,15 +80,9 @@ def test_exact_trace_all_rejected(write_scenario):
 
 def test_exact_trace_all_accepted_overshoots(write_scenario):
     events, out = traced(write_scenario, 1.0)
-    expected = []
-    t = 0.0
-    for req in range(2):
-        expected.append((t, req, 0, "start"))
-        for cyc in range(2):  # three tokens a cycle: 3 + 3 = 6 >= 4
-            expected += cycle_events(t, req, cyc, 3)
-            t += 23.5
-        expected.append((t, req, 2, "done"))
-    assert events == expected  # half-ms steps: exact in binary floating point
+    assert events == expected_trace(3, 2)  # 3 + 3 = 6 >= 4 tokens
+    assert out.cycles.tolist() == [[2, 2]]
+    assert out.accept_counts.tolist() == [[0, 0, 4]]
     assert out.emitted_tokens.tolist() == [[6, 6]]  # emitted, overshoot included
     assert np.allclose(out.tok_s, 4000 / 47.0)  # only the 4 needed tokens count
 

@@ -29,6 +29,12 @@ uniforms, higher rates never give a shorter accept length):
   draft i - 1 was (the SimPy engine, position by position as the protocol runs).
 
 Both give exactly the chain's distribution; tests compare them.
+
+Common random numbers across means: for a fixed ``concentration``, the Beta quantile at a
+fixed U rises with the mean, so raising rates never lowers a request's rates. With a fixed
+``std`` instead this fails near the largest mean the std allows (the Beta turns U-shaped as
+its concentration m (1 - m) / std^2 - 1 falls towards 0), and means with
+std^2 >= m (1 - m) are invalid: give ``concentration`` for searches over the rate.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from sim.scenario import AcceptanceClass, AcceptanceSpec, listed_rates
 
@@ -158,9 +164,16 @@ class RateClass:
         m, kappa = self.mean_rates, self.concentration
         vary = (m > 0.0) & (m < 1.0) & np.isfinite(kappa)
         cols = np.flatnonzero(vary)
-        out[:, cols] = stats.beta.ppf(
-            u[:, None], m[cols] * kappa[cols], (1 - m[cols]) * kappa[cols]
+        # positions sharing (mean, concentration) share the quantile: compute each pair once
+        pairs, which = np.unique(
+            np.stack([m[cols], kappa[cols]], axis=1), axis=0, return_inverse=True
         )
+        a = special.betaincinv(
+            (pairs[:, 0] * pairs[:, 1])[None, :],
+            ((1 - pairs[:, 0]) * pairs[:, 1])[None, :],
+            u[:, None],
+        )  # (n, pairs): the Beta quantile, as scipy.stats.beta.ppf computes it
+        out[:, cols] = a[:, which.ravel()]
         return out
 
     def expect(self, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:

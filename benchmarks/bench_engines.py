@@ -85,7 +85,7 @@ def main() -> None:
     # 1. fast engine vs raw uniforms
     big = dict(replications=100, requests=1000)
     simulate(sc, **big)  # warm up
-    t_fast, res = best_of(lambda: simulate(sc, **big), 3)
+    t_fast, res = best_of(lambda: simulate(sc, **big), 5)
     cycles = int(res.cycles.sum())
     fast_cps = cycles / t_fast
     unif = uniform_draws_per_s()
@@ -156,7 +156,7 @@ def main() -> None:
     sizes, times = [], []
     for q, n in grid:
         s_qn = with_overrides(sc, {"workload.output_tokens": n})
-        t_qn, _ = best_of(lambda s_qn=s_qn, q=q: simulate(s_qn, replications=20, requests=q), 3)
+        t_qn, _ = best_of(lambda s_qn=s_qn, q=q: simulate(s_qn, replications=20, requests=q), 5)
         sizes.append(20 * q * n)
         times.append(t_qn)
         rows.append(

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.cli import progress as progress_mod
-from tests.test_montecarlo import MIXED
+from tests.helpers import MIXED
 
 FAST = ["--replications", "4", "--requests", "30"]
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.engines.des import run_replication
 from sim.montecarlo import replication_rngs, simulate, summarize
-from sim.scenario import load_scenario
+from sim.scenario import load_scenario, with_overrides
 from sim.theory import leviathan_accept_length
+from tests.helpers import make
 
 TRACE_FILE = """\
 name = "trace"
@@ -97,3 +100,23 @@ def test_des_matches_the_closed_forms(seed_path):
     se = lengths.std(ddof=1) / np.sqrt(n)
     assert abs(summ.accept_length_mean - leviathan_accept_length(0.618, 2)) < 4 * se
     assert summ.cycle_ms["mean"] == pytest.approx(33.3)
+
+
+@settings(max_examples=15, deadline=None)
+@given(k=st.integers(0, 4), tokens=st.integers(1, 40), alpha=st.sampled_from([0.0, 0.5, 1.0]))
+def test_des_invariants(k, tokens, alpha):
+    res = simulate(make({"alpha": alpha}, k=k, tokens=tokens), engine="des")
+    assert res.accept_counts.shape == (2, k + 1)
+    assert (res.emitted_tokens >= tokens).all() and (res.emitted_tokens <= tokens + k).all()
+    assert (res.accept_counts.sum(axis=1) == res.cycles.sum(axis=1)).all()
+    if alpha == 1.0:  # exactly k + 1 tokens every cycle
+        assert (res.cycles == -(-tokens // (k + 1))).all()
+    if alpha == 0.0 or k == 0:  # one token a cycle
+        assert (res.cycles == tokens).all()
+
+
+def test_plain_decoding_runs_at_the_baseline(seed_path):
+    sc = with_overrides(load_scenario(seed_path), {"speculation.num_steps": 0})
+    for engine in ("fast", "des"):
+        res = simulate(sc, engine=engine, replications=2, requests=3)
+        assert np.allclose(res.tok_s, 1000 / 12.12)

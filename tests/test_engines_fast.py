@@ -15,38 +15,9 @@ from sim.acceptance import acceptance_model
 from sim.costs import scenario_cycle_cost
 from sim.montecarlo import simulate, summarize
 from sim.renewal import cycles_pmf, request_tok_s_distribution
-from sim.scenario import Scenario, load_scenario, scenario_from_dict, with_overrides
+from sim.scenario import load_scenario, with_overrides
 from sim.theory import accept_length_pmf, leviathan_accept_length
-
-
-def make(
-    acceptance: dict[str, Any],
-    *,
-    k: int = 3,
-    tokens: int = 60,
-    jitter: float = 0.0,
-    requests: int = 6,
-    replications: int = 2,
-) -> Scenario:
-    return scenario_from_dict(
-        {
-            "name": "t",
-            "timing": {
-                "decode_ms": 10.0,
-                "verify_ms": 20.0,
-                "draft_step_ms": 1.0,
-                "draft_extend_ms": 2.0,
-                "cycle_overhead_ms": 0.5,
-                "jitter_cv": jitter,
-            },
-            "speculation": {"num_steps": k},
-            "acceptance": acceptance,
-            "workload": {"output_tokens": tokens, "requests": requests},
-            "simulation": {"replications": replications, "seed": 1},
-            "targets": {"tok_s": [100.0]},
-        },
-        source="test",
-    )
+from tests.helpers import make
 
 
 def test_cycles_per_request_follow_the_exact_first_passage_law(seed_path):

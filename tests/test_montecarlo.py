@@ -13,14 +13,7 @@ from scipy import stats
 from sim.errors import SpecsimError
 from sim.montecarlo import mean_ci95, simulate, summarize, wilson_ci95
 from sim.scenario import load_scenario, with_overrides
-from tests.test_engines_fast import make
-
-MIXED = {
-    "mix": [
-        {"name": "chat", "weight": 0.6, "alpha": 0.55, "concentration": 8.0},
-        {"name": "code", "weight": 0.4, "per_position": [0.9, 0.8, 0.7], "std": 0.08},
-    ]
-}
+from tests.helpers import MIXED, make
 
 
 def as_json(result) -> str:

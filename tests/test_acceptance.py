@@ -10,9 +10,11 @@ from scipy import stats
 
 from sim.acceptance import (
     accept_length_sequential,
+    accept_lengths_from_bits,
     accept_lengths_inverse_cdf,
     acceptance_model,
     beta_raw_moments,
+    bit_thresholds,
     cumulative_rates,
 )
 from sim.errors import SpecsimError
@@ -211,3 +213,23 @@ def test_bad_mix_field_names_file_and_field(write_scenario):
     with pytest.raises(SpecsimError) as err:
         load_scenario(path)
     assert str(path) in str(err.value) and "acceptance.mix[1].weight" in str(err.value)
+
+
+@pytest.mark.parametrize("rates", [[0.618, 0.618], [0.9, 0.7, 0.4, 0.2], [1.0, 0.5]])
+def test_bit_sampler_follows_the_chain_pmf(rates):
+    bits = np.random.default_rng(8).bit_generator.random_raw(20_000).view(np.uint32)
+    t, pos = bit_thresholds(cumulative_rates(rates))
+    lengths = accept_lengths_from_bits(bits, t, pos)
+    pmf = accept_length_pmf(rates)
+    assert chi2_pvalue(np.bincount(lengths, minlength=len(rates) + 2)[1:], pmf) > 1e-4
+
+
+def test_bit_thresholds_are_exact_at_0_and_1_and_monotone():
+    extremes = np.array([0, 1, 2**31, 2**32 - 1], dtype=np.uint32)
+    t, pos = bit_thresholds(np.array([[1.0, 0.0]]).T)  # (k=2, 1)
+    lengths = accept_lengths_from_bits(extremes, t, pos)
+    assert lengths.tolist() == [2, 2, 2, 2]  # c_1 = 1 always, c_2 = 0 never
+    c = np.sort(np.random.default_rng(1).random(1000))
+    tc, _ = bit_thresholds(c)
+    assert (np.diff(tc.astype(np.int64)) >= 0).all()
+    assert np.abs((tc.astype(float) + 1) / 2**32 - c).max() <= 2.0**-32

@@ -6,7 +6,7 @@ cycle 1, ...), so the uniform of (request r, cycle c) is the (c Q + r)-th draw o
 replication's ``accept`` stream whatever the chunk sizes. Chunk sizes may then follow the
 rates (renewal bound of ``cycles_bound``) without breaking common random numbers: with the
 same seed, a scenario with higher rates sees the same uniforms, so every cycle's L is at
-least as large (``accept_lengths_inverse_cdf`` is monotone), every request needs at most as
+least as large (``accept_lengths_from_bits`` is monotone), every request needs at most as
 many cycles, and no request gets slower: with jitter, either the total time of a request is
 the quantile, at one fixed uniform per request and phase, of the sum of its n cycle
 durations (``SummableCycleTimes``, e.g. the gamma model: one draw per request, not per
@@ -14,8 +14,9 @@ cycle), which does not fall as n grows; or, for any other ``CycleTimeModel``, th
 of a request takes the same time in both (durations drawn per cycle in fixed blocks of
 ``TIMING_BLOCK`` cycles, cycle-major too).
 
-One uniform per cycle (inverse cdf of L) instead of k, and no per-cycle Python: a chunk is
-a handful of whole-array passes (draw, k compares, cumsum, count, mask, bincount).
+One uniform per cycle (inverse cdf of L; a 32-bit integer, half a raw 64-bit draw) instead
+of k, and no per-cycle Python: a chunk is a handful of whole-array passes (draw, then per
+position a compare and a count).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sim.acceptance import accept_lengths_inverse_cdf, cumulative_rates
+from sim.acceptance import accept_lengths_from_bits, bit_thresholds, cumulative_rates
 from sim.cycletime import PHASES, CycleTimeModel, SummableCycleTimes
 from sim.engines.common import (
     EngineOutput,
@@ -87,20 +88,18 @@ def chunk_cycles(need: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
 
 
 class Workspace:
-    """Scratch buffers reused across chunks and blocks (fresh large arrays cost page faults
-    that would dominate the run time)."""
+    """A scratch bool buffer reused across chunks and blocks (fresh large arrays cost page
+    faults that would dominate the run time)."""
 
     def __init__(self) -> None:
-        self._u = np.empty(0)
         self._ge = np.empty(0, dtype=bool)
 
-    def arrays(self, shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """A float64 and a bool array of ``shape`` (contents undefined)."""
-        n = shape[0] * shape[1] * shape[2]
-        if self._u.size < n:
-            self._u = np.empty(n)
+    def bools(self, shape: tuple[int, int]) -> np.ndarray:
+        """A bool array of ``shape`` (contents undefined)."""
+        n = shape[0] * shape[1]
+        if self._ge.size < n:
             self._ge = np.empty(n, dtype=bool)
-        return self._u[:n].reshape(shape), self._ge[:n].reshape(shape)
+        return self._ge[:n].reshape(shape)
 
 
 def _run_block(
@@ -108,11 +107,13 @@ def _run_block(
 ) -> EngineOutput:
     """Simulate len(rngs) replications together (their arrays side by side).
 
-    Per chunk of C cycles: draw (B', C, Q) uniforms; for each position j the cycles with
-    u < c_j (draft j accepted) are counted per request, which gives the tokens of the whole
-    chunk without materialising L. Requests whose count reaches their need finish inside
-    the chunk; only their columns are replayed exactly (L, cumulative sum, first passage)
-    to drop the cycles after the finishing one.
+    Per chunk of C cycles (C even) and replication: draw C x Q 32-bit uniform integers
+    (C Q / 2 raw 64-bit outputs of the replication's ``accept`` bit generator, so the draw
+    of (cycle, request) is the same whatever the chunking); for each position j the
+    cycles with draft j accepted are counted per request, which gives the tokens of the
+    whole chunk without materialising L. Requests whose count reaches their need finish
+    inside the chunk; only their columns are replayed exactly (L, cumulative sum, first
+    passage) to drop the cycles after the finishing one.
     """
     b_n, q_n, n_tok, k = len(rngs), plan.requests, plan.output_tokens, plan.num_steps
     model = plan.acceptance
@@ -124,7 +125,7 @@ def _run_block(
     cum = cumulative_rates(rates)  # (B, Q, k)
     al, var = length_moments(cum)  # (B, Q)
     shared = not model.heterogeneous
-    cum_first = np.moveaxis(cum, -1, 0)[:, :, None, :]  # (k, B, 1, Q)
+    bits_t, bits_pos = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
 
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
@@ -147,22 +148,31 @@ def _run_block(
         need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q)
         chunk = chunk_cycles(need[act], al[reps][act], var[reps][act])
         chunk = max(1, min(chunk, MAX_CHUNK, ELEMENT_BUDGET // (len(reps) * q_n)))
-        u, ge = work.arrays((len(reps), chunk, q_n))
+        chunk += chunk % 2  # C Q even: whole raw 64-bit draws per chunk
+        ge = work.bools((chunk, q_n))
+        got16 = np.zeros((k, len(reps), q_n), dtype=np.uint16)  # chunk <= MAX_CHUNK
+        draws = []
         for i, b in enumerate(reps):
-            rngs[b].accept.random(out=u[i])
-        thresholds = cum[0, 0] if shared else cum_first[:, reps]  # k of scalar / (B', 1, Q)
-        got16 = np.empty((k, len(reps), q_n), dtype=np.uint16)  # chunk <= MAX_CHUNK
-        for j in range(k):
-            np.less(u, thresholds[j], out=ge)
-            np.add.reduce(ge.view(np.uint8), axis=1, dtype=np.uint16, out=got16[j])
-        got = got16.astype(np.int64)
+            raw = rngs[b].accept.bit_generator.random_raw(chunk * q_n // 2)
+            bits = raw.view(np.uint32).reshape(chunk, q_n)
+            draws.append(bits)
+            for j in range(k):
+                if shared and not bits_pos[j, 0, 0]:
+                    break  # c_j = 0: no later draft is accepted either
+                t_j = bits_t[j, 0, 0] if shared else bits_t[j, b][None, :]
+                np.less_equal(bits, t_j, out=ge)
+                np.add.reduce(ge.view(np.uint8), axis=0, dtype=np.uint16, out=got16[j, i])
+        got = got16.astype(np.int64) * bits_pos[:, reps]  # c_j = 0 accepts nothing
         emitted = chunk + got.sum(axis=0)  # (B', Q) tokens if the whole chunk ran
         ran = np.where(act, chunk, 0)
         bi, qi = np.nonzero(act & (emitted >= need))  # requests finishing in this chunk
         tails: np.ndarray | None = None
         if bi.size:
-            sub_cum = cum[0, 0] if shared else cum[reps[bi], qi].T[:, :, None]
-            lengths = accept_lengths_inverse_cdf(u[bi, :, qi], sub_cum)  # (n, C)
+            sub_bits = np.concatenate([draws[i][:, qi[bi == i]].T for i in np.unique(bi)])
+            b_abs = reps[bi]
+            lengths = accept_lengths_from_bits(
+                sub_bits, bits_t[:, b_abs, qi][:, :, None], bits_pos[:, b_abs, qi][:, :, None]
+            )  # (n, C)
             running = np.cumsum(lengths, axis=1, dtype=np.int64)
             stop = (running < need[bi, qi][:, None]).sum(axis=1) + 1  # first passage, <= C
             ran[bi, qi] = stop

@@ -33,10 +33,26 @@ def test_json_has_the_monte_carlo_keys(seed_path):
     assert doc["analytic"]["throughput_tok_s"] == pytest.approx(60.06, abs=0.01)
 
 
-def test_same_seed_and_workers_give_identical_json(seed_path):
-    a = CliRunner().invoke(main, ["run", str(seed_path), *FAST, "--json"]).output
-    b = CliRunner().invoke(main, ["run", str(seed_path), *FAST, "--json", "--workers", "2"]).output
-    assert a == b and '"throughput_tok_s"' in a
+@pytest.mark.parametrize("engine", ["fast", "des"])
+def test_same_seed_and_workers_give_identical_json(seed_path, engine):
+    # the SimPy engine runs one replication per task, so --workers 2 really uses 2 processes
+    args = [
+        "run",
+        str(seed_path),
+        "--replications",
+        "3",
+        "--requests",
+        "20",
+        "--json",
+        "--engine",
+        engine,
+        "--set",
+        "timing.jitter_cv=0.3",
+    ]
+    a = CliRunner().invoke(main, args).output
+    b = CliRunner().invoke(main, [*args, "--workers", "2"]).output
+    c = CliRunner().invoke(main, args).output
+    assert a == b == c and '"throughput_tok_s"' in a
 
 
 def test_des_engine_gives_the_same_keys(seed_path):

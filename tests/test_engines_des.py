@@ -120,3 +120,22 @@ def test_plain_decoding_runs_at_the_baseline(seed_path):
     for engine in ("fast", "des"):
         res = simulate(sc, engine=engine, replications=2, requests=3)
         assert np.allclose(res.tok_s, 1000 / 12.12)
+
+
+@pytest.mark.slow
+def test_des_matches_the_heterogeneous_expectations():
+    from sim.acceptance import acceptance_model
+    from sim.costs import scenario_cycle_cost
+
+    sc = make({"alpha": 0.7, "concentration": 6.0}, k=3, tokens=1024, requests=50, replications=10)
+    res = simulate(sc, engine="des")
+    model = acceptance_model(sc.acceptance, 3)
+    rep_means = res.tok_s.mean(axis=1)
+    se = rep_means.std(ddof=1) / np.sqrt(res.replications)
+    expected = 1000 * model.mean_accept_length() / scenario_cycle_cost(sc).total_ms
+    # long-run value vs N = 1024-token requests: allow 4 SE plus the O(1/N) finite-request
+    # bias (the uncounted overshoot is at most k tokens of N, plus a Jensen term ~Var L/(N AL))
+    assert abs(rep_means.mean() - expected) < 4 * se + 2 * (3 / 1024) * expected
+    per_rep_al = (res.accept_counts @ np.arange(1, 5)) / res.accept_counts.sum(axis=1)
+    se_al = per_rep_al.std(ddof=1) / np.sqrt(res.replications)
+    assert abs(per_rep_al.mean() - model.cycle_mean_accept_length()) < 4 * se_al

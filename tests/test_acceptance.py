@@ -233,3 +233,20 @@ def test_bit_thresholds_are_exact_at_0_and_1_and_monotone():
     tc, _ = bit_thresholds(c)
     assert (np.diff(tc.astype(np.int64)) >= 0).all()
     assert np.abs((tc.astype(float) + 1) / 2**32 - c).max() <= 2.0**-32
+
+
+def test_mix_set_on_the_command_line_replaces_alpha(seed_path):
+    sc = load_scenario(
+        seed_path,
+        [
+            'acceptance.mix=[{name="chat", weight=2.0, alpha=0.6}, '
+            '{name="code", weight=1.0, per_position=[0.9, 0.8], concentration=10.0}]'
+        ],
+    )
+    assert sc.acceptance.alpha is None and len(sc.acceptance.mix) == 2
+    rates = sc.acceptance.conditional_rates(2)
+    assert np.allclose(rates, acceptance_model(sc.acceptance, 2).effective_rates())
+    model = acceptance_model(sc.acceptance, 2)
+    _, sampled = model.sample_requests(np.random.default_rng(0), 100_000)
+    al = 1 + cumulative_rates(sampled).sum(axis=1)
+    assert abs(al.mean() - model.mean_accept_length()) < 4 * al.std() / np.sqrt(al.size)

@@ -43,7 +43,7 @@ ELEMENT_BUDGET = 4_000_000
 #: Smallest chunk of cycles (below it, per-chunk overhead dominates); the largest keeps
 #: per-chunk counts in uint16 (half the memory traffic of wider sums).
 MIN_CHUNK = 16
-MAX_CHUNK = 65_535
+MAX_CHUNK = 65_534  # even, so rounding chunks up to even stays within uint16
 
 
 #: Jittered durations are summed in integer nanoseconds: sums are then exact, so results

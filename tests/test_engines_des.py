@@ -7,6 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.acceptance import acceptance_model
+from sim.costs import scenario_cycle_cost
+from sim.cycletime import cycle_time_model
+from sim.engines.common import EnginePlan
 from sim.engines.des import run_replication
 from sim.montecarlo import replication_rngs, simulate, summarize
 from sim.scenario import load_scenario, with_overrides
@@ -20,10 +24,6 @@ def traced(alpha: float):
     Timings (tests.helpers.make): draft step 1 ms, verify 20 ms, extend 2 ms, overhead
     0.5 ms, no jitter: a cycle is 23.5 ms.
     """
-    from sim.acceptance import acceptance_model
-    from sim.cycletime import cycle_time_model
-    from sim.engines.common import EnginePlan
-
     sc = make({"alpha": alpha}, k=2, tokens=4, requests=2, replications=1)
     plan = EnginePlan(acceptance_model(sc.acceptance, 2), cycle_time_model(sc), 4, 2)
     events: list[tuple[float, int, int, str]] = []
@@ -112,9 +112,6 @@ def test_plain_decoding_runs_at_the_baseline(seed_path):
 
 @pytest.mark.slow
 def test_des_matches_the_heterogeneous_expectations():
-    from sim.acceptance import acceptance_model
-    from sim.costs import scenario_cycle_cost
-
     sc = make({"alpha": 0.7, "concentration": 6.0}, k=3, tokens=1024, requests=50, replications=10)
     res = simulate(sc, engine="des")
     model = acceptance_model(sc.acceptance, 3)

@@ -124,3 +124,22 @@ def test_des_matches_the_heterogeneous_expectations():
     per_rep_al = (res.accept_counts @ np.arange(1, 5)) / res.accept_counts.sum(axis=1)
     se_al = per_rep_al.std(ddof=1) / np.sqrt(res.replications)
     assert abs(per_rep_al.mean() - model.cycle_mean_accept_length()) < 4 * se_al
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    alpha=st.floats(0.0, 1.0),
+    t=st.floats(0.0, 1.0),
+    conc=st.sampled_from([None, 4.0]),
+    cv=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_des_common_random_numbers(alpha, t, conc, cv, seed):
+    def acc(a: float) -> dict:
+        return {"alpha": a} if conc is None else {"alpha": a, "concentration": conc}
+
+    low = make(acc(alpha), k=3, tokens=60, jitter=cv)
+    high = make(acc(alpha + t * (1 - alpha)), k=3, tokens=60, jitter=cv)
+    r_low = simulate(low, engine="des", seed=seed)
+    r_high = simulate(high, engine="des", seed=seed)
+    assert (r_high.tok_s >= r_low.tok_s * (1 - 1e-12)).all()

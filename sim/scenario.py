@@ -19,6 +19,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sim.errors import SpecsimError
+from sim.hardware.gpus import GPU_PRESETS
+from sim.hardware.interconnects import InlineInterconnect, preset_names
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0)]
@@ -39,6 +41,25 @@ class ModelSpec(Section):
     hidden_size: Annotated[int, Field(gt=0)] | None = None
     experts: Annotated[int, Field(gt=0)] | None = None
     experts_per_token: Annotated[int, Field(gt=0)] | None = None
+    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
+    # activation element in an all-reduce message, decoder layers of the drafter.
+    kernels_per_layer: Annotated[int, Field(gt=0)] | None = None
+    allreduces_per_layer: Annotated[int, Field(ge=0)] = 2
+    activation_bytes: Annotated[int, Field(gt=0)] = 2
+    draft_layers: Annotated[int, Field(gt=0)] = 1
+    # Weights, for compute derived from a GPU preset when timings are missing (roofline):
+    # params per layer outside the routed experts (attention, shared expert; the whole
+    # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
+    # LM head, and in the drafter; bytes per param (experts may be quantized apart).
+    dense_layers: Annotated[int, Field(ge=0)] = 0
+    layer_params: Annotated[float, Field(gt=0)] | None = None
+    dense_layer_params: Annotated[float, Field(gt=0)] | None = None
+    expert_params: Annotated[float, Field(gt=0)] | None = None
+    lm_head_params: Annotated[float, Field(ge=0)] = 0.0
+    draft_params: Annotated[float, Field(gt=0)] | None = None
+    weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
+    expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
     def _experts_consistent(self) -> ModelSpec:
@@ -53,10 +74,46 @@ class ModelSpec(Section):
 
 
 class HardwareSpec(Section):
-    """Tensor-parallel degree and interconnect preset name."""
+    """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
+
+    ``interconnect`` names a preset (``specsim hardware --list``) or an inline
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
+    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
+    graph speedup on a 32-layer model); ``jitter_cv`` the coefficient of variation of one
+    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    """
 
     gpus: Annotated[int, Field(gt=0)] = 1
     interconnect: str = "pcie-gen4"
+    gpu: str | None = None
+    launch_us: Annotated[float, Field(ge=0.0)] = 5.0
+    jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_presets(self) -> HardwareSpec:
+        known = preset_names(self.interconnects)
+        if self.interconnect not in known:
+            raise ValueError(
+                f"unknown interconnect {self.interconnect!r}; known: {', '.join(known)}"
+            )
+        if self.gpu is not None and self.gpu not in GPU_PRESETS:
+            raise ValueError(f"unknown gpu {self.gpu!r}; known: {', '.join(GPU_PRESETS)}")
+        return self
+
+
+class MeasuredOn(Section):
+    """The hardware the [timing] figures were measured on (filled from the file itself).
+
+    ``load_scenario`` copies the file's own ``hardware.*`` and ``timing.verify_cuda_graph``
+    here before ``--set`` overrides apply, so an override describes a what-if and the pass
+    times are re-composed from this reference point (sim/hardware/decompose.py).
+    """
+
+    interconnect: str
+    gpus: Annotated[int, Field(gt=0)]
+    gpu: str | None = None
+    verify_cuda_graph: bool
 
 
 class TimingSpec(Section):
@@ -65,16 +122,21 @@ class TimingSpec(Section):
     The verify pass over ``m`` tokens costs
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
+
+    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    verify from the calibrated decode compute scaled by the weights it reads, anything
+    else from the model's weights and the GPU preset.
     """
 
-    decode_ms: PositiveMs
-    verify_ms: PositiveMs
+    decode_ms: PositiveMs | None = None
+    verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0)] | None = None
     verify_ms_per_extra_token: NonNegativeMs = 0.0
-    draft_step_ms: PositiveMs
-    draft_extend_ms: PositiveMs
+    draft_step_ms: PositiveMs | None = None
+    draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
+    measured_on: MeasuredOn | None = None
 
 
 class SpeculationSpec(Section):
@@ -153,7 +215,7 @@ class Scenario(Section):
     description: str = ""
     model: ModelSpec = ModelSpec()
     hardware: HardwareSpec = HardwareSpec()
-    timing: TimingSpec
+    timing: TimingSpec = TimingSpec()
     speculation: SpeculationSpec
     acceptance: AcceptanceSpec | None = None
     workload: WorkloadSpec = WorkloadSpec()
@@ -165,6 +227,8 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.verify_ms is None:
+            return self
         measured_tokens = timing.verify_tokens or self.num_steps + 1
         at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
         if at_one <= 0:
@@ -309,9 +373,35 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
         raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
 
 
+def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with ``timing.measured_on`` completed from the file's own hardware values.
+
+    Keys the file gives in ``[timing.measured_on]`` stay; missing ones come from
+    ``[hardware]`` / ``timing.verify_cuda_graph`` (or their defaults). Values that are not
+    of the right type are left for validation to report.
+    """
+    out = copy.deepcopy(dict(raw))
+    timing = out.get("timing")
+    hardware = out.get("hardware", {})
+    if not isinstance(timing, dict) or not isinstance(hardware, dict):
+        return out
+    measured = timing.setdefault("measured_on", {})
+    if not isinstance(measured, dict):
+        return out
+    hw_fields = HardwareSpec.model_fields
+    measured.setdefault(
+        "interconnect", hardware.get("interconnect", hw_fields["interconnect"].default)
+    )
+    measured.setdefault("gpus", hardware.get("gpus", hw_fields["gpus"].default))
+    if hardware.get("gpu") is not None:
+        measured.setdefault("gpu", hardware["gpu"])
+    measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    return out
+
+
 def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
-    raw = read_scenario_file(path)
+    raw = fill_measured_on(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
     return scenario_from_dict(merged, source=str(path), overridden=overrides)

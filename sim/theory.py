@@ -82,9 +82,8 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
     if accept_length >= cap:
         return 1.0
     return float(
-        brentq(
-            lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0, xtol=1e-12
-        )
+        brentq(lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0,
+               xtol=1e-12)
     )
 
 
@@ -152,7 +151,9 @@ def answer_target(
             f"caps it at {num_steps + 1}"
         )
     if best is None:
-        reason = (f"{reason}; " if reason else "") + (
+        reason = (
+            f"{reason}; " if reason else ""
+        ) + (
             f"no num_steps in {ks[0]}..{ks[-1]} reaches it: the best ceiling is "
             f"{top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts accepted)"
         )

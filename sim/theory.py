@@ -37,9 +37,15 @@ def mean_accept_length(rates: ArrayLike) -> float:
 
 
 def leviathan_accept_length(alpha: float, num_steps: int) -> float:
-    """Leviathan et al. 2023 Thm 3.8: (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1."""
+    """Leviathan et al. 2023 Thm 3.8: (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1.
+
+    Near alpha = 1 the quotient cancels catastrophically, so there the equal geometric
+    series 1 + alpha + ... + alpha^k is summed instead.
+    """
     if alpha >= 1.0:
         return float(num_steps + 1)
+    if alpha > 0.999:
+        return float(np.sum(alpha ** np.arange(num_steps + 1)))
     return (1.0 - alpha ** (num_steps + 1)) / (1.0 - alpha)
 
 
@@ -82,8 +88,9 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
     if accept_length >= cap:
         return 1.0
     return float(
-        brentq(lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0,
-               xtol=1e-12)
+        brentq(
+            lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0, xtol=1e-12
+        )
     )
 
 
@@ -151,9 +158,7 @@ def answer_target(
             f"caps it at {num_steps + 1}"
         )
     if best is None:
-        reason = (
-            f"{reason}; " if reason else ""
-        ) + (
+        reason = (f"{reason}; " if reason else "") + (
             f"no num_steps in {ks[0]}..{ks[-1]} reaches it: the best ceiling is "
             f"{top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts accepted)"
         )

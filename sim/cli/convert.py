@@ -1,0 +1,93 @@
+"""``specsim convert``: one acceptance metric in every other vocabulary."""
+
+from __future__ import annotations
+
+import click
+
+from sim import metrics
+from sim.cli import main
+from sim.cli.options import echo_json, json_option
+from sim.errors import SpecsimError
+
+
+def _floats(text: str, source: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SpecsimError(
+            f"expected comma-separated numbers, got {text!r}", source=source
+        ) from None
+
+
+def _extend(rates: list[float], num_steps: int | None) -> list[float]:
+    """Per-position rates for k = num_steps positions; the last listed rate repeats."""
+    if num_steps is None or not rates:
+        return rates
+    return (rates + [rates[-1]] * num_steps)[:num_steps]
+
+
+@main.command()
+@click.option("--alpha", type=float, help="One conditional rate for every position.")
+@click.option("--accept-length", type=float, help="Mean tokens per cycle, bonus included.")
+@click.option("--draft-acceptance-rate", type=float, help="vLLM: accepted / drafted tokens.")
+@click.option("--sglang-accept-rate", type=float, help="SGLang: accept length / (k + 1).")
+@click.option("--cumulative", help="vLLM per-position rates c1,c2,... (P(1..i accepted)).")
+@click.option("--per-position", help="Conditional per-position rates a1,a2,...")
+@click.option("--num-steps", type=int, help="Draft length k (from the list when omitted).")
+@json_option
+def convert(
+    alpha: float | None,
+    accept_length: float | None,
+    draft_acceptance_rate: float | None,
+    sglang_accept_rate: float | None,
+    cumulative: str | None,
+    per_position: str | None,
+    num_steps: int | None,
+    as_json: bool,
+) -> None:
+    """Convert one acceptance metric into all the others (reference section 2)."""
+    given = {
+        "--alpha": alpha,
+        "--accept-length": accept_length,
+        "--draft-acceptance-rate": draft_acceptance_rate,
+        "--sglang-accept-rate": sglang_accept_rate,
+        "--cumulative": cumulative,
+        "--per-position": per_position,
+    }
+    named = [k for k, v in given.items() if v is not None]
+    if len(named) != 1:
+        raise SpecsimError("give exactly one of " + ", ".join(given), source="convert")
+    source = named[0]
+    if source in ("--cumulative", "--per-position"):
+        values = _floats(given[source], source)
+        if source == "--cumulative":
+            if num_steps is not None and num_steps != len(values):
+                raise SpecsimError(
+                    f"lists {len(values)} positions but --num-steps is {num_steps}", source=source
+                )
+            forms = metrics.from_cumulative(values)
+        else:
+            forms = metrics.from_conditional(_extend(values, num_steps))
+    else:
+        if num_steps is None:
+            raise SpecsimError(f"{source} needs --num-steps", source="convert")
+        make = {
+            "--alpha": metrics.from_alpha,
+            "--accept-length": metrics.from_accept_length,
+            "--draft-acceptance-rate": metrics.from_draft_acceptance_rate,
+            "--sglang-accept-rate": metrics.from_sglang_accept_rate,
+        }[source]
+        forms = make(given[source], num_steps)
+    if as_json:
+        echo_json(forms.as_dict())
+        return
+    fmt = ", ".join
+    click.echo(f"num_steps (k)            {forms.num_steps}")
+    click.echo(f"conditional per-position {fmt(f'{a:.4f}' for a in forms.per_position)}")
+    click.echo(f"vLLM cumulative          {fmt(f'{c:.4f}' for c in forms.cumulative)}")
+    click.echo(f"vLLM draft accept. rate  {forms.draft_acceptance_rate:.4f}")
+    click.echo(f"SGLang accept rate       {forms.sglang_accept_rate:.4f}")
+    click.echo(f"accept length            {forms.accept_length:.4f}")
+    click.echo(f"alpha (equal-rate equiv.) {forms.alpha:.4f}")
+    if forms.assumption:
+        click.echo(f"assumption: {forms.assumption}")

@@ -1,0 +1,30 @@
+"""``specsim validate``: check scenario files without running them."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from sim.cli import main
+from sim.cli.options import set_option
+from sim.errors import SpecsimError
+from sim.scenario import load_scenario
+
+
+@main.command()
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@set_option
+def validate(scenarios: tuple[str, ...], sets: tuple[str, ...]) -> None:
+    """Validate each SCENARIO file; exit status 2 if any is invalid."""
+    failed = 0
+    for path in scenarios:
+        try:
+            sc = load_scenario(path, sets)
+        except SpecsimError as exc:
+            failed += 1
+            click.echo(f"specsim: error: {exc}", err=True)
+        else:
+            click.echo(f"{path}: ok ({sc.name}, num_steps {sc.num_steps})")
+    if failed:
+        sys.exit(2)

@@ -350,12 +350,46 @@ def scenario_from_dict(
 ) -> Scenario:
     """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
     try:
-        return Scenario.model_validate(dict(raw))
+        scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
         field, msg = _first_error(exc)
         from_set = any(field == k or field.startswith(k + ".") for k in overridden)
         where = f"{source} (--set)" if from_set else source
         raise SpecsimError(msg, source=where, field=field or None) from None
+    missing = underivable_pass_time(scenario)
+    if missing is not None:
+        field, needs = missing
+        from_set = any(field == k or k.startswith(("model.", "hardware.")) for k in overridden)
+        where = f"{source} (--set)" if from_set else source
+        raise SpecsimError(
+            f"required key is missing (or give {', '.join(needs)} to derive it)",
+            source=where,
+            field=field,
+        )
+    return scenario
+
+
+def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
+    """The first missing pass time the hardware model cannot derive, with what it needs.
+
+    A missing verify is derived from a measured decode and the model's weights; any other
+    missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
+    (sim/hardware/decompose.py).
+    """
+    timing, model = scenario.timing, scenario.model
+    geometry = [f"model.{n}" for n in ("layers", "hidden_size") if getattr(model, n) is None]
+    weights = ["model.layer_params"] if model.layer_params is None else []
+    gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
+    checks = [("decode_ms", geometry + weights + gpu)]
+    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
+    checks.append(("verify_ms", verify_needs))
+    if scenario.num_steps > 0:
+        drafter = ["model.draft_params"] if model.draft_params is None else []
+        checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]
+    for name, needs in checks:
+        if getattr(timing, name) is None and needs:
+            return f"timing.{name}", needs
+    return None
 
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:

@@ -366,7 +366,21 @@ def scenario_from_dict(
             source=where,
             field=field,
         )
+    _check_hardware_model(scenario, source=source, overridden=overridden)
     return scenario
+
+
+def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
+    """Run the hardware model once so that a measured time below its modelled
+    communication + launch floor, or a missing model field, is reported against the file."""
+    from sim.hardware.decompose import scenario_pass_ms  # the hardware model imports this module
+
+    try:
+        scenario_pass_ms(scenario)
+    except SpecsimError as exc:
+        touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
+        where = f"{source} (--set)" if touched else source
+        raise SpecsimError(exc.message, source=where, field=exc.field) from None
 
 
 def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:

@@ -28,12 +28,14 @@ class KernelSchedule:
     ``compute_share``: fraction of the pass's compute in each kernel (sums to 1);
     ``fixed_ms``: non-compute GPU time (all-reduce) of each kernel;
     ``is_allreduce``: True for all-reduce kernels (TP barriers);
+    ``segment``: index of the layer segment (layer x segments + s) each kernel belongs to;
     ``launch_ms``: CPU cost to issue one kernel (0 when the pass is graphed).
     """
 
     compute_share: np.ndarray
     fixed_ms: np.ndarray
     is_allreduce: np.ndarray
+    segment: np.ndarray
     launch_ms: float
 
     @property
@@ -84,14 +86,21 @@ def kernel_schedule(
         n_compute // segments + (1 if s < n_compute % segments else 0) for s in range(segments)
     ]
     layer_is_ar: list[bool] = []
+    layer_segment: list[int] = []
     for s, count in enumerate(per_segment):
         layer_is_ar += [False] * count
+        layer_segment += [s] * count
         if s < n_ar:
             layer_is_ar.append(True)
+            layer_segment.append(s)
     is_ar = np.tile(np.array(layer_is_ar, dtype=bool), layers)
+    per_layer = len(layer_segment)
+    segment = np.tile(np.array(layer_segment), layers) + segments * (
+        np.arange(layers * per_layer) // per_layer
+    )
     share = np.where(is_ar, 0.0, 1.0 / (layers * n_compute))
     fixed = np.where(is_ar, allreduce_ms, 0.0)
-    return KernelSchedule(share, fixed, is_ar, launch_ms)
+    return KernelSchedule(share, fixed, is_ar, segment, launch_ms)
 
 
 def critical_path_ms(schedule: KernelSchedule, compute_ms: float) -> float:

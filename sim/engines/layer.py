@@ -94,8 +94,16 @@ def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
         env.event() if ar else None for ar in schedule.is_allreduce
     ]
     ranks = [
-        env.process(_rank(env, base * multipliers[r, schedule.segment], layer_pass, issued,
-                          arrivals, all_arrived))
+        env.process(
+            _rank(
+                env,
+                base * multipliers[r, schedule.segment],
+                layer_pass,
+                issued,
+                arrivals,
+                all_arrived,
+            )
+        )
         for r in range(layer_pass.ranks)
     ]
     env.run(until=simpy.AllOf(env, ranks))

@@ -41,6 +41,5 @@ def max_multiplier_variance(cv: float, n: int) -> float:
     if cv == 0:
         return 0.0
     dist = multiplier_distribution(cv)
-    second, _ = integrate.quad(lambda w: 2.0 * w * (1.0 - dist.cdf(w) ** n), 0.0, np.inf,
-                               limit=200)
+    second, _ = integrate.quad(lambda w: 2.0 * w * (1.0 - dist.cdf(w) ** n), 0.0, np.inf, limit=200)
     return float(second - expected_max_multiplier(cv, n) ** 2)

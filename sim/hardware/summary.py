@@ -78,9 +78,10 @@ def render_hardware(summary: dict[str, Any]) -> str:
     """The summary as a readable table."""
     hw, ref = summary["hardware"], summary["measured_on"]
     gpu = f", {hw['gpu']}" if hw["gpu"] else ""
+    graph = "graphed" if hw["verify_cuda_graph"] else "ungraphed"
     lines = [
         f"{summary['scenario']}: {hw['gpus']}x {hw['interconnect']}{gpu}, launch "
-        f"{hw['launch_us']:g} us/kernel, verify {'graphed' if hw['verify_cuda_graph'] else 'ungraphed'}",
+        f"{hw['launch_us']:g} us/kernel, verify {graph}",
         f"timings measured on {ref['gpus']}x {ref['interconnect']}"
         f"{', ' + ref['gpu'] if ref['gpu'] else ''}, verify "
         f"{'graphed' if ref['verify_cuda_graph'] else 'ungraphed'}",
@@ -139,8 +140,11 @@ def presets_dict() -> dict[str, Any]:
 def render_presets(presets: dict[str, Any]) -> str:
     lines = ["interconnects:"]
     for name, ic in presets["interconnects"].items():
-        extras = [p for p, on in (("NVLS", ic["nvls"]), ("custom all-reduce",
-                                                          ic["custom_allreduce"])) if on]
+        extras = [
+            p
+            for p, on in (("NVLS", ic["nvls"]), ("custom all-reduce", ic["custom_allreduce"]))
+            if on
+        ]
         lines.append(
             f"  {name:<22} {ic['kind']:<7}busbw {ic['bus_bandwidth_gbps']:g} GB/s, "
             f"{'/'.join(ic['protocols'])}, eager +{ic['eager_extra_us']:.1f} us"

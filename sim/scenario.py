@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sim.errors import SpecsimError
 from sim.hardware.gpus import GPU_PRESETS
@@ -83,23 +91,27 @@ class HardwareSpec(Section):
     rank's compute per layer segment (layer-level pass only; 0 = deterministic).
     """
 
+    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
     gpus: Annotated[int, Field(gt=0)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
     launch_us: Annotated[float, Field(ge=0.0)] = 5.0
     jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
-    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _known_presets(self) -> HardwareSpec:
-        known = preset_names(self.interconnects)
-        if self.interconnect not in known:
-            raise ValueError(
-                f"unknown interconnect {self.interconnect!r}; known: {', '.join(known)}"
-            )
-        if self.gpu is not None and self.gpu not in GPU_PRESETS:
-            raise ValueError(f"unknown gpu {self.gpu!r}; known: {', '.join(GPU_PRESETS)}")
-        return self
+    @field_validator("interconnect")
+    @classmethod
+    def _known_interconnect(cls, value: str, info: ValidationInfo) -> str:
+        known = preset_names(info.data.get("interconnects"))
+        if value not in known:
+            raise ValueError(f"unknown interconnect {value!r}; known: {', '.join(known)}")
+        return value
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str | None) -> str | None:
+        if value is not None and value not in GPU_PRESETS:
+            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(GPU_PRESETS)}")
+        return value
 
 
 class MeasuredOn(Section):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Algorithm = Literal["ring", "tree", "nvls"]
 Protocol = Literal["LL", "LL128", "Simple"]
@@ -184,6 +184,13 @@ class InlineInterconnect(Frozen):
     custom_allreduce: bool | None = None
     custom_allreduce_latency_us: Annotated[float, Field(ge=0.0)] | None = None
     nvls: bool | None = None
+
+    @field_validator("based_on")
+    @classmethod
+    def _a_preset(cls, value: str) -> str:
+        if value not in PRESETS:
+            raise ValueError(f"{value!r} is not a preset (presets: {', '.join(PRESETS)})")
+        return value
 
 
 def preset_names(custom: Mapping[str, InlineInterconnect] | None = None) -> tuple[str, ...]:

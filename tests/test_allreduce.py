@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sim.cli import main
 from sim.hardware.allreduce import allreduce_candidates, allreduce_time, nccl_time_us
-from sim.hardware.interconnects import PRESETS, PCIE_EAGER_EXTRA_US
+from sim.hardware.interconnects import PCIE_EAGER_EXTRA_US, PRESETS
 
 PCIE = [n for n, ic in PRESETS.items() if ic.kind == "pcie"]
 NVLINK = [n for n, ic in PRESETS.items() if ic.kind == "nvlink"]
@@ -92,26 +92,51 @@ def test_custom_allreduce_for_small_nvlink_messages():
 sizes = st.floats(min_value=0, max_value=2e9, allow_nan=False)
 
 
-@given(gpus=st.integers(2, 8), a=sizes, b=sizes, graphed=st.booleans(),
-       name=st.sampled_from(list(PRESETS)))
+@given(
+    gpus=st.integers(2, 8),
+    a=sizes,
+    b=sizes,
+    graphed=st.booleans(),
+    name=st.sampled_from(list(PRESETS)),
+)
 def test_monotone_in_bytes(gpus, a, b, graphed, name):
     lo, hi = sorted((a, b))
     ic = PRESETS[name]
-    assert allreduce_time(ic, gpus, lo, graphed=graphed).us <= allreduce_time(
-        ic, gpus, hi, graphed=graphed).us
+    assert (
+        allreduce_time(ic, gpus, lo, graphed=graphed).us
+        <= allreduce_time(ic, gpus, hi, graphed=graphed).us
+    )
 
 
-@given(gpus=st.integers(2, 8), nbytes=sizes, graphed=st.booleans(),
-       pcie=st.sampled_from(PCIE), nvlink=st.sampled_from(NVLINK))
+@given(
+    gpus=st.integers(2, 8),
+    nbytes=sizes,
+    graphed=st.booleans(),
+    pcie=st.sampled_from(PCIE),
+    nvlink=st.sampled_from(NVLINK),
+)
 def test_pcie_never_faster_than_nvlink(gpus, nbytes, graphed, pcie, nvlink):
-    assert allreduce_time(PRESETS[pcie], gpus, nbytes, graphed=graphed).us >= allreduce_time(
-        PRESETS[nvlink], gpus, nbytes, graphed=graphed).us
+    assert (
+        allreduce_time(PRESETS[pcie], gpus, nbytes, graphed=graphed).us
+        >= allreduce_time(PRESETS[nvlink], gpus, nbytes, graphed=graphed).us
+    )
 
 
 def test_cli_allreduce_json():
     result = CliRunner().invoke(
-        main, ["allreduce", "--interconnect", "pcie-gen4", "--gpus", "8", "--bytes", "8",
-               "--graphed", "--json"])
+        main,
+        [
+            "allreduce",
+            "--interconnect",
+            "pcie-gen4",
+            "--gpus",
+            "8",
+            "--bytes",
+            "8",
+            "--graphed",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert set(doc) == {"us", "algorithm", "protocol"}

@@ -100,8 +100,11 @@ def test_graphing_the_verify_never_makes_it_slower(seed, interconnect, gpus, lau
 
 
 def test_below_the_floor_names_both_numbers_and_the_field(write_scenario):
-    text = SEED.read_text().replace("verify_ms = 30.0", "verify_ms = 5.0").replace(
-        "verify_ms_per_extra_token = 0.7", "verify_ms_per_extra_token = 0.1")
+    text = (
+        SEED.read_text()
+        .replace("verify_ms = 30.0", "verify_ms = 5.0")
+        .replace("verify_ms_per_extra_token = 0.7", "verify_ms_per_extra_token = 0.1")
+    )
     path = write_scenario(text)
     result = CliRunner().invoke(main, ["run", str(path)])
     assert result.exit_code == 2
@@ -134,17 +137,25 @@ def test_inline_custom_interconnect(write_scenario):
 
 def test_gpu_change_needs_the_measured_gpu(write_scenario):
     path = write_scenario(SEED.read_text().replace('gpu = "RTX-PRO-6000"\n', ""))
-    with pytest.raises(SpecsimError, match="timing.measured_on.gpu"):
+    with pytest.raises(SpecsimError, match=r"timing\.measured_on\.gpu"):
         load_scenario(path, ["hardware.gpu=H200"])
     s = load_scenario(SEED, ["hardware.gpu=H200"])
-    ratio = ScenarioHardware(s).breakdown("decode").compute_ms / ScenarioHardware(
-        load_scenario(SEED)).breakdown("decode").compute_ms
+    ratio = (
+        ScenarioHardware(s).breakdown("decode").compute_ms
+        / ScenarioHardware(load_scenario(SEED)).breakdown("decode").compute_ms
+    )
     assert ratio == pytest.approx(1792.0 / 4800.0)
 
 
 def test_calibration_closed_form_is_the_largest_consistent_compute():
-    sched = kernel_schedule(layers=4, kernels_per_layer=6, allreduces_per_layer=2,
-                            allreduce_ms=0.05, tensor_parallel=True, launch_ms=0.01)
+    sched = kernel_schedule(
+        layers=4,
+        kernels_per_layer=6,
+        allreduces_per_layer=2,
+        allreduce_ms=0.05,
+        tensor_parallel=True,
+        launch_ms=0.01,
+    )
     for measured in (1.0, 3.7):
         x = calibrate_compute_ms(sched, measured)
         assert critical_path_ms(sched, x) == pytest.approx(measured, rel=1e-12)
@@ -154,8 +165,14 @@ def test_calibration_closed_form_is_the_largest_consistent_compute():
 
 
 def test_launch_bound_when_cpu_is_slower():
-    sched = kernel_schedule(layers=10, kernels_per_layer=10, allreduces_per_layer=2,
-                            allreduce_ms=0.0, tensor_parallel=True, launch_ms=0.02)
+    sched = kernel_schedule(
+        layers=10,
+        kernels_per_layer=10,
+        allreduces_per_layer=2,
+        allreduce_ms=0.0,
+        tensor_parallel=True,
+        launch_ms=0.02,
+    )
     # 100 kernels x 20 us = 2 ms of launch against 1 ms of GPU work: launch-bound.
     assert critical_path_ms(sched, 1.0) == pytest.approx(2.0 + 0.0, abs=1e-3)
     # GPU-bound: one launch delay + GPU work.

@@ -93,7 +93,7 @@ def test_launch_bound_hides_jitter():
 
 
 def test_same_seed_same_draws():
-    scenario = load_scenario(SEED, ["hardware.jitter_cv=0.1"])
+    scenario = load_scenario(SEED, ["hardware.rank_jitter_cv=0.1"])
     a = sample_pass_ms(scenario, "verify", 3, np.random.default_rng(5))
     b = sample_pass_ms(scenario, "verify", 3, np.random.default_rng(5))
     assert a.shape == (3,) and np.array_equal(a, b)

@@ -124,7 +124,7 @@ def scenario_layer_pass(scenario: Scenario, pass_name: str, tokens: int | None =
     compute_ms, _ = hw.compute_ms(pass_name, m)
     shape = hw.shape(pass_name, m, hw.current)
     schedule, _, _ = pass_schedule(shape, hw.current, hw.geom)
-    return LayerPass(schedule, compute_ms, hw.current.gpus, scenario.hardware.jitter_cv)
+    return LayerPass(schedule, compute_ms, hw.current.gpus, scenario.hardware.rank_jitter_cv)
 
 
 def sample_pass_ms(

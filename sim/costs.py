@@ -126,19 +126,9 @@ def pass_times(scenario: Scenario) -> PassTimes:
     (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
     communication and launch) or derived by the hardware model (sim/hardware/decompose.py).
     """
-    from sim.hardware.decompose import scenario_pass_ms
+    from sim.hardware.decompose import scenario_pass_times  # it builds on this module
 
-    ms = scenario_pass_ms(scenario)
-    return PassTimes(
-        decode_ms=ms.decode_ms,
-        verify_ms=ms.verify_ms,
-        verify_tokens=ms.verify_tokens,
-        verify_ms_per_extra_token=ms.verify_ms_per_extra_token,
-        draft_step_ms=ms.draft_step_ms,
-        draft_extend_ms=ms.draft_extend_ms,
-        cycle_overhead_ms=scenario.timing.cycle_overhead_ms,
-        verify_table_ms=ms.verify_table_ms,
-    )
+    return scenario_pass_times(scenario)
 
 
 def scenario_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:

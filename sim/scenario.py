@@ -484,10 +484,10 @@ def scenario_from_dict(
 def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
     """Run the hardware model once so that a measured time below its modelled
     communication + launch floor, or a missing model field, is reported against the file."""
-    from sim.hardware.decompose import scenario_pass_ms  # the hardware model imports this module
+    from sim.hardware.decompose import scenario_pass_times  # it imports this module
 
     try:
-        scenario_pass_ms(scenario)
+        scenario_pass_times(scenario)
     except SpecsimError as exc:
         touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
         where = f"{source} (--set)" if touched else source

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.costs import PassTimes
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
 from sim.hardware.gpus import GpuPreset, gpu_preset
@@ -388,20 +389,6 @@ class ScenarioHardware:
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
-@dataclass(frozen=True)
-class ScenarioPassMs:
-    """Pass times (ms) for the cycle model; ``verify_table_ms[m - 1]`` is the verify pass
-    over m tokens, or None when the measured linear model applies unchanged."""
-
-    decode_ms: float
-    verify_ms: float
-    verify_tokens: int
-    verify_ms_per_extra_token: float
-    draft_step_ms: float
-    draft_extend_ms: float
-    verify_table_ms: tuple[float, ...] | None
-
-
 def _geometry_known(scenario: Scenario) -> bool:
     model = scenario.model
     return (
@@ -411,7 +398,7 @@ def _geometry_known(scenario: Scenario) -> bool:
     )
 
 
-def scenario_pass_ms(scenario: Scenario) -> ScenarioPassMs:
+def scenario_pass_times(scenario: Scenario) -> PassTimes:
     """Pass times of a scenario on its hardware.
 
     At the measured hardware with every time given, the measured times come back unchanged
@@ -428,15 +415,7 @@ def scenario_pass_ms(scenario: Scenario) -> ScenarioPassMs:
             names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
             for name in names:
                 hw.compute_ms(name, hw.default_tokens(name))
-        return ScenarioPassMs(
-            decode_ms=_f(timing.decode_ms),
-            verify_ms=_f(timing.verify_ms),
-            verify_tokens=m0,
-            verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
-            draft_step_ms=_f(timing.draft_step_ms),
-            draft_extend_ms=_f(timing.draft_extend_ms),
-            verify_table_ms=None,
-        )
+        return PassTimes.from_timing(timing, scenario.num_steps)
     max_m = max(VERIFY_TABLE_TOKENS, scenario.num_steps + 1, m0)
     table = hw.verify_table_ms(max_m)
 
@@ -448,17 +427,13 @@ def scenario_pass_ms(scenario: Scenario) -> ScenarioPassMs:
                 return float("nan")  # no drafter to derive, and none is needed at k = 0
         return hw.breakdown(name).total_ms
 
-    return ScenarioPassMs(
+    return PassTimes(
         decode_ms=total("decode"),
         verify_ms=table[m0 - 1],
         verify_tokens=m0,
         verify_ms_per_extra_token=table[m0] - table[m0 - 1],
         draft_step_ms=total("draft_step"),
         draft_extend_ms=total("draft_extend"),
+        cycle_overhead_ms=timing.cycle_overhead_ms,
         verify_table_ms=table,
     )
-
-
-def _f(value: float | None) -> float:
-    assert value is not None
-    return value

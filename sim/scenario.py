@@ -13,7 +13,7 @@ import copy
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -144,6 +144,10 @@ class TimingSpec(Section):
     verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0)] | None = None
     verify_ms_per_extra_token: NonNegativeMs = 0.0
+    #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
+    #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
+    #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
+    verify_growth: Literal["linear", "experts"] = "linear"
     draft_step_ms: PositiveMs | None = None
     draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
@@ -508,6 +512,8 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     checks = [("decode_ms", geometry + weights + gpu)]
     verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
     checks.append(("verify_ms", verify_needs))
+    if timing.verify_growth == "experts" and geometry + weights:
+        return "timing.verify_growth", geometry + weights
     if scenario.num_steps > 0:
         drafter = ["model.draft_params"] if model.draft_params is None else []
         checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]

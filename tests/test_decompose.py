@@ -201,3 +201,17 @@ def test_dense_model_verify_is_flat_in_tokens_while_memory_bound():
     p = pass_times(s)
     assert p.verify_over_ms(6) == pytest.approx(p.verify_over_ms(1))
     assert p.verify_over_ms(6) == pytest.approx(15.0e9 / 3350e9 * 1e3, rel=0.01)
+
+
+def test_measured_verify_can_grow_with_distinct_experts():
+    s = load_scenario(SEED, ["timing.verify_growth=experts"])
+    p = pass_times(s)
+    assert p.verify_over_ms(3) == pytest.approx(30.0, rel=1e-12)  # the measured point
+    steps = np.diff([p.verify_over_ms(m) for m in range(1, 34)])
+    assert np.all(steps > 0) and np.all(np.diff(steps) < 1e-12)  # increasing, concave
+
+
+def test_experts_growth_needs_the_weights(write_scenario):
+    text = SEED.read_text().replace("layer_params = 145.2e6\n", "")
+    with pytest.raises(SpecsimError, match=r"model\.layer_params"):
+        load_scenario(write_scenario(text), ["timing.verify_growth=experts"])

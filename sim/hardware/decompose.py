@@ -345,15 +345,28 @@ class ScenarioHardware:
             raise SpecsimError(f"needed to derive {what} (no measured time)", field="hardware.gpu")
         return self.current.gpu
 
+    def _calibrated_ms(self, name: str, tokens: int) -> tuple[float, str] | None:
+        """(compute ms, origin) from the measured time of a pass, or None if not measured."""
+        measured = self._measured_ms(name, tokens)
+        if measured is None:
+            return None
+        field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
+        ref_shape = self.shape(name, tokens, self.reference)
+        x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
+        origin = "measured" if self.at_reference else "recomposed"
+        return x_ref * compute_scale(self.reference, self.current), origin
+
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
-        measured = self._measured_ms(name, tokens)
-        if measured is not None:
-            field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
-            ref_shape = self.shape(name, tokens, self.reference)
-            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
-            origin = "measured" if self.at_reference else "recomposed"
-            return x_ref * compute_scale(self.reference, self.current), origin
+        timing = self.scenario.timing
+        if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
+            m0 = self.measured_verify_tokens
+            x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
+            weights = target_weights(self.scenario)
+            return x_m0 * weights.bytes_read(tokens) / weights.bytes_read(m0), origin
+        calibrated = self._calibrated_ms(name, tokens)
+        if calibrated is not None:
+            return calibrated
         if name == "verify" and self.scenario.timing.decode_ms is not None:
             weights = target_weights(self.scenario)
             x_decode, _ = self.compute_ms("decode", 1)
@@ -410,7 +423,7 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
     measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
     all_measured = all(v is not None for v in measured.values())
     m0 = hw.measured_verify_tokens
-    if hw.at_reference and all_measured:
+    if hw.at_reference and all_measured and timing.verify_growth == "linear":
         if _geometry_known(scenario):
             names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
             for name in names:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from sim.cli import main
 from sim.costs import scenario_cycle_cost
 from sim.cycletime import PHASES, CycleTimeModel
 from sim.engines.layer_times import layer_cycle_times
@@ -46,3 +50,18 @@ def test_rank_jitter_slows_the_cycle_and_resamples():
     drawn = model.sample(np.random.default_rng(2), 200)
     assert set(np.unique(drawn["verify"])) <= set(model.verify_pool_ms)
     assert np.all(drawn["overhead"] == scenario.timing.cycle_overhead_ms)
+
+
+def test_run_with_layer_fidelity():
+    args = ["run", str(SEED), "--json", "--quiet", "--replications", "2", "--requests", "5"]
+    cycle = json.loads(CliRunner().invoke(main, args).output)
+    layer = json.loads(CliRunner().invoke(main, [*args, "--fidelity", "layer"]).output)
+    # No rank jitter: the layer-level pass reproduces the cost model's pass times.
+    assert layer["throughput_tok_s"]["mean"] == pytest.approx(
+        cycle["throughput_tok_s"]["mean"], rel=1e-9
+    )
+    jitter = CliRunner().invoke(
+        main, [*args, "--fidelity", "layer", "--set", "hardware.rank_jitter_cv=0.1"]
+    )
+    slower = json.loads(jitter.output)
+    assert slower["throughput_tok_s"]["mean"] < cycle["throughput_tok_s"]["mean"]

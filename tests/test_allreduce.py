@@ -33,9 +33,17 @@ def test_ring_simple_nvlink_hand_worked():
 
 
 def test_tree_ll128_nvlink_hand_worked():
-    # 8 GPUs, 64 KB: lat = 14.0 + 14 x 1.25 = 31.5 us; algbw = 235 x 0.9 x 7/9 x 0.5.
+    # 8 GPUs, 64 KB: lat = 14.0 + 14 x 1.25 = 31.5 us; tree bus = min(0.9 x 235, 110) = 110;
+    # algbw = 110 x 7/9 x 0.5 = 42.78 GB/s.
     t = nccl_time_us(PRESETS["nvlink3"], "tree", "LL128", 8, 65536)
-    assert t == pytest.approx(31.5 + 65536 / (1000 * 235 * 0.7 * 0.5), rel=1e-12)
+    assert t == pytest.approx(31.5 + 65536 / (1000 * 110 * 7 / 9 * 0.5), rel=1e-12)
+
+
+def test_tree_ll_pcie_hand_worked():
+    # 8 GPUs, 1 KB: lat = 6.8 + 14 x 1.0 = 20.8 us; tree bus = 0.9 x 24 = 21.6 (under the
+    # 110 cap); algbw = 21.6 / 3.8 x 0.5 = 2.842 GB/s.
+    t = nccl_time_us(PRESETS["pcie-gen4"], "tree", "LL", 8, 1024)
+    assert t == pytest.approx(20.8 + 1024 / (1000 * 21.6 / 3.8 * 0.5), rel=1e-12)
 
 
 def test_nvls_latency_replaces_steps():
@@ -75,7 +83,7 @@ def test_protocol_selection_nvlink_without_custom():
     assert allreduce_time(ic, 8, 1024, graphed=True).protocol == "LL"
     assert allreduce_time(ic, 8, 1 << 30, graphed=True).protocol == "Simple"
     # In between, LL128 (0.92 of the bus at 1.9 us/step) wins on NVLink.
-    assert allreduce_time(ic, 8, 1 << 20, graphed=True).protocol == "LL128"
+    assert allreduce_time(ic, 8, 1 << 22, graphed=True).protocol == "LL128"
 
 
 def test_custom_allreduce_for_small_nvlink_messages():

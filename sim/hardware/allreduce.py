@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.hardware.interconnects import ALGORITHMS, Interconnect
+from sim.hardware.interconnects import (
+    ALGORITHMS,
+    NCCL_TREE_EFFICIENCY,
+    NCCL_TREE_MAX_BUS_BANDWIDTH_GBPS,
+    Interconnect,
+)
 
 
 @dataclass(frozen=True)
@@ -40,9 +45,11 @@ def nccl_algbw_gbps(ic: Interconnect, algorithm: str, protocol: str, gpus: int) 
             raise ValueError(f"{ic.name} has no NVLS")
         # nccl-tests PERFORMANCE.md: busbw = algbw x 2(n-1)/n for all-reduce.
         return ic.nvls_bandwidth_gbps * gpus / (2 * (gpus - 1))
-    bus = ic.bus_bandwidth_gbps * ic.protocol_factor[algorithm][protocol]
+    bus = ic.bus_bandwidth_gbps
+    if algorithm == "tree":
+        bus = min(bus * NCCL_TREE_EFFICIENCY, NCCL_TREE_MAX_BUS_BANDWIDTH_GBPS)
     ratio = gpus / (2 * (gpus - 1)) if algorithm == "ring" else 0.5
-    return bus * ratio
+    return bus * ic.protocol_factor[algorithm][protocol] * ratio
 
 
 def nccl_time_us(

@@ -8,7 +8,8 @@ Model (NCCL ``ncclTopoTuneModel`` / ``ncclTopoGetAlgoTime``), for ``n`` GPUs and
 
     time_us = base_latency_us[alg][proto] + 2 (n - 1) step_latency_us[alg][proto]
               + S / (1000 * algbw_gbps)
-    algbw   = bus_bandwidth_gbps * protocol_factor[alg][proto] * ratio[alg]
+    algbw   = bus[alg] * protocol_factor[alg][proto] * ratio[alg]
+    bus     = bus_bandwidth_gbps for ring, min(0.9 bus_bandwidth_gbps, 110) for tree
     ratio   = n / (2 (n - 1)) for ring, 1/2 for tree (tuning.cc "Convert bus BW to algorithm BW")
 
 NVLS (NVSwitch SHARP, Hopper) replaces the whole latency with one figure and has its own
@@ -46,12 +47,16 @@ NCCL_PCIE_STEP_LATENCY_US: Mapping[str, Mapping[str, float]] = {
 }
 #: Bus-bandwidth factor per algorithm and protocol (tuning.cc "model refinements"): ring LL
 #: runs at 1/4 of the bus bandwidth for all-reduce, LL128 at 0.92 (120/128 payload); tree
-#: runs at 0.9, tree LL a further 1/3.8, tree LL128 7/9 within one node. (The reference's
-#: "LL at most half the bus bandwidth" is the upper bound these refine.)
+#: LL at 1/3.8 and tree LL128 at 7/9 (one node) of the tree bus bandwidth below. (The
+#: reference's "LL at most half the bus bandwidth" is the upper bound these refine.)
 NCCL_PROTOCOL_FACTOR: Mapping[str, Mapping[str, float]] = {
     "ring": {"LL": 1.0 / 4.0, "LL128": 0.92, "Simple": 1.0},
-    "tree": {"LL": 0.9 / 3.8, "LL128": 0.9 * 7.0 / 9.0, "Simple": 0.9},
+    "tree": {"LL": 1.0 / 3.8, "LL128": 7.0 / 9.0, "Simple": 1.0},
 }
+#: Tree bus bandwidth = min(0.9 x bus bandwidth, 110 GB/s) within one or two nodes
+#: (tuning.cc ``busBw = std::min(busBw*.9, maxTreeBw)``).
+NCCL_TREE_EFFICIENCY = 0.9
+NCCL_TREE_MAX_BUS_BANDWIDTH_GBPS = 110.0
 #: NCCL's eager-vs-graphed gap on 8 PCIe GPUs: ~40-55 us per eager call against ~21 us by
 #: NCCL's model (reference section 4, seed measurements); midpoint 47.5 - 20.6 = 26.9 us.
 #: The 8x RTX 4090 no-P2P point (42 us for 8 B, NVIDIA/nccl #1530) lies inside that range.

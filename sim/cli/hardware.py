@@ -24,12 +24,18 @@ def hardware(
     """Every pass taken apart (compute, all-reduces, launch) and verify what-ifs."""
     if list_presets:
         presets = presets_dict()
-        echo_json(presets) if as_json else click.echo(render_presets(presets))
+        if as_json:
+            echo_json(presets)
+        else:
+            click.echo(render_presets(presets))
         return
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")
     summary = hardware_summary(load_scenario(scenario, sets))
-    echo_json(summary) if as_json else click.echo(render_hardware(summary))
+    if as_json:
+        echo_json(summary)
+    else:
+        click.echo(render_hardware(summary))
 
 
 @main.command()

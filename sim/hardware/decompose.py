@@ -27,6 +27,7 @@ anything else from the model's weights and the GPU preset (sim/hardware/roofline
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from sim.costs import PassTimes
 from sim.errors import SpecsimError
@@ -305,13 +306,10 @@ class ScenarioHardware:
         self.current = hardware_point(scenario)
         self.reference = reference_point(scenario)
         self.at_reference = self.current.key() == self.reference.key()
-        self._geometry: Geometry | None = None
 
-    @property
+    @cached_property
     def geom(self) -> Geometry:
-        if self._geometry is None:
-            self._geometry = geometry(self.scenario)
-        return self._geometry
+        return geometry(self.scenario)
 
     @property
     def measured_verify_tokens(self) -> int:

@@ -70,6 +70,20 @@ class ModelSpec(Section):
     expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
+    def _kernels_cover_allreduces(self) -> ModelSpec:
+        segments = max(self.allreduces_per_layer, 1)
+        if (
+            self.kernels_per_layer is not None
+            and self.kernels_per_layer < self.allreduces_per_layer + segments
+        ):
+            raise ValueError(
+                f"kernels_per_layer ({self.kernels_per_layer}) must count the "
+                f"{self.allreduces_per_layer} all-reduces and at least one compute kernel "
+                "before each"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _experts_consistent(self) -> ModelSpec:
         if self.experts_per_token is not None:
             if self.experts is None:

@@ -215,3 +215,26 @@ def test_experts_growth_needs_the_weights(write_scenario):
     text = SEED.read_text().replace("layer_params = 145.2e6\n", "")
     with pytest.raises(SpecsimError, match=r"model\.layer_params"):
         load_scenario(write_scenario(text), ["timing.verify_growth=experts"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layers=st.integers(1, 80),
+    kernels=st.integers(4, 30),
+    allreduce_ms=st.floats(0.0, 0.2),
+    launch_ms=st.floats(0.0, 0.05),
+    extra_ms=st.floats(0.0, 50.0),
+)
+def test_calibrate_then_compose_is_the_identity(layers, kernels, allreduce_ms, launch_ms, extra_ms):
+    sched = kernel_schedule(
+        layers=layers,
+        kernels_per_layer=kernels,
+        allreduces_per_layer=2,
+        allreduce_ms=allreduce_ms,
+        tensor_parallel=True,
+        launch_ms=launch_ms,
+    )
+    measured = critical_path_ms(sched, 0.0) + extra_ms  # anything at or above the floor
+    x = calibrate_compute_ms(sched, measured)
+    assert x >= -1e-9
+    assert critical_path_ms(sched, x) == pytest.approx(measured, rel=1e-12, abs=1e-12)

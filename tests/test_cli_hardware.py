@@ -106,3 +106,10 @@ def test_llama_scenario_reproduces_its_source():
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")))
 def test_every_scenario_validates(path):
     assert run_cli("validate", str(path)).exit_code == 0
+
+
+def test_hardware_without_model_geometry_names_file_and_field(write_scenario):
+    path = write_scenario()  # timings only, no [model]
+    result = run_cli("hardware", str(path))
+    assert result.exit_code == 2
+    assert str(path) in result.output and "model.layers" in result.output

@@ -31,7 +31,11 @@ def hardware(
         return
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")
-    summary = hardware_summary(load_scenario(scenario, sets))
+    loaded = load_scenario(scenario, sets)
+    try:
+        summary = hardware_summary(loaded)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=exc.source or scenario, field=exc.field) from None
     if as_json:
         echo_json(summary)
     else:

@@ -9,6 +9,7 @@ from sim.cli import main
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
 from sim.cli.progress import ProgressBar
 from sim.engines.layer_times import layer_cycle_times
+from sim.errors import SpecsimError
 from sim.mc_report import merge_montecarlo, render_montecarlo
 from sim.montecarlo import ENGINES, model_rng, simulate, summarize
 from sim.report import analysis_to_dict, render_analysis
@@ -76,7 +77,10 @@ def run(
     cycle_times = None
     if fidelity == "layer":
         root = sc.simulation.seed if seed is None else seed
-        cycle_times = layer_cycle_times(sc, model_rng(root))
+        try:
+            cycle_times = layer_cycle_times(sc, model_rng(root))
+        except SpecsimError as exc:
+            raise SpecsimError(exc.message, source=scenario, field=exc.field) from None
     with ProgressBar(enabled=not quiet) as progress:
         result = simulate(
             sc,

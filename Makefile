@@ -26,6 +26,9 @@ test-slow: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engines.py
+
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)
 # and closed-form checks; fails if a closed-form check fails.
 validate: $(STAMP)

@@ -1,4 +1,4 @@
-"""``specsim run``: the closed-form answer for one scenario."""
+"""``specsim run``: the closed-form answer and the Monte Carlo distribution of one scenario."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ import click
 from sim.analysis import analyze
 from sim.cli import main
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
+from sim.cli.progress import ProgressBar
+from sim.engines.layer_times import layer_cycle_times
+from sim.errors import SpecsimError
+from sim.mc_report import merge_montecarlo, render_montecarlo
+from sim.montecarlo import ENGINES, model_rng, simulate, summarize
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
 
@@ -15,10 +20,81 @@ from sim.scenario import load_scenario
 @scenario_argument
 @set_option
 @json_option
-def run(scenario: str, sets: tuple[str, ...], as_json: bool) -> None:
-    """Throughput, accept length, cycle breakdown and what each target needs."""
-    analysis = analyze(load_scenario(scenario, sets))
+@click.option(
+    "--replications",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Independent replications [default: simulation.replications].",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests per replication [default: workload.requests].",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Root seed [default: simulation.seed]."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes over replications (results do not depend on it).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default="fast",
+    show_default=True,
+    help="fast: vectorized NumPy; des: the SimPy model of record.",
+)
+@click.option(
+    "--fidelity",
+    type=click.Choice(["cycle", "layer"]),
+    default="cycle",
+    show_default=True,
+    help="cycle: pass times from the cost model; layer: drawn from the layer-level SimPy "
+    "pass (TP ranks, all-reduce barriers, kernel launches; sim/engines/layer.py).",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def run(
+    scenario: str,
+    sets: tuple[str, ...],
+    as_json: bool,
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    engine: str,
+    fidelity: str,
+    quiet: bool,
+) -> None:
+    """Throughput, accept length, cycle breakdown and what each target needs, in closed form
+    and as a Monte Carlo distribution over requests."""
+    sc = load_scenario(scenario, sets)
+    analysis = analyze(sc)
+    cycle_times = None
+    if fidelity == "layer":
+        root = sc.simulation.seed if seed is None else seed
+        try:
+            cycle_times = layer_cycle_times(sc, model_rng(root))
+        except SpecsimError as exc:
+            raise SpecsimError(exc.message, source=scenario, field=exc.field) from None
+    with ProgressBar(enabled=not quiet) as progress:
+        result = simulate(
+            sc,
+            engine=engine,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            cycle_times=cycle_times,
+        )
+    summary = summarize(result)
     if as_json:
-        echo_json(analysis_to_dict(analysis))
+        echo_json(merge_montecarlo(analysis_to_dict(analysis), summary))
     else:
         click.echo(render_analysis(analysis))
+        click.echo(render_montecarlo(summary, result))

@@ -30,17 +30,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from scipy.linalg import block_diag
 
-from sim.costs import PassTimes, cycle_cost
+from sim.costs import PassTimes, cycle_cost, pass_times
 from sim.errors import SpecsimError
 from sim.lsq import Fit, Param, fit_identifiable
 from sim.measurements import Measurements, SpecPoint
-from sim.scenario import Scenario, with_overrides
+from sim.scenario import Scenario, apply_overrides, scenario_from_dict, with_overrides
 from sim.theory import mean_accept_length
 
 #: Timing fields calibrate can fit, in the default priority order (earlier = fitted first
@@ -184,26 +184,20 @@ class Calibration:
 # --------------------------------------------------------------------------- timing block
 
 
-def _timing_params(base: Scenario) -> list[Param]:
-    t = base.timing
+def _timing_params(passes: PassTimes) -> list[Param]:
+    """Timing parameters with the base's pass times (as measured, or as the hardware model
+    derives them) as base values."""
     out = []
     for name in TIMING_FIELDS:
-        value = float(getattr(t, name))
+        value = float(getattr(passes, name))
         lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
         out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
 
 
-def _passes(values: dict[str, float], verify_tokens: int) -> PassTimes:
-    return PassTimes(
-        decode_ms=values["timing.decode_ms"],
-        verify_ms=values["timing.verify_ms"],
-        verify_tokens=verify_tokens,
-        verify_ms_per_extra_token=values["timing.verify_ms_per_extra_token"],
-        draft_step_ms=values["timing.draft_step_ms"],
-        draft_extend_ms=values["timing.draft_extend_ms"],
-        cycle_overhead_ms=values["timing.cycle_overhead_ms"],
-    )
+def _passes(base: PassTimes, values: dict[str, float]) -> PassTimes:
+    """``base`` with the timing ``values`` substituted (a verify table, if any, is kept)."""
+    return replace(base, **{name: values[f"timing.{name}"] for name in TIMING_FIELDS})
 
 
 def _point_sigma(p: SpecPoint) -> float:
@@ -211,19 +205,16 @@ def _point_sigma(p: SpecPoint) -> float:
     return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
 
 
-def predicted_tok_s(values: dict[str, float], verify_tokens: int, point: SpecPoint) -> float:
-    """1000 AL / T_cycle(k) for a speculative point under the timing ``values``."""
-    cost = cycle_cost(_passes(values, verify_tokens), point.num_steps)
+def predicted_tok_s(base: PassTimes, values: dict[str, float], point: SpecPoint) -> float:
+    """1000 AL / T_cycle(k) for a speculative point, ``base`` pass times with ``values``."""
+    cost = cycle_cost(_passes(base, values), point.num_steps)
     return 1000.0 * point.accept_length / cost.total_ms
 
 
-def _timing_residuals(data: Measurements, verify_tokens: int):
+def _timing_residuals(data: Measurements, base: PassTimes):
     def fun(values: dict[str, float]) -> np.ndarray:
         out = [(1000.0 / values["timing.decode_ms"] - b.tok_s) / b.sigma for b in data.baselines]
-        out += [
-            (predicted_tok_s(values, verify_tokens, p) - p.tok_s) / _point_sigma(p)
-            for p in data.points
-        ]
+        out += [(predicted_tok_s(base, values, p) - p.tok_s) / _point_sigma(p) for p in data.points]
         return np.array(out, dtype=float)
 
     return fun
@@ -349,11 +340,23 @@ def _block(
     )
 
 
-def _fit_timing(
-    base: Scenario, data: Measurements, order: Sequence[str], verify_tokens: int
-) -> _Block:
+#: Why the verify fields are not fitted when the base's verify pass comes from a table.
+TABLE_REASON = (
+    "the base's verify pass comes from the hardware model (a derived verify or "
+    "verify_growth = experts): fit cycle_overhead_ms for the intercept, or give a measured "
+    "timing.verify_ms with verify_growth = linear in the base"
+)
+
+
+def _fit_timing(base: PassTimes, data: Measurements, order: Sequence[str]) -> _Block:
     params = _timing_params(base)
-    fit = fit_identifiable(_timing_residuals(data, verify_tokens), params, order, "timing")
+    table = base.verify_table_ms is not None
+    verify_fields = ("timing.verify_ms", "timing.verify_ms_per_extra_token")
+    free_order = [n for n in order if not (table and n in verify_fields)]
+    fit = fit_identifiable(_timing_residuals(data, base), params, free_order, "timing")
+    if table:
+        for name in verify_fields:
+            fit.kept[name] = TABLE_REASON
     overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
     residuals = [
         Residual(
@@ -365,7 +368,7 @@ def _fit_timing(
         Residual(
             f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
             pt.tok_s,
-            predicted_tok_s(fit.values, verify_tokens, pt),
+            predicted_tok_s(base, fit.values, pt),
             _point_sigma(pt),
             pt.source,
         )
@@ -409,17 +412,52 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     return _block(params, fit, residuals, overrides)
 
 
+#: Default fit order when the base's verify pass comes from the hardware model.
+TABLE_TIMING_FIT = ("decode_ms", "cycle_overhead_ms", "draft_step_ms")
+
+
+def _check_not_what_if(base: Scenario) -> None:
+    from sim.hardware.decompose import hardware_point, reference_point
+
+    if hardware_point(base).key() != reference_point(base).key():
+        raise SpecsimError(
+            "the base scenario asks about other hardware than its timings were measured on "
+            "([hardware] or timing.verify_cuda_graph differ from timing.measured_on): "
+            "calibrate the scenario of the server the figures come from",
+            source="calibrate",
+        )
+
+
+def _calibrated_scenario(
+    base: Scenario, overrides: dict[str, Any], drop: Sequence[str]
+) -> Scenario:
+    """``base`` with ``overrides`` set and the dotted keys ``drop`` removed, validated."""
+    raw = base.model_dump(exclude_none=True)
+    for dotted in drop:
+        section, key = dotted.split(".")
+        raw.get(section, {}).pop(key, None)
+    merged = apply_overrides(raw, overrides)
+    try:
+        return scenario_from_dict(merged, source="calibrated scenario")
+    except SpecsimError as exc:
+        raise SpecsimError(
+            f"the calibrated values make an invalid scenario: {exc}", source="calibrate"
+        ) from None
+
+
 def calibrate(
     base: Scenario,
     data: Measurements,
     *,
-    fit_timing: Sequence[str] = DEFAULT_TIMING_FIT,
+    fit_timing: Sequence[str] | None = None,
     acceptance: str = "auto",
 ) -> Calibration:
     """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
 
-    ``fit_timing`` lists timing fields (without ``timing.``) in priority order. Raises
-    SpecsimError on empty data, unknown fields, or a fit that makes the scenario invalid.
+    ``fit_timing`` lists timing fields (without ``timing.``) in priority order (default
+    ``DEFAULT_TIMING_FIT``, or ``TABLE_TIMING_FIT`` when the base derives its verify pass).
+    The figures are taken as measured on the base's hardware. Raises SpecsimError on empty
+    data, unknown fields, a what-if base, or a fit that makes the scenario invalid.
     """
     if data.empty:
         raise SpecsimError(
@@ -427,32 +465,46 @@ def calibrate(
             "--sglang-log",
             source="calibrate",
         )
+    _check_not_what_if(base)
+    base_passes = pass_times(base)
+    table = base_passes.verify_table_ms is not None
+    if fit_timing is None:
+        fit_timing = TABLE_TIMING_FIT if table else DEFAULT_TIMING_FIT
     unknown = [f for f in fit_timing if f not in TIMING_FIELDS]
     if unknown:
         raise SpecsimError(
             f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
             source="--fit",
         )
-    verify_tokens = base.timing.verify_tokens or base.num_steps + 1
     notes: list[str] = list(data.notes)
     blocks: list[_Block] = []
     if data.baselines or data.points:
-        order = [f"timing.{f}" for f in fit_timing]
-        blocks.append(_fit_timing(base, data, order, verify_tokens))
+        blocks.append(_fit_timing(base_passes, data, [f"timing.{f}" for f in fit_timing]))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = _acceptance_model(data, acceptance)
+    drop: list[str] = []
     if model is None:
         notes.append("no acceptance data given: the acceptance profile is kept from the base")
     else:
         blocks.append(_fit_acceptance(base, data, model))
-    overrides: dict[str, Any] = {"timing.verify_tokens": verify_tokens}
+        spec = base.acceptance
+        if spec is not None and spec.heterogeneous:
+            drop = ["acceptance.concentration", "acceptance.std"]
+            notes.append(
+                "the base's per-request spread (mix, concentration or std) is replaced: the "
+                "fitted rates are the effective rates the figures show; add a spread back "
+                "only with mean rates refitted to it"
+            )
+    overrides: dict[str, Any] = {} if table else {"timing.verify_tokens": base_passes.verify_tokens}
     if data.cuda_graph is not None:
         # SGLang's speculative "Decode batch" line prints the can_run_cuda_graph of the
         # target verify forward (python/sglang/srt/speculative/eagle_worker.py,
         # forward_batch_generation returns verify()'s flag), so it says whether verify ran
-        # graphed.
+        # graphed; the figures were measured so, hence measured_on too.
         overrides["timing.verify_cuda_graph"] = data.cuda_graph
+        if base.timing.measured_on is not None:
+            overrides["timing.measured_on.verify_cuda_graph"] = data.cuda_graph
         if data.cuda_graph != base.timing.verify_cuda_graph:
             notes.append(
                 f"timing.verify_cuda_graph set to {data.cuda_graph}: every speculative decode "
@@ -461,7 +513,7 @@ def calibrate(
     for b in blocks:
         overrides.update(b.overrides)
         notes.extend(b.notes)
-    scenario = with_overrides(base, overrides, source="calibrated scenario")
+    scenario = _calibrated_scenario(base, overrides, drop)
     covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
     return Calibration(
         scenario,

@@ -1,11 +1,12 @@
 """A small TOML emitter for scenario files (tomllib reads TOML but cannot write it).
 
 It covers what the scenario schema holds: top-level strings, then one ``[table]`` per
-section (nested tables as ``[a.b]``) with strings, booleans, integers, floats and arrays of
-them. Strings are TOML basic strings with the spec's escapes; floats use Python's shortest
-round-trip ``repr`` (always with a ``.`` or exponent, so they stay floats); comments may be
-attached to any dotted key and a header to the file. Output round-trips through tomllib
-(tests check this through sim.scenario.load_scenario).
+section (nested tables as ``[a.b]``, lists of tables as ``[[a.b]]``) with strings,
+booleans, integers, floats and arrays of them. Strings are TOML basic strings with the
+spec's escapes; floats use Python's shortest round-trip ``repr`` (always with a ``.`` or
+an exponent, so they stay floats); comments may be attached to any dotted key and a header
+to the file. Output round-trips through tomllib (tests check this through
+sim.scenario.load_scenario).
 """
 
 from __future__ import annotations
@@ -81,23 +82,38 @@ def dumps(
     comments = comments or {}
     lines = _comment_lines(header)
 
-    def emit(table: Mapping[str, Any], prefix: str) -> None:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    def header(path: list[str]) -> str:
+        return ".".join(_key(p) for p in path)
+
+    def emit(table: Mapping[str, Any], path: list[str]) -> None:
+        def is_array_of_tables(v: Any) -> bool:
+            return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
+
+        scalars = {
+            k: v
+            for k, v in table.items()
+            if not isinstance(v, Mapping) and not is_array_of_tables(v)
+        }
         tables = {k: v for k, v in table.items() if isinstance(v, Mapping)}
+        arrays = {k: v for k, v in table.items() if is_array_of_tables(v)}
         for key, value in scalars.items():
-            dotted = f"{prefix}.{key}" if prefix else key
-            lines.extend(_comment_lines(comments.get(dotted)))
+            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
             lines.append(f"{_key(key)} = {value_to_toml(value)}")
         for key, sub in tables.items():
-            dotted = f"{prefix}.{key}" if prefix else key
             lines.append("")
-            lines.extend(_comment_lines(comments.get(dotted)))
-            lines.append("[" + ".".join(_key(p) for p in dotted.split(".")) + "]")
-            emit(sub, dotted)
+            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
+            lines.append(f"[{header([*path, key])}]")
+            emit(sub, [*path, key])
+        for key, items in arrays.items():
+            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
+            for item in items:
+                lines.append("")
+                lines.append(f"[[{header([*path, key])}]]")
+                emit(item, [*path, key])
 
     if header:
         lines.append("")
-    emit(document, "")
+    emit(document, [])
     return "\n".join(lines).strip("\n") + "\n"
 
 

@@ -19,7 +19,7 @@ from sim.measurements import (
     point_measurement,
     vllm_measurement,
 )
-from sim.scenario import load_scenario, with_overrides
+from sim.scenario import load_scenario, scenario_from_dict, with_overrides
 from sim.theory import leviathan_accept_length
 
 SEED = Path(__file__).parents[1] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
@@ -221,9 +221,25 @@ def test_noiseless_figures_at_two_num_steps_predict_every_other_exactly(
     """Two num_steps fix intercept and slope of the (linear) cycle: any k is then exact.
 
     (verify_ms_per_extra_token cannot be told from draft_step_ms, so the truth shares the
-    base's value.)
+    base's value. The base has no model geometry, so no hardware-model floor applies.)
     """
-    base = _base()
+    base = scenario_from_dict(
+        {
+            "name": "plain",
+            "timing": {
+                "decode_ms": 10.0,
+                "verify_ms": 30.0,
+                "verify_tokens": 3,
+                "verify_ms_per_extra_token": 0.5,
+                "draft_step_ms": 3.0,
+                "draft_extend_ms": 1.5,
+                "cycle_overhead_ms": 0.6,
+            },
+            "speculation": {"num_steps": 2},
+            "acceptance": {"alpha": 0.5},
+        },
+        source="test",
+    )
     t = base.timing
     per_extra = t.verify_ms_per_extra_token
     truth = PassTimes(

@@ -125,3 +125,39 @@ def test_num_steps_contradicting_the_log_is_noted() -> None:
     code, stdout, _ = _run("--sglang-log", str(DATA / "sglang_server.log"), "--num-steps", "3")
     assert code == 0
     assert "implies num_draft_tokens 3" in stdout and "not num_steps + 1 = 4" in stdout
+
+
+LLAMA = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+MIX = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml")
+
+
+def test_base_with_derived_verify_fits_the_overhead(tmp_path: Path) -> None:
+    """The hardware model derives this base's verify pass: the intercept is the overhead."""
+    out = tmp_path / "llama.toml"
+    result = CliRunner().invoke(
+        main, ["calibrate", "--scenario", LLAMA, "--point", "5:4.68:361.70", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "timing.cycle_overhead_ms" in result.stdout.split("kept from")[0]
+    assert "the base's verify pass comes from the hardware model" in result.stdout
+    ran = CliRunner().invoke(main, ["run", str(out), "--json", "--replications", "2"])
+    assert ran.exit_code == 0, ran.stderr
+    analytic = json.loads(ran.stdout)["analytic"]
+    assert analytic["throughput_tok_s"] == pytest.approx(361.70, rel=1e-4)
+
+
+def test_what_if_base_is_refused() -> None:
+    code, _, stderr = _run("--set", "hardware.interconnect=nvlink4", "--baseline-tok-s", "80")
+    assert code == 2 and "asks about other hardware than its timings were measured on" in stderr
+
+
+def test_heterogeneous_base_gets_effective_rates(tmp_path: Path) -> None:
+    out = tmp_path / "mix.toml"
+    result = CliRunner().invoke(
+        main, ["calibrate", "--scenario", MIX, "--point", "3:2.5:70", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "per-request spread (mix, concentration or std) is replaced" in result.stdout
+    acc = load_scenario(out).acceptance
+    assert acc.mix is None and acc.concentration is None and acc.std is None
+    assert acc.alpha is not None

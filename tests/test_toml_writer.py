@@ -57,3 +57,13 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     write_text_atomic(target, "new\n")
     assert target.read_text() == "new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.toml"]
+
+
+def test_arrays_of_tables_with_nested_tables() -> None:
+    doc = {
+        "a": {"x": 1, "mix": [{"name": "chat", "w": 0.7}, {"name": "code", "sub": {"k": 2}}]},
+        "b": {"y": True},
+    }
+    text = dumps(doc)
+    assert text.count("[[a.mix]]") == 2 and "[a.mix.sub]" in text
+    assert tomllib.loads(text) == doc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from sim.atomic_write import write_text_atomic
-from sim.calibrate import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, calibrate
+from sim.calibrate import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT, calibrate
 from sim.calibrate_report import calibrated_toml, format_calibration
 from sim.cli import main
 from sim.cli.options import echo_json, json_option, set_option
@@ -70,10 +70,10 @@ from sim.scenario import load_scenario
 @click.option(
     "--fit",
     "fit",
-    default=",".join(DEFAULT_TIMING_FIT),
-    show_default=True,
-    help="Timing fields to fit, in priority order (earlier wins when the data "
-    "cannot separate two).",
+    default=None,
+    help="Timing fields to fit, in priority order (earlier wins when the data cannot "
+    f"separate two). Default: {','.join(DEFAULT_TIMING_FIT)}; "
+    f"{','.join(TABLE_TIMING_FIT)} when the base derives its verify pass.",
 )
 @click.option(
     "--acceptance",
@@ -95,7 +95,7 @@ def calibrate_command(
     sglang_log: str | None,
     num_steps: int | None,
     rel_error: float,
-    fit: str,
+    fit: str | None,
     acceptance: str,
     out: str | None,
     as_json: bool,
@@ -116,9 +116,11 @@ def calibrate_command(
     if sglang_log:
         log = read_sglang_log(sglang_log)
         data += sglang_measurement(log, num_steps, rel_error, default_num_steps=base.num_steps)
-    fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
-    if not fields:
-        raise SpecsimError("name at least one timing field", source="--fit")
+    fields = None
+    if fit is not None:
+        fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
+        if not fields:
+            raise SpecsimError("name at least one timing field", source="--fit")
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
     if out:
         write_text_atomic(out, calibrated_toml(result, base_path))

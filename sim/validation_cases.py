@@ -9,7 +9,7 @@ a figure outside that set (``Case.__post_init__`` checks it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,7 +23,8 @@ from sim.measurements import (
     baseline_measurement,
     point_measurement,
 )
-from sim.scenario import Scenario, scenario_from_dict
+from sim.montecarlo import simulate, summarize
+from sim.scenario import Scenario, scenario_from_dict, with_overrides
 from sim.theory import mean_accept_length, throughput_tok_s
 
 #: Relative standard error given to published tok/s figures when calibrating (they are
@@ -60,6 +61,40 @@ LLAMA8B_H100_PRIOR: dict[str, object] = {
 }
 
 
+#: Monte Carlo behind the spreads: replications x requests of the scenario's
+#: workload.output_tokens, from this root seed (sim.montecarlo spawns the streams).
+MC_REPLICATIONS = 10
+MC_REQUESTS = 100
+MC_SEED = 20261130
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Per-request tok/s of the calibrated scenario at the row's k, by Monte Carlo.
+
+    ``mean`` and its 95% CI over replications; ``p5``/``p95`` over all requests.
+    """
+
+    mean: float
+    ci95: tuple[float, float]
+    p5: float
+    p95: float
+    output_tokens: int
+
+
+def _spread(scenario: Scenario, k: int) -> Spread:
+    at_k = with_overrides(scenario, {"speculation.num_steps": k}, source="validation")
+    result = simulate(at_k, replications=MC_REPLICATIONS, requests=MC_REQUESTS, seed=MC_SEED)
+    summary = summarize(result, targets=())
+    return Spread(
+        summary.tok_s_mean,
+        summary.tok_s_ci95,
+        summary.tok_s_p5,
+        summary.tok_s_p95,
+        at_k.workload.output_tokens,
+    )
+
+
 @dataclass(frozen=True)
 class Row:
     """One scored figure: what was predicted, from what, and the relative error."""
@@ -70,6 +105,7 @@ class Row:
     measured: float
     predicted: float
     sd: float = 0.0  # standard error of the prediction from the calibrated values
+    spread: Spread | None = None  # Monte Carlo of per-request tok/s (end-to-end rows)
 
     @property
     def error(self) -> float:
@@ -192,13 +228,16 @@ def _scored_run(
             cal,
             _al_fn(k),
         ),
-        _row(
-            "tok/s (end to end)",
-            _fig(src, k, "tok/s"),
-            f"k={k}, predicted AL",
-            run.tok_s,
-            cal,
-            _tok_s_fn(k, None),
+        replace(
+            _row(
+                "tok/s (end to end)",
+                _fig(src, k, "tok/s"),
+                f"k={k}, predicted AL",
+                run.tok_s,
+                cal,
+                _tok_s_fn(k, None),
+            ),
+            spread=_spread(cal.scenario, k),
         ),
     )
 

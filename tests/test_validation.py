@@ -55,3 +55,13 @@ def test_markdown_and_atomic_write(tmp_path: Path, report) -> None:
     out = tmp_path / "validation.md"
     assert main(["--out", str(out), "--seed-scenario", SEED]) == 0
     assert out.read_text() == text
+
+
+def test_end_to_end_rows_carry_a_monte_carlo_spread(report) -> None:
+    rows = [r for c in report.cases for r in c.rows if r.quantity == "tok/s (end to end)"]
+    assert rows and all(r.spread is not None for r in rows)
+    for r in rows:
+        sp = r.spread
+        assert sp.p5 < sp.ci95[0] <= sp.mean <= sp.ci95[1] < sp.p95
+        # per-request mean (Monte Carlo) vs the long-run closed form (renewal-reward)
+        assert sp.mean == pytest.approx(r.predicted, rel=0.02)

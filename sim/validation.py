@@ -23,6 +23,7 @@ from sim.validation_cases import (
     MC_SEED,
     NOT_RECONSTRUCTED,
     SGLANG_4247,
+    SGLANG_4247_ROOFLINE,
     TOK_S_REL_ERROR,
     VLLM_16035,
     Case,
@@ -39,6 +40,7 @@ __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_mar
 
 DEFAULT_OUT = "docs/validation.md"
 SEED_SCENARIO = "scenarios/kimi-k25-8xpcie-eagle3.toml"
+LLAMA_ROOFLINE_SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,9 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
     c1, llama = case_vllm_20780()
     cases = (
         c1,
-        *cross_cases(SGLANG_4247, llama),
-        *cross_cases(VLLM_16035, llama),
+        *cross_cases(SGLANG_4247, llama.scenario),
+        *cross_cases(SGLANG_4247_ROOFLINE, load_scenario(LLAMA_ROOFLINE_SCENARIO)),
+        *cross_cases(VLLM_16035, llama.scenario),
         case_vllm_acceptance_test(),
         case_vllm_26498(),
         case_seed(seed),

@@ -15,7 +15,7 @@ import numpy as np
 
 from sim import validation_data as pub
 from sim.calibrate import Calibration, calibrate
-from sim.costs import CycleCost, scenario_cycle_cost
+from sim.costs import CycleCost, pass_times, scenario_cycle_cost
 from sim.measurements import (
     AcceptLengthObs,
     CumulativeObs,
@@ -301,10 +301,19 @@ class _CrossSpec:
     runs: tuple[pub.PublishedRun, pub.PublishedRun]
     baseline_tok_s: float | None
     notes: tuple[str, ...]
+    #: The intercept field refitted (verify_ms; cycle_overhead_ms when the base derives
+    #: its verify pass), and where the base and its slope come from.
+    intercept: str = "verify_ms"
+    base_label: str = "the vLLM #20780 calibration (case 1)"
+    slope_note: str = (
+        "One num_steps determines one number (the cycle's intercept); the slope per extra "
+        "draft step comes from case 1's measurements, so this case tests how well a "
+        "drafter-step cost transfers between setups."
+    )
 
 
-def cross_cases(spec: _CrossSpec, llama: Calibration) -> tuple[Case, ...]:
-    """Calibrate the intercept on one run (slope from ``llama``), predict the other; both ways."""
+def cross_cases(spec: _CrossSpec, base: Scenario) -> tuple[Case, ...]:
+    """Calibrate the intercept on one run (slope from ``base``), predict the other; both ways."""
     src = spec.src
     cases = []
     first, second = spec.runs
@@ -321,12 +330,12 @@ def cross_cases(spec: _CrossSpec, llama: Calibration) -> tuple[Case, ...]:
             ),
         )
         calibrated_on = [_fig(src, fit_run.num_steps, "tok/s"), _fig(src, fit_run.num_steps, "AL")]
-        fit = ["verify_ms"]
+        fit = [spec.intercept]
         if spec.baseline_tok_s is not None:
             data += baseline_measurement(spec.baseline_tok_s, TOK_S_REL_ERROR, f"{src} vanilla")
             calibrated_on.insert(0, f"{src} vanilla tok/s")
             fit.insert(0, "decode_ms")
-        cal = calibrate(llama.scenario, data, fit_timing=fit)
+        cal = calibrate(base, data, fit_timing=fit)
         k = score_run.num_steps
         rows = _scored_run(src, score_run, f"alpha from k={fit_run.num_steps}", cal)
         timing_err, al_err, e2e_err = (r.error for r in rows)
@@ -347,19 +356,17 @@ def cross_cases(spec: _CrossSpec, llama: Calibration) -> tuple[Case, ...]:
                 calibrated_on=tuple(calibrated_on),
                 rows=rows,
                 setup=(
-                    "base: the vLLM #20780 calibration (case 1); refitted: "
+                    f"base: {spec.base_label}; refitted: "
                     + ", ".join(fit)
                     + f" on k={fit_run.num_steps}: {fit_run.tok_s} tok/s at AL "
                     f"{fit_run.accept_length}",
                     f"fitted: {_fitted_summary(cal)}",
-                    "kept from case 1: draft_step_ms = "
-                    f"{cal.scenario.timing.draft_step_ms:.4g} ms (the slope per extra step); "
-                    "its uncertainty is not in the ± of this case",
+                    "kept from the base: draft step "
+                    f"{pass_times(cal.scenario).draft_step_ms:.4g} ms (the slope per extra "
+                    "step); its uncertainty is not in the ± of this case",
                 ),
                 notes=(
-                    "One num_steps determines one number (the cycle's intercept); the slope per "
-                    "extra draft step comes from case 1's measurements, so this case tests how "
-                    "well a drafter-step cost transfers between setups.",
+                    spec.slope_note,
                     *spec.notes,
                     *cancel,
                 ),
@@ -378,6 +385,25 @@ SGLANG_4247 = _CrossSpec(
         "topk and num_draft_tokens are not stated in the PR comment; the chain model "
         "(topk = 1) is assumed. If the runs used tree drafting (topk > 1), the accept-length "
         "transfer is expected to be off.",
+    ),
+)
+SGLANG_4247_ROOFLINE = _CrossSpec(
+    src="SGLang #4247",
+    title="Llama-3.1-8B + EAGLE-3, SGLang, 1 H100, MT-bench, passes from the roofline",
+    sources=(pub.SGLANG_4247_URL, "scenarios/llama31-8b-1xh100-eagle3.toml"),
+    runs=(pub.SGLANG_4247[0], pub.SGLANG_4247[1]),
+    baseline_tok_s=None,
+    notes=(
+        "topk and num_draft_tokens are not stated in the PR comment; the chain model "
+        "(topk = 1) is assumed.",
+    ),
+    intercept="cycle_overhead_ms",
+    base_label="scenarios/llama31-8b-1xh100-eagle3.toml, whose pass times the hardware "
+    "model derives from the weights over H100 bandwidth (no timing measured)",
+    slope_note=(
+        "One num_steps determines one number (here the per-cycle overhead); the slope per "
+        "extra draft step is the hardware model's roofline drafter step, so this case tests "
+        "the hardware model's drafter cost."
     ),
 )
 VLLM_16035 = _CrossSpec(

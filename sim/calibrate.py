@@ -350,13 +350,14 @@ TABLE_REASON = (
 
 def _fit_timing(base: PassTimes, data: Measurements, order: Sequence[str]) -> _Block:
     params = _timing_params(base)
-    table = base.verify_table_ms is not None
-    verify_fields = ("timing.verify_ms", "timing.verify_ms_per_extra_token")
-    free_order = [n for n in order if not (table and n in verify_fields)]
-    fit = fit_identifiable(_timing_residuals(data, base), params, free_order, "timing")
-    if table:
-        for name in verify_fields:
-            fit.kept[name] = TABLE_REASON
+    excluded = (
+        dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
+        if base.verify_table_ms is not None
+        else {}
+    )
+    fit = fit_identifiable(
+        _timing_residuals(data, base), params, order, "timing", excluded=excluded
+    )
     overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
     residuals = [
         Residual(

@@ -11,7 +11,7 @@ that exceeds 1. Residuals must already be divided by their standard errors.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,13 +107,18 @@ def fit_identifiable(
     order: Sequence[str],
     label: str,
     probe: Sequence[float] | None = None,
+    excluded: Mapping[str, str] | None = None,
 ) -> Fit:
     """Least squares over the identifiable subset of ``params``; the rest stay at base.
 
+    ``order`` lists the parameters to try, in priority order; ``excluded`` maps parameters
+    the caller will not fit to the reason it gives (the others get "not asked to fit it").
     Identifiability is judged from the Jacobian at ``probe`` (default: the base values); a
     nonlinear model passes an interior point so that a base value on a boundary (a rate of
     0 hides every later position) cannot make a parameter look invisible.
     """
+    excluded = excluded or {}
+    order = [n for n in order if n not in excluded]
     names = [p.name for p in params]
     base = np.array([p.base for p in params], dtype=float)
 
@@ -126,7 +131,7 @@ def fit_identifiable(
     chosen, kept = _select(jac0, params, order)
     for p in params:
         if p.name not in order:
-            kept.setdefault(p.name, "not asked to fit it")
+            kept.setdefault(p.name, excluded.get(p.name, "not asked to fit it"))
     if not chosen:
         return Fit(
             {p.name: p.base for p in params},

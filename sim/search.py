@@ -1,0 +1,801 @@
+"""Inverse search: the acceptance rate (or any monotone lever) that reaches a tok/s target.
+
+The question of the seed case is inverse: "what accuracy do we need for 150/200 tok/s?".
+For each target and draft length k the search finds the lowest acceptance at which
+
+* the mean per-request tok/s reaches the target (``quantile=None``), or
+* at least a fraction ``quantile`` of requests reach it (the service-level form, which
+  needs the Monte Carlo distribution).
+
+Method. The closed forms (sim/theory.py: ``answer_at_k``; renewal-reward throughput
+E[L] / E[T_cycle], Leviathan et al. 2023 for E[L]) give the starting point. The Monte
+Carlo then refines it by bisection. Every evaluation uses the same seed, so the estimates
+share common random numbers: raising the acceptance never lowers any request's tok/s
+(issue 3's property), the estimate is a monotone (step) function of the lever and
+bisection on it is well defined. The 95% interval inverts the Monte Carlo confidence
+band: its ends are the lever values at which the upper and the lower 95% bound of the
+statistic (mean tok/s, or the fraction of requests reaching the target) cross the
+threshold, i.e. the set of lever values at which the target lies inside the band.
+
+Acceptance profiles. With one rate ``alpha`` the lever is alpha. With per-position rates
+(or per-request heterogeneity) the search scales the whole profile by one factor, keeping
+its shape (rates capped at 1), and reports ``alpha`` as the mean conditional rate over
+positions 1..k of the scaled profile; the report says so (``acceptance_lever``).
+
+No plotting here (sim/plots.py), no files (sim/cli/search.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from sim.costs import pass_times, scenario_cycle_cost
+from sim.errors import SpecsimError
+from sim.scenario import Scenario, with_overrides
+from sim.theory import (
+    answer_at_k,
+    ceiling_tok_s,
+    mean_accept_length,
+    throughput_tok_s,
+)
+
+#: Bisection tolerance on alpha (conditional rates are reported to 3 decimals).
+ALPHA_XTOL = 5e-4
+#: Relative bisection tolerance for other levers.
+LEVER_RTOL = 1e-3
+
+Summary = dict[str, Any]  # ``sim.montecarlo.Summary.to_dict()``
+SimulateFn = Callable[[Scenario, Sequence[float]], Summary]
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def monte_carlo_summary(engine: str = "fast") -> SimulateFn:
+    """Summary of the scenario's Monte Carlo at its own seed (common random numbers)."""
+
+    def run(scenario: Scenario, targets: Sequence[float]) -> Summary:
+        from sim.montecarlo import simulate, summarize
+
+        result = simulate(scenario, engine=engine, seed=scenario.simulation.seed, workers=1)
+        return summarize(result, list(targets)).to_dict()
+
+    return run
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What "reaches the target" means: mean tok/s >= target, or P(tok/s >= target) >= q."""
+
+    target_tok_s: float
+    quantile: float | None = None
+
+    @property
+    def threshold(self) -> float:
+        return self.target_tok_s if self.quantile is None else self.quantile
+
+    def stat(self, summary: Summary) -> tuple[float, float, float]:
+        """(estimate, lower 95%, upper 95%) of the criterion's statistic."""
+        if self.quantile is None:
+            tput = summary["throughput_tok_s"]
+            return float(tput["mean"]), float(tput["ci95"][0]), float(tput["ci95"][1])
+        for entry in summary["targets"]:
+            if math.isclose(float(entry["tok_s"]), self.target_tok_s):
+                lo, hi = entry["p_at_least_ci95"]
+                return float(entry["p_at_least"]), float(lo), float(hi)
+        raise KeyError(f"summary has no target {self.target_tok_s}")
+
+
+class Evaluator:
+    """Memoized Monte Carlo evaluations of scenarios; counts how many were run.
+
+    Keyed by the canonical overrides, so every target and every root (estimate and both
+    confidence bounds) reuses the same runs.
+    """
+
+    def __init__(self, simulate: SimulateFn, targets: Sequence[float]):
+        self.simulate = simulate
+        self.targets = tuple(float(t) for t in targets)
+        self.memo: dict[str, Summary] = {}
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.memo)
+
+    def __call__(self, scenario: Scenario, key: str) -> Summary:
+        if key not in self.memo:
+            self.memo[key] = self.simulate(scenario, self.targets)
+        return self.memo[key]
+
+
+# --------------------------------------------------------------------------- 1-D root finding
+
+
+@dataclass
+class Probe:
+    """A monotone criterion along one lever: ``x`` -> summary, with the points seen.
+
+    ``sign`` is +1 when raising the lever helps (alpha) and -1 when lowering it does
+    (verify_ms); the solver works in ``u = sign * x`` where the criterion is increasing.
+    """
+
+    evaluate: Callable[[float], Summary]
+    sign: int
+    lo: float  # domain in x
+    hi: float
+    integer: bool = False
+    seen: dict[float, Summary] = field(default_factory=dict)
+
+    def at(self, x: float) -> Summary:
+        x = round(x) if self.integer else float(x)
+        if x not in self.seen:
+            self.seen[x] = self.evaluate(x)
+        return self.seen[x]
+
+    @property
+    def u_lo(self) -> float:
+        return min(self.sign * self.lo, self.sign * self.hi)
+
+    @property
+    def u_hi(self) -> float:
+        return max(self.sign * self.lo, self.sign * self.hi)
+
+
+def first_passing(
+    probe: Probe,
+    stat: Callable[[Summary], float],
+    threshold: float,
+    *,
+    hint: float,
+    step: float,
+    xtol: float,
+) -> float | None:
+    """The least-effort lever value ``x`` with ``stat(summary(x)) >= threshold``.
+
+    Least effort: the smallest x when raising it helps, the largest when lowering it does.
+    Brackets outward from ``hint`` with doubling steps (starting at ``step``) using every
+    point already seen, then bisects to ``xtol`` (to 1 for integer levers). None when the
+    best end of the domain does not pass.
+    """
+    s = probe.sign
+
+    def passes(u: float) -> bool:
+        return stat(probe.at(s * u)) >= threshold
+
+    def known() -> tuple[float | None, float | None]:
+        bad = [s * x for x, sm in probe.seen.items() if stat(sm) < threshold]
+        good = [s * x for x, sm in probe.seen.items() if stat(sm) >= threshold]
+        bad = [u for u in bad if probe.u_lo <= u <= probe.u_hi]
+        good = [u for u in good if probe.u_lo <= u <= probe.u_hi]
+        return (max(bad) if bad else None), (min(good) if good else None)
+
+    lo, hi = probe.u_lo, probe.u_hi
+    bad, good = known()
+    u = min(max(s * hint, lo), hi)
+    width = step
+    if probe.integer:
+        u, width = round(u), max(1, round(step))
+    while good is None:  # expand upward (towards more effort) until the criterion passes
+        start = u if bad is None else max(u, bad + width)
+        u = min(start, hi)
+        if passes(u):
+            good = u
+        else:
+            bad = u
+            if u >= hi:
+                return None
+            width *= 2
+            u = bad + width
+    while bad is None:  # expand downward until it fails, or the domain's easy end passes
+        u = max(min(u, good - width), lo)
+        if passes(u):
+            good = u
+            if u <= lo:
+                return s * lo
+            width *= 2
+            u = good - width
+        else:
+            bad = u
+    tol = 1.0 if probe.integer else xtol
+    while good - bad > tol:
+        mid = math.floor((bad + good) / 2) if probe.integer else (bad + good) / 2
+        if passes(mid):
+            good = mid
+        else:
+            bad = mid
+    return s * good
+
+
+@dataclass(frozen=True)
+class Root:
+    """A lever value reaching a criterion, with the 95% interval from Monte Carlo noise.
+
+    ``value`` is None when unreachable; ``ci95`` ends are None where the band never
+    crosses the threshold inside the domain.
+    """
+
+    value: float | None
+    ci95: tuple[float | None, float | None]
+
+
+def solve_root(
+    probe: Probe, criterion: Criterion, *, hint: float, step: float, xtol: float
+) -> Root:
+    """Estimate and 95% interval (band inversion) of the least-effort lever value."""
+    thr = criterion.threshold
+
+    def est(sm: Summary) -> float:
+        return criterion.stat(sm)[0]
+
+    def lower(sm: Summary) -> float:
+        return criterion.stat(sm)[1]
+
+    def upper(sm: Summary) -> float:
+        return criterion.stat(sm)[2]
+
+    value = first_passing(probe, est, thr, hint=hint, step=step, xtol=xtol)
+    around = hint if value is None else value
+    optimistic = first_passing(probe, upper, thr, hint=around, step=step, xtol=xtol)
+    pessimistic = first_passing(probe, lower, thr, hint=around, step=step, xtol=xtol)
+    if value is not None and optimistic is None:
+        optimistic = value
+    ends = (optimistic, pessimistic) if probe.sign > 0 else (pessimistic, optimistic)
+    return Root(value, ends)
+
+
+def monotone_violations(probe: Probe, criterion: Criterion) -> list[tuple[float, float]]:
+    """Neighbouring seen points where the estimate falls although the lever helps more.
+
+    Empty for a monotone lever under common random numbers.
+    """
+    pts = sorted(probe.seen.items(), key=lambda kv: probe.sign * kv[0])
+    out = []
+    for (x0, s0), (x1, s1) in itertools.pairwise(pts):
+        v0, v1 = criterion.stat(s0)[0], criterion.stat(s1)[0]
+        if v1 < v0 - 1e-9 * max(1.0, abs(v0)):
+            out.append((x0, x1))
+    return out
+
+
+# --------------------------------------------------------------------------- acceptance lever
+
+
+def pin_verify_tokens(scenario: Scenario) -> Scenario:
+    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default).
+
+    The measured ``verify_ms`` belongs to the scenario's own k; without pinning, changing
+    ``speculation.num_steps`` would silently move the measurement to another token count.
+    With it, other k use the measured pass plus ``verify_ms_per_extra_token`` per extra
+    token, as the closed forms do (``pass_times``).
+    """
+    if scenario.timing.verify_tokens is not None or scenario.num_steps == 0:
+        return scenario
+    return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
+
+
+@dataclass(frozen=True)
+class AcceptanceLever:
+    """How acceptance is varied for draft length k.
+
+    ``profile`` (shape (k,)) is the scenario's conditional rates at k; the lever value
+    ``x`` is a scale factor: rates = min(1, x * profile). For one rate alpha the profile is
+    all ones and x is alpha itself. ``alpha(x)`` is the mean conditional rate over
+    positions 1..k.
+    """
+
+    num_steps: int
+    profile: np.ndarray
+    kind: str  # "alpha" or "profile"
+
+    @property
+    def x_max(self) -> float:
+        positive = self.profile[self.profile > 0]
+        return 1.0 / float(positive.min()) if positive.size else 1.0
+
+    def rates(self, x: float) -> np.ndarray:
+        return np.minimum(1.0, x * self.profile)
+
+    def alpha(self, x: float | None) -> float | None:
+        return None if x is None else float(self.rates(x).mean())
+
+    def overrides(self, x: float) -> dict[str, Any]:
+        if self.kind == "alpha":
+            return {"speculation.num_steps": self.num_steps, "acceptance.alpha": float(x)}
+        return {
+            "speculation.num_steps": self.num_steps,
+            "acceptance.per_position": [float(r) for r in self.rates(x)],
+        }
+
+    def closed_form_x(self, required_accept_length: float) -> float | None:
+        """Scale reaching ``required_accept_length`` in expectation (None if above k + 1)."""
+        if required_accept_length <= 1.0:
+            return 0.0
+        if required_accept_length > self.num_steps + 1:
+            return None
+        f = lambda x: mean_accept_length(self.rates(x)) - required_accept_length  # noqa: E731
+        if f(self.x_max) < 0:
+            return None
+        return float(brentq(f, 0.0, self.x_max, xtol=1e-12))
+
+
+ACCEPTANCE_NOTE_PROFILE = (
+    "acceptance is per-position: search scales the whole profile by one factor (shape "
+    "kept, rates capped at 1); alpha is the mean conditional rate over positions 1..k"
+)
+ACCEPTANCE_NOTE_ALPHA = "alpha = the equal conditional per-position acceptance rate"
+
+
+def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
+    """The acceptance lever of ``scenario`` at draft length ``num_steps``."""
+    acc = scenario.acceptance
+    if acc is None or acc.alpha is not None:
+        return AcceptanceLever(num_steps, np.ones(num_steps), "alpha")
+    return AcceptanceLever(num_steps, acc.conditional_rates(num_steps), "profile")
+
+
+def acceptance_note(scenario: Scenario) -> str:
+    acc = scenario.acceptance
+    return (
+        ACCEPTANCE_NOTE_ALPHA if acc is None or acc.alpha is not None else ACCEPTANCE_NOTE_PROFILE
+    )
+
+
+# --------------------------------------------------------------------------- search over alpha
+
+
+@dataclass(frozen=True)
+class KResult:
+    """One target at one draft length k."""
+
+    num_steps: int
+    reachable: bool
+    alpha: float | None
+    alpha_ci95: tuple[float | None, float | None]
+    required_accept_length: float | None
+    closed_form_alpha: float | None
+    ceiling_tok_s: float
+    simulated_ceiling_tok_s: float | None
+    per_position: list[float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_steps": self.num_steps,
+            "reachable": self.reachable,
+            "alpha": self.alpha,
+            "alpha_ci95": list(self.alpha_ci95),
+            "required_accept_length": self.required_accept_length,
+            "closed_form_alpha": self.closed_form_alpha,
+            "ceiling_tok_s": self.ceiling_tok_s,
+            "simulated_ceiling_tok_s": self.simulated_ceiling_tok_s,
+            "per_position": self.per_position,
+        }
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """One target over the k range: the best k (lowest alpha) and every k."""
+
+    tok_s: float
+    quantile: float | None
+    per_num_steps: tuple[KResult, ...]
+    reason: str | None
+
+    @property
+    def best(self) -> KResult | None:
+        ok = [r for r in self.per_num_steps if r.reachable]
+        return min(ok, key=lambda r: (r.alpha, r.num_steps)) if ok else None
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        top = max(self.per_num_steps, key=lambda r: r.ceiling_tok_s)
+        return {
+            "tok_s": self.tok_s,
+            "quantile": self.quantile,
+            "reachable": best is not None,
+            "best_num_steps": best.num_steps if best else None,
+            "alpha": best.alpha if best else None,
+            "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
+            "required_accept_length": best.required_accept_length if best else None,
+            "ceiling_tok_s": top.ceiling_tok_s,
+            "ceiling_num_steps": top.num_steps,
+            "reason": self.reason,
+            "per_num_steps": [r.to_dict() for r in self.per_num_steps],
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    scenario: str
+    engine: str
+    evaluations: int
+    note: str
+    targets: tuple[TargetResult, ...]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "engine": self.engine,
+            "evaluations": self.evaluations,
+            "acceptance_lever": self.note,
+            **self.settings,
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def _search_k(
+    base: Scenario,
+    num_steps: int,
+    criteria: Sequence[Criterion],
+    evaluator: Evaluator,
+) -> list[KResult]:
+    """Every criterion at one k, sharing the Monte Carlo runs of this k."""
+    lever = acceptance_lever(base, num_steps)
+    passes = pass_times(base)
+    cost = scenario_cycle_cost(base, num_steps)
+
+    def evaluate(x: float) -> Summary:
+        over = lever.overrides(x)
+        scn = with_overrides(base, over, source="search")
+        return evaluator(scn, f"k={num_steps};x={x!r}")
+
+    probe = Probe(evaluate, +1, 0.0, lever.x_max)
+    out = []
+    for crit in criteria:
+        closed = answer_at_k(crit.target_tok_s, passes, num_steps)
+        x_cf = lever.closed_form_x(closed.required_accept_length)
+        hint = lever.x_max if x_cf is None else x_cf
+        root = solve_root(probe, crit, hint=hint, step=0.01 * lever.x_max, xtol=ALPHA_XTOL)
+        sim_ceiling = None
+        if lever.x_max in probe.seen:
+            sim_ceiling = float(probe.seen[lever.x_max]["throughput_tok_s"]["mean"])
+        al = None
+        if root.value is not None:
+            al = float(probe.at(root.value)["accept_length"]["mean"])
+        out.append(
+            KResult(
+                num_steps=num_steps,
+                reachable=root.value is not None,
+                alpha=lever.alpha(root.value),
+                alpha_ci95=(lever.alpha(root.ci95[0]), lever.alpha(root.ci95[1])),
+                required_accept_length=al,
+                closed_form_alpha=lever.alpha(x_cf),
+                ceiling_tok_s=ceiling_tok_s(cost),
+                simulated_ceiling_tok_s=sim_ceiling,
+                per_position=(
+                    None
+                    if root.value is None or lever.kind == "alpha"
+                    else [float(r) for r in lever.rates(root.value)]
+                ),
+            )
+        )
+    return out
+
+
+def _reason(tok_s: float, quantile: float | None, rows: Sequence[KResult]) -> str | None:
+    if any(r.reachable for r in rows):
+        return None
+    top = max(rows, key=lambda r: r.ceiling_tok_s)
+    ks = [r.num_steps for r in rows]
+    what = "mean tok/s" if quantile is None else f"{quantile:.0%} of requests"
+    sim = (
+        f"; simulated at alpha 1: {top.simulated_ceiling_tok_s:.1f} tok/s"
+        if top.simulated_ceiling_tok_s is not None
+        else ""
+    )
+    return (
+        f"no num_steps in {ks[0]}..{ks[-1]} gets {what} to {tok_s:g} tok/s: the best ceiling "
+        f"is {top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts "
+        f"accepted){sim}"
+    )
+
+
+def search_acceptance(
+    scenario: Scenario,
+    targets: Sequence[float],
+    num_steps: Iterable[int],
+    *,
+    quantile: float | None = None,
+    engine: str = "fast",
+    simulate: SimulateFn | None = None,
+) -> SearchResult:
+    """The lowest acceptance reaching each target, for each k, with 95% intervals.
+
+    ``simulate`` (default: the Monte Carlo at the scenario's seed) maps a scenario and the
+    targets to a summary dict; tests pass the closed form or a counting wrapper.
+    """
+    targets = [float(t) for t in targets]
+    if not targets:
+        raise SpecsimError("no targets: give --target or a [targets] section", source="search")
+    if quantile is not None and not 0.0 < quantile < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", source="--num-steps")
+    base = pin_verify_tokens(scenario)
+    evaluator = Evaluator(simulate or monte_carlo_summary(engine), targets)
+    criteria = [Criterion(t, quantile) for t in targets]
+    by_k = {k: _search_k(base, k, criteria, evaluator) for k in ks}
+    results = tuple(
+        TargetResult(
+            tok_s=t,
+            quantile=quantile,
+            per_num_steps=tuple(by_k[k][i] for k in ks),
+            reason=_reason(t, quantile, [by_k[k][i] for k in ks]),
+        )
+        for i, t in enumerate(targets)
+    )
+    settings = {
+        "seed": base.simulation.seed,
+        "replications": base.simulation.replications,
+        "requests": base.workload.requests,
+        "output_tokens": base.workload.output_tokens,
+        "quantile": quantile,
+    }
+    return SearchResult(
+        base.name, engine, evaluator.evaluations, acceptance_note(base), results, settings
+    )
+
+
+def closed_form_simulate(scenario: Scenario, targets: Sequence[float]) -> Summary:
+    """A degenerate "simulation": the closed form as a summary with a zero-width interval.
+
+    For checking the search machinery against ``answer_at_k``; the mean-tok/s form only.
+    """
+    rates = (
+        scenario.acceptance.conditional_rates(scenario.num_steps)
+        if scenario.acceptance is not None
+        else np.zeros(scenario.num_steps)
+    )
+    al = mean_accept_length(rates)
+    tput = throughput_tok_s(al, scenario_cycle_cost(scenario))
+    return {
+        "throughput_tok_s": {"mean": tput, "ci95": [tput, tput]},
+        "accept_length": {"mean": al},
+        "targets": [],
+    }
+
+
+# --------------------------------------------------------------------------- any lever
+
+
+def field_value(scenario: Scenario, dotted: str) -> Any:
+    """The value of a dotted field of a scenario (SpecsimError if there is none)."""
+    node: Any = scenario.model_dump()
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise SpecsimError("no such scenario field", source="--solve", field=dotted)
+        node = node[part]
+    return node
+
+
+def _valid(scenario: Scenario, dotted: str, value: float) -> bool:
+    try:
+        with_overrides(scenario, {dotted: value})
+    except SpecsimError:
+        return False
+    return True
+
+
+def _edge(scenario: Scenario, dotted: str, ok: float, bad: float, integer: bool) -> float:
+    """The valid value nearest ``bad`` between a valid ``ok`` and an invalid ``bad``."""
+    for _ in range(200):
+        if abs(bad - ok) <= (1 if integer else 1e-12 * max(1.0, abs(ok))):
+            break
+        mid = (ok + bad) / 2
+        if integer:
+            mid = math.floor(mid) if bad > ok else math.ceil(mid)
+            if mid == ok:
+                break
+        if _valid(scenario, dotted, mid):
+            ok = mid
+        else:
+            bad = mid
+    return ok
+
+
+def lever_domain(scenario: Scenario, dotted: str, v0: float, integer: bool) -> tuple[float, float]:
+    """The valid range of a numeric field around its value ``v0``, found by validation.
+
+    Searched between 0 and ``v0 * 2**40`` (levers are non-negative quantities: times,
+    rates, counts); each end is the last valid value before validation fails.
+    """
+    cast = int if integer else float
+    lo = cast(0)
+    if not _valid(scenario, dotted, lo):
+        lo = _edge(scenario, dotted, v0, lo, integer)
+    hi = v0
+    for n in range(1, 41):
+        cand = cast(max(v0, 1) * 2**n)
+        if not _valid(scenario, dotted, cand):
+            hi = _edge(scenario, dotted, hi, cand, integer)
+            break
+        hi = cand
+    return lo, hi
+
+
+def analytic_tok_s(scenario: Scenario) -> float:
+    """Closed-form long-run tok/s of a scenario (renewal-reward), for bracketing levers."""
+    return float(closed_form_simulate(scenario, ())["throughput_tok_s"]["mean"])
+
+
+@dataclass(frozen=True)
+class LeverTarget:
+    tok_s: float
+    quantile: float | None
+    reachable: bool
+    value: float | None
+    value_ci95: tuple[float | None, float | None]
+    closed_form_value: float | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tok_s": self.tok_s,
+            "quantile": self.quantile,
+            "reachable": self.reachable,
+            "value": self.value,
+            "value_ci95": list(self.value_ci95),
+            "closed_form_value": self.closed_form_value,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class LeverResult:
+    scenario: str
+    field: str
+    current: float
+    direction: str  # "at least" (raising helps) or "at most" (lowering helps)
+    domain: tuple[float, float]
+    evaluations: int
+    engine: str
+    targets: tuple[LeverTarget, ...]
+    warnings: tuple[str, ...]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "field": self.field,
+            "current": self.current,
+            "direction": self.direction,
+            "domain": list(self.domain),
+            "engine": self.engine,
+            "evaluations": self.evaluations,
+            **self.settings,
+            "warnings": list(self.warnings),
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def solve_lever(
+    scenario: Scenario,
+    dotted: str,
+    targets: Sequence[float],
+    *,
+    quantile: float | None = None,
+    engine: str = "fast",
+    simulate: SimulateFn | None = None,
+) -> LeverResult:
+    """The value of numeric field ``dotted`` that reaches each target, all else fixed.
+
+    The direction (does raising the field help?) comes from the closed form when the field
+    moves it, else from two Monte Carlo runs (the current value and twice it). The closed
+    form also gives the starting bracket; Monte Carlo bisection on common random numbers
+    refines it, and the 95% interval inverts the confidence band as for alpha. Seen points
+    that break monotonicity are reported in ``warnings``.
+    """
+    targets = [float(t) for t in targets]
+    if not targets:
+        raise SpecsimError("no targets: give --target or a [targets] section", source="search")
+    if quantile is not None and not 0.0 < quantile < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
+    if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
+        raise SpecsimError("not a lever", source="--solve", field=dotted)
+    base = pin_verify_tokens(scenario)
+    v0 = field_value(base, dotted)
+    if isinstance(v0, bool) or not isinstance(v0, int | float):
+        raise SpecsimError(f"is not a numeric field (value {v0!r})", source="--solve", field=dotted)
+    integer = isinstance(v0, int)
+    lo, hi = lever_domain(base, dotted, v0, integer)
+    if lo == hi:
+        raise SpecsimError("has a single valid value here", source="--solve", field=dotted)
+    evaluator = Evaluator(simulate or monte_carlo_summary(engine), targets)
+
+    def at(x: float) -> Scenario:
+        return with_overrides(base, {dotted: int(x) if integer else float(x)}, source="search")
+
+    def evaluate(x: float) -> Summary:
+        return evaluator(at(x), f"{dotted}={x!r}")
+
+    # direction: closed form first, Monte Carlo when the closed form ignores the field
+    near = [v for v in ((v0 + 1, v0 - 1) if integer else (v0 * 1.1, v0 / 1.1)) if lo <= v <= hi]
+    near = near or [lo if v0 != lo else hi]
+    cf0, cf1 = analytic_tok_s(at(v0)), analytic_tok_s(at(near[0]))
+    uses_closed_form = not math.isclose(cf0, cf1, rel_tol=1e-12)
+    if uses_closed_form:
+        sign = 1 if (cf1 > cf0) == (near[0] > v0) else -1
+    else:
+        far = min(hi, v0 * 2) if v0 > 0 else hi
+        if far == v0:
+            far = lo
+        m0 = evaluate(v0)["throughput_tok_s"]["mean"]
+        m1 = evaluate(far)["throughput_tok_s"]["mean"]
+        if m0 == m1:
+            raise SpecsimError(
+                f"changing it from {v0:g} to {far:g} does not change the simulated tok/s",
+                source="--solve",
+                field=dotted,
+            )
+        sign = 1 if (m1 > m0) == (far > v0) else -1
+    probe = Probe(evaluate, sign, lo, hi, integer)
+    scale = max(abs(v0), 1e-9)
+    rows, warnings = [], []
+    for t in targets:
+        crit = Criterion(t, quantile)
+        x_cf = None
+        if uses_closed_form:
+            cf_probe = Probe(lambda x: closed_form_simulate(at(x), ()), sign, lo, hi, integer)
+            x_cf = first_passing(
+                cf_probe,
+                lambda sm: sm["throughput_tok_s"]["mean"],
+                t,
+                hint=v0,
+                step=0.05 * scale,
+                xtol=1e-6 * scale,
+            )
+        hint = x_cf if x_cf is not None else v0
+        root = solve_root(
+            probe,
+            crit,
+            hint=hint,
+            step=0.02 * max(abs(hint), 1e-9 * scale),
+            xtol=LEVER_RTOL * max(abs(hint), 1e-6 * scale),
+        )
+        reason = None
+        if root.value is None:
+            best_end = hi if sign > 0 else lo
+            m = probe.at(best_end)["throughput_tok_s"]["mean"]
+            reason = (
+                f"even at {dotted} = {best_end:g} (the end of its valid range) the simulated "
+                f"mean is {m:.1f} tok/s"
+                + (
+                    ""
+                    if quantile is None
+                    else f" and the target's share of requests is "
+                    f"{crit.stat(probe.at(best_end))[0]:.2f} < {quantile}"
+                )
+            )
+        rows.append(
+            LeverTarget(t, quantile, root.value is not None, root.value, root.ci95, x_cf, reason)
+        )
+        for x0, x1 in monotone_violations(probe, crit):
+            warnings.append(
+                f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
+            )
+    settings = {
+        "seed": base.simulation.seed,
+        "replications": base.simulation.replications,
+        "requests": base.workload.requests,
+        "quantile": quantile,
+    }
+    return LeverResult(
+        base.name,
+        dotted,
+        v0,
+        "at least" if sign > 0 else "at most",
+        (lo, hi),
+        evaluator.evaluations,
+        engine,
+        tuple(rows),
+        tuple(dict.fromkeys(warnings)),
+        settings,
+    )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,71 +280,150 @@ def pin_verify_tokens(scenario: Scenario) -> Scenario:
     return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
 
 
+def _scaled_rates(table: Mapping[str, Any], x: float, unit_alpha: bool) -> dict[str, Any]:
+    """A copy of an acceptance table (or mix class) with its mean rates scaled by ``x``."""
+    out = dict(table)
+    if out.get("alpha") is not None:
+        out["alpha"] = float(min(1.0, x * (1.0 if unit_alpha else out["alpha"])))
+    if out.get("per_position") is not None:
+        out["per_position"] = [float(min(1.0, x * r)) for r in out["per_position"]]
+    if out.get("mix") is not None:
+        out["mix"] = [_scaled_rates(c, x, unit_alpha=False) for c in out["mix"]]
+    return out
+
+
+def _mean_rates(table: Mapping[str, Any], num_steps: int) -> list[tuple[float, np.ndarray]]:
+    """(weight, mean rates of shape (k,)) for the table or each class of its mix."""
+    if table.get("mix") is not None:
+        total = sum(float(c["weight"]) for c in table["mix"])
+        return [(float(c["weight"]) / total, _mean_rates(c, num_steps)[0][1]) for c in table["mix"]]
+    if table.get("alpha") is not None:
+        return [(1.0, np.full(num_steps, float(table["alpha"])))]
+    listed = np.asarray(table["per_position"], dtype=float)
+    rates = (
+        listed[:num_steps]
+        if num_steps <= len(listed)
+        else np.concatenate([listed, np.full(num_steps - len(listed), listed[-1])])
+    )
+    return [(1.0, rates)]
+
+
 @dataclass(frozen=True)
 class AcceptanceLever:
-    """How acceptance is varied for draft length k.
+    """How acceptance is varied at draft length k, keeping everything else of [acceptance].
 
-    ``profile`` (shape (k,)) is the scenario's conditional rates at k; the lever value
-    ``x`` is a scale factor: rates = min(1, x * profile). For one rate alpha the profile is
-    all ones and x is alpha itself. ``alpha(x)`` is the mean conditional rate over
-    positions 1..k.
+    The lever value ``x`` scales the mean rates: with one rate (``kind == "alpha"``) x is
+    alpha itself; with per-position rates or a mix (``kind == "profile"``) every mean rate
+    r becomes min(1, x r), so the profile keeps its shape. Per-request spread
+    (concentration or std) is kept as given. ``alpha(x)`` reports the mean conditional rate
+    over positions 1..k (weight-averaged over mix classes). ``x_max`` is where every rate
+    reaches 1, or the last value the scenario's validation accepts (a Beta std can forbid
+    means near 1).
     """
 
-    num_steps: int
-    profile: np.ndarray
+    base: Scenario  # with speculation.num_steps = k
     kind: str  # "alpha" or "profile"
+    x_max: float
 
     @property
-    def x_max(self) -> float:
-        positive = self.profile[self.profile > 0]
-        return 1.0 / float(positive.min()) if positive.size else 1.0
+    def num_steps(self) -> int:
+        return self.base.num_steps
 
-    def rates(self, x: float) -> np.ndarray:
-        return np.minimum(1.0, x * self.profile)
-
-    def alpha(self, x: float | None) -> float | None:
-        return None if x is None else float(self.rates(x).mean())
+    def table(self, x: float) -> dict[str, Any]:
+        raw = self.base.acceptance.model_dump(exclude_none=True) if self.base.acceptance else {}
+        if not raw:
+            raw = {"alpha": 0.0}
+        return _scaled_rates(raw, x, unit_alpha=self.kind == "alpha")
 
     def overrides(self, x: float) -> dict[str, Any]:
-        if self.kind == "alpha":
-            return {"speculation.num_steps": self.num_steps, "acceptance.alpha": float(x)}
-        return {
-            "speculation.num_steps": self.num_steps,
-            "acceptance.per_position": [float(r) for r in self.rates(x)],
-        }
+        return {"speculation.num_steps": self.num_steps, "acceptance": self.table(x)}
 
-    def closed_form_x(self, required_accept_length: float) -> float | None:
-        """Scale reaching ``required_accept_length`` in expectation (None if above k + 1)."""
-        if required_accept_length <= 1.0:
+    def scenario(self, x: float) -> Scenario:
+        return with_overrides(self.base, self.overrides(x), source="search")
+
+    def alpha(self, x: float | None) -> float | None:
+        if x is None:
+            return None
+        return float(sum(w * r.mean() for w, r in _mean_rates(self.table(x), self.num_steps)))
+
+    def per_position(self, x: float) -> list[float]:
+        """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
+        return [float(v) for v in sum(w * r for w, r in _mean_rates(self.table(x), self.num_steps))]
+
+    def expected_accept_length(self, x: float) -> float:
+        """E[L] per request at x (effective rates carry the heterogeneity)."""
+        acc = self.scenario(x).acceptance
+        return mean_accept_length(acc.conditional_rates(self.num_steps)) if acc else 1.0
+
+    def accept_length_grid(self, n: int = 101) -> tuple[np.ndarray, np.ndarray]:
+        """(x grid of shape (n,), E[L] at each), for interpolating closed-form answers."""
+        xs = np.linspace(0.0, self.x_max, n)
+        return xs, np.array([self.expected_accept_length(float(x)) for x in xs])
+
+    def closed_form_x(
+        self, required_accept_length: float, grid: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> float | None:
+        """Least x whose expected accept length reaches the requirement (None: out of reach).
+
+        Interpolates on the grid, then refines with brentq inside the grid cell.
+        """
+        xs, als = grid or self.accept_length_grid()
+        if required_accept_length <= als[0]:
             return 0.0
-        if required_accept_length > self.num_steps + 1:
+        if required_accept_length > als[-1]:
             return None
-        f = lambda x: mean_accept_length(self.rates(x)) - required_accept_length  # noqa: E731
-        if f(self.x_max) < 0:
-            return None
-        return float(brentq(f, 0.0, self.x_max, xtol=1e-12))
+        j = int(np.searchsorted(als, required_accept_length))
+        a, b = float(xs[max(j - 1, 0)]), float(xs[j])
+        f = lambda x: self.expected_accept_length(x) - required_accept_length  # noqa: E731
+        if f(a) >= 0:
+            return a
+        return float(brentq(f, a, b, xtol=1e-10))
 
 
 ACCEPTANCE_NOTE_PROFILE = (
-    "acceptance is per-position: search scales the whole profile by one factor (shape "
-    "kept, rates capped at 1); alpha is the mean conditional rate over positions 1..k"
+    "acceptance has per-position rates, a mix or per-request spread: search scales every "
+    "mean rate by one factor (profile shape and spread kept, rates capped at 1); alpha is "
+    "the mean conditional rate over positions 1..k"
 )
 ACCEPTANCE_NOTE_ALPHA = "alpha = the equal conditional per-position acceptance rate"
 
 
+def _is_plain_alpha(scenario: Scenario) -> bool:
+    acc = scenario.acceptance
+    return acc is None or (acc.alpha is not None and not getattr(acc, "heterogeneous", False))
+
+
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     """The acceptance lever of ``scenario`` at draft length ``num_steps``."""
-    acc = scenario.acceptance
-    if acc is None or acc.alpha is not None:
-        return AcceptanceLever(num_steps, np.ones(num_steps), "alpha")
-    return AcceptanceLever(num_steps, acc.conditional_rates(num_steps), "profile")
+    base = with_overrides(scenario, {"speculation.num_steps": num_steps}, source="search")
+    acc = base.acceptance
+    kind = "alpha" if acc is None or acc.alpha is not None else "profile"
+    if kind == "alpha":
+        top = 1.0
+    else:
+        rates = np.concatenate(
+            [r for _, r in _mean_rates(acc.model_dump(exclude_none=True), num_steps)]
+        )
+        positive = rates[rates > 0]
+        top = 1.0 / float(positive.min()) if positive.size else 1.0
+    lever = AcceptanceLever(base, kind, top)
+    try:
+        lever.scenario(top)
+    except SpecsimError:  # e.g. a Beta std too wide for means near 1: stop where valid
+        lo = 0.0
+        for _ in range(60):
+            mid = (lo + top) / 2
+            try:
+                lever.scenario(mid)
+                lo = mid
+            except SpecsimError:
+                top = mid
+        lever = AcceptanceLever(base, kind, lo)
+    return lever
 
 
 def acceptance_note(scenario: Scenario) -> str:
-    acc = scenario.acceptance
-    return (
-        ACCEPTANCE_NOTE_ALPHA if acc is None or acc.alpha is not None else ACCEPTANCE_NOTE_PROFILE
-    )
+    return ACCEPTANCE_NOTE_ALPHA if _is_plain_alpha(scenario) else ACCEPTANCE_NOTE_PROFILE
 
 
 # --------------------------------------------------------------------------- search over alpha
@@ -442,15 +521,14 @@ def _search_k(
     cost = scenario_cycle_cost(base, num_steps)
 
     def evaluate(x: float) -> Summary:
-        over = lever.overrides(x)
-        scn = with_overrides(base, over, source="search")
-        return evaluator(scn, f"k={num_steps};x={x!r}")
+        return evaluator(lever.scenario(x), f"k={num_steps};x={x!r}")
 
     probe = Probe(evaluate, +1, 0.0, lever.x_max)
+    grid = lever.accept_length_grid()
     out = []
     for crit in criteria:
         closed = answer_at_k(crit.target_tok_s, passes, num_steps)
-        x_cf = lever.closed_form_x(closed.required_accept_length)
+        x_cf = lever.closed_form_x(closed.required_accept_length, grid)
         hint = lever.x_max if x_cf is None else x_cf
         root = solve_root(probe, crit, hint=hint, step=0.01 * lever.x_max, xtol=ALPHA_XTOL)
         sim_ceiling = None
@@ -472,7 +550,7 @@ def _search_k(
                 per_position=(
                     None
                     if root.value is None or lever.kind == "alpha"
-                    else [float(r) for r in lever.rates(root.value)]
+                    else lever.per_position(root.value)
                 ),
             )
         )
@@ -539,9 +617,35 @@ def search_acceptance(
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
     }
+    settings["closed_form_curves"] = closed_form_curves(
+        base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61)
+    )
     return SearchResult(
         base.name, engine, evaluator.evaluations, acceptance_note(base), results, settings
     )
+
+
+def closed_form_curves(
+    scenario: Scenario, num_steps: Iterable[int], tok_s: np.ndarray
+) -> dict[str, dict[str, list[float]]]:
+    """Closed-form required alpha against target tok/s per k (reachable points only).
+
+    ``tok_s`` has shape (n,); each curve holds the targets reachable at that k and the
+    alpha (scaled-profile mean) they need. For the required-rate plot.
+    """
+    out: dict[str, dict[str, list[float]]] = {}
+    for k in num_steps:
+        lever = acceptance_lever(scenario, k)
+        xs, als = lever.accept_length_grid()
+        cycle_ms = scenario_cycle_cost(scenario, k).total_ms
+        need = np.asarray(tok_s, dtype=float) * cycle_ms / 1000.0
+        ok = (need >= als[0]) & (need <= als[-1])
+        x_at = np.interp(need[ok], als, xs)
+        out[str(k)] = {
+            "tok_s": [float(t) for t in np.asarray(tok_s)[ok]],
+            "alpha": [float(lever.alpha(float(x))) for x in x_at],
+        }
+    return out
 
 
 def closed_form_simulate(scenario: Scenario, targets: Sequence[float]) -> Summary:

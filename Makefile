@@ -19,8 +19,9 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# exit status 5 means "no test selected": not a failure for this subset.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

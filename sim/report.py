@@ -92,10 +92,11 @@ def render_analysis(analysis: Analysis) -> str:
         lines.append(head)
         for t in analysis.targets:
             best = t.best
+            alpha_best = _fmt_alpha(best.alpha if best else None)
             lines.append(
                 f"  {t.tok_s:>6.0f} tok/s  {t.at_num_steps.required_accept_length:>9.2f}  "
                 f"{_fmt_alpha(t.at_num_steps.alpha) if k > 0 else '-':>11}  "
-                f"{best.num_steps if best else '-':>6}  {_fmt_alpha(best.alpha if best else None):>10}  "
+                f"{best.num_steps if best else '-':>6}  {alpha_best:>10}  "
                 + (f"{best.required_accept_length:>7.2f}" if best else f"{'-':>7}")
             )
         for t in analysis.targets:

@@ -75,6 +75,10 @@ class TimingSpec(Section):
     draft_extend_ms: PositiveMs
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
+    #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
+    #: gamma-distributed time with the phase's mean and this coefficient of variation
+    #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
+    jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
 
 
 class SpeculationSpec(Section):
@@ -103,27 +107,120 @@ class SpeculationSpec(Section):
         return self.num_steps + 1
 
 
-class AcceptanceSpec(Section):
-    """Conditional per-position acceptance: one rate ``alpha`` or a list ``per_position``."""
+class Heterogeneity(Section):
+    """Per-request spread of acceptance: a Beta distribution around each mean rate.
 
+    Each request draws its rate from Beta(m * c, (1 - m) * c) with mean m (the class's
+    ``alpha`` or each ``per_position`` entry) and concentration c, given directly
+    (``concentration``) or through a standard deviation (``std``, giving
+    c = m (1 - m) / std^2 - 1). Neither set: every request has exactly the mean rates.
+    """
+
+    concentration: Annotated[float, Field(gt=0.0)] | None = None
+    std: Annotated[float, Field(ge=0.0, lt=0.5)] | None = None
+
+    @model_validator(mode="after")
+    def _one_spread(self) -> Heterogeneity:
+        if self.concentration is not None and self.std is not None:
+            raise ValueError("give at most one of concentration or std")
+        return self
+
+    def _check_std(self, means: list[float]) -> None:
+        """std must leave a proper Beta: std^2 < m (1 - m) for every mean strictly in (0, 1)."""
+        if not self.std:
+            return
+        for m in means:
+            if 0.0 < m < 1.0 and self.std**2 >= m * (1.0 - m):
+                raise ValueError(
+                    f"std {self.std:g} is too large for mean rate {m:g}: a Beta distribution "
+                    f"with that mean has std below {(m * (1.0 - m)) ** 0.5:.4g}"
+                )
+
+
+def listed_rates(alpha: float | None, per_position: list[float] | None, k: int) -> np.ndarray:
+    """Rates a_1..a_k, shape (k,), from one rate or a list whose last entry repeats."""
+    if alpha is not None:
+        return np.full(k, alpha, dtype=float)
+    listed = np.asarray(per_position, dtype=float)
+    if k <= len(listed):
+        return listed[:k].copy()
+    return np.concatenate([listed, np.full(k - len(listed), listed[-1])])
+
+
+class AcceptanceClass(Heterogeneity):
+    """One class of a workload mix (``[[acceptance.mix]]``): e.g. chat or code."""
+
+    name: str
+    weight: Annotated[float, Field(gt=0.0)]
     alpha: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> AcceptanceSpec:
+    def _exactly_one_rate(self) -> AcceptanceClass:
         given = [n for n in ("alpha", "per_position") if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha or per_position")
+            raise ValueError(f"mix class {self.name!r}: give exactly one of alpha or per_position")
+        self._check_std([self.alpha] if self.alpha is not None else list(self.per_position or []))
         return self
 
+    def mean_rates(self, num_steps: int) -> np.ndarray:
+        """The class's mean conditional rates, shape (num_steps,)."""
+        return listed_rates(self.alpha, self.per_position, num_steps)
+
+
+class AcceptanceSpec(Heterogeneity):
+    """Conditional per-position acceptance.
+
+    One of: ``alpha`` (one rate), ``per_position`` (a list of k conditional rates; the last
+    repeats when k is longer), or ``mix`` (weighted classes, each with its own rates).
+    ``concentration`` or ``std`` make the rates vary per request (Beta around the mean); at
+    the top level of a mix they are the default of classes that set neither.
+    """
+
+    alpha: Rate | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
+    mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AcceptanceSpec:
+        given = [n for n in ("alpha", "per_position", "mix") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of alpha, per_position or mix")
+        if self.mix is not None:
+            names = [c.name for c in self.mix]
+            if len(set(names)) != len(names):
+                raise ValueError(f"mix class names must be unique, got {names}")
+            if self.std:
+                for cls in self.mix:
+                    if cls.concentration is None and cls.std is None:
+                        cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
+                        self._check_std(list(cls_rates or []))
+        else:
+            self._check_std(
+                [self.alpha] if self.alpha is not None else list(self.per_position or [])
+            )
+        return self
+
+    @property
+    def heterogeneous(self) -> bool:
+        """True when rates vary from request to request (a mix or a Beta spread)."""
+        if self.mix is not None:
+            return True
+        return bool(self.concentration is not None or self.std)
+
     def conditional_rates(self, num_steps: int) -> np.ndarray:
-        """Conditional rates a_1..a_k, shape (num_steps,); the last listed rate repeats."""
-        if self.alpha is not None:
-            return np.full(num_steps, self.alpha, dtype=float)
-        listed = np.asarray(self.per_position, dtype=float)
-        if num_steps <= len(listed):
-            return listed[:num_steps].copy()
-        return np.concatenate([listed, np.full(num_steps - len(listed), listed[-1])])
+        """Conditional rates a_1..a_k, shape (num_steps,); the last listed rate repeats.
+
+        For a mix or per-request heterogeneity these are the effective rates
+        E[c_i] / E[c_(i-1)] (c_i = a_1 ... a_i, expectations over requests), so the closed
+        forms of sim.theory fed with them give the exact per-request expectations of the
+        accept length and its pmf (see sim.acceptance).
+        """
+        if not self.heterogeneous:
+            return listed_rates(self.alpha, self.per_position, num_steps)
+        from sim.acceptance import acceptance_model  # the model owns the arithmetic
+
+        return acceptance_model(self, num_steps).effective_rates()
 
 
 class WorkloadSpec(Section):
@@ -186,9 +283,11 @@ class Scenario(Section):
 # --------------------------------------------------------------------------- overrides
 
 #: Keys that describe the same thing in different ways: setting one drops the others, so
-#: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` instead of clashing.
+#: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
+#: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
-    frozenset({"acceptance.alpha", "acceptance.per_position"}),
+    frozenset({"acceptance.alpha", "acceptance.per_position", "acceptance.mix"}),
+    frozenset({"acceptance.concentration", "acceptance.std"}),
 )
 #: Keys derived from another key unless given with it: ``num_draft_tokens`` follows ``num_steps``.
 DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}

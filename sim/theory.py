@@ -37,9 +37,15 @@ def mean_accept_length(rates: ArrayLike) -> float:
 
 
 def leviathan_accept_length(alpha: float, num_steps: int) -> float:
-    """Leviathan et al. 2023 Thm 3.8: (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1."""
+    """Leviathan et al. 2023 Thm 3.8: (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1.
+
+    Near alpha = 1 the quotient cancels catastrophically, so there the equal geometric
+    series 1 + alpha + ... + alpha^k is summed instead.
+    """
     if alpha >= 1.0:
         return float(num_steps + 1)
+    if alpha > 0.999:
+        return float(np.sum(alpha ** np.arange(num_steps + 1)))
     return (1.0 - alpha ** (num_steps + 1)) / (1.0 - alpha)
 
 

@@ -1,0 +1,86 @@
+"""How long each phase of a cycle takes: the seam between the cost model and the engines.
+
+An engine asks a cycle-time model for ``sample(rng, n)``: a mapping from each phase in
+``PHASES`` to an array of shape (n,) with the durations (ms) of that phase in ``n``
+cycles. The default, ``CostCycleTimes``, takes the phase means from the cycle cost model
+(sim/costs.py) and, with ``timing.jitter_cv > 0``, draws each phase from a mean-preserving
+gamma distribution,
+
+    T ~ Gamma(shape = 1 / cv^2, scale = mean * cv^2),  E[T] = mean,  sd[T] = cv * mean,
+
+independently per phase and cycle (gamma: positive, right-skewed like measured GPU pass
+times, and exact in mean and variance). Another model (e.g. a layer-level pass-time model
+of the hardware) plugs in by offering the same three members.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from sim.costs import CycleCost, scenario_cycle_cost
+from sim.scenario import Scenario
+
+#: Phase names, in the order a cycle runs them (and of ``MonteCarloResult.phase_ms``).
+PHASES: tuple[str, ...] = ("draft", "verify", "extend", "overhead")
+
+
+@runtime_checkable
+class CycleTimeModel(Protocol):
+    """Durations of cycle phases.
+
+    ``deterministic``: every cycle takes exactly ``mean_ms()`` (engines may skip sampling).
+    ``mean_ms()``/``var_ms()``: per-phase mean and variance (ms, ms^2) of one cycle.
+    ``sample(rng, n)``: {phase: durations of shape (n,)} for every phase in ``PHASES``.
+    """
+
+    @property
+    def deterministic(self) -> bool: ...
+
+    def mean_ms(self) -> dict[str, float]: ...
+
+    def var_ms(self) -> dict[str, float]: ...
+
+    def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class CostCycleTimes:
+    """Phase means from a ``CycleCost``, with mean-preserving gamma jitter of CV ``jitter_cv``."""
+
+    cost: CycleCost
+    jitter_cv: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.jitter_cv < 0:
+            raise ValueError(f"jitter_cv must be >= 0, got {self.jitter_cv}")
+
+    @property
+    def deterministic(self) -> bool:
+        return self.jitter_cv == 0.0
+
+    def mean_ms(self) -> dict[str, float]:
+        return self.cost.as_dict()
+
+    def var_ms(self) -> dict[str, float]:
+        return {p: (self.jitter_cv * m) ** 2 for p, m in self.mean_ms().items()}
+
+    def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        """Durations (ms) per phase, each of shape (n,). Draws nothing when deterministic;
+        otherwise one gamma array per phase with a positive mean, in ``PHASES`` order."""
+        means = self.mean_ms()
+        if self.deterministic:
+            return {p: np.full(n, means[p]) for p in PHASES}
+        shape = 1.0 / self.jitter_cv**2
+        out = {}
+        for p in PHASES:
+            m = means[p]
+            out[p] = rng.gamma(shape, m / shape, size=n) if m > 0 else np.zeros(n)
+        return out
+
+
+def cycle_time_model(scenario: Scenario) -> CostCycleTimes:
+    """The default cycle-time model of a scenario: its cost model plus ``timing.jitter_cv``."""
+    return CostCycleTimes(scenario_cycle_cost(scenario), scenario.timing.jitter_cv)

@@ -1,0 +1,112 @@
+"""What both engines share: the plan they run, their random streams, their output, and
+the bookkeeping arithmetic (pure functions).
+
+The model (batch 1): a server runs ``requests`` requests one after another. A request runs
+cycles until it has emitted ``output_tokens`` tokens. Each cycle takes the phase durations
+of a ``CycleTimeModel`` and emits L tokens (1 <= L <= k + 1) from the request's acceptance
+rates. The last cycle may overshoot (emit more tokens than the request still needs): the
+request's time ends with that cycle, its tok/s counts only the ``output_tokens`` it needs
+(``output_tokens * 1000 / request_ms``), and the emitted total is kept separately.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.acceptance import AcceptanceModel
+from sim.cycletime import PHASES, CycleTimeModel
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """Everything an engine needs besides random numbers (picklable, for worker processes)."""
+
+    acceptance: AcceptanceModel
+    cycle_times: CycleTimeModel
+    output_tokens: int
+    requests: int
+
+    @property
+    def num_steps(self) -> int:
+        return self.acceptance.num_steps
+
+
+@dataclass(frozen=True)
+class ReplicationRngs:
+    """The independent random streams of one replication (made in sim/montecarlo.py only).
+
+    ``requests``: each request's class and rates; ``accept``: the acceptance uniforms;
+    ``timing``: the phase durations. Keeping them apart means that changing the rates does
+    not move the timing draws, and jitter on/off does not move the acceptance draws.
+    """
+
+    requests: np.random.Generator
+    accept: np.random.Generator
+    timing: np.random.Generator
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """Results of B replications of Q requests each (k = num_steps).
+
+    tok_s, request_ms: float (B, Q); cycles, emitted_tokens, request_class: int (B, Q);
+    accept_counts: int (B, k + 1), cycles with L = j + 1 tokens; phase_ms: float (B, 4),
+    total ms per phase in ``PHASES`` order.
+    """
+
+    tok_s: np.ndarray
+    request_ms: np.ndarray
+    cycles: np.ndarray
+    emitted_tokens: np.ndarray
+    request_class: np.ndarray
+    accept_counts: np.ndarray
+    phase_ms: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: list[EngineOutput]) -> EngineOutput:
+        """Stack outputs along the replication axis, in the given order."""
+        return EngineOutput(
+            **{
+                name: np.concatenate([getattr(p, name) for p in parts], axis=0)
+                for name in EngineOutput.__dataclass_fields__
+            }
+        )
+
+
+def request_tok_s(output_tokens: int, request_ms: np.ndarray | float) -> np.ndarray | float:
+    """Per-request throughput counting only the tokens the request needs: 1000 N / ms."""
+    return 1000.0 * output_tokens / request_ms
+
+
+def phase_means(cycle_times: CycleTimeModel) -> np.ndarray:
+    """Mean phase durations (ms), shape (4,), in ``PHASES`` order."""
+    means = cycle_times.mean_ms()
+    return np.array([means[p] for p in PHASES], dtype=float)
+
+
+def length_moments(cumulative: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of L per request from cumulative rates of shape (..., k).
+
+    E[L] = sum_{j=0..k} c_j and E[L^2] = sum_{j=0..k} (2j + 1) c_j (c_0 = 1), since
+    P(L >= j + 1) = c_j. Returns two arrays of shape (...).
+    """
+    k = cumulative.shape[-1]
+    mean = 1.0 + cumulative.sum(axis=-1)
+    second = 1.0 + cumulative @ (2.0 * np.arange(1, k + 1) + 1.0)
+    return mean, np.maximum(second - mean**2, 0.0)
+
+
+def cycles_bound(need: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
+    """A cycle count that lets nearly every request emit ``need`` more tokens (shape (n,)).
+
+    Renewal theory: cycles to emit ``need`` tokens ~ need / E[L] with variance
+    need Var[L] / E[L]^3; the bound is the largest mean + 4 sd + 2, and never more than
+    ``need`` (L >= 1). Used to size the fast engine's chunks; results never depend on it.
+    """
+    if need.size == 0:
+        return 0
+    est = need / mean + 4.0 * np.sqrt(need * var / mean**3) + 2.0
+    return int(min(math.ceil(float(est.max())), int(need.max())))

@@ -1,0 +1,43 @@
+"""Shared fixtures: the seed scenario path and a writer for small scenario files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+
+MINIMAL = """\
+name = "tiny"
+[timing]
+decode_ms = 10.0
+verify_ms = 20.0
+draft_step_ms = 1.0
+draft_extend_ms = 2.0
+cycle_overhead_ms = 0.5
+[speculation]
+num_steps = 3
+[acceptance]
+alpha = 0.7
+[targets]
+tok_s = [100.0]
+"""
+
+
+@pytest.fixture
+def seed_path() -> Path:
+    return SEED
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path):
+    """Write TOML text to a file and return its path (default: a small valid scenario)."""
+
+    def write(text: str = MINIMAL, name: str = "scenario.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

@@ -37,8 +37,22 @@ def _figure(width: float = 8.0, height: float = 5.0) -> tuple[Figure, Axes]:
 
 
 def _footnote(fig: Figure, text: str | None) -> None:
+    """Source line under the plot; the layout keeps a strip free for it."""
     if text:
-        fig.text(0.01, 0.005, text, fontsize=7.5, color="0.35", ha="left", va="bottom")
+        strip = 0.28 / fig.get_figheight()  # ~0.28 inch
+        fig.get_layout_engine().set(rect=(0.0, strip, 1.0, 1.0 - strip))
+        fig.text(0.01, 0.01, text, fontsize=7.5, color="0.35", ha="left", va="bottom")
+
+
+def _legend(fig: Figure, ax: Axes, entries: int, **kwargs: Any) -> None:
+    """Legend inside the axes when short, outside on the right when long."""
+    if entries > 6:
+        kwargs.pop("loc", None)
+        kwargs.pop("ncols", None)
+        fig.set_figwidth(fig.get_figwidth() + (2.5 if entries <= 18 else 5.0))
+        fig.legend(loc="outside right upper", ncols=1 if entries <= 18 else 2, **kwargs)
+    else:
+        ax.legend(**kwargs)
 
 
 def _label(field: str) -> str:
@@ -153,9 +167,11 @@ def throughput_vs_acceptance(
     ax.set_ylabel("mean per-request throughput (tok/s)")
     ax.set_title(title or "Throughput against acceptance rate, per draft length k")
     ax.grid(True, alpha=0.3)
-    ax.legend(
+    _legend(
+        fig,
+        ax,
+        len(ks) * len(others) + 2,
         fontsize=8,
-        ncols=2 if len(ks) * len(others) > 8 else 1,
         loc="upper left",
         title="shaded: 95% CI of the mean",
         title_fontsize=7.5,
@@ -240,8 +256,13 @@ def required_alpha_vs_target(
     ax.set_ylabel("required conditional acceptance rate alpha")
     ax.set_title(title or f"Acceptance rate needed for a target ({what}), per draft length k")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right", ncols=2, title_fontsize=7.5,
-              title="lines: closed form; points: Monte Carlo, 95% CI")
+    ax.legend(
+        fontsize=8,
+        loc="lower right",
+        ncols=2,
+        title_fontsize=7.5,
+        title="lines: closed form; points: Monte Carlo, 95% CI",
+    )
     _footnote(fig, footnote)
     return fig
 
@@ -336,7 +357,7 @@ def cycle_breakdown(
     ax.set_xlabel("time per draft/verify cycle (ms)")
     ax.set_title(title or "Where a speculative-decoding cycle spends its time")
     ax.grid(True, alpha=0.3, axis="x")
-    ax.legend(fontsize=8, loc="lower right", ncols=2)
+    fig.legend(loc="outside lower center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
     _footnote(fig, footnote)
     return fig
 
@@ -423,3 +444,286 @@ def _ordered(by_label: Mapping[str, Any]) -> list[str]:
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         return [lab for lab, _ in sorted(by_label.items(), key=lambda kv: kv[1])]
     return list(by_label)
+
+
+# --------------------------------------------------------------------------- more builders
+
+
+def throughput_bars(
+    labels: Sequence[str],
+    means: Sequence[float],
+    ci95: Sequence[tuple[float, float]],
+    *,
+    baselines: Sequence[float] | None = None,
+    targets: Sequence[float] = (),
+    title: str | None = None,
+    footnote: str | None = None,
+) -> Figure:
+    """Mean tok/s per scenario with 95% CI error bars, plain decoding beside it."""
+    fig, ax = _figure(8.0, max(3.0, 1.2 + 0.55 * len(labels)))
+    y = np.arange(len(labels))
+    m = np.asarray(means, dtype=float)
+    lo = np.array([c[0] for c in ci95])
+    hi = np.array([c[1] for c in ci95])
+    h = 0.38 if baselines is not None else 0.6
+    ax.barh(
+        y - (h / 2 if baselines is not None else 0),
+        m,
+        height=h,
+        color="#4C72B0",
+        xerr=[m - lo, hi - m],
+        capsize=3,
+        label="speculative (mean, 95% CI)",
+    )
+    if baselines is not None:
+        ax.barh(y + h / 2, baselines, height=h, color="0.7", label="no speculation")
+    for yi, v in zip(y, m, strict=True):
+        ax.annotate(
+            f"{v:.1f}",
+            xy=(v, yi - (h / 2 if baselines is not None else 0)),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
+    _targets(ax, targets, vertical=True)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean per-request throughput (tok/s)")
+    ax.set_title(title or "Throughput by scenario")
+    ax.grid(True, alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc="lower right")
+    _footnote(fig, footnote)
+    return fig
+
+
+def lever_curve(
+    doc: Mapping[str, Any], *, title: str | None = None, footnote: str | None = None
+) -> Figure:
+    """``specsim search --solve FIELD`` output: simulated tok/s at every evaluated value."""
+    rows = [{**p, "num_steps": 0, doc["field"]: p["value"]} for p in doc.get("points", [])]
+    fig, ax = _figure()
+    pts = sorted(rows, key=lambda r: r["value"])
+    xs = np.array([p["value"] for p in pts])
+    ax.plot(
+        xs,
+        [p["tok_s_mean"] for p in pts],
+        "o-",
+        color="#4C72B0",
+        markersize=3,
+        label="Monte Carlo mean",
+    )
+    ax.fill_between(
+        xs,
+        [p["tok_s_ci95_lo"] for p in pts],
+        [p["tok_s_ci95_hi"] for p in pts],
+        color="#4C72B0",
+        alpha=0.25,
+        linewidth=0,
+        label="95% CI of the mean",
+    )
+    ax.axvline(doc["current"], **BASELINE_STYLE, label=f"current value {doc['current']:g}")
+    for t in doc["targets"]:
+        if t["value"] is not None:
+            ax.plot([t["value"]], [t["tok_s"]], "D", color="#C44E52", markersize=6)
+            ax.annotate(
+                f"{t['value']:.3g}",
+                xy=(t["value"], t["tok_s"]),
+                xytext=(5, -12),
+                textcoords="offset points",
+                fontsize=8,
+                color="#C44E52",
+            )
+    _targets(ax, [t["tok_s"] for t in doc["targets"]])
+    if xs.size and xs.min() > 0 and xs.max() / xs.min() > 50:
+        ax.set_xscale("log")
+    ax.set_xlabel(_label(doc["field"]))
+    ax.set_ylabel("mean per-request throughput (tok/s)")
+    ax.set_title(title or f"Throughput against {_label(doc['field'])}; diamonds: solutions")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    _footnote(fig, footnote)
+    return fig
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def describe(doc: Mapping[str, Any]) -> str:
+    """Footnote text: scenario, engine and sample size of a result document."""
+    parts = [str(doc.get("scenario", ""))]
+    if doc.get("replications"):
+        parts.append(
+            f"{doc.get('engine', 'fast')} engine, {doc['replications']} replications x "
+            f"{doc.get('requests')} requests"
+            + (f" of {doc['output_tokens']} tokens" if doc.get("output_tokens") else "")
+            + f", seed {doc.get('seed')}"
+        )
+    return "; ".join(p for p in parts if p)
+
+
+def _combos(rows: Sequence[Row], fields: Sequence[str]) -> list[tuple[str, ...]]:
+    return list(dict.fromkeys(tuple(_fmt(r.get(f)) for f in fields) for r in rows))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str, Figure]]:
+    """Figures for a sweep document (``sweep.json``): (file stem, Figure) pairs.
+
+    * ``throughput``: tok/s against the swept acceptance field (or the first numeric swept
+      field), one curve per k, other swept fields as line styles (at most four combos);
+    * ``heatmap-...``: mean tok/s over two swept fields with target contours, one per
+      combination of the remaining fields (at most ``max_panels``);
+    * ``cycle-breakdown``: simulated mean cycle by phase for each combination of the
+      non-acceptance swept fields (acceptance does not change the cycle).
+    """
+    rows: list[Row] = doc["rows"]
+    varied: list[str] = list(doc.get("varied", []))
+    targets = doc.get("targets", [])
+    note = describe(doc)
+    out: list[tuple[str, Figure]] = []
+    if not rows:
+        return out
+    numeric = [f for f in varied if all(_is_number(r.get(f)) for r in rows)]
+    acc = [f for f in numeric if f.startswith("acceptance.")]
+    x = acc[0] if acc else next((f for f in numeric if f != "speculation.num_steps"), None)
+    baselines = {round(float(r["baseline_tok_s"]), 9) for r in rows if "baseline_tok_s" in r}
+    baseline = baselines.pop() if len(baselines) == 1 else None
+    if x is not None:
+        others = [f for f in varied if f not in (x, "speculation.num_steps")]
+        keep = set(_combos(rows, others)[:4])
+        sel = [r for r in rows if tuple(_fmt(r.get(f)) for f in others) in keep]
+        out.append(
+            (
+                "throughput",
+                throughput_vs_acceptance(
+                    sel,
+                    x=x,
+                    targets=targets,
+                    group_by=others,
+                    baseline_tok_s=baseline,
+                    title=f"Throughput against {_label(x)}, per draft length k",
+                    footnote=note,
+                ),
+            )
+        )
+    if len(varied) >= 2:
+        hx = x or varied[0]
+        hy = (
+            "speculation.num_steps"
+            if "speculation.num_steps" in varied and hx != ("speculation.num_steps")
+            else next(f for f in varied if f != hx)
+        )
+        rest = [f for f in varied if f not in (hx, hy)]
+        for i, combo in enumerate(_combos(rows, rest)[:max_panels]):
+            sel = [r for r in rows if tuple(_fmt(r.get(f)) for f in rest) == combo]
+            where = ", ".join(f"{f} = {v}" for f, v in zip(rest, combo, strict=True))
+            fig = heatmap(
+                sel, x=hx, y=hy, targets=targets, footnote=note + (f"; {where}" if where else "")
+            )
+            out.append((f"heatmap-{i + 1}" if rest else "heatmap", fig))
+    if all("cycle_verify_ms" in r for r in rows):
+        fixed = [f for f in varied if not f.startswith("acceptance.")]
+        bars = []
+        for combo in _combos(rows, fixed)[:24]:
+            r = next(r for r in rows if tuple(_fmt(r.get(f)) for f in fixed) == combo)
+            label = ", ".join(
+                f"{f.rsplit('.', 1)[-1]} {v}" for f, v in zip(fixed, combo, strict=True)
+            ) or str(doc.get("scenario", "scenario"))
+            bars.append((label, {p: r.get(f"cycle_{p}_ms", 0.0) for p, _ in PHASES}))
+        base_ms = 1000.0 / baseline if baseline else None
+        out.append(("cycle-breakdown", cycle_breakdown(bars, baseline_ms=base_ms, footnote=note)))
+    return out
+
+
+def search_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
+    """Figures for ``specsim search --json`` output (acceptance search or ``--solve``)."""
+    note = describe(doc)
+    if "field" in doc:
+        return [("solve-" + doc["field"].replace(".", "-"), lever_curve(doc, footnote=note))]
+    return [("required-alpha", required_alpha_vs_target(doc, footnote=note))]
+
+
+def run_figures(
+    doc: Mapping[str, Any], tok_s: np.ndarray | None = None
+) -> list[tuple[str, Figure]]:
+    """Figures for one scenario's run: the per-request distribution (needs ``tok_s``, any
+    shape, e.g. (replications, requests)) and the cycle breakdown from ``doc["cycle_ms"]``."""
+    note = describe(doc)
+    targets = [t["tok_s"] for t in doc.get("targets", [])]
+    out: list[tuple[str, Figure]] = []
+    if tok_s is not None:
+        ci = doc.get("throughput_tok_s", {}).get("ci95")
+        out.append(
+            (
+                "distribution",
+                request_distribution(
+                    tok_s,
+                    targets=targets,
+                    mean_ci95=tuple(ci) if ci else None,
+                    title=f"Per-request throughput: {doc.get('scenario', '')}",
+                    footnote=note,
+                ),
+            )
+        )
+    cycle = doc.get("cycle_ms")
+    if cycle:
+        base = doc.get("baseline_tok_s")
+        out.append(
+            (
+                "cycle-breakdown",
+                cycle_breakdown(
+                    [(f"k = {doc.get('num_steps')}", cycle)],
+                    baseline_ms=1000.0 / base if base else None,
+                    footnote=note,
+                ),
+            )
+        )
+    return out
+
+
+def compare_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
+    """Figures for ``specsim compare --json`` output: tok/s bars and cycle breakdowns."""
+    rows = doc["scenarios"]
+    labels = [r["label"] for r in rows]
+    note = f"Monte Carlo, {doc.get('engine', 'fast')} engine, each scenario at its own seed"
+    return [
+        (
+            "compare-throughput",
+            throughput_bars(
+                labels,
+                [r["tok_s_mean"] for r in rows],
+                [tuple(r["tok_s_ci95"]) for r in rows],
+                baselines=[r["baseline_tok_s"] for r in rows],
+                targets=doc.get("targets", []),
+                title="Speculative throughput by scenario",
+                footnote=note,
+            ),
+        ),
+        (
+            "compare-cycle-breakdown",
+            cycle_breakdown(
+                [(lab, r["cycle_ms"]) for lab, r in zip(labels, rows, strict=True)],
+                title="Cycle time by phase, by scenario",
+                footnote=note,
+            ),
+        ),
+    ]
+
+
+def figures_for(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
+    """Pick the builder for a result document by its shape (sweep, search, compare, run)."""
+    if "rows" in doc and "varied" in doc:
+        return sweep_figures(doc)
+    if "field" in doc or (
+        "targets" in doc and doc["targets"] and "per_num_steps" in doc["targets"][0]
+    ):
+        return search_figures(doc)
+    if "scenarios" in doc:
+        return compare_figures(doc)
+    if "cycle_ms" in doc:
+        return run_figures(doc)
+    return []

@@ -471,6 +471,17 @@ class TargetResult:
         ok = [r for r in self.per_num_steps if r.reachable]
         return min(ok, key=lambda r: (r.alpha, r.num_steps)) if ok else None
 
+    @property
+    def note(self) -> str | None:
+        best = self.best
+        ks = [r.num_steps for r in self.per_num_steps]
+        if best is not None and len(ks) > 1 and best.num_steps == max(ks):
+            return (
+                f"the best k is the largest searched ({best.num_steps}); a longer draft may "
+                "need a lower rate: widen --num-steps"
+            )
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         best = self.best
         top = max(self.per_num_steps, key=lambda r: r.ceiling_tok_s)
@@ -485,6 +496,7 @@ class TargetResult:
             "ceiling_tok_s": top.ceiling_tok_s,
             "ceiling_num_steps": top.num_steps,
             "reason": self.reason,
+            "note": self.note,
             "per_num_steps": [r.to_dict() for r in self.per_num_steps],
         }
 
@@ -764,6 +776,7 @@ class LeverResult:
     targets: tuple[LeverTarget, ...]
     warnings: tuple[str, ...]
     settings: dict[str, Any]
+    points: tuple[dict[str, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -777,6 +790,7 @@ class LeverResult:
             **self.settings,
             "warnings": list(self.warnings),
             "targets": [t.to_dict() for t in self.targets],
+            "points": [dict(p) for p in self.points],
         }
 
 
@@ -902,4 +916,89 @@ def solve_lever(
         tuple(rows),
         tuple(dict.fromkeys(warnings)),
         settings,
+        tuple(
+            {
+                "value": float(x),
+                "tok_s_mean": float(sm["throughput_tok_s"]["mean"]),
+                "tok_s_ci95_lo": float(sm["throughput_tok_s"]["ci95"][0]),
+                "tok_s_ci95_hi": float(sm["throughput_tok_s"]["ci95"][1]),
+            }
+            for x, sm in sorted(probe.seen.items())
+        ),
     )
+
+
+# --------------------------------------------------------------------------- text reports
+
+
+def _a(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _ci(ci: Sequence[float | None]) -> str:
+    lo, hi = ci
+    return f"[{_a(lo)}, {'>' + _a(None) if hi is None else _a(hi)}]".replace(">-", "open")
+
+
+def render_search(doc: Mapping[str, Any]) -> str:
+    """The text report of ``specsim search`` (from ``SearchResult.to_dict()``)."""
+    q = doc.get("quantile")
+    what = "mean tok/s" if q is None else f"{q:.0%} of requests"
+    lines = [
+        f"search: {doc['scenario']}: lowest acceptance for {what} >= target",
+        f"  Monte Carlo: {doc['engine']} engine, {doc['replications']} replications x "
+        f"{doc['requests']} requests of {doc['output_tokens']} tokens, seed {doc['seed']}; "
+        f"{doc['evaluations']} Monte Carlo evaluations",
+        f"  {doc['acceptance_lever']}",
+    ]
+    for t in doc["targets"]:
+        lines.append("")
+        if t["reachable"]:
+            lines.append(
+                f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, alpha "
+                f"{_a(t['alpha'])} (95% CI {_ci(t['alpha_ci95'])}), accept length "
+                f"{t['required_accept_length']:.2f}"
+            )
+        else:
+            lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
+        if t.get("note"):
+            lines.append(f"  note: {t['note']}")
+        lines.append("     k   alpha   95% CI            closed form   ceiling tok/s")
+        for r in t["per_num_steps"]:
+            alpha = _a(r["alpha"]) if r["reachable"] else "unreachable"
+            ci = _ci(r["alpha_ci95"]) if r["reachable"] else ""
+            lines.append(
+                f"  {r['num_steps']:>4}   {alpha:<11} {ci:<18}{_a(r['closed_form_alpha']):>7}"
+                f"   {r['ceiling_tok_s']:>10.1f}"
+            )
+    return "\n".join(lines)
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def render_lever(doc: Mapping[str, Any]) -> str:
+    """The text report of ``specsim search --solve FIELD``."""
+    q = doc.get("quantile")
+    what = "mean tok/s" if q is None else f"{q:.0%} of requests"
+    field_name = doc["field"]
+    lines = [
+        f"solve: {doc['scenario']}: {field_name} (now {doc['current']:g}) for {what} >= target, "
+        "everything else fixed",
+        f"  Monte Carlo: {doc['engine']} engine, {doc['replications']} replications x "
+        f"{doc['requests']} requests, seed {doc['seed']}; {doc['evaluations']} Monte Carlo "
+        "evaluations",
+    ]
+    for t in doc["targets"]:
+        if t["reachable"]:
+            lo, hi = (_g(v) for v in t["value_ci95"])
+            lines.append(
+                f"target {t['tok_s']:g} tok/s: {field_name} {doc['direction']} "
+                f"{_g(t['value'])} (95% CI [{lo}, {hi}]; closed form "
+                f"{_g(t['closed_form_value'])})"
+            )
+        else:
+            lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
+    lines.extend(f"warning: {w}" for w in doc.get("warnings", []))
+    return "\n".join(lines)

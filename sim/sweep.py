@@ -30,10 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from sim.costs import baseline_tok_s, scenario_cycle_cost
 from sim.errors import SpecsimError
 from sim.scenario import Scenario, parse_value, scenario_from_dict, with_overrides
-from sim.theory import ceiling_tok_s
+from sim.search import pin_verify_tokens
+from sim.theory import ceiling_tok_s, mean_accept_length, throughput_tok_s
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -150,8 +153,8 @@ def point_key(point: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- atomic files
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+def atomic_write_text(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path``: readers see the old file or the new, never half.
 
     The text goes to a temporary file in the same directory, is flushed to disk and renamed
     over ``path`` (``os.replace`` is atomic on POSIX and Windows).
@@ -160,8 +163,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -396,11 +400,15 @@ def summary_row(
     cost = scenario_cycle_cost(scenario)
     tput = summary["throughput_tok_s"]
     cycle = summary.get("cycle_ms", {})
+    k = scenario.num_steps
+    rates = scenario.acceptance.conditional_rates(k) if scenario.acceptance else np.zeros(k)
+    analytic_al = mean_accept_length(rates)
     row: dict[str, Any] = {
-        "num_steps": scenario.num_steps,
+        "num_steps": k,
         "baseline_tok_s": baseline_tok_s(scenario),
         "ceiling_tok_s": ceiling_tok_s(cost),
-        "analytic_tok_s": summary.get("analytic", {}).get("throughput_tok_s"),
+        "analytic_tok_s": throughput_tok_s(analytic_al, cost),
+        "analytic_accept_length": analytic_al,
         "tok_s_mean": tput["mean"],
         "tok_s_std": tput["std"],
         "tok_s_ci95_lo": tput["ci95"][0],
@@ -463,6 +471,8 @@ def run_sweep(
 ) -> SweepOutcome:
     """Evaluate the grid's missing points into the store at ``out_dir`` and write the tables.
 
+    The measured verify pass is pinned to its token count first (``pin_verify_tokens``), so
+    a grid over ``speculation.num_steps`` prices other k as the closed forms do.
     Every point is validated before anything runs (a bad grid value fails fast, naming the
     key). Finished points are saved one by one as they complete; the tables are rewritten
     at the end, also when the sweep is interrupted (then ``complete`` is false in
@@ -471,6 +481,7 @@ def run_sweep(
     first, in one call).
     """
     targets = tuple(float(t) for t in (base.target_tok_s if targets is None else targets))
+    base = pin_verify_tokens(base)
     points = expand_grid(axes)
     varied = [k for k, _ in axes]
     for point in points:

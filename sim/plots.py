@@ -324,6 +324,7 @@ def cycle_breakdown(
     baseline_ms: float | None = None,
     title: str | None = None,
     footnote: str | None = None,
+    ylabel: str = "configuration",
 ) -> Figure:
     """Stacked horizontal bars of one cycle's time by phase (ms), one bar per entry.
 
@@ -355,6 +356,7 @@ def cycle_breakdown(
     ax.invert_yaxis()
     ax.set_xlim(0, float(left.max()) * 1.15 if len(bars) else 1)
     ax.set_xlabel("time per draft/verify cycle (ms)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title or "Where a speculative-decoding cycle spends its time")
     ax.grid(True, alpha=0.3, axis="x")
     fig.legend(loc="outside lower center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
@@ -490,6 +492,7 @@ def throughput_bars(
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("mean per-request throughput (tok/s)")
+    ax.set_ylabel("scenario")
     ax.set_title(title or "Throughput by scenario")
     ax.grid(True, alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
@@ -708,6 +711,7 @@ def compare_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
             cycle_breakdown(
                 [(lab, r["cycle_ms"]) for lab, r in zip(labels, rows, strict=True)],
                 title="Cycle time by phase, by scenario",
+                ylabel="scenario",
                 footnote=note,
             ),
         ),

@@ -1,0 +1,122 @@
+"""Figures: valid PNG/SVG files of sensible size, from builders and from the CLI."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.figure import Figure
+
+from sim import plots
+from sim.cli import main
+from sim.cli.plot import save_figures
+from sim.scenario import load_scenario, with_overrides
+from sim.search import closed_form_simulate, search_acceptance
+from sim.sweep import run_sweep
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from the IHDR chunk; asserts the PNG signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, path
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def assert_good_png(path: Path) -> None:
+    width, height = png_size(path)
+    assert 600 <= width <= 3000 and 250 <= height <= 2500, (path, width, height)
+    assert 10_000 < path.stat().st_size < 2_000_000, path
+
+
+@pytest.fixture(scope="module")
+def sweep_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = Path(__file__).resolve().parent.parent
+    seed = load_scenario(root / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
+    small = with_overrides(
+        seed,
+        {"simulation.replications": 2, "workload.requests": 8, "workload.output_tokens": 64},
+    )
+    out = tmp_path_factory.mktemp("sweep")
+    run_sweep(
+        small,
+        [
+            ("acceptance.alpha", (0.6, 0.8, 0.95)),
+            ("speculation.num_steps", (1, 2, 4)),
+            ("hardware.interconnect", ("pcie-gen4", "nvlink4")),
+        ],
+        out,
+    )
+    return json.loads((out / "sweep.json").read_text())
+
+
+def test_every_builder_returns_a_titled_labelled_figure(sweep_doc: dict) -> None:
+    figs = [
+        *plots.sweep_figures(sweep_doc),
+        ("dist", plots.request_distribution(np.linspace(50, 90, 200), targets=[60, 80])),
+    ]
+    names = [n for n, _ in figs]
+    assert "throughput" in names and "cycle-breakdown" in names
+    assert any(n.startswith("heatmap") for n in names)
+    for name, fig in figs:
+        assert isinstance(fig, Figure)
+        ax = fig.axes[0]
+        assert ax.get_title(), name
+        assert ax.get_xlabel() and ax.get_ylabel(), name
+        legends = [a.get_legend() for a in fig.axes] + list(fig.legends)
+        assert any(lg is not None for lg in legends) or name.startswith("heatmap"), name
+
+
+def test_saved_pngs_are_valid_and_sensible(sweep_doc: dict, tmp_path: Path) -> None:
+    paths = save_figures(plots.sweep_figures(sweep_doc), tmp_path, "png")
+    assert len(paths) >= 3
+    for p in paths:
+        assert_good_png(p)
+    assert sorted(q.name for q in tmp_path.iterdir()) == sorted(p.name for p in paths)
+
+
+def test_svg_on_request(sweep_doc: dict, tmp_path: Path) -> None:
+    (path,) = save_figures(plots.sweep_figures(sweep_doc)[:1], tmp_path, "svg")
+    text = path.read_text()
+    assert path.suffix == ".svg" and "<svg" in text[:2000] and text.rstrip().endswith("</svg>")
+
+
+def test_heatmap_draws_target_contours() -> None:
+    rows = [
+        {"a": a, "b": b, "tok_s_mean": 100 * a + 10 * b} for a in (0.5, 0.7, 0.9) for b in (1, 2, 3)
+    ]
+    fig = plots.heatmap(rows, x="a", y="b", targets=[80.0])
+    assert fig.axes[0].collections, "no contour drawn"
+    fig_none = plots.heatmap(rows, x="a", y="b", targets=[1000.0])
+    assert "outside the range" in fig_none.axes[0].get_title()
+
+
+def test_required_alpha_plot_from_search(tmp_path: Path, seed_path: Path) -> None:
+    doc = search_acceptance(
+        load_scenario(seed_path), [100, 150], range(2, 7), simulate=closed_form_simulate
+    ).to_dict()
+    (path,) = save_figures(plots.search_figures(doc), tmp_path, "png")
+    assert_good_png(path)
+
+
+def test_cli_plot_on_a_sweep_directory(sweep_doc: dict, tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "sweep.json").write_text(json.dumps(sweep_doc))
+    result = CliRunner().invoke(main, ["plot", str(tmp_path / "s"), "--format", "svg"])
+    assert result.exit_code == 0, result.output
+    written = sorted((tmp_path / "s" / "plots").iterdir())
+    assert written and all(p.suffix == ".svg" for p in written)
+
+
+def test_cli_plot_rejects_what_it_cannot_plot(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    result = CliRunner().invoke(main, ["plot", str(tmp_path / "x.json")])
+    assert result.exit_code == 2 and "nothing to plot" in result.output
+    result = CliRunner().invoke(main, ["plot", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2 and "no such file" in result.output

@@ -26,6 +26,9 @@ test-slow: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engines.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check sim tests
 	$(BIN)/ruff format --check sim tests

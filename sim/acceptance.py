@@ -15,7 +15,7 @@ Theory carried by the model (expectations over requests):
 * ``request_pmf``/``mean_accept_length``: E[pmf(a)] and E[AL(a)], what one random request
   sees per cycle on average; the mean per-request tok/s tends to 1000 E[AL(a)] / E[T] for
   long requests. For one Beta rate E[a^j] = prod_{r<j} (A + r) / (A + B + r) is exact; the
-  per-position case integrates over U with scipy's ``quad_vec``.
+  per-position case integrates over U by graded Gauss-Legendre quadrature.
 * ``cycle_pmf``/``cycle_mean_accept_length``: the pmf of all cycles pooled (what a server
   log reports). Requests with low rates run more cycles for the same tokens (about N / AL(a)),
   so the long-run pooled pmf is E[pmf(a) / AL(a)] / E[1 / AL(a)], and its mean is the harmonic
@@ -24,20 +24,28 @@ Theory carried by the model (expectations over requests):
 Sampling (pure functions over uniforms, so common random numbers work: with the same
 uniforms, higher rates never give a shorter accept length):
 
-* ``accept_lengths_inverse_cdf``: one uniform per cycle, L = 1 + #{j : u < c_j} (fast engine);
+* ``accept_lengths_inverse_cdf``: one uniform per cycle, L = 1 + #{j : u < c_j} (the fast
+  engine does this on 32-bit uniform integers: ``accept_lengths_from_bits``);
 * ``accept_length_sequential``: k uniforms per cycle, draft i accepted when u_i < a_i and
   draft i - 1 was (the SimPy engine, position by position as the protocol runs).
 
 Both give exactly the chain's distribution; tests compare them.
+
+Common random numbers across means: for a fixed ``concentration``, the Beta quantile at a
+fixed U rises with the mean, so raising rates never lowers a request's rates. With a fixed
+``std`` instead this fails near the largest mean the std allows (the Beta turns U-shaped as
+its concentration m (1 - m) / std^2 - 1 falls towards 0), and means with
+std^2 >= m (1 - m) are invalid: give ``concentration`` for searches over the rate.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import special
 
 from sim.scenario import AcceptanceClass, AcceptanceSpec, listed_rates
 
@@ -61,6 +69,34 @@ def accept_lengths_inverse_cdf(u: np.ndarray, cumulative: np.ndarray) -> np.ndar
     out = np.ones(np.shape(u), dtype=np.uint8)
     for c_j in cumulative:
         out += u < c_j
+    return out
+
+
+def bit_thresholds(cumulative: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Thresholds for 32-bit uniform integers B (uniform on 0 .. 2^32 - 1).
+
+    Draft j is accepted when ``B <= t_j`` and ``c_j > 0``, with t_j = ceil(c_j 2^32) - 1:
+    P = ceil(c_j 2^32) / 2^32, within 2^-32 of c_j, exactly 0 at c_j = 0 and exactly 1 at
+    c_j = 1, and non-decreasing in c_j (common random numbers). Returns (t as uint32,
+    c > 0 as bool), both of the shape of ``cumulative``.
+    """
+    c = np.asarray(cumulative, dtype=float)
+    t = np.clip(np.ceil(c * 2.0**32) - 1.0, 0.0, 2.0**32 - 1.0)
+    return t.astype(np.uint32), c > 0.0
+
+
+def accept_lengths_from_bits(
+    bits: np.ndarray, thresholds: np.ndarray, positive: np.ndarray
+) -> np.ndarray:
+    """``accept_lengths_inverse_cdf`` for 32-bit uniform integers (the fast engine's draws).
+
+    ``bits``: uint32 of any shape S, one per cycle; ``thresholds``/``positive``: from
+    ``bit_thresholds``, position j along the FIRST axis, each entry broadcastable to S.
+    Returns uint8 of shape S: L = 1 + #{j : bits <= t_j and c_j > 0}.
+    """
+    out = np.ones(np.shape(bits), dtype=np.uint8)
+    for t_j, p_j in zip(thresholds, positive, strict=True):
+        out += (bits <= t_j) & p_j
     return out
 
 
@@ -104,6 +140,21 @@ def beta_raw_moments(mean: float, concentration: float, order: int) -> np.ndarra
 # --------------------------------------------------------------------------- the model
 
 
+@functools.cache
+def _quadrature_nodes(per_panel: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (n,) and weights (n,) on (0, 1): Gauss-Legendre on panels with breakpoints
+    0, 1e-14, 1e-13, ..., 0.1, 0.2, ..., 0.9, ..., 1 - 1e-14, 1 (symmetric grading)."""
+    small = 10.0 ** np.arange(-14, 0)
+    edges = np.unique(np.concatenate([[0.0], small, np.linspace(0.1, 0.9, 9), 1 - small, [1.0]]))
+    x, w = np.polynomial.legendre.leggauss(per_panel)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    nodes = (lo + (hi - lo) * (x + 1) / 2).ravel()
+    weights = ((hi - lo) * w / 2).ravel()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
 @dataclass(frozen=True)
 class RateClass:
     """One class of requests: mean rates (k,) and per-position Beta concentration (k,) or None.
@@ -142,22 +193,29 @@ class RateClass:
         m, kappa = self.mean_rates, self.concentration
         vary = (m > 0.0) & (m < 1.0) & np.isfinite(kappa)
         cols = np.flatnonzero(vary)
-        out[:, cols] = stats.beta.ppf(
-            u[:, None], m[cols] * kappa[cols], (1 - m[cols]) * kappa[cols]
+        # positions sharing (mean, concentration) share the quantile: compute each pair once
+        pairs, which = np.unique(
+            np.stack([m[cols], kappa[cols]], axis=1), axis=0, return_inverse=True
         )
+        a = special.betaincinv(
+            (pairs[:, 0] * pairs[:, 1])[None, :],
+            ((1 - pairs[:, 0]) * pairs[:, 1])[None, :],
+            u[:, None],
+        )  # (n, pairs): the Beta quantile, as scipy.stats.beta.ppf computes it
+        out[:, cols] = a[:, which.ravel()]
         return out
 
     def expect(self, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """E[fn(a)] over this class's requests; ``fn`` maps rates (n, k) to (n, ...)."""
+        """E[fn(a)] over this class's requests; ``fn`` maps rates (n, k) to (n, ...).
+
+        E over the request's uniform U: composite Gauss-Legendre on panels graded towards
+        0 and 1 (where the Beta quantile has algebraic singularities), one vectorized call.
+        """
         if not self.varies:
             return fn(self.mean_rates[None, :])[0]
-        return integrate.quad_vec(
-            lambda u: fn(self.rates_from_uniform(np.array([u])))[0],
-            0.0,
-            1.0,
-            epsabs=1e-11,
-            epsrel=1e-10,
-        )[0]
+        nodes, weights = _quadrature_nodes()
+        values = fn(self.rates_from_uniform(nodes))
+        return np.tensordot(weights, values, axes=(0, 0))
 
     def expected_cumulative(self) -> np.ndarray:
         """E[c_0..c_k], shape (k + 1,), c_0 = 1. Exact Beta moments when all positions share

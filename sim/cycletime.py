@@ -10,7 +10,13 @@ gamma distribution,
 
 independently per phase and cycle (gamma: positive, right-skewed like measured GPU pass
 times, and exact in mean and variance). Another model (e.g. a layer-level pass-time model
-of the hardware) plugs in by offering the same three members.
+of the hardware) plugs in by offering the same members.
+
+Optional capability (``SummableCycleTimes``): ``sum_quantiles(u, cycles)`` gives, per phase,
+the ``u``-quantile of the total of ``cycles`` i.i.d. durations. The fast engine then draws
+one uniform per request and phase instead of one duration per cycle (exact in law, and
+monotone in the cycle count for a fixed ``u``, so common random numbers still order
+requests). For the gamma model the total of n durations is Gamma(n / cv^2, mean cv^2).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from scipy import special
 
 from sim.costs import CycleCost, scenario_cycle_cost
 from sim.scenario import Scenario
@@ -44,6 +51,19 @@ class CycleTimeModel(Protocol):
     def var_ms(self) -> dict[str, float]: ...
 
     def sample(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]: ...
+
+
+@runtime_checkable
+class SummableCycleTimes(CycleTimeModel, Protocol):
+    """A cycle-time model that can also draw the total of n cycles' durations at once.
+
+    ``sum_quantiles(u, cycles)``: ``u`` of shape (m, 4) (uniforms, one per row and phase in
+    ``PHASES`` order), ``cycles`` of shape (m,) (non-negative ints); returns ms of shape
+    (m, 4), entry (i, p) the ``u[i, p]``-quantile of the sum of ``cycles[i]`` durations of
+    phase p, non-decreasing in ``cycles[i]`` for a fixed ``u``.
+    """
+
+    def sum_quantiles(self, u: np.ndarray, cycles: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,18 @@ class CostCycleTimes:
             m = means[p]
             out[p] = rng.gamma(shape, m / shape, size=n) if m > 0 else np.zeros(n)
         return out
+
+    def sum_quantiles(self, u: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+        """Quantiles of n-cycle totals (see ``SummableCycleTimes``): n mean when
+        deterministic, else mean cv^2 * (inverse regularized lower gamma of shape n / cv^2)."""
+        means = np.array([self.mean_ms()[p] for p in PHASES])
+        n = np.asarray(cycles, dtype=float)[:, None]
+        if self.deterministic:
+            return n * means[None, :]
+        scale = means * self.jitter_cv**2
+        with np.errstate(invalid="ignore"):
+            q = special.gammaincinv(n / self.jitter_cv**2, u)
+        return np.where((n > 0) & (means[None, :] > 0), q * scale[None, :], 0.0)
 
 
 def cycle_time_model(scenario: Scenario) -> CostCycleTimes:

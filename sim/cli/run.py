@@ -1,4 +1,4 @@
-"""``specsim run``: the closed-form answer for one scenario."""
+"""``specsim run``: the closed-form answer and the Monte Carlo distribution of one scenario."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import click
 from sim.analysis import analyze
 from sim.cli import main
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
+from sim.cli.progress import ProgressBar
+from sim.mc_report import merge_montecarlo, render_montecarlo
+from sim.montecarlo import ENGINES, simulate, summarize
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
 
@@ -15,10 +18,64 @@ from sim.scenario import load_scenario
 @scenario_argument
 @set_option
 @json_option
-def run(scenario: str, sets: tuple[str, ...], as_json: bool) -> None:
-    """Throughput, accept length, cycle breakdown and what each target needs."""
-    analysis = analyze(load_scenario(scenario, sets))
+@click.option(
+    "--replications",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Independent replications [default: simulation.replications].",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests per replication [default: workload.requests].",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Root seed [default: simulation.seed]."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes over replications (results do not depend on it).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default="fast",
+    show_default=True,
+    help="fast: vectorized NumPy; des: the SimPy model of record.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def run(
+    scenario: str,
+    sets: tuple[str, ...],
+    as_json: bool,
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    engine: str,
+    quiet: bool,
+) -> None:
+    """Throughput, accept length, cycle breakdown and what each target needs, in closed form
+    and as a Monte Carlo distribution over requests."""
+    sc = load_scenario(scenario, sets)
+    analysis = analyze(sc)
+    with ProgressBar(enabled=not quiet) as progress:
+        result = simulate(
+            sc,
+            engine=engine,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+        )
+    summary = summarize(result)
     if as_json:
-        echo_json(analysis_to_dict(analysis))
+        echo_json(merge_montecarlo(analysis_to_dict(analysis), summary))
     else:
         click.echo(render_analysis(analysis))
+        click.echo(render_montecarlo(summary, result))

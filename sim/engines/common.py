@@ -11,7 +11,6 @@ request's time ends with that cycle, its tok/s counts only the ``output_tokens``
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,16 +96,3 @@ def length_moments(cumulative: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean = 1.0 + cumulative.sum(axis=-1)
     second = 1.0 + cumulative @ (2.0 * np.arange(1, k + 1) + 1.0)
     return mean, np.maximum(second - mean**2, 0.0)
-
-
-def cycles_bound(need: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
-    """A cycle count that lets nearly every request emit ``need`` more tokens (shape (n,)).
-
-    Renewal theory: cycles to emit ``need`` tokens ~ need / E[L] with variance
-    need Var[L] / E[L]^3; the bound is the largest mean + 4 sd + 2, and never more than
-    ``need`` (L >= 1). Used to size the fast engine's chunks; results never depend on it.
-    """
-    if need.size == 0:
-        return 0
-    est = need / mean + 4.0 * np.sqrt(need * var / mean**3) + 2.0
-    return int(min(math.ceil(float(est.max())), int(need.max())))

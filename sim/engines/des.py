@@ -67,21 +67,24 @@ class Recorder:
         self.request_ms = np.zeros(requests)
         self.cycles = np.zeros(requests, dtype=np.int64)
         self.emitted = np.zeros(requests, dtype=np.int64)
-        self.accept_counts = [0] * (num_steps + 1)
-        self.phase_ms = [0.0] * len(PHASES)
+        self.accept_counts = np.zeros(num_steps + 1, dtype=np.int64)
+        self.phase_ms = np.zeros(len(PHASES))
 
-    def cycle(self, length: int, phases: tuple[float, float, float, float]) -> None:
-        self.accept_counts[length - 1] += 1
-        pm = self.phase_ms
-        pm[0] += phases[0]
-        pm[1] += phases[1]
-        pm[2] += phases[2]
-        pm[3] += phases[3]
-
-    def request_done(self, request: int, elapsed_ms: float, emitted: int, cycles: int) -> None:
+    def request_done(
+        self,
+        request: int,
+        elapsed_ms: float,
+        lengths: list[int],
+        phases: list[tuple[float, float, float, float]],
+    ) -> None:
+        """Record a finished request from its per-cycle accept lengths and phase times."""
         self.request_ms[request] = elapsed_ms
-        self.emitted[request] = emitted
-        self.cycles[request] = cycles
+        self.emitted[request] = sum(lengths)
+        self.cycles[request] = len(lengths)
+        self.accept_counts += np.bincount(
+            np.asarray(lengths, dtype=np.int64) - 1, minlength=self.accept_counts.size
+        )
+        self.phase_ms += np.asarray(phases, dtype=float).sum(axis=0)
 
 
 def request_process(
@@ -97,6 +100,8 @@ def request_process(
     start = env.now
     emitted = 0
     cycle = 0
+    lengths: list[int] = []
+    phase_log: list[tuple[float, float, float, float]] = []
     if trace:
         trace(env.now, request, cycle, "start")
     while emitted < output_tokens:
@@ -122,8 +127,9 @@ def request_process(
                 trace(env.now, request, cycle, "overhead")
         emitted += length
         cycle += 1
-        rec.cycle(length, phases)
-    rec.request_done(request, env.now - start, emitted, cycle)
+        lengths.append(length)
+        phase_log.append(phases)
+    rec.request_done(request, env.now - start, lengths, phase_log)
     if trace:
         trace(env.now, request, cycle, "done")
 
@@ -157,8 +163,8 @@ def run_replication(
         cycles=rec.cycles[None, :],
         emitted_tokens=rec.emitted[None, :],
         request_class=request_class[None, :],
-        accept_counts=np.array(rec.accept_counts, dtype=np.int64)[None, :],
-        phase_ms=np.array(rec.phase_ms)[None, :],
+        accept_counts=rec.accept_counts[None, :],
+        phase_ms=rec.phase_ms[None, :],
     )
 
 

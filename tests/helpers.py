@@ -1,0 +1,45 @@
+"""Small scenarios built in code for the Monte Carlo tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.scenario import Scenario, scenario_from_dict
+
+#: A workload mix: chat with a Beta spread by concentration, code per position with a std.
+MIXED = {
+    "mix": [
+        {"name": "chat", "weight": 0.6, "alpha": 0.55, "concentration": 8.0},
+        {"name": "code", "weight": 0.4, "per_position": [0.9, 0.8, 0.7], "std": 0.08},
+    ]
+}
+
+
+def make(
+    acceptance: dict[str, Any],
+    *,
+    k: int = 3,
+    tokens: int = 60,
+    jitter: float = 0.0,
+    requests: int = 6,
+    replications: int = 2,
+) -> Scenario:
+    return scenario_from_dict(
+        {
+            "name": "t",
+            "timing": {
+                "decode_ms": 10.0,
+                "verify_ms": 20.0,
+                "draft_step_ms": 1.0,
+                "draft_extend_ms": 2.0,
+                "cycle_overhead_ms": 0.5,
+                "jitter_cv": jitter,
+            },
+            "speculation": {"num_steps": k},
+            "acceptance": acceptance,
+            "workload": {"output_tokens": tokens, "requests": requests},
+            "simulation": {"replications": replications, "seed": 1},
+            "targets": {"tok_s": [100.0]},
+        },
+        source="test",
+    )

@@ -120,3 +120,16 @@ def test_cli_plot_rejects_what_it_cannot_plot(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "nothing to plot" in result.output
     result = CliRunner().invoke(main, ["plot", str(tmp_path / "missing.json")])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_cli_run_plot_writes_distribution_and_cycle_breakdown(
+    seed_path: Path, tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["run", str(seed_path), "--replications", "2", "--requests", "20", "--quiet",
+         "--plot", str(tmp_path / "fig")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for name in ("distribution.png", "cycle-breakdown.png"):
+        assert_good_png(tmp_path / "fig" / name)

@@ -6,9 +6,7 @@ fingerprint them like any other field); ``--target`` replaces the scenario's tar
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -81,13 +79,3 @@ def with_mc_settings(
 
 def targets_or_scenario(targets: tuple[float, ...], scenario: Scenario) -> tuple[float, ...]:
     return tuple(targets) if targets else scenario.target_tok_s
-
-
-@contextmanager
-def progress_bar(total: int, label: str, quiet: bool) -> Iterator[Callable[[int], None]]:
-    """An ``advance(n)`` callable drawing a bar on stderr (only on a TTY and not --quiet)."""
-    if quiet or total <= 0 or not sys.stderr.isatty():
-        yield lambda n: None
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-        yield bar.update

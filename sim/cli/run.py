@@ -6,10 +6,13 @@ import click
 
 from sim.analysis import analyze
 from sim.cli import main
+from sim.cli.mc_options import format_option, plot_option
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
+from sim.cli.plot import echo_written, save_figures
 from sim.cli.progress import ProgressBar
 from sim.mc_report import merge_montecarlo, render_montecarlo
 from sim.montecarlo import ENGINES, simulate, summarize
+from sim.plots import run_figures
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
 
@@ -48,6 +51,8 @@ from sim.scenario import load_scenario
     help="fast: vectorized NumPy; des: the SimPy model of record.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@plot_option
+@format_option
 def run(
     scenario: str,
     sets: tuple[str, ...],
@@ -58,6 +63,8 @@ def run(
     workers: int,
     engine: str,
     quiet: bool,
+    plot_dir: str | None,
+    fmt: str,
 ) -> None:
     """Throughput, accept length, cycle breakdown and what each target needs, in closed form
     and as a Monte Carlo distribution over requests."""
@@ -74,8 +81,11 @@ def run(
             progress=progress,
         )
     summary = summarize(result)
+    document = merge_montecarlo(analysis_to_dict(analysis), summary)
+    if plot_dir:
+        echo_written(save_figures(run_figures(document, result.tok_s), plot_dir, fmt))
     if as_json:
-        echo_json(merge_montecarlo(analysis_to_dict(analysis), summary))
+        echo_json(document)
     else:
         click.echo(render_analysis(analysis))
         click.echo(render_montecarlo(summary, result))

@@ -11,7 +11,6 @@ from sim.cli.mc_options import (
     format_option,
     monte_carlo_options,
     plot_option,
-    progress_bar,
     quiet_option,
     target_option,
     targets_or_scenario,
@@ -19,6 +18,7 @@ from sim.cli.mc_options import (
 )
 from sim.cli.options import scenario_argument, set_option
 from sim.cli.plot import echo_written, read_document, save_figures
+from sim.cli.progress import ProgressBar
 from sim.plots import sweep_figures
 from sim.scenario import load_scenario
 from sim.sweep import expand_grid, make_executor, parse_grid, run_sweep
@@ -81,8 +81,15 @@ def sweep(
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
     run = make_executor(executor, workers=workers, scheduler=scheduler)
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        bar(done, total)
+
     try:
-        with progress_bar(total, "sweep", quiet) as advance:
+        with ProgressBar(enabled=not quiet) as bar:
             outcome = run_sweep(
                 scn,
                 axes,

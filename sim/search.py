@@ -926,11 +926,13 @@ def solve_lever(
             warnings.append(
                 f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
             )
+    current_tok_s = float(probe.at(v0)["throughput_tok_s"]["mean"])  # context for the report
     settings = {
         "seed": base.simulation.seed,
         "replications": base.simulation.replications,
         "requests": base.workload.requests,
         "quantile": quantile,
+        "current_tok_s": current_tok_s,
     }
     return LeverResult(
         base.name,
@@ -1011,8 +1013,8 @@ def render_lever(doc: Mapping[str, Any]) -> str:
     what = "mean tok/s" if q is None else f"{q:.0%} of requests"
     field_name = doc["field"]
     lines = [
-        f"solve: {doc['scenario']}: {field_name} (now {doc['current']:g}) for {what} >= target, "
-        "everything else fixed",
+        f"solve: {doc['scenario']}: {field_name} (now {doc['current']:g}, giving "
+        f"{doc['current_tok_s']:.1f} tok/s) for {what} >= target, everything else fixed",
         f"  Monte Carlo: {doc['engine']} engine, {doc['replications']} replications x "
         f"{doc['requests']} requests, seed {doc['seed']}; {doc['evaluations']} Monte Carlo "
         "evaluations",

@@ -315,3 +315,37 @@ def test_cli_dask_without_scheduler_is_an_error(seed_path: Path, tmp_path: Path)
          "--executor", "dask"],
     )  # fmt: skip
     assert result.exit_code == 2 and "--scheduler" in result.output
+
+
+def test_cli_dask_scheduler_matches_local_csv(seed_path: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    common = [
+        "sweep", str(seed_path), "--grid", "acceptance.alpha=0.6,0.9", "--grid",
+        "speculation.num_steps=1:2", "--replications", "2", "--requests", "5",
+        "--set", "workload.output_tokens=32",
+    ]  # fmt: skip
+    local = CliRunner().invoke(main, [*common, "--out", str(tmp_path / "l"), "--workers", "2"])
+    assert local.exit_code == 0, local.output
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        remote = CliRunner().invoke(
+            main,
+            [*common, "--out", str(tmp_path / "d"), "--executor", "dask",
+             "--scheduler", cluster.scheduler_address],
+        )  # fmt: skip
+    assert remote.exit_code == 0, remote.output
+    csv_l = (tmp_path / "l" / "sweep.csv").read_text()
+    assert csv_l == (tmp_path / "d" / "sweep.csv").read_text()
+
+
+@pytest.mark.slow  # waits for the connection timeout (10 s)
+def test_cli_dask_unreachable_scheduler_exits_2(seed_path: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    result = CliRunner().invoke(
+        main,
+        ["sweep", str(seed_path), "--grid", "acceptance.alpha=0.5", "--out", str(tmp_path / "o"),
+         "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "Dask scheduler" in result.output

@@ -300,7 +300,7 @@ def pin_verify_tokens(scenario: Scenario) -> Scenario:
     With it, other k use the measured pass plus ``verify_ms_per_extra_token`` per extra
     token, as the closed forms do (``pass_times``).
     """
-    if scenario.timing.verify_tokens is not None or scenario.num_steps == 0:
+    if scenario.timing.verify_tokens is not None:
         return scenario
     return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
 
@@ -420,7 +420,10 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
 
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     """The acceptance lever of ``scenario`` at draft length ``num_steps``."""
-    base = with_overrides(scenario, {"speculation.num_steps": num_steps}, source="search")
+    over: dict[str, Any] = {"speculation.num_steps": num_steps}
+    if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
+        over["acceptance"] = {"alpha": 0.0}
+    base = with_overrides(scenario, over, source="search")
     acc = base.acceptance
     kind = "alpha" if acc is None or acc.alpha is not None else "profile"
     if kind == "alpha":

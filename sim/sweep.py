@@ -485,7 +485,10 @@ def run_sweep(
     points = expand_grid(axes)
     varied = [k for k, _ in axes]
     for point in points:
-        with_overrides(base, point, source=f"{source} (--grid)")
+        try:
+            with_overrides(base, point, source=source)
+        except SpecsimError as exc:  # name the grid, not --set
+            raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
     store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets))
     store.open()
     done = store.load(points)

@@ -311,3 +311,17 @@ def test_cli_search_bad_input_exits_2(seed_path: Path, args: list[str]) -> None:
     result = _run("search", str(seed_path), *args)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
+
+
+def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
+    path = write_scenario(
+        'name = "k0"\n[timing]\ndecode_ms = 10.0\nverify_ms = 20.0\ndraft_step_ms = 1.0\n'
+        "draft_extend_ms = 2.0\n[speculation]\nnum_steps = 0\n[targets]\ntok_s = [60.0]\n"
+    )
+    scn = load_scenario(path)
+    res = search_acceptance(scn, [60.0], [1, 2], simulate=closed_form_simulate)
+    for r in res.targets[0].per_num_steps:
+        # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms
+        assert r.alpha == pytest.approx(
+            answer_at_k(60.0, pass_times(scn), r.num_steps).alpha, abs=ALPHA_XTOL
+        )

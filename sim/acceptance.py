@@ -202,6 +202,8 @@ class RateClass:
             ((1 - pairs[:, 0]) * pairs[:, 1])[None, :],
             u[:, None],
         )  # (n, pairs): the Beta quantile, as scipy.stats.beta.ppf computes it
+        # scipy can return NaN for u within ~1e-16 of 0 or 1: the quantile's limit is 0 or 1
+        a = np.where(np.isnan(a), (u[:, None] >= 0.5).astype(float), a)
         out[:, cols] = a[:, which.ravel()]
         return out
 

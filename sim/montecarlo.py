@@ -2,7 +2,8 @@
 
 Seeds become generators here and only here: ``SeedSequence(seed).spawn(replications)``
 gives one child per replication, and each child spawns the replication's three streams
-(``ReplicationRngs``: requests, accept, timing). A replication reads only its own streams,
+(``ReplicationRngs``: requests, accept, timing; the SimPy engine derives one sub-stream
+per request from them with ``jumped``). A replication reads only its own streams,
 so results do not depend on ``workers`` (a process pool over blocks of replications), on
 scheduling or on how the engines batch replications.
 

@@ -75,6 +75,8 @@ def render_analysis(analysis: Analysis) -> str:
             if (analysis.rates == analysis.rates[0]).all()
             else "per-position " + ", ".join(f"{a:.2f}" for a in analysis.rates)
         )
+        if sc.acceptance is not None and sc.acceptance.heterogeneous:
+            alpha_note = f"expected over requests: effective {alpha_note}"
         lines += [
             f"  speculative (k={k})   {analysis.throughput_tok_s:7.1f} tok/s  "
             f"accept length {analysis.accept_length:.2f} ({alpha_note}), "

@@ -163,10 +163,6 @@ class AcceptanceClass(Heterogeneity):
         self._check_std([self.alpha] if self.alpha is not None else list(self.per_position or []))
         return self
 
-    def mean_rates(self, num_steps: int) -> np.ndarray:
-        """The class's mean conditional rates, shape (num_steps,)."""
-        return listed_rates(self.alpha, self.per_position, num_steps)
-
 
 class AcceptanceSpec(Heterogeneity):
     """Conditional per-position acceptance.

@@ -250,3 +250,13 @@ def test_mix_set_on_the_command_line_replaces_alpha(seed_path):
     _, sampled = model.sample_requests(np.random.default_rng(0), 100_000)
     al = 1 + cumulative_rates(sampled).sum(axis=1)
     assert abs(al.mean() - model.mean_accept_length()) < 4 * al.std() / np.sqrt(al.size)
+
+
+@pytest.mark.parametrize("conc", [0.3, 1.623, 50.0])
+def test_extreme_uniforms_give_finite_rates_and_theory(conc):
+    model = acceptance_model(spec(alpha=0.618, concentration=conc), 2)
+    u = np.array([0.0, 1e-300, 2.4e-17, 1e-12, 0.5, 1 - 1e-16, np.nextafter(1.0, 0.0)])
+    rates = model.classes[0].rates_from_uniform(u)
+    assert np.isfinite(rates).all() and (np.diff(rates[:, 0]) >= -1e-12).all()
+    assert np.isfinite(model.cycle_pmf()).all()
+    assert model.cycle_pmf().sum() == pytest.approx(1.0)

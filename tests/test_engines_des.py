@@ -7,36 +7,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.acceptance import acceptance_model
+from sim.costs import scenario_cycle_cost
+from sim.cycletime import cycle_time_model
+from sim.engines.common import EnginePlan
 from sim.engines.des import run_replication
 from sim.montecarlo import replication_rngs, simulate, summarize
 from sim.scenario import load_scenario, with_overrides
 from sim.theory import leviathan_accept_length
 from tests.helpers import make
 
-TRACE_FILE = """\
-name = "trace"
-[timing]
-decode_ms = 10.0
-verify_ms = 20.0
-draft_step_ms = 1.0
-draft_extend_ms = 2.0
-cycle_overhead_ms = 0.5
-[speculation]
-num_steps = 2
-[acceptance]
-alpha = {alpha}
-[workload]
-output_tokens = 4
-requests = 2
-"""
 
+def traced(alpha: float):
+    """Run one replication of 2 requests x 4 tokens at k = 2 with a trace callback.
 
-def traced(write_scenario, alpha: float):
-    from sim.acceptance import acceptance_model
-    from sim.cycletime import cycle_time_model
-    from sim.engines.common import EnginePlan
-
-    sc = load_scenario(write_scenario(TRACE_FILE.format(alpha=alpha)))
+    Timings (tests.helpers.make): draft step 1 ms, verify 20 ms, extend 2 ms, overhead
+    0.5 ms, no jitter: a cycle is 23.5 ms.
+    """
+    sc = make({"alpha": alpha}, k=2, tokens=4, requests=2, replications=1)
     plan = EnginePlan(acceptance_model(sc.acceptance, 2), cycle_time_model(sc), 4, 2)
     events: list[tuple[float, int, int, str]] = []
     out = run_replication(
@@ -71,8 +59,8 @@ def expected_trace(length: int, cycles: int) -> list[tuple[float, int, int, str]
     return expected
 
 
-def test_exact_trace_all_rejected(write_scenario):
-    events, out = traced(write_scenario, 0.0)
+def test_exact_trace_all_rejected():
+    events, out = traced(0.0)
     assert events == expected_trace(1, 4)  # half-ms steps: exact in binary floating point
     assert out.cycles.tolist() == [[4, 4]]
     assert out.request_ms.tolist() == [[94.0, 94.0]]
@@ -81,8 +69,8 @@ def test_exact_trace_all_rejected(write_scenario):
     assert out.phase_ms.tolist() == [[8.0, 160.0, 16.0, 4.0]]
 
 
-def test_exact_trace_all_accepted_overshoots(write_scenario):
-    events, out = traced(write_scenario, 1.0)
+def test_exact_trace_all_accepted_overshoots():
+    events, out = traced(1.0)
     assert events == expected_trace(3, 2)  # 3 + 3 = 6 >= 4 tokens
     assert out.cycles.tolist() == [[2, 2]]
     assert out.accept_counts.tolist() == [[0, 0, 4]]
@@ -124,9 +112,6 @@ def test_plain_decoding_runs_at_the_baseline(seed_path):
 
 @pytest.mark.slow
 def test_des_matches_the_heterogeneous_expectations():
-    from sim.acceptance import acceptance_model
-    from sim.costs import scenario_cycle_cost
-
     sc = make({"alpha": 0.7, "concentration": 6.0}, k=3, tokens=1024, requests=50, replications=10)
     res = simulate(sc, engine="des")
     model = acceptance_model(sc.acceptance, 3)
@@ -139,3 +124,22 @@ def test_des_matches_the_heterogeneous_expectations():
     per_rep_al = (res.accept_counts @ np.arange(1, 5)) / res.accept_counts.sum(axis=1)
     se_al = per_rep_al.std(ddof=1) / np.sqrt(res.replications)
     assert abs(per_rep_al.mean() - model.cycle_mean_accept_length()) < 4 * se_al
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    alpha=st.floats(0.0, 1.0),
+    t=st.floats(0.0, 1.0),
+    conc=st.sampled_from([None, 4.0]),
+    cv=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_des_common_random_numbers(alpha, t, conc, cv, seed):
+    def acc(a: float) -> dict:
+        return {"alpha": a} if conc is None else {"alpha": a, "concentration": conc}
+
+    low = make(acc(alpha), k=3, tokens=60, jitter=cv)
+    high = make(acc(alpha + t * (1 - alpha)), k=3, tokens=60, jitter=cv)
+    r_low = simulate(low, engine="des", seed=seed)
+    r_high = simulate(high, engine="des", seed=seed)
+    assert (r_high.tok_s >= r_low.tok_s * (1 - 1e-12)).all()

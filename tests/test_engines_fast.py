@@ -213,3 +213,11 @@ def test_per_cycle_and_summed_timing_agree():
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     assert abs(a.mean() - b.mean()) < 4 * se
     assert stats.ks_2samp(a, b).pvalue > 1e-4
+
+
+def test_long_requests_span_the_largest_chunks():
+    """More cycles than one chunk's uint16 counters hold: counts stay exact."""
+    sc = make({"alpha": 1.0}, k=1, tokens=150_001, requests=2, replications=1)
+    res = simulate(sc)
+    assert (res.cycles == 75_001).all()
+    assert res.accept_counts.tolist() == [[0, 150_002]]

@@ -75,6 +75,17 @@ class EngineOutput:
         )
 
 
+def request_stream(rng: np.random.Generator, request: int) -> np.random.Generator:
+    """Request ``request``'s own sub-stream of a replication stream (no new seed).
+
+    ``rng.bit_generator.jumped(request + 1)``: PCG64 jumped ahead by (request + 1) x
+    ~2^127 draws, a window no request can exhaust, so the draws of request r never depend
+    on how many draws the requests before it used (common random numbers in the SimPy
+    engine). Seeds become generators in sim/montecarlo.py only; this only derives.
+    """
+    return np.random.Generator(rng.bit_generator.jumped(request + 1))
+
+
 def request_tok_s(output_tokens: int, request_ms: np.ndarray | float) -> np.ndarray | float:
     """Per-request throughput counting only the tokens the request needs: 1000 N / ms."""
     return 1000.0 * output_tokens / request_ms

@@ -9,8 +9,10 @@ where the durations come from the plan's ``CycleTimeModel`` and acceptance is de
 position by position (``accept_length_sequential``: draft i is accepted with its
 conditional rate only if draft i - 1 was; the target adds one token). Phases of zero
 duration yield no event. Random numbers are pre-drawn in small blocks per request by the
-pure generator ``cycle_draws``; the ``Recorder`` keeps the per-request times and tokens,
-the accept-length counts and the time spent in each phase.
+pure generator ``cycle_draws``, from the request's own sub-stream (``request_stream``), so
+that with the same seed, higher rates never slow a request down here either. The
+``Recorder`` keeps the per-request times and tokens, the accept-length counts and the time
+spent in each phase.
 
 Same statistical model as the fast engine (sim/engines/fast.py); it draws k uniforms per
 cycle instead of one and lays its streams out request by request, so the two agree in
@@ -26,7 +28,13 @@ import simpy
 
 from sim.acceptance import accept_length_sequential
 from sim.cycletime import PHASES, CycleTimeModel
-from sim.engines.common import EngineOutput, EnginePlan, ReplicationRngs, request_tok_s
+from sim.engines.common import (
+    EngineOutput,
+    EnginePlan,
+    ReplicationRngs,
+    request_stream,
+    request_tok_s,
+)
 
 #: Cycles of random numbers drawn at a time for one request.
 DRAW_BLOCK = 64
@@ -144,7 +152,12 @@ def server_process(
 ):
     """Batch 1: run the requests one after another. ``rates`` has shape (Q, k)."""
     for r, row in enumerate(rates.tolist()):
-        draws = cycle_draws(plan.cycle_times, plan.num_steps, rngs.accept, rngs.timing)
+        draws = cycle_draws(
+            plan.cycle_times,
+            plan.num_steps,
+            request_stream(rngs.accept, r),
+            request_stream(rngs.timing, r),
+        )
         yield env.process(request_process(env, r, row, plan.output_tokens, draws, rec, trace))
 
 

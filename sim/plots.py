@@ -201,8 +201,8 @@ def required_alpha_vs_target(
 
     ``search`` is ``SearchResult.to_dict()``: its closed-form curves (``closed_form_curves``)
     are drawn as lines, the Monte Carlo answers at the searched targets as points with
-    95% intervals. Draws the ``max_curves`` draft lengths that reach the most targets at
-    the lowest rates.
+    95% intervals. At most ``max_curves`` draft lengths: each target's best k, then k
+    spread evenly over the searched range.
     """
     fig, ax = _figure()
     curves = search.get("closed_form_curves", {})
@@ -212,22 +212,22 @@ def required_alpha_vs_target(
             if r["reachable"]:
                 lo, hi = r["alpha_ci95"]
                 per_k.setdefault(int(r["num_steps"]), []).append((t["tok_s"], r["alpha"], lo, hi))
-    ks = sorted(set(per_k) | {int(k) for k in curves})
-    ranked = sorted(ks, key=lambda k: (-len(per_k.get(k, [])), _mean_alpha(per_k.get(k, []))))
-    shown = sorted(ranked[:max_curves])
+    ks = sorted(set(per_k) | {int(k) for k in curves if curves[k]["tok_s"]})
+    chosen = {int(t["best_num_steps"]) for t in search["targets"] if t.get("best_num_steps")}
+    for i in np.linspace(0, len(ks) - 1, max(2, max_curves)).round().astype(int) if ks else []:
+        if len(chosen) >= max_curves:
+            break
+        chosen.add(ks[i])
+    shown = sorted(chosen & set(ks))
     colors = _colors(len(shown))
     lowest = 1.0
     for color, k in zip(colors, shown, strict=True):
         curve = curves.get(str(k)) or curves.get(k)
-        if curve:
+        if curve and curve["alpha"]:
             ax.plot(
-                curve["tok_s"],
-                curve["alpha"],
-                "-",
-                color=color,
-                linewidth=1.2,
-                label=f"k = {k} (closed form)",
+                curve["tok_s"], curve["alpha"], "-", color=color, linewidth=1.4, label=f"k = {k}"
             )
+            lowest = min(lowest, *curve["alpha"])
         pts = per_k.get(k, [])
         if pts:
             xs = np.array([p[0] for p in pts])
@@ -242,26 +242,24 @@ def required_alpha_vs_target(
                 color=color,
                 capsize=3,
                 markersize=4,
-                label=f"k = {k} (Monte Carlo, 95% CI)",
+                label=None if curve and curve["alpha"] else f"k = {k}",
             )
+            lowest = min(lowest, float(lo.min()))
     for t in search["targets"]:
         ax.axvline(t["tok_s"], color="0.6", linewidth=0.8, linestyle=":")
-    ax.set_ylim(max(0.0, lowest - 0.05), 1.02)
+    ax.set_ylim(max(0.0, lowest - 0.03), 1.01)
     ax.set_xlabel("target throughput (tok/s per request)")
-    what = (
-        "mean tok/s"
-        if search.get("quantile") is None
-        else (f"{search['quantile']:.0%} of requests")
-    )
+    q = search.get("quantile")
+    what = "mean tok/s" if q is None else f"{q:.0%} of requests"
     ax.set_ylabel("required conditional acceptance rate alpha")
     ax.set_title(title or f"Acceptance rate needed for a target ({what}), per draft length k")
     ax.grid(True, alpha=0.3)
-    ax.legend(
+    fig.set_figwidth(fig.get_figwidth() + 1.5)
+    fig.legend(
+        loc="outside right upper",
         fontsize=8,
-        loc="lower right",
-        ncols=2,
+        title="lines: closed form\npoints: Monte Carlo\n(95% CI)",
         title_fontsize=7.5,
-        title="lines: closed form; points: Monte Carlo, 95% CI",
     )
     _footnote(fig, footnote)
     return fig
@@ -395,7 +393,7 @@ def cycle_breakdown(
     ax.set_ylabel(ylabel)
     ax.set_title(title or "Where a speculative-decoding cycle spends its time")
     ax.grid(True, alpha=0.3, axis="x")
-    fig.legend(loc="outside lower center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
+    fig.legend(loc="outside upper center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
     _footnote(fig, footnote)
     return fig
 

@@ -133,3 +133,16 @@ def test_cli_run_plot_writes_distribution_and_cycle_breakdown(
     assert result.exit_code == 0, result.output
     for name in ("distribution.png", "cycle-breakdown.png"):
         assert_good_png(tmp_path / "fig" / name)
+
+
+def test_required_alpha_axes_show_every_answer(seed_path: Path) -> None:
+    doc = search_acceptance(
+        load_scenario(seed_path), [100, 150, 200], range(1, 17), simulate=closed_form_simulate
+    ).to_dict()
+    fig = plots.required_alpha_vs_target(doc)
+    lo, hi = fig.axes[0].get_ylim()
+    answers = [t["alpha"] for t in doc["targets"] if t["reachable"]]
+    assert lo <= min(answers) and max(answers) <= hi
+    labels = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    for t in doc["targets"]:  # each target's best k has a curve
+        assert f"k = {t['best_num_steps']}" in labels

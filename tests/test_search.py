@@ -325,3 +325,28 @@ def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
         assert r.alpha == pytest.approx(
             answer_at_k(60.0, pass_times(scn), r.num_steps).alpha, abs=ALPHA_XTOL
         )
+
+
+def test_quantile_answer_holds_on_fresh_random_numbers(seed) -> None:
+    """At the returned rate, about 90% of requests reach the target on a new seed too.
+
+    Tolerance: 4 standard errors of the two binomial proportions (the search's 400
+    requests and the check's 4000)."""
+    scn = with_overrides(
+        seed,
+        {"simulation.replications": 8, "workload.requests": 50, "workload.output_tokens": 256,
+         "timing.jitter_cv": 0.3},
+    )  # fmt: skip
+    r = search_acceptance(scn, [110.0], [5], quantile=0.9).targets[0].per_num_steps[0]
+    check = with_overrides(
+        scn,
+        {
+            "speculation.num_steps": 5,
+            "acceptance.alpha": r.alpha,
+            "simulation.seed": 12345,
+            "workload.requests": 500,
+        },
+    )
+    (entry,) = monte_carlo_summary()(check, [110.0])["targets"]
+    se = np.sqrt(0.9 * 0.1 / 400 + 0.9 * 0.1 / 4000)
+    assert abs(entry["p_at_least"] - 0.9) < 4 * se

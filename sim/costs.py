@@ -22,7 +22,10 @@ class PassTimes:
     """Pass durations (ms) that the cycle is built from.
 
     ``verify_over_ms(m)`` is the target verify pass over ``m`` tokens: the measured pass
-    (``verify_ms`` over ``verify_tokens`` tokens) plus a linear growth per extra token.
+    (``verify_ms`` over ``verify_tokens`` tokens) plus a linear growth per extra token, or,
+    when the hardware model re-composed or derived it (sim/hardware/decompose.py),
+    ``verify_table_ms[m - 1]`` (MoE-aware: it grows with the distinct experts read), extended
+    linearly past the table's end.
     """
 
     decode_ms: float
@@ -32,22 +35,39 @@ class PassTimes:
     draft_step_ms: float
     draft_extend_ms: float
     cycle_overhead_ms: float
+    verify_table_ms: tuple[float, ...] | None = None
 
     def verify_over_ms(self, num_tokens: int) -> float:
         if num_tokens < 1:
             raise ValueError(f"a verify pass covers at least 1 token, got {num_tokens}")
+        table = self.verify_table_ms
+        if table is not None:
+            if num_tokens <= len(table):
+                return table[num_tokens - 1]
+            slope = table[-1] - table[-2] if len(table) > 1 else 0.0
+            return table[-1] + (num_tokens - len(table)) * slope
         return self.verify_ms + (num_tokens - self.verify_tokens) * self.verify_ms_per_extra_token
 
     @classmethod
     def from_timing(cls, timing: TimingSpec, num_steps: int) -> PassTimes:
-        """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``."""
+        """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``.
+
+        Every pass time must be given; ``pass_times(scenario)`` derives missing ones.
+        """
+        given = {
+            n: getattr(timing, f"{n}_ms")
+            for n in ("decode", "verify", "draft_step", "draft_extend")
+        }
+        missing = [n for n, v in given.items() if v is None]
+        if missing:
+            raise ValueError(f"timing has no {', '.join(missing)}: use pass_times(scenario)")
         return cls(
-            decode_ms=timing.decode_ms,
-            verify_ms=timing.verify_ms,
+            decode_ms=given["decode"],
+            verify_ms=given["verify"],
             verify_tokens=timing.verify_tokens or num_steps + 1,
             verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
-            draft_step_ms=timing.draft_step_ms,
-            draft_extend_ms=timing.draft_extend_ms,
+            draft_step_ms=given["draft_step"],
+            draft_extend_ms=given["draft_extend"],
             cycle_overhead_ms=timing.cycle_overhead_ms,
         )
 
@@ -100,8 +120,15 @@ def cycle_cost(passes: PassTimes, num_steps: int) -> CycleCost:
 
 
 def pass_times(scenario: Scenario) -> PassTimes:
-    """The pass times a scenario implies (as measured, for the scenario's num_steps)."""
-    return PassTimes.from_timing(scenario.timing, scenario.num_steps)
+    """The pass times a scenario implies on its hardware.
+
+    As measured when the hardware is the one the timings were measured on
+    (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
+    communication and launch) or derived by the hardware model (sim/hardware/decompose.py).
+    """
+    from sim.hardware.decompose import scenario_pass_times  # it builds on this module
+
+    return scenario_pass_times(scenario)
 
 
 def scenario_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:

@@ -1,7 +1,8 @@
 """Monte Carlo: replications, seeds, worker processes and the summary statistics.
 
 Seeds become generators here and only here: ``SeedSequence(seed).spawn(replications)``
-gives one child per replication, and each child spawns the replication's three streams
+gives one child per replication (``model_rng`` one more, for models built once per
+run), and each child spawns the replication's three streams
 (``ReplicationRngs``: requests, accept, timing; the SimPy engine derives one sub-stream
 per request from them with ``jumped``). A replication reads only its own streams,
 so results do not depend on ``workers`` (a process pool over blocks of replications), on
@@ -53,6 +54,19 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
         requests=np.random.Generator(np.random.PCG64(requests)),
         accept=np.random.Generator(np.random.PCG64(accept)),
         timing=np.random.Generator(np.random.PCG64(timing)),
+    )
+
+
+#: Spawn key of the stream that builds a model shared by all replications before they run
+#: (the layer-level pass-time pools of ``--fidelity layer``): child 2**32 - 1 of the root
+#: SeedSequence, apart from the replication children 0..R-1.
+MODEL_STREAM_KEY = 2**32 - 1
+
+
+def model_rng(seed: int) -> np.random.Generator:
+    """The generator for models built once per run (independent of replication streams)."""
+    return np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(MODEL_STREAM_KEY,)))
     )
 
 

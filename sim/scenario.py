@@ -13,12 +13,22 @@ import copy
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sim.errors import SpecsimError
+from sim.hardware.gpus import GPU_PRESETS
+from sim.hardware.interconnects import InlineInterconnect, preset_names
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0)]
@@ -39,6 +49,39 @@ class ModelSpec(Section):
     hidden_size: Annotated[int, Field(gt=0)] | None = None
     experts: Annotated[int, Field(gt=0)] | None = None
     experts_per_token: Annotated[int, Field(gt=0)] | None = None
+    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
+    # activation element in an all-reduce message, decoder layers of the drafter.
+    kernels_per_layer: Annotated[int, Field(gt=0)] | None = None
+    allreduces_per_layer: Annotated[int, Field(ge=0)] = 2
+    activation_bytes: Annotated[int, Field(gt=0)] = 2
+    draft_layers: Annotated[int, Field(gt=0)] = 1
+    # Weights, for compute derived from a GPU preset when timings are missing (roofline):
+    # params per layer outside the routed experts (attention, shared expert; the whole
+    # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
+    # LM head, and in the drafter; bytes per param (experts may be quantized apart).
+    dense_layers: Annotated[int, Field(ge=0)] = 0
+    layer_params: Annotated[float, Field(gt=0)] | None = None
+    dense_layer_params: Annotated[float, Field(gt=0)] | None = None
+    expert_params: Annotated[float, Field(gt=0)] | None = None
+    lm_head_params: Annotated[float, Field(ge=0)] = 0.0
+    draft_params: Annotated[float, Field(gt=0)] | None = None
+    weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
+    expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _kernels_cover_allreduces(self) -> ModelSpec:
+        segments = max(self.allreduces_per_layer, 1)
+        if (
+            self.kernels_per_layer is not None
+            and self.kernels_per_layer < self.allreduces_per_layer + segments
+        ):
+            raise ValueError(
+                f"kernels_per_layer ({self.kernels_per_layer}) must count the "
+                f"{self.allreduces_per_layer} all-reduces and at least one compute kernel "
+                "before each"
+            )
+        return self
 
     @model_validator(mode="after")
     def _experts_consistent(self) -> ModelSpec:
@@ -53,10 +96,50 @@ class ModelSpec(Section):
 
 
 class HardwareSpec(Section):
-    """Tensor-parallel degree and interconnect preset name."""
+    """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
+    ``interconnect`` names a preset (``specsim hardware --list``) or an inline
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
+    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
+    graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
+    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    """
+
+    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
     gpus: Annotated[int, Field(gt=0)] = 1
     interconnect: str = "pcie-gen4"
+    gpu: str | None = None
+    launch_us: Annotated[float, Field(ge=0.0)] = 5.0
+    rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+
+    @field_validator("interconnect")
+    @classmethod
+    def _known_interconnect(cls, value: str, info: ValidationInfo) -> str:
+        known = preset_names(info.data.get("interconnects"))
+        if value not in known:
+            raise ValueError(f"unknown interconnect {value!r}; known: {', '.join(known)}")
+        return value
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str | None) -> str | None:
+        if value is not None and value not in GPU_PRESETS:
+            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(GPU_PRESETS)}")
+        return value
+
+
+class MeasuredOn(Section):
+    """The hardware the [timing] figures were measured on (filled from the file itself).
+
+    ``load_scenario`` copies the file's own ``hardware.*`` and ``timing.verify_cuda_graph``
+    here before ``--set`` overrides apply, so an override describes a what-if and the pass
+    times are re-composed from this reference point (sim/hardware/decompose.py).
+    """
+
+    interconnect: str
+    gpus: Annotated[int, Field(gt=0)]
+    gpu: str | None = None
+    verify_cuda_graph: bool
 
 
 class TimingSpec(Section):
@@ -65,16 +148,25 @@ class TimingSpec(Section):
     The verify pass over ``m`` tokens costs
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
+
+    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    verify from the calibrated decode compute scaled by the weights it reads, anything
+    else from the model's weights and the GPU preset.
     """
 
-    decode_ms: PositiveMs
-    verify_ms: PositiveMs
+    decode_ms: PositiveMs | None = None
+    verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0)] | None = None
     verify_ms_per_extra_token: NonNegativeMs = 0.0
-    draft_step_ms: PositiveMs
-    draft_extend_ms: PositiveMs
+    #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
+    #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
+    #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
+    verify_growth: Literal["linear", "experts"] = "linear"
+    draft_step_ms: PositiveMs | None = None
+    draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
+    measured_on: MeasuredOn | None = None
     #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
@@ -246,7 +338,7 @@ class Scenario(Section):
     description: str = ""
     model: ModelSpec = ModelSpec()
     hardware: HardwareSpec = HardwareSpec()
-    timing: TimingSpec
+    timing: TimingSpec = TimingSpec()
     speculation: SpeculationSpec
     acceptance: AcceptanceSpec | None = None
     workload: WorkloadSpec = WorkloadSpec()
@@ -258,6 +350,8 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.verify_ms is None:
+            return self
         measured_tokens = timing.verify_tokens or self.num_steps + 1
         at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
         if at_one <= 0:
@@ -381,12 +475,62 @@ def scenario_from_dict(
 ) -> Scenario:
     """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
     try:
-        return Scenario.model_validate(dict(raw))
+        scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
         field, msg = _first_error(exc)
         from_set = any(field == k or field.startswith(k + ".") for k in overridden)
         where = f"{source} (--set)" if from_set else source
         raise SpecsimError(msg, source=where, field=field or None) from None
+    missing = underivable_pass_time(scenario)
+    if missing is not None:
+        field, needs = missing
+        from_set = any(field == k or k.startswith(("model.", "hardware.")) for k in overridden)
+        where = f"{source} (--set)" if from_set else source
+        raise SpecsimError(
+            f"required key is missing (or give {', '.join(needs)} to derive it)",
+            source=where,
+            field=field,
+        )
+    _check_hardware_model(scenario, source=source, overridden=overridden)
+    return scenario
+
+
+def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
+    """Run the hardware model once so that a measured time below its modelled
+    communication + launch floor, or a missing model field, is reported against the file."""
+    from sim.hardware.decompose import scenario_pass_times  # it imports this module
+
+    try:
+        scenario_pass_times(scenario)
+    except SpecsimError as exc:
+        touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
+        where = f"{source} (--set)" if touched else source
+        raise SpecsimError(exc.message, source=where, field=exc.field) from None
+
+
+def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
+    """The first missing pass time the hardware model cannot derive, with what it needs.
+
+    A missing verify is derived from a measured decode and the model's weights; any other
+    missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
+    (sim/hardware/decompose.py).
+    """
+    timing, model = scenario.timing, scenario.model
+    geometry = [f"model.{n}" for n in ("layers", "hidden_size") if getattr(model, n) is None]
+    weights = ["model.layer_params"] if model.layer_params is None else []
+    gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
+    checks = [("decode_ms", geometry + weights + gpu)]
+    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
+    checks.append(("verify_ms", verify_needs))
+    if timing.verify_growth == "experts" and geometry + weights:
+        return "timing.verify_growth", geometry + weights
+    if scenario.num_steps > 0:
+        drafter = ["model.draft_params"] if model.draft_params is None else []
+        checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]
+    for name, needs in checks:
+        if getattr(timing, name) is None and needs:
+            return f"timing.{name}", needs
+    return None
 
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:
@@ -404,9 +548,35 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
         raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
 
 
+def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with ``timing.measured_on`` completed from the file's own hardware values.
+
+    Keys the file gives in ``[timing.measured_on]`` stay; missing ones come from
+    ``[hardware]`` / ``timing.verify_cuda_graph`` (or their defaults). Values that are not
+    of the right type are left for validation to report.
+    """
+    out = copy.deepcopy(dict(raw))
+    timing = out.get("timing")
+    hardware = out.get("hardware", {})
+    if not isinstance(timing, dict) or not isinstance(hardware, dict):
+        return out
+    measured = timing.setdefault("measured_on", {})
+    if not isinstance(measured, dict):
+        return out
+    hw_fields = HardwareSpec.model_fields
+    measured.setdefault(
+        "interconnect", hardware.get("interconnect", hw_fields["interconnect"].default)
+    )
+    measured.setdefault("gpus", hardware.get("gpus", hw_fields["gpus"].default))
+    if hardware.get("gpu") is not None:
+        measured.setdefault("gpu", hardware["gpu"])
+    measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    return out
+
+
 def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
-    raw = read_scenario_file(path)
+    raw = fill_measured_on(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
     return scenario_from_dict(merged, source=str(path), overridden=overrides)

@@ -10,8 +10,10 @@ from sim.cli.mc_options import format_option, plot_option
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
 from sim.cli.plot import echo_written, save_figures
 from sim.cli.progress import ProgressBar
+from sim.engines.layer_times import layer_cycle_times
+from sim.errors import SpecsimError
 from sim.mc_report import merge_montecarlo, render_montecarlo
-from sim.montecarlo import ENGINES, simulate, summarize
+from sim.montecarlo import ENGINES, model_rng, simulate, summarize
 from sim.plots import run_figures
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
@@ -50,6 +52,14 @@ from sim.scenario import load_scenario
     show_default=True,
     help="fast: vectorized NumPy; des: the SimPy model of record.",
 )
+@click.option(
+    "--fidelity",
+    type=click.Choice(["cycle", "layer"]),
+    default="cycle",
+    show_default=True,
+    help="cycle: pass times from the cost model; layer: drawn from the layer-level SimPy "
+    "pass (TP ranks, all-reduce barriers, kernel launches; sim/engines/layer.py).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @plot_option
 @format_option
@@ -62,6 +72,7 @@ def run(
     seed: int | None,
     workers: int,
     engine: str,
+    fidelity: str,
     quiet: bool,
     plot_dir: str | None,
     fmt: str,
@@ -70,6 +81,13 @@ def run(
     and as a Monte Carlo distribution over requests."""
     sc = load_scenario(scenario, sets)
     analysis = analyze(sc)
+    cycle_times = None
+    if fidelity == "layer":
+        root = sc.simulation.seed if seed is None else seed
+        try:
+            cycle_times = layer_cycle_times(sc, model_rng(root))
+        except SpecsimError as exc:
+            raise SpecsimError(exc.message, source=scenario, field=exc.field) from None
     with ProgressBar(enabled=not quiet) as progress:
         result = simulate(
             sc,
@@ -79,6 +97,7 @@ def run(
             seed=seed,
             workers=workers,
             progress=progress,
+            cycle_times=cycle_times,
         )
     summary = summarize(result)
     document = merge_montecarlo(analysis_to_dict(analysis), summary)

@@ -1,0 +1,80 @@
+"""Compute time derived from the model's weights and a GPU preset (batch-1 roofline).
+
+A pass over ``m`` tokens reads every weight it uses once and does 2 FLOPs per active
+parameter per token; split evenly over ``gpus`` tensor-parallel ranks its compute is
+
+    max(bytes / (gpus x memory_bandwidth), flops / (gpus x peak_flops)).
+
+MoE layers read the expected number of distinct routed experts for m tokens,
+E (1 - (1 - e/E)^m) (sim/hardware/experts.py), so the verify pass grows with draft length.
+KV-cache reads are left out (at batch 1 and a few thousand tokens of context they are ~2%
+of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.hardware.experts import expected_distinct_experts
+from sim.hardware.gpus import GpuPreset
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Parameter counts and bytes per parameter of a target model (or a drafter).
+
+    ``layer_params``: per layer, outside routed experts; ``dense_layer_params``: per dense
+    layer of a MoE model; ``expert_params``: one routed expert.
+    """
+
+    layers: int
+    layer_params: float
+    lm_head_params: float = 0.0
+    weight_bytes_per_param: float = 2.0
+    dense_layers: int = 0
+    dense_layer_params: float | None = None
+    experts: int | None = None
+    experts_per_token: int | None = None
+    expert_params: float | None = None
+    expert_bytes_per_param: float | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.experts and self.experts_per_token and self.expert_params)
+
+    def _dense_part(self) -> tuple[float, float]:
+        """(params, bytes) read whatever the tokens: non-expert layers and the head."""
+        moe_layers = self.layers - self.dense_layers if self.is_moe else 0
+        dense_layers = self.layers - moe_layers
+        per_dense = self.dense_layer_params or self.layer_params
+        params = moe_layers * self.layer_params + dense_layers * per_dense + self.lm_head_params
+        return params, params * self.weight_bytes_per_param
+
+    def bytes_read(self, tokens: int) -> float:
+        """Weight bytes one pass over ``tokens`` tokens reads (all ranks together)."""
+        _, dense_bytes = self._dense_part()
+        if not self.is_moe:
+            return dense_bytes
+        assert self.experts and self.experts_per_token and self.expert_params
+        distinct = float(expected_distinct_experts(self.experts, self.experts_per_token, tokens))
+        per_expert = self.expert_params * (
+            self.expert_bytes_per_param or self.weight_bytes_per_param
+        )
+        return dense_bytes + (self.layers - self.dense_layers) * distinct * per_expert
+
+    def flops(self, tokens: int) -> float:
+        """2 x active params x tokens."""
+        params, _ = self._dense_part()
+        if self.is_moe:
+            assert self.experts_per_token and self.expert_params
+            params += (
+                (self.layers - self.dense_layers) * self.experts_per_token * self.expert_params
+            )
+        return 2.0 * params * tokens
+
+
+def roofline_ms(weights: Weights, tokens: int, gpu: GpuPreset, gpus: int) -> float:
+    """max(bytes / bandwidth, flops / peak) per rank, milliseconds."""
+    memory_ms = weights.bytes_read(tokens) / (gpus * gpu.memory_bandwidth_gbps * 1e9) * 1e3
+    flop_ms = weights.flops(tokens) / (gpus * gpu.bf16_tflops * 1e12) * 1e3
+    return max(memory_ms, flop_ms)

@@ -22,6 +22,7 @@ import io
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -279,6 +280,20 @@ class Executor(Protocol):
     ) -> Iterator[tuple[int, R]]: ...
 
 
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """A fork server that has imported the simulator once (POSIX), else spawn.
+
+    Plain fork would copy whatever threads the parent runs (a Dask client, a progress
+    bar), which can deadlock the child; a fork server forks from a clean process, and the
+    preload keeps worker start-up from re-importing NumPy/SciPy for every worker.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["sim.sweep", "sim.montecarlo"])
+    return ctx
+
+
 @dataclass(frozen=True)
 class LocalExecutor:
     """The default: a local process pool of ``workers`` processes (1: in this process)."""
@@ -290,7 +305,8 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 yield i, fn(item)
             return
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
+        ctx = _pool_context()
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=ctx) as pool:
             pending: dict[Future[R], int] = {pool.submit(fn, it): i for i, it in enumerate(items)}
             try:
                 while pending:

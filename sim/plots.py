@@ -757,12 +757,13 @@ def figures_for(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """Pick the builder for a result document by its shape (sweep, search, compare, run)."""
     if "rows" in doc and "varied" in doc:
         return sweep_figures(doc)
-    if "field" in doc or (
-        "targets" in doc and doc["targets"] and "per_num_steps" in doc["targets"][0]
-    ):
-        return search_figures(doc)
     if "scenarios" in doc:
         return compare_figures(doc)
+    targets = doc.get("targets") or []
+    if "field" in doc or (
+        isinstance(targets[0] if targets else None, dict) and ("per_num_steps" in targets[0])
+    ):
+        return search_figures(doc)
     if "cycle_ms" in doc:
         return run_figures(doc)
     return []

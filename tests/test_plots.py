@@ -146,3 +146,23 @@ def test_required_alpha_axes_show_every_answer(seed_path: Path) -> None:
     labels = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     for t in doc["targets"]:  # each target's best k has a curve
         assert f"k = {t['best_num_steps']}" in labels
+
+
+@pytest.mark.parametrize("kind", ["compare", "solve", "run"])
+def test_cli_plot_on_every_json_document(kind: str, seed_path: Path, tmp_path: Path) -> None:
+    small = ["--replications", "2", "--requests", "5"]
+    args = {
+        "compare": ["compare", str(seed_path), str(seed_path), *small],
+        "solve": ["search", str(seed_path), "--solve", "timing.verify_ms", "--target", "100",
+                  *small],
+        "run": ["run", str(seed_path), "--quiet", *small],
+    }[kind]  # fmt: skip
+    made = CliRunner().invoke(main, [*args, "--json"])
+    assert made.exit_code == 0, made.output
+    (tmp_path / "doc.json").write_text(made.output)
+    result = CliRunner().invoke(main, ["plot", str(tmp_path / "doc.json")])
+    assert result.exit_code == 0, result.output
+    pngs = sorted((tmp_path / "plots").glob("*.png"))
+    assert pngs
+    for p in pngs:
+        assert_good_png(p)

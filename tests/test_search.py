@@ -350,3 +350,18 @@ def test_quantile_answer_holds_on_fresh_random_numbers(seed) -> None:
     (entry,) = monte_carlo_summary()(check, [110.0])["targets"]
     se = np.sqrt(0.9 * 0.1 / 400 + 0.9 * 0.1 / 4000)
     assert abs(entry["p_at_least"] - 0.9) < 4 * se
+
+
+@pytest.mark.slow
+def test_search_with_the_simpy_engine_agrees_with_the_fast_engine(seed) -> None:
+    """Both engines simulate the same model with different random streams: their answers
+    must agree within the sum of the two 95% half-widths (a conservative band)."""
+    scn = with_overrides(
+        seed,
+        {"simulation.replications": 8, "workload.requests": 50, "workload.output_tokens": 256,
+         "timing.jitter_cv": 0.2},
+    )  # fmt: skip
+    fast = search_acceptance(scn, [100.0], [4], engine="fast").targets[0].per_num_steps[0]
+    des = search_acceptance(scn, [100.0], [4], engine="des").targets[0].per_num_steps[0]
+    half = [(r.alpha_ci95[1] - r.alpha_ci95[0]) / 2 for r in (fast, des)]
+    assert abs(fast.alpha - des.alpha) <= sum(half) + 2 * ALPHA_XTOL

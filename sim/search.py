@@ -656,6 +656,7 @@ def search_acceptance(
         "requests": base.workload.requests,
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
+        "current": current_operating_point(base),
     }
     settings["closed_form_curves"] = closed_form_curves(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61)
@@ -663,6 +664,20 @@ def search_acceptance(
     return SearchResult(
         base.name, engine, evaluator.evaluations, acceptance_note(base), results, settings
     )
+
+
+def current_operating_point(scenario: Scenario) -> dict[str, Any] | None:
+    """The scenario as it is: its k, its alpha (as the search reports alpha) and the
+    closed-form tok/s; None for plain decoding."""
+    if scenario.num_steps == 0 or scenario.acceptance is None:
+        return None
+    lever = acceptance_lever(scenario, scenario.num_steps)
+    x_now = scenario.acceptance.alpha if lever.kind == "alpha" else 1.0
+    return {
+        "num_steps": scenario.num_steps,
+        "alpha": lever.alpha(x_now),
+        "closed_form_tok_s": analytic_tok_s(scenario),
+    }
 
 
 def closed_form_curves(
@@ -983,6 +998,12 @@ def render_search(doc: Mapping[str, Any]) -> str:
         f"{doc['evaluations']} Monte Carlo evaluations",
         f"  {doc['acceptance_lever']}",
     ]
+    now = doc.get("current")
+    if now:
+        lines.append(
+            f"  now: k = {now['num_steps']}, alpha {now['alpha']:.3f}, "
+            f"{now['closed_form_tok_s']:.1f} tok/s in closed form"
+        )
     for t in doc["targets"]:
         lines.append("")
         if t["reachable"]:

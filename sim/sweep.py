@@ -202,19 +202,21 @@ class SweepStore:
             except (OSError, json.JSONDecodeError):
                 raise SpecsimError("unreadable manifest.json", source=str(self.out_dir)) from None
             if _canonical(old) != _canonical(self.fingerprint):
-                differs = sorted(
-                    k
-                    for k in set(old) | set(self.fingerprint)
-                    if _canonical(old.get(k)) != _canonical(self.fingerprint.get(k))
-                )
+                a, b = _flatten(old), _flatten(self.fingerprint)
+                differs = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                shown = ", ".join(differs[:3]) + (", ..." if len(differs) > 3 else "")
                 raise SpecsimError(
-                    f"holds a sweep with other settings ({', '.join(differs)} differ); "
+                    f"holds a sweep with other settings ({shown} differ); "
                     "use another --out directory or remove this one",
                     source=str(self.out_dir),
                 )
-        else:
-            atomic_write_text(self.manifest_path, json.dumps(self.fingerprint, indent=2) + "\n")
-        self.points_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if not self.manifest_path.exists():
+                text = json.dumps(self.fingerprint, indent=2) + "\n"
+                atomic_write_text(self.manifest_path, text)
+            self.points_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpecsimError(f"cannot write: {exc.strerror}", source=str(self.out_dir)) from None
 
     def _path(self, key: str) -> Path:
         return self.points_dir / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
@@ -245,6 +247,16 @@ class SweepStore:
         atomic_write_text(self.out_dir / "sweep.csv", rows_to_csv(rows, columns))
         doc = {**meta, "columns": columns, "rows": [dict(r) for r in rows]}
         atomic_write_text(self.out_dir / "sweep.json", json.dumps(doc, indent=2) + "\n")
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted key -> canonical JSON of each leaf (for naming what differs)."""
+    if isinstance(node, dict):
+        out: dict[str, str] = {}
+        for k, v in node.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: _canonical(node)}
 
 
 def table_columns(rows: Sequence[Mapping[str, Any]], varied: Sequence[str]) -> list[str]:

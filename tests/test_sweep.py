@@ -169,8 +169,15 @@ def test_extending_the_grid_computes_only_new_points(small, tmp_path: Path) -> N
 def test_store_refuses_a_directory_of_another_sweep(small, tmp_path: Path) -> None:
     run_sweep(small, [("acceptance.alpha", (0.6,))], tmp_path / "s", evaluate=Counting())
     other = with_overrides(small, {"timing.verify_ms": 15.0})
-    with pytest.raises(SpecsimError, match="other settings"):
+    with pytest.raises(SpecsimError, match=r"other settings \(scenario\.timing\.verify_ms differ"):
         run_sweep(other, [("acceptance.alpha", (0.6,))], tmp_path / "s", evaluate=Counting())
+
+
+def test_unwritable_out_directory_is_a_specsim_error(small, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SpecsimError, match="cannot write"):
+        run_sweep(small, [("acceptance.alpha", (0.6,))], tmp_path / "file" / "s",
+                  evaluate=Counting())  # fmt: skip
 
 
 def test_bad_grid_value_fails_before_anything_runs(small, tmp_path: Path) -> None:

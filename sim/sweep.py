@@ -449,6 +449,9 @@ def summary_row(
     for phase in ("mean", "draft", "verify", "extend", "overhead"):
         if phase in cycle:
             row["cycle_ms" if phase == "mean" else f"cycle_{phase}_ms"] = cycle[phase]
+    for cls in summary.get("classes", []):  # workload mix: per-class share and mean tok/s
+        row[f"class_{cls['name']}_share"] = cls["share"]
+        row[f"class_{cls['name']}_tok_s"] = cls["mean_tok_s"]
     by_target = {float(t["tok_s"]): t for t in summary.get("targets", [])}
     for tok_s in targets:
         entry = by_target.get(float(tok_s), {})

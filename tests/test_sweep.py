@@ -356,3 +356,12 @@ def test_cli_dask_unreachable_scheduler_exits_2(seed_path: Path, tmp_path: Path)
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "Dask scheduler" in result.output
+
+
+def test_mix_sweep_has_per_class_columns(seed_path: Path, tmp_path: Path) -> None:
+    mix = with_overrides(load_scenario(seed_path.parent / "kimi-k25-8xpcie-eagle3-mix.toml"), SMALL)
+    out = run_sweep(mix, [("speculation.num_steps", (2, 3))], tmp_path / "s")
+    for row in out.rows:
+        assert {"class_chat_share", "class_chat_tok_s", "class_code_tok_s"} <= set(row)
+        # code drafts better than chat in this file
+        assert row["class_code_tok_s"] > row["class_chat_tok_s"]

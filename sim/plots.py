@@ -10,6 +10,7 @@ global pyplot state is involved and any backend-free process can render them to 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,9 +40,11 @@ def _figure(width: float = 8.0, height: float = 5.0) -> tuple[Figure, Axes]:
 def _footnote(fig: Figure, text: str | None) -> None:
     """Source line under the plot; the layout keeps a strip free for it."""
     if text:
-        strip = 0.28 / fig.get_figheight()  # ~0.28 inch
+        wrapped = textwrap.fill(text, width=int(fig.get_figwidth() * 17))
+        lines = wrapped.count("\n") + 1
+        strip = (0.16 + 0.12 * lines) / fig.get_figheight()
         fig.get_layout_engine().set(rect=(0.0, strip, 1.0, 1.0 - strip))
-        fig.text(0.01, 0.01, text, fontsize=7.5, color="0.35", ha="left", va="bottom")
+        fig.text(0.01, 0.01, wrapped, fontsize=7.5, color="0.35", ha="left", va="bottom")
 
 
 def _legend(fig: Figure, ax: Axes, entries: int, **kwargs: Any) -> None:
@@ -409,9 +412,12 @@ def heatmap(
     value: str = "tok_s_mean",
     targets: Sequence[float] = (),
     title: str | None = None,
+    subtitle: str | None = None,
     footnote: str | None = None,
 ) -> Figure:
     """``value`` (mean tok/s by default) over two swept fields, with the target contours.
+
+    ``subtitle`` names what is held fixed in this panel (the other swept fields).
 
     Rows sharing an (x, y) cell (other varied fields) are averaged; the caller filters
     rows first when that is not wanted. Axes are categorical in sweep order, so strings
@@ -464,12 +470,14 @@ def heatmap(
     ax.set_xlabel(_label(x))
     ax.set_ylabel(_label(y))
     missing = [t for t in targets if t not in levels]
-    extra = (
-        f" (targets outside the range: {', '.join(f'{t:g}' for t in missing)})" if missing else ""
-    )
-    ax.set_title(
-        title or f"Mean tok/s over {_label(x)} and {_label(y)}; dashed: targets{extra}", fontsize=10
-    )
+    second = [subtitle] if subtitle else []
+    if levels:
+        second.append("dashed: target contours")
+    if missing:
+        second.append(f"targets outside the range: {', '.join(f'{t:g}' for t in missing)} tok/s")
+    head = title or f"Mean tok/s by {_label(x)} and {_label(y)}"
+    sub = textwrap.fill("; ".join(second), width=int(fig.get_figwidth() * 11))
+    ax.set_title(head + ("\n" + sub if second else ""), fontsize=10)
     _footnote(fig, footnote)
     return fig
 
@@ -657,10 +665,10 @@ def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str
         rest = [f for f in varied if f not in (hx, hy)]
         for i, combo in enumerate(_combos(rows, rest)[:max_panels]):
             sel = [r for r in rows if tuple(_fmt(r.get(f)) for f in rest) == combo]
-            where = ", ".join(f"{f} = {v}" for f, v in zip(rest, combo, strict=True))
-            fig = heatmap(
-                sel, x=hx, y=hy, targets=targets, footnote=note + (f"; {where}" if where else "")
+            where = ", ".join(
+                f"{f.rsplit('.', 1)[-1]} {v}" for f, v in zip(rest, combo, strict=True)
             )
+            fig = heatmap(sel, x=hx, y=hy, targets=targets, subtitle=where or None, footnote=note)
             out.append((f"heatmap-{i + 1}" if rest else "heatmap", fig))
     if all("cycle_verify_ms" in r for r in rows):
         fixed = [f for f in varied if not f.startswith("acceptance.")]

@@ -38,7 +38,7 @@ from scipy.optimize import brentq
 
 from sim.costs import pass_times, scenario_cycle_cost
 from sim.errors import SpecsimError
-from sim.scenario import Scenario, with_overrides
+from sim.scenario import Scenario, scenario_from_dict, with_overrides
 from sim.theory import (
     answer_at_k,
     ceiling_tok_s,
@@ -597,6 +597,26 @@ def _search_k(
     return out
 
 
+@dataclass(frozen=True)
+class KTask:
+    """One draft length's search for a worker process (picklable)."""
+
+    base: dict[str, Any]
+    num_steps: int
+    criteria: tuple[Criterion, ...]
+    engine: str
+    simulate: SimulateFn | None
+
+
+def run_k_task(task: KTask) -> tuple[int, list[KResult], int]:
+    """(k, results per criterion, Monte Carlo evaluations) for one draft length."""
+    base = scenario_from_dict(task.base, source="search")
+    targets = [c.target_tok_s for c in task.criteria]
+    evaluator = Evaluator(task.simulate or monte_carlo_summary(task.engine), targets)
+    rows = _search_k(base, task.num_steps, task.criteria, evaluator)
+    return task.num_steps, rows, evaluator.evaluations
+
+
 def _reason(tok_s: float, quantile: float | None, rows: Sequence[KResult]) -> str | None:
     if any(r.reachable for r in rows):
         return None
@@ -623,11 +643,15 @@ def search_acceptance(
     quantile: float | None = None,
     engine: str = "fast",
     simulate: SimulateFn | None = None,
+    workers: int = 1,
 ) -> SearchResult:
     """The lowest acceptance reaching each target, for each k, with 95% intervals.
 
     ``simulate`` (default: the Monte Carlo at the scenario's seed) maps a scenario and the
-    targets to a summary dict; tests pass the closed form or a counting wrapper.
+    targets to a summary dict; tests pass the closed form or a counting wrapper (it must be
+    a picklable top-level function when ``workers`` > 1). ``workers`` > 1 searches the
+    draft lengths in that many processes; each k's search is independent and seeded the
+    same way, so the result does not depend on it.
     """
     targets = [float(t) for t in targets]
     if not targets:
@@ -638,9 +662,21 @@ def search_acceptance(
     if not ks or ks[0] < 1:
         raise SpecsimError("draft lengths must be >= 1", source="--num-steps")
     base = pin_verify_tokens(scenario)
-    evaluator = Evaluator(simulate or monte_carlo_summary(engine), targets)
-    criteria = [Criterion(t, quantile) for t in targets]
-    by_k = {k: _search_k(base, k, criteria, evaluator) for k in ks}
+    criteria = tuple(Criterion(t, quantile) for t in targets)
+    by_k: dict[int, list[KResult]] = {}
+    evaluations = 0
+    if workers > 1 and len(ks) > 1:
+        from sim.sweep import LocalExecutor  # the sweep's process pool
+
+        tasks = [
+            KTask(base.model_dump(exclude_none=True), k, criteria, engine, simulate) for k in ks
+        ]
+        for _, (k, rows, n) in LocalExecutor(workers).map_unordered(run_k_task, tasks):
+            by_k[k], evaluations = rows, evaluations + n
+    else:
+        evaluator = Evaluator(simulate or monte_carlo_summary(engine), targets)
+        by_k = {k: _search_k(base, k, criteria, evaluator) for k in ks}
+        evaluations = evaluator.evaluations
     results = tuple(
         TargetResult(
             tok_s=t,
@@ -661,9 +697,7 @@ def search_acceptance(
     settings["closed_form_curves"] = closed_form_curves(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61)
     )
-    return SearchResult(
-        base.name, engine, evaluator.evaluations, acceptance_note(base), results, settings
-    )
+    return SearchResult(base.name, engine, evaluations, acceptance_note(base), results, settings)
 
 
 def current_operating_point(scenario: Scenario) -> dict[str, Any] | None:

@@ -365,3 +365,10 @@ def test_search_with_the_simpy_engine_agrees_with_the_fast_engine(seed) -> None:
     des = search_acceptance(scn, [100.0], [4], engine="des").targets[0].per_num_steps[0]
     half = [(r.alpha_ci95[1] - r.alpha_ci95[0]) / 2 for r in (fast, des)]
     assert abs(fast.alpha - des.alpha) <= sum(half) + 2 * ALPHA_XTOL
+
+
+def test_search_result_does_not_depend_on_workers(small) -> None:
+    one = search_acceptance(small, [90.0, 120.0], [3, 4, 5]).to_dict()
+    two = search_acceptance(small, [90.0, 120.0], [3, 4, 5], workers=2).to_dict()
+    assert one == two
+    assert one["evaluations"] > 0

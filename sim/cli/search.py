@@ -55,6 +55,13 @@ def parse_num_steps(text: str) -> list[int]:
     help="Solve for another monotone numeric field instead (e.g. timing.verify_ms).",
 )
 @monte_carlo_options
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes over draft lengths (results do not depend on it).",
+)
 @json_option
 @plot_option
 @format_option
@@ -69,6 +76,7 @@ def search(
     replications: int | None,
     requests: int | None,
     seed: int | None,
+    workers: int,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -91,7 +99,9 @@ def search(
         text = render_lever(doc)
     else:
         ks = parse_num_steps(num_steps or "1:16")
-        doc = search_acceptance(scn, tgts, ks, quantile=quantile, engine=engine).to_dict()
+        doc = search_acceptance(
+            scn, tgts, ks, quantile=quantile, engine=engine, workers=workers
+        ).to_dict()
         text = render_search(doc)
     if plot_dir:
         echo_written(save_figures(search_figures(doc), plot_dir, fmt))

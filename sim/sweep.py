@@ -25,6 +25,7 @@ import math
 import multiprocessing
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -292,15 +293,16 @@ class Executor(Protocol):
     ) -> Iterator[tuple[int, R]]: ...
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
-    """A fork server that has imported the simulator once (POSIX), else spawn.
+def _pool_context() -> multiprocessing.context.BaseContext | None:
+    """The platform's default start method, unless this process runs other threads.
 
-    Plain fork would copy whatever threads the parent runs (a Dask client, a progress
-    bar), which can deadlock the child; a fork server forks from a clean process, and the
-    preload keeps worker start-up from re-importing NumPy/SciPy for every worker.
+    Forking a process that runs threads (a Dask client, an IO loop) can deadlock the child,
+    so then workers come from a fork server that has imported the simulator once. Without
+    threads the default (fork on Linux) starts workers fastest and needs no importable
+    ``__main__``.
     """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
+    if threading.active_count() == 1 or "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["sim.sweep", "sim.montecarlo"])
     return ctx

@@ -11,11 +11,12 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.figure import Figure
 
-from sim import plots
+from sim import figures, plots
 from sim.cli import main
 from sim.cli.plot import save_figures
+from sim.rootfind import closed_form_simulate
 from sim.scenario import load_scenario, with_overrides
-from sim.search import closed_form_simulate, search_acceptance
+from sim.search import search_acceptance
 from sim.sweep import run_sweep
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -58,7 +59,7 @@ def sweep_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_every_builder_returns_a_titled_labelled_figure(sweep_doc: dict) -> None:
     figs = [
-        *plots.sweep_figures(sweep_doc),
+        *figures.sweep_figures(sweep_doc),
         ("dist", plots.request_distribution(np.linspace(50, 90, 200), targets=[60, 80])),
     ]
     names = [n for n, _ in figs]
@@ -74,7 +75,7 @@ def test_every_builder_returns_a_titled_labelled_figure(sweep_doc: dict) -> None
 
 
 def test_saved_pngs_are_valid_and_sensible(sweep_doc: dict, tmp_path: Path) -> None:
-    paths = save_figures(plots.sweep_figures(sweep_doc), tmp_path, "png")
+    paths = save_figures(figures.sweep_figures(sweep_doc), tmp_path, "png")
     assert len(paths) >= 3
     for p in paths:
         assert_good_png(p)
@@ -82,7 +83,7 @@ def test_saved_pngs_are_valid_and_sensible(sweep_doc: dict, tmp_path: Path) -> N
 
 
 def test_svg_on_request(sweep_doc: dict, tmp_path: Path) -> None:
-    (path,) = save_figures(plots.sweep_figures(sweep_doc)[:1], tmp_path, "svg")
+    (path,) = save_figures(figures.sweep_figures(sweep_doc)[:1], tmp_path, "svg")
     text = path.read_text()
     assert path.suffix == ".svg" and "<svg" in text[:2000] and text.rstrip().endswith("</svg>")
 
@@ -101,7 +102,7 @@ def test_required_alpha_plot_from_search(tmp_path: Path, seed_path: Path) -> Non
     doc = search_acceptance(
         load_scenario(seed_path), [100, 150], range(2, 7), simulate=closed_form_simulate
     ).to_dict()
-    (path,) = save_figures(plots.search_figures(doc), tmp_path, "png")
+    (path,) = save_figures(figures.search_figures(doc), tmp_path, "png")
     assert_good_png(path)
 
 

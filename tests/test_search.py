@@ -16,16 +16,16 @@ from hypothesis import strategies as st
 from sim.cli import main
 from sim.costs import pass_times
 from sim.errors import SpecsimError
-from sim.scenario import load_scenario, with_overrides
-from sim.search import (
+from sim.rootfind import (
     ALPHA_XTOL,
     Probe,
     closed_form_simulate,
     first_passing,
     monte_carlo_summary,
-    search_acceptance,
-    solve_lever,
 )
+from sim.scenario import load_scenario, with_overrides
+from sim.search import search_acceptance
+from sim.solve import solve_lever
 from sim.theory import answer_at_k
 
 SMALL = {"simulation.replications": 4, "workload.requests": 25, "workload.output_tokens": 256}

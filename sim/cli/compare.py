@@ -15,7 +15,7 @@ from sim.cli.mc_options import (
 from sim.cli.options import echo_json, json_option, set_option
 from sim.cli.plot import echo_written, save_figures
 from sim.compare import compare_scenarios, render_comparison, unique_labels
-from sim.plots import compare_figures
+from sim.figures import compare_figures
 from sim.scenario import load_scenario
 
 

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from sim.cli import main
 from sim.cli.mc_options import format_option
 from sim.errors import SpecsimError
-from sim.plots import figures_for
+from sim.figures import figures_for
 from sim.sweep import atomic_write_text
 
 

@@ -12,9 +12,9 @@ from sim.cli.plot import echo_written, save_figures
 from sim.cli.progress import ProgressBar
 from sim.engines.layer_times import layer_cycle_times
 from sim.errors import SpecsimError
+from sim.figures import run_figures
 from sim.mc_report import merge_montecarlo, render_montecarlo
 from sim.montecarlo import ENGINES, model_rng, simulate, summarize
-from sim.plots import run_figures
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
 

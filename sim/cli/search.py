@@ -16,9 +16,11 @@ from sim.cli.mc_options import (
 from sim.cli.options import echo_json, json_option, scenario_argument, set_option
 from sim.cli.plot import echo_written, save_figures
 from sim.errors import SpecsimError
-from sim.plots import search_figures
+from sim.figures import search_figures
 from sim.scenario import load_scenario
-from sim.search import render_lever, render_search, search_acceptance, solve_lever
+from sim.search import search_acceptance
+from sim.search_report import render_lever, render_search
+from sim.solve import solve_lever
 from sim.sweep import parse_grid
 
 

@@ -19,7 +19,7 @@ from sim.cli.mc_options import (
 from sim.cli.options import scenario_argument, set_option
 from sim.cli.plot import echo_written, read_document, save_figures
 from sim.cli.progress import ProgressBar
-from sim.plots import sweep_figures
+from sim.figures import sweep_figures
 from sim.scenario import load_scenario
 from sim.sweep import expand_grid, make_executor, parse_grid, run_sweep
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from sim.costs import scenario_cycle_cost
+from sim.errors import SpecsimError
 from sim.scenario import Scenario
 from sim.theory import mean_accept_length, throughput_tok_s
 
@@ -77,6 +78,16 @@ def monte_carlo_summary(engine: str = "fast") -> SimulateFn:
         }
 
     return run
+
+
+def checked_targets(targets: Sequence[float], quantile: float | None) -> list[float]:
+    """Targets as floats; SpecsimError for none, or a quantile outside (0, 1)."""
+    out = [float(t) for t in targets]
+    if not out:
+        raise SpecsimError("no targets: give --target or a [targets] section", source="search")
+    if quantile is not None and not 0.0 < quantile < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
+    return out
 
 
 @dataclass(frozen=True)

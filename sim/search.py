@@ -37,6 +37,7 @@ from sim.rootfind import (
     SimulateFn,
     Summary,
     analytic_tok_s,
+    checked_targets,
     monte_carlo_summary,
     solve_root,
 )
@@ -407,11 +408,7 @@ def search_acceptance(
     draft lengths in that many processes; each k's search is independent and seeded the
     same way, so the result does not depend on it.
     """
-    targets = [float(t) for t in targets]
-    if not targets:
-        raise SpecsimError("no targets: give --target or a [targets] section", source="search")
-    if quantile is not None and not 0.0 < quantile < 1.0:
-        raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
+    targets = checked_targets(targets, quantile)
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
         raise SpecsimError("draft lengths must be >= 1", source="--num-steps")

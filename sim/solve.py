@@ -23,6 +23,7 @@ from sim.rootfind import (
     SimulateFn,
     Summary,
     analytic_tok_s,
+    checked_targets,
     closed_form_simulate,
     first_passing,
     monotone_violations,
@@ -161,11 +162,7 @@ def solve_lever(
     refines it, and the 95% interval inverts the confidence band as for alpha. Seen points
     that break monotonicity are reported in ``warnings``.
     """
-    targets = [float(t) for t in targets]
-    if not targets:
-        raise SpecsimError("no targets: give --target or a [targets] section", source="search")
-    if quantile is not None and not 0.0 < quantile < 1.0:
-        raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
+    targets = checked_targets(targets, quantile)
     if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
         raise SpecsimError("not a lever", source="--solve", field=dotted)
     base = pin_verify_tokens(scenario)

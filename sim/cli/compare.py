@@ -5,14 +5,17 @@ from __future__ import annotations
 import click
 
 from sim.cli import main
-from sim.cli.mc_options import (
+from sim.cli.options import (
+    echo_json,
     format_option,
+    json_option,
     monte_carlo_options,
     plot_option,
+    set_option,
     target_option,
     with_mc_settings,
+    workers_option,
 )
-from sim.cli.options import echo_json, json_option, set_option
 from sim.cli.plot import echo_written, save_figures
 from sim.compare import compare_scenarios, render_comparison, unique_labels
 from sim.figures import compare_figures
@@ -26,7 +29,7 @@ from sim.scenario import load_scenario
 @set_option
 @target_option
 @monte_carlo_options
-@click.option("--workers", type=int, default=1, show_default=True, help="Processes per run.")
+@workers_option("replications of each run")
 @json_option
 @plot_option
 @format_option

@@ -12,7 +12,7 @@ import click
 from matplotlib.figure import Figure
 
 from sim.cli import main
-from sim.cli.mc_options import format_option
+from sim.cli.options import format_option
 from sim.errors import SpecsimError
 from sim.figures import figures_for
 from sim.sweep import atomic_write_text

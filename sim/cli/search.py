@@ -5,15 +5,19 @@ from __future__ import annotations
 import click
 
 from sim.cli import main
-from sim.cli.mc_options import (
+from sim.cli.options import (
+    echo_json,
     format_option,
+    json_option,
     monte_carlo_options,
     plot_option,
+    scenario_argument,
+    set_option,
     target_option,
     targets_or_scenario,
     with_mc_settings,
+    workers_option,
 )
-from sim.cli.options import echo_json, json_option, scenario_argument, set_option
 from sim.cli.plot import echo_written, save_figures
 from sim.errors import SpecsimError
 from sim.figures import search_figures
@@ -57,13 +61,7 @@ def parse_num_steps(text: str) -> list[int]:
     help="Solve for another monotone numeric field instead (e.g. timing.verify_ms).",
 )
 @monte_carlo_options
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes over draft lengths (results do not depend on it).",
-)
+@workers_option("draft lengths")
 @json_option
 @plot_option
 @format_option

@@ -7,16 +7,18 @@ import sys
 import click
 
 from sim.cli import main
-from sim.cli.mc_options import (
+from sim.cli.options import (
     format_option,
     monte_carlo_options,
     plot_option,
     quiet_option,
+    scenario_argument,
+    set_option,
     target_option,
     targets_or_scenario,
     with_mc_settings,
+    workers_option,
 )
-from sim.cli.options import scenario_argument, set_option
 from sim.cli.plot import echo_written, read_document, save_figures
 from sim.cli.progress import ProgressBar
 from sim.figures import sweep_figures
@@ -43,7 +45,7 @@ from sim.sweep import expand_grid, make_executor, parse_grid, run_sweep
     type=click.Path(file_okay=False, path_type=str),
     help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
 )
-@click.option("--workers", type=int, default=1, show_default=True, help="Local processes.")
+@workers_option("grid points (local executor)")
 @click.option(
     "--executor",
     type=click.Choice(["local", "dask"]),
@@ -75,8 +77,6 @@ def sweep(
     fmt: str,
 ) -> None:
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
-    if workers < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--workers")
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))

@@ -34,5 +34,5 @@ def main() -> None:
 
 # Command modules register themselves on ``main`` when imported.
 from sim.cli import calibrate as _calibrate  # noqa: E402,F401
-from sim.cli import convert, run, validate  # noqa: E402,F401
+from sim.cli import compare, convert, plot, run, search, sweep, validate  # noqa: E402,F401
 from sim.cli import hardware as _hardware  # noqa: E402,F401

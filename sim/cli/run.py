@@ -6,12 +6,24 @@ import click
 
 from sim.analysis import analyze
 from sim.cli import main
-from sim.cli.options import echo_json, json_option, scenario_argument, set_option
+from sim.cli.options import (
+    echo_json,
+    format_option,
+    json_option,
+    monte_carlo_options,
+    plot_option,
+    quiet_option,
+    scenario_argument,
+    set_option,
+    workers_option,
+)
+from sim.cli.plot import echo_written, save_figures
 from sim.cli.progress import ProgressBar
 from sim.engines.layer_times import layer_cycle_times
 from sim.errors import SpecsimError
+from sim.figures import run_figures
 from sim.mc_report import merge_montecarlo, render_montecarlo
-from sim.montecarlo import ENGINES, model_rng, simulate, summarize
+from sim.montecarlo import model_rng, simulate, summarize
 from sim.report import analysis_to_dict, render_analysis
 from sim.scenario import load_scenario
 
@@ -20,35 +32,8 @@ from sim.scenario import load_scenario
 @scenario_argument
 @set_option
 @json_option
-@click.option(
-    "--replications",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Independent replications [default: simulation.replications].",
-)
-@click.option(
-    "--requests",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Requests per replication [default: workload.requests].",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=None, help="Root seed [default: simulation.seed]."
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Worker processes over replications (results do not depend on it).",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(sorted(ENGINES)),
-    default="fast",
-    show_default=True,
-    help="fast: vectorized NumPy; des: the SimPy model of record.",
-)
+@monte_carlo_options
+@workers_option("replications")
 @click.option(
     "--fidelity",
     type=click.Choice(["cycle", "layer"]),
@@ -57,7 +42,9 @@ from sim.scenario import load_scenario
     help="cycle: pass times from the cost model; layer: drawn from the layer-level SimPy "
     "pass (TP ranks, all-reduce barriers, kernel launches; sim/engines/layer.py).",
 )
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@quiet_option
+@plot_option
+@format_option
 def run(
     scenario: str,
     sets: tuple[str, ...],
@@ -69,6 +56,8 @@ def run(
     engine: str,
     fidelity: str,
     quiet: bool,
+    plot_dir: str | None,
+    fmt: str,
 ) -> None:
     """Throughput, accept length, cycle breakdown and what each target needs, in closed form
     and as a Monte Carlo distribution over requests."""
@@ -93,8 +82,11 @@ def run(
             cycle_times=cycle_times,
         )
     summary = summarize(result)
+    document = merge_montecarlo(analysis_to_dict(analysis), summary)
+    if plot_dir:
+        echo_written(save_figures(run_figures(document, result.tok_s), plot_dir, fmt))
     if as_json:
-        echo_json(merge_montecarlo(analysis_to_dict(analysis), summary))
+        echo_json(document)
     else:
         click.echo(render_analysis(analysis))
         click.echo(render_montecarlo(summary, result))

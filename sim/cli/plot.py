@@ -1,0 +1,75 @@
+"""``specsim plot``: figures from a sweep or search output; helpers for ``--plot DIR``."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from matplotlib.figure import Figure
+
+from sim.cli import main
+from sim.cli.options import format_option
+from sim.errors import SpecsimError
+from sim.figures import figures_for
+from sim.sweep import atomic_write_text
+
+
+def save_figures(
+    figures: Sequence[tuple[str, Figure]], out_dir: str | Path, fmt: str
+) -> list[Path]:
+    """Write each (stem, Figure) as ``out_dir/stem.fmt`` atomically; returns the paths."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SpecsimError("exists and is not a directory", source=str(out))
+    paths = []
+    for stem, fig in figures:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt)
+        path = out / f"{stem}.{fmt}"
+        atomic_write_text(path, buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A result JSON document, or ``DIR/sweep.json`` for a sweep directory."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "sweep.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecsimError("no such file", source=str(p)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecsimError(f"not a JSON result document: {exc}", source=str(p)) from None
+
+
+def echo_written(paths: Sequence[Path]) -> None:
+    for p in paths:
+        click.echo(f"wrote {p}", err=True)
+
+
+@main.command()
+@click.argument("result", type=click.Path(path_type=str))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="Directory for the figures (default: plots/ beside RESULT).",
+)
+@format_option
+def plot(result: str, out_dir: str | None, fmt: str) -> None:
+    """Figures from a sweep directory (or its sweep.json), or a search/compare --json file."""
+    doc = read_document(result)
+    figures = figures_for(doc)
+    if not figures:
+        raise SpecsimError("not a sweep, search or compare result (nothing to plot)", source=result)
+    where = out_dir or str(
+        (Path(result) if Path(result).is_dir() else Path(result).parent) / "plots"
+    )
+    echo_written(save_figures(figures, where, fmt))

@@ -1,0 +1,115 @@
+"""``specsim sweep``: a cartesian grid of scenario overrides, resumable, in parallel."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from sim.cli import main
+from sim.cli.options import (
+    format_option,
+    monte_carlo_options,
+    plot_option,
+    quiet_option,
+    scenario_argument,
+    set_option,
+    target_option,
+    targets_or_scenario,
+    with_mc_settings,
+    workers_option,
+)
+from sim.cli.plot import echo_written, read_document, save_figures
+from sim.cli.progress import ProgressBar
+from sim.figures import sweep_figures
+from sim.scenario import load_scenario
+from sim.sweep import expand_grid, make_executor, parse_grid, run_sweep
+
+
+@main.command()
+@scenario_argument
+@set_option
+@click.option(
+    "--grid",
+    "grids",
+    multiple=True,
+    required=True,
+    metavar="KEY=VALUES",
+    help="A swept field: a list (nvlink4,pcie-gen4 or 0.6,0.7) or START:STOP[:STEP] "
+    "(inclusive). Repeat for more fields; the sweep is their cartesian product.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
+)
+@workers_option("grid points (local executor)")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="local process pool, or an existing Dask cluster (needs specsim[dask]).",
+)
+@click.option("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address.")
+@target_option
+@monte_carlo_options
+@quiet_option
+@plot_option
+@format_option
+def sweep(
+    scenario: str,
+    sets: tuple[str, ...],
+    grids: tuple[str, ...],
+    out_dir: str,
+    workers: int,
+    executor: str,
+    scheduler: str | None,
+    targets: tuple[float, ...],
+    engine: str,
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    quiet: bool,
+    plot_dir: str | None,
+    fmt: str,
+) -> None:
+    """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
+    scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    axes = [parse_grid(g) for g in grids]
+    total = len(expand_grid(axes))
+    run = make_executor(executor, workers=workers, scheduler=scheduler)
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        bar(done, total)
+
+    try:
+        with ProgressBar(enabled=not quiet) as bar:
+            outcome = run_sweep(
+                scn,
+                axes,
+                out_dir,
+                engine=engine,
+                targets=targets_or_scenario(targets, scn),
+                executor=run,
+                progress=advance,
+                source=scenario,
+            )
+    except KeyboardInterrupt:
+        click.echo(
+            f"specsim: interrupted: finished points are kept in {out_dir}; run the same "
+            "command again to compute only the missing ones",
+            err=True,
+        )
+        sys.exit(130)
+    click.echo(
+        f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
+        f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
+    )
+    if plot_dir:
+        echo_written(save_figures(sweep_figures(read_document(out_dir)), plot_dir, fmt))

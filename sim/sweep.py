@@ -23,8 +23,6 @@ import itertools
 import json
 import math
 import multiprocessing
-import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -36,6 +34,7 @@ import numpy as np
 
 from sim.costs import baseline_tok_s, scenario_cycle_cost
 from sim.errors import SpecsimError
+from sim.files import atomic_write_text
 from sim.scenario import Scenario, parse_value, scenario_from_dict, with_overrides
 from sim.search import pin_verify_tokens
 from sim.theory import ceiling_tok_s, mean_accept_length, throughput_tok_s
@@ -150,30 +149,6 @@ def _canonical(value: Any) -> str:
 def point_key(point: Mapping[str, Any]) -> str:
     """Canonical text of a point's overrides: the identity of a point in the store."""
     return _canonical(dict(point))
-
-
-# --------------------------------------------------------------------------- atomic files
-
-
-def atomic_write_text(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (or bytes) to ``path``: readers see the old file or the new, never half.
-
-    The text goes to a temporary file in the same directory, is flushed to disk and renamed
-    over ``path`` (``os.replace`` is atomic on POSIX and Windows).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------- the store

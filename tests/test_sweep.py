@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from sim.cli import main
 from sim.errors import SpecsimError
+from sim.files import atomic_write_text
 from sim.scenario import load_scenario, with_overrides
 from sim.sweep import (
     LocalExecutor,
     PointTask,
     SweepStore,
-    atomic_write_text,
     evaluate_point,
     expand_grid,
     parse_grid,
@@ -116,6 +116,13 @@ def test_atomic_write_leaves_no_temporary_and_keeps_old_file_on_failure(tmp_path
         atomic_write_text(target, Exploding("new"))
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_write_gives_the_permissions_of_a_plain_write(tmp_path: Path) -> None:
+    plain, atomic = tmp_path / "plain.txt", tmp_path / "atomic.txt"
+    plain.write_text("x")
+    atomic_write_text(atomic, "x")
+    assert atomic.stat().st_mode == plain.stat().st_mode
 
 
 # --------------------------------------------------------------------------- resume

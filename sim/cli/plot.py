@@ -15,7 +15,7 @@ from sim.cli import main
 from sim.cli.options import format_option
 from sim.errors import SpecsimError
 from sim.figures import figures_for
-from sim.sweep import atomic_write_text
+from sim.files import atomic_write_text
 
 
 def save_figures(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim import __version__
-from sim.atomic_write import write_text_atomic
+from sim.files import atomic_write_text
 from sim.scenario import load_scenario
 from sim.validation_cases import (
     MC_REPLICATIONS,
@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed-scenario", default=SEED_SCENARIO)
     args = parser.parse_args(argv)
     report = build_report(args.seed_scenario)
-    write_text_atomic(args.out, render_markdown(report))
+    atomic_write_text(args.out, render_markdown(report))
     failed = [c.name for c in report.checks if not c.passed]
     print(
         f"wrote {args.out}: {sum(len(c.rows) for c in report.cases if c.scored)} scored "

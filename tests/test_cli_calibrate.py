@@ -161,3 +161,12 @@ def test_heterogeneous_base_gets_effective_rates(tmp_path: Path) -> None:
     acc = load_scenario(out).acceptance
     assert acc.mix is None and acc.concentration is None and acc.std is None
     assert acc.alpha is not None
+
+
+def test_unwritable_out_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    out = blocker / "x.toml"
+    code, stdout, stderr = _run("--baseline-tok-s", "80", "--out", str(out))
+    assert code == 2 and stderr.startswith(f"specsim: error: {out}: cannot write")
+    assert stdout == "" and not out.exists()

@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.atomic_write import write_text_atomic
-from sim.errors import SpecsimError
 from sim.scenario import load_scenario
 from sim.toml_writer import dumps, dumps_scenario, value_to_toml
 
@@ -40,23 +38,8 @@ def test_document_with_comments_and_nested_tables() -> None:
 def test_every_shipped_scenario_round_trips(path: Path, tmp_path: Path) -> None:
     scenario = load_scenario(path)
     out = tmp_path / "again.toml"
-    write_text_atomic(out, dumps_scenario(scenario, header="copy"))
+    out.write_text(dumps_scenario(scenario, header="copy"))
     assert load_scenario(out) == scenario
-
-
-def test_atomic_write_into_missing_directory_names_the_file(tmp_path: Path) -> None:
-    target = tmp_path / "nope" / "x.toml"
-    with pytest.raises(SpecsimError, match=r"x\.toml: cannot write"):
-        write_text_atomic(target, "a = 1\n")
-    assert not target.exists()
-
-
-def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
-    target = tmp_path / "x.toml"
-    target.write_text("old\n")
-    write_text_atomic(target, "new\n")
-    assert target.read_text() == "new\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["x.toml"]
 
 
 def test_arrays_of_tables_with_nested_tables() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from sim.atomic_write import write_text_atomic
 from sim.calibrate import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT, calibrate
 from sim.calibrate_report import calibrated_toml, format_calibration
 from sim.cli import main
 from sim.cli.options import echo_json, json_option, set_option
 from sim.errors import SpecsimError
+from sim.files import atomic_write_text
 from sim.importers.sglang_log import read_sglang_log
 from sim.importers.vllm_metrics import read_vllm_metrics
 from sim.measurements import (
@@ -123,7 +123,11 @@ def calibrate_command(
             raise SpecsimError("name at least one timing field", source="--fit")
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
     if out:
-        write_text_atomic(out, calibrated_toml(result, base_path))
+        text = calibrated_toml(result, base_path)
+        try:
+            atomic_write_text(out, text)
+        except OSError as exc:
+            raise SpecsimError(f"cannot write: {exc.strerror or exc}", source=out) from None
     if as_json:
         echo_json({**result.as_dict(), "out": out})
         return

@@ -88,7 +88,7 @@ def render_analysis(analysis: Analysis) -> str:
             "with every draft accepted",
         ]
     if analysis.targets:
-        lines += ["", f"What acceptance reaches each target? ({ALPHA_MEANING})"]
+        lines += ["", "What acceptance reaches each target? (closed form)", f"  {ALPHA_MEANING}"]
         head = f"  {'target':>12}  {'AL needed':>9}  {'alpha@k=' + str(k):>11}  "
         head += f"{'best k':>6}  {'alpha@best':>10}  {'AL@best':>7}"
         lines.append(head)

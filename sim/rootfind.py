@@ -81,10 +81,12 @@ def monte_carlo_summary(engine: str = "fast") -> SimulateFn:
 
 
 def checked_targets(targets: Sequence[float], quantile: float | None) -> list[float]:
-    """Targets as floats; SpecsimError for none, or a quantile outside (0, 1)."""
+    """Targets as floats; SpecsimError for none, one <= 0, or a quantile outside (0, 1)."""
     out = [float(t) for t in targets]
     if not out:
         raise SpecsimError("no targets: give --target or a [targets] section", source="search")
+    if any(not t > 0.0 for t in out):
+        raise SpecsimError(f"targets must be positive tok/s, got {out}", source="--target")
     if quantile is not None and not 0.0 < quantile < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {quantile}", source="--quantile")
     return out

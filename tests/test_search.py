@@ -199,6 +199,8 @@ def test_bad_search_inputs(small) -> None:
         search_acceptance(small, [100.0], [2], quantile=1.5)
     with pytest.raises(SpecsimError):
         search_acceptance(small, [100.0], [0, 2])
+    with pytest.raises(SpecsimError):
+        search_acceptance(small, [-5.0], [2])
 
 
 # --------------------------------------------------------------------------- levers
@@ -305,6 +307,8 @@ def test_cli_solve(seed_path: Path) -> None:
         ["--num-steps", "a"],
         ["--solve", "timing.verify_ms", "--num-steps", "2"],
         ["--solve", "name"],
+        ["--target", "-5"],
+        ["--target", "0"],
     ],
 )
 def test_cli_search_bad_input_exits_2(seed_path: Path, args: list[str]) -> None:

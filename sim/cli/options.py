@@ -72,7 +72,7 @@ def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
 target_option = click.option(
     "--target",
     "targets",
-    type=float,
+    type=click.FloatRange(min=0.0, min_open=True),
     multiple=True,
     metavar="TOK_S",
     help="Target tok/s (repeatable; default: the scenario's [targets]).",

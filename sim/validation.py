@@ -28,6 +28,7 @@ from sim.validation_cases import (
     VLLM_16035,
     Case,
     Row,
+    case_graphed_verify,
     case_seed,
     case_vllm_20780,
     case_vllm_26498,
@@ -76,6 +77,7 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
         *cross_cases(VLLM_16035, llama.scenario),
         case_vllm_acceptance_test(),
         case_vllm_26498(),
+        case_graphed_verify(seed),
         case_seed(seed),
     )
     return Report(

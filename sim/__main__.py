@@ -2,4 +2,4 @@
 
 from sim.cli import main
 
-main()
+main(prog_name="specsim")

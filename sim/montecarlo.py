@@ -307,28 +307,47 @@ class Summary:
         }
 
 
+def throughput_mean_ci95(result: MonteCarloResult) -> tuple[float, float, float]:
+    """Mean per-request tok/s and its 95% t interval over the replication means.
+
+    With one replication the requests themselves are the sample.
+    """
+    tok = result.tok_s
+    return mean_ci95(tok.mean(axis=1) if result.replications > 1 else tok.ravel())
+
+
+def pooled_accept_length(result: MonteCarloResult) -> float:
+    """Mean tokens per cycle over every simulated cycle (as a server log reports it)."""
+    counts = result.accept_counts.sum(axis=0)  # (k + 1,)
+    return float(counts @ np.arange(1, result.num_steps + 2) / counts.sum())
+
+
+def target_probabilities(
+    result: MonteCarloResult, targets: Sequence[float]
+) -> tuple[TargetProbability, ...]:
+    """P(a request's tok/s >= t) with its Wilson 95% interval, for each target t."""
+    flat = result.tok_s.ravel()
+    rows = []
+    for t in targets:
+        hits = int((flat >= t).sum())
+        rows.append(TargetProbability(float(t), hits / flat.size, wilson_ci95(hits, flat.size)))
+    return tuple(rows)
+
+
 def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) -> Summary:
     """Statistics of a Monte Carlo result; ``targets`` default to the scenario's."""
     if targets is None:
         targets = result.scenario.target_tok_s
     tok = result.tok_s
     flat = tok.ravel()
-    rep_means = tok.mean(axis=1)
-    mean, lo, hi = mean_ci95(rep_means if result.replications > 1 else flat)
+    mean, lo, hi = throughput_mean_ci95(result)
     p5, p50, p95 = (float(x) for x in np.percentile(flat, [5, 50, 95]))
     counts = result.accept_counts.sum(axis=0)
     n_cycles = int(counts.sum())
-    lengths = np.arange(1, result.num_steps + 2)
     model = acceptance_model(result.scenario.acceptance, result.num_steps)
     phase_tot = result.phase_ms.sum(axis=0)
     cycle_ms = {"mean": float(phase_tot.sum() / n_cycles)}
     cycle_ms.update({p: float(phase_tot[i] / n_cycles) for i, p in enumerate(PHASES)})
-    target_rows = []
-    for t in targets:
-        hits = int((flat >= t).sum())
-        target_rows.append(
-            TargetProbability(float(t), hits / flat.size, wilson_ci95(hits, flat.size))
-        )
     classes = []  # only for a workload mix
     for i, name in enumerate(result.class_names if len(result.class_names) > 1 else ()):
         rows = result.request_class == i
@@ -345,11 +364,11 @@ def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) 
         tok_s_p5=p5,
         tok_s_p50=p50,
         tok_s_p95=p95,
-        accept_length_mean=float(counts @ lengths / n_cycles),
+        accept_length_mean=pooled_accept_length(result),
         accept_pmf=counts / n_cycles,
         theory_pmf=model.cycle_pmf(),
         theory_accept_length=model.cycle_mean_accept_length(),
         cycle_ms=cycle_ms,
-        targets=tuple(target_rows),
+        targets=target_probabilities(result, targets),
         classes=tuple(classes),
     )

@@ -46,35 +46,26 @@ SimulateFn = Callable[[Scenario, Sequence[float]], Summary]
 def monte_carlo_summary(engine: str = "fast") -> SimulateFn:
     """The statistics search needs from the scenario's Monte Carlo at its own seed.
 
-    Same definitions as ``sim.montecarlo.summarize`` (mean with its t interval over
-    replication means, pooled accept length, P(tok/s >= target) with a Wilson interval),
-    computed here without the theoretical pmf that ``summarize`` adds, which costs a
+    The same statistics as ``sim.montecarlo.summarize`` (its own helpers: mean with its t
+    interval over replication means, pooled accept length, P(tok/s >= target) with a
+    Wilson interval), without the theoretical pmf that ``summarize`` adds, which costs a
     numerical integration per call for heterogeneous acceptance and is not needed here.
     """
 
     def run(scenario: Scenario, targets: Sequence[float]) -> Summary:
-        from sim.montecarlo import mean_ci95, simulate, wilson_ci95
+        from sim.montecarlo import (
+            pooled_accept_length,
+            simulate,
+            target_probabilities,
+            throughput_mean_ci95,
+        )
 
         result = simulate(scenario, engine=engine, seed=scenario.simulation.seed, workers=1)
-        tok = result.tok_s  # (replications, requests)
-        flat = tok.ravel()
-        mean, lo, hi = mean_ci95(tok.mean(axis=1) if result.replications > 1 else flat)
-        counts = result.accept_counts.sum(axis=0)  # (k + 1,)
-        lengths = np.arange(1, result.num_steps + 2)
-        rows = []
-        for t in targets:
-            hits = int((flat >= t).sum())
-            rows.append(
-                {
-                    "tok_s": float(t),
-                    "p_at_least": hits / flat.size,
-                    "p_at_least_ci95": list(wilson_ci95(hits, flat.size)),
-                }
-            )
+        mean, lo, hi = throughput_mean_ci95(result)
         return {
             "throughput_tok_s": {"mean": mean, "ci95": [lo, hi]},
-            "accept_length": {"mean": float(counts @ lengths / counts.sum())},
-            "targets": rows,
+            "accept_length": {"mean": pooled_accept_length(result)},
+            "targets": [t.to_dict() for t in target_probabilities(result, targets)],
         }
 
     return run

@@ -15,6 +15,11 @@ from sim import __version__
 from sim.errors import SpecsimError
 
 
+def echo_error(exc: SpecsimError) -> None:
+    """The one line on stderr that bad input gets."""
+    click.echo(f"specsim: error: {exc}", err=True)
+
+
 class SpecsimGroup(click.Group):
     """A click group that turns bad input into one line and exit status 2, no traceback."""
 
@@ -22,7 +27,7 @@ class SpecsimGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SpecsimError as exc:
-            click.echo(f"specsim: error: {exc}", err=True)
+            echo_error(exc)
             sys.exit(2)
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from sim.cli import main
+from sim.cli import echo_error, main
 from sim.cli.options import set_option
 from sim.errors import SpecsimError
 from sim.scenario import load_scenario
@@ -23,7 +23,7 @@ def validate(scenarios: tuple[str, ...], sets: tuple[str, ...]) -> None:
             sc = load_scenario(path, sets)
         except SpecsimError as exc:
             failed += 1
-            click.echo(f"specsim: error: {exc}", err=True)
+            echo_error(exc)
         else:
             click.echo(f"{path}: ok ({sc.name}, num_steps {sc.num_steps})")
     if failed:

@@ -34,6 +34,7 @@ from sim.model.closed_forms import answer_at_k, ceiling_tok_s
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.rates import cumulative_rates, mean_accept_length
+from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import acceptance_model, closed_form_tok_s, pass_times
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
@@ -138,8 +139,6 @@ class AcceptanceLever:
         f = lambda x: self.expected_accept_length(x) - required_accept_length  # noqa: E731
         if f(a) >= 0:
             return a
-        from scipy.optimize import brentq  # lazy: scipy.optimize is slow to import
-
         return float(brentq(f, a, b, xtol=1e-10))
 
 

@@ -71,3 +71,58 @@ def brentq(
         xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
         fcur = float(f(xcur))
     raise RuntimeError(f"brentq did not converge in {maxiter} iterations")
+
+
+def increasing_root(
+    g: Callable[[float], float],
+    level: float,
+    lo: float,
+    hi: float,
+    *,
+    hint: float,
+    slope: float | None = None,
+    xtol: float = 1e-10,
+    maxiter: int = 60,
+) -> tuple[float | None, float | None]:
+    """The least x in [lo, hi] with g(x) >= ``level`` for a continuous increasing ``g``.
+
+    Returns (x, slope): None for x when g(hi) < level, ``lo`` when g(lo) >= level, else the
+    root within ``xtol``; slope is the last secant slope seen (None when none was measured).
+    Safeguarded secant: it starts at ``hint`` with a Newton step of ``slope`` (e.g. from a
+    closed form) and keeps a bracket, bisecting whenever a step would leave it, so few
+    evaluations are needed near a good hint and at most ~log2((hi - lo) / xtol) otherwise.
+    """
+    g_hi = g(hi)
+    if g_hi < level:
+        return None, None
+    g_lo = g(lo)
+    if g_lo >= level:
+        return lo, None
+    a, fa, b, fb = lo, g_lo - level, hi, g_hi - level  # fa < 0 <= fb
+    x = min(max(hint, lo), hi)
+    fx = g(x) - level
+    prev: tuple[float, float] | None = None
+    last_slope = slope
+    for _ in range(maxiter):
+        if fx < 0:
+            a, fa = x, fx
+        else:
+            b, fb = x, fx
+        if b - a <= xtol or fx == 0.0:
+            break
+        if prev is not None and prev[0] != x and prev[1] != fx:
+            last_slope = (fx - prev[1]) / (x - prev[0])
+        step_slope = last_slope if last_slope and last_slope > 0 else (fb - fa) / (b - a)
+        nxt = x - fx / step_slope
+        if not a < nxt < b:
+            nxt = a - fa * (b - a) / (fb - fa)  # regula falsi inside the bracket
+            if not a < nxt < b:
+                nxt = (a + b) / 2
+        if abs(nxt - x) <= xtol / 2:  # converged: step onto the passing side of the root
+            nxt = x + (xtol / 2 if fx < 0 else -xtol / 2)
+            nxt = min(max(nxt, a), b)
+        prev = (x, fx)
+        x, fx = nxt, g(nxt) - level
+    if fx >= 0:
+        b = x
+    return b, last_slope

@@ -52,6 +52,13 @@ def model_rng(seed: int) -> np.random.Generator:
     )
 
 
+def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTimeModel:
+    """The cycle-time model ``simulate`` binds for ``scenario`` at ``fidelity`` and ``seed``
+    (the layer pass's pools are drawn from ``model_rng(seed)``)."""
+    rng = model_rng(seed) if fidelity == "layer" else None
+    return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+
+
 def run_block(
     task: tuple[str, EnginePlan, Sequence[np.random.SeedSequence]],
 ) -> EngineOutput:
@@ -114,8 +121,7 @@ def simulate(
     _check_settings(engine, fidelity, sizes, seed)
     k = scenario.num_steps
     if cycle_times is None:
-        rng = model_rng(seed) if fidelity == "layer" else None
-        cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+        cycle_times = bound_cycle_times(scenario, fidelity, seed)
     plan = EnginePlan(
         acceptance=acceptance or acceptance_model(scenario.acceptance, k),
         cycle_times=cycle_times,

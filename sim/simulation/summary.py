@@ -97,14 +97,17 @@ class ClassSummary:
 class Summary:
     """Statistics of a ``MonteCarloResult`` (see module docstring for their definitions).
 
-    ``accept_pmf``/``theory_pmf`` have shape (k + 1,), entry j for L = j + 1.
+    ``accept_pmf``/``theory_pmf`` have shape (k + 1,), entry j for L = j + 1. ``method``:
+    ``monte_carlo``, or ``exact`` for the exact law of sim/simulation/exact.py (then
+    ``engine`` is "exact", ``seed``/``replications``/``requests`` are None and every
+    interval has zero width).
     """
 
     engine: str
     fidelity: str
-    seed: int
-    replications: int
-    requests: int
+    seed: int | None
+    replications: int | None
+    requests: int | None
     tok_s_mean: float
     tok_s_std: float
     tok_s_ci95: tuple[float, float]
@@ -118,10 +121,12 @@ class Summary:
     cycle_ms: dict[str, float]
     targets: tuple[TargetProbability, ...]
     classes: tuple[ClassSummary, ...]
+    method: str = "monte_carlo"
 
     def to_dict(self) -> dict[str, Any]:
         """The Monte Carlo keys of ``specsim run --json`` (plain floats, JSON-ready)."""
         return {
+            "method": self.method,
             "engine": self.engine,
             "fidelity": self.fidelity,
             "seed": self.seed,

@@ -95,16 +95,16 @@ class SumTails:
         return out
 
 
-def _window(pmf: np.ndarray, tokens: int, spread: float) -> tuple[int, int]:
+def _window(pmf: np.ndarray, tokens: int, spread: float, pad: int = 2) -> tuple[int, int]:
     """Cycle counts m0 < n <= m1 around N / E[L] (renewal CLT), ``spread`` sd below and
-    1.5 ``spread`` above (the right tail of n is the longer)."""
+    1.5 ``spread`` above (the right tail of n is the longer), plus ``pad`` cycles."""
     top = pmf.size
     lengths = np.arange(1, top + 1)
     mu = float(pmf @ lengths)
     sd = math.sqrt(tokens * max(float(pmf @ lengths**2) - mu**2, 0.0) / mu**3)
     lo_floor = max(0, -(-tokens // top) - 1)  # S_m <= m (k + 1) < N up to here: nobody done
-    m0 = max(lo_floor, math.floor(tokens / mu - spread * sd) - 2)
-    m1 = min(tokens, math.ceil(tokens / mu + 1.5 * spread * sd) + 2)
+    m0 = max(lo_floor, math.floor(tokens / mu - spread * sd) - pad)
+    m1 = min(tokens, math.ceil(tokens / mu + 1.5 * spread * sd) + pad)
     return m0, m1
 
 
@@ -124,14 +124,15 @@ def cycles_law(length_pmf: np.ndarray, tokens: int) -> CyclesLaw:
     sure = _deterministic_length(pmf)
     if sure is not None:  # one length l: n = ceil(N / l)
         return CyclesLaw(tokens, -(-tokens // sure), np.ones(1), 0.0)
-    spread = 8.0
+    spread, pad = 8.0, 2
     while True:
-        m0, m1 = _window(pmf, tokens, spread)
+        m0, m1 = _window(pmf, tokens, spread, pad)
         done = SumTails(pmf, tokens, m0, m1).window(m0, m1)  # P(n <= m), m = m0 .. m1
         early, late = float(done[0]), 1.0 - float(done[-1])
-        if (early <= TAIL and late <= TAIL) or spread > 1e3:
+        whole = m1 == tokens and m0 == max(0, -(-tokens // pmf.size) - 1)
+        if (early <= TAIL and late <= TAIL) or whole:
             break
-        spread *= 1.5
+        spread, pad = 1.5 * spread, 2 * pad  # (a near-constant L has a tiny sd)
     probs = np.clip(np.diff(done), 0.0, None)
     nonzero = np.flatnonzero(probs > 1e-300)
     first, last = (int(nonzero[0]), int(nonzero[-1])) if nonzero.size else (0, 0)

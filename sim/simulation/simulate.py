@@ -1,18 +1,19 @@
 """Monte Carlo runs: replications, seeds and worker processes.
 
 Seeds become generators here and only here: ``SeedSequence(seed).spawn(replications)``
-gives one child per replication (``model_rng`` one more, for models built once per
-run, such as the layer-level pass-time pools), and each child spawns the replication's
-three streams (``ReplicationRngs``: requests, accept, timing; the SimPy engine derives one
-sub-stream per request from them with ``jumped``). A replication reads only its own
-streams, so results do not depend on ``workers`` (blocks of replications on the one
-executor of sim/parallel.py), on scheduling or on how the engines batch replications.
-Statistics of a result: sim/simulation/summary.py.
+gives one child per replication (``block_rngs`` computes their seeds a block at a time;
+``model_rng`` one more, for models built once per run, such as the layer-level pass-time
+pools), and each child spawns the replication's three streams (``ReplicationRngs``:
+requests, accept, timing; the SimPy engine derives one sub-stream per request from them
+with ``jumped``). A replication reads only its own streams, so results do not depend on
+``workers`` (blocks of replications on the one executor of sim/parallel.py), on
+scheduling or on how the engines batch replications. Statistics of a result:
+sim/simulation/summary.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -25,18 +26,40 @@ from sim.scenario.schema import Scenario
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
+from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
 
 Progress = Callable[[int, int], None]
 
 
 def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
-    """The three independent streams of one replication from its SeedSequence child."""
-    requests, accept, timing = child.spawn(3)
-    return ReplicationRngs(
-        requests=np.random.Generator(np.random.PCG64(requests)),
-        accept=np.random.Generator(np.random.PCG64(accept)),
-        timing=np.random.Generator(np.random.PCG64(timing)),
-    )
+    """The three independent streams of one replication from its SeedSequence child:
+    stream i is ``child.spawn(3)[i]``, i.e. SeedSequence(entropy, spawn_key=child's + (i,)),
+    made directly when first read."""
+
+    def make(i: int) -> np.random.Generator:
+        seq = np.random.SeedSequence(
+            child.entropy, spawn_key=(*child.spawn_key, i), pool_size=child.pool_size
+        )
+        return np.random.Generator(np.random.PCG64(seq))
+
+    return ReplicationRngs(make)
+
+
+def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
+    """The streams of replications ``block`` of a run seeded ``seed``: stream j of
+    replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
+    spawn key (i, j); their PCG64 seeds are computed for the whole block at once
+    (sim/simulation/seeding.py: identical words, ~100x cheaper than one SeedSequence each),
+    the generators made when first read."""
+    if not words_match_numpy() or block.stop > 2**32:
+        return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
+    streams = len(ReplicationRngs.STREAMS)
+    words = seed_words(seed, [(i, j) for i in block for j in range(streams)])
+
+    def maker(row: int):
+        return lambda j: np.random.Generator(np.random.PCG64(SeedWords(words[row + j])))
+
+    return [ReplicationRngs(maker(streams * n)) for n in range(len(block))]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run
@@ -59,18 +82,22 @@ def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTime
     return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
 
 
-def run_block(
-    task: tuple[str, EnginePlan, Sequence[np.random.SeedSequence]],
-) -> EngineOutput:
-    """Run one block of replications: (engine name, plan, their SeedSequence children)."""
-    engine, plan, children = task
-    return ENGINES[engine](plan, [replication_rngs(c) for c in children])
+def run_block(task: tuple[str, EnginePlan, int, range]) -> EngineOutput:
+    """Run one block of replications: (engine name, plan, root seed, replication indices)."""
+    engine, plan, seed, block = task
+    return ENGINES[engine](plan, block_rngs(seed, block))
+
+
+#: Simulated tokens per block of replications of the fast engine: large enough that a
+#: block's fixed costs (seeding, set-up) are small, small enough that a progress bar
+#: moves and workers share the load.
+BLOCK_TOKENS = 8_000_000
 
 
 def _blocks(replications: int, engine: str, requests: int, output_tokens: int) -> list[range]:
     """Replication blocks: one each for the SimPy engine; for the fast engine, blocks of
-    about 2 M simulated tokens so a progress bar moves and workers share the load."""
-    size = 1 if engine == "des" else max(1, 2_000_000 // max(1, requests * output_tokens))
+    about ``BLOCK_TOKENS`` simulated tokens."""
+    size = 1 if engine == "des" else max(1, BLOCK_TOKENS // max(1, requests * output_tokens))
     return [range(i, min(i + size, replications)) for i in range(0, replications, size)]
 
 
@@ -128,9 +155,8 @@ def simulate(
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
     )
-    children = np.random.SeedSequence(seed).spawn(r_n)
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens)
-    tasks = [(engine, plan, [children[j] for j in block]) for block in blocks]
+    tasks = [(engine, plan, seed, block) for block in blocks]
     parts: dict[int, EngineOutput] = {}
     done = 0
     for i, part in LocalExecutor(workers).map_unordered(run_block, tasks):

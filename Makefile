@@ -27,7 +27,7 @@ test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engines.py
+	$(BIN)/python benchmarks/bench.py
 
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)
 # and closed-form checks; fails if a closed-form check fails.

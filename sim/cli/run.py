@@ -110,7 +110,7 @@ def run(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
-        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt))
+        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt))  # None: streamed
     if as_json:
         echo_document("run", body)
     else:

@@ -46,11 +46,15 @@ def merge_montecarlo(analytic_doc: dict[str, Any], summary: Summary) -> dict[str
 
 
 def text_histogram(
-    values: np.ndarray, bins: int = 10, width: int = 30, weights: np.ndarray | None = None
+    values: np.ndarray,
+    bins: int = 10,
+    width: int = 30,
+    weights: np.ndarray | None = None,
+    counts: bool = False,
 ) -> list[str]:
     """Lines of a horizontal histogram of ``values`` (1-D) between their 0.5% and 99.5%
     quantiles; values outside are counted in the first and last bars. With ``weights``
-    (probabilities of an exact law, same shape) the bars show probabilities."""
+    (probabilities of an exact law, or counts when ``counts``, same shape) bars show them."""
     if weights is None:
         lo, hi = np.percentile(values, [0.5, 99.5])
     else:
@@ -58,14 +62,14 @@ def text_histogram(
         cum = np.cumsum(weights[order])
         lo, hi = (float(values[order][np.searchsorted(cum, q * cum[-1])]) for q in (0.005, 0.995))
     total = values.size if weights is None else float(np.sum(weights))
-    label = (lambda c: f"{c}") if weights is None else (lambda c: f"{c:.3f}")
+    label = (lambda c: f"{c:.0f}") if weights is None or counts else (lambda c: f"{c:.3f}")
     if hi <= lo:
         return [f"  {lo:8.1f}          | {'#' * width} {label(total)}"]
     edges = np.linspace(lo, hi, bins + 1)
-    counts = np.histogram(np.clip(values, lo, hi), bins=edges, weights=weights)[0]
-    top = counts.max()
+    heights = np.histogram(np.clip(values, lo, hi), bins=edges, weights=weights)[0]
+    top = heights.max()
     lines = []
-    for i, c in enumerate(counts):
+    for i, c in enumerate(heights):
         bar = "#" * (round(width * c / top) if top else 0)
         lines.append(f"  {edges[i]:8.1f} - {edges[i + 1]:8.1f} | {bar:<{width}} {label(c)}")
     return lines
@@ -78,7 +82,12 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
         f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
         f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})"
     )
-    return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
+    if result.stream is None:
+        return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
+    values, counts = result.stream.histogram.nonzero()
+    head += "; streamed: percentiles and histogram within 1e-4 relative"
+    bars = text_histogram(values, weights=counts.astype(float), counts=True)
+    return "\n".join(_summary_lines(s, head) + bars)
 
 
 def render_exact(summary: Summary, law: RequestLaw) -> str:

@@ -13,7 +13,8 @@ sim/simulation/summary.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
+from sim.simulation.stream import StreamStats
 
 Progress = Callable[[int, int], None]
 
@@ -82,10 +84,39 @@ def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTime
     return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
 
 
-def run_block(task: tuple[str, EnginePlan, int, range]) -> EngineOutput:
-    """Run one block of replications: (engine name, plan, root seed, replication indices)."""
-    engine, plan, seed, block = task
-    return ENGINES[engine](plan, block_rngs(seed, block))
+@dataclass(frozen=True)
+class BlockTask:
+    """One block of replications for a worker: engine, plan, root seed, indices, and the
+    targets to count when the block is folded into ``StreamStats`` (None: keep arrays)."""
+
+    engine: str
+    plan: EnginePlan
+    seed: int
+    block: range
+    fold: tuple[float, ...] | None = None
+
+
+def run_block(task: BlockTask) -> EngineOutput | StreamStats:
+    """Run one block of replications: its arrays, or their statistics when folding."""
+    out = ENGINES[task.engine](task.plan, block_rngs(task.seed, task.block))
+    if task.fold is None:
+        return out
+    return StreamStats.of(out, task.fold, len(task.plan.acceptance.classes))
+
+
+#: Runs of more requests than this stream by default (``simulate(stream=None)``).
+STREAM_ABOVE = 250_000
+#: The per-request and per-replication arrays of a ``MonteCarloResult``.
+ARRAYS = (
+    "tok_s",
+    "request_ms",
+    "request_tokens",
+    "emitted_tokens",
+    "cycles",
+    "request_class",
+    "accept_counts",
+    "phase_ms",
+)
 
 
 #: Simulated tokens per block of replications of the fast engine: large enough that a
@@ -94,10 +125,17 @@ def run_block(task: tuple[str, EnginePlan, int, range]) -> EngineOutput:
 BLOCK_TOKENS = 8_000_000
 
 
-def _blocks(replications: int, engine: str, requests: int, output_tokens: int) -> list[range]:
+#: A streamed run's blocks are this many times larger (fewer, smaller messages back).
+STREAM_BLOCKS = 8
+
+
+def _blocks(
+    replications: int, engine: str, requests: int, output_tokens: int, scale: int = 1
+) -> list[range]:
     """Replication blocks: one each for the SimPy engine; for the fast engine, blocks of
-    about ``BLOCK_TOKENS`` simulated tokens."""
-    size = 1 if engine == "des" else max(1, BLOCK_TOKENS // max(1, requests * output_tokens))
+    about ``scale`` x ``BLOCK_TOKENS`` simulated tokens."""
+    tokens = scale * BLOCK_TOKENS
+    size = 1 if engine == "des" else max(1, tokens // max(1, requests * output_tokens))
     return [range(i, min(i + size, replications)) for i in range(0, replications, size)]
 
 
@@ -130,6 +168,8 @@ def simulate(
     progress: Progress | None = None,
     cycle_times: CycleTimeModel | None = None,
     acceptance: AcceptanceModel | None = None,
+    stream: bool | None = None,
+    targets: Sequence[float] | None = None,
 ) -> MonteCarloResult:
     """Run the Monte Carlo of ``scenario``.
 
@@ -140,6 +180,12 @@ def simulate(
     (identical results). ``progress(done, total)`` is called as replications complete.
     ``cycle_times`` and ``acceptance`` replace the models the scenario binds to (a search
     scales the acceptance model instead of re-validating a scenario per rate).
+
+    ``stream``: fold each block into statistics where it runs and keep no per-request
+    arrays (sim/simulation/stream.py: memory that does not grow with the requests; exact
+    counts and means, percentiles within 1e-4 relative); None streams runs of more than
+    ``STREAM_ABOVE`` requests. ``targets`` (default the scenario's) are the tok/s whose
+    hits a streamed run counts.
     """
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
@@ -155,15 +201,41 @@ def simulate(
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
     )
-    blocks = _blocks(r_n, engine, q_n, plan.output_tokens)
-    tasks = [(engine, plan, seed, block) for block in blocks]
+    streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
+    counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
+    blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)
+    fold = counted if streamed else None
+    tasks = [BlockTask(engine, plan, seed, block, fold) for block in blocks]
     parts: dict[int, EngineOutput] = {}
+    stats = StreamStats(counted, len(plan.acceptance.classes), k) if streamed else None
+    pending: dict[int, StreamStats] = {}
+    merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
     for i, part in LocalExecutor(workers).map_unordered(run_block, tasks):
-        parts[i] = part
+        if stats is None:
+            parts[i] = part
+        else:
+            pending[i] = part
+            while merged in pending:
+                stats.merge(pending.pop(merged))
+                merged += 1
         done += len(blocks[i])
         if progress:
             progress(done, r_n)
+    run = {
+        "scenario": scenario,
+        "acceptance": plan.acceptance,
+        "engine": engine,
+        "fidelity": fidelity,
+        "seed": seed,
+        "replications": r_n,
+        "requests": q_n,
+        "output_tokens": plan.output_tokens,
+        "num_steps": k,
+        "class_names": plan.acceptance.class_names,
+    }
+    if stats is not None:
+        return MonteCarloResult(**run, **dict.fromkeys(ARRAYS), stream=stats)
     out = EngineOutput.concatenate([parts[i] for i in range(len(blocks))])
     arrays = {
         "tok_s": out.tok_s,
@@ -177,16 +249,4 @@ def simulate(
     }
     for a in arrays.values():
         a.setflags(write=False)
-    return MonteCarloResult(
-        scenario=scenario,
-        acceptance=plan.acceptance,
-        engine=engine,
-        fidelity=fidelity,
-        seed=seed,
-        replications=r_n,
-        requests=q_n,
-        output_tokens=plan.output_tokens,
-        num_steps=k,
-        class_names=plan.acceptance.class_names,
-        **arrays,
-    )
+    return MonteCarloResult(**run, **arrays)

@@ -1,14 +1,25 @@
-"""Closed forms for a draft tree under rank-wise acceptance (greedy verification).
+"""Closed forms for a draft tree under rank-wise acceptance.
 
 The rank model. Given that the target accepted the token at node u (or u is the root), the
 target's next token is the drafter's rank-r guess at u with probability ``q[d - 1, r]``,
 d = depth(u) + 1 the depth of the children, r = 0..W-1; with probability
 1 - sum_r q[d - 1, r] it is none of the drafter's top W. These events are disjoint (the
-target picks one token), so under greedy verification (SGLang's tree verify walks from the
-root to the child whose token equals the target's argmax, reference: Sequoia, Chen et al.
-2024, arXiv:2402.12374, section 3) at most one child of each accepted node is accepted and
+target emits one token), so at most one child of each accepted node is accepted and
 
     P(node v accepted) = prod over the path root -> v of q[depth - 1, rank]   ("path product")
+
+(Sequoia's positional acceptance model, Chen et al. 2024, arXiv:2402.12374). SGLang's two
+tree verifiers both follow it exactly (sgl-project/sglang sgl-kernel/csrc/speculative/):
+greedy ``VerifyTreeGreedy`` (eagle_utils.cu) accepts the child whose token is the target's
+argmax, so q_r = P(argmax = rank-r guess); the sampling verifier
+``TreeSpeculativeSamplingTargetOnly`` (speculative_sampling.cuh) draws ONE coin per level
+and accepts the first sibling (in rank order) at which the coin falls below the running
+sum of the target's probabilities, so q_r = E[p_target(rank-r guess)] under the
+tempered, top-k/top-p renormalised target. The samplers (sim/model/tree_samplers.py) are
+that kernel's inverse-cdf walk. Other tree samplers do not fit the model: SpecInfer's
+multi-step speculative sampling (Miao et al. 2024) and Sequoia's sampling without
+replacement test each sibling against a residual distribution reshaped by the rejected
+ones. Under any verifier, q should be measured at the temperature served.
 
 The cycle emits L = accepted drafts + 1 tokens (the target's correction or bonus token), so
 
@@ -23,13 +34,6 @@ engine's inverse-cdf draw) carries over to trees exactly.
 
 Shapes. ``q`` is (..., D, W): D >= the tree's depth rows (depth 1..D), W >= its width
 columns, leading axes for requests. 0 <= q <= 1 and every row sums to at most 1.
-
-Sampling (temperature > 0) is not this model: with rejection sampling a rejected child
-reshapes the residual distribution its siblings are tested against (SpecInfer's multi-step
-speculative sampling, Miao et al. 2024), so the per-rank events are no longer "the
-target's token is the r-th guess". The model reads q as whatever rank-wise acceptance the
-verifier shows; under sampling it is an approximation, and the profiles should be measured
-at the temperature served.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.model.tree import RankPath, Tree
+from sim.model.tree_pool import beam_pool
 from sim.model.tree_theory import check_rank_rates
 
 __all__ = ["beam_tree", "candidate_count", "optimal_tree", "sglang_tree"]
@@ -115,9 +116,11 @@ def beam_tree(
 def sglang_tree(num_steps: int, topk: int, num_draft_tokens: int, scores: ArrayLike) -> Tree:
     """The tree SGLang verifies when the drafter's probability of its rank-r guess at depth
     d is ``scores[d - 1, r]`` at every node, shape (>= num_steps, >= topk) (the default
-    choice is the rank rates themselves, see the module docstring)."""
-    s = _scores(scores, num_steps, topk)
-    return beam_tree(num_steps, topk, num_draft_tokens, lambda path: s[len(path)])
+    choice is the rank rates themselves, see the module docstring). Built by the array
+    form of the beam run (sim/model/tree_pool.py), which equals ``beam_tree`` with
+    ``child_probs = lambda path: scores[len(path)]``."""
+    pool = beam_pool(num_steps, topk, scores, scores)
+    return pool.tree(num_steps, num_draft_tokens)
 
 
 def optimal_tree(budget: int, max_depth: int, rates: ArrayLike, width: int | None = None) -> Tree:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.acceptance import AcceptanceModel, RateClass
+from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.tree import Tree
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_theory import chain_equivalent_rates, depth_survival

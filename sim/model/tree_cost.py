@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.costs import CycleCost, PassTimes
+from sim.model.cycle import CycleCost, PassTimes
 
 __all__ = ["draft_over_ms", "tree_cycle_cost"]
 

@@ -168,29 +168,80 @@ class TimingSpec(Section):
 
 
 class SpeculationSpec(Section):
-    """Chain drafting (SGLang ``--speculative-num-steps``/``-eagle-topk``/``-num-draft-tokens``)."""
+    """Chain or tree drafting as SGLang's EAGLE worker runs it (``--speculative-num-steps``,
+    ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
+
+    ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
+    so); the same adjustment is applied here and recorded in ``adjustments``. ``topk > 1`` is
+    a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
+    ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
+    (no such check in its server arguments), so neither does specsim: the tree then verifies
+    fewer drafts than the drafter expands at depth 1.
+    """
+
+    _adjustments: tuple[str, ...] = PrivateAttr(default=())
 
     num_steps: Annotated[int, Field(ge=0)]
     topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int, Field(gt=0)] | None = None
+    num_draft_tokens: Annotated[int | None, Field(gt=0, validate_default=True)] = None
 
-    @model_validator(mode="after")
-    def _chain_only(self) -> SpeculationSpec:
-        if self.topk != 1:
+    @model_validator(mode="wrap")
+    @classmethod
+    def _sglang_adjusts_chains(cls, data: Any, handler: Any) -> SpeculationSpec:
+        notes: list[str] = []
+        if isinstance(data, dict):
+            steps, topk, n = data.get("num_steps"), data.get("topk", 1), data.get("num_draft_tokens")
+            chain = topk == 1 and isinstance(steps, int) and not isinstance(steps, bool)
+            if chain and isinstance(n, int) and not isinstance(n, bool) and n != steps + 1:
+                notes.append(
+                    f"speculation.num_draft_tokens {n} -> {steps + 1}: SGLang sets it to "
+                    "num_steps + 1 when topk = 1"
+                )
+                data = {**data, "num_draft_tokens": steps + 1}
+        model = handler(data)
+        if notes:
+            model._adjustments = tuple(notes)
+        return model
+
+    @field_validator("num_draft_tokens")
+    @classmethod
+    def _tree_fits(cls, value: int | None, info: ValidationInfo) -> int | None:
+        steps, topk = info.data.get("num_steps"), info.data.get("topk")
+        if steps is None or topk is None or topk == 1:
+            return value
+        if steps < 1:
+            raise ValueError(f"topk = {topk} drafts a tree: num_steps must be >= 1")
+        if value is None:
             raise ValueError(
-                f"topk = {self.topk}: tree drafting (topk > 1) is not modelled yet; use topk = 1"
+                f"required with topk = {topk} (SGLang's --speculative-num-draft-tokens: the "
+                "root plus the drafts verified)"
             )
-        if self.num_draft_tokens is not None and self.num_draft_tokens != self.num_steps + 1:
+        pool = topk + (steps - 1) * topk**2
+        if not 2 <= value <= pool + 1:
             raise ValueError(
-                f"num_draft_tokens = {self.num_draft_tokens}: with topk = 1 it is num_steps + 1 "
-                f"= {self.num_steps + 1} (SGLang adjusts it so)"
+                f"{value}: SGLang verifies the root plus 1..{pool} of the {pool} candidates "
+                f"that num_steps {steps} and topk {topk} draft (topk + (num_steps - 1) "
+                f"topk^2), so it must be in 2..{pool + 1}"
             )
-        return self
+        return value
+
+    @property
+    def is_tree(self) -> bool:
+        return self.topk > 1
 
     @property
     def draft_tokens(self) -> int:
-        """Tokens in one verify pass: the last accepted token plus ``num_steps`` drafts."""
+        """Tokens in one verify pass: the last accepted token plus the drafts."""
+        if self.is_tree:
+            assert self.num_draft_tokens is not None
+            return self.num_draft_tokens
         return self.num_steps + 1
+
+    @property
+    def adjustments(self) -> tuple[str, ...]:
+        """SGLang's own adjustments applied to the given values, as sentences."""
+        return self._adjustments
 
 
 class Heterogeneity(Section):
@@ -241,37 +292,96 @@ class AcceptanceClass(Heterogeneity):
 
 
 class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance.
+    """Conditional per-position acceptance, and for trees its rank-wise form.
 
-    One of: ``alpha`` (one rate), ``per_position`` (a list of k conditional rates; the last
-    repeats when k is longer), or ``mix`` (weighted classes, each with its own rates).
-    ``concentration`` or ``std`` make the rates vary per request (Beta around the mean); at
-    the top level of a mix they are the default of classes that set neither.
+    The top-1 rate, one of: ``alpha`` (one rate), ``per_position`` (a list of k conditional
+    rates; the last repeats when k is longer), ``mix`` (weighted classes, each with its own
+    rates) or ``rank_rates``. ``concentration`` or ``std`` make the rates vary per request
+    (Beta around the mean); at the top level of a mix they are the default of classes that
+    set neither.
+
+    Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
+    ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
+    | its parent was accepted) at every depth (q_1 then plays the role of alpha), or
+    ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
+    ranks 2..W take while alpha/per_position/mix give the top-1 rate. Either way the ranks
+    below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
+    q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
+    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    (each further share is the last one times the ratio of the last two).
     """
 
     alpha: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1)] | None = None
+    rank_profile: str | None = None
+    rank_extend: Literal["none", "geometric"] = "none"
+
+    @field_validator("rank_rates")
+    @classmethod
+    def _disjoint_ranks(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and sum(value) > 1.0 + 1e-9:
+            raise ValueError(
+                f"rank rates sum to {sum(value):.6g} > 1: the ranks are disjoint events (the "
+                "target's token is at most one of the drafter's guesses)"
+            )
+        if value is not None and len(value) > 1 and value[0] >= 1.0:
+            raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
+        return value
+
+    @field_validator("rank_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        from sim.model.tree_presets import RANK_PROFILES  # the model floor owns the presets
+
+        if value is not None and value not in RANK_PROFILES:
+            raise ValueError(
+                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        given = [n for n in ("alpha", "per_position", "mix") if getattr(self, n) is not None]
+        names = ("alpha", "per_position", "mix", "rank_rates")
+        given = [n for n in names if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position or mix")
+            raise ValueError("give exactly one of alpha, per_position, mix or rank_rates")
+        if self.rank_rates is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
-            names = [c.name for c in self.mix]
-            if len(set(names)) != len(names):
-                raise ValueError(f"mix class names must be unique, got {names}")
+            names_ = [c.name for c in self.mix]
+            if len(set(names_)) != len(names_):
+                raise ValueError(f"mix class names must be unique, got {names_}")
             if self.std:
                 for cls in self.mix:
                     if cls.concentration is None and cls.std is None:
                         cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
                         self._check_std(list(cls_rates or []))
         else:
-            self._check_std(
-                [self.alpha] if self.alpha is not None else list(self.per_position or [])
-            )
+            self._check_std(self.top1_listed())
         return self
+
+    def top1_listed(self) -> list[float]:
+        """The top-level top-1 rates as given (empty for a mix)."""
+        if self.alpha is not None:
+            return [self.alpha]
+        if self.rank_rates is not None:
+            return [self.rank_rates[0]]
+        return list(self.per_position or [])
+
+    def rank_shape(self) -> list[float] | None:
+        """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
+        if self.rank_rates is not None:
+            return list(self.rank_rates)
+        if self.rank_profile is not None:
+            from sim.model.tree_presets import rank_profile  # the model floor owns the presets
+
+            return list(rank_profile(self.rank_profile).rates)
+        return None
+
+    def rank_shape_field(self) -> str:
+        return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
 
     @property
     def heterogeneous(self) -> bool:
@@ -328,7 +438,7 @@ class Scenario(Section):
         timing = self.timing
         if timing.verify_ms is None:
             return self
-        measured_tokens = timing.verify_tokens or self.num_steps + 1
+        measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
         at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
         if at_one <= 0:
             raise ValueError(

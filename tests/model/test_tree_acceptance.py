@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.acceptance import AcceptanceModel, RateClass
+from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance
 from sim.model.tree_build import sglang_tree

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.costs import PassTimes, cycle_cost
+from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.tree_cost import draft_over_ms, tree_cycle_cost
 
 PASSES = PassTimes(

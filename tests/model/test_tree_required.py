@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree_build import candidate_count
 from sim.model.tree_required import (
     RankShape,
@@ -14,7 +15,6 @@ from sim.model.tree_required import (
     required_top1,
     required_top1_table,
 )
-from sim.theory import alpha_for_accept_length
 
 SHAPE = RankShape(shares=(0.3, 0.15, 0.06))
 

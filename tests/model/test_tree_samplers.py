@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.acceptance import accept_length_sequential
+from sim.model.samplers import accept_length_sequential
 from sim.model.tree import Tree
 from sim.model.tree_build import optimal_tree, sglang_tree
 from sim.model.tree_samplers import (

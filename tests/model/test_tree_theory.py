@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.model.rates import accept_length_pmf, mean_accept_length
 from sim.model.tree import Tree
 from sim.model.tree_rates import residual_rank_rates, residual_shares
 from sim.model.tree_theory import (
@@ -17,7 +18,6 @@ from sim.model.tree_theory import (
     tree_accept_length,
     tree_accept_pmf,
 )
-from sim.theory import accept_length_pmf, mean_accept_length
 from tests.model.tree_cases import brute_force_pmf, rank_rates, rising, tree_with_rates, trees
 
 

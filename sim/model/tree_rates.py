@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["residual_rank_rates", "residual_shares"]
+__all__ = ["extend_shares", "residual_rank_rates", "residual_shares"]
 
 
 def residual_shares(profile: ArrayLike) -> np.ndarray:
@@ -52,3 +52,21 @@ def residual_rank_rates(top1: ArrayLike, shares: ArrayLike) -> np.ndarray:
         raise ValueError("top-1 rates must lie in [0, 1]")
     rest = (1.0 - t)[..., None] * h
     return np.concatenate([t[..., None], rest], axis=-1)
+
+
+def extend_shares(shares: ArrayLike, width: int) -> np.ndarray:
+    """Shares h_2..h_width, shape (width - 1,): the given ones, then geometric with the
+    ratio of the last two (ValueError unless at least two shares with 0 < last < previous)."""
+    h = np.asarray(shares, dtype=float)
+    if h.size >= width - 1:
+        return h[: max(width - 1, 0)].copy()
+    if h.size < 2 or not 0.0 < h[-1] < h[-2]:
+        raise ValueError("a geometric extension needs two shares, the last below the first")
+    ratio = h[-1] / h[-2]
+    more = h[-1] * ratio ** np.arange(1, width - h.size)
+    out = np.concatenate([h, more])
+    if out.sum() > 1.0 + 1e-9:
+        raise ValueError(
+            f"extended geometrically to {width} ranks the shares sum to {out.sum():.4g} > 1"
+        )
+    return out

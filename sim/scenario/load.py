@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sim.errors import SpecsimError
+from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
 from sim.scenario.schema import HardwareSpec, Scenario
@@ -104,12 +105,12 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
             f"gives {len(shape)} rank{'s' if len(shape) > 1 else ''} but speculation.topk is "
             f'{topk}: give {topk} rates or acceptance.rank_extend = "geometric"',
         )
-    if len(shape) < 3 or not 0.0 < shape[-1] < shape[-2]:
-        return (
-            field,
-            f"cannot extend {shape} geometrically to {topk} ranks: it needs at least three "
-            "rates with the last below the one before it",
-        )
+    if len(shape) < 3:
+        return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
+    try:
+        extend_shares(residual_shares(shape), topk)
+    except ValueError as exc:
+        return field, f"cannot extend {shape} to {topk} ranks: {exc}"
     return None
 
 

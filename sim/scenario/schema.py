@@ -23,6 +23,7 @@ from pydantic import (
 
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0)]
@@ -157,6 +158,10 @@ class TimingSpec(Section):
     #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
     verify_growth: Literal["linear", "experts"] = "linear"
     draft_step_ms: PositiveMs | None = None
+    #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
+    #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
+    #: which a memory-bound one-layer drafter at batch 1 nearly is.
+    draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
@@ -191,7 +196,11 @@ class SpeculationSpec(Section):
     def _sglang_adjusts_chains(cls, data: Any, handler: Any) -> SpeculationSpec:
         notes: list[str] = []
         if isinstance(data, dict):
-            steps, topk, n = data.get("num_steps"), data.get("topk", 1), data.get("num_draft_tokens")
+            steps, topk, n = (
+                data.get("num_steps"),
+                data.get("topk", 1),
+                data.get("num_draft_tokens"),
+            )
             chain = topk == 1 and isinstance(steps, int) and not isinstance(steps, bool)
             if chain and isinstance(n, int) and not isinstance(n, bool) and n != steps + 1:
                 notes.append(
@@ -333,8 +342,6 @@ class AcceptanceSpec(Heterogeneity):
     @field_validator("rank_profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
-        from sim.model.tree_presets import RANK_PROFILES  # the model floor owns the presets
-
         if value is not None and value not in RANK_PROFILES:
             raise ValueError(
                 f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
@@ -375,8 +382,6 @@ class AcceptanceSpec(Heterogeneity):
         if self.rank_rates is not None:
             return list(self.rank_rates)
         if self.rank_profile is not None:
-            from sim.model.tree_presets import rank_profile  # the model floor owns the presets
-
             return list(rank_profile(self.rank_profile).rates)
         return None
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.model.acceptance import AcceptanceModel, RateClass
+from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeAcceptance
+from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree_build import sglang_tree
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_samplers import tree_lengths_from_uniforms
@@ -18,15 +18,15 @@ SHARES = np.array([0.45, 0.2])
 MIX = AcceptanceModel(
     4,
     (
-        RateClass("chat", 0.6, np.array([0.7, 0.65, 0.6, 0.55]), np.full(4, 6.0)),
-        RateClass("code", 0.4, np.full(4, 0.85), np.full(4, 20.0)),
+        RateClass("chat", 0.6, np.array([0.7, 0.65, 0.6, 0.55]), Spread(concentration=6.0)),
+        RateClass("code", 0.4, np.full(4, 0.85), Spread(concentration=20.0)),
     ),
 )
 TREE = sglang_tree(4, 3, 10, residual_rank_rates(np.full(4, 0.72), SHARES))
 
 
 def test_chain_with_spread_is_the_chain_model():
-    model = TreeAcceptance(Tree.chain(4), MIX, ())
+    model = TreeAcceptance(MIX, (), Tree.chain(4))
     assert model.mean_accept_length() == pytest.approx(MIX.mean_accept_length(), rel=1e-12)
     np.testing.assert_allclose(model.cycle_pmf(), MIX.cycle_pmf(), atol=1e-12)
     np.testing.assert_allclose(model.effective_rates(), MIX.effective_rates(), atol=1e-12)
@@ -42,7 +42,7 @@ def test_without_spread_it_is_the_closed_form():
 
 
 def test_quadrature_against_monte_carlo_over_requests():
-    model = TreeAcceptance(TREE, MIX, tuple(SHARES))
+    model = TreeAcceptance(MIX, tuple(SHARES), TREE)
     rng = np.random.default_rng(5)
     n = 100_000
     _, top1 = model.sample_requests(rng, n)
@@ -62,7 +62,7 @@ def test_quadrature_against_monte_carlo_over_requests():
 
 
 def test_chain_rates_give_the_tree_law():
-    model = TreeAcceptance(TREE, MIX, tuple(SHARES))
+    model = TreeAcceptance(MIX, tuple(SHARES), TREE)
     _, top1 = model.sample_requests(np.random.default_rng(1), 8)
     a = model.chain_rates(top1)
     s = np.concatenate([np.ones((8, 1)), np.cumprod(a, axis=1)], axis=1)
@@ -71,7 +71,29 @@ def test_chain_rates_give_the_tree_law():
 
 def test_too_few_depths_or_ranks():
     with pytest.raises(ValueError, match="depths"):
-        TreeAcceptance(Tree.chain(5), MIX, ())
+        TreeAcceptance(MIX, (), Tree.chain(5))
     wide = Tree.from_rank_paths([(0,), (1,), (2,)])
     with pytest.raises(ValueError, match="ranks"):
-        TreeAcceptance(wide, MIX, (0.3,))
+        TreeAcceptance(MIX, (0.3,), wide)
+
+
+def test_sglang_draft_builds_its_tree_from_the_mean_rates_and_follows_levers():
+    draft = TreeDraft(4, 3, 10)
+    model = TreeAcceptance(MIX, tuple(SHARES), draft)
+    q = residual_rank_rates(MIX.mean_rates()[None, :], SHARES)[0]
+    assert model.tree == sglang_tree(4, 3, 10, q)
+    lower = model.scaled(0.8)
+    assert lower.mean_accept_length() < model.mean_accept_length()
+    assert lower.tree == sglang_tree(4, 3, 10, residual_rank_rates(0.8 * MIX.mean_rates(), SHARES))
+
+
+def test_engine_interface_matches_the_closed_form():
+    model = TreeAcceptance(MIX, tuple(SHARES), TREE)
+    _, top1 = model.sample_requests(np.random.default_rng(2), 3)
+    u = np.random.default_rng(3).random((2000, model.num_steps))
+    for row, rates in zip(top1, model.chain_rates(top1), strict=True):
+        walk = model.sequential_length(row.tolist())
+        q = model.rank_rates(row[None, : model.depth])[0]
+        expected = tree_lengths_from_uniforms(u, TREE, q)
+        assert [walk(x) for x in u.tolist()] == expected.tolist()
+        assert 1 + np.cumprod(rates).sum() == pytest.approx(tree_accept_length(TREE, q))

@@ -32,12 +32,12 @@ import numpy as np
 
 from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.tree import Tree
-from sim.model.tree_build import sglang_tree
+from sim.model.tree_build import optimal_tree, sglang_tree
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_samplers import tree_length_sequential
 from sim.model.tree_theory import chain_equivalent_rates, depth_survival
 
-__all__ = ["Acceptance", "TreeAcceptance", "TreeDraft"]
+__all__ = ["Acceptance", "OptimalDraft", "TreeAcceptance", "TreeDraft"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,23 @@ class TreeDraft:
 
 
 @dataclass(frozen=True)
+class OptimalDraft:
+    """The best tree of at most ``budget`` drafts, depth <= ``max_depth``, ranks < ``width``
+    (sim/model/tree_build.py ``optimal_tree``), for the rank rates it is built at."""
+
+    budget: int
+    max_depth: int
+    width: int
+
+    @property
+    def topk(self) -> int:
+        return self.width
+
+    def tree(self, rates: np.ndarray) -> Tree:
+        return optimal_tree(self.budget, self.max_depth, rates, width=self.width)
+
+
+@dataclass(frozen=True)
 class TreeAcceptance:
     """Requests' top-1 rates (``top1``, its ``num_steps`` the depths it covers), residual
     shares h_2..h_W (``shares``) and how the tree is made (``draft``: SGLang's configuration
@@ -61,7 +78,7 @@ class TreeAcceptance:
 
     top1: AcceptanceModel
     shares: tuple[float, ...]
-    draft: TreeDraft | Tree
+    draft: TreeDraft | OptimalDraft | Tree
     tree: Tree = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -71,7 +88,7 @@ class TreeAcceptance:
             width = self.draft.topk
             if len(self.shares) + 1 < width:
                 raise ValueError(f"{len(self.shares) + 1} ranks have rates; topk is {width}")
-            tree = self.draft.tree(self.rank_rates(self.top1.mean_rates()[None, :])[0])
+            tree = self.draft.tree(self.mean_rank_rates())
         object.__setattr__(self, "tree", tree)
         if self.top1.num_steps < tree.max_depth:
             raise ValueError(
@@ -109,6 +126,10 @@ class TreeAcceptance:
     def rank_rates(self, top1: np.ndarray) -> np.ndarray:
         """q of shape (n, D, W) from top-1 rates of shape (n, D), W = len(shares) + 1."""
         return residual_rank_rates(np.asarray(top1, dtype=float), np.asarray(self.shares))
+
+    def mean_rank_rates(self) -> np.ndarray:
+        """Rank rates (k, W) at the population's mean top-1 rates (what the tree is built at)."""
+        return self.rank_rates(self.top1.mean_rates()[None, :])[0]
 
     def _q(self, top1: np.ndarray) -> np.ndarray:
         return self.rank_rates(np.asarray(top1)[:, : max(self.depth, 1)])

@@ -20,18 +20,19 @@ over (num_steps, topk, num_draft_tokens) uses before refining its best configura
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from sim.model.tree_acceptance import TreeAcceptance
 from sim.model.tree_build import candidate_count, optimal_tree
 from sim.model.tree_pool import beam_pool
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_theory import tree_accept_length
 
-__all__ = ["Config", "RankShape", "required_top1", "required_top1_table"]
+__all__ = ["Config", "RankShape", "required_scale", "required_top1", "required_top1_table"]
 
 #: (num_steps, topk, num_draft_tokens)
 Config = tuple[int, int, int]
@@ -78,16 +79,30 @@ def accept_length(shape: RankShape, x: float, config: Config, kind: str = "sglan
     raise ValueError(f"kind is 'sglang' or 'optimal', got {kind!r}")
 
 
-def _bracket(f, grid: np.ndarray) -> tuple[float, float] | None:
-    """(lo, hi) with f(lo) < 0 <= f(hi), scanning ``grid`` down from 1; None if f(1) < 0."""
+def lowest_crossing(f: Callable[[float], float], x_max: float, xtol: float) -> float | None:
+    """Lowest x in [0, x_max] with f(x) >= 0 as found from the top: scan a coarse grid down
+    from x_max to the first point below 0, then bisect that cell to ``xtol``. None when
+    f(x_max) < 0. ``f`` is evaluated through a cache (each call may build a tree)."""
+    g = lru_cache(maxsize=None)(f)
+    grid = x_max * np.unique(np.concatenate([GRID[:: max(1, GRID.size // 40)], [1.0]]))
     hi = float(grid[-1])
-    if f(hi) < 0.0:
+    if g(hi) < 0.0:
         return None
+    lo = 0.0
     for x in grid[-2::-1]:
-        if f(float(x)) < 0.0:
-            return float(x), hi
+        if g(float(x)) < 0.0:
+            lo = float(x)
+            break
         hi = float(x)
-    return 0.0, 0.0  # reached at x = 0
+    else:
+        return 0.0  # reached at x = 0
+    while hi - lo > xtol:
+        mid = 0.5 * (lo + hi)
+        if g(mid) >= 0.0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def required_top1(
@@ -96,19 +111,27 @@ def required_top1(
     """Lowest top-1 rate x with E[L] >= ``need`` (None: unreachable even at x = 1)."""
     if need <= 1.0:
         return 0.0
-    cache = lru_cache(maxsize=None)(lambda x: accept_length(shape, x, config, kind) - need)
-    coarse = GRID[:: max(1, GRID.size // 40)]
-    bracket = _bracket(cache, np.unique(np.concatenate([coarse, [1.0]])))
-    if bracket is None:
-        return None
-    lo, hi = bracket
-    while hi - lo > xtol:
-        mid = 0.5 * (lo + hi)
-        if cache(mid) >= 0.0:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return lowest_crossing(lambda x: accept_length(shape, x, config, kind) - need, 1.0, xtol)
+
+
+def required_scale(model: TreeAcceptance, need: float, xtol: float = 1e-7) -> float | None:
+    """Lowest factor f on the top-1 mean rates (every class, every depth, capped at 1; the
+    spread kept) at which E[L] over requests of ``model.scaled(f)`` reaches ``need``; None
+    when even all-ones rates do not. The tree follows the rates (``TreeAcceptance``)."""
+    if need <= 1.0:
+        return 0.0
+    means = np.concatenate([c.mean_rates for c in model.top1.classes])
+    positive = means[means > 0]
+    f_max = 1.0 / float(positive.min()) if positive.size else 1.0
+    if model.scaled(f_max).infeasible() is not None:
+        lo = 0.0  # a Beta std too wide for means near 1: stop where it is still possible
+        for _ in range(60):
+            mid = 0.5 * (lo + f_max)
+            lo, f_max = (mid, f_max) if model.scaled(mid).infeasible() is None else (lo, mid)
+        f_max = lo
+    return lowest_crossing(
+        lambda f: model.scaled(f).mean_accept_length() - need, f_max, xtol * f_max
+    )
 
 
 def required_top1_table(

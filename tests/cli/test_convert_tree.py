@@ -60,7 +60,7 @@ def test_cli_json_and_text():
                 "--rank-rates",
                 "0.7,0.2,0.05,0.02",
             ],
-            "num_draft_tokens",
+            "--num-draft-tokens: 40 must be in 2..21",
         ),
     ],
 )

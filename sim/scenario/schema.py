@@ -177,41 +177,17 @@ class SpeculationSpec(Section):
     ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
 
     ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
-    so); the same adjustment is applied here and recorded in ``adjustments``. ``topk > 1`` is
-    a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    so); the same adjustment is applied here (``draft_tokens``) and said (``adjustments``).
+    ``topk > 1`` is a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
     ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
     ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
     (no such check in its server arguments), so neither does specsim: the tree then verifies
     fewer drafts than the drafter expands at depth 1.
     """
 
-    _adjustments: tuple[str, ...] = PrivateAttr(default=())
-
     num_steps: Annotated[int, Field(ge=0)]
     topk: Annotated[int, Field(gt=0)] = 1
     num_draft_tokens: Annotated[int | None, Field(gt=0, validate_default=True)] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _sglang_adjusts_chains(cls, data: Any, handler: Any) -> SpeculationSpec:
-        notes: list[str] = []
-        if isinstance(data, dict):
-            steps, topk, n = (
-                data.get("num_steps"),
-                data.get("topk", 1),
-                data.get("num_draft_tokens"),
-            )
-            chain = topk == 1 and isinstance(steps, int) and not isinstance(steps, bool)
-            if chain and isinstance(n, int) and not isinstance(n, bool) and n != steps + 1:
-                notes.append(
-                    f"speculation.num_draft_tokens {n} -> {steps + 1}: SGLang sets it to "
-                    "num_steps + 1 when topk = 1"
-                )
-                data = {**data, "num_draft_tokens": steps + 1}
-        model = handler(data)
-        if notes:
-            model._adjustments = tuple(notes)
-        return model
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -249,8 +225,16 @@ class SpeculationSpec(Section):
 
     @property
     def adjustments(self) -> tuple[str, ...]:
-        """SGLang's own adjustments applied to the given values, as sentences."""
-        return self._adjustments
+        """SGLang's own adjustments of the given values, as sentences: a chain's
+        num_draft_tokens is num_steps + 1 whatever is given (the given value is kept in the
+        file's data, so a later topk > 1 override finds it)."""
+        n = self.num_draft_tokens
+        if self.is_tree or n is None or n == self.num_steps + 1:
+            return ()
+        return (
+            f"speculation.num_draft_tokens {n} -> {self.num_steps + 1}: SGLang sets it to "
+            "num_steps + 1 when topk = 1",
+        )
 
 
 class Heterogeneity(Section):

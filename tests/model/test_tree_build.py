@@ -73,7 +73,7 @@ def test_greedy_is_optimal_by_exhaustive_search(data, budget):
     assert tree_accept_length(optimal_tree(budget, 3, q), q) == pytest.approx(best, abs=1e-12)
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.integers(1, 4), st.integers(1, 3))
 def test_sglang_never_beats_optimal(data, steps, topk):
     q = data.draw(rank_rates(steps, topk))
@@ -85,7 +85,7 @@ def test_sglang_never_beats_optimal(data, steps, topk):
         assert tree_accept_length(s, q) <= best + 1e-12
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.integers(0, 12), st.integers(1, 5))
 def test_optimal_monotone_in_budget(data, budget, depth):
     q = data.draw(rank_rates(depth, 3))
@@ -93,7 +93,7 @@ def test_optimal_monotone_in_budget(data, budget, depth):
     assert tree_accept_length(optimal_tree(budget + 1, depth, q), q) >= smaller - 1e-12
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.integers(1, 4), st.integers(1, 3))
 def test_trees_from_rank_ordered_rates_are_rank_dominant(data, steps, topk):
     q = data.draw(rank_rates(steps, topk, decreasing=True))

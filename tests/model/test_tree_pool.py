@@ -13,7 +13,7 @@ from sim.model.tree_theory import tree_accept_length
 from tests.model.tree_cases import rank_rates
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.integers(1, 5), st.integers(1, 3))
 def test_pool_trees_equal_the_reference_beam_run(data, steps, topk):
     scores = data.draw(rank_rates(steps, topk))

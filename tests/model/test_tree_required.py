@@ -19,7 +19,7 @@ from sim.model.tree_required import (
 SHAPE = RankShape(shares=(0.3, 0.15, 0.06))
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(1, 12), st.floats(1.01, 12.9))
 def test_topk_one_is_the_chain_alpha(k, need):
     expected = alpha_for_accept_length(need, k)

@@ -50,7 +50,7 @@ def test_per_cycle_rates_vectorize():
     )
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_sequential_equals_vectorized_draw_for_draw(data):
     tree, q = data.draw(tree_with_rates())
@@ -69,7 +69,7 @@ def test_topk_one_draws_like_the_chain_sampler(rates, seed):
     np.testing.assert_array_equal(vec, chain)
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_monotone_under_common_random_numbers_for_rank_dominant_trees(data):
     tree, q = data.draw(tree_with_rates(dominant=True))

@@ -31,7 +31,7 @@ def test_small_tree_by_hand():
     assert tree_accept_length(t, q) == pytest.approx(1 + 0.6 + 0.3 + 0.3)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_closed_form_matches_brute_force(data):
     t = data.draw(trees(max_nodes=6, max_width=3))
@@ -51,7 +51,7 @@ def test_chain_equals_chain_formulas_exactly(rates):
     np.testing.assert_allclose(tree_accept_pmf(t, q), accept_length_pmf(rates), atol=1e-15)
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_chain_equivalent_rates_reproduce_the_pmf(data):
     t, q = data.draw(tree_with_rates())
@@ -67,7 +67,7 @@ def test_vectorized_over_requests():
     assert both[1] == pytest.approx(tree_accept_length(t, q[1]))
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_accept_length_monotone_in_rates(data):
     t, q = data.draw(tree_with_rates())
@@ -75,7 +75,7 @@ def test_accept_length_monotone_in_rates(data):
     assert tree_accept_length(t, q2) >= tree_accept_length(t, q) - 1e-12
 
 
-@settings(deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_rank_dominant_trees_rise_with_top1_under_residual_shares(data, lo, hi):
     t = data.draw(trees(max_width=3).filter(lambda x: x.rank_dominant()))

@@ -106,3 +106,47 @@ def test_cli_tree_search_json(seed_path):
         "80",
     )
     assert "chain or tree?" in text.output and "answer:" in text.output
+
+
+def test_sweep_and_compare_take_topk_and_num_draft_tokens(seed_path, tmp_path):
+    out = tmp_path / "sw"
+    result = run_cli(
+        "sweep",
+        str(seed_path),
+        "--set",
+        SETS[0],
+        "--set",
+        "speculation.num_draft_tokens=6",
+        "--grid",
+        "speculation.topk=1,2",
+        "--grid",
+        "speculation.num_steps=3",
+        "--replications",
+        "2",
+        "--requests",
+        "10",
+        "--out",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert [(r["topk"], r["num_draft_tokens"]) for r in rows] == [(1, 4), (2, 6)]
+    cmp = run_cli(
+        "compare",
+        str(seed_path),
+        str(seed_path),
+        "--set",
+        SETS[0],
+        "--set",
+        "speculation.topk=2",
+        "--set",
+        "speculation.num_draft_tokens=5",
+        "--replications",
+        "2",
+        "--requests",
+        "10",
+        "--json",
+    )
+    assert cmp.exit_code == 0, cmp.output
+    col = json.loads(cmp.output)["scenarios"][0]
+    assert (col["topk"], col["num_draft_tokens"]) == (2, 5)

@@ -18,6 +18,19 @@ def _cfg(row: Mapping[str, Any]) -> str:
     return f"tree {row['num_steps']}/{row['topk']}/{row['num_draft_tokens']}"
 
 
+def per_depth(counts: list[int]) -> str:
+    """Drafts per depth, runs collapsed: [4, 8, 8, 1, 1] -> '4, 8 x2, 1 x2'."""
+    out: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        out.append(f"{counts[i]}" if j - i == 1 else f"{counts[i]} x{j - i}")
+        i = j
+    return ", ".join(out)
+
+
 def _refined(label: str, row: Mapping[str, Any] | None) -> list[str]:
     if row is None:
         return [f"  {label}: out of reach in the searched range"]
@@ -33,7 +46,8 @@ def _refined(label: str, row: Mapping[str, Any] | None) -> list[str]:
     out = [
         f"  {label}: {_cfg(row)}: top-1 {_a(row['top1'])} (closed form){mc}",
         f"    cycle {row['cycle_ms']:.2f} ms, accept length needed "
-        f"{row['required_accept_length']:.2f}, drafts per depth {row['drafts_per_depth']}",
+        f"{row['required_accept_length']:.2f}, drafts per depth "
+        + per_depth(row["drafts_per_depth"]),
     ]
     if row["topk"] > 1:
         out.append(

@@ -64,47 +64,15 @@ def test_a_tree_search_needs_a_rank_profile(seed_path):
 
 
 def test_cli_tree_search_json(seed_path):
-    result = run_cli(
-        "search",
-        str(seed_path),
-        "--set",
-        SETS[0],
-        "--topk",
-        "1,2",
-        "--num-steps",
-        "2:4",
-        "--draft-tokens",
-        "4,6",
-        "--replications",
-        "2",
-        "--requests",
-        "10",
-        "--target",
-        "80",
-        "--json",
-    )
+    args = ["search", str(seed_path), "--set", SETS[0], "--topk", "1,2", "--num-steps", "2:4"]
+    args += ["--draft-tokens", "4,6", "--replications", "2", "--requests", "10"]
+    args += ["--target", "80"]
+    result = run_cli(*args, "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["kind"] == "tree-search"
     assert doc["targets"][0]["best_chain"]["topk"] == 1
-    text = run_cli(
-        "search",
-        str(seed_path),
-        "--set",
-        SETS[0],
-        "--topk",
-        "1,2",
-        "--num-steps",
-        "2:4",
-        "--draft-tokens",
-        "4,6",
-        "--replications",
-        "2",
-        "--requests",
-        "10",
-        "--target",
-        "80",
-    )
+    text = run_cli(*args)
     assert "chain or tree?" in text.output and "answer:" in text.output
 
 

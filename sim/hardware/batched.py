@@ -1,0 +1,208 @@
+"""Batched pass physics: one forward pass over a batch's tokens and contexts.
+
+A pass processes ``tokens`` T (summed over the batch's requests: 1 per decode, k + 1 per
+verify, a prompt chunk per prefill), reads the KV cache of ``kv_tokens`` C context tokens
+(summed over requests: context + new tokens) and computes attention over ``pairs`` P
+query-key pairs (summed over requests: new tokens x context). Per tensor-parallel rank:
+
+    memory_ms  = (weight bytes read over T tokens / gpus + kv_bytes_per_token x C) / bandwidth
+    flop_ms    = (2 x active params x T / gpus + attention_flops_per_pair x P) / peak
+    compute_ms = efficiency(T) x max(memory_ms, flop_ms)
+
+Weights are read once per pass (not once per request); routed experts are read as the
+expected union over the pass's T tokens, E (1 - (1 - e/E)^T) per MoE layer
+(sim/hardware/experts.py, through ``Weights.bytes_read``); KV reads grow with context; the
+pass turns compute-bound beyond the roofline knee, where flop_ms passes memory_ms (for a
+32B-active model on 8 GPUs, hundreds of tokens). The pass time is the critical path of its
+kernel schedule (sim/hardware/launch.py): all-reduce messages of T x hidden x bytes
+(sim/hardware/allreduce.py, so communication grows with the batch's tokens), plus launch
+costs when the pass is not graphed.
+
+``efficiency`` turns the roofline into real compute time. It is calibrated to measured
+passes: at each measured point, the compute time that makes the critical path equal the
+measurement (``launch.calibrate_compute_ms``) over the roofline there; between points it is
+interpolated linearly in log T and held constant beyond them (one point: a constant). A
+pass is then exact at every measured point. ``kv_bytes_per_token`` and
+``attention_flops_per_pair`` are per rank (MLA's latent KV is replicated on every
+tensor-parallel rank; GQA heads are split).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from sim.errors import SpecsimError
+from sim.hardware.decompose import Geometry, HardwarePoint, PassShape, pass_schedule
+from sim.hardware.envelope import Envelope, envelope_of
+from sim.hardware.launch import calibrate_compute_ms
+from sim.hardware.roofline import Weights
+
+__all__ = [
+    "BatchedPass",
+    "EfficiencyCurve",
+    "MeasuredPass",
+    "PassPhysics",
+    "calibrated_pass",
+]
+
+
+@dataclass(frozen=True)
+class PassPhysics:
+    """What one kind of pass (decode, verify, draft step, prefill, ...) runs on.
+
+    ``layers``: decoder layers of the pass's model (target or drafter); ``graphed``: whether
+    the pass runs as a CUDA graph (no launch cost, graphed all-reduce).
+    """
+
+    name: str
+    weights: Weights
+    layers: int
+    hardware: HardwarePoint
+    geometry: Geometry
+    graphed: bool
+    kv_bytes_per_token: float = 0.0
+    attention_flops_per_pair: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.hardware.gpu is None:
+            raise SpecsimError(
+                f"needed for the batched {self.name} pass (roofline)", field="hardware.gpu"
+            )
+        if self.kv_bytes_per_token < 0 or self.attention_flops_per_pair < 0:
+            raise ValueError("kv_bytes_per_token and attention_flops_per_pair must be >= 0")
+
+
+@dataclass(frozen=True)
+class MeasuredPass:
+    """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
+    ms and where the number comes from (a URL, repo and path, or "scenario timing")."""
+
+    tokens: int
+    kv_tokens: float
+    pairs: float
+    ms: float
+    source: str
+
+
+@dataclass(frozen=True)
+class EfficiencyCurve:
+    """Efficiency against pass tokens: ``tokens`` (n,) increasing, ``efficiency`` (n,) > 0.
+
+    ``at(T)``: linear in log T between points, constant beyond the first and last.
+    """
+
+    tokens: np.ndarray
+    efficiency: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.tokens.shape != self.efficiency.shape or self.tokens.size == 0:
+            raise ValueError("tokens and efficiency need the same non-empty shape")
+        if np.any(np.diff(self.tokens) <= 0):
+            raise ValueError("calibration points need distinct token counts")
+
+    def at(self, tokens: int) -> float:
+        if self.tokens.size == 1:
+            return float(self.efficiency[0])
+        return float(np.interp(math.log(tokens), np.log(self.tokens), self.efficiency))
+
+
+class BatchedPass:
+    """A pass kind with its calibrated efficiency: ``pass_ms(tokens, kv_tokens, pairs)``.
+
+    Everything that depends only on the token count (weight bytes read, which involves the
+    expert union; FLOPs; the all-reduce; the critical-path envelope) is computed once per
+    token count and kept on the instance; the per-call work is a few array operations over
+    the KV-dependent terms, so a serving engine can evaluate many iterations at once.
+    """
+
+    def __init__(self, physics: PassPhysics, efficiency: EfficiencyCurve):
+        self.physics = physics
+        self.efficiency = efficiency
+        gpu = physics.hardware.gpu
+        assert gpu is not None
+        gpus = physics.hardware.gpus
+        self._bytes_per_ms = gpu.memory_bandwidth_gbps * 1e9 / 1e3
+        self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
+        self._gpus = gpus
+        self._per_tokens: dict[int, tuple[float, float, float, Envelope]] = {}
+
+    def _token_terms(self, tokens: int) -> tuple[float, float, float, Envelope]:
+        """(weight memory ms, weight flop ms, efficiency, envelope) for ``tokens`` tokens."""
+        terms = self._per_tokens.get(tokens)
+        if terms is None:
+            p = self.physics
+            memory_ms = p.weights.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
+            shape = PassShape(p.name, tokens, p.layers, p.graphed)
+            schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
+            terms = (memory_ms, flop_ms, self.efficiency.at(tokens), envelope_of(schedule))
+            self._per_tokens[tokens] = terms
+        return terms
+
+    def roofline_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """max(memory, flops) per rank (ms) of passes over ``tokens``; array of the
+        broadcast shape of ``kv_tokens`` and ``pairs``."""
+        if tokens < 1:
+            raise ValueError(f"a pass covers at least 1 token, got {tokens}")
+        memory_ms, flop_ms, _, _ = self._token_terms(tokens)
+        p = self.physics
+        mem = memory_ms + np.asarray(kv_tokens, dtype=float) * (
+            p.kv_bytes_per_token / self._bytes_per_ms
+        )
+        flo = flop_ms + np.asarray(pairs, dtype=float) * (
+            p.attention_flops_per_pair / self._flops_per_ms
+        )
+        return np.maximum(mem, flo)
+
+    def compute_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """Calibrated compute time: efficiency(tokens) x roofline."""
+        return self._token_terms(tokens)[2] * self.roofline_ms(tokens, kv_tokens, pairs)
+
+    def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """Pass time (ms): the critical path at the calibrated compute time."""
+        envelope = self._token_terms(tokens)[3]
+        return envelope.at(self.compute_ms(tokens, kv_tokens, pairs))
+
+
+def _point_efficiency(physics: PassPhysics, point: MeasuredPass, field: str) -> float:
+    shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
+    schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
+    try:
+        compute = calibrate_compute_ms(schedule, point.ms)
+    except ValueError as exc:
+        raise SpecsimError(
+            f"{point.ms:.4g} ms for the {physics.name} pass over {point.tokens} tokens is "
+            f"{exc.args[0]} of communication and launch ({point.source})",
+            field=field,
+        ) from None
+    bare = BatchedPass(physics, EfficiencyCurve(np.array([1.0]), np.array([1.0])))
+    roof = float(bare.roofline_ms(point.tokens, point.kv_tokens, point.pairs))
+    if roof <= 0:
+        raise SpecsimError(f"the {physics.name} pass reads nothing", field=field)
+    return compute / roof
+
+
+def calibrated_pass(
+    physics: PassPhysics, points: Sequence[MeasuredPass], *, field: str = "timing"
+) -> BatchedPass:
+    """The pass calibrated to ``points`` (at least one; one per token count).
+
+    SpecsimError naming ``field`` when a point is below the modelled communication and
+    launch floor, or two points share a token count.
+    """
+    if not points:
+        raise ValueError("calibration needs at least one measured point")
+    ordered = sorted(points, key=lambda p: p.tokens)
+    tokens = [p.tokens for p in ordered]
+    if len(set(tokens)) != len(tokens):
+        raise SpecsimError(
+            f"two measured {physics.name} passes over the same token count: give one per count",
+            field=field,
+        )
+    eff = np.array([_point_efficiency(physics, p, field) for p in ordered])
+    return BatchedPass(physics, EfficiencyCurve(np.array(tokens, dtype=float), eff))

@@ -1,0 +1,1 @@
+"""The mathematics of speculation (imports nothing from ``sim`` but errors)."""

@@ -163,6 +163,7 @@ class Server:
         self.measured_left = plan.workload.requests
         self.stop = env.event()
         self.upcoming: list[float] = []  # announced arrival times (heap)
+        self.completions = 0
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
 
     # ----- arrivals and admission
@@ -225,6 +226,7 @@ class Server:
         )
 
     def _complete(self, req: Request, now: float) -> None:
+        self.completions += 1
         req.finish_ms = now
         req.done.succeed()
         if req.measured:
@@ -402,10 +404,16 @@ class Server:
 # --------------------------------------------------------------------------- processes
 
 
-def request_process(env: simpy.Environment, server: Server, req: Request):
-    """One request: arrive, wait in the queue, wait until it is answered."""
+def submit(server: Server, req: Request) -> None:
+    """A request arrives and joins the waiting queue (an unbounded store: the put is
+    immediate)."""
     server.arrive(req)
-    yield server.queue.put(PriorityItem((WAITING, req.id), req))
+    server.queue.put(PriorityItem((WAITING, req.id), req))
+
+
+def request_process(env: simpy.Environment, server: Server, req: Request):
+    """One open-loop request: arrive, wait until it is answered."""
+    submit(server, req)
     yield req.done
 
 
@@ -416,13 +424,17 @@ def closed_loop_user(
     think_rng: np.random.Generator,
     think_ms: float,
 ):
-    """A user sending one request at a time, with exponential think times between."""
+    """A user sending one request at a time, with exponential think times between; the
+    user's process is its requests' process (it resumes the instant its answer is done,
+    so without think time its next request is waiting before the next iteration)."""
     while True:
         if think_ms > 0:
             pause = think_rng.exponential(think_ms)
             server.expect_arrival(env.now + pause)
             yield env.timeout(pause)
-        yield env.process(request_process(env, server, source.next()))
+        req = source.next()
+        submit(server, req)
+        yield req.done
 
 
 def poisson_arrivals(
@@ -462,6 +474,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
     """Iteration-level continuous batching (see the module docstring)."""
     rec = server.rec
     while True:
+        completed = server.completions
         if server.idle:
             item = yield server.queue.get()
             server.admit(item.item)
@@ -493,6 +506,8 @@ def scheduler_process(env: simpy.Environment, server: Server):
                 if waiting and done < n and server.admissible():
                     break
             server.decode_done(plan, done, start)
+        if server.completions != completed:
+            yield env.timeout(0)  # users answered at this instant send before the next step
 
 
 def run_replication(

@@ -1,0 +1,114 @@
+"""Batched pass physics: exact at measured points, growth from the physics it names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.errors import SpecsimError
+from sim.hardware.batched import (
+    BatchedPass,
+    EfficiencyCurve,
+    MeasuredPass,
+    PassPhysics,
+    calibrated_pass,
+)
+from sim.hardware.decompose import ScenarioHardware, target_weights
+from sim.scenario import load_scenario
+from tests.conftest import ROOT, SEED
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+
+
+def physics(path, name="decode", graphed=True, kv=0.0, attn=0.0, sets=()):
+    scenario = load_scenario(path, sets)
+    hw = ScenarioHardware(scenario)
+    return PassPhysics(
+        name=name,
+        weights=target_weights(scenario),
+        layers=hw.geom.layers,
+        hardware=hw.current,
+        geometry=hw.geom,
+        graphed=graphed,
+        kv_bytes_per_token=kv,
+        attention_flops_per_pair=attn,
+    )
+
+
+def test_calibrated_pass_reproduces_every_measured_point():
+    p = physics(SEED, kv=70_272.0)
+    points = [
+        MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed"),
+        MeasuredPass(16, 16 * 2001.0, 16 * 2000.0, 19.0, "made-up shape check"),
+        MeasuredPass(64, 64 * 2001.0, 64 * 2000.0, 30.0, "made-up shape check"),
+    ]
+    bp = calibrated_pass(p, points)
+    for pt in points:
+        assert float(bp.pass_ms(pt.tokens, pt.kv_tokens, pt.pairs)) == pytest.approx(
+            pt.ms, rel=1e-12
+        )
+    # between points the efficiency is linear in log tokens
+    e = bp.efficiency
+    assert e.at(4) == pytest.approx(np.interp(np.log(4), np.log([1, 16, 64]), e.efficiency))
+
+
+def test_moe_weights_grow_with_the_expert_union():
+    p = physics(SEED)
+    bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
+    w = p.weights
+    gpu = p.hardware.gpu
+    eff = bp.efficiency.at(1)
+    per_rank_ms = lambda t: w.bytes_read(t) / p.hardware.gpus / (gpu.memory_bandwidth_gbps * 1e6)  # noqa: E731
+    # GPU-bound and memory-bound: the compute grows by eff x the extra weight bytes read
+    for t in (2, 8, 32):
+        grown = float(bp.compute_ms(t, 0.0, 0.0) - bp.compute_ms(1, 0.0, 0.0))
+        assert grown == pytest.approx(eff * (per_rank_ms(t) - per_rank_ms(1)), rel=1e-9)
+    times = np.array([float(bp.pass_ms(t, 0.0, 0.0)) for t in (1, 2, 4, 8, 16, 32, 64, 128)])
+    assert np.all(np.diff(times) > 0)
+    per_token = np.diff(times) / np.diff([1, 2, 4, 8, 16, 32, 64, 128])
+    assert np.all(np.diff(per_token) < 0)  # concave: the union saturates
+
+
+def test_kv_reads_add_bandwidth_time_when_memory_bound():
+    p = physics(LLAMA, kv=131_072.0)
+    bp = calibrated_pass(p, [MeasuredPass(1, 1.0, 0.0, 5.0, "made-up")])
+    eff = bp.efficiency.at(1)
+    extra = float(bp.pass_ms(1, 100_001.0, 0.0) - bp.pass_ms(1, 1.0, 0.0))
+    expected = eff * 100_000 * 131_072 / (p.hardware.gpu.memory_bandwidth_gbps * 1e6)
+    assert extra == pytest.approx(expected, rel=1e-9)
+
+
+def test_compute_bound_beyond_the_knee():
+    p = physics(LLAMA)
+    bp = BatchedPass(p, EfficiencyCurve(np.array([1.0]), np.array([1.0])))
+    gpu = p.hardware.gpu
+    w = p.weights
+    memory_s = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e9)
+    knee = memory_s / (w.flops(1) / (gpu.bf16_tflops * 1e12))  # tokens where flops take over
+    below, above = int(knee / 2), int(knee * 4)
+    flat = float(bp.roofline_ms(below, 0.0, 0.0) - bp.roofline_ms(1, 0.0, 0.0))
+    assert flat == pytest.approx(0.0, abs=1e-12)  # dense weights: memory-bound is flat in tokens
+    slope = float(bp.roofline_ms(above + 100, 0.0, 0.0) - bp.roofline_ms(above, 0.0, 0.0)) / 100
+    assert slope == pytest.approx(w.flops(1) / (gpu.bf16_tflops * 1e9), rel=1e-9)
+
+
+def test_allreduce_messages_grow_with_tokens():
+    p = physics(SEED)
+    bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
+    # same compute, more tokens in the messages: the floor (no compute) rises
+    floors = [float(bp._token_terms(t)[3].at(0.0)) for t in (1, 64, 1024, 8192)]
+    assert floors == sorted(floors) and floors[-1] > floors[0]
+
+
+def test_a_point_below_the_floor_names_its_source():
+    p = physics(SEED, name="verify", graphed=False)
+    with pytest.raises(SpecsimError, match="made-up") as err:
+        calibrated_pass(p, [MeasuredPass(3, 0.0, 0.0, 0.5, "made-up")], field="timing.verify_ms")
+    assert err.value.field == "timing.verify_ms"
+
+
+def test_two_points_at_one_token_count_are_refused():
+    p = physics(SEED)
+    pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 10.0, 0.0, 12.5, "b")]
+    with pytest.raises(SpecsimError, match="same token count"):
+        calibrated_pass(p, pts)

@@ -37,9 +37,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.errors import SpecsimError
-from sim.hardware.decompose import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.envelope import Envelope, envelope_of
 from sim.hardware.launch import calibrate_compute_ms
+from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.roofline import Weights
 
 __all__ = [

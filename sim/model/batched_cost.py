@@ -38,7 +38,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sim.costs import CycleCost, PassTimes, cycle_cost
+from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 
 __all__ = [
     "DecodeCurve",

@@ -1,1 +1,2 @@
-"""Simulation engines: the batch-1 Monte Carlo engines and the serving simulation."""
+"""The Monte Carlo: engines (``fast``, ``des``), ``simulate`` (seeds, workers), results and
+their summary statistics."""

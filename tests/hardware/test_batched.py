@@ -13,8 +13,8 @@ from sim.hardware.batched import (
     PassPhysics,
     calibrated_pass,
 )
-from sim.hardware.decompose import ScenarioHardware, target_weights
-from sim.scenario import load_scenario
+from sim.scenario.decompose import ScenarioHardware, target_weights
+from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"

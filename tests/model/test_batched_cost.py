@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.costs import PassTimes, cycle_cost, pass_times
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
-from sim.scenario import load_scenario
-from sim.simulation.serving.bind import serving_cost
+from sim.model.cycle import PassTimes, cycle_cost
+from sim.scenario.bind import pass_times, serving_cost
+from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 
 PASSES = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6)

@@ -33,9 +33,9 @@ import numpy as np
 import simpy
 from simpy.resources.store import PriorityItem
 
-from sim.acceptance import AcceptanceModel
-from sim.engines.common import request_stream
+from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
 from sim.simulation.serving.policy import SchedulerConfig, SpeculationPolicy, k_lookup
 from sim.simulation.serving.records import Recorder, ServingRecord

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.acceptance import AcceptanceModel, bit_thresholds, cumulative_rates
+from sim.model.acceptance import AcceptanceModel
+from sim.model.rates import cumulative_rates
+from sim.model.samplers import bit_thresholds
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.lengths import Fixed, LengthDistribution
 

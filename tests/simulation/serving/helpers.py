@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.acceptance import acceptance_model
-from sim.costs import pass_times
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
+from sim.scenario.bind import acceptance_model, pass_times
 from sim.simulation.serving import (
     ClosedLoop,
     Fixed,

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.montecarlo import simulate
-from sim.renewal import cycles_pmf, request_tok_s_distribution
+from sim.model.rates import accept_length_pmf
+from sim.model.renewal import cycles_pmf, request_tok_s_distribution
 from sim.simulation.serving import ClosedLoop, FixedK, Poisson, simulate_serving
 from sim.simulation.serving.metrics import little_terms, request_metrics, summarize_serving
-from sim.theory import accept_length_pmf
+from sim.simulation.simulate import simulate
 from tests.helpers import MIXED
 from tests.simulation.serving.helpers import WITH_KV, plan, scenario
 

@@ -86,14 +86,6 @@ class ServingPlan:
                 f"covers {self.max_k}"
             )
         self.scheduler.check_policy(policy)
-        if self.scheduler.prefill == "model":
-            low = (
-                int(self.workload.arrivals.input_tokens.min())
-                if isinstance(self.workload.arrivals, Trace)
-                else self.workload.input_tokens.min_tokens
-            )
-            if low < 1:
-                raise ValueError("with prefill modelled every request needs >= 1 input token")
         cap = self.scheduler.kv_capacity_tokens
         need = self.workload.max_request_tokens + policy.max_k + 2
         if cap is not None and need > cap:
@@ -182,10 +174,15 @@ class Server:
             if req.id == first:
                 self.rec.window_start_ms = self.env.now
 
+    def needs_prefill(self, req: Request) -> bool:
+        """Prefill is modelled and the request has a context to prefill (a prompt, or
+        tokens generated before a preemption)."""
+        return not self.skip_prefill and req.context_tokens > 0
+
     def hold(self, req: Request) -> int:
         """KV tokens a request holds from admission: context, lookahead, and the token
         its prefill emits."""
-        return req.context_tokens + self.lookahead + (0 if self.skip_prefill else 1)
+        return req.context_tokens + self.lookahead + (1 if self.needs_prefill(req) else 0)
 
     @property
     def idle(self) -> bool:
@@ -205,11 +202,11 @@ class Server:
             self.kv.get(hold)
         if req.admitted_ms < 0:
             req.admitted_ms = self.env.now
-        if self.skip_prefill:
-            self._start_decoding(req)
-        else:
+        if self.needs_prefill(req):
             self.prefilling.append(Prefilling(req, 0, req.context_tokens))
             self.prefill_hold += hold
+        else:
+            self._start_decoding(req)
 
     def _start_decoding(self, req: Request) -> None:
         if req.decode_start_ms < 0:

@@ -133,9 +133,11 @@ class SchedulerConfig:
     prompt chunks up to ``token_budget`` tokens in all, in one fused pass);
     ``kv_capacity_tokens``: KV cache size in tokens (None: unlimited); each running request
     holds its context plus ``max_k + 1`` lookahead slots for the verify pass's tokens;
-    ``prefill``: ``model`` (prefill passes cost time and emit the first token) or ``skip``
-    (requests decode from admission, no prefill pass and no prefill token: an idealisation
-    under which concurrency 1 is exactly the batch-1 engines' model).
+    ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
+    cost time, and the prefill emits its first token; a request without one decodes from
+    admission) or ``skip`` (every request decodes from admission, no prefill pass and no
+    prefill token: an idealisation under which concurrency 1 is exactly the batch-1
+    engines' model).
     """
 
     max_running_requests: int

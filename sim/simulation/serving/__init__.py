@@ -2,24 +2,20 @@
 concurrency, in SimPy.
 
 Modules: ``workload`` (arrival patterns, requests), ``lengths`` (length distributions),
-``policy`` (speculation policies, scheduler configuration), ``counter_rng`` (per-request
+``scheduler`` (continuous batching configuration; the speculation policies it runs are
+sim/model/policy.py), ``counter_rng`` (per-request
 acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
 iterations), ``engine`` (the SimPy processes), ``records`` (what a replication records),
 ``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
 and seeds).
 """
 
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
-from sim.simulation.serving.policy import (
-    DisableAbove,
-    FixedK,
-    KTable,
-    SchedulerConfig,
-    SpeculationPolicy,
-)
 from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 

@@ -35,10 +35,11 @@ from simpy.resources.store import PriorityItem
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.policy import SpeculationPolicy, k_lookup
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
-from sim.simulation.serving.policy import SchedulerConfig, SpeculationPolicy, k_lookup
 from sim.simulation.serving.records import Recorder, ServingRecord
+from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.workload import (
     ClosedLoop,
     Poisson,

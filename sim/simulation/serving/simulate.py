@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.model.policy import SpeculationPolicy
 from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
-from sim.simulation.serving.policy import SpeculationPolicy
 from sim.simulation.serving.records import ServingRecord
 
 __all__ = ["ServingRun", "serving_streams", "simulate_serving"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.simulation.serving.policy import DisableAbove, FixedK, KTable, SchedulerConfig, k_lookup
+from sim.model.policy import DisableAbove, FixedK, KTable, k_lookup
+from sim.simulation.serving.scheduler import SchedulerConfig
 
 
 def test_vllm_table_rules():

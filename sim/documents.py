@@ -1,6 +1,6 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
-``kind`` says what a document is (``run``, ``search``, ``solve``, ``sweep``, ``compare``,
+``kind`` says what a document is (``run``, ``serve``, ``search``, ``solve``, ``sweep``, ``compare``,
 ``calibrate``, ``hardware``, ``presets``, ``allreduce``, ``convert``, ``validate``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
@@ -15,6 +15,7 @@ from sim.errors import SpecsimError
 
 KINDS: tuple[str, ...] = (
     "run",
+    "serve",
     "search",
     "solve",
     "sweep",

@@ -18,18 +18,21 @@ kernel schedule (sim/hardware/launch.py): all-reduce messages of T x hidden x by
 (sim/hardware/allreduce.py, so communication grows with the batch's tokens), plus launch
 costs when the pass is not graphed.
 
-``efficiency`` turns the roofline into real compute time. It is calibrated to measured
-passes: at each measured point, the compute time that makes the critical path equal the
-measurement (``launch.calibrate_compute_ms``) over the roofline there; between points it is
-interpolated linearly in log T and held constant beyond them (one point: a constant). A
-pass is then exact at every measured point. ``kv_bytes_per_token`` and
-``attention_flops_per_pair`` are per rank (MLA's latent KV is replicated on every
-tensor-parallel rank; GQA heads are split).
+Calibration turns the roofline into real compute time: ``compute_ms = curve(roofline_ms)``,
+a piecewise-linear curve through the measured passes. At each measured point the compute
+time is the one that makes the critical path equal the measurement
+(``launch.calibrate_compute_ms``); between points the curve is linear in the roofline time
+and beyond the last point it keeps the last segment's slope. With one measured point (the
+batch-1 pass) the slope is ``DEFAULT_SLOPE`` = 1: the time the measurement spends above the
+roofline is a fixed overhead and growth costs exactly the roofline's extra bytes at peak
+bandwidth (or extra FLOPs at peak throughput), a lower bound on real growth. A second point
+at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is exact
+at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
+rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are split).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,8 +46,9 @@ from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedul
 from sim.hardware.roofline import Weights
 
 __all__ = [
+    "DEFAULT_SLOPE",
     "BatchedPass",
-    "EfficiencyCurve",
+    "ComputeCurve",
     "MeasuredPass",
     "PassPhysics",
     "calibrated_pass",
@@ -89,30 +93,52 @@ class MeasuredPass:
     source: str
 
 
-@dataclass(frozen=True)
-class EfficiencyCurve:
-    """Efficiency against pass tokens: ``tokens`` (n,) increasing, ``efficiency`` (n,) > 0.
+#: Compute ms per roofline ms beyond the measured points when one point is all there is.
+DEFAULT_SLOPE = 1.0
 
-    ``at(T)``: linear in log T between points, constant beyond the first and last.
+
+@dataclass(frozen=True)
+class ComputeCurve:
+    """Compute time against roofline time, through measured points.
+
+    ``roofline_ms`` (n,) strictly increasing, ``compute_ms`` (n,); ``slope``: used beyond
+    the points when n = 1 (with n > 1 the end segments' slopes extend the curve, never
+    below 0).
     """
 
-    tokens: np.ndarray
-    efficiency: np.ndarray
+    roofline_ms: np.ndarray
+    compute_ms: np.ndarray
+    slope: float = DEFAULT_SLOPE
 
     def __post_init__(self) -> None:
-        if self.tokens.shape != self.efficiency.shape or self.tokens.size == 0:
-            raise ValueError("tokens and efficiency need the same non-empty shape")
-        if np.any(np.diff(self.tokens) <= 0):
-            raise ValueError("calibration points need distinct token counts")
+        if self.roofline_ms.shape != self.compute_ms.shape or self.roofline_ms.size == 0:
+            raise ValueError("roofline_ms and compute_ms need the same non-empty shape")
+        if np.any(np.diff(self.roofline_ms) <= 0):
+            raise ValueError("calibration points need distinct roofline times")
 
-    def at(self, tokens: int) -> float:
-        if self.tokens.size == 1:
-            return float(self.efficiency[0])
-        return float(np.interp(math.log(tokens), np.log(self.tokens), self.efficiency))
+    @property
+    def end_slopes(self) -> tuple[float, float]:
+        """Slopes below the first and beyond the last point."""
+        r, c = self.roofline_ms, self.compute_ms
+        if r.size == 1:
+            return self.slope, self.slope
+        return (
+            max(0.0, float((c[1] - c[0]) / (r[1] - r[0]))),
+            max(0.0, float((c[-1] - c[-2]) / (r[-1] - r[-2]))),
+        )
+
+    def at(self, roofline_ms: np.ndarray) -> np.ndarray:
+        """Compute ms at roofline times (any shape, same shape out)."""
+        x = np.asarray(roofline_ms, dtype=float)
+        r, c = self.roofline_ms, self.compute_ms
+        low, high = self.end_slopes
+        inside = np.interp(x, r, c)
+        out = np.where(x < r[0], c[0] + low * (x - r[0]), inside)
+        return np.where(x > r[-1], c[-1] + high * (x - r[-1]), out)
 
 
 class BatchedPass:
-    """A pass kind with its calibrated efficiency: ``pass_ms(tokens, kv_tokens, pairs)``.
+    """A pass kind with its calibration curve: ``pass_ms(tokens, kv_tokens, pairs)``.
 
     Everything that depends only on the token count (weight bytes read, which involves the
     expert union; FLOPs; the all-reduce; the critical-path envelope) is computed once per
@@ -120,19 +146,19 @@ class BatchedPass:
     the KV-dependent terms, so a serving engine can evaluate many iterations at once.
     """
 
-    def __init__(self, physics: PassPhysics, efficiency: EfficiencyCurve):
+    def __init__(self, physics: PassPhysics, curve: ComputeCurve):
         self.physics = physics
-        self.efficiency = efficiency
+        self.curve = curve
         gpu = physics.hardware.gpu
         assert gpu is not None
         gpus = physics.hardware.gpus
         self._bytes_per_ms = gpu.memory_bandwidth_gbps * 1e9 / 1e3
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
-        self._per_tokens: dict[int, tuple[float, float, float, Envelope]] = {}
+        self._per_tokens: dict[int, tuple[float, float, Envelope]] = {}
 
-    def _token_terms(self, tokens: int) -> tuple[float, float, float, Envelope]:
-        """(weight memory ms, weight flop ms, efficiency, envelope) for ``tokens`` tokens."""
+    def _token_terms(self, tokens: int) -> tuple[float, float, Envelope]:
+        """(weight memory ms, weight flop ms, critical-path envelope) for ``tokens`` tokens."""
         terms = self._per_tokens.get(tokens)
         if terms is None:
             p = self.physics
@@ -140,7 +166,7 @@ class BatchedPass:
             flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
-            terms = (memory_ms, flop_ms, self.efficiency.at(tokens), envelope_of(schedule))
+            terms = (memory_ms, flop_ms, envelope_of(schedule))
             self._per_tokens[tokens] = terms
         return terms
 
@@ -149,7 +175,7 @@ class BatchedPass:
         broadcast shape of ``kv_tokens`` and ``pairs``."""
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
-        memory_ms, flop_ms, _, _ = self._token_terms(tokens)
+        memory_ms, flop_ms, _ = self._token_terms(tokens)
         p = self.physics
         mem = memory_ms + np.asarray(kv_tokens, dtype=float) * (
             p.kv_bytes_per_token / self._bytes_per_ms
@@ -160,16 +186,17 @@ class BatchedPass:
         return np.maximum(mem, flo)
 
     def compute_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
-        """Calibrated compute time: efficiency(tokens) x roofline."""
-        return self._token_terms(tokens)[2] * self.roofline_ms(tokens, kv_tokens, pairs)
+        """Calibrated compute time: the curve at the roofline time."""
+        return self.curve.at(self.roofline_ms(tokens, kv_tokens, pairs))
 
     def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
         """Pass time (ms): the critical path at the calibrated compute time."""
-        envelope = self._token_terms(tokens)[3]
+        envelope = self._token_terms(tokens)[2]
         return envelope.at(self.compute_ms(tokens, kv_tokens, pairs))
 
 
-def _point_efficiency(physics: PassPhysics, point: MeasuredPass, field: str) -> float:
+def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
+    """(roofline ms, calibrated compute ms) of a measured point."""
     shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
@@ -180,29 +207,30 @@ def _point_efficiency(physics: PassPhysics, point: MeasuredPass, field: str) -> 
             f"{exc.args[0]} of communication and launch ({point.source})",
             field=field,
         ) from None
-    bare = BatchedPass(physics, EfficiencyCurve(np.array([1.0]), np.array([1.0])))
-    roof = float(bare.roofline_ms(point.tokens, point.kv_tokens, point.pairs))
-    if roof <= 0:
-        raise SpecsimError(f"the {physics.name} pass reads nothing", field=field)
-    return compute / roof
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    return float(bare.roofline_ms(point.tokens, point.kv_tokens, point.pairs)), compute
 
 
 def calibrated_pass(
-    physics: PassPhysics, points: Sequence[MeasuredPass], *, field: str = "timing"
+    physics: PassPhysics,
+    points: Sequence[MeasuredPass],
+    *,
+    field: str = "timing",
+    slope: float = DEFAULT_SLOPE,
 ) -> BatchedPass:
-    """The pass calibrated to ``points`` (at least one; one per token count).
+    """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point.
 
     SpecsimError naming ``field`` when a point is below the modelled communication and
-    launch floor, or two points share a token count.
+    launch floor, or two points have the same roofline time.
     """
     if not points:
         raise ValueError("calibration needs at least one measured point")
-    ordered = sorted(points, key=lambda p: p.tokens)
-    tokens = [p.tokens for p in ordered]
-    if len(set(tokens)) != len(tokens):
+    pairs = sorted(_point_compute(physics, p, field) for p in points)
+    roof = np.array([r for r, _ in pairs])
+    if np.any(np.diff(roof) <= 0):
         raise SpecsimError(
-            f"two measured {physics.name} passes over the same token count: give one per count",
+            f"two measured {physics.name} passes read the same bytes (same roofline): "
+            "give one per batch shape",
             field=field,
         )
-    eff = np.array([_point_efficiency(physics, p, field) for p in ordered])
-    return BatchedPass(physics, EfficiencyCurve(np.array(tokens, dtype=float), eff))
+    return BatchedPass(physics, ComputeCurve(roof, np.array([c for _, c in pairs]), slope))

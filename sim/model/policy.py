@@ -30,6 +30,8 @@ class SpeculationPolicy(Protocol):
 
     def k_for_batch(self, batch: int) -> int: ...
 
+    def describe(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class FixedK:
@@ -47,6 +49,9 @@ class FixedK:
 
     def k_for_batch(self, batch: int) -> int:
         return self.k
+
+    def describe(self) -> str:
+        return "no speculation (k = 0)" if self.k == 0 else f"k = {self.k}"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ class DisableAbove:
 
     def k_for_batch(self, batch: int) -> int:
         return self.k if batch <= self.max_batch else 0
+
+    def describe(self) -> str:
+        return f"k = {self.k} up to batch {self.max_batch}, then 0"
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,9 @@ class KTable:
                 break
             k = row_k
         return k
+
+    def describe(self) -> str:
+        return "k table " + ", ".join(f"{a}-{b}: {k}" for a, b, k in self.rows)
 
 
 def k_lookup(policy: SpeculationPolicy, max_batch: int) -> list[int]:

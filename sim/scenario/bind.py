@@ -249,18 +249,20 @@ def serving_cost(
     reference_context_tokens: float = 0.0,
     points: Mapping[str, Sequence[MeasuredPass]] | None = None,
     speculative: bool = True,
+    draft_kv_bytes_per_token: float | None = None,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
     Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
     scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
-    sizes, per kind). The prefills have no batch-1 measurement: the target's takes the
-    decode pass's efficiency and the drafter's the draft extend's (same weights, same
-    GPU: an assumption a measured prefill point replaces). Decode and draft passes are
+    sizes, per kind). A prefill without a measured point takes the calibration curve of
+    the decode pass (the drafter's, of the draft extend): the same weights on the same GPU,
+    an assumption a measured prefill point replaces. Decode and draft passes are
     graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
     prefills are not. ``kv_bytes_per_token`` / ``attention_flops_per_pair`` are per
     tensor-parallel rank for the target; the drafter's scale by its share of decoder
-    layers. ``reference_context_tokens``: the context at which the batch-1 times hold.
+    layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
+    context at which the batch-1 times hold.
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
     """
     batch1 = pass_times(scenario)
@@ -284,15 +286,19 @@ def serving_cost(
             hardware=hw.current,
             geometry=geom,
             graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
-            kv_bytes_per_token=kv_bytes_per_token * share,
+            kv_bytes_per_token=(
+                draft_kv_bytes_per_token
+                if drafter and draft_kv_bytes_per_token is not None
+                else kv_bytes_per_token * share
+            ),
             attention_flops_per_pair=attention_flops_per_pair * share,
         )
         measured = ([anchors[name]] if name in anchors else []) + list(extra.get(name, ()))
         if measured:
             built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms")
-        else:  # a prefill: the efficiency of the pass on the same weights
+        else:  # a prefill without a measurement: the curve of a pass on the same weights
             source = built["draft_extend" if drafter else "decode"]
-            built[name] = BatchedPass(physics, source.efficiency)
+            built[name] = BatchedPass(physics, source.curve)
     curves = ServingCurves(
         decode=built["decode"],
         verify=built["verify"],

@@ -8,7 +8,7 @@ import pytest
 from sim.errors import SpecsimError
 from sim.hardware.batched import (
     BatchedPass,
-    EfficiencyCurve,
+    ComputeCurve,
     MeasuredPass,
     PassPhysics,
     calibrated_pass,
@@ -47,9 +47,14 @@ def test_calibrated_pass_reproduces_every_measured_point():
         assert float(bp.pass_ms(pt.tokens, pt.kv_tokens, pt.pairs)) == pytest.approx(
             pt.ms, rel=1e-12
         )
-    # between points the efficiency is linear in log tokens
-    e = bp.efficiency
-    assert e.at(4) == pytest.approx(np.interp(np.log(4), np.log([1, 16, 64]), e.efficiency))
+    # between points compute is linear in the roofline time; beyond, the last slope
+    c = bp.curve
+    r = np.array([float(bp.roofline_ms(p.tokens, p.kv_tokens, p.pairs)) for p in points])
+    mid = (r[0] + r[1]) / 2
+    assert float(c.at(mid)) == pytest.approx((c.compute_ms[0] + c.compute_ms[1]) / 2)
+    beyond = r[2] + 1.0
+    slope = (c.compute_ms[2] - c.compute_ms[1]) / (r[2] - r[1])
+    assert float(c.at(beyond)) == pytest.approx(c.compute_ms[2] + slope)
 
 
 def test_moe_weights_grow_with_the_expert_union():
@@ -57,12 +62,20 @@ def test_moe_weights_grow_with_the_expert_union():
     bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
     w = p.weights
     gpu = p.hardware.gpu
-    eff = bp.efficiency.at(1)
     per_rank_ms = lambda t: w.bytes_read(t) / p.hardware.gpus / (gpu.memory_bandwidth_gbps * 1e6)  # noqa: E731
-    # GPU-bound and memory-bound: the compute grows by eff x the extra weight bytes read
+    # one point: the measured time above the roofline is fixed, growth costs the extra
+    # weight bytes at peak bandwidth
     for t in (2, 8, 32):
         grown = float(bp.compute_ms(t, 0.0, 0.0) - bp.compute_ms(1, 0.0, 0.0))
-        assert grown == pytest.approx(eff * (per_rank_ms(t) - per_rank_ms(1)), rel=1e-9)
+        assert grown == pytest.approx(per_rank_ms(t) - per_rank_ms(1), rel=1e-9)
+    # a second point sets the slope: a pass at 16 tokens whose compute grew twice the
+    # roofline's growth (half the peak bandwidth achieved) gives slope 2
+    x1 = float(bp.compute_ms(1, 0.0, 0.0))
+    grown = float(bp.roofline_ms(16, 0.0, 0.0) - bp.roofline_ms(1, 0.0, 0.0))
+    ms16 = float(bp._token_terms(16)[2].at(x1 + 2 * grown))  # its critical path
+    points = [MeasuredPass(1, 0.0, 0.0, 12.12, "seed"), MeasuredPass(16, 0.0, 0.0, ms16, "x")]
+    two = calibrated_pass(p, points)
+    assert two.curve.end_slopes[1] == pytest.approx(2.0, rel=1e-6)
     times = np.array([float(bp.pass_ms(t, 0.0, 0.0)) for t in (1, 2, 4, 8, 16, 32, 64, 128)])
     assert np.all(np.diff(times) > 0)
     per_token = np.diff(times) / np.diff([1, 2, 4, 8, 16, 32, 64, 128])
@@ -72,15 +85,14 @@ def test_moe_weights_grow_with_the_expert_union():
 def test_kv_reads_add_bandwidth_time_when_memory_bound():
     p = physics(LLAMA, kv=131_072.0)
     bp = calibrated_pass(p, [MeasuredPass(1, 1.0, 0.0, 5.0, "made-up")])
-    eff = bp.efficiency.at(1)
     extra = float(bp.pass_ms(1, 100_001.0, 0.0) - bp.pass_ms(1, 1.0, 0.0))
-    expected = eff * 100_000 * 131_072 / (p.hardware.gpu.memory_bandwidth_gbps * 1e6)
+    expected = 100_000 * 131_072 / (p.hardware.gpu.memory_bandwidth_gbps * 1e6)
     assert extra == pytest.approx(expected, rel=1e-9)
 
 
 def test_compute_bound_beyond_the_knee():
     p = physics(LLAMA)
-    bp = BatchedPass(p, EfficiencyCurve(np.array([1.0]), np.array([1.0])))
+    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
     gpu = p.hardware.gpu
     w = p.weights
     memory_s = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e9)
@@ -96,7 +108,7 @@ def test_allreduce_messages_grow_with_tokens():
     p = physics(SEED)
     bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
     # same compute, more tokens in the messages: the floor (no compute) rises
-    floors = [float(bp._token_terms(t)[3].at(0.0)) for t in (1, 64, 1024, 8192)]
+    floors = [float(bp._token_terms(t)[2].at(0.0)) for t in (1, 64, 1024, 8192)]
     assert floors == sorted(floors) and floors[-1] > floors[0]
 
 
@@ -107,8 +119,8 @@ def test_a_point_below_the_floor_names_its_source():
     assert err.value.field == "timing.verify_ms"
 
 
-def test_two_points_at_one_token_count_are_refused():
+def test_two_points_of_one_shape_are_refused():
     p = physics(SEED)
-    pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 10.0, 0.0, 12.5, "b")]
-    with pytest.raises(SpecsimError, match="same token count"):
+    pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 0.0, 0.0, 12.5, "b")]
+    with pytest.raises(SpecsimError, match="same roofline"):
         calibrated_pass(p, pts)

@@ -13,13 +13,15 @@ depend on ``workers``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
+from sim.parallel import Executor, LocalExecutor
 from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.records import ServingRecord
 
@@ -66,6 +68,7 @@ def _replicate(
     plan: ServingPlan,
     policies: Mapping[str, SpeculationPolicy],
     child: np.random.SeedSequence,
+    *,
     horizon_ms: float | None,
 ) -> dict[str, ServingRecord]:
     """One replication of every policy, each on fresh streams from the same child."""
@@ -84,46 +87,33 @@ def simulate_serving(
     workers: int = 1,
     progress: Progress | None = None,
     horizon_ms: float | None = None,
+    executor: Executor | None = None,
 ) -> ServingRun:
     """Run ``replications`` replications of ``plan`` under each policy.
 
     ``policies`` maps names to policies (e.g. ``{"baseline": FixedK(0), "k=3": FixedK(3)}``);
-    ValueError if one cannot run on the plan. ``workers`` > 1 runs replications in that
-    many processes (identical results). ``progress(done, total)`` after each replication.
+    SpecsimError if one cannot run on the plan. ``workers`` > 1 runs replications in that
+    many processes, or ``executor`` (sim/parallel.py) runs them: identical results either
+    way. ``progress(done, total)`` after each replication.
     """
-    if replications < 1:
-        raise ValueError(f"replications must be >= 1, got {replications}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    for name, value in (("replications", replications), ("workers", workers)):
+        if value < 1:
+            raise SpecsimError(f"must be at least 1, got {value}", param=name)
+    if seed < 0:
+        raise SpecsimError(f"must be >= 0, got {seed}", param="seed")
     if not policies:
-        raise ValueError("give at least one policy")
-    for policy in policies.values():
-        plan.check(policy)
+        raise SpecsimError("give at least one policy", param="policies")
+    for name, policy in policies.items():
+        try:
+            plan.check(policy)
+        except ValueError as exc:
+            raise SpecsimError(f"{exc} ({name})", param="policies") from None
     children = np.random.SeedSequence(seed).spawn(replications)
-    results: list[dict[str, ServingRecord]] = []
-    for done, result in enumerate(
-        _map(plan, dict(policies), children, horizon_ms, workers), start=1
-    ):
-        results.append(result)
+    task = functools.partial(_replicate, plan, dict(policies), horizon_ms=horizon_ms)
+    results: dict[int, dict[str, ServingRecord]] = {}
+    for i, result in (executor or LocalExecutor(workers)).map_unordered(task, children):
+        results[i] = result
         if progress:
-            progress(done, replications)
-    records = {name: [r[name] for r in results] for name in policies}
+            progress(len(results), replications)
+    records = {name: [results[i][name] for i in range(replications)] for name in policies}
     return ServingRun(plan, dict(policies), seed, records)
-
-
-def _map(
-    plan: ServingPlan,
-    policies: dict[str, SpeculationPolicy],
-    children: Sequence[np.random.SeedSequence],
-    horizon_ms: float | None,
-    workers: int,
-) -> Iterable[dict[str, ServingRecord]]:
-    """Replications in order, in this process or in a pool of ``workers``."""
-    if workers == 1 or len(children) == 1:
-        for child in children:
-            yield _replicate(plan, policies, child, horizon_ms)
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_replicate, plan, policies, c, horizon_ms) for c in children]
-        for fut in futures:
-            yield fut.result()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.errors import SpecsimError
 from sim.simulation.serving import (
     ClosedLoop,
     FixedK,
@@ -188,11 +189,11 @@ def test_same_seed_same_numbers_whatever_the_workers():
 
 def test_a_policy_beyond_the_acceptance_model_is_refused():
     p = plan(ClosedLoop(2), k=2)
-    with pytest.raises(ValueError, match="acceptance model"):
+    with pytest.raises(SpecsimError, match="acceptance model"):
         simulate_serving(p, {"k4": FixedK(4)}, replications=1, seed=1)
 
 
 def test_kv_smaller_than_one_request_is_refused():
     p = plan(ClosedLoop(2), output=100, input_tokens=100, kv_capacity_tokens=150)
-    with pytest.raises(ValueError, match="smaller than one request"):
+    with pytest.raises(SpecsimError, match="smaller than one request"):
         simulate_serving(p, {"k3": FixedK(3)}, replications=1, seed=1)

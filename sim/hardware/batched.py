@@ -84,13 +84,15 @@ class PassPhysics:
 @dataclass(frozen=True)
 class MeasuredPass:
     """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
-    ms and where the number comes from (a URL, repo and path, or "scenario timing")."""
+    ms, where the number comes from (a URL, repo and path, or "scenario timing") and the
+    scenario field that holds it (for errors; None: the calibration's field)."""
 
     tokens: int
     kv_tokens: float
     pairs: float
     ms: float
     source: str
+    field: str | None = None
 
 
 #: Compute ms per roofline ms beyond the measured points when one point is all there is.
@@ -205,7 +207,7 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass over {point.tokens} tokens is "
             f"{exc.args[0]} of communication and launch ({point.source})",
-            field=field,
+            field=point.field or field,
         ) from None
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
     return float(bare.roofline_ms(point.tokens, point.kv_tokens, point.pairs)), compute

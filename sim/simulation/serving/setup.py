@@ -221,6 +221,11 @@ def serving_setup(
     )
     if serving.kv_capacity_tokens is None:
         notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
+    if timing.jitter_cv:
+        notes.append(
+            f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
+            "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
+        )
     policies: dict[str, SpeculationPolicy] = {BASELINE: FixedK(0)}
     if k > 0:
         policies[SPECULATIVE] = _policy(scenario, serving)

@@ -23,6 +23,7 @@ from pydantic import (
 
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -63,6 +64,13 @@ class ModelSpec(Section):
     draft_params: Annotated[float, Field(gt=0)] | None = None
     weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
     expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+    # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
+    # token of context in a target pass, all layers (MLA's latent KV is replicated on every
+    # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
+    # drafter's KV bytes per token (default: the target's per decoder layer).
+    kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -137,6 +145,30 @@ class MeasuredOn(Section):
     verify_cuda_graph: bool
 
 
+class TimingPoint(Section):
+    """One measured pass at some batch size (``[[timing.points]]``), with its provenance.
+
+    ``kind``: which pass; ``batch``: requests in it; ``tokens``: tokens each brings
+    (default 1 for decode and draft step, k + 1 for verify and draft extend; required for
+    prefills); ``context_tokens``: each request's context (default ``timing.context_tokens``,
+    else 0); ``ms``: the measured time; ``source``: where the number comes from (a URL, a
+    repo and path, "measured on our server on DATE").
+    """
+
+    kind: Literal["decode", "verify", "draft_step", "draft_extend", "prefill", "draft_prefill"]
+    batch: Annotated[int, Field(gt=0)]
+    ms: PositiveMs
+    source: Annotated[str, Field(min_length=1)]
+    tokens: Annotated[int, Field(gt=0)] | None = None
+    context_tokens: Annotated[float, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _prefill_tokens(self) -> TimingPoint:
+        if self.kind.endswith("prefill") and self.tokens is None:
+            raise ValueError(f"a measured {self.kind} pass needs its tokens (prompt length)")
+        return self
+
+
 class TimingSpec(Section):
     """Pass times in milliseconds, as measured on the user's server (batch 1).
 
@@ -170,6 +202,10 @@ class TimingSpec(Section):
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
     jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
+    #: when KV reads or attention are modelled), and measured passes at other batch sizes.
+    context_tokens: Annotated[float, Field(ge=0)] | None = None
+    points: list[TimingPoint] | None = None
 
 
 class SpeculationSpec(Section):
@@ -381,10 +417,95 @@ class AcceptanceSpec(Heterogeneity):
 
 
 class WorkloadSpec(Section):
-    """Output tokens per request and requests per replication."""
+    """Output tokens per request and requests per replication; for serving also prompts.
+
+    Serving keys (absent keys keep the batch-1 meaning): ``input_tokens`` (prompt tokens,
+    default 0); ``lengths``: ``fixed`` (every request has ``input_tokens`` and
+    ``output_tokens``), ``lognormal`` (those are the means, ``input_sigma`` and
+    ``output_sigma`` the log-space standard deviations, ``*_max_tokens`` the caps, default
+    the 0.9999 quantile) or ``empirical`` (pairs drawn from the rows of ``lengths_trace``, a
+    trace CSV); ``warmup_requests``: requests discarded at the start of each replication
+    (default: the larger of the concurrency and a tenth of ``requests``).
+    """
 
     output_tokens: Annotated[int, Field(gt=0)] = 512
     requests: Annotated[int, Field(gt=0)] = 100
+    input_tokens: Annotated[int, Field(ge=0)] | None = None
+    lengths: Literal["fixed", "lognormal", "empirical"] | None = None
+    input_sigma: Annotated[float, Field(ge=0)] | None = None
+    output_sigma: Annotated[float, Field(ge=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    lengths_trace: Annotated[str, Field(min_length=1)] | None = None
+    warmup_requests: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _length_model(self) -> WorkloadSpec:
+        if self.lengths == "lognormal":
+            if self.output_sigma is None:
+                raise ValueError("lengths = 'lognormal' needs output_sigma")
+            if (self.input_tokens or 0) > 0 and self.input_sigma is None:
+                raise ValueError("lengths = 'lognormal' with input_tokens needs input_sigma")
+        if self.lengths == "empirical" and self.lengths_trace is None:
+            raise ValueError("lengths = 'empirical' needs lengths_trace (a trace CSV)")
+        if self.lengths_trace is not None and self.lengths != "empirical":
+            raise ValueError("lengths_trace is only read with lengths = 'empirical'")
+        for side in ("input", "output"):
+            cap = getattr(self, f"{side}_max_tokens")
+            mean = getattr(self, f"{side}_tokens") or 0
+            if cap is not None and cap < mean:
+                raise ValueError(f"{side}_max_tokens ({cap}) is below {side}_tokens ({mean})")
+        return self
+
+
+class ServingSpec(Section):
+    """How the server is loaded and scheduled (``specsim serve``; sim/simulation/serving/).
+
+    Load, at most one of: ``concurrency`` (closed loop of that many users, each with an
+    exponential ``think_time_ms`` between its requests), ``rate_per_s`` (Poisson arrivals)
+    or ``trace`` (a CSV of arrival_s, input_tokens, output_tokens[, class], relative to the
+    scenario file). None: one user.
+
+    Scheduler: ``max_running_requests`` (vLLM ``max_num_seqs``; default 1024, vLLM's for
+    GPUs of 70 GiB or more, vllm/engine/arg_utils.py; SGLang derives it from memory),
+    ``batching`` (``prefill_first``: SGLang's default; ``chunked``: vLLM's chunked prefill
+    mixed with decode), ``token_budget`` (tokens per iteration: vLLM
+    ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``), ``kv_capacity_tokens``
+    (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
+    ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
+
+    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
+    one of ``disable_above_batch`` (plain decoding when more requests decode) or
+    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
+    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    """
+
+    concurrency: Annotated[int, Field(gt=0)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0)] | None = None
+    trace: Annotated[str, Field(min_length=1)] | None = None
+    think_time_ms: NonNegativeMs = 0.0
+    max_running_requests: Annotated[int, Field(gt=0)] = 1024
+    batching: Literal["prefill_first", "chunked"] = "prefill_first"
+    token_budget: Annotated[int, Field(gt=0)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0)] | None = None
+    prefill: Literal["model", "skip"] = "model"
+    disable_above_batch: Annotated[int, Field(ge=0)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    ttft_slo_ms: PositiveMs | None = None
+    tpot_slo_ms: PositiveMs | None = None
+
+    @model_validator(mode="after")
+    def _one_load_one_policy(self) -> ServingSpec:
+        loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
+        if len(loads) > 1:
+            raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
+        if self.disable_above_batch is not None and self.k_table is not None:
+            raise ValueError("give at most one of disable_above_batch, k_table")
+        if self.k_table is not None:
+            if any(len(row) != 3 for row in self.k_table):
+                raise ValueError("k_table rows are [start_bs, end_bs, K]")
+            KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
+        return self
 
 
 class SimulationSpec(Section):
@@ -417,6 +538,7 @@ class Scenario(Section):
     speculation: SpeculationSpec
     acceptance: AcceptanceSpec | None = None
     workload: WorkloadSpec = WorkloadSpec()
+    serving: ServingSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
 

@@ -27,8 +27,9 @@ from pydantic import (
 )
 
 from sim.errors import SpecsimError
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0)]
@@ -99,17 +100,21 @@ class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
-    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
-    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
-    graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
-    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
+    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch; default
+    18.9 us, calibrated on a public graphed-vs-eager pair: sim/hardware/eager.py);
+    ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
+    or ``auto`` (the faster; sim/hardware/allreduce.py); ``rank_jitter_cv`` the coefficient
+    of variation of one rank's compute per layer segment (layer-level pass only; 0 =
+    deterministic).
     """
 
     interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
     gpus: Annotated[int, Field(gt=0)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0)] = 5.0
+    launch_us: Annotated[float, Field(ge=0.0)] = EAGER_KERNEL_US
+    allreduce: Library = "auto"
     rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
 
     @field_validator("interconnect")
@@ -140,6 +145,7 @@ class MeasuredOn(Section):
     gpus: Annotated[int, Field(gt=0)]
     gpu: str | None = None
     verify_cuda_graph: bool
+    allreduce: Library = "auto"
 
 
 class TimingSpec(Section):
@@ -162,6 +168,13 @@ class TimingSpec(Section):
     #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
     #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
     verify_growth: Literal["linear", "experts"] = "linear"
+    #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
+    #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
+    #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
+    #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
+    #: (sim/hardware/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: and an ungraphed verify measured on the same server.
+    verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
     draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
@@ -571,6 +584,7 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     if hardware.get("gpu") is not None:
         measured.setdefault("gpu", hardware["gpu"])
     measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    measured.setdefault("allreduce", hardware.get("allreduce", hw_fields["allreduce"].default))
     return out
 
 

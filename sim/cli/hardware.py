@@ -8,7 +8,7 @@ from sim.cli import main
 from sim.cli.options import echo_json, json_option, set_option
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import allreduce_time
-from sim.hardware.interconnects import resolve_interconnect
+from sim.hardware.interconnects import LIBRARIES, resolve_interconnect
 from sim.hardware.summary import hardware_summary, presets_dict, render_hardware, render_presets
 from sim.scenario import load_scenario
 
@@ -47,8 +47,18 @@ def hardware(
 @click.option("--gpus", required=True, type=int, help="Tensor-parallel degree.")
 @click.option("--bytes", "nbytes", required=True, type=int, help="Message size in bytes.")
 @click.option("--graphed", is_flag=True, help="Inside a CUDA graph (no eager NCCL cost).")
+@click.option(
+    "--library",
+    type=click.Choice(LIBRARIES),
+    default="auto",
+    show_default=True,
+    help="nccl: NCCL alone (what nccl-tests measure); custom: the engine's custom "
+    "all-reduce where it applies, NCCL elsewhere; auto: the faster.",
+)
 @json_option
-def allreduce(interconnect: str, gpus: int, nbytes: int, graphed: bool, as_json: bool) -> None:
+def allreduce(
+    interconnect: str, gpus: int, nbytes: int, graphed: bool, library: str, as_json: bool
+) -> None:
     """Time of one all-reduce: {us, algorithm, protocol} (NCCL's tuner / custom all-reduce)."""
     try:
         ic = resolve_interconnect(interconnect)
@@ -58,7 +68,7 @@ def allreduce(interconnect: str, gpus: int, nbytes: int, graphed: bool, as_json:
         raise SpecsimError(f"must be >= 1, got {gpus}", source="--gpus")
     if nbytes < 0:
         raise SpecsimError(f"must be >= 0, got {nbytes}", source="--bytes")
-    result = allreduce_time(ic, gpus, nbytes, graphed=graphed)
+    result = allreduce_time(ic, gpus, nbytes, graphed=graphed, library=library)
     if as_json:
         echo_json(result.as_dict())
     else:

@@ -26,12 +26,13 @@ anything else from the model's weights and the GPU preset (sim/hardware/roofline
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from sim.costs import PassTimes
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
+from sim.hardware.eager import EagerCosts, calibrate_kernel_us, eager_schedule
 from sim.hardware.gpus import GpuPreset, gpu_preset
 from sim.hardware.interconnects import Interconnect, resolve_interconnect
 from sim.hardware.launch import (
@@ -39,7 +40,6 @@ from sim.hardware.launch import (
     calibrate_compute_ms,
     critical_path_ms,
     floor_ms,
-    kernel_schedule,
 )
 from sim.hardware.roofline import Weights, roofline_ms
 from sim.scenario import Scenario
@@ -51,21 +51,28 @@ VERIFY_TABLE_TOKENS = 33
 
 @dataclass(frozen=True)
 class HardwarePoint:
-    """The hardware a pass runs on."""
+    """The hardware a pass runs on. ``launch_us``: CPU cost per eager kernel (all-in,
+    sim/hardware/eager.py); ``allreduce``: ``nccl``, ``custom`` or ``auto``
+    (sim/hardware/allreduce.py)."""
 
     interconnect: Interconnect
     gpus: int
     gpu: GpuPreset | None
     verify_cuda_graph: bool
     launch_us: float
+    allreduce: str = "auto"
 
-    def key(self) -> tuple[str, int, str | None, bool]:
+    def key(self) -> tuple[str, int, str | None, bool, str]:
         return (
             self.interconnect.name,
             self.gpus,
             self.gpu and self.gpu.name,
             self.verify_cuda_graph,
+            self.allreduce,
         )
+
+    def with_launch_us(self, launch_us: float) -> HardwarePoint:
+        return replace(self, launch_us=launch_us)
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,9 @@ def pass_schedule(
 ) -> tuple[KernelSchedule, AllReduceTime, int]:
     """(kernel schedule, all-reduce per call, message bytes) of a pass on ``hw``."""
     nbytes = shape.tokens * geom.hidden_size * geom.activation_bytes
-    ar = allreduce_time(hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed)
+    ar = allreduce_time(
+        hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed, library=hw.allreduce
+    )
     kernels = geom.kernels_per_layer
     if kernels is None:
         if not shape.graphed:
@@ -138,13 +147,14 @@ def pass_schedule(
                 field="model.kernels_per_layer",
             )
         kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)
-    schedule = kernel_schedule(
+    schedule = eager_schedule(
         layers=shape.layers,
         kernels_per_layer=kernels,
         allreduces_per_layer=geom.allreduces_per_layer,
         allreduce_ms=ar.us / 1000.0,
         tensor_parallel=hw.gpus > 1,
-        launch_ms=0.0 if shape.graphed else hw.launch_us / 1000.0,
+        costs=EagerCosts(kernel_us=hw.launch_us),
+        mode="graphed" if shape.graphed else "eager",
     )
     return schedule, ar, nbytes
 
@@ -214,6 +224,7 @@ def hardware_point(scenario: Scenario) -> HardwarePoint:
         gpu=_gpu(hw.gpu, "hardware.gpu"),
         verify_cuda_graph=scenario.timing.verify_cuda_graph,
         launch_us=hw.launch_us,
+        allreduce=hw.allreduce,
     )
 
 
@@ -229,6 +240,7 @@ def reference_point(scenario: Scenario) -> HardwarePoint:
         gpu=_gpu(ref.gpu, "timing.measured_on.gpu"),
         verify_cuda_graph=ref.verify_cuda_graph,
         launch_us=current.launch_us,
+        allreduce=ref.allreduce,
     )
 
 
@@ -306,6 +318,57 @@ class ScenarioHardware:
         self.current = hardware_point(scenario)
         self.reference = reference_point(scenario)
         self.at_reference = self.current.key() == self.reference.key()
+        launch_us = self._launch_us_from_verify()
+        if launch_us is not None:
+            self.current = self.current.with_launch_us(launch_us)
+            self.reference = self.reference.with_launch_us(launch_us)
+
+    @property
+    def verify_from_decode(self) -> bool:
+        return self.scenario.timing.verify_compute == "decode"
+
+    def _decode_grown_ref_ms(self, tokens: int) -> float:
+        """Verify compute over ``tokens`` on the reference hardware, from the graphed
+        decode's calibrated compute: times the weight bytes read (``verify_growth =
+        experts``) or plus ``verify_ms_per_extra_token`` per extra token (``linear``)."""
+        timing = self.scenario.timing
+        if timing.decode_ms is None:
+            raise SpecsimError(
+                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+            )
+        shape = self.shape("decode", 1, self.reference)
+        x = calibrate_pass(shape, self.reference, self.geom, timing.decode_ms, "timing.decode_ms")
+        if timing.verify_growth == "experts":
+            weights = target_weights(self.scenario)
+            return x * weights.bytes_read(tokens) / weights.bytes_read(1)
+        return x + (tokens - 1) * timing.verify_ms_per_extra_token
+
+    def _launch_us_from_verify(self) -> float | None:
+        """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
+        per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
+        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
+        timing = self.scenario.timing
+        if not self.verify_from_decode or timing.verify_ms is None:
+            return None
+        if self.reference.verify_cuda_graph:
+            return None
+        m0 = self.measured_verify_tokens
+        shape = self.shape("verify", m0, self.reference)
+        compute_ms = self._decode_grown_ref_ms(m0)
+
+        def schedule_for(kernel_us: float) -> KernelSchedule:
+            hw = self.reference.with_launch_us(kernel_us)
+            return pass_schedule(shape, hw, self.geom)[0]
+
+        try:
+            return calibrate_kernel_us(schedule_for, compute_ms, timing.verify_ms)
+        except ValueError as exc:
+            raise SpecsimError(
+                f"{timing.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "
+                f"the graphed decode's plus its growth ({compute_ms:.4g} ms of compute): "
+                f"{exc}",
+                field="timing.verify_ms",
+            ) from None
 
     @cached_property
     def geom(self) -> Geometry:
@@ -357,6 +420,10 @@ class ScenarioHardware:
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
         timing = self.scenario.timing
+        if name == "verify" and self.verify_from_decode:
+            x_ref = self._decode_grown_ref_ms(tokens)
+            origin = "measured" if self.at_reference else "recomposed"
+            return x_ref * compute_scale(self.reference, self.current), origin
         if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
             m0 = self.measured_verify_tokens
             x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")

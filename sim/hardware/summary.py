@@ -5,6 +5,7 @@ Pure functions returning plain dicts and text; the CLI prints them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sim.hardware.decompose import HardwarePoint, PassBreakdown, ScenarioHardware
@@ -37,6 +38,7 @@ def _point(hw: HardwarePoint) -> dict[str, Any]:
         "gpu": hw.gpu.name if hw.gpu else None,
         "verify_cuda_graph": hw.verify_cuda_graph,
         "launch_us": hw.launch_us,
+        "allreduce": hw.allreduce,
     }
 
 
@@ -51,11 +53,11 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         ic = resolve_interconnect(name)
         row = {}
         for graphed in (False, True):
-            point = HardwarePoint(ic, cur.gpus, cur.gpu, graphed, cur.launch_us)
+            point = replace(cur, interconnect=ic, verify_cuda_graph=graphed)
             b = hw.breakdown("verify", verify.tokens, point)
             row["graphed" if graphed else "ungraphed"] = breakdown_dict(b)
         what_if[name] = row
-    graphed_here = HardwarePoint(cur.interconnect, cur.gpus, cur.gpu, True, cur.launch_us)
+    graphed_here = replace(cur, verify_cuda_graph=True)
     return {
         "scenario": scenario.name,
         "hardware": _point(cur),

@@ -1,7 +1,49 @@
 """specsim: a discrete-event simulator of LLM speculative decoding.
 
 The library API is plain functions over frozen config objects; the ``specsim`` command
-(``sim.cli``) is a thin layer over it.
+(``sim.cli``) is a thin layer over it::
+
+    import sim
+    scenario = sim.load_scenario("scenarios/kimi-k25-8xpcie-eagle3.toml")
+    print(sim.analyze(scenario).throughput_tok_s)              # closed form
+    summary = sim.summarize(sim.simulate(scenario, engine="des"))  # Monte Carlo
+    best = sim.search_acceptance(scenario, [150.0], range(1, 17)).targets[0].best
+
+Names are imported on first use (PEP 562), so ``import sim`` stays cheap.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "SpecsimError": "sim.errors",
+    "Scenario": "sim.scenario.schema",
+    "load_scenario": "sim.scenario.load",
+    "with_overrides": "sim.scenario.load",
+    "analyze": "sim.studies.analysis",
+    "simulate": "sim.simulation.simulate",
+    "summarize": "sim.simulation.summary",
+    "search_acceptance": "sim.studies.search",
+    "solve_lever": "sim.studies.solve",
+    "run_sweep": "sim.studies.sweep",
+    "compare_scenarios": "sim.studies.compare",
+    "calibrate": "sim.calibration.calibrate",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sim' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

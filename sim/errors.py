@@ -1,21 +1,63 @@
-"""The one exception type the CLI turns into a one-line message and exit status 2."""
+"""The exceptions of specsim: bad input the user can fix, and unknown preset names.
+
+Library functions name their own parameters (``param="replications"``); the CLI maps a
+parameter to the flag that sets it in one place (``sim.cli.options.PARAM_FLAGS``), so the
+library never speaks in command-line flags.
+"""
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
 
 
 class SpecsimError(Exception):
     """Bad input: a file, a field or a value the user can fix.
 
-    ``source`` names where the problem is (a file path, ``--set``, an option) and ``field``
-    the dotted field inside it; ``str()`` gives the one line the CLI prints.
+    ``source`` names where the problem is (a file path, ``--set``, an option), ``field`` the
+    dotted field inside it, and ``param`` the library parameter it came through (mapped to
+    a flag by the CLI); ``str()`` gives the one line the CLI prints.
     """
 
-    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        field: str | None = None,
+        param: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.source = source
         self.field = field
+        self.param = param
 
     def __str__(self) -> str:
-        parts = [p for p in (self.source, self.field) if p]
+        where = self.source if self.source else self.param
+        parts = [p for p in (where, self.field) if p]
         return ": ".join([*parts, self.message])
+
+
+class UnknownNameError(LookupError):
+    """A preset (GPU, interconnect, engine, ...) that does not exist; carries the known names.
+
+    ``str()`` is one sentence: the unknown name, the closest known ones, and every known
+    name. Callers that know the field (``hardware.gpu``) turn it into a ``SpecsimError``.
+    """
+
+    def __init__(self, kind: str, name: str, known: Sequence[str]):
+        super().__init__(kind, name, tuple(known))
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known)
+
+    @property
+    def suggestions(self) -> list[str]:
+        """Known names close to the unknown one (difflib ratio >= 0.6), best first."""
+        return difflib.get_close_matches(str(self.name), self.known, n=3)
+
+    def __str__(self) -> str:
+        close = self.suggestions
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return f"unknown {self.kind} {self.name!r}{hint} (known: {', '.join(self.known)})"

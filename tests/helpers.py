@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.scenario import Scenario, scenario_from_dict
+from sim.scenario.load import scenario_from_dict
+from sim.scenario.schema import Scenario
 
 #: A workload mix: chat with a Beta spread by concentration, code per position with a std.
 MIXED = {

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sim.analysis import analyze
 from sim.cli import main
-from sim.scenario import load_scenario
+from sim.scenario.load import load_scenario
+from sim.studies.analysis import analyze
 
 
 @pytest.fixture

@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import click
 
-from sim.calibrate import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT, calibrate
-from sim.calibrate_report import calibrated_toml, format_calibration
-from sim.cli import main
-from sim.cli.options import echo_json, json_option, set_option
-from sim.errors import SpecsimError
-from sim.files import atomic_write_text
-from sim.importers.sglang_log import read_sglang_log
-from sim.importers.vllm_metrics import read_vllm_metrics
-from sim.measurements import (
-    Measurements,
-    baseline_measurement,
-    parse_point,
-    sglang_measurement,
-    vllm_measurement,
-)
-from sim.scenario import load_scenario
+from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
+from sim.cli.options import echo_document, json_option, set_option
 
 
-@main.command("calibrate")
+@click.command("calibrate")
 @click.option(
     "--scenario",
     "base_path",
@@ -101,6 +87,22 @@ def calibrate_command(
     as_json: bool,
 ) -> None:
     """Fit timings and acceptance to measurements; report them and write a scenario."""
+    # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from sim.calibration.calibrate import calibrate
+    from sim.calibration.importers.sglang_log import read_sglang_log
+    from sim.calibration.importers.vllm_metrics import read_vllm_metrics
+    from sim.calibration.measurements import (
+        Measurements,
+        baseline_measurement,
+        parse_point,
+        sglang_measurement,
+        vllm_measurement,
+    )
+    from sim.errors import SpecsimError
+    from sim.files import atomic_write_text
+    from sim.report.calibrate import calibrated_toml, format_calibration
+    from sim.scenario.load import load_scenario
+
     if not 0.0 < rel_error < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
     if vllm_metrics_before and not vllm_metrics:
@@ -129,7 +131,7 @@ def calibrate_command(
         except OSError as exc:
             raise SpecsimError(f"cannot write: {exc.strerror or exc}", source=out) from None
     if as_json:
-        echo_json({**result.as_dict(), "out": out})
+        echo_document("calibrate", {**result.as_dict(), "out": out})
         return
     click.echo(format_calibration(result))
     if out:

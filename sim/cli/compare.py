@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from sim.cli import main
 from sim.cli.options import (
-    echo_json,
+    echo_document,
     format_option,
     json_option,
     monte_carlo_options,
@@ -16,13 +15,9 @@ from sim.cli.options import (
     with_mc_settings,
     workers_option,
 )
-from sim.cli.plot import echo_written, save_figures
-from sim.compare import compare_scenarios, render_comparison, unique_labels
-from sim.figures import compare_figures
-from sim.scenario import load_scenario
 
 
-@main.command()
+@click.command()
 @click.argument(
     "scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str)
 )
@@ -38,6 +33,7 @@ def compare(
     sets: tuple[str, ...],
     targets: tuple[float, ...],
     engine: str,
+    fidelity: str,
     replications: int | None,
     requests: int | None,
     seed: int | None,
@@ -48,6 +44,12 @@ def compare(
 ) -> None:
     """Baseline, speculative tok/s with CI, accept length, cycle breakdown and required
     alpha per target for each SCENARIO (--set applies to all), ratios to the first."""
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.documents import document
+    from sim.report.compare import render_comparison
+    from sim.scenario.load import load_scenario
+    from sim.studies.compare import compare_scenarios, unique_labels
+
     loaded = [
         with_mc_settings(load_scenario(p, sets), replications, requests, seed) for p in scenarios
     ]
@@ -55,11 +57,16 @@ def compare(
         list(zip(unique_labels(scenarios), loaded, strict=True)),
         targets=targets,
         engine=engine,
+        fidelity=fidelity,
         workers=workers,
-    )
+    ).to_dict()
     if plot_dir:
-        echo_written(save_figures(compare_figures(doc), plot_dir, fmt))
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt))
     if as_json:
-        echo_json(doc)
+        echo_document("compare", doc)
     else:
         click.echo(render_comparison(doc))

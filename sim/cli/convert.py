@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from sim import metrics
-from sim.cli import main
-from sim.cli.options import echo_json, json_option
+from sim.cli.options import echo_document, json_option
 from sim.errors import SpecsimError
 
 
@@ -19,14 +17,7 @@ def _floats(text: str, source: str) -> list[float]:
         ) from None
 
 
-def _extend(rates: list[float], num_steps: int | None) -> list[float]:
-    """Per-position rates for k = num_steps positions; the last listed rate repeats."""
-    if num_steps is None or not rates:
-        return rates
-    return (rates + [rates[-1]] * num_steps)[:num_steps]
-
-
-@main.command()
+@click.command()
 @click.option("--alpha", type=float, help="One conditional rate for every position.")
 @click.option("--accept-length", type=float, help="Mean tokens per cycle, bonus included.")
 @click.option("--draft-acceptance-rate", type=float, help="vLLM: accepted / drafted tokens.")
@@ -45,7 +36,11 @@ def convert(
     num_steps: int | None,
     as_json: bool,
 ) -> None:
-    """Convert one acceptance metric into all the others (reference section 2)."""
+    """Convert one acceptance metric into all the others."""
+    # lazy: the model is imported when the command runs, not for --help (start-up)
+    from sim.model import metrics
+    from sim.model.rates import extend_rates
+
     given = {
         "--alpha": alpha,
         "--accept-length": accept_length,
@@ -67,7 +62,9 @@ def convert(
                 )
             forms = metrics.from_cumulative(values)
         else:
-            forms = metrics.from_conditional(_extend(values, num_steps))
+            if values and num_steps is not None:
+                values = extend_rates(values, num_steps).tolist()
+            forms = metrics.from_conditional(values)
     else:
         if num_steps is None:
             raise SpecsimError(f"{source} needs --num-steps", source="convert")
@@ -79,7 +76,7 @@ def convert(
         }[source]
         forms = make(given[source], num_steps)
     if as_json:
-        echo_json(forms.as_dict())
+        echo_document("convert", forms.as_dict())
         return
     fmt = ", ".join
     click.echo(f"num_steps (k)            {forms.num_steps}")

@@ -1,20 +1,26 @@
-"""Options shared by several commands.
+"""Options shared by several commands, so each means the same thing everywhere.
 
 ``--replications``/``--requests``/``--seed`` become scenario overrides where a command
 fingerprints its runs (sweeps key them like any other field); ``--target`` replaces the
-scenario's targets.
+scenario's targets; ``--engine`` and ``--fidelity`` choose the Monte Carlo. Importing this
+module imports no simulation code (start-up); the choices below are checked against the
+library's registries by the tests.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sim.montecarlo import ENGINES
-from sim.scenario import Scenario, with_overrides
+if TYPE_CHECKING:
+    from sim.scenario.schema import Scenario
+
+#: ``sim.simulation.engines.ENGINES`` and ``sim.scenario.bind.FIDELITIES`` (tests check).
+ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
+FIDELITY_NAMES: tuple[str, ...] = ("cycle", "layer")
 
 scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False, path_type=str))
 
@@ -34,12 +40,27 @@ def echo_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, allow_nan=False))
 
 
+def echo_document(kind: str, body: Any) -> None:
+    """Print ``body`` as a JSON document of ``kind`` (with ``kind`` and ``specsim_version``)."""
+    from sim.documents import document  # lazy: start-up
+
+    echo_json(document(kind, body))
+
+
 engine_option = click.option(
     "--engine",
-    type=click.Choice(sorted(ENGINES)),
+    type=click.Choice(ENGINE_NAMES),
     default="fast",
     show_default=True,
     help="fast: vectorized NumPy; des: the SimPy model of record.",
+)
+fidelity_option = click.option(
+    "--fidelity",
+    type=click.Choice(FIDELITY_NAMES),
+    default="cycle",
+    show_default=True,
+    help="cycle: pass times from the cost model; layer: drawn from the layer-level SimPy "
+    "pass (TP ranks, all-reduce barriers, kernel launches; sim/hardware/layer.py).",
 )
 replications_option = click.option(
     "--replications",
@@ -97,8 +118,9 @@ format_option = click.option(
 
 
 def monte_carlo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--engine, --replications, --requests, --seed."""
-    for option in (seed_option, requests_option, replications_option, engine_option):
+    """--engine, --fidelity, --replications, --requests, --seed."""
+    options = (seed_option, requests_option, replications_option, fidelity_option, engine_option)
+    for option in options:
         fn = option(fn)
     return fn
 
@@ -107,6 +129,8 @@ def with_mc_settings(
     scenario: Scenario, replications: int | None, requests: int | None, seed: int | None
 ) -> Scenario:
     """The scenario with --replications/--requests/--seed applied (validated like --set)."""
+    from sim.scenario.load import with_overrides  # lazy: start-up
+
     overrides: dict[str, Any] = {}
     if replications is not None:
         overrides["simulation.replications"] = replications

@@ -6,16 +6,16 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from matplotlib.figure import Figure
 
-from sim.cli import main
 from sim.cli.options import format_option
 from sim.errors import SpecsimError
-from sim.figures import figures_for
 from sim.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def save_figures(
@@ -53,7 +53,7 @@ def echo_written(paths: Sequence[Path]) -> None:
         click.echo(f"wrote {p}", err=True)
 
 
-@main.command()
+@click.command()
 @click.argument("result", type=click.Path(path_type=str))
 @click.option(
     "--out",
@@ -64,11 +64,21 @@ def echo_written(paths: Sequence[Path]) -> None:
 )
 @format_option
 def plot(result: str, out_dir: str | None, fmt: str) -> None:
-    """Figures from a sweep directory (or its sweep.json), or a search/compare --json file."""
+    """Figures from a sweep directory (or its sweep.json), or a run/search/solve/compare
+    --json file (dispatched on its ``kind``)."""
+    # lazy: matplotlib is imported when figures are drawn, not for --help (start-up)
+    from sim.documents import document_kind
+    from sim.report.figures import figures_for
+
     doc = read_document(result)
+    document_kind(doc, result)
     figures = figures_for(doc)
     if not figures:
-        raise SpecsimError("not a sweep, search or compare result (nothing to plot)", source=result)
+        raise SpecsimError(
+            f"a {doc['kind']} document has no figures (plot takes sweep, run, search, solve "
+            "and compare documents)",
+            source=result,
+        )
     where = out_dir or str(
         (Path(result) if Path(result).is_dir() else Path(result).parent) / "plots"
     )

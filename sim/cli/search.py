@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from sim.cli import main
 from sim.cli.options import (
-    echo_json,
+    echo_document,
     format_option,
     json_option,
     monte_carlo_options,
@@ -18,25 +17,24 @@ from sim.cli.options import (
     with_mc_settings,
     workers_option,
 )
-from sim.cli.plot import echo_written, save_figures
-from sim.errors import SpecsimError
-from sim.figures import search_figures
-from sim.scenario import load_scenario
-from sim.search import search_acceptance
-from sim.search_report import render_lever, render_search
-from sim.solve import solve_lever
-from sim.sweep import parse_grid
 
 
 def parse_num_steps(text: str) -> list[int]:
     """``1:16``, ``4`` or ``2,4,8`` -> draft lengths."""
-    _, values = parse_grid(f"num_steps={text}")
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.grid import parse_grid
+
+    try:
+        _, values = parse_grid(f"num_steps={text}")
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source="--num-steps") from None
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
         raise SpecsimError(f"expected integers >= 1, got {text!r}", source="--num-steps")
     return sorted(values)
 
 
-@main.command()
+@click.command()
 @scenario_argument
 @set_option
 @target_option
@@ -73,6 +71,7 @@ def search(
     quantile: float | None,
     solve_field: str | None,
     engine: str,
+    fidelity: str,
     replications: int | None,
     requests: int | None,
     seed: int | None,
@@ -86,6 +85,13 @@ def search(
     Brackets with the closed forms, refines by Monte Carlo bisection on common random
     numbers and reports a 95% interval from the Monte Carlo noise.
     """
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.errors import SpecsimError
+    from sim.report.search import render_lever, render_search
+    from sim.scenario.load import load_scenario
+    from sim.studies.search import search_acceptance
+    from sim.studies.solve import solve_lever
+
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     tgts = targets_or_scenario(targets, scn)
     if solve_field is not None:
@@ -95,17 +101,26 @@ def search(
                 "--set speculation.num_steps=K",
                 source="--num-steps",
             )
-        doc = solve_lever(scn, solve_field, tgts, quantile=quantile, engine=engine).to_dict()
+        kind = "solve"
+        doc = solve_lever(
+            scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
+        ).to_dict()
         text = render_lever(doc)
     else:
+        kind = "search"
         ks = parse_num_steps(num_steps or "1:16")
         doc = search_acceptance(
-            scn, tgts, ks, quantile=quantile, engine=engine, workers=workers
+            scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()
         text = render_search(doc)
     if plot_dir:
-        echo_written(save_figures(search_figures(doc), plot_dir, fmt))
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.documents import document
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt))
     if as_json:
-        echo_json(doc)
+        echo_document(kind, doc)
     else:
         click.echo(text)

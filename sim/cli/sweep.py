@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from sim.cli import main
 from sim.cli.options import (
     format_option,
     monte_carlo_options,
@@ -19,14 +18,10 @@ from sim.cli.options import (
     with_mc_settings,
     workers_option,
 )
-from sim.cli.plot import echo_written, read_document, save_figures
 from sim.cli.progress import ProgressBar
-from sim.figures import sweep_figures
-from sim.scenario import load_scenario
-from sim.sweep import expand_grid, make_executor, parse_grid, run_sweep
 
 
-@main.command()
+@click.command()
 @scenario_argument
 @set_option
 @click.option(
@@ -69,6 +64,7 @@ def sweep(
     scheduler: str | None,
     targets: tuple[float, ...],
     engine: str,
+    fidelity: str,
     replications: int | None,
     requests: int | None,
     seed: int | None,
@@ -77,6 +73,12 @@ def sweep(
     fmt: str,
 ) -> None:
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.parallel import make_executor
+    from sim.scenario.load import load_scenario
+    from sim.studies.grid import expand_grid, parse_grid
+    from sim.studies.sweep import run_sweep
+
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
@@ -95,6 +97,7 @@ def sweep(
                 axes,
                 out_dir,
                 engine=engine,
+                fidelity=fidelity,
                 targets=targets_or_scenario(targets, scn),
                 executor=run,
                 progress=advance,
@@ -112,4 +115,8 @@ def sweep(
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
     if plot_dir:
-        echo_written(save_figures(sweep_figures(read_document(out_dir)), plot_dir, fmt))
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, read_document, save_figures
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(read_document(out_dir)), plot_dir, fmt))

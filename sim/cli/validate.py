@@ -6,17 +6,18 @@ import sys
 
 import click
 
-from sim.cli import echo_error, main
+from sim.cli.group import echo_error
 from sim.cli.options import set_option
 from sim.errors import SpecsimError
-from sim.scenario import load_scenario
 
 
-@main.command()
+@click.command()
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @set_option
 def validate(scenarios: tuple[str, ...], sets: tuple[str, ...]) -> None:
     """Validate each SCENARIO file; exit status 2 if any is invalid."""
+    from sim.scenario.load import load_scenario  # lazy: start-up
+
     failed = 0
     for path in scenarios:
         try:

@@ -1,7 +1,3 @@
-"""Hardware model: interconnect and GPU presets, NCCL all-reduce, launch, pass decomposition.
-
-Pure functions and frozen data; no engine code. Modules: ``interconnects`` (presets with
-sources), ``allreduce`` (NCCL tuner + custom all-reduce), ``gpus`` (GPU presets),
-``launch`` (kernel schedule, critical path), ``experts`` (MoE distinct-expert union),
-``roofline`` (derived compute), ``decompose`` (a scenario's passes taken apart).
-"""
+"""Hardware model: physics only (no scenario): interconnect and GPU presets, NCCL
+all-reduce, launch, expert union, roofline, jitter, one pass on one piece of hardware
+(``passes``) and the layer-level SimPy pass (``layer``)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sim.errors import UnknownNameError
+
 
 @dataclass(frozen=True)
 class GpuPreset:
@@ -102,8 +104,8 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
 
 
 def gpu_preset(name: str) -> GpuPreset:
-    """The preset called ``name``; KeyError listing the presets otherwise."""
+    """The preset called ``name``; ``UnknownNameError`` listing the presets otherwise."""
     try:
         return GPU_PRESETS[name]
     except KeyError:
-        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(GPU_PRESETS)}") from None
+        raise UnknownNameError("GPU", name, tuple(GPU_PRESETS)) from None

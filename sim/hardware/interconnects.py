@@ -32,6 +32,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sim.errors import UnknownNameError
+
 Algorithm = Literal["ring", "tree", "nvls"]
 Protocol = Literal["LL", "LL128", "Simple"]
 LinkKind = Literal["nvlink", "pcie", "xgmi"]
@@ -337,14 +339,16 @@ def preset_names(custom: Mapping[str, InlineInterconnect] | None = None) -> tupl
 def resolve_interconnect(
     name: str, custom: Mapping[str, InlineInterconnect] | None = None
 ) -> Interconnect:
-    """The interconnect called ``name``; KeyError with the known names when there is none."""
+    """The interconnect called ``name``.
+
+    Raises ``UnknownNameError`` (with the known names) when there is none, ValueError when
+    an inline interconnect asks for what its base preset cannot give.
+    """
     custom = custom or {}
     if name in custom:
         spec = custom[name]
         if spec.based_on not in PRESETS:
-            raise KeyError(
-                f"based_on = {spec.based_on!r} is not a preset (presets: {', '.join(PRESETS)})"
-            )
+            raise UnknownNameError("interconnect preset (based_on)", spec.based_on, tuple(PRESETS))
         base = PRESETS[spec.based_on]
         changes: dict[str, object] = {
             "name": name,
@@ -361,7 +365,7 @@ def resolve_interconnect(
             changes["nvls_latency_us"] = None
             changes["nvls_bandwidth_gbps"] = None
         elif spec.nvls and base.nvls_latency_us is None:
-            raise KeyError(f"nvls = true but {base.name} has no NVLS figures")
+            raise ValueError(f"nvls = true but {base.name} has no NVLS figures")
         car = base.custom_allreduce
         if spec.custom_allreduce is False:
             car = None
@@ -373,4 +377,4 @@ def resolve_interconnect(
         return base.model_copy(update=changes)
     if name in PRESETS:
         return PRESETS[name]
-    raise KeyError(f"unknown interconnect {name!r}; known: {', '.join(preset_names(custom))}")
+    raise UnknownNameError("interconnect", name, preset_names(custom))

@@ -22,7 +22,7 @@ path above (its own cumulative CPU times), and
            + (number of syncs before the last kernel) x sync_ms.
 
 T is convex, piecewise linear and nondecreasing in x; ``calibrate_compute_ms`` inverts it
-exactly. The layer-level SimPy pass (sim/engines/layer.py) reproduces T exactly without
+exactly. The layer-level SimPy pass (sim/hardware/layer.py) reproduces T exactly without
 jitter.
 """
 

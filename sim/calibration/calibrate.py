@@ -1,0 +1,510 @@
+"""Calibration: fit a scenario's unknown timings and acceptance profile to measurements.
+
+Two independent least-squares problems (scipy.optimize.least_squares), each on residuals
+divided by the measurement's standard error:
+
+- **timing** — the cycle cost model of sim/costs.py (SGLang chain cycle, reference
+  section 1). A baseline figure gives ``decode_ms = 1000 / tok_s``; a speculative figure at
+  num_steps k with measured accept length AL gives ``tok_s = 1000 AL / T_cycle(k)``
+  (renewal-reward, sim/theory.py), where
+  ``T_cycle(k) = (k - 1) draft_step_ms + verify_ms + (k + 1 - verify_tokens)
+  verify_ms_per_extra_token + draft_extend_ms + cycle_overhead_ms``.
+  T_cycle is linear in k, so tok/s figures determine at most an intercept and a slope:
+  ``draft_step_ms`` and ``verify_ms_per_extra_token`` can never be told apart from tok/s
+  alone, and one num_steps determines only the intercept.
+- **acceptance** — conditional per-position rates a_1..a_K (``per_position``) or one
+  equal rate (``alpha``), fitted to vLLM cumulative rates c_i = a_1...a_i and to accept
+  lengths AL(k) = 1 + sum_(i<=k) c_i (reference section 2; rates beyond the list repeat the
+  last one, as in scenario files).
+
+Which values the data determine is decided before fitting, from the rank of the weighted
+Jacobian (at the base scenario's timings; at rates of 0.5 for acceptance, so that a base
+rate of 0 cannot hide later positions): parameters are taken in priority order and one is
+fitted only if it adds a direction the data can see; the others keep the base scenario's
+values and the result says why. Standard errors come from the covariance (J^T J)^-1 at the
+solution, scaled by the reduced chi-square when that exceeds 1 (more scatter than the
+stated errors explain).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from scipy.linalg import block_diag
+
+from sim.calibration.lsq import Fit, Param, fit_identifiable
+from sim.calibration.measurements import Measurements, SpecPoint
+from sim.calibration.settings import (
+    ACCEPTANCE_MODELS,
+    DEFAULT_TIMING_FIT,
+    TABLE_TIMING_FIT,
+    TIMING_FIELDS,
+)
+from sim.errors import SpecsimError
+from sim.model.cycle import PassTimes, cycle_cost
+from sim.model.rates import extend_rates, mean_accept_length
+from sim.scenario.bind import conditional_rates, pass_times
+from sim.scenario.decompose import hardware_point, reference_point
+from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import apply_overrides
+from sim.scenario.schema import Scenario
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class FittedValue:
+    """One scenario field after calibration: fitted (with a standard error) or kept."""
+
+    field: str
+    value: float
+    stderr: float | None
+    base: float | None
+    fitted: bool
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One measurement against the calibrated model."""
+
+    what: str
+    measured: float
+    fitted: float
+    sigma: float
+    source: str
+
+    @property
+    def relative(self) -> float:
+        return (self.fitted - self.measured) / self.measured if self.measured else math.nan
+
+    @property
+    def normalized(self) -> float:
+        return (self.fitted - self.measured) / self.sigma
+
+    def as_dict(self) -> dict[str, Any]:
+        rel = self.relative
+        return {**asdict(self), "relative": rel if math.isfinite(rel) else None}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibrated scenario, every fitted or kept value, residuals and goodness of fit."""
+
+    scenario: Scenario
+    values: tuple[FittedValue, ...]
+    acceptance_model: str | None
+    residuals: tuple[Residual, ...]
+    chi2: float
+    dof: int
+    notes: tuple[str, ...] = field(default=())
+    #: Covariance of the fitted values, in the order of ``fitted``, shape (n, n) as nested
+    #: tuples; block-diagonal (timing and acceptance are fitted separately).
+    covariance: tuple[tuple[float, ...], ...] = field(default=())
+
+    @property
+    def fitted(self) -> tuple[FittedValue, ...]:
+        return tuple(v for v in self.values if v.fitted)
+
+    @property
+    def kept(self) -> tuple[FittedValue, ...]:
+        return tuple(v for v in self.values if not v.fitted)
+
+    def value(self, name: str) -> FittedValue:
+        for v in self.values:
+            if v.field == name:
+                return v
+        raise KeyError(name)
+
+    def with_values(self, values: Mapping[str, float]) -> Scenario:
+        """The calibrated scenario with some fitted fields set to other values."""
+        overrides: dict[str, Any] = {}
+        rates = None
+        for name, v in values.items():
+            if name.startswith("acceptance.per_position["):
+                if rates is None:
+                    assert self.scenario.acceptance is not None
+                    rates = list(self.scenario.acceptance.per_position or [])
+                rates[int(name.split("[")[1].rstrip("]"))] = v
+            else:
+                overrides[name] = v
+        if rates is not None:
+            overrides["acceptance.per_position"] = rates
+        return with_overrides(self.scenario, overrides, source="calibration")
+
+    def prediction_stderr(self, predict: Callable[[Scenario], float]) -> float:
+        """Standard error of ``predict(scenario)`` from the fitted values' covariance.
+
+        Linear propagation, g C g^T, with the gradient g by central differences (one-sided
+        at a rate's bound [0, 1]).
+        """
+        fitted = self.fitted
+        if not fitted:
+            return 0.0
+        grad = np.zeros(len(fitted))
+        for i, v in enumerate(fitted):
+            h = 1e-5 * max(abs(v.value), 1.0)
+            lo, hi = v.value - h, v.value + h
+            if v.field.startswith("acceptance."):
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            up = predict(self.with_values({v.field: hi}))
+            down = predict(self.with_values({v.field: lo}))
+            grad[i] = (up - down) / (hi - lo)
+        cov = np.array(self.covariance, dtype=float)
+        return float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "acceptance_model": self.acceptance_model,
+            "values": [v.as_dict() for v in self.values],
+            "residuals": [r.as_dict() for r in self.residuals],
+            "chi2": self.chi2,
+            "dof": self.dof,
+            "covariance": {
+                "fields": [v.field for v in self.fitted],
+                "matrix": [list(row) for row in self.covariance],
+            },
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- timing block
+
+
+def _timing_params(passes: PassTimes) -> list[Param]:
+    """Timing parameters with the base's pass times (as measured, or as the hardware model
+    derives them) as base values."""
+    out = []
+    for name in TIMING_FIELDS:
+        value = float(getattr(passes, name))
+        lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
+        out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
+    return out
+
+
+def _passes(base: PassTimes, values: dict[str, float]) -> PassTimes:
+    """``base`` with the timing ``values`` substituted (a verify table, if any, is kept)."""
+    return replace(base, **{name: values[f"timing.{name}"] for name in TIMING_FIELDS})
+
+
+def _point_sigma(p: SpecPoint) -> float:
+    """tok/s error with the accept length's error propagated (prediction is proportional to AL)."""
+    return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
+
+
+def predicted_tok_s(base: PassTimes, values: dict[str, float], point: SpecPoint) -> float:
+    """1000 AL / T_cycle(k) for a speculative point, ``base`` pass times with ``values``."""
+    cost = cycle_cost(_passes(base, values), point.num_steps)
+    return 1000.0 * point.accept_length / cost.total_ms
+
+
+def _timing_residuals(data: Measurements, base: PassTimes):
+    def fun(values: dict[str, float]) -> np.ndarray:
+        out = [(1000.0 / values["timing.decode_ms"] - b.tok_s) / b.sigma for b in data.baselines]
+        out += [(predicted_tok_s(base, values, p) - p.tok_s) / _point_sigma(p) for p in data.points]
+        return np.array(out, dtype=float)
+
+    return fun
+
+
+# --------------------------------------------------------------------------- acceptance block
+
+
+def _acceptance_residuals(data: Measurements, names: Sequence[str]):
+    def fun(values: dict[str, float]) -> np.ndarray:
+        rates = np.array([values[n] for n in names], dtype=float)
+        out = []
+        for c in data.cumulative:
+            pred = float(np.prod(extend_rates(rates, c.position)))
+            out.append((pred - c.rate) / c.sigma)
+        for a in data.accept_lengths:
+            out.append(
+                (mean_accept_length(extend_rates(rates, a.num_steps)) - a.accept_length) / a.sigma
+            )
+        return np.array(out, dtype=float)
+
+    return fun
+
+
+def _acceptance_model(data: Measurements, requested: str) -> str | None:
+    if requested not in ACCEPTANCE_MODELS:
+        raise SpecsimError(
+            f"unknown acceptance model {requested!r}; use one of {', '.join(ACCEPTANCE_MODELS)}",
+            param="acceptance",
+        )
+    if not (data.cumulative or data.accept_lengths):
+        return None
+    if requested == "auto":
+        return "per_position" if data.cumulative else "alpha"
+    return requested
+
+
+def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[Param]:
+    spec = base.acceptance
+    if model == "alpha":
+        start = spec.alpha if spec and spec.alpha is not None else None
+        if start is None and spec is not None:
+            rates = conditional_rates(spec, max(base.num_steps, 1))
+            start = float(np.mean(rates))
+        return [
+            Param(
+                "acceptance.alpha", float(start) if start is not None else math.nan, 0.0, 1.0, 0.1
+            )
+        ]
+    k = max([c.position for c in data.cumulative] + [base.num_steps, 1])
+    rates = conditional_rates(spec, k) if spec is not None else np.full(k, math.nan)
+    return [
+        Param(f"acceptance.per_position[{i}]", float(rates[i]), 0.0, 1.0, 0.1) for i in range(k)
+    ]
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+def _sig(x: float) -> float:
+    """Round to 6 significant digits for the written scenario."""
+    return float(f"{x:.6g}")
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One fitted block (timing or acceptance): its values, residuals and scenario overrides."""
+
+    values: tuple[FittedValue, ...]
+    residuals: tuple[Residual, ...]
+    overrides: dict[str, Any]
+    chi2: float
+    n_obs: int
+    n_fit: int
+    notes: tuple[str, ...]
+    covariance: np.ndarray  # over the block's fitted values, in their order
+
+
+def _fitted_values(params: Sequence[Param], fit: Fit) -> tuple[FittedValue, ...]:
+    out = []
+    for p in params:
+        fitted = p.name in fit.stderr
+        if not fitted and not math.isfinite(p.base):
+            raise SpecsimError(
+                f"the data cannot determine {p.name} and the base scenario has no value",
+                source="calibrate",
+            )
+        base = p.base if math.isfinite(p.base) else None
+        out.append(
+            FittedValue(
+                p.name,
+                fit.values[p.name],
+                fit.stderr.get(p.name),
+                base,
+                fitted,
+                fit.kept.get(p.name),
+            )
+        )
+    return tuple(out)
+
+
+def _block(
+    params: Sequence[Param], fit: Fit, residuals: list[Residual], overrides: dict[str, Any]
+) -> _Block:
+    free = list(fit.stderr)  # the fit's own order (priority order)
+    perm = [free.index(p.name) for p in params if p.name in fit.stderr]
+    return _Block(
+        _fitted_values(params, fit),
+        tuple(residuals),
+        overrides,
+        fit.chi2,
+        fit.n_obs,
+        len(fit.stderr),
+        fit.notes,
+        fit.covariance[np.ix_(perm, perm)],
+    )
+
+
+#: Why the verify fields are not fitted when the base's verify pass comes from a table.
+TABLE_REASON = (
+    "the base's verify pass comes from the hardware model (a derived verify or "
+    "verify_growth = experts): fit cycle_overhead_ms for the intercept, or give a measured "
+    "timing.verify_ms with verify_growth = linear in the base"
+)
+
+
+def _fit_timing(base: PassTimes, data: Measurements, order: Sequence[str]) -> _Block:
+    params = _timing_params(base)
+    excluded = (
+        dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
+        if base.verify_table_ms is not None
+        else {}
+    )
+    fit = fit_identifiable(
+        _timing_residuals(data, base), params, order, "timing", excluded=excluded
+    )
+    overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
+    residuals = [
+        Residual(
+            "baseline tok/s", b.tok_s, 1000.0 / fit.values["timing.decode_ms"], b.sigma, b.source
+        )
+        for b in data.baselines
+    ]
+    residuals += [
+        Residual(
+            f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+            pt.tok_s,
+            predicted_tok_s(base, fit.values, pt),
+            _point_sigma(pt),
+            pt.source,
+        )
+        for pt in data.points
+    ]
+    return _block(params, fit, residuals, overrides)
+
+
+def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
+    params = _acceptance_params(base, model, data)
+    names = [p.name for p in params]
+    start = [p if math.isfinite(p.base) else Param(p.name, 0.5, 0.0, 1.0, 0.1) for p in params]
+    fit = fit_identifiable(
+        _acceptance_residuals(data, names), start, names, "acceptance", probe=[0.5] * len(names)
+    )
+    if model == "alpha":
+        overrides: dict[str, Any] = {"acceptance.alpha": _sig(fit.values["acceptance.alpha"])}
+    else:
+        overrides = {"acceptance.per_position": [_sig(fit.values[n]) for n in names]}
+    rates = np.array([fit.values[n] for n in names])
+    residuals = [
+        Residual(
+            f"cumulative rate c{c.position}",
+            c.rate,
+            float(np.prod(extend_rates(rates, c.position))),
+            c.sigma,
+            c.source,
+        )
+        for c in data.cumulative
+    ]
+    residuals += [
+        Residual(
+            f"accept length at num_steps {a.num_steps}",
+            a.accept_length,
+            mean_accept_length(extend_rates(rates, a.num_steps)),
+            a.sigma,
+            a.source,
+        )
+        for a in data.accept_lengths
+    ]
+    return _block(params, fit, residuals, overrides)
+
+
+def _check_not_what_if(base: Scenario) -> None:
+    if hardware_point(base).key() != reference_point(base).key():
+        raise SpecsimError(
+            "the base scenario asks about other hardware than its timings were measured on "
+            "([hardware] or timing.verify_cuda_graph differ from timing.measured_on): "
+            "calibrate the scenario of the server the figures come from",
+            source="calibrate",
+        )
+
+
+def _calibrated_scenario(
+    base: Scenario, overrides: dict[str, Any], drop: Sequence[str]
+) -> Scenario:
+    """``base`` with ``overrides`` set and the dotted keys ``drop`` removed, validated."""
+    raw = base.model_dump(exclude_none=True)
+    for dotted in drop:
+        section, key = dotted.split(".")
+        raw.get(section, {}).pop(key, None)
+    merged = apply_overrides(raw, overrides)
+    try:
+        return scenario_from_dict(merged, source="calibrated scenario")
+    except SpecsimError as exc:
+        raise SpecsimError(
+            f"the calibrated values make an invalid scenario: {exc}", source="calibrate"
+        ) from None
+
+
+def calibrate(
+    base: Scenario,
+    data: Measurements,
+    *,
+    fit_timing: Sequence[str] | None = None,
+    acceptance: str = "auto",
+) -> Calibration:
+    """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
+
+    ``fit_timing`` lists timing fields (without ``timing.``) in priority order (default
+    ``DEFAULT_TIMING_FIT``, or ``TABLE_TIMING_FIT`` when the base derives its verify pass).
+    The figures are taken as measured on the base's hardware. Raises SpecsimError on empty
+    data, unknown fields, a what-if base, or a fit that makes the scenario invalid.
+    """
+    if data.empty:
+        raise SpecsimError(
+            "nothing to calibrate from: give --baseline-tok-s, --point, --vllm-metrics or "
+            "--sglang-log",
+            source="calibrate",
+        )
+    _check_not_what_if(base)
+    base_passes = pass_times(base)
+    table = base_passes.verify_table_ms is not None
+    if fit_timing is None:
+        fit_timing = TABLE_TIMING_FIT if table else DEFAULT_TIMING_FIT
+    unknown = [f for f in fit_timing if f not in TIMING_FIELDS]
+    if unknown:
+        raise SpecsimError(
+            f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
+            param="fit_timing",
+        )
+    notes: list[str] = list(data.notes)
+    blocks: list[_Block] = []
+    if data.baselines or data.points:
+        blocks.append(_fit_timing(base_passes, data, [f"timing.{f}" for f in fit_timing]))
+    else:
+        notes.append("no tok/s figure given: every timing is kept from the base scenario")
+    model = _acceptance_model(data, acceptance)
+    drop: list[str] = []
+    if model is None:
+        notes.append("no acceptance data given: the acceptance profile is kept from the base")
+    else:
+        blocks.append(_fit_acceptance(base, data, model))
+        spec = base.acceptance
+        if spec is not None and spec.heterogeneous:
+            drop = ["acceptance.concentration", "acceptance.std"]
+            notes.append(
+                "the base's per-request spread (mix, concentration or std) is replaced: the "
+                "fitted rates are the effective rates the figures show; add a spread back "
+                "only with mean rates refitted to it"
+            )
+    overrides: dict[str, Any] = {} if table else {"timing.verify_tokens": base_passes.verify_tokens}
+    if data.cuda_graph is not None:
+        # SGLang's speculative "Decode batch" line prints the can_run_cuda_graph of the
+        # target verify forward (python/sglang/srt/speculative/eagle_worker.py,
+        # forward_batch_generation returns verify()'s flag), so it says whether verify ran
+        # graphed; the figures were measured so, hence measured_on too.
+        overrides["timing.verify_cuda_graph"] = data.cuda_graph
+        if base.timing.measured_on is not None:
+            overrides["timing.measured_on.verify_cuda_graph"] = data.cuda_graph
+        if data.cuda_graph != base.timing.verify_cuda_graph:
+            notes.append(
+                f"timing.verify_cuda_graph set to {data.cuda_graph}: every speculative decode "
+                f"line says cuda graph: {data.cuda_graph} (the verify pass's flag)"
+            )
+    for b in blocks:
+        overrides.update(b.overrides)
+        notes.extend(b.notes)
+    scenario = _calibrated_scenario(base, overrides, drop)
+    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
+    return Calibration(
+        scenario,
+        tuple(v for b in blocks for v in b.values),
+        model,
+        tuple(r for b in blocks for r in b.residuals),
+        sum(b.chi2 for b in blocks),
+        sum(b.n_obs - b.n_fit for b in blocks),
+        tuple(notes),
+        tuple(tuple(float(x) for x in row) for row in covariance),
+    )

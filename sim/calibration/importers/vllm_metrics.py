@@ -1,0 +1,224 @@
+"""vLLM speculative-decoding counters from a Prometheus scrape (one snapshot or a difference).
+
+vLLM v1 (vllm/v1/spec_decode/metrics.py, ``SpecDecodingProm``; labels from
+vllm/v1/metrics/loggers.py: ``model_name`` and ``engine``) exposes four counters:
+
+- ``vllm:spec_decode_num_drafts`` — verify cycles (one per request per step with drafts);
+- ``vllm:spec_decode_num_draft_tokens`` — drafted tokens (k per draft for a chain);
+- ``vllm:spec_decode_num_accepted_tokens`` — accepted drafts (bonus tokens excluded);
+- ``vllm:spec_decode_num_accepted_tokens_per_pos`` with an extra label ``position`` =
+  "0".."k-1" — how many drafts had position ``position + 1`` (1-based) accepted.
+
+In the text exposition each appears as ``<name>_total{...}`` (plus ``<name>_created``,
+ignored). Counters are summed over every other label (several engines under data
+parallelism, several models). From the counts (reference section 2):
+
+- cumulative per-position rate c_i = accepted_per_pos[i] / num_drafts;
+- conditional per-position rate a_i = c_i / c_(i-1);
+- draft acceptance rate = num_accepted_tokens / num_draft_tokens;
+- accept length = 1 + num_accepted_tokens / num_drafts (bonus token included).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.calibration.importers.files import read_text
+from sim.calibration.importers.prometheus import Exposition, counter_samples, parse_exposition
+from sim.errors import SpecsimError
+
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+EXAMPLE = f'{DRAFTS}_total{{engine="0",model_name="..."}} 1234.0'
+
+
+@dataclass(frozen=True)
+class SpecDecodeCounters:
+    """vLLM's speculative-decoding counters, summed over engines and models.
+
+    ``accepted_per_position[i]`` counts drafts whose position i + 1 (1-based) was accepted;
+    None where that position was absent from the scrape. ``label_sets`` is how many label
+    sets (engines x models) the drafts counter was summed over.
+    """
+
+    num_drafts: float
+    num_draft_tokens: float
+    num_accepted_tokens: float
+    accepted_per_position: tuple[float | None, ...]
+    label_sets: int
+    source: str
+
+    @property
+    def num_spec_tokens(self) -> int | None:
+        """k: draft tokens per draft (an integer for chain drafting), None without drafts."""
+        if self.num_drafts <= 0:
+            return None
+        return round(self.num_draft_tokens / self.num_drafts)
+
+    @property
+    def accept_length(self) -> float:
+        """1 + accepted / drafts (vLLM's "mean acceptance length", bonus included)."""
+        return 1.0 + self.num_accepted_tokens / self.num_drafts
+
+    @property
+    def draft_acceptance_rate(self) -> float:
+        """accepted / drafted tokens (vLLM's "draft acceptance rate")."""
+        return self.num_accepted_tokens / self.num_draft_tokens
+
+    @property
+    def cumulative(self) -> tuple[float | None, ...]:
+        """c_i = P(positions 1..i accepted), shape (k,); None where the position is missing."""
+        return tuple(None if n is None else n / self.num_drafts for n in self.accepted_per_position)
+
+    @property
+    def conditional(self) -> tuple[float | None, ...]:
+        """a_i = c_i / c_(i-1), shape (k,); None where c_i or c_(i-1) is missing.
+
+        A position no draft reached (c_(i-1) = 0) gets rate 0, as in sim.metrics.
+        """
+        out: list[float | None] = []
+        prev: float | None = 1.0
+        for c in self.cumulative:
+            if c is None or prev is None:
+                out.append(None)
+            else:
+                out.append(c / prev if prev > 0 else 0.0)
+            prev = c
+        return tuple(out)
+
+    @property
+    def per_position_mismatch(self) -> float | None:
+        """(sum of per-position counts - accepted) / accepted; None without all positions.
+
+        vLLM increments both together, so anything but ~0 means a scrape taken mid-update
+        or counters from different engines.
+        """
+        if not self.accepted_per_position or None in self.accepted_per_position:
+            return None
+        total = sum(n for n in self.accepted_per_position if n is not None)
+        if self.num_accepted_tokens == 0:
+            return 0.0 if total == 0 else math.inf
+        return (total - self.num_accepted_tokens) / self.num_accepted_tokens
+
+    def minus(self, before: SpecDecodeCounters) -> SpecDecodeCounters:
+        """The counts between two scrapes (``self`` taken after ``before``).
+
+        Raises SpecsimError when a counter went down (the server restarted in between) or
+        when no draft happened in the interval.
+        """
+
+        def diff(after: float, earlier: float, name: str) -> float:
+            if after < earlier:
+                raise SpecsimError(
+                    f"counter {name} went down from {earlier:g} to {after:g} between the two "
+                    "scrapes (server restarted?)",
+                    source=self.source,
+                )
+            return after - earlier
+
+        n = max(len(self.accepted_per_position), len(before.accepted_per_position))
+        per_pos: list[float | None] = []
+        for i in range(n):
+            a = self.accepted_per_position[i] if i < len(self.accepted_per_position) else None
+            b = before.accepted_per_position[i] if i < len(before.accepted_per_position) else None
+            if a is None:
+                per_pos.append(None)
+            else:
+                per_pos.append(diff(a, b or 0.0, f'{PER_POSITION}{{position="{i}"}}'))
+        out = SpecDecodeCounters(
+            num_drafts=diff(self.num_drafts, before.num_drafts, DRAFTS),
+            num_draft_tokens=diff(self.num_draft_tokens, before.num_draft_tokens, DRAFT_TOKENS),
+            num_accepted_tokens=diff(
+                self.num_accepted_tokens, before.num_accepted_tokens, ACCEPTED
+            ),
+            accepted_per_position=tuple(per_pos),
+            label_sets=self.label_sets,
+            source=f"{self.source} minus {before.source}",
+        )
+        if out.num_drafts <= 0:
+            raise SpecsimError("no drafts between the two scrapes", source=out.source)
+        return out
+
+
+def _sum(exposition: Exposition, family: str, source: str) -> tuple[float, int]:
+    samples = counter_samples(exposition, family)
+    if not samples:
+        raise SpecsimError(
+            f"no {family} counter (expected a line like {EXAMPLE!r}; is speculative decoding "
+            "enabled and is this a vLLM v1 /metrics scrape?)",
+            source=source,
+        )
+    total = 0.0
+    for s in samples:
+        if not math.isfinite(s.value) or s.value < 0:
+            raise SpecsimError(
+                f"{s.name} is {s.value} (a counter must be finite and >= 0)",
+                source=source,
+                field=f"line {s.line}",
+            )
+        total += s.value
+    return total, len(samples)
+
+
+def _describe(label_sets: set[tuple[tuple[str, str], ...]]) -> str:
+    return "; ".join(
+        sorted("{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" for labels in label_sets)
+    )
+
+
+def counters_from_exposition(exposition: Exposition, *, source: str) -> SpecDecodeCounters:
+    """Sum the four counters over every label but ``position``."""
+    drafts, label_sets = _sum(exposition, DRAFTS, source)
+    draft_tokens, _ = _sum(exposition, DRAFT_TOKENS, source)
+    accepted, _ = _sum(exposition, ACCEPTED, source)
+    by_pos: dict[int, float] = {}
+    pos_sets: set[tuple[tuple[str, str], ...]] = set()
+    for s in counter_samples(exposition, PER_POSITION):
+        pos_text = s.label("position")
+        try:
+            pos = int(pos_text) if pos_text is not None else -1
+        except ValueError:
+            pos = -1
+        if pos < 0:
+            raise SpecsimError(
+                f'{s.name} needs a label position="0", "1", ...; got {pos_text!r}',
+                source=source,
+                field=f"line {s.line}",
+            )
+        if not math.isfinite(s.value) or s.value < 0:
+            raise SpecsimError(
+                f"{s.name} is {s.value} (a counter must be finite and >= 0)",
+                source=source,
+                field=f"line {s.line}",
+            )
+        by_pos[pos] = by_pos.get(pos, 0.0) + s.value
+        pos_sets.add(tuple(kv for kv in s.labels if kv[0] != "position"))
+    draft_sets = {s.labels for s in counter_samples(exposition, DRAFTS)}
+    if pos_sets and pos_sets != draft_sets:
+        raise SpecsimError(
+            f"{PER_POSITION} covers label sets {_describe(pos_sets)} but {DRAFTS} covers "
+            f"{_describe(draft_sets)}: the rates would mix different engines",
+            source=source,
+        )
+    k = max(by_pos) + 1 if by_pos else 0
+    per_pos = tuple(by_pos.get(i) for i in range(k))
+    return SpecDecodeCounters(drafts, draft_tokens, accepted, per_pos, label_sets, source)
+
+
+def parse_vllm_metrics(text: str, *, source: str = "<metrics>") -> SpecDecodeCounters:
+    """vLLM's speculative-decoding counters from the text of one scrape."""
+    return counters_from_exposition(parse_exposition(text, source=source), source=source)
+
+
+def read_vllm_metrics(path: str | Path, before: str | Path | None = None) -> SpecDecodeCounters:
+    """Read one scrape (or the difference ``path`` minus ``before``); errors name the file."""
+    after = parse_vllm_metrics(read_text(path), source=str(path))
+    if before is None:
+        if after.num_drafts <= 0:
+            raise SpecsimError("vllm:spec_decode_num_drafts is 0: no drafts yet", source=str(path))
+        return after
+    return after.minus(parse_vllm_metrics(read_text(before), source=str(before)))

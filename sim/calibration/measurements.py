@@ -1,0 +1,257 @@
+"""Measurements calibration fits to: tok/s figures, accept lengths, vLLM cumulative rates.
+
+Each figure carries a standard error. User-given figures get ``rel_error`` times their
+value (the spread a reader can see in published ranges, e.g. 59-61 tok/s is about +-2%);
+imported counters and logs get the sampling error their counts imply (see the builders).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from sim.calibration.importers.sglang_log import SglangLog
+from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
+from sim.errors import SpecsimError
+
+
+@dataclass(frozen=True)
+class BaselinePoint:
+    """Plain-decoding throughput (tok/s, batch 1) and its standard error."""
+
+    tok_s: float
+    sigma: float
+    source: str
+
+
+@dataclass(frozen=True)
+class SpecPoint:
+    """Speculative throughput at ``num_steps`` with the accept length measured in that run."""
+
+    num_steps: int
+    accept_length: float
+    tok_s: float
+    tok_s_sigma: float
+    accept_length_sigma: float
+    source: str
+
+
+@dataclass(frozen=True)
+class AcceptLengthObs:
+    """A mean accept length (bonus included) measured at ``num_steps``."""
+
+    num_steps: int
+    accept_length: float
+    sigma: float
+    source: str
+
+
+@dataclass(frozen=True)
+class CumulativeObs:
+    """vLLM cumulative rate c_position (1-based position) and its standard error."""
+
+    position: int
+    rate: float
+    sigma: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Everything calibration fits to; combine several sources with ``+``."""
+
+    baselines: tuple[BaselinePoint, ...] = ()
+    points: tuple[SpecPoint, ...] = ()
+    accept_lengths: tuple[AcceptLengthObs, ...] = ()
+    cumulative: tuple[CumulativeObs, ...] = ()
+    cuda_graph: bool | None = None
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: Measurements) -> Measurements:
+        graphs = {g for g in (self.cuda_graph, other.cuda_graph) if g is not None}
+        return Measurements(
+            self.baselines + other.baselines,
+            self.points + other.points,
+            self.accept_lengths + other.accept_lengths,
+            self.cumulative + other.cumulative,
+            graphs.pop() if len(graphs) == 1 else None,
+            self.notes + other.notes,
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (self.baselines or self.points or self.accept_lengths or self.cumulative)
+
+
+def _check_positive(value: float, what: str, source: str) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise SpecsimError(f"{what} must be a positive number, got {value}", source=source)
+
+
+def baseline_measurement(tok_s: float, rel_error: float, source: str) -> Measurements:
+    """A baseline tok/s figure with standard error ``rel_error * tok_s``."""
+    _check_positive(tok_s, "baseline tok/s", source)
+    return Measurements(baselines=(BaselinePoint(tok_s, rel_error * tok_s, source),))
+
+
+def point_measurement(
+    num_steps: int, accept_length: float, tok_s: float, rel_error: float, source: str
+) -> Measurements:
+    """A speculative figure: tok/s feeds the timing fit, accept length the acceptance fit."""
+    if num_steps < 1:
+        raise SpecsimError(f"num_steps must be >= 1, got {num_steps}", source=source)
+    _check_positive(tok_s, "tok/s", source)
+    if not 1.0 <= accept_length <= num_steps + 1:
+        raise SpecsimError(
+            f"accept length {accept_length} is outside [1, num_steps + 1 = {num_steps + 1}]",
+            source=source,
+        )
+    al_sigma = rel_error * accept_length
+    return Measurements(
+        points=(SpecPoint(num_steps, accept_length, tok_s, rel_error * tok_s, al_sigma, source),),
+        accept_lengths=(AcceptLengthObs(num_steps, accept_length, al_sigma, source),),
+    )
+
+
+def parse_point(text: str, rel_error: float, source: str = "--point") -> Measurements:
+    """``'K:AL:TOKS'`` (num_steps, accept length, speculative tok/s) as a measurement."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        k, al, tok_s = int(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        raise SpecsimError(
+            f"expected NUM_STEPS:ACCEPT_LENGTH:TOK_S (e.g. 2:2.0:60), got {text!r}", source=source
+        ) from None
+    return point_measurement(k, al, tok_s, rel_error, f"{source} {text}")
+
+
+def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
+    """Cumulative per-position rates (or, without them, the accept length) from vLLM counters.
+
+    Standard errors: binomial for c_i, sqrt(c_i (1 - c_i) / drafts), floored at 0.5 / drafts
+    (positions share drafts, so they are correlated; this is ignored). Without per-position
+    counters the accept length at k gets sqrt(k (AL - 1) / drafts), an upper bound on the
+    standard error of a mean of L - 1 in [0, k].
+    """
+    n = counters.num_drafts
+    src = f"vllm metrics {counters.source}"
+    k = counters.num_spec_tokens
+    present = [(i + 1, c) for i, c in enumerate(counters.cumulative) if c is not None]
+
+    def fmt(xs: tuple[float | None, ...]) -> str:
+        return "[" + ", ".join("-" if x is None else f"{x:.4f}" for x in xs) + "]"
+
+    notes = [
+        f"vLLM {counters.source}: k {k}, {n:.0f} drafts, accept length "
+        f"{counters.accept_length:.4f}, draft acceptance rate "
+        f"{counters.draft_acceptance_rate:.4f}, cumulative {fmt(counters.cumulative)}, "
+        f"conditional {fmt(counters.conditional)}"
+    ]
+    mismatch = counters.per_position_mismatch
+    if mismatch is not None and abs(mismatch) > 0.005:
+        notes.append(
+            f"per-position counts sum to {100 * mismatch:+.1f}% of accepted tokens (vLLM keeps "
+            "them equal): scrape taken mid-update?"
+        )
+    cumulative = [c for c in counters.cumulative if c is not None]
+    if any(b > a + 1e-12 for a, b in itertools.pairwise(cumulative)):
+        notes.append("cumulative rates increase with position somewhere: check the scrape")
+    if counters.label_sets > 1:
+        notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
+    if present:
+        missing = [i + 1 for i, c in enumerate(counters.cumulative) if c is None]
+        if missing:
+            notes.append(f"vLLM per-position counters missing for positions {missing}")
+        obs = tuple(
+            CumulativeObs(pos, c, max(math.sqrt(c * (1.0 - c) / n), 0.5 / n), src)
+            for pos, c in present
+        )
+        return Measurements(cumulative=obs, notes=tuple(notes))
+    if k is None or k < 1:
+        raise SpecsimError("no drafts in the vLLM counters", source=counters.source)
+    al = counters.accept_length
+    sigma = max(math.sqrt(k * (al - 1.0) / n), 0.5 / n)
+    notes.append("no per-position counters: only the accept length is used")
+    return Measurements(accept_lengths=(AcceptLengthObs(k, al, sigma, src),), notes=tuple(notes))
+
+
+def sglang_measurement(
+    log: SglangLog, num_steps: int | None, rel_error: float, *, default_num_steps: int
+) -> Measurements:
+    """Accept length (and, from single-request intervals, tok/s) from an SGLang log.
+
+    num_steps: given, else implied by accept len / accept rate (= k + 1 for chains), else
+    ``default_num_steps`` (the base scenario's). The accept length's standard error is the
+    spread of the per-interval values over sqrt(intervals), floored at 0.005 (two decimals
+    are printed); tok/s is the median over single-request intervals with standard error
+    max(rel_error x tok/s, spread / sqrt(intervals)).
+    """
+    src = f"sglang log {log.source}"
+    q10, q50, q90 = log.accept_length_quantiles()
+    tok_s_text = (
+        f"{log.single_request_tok_s:.2f} tok/s (median of {len(log.single_request)} "
+        "single-request intervals)"
+        if log.single_request_tok_s is not None
+        else "no single-request interval"
+    )
+    notes = [
+        f"SGLang log {log.source}: {len(log.lines)} speculative decode lines, "
+        f"{log.skipped} other lines skipped ({log.non_speculative} decode lines without "
+        f"speculation); accept len mean {log.accept_length_mean:.3f}, sd "
+        f"{log.accept_length_std:.3f}, 10/50/90% {q10:.2f}/{q50:.2f}/{q90:.2f}; cuda graph: "
+        f"{'mixed or not logged' if log.cuda_graph is None else log.cuda_graph}; "
+        f"gen throughput {tok_s_text}"
+    ]
+    implied = log.implied_num_draft_tokens
+    if num_steps is not None and implied is not None and implied != num_steps + 1:
+        notes.append(
+            f"the log implies num_draft_tokens {implied} (accept len / accept rate), not "
+            f"num_steps + 1 = {num_steps + 1}: wrong --num-steps, or tree drafting (topk > 1)?"
+        )
+    if num_steps is None:
+        if implied is not None and implied >= 2:
+            num_steps = implied - 1
+            notes.append(f"num_steps {num_steps} implied by accept len / accept rate in the log")
+        else:
+            num_steps = default_num_steps
+            notes.append(f"num_steps {num_steps} taken from the base scenario")
+    if num_steps < 1:
+        raise SpecsimError("num_steps must be >= 1 for a speculative log", source=log.source)
+    n = len(log.lines)
+    al = log.accept_length_mean
+    if al > num_steps + 1 + 1e-9:
+        raise SpecsimError(
+            f"mean accept length {al:.3f} exceeds num_steps + 1 = {num_steps + 1}: "
+            "wrong --num-steps?",
+            source=log.source,
+        )
+    al_sigma = max(log.accept_length_std / math.sqrt(n), 0.005)
+    data = Measurements(
+        accept_lengths=(AcceptLengthObs(num_steps, al, al_sigma, src),),
+        cuda_graph=log.cuda_graph,
+        notes=tuple(notes),
+    )
+    tok_s = log.single_request_tok_s
+    if tok_s is None:
+        return data + Measurements(
+            notes=("no single-request interval in the log: its tok/s is not used",)
+        )
+    singles = [d.gen_tok_s for d in log.single_request if d.gen_tok_s > 0]
+    spread = (
+        math.sqrt(sum((x - tok_s) ** 2 for x in singles) / (len(singles) - 1))
+        if len(singles) > 1
+        else 0.0
+    )
+    sigma = max(rel_error * tok_s, spread / math.sqrt(len(singles)))
+    point = SpecPoint(
+        num_steps,
+        al,
+        tok_s,
+        sigma,
+        al_sigma,
+        f"{src} (median of {len(singles)} single-request intervals)",
+    )
+    return data + Measurements(points=(point,))

@@ -1,0 +1,20 @@
+"""What ``calibrate`` can fit, as plain names (importable without the fitting stack)."""
+
+from __future__ import annotations
+
+#: Timing fields calibrate can fit, in the default priority order (earlier = fitted first
+#: when the data cannot separate two of them). The last two are always collinear with
+#: verify_ms in tok/s data; they are fitted only when named explicitly.
+TIMING_FIELDS = (
+    "decode_ms",
+    "verify_ms",
+    "draft_step_ms",
+    "verify_ms_per_extra_token",
+    "draft_extend_ms",
+    "cycle_overhead_ms",
+)
+DEFAULT_TIMING_FIT = TIMING_FIELDS[:4]
+ACCEPTANCE_MODELS = ("auto", "alpha", "per_position")
+
+#: Default fit order when the base's verify pass comes from the hardware model.
+TABLE_TIMING_FIT = ("decode_ms", "cycle_overhead_ms", "draft_step_ms")

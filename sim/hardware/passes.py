@@ -1,0 +1,197 @@
+"""One pass on one piece of hardware: compute + tensor-parallel all-reduces + kernel launch.
+
+- communication = layers x all-reduces per layer x all-reduce time for the pass's message
+  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, with the library
+  the hardware point names);
+- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
+  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
+  work and CPU issue work (sim/hardware/launch.py), i.e. max(GPU work, CPU launch work) up
+  to one kernel;
+- compute = what is left: given (derived), or calibrated so that the pass reproduces a
+  measured time on the hardware it was measured on (``calibrate_pass``).
+
+Physics only: no scenario here (sim/scenario/decompose.py applies it to a scenario).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sim.errors import SpecsimError
+from sim.hardware.allreduce import AllReduceTime, allreduce_time
+from sim.hardware.eager import EagerCosts, eager_schedule
+from sim.hardware.gpus import GpuPreset
+from sim.hardware.interconnects import Interconnect
+from sim.hardware.launch import (
+    KernelSchedule,
+    calibrate_compute_ms,
+    critical_path_ms,
+    floor_ms,
+)
+
+#: The passes of a speculative cycle (and of plain decoding: ``decode``).
+PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
+
+
+@dataclass(frozen=True)
+class HardwarePoint:
+    """The hardware a pass runs on. ``launch_us``: CPU cost per eager kernel (all-in,
+    sim/hardware/eager.py); ``allreduce``: ``nccl``, ``custom`` or ``auto``
+    (sim/hardware/allreduce.py)."""
+
+    interconnect: Interconnect
+    gpus: int
+    gpu: GpuPreset | None
+    verify_cuda_graph: bool
+    launch_us: float
+    allreduce: str = "auto"
+
+    def key(self) -> tuple[str, int, str | None, bool, str]:
+        return (
+            self.interconnect.name,
+            self.gpus,
+            self.gpu and self.gpu.name,
+            self.verify_cuda_graph,
+            self.allreduce,
+        )
+
+    def with_launch_us(self, launch_us: float) -> HardwarePoint:
+        return replace(self, launch_us=launch_us)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What the hardware model needs to know about the target model and drafter."""
+
+    layers: int
+    draft_layers: int
+    hidden_size: int
+    kernels_per_layer: int | None
+    allreduces_per_layer: int
+    activation_bytes: int
+
+
+@dataclass(frozen=True)
+class PassShape:
+    """One pass: its name, tokens processed, decoder layers, and whether it is graphed."""
+
+    name: str
+    tokens: int
+    layers: int
+    graphed: bool
+
+
+@dataclass(frozen=True)
+class PassBreakdown:
+    """A pass time taken apart (ms). ``launch_ms`` is the CPU launch work (0 when graphed);
+    ``total_ms`` the critical path of GPU work and launch work; ``origin`` is ``measured``,
+    ``recomposed`` (measured elsewhere, moved to this hardware) or ``derived``."""
+
+    name: str
+    tokens: int
+    graphed: bool
+    compute_ms: float
+    allreduces: int
+    allreduce: AllReduceTime
+    message_bytes: int
+    launch_ms: float
+    total_ms: float
+    origin: str
+
+    @property
+    def comm_ms(self) -> float:
+        return self.allreduces * self.allreduce.us / 1000.0
+
+    @property
+    def gpu_ms(self) -> float:
+        return self.compute_ms + self.comm_ms
+
+    @property
+    def launch_bound(self) -> bool:
+        return self.launch_ms > self.gpu_ms
+
+
+# --------------------------------------------------------------------------- one pass
+
+
+def pass_schedule(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry
+) -> tuple[KernelSchedule, AllReduceTime, int]:
+    """(kernel schedule, all-reduce per call, message bytes) of a pass on ``hw``."""
+    nbytes = shape.tokens * geom.hidden_size * geom.activation_bytes
+    ar = allreduce_time(
+        hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed, library=hw.allreduce
+    )
+    kernels = geom.kernels_per_layer
+    if kernels is None:
+        if not shape.graphed:
+            raise SpecsimError(
+                f"needed for the launch cost of the ungraphed {shape.name} pass "
+                "(reference section 4: a transformer layer runs roughly 11-18 kernels)",
+                field="model.kernels_per_layer",
+            )
+        kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)
+    schedule = eager_schedule(
+        layers=shape.layers,
+        kernels_per_layer=kernels,
+        allreduces_per_layer=geom.allreduces_per_layer,
+        allreduce_ms=ar.us / 1000.0,
+        tensor_parallel=hw.gpus > 1,
+        costs=EagerCosts(kernel_us=hw.launch_us),
+        mode="graphed" if shape.graphed else "eager",
+    )
+    return schedule, ar, nbytes
+
+
+def compose_pass(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, origin: str
+) -> PassBreakdown:
+    """The pass on ``hw`` with the given compute time."""
+    schedule, ar, nbytes = pass_schedule(shape, hw, geom)
+    return PassBreakdown(
+        name=shape.name,
+        tokens=shape.tokens,
+        graphed=shape.graphed,
+        compute_ms=compute_ms,
+        allreduces=int(schedule.is_allreduce.sum()),
+        allreduce=ar,
+        message_bytes=nbytes,
+        launch_ms=schedule.launch_work_ms,
+        total_ms=critical_path_ms(schedule, compute_ms),
+        origin=origin,
+    )
+
+
+def calibrate_pass(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry, measured_ms: float, field: str
+) -> float:
+    """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor."""
+    schedule, _, _ = pass_schedule(shape, hw, geom)
+    try:
+        return calibrate_compute_ms(schedule, measured_ms)
+    except ValueError:
+        raise SpecsimError(
+            f"{measured_ms:.4g} ms (over {shape.tokens} tokens) is less than the modelled "
+            f"communication {schedule.fixed_total_ms:.4g} ms plus launch "
+            f"{schedule.launch_work_ms:.4g} ms (critical path {floor_ms(schedule):.4g} ms) on "
+            f"{hw.gpus}x {hw.interconnect.name}; check the timing, model.kernels_per_layer, "
+            "hardware.launch_us or timing.measured_on",
+            field=field,
+        ) from None
+
+
+def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
+    """Factor from calibrated compute on ``ref`` to compute on ``cur``.
+
+    TP degree: compute per rank ~ 1 / gpus. GPU: compute ~ 1 / memory bandwidth.
+    """
+    scale = ref.gpus / cur.gpus
+    if (ref.gpu and ref.gpu.name) != (cur.gpu and cur.gpu.name):
+        if ref.gpu is None or cur.gpu is None:
+            raise SpecsimError(
+                "the GPU changed but the GPU the timings were measured on is not known; "
+                "set it in [timing.measured_on] (or [hardware] of the file)",
+                field="timing.measured_on.gpu",
+            )
+        scale *= ref.gpu.memory_bandwidth_gbps / cur.gpu.memory_bandwidth_gbps
+    return scale

@@ -1,0 +1,10 @@
+"""The mathematics of speculative decoding; imports nothing from ``sim`` but ``sim.errors``.
+
+Modules: ``rates`` (conditional and cumulative rates, the pmf and moments of tokens per
+cycle), ``samplers`` (acceptance coin flips as pure functions of uniforms),
+``acceptance`` (per-request rate classes, Beta heterogeneity, mixes and their exact
+expectations), ``closed_forms`` (renewal-reward throughput, ceilings, required acceptance),
+``renewal`` (exact finite-request laws), ``metrics`` (conversions between acceptance
+vocabularies), ``cycle`` (pass times and the SGLang chain cycle), ``cycletime`` and
+``layer_cycletime`` (the cycle-time models the engines draw durations from).
+"""

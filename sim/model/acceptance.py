@@ -1,0 +1,325 @@
+"""Acceptance models: one rate, per-position rates, Beta per request, weighted mixes.
+
+Vocabulary (sim/model/rates.py): conditional per-position rates a_1..a_k; cumulative
+rates c_i = a_1 ... a_i (c_0 = 1); tokens per cycle L = accepted drafts + 1, so
+P(L >= j + 1) = c_j and the accept length is AL = E[L] = c_0 + ... + c_k.
+
+Heterogeneity. A request belongs to a class (chat, code, ...) with probability equal to the
+class weight. A class has mean rates m_1..m_k and, optionally, a concentration kappa_i per
+position; then each request draws ONE uniform U and takes a_i = F_i^-1(U), F_i the Beta(m_i
+kappa_i, (1 - m_i) kappa_i) cdf. Positions are comonotone: a request that drafts well does so
+at every position (an "easy" prompt). With equal means this is one Beta rate per request.
+
+Theory carried by the model (expectations over requests):
+
+* ``request_pmf``/``mean_accept_length``: E[pmf(a)] and E[AL(a)], what one random request
+  sees per cycle on average; the mean per-request tok/s tends to 1000 E[AL(a)] / E[T] for
+  long requests. For one Beta rate E[a^j] = prod_{r<j} (A + r) / (A + B + r) is exact; the
+  per-position case integrates over U by graded Gauss-Legendre quadrature.
+* ``cycle_pmf``/``cycle_mean_accept_length``: the pmf of all cycles pooled (what a server
+  log reports). Requests with low rates run more cycles for the same tokens (about N / AL(a)),
+  so the long-run pooled pmf is E[pmf(a) / AL(a)] / E[1 / AL(a)], and its mean is the harmonic
+  1 / E[1 / AL(a)]. Without heterogeneity both views are the closed form of sim.model.closed_forms.
+
+Sampling the coin flips of a cycle is sim/model/samplers.py; this module draws the rates
+of each request (``AcceptanceModel.sample_requests``).
+
+Common random numbers across means: for a fixed ``concentration``, the Beta quantile at a
+fixed U rises with the mean, so raising rates never lowers a request's rates. With a fixed
+``std`` instead this fails near the largest mean the std allows (the Beta turns U-shaped as
+its concentration m (1 - m) / std^2 - 1 falls towards 0), and means with
+std^2 >= m (1 - m) are invalid: give ``concentration`` for searches over the rate.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import special
+
+from sim.model.rates import cumulative_rates, pmf_from_cumulative
+
+# --------------------------------------------------------------------------- theory helpers
+
+
+def beta_raw_moments(mean: float, concentration: float, order: int) -> np.ndarray:
+    """E[a^j] for j = 0..order of a ~ Beta(mean * conc, (1 - mean) * conc); shape (order + 1,).
+
+    Closed form E[a^j] = prod_{r=0}^{j-1} (A + r) / (A + B + r), A + B = concentration.
+    """
+    a = mean * concentration
+    r = np.arange(order)
+    return np.concatenate([[1.0], np.cumprod((a + r) / (concentration + r))])
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@functools.cache
+def _quadrature_nodes(per_panel: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (n,) and weights (n,) on (0, 1): Gauss-Legendre on panels with breakpoints
+    0, 1e-14, 1e-13, ..., 0.1, 0.2, ..., 0.9, ..., 1 - 1e-14, 1 (symmetric grading)."""
+    small = 10.0 ** np.arange(-14, 0)
+    edges = np.unique(np.concatenate([[0.0], small, np.linspace(0.1, 0.9, 9), 1 - small, [1.0]]))
+    x, w = np.polynomial.legendre.leggauss(per_panel)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    nodes = (lo + (hi - lo) * (x + 1) / 2).ravel()
+    weights = ((hi - lo) * w / 2).ravel()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a class's rates vary per request: a Beta concentration or a standard deviation.
+
+    With ``concentration`` c each position's rate is Beta(m c, (1 - m) c); with ``std`` s the
+    concentration follows the mean, c = m (1 - m) / s^2 - 1 (a valid Beta needs
+    s^2 < m (1 - m) for every mean strictly inside (0, 1)). Neither: no spread.
+    """
+
+    concentration: float | None = None
+    std: float | None = None
+
+    def kappa(self, means: np.ndarray) -> np.ndarray | None:
+        """Per-position concentration for mean rates of shape (k,) (None: no spread)."""
+        if self.concentration is not None:
+            return np.full(means.shape, self.concentration)
+        if self.std:
+            var = self.std**2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kappa = means * (1.0 - means) / var - 1.0
+            return np.where((means > 0) & (means < 1), kappa, np.inf)
+        return None
+
+    def infeasible_mean(self, means: np.ndarray) -> float | None:
+        """The first mean (in order) that ``std`` is too wide for, or None when all are valid."""
+        if not self.std:
+            return None
+        for m in np.asarray(means, dtype=float).tolist():
+            if 0.0 < m < 1.0 and self.std**2 >= m * (1.0 - m):
+                return m
+        return None
+
+
+@dataclass(frozen=True)
+class RateClass:
+    """One class of requests: mean rates (k,) and how they spread per request.
+
+    ``weight`` is the class's probability (the model normalises weights); ``concentration``
+    (k,) or None is the per-position Beta concentration the ``spread`` gives at these means.
+    Positions whose mean is 0 or 1, or whose concentration is None/inf, do not vary.
+    """
+
+    name: str
+    weight: float
+    mean_rates: np.ndarray
+    spread: Spread = Spread()
+    concentration: np.ndarray | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "concentration", self.spread.kappa(self.mean_rates))
+
+    def with_means(self, mean_rates: np.ndarray) -> RateClass:
+        """The same class and spread at other mean rates (shape (k,))."""
+        return replace(self, mean_rates=np.asarray(mean_rates, dtype=float))
+
+    @property
+    def num_steps(self) -> int:
+        return int(self.mean_rates.shape[0])
+
+    @property
+    def varies(self) -> bool:
+        if self.concentration is None:
+            return False
+        m = self.mean_rates
+        return bool(np.any((m > 0.0) & (m < 1.0) & np.isfinite(self.concentration)))
+
+    def rates_from_uniform(self, u: np.ndarray) -> np.ndarray:
+        """Per-request conditional rates, shape (n, k), from one uniform per request (n,).
+
+        a_i = Beta ppf at ``u`` (comonotone across positions); increasing in ``u`` and, for a
+        fixed concentration, in the mean rate.
+        """
+        u = np.asarray(u, dtype=float)
+        out = np.broadcast_to(self.mean_rates, (u.shape[0], self.num_steps)).copy()
+        if not self.varies:
+            return out
+        assert self.concentration is not None
+        m, kappa = self.mean_rates, self.concentration
+        vary = (m > 0.0) & (m < 1.0) & np.isfinite(kappa)
+        cols = np.flatnonzero(vary)
+        # positions sharing (mean, concentration) share the quantile: compute each pair once
+        pairs, which = np.unique(
+            np.stack([m[cols], kappa[cols]], axis=1), axis=0, return_inverse=True
+        )
+        a = special.betaincinv(
+            (pairs[:, 0] * pairs[:, 1])[None, :],
+            ((1 - pairs[:, 0]) * pairs[:, 1])[None, :],
+            u[:, None],
+        )  # (n, pairs): the Beta quantile, as scipy.stats.beta.ppf computes it
+        # scipy can return NaN for u within ~1e-16 of 0 or 1: the quantile's limit is 0 or 1
+        a = np.where(np.isnan(a), (u[:, None] >= 0.5).astype(float), a)
+        out[:, cols] = a[:, which.ravel()]
+        return out
+
+    def expect(self, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """E[fn(a)] over this class's requests; ``fn`` maps rates (n, k) to (n, ...).
+
+        E over the request's uniform U: composite Gauss-Legendre on panels graded towards
+        0 and 1 (where the Beta quantile has algebraic singularities), one vectorized call.
+        """
+        if not self.varies:
+            return fn(self.mean_rates[None, :])[0]
+        nodes, weights = _quadrature_nodes()
+        values = fn(self.rates_from_uniform(nodes))
+        return np.tensordot(weights, values, axes=(0, 0))
+
+    def expected_cumulative(self) -> np.ndarray:
+        """E[c_0..c_k], shape (k + 1,), c_0 = 1. Exact Beta moments when all positions share
+        one mean and concentration (one Beta rate per request), else quadrature."""
+        k = self.num_steps
+        if not self.varies:
+            return np.concatenate([[1.0], cumulative_rates(self.mean_rates)])
+        assert self.concentration is not None
+        m, kappa = self.mean_rates, self.concentration
+        if np.all(m == m[0]) and np.all(kappa == kappa[0]):
+            return beta_raw_moments(float(m[0]), float(kappa[0]), k)
+        return self.expect(
+            lambda a: np.concatenate([np.ones((a.shape[0], 1)), cumulative_rates(a)], axis=1)
+        )
+
+
+@dataclass(frozen=True)
+class AcceptanceModel:
+    """Acceptance of a scenario at ``num_steps`` = k: weighted rate classes.
+
+    ``classes`` has at least one class; weights are normalised to sum to 1.
+    """
+
+    num_steps: int
+    classes: tuple[RateClass, ...]
+    _weights: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        w = np.array([c.weight for c in self.classes], dtype=float)
+        object.__setattr__(self, "_weights", w / w.sum())
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Class probabilities, shape (classes,)."""
+        return self._weights.copy()
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.classes)
+
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.classes) > 1 or self.classes[0].varies
+
+    # ----- levers
+
+    def scaled(self, factor: float) -> AcceptanceModel:
+        """Every class's mean rates times ``factor``, capped at 1; spreads kept."""
+        return AcceptanceModel(
+            self.num_steps,
+            tuple(c.with_means(np.minimum(1.0, factor * c.mean_rates)) for c in self.classes),
+        )
+
+    def with_equal_rates(self, alpha: float) -> AcceptanceModel:
+        """Every class at one mean rate ``min(alpha, 1)`` at every position; spreads kept."""
+        rate = min(1.0, alpha)
+        return AcceptanceModel(
+            self.num_steps,
+            tuple(c.with_means(np.full(self.num_steps, rate)) for c in self.classes),
+        )
+
+    def infeasible(self) -> tuple[str, float, float] | None:
+        """(class, mean, std) of the first class whose ``std`` is too wide for one of its
+        means (a Beta with that mean cannot have that std), or None when all are valid."""
+        for c in self.classes:
+            m = c.spread.infeasible_mean(c.mean_rates)
+            if m is not None:
+                assert c.spread.std is not None
+                return c.name, m, c.spread.std
+        return None
+
+    def mean_rates(self) -> np.ndarray:
+        """Weight-averaged mean conditional rates over classes, shape (k,)."""
+        return np.asarray(
+            sum(w * c.mean_rates for w, c in zip(self._weights, self.classes, strict=True))
+        )
+
+    # ----- sampling
+
+    def sample_requests(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Class index (n,) int and conditional rates (n, k) of ``n`` requests.
+
+        Draws exactly 2 n uniforms whatever the rates (class pick, Beta quantile), so
+        scenarios that differ only in rates see the same requests (common random numbers).
+        """
+        u = rng.random((n, 2))
+        cut = np.cumsum(self._weights)[:-1]
+        cls = np.searchsorted(cut, u[:, 0], side="right")
+        rates = np.empty((n, self.num_steps))
+        for i, c in enumerate(self.classes):
+            rows = cls == i
+            if rows.any():
+                rates[rows] = c.rates_from_uniform(u[rows, 1])
+        return cls, rates
+
+    # ----- theory
+
+    def _mix(self, per_class: Callable[[RateClass], np.ndarray]) -> np.ndarray:
+        return sum(w * per_class(c) for w, c in zip(self._weights, self.classes, strict=True))
+
+    def expected_cumulative(self) -> np.ndarray:
+        """E[c_0..c_k] over requests, shape (k + 1,)."""
+        return self._mix(lambda c: c.expected_cumulative())
+
+    def effective_rates(self) -> np.ndarray:
+        """Rates (k,) whose chain has the per-request expected pmf: E[c_i] / E[c_(i-1)]."""
+        ec = self.expected_cumulative()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(ec[:-1] > 0, ec[1:] / ec[:-1], 0.0)
+        return np.clip(r, 0.0, 1.0)
+
+    def closed_form_rates(self) -> np.ndarray:
+        """Conditional rates (k,) that the closed forms take: the one class's mean rates, or
+        with heterogeneity the effective rates (exact per-request expectations)."""
+        if not self.heterogeneous:
+            return self.classes[0].mean_rates.copy()
+        return self.effective_rates()
+
+    def request_pmf(self) -> np.ndarray:
+        """E[pmf(a)] over requests: P(L = j + 1) of a cycle of a random request, (k + 1,)."""
+        return pmf_from_cumulative(self.expected_cumulative()[1:])
+
+    def mean_accept_length(self) -> float:
+        """E[AL(a)] over requests (the per-request expectation)."""
+        return float(self.expected_cumulative().sum())
+
+    def _expect(self, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        return self._mix(lambda c: c.expect(fn))
+
+    def cycle_pmf(self) -> np.ndarray:
+        """Long-run pmf of all cycles pooled, (k + 1,): E[pmf(a) / AL(a)] / E[1 / AL(a)]."""
+        if not self.heterogeneous:
+            return self.request_pmf()
+
+        def weighted(a: np.ndarray) -> np.ndarray:
+            pmf = pmf_from_cumulative(cumulative_rates(a))
+            al = pmf @ np.arange(1, self.num_steps + 2)
+            return np.concatenate([pmf / al[:, None], (1.0 / al)[:, None]], axis=1)
+
+        e = self._expect(weighted)
+        return e[:-1] / e[-1]
+
+    def cycle_mean_accept_length(self) -> float:
+        """Long-run tokens per cycle over all cycles pooled: 1 / E[1 / AL(a)]."""
+        return float(self.cycle_pmf() @ np.arange(1, self.num_steps + 2))

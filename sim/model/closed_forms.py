@@ -1,0 +1,152 @@
+"""Closed forms: tokens per cycle, long-run throughput, ceilings and required acceptance.
+
+Notation (sim/model/rates.py): ``rates`` are the conditional per-position acceptance rates
+a_1..a_k, shape (k,); the cumulative rates are c_i = a_1 ... a_i; tokens emitted per cycle
+L = accepted drafts + 1 (the target's correction or bonus token), 1 <= L <= k + 1, and the
+accept length is AL = E[L] = 1 + sum_i c_i. With equal rates alpha this is Leviathan et al.
+(2023, Thm 3.8): E[L] = (1 - alpha^(k+1)) / (1 - alpha). Cycles renew, so by the
+renewal-reward theorem the long-run throughput is E[L] / E[T_cycle].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+
+#: Draft lengths searched for the best k (SGLang accepts larger, but cycles grow with k).
+K_RANGE = range(1, 33)
+
+
+def leviathan_accept_length(alpha: float, num_steps: int) -> float:
+    """Leviathan et al. 2023 Thm 3.8: (1 - alpha^(k+1)) / (1 - alpha); k + 1 at alpha = 1.
+
+    Near alpha = 1 the quotient cancels catastrophically, so there the equal geometric
+    series 1 + alpha + ... + alpha^k is summed instead.
+    """
+    if alpha >= 1.0:
+        return float(num_steps + 1)
+    if alpha > 0.999:
+        return float(np.sum(alpha ** np.arange(num_steps + 1)))
+    return (1.0 - alpha ** (num_steps + 1)) / (1.0 - alpha)
+
+
+def leviathan_speedup(alpha: float, num_steps: int, cost_ratio: float) -> float:
+    """Leviathan et al. 2023: E[L] / (k c + 1), c = draft step cost / target step cost."""
+    return leviathan_accept_length(alpha, num_steps) / (num_steps * cost_ratio + 1.0)
+
+
+def throughput_tok_s(accept_length: float, cost: CycleCost) -> float:
+    """Long-run tokens per second, renewal-reward: 1000 * E[L] / E[T_cycle ms]."""
+    return 1000.0 * accept_length / cost.total_ms
+
+
+def ceiling_tok_s(cost: CycleCost) -> float:
+    """Throughput when every draft is accepted: 1000 * (k + 1) / T_cycle."""
+    return throughput_tok_s(cost.max_tokens, cost)
+
+
+def required_accept_length(target_tok_s: float, cost: CycleCost) -> float:
+    """Accept length needed for ``target_tok_s`` with cycles of ``cost``: target * T / 1000."""
+    return target_tok_s * cost.total_ms / 1000.0
+
+
+def break_even_accept_length(baseline_tok_s: float, cost: CycleCost) -> float:
+    """Accept length at which speculation matches plain decoding: baseline tok/s x cycle."""
+    return required_accept_length(baseline_tok_s, cost)
+
+
+def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | None:
+    """Equal conditional rate alpha giving ``accept_length`` at k = ``num_steps``.
+
+    0 when the accept length is at most 1; None when it exceeds k + 1 (unreachable).
+    Solved with scipy's brentq on Leviathan's E[L], which is increasing in alpha.
+    """
+    if accept_length <= 1.0:
+        return 0.0
+    cap = num_steps + 1
+    if accept_length > cap:
+        return None
+    if accept_length >= cap:
+        return 1.0
+    from scipy.optimize import brentq  # lazy: scipy.optimize is slow to import (start-up)
+
+    return float(
+        brentq(
+            lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0, xtol=1e-12
+        )
+    )
+
+
+@dataclass(frozen=True)
+class KAnswer:
+    """What one draft length k needs for one target."""
+
+    num_steps: int
+    cycle_ms: float
+    required_accept_length: float
+    alpha: float | None  # None: unreachable at this k
+    ceiling_tok_s: float
+
+    @property
+    def reachable(self) -> bool:
+        return self.alpha is not None
+
+
+def answer_at_k(target_tok_s: float, passes: PassTimes, num_steps: int) -> KAnswer:
+    """Required accept length and equal-rate alpha for ``target_tok_s`` at k = ``num_steps``."""
+    cost = cycle_cost(passes, num_steps)
+    need = required_accept_length(target_tok_s, cost)
+    alpha = alpha_for_accept_length(need, num_steps)
+    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost))
+
+
+@dataclass(frozen=True)
+class TargetAnswer:
+    """The closed-form answer for one target tok/s.
+
+    ``reachable`` means some k in ``K_RANGE`` can reach the target; ``at_num_steps`` is the
+    scenario's own k; ``best`` is the k needing the lowest alpha (None when unreachable);
+    ``max_ceiling`` is the k with the highest all-accepted throughput.
+    """
+
+    tok_s: float
+    at_num_steps: KAnswer
+    best: KAnswer | None
+    max_ceiling: KAnswer
+    reason: str | None
+
+    @property
+    def reachable(self) -> bool:
+        return self.best is not None
+
+
+def answer_target(
+    target_tok_s: float, passes: PassTimes, num_steps: int, k_range: Iterable[int] = K_RANGE
+) -> TargetAnswer:
+    """Closed-form answer for a target: at the scenario's k and at the best k in ``k_range``."""
+    at_k = answer_at_k(target_tok_s, passes, num_steps) if num_steps > 0 else None
+    per_k = [answer_at_k(target_tok_s, passes, k) for k in k_range]
+    reachable = [a for a in per_k if a.reachable]
+    best = min(reachable, key=lambda a: (a.alpha, a.num_steps)) if reachable else None
+    top = max(per_k, key=lambda a: a.ceiling_tok_s)
+    ks = list(k_range)
+    reason = None
+    if at_k is None:
+        at_k = answer_at_k(target_tok_s, passes, 0)
+        if target_tok_s > at_k.ceiling_tok_s:
+            reason = f"plain decoding runs at {at_k.ceiling_tok_s:.1f} tok/s"
+    elif not at_k.reachable:
+        reason = (
+            f"needs accept length {at_k.required_accept_length:.2f}; num_steps {num_steps} "
+            f"caps it at {num_steps + 1}"
+        )
+    if best is None:
+        reason = (f"{reason}; " if reason else "") + (
+            f"no num_steps in {ks[0]}..{ks[-1]} reaches it: the best ceiling is "
+            f"{top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts accepted)"
+        )
+    return TargetAnswer(target_tok_s, at_k, best, top, reason)

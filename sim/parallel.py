@@ -1,0 +1,121 @@
+"""The one parallel executor of specsim: a local process pool or an existing Dask cluster.
+
+``simulate`` (blocks of replications), ``search`` (draft lengths) and ``sweep`` (grid
+points) all run their independent tasks through an ``Executor``. Every task carries its own
+seed, so results never depend on the executor, the worker count or the order tasks finish.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from sim.errors import SpecsimError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Executor(Protocol):
+    """Runs ``fn`` over items in any order, yielding ``(index, result)`` as each finishes."""
+
+    def map_unordered(
+        self, fn: Callable[[T], R], items: Sequence[T]
+    ) -> Iterator[tuple[int, R]]: ...
+
+
+def _pool_context() -> multiprocessing.context.BaseContext | None:
+    """The platform's default start method, unless this process runs other threads.
+
+    Forking a process that runs threads (a Dask client, an IO loop) can deadlock the child,
+    so then workers come from a fork server that has imported the simulator once. Without
+    threads the default (fork on Linux) starts workers fastest and needs no importable
+    ``__main__``.
+    """
+    if threading.active_count() == 1 or "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["sim.studies.sweep", "sim.simulation.simulate"])
+    return ctx
+
+
+@dataclass(frozen=True)
+class LocalExecutor:
+    """The default: a local process pool of ``workers`` processes (1: in this process)."""
+
+    workers: int = 1
+
+    def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
+        if self.workers <= 1 or len(items) <= 1:
+            for i, item in enumerate(items):
+                yield i, fn(item)
+            return
+        ctx = _pool_context()
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=ctx) as pool:
+            pending: dict[Future[R], int] = {pool.submit(fn, it): i for i, it in enumerate(items)}
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        yield pending.pop(fut), fut.result()
+            finally:
+                for fut in pending:
+                    fut.cancel()
+
+
+@dataclass(frozen=True)
+class DaskExecutor:
+    """Points as tasks on an existing Dask cluster (``dask.distributed``, extra ``specsim[dask]``).
+
+    ``scheduler`` is a scheduler address (``tcp://host:8786``) or a ``distributed.Client``.
+    Workers must be able to import ``sim`` (install specsim on them). Results are identical
+    to the local pool's: every point carries its own seed.
+    """
+
+    scheduler: Any
+    timeout_s: float = 10.0
+
+    def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
+        try:
+            from distributed import Client, as_completed
+        except ImportError:
+            raise SpecsimError(
+                "the Dask executor needs dask.distributed: pip install 'specsim[dask]'",
+                param="executor",
+            ) from None
+        own = not isinstance(self.scheduler, Client)
+        if own:
+            try:
+                client = Client(self.scheduler, timeout=self.timeout_s)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise SpecsimError(
+                    f"cannot reach the Dask scheduler: {exc}", param="scheduler"
+                ) from None
+        else:
+            client = self.scheduler
+        try:
+            futures = client.map(fn, list(items), pure=False)
+            index = {fut.key: i for i, fut in enumerate(futures)}
+            try:
+                for fut in as_completed(futures):
+                    yield index[fut.key], fut.result()
+            finally:
+                client.cancel(futures)
+        finally:
+            if own:
+                client.close()
+
+
+def make_executor(kind: str, *, workers: int = 1, scheduler: str | None = None) -> Executor:
+    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``)."""
+    if kind == "local":
+        return LocalExecutor(workers)
+    if kind == "dask":
+        if not scheduler:
+            raise SpecsimError("the dask executor needs a scheduler address", param="scheduler")
+        return DaskExecutor(scheduler)
+    raise SpecsimError(f"unknown executor {kind!r} (local or dask)", param="executor")

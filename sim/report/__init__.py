@@ -1,0 +1,1 @@
+"""Text, JSON documents and figures of every result kind (no simulation here)."""

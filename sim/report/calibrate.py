@@ -1,0 +1,72 @@
+"""Text and TOML renderings of a calibration (pure functions; the CLI prints/writes them)."""
+
+from __future__ import annotations
+
+import math
+
+from sim.calibration.calibrate import Calibration, FittedValue
+from sim.scenario.toml_writer import dumps_scenario
+
+
+def _clean(x: float) -> float:
+    """Round-off (|x| < 1e-9) shown as 0, and never as -0."""
+    return 0.0 if abs(x) < 1e-9 else x
+
+
+def _percent(x: float) -> str:
+    return f"{_clean(100 * x):+6.2f}%" if math.isfinite(x) else "      -"
+
+
+def _value(v: FittedValue) -> str:
+    if v.fitted:
+        return f"{v.value:.6g} ± {v.stderr:.2g}" if v.stderr is not None else f"{v.value:.6g}"
+    return f"{v.value:.6g} (kept)"
+
+
+def format_calibration(cal: Calibration) -> str:
+    """The readable report: fitted values with standard errors, kept values and why, residuals."""
+    lines = ["fitted (± one standard error):"]
+    width = max(len(v.field) for v in cal.values)
+    for v in cal.fitted:
+        base = f"   base {v.base:.6g}" if v.base is not None else ""
+        lines.append(f"  {v.field:<{width}}  {_value(v):<22}{base}")
+    if not cal.fitted:
+        lines.append("  nothing: no value is determined by the data")
+    if cal.kept:
+        lines.append("kept from the base scenario (not determined by the data):")
+        for v in cal.kept:
+            lines.append(f"  {v.field:<{width}}  {v.value:.6g}   {v.reason or ''}".rstrip())
+    if cal.residuals:
+        lines.append("residuals (model - measured):")
+        w = max(len(r.what) for r in cal.residuals)
+        for r in cal.residuals:
+            lines.append(
+                f"  {r.what:<{w}}  measured {r.measured:10.4g}  model {r.fitted:10.4g}  "
+                f"{_percent(r.relative)}  ({_clean(r.normalized):+.2f} σ)  "
+                f"[{r.source}]"
+            )
+    lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")
+    lines.extend(f"note: {n}" for n in cal.notes)
+    return "\n".join(lines)
+
+
+def calibrated_toml(cal: Calibration, base_source: str) -> str:
+    """The calibrated scenario file, with a header and a comment on every fitted value."""
+    header = (
+        f"Written by `specsim calibrate` from {base_source}.\n"
+        "Fitted values carry their standard error in a comment;\n"
+        "every other value is the base scenario's."
+    )
+    comments: dict[str, str] = {}
+    per_position = [v for v in cal.fitted if v.field.startswith("acceptance.per_position")]
+    for v in cal.fitted:
+        if not v.field.startswith("acceptance.per_position"):
+            comments[v.field] = f"calibrated: {v.value:.6g} ± {v.stderr:.2g} (base {v.base})"
+    if per_position:
+        comments["acceptance.per_position"] = "calibrated: " + ", ".join(
+            f"{v.value:.4g} ± {v.stderr:.2g}" for v in per_position
+        )
+        kept = [v.field for v in cal.kept if v.field.startswith("acceptance.per_position")]
+        if kept:
+            comments["acceptance.per_position"] += "; kept from base: " + ", ".join(kept)
+    return dumps_scenario(cal.scenario, header=header, comments=comments)

@@ -1,0 +1,83 @@
+"""Text of a comparison document (``Comparison.to_dict()``): one column per scenario."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.model.cycle import PHASES
+from sim.report.format import fmt_alpha
+
+
+def _cell(value: float | None, fmt: str, ratio: float | None, first: bool) -> str:
+    if value is None:
+        return "-"
+    text = format(value, fmt)
+    return text if first or ratio is None else f"{text} (x{ratio:.2f})"
+
+
+def render_comparison(doc: Mapping[str, Any]) -> str:
+    """A text table: one column per scenario, ratios to the first in parentheses."""
+    cols = doc["scenarios"]
+    header = ["", *[c["label"] for c in cols]]
+    lines: list[list[str]] = []
+
+    def add(name: str, key: str, fmt: str, ratio: str | None = None) -> None:
+        lines.append(
+            [
+                name,
+                *[
+                    _cell(c[key], fmt, c["ratios"].get(ratio or key), i == 0)
+                    for i, c in enumerate(cols)
+                ],
+            ]
+        )
+
+    lines.append(["num_steps (k)", *[str(c["num_steps"]) for c in cols]])
+    add("baseline tok/s", "baseline_tok_s", ".1f")
+    add("speculative tok/s", "tok_s_mean", ".1f")
+    lines.append(
+        ["  95% CI", *[f"[{c['tok_s_ci95'][0]:.1f}, {c['tok_s_ci95'][1]:.1f}]" for c in cols]]
+    )
+    add("  closed form", "analytic_tok_s", ".1f", "none")
+    add("speedup", "speedup", ".2f")
+    add("accept length", "accept_length", ".2f")
+    add("cycle ms", "cycle_ms_mean", ".2f")
+    for phase in PHASES:
+        lines.append([f"  {phase}", *[f"{c['cycle_ms'].get(phase, 0.0):.2f}" for c in cols]])
+    for i, t in enumerate(doc["targets"]):
+        lines.append(
+            [
+                f"P(>= {t:g} tok/s)",
+                *[
+                    "-"
+                    if c["targets"][i]["p_at_least"] is None
+                    else f"{c['targets'][i]['p_at_least']:.2f}"
+                    for c in cols
+                ],
+            ]
+        )
+        lines.append(
+            ["  alpha at k", *[fmt_alpha(c["targets"][i]["alpha_at_num_steps"]) for c in cols]]
+        )
+        lines.append(
+            [
+                "  best k: alpha",
+                *[
+                    _best(c["targets"][i]) if c["targets"][i]["reachable"] else "unreachable"
+                    for c in cols
+                ],
+            ]
+        )
+    widths = [max(len(r[j]) for r in [header, *lines]) for j in range(len(header))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in lines]
+    out.append(
+        f"(Monte Carlo: {doc.get('engine', 'fast')} engine, {doc.get('fidelity', 'cycle')} "
+        f"fidelity; ratios to {cols[0]['label']}; {doc['alpha_meaning']})"
+    )
+    return "\n".join(out)
+
+
+def _best(row: Mapping[str, Any]) -> str:
+    return f"{row['best_num_steps']}: {fmt_alpha(row['alpha_at_best'])}"

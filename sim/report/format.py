@@ -1,0 +1,8 @@
+"""Number formats shared by the text reports."""
+
+from __future__ import annotations
+
+
+def fmt_alpha(alpha: float | None, missing: str = "unreachable") -> str:
+    """A conditional rate to three decimals, or ``missing`` (None: out of reach)."""
+    return missing if alpha is None else f"{alpha:.3f}"

@@ -1,0 +1,73 @@
+"""Text of ``specsim hardware`` (a scenario's passes) and ``specsim hardware --list``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ar_text(p: dict[str, Any]) -> str:
+    ar = p["allreduce"]
+    if p["allreduces"] == 0:
+        return "none"
+    eager = "" if p["graphed"] or ar["algorithm"] == "custom" else " eager"
+    return f"{p['allreduces']} x {ar['us']:.1f} us {ar['algorithm']}/{ar['protocol']}{eager}"
+
+
+def render_hardware(summary: dict[str, Any]) -> str:
+    """The summary as a readable table."""
+    hw, ref = summary["hardware"], summary["measured_on"]
+    gpu = f", {hw['gpu']}" if hw["gpu"] else ""
+    graph = "graphed" if hw["verify_cuda_graph"] else "ungraphed"
+    lines = [
+        f"{summary['scenario']}: {hw['gpus']}x {hw['interconnect']}{gpu}, launch "
+        f"{hw['launch_us']:g} us/kernel, verify {graph}",
+        f"timings measured on {ref['gpus']}x {ref['interconnect']}"
+        f"{', ' + ref['gpu'] if ref['gpu'] else ''}, verify "
+        f"{'graphed' if ref['verify_cuda_graph'] else 'ungraphed'}",
+        "",
+        f"{'pass':<13}{'tokens':>7}  {'graph':<6}{'compute':>9}  {'all-reduces':<34}"
+        f"{'comm':>8}{'launch':>8}{'total':>9}  origin",
+    ]
+    for name, p in summary["passes"].items():
+        launch = f"{p['launch_ms']:8.3f}" if p["launch_ms"] else f"{'-':>8}"
+        bound = " (launch-bound)" if p["launch_bound"] else ""
+        lines.append(
+            f"{name:<13}{p['tokens']:>7}  {'yes' if p['graphed'] else 'no':<6}"
+            f"{p['compute_ms']:9.3f}  {_ar_text(p):<34}{p['comm_ms']:8.3f}{launch}"
+            f"{p['total_ms']:9.3f}  {p['origin']}{bound}"
+        )
+    lines.append("(milliseconds; total = critical path of GPU work and CPU launch work)")
+    g = summary["verify_graphed"]
+    lines += ["", f"verify over {g['tokens']} tokens, graphed here: {g['total_ms']:.3f} ms", ""]
+    lines.append(f"{'verify on':<24}{'ungraphed ms':>13}{'graphed ms':>12}  all-reduce (graphed)")
+    for name, row in summary["verify_on_presets"].items():
+        lines.append(
+            f"{name:<24}{row['ungraphed']['total_ms']:13.3f}{row['graphed']['total_ms']:12.3f}"
+            f"  {_ar_text(row['graphed'])}"
+        )
+    return "\n".join(lines)
+
+
+def render_presets(presets: dict[str, Any]) -> str:
+    lines = ["interconnects:"]
+    for name, ic in presets["interconnects"].items():
+        extras = [
+            p
+            for p, on in (("NVLS", ic["nvls"]), ("custom all-reduce", ic["custom_allreduce"]))
+            if on
+        ]
+        lines.append(
+            f"  {name:<22} {ic['kind']:<7}busbw {ic['bus_bandwidth_gbps']:g} GB/s, "
+            f"{'/'.join(ic['protocols'])}, eager +{ic['eager_extra_us']:.1f} us"
+            + (f", {', '.join(extras)}" if extras else "")
+        )
+        lines.append(f"  {'':<22} {ic['description']}")
+        lines.append(f"  {'':<22} source: {ic['source']}")
+    lines.append("gpus:")
+    for name, g in presets["gpus"].items():
+        lines.append(
+            f"  {name:<22} {g['memory_bandwidth_gbps']:g} GB/s, {g['bf16_tflops']:g} TFLOP/s BF16,"
+            f" {g['memory_gb']:g} GB"
+        )
+        lines.append(f"  {'':<22} source: {g['source']}")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""The Monte Carlo part of ``specsim run``: JSON keys merged into the closed-form document,
+and a text block (percentile table, histogram, target probabilities)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.model.cycle import PHASES
+from sim.simulation.results import MonteCarloResult
+from sim.simulation.summary import Summary
+
+
+def merge_montecarlo(analytic_doc: dict[str, Any], summary: Summary) -> dict[str, Any]:
+    """``specsim run --json``: the closed-form document with the Monte Carlo keys.
+
+    ``throughput_tok_s``, ``accept_length`` and ``cycle_ms`` become the simulated ones
+    (the closed forms stay under ``analytic``); each target gains ``p_at_least`` and
+    ``p_at_least_ci95``; ``engine``, ``seed``, ``replications``, ``requests`` (and
+    ``classes`` for a workload mix) are added.
+    """
+    mc = summary.to_dict()
+    doc = dict(analytic_doc)
+    for key in ("engine", "fidelity", "seed", "replications", "requests"):
+        doc[key] = mc[key]
+    doc["throughput_tok_s"] = mc["throughput_tok_s"]
+    doc["accept_length"] = mc["accept_length"]
+    doc["cycle_ms"] = mc["cycle_ms"]
+    by_target = {t["tok_s"]: t for t in mc["targets"]}
+    targets = []
+    for t in doc.get("targets", []):
+        sim_t = by_target.get(float(t["tok_s"]), {})
+        targets.append(
+            {
+                **t,
+                "p_at_least": sim_t.get("p_at_least"),
+                "p_at_least_ci95": sim_t.get("p_at_least_ci95"),
+            }
+        )
+    doc["targets"] = targets
+    if mc["classes"]:
+        doc["classes"] = mc["classes"]
+    return doc
+
+
+def text_histogram(values: np.ndarray, bins: int = 10, width: int = 30) -> list[str]:
+    """Lines of a horizontal histogram of ``values`` (1-D) between their 0.5% and 99.5%
+    quantiles; values outside are counted in the first and last bars."""
+    lo, hi = np.percentile(values, [0.5, 99.5])
+    if hi <= lo:
+        return [f"  {lo:8.1f}          | {'#' * width} {values.size}"]
+    edges = np.linspace(lo, hi, bins + 1)
+    counts = np.histogram(np.clip(values, lo, hi), bins=edges)[0]
+    top = counts.max()
+    lines = []
+    for i, c in enumerate(counts):
+        bar = "#" * (round(width * c / top) if top else 0)
+        lines.append(f"  {edges[i]:8.1f} - {edges[i + 1]:8.1f} | {bar:<{width}} {c}")
+    return lines
+
+
+def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
+    """The Monte Carlo block printed under the closed-form summary."""
+    s = summary
+    lo, hi = s.tok_s_ci95
+    lines = [
+        "",
+        f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
+        f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})",
+        f"  per-request tok/s   mean {s.tok_s_mean:.2f} (95% CI {lo:.2f} - {hi:.2f}), "
+        f"std {s.tok_s_std:.2f}",
+        f"  percentiles         p5 {s.tok_s_p5:.1f}   p50 {s.tok_s_p50:.1f}   "
+        f"p95 {s.tok_s_p95:.1f}",
+        f"  accept length       {s.accept_length_mean:.3f} per cycle, pooled "
+        f"(theory {s.theory_accept_length:.3f})",
+        "  pmf of L (theory)   "
+        + "  ".join(
+            f"{j + 1}: {p:.3f} ({q:.3f})"
+            for j, (p, q) in enumerate(zip(s.accept_pmf, s.theory_pmf, strict=True))
+        ),
+        f"  cycle               {s.cycle_ms['mean']:.2f} ms = "
+        + " + ".join(f"{p} {s.cycle_ms[p]:.2f}" for p in PHASES),
+    ]
+    for c in s.classes:
+        lines.append(
+            f"  class {c.name:<13} {c.share:6.1%} of requests, mean {c.mean_tok_s:.2f} tok/s"
+        )
+    for t in s.targets:
+        tlo, thi = t.ci95
+        lines.append(
+            f"  P(tok/s >= {t.tok_s:g})".ljust(22)
+            + f"{t.p_at_least:.3f} (95% CI {tlo:.3f} - {thi:.3f})"
+        )
+    lines.append("  per-request tok/s:")
+    lines += text_histogram(result.tok_s.ravel())
+    return "\n".join(lines)

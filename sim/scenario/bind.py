@@ -1,0 +1,199 @@
+"""The one binding: what a validated ``Scenario`` means as model objects.
+
+Everything downstream (engines, studies, reports) gets its acceptance model, rates, pass
+times, cycle cost and cycle-time model from here, so the meaning of each scenario key is
+written down once:
+
+* ``[acceptance]`` -> ``AcceptanceModel`` (sim/model/acceptance.py): one rate class, or a
+  class per ``[[acceptance.mix]]`` entry; ``per_position`` lists repeat their last rate
+  beyond their length; ``concentration``/``std`` become each class's Beta ``Spread`` (a
+  class without its own takes the top-level one);
+* ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
+  derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
+* ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
+  model the Monte Carlo engines draw durations from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.hardware.layer import LayerPass, sample_layer_pass_ms
+from sim.hardware.passes import pass_schedule
+from sim.model.acceptance import AcceptanceModel, RateClass, Spread
+from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycle import CycleCost, PassTimes
+from sim.model.cycle import cycle_cost as chain_cycle_cost
+from sim.model.cycletime import CostCycleTimes, CycleTimeModel
+from sim.model.layer_cycletime import LayerCycleTimes
+from sim.model.rates import extend_rates, mean_accept_length
+from sim.scenario.decompose import ScenarioHardware, scenario_pass_times
+from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
+
+#: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
+#: jitter) or ``layer`` (the layer-level SimPy pass of sim/hardware/layer.py).
+FIDELITIES: tuple[str, ...] = ("cycle", "layer")
+
+# --------------------------------------------------------------------------- acceptance
+
+
+def spec_rates(alpha: float | None, per_position: list[float] | None, k: int) -> np.ndarray:
+    """Mean rates a_1..a_k, shape (k,), of one ``alpha`` or a ``per_position`` list."""
+    if alpha is not None:
+        return np.full(k, alpha, dtype=float)
+    assert per_position is not None
+    return extend_rates(per_position, k)
+
+
+def _rate_class(
+    cls: AcceptanceClass | AcceptanceSpec,
+    num_steps: int,
+    *,
+    name: str,
+    weight: float,
+    default: AcceptanceSpec | None = None,
+) -> RateClass:
+    means = spec_rates(cls.alpha, cls.per_position, num_steps)
+    spread: AcceptanceClass | AcceptanceSpec = cls
+    if default is not None and cls.concentration is None and cls.std is None:
+        spread = default
+    return RateClass(name, weight, means, Spread(spread.concentration, spread.std))
+
+
+def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceModel:
+    """The acceptance model of a scenario's ``[acceptance]`` at k = ``num_steps``.
+
+    ``spec`` None (plain decoding, k = 0) gives one class with no drafts.
+    """
+    if spec is None or num_steps == 0:
+        return AcceptanceModel(num_steps, (RateClass("all", 1.0, np.zeros(num_steps)),))
+    if spec.mix is None:
+        return AcceptanceModel(num_steps, (_rate_class(spec, num_steps, name="all", weight=1.0),))
+    return AcceptanceModel(
+        num_steps,
+        tuple(
+            _rate_class(c, num_steps, name=c.name, weight=c.weight, default=spec) for c in spec.mix
+        ),
+    )
+
+
+def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
+    """Conditional rates a_1..a_k, shape (num_steps,), that the closed forms take.
+
+    The listed rates (the last repeats); for a mix or per-request heterogeneity the
+    effective rates E[c_i] / E[c_(i-1)] (c_i = a_1 ... a_i, expectations over requests), so
+    the closed forms fed with them give the exact per-request expectations of the accept
+    length and its pmf (sim/model/acceptance.py). No acceptance: zeros.
+    """
+    if spec is None:
+        return np.zeros(num_steps)
+    return acceptance_model(spec, num_steps).closed_form_rates()
+
+
+def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:
+    """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,)."""
+    k = scenario.num_steps if num_steps is None else num_steps
+    return conditional_rates(scenario.acceptance, k)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def pass_times(scenario: Scenario) -> PassTimes:
+    """The pass times a scenario implies on its hardware.
+
+    As measured when the hardware is the one the timings were measured on
+    (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
+    communication and launch) or derived by the hardware model (sim/scenario/decompose.py).
+    Computed once per scenario object (scenarios are immutable).
+    """
+    cache = scenario._derived
+    if "pass_times" not in cache:
+        cache["pass_times"] = scenario_pass_times(scenario)
+    return cache["pass_times"]
+
+
+def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
+    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps``."""
+    k = scenario.num_steps if num_steps is None else num_steps
+    return chain_cycle_cost(pass_times(scenario), k)
+
+
+def baseline_tok_s(scenario: Scenario) -> float:
+    """Plain decoding throughput, tokens per second: 1000 / decode_ms."""
+    return 1000.0 / pass_times(scenario).decode_ms
+
+
+def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float:
+    """Long-run tok/s of a scenario by renewal-reward: 1000 E[L] / E[T_cycle]."""
+    al = mean_accept_length(scenario_rates(scenario, num_steps))
+    return throughput_tok_s(al, cycle_cost(scenario, num_steps))
+
+
+# --------------------------------------------------------------------------- cycle times
+
+
+def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) -> LayerPass:
+    """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
+    draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
+    calibrated (or derived) compute of sim/scenario/decompose.py."""
+    hw = ScenarioHardware(scenario)
+    m = hw.default_tokens(pass_name) if tokens is None else tokens
+    compute_ms, _ = hw.compute_ms(pass_name, m)
+    shape = hw.shape(pass_name, m, hw.current)
+    schedule, _, _ = pass_schedule(shape, hw.current, hw.geom)
+    return LayerPass(schedule, compute_ms, hw.current.gpus, scenario.hardware.rank_jitter_cv)
+
+
+def sample_pass_ms(
+    scenario: Scenario,
+    pass_name: str,
+    n: int,
+    rng: np.random.Generator,
+    tokens: int | None = None,
+) -> np.ndarray:
+    """``n`` layer-level draws of one pass's time (ms), shape (n,)."""
+    return sample_layer_pass_ms(layer_pass(scenario, pass_name, tokens), n, rng)
+
+
+def layer_cycle_times(
+    scenario: Scenario, rng: np.random.Generator, pool_size: int = 256
+) -> LayerCycleTimes:
+    """Pools of ``pool_size`` layer-level pass times for the scenario's num_steps k.
+
+    k = 0: the cycle is one decode pass (reported as the verify phase, as in CycleCost).
+    A deterministic layer pass (no rank jitter) needs one draw per pass.
+    """
+    k = scenario.num_steps
+    size = pool_size if scenario.hardware.rank_jitter_cv > 0 else 1
+    if k == 0:
+        empty = np.zeros(1)
+        decode = sample_pass_ms(scenario, "decode", size, rng)
+        return LayerCycleTimes(0, empty, decode, empty, 0.0)
+    return LayerCycleTimes(
+        num_steps=k,
+        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng),
+        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=k + 1),
+        extend_pool_ms=sample_pass_ms(scenario, "draft_extend", size, rng),
+        overhead_ms=scenario.timing.cycle_overhead_ms,
+    )
+
+
+def cycle_time_model(
+    scenario: Scenario, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
+) -> CycleTimeModel:
+    """The cycle-time model of a scenario at a pass-time fidelity (``FIDELITIES``).
+
+    ``cycle``: the cost model plus ``timing.jitter_cv``; ``layer``: pools of layer-level
+    SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
+    """
+    if fidelity == "cycle":
+        return CostCycleTimes(cycle_cost(scenario), scenario.timing.jitter_cv)
+    if fidelity == "layer":
+        if rng is None:
+            raise ValueError("the layer-level cycle-time model draws its pools: pass rng")
+        return layer_cycle_times(scenario, rng)
+    raise SpecsimError(
+        f"unknown fidelity {fidelity!r}; choose one of {', '.join(FIDELITIES)}", param="fidelity"
+    )

@@ -1,0 +1,381 @@
+"""A scenario's passes on its hardware: the scenario half of the pass decomposition.
+
+A pass time = compute + tensor-parallel all-reduces + kernel launch (the physics of one pass
+is sim/hardware/passes.py). For each pass (decode, verify, draft step, draft extend):
+
+- communication = layers x all-reduces per layer x all-reduce time for the pass's message
+  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, the library of
+  ``hardware.allreduce``);
+- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
+  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
+  work and CPU issue work (sim/hardware/launch.py);
+- compute = the calibrated remainder: the compute time that makes the model give the
+  measured time on the hardware the timings were measured on (``timing.measured_on``).
+
+Changing ``hardware.interconnect``, ``hardware.gpus``, ``hardware.gpu`` or
+``timing.verify_cuda_graph`` re-composes the pass from that compute: the interconnect
+changes communication only; graphing removes the CPU issue work; the GPU
+count divides compute by the TP degree (weights split evenly over ranks) and changes the
+all-reduce; the GPU preset scales compute by the memory-bandwidth ratio (batch 1 is
+memory-bound). Decode and draft passes are graphed (SGLang captures decode, draft and
+draft-extend CUDA graphs); only the verify pass has the knob (reference section 3).
+
+With ``timing.verify_compute = "decode"`` the verify's compute comes from the graphed
+decode's instead (plus its growth over the extra tokens), and an ungraphed measured verify
+fixes the per-kernel CPU cost of eager execution (``launch_us``) for this scenario.
+
+Passes without a measured time are derived: a missing verify from the calibrated decode
+compute times the ratio of weight bytes read (more distinct experts over more tokens), and
+anything else from the model's weights and the GPU preset (sim/hardware/roofline.py).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from sim.errors import SpecsimError, UnknownNameError
+from sim.hardware.eager import calibrate_kernel_us
+from sim.hardware.gpus import GpuPreset, gpu_preset
+from sim.hardware.interconnects import Interconnect, resolve_interconnect
+from sim.hardware.launch import KernelSchedule
+from sim.hardware.passes import (
+    PASS_NAMES,
+    Geometry,
+    HardwarePoint,
+    PassBreakdown,
+    PassShape,
+    calibrate_pass,
+    compose_pass,
+    compute_scale,
+    pass_schedule,
+)
+from sim.hardware.roofline import Weights, roofline_ms
+from sim.model.cycle import PassTimes
+from sim.scenario.schema import Scenario, TimingSpec
+
+#: Verify passes tabulated for the cycle model: m = 1..33 covers best-k searches k <= 32.
+VERIFY_TABLE_TOKENS = 33
+
+
+# --------------------------------------------------------------------------- a scenario
+
+
+def _interconnect(scenario: Scenario, name: str, field: str) -> Interconnect:
+    try:
+        return resolve_interconnect(name, scenario.hardware.interconnects)
+    except (UnknownNameError, ValueError) as exc:
+        raise SpecsimError(str(exc), field=field) from None
+
+
+def _gpu(name: str | None, field: str) -> GpuPreset | None:
+    if name is None:
+        return None
+    try:
+        return gpu_preset(name)
+    except UnknownNameError as exc:
+        raise SpecsimError(str(exc), field=field) from None
+
+
+def hardware_point(scenario: Scenario) -> HardwarePoint:
+    """The hardware the scenario asks about (after overrides)."""
+    hw = scenario.hardware
+    return HardwarePoint(
+        interconnect=_interconnect(scenario, hw.interconnect, "hardware.interconnect"),
+        gpus=hw.gpus,
+        gpu=_gpu(hw.gpu, "hardware.gpu"),
+        verify_cuda_graph=scenario.timing.verify_cuda_graph,
+        launch_us=hw.launch_us,
+        allreduce=hw.allreduce,
+    )
+
+
+def reference_point(scenario: Scenario) -> HardwarePoint:
+    """The hardware the timings were measured on (``timing.measured_on``, else the same)."""
+    current = hardware_point(scenario)
+    ref = scenario.timing.measured_on
+    if ref is None:
+        return current
+    return HardwarePoint(
+        interconnect=_interconnect(scenario, ref.interconnect, "timing.measured_on.interconnect"),
+        gpus=ref.gpus,
+        gpu=_gpu(ref.gpu, "timing.measured_on.gpu"),
+        verify_cuda_graph=ref.verify_cuda_graph,
+        launch_us=current.launch_us,
+        allreduce=ref.allreduce,
+    )
+
+
+def geometry(scenario: Scenario) -> Geometry:
+    """The model geometry; SpecsimError naming the first missing field."""
+    model = scenario.model
+    for name in ("layers", "hidden_size"):
+        if getattr(model, name) is None:
+            raise SpecsimError("needed by the hardware model", field=f"model.{name}")
+    assert model.layers is not None and model.hidden_size is not None
+    return Geometry(
+        layers=model.layers,
+        draft_layers=model.draft_layers,
+        hidden_size=model.hidden_size,
+        kernels_per_layer=model.kernels_per_layer,
+        allreduces_per_layer=model.allreduces_per_layer,
+        activation_bytes=model.activation_bytes,
+    )
+
+
+def target_weights(scenario: Scenario) -> Weights:
+    """The target model's weights; SpecsimError naming the first missing field."""
+    model = scenario.model
+    if model.layers is None:
+        raise SpecsimError("needed to derive compute", field="model.layers")
+    if model.layer_params is None:
+        raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
+    return Weights(
+        layers=model.layers,
+        layer_params=model.layer_params,
+        lm_head_params=model.lm_head_params,
+        weight_bytes_per_param=model.weight_bytes_per_param,
+        dense_layers=model.dense_layers,
+        dense_layer_params=model.dense_layer_params,
+        experts=model.experts,
+        experts_per_token=model.experts_per_token,
+        expert_params=model.expert_params,
+        expert_bytes_per_param=model.expert_bytes_per_param,
+    )
+
+
+def draft_weights(scenario: Scenario) -> Weights:
+    model = scenario.model
+    if model.draft_params is None:
+        raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
+    return Weights(
+        layers=1,
+        layer_params=model.draft_params,
+        weight_bytes_per_param=model.weight_bytes_per_param,
+    )
+
+
+class ScenarioHardware:
+    """Every pass of a scenario taken apart on its hardware (after overrides)."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.current = hardware_point(scenario)
+        self.reference = reference_point(scenario)
+        self.at_reference = self.current.key() == self.reference.key()
+        launch_us = self._launch_us_from_verify()
+        if launch_us is not None:
+            self.current = self.current.with_launch_us(launch_us)
+            self.reference = self.reference.with_launch_us(launch_us)
+
+    @property
+    def verify_from_decode(self) -> bool:
+        return self.scenario.timing.verify_compute == "decode"
+
+    def _decode_grown_ref_ms(self, tokens: int) -> float:
+        """Verify compute over ``tokens`` on the reference hardware, from the graphed
+        decode's calibrated compute: times the weight bytes read (``verify_growth =
+        experts``) or plus ``verify_ms_per_extra_token`` per extra token (``linear``)."""
+        timing = self.scenario.timing
+        if timing.decode_ms is None:
+            raise SpecsimError(
+                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+            )
+        shape = self.shape("decode", 1, self.reference)
+        x = calibrate_pass(shape, self.reference, self.geom, timing.decode_ms, "timing.decode_ms")
+        if timing.verify_growth == "experts":
+            weights = target_weights(self.scenario)
+            return x * weights.bytes_read(tokens) / weights.bytes_read(1)
+        return x + (tokens - 1) * timing.verify_ms_per_extra_token
+
+    def _launch_us_from_verify(self) -> float | None:
+        """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
+        per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
+        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
+        timing = self.scenario.timing
+        if not self.verify_from_decode or timing.verify_ms is None:
+            return None
+        if self.reference.verify_cuda_graph:
+            return None
+        m0 = self.measured_verify_tokens
+        shape = self.shape("verify", m0, self.reference)
+        compute_ms = self._decode_grown_ref_ms(m0)
+
+        def schedule_for(kernel_us: float) -> KernelSchedule:
+            hw = self.reference.with_launch_us(kernel_us)
+            return pass_schedule(shape, hw, self.geom)[0]
+
+        try:
+            return calibrate_kernel_us(schedule_for, compute_ms, timing.verify_ms)
+        except ValueError as exc:
+            raise SpecsimError(
+                f"{timing.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "
+                f"the graphed decode's plus its growth ({compute_ms:.4g} ms of compute): "
+                f"{exc}",
+                field="timing.verify_ms",
+            ) from None
+
+    @cached_property
+    def geom(self) -> Geometry:
+        return geometry(self.scenario)
+
+    @property
+    def measured_verify_tokens(self) -> int:
+        return self.scenario.timing.verify_tokens or self.scenario.num_steps + 1
+
+    def shape(self, name: str, tokens: int, hw: HardwarePoint) -> PassShape:
+        target = name in ("decode", "verify")
+        layers = self.geom.layers if target else self.geom.draft_layers
+        graphed = hw.verify_cuda_graph if name == "verify" else True
+        return PassShape(name, tokens, layers, graphed)
+
+    def default_tokens(self, name: str) -> int:
+        if name == "verify":
+            return self.measured_verify_tokens
+        if name == "draft_extend":
+            return self.scenario.num_steps + 1
+        return 1
+
+    def _measured_ms(self, name: str, tokens: int) -> float | None:
+        timing = self.scenario.timing
+        if name == "verify":
+            if timing.verify_ms is None:
+                return None
+            return timing.verify_ms + (tokens - self.measured_verify_tokens) * (
+                timing.verify_ms_per_extra_token
+            )
+        return getattr(timing, f"{name}_ms")
+
+    def _require_gpu(self, what: str) -> GpuPreset:
+        if self.current.gpu is None:
+            raise SpecsimError(f"needed to derive {what} (no measured time)", field="hardware.gpu")
+        return self.current.gpu
+
+    def _calibrated_ms(self, name: str, tokens: int) -> tuple[float, str] | None:
+        """(compute ms, origin) from the measured time of a pass, or None if not measured."""
+        measured = self._measured_ms(name, tokens)
+        if measured is None:
+            return None
+        field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
+        ref_shape = self.shape(name, tokens, self.reference)
+        x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
+        origin = "measured" if self.at_reference else "recomposed"
+        return x_ref * compute_scale(self.reference, self.current), origin
+
+    def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
+        """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
+        timing = self.scenario.timing
+        if name == "verify" and self.verify_from_decode:
+            x_ref = self._decode_grown_ref_ms(tokens)
+            origin = "measured" if self.at_reference else "recomposed"
+            return x_ref * compute_scale(self.reference, self.current), origin
+        if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
+            m0 = self.measured_verify_tokens
+            x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
+            weights = target_weights(self.scenario)
+            return x_m0 * weights.bytes_read(tokens) / weights.bytes_read(m0), origin
+        calibrated = self._calibrated_ms(name, tokens)
+        if calibrated is not None:
+            return calibrated
+        if name == "verify" and self.scenario.timing.decode_ms is not None:
+            weights = target_weights(self.scenario)
+            x_decode, _ = self.compute_ms("decode", 1)
+            return x_decode * weights.bytes_read(tokens) / weights.bytes_read(1), "derived"
+        gpu = self._require_gpu(f"the {name} pass")
+        weights = (
+            target_weights(self.scenario)
+            if name in ("decode", "verify")
+            else draft_weights(self.scenario)
+        )
+        return roofline_ms(weights, tokens, gpu, self.current.gpus), "derived"
+
+    def breakdown(
+        self, name: str, tokens: int | None = None, hw: HardwarePoint | None = None
+    ) -> PassBreakdown:
+        """The pass ``name`` over ``tokens`` (default: as measured) on ``hw`` (default:
+        the scenario's hardware; another point keeps the compute of the current one,
+        rescaled)."""
+        m = self.default_tokens(name) if tokens is None else tokens
+        x, origin = self.compute_ms(name, m)
+        target_hw = hw or self.current
+        if hw is not None:
+            x *= compute_scale(self.current, hw)
+        return compose_pass(self.shape(name, m, target_hw), target_hw, self.geom, x, origin)
+
+    def breakdowns(self) -> dict[str, PassBreakdown]:
+        """Every pass the scenario uses (draft passes only when speculating)."""
+        names = PASS_NAMES if self.scenario.num_steps > 0 else ("decode",)
+        return {name: self.breakdown(name) for name in names}
+
+    def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
+        """Verify pass time over m = 1..max_tokens tokens."""
+        return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
+
+
+def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
+    """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``.
+
+    Every pass time must be given (``scenario_pass_times`` derives missing ones).
+    """
+    given = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
+    missing = [n for n, v in given.items() if v is None]
+    if missing:
+        raise ValueError(f"timing has no {', '.join(missing)}: use scenario_pass_times")
+    return PassTimes(
+        decode_ms=given["decode"],
+        verify_ms=given["verify"],
+        verify_tokens=timing.verify_tokens or num_steps + 1,
+        verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
+        draft_step_ms=given["draft_step"],
+        draft_extend_ms=given["draft_extend"],
+        cycle_overhead_ms=timing.cycle_overhead_ms,
+    )
+
+
+def _geometry_known(scenario: Scenario) -> bool:
+    model = scenario.model
+    return (
+        model.layers is not None
+        and model.hidden_size is not None
+        and (scenario.timing.verify_cuda_graph or model.kernels_per_layer is not None)
+    )
+
+
+def scenario_pass_times(scenario: Scenario) -> PassTimes:
+    """Pass times of a scenario on its hardware.
+
+    At the measured hardware with every time given, the measured times come back unchanged
+    (after checking each is above its modelled communication + launch floor when the model
+    geometry is known). Otherwise each pass is re-composed or derived.
+    """
+    timing = scenario.timing
+    hw = ScenarioHardware(scenario)
+    measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
+    all_measured = all(v is not None for v in measured.values())
+    m0 = hw.measured_verify_tokens
+    if hw.at_reference and all_measured and timing.verify_growth == "linear":
+        if _geometry_known(scenario):
+            names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
+            for name in names:
+                hw.compute_ms(name, hw.default_tokens(name))
+        return measured_pass_times(timing, scenario.num_steps)
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.num_steps + 1, m0)
+    table = hw.verify_table_ms(max_m)
+
+    def total(name: str) -> float:
+        if scenario.num_steps == 0 and measured[name] is None:
+            try:
+                return hw.breakdown(name).total_ms
+            except SpecsimError:
+                return float("nan")  # no drafter to derive, and none is needed at k = 0
+        return hw.breakdown(name).total_ms
+
+    return PassTimes(
+        decode_ms=total("decode"),
+        verify_ms=table[m0 - 1],
+        verify_tokens=m0,
+        verify_ms_per_extra_token=table[m0] - table[m0 - 1],
+        draft_step_ms=total("draft_step"),
+        draft_extend_ms=total("draft_extend"),
+        cycle_overhead_ms=timing.cycle_overhead_ms,
+        verify_table_ms=table,
+    )

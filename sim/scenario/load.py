@@ -1,0 +1,192 @@
+"""Loading a scenario: read the TOML, fill ``timing.measured_on``, apply overrides, validate.
+
+Validation errors name the file (or ``--set``) and the dotted field, in one line. A valid
+scenario also passes the hardware model once (sim/scenario/decompose.py): a measured time
+below its modelled communication + launch floor, or a missing model field, is reported
+against the file.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sim.errors import SpecsimError
+from sim.scenario.decompose import scenario_pass_times
+from sim.scenario.overrides import apply_overrides, parse_assignment
+from sim.scenario.schema import HardwareSpec, Scenario
+
+
+def _dotted(loc: Iterable[Any]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors(include_url=False)[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "required key is missing"
+    extra = len(exc.errors()) - 1
+    if extra:
+        msg += f" (and {extra} more error{'s' if extra > 1 else ''})"
+    return _dotted(loc), msg
+
+
+def scenario_from_dict(
+    raw: Mapping[str, Any], *, source: str, overridden: Iterable[str] = ()
+) -> Scenario:
+    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
+    try:
+        scenario = Scenario.model_validate(dict(raw))
+    except ValidationError as exc:
+        field, msg = _first_error(exc)
+        from_set = any(field == k or field.startswith(k + ".") for k in overridden)
+        where = f"{source} (--set)" if from_set else source
+        raise SpecsimError(msg, source=where, field=field or None) from None
+    missing = underivable_pass_time(scenario)
+    if missing is not None:
+        field, needs = missing
+        from_set = any(field == k or k.startswith(("model.", "hardware.")) for k in overridden)
+        where = f"{source} (--set)" if from_set else source
+        raise SpecsimError(
+            f"required key is missing (or give {', '.join(needs)} to derive it)",
+            source=where,
+            field=field,
+        )
+    _check_hardware_model(scenario, source=source, overridden=overridden)
+    return scenario
+
+
+def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
+    """Run the hardware model once so that a measured time below its modelled
+    communication + launch floor, or a missing model field, is reported against the file.
+    The pass times it computes are kept (sim/scenario/bind.py ``pass_times`` reuses them)."""
+    try:
+        scenario._derived["pass_times"] = scenario_pass_times(scenario)
+    except SpecsimError as exc:
+        touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
+        where = f"{source} (--set)" if touched else source
+        raise SpecsimError(exc.message, source=where, field=exc.field) from None
+
+
+def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
+    """The first missing pass time the hardware model cannot derive, with what it needs.
+
+    A missing verify is derived from a measured decode and the model's weights; any other
+    missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
+    (sim/hardware/decompose.py).
+    """
+    timing, model = scenario.timing, scenario.model
+    geometry = [f"model.{n}" for n in ("layers", "hidden_size") if getattr(model, n) is None]
+    weights = ["model.layer_params"] if model.layer_params is None else []
+    gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
+    checks = [("decode_ms", geometry + weights + gpu)]
+    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
+    checks.append(("verify_ms", verify_needs))
+    if timing.verify_growth == "experts" and geometry + weights:
+        return "timing.verify_growth", geometry + weights
+    if scenario.num_steps > 0:
+        drafter = ["model.draft_params"] if model.draft_params is None else []
+        checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]
+    for name, needs in checks:
+        if getattr(timing, name) is None and needs:
+            return f"timing.{name}", needs
+    return None
+
+
+def read_scenario_file(path: str | Path) -> dict[str, Any]:
+    """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecsimError("no such file", source=str(path)) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise SpecsimError(f"cannot read: {exc.__class__.__name__}", source=str(path)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
+
+
+def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with ``timing.measured_on`` completed from the file's own hardware values.
+
+    Keys the file gives in ``[timing.measured_on]`` stay; missing ones come from
+    ``[hardware]`` / ``timing.verify_cuda_graph`` (or their defaults). Values that are not
+    of the right type are left for validation to report.
+    """
+    out = copy.deepcopy(dict(raw))
+    timing = out.get("timing")
+    hardware = out.get("hardware", {})
+    if not isinstance(timing, dict) or not isinstance(hardware, dict):
+        return out
+    measured = timing.setdefault("measured_on", {})
+    if not isinstance(measured, dict):
+        return out
+    hw_fields = HardwareSpec.model_fields
+    measured.setdefault(
+        "interconnect", hardware.get("interconnect", hw_fields["interconnect"].default)
+    )
+    measured.setdefault("gpus", hardware.get("gpus", hw_fields["gpus"].default))
+    if hardware.get("gpu") is not None:
+        measured.setdefault("gpu", hardware["gpu"])
+    measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    measured.setdefault("allreduce", hardware.get("allreduce", hw_fields["allreduce"].default))
+    return out
+
+
+def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
+    """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
+    raw = fill_measured_on(read_scenario_file(path))
+    overrides = dict(parse_assignment(s) for s in sets)
+    merged = apply_overrides(raw, overrides)
+    return scenario_from_dict(merged, source=str(path), overridden=overrides)
+
+
+def with_overrides(
+    scenario: Scenario, overrides: Mapping[str, Any], *, source: str = "override"
+) -> Scenario:
+    """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
+    raw = scenario.model_dump(exclude_none=True)
+    merged = apply_overrides(raw, overrides)
+    return scenario_from_dict(merged, source=source, overridden=overrides)
+
+
+def pin_verify_tokens(scenario: Scenario) -> Scenario:
+    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default).
+
+    The measured ``verify_ms`` belongs to the scenario's own k; without pinning, changing
+    ``speculation.num_steps`` would silently move the measurement to another token count.
+    With it, other k use the measured pass plus ``verify_ms_per_extra_token`` per extra
+    token, as the closed forms do (``pass_times``).
+    """
+    if scenario.timing.verify_tokens is not None:
+        return scenario
+    return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
+
+
+def field_value(scenario: Scenario, dotted: str) -> Any:
+    """The value of a dotted field of a scenario (SpecsimError naming the field if none)."""
+    node: Any = scenario.model_dump()
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise SpecsimError("no such scenario field", field=dotted)
+        node = node[part]
+    return node

@@ -1,0 +1,83 @@
+"""Dotted ``--set`` overrides of a scenario's raw mapping (before validation).
+
+``--set`` values are TOML (``--set acceptance.per_position=[0.8,0.7]``); a bare word is a
+string (``--set hardware.interconnect=nvlink4``). Keys that describe the same thing in
+different ways replace each other, and derived keys follow the key they derive from.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from sim.errors import SpecsimError
+
+#: Keys that describe the same thing in different ways: setting one drops the others, so
+#: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
+#: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
+EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
+    frozenset({"acceptance.alpha", "acceptance.per_position", "acceptance.mix"}),
+    frozenset({"acceptance.concentration", "acceptance.std"}),
+)
+#: Keys derived from another key unless given with it: ``num_draft_tokens`` follows ``num_steps``.
+DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value as a TOML scalar or array; a bare word is a string (``nvlink4``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
+            return text
+        raise SpecsimError(f"cannot parse value {text!r} as TOML", param="sets") from None
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``'a.b=value'`` -> ``('a.b', parsed value)``."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", param="sets")
+    return key, parse_value(value.strip())
+
+
+def _delete(raw: dict[str, Any], dotted: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node: Any = raw
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped.
+
+    Raises SpecsimError when a dotted path runs through a value that is not a table.
+    """
+    out = copy.deepcopy(dict(raw))
+    for dotted in overrides:
+        for group in EXCLUSIVE_KEYS:
+            if dotted in group:
+                for other in group - {dotted}:
+                    if other not in overrides:
+                        _delete(out, other)
+        derived = DERIVED_KEYS.get(dotted)
+        if derived and derived not in overrides:
+            _delete(out, derived)
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = out
+        for i, part in enumerate(parents):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(parents[: i + 1])
+                raise SpecsimError(f"{where} is not a table", param="sets", field=dotted)
+            node = child
+        node[leaf] = value
+    return out

@@ -1,0 +1,98 @@
+"""What both engines share: the plan they run, their random streams, their output, and
+the bookkeeping arithmetic (pure functions).
+
+The model (batch 1): a server runs ``requests`` requests one after another. A request runs
+cycles until it has emitted ``output_tokens`` tokens. Each cycle takes the phase durations
+of a ``CycleTimeModel`` and emits L tokens (1 <= L <= k + 1) from the request's acceptance
+rates. The last cycle may overshoot (emit more tokens than the request still needs): the
+request's time ends with that cycle, its tok/s counts only the ``output_tokens`` it needs
+(``output_tokens * 1000 / request_ms``), and the emitted total is kept separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.acceptance import AcceptanceModel
+from sim.model.cycle import PHASES
+from sim.model.cycletime import CycleTimeModel
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """Everything an engine needs besides random numbers (picklable, for worker processes)."""
+
+    acceptance: AcceptanceModel
+    cycle_times: CycleTimeModel
+    output_tokens: int
+    requests: int
+
+    @property
+    def num_steps(self) -> int:
+        return self.acceptance.num_steps
+
+
+@dataclass(frozen=True)
+class ReplicationRngs:
+    """The independent random streams of one replication (made in sim/simulation/simulate.py only).
+
+    ``requests``: each request's class and rates; ``accept``: the acceptance uniforms;
+    ``timing``: the phase durations. Keeping them apart means that changing the rates does
+    not move the timing draws, and jitter on/off does not move the acceptance draws.
+    """
+
+    requests: np.random.Generator
+    accept: np.random.Generator
+    timing: np.random.Generator
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """Results of B replications of Q requests each (k = num_steps).
+
+    tok_s, request_ms: float (B, Q); cycles, emitted_tokens, request_class: int (B, Q);
+    accept_counts: int (B, k + 1), cycles with L = j + 1 tokens; phase_ms: float (B, 4),
+    total ms per phase in ``PHASES`` order.
+    """
+
+    tok_s: np.ndarray
+    request_ms: np.ndarray
+    cycles: np.ndarray
+    emitted_tokens: np.ndarray
+    request_class: np.ndarray
+    accept_counts: np.ndarray
+    phase_ms: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: list[EngineOutput]) -> EngineOutput:
+        """Stack outputs along the replication axis, in the given order."""
+        return EngineOutput(
+            **{
+                name: np.concatenate([getattr(p, name) for p in parts], axis=0)
+                for name in EngineOutput.__dataclass_fields__
+            }
+        )
+
+
+def request_stream(rng: np.random.Generator, request: int) -> np.random.Generator:
+    """Request ``request``'s own sub-stream of a replication stream (no new seed).
+
+    ``rng.bit_generator.jumped(request + 1)``: PCG64 jumped ahead by (request + 1) x
+    ~2^127 draws, a window no request can exhaust, so the draws of request r never depend
+    on how many draws the requests before it used (common random numbers in the SimPy
+    engine). Seeds become generators in sim/simulation/simulate.py only; this only derives.
+    """
+    return np.random.Generator(rng.bit_generator.jumped(request + 1))
+
+
+def request_tok_s(output_tokens: int, request_ms: np.ndarray | float) -> np.ndarray | float:
+    """Per-request throughput counting only the tokens the request needs: 1000 N / ms."""
+    return 1000.0 * output_tokens / request_ms
+
+
+def phase_means(cycle_times: CycleTimeModel) -> np.ndarray:
+    """Mean phase durations (ms), shape (4,), in ``PHASES`` order."""
+    means = cycle_times.mean_ms()
+    return np.array([means[p] for p in PHASES], dtype=float)

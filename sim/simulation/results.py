@@ -1,0 +1,53 @@
+"""What a Monte Carlo run returns: per-request and per-cycle arrays of R replications."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.acceptance import AcceptanceModel
+from sim.model.cycle import PHASES
+from sim.scenario.schema import Scenario
+
+
+@dataclass(frozen=True)
+class MonteCarloResult:
+    """R replications of Q requests of N output tokens each, at k = ``num_steps``.
+
+    ``acceptance`` is the model the requests drew their rates from; ``fidelity`` the
+    pass-time model (``cycle`` or ``layer``).
+
+    Arrays (read-only):
+      tok_s            float (R, Q)   per-request tok/s, counting N tokens (not the overshoot)
+      request_ms       float (R, Q)   per-request time from first cycle start to last cycle end
+      request_tokens   int   (R, Q)   tokens counted per request (N each)
+      emitted_tokens   int   (R, Q)   tokens the cycles emitted (N .. N + k: last cycle overshoot)
+      cycles           int   (R, Q)   cycles per request
+      request_class    int   (R, Q)   index into ``class_names`` (workload mix)
+      accept_counts    int   (R, k+1) cycles that emitted L = j + 1 tokens
+      phase_ms         float (R, 4)   total ms per phase, in ``PHASES`` order
+    """
+
+    scenario: Scenario
+    acceptance: AcceptanceModel
+    engine: str
+    fidelity: str
+    seed: int
+    replications: int
+    requests: int
+    output_tokens: int
+    num_steps: int
+    class_names: tuple[str, ...]
+    tok_s: np.ndarray
+    request_ms: np.ndarray
+    request_tokens: np.ndarray
+    emitted_tokens: np.ndarray
+    cycles: np.ndarray
+    request_class: np.ndarray
+    accept_counts: np.ndarray
+    phase_ms: np.ndarray
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        return PHASES

@@ -1,0 +1,232 @@
+"""Summary statistics of a Monte Carlo result.
+
+* per-request tok/s: mean, std (ddof 1), p5/p50/p95 over all requests; the 95% confidence
+  interval of the mean from the replication means with Student's t (scipy.stats.t), R - 1
+  degrees of freedom (with one replication, from the requests, which are independent at
+  batch 1);
+* accept length: pooled over all cycles (tokens emitted / cycles, as a server log reports
+  it) and its pmf, beside the model's long-run pooled pmf (``AcceptanceModel.cycle_pmf``);
+* cycle_ms: mean time per cycle, total and by phase;
+* per target: P(a request's tok/s >= target) with a Wilson score interval (requests are
+  independent and identically distributed in this model).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.model.cycle import PHASES
+from sim.simulation.results import MonteCarloResult
+
+
+def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean of the replication means (R,) and its 95% t interval (R - 1 degrees of freedom)."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, mean, mean
+    se = float(values.std(ddof=1)) / math.sqrt(values.size)
+    if se == 0.0:
+        return mean, mean, mean
+    from scipy import stats  # lazy: scipy.stats is slow to import (start-up)
+
+    half = float(stats.t.ppf(0.975, values.size - 1)) * se
+    return mean, mean - half, mean + half
+
+
+#: The 97.5% quantile of the standard normal, as scipy.special.ndtri(0.975) gives it.
+Z_975 = 1.959963984540054
+
+
+def wilson_ci95(successes: int, trials: int) -> tuple[float, float]:
+    """Wilson score 95% interval of a binomial proportion (no continuity correction).
+
+    Newcombe (1998), method 3, in the arithmetic of scipy.stats.binomtest's
+    ``proportion_ci(method="wilson")`` (identical results, without its set-up cost):
+    center (2 n p + z^2) / (2 (n + z^2)), half-width z sqrt(4 n p q + z^2) / (2 (n + z^2)),
+    with the lower end 0 at k = 0 and the upper end 1 at k = n.
+    """
+    k, n = int(successes), int(trials)
+    z = Z_975
+    p = k / n
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    lo = 0.0 if k == 0 else center - delta
+    hi = 1.0 if k == n else center + delta
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class TargetProbability:
+    """P(a request's tok/s >= ``tok_s``) and its 95% interval."""
+
+    tok_s: float
+    p_at_least: float
+    ci95: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tok_s": self.tok_s,
+            "p_at_least": self.p_at_least,
+            "p_at_least_ci95": list(self.ci95),
+        }
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """Per-class share of requests and mean tok/s (workload mix only)."""
+
+    name: str
+    share: float
+    mean_tok_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "share": self.share, "mean_tok_s": self.mean_tok_s}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Statistics of a ``MonteCarloResult`` (see module docstring for their definitions).
+
+    ``accept_pmf``/``theory_pmf`` have shape (k + 1,), entry j for L = j + 1.
+    """
+
+    engine: str
+    fidelity: str
+    seed: int
+    replications: int
+    requests: int
+    tok_s_mean: float
+    tok_s_std: float
+    tok_s_ci95: tuple[float, float]
+    tok_s_p5: float
+    tok_s_p50: float
+    tok_s_p95: float
+    accept_length_mean: float
+    accept_pmf: np.ndarray
+    theory_pmf: np.ndarray
+    theory_accept_length: float
+    cycle_ms: dict[str, float]
+    targets: tuple[TargetProbability, ...]
+    classes: tuple[ClassSummary, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Monte Carlo keys of ``specsim run --json`` (plain floats, JSON-ready)."""
+        return {
+            "engine": self.engine,
+            "fidelity": self.fidelity,
+            "seed": self.seed,
+            "replications": self.replications,
+            "requests": self.requests,
+            "throughput_tok_s": {
+                "mean": self.tok_s_mean,
+                "std": self.tok_s_std,
+                "ci95": list(self.tok_s_ci95),
+                "p5": self.tok_s_p5,
+                "p50": self.tok_s_p50,
+                "p95": self.tok_s_p95,
+            },
+            "accept_length": {
+                "mean": self.accept_length_mean,
+                "pmf": self.accept_pmf.tolist(),
+                "theory_mean": self.theory_accept_length,
+                "theory_pmf": self.theory_pmf.tolist(),
+            },
+            "cycle_ms": dict(self.cycle_ms),
+            "targets": [t.to_dict() for t in self.targets],
+            "classes": [c.to_dict() for c in self.classes],
+        }
+
+
+def throughput_mean_ci95(result: MonteCarloResult) -> tuple[float, float, float]:
+    """Mean per-request tok/s and its 95% t interval over the replication means.
+
+    With one replication the requests themselves are the sample.
+    """
+    tok = result.tok_s
+    return mean_ci95(tok.mean(axis=1) if result.replications > 1 else tok.ravel())
+
+
+def pooled_accept_length(result: MonteCarloResult) -> float:
+    """Mean tokens per cycle over every simulated cycle (as a server log reports it)."""
+    counts = result.accept_counts.sum(axis=0)  # (k + 1,)
+    return float(counts @ np.arange(1, result.num_steps + 2) / counts.sum())
+
+
+def target_probabilities(
+    result: MonteCarloResult, targets: Sequence[float]
+) -> tuple[TargetProbability, ...]:
+    """P(a request's tok/s >= t) with its Wilson 95% interval, for each target t."""
+    flat = result.tok_s.ravel()
+    rows = []
+    for t in targets:
+        hits = int((flat >= t).sum())
+        rows.append(TargetProbability(float(t), hits / flat.size, wilson_ci95(hits, flat.size)))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What a root finder needs of a Monte Carlo run (or of a closed form, with a zero-width
+    interval): mean per-request tok/s with its 95% interval, the pooled accept length and
+    P(tok/s >= target) per target. ``Summary`` carries the same fields and more."""
+
+    tok_s_mean: float
+    tok_s_ci95: tuple[float, float]
+    accept_length_mean: float
+    targets: tuple[TargetProbability, ...]
+
+
+def quick_stats(result: MonteCarloResult, targets: Sequence[float]) -> Stats:
+    """``Stats`` of a result: the statistics of ``summarize`` that search needs, without the
+    theoretical pmf (a numerical integration per call for heterogeneous acceptance)."""
+    mean, lo, hi = throughput_mean_ci95(result)
+    probabilities = target_probabilities(result, targets)
+    return Stats(mean, (lo, hi), pooled_accept_length(result), probabilities)
+
+
+def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) -> Summary:
+    """Statistics of a Monte Carlo result; ``targets`` default to the scenario's."""
+    if targets is None:
+        targets = result.scenario.target_tok_s
+    tok = result.tok_s
+    flat = tok.ravel()
+    mean, lo, hi = throughput_mean_ci95(result)
+    p5, p50, p95 = (float(x) for x in np.percentile(flat, [5, 50, 95]))
+    counts = result.accept_counts.sum(axis=0)
+    n_cycles = int(counts.sum())
+    model = result.acceptance
+    phase_tot = result.phase_ms.sum(axis=0)
+    cycle_ms = {"mean": float(phase_tot.sum() / n_cycles)}
+    cycle_ms.update({p: float(phase_tot[i] / n_cycles) for i, p in enumerate(PHASES)})
+    classes = []  # only for a workload mix
+    for i, name in enumerate(result.class_names if len(result.class_names) > 1 else ()):
+        rows = result.request_class == i
+        share = float(rows.mean())
+        classes.append(ClassSummary(name, share, float(tok[rows].mean()) if rows.any() else 0.0))
+    return Summary(
+        engine=result.engine,
+        fidelity=result.fidelity,
+        seed=result.seed,
+        replications=result.replications,
+        requests=result.requests,
+        tok_s_mean=mean,
+        tok_s_std=float(flat.std(ddof=1)) if flat.size > 1 else 0.0,
+        tok_s_ci95=(lo, hi),
+        tok_s_p5=p5,
+        tok_s_p50=p50,
+        tok_s_p95=p95,
+        accept_length_mean=pooled_accept_length(result),
+        accept_pmf=counts / n_cycles,
+        theory_pmf=model.cycle_pmf(),
+        theory_accept_length=model.cycle_mean_accept_length(),
+        cycle_ms=cycle_ms,
+        targets=target_probabilities(result, targets),
+        classes=tuple(classes),
+    )

@@ -1,0 +1,71 @@
+"""The closed-form analysis of one scenario: what ``specsim run`` reports in expectation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.closed_forms import (
+    TargetAnswer,
+    answer_target,
+    break_even_accept_length,
+    ceiling_tok_s,
+    throughput_tok_s,
+)
+from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.rates import accept_length_pmf, mean_accept_length
+from sim.scenario.bind import pass_times, scenario_rates
+from sim.scenario.schema import Scenario
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Closed-form answers for one scenario at its own ``num_steps`` (k).
+
+    ``rates`` has shape (k,) and ``pmf`` shape (k + 1,) with ``pmf[j] = P(L = j + 1)``.
+    ``break_even_accept_length`` is None for k = 0 (nothing to break even with).
+    """
+
+    scenario: Scenario
+    passes: PassTimes
+    cost: CycleCost
+    rates: np.ndarray
+    pmf: np.ndarray
+    accept_length: float
+    baseline_tok_s: float
+    throughput_tok_s: float
+    ceiling_tok_s: float
+    break_even_accept_length: float | None
+    targets: tuple[TargetAnswer, ...]
+
+    @property
+    def num_steps(self) -> int:
+        return self.cost.num_steps
+
+    @property
+    def speedup(self) -> float:
+        return self.throughput_tok_s / self.baseline_tok_s
+
+
+def analyze(scenario: Scenario) -> Analysis:
+    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
+    k = scenario.num_steps
+    passes = pass_times(scenario)
+    cost = cycle_cost(passes, k)
+    baseline = 1000.0 / passes.decode_ms
+    rates = scenario_rates(scenario)
+    al = mean_accept_length(rates)
+    return Analysis(
+        scenario=scenario,
+        passes=passes,
+        cost=cost,
+        rates=rates,
+        pmf=accept_length_pmf(rates),
+        accept_length=al,
+        baseline_tok_s=baseline,
+        throughput_tok_s=throughput_tok_s(al, cost),
+        ceiling_tok_s=ceiling_tok_s(cost),
+        break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
+        targets=tuple(answer_target(t, passes, k) for t in scenario.target_tok_s),
+    )

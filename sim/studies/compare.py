@@ -1,0 +1,129 @@
+"""Scenarios side by side: throughput with its CI, accept length, cycle breakdown and the
+acceptance each target needs, with ratios to the first scenario.
+
+The Monte Carlo numbers come from ``sim.simulation`` (each scenario at its own seed); the
+required alpha per target comes from the closed forms (``sim.studies.analysis``: at the
+scenario's k and at the best k), so compare is one Monte Carlo run per scenario. Use
+``specsim search`` for the Monte Carlo answer with its interval. Text: sim/report/compare.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.scenario.load import with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.simulate import simulate
+from sim.simulation.summary import summarize
+from sim.studies.analysis import analyze
+
+#: Quantities given a ratio to the first scenario.
+RATIO_KEYS = ("baseline_tok_s", "tok_s_mean", "accept_length", "cycle_ms_mean", "speedup")
+
+
+def unique_labels(paths: Sequence[str]) -> list[str]:
+    """File stems, made unique with a #n suffix when two files share a stem."""
+    stems = [Path(p).stem for p in paths]
+    out = []
+    for i, s in enumerate(stems):
+        out.append(s if stems.count(s) == 1 else f"{s}#{stems[: i + 1].count(s)}")
+    return out
+
+
+def compare_one(
+    label: str,
+    scenario: Scenario,
+    targets: Sequence[float],
+    engine: str,
+    workers: int = 1,
+    fidelity: str = "cycle",
+) -> dict[str, Any]:
+    """One column of the comparison (plain, JSON-ready)."""
+    if targets:
+        scenario = with_overrides(scenario, {"targets.tok_s": [float(t) for t in targets]})
+    analysis = analyze(scenario)
+    result = simulate(scenario, engine=engine, fidelity=fidelity, workers=workers)
+    summary = summarize(result, targets)
+    p_at = {float(t.tok_s): t for t in summary.targets}
+    rows = []
+    for t in analysis.targets:
+        best = t.best
+        prob = p_at.get(float(t.tok_s))
+        rows.append(
+            {
+                "tok_s": t.tok_s,
+                "p_at_least": prob.p_at_least if prob else None,
+                "p_at_least_ci95": list(prob.ci95) if prob else None,
+                "reachable": t.reachable,
+                "alpha_at_num_steps": t.at_num_steps.alpha if analysis.num_steps > 0 else None,
+                "best_num_steps": best.num_steps if best else None,
+                "alpha_at_best": best.alpha if best else None,
+            }
+        )
+    return {
+        "label": label,
+        "scenario": scenario.name,
+        "num_steps": analysis.num_steps,
+        "baseline_tok_s": analysis.baseline_tok_s,
+        "analytic_tok_s": analysis.throughput_tok_s,
+        "tok_s_mean": summary.tok_s_mean,
+        "tok_s_ci95": list(summary.tok_s_ci95),
+        "tok_s_p5": summary.tok_s_p5,
+        "tok_s_p95": summary.tok_s_p95,
+        "speedup": summary.tok_s_mean / analysis.baseline_tok_s,
+        "accept_length": summary.accept_length_mean,
+        "cycle_ms_mean": summary.cycle_ms["mean"],
+        "cycle_ms": {k: v for k, v in summary.cycle_ms.items() if k != "mean"},
+        "targets": rows,
+    }
+
+
+ALPHA_MEANING = (
+    "required alpha: closed form, equal conditional rates (effective rates for per-position "
+    "or heterogeneous acceptance)"
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Scenarios side by side: one column per scenario (JSON-ready mappings with ratios to
+    the first), the targets every column answers, and the Monte Carlo settings."""
+
+    engine: str
+    fidelity: str
+    targets: tuple[float, ...]
+    columns: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "fidelity": self.fidelity,
+            "targets": list(self.targets),
+            "alpha_meaning": ALPHA_MEANING,
+            "scenarios": [dict(c) for c in self.columns],
+        }
+
+
+def compare_scenarios(
+    entries: Sequence[tuple[str, Scenario]],
+    *,
+    targets: Sequence[float] = (),
+    engine: str = "fast",
+    fidelity: str = "cycle",
+    workers: int = 1,
+) -> Comparison:
+    """All scenarios side by side; ``ratios`` of each to the first (first is 1.0).
+
+    ``targets`` default to the first scenario's, so every column answers the same targets.
+    """
+    if not entries:
+        return Comparison(engine, fidelity, (), ())
+    tgts = [float(t) for t in (targets or entries[0][1].target_tok_s)]
+    cols = [compare_one(label, scn, tgts, engine, workers, fidelity) for label, scn in entries]
+    first = cols[0]
+    for col in cols:
+        col["ratios"] = {k: (col[k] / first[k] if first[k] else None) for k in RATIO_KEYS}
+    return Comparison(engine, fidelity, tuple(tgts), tuple(cols))

@@ -1,0 +1,486 @@
+"""Inverse search: the lowest acceptance rate that reaches a tok/s target, per k.
+
+The question of the seed case is inverse: "what accuracy do we need for 150/200 tok/s?".
+For each target and draft length k the search finds the lowest acceptance at which
+
+* the mean per-request tok/s reaches the target (``quantile=None``), or
+* at least a fraction ``quantile`` of requests reach it (the service-level form, which
+  needs the Monte Carlo distribution).
+
+The closed forms (sim/model/closed_forms.py ``answer_at_k``) give the starting point, Monte
+Carlo bisection on common random numbers the answer and its 95% interval
+(sim/studies/rootfind.py).
+
+Acceptance profiles. With one rate ``alpha`` the lever is alpha. With per-position rates,
+a workload mix or per-request heterogeneity the search scales every mean rate by one
+factor, keeping the profile's shape and spread (rates capped at 1), and reports ``alpha``
+as the mean conditional rate over positions 1..k; the report says so (``acceptance_lever``).
+
+No plotting here (sim/report/plots.py), no files (sim/cli/search.py); any other lever:
+sim/studies/solve.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.acceptance import AcceptanceModel
+from sim.model.closed_forms import answer_at_k, ceiling_tok_s
+from sim.model.cycle import PassTimes
+from sim.model.cycle import cycle_cost as chain_cycle_cost
+from sim.model.rates import cumulative_rates, mean_accept_length
+from sim.parallel import LocalExecutor
+from sim.scenario.bind import acceptance_model, closed_form_tok_s, pass_times
+from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.summary import Stats
+from sim.studies.rootfind import (
+    ALPHA_XTOL,
+    Criterion,
+    Evaluator,
+    MonteCarloStats,
+    Probe,
+    SimulateFn,
+    checked_targets,
+    solve_root,
+)
+
+# --------------------------------------------------------------------------- acceptance lever
+
+
+@dataclass(frozen=True)
+class AcceptanceLever:
+    """How acceptance is varied at draft length k, keeping everything else of [acceptance].
+
+    The lever value ``x`` scales the mean rates of the scenario's acceptance model (in the
+    model layer: no scenario is re-validated per rate): with one rate
+    (``kind == "alpha"``) x is alpha itself; with per-position rates or a mix
+    (``kind == "profile"``) every mean rate r becomes min(1, x r), so the profile keeps its
+    shape. Per-request spread (concentration or std) is kept as given. ``alpha(x)`` reports
+    the mean conditional rate over positions 1..k (weight-averaged over mix classes).
+    ``x_max`` is where every rate reaches 1, or the last value at which a Beta ``std`` is
+    still possible (a std can forbid means near 1).
+    """
+
+    base: Scenario  # validated once, with speculation.num_steps = k
+    model: AcceptanceModel  # the base's acceptance at k, unscaled
+    kind: str  # "alpha" or "profile"
+    x_max: float
+
+    @property
+    def num_steps(self) -> int:
+        return self.base.num_steps
+
+    def model_at(self, x: float) -> AcceptanceModel:
+        """The acceptance model at lever value ``x``."""
+        return self.model.with_equal_rates(x) if self.kind == "alpha" else self.model.scaled(x)
+
+    def mean_rates(self, xs: np.ndarray) -> np.ndarray:
+        """Mean conditional rates at each lever value, weight-averaged over mix classes:
+        shape (n, k) for ``xs`` of shape (n,) (what ``model_at(x).mean_rates()`` gives,
+        without building the models)."""
+        xs = np.asarray(xs, dtype=float)[:, None]
+        out = np.zeros((xs.shape[0], self.num_steps))
+        for w, c in zip(self.model.weights, self.model.classes, strict=True):
+            unit = 1.0 if self.kind == "alpha" else c.mean_rates[None, :]
+            out += w * np.minimum(1.0, xs * unit)
+        return out
+
+    def alpha(self, x: float | None) -> float | None:
+        """The mean conditional rate over positions 1..k at lever value ``x``."""
+        if x is None:
+            return None
+        return float(self.mean_rates(np.array([x]))[0].mean())
+
+    def per_position(self, x: float) -> list[float]:
+        """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
+        return [float(v) for v in self.mean_rates(np.array([x]))[0]]
+
+    def expected_accept_length(self, x: float) -> float:
+        """E[L] per request at x (effective rates carry the heterogeneity)."""
+        return mean_accept_length(self.model_at(x).closed_form_rates())
+
+    def accept_length_grid(self, n: int = 101) -> tuple[np.ndarray, np.ndarray]:
+        """(x grid of shape (n,), E[L] at each), for interpolating closed-form answers.
+
+        Without heterogeneity the rates at every x are one array operation, shape (n, k);
+        otherwise each x integrates over requests.
+        """
+        xs = np.linspace(0.0, self.x_max, n)
+        if self.model.heterogeneous:
+            return xs, np.array([self.expected_accept_length(float(x)) for x in xs])
+        rates = self.model.classes[0].mean_rates
+        if self.kind == "alpha":
+            grid = np.broadcast_to(np.minimum(1.0, xs)[:, None], (n, self.num_steps))
+        else:
+            grid = np.minimum(1.0, xs[:, None] * rates[None, :])
+        return xs, 1.0 + cumulative_rates(grid).sum(axis=1)
+
+    def closed_form_x(
+        self, required_accept_length: float, grid: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> float | None:
+        """Least x whose expected accept length reaches the requirement (None: out of reach).
+
+        Interpolates on the grid, then refines with brentq inside the grid cell.
+        """
+        xs, als = grid or self.accept_length_grid()
+        if required_accept_length <= als[0]:
+            return 0.0
+        if required_accept_length > als[-1]:
+            return None
+        j = int(np.searchsorted(als, required_accept_length))
+        a, b = float(xs[max(j - 1, 0)]), float(xs[j])
+        f = lambda x: self.expected_accept_length(x) - required_accept_length  # noqa: E731
+        if f(a) >= 0:
+            return a
+        from scipy.optimize import brentq  # lazy: scipy.optimize is slow to import
+
+        return float(brentq(f, a, b, xtol=1e-10))
+
+
+ACCEPTANCE_NOTE_PROFILE = (
+    "acceptance has per-position rates, a mix or per-request spread: search scales every "
+    "mean rate by one factor (profile shape and spread kept, rates capped at 1); alpha is "
+    "the mean conditional rate over positions 1..k"
+)
+ACCEPTANCE_NOTE_ALPHA = "alpha = the equal conditional per-position acceptance rate"
+
+
+def _is_plain_alpha(scenario: Scenario) -> bool:
+    acc = scenario.acceptance
+    return acc is None or (acc.alpha is not None and not getattr(acc, "heterogeneous", False))
+
+
+def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
+    """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation)."""
+    over: dict[str, Any] = {"speculation.num_steps": num_steps}
+    if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
+        over["acceptance"] = {"alpha": 0.0}
+    base = with_overrides(scenario, over, source="search")
+    acc = base.acceptance
+    model = acceptance_model(acc, num_steps)
+    kind = "alpha" if acc is None or acc.alpha is not None else "profile"
+    if kind == "alpha":
+        top = 1.0
+    else:
+        rates = np.concatenate([c.mean_rates for c in model.classes])
+        positive = rates[rates > 0]
+        top = 1.0 / float(positive.min()) if positive.size else 1.0
+    lever = AcceptanceLever(base, model, kind, top)
+    if lever.model_at(top).infeasible() is not None:
+        # a Beta std too wide for means near 1: stop where the spread is still possible
+        lo = 0.0
+        for _ in range(60):
+            mid = (lo + top) / 2
+            if lever.model_at(mid).infeasible() is None:
+                lo = mid
+            else:
+                top = mid
+        lever = AcceptanceLever(base, model, kind, lo)
+    return lever
+
+
+def acceptance_note(scenario: Scenario) -> str:
+    return ACCEPTANCE_NOTE_ALPHA if _is_plain_alpha(scenario) else ACCEPTANCE_NOTE_PROFILE
+
+
+# --------------------------------------------------------------------------- search over alpha
+
+
+@dataclass(frozen=True)
+class KResult:
+    """One target at one draft length k."""
+
+    num_steps: int
+    reachable: bool
+    alpha: float | None
+    alpha_ci95: tuple[float | None, float | None]
+    required_accept_length: float | None
+    closed_form_alpha: float | None
+    ceiling_tok_s: float
+    simulated_ceiling_tok_s: float | None
+    per_position: list[float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_steps": self.num_steps,
+            "reachable": self.reachable,
+            "alpha": self.alpha,
+            "alpha_ci95": list(self.alpha_ci95),
+            "required_accept_length": self.required_accept_length,
+            "closed_form_alpha": self.closed_form_alpha,
+            "ceiling_tok_s": self.ceiling_tok_s,
+            "simulated_ceiling_tok_s": self.simulated_ceiling_tok_s,
+            "per_position": self.per_position,
+        }
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """One target over the k range: the best k (lowest alpha) and every k."""
+
+    tok_s: float
+    quantile: float | None
+    per_num_steps: tuple[KResult, ...]
+    reason: str | None
+
+    @property
+    def best(self) -> KResult | None:
+        ok = [r for r in self.per_num_steps if r.reachable]
+        return min(ok, key=lambda r: (r.alpha, r.num_steps)) if ok else None
+
+    @property
+    def note(self) -> str | None:
+        best = self.best
+        ks = [r.num_steps for r in self.per_num_steps]
+        if best is not None and len(ks) > 1 and best.num_steps == max(ks):
+            return (
+                f"the best k is the largest searched ({best.num_steps}); a longer draft may "
+                "need a lower rate: widen --num-steps"
+            )
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        top = max(self.per_num_steps, key=lambda r: r.ceiling_tok_s)
+        return {
+            "tok_s": self.tok_s,
+            "quantile": self.quantile,
+            "reachable": best is not None,
+            "best_num_steps": best.num_steps if best else None,
+            "alpha": best.alpha if best else None,
+            "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
+            "required_accept_length": best.required_accept_length if best else None,
+            "ceiling_tok_s": top.ceiling_tok_s,
+            "ceiling_num_steps": top.num_steps,
+            "reason": self.reason,
+            "note": self.note,
+            "per_num_steps": [r.to_dict() for r in self.per_num_steps],
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    scenario: str
+    engine: str
+    fidelity: str
+    evaluations: int
+    note: str
+    targets: tuple[TargetResult, ...]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "engine": self.engine,
+            "fidelity": self.fidelity,
+            "evaluations": self.evaluations,
+            "acceptance_lever": self.note,
+            **self.settings,
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def _search_k(
+    lever: AcceptanceLever,
+    passes: PassTimes,
+    criteria: Sequence[Criterion],
+    evaluator: Evaluator,
+) -> list[KResult]:
+    """Every criterion at one k, sharing the Monte Carlo runs of this k.
+
+    ``passes`` are the pass times the closed-form hints use (the pinned base scenario's).
+    """
+    num_steps = lever.num_steps
+    cost = chain_cycle_cost(passes, num_steps)
+
+    def evaluate(x: float) -> Stats:
+        return evaluator(lever.base, f"k={num_steps};x={x!r}", lever.model_at(x))
+
+    probe = Probe(evaluate, +1, 0.0, lever.x_max)
+    grid = lever.accept_length_grid()
+    out = []
+    for crit in criteria:
+        closed = answer_at_k(crit.target_tok_s, passes, num_steps)
+        x_cf = lever.closed_form_x(closed.required_accept_length, grid)
+        hint = lever.x_max if x_cf is None else x_cf
+        root = solve_root(probe, crit, hint=hint, step=0.01 * lever.x_max, xtol=ALPHA_XTOL)
+        sim_ceiling = None
+        if lever.x_max in probe.seen:
+            sim_ceiling = float(probe.seen[lever.x_max].tok_s_mean)
+        al = None
+        if root.value is not None:
+            al = float(probe.at(root.value).accept_length_mean)
+        out.append(
+            KResult(
+                num_steps=num_steps,
+                reachable=root.value is not None,
+                alpha=lever.alpha(root.value),
+                alpha_ci95=(lever.alpha(root.ci95[0]), lever.alpha(root.ci95[1])),
+                required_accept_length=al,
+                closed_form_alpha=lever.alpha(x_cf),
+                ceiling_tok_s=ceiling_tok_s(cost),
+                simulated_ceiling_tok_s=sim_ceiling,
+                per_position=(
+                    None
+                    if root.value is None or lever.kind == "alpha"
+                    else lever.per_position(root.value)
+                ),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class KTask:
+    """One draft length's search for a worker process (picklable)."""
+
+    base: dict[str, Any]
+    num_steps: int
+    criteria: tuple[Criterion, ...]
+    simulate: SimulateFn
+
+
+def run_k_task(task: KTask) -> tuple[int, list[KResult], int]:
+    """(k, results per criterion, Monte Carlo evaluations) for one draft length."""
+    base = scenario_from_dict(task.base, source="search")
+    targets = [c.target_tok_s for c in task.criteria]
+    evaluator = Evaluator(task.simulate, targets)
+    lever = acceptance_lever(base, task.num_steps)
+    rows = _search_k(lever, pass_times(base), task.criteria, evaluator)
+    return task.num_steps, rows, evaluator.evaluations
+
+
+def _reason(tok_s: float, quantile: float | None, rows: Sequence[KResult]) -> str | None:
+    if any(r.reachable for r in rows):
+        return None
+    top = max(rows, key=lambda r: r.ceiling_tok_s)
+    ks = [r.num_steps for r in rows]
+    what = "mean tok/s" if quantile is None else f"{quantile:.0%} of requests"
+    sim = (
+        f"; simulated at alpha 1: {top.simulated_ceiling_tok_s:.1f} tok/s"
+        if top.simulated_ceiling_tok_s is not None
+        else ""
+    )
+    return (
+        f"no num_steps in {ks[0]}..{ks[-1]} gets {what} to {tok_s:g} tok/s: the best ceiling "
+        f"is {top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts "
+        f"accepted){sim}"
+    )
+
+
+def search_acceptance(
+    scenario: Scenario,
+    targets: Sequence[float],
+    num_steps: Iterable[int],
+    *,
+    quantile: float | None = None,
+    engine: str = "fast",
+    fidelity: str = "cycle",
+    simulate: SimulateFn | None = None,
+    workers: int = 1,
+) -> SearchResult:
+    """The lowest acceptance reaching each target, for each k, with 95% intervals.
+
+    ``simulate`` (default: the Monte Carlo at the scenario's seed, ``MonteCarloStats``) maps
+    a scenario, an acceptance model and the targets to ``Stats``; tests pass the closed form
+    (``closed_form_stats``) or a counting wrapper (it must be picklable when ``workers`` > 1).
+    ``workers`` > 1 searches the draft lengths in that many processes; each k's search is
+    independent and seeded the same way, so the result does not depend on it. The scenario
+    is validated once per draft length (the lever scales the acceptance model).
+    """
+    targets = checked_targets(targets, quantile)
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    base = pin_verify_tokens(scenario)
+    criteria = tuple(Criterion(t, quantile) for t in targets)
+    run = simulate or MonteCarloStats(engine, fidelity)
+    by_k: dict[int, list[KResult]] = {}
+    evaluations = 0
+    levers: dict[int, AcceptanceLever] = {}
+    if workers > 1 and len(ks) > 1:
+        tasks = [KTask(base.model_dump(exclude_none=True), k, criteria, run) for k in ks]
+        for _, (k, rows, n) in LocalExecutor(workers).map_unordered(run_k_task, tasks):
+            by_k[k], evaluations = rows, evaluations + n
+    else:
+        evaluator = Evaluator(run, targets)
+        passes = pass_times(base)
+        for k in ks:
+            levers[k] = acceptance_lever(base, k)
+            by_k[k] = _search_k(levers[k], passes, criteria, evaluator)
+        evaluations = evaluator.evaluations
+    results = tuple(
+        TargetResult(
+            tok_s=t,
+            quantile=quantile,
+            per_num_steps=tuple(by_k[k][i] for k in ks),
+            reason=_reason(t, quantile, [by_k[k][i] for k in ks]),
+        )
+        for i, t in enumerate(targets)
+    )
+    settings = {
+        "seed": base.simulation.seed,
+        "replications": base.simulation.replications,
+        "requests": base.workload.requests,
+        "output_tokens": base.workload.output_tokens,
+        "quantile": quantile,
+        "current": current_operating_point(base, levers.get(base.num_steps)),
+    }
+    settings["closed_form_curves"] = closed_form_curves(
+        base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
+    )
+    return SearchResult(
+        base.name, engine, fidelity, evaluations, acceptance_note(base), results, settings
+    )
+
+
+def current_operating_point(
+    scenario: Scenario, lever: AcceptanceLever | None = None
+) -> dict[str, Any] | None:
+    """The scenario as it is: its k, its alpha (as the search reports alpha) and the
+    closed-form tok/s; None for plain decoding. ``lever``: the one at the scenario's own k,
+    if already built."""
+    if scenario.num_steps == 0 or scenario.acceptance is None:
+        return None
+    lever = lever or acceptance_lever(scenario, scenario.num_steps)
+    x_now = scenario.acceptance.alpha if lever.kind == "alpha" else 1.0
+    return {
+        "num_steps": scenario.num_steps,
+        "alpha": lever.alpha(x_now),
+        "closed_form_tok_s": closed_form_tok_s(scenario),
+    }
+
+
+def closed_form_curves(
+    scenario: Scenario,
+    num_steps: Iterable[int],
+    tok_s: np.ndarray,
+    levers: dict[int, AcceptanceLever] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """Closed-form required alpha against target tok/s per k (reachable points only).
+
+    ``tok_s`` has shape (n,); each curve holds the targets reachable at that k and the
+    alpha (scaled-profile mean) they need. For the required-rate plot. ``levers`` (by k)
+    are reused where given.
+    """
+    levers = levers or {}
+    passes = pass_times(scenario)
+    out: dict[str, dict[str, list[float]]] = {}
+    for k in num_steps:
+        lever = levers.get(k) or acceptance_lever(scenario, k)
+        xs, als = lever.accept_length_grid()
+        cycle_ms = chain_cycle_cost(passes, k).total_ms
+        need = np.asarray(tok_s, dtype=float) * cycle_ms / 1000.0
+        ok = (need >= als[0]) & (need <= als[-1])
+        x_at = np.interp(need[ok], als, xs)
+        out[str(k)] = {
+            "tok_s": [float(t) for t in np.asarray(tok_s)[ok]],
+            "alpha": [float(a) for a in lever.mean_rates(x_at).mean(axis=1)],
+        }
+    return out

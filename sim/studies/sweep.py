@@ -1,0 +1,206 @@
+"""Sweeps: evaluate every point of a grid over a base scenario into the resumable store.
+
+Every point is evaluated with the same root seed (the scenario's ``simulation.seed`` after
+overrides), so points share common random numbers and the result of a point depends only
+on the point, never on the number of workers, the executor (sim/parallel.py) or the order
+in which points finish. Grids: sim/studies/grid.py; the store: sim/studies/sweep_store.py.
+No plotting here (sim/report/plots.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.errors import SpecsimError
+from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
+from sim.model.rates import mean_accept_length
+from sim.parallel import Executor, LocalExecutor
+from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
+from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.simulate import simulate
+from sim.simulation.summary import Summary, summarize
+from sim.studies.grid import expand_grid, point_key
+from sim.studies.sweep_store import SweepStore
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """Everything one worker needs to evaluate one point (picklable, no files)."""
+
+    base: dict[str, Any]  # the base scenario as a plain mapping (Scenario.model_dump)
+    overrides: dict[str, Any]
+    engine: str
+    targets: tuple[float, ...]
+    source: str = "sweep"
+    fidelity: str = "cycle"
+
+
+def point_scenario(task: PointTask) -> Scenario:
+    base = scenario_from_dict(task.base, source=task.source)
+    return with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
+
+
+def _target_label(tok_s: float) -> str:
+    return f"{tok_s:g}"
+
+
+def evaluate_point(task: PointTask) -> dict[str, Any]:
+    """One sweep point: its overrides, then closed-form and Monte Carlo statistics.
+
+    The Monte Carlo runs with the point's own ``simulation.seed`` in this process
+    (``workers=1``): parallelism is across points, so results do not depend on it.
+    """
+    scenario = point_scenario(task)
+    result = simulate(
+        scenario,
+        engine=task.engine,
+        fidelity=task.fidelity,
+        seed=scenario.simulation.seed,
+        workers=1,
+    )
+    summary = summarize(result, task.targets)
+    return {**dict(task.overrides), **summary_row(scenario, summary, task.targets)}
+
+
+def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
+    """Flat statistics of one point: closed forms, then the Monte Carlo summary."""
+    cost = cycle_cost(scenario)
+    k = scenario.num_steps
+    analytic_al = mean_accept_length(scenario_rates(scenario))
+    row: dict[str, Any] = {
+        "num_steps": k,
+        "baseline_tok_s": baseline_tok_s(scenario),
+        "ceiling_tok_s": ceiling_tok_s(cost),
+        "analytic_tok_s": throughput_tok_s(analytic_al, cost),
+        "analytic_accept_length": analytic_al,
+        "tok_s_mean": summary.tok_s_mean,
+        "tok_s_std": summary.tok_s_std,
+        "tok_s_ci95_lo": summary.tok_s_ci95[0],
+        "tok_s_ci95_hi": summary.tok_s_ci95[1],
+        "tok_s_p5": summary.tok_s_p5,
+        "tok_s_p50": summary.tok_s_p50,
+        "tok_s_p95": summary.tok_s_p95,
+        "accept_length_mean": summary.accept_length_mean,
+    }
+    for phase, ms in summary.cycle_ms.items():
+        row["cycle_ms" if phase == "mean" else f"cycle_{phase}_ms"] = ms
+    for cls in summary.classes:  # workload mix: per-class share and mean tok/s
+        row[f"class_{cls.name}_share"] = cls.share
+        row[f"class_{cls.name}_tok_s"] = cls.mean_tok_s
+    by_target = {float(t.tok_s): t for t in summary.targets}
+    for tok_s in targets:
+        entry = by_target.get(float(tok_s))
+        label = _target_label(tok_s)
+        lo, hi = entry.ci95 if entry else (None, None)
+        row[f"p_at_least_{label}"] = entry.p_at_least if entry else None
+        row[f"p_at_least_{label}_ci95_lo"] = lo
+        row[f"p_at_least_{label}_ci95_hi"] = hi
+    return row
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: ``rows`` in grid order (finished points only), counts, completeness."""
+
+    rows: list[dict[str, Any]]
+    varied: list[str]
+    total: int
+    computed: int
+    reused: int
+    complete: bool
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def sweep_fingerprint(
+    base: Scenario, engine: str, targets: Sequence[float], fidelity: str = "cycle"
+) -> dict[str, Any]:
+    """What besides the point a result depends on; stored in the manifest.
+
+    The default fidelity (``cycle``) is left out, so stores written before fidelity
+    became a sweep setting are still reused.
+    """
+    out: dict[str, Any] = {
+        "scenario": base.model_dump(mode="json", exclude_none=True),
+        "engine": engine,
+        "targets": [float(t) for t in targets],
+    }
+    if fidelity != "cycle":
+        out["fidelity"] = fidelity
+    return out
+
+
+def run_sweep(
+    base: Scenario,
+    axes: Sequence[tuple[str, Sequence[Any]]],
+    out_dir: str | Path,
+    *,
+    engine: str = "fast",
+    fidelity: str = "cycle",
+    targets: Sequence[float] | None = None,
+    executor: Executor | None = None,
+    evaluate: Callable[[PointTask], dict[str, Any]] = evaluate_point,
+    progress: Callable[[int], None] | None = None,
+    source: str = "sweep",
+) -> SweepOutcome:
+    """Evaluate the grid's missing points into the store at ``out_dir`` and write the tables.
+
+    The measured verify pass is pinned to its token count first (``pin_verify_tokens``), so
+    a grid over ``speculation.num_steps`` prices other k as the closed forms do.
+    Every point is validated before anything runs (a bad grid value fails fast, naming the
+    key). Finished points are saved one by one as they complete; the tables are rewritten
+    at the end, also when the sweep is interrupted (then ``complete`` is false in
+    ``sweep.json`` and re-running the same command computes only the missing points).
+    ``progress(n)`` is called with the number of points just finished (reused points
+    first, in one call).
+    """
+    targets = tuple(float(t) for t in (base.target_tok_s if targets is None else targets))
+    base = pin_verify_tokens(base)
+    points = expand_grid(axes)
+    varied = [k for k, _ in axes]
+    for point in points:
+        try:
+            with_overrides(base, point, source=source)
+        except SpecsimError as exc:  # name the grid, not --set
+            raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
+    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity))
+    store.open()
+    done = store.load(points)
+    base_dict = base.model_dump(exclude_none=True)
+    keys = [point_key(p) for p in points]
+    todo = [i for i, k in enumerate(keys) if k not in done]
+    tasks = [PointTask(base_dict, points[i], engine, targets, source, fidelity) for i in todo]
+    reused = len(points) - len(todo)
+    if progress and reused:
+        progress(reused)
+    computed = 0
+    meta = {
+        "scenario": base.name,
+        "engine": engine,
+        "fidelity": fidelity,
+        "seed": base.simulation.seed,
+        "replications": base.simulation.replications,
+        "requests": base.workload.requests,
+        "output_tokens": base.workload.output_tokens,
+        "targets": list(targets),
+        "varied": varied,
+        "grid": {k: list(v) for k, v in axes},
+    }
+    try:
+        for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
+            store.save(points[todo[j]], row)
+            done[keys[todo[j]]] = row
+            computed += 1
+            if progress:
+                progress(1)
+    finally:
+        rows = [done[k] for k in keys if k in done]
+        complete = len(rows) == len(points)
+        store.write_tables(rows, {**meta, "points": len(points), "complete": complete})
+    return SweepOutcome(rows, varied, len(points), computed, reused, complete, meta)

@@ -1,0 +1,5 @@
+"""``python -m sim.validation``: rebuild docs/validation.md."""
+
+from sim.validation.report import main
+
+raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""Every bad input gives exit status 2 and one line naming the file and field, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.conftest import MINIMAL
+
+
+def run_cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def assert_one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_missing_file(tmp_path):
+    missing = str(tmp_path / "nope.toml")
+    assert_one_line_error(run_cli("run", missing), missing, "no such file")
+
+
+def test_invalid_toml(write_scenario):
+    path = write_scenario("name = \n")
+    assert_one_line_error(run_cli("run", str(path)), str(path), "invalid TOML")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("[targets]", "[targets]\ncolour = 1", "targets.colour", "unknown key"),
+        ("[acceptance]\nalpha = 0.7", "[acceptance]\nalpha = 1.5", "acceptance.alpha", "1"),
+        ("[acceptance]\nalpha = 0.7", "[acceptance]\nalpha = -0.1", "acceptance.alpha", "0"),
+        ("num_steps = 3", 'num_steps = "3"', "speculation.num_steps", "integer"),
+        ("num_steps = 3", "num_steps = -1", "speculation.num_steps", "0"),
+        ("verify_ms = 20.0", "verify_ms = 0.0", "timing.verify_ms", "greater than 0"),
+        ("decode_ms = 10.0", "decode_ms = -3.0", "timing.decode_ms", "greater than 0"),
+        ("tok_s = [100.0]", "tok_s = []", "targets.tok_s", "at least 1"),
+        ("decode_ms = 10.0\n", "", "timing.decode_ms", "missing"),
+        ("num_steps = 3", "num_steps = 3\ntopk = 4", "speculation", "tree drafting"),
+        ("[acceptance]\nalpha = 0.7", "[acceptance]", "acceptance", "exactly one"),
+    ],
+)
+def test_bad_field_names_file_and_field(write_scenario, old, new, field, words):
+    assert old in MINIMAL
+    path = write_scenario(MINIMAL.replace(old, new))
+    result = run_cli("run", str(path))
+    assert_one_line_error(result, str(path), field, words)
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ("acceptance.alpha=2", "acceptance.alpha"),
+        ("speculation.num_steps=-2", "speculation.num_steps"),
+        ("timing.verify_ms=0", "timing.verify_ms"),
+        ("timing.no_such=1", "timing.no_such"),
+        ("targets.tok_s=[]", "targets.tok_s"),
+        ("acceptance.alpha=[1,", ""),
+    ],
+)
+def test_bad_overrides(write_scenario, setting, field):
+    result = run_cli("run", str(write_scenario()), "--set", setting)
+    assert_one_line_error(result, "--set", field)
+
+
+def test_validate_reports_each_file(write_scenario, tmp_path):
+    good = write_scenario()
+    bad = write_scenario(MINIMAL.replace("alpha = 0.7", "alpha = 7"), name="bad.toml")
+    result = run_cli("validate", str(good), str(bad))
+    assert result.exit_code == 2
+    assert f"{good}: ok" in result.output
+    assert f"{bad}: acceptance.alpha" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "--alpha", "0.5"],  # needs --num-steps
+        ["convert", "--alpha", "0.5", "--accept-length", "2", "--num-steps", "2"],
+        ["convert", "--cumulative", "0.5,x"],
+        ["convert", "--accept-length", "9", "--num-steps", "2"],
+    ],
+)
+def test_bad_convert_inputs(args):
+    assert_one_line_error(run_cli(*args))
+
+
+def test_cli_choices_match_the_library_registries():
+    """The CLI lists engines and fidelities without importing the library (start-up)."""
+    from sim.cli.options import ENGINE_NAMES, FIDELITY_NAMES
+    from sim.scenario.bind import FIDELITIES
+    from sim.simulation.engines import ENGINES
+
+    assert set(ENGINE_NAMES) == set(ENGINES)
+    assert set(FIDELITY_NAMES) == set(FIDELITIES)
+
+
+def test_help_and_convert_import_no_heavy_module():
+    """``specsim --help`` and ``convert --alpha`` import neither matplotlib, scipy, Dask,
+    pydantic nor the calibration stack (each command imports what it uses)."""
+    import subprocess
+    import sys
+
+    for argv in (["--help"], ["convert", "--alpha", "0.8", "--num-steps", "3"]):
+        code = (
+            "import sys\n"
+            f"sys.argv = ['specsim', *{argv!r}]\n"
+            "from sim.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = ('matplotlib', 'scipy', 'dask', 'distributed', 'pydantic',"
+            " 'sim.calibration.calibrate', 'sim.calibration.lsq')\n"
+            "print(sorted({m for m in sys.modules if m.startswith(heavy)}), file=sys.stderr)\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.stderr.strip().endswith("[]"), (argv, out.stderr[-400:])

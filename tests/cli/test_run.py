@@ -1,0 +1,125 @@
+"""``specsim run`` with the Monte Carlo: flags, JSON keys, determinism, progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.cli import progress as progress_mod
+from tests.helpers import MIXED
+
+FAST = ["--replications", "4", "--requests", "30"]
+
+
+def run_json(*args: str) -> dict:
+    result = CliRunner().invoke(main, ["run", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_json_has_the_monte_carlo_keys(seed_path):
+    doc = run_json(str(seed_path), *FAST, "--seed", "3")
+    assert (doc["engine"], doc["seed"], doc["replications"], doc["requests"]) == ("fast", 3, 4, 30)
+    assert set(doc["throughput_tok_s"]) == {"mean", "std", "ci95", "p5", "p50", "p95"}
+    assert {"mean", "pmf", "theory_pmf"} <= set(doc["accept_length"])
+    assert set(doc["cycle_ms"]) >= {"mean", "draft", "verify", "extend", "overhead"}
+    for t in doc["targets"]:
+        assert t["p_at_least"] == 0.0 and len(t["p_at_least_ci95"]) == 2
+        assert "alpha_at_best" in t  # the closed-form keys stay
+    assert doc["analytic"]["throughput_tok_s"] == pytest.approx(60.06, abs=0.01)
+
+
+@pytest.mark.parametrize("engine", ["fast", "des"])
+def test_same_seed_and_workers_give_identical_json(seed_path, engine):
+    # the SimPy engine runs one replication per task, so --workers 2 really uses 2 processes
+    args = [
+        "run",
+        str(seed_path),
+        "--replications",
+        "3",
+        "--requests",
+        "20",
+        "--json",
+        "--engine",
+        engine,
+        "--set",
+        "timing.jitter_cv=0.3",
+    ]
+    a = CliRunner().invoke(main, args).output
+    b = CliRunner().invoke(main, [*args, "--workers", "2"]).output
+    c = CliRunner().invoke(main, args).output
+    assert a == b == c and '"throughput_tok_s"' in a
+
+
+def test_des_engine_gives_the_same_keys(seed_path):
+    fast = run_json(str(seed_path), *FAST)
+    des = run_json(str(seed_path), *FAST, "--engine", "des")
+    assert des["engine"] == "des"
+    assert set(des) == set(fast)
+    assert set(des["throughput_tok_s"]) == set(fast["throughput_tok_s"])
+
+
+def test_mix_scenario_runs_and_reports_classes(write_scenario):
+    from tests.conftest import MINIMAL
+
+    text = MINIMAL.replace("[acceptance]\nalpha = 0.7\n", "")
+    text += "[acceptance]\n"
+    for c in MIXED["mix"]:
+        text += "[[acceptance.mix]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in c.items())
+    doc = run_json(str(write_scenario(text)), *FAST)
+    assert [c["name"] for c in doc["classes"]] == ["chat", "code"]
+
+
+def test_text_output_shows_the_distribution(seed_path):
+    result = CliRunner().invoke(main, ["run", str(seed_path), *FAST])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "What acceptance reaches each target?" in out  # the closed form stays
+    assert "Monte Carlo (fast engine, cycle fidelity, 4 replications x 30 requests" in out
+    assert "p5" in out and "P(tok/s >= 150)" in out and "|" in out
+    assert "simulating" not in out  # no progress bar when not a terminal
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--replications", "0"], "--replications"),
+        (["--engine", "warp"], "--engine"),
+        (["--seed", "-1"], "--seed"),
+    ],
+)
+def test_bad_flags_exit_2(seed_path, args, needle):
+    result = CliRunner().invoke(main, ["run", str(seed_path), *args])
+    assert result.exit_code == 2
+    assert needle in result.output and "Traceback" not in result.output
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_after_a_while(monkeypatch):
+    monkeypatch.setattr(progress_mod, "SHOW_AFTER_S", 0.0)
+    tty = FakeTty()
+    with progress_mod.ProgressBar(stream=tty) as bar:
+        for done in range(1, 5):
+            bar(done, 4)
+    assert "simulating" in tty.getvalue()
+    quiet = FakeTty()
+    with progress_mod.ProgressBar(enabled=False, stream=quiet) as bar:
+        bar(4, 4)
+    assert quiet.getvalue() == ""
+    pipe = io.StringIO()
+    with progress_mod.ProgressBar(stream=pipe) as bar:
+        bar(4, 4)
+    assert pipe.getvalue() == ""
+    monkeypatch.setattr(progress_mod, "SHOW_AFTER_S", 60.0)
+    slow = FakeTty()
+    with progress_mod.ProgressBar(stream=slow) as bar:
+        bar(4, 4)
+    assert slow.getvalue() == ""  # short runs draw nothing

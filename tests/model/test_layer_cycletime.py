@@ -1,0 +1,70 @@
+"""Layer-level pass times behind the Monte Carlo's cycle-time seam."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.model.cycle import PHASES
+from sim.model.cycletime import CycleTimeModel
+from sim.scenario.bind import cycle_cost as scenario_cycle_cost
+from sim.scenario.bind import layer_cycle_times
+from sim.scenario.load import load_scenario
+from sim.simulation.simulate import simulate
+from tests.conftest import SEED
+
+
+@pytest.mark.parametrize(
+    "sets", [[], ["hardware.interconnect=nvlink4"], ["speculation.num_steps=0"]]
+)
+def test_without_rank_jitter_matches_the_cost_model(sets):
+    scenario = load_scenario(SEED, sets)
+    model = layer_cycle_times(scenario, np.random.default_rng(0))
+    assert isinstance(model, CycleTimeModel) and model.deterministic
+    expected = scenario_cycle_cost(scenario).as_dict()
+    assert model.mean_ms() == pytest.approx(expected, rel=1e-9)
+    drawn = model.sample(np.random.default_rng(1), 5)
+    assert tuple(drawn) == PHASES and all(v.shape == (5,) for v in drawn.values())
+
+
+def test_monte_carlo_with_layer_times_equals_default_without_jitter():
+    scenario = load_scenario(SEED)
+    default = simulate(scenario, replications=3, requests=5)
+    layered = simulate(
+        scenario,
+        replications=3,
+        requests=5,
+        cycle_times=layer_cycle_times(scenario, np.random.default_rng(0)),
+    )
+    assert layered.tok_s == pytest.approx(default.tok_s, rel=1e-9)
+
+
+def test_rank_jitter_slows_the_cycle_and_resamples():
+    # Graphed verify: GPU-bound, so the straggler cost shows (the seed's ungraphed verify is
+    # launch-bound and hides it, tests/test_layer_pass.py).
+    scenario = load_scenario(SEED, ["hardware.rank_jitter_cv=0.1", "timing.verify_cuda_graph=true"])
+    model = layer_cycle_times(scenario, np.random.default_rng(0), pool_size=16)
+    assert not model.deterministic
+    assert model.mean_ms()["verify"] > scenario_cycle_cost(scenario).verify_ms
+    drawn = model.sample(np.random.default_rng(2), 200)
+    assert set(np.unique(drawn["verify"])) <= set(model.verify_pool_ms)
+    assert np.all(drawn["overhead"] == scenario.timing.cycle_overhead_ms)
+
+
+def test_run_with_layer_fidelity():
+    args = ["run", str(SEED), "--json", "--quiet", "--replications", "2", "--requests", "5"]
+    cycle = json.loads(CliRunner().invoke(main, args).output)
+    layer = json.loads(CliRunner().invoke(main, [*args, "--fidelity", "layer"]).output)
+    # No rank jitter: the layer-level pass reproduces the cost model's pass times.
+    assert layer["throughput_tok_s"]["mean"] == pytest.approx(
+        cycle["throughput_tok_s"]["mean"], rel=1e-9
+    )
+    jitter = CliRunner().invoke(
+        main, [*args, "--fidelity", "layer", "--set", "hardware.rank_jitter_cv=0.1"]
+    )
+    slower = json.loads(jitter.output)
+    assert slower["throughput_tok_s"]["mean"] < cycle["throughput_tok_s"]["mean"]

@@ -1,0 +1,82 @@
+"""Scenario files: validation, defaults, and dotted overrides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from sim.errors import SpecsimError
+from sim.scenario.bind import conditional_rates
+from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.overrides import apply_overrides, parse_assignment, parse_value
+
+
+def test_minimal_scenario_loads_with_documented_defaults(write_scenario):
+    sc = load_scenario(write_scenario())
+    assert sc.num_steps == 3
+    assert sc.speculation.topk == 1 and sc.speculation.draft_tokens == 4
+    assert sc.workload.output_tokens == 512
+    assert sc.simulation.replications == 20
+    assert sc.target_tok_s == (100.0,)
+
+
+def test_per_position_repeats_the_last_rate(write_scenario):
+    text = write_scenario().read_text().replace("alpha = 0.7", "per_position = [0.8, 0.6]")
+    sc = load_scenario(write_scenario(text))
+    np.testing.assert_allclose(conditional_rates(sc.acceptance, 4), [0.8, 0.6, 0.6, 0.6])
+    np.testing.assert_allclose(conditional_rates(sc.acceptance, 1), [0.8])
+
+
+def test_scenarios_are_frozen(write_scenario):
+    sc = load_scenario(write_scenario())
+    with pytest.raises(ValidationError):
+        sc.speculation.num_steps = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("4", 4),
+        ("0.8", 0.8),
+        ("[0.9, 0.8]", [0.9, 0.8]),
+        ("true", True),
+        ("nvlink4", "nvlink4"),
+        ('"pcie-gen5"', "pcie-gen5"),
+    ],
+)
+def test_set_values_are_toml(text, parsed):
+    assert parse_value(text) == parsed
+
+
+def test_set_requires_key_equals_value():
+    assert parse_assignment("speculation.num_steps=4") == ("speculation.num_steps", 4)
+    for bad in ("speculation.num_steps", "=4", "a..b=1"):
+        with pytest.raises(SpecsimError):
+            parse_assignment(bad)
+
+
+def test_overrides_replace_exclusive_and_derived_keys():
+    raw = {
+        "acceptance": {"per_position": [0.9]},
+        "speculation": {"num_steps": 2, "num_draft_tokens": 3},
+    }
+    out = apply_overrides(raw, {"acceptance.alpha": 0.8, "speculation.num_steps": 4})
+    assert out["acceptance"] == {"alpha": 0.8}
+    assert out["speculation"] == {"num_steps": 4}
+    assert raw["acceptance"] == {"per_position": [0.9]}  # input untouched
+
+
+def test_cli_overrides_and_programmatic_overrides_agree(write_scenario):
+    path = write_scenario()
+    a = load_scenario(path, ["speculation.num_steps=5", "acceptance.alpha=0.9"])
+    b = with_overrides(load_scenario(path), {"speculation.num_steps": 5, "acceptance.alpha": 0.9})
+    assert a == b
+    assert a.num_steps == 5 and a.acceptance.alpha == 0.9
+
+
+def test_override_errors_point_at_set(write_scenario):
+    with pytest.raises(SpecsimError) as err:
+        load_scenario(write_scenario(), ["acceptance.alpha=1.5"])
+    assert err.value.field == "acceptance.alpha"
+    assert "(--set)" in err.value.source

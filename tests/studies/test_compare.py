@@ -1,0 +1,52 @@
+"""``specsim compare``: side by side with ratios to the first scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.scenario.load import load_scenario, with_overrides
+from sim.studies.compare import compare_scenarios, unique_labels
+
+SMALL = {"simulation.replications": 3, "workload.requests": 10, "workload.output_tokens": 128}
+
+
+def test_ratios_to_the_first(seed_path: Path) -> None:
+    base = with_overrides(load_scenario(seed_path), SMALL)
+    graphed = with_overrides(base, {"timing.verify_ms": 15.0})
+    doc = compare_scenarios([("ungraphed", base), ("graphed", graphed)]).to_dict()
+    a, b = doc["scenarios"]
+    assert all(v == pytest.approx(1.0) for v in a["ratios"].values())
+    assert b["ratios"]["tok_s_mean"] == pytest.approx(b["tok_s_mean"] / a["tok_s_mean"])
+    assert b["ratios"]["tok_s_mean"] > 1.5  # half the verify pass: much faster
+    assert b["ratios"]["baseline_tok_s"] == pytest.approx(1.0)
+    assert b["cycle_ms"]["verify"] == pytest.approx(15.0)
+    # the faster scenario needs a lower alpha for 150 tok/s at its best k
+    assert b["targets"][0]["alpha_at_best"] < a["targets"][0]["alpha_at_best"]
+    assert doc["targets"] == [150.0, 200.0]
+
+
+def test_unique_labels() -> None:
+    assert unique_labels(["a/x.toml", "b/x.toml", "y.toml"]) == ["x#1", "x#2", "y"]
+
+
+def test_cli_compare_text_json_and_plot(seed_path: Path, tmp_path: Path) -> None:
+    other = tmp_path / "nvlink.toml"
+    other.write_text(seed_path.read_text().replace("verify_ms = 30.0", "verify_ms = 20.0"))
+    args = ["compare", str(seed_path), str(other), "--replications", "2", "--requests", "5"]
+    text = CliRunner().invoke(main, [*args, "--plot", str(tmp_path / "fig")])
+    assert text.exit_code == 0, text.output
+    assert "kimi-k25-8xpcie-eagle3" in text.output and "nvlink" in text.output
+    assert "(x1." in text.output and "ratios to kimi-k25-8xpcie-eagle3" in text.output
+    assert (tmp_path / "fig" / "compare-throughput.png").exists()
+    doc = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    assert [c["label"] for c in doc["scenarios"]] == ["kimi-k25-8xpcie-eagle3", "nvlink"]
+
+
+def test_cli_compare_bad_file_exits_2(seed_path: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["compare", str(seed_path), str(tmp_path / "nope.toml")])
+    assert result.exit_code == 2 and "no such file" in result.output

@@ -1,0 +1,379 @@
+"""Inverse search: agreement with the closed forms, reachability, quantiles, levers, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.cli import main
+from sim.errors import SpecsimError
+from sim.model.closed_forms import answer_at_k
+from sim.scenario.bind import pass_times
+from sim.scenario.load import load_scenario, with_overrides
+from sim.simulation.summary import Stats
+from sim.studies.rootfind import (
+    ALPHA_XTOL,
+    MonteCarloStats,
+    Probe,
+    closed_form_stats,
+    first_passing,
+)
+from sim.studies.search import search_acceptance
+from sim.studies.solve import solve_lever
+
+SMALL = {"simulation.replications": 4, "workload.requests": 25, "workload.output_tokens": 256}
+
+
+@pytest.fixture
+def seed(seed_path: Path):
+    return load_scenario(seed_path)
+
+
+@pytest.fixture
+def small(seed):
+    return with_overrides(seed, SMALL)
+
+
+class CountingSimulate:
+    """The Monte Carlo, counting its calls (to check the reported evaluation count)."""
+
+    def __init__(self, engine: str = "fast"):
+        self.calls = 0
+        self.run = MonteCarloStats(engine)
+
+    def __call__(self, scenario, acceptance, targets) -> Stats:
+        self.calls += 1
+        return self.run(scenario, acceptance, targets)
+
+
+# --------------------------------------------------------------------------- root finding
+
+
+@given(
+    root=st.floats(0.0, 1.0),
+    hint=st.floats(0.0, 1.0),
+    step=st.floats(1e-3, 0.5),
+    sign=st.sampled_from([1, -1]),
+)
+@settings(max_examples=80, deadline=None)
+def test_first_passing_finds_the_least_effort_point(
+    root: float, hint: float, step: float, sign: int
+) -> None:
+    """For a monotone step function, the answer is within xtol of the jump, on its good side."""
+
+    def evaluate(x: float) -> dict[str, Any]:
+        good = x >= root if sign > 0 else x <= root
+        return {"v": 1.0 if good else 0.0}
+
+    probe = Probe(evaluate, sign, 0.0, 1.0)
+    x = first_passing(probe, lambda s: s["v"], 0.5, hint=hint, step=step, xtol=1e-4)
+    assert x is not None
+    assert evaluate(x)["v"] == 1.0
+    assert abs(x - root) <= 1e-4 + 1e-12
+
+
+def test_first_passing_is_none_when_the_best_end_fails() -> None:
+    probe = Probe(lambda x: {"v": x}, 1, 0.0, 1.0)
+    assert first_passing(probe, lambda s: s["v"], 2.0, hint=0.5, step=0.1, xtol=1e-3) is None
+
+
+def test_first_passing_on_integers() -> None:
+    probe = Probe(lambda x: {"v": float(x)}, 1, 0, 100, integer=True)
+    assert first_passing(probe, lambda s: s["v"], 37.5, hint=3, step=1, xtol=1) == 38
+
+
+# --------------------------------------------------------------------------- acceptance search
+
+
+def test_search_machinery_reproduces_the_closed_form(seed) -> None:
+    """With the closed form as the 'simulation', the answer is answer_at_k to the tolerance."""
+    res = search_acceptance(seed, [100.0, 150.0], range(1, 9), simulate=closed_form_stats)
+    for t in res.targets:
+        for r in t.per_num_steps:
+            cf = answer_at_k(t.tok_s, pass_times(seed), r.num_steps).alpha
+            if cf is None:
+                assert not r.reachable
+            else:
+                assert r.alpha == pytest.approx(cf, abs=ALPHA_XTOL)
+    best = res.targets[1].best
+    assert best is not None and res.targets[1].to_dict()["best_num_steps"] == best.num_steps
+
+
+def test_monte_carlo_search_agrees_with_the_closed_form_without_jitter_or_spread(seed) -> None:
+    """No jitter, one rate: the closed form lies in the Monte Carlo interval (plus the
+    bisection tolerance). Long requests make the last cycle's overshoot negligible."""
+    scn = with_overrides(
+        seed,
+        {"simulation.replications": 6, "workload.requests": 10, "workload.output_tokens": 20000},
+    )
+    assert scn.timing.jitter_cv == 0 and not scn.acceptance.heterogeneous
+    res = search_acceptance(scn, [100.0, 150.0], [4, 6])
+    for t in res.targets:
+        for r in t.per_num_steps:
+            cf = answer_at_k(t.tok_s, pass_times(scn), r.num_steps).alpha
+            assert r.reachable == (cf is not None)
+            if cf is None:
+                continue
+            lo, hi = r.alpha_ci95
+            assert lo is not None and hi is not None and lo <= r.alpha <= hi
+            assert lo - 2 * ALPHA_XTOL <= cf <= hi + 2 * ALPHA_XTOL, (t.tok_s, r)
+            assert hi - lo < 0.01  # the interval is informative
+
+
+def test_evaluation_count_is_the_number_of_monte_carlo_runs(small) -> None:
+    counter = CountingSimulate()
+    res = search_acceptance(small, [120.0], [4, 5], simulate=counter)
+    assert res.evaluations == counter.calls > 0
+    assert res.to_dict()["evaluations"] == counter.calls
+
+
+def test_unreachable_target_reports_ceiling_and_reason(small) -> None:
+    res = search_acceptance(small, [1000.0], [1, 2, 3]).to_dict()
+    t = res["targets"][0]
+    assert t["reachable"] is False and t["alpha"] is None and t["best_num_steps"] is None
+    assert t["ceiling_tok_s"] == pytest.approx(max(r["ceiling_tok_s"] for r in t["per_num_steps"]))
+    assert "1000" in t["reason"] and "ceiling" in t["reason"]
+    assert all(not r["reachable"] for r in t["per_num_steps"])
+
+
+def test_trivially_reachable_target_needs_no_acceptance(small) -> None:
+    # at alpha = 0 every cycle emits one token: k = 1 runs 1000 / 31.4 ms = 31.8 tok/s
+    res = search_acceptance(small, [20.0], [1]).to_dict()
+    r = res["targets"][0]["per_num_steps"][0]
+    assert r["reachable"] and r["alpha"] == 0.0
+
+
+def test_quantile_form_needs_at_least_the_mean_form(seed) -> None:
+    scn = with_overrides(seed, {**SMALL, "timing.jitter_cv": 0.3})
+    mean = search_acceptance(scn, [120.0], [5]).targets[0].per_num_steps[0]
+    q90 = search_acceptance(scn, [120.0], [5], quantile=0.9).targets[0].per_num_steps[0]
+    assert q90.alpha > mean.alpha
+    assert q90.alpha_ci95[0] <= q90.alpha <= q90.alpha_ci95[1]
+
+
+def test_per_position_profile_is_scaled_keeping_its_shape(seed) -> None:
+    scn = with_overrides(seed, {**SMALL, "acceptance.per_position": [0.9, 0.6, 0.5]})
+    res = search_acceptance(scn, [80.0], [3], simulate=closed_form_stats).to_dict()
+    assert "scales every mean rate" in res["acceptance_lever"]
+    r = res["targets"][0]["per_num_steps"][0]
+    rates = np.array(r["per_position"])
+    assert rates[1] / rates[2] == pytest.approx(0.6 / 0.5)
+    assert r["alpha"] == pytest.approx(rates.mean())
+
+
+def test_heterogeneous_acceptance_is_searched_by_scaling_the_mean(seed) -> None:
+    """Beta spread per request: the closed form over the spread (effective rates) lies in
+    the Monte Carlo interval, which is wider than without the spread."""
+    long = {"simulation.replications": 6, "workload.requests": 50, "workload.output_tokens": 4000}
+    het = with_overrides(seed, {**long, "acceptance.concentration": 20.0})
+    res = search_acceptance(het, [110.0], [4])
+    assert "per-request spread" in res.note
+    r = res.targets[0].per_num_steps[0]
+    lo, hi = r.alpha_ci95
+    assert lo - 2 * ALPHA_XTOL <= r.closed_form_alpha <= hi + 2 * ALPHA_XTOL
+    homo = search_acceptance(with_overrides(seed, long), [110.0], [4]).targets[0]
+    h_lo, h_hi = homo.per_num_steps[0].alpha_ci95
+    assert hi - lo > h_hi - h_lo
+
+
+def test_common_random_numbers_make_the_estimate_monotone_in_alpha(small) -> None:
+    sim = MonteCarloStats()
+    means = [
+        sim(with_overrides(small, {"acceptance.alpha": a}), None, []).tok_s_mean
+        for a in np.linspace(0.5, 1.0, 11)
+    ]
+    assert all(b >= a for a, b in itertools.pairwise(means))
+
+
+def test_bad_search_inputs(small) -> None:
+    with pytest.raises(SpecsimError):
+        search_acceptance(small, [], [2])
+    with pytest.raises(SpecsimError):
+        search_acceptance(small, [100.0], [2], quantile=1.5)
+    with pytest.raises(SpecsimError):
+        search_acceptance(small, [100.0], [0, 2])
+    with pytest.raises(SpecsimError):
+        search_acceptance(small, [-5.0], [2])
+
+
+# --------------------------------------------------------------------------- levers
+
+
+def test_solve_verify_ms_is_at_most_and_matches_the_closed_form(small) -> None:
+    res = solve_lever(small, "timing.verify_ms", [100.0], simulate=closed_form_stats)
+    t = res.targets[0]
+    assert res.direction == "at most" and t.reachable
+    # closed form: 1000 * AL / (cycle without verify + verify) = 100
+    scn = with_overrides(small, {"timing.verify_ms": t.value})
+    tput = closed_form_stats(scn, None, ()).tok_s_mean
+    assert tput == pytest.approx(100.0, rel=2e-3)
+
+
+def test_solve_with_monte_carlo_brackets_its_answer(small) -> None:
+    res = solve_lever(small, "timing.verify_ms", [100.0])
+    t = res.targets[0]
+    lo, hi = t.value_ci95
+    assert lo is not None and hi is not None and lo <= t.value <= hi
+    assert res.warnings == ()  # monotone under common random numbers
+    assert t.value == pytest.approx(t.closed_form_value, rel=0.03)
+    assert res.evaluations == len(res.points)
+
+
+def test_solve_alpha_agrees_with_the_acceptance_search(small) -> None:
+    lever = solve_lever(small, "acceptance.alpha", [70.0])
+    search = search_acceptance(small, [70.0], [small.num_steps])
+    assert lever.direction == "at least"
+    a = search.targets[0].per_num_steps[0].alpha
+    assert lever.targets[0].value == pytest.approx(a, abs=3 * ALPHA_XTOL)
+
+
+def test_solve_an_integer_field(small) -> None:
+    # more output tokens per request dilute the last cycle's overshoot: tok/s rises slowly
+    res = solve_lever(small, "speculation.num_steps", [70.0], simulate=closed_form_stats)
+    assert res.targets[0].value is None or float(res.targets[0].value).is_integer()
+
+
+def test_unreachable_lever_says_why(small) -> None:
+    res = solve_lever(small, "timing.draft_step_ms", [500.0], simulate=closed_form_stats)
+    t = res.targets[0]
+    assert not t.reachable and "valid range" in t.reason
+
+
+@pytest.mark.parametrize("field", ["name", "timing.verify_cuda_graph", "timing.nope"])
+def test_solve_rejects_non_numeric_or_missing_fields(small, field: str) -> None:
+    with pytest.raises(SpecsimError):
+        solve_lever(small, field, [100.0])
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_search_json_schema(seed_path: Path) -> None:
+    result = _run(
+        "search", str(seed_path), "--target", "100", "--target", "1000", "--num-steps", "3:5",
+        "--replications", "3", "--requests", "10", "--set", "workload.output_tokens=128", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert {"scenario", "evaluations", "targets"} <= set(doc)
+    assert doc["evaluations"] > 0
+    t0, t1 = doc["targets"]
+    for key in (
+        "tok_s", "reachable", "best_num_steps", "alpha", "alpha_ci95", "required_accept_length",
+        "ceiling_tok_s", "quantile", "per_num_steps",
+    ):  # fmt: skip
+        assert key in t0
+    assert [r["num_steps"] for r in t0["per_num_steps"]] == [3, 4, 5]
+    for key in ("num_steps", "reachable", "alpha", "alpha_ci95", "ceiling_tok_s"):
+        assert key in t0["per_num_steps"][0]
+    assert t0["reachable"] and not t1["reachable"] and t1["reason"]
+
+
+def test_cli_search_text_and_plot(seed_path: Path, tmp_path: Path) -> None:
+    result = _run(
+        "search", str(seed_path), "--num-steps", "2,4", "--replications", "2", "--requests",
+        "10", "--set", "workload.output_tokens=64", "--plot", str(tmp_path / "fig"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "target 150 tok/s" in result.output and "Monte Carlo evaluations" in result.output
+    assert (tmp_path / "fig" / "required-alpha.png").stat().st_size > 10_000
+
+
+def test_cli_solve(seed_path: Path) -> None:
+    result = _run(
+        "search", str(seed_path), "--target", "100", "--solve", "timing.verify_ms",
+        "--replications", "2", "--requests", "10", "--set", "workload.output_tokens=128",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "timing.verify_ms at most" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--quantile", "2"],
+        ["--num-steps", "0:3"],
+        ["--num-steps", "a"],
+        ["--solve", "timing.verify_ms", "--num-steps", "2"],
+        ["--solve", "name"],
+        ["--target", "-5"],
+        ["--target", "0"],
+    ],
+)
+def test_cli_search_bad_input_exits_2(seed_path: Path, args: list[str]) -> None:
+    result = _run("search", str(seed_path), *args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
+    path = write_scenario(
+        'name = "k0"\n[timing]\ndecode_ms = 10.0\nverify_ms = 20.0\ndraft_step_ms = 1.0\n'
+        "draft_extend_ms = 2.0\n[speculation]\nnum_steps = 0\n[targets]\ntok_s = [60.0]\n"
+    )
+    scn = load_scenario(path)
+    res = search_acceptance(scn, [60.0], [1, 2], simulate=closed_form_stats)
+    for r in res.targets[0].per_num_steps:
+        # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms
+        assert r.alpha == pytest.approx(
+            answer_at_k(60.0, pass_times(scn), r.num_steps).alpha, abs=ALPHA_XTOL
+        )
+
+
+def test_quantile_answer_holds_on_fresh_random_numbers(seed) -> None:
+    """At the returned rate, about 90% of requests reach the target on a new seed too.
+
+    Tolerance: 4 standard errors of the two binomial proportions (the search's 400
+    requests and the check's 4000)."""
+    scn = with_overrides(
+        seed,
+        {"simulation.replications": 8, "workload.requests": 50, "workload.output_tokens": 256,
+         "timing.jitter_cv": 0.3},
+    )  # fmt: skip
+    r = search_acceptance(scn, [110.0], [5], quantile=0.9).targets[0].per_num_steps[0]
+    check = with_overrides(
+        scn,
+        {
+            "speculation.num_steps": 5,
+            "acceptance.alpha": r.alpha,
+            "simulation.seed": 12345,
+            "workload.requests": 500,
+        },
+    )
+    (entry,) = MonteCarloStats()(check, None, [110.0]).targets
+    se = np.sqrt(0.9 * 0.1 / 400 + 0.9 * 0.1 / 4000)
+    assert abs(entry.p_at_least - 0.9) < 4 * se
+
+
+@pytest.mark.slow
+def test_search_with_the_simpy_engine_agrees_with_the_fast_engine(seed) -> None:
+    """Both engines simulate the same model with different random streams: their answers
+    must agree within the sum of the two 95% half-widths (a conservative band)."""
+    scn = with_overrides(
+        seed,
+        {"simulation.replications": 8, "workload.requests": 50, "workload.output_tokens": 256,
+         "timing.jitter_cv": 0.2},
+    )  # fmt: skip
+    fast = search_acceptance(scn, [100.0], [4], engine="fast").targets[0].per_num_steps[0]
+    des = search_acceptance(scn, [100.0], [4], engine="des").targets[0].per_num_steps[0]
+    half = [(r.alpha_ci95[1] - r.alpha_ci95[0]) / 2 for r in (fast, des)]
+    assert abs(fast.alpha - des.alpha) <= sum(half) + 2 * ALPHA_XTOL
+
+
+def test_search_result_does_not_depend_on_workers(small) -> None:
+    one = search_acceptance(small, [90.0, 120.0], [3, 4, 5]).to_dict()
+    two = search_acceptance(small, [90.0, 120.0], [3, 4, 5], workers=2).to_dict()
+    assert one == two
+    assert one["evaluations"] > 0

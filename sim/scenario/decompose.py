@@ -171,6 +171,11 @@ class ScenarioHardware:
     def verify_from_decode(self) -> bool:
         return self.scenario.timing.verify_compute == "decode"
 
+    def verify_compute_from_decode_ms(self, tokens: int) -> float:
+        """The verify's compute over ``tokens`` on the reference hardware as the graphed
+        decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
+        return self._decode_grown_ref_ms(tokens)
+
     def _decode_grown_ref_ms(self, tokens: int) -> float:
         """Verify compute over ``tokens`` on the reference hardware, from the graphed
         decode's calibrated compute: times the weight bytes read (``verify_growth =

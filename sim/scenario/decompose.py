@@ -316,6 +316,16 @@ class ScenarioHardware:
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
+def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, float]:
+    """The draft extend's growth per accepted token and the tokens it was taken at (the
+    scenario's own num_steps + 1 by default, whatever k a cycle is later built for)."""
+    tokens = timing.draft_extend_tokens
+    return {
+        "draft_extend_ms_per_token": timing.draft_extend_ms_per_token,
+        "draft_extend_tokens": float(num_steps + 1 if tokens is None else tokens),
+    }
+
+
 def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
     """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``.
 
@@ -333,6 +343,7 @@ def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
         draft_step_ms=given["draft_step"],
         draft_extend_ms=given["draft_extend"],
         cycle_overhead_ms=timing.cycle_overhead_ms,
+        **_extend_fields(timing, num_steps),
     )
 
 
@@ -383,4 +394,6 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
         draft_extend_ms=total("draft_extend"),
         cycle_overhead_ms=timing.cycle_overhead_ms,
         verify_table_ms=table,
+        draft_step_overhead_ms=timing.draft_step_overhead_ms,
+        **_extend_fields(timing, scenario.num_steps),
     )

@@ -149,7 +149,7 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    A pass time left out is derived by the hardware model (sim/scenario/decompose.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
@@ -171,6 +171,16 @@ class TimingSpec(Section):
     verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
     draft_extend_ms: PositiveMs | None = None
+    #: The draft extend runs over the L tokens a cycle accepted: it grows by
+    #: ``draft_extend_ms_per_token`` per token, ``draft_extend_ms`` being its time at
+    #: ``draft_extend_tokens`` (default num_steps + 1). The closed forms take it at E[L]
+    #: (exact, the growth is linear); the Monte Carlo at each cycle's L.
+    draft_extend_ms_per_token: NonNegativeMs = 0.0
+    draft_extend_tokens: Annotated[float, Field(gt=0.0)] | None = None
+    #: Per-step drafter cost beyond a derived drafter pass (sampling, tree bookkeeping,
+    #: host work): added to every drafter step the hardware model derives. A measured
+    #: ``draft_step_ms`` already contains it, so giving both is an error.
+    draft_step_overhead_ms: NonNegativeMs = 0.0
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
     measured_on: MeasuredOn | None = None
@@ -178,6 +188,15 @@ class TimingSpec(Section):
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
     jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+
+    @model_validator(mode="after")
+    def _overhead_only_for_derived_steps(self) -> TimingSpec:
+        if self.draft_step_overhead_ms > 0 and self.draft_step_ms is not None:
+            raise ValueError(
+                "draft_step_overhead_ms is added to a derived drafter step; a measured "
+                "draft_step_ms already contains it (give one of the two)"
+            )
+        return self
 
 
 class SpeculationSpec(Section):
@@ -339,6 +358,14 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.draft_extend_ms is not None and timing.draft_extend_ms_per_token > 0:
+            tokens = timing.draft_extend_tokens or self.num_steps + 1
+            at_one = timing.draft_extend_ms - (tokens - 1) * timing.draft_extend_ms_per_token
+            if at_one < 0:
+                raise ValueError(
+                    "timing.draft_extend_ms_per_token is too large for timing.draft_extend_ms: "
+                    f"the draft extend over 1 token would take {at_one:.3g} ms"
+                )
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.num_steps + 1

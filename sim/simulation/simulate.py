@@ -20,7 +20,7 @@ from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycletime import CycleTimeModel
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, acceptance_model, cycle_time_model
+from sim.scenario.bind import FIDELITIES, acceptance_model, cycle_time_model, extend_growth
 from sim.scenario.schema import Scenario
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
@@ -116,11 +116,14 @@ def simulate(
     if cycle_times is None:
         rng = model_rng(seed) if fidelity == "layer" else None
         cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+    per_token, extend_tokens = extend_growth(scenario) if k else (0.0, 0.0)
     plan = EnginePlan(
         acceptance=acceptance or acceptance_model(scenario.acceptance, k),
         cycle_times=cycle_times,
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
+        extend_per_token_ms=per_token,
+        extend_tokens=extend_tokens,
     )
     children = np.random.SeedSequence(seed).spawn(r_n)
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens)

@@ -52,10 +52,10 @@ def analyze(scenario: Scenario) -> Analysis:
     """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
     k = scenario.num_steps
     passes = pass_times(scenario)
-    cost = cycle_cost(passes, k)
-    baseline = 1000.0 / passes.decode_ms
     rates = scenario_rates(scenario)
     al = mean_accept_length(rates)
+    cost = cycle_cost(passes, k).at_accept_length(al)  # the expected cycle, extend at E[L]
+    baseline = 1000.0 / passes.decode_ms
     return Analysis(
         scenario=scenario,
         passes=passes,

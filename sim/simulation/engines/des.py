@@ -3,9 +3,10 @@
 Processes only yield events. A cycle of a request is
 
     drafter steps (k - 1 of them, one timeout)  ->  verify pass  ->  acceptance
-    ->  draft extend  ->  per-cycle overhead
+    ->  draft extend over the L accepted tokens  ->  per-cycle overhead
 
-where the durations come from the plan's ``CycleTimeModel`` and acceptance is decided
+where the durations come from the plan's ``CycleTimeModel`` (the extend scaled to the
+cycle's L, ``EnginePlan.extend_scale``) and acceptance is decided
 position by position (``accept_length_sequential``: draft i is accepted with its
 conditional rate only if draft i - 1 was; the target adds one token). Phases of zero
 duration yield no event. Random numbers are pre-drawn in small blocks per request by the
@@ -104,8 +105,12 @@ def request_process(
     draws: Iterator[CycleDraw],
     rec: Recorder,
     trace: Trace | None = None,
+    extend_scale: list[float] | None = None,
 ):
-    """One request: cycles until ``output_tokens`` tokens are out (the last may overshoot)."""
+    """One request: cycles until ``output_tokens`` tokens are out (the last may overshoot).
+
+    ``extend_scale[L - 1]`` multiplies the drawn extend of a cycle that accepted L tokens
+    (None: the extend does not depend on L)."""
     start = env.now
     emitted = 0
     cycle = 0
@@ -126,6 +131,9 @@ def request_process(
         length = accept_length_sequential(u, rates)
         if trace:
             trace(env.now, request, cycle, f"accept L={length}")
+        if extend_scale is not None:
+            extend_ms *= extend_scale[length - 1]
+            phases = (draft_ms, verify_ms, extend_ms, overhead_ms)
         if extend_ms > 0:
             yield env.timeout(extend_ms)
             if trace:
@@ -152,6 +160,7 @@ def server_process(
     trace: Trace | None = None,
 ):
     """Batch 1: run the requests one after another. ``rates`` has shape (Q, k)."""
+    scale = plan.extend_scale().tolist() if plan.extend_varies else None
     for r, row in enumerate(rates.tolist()):
         draws = cycle_draws(
             plan.cycle_times,
@@ -159,7 +168,9 @@ def server_process(
             request_stream(rngs.accept, r),
             request_stream(rngs.timing, r),
         )
-        yield env.process(request_process(env, r, row, plan.output_tokens, draws, rec, trace))
+        yield env.process(
+            request_process(env, r, row, plan.output_tokens, draws, rec, trace, scale)
+        )
 
 
 def run_replication(

@@ -13,6 +13,7 @@ from sim.hardware.interconnects import PRESETS, resolve_interconnect
 from sim.hardware.passes import HardwarePoint, PassBreakdown
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.schema import Scenario
+from sim.studies.levers import lever_table
 
 
 def breakdown_dict(b: PassBreakdown) -> dict[str, Any]:
@@ -59,6 +60,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
             row["graphed" if graphed else "ungraphed"] = breakdown_dict(b)
         what_if[name] = row
     graphed_here = replace(cur, verify_cuda_graph=True)
+    levers = lever_table(scenario).to_dict() if scenario.num_steps > 0 else None
     return {
         "scenario": scenario.name,
         "hardware": _point(cur),
@@ -66,6 +68,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         "passes": {name: breakdown_dict(b) for name, b in passes.items()},
         "verify_graphed": breakdown_dict(hw.breakdown("verify", verify.tokens, graphed_here)),
         "verify_on_presets": what_if,
+        "levers": levers,
     }
 
 

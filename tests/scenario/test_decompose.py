@@ -97,7 +97,7 @@ def test_fewer_gpus_scale_compute(seed):
     assert after.allreduce.us < before.allreduce.us  # 2(n-1) steps: fewer with 4 GPUs
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     interconnect=st.sampled_from(list(PRESETS)),
     gpus=st.sampled_from([1, 2, 4, 8]),

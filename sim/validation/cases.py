@@ -542,7 +542,8 @@ def case_graphed_verify(seed: Scenario) -> Case:
     after_ms = cycle_cost(graphed).total_ms
     predicted = pub.GRAPHED_VERIFY_BEFORE_TOK_S * before_ms / after_ms
     return Case(
-        title="Kimi on 8 PCIe GPUs, SGLang EAGLE-3 verify made CUDA-graphed (hardware what-if)",
+        title="Kimi on 8 PCIe GPUs, verify made CUDA-graphed: the seed's what-if against a vLLM "
+        "report (hardware what-if)",
         sources=(pub.GRAPHED_VERIFY_SOURCE,),
         calibrated_on=("graphed-verify report, ungraphed tok/s",),
         rows=(
@@ -558,7 +559,8 @@ def case_graphed_verify(seed: Scenario) -> Case:
         setup=(
             f"seed scenario's hardware model: verify {cycle_cost(seed).verify_ms:.2f} ms "
             f"ungraphed -> {cycle_cost(graphed).verify_ms:.2f} ms graphed at num_steps "
-            f"{seed.num_steps}; accept length assumed unchanged by graphing",
+            f"{seed.num_steps} (GPU work from the graphed decode); accept length assumed "
+            "unchanged by graphing",
         ),
         notes=(
             "The report is vLLM (TRITON_MLA, PIECEWISE -> FULL CUDA graphs, num_spec 3), not "

@@ -33,6 +33,7 @@ __all__ = [
     "LeverTable",
     "Variant",
     "default_levers",
+    "drafter_for",
     "lever_scenarios",
     "lever_table",
 ]
@@ -95,19 +96,31 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-def default_levers(scenario: Scenario, drafter: Drafter = KIMI_K2_DRAFTER) -> tuple[Lever, ...]:
-    """Plain decoding (reference), the scenario, and the three levers alone and combined."""
-    k, al = drafter.num_steps, drafter.typical_accept_length
-    better = {"speculation.num_steps": k, "acceptance.alpha": alpha_for_accept_length(al, k)}
+def drafter_for(scenario: Scenario) -> Drafter | None:
+    """The public drafter to try for the scenario's target model (None: none is known)."""
+    return KIMI_K2_DRAFTER if scenario.model.name.lower().startswith("kimi") else None
+
+
+def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[Lever, ...]:
+    """Plain decoding (reference), the scenario, and the levers alone and combined; the
+    better-drafter levers only where a drafter is known (``drafter_for``)."""
+    drafter = drafter or drafter_for(scenario)
     graphed = {"timing.verify_cuda_graph": True}
     nvlink = {"hardware.interconnect": "nvlink4"}
-    return (
+    base = (
         Lever(
             "plain decoding", "no speculation (the reference)", {"speculation.num_steps": 0}, True
         ),
         Lever("as is", f"{scenario.name} as measured"),
         Lever("graph the verify", "the verify pass captured in a CUDA graph", graphed),
         Lever("NVLink", "NVLink4 through NVSwitch instead of the interconnect, same GPUs", nvlink),
+    )
+    if drafter is None:
+        return (*base, Lever("graph + NVLink", "both", {**graphed, **nvlink}))
+    k, al = drafter.num_steps, drafter.typical_accept_length
+    better = {"speculation.num_steps": k, "acceptance.alpha": alpha_for_accept_length(al, k)}
+    return (
+        *base,
         Lever(
             "better drafter",
             f"a drafter reaching accept length {min(drafter.accept_lengths):g}-"
@@ -153,7 +166,7 @@ class LeverTable:
     scenario: str
     rows: tuple[LeverRow, ...]
     variants: tuple[Variant, ...]
-    drafter: Drafter
+    drafter: Drafter | None
 
     @property
     def reference(self) -> LeverRow:
@@ -173,7 +186,9 @@ class LeverTable:
             "levers": [r.to_dict() for r in self.rows],
             "ranked": [r.lever.name for r in self.ranked()],
             "variants": [{"name": v.name, "description": v.description} for v in self.variants],
-            "drafter": {
+            "drafter": None
+            if self.drafter is None
+            else {
                 "num_steps": self.drafter.num_steps,
                 "accept_lengths": list(self.drafter.accept_lengths),
                 "source": self.drafter.source,
@@ -188,13 +203,13 @@ def _tok_s(scenario: Scenario) -> float:
 
 
 def _variant_values(
-    scenario: Scenario, lever: Lever, variants: Sequence[Variant], drafter: Drafter
+    scenario: Scenario, lever: Lever, variants: Sequence[Variant], drafter: Drafter | None
 ) -> dict[str, float | None]:
     """tok/s of the lever under each variant (None where a variant does not apply), and,
     for a lever that sets the drafter, under each of its published accept lengths."""
     out: dict[str, float | None] = {}
-    accept = [None]
-    if "acceptance.alpha" in lever.overrides:
+    accept: list[float | None] = [None]
+    if "acceptance.alpha" in lever.overrides and drafter is not None:
         accept = [alpha_for_accept_length(al, drafter.num_steps) for al in drafter.accept_lengths]
     for v in variants:
         if v.name == "verify time as GPU work" and scenario.timing.verify_compute != "decode":
@@ -235,9 +250,10 @@ def lever_table(
     scenario: Scenario,
     levers: Sequence[Lever] | None = None,
     variants: Sequence[Variant] = VARIANTS,
-    drafter: Drafter = KIMI_K2_DRAFTER,
+    drafter: Drafter | None = None,
 ) -> LeverTable:
     """Every lever's closed-form tok/s as specified and its range over ``variants``."""
+    drafter = drafter or drafter_for(scenario)
     rows = []
     for lever in levers or default_levers(scenario, drafter):
         try:

@@ -249,3 +249,20 @@ def test_cli_allreduce_bad_input(args, needle):
     assert result.exit_code == 2
     assert needle in result.output
     assert "Traceback" not in result.output
+
+
+def test_rccl_mi300x_hand_worked():
+    # RCCL on 8x MI300X: ring Simple, base 17 us + 14 x 2.1 us (tuning_model_5), 312.9 GB/s
+    # bus bandwidth x 8/14; no LL128 and no trees in the preset.
+    ic = PRESETS["xgmi-mi300x"]
+    t = nccl_time_us(ic, "ring", "Simple", 8, 8 << 20)
+    assert t == pytest.approx(17.0 + 14 * 2.1 + (8 << 20) / (1000 * 312.9 * 8 / 14), rel=1e-12)
+    picked = allreduce_time(ic, 8, 8 << 20, graphed=True)
+    assert (picked.algorithm, picked.protocol) == ("ring", "Simple")
+    assert {c.algorithm for c in allreduce_candidates(ic, 8, 4096, graphed=True)} == {"ring"}
+
+
+def test_nvlink5_ll_takes_the_blackwell_cap():
+    # Blackwell: LL bus = min(282, 0.5 x 682) = 282 GB/s (tuning.cc llMaxBws x 2 for Blackwell).
+    t = nccl_time_us(PRESETS["nvlink5"], "ring", "LL", 8, 1e6)
+    assert t == pytest.approx(6.6 + 14 * 0.6 + 1e6 / (1000 * 282 * 8 / 14), rel=1e-12)

@@ -44,7 +44,7 @@ def des_rows(rounds: int) -> list[Row]:
     def bare() -> None:
         env = simpy.Environment()
 
-        def loop(env: simpy.Environment):  # noqa: ANN202
+        def loop(env: simpy.Environment):
             for _ in range(events):
                 yield env.timeout(1.0)
 

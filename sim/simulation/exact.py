@@ -21,39 +21,50 @@ from collections.abc import Sequence
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import RequestLaw, cycles_law
-from sim.scenario.bind import acceptance_model
+from sim.model.tree_acceptance import Acceptance
+from sim.scenario.bind import extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
 from sim.simulation.simulate import bound_cycle_times
 from sim.simulation.summary import Summary, TargetProbability
 
 
-def exact_obstacle(acceptance: AcceptanceModel, cycle_times: CycleTimeModel) -> str | None:
-    """Why the per-request law has no exact form here, or None when it has one."""
-    if len(acceptance.classes) > 1:
+def exact_obstacle(
+    acceptance: Acceptance, cycle_times: CycleTimeModel, extend_per_token_ms: float = 0.0
+) -> str | None:
+    """Why the per-request law has no exact form here (or not one this module computes:
+    an extend that grows with L needs the joint law of cycles and emitted tokens), or None
+    when it has one."""
+    if len(acceptance.class_names) > 1:
         return "the workload mix gives requests different rates"
     if acceptance.heterogeneous:
         return "acceptance spreads per request (concentration or std)"
     if not cycle_times.deterministic:
         return "cycle times vary (timing.jitter_cv, or the layer pass's rank jitter)"
+    if extend_per_token_ms != 0.0 and acceptance.num_steps > 0:
+        return "the draft extend grows with L (timing.draft_extend_ms_per_token)"
     return None
 
 
+def length_pmf(acceptance: Acceptance) -> np.ndarray:
+    """P(L = j + 1), j = 0..k, of the one shared profile (a tree: its chain-equivalent law)."""
+    return accept_length_pmf(acceptance.chain_rates(acceptance.mean_rates()[None, :])[0])
+
+
 def request_law(
-    acceptance: AcceptanceModel, cycle_times: CycleTimeModel, output_tokens: int
+    acceptance: Acceptance, cycle_times: CycleTimeModel, output_tokens: int
 ) -> RequestLaw:
     """The exact law of one request's tok/s (the caller has checked ``exact_obstacle``)."""
-    pmf = accept_length_pmf(acceptance.classes[0].mean_rates)
+    pmf = length_pmf(acceptance)
     return RequestLaw(cycles_law(pmf, output_tokens), float(phase_means(cycle_times).sum()))
 
 
 def exact_summary(
-    acceptance: AcceptanceModel,
+    acceptance: Acceptance,
     cycle_times: CycleTimeModel,
     output_tokens: int,
     targets: Sequence[float],
@@ -66,7 +77,7 @@ def exact_summary(
     """
     law = request_law(acceptance, cycle_times, output_tokens)
     mean = law.mean_tok_s()
-    pmf = accept_length_pmf(acceptance.classes[0].mean_rates)
+    pmf = length_pmf(acceptance)
     phases = phase_means(cycle_times)
     cycle_ms = {"mean": float(phases.sum())}
     cycle_ms.update({p: float(phases[i]) for i, p in enumerate(PHASES)})
@@ -108,10 +119,11 @@ def scenario_exact(
     """The exact ``Summary`` of a scenario and its law; SpecsimError (``method``) naming the
     reason when it has none. ``targets`` default to the scenario's; ``seed`` (default the
     scenario's) only draws the layer pass's pools at ``fidelity="layer"``."""
-    model = acceptance_model(scenario.acceptance, scenario.num_steps)
+    model = scenario_acceptance(scenario)
     seed = scenario.simulation.seed if seed is None else seed
     times = bound_cycle_times(scenario, fidelity, seed)
-    reason = exact_obstacle(model, times)
+    growth = extend_growth(scenario)[0] if scenario.num_steps > 0 else 0.0
+    reason = exact_obstacle(model, times, growth)
     if reason is not None:
         raise SpecsimError(f"no exact per-request law: {reason}", param="method")
     tokens = scenario.workload.output_tokens

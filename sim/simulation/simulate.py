@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycletime import CycleTimeModel
+from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, acceptance_model, cycle_time_model
+from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
@@ -101,7 +101,7 @@ def run_block(task: BlockTask) -> EngineOutput | StreamStats:
     out = ENGINES[task.engine](task.plan, block_rngs(task.seed, task.block))
     if task.fold is None:
         return out
-    return StreamStats.of(out, task.fold, len(task.plan.acceptance.classes))
+    return StreamStats.of(out, task.fold, len(task.plan.acceptance.class_names))
 
 
 #: Runs of more requests than this stream by default (``simulate(stream=None)``).
@@ -167,7 +167,7 @@ def simulate(
     workers: int = 1,
     progress: Progress | None = None,
     cycle_times: CycleTimeModel | None = None,
-    acceptance: AcceptanceModel | None = None,
+    acceptance: Acceptance | None = None,
     stream: bool | None = None,
     targets: Sequence[float] | None = None,
 ) -> MonteCarloResult:
@@ -192,14 +192,17 @@ def simulate(
     seed = scenario.simulation.seed if seed is None else seed
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
     _check_settings(engine, fidelity, sizes, seed)
-    k = scenario.num_steps
     if cycle_times is None:
         cycle_times = bound_cycle_times(scenario, fidelity, seed)
+    speculating = scenario.num_steps > 0
+    per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
     plan = EnginePlan(
-        acceptance=acceptance or acceptance_model(scenario.acceptance, k),
+        acceptance=acceptance or scenario_acceptance(scenario),
         cycle_times=cycle_times,
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
+        extend_per_token_ms=per_token,
+        extend_tokens=extend_tokens,
     )
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
@@ -207,7 +210,8 @@ def simulate(
     fold = counted if streamed else None
     tasks = [BlockTask(engine, plan, seed, block, fold) for block in blocks]
     parts: dict[int, EngineOutput] = {}
-    stats = StreamStats(counted, len(plan.acceptance.classes), k) if streamed else None
+    classes = len(plan.acceptance.class_names)
+    stats = StreamStats(counted, classes, plan.num_steps) if streamed else None
     pending: dict[int, StreamStats] = {}
     merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
@@ -231,7 +235,7 @@ def simulate(
         "replications": r_n,
         "requests": q_n,
         "output_tokens": plan.output_tokens,
-        "num_steps": k,
+        "num_steps": plan.num_steps,
         "class_names": plan.acceptance.class_names,
     }
     if stats is not None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel
-from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_law, p_cycles_at_most
 from sim.model.roots import increasing_root
+from sim.model.tree_acceptance import Acceptance
+from sim.simulation.exact import length_pmf
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import Criterion, Root
 
@@ -53,18 +53,18 @@ def cycles_reaching(tokens: int, cycle_ms: float, target_tok_s: float) -> int:
 class ExactLever:
     """The exact statistics of a criterion along a lever ``x`` in [0, ``x_max``].
 
-    ``model_at(x)`` is the acceptance model at x (one shared class); every request emits
+    ``model_at(x)`` is the acceptance model at x (one shared profile); every request emits
     ``output_tokens`` tokens in cycles of a fixed ``cycle_ms``. Laws are memoized by x.
     """
 
-    model_at: Callable[[float], AcceptanceModel]
+    model_at: Callable[[float], Acceptance]
     cycle_ms: float
     output_tokens: int
     x_max: float
     _means: dict[float, float] = field(default_factory=dict)
 
     def length_pmf(self, x: float) -> np.ndarray:
-        return accept_length_pmf(self.model_at(x).classes[0].mean_rates)
+        return length_pmf(self.model_at(x))
 
     def mean_tok_s(self, x: float) -> float:
         """E[tok/s] = 1000 N E[1 / n] / T at x."""

@@ -30,14 +30,14 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
-from sim.model.closed_forms import answer_at_k, ceiling_tok_s
+from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import acceptance_model, closed_form_tok_s, pass_times
+from sim.scenario.bind import acceptance_model, closed_form_tok_s, extend_growth, pass_times
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
@@ -161,7 +161,9 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
 
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation)."""
-    over: dict[str, Any] = {"speculation.num_steps": num_steps}
+    # the chain search: a tree scenario is searched as a chain of its top-1 rates (its
+    # trees: sim/studies/tree_search.py)
+    over: dict[str, Any] = {"speculation.num_steps": num_steps, "speculation.topk": 1}
     if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
         over["acceptance"] = {"alpha": 0.0}
     base = with_overrides(scenario, over, source="search")
@@ -313,7 +315,8 @@ def _search_k(
         return evaluator(lever.base, f"k={num_steps};x={x!r}", lever.model_at(x))
 
     exact = None
-    if cycle_times is not None and exact_obstacle(lever.model, cycle_times) is None:
+    growth = extend_growth(lever.base)[0]
+    if cycle_times is not None and exact_obstacle(lever.model, cycle_times, growth) is None:
         exact = ExactLever(
             lever.model_at,
             float(phase_means(cycle_times).sum()),
@@ -520,8 +523,8 @@ def closed_form_curves(
     for k in num_steps:
         lever = levers.get(k) or acceptance_lever(scenario, k)
         xs, als = lever.accept_length_grid()
-        cycle_ms = chain_cycle_cost(passes, k).total_ms
-        need = np.asarray(tok_s, dtype=float) * cycle_ms / 1000.0
+        cost = chain_cycle_cost(passes, k)
+        need = np.array([required_accept_length(t, cost) for t in np.asarray(tok_s, float)])
         ok = (need >= als[0]) & (need <= als[-1])
         x_at = np.interp(need[ok], als, xs)
         out[str(k)] = {

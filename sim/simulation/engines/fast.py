@@ -152,10 +152,10 @@ def _replay(
     """Cycle by cycle through the sub-block in which each finishing request reaches N.
 
     ``bits`` (C, B', Q) of the chunk; finishing request i is (bi[i], qi[i]) in sub-block
-    sb[i] (``sub`` cycles) with ``rem[i]`` tokens still to emit there. Returns (stop, within,
-    hist): the index 0..sub-1 of its last cycle in the sub-block, the tokens its cycles up to there
-    emit, and hist (B', k + 2), per replication, the count of those cycles with L = v
-    (v = 0 counts the cycles after each finish).
+    sb[i] (``sub`` cycles) with ``rem[i]`` tokens still to emit there. Returns (stop, lengths,
+    hist): the index 0..sub-1 of its last cycle in the sub-block, the L of its cycles there
+    (sub, n) (0 after the finishing one), and hist (B', k + 2), per replication, the count
+    of those cycles with L = v (v = 0 counts the cycles after each finish).
     """
     n = bi.size
     stride = n_reps * bits.shape[2]  # one cycle of the chunk
@@ -177,12 +177,11 @@ def _replay(
     for c in range(1, sub):
         np.add(cum[c - 1], lengths[c], out=cum[c])
     stop = (cum < rem[None, :]).sum(axis=0)  # cycles before the finishing one: 0 .. sub - 1
-    within = cum[stop, np.arange(n)]
     lengths *= np.arange(sub)[:, None] <= stop[None, :]  # cycles after the finish: L = 0
     width = pos_all.shape[0] + 2  # bins for L = 0 (dropped cycles) .. k + 1
     keys = lengths + (bi * width)[None, :]
     hist = np.bincount(keys.ravel(), minlength=n_reps * width).reshape(n_reps, width)
-    return stop, within, hist
+    return stop, lengths, hist
 
 
 def _run_block(
@@ -197,15 +196,16 @@ def _run_block(
     shared = not model.heterogeneous
     if shared:  # every request has the class's rates: no per-request draws are needed
         request_class = np.zeros((b_n, q_n), dtype=np.int64)
-        cum = cumulative_rates(model.classes[0].mean_rates)  # (k,)
+        # a chain's own rates; a tree's chain-equivalent law (sim/model/tree_acceptance.py)
+        cum = cumulative_rates(model.chain_rates(model.mean_rates()[None, :])[0])  # (k,)
         mean_l, var_l = length_moments(cum)  # scalars
         t_all, pos_all = bit_thresholds(cum)  # (k,)
         depth = int(pos_all.sum())  # c_j > 0 for j < depth only (c is non-increasing)
     else:
-        request_class = np.empty((b_n, q_n), dtype=np.int64)
-        rates = np.empty((b_n, q_n, k))
-        for b, r in enumerate(rngs):
-            request_class[b], rates[b] = model.sample_requests(r.requests, q_n)
+        drawn = [model.sample_requests(r.requests, q_n) for r in rngs]
+        request_class = np.stack([c for c, _ in drawn]).astype(np.int64)  # (B, Q)
+        params = np.concatenate([p for _, p in drawn])  # (B Q, P): chain rates or tree top-1
+        rates = model.chain_rates(params).reshape(b_n, q_n, k)
         cum = cumulative_rates(rates)  # (B, Q, k)
         mean_l, var_l = length_moments(cum)  # (B, Q)
         t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
@@ -220,6 +220,11 @@ def _run_block(
     per_cycle = jitter and not summable
     # summable: one uniform per request and phase, drawn first (fixed count: CRN holds)
     time_u = [r.timing.random((q_n, len(PHASES))) for r in rngs] if summable else []
+    varies = plan.extend_varies
+    scale = plan.extend_scale() if varies else np.ones(k + 1)  # (k + 1,) by L
+    extend_u = [r.timing.random((q_n, k + 1)) for r in rngs] if summable and varies else []
+    by_request = varies and jitter  # per-request counts of cycles by L are needed
+    accepted = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
     timing = [TimingBlocks(times, r.timing, q_n) for r in rngs] if per_cycle else []
     request_ns = np.zeros((b_n, q_n), dtype=np.int64)
     phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
@@ -265,27 +270,37 @@ def _run_block(
         # sub-blocks counted whole: all of them for running requests, those before the
         # finishing one for finishing requests
         whole = np.where(finishing, below, np.where(full, s_n, 0))
+        got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
         if depth:
             counts *= np.arange(s_n)[None, :, None, None] < whole[None, None, :, :]
             at_least[reps, :depth] += counts.sum(axis=(1, 3), dtype=np.int64).T
+            if got is not None:
+                got[:depth] = counts.sum(axis=1, dtype=np.int64)
         bi, qi = np.nonzero(finishing)
         if bi.size:
             sb = below[bi, qi]
             before = np.where(sb > 0, running[np.maximum(sb - 1, 0), bi, qi], 0)
             rem = need[bi, qi] - before
-            stop, within, hist = _replay(
+            stop, lengths, hist = _replay(
                 bits, bi, qi, sb, rem, sub, len(reps), t_all, pos_all, reps, depth
             )
             used[bi, qi] = sb * sub + stop + 1
-            emitted[bi, qi] = before + within
+            emitted[bi, qi] = before + lengths.sum(axis=0)
             # hist[b, v]: cycles with L = v among the finishing sub-blocks' used cycles
             at_least[reps, :depth] += np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 2 : depth + 2]
+            if got is not None:
+                for j in range(depth):
+                    got[j, bi, qi] += (lengths >= j + 2).sum(axis=0)
         tokens[reps] += emitted
         cycles[reps] += used
+        if accepted is not None and got is not None:
+            accepted[:, reps] += got
         if per_cycle:
             ran = np.arange(chunk)[:, None]
             for i, b in enumerate(reps):
                 t = timing[b].take(c0, c0 + chunk)  # (4, C, Q) int64 ns
+                if varies and got is not None:
+                    t = _scaled_extend(t, used[i], got[:, i], scale)
                 in_run = ran < used[i][None, :]  # (C, Q)
                 per_request = (t * in_run[None]).sum(axis=1)  # (4, Q)
                 request_ns[b] += per_request.sum(axis=0)
@@ -295,6 +310,13 @@ def _run_block(
 
     if summable:
         totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
+        if varies and accepted is not None:
+            by_length = _counts_by_length(cycles, accepted)  # (B, Q, k + 1)
+            mean = plan.cycle_times.mean_ms()["extend"]
+            multipliers = np.stack(
+                [times.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
+            )
+            totals[:, :, PHASES.index("extend")] = mean * (multipliers * scale).sum(axis=2)
         request_ms = totals.sum(axis=2)  # (B, Q)
         phase_ms = totals.sum(axis=1)  # (B, 4)
     elif per_cycle:
@@ -304,6 +326,11 @@ def _run_block(
         means = phase_means(plan.cycle_times)
         request_ms = cycles * means.sum()
         phase_ms = cycles.sum(axis=1)[:, None] * means[None, :]
+        if varies:
+            # sum over cycles of s (L - t) = s (tokens emitted - t cycles)
+            extra = plan.extend_per_token_ms * (tokens - plan.extend_tokens * cycles)
+            request_ms = request_ms + extra
+            phase_ms[:, PHASES.index("extend")] += extra.sum(axis=1)
     cyc_total = cycles.sum(axis=1)[:, None]
     at_least_all = np.concatenate([cyc_total, at_least], axis=1)  # (B, k + 1): L >= j + 1
     counts_out = at_least_all - np.concatenate(
@@ -318,6 +345,30 @@ def _run_block(
         accept_counts=counts_out,
         phase_ms=phase_ms,
     )
+
+
+def _counts_by_length(cycles: np.ndarray, accepted: np.ndarray) -> np.ndarray:
+    """Cycles with L = 1..k + 1 per request, shape (..., k + 1), from the cycles run (...)
+    and the cycles with draft j + 1 accepted (k, ...): the latter are the cycles with
+    L >= j + 2."""
+    at_least = np.concatenate([cycles[None], accepted, np.zeros_like(cycles)[None]])
+    return np.moveaxis(at_least[:-1] - at_least[1:], 0, -1)
+
+
+def _scaled_extend(
+    t: np.ndarray, ran: np.ndarray, got: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """Per-cycle draws ``t`` (4, C, Q) int64 ns with each request's extend draws scaled to
+    the L of its cycles: of the ``ran`` (Q,) cycles it ran in the chunk, the last
+    ``got[j]`` ((k, Q): cycles with L >= j + 2) get L >= j + 2, i.e. its cycles laid out
+    in L order; cycles past ``ran`` keep L = k + 1 (they are dropped by the caller)."""
+    c = np.arange(t.shape[1])[:, None]  # (C, 1)
+    starts = ran[None, :] - got  # (k, Q): first cycle with L >= j + 2
+    lengths = 1 + (c[None] >= starts[:, None, :]).sum(axis=0)  # (C, Q), 1..k + 1
+    out = t.copy()
+    e = PHASES.index("extend")
+    out[e] = np.rint(t[e] * scale[lengths - 1]).astype(np.int64)
+    return out
 
 
 def run_fast(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:

@@ -86,16 +86,14 @@ def engine_rows(rounds: int) -> list[tuple[str, str, str, str]]:
 
 
 class _TimedSpecial:
-    """scipy.special with the inverse-CDF functions timed (CPU seconds summed)."""
-
-    TIMED = ("betaincinv", "gammaincinv")
+    """scipy.special with every function timed (CPU seconds summed over all calls)."""
 
     def __init__(self, real: object):
         self._real, self.seconds = real, 0.0
 
     def __getattr__(self, name: str) -> object:
         fn = getattr(self._real, name)
-        if name not in self.TIMED:
+        if not callable(fn):
             return fn
 
         def timed(*args: object, **kwargs: object) -> object:
@@ -109,10 +107,13 @@ class _TimedSpecial:
 
 
 def special_function_rows(rounds: int) -> list[tuple[str, str, str, str]]:
-    """Share of CPU in betaincinv / gammaincinv for Beta, mix and jitter runs (goal <= 20%
-    for Beta and mix)."""
+    """Share of CPU in scipy.special (betaincinv, gammaincinv, betainc, ...: every call from
+    the modules that use it) for Beta, mix and jitter runs (goal <= 20% for Beta and mix)."""
     import sim.model.acceptance as acceptance_mod
+    import sim.model.beta_quantile as beta_quantile_mod
     import sim.model.cycletime as cycletime_mod
+
+    users = (acceptance_mod, beta_quantile_mod, cycletime_mod)
 
     base = load_scenario(SEED)
     cases = {
@@ -129,13 +130,14 @@ def special_function_rows(rounds: int) -> list[tuple[str, str, str, str]]:
         shares = []
         for _ in range(rounds):
             timed = _TimedSpecial(acceptance_mod.special)
-            acceptance_mod.special = timed
-            cycletime_mod.special = timed
+            for mod in users:
+                mod.special = timed
+            beta_quantile_mod.quantile_table.cache_clear()  # a first run: tables built anew
             try:
                 total = cpu_of(lambda sc=sc: simulate(sc))
             finally:
-                acceptance_mod.special = timed._real
-                cycletime_mod.special = timed._real
+                for mod in users:
+                    mod.special = timed._real
             shares.append(timed.seconds / total)
         share = sorted(shares)[len(shares) // 2]
         rows.append((

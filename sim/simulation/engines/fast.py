@@ -202,9 +202,10 @@ def _run_block(
         t_all, pos_all = bit_thresholds(cum)  # (k,)
         depth = int(pos_all.sum())  # c_j > 0 for j < depth only (c is non-increasing)
     else:
-        drawn = [model.sample_requests(r.requests, q_n) for r in rngs]
-        request_class = np.stack([c for c, _ in drawn]).astype(np.int64)  # (B, Q)
-        params = np.concatenate([p for _, p in drawn])  # (B Q, P): chain rates or tree top-1
+        # every replication's request uniforms (2 each, as sample_requests), converted at once
+        u = np.concatenate([r.requests.random((q_n, 2)) for r in rngs])
+        classes, params = model.requests_from_uniforms(u)  # params: chain rates or tree top-1
+        request_class = classes.reshape(b_n, q_n).astype(np.int64)
         rates = model.chain_rates(params).reshape(b_n, q_n, k)
         cum = cumulative_rates(rates)  # (B, Q, k)
         mean_l, var_l = length_moments(cum)  # (B, Q)

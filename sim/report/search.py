@@ -32,6 +32,13 @@ def render_search(doc: Mapping[str, Any]) -> str:
         f"{doc['evaluations']} Monte Carlo evaluations",
         f"  {doc['acceptance_lever']}",
     ]
+    methods = {r.get("method") for t in doc["targets"] for r in t["per_num_steps"]}
+    if "exact" in methods:
+        lines.append(
+            "  roots on the exact finite-N law (one shared profile, fixed cycles); one Monte "
+            "Carlo run checks each root and gives its interval"
+            + (" (Monte Carlo bisection elsewhere)" if "monte_carlo" in methods else "")
+        )
     now = doc.get("current")
     if now:
         lines.append(

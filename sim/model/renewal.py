@@ -72,7 +72,14 @@ class SumTails:
     |phi_f|^min_cycles >= e^-70 are kept: the others add less than 1e-27 in all.
     """
 
-    def __init__(self, length_pmf: np.ndarray, tokens: int, min_cycles: int, max_cycles: int):
+    def __init__(
+        self,
+        length_pmf: np.ndarray,
+        tokens: int,
+        min_cycles: int,
+        max_cycles: int,
+        points: np.ndarray | None = None,
+    ):
         kernel = np.concatenate([[0.0], length_pmf])  # index = tokens
         n_fft = 1 << max(1, (max_cycles * length_pmf.size).bit_length())
         phi = np.fft.rfft(kernel, n_fft)
@@ -84,6 +91,12 @@ class SumTails:
         with np.errstate(divide="ignore"):
             keep = max(1, min_cycles) * np.log(np.abs(phi)) > -70.0
         self.phi, self.c = phi[keep], c[keep]
+        # point masses P(S_m = t): the DFT of the indicator of t is e^(-2 pi i f t / n)
+        self.point_c = None
+        if points is not None:
+            f = np.arange(phi.size)[keep][:, None]
+            angle = 2.0 * np.pi * f * np.asarray(points)[None, :] / n_fft
+            self.point_c = weights[keep][:, None] * np.exp(1j * angle)  # (F, len(points))
 
     def at(self, m: int) -> float:
         """P(S_m >= N)."""
@@ -98,6 +111,14 @@ class SumTails:
         # einsum, not @: a BLAS gemv this small is slower with its thread pool on a busy host
         out[1:] = np.real(np.einsum("ij,j->i", np.cumprod(steps, axis=0), weighted))
         return out
+
+    def window_points(self, m0: int, m1: int) -> np.ndarray:
+        """P(S_m = t) for m = m0 .. m1 and the ``points`` t, shape (m1 - m0 + 1, points)."""
+        assert self.point_c is not None
+        start = self.phi**m0
+        steps = np.broadcast_to(self.phi, (m1 - m0, self.phi.size))
+        powers = np.concatenate([start[None, :], start * np.cumprod(steps, axis=0)])
+        return np.real(np.einsum("mf,fp->mp", powers, self.point_c))
 
 
 def _window(pmf: np.ndarray, tokens: int, spread: float, pad: int = 2) -> tuple[int, int]:
@@ -143,6 +164,43 @@ def cycles_law(length_pmf: np.ndarray, tokens: int) -> CyclesLaw:
     first, last = (int(nonzero[0]), int(nonzero[-1])) if nonzero.size else (0, 0)
     error = max(early, 0.0) + max(late, 0.0) + 1e-15
     return CyclesLaw(tokens, m0 + 1 + first, probs[first : last + 1], error)
+
+
+@dataclass(frozen=True)
+class JointLaw:
+    """P(n = first + i, E = N + o) = ``probs[i, o]``: the cycles a request of ``tokens``
+    needs and the tokens its cycles emit (overshoot o = 0..k)."""
+
+    tokens: int
+    first: int
+    probs: np.ndarray
+
+
+def cycles_and_emitted_law(length_pmf: np.ndarray, tokens: int) -> JointLaw:
+    """The exact joint law of (n, E): P(n = m, E = N + o) = sum over the last cycle's
+    length l > o of P(S_(m-1) = N + o - l) P(L = l), point masses by Parseval sums on the
+    window of ``cycles_law``."""
+    pmf = np.asarray(length_pmf, dtype=float)
+    k1 = pmf.size  # k + 1
+    sure = _deterministic_length(pmf)
+    if sure is not None:
+        n = -(-tokens // sure)
+        probs = np.zeros((1, k1))
+        probs[0, n * sure - tokens] = 1.0
+        return JointLaw(tokens, n, probs)
+    law = cycles_law(pmf, tokens)
+    m0, m1 = law.first - 1, law.first + law.pmf.size - 1  # n in (m0, m1]
+    points = np.arange(tokens - k1, tokens)  # S_(m - 1) just below N
+    sums = SumTails(pmf, tokens, max(m0 - 1, 0), m1, points)
+    below = sums.window_points(max(m0, 0), m1 - 1)  # (m1 - m0, k1): rows m - 1 = m0 .. m1 - 1
+    below = np.clip(below, 0.0, None)
+    probs = np.zeros((m1 - m0, k1))
+    for o in range(k1):
+        for length in range(o + 1, k1 + 1):  # the last cycle brings S from N + o - l to N + o
+            t = tokens + o - length  # index in points: t - (N - k1)
+            if t >= 0:
+                probs[:, o] += below[:, t - (tokens - k1)] * pmf[length - 1]
+    return JointLaw(tokens, m0 + 1, probs)
 
 
 def p_cycles_at_most(length_pmf: np.ndarray, tokens: int, cycles: int) -> float:
@@ -212,40 +270,49 @@ def request_tok_s_distribution(
 
 @dataclass(frozen=True)
 class RequestLaw:
-    """The exact law of one request's tok/s, 1000 N / (n T), with fixed cycles of T ms.
+    """The exact law of one request's tok/s: support ``values`` (tok/s) and ``probs``.
 
-    ``cycles``: the law of n (``cycles_law``); ``cycle_ms``: T.
+    ``fixed``: cycles of a fixed T ms, tok/s = 1000 N / (n T); ``with_extend``: a cycle that
+    emits L tokens takes T + s (L - t), tok/s = 1000 N / (n (T - s t) + s E).
     """
 
-    cycles: CyclesLaw
-    cycle_ms: float
+    tokens: int
+    values: np.ndarray
+    probs: np.ndarray
 
-    @property
-    def tokens(self) -> int:
-        return self.cycles.tokens
+    @staticmethod
+    def fixed(cycles: CyclesLaw, cycle_ms: float) -> RequestLaw:
+        values = 1000.0 * cycles.tokens / (cycles.cycles * cycle_ms)
+        return RequestLaw(cycles.tokens, values, cycles.pmf)
+
+    @staticmethod
+    def with_extend(
+        joint: JointLaw, cycle_ms: float, per_token_ms: float, at_tokens: float
+    ) -> RequestLaw:
+        n = np.arange(joint.first, joint.first + joint.probs.shape[0])[:, None]
+        emitted = joint.tokens + np.arange(joint.probs.shape[1])[None, :]
+        time_ms = n * (cycle_ms - per_token_ms * at_tokens) + per_token_ms * emitted
+        keep = joint.probs > 0
+        return RequestLaw(joint.tokens, 1000.0 * joint.tokens / time_ms[keep], joint.probs[keep])
 
     def tok_s_values(self) -> np.ndarray:
-        """Support of tok/s, shape (len(cycles.pmf),), descending (n ascending)."""
-        return 1000.0 * self.tokens / (self.cycles.cycles * self.cycle_ms)
+        """The support of tok/s (same order as ``probs``)."""
+        return self.values
 
     def mean_tok_s(self) -> float:
-        """E[tok/s] = 1000 N E[1 / n] / T."""
-        return 1000.0 * self.tokens * self.cycles.mean_inverse() / self.cycle_ms
+        return float(self.probs @ self.values)
 
     def std_tok_s(self) -> float:
-        v, p = self.tok_s_values(), self.cycles.pmf
-        mean = float(p @ v)
-        return math.sqrt(max(0.0, float(p @ (v - mean) ** 2)))
+        mean = self.mean_tok_s()
+        return math.sqrt(max(0.0, float(self.probs @ (self.values - mean) ** 2)))
 
     def p_at_least(self, target_tok_s: float) -> float:
-        """P(tok/s >= target) = P(n <= 1000 N / (T target)), on the same float comparison
-        the Monte Carlo makes (1000 N / (n T) >= target)."""
-        values, p = self.tok_s_values(), self.cycles.pmf
-        return float(p[values >= target_tok_s].sum())
+        """P(tok/s >= target), on the same float comparison the Monte Carlo makes."""
+        return float(self.probs[self.values >= target_tok_s].sum())
 
     def quantile(self, q: float) -> float:
         """The lower q-quantile of tok/s: the least value v with P(tok/s <= v) >= q."""
-        values, p = self.tok_s_values()[::-1], self.cycles.pmf[::-1]  # ascending tok/s
-        cum = np.cumsum(p)
+        order = np.argsort(self.values, kind="stable")
+        values, cum = self.values[order], np.cumsum(self.probs[order])
         i = int(np.searchsorted(cum, q * cum[-1] - 1e-15))
         return float(values[min(i, values.size - 1)])

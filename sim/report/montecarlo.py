@@ -97,7 +97,7 @@ def render_exact(summary: Summary, law: RequestLaw) -> str:
         "finite-N renewal law of the cycle count, no Monte Carlo)"
     )
     lines = _summary_lines(summary, head)
-    return "\n".join(lines + text_histogram(law.tok_s_values(), weights=law.cycles.pmf))
+    return "\n".join(lines + text_histogram(law.tok_s_values(), weights=law.probs))
 
 
 def _summary_lines(s: Summary, head: str) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.model.renewal import cycles_law, p_cycles_at_most
+from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law, p_cycles_at_most
 from sim.model.roots import increasing_root
 from sim.model.tree_acceptance import Acceptance
 from sim.simulation.exact import length_pmf
@@ -61,13 +61,28 @@ class ExactLever:
     cycle_ms: float
     output_tokens: int
     x_max: float
+    extend_growth: tuple[float, float] = (0.0, 0.0)
     _means: dict[float, float] = field(default_factory=dict)
+    _laws: dict[float, RequestLaw] = field(default_factory=dict)
+
+    @property
+    def grows(self) -> bool:
+        return self.extend_growth[0] != 0.0
+
+    def law(self, x: float) -> RequestLaw:
+        """The request's tok/s law at x with an extend that grows with L (joint (n, E))."""
+        if x not in self._laws:
+            joint = cycles_and_emitted_law(self.length_pmf(x), self.output_tokens)
+            self._laws[x] = RequestLaw.with_extend(joint, self.cycle_ms, *self.extend_growth)
+        return self._laws[x]
 
     def length_pmf(self, x: float) -> np.ndarray:
         return length_pmf(self.model_at(x))
 
     def mean_tok_s(self, x: float) -> float:
-        """E[tok/s] = 1000 N E[1 / n] / T at x."""
+        """E[tok/s] = 1000 N E[1 / n] / T at x (with a growing extend: over (n, E))."""
+        if self.grows:
+            return self.law(x).mean_tok_s()
         if x not in self._means:
             law = cycles_law(self.length_pmf(x), self.output_tokens)
             self._means[x] = 1000.0 * self.output_tokens * law.mean_inverse() / self.cycle_ms
@@ -77,6 +92,8 @@ class ExactLever:
         """The criterion's statistic at x: mean tok/s, or P(tok/s >= target)."""
         if criterion.quantile is None:
             return self.mean_tok_s(x)
+        if self.grows:
+            return self.law(x).p_at_least(criterion.target_tok_s)
         m = cycles_reaching(self.output_tokens, self.cycle_ms, criterion.target_tok_s)
         return p_cycles_at_most(self.length_pmf(x), self.output_tokens, m)
 

@@ -315,13 +315,13 @@ def _search_k(
         return evaluator(lever.base, f"k={num_steps};x={x!r}", lever.model_at(x))
 
     exact = None
-    growth = extend_growth(lever.base)[0]
-    if cycle_times is not None and exact_obstacle(lever.model, cycle_times, growth) is None:
+    if cycle_times is not None and exact_obstacle(lever.model, cycle_times) is None:
         exact = ExactLever(
             lever.model_at,
             float(phase_means(cycle_times).sum()),
             lever.base.workload.output_tokens,
             lever.x_max,
+            extend_growth(lever.base),
         )
     probe = Probe(evaluate, +1, 0.0, lever.x_max)
     grid = lever.accept_length_grid()

@@ -8,7 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.model.rates import accept_length_pmf
-from sim.model.renewal import TAIL, RequestLaw, cycles_law, cycles_pmf, p_cycles_at_most
+from sim.model.renewal import (
+    TAIL,
+    RequestLaw,
+    cycles_and_emitted_law,
+    cycles_and_emitted_pmf,
+    cycles_law,
+    cycles_pmf,
+    p_cycles_at_most,
+    request_tok_s_distribution,
+)
 
 
 def step_by_step(length_pmf: np.ndarray, tokens: int) -> np.ndarray:
@@ -77,11 +86,29 @@ def test_long_requests_stay_exact_and_cheap():
 
 def test_request_law_statistics():
     pmf = accept_length_pmf([0.618, 0.618])
-    law = RequestLaw(cycles_law(pmf, 512), 33.3)
-    values, probs = law.tok_s_values(), law.cycles.pmf
-    assert law.mean_tok_s() == pytest.approx(float(values @ probs), rel=1e-12)
+    cycles = cycles_law(pmf, 512)
+    law = RequestLaw.fixed(cycles, 33.3)
+    values, probs = law.tok_s_values(), law.probs
+    assert law.mean_tok_s() == pytest.approx(1000 * 512 * cycles.mean_inverse() / 33.3, rel=1e-12)
     assert law.p_at_least(0.0) == pytest.approx(1.0)
     assert law.p_at_least(values.max() + 1.0) == 0.0
     med = law.quantile(0.5)
     below = float(probs[values <= med].sum())
     assert below >= 0.5 and below - float(probs[values == med].sum()) < 0.5
+
+
+@pytest.mark.parametrize(("k", "alpha", "tokens"), [(2, 0.618, 512), (6, 0.9, 300), (3, 0.5, 7)])
+def test_joint_law_of_cycles_and_emitted_tokens(k, alpha, tokens):
+    """Against the step-by-step joint programme; a growing extend's tok/s law matches
+    request_tok_s_distribution's."""
+    pmf = accept_length_pmf(np.full(k, alpha))
+    joint = cycles_and_emitted_law(pmf, tokens)
+    ref = cycles_and_emitted_pmf(pmf, tokens)[joint.first : joint.first + joint.probs.shape[0]]
+    assert np.abs(joint.probs - ref).max() < 1e-12
+    law = RequestLaw.with_extend(joint, 33.3, 0.4, k + 1.0)
+    values, probs = request_tok_s_distribution(pmf, tokens, 33.3, 0.4, k + 1.0)
+    assert law.mean_tok_s() == pytest.approx(float(values @ probs), rel=1e-10)
+    for target in np.quantile(values, [0.1, 0.5, 0.9]):
+        assert law.p_at_least(target) == pytest.approx(
+            float(probs[values >= target].sum()), abs=1e-10
+        )

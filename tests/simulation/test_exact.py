@@ -9,7 +9,7 @@ import pytest
 
 from sim.scenario.bind import acceptance_model, cycle_time_model
 from sim.scenario.load import load_scenario, with_overrides
-from sim.simulation.exact import exact_obstacle, exact_summary
+from sim.simulation.exact import exact_obstacle, exact_summary, scenario_exact
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from tests.helpers import MIXED, make
@@ -74,3 +74,18 @@ def test_no_exact_law_says_why(acceptance, jitter, words):
 def test_plain_scenario_has_an_exact_law():
     sc = make({"alpha": 0.7})
     assert exact_obstacle(acceptance_model(sc.acceptance, 3), cycle_time_model(sc)) is None
+
+
+def test_an_extend_growing_with_l_keeps_the_law_exact(seed_path):
+    """timing.draft_extend_ms_per_token: the joint law of (n, E) against the Monte Carlo."""
+    sc = with_overrides(load_scenario(seed_path), {"timing.draft_extend_ms_per_token": 0.5})
+    ex, _ = scenario_exact(sc, targets=[59.0])
+    mc = summarize(simulate(sc), [59.0])
+    n = mc.replications * mc.requests
+    assert abs(mc.tok_s_mean - ex.tok_s_mean) < 4 * ex.tok_s_std / math.sqrt(n)
+    p = ex.targets[0].p_at_least
+    assert abs(mc.targets[0].p_at_least - p) <= 4 * math.sqrt(p * (1 - p) / n)
+    assert mc.cycle_ms["extend"] == pytest.approx(ex.cycle_ms["extend"], rel=0.01)
+    fixed, _ = scenario_exact(load_scenario(seed_path), targets=[59.0])
+    # draft_extend_ms is quoted at L = k + 1: cycles that accept less extend for less time
+    assert ex.tok_s_mean > fixed.tok_s_mean

@@ -433,3 +433,14 @@ def test_exact_quantile_root_lies_in_the_monte_carlo_interval(seed) -> None:
         assert lo - ALPHA_XTOL <= e.alpha <= hi + ALPHA_XTOL
         e_lo, e_hi = e.alpha_ci95
         assert (e_hi - e_lo) == pytest.approx(hi - lo, rel=0.5, abs=2 * ALPHA_XTOL)
+
+
+def test_exact_roots_with_an_extend_growing_with_l(seed) -> None:
+    """The joint law of (cycles, emitted tokens) keeps the roots exact; they match the
+    Monte Carlo bisection within the tolerance."""
+    scn = with_overrides(seed, {"timing.draft_extend_ms_per_token": 0.1})
+    exact = search_acceptance(scn, [150.0], [10])
+    mc = search_acceptance(scn, [150.0], [10], simulate=CountingSimulate())
+    e, m = exact.targets[0].per_num_steps[0], mc.targets[0].per_num_steps[0]
+    assert (e.method, m.method, exact.evaluations) == ("exact", "monte_carlo", 1)
+    assert e.alpha == pytest.approx(m.alpha, abs=ALPHA_XTOL)

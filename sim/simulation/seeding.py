@@ -66,20 +66,11 @@ def _hash_consts(start: int, mult: int, count: int) -> tuple[np.ndarray, int]:
     return np.array(out, dtype=np.uint32)[:, None], start
 
 
-def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
-    """``SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)`` for each key.
-
-    ``spawn_keys``: m non-empty keys of the same length, every element below 2^32. Returns
-    uint64 (m, 4). With a key, the run entropy is padded to at least the pool size, so the
-    pool's first mixing involves the run entropy only: it is done once on Python ints; the
-    key words are then mixed in on uint32 arrays, one row per key.
-    """
-    keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
-    m, width = keys.shape
-    if width == 0:
-        raise ValueError("seed_words needs spawn keys")
-    if int(keys.max()) > MASK32:
-        raise ValueError("spawn key elements must be below 2^32")
+@functools.lru_cache(maxsize=64)
+def _prefix(entropy: int, width: int) -> tuple[np.ndarray, list[np.ndarray], list[int], tuple]:
+    """What every key of one entropy shares: the pool after mixing the run entropy (uint32
+    (4, 1)), the run words still to mix in, and the hash constants (before, after) of each
+    word still to mix (the run's and the ``width`` key words) and of the state generation."""
     run = _uint32_words(int(entropy))
     run += [0] * max(0, POOL_SIZE - len(run))
     const = INIT_A
@@ -92,26 +83,48 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
             if i_src != i_dst:
                 value, const = _int_hashmix(pool[i_src], const)
                 pool[i_dst] = _int_mix(pool[i_dst], value)
-    rest = [np.full(m, w, dtype=np.uint32) for w in run[POOL_SIZE:]]
+    mixing = []
+    for _ in range(len(run) - POOL_SIZE + width):
+        after, last = _hash_consts(const, MULT_A, POOL_SIZE)
+        before = np.concatenate([np.array([[const]], dtype=np.uint32), after[:-1]])
+        mixing.append((before, after))
+        const = last
+    after, _ = _hash_consts(INIT_B, MULT_B, 8)
+    before = np.concatenate([np.array([[INIT_B]], dtype=np.uint32), after[:-1]])
+    start = np.array(pool, dtype=np.uint32)[:, None]
+    return start, run[POOL_SIZE:], mixing, (before, after)
+
+
+def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
+    """``SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)`` for each key.
+
+    ``spawn_keys``: m non-empty keys of the same length, every element below 2^32. Returns
+    uint64 (m, 4). With a key, the run entropy is padded to at least the pool size, so the
+    pool's first mixing involves the run entropy only: it is done once per entropy on
+    Python ints (``_prefix``); the key words are then mixed in on uint32 arrays, one column
+    per key.
+    """
+    keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
+    m, width = keys.shape
+    if width == 0:
+        raise ValueError("seed_words needs spawn keys")
+    if int(keys.max()) > MASK32:
+        raise ValueError("spawn key elements must be below 2^32")
+    start, run_rest, mixing, (gen_before, gen_after) = _prefix(int(entropy), width)
+    rest = [np.full(m, w, dtype=np.uint32) for w in run_rest]
     rest += [keys[:, i].astype(np.uint32) for i in range(width)]
-    rows = np.repeat(np.array(pool, dtype=np.uint32)[:, None], m, axis=1)  # (4, m)
+    rows = np.repeat(start, m, axis=1)  # (4, m)
     with np.errstate(over="ignore"):
-        for word in rest:  # mixed into every pool word, each with its own constant
-            before = np.array([const] + [0] * (POOL_SIZE - 1), dtype=np.uint32)[:, None]
-            after, const = _hash_consts(const, MULT_A, POOL_SIZE)
-            before[1:] = after[:-1]
-            value = word[None, :] ^ before
+        for word, (before, after) in zip(rest, mixing, strict=True):
+            value = word[None, :] ^ before  # mixed into every pool word, each its constant
             value *= after
             value ^= value >> _SHIFT
             rows *= _MIX_L
             value *= _MIX_R
             rows -= value
             rows ^= rows >> _SHIFT
-        first = np.array([INIT_B], dtype=np.uint32)[:, None]
-        after, _ = _hash_consts(INIT_B, MULT_B, 8)
-        before = np.concatenate([first, after[:-1]])
-        data = rows[np.arange(8) % POOL_SIZE] ^ before  # (8, m)
-        data *= after
+        data = rows[np.arange(8) % POOL_SIZE] ^ gen_before  # (8, m)
+        data *= gen_after
         data ^= data >> _SHIFT
         state = np.ascontiguousarray(data.T)
     return state.astype("<u4").view("<u8").astype(np.uint64).reshape(m, 4)

@@ -5,9 +5,13 @@ times, cycle cost and cycle-time model from here, so the meaning of each scenari
 written down once:
 
 * ``[acceptance]`` -> ``AcceptanceModel`` (sim/model/acceptance.py): one rate class, or a
-  class per ``[[acceptance.mix]]`` entry; ``per_position`` lists repeat their last rate
-  beyond their length; ``concentration``/``std`` become each class's Beta ``Spread`` (a
-  class without its own takes the top-level one);
+  class per ``[[acceptance.mix]]`` entry. The shape of the rates by position is resolved
+  once (``acceptance_shape``): given, chosen by held-out error on a listed profile, or the
+  draft method's decay prior (sim/scenario/priors.py). An ``alpha`` or ``accept_length``
+  fixes the accept length at ``measured_num_steps`` and the shape the rest;
+  ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
+  (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
+  ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
   derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
@@ -16,19 +20,29 @@ written down once:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.layer_cycletime import LayerCycleTimes
-from sim.model.rates import extend_rates, mean_accept_length
+from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
+from sim.model.rates import mean_accept_length
+from sim.model.shapes import (
+    continue_rates,
+    first_rate_for_accept_length,
+    rates_for_positions,
+    shape_factors,
+)
 from sim.scenario.decompose import ScenarioHardware, scenario_pass_times
+from sim.scenario.priors import DecayPrior, decay_prior
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 #: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
@@ -38,23 +52,127 @@ FIDELITIES: tuple[str, ...] = ("cycle", "layer")
 # --------------------------------------------------------------------------- acceptance
 
 
-def spec_rates(alpha: float | None, per_position: list[float] | None, k: int) -> np.ndarray:
-    """Mean rates a_1..a_k, shape (k,), of one ``alpha`` or a ``per_position`` list."""
-    if alpha is not None:
-        return np.full(k, alpha, dtype=float)
-    assert per_position is not None
-    return extend_rates(per_position, k)
+@dataclass(frozen=True)
+class AcceptanceShape:
+    """How a scenario's conditional rates vary with position, resolved.
+
+    ``shape`` is one of sim/model/shapes.py's ``CONTINUATIONS``; ``decay`` its parameter
+    (1 for flat and repeat); ``origin`` where it comes from (``measured``: given in the
+    file, ``override``, ``derived``: chosen by held-out error on the listed rates or taken
+    from the decay prior, ``default``); ``prior`` the draft method's prior when the decay
+    comes from it (its range is the decay's uncertainty).
+    """
+
+    shape: str
+    decay: float
+    origin: str
+    reason: str
+    prior: DecayPrior | None = None
+
+    def factors(self, num_steps: int) -> np.ndarray:
+        """g_1..g_k of an anchored profile (a flat one for ``repeat``), shape (k,)."""
+        shape = "flat" if self.shape == "repeat" else self.shape
+        return shape_factors(shape, self.decay, num_steps)
+
+
+#: Listed rates at or above this length choose their continuation by held-out error.
+HOLDOUT_MIN_POSITIONS = 3
+#: Standard error given to listed rates when choosing a continuation (printed precision).
+LISTED_SIGMA = 1e-3
+
+
+def _listed_choice(rates: list[float]) -> AcceptanceShape:
+    """Continuation of a listed profile chosen by held-out error (flat/step: repeat)."""
+    c = np.cumprod(rates)
+    data = ProfileData(
+        positions=tuple(range(1, len(rates) + 1)),
+        cumulative=tuple(float(x) for x in c),
+        cumulative_sigma=(LISTED_SIGMA,) * len(rates),
+    )
+    choice = choose_shape(data)
+    assert choice is not None
+    errors = ", ".join(f"{s} {100 * e:.2g}%" for s, e in choice.errors.items() if e is not None)
+    if choice.shape == "geometric":
+        decay = fit_profile("geometric", data).decay
+        return AcceptanceShape(
+            "geometric",
+            decay,
+            "derived",
+            f"geometric continuation (decay {decay:.3f} fitted to the {len(rates)} listed "
+            f"rates): lowest held-out error ({errors})",
+        )
+    return AcceptanceShape(
+        "repeat",
+        1.0,
+        "derived",
+        f"the last listed rate repeats: {choice.shape} has the lowest held-out error on the "
+        f"{len(rates)} listed rates ({errors})",
+    )
+
+
+def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> AcceptanceShape:
+    """The shape of ``spec``'s rates by position; ``origin`` of given keys (``measured`` or
+    ``override``). See ``AcceptanceSpec``: given, held-out choice on a listed profile of
+    three or more rates, else the decay prior of ``spec.method``."""
+    if spec.shape in ("flat", "repeat"):
+        return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
+    if spec.shape in ("geometric", "step") and spec.decay is not None:
+        return AcceptanceShape(
+            spec.shape, spec.decay, origin, f"acceptance.decay = {spec.decay:g} (given)"
+        )
+    listed = spec.per_position
+    if spec.shape == "auto" and listed is not None and len(listed) >= HOLDOUT_MIN_POSITIONS:
+        return _listed_choice(listed)
+    family = None if spec.shape == "auto" else spec.shape
+    prior = decay_prior(spec.method, family)
+    return AcceptanceShape(prior.shape, prior.median, "derived", prior.reason, prior)
+
+
+def anchored_rates(
+    spec: AcceptanceSpec | AcceptanceClass,
+    shape: AcceptanceShape,
+    num_steps: int,
+    measured_num_steps: int | None,
+) -> np.ndarray:
+    """Mean rates a_1..a_k, shape (k,), of one class's anchor under ``shape``.
+
+    ``alpha``: the accept length it gives at ``measured_num_steps`` (k0) with equal rates,
+    the shape scaled to it (a flat shape returns alpha itself); ``accept_length``: the
+    same from the accept length; ``first_rate``: a_1; ``per_position``: continued.
+    """
+    k0 = measured_num_steps or max(num_steps, 1)
+    factor_shape = "flat" if shape.shape == "repeat" else shape.shape
+    if spec.per_position is not None:
+        return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
+    if getattr(spec, "first_rate", None) is not None:
+        return rates_for_positions(factor_shape, spec.first_rate, shape.decay, num_steps)
+    if spec.alpha is not None and factor_shape == "flat":
+        return np.full(num_steps, spec.alpha, dtype=float)
+    al0 = (
+        leviathan_accept_length(spec.alpha, k0)
+        if spec.alpha is not None
+        else float(spec.accept_length)  # type: ignore[union-attr]  # classes have none
+    )
+    a1 = first_rate_for_accept_length(factor_shape, shape.decay, al0, k0)
+    return rates_for_positions(factor_shape, float(a1), shape.decay, num_steps)
+
+
+def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
+    """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
+    return anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
 
 
 def _rate_class(
     cls: AcceptanceClass | AcceptanceSpec,
     num_steps: int,
+    shape: AcceptanceShape,
+    measured_num_steps: int | None,
     *,
     name: str,
     weight: float,
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
-    means = spec_rates(cls.alpha, cls.per_position, num_steps)
+    means = anchored_rates(cls, shape, num_steps, measured_num_steps)
     spread: AcceptanceClass | AcceptanceSpec = cls
     if default is not None and cls.concentration is None and cls.std is None:
         spread = default
@@ -68,12 +186,17 @@ def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceM
     """
     if spec is None or num_steps == 0:
         return AcceptanceModel(num_steps, (RateClass("all", 1.0, np.zeros(num_steps)),))
+    shape = acceptance_shape(spec)
+    k0 = spec.measured_num_steps
     if spec.mix is None:
-        return AcceptanceModel(num_steps, (_rate_class(spec, num_steps, name="all", weight=1.0),))
+        return AcceptanceModel(
+            num_steps, (_rate_class(spec, num_steps, shape, k0, name="all", weight=1.0),)
+        )
     return AcceptanceModel(
         num_steps,
         tuple(
-            _rate_class(c, num_steps, name=c.name, weight=c.weight, default=spec) for c in spec.mix
+            _rate_class(c, num_steps, shape, k0, name=c.name, weight=c.weight, default=spec)
+            for c in spec.mix
         ),
     )
 
@@ -89,6 +212,25 @@ def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray
     if spec is None:
         return np.zeros(num_steps)
     return acceptance_model(spec, num_steps).closed_form_rates()
+
+
+def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
+    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k.
+
+    An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
+    listed profile, a mix or per-request spread the closed-form rates divided by their
+    first (so scaling them keeps the profile, as search does).
+    """
+
+    def factors(k: int) -> np.ndarray:
+        if spec is None:
+            return np.ones(k)
+        if spec.mix is None and spec.per_position is None and not spec.heterogeneous:
+            return acceptance_shape(spec).factors(k)
+        rates = conditional_rates(spec, k)
+        return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+
+    return factors
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:

@@ -9,6 +9,7 @@ against the file.
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from sim.errors import SpecsimError
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
-from sim.scenario.schema import HardwareSpec, Scenario
+from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
 
 
 def _dotted(loc: Iterable[Any]) -> str:
@@ -32,12 +33,19 @@ def _dotted(loc: Iterable[Any]) -> str:
     return text
 
 
+#: A validator's message that names its own field: ``uncertainty.timing.x: message``.
+_NAMED_FIELD = re.compile(r"^(uncertainty(?:\.[A-Za-z0-9_\[\]]+)+): (.*)$")
+
+
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    named = _NAMED_FIELD.match(msg)
+    if named and not loc:
+        loc, msg = named.group(1).split("."), named.group(2)
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
     elif err["type"] == "missing":
@@ -48,10 +56,35 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return _dotted(loc), msg
 
 
+def leaf_fields(raw: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """Dotted paths of every non-table value in a raw mapping (lists of tables by index)."""
+    out: set[str] = set()
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out |= leaf_fields(value, path + ".")
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                out |= leaf_fields(item, f"{path}[{i}].")
+        else:
+            out.add(path)
+    return out
+
+
 def scenario_from_dict(
-    raw: Mapping[str, Any], *, source: str, overridden: Iterable[str] = ()
+    raw: Mapping[str, Any],
+    *,
+    source: str,
+    overridden: Iterable[str] = (),
+    given: Iterable[str] | None = None,
+    previous_overrides: Mapping[str, str] | None = None,
 ) -> Scenario:
-    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
+    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field).
+
+    Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
+    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``).
+    """
+    overridden = list(overridden)
     try:
         scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
@@ -70,6 +103,8 @@ def scenario_from_dict(
             field=field,
         )
     _check_hardware_model(scenario, source=source, overridden=overridden)
+    scenario._given = frozenset(leaf_fields(raw) if given is None else given)
+    scenario._overrides = {**(previous_overrides or {}), **dict.fromkeys(overridden, source)}
     return scenario
 
 
@@ -151,12 +186,24 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a file's own values fix before ``--set`` applies: ``timing.measured_on`` (the
+    hardware the timings were measured on) and ``acceptance.measured_num_steps`` (the
+    num_steps its alpha or accept length was measured at)."""
+    out = fill_measured_on(raw)
+    fill_measured_num_steps(out)
+    return out
+
+
 def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
-    raw = fill_measured_on(read_scenario_file(path))
+    raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=str(path), overridden=overrides)
+    given = leaf_fields(raw) - set(overrides)
+    scenario = scenario_from_dict(merged, source=str(path), overridden=overrides, given=given)
+    scenario._overrides = dict.fromkeys(overrides, "--set")
+    return scenario
 
 
 def with_overrides(
@@ -165,7 +212,13 @@ def with_overrides(
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
     raw = scenario.model_dump(exclude_none=True)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=source, overridden=overrides)
+    return scenario_from_dict(
+        merged,
+        source=source,
+        overridden=overrides,
+        given=scenario._given - set(overrides),
+        previous_overrides=scenario._overrides,
+    )
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

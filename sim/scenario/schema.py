@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -240,24 +241,52 @@ class AcceptanceClass(Heterogeneity):
         return self
 
 
-class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance.
+#: Keys of [acceptance] that say what was measured; exactly one is given.
+ACCEPTANCE_ANCHORS: tuple[str, ...] = (
+    "alpha",
+    "accept_length",
+    "first_rate",
+    "per_position",
+    "mix",
+)
 
-    One of: ``alpha`` (one rate), ``per_position`` (a list of k conditional rates; the last
-    repeats when k is longer), or ``mix`` (weighted classes, each with its own rates).
-    ``concentration`` or ``std`` make the rates vary per request (Beta around the mean); at
-    the top level of a mix they are the default of classes that set neither.
+Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
+Method = Literal["eagle3", "eagle", "mtp", "draft_model", "generic"]
+
+
+class AcceptanceSpec(Heterogeneity):
+    """Conditional per-position acceptance: what was measured, and its shape by position.
+
+    One anchor: ``alpha`` (the equal rate that gives the measured accept length at
+    ``measured_num_steps``), ``accept_length`` (measured there), ``first_rate`` (a_1),
+    ``per_position`` (measured conditional rates a_1..a_n) or ``mix`` (weighted classes,
+    each with ``alpha`` or ``per_position``). ``shape`` says how the rate varies with
+    position (sim/model/shapes.py): ``flat``, ``geometric`` or ``step`` with ``decay``, and
+    for a ``per_position`` list how it continues past the list (``repeat``: the last rate
+    repeats). ``auto`` (the default): a list of three or more rates continues by the shape
+    with the lowest held-out error on it; otherwise the decay prior of ``method``
+    (sim/scenario/priors.py) gives shape and decay. ``concentration`` or ``std`` make the
+    rates vary per request (Beta around the mean); at the top level of a mix they are the
+    default of classes that set neither.
     """
 
     alpha: Rate | None = None
+    accept_length: Annotated[float, Field(ge=1.0)] | None = None
+    first_rate: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
+    shape: Shape = "auto"
+    decay: Annotated[float, Field(gt=0.0, le=2.0)] | None = None
+    method: Method = "generic"
+    #: The num_steps the alpha or accept length was measured at (default: the file's
+    #: speculation.num_steps, filled in when the scenario is read).
+    measured_num_steps: Annotated[int, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        given = [n for n in ("alpha", "per_position", "mix") if getattr(self, n) is not None]
+        given = [n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position or mix")
+            raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
         if self.mix is not None:
             names = [c.name for c in self.mix]
             if len(set(names)) != len(names):
@@ -267,11 +296,32 @@ class AcceptanceSpec(Heterogeneity):
                     if cls.concentration is None and cls.std is None:
                         cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
                         self._check_std(list(cls_rates or []))
-        else:
+        elif self.alpha is not None or self.per_position is not None:
             self._check_std(
                 [self.alpha] if self.alpha is not None else list(self.per_position or [])
             )
         return self
+
+    @model_validator(mode="after")
+    def _shape_fits_anchor(self) -> AcceptanceSpec:
+        listed = self.per_position is not None or self.mix is not None
+        if self.shape == "repeat" and not listed:
+            raise ValueError("shape = 'repeat' continues a per_position list; use flat")
+        if self.decay is not None and self.shape not in ("geometric", "step"):
+            raise ValueError(
+                f"decay is the parameter of shape 'geometric' or 'step', not {self.shape!r}"
+            )
+        k0 = self.measured_num_steps
+        if self.accept_length is not None and k0 is not None and self.accept_length > k0 + 1:
+            raise ValueError(
+                f"accept_length {self.accept_length:g} exceeds measured_num_steps + 1 = {k0 + 1}"
+            )
+        return self
+
+    @property
+    def anchor(self) -> str:
+        """Which of ``ACCEPTANCE_ANCHORS`` this section gives."""
+        return next(n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None)
 
     @property
     def heterogeneous(self) -> bool:
@@ -301,14 +351,108 @@ class TargetsSpec(Section):
     tok_s: Annotated[list[Annotated[float, Field(gt=0.0)]], Field(min_length=1)]
 
 
+class FieldUncertainty(Section):
+    """How well one numeric field is known: a standard error or a plausible range.
+
+    ``stderr`` (a number, or for a list field one per entry) is a measurement error,
+    sampled as a normal around the value; ``range = [low, high]`` a plausible range,
+    sampled uniformly. ``origin`` says what the value is (``measured``, the default with a
+    stderr; ``assumed``, the default with a range or with neither; ``calibrated``, written
+    by ``specsim calibrate``); ``reason`` says why.
+    """
+
+    stderr: Annotated[float, Field(ge=0.0)] | list[Annotated[float, Field(ge=0.0)]] | None = None
+    range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    origin: Literal["measured", "assumed", "calibrated"] | None = None
+    reason: str = ""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> FieldUncertainty:
+        if self.stderr is not None and self.range is not None:
+            raise ValueError("give a stderr or a range, not both")
+        if self.range is not None and self.range[0] > self.range[1]:
+            raise ValueError(f"range low {self.range[0]:g} is above high {self.range[1]:g}")
+        return self
+
+    @property
+    def resolved_origin(self) -> str:
+        if self.origin is not None:
+            return self.origin
+        return "measured" if self.stderr is not None else "assumed"
+
+
+class Correlation(Section):
+    """Correlations between fields with a ``stderr`` (``specsim calibrate`` writes the
+    correlations of the values it fits): a symmetric matrix with unit diagonal."""
+
+    fields: Annotated[list[str], Field(min_length=2)]
+    matrix: list[list[float]]
+
+    @model_validator(mode="after")
+    def _valid_matrix(self) -> Correlation:
+        n = len(self.fields)
+        if len(set(self.fields)) != n:
+            raise ValueError("correlation fields must be distinct")
+        if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
+            raise ValueError(f"matrix must be {n} x {n}, one row and column per field")
+        for i in range(n):
+            if abs(self.matrix[i][i] - 1.0) > 1e-9:
+                raise ValueError("matrix diagonal must be 1")
+            for j in range(n):
+                if abs(self.matrix[i][j] - self.matrix[j][i]) > 1e-9:
+                    raise ValueError("matrix must be symmetric")
+                if abs(self.matrix[i][j]) > 1.0 + 1e-9:
+                    raise ValueError("correlations must lie in [-1, 1]")
+        if np.linalg.eigvalsh(np.array(self.matrix, dtype=float)).min() < -1e-9:
+            raise ValueError("matrix is not positive semi-definite")
+        return self
+
+
+class UncertaintySpec(Section):
+    """``[uncertainty]``: errors and ranges of numeric fields, by section.
+
+    ``timing.verify_ms = { stderr = 0.5, reason = "..." }`` under ``[uncertainty]`` (a
+    TOML dotted key) or ``verify_ms = {...}`` under ``[uncertainty.timing]``; a list field
+    takes a stderr per entry (``acceptance.per_position = { stderr = [0.01, 0.02] }``).
+    ``[uncertainty.correlation]`` correlates fields that have a stderr (list entries as
+    ``acceptance.per_position[0]``).
+    """
+
+    model: dict[str, FieldUncertainty] = Field(default_factory=dict)
+    hardware: dict[str, FieldUncertainty] = Field(default_factory=dict)
+    timing: dict[str, FieldUncertainty] = Field(default_factory=dict)
+    acceptance: dict[str, FieldUncertainty] = Field(default_factory=dict)
+    correlation: Correlation | None = None
+
+    def entries(self) -> dict[str, FieldUncertainty]:
+        """Every entry by its dotted field (``timing.verify_ms``)."""
+        out: dict[str, FieldUncertainty] = {}
+        for section in ("model", "hardware", "timing", "acceptance"):
+            for key, entry in getattr(self, section).items():
+                out[f"{section}.{key}"] = entry
+        return out
+
+
 class Scenario(Section):
     """One validated scenario file (after overrides).
 
     ``_derived`` memoizes what sim/scenario/bind.py derives from the (immutable) fields,
-    such as the pass times, so a study that asks many times pays once.
+    such as the pass times, so a study that asks many times pays once. ``_given`` holds the
+    dotted fields the file (or mapping) gave and ``_overrides`` the fields set afterwards
+    (by ``--set``, ``--grid`` or a study) with what set them: the provenance of every value
+    (sim/scenario/provenance.py). Equality compares the fields only.
     """
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _given: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
 
     name: str
     description: str = ""
@@ -320,6 +464,60 @@ class Scenario(Section):
     workload: WorkloadSpec = WorkloadSpec()
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
+    uncertainty: UncertaintySpec = UncertaintySpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_measured_num_steps(cls, data: Any) -> Any:
+        """An alpha or accept length was measured at the scenario's num_steps unless it
+        says otherwise (files are filled at load, before ``--set``, see load.py)."""
+        if isinstance(data, dict):
+            fill_measured_num_steps(data)
+        return data
+
+    @model_validator(mode="after")
+    def _uncertain_fields_are_numbers(self) -> Scenario:
+        entries = self.uncertainty.entries()
+        for dotted, entry in entries.items():
+            where = f"uncertainty.{dotted}"
+            section, key = dotted.split(".", 1)
+            value = getattr(getattr(self, section), key, None) if hasattr(self, section) else None
+            model_fields = type(getattr(self, section)).model_fields
+            if key not in model_fields:
+                raise _field_error(where, f"{section} has no field {key!r}")
+            if isinstance(value, list):
+                if not all(isinstance(v, int | float) for v in value):
+                    raise _field_error(where, "not a numeric field")
+                if entry.range is not None:
+                    raise _field_error(where, "a list field takes a stderr (one or per entry)")
+                if isinstance(entry.stderr, list) and len(entry.stderr) != len(value):
+                    raise _field_error(
+                        where, f"{len(entry.stderr)} stderrs for {len(value)} entries"
+                    )
+                continue
+            if value is None:
+                raise _field_error(where, f"{dotted} has no value here to be uncertain about")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _field_error(where, f"not a numeric field (value {value!r})")
+            if isinstance(entry.stderr, list):
+                raise _field_error(where, "a single value takes a single stderr")
+            if entry.range is not None and not entry.range[0] <= value <= entry.range[1]:
+                raise _field_error(
+                    where,
+                    f"range [{entry.range[0]:g}, {entry.range[1]:g}] does not contain the "
+                    f"value {value:g}",
+                )
+        corr = self.uncertainty.correlation
+        if corr is not None:
+            for name in corr.fields:
+                base = name.split("[", 1)[0]
+                entry = entries.get(base)
+                if entry is None or entry.stderr is None:
+                    raise _field_error(
+                        "uncertainty.correlation.fields",
+                        f"{name} has no stderr in [uncertainty] to correlate",
+                    )
+        return self
 
     @model_validator(mode="after")
     def _acceptance_when_speculating(self) -> Scenario:
@@ -344,3 +542,21 @@ class Scenario(Section):
     @property
     def target_tok_s(self) -> tuple[float, ...]:
         return tuple(self.targets.tok_s) if self.targets else ()
+
+
+def _field_error(field: str, message: str) -> ValueError:
+    """A validation error naming a dotted field inside its message (load.py reports it)."""
+    return ValueError(f"{field}: {message}")
+
+
+def fill_measured_num_steps(raw: dict[str, Any]) -> None:
+    """Set ``acceptance.measured_num_steps`` from ``speculation.num_steps`` in place when
+    the acceptance is an alpha, an accept length or a mix and does not say it."""
+    acc, spec = raw.get("acceptance"), raw.get("speculation")
+    if not isinstance(acc, dict) or not isinstance(spec, dict):
+        return
+    k = spec.get("num_steps")
+    if "measured_num_steps" in acc or not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        return
+    if any(key in acc for key in ("alpha", "accept_length", "mix")):
+        acc["measured_num_steps"] = k

@@ -15,7 +15,7 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.scenario.bind import pass_times, scenario_rates
+from sim.scenario.bind import pass_times, profile_factors, scenario_rates
 from sim.scenario.schema import Scenario
 
 
@@ -67,5 +67,8 @@ def analyze(scenario: Scenario) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling_tok_s(cost),
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(answer_target(t, passes, k) for t in scenario.target_tok_s),
+        targets=tuple(
+            answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
+            for t in scenario.target_tok_s
+        ),
     )

@@ -43,6 +43,7 @@ def _base():
             "timing.draft_step_ms": 3.0,
             "timing.verify_ms_per_extra_token": 0.5,
             "acceptance.alpha": 0.5,
+            "acceptance.shape": "flat",
         },
     )
 

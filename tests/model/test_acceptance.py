@@ -136,7 +136,7 @@ def test_mix_weights_and_class_rates():
         {"name": "chat", "weight": 3.0, "alpha": 0.5},
         {"name": "code", "weight": 1.0, "per_position": [0.9, 0.8]},
     ]
-    model = acceptance_model(spec(mix=mix), 2)
+    model = acceptance_model(spec(mix=mix, shape="flat"), 2)
     cls, rates = model.sample_requests(np.random.default_rng(2), 40_000)
     share = (cls == 1).mean()
     assert abs(share - 0.25) < 4 * np.sqrt(0.25 * 0.75 / 40_000)

@@ -123,7 +123,8 @@ def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterab
 def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     """The first missing pass time the hardware model cannot derive, with what it needs.
 
-    A missing verify is derived from a measured decode and the model's weights; any other
+    A missing verify is derived from a measured decode, the model's weights and
+    ``hardware.gpu`` (the extra weight reads of more tokens); any other
     missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
     (sim/hardware/decompose.py).
     """
@@ -132,10 +133,9 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     weights = ["model.layer_params"] if model.layer_params is None else []
     gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
     checks = [("decode_ms", geometry + weights + gpu)]
-    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
-    checks.append(("verify_ms", verify_needs))
-    if timing.verify_growth == "experts" and geometry + weights:
-        return "timing.verify_growth", geometry + weights
+    checks.append(("verify_ms", geometry + weights + gpu))
+    if timing.verify_growth == "experts" and geometry + weights + gpu:
+        return "timing.verify_growth", geometry + weights + gpu
     if scenario.num_steps > 0:
         drafter = ["model.draft_params"] if model.draft_params is None else []
         checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]

@@ -106,6 +106,10 @@ class HardwareSpec(Section):
     gpu: str | None = None
     launch_us: Annotated[float, Field(ge=0.0)] = 5.0
     rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves
+    #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
+    #: longer verify); 1 is the roofline, which the README calls about 2x optimistic.
+    bandwidth_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
 
     @field_validator("interconnect")
     @classmethod
@@ -152,10 +156,14 @@ class TimingSpec(Section):
     decode_ms: PositiveMs | None = None
     verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0)] | None = None
-    verify_ms_per_extra_token: NonNegativeMs = 0.0
+    #: Growth of the verify pass per extra verified token; left out, the hardware model
+    #: derives it (sim/scenario/decompose.py ``verify_slope``), or it is 0 when the model
+    #: lacks the weights or GPU to, and the answer lists it among its assumptions.
+    verify_ms_per_extra_token: NonNegativeMs | None = None
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
-    #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
-    #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
+    #: or ``experts``: the weight reads (and FLOPs) of the extra distinct routed experts
+    #: E(1 - (1 - e/E)^m) are added to the calibrated compute (needs the model's weights
+    #: and hardware.gpu).
     verify_growth: Literal["linear", "experts"] = "linear"
     draft_step_ms: PositiveMs | None = None
     draft_extend_ms: PositiveMs | None = None
@@ -527,7 +535,9 @@ class Scenario(Section):
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.num_steps + 1
-        at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
+        at_one = timing.verify_ms - (measured_tokens - 1) * (
+            timing.verify_ms_per_extra_token or 0.0
+        )
         if at_one <= 0:
             raise ValueError(
                 "timing.verify_ms_per_extra_token is too large for timing.verify_ms: the verify "

@@ -15,7 +15,7 @@ from sim.hardware.interconnects import PRESETS
 from sim.hardware.launch import calibrate_compute_ms, critical_path_ms, kernel_schedule
 from sim.hardware.passes import PASS_NAMES
 from sim.scenario.bind import pass_times
-from sim.scenario.decompose import ScenarioHardware, measured_pass_times
+from sim.scenario.decompose import ScenarioHardware, measured_pass_times, target_weights
 from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import SEED
 
@@ -190,11 +190,51 @@ def test_expert_union():
 
 
 def test_derived_verify_grows_with_distinct_experts():
+    """The compute of a derived verify grows by the weight reads of the new distinct
+    experts (concave); the total also carries the all-reduce model, whose algorithm
+    switch at a message size may step it down once."""
     s = load_scenario(SEED.parent / "kimi-k25-8xh200-nvlink-eagle3.toml")
-    p = pass_times(s)
-    steps = np.diff([p.verify_over_ms(m) for m in range(1, 34)])
+    hw = ScenarioHardware(s)
+    compute = np.array([hw.breakdown("verify", m).compute_ms for m in range(1, 34)])
+    steps = np.diff(compute)
     assert np.all(steps > 0)  # more tokens, more experts read
-    assert steps[-1] < steps[0]  # and each extra token adds fewer new experts
+    assert np.all(np.diff(steps) < 1e-12)  # and each extra token adds fewer new experts
+    p = pass_times(s)
+    assert p.verify_over_ms(33) > p.verify_over_ms(1)
+
+
+def test_growth_adds_only_the_weight_reads_and_flops():
+    """A longer verify adds the extra distinct experts' bytes over the GPU bandwidth (and
+    the extra FLOPs over peak) to the calibrated compute, not a multiple of it."""
+    s = load_scenario(SEED, ["timing.verify_growth=experts"])
+    hw = ScenarioHardware(s)
+    w = target_weights(s)
+    gpu = hw.current.gpu
+    extra = w.bytes_read(14) - w.bytes_read(3)
+    reads = extra / (8 * gpu.memory_bandwidth_gbps * 1e9) * 1e3
+    flops = (w.flops(14) - w.flops(3)) / (8 * gpu.bf16_tflops * 1e12) * 1e3
+    grown = hw.breakdown("verify", 14).compute_ms - hw.breakdown("verify", 3).compute_ms
+    assert grown == pytest.approx(reads + flops, rel=1e-9)
+    assert grown < 0.5 * hw.breakdown("verify", 3).compute_ms  # most of the pass does not grow
+
+
+def test_unmeasured_slope_is_derived_by_the_hardware_model(write_scenario):
+    text = SEED.read_text().replace("verify_ms_per_extra_token = 0.7\n", "")
+    s = load_scenario(write_scenario(text))
+    slope, origin, reason = ScenarioHardware(s).verify_slope
+    assert origin == "derived" and "weight reads" in reason
+    hw = ScenarioHardware(load_scenario(SEED, ["timing.verify_growth=experts"]))
+    # the one-token step of the experts law, measured verify pinned at 3 tokens
+    assert slope == pytest.approx(
+        hw.breakdown("verify", 4).total_ms - hw.breakdown("verify", 3).total_ms, rel=1e-9
+    )
+    assert pass_times(s).verify_over_ms(5) == pytest.approx(30.0 + 2 * slope)
+
+
+def test_unmeasured_slope_without_weights_is_a_listed_default(write_scenario):
+    s = load_scenario(write_scenario())  # timings only, no model
+    slope, origin, reason = ScenarioHardware(s).verify_slope
+    assert (slope, origin) == (0.0, "default") and "optimistic" in reason
 
 
 def test_dense_model_verify_is_flat_in_tokens_while_memory_bound():

@@ -53,7 +53,7 @@ def run(
     from sim.studies.analysis import analyze
 
     sc = load_scenario(scenario, sets)
-    analysis = analyze(sc)
+    analysis = analyze(sc, uncertainty=True)
     with ProgressBar(enabled=not quiet) as progress:
         try:
             result = simulate(

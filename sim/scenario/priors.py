@@ -234,9 +234,9 @@ class DecayPrior:
     @property
     def reason(self) -> str:
         return (
-            f"{self.method} decay prior: {self.shape} decay of {len(self.decays)} published "
-            f"per-position profiles (median {self.median:.3f}, 5-95% {self.low:.3f}-"
-            f"{self.high:.3f}, flat 1.0 the optimistic end); {self.note}"
+            f"{self.method} decay prior: {self.shape} shape fitted to {len(self.decays)} "
+            f"published per-position profiles, median {self.median:.3f}, 5-95% "
+            f"{self.low:.3f}-{self.high:.3f} (flat 1 the optimistic end); {self.note}"
         )
 
 
@@ -279,9 +279,9 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
         raise ValueError(f"no decay prior for shape {shape!r}")
     decays = sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in profiles)
     note = (
-        POOLED_METHODS[method] + ", so the profiles of every method are pooled"
+        POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
-        else f"{PRIOR_FAMILY[_group(method)]} has the lowest forward held-out error over them"
+        else f"{PRIOR_FAMILY[_group(method)]} has the lowest held-out error on them"
     )
     return DecayPrior(
         method, shape, tuple(decays), tuple(dict.fromkeys(p.source for p in profiles)), note

@@ -15,8 +15,16 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.scenario.bind import pass_times, profile_factors, scenario_rates
+from sim.scenario.bind import (
+    AcceptanceShape,
+    acceptance_shape,
+    pass_times,
+    profile_factors,
+    scenario_rates,
+)
+from sim.scenario.provenance import Assumption, assumptions
 from sim.scenario.schema import Scenario
+from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,11 @@ class Analysis:
     ceiling_tok_s: float
     break_even_accept_length: float | None
     targets: tuple[TargetAnswer, ...]
+    #: The acceptance shape by position (None without acceptance), every input's
+    #: provenance, and the 90% intervals from inputs and model (``uncertainty=True``).
+    shape: AcceptanceShape | None = None
+    assumptions: tuple[Assumption, ...] = ()
+    uncertainty: UncertaintyResult | None = None
 
     @property
     def num_steps(self) -> int:
@@ -48,8 +61,9 @@ class Analysis:
         return self.throughput_tok_s / self.baseline_tok_s
 
 
-def analyze(scenario: Scenario) -> Analysis:
-    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
+def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
+    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets,
+    the inputs' provenance, and (``uncertainty``) the answers' 90% intervals."""
     k = scenario.num_steps
     passes = pass_times(scenario)
     cost = cycle_cost(passes, k)
@@ -71,4 +85,7 @@ def analyze(scenario: Scenario) -> Analysis:
             answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
             for t in scenario.target_tok_s
         ),
+        shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
+        assumptions=assumptions(scenario),
+        uncertainty=answer_uncertainty(scenario) if uncertainty else None,
     )

@@ -17,7 +17,7 @@ from sim.hardware.passes import PASS_NAMES
 from sim.scenario.bind import pass_times
 from sim.scenario.decompose import ScenarioHardware, measured_pass_times, target_weights
 from sim.scenario.load import load_scenario, with_overrides
-from tests.conftest import SEED
+from tests.conftest import SEED, seed_text_without_uncertainty
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_reproduces_measured_times_exactly(seed):
         assert b.origin == "measured"
         assert b.total_ms == pytest.approx(measured, rel=1e-12)
     p = pass_times(seed)
-    assert p == measured_pass_times(seed.timing, seed.num_steps)
+    assert p == measured_pass_times(seed.timing, seed.num_steps, hw.verify_slope[0])
 
 
 def test_breakdown_parts_at_the_seed(seed):
@@ -101,11 +101,7 @@ def test_graphing_the_verify_never_makes_it_slower(seed, interconnect, gpus, lau
 
 
 def test_below_the_floor_names_both_numbers_and_the_field(write_scenario):
-    text = (
-        SEED.read_text()
-        .replace("verify_ms = 30.0", "verify_ms = 5.0")
-        .replace("verify_ms_per_extra_token = 0.7", "verify_ms_per_extra_token = 0.1")
-    )
+    text = seed_text_without_uncertainty().replace("verify_ms = 30.0", "verify_ms = 5.0")
     path = write_scenario(text)
     result = CliRunner().invoke(main, ["run", str(path)])
     assert result.exit_code == 2
@@ -219,8 +215,8 @@ def test_growth_adds_only_the_weight_reads_and_flops():
 
 
 def test_unmeasured_slope_is_derived_by_the_hardware_model(write_scenario):
-    text = SEED.read_text().replace("verify_ms_per_extra_token = 0.7\n", "")
-    s = load_scenario(write_scenario(text))
+    assert "verify_ms_per_extra_token =" not in SEED.read_text()  # the seed leaves it out
+    s = load_scenario(SEED)
     slope, origin, reason = ScenarioHardware(s).verify_slope
     assert origin == "derived" and "weight reads" in reason
     hw = ScenarioHardware(load_scenario(SEED, ["timing.verify_growth=experts"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -102,6 +103,7 @@ def sweep(
                 executor=run,
                 progress=advance,
                 source=scenario,
+                base_dir=str(Path(scenario).resolve().parent),
             )
     except KeyboardInterrupt:
         click.echo(

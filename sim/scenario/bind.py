@@ -15,19 +15,30 @@ written down once:
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
   derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
-  model the Monte Carlo engines draw durations from.
+  model the Monte Carlo engines draw durations from;
+* the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
+  over the batched hardware model (sim/hardware/batched.py), ``serving_cost``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.hardware.batched import (
+    DEFAULT_SLOPE,
+    BatchedPass,
+    MeasuredPass,
+    PassPhysics,
+    calibrated_pass,
+)
 from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
+from sim.model.batched_cost import IterationCost, ServingCurves, pass_load
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -41,7 +52,15 @@ from sim.model.shapes import (
     rates_for_positions,
     shape_factors,
 )
-from sim.scenario.decompose import ScenarioHardware, scenario_pass_times
+from sim.model.tree_acceptance import Acceptance, TreeAcceptance, TreeDraft
+from sim.model.tree_cost import tree_cycle_cost
+from sim.model.tree_rates import extend_shares, residual_shares
+from sim.scenario.decompose import (
+    ScenarioHardware,
+    draft_weights,
+    scenario_pass_times,
+    target_weights,
+)
 from sim.scenario.priors import DecayPrior, decay_prior
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
@@ -116,6 +135,10 @@ def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> Acceptan
     three or more rates, else the decay prior of ``spec.method``."""
     if spec.shape in ("flat", "repeat"):
         return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
+    if spec.shape == "auto" and spec.rank_rates is not None:
+        return AcceptanceShape(
+            "flat", 1.0, "default", "rank_rates are given at every depth (set shape to decay them)"
+        )
     if spec.shape in ("geometric", "step") and spec.decay is not None:
         return AcceptanceShape(
             spec.shape, spec.decay, origin, f"acceptance.decay = {spec.decay:g} (given)"
@@ -144,8 +167,11 @@ def anchored_rates(
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape
     if spec.per_position is not None:
         return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
-    if getattr(spec, "first_rate", None) is not None:
-        return rates_for_positions(factor_shape, spec.first_rate, shape.decay, num_steps)
+    first = getattr(spec, "first_rate", None)
+    ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
+    if first is not None or ranks is not None:
+        a1 = first if first is not None else ranks[0]
+        return rates_for_positions(factor_shape, a1, shape.decay, num_steps)
     if spec.alpha is not None and factor_shape == "flat":
         return np.full(num_steps, spec.alpha, dtype=float)
     al0 = (
@@ -201,6 +227,38 @@ def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceM
     )
 
 
+def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
+    """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
+    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked. () for
+    topk = 1 or no rank shape (a chain needs none)."""
+    shape = spec.rank_shape()
+    if topk == 1 or shape is None:
+        return ()
+    h = residual_shares(shape)
+    if spec.rank_extend == "geometric":
+        h = extend_shares(h, topk)
+    return tuple(float(x) for x in h[: topk - 1])
+
+
+def tree_draft(scenario: Scenario) -> TreeDraft:
+    sp = scenario.speculation
+    assert sp.num_draft_tokens is not None
+    return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
+
+
+def scenario_acceptance(scenario: Scenario) -> Acceptance:
+    """The acceptance model the engines and closed forms use: the chain's
+    ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
+    the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
+    builds for (num_steps, topk, num_draft_tokens) at the population's mean rates."""
+    sp = scenario.speculation
+    top1 = acceptance_model(scenario.acceptance, sp.num_steps)
+    if not sp.is_tree:
+        return top1
+    assert scenario.acceptance is not None
+    return TreeAcceptance(top1, rank_shares(scenario.acceptance, sp.topk), tree_draft(scenario))
+
+
 def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
     """Conditional rates a_1..a_k, shape (num_steps,), that the closed forms take.
 
@@ -234,7 +292,10 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:
-    """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,)."""
+    """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,); a
+    tree at its own configuration gives its chain-equivalent rates (depth,)."""
+    if num_steps is None and scenario.speculation.is_tree:
+        return scenario_acceptance(scenario).closed_form_rates()
     k = scenario.num_steps if num_steps is None else num_steps
     return conditional_rates(scenario.acceptance, k)
 
@@ -256,8 +317,43 @@ def pass_times(scenario: Scenario) -> PassTimes:
     return cache["pass_times"]
 
 
+def draft_pass_table_ms(scenario: Scenario, max_tokens: int) -> tuple[float, ...] | None:
+    """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
+    hardware model when the model geometry is known (sim/scenario/decompose.py), else None
+    (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
+    cache = scenario._derived
+    key = ("draft_table", max_tokens)
+    if key not in cache:
+        model = scenario.model
+        known = model.layers is not None and model.hidden_size is not None
+        cache[key] = ScenarioHardware(scenario).draft_step_table_ms(max_tokens) if known else None
+    return cache[key]
+
+
+def tree_cost(
+    scenario: Scenario, num_steps: int, topk: int, num_draft_tokens: int, passes: PassTimes
+) -> CycleCost:
+    """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
+    is the chain cycle exactly (sim/model/tree_cost.py)."""
+    if topk == 1:
+        return chain_cycle_cost(passes, num_steps)
+    return tree_cycle_cost(
+        passes,
+        num_steps,
+        topk,
+        num_draft_tokens,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        draft_table_ms=draft_pass_table_ms(scenario, topk),
+    )
+
+
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
-    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps``."""
+    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps`` (a
+    chain there); a tree at its own configuration is the tree cycle."""
+    sp = scenario.speculation
+    if num_steps is None and sp.is_tree:
+        assert sp.num_draft_tokens is not None
+        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
     k = scenario.num_steps if num_steps is None else num_steps
     return chain_cycle_cost(pass_times(scenario), k)
 
@@ -268,7 +364,8 @@ def baseline_tok_s(scenario: Scenario) -> float:
 
 
 def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float:
-    """Long-run tok/s of a scenario by renewal-reward: 1000 E[L] / E[T_cycle]."""
+    """Long-run tok/s of a scenario by renewal-reward: 1000 E[L] / E[T_cycle] (a tree at its
+    own configuration: its E[L] and its cycle)."""
     al = mean_accept_length(scenario_rates(scenario, num_steps))
     return throughput_tok_s(al, cycle_cost(scenario, num_steps))
 
@@ -313,10 +410,11 @@ def layer_cycle_times(
         empty = np.zeros(1)
         decode = sample_pass_ms(scenario, "decode", size, rng)
         return LayerCycleTimes(0, empty, decode, empty, 0.0)
+    sp = scenario.speculation  # a tree: drafter passes over topk beams, verify over its N
     return LayerCycleTimes(
         num_steps=k,
-        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng),
-        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=k + 1),
+        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng, tokens=sp.topk),
+        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=sp.draft_tokens),
         extend_pool_ms=sample_pass_ms(scenario, "draft_extend", size, rng),
         overhead_ms=scenario.timing.cycle_overhead_ms,
     )
@@ -339,3 +437,110 @@ def cycle_time_model(
     raise SpecsimError(
         f"unknown fidelity {fidelity!r}; choose one of {', '.join(FIDELITIES)}", param="fidelity"
     )
+
+
+# --------------------------------------------------------------------------- serving
+
+#: Pass kinds of a serving iteration, and whether each runs on the drafter.
+SERVING_PASSES: dict[str, bool] = {
+    "decode": False,
+    "verify": False,
+    "prefill": False,
+    "draft_step": True,
+    "draft_extend": True,
+    "draft_prefill": True,
+}
+
+
+def batch1_points(
+    passes: PassTimes, num_steps: int, context_tokens: float
+) -> dict[str, MeasuredPass]:
+    """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
+    and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
+    shapes = {
+        "decode": (1, passes.decode_ms),
+        "verify": (passes.verify_tokens, passes.verify_ms),
+        "draft_step": (1, passes.draft_step_ms),
+        "draft_extend": (num_steps + 1, passes.draft_extend_ms),
+    }
+    out = {}
+    for name, (m, ms) in shapes.items():
+        tokens, kv, pairs = pass_load(1, m, context_tokens)
+        out[name] = MeasuredPass(tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1")
+    return out
+
+
+def serving_cost(
+    scenario: Scenario,
+    *,
+    kv_bytes_per_token: float = 0.0,
+    attention_flops_per_pair: float = 0.0,
+    reference_context_tokens: float = 0.0,
+    points: Mapping[str, Sequence[MeasuredPass]] | None = None,
+    speculative: bool = True,
+    draft_kv_bytes_per_token: float | None = None,
+) -> IterationCost:
+    """The scenario's batched iteration cost (sim/model/batched_cost.py).
+
+    Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
+    scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
+    sizes, per kind). A pass measured at batch 1 only grows at the slope fitted from the
+    measured points of a pass on the same weights (the verify at the decode's), else at
+    ``DEFAULT_SLOPE``. A prefill without a measured point takes the calibration curve of
+    the decode pass (the drafter's, of the draft extend): the same weights on the same GPU,
+    an assumption a measured prefill point replaces. Decode and draft passes are
+    graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
+    prefills are not. ``kv_bytes_per_token`` / ``attention_flops_per_pair`` are per
+    tensor-parallel rank for the target; the drafter's scale by its share of decoder
+    layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
+    context at which the batch-1 times hold.
+    ``speculative``: build the drafter's passes (they need ``model.draft_params``).
+    """
+    batch1 = pass_times(scenario)
+    hw = ScenarioHardware(scenario)
+    geom = hw.geom
+    draft_share = geom.draft_layers / geom.layers
+    anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
+    extra = dict(points or {})
+    weights = {False: target_weights(scenario)}
+    if speculative:
+        weights[True] = draft_weights(scenario)
+    built: dict[str, BatchedPass] = {}
+    for name, drafter in SERVING_PASSES.items():
+        if drafter and not speculative:
+            continue
+        share = draft_share if drafter else 1.0
+        physics = PassPhysics(
+            name=name,
+            weights=weights[drafter],
+            layers=geom.draft_layers if drafter else geom.layers,
+            hardware=hw.current,
+            geometry=geom,
+            graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
+            kv_bytes_per_token=(
+                draft_kv_bytes_per_token
+                if drafter and draft_kv_bytes_per_token is not None
+                else kv_bytes_per_token * share
+            ),
+            attention_flops_per_pair=attention_flops_per_pair * share,
+        )
+        own = list(extra.get(name, ()))
+        measured = ([anchors[name]] if name in anchors else []) + own
+        # a pass measured at batch 1 only grows at the slope fitted for another pass on the
+        # same weights (the verify at the decode's, the drafter's passes at each other's)
+        kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
+        slope = kin[0].curve.end_slopes[1] if kin and not own else DEFAULT_SLOPE
+        if measured:
+            built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms", slope=slope)
+        else:  # a prefill without a measurement: the curve of a pass on the same weights
+            source = built["draft_extend" if drafter else "decode"]
+            built[name] = BatchedPass(physics, source.curve)
+    curves = ServingCurves(
+        decode=built["decode"],
+        verify=built["verify"],
+        prefill=built["prefill"],
+        draft_step=built.get("draft_step"),
+        draft_extend=built.get("draft_extend"),
+        draft_prefill=built.get("draft_prefill"),
+    )
+    return IterationCost(batch1, curves, reference_context_tokens)

@@ -27,12 +27,15 @@ EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
             "acceptance.first_rate",
             "acceptance.per_position",
             "acceptance.mix",
+            "acceptance.rank_rates",
         }
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
+    frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
 )
-#: Keys derived from another key unless given with it: ``num_draft_tokens`` follows
-#: ``num_steps``; a new ``shape`` drops the old shape's ``decay``.
+#: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
+#: ``num_steps`` (a tree's is its own setting: it stays); a new ``shape`` drops the old
+#: shape's ``decay``.
 DERIVED_KEYS: Mapping[str, str] = {
     "speculation.num_steps": "speculation.num_draft_tokens",
     "acceptance.shape": "acceptance.decay",
@@ -90,6 +93,14 @@ def _drop_correlated(raw: dict[str, Any], dotted: str) -> None:
     corr["matrix"] = [[matrix[i][j] for j in keep] for i in keep]
 
 
+def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
+    """The topk the overridden scenario will have (1 when not given)."""
+    if "speculation.topk" in overrides:
+        return overrides["speculation.topk"]
+    spec = raw.get("speculation")
+    return spec.get("topk", 1) if isinstance(spec, dict) else 1
+
+
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped.
 
@@ -102,7 +113,8 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
             if dotted in group:
                 dropped += [other for other in group - {dotted} if other not in overrides]
         derived = DERIVED_KEYS.get(dotted)
-        if derived and derived not in overrides:
+        chain = dotted != "speculation.num_steps" or _topk(out, overrides) == 1
+        if derived and derived not in overrides and chain:
             dropped.append(derived)
         for key in dropped:
             if key != dotted:

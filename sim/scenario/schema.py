@@ -24,6 +24,8 @@ from pydantic import (
 
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.model.policy import KTable
+from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0)]
@@ -63,6 +65,13 @@ class ModelSpec(Section):
     draft_params: Annotated[float, Field(gt=0)] | None = None
     weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
     expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+    # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
+    # token of context in a target pass, all layers (MLA's latent KV is replicated on every
+    # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
+    # drafter's KV bytes per token (default: the target's per decoder layer).
+    kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -141,6 +150,30 @@ class MeasuredOn(Section):
     verify_cuda_graph: bool
 
 
+class TimingPoint(Section):
+    """One measured pass at some batch size (``[[timing.points]]``), with its provenance.
+
+    ``kind``: which pass; ``batch``: requests in it; ``tokens``: tokens each brings
+    (default 1 for decode and draft step, k + 1 for verify and draft extend; required for
+    prefills); ``context_tokens``: each request's context (default ``timing.context_tokens``,
+    else 0); ``ms``: the measured time; ``source``: where the number comes from (a URL, a
+    repo and path, "measured on our server on DATE").
+    """
+
+    kind: Literal["decode", "verify", "draft_step", "draft_extend", "prefill", "draft_prefill"]
+    batch: Annotated[int, Field(gt=0)]
+    ms: PositiveMs
+    source: Annotated[str, Field(min_length=1)]
+    tokens: Annotated[int, Field(gt=0)] | None = None
+    context_tokens: Annotated[float, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _prefill_tokens(self) -> TimingPoint:
+        if self.kind.endswith("prefill") and self.tokens is None:
+            raise ValueError(f"a measured {self.kind} pass needs its tokens (prompt length)")
+        return self
+
+
 class TimingSpec(Section):
     """Pass times in milliseconds, as measured on the user's server (batch 1).
 
@@ -166,6 +199,10 @@ class TimingSpec(Section):
     #: and hardware.gpu).
     verify_growth: Literal["linear", "experts"] = "linear"
     draft_step_ms: PositiveMs | None = None
+    #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
+    #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
+    #: which a memory-bound one-layer drafter at batch 1 nearly is.
+    draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
@@ -174,32 +211,75 @@ class TimingSpec(Section):
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
     jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
+    #: when KV reads or attention are modelled), and measured passes at other batch sizes.
+    context_tokens: Annotated[float, Field(ge=0)] | None = None
+    points: list[TimingPoint] | None = None
 
 
 class SpeculationSpec(Section):
-    """Chain drafting (SGLang ``--speculative-num-steps``/``-eagle-topk``/``-num-draft-tokens``)."""
+    """Chain or tree drafting as SGLang's EAGLE worker runs it (``--speculative-num-steps``,
+    ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
+
+    ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
+    so); the same adjustment is applied here (``draft_tokens``) and said (``adjustments``).
+    ``topk > 1`` is a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
+    ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
+    (no such check in its server arguments), so neither does specsim: the tree then verifies
+    fewer drafts than the drafter expands at depth 1.
+    """
 
     num_steps: Annotated[int, Field(ge=0)]
     topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int, Field(gt=0)] | None = None
+    num_draft_tokens: Annotated[int | None, Field(gt=0, validate_default=True)] = None
 
-    @model_validator(mode="after")
-    def _chain_only(self) -> SpeculationSpec:
-        if self.topk != 1:
+    @field_validator("num_draft_tokens")
+    @classmethod
+    def _tree_fits(cls, value: int | None, info: ValidationInfo) -> int | None:
+        steps, topk = info.data.get("num_steps"), info.data.get("topk")
+        if steps is None or topk is None or topk == 1:
+            return value
+        if steps < 1:
+            raise ValueError(f"topk = {topk} drafts a tree: num_steps must be >= 1")
+        if value is None:
             raise ValueError(
-                f"topk = {self.topk}: tree drafting (topk > 1) is not modelled yet; use topk = 1"
+                f"required with topk = {topk} (SGLang's --speculative-num-draft-tokens: the "
+                "root plus the drafts verified)"
             )
-        if self.num_draft_tokens is not None and self.num_draft_tokens != self.num_steps + 1:
+        pool = topk + (steps - 1) * topk**2
+        if not 2 <= value <= pool + 1:
             raise ValueError(
-                f"num_draft_tokens = {self.num_draft_tokens}: with topk = 1 it is num_steps + 1 "
-                f"= {self.num_steps + 1} (SGLang adjusts it so)"
+                f"{value}: SGLang verifies the root plus 1..{pool} of the {pool} candidates "
+                f"that num_steps {steps} and topk {topk} draft (topk + (num_steps - 1) "
+                f"topk^2), so it must be in 2..{pool + 1}"
             )
-        return self
+        return value
+
+    @property
+    def is_tree(self) -> bool:
+        return self.topk > 1
 
     @property
     def draft_tokens(self) -> int:
-        """Tokens in one verify pass: the last accepted token plus ``num_steps`` drafts."""
+        """Tokens in one verify pass: the last accepted token plus the drafts."""
+        if self.is_tree:
+            assert self.num_draft_tokens is not None
+            return self.num_draft_tokens
         return self.num_steps + 1
+
+    @property
+    def adjustments(self) -> tuple[str, ...]:
+        """SGLang's own adjustments of the given values, as sentences: a chain's
+        num_draft_tokens is num_steps + 1 whatever is given (the given value is kept in the
+        file's data, so a later topk > 1 override finds it)."""
+        n = self.num_draft_tokens
+        if self.is_tree or n is None or n == self.num_steps + 1:
+            return ()
+        return (
+            f"speculation.num_draft_tokens {n} -> {self.num_steps + 1}: SGLang sets it to "
+            "num_steps + 1 when topk = 1",
+        )
 
 
 class Heterogeneity(Section):
@@ -256,6 +336,7 @@ ACCEPTANCE_ANCHORS: tuple[str, ...] = (
     "first_rate",
     "per_position",
     "mix",
+    "rank_rates",
 )
 
 Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
@@ -263,19 +344,31 @@ Method = Literal["eagle3", "eagle", "mtp", "draft_model", "generic"]
 
 
 class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance: what was measured, and its shape by position.
+    """Conditional per-position acceptance: what was measured, its shape by position, and
+    for trees its rank-wise form.
 
     One anchor: ``alpha`` (the equal rate that gives the measured accept length at
     ``measured_num_steps``), ``accept_length`` (measured there), ``first_rate`` (a_1),
-    ``per_position`` (measured conditional rates a_1..a_n) or ``mix`` (weighted classes,
-    each with ``alpha`` or ``per_position``). ``shape`` says how the rate varies with
-    position (sim/model/shapes.py): ``flat``, ``geometric`` or ``step`` with ``decay``, and
-    for a ``per_position`` list how it continues past the list (``repeat``: the last rate
-    repeats). ``auto`` (the default): a list of three or more rates continues by the shape
-    with the lowest held-out error on it; otherwise the decay prior of ``method``
-    (sim/scenario/priors.py) gives shape and decay. ``concentration`` or ``std`` make the
-    rates vary per request (Beta around the mean); at the top level of a mix they are the
+    ``per_position`` (measured conditional rates a_1..a_n), ``mix`` (weighted classes,
+    each with ``alpha`` or ``per_position``) or ``rank_rates``. ``shape`` says how the rate
+    varies with position (sim/model/shapes.py): ``flat``, ``geometric`` or ``step`` with
+    ``decay``, and for a ``per_position`` list how it continues past the list (``repeat``:
+    the last rate repeats). ``auto`` (the default): a list of three or more rates continues
+    by the shape with the lowest held-out error on it; otherwise the decay prior of
+    ``method`` (sim/scenario/priors.py) gives shape and decay (``rank_rates``, given "at
+    every depth", stay flat under ``auto``). ``concentration`` or ``std`` make the rates
+    vary per request (Beta around the mean); at the top level of a mix they are the
     default of classes that set neither.
+
+    Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
+    ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
+    | its parent was accepted) at every depth (q_1 then plays the role of the first rate), or
+    ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
+    ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
+    below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
+    q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
+    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    (each further share is the last one times the ratio of the last two).
     """
 
     alpha: Rate | None = None
@@ -283,6 +376,9 @@ class AcceptanceSpec(Heterogeneity):
     first_rate: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1)] | None = None
+    rank_profile: str | None = None
+    rank_extend: Literal["none", "geometric"] = "none"
     shape: Shape = "auto"
     decay: Annotated[float, Field(gt=0.0, le=2.0)] | None = None
     method: Method = "generic"
@@ -290,24 +386,45 @@ class AcceptanceSpec(Heterogeneity):
     #: speculation.num_steps, filled in when the scenario is read).
     measured_num_steps: Annotated[int, Field(gt=0)] | None = None
 
+    @field_validator("rank_rates")
+    @classmethod
+    def _disjoint_ranks(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and sum(value) > 1.0 + 1e-9:
+            raise ValueError(
+                f"rank rates sum to {sum(value):.6g} > 1: the ranks are disjoint events (the "
+                "target's token is at most one of the drafter's guesses)"
+            )
+        if value is not None and len(value) > 1 and value[0] >= 1.0:
+            raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
+        return value
+
+    @field_validator("rank_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in RANK_PROFILES:
+            raise ValueError(
+                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
         given = [n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
+        if self.rank_rates is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
-            names = [c.name for c in self.mix]
-            if len(set(names)) != len(names):
-                raise ValueError(f"mix class names must be unique, got {names}")
+            names_ = [c.name for c in self.mix]
+            if len(set(names_)) != len(names_):
+                raise ValueError(f"mix class names must be unique, got {names_}")
             if self.std:
                 for cls in self.mix:
                     if cls.concentration is None and cls.std is None:
                         cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
                         self._check_std(list(cls_rates or []))
-        elif self.alpha is not None or self.per_position is not None:
-            self._check_std(
-                [self.alpha] if self.alpha is not None else list(self.per_position or [])
-            )
+        else:
+            self._check_std(self.top1_listed())
         return self
 
     @model_validator(mode="after")
@@ -331,6 +448,27 @@ class AcceptanceSpec(Heterogeneity):
         """Which of ``ACCEPTANCE_ANCHORS`` this section gives."""
         return next(n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None)
 
+    def top1_listed(self) -> list[float]:
+        """The top-level top-1 rates as given (empty for a mix or an accept length)."""
+        if self.alpha is not None:
+            return [self.alpha]
+        if self.first_rate is not None:
+            return [self.first_rate]
+        if self.rank_rates is not None:
+            return [self.rank_rates[0]]
+        return list(self.per_position or [])
+
+    def rank_shape(self) -> list[float] | None:
+        """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
+        if self.rank_rates is not None:
+            return list(self.rank_rates)
+        if self.rank_profile is not None:
+            return list(rank_profile(self.rank_profile).rates)
+        return None
+
+    def rank_shape_field(self) -> str:
+        return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
+
     @property
     def heterogeneous(self) -> bool:
         """True when rates vary from request to request (a mix or a Beta spread)."""
@@ -340,10 +478,95 @@ class AcceptanceSpec(Heterogeneity):
 
 
 class WorkloadSpec(Section):
-    """Output tokens per request and requests per replication."""
+    """Output tokens per request and requests per replication; for serving also prompts.
+
+    Serving keys (absent keys keep the batch-1 meaning): ``input_tokens`` (prompt tokens,
+    default 0); ``lengths``: ``fixed`` (every request has ``input_tokens`` and
+    ``output_tokens``), ``lognormal`` (those are the means, ``input_sigma`` and
+    ``output_sigma`` the log-space standard deviations, ``*_max_tokens`` the caps, default
+    the 0.9999 quantile) or ``empirical`` (pairs drawn from the rows of ``lengths_trace``, a
+    trace CSV); ``warmup_requests``: requests discarded at the start of each replication
+    (default: the larger of the concurrency and a tenth of ``requests``).
+    """
 
     output_tokens: Annotated[int, Field(gt=0)] = 512
     requests: Annotated[int, Field(gt=0)] = 100
+    input_tokens: Annotated[int, Field(ge=0)] | None = None
+    lengths: Literal["fixed", "lognormal", "empirical"] | None = None
+    input_sigma: Annotated[float, Field(ge=0)] | None = None
+    output_sigma: Annotated[float, Field(ge=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    lengths_trace: Annotated[str, Field(min_length=1)] | None = None
+    warmup_requests: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _length_model(self) -> WorkloadSpec:
+        if self.lengths == "lognormal":
+            if self.output_sigma is None:
+                raise ValueError("lengths = 'lognormal' needs output_sigma")
+            if (self.input_tokens or 0) > 0 and self.input_sigma is None:
+                raise ValueError("lengths = 'lognormal' with input_tokens needs input_sigma")
+        if self.lengths == "empirical" and self.lengths_trace is None:
+            raise ValueError("lengths = 'empirical' needs lengths_trace (a trace CSV)")
+        if self.lengths_trace is not None and self.lengths != "empirical":
+            raise ValueError("lengths_trace is only read with lengths = 'empirical'")
+        for side in ("input", "output"):
+            cap = getattr(self, f"{side}_max_tokens")
+            mean = getattr(self, f"{side}_tokens") or 0
+            if cap is not None and cap < mean:
+                raise ValueError(f"{side}_max_tokens ({cap}) is below {side}_tokens ({mean})")
+        return self
+
+
+class ServingSpec(Section):
+    """How the server is loaded and scheduled (``specsim serve``; sim/simulation/serving/).
+
+    Load, at most one of: ``concurrency`` (closed loop of that many users, each with an
+    exponential ``think_time_ms`` between its requests), ``rate_per_s`` (Poisson arrivals)
+    or ``trace`` (a CSV of arrival_s, input_tokens, output_tokens[, class], relative to the
+    scenario file). None: one user.
+
+    Scheduler: ``max_running_requests`` (vLLM ``max_num_seqs``; default 1024, vLLM's for
+    GPUs of 70 GiB or more, vllm/engine/arg_utils.py; SGLang derives it from memory),
+    ``batching`` (``prefill_first``: SGLang's default; ``chunked``: vLLM's chunked prefill
+    mixed with decode), ``token_budget`` (tokens per iteration: vLLM
+    ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``), ``kv_capacity_tokens``
+    (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
+    ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
+
+    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
+    one of ``disable_above_batch`` (plain decoding when more requests decode) or
+    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
+    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    """
+
+    concurrency: Annotated[int, Field(gt=0)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0)] | None = None
+    trace: Annotated[str, Field(min_length=1)] | None = None
+    think_time_ms: NonNegativeMs = 0.0
+    max_running_requests: Annotated[int, Field(gt=0)] = 1024
+    batching: Literal["prefill_first", "chunked"] = "prefill_first"
+    token_budget: Annotated[int, Field(gt=0)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0)] | None = None
+    prefill: Literal["model", "skip"] = "model"
+    disable_above_batch: Annotated[int, Field(ge=0)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    ttft_slo_ms: PositiveMs | None = None
+    tpot_slo_ms: PositiveMs | None = None
+
+    @model_validator(mode="after")
+    def _one_load_one_policy(self) -> ServingSpec:
+        loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
+        if len(loads) > 1:
+            raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
+        if self.disable_above_batch is not None and self.k_table is not None:
+            raise ValueError("give at most one of disable_above_batch, k_table")
+        if self.k_table is not None:
+            if any(len(row) != 3 for row in self.k_table):
+                raise ValueError("k_table rows are [start_bs, end_bs, K]")
+            KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
+        return self
 
 
 class SimulationSpec(Section):
@@ -470,6 +693,7 @@ class Scenario(Section):
     speculation: SpeculationSpec
     acceptance: AcceptanceSpec | None = None
     workload: WorkloadSpec = WorkloadSpec()
+    serving: ServingSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
     uncertainty: UncertaintySpec = UncertaintySpec()
@@ -534,7 +758,7 @@ class Scenario(Section):
         timing = self.timing
         if timing.verify_ms is None:
             return self
-        measured_tokens = timing.verify_tokens or self.num_steps + 1
+        measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
         at_one = timing.verify_ms - (measured_tokens - 1) * (
             timing.verify_ms_per_extra_token or 0.0
         )

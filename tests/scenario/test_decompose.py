@@ -43,7 +43,7 @@ def test_reproduces_measured_times_exactly(seed):
         assert b.origin == "measured"
         assert b.total_ms == pytest.approx(measured, rel=1e-12)
     p = pass_times(seed)
-    assert p == measured_pass_times(seed.timing, seed.num_steps, hw.verify_slope[0])
+    assert p == measured_pass_times(seed.timing, seed.num_steps, slope=hw.verify_slope[0])
 
 
 def test_breakdown_parts_at_the_seed(seed):

@@ -14,11 +14,9 @@ from sim.report.uncertainty import (
     depends_on_lines,
     fmt_interval,
     header_lines,
-    overrides_doc,
-    target_uncertainty_doc,
 )
 from sim.scenario.bind import AcceptanceShape
-from sim.scenario.provenance import effective_hardware
+from sim.scenario.provenance import effective_hardware, override_entries
 from sim.studies.analysis import Analysis
 from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty
 
@@ -64,7 +62,7 @@ def target_to_dict(
         "max_ceiling_tok_s": answer.max_ceiling.ceiling_tok_s,
         "max_ceiling_num_steps": answer.max_ceiling.num_steps,
         "reason": answer.reason,
-        "uncertainty": target_uncertainty_doc(uncertainty) if uncertainty else None,
+        "uncertainty": uncertainty.to_dict() if uncertainty else None,
     }
 
 
@@ -77,7 +75,7 @@ def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
     return {
         "scenario": analysis.scenario.name,
         "hardware": effective_hardware(analysis.scenario),
-        "overrides": overrides_doc(analysis.scenario),
+        "overrides": override_entries(analysis.scenario),
         "num_steps": analysis.num_steps,
         "baseline_tok_s": analysis.baseline_tok_s,
         "analytic": {
@@ -119,7 +117,7 @@ def render_analysis(analysis: Analysis) -> str:
     k = analysis.num_steps
     cost = analysis.cost
     lines = [f"{sc.name}" + (f": {sc.description}" if sc.description else "")]
-    lines += header_lines(sc)
+    lines += header_lines(effective_hardware(sc), override_entries(sc))
     lines.append(
         f"  plain decoding       {analysis.baseline_tok_s:7.1f} tok/s  "
         f"({analysis.passes.decode_ms:.2f} ms a token)"

@@ -2,8 +2,7 @@
 
 Shared by run, search, solve and compare: the header lines (effective hardware and
 overrides), the per-target ``uncertainty`` JSON block
-(``{interval90, drivers: [{field, low, high}], measure_next: {what, field,
-interval90_after}}``), the "depends on" text block and the assumptions table.
+(``TargetUncertainty.to_dict``), the "depends on" text block and the assumptions table.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sim.scenario.provenance import Assumption, hardware_line
-from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import INTERVAL_LABEL, Interval, TargetUncertainty
 
 #: Origins that the text report lists (values measured exactly are in --json only).
@@ -38,55 +36,16 @@ def _value(v: Any) -> str:
     return str(v)
 
 
-def header_lines(scenario: Scenario, indent: str = "  ") -> list[str]:
-    """The effective hardware and the overrides, for every report's header."""
-    lines = [indent + hardware_line(scenario)]
-    over = scenario._overrides
-    if over:
-        parts = []
-        for dotted, via in over.items():
-            try:
-                node: Any = scenario
-                for part in dotted.split("."):
-                    node = getattr(node, part)
-                parts.append(f"{dotted} = {_value(node)} ({via})")
-            except AttributeError:
-                parts.append(f"{dotted} ({via})")
+def header_lines(
+    hardware: Mapping[str, Any], overrides: Sequence[Mapping[str, Any]], indent: str = "  "
+) -> list[str]:
+    """The effective hardware and the overrides (``effective_hardware``,
+    ``override_entries``), for every report's header."""
+    lines = [indent + hardware_line(dict(hardware))]
+    if overrides:
+        parts = [f"{o['field']} = {_value(o['value'])} ({o['via']})" for o in overrides]
         lines.append(indent + "overrides: " + "; ".join(parts))
     return lines
-
-
-def overrides_doc(scenario: Scenario) -> list[dict[str, Any]]:
-    out = []
-    for dotted, via in scenario._overrides.items():
-        node: Any = scenario
-        try:
-            for part in dotted.split("."):
-                node = getattr(node, part)
-        except AttributeError:
-            node = None
-        if hasattr(node, "model_dump"):
-            node = node.model_dump()
-        out.append({"field": dotted, "value": node, "via": via})
-    return out
-
-
-def target_uncertainty_doc(t: TargetUncertainty) -> dict[str, Any]:
-    """The per-target ``uncertainty`` block of every JSON document."""
-    return {
-        "label": INTERVAL_LABEL,
-        "quantity": "first-position rate needed at the best k",
-        "interval90": t.interval90.to_list(),
-        "unreachable_share": t.interval90.unreachable,
-        "mean_rate_interval90": t.mean_rate_interval90.to_list(),
-        "flat_interval90": t.flat_interval90.to_list(),
-        "best_num_steps_range": list(t.num_steps_range) if t.num_steps_range else None,
-        "drivers": [{"field": d.field, "low": d.low, "high": d.high} for d in t.drivers],
-        "driver_inputs": [
-            {"field": d.field, "low": d.input_low, "high": d.input_high} for d in t.drivers
-        ],
-        "measure_next": t.measure_next.to_dict() if t.measure_next else None,
-    }
 
 
 def answer_line(t: TargetUncertainty, indent: str = "  ") -> str:

@@ -252,14 +252,17 @@ def _anchor_value(spec: Any) -> Any:
     return value
 
 
-def overrides(scenario: Scenario) -> dict[str, Any]:
-    """The overridden fields and their values (``--set``, ``--grid``, studies)."""
-    out: dict[str, Any] = {}
-    for dotted in scenario._overrides:
+def override_entries(scenario: Scenario) -> list[dict[str, Any]]:
+    """``[{field, value, via}]`` of the overridden fields (``--set``, ``--grid``, studies)."""
+    out = []
+    for dotted, via in scenario._overrides.items():
         try:
-            out[dotted] = _get(scenario, dotted)
+            value = _get(scenario, dotted)
         except AttributeError:
-            out[dotted] = None
+            value = None
+        if hasattr(value, "model_dump"):
+            value = value.model_dump()
+        out.append({"field": dotted, "value": value, "via": via})
     return out
 
 
@@ -287,9 +290,10 @@ def effective_hardware(scenario: Scenario) -> dict[str, Any]:
     return {**here, "measured_on": measured, "recomposed": measured != here}
 
 
-def hardware_line(scenario: Scenario) -> str:
-    """One line for report headers: the effective hardware and what it was measured on."""
-    eff = effective_hardware(scenario)
+def hardware_line(scenario: Scenario | dict[str, Any]) -> str:
+    """One line for report headers: the effective hardware and what it was measured on
+    (from a scenario or its ``effective_hardware`` document)."""
+    eff = scenario if isinstance(scenario, dict) else effective_hardware(scenario)
 
     def text(h: dict[str, Any]) -> str:
         gpu = f" {h['gpu']}" if h["gpu"] else ""

@@ -254,6 +254,39 @@ def draw_inputs(
     return np.column_stack([inp.from_uniform(u[:, j], z.get(j)) for j, inp in enumerate(inputs)])
 
 
+def correlation_matrix(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """Correlations between the inputs (F, F): the stated ones among normal inputs, else 0."""
+    n = len(inputs)
+    out = np.eye(n)
+    corr = scenario.uncertainty.correlation
+    if corr is None:
+        return out
+    index = {inp.field: j for j, inp in enumerate(inputs) if inp.kind == "normal"}
+    for a, fa in enumerate(corr.fields):
+        for b, fb in enumerate(corr.fields):
+            if fa in index and fb in index and a != b:
+                out[index[fa], index[fb]] = corr.matrix[a][b]
+    return out
+
+
+def conditioned(
+    inputs: Sequence[UncertainInput], corr: np.ndarray, values: np.ndarray, j: int, x: float
+) -> np.ndarray:
+    """Draws ``values`` (n, F) with input ``j`` set to ``x`` and the normal inputs
+    correlated with it moved by their regression on it (for Gaussian inputs the conditional
+    draw: x_o - rho sigma_o / sigma_j (x_j - x), clipped to their bounds)."""
+    out = values.copy()
+    inp = inputs[j]
+    if inp.kind == "normal" and inp.stderr > 0:
+        shift = (values[:, j] - x) / inp.stderr
+        for o, other in enumerate(inputs):
+            rho = corr[o, j]
+            if o != j and rho != 0.0 and other.kind == "normal":
+                out[:, o] = np.clip(values[:, o] - rho * other.stderr * shift, *other.bounds)
+    out[:, j] = x
+    return out
+
+
 def nominal_row(inputs: Sequence[UncertainInput]) -> np.ndarray:
     """The nominal values as one draw, shape (1, len(inputs))."""
     return np.array([[inp.nominal for inp in inputs]], dtype=float).reshape(1, len(inputs))

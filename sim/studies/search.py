@@ -23,7 +23,7 @@ sim/studies/solve.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import acceptance_model, acceptance_shape, closed_form_tok_s, pass_times
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (
@@ -49,6 +50,7 @@ from sim.studies.rootfind import (
     checked_targets,
     solve_root,
 )
+from sim.studies.uncertainty import TargetUncertainty, answer_uncertainty
 
 # --------------------------------------------------------------------------- acceptance lever
 
@@ -235,6 +237,8 @@ class KResult:
     first_rate_ci95: tuple[float | None, float | None] = (None, None)
     closed_form_first_rate: float | None = None
     flat_alpha: float | None = None  # closed form, equal rates
+    #: 90% interval (inputs and model) of the closed-form first-position rate at this k.
+    interval90: list[float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -246,6 +250,7 @@ class KResult:
             "first_rate_ci95": list(self.first_rate_ci95),
             "closed_form_first_rate": self.closed_form_first_rate,
             "flat_alpha": self.flat_alpha,
+            "interval90": self.interval90,
             "required_accept_length": self.required_accept_length,
             "closed_form_alpha": self.closed_form_alpha,
             "ceiling_tok_s": self.ceiling_tok_s,
@@ -262,6 +267,8 @@ class TargetResult:
     quantile: float | None
     per_num_steps: tuple[KResult, ...]
     reason: str | None
+    #: The closed-form answer's 90% interval from inputs and model (mean tok/s only).
+    uncertainty: TargetUncertainty | None = None
 
     @property
     def best(self) -> KResult | None:
@@ -296,6 +303,7 @@ class TargetResult:
             "required_accept_length": best.required_accept_length if best else None,
             "ceiling_tok_s": top.ceiling_tok_s,
             "ceiling_num_steps": top.num_steps,
+            "uncertainty": self.uncertainty.to_dict() if self.uncertainty else None,
             "reason": self.reason,
             "note": self.note,
             "per_num_steps": [r.to_dict() for r in self.per_num_steps],
@@ -458,12 +466,20 @@ def search_acceptance(
             levers[k] = acceptance_lever(base, k)
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator)
         evaluations = evaluator.evaluations
+    unc = (
+        answer_uncertainty(base, targets, num_steps=ks)
+        if quantile is None and not base.speculation.is_tree
+        else None
+    )
     results = tuple(
         TargetResult(
             tok_s=t,
             quantile=quantile,
-            per_num_steps=tuple(by_k[k][i] for k in ks),
+            per_num_steps=tuple(
+                _with_interval(by_k[k][i], unc.targets[i] if unc else None) for k in ks
+            ),
             reason=_reason(t, quantile, [by_k[k][i] for k in ks]),
+            uncertainty=unc.targets[i] if unc else None,
         )
         for i, t in enumerate(targets)
     )
@@ -474,6 +490,10 @@ def search_acceptance(
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
         "current": current_operating_point(base, levers.get(base.num_steps)),
+        "hardware": effective_hardware(base),
+        "overrides": override_entries(base),
+        "assumptions": [a.to_dict() for a in assumptions(base)],
+        "uncertainty": unc.to_dict() if unc else None,
     }
     settings["closed_form_curves"] = closed_form_curves(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
@@ -481,6 +501,14 @@ def search_acceptance(
     return SearchResult(
         base.name, engine, fidelity, evaluations, acceptance_note(base), results, settings
     )
+
+
+def _with_interval(row: KResult, unc: TargetUncertainty | None) -> KResult:
+    """``row`` with the 90% interval (inputs and model) of the closed-form first-position
+    rate at its k."""
+    if unc is None or row.num_steps > len(unc.per_num_steps):
+        return row
+    return replace(row, interval90=unc.per_num_steps[row.num_steps - 1].to_list())
 
 
 def current_operating_point(

@@ -25,13 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from sim.model.rates import mean_accept_length
 from sim.model.sampled import Requirement, SampledModel
+from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
+from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import (
     MAX_STEPS,
     SampledScenario,
     UncertainInput,
     acceptance_propagated,
+    conditioned,
+    correlation_matrix,
     draw_inputs,
     nominal_row,
     sampled_scenario,
@@ -148,9 +153,13 @@ class TargetUncertainty:
     per_num_steps: tuple[Interval, ...]  # first-position rate needed at k = 1..K
 
     def to_dict(self) -> dict[str, Any]:
+        """The per-target ``uncertainty`` block of every JSON document: ``interval90``,
+        ``drivers: [{field, low, high, input_low, input_high}]``, ``measure_next: {what,
+        field, interval90_after}``, and the nominal answer it is the interval of."""
         return {
-            "tok_s": self.tok_s,
+            "label": INTERVAL_LABEL,
             "quantity": "first-position rate needed at the best k",
+            "tok_s": self.tok_s,
             "best_num_steps": self.best_num_steps,
             "first_rate": self.first_rate,
             "mean_rate": self.mean_rate,
@@ -241,8 +250,19 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
 # --------------------------------------------------------------------------- the study
 
 
-def _best_answer(req: Requirement) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return req.at_best()
+def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
+    """``req`` with the draft lengths outside ``ks`` out of reach (None: all of them)."""
+    if ks is None:
+        return req
+    keep = np.zeros(req.first_rate.shape[1], dtype=bool)
+    keep[[k - 1 for k in ks if 1 <= k <= keep.size]] = True
+
+    def mask(a: np.ndarray) -> np.ndarray:
+        return np.where(keep[None, :], a, np.nan)
+
+    return Requirement(
+        req.tok_s, req.need, mask(req.first_rate), mask(req.mean_rate), mask(req.flat_alpha)
+    )
 
 
 def _target_uncertainty(
@@ -250,14 +270,17 @@ def _target_uncertainty(
     ss: SampledScenario,
     tok_s: float,
     nominal: SampledModel,
-    draws: np.ndarray,
     sampled: SampledModel,
     ends: SampledModel,
     measure: list[tuple[int, SampledModel]],
+    ks: Sequence[int] | None,
 ) -> TargetUncertainty:
-    k_nom, first_nom, mean_nom, flat_nom = _best_answer(nominal.requirement(tok_s))
+    def best(model: SampledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return _restricted(model.requirement(tok_s), ks).at_best()
+
+    k_nom, first_nom, mean_nom, flat_nom = best(nominal)
     req = sampled.requirement(tok_s)
-    k, first, mean, flat = _best_answer(req)
+    k, first, mean, flat = _restricted(req, ks).at_best()
     interval = _interval(first)
     reachable = k > 0
     k_range = (
@@ -267,7 +290,7 @@ def _target_uncertainty(
     )
     per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
     # drivers: each input alone at its two ends (rows 2j, 2j + 1 of ``ends``)
-    _, first_ends, _, _ = _best_answer(ends.requirement(tok_s))
+    _, first_ends, _, _ = best(ends)
     drivers = []
     for j, inp in enumerate(ss.inputs):
         lo_in, hi_in = inp.ends()
@@ -281,7 +304,7 @@ def _target_uncertainty(
     measure_next = None
     candidates = []
     for j, model in measure:
-        _, f_after, _, _ = _best_answer(model.requirement(tok_s))
+        _, f_after, _, _ = best(model)
         candidates.append((j, _interval(f_after)))
     if candidates:
         j, after = min(candidates, key=lambda c: (c[1].width, c[0]))
@@ -304,6 +327,21 @@ def _target_uncertainty(
     )
 
 
+def driver_rows(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """Rows (2F, F): each input at its 5% then its 95% end, the others nominal (correlated
+    normal inputs at their conditional values)."""
+    if not inputs:
+        return np.zeros((0, 0))
+    corr = correlation_matrix(scenario, inputs)
+    nominal = nominal_row(inputs)
+    rows = [
+        conditioned(inputs, corr, nominal, j, end)[0]
+        for j, inp in enumerate(inputs)
+        for end in inp.ends()
+    ]
+    return np.array(rows).reshape(-1, len(inputs))
+
+
 def _nan_none(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
@@ -315,33 +353,29 @@ def answer_uncertainty(
     samples: int = SAMPLES,
     seed: int | None = None,
     max_steps: int = MAX_STEPS,
+    num_steps: Sequence[int] | None = None,
 ) -> UncertaintyResult:
     """Every target's answer with its 90% interval, drivers and next measurement, and the
     interval of tok/s and accept length at the scenario's own k (see the module
-    docstring). ``seed`` defaults to ``simulation.seed``; the same seed gives the same
-    draws."""
+    docstring). The best k is chosen among ``num_steps`` (default 1..``max_steps``).
+    ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws."""
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
+    if num_steps is not None:
+        max_steps = max(max(num_steps), scenario.num_steps, 1)
     probe = sampled_scenario(scenario, max_steps=max_steps)
     draws = draw_inputs(scenario, probe.inputs, samples, seed)
     ss = sampled_scenario(scenario, draws, max_steps)
     nominal_values = nominal_row(ss.inputs)
     nominal = ss.model(nominal_values)
     sampled = ss.model(draws)
-    rows = []
-    for j, inp in enumerate(ss.inputs):
-        for end in inp.ends():
-            row = nominal_values[0].copy()
-            row[j] = end
-            rows.append(row)
-    ends = ss.model(np.array(rows).reshape(-1, len(ss.inputs)))
+    ends = ss.model(driver_rows(scenario, ss.inputs))
     measure = []
     if tgts and ss.inputs:
+        corr = correlation_matrix(scenario, ss.inputs)
         few = draws[:MEASURE_SAMPLES]
-        for j in range(len(ss.inputs)):
-            fixed = few.copy()
-            fixed[:, j] = nominal_values[0, j]
-            measure.append((j, ss.model(fixed)))
+        for j, inp in enumerate(ss.inputs):
+            measure.append((j, ss.model(conditioned(ss.inputs, corr, few, j, inp.nominal))))
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
@@ -359,8 +393,189 @@ def answer_uncertainty(
         tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
         accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
         targets=tuple(
-            _target_uncertainty(scenario, ss, t, nominal, draws, sampled, ends, measure)
+            _target_uncertainty(scenario, ss, t, nominal, sampled, ends, measure, num_steps)
             for t in tgts
         ),
         notes=tuple(notes),
     )
+
+
+# --------------------------------------------------------------------------- any lever
+
+#: Values of the lever at which the closed form is tabulated for the per-draw solve.
+LEVER_GRID = 48
+
+
+@dataclass(frozen=True)
+class LeverUncertainty:
+    """One target's lever value with its 90% interval, drivers and next measurement."""
+
+    tok_s: float
+    value: float | None
+    interval90: Interval
+    drivers: tuple[Driver, ...]
+    measure_next: MeasureNext | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": INTERVAL_LABEL,
+            "quantity": "lever value reaching the target (closed form)",
+            "tok_s": self.tok_s,
+            "value": self.value,
+            "interval90": self.interval90.to_list(),
+            "unreachable_share": self.interval90.unreachable,
+            "drivers": [d.to_dict() for d in self.drivers],
+            "measure_next": self.measure_next.to_dict() if self.measure_next else None,
+        }
+
+
+def _lever_grid(v0: float, hints: Sequence[float], domain: tuple[float, float]) -> np.ndarray:
+    points = [v for v in (v0, *hints) if v is not None and np.isfinite(v)]
+    lo = max(domain[0], min(points) / 4.0)
+    hi = min(domain[1], max(points) * 4.0)
+    if lo > 0:
+        return np.unique(np.concatenate([np.geomspace(lo, hi, LEVER_GRID), points]))
+    return np.unique(np.concatenate([np.linspace(lo, hi, LEVER_GRID), points]))
+
+
+def _solve_on_grid(grid: np.ndarray, tok: np.ndarray, target: float, sign: int) -> np.ndarray:
+    """Per draw (rows of ``tok``, shape (n, G)), the least-effort grid-interpolated lever
+    value with tok/s >= target: the lowest value when raising helps (``sign`` > 0), the
+    highest when lowering does; NaN when no grid value reaches it."""
+    ok = tok >= target
+    n, g = tok.shape
+    out = np.full(n, np.nan)
+    if sign > 0:
+        first = np.where(ok.any(axis=1), ok.argmax(axis=1), -1)
+    else:
+        first = np.where(ok.any(axis=1), g - 1 - ok[:, ::-1].argmax(axis=1), -1)
+    rows = np.arange(n)
+    for i in rows[first >= 0]:
+        j = first[i]
+        nb = j - 1 if sign > 0 else j + 1
+        if 0 <= nb < g and tok[i, nb] < target:
+            t = (target - tok[i, nb]) / (tok[i, j] - tok[i, nb])
+            out[i] = grid[nb] + t * (grid[j] - grid[nb])
+        else:
+            out[i] = grid[j]
+    return out
+
+
+def lever_uncertainty(
+    scenario: Scenario,
+    field: str,
+    targets: Sequence[float],
+    *,
+    sign: int,
+    domain: tuple[float, float],
+    hints: Sequence[float | None] = (),
+    samples: int = SAMPLES,
+    seed: int | None = None,
+) -> tuple[LeverUncertainty, ...]:
+    """The value of ``field`` reaching each target in every draw of the other inputs (the
+    lever's own uncertainty left out: it is being solved for), at the scenario's k.
+
+    The closed form is tabulated on a grid of lever values (the scenario re-validated at
+    each) and every draw's cycle and accept length move it by their difference from the
+    nominal at the current value (additive); the crossing of each target is interpolated.
+    ``sign`` > 0: raising the lever helps.
+    """
+
+    seed = scenario.simulation.seed if seed is None else seed
+    v0 = float(field_value(scenario, field))
+    base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
+    k = base.num_steps
+    probe = sampled_scenario(base)
+    draws = draw_inputs(base, probe.inputs, samples, seed)
+    ss = sampled_scenario(base, draws)
+    integer = isinstance(field_value(scenario, field), int)
+    grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
+    if integer:
+        grid = np.unique(np.round(grid))
+    cycles, als, kept = [], [], []
+    for v in grid:
+        try:
+            at = with_overrides(base, {field: int(v) if integer else float(v)}, source="solve")
+        except Exception:
+            continue
+        kept.append(v)
+        cycles.append(cycle_cost(at).total_ms if k > 0 else 1000.0 / closed_form_tok_s(at))
+        als.append(mean_accept_length(scenario_rates(at)) if k > 0 else 1.0)
+    grid = np.array(kept)
+    cyc_nom, al_nom = np.array(cycles), np.array(als)
+    nominal_values = nominal_row(ss.inputs)
+    at_v0 = int(np.argmin(np.abs(grid - v0)))
+
+    def tok_table(values: np.ndarray) -> np.ndarray:
+        model = ss.model(values)
+        if k == 0:
+            d_cycle = model.decode_ms - cyc_nom[at_v0]
+            d_al = np.zeros(values.shape[0])
+        else:
+            d_cycle = model.cycle_ms[:, k - 1] - cyc_nom[at_v0]
+            d_al = model.accept_length(k) - al_nom[at_v0]
+        cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
+        return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
+
+    def answers(values: np.ndarray, target: float) -> np.ndarray:
+        return _solve_on_grid(grid, tok_table(values), target, sign)
+
+    ends = driver_rows(base, ss.inputs)
+    corr = correlation_matrix(base, ss.inputs)
+    out = []
+    for target in targets:
+        value = answers(nominal_values, target)[0]
+        interval = _interval(answers(draws, target), cap=None)
+        drivers = []
+        if ends.size:
+            at_ends = answers(ends, target)
+            for j, inp in enumerate(ss.inputs):
+                lo_in, hi_in = inp.ends()
+                d = Driver(
+                    inp.field,
+                    lo_in,
+                    hi_in,
+                    _nan_none(at_ends[2 * j]),
+                    _nan_none(at_ends[2 * j + 1]),
+                )
+                if d.low is None and d.high is None:
+                    continue  # out of reach at both ends: says nothing
+                if d.low is None or d.high is None or abs(d.high - d.low) > 1e-9 * max(abs(v0), 1):
+                    drivers.append(d)
+        drivers.sort(key=lambda d: -_lever_swing(d))
+        measure_next = None
+        if ss.inputs:
+            few = draws[:MEASURE_SAMPLES]
+            best = None
+            for j, inp in enumerate(ss.inputs):
+                fixed = conditioned(ss.inputs, corr, few, j, inp.nominal)
+                after = _interval(answers(fixed, target), cap=None)
+                width = _lever_width(after)
+                if best is None or width < best[0]:
+                    best = (width, j, after)
+            if best is not None and best[0] < _lever_width(interval) - 1e-12:
+                _, j, after = best
+                name = ss.inputs[j].field
+                measure_next = MeasureNext(measurement_for(name, base, k), name, after)
+        out.append(
+            LeverUncertainty(
+                float(target),
+                _nan_none(value),
+                interval,
+                tuple(drivers[:TOP_DRIVERS]),
+                measure_next,
+            )
+        )
+    return tuple(out)
+
+
+def _lever_swing(d: Driver) -> float:
+    if d.low is None or d.high is None:
+        return np.inf
+    return abs(d.high - d.low)
+
+
+def _lever_width(interval: Interval) -> float:
+    if interval.low is None or interval.high is None or interval.unreachable > 0.05:
+        return np.inf
+    return interval.high - interval.low

@@ -348,14 +348,20 @@ def tree_cost(
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
-    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps`` (a
-    chain there); a tree at its own configuration is the tree cycle."""
+    """The expected cycle of a scenario at its own ``num_steps`` or at another (a chain
+    there; a tree at its own configuration is the tree cycle), the draft extend taken at
+    the accept length E[L] its acceptance gives (exact: the extend is linear in L;
+    ``CycleCost.at_accept_length``)."""
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
         assert sp.num_draft_tokens is not None
-        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
-    k = scenario.num_steps if num_steps is None else num_steps
-    return chain_cycle_cost(pass_times(scenario), k)
+        cost = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
+    else:
+        k = scenario.num_steps if num_steps is None else num_steps
+        cost = chain_cycle_cost(pass_times(scenario), k)
+        if k == 0:
+            return cost
+    return cost.at_accept_length(mean_accept_length(scenario_rates(scenario, num_steps)))
 
 
 def baseline_tok_s(scenario: Scenario) -> float:
@@ -420,6 +426,18 @@ def layer_cycle_times(
     )
 
 
+def extend_growth(scenario: Scenario) -> tuple[float, float]:
+    """(ms per accepted token, accept length) of the draft extend's growth with L: every
+    cycle-time model's extend mean is the pass times' extend, taken at that accept length
+    (``timing.draft_extend_tokens``, default num_steps + 1); the engines move each cycle's
+    extend to its own L (sim/simulation/engines/common.py)."""
+    passes = pass_times(scenario)
+    tokens = passes.draft_extend_tokens
+    return passes.draft_extend_ms_per_token, float(
+        scenario.num_steps + 1 if tokens is None else tokens
+    )
+
+
 def cycle_time_model(
     scenario: Scenario, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
 ) -> CycleTimeModel:
@@ -429,7 +447,10 @@ def cycle_time_model(
     SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
     """
     if fidelity == "cycle":
-        return CostCycleTimes(cycle_cost(scenario), scenario.timing.jitter_cv)
+        # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
+        # the engines shift it cycle by cycle
+        cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
+        return CostCycleTimes(cost, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")

@@ -22,8 +22,9 @@ from pydantic import (
     model_validator,
 )
 
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
@@ -103,17 +104,21 @@ class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
-    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
-    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
-    graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
-    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
+    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch; default
+    18.9 us, calibrated on a public graphed-vs-eager pair: sim/hardware/eager.py);
+    ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
+    or ``auto`` (the faster; sim/hardware/allreduce.py); ``rank_jitter_cv`` the coefficient
+    of variation of one rank's compute per layer segment (layer-level pass only; 0 =
+    deterministic).
     """
 
     interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
     gpus: Annotated[int, Field(gt=0)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0)] = 5.0
+    launch_us: Annotated[float, Field(ge=0.0)] = EAGER_KERNEL_US
+    allreduce: Library = "auto"
     rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
     #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves
     #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
@@ -148,6 +153,7 @@ class MeasuredOn(Section):
     gpus: Annotated[int, Field(gt=0)]
     gpu: str | None = None
     verify_cuda_graph: bool
+    allreduce: Library = "auto"
 
 
 class TimingPoint(Section):
@@ -181,7 +187,7 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    A pass time left out is derived by the hardware model (sim/scenario/decompose.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
@@ -198,12 +204,29 @@ class TimingSpec(Section):
     #: E(1 - (1 - e/E)^m) are added to the calibrated compute (needs the model's weights
     #: and hardware.gpu).
     verify_growth: Literal["linear", "experts"] = "linear"
+    #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
+    #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
+    #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
+    #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
+    #: (sim/scenario/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: and an ungraphed verify measured on the same server.
+    verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
     #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
     #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
     #: which a memory-bound one-layer drafter at batch 1 nearly is.
     draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
+    #: The draft extend runs over the L tokens a cycle accepted: it grows by
+    #: ``draft_extend_ms_per_token`` per token, ``draft_extend_ms`` being its time at
+    #: ``draft_extend_tokens`` (default num_steps + 1). The closed forms take it at E[L]
+    #: (exact, the growth is linear); the Monte Carlo at each cycle's L.
+    draft_extend_ms_per_token: NonNegativeMs = 0.0
+    draft_extend_tokens: Annotated[float, Field(gt=0.0)] | None = None
+    #: Per-step drafter cost beyond a derived drafter pass (sampling, tree bookkeeping,
+    #: host work): added to every drafter step the hardware model derives. A measured
+    #: ``draft_step_ms`` already contains it, so giving both is an error.
+    draft_step_overhead_ms: NonNegativeMs = 0.0
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
     measured_on: MeasuredOn | None = None
@@ -215,6 +238,15 @@ class TimingSpec(Section):
     #: when KV reads or attention are modelled), and measured passes at other batch sizes.
     context_tokens: Annotated[float, Field(ge=0)] | None = None
     points: list[TimingPoint] | None = None
+
+    @model_validator(mode="after")
+    def _overhead_only_for_derived_steps(self) -> TimingSpec:
+        if self.draft_step_overhead_ms > 0 and self.draft_step_ms is not None:
+            raise ValueError(
+                "draft_step_overhead_ms is added to a derived drafter step; a measured "
+                "draft_step_ms already contains it (give one of the two)"
+            )
+        return self
 
 
 class SpeculationSpec(Section):
@@ -756,6 +788,14 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.draft_extend_ms is not None and timing.draft_extend_ms_per_token > 0:
+            tokens = timing.draft_extend_tokens or self.num_steps + 1
+            at_one = timing.draft_extend_ms - (tokens - 1) * timing.draft_extend_ms_per_token
+            if at_one < 0:
+                raise ValueError(
+                    "timing.draft_extend_ms_per_token is too large for timing.draft_extend_ms: "
+                    f"the draft extend over 1 token would take {at_one:.3g} ms"
+                )
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.speculation.draft_tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, hardware_line
-from tests.conftest import MINIMAL, SEED
+from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
 
 
 def _by_field(scenario):
@@ -38,12 +38,17 @@ def test_every_origin(write_scenario) -> None:
     assert a["acceptance.method"].origin == "default"
 
 
-def test_derived_slope_and_efficiency_carry_ranges() -> None:
-    a = _by_field(load_scenario(SEED))
+def test_derived_slope_and_efficiency_carry_ranges(write_scenario) -> None:
+    text = seed_text_without_uncertainty().replace("verify_ms_per_extra_token = 0.7\n", "")
+    text = text.replace('verify_compute = "decode"', 'verify_compute = "measured"')
+    a = _by_field(load_scenario(write_scenario(text)))
     slope = a["timing.verify_ms_per_extra_token"]
     assert slope.origin == "derived" and slope.range[0] == slope.value < slope.range[1]
     eff = a["hardware.bandwidth_efficiency"]
     assert eff.origin == "assumed" and eff.range == (0.5, 1.0)
+    # the seed states its estimate with the hardware model's range instead
+    seed = _by_field(load_scenario(SEED))["timing.verify_ms_per_extra_token"]
+    assert (seed.origin, seed.value, seed.range) == ("assumed", 0.7, (0.7, 1.42))
 
 
 def test_an_override_drops_the_stated_error_and_shows_in_the_header() -> None:

@@ -22,7 +22,7 @@ def test_inputs_of_the_seed() -> None:
     assert kinds["timing.verify_ms"] == "uniform"
     assert kinds["timing.draft_step_ms"] == "normal"
     assert kinds["acceptance.decay"] == "prior"  # eagle3 prior, not stated in the file
-    assert kinds["hardware.bandwidth_efficiency"] == "uniform"  # the derived slope
+    assert kinds["timing.verify_ms_per_extra_token"] == "uniform"  # the stated estimate
 
 
 def test_draws_are_seeded_bounded_and_correlated() -> None:

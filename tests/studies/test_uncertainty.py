@@ -25,12 +25,9 @@ acceptance.alpha = { stderr = 0.0 }
 
 
 def _today(write_scenario, extra: str = ""):
-    """The seed as it was before decay priors and derived slopes: flat, slope 0.7."""
+    """The seed as it was before decay priors: flat rates (its slope is the given 0.7)."""
     text = seed_text_without_uncertainty().replace(
         'method = "eagle3"', 'method = "eagle3"\nshape = "flat"'
-    )
-    text = text.replace(
-        "verify_tokens = 3\n", "verify_tokens = 3\nverify_ms_per_extra_token = 0.7\n"
     )
     return load_scenario(write_scenario(text + extra))
 

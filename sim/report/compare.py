@@ -114,9 +114,17 @@ def _hardware(col: Mapping[str, Any]) -> str:
     return text + (" (re-composed)" if h.get("recomposed") else "")
 
 
+#: Overrides every column shares by construction (Monte Carlo settings, targets).
+_SETTINGS = ("simulation.", "workload.", "targets.")
+
+
 def _overrides(col: Mapping[str, Any]) -> str:
-    over = col.get("overrides") or []
-    return ", ".join(f"{o['field']}={o['value']}" for o in over) or "-"
+    over = [o for o in col.get("overrides") or [] if not o["field"].startswith(_SETTINGS)]
+    return ", ".join(f"{o['field']}={_short(o['value'])}" for o in over) or "-"
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _interval(row: Mapping[str, Any]) -> str:

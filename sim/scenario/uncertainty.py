@@ -46,7 +46,7 @@ from sim.scenario.schema import Scenario
 #: Draft lengths the sampled model covers (the closed forms' best-k range, K_RANGE).
 MAX_STEPS = 32
 #: Quantiles of an input's draws at which its response table is evaluated.
-NODE_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+NODE_QUANTILES = (0.0, 0.5, 1.0)
 #: The two ends of an input reported as a driver: the 5% and 95% quantiles.
 END_QUANTILES = (0.05, 0.95)
 _Z90 = 1.6448536269514722  # the standard normal's 95% quantile

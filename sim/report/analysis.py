@@ -36,7 +36,7 @@ def shape_text(shape: AcceptanceShape | None) -> str:
         what = "flat (equal rates)" if shape.shape != "repeat" else "the last listed rate repeats"
     else:
         what = f"{shape.shape}, decay {shape.decay:.3f}"
-    return f"{what}; {shape.origin}: {shape.reason}"
+    return f"{what}; {shape.reason}"
 
 
 def target_to_dict(

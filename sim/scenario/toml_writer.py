@@ -73,13 +73,25 @@ def _comment_lines(text: str | None) -> list[str]:
     return [f"# {line}".rstrip() for line in text.splitlines()] if text else []
 
 
+def inline_table(table: Mapping[str, Any]) -> str:
+    """A flat mapping as a TOML inline table: ``{ a = 1, b = "x" }``."""
+    return "{ " + ", ".join(f"{_key(k)} = {value_to_toml(v)}" for k, v in table.items()) + " }"
+
+
+def _is_uncertainty_entry(path: Sequence[str]) -> bool:
+    """``uncertainty.SECTION.KEY`` entries are written inline, one line each."""
+    return len(path) == 3 and path[0] == "uncertainty" and path[1] != "correlation"
+
+
 def dumps(
     document: Mapping[str, Any],
     *,
     header: str | None = None,
     comments: Mapping[str, str] | None = None,
 ) -> str:
-    """``document`` (nested mappings) as TOML text; ``comments`` keyed by dotted key/table."""
+    """``document`` (nested mappings) as TOML text; ``comments`` keyed by dotted key/table.
+
+    Empty tables are left out; ``[uncertainty]`` entries become inline tables."""
     comments = comments or {}
     lines = _comment_lines(header)
 
@@ -90,16 +102,22 @@ def dumps(
         def is_array_of_tables(v: Any) -> bool:
             return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
 
+        def inline(k: str, v: Any) -> bool:
+            return isinstance(v, Mapping) and _is_uncertainty_entry([*path, k])
+
         scalars = {
             k: v
             for k, v in table.items()
-            if not isinstance(v, Mapping) and not is_array_of_tables(v)
+            if (not isinstance(v, Mapping) or inline(k, v)) and not is_array_of_tables(v)
         }
-        tables = {k: v for k, v in table.items() if isinstance(v, Mapping)}
+        tables = {
+            k: v for k, v in table.items() if isinstance(v, Mapping) and v and not inline(k, v)
+        }
         arrays = {k: v for k, v in table.items() if is_array_of_tables(v)}
         for key, value in scalars.items():
             lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
-            lines.append(f"{_key(key)} = {value_to_toml(value)}")
+            text = inline_table(value) if isinstance(value, Mapping) else value_to_toml(value)
+            lines.append(f"{_key(key)} = {text}")
         for key, sub in tables.items():
             lines.append("")
             lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
@@ -128,7 +146,13 @@ def dumps_scenario(
 
     Raises SpecsimError if it would not: a file that ``specsim run`` rejects is never written.
     """
-    text = dumps(scenario.model_dump(exclude_none=True), header=header, comments=comments)
+    raw = scenario.model_dump(exclude_none=True)
+    for entry in raw.get("uncertainty", {}).values():  # an entry's defaults add nothing
+        if isinstance(entry, dict):
+            for item in entry.values():
+                if isinstance(item, dict) and item.get("reason") == "":
+                    item.pop("reason")
+    text = dumps(raw, header=header, comments=comments)
     again = scenario_from_dict(tomllib.loads(text), source="written scenario")
     if again != scenario:
         raise SpecsimError("the written scenario does not read back the same", source="toml")

@@ -309,27 +309,7 @@ def _fit_acceptance_shape(base: Scenario, data: Measurements) -> _Block:
     }
     if shape != "flat":
         overrides["acceptance.decay"] = _sig(fit.decay)
-    rates = fit.rates(k)
-    residuals = [
-        Residual(
-            f"cumulative rate c{c.position}",
-            c.rate,
-            float(np.prod(rates[: c.position])),
-            c.sigma,
-            c.source,
-        )
-        for c in data.cumulative
-    ]
-    residuals += [
-        Residual(
-            f"accept length at num_steps {a.num_steps}",
-            a.accept_length,
-            mean_accept_length(rates[: a.num_steps]),
-            a.sigma,
-            a.source,
-        )
-        for a in data.accept_lengths
-    ]
+    residuals = _acceptance_rows(data, lambda depth: fit.rates(max(depth, k))[:depth])
     n_fit = len(names)
     return _Block(
         values,
@@ -480,27 +460,32 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     else:
         overrides = {"acceptance.per_position": [_sig(fit.values[n]) for n in names]}
     rates = np.array([fit.values[n] for n in names])
-    residuals = [
+    residuals = _acceptance_rows(data, lambda depth: extend_rates(rates, depth))
+    return _block(params, fit, residuals, overrides)
+
+
+def _acceptance_rows(data: Measurements, rates_to: Callable[[int], np.ndarray]) -> list[Residual]:
+    """Residuals of the acceptance figures; ``rates_to(d)`` gives the fitted a_1..a_d."""
+    rows = [
         Residual(
             f"cumulative rate c{c.position}",
             c.rate,
-            float(np.prod(extend_rates(rates, c.position))),
+            float(np.prod(rates_to(c.position))),
             c.sigma,
             c.source,
         )
         for c in data.cumulative
     ]
-    residuals += [
+    return rows + [
         Residual(
             f"accept length at num_steps {a.num_steps}",
             a.accept_length,
-            mean_accept_length(extend_rates(rates, a.num_steps)),
+            mean_accept_length(rates_to(a.num_steps)),
             a.sigma,
             a.source,
         )
         for a in data.accept_lengths
     ]
-    return _block(params, fit, residuals, overrides)
 
 
 CALIBRATED_REASON = "fitted by specsim calibrate"

@@ -4,8 +4,9 @@ An uncertainty study draws n versions of the inputs (pass times, verify slope, a
 anchor and shape) and re-solves the answer for each; ``SampledModel`` holds the draws as
 arrays and answers for all of them in a few array operations:
 
-* tok/s at draft length k: 1000 AL_k / T_cycle(k) (renewal-reward), AL_k = 1 + c_1 + ... + c_k;
-* what a target needs at every k: the accept length target x T_cycle(k) / 1000 and the
+* tok/s at draft length k: 1000 AL_k / T_cycle(k) (renewal-reward), AL_k = 1 + c_1 + ... + c_k,
+  the cycle's draft extend taken at AL_k;
+* what a target needs at every k: the accept length that reaches it and the
   scale x of the profile min(1, x g) that reaches it (g the shape factors, g_1 = 1), solved
   for every (draw, k) together by safeguarded Newton steps on AL_k(x) (increasing and
   piecewise polynomial in x); the first-position rate min(1, x), the mean rate over the
@@ -150,23 +151,39 @@ class Requirement:
 class SampledModel:
     """n draws of the closed-form inputs.
 
-    ``cycle_ms`` (n, K): the cycle at k = 1..K; ``decode_ms`` (n,); ``rates`` (n, K): the
-    drafter's conditional rates at positions 1..K; ``factors`` (n, K): the shape the
-    required rate scales (g_1 = 1; rates / rates[:, :1] for a listed profile).
+    ``fixed_ms`` (n, K): the part of the cycle at k = 1..K that does not grow with the
+    accept length, ``extend_per_token_ms`` (n,): the draft extend's growth per accepted
+    token, so a cycle with accept length L lasts fixed + s L (sim/model/cycle.py
+    ``CycleCost.fixed_ms``); ``decode_ms`` (n,); ``rates`` (n, K): the drafter's conditional
+    rates at positions 1..K; ``factors`` (n, K): the shape the required rate scales
+    (g_1 = 1; rates / rates[:, :1] for a listed profile).
     """
 
     decode_ms: np.ndarray
-    cycle_ms: np.ndarray
+    fixed_ms: np.ndarray
     rates: np.ndarray
     factors: np.ndarray
+    extend_per_token_ms: np.ndarray | None = None
+
+    @property
+    def per_token_ms(self) -> np.ndarray:
+        if self.extend_per_token_ms is None:
+            return np.zeros(self.size)
+        return self.extend_per_token_ms
+
+    def cycle_ms(self, num_steps: int, accept_length: np.ndarray | None = None) -> np.ndarray:
+        """The cycle at k = ``num_steps`` with the extend at ``accept_length`` (default:
+        the drafter's own accept length there), shape (n,)."""
+        al = self.accept_length(num_steps) if accept_length is None else accept_length
+        return self.fixed_ms[:, num_steps - 1] + self.per_token_ms * al
 
     @property
     def size(self) -> int:
-        return int(self.cycle_ms.shape[0])
+        return int(self.fixed_ms.shape[0])
 
     @property
     def max_steps(self) -> int:
-        return int(self.cycle_ms.shape[1])
+        return int(self.fixed_ms.shape[1])
 
     def accept_length(self, num_steps: int) -> np.ndarray:
         """AL at k = ``num_steps`` in each draw, shape (n,)."""
@@ -178,11 +195,15 @@ class SampledModel:
         """Long-run tok/s at k in each draw (k = 0: plain decoding), shape (n,)."""
         if num_steps == 0:
             return 1000.0 / self.decode_ms
-        return 1000.0 * self.accept_length(num_steps) / self.cycle_ms[:, num_steps - 1]
+        al = self.accept_length(num_steps)
+        return 1000.0 * al / self.cycle_ms(num_steps, al)
 
     def requirement(self, target_tok_s: float) -> Requirement:
-        """What ``target_tok_s`` needs at every k in every draw."""
-        need = target_tok_s * self.cycle_ms / 1000.0
+        """What ``target_tok_s`` needs at every k in every draw: the accept length
+        target F / (1000 - target s) (infinite, out of reach, when target s >= 1000)."""
+        denominator = 1000.0 - target_tok_s * self.per_token_ms[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(denominator > 0, target_tok_s * self.fixed_ms / denominator, np.inf)
         flat = equal_rates_for_accept_lengths(need)
         x = scales_for_accept_lengths(need, self.factors, guess=flat)
         big_k = self.max_steps

@@ -499,8 +499,13 @@ def lever_uncertainty(
         except Exception:
             continue
         kept.append(v)
-        cycles.append(cycle_cost(at).total_ms if k > 0 else 1000.0 / closed_form_tok_s(at))
-        als.append(mean_accept_length(scenario_rates(at)) if k > 0 else 1.0)
+        al = mean_accept_length(scenario_rates(at)) if k > 0 else 1.0
+        cycles.append(
+            cycle_cost(at).at_accept_length(al).total_ms
+            if k > 0
+            else 1000.0 / closed_form_tok_s(at)
+        )
+        als.append(al)
     grid = np.array(kept)
     cyc_nom, al_nom = np.array(cycles), np.array(als)
     nominal_values = nominal_row(ss.inputs)
@@ -512,7 +517,7 @@ def lever_uncertainty(
             d_cycle = model.decode_ms - cyc_nom[at_v0]
             d_al = np.zeros(values.shape[0])
         else:
-            d_cycle = model.cycle_ms[:, k - 1] - cyc_nom[at_v0]
+            d_cycle = model.cycle_ms(k) - cyc_nom[at_v0]
             d_al = model.accept_length(k) - al_nom[at_v0]
         cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
         return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc

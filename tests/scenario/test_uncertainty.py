@@ -65,12 +65,28 @@ def test_sampled_cycles_equal_the_revalidated_closed_form(write_scenario) -> Non
         values = {u.field: float(draws[row, j]) for j, u in enumerate(inputs)}
         at = with_overrides(s, {k: v for k, v in values.items() if k.startswith("timing.")})
         for k in (1, 3, 7):
-            assert model.cycle_ms[row, k - 1] == pytest.approx(cycle_cost(at, k).total_ms)
+            assert model.cycle_ms(k)[row] == pytest.approx(cycle_cost(at, k).total_ms)
 
 
 def test_nominal_row_is_the_scenario() -> None:
     s = load_scenario(SEED)
     ss = sampled_scenario(s)
     model = ss.model(nominal_row(ss.inputs))
-    assert model.cycle_ms[0, 1] == pytest.approx(cycle_cost(s).total_ms, rel=1e-12)
+    assert model.cycle_ms(2)[0] == pytest.approx(cycle_cost(s).total_ms, rel=1e-12)
     assert model.accept_length(2)[0] == pytest.approx(2.0, abs=1e-3)
+
+
+def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> None:
+    """A draft extend that grows with the accepted tokens: the nominal draw is the closed
+    form at every k."""
+    from sim.scenario.bind import closed_form_tok_s
+
+    text = MINIMAL.replace(
+        "draft_extend_ms = 2.0",
+        "draft_extend_ms = 2.0\ndraft_extend_ms_per_token = 0.3",
+    )
+    s = load_scenario(write_scenario(text))
+    ss = sampled_scenario(s)
+    model = ss.model(nominal_row(ss.inputs))
+    for k in (1, 3, 9):
+        assert model.tok_s(k)[0] == pytest.approx(closed_form_tok_s(s, k), rel=1e-12)

@@ -294,18 +294,22 @@ def nominal_row(inputs: Sequence[UncertainInput]) -> np.ndarray:
 
 # --------------------------------------------------------------------------- pass responses
 
-#: Pass-time vector: decode, draft step, draft extend, overhead, verify over 1..K + 1 tokens.
-_FIXED = 4
+#: Pass-time vector: decode, drafter step (with its per-step overhead), draft extend,
+#: cycle overhead, extend growth per accepted token, the tokens the extend was taken at
+#: (0: k + 1), then the verify over 1..K + 1 tokens.
+_FIXED = 6
 
 
 def pass_vector(passes: PassTimes, max_steps: int = MAX_STEPS) -> np.ndarray:
-    """The pass times the cycle at k = 1..K uses, shape (4 + K + 1,)."""
+    """The pass times the cycle at k = 1..K uses, shape (6 + K + 1,)."""
     verify = [passes.verify_over_ms(m) for m in range(1, max_steps + 2)]
     head = [
         passes.decode_ms,
-        passes.draft_step_ms,
+        passes.draft_step_ms + passes.draft_step_overhead_ms,
         passes.draft_extend_ms,
         passes.cycle_overhead_ms,
+        passes.draft_extend_ms_per_token,
+        passes.draft_extend_tokens or 0.0,
     ]
     return np.array(head + verify, dtype=float)
 
@@ -480,14 +484,23 @@ class SampledScenario:
         for j, resp in enumerate(self.responses):
             if resp is not None:
                 vec += resp.at(values[:, j])
-        decode, draft, extend, overhead = (vec[:, i] for i in range(_FIXED))
+        decode, draft, extend, overhead, per_token, at_tokens = (
+            vec[:, i] for i in range(_FIXED)
+        )
         verify = vec[:, _FIXED:]  # over 1..K + 1 tokens
         k = np.arange(1, self.max_steps + 1)[None, :]
-        cycle = (k - 1) * draft[:, None] + verify[:, 1:] + extend[:, None] + overhead[:, None]
+        tokens = np.where(at_tokens[:, None] > 0, at_tokens[:, None], k + 1.0)
+        fixed = (
+            (k - 1) * draft[:, None]
+            + verify[:, 1:]
+            + extend[:, None]
+            - per_token[:, None] * tokens
+            + overhead[:, None]
+        )
         rates, factors = sampled_acceptance(
             self.scenario, self.inputs, values, self.max_steps, self.rate_responses
         )
-        return SampledModel(decode, cycle, rates, factors)
+        return SampledModel(decode, fixed, rates, factors, per_token)
 
 
 def sampled_scenario(

@@ -52,7 +52,7 @@ from sim.scenario.bind import conditional_rates, pass_times
 from sim.scenario.decompose import hardware_point, reference_point
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.overrides import apply_overrides
-from sim.scenario.priors import decay_prior
+from sim.scenario.priors import decay_prior, shape_error
 from sim.scenario.schema import Scenario
 
 # --------------------------------------------------------------------------- results
@@ -309,6 +309,15 @@ def _fit_acceptance_shape(base: Scenario, data: Measurements) -> _Block:
     }
     if shape != "flat":
         overrides["acceptance.decay"] = _sig(fit.decay)
+    # measured over these positions; past them the shape may stray as published profiles do
+    overrides["acceptance.measured_num_steps"] = pd.max_depth
+    error = shape_error(method)
+    overrides["acceptance.tilt"] = 0.0
+    overrides["uncertainty.acceptance.tilt"] = {
+        "stderr": _sig(error.tau),
+        "origin": "derived",
+        "reason": error.reason,
+    }
     residuals = _acceptance_rows(data, lambda depth: fit.rates(max(depth, k))[:depth])
     n_fit = len(names)
     return _Block(

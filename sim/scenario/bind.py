@@ -183,9 +183,41 @@ def anchored_rates(
     return rates_for_positions(factor_shape, float(a1), shape.decay, num_steps)
 
 
+def measured_depth(spec: AcceptanceSpec | AcceptanceClass, measured_num_steps: int | None) -> int:
+    """Positions the acceptance was measured over: a listed profile's length, else the
+    num_steps its alpha, accept length or fitted first rate was measured at (1 if none)."""
+    if spec.per_position is not None:
+        return len(spec.per_position)
+    return measured_num_steps or 1
+
+
+def tilt_factors(tilt: float | np.ndarray, depth: int, num_steps: int) -> np.ndarray:
+    """rho^(i - depth) past position ``depth``, 1 before it (log rho = ``tilt`` of shape
+    (...)): shape (..., k)."""
+    past = np.maximum(np.arange(1, num_steps + 1) - depth, 0)
+    return np.exp(np.asarray(tilt, dtype=float)[..., None] * past)
+
+
+def tilted(rates: np.ndarray, tilt: float | np.ndarray, depth: int) -> np.ndarray:
+    """Rates (..., k) tilted past position ``depth`` (``tilt_factors``), capped at 1."""
+    return np.clip(rates * tilt_factors(tilt, depth, rates.shape[-1]), 0.0, 1.0)
+
+
+def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
+    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)."""
+    g = acceptance_shape(spec).factors(num_steps)
+    if not spec.tilt:
+        return g
+    depth = measured_depth(spec, spec.measured_num_steps)
+    return g * tilt_factors(spec.tilt, depth, num_steps)
+
+
 def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
     """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
-    return anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
+    rates = anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
+    if not spec.tilt:
+        return rates
+    return tilted(rates, spec.tilt, measured_depth(spec, spec.measured_num_steps))
 
 
 def _rate_class(
@@ -199,6 +231,9 @@ def _rate_class(
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
     means = anchored_rates(cls, shape, num_steps, measured_num_steps)
+    tilt = (default or cls).tilt if isinstance(default or cls, AcceptanceSpec) else 0.0
+    if tilt:
+        means = tilted(means, tilt, measured_depth(cls, measured_num_steps))
     spread: AcceptanceClass | AcceptanceSpec = cls
     if default is not None and cls.concentration is None and cls.std is None:
         spread = default
@@ -284,7 +319,7 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
         if spec is None:
             return np.ones(k)
         if spec.mix is None and spec.per_position is None and not spec.heterogeneous:
-            return acceptance_shape(spec).factors(k)
+            return anchored_factors(spec, k)
         rates = conditional_rates(spec, k)
         return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
 

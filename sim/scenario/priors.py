@@ -286,3 +286,54 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
     return DecayPrior(
         method, shape, tuple(decays), tuple(dict.fromkeys(p.source for p in profiles)), note
     )
+
+
+#: Profiles shorter than this cannot show how a shape fitted to positions 1-2 misses later.
+SHAPE_ERROR_MIN_POSITIONS = 4
+
+
+@dataclass(frozen=True)
+class ShapeError:
+    """How far real profiles stray from the method's shape past the fitted positions.
+
+    For each published profile of ``SHAPE_ERROR_MIN_POSITIONS`` or more positions, the
+    method's family is fitted to positions 1-2 and the later conditional rates are compared
+    with the fit: their log ratio, per position beyond the fit, is one log rho per profile
+    (least squares through the origin). ``tau`` is the root mean square of those log rho:
+    a draw's rates beyond the measured positions are multiplied by rho^(i - measured) with
+    log rho ~ Normal(0, tau).
+    """
+
+    method: str
+    shape: str
+    log_rhos: tuple[float, ...]
+
+    @property
+    def tau(self) -> float:
+        return float(np.sqrt(np.mean(np.square(self.log_rhos)))) if self.log_rhos else 0.0
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"shape error past the measured positions: {self.shape} fitted to positions 1-2 "
+            f"of {len(self.log_rhos)} published {self.method} profiles misses their later "
+            f"rates by a factor rho per position, log rho RMS {self.tau:.3f}"
+        )
+
+
+@functools.cache
+def shape_error(method: str) -> ShapeError:
+    """The shape error of ``method``'s prior family (see ``ShapeError``)."""
+    prior = decay_prior(method)
+    out = []
+    for p in _profiles_of(method):
+        c = np.asarray(p.cumulative)
+        if c.size < SHAPE_ERROR_MIN_POSITIONS:
+            continue
+        fit = fit_profile(prior.shape, p.data().upto(3))
+        observed = c / np.concatenate([[1.0], c[:-1]])
+        predicted = fit.rates(c.size)
+        i = np.arange(3, c.size + 1) - 2.0  # positions past the fitted two
+        logs = np.log(observed[2:] / predicted[2:])
+        out.append(float(np.sum(i * logs) / np.sum(i * i)))
+    return ShapeError(method, prior.shape, tuple(out))

@@ -24,6 +24,7 @@ from sim.hardware.passes import PASS_NAMES
 from sim.scenario.bind import acceptance_shape, pass_times
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
+from sim.scenario.priors import shape_error
 from sim.scenario.schema import Scenario
 
 #: A derived-compute efficiency range used when the scenario states none: the batch-1
@@ -238,6 +239,13 @@ def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
                     reason=shape.reason,
                 )
             )
+    if "acceptance.tilt" in scenario.uncertainty.entries() or spec.tilt:
+        out.append(_entry(scenario, "acceptance.tilt", spec.tilt))
+    elif spec.shape == "auto" and spec.rank_rates is None:
+        error = shape_error(spec.method)
+        out.append(
+            Assumption("acceptance.tilt", 0.0, "derived", stderr=error.tau, reason=error.reason)
+        )
     out.append(_entry(scenario, "acceptance.method", spec.method))
     for key in ("concentration", "std"):
         if getattr(spec, key) is not None:

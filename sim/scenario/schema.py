@@ -417,6 +417,10 @@ class AcceptanceSpec(Heterogeneity):
     #: The num_steps the alpha or accept length was measured at (default: the file's
     #: speculation.num_steps, filled in when the scenario is read).
     measured_num_steps: Annotated[int, Field(gt=0)] | None = None
+    #: log rho: past the measured positions every rate is rho times the shape's per
+    #: position (0: the shape as it is). Its uncertainty is the shape error of published
+    #: profiles (sim/scenario/priors.py ``shape_error``).
+    tilt: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0
 
     @field_validator("rank_rates")
     @classmethod
@@ -621,12 +625,13 @@ class FieldUncertainty(Section):
     sampled as a normal around the value; ``range = [low, high]`` a plausible range,
     sampled uniformly. ``origin`` says what the value is (``measured``, the default with a
     stderr; ``assumed``, the default with a range or with neither; ``calibrated``, written
-    by ``specsim calibrate``); ``reason`` says why.
+    by ``specsim calibrate``; ``derived``, from published data, as calibrate writes the
+    shape error); ``reason`` says why.
     """
 
     stderr: Annotated[float, Field(ge=0.0)] | list[Annotated[float, Field(ge=0.0)]] | None = None
     range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
-    origin: Literal["measured", "assumed", "calibrated"] | None = None
+    origin: Literal["measured", "assumed", "calibrated", "derived"] | None = None
     reason: str = ""
 
     @model_validator(mode="after")

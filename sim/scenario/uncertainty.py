@@ -37,9 +37,16 @@ from sim.model.shapes import (
     scale_for_accept_length,
     shape_factors,
 )
-from sim.scenario.bind import acceptance_shape, conditional_rates, pass_times
+from sim.scenario.bind import (
+    acceptance_shape,
+    conditional_rates,
+    measured_depth,
+    pass_times,
+    tilt_factors,
+    tilted,
+)
 from sim.scenario.load import with_overrides
-from sim.scenario.priors import DecayPrior
+from sim.scenario.priors import DecayPrior, shape_error
 from sim.scenario.provenance import EFFICIENCY_RANGE, EFFICIENCY_REASON, uses_derived_compute
 from sim.scenario.schema import Scenario
 
@@ -197,6 +204,26 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
                     shape.reason,
                     prior=shape.prior,
                     bounds=(1e-6, 1.0),
+                )
+            )
+    if (
+        spec is not None
+        and scenario.num_steps > 0
+        and spec.shape == "auto"
+        and "acceptance.tilt" not in fields
+        and spec.rank_rates is None
+    ):
+        error = shape_error(spec.method)
+        if error.tau > 0:
+            out.append(
+                UncertainInput(
+                    "acceptance.tilt",
+                    spec.tilt,
+                    "normal",
+                    "derived",
+                    error.reason,
+                    stderr=error.tau,
+                    bounds=(-1.0, 1.0),
                 )
             )
     if "hardware.bandwidth_efficiency" not in fields and uses_derived_compute(scenario):
@@ -434,28 +461,33 @@ def sampled_acceptance(
         return rates, rates / first
     shape = acceptance_shape(spec)
     decay = get("acceptance.decay", shape.decay)
+    tilt = get("acceptance.tilt", spec.tilt)
+    k0 = spec.measured_num_steps or max(scenario.num_steps, 1)
+    depth = measured_depth(spec, k0)
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape
     if spec.per_position is not None:
         listed = np.column_stack(
             [get(f"acceptance.per_position[{i}]", r) for i, r in enumerate(spec.per_position)]
         )
-        rates = continue_rates(listed, shape.shape, decay, max_steps)
+        rates = tilted(continue_rates(listed, shape.shape, decay, max_steps), tilt, depth)
         first = np.where(rates[:, :1] > 0, rates[:, :1], 1.0)
         return rates, rates / first
     factors = shape_factors(factor_shape, decay, max_steps)
     if spec.first_rate is not None:
         a1 = get("acceptance.first_rate", spec.first_rate)
+    elif spec.rank_rates is not None:
+        a1 = np.full(n, spec.rank_rates[0])
     elif spec.alpha is not None and factor_shape == "flat":
         a1 = get("acceptance.alpha", spec.alpha)
     else:
-        k0 = spec.measured_num_steps or max(scenario.num_steps, 1)
         if spec.alpha is not None:
             al0 = equal_rate_accept_length(get("acceptance.alpha", spec.alpha), k0)
         else:
             assert spec.accept_length is not None
             al0 = get("acceptance.accept_length", spec.accept_length)
         a1 = scale_for_accept_length(al0, factors[:, :k0])
-    return rates_for_positions(factor_shape, a1, decay, max_steps), factors
+    rates = tilted(rates_for_positions(factor_shape, a1, decay, max_steps), tilt, depth)
+    return rates, factors * tilt_factors(tilt, depth, max_steps)
 
 
 def acceptance_propagated(scenario: Scenario) -> bool:
@@ -484,9 +516,7 @@ class SampledScenario:
         for j, resp in enumerate(self.responses):
             if resp is not None:
                 vec += resp.at(values[:, j])
-        decode, draft, extend, overhead, per_token, at_tokens = (
-            vec[:, i] for i in range(_FIXED)
-        )
+        decode, draft, extend, overhead, per_token, at_tokens = (vec[:, i] for i in range(_FIXED))
         verify = vec[:, _FIXED:]  # over 1..K + 1 tokens
         k = np.arange(1, self.max_steps + 1)[None, :]
         tokens = np.where(at_tokens[:, None] > 0, at_tokens[:, None], k + 1.0)

@@ -35,7 +35,13 @@ from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import acceptance_model, acceptance_shape, closed_form_tok_s, pass_times
+from sim.scenario.bind import (
+    acceptance_model,
+    acceptance_shape,
+    anchored_factors,
+    closed_form_tok_s,
+    pass_times,
+)
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
@@ -187,7 +193,7 @@ def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     anchored = acc is None or (acc.mix is None and acc.per_position is None)
     kind = "alpha" if anchored else "profile"
     if anchored:
-        factors = np.ones(num_steps) if acc is None else acceptance_shape(acc).factors(num_steps)
+        factors = np.ones(num_steps) if acc is None else anchored_factors(acc, num_steps)
         positive = factors[factors > 0]
     else:
         factors = np.ones(num_steps)

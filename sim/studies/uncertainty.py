@@ -227,7 +227,7 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
             f"time a verify pass at num_steps {k} ({k + 1} tokens; measured only at {m0}): "
             "the per-token slope"
         )
-    if field == "acceptance.decay":
+    if field in ("acceptance.decay", "acceptance.tilt"):
         return (
             f"measure the accept length at another num_steps (e.g. {k}), or read vLLM's "
             "per-position counters at K >= 4: how acceptance falls with position"
@@ -584,3 +584,18 @@ def _lever_width(interval: Interval) -> float:
     if interval.low is None or interval.high is None or interval.unreachable > 0.05:
         return np.inf
     return interval.high - interval.low
+
+
+def sampled_answers(
+    scenario: Scenario, *, samples: int = SAMPLES, seed: int | None = None
+) -> SampledModel:
+    """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
+    interval of any quantity (draft lengths 1..``MAX_STEPS``). Kept on the scenario."""
+    seed = scenario.simulation.seed if seed is None else seed
+    key = ("sampled_answers", samples, seed)
+    cache = scenario._derived
+    if key not in cache:
+        probe = sampled_scenario(scenario)
+        draws = draw_inputs(scenario, probe.inputs, samples, seed)
+        cache[key] = sampled_scenario(scenario, draws).model(draws)
+    return cache[key]

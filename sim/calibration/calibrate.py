@@ -312,9 +312,9 @@ def _fit_acceptance_shape(base: Scenario, data: Measurements) -> _Block:
     # measured over these positions; past them the shape may stray as published profiles do
     overrides["acceptance.measured_num_steps"] = pd.max_depth
     error = shape_error(method)
-    overrides["acceptance.tilt"] = 0.0
+    overrides["acceptance.tilt"] = -_sig(error.tau)
     overrides["uncertainty.acceptance.tilt"] = {
-        "stderr": _sig(error.tau),
+        "range": [-_sig(2.0 * error.tau), 0.0],
         "origin": "derived",
         "reason": error.reason,
     }

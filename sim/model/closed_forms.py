@@ -113,21 +113,26 @@ class KAnswer:
     ceiling_tok_s: float
     first_rate: float | None = None
     mean_rate: float | None = None
+    #: The scale x of the shape's profile min(1, x g) (first_rate = min(1, x)): the
+    #: drafter quality asked for, which keeps rising after the first rate reaches 1.
+    scale: float | None = None
 
     @property
     def reachable(self) -> bool:
         return self.alpha is not None
 
 
-def shaped_rate(accept_length: float, factors: np.ndarray) -> tuple[float | None, float | None]:
-    """(a_1, mean rate) of the profile min(1, a_1 g) with ``accept_length`` over k =
-    len(factors) positions; (None, None) when out of reach."""
+def shaped_rate(
+    accept_length: float, factors: np.ndarray
+) -> tuple[float | None, float | None, float | None]:
+    """(a_1, mean rate, scale x) of the profile min(1, x g) with ``accept_length`` over
+    k = len(factors) positions; (None, None, None) when out of reach."""
     k = factors.shape[-1]
     if accept_length > k + 1:
-        return None, None
+        return None, None, None
     x = float(scale_for_accept_length(accept_length, factors))
     rates = np.minimum(1.0, x * factors)
-    return float(rates[0]), float(rates.mean())
+    return float(rates[0]), float(rates.mean()), x
 
 
 def answer_at_k(
@@ -139,10 +144,10 @@ def answer_at_k(
     need = required_accept_length(target_tok_s, cost)
     alpha = alpha_for_accept_length(need, num_steps)
     if factors is None or alpha is None or num_steps == 0:
-        first, mean = alpha, alpha
+        first, mean, scale = alpha, alpha, alpha
     else:
-        first, mean = shaped_rate(need, factors(num_steps))
-    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean)
+        first, mean, scale = shaped_rate(need, factors(num_steps))
+    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale)
 
 
 @dataclass(frozen=True)
@@ -179,11 +184,7 @@ def answer_target(
     at_k = answer_at_k(target_tok_s, passes, num_steps, factors) if num_steps > 0 else None
     per_k = [answer_at_k(target_tok_s, passes, k, factors) for k in k_range]
     reachable = [a for a in per_k if a.reachable]
-    best = (
-        min(reachable, key=lambda a: (a.first_rate, a.mean_rate, a.num_steps))
-        if reachable
-        else None
-    )
+    best = min(reachable, key=lambda a: (a.scale, a.num_steps)) if reachable else None
     best_flat = min(reachable, key=lambda a: (a.alpha, a.num_steps)) if reachable else None
     top = max(per_k, key=lambda a: a.ceiling_tok_s)
     ks = list(k_range)

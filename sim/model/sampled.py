@@ -123,12 +123,13 @@ class Requirement:
     first_rate: np.ndarray  # (n, K)
     mean_rate: np.ndarray  # (n, K)
     flat_alpha: np.ndarray  # (n, K)
+    scale: np.ndarray  # the profile's scale x; first_rate = min(1, x) (n, K)
 
     def best_index(self) -> np.ndarray:
-        """Index (n,) of the k needing the lowest first-position rate (ties: lower mean
-        rate, then smaller k); -1 where no k reaches the target."""
-        key = np.where(self.first_rate < 1.0, self.first_rate, 1.0 + self.mean_rate)
-        key = np.where(np.isnan(key), np.inf, key)
+        """Index (n,) of the k needing the least drafter quality: the lowest scale of the
+        profile, so the lowest first-position rate (ties: smaller k); -1 where no k reaches
+        the target."""
+        key = np.where(np.isnan(self.scale), np.inf, self.scale)
         best = np.argmin(key, axis=1)
         reachable = np.isfinite(key[np.arange(key.shape[0]), best])
         return np.where(reachable, best, -1)
@@ -213,4 +214,4 @@ class SampledModel:
             1, big_k + 1
         )
         first = np.minimum(1.0, x)
-        return Requirement(target_tok_s, need, first, np.where(np.isnan(x), np.nan, mean), flat)
+        return Requirement(target_tok_s, need, first, np.where(np.isnan(x), np.nan, mean), flat, x)

@@ -61,7 +61,7 @@ from sim.scenario.decompose import (
     scenario_pass_times,
     target_weights,
 )
-from sim.scenario.priors import DecayPrior, decay_prior
+from sim.scenario.priors import DecayPrior, decay_prior, shape_error
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 #: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
@@ -203,21 +203,37 @@ def tilted(rates: np.ndarray, tilt: float | np.ndarray, depth: int) -> np.ndarra
     return np.clip(rates * tilt_factors(tilt, depth, rates.shape[-1]), 0.0, 1.0)
 
 
+def implicit_tilt(spec: AcceptanceSpec) -> bool:
+    """True when the tilt is left to the shape error: shape ``auto``, no tilt given (rank
+    rates, given at every depth, excepted)."""
+    return spec.tilt is None and spec.shape == "auto" and spec.rank_rates is None
+
+
+def effective_tilt(spec: AcceptanceSpec) -> float:
+    """The tilt the rates take: given, the median shape error of the method when implicit,
+    else 0."""
+    if spec.tilt is not None:
+        return spec.tilt
+    return shape_error(spec.method).median if implicit_tilt(spec) else 0.0
+
+
 def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
     """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)."""
     g = acceptance_shape(spec).factors(num_steps)
-    if not spec.tilt:
+    tilt = effective_tilt(spec)
+    if not tilt:
         return g
     depth = measured_depth(spec, spec.measured_num_steps)
-    return g * tilt_factors(spec.tilt, depth, num_steps)
+    return g * tilt_factors(tilt, depth, num_steps)
 
 
 def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
     """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
     rates = anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
-    if not spec.tilt:
+    tilt = effective_tilt(spec)
+    if not tilt:
         return rates
-    return tilted(rates, spec.tilt, measured_depth(spec, spec.measured_num_steps))
+    return tilted(rates, tilt, measured_depth(spec, spec.measured_num_steps))
 
 
 def _rate_class(
@@ -231,7 +247,8 @@ def _rate_class(
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
     means = anchored_rates(cls, shape, num_steps, measured_num_steps)
-    tilt = (default or cls).tilt if isinstance(default or cls, AcceptanceSpec) else 0.0
+    top = default or cls
+    tilt = effective_tilt(top) if isinstance(top, AcceptanceSpec) else 0.0
     if tilt:
         means = tilted(means, tilt, measured_depth(cls, measured_num_steps))
     spread: AcceptanceClass | AcceptanceSpec = cls

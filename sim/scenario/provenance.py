@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.hardware.passes import PASS_NAMES
-from sim.scenario.bind import acceptance_shape, pass_times
+from sim.scenario.bind import acceptance_shape, implicit_tilt, pass_times
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
 from sim.scenario.priors import shape_error
@@ -239,12 +239,18 @@ def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
                     reason=shape.reason,
                 )
             )
-    if "acceptance.tilt" in scenario.uncertainty.entries() or spec.tilt:
+    if spec.tilt is not None:
         out.append(_entry(scenario, "acceptance.tilt", spec.tilt))
-    elif spec.shape == "auto" and spec.rank_rates is None:
+    elif implicit_tilt(spec):
         error = shape_error(spec.method)
         out.append(
-            Assumption("acceptance.tilt", 0.0, "derived", stderr=error.tau, reason=error.reason)
+            Assumption(
+                "acceptance.tilt",
+                error.median,
+                "derived",
+                range=(-1.6448536269514722 * error.tau, -0.0627067779432 * error.tau),
+                reason=error.reason,
+            )
         )
     out.append(_entry(scenario, "acceptance.method", spec.method))
     for key in ("concentration", "std"):

@@ -40,6 +40,8 @@ from sim.model.shapes import (
 from sim.scenario.bind import (
     acceptance_shape,
     conditional_rates,
+    effective_tilt,
+    implicit_tilt,
     measured_depth,
     pass_times,
     tilt_factors,
@@ -63,9 +65,10 @@ _Z90 = 1.6448536269514722  # the standard normal's 95% quantile
 class UncertainInput:
     """One uncertain input: its nominal value and distribution.
 
-    ``kind``: ``normal`` (``stderr``), ``uniform`` (``low``..``high``) or ``prior`` (the
-    decay prior's quantile function); ``bounds`` the field's valid range (draws are
-    clipped to it).
+    ``kind``: ``normal`` (``stderr``), ``uniform`` (``low``..``high``), ``prior`` (the
+    decay prior's quantile function) or ``falling`` (-|Normal(0, stderr)|, its median the
+    nominal: the shape error, whose rises past the measured positions are left out as the
+    decay prior's are); ``bounds`` the field's valid range (draws are clipped to it).
     """
 
     field: str
@@ -89,6 +92,10 @@ class UncertainInput:
             values = self.nominal + self.stderr * zz
         elif self.kind == "uniform":
             values = self.low + (self.high - self.low) * u
+        elif self.kind == "falling":
+            from scipy.special import ndtri  # lazy: scipy.special at import is slow
+
+            values = -self.stderr * ndtri(1.0 - 0.5 * u)  # -|N(0, sd)|, median the nominal
         else:
             assert self.prior is not None
             values = np.asarray(self.prior.quantile(u), dtype=float)
@@ -209,21 +216,20 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
     if (
         spec is not None
         and scenario.num_steps > 0
-        and spec.shape == "auto"
+        and implicit_tilt(spec)
         and "acceptance.tilt" not in fields
-        and spec.rank_rates is None
     ):
         error = shape_error(spec.method)
         if error.tau > 0:
             out.append(
                 UncertainInput(
                     "acceptance.tilt",
-                    spec.tilt,
-                    "normal",
+                    error.median,
+                    "falling",
                     "derived",
                     error.reason,
                     stderr=error.tau,
-                    bounds=(-1.0, 1.0),
+                    bounds=(-1.0, 0.0),
                 )
             )
     if "hardware.bandwidth_efficiency" not in fields and uses_derived_compute(scenario):
@@ -461,7 +467,7 @@ def sampled_acceptance(
         return rates, rates / first
     shape = acceptance_shape(spec)
     decay = get("acceptance.decay", shape.decay)
-    tilt = get("acceptance.tilt", spec.tilt)
+    tilt = get("acceptance.tilt", effective_tilt(spec))
     k0 = spec.measured_num_steps or max(scenario.num_steps, 1)
     depth = measured_depth(spec, k0)
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape

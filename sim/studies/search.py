@@ -243,6 +243,7 @@ class KResult:
     first_rate_ci95: tuple[float | None, float | None] = (None, None)
     closed_form_first_rate: float | None = None
     flat_alpha: float | None = None  # closed form, equal rates
+    scale: float | None = None  # the lever value: the profile's scale (drafter quality)
     #: 90% interval (inputs and model) of the closed-form first-position rate at this k.
     interval90: list[float | None] | None = None
 
@@ -280,7 +281,7 @@ class TargetResult:
     def best(self) -> KResult | None:
         """The k needing the lowest first-position rate (the drafter accuracy asked for)."""
         ok = [r for r in self.per_num_steps if r.reachable]
-        return min(ok, key=lambda r: (r.first_rate, r.alpha, r.num_steps)) if ok else None
+        return min(ok, key=lambda r: (r.scale, r.num_steps)) if ok else None
 
     @property
     def note(self) -> str | None:
@@ -388,6 +389,7 @@ def _search_k(
                 first_rate_ci95=(lever.first_rate(root.ci95[0]), lever.first_rate(root.ci95[1])),
                 closed_form_first_rate=lever.first_rate(x_cf),
                 flat_alpha=closed.alpha,
+                scale=root.value,
             )
         )
     return out

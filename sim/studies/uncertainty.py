@@ -261,7 +261,12 @@ def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
         return np.where(keep[None, :], a, np.nan)
 
     return Requirement(
-        req.tok_s, req.need, mask(req.first_rate), mask(req.mean_rate), mask(req.flat_alpha)
+        req.tok_s,
+        req.need,
+        mask(req.first_rate),
+        mask(req.mean_rate),
+        mask(req.flat_alpha),
+        mask(req.scale),
     )
 
 

@@ -85,7 +85,7 @@ def spec(**kw) -> AcceptanceSpec:
 
 
 def test_homogeneous_model_is_the_closed_form():
-    m = acceptance_model(spec(per_position=[0.8, 0.6]), 4)
+    m = acceptance_model(spec(per_position=[0.8, 0.6], shape="repeat"), 4)
     rates = [0.8, 0.6, 0.6, 0.6]
     assert np.allclose(m.request_pmf(), accept_length_pmf(rates))
     assert np.allclose(m.cycle_pmf(), accept_length_pmf(rates))
@@ -99,7 +99,9 @@ def test_beta_moments_match_quadrature_and_scipy():
     dist = stats.beta(mean * conc, (1 - mean) * conc)
     assert np.allclose(moments, [dist.moment(j) for j in range(6)], rtol=1e-10)
     # the per-position (quadrature) path with equal means must give the same numbers
-    m = acceptance_model(spec(per_position=[mean, mean + 1e-13], concentration=conc), 5)
+    m = acceptance_model(
+        spec(per_position=[mean, mean + 1e-13], concentration=conc, shape="repeat"), 5
+    )
     assert np.allclose(m.expected_cumulative(), moments, rtol=1e-7)
 
 

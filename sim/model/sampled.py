@@ -40,13 +40,13 @@ def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray) -> np.nda
     return np.where(one_minus <= 0.0, m, np.where(a <= 0.0, 1.0, ratio))
 
 
-def equal_rates_for_accept_lengths(need: np.ndarray) -> np.ndarray:
+def equal_rates_for_accept_lengths(need: np.ndarray, steps: int = _BISECT) -> np.ndarray:
     """The equal rate alpha (n, K) whose accept length at k is need[:, k - 1] (bisection on
     the closed form); 0 where the need is at most 1, NaN where it exceeds k + 1."""
     big_k = need.shape[1]
     k = np.broadcast_to(np.arange(1, big_k + 1, dtype=float)[None, :], need.shape)
     lo, hi = np.zeros(need.shape), np.ones(need.shape)
-    for _ in range(_BISECT):
+    for _ in range(steps):
         mid = 0.5 * (lo + hi)
         above = equal_rate_accept_length(mid, k) >= need
         hi = np.where(above, mid, hi)
@@ -82,8 +82,8 @@ def scales_for_accept_lengths(
     reach = (need > 1.0) & (need <= cap + 1e-12)
     positive = np.where(factors > 0, factors, np.inf)
     hi_all = 1.0 / np.minimum.accumulate(positive, axis=1)  # every rate at 1: AL_k = k + 1
-    if guess is None:
-        guess = equal_rates_for_accept_lengths(need)
+    if guess is None:  # a rough equal rate is start enough for Newton
+        guess = equal_rates_for_accept_lengths(need, steps=10)
     mean_g = np.cumsum(factors, axis=1) / np.arange(1, big_k + 1)[None, :]
     rows, ks = np.nonzero(reach)
     x = np.clip(guess[rows, ks] / mean_g[rows, ks], 0.0, hi_all[rows, ks])
@@ -199,14 +199,18 @@ class SampledModel:
         al = self.accept_length(num_steps)
         return 1000.0 * al / self.cycle_ms(num_steps, al)
 
-    def requirement(self, target_tok_s: float) -> Requirement:
+    def requirement(
+        self, target_tok_s: float, flat: bool = True, columns: np.ndarray | None = None
+    ) -> Requirement:
         """What ``target_tok_s`` needs at every k in every draw: the accept length
         target F / (1000 - target s) (infinite, out of reach, when target s >= 1000)."""
         denominator = 1000.0 - target_tok_s * self.per_token_ms[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             need = np.where(denominator > 0, target_tok_s * self.fixed_ms / denominator, np.inf)
-        flat = equal_rates_for_accept_lengths(need)
-        x = scales_for_accept_lengths(need, self.factors, guess=flat)
+        if columns is not None:  # draft lengths left out: not solved (NaN, out of reach)
+            need = np.where(columns[None, :], need, np.nan)
+        alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
+        x = scales_for_accept_lengths(need, self.factors, guess=alpha if flat else None)
         big_k = self.max_steps
         # mean of min(1, x g_i) over i <= k: running sums of the capped rates per k
         capped = np.minimum(1.0, x[:, :, None] * self.factors[:, None, :])
@@ -214,4 +218,4 @@ class SampledModel:
             1, big_k + 1
         )
         first = np.minimum(1.0, x)
-        return Requirement(target_tok_s, need, first, np.where(np.isnan(x), np.nan, mean), flat, x)
+        return Requirement(target_tok_s, need, first, np.where(np.isnan(x), np.nan, mean), alpha, x)

@@ -280,14 +280,22 @@ def _target_uncertainty(
     measure: list[tuple[int, SampledModel]],
     ks: Sequence[int] | None,
 ) -> TargetUncertainty:
-    def best(model: SampledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return _restricted(model.requirement(tok_s), ks).at_best()
+    window: np.ndarray | None = None  # the draft lengths worth solving once k is known
 
-    k_nom, first_nom, mean_nom, flat_nom = best(nominal)
+    def best(
+        model: SampledModel, flat: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return _restricted(model.requirement(tok_s, flat, window), ks).at_best()
+
+    k_nom, first_nom, mean_nom, flat_nom = best(nominal, flat=True)
     req = sampled.requirement(tok_s)
     k, first, mean, flat = _restricted(req, ks).at_best()
     interval = _interval(first)
     reachable = k > 0
+    if reachable.any():  # the one-at-a-time studies solve only near the draws' best k
+        lo_k, hi_k = int(k[reachable].min()), int(k[reachable].max())
+        window = np.zeros(req.first_rate.shape[1], dtype=bool)
+        window[max(lo_k - 3, 0) : hi_k + 2] = True
     k_range = (
         (int(np.quantile(k[reachable], 0.05)), int(np.quantile(k[reachable], 0.95)))
         if reachable.any()

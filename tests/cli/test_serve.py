@@ -149,3 +149,18 @@ def test_sweep_over_serving_fields(tmp_path):
     assert row["serving.concurrency"] == 4
     assert row["speculative_per_user_tok_s_mean"] > 0 and row["baseline_tpot_ms_p99"] > 0
     assert "speedup_aggregate_tok_s_mean" in row
+
+
+def test_a_tree_is_refused_not_priced_as_a_chain():
+    code, out = serve(
+        str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"),
+        *SMALL,
+        "--set",
+        "speculation.topk=4",
+        "--set",
+        "speculation.num_draft_tokens=8",
+        "--set",
+        "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+    )
+    assert code == 2
+    assert out.strip().count("\n") == 0 and "speculation.topk" in out

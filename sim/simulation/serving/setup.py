@@ -131,6 +131,13 @@ def serving_setup(
     model, timing = scenario.model, scenario.timing
     notes: list[str] = []
     k = scenario.num_steps
+    if scenario.speculation.is_tree:
+        raise SpecsimError(
+            "serving a draft tree (topk > 1) is not modelled yet: the serving simulation "
+            "would price it as a chain of num_steps",
+            source=source,
+            field="speculation.topk",
+        )
 
     # ----- load
     users = None

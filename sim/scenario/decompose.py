@@ -397,7 +397,8 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
             for name in names:
                 hw.compute_ms(name, hw.default_tokens(name))
         return measured_pass_times(timing, scenario.num_steps, scenario.speculation.draft_tokens)
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0)
+    # m0 + 1: the slope at the measured point needs the next entry
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0 + 1)
     table = hw.verify_table_ms(max_m)
 
     def total(name: str) -> float:

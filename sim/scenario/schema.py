@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -506,10 +507,17 @@ class ServingSpec(Section):
     (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
     ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
 
-    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
-    one of ``disable_above_batch`` (plain decoding when more requests decode) or
-    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
-    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
+    batch size): at most one of ``disable_above_batch`` (plain decoding when more requests
+    decode), ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to
+    num_steps as vLLM does; chains only) or ``draft_table`` (``[[start_bs, end_bs,
+    num_steps, topk, num_draft_tokens], ...]``, the same range rules with a chain (topk 1),
+    an SGLang tree (topk > 1) or plain decoding (num_steps 0) per range: a tree at small
+    batches falling back to a chain or to none). ``draft_extend``: ``accepted`` (the
+    drafter's extend after the verify runs over each request's accepted tokens, as SGLang's
+    eager extend and vLLM's proposer do) or ``padded`` (over the verify's width per request,
+    as SGLang's CUDA-graphed draft extend runs). SLOs for attainment: ``ttft_slo_ms``,
+    ``tpot_slo_ms``.
     """
 
     concurrency: Annotated[int, Field(gt=0)] | None = None
@@ -523,16 +531,46 @@ class ServingSpec(Section):
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
     k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    draft_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    draft_extend: Literal["accepted", "padded"] = "accepted"
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+
+    @field_validator("draft_table")
+    @classmethod
+    def _draft_rows(cls, value: list[list[int]] | None) -> list[list[int]] | None:
+        if value is None:
+            return value
+        for i, row in enumerate(value):
+            if len(row) != 5:
+                raise ValueError(
+                    f"row {i}: rows are [start_bs, end_bs, num_steps, topk, num_draft_tokens]"
+                )
+            try:
+                SpeculationSpec(num_steps=row[2], topk=row[3], num_draft_tokens=row[4])
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                msg = str(detail["msg"]).removeprefix("Value error, ")
+                raise ValueError(
+                    f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
+                ) from None
+        KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
+        return value
 
     @model_validator(mode="after")
     def _one_load_one_policy(self) -> ServingSpec:
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
-        if self.disable_above_batch is not None and self.k_table is not None:
-            raise ValueError("give at most one of disable_above_batch, k_table")
+        policies = [
+            n
+            for n in ("disable_above_batch", "k_table", "draft_table")
+            if getattr(self, n) is not None
+        ]
+        if len(policies) > 1:
+            raise ValueError(
+                f"give at most one of disable_above_batch, k_table, draft_table (got {policies})"
+            )
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")

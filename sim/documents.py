@@ -2,7 +2,7 @@
 
 ``kind`` says what a document is (``run``, ``serve``, ``search``, ``tree-search``,
 ``solve``, ``sweep``, ``compare``, ``calibrate``, ``hardware``, ``presets``,
-``allreduce``, ``convert``, ``validate``), so
+``allreduce``, ``convert``, ``validate``, ``tree-load``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -28,6 +28,7 @@ KINDS: tuple[str, ...] = (
     "allreduce",
     "convert",
     "validate",
+    "tree-load",
 )
 
 

@@ -18,6 +18,7 @@ from sim.cli import (
     search,
     serve,
     sweep,
+    tree_load,
     validate,
 )
 from sim.cli.group import main
@@ -25,6 +26,7 @@ from sim.cli.group import main
 for _command in (
     run.run,
     serve.serve,
+    tree_load.tree_load,
     search.search,
     sweep.sweep,
     compare.compare,

@@ -24,6 +24,7 @@ from sim.report.plots import (
     throughput_vs_acceptance,
 )
 from sim.report.serving_plots import serve_figures, serving_sweep_figures
+from sim.report.tree_load import tree_load_figures
 
 
 def describe(doc: Mapping[str, Any]) -> str:
@@ -206,6 +207,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, Figure]]]] = {
     "compare": compare_figures,
     "run": run_figures,
     "serve": serve_figures,
+    "tree-load": tree_load_figures,
 }
 
 

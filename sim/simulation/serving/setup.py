@@ -8,6 +8,7 @@ which inputs were given, which were defaulted and which were derived.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,10 +165,16 @@ def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
 
 
 def serving_setup(
-    scenario: Scenario, *, base_dir: Path | None = None, source: str = "scenario"
+    scenario: Scenario,
+    *,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+    policies: Mapping[str, SpeculationPolicy] | None = None,
 ) -> ServingSetup:
     """The serving plan of ``scenario`` (``base_dir``: where relative trace paths start;
-    ``source``: the name errors give the scenario)."""
+    ``source``: the name errors give the scenario). ``policies``: run these (by name)
+    beside the baseline instead of the scenario's own policy (a study comparing drafts:
+    the plan then covers every depth, width and lookahead they use)."""
     serving = scenario.serving or ServingSpec()
     w = scenario.workload
     model, timing = scenario.model, scenario.timing
@@ -216,9 +223,13 @@ def serving_setup(
     workload = Workload(arrivals, out, inp, requests=requests, warmup=warmup)
 
     # ----- policies
-    policies: dict[str, SpeculationPolicy] = {BASELINE: FixedK(0)}
-    if k > 0:
+    given = policies
+    policies = {BASELINE: FixedK(0)}
+    if given is not None:
+        policies.update(given)
+    elif k > 0:
         policies[SPECULATIVE] = _policy(scenario, serving, source)
+    speculates = any(p.max_k > 0 for p in policies.values())
     widest = _widest(policies, serving.max_running_requests)
     drafts = [d for p in policies.values() for d in policy_drafts(p, serving.max_running_requests)]
     if any(is_tree(d) for d in drafts):
@@ -229,7 +240,7 @@ def serving_setup(
             "tokens (tree mask timed as a causal verify); acceptance per request from its own "
             "top-1 rates through the tree"
         )
-    if k > 0:
+    if speculates:
         notes.append(
             "draft extend: over each request's accepted path (serving.draft_extend = "
             "'accepted', default; SGLang's eager extend and vLLM's proposer)"
@@ -259,7 +270,7 @@ def serving_setup(
             attention_flops_per_pair=attn or 0.0,
             reference_context_tokens=timing.context_tokens or 0.0,
             points=_points(scenario),
-            speculative=k > 0,
+            speculative=speculates,
             draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
             max_beams=widest,
         )

@@ -52,6 +52,7 @@ __all__ = [
     "lookahead_tokens",
     "max_beams",
     "max_tokens",
+    "rank_width",
     "verify_tokens",
 ]
 
@@ -116,6 +117,17 @@ def max_beams(draft: Draft) -> int:
     """The widest drafter pass per request (1 for a chain or plain decoding)."""
     passes = draft_passes(draft)
     return max((beams for _, beams in passes), default=1)
+
+
+def rank_width(draft: Draft) -> int:
+    """Ranks whose rates the draft's acceptance needs: 1 (a chain), topk, or the static
+    tree's width (1 + its largest rank)."""
+    _check(draft)
+    if isinstance(draft, int):
+        return 1
+    if isinstance(draft, TreeDraft):
+        return draft.topk
+    return max(draft.width, 1)
 
 
 def lookahead_tokens(draft: Draft) -> int:

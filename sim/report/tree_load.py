@@ -42,6 +42,7 @@ def _crossing(c: Crossing) -> dict[str, Any]:
         "at": finite(c.at) if c.at is not None else None,
         "never_wins": c.never_wins,
         "always_wins": c.always_wins,
+        "wins_again": list(c.wins_again),
     }
 
 

@@ -13,7 +13,9 @@ after being above it (``first_loss``), the last one above it before (``last_win`
 concurrency at which the ratio interpolated linearly against log C crosses 1 (``at``). The
 interval is the grid's: the ratio is smooth in C and a finer grid narrows it. A tree that
 loses already at the smallest C, or wins at every C on the grid, has no crossover there
-(``never_wins`` / ``always_wins``).
+(``never_wins`` / ``always_wins``). The ratio need not be monotone (on an MoE the tree's
+extra verify tokens read extra experts only until the batch reads nearly all of them), so
+loads beyond the first loss where the tree wins again are listed (``wins_again``).
 
 The best draft per load: at each C the policy with the largest mean per-user tok/s, and
 from those a ``serving.draft_table`` (``[start_bs, end_bs, num_steps, topk,
@@ -124,6 +126,7 @@ class Crossing:
     last_win: int | None
     first_loss: int | None
     at: float | None
+    wins_again: tuple[int, ...] = ()
 
     @property
     def never_wins(self) -> bool:
@@ -180,12 +183,13 @@ def _crossing(
         if r > 1.0:
             last_win = c
             continue
+        again = tuple(g for g, x in zip(grid[i + 1 :], ratios[i + 1 :], strict=True) if x > 1.0)
         if last_win is None:
-            return Crossing(tree, chain, metric, None, c, None)
+            return Crossing(tree, chain, metric, None, c, None, again)
         a, b = math.log(grid[i - 1]), math.log(c)
         ra = ratios[i - 1]
         at = math.exp(a + (ra - 1.0) / (ra - r) * (b - a)) if ra != r else float(c)
-        return Crossing(tree, chain, metric, last_win, c, at)
+        return Crossing(tree, chain, metric, last_win, c, at, again)
     return Crossing(tree, chain, metric, last_win, None, None)
 
 

@@ -18,7 +18,7 @@ from scipy import stats
 from sim.errors import SpecsimError
 from sim.hardware.batched import MeasuredPass
 from sim.model.batched_cost import pass_load
-from sim.model.drafts import Draft, is_tree, max_beams
+from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree_acceptance import TreeDraft
 from sim.scenario.bind import acceptance_model, rank_shares, serving_cost
@@ -141,10 +141,12 @@ def _policy(scenario: Scenario, serving: ServingSpec, source: str) -> Speculatio
     return FixedK(draft)
 
 
-def _widest(policies: dict[str, SpeculationPolicy], max_batch: int) -> int:
-    """The largest topk any policy drafts (1 without trees)."""
+def _widest(policies: dict[str, SpeculationPolicy], max_batch: int) -> tuple[int, int]:
+    """(the most ranks, the most drafter beams per request) any policy's trees need (1, 1
+    without trees)."""
     drafts = [d for p in policies.values() for d in policy_drafts(p, max_batch)]
-    return max((max_beams(d) for d in drafts if is_tree(d)), default=1)
+    trees = [d for d in drafts if is_tree(d)]
+    return max(map(rank_width, trees), default=1), max(map(max_beams, trees), default=1)
 
 
 def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
@@ -230,7 +232,7 @@ def serving_setup(
     elif k > 0:
         policies[SPECULATIVE] = _policy(scenario, serving, source)
     speculates = any(p.max_k > 0 for p in policies.values())
-    widest = _widest(policies, serving.max_running_requests)
+    widest, beams = _widest(policies, serving.max_running_requests)
     drafts = [d for p in policies.values() for d in policy_drafts(p, serving.max_running_requests)]
     if any(is_tree(d) for d in drafts):
         notes.append(
@@ -272,7 +274,7 @@ def serving_setup(
             points=_points(scenario),
             speculative=speculates,
             draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
-            max_beams=widest,
+            max_beams=beams,
         )
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None

@@ -86,18 +86,23 @@ def _mean_ci(r: Mapping[str, Any], digits: int = 1) -> str:
     return f"{mean:.{digits}f} ±{(ci[1] - ci[0]) / 2:.{digits}f}"
 
 
+def _users(n: int) -> str:
+    return f"{n} user{'' if n == 1 else 's'}"
+
+
 def _crossing_text(c: Mapping[str, Any], top: int) -> str:
     head = f"{c['tree']} vs {c['chain']} ({LABELS[c['metric']]}): "
+    again = c.get("wins_again") or []
+    tail = f"; wins again at {', '.join(map(str, again))}" if again else ""
     if c["never_wins"]:
-        return (
-            head
-            + f"the tree does not beat the chain at any concurrency (loses from {c['first_loss']})"
-        )
+        return head + f"the tree does not beat the chain from {_users(c['first_loss'])} on" + tail
     if c["always_wins"]:
         return head + f"the tree beats the chain at every concurrency up to {top}"
     return (
-        head + f"the tree beats the chain up to {c['last_win']} users and loses from "
-        f"{c['first_loss']}; crossover ~{c['at']:.1f} users (log-interpolated)"
+        head
+        + f"the tree beats the chain up to {_users(c['last_win'])} and loses from "
+        + f"{_users(c['first_loss'])}; crossover ~{c['at']:.1f} users (log-interpolated)"
+        + tail
     )
 
 

@@ -143,3 +143,32 @@ def test_the_batch_one_engines_run_the_tree_cycle_not_the_chain():
     mc = cycle_time_model(sc).cost  # type: ignore[attr-defined]
     assert mc.verify_ms == pytest.approx(30.0 + 5 * 0.7)
     assert mc.at_accept_length(cycle_cost(sc).extend_tokens) == cycle_cost(sc)
+
+
+@pytest.mark.parametrize("batching", ["prefill_first", "chunked"])
+def test_a_tight_kv_cache_with_trees_preempts_and_never_over_commits(batching):
+    """The tree reserves max(num_steps x topk, num_draft_tokens) lookahead slots per
+    running request; with a cache barely above the largest request, requests are
+    preempted, the cache is never over-committed and every token is delivered once."""
+    from tests.simulation.serving.test_invariants import KvWatch, _run_watched, _trace
+
+    tree = TreeDraft(3, 4, 10)  # lookahead 12
+    trace = _trace(np.random.default_rng(1), 50, 0.05)
+    capacity = int((trace.input_tokens + trace.output_tokens).max()) + 20
+    p = tree_plan(
+        trace,
+        tree,
+        acceptance=ALPHA,
+        requests=50,
+        max_running_requests=16,
+        kv_capacity_tokens=capacity,
+        batching=batching,
+        prefill="model",
+    )
+    assert p.lookahead(FixedK(tree)) == 12
+    watch = KvWatch()
+    rec = _run_watched(p, KTable(((1, 4, tree), (5, 16, 2))), 3, watch)
+    assert rec.preemptions_total > 0
+    assert all(0 <= level <= capacity for level in watch.levels)
+    assert all(value == held for value, held in watch.held)
+    assert rec.tokens_delivered == int(trace.output_tokens.sum())

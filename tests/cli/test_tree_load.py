@@ -47,7 +47,7 @@ def test_json_document_and_text(tmp_path):
         "tree-load-throughput.png",
         "tree-load-ratio.png",
     }
-    code, text = run(LLAMA, *SMALL)
+    code, text = run(LLAMA, *SMALL, "--concurrency", "1")
     assert code == 0 and "where the tree stops beating the chain" in text
 
 

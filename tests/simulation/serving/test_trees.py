@@ -32,7 +32,11 @@ def _within_4se(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize(
     ("acceptance", "engine"),
-    [(ALPHA, "fast"), (MIX, "fast"), pytest.param(MIX, "des", marks=pytest.mark.slow)],
+    [
+        (ALPHA, "fast"),
+        pytest.param(MIX, "fast", marks=pytest.mark.slow),
+        pytest.param(MIX, "des", marks=pytest.mark.slow),
+    ],
     ids=["alpha-fast", "mix-fast", "mix-des"],
 )
 def test_concurrency_one_tree_is_the_batch_one_tree_engine(acceptance, engine):

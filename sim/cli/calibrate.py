@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
-from sim.cli.options import echo_document, json_option, set_option
+from sim.cli.options import echo_document, json_option, output_file_checked, set_option
 
 
 @click.command("calibrate")
@@ -69,7 +69,12 @@ from sim.cli.options import echo_document, json_option, set_option
     help="Acceptance model: one alpha or per-position rates (auto: per_position "
     "with vLLM per-position counters, else alpha).",
 )
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the calibrated scenario here.")
+@click.option(
+    "--out",
+    type=click.Path(),
+    callback=output_file_checked,
+    help="Write the calibrated scenario here (checked before the fit).",
+)
 @json_option
 def calibrate_command(
     base_path: str,
@@ -126,10 +131,7 @@ def calibrate_command(
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
     if out:
         text = calibrated_toml(result, base_path)
-        try:
-            atomic_write_text(out, text)
-        except OSError as exc:
-            raise SpecsimError(f"cannot write: {exc.strerror or exc}", source=out) from None
+        atomic_write_text(out, text)
     if as_json:
         echo_document("calibrate", {**result.as_dict(), "out": out})
         return

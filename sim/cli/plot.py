@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sim.cli.options import format_option
+from sim.cli.options import format_option, output_dir_checked
 from sim.errors import SpecsimError
-from sim.files import atomic_write_text
+from sim.files import atomic_write_text, read_bounded_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,12 +40,16 @@ def read_document(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "sweep.json"
+    text = read_bounded_text(p)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecsimError("no such file", source=str(p)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise SpecsimError(f"not a JSON result document: {exc}", source=str(p)) from None
+    except RecursionError:
+        raise SpecsimError("not a result document: nested too deeply", source=str(p)) from None
+    if not isinstance(doc, dict):
+        raise SpecsimError("not a JSON result document (not an object)", source=str(p))
+    return doc
 
 
 def echo_written(paths: Sequence[Path]) -> None:
@@ -58,8 +62,9 @@ def echo_written(paths: Sequence[Path]) -> None:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=str),
+    type=click.Path(path_type=str),
     default=None,
+    callback=output_dir_checked,
     help="Directory for the figures (default: plots/ beside RESULT).",
 )
 @format_option
@@ -72,6 +77,9 @@ def plot(result: str, out_dir: str | None, fmt: str) -> None:
 
     doc = read_document(result)
     document_kind(doc, result)
+    rows = doc.get("rows", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise SpecsimError("must be a list of tables (one per point)", source=result, field="rows")
     figures = figures_for(doc)
     if not figures:
         raise SpecsimError(

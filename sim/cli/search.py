@@ -25,12 +25,15 @@ def parse_num_steps(text: str) -> list[int]:
     from sim.errors import SpecsimError
     from sim.studies.grid import parse_grid
 
+    if not text.strip():
+        raise SpecsimError("empty: give START:STOP, a list 2,4,8 or one k", source="--num-steps")
     try:
         _, values = parse_grid(f"num_steps={text}")
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source="--num-steps") from None
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
-        raise SpecsimError(f"expected integers >= 1, got {text!r}", source="--num-steps")
+    top = 64  # sim.scenario.schema.MAX_NUM_STEPS (not imported: start-up)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in values):
+        raise SpecsimError(f"expected integers 1 to {top}, got {text!r}", source="--num-steps")
     return sorted(values)
 
 
@@ -108,7 +111,7 @@ def search(
         text = render_lever(doc)
     else:
         kind = "search"
-        ks = parse_num_steps(num_steps or "1:16")
+        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()

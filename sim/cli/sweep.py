@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -9,6 +10,7 @@ import click
 from sim.cli.options import (
     format_option,
     monte_carlo_options,
+    output_dir_checked,
     plot_option,
     quiet_option,
     scenario_argument,
@@ -37,7 +39,8 @@ from sim.cli.progress import ProgressBar
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=str),
+    type=click.Path(path_type=str),
+    callback=output_dir_checked,
     help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
 )
 @workers_option("grid points (local executor)")
@@ -90,6 +93,10 @@ def sweep(
         done += n
         bar(done, total)
 
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM: stop like Ctrl-C (finished points kept, tables written)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         with ProgressBar(enabled=not quiet) as bar:
             outcome = run_sweep(
@@ -110,6 +117,8 @@ def sweep(
             err=True,
         )
         sys.exit(130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     click.echo(
         f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"

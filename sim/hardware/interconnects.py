@@ -70,7 +70,7 @@ NVLINK_EAGER_EXTRA_US = PCIE_EAGER_EXTRA_US
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class CustomAllReduce(Frozen):

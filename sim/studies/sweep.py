@@ -119,17 +119,23 @@ class SweepOutcome:
 
 
 def sweep_fingerprint(
-    base: Scenario, engine: str, targets: Sequence[float], fidelity: str = "cycle"
+    base: Scenario,
+    engine: str,
+    targets: Sequence[float],
+    fidelity: str = "cycle",
+    axes: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> dict[str, Any]:
-    """What besides the point a result depends on; stored in the manifest.
+    """What besides the point a result depends on, and the grid; stored in the manifest.
 
-    The default fidelity (``cycle``) is left out, so stores written before fidelity
-    became a sweep setting are still reused.
+    The grid is included so that a directory holds one sweep: two different grids into
+    one ``--out`` would otherwise both be accepted and the tables describe whichever
+    finished last. The default fidelity (``cycle``) is left out.
     """
     out: dict[str, Any] = {
         "scenario": base.model_dump(mode="json", exclude_none=True),
         "engine": engine,
         "targets": [float(t) for t in targets],
+        "grid": [[k, list(v)] for k, v in axes],
     }
     if fidelity != "cycle":
         out["fidelity"] = fidelity
@@ -169,7 +175,7 @@ def run_sweep(
             with_overrides(base, point, source=source)
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
-    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity))
+    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, axes))
     store.open()
     done = store.load(points)
     base_dict = base.model_dump(exclude_none=True)
@@ -193,14 +199,34 @@ def run_sweep(
         "grid": {k: list(v) for k, v in axes},
     }
     try:
-        for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
-            store.save(points[todo[j]], row)
-            done[keys[todo[j]]] = row
-            computed += 1
-            if progress:
-                progress(1)
+        try:
+            for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
+                store.save(points[todo[j]], row)
+                done[keys[todo[j]]] = row
+                computed += 1
+                if progress:
+                    progress(1)
+        except BaseException:
+            if computed == 0:  # nothing new finished: leave no new file behind
+                store.discard()
+                raise
+            _write_tables(store, points, keys, done, meta)
+            raise
+        rows, complete = _write_tables(store, points, keys, done, meta)
     finally:
-        rows = [done[k] for k in keys if k in done]
-        complete = len(rows) == len(points)
-        store.write_tables(rows, {**meta, "points": len(points), "complete": complete})
+        store.close()
     return SweepOutcome(rows, varied, len(points), computed, reused, complete, meta)
+
+
+def _write_tables(
+    store: SweepStore,
+    points: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    done: dict[str, dict[str, Any]],
+    meta: dict[str, Any],
+) -> tuple[list[dict[str, Any]], bool]:
+    """The tables of the finished points (also of an interrupted sweep), in grid order."""
+    rows = [done[k] for k in keys if k in done]
+    complete = len(rows) == len(points)
+    store.write_tables(rows, {**meta, "points": len(points), "complete": complete})
+    return rows, complete

@@ -1,7 +1,8 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
-``kind`` says what a document is (``run``, ``search``, ``solve``, ``sweep``, ``compare``,
-``calibrate``, ``hardware``, ``presets``, ``allreduce``, ``convert``, ``validate``), so
+``kind`` says what a document is (``run``, ``search``, ``tree-search``, ``solve``,
+``sweep``, ``compare``, ``calibrate``, ``hardware``, ``presets``, ``allreduce``,
+``convert``, ``validate``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -17,6 +18,7 @@ from sim.errors import SpecsimError
 KINDS: tuple[str, ...] = (
     "run",
     "search",
+    "tree-search",
     "solve",
     "sweep",
     "compare",

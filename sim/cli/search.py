@@ -37,6 +37,21 @@ def parse_num_steps(text: str) -> list[int]:
     return sorted(values)
 
 
+def parse_int_list(text: str, option: str) -> list[int]:
+    """``2,4,8`` or ``1:8`` -> integers >= 1 (SpecsimError naming ``option`` otherwise)."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.grid import parse_grid
+
+    try:
+        _, values = parse_grid(f"v={text}")
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=option) from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+        raise SpecsimError(f"expected integers >= 1, got {text!r}", source=option)
+    return sorted(values)
+
+
 @click.command()
 @scenario_argument
 @set_option
@@ -47,6 +62,21 @@ def parse_num_steps(text: str) -> list[int]:
     default=None,
     metavar="RANGE",
     help="Draft lengths k to search: START:STOP, a list 2,4,8 or one k [default: 1:16].",
+)
+@click.option(
+    "--topk",
+    "topks",
+    default=None,
+    metavar="LIST",
+    help="Chain or tree: search SGLang trees of these topk (e.g. 1,2,4,8; 1 = chain) over "
+    "--num-steps and --draft-tokens; needs acceptance.rank_rates or rank_profile.",
+)
+@click.option(
+    "--draft-tokens",
+    "draft_tokens",
+    default=None,
+    metavar="LIST",
+    help="num_draft_tokens tried for trees with --topk [default: 4,6,8,10,12,16,24,32,48,64].",
 )
 @click.option(
     "--quantile",
@@ -71,6 +101,8 @@ def search(
     sets: tuple[str, ...],
     targets: tuple[float, ...],
     num_steps: str | None,
+    topks: str | None,
+    draft_tokens: str | None,
     quantile: float | None,
     solve_field: str | None,
     engine: str,
@@ -109,6 +141,22 @@ def search(
             scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
         ).to_dict()
         text = render_lever(doc)
+    elif topks is not None:
+        # lazy: the library is imported when a command runs (start-up)
+        from sim.report.tree_search import render_tree_search
+        from sim.studies.rootfind import MonteCarloStats
+        from sim.studies.tree_search import DRAFT_TOKENS, search_trees
+
+        if quantile is not None:
+            raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
+        kind = "tree-search"
+        ks = parse_num_steps(num_steps or "1:16")
+        widths = parse_int_list(topks, "--topk")
+        tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
+        doc = search_trees(
+            scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity)
+        ).to_dict()
+        text = render_tree_search(doc)
     else:
         kind = "search"
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)

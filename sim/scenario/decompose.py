@@ -160,7 +160,7 @@ class ScenarioHardware:
 
     @property
     def measured_verify_tokens(self) -> int:
-        return self.scenario.timing.verify_tokens or self.scenario.num_steps + 1
+        return self.scenario.timing.verify_tokens or self.scenario.speculation.draft_tokens
 
     def shape(self, name: str, tokens: int, hw: HardwarePoint) -> PassShape:
         target = name in ("decode", "verify")
@@ -242,13 +242,36 @@ class ScenarioHardware:
         names = PASS_NAMES if self.scenario.num_steps > 0 else ("decode",)
         return {name: self.breakdown(name) for name in names}
 
+    def draft_step_table_ms(self, max_tokens: int) -> tuple[float, ...]:
+        """Drafter decode pass over m = 1..max_tokens tokens (a tree's beams): the compute of
+        the one-token pass (calibrated or derived; at batch 1 a drafter pass is memory-bound,
+        so its weight reads do not grow with the beams, and the roofline's FLOP term takes
+        over only far beyond them) composed with the all-reduces and launches of m tokens.
+        KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
+        for a Llama-8B-sized drafter layer)."""
+        x1, origin = self.compute_ms("draft_step", 1)
+        out = []
+        for m in range(1, max_tokens + 1):
+            x = x1
+            if origin == "derived":
+                x, _ = self.compute_ms("draft_step", m)
+            out.append(
+                compose_pass(
+                    self.shape("draft_step", m, self.current), self.current, self.geom, x, origin
+                ).total_ms
+            )
+        return tuple(out)
+
     def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
         """Verify pass time over m = 1..max_tokens tokens."""
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
-def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
-    """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``.
+def measured_pass_times(
+    timing: TimingSpec, num_steps: int, draft_tokens: int | None = None
+) -> PassTimes:
+    """Pass times as measured; ``verify_tokens`` defaults to the tokens the scenario's own
+    verify pass covers: ``draft_tokens`` (a tree's num_draft_tokens), else ``num_steps + 1``.
 
     Every pass time must be given (``scenario_pass_times`` derives missing ones).
     """
@@ -259,7 +282,7 @@ def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
     return PassTimes(
         decode_ms=given["decode"],
         verify_ms=given["verify"],
-        verify_tokens=timing.verify_tokens or num_steps + 1,
+        verify_tokens=timing.verify_tokens or draft_tokens or num_steps + 1,
         verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
         draft_step_ms=given["draft_step"],
         draft_extend_ms=given["draft_extend"],
@@ -293,8 +316,8 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
             names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
             for name in names:
                 hw.compute_ms(name, hw.default_tokens(name))
-        return measured_pass_times(timing, scenario.num_steps)
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.num_steps + 1, m0)
+        return measured_pass_times(timing, scenario.num_steps, scenario.speculation.draft_tokens)
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0)
     table = hw.verify_table_ms(max_m)
 
     def total(name: str) -> float:

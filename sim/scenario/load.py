@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
 from sim.files import read_bounded_text
+from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
 from sim.scenario.schema import HardwareSpec, Scenario
@@ -138,8 +139,48 @@ def scenario_from_dict(
             source=where,
             field=field,
         )
+    problem = tree_rank_problem(scenario)
+    if problem is not None:
+        field, msg = problem
+        from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
+        raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
     _check_hardware_model(scenario, source=source, overridden=overridden)
     return scenario
+
+
+def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
+    """(field, message) when a tree (topk > 1) lacks rank rates for its ranks, else None.
+
+    A tree needs ranks 1..topk: ``acceptance.rank_rates`` or ``acceptance.rank_profile``
+    at least topk long, or ``acceptance.rank_extend = "geometric"`` with a shape of at
+    least three ranks whose shares fall (sim/model/tree_rates.py).
+    """
+    spec, topk = scenario.acceptance, scenario.speculation.topk
+    if spec is None or topk == 1:
+        return None
+    shape = spec.rank_shape()
+    if shape is None:
+        return (
+            "acceptance.rank_rates",
+            f"speculation.topk = {topk} drafts a tree: give the rank-wise rates "
+            "(acceptance.rank_rates = [q_1, ..., q_topk]) or acceptance.rank_profile",
+        )
+    field = spec.rank_shape_field()
+    if len(shape) >= topk:
+        return None
+    if spec.rank_extend == "none":
+        return (
+            field,
+            f"gives {len(shape)} rank{'s' if len(shape) > 1 else ''} but speculation.topk is "
+            f'{topk}: give {topk} rates or acceptance.rank_extend = "geometric"',
+        )
+    if len(shape) < 3:
+        return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
+    try:
+        extend_shares(residual_shares(shape), topk)
+    except ValueError as exc:
+        return field, f"cannot extend {shape} to {topk} ranks: {exc}"
+    return None
 
 
 def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
@@ -238,7 +279,8 @@ def with_overrides(
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:
-    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default).
+    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default,
+    num_draft_tokens for a tree).
 
     The measured ``verify_ms`` belongs to the scenario's own k; without pinning, changing
     ``speculation.num_steps`` would silently move the measurement to another token count.
@@ -247,7 +289,7 @@ def pin_verify_tokens(scenario: Scenario) -> Scenario:
     """
     if scenario.timing.verify_tokens is not None:
         return scenario
-    return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
+    return with_overrides(scenario, {"timing.verify_tokens": scenario.speculation.draft_tokens})
 
 
 def field_value(scenario: Scenario, dotted: str) -> Any:

@@ -18,10 +18,14 @@ from sim.errors import SpecsimError
 #: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
 #: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
-    frozenset({"acceptance.alpha", "acceptance.per_position", "acceptance.mix"}),
+    frozenset(
+        {"acceptance.alpha", "acceptance.per_position", "acceptance.mix", "acceptance.rank_rates"}
+    ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
+    frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
 )
-#: Keys derived from another key unless given with it: ``num_draft_tokens`` follows ``num_steps``.
+#: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
+#: ``num_steps`` (a tree's is its own setting: it stays).
 DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
 #: Keys that hold a list: one number given for them is a list of one (``targets.tok_s=120``).
 LIST_KEYS: frozenset[str] = frozenset({"targets.tok_s", "acceptance.per_position"})
@@ -95,6 +99,14 @@ def _delete(raw: dict[str, Any], dotted: str) -> None:
         node.pop(leaf, None)
 
 
+def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
+    """The topk the overridden scenario will have (1 when not given)."""
+    if "speculation.topk" in overrides:
+        return overrides["speculation.topk"]
+    spec = raw.get("speculation")
+    return spec.get("topk", 1) if isinstance(spec, dict) else 1
+
+
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped.
 
@@ -108,7 +120,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
                     if other not in overrides:
                         _delete(out, other)
         derived = DERIVED_KEYS.get(dotted)
-        if derived and derived not in overrides:
+        if derived and derived not in overrides and _topk(out, overrides) == 1:
             _delete(out, derived)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")

@@ -24,6 +24,7 @@ from pydantic import (
 from sim.errors import UnknownNameError
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
 # Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
 # and every size has a ceiling well above any real server, so that a typo (1e9 layers)
@@ -186,6 +187,10 @@ class TimingSpec(Section):
     #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
     verify_growth: Literal["linear", "experts"] = "linear"
     draft_step_ms: PositiveMs | None = None
+    #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
+    #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
+    #: which a memory-bound one-layer drafter at batch 1 nearly is.
+    draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
@@ -200,29 +205,70 @@ class TimingSpec(Section):
 
 
 class SpeculationSpec(Section):
-    """Chain drafting (SGLang ``--speculative-num-steps``/``-eagle-topk``/``-num-draft-tokens``)."""
+    """Chain or tree drafting as SGLang's EAGLE worker runs it (``--speculative-num-steps``,
+    ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
+
+    ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
+    so); the same adjustment is applied here (``draft_tokens``) and said (``adjustments``).
+    ``topk > 1`` is a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
+    ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
+    (no such check in its server arguments), so neither does specsim: the tree then verifies
+    fewer drafts than the drafter expands at depth 1.
+    """
 
     num_steps: Annotated[int, Field(ge=0, le=MAX_NUM_STEPS)]
     topk: Annotated[int, Field(gt=0, le=MAX_LIST)] = 1
-    num_draft_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST)] | None = None
+    num_draft_tokens: Annotated[
+        int | None, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST, validate_default=True)
+    ] = None
 
-    @model_validator(mode="after")
-    def _chain_only(self) -> SpeculationSpec:
-        if self.topk != 1:
+    @field_validator("num_draft_tokens")
+    @classmethod
+    def _tree_fits(cls, value: int | None, info: ValidationInfo) -> int | None:
+        steps, topk = info.data.get("num_steps"), info.data.get("topk")
+        if steps is None or topk is None or topk == 1:
+            return value
+        if steps < 1:
+            raise ValueError(f"topk = {topk} drafts a tree: num_steps must be >= 1")
+        if value is None:
             raise ValueError(
-                f"topk = {self.topk}: tree drafting (topk > 1) is not modelled yet; use topk = 1"
+                f"required with topk = {topk} (SGLang's --speculative-num-draft-tokens: the "
+                "root plus the drafts verified)"
             )
-        if self.num_draft_tokens is not None and self.num_draft_tokens != self.num_steps + 1:
+        pool = topk + (steps - 1) * topk**2
+        if not 2 <= value <= pool + 1:
             raise ValueError(
-                f"num_draft_tokens = {self.num_draft_tokens}: with topk = 1 it is num_steps + 1 "
-                f"= {self.num_steps + 1} (SGLang adjusts it so)"
+                f"{value}: SGLang verifies the root plus 1..{pool} of the {pool} candidates "
+                f"that num_steps {steps} and topk {topk} draft (topk + (num_steps - 1) "
+                f"topk^2), so it must be in 2..{pool + 1}"
             )
-        return self
+        return value
+
+    @property
+    def is_tree(self) -> bool:
+        return self.topk > 1
 
     @property
     def draft_tokens(self) -> int:
-        """Tokens in one verify pass: the last accepted token plus ``num_steps`` drafts."""
+        """Tokens in one verify pass: the last accepted token plus the drafts."""
+        if self.is_tree:
+            assert self.num_draft_tokens is not None
+            return self.num_draft_tokens
         return self.num_steps + 1
+
+    @property
+    def adjustments(self) -> tuple[str, ...]:
+        """SGLang's own adjustments of the given values, as sentences: a chain's
+        num_draft_tokens is num_steps + 1 whatever is given (the given value is kept in the
+        file's data, so a later topk > 1 override finds it)."""
+        n = self.num_draft_tokens
+        if self.is_tree or n is None or n == self.num_steps + 1:
+            return ()
+        return (
+            f"speculation.num_draft_tokens {n} -> {self.num_steps + 1}: SGLang sets it to "
+            "num_steps + 1 when topk = 1",
+        )
 
 
 class Heterogeneity(Section):
@@ -273,37 +319,92 @@ class AcceptanceClass(Heterogeneity):
 
 
 class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance.
+    """Conditional per-position acceptance, and for trees its rank-wise form.
 
-    One of: ``alpha`` (one rate), ``per_position`` (a list of k conditional rates; the last
-    repeats when k is longer), or ``mix`` (weighted classes, each with its own rates).
-    ``concentration`` or ``std`` make the rates vary per request (Beta around the mean); at
-    the top level of a mix they are the default of classes that set neither.
+    The top-1 rate, one of: ``alpha`` (one rate), ``per_position`` (a list of k conditional
+    rates; the last repeats when k is longer), ``mix`` (weighted classes, each with its own
+    rates) or ``rank_rates``. ``concentration`` or ``std`` make the rates vary per request
+    (Beta around the mean); at the top level of a mix they are the default of classes that
+    set neither.
+
+    Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
+    ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
+    | its parent was accepted) at every depth (q_1 then plays the role of alpha), or
+    ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
+    ranks 2..W take while alpha/per_position/mix give the top-1 rate. Either way the ranks
+    below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
+    q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
+    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    (each further share is the last one times the ratio of the last two).
     """
 
     alpha: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_profile: str | None = None
+    rank_extend: Literal["none", "geometric"] = "none"
+
+    @field_validator("rank_rates")
+    @classmethod
+    def _disjoint_ranks(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and sum(value) > 1.0 + 1e-9:
+            raise ValueError(
+                f"rank rates sum to {sum(value):.6g} > 1: the ranks are disjoint events (the "
+                "target's token is at most one of the drafter's guesses)"
+            )
+        if value is not None and len(value) > 1 and value[0] >= 1.0:
+            raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
+        return value
+
+    @field_validator("rank_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in RANK_PROFILES:
+            raise ValueError(
+                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        given = [n for n in ("alpha", "per_position", "mix") if getattr(self, n) is not None]
+        names = ("alpha", "per_position", "mix", "rank_rates")
+        given = [n for n in names if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position or mix")
+            raise ValueError("give exactly one of alpha, per_position, mix or rank_rates")
+        if self.rank_rates is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
-            names = [c.name for c in self.mix]
-            if len(set(names)) != len(names):
-                raise ValueError(f"mix class names must be unique, got {names}")
+            names_ = [c.name for c in self.mix]
+            if len(set(names_)) != len(names_):
+                raise ValueError(f"mix class names must be unique, got {names_}")
             if self.std:
                 for cls in self.mix:
                     if cls.concentration is None and cls.std is None:
                         cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
                         self._check_std(list(cls_rates or []))
         else:
-            self._check_std(
-                [self.alpha] if self.alpha is not None else list(self.per_position or [])
-            )
+            self._check_std(self.top1_listed())
         return self
+
+    def top1_listed(self) -> list[float]:
+        """The top-level top-1 rates as given (empty for a mix)."""
+        if self.alpha is not None:
+            return [self.alpha]
+        if self.rank_rates is not None:
+            return [self.rank_rates[0]]
+        return list(self.per_position or [])
+
+    def rank_shape(self) -> list[float] | None:
+        """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
+        if self.rank_rates is not None:
+            return list(self.rank_rates)
+        if self.rank_profile is not None:
+            return list(rank_profile(self.rank_profile).rates)
+        return None
+
+    def rank_shape_field(self) -> str:
+        return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
 
     @property
     def heterogeneous(self) -> bool:
@@ -363,7 +464,7 @@ class Scenario(Section):
         timing = self.timing
         if timing.verify_ms is None:
             return self
-        measured_tokens = timing.verify_tokens or self.num_steps + 1
+        measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
         at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
         if at_one <= 0:
             raise ValueError(

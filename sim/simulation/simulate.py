@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycletime import CycleTimeModel
+from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, acceptance_model, cycle_time_model
+from sim.scenario.bind import FIDELITIES, cycle_time_model, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
@@ -96,7 +96,7 @@ def simulate(
     workers: int = 1,
     progress: Progress | None = None,
     cycle_times: CycleTimeModel | None = None,
-    acceptance: AcceptanceModel | None = None,
+    acceptance: Acceptance | None = None,
 ) -> MonteCarloResult:
     """Run the Monte Carlo of ``scenario``.
 
@@ -119,7 +119,7 @@ def simulate(
         rng = model_rng(seed) if fidelity == "layer" else None
         cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
     plan = EnginePlan(
-        acceptance=acceptance or acceptance_model(scenario.acceptance, k),
+        acceptance=acceptance or scenario_acceptance(scenario),
         cycle_times=cycle_times,
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
@@ -156,7 +156,7 @@ def simulate(
         replications=r_n,
         requests=q_n,
         output_tokens=plan.output_tokens,
-        num_steps=k,
+        num_steps=plan.num_steps,
         class_names=plan.acceptance.class_names,
         **arrays,
     )

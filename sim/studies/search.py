@@ -158,7 +158,9 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
 
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation)."""
-    over: dict[str, Any] = {"speculation.num_steps": num_steps}
+    # the chain search: a tree scenario is searched as a chain of its top-1 rates (its
+    # trees: sim/studies/tree_search.py)
+    over: dict[str, Any] = {"speculation.num_steps": num_steps, "speculation.topk": 1}
     if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
         over["acceptance"] = {"alpha": 0.0}
     base = with_overrides(scenario, over, source="search")

@@ -36,6 +36,7 @@ from sim.validation.cases import (
     cross_cases,
 )
 from sim.validation.checks import Check, closed_form_checks
+from sim.validation.tree_cases import sglang_4716_note, tree_cases
 
 __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_markdown"]
 
@@ -79,11 +80,12 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
         case_vllm_26498(),
         case_graphed_verify(seed),
         case_seed(seed),
+        *tree_cases(),
     )
     return Report(
         cases,
         closed_form_checks(seed),
-        NOT_RECONSTRUCTED,
+        (*NOT_RECONSTRUCTED, sglang_4716_note()),
         _spreads_statement(),
     )
 

@@ -107,7 +107,7 @@ FIELD_EDITS = [
     ("typo-gpu", "[timing]", '[hardware]\ngpu = "h10"\n[timing]', "did you mean"),
     ("string-number", "num_steps = 3", 'num_steps = "3"', "integer"),
     ("bool-number", "num_steps = 3", "num_steps = true", "speculation.num_steps"),
-    ("topk-tree", "num_steps = 3", "num_steps = 3\ntopk = 4", "tree"),
+    ("topk-huge", "num_steps = 3", "num_steps = 3\ntopk = 1000", "speculation.topk"),
     ("no-acceptance", "[acceptance]\nalpha = 0.7", "", "acceptance"),
     ("two-rates", "alpha = 0.7", "alpha = 0.7\nper_position = [0.5]", "exactly one"),
 ]

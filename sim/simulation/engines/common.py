@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
+from sim.model.tree_acceptance import Acceptance
 
 
 @dataclass(frozen=True)
 class EnginePlan:
     """Everything an engine needs besides random numbers (picklable, for worker processes)."""
 
-    acceptance: AcceptanceModel
+    acceptance: Acceptance
     cycle_times: CycleTimeModel
     output_tokens: int
     requests: int

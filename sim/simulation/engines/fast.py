@@ -120,10 +120,10 @@ def _run_block(
     b_n, q_n, n_tok, k = len(rngs), plan.requests, plan.output_tokens, plan.num_steps
     model = plan.acceptance
     work = work or Workspace()
-    request_class = np.empty((b_n, q_n), dtype=np.int64)
-    rates = np.empty((b_n, q_n, k))
-    for b, r in enumerate(rngs):
-        request_class[b], rates[b] = model.sample_requests(r.requests, q_n)
+    drawn = [model.sample_requests(r.requests, q_n) for r in rngs]
+    request_class = np.stack([c for c, _ in drawn]).astype(np.int64)  # (B, Q)
+    params = np.concatenate([p for _, p in drawn])  # (B Q, P): a chain's rates, a tree's top-1
+    rates = model.chain_rates(params).reshape(b_n, q_n, k)  # a tree: its chain-equivalent law
     cum = cumulative_rates(rates)  # (B, Q, k)
     al, var = length_moments(cum)  # (B, Q)
     shared = not model.heterogeneous

@@ -1,0 +1,41 @@
+"""The package face: ``sim.__all__`` lists the public API, and the README's Python example
+uses only it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import sim
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_every_public_name_resolves():
+    for name in sim.__all__:
+        assert getattr(sim, name) is not None, name
+
+
+def test_readme_python_example_uses_the_public_api():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "the README shows a Python example"
+    tree = ast.parse(blocks[0])
+    used = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sim"
+    }
+    assert used and used <= set(sim.__all__), used - set(sim.__all__)
+
+
+def test_importing_sim_is_cheap():
+    """``import sim`` loads no submodule until a public name is used (PEP 562)."""
+    import subprocess
+    import sys
+
+    code = "import sys, sim; print(sorted(m for m in sys.modules if m.startswith('sim.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stdout

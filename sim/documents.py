@@ -1,7 +1,7 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
 ``kind`` says what a document is (``run``, ``search``, ``tree-search``, ``solve``,
-``sweep``, ``compare``, ``calibrate``, ``hardware``, ``presets``, ``allreduce``,
+``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``, ``allreduce``,
 ``convert``, ``validate``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
@@ -23,6 +23,7 @@ KINDS: tuple[str, ...] = (
     "sweep",
     "compare",
     "calibrate",
+    "import",
     "hardware",
     "presets",
     "allreduce",

@@ -2,7 +2,7 @@
 
 ``kind`` says what a document is (``run``, ``search``, ``tree-search``, ``solve``,
 ``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``, ``allreduce``,
-``convert``, ``validate``), so
+``convert``, ``validate``, ``plot``, ``schema``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -29,6 +29,8 @@ KINDS: tuple[str, ...] = (
     "allreduce",
     "convert",
     "validate",
+    "plot",
+    "schema",
 )
 
 

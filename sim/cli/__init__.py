@@ -8,7 +8,7 @@ exit status 2 (sim/cli/group.py). Commands are registered here, explicitly.
 
 from __future__ import annotations
 
-from sim.cli import calibrate, compare, convert, hardware, plot, run, search, sweep, validate
+from sim.cli import calibrate, compare, convert, hardware, keys, plot, run, search, sweep, validate
 from sim.cli.group import main
 
 for _command in (
@@ -22,6 +22,7 @@ for _command in (
     calibrate.calibrate_command,
     convert.convert,
     validate.validate,
+    keys.keys,
 ):
     main.add_command(_command)
 del _command

@@ -172,5 +172,14 @@ def with_mc_settings(
     return with_overrides(scenario, overrides, source="option") if overrides else scenario
 
 
+def with_targets(scenario: Scenario, targets: tuple[float, ...]) -> Scenario:
+    """The scenario with ``--target`` values as its [targets] (unchanged without any)."""
+    if not targets:
+        return scenario
+    from sim.scenario.load import with_overrides  # lazy: start-up
+
+    return with_overrides(scenario, {"targets.tok_s": list(targets)}, source="--target")
+
+
 def targets_or_scenario(targets: tuple[float, ...], scenario: Scenario) -> tuple[float, ...]:
     return tuple(targets) if targets else scenario.target_tok_s

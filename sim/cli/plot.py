@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sim.cli.options import format_option, output_dir_checked
+from sim.cli.options import (
+    echo_document,
+    format_option,
+    json_option,
+    output_dir_checked,
+    quiet_option,
+)
 from sim.errors import SpecsimError
 from sim.files import atomic_write_text, read_bounded_text
 
@@ -52,7 +58,10 @@ def read_document(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def echo_written(paths: Sequence[Path]) -> None:
+def echo_written(paths: Sequence[Path], quiet: bool = False) -> None:
+    """``wrote FILE`` on stderr for each file (nothing with ``--quiet``)."""
+    if quiet:
+        return
     for p in paths:
         click.echo(f"wrote {p}", err=True)
 
@@ -68,7 +77,9 @@ def echo_written(paths: Sequence[Path]) -> None:
     help="Directory for the figures (default: plots/ beside RESULT).",
 )
 @format_option
-def plot(result: str, out_dir: str | None, fmt: str) -> None:
+@quiet_option
+@json_option
+def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool) -> None:
     """Figures from a sweep directory (or its sweep.json), or a run/search/solve/compare
     --json file (dispatched on its ``kind``)."""
     # lazy: matplotlib is imported when figures are drawn, not for --help (start-up)
@@ -90,4 +101,8 @@ def plot(result: str, out_dir: str | None, fmt: str) -> None:
     where = out_dir or str(
         (Path(result) if Path(result).is_dir() else Path(result).parent) / "plots"
     )
-    echo_written(save_figures(figures, where, fmt))
+    paths = save_figures(figures, where, fmt)
+    if as_json:
+        echo_document("plot", {"source": result, "files": [str(p) for p in paths]})
+    else:
+        echo_written(paths, quiet)

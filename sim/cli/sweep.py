@@ -8,7 +8,9 @@ import sys
 import click
 
 from sim.cli.options import (
+    echo_json,
     format_option,
+    json_option,
     monte_carlo_options,
     output_dir_checked,
     plot_option,
@@ -55,6 +57,7 @@ from sim.cli.progress import ProgressBar
 @target_option
 @monte_carlo_options
 @quiet_option
+@json_option
 @plot_option
 @format_option
 def sweep(
@@ -72,6 +75,7 @@ def sweep(
     requests: int | None,
     seed: int | None,
     quiet: bool,
+    as_json: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -119,13 +123,19 @@ def sweep(
         sys.exit(130)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    from sim.cli.plot import read_document  # lazy: start-up
+
+    doc = read_document(out_dir)
+    if plot_dir:
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(doc), plot_dir, fmt), quiet)
+    if as_json:
+        echo_json({**doc, "computed": outcome.computed, "reused": outcome.reused})
+        return
     click.echo(
         f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, read_document, save_figures
-        from sim.report.figures import figures_for
-
-        echo_written(save_figures(figures_for(read_document(out_dir)), plot_dir, fmt))

@@ -4,7 +4,7 @@ Two independent least-squares problems (scipy.optimize.least_squares), each on r
 divided by the measurement's standard error:
 
 - **timing** — the cycle cost model of sim/model/cycle.py (SGLang chain cycle,
-  docs/reference.md "One cycle"). A baseline figure gives ``decode_ms = 1000 / tok_s``;
+  docs/reference.md §Cycle). A baseline figure gives ``decode_ms = 1000 / tok_s``;
   a speculative figure at
   num_steps k with measured accept length AL gives ``tok_s = 1000 AL / T_cycle(k)``
   (renewal-reward, sim/theory.py), where
@@ -15,7 +15,7 @@ divided by the measurement's standard error:
   alone, and one num_steps determines only the intercept.
 - **acceptance** — conditional per-position rates a_1..a_K (``per_position``) or one
   equal rate (``alpha``), fitted to vLLM cumulative rates c_i = a_1...a_i and to accept
-  lengths AL(k) = 1 + sum_(i<=k) c_i (docs/reference.md "Acceptance"; rates beyond the
+  lengths AL(k) = 1 + sum_(i<=k) c_i (docs/reference.md §Acceptance; rates beyond the
   list repeat the last one, as in scenario files).
 
 Which values the data determine is decided before fitting, from the rank of the weighted

@@ -1,6 +1,6 @@
 """Interconnect presets: NCCL's latency/bandwidth model per link type, with sources.
 
-Every number below comes from ../shared/reference/speculative-decoding.md section 4, which
+Every number below comes from docs/reference.md §All-reduce, which
 cites NVIDIA/nccl ``src/graph/tuning.cc`` (latency tables, protocol bandwidth factors),
 NCCL's topology code (link speeds) and measured all-reduce points from NCCL issues.
 
@@ -32,17 +32,17 @@ LinkKind = Literal["nvlink", "pcie"]
 ALGORITHMS: tuple[str, ...] = ("ring", "tree")
 PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
 
-#: NCCL baseLat (us), reference section 4 table (NVIDIA/nccl src/graph/tuning.cc).
+#: NCCL baseLat (us), docs/reference.md §All-reduce table (NVIDIA/nccl src/graph/tuning.cc).
 NCCL_BASE_LATENCY_US: Mapping[str, Mapping[str, float]] = {
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
 }
-#: NCCL hwLat per step (us) over NVLink, reference section 4 (tuning.cc NCCL_HW_NVLINK).
+#: NCCL hwLat per step (us) over NVLink, docs/reference.md §All-reduce (tuning.cc NCCL_HW_NVLINK).
 NCCL_NVLINK_STEP_LATENCY_US: Mapping[str, Mapping[str, float]] = {
     "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
     "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
 }
-#: NCCL hwLat per step (us) over PCIe, reference section 4 (tuning.cc NCCL_HW_PCI).
+#: NCCL hwLat per step (us) over PCIe, docs/reference.md §All-reduce (tuning.cc NCCL_HW_PCI).
 NCCL_PCIE_STEP_LATENCY_US: Mapping[str, Mapping[str, float]] = {
     "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
     "tree": {"LL": 1.0, "LL128": 1.9, "Simple": 4.0},
@@ -60,7 +60,7 @@ NCCL_PROTOCOL_FACTOR: Mapping[str, Mapping[str, float]] = {
 NCCL_TREE_EFFICIENCY = 0.9
 NCCL_TREE_MAX_BUS_BANDWIDTH_GBPS = 110.0
 #: NCCL's eager-vs-graphed gap on 8 PCIe GPUs: ~40-55 us per eager call against ~21 us by
-#: NCCL's model (reference section 4, seed measurements); midpoint 47.5 - 20.6 = 26.9 us.
+#: NCCL's model (docs/reference.md §All-reduce, seed measurements); midpoint 47.5 - 20.6 = 26.9 us.
 #: The 8x RTX 4090 no-P2P point (42 us for 8 B, NVIDIA/nccl #1530) lies inside that range.
 PCIE_EAGER_EXTRA_US = 47.5 - 20.6
 #: No measurement of an eager NCCL call on NVLink is in the reference; the host-side cost
@@ -114,7 +114,8 @@ PRESETS: Mapping[str, Interconnect] = {
             name="pcie-gen4",
             description="PCIe Gen4 x16 with GPU P2P (no LL128, no custom all-reduce)",
             source="NCCL topology: Gen4 x16 = 24 GB/s; tuning.cc PCI latencies; eager cost "
-            "from 40-55 us measured vs 21 us modelled on 8 PCIe GPUs (reference section 4)",
+            "from 40-55 us measured vs 21 us modelled on 8 PCIe GPUs "
+            "(docs/reference.md §All-reduce)",
             kind="pcie",
             bus_bandwidth_gbps=24.0,
             eager_extra_us=PCIE_EAGER_EXTRA_US,
@@ -136,8 +137,8 @@ PRESETS: Mapping[str, Interconnect] = {
             name="pcie-gen4-host-bounce",
             description="PCIe Gen4 without P2P across CPU sockets: traffic bounces through "
             "host memory, bounded by the CPU link",
-            source="CPU link ~22 GB/s (Intel SPR, reference section 4); 8x RTX 4090 no-P2P 8 B "
-            "all-reduce 42 us eager (NVIDIA/nccl #1530)",
+            source="CPU link ~22 GB/s (Intel SPR, docs/reference.md §All-reduce); "
+            "8x RTX 4090 no-P2P 8 B all-reduce 42 us eager (NVIDIA/nccl #1530)",
             kind="pcie",
             bus_bandwidth_gbps=22.0,
             eager_extra_us=PCIE_EAGER_EXTRA_US,

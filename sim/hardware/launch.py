@@ -3,7 +3,7 @@
 Each layer is ``segments`` (= all-reduces per layer, attention and MLP/MoE) of compute
 kernels, each segment ending with an all-reduce kernel. With a CUDA graph the whole pass is
 launched at once; without one the CPU issues kernel ``i`` at ``(i + 1) c`` (``c`` the
-launch cost per kernel, reference section 4: ~5 us per kernel) and the GPU cannot start a
+launch cost per kernel, docs/reference.md §All-reduce: ~5 us per kernel) and the GPU cannot start a
 kernel before it is issued. The pass then ends at the critical path
 
     T(x) = max_i ( (i + 1) c + sum_{j >= i} g_j(x) ),    g_j(x) = s_j x + a_j,

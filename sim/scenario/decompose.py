@@ -18,7 +18,7 @@ changes communication only; graphing removes launch and the eager all-reduce cos
 count divides compute by the TP degree (weights split evenly over ranks) and changes the
 all-reduce; the GPU preset scales compute by the memory-bandwidth ratio (batch 1 is
 memory-bound). Decode and draft passes are graphed (SGLang captures decode, draft and
-draft-extend CUDA graphs); only the verify pass has the knob (reference section 3).
+draft-extend CUDA graphs); only the verify pass has the knob (docs/reference.md §Seed).
 
 Passes without a measured time are derived: a missing verify from the calibrated decode
 compute times the ratio of weight bytes read (more distinct experts over more tokens), and

@@ -71,7 +71,7 @@ class ModelSpec(Section):
     hidden_size: Annotated[int, Field(gt=0, le=1_000_000)] | None = None
     experts: Annotated[int, Field(gt=0, le=100_000)] | None = None
     experts_per_token: Annotated[int, Field(gt=0, le=100_000)] | None = None
-    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    # Hardware model (sim/hardware/, docs/reference.md §All-reduce): kernels one layer launches
     # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
     # activation element in an all-reduce message, decoder layers of the drafter.
     kernels_per_layer: Annotated[int, Field(gt=0, le=MAX_KERNELS_PER_LAYER)] | None = None
@@ -122,7 +122,7 @@ class HardwareSpec(Section):
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
     ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
-    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
+    kernel without a CUDA graph (docs/reference.md §All-reduce: ~5 us, from an 11.1 -> 8.1 ms/token
     graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
     rank's compute per layer segment (layer-level pass only; 0 = deterministic).
     """

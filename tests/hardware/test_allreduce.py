@@ -55,7 +55,7 @@ def test_eager_call_adds_the_eager_extra():
     graphed = allreduce_time(PRESETS["pcie-gen4"], 8, 8, graphed=True)
     eager = allreduce_time(PRESETS["pcie-gen4"], 8, 8, graphed=False)
     assert eager.us - graphed.us == pytest.approx(PCIE_EAGER_EXTRA_US)
-    # Inside the 40-55 us measured for eager calls on 8 PCIe GPUs (reference section 4).
+    # Inside the 40-55 us measured for eager calls on 8 PCIe GPUs (docs/reference.md §All-reduce).
     assert 40.0 <= eager.us <= 55.0
 
 

@@ -11,7 +11,7 @@ vllm/v1/metrics/loggers.py: ``model_name`` and ``engine``) exposes four counters
 
 In the text exposition each appears as ``<name>_total{...}`` (plus ``<name>_created``,
 ignored). Counters are summed over every other label (several engines under data
-parallelism, several models). From the counts (docs/reference.md, "Acceptance"; the
+parallelism, several models). From the counts (docs/reference.md §Acceptance; the
 formulas are vLLM's own, vllm/v1/spec_decode/metrics.py):
 
 - cumulative per-position rate c_i = accepted_per_pos[i] / num_drafts;

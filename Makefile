@@ -28,6 +28,7 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engines.py
+	$(BIN)/python benchmarks/bench_serving.py
 
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)
 # and closed-form checks; fails if a closed-form check fails.

@@ -1,8 +1,8 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
-``kind`` says what a document is (``run``, ``search``, ``tree-search``, ``solve``,
-``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``, ``allreduce``,
-``convert``, ``validate``, ``plot``, ``schema``), so
+``kind`` says what a document is (``run``, ``serve``, ``search``, ``tree-search``,
+``solve``, ``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``,
+``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -17,6 +17,7 @@ from sim.errors import SpecsimError
 
 KINDS: tuple[str, ...] = (
     "run",
+    "serve",
     "search",
     "tree-search",
     "solve",

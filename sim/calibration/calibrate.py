@@ -196,7 +196,13 @@ def _timing_params(passes: PassTimes) -> list[Param]:
     out = []
     for name in TIMING_FIELDS:
         value = float(getattr(passes, name))
-        lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
+        nonnegative = (
+            "verify_ms_per_extra_token",
+            "cycle_overhead_ms",
+            "draft_extend_ms_per_token",
+            "draft_step_overhead_ms",
+        )
+        lower = 0.0 if name in nonnegative else 1e-6
         out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
 
@@ -214,7 +220,7 @@ def _point_sigma(p: SpecPoint) -> float:
 def predicted_tok_s(base: PassTimes, values: dict[str, float], point: SpecPoint) -> float:
     """1000 AL / T_cycle(k) for a speculative point, ``base`` pass times with ``values``."""
     cost = cycle_cost(_passes(base, values), point.num_steps)
-    return 1000.0 * point.accept_length / cost.total_ms
+    return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
 
 
 def _timing_residuals(data: Measurements, base: PassTimes):

@@ -8,11 +8,24 @@ exit status 2 (sim/cli/group.py). Commands are registered here, explicitly.
 
 from __future__ import annotations
 
-from sim.cli import calibrate, compare, convert, hardware, keys, plot, run, search, sweep, validate
+from sim.cli import (
+    calibrate,
+    compare,
+    convert,
+    hardware,
+    keys,
+    plot,
+    run,
+    search,
+    serve,
+    sweep,
+    validate,
+)
 from sim.cli.group import main
 
 for _command in (
     run.run,
+    serve.serve,
     search.search,
     sweep.sweep,
     compare.compare,

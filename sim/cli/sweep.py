@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import click
 
@@ -113,6 +114,7 @@ def sweep(
                 executor=run,
                 progress=advance,
                 source=scenario,
+                base_dir=str(Path(scenario).resolve().parent),
             )
     except KeyboardInterrupt:
         click.echo(

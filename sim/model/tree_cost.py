@@ -76,10 +76,15 @@ def tree_cycle_cost(
         ms_per_extra_token=draft_ms_per_extra_token,
         table_ms=draft_table_ms,
     )
+    steps = num_steps - 1
+    tokens = passes.draft_extend_tokens
     return CycleCost(
         num_steps=num_steps,
-        draft_ms=(num_steps - 1) * step,
+        draft_ms=steps * (step + passes.draft_step_overhead_ms),
         verify_ms=passes.verify_over_ms(num_draft_tokens),
         extend_ms=passes.draft_extend_ms,
         overhead_ms=passes.cycle_overhead_ms,
+        extend_per_token_ms=passes.draft_extend_ms_per_token,
+        extend_tokens=float(num_steps + 1 if tokens is None else tokens),
+        draft_overhead_ms=steps * passes.draft_step_overhead_ms,
     )

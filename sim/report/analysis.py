@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sim.model.closed_forms import TargetAnswer
+from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
 from sim.report.tree import render_tree
 from sim.studies.analysis import Analysis
@@ -34,7 +35,13 @@ def target_to_dict(answer: TargetAnswer) -> dict[str, Any]:
 def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
     """The closed-form part of ``specsim run --json``."""
     cost = analysis.cost
-    cycle = {"mean": cost.total_ms, **cost.as_dict()}
+    cycle = {
+        "mean": cost.total_ms,
+        **cost.as_dict(),
+        "draft_overhead": cost.draft_overhead_ms,
+        "extend_per_token": cost.extend_per_token_ms,
+        "extend_at_accept_length": cost.extend_tokens,
+    }
     return {
         "scenario": analysis.scenario.name,
         "num_steps": analysis.num_steps,
@@ -57,6 +64,25 @@ def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
         "adjustments": list(analysis.scenario.speculation.adjustments),
         **({"tree": analysis.tree.to_dict()} if analysis.tree is not None else {}),
     }
+
+
+def cycle_detail_lines(cost: CycleCost) -> list[str]:
+    """What the cycle's draft and extend phases are made of, when they depend on more than
+    one pass (a per-step drafter overhead; an extend that grows with L)."""
+    out = []
+    steps = cost.num_steps - 1
+    if cost.draft_overhead_ms > 0 and steps > 0:
+        out.append(
+            f"    draft = {steps} x ({(cost.draft_ms - cost.draft_overhead_ms) / steps:.3f} ms "
+            f"drafter pass + {cost.draft_overhead_ms / steps:.3f} ms per-step overhead)"
+        )
+    if cost.extend_per_token_ms > 0:
+        out.append(
+            f"    extend at E[L] = {cost.extend_tokens:.2f} tokens: "
+            f"{cost.extend_at_ms(1):.3f} ms at L = 1 + {cost.extend_per_token_ms:.3f} ms per "
+            "further accepted token"
+        )
+    return out
 
 
 def render_analysis(analysis: Analysis) -> str:
@@ -89,6 +115,7 @@ def render_analysis(analysis: Analysis) -> str:
             f"speedup {analysis.speedup:.2f}x",
             f"  cycle {cost.total_ms:.2f} ms = draft {cost.draft_ms:.2f} + verify "
             f"{cost.verify_ms:.2f} + extend {cost.extend_ms:.2f} + overhead {cost.overhead_ms:.2f}",
+            *cycle_detail_lines(cost),
             f"  break-even accept length {analysis.break_even_accept_length:.2f} "
             f"({label} caps it at {cap}); ceiling {analysis.ceiling_tok_s:.1f} tok/s "
             "with every draft accepted",

@@ -23,6 +23,7 @@ from sim.report.plots import (
     throughput_bars,
     throughput_vs_acceptance,
 )
+from sim.report.serving_plots import serve_figures, serving_sweep_figures
 
 
 def describe(doc: Mapping[str, Any]) -> str:
@@ -56,6 +57,8 @@ def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str
     * ``cycle-breakdown``: simulated mean cycle by phase for each combination of the
       non-acceptance swept fields (acceptance does not change the cycle).
     """
+    if doc.get("mode") == "serving":
+        return serving_sweep_figures(doc)
     rows: list[Row] = doc["rows"]
     varied: list[str] = list(doc.get("varied", []))
     targets = doc.get("targets", [])
@@ -202,6 +205,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, Figure]]]] = {
     "solve": solve_figures,
     "compare": compare_figures,
     "run": run_figures,
+    "serve": serve_figures,
 }
 
 

@@ -11,17 +11,29 @@ written down once:
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
   derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
-  model the Monte Carlo engines draw durations from.
+  model the Monte Carlo engines draw durations from;
+* the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
+  over the batched hardware model (sim/hardware/batched.py), ``serving_cost``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.hardware.batched import (
+    DEFAULT_SLOPE,
+    BatchedPass,
+    MeasuredPass,
+    PassPhysics,
+    calibrated_pass,
+)
 from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
+from sim.model.batched_cost import IterationCost, ServingCurves, pass_load
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -31,7 +43,12 @@ from sim.model.rates import extend_rates, mean_accept_length
 from sim.model.tree_acceptance import Acceptance, TreeAcceptance, TreeDraft
 from sim.model.tree_cost import tree_cycle_cost
 from sim.model.tree_rates import extend_shares, residual_shares
-from sim.scenario.decompose import ScenarioHardware, scenario_pass_times
+from sim.scenario.decompose import (
+    ScenarioHardware,
+    draft_weights,
+    scenario_pass_times,
+    target_weights,
+)
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 #: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
@@ -185,14 +202,20 @@ def tree_cost(
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
-    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps`` (a
-    chain there); a tree at its own configuration is the tree cycle."""
+    """The expected cycle of a scenario at its own ``num_steps`` or at another (a chain
+    there; a tree at its own configuration is the tree cycle), the draft extend taken at
+    the accept length E[L] its acceptance gives (exact: the extend is linear in L;
+    ``CycleCost.at_accept_length``)."""
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
         assert sp.num_draft_tokens is not None
-        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
-    k = scenario.num_steps if num_steps is None else num_steps
-    return chain_cycle_cost(pass_times(scenario), k)
+        cost = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
+    else:
+        k = scenario.num_steps if num_steps is None else num_steps
+        cost = chain_cycle_cost(pass_times(scenario), k)
+        if k == 0:
+            return cost
+    return cost.at_accept_length(mean_accept_length(scenario_rates(scenario, num_steps)))
 
 
 def baseline_tok_s(scenario: Scenario) -> float:
@@ -257,6 +280,18 @@ def layer_cycle_times(
     )
 
 
+def extend_growth(scenario: Scenario) -> tuple[float, float]:
+    """(ms per accepted token, accept length) of the draft extend's growth with L: every
+    cycle-time model's extend mean is the pass times' extend, taken at that accept length
+    (``timing.draft_extend_tokens``, default num_steps + 1); the engines move each cycle's
+    extend to its own L (sim/simulation/engines/common.py)."""
+    passes = pass_times(scenario)
+    tokens = passes.draft_extend_tokens
+    return passes.draft_extend_ms_per_token, float(
+        scenario.num_steps + 1 if tokens is None else tokens
+    )
+
+
 def cycle_time_model(
     scenario: Scenario, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
 ) -> CycleTimeModel:
@@ -266,7 +301,10 @@ def cycle_time_model(
     SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
     """
     if fidelity == "cycle":
-        return CostCycleTimes(cycle_cost(scenario), scenario.timing.jitter_cv)
+        # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
+        # the engines shift it cycle by cycle
+        cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
+        return CostCycleTimes(cost, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")
@@ -274,3 +312,110 @@ def cycle_time_model(
     raise SpecsimError(
         f"unknown fidelity {fidelity!r}; choose one of {', '.join(FIDELITIES)}", param="fidelity"
     )
+
+
+# --------------------------------------------------------------------------- serving
+
+#: Pass kinds of a serving iteration, and whether each runs on the drafter.
+SERVING_PASSES: dict[str, bool] = {
+    "decode": False,
+    "verify": False,
+    "prefill": False,
+    "draft_step": True,
+    "draft_extend": True,
+    "draft_prefill": True,
+}
+
+
+def batch1_points(
+    passes: PassTimes, num_steps: int, context_tokens: float
+) -> dict[str, MeasuredPass]:
+    """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
+    and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
+    shapes = {
+        "decode": (1, passes.decode_ms),
+        "verify": (passes.verify_tokens, passes.verify_ms),
+        "draft_step": (1, passes.draft_step_ms),
+        "draft_extend": (num_steps + 1, passes.draft_extend_ms),
+    }
+    out = {}
+    for name, (m, ms) in shapes.items():
+        tokens, kv, pairs = pass_load(1, m, context_tokens)
+        out[name] = MeasuredPass(tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1")
+    return out
+
+
+def serving_cost(
+    scenario: Scenario,
+    *,
+    kv_bytes_per_token: float = 0.0,
+    attention_flops_per_pair: float = 0.0,
+    reference_context_tokens: float = 0.0,
+    points: Mapping[str, Sequence[MeasuredPass]] | None = None,
+    speculative: bool = True,
+    draft_kv_bytes_per_token: float | None = None,
+) -> IterationCost:
+    """The scenario's batched iteration cost (sim/model/batched_cost.py).
+
+    Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
+    scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
+    sizes, per kind). A pass measured at batch 1 only grows at the slope fitted from the
+    measured points of a pass on the same weights (the verify at the decode's), else at
+    ``DEFAULT_SLOPE``. A prefill without a measured point takes the calibration curve of
+    the decode pass (the drafter's, of the draft extend): the same weights on the same GPU,
+    an assumption a measured prefill point replaces. Decode and draft passes are
+    graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
+    prefills are not. ``kv_bytes_per_token`` / ``attention_flops_per_pair`` are per
+    tensor-parallel rank for the target; the drafter's scale by its share of decoder
+    layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
+    context at which the batch-1 times hold.
+    ``speculative``: build the drafter's passes (they need ``model.draft_params``).
+    """
+    batch1 = pass_times(scenario)
+    hw = ScenarioHardware(scenario)
+    geom = hw.geom
+    draft_share = geom.draft_layers / geom.layers
+    anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
+    extra = dict(points or {})
+    weights = {False: target_weights(scenario)}
+    if speculative:
+        weights[True] = draft_weights(scenario)
+    built: dict[str, BatchedPass] = {}
+    for name, drafter in SERVING_PASSES.items():
+        if drafter and not speculative:
+            continue
+        share = draft_share if drafter else 1.0
+        physics = PassPhysics(
+            name=name,
+            weights=weights[drafter],
+            layers=geom.draft_layers if drafter else geom.layers,
+            hardware=hw.current,
+            geometry=geom,
+            graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
+            kv_bytes_per_token=(
+                draft_kv_bytes_per_token
+                if drafter and draft_kv_bytes_per_token is not None
+                else kv_bytes_per_token * share
+            ),
+            attention_flops_per_pair=attention_flops_per_pair * share,
+        )
+        own = list(extra.get(name, ()))
+        measured = ([anchors[name]] if name in anchors else []) + own
+        # a pass measured at batch 1 only grows at the slope fitted for another pass on the
+        # same weights (the verify at the decode's, the drafter's passes at each other's)
+        kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
+        slope = kin[0].curve.end_slopes[1] if kin and not own else DEFAULT_SLOPE
+        if measured:
+            built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms", slope=slope)
+        else:  # a prefill without a measurement: the curve of a pass on the same weights
+            source = built["draft_extend" if drafter else "decode"]
+            built[name] = BatchedPass(physics, source.curve)
+    curves = ServingCurves(
+        decode=built["decode"],
+        verify=built["verify"],
+        prefill=built["prefill"],
+        draft_step=built.get("draft_step"),
+        draft_extend=built.get("draft_extend"),
+        draft_prefill=built.get("draft_prefill"),
+    )
+    return IterationCost(batch1, curves, reference_context_tokens)

@@ -258,6 +258,7 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     if hardware.get("gpu") is not None:
         measured.setdefault("gpu", hardware["gpu"])
     measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    measured.setdefault("allreduce", hardware.get("allreduce", hw_fields["allreduce"].default))
     return out
 
 

@@ -22,8 +22,10 @@ from pydantic import (
 )
 
 from sim.errors import UnknownNameError
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
+from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
 # Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
@@ -90,6 +92,13 @@ class ModelSpec(Section):
     draft_params: Params | None = None
     weight_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] = 2.0
     expert_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
+    # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
+    # token of context in a target pass, all layers (MLA's latent KV is replicated on every
+    # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
+    # drafter's KV bytes per token (default: the target's per decoder layer).
+    kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -121,10 +130,13 @@ class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
-    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
-    kernel without a CUDA graph (docs/reference.md §All-reduce: ~5 us, from an 11.1 -> 8.1 ms/token
-    graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
-    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
+    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch; default
+    18.9 us, calibrated on a public graphed-vs-eager pair: sim/hardware/eager.py);
+    ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
+    or ``auto`` (the faster; sim/hardware/allreduce.py); ``rank_jitter_cv`` the coefficient
+    of variation of one rank's compute per layer segment (layer-level pass only; 0 =
+    deterministic).
     """
 
     interconnects: Annotated[dict[str, InlineInterconnect], Field(max_length=MAX_LIST)] = Field(
@@ -133,7 +145,8 @@ class HardwareSpec(Section):
     gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = 5.0
+    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
+    allreduce: Library = "auto"
     rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
 
     @field_validator("interconnect")
@@ -164,6 +177,31 @@ class MeasuredOn(Section):
     gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)]
     gpu: str | None = None
     verify_cuda_graph: bool
+    allreduce: Library = "auto"
+
+
+class TimingPoint(Section):
+    """One measured pass at some batch size (``[[timing.points]]``), with its provenance.
+
+    ``kind``: which pass; ``batch``: requests in it; ``tokens``: tokens each brings
+    (default 1 for decode and draft step, k + 1 for verify and draft extend; required for
+    prefills); ``context_tokens``: each request's context (default ``timing.context_tokens``,
+    else 0); ``ms``: the measured time; ``source``: where the number comes from (a URL, a
+    repo and path, "measured on our server on DATE").
+    """
+
+    kind: Literal["decode", "verify", "draft_step", "draft_extend", "prefill", "draft_prefill"]
+    batch: Annotated[int, Field(gt=0)]
+    ms: PositiveMs
+    source: Annotated[str, Field(min_length=1)]
+    tokens: Annotated[int, Field(gt=0)] | None = None
+    context_tokens: Annotated[float, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _prefill_tokens(self) -> TimingPoint:
+        if self.kind.endswith("prefill") and self.tokens is None:
+            raise ValueError(f"a measured {self.kind} pass needs its tokens (prompt length)")
+        return self
 
 
 class TimingSpec(Section):
@@ -173,7 +211,7 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    A pass time left out is derived by the hardware model (sim/scenario/decompose.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
@@ -186,12 +224,29 @@ class TimingSpec(Section):
     #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
     #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
     verify_growth: Literal["linear", "experts"] = "linear"
+    #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
+    #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
+    #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
+    #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
+    #: (sim/scenario/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: and an ungraphed verify measured on the same server.
+    verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
     #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
     #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
     #: which a memory-bound one-layer drafter at batch 1 nearly is.
     draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
+    #: The draft extend runs over the L tokens a cycle accepted: it grows by
+    #: ``draft_extend_ms_per_token`` per token, ``draft_extend_ms`` being its time at
+    #: ``draft_extend_tokens`` (default num_steps + 1). The closed forms take it at E[L]
+    #: (exact, the growth is linear); the Monte Carlo at each cycle's L.
+    draft_extend_ms_per_token: NonNegativeMs = 0.0
+    draft_extend_tokens: Annotated[float, Field(gt=0.0)] | None = None
+    #: Per-step drafter cost beyond a derived drafter pass (sampling, tree bookkeeping,
+    #: host work): added to every drafter step the hardware model derives. A measured
+    #: ``draft_step_ms`` already contains it, so giving both is an error.
+    draft_step_overhead_ms: NonNegativeMs = 0.0
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
     measured_on: MeasuredOn | None = None
@@ -202,6 +257,19 @@ class TimingSpec(Section):
     #: so the mean per-request tok/s of a one-cycle request is finite only for cv < 1
     #: (at cv = 10 a one-token request averaged 2.5e92 tok/s).
     jitter_cv: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
+    #: when KV reads or attention are modelled), and measured passes at other batch sizes.
+    context_tokens: Annotated[float, Field(ge=0, le=1e8)] | None = None
+    points: Annotated[list[TimingPoint], Field(max_length=MAX_LIST)] | None = None
+
+    @model_validator(mode="after")
+    def _overhead_only_for_derived_steps(self) -> TimingSpec:
+        if self.draft_step_overhead_ms > 0 and self.draft_step_ms is not None:
+            raise ValueError(
+                "draft_step_overhead_ms is added to a derived drafter step; a measured "
+                "draft_step_ms already contains it (give one of the two)"
+            )
+        return self
 
 
 class SpeculationSpec(Section):
@@ -415,10 +483,95 @@ class AcceptanceSpec(Heterogeneity):
 
 
 class WorkloadSpec(Section):
-    """Output tokens per request and requests per replication."""
+    """Output tokens per request and requests per replication; for serving also prompts.
+
+    Serving keys (absent keys keep the batch-1 meaning): ``input_tokens`` (prompt tokens,
+    default 0); ``lengths``: ``fixed`` (every request has ``input_tokens`` and
+    ``output_tokens``), ``lognormal`` (those are the means, ``input_sigma`` and
+    ``output_sigma`` the log-space standard deviations, ``*_max_tokens`` the caps, default
+    the 0.9999 quantile) or ``empirical`` (pairs drawn from the rows of ``lengths_trace``, a
+    trace CSV); ``warmup_requests``: requests discarded at the start of each replication
+    (default: the larger of the concurrency and a tenth of ``requests``).
+    """
 
     output_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] = 512
     requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
+    input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
+    lengths: Literal["fixed", "lognormal", "empirical"] | None = None
+    input_sigma: Annotated[float, Field(ge=0)] | None = None
+    output_sigma: Annotated[float, Field(ge=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
+    lengths_trace: Annotated[str, Field(min_length=1)] | None = None
+    warmup_requests: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _length_model(self) -> WorkloadSpec:
+        if self.lengths == "lognormal":
+            if self.output_sigma is None:
+                raise ValueError("lengths = 'lognormal' needs output_sigma")
+            if (self.input_tokens or 0) > 0 and self.input_sigma is None:
+                raise ValueError("lengths = 'lognormal' with input_tokens needs input_sigma")
+        if self.lengths == "empirical" and self.lengths_trace is None:
+            raise ValueError("lengths = 'empirical' needs lengths_trace (a trace CSV)")
+        if self.lengths_trace is not None and self.lengths != "empirical":
+            raise ValueError("lengths_trace is only read with lengths = 'empirical'")
+        for side in ("input", "output"):
+            cap = getattr(self, f"{side}_max_tokens")
+            mean = getattr(self, f"{side}_tokens") or 0
+            if cap is not None and cap < mean:
+                raise ValueError(f"{side}_max_tokens ({cap}) is below {side}_tokens ({mean})")
+        return self
+
+
+class ServingSpec(Section):
+    """How the server is loaded and scheduled (``specsim serve``; sim/simulation/serving/).
+
+    Load, at most one of: ``concurrency`` (closed loop of that many users, each with an
+    exponential ``think_time_ms`` between its requests), ``rate_per_s`` (Poisson arrivals)
+    or ``trace`` (a CSV of arrival_s, input_tokens, output_tokens[, class], relative to the
+    scenario file). None: one user.
+
+    Scheduler: ``max_running_requests`` (vLLM ``max_num_seqs``; default 1024, vLLM's for
+    GPUs of 70 GiB or more, vllm/engine/arg_utils.py; SGLang derives it from memory),
+    ``batching`` (``prefill_first``: SGLang's default; ``chunked``: vLLM's chunked prefill
+    mixed with decode), ``token_budget`` (tokens per iteration: vLLM
+    ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``), ``kv_capacity_tokens``
+    (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
+    ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
+
+    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
+    one of ``disable_above_batch`` (plain decoding when more requests decode) or
+    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
+    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    """
+
+    concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = None
+    trace: Annotated[str, Field(min_length=1)] | None = None
+    think_time_ms: NonNegativeMs = 0.0
+    max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
+    batching: Literal["prefill_first", "chunked"] = "prefill_first"
+    token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
+    prefill: Literal["model", "skip"] = "model"
+    disable_above_batch: Annotated[int, Field(ge=0)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    ttft_slo_ms: PositiveMs | None = None
+    tpot_slo_ms: PositiveMs | None = None
+
+    @model_validator(mode="after")
+    def _one_load_one_policy(self) -> ServingSpec:
+        loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
+        if len(loads) > 1:
+            raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
+        if self.disable_above_batch is not None and self.k_table is not None:
+            raise ValueError("give at most one of disable_above_batch, k_table")
+        if self.k_table is not None:
+            if any(len(row) != 3 for row in self.k_table):
+                raise ValueError("k_table rows are [start_bs, end_bs, K]")
+            KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
+        return self
 
 
 class SimulationSpec(Section):
@@ -454,6 +607,7 @@ class Scenario(Section):
     speculation: SpeculationSpec
     acceptance: AcceptanceSpec | None = None
     workload: WorkloadSpec = WorkloadSpec()
+    serving: ServingSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
 
@@ -462,6 +616,14 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.draft_extend_ms is not None and timing.draft_extend_ms_per_token > 0:
+            tokens = timing.draft_extend_tokens or self.num_steps + 1
+            at_one = timing.draft_extend_ms - (tokens - 1) * timing.draft_extend_ms_per_token
+            if at_one < 0:
+                raise ValueError(
+                    "timing.draft_extend_ms_per_token is too large for timing.draft_extend_ms: "
+                    f"the draft extend over 1 token would take {at_one:.3g} ms"
+                )
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.speculation.draft_tokens

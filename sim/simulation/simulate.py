@@ -20,7 +20,7 @@ from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, cycle_time_model, scenario_acceptance
+from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
@@ -118,11 +118,15 @@ def simulate(
     if cycle_times is None:
         rng = model_rng(seed) if fidelity == "layer" else None
         cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+    speculating = scenario.num_steps > 0
+    per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
     plan = EnginePlan(
         acceptance=acceptance or scenario_acceptance(scenario),
         cycle_times=cycle_times,
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
+        extend_per_token_ms=per_token,
+        extend_tokens=extend_tokens,
     )
     children = np.random.SeedSequence(seed).spawn(r_n)
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens)

@@ -55,11 +55,11 @@ def analyze(scenario: Scenario) -> Analysis:
     """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
     k = scenario.num_steps
     passes = pass_times(scenario)
-    cost = scenario_cycle_cost(scenario)  # a tree's own cycle for a tree scenario
+    cost = scenario_cycle_cost(scenario)  # the expected cycle (extend at E[L]); a tree's own
     baseline = 1000.0 / passes.decode_ms
     rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
     al = mean_accept_length(rates)
-    ceiling = 1000.0 * (rates.size + 1) / cost.total_ms if k > 0 else ceiling_tok_s(cost)
+    ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
     return Analysis(
         scenario=scenario,
         passes=passes,

@@ -30,7 +30,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
-from sim.model.closed_forms import answer_at_k, ceiling_tok_s
+from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.rates import cumulative_rates, mean_accept_length
@@ -503,8 +503,8 @@ def closed_form_curves(
     for k in num_steps:
         lever = levers.get(k) or acceptance_lever(scenario, k)
         xs, als = lever.accept_length_grid()
-        cycle_ms = chain_cycle_cost(passes, k).total_ms
-        need = np.asarray(tok_s, dtype=float) * cycle_ms / 1000.0
+        cost = chain_cycle_cost(passes, k)
+        need = np.array([required_accept_length(t, cost) for t in np.asarray(tok_s, float)])
         ok = (need >= als[0]) & (need <= als[-1])
         x_at = np.interp(need[ok], als, xs)
         out[str(k)] = {

@@ -21,6 +21,9 @@ from sim.parallel import Executor, LocalExecutor
 from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
+from sim.simulation.serving.metrics import summarize_serving
+from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup
+from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import Summary, summarize
 from sim.studies.grid import expand_grid, point_key
@@ -37,6 +40,7 @@ class PointTask:
     targets: tuple[float, ...]
     source: str = "sweep"
     fidelity: str = "cycle"
+    base_dir: str | None = None  # where a serving trace path is relative to
 
 
 def point_scenario(task: PointTask) -> Scenario:
@@ -105,6 +109,66 @@ def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) 
     return row
 
 
+# --------------------------------------------------------------------------- serving
+
+#: Serving metrics of a serving sweep's rows (each policy's mean, interval and quantiles).
+SERVING_COLUMNS: tuple[str, ...] = (
+    "per_user_tok_s",
+    "aggregate_tok_s",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+)
+
+
+def is_serving_sweep(axes: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+    """A grid over a ``serving.*`` field runs the serving simulation at every point."""
+    return any(key.startswith("serving.") for key, _ in axes)
+
+
+def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
+    """One serving sweep point: speculation and the baseline on the same arrivals (the
+    point's seed), flattened: ``{policy}_{metric}_{mean,ci95_lo,ci95_hi,p50,p90,p99}`` and
+    ``speedup_{metric}_{mean,ci95_lo,ci95_hi}``."""
+    scenario = point_scenario(task)
+    base_dir = Path(task.base_dir) if task.base_dir else None
+    setup = serving_setup(scenario, base_dir=base_dir, source=task.source)
+    run = simulate_serving(
+        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+    )
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    row: dict[str, Any] = {**dict(task.overrides), "num_steps": scenario.num_steps}
+    for name, policy in summary.policies.items():
+        for metric in SERVING_COLUMNS:
+            if metric == "aggregate_tok_s":
+                r = policy.aggregate_tok_s
+                values = {"mean": r.mean, "ci95": r.ci95}
+            else:
+                e = policy.metrics[metric]
+                values = {"mean": e.mean, "ci95": e.ci95, "p50": e.p50, "p90": e.p90, "p99": e.p99}
+            for stat, v in _flat(values).items():
+                row[f"{name}_{metric}_{stat}"] = v
+        row[f"{name}_mean_decode_batch"] = policy.mean_batch.mean
+        row[f"{name}_accept_length"] = policy.accept_length.mean
+    for metric, ratio in summary.speedup.get(SPECULATIVE, {}).items():
+        if metric in SERVING_COLUMNS:
+            for stat, v in _flat({"mean": ratio.mean, "ci95": ratio.ci95}).items():
+                row[f"speedup_{metric}_{stat}"] = v
+    return row
+
+
+def _flat(values: dict[str, Any]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for key, v in values.items():
+        if key == "ci95":
+            lo, hi = v if v is not None else (None, None)
+            out["ci95_lo"], out["ci95_hi"] = lo, hi
+        else:
+            out[key] = v
+    return {k: (None if v is None or v != v else float(v)) for k, v in out.items()}
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -126,13 +190,14 @@ def sweep_fingerprint(
     engine: str,
     targets: Sequence[float],
     fidelity: str = "cycle",
+    serving: bool = False,
     axes: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> dict[str, Any]:
     """What besides the point a result depends on, and the grid; stored in the manifest.
 
     The grid is included so that a directory holds one sweep: two different grids into
     one ``--out`` would otherwise both be accepted and the tables describe whichever
-    finished last. The default fidelity (``cycle``) is left out.
+    finished last. The default fidelity (``cycle``) and the batch-1 mode are left out.
     """
     out: dict[str, Any] = {
         "scenario": base.model_dump(mode="json", exclude_none=True),
@@ -142,6 +207,8 @@ def sweep_fingerprint(
     }
     if fidelity != "cycle":
         out["fidelity"] = fidelity
+    if serving:
+        out["mode"] = "serving"
     return out
 
 
@@ -154,9 +221,10 @@ def run_sweep(
     fidelity: str = "cycle",
     targets: Sequence[float] | None = None,
     executor: Executor | None = None,
-    evaluate: Callable[[PointTask], dict[str, Any]] = evaluate_point,
+    evaluate: Callable[[PointTask], dict[str, Any]] | None = None,
     progress: Callable[[int], None] | None = None,
     source: str = "sweep",
+    base_dir: str | None = None,
 ) -> SweepOutcome:
     """Evaluate the grid's missing points into the store at ``out_dir`` and write the tables.
 
@@ -167,8 +235,13 @@ def run_sweep(
     at the end, also when the sweep is interrupted (then ``complete`` is false in
     ``sweep.json`` and re-running the same command computes only the missing points).
     ``progress(n)`` is called with the number of points just finished (reused points
-    first, in one call).
+    first, in one call). A grid over a ``serving.*`` field evaluates each point with the
+    serving simulation (``evaluate_serving_point``; ``base_dir``: where a trace path in the
+    scenario is relative to) unless ``evaluate`` is given.
     """
+    serving = is_serving_sweep(axes)
+    if evaluate is None:
+        evaluate = evaluate_serving_point if serving else evaluate_point
     targets = tuple(float(t) for t in (base.target_tok_s if targets is None else targets))
     base = pin_verify_tokens(base)
     points = expand_grid(axes)
@@ -178,20 +251,23 @@ def run_sweep(
             with_overrides(base, point, source=source)
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
-    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, axes))
+    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, serving, axes))
     store.open()
     done = store.load(points)
     base_dict = base.model_dump(exclude_none=True)
     keys = [point_key(p) for p in points]
     todo = [i for i, k in enumerate(keys) if k not in done]
-    tasks = [PointTask(base_dict, points[i], engine, targets, source, fidelity) for i in todo]
+    tasks = [
+        PointTask(base_dict, points[i], engine, targets, source, fidelity, base_dir) for i in todo
+    ]
     reused = len(points) - len(todo)
     if progress and reused:
         progress(reused)
     computed = 0
     meta = {
         "scenario": base.name,
-        "engine": engine,
+        "engine": "serving" if serving else engine,
+        "mode": "serving" if serving else "batch-1",
         "fidelity": fidelity,
         "seed": base.simulation.seed,
         "replications": base.simulation.replications,

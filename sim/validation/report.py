@@ -1,9 +1,10 @@
 """The validation report: specsim's predictions next to published measurements it did not fit.
 
 ``make validate`` runs ``python -m sim.validation`` which rebuilds docs/validation.md
-(atomically) from the cases of sim/validation_cases.py (published figures in
-sim/validation_data.py, each case calibrated on some and scored on the others) and the
-closed-form checks of sim/validation_checks.py. This module assembles and renders them.
+(atomically) from the cases of sim/validation/cases.py and sim/validation/hardware_cases.py
+(published figures in sim/validation/data.py and sim/validation/hardware_data.py, each case
+calibrated on some and scored on the others) and the closed-form checks of
+sim/validation/checks.py. This module assembles and renders them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ from sim.validation.cases import (
     cross_cases,
 )
 from sim.validation.checks import Check, closed_form_checks
+from sim.validation.hardware_cases import (
+    HARDWARE_NOT_RECONSTRUCTED,
+    case_custom_allreduce,
+    case_eager_pairs,
+    case_nccl_points,
+)
+from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
 
 __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_markdown"]
@@ -68,7 +76,9 @@ def _spreads_statement() -> str:
     )
 
 
-def build_report(seed_path: str = SEED_SCENARIO) -> Report:
+def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Report:
+    """Every case and check; ``serving``: also the concurrency curves (serving simulation,
+    the slow part)."""
     seed = load_scenario(seed_path)
     c1, llama = case_vllm_20780()
     cases = (
@@ -79,13 +89,17 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
         case_vllm_acceptance_test(),
         case_vllm_26498(),
         case_graphed_verify(seed),
+        case_eager_pairs(seed),
+        case_nccl_points(),
+        case_custom_allreduce(),
         case_seed(seed),
         *tree_cases(),
+        *(serving_cases() if serving else ()),
     )
     return Report(
         cases,
         closed_form_checks(seed),
-        (*NOT_RECONSTRUCTED, sglang_4716_note()),
+        (*NOT_RECONSTRUCTED, sglang_4716_note(), *HARDWARE_NOT_RECONSTRUCTED),
         _spreads_statement(),
     )
 
@@ -139,12 +153,20 @@ def render_markdown(report: Report) -> str:
     tok = np.array([abs(r.error) for c in scored for r in c.rows if r.quantity.startswith("tok/s")])
     zs = [abs(r.z) for c in scored for r in c.rows if r.z is not None]
     within = sum(z <= 2.0 for z in zs)
+    served = np.array([abs(r.error) for c in scored for r in c.rows if "aggregate" in r.quantity])
+    serving_line = (
+        f" Concurrency curves (serving simulation) only: {served.size} figures, median "
+        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%."
+        if served.size
+        else ""
+    )
     out += [
         "",
         f"{errors.size} scored figures: median |error| {100 * np.median(errors):.1f}%, "
         f"max {100 * errors.max():.1f}%; tok/s figures only: median "
         f"{100 * np.median(tok):.1f}%, max {100 * tok.max():.1f}%. {within} of {len(zs)} "
-        "predictions with an uncertainty are within 2 standard errors of the measurement.",
+        "predictions with an uncertainty are within 2 standard errors of the measurement."
+        + serving_line,
         "",
         "## Cases",
     ]
@@ -212,8 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="markdown file to (re)write")
     parser.add_argument("--seed-scenario", default=SEED_SCENARIO)
+    parser.add_argument(
+        "--no-serving", action="store_true", help="leave out the concurrency curves (faster)"
+    )
     args = parser.parse_args(argv)
-    report = build_report(args.seed_scenario)
+    report = build_report(args.seed_scenario, serving=not args.no_serving)
     atomic_write_text(args.out, render_markdown(report))
     failed = [c.name for c in report.checks if not c.passed]
     print(

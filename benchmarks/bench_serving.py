@@ -1,0 +1,118 @@
+"""``make bench``: speed of the serving engine as ratios measured in the same run.
+
+1. decode iterations/s at batch 1, 16 and 128 / a bare SimPy loop of timeouts' events/s
+   (goal >= 0.3 at every batch size: the Python work per iteration must not grow with the
+   batch). Measured as the marginal cost: two horizons of a closed loop whose requests
+   never finish, the difference in wall time over the difference in iterations, so set-up
+   (one generator per user) is not counted.
+2. run time against simulated requests at 16 users (goal: log-log slope about 1).
+
+Each figure is the best of a few repeats (the machine may be shared). Not part of the
+test suite.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import simpy
+
+from sim.scenario.bind import acceptance_model, serving_cost
+from sim.scenario.load import load_scenario
+from sim.simulation.serving import (
+    ClosedLoop,
+    Fixed,
+    FixedK,
+    SchedulerConfig,
+    ServingPlan,
+    Workload,
+    simulate_serving,
+)
+
+SEED_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+BATCHES = (1, 16, 128)
+GOAL_RATIO = 0.3
+
+
+def best_of(fn: Callable[[], float], repeats: int = 3) -> float:
+    return min(fn() for _ in range(repeats))
+
+
+def bare_simpy_s_per_event(n: int = 300_000) -> float:
+    def loop(env: simpy.Environment):
+        for _ in range(n):
+            yield env.timeout(1.0)
+
+    def run() -> float:
+        env = simpy.Environment()
+        env.process(loop(env))
+        t0 = time.perf_counter()
+        env.run()
+        return (time.perf_counter() - t0) / n
+
+    return best_of(run)
+
+
+def seed_plan(users: int, output: int, requests: int, prefill: str) -> ServingPlan:
+    scenario = load_scenario(SEED_SCENARIO)
+    return ServingPlan(
+        workload=Workload(ClosedLoop(users), Fixed(output), Fixed(512), requests=requests),
+        scheduler=SchedulerConfig(max_running_requests=users, prefill=prefill),
+        cost=serving_cost(scenario, kv_bytes_per_token=70_272.0, reference_context_tokens=2048),
+        acceptance=acceptance_model(scenario.acceptance, scenario.num_steps),
+    )
+
+
+def iteration_seconds(users: int, k: int) -> float:
+    """Marginal wall time per decode iteration at ``users`` concurrent never-ending requests."""
+    plan = seed_plan(users, 10**9, users, "skip")
+    cycle_ms = float(plan.cost.decode_ms(users, k, np.array([users * 512.0]))[0])
+
+    def run(iterations: int) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        out = simulate_serving(
+            plan, {"k": FixedK(k)}, replications=1, seed=1, horizon_ms=iterations * cycle_ms
+        )
+        return time.perf_counter() - t0, out.records["k"][0].decode_iterations
+
+    def marginal() -> float:
+        t1, i1 = run(4_000)
+        t2, i2 = run(24_000)
+        return (t2 - t1) / (i2 - i1)
+
+    return best_of(marginal)
+
+
+def main() -> None:
+    bare = bare_simpy_s_per_event()
+    print(f"bare SimPy timeout loop: {1 / bare:,.0f} events/s")
+    k = load_scenario(SEED_SCENARIO).num_steps
+    print(
+        f"serving engine, seed scenario at k = {k}, decode iterations/s "
+        f"(ratio, goal >= {GOAL_RATIO}):"
+    )
+    for users in BATCHES:
+        per = iteration_seconds(users, k)
+        ratio = bare / per
+        flag = "ok" if ratio >= GOAL_RATIO else "BELOW GOAL"
+        print(f"  batch {users:>4}: {1 / per:>10,.0f} it/s   ratio {ratio:.2f}   {flag}")
+    sizes = (100, 200, 400, 800)
+    times = []
+    for q in sizes:
+        plan = seed_plan(16, 256, q, "model")
+        t0 = time.perf_counter()
+        simulate_serving(plan, {"baseline": FixedK(0), "spec": FixedK(k)}, replications=1, seed=2)
+        times.append(time.perf_counter() - t0)
+    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+    print(
+        "run time vs simulated requests (16 users, 256 output tokens, prefill, both policies): "
+        + ", ".join(f"{q}: {t:.2f} s" for q, t in zip(sizes, times, strict=True))
+        + f"; log-log slope {slope:.2f} (goal about 1)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""Batched pass physics: one forward pass over a batch's tokens and contexts.
+
+A pass processes ``tokens`` T (summed over the batch's requests: 1 per decode, k + 1 per
+verify, a prompt chunk per prefill), reads the KV cache of ``kv_tokens`` C context tokens
+(summed over requests: context + new tokens) and computes attention over ``pairs`` P
+query-key pairs (summed over requests: new tokens x context). Per tensor-parallel rank:
+
+    memory_ms = (weight bytes read over T tokens / gpus + kv_bytes_per_token x C) / bandwidth
+    flop_ms   = (2 x active params x T / gpus + attention_flops_per_pair x P) / peak
+    work_ms   = memory_ms + flop_ms
+    compute_ms = curve(work_ms)
+
+Memory and compute time add (kernels do not overlap them perfectly): the form fitted
+step-time models take, e.g. SpecDecode-Bench/simulator predictor.py for Llama-3.1-8B on an
+H100, ``a kv_tokens + b batched_tokens + c`` with a per-KV-token coefficient (3.93e-8 s)
+equal to 131,072 bytes / 3.35 TB/s and a per-token one (21 us) close to 2 x 8B FLOPs at
+H100 peak. The pass is memory-bound at small batches and compute-bound beyond the roofline
+knee, where flop_ms passes memory_ms (for an 8B model on an H100, a few hundred tokens).
+Weights are read once per pass (not once per request); routed experts are read as the
+expected union over the pass's T tokens, E (1 - (1 - e/E)^T) per MoE layer
+(sim/hardware/experts.py, through ``Weights.bytes_read``); KV reads grow with context.
+The pass time is the critical path of its
+kernel schedule (sim/hardware/launch.py): all-reduce messages of T x hidden x bytes
+(sim/hardware/allreduce.py, so communication grows with the batch's tokens), plus launch
+costs when the pass is not graphed.
+
+Calibration turns the work into real compute time: ``compute_ms = curve(work_ms)``, a
+piecewise-linear curve through the measured passes. At each measured point the compute
+time is the one that makes the critical path equal the measurement
+(``launch.calibrate_compute_ms``); between points the curve is linear in the work
+and beyond the last point it keeps the last segment's slope. With one measured point (the
+batch-1 pass) the slope is ``DEFAULT_SLOPE`` = 1: the time the measurement spends above the
+work is a fixed overhead and growth costs exactly the extra bytes at peak bandwidth and
+the extra FLOPs at peak throughput, a lower bound on real growth. A second point
+at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is exact
+at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
+rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are split).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from sim.errors import SpecsimError
+from sim.hardware.envelope import Envelope, envelope_of
+from sim.hardware.launch import calibrate_compute_ms
+from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
+from sim.hardware.roofline import Weights
+
+__all__ = [
+    "DEFAULT_SLOPE",
+    "BatchedPass",
+    "ComputeCurve",
+    "MeasuredPass",
+    "PassPhysics",
+    "calibrated_pass",
+]
+
+
+@dataclass(frozen=True)
+class PassPhysics:
+    """What one kind of pass (decode, verify, draft step, prefill, ...) runs on.
+
+    ``layers``: decoder layers of the pass's model (target or drafter); ``graphed``: whether
+    the pass runs as a CUDA graph (no launch cost, graphed all-reduce).
+    """
+
+    name: str
+    weights: Weights
+    layers: int
+    hardware: HardwarePoint
+    geometry: Geometry
+    graphed: bool
+    kv_bytes_per_token: float = 0.0
+    attention_flops_per_pair: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.hardware.gpu is None:
+            raise SpecsimError(
+                f"needed for the batched {self.name} pass (roofline)", field="hardware.gpu"
+            )
+        if self.kv_bytes_per_token < 0 or self.attention_flops_per_pair < 0:
+            raise ValueError("kv_bytes_per_token and attention_flops_per_pair must be >= 0")
+
+
+@dataclass(frozen=True)
+class MeasuredPass:
+    """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
+    ms, where the number comes from (a URL, repo and path, or "scenario timing") and the
+    scenario field that holds it (for errors; None: the calibration's field)."""
+
+    tokens: int
+    kv_tokens: float
+    pairs: float
+    ms: float
+    source: str
+    field: str | None = None
+
+
+#: Compute ms per work ms beyond the measured points when one point is all there is.
+DEFAULT_SLOPE = 1.0
+
+
+@dataclass(frozen=True)
+class ComputeCurve:
+    """Compute time against work, through measured points.
+
+    ``work_ms`` (n,) strictly increasing, ``compute_ms`` (n,); ``slope``: used beyond
+    the points when n = 1 (with n > 1 the end segments' slopes extend the curve, never
+    below 0).
+    """
+
+    work_ms: np.ndarray
+    compute_ms: np.ndarray
+    slope: float = DEFAULT_SLOPE
+
+    def __post_init__(self) -> None:
+        if self.work_ms.shape != self.compute_ms.shape or self.work_ms.size == 0:
+            raise ValueError("work_ms and compute_ms need the same non-empty shape")
+        if np.any(np.diff(self.work_ms) <= 0):
+            raise ValueError("calibration points need distinct work times")
+
+    @property
+    def end_slopes(self) -> tuple[float, float]:
+        """Slopes below the first and beyond the last point."""
+        r, c = self.work_ms, self.compute_ms
+        if r.size == 1:
+            return self.slope, self.slope
+        return (
+            max(0.0, float((c[1] - c[0]) / (r[1] - r[0]))),
+            max(0.0, float((c[-1] - c[-2]) / (r[-1] - r[-2]))),
+        )
+
+    def at(self, work_ms: np.ndarray) -> np.ndarray:
+        """Compute ms at work times (any shape, same shape out)."""
+        x = np.asarray(work_ms, dtype=float)
+        r, c = self.work_ms, self.compute_ms
+        low, high = self.end_slopes
+        inside = np.interp(x, r, c)
+        out = np.where(x < r[0], c[0] + low * (x - r[0]), inside)
+        return np.where(x > r[-1], c[-1] + high * (x - r[-1]), out)
+
+
+class BatchedPass:
+    """A pass kind with its calibration curve: ``pass_ms(tokens, kv_tokens, pairs)``.
+
+    Everything that depends only on the token count (weight bytes read, which involves the
+    expert union; FLOPs; the all-reduce; the critical-path envelope) is computed once per
+    token count and kept on the instance; the per-call work is a few array operations over
+    the KV-dependent terms, so a serving engine can evaluate many iterations at once.
+    """
+
+    def __init__(self, physics: PassPhysics, curve: ComputeCurve):
+        self.physics = physics
+        self.curve = curve
+        gpu = physics.hardware.gpu
+        assert gpu is not None
+        gpus = physics.hardware.gpus
+        self._bytes_per_ms = gpu.memory_bandwidth_gbps * 1e9 / 1e3
+        self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
+        self._gpus = gpus
+        self._per_tokens: dict[int, tuple[float, float, Envelope]] = {}
+
+    def _token_terms(self, tokens: int) -> tuple[float, float, Envelope]:
+        """(weight memory ms, weight flop ms, critical-path envelope) for ``tokens`` tokens."""
+        terms = self._per_tokens.get(tokens)
+        if terms is None:
+            p = self.physics
+            memory_ms = p.weights.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
+            shape = PassShape(p.name, tokens, p.layers, p.graphed)
+            schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
+            terms = (memory_ms, flop_ms, envelope_of(schedule))
+            self._per_tokens[tokens] = terms
+        return terms
+
+    def work_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """The work per rank (ms): memory time + FLOP time of passes over ``tokens``; array
+        of the broadcast shape of ``kv_tokens`` and ``pairs``."""
+        if tokens < 1:
+            raise ValueError(f"a pass covers at least 1 token, got {tokens}")
+        memory_ms, flop_ms, _ = self._token_terms(tokens)
+        p = self.physics
+        mem = memory_ms + np.asarray(kv_tokens, dtype=float) * (
+            p.kv_bytes_per_token / self._bytes_per_ms
+        )
+        flo = flop_ms + np.asarray(pairs, dtype=float) * (
+            p.attention_flops_per_pair / self._flops_per_ms
+        )
+        return mem + flo
+
+    def compute_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """Calibrated compute time: the curve at the work."""
+        return self.curve.at(self.work_ms(tokens, kv_tokens, pairs))
+
+    def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """Pass time (ms): the critical path at the calibrated compute time."""
+        envelope = self._token_terms(tokens)[2]
+        return envelope.at(self.compute_ms(tokens, kv_tokens, pairs))
+
+
+def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
+    """(work ms, calibrated compute ms) of a measured point."""
+    shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
+    schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
+    try:
+        compute = calibrate_compute_ms(schedule, point.ms)
+    except ValueError as exc:
+        raise SpecsimError(
+            f"{point.ms:.4g} ms for the {physics.name} pass over {point.tokens} tokens is "
+            f"{exc.args[0]} of communication and launch ({point.source})",
+            field=point.field or field,
+        ) from None
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    return float(bare.work_ms(point.tokens, point.kv_tokens, point.pairs)), compute
+
+
+def calibrated_pass(
+    physics: PassPhysics,
+    points: Sequence[MeasuredPass],
+    *,
+    field: str = "timing",
+    slope: float = DEFAULT_SLOPE,
+) -> BatchedPass:
+    """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point.
+
+    SpecsimError naming ``field`` when a point is below the modelled communication and
+    launch floor, or two points have the same work.
+    """
+    if not points:
+        raise ValueError("calibration needs at least one measured point")
+    pairs = sorted(_point_compute(physics, p, field) for p in points)
+    roof = np.array([r for r, _ in pairs])
+    if np.any(np.diff(roof) <= 0):
+        raise SpecsimError(
+            f"two measured {physics.name} passes have the same work (bytes and FLOPs): "
+            "give one per batch shape",
+            field=field,
+        )
+    return BatchedPass(physics, ComputeCurve(roof, np.array([c for _, c in pairs]), slope))

@@ -1,0 +1,102 @@
+"""The critical path of a kernel schedule as a function of compute: its upper envelope.
+
+``launch.critical_path_ms`` is T(x) = max_i (a_i + f_i x) over the N kernels of a pass
+(N = layers x kernels per layer, about 1,100 for a 61-layer model). A serving simulation
+evaluates T at a new compute time every iteration, so the N lines are reduced once per
+schedule to the few that form the upper envelope on x >= 0 (the convex hull trick); T(x)
+is then the maximum over the envelope segment containing x and its two neighbours, which
+is the same maximum ``critical_path_ms`` takes (the maximising line is on the envelope).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.hardware.launch import KernelSchedule
+
+__all__ = ["Envelope", "envelope_of", "upper_envelope"]
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Lines y = intercept + slope x forming max_i (a_i + f_i x) on x >= 0.
+
+    ``intercepts``/``slopes``: shape (h,), slopes strictly increasing (the line that is
+    highest at x = 0 first); ``starts``: shape (h,), the x from which line j is the maximum
+    (``starts[0] == 0``).
+    """
+
+    intercepts: np.ndarray
+    slopes: np.ndarray
+    starts: np.ndarray
+
+    def at(self, x: np.ndarray | float) -> np.ndarray:
+        """T(x) for compute times ``x`` (any shape, >= 0); same shape as ``x``."""
+        x = np.asarray(x, dtype=float)
+        h = self.slopes.shape[0]
+        if h == 1:
+            return self.intercepts[0] + self.slopes[0] * x
+        j = np.searchsorted(self.starts, x, side="right") - 1
+        lo, hi = np.maximum(j - 1, 0), np.minimum(j + 1, h - 1)
+        a, f = self.intercepts, self.slopes
+        best = a[j] + f[j] * x
+        best = np.maximum(best, a[lo] + f[lo] * x)
+        return np.maximum(best, a[hi] + f[hi] * x)
+
+
+def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
+    """The upper envelope on x >= 0 of lines a_i + f_i x; inputs of shape (n,), n >= 1."""
+    a = np.asarray(intercepts, dtype=float)
+    f = np.asarray(slopes, dtype=float)
+    # For each slope keep the highest line; sort by slope.
+    order = np.lexsort((a, f))
+    a, f = a[order], f[order]
+    last = np.append(f[1:] != f[:-1], True)
+    a, f = a[last], f[last]
+    # Lines that matter at x >= 0: drop those below the line highest at x = 0 with a
+    # smaller slope (they never win for x >= 0).
+    keep_a: list[float] = []
+    keep_f: list[float] = []
+    keep_x: list[float] = []
+    top = int(np.argmax(a))  # highest at 0 (largest slope among ties: last wins in sort)
+    top = int(np.flatnonzero(a == a[top])[-1])
+    for ai, fi in zip(a[top:].tolist(), f[top:].tolist(), strict=True):
+        while keep_a:
+            # x where the new line overtakes the last kept one
+            x = (keep_a[-1] - ai) / (fi - keep_f[-1])
+            if x <= keep_x[-1]:
+                keep_a.pop()
+                keep_f.pop()
+                keep_x.pop()
+                continue
+            break
+        start = 0.0 if not keep_a else (keep_a[-1] - ai) / (fi - keep_f[-1])
+        keep_a.append(ai)
+        keep_f.append(fi)
+        keep_x.append(max(start, 0.0))
+    return Envelope(np.array(keep_a), np.array(keep_f), np.array(keep_x))
+
+
+def sum_envelopes(parts: list[Envelope], const: float = 0.0) -> Envelope:
+    """The envelope of const + sum_k E_k(x): convex and piecewise linear, so the maximum of
+    its own pieces, one per interval between the union of the parts' breakpoints."""
+    if len(parts) == 1 and const == 0.0:
+        return parts[0]
+    starts = np.unique(np.concatenate([p.starts for p in parts]))
+    a = np.full(starts.shape, float(const))
+    f = np.zeros(starts.shape)
+    for p in parts:
+        j = np.searchsorted(p.starts, starts, side="right") - 1  # the piece active there
+        a += p.intercepts[j]
+        f += p.slopes[j]
+    return Envelope(a, f, starts)
+
+
+def envelope_of(schedule: KernelSchedule) -> Envelope:
+    """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
+    the schedule's stretches (split by host synchronisations) of each stretch's upper
+    envelope, plus the synchronisations' own time."""
+    parts = [upper_envelope(*schedule._terms(part)) for part in schedule.stretches()]
+    return sum_envelopes(parts, float(schedule.syncs_ms))

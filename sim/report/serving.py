@@ -1,0 +1,227 @@
+"""The serving simulation's report: a JSON body and a side-by-side text summary.
+
+Both come from the same typed summary (sim/simulation/serving/metrics.py): speculation and
+the baseline (plain decoding on the same arrivals) column by column, the paired speedup
+(> 1: speculation helps; for latencies it is baseline / speculative), and the assumptions
+the setup made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.simulation.serving.metrics import (
+    Estimate,
+    PolicySummary,
+    Ratio,
+    ServingSummary,
+    request_metrics,
+)
+from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup, mean_request_tokens
+from sim.simulation.serving.simulate import ServingRun
+
+__all__ = ["render_serving", "serving_to_dict"]
+
+#: Metrics of the JSON document and the text table, with their labels.
+METRICS: tuple[tuple[str, str], ...] = (
+    ("per_user_tok_s", "per-user tok/s"),
+    ("aggregate_tok_s", "aggregate tok/s"),
+    ("ttft_ms", "TTFT ms"),
+    ("tpot_ms", "TPOT ms"),
+    ("itl_ms", "ITL ms"),
+    ("e2e_ms", "E2E ms"),
+    ("queue_ms", "queueing ms"),
+)
+#: Quantile levels of the distributions kept in the document (for plots).
+LEVELS = np.linspace(0.0, 1.0, 101)
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _estimate(e: Estimate) -> dict[str, Any]:
+    return {
+        "mean": _finite(e.mean),
+        "ci95": None if e.ci95 is None else [_finite(e.ci95[0]), _finite(e.ci95[1])],
+        "p50": _finite(e.p50),
+        "p90": _finite(e.p90),
+        "p99": _finite(e.p99),
+    }
+
+
+def _ratio(r: Ratio | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {
+        "mean": _finite(r.mean),
+        "ci95": None if r.ci95 is None else [_finite(r.ci95[0]), _finite(r.ci95[1])],
+    }
+
+
+def _aggregate(p: PolicySummary) -> dict[str, Any]:
+    """Aggregate tok/s is one number per replication: its quantiles are across them."""
+    values = p.per_replication["aggregate_tok_s"]
+    q = np.quantile(values, [0.5, 0.9, 0.99])
+    out = _ratio(p.aggregate_tok_s) or {}
+    return {**out, "p50": float(q[0]), "p90": float(q[1]), "p99": float(q[2])}
+
+
+def _distributions(run: ServingRun, name: str) -> dict[str, list[float]]:
+    """Pooled quantiles (0..100%) of per-request metrics and of ITL, for plots."""
+    out: dict[str, list[float]] = {}
+    per_request = [request_metrics(r) for r in run.records[name]]
+    for metric in ("per_user_tok_s", "ttft_ms", "tpot_ms", "e2e_ms"):
+        values = np.concatenate([m[metric] for m in per_request])
+        values = values[np.isfinite(values)]
+        out[metric] = np.quantile(values, LEVELS).tolist() if values.size else []
+    return out
+
+
+def _policy_dict(run: ServingRun, summary: ServingSummary, name: str) -> dict[str, Any]:
+    p = summary.policies[name]
+    body: dict[str, Any] = {}
+    for metric, _ in METRICS:
+        body[metric] = (
+            _aggregate(p) if metric == "aggregate_tok_s" else _estimate(p.metrics[metric])
+        )
+    body.update(
+        {
+            "mean_decode_batch": _ratio(p.mean_batch),
+            "decode_batch_time_share": [float(x) for x in p.batch_share],
+            "kv_utilisation": _ratio(p.kv_utilisation),
+            "preemptions_per_request": _ratio(p.preemptions_per_request),
+            "accept_length": _ratio(p.accept_length),
+            "p_per_user_tok_s_at_least": {f"{t:g}": _ratio(r) for t, r in p.p_tok_s.items()},
+            "slo_attainment": _ratio(p.slo_attainment),
+            "little": {"in_system": _ratio(p.little[0]), "rate_x_time": _ratio(p.little[1])},
+            "distributions": _distributions(run, name),
+        }
+    )
+    return body
+
+
+def serving_to_dict(
+    run: ServingRun, summary: ServingSummary, setup: ServingSetup, scenario: str
+) -> dict[str, Any]:
+    """The ``serve`` document's body (every number the text and the figures show)."""
+    sched = setup.plan.scheduler
+    n_in, n_out = mean_request_tokens(setup)
+    body: dict[str, Any] = {
+        "scenario": scenario,
+        "load": setup.load,
+        "replications": run.replications,
+        "requests": setup.plan.workload.requests,
+        "warmup_requests": setup.plan.workload.warmup,
+        "seed": run.seed,
+        "mean_input_tokens": n_in,
+        "mean_output_tokens": n_out,
+        "scheduler": {
+            "max_running_requests": sched.max_running_requests,
+            "batching": sched.batching,
+            "token_budget": sched.token_budget,
+            "kv_capacity_tokens": sched.kv_capacity_tokens,
+            "prefill": sched.prefill,
+        },
+        "policies": {name: p.describe() for name, p in setup.policies.items()},
+        "slo": {
+            "tok_s": list(setup.slo.tok_s),
+            "ttft_ms": setup.slo.ttft_ms,
+            "tpot_ms": setup.slo.tpot_ms,
+        },
+        "assumptions": list(setup.assumptions),
+    }
+    for name in setup.policies:
+        body[name] = _policy_dict(run, summary, name)
+    if SPECULATIVE in summary.speedup:
+        body["speedup"] = {m: _ratio(r) for m, r in summary.speedup[SPECULATIVE].items()}
+    return body
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _cell(mean: float | None, ci: list[float | None] | None, digits: int) -> str:
+    if mean is None:
+        return "-"
+    text = f"{mean:.{digits}f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return text
+
+
+def _digits(value: float | None) -> int:
+    if value is None:
+        return 1
+    return 0 if abs(value) >= 1000 else 1 if abs(value) >= 10 else 2
+
+
+def _quantiles(m: dict[str, Any], digits: int) -> str:
+    return " / ".join("-" if m[q] is None else f"{m[q]:.{digits}f}" for q in ("p50", "p90", "p99"))
+
+
+def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]:
+    return [(f"{r[0]:<{first}}" + "".join(f"{c:<{width}}" for c in r[1:])).rstrip() for r in rows]
+
+
+def render_serving(doc: dict[str, Any]) -> str:
+    """The side-by-side summary of a ``serve`` document body."""
+    names = [n for n in (SPECULATIVE, BASELINE) if n in doc]
+    paired = "speedup" in doc
+    sched = doc["scheduler"]
+    kv = sched["kv_capacity_tokens"]
+    lines = [
+        f"{doc['scenario']}: {doc['load']}; {doc['replications']} replications x "
+        f"{doc['requests']} measured requests ({doc['warmup_requests']} warm-up), "
+        f"seed {doc['seed']}; mean {doc['mean_input_tokens']:.0f} prompt / "
+        f"{doc['mean_output_tokens']:.0f} output tokens",
+        f"scheduler: {sched['batching'].replace('_', '-')}, up to "
+        f"{sched['max_running_requests']} running, {sched['token_budget']} tokens per "
+        "iteration, KV "
+        + (f"{kv} tokens" if kv else "unlimited")
+        + f", prefill {sched['prefill']}",
+        "",
+    ]
+    rows = [["", *[doc["policies"][n] for n in names], *(["speedup (paired)"] if paired else [])]]
+    for metric, label in METRICS:
+        cells = [doc[n][metric] for n in names]
+        d = _digits(cells[0]["mean"])
+        row = [f"{label} (mean, 95% CI)", *[_cell(c["mean"], c["ci95"], d) for c in cells]]
+        if paired and doc["speedup"].get(metric):
+            row.append(_cell(doc["speedup"][metric]["mean"], doc["speedup"][metric]["ci95"], 3))
+        rows.append(row)
+        rows.append(["  p50 / p90 / p99", *[_quantiles(c, d) for c in cells]])
+    extras = (
+        ("mean decode batch", "mean_decode_batch", 2),
+        ("accept length", "accept_length", 3),
+        ("KV utilisation", "kv_utilisation", 3),
+        ("preemptions / request", "preemptions_per_request", 3),
+        ("SLO attainment", "slo_attainment", 3),
+    )
+    for label, key, d in extras:
+        values = [doc[n][key] for n in names]
+        if any(v is not None for v in values):
+            rows.append([label, *[_cell(v["mean"], v["ci95"], d) if v else "-" for v in values]])
+    for target in doc[names[0]]["p_per_user_tok_s_at_least"]:
+        values = [doc[n]["p_per_user_tok_s_at_least"][target] for n in names]
+        rows.append([f"P(per-user >= {target})", *[_cell(v["mean"], v["ci95"], 3) for v in values]])
+    laws = [doc[n]["little"] for n in names]
+    rows.append(
+        [
+            "Little: L vs lambda W",
+            *[f"{x['in_system']['mean']:.2f} vs {x['rate_x_time']['mean']:.2f}" for x in laws],
+        ]
+    )
+    lines += _table(rows)
+    lines += [
+        "",
+        "per-user tok/s: a request's decoding speed after its first token; ITL: the gap "
+        "between deliveries (a speculative step delivers its accepted tokens at once); "
+        "speedup: per-replication ratio of means on the same arrivals (> 1: speculation helps).",
+    ]
+    if doc["assumptions"]:
+        lines.append("assumptions:")
+        lines.extend(f"  - {a}" for a in doc["assumptions"])
+    return "\n".join(lines)

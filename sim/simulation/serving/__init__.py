@@ -1,0 +1,44 @@
+"""The serving simulation: arrivals, continuous batching and speculative decoding under
+concurrency, in SimPy.
+
+Modules: ``workload`` (arrival patterns, requests), ``lengths`` (length distributions),
+``scheduler`` (continuous batching configuration; the speculation policies it runs are
+sim/model/policy.py), ``counter_rng`` (per-request
+acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
+iterations), ``engine`` (the SimPy processes), ``records`` (what a replication records),
+``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
+and seeds).
+"""
+
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
+from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
+from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
+from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.simulate import ServingRun, simulate_serving
+from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+
+__all__ = [
+    "ClosedLoop",
+    "DisableAbove",
+    "Empirical",
+    "Fixed",
+    "FixedK",
+    "KTable",
+    "LogNormal",
+    "Poisson",
+    "SchedulerConfig",
+    "ServingPlan",
+    "ServingRecord",
+    "ServingRun",
+    "ServingStreams",
+    "ServingSummary",
+    "SloSpec",
+    "SpeculationPolicy",
+    "Trace",
+    "Workload",
+    "run_replication",
+    "simulate_serving",
+    "summarize_serving",
+]

@@ -1,0 +1,539 @@
+"""The serving engine of record, in SimPy: arrivals, requests, a scheduler, a KV cache.
+
+Processes (plain generators that only yield events):
+
+* arrivals: ``closed_loop_user`` (one per user: think, send, wait for the answer),
+  ``poisson_arrivals``, ``trace_arrivals``; each request is a ``request_process`` that
+  joins the waiting queue (a ``simpy.PriorityStore``: FIFO by arrival, preempted requests
+  first) and waits for its ``done`` event;
+* ``scheduler_process``: iteration-level continuous batching. At every iteration boundary
+  it admits waiting requests FIFO while a running slot is free
+  (``max_running_requests``) and the head's KV (context + lookahead) fits the KV cache (a
+  ``simpy.Container`` of tokens); then it runs one prefill iteration (prefill-first), one
+  mixed iteration (chunked), or a block of decode iterations, one timeout per iteration,
+  cut at the first boundary where a waiting request can be admitted.
+
+The ``Server`` holds the state and does the bookkeeping between events; the arithmetic of
+a block of decode iterations is ``batch.plan_block`` (pure, vectorized over the batch), so
+the Python work per iteration is one timeout and one admission check whatever the batch
+size. Decode iterations follow the SGLang chain (sim/model/batched_cost.py): acceptance is
+decided per request from its own rates (``batch.accept_lengths``), finished requests leave
+at the end of the iteration in which they reach their token count (the last cycle may
+overshoot; only the tokens asked for count), and when the KV cache cannot hold the batch's
+growth the newest requests are preempted (their KV freed, to be recomputed by a prefill of
+prompt + generated tokens when readmitted; vLLM V1 ``Scheduler._preempt_request``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+from simpy.resources.store import PriorityItem
+
+from sim.model.acceptance import AcceptanceModel
+from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.policy import SpeculationPolicy, k_lookup
+from sim.simulation.engines.common import request_stream
+from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
+from sim.simulation.serving.records import Recorder, ServingRecord
+from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.workload import (
+    ClosedLoop,
+    Poisson,
+    Request,
+    RequestSource,
+    SourceStreams,
+    Trace,
+    Workload,
+)
+
+__all__ = ["ServingPlan", "ServingStreams", "run_replication"]
+
+#: Decode iterations planned at once: at most ``BLOCK_ELEMENTS`` (requests x iterations)
+#: and between ``MIN_BLOCK`` and ``MAX_BLOCK`` iterations. A speed knob only: results do
+#: not depend on it (draws are per request and cycle).
+BLOCK_ELEMENTS = 32768
+MIN_BLOCK = 4
+MAX_BLOCK = 512
+#: Queue priorities: preempted requests are readmitted before new arrivals.
+PREEMPTED, WAITING = 0, 1
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """Everything a serving replication needs besides random numbers and the policy.
+
+    ``acceptance`` is the acceptance model at the largest draft length any policy run on
+    this plan uses (policies with fewer drafts use the first rates of each request).
+    """
+
+    workload: Workload
+    scheduler: SchedulerConfig
+    cost: IterationCost
+    acceptance: AcceptanceModel
+
+    @property
+    def max_k(self) -> int:
+        return self.acceptance.num_steps
+
+    def check(self, policy: SpeculationPolicy) -> None:
+        """ValueError when ``policy`` cannot run on this plan."""
+        if policy.max_k > self.max_k:
+            raise ValueError(
+                f"the policy drafts up to {policy.max_k} tokens but the acceptance model "
+                f"covers {self.max_k}"
+            )
+        self.scheduler.check_policy(policy)
+        cap = self.scheduler.kv_capacity_tokens
+        need = self.workload.max_request_tokens + policy.max_k + 2
+        if cap is not None and need > cap:
+            raise ValueError(
+                f"the KV cache ({cap} tokens) is smaller than one request "
+                f"(up to {need} tokens with lookahead)"
+            )
+
+
+@dataclass(frozen=True)
+class ServingStreams:
+    """The independent streams of one replication: arrival times (gaps, think times),
+    lengths, per-request class and rates, per-request acceptance keys."""
+
+    arrivals: np.random.Generator
+    lengths: np.random.Generator
+    rates: np.random.Generator
+    keys: np.random.Generator
+
+    def source(self, index: int | None) -> tuple[SourceStreams, np.random.Generator]:
+        """(request streams, arrival stream) of user ``index``, or of the open stream."""
+        if index is None:
+            return SourceStreams(self.lengths, self.rates, self.keys), self.arrivals
+        return (
+            SourceStreams(
+                request_stream(self.lengths, index),
+                request_stream(self.rates, index),
+                request_stream(self.keys, index),
+            ),
+            request_stream(self.arrivals, index),
+        )
+
+
+@dataclass
+class Prefilling:
+    """A request whose prompt (and, after a preemption, generated tokens) is being
+    prefilled: ``done`` tokens so far, ``remaining`` to go."""
+
+    request: Request
+    done: int
+    remaining: int
+
+
+class Server:
+    """Scheduler state and bookkeeping of one replication (see the module docstring)."""
+
+    def __init__(
+        self, env: simpy.Environment, plan: ServingPlan, policy: SpeculationPolicy, rec: Recorder
+    ):
+        self.env = env
+        self.plan = plan
+        self.config = plan.scheduler
+        self.cost = plan.cost
+        self.rec = rec
+        self.queue = simpy.PriorityStore(env)
+        cap = self.config.kv_capacity_tokens
+        self.kv = None if cap is None else simpy.Container(env, capacity=cap, init=cap)
+        self.batch = DecodeBatch(plan.max_k)
+        self.prefilling: list[Prefilling] = []
+        self.prefill_hold = 0  # KV held by prefilling requests
+        self.k_of = k_lookup(policy, self.config.max_running_requests)
+        self.lookahead = policy.max_k + 1
+        self.drafter = policy.max_k > 0
+        self.prefill_first = self.config.batching == "prefill_first"
+        self.skip_prefill = self.config.prefill == "skip"
+        self.max_running = self.config.max_running_requests
+        self.measured_left = plan.workload.requests
+        self.stop = env.event()
+        self.upcoming: list[float] = []  # announced arrival times (heap)
+        self.completions = 0
+        self.iteration_ms = 1.0  # mean duration of the last block's iterations
+
+    # ----- arrivals and admission
+
+    def arrive(self, req: Request) -> None:
+        if self.upcoming and self.upcoming[0] <= self.env.now:
+            heapq.heappop(self.upcoming)
+        req.id = len(self.rec.requests)
+        req.arrival_ms = self.env.now
+        req.done = self.env.event()
+        self.rec.requests.append(req)
+        first = self.plan.workload.warmup
+        if first <= req.id < first + self.plan.workload.requests:
+            req.measured = True
+            self.rec.measured.append(req)
+            if req.id == first:
+                self.rec.window_start_ms = self.env.now
+
+    def needs_prefill(self, req: Request) -> bool:
+        """Prefill is modelled and the request has a context to prefill (a prompt, or
+        tokens generated before a preemption)."""
+        return not self.skip_prefill and req.context_tokens > 0
+
+    def hold(self, req: Request) -> int:
+        """KV tokens a request holds from admission: context, lookahead, and the token
+        its prefill emits."""
+        return req.context_tokens + self.lookahead + (1 if self.needs_prefill(req) else 0)
+
+    @property
+    def idle(self) -> bool:
+        return self.batch.size == 0 and not self.prefilling
+
+    def admissible(self) -> bool:
+        """A waiting request can be admitted at this boundary."""
+        items = self.queue.items
+        if not items or self.batch.size + len(self.prefilling) >= self.max_running:
+            return False
+        return self.kv is None or self.hold(items[0].item) <= self.kv.level
+
+    def admit(self, req: Request) -> None:
+        hold = self.hold(req)
+        if self.kv is not None:
+            assert hold <= self.kv.level, "admitted a request the KV cache cannot hold"
+            self.kv.get(hold)
+        if req.admitted_ms < 0:
+            req.admitted_ms = self.env.now
+        if self.needs_prefill(req):
+            self.prefilling.append(Prefilling(req, 0, req.context_tokens))
+            self.prefill_hold += hold
+        else:
+            self._start_decoding(req)
+
+    def _start_decoding(self, req: Request) -> None:
+        if req.decode_start_ms < 0:
+            req.decode_start_ms = self.env.now
+            req.decode_from = req.generated
+        self.batch.append(
+            req.id,
+            req.key,
+            req.thresholds,
+            req.output_tokens - req.generated,
+            req.context_tokens,
+            req.cycles,
+            req.last_delivery_ms,
+        )
+
+    def _complete(self, req: Request, now: float) -> None:
+        self.completions += 1
+        req.finish_ms = now
+        req.done.succeed()
+        if req.measured:
+            self.measured_left -= 1
+            if self.measured_left == 0:
+                self.stop.succeed()
+
+    # ----- prefill
+
+    def prefill_chunks(self, budget: int) -> tuple[list[tuple[Prefilling, int]], PrefillLoad]:
+        """Prompt chunks FIFO up to ``budget`` tokens, and their load."""
+        chunks: list[tuple[Prefilling, int]] = []
+        for state in self.prefilling:
+            if budget <= 0:
+                break
+            c = min(state.remaining, budget)
+            chunks.append((state, c))
+            budget -= c
+        load = PrefillLoad.of_chunks([c for _, c in chunks], [s.done for s, _ in chunks])
+        return chunks, load
+
+    def prefill_done(self, chunks: list[tuple[Prefilling, int]], end_ms: float) -> int:
+        """Advance prompt chunks; requests whose prompt is complete emit a token and start
+        decoding (or finish). Returns the tokens emitted."""
+        emitted = 0
+        for state, c in chunks:
+            state.done += c
+            state.remaining -= c
+            if state.remaining:
+                continue
+            self.prefilling.remove(state)
+            req = state.request
+            self.prefill_hold -= self.hold(req)
+            req.generated += 1
+            emitted += 1
+            if req.first_token_ms < 0:
+                req.first_token_ms = end_ms
+            else:  # recomputed after a preemption: the gap since its last delivery
+                self.rec.gaps(np.array([end_ms - req.last_delivery_ms]), 1.0)
+            req.last_delivery_ms = end_ms
+            if req.generated >= req.output_tokens:
+                if self.kv is not None:
+                    self.kv.put(req.context_tokens + self.lookahead)
+                self._complete(req, end_ms)
+            else:
+                self._start_decoding(req)
+        return emitted
+
+    def held_tokens(self) -> int:
+        """KV tokens held now: decode contexts + lookahead, and prefilling requests."""
+        return int(self.batch.context.sum()) + self.batch.size * self.lookahead + self.prefill_hold
+
+    # ----- decode
+
+    def kv_free(self) -> float:
+        return float("inf") if self.kv is None else float(self.kv.level)
+
+    def expect_arrival(self, at_ms: float) -> None:
+        """An arrival process announces its next arrival (a hint for ``block_size``)."""
+        heapq.heappush(self.upcoming, at_ms)
+
+    def block_size(self, k: int) -> int:
+        """Iterations to plan (a speed knob only): about twice the expected iterations to
+        the next completion, and no further than the next announced arrival when it could
+        be admitted."""
+        shortest = int(self.batch.need.min())
+        widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
+        size = max(MIN_BLOCK, min(widest, 2 * shortest // (k + 1) + 1))
+        if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:
+            ahead = (self.upcoming[0] - self.env.now) / self.iteration_ms
+            size = max(1, min(size, int(ahead) + 1))
+        return size
+
+    def plan_decode(self) -> BlockPlan:
+        k = self.k_of[self.batch.size]
+        return plan_block(self.batch, k, self.block_size(k), self.kv_free(), self.cost)
+
+    def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
+        """One chunked iteration: the decode batch first (k + 1 tokens each), then prompt
+        chunks in what is left of the token budget, in one pass."""
+        b = self.batch.size
+        k = self.k_of[b]
+        chunks, load = self.prefill_chunks(self.config.token_budget - b * (k + 1))
+        extra = load if load.tokens else None
+        plan = plan_block(self.batch, k, 1, self.kv_free(), self.cost, extra, self.drafter)
+        return plan, chunks
+
+    def decode_done(self, plan: BlockPlan, n: int, start_ms: float) -> None:
+        """Commit the first ``n`` iterations of ``plan`` (started at ``start_ms``)."""
+        batch, rec = self.batch, self.rec
+        b = batch.size
+        emitted = plan.emitted(n)
+        durations = plan.durations_ms[:n]
+        ends = plan.ends_ms[:n] + start_ms
+        first_end, last_end = float(ends[0]), float(ends[-1])
+        self.iteration_ms = last_end / n - start_ms / n
+        # deliveries: every request gets its tokens at the end of every iteration
+        last = batch.last_ms
+        if last.min() < 0:  # requests without a first token yet get it now
+            fresh = last < 0
+            for rid in batch.ids[fresh].tolist():
+                rec.requests[rid].first_token_ms = first_end
+            rec.gaps(first_end - last[~fresh], 1.0)
+        else:
+            rec.gaps(first_end - last, 1.0)
+        if n > 1:
+            rec.gaps(durations[1:], float(b))
+        last.fill(last_end)
+        need = batch.need
+        need -= emitted
+        delivered = plan.total[:n].copy()
+        delivered[1:] -= plan.total[: n - 1]
+        lowest = int(need.min())
+        if lowest < 0:  # the last cycle of a finishing request overshoots its count
+            delivered[-1] += int(need[need < 0].sum())
+        held = self.held_tokens() + plan.growth[:n]
+        rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
+        rec.request_cycles += b * n
+        rec.cycle_tokens += int(plan.total[n - 1])
+        batch.context += emitted
+        batch.cycles += n
+        growth = emitted
+        if lowest <= 0:
+            finished = need <= 0
+            freed = 0
+            for row in np.flatnonzero(finished).tolist():
+                req = rec.requests[int(batch.ids[row])]
+                req.generated = req.output_tokens
+                req.cycles = int(batch.cycles[row])
+                req.last_delivery_ms = last_end
+                freed += int(batch.context[row] - emitted[row]) + self.lookahead
+                self._complete(req, last_end)
+            if self.kv is not None and freed:
+                self.kv.put(freed)
+            alive = ~finished
+            batch.keep(alive)
+            growth = emitted[alive]
+        if self.kv is not None:
+            self._reserve_growth(growth)
+
+    def _reserve_growth(self, growth: np.ndarray) -> None:
+        """Reserve the survivors' KV growth (``growth`` (B,), tokens per row), preempting
+        the newest requests while it does not fit."""
+        assert self.kv is not None
+        need = int(growth.sum())
+        rows = self.batch.size
+        freed = 0
+        while need > self.kv.level + freed:
+            rows -= 1
+            assert rows >= 0, "the KV cache cannot hold one request"
+            need -= int(growth[rows])
+            freed += int(self.batch.context[rows] - growth[rows]) + self.lookahead
+        if rows < self.batch.size:
+            self._preempt(rows)
+            self.kv.put(freed)
+        if need:
+            self.kv.get(need)
+
+    def _preempt(self, first_row: int) -> None:
+        """Preempt rows ``first_row`` onwards (the newest): free them and requeue them."""
+        batch = self.batch
+        for row in range(first_row, batch.size):
+            req = self.rec.requests[int(batch.ids[row])]
+            req.generated = req.output_tokens - int(batch.need[row])
+            req.cycles = int(batch.cycles[row])
+            req.last_delivery_ms = float(batch.last_ms[row])
+            req.preemptions += 1
+            self.rec.preemptions += 1
+            self.queue.put(PriorityItem((PREEMPTED, req.id), req))
+        keep = np.zeros(batch.size, dtype=bool)
+        keep[:first_row] = True
+        batch.keep(keep)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def submit(server: Server, req: Request) -> None:
+    """A request arrives and joins the waiting queue (an unbounded store: the put is
+    immediate)."""
+    server.arrive(req)
+    server.queue.put(PriorityItem((WAITING, req.id), req))
+
+
+def request_process(env: simpy.Environment, server: Server, req: Request):
+    """One open-loop request: arrive, wait until it is answered."""
+    submit(server, req)
+    yield req.done
+
+
+def closed_loop_user(
+    env: simpy.Environment,
+    server: Server,
+    source: RequestSource,
+    think_rng: np.random.Generator,
+    think_ms: float,
+):
+    """A user sending one request at a time, with exponential think times between; the
+    user's process is its requests' process (it resumes the instant its answer is done,
+    so without think time its next request is waiting before the next iteration)."""
+    while True:
+        if think_ms > 0:
+            pause = think_rng.exponential(think_ms)
+            server.expect_arrival(env.now + pause)
+            yield env.timeout(pause)
+        req = source.next()
+        submit(server, req)
+        yield req.done
+
+
+def poisson_arrivals(
+    env: simpy.Environment,
+    server: Server,
+    source: RequestSource,
+    gap_rng: np.random.Generator,
+    rate_per_s: float,
+):
+    """Open arrivals: unit exponential gaps scaled by 1000 / rate (ms), so that the same
+    stream at another rate gives the same arrivals, compressed (common random numbers)."""
+    mean_gap_ms = 1000.0 / rate_per_s
+    while True:
+        gap = gap_rng.standard_exponential() * mean_gap_ms
+        server.expect_arrival(env.now + gap)
+        yield env.timeout(gap)
+        env.process(request_process(env, server, source.next()))
+
+
+def trace_arrivals(env: simpy.Environment, server: Server, source: RequestSource, trace: Trace):
+    """The trace's requests at their arrival times."""
+    rows = zip(
+        trace.arrival_ms.tolist(),
+        trace.input_tokens.tolist(),
+        trace.output_tokens.tolist(),
+        trace.request_class.tolist(),
+        strict=True,
+    )
+    for t, n_in, n_out, cls in rows:
+        if t > env.now:
+            server.expect_arrival(t)
+            yield env.timeout(t - env.now)
+        env.process(request_process(env, server, source.next((n_in, n_out, cls))))
+
+
+def scheduler_process(env: simpy.Environment, server: Server):
+    """Iteration-level continuous batching (see the module docstring)."""
+    rec = server.rec
+    while True:
+        completed = server.completions
+        if server.idle:
+            item = yield server.queue.get()
+            server.admit(item.item)
+        while server.admissible():
+            item = yield server.queue.get()
+            server.admit(item.item)
+        start = env.now
+        if server.prefilling and (server.prefill_first or server.batch.size == 0):
+            chunks, load = server.prefill_chunks(server.config.token_budget)
+            duration = server.cost.prefill_ms(load, server.drafter)
+            held = server.held_tokens()
+            yield env.timeout(duration)
+            tokens = server.prefill_done(chunks, env.now)
+            rec.prefill_done(start, duration, held, tokens)
+        elif server.prefilling:
+            plan, chunks = server.plan_mixed()
+            yield env.timeout(plan.durations_ms[0])
+            server.decode_done(plan, 1, start)  # before new decoders join the batch
+            tokens = server.prefill_done(chunks, env.now)
+            rec.tokens_delivered += tokens if start >= rec.window_start_ms else 0
+        else:
+            plan = server.plan_decode()
+            n = plan.iterations
+            waiting = server.queue.items  # the store's own list: arrivals show up here
+            done = 0
+            for duration in plan.durations_ms.tolist():
+                yield env.timeout(duration)
+                done += 1
+                if waiting and done < n and server.admissible():
+                    break
+            server.decode_done(plan, done, start)
+        if server.completions != completed:
+            yield env.timeout(0)  # users answered at this instant send before the next step
+
+
+def run_replication(
+    plan: ServingPlan,
+    policy: SpeculationPolicy,
+    streams: ServingStreams,
+    horizon_ms: float | None = None,
+) -> ServingRecord:
+    """One replication under ``policy``: until every measured request is answered (or
+    ``horizon_ms`` of simulated time)."""
+    plan.check(policy)
+    env = simpy.Environment()
+    rec = Recorder(plan.scheduler.max_running_requests, plan.scheduler.kv_capacity_tokens)
+    server = Server(env, plan, policy, rec)
+    arrivals = plan.workload.arrivals
+    if isinstance(arrivals, ClosedLoop):
+        for user in range(arrivals.users):
+            source_streams, think = streams.source(user)
+            source = RequestSource(plan.workload, plan.acceptance, source_streams)
+            env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
+    else:
+        source_streams, gaps = streams.source(None)
+        source = RequestSource(plan.workload, plan.acceptance, source_streams)
+        if isinstance(arrivals, Poisson):
+            env.process(poisson_arrivals(env, server, source, gaps, arrivals.rate_per_s))
+        else:
+            env.process(trace_arrivals(env, server, source, arrivals))
+    env.process(scheduler_process(env, server))
+    until = server.stop if horizon_ms is None else server.stop | env.timeout(horizon_ms)
+    env.run(until=until)
+    return rec.record(env.now)

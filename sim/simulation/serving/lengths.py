@@ -1,0 +1,126 @@
+"""Request lengths (input or output tokens): fixed, lognormal, or empirical.
+
+Each distribution draws from the generator it is given and returns integer token counts;
+``max_tokens`` bounds what it can return (the KV-capacity check uses it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
+
+
+class LengthDistribution(Protocol):
+    """Token counts: ``sample(rng, n)`` -> int64 (n,) within [min_tokens, max_tokens]."""
+
+    @property
+    def mean(self) -> float: ...
+
+    @property
+    def min_tokens(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Every request has ``tokens`` tokens (draws nothing)."""
+
+    tokens: int
+
+    def __post_init__(self) -> None:
+        if self.tokens < 0:
+            raise ValueError(f"tokens must be >= 0, got {self.tokens}")
+
+    @property
+    def mean(self) -> float:
+        return float(self.tokens)
+
+    @property
+    def min_tokens(self) -> int:
+        return self.tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokens
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, self.tokens, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class LogNormal:
+    """round(X) clipped to [min_tokens, max_tokens], X lognormal with mean ``mean_tokens``
+    and log-space standard deviation ``sigma`` (mu = ln(mean) - sigma^2 / 2).
+
+    ``mean`` is the mean after rounding and clipping: the sum over token counts of each
+    count's probability under the lognormal cdf (rounding moves it by under half a token).
+    """
+
+    mean_tokens: float
+    sigma: float
+    max_tokens: int
+    min_tokens: int = 1
+
+    def __post_init__(self) -> None:
+        if self.mean_tokens <= 0 or self.sigma < 0:
+            raise ValueError("mean_tokens must be > 0 and sigma >= 0")
+        if not 0 <= self.min_tokens <= self.max_tokens:
+            raise ValueError("need 0 <= min_tokens <= max_tokens")
+
+    @property
+    def mu(self) -> float:
+        return math.log(self.mean_tokens) - self.sigma**2 / 2
+
+    @property
+    def mean(self) -> float:
+        lo, hi = self.min_tokens, self.max_tokens
+        if self.sigma == 0:
+            return float(min(max(round(self.mean_tokens), lo), hi))
+        values = np.arange(lo, hi + 1)
+        dist = stats.lognorm(s=self.sigma, scale=math.exp(self.mu))
+        # P(round(X) clipped = v): the cdf between v - 1/2 and v + 1/2, ends absorbing tails
+        upper = dist.cdf(values + 0.5)
+        lower = dist.cdf(values - 0.5)
+        lower[0], upper[-1] = 0.0, 1.0
+        return float(values @ (upper - lower))
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        x = rng.lognormal(self.mu, self.sigma, size=n)
+        return np.clip(np.rint(x), self.min_tokens, self.max_tokens).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Empirical:
+    """Lengths drawn uniformly (with replacement) from ``values`` (e.g. a trace's column)."""
+
+    values: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.values or min(self.values) < 0:
+            raise ValueError("an empirical distribution needs non-negative values")
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def min_tokens(self) -> int:
+        return int(min(self.values))
+
+    @property
+    def max_tokens(self) -> int:
+        return int(max(self.values))
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        pool = np.asarray(self.values, dtype=np.int64)
+        return pool[rng.integers(0, pool.size, size=n)]

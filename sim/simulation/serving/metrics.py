@@ -1,0 +1,299 @@
+"""Serving metrics with the names serving users know, per replication and across them.
+
+Per measured request (times from its arrival):
+
+* TTFT: first token - arrival; queueing delay: first admission - arrival;
+* E2E: finish - arrival;
+* TPOT: (finish - first token) / (output tokens - 1), as ``vllm bench serve`` computes it
+  (requests of one token have none);
+* per-user tok/s: the request's decoding speed, 1000 x (tokens after decoding began) /
+  (finish - decoding began). Decoding begins when the first prefill ends (the prefill
+  emits the first token) or, without prefill, at admission; so at concurrency 1 without
+  prefill this is exactly the batch-1 engines' per-request tok/s, and with prefill it is
+  1000 / TPOT up to preemption stalls;
+* ITL: the gaps between successive deliveries to a request, as a streaming client sees
+  them: a speculative iteration delivers its L tokens at once, so ITL is the iteration
+  time (plus stalls), not the time per token (that is TPOT). Pooled over all deliveries
+  in the window.
+
+Server-wide (over the measurement window): aggregate output tok/s, the time-weighted
+decode batch-size distribution and mean, KV utilisation (time-weighted KV tokens held
+over capacity), preemptions per request, pooled accept length (tokens per decode cycle),
+and Little's law: time-average number in system L against arrival rate x mean time in
+system (arrivals inside the window; edge effects vanish as the window grows).
+
+Across replications: each metric's mean is the mean of replication means with a
+Student-t 95% interval (R - 1 degrees of freedom; none with one replication, since
+requests of one replication share the server and are not independent), and its p50, p90,
+p99 pool the requests (or deliveries) of every replication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from sim.simulation.serving.records import ServingRecord
+
+__all__ = [
+    "LATENCY_METRICS",
+    "Estimate",
+    "PolicySummary",
+    "Ratio",
+    "ServingSummary",
+    "SloSpec",
+    "estimate",
+    "little_terms",
+    "request_metrics",
+    "summarize_serving",
+    "weighted_quantiles",
+]
+
+#: Per-request metrics, in report order.
+REQUEST_METRICS: tuple[str, ...] = ("per_user_tok_s", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")
+#: Metrics where smaller is better (their speedup is baseline / speculative).
+LATENCY_METRICS: frozenset[str] = frozenset({"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"})
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def request_metrics(rec: ServingRecord) -> dict[str, np.ndarray]:
+    """Per measured request (Q,): per-user tok/s, TTFT, TPOT (NaN for one-token
+    requests), E2E, queueing delay; ms unless named otherwise."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(
+            rec.output_tokens > 1,
+            (rec.finish_ms - rec.first_token_ms) / (rec.output_tokens - 1),
+            np.nan,
+        )
+        decode_ms = rec.finish_ms - rec.decode_start_ms
+        tok_s = np.where(
+            (rec.decode_tokens > 0) & (decode_ms > 0),
+            1000.0 * rec.decode_tokens / decode_ms,
+            np.nan,
+        )
+    return {
+        "per_user_tok_s": tok_s,
+        "ttft_ms": rec.first_token_ms - rec.arrival_ms,
+        "tpot_ms": tpot,
+        "e2e_ms": rec.finish_ms - rec.arrival_ms,
+        "queue_ms": rec.admitted_ms - rec.arrival_ms,
+    }
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """Quantiles of a weighted sample (the smallest value whose cumulative weight reaches
+    q of the total); shape (len(qs),), NaN for an empty sample."""
+    if values.size == 0:
+        return np.full(len(qs), np.nan)
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    idx = np.searchsorted(cum, np.asarray(qs) * cum[-1], side="left")
+    return values[order][np.minimum(idx, values.size - 1)]
+
+
+def little_terms(rec: ServingRecord) -> tuple[float, float, float]:
+    """(L, lambda, W) over the window: time-average number of requests in the system,
+    arrivals per ms inside the window, mean time in system of the measured requests."""
+    lo, hi = rec.window_start_ms, rec.window_end_ms
+    span = hi - lo
+    inside = np.clip(
+        np.minimum(rec.all_finish_ms, hi) - np.maximum(rec.all_arrival_ms, lo), 0, None
+    )
+    in_system = float(inside.sum()) / span
+    arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms < hi))
+    return in_system, arrivals / span, float(np.mean(rec.finish_ms - rec.arrival_ms))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric across replications: mean of replication means with its 95% interval
+    (None with one replication) and pooled quantiles."""
+
+    mean: float
+    ci95: tuple[float, float] | None
+    p50: float
+    p90: float
+    p99: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "mean": self.mean,
+            "ci95": None if self.ci95 is None else list(self.ci95),
+            "p50": self.p50,
+            "p90": self.p90,
+            "p99": self.p99,
+        }
+
+
+def mean_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, float] | None]:
+    """Mean of replication values (R,) and its Student-t 95% interval (None if R < 2)."""
+    x = np.asarray(per_replication, dtype=float)
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, None
+    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return mean, (mean - half, mean + half)
+
+
+def estimate(
+    per_replication: np.ndarray, pooled: np.ndarray, weights: np.ndarray | None = None
+) -> Estimate:
+    """An ``Estimate`` from replication means (R,) and the pooled sample (n,)."""
+    mean, ci = mean_interval(per_replication)
+    w = np.ones(pooled.shape) if weights is None else weights
+    q = weighted_quantiles(pooled, w, QUANTILES)
+    return Estimate(mean, ci, float(q[0]), float(q[1]), float(q[2]))
+
+
+@dataclass(frozen=True)
+class SloSpec:
+    """Targets: per-user tok/s thresholds, and TTFT / TPOT limits for SLO attainment."""
+
+    tok_s: tuple[float, ...] = ()
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A paired ratio (speculative over baseline, or baseline over speculative for
+    latencies) per replication: mean and 95% interval across replications."""
+
+    mean: float
+    ci95: tuple[float, float] | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mean": self.mean, "ci95": None if self.ci95 is None else list(self.ci95)}
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """One policy's metrics across R replications."""
+
+    metrics: dict[str, Estimate]
+    aggregate_tok_s: Ratio
+    mean_batch: Ratio
+    batch_share: np.ndarray
+    kv_utilisation: Ratio | None
+    preemptions_per_request: Ratio
+    accept_length: Ratio
+    p_tok_s: dict[float, Ratio]
+    slo_attainment: Ratio | None
+    little: tuple[Ratio, Ratio]
+    per_replication: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class ServingSummary:
+    """Every policy's summary, and paired speedups of each policy over ``baseline``."""
+
+    policies: dict[str, PolicySummary]
+    baseline: str | None
+    speedup: dict[str, dict[str, Ratio]]
+    replications: int
+
+
+def _ratio(values: np.ndarray) -> Ratio:
+    mean, ci = mean_interval(values)
+    return Ratio(mean, ci)
+
+
+def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySummary:
+    """Summary of R replications of one policy."""
+    per_request = [request_metrics(r) for r in records]
+    metrics: dict[str, Estimate] = {}
+    per_rep: dict[str, np.ndarray] = {}
+    for name in REQUEST_METRICS:
+        means = np.array([np.nanmean(m[name]) for m in per_request])
+        pooled = np.concatenate([m[name] for m in per_request])
+        pooled = pooled[~np.isnan(pooled)]
+        metrics[name] = estimate(means, pooled)
+        per_rep[name] = means
+    itl_means = np.array(
+        [np.average(r.itl_ms, weights=r.itl_weight) if r.itl_ms.size else np.nan for r in records]
+    )
+    metrics["itl_ms"] = estimate(
+        itl_means,
+        np.concatenate([r.itl_ms for r in records]),
+        np.concatenate([r.itl_weight for r in records]),
+    )
+    per_rep["itl_ms"] = itl_means
+    aggregate = np.array([1000.0 * r.tokens_delivered / r.window_ms for r in records])
+    per_rep["aggregate_tok_s"] = aggregate
+    batch_time = np.stack([r.batch_time_ms for r in records])
+    sizes = np.arange(batch_time.shape[1])
+    mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
+    share = batch_time.sum(axis=0) / batch_time.sum()
+    kv = None
+    if records[0].kv_capacity_tokens is not None:
+        kv = _ratio(
+            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records])
+        )
+    preempt = np.array([r.preemptions.mean() for r in records])
+    accept = np.array(
+        [r.cycle_tokens / r.request_cycles if r.request_cycles else np.nan for r in records]
+    )
+    p_tok = {
+        t: _ratio(np.array([np.mean(m["per_user_tok_s"] >= t) for m in per_request]))
+        for t in slo.tok_s
+    }
+    attain = None
+    if slo.ttft_ms is not None or slo.tpot_ms is not None:
+        ok = []
+        for m in per_request:
+            good = np.ones(m["ttft_ms"].shape, dtype=bool)
+            if slo.ttft_ms is not None:
+                good &= m["ttft_ms"] <= slo.ttft_ms
+            if slo.tpot_ms is not None:
+                good &= ~(m["tpot_ms"] > slo.tpot_ms)  # one-token requests have no TPOT
+            ok.append(good.mean())
+        attain = _ratio(np.array(ok))
+    little = np.array([little_terms(r) for r in records])  # (R, 3)
+    return PolicySummary(
+        metrics=metrics,
+        aggregate_tok_s=_ratio(aggregate),
+        mean_batch=_ratio(mean_batch),
+        batch_share=share,
+        kv_utilisation=kv,
+        preemptions_per_request=_ratio(preempt),
+        accept_length=_ratio(accept),
+        p_tok_s=p_tok,
+        slo_attainment=attain,
+        little=(_ratio(little[:, 0]), _ratio(little[:, 1] * little[:, 2])),
+        per_replication=per_rep,
+    )
+
+
+def paired_speedup(spec: PolicySummary, base: PolicySummary) -> dict[str, Ratio]:
+    """Per metric, the ratio of replication means (speculative / baseline for rates,
+    baseline / speculative for latencies): > 1 means speculation helps."""
+    out = {}
+    for name, s in spec.per_replication.items():
+        b = base.per_replication[name]
+        num, den = (b, s) if name in LATENCY_METRICS else (s, b)
+        if np.all(den > 0) and np.all(np.isfinite(num)):
+            out[name] = _ratio(num / den)
+        else:  # e.g. no queueing in either: no ratio
+            out[name] = Ratio(float("nan"), None)
+    return out
+
+
+def summarize_serving(
+    records: Mapping[str, Sequence[ServingRecord]],
+    slo: SloSpec = SloSpec(),
+    baseline: str | None = "baseline",
+) -> ServingSummary:
+    """Summaries of every policy (``records[name]``: its R replications, replication r of
+    every policy run on the same arrivals) and paired speedups over ``baseline``."""
+    policies = {name: summarize_policy(recs, slo) for name, recs in records.items()}
+    speedup = {}
+    if baseline is not None and baseline in policies:
+        base = policies[baseline]
+        speedup = {
+            name: paired_speedup(p, base) for name, p in policies.items() if name != baseline
+        }
+    replications = len(next(iter(records.values())))
+    return ServingSummary(policies, baseline, speedup, replications)

@@ -1,0 +1,66 @@
+"""The scheduler's configuration: continuous batching knobs of SGLang and vLLM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sim.model.policy import SpeculationPolicy, k_lookup
+
+__all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
+
+#: Tokens per iteration: vLLM's API-server default ``max_num_batched_tokens`` on >= 70 GiB
+#: GPUs (vllm/engine/arg_utils.py ``get_batch_defaults``) and SGLang's default
+#: ``chunked_prefill_size`` for GPUs under 160 GB (python/sglang/srt/server_args.py).
+DEFAULT_TOKEN_BUDGET = 8192
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Continuous batching, iteration by iteration.
+
+    ``max_running_requests``: requests admitted at once (decoding or prefilling);
+    ``batching``: ``prefill_first`` (SGLang: an iteration with prompts to prefill runs only
+    prefill, up to ``token_budget`` prompt tokens, longer prompts in chunks) or ``chunked``
+    (vLLM: each iteration schedules the decoding requests first, k + 1 tokens each, then
+    prompt chunks up to ``token_budget`` tokens in all, in one fused pass);
+    ``kv_capacity_tokens``: KV cache size in tokens (None: unlimited); each running request
+    holds its context plus ``max_k + 1`` lookahead slots for the verify pass's tokens;
+    ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
+    cost time, and the prefill emits its first token; a request without one decodes from
+    admission) or ``skip`` (every request decodes from admission, no prefill pass and no
+    prefill token: an idealisation under which concurrency 1 is exactly the batch-1
+    engines' model).
+    """
+
+    max_running_requests: int
+    batching: Literal["prefill_first", "chunked"] = "prefill_first"
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    kv_capacity_tokens: int | None = None
+    prefill: Literal["model", "skip"] = "model"
+
+    def __post_init__(self) -> None:
+        if self.max_running_requests < 1:
+            raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
+        if self.token_budget < 1:
+            raise ValueError(f"token_budget must be >= 1, got {self.token_budget}")
+        if self.kv_capacity_tokens is not None and self.kv_capacity_tokens < 1:
+            raise ValueError(f"kv_capacity_tokens must be >= 1, got {self.kv_capacity_tokens}")
+        if self.batching not in ("prefill_first", "chunked"):
+            raise ValueError(f"unknown batching {self.batching!r}")
+        if self.prefill not in ("model", "skip"):
+            raise ValueError(f"unknown prefill {self.prefill!r}")
+
+    def check_policy(self, policy: SpeculationPolicy) -> None:
+        """Chunked batching must fit every decode request's k + 1 tokens in the budget."""
+        if self.batching != "chunked":
+            return
+        worst = max(
+            (b * (k + 1) for b, k in enumerate(k_lookup(policy, self.max_running_requests))),
+            default=0,
+        )
+        if worst > self.token_budget:
+            raise ValueError(
+                f"token_budget {self.token_budget} is below the {worst} decode tokens of a full "
+                "batch (max_running_requests x (k + 1)); raise it or lower max_running_requests"
+            )

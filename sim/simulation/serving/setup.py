@@ -1,0 +1,280 @@
+"""A scenario's ``[serving]`` and ``[workload]`` as a serving plan, its policies and SLOs.
+
+What each key means is written once here (the cost model comes from
+``sim.scenario.bind.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
+which inputs were given, which were defaulted and which were derived.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from sim.errors import SpecsimError
+from sim.hardware.batched import MeasuredPass
+from sim.model.batched_cost import pass_load
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
+from sim.scenario.bind import acceptance_model, serving_cost
+from sim.scenario.load import scenario_from_dict
+from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
+from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
+from sim.simulation.serving.metrics import SloSpec
+from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.trace import read_trace
+from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+
+__all__ = ["BASELINE", "SPECULATIVE", "ServingSetup", "serving_setup", "with_load"]
+
+BASELINE, SPECULATIVE = "baseline", "speculative"
+#: Quantile used as the default cap of a lognormal length (4 standard normal deviations
+#: would be 0.99997; 0.9999 keeps the cap within ~3.7 sigma).
+LOGNORMAL_CAP_QUANTILE = 0.9999
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """Everything ``simulate_serving`` needs for a scenario, and what it assumed.
+
+    ``policies``: ``baseline`` (plain decoding) and, when the scenario speculates,
+    ``speculative`` (its policy); ``load``: the arrival pattern in words.
+    """
+
+    plan: ServingPlan
+    policies: dict[str, SpeculationPolicy]
+    slo: SloSpec
+    replications: int
+    seed: int
+    load: str
+    assumptions: tuple[str, ...]
+
+
+def _resolve(path: str, base_dir: Path | None) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or base_dir is None else base_dir / p
+
+
+def _lognormal(mean: int, sigma: float, cap: int | None, low: int) -> LogNormal:
+    if cap is None:
+        mu = math.log(mean) - sigma**2 / 2
+        cap = max(mean, math.ceil(math.exp(mu + sigma * stats.norm.ppf(LOGNORMAL_CAP_QUANTILE))))
+    return LogNormal(float(mean), sigma, cap, min_tokens=low)
+
+
+def _lengths(
+    w: WorkloadSpec, base_dir: Path | None, notes: list[str]
+) -> tuple[LengthDistribution, LengthDistribution]:
+    n_in = w.input_tokens or 0
+    if w.lengths in (None, "fixed"):
+        notes.append(f"lengths: fixed, {n_in} prompt and {w.output_tokens} output tokens")
+        return Fixed(n_in), Fixed(w.output_tokens)
+    if w.lengths == "lognormal":
+        assert w.output_sigma is not None
+        out = _lognormal(w.output_tokens, w.output_sigma, w.output_max_tokens, 1)
+        inp: LengthDistribution = (
+            _lognormal(n_in, w.input_sigma or 0.0, w.input_max_tokens, 1) if n_in else Fixed(0)
+        )
+        notes.append(
+            f"lengths: lognormal, means {n_in} / {w.output_tokens} tokens, caps "
+            f"{inp.max_tokens} / {out.max_tokens}"
+            + ("" if w.output_max_tokens else f" (default: the {LOGNORMAL_CAP_QUANTILE} quantile)")
+        )
+        return inp, out
+    assert w.lengths_trace is not None
+    trace = read_trace(_resolve(w.lengths_trace, base_dir))
+    notes.append(
+        f"lengths: empirical marginals of {trace.size} rows of {w.lengths_trace} "
+        "(input and output drawn independently)"
+    )
+    return (
+        Empirical(tuple(trace.input_tokens.tolist())),
+        Empirical(tuple(trace.output_tokens.tolist())),
+    )
+
+
+def _policy(scenario: Scenario, serving: ServingSpec) -> SpeculationPolicy:
+    k = scenario.num_steps
+    if serving.disable_above_batch is not None:
+        return DisableAbove(k, serving.disable_above_batch)
+    if serving.k_table is not None:
+        return KTable(tuple((a, b, min(kk, k)) for a, b, kk in serving.k_table))
+    return FixedK(k)
+
+
+def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
+    out: dict[str, list[MeasuredPass]] = {}
+    points: list[TimingPoint] = scenario.timing.points or []
+    default_context = scenario.timing.context_tokens or 0.0
+    for i, p in enumerate(points):
+        m = p.tokens
+        if m is None:
+            m = scenario.num_steps + 1 if p.kind in ("verify", "draft_extend") else 1
+        context = default_context if p.context_tokens is None else p.context_tokens
+        tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
+        out.setdefault(p.kind, []).append(
+            MeasuredPass(tokens, float(kv), float(pairs), p.ms, p.source, f"timing.points[{i}]")
+        )
+    return out
+
+
+def serving_setup(
+    scenario: Scenario, *, base_dir: Path | None = None, source: str = "scenario"
+) -> ServingSetup:
+    """The serving plan of ``scenario`` (``base_dir``: where relative trace paths start;
+    ``source``: the name errors give the scenario)."""
+    serving = scenario.serving or ServingSpec()
+    w = scenario.workload
+    model, timing = scenario.model, scenario.timing
+    notes: list[str] = []
+    k = scenario.num_steps
+
+    # ----- load
+    users = None
+    if serving.trace is not None:
+        names = acceptance_model(scenario.acceptance, max(k, 1)).class_names if k else ()
+        arrivals: ClosedLoop | Poisson | Trace = read_trace(
+            _resolve(serving.trace, base_dir), names
+        )
+        load = f"trace {serving.trace} ({arrivals.size} requests)"
+    elif serving.rate_per_s is not None:
+        arrivals = Poisson(serving.rate_per_s)
+        load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
+    else:
+        users = serving.concurrency or 1
+        arrivals = ClosedLoop(users, serving.think_time_ms)
+        load = f"closed loop of {users} user{'s' if users > 1 else ''}" + (
+            f", think time {serving.think_time_ms:g} ms" if serving.think_time_ms else ""
+        )
+        if serving.concurrency is None:
+            notes.append("load: no serving.concurrency, rate_per_s or trace given; one user")
+
+    # ----- requests
+    if isinstance(arrivals, Trace):
+        warmup = w.warmup_requests if w.warmup_requests is not None else arrivals.size // 10
+        if warmup >= arrivals.size:
+            raise SpecsimError(
+                f"warmup_requests ({warmup}) leaves none of the trace's {arrivals.size} requests",
+                source=source,
+                field="workload.warmup_requests",
+            )
+        requests = arrivals.size - warmup
+        inp, out = Fixed(0), Fixed(1)  # unused: lengths come from the rows
+        notes.append(f"lengths: from the trace; {warmup} warm-up and {requests} measured requests")
+    else:
+        inp, out = _lengths(w, base_dir, notes)
+        requests = w.requests
+        warmup = w.warmup_requests
+        if warmup is None:
+            warmup = max(users or 0, requests // 10)
+            notes.append(f"warm-up: {warmup} requests discarded (default)")
+    workload = Workload(arrivals, out, inp, requests=requests, warmup=warmup)
+
+    # ----- cost
+    kv = model.kv_bytes_per_token
+    attn = model.attention_flops_per_pair
+    if (kv or attn) and timing.context_tokens is None:
+        raise SpecsimError(
+            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
+            "which the [timing] passes were measured",
+            source=source,
+            field="timing.context_tokens",
+        )
+    if kv is None:
+        notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
+    if attn is None:
+        notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
+    try:
+        cost = serving_cost(
+            scenario,
+            kv_bytes_per_token=kv or 0.0,
+            attention_flops_per_pair=attn or 0.0,
+            reference_context_tokens=timing.context_tokens or 0.0,
+            points=_points(scenario),
+            speculative=k > 0,
+            draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
+        )
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
+    measured = sorted({p.kind for p in timing.points or []})
+    notes.append(
+        "batched passes: the hardware model calibrated to the batch-1 [timing] passes"
+        + (f" and measured points for {', '.join(measured)}" if measured else "")
+        + (
+            ""
+            if "prefill" in measured
+            else "; prefill: no measured prefill, the decode pass's curve (assumed; the "
+            "compute-bound prefill is then priced at the decode pass's slope)"
+        )
+    )
+
+    # ----- scheduler and policies
+    scheduler = SchedulerConfig(
+        max_running_requests=serving.max_running_requests,
+        batching=serving.batching,
+        token_budget=serving.token_budget,
+        kv_capacity_tokens=serving.kv_capacity_tokens,
+        prefill=serving.prefill,
+    )
+    if serving.kv_capacity_tokens is None:
+        notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
+    if timing.jitter_cv:
+        notes.append(
+            f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
+            "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
+        )
+    policies: dict[str, SpeculationPolicy] = {BASELINE: FixedK(0)}
+    if k > 0:
+        policies[SPECULATIVE] = _policy(scenario, serving)
+    max_k = max(p.max_k for p in policies.values())
+    plan = ServingPlan(workload, scheduler, cost, acceptance_model(scenario.acceptance, max_k))
+    for name, policy in policies.items():
+        try:
+            plan.check(policy)
+        except ValueError as exc:
+            text = str(exc)
+            field = "serving.kv_capacity_tokens" if "KV cache" in text else "serving.token_budget"
+            raise SpecsimError(f"{text} ({name})", source=source, field=field) from None
+    slo = SloSpec(tuple(scenario.target_tok_s), serving.ttft_slo_ms, serving.tpot_slo_ms)
+    return ServingSetup(
+        plan=plan,
+        policies=policies,
+        slo=slo,
+        replications=scenario.simulation.replications,
+        seed=scenario.simulation.seed,
+        load=load,
+        assumptions=tuple(notes),
+    )
+
+
+def with_load(
+    scenario: Scenario,
+    *,
+    concurrency: int | None = None,
+    rate_per_s: float | None = None,
+    trace: str | None = None,
+    source: str = "load",
+) -> Scenario:
+    """``scenario`` with its ``[serving]`` load replaced by the one given (validated)."""
+    raw = scenario.model_dump(exclude_none=True)
+    serving = {
+        k: v
+        for k, v in raw.get("serving", {}).items()
+        if k not in ("concurrency", "rate_per_s", "trace")
+    }
+    for key, value in (("concurrency", concurrency), ("rate_per_s", rate_per_s), ("trace", trace)):
+        if value is not None:
+            serving[key] = value
+    raw["serving"] = serving
+    return scenario_from_dict(raw, source=source, overridden=[f"serving.{k}" for k in serving])
+
+
+def mean_request_tokens(setup: ServingSetup) -> tuple[float, float]:
+    """Mean (input, output) tokens of the setup's requests."""
+    arrivals = setup.plan.workload.arrivals
+    if isinstance(arrivals, Trace):
+        return float(np.mean(arrivals.input_tokens)), float(np.mean(arrivals.output_tokens))
+    return setup.plan.workload.input_tokens.mean, setup.plan.workload.output_tokens.mean

@@ -1,0 +1,246 @@
+"""Who sends requests, when, and what each request is.
+
+Arrival patterns:
+
+* ``ClosedLoop``: C users, each sending its next request when its last one finished,
+  after an optional exponential think time (the shape of ``vllm bench serve
+  --max-concurrency C`` and of SGLang's bench_serving with a concurrency cap);
+* ``Poisson``: open arrivals at ``rate_per_s``;
+* ``Trace``: replayed arrival times and lengths (sim/simulation/serving/trace.py reads them).
+
+A request is drawn by a ``RequestSource``: its input and output lengths (from the
+workload's length distributions, or the trace's row), its acceptance class and per-request
+rates (the scenario's acceptance model at the largest draft length any policy uses,
+``AcceptanceModel.sample_requests``: a shorter draft length uses the first k rates), and a
+64-bit key for its acceptance draws (sim/simulation/serving/counter_rng.py). Sources are
+per user in a closed loop and one for open arrivals, each with its own streams, so the
+j-th request of a user (or the j-th arrival) is the same request whatever the policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.model.acceptance import AcceptanceModel
+from sim.model.rates import cumulative_rates
+from sim.model.samplers import bit_thresholds
+from sim.simulation.serving.counter_rng import draw_keys
+from sim.simulation.serving.lengths import Fixed, LengthDistribution
+
+__all__ = [
+    "ClosedLoop",
+    "Poisson",
+    "Request",
+    "RequestSource",
+    "SourceStreams",
+    "Trace",
+    "Workload",
+    "acceptance_thresholds",
+]
+
+#: Requests whose class and rates are drawn at once (a speed knob only: the draws are
+#: sequential in the stream, so block size does not change them).
+RATE_BLOCK = 16
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """``users`` concurrent users; ``think_ms``: mean exponential pause between a
+    request's end and the user's next request (0: none)."""
+
+    users: int
+    think_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.users < 1:
+            raise ValueError(f"a closed loop needs at least 1 user, got {self.users}")
+        if self.think_ms < 0:
+            raise ValueError(f"think_ms must be >= 0, got {self.think_ms}")
+
+
+@dataclass(frozen=True)
+class Poisson:
+    """Open arrivals at ``rate_per_s`` requests per second (exponential gaps)."""
+
+    rate_per_s: float
+
+    def __post_init__(self) -> None:
+        if not self.rate_per_s > 0:
+            raise ValueError(f"rate_per_s must be > 0, got {self.rate_per_s}")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Replayed requests, arrays of shape (n,): ``arrival_ms`` non-decreasing,
+    ``input_tokens`` >= 0, ``output_tokens`` >= 1, ``request_class`` an index into the
+    acceptance model's classes or -1 (drawn by the class weights)."""
+
+    arrival_ms: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    request_class: np.ndarray
+    source: str = "trace"
+
+    def __post_init__(self) -> None:
+        n = self.arrival_ms.shape[0]
+        for name in ("input_tokens", "output_tokens", "request_class"):
+            if getattr(self, name).shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},)")
+        if n == 0:
+            raise ValueError("a trace needs at least one request")
+
+    @property
+    def size(self) -> int:
+        return int(self.arrival_ms.shape[0])
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Arrivals and lengths; ``requests`` measured per replication after ``warmup``
+    discarded ones (by arrival order). For a trace, lengths come from its rows and
+    ``requests`` + ``warmup`` must not exceed its length."""
+
+    arrivals: ClosedLoop | Poisson | Trace
+    output_tokens: LengthDistribution
+    input_tokens: LengthDistribution = field(default_factory=lambda: Fixed(0))
+    requests: int = 100
+    warmup: int = 0
+
+    def __post_init__(self) -> None:
+        if self.requests < 1 or self.warmup < 0:
+            raise ValueError("requests must be >= 1 and warmup >= 0")
+        if isinstance(self.arrivals, Trace):
+            if self.arrivals.output_tokens.min() < 1:
+                raise ValueError("every request of a trace needs at least 1 output token")
+        elif self.output_tokens.min_tokens < 1:
+            raise ValueError("requests need at least 1 output token")
+        if isinstance(self.arrivals, Trace) and self.requests + self.warmup > self.arrivals.size:
+            raise ValueError(
+                f"requests + warmup = {self.requests + self.warmup} exceeds the trace's "
+                f"{self.arrivals.size} rows"
+            )
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The most tokens (input + output) one request can hold in KV."""
+        if isinstance(self.arrivals, Trace):
+            t = self.arrivals
+            return int((t.input_tokens + t.output_tokens).max())
+        return self.input_tokens.max_tokens + self.output_tokens.max_tokens
+
+
+def acceptance_thresholds(cumulative: np.ndarray) -> np.ndarray:
+    """Integer thresholds T_j in [0, 2^32] (int64, shape of ``cumulative``): draft j is
+    accepted when a 32-bit uniform integer is < T_j, with probability ceil(c_j 2^32) / 2^32
+    (``bit_thresholds``: exactly 0 at c_j = 0 and 1 at c_j = 1)."""
+    t, positive = bit_thresholds(cumulative)
+    return np.where(positive, t.astype(np.int64) + 1, 0)
+
+
+class Request:
+    """One request and what happens to it (times in ms of simulated time; -1: not yet)."""
+
+    __slots__ = (
+        "admitted_ms",
+        "arrival_ms",
+        "cycles",
+        "decode_from",
+        "decode_start_ms",
+        "done",
+        "finish_ms",
+        "first_token_ms",
+        "generated",
+        "id",
+        "input_tokens",
+        "key",
+        "last_delivery_ms",
+        "measured",
+        "output_tokens",
+        "preemptions",
+        "request_class",
+        "thresholds",
+    )
+
+    def __init__(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        request_class: int,
+        thresholds: np.ndarray,
+        key: np.uint64,
+    ):
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.request_class = request_class
+        self.thresholds = thresholds
+        self.key = key
+        self.id = -1
+        self.measured = False
+        self.arrival_ms = self.admitted_ms = self.first_token_ms = -1.0
+        self.decode_start_ms = self.finish_ms = self.last_delivery_ms = -1.0
+        self.generated = 0
+        self.decode_from = 0
+        self.cycles = 0
+        self.preemptions = 0
+        self.done = None
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens whose KV the request needs: its prompt and what it generated so far."""
+        return self.input_tokens + self.generated
+
+
+@dataclass(frozen=True)
+class SourceStreams:
+    """The streams of one request source: lengths, class and rates, acceptance keys."""
+
+    lengths: np.random.Generator
+    rates: np.random.Generator
+    keys: np.random.Generator
+
+
+class RequestSource:
+    """Requests of one user (or of the open arrival stream), in order.
+
+    ``next(trace_row)`` returns the next request; with ``trace_row`` its lengths and class
+    come from the trace (-1 class: drawn by weight). Class and rates are drawn in blocks of
+    ``RATE_BLOCK`` (two uniforms per request whatever the class), keys one per request.
+    """
+
+    def __init__(self, workload: Workload, acceptance: AcceptanceModel, streams: SourceStreams):
+        self._workload = workload
+        self._acceptance = acceptance
+        self._streams = streams
+        self._classes: list[int] = []
+        self._rates: list[np.ndarray] = []
+        self._u: list[float] = []
+
+    def _refill(self) -> None:
+        u = self._streams.rates.random((RATE_BLOCK, 2))
+        cut = np.cumsum(self._acceptance.weights)[:-1]
+        cls = np.searchsorted(cut, u[:, 0], side="right")
+        self._classes = cls.tolist()[::-1]
+        self._u = u[:, 1].tolist()[::-1]
+
+    def _class_and_rates(self, given: int) -> tuple[int, np.ndarray]:
+        if not self._u:
+            self._refill()
+        drawn, u = self._classes.pop(), self._u.pop()
+        cls = drawn if given < 0 else given
+        rates = self._acceptance.classes[cls].rates_from_uniform(np.array([u]))[0]
+        return cls, rates
+
+    def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
+        """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
+        if trace_row is None:
+            n_in = int(self._workload.input_tokens.sample(self._streams.lengths, 1)[0])
+            n_out = int(self._workload.output_tokens.sample(self._streams.lengths, 1)[0])
+            given = -1
+        else:
+            n_in, n_out, given = trace_row
+        cls, rates = self._class_and_rates(given)
+        thresholds = acceptance_thresholds(cumulative_rates(rates))
+        key = draw_keys(self._streams.keys, 1)[0]
+        return Request(n_in, n_out, cls, thresholds, key)

@@ -1,0 +1,132 @@
+"""Batched pass physics: exact at measured points, growth from the physics it names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.errors import SpecsimError
+from sim.hardware.batched import (
+    BatchedPass,
+    ComputeCurve,
+    MeasuredPass,
+    PassPhysics,
+    calibrated_pass,
+)
+from sim.scenario.decompose import ScenarioHardware, target_weights
+from sim.scenario.load import load_scenario
+from tests.conftest import ROOT, SEED
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+
+
+def physics(path, name="decode", graphed=True, kv=0.0, attn=0.0, sets=()):
+    scenario = load_scenario(path, sets)
+    hw = ScenarioHardware(scenario)
+    return PassPhysics(
+        name=name,
+        weights=target_weights(scenario),
+        layers=hw.geom.layers,
+        hardware=hw.current,
+        geometry=hw.geom,
+        graphed=graphed,
+        kv_bytes_per_token=kv,
+        attention_flops_per_pair=attn,
+    )
+
+
+def test_calibrated_pass_reproduces_every_measured_point():
+    p = physics(SEED, kv=70_272.0)
+    points = [
+        MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed"),
+        MeasuredPass(16, 16 * 2001.0, 16 * 2000.0, 19.0, "made-up shape check"),
+        MeasuredPass(64, 64 * 2001.0, 64 * 2000.0, 30.0, "made-up shape check"),
+    ]
+    bp = calibrated_pass(p, points)
+    for pt in points:
+        assert float(bp.pass_ms(pt.tokens, pt.kv_tokens, pt.pairs)) == pytest.approx(
+            pt.ms, rel=1e-12
+        )
+    # between points compute is linear in the work; beyond, the last slope (never negative:
+    # ComputeCurve.end_slopes clamps a falling one at 0)
+    c = bp.curve
+    r = np.array([float(bp.work_ms(p.tokens, p.kv_tokens, p.pairs)) for p in points])
+    mid = (r[0] + r[1]) / 2
+    assert float(c.at(mid)) == pytest.approx((c.compute_ms[0] + c.compute_ms[1]) / 2)
+    beyond = r[2] + 1.0
+    slope = max(0.0, (c.compute_ms[2] - c.compute_ms[1]) / (r[2] - r[1]))
+    assert float(c.at(beyond)) == pytest.approx(c.compute_ms[2] + slope)
+
+
+def test_moe_weights_grow_with_the_expert_union():
+    p = physics(SEED)
+    bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
+    w = p.weights
+    gpu = p.hardware.gpu
+
+    def per_rank_ms(t: int) -> float:  # weight bytes at peak bandwidth + FLOPs at peak
+        memory = w.bytes_read(t) / (gpu.memory_bandwidth_gbps * 1e6)
+        return (memory + w.flops(t) / (gpu.bf16_tflops * 1e9)) / p.hardware.gpus
+
+    # one point: the measured time above the work is fixed, growth costs the extra
+    # weight bytes at peak bandwidth and the extra FLOPs at peak
+    for t in (2, 8, 32):
+        grown = float(bp.compute_ms(t, 0.0, 0.0) - bp.compute_ms(1, 0.0, 0.0))
+        assert grown == pytest.approx(per_rank_ms(t) - per_rank_ms(1), rel=1e-9)
+    # a second point sets the slope: a pass at 16 tokens whose compute grew twice the
+    # roofline's growth (half the peak bandwidth achieved) gives slope 2
+    x1 = float(bp.compute_ms(1, 0.0, 0.0))
+    grown = float(bp.work_ms(16, 0.0, 0.0) - bp.work_ms(1, 0.0, 0.0))
+    ms16 = float(bp._token_terms(16)[2].at(x1 + 2 * grown))  # its critical path
+    points = [MeasuredPass(1, 0.0, 0.0, 12.12, "seed"), MeasuredPass(16, 0.0, 0.0, ms16, "x")]
+    two = calibrated_pass(p, points)
+    assert two.curve.end_slopes[1] == pytest.approx(2.0, rel=1e-6)
+    times = np.array([float(bp.pass_ms(t, 0.0, 0.0)) for t in (1, 2, 4, 8, 16, 32, 64, 128)])
+    assert np.all(np.diff(times) > 0)
+    per_token = np.diff(times) / np.diff([1, 2, 4, 8, 16, 32, 64, 128])
+    assert np.all(np.diff(per_token) < 0)  # concave: the union saturates
+
+
+def test_kv_reads_add_bandwidth_time_when_memory_bound():
+    p = physics(LLAMA, kv=131_072.0)
+    bp = calibrated_pass(p, [MeasuredPass(1, 1.0, 0.0, 5.0, "made-up")])
+    extra = float(bp.pass_ms(1, 100_001.0, 0.0) - bp.pass_ms(1, 1.0, 0.0))
+    expected = 100_000 * 131_072 / (p.hardware.gpu.memory_bandwidth_gbps * 1e6)
+    assert extra == pytest.approx(expected, rel=1e-9)
+
+
+def test_memory_then_compute_bound_beyond_the_knee():
+    """Dense weights: memory time is flat in tokens, FLOP time grows linearly; they add,
+    and beyond the knee (where FLOP time passes memory time) compute dominates."""
+    p = physics(LLAMA)
+    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    gpu = p.hardware.gpu
+    w = p.weights
+    memory_ms = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e6)
+    per_token_ms = w.flops(1) / (gpu.bf16_tflops * 1e9)
+    knee = memory_ms / per_token_ms
+    for t in (1, int(knee / 4), int(knee * 4)):
+        assert float(bp.work_ms(t, 0.0, 0.0)) == pytest.approx(memory_ms + t * per_token_ms)
+    assert float(bp.work_ms(int(knee * 4), 0.0, 0.0)) > 4 * memory_ms  # compute-bound
+
+
+def test_allreduce_messages_grow_with_tokens():
+    p = physics(SEED)
+    bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
+    # same compute, more tokens in the messages: the floor (no compute) rises
+    floors = [float(bp._token_terms(t)[2].at(0.0)) for t in (1, 64, 1024, 8192)]
+    assert floors == sorted(floors) and floors[-1] > floors[0]
+
+
+def test_a_point_below_the_floor_names_its_source():
+    p = physics(SEED, name="verify", graphed=False)
+    with pytest.raises(SpecsimError, match="made-up") as err:
+        calibrated_pass(p, [MeasuredPass(3, 0.0, 0.0, 0.5, "made-up")], field="timing.verify_ms")
+    assert err.value.field == "timing.verify_ms"
+
+
+def test_two_points_of_one_shape_are_refused():
+    p = physics(SEED)
+    pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 0.0, 0.0, 12.5, "b")]
+    with pytest.raises(SpecsimError, match="same work"):
+        calibrated_pass(p, pts)

@@ -1,0 +1,78 @@
+"""The critical path's upper envelope is the critical path."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.hardware.envelope import envelope_of, upper_envelope
+from sim.hardware.launch import critical_path_ms, kernel_schedule
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layers=st.integers(1, 8),
+    kernels=st.integers(4, 20),
+    allreduce_ms=st.floats(0.0, 0.2),
+    launch_ms=st.floats(0.0, 0.02),
+    x=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=20),
+)
+def test_envelope_equals_the_critical_path(layers, kernels, allreduce_ms, launch_ms, x):
+    schedule = kernel_schedule(
+        layers=layers,
+        kernels_per_layer=kernels,
+        allreduces_per_layer=2,
+        allreduce_ms=allreduce_ms,
+        tensor_parallel=True,
+        launch_ms=launch_ms,
+    )
+    env = envelope_of(schedule)
+    expected = np.array([critical_path_ms(schedule, v) for v in x])
+    np.testing.assert_allclose(env.at(np.array(x)), expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    layers=st.integers(1, 6),
+    kernels=st.integers(4, 16),
+    launch_ms=st.floats(0.0, 0.02),
+    every=st.integers(1, 9),
+    sync_ms=st.floats(0.0, 0.05),
+    x=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=12),
+)
+def test_envelope_with_host_syncs_equals_the_critical_path(
+    layers, kernels, launch_ms, every, sync_ms, x
+):
+    """Host synchronisations split a pass into stretches: the envelope is their sum."""
+    base = kernel_schedule(
+        layers=layers,
+        kernels_per_layer=kernels,
+        allreduces_per_layer=2,
+        allreduce_ms=0.05,
+        tensor_parallel=True,
+        launch_ms=launch_ms,
+    )
+    syncs = np.zeros(base.num_kernels, dtype=bool)
+    syncs[::every] = True
+    schedule = replace(base, host_sync=syncs, sync_ms=sync_ms)
+    expected = np.array([critical_path_ms(schedule, v) for v in x])
+    got = envelope_of(schedule).at(np.array(x))
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 3)), min_size=1, max_size=30),
+    x=st.lists(st.floats(0.0, 20.0), min_size=1, max_size=10),
+)
+def test_envelope_of_arbitrary_lines(lines, x):
+    a = np.array([p[0] for p in lines])
+    f = np.array([p[1] for p in lines])
+    env = upper_envelope(a, f)
+    xs = np.array(x)
+    expected = np.max(a[:, None] + f[:, None] * xs[None, :], axis=0)
+    np.testing.assert_allclose(env.at(xs), expected, rtol=1e-9, atol=1e-9)
+    assert np.all(np.diff(env.slopes) > 0) and env.starts[0] == 0.0

@@ -1,0 +1,86 @@
+"""Batched iteration cost: exactly the batch-1 cycle at batch 1, the curve's growth beyond."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
+from sim.model.cycle import PassTimes, cycle_cost
+from sim.scenario.bind import pass_times, serving_cost
+from sim.scenario.load import load_scenario
+from tests.conftest import ROOT, SEED
+
+PASSES = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6)
+LINEAR = ServingCurves(
+    decode=LinearCurve(9.0, 0.01, 1e-5),
+    verify=LinearCurve(25.0, 0.05, 2e-5),
+    prefill=LinearCurve(5.0, 0.02),
+    draft_step=LinearCurve(1.0, 0.001, 1e-6),
+    draft_extend=LinearCurve(1.2, 0.002),
+    draft_prefill=LinearCurve(0.5, 0.001),
+)
+
+
+@pytest.mark.parametrize("k", range(0, 9))
+@pytest.mark.parametrize("context", [0.0, 2048.0])
+def test_batch_one_at_the_reference_context_is_the_batch_one_cycle_exactly(k, context):
+    cost = IterationCost(PASSES, LINEAR, reference_context_tokens=context)
+    got = cost.decode_ms(1, k, np.array([context, context]))
+    assert got.tolist() == [cycle_cost(PASSES, k).total_ms] * 2  # bit for bit
+    phases = cost.decode_phases(1, k, np.array([context]))
+    c = cycle_cost(PASSES, k)
+    assert [float(p[0]) for p in phases] == [c.draft_ms, c.verify_ms, c.extend_ms, c.overhead_ms]
+
+
+@pytest.mark.parametrize("path", [SEED, ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"])
+def test_hardware_curves_are_exact_at_batch_one(path):
+    scenario = load_scenario(path, ["model.draft_params=2.0e9"] if path == SEED else [])
+    cost = serving_cost(scenario, kv_bytes_per_token=70_000.0, reference_context_tokens=1000.0)
+    for k in range(0, 7):
+        assert (
+            float(cost.decode_ms(1, k, np.array([1000.0]))[0])
+            == cycle_cost(pass_times(scenario), k).total_ms
+        )
+
+
+def test_growth_is_the_curves_difference():
+    cost = IterationCost(PASSES, LINEAR, reference_context_tokens=0.0)
+    b, k, s = 8, 3, 8000.0
+    c = cycle_cost(PASSES, k)
+    expected = c.total_ms
+    for times, curve, m in (
+        (k - 1, LINEAR.draft_step, 1),
+        (1, LINEAR.verify, k + 1),
+        (1, LINEAR.draft_extend, k + 1),
+    ):
+        t, kv, pr = pass_load(b, m, s)
+        t1, kv1, pr1 = pass_load(1, m, 0.0)
+        expected += times * (float(curve.pass_ms(t, kv, pr)) - float(curve.pass_ms(t1, kv1, pr1)))
+    assert float(cost.decode_ms(b, k, np.array([s]))[0]) == pytest.approx(expected, rel=1e-12)
+    # the per-phase path and the cached total agree
+    assert float(sum(p[0] for p in cost.decode_phases(b, k, np.array([s])))) == pytest.approx(
+        expected, rel=1e-12
+    )
+
+
+def test_seed_verify_grows_faster_than_decode_with_batch():
+    scenario = load_scenario(SEED, ["model.draft_params=2.0e9"])
+    cost = serving_cost(scenario)
+    plain = [float(cost.decode_ms(b, 0, np.array([0.0]))[0]) for b in (1, 8, 32)]
+    spec = [float(cost.decode_ms(b, 2, np.array([0.0]))[0]) for b in (1, 8, 32)]
+    assert plain == sorted(plain) and spec == sorted(spec)
+    # a verify over B (k + 1) tokens reads more distinct experts than a decode over B
+    assert (spec[2] - spec[0]) > (plain[2] - plain[0])
+
+
+def test_prefill_and_fused_chunks():
+    cost = IterationCost(PASSES, LINEAR)
+    load = PrefillLoad.of_chunks([100, 50], [0, 200])
+    assert load.tokens == 150 and load.kv_tokens == 100 + 250
+    assert load.pairs == pytest.approx(100 * 101 / 2 + 50 * 200 + 50 * 51 / 2)
+    alone = cost.prefill_ms(load, drafter=False)
+    assert alone == pytest.approx(float(LINEAR.prefill.pass_ms(150, 350, load.pairs)))
+    assert cost.prefill_ms(load, drafter=True) > alone
+    fused = float(cost.decode_ms(4, 2, np.array([400.0]), prefill=load)[0])
+    assert fused > float(cost.decode_ms(4, 2, np.array([400.0]))[0])

@@ -1,0 +1,70 @@
+"""Small serving plans built in code for the serving tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
+from sim.scenario.bind import acceptance_model, pass_times
+from sim.simulation.serving import (
+    ClosedLoop,
+    Fixed,
+    SchedulerConfig,
+    ServingPlan,
+    Workload,
+)
+from tests.helpers import make
+
+#: Passes whose time grows with the batch's tokens only (no KV or attention term): every
+#: iteration at a given batch size and k costs the same, so finite-N laws are exact.
+TOKEN_ONLY = ServingCurves(
+    decode=LinearCurve(8.0, 0.05),
+    verify=LinearCurve(18.0, 0.08),
+    prefill=LinearCurve(4.0, 0.01),
+    draft_step=LinearCurve(0.8, 0.01),
+    draft_extend=LinearCurve(1.5, 0.01),
+    draft_prefill=LinearCurve(0.5, 0.002),
+)
+#: The same with a KV-read term (iteration time grows with context).
+WITH_KV = ServingCurves(
+    decode=LinearCurve(8.0, 0.05, 2e-4),
+    verify=LinearCurve(18.0, 0.08, 3e-4),
+    prefill=LinearCurve(4.0, 0.01, 1e-4),
+    draft_step=LinearCurve(0.8, 0.01, 1e-5),
+    draft_extend=LinearCurve(1.5, 0.01, 1e-5),
+    draft_prefill=LinearCurve(0.5, 0.002),
+)
+
+
+def scenario(acceptance: dict[str, Any] | None = None, k: int = 3, tokens: int = 60):
+    """The test scenario of tests/helpers.py (decode 10, verify 20, draft 1 / 2, overhead
+    0.5 ms) with ``acceptance`` (default alpha 0.7)."""
+    return make(acceptance or {"alpha": 0.7}, k=k, tokens=tokens)
+
+
+def plan(
+    arrivals=None,
+    *,
+    acceptance: dict[str, Any] | None = None,
+    k: int = 3,
+    output=60,
+    input_tokens=0,
+    requests: int = 50,
+    warmup: int = 0,
+    curves: ServingCurves = TOKEN_ONLY,
+    **scheduler: Any,
+) -> ServingPlan:
+    """A plan over the test scenario's batch-1 passes; ``scheduler`` fields override
+    (default: max running = closed-loop users or 64, prefill skipped, no KV limit)."""
+    sc = scenario(acceptance, k=k)
+    arrivals = arrivals or ClosedLoop(1)
+    users = arrivals.users if isinstance(arrivals, ClosedLoop) else 64
+    config = {"max_running_requests": users, "prefill": "skip", **scheduler}
+    out = Fixed(output) if isinstance(output, int) else output
+    inp = Fixed(input_tokens) if isinstance(input_tokens, int) else input_tokens
+    return ServingPlan(
+        workload=Workload(arrivals, out, inp, requests=requests, warmup=warmup),
+        scheduler=SchedulerConfig(**config),
+        cost=IterationCost(pass_times(sc), curves),
+        acceptance=acceptance_model(sc.acceptance, k),
+    )

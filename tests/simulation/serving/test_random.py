@@ -1,0 +1,59 @@
+"""Counter-based acceptance draws and length distributions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sim.simulation.serving.counter_rng import counter_bits, counter_bits_block, draw_keys
+from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
+from sim.simulation.serving.workload import acceptance_thresholds
+
+
+def _splitmix(seed: int, n: int) -> int:
+    """The n-th output (0-based) of Vigna's splitmix64.c, top 32 bits."""
+    m = 2**64
+    z = (seed + (n + 1) * 0x9E3779B97F4A7C15) % m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % m
+    return (z ^ (z >> 31)) >> 32
+
+
+def test_bits_are_splitmix64():
+    keys = draw_keys(np.random.default_rng(3), 4)
+    got = counter_bits_block(keys, np.array([0, 5, 2**33, 7]), 6)
+    for i, (key, first) in enumerate(zip(keys.tolist(), [0, 5, 2**33, 7], strict=True)):
+        assert got[i].tolist() == [_splitmix(key, first + c) for c in range(6)]
+    np.testing.assert_array_equal(
+        got, counter_bits(keys[:, None], np.array([0, 5, 2**33, 7])[:, None] + np.arange(6))
+    )
+
+
+def test_bits_are_uniform_and_independent_across_keys_and_cycles():
+    keys = draw_keys(np.random.default_rng(4), 200)
+    u = counter_bits_block(keys, np.zeros(200, dtype=np.int64), 500) / 2.0**32  # (200, 500)
+    assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
+    # neighbouring cycles and neighbouring requests uncorrelated
+    for a, b in ((u[:, :-1], u[:, 1:]), (u[:-1], u[1:])):
+        r = np.corrcoef(a.ravel(), b.ravel())[0, 1]
+        assert abs(r) < 4 / np.sqrt(a.size)
+
+
+def test_thresholds_give_the_cumulative_rates():
+    t = acceptance_thresholds(np.array([0.0, 0.3, 1.0]))
+    assert t.tolist() == [0, int(np.ceil(0.3 * 2**32)), 2**32]
+
+
+def test_lengths():
+    rng = np.random.default_rng(0)
+    assert Fixed(7).sample(rng, 3).tolist() == [7, 7, 7]
+    ln = LogNormal(200.0, 0.8, 4000)
+    x = ln.sample(rng, 200_000)
+    assert x.min() >= 1 and x.max() <= 4000
+    assert x.mean() == pytest.approx(ln.mean, abs=4 * x.std() / np.sqrt(x.size))
+    emp = Empirical((3, 5, 5, 9))
+    y = emp.sample(rng, 100_000)
+    assert set(np.unique(y)) == {3, 5, 9} and y.mean() == pytest.approx(emp.mean, abs=0.05)
+    with pytest.raises(ValueError):
+        LogNormal(-1.0, 0.5, 10)

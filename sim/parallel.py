@@ -115,7 +115,8 @@ class LocalExecutor:
 
 @dataclass(frozen=True)
 class DaskExecutor:
-    """Points as tasks on an existing Dask cluster (``dask.distributed``, extra ``specsim[dask]``).
+    """Points as tasks on an existing Dask cluster (``dask.distributed``; extra
+    ``specsim-llm[dask]``).
 
     ``scheduler`` is a scheduler address (``tcp://host:8786``) or a ``distributed.Client``.
     Workers must be able to import ``sim`` (install specsim on them). Results are identical
@@ -130,7 +131,7 @@ class DaskExecutor:
             from distributed import Client, as_completed
         except ImportError:
             raise SpecsimError(
-                "the Dask executor needs dask.distributed: pip install 'specsim[dask]'",
+                "the Dask executor needs dask.distributed: pip install 'specsim-llm[dask]'",
                 param="executor",
             ) from None
         own = not isinstance(self.scheduler, Client)

@@ -52,7 +52,7 @@ from sim.cli.progress import ProgressBar
     type=click.Choice(["local", "dask"]),
     default="local",
     show_default=True,
-    help="local process pool, or an existing Dask cluster (needs specsim[dask]).",
+    help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
 )
 @click.option("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address.")
 @target_option

@@ -22,7 +22,7 @@ from typing import Any
 
 from sim.documents import document
 from sim.errors import SpecsimError
-from sim.files import atomic_write_text, make_dirs, os_reason
+from sim.files import atomic_write_text, check_output_file, make_dirs, os_reason
 from sim.studies.grid import canonical, point_key
 
 #: Version of the point files and tables; a store of another version is not reused.
@@ -61,6 +61,8 @@ class SweepStore:
             raise SpecsimError("exists and is not a directory", source=where)
         if self.points_dir.exists() and not self.points_dir.is_dir():
             raise SpecsimError("points: exists and is not a directory", source=where)
+        for table in ("sweep.csv", "sweep.json"):  # written at the end: checked now
+            check_output_file(self.out_dir / table, source=f"{where}/{table}")
         if self.manifest_path.exists():
             self._check_manifest()
         self._made_dirs = make_dirs(self.out_dir, where)

@@ -421,6 +421,19 @@ def _(t):
     ]
 
 
+@case("sweep-csv-is-a-directory", "sweep.csv")
+def _(t):
+    (t / "o" / "sweep.csv").mkdir(parents=True)
+    return ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o")]
+
+
+@case("sweep-manifest-not-utf8", "manifest")
+def _(t):
+    (t / "o").mkdir()
+    (t / "o" / "manifest.json").write_bytes(b"\xff\xfe{")
+    return ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o")]
+
+
 @case("sweep-points-is-file", "points")
 def _(t):
     (t / "o").mkdir()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from sim.calibration.importers.sglang_bench import SglangBench
+from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
 from sim.calibration.importers.sglang_server_args import SglangServerArgs
 from sim.calibration.importers.vllm_bench import VllmBenchRun
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters, VllmLatency
@@ -176,5 +176,36 @@ def server_args_measurement(args: SglangServerArgs) -> Measurements:
             f"SGLang server_args {args.source} line {args.line}: algorithm "
             f"{args.speculative_algorithm}, num_steps {args.num_steps}, topk {args.topk}, "
             f"num_draft_tokens {args.num_draft_tokens}, tp_size {args.tp_size}",
+        ),
+    )
+
+
+def sglang_one_batch_measurement(
+    records: tuple[OneBatchRecord, ...], source: str, rel_error: float
+) -> Measurements:
+    """The plain-decoding baseline from ``bench_one_batch`` records at batch size 1."""
+    ones = [r for r in records if r.batch_size == 1]
+    if not ones:
+        raise SpecsimError("no batch_size 1 record (the baseline is one request)", source=source)
+    figures = {
+        "format": "SGLang bench_one_batch JSONL",
+        "source": source,
+        "records": [
+            {"line": r.line, "batch_size": r.batch_size, "input_len": r.input_len,
+             "output_len": r.output_len, "median_decode_latency_s": r.median_decode_latency_s}
+            for r in records
+        ],
+    }  # fmt: skip
+    return Measurements(
+        baselines=tuple(
+            BaselinePoint(
+                r.tok_s, rel_error * r.tok_s, f"sglang bench_one_batch {source} line {r.line}"
+            )
+            for r in ones
+        ),
+        imported=(figures,),
+        notes=(
+            f"SGLang bench_one_batch {source}: baseline = 1 / median decode step at batch 1 "
+            f"({len(records) - len(ones)} larger batches reported, not fitted)",
         ),
     )

@@ -84,7 +84,8 @@ TIMING_RUN_HELP = (
     "sglang_bench",
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="SGLang bench_speculative.py --output JSONL (repeatable; batch_size 1 records).",
+    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
+    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
 )
 @click.option(
     "--sglang-log",
@@ -231,10 +232,16 @@ def _real_runs(
     from sim.calibration.imported import (
         server_args_measurement,
         sglang_bench_measurement,
+        sglang_one_batch_measurement,
         vllm_bench_measurement,
         vllm_latency_measurement,
     )
-    from sim.calibration.importers.sglang_bench import read_sglang_bench
+    from sim.calibration.importers.files import read_text
+    from sim.calibration.importers.sglang_bench import (
+        is_one_batch,
+        parse_sglang_bench,
+        parse_sglang_one_batch,
+    )
     from sim.calibration.importers.sglang_log import read_sglang_log
     from sim.calibration.importers.sglang_server_args import read_sglang_server_args
     from sim.calibration.importers.vllm_bench import read_vllm_bench
@@ -272,7 +279,12 @@ def _real_runs(
     for path in vllm_bench:
         data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
     for path in sglang_bench:
-        data += sglang_bench_measurement(read_sglang_bench(path), rel_error)
+        text = read_text(path)
+        if is_one_batch(text):
+            records = parse_sglang_one_batch(text, source=path)
+            data += sglang_one_batch_measurement(records, path, rel_error)
+        else:
+            data += sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
     log_k = num_steps
     if sglang_server_args:
         args = read_sglang_server_args(sglang_server_args)

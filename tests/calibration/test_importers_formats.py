@@ -165,3 +165,10 @@ def test_two_stage_timing_from_synthetic_runs_acceptance_from_real(tmp_path: Pat
     assert doc["calibrated_scenario"]["name"].endswith("-calibrated")
     assert "vllm bench" in doc["calibrated_scenario"]["description"]
     assert 'name = "llama31-8b-1xh100-eagle3-calibrated"' in out.read_text()
+
+
+def test_sglang_bench_one_batch_gives_the_baseline() -> None:
+    result = _cli("--sglang-bench", str(DATA / "sglang_bench_one_batch.jsonl"), "--json")
+    assert result.exit_code == 0, result.output
+    (baseline,) = json.loads(result.stdout)["baselines"]
+    assert baseline["tok_s"] == pytest.approx(1 / 0.007046768015381171)

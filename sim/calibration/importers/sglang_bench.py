@@ -93,3 +93,49 @@ def parse_sglang_bench(text: str, *, source: str = "<bench>") -> SglangBench:
 
 def read_sglang_bench(path: str | Path) -> SglangBench:
     return parse_sglang_bench(read_text(path), source=str(path))
+
+
+@dataclass(frozen=True)
+class OneBatchRecord:
+    """``python -m sglang.bench_one_batch --result-filename`` (python/sglang/bench_one_batch.py):
+    a static batch without speculation (``spec_algorithm=NONE``); ``median_decode_latency``
+    is the median decode step in seconds, so at batch size 1 its inverse is the baseline."""
+
+    line: int
+    batch_size: int
+    input_len: int
+    output_len: int
+    median_decode_latency_s: float
+
+    @property
+    def tok_s(self) -> float:
+        return 1.0 / self.median_decode_latency_s
+
+
+def parse_sglang_one_batch(text: str, *, source: str = "<bench>") -> tuple[OneBatchRecord, ...]:
+    out = []
+    for n, raw in load_objects(text, source):
+        where = f"line {n}"
+        size = number(raw, "batch_size", source, where)
+        latency = number(raw, "median_decode_latency", source, where)
+        if latency <= 0 or size < 1 or size != int(size):
+            raise SpecsimError(
+                "batch_size must be an integer >= 1 and median_decode_latency positive",
+                source=source,
+                field=where,
+            )
+        out.append(
+            OneBatchRecord(
+                n,
+                int(size),
+                int(number(raw, "input_len", source, where)),
+                int(number(raw, "output_len", source, where)),
+                latency,
+            )
+        )
+    return tuple(out)
+
+
+def is_one_batch(text: str) -> bool:
+    """Whether a JSONL file is bench_one_batch's (not bench_speculative's)."""
+    return '"median_decode_latency"' in text

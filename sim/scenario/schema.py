@@ -429,9 +429,7 @@ class AcceptanceSpec(Heterogeneity):
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
         if value is not None and value not in RANK_PROFILES:
-            raise ValueError(
-                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
-            )
+            raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
         return value
 
     @model_validator(mode="after")

@@ -112,6 +112,9 @@ class SpecsimGroup(click.Group):
         try:
             rv = super().main(args, prog_name or "specsim", *a, standalone_mode=False, **kw)
         except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+                click.echo(exc.ctx.get_help())  # `specsim` alone: the help, as asked
+                sys.exit(0)
             echo_error(usage_error(exc))
             sys.exit(2)
         except click.ClickException as exc:

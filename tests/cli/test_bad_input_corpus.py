@@ -391,6 +391,15 @@ def _(t):
     ]
 
 
+@case("grid-too-long-to-run", "hours")
+def _(t):
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.1:0.9:0.01", "--grid",
+        "workload.output_tokens=1000000", "--set", "workload.requests=100000",
+        "--out", str(t / "o"),
+    ]  # fmt: skip
+
+
 @case("sweep-dask-no-scheduler", "scheduler")
 def _(t):
     return [

@@ -13,6 +13,7 @@ from sim.cli import (
     compare,
     convert,
     hardware,
+    keys,
     plot,
     run,
     search,
@@ -36,6 +37,7 @@ for _command in (
     calibrate.calibrate_command,
     convert.convert,
     validate.validate,
+    keys.keys,
 ):
     main.add_command(_command)
 del _command

@@ -1,8 +1,8 @@
 """Iteration cost of a serving batch, anchored on the batch-1 cycle.
 
 One decode iteration of a batch of B requests is the batch-1 cycle of what they draft (a
-``Draft``, sim/model/drafts.py: a chain of k, SGLang's beam tree or a static tree) run
-over the whole batch:
+``Draft``, sim/model/drafts.py: a chain of k, SGLang's beam tree or a static tree;
+docs/reference.md §Cycle) run over the whole batch:
 
     the drafter passes over B x beams tokens (k - 1 passes over B for a chain; num_steps - 1
     over B topk for SGLang's tree) + one target verify over B x verify tokens (k + 1, or

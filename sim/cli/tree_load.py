@@ -109,7 +109,8 @@ def tree_load(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.tree_load import tree_load_figures
 
-        echo_written(save_figures(tree_load_figures({"kind": "tree-load", **body}), plot_dir, fmt))
+        figures = tree_load_figures({"kind": "tree-load", **body})
+        echo_written(save_figures(figures, plot_dir, fmt), quiet)
     if as_json:
         echo_document("tree-load", body)
     else:

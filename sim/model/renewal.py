@@ -1,8 +1,9 @@
 """Exact finite-request closed forms: how many cycles a request of N tokens needs.
 
-A request stops at the first cycle count n with L_1 + ... + L_n >= N (reference section 2),
-L_i i.i.d. with pmf ``length_pmf`` (entry j for L = j + 1). The distribution of n follows
-by dynamic programming over the tokens emitted so far (mass below N carried, mass reaching
+A request stops at the first cycle count n with L_1 + ... + L_n >= N
+(docs/reference.md §Acceptance), L_i i.i.d. with pmf ``length_pmf`` (entry j for
+L = j + 1). The distribution of n follows by dynamic programming over the tokens
+emitted so far (mass below N carried, mass reaching
 N retired). With cycles of a fixed T ms, a request's tok/s is 1000 N / (n T), so its exact
 distribution, mean and P(tok/s >= target) follow; the long-run renewal-reward value
 1000 E[L] / T is the N -> infinity limit.

@@ -500,8 +500,16 @@ def cycle_time_model(
     """
     if fidelity == "cycle":
         # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
-        # the engines shift it cycle by cycle
-        cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
+        # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
+        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
+        sp = scenario.speculation
+        if sp.is_tree:
+            assert sp.num_draft_tokens is not None
+            cost = tree_cost(
+                scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario)
+            )
+        else:
+            cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
         return CostCycleTimes(cost, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
@@ -552,6 +560,7 @@ def serving_cost(
     points: Mapping[str, Sequence[MeasuredPass]] | None = None,
     speculative: bool = True,
     draft_kv_bytes_per_token: float | None = None,
+    max_beams: int = 1,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -568,6 +577,8 @@ def serving_cost(
     layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
     context at which the batch-1 times hold.
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
+    ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
+    beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     """
     batch1 = pass_times(scenario)
     hw = ScenarioHardware(scenario)
@@ -616,4 +627,11 @@ def serving_cost(
         draft_extend=built.get("draft_extend"),
         draft_prefill=built.get("draft_prefill"),
     )
-    return IterationCost(batch1, curves, reference_context_tokens)
+    table = draft_pass_table_ms(scenario, max_beams) if speculative and max_beams > 1 else None
+    return IterationCost(
+        batch1,
+        curves,
+        reference_context_tokens,
+        draft_table_ms=table,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+    )

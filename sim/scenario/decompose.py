@@ -18,7 +18,7 @@ changes communication only; graphing removes the CPU issue work; the GPU
 count divides compute by the TP degree (weights split evenly over ranks) and changes the
 all-reduce; the GPU preset scales compute by the memory-bandwidth ratio (batch 1 is
 memory-bound). Decode and draft passes are graphed (SGLang captures decode, draft and
-draft-extend CUDA graphs); only the verify pass has the knob (reference section 3).
+draft-extend CUDA graphs); only the verify pass has the knob (docs/reference.md §Seed).
 
 With ``timing.verify_compute = "decode"`` the verify's compute comes from the graphed
 decode's instead (plus its growth over the extra tokens), and an ungraphed measured verify
@@ -508,7 +508,8 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
         return measured_pass_times(
             timing, scenario.num_steps, scenario.speculation.draft_tokens, hw.verify_slope[0]
         )
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0)
+    # m0 + 1: the slope at the measured point needs the next entry
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0 + 1)
     table = hw.verify_table_ms(max_m)
 
     def total(name: str) -> float:

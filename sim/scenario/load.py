@@ -9,15 +9,18 @@ against the file.
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 import tomllib
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
+from sim.files import read_bounded_text
 from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
@@ -36,6 +39,65 @@ def _dotted(loc: Iterable[Any]) -> str:
 
 #: A validator's message that names its own field: ``uncertainty.timing.x: message``.
 _NAMED_FIELD = re.compile(r"^(uncertainty(?:\.[A-Za-z0-9_\[\]]+)+): (.*)$")
+#: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.
+MAX_SCENARIO_BYTES = 1024 * 1024
+#: Deepest nesting of tables and arrays a scenario may have: the schema's deepest path,
+#: ``hardware.interconnects.NAME.protocols[i].FIELD``, is 5 deep; 8 leaves room while a
+#: pathological ``[[[[...]]]]`` is refused before it reaches the validator.
+MAX_DEPTH = 8
+
+
+def nesting_depth(node: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Depth of nested tables/arrays (a scalar is 0), counted no deeper than ``limit``."""
+    if limit <= 0:
+        return 0
+    if isinstance(node, Mapping):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node), default=0)
+    return 0
+
+
+def check_depth(raw: Any, source: str) -> None:
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise SpecsimError(f"tables and arrays nested deeper than {MAX_DEPTH}", source=source)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (``X | None``, ``list[X]``, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_dict(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is dict:
+        return True
+    return any(_is_dict(a) for a in typing.get_args(annotation))
+
+
+def key_suggestions(loc: list[Any], root: type[BaseModel] = Scenario) -> list[str]:
+    """Known keys close to the unknown last key of ``loc`` (difflib), best first."""
+    model: type[BaseModel] | None = root
+    skip_key = False
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        if skip_key:  # a dict key (an inline interconnect's name)
+            skip_key = False
+            continue
+        info = model.model_fields.get(str(part))
+        if info is None:
+            return []
+        skip_key = _is_dict(info.annotation)
+        model = _model_of(info.annotation)
+    if model is None:
+        return []
+    return difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=3)
 
 
 def _first_error(exc: ValidationError) -> tuple[str, str]:
@@ -48,7 +110,12 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     if named and not loc:
         loc, msg = named.group(1).split("."), named.group(2)
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        close = key_suggestions(loc)
+        msg = "unknown key" + (
+            f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        )
+    elif err["type"] == "finite_number":
+        msg = "must be a finite number (inf and nan are not allowed)"
     elif err["type"] == "missing":
         msg = "required key is missing"
     extra = len(exc.errors()) - 1
@@ -188,17 +255,17 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:
     """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
-    p = Path(path)
+    text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecsimError("no such file", source=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecsimError(f"cannot read: {exc.__class__.__name__}", source=str(path)) from None
-    try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
+    except RecursionError:
+        raise SpecsimError(
+            f"invalid TOML: tables and arrays nested deeper than {MAX_DEPTH}", source=str(path)
+        ) from None
+    check_depth(raw, str(path))
+    return raw
 
 
 def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,62 +17,90 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from sim.errors import UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
+# Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
+# and every size has a ceiling well above any real server, so that a typo (1e9 layers)
+# is an error naming the field instead of a multi-GiB allocation or a run that never ends:
+#: One hour: no pass of a decoding step takes longer (real ones take 1-100 ms).
+MAX_MS = 3_600_000.0
+#: Draft length: EAGLE/SGLang/vLLM use 1-10; 64 positions cover every published setting.
+MAX_NUM_STEPS = 64
+#: Decoder layers (the largest public models have ~130) and kernels one layer launches.
+MAX_LAYERS = 1_000
+MAX_KERNELS_PER_LAYER = 1_000
+#: Tensor-parallel degree: NVL72 racks are the largest single all-reduce domain (72).
+MAX_GPUS = 1_024
+#: Output tokens of one request: the longest context windows are ~1M tokens.
+MAX_OUTPUT_TOKENS = 1_000_000
+#: Requests per replication and replications: results hold R x Q per-request rows
+#: (sim/simulation/budget.py bounds their product and the run time as well).
+MAX_REQUESTS = 1_000_000
+MAX_REPLICATIONS = 100_000
+#: Parameters (weights) of one layer, expert or head: 1e13 is beyond any model.
+MAX_PARAMS = 1e13
+#: Throughput targets: no decoding reaches 1e7 tok/s per request.
+MAX_TOK_S = 1e7
+#: Entries of a list in a scenario (per-position rates, mix classes, targets).
+MAX_LIST = 64
+
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
-PositiveMs = Annotated[float, Field(gt=0.0)]
-NonNegativeMs = Annotated[float, Field(ge=0.0)]
+PositiveMs = Annotated[float, Field(gt=0.0, le=MAX_MS)]
+NonNegativeMs = Annotated[float, Field(ge=0.0, le=MAX_MS)]
+Params = Annotated[float, Field(gt=0.0, le=MAX_PARAMS)]
 
 
 class Section(BaseModel):
     """Base of every section: immutable, strict types, unknown keys rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ModelSpec(Section):
     """The target model; optional while timings are given directly."""
 
-    name: str = "unnamed"
-    layers: Annotated[int, Field(gt=0)] | None = None
-    hidden_size: Annotated[int, Field(gt=0)] | None = None
-    experts: Annotated[int, Field(gt=0)] | None = None
-    experts_per_token: Annotated[int, Field(gt=0)] | None = None
-    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    name: Annotated[str, Field(max_length=200)] = "unnamed"
+    layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] | None = None
+    hidden_size: Annotated[int, Field(gt=0, le=1_000_000)] | None = None
+    experts: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    experts_per_token: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    # Hardware model (sim/hardware/, docs/reference.md §All-reduce): kernels one layer launches
     # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
     # activation element in an all-reduce message, decoder layers of the drafter.
-    kernels_per_layer: Annotated[int, Field(gt=0)] | None = None
-    allreduces_per_layer: Annotated[int, Field(ge=0)] = 2
-    activation_bytes: Annotated[int, Field(gt=0)] = 2
-    draft_layers: Annotated[int, Field(gt=0)] = 1
+    kernels_per_layer: Annotated[int, Field(gt=0, le=MAX_KERNELS_PER_LAYER)] | None = None
+    allreduces_per_layer: Annotated[int, Field(ge=0, le=100)] = 2
+    activation_bytes: Annotated[int, Field(gt=0, le=16)] = 2
+    draft_layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] = 1
     # Weights, for compute derived from a GPU preset when timings are missing (roofline):
     # params per layer outside the routed experts (attention, shared expert; the whole
     # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
     # LM head, and in the drafter; bytes per param (experts may be quantized apart).
-    dense_layers: Annotated[int, Field(ge=0)] = 0
-    layer_params: Annotated[float, Field(gt=0)] | None = None
-    dense_layer_params: Annotated[float, Field(gt=0)] | None = None
-    expert_params: Annotated[float, Field(gt=0)] | None = None
-    lm_head_params: Annotated[float, Field(ge=0)] = 0.0
-    draft_params: Annotated[float, Field(gt=0)] | None = None
-    weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
-    expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+    dense_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)] = 0
+    layer_params: Params | None = None
+    dense_layer_params: Params | None = None
+    expert_params: Params | None = None
+    lm_head_params: Annotated[float, Field(ge=0, le=MAX_PARAMS)] = 0.0
+    draft_params: Params | None = None
+    weight_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] = 2.0
+    expert_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
     # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
     # token of context in a target pass, all layers (MLA's latent KV is replicated on every
     # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
     # drafter's KV bytes per token (default: the target's per decoder layer).
-    kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
-    attention_flops_per_pair: Annotated[float, Field(ge=0)] | None = None
-    draft_kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
+    kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -113,13 +141,15 @@ class HardwareSpec(Section):
     deterministic).
     """
 
-    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
-    gpus: Annotated[int, Field(gt=0)] = 1
+    interconnects: Annotated[dict[str, InlineInterconnect], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0)] = EAGER_KERNEL_US
+    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
     allreduce: Library = "auto"
-    rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
     #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves
     #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
     #: longer verify); 1 is the roofline, which the README calls about 2x optimistic.
@@ -130,14 +160,14 @@ class HardwareSpec(Section):
     def _known_interconnect(cls, value: str, info: ValidationInfo) -> str:
         known = preset_names(info.data.get("interconnects"))
         if value not in known:
-            raise ValueError(f"unknown interconnect {value!r}; known: {', '.join(known)}")
+            raise ValueError(str(UnknownNameError("interconnect", value, known)))
         return value
 
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str | None) -> str | None:
         if value is not None and value not in GPU_PRESETS:
-            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(GPU_PRESETS)}")
+            raise ValueError(str(UnknownNameError("gpu", value, tuple(GPU_PRESETS))))
         return value
 
 
@@ -150,7 +180,7 @@ class MeasuredOn(Section):
     """
 
     interconnect: str
-    gpus: Annotated[int, Field(gt=0)]
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)]
     gpu: str | None = None
     verify_cuda_graph: bool
     allreduce: Library = "auto"
@@ -194,7 +224,7 @@ class TimingSpec(Section):
 
     decode_ms: PositiveMs | None = None
     verify_ms: PositiveMs | None = None
-    verify_tokens: Annotated[int, Field(gt=0)] | None = None
+    verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
     #: Growth of the verify pass per extra verified token; left out, the hardware model
     #: derives it (sim/scenario/decompose.py ``verify_slope``), or it is 0 when the model
     #: lacks the weights or GPU to, and the answer lists it among its assumptions.
@@ -233,11 +263,14 @@ class TimingSpec(Section):
     #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
-    jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Below 1: a gamma of shape a = 1/cv^2 has E[1/X] = 1/((a - 1) scale) only for a > 1,
+    #: so the mean per-request tok/s of a one-cycle request is finite only for cv < 1
+    #: (at cv = 10 a one-token request averaged 2.5e92 tok/s).
+    jitter_cv: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
     #: when KV reads or attention are modelled), and measured passes at other batch sizes.
-    context_tokens: Annotated[float, Field(ge=0)] | None = None
-    points: list[TimingPoint] | None = None
+    context_tokens: Annotated[float, Field(ge=0, le=1e8)] | None = None
+    points: Annotated[list[TimingPoint], Field(max_length=MAX_LIST)] | None = None
 
     @model_validator(mode="after")
     def _overhead_only_for_derived_steps(self) -> TimingSpec:
@@ -262,9 +295,11 @@ class SpeculationSpec(Section):
     fewer drafts than the drafter expands at depth 1.
     """
 
-    num_steps: Annotated[int, Field(ge=0)]
-    topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int | None, Field(gt=0, validate_default=True)] = None
+    num_steps: Annotated[int, Field(ge=0, le=MAX_NUM_STEPS)]
+    topk: Annotated[int, Field(gt=0, le=MAX_LIST)] = 1
+    num_draft_tokens: Annotated[
+        int | None, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST, validate_default=True)
+    ] = None
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -323,7 +358,7 @@ class Heterogeneity(Section):
     c = m (1 - m) / std^2 - 1). Neither set: every request has exactly the mean rates.
     """
 
-    concentration: Annotated[float, Field(gt=0.0)] | None = None
+    concentration: Annotated[float, Field(gt=0.0, le=1e9)] | None = None
     std: Annotated[float, Field(ge=0.0, lt=0.5)] | None = None
 
     @model_validator(mode="after")
@@ -347,10 +382,10 @@ class Heterogeneity(Section):
 class AcceptanceClass(Heterogeneity):
     """One class of a workload mix (``[[acceptance.mix]]``): e.g. chat or code."""
 
-    name: str
-    weight: Annotated[float, Field(gt=0.0)]
+    name: Annotated[str, Field(max_length=200)]
+    weight: Annotated[float, Field(gt=0.0, le=1e9)]
     alpha: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one_rate(self) -> AcceptanceClass:
@@ -404,11 +439,11 @@ class AcceptanceSpec(Heterogeneity):
     """
 
     alpha: Rate | None = None
-    accept_length: Annotated[float, Field(ge=1.0)] | None = None
+    accept_length: Annotated[float, Field(ge=1.0, le=MAX_NUM_STEPS + 1)] | None = None
     first_rate: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
-    mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
-    rank_rates: Annotated[list[Rate], Field(min_length=1)] | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
+    mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_profile: str | None = None
     rank_extend: Literal["none", "geometric"] = "none"
     shape: Shape = "auto"
@@ -416,7 +451,7 @@ class AcceptanceSpec(Heterogeneity):
     method: Method = "generic"
     #: The num_steps the alpha or accept length was measured at (default: the file's
     #: speculation.num_steps, filled in when the scenario is read).
-    measured_num_steps: Annotated[int, Field(gt=0)] | None = None
+    measured_num_steps: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS)] | None = None
     #: log rho: past the measured positions every rate is rho times the shape's per
     #: position (0: the shape as it is). Left out with shape ``auto``: the median shape
     #: error of published profiles, which falls (sim/scenario/priors.py ``shape_error``);
@@ -439,9 +474,7 @@ class AcceptanceSpec(Heterogeneity):
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
         if value is not None and value not in RANK_PROFILES:
-            raise ValueError(
-                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
-            )
+            raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
         return value
 
     @model_validator(mode="after")
@@ -526,14 +559,14 @@ class WorkloadSpec(Section):
     (default: the larger of the concurrency and a tenth of ``requests``).
     """
 
-    output_tokens: Annotated[int, Field(gt=0)] = 512
-    requests: Annotated[int, Field(gt=0)] = 100
-    input_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] = 512
+    requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
+    input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
     lengths: Literal["fixed", "lognormal", "empirical"] | None = None
     input_sigma: Annotated[float, Field(ge=0)] | None = None
     output_sigma: Annotated[float, Field(ge=0)] | None = None
-    input_max_tokens: Annotated[int, Field(gt=0)] | None = None
-    output_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
     lengths_trace: Annotated[str, Field(min_length=1)] | None = None
     warmup_requests: Annotated[int, Field(ge=0)] | None = None
 
@@ -572,33 +605,70 @@ class ServingSpec(Section):
     (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
     ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
 
-    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
-    one of ``disable_above_batch`` (plain decoding when more requests decode) or
-    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
-    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
+    batch size): at most one of ``disable_above_batch`` (plain decoding when more requests
+    decode), ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to
+    num_steps as vLLM does; chains only) or ``draft_table`` (``[[start_bs, end_bs,
+    num_steps, topk, num_draft_tokens], ...]``, the same range rules with a chain (topk 1),
+    an SGLang tree (topk > 1) or plain decoding (num_steps 0) per range: a tree at small
+    batches falling back to a chain or to none). ``draft_extend``: ``accepted`` (the
+    drafter's extend after the verify runs over each request's accepted tokens, as SGLang's
+    eager extend and vLLM's proposer do) or ``padded`` (over the verify's width per request,
+    as SGLang's CUDA-graphed draft extend runs). SLOs for attainment: ``ttft_slo_ms``,
+    ``tpot_slo_ms``.
     """
 
-    concurrency: Annotated[int, Field(gt=0)] | None = None
-    rate_per_s: Annotated[float, Field(gt=0.0)] | None = None
+    concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = None
     trace: Annotated[str, Field(min_length=1)] | None = None
     think_time_ms: NonNegativeMs = 0.0
-    max_running_requests: Annotated[int, Field(gt=0)] = 1024
+    max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
-    token_budget: Annotated[int, Field(gt=0)] = 8192
-    kv_capacity_tokens: Annotated[int, Field(gt=0)] | None = None
+    token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
-    k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_extend: Literal["accepted", "padded"] = "accepted"
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+
+    @field_validator("draft_table")
+    @classmethod
+    def _draft_rows(cls, value: list[list[int]] | None) -> list[list[int]] | None:
+        if value is None:
+            return value
+        for i, row in enumerate(value):
+            if len(row) != 5:
+                raise ValueError(
+                    f"row {i}: rows are [start_bs, end_bs, num_steps, topk, num_draft_tokens]"
+                )
+            try:
+                SpeculationSpec(num_steps=row[2], topk=row[3], num_draft_tokens=row[4])
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                msg = str(detail["msg"]).removeprefix("Value error, ")
+                raise ValueError(
+                    f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
+                ) from None
+        KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
+        return value
 
     @model_validator(mode="after")
     def _one_load_one_policy(self) -> ServingSpec:
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
-        if self.disable_above_batch is not None and self.k_table is not None:
-            raise ValueError("give at most one of disable_above_batch, k_table")
+        policies = [
+            n
+            for n in ("disable_above_batch", "k_table", "draft_table")
+            if getattr(self, n) is not None
+        ]
+        if len(policies) > 1:
+            raise ValueError(
+                f"give at most one of disable_above_batch, k_table, draft_table (got {policies})"
+            )
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")
@@ -609,14 +679,17 @@ class ServingSpec(Section):
 class SimulationSpec(Section):
     """Monte Carlo replications and the root seed."""
 
-    replications: Annotated[int, Field(gt=0)] = 20
-    seed: Annotated[int, Field(ge=0)] = 0
+    replications: Annotated[int, Field(gt=0, le=MAX_REPLICATIONS)] = 20
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
 
 
 class TargetsSpec(Section):
     """Throughput targets in tokens per second (per request, batch 1)."""
 
-    tok_s: Annotated[list[Annotated[float, Field(gt=0.0)]], Field(min_length=1)]
+    tok_s: Annotated[
+        list[Annotated[float, Field(gt=0.0, le=MAX_TOK_S)]],
+        Field(min_length=1, max_length=MAX_LIST),
+    ]
 
 
 class FieldUncertainty(Section):
@@ -630,10 +703,14 @@ class FieldUncertainty(Section):
     shape error); ``reason`` says why.
     """
 
-    stderr: Annotated[float, Field(ge=0.0)] | list[Annotated[float, Field(ge=0.0)]] | None = None
+    stderr: (
+        Annotated[float, Field(ge=0.0)]
+        | Annotated[list[Annotated[float, Field(ge=0.0)]], Field(max_length=MAX_NUM_STEPS)]
+        | None
+    ) = None
     range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
     origin: Literal["measured", "assumed", "calibrated", "derived"] | None = None
-    reason: str = ""
+    reason: Annotated[str, Field(max_length=10_000)] = ""
 
     @model_validator(mode="after")
     def _one_kind(self) -> FieldUncertainty:
@@ -654,8 +731,8 @@ class Correlation(Section):
     """Correlations between fields with a ``stderr`` (``specsim calibrate`` writes the
     correlations of the values it fits): a symmetric matrix with unit diagonal."""
 
-    fields: Annotated[list[str], Field(min_length=2)]
-    matrix: list[list[float]]
+    fields: Annotated[list[str], Field(min_length=2, max_length=MAX_LIST)]
+    matrix: Annotated[list[list[float]], Field(max_length=MAX_LIST)]
 
     @model_validator(mode="after")
     def _valid_matrix(self) -> Correlation:
@@ -687,10 +764,18 @@ class UncertaintySpec(Section):
     ``acceptance.per_position[0]``).
     """
 
-    model: dict[str, FieldUncertainty] = Field(default_factory=dict)
-    hardware: dict[str, FieldUncertainty] = Field(default_factory=dict)
-    timing: dict[str, FieldUncertainty] = Field(default_factory=dict)
-    acceptance: dict[str, FieldUncertainty] = Field(default_factory=dict)
+    model: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    hardware: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    timing: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
     correlation: Correlation | None = None
 
     def entries(self) -> dict[str, FieldUncertainty]:
@@ -723,8 +808,8 @@ class Scenario(Section):
 
     __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
 
-    name: str
-    description: str = ""
+    name: Annotated[str, Field(max_length=200)]
+    description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()
     hardware: HardwareSpec = HardwareSpec()
     timing: TimingSpec = TimingSpec()

@@ -54,7 +54,7 @@ class Drafter:
 
 #: A public EAGLE-3 drafter for Kimi-K2 trained on 1.4M samples, at num_steps 3 / 4 draft
 #: tokens: HumanEval 3.372, GSM8K 3.165, Math500 3.490 (AQ-MedAI/Kimi-K2-Instruct-eagle3
-#: model card; reference section 3).
+#: model card; docs/reference.md §Seed).
 KIMI_K2_DRAFTER = Drafter(
     num_steps=3,
     accept_lengths=(3.165, 3.372, 3.490),

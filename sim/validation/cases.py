@@ -492,7 +492,7 @@ def case_vllm_acceptance_test() -> Case:
     cal = calibrate(llama8b_base(), data, acceptance="per_position")
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
-        sources=("vLLM tests/spec_decode test_acceptance_length (reference section 5)",),
+        sources=("vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published)",),
         calibrated_on=("vLLM test c1", "vLLM test c2"),
         rows=(
             _row(
@@ -584,7 +584,7 @@ def case_seed(seed: Scenario) -> Case:
     cal = calibrate(seed, data, fit_timing=["decode_ms", "verify_ms"])
     return Case(
         title="Seed: Kimi-K2.5, 8 PCIe GPUs, SGLang EAGLE-3 num_steps 2 (consistency, not scored)",
-        sources=("../shared/seed/ and reference section 3",),
+        sources=("docs/reference.md §Seed",),
         calibrated_on=("seed baseline tok/s", "seed speculative tok/s"),
         rows=(
             _row(

@@ -47,6 +47,7 @@ from sim.validation.hardware_cases import (
 )
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
+from sim.validation.tree_serving_cases import tree_serving_cases
 
 __all__ = [
     "Case",
@@ -109,6 +110,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         case_seed(seed),
         *tree_cases(),
         *(serving_cases() if serving else ()),
+        *(tree_serving_cases() if serving else ()),
     )
     return Report(
         cases,

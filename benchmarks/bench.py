@@ -8,6 +8,7 @@ Sections (``--only NAME`` runs one; ``--rounds N`` sets the interleaved rounds):
   memory    bytes a request of a streaming run, and peak memory
   parallel  a 2-worker sweep's wall time against 1 worker
   des       the SimPy engine against a bare SimPy loop
+  uncertainty  the seed's 90% intervals (issue 10) against one closed-form analysis
 
 Every comparison is CPU time (wall time for the parallel row) in interleaved rounds,
 median (min beside it); figures move with the machine's load, ratios less. Not part of the
@@ -36,8 +37,9 @@ def des_rows(rounds: int) -> list[Row]:
     from sim.scenario.load import load_scenario
     from sim.simulation.simulate import simulate
 
-    sc = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" /
-                       "kimi-k25-8xpcie-eagle3.toml")
+    sc = load_scenario(
+        Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+    )
     res = simulate(sc, engine="des", replications=2, requests=100)
     events = int(res.cycles.sum()) * 4  # four timed phases a cycle
 
@@ -51,13 +53,56 @@ def des_rows(rounds: int) -> list[Row]:
         env.process(loop(env))
         env.run()
 
-    t = interleaved({
-        "des": lambda: cpu_of(lambda: simulate(sc, engine="des", replications=2, requests=100)),
-        "bare": lambda: cpu_of(bare),
-    }, rounds)
+    t = interleaved(
+        {
+            "des": lambda: cpu_of(lambda: simulate(sc, engine="des", replications=2, requests=100)),
+            "bare": lambda: cpu_of(bare),
+        },
+        rounds,
+    )
     ratio = t["bare"].median / t["des"].median
-    return [("SimPy engine events/s / bare SimPy timeouts/s", f"{ratio:.2f}", ">= 0.5",
-             "met" if ratio >= 0.5 else "MISSED")]
+    return [
+        (
+            "SimPy engine events/s / bare SimPy timeouts/s",
+            f"{ratio:.2f}",
+            ">= 0.5",
+            "met" if ratio >= 0.5 else "MISSED",
+        )
+    ]
+
+
+def uncertainty_rows(rounds: int) -> list[Row]:
+    """Issue 10: the seed's answer with its 90% interval, drivers and next measurement,
+    against one closed-form analysis of the same scenario (both re-validate it)."""
+    from timing import cpu_of, interleaved
+
+    from sim.scenario.load import load_scenario
+    from sim.studies.analysis import analyze
+    from sim.studies.uncertainty import answer_uncertainty
+
+    seed = Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+    t = interleaved(
+        {
+            "uncertainty": lambda: cpu_of(lambda: answer_uncertainty(load_scenario(seed))),
+            "analysis": lambda: cpu_of(lambda: analyze(load_scenario(seed))),
+        },
+        rounds,
+    )
+    u = t["uncertainty"]
+    return [
+        (
+            "seed uncertainty (256 Sobol draws, 2 targets), s",
+            f"{u.median:.3f}",
+            "< 1",
+            "met" if u.median < 1.0 else "MISSED",
+        ),
+        (
+            "  ratio to one closed-form analysis of it",
+            f"{u.median / t['analysis'].median:.1f}x",
+            "report",
+            f"min {u.min:.3f} s",
+        ),
+    ]
 
 
 def sections(workdir: Path) -> dict[str, Callable[[int], list[Row]]]:
@@ -75,6 +120,7 @@ def sections(workdir: Path) -> dict[str, Callable[[int], list[Row]]]:
         "memory": memory_rows,
         "parallel": parallel_rows,
         "des": des_rows,
+        "uncertainty": uncertainty_rows,
     }
 
 
@@ -87,8 +133,10 @@ def main() -> None:
         table = sections(Path(tmp))
         names = args.only or list(table)
         load = os.getloadavg()
-        print(f"# {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-              f" at start; {args.rounds} interleaved rounds; CPU time unless said")
+        print(
+            f"# {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+            f" at start; {args.rounds} interleaved rounds; CPU time unless said"
+        )
         rows: list[Row] = []
         for name in names:
             rows.append((f"[{name}]", "", "", ""))

@@ -47,13 +47,13 @@ def engine_rows(rounds: int) -> list[tuple[str, str, str, str]]:
             cases = {
                 "engine": run,
                 "floor": lambda cycles=cycles, k=k: cpu_of(lambda: floor(cycles, k)),
-                "numpy": lambda r=reps, q=reqs, rates=rates, c=cycle_ms: cpu_of(
-                    lambda: numpy_alternative(rates, tokens, q, r, c, 1)
+                "numpy": lambda r=reps, q=reqs, rates=rates, c=cycle_ms, n=tokens: cpu_of(
+                    lambda: numpy_alternative(rates, n, q, r, c, 1)
                 ),
             }
             if size == DEFAULT:
-                cases["stdlib"] = lambda r=reps, q=reqs, rates=rates, c=cycle_ms: cpu_of(
-                    lambda: stdlib_loop(rates, tokens, q, r, c, 1)
+                cases["stdlib"] = lambda r=reps, q=reqs, rates=rates, c=cycle_ms, n=tokens: cpu_of(
+                    lambda: stdlib_loop(rates, n, q, r, c, 1)
                 )
             t = interleaved(cases, rounds)
             e, f, n = t["engine"], t["floor"], t["numpy"]
@@ -61,27 +61,51 @@ def engine_rows(rounds: int) -> list[tuple[str, str, str, str]]:
             ns = 1e9 / cycles
             goal = FLOOR_GOALS.get((k, size))
             ratio = e.median / f.median
-            rows.append((
-                f"fast engine {label}: CPU / floor",
-                f"{ratio:.2f}",
-                f"<= {goal:g}" if goal else "report",
-                "" if goal is None else ("met" if ratio <= goal else "MISSED"),
-            ))
-            rows.append((
-                f"  {cycles} cycles: engine {e.median * ns:.2f} ns a cycle (min {e.min * ns:.2f}),"
-                f" floor {f.median * ns:.2f}, min ratio {e.min / f.min:.2f}", "", "", ""))
+            rows.append(
+                (
+                    f"fast engine {label}: CPU / floor",
+                    f"{ratio:.2f}",
+                    f"<= {goal:g}" if goal else "report",
+                    "" if goal is None else ("met" if ratio <= goal else "MISSED"),
+                )
+            )
+            rows.append(
+                (
+                    f"  {cycles} cycles: engine {e.median * ns:.2f} ns a cycle"
+                    f" (min {e.min * ns:.2f}), floor {f.median * ns:.2f},"
+                    f" min ratio {e.min / f.min:.2f}",
+                    "",
+                    "",
+                    "",
+                )
+            )
             speed = n.median / e.median
-            rows.append((
-                f"fast engine {label}: faster than 20-line NumPy",
-                f"{speed:.2f}x",
-                f">= {NUMPY_GOAL}x",
-                "met" if speed >= NUMPY_GOAL else "MISSED",
-            ))
-            rows.append((f"  NumPy {n.median * ns:.2f} ns a cycle, min ratio "
-                         f"{n.min / e.min:.2f}", "", "", ""))
+            rows.append(
+                (
+                    f"fast engine {label}: faster than 20-line NumPy",
+                    f"{speed:.2f}x",
+                    f">= {NUMPY_GOAL}x",
+                    "met" if speed >= NUMPY_GOAL else "MISSED",
+                )
+            )
+            rows.append(
+                (
+                    f"  NumPy {n.median * ns:.2f} ns a cycle, min ratio {n.min / e.min:.2f}",
+                    "",
+                    "",
+                    "",
+                )
+            )
             if "stdlib" in t:
-                rows.append((f"  stdlib loop {label}: {t['stdlib'].median * ns:.0f} ns a cycle,"
-                             f" engine {t['stdlib'].median / e.median:.0f}x faster", "", "", ""))
+                rows.append(
+                    (
+                        f"  stdlib loop {label}: {t['stdlib'].median * ns:.0f} ns a cycle,"
+                        f" engine {t['stdlib'].median / e.median:.0f}x faster",
+                        "",
+                        "",
+                        "",
+                    )
+                )
     return rows
 
 
@@ -118,7 +142,10 @@ def special_function_rows(rounds: int) -> list[tuple[str, str, str, str]]:
     base = load_scenario(SEED)
     cases = {
         "Beta (concentration 5)": (with_overrides(base, {"acceptance.concentration": 5.0}), 0.2),
-        "mix (scenarios/...-mix.toml)": (load_scenario(SEED.with_name(SEED.stem + "-mix.toml")), 0.2),
+        "mix (scenarios/...-mix.toml)": (
+            load_scenario(SEED.with_name(SEED.stem + "-mix.toml")),
+            0.2,
+        ),
         "jitter 0.2": (with_overrides(base, {"timing.jitter_cv": 0.2}), None),
         "Beta + jitter 0.2": (
             with_overrides(base, {"acceptance.concentration": 5.0, "timing.jitter_cv": 0.2}),
@@ -140,10 +167,12 @@ def special_function_rows(rounds: int) -> list[tuple[str, str, str, str]]:
                     mod.special = timed._real
             shares.append(timed.seconds / total)
         share = sorted(shares)[len(shares) // 2]
-        rows.append((
-            f"special functions' share of a {name} run (20x100)",
-            f"{share:.0%}",
-            f"<= {goal:.0%}" if goal else "report",
-            "" if goal is None else ("met" if share <= goal else "MISSED"),
-        ))
+        rows.append(
+            (
+                f"special functions' share of a {name} run (20x100)",
+                f"{share:.0%}",
+                f"<= {goal:.0%}" if goal else "report",
+                "" if goal is None else ("met" if share <= goal else "MISSED"),
+            )
+        )
     return rows

@@ -36,8 +36,9 @@ print(json.dumps({{"peak": peak, "wall": wall, "mean": summary.tok_s_mean}}))
 def measure(reps: int, reqs: int, stream: bool = True, workers: int = 1) -> dict:
     """Peak memory (bytes) and wall time of one run in a fresh process."""
     code = _RUN.format(seed=str(SEED), reps=reps, reqs=reqs, stream=stream, workers=workers)
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=REPO
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -49,12 +50,31 @@ def memory_rows(rounds: int) -> list[tuple[str, str, str, str]]:
         n = reps * reqs
         run = measure(reps, reqs)
         per = (run["peak"] - base) / n
-        rows.append((f"streamed run of {n:.0e} requests ({reps} x {reqs}): bytes a request",
-                     f"{per:.1f}", f"<= {GOAL_BYTES}", "met" if per <= GOAL_BYTES else "MISSED"))
-        rows.append((f"  peak {run['peak'] / 2**20:.0f} MiB over a {base / 2**20:.0f} MiB "
-                     f"baseline, {run['wall']:.1f} s", "", "", ""))
+        rows.append(
+            (
+                f"streamed run of {n:.0e} requests ({reps} x {reqs}): bytes a request",
+                f"{per:.1f}",
+                f"<= {GOAL_BYTES}",
+                "met" if per <= GOAL_BYTES else "MISSED",
+            )
+        )
+        rows.append(
+            (
+                f"  peak {run['peak'] / 2**20:.0f} MiB over a {base / 2**20:.0f} MiB "
+                f"baseline, {run['wall']:.1f} s",
+                "",
+                "",
+                "",
+            )
+        )
     kept = measure(10_000, 100, stream=False)
     per = (kept["peak"] - base) / 1e6
-    rows.append(("  (the same 1e6 requests keeping per-request arrays: bytes a request)",
-                 f"{per:.1f}", "", ""))
+    rows.append(
+        (
+            "  (the same 1e6 requests keeping per-request arrays: bytes a request)",
+            f"{per:.1f}",
+            "",
+            "",
+        )
+    )
     return rows

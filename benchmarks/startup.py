@@ -38,7 +38,10 @@ def run_dependencies() -> list[str]:
     """The third-party modules ``specsim run`` on the seed has loaded when it exits."""
     out = subprocess.run(
         [sys.executable, "-c", _LIST_MODULES.format(seed=str(SEED))],
-        check=True, capture_output=True, text=True, cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     return out.stdout.split()
 
@@ -55,7 +58,9 @@ def startup_rows(rounds: int) -> list[tuple[str, str, str, str]]:
         "pass": lambda: cpu_of_command([sys.executable, "-c", "pass"]),
         "click": lambda: cpu_of_command([sys.executable, "-c", "import click"]),
         "help": lambda: cpu_of_command([*SPECSIM, "--help"]),
-        "convert": lambda: cpu_of_command([*SPECSIM, "convert", "--alpha", "0.8", "--num-steps", "3"]),
+        "convert": lambda: cpu_of_command(
+            [*SPECSIM, "convert", "--alpha", "0.8", "--num-steps", "3"]
+        ),
         "deps": lambda: cpu_of_command([sys.executable, "-c", bare]),
         "run": lambda: cpu_of_command([*SPECSIM, "run", str(SEED), "-q"]),
     }
@@ -64,21 +69,46 @@ def startup_rows(rounds: int) -> list[tuple[str, str, str, str]]:
     ratio_run = t["run"].median / t["deps"].median
     ratio_help = t["help"].median / t["click"].median
     return [
-        ("specsim run seed: CPU / importing its dependencies bare", f"{ratio_run:.2f}", "<= 1.5",
-         _ok(ratio_run <= 1.5)),
-        (f"  run {t['run'].median:.3f} s, bare imports {t['deps'].median:.3f} s "
-         f"({len(deps)} modules of {', '.join(tops)})", "", "", ""),
-        ("specsim --help: CPU / python -c 'import click'", f"{ratio_help:.2f}", "<= 2",
-         _ok(ratio_help <= 2)),
-        ("specsim --help: CPU / python -c pass", f"{t['help'].median / t['pass'].median:.2f}",
-         "report", ""),
-        (f"  --help {t['help'].median:.3f} s, import click {t['click'].median:.3f} s, "
-         f"pass {t['pass'].median:.3f} s", "", "", ""),
-        ("specsim convert --alpha 0.8 --num-steps 3: CPU / --help",
-         f"{t['convert'].median / t['help'].median:.2f}", "report", ""),
+        (
+            "specsim run seed: CPU / importing its dependencies bare",
+            f"{ratio_run:.2f}",
+            "<= 1.5",
+            _ok(ratio_run <= 1.5),
+        ),
+        (
+            f"  run {t['run'].median:.3f} s, bare imports {t['deps'].median:.3f} s "
+            f"({len(deps)} modules of {', '.join(tops)})",
+            "",
+            "",
+            "",
+        ),
+        (
+            "specsim --help: CPU / python -c 'import click'",
+            f"{ratio_help:.2f}",
+            "<= 2",
+            _ok(ratio_help <= 2),
+        ),
+        (
+            "specsim --help: CPU / python -c pass",
+            f"{t['help'].median / t['pass'].median:.2f}",
+            "report",
+            "",
+        ),
+        (
+            f"  --help {t['help'].median:.3f} s, import click {t['click'].median:.3f} s, "
+            f"pass {t['pass'].median:.3f} s",
+            "",
+            "",
+            "",
+        ),
+        (
+            "specsim convert --alpha 0.8 --num-steps 3: CPU / --help",
+            f"{t['convert'].median / t['help'].median:.2f}",
+            "report",
+            "",
+        ),
     ]
 
 
 def _ok(flag: bool) -> str:
     return "met" if flag else "MISSED"
-

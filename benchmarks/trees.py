@@ -18,14 +18,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def old_tree(commit: str, into: Path) -> Path | None:
-    """``sim`` of ``commit`` unpacked under ``into``/commit; None without git history."""
+    """``sim`` and ``scenarios`` of ``commit`` unpacked under ``into``/commit (its own seed
+    scenario: the file format moves with the code); None without git history."""
     dest = into / commit
     if (dest / "sim").is_dir():
         return dest
     dest.mkdir(parents=True, exist_ok=True)
     try:
         archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", commit, "sim"],
+            ["git", "-C", str(REPO), "archive", commit, "sim", "scenarios"],
             check=True,
             capture_output=True,
         ).stdout

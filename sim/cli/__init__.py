@@ -13,11 +13,13 @@ from sim.cli import (
     compare,
     convert,
     hardware,
+    keys,
     plot,
     run,
     search,
     serve,
     sweep,
+    tree_load,
     validate,
 )
 from sim.cli.group import main
@@ -25,6 +27,7 @@ from sim.cli.group import main
 for _command in (
     run.run,
     serve.serve,
+    tree_load.tree_load,
     search.search,
     sweep.sweep,
     compare.compare,
@@ -34,6 +37,7 @@ for _command in (
     calibrate.calibrate_command,
     convert.convert,
     validate.validate,
+    keys.keys,
 ):
     main.add_command(_command)
 del _command

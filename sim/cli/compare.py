@@ -10,6 +10,7 @@ from sim.cli.options import (
     json_option,
     monte_carlo_options,
     plot_option,
+    quiet_option,
     set_option,
     target_option,
     with_mc_settings,
@@ -25,6 +26,7 @@ from sim.cli.options import (
 @target_option
 @monte_carlo_options
 @workers_option("replications of each run")
+@quiet_option
 @json_option
 @plot_option
 @format_option
@@ -45,6 +47,7 @@ def compare(
     requests: int | None,
     seed: int | None,
     workers: int,
+    quiet: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -81,7 +84,7 @@ def compare(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt))
+        echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document("compare", doc)
     else:

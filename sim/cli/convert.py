@@ -10,11 +10,16 @@ from sim.errors import SpecsimError
 
 def _floats(text: str, source: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise SpecsimError(
-            f"expected comma-separated numbers, got {text!r}", source=source
+            f"expected comma-separated numbers, got {text[:80]!r}", source=source
         ) from None
+    if not values:
+        raise SpecsimError("expected comma-separated numbers, got none", source=source)
+    if len(values) > 64:
+        raise SpecsimError(f"{len(values)} positions (at most 64)", source=source)
+    return values
 
 
 @click.command()
@@ -24,12 +29,21 @@ def _floats(text: str, source: str) -> list[float]:
 @click.option("--sglang-accept-rate", type=float, help="SGLang: accept length / (k + 1).")
 @click.option("--cumulative", help="vLLM per-position rates c1,c2,... (P(1..i accepted)).")
 @click.option("--per-position", help="Conditional per-position rates a1,a2,...")
-@click.option("--num-steps", type=int, help="Draft length k (from the list when omitted).")
 @click.option(
-    "--topk", type=int, default=1, help="SGLang topk: > 1 reads --accept-length as a tree's."
+    "--num-steps",
+    type=click.IntRange(1, 64),
+    help="Draft length k (from the list when omitted; at most 64, as in scenarios).",
 )
 @click.option(
-    "--num-draft-tokens", type=int, help="SGLang num_draft_tokens of the tree (topk > 1)."
+    "--topk",
+    type=click.IntRange(1, 64),
+    default=1,
+    help="SGLang topk: > 1 reads --accept-length as a tree's.",
+)
+@click.option(
+    "--num-draft-tokens",
+    type=click.IntRange(1, 4096),
+    help="SGLang num_draft_tokens of the tree (topk > 1).",
 )
 @click.option("--rank-rates", help="Rank profile p1,p2,... shaping ranks 2..topk of a tree.")
 @click.option("--rank-profile", help="A published rank profile (sim/model/tree_presets.py).")

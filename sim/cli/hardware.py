@@ -48,8 +48,14 @@ def hardware(
 
 @click.command()
 @click.option("--interconnect", required=True, help="Preset name (specsim hardware --list).")
-@click.option("--gpus", required=True, type=int, help="Tensor-parallel degree.")
-@click.option("--bytes", "nbytes", required=True, type=int, help="Message size in bytes.")
+@click.option("--gpus", required=True, type=click.IntRange(1, 1024), help="Tensor-parallel degree.")
+@click.option(
+    "--bytes",
+    "nbytes",
+    required=True,
+    type=click.IntRange(0, 2**40),
+    help="Message size in bytes (at most 1 TiB).",
+)
 @click.option("--graphed", is_flag=True, help="Inside a CUDA graph (no eager NCCL cost).")
 @click.option(
     "--library",
@@ -73,10 +79,6 @@ def allreduce(
         ic = resolve_interconnect(interconnect)
     except UnknownNameError as exc:
         raise SpecsimError(str(exc), source="--interconnect") from None
-    if gpus < 1:
-        raise SpecsimError(f"must be >= 1, got {gpus}", source="--gpus")
-    if nbytes < 0:
-        raise SpecsimError(f"must be >= 0, got {nbytes}", source="--bytes")
     result = allreduce_time(ic, gpus, nbytes, graphed=graphed, library=library)
     if as_json:
         echo_document("allreduce", result.as_dict())

@@ -13,6 +13,8 @@ from sim.cli.options import (
     quiet_option,
     scenario_argument,
     set_option,
+    target_option,
+    with_targets,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -23,6 +25,7 @@ METHODS = ("monte-carlo", "exact", "auto")
 @click.command()
 @scenario_argument
 @set_option
+@target_option
 @json_option
 @click.option(
     "--method",
@@ -40,6 +43,7 @@ METHODS = ("monte-carlo", "exact", "auto")
 def run(
     scenario: str,
     sets: tuple[str, ...],
+    targets: tuple[float, ...],
     as_json: bool,
     method: str,
     replications: int | None,
@@ -64,8 +68,8 @@ def run(
     from sim.simulation.summary import summarize
     from sim.studies.analysis import analyze
 
-    sc = load_scenario(scenario, sets)
-    analysis = analyze(sc)
+    sc = with_targets(load_scenario(scenario, sets), targets)
+    analysis = analyze(sc, uncertainty=True)
     fallback = None
     if method != "monte-carlo":
         try:
@@ -80,7 +84,7 @@ def run(
                 from sim.cli.plot import echo_written, save_figures  # lazy: matplotlib
                 from sim.report.figures import run_figures
 
-                echo_written(save_figures(run_figures(body), plot_dir, fmt))
+                echo_written(save_figures(run_figures(body), plot_dir, fmt), quiet)
             if as_json:
                 echo_document("run", body)
             else:
@@ -110,7 +114,8 @@ def run(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
-        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt))  # None: streamed
+        # result.tok_s is None when streamed
+        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt), quiet)
     if as_json:
         echo_document("run", body)
     else:

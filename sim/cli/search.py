@@ -10,6 +10,7 @@ from sim.cli.options import (
     json_option,
     monte_carlo_options,
     plot_option,
+    quiet_option,
     scenario_argument,
     set_option,
     target_option,
@@ -25,12 +26,15 @@ def parse_num_steps(text: str) -> list[int]:
     from sim.errors import SpecsimError
     from sim.studies.grid import parse_grid
 
+    if not text.strip():
+        raise SpecsimError("empty: give START:STOP, a list 2,4,8 or one k", source="--num-steps")
     try:
         _, values = parse_grid(f"num_steps={text}")
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source="--num-steps") from None
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
-        raise SpecsimError(f"expected integers >= 1, got {text!r}", source="--num-steps")
+    top = 64  # sim.scenario.schema.MAX_NUM_STEPS (not imported: start-up)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in values):
+        raise SpecsimError(f"expected integers 1 to {top}, got {text!r}", source="--num-steps")
     return sorted(values)
 
 
@@ -77,7 +81,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--quantile",
-    type=float,
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=None,
     help="Service-level form: lowest rate at which this fraction of requests reach the target.",
 )
@@ -90,6 +94,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @monte_carlo_options
 @workers_option("draft lengths")
+@quiet_option
 @json_option
 @plot_option
 @format_option
@@ -108,6 +113,7 @@ def search(
     requests: int | None,
     seed: int | None,
     workers: int,
+    quiet: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -147,7 +153,7 @@ def search(
         if quantile is not None:
             raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
         kind = "tree-search"
-        ks = parse_num_steps(num_steps or "1:16")
+        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         widths = parse_int_list(topks, "--topk")
         tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
         doc = search_trees(
@@ -156,7 +162,7 @@ def search(
         text = render_tree_search(doc)
     else:
         kind = "search"
-        ks = parse_num_steps(num_steps or "1:16")
+        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()
@@ -167,7 +173,7 @@ def search(
         from sim.documents import document
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt))
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document(kind, doc)
     else:

@@ -43,7 +43,7 @@ ALGORITHMS: tuple[str, ...] = ("ring", "tree")
 PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
 LIBRARIES: tuple[str, ...] = ("nccl", "custom", "auto")
 
-#: NCCL baseLat (us), tuning.cc ``baseLatencies`` (reference section 4 table).
+#: NCCL baseLat (us), tuning.cc ``baseLatencies`` (docs/reference.md §All-reduce table).
 NCCL_BASE_LATENCY_US: Mapping[str, Mapping[str, float]] = {
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
@@ -86,7 +86,7 @@ NCCL_TREE_CORRECTION: Mapping[str, tuple[float, ...]] = {
 # fmt: on
 #: GPU-side extra of an NCCL call inside an ungraphed pass, beyond its graphed time: 0.
 #: The seed's profile shows ~40-55 us eager calls on 8 PCIe GPUs against ~21 us by NCCL's
-#: model (reference section 4), but nccl-tests' eager loops on 8 PCIe Gen5 GPUs with P2P
+#: model (docs/reference.md §All-reduce), but nccl-tests' eager loops on 8 PCIe Gen5 GPUs with P2P
 #: take 17-24 us for small messages (voipmonitor/rtx6kpro
 #: hardware/wrx90-cpayne-8gpu-root-topology-comparison.md), as NCCL's model says: the
 #: longer calls in an ungraphed pass are ranks waiting for peers whose CPUs issued the call
@@ -96,7 +96,7 @@ EAGER_EXTRA_US = 0.0
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 #: SGLang's custom all-reduce on 8x H100 without a CUDA graph, latency (us) by message size
@@ -190,8 +190,8 @@ PRESETS: Mapping[str, Interconnect] = {
         Interconnect(
             name="pcie-gen4",
             description="PCIe Gen4 x16 with GPU P2P (no LL128, no custom all-reduce)",
-            source="NCCL topology: Gen4 x16 = 24 GB/s (reference section 4); tuning.cc PCI "
-            "latencies",
+            source="NCCL topology: Gen4 x16 = 24 GB/s (docs/reference.md §All-reduce); "
+            "tuning.cc PCI latencies",
             kind="pcie",
             bus_bandwidth_gbps=24.0,
             eager_extra_us=EAGER_EXTRA_US,
@@ -202,7 +202,7 @@ PRESETS: Mapping[str, Interconnect] = {
             name="pcie-gen4-host-bounce",
             description="PCIe Gen4 without P2P across CPU sockets: traffic bounces through "
             "host memory, bounded by the CPU link",
-            source="CPU link ~22 GB/s (Intel SPR, reference section 4); tuning.cc PCI "
+            source="CPU link ~22 GB/s (Intel SPR, docs/reference.md §All-reduce); tuning.cc PCI "
             "latencies (NCCL uses them for SHM paths too)",
             kind="pcie",
             bus_bandwidth_gbps=22.0,
@@ -214,8 +214,8 @@ PRESETS: Mapping[str, Interconnect] = {
             name="pcie-gen5",
             description="PCIe Gen5 x16 with GPU P2P through PCIe switches (no LL128, no "
             "custom all-reduce)",
-            source="NCCL topology: Gen5 x16 = 48 GB/s (reference section 4); tuning.cc PCI "
-            "latencies",
+            source="NCCL topology: Gen5 x16 = 48 GB/s (docs/reference.md §All-reduce); "
+            "tuning.cc PCI latencies",
             kind="pcie",
             bus_bandwidth_gbps=48.0,
             eager_extra_us=EAGER_EXTRA_US,

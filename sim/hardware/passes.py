@@ -127,7 +127,7 @@ def pass_schedule(
         if not shape.graphed:
             raise SpecsimError(
                 f"needed for the launch cost of the ungraphed {shape.name} pass "
-                "(reference section 4: a transformer layer runs roughly 11-18 kernels)",
+                "(docs/reference.md §All-reduce: a transformer layer runs roughly 11-18 kernels)",
                 field="model.kernels_per_layer",
             )
         kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)

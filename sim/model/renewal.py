@@ -1,11 +1,12 @@
 """Exact finite-request laws: how many cycles a request of N tokens needs.
 
-A request stops at the first cycle count n with L_1 + ... + L_n >= N (reference section 2),
-L_i i.i.d. with pmf ``length_pmf`` (entry j for L = j + 1). The distribution of n follows
-by dynamic programming over the tokens emitted so far (mass below N carried, mass reaching
-N retired): P(n <= m) = P(S_m >= N). With cycles of a fixed T ms, a request's tok/s is
-1000 N / (n T), so its exact distribution, mean and P(tok/s >= target) follow; the long-run
-renewal-reward value 1000 E[L] / T is the N -> infinity limit.
+A request stops at the first cycle count n with L_1 + ... + L_n >= N
+(docs/reference.md §Acceptance), L_i i.i.d. with pmf ``length_pmf`` (entry j for
+L = j + 1). The distribution of n follows by dynamic programming over the tokens emitted so
+far (mass below N carried, mass reaching N retired): P(n <= m) = P(S_m >= N). With cycles of
+a fixed T ms, a request's tok/s is 1000 N / (n T), so its exact distribution, mean and
+P(tok/s >= target) follow; the long-run renewal-reward value 1000 E[L] / T is the
+N -> infinity limit.
 
 When a cycle's duration depends on its L through the draft extend, T(L) = T + s (L - t)
 (sim/model/cycle.py), a request's time is n (T - s t) + s E with E = L_1 + ... + L_n the

@@ -102,7 +102,7 @@ def render_exact(summary: Summary, law: RequestLaw) -> str:
 
 def _summary_lines(s: Summary, head: str) -> list[str]:
     lo, hi = s.tok_s_ci95
-    spread = "exact" if s.method == "exact" else f"95% CI {lo:.2f} - {hi:.2f}"
+    spread = "exact" if s.method == "exact" else f"Monte Carlo 95% CI {lo:.2f} - {hi:.2f}"
     lines = [
         "",
         head,

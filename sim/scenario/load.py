@@ -9,18 +9,22 @@ against the file.
 from __future__ import annotations
 
 import copy
+import difflib
+import re
 import tomllib
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
+from sim.files import read_bounded_text
 from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
-from sim.scenario.schema import HardwareSpec, Scenario
+from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
 
 
 def _dotted(loc: Iterable[Any]) -> str:
@@ -33,14 +37,85 @@ def _dotted(loc: Iterable[Any]) -> str:
     return text
 
 
+#: A validator's message that names its own field: ``uncertainty.timing.x: message``.
+_NAMED_FIELD = re.compile(r"^(uncertainty(?:\.[A-Za-z0-9_\[\]]+)+): (.*)$")
+#: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.
+MAX_SCENARIO_BYTES = 1024 * 1024
+#: Deepest nesting of tables and arrays a scenario may have: the schema's deepest path,
+#: ``hardware.interconnects.NAME.protocols[i].FIELD``, is 5 deep; 8 leaves room while a
+#: pathological ``[[[[...]]]]`` is refused before it reaches the validator.
+MAX_DEPTH = 8
+
+
+def nesting_depth(node: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Depth of nested tables/arrays (a scalar is 0), counted no deeper than ``limit``."""
+    if limit <= 0:
+        return 0
+    if isinstance(node, Mapping):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node), default=0)
+    return 0
+
+
+def check_depth(raw: Any, source: str) -> None:
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise SpecsimError(f"tables and arrays nested deeper than {MAX_DEPTH}", source=source)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (``X | None``, ``list[X]``, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_dict(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is dict:
+        return True
+    return any(_is_dict(a) for a in typing.get_args(annotation))
+
+
+def key_suggestions(loc: list[Any], root: type[BaseModel] = Scenario) -> list[str]:
+    """Known keys close to the unknown last key of ``loc`` (difflib), best first."""
+    model: type[BaseModel] | None = root
+    skip_key = False
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        if skip_key:  # a dict key (an inline interconnect's name)
+            skip_key = False
+            continue
+        info = model.model_fields.get(str(part))
+        if info is None:
+            return []
+        skip_key = _is_dict(info.annotation)
+        model = _model_of(info.annotation)
+    if model is None:
+        return []
+    return difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=3)
+
+
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    named = _NAMED_FIELD.match(msg)
+    if named and not loc:
+        loc, msg = named.group(1).split("."), named.group(2)
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        close = key_suggestions(loc)
+        msg = "unknown key" + (
+            f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        )
+    elif err["type"] == "finite_number":
+        msg = "must be a finite number (inf and nan are not allowed)"
     elif err["type"] == "missing":
         msg = "required key is missing"
     extra = len(exc.errors()) - 1
@@ -49,10 +124,35 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return _dotted(loc), msg
 
 
+def leaf_fields(raw: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """Dotted paths of every non-table value in a raw mapping (lists of tables by index)."""
+    out: set[str] = set()
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out |= leaf_fields(value, path + ".")
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                out |= leaf_fields(item, f"{path}[{i}].")
+        else:
+            out.add(path)
+    return out
+
+
 def scenario_from_dict(
-    raw: Mapping[str, Any], *, source: str, overridden: Iterable[str] = ()
+    raw: Mapping[str, Any],
+    *,
+    source: str,
+    overridden: Iterable[str] = (),
+    given: Iterable[str] | None = None,
+    previous_overrides: Mapping[str, str] | None = None,
 ) -> Scenario:
-    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
+    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field).
+
+    Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
+    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``).
+    """
+    overridden = list(overridden)
     try:
         scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
@@ -76,6 +176,8 @@ def scenario_from_dict(
         from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
         raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
     _check_hardware_model(scenario, source=source, overridden=overridden)
+    scenario._given = frozenset(leaf_fields(raw) if given is None else given)
+    scenario._overrides = {**(previous_overrides or {}), **dict.fromkeys(overridden, source)}
     return scenario
 
 
@@ -129,7 +231,8 @@ def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterab
 def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     """The first missing pass time the hardware model cannot derive, with what it needs.
 
-    A missing verify is derived from a measured decode and the model's weights; any other
+    A missing verify is derived from a measured decode, the model's weights and
+    ``hardware.gpu`` (the extra weight reads of more tokens); any other
     missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
     (sim/hardware/decompose.py).
     """
@@ -138,10 +241,9 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     weights = ["model.layer_params"] if model.layer_params is None else []
     gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
     checks = [("decode_ms", geometry + weights + gpu)]
-    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
-    checks.append(("verify_ms", verify_needs))
-    if timing.verify_growth == "experts" and geometry + weights:
-        return "timing.verify_growth", geometry + weights
+    checks.append(("verify_ms", geometry + weights + gpu))
+    if timing.verify_growth == "experts" and geometry + weights + gpu:
+        return "timing.verify_growth", geometry + weights + gpu
     if scenario.num_steps > 0:
         drafter = ["model.draft_params"] if model.draft_params is None else []
         checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]
@@ -153,17 +255,17 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:
     """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
-    p = Path(path)
+    text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecsimError("no such file", source=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecsimError(f"cannot read: {exc.__class__.__name__}", source=str(path)) from None
-    try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
+    except RecursionError:
+        raise SpecsimError(
+            f"invalid TOML: tables and arrays nested deeper than {MAX_DEPTH}", source=str(path)
+        ) from None
+    check_depth(raw, str(path))
+    return raw
 
 
 def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,12 +295,24 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a file's own values fix before ``--set`` applies: ``timing.measured_on`` (the
+    hardware the timings were measured on) and ``acceptance.measured_num_steps`` (the
+    num_steps its alpha or accept length was measured at)."""
+    out = fill_measured_on(raw)
+    fill_measured_num_steps(out)
+    return out
+
+
 def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
-    raw = fill_measured_on(read_scenario_file(path))
+    raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=str(path), overridden=overrides)
+    given = leaf_fields(raw) - set(overrides)
+    scenario = scenario_from_dict(merged, source=str(path), overridden=overrides, given=given)
+    scenario._overrides = dict.fromkeys(overrides, "--set")
+    return scenario
 
 
 def with_overrides(
@@ -207,7 +321,13 @@ def with_overrides(
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
     raw = scenario.model_dump(exclude_none=True)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=source, overridden=overrides)
+    return scenario_from_dict(
+        merged,
+        source=source,
+        overridden=overrides,
+        given=scenario._given - set(overrides),
+        previous_overrides=scenario._overrides,
+    )
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

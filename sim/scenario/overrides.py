@@ -2,7 +2,9 @@
 
 ``--set`` values are TOML (``--set acceptance.per_position=[0.8,0.7]``); a bare word is a
 string (``--set hardware.interconnect=nvlink4``). Keys that describe the same thing in
-different ways replace each other, and derived keys follow the key they derive from.
+different ways replace each other, and derived keys follow the key they derive from. An
+overridden value is a what-if, taken as exact: its ``[uncertainty]`` entry is dropped
+(set ``uncertainty.SECTION.KEY`` too to give it one).
 """
 
 from __future__ import annotations
@@ -19,33 +21,84 @@ from sim.errors import SpecsimError
 #: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"acceptance.alpha", "acceptance.per_position", "acceptance.mix", "acceptance.rank_rates"}
+        {
+            "acceptance.alpha",
+            "acceptance.accept_length",
+            "acceptance.first_rate",
+            "acceptance.per_position",
+            "acceptance.mix",
+            "acceptance.rank_rates",
+        }
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
     frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
 )
 #: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
-#: ``num_steps`` (a tree's is its own setting: it stays).
-DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
+#: ``num_steps`` (a tree's is its own setting: it stays); a new ``shape`` drops the old
+#: shape's ``decay``.
+DERIVED_KEYS: Mapping[str, str] = {
+    "speculation.num_steps": "speculation.num_draft_tokens",
+    "acceptance.shape": "acceptance.decay",
+}
+#: Keys that hold a list: one number given for them is a list of one (``targets.tok_s=120``).
+LIST_KEYS: frozenset[str] = frozenset({"targets.tok_s", "acceptance.per_position"})
+#: Longest ``--set``/``--grid`` text: a value is one TOML scalar or a short array.
+MAX_VALUE_CHARS = 10_000
+#: Deepest array nesting of one value (a list of per-position lists is 2).
+MAX_VALUE_DEPTH = 3
 
 
-def parse_value(text: str) -> Any:
-    """A ``--set`` value as a TOML scalar or array; a bare word is a string (``nvlink4``)."""
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+def parse_value(text: str, param: str = "sets") -> Any:
+    """A ``--set`` value as ONE TOML value (scalar, array or inline table); a bare word is a
+    string (``nvlink4``). A newline, a second key or a table header is refused: an override
+    sets one field and nothing else."""
+    if len(text) > MAX_VALUE_CHARS:
+        raise SpecsimError(
+            f"value longer than {MAX_VALUE_CHARS} characters (one TOML value)", param=param
+        )
+    if any(ch in text for ch in "\n\r") or any(not ch.isprintable() for ch in text):
+        raise SpecsimError(
+            f"value {text!r} spans lines or holds control characters: give one TOML value",
+            param=param,
+        )
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        parsed = tomllib.loads(f"v = {text}")
+    except RecursionError:
+        raise SpecsimError(
+            f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param
+        ) from None
     except tomllib.TOMLDecodeError:
         if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
             return text
-        raise SpecsimError(f"cannot parse value {text!r} as TOML", param="sets") from None
+        raise SpecsimError(f"cannot parse value {text!r} as TOML", param=param) from None
+    if set(parsed) != {"v"}:
+        raise SpecsimError(f"value {text!r} is more than one TOML value", param=param)
+    value = parsed["v"]
+    if _depth(value) > MAX_VALUE_DEPTH:
+        raise SpecsimError(f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param)
+    return value
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``'a.b=value'`` -> ``('a.b', parsed value)``."""
     key, sep, value = text.partition("=")
     key = key.strip()
-    if not sep or not key or any(not part for part in key.split(".")):
+    if not sep or not key or any(not part.strip() for part in key.split(".")):
         raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", param="sets")
-    return key, parse_value(value.strip())
+    if len(key) > 200 or key.count(".") > 6:
+        raise SpecsimError(f"key {key[:40]!r}... is too long for a scenario field", param="sets")
+    parsed = parse_value(value.strip())
+    if key in LIST_KEYS and isinstance(parsed, int | float) and not isinstance(parsed, bool):
+        parsed = [parsed]
+    return key, parsed
 
 
 def _delete(raw: dict[str, Any], dotted: str) -> None:
@@ -57,6 +110,27 @@ def _delete(raw: dict[str, Any], dotted: str) -> None:
             return
     if isinstance(node, dict):
         node.pop(leaf, None)
+
+
+def _drop_correlated(raw: dict[str, Any], dotted: str) -> None:
+    """Remove ``dotted`` (and its list entries) from ``[uncertainty.correlation]``; drop
+    the table when fewer than two fields are left."""
+    corr = (
+        raw.get("uncertainty", {}).get("correlation")
+        if isinstance(raw.get("uncertainty"), dict)
+        else None
+    )
+    if not isinstance(corr, dict) or not isinstance(corr.get("fields"), list):
+        return
+    fields, matrix = corr["fields"], corr.get("matrix")
+    keep = [i for i, f in enumerate(fields) if not (f == dotted or str(f).startswith(dotted + "["))]
+    if len(keep) == len(fields):
+        return
+    if len(keep) < 2 or not isinstance(matrix, list):
+        raw["uncertainty"].pop("correlation", None)
+        return
+    corr["fields"] = [fields[i] for i in keep]
+    corr["matrix"] = [[matrix[i][j] for j in keep] for i in keep]
 
 
 def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
@@ -74,14 +148,20 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     """
     out = copy.deepcopy(dict(raw))
     for dotted in overrides:
+        dropped = [dotted]  # an overridden value is exact: its stated error goes
         for group in EXCLUSIVE_KEYS:
             if dotted in group:
-                for other in group - {dotted}:
-                    if other not in overrides:
-                        _delete(out, other)
+                dropped += [other for other in group - {dotted} if other not in overrides]
         derived = DERIVED_KEYS.get(dotted)
-        if derived and derived not in overrides and _topk(out, overrides) == 1:
-            _delete(out, derived)
+        chain = dotted != "speculation.num_steps" or _topk(out, overrides) == 1
+        if derived and derived not in overrides and chain:
+            dropped.append(derived)
+        for key in dropped:
+            if key != dotted:
+                _delete(out, key)
+            if not dotted.startswith("uncertainty."):
+                _delete(out, f"uncertainty.{key}")
+                _drop_correlated(out, key)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         node = out

@@ -11,67 +11,96 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from sim.errors import UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
+# Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
+# and every size has a ceiling well above any real server, so that a typo (1e9 layers)
+# is an error naming the field instead of a multi-GiB allocation or a run that never ends:
+#: One hour: no pass of a decoding step takes longer (real ones take 1-100 ms).
+MAX_MS = 3_600_000.0
+#: Draft length: EAGLE/SGLang/vLLM use 1-10; 64 positions cover every published setting.
+MAX_NUM_STEPS = 64
+#: Decoder layers (the largest public models have ~130) and kernels one layer launches.
+MAX_LAYERS = 1_000
+MAX_KERNELS_PER_LAYER = 1_000
+#: Tensor-parallel degree: NVL72 racks are the largest single all-reduce domain (72).
+MAX_GPUS = 1_024
+#: Output tokens of one request: the longest context windows are ~1M tokens.
+MAX_OUTPUT_TOKENS = 1_000_000
+#: Requests per replication and replications: results hold R x Q per-request rows
+#: (sim/simulation/budget.py bounds their product and the run time as well).
+MAX_REQUESTS = 1_000_000
+MAX_REPLICATIONS = 100_000
+#: Parameters (weights) of one layer, expert or head: 1e13 is beyond any model.
+MAX_PARAMS = 1e13
+#: Throughput targets: no decoding reaches 1e7 tok/s per request.
+MAX_TOK_S = 1e7
+#: Entries of a list in a scenario (per-position rates, mix classes, targets).
+MAX_LIST = 64
+
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
-PositiveMs = Annotated[float, Field(gt=0.0)]
-NonNegativeMs = Annotated[float, Field(ge=0.0)]
+PositiveMs = Annotated[float, Field(gt=0.0, le=MAX_MS)]
+NonNegativeMs = Annotated[float, Field(ge=0.0, le=MAX_MS)]
+Params = Annotated[float, Field(gt=0.0, le=MAX_PARAMS)]
 
 
 class Section(BaseModel):
     """Base of every section: immutable, strict types, unknown keys rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ModelSpec(Section):
     """The target model; optional while timings are given directly."""
 
-    name: str = "unnamed"
-    layers: Annotated[int, Field(gt=0)] | None = None
-    hidden_size: Annotated[int, Field(gt=0)] | None = None
-    experts: Annotated[int, Field(gt=0)] | None = None
-    experts_per_token: Annotated[int, Field(gt=0)] | None = None
-    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    name: Annotated[str, Field(max_length=200)] = "unnamed"
+    layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] | None = None
+    hidden_size: Annotated[int, Field(gt=0, le=1_000_000)] | None = None
+    experts: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    experts_per_token: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    # Hardware model (sim/hardware/, docs/reference.md §All-reduce): kernels one layer launches
     # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
     # activation element in an all-reduce message, decoder layers of the drafter.
-    kernels_per_layer: Annotated[int, Field(gt=0)] | None = None
-    allreduces_per_layer: Annotated[int, Field(ge=0)] = 2
-    activation_bytes: Annotated[int, Field(gt=0)] = 2
-    draft_layers: Annotated[int, Field(gt=0)] = 1
+    kernels_per_layer: Annotated[int, Field(gt=0, le=MAX_KERNELS_PER_LAYER)] | None = None
+    allreduces_per_layer: Annotated[int, Field(ge=0, le=100)] = 2
+    activation_bytes: Annotated[int, Field(gt=0, le=16)] = 2
+    draft_layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] = 1
     # Weights, for compute derived from a GPU preset when timings are missing (roofline):
     # params per layer outside the routed experts (attention, shared expert; the whole
     # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
     # LM head, and in the drafter; bytes per param (experts may be quantized apart).
-    dense_layers: Annotated[int, Field(ge=0)] = 0
-    layer_params: Annotated[float, Field(gt=0)] | None = None
-    dense_layer_params: Annotated[float, Field(gt=0)] | None = None
-    expert_params: Annotated[float, Field(gt=0)] | None = None
-    lm_head_params: Annotated[float, Field(ge=0)] = 0.0
-    draft_params: Annotated[float, Field(gt=0)] | None = None
-    weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
-    expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+    dense_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)] = 0
+    layer_params: Params | None = None
+    dense_layer_params: Params | None = None
+    expert_params: Params | None = None
+    lm_head_params: Annotated[float, Field(ge=0, le=MAX_PARAMS)] = 0.0
+    draft_params: Params | None = None
+    weight_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] = 2.0
+    expert_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
     # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
     # token of context in a target pass, all layers (MLA's latent KV is replicated on every
     # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
     # drafter's KV bytes per token (default: the target's per decoder layer).
-    kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
-    attention_flops_per_pair: Annotated[float, Field(ge=0)] | None = None
-    draft_kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
+    kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -112,27 +141,33 @@ class HardwareSpec(Section):
     deterministic).
     """
 
-    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
-    gpus: Annotated[int, Field(gt=0)] = 1
+    interconnects: Annotated[dict[str, InlineInterconnect], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0)] = EAGER_KERNEL_US
+    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
     allreduce: Library = "auto"
-    rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves
+    #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
+    #: longer verify); 1 is the roofline, which the README calls about 2x optimistic.
+    bandwidth_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
 
     @field_validator("interconnect")
     @classmethod
     def _known_interconnect(cls, value: str, info: ValidationInfo) -> str:
         known = preset_names(info.data.get("interconnects"))
         if value not in known:
-            raise ValueError(f"unknown interconnect {value!r}; known: {', '.join(known)}")
+            raise ValueError(str(UnknownNameError("interconnect", value, known)))
         return value
 
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str | None) -> str | None:
         if value is not None and value not in GPU_PRESETS:
-            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(GPU_PRESETS)}")
+            raise ValueError(str(UnknownNameError("gpu", value, tuple(GPU_PRESETS))))
         return value
 
 
@@ -145,7 +180,7 @@ class MeasuredOn(Section):
     """
 
     interconnect: str
-    gpus: Annotated[int, Field(gt=0)]
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)]
     gpu: str | None = None
     verify_cuda_graph: bool
     allreduce: Library = "auto"
@@ -189,11 +224,15 @@ class TimingSpec(Section):
 
     decode_ms: PositiveMs | None = None
     verify_ms: PositiveMs | None = None
-    verify_tokens: Annotated[int, Field(gt=0)] | None = None
-    verify_ms_per_extra_token: NonNegativeMs = 0.0
+    verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
+    #: Growth of the verify pass per extra verified token; left out, the hardware model
+    #: derives it (sim/scenario/decompose.py ``verify_slope``), or it is 0 when the model
+    #: lacks the weights or GPU to, and the answer lists it among its assumptions.
+    verify_ms_per_extra_token: NonNegativeMs | None = None
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
-    #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
-    #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
+    #: or ``experts``: the weight reads (and FLOPs) of the extra distinct routed experts
+    #: E(1 - (1 - e/E)^m) are added to the calibrated compute (needs the model's weights
+    #: and hardware.gpu).
     verify_growth: Literal["linear", "experts"] = "linear"
     #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
     #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
@@ -224,11 +263,14 @@ class TimingSpec(Section):
     #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
-    jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Below 1: a gamma of shape a = 1/cv^2 has E[1/X] = 1/((a - 1) scale) only for a > 1,
+    #: so the mean per-request tok/s of a one-cycle request is finite only for cv < 1
+    #: (at cv = 10 a one-token request averaged 2.5e92 tok/s).
+    jitter_cv: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
     #: when KV reads or attention are modelled), and measured passes at other batch sizes.
-    context_tokens: Annotated[float, Field(ge=0)] | None = None
-    points: list[TimingPoint] | None = None
+    context_tokens: Annotated[float, Field(ge=0, le=1e8)] | None = None
+    points: Annotated[list[TimingPoint], Field(max_length=MAX_LIST)] | None = None
 
     @model_validator(mode="after")
     def _overhead_only_for_derived_steps(self) -> TimingSpec:
@@ -253,9 +295,11 @@ class SpeculationSpec(Section):
     fewer drafts than the drafter expands at depth 1.
     """
 
-    num_steps: Annotated[int, Field(ge=0)]
-    topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int | None, Field(gt=0, validate_default=True)] = None
+    num_steps: Annotated[int, Field(ge=0, le=MAX_NUM_STEPS)]
+    topk: Annotated[int, Field(gt=0, le=MAX_LIST)] = 1
+    num_draft_tokens: Annotated[
+        int | None, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST, validate_default=True)
+    ] = None
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -314,7 +358,7 @@ class Heterogeneity(Section):
     c = m (1 - m) / std^2 - 1). Neither set: every request has exactly the mean rates.
     """
 
-    concentration: Annotated[float, Field(gt=0.0)] | None = None
+    concentration: Annotated[float, Field(gt=0.0, le=1e9)] | None = None
     std: Annotated[float, Field(ge=0.0, lt=0.5)] | None = None
 
     @model_validator(mode="after")
@@ -338,10 +382,10 @@ class Heterogeneity(Section):
 class AcceptanceClass(Heterogeneity):
     """One class of a workload mix (``[[acceptance.mix]]``): e.g. chat or code."""
 
-    name: str
-    weight: Annotated[float, Field(gt=0.0)]
+    name: Annotated[str, Field(max_length=200)]
+    weight: Annotated[float, Field(gt=0.0, le=1e9)]
     alpha: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one_rate(self) -> AcceptanceClass:
@@ -352,20 +396,42 @@ class AcceptanceClass(Heterogeneity):
         return self
 
 
-class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance, and for trees its rank-wise form.
+#: Keys of [acceptance] that say what was measured; exactly one is given.
+ACCEPTANCE_ANCHORS: tuple[str, ...] = (
+    "alpha",
+    "accept_length",
+    "first_rate",
+    "per_position",
+    "mix",
+    "rank_rates",
+)
 
-    The top-1 rate, one of: ``alpha`` (one rate), ``per_position`` (a list of k conditional
-    rates; the last repeats when k is longer), ``mix`` (weighted classes, each with its own
-    rates) or ``rank_rates``. ``concentration`` or ``std`` make the rates vary per request
-    (Beta around the mean); at the top level of a mix they are the default of classes that
-    set neither.
+Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
+Method = Literal["eagle3", "eagle", "mtp", "draft_model", "generic"]
+
+
+class AcceptanceSpec(Heterogeneity):
+    """Conditional per-position acceptance: what was measured, its shape by position, and
+    for trees its rank-wise form.
+
+    One anchor: ``alpha`` (the equal rate that gives the measured accept length at
+    ``measured_num_steps``), ``accept_length`` (measured there), ``first_rate`` (a_1),
+    ``per_position`` (measured conditional rates a_1..a_n), ``mix`` (weighted classes,
+    each with ``alpha`` or ``per_position``) or ``rank_rates``. ``shape`` says how the rate
+    varies with position (sim/model/shapes.py): ``flat``, ``geometric`` or ``step`` with
+    ``decay``, and for a ``per_position`` list how it continues past the list (``repeat``:
+    the last rate repeats). ``auto`` (the default): a list of three or more rates continues
+    by the shape with the lowest held-out error on it; otherwise the decay prior of
+    ``method`` (sim/scenario/priors.py) gives shape and decay (``rank_rates``, given "at
+    every depth", stay flat under ``auto``). ``concentration`` or ``std`` make the rates
+    vary per request (Beta around the mean); at the top level of a mix they are the
+    default of classes that set neither.
 
     Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
     ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
-    | its parent was accepted) at every depth (q_1 then plays the role of alpha), or
+    | its parent was accepted) at every depth (q_1 then plays the role of the first rate), or
     ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
-    ranks 2..W take while alpha/per_position/mix give the top-1 rate. Either way the ranks
+    ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
     below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
     q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
     the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
@@ -373,11 +439,24 @@ class AcceptanceSpec(Heterogeneity):
     """
 
     alpha: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
-    mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
-    rank_rates: Annotated[list[Rate], Field(min_length=1)] | None = None
+    accept_length: Annotated[float, Field(ge=1.0, le=MAX_NUM_STEPS + 1)] | None = None
+    first_rate: Rate | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
+    mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_profile: str | None = None
     rank_extend: Literal["none", "geometric"] = "none"
+    shape: Shape = "auto"
+    decay: Annotated[float, Field(gt=0.0, le=2.0)] | None = None
+    method: Method = "generic"
+    #: The num_steps the alpha or accept length was measured at (default: the file's
+    #: speculation.num_steps, filled in when the scenario is read).
+    measured_num_steps: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS)] | None = None
+    #: log rho: past the measured positions every rate is rho times the shape's per
+    #: position (0: the shape as it is). Left out with shape ``auto``: the median shape
+    #: error of published profiles, which falls (sim/scenario/priors.py ``shape_error``);
+    #: with a given shape 0.
+    tilt: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
 
     @field_validator("rank_rates")
     @classmethod
@@ -395,17 +474,14 @@ class AcceptanceSpec(Heterogeneity):
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
         if value is not None and value not in RANK_PROFILES:
-            raise ValueError(
-                f"unknown rank profile {value!r}; known: {', '.join(sorted(RANK_PROFILES))}"
-            )
+            raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
         return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        names = ("alpha", "per_position", "mix", "rank_rates")
-        given = [n for n in names if getattr(self, n) is not None]
+        given = [n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position, mix or rank_rates")
+            raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
         if self.rank_rates is not None and self.rank_profile is not None:
             raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
@@ -421,10 +497,33 @@ class AcceptanceSpec(Heterogeneity):
             self._check_std(self.top1_listed())
         return self
 
+    @model_validator(mode="after")
+    def _shape_fits_anchor(self) -> AcceptanceSpec:
+        listed = self.per_position is not None or self.mix is not None
+        if self.shape == "repeat" and not listed:
+            raise ValueError("shape = 'repeat' continues a per_position list; use flat")
+        if self.decay is not None and self.shape not in ("geometric", "step"):
+            raise ValueError(
+                f"decay is the parameter of shape 'geometric' or 'step', not {self.shape!r}"
+            )
+        k0 = self.measured_num_steps
+        if self.accept_length is not None and k0 is not None and self.accept_length > k0 + 1:
+            raise ValueError(
+                f"accept_length {self.accept_length:g} exceeds measured_num_steps + 1 = {k0 + 1}"
+            )
+        return self
+
+    @property
+    def anchor(self) -> str:
+        """Which of ``ACCEPTANCE_ANCHORS`` this section gives."""
+        return next(n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None)
+
     def top1_listed(self) -> list[float]:
-        """The top-level top-1 rates as given (empty for a mix)."""
+        """The top-level top-1 rates as given (empty for a mix or an accept length)."""
         if self.alpha is not None:
             return [self.alpha]
+        if self.first_rate is not None:
+            return [self.first_rate]
         if self.rank_rates is not None:
             return [self.rank_rates[0]]
         return list(self.per_position or [])
@@ -460,14 +559,14 @@ class WorkloadSpec(Section):
     (default: the larger of the concurrency and a tenth of ``requests``).
     """
 
-    output_tokens: Annotated[int, Field(gt=0)] = 512
-    requests: Annotated[int, Field(gt=0)] = 100
-    input_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] = 512
+    requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
+    input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
     lengths: Literal["fixed", "lognormal", "empirical"] | None = None
     input_sigma: Annotated[float, Field(ge=0)] | None = None
     output_sigma: Annotated[float, Field(ge=0)] | None = None
-    input_max_tokens: Annotated[int, Field(gt=0)] | None = None
-    output_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
     lengths_trace: Annotated[str, Field(min_length=1)] | None = None
     warmup_requests: Annotated[int, Field(ge=0)] | None = None
 
@@ -506,33 +605,70 @@ class ServingSpec(Section):
     (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
     ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
 
-    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
-    one of ``disable_above_batch`` (plain decoding when more requests decode) or
-    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
-    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
+    batch size): at most one of ``disable_above_batch`` (plain decoding when more requests
+    decode), ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to
+    num_steps as vLLM does; chains only) or ``draft_table`` (``[[start_bs, end_bs,
+    num_steps, topk, num_draft_tokens], ...]``, the same range rules with a chain (topk 1),
+    an SGLang tree (topk > 1) or plain decoding (num_steps 0) per range: a tree at small
+    batches falling back to a chain or to none). ``draft_extend``: ``accepted`` (the
+    drafter's extend after the verify runs over each request's accepted tokens, as SGLang's
+    eager extend and vLLM's proposer do) or ``padded`` (over the verify's width per request,
+    as SGLang's CUDA-graphed draft extend runs). SLOs for attainment: ``ttft_slo_ms``,
+    ``tpot_slo_ms``.
     """
 
-    concurrency: Annotated[int, Field(gt=0)] | None = None
-    rate_per_s: Annotated[float, Field(gt=0.0)] | None = None
+    concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = None
     trace: Annotated[str, Field(min_length=1)] | None = None
     think_time_ms: NonNegativeMs = 0.0
-    max_running_requests: Annotated[int, Field(gt=0)] = 1024
+    max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
-    token_budget: Annotated[int, Field(gt=0)] = 8192
-    kv_capacity_tokens: Annotated[int, Field(gt=0)] | None = None
+    token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
-    k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_extend: Literal["accepted", "padded"] = "accepted"
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+
+    @field_validator("draft_table")
+    @classmethod
+    def _draft_rows(cls, value: list[list[int]] | None) -> list[list[int]] | None:
+        if value is None:
+            return value
+        for i, row in enumerate(value):
+            if len(row) != 5:
+                raise ValueError(
+                    f"row {i}: rows are [start_bs, end_bs, num_steps, topk, num_draft_tokens]"
+                )
+            try:
+                SpeculationSpec(num_steps=row[2], topk=row[3], num_draft_tokens=row[4])
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                msg = str(detail["msg"]).removeprefix("Value error, ")
+                raise ValueError(
+                    f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
+                ) from None
+        KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
+        return value
 
     @model_validator(mode="after")
     def _one_load_one_policy(self) -> ServingSpec:
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
-        if self.disable_above_batch is not None and self.k_table is not None:
-            raise ValueError("give at most one of disable_above_batch, k_table")
+        policies = [
+            n
+            for n in ("disable_above_batch", "k_table", "draft_table")
+            if getattr(self, n) is not None
+        ]
+        if len(policies) > 1:
+            raise ValueError(
+                f"give at most one of disable_above_batch, k_table, draft_table (got {policies})"
+            )
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")
@@ -543,27 +679,137 @@ class ServingSpec(Section):
 class SimulationSpec(Section):
     """Monte Carlo replications and the root seed."""
 
-    replications: Annotated[int, Field(gt=0)] = 20
-    seed: Annotated[int, Field(ge=0)] = 0
+    replications: Annotated[int, Field(gt=0, le=MAX_REPLICATIONS)] = 20
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
 
 
 class TargetsSpec(Section):
     """Throughput targets in tokens per second (per request, batch 1)."""
 
-    tok_s: Annotated[list[Annotated[float, Field(gt=0.0)]], Field(min_length=1)]
+    tok_s: Annotated[
+        list[Annotated[float, Field(gt=0.0, le=MAX_TOK_S)]],
+        Field(min_length=1, max_length=MAX_LIST),
+    ]
+
+
+class FieldUncertainty(Section):
+    """How well one numeric field is known: a standard error or a plausible range.
+
+    ``stderr`` (a number, or for a list field one per entry) is a measurement error,
+    sampled as a normal around the value; ``range = [low, high]`` a plausible range,
+    sampled uniformly. ``origin`` says what the value is (``measured``, the default with a
+    stderr; ``assumed``, the default with a range or with neither; ``calibrated``, written
+    by ``specsim calibrate``; ``derived``, from published data, as calibrate writes the
+    shape error); ``reason`` says why.
+    """
+
+    stderr: (
+        Annotated[float, Field(ge=0.0)]
+        | Annotated[list[Annotated[float, Field(ge=0.0)]], Field(max_length=MAX_NUM_STEPS)]
+        | None
+    ) = None
+    range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    origin: Literal["measured", "assumed", "calibrated", "derived"] | None = None
+    reason: Annotated[str, Field(max_length=10_000)] = ""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> FieldUncertainty:
+        if self.stderr is not None and self.range is not None:
+            raise ValueError("give a stderr or a range, not both")
+        if self.range is not None and self.range[0] > self.range[1]:
+            raise ValueError(f"range low {self.range[0]:g} is above high {self.range[1]:g}")
+        return self
+
+    @property
+    def resolved_origin(self) -> str:
+        if self.origin is not None:
+            return self.origin
+        return "measured" if self.stderr is not None else "assumed"
+
+
+class Correlation(Section):
+    """Correlations between fields with a ``stderr`` (``specsim calibrate`` writes the
+    correlations of the values it fits): a symmetric matrix with unit diagonal."""
+
+    fields: Annotated[list[str], Field(min_length=2, max_length=MAX_LIST)]
+    matrix: Annotated[list[list[float]], Field(max_length=MAX_LIST)]
+
+    @model_validator(mode="after")
+    def _valid_matrix(self) -> Correlation:
+        n = len(self.fields)
+        if len(set(self.fields)) != n:
+            raise ValueError("correlation fields must be distinct")
+        if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
+            raise ValueError(f"matrix must be {n} x {n}, one row and column per field")
+        for i in range(n):
+            if abs(self.matrix[i][i] - 1.0) > 1e-9:
+                raise ValueError("matrix diagonal must be 1")
+            for j in range(n):
+                if abs(self.matrix[i][j] - self.matrix[j][i]) > 1e-9:
+                    raise ValueError("matrix must be symmetric")
+                if abs(self.matrix[i][j]) > 1.0 + 1e-9:
+                    raise ValueError("correlations must lie in [-1, 1]")
+        if np.linalg.eigvalsh(np.array(self.matrix, dtype=float)).min() < -1e-9:
+            raise ValueError("matrix is not positive semi-definite")
+        return self
+
+
+class UncertaintySpec(Section):
+    """``[uncertainty]``: errors and ranges of numeric fields, by section.
+
+    ``timing.verify_ms = { stderr = 0.5, reason = "..." }`` under ``[uncertainty]`` (a
+    TOML dotted key) or ``verify_ms = {...}`` under ``[uncertainty.timing]``; a list field
+    takes a stderr per entry (``acceptance.per_position = { stderr = [0.01, 0.02] }``).
+    ``[uncertainty.correlation]`` correlates fields that have a stderr (list entries as
+    ``acceptance.per_position[0]``).
+    """
+
+    model: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    hardware: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    timing: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    correlation: Correlation | None = None
+
+    def entries(self) -> dict[str, FieldUncertainty]:
+        """Every entry by its dotted field (``timing.verify_ms``)."""
+        out: dict[str, FieldUncertainty] = {}
+        for section in ("model", "hardware", "timing", "acceptance"):
+            for key, entry in getattr(self, section).items():
+                out[f"{section}.{key}"] = entry
+        return out
 
 
 class Scenario(Section):
     """One validated scenario file (after overrides).
 
     ``_derived`` memoizes what sim/scenario/bind.py derives from the (immutable) fields,
-    such as the pass times, so a study that asks many times pays once.
+    such as the pass times, so a study that asks many times pays once. ``_given`` holds the
+    dotted fields the file (or mapping) gave and ``_overrides`` the fields set afterwards
+    (by ``--set``, ``--grid`` or a study) with what set them: the provenance of every value
+    (sim/scenario/provenance.py). Equality compares the fields only.
     """
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _given: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    name: str
-    description: str = ""
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
+
+    name: Annotated[str, Field(max_length=200)]
+    description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()
     hardware: HardwareSpec = HardwareSpec()
     timing: TimingSpec = TimingSpec()
@@ -573,6 +819,60 @@ class Scenario(Section):
     serving: ServingSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
+    uncertainty: UncertaintySpec = UncertaintySpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_measured_num_steps(cls, data: Any) -> Any:
+        """An alpha or accept length was measured at the scenario's num_steps unless it
+        says otherwise (files are filled at load, before ``--set``, see load.py)."""
+        if isinstance(data, dict):
+            fill_measured_num_steps(data)
+        return data
+
+    @model_validator(mode="after")
+    def _uncertain_fields_are_numbers(self) -> Scenario:
+        entries = self.uncertainty.entries()
+        for dotted, entry in entries.items():
+            where = f"uncertainty.{dotted}"
+            section, key = dotted.split(".", 1)
+            value = getattr(getattr(self, section), key, None) if hasattr(self, section) else None
+            model_fields = type(getattr(self, section)).model_fields
+            if key not in model_fields:
+                raise _field_error(where, f"{section} has no field {key!r}")
+            if isinstance(value, list):
+                if not all(isinstance(v, int | float) for v in value):
+                    raise _field_error(where, "not a numeric field")
+                if entry.range is not None:
+                    raise _field_error(where, "a list field takes a stderr (one or per entry)")
+                if isinstance(entry.stderr, list) and len(entry.stderr) != len(value):
+                    raise _field_error(
+                        where, f"{len(entry.stderr)} stderrs for {len(value)} entries"
+                    )
+                continue
+            if value is None:
+                raise _field_error(where, f"{dotted} has no value here to be uncertain about")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _field_error(where, f"not a numeric field (value {value!r})")
+            if isinstance(entry.stderr, list):
+                raise _field_error(where, "a single value takes a single stderr")
+            if entry.range is not None and not entry.range[0] <= value <= entry.range[1]:
+                raise _field_error(
+                    where,
+                    f"range [{entry.range[0]:g}, {entry.range[1]:g}] does not contain the "
+                    f"value {value:g}",
+                )
+        corr = self.uncertainty.correlation
+        if corr is not None:
+            for name in corr.fields:
+                base = name.split("[", 1)[0]
+                entry = entries.get(base)
+                if entry is None or entry.stderr is None:
+                    raise _field_error(
+                        "uncertainty.correlation.fields",
+                        f"{name} has no stderr in [uncertainty] to correlate",
+                    )
+        return self
 
     @model_validator(mode="after")
     def _acceptance_when_speculating(self) -> Scenario:
@@ -590,7 +890,9 @@ class Scenario(Section):
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
-        at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
+        at_one = timing.verify_ms - (measured_tokens - 1) * (
+            timing.verify_ms_per_extra_token or 0.0
+        )
         if at_one <= 0:
             raise ValueError(
                 "timing.verify_ms_per_extra_token is too large for timing.verify_ms: the verify "
@@ -605,3 +907,21 @@ class Scenario(Section):
     @property
     def target_tok_s(self) -> tuple[float, ...]:
         return tuple(self.targets.tok_s) if self.targets else ()
+
+
+def _field_error(field: str, message: str) -> ValueError:
+    """A validation error naming a dotted field inside its message (load.py reports it)."""
+    return ValueError(f"{field}: {message}")
+
+
+def fill_measured_num_steps(raw: dict[str, Any]) -> None:
+    """Set ``acceptance.measured_num_steps`` from ``speculation.num_steps`` in place when
+    the acceptance is an alpha, an accept length or a mix and does not say it."""
+    acc, spec = raw.get("acceptance"), raw.get("speculation")
+    if not isinstance(acc, dict) or not isinstance(spec, dict):
+        return
+    k = spec.get("num_steps")
+    if "measured_num_steps" in acc or not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        return
+    if any(key in acc for key in ("alpha", "accept_length", "mix")):
+        acc["measured_num_steps"] = k

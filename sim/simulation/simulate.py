@@ -24,6 +24,7 @@ from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
+from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
@@ -192,6 +193,8 @@ def simulate(
     seed = scenario.simulation.seed if seed is None else seed
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
     _check_settings(engine, fidelity, sizes, seed)
+    k = scenario.num_steps
+    check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers)
     if cycle_times is None:
         cycle_times = bound_cycle_times(scenario, fidelity, seed)
     speculating = scenario.num_steps > 0

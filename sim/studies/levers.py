@@ -54,7 +54,7 @@ class Drafter:
 
 #: A public EAGLE-3 drafter for Kimi-K2 trained on 1.4M samples, at num_steps 3 / 4 draft
 #: tokens: HumanEval 3.372, GSM8K 3.165, Math500 3.490 (AQ-MedAI/Kimi-K2-Instruct-eagle3
-#: model card; reference section 3).
+#: model card; docs/reference.md §Seed).
 KIMI_K2_DRAFTER = Drafter(
     num_steps=3,
     accept_lengths=(3.165, 3.372, 3.490),
@@ -118,7 +118,11 @@ def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[
     if drafter is None:
         return (*base, Lever("graph + NVLink", "both", {**graphed, **nvlink}))
     k, al = drafter.num_steps, drafter.typical_accept_length
-    better = {"speculation.num_steps": k, "acceptance.alpha": alpha_for_accept_length(al, k)}
+    better = {
+        "speculation.num_steps": k,
+        "acceptance.alpha": alpha_for_accept_length(al, k),
+        "acceptance.measured_num_steps": k,  # the drafter's accept length is measured at k
+    }
     return (
         *base,
         Lever(

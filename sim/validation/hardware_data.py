@@ -131,7 +131,7 @@ NCCL_PRESET_SOURCES: tuple[str, ...] = (
     "the largest scored size)",
     "nvlink4: 8x H100 ring busbw ~370 GB/s (NVIDIA/nccl-tests #212)",
     "pcie-gen4 / pcie-gen5: NCCL topology's x16 link speeds, 24 / 48 GB/s",
-    "pcie-gen4-host-bounce: Intel SPR CPU link ~22 GB/s (reference section 4)",
+    "pcie-gen4-host-bounce: Intel SPR CPU link ~22 GB/s (docs/reference.md §All-reduce)",
     "pcie-gen5-host-bounce: 8x RTX 5090 busbw 28 GB/s at 1-8 GB (NVIDIA/nccl #1639)",
     "xgmi-mi300x: 8x MI300X busbw 312.9 GB/s at 4 GiB (stas00/ml-engineering)",
 )
@@ -187,7 +187,7 @@ PIE_348 = EagerPair(
 #: Kernels of a dense decoder layer, from pie #348's count ("~15 kernels/layer"), used for
 #: the other dense models (an assumption: the sources do not count their own).
 DENSE_KERNELS_PER_LAYER = 15
-#: Kimi-K2 (MLA + routed MoE) layer: the seed scenario's assumption (reference section 4's
+#: Kimi-K2 (MLA + routed MoE) layer: the seed scenario's assumption (docs/reference.md §All-reduce's
 #: upper end); TRITON_MLA's attention op: 6 kernels (KV-cache write, q absorption, two
 #: decode stages, value up-projection, output copy), an assumption.
 KIMI_KERNELS_PER_LAYER = 18

@@ -246,6 +246,15 @@ class AcceptanceModel:
         means = np.clip(np.asarray(mean_rates, dtype=float), 0.0, 1.0)
         return AcceptanceModel(self.num_steps, tuple(c.with_means(means) for c in self.classes))
 
+    def truncated(self, num_steps: int) -> AcceptanceModel:
+        """The model over positions 1..``num_steps`` (at most k): every class's first
+        ``num_steps`` mean rates, spreads kept (a class's spread is per position)."""
+        if not 0 <= num_steps <= self.num_steps:
+            raise ValueError(f"cannot cut a model of k = {self.num_steps} to {num_steps}")
+        return AcceptanceModel(
+            num_steps, tuple(c.with_means(c.mean_rates[:num_steps].copy()) for c in self.classes)
+        )
+
     def with_equal_rates(self, alpha: float) -> AcceptanceModel:
         """Every class at one mean rate ``min(alpha, 1)`` at every position; spreads kept."""
         rate = min(1.0, alpha)

@@ -399,20 +399,33 @@ def tree_cost(
     )
 
 
+def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
+    """The cycle of a scenario at its own ``num_steps`` or at another (a chain there; a
+    tree at its own configuration is the tree cycle), the draft extend at the pass times'
+    own accept length; ``CycleCost.at_accept_length`` moves it to an E[L]. Computed once
+    per scenario object and k (scenarios are immutable)."""
+    key = ("cycle_cost", num_steps)
+    cache = scenario._derived
+    if key not in cache:
+        sp = scenario.speculation
+        if num_steps is None and sp.is_tree:
+            assert sp.num_draft_tokens is not None
+            passes = pass_times(scenario)
+            cache[key] = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+        else:
+            k = scenario.num_steps if num_steps is None else num_steps
+            cache[key] = chain_cycle_cost(pass_times(scenario), k)
+    return cache[key]
+
+
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
-    """The expected cycle of a scenario at its own ``num_steps`` or at another (a chain
-    there; a tree at its own configuration is the tree cycle), the draft extend taken at
-    the accept length E[L] its acceptance gives (exact: the extend is linear in L;
-    ``CycleCost.at_accept_length``)."""
-    sp = scenario.speculation
-    if num_steps is None and sp.is_tree:
-        assert sp.num_draft_tokens is not None
-        cost = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
-    else:
-        k = scenario.num_steps if num_steps is None else num_steps
-        cost = chain_cycle_cost(pass_times(scenario), k)
-        if k == 0:
-            return cost
+    """The expected cycle of a scenario at its own ``num_steps`` or at another
+    (``bound_cycle_cost``), the draft extend taken at the accept length E[L] its
+    acceptance gives (exact: the extend is linear in L; ``CycleCost.at_accept_length``).
+    An extend that does not grow with L needs no E[L] (no acceptance model is built)."""
+    cost = bound_cycle_cost(scenario, num_steps)
+    if cost.num_steps == 0 or cost.extend_per_token_ms == 0.0:
+        return cost
     return cost.at_accept_length(mean_accept_length(scenario_rates(scenario, num_steps)))
 
 

@@ -267,10 +267,15 @@ def family_holdout(method: str) -> dict[str, float]:
     return out
 
 
-@functools.cache
 def decay_prior(method: str, family: str | None = None) -> DecayPrior:
     """The decay prior of ``method`` (one of ``METHODS``) for ``family`` (default: the
-    method's held-out choice, ``PRIOR_FAMILY``), fitted once from ``PROFILES``."""
+    method's held-out choice, ``PRIOR_FAMILY``), fitted once from ``PROFILES`` (one cache
+    entry whether ``family`` is passed as None or left out)."""
+    return _fitted_decay_prior(method, family)
+
+
+@functools.cache
+def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)

@@ -28,7 +28,7 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import acceptance_model, cycle_cost
+from sim.scenario.bind import acceptance_model, bound_cycle_cost
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats
@@ -287,8 +287,12 @@ def closed_form_stats(
 
     For checking the search machinery against ``answer_at_k`` and for closed-form searches;
     the mean-tok/s form only (no target probabilities). A ``SimulateFn``.
+
+    Arithmetic on the bound model: the scenario's cycle, bound once per scenario object
+    (``bound_cycle_cost``: no acceptance model rebuilt per evaluation), its extend moved to
+    the accept length of ``acceptance`` by ``throughput_tok_s``.
     """
     model = acceptance or acceptance_model(scenario.acceptance, scenario.num_steps)
     al = mean_accept_length(model.closed_form_rates())
-    tput = throughput_tok_s(al, cycle_cost(scenario))
+    tput = throughput_tok_s(al, bound_cycle_cost(scenario))
     return Stats(tput, (tput, tput), al, ())

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
+from sim.model.acceptance import AcceptanceModel, Spread
 from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -129,9 +129,20 @@ class AcceptanceLever:
         """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
         return [float(v) for v in self.mean_rates(np.array([x]))[0]]
 
+    def closed_form_rates(self, x: float) -> np.ndarray:
+        """``model_at(x).closed_form_rates()``, shape (k,): with one class and no spread the
+        same capped product without building the model (what the closed-form root
+        finding evaluates hundreds of times per k)."""
+        cls = self.model.classes
+        if len(cls) > 1 or cls[0].spread != Spread():
+            return self.model_at(x).closed_form_rates()
+        if self.kind == "alpha":
+            return np.clip(np.asarray(x * self.factors, dtype=float), 0.0, 1.0)
+        return np.minimum(1.0, x * cls[0].mean_rates)
+
     def expected_accept_length(self, x: float) -> float:
         """E[L] per request at x (effective rates carry the heterogeneity)."""
-        return mean_accept_length(self.model_at(x).closed_form_rates())
+        return mean_accept_length(self.closed_form_rates(x))
 
     def accept_length_grid(self, n: int = 101) -> tuple[np.ndarray, np.ndarray]:
         """(x grid of shape (n,), E[L] at each), for interpolating closed-form answers.
@@ -186,23 +197,77 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
     )
 
 
-def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
-    """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation)."""
+@dataclass(frozen=True)
+class BoundAcceptance:
+    """A lever base's acceptance bound once at the longest draft length K of a search: the
+    model (mean rates by position) and the anchored shape factors g_1..g_K (ones for a
+    listed profile or a mix), shape (K,). The binding's rates at position i do not depend
+    on k (an anchor's first rate comes from its measured k0, the shape and tilt are per
+    position: sim/scenario/bind.py), so every shorter k is a cut of them (``at``)."""
+
+    model: AcceptanceModel
+    factors: np.ndarray
+
+    def at(self, num_steps: int) -> tuple[AcceptanceModel, np.ndarray]:
+        """(model, factors (k,)) at draft length ``num_steps`` <= K."""
+        return self.model.truncated(num_steps), self.factors[:num_steps].copy()
+
+
+def _lever_base(scenario: Scenario, num_steps: int) -> Scenario:
+    """The scenario the search runs at draft length ``num_steps`` (one validation)."""
     # the chain search: a tree scenario is searched as a chain of its top-1 rates (its
     # trees: sim/studies/tree_search.py)
     over: dict[str, Any] = {"speculation.num_steps": num_steps, "speculation.topk": 1}
     if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
         over["acceptance"] = {"alpha": 0.0}
-    base = with_overrides(scenario, over, source="search")
+    return with_overrides(scenario, over, source="search")
+
+
+def bind_acceptance(base: Scenario, num_steps: int) -> BoundAcceptance:
+    """The acceptance model and anchored factors of a lever base at ``num_steps``."""
     acc = base.acceptance
     model = acceptance_model(acc, num_steps)
     anchored = acc is None or (acc.mix is None and acc.per_position is None)
+    if anchored and acc is not None:
+        return BoundAcceptance(model, anchored_factors(acc, num_steps))
+    return BoundAcceptance(model, np.ones(num_steps))
+
+
+def acceptance_levers(scenario: Scenario, num_steps: Sequence[int]) -> dict[int, AcceptanceLever]:
+    """The acceptance lever at every draft length in ``num_steps``: one validation per k,
+    the acceptance bound once at the longest and cut to each k (``BoundAcceptance``)
+    wherever the base's ``[acceptance]`` is the same as there (a plain-decoding scenario's
+    is measured at each k: bound at each)."""
+    ks = sorted(set(num_steps))
+    bases = {k: _lever_base(scenario, k) for k in ks}
+    top = bases[ks[-1]]
+    bound = bind_acceptance(top, ks[-1])
+    return {
+        k: acceptance_lever(
+            scenario, k, base=b, bound=bound if b.acceptance == top.acceptance else None
+        )
+        for k, b in bases.items()
+    }
+
+
+def acceptance_lever(
+    scenario: Scenario,
+    num_steps: int,
+    *,
+    base: Scenario | None = None,
+    bound: BoundAcceptance | None = None,
+) -> AcceptanceLever:
+    """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation,
+    none when ``base``, the scenario at that k, is given). ``bound``: the acceptance bound
+    at a k >= ``num_steps`` (default: bound here)."""
+    base = base or _lever_base(scenario, num_steps)
+    acc = base.acceptance
+    model, factors = (bound or bind_acceptance(base, num_steps)).at(num_steps)
+    anchored = acc is None or (acc.mix is None and acc.per_position is None)
     kind = "alpha" if anchored else "profile"
     if anchored:
-        factors = np.ones(num_steps) if acc is None else anchored_factors(acc, num_steps)
         positive = factors[factors > 0]
     else:
-        factors = np.ones(num_steps)
         rates = np.concatenate([c.mean_rates for c in model.classes])
         positive = rates[rates > 0]
     top = 1.0 / float(positive.min()) if positive.size else 1.0
@@ -513,6 +578,7 @@ def search_acceptance(
     fidelity: str = "cycle",
     simulate: SimulateFn | None = None,
     workers: int = 1,
+    intervals: bool = True,
 ) -> SearchResult:
     """The lowest acceptance reaching each target, for each k, with 95% intervals.
 
@@ -522,6 +588,9 @@ def search_acceptance(
     ``workers`` > 1 searches the draft lengths in that many processes; each k's search is
     independent and seeded the same way, so the result does not depend on it. The scenario
     is validated once per draft length (the lever scales the acceptance model).
+    ``intervals``: also give the 90% intervals from inputs and model
+    (sim/studies/uncertainty.py ``answer_uncertainty``: its own closed-form study, with its
+    own validations; mean tok/s of a chain only); False leaves them out (``None``).
     """
     targets = checked_targets(targets, quantile)
     ks = sorted(set(num_steps))
@@ -540,14 +609,14 @@ def search_acceptance(
     else:
         evaluator = Evaluator(run, targets)
         passes = pass_times(base)
+        levers = acceptance_levers(base, ks)
         for k in ks:
-            levers[k] = acceptance_lever(base, k)
             times = _own_cycle_times(run, levers[k].base)
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
         evaluations = evaluator.evaluations
     unc = (
         answer_uncertainty(base, targets, num_steps=ks)
-        if quantile is None and not base.speculation.is_tree
+        if intervals and quantile is None and not base.speculation.is_tree
         else None
     )
     results = tuple(

@@ -26,6 +26,10 @@ KINDS: tuple[str, ...] = (
     "allreduce",
     "convert",
     "validate",
+    "crossover",
+    "best_k",
+    "capacity",
+    "controllers",
 )
 
 

@@ -12,6 +12,7 @@ from sim.cli import (
     calibrate,
     compare,
     convert,
+    crossover,
     hardware,
     plot,
     run,
@@ -25,6 +26,7 @@ from sim.cli.group import main
 for _command in (
     run.run,
     serve.serve,
+    crossover.crossover,
     search.search,
     sweep.sweep,
     compare.compare,

@@ -9,6 +9,7 @@ exit status 2 (sim/cli/group.py). Commands are registered here, explicitly.
 from __future__ import annotations
 
 from sim.cli import (
+    best_k,
     calibrate,
     compare,
     convert,
@@ -27,6 +28,7 @@ for _command in (
     run.run,
     serve.serve,
     crossover.crossover,
+    best_k.best_k,
     search.search,
     sweep.sweep,
     compare.compare,

@@ -32,6 +32,8 @@ def render_search(doc: Mapping[str, Any]) -> str:
         f"{doc['evaluations']} Monte Carlo evaluations",
         f"  {doc['acceptance_lever']}",
     ]
+    if doc.get("load"):  # searched at a serving load (sim/studies/serving_search.py)
+        lines.append(f"  load: {doc['load']['label']}; {doc['note']}")
     now = doc.get("current")
     if now:
         lines.append(

@@ -5,27 +5,33 @@ verify, a prompt chunk per prefill), reads the KV cache of ``kv_tokens`` C conte
 (summed over requests: context + new tokens) and computes attention over ``pairs`` P
 query-key pairs (summed over requests: new tokens x context). Per tensor-parallel rank:
 
-    memory_ms  = (weight bytes read over T tokens / gpus + kv_bytes_per_token x C) / bandwidth
-    flop_ms    = (2 x active params x T / gpus + attention_flops_per_pair x P) / peak
-    compute_ms = efficiency(T) x max(memory_ms, flop_ms)
+    memory_ms = (weight bytes read over T tokens / gpus + kv_bytes_per_token x C) / bandwidth
+    flop_ms   = (2 x active params x T / gpus + attention_flops_per_pair x P) / peak
+    work_ms   = memory_ms + flop_ms
+    compute_ms = curve(work_ms)
 
+Memory and compute time add (kernels do not overlap them perfectly): the form fitted
+step-time models take, e.g. SpecDecode-Bench/simulator predictor.py for Llama-3.1-8B on an
+H100, ``a kv_tokens + b batched_tokens + c`` with a per-KV-token coefficient (3.93e-8 s)
+equal to 131,072 bytes / 3.35 TB/s and a per-token one (21 us) close to 2 x 8B FLOPs at
+H100 peak. The pass is memory-bound at small batches and compute-bound beyond the roofline
+knee, where flop_ms passes memory_ms (for an 8B model on an H100, a few hundred tokens).
 Weights are read once per pass (not once per request); routed experts are read as the
 expected union over the pass's T tokens, E (1 - (1 - e/E)^T) per MoE layer
-(sim/hardware/experts.py, through ``Weights.bytes_read``); KV reads grow with context; the
-pass turns compute-bound beyond the roofline knee, where flop_ms passes memory_ms (for a
-32B-active model on 8 GPUs, hundreds of tokens). The pass time is the critical path of its
+(sim/hardware/experts.py, through ``Weights.bytes_read``); KV reads grow with context.
+The pass time is the critical path of its
 kernel schedule (sim/hardware/launch.py): all-reduce messages of T x hidden x bytes
 (sim/hardware/allreduce.py, so communication grows with the batch's tokens), plus launch
 costs when the pass is not graphed.
 
-Calibration turns the roofline into real compute time: ``compute_ms = curve(roofline_ms)``,
-a piecewise-linear curve through the measured passes. At each measured point the compute
+Calibration turns the work into real compute time: ``compute_ms = curve(work_ms)``, a
+piecewise-linear curve through the measured passes. At each measured point the compute
 time is the one that makes the critical path equal the measurement
-(``launch.calibrate_compute_ms``); between points the curve is linear in the roofline time
+(``launch.calibrate_compute_ms``); between points the curve is linear in the work
 and beyond the last point it keeps the last segment's slope. With one measured point (the
 batch-1 pass) the slope is ``DEFAULT_SLOPE`` = 1: the time the measurement spends above the
-roofline is a fixed overhead and growth costs exactly the roofline's extra bytes at peak
-bandwidth (or extra FLOPs at peak throughput), a lower bound on real growth. A second point
+work is a fixed overhead and growth costs exactly the extra bytes at peak bandwidth and
+the extra FLOPs at peak throughput, a lower bound on real growth. A second point
 at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is exact
 at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
 rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are split).
@@ -84,42 +90,44 @@ class PassPhysics:
 @dataclass(frozen=True)
 class MeasuredPass:
     """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
-    ms and where the number comes from (a URL, repo and path, or "scenario timing")."""
+    ms, where the number comes from (a URL, repo and path, or "scenario timing") and the
+    scenario field that holds it (for errors; None: the calibration's field)."""
 
     tokens: int
     kv_tokens: float
     pairs: float
     ms: float
     source: str
+    field: str | None = None
 
 
-#: Compute ms per roofline ms beyond the measured points when one point is all there is.
+#: Compute ms per work ms beyond the measured points when one point is all there is.
 DEFAULT_SLOPE = 1.0
 
 
 @dataclass(frozen=True)
 class ComputeCurve:
-    """Compute time against roofline time, through measured points.
+    """Compute time against work, through measured points.
 
-    ``roofline_ms`` (n,) strictly increasing, ``compute_ms`` (n,); ``slope``: used beyond
+    ``work_ms`` (n,) strictly increasing, ``compute_ms`` (n,); ``slope``: used beyond
     the points when n = 1 (with n > 1 the end segments' slopes extend the curve, never
     below 0).
     """
 
-    roofline_ms: np.ndarray
+    work_ms: np.ndarray
     compute_ms: np.ndarray
     slope: float = DEFAULT_SLOPE
 
     def __post_init__(self) -> None:
-        if self.roofline_ms.shape != self.compute_ms.shape or self.roofline_ms.size == 0:
-            raise ValueError("roofline_ms and compute_ms need the same non-empty shape")
-        if np.any(np.diff(self.roofline_ms) <= 0):
-            raise ValueError("calibration points need distinct roofline times")
+        if self.work_ms.shape != self.compute_ms.shape or self.work_ms.size == 0:
+            raise ValueError("work_ms and compute_ms need the same non-empty shape")
+        if np.any(np.diff(self.work_ms) <= 0):
+            raise ValueError("calibration points need distinct work times")
 
     @property
     def end_slopes(self) -> tuple[float, float]:
         """Slopes below the first and beyond the last point."""
-        r, c = self.roofline_ms, self.compute_ms
+        r, c = self.work_ms, self.compute_ms
         if r.size == 1:
             return self.slope, self.slope
         return (
@@ -127,10 +135,10 @@ class ComputeCurve:
             max(0.0, float((c[-1] - c[-2]) / (r[-1] - r[-2]))),
         )
 
-    def at(self, roofline_ms: np.ndarray) -> np.ndarray:
-        """Compute ms at roofline times (any shape, same shape out)."""
-        x = np.asarray(roofline_ms, dtype=float)
-        r, c = self.roofline_ms, self.compute_ms
+    def at(self, work_ms: np.ndarray) -> np.ndarray:
+        """Compute ms at work times (any shape, same shape out)."""
+        x = np.asarray(work_ms, dtype=float)
+        r, c = self.work_ms, self.compute_ms
         low, high = self.end_slopes
         inside = np.interp(x, r, c)
         out = np.where(x < r[0], c[0] + low * (x - r[0]), inside)
@@ -170,9 +178,9 @@ class BatchedPass:
             self._per_tokens[tokens] = terms
         return terms
 
-    def roofline_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
-        """max(memory, flops) per rank (ms) of passes over ``tokens``; array of the
-        broadcast shape of ``kv_tokens`` and ``pairs``."""
+    def work_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+        """The work per rank (ms): memory time + FLOP time of passes over ``tokens``; array
+        of the broadcast shape of ``kv_tokens`` and ``pairs``."""
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
         memory_ms, flop_ms, _ = self._token_terms(tokens)
@@ -183,11 +191,11 @@ class BatchedPass:
         flo = flop_ms + np.asarray(pairs, dtype=float) * (
             p.attention_flops_per_pair / self._flops_per_ms
         )
-        return np.maximum(mem, flo)
+        return mem + flo
 
     def compute_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
-        """Calibrated compute time: the curve at the roofline time."""
-        return self.curve.at(self.roofline_ms(tokens, kv_tokens, pairs))
+        """Calibrated compute time: the curve at the work."""
+        return self.curve.at(self.work_ms(tokens, kv_tokens, pairs))
 
     def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
         """Pass time (ms): the critical path at the calibrated compute time."""
@@ -196,7 +204,7 @@ class BatchedPass:
 
 
 def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
-    """(roofline ms, calibrated compute ms) of a measured point."""
+    """(work ms, calibrated compute ms) of a measured point."""
     shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
@@ -205,10 +213,10 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass over {point.tokens} tokens is "
             f"{exc.args[0]} of communication and launch ({point.source})",
-            field=field,
+            field=point.field or field,
         ) from None
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    return float(bare.roofline_ms(point.tokens, point.kv_tokens, point.pairs)), compute
+    return float(bare.work_ms(point.tokens, point.kv_tokens, point.pairs)), compute
 
 
 def calibrated_pass(
@@ -221,7 +229,7 @@ def calibrated_pass(
     """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point.
 
     SpecsimError naming ``field`` when a point is below the modelled communication and
-    launch floor, or two points have the same roofline time.
+    launch floor, or two points have the same work.
     """
     if not points:
         raise ValueError("calibration needs at least one measured point")
@@ -229,7 +237,7 @@ def calibrated_pass(
     roof = np.array([r for r, _ in pairs])
     if np.any(np.diff(roof) <= 0):
         raise SpecsimError(
-            f"two measured {physics.name} passes read the same bytes (same roofline): "
+            f"two measured {physics.name} passes have the same work (bytes and FLOPs): "
             "give one per batch shape",
             field=field,
         )

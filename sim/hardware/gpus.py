@@ -58,6 +58,14 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
             "NVIDIA L40S datasheet: GDDR6 864 GB/s, BF16 362 TFLOPS dense (733 with sparsity)",
         ),
         GpuPreset(
+            "RTX-3090",
+            936.0,
+            71.0,
+            24.0,
+            "NVIDIA Ampere GA102 GPU architecture whitepaper: GeForce RTX 3090 GDDR6X "
+            "936 GB/s; peak BF16 tensor 71 TFLOPS with FP32 accumulate dense (142 sparse)",
+        ),
+        GpuPreset(
             "RTX-PRO-6000",
             1792.0,
             500.0,

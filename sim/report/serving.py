@@ -162,7 +162,7 @@ def _quantiles(m: dict[str, Any], digits: int) -> str:
     return " / ".join("-" if m[q] is None else f"{m[q]:.{digits}f}" for q in ("p50", "p90", "p99"))
 
 
-def _table(rows: list[list[str]], first: int = 26, width: int = 34) -> list[str]:
+def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]:
     return [(f"{r[0]:<{first}}" + "".join(f"{c:<{width}}" for c in r[1:])).rstrip() for r in rows]
 
 

@@ -23,7 +23,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.hardware.batched import BatchedPass, MeasuredPass, PassPhysics, calibrated_pass
+from sim.hardware.batched import (
+    DEFAULT_SLOPE,
+    BatchedPass,
+    MeasuredPass,
+    PassPhysics,
+    calibrated_pass,
+)
 from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
@@ -255,7 +261,9 @@ def serving_cost(
 
     Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
     scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
-    sizes, per kind). A prefill without a measured point takes the calibration curve of
+    sizes, per kind). A pass measured at batch 1 only grows at the slope fitted from the
+    measured points of a pass on the same weights (the verify at the decode's), else at
+    ``DEFAULT_SLOPE``. A prefill without a measured point takes the calibration curve of
     the decode pass (the drafter's, of the draft extend): the same weights on the same GPU,
     an assumption a measured prefill point replaces. Decode and draft passes are
     graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
@@ -293,9 +301,14 @@ def serving_cost(
             ),
             attention_flops_per_pair=attention_flops_per_pair * share,
         )
-        measured = ([anchors[name]] if name in anchors else []) + list(extra.get(name, ()))
+        own = list(extra.get(name, ()))
+        measured = ([anchors[name]] if name in anchors else []) + own
+        # a pass measured at batch 1 only grows at the slope fitted for another pass on the
+        # same weights (the verify at the decode's, the drafter's passes at each other's)
+        kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
+        slope = kin[0].curve.end_slopes[1] if kin and not own else DEFAULT_SLOPE
         if measured:
-            built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms")
+            built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms", slope=slope)
         else:  # a prefill without a measurement: the curve of a pass on the same weights
             source = built["draft_extend" if drafter else "decode"]
             built[name] = BatchedPass(physics, source.curve)

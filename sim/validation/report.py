@@ -36,6 +36,7 @@ from sim.validation.cases import (
     cross_cases,
 )
 from sim.validation.checks import Check, closed_form_checks
+from sim.validation.serving_cases import serving_cases
 
 __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_markdown"]
 
@@ -67,7 +68,9 @@ def _spreads_statement() -> str:
     )
 
 
-def build_report(seed_path: str = SEED_SCENARIO) -> Report:
+def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Report:
+    """Every case and check; ``serving``: also the concurrency curves (serving simulation,
+    the slow part)."""
     seed = load_scenario(seed_path)
     c1, llama = case_vllm_20780()
     cases = (
@@ -79,6 +82,7 @@ def build_report(seed_path: str = SEED_SCENARIO) -> Report:
         case_vllm_26498(),
         case_graphed_verify(seed),
         case_seed(seed),
+        *(serving_cases() if serving else ()),
     )
     return Report(
         cases,
@@ -137,12 +141,20 @@ def render_markdown(report: Report) -> str:
     tok = np.array([abs(r.error) for c in scored for r in c.rows if r.quantity.startswith("tok/s")])
     zs = [abs(r.z) for c in scored for r in c.rows if r.z is not None]
     within = sum(z <= 2.0 for z in zs)
+    served = np.array([abs(r.error) for c in scored for r in c.rows if "aggregate" in r.quantity])
+    serving_line = (
+        f" Concurrency curves (serving simulation) only: {served.size} figures, median "
+        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%."
+        if served.size
+        else ""
+    )
     out += [
         "",
         f"{errors.size} scored figures: median |error| {100 * np.median(errors):.1f}%, "
         f"max {100 * errors.max():.1f}%; tok/s figures only: median "
         f"{100 * np.median(tok):.1f}%, max {100 * tok.max():.1f}%. {within} of {len(zs)} "
-        "predictions with an uncertainty are within 2 standard errors of the measurement.",
+        "predictions with an uncertainty are within 2 standard errors of the measurement."
+        + serving_line,
         "",
         "## Cases",
     ]
@@ -210,8 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="markdown file to (re)write")
     parser.add_argument("--seed-scenario", default=SEED_SCENARIO)
+    parser.add_argument(
+        "--no-serving", action="store_true", help="leave out the concurrency curves (faster)"
+    )
     args = parser.parse_args(argv)
-    report = build_report(args.seed_scenario)
+    report = build_report(args.seed_scenario, serving=not args.no_serving)
     atomic_write_text(args.out, render_markdown(report))
     failed = [c.name for c in report.checks if not c.passed]
     print(

@@ -47,9 +47,9 @@ def test_calibrated_pass_reproduces_every_measured_point():
         assert float(bp.pass_ms(pt.tokens, pt.kv_tokens, pt.pairs)) == pytest.approx(
             pt.ms, rel=1e-12
         )
-    # between points compute is linear in the roofline time; beyond, the last slope
+    # between points compute is linear in the work; beyond, the last slope
     c = bp.curve
-    r = np.array([float(bp.roofline_ms(p.tokens, p.kv_tokens, p.pairs)) for p in points])
+    r = np.array([float(bp.work_ms(p.tokens, p.kv_tokens, p.pairs)) for p in points])
     mid = (r[0] + r[1]) / 2
     assert float(c.at(mid)) == pytest.approx((c.compute_ms[0] + c.compute_ms[1]) / 2)
     beyond = r[2] + 1.0
@@ -62,16 +62,20 @@ def test_moe_weights_grow_with_the_expert_union():
     bp = calibrated_pass(p, [MeasuredPass(1, 0.0, 0.0, 12.12, "seed")])
     w = p.weights
     gpu = p.hardware.gpu
-    per_rank_ms = lambda t: w.bytes_read(t) / p.hardware.gpus / (gpu.memory_bandwidth_gbps * 1e6)  # noqa: E731
-    # one point: the measured time above the roofline is fixed, growth costs the extra
-    # weight bytes at peak bandwidth
+
+    def per_rank_ms(t: int) -> float:  # weight bytes at peak bandwidth + FLOPs at peak
+        memory = w.bytes_read(t) / (gpu.memory_bandwidth_gbps * 1e6)
+        return (memory + w.flops(t) / (gpu.bf16_tflops * 1e9)) / p.hardware.gpus
+
+    # one point: the measured time above the work is fixed, growth costs the extra
+    # weight bytes at peak bandwidth and the extra FLOPs at peak
     for t in (2, 8, 32):
         grown = float(bp.compute_ms(t, 0.0, 0.0) - bp.compute_ms(1, 0.0, 0.0))
         assert grown == pytest.approx(per_rank_ms(t) - per_rank_ms(1), rel=1e-9)
     # a second point sets the slope: a pass at 16 tokens whose compute grew twice the
     # roofline's growth (half the peak bandwidth achieved) gives slope 2
     x1 = float(bp.compute_ms(1, 0.0, 0.0))
-    grown = float(bp.roofline_ms(16, 0.0, 0.0) - bp.roofline_ms(1, 0.0, 0.0))
+    grown = float(bp.work_ms(16, 0.0, 0.0) - bp.work_ms(1, 0.0, 0.0))
     ms16 = float(bp._token_terms(16)[2].at(x1 + 2 * grown))  # its critical path
     points = [MeasuredPass(1, 0.0, 0.0, 12.12, "seed"), MeasuredPass(16, 0.0, 0.0, ms16, "x")]
     two = calibrated_pass(p, points)
@@ -90,18 +94,19 @@ def test_kv_reads_add_bandwidth_time_when_memory_bound():
     assert extra == pytest.approx(expected, rel=1e-9)
 
 
-def test_compute_bound_beyond_the_knee():
+def test_memory_then_compute_bound_beyond_the_knee():
+    """Dense weights: memory time is flat in tokens, FLOP time grows linearly; they add,
+    and beyond the knee (where FLOP time passes memory time) compute dominates."""
     p = physics(LLAMA)
     bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
     gpu = p.hardware.gpu
     w = p.weights
-    memory_s = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e9)
-    knee = memory_s / (w.flops(1) / (gpu.bf16_tflops * 1e12))  # tokens where flops take over
-    below, above = int(knee / 2), int(knee * 4)
-    flat = float(bp.roofline_ms(below, 0.0, 0.0) - bp.roofline_ms(1, 0.0, 0.0))
-    assert flat == pytest.approx(0.0, abs=1e-12)  # dense weights: memory-bound is flat in tokens
-    slope = float(bp.roofline_ms(above + 100, 0.0, 0.0) - bp.roofline_ms(above, 0.0, 0.0)) / 100
-    assert slope == pytest.approx(w.flops(1) / (gpu.bf16_tflops * 1e9), rel=1e-9)
+    memory_ms = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e6)
+    per_token_ms = w.flops(1) / (gpu.bf16_tflops * 1e9)
+    knee = memory_ms / per_token_ms
+    for t in (1, int(knee / 4), int(knee * 4)):
+        assert float(bp.work_ms(t, 0.0, 0.0)) == pytest.approx(memory_ms + t * per_token_ms)
+    assert float(bp.work_ms(int(knee * 4), 0.0, 0.0)) > 4 * memory_ms  # compute-bound
 
 
 def test_allreduce_messages_grow_with_tokens():
@@ -122,5 +127,5 @@ def test_a_point_below_the_floor_names_its_source():
 def test_two_points_of_one_shape_are_refused():
     p = physics(SEED)
     pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 0.0, 0.0, 12.5, "b")]
-    with pytest.raises(SpecsimError, match="same roofline"):
+    with pytest.raises(SpecsimError, match="same work"):
         calibrated_pass(p, pts)

@@ -15,7 +15,7 @@ SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
 
 @pytest.fixture(scope="module")
 def report():
-    return build_report(SEED)
+    return build_report(SEED, serving=False)  # the serving cases: test_serving_cases below
 
 
 def test_no_scored_figure_was_calibrated_on(report) -> None:
@@ -54,7 +54,7 @@ def test_markdown_and_atomic_write(tmp_path: Path, report) -> None:
     assert text.startswith("# specsim validation report")
     assert "## Closed-form checks" in text and "## Not reconstructed" in text
     out = tmp_path / "validation.md"
-    assert main(["--out", str(out), "--seed-scenario", SEED]) == 0
+    assert main(["--out", str(out), "--seed-scenario", SEED, "--no-serving"]) == 0
     assert out.read_text() == text
 
 
@@ -75,3 +75,18 @@ def test_graphed_verify_case_scales_the_ungraphed_figure_by_the_cycle_ratio(repo
     assert 75.0 < row.predicted < row.measured
     # the hardware model's known miss on this report is stated, not hidden
     assert row.error < -0.2
+
+
+@pytest.mark.slow
+def test_serving_cases() -> None:
+    """Concurrency curves: calibrated on batch 1 and at most one more point of a curve,
+    scored on the others; the vLLM chain-2 curve within 15% at its median."""
+    from sim.validation.serving_cases import serving_cases
+
+    cases = serving_cases()
+    assert len(cases) == 5
+    for case in cases:
+        assert case.rows and not set(case.calibrated_on) & {r.figure for r in case.rows}
+    vllm = next(c for c in cases if "Table 5: EAGLE-3" in c.title)
+    errors = sorted(abs(r.error) for r in vllm.rows)
+    assert errors[len(errors) // 2] < 0.15

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from scipy import stats
 
 __all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
 
@@ -82,8 +83,6 @@ class LogNormal:
 
     @property
     def mean(self) -> float:
-        from scipy import stats
-
         lo, hi = self.min_tokens, self.max_tokens
         if self.sigma == 0:
             return float(min(max(round(self.mean_tokens), lo), hi))

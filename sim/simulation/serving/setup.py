@@ -109,14 +109,14 @@ def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
     out: dict[str, list[MeasuredPass]] = {}
     points: list[TimingPoint] = scenario.timing.points or []
     default_context = scenario.timing.context_tokens or 0.0
-    for p in points:
+    for i, p in enumerate(points):
         m = p.tokens
         if m is None:
             m = scenario.num_steps + 1 if p.kind in ("verify", "draft_extend") else 1
         context = default_context if p.context_tokens is None else p.context_tokens
         tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
         out.setdefault(p.kind, []).append(
-            MeasuredPass(tokens, float(kv), float(pairs), p.ms, p.source)
+            MeasuredPass(tokens, float(kv), float(pairs), p.ms, p.source, f"timing.points[{i}]")
         )
     return out
 
@@ -203,7 +203,12 @@ def serving_setup(
     notes.append(
         "batched passes: the hardware model calibrated to the batch-1 [timing] passes"
         + (f" and measured points for {', '.join(measured)}" if measured else "")
-        + "; prefill efficiency taken from the decode pass (assumed)"
+        + (
+            ""
+            if "prefill" in measured
+            else "; prefill: no measured prefill, the decode pass's curve (assumed; the "
+            "compute-bound prefill is then priced at the decode pass's slope)"
+        )
     )
 
     # ----- scheduler and policies
@@ -216,6 +221,11 @@ def serving_setup(
     )
     if serving.kv_capacity_tokens is None:
         notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
+    if timing.jitter_cv:
+        notes.append(
+            f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
+            "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
+        )
     policies: dict[str, SpeculationPolicy] = {BASELINE: FixedK(0)}
     if k > 0:
         policies[SPECULATIVE] = _policy(scenario, serving)

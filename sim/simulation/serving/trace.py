@@ -14,8 +14,9 @@ Format (one request per row, a header line first, comma-separated)::
   of the scenario's ``[[acceptance.mix]]``; empty or absent, the class is drawn by the
   mix weights like any other request.
 
-Other columns are ignored. Every problem is one ``SpecsimError`` naming the file, the row
-(1 = the first request, the header is row 0) and the column.
+Lines starting with ``#`` before the header are comments (say where the trace comes
+from). Other columns are ignored. Every problem is one ``SpecsimError`` naming the file,
+the row (1 = the first request, the header is row 0) and the column.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def _int(value: str, low: int, where: str, field: str, source: str) -> int:
 
 def parse_trace(text: str, source: str, class_names: Sequence[str] = ()) -> Trace:
     """A trace from CSV ``text``; errors name ``source``, the row and the column."""
-    reader = csv.DictReader(io.StringIO(text))
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].lstrip().startswith("#"):
+        lines.pop(0)
+    reader = csv.DictReader(io.StringIO("".join(lines)))
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS if c not in header]
     if missing:

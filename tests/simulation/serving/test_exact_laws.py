@@ -19,13 +19,17 @@ def _pooled(run, name, metric="per_user_tok_s"):
     return np.concatenate([request_metrics(r)[metric] for r in run.records[name]])
 
 
-@pytest.mark.parametrize("acceptance", [{"alpha": 0.7}, MIXED], ids=["alpha", "mix"])
-def test_concurrency_one_without_prefill_is_the_batch_one_engine(acceptance):
+@pytest.mark.parametrize(
+    ("acceptance", "engine"),
+    [({"alpha": 0.7}, "fast"), (MIXED, "fast"), (MIXED, "des")],
+    ids=["alpha-fast", "mix-fast", "mix-des"],
+)
+def test_concurrency_one_without_prefill_is_the_batch_one_engine(acceptance, engine):
     """Same model, different streams: equal in distribution (KS) and in mean (4 SE)."""
     p = plan(ClosedLoop(1), acceptance=acceptance, requests=400)
     run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=5)
     serving = _pooled(run, "k3")
-    batch1 = simulate(scenario(acceptance), engine="fast", replications=4, requests=200, seed=9)
+    batch1 = simulate(scenario(acceptance), engine=engine, replications=4, requests=200, seed=9)
     fast = batch1.tok_s.ravel()
     assert stats.ks_2samp(serving, fast).pvalue > 1e-3
     se = np.hypot(

@@ -1,0 +1,151 @@
+"""``specsim serve``: the summary, the JSON document, bad input, determinism, plots, sweeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.conftest import ROOT
+
+SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+TRACE = ROOT / "scenarios" / "traces" / "synthetic-chat-code.csv"
+SMALL = ["--replications", "2", "--requests", "24", "-q", "--concurrency", "4"]
+
+
+def serve(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["serve", *args])
+    return result.exit_code, result.output
+
+
+def serve_json(*args: str) -> dict:
+    code, out = serve(*args, "--json")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_text_summary_side_by_side():
+    code, out = serve(str(SERVING), *SMALL)
+    assert code == 0, out
+    assert "k = 2" in out and "no speculation (k = 0)" in out and "speedup (paired)" in out
+    for label in ("per-user tok/s", "aggregate tok/s", "TTFT ms", "TPOT ms", "ITL ms", "E2E ms"):
+        assert label in out
+    assert "assumptions:" in out
+
+
+def test_json_document():
+    doc = serve_json(str(SERVING), *SMALL, "--seed", "5")
+    assert doc["kind"] == "serve" and doc["seed"] == 5 and doc["replications"] == 2
+    for policy in ("speculative", "baseline"):
+        for metric in (
+            "per_user_tok_s",
+            "aggregate_tok_s",
+            "ttft_ms",
+            "tpot_ms",
+            "itl_ms",
+            "e2e_ms",
+        ):
+            assert set(doc[policy][metric]) >= {"mean", "ci95", "p50", "p90", "p99"}, metric
+            assert doc[policy][metric]["mean"] > 0
+    assert doc["load"] == "closed loop of 4 users"
+    assert doc["speedup"]["per_user_tok_s"]["mean"] > 0
+    assert doc["baseline"]["accept_length"]["mean"] == 1.0
+
+
+def test_same_seed_same_document_whatever_the_workers():
+    one = serve_json(str(SERVING), *SMALL, "--workers", "1")
+    two = serve_json(str(SERVING), *SMALL, "--workers", "2")
+    assert one == two
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rate", "-1"], "--rate"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--concurrency", "2", "--rate", "1"], "at most one"),
+        (["--set", "serving.kv_capacity_tokens=100"], "serving.kv_capacity_tokens"),
+        (["--set", "serving.rate_per_s=-2.0"], "serving.rate_per_s"),
+        (["--set", "serving.rate_per_s=2.0"], "at most one of concurrency, rate_per_s, trace"),
+        (["--set", "serving.k_table=[[2, 4, 3]]"], "start at batch size 1"),
+        (["--set", "workload.lengths='empirical'"], "lengths_trace"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    code, out = serve(str(SERVING), "-q", *args)
+    assert code == 2 and message in out, out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("0.0,10,5\n0.5,-3,5\n", "input_tokens (row 2)"),
+        ("0.0,10,5\n0.5,10,0\n", "output_tokens (row 2): must be >= 1"),
+        ("1.0,10,5\n0.5,10,5\n", "arrival_s (row 2): arrivals must not go backwards"),
+        ("-1,10,5\n", "arrival_s (row 1)"),
+        ("0.0,ten,5\n", "input_tokens (row 1)"),
+    ],
+)
+def test_bad_traces_name_the_file_row_and_column(tmp_path, rows, message):
+    path = tmp_path / "bad.csv"
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + rows)
+    code, out = serve(str(SERVING), "-q", "--trace", str(path))
+    assert code == 2 and "bad.csv" in out and message in out, out
+
+
+def test_a_trace_with_unknown_columns_or_classes(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("when,input_tokens,output_tokens\n0,1,1\n")
+    code, out = serve(str(SERVING), "-q", "--trace", str(path))
+    assert code == 2 and "missing column arrival_s" in out
+    path.write_text("arrival_s,input_tokens,output_tokens,class\n0,1,1,poetry\n")
+    code, out = serve(str(SERVING), "-q", "--trace", str(path))
+    assert code == 2 and "unknown class 'poetry'" in out and "class (row 1)" in out
+
+
+def test_the_synthetic_trace_replays_with_its_classes():
+    mix = (
+        'acceptance={mix=[{name="chat", weight=0.7, alpha=0.717}, '
+        '{name="code", weight=0.3, alpha=0.912}]}'
+    )
+    doc = serve_json(str(SERVING), "--set", mix, "--trace", str(TRACE), "--replications", "1", "-q")
+    assert doc["load"].startswith("trace") and "200 requests" in doc["load"]
+    assert doc["requests"] + doc["warmup_requests"] == 200
+
+
+def test_plots(tmp_path):
+    code, out = serve(str(SERVING), *SMALL, "--plot", str(tmp_path))
+    assert code == 0, out
+    names = sorted(p.name for p in Path(tmp_path).iterdir())
+    assert names == ["serve-batch-sizes.png", "serve-latency.png", "serve-per-user-tok-s.png"]
+
+
+def test_sweep_over_serving_fields(tmp_path):
+    out_dir = tmp_path / "sw"
+    result = CliRunner().invoke(
+        main,
+        [
+            "sweep",
+            str(SERVING),
+            "--grid",
+            "serving.concurrency=1,4",
+            "--out",
+            str(out_dir),
+            "--replications",
+            "2",
+            "--requests",
+            "12",
+            "-q",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out_dir / "sweep.json").read_text())
+    assert doc["mode"] == "serving" and len(doc["rows"]) == 2
+    row = doc["rows"][1]
+    assert row["serving.concurrency"] == 4
+    assert row["speculative_per_user_tok_s_mean"] > 0 and row["baseline_tpot_ms_p99"] > 0
+    assert "speedup_aggregate_tok_s_mean" in row

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sim.cli import (
     best_k,
     calibrate,
+    capacity,
     compare,
     convert,
     crossover,
@@ -29,6 +30,7 @@ for _command in (
     serve.serve,
     crossover.crossover,
     best_k.best_k,
+    capacity.capacity,
     search.search,
     sweep.sweep,
     compare.compare,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import click
 
-from sim.cli.options import echo_document
 from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import build_study, parse_loads, serving_study_options, slo_options
+from sim.cli.serving_options import (
+    build_study,
+    emit,
+    parse_loads,
+    serving_study_options,
+    slo_options,
+)
 
 OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
 
@@ -95,15 +100,4 @@ def best_k(
             settings=settings,
             assumptions=notes,
         )
-    doc = result.to_dict()
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, save_figures
-        from sim.documents import document
-        from sim.report.figures import figures_for
-
-        echo_written(save_figures(figures_for(document("best_k", doc)), plot_dir, fmt))
-    if as_json:
-        echo_document("best_k", doc)
-    else:
-        click.echo(render_best_k(doc))
+    emit("best_k", result.to_dict(), render_best_k, as_json=as_json, plot_dir=plot_dir, fmt=fmt)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import click
 
-from sim.cli.options import echo_document
 from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import build_study, loads_option, parse_loads, serving_study_options
+from sim.cli.serving_options import (
+    build_study,
+    emit,
+    loads_option,
+    parse_loads,
+    serving_study_options,
+)
 
 
 def parse_metrics(text: str | None) -> tuple[str, ...]:
@@ -102,15 +107,6 @@ def crossover(
             settings=settings,
             assumptions=notes,
         )
-    doc = result.to_dict()
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, save_figures
-        from sim.documents import document
-        from sim.report.figures import figures_for
-
-        echo_written(save_figures(figures_for(document("crossover", doc)), plot_dir, fmt))
-    if as_json:
-        echo_document("crossover", doc)
-    else:
-        click.echo(render_crossover(doc))
+    emit(
+        "crossover", result.to_dict(), render_crossover, as_json=as_json, plot_dir=plot_dir, fmt=fmt
+    )

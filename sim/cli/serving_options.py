@@ -172,3 +172,29 @@ def build_study(
         progress=progress,
     )
     return builder, evaluator
+
+
+def emit(
+    kind: str,
+    doc: dict[str, Any],
+    render: Callable[[dict[str, Any]], str],
+    *,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+) -> None:
+    """Write the figures of ``doc`` (``--plot``), then print it as JSON or as text."""
+    # lazy: start-up
+    from sim.cli.options import echo_document
+
+    if plot_dir:
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.documents import document
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt))
+    if as_json:
+        echo_document(kind, doc)
+    else:
+        click.echo(render(doc))

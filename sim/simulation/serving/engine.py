@@ -35,6 +35,7 @@ from simpy.resources.store import PriorityItem
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.controllers import AdaptivePolicy
 from sim.model.policy import SpeculationPolicy, k_lookup
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
@@ -148,6 +149,8 @@ class Server:
         self.prefilling: list[Prefilling] = []
         self.prefill_hold = 0  # KV held by prefilling requests
         self.k_of = k_lookup(policy, self.config.max_running_requests)
+        # an adaptive policy (sim/model/controllers.py): a fresh controller per replication
+        self.controller = policy.start() if isinstance(policy, AdaptivePolicy) else None
         self.lookahead = policy.max_k + 1
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
@@ -298,15 +301,23 @@ class Server:
             size = max(1, min(size, int(ahead) + 1))
         return size
 
+    def k_now(self, batch: int) -> int:
+        """k of a decode iteration of ``batch`` requests (the controller's, if adaptive)."""
+        return self.k_of[batch] if self.controller is None else self.controller.k_for_batch(batch)
+
     def plan_decode(self) -> BlockPlan:
-        k = self.k_of[self.batch.size]
-        return plan_block(self.batch, k, self.block_size(k), self.kv_free(), self.cost)
+        b = self.batch.size
+        k = self.k_now(b)
+        size = self.block_size(k)
+        if self.controller is not None:  # no further than the controller keeps its k
+            size = min(size, self.controller.horizon(b))
+        return plan_block(self.batch, k, size, self.kv_free(), self.cost)
 
     def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
         """One chunked iteration: the decode batch first (k + 1 tokens each), then prompt
         chunks in what is left of the token budget, in one pass."""
         b = self.batch.size
-        k = self.k_of[b]
+        k = self.k_now(b)
         chunks, load = self.prefill_chunks(self.config.token_budget - b * (k + 1))
         extra = load if load.tokens else None
         plan = plan_block(self.batch, k, 1, self.kv_free(), self.cost, extra, self.drafter)
@@ -342,6 +353,8 @@ class Server:
             delivered[-1] += int(need[need < 0].sum())
         held = self.held_tokens() + plan.growth[:n]
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
+        if self.controller is not None:  # accepted drafts per request and iteration (B, n)
+            self.controller.observe(b, plan.k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
         batch.context += emitted

@@ -49,6 +49,7 @@ __all__ = [
     "Check",
     "LoadChoice",
     "best_k",
+    "best_k_table",
     "check_loads",
     "disable_threshold",
     "table_rows",
@@ -328,6 +329,20 @@ def _check(
     return checks, fixed
 
 
+def best_k_table(
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    num_steps: Sequence[int],
+    objective: str = "per_user_tok_s",
+    refine: bool = True,
+) -> tuple[tuple[tuple[int, int, int], ...], list[LoadChoice], list[str]]:
+    """Steps 1 and 2 without the check: (table rows, selection, notes)."""
+    ks = sorted({0, *num_steps})
+    choices = _select(evaluator, sorted(set(users)), ks, objective)
+    ends, notes = refined_ends(evaluator, choices, objective) if refine else (None, [])
+    return table_rows(choices, ends), choices, notes
+
+
 def best_k(
     evaluator: PointEvaluator,
     users: Sequence[int],
@@ -364,9 +379,7 @@ def best_k(
     ks = sorted({0, *num_steps})
     if len(ks) < 2 or ks[0] < 0:
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
-    choices = _select(evaluator, grid, ks, objective)
-    ends, notes = refined_ends(evaluator, choices, objective) if refine else (None, [])
-    rows = table_rows(choices, ends)
+    rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine)
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
     same = len(rows) == 1 and threshold == FixedK(rows[0][2])

@@ -45,3 +45,26 @@ def test_capacity_json():
     assert doc["policies"][1]["capacity_gain"] < 1.0
     res = CliRunner().invoke(main, ["capacity", str(LLAMA), *SMALL])
     assert res.exit_code == 2 and "TTFT or TPOT" in res.output
+
+
+MIX = 'acceptance.mix=[{name="chat",weight=0.7,alpha=0.6},{name="code",weight=0.3,alpha=0.9}]'
+
+
+def test_controllers_json_and_errors():
+    base = ["controllers", str(SEED), "--set", MIX, *SMALL]
+    phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["kind"] == "controllers" and doc["reference"] == "best-k table"
+    assert len(doc["phases"]) == 2 and "SGLang adaptive" in doc["policies"]
+    for args, needle in (
+        (["--phase", "6,x"], "--phase"),
+        (["--phase", "6,1,prose=1"], "unknown acceptance class"),
+        ([*phase, "--k-table", "[[2,4,1]]"], "--k-table"),
+    ):
+        res = CliRunner().invoke(main, [*base, *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert needle in res.output
+    res = CliRunner().invoke(main, ["controllers", str(SEED), *SMALL, *phase])
+    assert res.exit_code == 2 and "chat" in res.output  # no mix: classes unknown

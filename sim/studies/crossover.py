@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.crossings import Crossing, find_crossings
-from sim.studies.serving_points import METRICS, Load, gain, level, ratio_doc
+from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PointEvaluator
 
 __all__ = [
@@ -41,6 +43,18 @@ CROSSOVER_METRICS: tuple[str, ...] = (
     "tpot_p50_ms",
     "tpot_p99_ms",
 )
+
+
+#: Quantile levels of the latency distributions kept per grid load (0, 1, ..., 100%).
+LEVELS = np.linspace(0.0, 1.0, 101)
+
+
+def latency_quantiles(point: PolicyPoint) -> dict[str, list[float]]:
+    """Pooled TTFT and TPOT quantiles (ms) at ``LEVELS`` (empty lists without samples)."""
+    return {
+        name: (np.quantile(v, LEVELS).tolist() if v.size else [])
+        for name, v in point.samples.items()
+    }
 
 
 def default_loads(kind: str, top: float) -> list[float]:
@@ -117,6 +131,7 @@ class CrossoverResult:
     grid: tuple[float, ...]
     num_steps: tuple[int, ...]
     curves: tuple[MetricCurve, ...]
+    distributions: dict[float, dict[str, dict[str, list[float]]]]
     runs: int
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
@@ -135,6 +150,10 @@ class CrossoverResult:
             "runs": self.runs,
             "assumptions": list(self.assumptions),
             "curves": [c.to_dict() for c in self.curves],
+            "distribution_levels": [float(q) for q in LEVELS],
+            "distributions": [
+                {"load": x, "by_num_steps": by_k} for x, by_k in self.distributions.items()
+            ],
         }
 
 
@@ -170,7 +189,12 @@ def crossover(
     grid = list(loads)
     kind = grid[0].kind
     policies = [BASELINE, *(FixedK(k) for k in ks)]
+    evaluator.keep_samples |= set(grid)  # latency distributions at the grid loads
     evaluator.ensure([(load, p) for load in grid for p in policies])
+    distributions = {
+        float(load.value): {str(p.max_k): latency_quantiles(evaluator(load, p)) for p in policies}
+        for load in grid
+    }
     curves = []
     for k in ks:
         spec = FixedK(k)
@@ -205,6 +229,7 @@ def crossover(
         grid=tuple(float(load.value) for load in grid),
         num_steps=tuple(ks),
         curves=tuple(curves),
+        distributions=distributions,
         runs=evaluator.runs,
         settings=dict(settings or {}),
         assumptions=tuple(assumptions),

@@ -36,6 +36,7 @@ from sim.validation.cases import (
     cross_cases,
 )
 from sim.validation.checks import Check, closed_form_checks
+from sim.validation.decision_cases import decision_cases
 from sim.validation.serving_cases import serving_cases
 
 __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_markdown"]
@@ -83,6 +84,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         case_graphed_verify(seed),
         case_seed(seed),
         *(serving_cases() if serving else ()),
+        *(decision_cases() if serving else ()),
     )
     return Report(
         cases,
@@ -148,6 +150,14 @@ def render_markdown(report: Report) -> str:
         if served.size
         else ""
     )
+    crossings = [r for c in scored for r in c.rows if r.quantity.startswith("crossover")]
+    if crossings:  # sim/validation/decision_cases.py
+        serving_line += (
+            f" Crossover concurrencies: {len(crossings)} scored ("
+            + ", ".join(f"{100 * r.error:+.0f}%" for r in crossings)
+            + "); the other decision cases are not scored as numbers (their notes say where "
+            "the prediction agrees and where it misses)."
+        )
     out += [
         "",
         f"{errors.size} scored figures: median |error| {100 * np.median(errors):.1f}%, "

@@ -72,6 +72,12 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
                 if users
             )
         )
+        worst = pol.get("worst_shortfall")
+        if worst:
+            verdict += (
+                f" (worst: {100 * worst['relative']:.2f}% below k={worst['num_steps']} at "
+                f"{worst['users']} users)"
+            )
         lines.append(f"    -> {verdict}")
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]

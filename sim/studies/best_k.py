@@ -230,8 +230,20 @@ class BestKResult:
     def verdict(self, name: str = "table") -> dict[str, Any]:
         checks = self.checks[name]
         ks = sorted(checks[0].advantage)
+        shortfalls = [
+            (-c.advantage[k].mean / self.fixed[k][i].mean, k, c.users)
+            for i, c in enumerate(checks)
+            for k in c.worse_than()
+            if self.fixed[k][i].mean
+        ]
+        worst = max(shortfalls, default=None)
         return {
             "beats_every_fixed_k_within_ci": not any(c.worse_than() for c in checks),
+            "worst_shortfall": (
+                None
+                if worst is None
+                else {"relative": worst[0], "num_steps": worst[1], "users": worst[2]}
+            ),
             "significantly_better_at": {
                 str(k): [c.users for c in checks if k in c.better_than()] for k in ks
             },

@@ -1,7 +1,8 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
 ``kind`` says what a document is (``run``, ``serve``, ``search``, ``solve``, ``sweep``, ``compare``,
-``calibrate``, ``hardware``, ``presets``, ``allreduce``, ``convert``, ``validate``), so
+``calibrate``, ``hardware``, ``presets``, ``allreduce``, ``convert``, ``validate``, and the
+serving decisions ``crossover``, ``best_k``, ``capacity``, ``controllers``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 

@@ -36,24 +36,24 @@ def rendered(doc) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def evaluator() -> PointEvaluator:
-    builder = CodePlans(output=16, requests=10)
+    builder = CodePlans(output=12, requests=6)
     return PointEvaluator(builder, replications=2, seed=1, slo=SloSpec(tpot_ms=12.0))
 
 
 def test_crossover_and_best_k_figures(evaluator):
-    doc = crossover(evaluator, load_grid("concurrency", [1, 8, 32]), [2, 3], refine=False)
+    doc = crossover(evaluator, load_grid("concurrency", [1, 4]), [3], refine=False)
     pngs = rendered(document("crossover", doc.to_dict()))
     assert set(pngs) == {"crossover-throughput", "crossover-gain", "latency-cdf"}
     assert all(v.startswith(PNG) and len(v) > 10_000 for v in pngs.values())
-    doc = best_k(evaluator, [1, 8, 32], [3], refine=False)
+    doc = best_k(evaluator, [1, 4], [3], refine=False)
     assert set(rendered(document("best_k", doc.to_dict()))) == {"best-k-map", "best-k-check"}
 
 
 def test_capacity_and_controllers_figures(evaluator):
-    doc = capacity(evaluator, [3], hint_per_s=5.0, rtol=0.1)
+    doc = capacity(evaluator, [3], hint_per_s=5.0, rtol=0.3)
     assert set(rendered(document("capacity", doc.to_dict()))) == {"slo-attainment"}
-    p = plan(Poisson(1.0), acceptance=MIX, k=7, output=20, requests=10)
-    phases = default_phases(p, one_user_req_s=1.0, requests=6)
+    p = plan(Poisson(1.0), acceptance=MIX, k=7, output=12, requests=6)
+    phases = default_phases(p, one_user_req_s=1.0, requests=4)
     pols = {"table": KTable(((1, 64, 2),)), "k = 3": FixedK(3)}
     doc = replay(p, phases, pols, reference="table", replications=2, seed=1)
     assert set(rendered(document("controllers", doc.to_dict()))) == {"controllers-phases"}

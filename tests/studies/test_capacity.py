@@ -14,7 +14,7 @@ from sim.studies.serving_points import Load, level
 from sim.studies.serving_runs import BASELINE, PointEvaluator
 from tests.studies.serving_helpers import CodePlans
 
-BUILDER = CodePlans(output=24, requests=30)
+BUILDER = CodePlans(output=16, requests=16)
 
 
 TPOT_11 = SloSpec(tpot_ms=11.0)

@@ -90,7 +90,7 @@ class Phase:
 
     def label(self) -> str:
         mix = ", ".join(f"{s:.0%} {name}" for name, s in self.shares if s > 0)
-        return f"{self.requests} requests at {self.rate_per_s:g}/s, {mix}"
+        return f"{self.requests} requests at {self.rate_per_s:.3g}/s, {mix}"
 
 
 def _interleave(shares: Sequence[float], n: int) -> list[int]:

@@ -7,13 +7,22 @@ SCENARIO ?= scenarios/kimi-k25-8xpcie-eagle3.toml
 
 .PHONY: run test test-slow test-all lint bench validate clean
 
+RUN_STAMP := $(VENV)/.installed-run-stamp
+
+# `make run` installs only what running needs; `make test` (and the rest) the dev extra.
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/specsim run $(SCENARIO)
 
 test: $(STAMP)

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.costs import scenario_cycle_cost
-from sim.montecarlo import simulate
-from sim.scenario import load_scenario, with_overrides
+from sim.scenario.bind import cycle_cost as scenario_cycle_cost
+from sim.scenario.bind import scenario_rates
+from sim.scenario.load import load_scenario, with_overrides
+from sim.simulation.simulate import simulate
 
 SEED_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
 
@@ -137,7 +138,7 @@ def main() -> None:
     # 3. fast engine vs the naive loop, same sample
     req, tok = 4000, 512
     cycle_ms = scenario_cycle_cost(sc).total_ms
-    rates = list(sc.acceptance.conditional_rates(sc.num_steps))
+    rates = list(scenario_rates(sc))
     rng = np.random.default_rng(1)
     t_naive, _ = best_of(lambda: naive_loop(rates, tok, req, cycle_ms, rng.random), 1)
     stdlib = random.Random(1)

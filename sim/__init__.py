@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "solve_lever": "sim.studies.solve",
     "run_sweep": "sim.studies.sweep",
     "compare_scenarios": "sim.studies.compare",
+    "lever_table": "sim.studies.levers",
     "calibrate": "sim.calibration.calibrate",
 }
 

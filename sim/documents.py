@@ -1,13 +1,15 @@
 """The envelope of every JSON document specsim writes: ``kind`` and ``specsim_version``.
 
-``kind`` says what a document is (``run``, ``serve``, ``search``, ``solve``, ``sweep``, ``compare``,
-``calibrate``, ``hardware``, ``presets``, ``allreduce``, ``convert``, ``validate``, and the
-serving decisions ``crossover``, ``best_k``, ``capacity``, ``controllers``), so
+``kind`` says what a document is (``run``, ``serve``, ``search``, ``tree-search``,
+``solve``, ``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``,
+``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``, and the serving decisions
+``crossover``, ``best_k``, ``capacity``, ``controllers``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,15 +20,19 @@ KINDS: tuple[str, ...] = (
     "run",
     "serve",
     "search",
+    "tree-search",
     "solve",
     "sweep",
     "compare",
     "calibrate",
+    "import",
     "hardware",
     "presets",
     "allreduce",
     "convert",
     "validate",
+    "plot",
+    "schema",
     "crossover",
     "best_k",
     "capacity",
@@ -51,3 +57,32 @@ def document_kind(doc: Mapping[str, Any], source: str) -> str:
             field="kind",
         )
     return str(kind)
+
+
+def non_finite_field(node: Any, prefix: str = "") -> str | None:
+    """The dotted path of the first NaN or infinity in a JSON-like document, else None."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return prefix or "(document)"
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            found = non_finite_field(v, f"{prefix}.{k}" if prefix else str(k))
+            if found:
+                return found
+    elif isinstance(node, list | tuple):
+        for i, v in enumerate(node):
+            found = non_finite_field(v, f"{prefix}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_finite(doc: Any, source: str) -> None:
+    """SpecsimError naming the field when ``doc`` holds a NaN or an infinity (not JSON)."""
+    where = non_finite_field(doc)
+    if where is not None:
+        raise SpecsimError(
+            "the answer is not finite (NaN or infinity): the scenario is outside the range "
+            "where the model's statistics exist",
+            source=source,
+            field=where,
+        )

@@ -54,8 +54,10 @@ class UnknownNameError(LookupError):
 
     @property
     def suggestions(self) -> list[str]:
-        """Known names close to the unknown one (difflib ratio >= 0.6), best first."""
-        return difflib.get_close_matches(str(self.name), self.known, n=3)
+        """Known names close to the unknown one (difflib ratio >= 0.6, any case), best first."""
+        by_lower = {k.lower(): k for k in self.known}
+        close = difflib.get_close_matches(str(self.name).lower(), list(by_lower), n=3)
+        return [by_lower[c] for c in close]
 
     def __str__(self) -> str:
         close = self.suggestions

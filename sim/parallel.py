@@ -7,7 +7,12 @@ seed, so results never depend on the executor, the worker count or the order tas
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -43,6 +48,41 @@ def _pool_context() -> multiprocessing.context.BaseContext | None:
     return ctx
 
 
+def _worker_init() -> None:
+    """Run in each pool worker: die with the parent, leave interrupts to the parent.
+
+    Linux's ``PR_SET_PDEATHSIG`` sends the worker SIGKILL when its parent dies (kill -9 or
+    SIGTERM of the sweep), so no worker lives on reparented to PID 1 holding the output
+    pipes open; under a fork server the parent is the fork server, which exits when the
+    main process does. SIGINT (Ctrl-C reaches the whole process group) is ignored here: the
+    parent stops the pool and says so once, instead of every worker printing a traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the worker may outlive a killed parent
+            return
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(1)
+
+
+#: linux/prctl.h
+PR_SET_PDEATHSIG = 1
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel queued tasks and end the workers now (on an interrupt or an error)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # the stdlib keeps them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
 @dataclass(frozen=True)
 class LocalExecutor:
     """The default: a local process pool of ``workers`` processes (1: in this process)."""
@@ -55,21 +95,28 @@ class LocalExecutor:
                 yield i, fn(item)
             return
         ctx = _pool_context()
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, len(items)), mp_context=ctx, initializer=_worker_init
+        )
+        finished = False
+        try:
             pending: dict[Future[R], int] = {pool.submit(fn, it): i for i, it in enumerate(items)}
-            try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        yield pending.pop(fut), fut.result()
-            finally:
-                for fut in pending:
-                    fut.cancel()
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield pending.pop(fut), fut.result()
+            finished = True
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:  # interrupted, an error, or the consumer stopped: do not wait for the rest
+                _stop_pool(pool)
 
 
 @dataclass(frozen=True)
 class DaskExecutor:
-    """Points as tasks on an existing Dask cluster (``dask.distributed``, extra ``specsim[dask]``).
+    """Points as tasks on an existing Dask cluster (``dask.distributed``; extra
+    ``specsim-llm[dask]``).
 
     ``scheduler`` is a scheduler address (``tcp://host:8786``) or a ``distributed.Client``.
     Workers must be able to import ``sim`` (install specsim on them). Results are identical
@@ -84,7 +131,7 @@ class DaskExecutor:
             from distributed import Client, as_completed
         except ImportError:
             raise SpecsimError(
-                "the Dask executor needs dask.distributed: pip install 'specsim[dask]'",
+                "the Dask executor needs dask.distributed: pip install 'specsim-llm[dask]'",
                 param="executor",
             ) from None
         own = not isinstance(self.scheduler, Client)
@@ -110,12 +157,40 @@ class DaskExecutor:
                 client.close()
 
 
+def check_scheduler_address(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast, before any work, when ``tcp://HOST:PORT`` is malformed or refuses a TCP
+    connection (the Dask client would retry for its whole timeout first)."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in ("tcp", "tls"):
+        return  # inproc://, ucx://, ...: left to the Dask client
+    host, _, port_text = rest.rpartition(":")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+        if not 0 < port < 65536 or not host:
+            raise ValueError
+    except ValueError:
+        raise SpecsimError(
+            f"not a scheduler address {address!r} (expected tcp://HOST:PORT)", param="scheduler"
+        ) from None
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise SpecsimError(
+            f"cannot reach the Dask scheduler at {address}: {reason.lower()}", param="scheduler"
+        ) from None
+
+
 def make_executor(kind: str, *, workers: int = 1, scheduler: str | None = None) -> Executor:
-    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``)."""
+    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``, reachable)."""
     if kind == "local":
         return LocalExecutor(workers)
     if kind == "dask":
         if not scheduler:
             raise SpecsimError("the dask executor needs a scheduler address", param="scheduler")
+        check_scheduler_address(scheduler)
         return DaskExecutor(scheduler)
     raise SpecsimError(f"unknown executor {kind!r} (local or dask)", param="executor")

@@ -24,7 +24,12 @@ def make(
     jitter: float = 0.0,
     requests: int = 6,
     replications: int = 2,
+    topk: int = 1,
+    num_draft_tokens: int | None = None,
 ) -> Scenario:
+    speculation: dict[str, Any] = {"num_steps": k, "topk": topk}
+    if num_draft_tokens is not None:
+        speculation["num_draft_tokens"] = num_draft_tokens
     return scenario_from_dict(
         {
             "name": "t",
@@ -36,7 +41,7 @@ def make(
                 "cycle_overhead_ms": 0.5,
                 "jitter_cv": jitter,
             },
-            "speculation": {"num_steps": k},
+            "speculation": speculation,
             "acceptance": acceptance,
             "workload": {"output_tokens": tokens, "requests": requests},
             "simulation": {"replications": replications, "seed": 1},

@@ -1,4 +1,4 @@
-"""The seed scenario reproduces what the engineer measured (reference section 3)."""
+"""The seed scenario reproduces what the engineer measured (docs/reference.md §Seed)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 Two independent least-squares problems (scipy.optimize.least_squares), each on residuals
 divided by the measurement's standard error:
 
-- **timing** — the cycle cost model of sim/costs.py (SGLang chain cycle, reference
-  section 1). A baseline figure gives ``decode_ms = 1000 / tok_s``; a speculative figure at
+- **timing** — the cycle cost model of sim/model/cycle.py (SGLang chain cycle,
+  docs/reference.md §Cycle). A baseline figure gives ``decode_ms = 1000 / tok_s``;
+  a speculative figure at
   num_steps k with measured accept length AL gives ``tok_s = 1000 AL / T_cycle(k)``
   (renewal-reward, sim/theory.py), where
   ``T_cycle(k) = (k - 1) draft_step_ms + verify_ms + (k + 1 - verify_tokens)
@@ -14,8 +15,8 @@ divided by the measurement's standard error:
   alone, and one num_steps determines only the intercept.
 - **acceptance** — conditional per-position rates a_1..a_K (``per_position``) or one
   equal rate (``alpha``), fitted to vLLM cumulative rates c_i = a_1...a_i and to accept
-  lengths AL(k) = 1 + sum_(i<=k) c_i (reference section 2; rates beyond the list repeat the
-  last one, as in scenario files).
+  lengths AL(k) = 1 + sum_(i<=k) c_i (docs/reference.md §Acceptance; rates beyond the
+  list repeat the last one, as in scenario files).
 
 Which values the data determine is decided before fitting, from the rank of the weighted
 Jacobian (at the base scenario's timings; at rates of 0.5 for acceptance, so that a base
@@ -108,6 +109,10 @@ class Calibration:
     #: Covariance of the fitted values, in the order of ``fitted``, shape (n, n) as nested
     #: tuples; block-diagonal (timing and acceptance are fitted separately).
     covariance: tuple[tuple[float, ...], ...] = field(default=())
+    #: What each imported file held, as read.
+    imported: tuple[dict[str, Any], ...] = field(default=())
+    #: Held-out figures (not fitted) against the calibrated model: a score, not a fit.
+    checks: tuple[Residual, ...] = field(default=())
 
     @property
     def fitted(self) -> tuple[FittedValue, ...]:
@@ -173,6 +178,12 @@ class Calibration:
                 "matrix": [list(row) for row in self.covariance],
             },
             "notes": list(self.notes),
+            "imported": list(self.imported),
+            "checks": [r.as_dict() for r in self.checks],
+            "calibrated_scenario": {
+                "name": self.scenario.name,
+                "description": self.scenario.description,
+            },
         }
 
 
@@ -185,7 +196,13 @@ def _timing_params(passes: PassTimes) -> list[Param]:
     out = []
     for name in TIMING_FIELDS:
         value = float(getattr(passes, name))
-        lower = 0.0 if name in ("verify_ms_per_extra_token", "cycle_overhead_ms") else 1e-6
+        nonnegative = (
+            "verify_ms_per_extra_token",
+            "cycle_overhead_ms",
+            "draft_extend_ms_per_token",
+            "draft_step_overhead_ms",
+        )
+        lower = 0.0 if name in nonnegative else 1e-6
         out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
 
@@ -203,7 +220,7 @@ def _point_sigma(p: SpecPoint) -> float:
 def predicted_tok_s(base: PassTimes, values: dict[str, float], point: SpecPoint) -> float:
     """1000 AL / T_cycle(k) for a speculative point, ``base`` pass times with ``values``."""
     cost = cycle_cost(_passes(base, values), point.num_steps)
-    return 1000.0 * point.accept_length / cost.total_ms
+    return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
 
 
 def _timing_residuals(data: Measurements, base: PassTimes):
@@ -496,7 +513,27 @@ def calibrate(
     for b in blocks:
         overrides.update(b.overrides)
         notes.extend(b.notes)
+    overrides.update(_calibrated_identity(base, data))
     scenario = _calibrated_scenario(base, overrides, drop)
+    checks: list[Residual] = []
+    if data.checks:
+        timing = next((b for b in blocks if any(v.field.startswith("timing.") for v in b.values)),
+                      None)  # fmt: skip
+        values = (
+            {v.field: v.value for v in timing.values}
+            if timing is not None
+            else {p.name: p.base for p in _timing_params(base_passes)}
+        )
+        checks = [
+            Residual(
+                f"held out: tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+                pt.tok_s,
+                predicted_tok_s(base_passes, values, pt),
+                _point_sigma(pt),
+                pt.source,
+            )
+            for pt in data.checks
+        ]
     covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
     return Calibration(
         scenario,
@@ -507,4 +544,22 @@ def calibrate(
         sum(b.n_obs - b.n_fit for b in blocks),
         tuple(notes),
         tuple(tuple(float(x) for x in row) for row in covariance),
+        data.imported,
+        tuple(checks),
     )
+
+
+def _calibrated_identity(base: Scenario, data: Measurements) -> dict[str, str]:
+    """``name`` and ``description`` of a calibrated scenario: say so, and from what."""
+    sources = list(
+        dict.fromkeys(
+            m.source
+            for group in (data.baselines, data.points, data.accept_lengths, data.cumulative)
+            for m in group
+        )
+    )
+    shown = "; ".join(sources[:6]) + (f"; and {len(sources) - 6} more" if len(sources) > 6 else "")
+    return {
+        "name": f"{base.name[:180]}-calibrated",
+        "description": f"{base.name[:180]} calibrated by specsim calibrate from: {shown}"[:10_000],
+    }

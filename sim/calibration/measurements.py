@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from sim.calibration.importers.sglang_log import SglangLog
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
@@ -67,6 +68,11 @@ class Measurements:
     cumulative: tuple[CumulativeObs, ...] = ()
     cuda_graph: bool | None = None
     notes: tuple[str, ...] = ()
+    #: What each imported file held, as read (the JSON output reports it).
+    imported: tuple[dict[str, Any], ...] = ()
+    #: Speculative figures held out of the timing fit and scored against it (real-drafter
+    #: runs when timing comes from synthetic-acceptance runs).
+    checks: tuple[SpecPoint, ...] = ()
 
     def __add__(self, other: Measurements) -> Measurements:
         graphs = {g for g in (self.cuda_graph, other.cuda_graph) if g is not None}
@@ -77,6 +83,29 @@ class Measurements:
             self.cumulative + other.cumulative,
             graphs.pop() if len(graphs) == 1 else None,
             self.notes + other.notes,
+            self.imported + other.imported,
+            self.checks + other.checks,
+        )
+
+    def timing_only(self) -> Measurements:
+        """Only the tok/s figures (a run with synthetic or forced acceptance: its accept
+        length is what the engine was told, not what the drafter does)."""
+        return Measurements(
+            baselines=self.baselines,
+            points=self.points,
+            cuda_graph=self.cuda_graph,
+            notes=self.notes,
+            imported=self.imported,
+        )
+
+    def acceptance_only(self) -> Measurements:
+        """Only the acceptance figures; the speculative tok/s figures become checks."""
+        return Measurements(
+            accept_lengths=self.accept_lengths,
+            cumulative=self.cumulative,
+            notes=self.notes,
+            imported=self.imported,
+            checks=self.checks + self.points,
         )
 
     @property

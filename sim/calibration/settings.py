@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 #: Timing fields calibrate can fit, in the default priority order (earlier = fitted first
-#: when the data cannot separate two of them). The last two are always collinear with
-#: verify_ms in tok/s data; they are fitted only when named explicitly.
+#: when the data cannot separate two of them). ``draft_extend_ms`` and
+#: ``cycle_overhead_ms`` are always collinear with verify_ms in tok/s data; they, the
+#: extend's growth per accepted token (seen when accept lengths differ at one num_steps)
+#: and the per-step drafter overhead (a slope in num_steps, like draft_step_ms) are
+#: fitted only when named explicitly.
 TIMING_FIELDS = (
     "decode_ms",
     "verify_ms",
@@ -12,6 +15,8 @@ TIMING_FIELDS = (
     "verify_ms_per_extra_token",
     "draft_extend_ms",
     "cycle_overhead_ms",
+    "draft_extend_ms_per_token",
+    "draft_step_overhead_ms",
 )
 DEFAULT_TIMING_FIT = TIMING_FIELDS[:4]
 ACCEPTANCE_MODELS = ("auto", "alpha", "per_position")

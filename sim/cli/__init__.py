@@ -17,6 +17,7 @@ from sim.cli import (
     convert,
     crossover,
     hardware,
+    keys,
     plot,
     run,
     search,
@@ -42,6 +43,7 @@ for _command in (
     calibrate.calibrate_command,
     convert.convert,
     validate.validate,
+    keys.keys,
 ):
     main.add_command(_command)
 del _command

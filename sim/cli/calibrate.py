@@ -1,23 +1,52 @@
-"""``specsim calibrate``: fit a scenario to measured figures, vLLM metrics or an SGLang log."""
+"""``specsim calibrate``: fit a scenario to measured figures and the files servers write.
+
+Inputs (any mix): ``--baseline-tok-s``/``--point`` figures; a vLLM ``/metrics`` scrape;
+``vllm bench serve`` result JSON; SGLang ``bench_speculative`` JSONL; an SGLang log
+(``Decode batch`` lines, and its ``server_args`` line for k); ``--timing-run`` files from
+runs with synthetic or forced acceptance. Without ``--scenario`` nothing is fitted: the
+command prints what it read (import-only).
+
+Two-stage calibration: a run whose acceptance the engine was told (vLLM
+``rejection_sample_method="synthetic"``, ``SGLANG_SIMULATE_ACC_LEN``, TensorRT-LLM
+``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``) measures the cost of a cycle without the
+drafter's luck: its tok/s at the forced accept length fits the timings only. The real
+drafter's runs then fit the acceptance only, and their tok/s is held out and scored
+against the calibrated model (``checks``).
+"""
 
 from __future__ import annotations
 
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
-from sim.cli.options import echo_document, json_option, set_option
+from sim.cli.options import echo_document, json_option, output_file_checked, set_option
+
+TIMING_RUN_HELP = (
+    "A run with synthetic or forced acceptance (repeatable; vLLM bench serve JSON, SGLang "
+    "bench_speculative JSONL or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
+    "only. vLLM: --speculative-config with rejection_sample_method='synthetic' and "
+    "synthetic_acceptance_length = L (bonus included) or synthetic_acceptance_rates; SGLang: "
+    "SGLANG_SIMULATE_ACC_LEN=L (bonus included, METHOD=match-expected keeps the mean); "
+    "TensorRT-LLM: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = L - 1 (bonus excluded; give "
+    "that run as --point K:L:TOKS). With a timing run, the other files fit acceptance only."
+)
 
 
 @click.command("calibrate")
 @click.option(
     "--scenario",
     "base_path",
-    required=True,
+    default=None,
     type=click.Path(dir_okay=False),
-    help="Base scenario: values the data cannot determine are kept from it.",
+    help="Base scenario: values the data cannot determine are kept from it. Without it, "
+    "print what the files hold (import-only, nothing fitted).",
 )
 @set_option
-@click.option("--baseline-tok-s", type=float, help="Measured plain-decoding tok/s (batch 1).")
+@click.option(
+    "--baseline-tok-s",
+    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    help="Measured plain-decoding tok/s (batch 1).",
+)
 @click.option(
     "--point",
     "points",
@@ -29,7 +58,7 @@ from sim.cli.options import echo_document, json_option, set_option
 @click.option(
     "--vllm-metrics",
     type=click.Path(dir_okay=False),
-    help="A vLLM /metrics scrape (Prometheus text).",
+    help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
 )
 @click.option(
     "--vllm-metrics-before",
@@ -37,14 +66,46 @@ from sim.cli.options import echo_document, json_option, set_option
     help="An earlier scrape: counters are taken as --vllm-metrics minus this one.",
 )
 @click.option(
+    "--metrics-batch1",
+    is_flag=True,
+    help="The scrape's traffic ran one request at a time: its mean engine-step time "
+    "(vllm:inter_token_latency_seconds, or the deprecated vllm:time_per_output_token_seconds, "
+    "both per step) is the cycle time, giving a tok/s figure.",
+)
+@click.option(
+    "--vllm-bench",
+    "vllm_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
+)
+@click.option(
+    "--sglang-bench",
+    "sglang_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
+    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
+)
+@click.option(
     "--sglang-log",
     type=click.Path(dir_okay=False),
     help="An SGLang server log with 'Decode batch' lines.",
 )
 @click.option(
+    "--sglang-server-args",
+    type=click.Path(dir_okay=False),
+    help="An SGLang log with the start-up server_args=ServerArgs(...) line (gives k).",
+)
+@click.option(
+    "--timing-run", "timing_runs", multiple=True, type=click.Path(dir_okay=False),
+    help=TIMING_RUN_HELP,
+)  # fmt: skip
+@click.option(
     "--num-steps",
-    type=int,
-    help="num_steps of the SGLang log run (default: implied by the log, else base).",
+    type=click.IntRange(0, 64),
+    help="num_steps of the SGLang log run (default: server_args, else implied by the log, "
+    "else the base).",
 )
 @click.option(
     "--rel-error",
@@ -69,28 +130,122 @@ from sim.cli.options import echo_document, json_option, set_option
     help="Acceptance model: one alpha or per-position rates (auto: per_position "
     "with vLLM per-position counters, else alpha).",
 )
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the calibrated scenario here.")
+@click.option(
+    "--out",
+    type=click.Path(),
+    callback=output_file_checked,
+    help="Write the calibrated scenario here (checked before the fit).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")
 @json_option
 def calibrate_command(
-    base_path: str,
+    base_path: str | None,
     sets: tuple[str, ...],
     baseline_tok_s: float | None,
     points: tuple[str, ...],
     vllm_metrics: str | None,
     vllm_metrics_before: str | None,
+    metrics_batch1: bool,
+    vllm_bench: tuple[str, ...],
+    sglang_bench: tuple[str, ...],
     sglang_log: str | None,
+    sglang_server_args: str | None,
+    timing_runs: tuple[str, ...],
     num_steps: int | None,
     rel_error: float,
     fit: str | None,
     acceptance: str,
     out: str | None,
+    quiet: bool,
     as_json: bool,
 ) -> None:
     """Fit timings and acceptance to measurements; report them and write a scenario."""
     # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
     from sim.calibration.calibrate import calibrate
+    from sim.calibration.measurements import Measurements
+    from sim.errors import SpecsimError
+    from sim.files import atomic_write_text
+    from sim.report.calibrate import calibrated_toml, format_calibration, format_imported
+    from sim.scenario.load import load_scenario
+
+    if not 0.0 < rel_error < 1.0:  # also refuses nan
+        raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
+    if vllm_metrics_before and not vllm_metrics:
+        raise SpecsimError("needs --vllm-metrics", source="--vllm-metrics-before")
+    if metrics_batch1 and not vllm_metrics:
+        raise SpecsimError("needs --vllm-metrics", source="--metrics-batch1")
+    if base_path is None:
+        for name, given in (("--out", out), ("--set", sets), ("--fit", fit)):
+            if given:
+                raise SpecsimError("needs --scenario (import-only mode fits nothing)", source=name)
+    base = load_scenario(base_path, sets) if base_path else None
+    fields = None
+    if fit is not None:
+        fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
+        if not fields:
+            raise SpecsimError("name at least one timing field", source="--fit")
+    real = _real_runs(
+        baseline_tok_s, points, vllm_metrics, vllm_metrics_before, metrics_batch1, vllm_bench,
+        sglang_bench, sglang_log, sglang_server_args, num_steps, rel_error,
+        base.num_steps if base is not None else None,
+    )  # fmt: skip
+    data: Measurements = real
+    if timing_runs:
+        timing = Measurements()
+        for path in timing_runs:
+            timing += _timing_run(path, rel_error)
+        data = timing.timing_only() + real.acceptance_only()
+        data += Measurements(
+            notes=(
+                "two-stage: timings fitted to the synthetic-acceptance runs only; acceptance "
+                "to the real-drafter runs, whose tok/s are held out as checks",
+            )
+        )
+    if base is None:
+        if data.empty and not data.imported:
+            raise SpecsimError("nothing to read: give a file or a figure", source="calibrate")
+        body = {"imported": list(data.imported), "notes": list(data.notes), **_summary(data)}
+        if as_json:
+            echo_document("import", body)
+        else:
+            click.echo(format_imported(body))
+        return
+    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
+    if out:
+        atomic_write_text(out, calibrated_toml(result, base_path or ""))
+    if as_json:
+        echo_document("calibrate", {**result.as_dict(), "out": out})
+        return
+    click.echo(format_calibration(result))
+    if out and not quiet:
+        click.echo(f"wrote {out}")
+
+
+def _real_runs(
+    baseline_tok_s, points, vllm_metrics, vllm_metrics_before, metrics_batch1, vllm_bench,
+    sglang_bench, sglang_log, sglang_server_args, num_steps, rel_error, base_num_steps,
+):  # fmt: skip
+    """Measurements of the real drafter's runs (and of figures given as options)."""
+    # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from dataclasses import asdict
+
+    from sim.calibration.imported import (
+        server_args_measurement,
+        sglang_bench_measurement,
+        sglang_one_batch_measurement,
+        vllm_bench_measurement,
+        vllm_latency_measurement,
+    )
+    from sim.calibration.importers.files import read_text
+    from sim.calibration.importers.sglang_bench import (
+        is_one_batch,
+        parse_sglang_bench,
+        parse_sglang_one_batch,
+    )
     from sim.calibration.importers.sglang_log import read_sglang_log
-    from sim.calibration.importers.vllm_metrics import read_vllm_metrics
+    from sim.calibration.importers.sglang_server_args import read_sglang_server_args
+    from sim.calibration.importers.vllm_bench import read_vllm_bench
+    from sim.calibration.importers.vllm_metrics import read_vllm_latency, read_vllm_metrics
     from sim.calibration.measurements import (
         Measurements,
         baseline_measurement,
@@ -99,40 +254,126 @@ def calibrate_command(
         vllm_measurement,
     )
     from sim.errors import SpecsimError
-    from sim.files import atomic_write_text
-    from sim.report.calibrate import calibrated_toml, format_calibration
-    from sim.scenario.load import load_scenario
 
-    if not 0.0 < rel_error < 1.0:
-        raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
-    if vllm_metrics_before and not vllm_metrics:
-        raise SpecsimError("needs --vllm-metrics", source="--vllm-metrics-before")
-    base = load_scenario(base_path, sets)
     data = Measurements()
     if baseline_tok_s is not None:
         data += baseline_measurement(baseline_tok_s, rel_error, "--baseline-tok-s")
     for text in points:
         data += parse_point(text, rel_error)
     if vllm_metrics:
-        data += vllm_measurement(read_vllm_metrics(vllm_metrics, vllm_metrics_before))
+        counters = read_vllm_metrics(vllm_metrics, vllm_metrics_before)
+        latency = read_vllm_latency(vllm_metrics, vllm_metrics_before)
+        figures = {
+            "format": "vLLM /metrics scrape",
+            "source": counters.source,
+            **{k: v for k, v in asdict(counters).items() if k != "source"},
+            "accept_length": counters.accept_length,
+            "draft_acceptance_rate": counters.draft_acceptance_rate,
+            "cumulative": list(counters.cumulative),
+            "conditional": list(counters.conditional),
+            **latency.figures(),
+        }
+        data += vllm_measurement(counters) + Measurements(imported=(figures,))
+        if metrics_batch1:
+            data += vllm_latency_measurement(latency, counters, rel_error)
+    for path in vllm_bench:
+        data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
+    for path in sglang_bench:
+        text = read_text(path)
+        if is_one_batch(text):
+            records = parse_sglang_one_batch(text, source=path)
+            data += sglang_one_batch_measurement(records, path, rel_error)
+        else:
+            data += sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
+    log_k = num_steps
+    if sglang_server_args:
+        args = read_sglang_server_args(sglang_server_args)
+        data += server_args_measurement(args)
+        if log_k is None and args.num_steps:
+            log_k = args.num_steps
     if sglang_log:
         log = read_sglang_log(sglang_log)
-        data += sglang_measurement(log, num_steps, rel_error, default_num_steps=base.num_steps)
-    fields = None
-    if fit is not None:
-        fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
-        if not fields:
-            raise SpecsimError("name at least one timing field", source="--fit")
-    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
-    if out:
-        text = calibrated_toml(result, base_path)
-        try:
-            atomic_write_text(out, text)
-        except OSError as exc:
-            raise SpecsimError(f"cannot write: {exc.strerror or exc}", source=out) from None
-    if as_json:
-        echo_document("calibrate", {**result.as_dict(), "out": out})
-        return
-    click.echo(format_calibration(result))
-    if out:
-        click.echo(f"wrote {out}")
+        default_k = base_num_steps if base_num_steps is not None else log_k
+        if default_k is None and log.implied_num_draft_tokens is None:
+            raise SpecsimError(
+                "num_steps unknown: give --num-steps, --sglang-server-args or --scenario",
+                source=sglang_log,
+            )
+        data += sglang_measurement(log, log_k, rel_error, default_num_steps=default_k or 1)
+        data += Measurements(
+            imported=(
+                {
+                    "format": "SGLang Decode batch log",
+                    "source": log.source,
+                    "lines": len(log.lines),
+                    "skipped": log.skipped,
+                    "accept_length_mean": log.accept_length_mean,
+                    "accept_length_std": log.accept_length_std,
+                    "single_request_tok_s": log.single_request_tok_s,
+                    "cuda_graph": log.cuda_graph,
+                    "implied_num_draft_tokens": log.implied_num_draft_tokens,
+                },
+            )
+        )
+    return data
+
+
+def _timing_run(path: str, rel_error: float):
+    """A synthetic-acceptance run, its format told by its content."""
+    # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from sim.calibration.imported import (
+        sglang_bench_measurement,
+        vllm_bench_measurement,
+        vllm_latency_measurement,
+    )
+    from sim.calibration.importers.files import read_text
+    from sim.calibration.importers.sglang_bench import parse_sglang_bench
+    from sim.calibration.importers.vllm_bench import parse_vllm_bench
+    from sim.calibration.importers.vllm_metrics import (
+        VllmLatency,
+        latency_from_text,
+        parse_vllm_metrics,
+    )
+    from sim.errors import SpecsimError
+
+    text = read_text(path)
+    head = text.lstrip()[:1]
+    if head == "{":
+        if '"step_time"' in text and '"acc_length"' in text:
+            return sglang_bench_measurement(parse_sglang_bench(text, source=path), rel_error)
+        data = vllm_bench_measurement(parse_vllm_bench(text, source=path), rel_error)
+        if not (data.points or data.baselines):
+            raise SpecsimError(
+                "no batch-1 tok/s in this run (max_concurrency must be 1 for timing)",
+                source=path,
+            )
+        return data
+    if not head:
+        raise SpecsimError("empty file", source=path)
+    counters = parse_vllm_metrics(text, source=path)
+    h = latency_from_text(text, path)
+    return vllm_latency_measurement(VllmLatency(h["step"], h["request_tpot"], path), counters,
+                                    rel_error)  # fmt: skip
+
+
+def _summary(data) -> dict:
+    """The figures the files give, in the calibrate vocabulary (import-only output)."""
+    return {
+        "baselines": [
+            {"tok_s": b.tok_s, "sigma": b.sigma, "source": b.source} for b in data.baselines
+        ],
+        "points": [
+            {"num_steps": p.num_steps, "accept_length": p.accept_length, "tok_s": p.tok_s,
+             "tok_s_sigma": p.tok_s_sigma, "source": p.source}
+            for p in data.points
+        ],
+        "accept_lengths": [
+            {"num_steps": a.num_steps, "accept_length": a.accept_length, "sigma": a.sigma,
+             "source": a.source}
+            for a in data.accept_lengths
+        ],
+        "cumulative": [
+            {"position": c.position, "rate": c.rate, "sigma": c.sigma, "source": c.source}
+            for c in data.cumulative
+        ],
+    }  # fmt: skip

@@ -10,6 +10,7 @@ from sim.cli.options import (
     json_option,
     monte_carlo_options,
     plot_option,
+    quiet_option,
     set_option,
     target_option,
     with_mc_settings,
@@ -25,9 +26,17 @@ from sim.cli.options import (
 @target_option
 @monte_carlo_options
 @workers_option("replications of each run")
+@quiet_option
 @json_option
 @plot_option
 @format_option
+@click.option(
+    "--levers",
+    is_flag=True,
+    help="One SCENARIO: plain decoding (the reference), the scenario, graphing its verify, "
+    "NVLink and a better drafter (alone and combined) side by side, ranked, each with its "
+    "range over the hardware model's variants.",
+)
 def compare(
     scenarios: tuple[str, ...],
     sets: tuple[str, ...],
@@ -38,9 +47,11 @@ def compare(
     requests: int | None,
     seed: int | None,
     workers: int,
+    quiet: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
+    levers: bool,
 ) -> None:
     """Baseline, speculative tok/s with CI, accept length, cycle breakdown and required
     alpha per target for each SCENARIO (--set applies to all), ratios to the first."""
@@ -53,20 +64,33 @@ def compare(
     loaded = [
         with_mc_settings(load_scenario(p, sets), replications, requests, seed) for p in scenarios
     ]
+    entries = list(zip(unique_labels(scenarios), loaded, strict=True))
+    lever_doc = None
+    if levers:
+        from sim.errors import SpecsimError
+        from sim.studies.levers import lever_scenarios, lever_table
+
+        if len(loaded) != 1:
+            raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
+        entries = lever_scenarios(loaded[0])
+        lever_doc = lever_table(loaded[0]).to_dict()
     doc = compare_scenarios(
-        list(zip(unique_labels(scenarios), loaded, strict=True)),
-        targets=targets,
-        engine=engine,
-        fidelity=fidelity,
-        workers=workers,
+        entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers
     ).to_dict()
+    if lever_doc is not None:
+        doc["levers"] = lever_doc
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt))
+        echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document("compare", doc)
     else:
         click.echo(render_comparison(doc))
+        if lever_doc is not None:
+            from sim.report.hardware import render_levers
+
+            click.echo("")
+            click.echo(render_levers(lever_doc))

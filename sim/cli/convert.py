@@ -10,11 +10,16 @@ from sim.errors import SpecsimError
 
 def _floats(text: str, source: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise SpecsimError(
-            f"expected comma-separated numbers, got {text!r}", source=source
+            f"expected comma-separated numbers, got {text[:80]!r}", source=source
         ) from None
+    if not values:
+        raise SpecsimError("expected comma-separated numbers, got none", source=source)
+    if len(values) > 64:
+        raise SpecsimError(f"{len(values)} positions (at most 64)", source=source)
+    return values
 
 
 @click.command()
@@ -24,7 +29,24 @@ def _floats(text: str, source: str) -> list[float]:
 @click.option("--sglang-accept-rate", type=float, help="SGLang: accept length / (k + 1).")
 @click.option("--cumulative", help="vLLM per-position rates c1,c2,... (P(1..i accepted)).")
 @click.option("--per-position", help="Conditional per-position rates a1,a2,...")
-@click.option("--num-steps", type=int, help="Draft length k (from the list when omitted).")
+@click.option(
+    "--num-steps",
+    type=click.IntRange(1, 64),
+    help="Draft length k (from the list when omitted; at most 64, as in scenarios).",
+)
+@click.option(
+    "--topk",
+    type=click.IntRange(1, 64),
+    default=1,
+    help="SGLang topk: > 1 reads --accept-length as a tree's.",
+)
+@click.option(
+    "--num-draft-tokens",
+    type=click.IntRange(1, 4096),
+    help="SGLang num_draft_tokens of the tree (topk > 1).",
+)
+@click.option("--rank-rates", help="Rank profile p1,p2,... shaping ranks 2..topk of a tree.")
+@click.option("--rank-profile", help="A published rank profile (sim/model/tree_presets.py).")
 @json_option
 def convert(
     alpha: float | None,
@@ -34,9 +56,19 @@ def convert(
     cumulative: str | None,
     per_position: str | None,
     num_steps: int | None,
+    topk: int,
+    num_draft_tokens: int | None,
+    rank_rates: str | None,
+    rank_profile: str | None,
     as_json: bool,
 ) -> None:
-    """Convert one acceptance metric into all the others."""
+    """Convert one acceptance metric into all the others (a tree's accept length into its
+    top-1 and rank rates with --topk, --num-draft-tokens and a rank profile)."""
+    if topk > 1:
+        _convert_tree(
+            accept_length, num_steps, topk, num_draft_tokens, rank_rates, rank_profile, as_json
+        )
+        return
     # lazy: the model is imported when the command runs, not for --help (start-up)
     from sim.model import metrics
     from sim.model.rates import extend_rates
@@ -88,3 +120,62 @@ def convert(
     click.echo(f"alpha (equal-rate equiv.) {forms.alpha:.4f}")
     if forms.assumption:
         click.echo(f"assumption: {forms.assumption}")
+
+
+def _convert_tree(
+    accept_length: float | None,
+    num_steps: int | None,
+    topk: int,
+    num_draft_tokens: int | None,
+    rank_rates: str | None,
+    rank_profile: str | None,
+    as_json: bool,
+) -> None:
+    # lazy: the model is imported when the command runs, not for --help (start-up)
+    from sim.model.tree_metrics import from_tree_accept_length
+    from sim.model.tree_presets import rank_profile as preset
+    from sim.model.tree_rates import residual_shares
+
+    if accept_length is None:
+        raise SpecsimError("--topk > 1 converts an --accept-length", source="--accept-length")
+    if num_steps is None or num_draft_tokens is None:
+        raise SpecsimError("a tree needs --num-steps and --num-draft-tokens", source="--topk")
+    if (rank_rates is None) == (rank_profile is None):
+        raise SpecsimError("give one of --rank-rates or --rank-profile", source="--topk")
+    if rank_profile is not None:
+        try:
+            profile = list(preset(rank_profile).rates)
+        except KeyError as exc:
+            raise SpecsimError(str(exc.args[0]), source="--rank-profile") from None
+        name = rank_profile
+    else:
+        assert rank_rates is not None
+        profile, name = _floats(rank_rates, "--rank-rates"), f"rank rates {rank_rates}"
+    try:
+        shares = tuple(float(h) for h in residual_shares(profile))
+    except ValueError as exc:
+        raise SpecsimError(str(exc), source="--rank-rates") from None
+    if len(shares) + 1 < topk:
+        raise SpecsimError(
+            f"the profile gives {len(shares) + 1} ranks, --topk is {topk}", source="--rank-rates"
+        )
+    forms = from_tree_accept_length(accept_length, num_steps, topk, num_draft_tokens, shares, name)
+    if as_json:
+        echo_document("convert", forms.as_dict())
+        return
+    fmt = ", ".join
+    click.echo(
+        f"tree                     num_steps {forms.num_steps}, topk {forms.topk}, "
+        f"num_draft_tokens {forms.num_draft_tokens}"
+    )
+    click.echo(f"accept length            {forms.accept_length:.4f}")
+    click.echo(f"top-1 rate               {forms.top1:.4f}")
+    click.echo(f"rank rates (depth 1)     {fmt(f'{q:.4f}' for q in forms.rank_rates)}")
+    click.echo(f"drafts per depth         {forms.drafts_per_depth}")
+    click.echo(f"chain-equivalent rates   {fmt(f'{a:.4f}' for a in forms.chain_equivalent)}")
+    if forms.chain_alpha is not None:
+        click.echo(
+            f"read as a chain (k={forms.num_steps})  alpha {forms.chain_alpha:.4f}: "
+            f"{forms.chain_alpha - forms.top1:+.4f} against the tree's top-1 rate"
+        )
+    click.echo(f"assumption: {forms.assumption}")

@@ -1,11 +1,19 @@
 """The ``specsim`` command group and the one place bad input becomes one line and exit 2.
 
-Library errors name the library's parameters (``SpecsimError.param``); ``flag_for`` maps
-each to the flag that sets it, so messages speak the command line's language.
+Every failure the user can fix prints exactly one line on stderr,
+``specsim: error: SOURCE: FIELD: what is wrong``, and exits with status 2: a
+``SpecsimError`` from the library, click's own usage errors (unknown option, bad option
+value, missing argument: click would print usage, a hint and the error on four lines),
+and an operating-system error on a named file (a full disk while writing). Library errors
+name the library's parameters (``SpecsimError.param``); ``flag_for`` maps each to the flag
+that sets it, so messages speak the command line's language. Commands added by other
+modules need nothing: the group handles their errors too.
 """
 
 from __future__ import annotations
 
+import difflib
+import errno
 import sys
 from typing import Any
 
@@ -13,6 +21,7 @@ import click
 
 from sim import __version__
 from sim.errors import SpecsimError
+from sim.files import os_reason
 
 #: Library parameters whose flag is not ``--`` + the name with hyphens.
 PARAM_FLAGS: dict[str, str] = {
@@ -36,19 +45,103 @@ def cli_error(exc: SpecsimError) -> SpecsimError:
     return exc
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: newlines and other control characters escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def echo_error(exc: SpecsimError) -> None:
     """The one line on stderr that bad input gets."""
-    click.echo(f"specsim: error: {cli_error(exc)}", err=True)
+    click.echo(f"specsim: error: {one_line(str(cli_error(exc)))}", err=True)
+
+
+def _command_name(ctx: click.Context | None) -> str:
+    if ctx is None:
+        return "specsim"
+    path = ctx.command_path.split()
+    return " ".join(path[1:]) or "specsim"
+
+
+def usage_error(exc: click.UsageError) -> SpecsimError:
+    """click's usage error as one SpecsimError: the command, the option, what is wrong."""
+    command = _command_name(exc.ctx)
+    if isinstance(exc, click.NoSuchOption):
+        close = exc.possibilities or difflib.get_close_matches(
+            exc.option_name, _option_names(exc.ctx), n=3
+        )
+        hint = f"; did you mean {' or '.join(sorted(close))}?" if close else ""
+        return SpecsimError(f"no such option{hint}", source=command, field=exc.option_name)
+    if isinstance(exc, click.BadParameter) and exc.param is not None:
+        name = _param_name(exc.param)
+        if isinstance(exc, click.MissingParameter):
+            what = "argument" if isinstance(exc.param, click.Argument) else "option"
+            return SpecsimError(f"required {what} is missing", source=command, field=name)
+        return SpecsimError(exc.message.rstrip("."), source=command, field=name)
+    message = exc.format_message().rstrip(".")
+    if message.startswith("No such command"):
+        names = sorted(exc.ctx.command.list_commands(exc.ctx)) if exc.ctx else []  # type: ignore[attr-defined]
+        word = message.split("'")[1] if "'" in message else ""
+        close = difflib.get_close_matches(word, names, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        return SpecsimError(f"no such command{hint} (commands: {', '.join(names)})", field=word)
+    return SpecsimError(message, source=command)
+
+
+def _param_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return (param.human_readable_name or param.name or "argument").upper()
+
+
+def _option_names(ctx: click.Context | None) -> list[str]:
+    if ctx is None:
+        return []
+    return [o for p in ctx.command.params if isinstance(p, click.Option) for o in p.opts]
+
+
+def _os_error(exc: OSError) -> SpecsimError:
+    where = exc.filename if exc.filename is not None else "specsim"
+    return SpecsimError(os_reason(exc), source=str(where))
 
 
 class SpecsimGroup(click.Group):
-    """A click group that turns bad input into one line and exit status 2, no traceback."""
+    """A click group that turns every fixable failure into one line and exit status 2."""
+
+    def main(self, args: Any = None, prog_name: Any = None, *a: Any, **kw: Any) -> Any:
+        standalone = kw.pop("standalone_mode", True)
+        try:
+            rv = super().main(args, prog_name or "specsim", *a, standalone_mode=False, **kw)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+                click.echo(exc.ctx.get_help())  # `specsim` alone: the help, as asked
+                sys.exit(0)
+            echo_error(usage_error(exc))
+            sys.exit(2)
+        except click.ClickException as exc:
+            echo_error(SpecsimError(exc.format_message(), source=_command_name(None)))
+            sys.exit(2)
+        except click.Abort:
+            click.echo("specsim: interrupted", err=True)
+            sys.exit(130)
+        if not standalone:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SpecsimError as exc:
             echo_error(exc)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("specsim: interrupted", err=True)
+            sys.exit(130)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # output piped into a reader that stopped reading
+                sys.exit(1)
+            if exc.filename is None:
+                raise
+            echo_error(_os_error(exc))
             sys.exit(2)
 
 

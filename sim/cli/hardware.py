@@ -7,6 +7,10 @@ import click
 from sim.cli.options import echo_document, json_option, set_option
 from sim.errors import SpecsimError
 
+#: sim/hardware/interconnects.py LIBRARIES, spelled here so ``--help`` imports no model
+#: code (tests/hardware/test_allreduce.py checks the two agree).
+ALLREDUCE_LIBRARIES = ("nccl", "custom", "auto")
+
 
 @click.command()
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False, path_type=str))
@@ -44,11 +48,27 @@ def hardware(
 
 @click.command()
 @click.option("--interconnect", required=True, help="Preset name (specsim hardware --list).")
-@click.option("--gpus", required=True, type=int, help="Tensor-parallel degree.")
-@click.option("--bytes", "nbytes", required=True, type=int, help="Message size in bytes.")
+@click.option("--gpus", required=True, type=click.IntRange(1, 1024), help="Tensor-parallel degree.")
+@click.option(
+    "--bytes",
+    "nbytes",
+    required=True,
+    type=click.IntRange(0, 2**40),
+    help="Message size in bytes (at most 1 TiB).",
+)
 @click.option("--graphed", is_flag=True, help="Inside a CUDA graph (no eager NCCL cost).")
+@click.option(
+    "--library",
+    type=click.Choice(ALLREDUCE_LIBRARIES),
+    default="auto",
+    show_default=True,
+    help="nccl: NCCL alone (what nccl-tests measure); custom: the engine's custom "
+    "all-reduce where it applies, NCCL elsewhere; auto: the faster.",
+)
 @json_option
-def allreduce(interconnect: str, gpus: int, nbytes: int, graphed: bool, as_json: bool) -> None:
+def allreduce(
+    interconnect: str, gpus: int, nbytes: int, graphed: bool, library: str, as_json: bool
+) -> None:
     """Time of one all-reduce: {us, algorithm, protocol} (NCCL's tuner / custom all-reduce)."""
     # lazy: the hardware model is imported when the command runs (start-up)
     from sim.errors import UnknownNameError
@@ -59,11 +79,7 @@ def allreduce(interconnect: str, gpus: int, nbytes: int, graphed: bool, as_json:
         ic = resolve_interconnect(interconnect)
     except UnknownNameError as exc:
         raise SpecsimError(str(exc), source="--interconnect") from None
-    if gpus < 1:
-        raise SpecsimError(f"must be >= 1, got {gpus}", source="--gpus")
-    if nbytes < 0:
-        raise SpecsimError(f"must be >= 0, got {nbytes}", source="--bytes")
-    result = allreduce_time(ic, gpus, nbytes, graphed=graphed)
+    result = allreduce_time(ic, gpus, nbytes, graphed=graphed, library=library)
     if as_json:
         echo_document("allreduce", result.as_dict())
     else:

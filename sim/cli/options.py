@@ -36,7 +36,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 
 def echo_json(document: Any) -> None:
-    """Print a JSON document (NaN and infinities are not JSON: they fail loudly)."""
+    """Print a JSON document; NaN and infinities are not JSON: one error naming the field."""
+    from sim.documents import check_finite  # lazy: start-up
+
+    check_finite(document, "--json")
     click.echo(json.dumps(document, indent=2, allow_nan=False))
 
 
@@ -79,11 +82,15 @@ seed_option = click.option(
 )
 
 
+#: Most worker processes: more than any machine's cores is a typo, and each costs memory.
+MAX_WORKERS = 256
+
+
 def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--workers N``: processes over ``what``; results never depend on N."""
     return click.option(
         "--workers",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_WORKERS),
         default=1,
         show_default=True,
         help=f"Worker processes over {what} (results do not depend on it).",
@@ -93,19 +100,43 @@ def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
 target_option = click.option(
     "--target",
     "targets",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
     multiple=True,
     metavar="TOK_S",
     help="Target tok/s (repeatable; default: the scenario's [targets]).",
 )
-quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True, help="No progress bar and no 'wrote FILE' lines."
+)
+
+
+def output_dir_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """click callback: an output directory is checked when the options are read, before
+    any work (a file in the way, no permission, a name too long)."""
+    if value is not None:
+        from sim.files import check_output_dir  # lazy: start-up
+
+        check_output_dir(value, source=value)
+    return value
+
+
+def output_file_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """click callback: an output file is checked before any work (see sim/files.py)."""
+    if value is not None:
+        from sim.files import check_output_file  # lazy: start-up
+
+        check_output_file(value, source=value)
+    return value
+
+
 plot_option = click.option(
     "--plot",
     "plot_dir",
-    type=click.Path(file_okay=False, path_type=str),
+    type=click.Path(path_type=str),
     default=None,
     metavar="DIR",
-    help="Also write the figures into DIR.",
+    callback=output_dir_checked,
+    help="Also write the figures into DIR (checked before the run).",
 )
 format_option = click.option(
     "--format",
@@ -139,6 +170,15 @@ def with_mc_settings(
     if seed is not None:
         overrides["simulation.seed"] = seed
     return with_overrides(scenario, overrides, source="option") if overrides else scenario
+
+
+def with_targets(scenario: Scenario, targets: tuple[float, ...]) -> Scenario:
+    """The scenario with ``--target`` values as its [targets] (unchanged without any)."""
+    if not targets:
+        return scenario
+    from sim.scenario.load import with_overrides  # lazy: start-up
+
+    return with_overrides(scenario, {"targets.tok_s": list(targets)}, source="--target")
 
 
 def targets_or_scenario(targets: tuple[float, ...], scenario: Scenario) -> tuple[float, ...]:

@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sim.cli.options import format_option
+from sim.cli.options import (
+    echo_document,
+    format_option,
+    json_option,
+    output_dir_checked,
+    quiet_option,
+)
 from sim.errors import SpecsimError
-from sim.files import atomic_write_text
+from sim.files import atomic_write_text, read_bounded_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,15 +46,22 @@ def read_document(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "sweep.json"
+    text = read_bounded_text(p)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecsimError("no such file", source=str(p)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise SpecsimError(f"not a JSON result document: {exc}", source=str(p)) from None
+    except RecursionError:
+        raise SpecsimError("not a result document: nested too deeply", source=str(p)) from None
+    if not isinstance(doc, dict):
+        raise SpecsimError("not a JSON result document (not an object)", source=str(p))
+    return doc
 
 
-def echo_written(paths: Sequence[Path]) -> None:
+def echo_written(paths: Sequence[Path], quiet: bool = False) -> None:
+    """``wrote FILE`` on stderr for each file (nothing with ``--quiet``)."""
+    if quiet:
+        return
     for p in paths:
         click.echo(f"wrote {p}", err=True)
 
@@ -58,12 +71,15 @@ def echo_written(paths: Sequence[Path]) -> None:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=str),
+    type=click.Path(path_type=str),
     default=None,
+    callback=output_dir_checked,
     help="Directory for the figures (default: plots/ beside RESULT).",
 )
 @format_option
-def plot(result: str, out_dir: str | None, fmt: str) -> None:
+@quiet_option
+@json_option
+def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool) -> None:
     """Figures from a sweep directory (or its sweep.json), or a run/search/solve/compare
     --json file (dispatched on its ``kind``)."""
     # lazy: matplotlib is imported when figures are drawn, not for --help (start-up)
@@ -72,6 +88,9 @@ def plot(result: str, out_dir: str | None, fmt: str) -> None:
 
     doc = read_document(result)
     document_kind(doc, result)
+    rows = doc.get("rows", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise SpecsimError("must be a list of tables (one per point)", source=result, field="rows")
     figures = figures_for(doc)
     if not figures:
         raise SpecsimError(
@@ -82,4 +101,8 @@ def plot(result: str, out_dir: str | None, fmt: str) -> None:
     where = out_dir or str(
         (Path(result) if Path(result).is_dir() else Path(result).parent) / "plots"
     )
-    echo_written(save_figures(figures, where, fmt))
+    paths = save_figures(figures, where, fmt)
+    if as_json:
+        echo_document("plot", {"source": result, "files": [str(p) for p in paths]})
+    else:
+        echo_written(paths, quiet)

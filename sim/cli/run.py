@@ -13,6 +13,8 @@ from sim.cli.options import (
     quiet_option,
     scenario_argument,
     set_option,
+    target_option,
+    with_targets,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -21,6 +23,7 @@ from sim.cli.progress import ProgressBar
 @click.command()
 @scenario_argument
 @set_option
+@target_option
 @json_option
 @monte_carlo_options
 @workers_option("replications")
@@ -30,6 +33,7 @@ from sim.cli.progress import ProgressBar
 def run(
     scenario: str,
     sets: tuple[str, ...],
+    targets: tuple[float, ...],
     as_json: bool,
     replications: int | None,
     requests: int | None,
@@ -52,7 +56,7 @@ def run(
     from sim.simulation.summary import summarize
     from sim.studies.analysis import analyze
 
-    sc = load_scenario(scenario, sets)
+    sc = with_targets(load_scenario(scenario, sets), targets)
     analysis = analyze(sc)
     with ProgressBar(enabled=not quiet) as progress:
         try:
@@ -77,7 +81,7 @@ def run(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
-        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt))
+        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt), quiet)
     if as_json:
         echo_document("run", body)
     else:

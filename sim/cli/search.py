@@ -12,6 +12,7 @@ from sim.cli.options import (
     json_option,
     monte_carlo_options,
     plot_option,
+    quiet_option,
     scenario_argument,
     set_option,
     target_option,
@@ -27,12 +28,30 @@ def parse_num_steps(text: str) -> list[int]:
     from sim.errors import SpecsimError
     from sim.studies.grid import parse_grid
 
+    if not text.strip():
+        raise SpecsimError("empty: give START:STOP, a list 2,4,8 or one k", source="--num-steps")
     try:
         _, values = parse_grid(f"num_steps={text}")
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source="--num-steps") from None
+    top = 64  # sim.scenario.schema.MAX_NUM_STEPS (not imported: start-up)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in values):
+        raise SpecsimError(f"expected integers 1 to {top}, got {text!r}", source="--num-steps")
+    return sorted(values)
+
+
+def parse_int_list(text: str, option: str) -> list[int]:
+    """``2,4,8`` or ``1:8`` -> integers >= 1 (SpecsimError naming ``option`` otherwise)."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.grid import parse_grid
+
+    try:
+        _, values = parse_grid(f"v={text}")
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=option) from None
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
-        raise SpecsimError(f"expected integers >= 1, got {text!r}", source="--num-steps")
+        raise SpecsimError(f"expected integers >= 1, got {text!r}", source=option)
     return sorted(values)
 
 
@@ -48,8 +67,23 @@ def parse_num_steps(text: str) -> list[int]:
     help="Draft lengths k to search: START:STOP, a list 2,4,8 or one k [default: 1:16].",
 )
 @click.option(
+    "--topk",
+    "topks",
+    default=None,
+    metavar="LIST",
+    help="Chain or tree: search SGLang trees of these topk (e.g. 1,2,4,8; 1 = chain) over "
+    "--num-steps and --draft-tokens; needs acceptance.rank_rates or rank_profile.",
+)
+@click.option(
+    "--draft-tokens",
+    "draft_tokens",
+    default=None,
+    metavar="LIST",
+    help="num_draft_tokens tried for trees with --topk [default: 4,6,8,10,12,16,24,32,48,64].",
+)
+@click.option(
     "--quantile",
-    type=float,
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=None,
     help="Service-level form: lowest rate at which this fraction of requests reach the target.",
 )
@@ -75,6 +109,7 @@ def parse_num_steps(text: str) -> list[int]:
 )
 @monte_carlo_options
 @workers_option("draft lengths")
+@quiet_option
 @json_option
 @plot_option
 @format_option
@@ -83,6 +118,8 @@ def search(
     sets: tuple[str, ...],
     targets: tuple[float, ...],
     num_steps: str | None,
+    topks: str | None,
+    draft_tokens: str | None,
     quantile: float | None,
     solve_field: str | None,
     concurrency: int | None,
@@ -93,6 +130,7 @@ def search(
     requests: int | None,
     seed: int | None,
     workers: int,
+    quiet: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -131,6 +169,27 @@ def search(
             scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
         ).to_dict()
         text = render_lever(doc)
+    elif topks is not None:
+        # lazy: the library is imported when a command runs (start-up)
+        from sim.report.tree_search import render_tree_search
+        from sim.studies.rootfind import MonteCarloStats
+        from sim.studies.tree_search import DRAFT_TOKENS, search_trees
+
+        if quantile is not None:
+            raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
+        if concurrency is not None or rate is not None:
+            raise SpecsimError(
+                "the tree search runs at batch 1; --concurrency/--rate are for chains",
+                source="--concurrency" if concurrency is not None else "--rate",
+            )
+        kind = "tree-search"
+        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
+        widths = parse_int_list(topks, "--topk")
+        tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
+        doc = search_trees(
+            scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity)
+        ).to_dict()
+        text = render_tree_search(doc)
     elif concurrency is not None or rate is not None:
         if concurrency is not None and rate is not None:
             raise click.UsageError("give at most one of --concurrency, --rate")
@@ -149,7 +208,7 @@ def search(
         text = render_search(doc)
     else:
         kind = "search"
-        ks = parse_num_steps(num_steps or "1:16")
+        ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()
@@ -160,7 +219,7 @@ def search(
         from sim.documents import document
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt))
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document(kind, doc)
     else:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import click
 
 from sim.cli.options import (
+    echo_json,
     format_option,
+    json_option,
     monte_carlo_options,
+    output_dir_checked,
     plot_option,
     quiet_option,
     scenario_argument,
@@ -38,7 +42,8 @@ from sim.cli.progress import ProgressBar
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=str),
+    type=click.Path(path_type=str),
+    callback=output_dir_checked,
     help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
 )
 @workers_option("grid points (local executor)")
@@ -47,12 +52,13 @@ from sim.cli.progress import ProgressBar
     type=click.Choice(["local", "dask"]),
     default="local",
     show_default=True,
-    help="local process pool, or an existing Dask cluster (needs specsim[dask]).",
+    help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
 )
 @click.option("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address.")
 @target_option
 @monte_carlo_options
 @quiet_option
+@json_option
 @plot_option
 @format_option
 def sweep(
@@ -70,6 +76,7 @@ def sweep(
     requests: int | None,
     seed: int | None,
     quiet: bool,
+    as_json: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -91,6 +98,10 @@ def sweep(
         done += n
         bar(done, total)
 
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM: stop like Ctrl-C (finished points kept, tables written)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         with ProgressBar(enabled=not quiet) as bar:
             outcome = run_sweep(
@@ -112,13 +123,21 @@ def sweep(
             err=True,
         )
         sys.exit(130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from sim.cli.plot import read_document  # lazy: start-up
+
+    doc = read_document(out_dir)
+    if plot_dir:
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(doc), plot_dir, fmt), quiet)
+    if as_json:
+        echo_json({**doc, "computed": outcome.computed, "reused": outcome.reused})
+        return
     click.echo(
         f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, read_document, save_figures
-        from sim.report.figures import figures_for
-
-        echo_written(save_figures(figures_for(read_document(out_dir)), plot_dir, fmt))

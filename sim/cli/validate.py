@@ -7,25 +7,34 @@ import sys
 import click
 
 from sim.cli.group import echo_error
-from sim.cli.options import set_option
+from sim.cli.options import echo_document, json_option, set_option
 from sim.errors import SpecsimError
 
 
 @click.command()
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @set_option
-def validate(scenarios: tuple[str, ...], sets: tuple[str, ...]) -> None:
+@json_option
+def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -> None:
     """Validate each SCENARIO file; exit status 2 if any is invalid."""
-    from sim.scenario.load import load_scenario  # lazy: start-up
+    from sim.cli.group import cli_error  # lazy: start-up
+    from sim.scenario.load import load_scenario
 
     failed = 0
+    results = []
     for path in scenarios:
         try:
             sc = load_scenario(path, sets)
         except SpecsimError as exc:
             failed += 1
-            echo_error(exc)
+            if not as_json:
+                echo_error(exc)
+            results.append({"path": path, "ok": False, "error": str(cli_error(exc))})
         else:
-            click.echo(f"{path}: ok ({sc.name}, num_steps {sc.num_steps})")
+            if not as_json:
+                click.echo(f"{path}: ok ({sc.name}, num_steps {sc.num_steps})")
+            results.append({"path": path, "ok": True, "name": sc.name, "num_steps": sc.num_steps})
+    if as_json:
+        echo_document("validate", {"files": results, "valid": not failed})
     if failed:
         sys.exit(2)

@@ -79,7 +79,24 @@ def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
     return Envelope(np.array(keep_a), np.array(keep_f), np.array(keep_x))
 
 
+def sum_envelopes(parts: list[Envelope], const: float = 0.0) -> Envelope:
+    """The envelope of const + sum_k E_k(x): convex and piecewise linear, so the maximum of
+    its own pieces, one per interval between the union of the parts' breakpoints."""
+    if len(parts) == 1 and const == 0.0:
+        return parts[0]
+    starts = np.unique(np.concatenate([p.starts for p in parts]))
+    a = np.full(starts.shape, float(const))
+    f = np.zeros(starts.shape)
+    for p in parts:
+        j = np.searchsorted(p.starts, starts, side="right") - 1  # the piece active there
+        a += p.intercepts[j]
+        f += p.slopes[j]
+    return Envelope(a, f, starts)
+
+
 def envelope_of(schedule: KernelSchedule) -> Envelope:
-    """The envelope of a pass's critical path T(x) (sim/hardware/launch.py)."""
-    a, f = schedule._terms()
-    return upper_envelope(a, f)
+    """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
+    the schedule's stretches (split by host synchronisations) of each stretch's upper
+    envelope, plus the synchronisations' own time."""
+    parts = [upper_envelope(*schedule._terms(part)) for part in schedule.stretches()]
+    return sum_envelopes(parts, float(schedule.syncs_ms))

@@ -2,7 +2,7 @@
 
 With E routed experts, e chosen per token and independent uniform routing, one expert is
 missed by all m tokens with probability (1 - e/E)^m, so the expected number of distinct
-experts per MoE layer is E (1 - (1 - e/E)^m) (reference section 3). It is e at m = 1, grows
+experts per MoE layer is E (1 - (1 - e/E)^m) (docs/reference.md §Seed). It is e at m = 1, grows
 concavely, and tends to E. Real routing is correlated across neighbouring tokens, so this
 is an upper estimate of the growth.
 """

@@ -1,4 +1,4 @@
-"""GPU presets: memory bandwidth and peak dense tensor throughput, from NVIDIA datasheets.
+"""GPU presets: memory bandwidth and peak dense tensor throughput, from vendor datasheets.
 
 Used to derive compute time when a scenario gives no timings (a roofline: weights read over
 HBM bandwidth, FLOPs over peak) and to rescale a calibrated compute time to another GPU.
@@ -64,6 +64,40 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
             24.0,
             "NVIDIA Ampere GA102 GPU architecture whitepaper: GeForce RTX 3090 GDDR6X "
             "936 GB/s; peak BF16 tensor 71 TFLOPS with FP32 accumulate dense (142 sparse)",
+        ),
+        GpuPreset(
+            "B200",
+            8000.0,
+            2250.0,
+            180.0,
+            "NVIDIA DGX B200 datasheet (via stas00/ml-engineering compute/accelerator/README.md): "
+            "HBM3e 8 TB/s, BF16 2,250 TFLOPS dense (4,500 FP8); 180 GB ('NVIDIA "
+            "B200-SXM-180GB', MLCommons inference_results_v6.0 Nebius nebius_b200_n1.json)",
+        ),
+        GpuPreset(
+            "GB200",
+            8000.0,
+            2500.0,
+            186.0,
+            "NVIDIA GB200 NVL72, per Blackwell GPU (via stas00/ml-engineering): HBM3e 8 TB/s, "
+            "BF16 2,500 TFLOPS dense; 186 GB (MLCommons inference_results_v6.1 Crusoe "
+            "GB200-NVL72_GB200-186GB system JSON)",
+        ),
+        GpuPreset(
+            "H20",
+            4000.0,
+            148.0,
+            96.0,
+            "NVIDIA H20 (no NVIDIA datasheet found; huggingface.co/hardware/h20): HBM3 96 GB, "
+            "4,000 GB/s, 148 TFLOPS FP16/BF16 dense, NVLink 900 GB/s",
+        ),
+        GpuPreset(
+            "MI300X",
+            5300.0,
+            1307.4,
+            192.0,
+            "AMD MI300X (ROCm/ROCm docs/conceptual/gpu-arch/mi300.md): HBM3 192 GB, 5.3 TB/s, "
+            "BF16 1,307.4 TFLOPS dense; 7 Infinity Fabric links a GPU",
         ),
         GpuPreset(
             "RTX-PRO-6000",

@@ -2,20 +2,33 @@
 
 Each layer is ``segments`` (= all-reduces per layer, attention and MLP/MoE) of compute
 kernels, each segment ending with an all-reduce kernel. With a CUDA graph the whole pass is
-launched at once; without one the CPU issues kernel ``i`` at ``(i + 1) c`` (``c`` the
-launch cost per kernel, reference section 4: ~5 us per kernel) and the GPU cannot start a
-kernel before it is issued. The pass then ends at the critical path
+launched at once; without one the CPU spends ``c_i`` issuing kernel ``i`` (the serving
+framework's Python, PyTorch's dispatch and the launch itself; sim/hardware/eager.py) and the
+GPU cannot start a kernel before it is issued. The pass then ends at the critical path
 
-    T(x) = max_i ( (i + 1) c + sum_{j >= i} g_j(x) ),    g_j(x) = s_j x + a_j,
+    T(x) = max_i ( C_i + sum_{j >= i} g_j(x) ),    C_i = c_0 + ... + c_i,
+    g_j(x) = s_j x + a_j,
 
 with ``x`` the pass's compute time, ``s_j`` the share of compute in kernel ``j`` and ``a_j``
 its fixed (all-reduce) time. T is max(GPU work, CPU launch work) up to one kernel: about
-``c + x + sum a`` when the GPU is the bottleneck and ``N c + g_last`` when launch-bound.
-The layer-level SimPy pass (sim/engines/layer.py) reproduces T exactly without jitter.
+``c_0 + x + sum a`` when the GPU is the bottleneck and ``sum c + g_last`` when launch-bound.
+
+A host synchronisation after kernel ``i`` (``.item()``, ``.tolist()``, a blocking copy) makes
+the CPU wait until the GPU has finished kernel ``i`` and then ``sync_ms`` more before it
+issues kernel ``i + 1``: the pass splits into independent stretches, each with the critical
+path above (its own cumulative CPU times), and
+
+    T(x) = sum_stretches max_{i in stretch} ( C_i + sum_{j >= i in stretch} g_j(x) )
+           + (number of syncs before the last kernel) x sync_ms.
+
+T is convex, piecewise linear and nondecreasing in x; ``calibrate_compute_ms`` inverts it
+exactly. The layer-level SimPy pass (sim/hardware/layer.py) reproduces T exactly without
+jitter.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,14 +42,26 @@ class KernelSchedule:
     ``fixed_ms``: non-compute GPU time (all-reduce) of each kernel;
     ``is_allreduce``: True for all-reduce kernels (TP barriers);
     ``segment``: index of the layer segment (layer x segments + s) each kernel belongs to;
-    ``launch_ms``: CPU cost to issue one kernel (0 when the pass is graphed).
+    ``cpu_ms``: CPU time to issue each kernel (all zero when the pass is graphed);
+    ``host_sync``: True where the CPU waits for the GPU to finish the kernel before going on;
+    ``sync_ms``: CPU time one host synchronisation adds after the GPU has caught up.
     """
 
     compute_share: np.ndarray
     fixed_ms: np.ndarray
     is_allreduce: np.ndarray
     segment: np.ndarray
-    launch_ms: float
+    cpu_ms: np.ndarray
+    host_sync: np.ndarray
+    sync_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        n = self.compute_share.shape[0]
+        for name in ("fixed_ms", "is_allreduce", "segment", "cpu_ms", "host_sync"):
+            if getattr(self, name).shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},)")
+        if np.any(self.cpu_ms < 0) or np.any(self.fixed_ms < 0) or self.sync_ms < 0:
+            raise ValueError("CPU, fixed and sync times must be >= 0")
 
     @property
     def num_kernels(self) -> int:
@@ -44,18 +69,34 @@ class KernelSchedule:
 
     @property
     def launch_work_ms(self) -> float:
-        """CPU time to issue every kernel: N x c."""
-        return self.num_kernels * self.launch_ms
+        """CPU time to issue every kernel: sum of c_i (syncs not included)."""
+        return float(self.cpu_ms.sum())
+
+    @property
+    def eager(self) -> bool:
+        """True when the CPU issues kernels one by one (some issue cost or a sync)."""
+        return bool(np.any(self.cpu_ms > 0) or np.any(self.host_sync))
 
     @property
     def fixed_total_ms(self) -> float:
         return float(self.fixed_ms.sum())
 
-    def _terms(self) -> tuple[np.ndarray, np.ndarray]:
-        """(a_i, f_i): T(x) = max_i a_i + f_i x; each of shape (num_kernels,)."""
-        issued = self.launch_ms * np.arange(1, self.num_kernels + 1)
-        fixed_suffix = np.cumsum(self.fixed_ms[::-1])[::-1]
-        share_suffix = np.cumsum(self.compute_share[::-1])[::-1]
+    @property
+    def syncs_ms(self) -> float:
+        """Time the syncs before the last kernel add: their count x sync_ms."""
+        return float(np.count_nonzero(self.host_sync[:-1])) * self.sync_ms
+
+    def stretches(self) -> list[slice]:
+        """Kernel ranges between host syncs (a sync closes its stretch)."""
+        ends = np.flatnonzero(self.host_sync[:-1]) + 1
+        bounds = [0, *ends.tolist(), self.num_kernels]
+        return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+    def _terms(self, part: slice) -> tuple[np.ndarray, np.ndarray]:
+        """(a_i, f_i) of one stretch: its time is max_i a_i + f_i x; shapes (len,)."""
+        issued = np.cumsum(self.cpu_ms[part])
+        fixed_suffix = np.cumsum(self.fixed_ms[part][::-1])[::-1]
+        share_suffix = np.cumsum(self.compute_share[part][::-1])[::-1]
         return issued + fixed_suffix, share_suffix
 
 
@@ -67,12 +108,15 @@ def kernel_schedule(
     allreduce_ms: float,
     tensor_parallel: bool,
     launch_ms: float,
+    allreduce_launch_ms: float | None = None,
 ) -> KernelSchedule:
     """Kernels of a pass: per layer, ``allreduces_per_layer`` segments of compute kernels
     each closed by an all-reduce kernel (none without tensor parallelism).
 
     ``kernels_per_layer`` counts the all-reduce kernels; compute kernels are spread as
-    evenly as possible over the segments and share the layer's compute equally.
+    evenly as possible over the segments and share the layer's compute equally. Every
+    kernel costs ``launch_ms`` of CPU to issue (an all-reduce ``allreduce_launch_ms``,
+    default the same); no host syncs (sim/hardware/eager.py adds them).
     """
     segments = max(allreduces_per_layer, 1)
     n_ar = allreduces_per_layer if tensor_parallel else 0
@@ -100,13 +144,50 @@ def kernel_schedule(
     )
     share = np.where(is_ar, 0.0, 1.0 / (layers * n_compute))
     fixed = np.where(is_ar, allreduce_ms, 0.0)
-    return KernelSchedule(share, fixed, is_ar, segment, launch_ms)
+    ar_launch = launch_ms if allreduce_launch_ms is None else allreduce_launch_ms
+    cpu = np.where(is_ar, ar_launch, launch_ms)
+    return KernelSchedule(share, fixed, is_ar, segment, cpu, np.zeros(is_ar.shape, dtype=bool))
+
+
+def _stretch_terms(schedule: KernelSchedule) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(a_i, f_i) of every stretch: T(x) = sum_stretches max_i (a_i + f_i x) + syncs."""
+    return [schedule._terms(part) for part in schedule.stretches()]
+
+
+def _value_and_slope(
+    terms: list[tuple[np.ndarray, np.ndarray]], const: float, t: float
+) -> tuple[float, float]:
+    """sum_k max_i (a_ki + f_ki t) + const and its right derivative in t."""
+    total, slope = const, 0.0
+    for a, f in terms:
+        values = a + f * t
+        best = float(values.max())
+        total += best
+        slope += float(f[values >= best - 1e-12 * max(1.0, abs(best))].max())
+    return total, slope
+
+
+def _largest_root(
+    terms: list[tuple[np.ndarray, np.ndarray]], const: float, target: float, start: float
+) -> float:
+    """The largest t >= 0 with value(t) <= target, value convex piecewise linear and
+    nondecreasing, from a ``start`` where value >= target: Newton's method from the right
+    lands on the root of a supporting line each step, never overshoots, and ends exactly
+    on the last linear piece."""
+    t = start
+    pieces = sum(a.shape[0] for a, _ in terms)
+    for _ in range(4 * pieces + 8):
+        value, slope = _value_and_slope(terms, const, t)
+        excess = value - target
+        if excess <= 1e-13 * max(1.0, abs(target)) or slope <= 0.0:
+            break
+        t = max(t - excess / slope, 0.0)
+    return t
 
 
 def critical_path_ms(schedule: KernelSchedule, compute_ms: float) -> float:
     """Pass time T(compute_ms) (see module docstring)."""
-    a, f = schedule._terms()
-    return float(np.max(a + f * compute_ms))
+    return _value_and_slope(_stretch_terms(schedule), schedule.syncs_ms, compute_ms)[0]
 
 
 def floor_ms(schedule: KernelSchedule) -> float:
@@ -119,9 +200,31 @@ def calibrate_compute_ms(schedule: KernelSchedule, measured_ms: float) -> float:
 
     Raises ValueError when ``measured_ms`` is below the floor T(0).
     """
-    a, f = schedule._terms()
-    floor = float(np.max(a))
+    floor = floor_ms(schedule)
     if measured_ms < floor:
         raise ValueError(f"below the floor {floor:.4g} ms")
-    live = f > 0
-    return float(np.min((measured_ms - a[live]) / f[live]))
+    # The shares sum to 1, so T(x) >= x and x = measured_ms starts at or above the root.
+    return _largest_root(_stretch_terms(schedule), schedule.syncs_ms, measured_ms, measured_ms)
+
+
+def calibrate_cpu_scale(schedule: KernelSchedule, compute_ms: float, measured_ms: float) -> float:
+    """The largest factor s on every CPU issue cost (``cpu_ms``) with T <= measured_ms.
+
+    For fixed compute, each stretch is max_i (s C_i + b_i) with C_i the cumulative CPU
+    times and b_i the GPU work from kernel i on: convex and piecewise linear in s, so the
+    same Newton inversion is exact. Raises ValueError when the GPU work alone (s = 0)
+    already exceeds ``measured_ms`` or when the pass has no CPU issue work to scale.
+    """
+    terms = []
+    for part in schedule.stretches():
+        issued = np.cumsum(schedule.cpu_ms[part])
+        fixed_suffix = np.cumsum(schedule.fixed_ms[part][::-1])[::-1]
+        share_suffix = np.cumsum(schedule.compute_share[part][::-1])[::-1]
+        terms.append((fixed_suffix + share_suffix * compute_ms, issued))
+    zero, _ = _value_and_slope(terms, schedule.syncs_ms, 0.0)
+    if zero > measured_ms:
+        raise ValueError(f"the GPU work alone takes {zero:.4g} ms")
+    reach = sum(float(f.max()) for _, f in terms)
+    if reach <= 0.0:
+        raise ValueError("the pass has no CPU issue work")
+    return _largest_root(terms, schedule.syncs_ms, measured_ms, measured_ms / reach)

@@ -5,10 +5,13 @@ Each tensor-parallel rank is a SimPy process running the pass's kernels in order
 pass compute times its jitter multiplier for that layer segment
 (sim/hardware/jitter.py), and an all-reduce kernel is a barrier: the all-reduce starts when
 the last rank arrives and ends ``allreduce_ms`` later for everyone. When the pass is not
-graphed a CPU launcher process issues kernels one by one, one launch cost apart, and a rank
-cannot start a kernel before it is issued. The straggler cost of jitter and the
-launch-bound regime are not formulas here; they come out of the schedule. Without jitter
-the pass ends exactly at the critical path of ``launch.critical_path_ms``.
+graphed each rank's CPU issues kernels one by one (each its own CPU cost,
+sim/hardware/eager.py), a kernel cannot start before it is issued, and after a host-sync
+kernel the CPU waits for its GPU to finish it. Each rank keeps its CPU and GPU clocks and
+steps them kernel by kernel (``run_until_barrier``: start = max(GPU free, issued)); the
+process yields only at the barriers. The straggler cost of jitter and the launch-bound
+regime are not formulas here; they come out of the schedule. Without jitter the pass ends
+exactly at the closed-form critical path of ``launch.critical_path_ms``.
 """
 
 from __future__ import annotations
@@ -33,47 +36,72 @@ class LayerPass:
     jitter_cv: float = 0.0
 
 
-def _launcher(env: simpy.Environment, issued: list[simpy.Event], launch_ms: float) -> Generator:
-    """The CPU: issue kernel i at (i + 1) x launch_ms."""
-    for event in issued:
-        yield env.timeout(launch_ms)
-        event.succeed()
+@dataclass
+class RankClock:
+    """One rank's two timelines (ms): when its GPU is next free, and when its CPU has
+    issued everything so far. Mutable state of one SimPy rank process only."""
+
+    gpu_ms: float = 0.0
+    cpu_ms: float = 0.0
+
+
+def run_until_barrier(
+    clock: RankClock,
+    kernel_ms: np.ndarray,
+    schedule: KernelSchedule,
+    start: int,
+) -> int:
+    """Advance ``clock`` through the compute kernels from ``start`` up to the next
+    all-reduce (or the end); return that kernel's index.
+
+    Kernel i is issued when the CPU has spent ``cpu_ms[i]`` more, starts when issued and
+    the GPU is free, and runs ``kernel_ms[i]``; after a host-sync kernel the CPU waits for
+    the GPU to finish it and then ``sync_ms``. Pure arithmetic on the clock.
+    """
+    i, n = start, schedule.num_kernels
+    while i < n and not schedule.is_allreduce[i]:
+        clock.cpu_ms += schedule.cpu_ms[i]
+        clock.gpu_ms = max(clock.gpu_ms, clock.cpu_ms) + kernel_ms[i]
+        if schedule.host_sync[i] and i < n - 1:
+            clock.cpu_ms = max(clock.cpu_ms, clock.gpu_ms) + schedule.sync_ms
+        i += 1
+    return i
 
 
 def _rank(
     env: simpy.Environment,
     kernel_ms: np.ndarray,
     layer_pass: LayerPass,
-    issued: list[simpy.Event] | None,
     arrivals: np.ndarray,
     all_arrived: list[simpy.Event | None],
 ) -> Generator:
-    """One rank: run kernels in order; wait for issue; meet the others at each all-reduce.
+    """One rank: its CPU issues, its GPU runs; it meets the others at each all-reduce.
 
-    Consecutive compute kernels already issued run as one timeout (same end time).
+    Between two all-reduces the rank's clock advances in one step (``run_until_barrier``)
+    and the process waits until its GPU reaches the barrier; the all-reduce starts when the
+    last rank arrives and lasts ``fixed_ms`` for everyone.
     """
     schedule = layer_pass.schedule
-    is_ar, fixed = schedule.is_allreduce, schedule.fixed_ms
     n = schedule.num_kernels
+    clock = RankClock()
     i = 0
     while i < n:
-        if issued is not None and not issued[i].triggered:
-            yield issued[i]
-        if is_ar[i]:
-            arrivals[i] += 1
-            event = all_arrived[i]
-            assert event is not None
-            if arrivals[i] == layer_pass.ranks:
-                event.succeed()
-            yield event
-            yield env.timeout(fixed[i])
-            i += 1
-            continue
-        busy = 0.0
-        while i < n and not is_ar[i] and (issued is None or issued[i].triggered):
-            busy += kernel_ms[i]
-            i += 1
-        yield env.timeout(busy)
+        i = run_until_barrier(clock, kernel_ms, schedule, i)
+        if i >= n:
+            break
+        clock.cpu_ms += schedule.cpu_ms[i]
+        yield env.timeout(max(clock.gpu_ms, clock.cpu_ms) - env.now)
+        arrivals[i] += 1
+        event = all_arrived[i]
+        assert event is not None
+        if arrivals[i] == layer_pass.ranks:
+            event.succeed()
+        yield event
+        clock.gpu_ms = env.now + schedule.fixed_ms[i]
+        if schedule.host_sync[i] and i < n - 1:
+            clock.cpu_ms = max(clock.cpu_ms, clock.gpu_ms) + schedule.sync_ms
+        i += 1
+    yield env.timeout(clock.gpu_ms - env.now)
 
 
 def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
@@ -83,24 +111,13 @@ def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
     multipliers = sample_multipliers(layer_pass.jitter_cv, (layer_pass.ranks, n_segments), rng)
     base = schedule.compute_share * layer_pass.compute_ms  # (num_kernels,)
     env = simpy.Environment()
-    issued: list[simpy.Event] | None = None
-    if schedule.launch_ms > 0:
-        issued = [env.event() for _ in range(schedule.num_kernels)]
-        env.process(_launcher(env, issued, schedule.launch_ms))
     arrivals = np.zeros(schedule.num_kernels, dtype=int)
     all_arrived: list[simpy.Event | None] = [
         env.event() if ar else None for ar in schedule.is_allreduce
     ]
     ranks = [
         env.process(
-            _rank(
-                env,
-                base * multipliers[r, schedule.segment],
-                layer_pass,
-                issued,
-                arrivals,
-                all_arrived,
-            )
+            _rank(env, base * multipliers[r, schedule.segment], layer_pass, arrivals, all_arrived)
         )
         for r in range(layer_pass.ranks)
     ]

@@ -1,11 +1,12 @@
 """One pass on one piece of hardware: compute + tensor-parallel all-reduces + kernel launch.
 
 - communication = layers x all-reduces per layer x all-reduce time for the pass's message
-  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, eager extra cost
-  when the pass is not graphed);
-- launch = kernels per layer x layers x launch cost, only when the pass is not graphed;
-  the pass ends at the critical path of GPU work and CPU launch work (sim/hardware/launch.py),
-  i.e. max(GPU work, CPU launch work) up to one kernel;
+  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, with the library
+  the hardware point names);
+- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
+  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
+  work and CPU issue work (sim/hardware/launch.py), i.e. max(GPU work, CPU launch work) up
+  to one kernel;
 - compute = what is left: given (derived), or calibrated so that the pass reproduces a
   measured time on the hardware it was measured on (``calibrate_pass``).
 
@@ -14,10 +15,11 @@ Physics only: no scenario here (sim/scenario/decompose.py applies it to a scenar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
+from sim.hardware.eager import EagerCosts, eager_schedule
 from sim.hardware.gpus import GpuPreset
 from sim.hardware.interconnects import Interconnect
 from sim.hardware.launch import (
@@ -25,7 +27,6 @@ from sim.hardware.launch import (
     calibrate_compute_ms,
     critical_path_ms,
     floor_ms,
-    kernel_schedule,
 )
 
 #: The passes of a speculative cycle (and of plain decoding: ``decode``).
@@ -34,21 +35,28 @@ PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
 
 @dataclass(frozen=True)
 class HardwarePoint:
-    """The hardware a pass runs on."""
+    """The hardware a pass runs on. ``launch_us``: CPU cost per eager kernel (all-in,
+    sim/hardware/eager.py); ``allreduce``: ``nccl``, ``custom`` or ``auto``
+    (sim/hardware/allreduce.py)."""
 
     interconnect: Interconnect
     gpus: int
     gpu: GpuPreset | None
     verify_cuda_graph: bool
     launch_us: float
+    allreduce: str = "auto"
 
-    def key(self) -> tuple[str, int, str | None, bool]:
+    def key(self) -> tuple[str, int, str | None, bool, str]:
         return (
             self.interconnect.name,
             self.gpus,
             self.gpu and self.gpu.name,
             self.verify_cuda_graph,
+            self.allreduce,
         )
+
+    def with_launch_us(self, launch_us: float) -> HardwarePoint:
+        return replace(self, launch_us=launch_us)
 
 
 @dataclass(frozen=True)
@@ -111,23 +119,26 @@ def pass_schedule(
 ) -> tuple[KernelSchedule, AllReduceTime, int]:
     """(kernel schedule, all-reduce per call, message bytes) of a pass on ``hw``."""
     nbytes = shape.tokens * geom.hidden_size * geom.activation_bytes
-    ar = allreduce_time(hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed)
+    ar = allreduce_time(
+        hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed, library=hw.allreduce
+    )
     kernels = geom.kernels_per_layer
     if kernels is None:
         if not shape.graphed:
             raise SpecsimError(
                 f"needed for the launch cost of the ungraphed {shape.name} pass "
-                "(reference section 4: a transformer layer runs roughly 11-18 kernels)",
+                "(docs/reference.md §All-reduce: a transformer layer runs roughly 11-18 kernels)",
                 field="model.kernels_per_layer",
             )
         kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)
-    schedule = kernel_schedule(
+    schedule = eager_schedule(
         layers=shape.layers,
         kernels_per_layer=kernels,
         allreduces_per_layer=geom.allreduces_per_layer,
         allreduce_ms=ar.us / 1000.0,
         tensor_parallel=hw.gpus > 1,
-        launch_ms=0.0 if shape.graphed else hw.launch_us / 1000.0,
+        costs=EagerCosts(kernel_us=hw.launch_us),
+        mode="graphed" if shape.graphed else "eager",
     )
     return schedule, ar, nbytes
 

@@ -34,13 +34,14 @@ std^2 >= m (1 - m) are invalid: give ``concentration`` for searches over the rat
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import special
 
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
+from sim.model.samplers import accept_length_sequential
 
 # --------------------------------------------------------------------------- theory helpers
 
@@ -272,6 +273,15 @@ class AcceptanceModel:
             if rows.any():
                 rates[rows] = c.rates_from_uniform(u[rows, 1])
         return cls, rates
+
+    def chain_rates(self, rates: np.ndarray) -> np.ndarray:
+        """Conditional rates (n, k) the engines draw a cycle's L from: a chain's own rates
+        (a tree model maps its per-request parameters to a chain-equivalent, same law)."""
+        return rates
+
+    def sequential_length(self, row: Sequence[float]) -> Callable[[Sequence[float]], int]:
+        """L of one cycle from k uniforms, position by position, for one request's rates."""
+        return functools.partial(accept_length_sequential, rates=list(row))
 
     # ----- theory
 

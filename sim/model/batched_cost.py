@@ -1,7 +1,7 @@
 """Iteration cost of a serving batch, anchored on the batch-1 cycle.
 
 One decode iteration of a batch of B requests at draft length k is the SGLang chain cycle
-(reference section 1) run over the whole batch:
+(docs/reference.md §Cycle) run over the whole batch:
 
     (k - 1) drafter steps over B tokens + one target verify over B (k + 1) tokens
     + one draft extend over B (k + 1) tokens + the per-cycle overhead,

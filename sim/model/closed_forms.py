@@ -40,18 +40,29 @@ def leviathan_speedup(alpha: float, num_steps: int, cost_ratio: float) -> float:
 
 
 def throughput_tok_s(accept_length: float, cost: CycleCost) -> float:
-    """Long-run tokens per second, renewal-reward: 1000 * E[L] / E[T_cycle ms]."""
-    return 1000.0 * accept_length / cost.total_ms
+    """Long-run tokens per second, renewal-reward: 1000 * E[L] / E[T_cycle ms], with the
+    cycle's extend taken at E[L] (``CycleCost.at_accept_length``)."""
+    return 1000.0 * accept_length / cost.at_accept_length(accept_length).total_ms
 
 
-def ceiling_tok_s(cost: CycleCost) -> float:
-    """Throughput when every draft is accepted: 1000 * (k + 1) / T_cycle."""
-    return throughput_tok_s(cost.max_tokens, cost)
+def ceiling_tok_s(cost: CycleCost, max_tokens: int | None = None) -> float:
+    """Throughput when every draft is accepted: 1000 L_max / T(L_max), L_max = k + 1 for a
+    chain (a tree: its depth + 1), the extend taken over those L_max tokens."""
+    top = cost.max_tokens if max_tokens is None else max_tokens
+    return throughput_tok_s(top, cost.at_accept_length(top))
 
 
 def required_accept_length(target_tok_s: float, cost: CycleCost) -> float:
-    """Accept length needed for ``target_tok_s`` with cycles of ``cost``: target * T / 1000."""
-    return target_tok_s * cost.total_ms / 1000.0
+    """Accept length needed for ``target_tok_s`` with cycles of ``cost``.
+
+    target = 1000 AL / (F + s AL) with F = ``cost.fixed_ms`` and s the extend's growth per
+    accepted token, so AL = target F / (1000 - target s) (target T / 1000 when s = 0);
+    infinite when target s >= 1000 (each accepted token costs more than it is worth).
+    """
+    denominator = 1000.0 - target_tok_s * cost.extend_per_token_ms
+    if denominator <= 0.0:
+        return float("inf")
+    return target_tok_s * cost.fixed_ms / denominator
 
 
 def break_even_accept_length(baseline_tok_s: float, cost: CycleCost) -> float:

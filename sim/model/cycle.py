@@ -4,15 +4,25 @@ One cycle with ``num_steps = k`` (sgl-project/sglang
 python/sglang/srt/speculative/eagle_worker.py) is
 
     (k - 1) drafter decode steps + one target verify over k + 1 tokens
-    + one drafter draft-extend + fixed per-cycle overhead,
+    + one drafter draft-extend over the L accepted tokens + fixed per-cycle overhead,
 
 and ``k = 0`` is plain decoding: one graphed target decode step per token. All times are
 milliseconds.
+
+The draft extend runs over the tokens the cycle accepted, so it depends on what happened:
+``extend(L) = extend_ms + extend_per_token_ms x (L - extend_tokens)``, linear in L. A cycle's
+expected duration then depends on the pmf of L only through E[L] (linearity), so
+``CycleCost.at_accept_length(E[L])`` is the exact expected cycle and renewal-reward still
+gives tok/s = 1000 E[L] / E[T]. A drafter step may carry a per-step overhead beyond its
+pass (sampling, tree bookkeeping, host work; ``draft_step_overhead_ms``), counted in the
+draft phase and reported apart.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 #: Phase names, in the order a cycle runs them (the keys of ``CycleCost.as_dict`` and the
 #: columns of every per-phase array).
@@ -38,6 +48,12 @@ class PassTimes:
     draft_extend_ms: float
     cycle_overhead_ms: float
     verify_table_ms: tuple[float, ...] | None = None
+    #: Draft extend growth per accepted token, and the accept length ``draft_extend_ms``
+    #: was taken at (None: k + 1, the pass the hardware model derives).
+    draft_extend_ms_per_token: float = 0.0
+    draft_extend_tokens: float | None = None
+    #: Per-step drafter overhead beyond the drafter pass (added to every drafter step).
+    draft_step_overhead_ms: float = 0.0
 
     def verify_over_ms(self, num_tokens: int) -> float:
         if num_tokens < 1:
@@ -64,10 +80,52 @@ class CycleCost:
     verify_ms: float
     extend_ms: float
     overhead_ms: float
+    #: The extend over L accepted tokens is extend_ms + extend_per_token_ms (L - extend_tokens).
+    extend_per_token_ms: float = 0.0
+    extend_tokens: float = 0.0
+    #: The part of ``draft_ms`` that is per-step overhead (k - 1 steps of it).
+    draft_overhead_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (
+            self.num_steps > 0
+            and min(self.extend_at_ms(1), self.extend_at_ms(self.max_tokens)) < -1e-12
+        ):
+            raise ValueError(
+                f"the draft extend must not be negative for 1 <= L <= {self.max_tokens}: "
+                f"{self.extend_ms:g} ms at L = {self.extend_tokens:g} with "
+                f"{self.extend_per_token_ms:g} ms per token"
+            )
 
     @property
     def total_ms(self) -> float:
+        """The cycle's duration with the extend at ``extend_tokens`` (its expected duration
+        when ``extend_tokens`` is E[L]: see ``at_accept_length``)."""
         return self.draft_ms + self.verify_ms + self.extend_ms + self.overhead_ms
+
+    def extend_at_ms(self, accept_length: float) -> float:
+        """The draft extend over ``accept_length`` tokens (or its mean at a mean L)."""
+        return self.extend_ms + self.extend_per_token_ms * (accept_length - self.extend_tokens)
+
+    def at_accept_length(self, accept_length: float) -> CycleCost:
+        """The expected cycle when E[L] = ``accept_length`` (exact: the extend is linear)."""
+        if self.extend_per_token_ms == 0.0:
+            return self
+        return replace(
+            self, extend_ms=self.extend_at_ms(accept_length), extend_tokens=accept_length
+        )
+
+    @property
+    def fixed_ms(self) -> float:
+        """The part of the expected cycle that does not grow with E[L]: T(E[L]) = fixed_ms
+        + extend_per_token_ms x E[L]."""
+        return self.total_ms - self.extend_per_token_ms * self.extend_tokens
+
+    def expected_ms(self, length_pmf: np.ndarray) -> float:
+        """E[T] for L distributed as ``length_pmf`` (shape (k + 1,), P(L = 1..k + 1))."""
+        pmf = np.asarray(length_pmf, dtype=float)
+        mean = float(np.dot(np.arange(1, pmf.size + 1), pmf))
+        return self.at_accept_length(mean).total_ms
 
     @property
     def max_tokens(self) -> int:
@@ -81,15 +139,21 @@ class CycleCost:
 
 
 def cycle_cost(passes: PassTimes, num_steps: int) -> CycleCost:
-    """The SGLang chain cycle for ``num_steps = k`` draft tokens (k = 0: plain decoding)."""
+    """The SGLang chain cycle for ``num_steps = k`` draft tokens (k = 0: plain decoding),
+    with the extend at ``draft_extend_tokens``; ``at_accept_length`` moves it to an E[L]."""
     if num_steps < 0:
         raise ValueError(f"num_steps must be >= 0, got {num_steps}")
     if num_steps == 0:
         return CycleCost(0, 0.0, passes.decode_ms, 0.0, 0.0)
+    steps = num_steps - 1
+    tokens = passes.draft_extend_tokens
     return CycleCost(
         num_steps=num_steps,
-        draft_ms=(num_steps - 1) * passes.draft_step_ms,
+        draft_ms=steps * (passes.draft_step_ms + passes.draft_step_overhead_ms),
         verify_ms=passes.verify_over_ms(num_steps + 1),
         extend_ms=passes.draft_extend_ms,
         overhead_ms=passes.cycle_overhead_ms,
+        extend_per_token_ms=passes.draft_extend_ms_per_token,
+        extend_tokens=float(num_steps + 1 if tokens is None else tokens),
+        draft_overhead_ms=steps * passes.draft_step_overhead_ms,
     )

@@ -96,6 +96,17 @@ class CostCycleTimes:
             out[p] = rng.gamma(shape, m / shape, size=n) if m > 0 else np.zeros(n)
         return out
 
+    def multiplier_sum_quantiles(self, u: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """``u``-quantiles of the sum of ``counts`` i.i.d. unit-mean multipliers (a phase's
+        duration over its mean): Gamma(n / cv^2, scale cv^2); n when deterministic. Same
+        shapes in and out; 0 where ``counts`` is 0."""
+        n = np.asarray(counts, dtype=float)
+        if self.deterministic:
+            return n
+        with np.errstate(invalid="ignore"):
+            q = special.gammaincinv(n / self.jitter_cv**2, u)
+        return np.where(n > 0, q * self.jitter_cv**2, 0.0)
+
     def sum_quantiles(self, u: np.ndarray, cycles: np.ndarray) -> np.ndarray:
         """Quantiles of n-cycle totals (see ``SummableCycleTimes``): n mean when
         deterministic, else mean cv^2 * (inverse regularized lower gamma of shape n / cv^2)."""

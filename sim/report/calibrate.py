@@ -46,6 +46,14 @@ def format_calibration(cal: Calibration) -> str:
                 f"[{r.source}]"
             )
     lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")
+    if cal.checks:
+        lines.append("held out (not fitted; scored against the calibrated model):")
+        w = max(len(r.what) for r in cal.checks)
+        for r in cal.checks:
+            lines.append(
+                f"  {r.what:<{w}}  measured {r.measured:10.4g}  model {r.fitted:10.4g}  "
+                f"{_percent(r.relative)}  [{r.source}]"
+            )
     lines.extend(f"note: {n}" for n in cal.notes)
     return "\n".join(lines)
 
@@ -53,7 +61,7 @@ def format_calibration(cal: Calibration) -> str:
 def calibrated_toml(cal: Calibration, base_source: str) -> str:
     """The calibrated scenario file, with a header and a comment on every fitted value."""
     header = (
-        f"Written by `specsim calibrate` from {base_source}.\n"
+        f"Written by `specsim calibrate` from {base_source}: {cal.scenario.description}\n"
         "Fitted values carry their standard error in a comment;\n"
         "every other value is the base scenario's."
     )
@@ -70,3 +78,31 @@ def calibrated_toml(cal: Calibration, base_source: str) -> str:
         if kept:
             comments["acceptance.per_position"] += "; kept from base: " + ", ".join(kept)
     return dumps_scenario(cal.scenario, header=header, comments=comments)
+
+
+def format_imported(body: dict) -> str:
+    """What the imported files hold (import-only mode), in the calibrate vocabulary."""
+    lines = []
+    for b in body["baselines"]:
+        lines.append(
+            f"baseline       {b['tok_s']:10.4g} tok/s ± {b['sigma']:.2g}   [{b['source']}]"
+        )
+    for p in body["points"]:
+        lines.append(
+            f"speculative    {p['tok_s']:10.4g} tok/s at k {p['num_steps']}, accept length "
+            f"{p['accept_length']:.4g}   [{p['source']}]"
+        )
+    for a in body["accept_lengths"]:
+        lines.append(
+            f"accept length  {a['accept_length']:10.4g} ± {a['sigma']:.2g} at k {a['num_steps']}"
+            f"   [{a['source']}]"
+        )
+    for c in body["cumulative"]:
+        lines.append(
+            f"cumulative c{c['position']:<2} {c['rate']:10.4f} ± {c['sigma']:.2g}   [{c['source']}]"
+        )
+    if not lines:
+        lines.append("no figure to fit in these files")
+    lines.extend(f"note: {n}" for n in body["notes"])
+    lines.append("(import only: give --scenario to fit these figures)")
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from sim.report.plots import (
     field_label,
     fmt_value,
     heatmap,
+    in_words,
     lever_curve,
     request_distribution,
     required_alpha_vs_target,
@@ -103,21 +104,24 @@ def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str
             else next(f for f in varied if f != hx)
         )
         rest = [f for f in varied if f not in (hx, hy)]
+        # one colour scale for every panel of the sweep: they are read side by side
+        values = [float(r["tok_s_mean"]) for r in rows if r.get("tok_s_mean") is not None]
+        scale = {"vmin": min(values), "vmax": max(values)} if values else {}
         for i, combo in enumerate(_combos(rows, rest)[:max_panels]):
             sel = [r for r in rows if tuple(fmt_value(r.get(f)) for f in rest) == combo]
-            where = ", ".join(
-                f"{f.rsplit('.', 1)[-1]} {v}" for f, v in zip(rest, combo, strict=True)
+            where = ", ".join(in_words(f, v) for f, v in zip(rest, combo, strict=True))
+            fig = heatmap(
+                sel, x=hx, y=hy, targets=targets, subtitle=where or None, footnote=note, **scale
             )
-            fig = heatmap(sel, x=hx, y=hy, targets=targets, subtitle=where or None, footnote=note)
             out.append((f"heatmap-{i + 1}" if rest else "heatmap", fig))
     if all("cycle_verify_ms" in r for r in rows):
         fixed = [f for f in varied if not f.startswith("acceptance.")]
         bars = []
         for combo in _combos(rows, fixed)[:24]:
             r = next(r for r in rows if tuple(fmt_value(r.get(f)) for f in fixed) == combo)
-            label = ", ".join(
-                f"{f.rsplit('.', 1)[-1]} {v}" for f, v in zip(fixed, combo, strict=True)
-            ) or str(doc.get("scenario", "scenario"))
+            label = ", ".join(in_words(f, v) for f, v in zip(fixed, combo, strict=True)) or str(
+                doc.get("scenario", "scenario")
+            )
             bars.append((label, {p: r.get(f"cycle_{p}_ms", 0.0) for p in PHASES}))
         base_ms = 1000.0 / baseline if baseline else None
         out.append(("cycle-breakdown", cycle_breakdown(bars, baseline_ms=base_ms, footnote=note)))

@@ -45,6 +45,8 @@ def render_hardware(summary: dict[str, Any]) -> str:
             f"{name:<24}{row['ungraphed']['total_ms']:13.3f}{row['graphed']['total_ms']:12.3f}"
             f"  {_ar_text(row['graphed'])}"
         )
+    if summary.get("levers"):
+        lines += ["", render_levers(summary["levers"])]
     return "\n".join(lines)
 
 
@@ -70,4 +72,36 @@ def render_presets(presets: dict[str, Any]) -> str:
             f" {g['memory_gb']:g} GB"
         )
         lines.append(f"  {'':<22} source: {g['source']}")
+    return "\n".join(lines)
+
+
+def _tok(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def render_levers(table: dict[str, Any]) -> str:
+    """The levers side by side, plain decoding the reference row, ranked below."""
+    rows = table["levers"]
+    ref = next(r for r in rows if r["reference"])
+    lines = [
+        f"levers for {table['scenario']} (closed-form long-run tok/s; range = {table['interval']})",
+        f"{'lever':<18}{'tok/s':>8}{'range':>16}{'vs plain':>10}{'AL':>7}{'cycle ms':>10}",
+    ]
+    for r in rows:
+        if r["tok_s"] is None:
+            lines.append(f"{r['name']:<18}{'-':>8}  not available: {r['error']}")
+            continue
+        span = f"{_tok(r['low'])}-{_tok(r['high'])}"
+        ratio = r["tok_s"] / ref["tok_s"] if ref["tok_s"] else float("nan")
+        tag = "  (reference)" if r["reference"] else ""
+        lines.append(
+            f"{r['name']:<18}{r['tok_s']:8.1f}{span:>16}{ratio:9.2f}x{r['accept_length']:7.2f}"
+            f"{r['cycle_ms']:10.2f}{tag}"
+        )
+    ranked = [next(r for r in rows if r["name"] == n) for n in table["ranked"]]
+    if ranked:
+        order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
+        lines.append(f"ranked (one lever at a time): {order}")
+    lines.append("variants behind the range:")
+    lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
     return "\n".join(lines)

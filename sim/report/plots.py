@@ -48,6 +48,13 @@ def _footnote(fig: Figure, text: str | None) -> None:
         fig.text(0.01, 0.01, wrapped, fontsize=7.5, color="0.35", ha="left", va="bottom")
 
 
+def _title(fig: Figure, ax: Axes, text: str, fontsize: float = 11.0) -> None:
+    """The axes title, wrapped to the figure's width so it never runs off the canvas."""
+    chars = int(fig.get_figwidth() * 72 / (fontsize * 0.62))  # ~0.62 em per character
+    lines = [textwrap.fill(part, width=max(20, chars)) for part in text.split("\n")]
+    ax.set_title("\n".join(lines), fontsize=fontsize)
+
+
 def _legend(fig: Figure, ax: Axes, entries: int, **kwargs: Any) -> None:
     """Legend inside the axes when short, outside on the right when long."""
     if entries > 6:
@@ -75,6 +82,11 @@ def field_label(field: str) -> str:
         if leaf.endswith(suffix):
             return f"{leaf[: -len(suffix)].replace('_', ' ')} ({unit})"
     return leaf.replace("_", " ")
+
+
+def in_words(field: str, value: Any) -> str:
+    """A legend entry for a swept field's value: ``interconnect nvlink4``, ``GPUs 8``."""
+    return f"{field_label(field)} {fmt_value(value)}"
 
 
 def fmt_value(value: Any) -> str:
@@ -142,11 +154,7 @@ def throughput_vs_acceptance(
             xs = np.array([float(r[x]) for r in pts])
             mean = np.array([float(r["tok_s_mean"]) for r in pts])
             label = f"k = {k}" + (
-                " ("
-                + ", ".join(
-                    f"{g.rsplit('.', 1)[-1]} {v}" for g, v in zip(group_by, combo, strict=True)
-                )
-                + ")"
+                " (" + ", ".join(in_words(g, v) for g, v in zip(group_by, combo, strict=True)) + ")"
                 if group_by
                 else ""
             )
@@ -162,7 +170,13 @@ def throughput_vs_acceptance(
             if "tok_s_ci95_lo" in pts[0] and pts[0]["tok_s_ci95_lo"] is not None:
                 lo = np.array([float(r["tok_s_ci95_lo"]) for r in pts])
                 hi = np.array([float(r["tok_s_ci95_hi"]) for r in pts])
-                ax.fill_between(xs, lo, hi, color=colors[ci], alpha=0.25, linewidth=0)
+                # a band a few pixels wide vanishes under the line: error bars with caps
+                # stay visible at any width, the band shows its shape where it is wide
+                ax.fill_between(xs, lo, hi, color=colors[ci], alpha=0.3, linewidth=0)
+                ax.errorbar(
+                    xs, mean, yerr=[mean - lo, hi - mean], fmt="none", ecolor=colors[ci],
+                    elinewidth=1.0, capsize=2.5,
+                )  # fmt: skip
     if baseline_tok_s is not None:
         ax.axhline(
             baseline_tok_s, **BASELINE_STYLE, label=f"no speculation ({baseline_tok_s:.0f} tok/s)"
@@ -170,7 +184,7 @@ def throughput_vs_acceptance(
     _targets(ax, targets)
     ax.set_xlabel(field_label(x))
     ax.set_ylabel("mean per-request throughput (tok/s)")
-    ax.set_title(title or "Throughput against acceptance rate, per draft length k")
+    _title(fig, ax, title or "Throughput against acceptance rate, per draft length k")
     ax.grid(True, alpha=0.3)
     _legend(
         fig,
@@ -178,7 +192,7 @@ def throughput_vs_acceptance(
         len(ks) * len(others) + 2,
         fontsize=8,
         loc="upper left",
-        title="shaded: 95% CI of the mean",
+        title="bars and shading: 95% CI of the mean",
         title_fontsize=7.5,
     )
     _footnote(fig, footnote)
@@ -257,7 +271,17 @@ def required_alpha_vs_target(
     q = search.get("quantile")
     what = "mean tok/s" if q is None else f"{q:.0%} of requests"
     ax.set_ylabel("required conditional acceptance rate alpha")
-    ax.set_title(title or f"Acceptance rate needed for a target ({what}), per draft length k")
+    now = search.get("current")
+    if now and now.get("alpha") is not None and now.get("closed_form_tok_s"):
+        ax.plot(
+            [now["closed_form_tok_s"]], [now["alpha"]], marker="*", markersize=14,
+            color="#C44E52", markeredgecolor="black", linestyle="none",
+            label=f"now: k = {now['num_steps']}, alpha {now['alpha']:.3f}, "
+            f"{now['closed_form_tok_s']:.0f} tok/s",
+        )  # fmt: skip
+        lowest = min(lowest, float(now["alpha"]))
+        ax.set_ylim(max(0.0, lowest - 0.03), 1.01)
+    _title(fig, ax, title or f"Acceptance rate needed for a target ({what}), per draft length k")
     ax.grid(True, alpha=0.3)
     fig.set_figwidth(fig.get_figwidth() + 1.5)
     fig.legend(
@@ -293,8 +317,17 @@ def request_distribution(
     vmin, vmax = float(values.min()), float(values.max())
     width = max(vmax - vmin, 1e-9 + 0.05 * abs(vmax))
     lo_x, hi_x = vmin - width, vmax + width
-    bins = min(60, max(10, int(np.sqrt(values.size))))
-    ax.hist(values, bins=bins, color="#4C72B0", alpha=0.85, label=f"{values.size} requests")
+    distinct, counts = np.unique(np.round(values, 9), return_counts=True)
+    if distinct.size <= 120:
+        # tok/s on a lattice (a request of N tokens in n cycles of fixed time takes one of
+        # few values): one bar per value, not bins that straddle the lattice (combs)
+        step = float(np.diff(distinct).min()) if distinct.size > 1 else max(width, 1.0)
+        ax.bar(distinct, counts, width=0.8 * step, color="#4C72B0", alpha=0.85,
+               label=f"{values.size} requests ({distinct.size} distinct tok/s values, "
+               "one bar each)")  # fmt: skip
+    else:
+        bins = min(60, max(10, int(np.sqrt(values.size))))
+        ax.hist(values, bins=bins, color="#4C72B0", alpha=0.85, label=f"{values.size} requests")
     mean = float(values.mean())
     ax.axvline(mean, color="#C44E52", linewidth=1.5, label=f"mean {mean:.1f} tok/s")
     if mean_ci95 is not None:
@@ -342,7 +375,7 @@ def request_distribution(
     )
     ax.set_xlabel("per-request throughput (tok/s)")
     ax.set_ylabel("requests")
-    ax.set_title(title or "Per-request throughput distribution")
+    _title(fig, ax, title or "Per-request throughput distribution")
     ax.grid(True, alpha=0.3, axis="y")
     fig.set_figwidth(fig.get_figwidth() + 2.0)
     fig.legend(loc="outside right upper", fontsize=8)
@@ -393,7 +426,7 @@ def cycle_breakdown(
     ax.set_xlim(0, float(left.max()) * 1.15 if len(bars) else 1)
     ax.set_xlabel("time per draft/verify cycle (ms)")
     ax.set_ylabel(ylabel)
-    ax.set_title(title or "Where a speculative-decoding cycle spends its time")
+    _title(fig, ax, title or "Where a speculative-decoding cycle spends its time")
     ax.grid(True, alpha=0.3, axis="x")
     fig.legend(loc="outside upper center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
     _footnote(fig, footnote)
@@ -413,8 +446,12 @@ def heatmap(
     title: str | None = None,
     subtitle: str | None = None,
     footnote: str | None = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
 ) -> Figure:
     """``value`` (mean tok/s by default) over two swept fields, with the target contours.
+
+    ``vmin``/``vmax`` fix the colour scale: panels of one sweep that are compared share it.
 
     ``subtitle`` names what is held fixed in this panel (the other swept fields).
 
@@ -435,7 +472,10 @@ def heatmap(
         counts[i, j] += 1
     grid = np.where(counts > 0, grid / np.maximum(counts, 1), np.nan)
     fig, ax = _figure(8.0, 5.5)
-    mesh = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
+    mesh = ax.imshow(
+        grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest",
+        vmin=vmin, vmax=vmax,
+    )  # fmt: skip
     cbar = fig.colorbar(mesh, ax=ax)
     cbar.set_label("mean throughput (tok/s)" if value == "tok_s_mean" else value)
     finite = grid[np.isfinite(grid)]
@@ -462,7 +502,7 @@ def heatmap(
                         ha="center",
                         va="center",
                         fontsize=7,
-                        color="white" if grid[i, j] < np.nanmean(grid) else "black",
+                        color="white" if mesh.norm(grid[i, j]) < 0.5 else "black",
                     )
     ax.set_xticks(range(len(xs)), xs, rotation=45 if len(xs) > 8 else 0, fontsize=8)
     ax.set_yticks(range(len(ys)), ys, fontsize=8)
@@ -476,7 +516,7 @@ def heatmap(
         second.append(f"targets outside the range: {', '.join(f'{t:g}' for t in missing)} tok/s")
     head = title or f"Mean tok/s by {field_label(x)} and {field_label(y)}"
     sub = textwrap.fill("; ".join(second), width=int(fig.get_figwidth() * 11))
-    ax.set_title(head + ("\n" + sub if second else ""), fontsize=10)
+    _title(fig, ax, head + ("\n" + sub if second else ""), fontsize=10)
     _footnote(fig, footnote)
     return fig
 
@@ -534,7 +574,7 @@ def throughput_bars(
     ax.invert_yaxis()
     ax.set_xlabel("mean per-request throughput (tok/s)")
     ax.set_ylabel("scenario")
-    ax.set_title(title or "Throughput by scenario")
+    _title(fig, ax, title or "Throughput by scenario")
     ax.grid(True, alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
     _footnote(fig, footnote)
@@ -583,7 +623,7 @@ def lever_curve(
         ax.set_xscale("log")
     ax.set_xlabel(field_label(doc["field"]))
     ax.set_ylabel("mean per-request throughput (tok/s)")
-    ax.set_title(title or f"Throughput against {field_label(doc['field'])}; diamonds: solutions")
+    _title(fig, ax, title or f"Throughput against {field_label(doc['field'])}; diamonds: solutions")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     _footnote(fig, footnote)

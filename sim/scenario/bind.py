@@ -40,6 +40,9 @@ from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.layer_cycletime import LayerCycleTimes
 from sim.model.rates import extend_rates, mean_accept_length
+from sim.model.tree_acceptance import Acceptance, TreeAcceptance, TreeDraft
+from sim.model.tree_cost import tree_cycle_cost
+from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import (
     ScenarioHardware,
     draft_weights,
@@ -71,7 +74,9 @@ def _rate_class(
     weight: float,
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
-    means = spec_rates(cls.alpha, cls.per_position, num_steps)
+    ranks = getattr(cls, "rank_rates", None)  # rank_rates: q_1 is the top-1 rate, flat
+    alpha = ranks[0] if ranks is not None else cls.alpha
+    means = spec_rates(alpha, cls.per_position, num_steps)
     spread: AcceptanceClass | AcceptanceSpec = cls
     if default is not None and cls.concentration is None and cls.std is None:
         spread = default
@@ -95,6 +100,38 @@ def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceM
     )
 
 
+def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
+    """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
+    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked. () for
+    topk = 1 or no rank shape (a chain needs none)."""
+    shape = spec.rank_shape()
+    if topk == 1 or shape is None:
+        return ()
+    h = residual_shares(shape)
+    if spec.rank_extend == "geometric":
+        h = extend_shares(h, topk)
+    return tuple(float(x) for x in h[: topk - 1])
+
+
+def tree_draft(scenario: Scenario) -> TreeDraft:
+    sp = scenario.speculation
+    assert sp.num_draft_tokens is not None
+    return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
+
+
+def scenario_acceptance(scenario: Scenario) -> Acceptance:
+    """The acceptance model the engines and closed forms use: the chain's
+    ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
+    the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
+    builds for (num_steps, topk, num_draft_tokens) at the population's mean rates."""
+    sp = scenario.speculation
+    top1 = acceptance_model(scenario.acceptance, sp.num_steps)
+    if not sp.is_tree:
+        return top1
+    assert scenario.acceptance is not None
+    return TreeAcceptance(top1, rank_shares(scenario.acceptance, sp.topk), tree_draft(scenario))
+
+
 def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
     """Conditional rates a_1..a_k, shape (num_steps,), that the closed forms take.
 
@@ -109,7 +146,10 @@ def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:
-    """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,)."""
+    """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,); a
+    tree at its own configuration gives its chain-equivalent rates (depth,)."""
+    if num_steps is None and scenario.speculation.is_tree:
+        return scenario_acceptance(scenario).closed_form_rates()
     k = scenario.num_steps if num_steps is None else num_steps
     return conditional_rates(scenario.acceptance, k)
 
@@ -131,10 +171,51 @@ def pass_times(scenario: Scenario) -> PassTimes:
     return cache["pass_times"]
 
 
+def draft_pass_table_ms(scenario: Scenario, max_tokens: int) -> tuple[float, ...] | None:
+    """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
+    hardware model when the model geometry is known (sim/scenario/decompose.py), else None
+    (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
+    cache = scenario._derived
+    key = ("draft_table", max_tokens)
+    if key not in cache:
+        model = scenario.model
+        known = model.layers is not None and model.hidden_size is not None
+        cache[key] = ScenarioHardware(scenario).draft_step_table_ms(max_tokens) if known else None
+    return cache[key]
+
+
+def tree_cost(
+    scenario: Scenario, num_steps: int, topk: int, num_draft_tokens: int, passes: PassTimes
+) -> CycleCost:
+    """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
+    is the chain cycle exactly (sim/model/tree_cost.py)."""
+    if topk == 1:
+        return chain_cycle_cost(passes, num_steps)
+    return tree_cycle_cost(
+        passes,
+        num_steps,
+        topk,
+        num_draft_tokens,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        draft_table_ms=draft_pass_table_ms(scenario, topk),
+    )
+
+
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
-    """Cycle cost of a scenario at its own ``num_steps`` or at another ``num_steps``."""
-    k = scenario.num_steps if num_steps is None else num_steps
-    return chain_cycle_cost(pass_times(scenario), k)
+    """The expected cycle of a scenario at its own ``num_steps`` or at another (a chain
+    there; a tree at its own configuration is the tree cycle), the draft extend taken at
+    the accept length E[L] its acceptance gives (exact: the extend is linear in L;
+    ``CycleCost.at_accept_length``)."""
+    sp = scenario.speculation
+    if num_steps is None and sp.is_tree:
+        assert sp.num_draft_tokens is not None
+        cost = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario))
+    else:
+        k = scenario.num_steps if num_steps is None else num_steps
+        cost = chain_cycle_cost(pass_times(scenario), k)
+        if k == 0:
+            return cost
+    return cost.at_accept_length(mean_accept_length(scenario_rates(scenario, num_steps)))
 
 
 def baseline_tok_s(scenario: Scenario) -> float:
@@ -143,7 +224,8 @@ def baseline_tok_s(scenario: Scenario) -> float:
 
 
 def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float:
-    """Long-run tok/s of a scenario by renewal-reward: 1000 E[L] / E[T_cycle]."""
+    """Long-run tok/s of a scenario by renewal-reward: 1000 E[L] / E[T_cycle] (a tree at its
+    own configuration: its E[L] and its cycle)."""
     al = mean_accept_length(scenario_rates(scenario, num_steps))
     return throughput_tok_s(al, cycle_cost(scenario, num_steps))
 
@@ -188,12 +270,25 @@ def layer_cycle_times(
         empty = np.zeros(1)
         decode = sample_pass_ms(scenario, "decode", size, rng)
         return LayerCycleTimes(0, empty, decode, empty, 0.0)
+    sp = scenario.speculation  # a tree: drafter passes over topk beams, verify over its N
     return LayerCycleTimes(
         num_steps=k,
-        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng),
-        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=k + 1),
+        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng, tokens=sp.topk),
+        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=sp.draft_tokens),
         extend_pool_ms=sample_pass_ms(scenario, "draft_extend", size, rng),
         overhead_ms=scenario.timing.cycle_overhead_ms,
+    )
+
+
+def extend_growth(scenario: Scenario) -> tuple[float, float]:
+    """(ms per accepted token, accept length) of the draft extend's growth with L: every
+    cycle-time model's extend mean is the pass times' extend, taken at that accept length
+    (``timing.draft_extend_tokens``, default num_steps + 1); the engines move each cycle's
+    extend to its own L (sim/simulation/engines/common.py)."""
+    passes = pass_times(scenario)
+    tokens = passes.draft_extend_tokens
+    return passes.draft_extend_ms_per_token, float(
+        scenario.num_steps + 1 if tokens is None else tokens
     )
 
 
@@ -206,7 +301,10 @@ def cycle_time_model(
     SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
     """
     if fidelity == "cycle":
-        return CostCycleTimes(cycle_cost(scenario), scenario.timing.jitter_cv)
+        # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
+        # the engines shift it cycle by cycle
+        cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
+        return CostCycleTimes(cost, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")

@@ -4,21 +4,25 @@ A pass time = compute + tensor-parallel all-reduces + kernel launch (the physics
 is sim/hardware/passes.py). For each pass (decode, verify, draft step, draft extend):
 
 - communication = layers x all-reduces per layer x all-reduce time for the pass's message
-  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, eager extra cost
-  when the pass is not graphed);
-- launch = kernels per layer x layers x launch cost, only when the pass is not graphed;
-  the pass ends at the critical path of GPU work and CPU launch work (sim/hardware/launch.py),
-  i.e. max(GPU work, CPU launch work) up to one kernel;
+  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, the library of
+  ``hardware.allreduce``);
+- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
+  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
+  work and CPU issue work (sim/hardware/launch.py);
 - compute = the calibrated remainder: the compute time that makes the model give the
   measured time on the hardware the timings were measured on (``timing.measured_on``).
 
 Changing ``hardware.interconnect``, ``hardware.gpus``, ``hardware.gpu`` or
 ``timing.verify_cuda_graph`` re-composes the pass from that compute: the interconnect
-changes communication only; graphing removes launch and the eager all-reduce cost; the GPU
+changes communication only; graphing removes the CPU issue work; the GPU
 count divides compute by the TP degree (weights split evenly over ranks) and changes the
 all-reduce; the GPU preset scales compute by the memory-bandwidth ratio (batch 1 is
 memory-bound). Decode and draft passes are graphed (SGLang captures decode, draft and
-draft-extend CUDA graphs); only the verify pass has the knob (reference section 3).
+draft-extend CUDA graphs); only the verify pass has the knob (docs/reference.md §Seed).
+
+With ``timing.verify_compute = "decode"`` the verify's compute comes from the graphed
+decode's instead (plus its growth over the extra tokens), and an ungraphed measured verify
+fixes the per-kernel CPU cost of eager execution (``launch_us``) for this scenario.
 
 Passes without a measured time are derived: a missing verify from the calibrated decode
 compute times the ratio of weight bytes read (more distinct experts over more tokens), and
@@ -30,8 +34,10 @@ from __future__ import annotations
 from functools import cached_property
 
 from sim.errors import SpecsimError, UnknownNameError
+from sim.hardware.eager import calibrate_kernel_us
 from sim.hardware.gpus import GpuPreset, gpu_preset
 from sim.hardware.interconnects import Interconnect, resolve_interconnect
+from sim.hardware.launch import KernelSchedule
 from sim.hardware.passes import (
     PASS_NAMES,
     Geometry,
@@ -41,6 +47,7 @@ from sim.hardware.passes import (
     calibrate_pass,
     compose_pass,
     compute_scale,
+    pass_schedule,
 )
 from sim.hardware.roofline import Weights, roofline_ms
 from sim.model.cycle import PassTimes
@@ -78,6 +85,7 @@ def hardware_point(scenario: Scenario) -> HardwarePoint:
         gpu=_gpu(hw.gpu, "hardware.gpu"),
         verify_cuda_graph=scenario.timing.verify_cuda_graph,
         launch_us=hw.launch_us,
+        allreduce=hw.allreduce,
     )
 
 
@@ -93,6 +101,7 @@ def reference_point(scenario: Scenario) -> HardwarePoint:
         gpu=_gpu(ref.gpu, "timing.measured_on.gpu"),
         verify_cuda_graph=ref.verify_cuda_graph,
         launch_us=current.launch_us,
+        allreduce=ref.allreduce,
     )
 
 
@@ -153,6 +162,62 @@ class ScenarioHardware:
         self.current = hardware_point(scenario)
         self.reference = reference_point(scenario)
         self.at_reference = self.current.key() == self.reference.key()
+        launch_us = self._launch_us_from_verify()
+        if launch_us is not None:
+            self.current = self.current.with_launch_us(launch_us)
+            self.reference = self.reference.with_launch_us(launch_us)
+
+    @property
+    def verify_from_decode(self) -> bool:
+        return self.scenario.timing.verify_compute == "decode"
+
+    def verify_compute_from_decode_ms(self, tokens: int) -> float:
+        """The verify's compute over ``tokens`` on the reference hardware as the graphed
+        decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
+        return self._decode_grown_ref_ms(tokens)
+
+    def _decode_grown_ref_ms(self, tokens: int) -> float:
+        """Verify compute over ``tokens`` on the reference hardware, from the graphed
+        decode's calibrated compute: times the weight bytes read (``verify_growth =
+        experts``) or plus ``verify_ms_per_extra_token`` per extra token (``linear``)."""
+        timing = self.scenario.timing
+        if timing.decode_ms is None:
+            raise SpecsimError(
+                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+            )
+        shape = self.shape("decode", 1, self.reference)
+        x = calibrate_pass(shape, self.reference, self.geom, timing.decode_ms, "timing.decode_ms")
+        if timing.verify_growth == "experts":
+            weights = target_weights(self.scenario)
+            return x * weights.bytes_read(tokens) / weights.bytes_read(1)
+        return x + (tokens - 1) * timing.verify_ms_per_extra_token
+
+    def _launch_us_from_verify(self) -> float | None:
+        """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
+        per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
+        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
+        timing = self.scenario.timing
+        if not self.verify_from_decode or timing.verify_ms is None:
+            return None
+        if self.reference.verify_cuda_graph:
+            return None
+        m0 = self.measured_verify_tokens
+        shape = self.shape("verify", m0, self.reference)
+        compute_ms = self._decode_grown_ref_ms(m0)
+
+        def schedule_for(kernel_us: float) -> KernelSchedule:
+            hw = self.reference.with_launch_us(kernel_us)
+            return pass_schedule(shape, hw, self.geom)[0]
+
+        try:
+            return calibrate_kernel_us(schedule_for, compute_ms, timing.verify_ms)
+        except ValueError as exc:
+            raise SpecsimError(
+                f"{timing.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "
+                f"the graphed decode's plus its growth ({compute_ms:.4g} ms of compute): "
+                f"{exc}",
+                field="timing.verify_ms",
+            ) from None
 
     @cached_property
     def geom(self) -> Geometry:
@@ -160,7 +225,7 @@ class ScenarioHardware:
 
     @property
     def measured_verify_tokens(self) -> int:
-        return self.scenario.timing.verify_tokens or self.scenario.num_steps + 1
+        return self.scenario.timing.verify_tokens or self.scenario.speculation.draft_tokens
 
     def shape(self, name: str, tokens: int, hw: HardwarePoint) -> PassShape:
         target = name in ("decode", "verify")
@@ -204,6 +269,10 @@ class ScenarioHardware:
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
         timing = self.scenario.timing
+        if name == "verify" and self.verify_from_decode:
+            x_ref = self._decode_grown_ref_ms(tokens)
+            origin = "measured" if self.at_reference else "recomposed"
+            return x_ref * compute_scale(self.reference, self.current), origin
         if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
             m0 = self.measured_verify_tokens
             x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
@@ -242,13 +311,46 @@ class ScenarioHardware:
         names = PASS_NAMES if self.scenario.num_steps > 0 else ("decode",)
         return {name: self.breakdown(name) for name in names}
 
+    def draft_step_table_ms(self, max_tokens: int) -> tuple[float, ...]:
+        """Drafter decode pass over m = 1..max_tokens tokens (a tree's beams): the compute of
+        the one-token pass (calibrated or derived; at batch 1 a drafter pass is memory-bound,
+        so its weight reads do not grow with the beams, and the roofline's FLOP term takes
+        over only far beyond them) composed with the all-reduces and launches of m tokens.
+        KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
+        for a Llama-8B-sized drafter layer)."""
+        x1, origin = self.compute_ms("draft_step", 1)
+        out = []
+        for m in range(1, max_tokens + 1):
+            x = x1
+            if origin == "derived":
+                x, _ = self.compute_ms("draft_step", m)
+            out.append(
+                compose_pass(
+                    self.shape("draft_step", m, self.current), self.current, self.geom, x, origin
+                ).total_ms
+            )
+        return tuple(out)
+
     def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
         """Verify pass time over m = 1..max_tokens tokens."""
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
-def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
-    """Pass times as measured; ``verify_tokens`` defaults to ``num_steps + 1``.
+def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, float]:
+    """The draft extend's growth per accepted token and the tokens it was taken at (the
+    scenario's own num_steps + 1 by default, whatever k a cycle is later built for)."""
+    tokens = timing.draft_extend_tokens
+    return {
+        "draft_extend_ms_per_token": timing.draft_extend_ms_per_token,
+        "draft_extend_tokens": float(num_steps + 1 if tokens is None else tokens),
+    }
+
+
+def measured_pass_times(
+    timing: TimingSpec, num_steps: int, draft_tokens: int | None = None
+) -> PassTimes:
+    """Pass times as measured; ``verify_tokens`` defaults to the tokens the scenario's own
+    verify pass covers: ``draft_tokens`` (a tree's num_draft_tokens), else ``num_steps + 1``.
 
     Every pass time must be given (``scenario_pass_times`` derives missing ones).
     """
@@ -259,11 +361,12 @@ def measured_pass_times(timing: TimingSpec, num_steps: int) -> PassTimes:
     return PassTimes(
         decode_ms=given["decode"],
         verify_ms=given["verify"],
-        verify_tokens=timing.verify_tokens or num_steps + 1,
+        verify_tokens=timing.verify_tokens or draft_tokens or num_steps + 1,
         verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
         draft_step_ms=given["draft_step"],
         draft_extend_ms=given["draft_extend"],
         cycle_overhead_ms=timing.cycle_overhead_ms,
+        **_extend_fields(timing, num_steps),
     )
 
 
@@ -293,8 +396,8 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
             names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
             for name in names:
                 hw.compute_ms(name, hw.default_tokens(name))
-        return measured_pass_times(timing, scenario.num_steps)
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.num_steps + 1, m0)
+        return measured_pass_times(timing, scenario.num_steps, scenario.speculation.draft_tokens)
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0)
     table = hw.verify_table_ms(max_m)
 
     def total(name: str) -> float:
@@ -314,4 +417,6 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
         draft_extend_ms=total("draft_extend"),
         cycle_overhead_ms=timing.cycle_overhead_ms,
         verify_table_ms=table,
+        draft_step_overhead_ms=timing.draft_step_overhead_ms,
+        **_extend_fields(timing, scenario.num_steps),
     )

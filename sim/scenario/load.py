@@ -9,14 +9,18 @@ against the file.
 from __future__ import annotations
 
 import copy
+import difflib
 import tomllib
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
+from sim.files import read_bounded_text
+from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
 from sim.scenario.schema import HardwareSpec, Scenario
@@ -32,6 +36,67 @@ def _dotted(loc: Iterable[Any]) -> str:
     return text
 
 
+#: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.
+MAX_SCENARIO_BYTES = 1024 * 1024
+#: Deepest nesting of tables and arrays a scenario may have: the schema's deepest path,
+#: ``hardware.interconnects.NAME.protocols[i].FIELD``, is 5 deep; 8 leaves room while a
+#: pathological ``[[[[...]]]]`` is refused before it reaches the validator.
+MAX_DEPTH = 8
+
+
+def nesting_depth(node: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Depth of nested tables/arrays (a scalar is 0), counted no deeper than ``limit``."""
+    if limit <= 0:
+        return 0
+    if isinstance(node, Mapping):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return 1 + max((nesting_depth(v, limit - 1) for v in node), default=0)
+    return 0
+
+
+def check_depth(raw: Any, source: str) -> None:
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise SpecsimError(f"tables and arrays nested deeper than {MAX_DEPTH}", source=source)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (``X | None``, ``list[X]``, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_dict(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is dict:
+        return True
+    return any(_is_dict(a) for a in typing.get_args(annotation))
+
+
+def key_suggestions(loc: list[Any], root: type[BaseModel] = Scenario) -> list[str]:
+    """Known keys close to the unknown last key of ``loc`` (difflib), best first."""
+    model: type[BaseModel] | None = root
+    skip_key = False
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        if skip_key:  # a dict key (an inline interconnect's name)
+            skip_key = False
+            continue
+        info = model.model_fields.get(str(part))
+        if info is None:
+            return []
+        skip_key = _is_dict(info.annotation)
+        model = _model_of(info.annotation)
+    if model is None:
+        return []
+    return difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=3)
+
+
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
@@ -39,7 +104,12 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        close = key_suggestions(loc)
+        msg = "unknown key" + (
+            f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        )
+    elif err["type"] == "finite_number":
+        msg = "must be a finite number (inf and nan are not allowed)"
     elif err["type"] == "missing":
         msg = "required key is missing"
     extra = len(exc.errors()) - 1
@@ -69,8 +139,48 @@ def scenario_from_dict(
             source=where,
             field=field,
         )
+    problem = tree_rank_problem(scenario)
+    if problem is not None:
+        field, msg = problem
+        from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
+        raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
     _check_hardware_model(scenario, source=source, overridden=overridden)
     return scenario
+
+
+def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
+    """(field, message) when a tree (topk > 1) lacks rank rates for its ranks, else None.
+
+    A tree needs ranks 1..topk: ``acceptance.rank_rates`` or ``acceptance.rank_profile``
+    at least topk long, or ``acceptance.rank_extend = "geometric"`` with a shape of at
+    least three ranks whose shares fall (sim/model/tree_rates.py).
+    """
+    spec, topk = scenario.acceptance, scenario.speculation.topk
+    if spec is None or topk == 1:
+        return None
+    shape = spec.rank_shape()
+    if shape is None:
+        return (
+            "acceptance.rank_rates",
+            f"speculation.topk = {topk} drafts a tree: give the rank-wise rates "
+            "(acceptance.rank_rates = [q_1, ..., q_topk]) or acceptance.rank_profile",
+        )
+    field = spec.rank_shape_field()
+    if len(shape) >= topk:
+        return None
+    if spec.rank_extend == "none":
+        return (
+            field,
+            f"gives {len(shape)} rank{'s' if len(shape) > 1 else ''} but speculation.topk is "
+            f'{topk}: give {topk} rates or acceptance.rank_extend = "geometric"',
+        )
+    if len(shape) < 3:
+        return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
+    try:
+        extend_shares(residual_shares(shape), topk)
+    except ValueError as exc:
+        return field, f"cannot extend {shape} to {topk} ranks: {exc}"
+    return None
 
 
 def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
@@ -112,17 +222,17 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:
     """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
-    p = Path(path)
+    text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecsimError("no such file", source=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecsimError(f"cannot read: {exc.__class__.__name__}", source=str(path)) from None
-    try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecsimError(f"invalid TOML: {exc}", source=str(path)) from None
+    except RecursionError:
+        raise SpecsimError(
+            f"invalid TOML: tables and arrays nested deeper than {MAX_DEPTH}", source=str(path)
+        ) from None
+    check_depth(raw, str(path))
+    return raw
 
 
 def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,6 +258,7 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     if hardware.get("gpu") is not None:
         measured.setdefault("gpu", hardware["gpu"])
     measured.setdefault("verify_cuda_graph", timing.get("verify_cuda_graph", False))
+    measured.setdefault("allreduce", hardware.get("allreduce", hw_fields["allreduce"].default))
     return out
 
 
@@ -169,7 +280,8 @@ def with_overrides(
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:
-    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default).
+    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default,
+    num_draft_tokens for a tree).
 
     The measured ``verify_ms`` belongs to the scenario's own k; without pinning, changing
     ``speculation.num_steps`` would silently move the measurement to another token count.
@@ -178,7 +290,7 @@ def pin_verify_tokens(scenario: Scenario) -> Scenario:
     """
     if scenario.timing.verify_tokens is not None:
         return scenario
-    return with_overrides(scenario, {"timing.verify_tokens": scenario.num_steps + 1})
+    return with_overrides(scenario, {"timing.verify_tokens": scenario.speculation.draft_tokens})
 
 
 def field_value(scenario: Scenario, dotted: str) -> Any:

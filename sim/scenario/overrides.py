@@ -18,30 +18,74 @@ from sim.errors import SpecsimError
 #: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
 #: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
-    frozenset({"acceptance.alpha", "acceptance.per_position", "acceptance.mix"}),
+    frozenset(
+        {"acceptance.alpha", "acceptance.per_position", "acceptance.mix", "acceptance.rank_rates"}
+    ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
+    frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
 )
-#: Keys derived from another key unless given with it: ``num_draft_tokens`` follows ``num_steps``.
+#: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
+#: ``num_steps`` (a tree's is its own setting: it stays).
 DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
+#: Keys that hold a list: one number given for them is a list of one (``targets.tok_s=120``).
+LIST_KEYS: frozenset[str] = frozenset({"targets.tok_s", "acceptance.per_position"})
+#: Longest ``--set``/``--grid`` text: a value is one TOML scalar or a short array.
+MAX_VALUE_CHARS = 10_000
+#: Deepest array nesting of one value (a list of per-position lists is 2).
+MAX_VALUE_DEPTH = 3
 
 
-def parse_value(text: str) -> Any:
-    """A ``--set`` value as a TOML scalar or array; a bare word is a string (``nvlink4``)."""
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+def parse_value(text: str, param: str = "sets") -> Any:
+    """A ``--set`` value as ONE TOML value (scalar, array or inline table); a bare word is a
+    string (``nvlink4``). A newline, a second key or a table header is refused: an override
+    sets one field and nothing else."""
+    if len(text) > MAX_VALUE_CHARS:
+        raise SpecsimError(
+            f"value longer than {MAX_VALUE_CHARS} characters (one TOML value)", param=param
+        )
+    if any(ch in text for ch in "\n\r") or any(not ch.isprintable() for ch in text):
+        raise SpecsimError(
+            f"value {text!r} spans lines or holds control characters: give one TOML value",
+            param=param,
+        )
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        parsed = tomllib.loads(f"v = {text}")
+    except RecursionError:
+        raise SpecsimError(
+            f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param
+        ) from None
     except tomllib.TOMLDecodeError:
         if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
             return text
-        raise SpecsimError(f"cannot parse value {text!r} as TOML", param="sets") from None
+        raise SpecsimError(f"cannot parse value {text!r} as TOML", param=param) from None
+    if set(parsed) != {"v"}:
+        raise SpecsimError(f"value {text!r} is more than one TOML value", param=param)
+    value = parsed["v"]
+    if _depth(value) > MAX_VALUE_DEPTH:
+        raise SpecsimError(f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param)
+    return value
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``'a.b=value'`` -> ``('a.b', parsed value)``."""
     key, sep, value = text.partition("=")
     key = key.strip()
-    if not sep or not key or any(not part for part in key.split(".")):
+    if not sep or not key or any(not part.strip() for part in key.split(".")):
         raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", param="sets")
-    return key, parse_value(value.strip())
+    if len(key) > 200 or key.count(".") > 6:
+        raise SpecsimError(f"key {key[:40]!r}... is too long for a scenario field", param="sets")
+    parsed = parse_value(value.strip())
+    if key in LIST_KEYS and isinstance(parsed, int | float) and not isinstance(parsed, bool):
+        parsed = [parsed]
+    return key, parsed
 
 
 def _delete(raw: dict[str, Any], dotted: str) -> None:
@@ -53,6 +97,14 @@ def _delete(raw: dict[str, Any], dotted: str) -> None:
             return
     if isinstance(node, dict):
         node.pop(leaf, None)
+
+
+def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
+    """The topk the overridden scenario will have (1 when not given)."""
+    if "speculation.topk" in overrides:
+        return overrides["speculation.topk"]
+    spec = raw.get("speculation")
+    return spec.get("topk", 1) if isinstance(spec, dict) else 1
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,7 +120,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
                     if other not in overrides:
                         _delete(out, other)
         derived = DERIVED_KEYS.get(dotted)
-        if derived and derived not in overrides:
+        if derived and derived not in overrides and _topk(out, overrides) == 1:
             _delete(out, derived)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")

@@ -21,55 +21,84 @@ from pydantic import (
     model_validator,
 )
 
+from sim.errors import UnknownNameError
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.interconnects import InlineInterconnect, preset_names
+from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.model.policy import KTable
+from sim.model.tree_presets import RANK_PROFILES, rank_profile
+
+# Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
+# and every size has a ceiling well above any real server, so that a typo (1e9 layers)
+# is an error naming the field instead of a multi-GiB allocation or a run that never ends:
+#: One hour: no pass of a decoding step takes longer (real ones take 1-100 ms).
+MAX_MS = 3_600_000.0
+#: Draft length: EAGLE/SGLang/vLLM use 1-10; 64 positions cover every published setting.
+MAX_NUM_STEPS = 64
+#: Decoder layers (the largest public models have ~130) and kernels one layer launches.
+MAX_LAYERS = 1_000
+MAX_KERNELS_PER_LAYER = 1_000
+#: Tensor-parallel degree: NVL72 racks are the largest single all-reduce domain (72).
+MAX_GPUS = 1_024
+#: Output tokens of one request: the longest context windows are ~1M tokens.
+MAX_OUTPUT_TOKENS = 1_000_000
+#: Requests per replication and replications: results hold R x Q per-request rows
+#: (sim/simulation/budget.py bounds their product and the run time as well).
+MAX_REQUESTS = 1_000_000
+MAX_REPLICATIONS = 100_000
+#: Parameters (weights) of one layer, expert or head: 1e13 is beyond any model.
+MAX_PARAMS = 1e13
+#: Throughput targets: no decoding reaches 1e7 tok/s per request.
+MAX_TOK_S = 1e7
+#: Entries of a list in a scenario (per-position rates, mix classes, targets).
+MAX_LIST = 64
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
-PositiveMs = Annotated[float, Field(gt=0.0)]
-NonNegativeMs = Annotated[float, Field(ge=0.0)]
+PositiveMs = Annotated[float, Field(gt=0.0, le=MAX_MS)]
+NonNegativeMs = Annotated[float, Field(ge=0.0, le=MAX_MS)]
+Params = Annotated[float, Field(gt=0.0, le=MAX_PARAMS)]
 
 
 class Section(BaseModel):
     """Base of every section: immutable, strict types, unknown keys rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ModelSpec(Section):
     """The target model; optional while timings are given directly."""
 
-    name: str = "unnamed"
-    layers: Annotated[int, Field(gt=0)] | None = None
-    hidden_size: Annotated[int, Field(gt=0)] | None = None
-    experts: Annotated[int, Field(gt=0)] | None = None
-    experts_per_token: Annotated[int, Field(gt=0)] | None = None
-    # Hardware model (sim/hardware/, reference section 4): kernels one layer launches
+    name: Annotated[str, Field(max_length=200)] = "unnamed"
+    layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] | None = None
+    hidden_size: Annotated[int, Field(gt=0, le=1_000_000)] | None = None
+    experts: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    experts_per_token: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    # Hardware model (sim/hardware/, docs/reference.md §All-reduce): kernels one layer launches
     # (counting its all-reduces), tensor-parallel all-reduces per layer, bytes per
     # activation element in an all-reduce message, decoder layers of the drafter.
-    kernels_per_layer: Annotated[int, Field(gt=0)] | None = None
-    allreduces_per_layer: Annotated[int, Field(ge=0)] = 2
-    activation_bytes: Annotated[int, Field(gt=0)] = 2
-    draft_layers: Annotated[int, Field(gt=0)] = 1
+    kernels_per_layer: Annotated[int, Field(gt=0, le=MAX_KERNELS_PER_LAYER)] | None = None
+    allreduces_per_layer: Annotated[int, Field(ge=0, le=100)] = 2
+    activation_bytes: Annotated[int, Field(gt=0, le=16)] = 2
+    draft_layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] = 1
     # Weights, for compute derived from a GPU preset when timings are missing (roofline):
     # params per layer outside the routed experts (attention, shared expert; the whole
     # layer of a dense model), per dense layer of a MoE model, per routed expert, in the
     # LM head, and in the drafter; bytes per param (experts may be quantized apart).
-    dense_layers: Annotated[int, Field(ge=0)] = 0
-    layer_params: Annotated[float, Field(gt=0)] | None = None
-    dense_layer_params: Annotated[float, Field(gt=0)] | None = None
-    expert_params: Annotated[float, Field(gt=0)] | None = None
-    lm_head_params: Annotated[float, Field(ge=0)] = 0.0
-    draft_params: Annotated[float, Field(gt=0)] | None = None
-    weight_bytes_per_param: Annotated[float, Field(gt=0)] = 2.0
-    expert_bytes_per_param: Annotated[float, Field(gt=0)] | None = None
+    dense_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)] = 0
+    layer_params: Params | None = None
+    dense_layer_params: Params | None = None
+    expert_params: Params | None = None
+    lm_head_params: Annotated[float, Field(ge=0, le=MAX_PARAMS)] = 0.0
+    draft_params: Params | None = None
+    weight_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] = 2.0
+    expert_bytes_per_param: Annotated[float, Field(gt=0, le=16.0)] | None = None
     # Serving (sim/hardware/batched.py): KV-cache bytes ONE tensor-parallel rank reads per
     # token of context in a target pass, all layers (MLA's latent KV is replicated on every
     # rank; GQA heads are split), and attention FLOPs per (query, key) pair per rank; the
     # drafter's KV bytes per token (default: the target's per decoder layer).
-    kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
-    attention_flops_per_pair: Annotated[float, Field(ge=0)] | None = None
-    draft_kv_bytes_per_token: Annotated[float, Field(ge=0)] | None = None
+    kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    attention_flops_per_pair: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> ModelSpec:
@@ -101,32 +130,38 @@ class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
-    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU cost to launch one
-    kernel without a CUDA graph (reference section 4: ~5 us, from an 11.1 -> 8.1 ms/token
-    graph speedup on a 32-layer model); ``rank_jitter_cv`` the coefficient of variation of one
-    rank's compute per layer segment (layer-level pass only; 0 = deterministic).
+    ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
+    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch; default
+    18.9 us, calibrated on a public graphed-vs-eager pair: sim/hardware/eager.py);
+    ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
+    or ``auto`` (the faster; sim/hardware/allreduce.py); ``rank_jitter_cv`` the coefficient
+    of variation of one rank's compute per layer segment (layer-level pass only; 0 =
+    deterministic).
     """
 
-    interconnects: dict[str, InlineInterconnect] = Field(default_factory=dict)
-    gpus: Annotated[int, Field(gt=0)] = 1
+    interconnects: Annotated[dict[str, InlineInterconnect], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0)] = 5.0
-    rank_jitter_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
+    allreduce: Library = "auto"
+    rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
 
     @field_validator("interconnect")
     @classmethod
     def _known_interconnect(cls, value: str, info: ValidationInfo) -> str:
         known = preset_names(info.data.get("interconnects"))
         if value not in known:
-            raise ValueError(f"unknown interconnect {value!r}; known: {', '.join(known)}")
+            raise ValueError(str(UnknownNameError("interconnect", value, known)))
         return value
 
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str | None) -> str | None:
         if value is not None and value not in GPU_PRESETS:
-            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(GPU_PRESETS)}")
+            raise ValueError(str(UnknownNameError("gpu", value, tuple(GPU_PRESETS))))
         return value
 
 
@@ -139,9 +174,10 @@ class MeasuredOn(Section):
     """
 
     interconnect: str
-    gpus: Annotated[int, Field(gt=0)]
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)]
     gpu: str | None = None
     verify_cuda_graph: bool
+    allreduce: Library = "auto"
 
 
 class TimingPoint(Section):
@@ -175,58 +211,132 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/hardware/decompose.py):
+    A pass time left out is derived by the hardware model (sim/scenario/decompose.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
 
     decode_ms: PositiveMs | None = None
     verify_ms: PositiveMs | None = None
-    verify_tokens: Annotated[int, Field(gt=0)] | None = None
+    verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
     verify_ms_per_extra_token: NonNegativeMs = 0.0
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
     #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
     #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
     verify_growth: Literal["linear", "experts"] = "linear"
+    #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
+    #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
+    #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
+    #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
+    #: (sim/scenario/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: and an ungraphed verify measured on the same server.
+    verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
+    #: Growth of a drafter decode pass per extra token it runs over (a tree's topk beams),
+    #: used when the hardware model cannot tabulate the pass (no model geometry); 0: flat,
+    #: which a memory-bound one-layer drafter at batch 1 nearly is.
+    draft_ms_per_extra_token: NonNegativeMs = 0.0
     draft_extend_ms: PositiveMs | None = None
+    #: The draft extend runs over the L tokens a cycle accepted: it grows by
+    #: ``draft_extend_ms_per_token`` per token, ``draft_extend_ms`` being its time at
+    #: ``draft_extend_tokens`` (default num_steps + 1). The closed forms take it at E[L]
+    #: (exact, the growth is linear); the Monte Carlo at each cycle's L.
+    draft_extend_ms_per_token: NonNegativeMs = 0.0
+    draft_extend_tokens: Annotated[float, Field(gt=0.0)] | None = None
+    #: Per-step drafter cost beyond a derived drafter pass (sampling, tree bookkeeping,
+    #: host work): added to every drafter step the hardware model derives. A measured
+    #: ``draft_step_ms`` already contains it, so giving both is an error.
+    draft_step_overhead_ms: NonNegativeMs = 0.0
     cycle_overhead_ms: NonNegativeMs = 0.0
     verify_cuda_graph: bool = False
     measured_on: MeasuredOn | None = None
     #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
     #: gamma-distributed time with the phase's mean and this coefficient of variation
     #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
-    jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Below 1: a gamma of shape a = 1/cv^2 has E[1/X] = 1/((a - 1) scale) only for a > 1,
+    #: so the mean per-request tok/s of a one-cycle request is finite only for cv < 1
+    #: (at cv = 10 a one-token request averaged 2.5e92 tok/s).
+    jitter_cv: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     #: Serving: the context (tokens) at which the batch-1 times above were measured (needed
     #: when KV reads or attention are modelled), and measured passes at other batch sizes.
-    context_tokens: Annotated[float, Field(ge=0)] | None = None
-    points: list[TimingPoint] | None = None
-
-
-class SpeculationSpec(Section):
-    """Chain drafting (SGLang ``--speculative-num-steps``/``-eagle-topk``/``-num-draft-tokens``)."""
-
-    num_steps: Annotated[int, Field(ge=0)]
-    topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int, Field(gt=0)] | None = None
+    context_tokens: Annotated[float, Field(ge=0, le=1e8)] | None = None
+    points: Annotated[list[TimingPoint], Field(max_length=MAX_LIST)] | None = None
 
     @model_validator(mode="after")
-    def _chain_only(self) -> SpeculationSpec:
-        if self.topk != 1:
+    def _overhead_only_for_derived_steps(self) -> TimingSpec:
+        if self.draft_step_overhead_ms > 0 and self.draft_step_ms is not None:
             raise ValueError(
-                f"topk = {self.topk}: tree drafting (topk > 1) is not modelled yet; use topk = 1"
-            )
-        if self.num_draft_tokens is not None and self.num_draft_tokens != self.num_steps + 1:
-            raise ValueError(
-                f"num_draft_tokens = {self.num_draft_tokens}: with topk = 1 it is num_steps + 1 "
-                f"= {self.num_steps + 1} (SGLang adjusts it so)"
+                "draft_step_overhead_ms is added to a derived drafter step; a measured "
+                "draft_step_ms already contains it (give one of the two)"
             )
         return self
 
+
+class SpeculationSpec(Section):
+    """Chain or tree drafting as SGLang's EAGLE worker runs it (``--speculative-num-steps``,
+    ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
+
+    ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
+    so); the same adjustment is applied here (``draft_tokens``) and said (``adjustments``).
+    ``topk > 1`` is a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
+    ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
+    (no such check in its server arguments), so neither does specsim: the tree then verifies
+    fewer drafts than the drafter expands at depth 1.
+    """
+
+    num_steps: Annotated[int, Field(ge=0, le=MAX_NUM_STEPS)]
+    topk: Annotated[int, Field(gt=0, le=MAX_LIST)] = 1
+    num_draft_tokens: Annotated[
+        int | None, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST, validate_default=True)
+    ] = None
+
+    @field_validator("num_draft_tokens")
+    @classmethod
+    def _tree_fits(cls, value: int | None, info: ValidationInfo) -> int | None:
+        steps, topk = info.data.get("num_steps"), info.data.get("topk")
+        if steps is None or topk is None or topk == 1:
+            return value
+        if steps < 1:
+            raise ValueError(f"topk = {topk} drafts a tree: num_steps must be >= 1")
+        if value is None:
+            raise ValueError(
+                f"required with topk = {topk} (SGLang's --speculative-num-draft-tokens: the "
+                "root plus the drafts verified)"
+            )
+        pool = topk + (steps - 1) * topk**2
+        if not 2 <= value <= pool + 1:
+            raise ValueError(
+                f"{value}: SGLang verifies the root plus 1..{pool} of the {pool} candidates "
+                f"that num_steps {steps} and topk {topk} draft (topk + (num_steps - 1) "
+                f"topk^2), so it must be in 2..{pool + 1}"
+            )
+        return value
+
+    @property
+    def is_tree(self) -> bool:
+        return self.topk > 1
+
     @property
     def draft_tokens(self) -> int:
-        """Tokens in one verify pass: the last accepted token plus ``num_steps`` drafts."""
+        """Tokens in one verify pass: the last accepted token plus the drafts."""
+        if self.is_tree:
+            assert self.num_draft_tokens is not None
+            return self.num_draft_tokens
         return self.num_steps + 1
+
+    @property
+    def adjustments(self) -> tuple[str, ...]:
+        """SGLang's own adjustments of the given values, as sentences: a chain's
+        num_draft_tokens is num_steps + 1 whatever is given (the given value is kept in the
+        file's data, so a later topk > 1 override finds it)."""
+        n = self.num_draft_tokens
+        if self.is_tree or n is None or n == self.num_steps + 1:
+            return ()
+        return (
+            f"speculation.num_draft_tokens {n} -> {self.num_steps + 1}: SGLang sets it to "
+            "num_steps + 1 when topk = 1",
+        )
 
 
 class Heterogeneity(Section):
@@ -238,7 +348,7 @@ class Heterogeneity(Section):
     c = m (1 - m) / std^2 - 1). Neither set: every request has exactly the mean rates.
     """
 
-    concentration: Annotated[float, Field(gt=0.0)] | None = None
+    concentration: Annotated[float, Field(gt=0.0, le=1e9)] | None = None
     std: Annotated[float, Field(ge=0.0, lt=0.5)] | None = None
 
     @model_validator(mode="after")
@@ -262,10 +372,10 @@ class Heterogeneity(Section):
 class AcceptanceClass(Heterogeneity):
     """One class of a workload mix (``[[acceptance.mix]]``): e.g. chat or code."""
 
-    name: str
-    weight: Annotated[float, Field(gt=0.0)]
+    name: Annotated[str, Field(max_length=200)]
+    weight: Annotated[float, Field(gt=0.0, le=1e9)]
     alpha: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one_rate(self) -> AcceptanceClass:
@@ -277,37 +387,90 @@ class AcceptanceClass(Heterogeneity):
 
 
 class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance.
+    """Conditional per-position acceptance, and for trees its rank-wise form.
 
-    One of: ``alpha`` (one rate), ``per_position`` (a list of k conditional rates; the last
-    repeats when k is longer), or ``mix`` (weighted classes, each with its own rates).
-    ``concentration`` or ``std`` make the rates vary per request (Beta around the mean); at
-    the top level of a mix they are the default of classes that set neither.
+    The top-1 rate, one of: ``alpha`` (one rate), ``per_position`` (a list of k conditional
+    rates; the last repeats when k is longer), ``mix`` (weighted classes, each with its own
+    rates) or ``rank_rates``. ``concentration`` or ``std`` make the rates vary per request
+    (Beta around the mean); at the top level of a mix they are the default of classes that
+    set neither.
+
+    Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
+    ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
+    | its parent was accepted) at every depth (q_1 then plays the role of alpha), or
+    ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
+    ranks 2..W take while alpha/per_position/mix give the top-1 rate. Either way the ranks
+    below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
+    q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
+    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    (each further share is the last one times the ratio of the last two).
     """
 
     alpha: Rate | None = None
-    per_position: Annotated[list[Rate], Field(min_length=1)] | None = None
-    mix: Annotated[list[AcceptanceClass], Field(min_length=1)] | None = None
+    per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
+    mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    rank_profile: str | None = None
+    rank_extend: Literal["none", "geometric"] = "none"
+
+    @field_validator("rank_rates")
+    @classmethod
+    def _disjoint_ranks(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and sum(value) > 1.0 + 1e-9:
+            raise ValueError(
+                f"rank rates sum to {sum(value):.6g} > 1: the ranks are disjoint events (the "
+                "target's token is at most one of the drafter's guesses)"
+            )
+        if value is not None and len(value) > 1 and value[0] >= 1.0:
+            raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
+        return value
+
+    @field_validator("rank_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in RANK_PROFILES:
+            raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        given = [n for n in ("alpha", "per_position", "mix") if getattr(self, n) is not None]
+        names = ("alpha", "per_position", "mix", "rank_rates")
+        given = [n for n in names if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position or mix")
+            raise ValueError("give exactly one of alpha, per_position, mix or rank_rates")
+        if self.rank_rates is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
-            names = [c.name for c in self.mix]
-            if len(set(names)) != len(names):
-                raise ValueError(f"mix class names must be unique, got {names}")
+            names_ = [c.name for c in self.mix]
+            if len(set(names_)) != len(names_):
+                raise ValueError(f"mix class names must be unique, got {names_}")
             if self.std:
                 for cls in self.mix:
                     if cls.concentration is None and cls.std is None:
                         cls_rates = [cls.alpha] if cls.alpha is not None else cls.per_position
                         self._check_std(list(cls_rates or []))
         else:
-            self._check_std(
-                [self.alpha] if self.alpha is not None else list(self.per_position or [])
-            )
+            self._check_std(self.top1_listed())
         return self
+
+    def top1_listed(self) -> list[float]:
+        """The top-level top-1 rates as given (empty for a mix)."""
+        if self.alpha is not None:
+            return [self.alpha]
+        if self.rank_rates is not None:
+            return [self.rank_rates[0]]
+        return list(self.per_position or [])
+
+    def rank_shape(self) -> list[float] | None:
+        """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
+        if self.rank_rates is not None:
+            return list(self.rank_rates)
+        if self.rank_profile is not None:
+            return list(rank_profile(self.rank_profile).rates)
+        return None
+
+    def rank_shape_field(self) -> str:
+        return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
 
     @property
     def heterogeneous(self) -> bool:
@@ -329,14 +492,14 @@ class WorkloadSpec(Section):
     (default: the larger of the concurrency and a tenth of ``requests``).
     """
 
-    output_tokens: Annotated[int, Field(gt=0)] = 512
-    requests: Annotated[int, Field(gt=0)] = 100
-    input_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] = 512
+    requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
+    input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
     lengths: Literal["fixed", "lognormal", "empirical"] | None = None
     input_sigma: Annotated[float, Field(ge=0)] | None = None
     output_sigma: Annotated[float, Field(ge=0)] | None = None
-    input_max_tokens: Annotated[int, Field(gt=0)] | None = None
-    output_max_tokens: Annotated[int, Field(gt=0)] | None = None
+    input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
+    output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
     lengths_trace: Annotated[str, Field(min_length=1)] | None = None
     warmup_requests: Annotated[int, Field(ge=0)] | None = None
 
@@ -381,17 +544,17 @@ class ServingSpec(Section):
     vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
     """
 
-    concurrency: Annotated[int, Field(gt=0)] | None = None
-    rate_per_s: Annotated[float, Field(gt=0.0)] | None = None
+    concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    rate_per_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = None
     trace: Annotated[str, Field(min_length=1)] | None = None
     think_time_ms: NonNegativeMs = 0.0
-    max_running_requests: Annotated[int, Field(gt=0)] = 1024
+    max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
-    token_budget: Annotated[int, Field(gt=0)] = 8192
-    kv_capacity_tokens: Annotated[int, Field(gt=0)] | None = None
+    token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
+    kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
-    k_table: Annotated[list[list[int]], Field(min_length=1)] | None = None
+    k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 
@@ -412,14 +575,17 @@ class ServingSpec(Section):
 class SimulationSpec(Section):
     """Monte Carlo replications and the root seed."""
 
-    replications: Annotated[int, Field(gt=0)] = 20
-    seed: Annotated[int, Field(ge=0)] = 0
+    replications: Annotated[int, Field(gt=0, le=MAX_REPLICATIONS)] = 20
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
 
 
 class TargetsSpec(Section):
     """Throughput targets in tokens per second (per request, batch 1)."""
 
-    tok_s: Annotated[list[Annotated[float, Field(gt=0.0)]], Field(min_length=1)]
+    tok_s: Annotated[
+        list[Annotated[float, Field(gt=0.0, le=MAX_TOK_S)]],
+        Field(min_length=1, max_length=MAX_LIST),
+    ]
 
 
 class Scenario(Section):
@@ -431,8 +597,8 @@ class Scenario(Section):
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    name: str
-    description: str = ""
+    name: Annotated[str, Field(max_length=200)]
+    description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()
     hardware: HardwareSpec = HardwareSpec()
     timing: TimingSpec = TimingSpec()
@@ -448,9 +614,17 @@ class Scenario(Section):
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing
+        if timing.draft_extend_ms is not None and timing.draft_extend_ms_per_token > 0:
+            tokens = timing.draft_extend_tokens or self.num_steps + 1
+            at_one = timing.draft_extend_ms - (tokens - 1) * timing.draft_extend_ms_per_token
+            if at_one < 0:
+                raise ValueError(
+                    "timing.draft_extend_ms_per_token is too large for timing.draft_extend_ms: "
+                    f"the draft extend over 1 token would take {at_one:.3g} ms"
+                )
         if timing.verify_ms is None:
             return self
-        measured_tokens = timing.verify_tokens or self.num_steps + 1
+        measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
         at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
         if at_one <= 0:
             raise ValueError(

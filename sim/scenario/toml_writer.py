@@ -1,72 +1,39 @@
-"""A small TOML emitter for scenario files (tomllib reads TOML but cannot write it).
+"""Scenario files written as TOML by tomli-w (tomllib reads TOML but cannot write it).
 
-It covers what the scenario schema holds: top-level strings, then one ``[table]`` per
-section (nested tables as ``[a.b]``, lists of tables as ``[[a.b]]``) with strings,
-booleans, integers, floats and arrays of them. Strings are TOML basic strings with the
-spec's escapes; floats use Python's shortest round-trip ``repr`` (always with a ``.`` or
-an exponent, so they stay floats); comments may be attached to any dotted key and a header
-to the file. Output round-trips through tomllib (tests check this through
-sim.scenario.load_scenario).
+tomli-w (https://github.com/hukkin/tomli-w, the writer paired with tomli/tomllib) does the
+TOML: strings with the spec's escapes, floats that stay floats, tables, arrays of tables.
+This module only adds what it lacks: a header comment and a comment before any dotted
+key or table, inserted line by line into tomli-w's output (it writes one ``key = value``
+or ``[table]`` header a line). Output round-trips through tomllib (tests check this
+through sim.scenario.load_scenario).
 """
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+import tomli_w
 
 from sim.errors import SpecsimError
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\f": "\\f",
-    "\r": "\\r",
-}
-
-
-def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
-
-
-def _string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+_HEADER = re.compile(r"^\[\[?(?P<path>[^\[\]]+)\]\]?$")
+_ASSIGN = re.compile(r"^(?P<key>[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\") = ")
 
 
 def value_to_toml(value: Any) -> str:
-    """One TOML value: str, bool, int, float (inf/nan as TOML spells them) or a list."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        text = repr(value)
-        return text if any(c in text for c in ".en") else text + ".0"
-    if isinstance(value, str):
-        return _string(value)
-    if isinstance(value, Sequence):
-        return "[" + ", ".join(value_to_toml(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+    """One TOML value (str, bool, int, float, list), as tomli-w writes it."""
+    return tomli_w.dumps({"v": value}).split(" = ", 1)[1].rstrip("\n")
+
+
+def _path_of(header: str) -> str:
+    """``a."b c".d`` -> ``a.b c.d`` (the dotted key the comments use)."""
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|([^.\s]+)', header)
+    return ".".join(quoted or bare for quoted, bare in parts)
 
 
 def _comment_lines(text: str | None) -> list[str]:
@@ -81,40 +48,26 @@ def dumps(
 ) -> str:
     """``document`` (nested mappings) as TOML text; ``comments`` keyed by dotted key/table."""
     comments = comments or {}
+    body = tomli_w.dumps(dict(document))
     lines = _comment_lines(header)
-
-    def header(path: list[str]) -> str:
-        return ".".join(_key(p) for p in path)
-
-    def emit(table: Mapping[str, Any], path: list[str]) -> None:
-        def is_array_of_tables(v: Any) -> bool:
-            return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
-
-        scalars = {
-            k: v
-            for k, v in table.items()
-            if not isinstance(v, Mapping) and not is_array_of_tables(v)
-        }
-        tables = {k: v for k, v in table.items() if isinstance(v, Mapping)}
-        arrays = {k: v for k, v in table.items() if is_array_of_tables(v)}
-        for key, value in scalars.items():
-            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
-            lines.append(f"{_key(key)} = {value_to_toml(value)}")
-        for key, sub in tables.items():
-            lines.append("")
-            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
-            lines.append(f"[{header([*path, key])}]")
-            emit(sub, [*path, key])
-        for key, items in arrays.items():
-            lines.extend(_comment_lines(comments.get(".".join([*path, key]))))
-            for item in items:
-                lines.append("")
-                lines.append(f"[[{header([*path, key])}]]")
-                emit(item, [*path, key])
-
     if header:
         lines.append("")
-    emit(document, [])
+    table = ""
+    commented: set[str] = set()
+    for line in body.splitlines():
+        head = _HEADER.match(line)
+        if head:
+            table = _path_of(head.group("path"))
+            if table in comments and table not in commented:
+                lines.extend(_comment_lines(comments[table]))
+                commented.add(table)
+        else:
+            assign = _ASSIGN.match(line)
+            if assign:
+                key = assign.group("key").strip('"')
+                dotted = f"{table}.{key}" if table else key
+                lines.extend(_comment_lines(comments.get(dotted)))
+        lines.append(line)
     return "\n".join(lines).strip("\n") + "\n"
 
 

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PHASES
+from sim.model.tree_acceptance import Acceptance
 from sim.scenario.schema import Scenario
 
 
 @dataclass(frozen=True)
 class MonteCarloResult:
-    """R replications of Q requests of N output tokens each, at k = ``num_steps``.
+    """R replications of Q requests of N output tokens each, at k = ``num_steps`` (the most
+    drafts a cycle accepts: the chain's num_steps, or a tree's depth).
 
     ``acceptance`` is the model the requests drew their rates from; ``fidelity`` the
     pass-time model (``cycle`` or ``layer``).
@@ -30,7 +31,7 @@ class MonteCarloResult:
     """
 
     scenario: Scenario
-    acceptance: AcceptanceModel
+    acceptance: Acceptance
     engine: str
     fidelity: str
     seed: int

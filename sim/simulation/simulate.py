@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycletime import CycleTimeModel
+from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, acceptance_model, cycle_time_model
+from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
+from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
@@ -95,7 +96,7 @@ def simulate(
     workers: int = 1,
     progress: Progress | None = None,
     cycle_times: CycleTimeModel | None = None,
-    acceptance: AcceptanceModel | None = None,
+    acceptance: Acceptance | None = None,
 ) -> MonteCarloResult:
     """Run the Monte Carlo of ``scenario``.
 
@@ -113,14 +114,19 @@ def simulate(
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
     _check_settings(engine, fidelity, sizes, seed)
     k = scenario.num_steps
+    check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers)
     if cycle_times is None:
         rng = model_rng(seed) if fidelity == "layer" else None
         cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+    speculating = scenario.num_steps > 0
+    per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
     plan = EnginePlan(
-        acceptance=acceptance or acceptance_model(scenario.acceptance, k),
+        acceptance=acceptance or scenario_acceptance(scenario),
         cycle_times=cycle_times,
         output_tokens=scenario.workload.output_tokens,
         requests=q_n,
+        extend_per_token_ms=per_token,
+        extend_tokens=extend_tokens,
     )
     children = np.random.SeedSequence(seed).spawn(r_n)
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens)
@@ -154,7 +160,7 @@ def simulate(
         replications=r_n,
         requests=q_n,
         output_tokens=plan.output_tokens,
-        num_steps=k,
+        num_steps=plan.num_steps,
         class_names=plan.acceptance.class_names,
         **arrays,
     )

@@ -13,10 +13,12 @@ from sim.model.closed_forms import (
     ceiling_tok_s,
     throughput_tok_s,
 )
-from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.cycle import CycleCost, PassTimes
 from sim.model.rates import accept_length_pmf, mean_accept_length
+from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.bind import pass_times, scenario_rates
 from sim.scenario.schema import Scenario
+from sim.studies.tree_analysis import TreeAnalysis, analyze_tree
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Analysis:
     ceiling_tok_s: float
     break_even_accept_length: float | None
     targets: tuple[TargetAnswer, ...]
+    tree: TreeAnalysis | None = None  # a tree scenario (topk > 1): SGLang's and the best tree
 
     @property
     def num_steps(self) -> int:
@@ -52,10 +55,11 @@ def analyze(scenario: Scenario) -> Analysis:
     """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
     k = scenario.num_steps
     passes = pass_times(scenario)
-    cost = cycle_cost(passes, k)
+    cost = scenario_cycle_cost(scenario)  # the expected cycle (extend at E[L]); a tree's own
     baseline = 1000.0 / passes.decode_ms
-    rates = scenario_rates(scenario)
+    rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
     al = mean_accept_length(rates)
+    ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -65,7 +69,8 @@ def analyze(scenario: Scenario) -> Analysis:
         accept_length=al,
         baseline_tok_s=baseline,
         throughput_tok_s=throughput_tok_s(al, cost),
-        ceiling_tok_s=ceiling_tok_s(cost),
+        ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
         targets=tuple(answer_target(t, passes, k) for t in scenario.target_tok_s),
+        tree=analyze_tree(scenario) if scenario.speculation.is_tree else None,
     )

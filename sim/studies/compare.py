@@ -67,6 +67,8 @@ def compare_one(
         "label": label,
         "scenario": scenario.name,
         "num_steps": analysis.num_steps,
+        "topk": scenario.speculation.topk,
+        "num_draft_tokens": scenario.speculation.draft_tokens,
         "baseline_tok_s": analysis.baseline_tok_s,
         "analytic_tok_s": analysis.throughput_tok_s,
         "tok_s_mean": summary.tok_s_mean,

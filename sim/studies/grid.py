@@ -42,9 +42,11 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _number(text: str, key: str) -> int | float:
-    value = parse_value(text)
+    value = parse_value(text, param="grids")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecsimError(f"range bound {text!r} is not a number", param="grids", field=key)
+    if not math.isfinite(value):
+        raise SpecsimError(f"range bound {text!r} is not finite", param="grids", field=key)
     return value
 
 
@@ -66,7 +68,11 @@ def parse_range(text: str, key: str = "") -> list[int | float]:
         raise SpecsimError(f"range stop is below start in {text!r}", param="grids", field=key)
     count = math.floor((stop - start) / step + 1e-9) + 1
     if count > MAX_POINTS:
-        raise SpecsimError(f"range {text!r} has {count} values", param="grids", field=key)
+        raise SpecsimError(
+            f"range {text!r} has {count} values (a sweep has at most {MAX_POINTS} points)",
+            param="grids",
+            field=key,
+        )
     if all(isinstance(v, int) for v in (start, stop, step)):
         return [start + i * step for i in range(count)]
     return [float(f"{start + i * step:.12g}") for i in range(count)]
@@ -92,7 +98,9 @@ def parse_grid(text: str) -> tuple[str, tuple[Any, ...]]:
     for item in _split_top_level(rest.strip()):
         if not item:
             raise SpecsimError(f"empty value in {rest!r}", param="grids", field=key)
-        values.extend(parse_range(item, key) if _is_range(item) else [parse_value(item)])
+        values.extend(
+            parse_range(item, key) if _is_range(item) else [parse_value(item, param="grids")]
+        )
     canon = [canonical(v) for v in values]
     if len(set(canon)) != len(canon):
         raise SpecsimError(f"repeated value in {rest!r}", param="grids", field=key)

@@ -5,6 +5,7 @@ Pure functions returning JSON-ready documents; their text is sim/report/hardware
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sim.hardware.gpus import GPU_PRESETS
@@ -12,6 +13,7 @@ from sim.hardware.interconnects import PRESETS, resolve_interconnect
 from sim.hardware.passes import HardwarePoint, PassBreakdown
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.schema import Scenario
+from sim.studies.levers import lever_table
 
 
 def breakdown_dict(b: PassBreakdown) -> dict[str, Any]:
@@ -38,6 +40,7 @@ def _point(hw: HardwarePoint) -> dict[str, Any]:
         "gpu": hw.gpu.name if hw.gpu else None,
         "verify_cuda_graph": hw.verify_cuda_graph,
         "launch_us": hw.launch_us,
+        "allreduce": hw.allreduce,
     }
 
 
@@ -52,11 +55,12 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         ic = resolve_interconnect(name)
         row = {}
         for graphed in (False, True):
-            point = HardwarePoint(ic, cur.gpus, cur.gpu, graphed, cur.launch_us)
+            point = replace(cur, interconnect=ic, verify_cuda_graph=graphed)
             b = hw.breakdown("verify", verify.tokens, point)
             row["graphed" if graphed else "ungraphed"] = breakdown_dict(b)
         what_if[name] = row
-    graphed_here = HardwarePoint(cur.interconnect, cur.gpus, cur.gpu, True, cur.launch_us)
+    graphed_here = replace(cur, verify_cuda_graph=True)
+    levers = lever_table(scenario).to_dict() if scenario.num_steps > 0 else None
     return {
         "scenario": scenario.name,
         "hardware": _point(cur),
@@ -64,6 +68,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         "passes": {name: breakdown_dict(b) for name, b in passes.items()},
         "verify_graphed": breakdown_dict(hw.breakdown("verify", verify.tokens, graphed_here)),
         "verify_on_presets": what_if,
+        "levers": levers,
     }
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
-from sim.model.closed_forms import answer_at_k, ceiling_tok_s
+from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.rates import cumulative_rates, mean_accept_length
@@ -71,6 +71,8 @@ class AcceptanceLever:
     model: AcceptanceModel  # the base's acceptance at k, unscaled
     kind: str  # "alpha" or "profile"
     x_max: float
+    #: True when x_max is where the Beta std stops being possible (not where rates reach 1)
+    spread_limited: bool = False
 
     @property
     def num_steps(self) -> int:
@@ -158,7 +160,9 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
 
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation)."""
-    over: dict[str, Any] = {"speculation.num_steps": num_steps}
+    # the chain search: a tree scenario is searched as a chain of its top-1 rates (its
+    # trees: sim/studies/tree_search.py)
+    over: dict[str, Any] = {"speculation.num_steps": num_steps, "speculation.topk": 1}
     if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
         over["acceptance"] = {"alpha": 0.0}
     base = with_overrides(scenario, over, source="search")
@@ -172,17 +176,39 @@ def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
         positive = rates[rates > 0]
         top = 1.0 / float(positive.min()) if positive.size else 1.0
     lever = AcceptanceLever(base, model, kind, top)
-    if lever.model_at(top).infeasible() is not None:
-        # a Beta std too wide for means near 1: stop where the spread is still possible
-        lo = 0.0
-        for _ in range(60):
-            mid = (lo + top) / 2
-            if lever.model_at(mid).infeasible() is None:
-                lo = mid
-            else:
-                top = mid
-        lever = AcceptanceLever(base, model, kind, lo)
+    # A Beta std too wide for means near 1 (std^2 >= m (1 - m)) forbids a band of scales
+    # below the one where a rate reaches 1 (the capped rate is exact again): stop below the
+    # first forbidden scale above the scenario's own (x = 1, valid), found on a grid and
+    # refined by bisection, so every x the search tries is a valid Beta.
+    start = 1.0 if kind == "profile" else 0.0
+    if start < top and any(c.spread.std for c in model.classes):
+        grid = np.linspace(start, top, 513)
+        bad = next((i for i, x in enumerate(grid) if lever.model_at(float(x)).infeasible()), None)
+        if bad is not None and bad > 0:
+            lo, hi = float(grid[bad - 1]), float(grid[bad])
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                if lever.model_at(mid).infeasible() is None:
+                    lo = mid
+                else:
+                    hi = mid
+            lever = AcceptanceLever(base, model, kind, lo, spread_limited=True)
     return lever
+
+
+def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
+    """What the search says when a Beta ``std`` capped the scaled means (else None)."""
+    capped = [lv for lv in levers if lv.spread_limited]
+    if not capped:
+        return None
+    worst = min(capped, key=lambda lv: lv.alpha(lv.x_max) or 0.0)
+    return (
+        "a Beta std cannot hold mean rates near 1 (std^2 < m (1 - m)): the search scales the "
+        f"rates only while the scenario's std stays possible (alpha up to "
+        f"{worst.alpha(worst.x_max):.3f} at k = {worst.num_steps}); targets that need more are "
+        "reported unreachable. Give acceptance.concentration instead of std to keep the "
+        "spread's shape at every mean"
+    )
 
 
 def acceptance_note(scenario: Scenario) -> str:
@@ -435,9 +461,11 @@ def search_acceptance(
     settings["closed_form_curves"] = closed_form_curves(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
     )
-    return SearchResult(
-        base.name, engine, fidelity, evaluations, acceptance_note(base), results, settings
-    )
+    note = acceptance_note(base)
+    capped = spread_note([levers.get(k) or acceptance_lever(base, k) for k in ks])
+    if capped:
+        note = f"{note}; {capped}"
+    return SearchResult(base.name, engine, fidelity, evaluations, note, results, settings)
 
 
 def current_operating_point(
@@ -475,8 +503,8 @@ def closed_form_curves(
     for k in num_steps:
         lever = levers.get(k) or acceptance_lever(scenario, k)
         xs, als = lever.accept_length_grid()
-        cycle_ms = chain_cycle_cost(passes, k).total_ms
-        need = np.asarray(tok_s, dtype=float) * cycle_ms / 1000.0
+        cost = chain_cycle_cost(passes, k)
+        need = np.array([required_accept_length(t, cost) for t in np.asarray(tok_s, float)])
         ok = (need >= als[0]) & (need <= als[-1])
         x_at = np.interp(need[ok], als, xs)
         out[str(k)] = {

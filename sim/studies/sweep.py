@@ -9,6 +9,7 @@ No plotting here (sim/report/plots.py).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from sim.parallel import Executor, LocalExecutor
 from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
+from sim.simulation.budget import run_hours
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup
 from sim.simulation.serving.simulate import simulate_serving
@@ -28,6 +30,10 @@ from sim.simulation.simulate import simulate
 from sim.simulation.summary import Summary, summarize
 from sim.studies.grid import expand_grid, point_key
 from sim.studies.sweep_store import SweepStore
+
+#: Longest sweep accepted on the local pool (estimated from sim/simulation/budget.py's
+#: measured rates): a day; longer grids belong on a cluster.
+MAX_SWEEP_HOURS = 24.0
 
 
 @dataclass(frozen=True)
@@ -72,13 +78,16 @@ def evaluate_point(task: PointTask) -> dict[str, Any]:
 
 def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
     """Flat statistics of one point: closed forms, then the Monte Carlo summary."""
-    cost = cycle_cost(scenario)
+    cost = cycle_cost(scenario)  # a tree's own cycle for a tree point
     k = scenario.num_steps
-    analytic_al = mean_accept_length(scenario_rates(scenario))
+    rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
+    analytic_al = mean_accept_length(rates)
     row: dict[str, Any] = {
         "num_steps": k,
+        "topk": scenario.speculation.topk,
+        "num_draft_tokens": scenario.speculation.draft_tokens,
         "baseline_tok_s": baseline_tok_s(scenario),
-        "ceiling_tok_s": ceiling_tok_s(cost),
+        "ceiling_tok_s": 1000.0 * (rates.size + 1) / cost.total_ms if k else ceiling_tok_s(cost),
         "analytic_tok_s": throughput_tok_s(analytic_al, cost),
         "analytic_accept_length": analytic_al,
         "tok_s_mean": summary.tok_s_mean,
@@ -188,16 +197,19 @@ def sweep_fingerprint(
     targets: Sequence[float],
     fidelity: str = "cycle",
     serving: bool = False,
+    axes: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> dict[str, Any]:
-    """What besides the point a result depends on; stored in the manifest.
+    """What besides the point a result depends on, and the grid; stored in the manifest.
 
-    The default fidelity (``cycle``) and the batch-1 mode are left out, so stores written
-    before fidelity and serving sweeps existed are still reused.
+    The grid is included so that a directory holds one sweep: two different grids into
+    one ``--out`` would otherwise both be accepted and the tables describe whichever
+    finished last. The default fidelity (``cycle``) and the batch-1 mode are left out.
     """
     out: dict[str, Any] = {
         "scenario": base.model_dump(mode="json", exclude_none=True),
         "engine": engine,
         "targets": [float(t) for t in targets],
+        "grid": [[k, list(v)] for k, v in axes],
     }
     if fidelity != "cycle":
         out["fidelity"] = fidelity
@@ -240,12 +252,25 @@ def run_sweep(
     base = pin_verify_tokens(base)
     points = expand_grid(axes)
     varied = [k for k, _ in axes]
+    hours = 0.0
     for point in points:
         try:
-            with_overrides(base, point, source=source)
+            scn = with_overrides(base, point, source=source)
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
-    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, serving))
+        sim = scn.simulation
+        hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
+                           engine, 1)  # fmt: skip
+    if isinstance(executor or LocalExecutor(), LocalExecutor):
+        parallel = max(1, min((executor or LocalExecutor()).workers, os.cpu_count() or 1))
+        if hours / parallel > MAX_SWEEP_HOURS:
+            raise SpecsimError(
+                f"{len(points)} points would take about {hours / parallel:.3g} hours on "
+                f"{parallel} local worker(s) (limit {MAX_SWEEP_HOURS:g} h): a smaller grid, "
+                "fewer replications or requests, or a Dask cluster (--executor dask)",
+                param="grids",
+            )
+    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, serving, axes))
     store.open()
     done = store.load(points)
     base_dict = base.model_dump(exclude_none=True)
@@ -272,14 +297,34 @@ def run_sweep(
         "grid": {k: list(v) for k, v in axes},
     }
     try:
-        for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
-            store.save(points[todo[j]], row)
-            done[keys[todo[j]]] = row
-            computed += 1
-            if progress:
-                progress(1)
+        try:
+            for j, row in (executor or LocalExecutor()).map_unordered(evaluate, tasks):
+                store.save(points[todo[j]], row)
+                done[keys[todo[j]]] = row
+                computed += 1
+                if progress:
+                    progress(1)
+        except BaseException:
+            if computed == 0:  # nothing new finished: leave no new file behind
+                store.discard()
+                raise
+            _write_tables(store, points, keys, done, meta)
+            raise
+        rows, complete = _write_tables(store, points, keys, done, meta)
     finally:
-        rows = [done[k] for k in keys if k in done]
-        complete = len(rows) == len(points)
-        store.write_tables(rows, {**meta, "points": len(points), "complete": complete})
+        store.close()
     return SweepOutcome(rows, varied, len(points), computed, reused, complete, meta)
+
+
+def _write_tables(
+    store: SweepStore,
+    points: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    done: dict[str, dict[str, Any]],
+    meta: dict[str, Any],
+) -> tuple[list[dict[str, Any]], bool]:
+    """The tables of the finished points (also of an interrupted sweep), in grid order."""
+    rows = [done[k] for k in keys if k in done]
+    complete = len(rows) == len(points)
+    store.write_tables(rows, {**meta, "points": len(points), "complete": complete})
+    return rows, complete

@@ -10,28 +10,38 @@ statistics) are rebuilt from the store, also atomically.
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import io
 import json
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sim.documents import document
 from sim.errors import SpecsimError
-from sim.files import atomic_write_text
+from sim.files import atomic_write_text, check_output_file, make_dirs, os_reason
 from sim.studies.grid import canonical, point_key
 
 #: Version of the point files and tables; a store of another version is not reused.
-STORE_VERSION = 1
+#: 2: the grid is part of the fingerprint.
+STORE_VERSION = 2
 
 
 class SweepStore:
     """Finished points of one sweep in ``out_dir``: ``manifest.json`` and ``points/*.json``.
 
-    ``fingerprint`` is everything besides the point that a result depends on (the base
-    scenario, engine, targets); a directory whose manifest has another fingerprint belongs
-    to another sweep and is refused rather than mixed.
+    ``fingerprint`` is everything a result depends on besides the point (the base scenario,
+    engine, targets) and the grid itself; a directory whose manifest has another
+    fingerprint belongs to another sweep and is refused rather than mixed (the tables would
+    describe whichever finished last); a grid that keeps every value of the stored one and
+    adds some extends the sweep (its points are reused). While open, the store holds an
+    exclusive lock on ``out_dir/.lock`` (``flock``: released by the kernel when the
+    process dies, even by kill -9), so a second sweep into the same directory is refused
+    instead of computing everything twice. ``open`` also removes temporary files a killed
+    sweep left behind.
     """
 
     def __init__(self, out_dir: str | Path, fingerprint: Mapping[str, Any]):
@@ -39,32 +49,99 @@ class SweepStore:
         self.fingerprint = {"store_version": STORE_VERSION, **fingerprint}
         self.points_dir = self.out_dir / "points"
         self.manifest_path = self.out_dir / "manifest.json"
+        self._lock_fd: int | None = None
+        self._extended = False
+        self._made_dirs: list[Path] = []  # directories open() created, outermost first
+        self._created: list[Path] = []  # manifest and points directory, if open() made them
 
     def open(self) -> None:
-        """Create the directory and manifest, or check that an existing one matches."""
+        """Create the directory and manifest, or check that an existing one matches; lock."""
+        where = str(self.out_dir)
         if self.out_dir.exists() and not self.out_dir.is_dir():
-            raise SpecsimError("exists and is not a directory", source=str(self.out_dir))
+            raise SpecsimError("exists and is not a directory", source=where)
+        if self.points_dir.exists() and not self.points_dir.is_dir():
+            raise SpecsimError("points: exists and is not a directory", source=where)
+        for table in ("sweep.csv", "sweep.json"):  # written at the end: checked now
+            check_output_file(self.out_dir / table, source=f"{where}/{table}")
         if self.manifest_path.exists():
-            try:
-                old = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                raise SpecsimError("unreadable manifest.json", source=str(self.out_dir)) from None
-            if canonical(old) != canonical(self.fingerprint):
-                a, b = _flatten(old), _flatten(self.fingerprint)
-                differs = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-                shown = ", ".join(differs[:3]) + (", ..." if len(differs) > 3 else "")
-                raise SpecsimError(
-                    f"holds a sweep with other settings ({shown} differ); "
-                    "use another --out directory or remove this one",
-                    source=str(self.out_dir),
-                )
+            self._check_manifest()
+        self._made_dirs = make_dirs(self.out_dir, where)
+        self._lock()
         try:
-            if not self.manifest_path.exists():
+            if not self.manifest_path.exists() or self._extended:
                 text = json.dumps(self.fingerprint, indent=2) + "\n"
-                atomic_write_text(self.manifest_path, text)
-            self.points_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(self.manifest_path, text, source=where)
+                self._created.append(self.manifest_path)
+            if not self.points_dir.exists():
+                make_dirs(self.points_dir, where)
+                self._created.append(self.points_dir)
+            self._remove_stale_temporaries()
+        except BaseException:
+            self.discard()
+            raise
+
+    def _check_manifest(self) -> None:
+        try:
+            old = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError):
+            raise SpecsimError("unreadable manifest.json", source=str(self.out_dir)) from None
+        if isinstance(old, dict) and extends(old, self.fingerprint):
+            self._extended = True  # the same sweep with more grid values: keep its points
+            return
+        if not isinstance(old, dict) or canonical(old) != canonical(self.fingerprint):
+            a, b = _flatten(old), _flatten(self.fingerprint)
+            differs = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            shown = ", ".join(differs[:3]) + (", ..." if len(differs) > 3 else "")
+            raise SpecsimError(
+                f"holds a sweep with other settings ({shown} differ); "
+                "use another --out directory or remove this one",
+                source=str(self.out_dir),
+            )
+
+    def _lock(self) -> None:
+        path = self.out_dir / ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise SpecsimError(f"cannot write: {exc.strerror}", source=str(self.out_dir)) from None
+            raise SpecsimError(f"cannot lock: {os_reason(exc)}", source=str(self.out_dir)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise SpecsimError(
+                "another sweep is running into this directory (it holds .lock); wait for "
+                "it or use another --out",
+                source=str(self.out_dir),
+            ) from None
+        self._lock_fd = fd
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files of an interrupted atomic write (only a killed sweep leaves them;
+        the lock says no other sweep is writing here now)."""
+        for directory in (self.out_dir, self.points_dir):
+            for tmp in directory.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Release the lock (the lock file stays: removing it would race another opener)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def discard(self) -> None:
+        """Undo ``open`` for a sweep that finished no point: remove what it created."""
+        if self._made_dirs:
+            shutil.rmtree(self._made_dirs[0], ignore_errors=True)
+        else:
+            for path in reversed(self._created):
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+            if self.manifest_path in self._created:
+                (self.out_dir / ".lock").unlink(missing_ok=True)
+        self.close()
+        self._made_dirs, self._created = [], []
 
     def _path(self, key: str) -> Path:
         return self.points_dir / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
@@ -79,22 +156,44 @@ class SweepStore:
                 continue
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
                 continue  # cannot happen with atomic writes; recompute if it does
-            if record.get("key") == key:
+            if isinstance(record, dict) and record.get("key") == key and "row" in record:
                 found[key] = record["row"]
         return found
 
     def save(self, point: Mapping[str, Any], row: Mapping[str, Any]) -> None:
         key = point_key(point)
-        atomic_write_text(self._path(key), json.dumps({"key": key, "row": dict(row)}) + "\n")
+        text = json.dumps({"key": key, "row": dict(row)}) + "\n"
+        atomic_write_text(self._path(key), text, source=str(self.out_dir))
 
     def write_tables(self, rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
         """``sweep.csv`` (tidy, one row per point) and ``sweep.json`` (meta + the same rows)."""
         columns = table_columns(rows, meta.get("varied", ()))
-        atomic_write_text(self.out_dir / "sweep.csv", rows_to_csv(rows, columns))
+        where = str(self.out_dir)
+        atomic_write_text(self.out_dir / "sweep.csv", rows_to_csv(rows, columns), source=where)
         doc = document("sweep", {**meta, "columns": columns, "rows": [dict(r) for r in rows]})
-        atomic_write_text(self.out_dir / "sweep.json", json.dumps(doc, indent=2) + "\n")
+        atomic_write_text(
+            self.out_dir / "sweep.json", json.dumps(doc, indent=2) + "\n", source=where
+        )
+
+
+def extends(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when ``new`` is the sweep of ``old`` with a larger grid: the same settings and
+    axes, every old value kept (the new tables then hold every old point)."""
+    if "grid" not in old or "grid" not in new:
+        return False
+    rest_old = {k: v for k, v in old.items() if k != "grid"}
+    rest_new = {k: v for k, v in new.items() if k != "grid"}
+    if canonical(rest_old) != canonical(rest_new):
+        return False
+    axes_old, axes_new = old["grid"], new["grid"]
+    if [a[0] for a in axes_old] != [a[0] for a in axes_new]:
+        return False
+    for (_, values_old), (_, values_new) in zip(axes_old, axes_new, strict=True):
+        if not {canonical(v) for v in values_old} <= {canonical(v) for v in values_new}:
+            return False
+    return canonical(old) != canonical(new)
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, str]:
@@ -121,12 +220,23 @@ def rows_to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> st
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        cells = []
-        for c in columns:
-            v = row.get(c)
-            cells.append("" if v is None else json.dumps(v) if isinstance(v, list | dict) else v)
-        writer.writerow(cells)
+        writer.writerow([csv_cell(row.get(c)) for c in columns])
     return buf.getvalue()
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell: floats as the shortest text that reads back to the same double
+    (Python's ``repr``), booleans ``true``/``false`` (as in JSON and TOML), lists and tables
+    as their JSON text, None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
 
 
 # --------------------------------------------------------------------------- executors

@@ -1,5 +1,5 @@
 """Closed-form checks of the validation report: identities specsim's formulas must satisfy
-and the reference's own worked figures (../shared/reference/speculative-decoding.md)."""
+and the worked figures of docs/reference.md."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
             0.0,
             worst,
             1e-12,
-            "Leviathan et al. 2023, Thm 3.8; reference section 2",
+            "Leviathan et al. 2023, Thm 3.8; docs/reference.md §Acceptance",
         )
     )
     forms = metrics.from_cumulative(pub.VLLM_ACCEPTANCE_TEST_CUMULATIVE)
@@ -63,7 +63,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
             pub.VLLM_ACCEPTANCE_TEST_AL,
             forms.accept_length,
             0.005,
-            "reference section 5 (AL printed with 2 decimals)",
+            "docs/reference.md §Published (AL printed with 2 decimals)",
         )
     )
     checks.append(
@@ -111,7 +111,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
             -0.275,
             (marginal - forms.accept_length) / forms.accept_length,
             0.05,
-            "reference section 2",
+            "docs/reference.md §Acceptance",
         )
     )
     verify_only = CycleCost(2, 0.0, pub.SEED_VERIFY_MS, 0.0, 0.0)
@@ -121,7 +121,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
             pub.SEED_REFERENCE_BREAK_EVEN_AL,
             required_accept_length(82.0, verify_only),
             0.005,
-            "reference section 3",
+            "docs/reference.md §Seed",
         )
     )
     for target, needed in pub.SEED_REFERENCE_NEEDED_AL.items():
@@ -131,7 +131,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
                 needed,
                 required_accept_length(target, verify_only),
                 1e-9,
-                "reference section 3",
+                "docs/reference.md §Seed",
             )
         )
     full = cycle_cost(seed)
@@ -141,7 +141,7 @@ def closed_form_checks(seed: Scenario) -> tuple[Check, ...]:
             60.0,
             throughput_tok_s(pub.SEED_ACCEPT_LENGTH, full),
             1.0,
-            "reference section 3 (the scenario was set from it)",
+            "docs/reference.md §Seed (the scenario was set from it)",
         )
     )
     return tuple(checks)

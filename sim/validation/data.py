@@ -57,7 +57,7 @@ VLLM_16035: tuple[PublishedRun, ...] = (
     PublishedRun(4, 2.08, 165.65),
 )
 
-# vLLM tests/spec_decode test_acceptance_length (reference section 5): Llama-3.1-8B +
+# vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published): Llama-3.1-8B +
 # EAGLE-3, K = 3, MT-Bench, temperature 0: AL 2.60, cumulative per-position rates.
 VLLM_ACCEPTANCE_TEST_AL = 2.60
 VLLM_ACCEPTANCE_TEST_CUMULATIVE = (0.7296, 0.5208, 0.3545)
@@ -78,7 +78,7 @@ VLLM_26191_DRAFT_TOKENS = 33712
 VLLM_26191_ACCEPTED = 12208
 VLLM_26191_PRINTED_AL = 3.53
 
-# Seed (reference section 3, ../shared/seed/): Kimi-K2.5, 8 PCIe GPUs, EAGLE-3 k = 2.
+# Seed (docs/reference.md §Seed): Kimi-K2.5, 8 PCIe GPUs, EAGLE-3 k = 2.
 SEED_BASELINE_TOK_S = (82.0, 83.0)
 SEED_SPEC_TOK_S = (59.0, 61.0)
 SEED_ACCEPT_LENGTH = 2.0
@@ -87,10 +87,10 @@ SEED_REFERENCE_BREAK_EVEN_AL = 2.46  # 82 tok/s x 30 ms
 SEED_REFERENCE_NEEDED_AL = {150.0: 4.5, 200.0: 6.0}  # target x 30 ms
 
 
-# voipmonitor/rtx6kpro (reference section 4): Kimi on 8 PCIe GPUs (RTX PRO 6000 class),
+# voipmonitor/rtx6kpro (docs/reference.md §All-reduce): Kimi on 8 PCIe GPUs (RTX PRO 6000 class),
 # SGLang EAGLE-3 at 2k context; making the verify pass fully CUDA-graphed raised the
 # speculative throughput from 75.0 to 116.6 tok/s. num_steps and accept length not given.
-GRAPHED_VERIFY_SOURCE = "voipmonitor/rtx6kpro (reference section 4)"
+GRAPHED_VERIFY_SOURCE = "voipmonitor/rtx6kpro (docs/reference.md §All-reduce)"
 GRAPHED_VERIFY_BEFORE_TOK_S = 75.0
 GRAPHED_VERIFY_AFTER_TOK_S = 116.6
 

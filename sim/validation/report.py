@@ -1,9 +1,10 @@
 """The validation report: specsim's predictions next to published measurements it did not fit.
 
 ``make validate`` runs ``python -m sim.validation`` which rebuilds docs/validation.md
-(atomically) from the cases of sim/validation_cases.py (published figures in
-sim/validation_data.py, each case calibrated on some and scored on the others) and the
-closed-form checks of sim/validation_checks.py. This module assembles and renders them.
+(atomically) from the cases of sim/validation/cases.py and sim/validation/hardware_cases.py
+(published figures in sim/validation/data.py and sim/validation/hardware_data.py, each case
+calibrated on some and scored on the others) and the closed-form checks of
+sim/validation/checks.py. This module assembles and renders them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,14 @@ from sim.validation.cases import (
 )
 from sim.validation.checks import Check, closed_form_checks
 from sim.validation.decision_cases import decision_cases
+from sim.validation.hardware_cases import (
+    HARDWARE_NOT_RECONSTRUCTED,
+    case_custom_allreduce,
+    case_eager_pairs,
+    case_nccl_points,
+)
 from sim.validation.serving_cases import serving_cases
+from sim.validation.tree_cases import sglang_4716_note, tree_cases
 
 __all__ = ["Case", "Check", "Report", "Row", "build_report", "main", "render_markdown"]
 
@@ -82,14 +90,18 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         case_vllm_acceptance_test(),
         case_vllm_26498(),
         case_graphed_verify(seed),
+        case_eager_pairs(seed),
+        case_nccl_points(),
+        case_custom_allreduce(),
         case_seed(seed),
+        *tree_cases(),
         *(serving_cases() if serving else ()),
         *(decision_cases() if serving else ()),
     )
     return Report(
         cases,
         closed_form_checks(seed),
-        NOT_RECONSTRUCTED,
+        (*NOT_RECONSTRUCTED, sglang_4716_note(), *HARDWARE_NOT_RECONSTRUCTED),
         _spreads_statement(),
     )
 

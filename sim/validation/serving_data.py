@@ -47,7 +47,7 @@ EAGLE3_VLLM_TABLE5: Mapping[str, Mapping[int, float]] = {
     "EAGLE": {2: 1.30, 4: 1.25, 8: 1.21, 16: 1.10, 24: 1.03, 32: 0.93, 48: 0.82, 56: 0.71},
 }
 
-# vllm-project/vllm tests (test_acceptance_length, reference section 5): Llama-3.1-8B +
+# vllm-project/vllm tests (test_acceptance_length, docs/reference.md §Published): Llama-3.1-8B +
 # EAGLE-3, K = 3, MT-Bench, T = 0: cumulative per-position acceptance. The same drafter
 # family as the paper's EAGLE-3 rows; it gives the EAGLE-3 cases their acceptance, so
 # Table 3/5 figures are not needed for it.

@@ -1,4 +1,5 @@
-"""The Prometheus text-format parser on the format's own corner cases."""
+"""The Prometheus text-format parser (prometheus_client underneath) on the format's own
+corner cases."""
 
 from __future__ import annotations
 
@@ -66,12 +67,13 @@ def test_openmetrics_exemplar_and_eof_are_tolerated() -> None:
 @pytest.mark.parametrize(
     "line, fragment",
     [
-        ('foo{bar="baz" 1', "expected , or }"),
-        ("foo{bar=baz} 1", 'expected ="'),
-        ("foo one", "is not a number"),
+        # the words after "line 3:" are prometheus_client's where its parser refuses
+        ('foo{bar="baz" 1', "could not convert"),
+        ("foo{bar=baz} 1", "Invalid labels"),
+        ("foo one", "could not convert string to float: 'one'"),
         ('foo{bar="x\\q"} 1', "bad escape"),
-        ("HTTP/1.1 200 OK", "expected"),
-        ("<html>", "not a metric sample"),
+        ("HTTP/1.1 200 OK", "is not a number"),
+        ("<html>", "expected 'value [timestamp]'"),
         ("foo 1 2 3", "expected 'value [timestamp]'"),
     ],
 )
@@ -109,3 +111,24 @@ def test_any_escaped_labels_and_value_round_trip(labels: dict[str, str], value: 
     text = f"m{{{body}}} {value!r}\n"
     (s,) = parse_exposition(text).samples
     assert dict(s.labels) == labels and s.value == value
+
+
+def test_parse_time_is_linear_in_the_scrape() -> None:
+    """8x the lines takes well under the 64x a quadratic parser would."""
+    import gc
+    import time
+
+    def t(n: int) -> float:
+        text = "".join(f'x_total{{engine="{i}",model_name="m"}} {i}.0\n' for i in range(n))
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            parse_exposition(text)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    gc.disable()
+    try:
+        assert t(4_000) / t(500) < 24
+    finally:
+        gc.enable()

@@ -23,7 +23,7 @@ def test_one_scrape_sums_engines_and_gives_every_rate() -> None:
     assert c.conditional == pytest.approx((0.73, 0.52 / 0.73, 0.35 / 0.52))
     assert c.draft_acceptance_rate == pytest.approx(2560 / 4800)
     assert c.accept_length == pytest.approx(2.6)
-    # AL = 1 + sum of cumulative rates (reference section 2)
+    # AL = 1 + sum of cumulative rates (docs/reference.md §Acceptance)
     assert c.accept_length == pytest.approx(1 + sum(c.cumulative))
 
 

@@ -44,7 +44,37 @@ def test_invalid_toml(write_scenario):
         ("decode_ms = 10.0", "decode_ms = -3.0", "timing.decode_ms", "greater than 0"),
         ("tok_s = [100.0]", "tok_s = []", "targets.tok_s", "at least 1"),
         ("decode_ms = 10.0\n", "", "timing.decode_ms", "missing"),
-        ("num_steps = 3", "num_steps = 3\ntopk = 4", "speculation", "tree drafting"),
+        ("num_steps = 3", "num_steps = 3\ntopk = 4", "speculation.num_draft_tokens", "required"),
+        (
+            "num_steps = 3",
+            "num_steps = 3\ntopk = 2\nnum_draft_tokens = 12",
+            "speculation.num_draft_tokens",
+            "must be in 2..11",
+        ),
+        (
+            "num_steps = 3",
+            "num_steps = 3\ntopk = 2\nnum_draft_tokens = 6",
+            "acceptance.rank_rates",
+            "rank-wise rates",
+        ),
+        (
+            "num_steps = 3\n[acceptance]\nalpha = 0.7",
+            "num_steps = 3\ntopk = 2\nnum_draft_tokens = 6\n[acceptance]\nrank_rates = [0.7, 0.4]",
+            "acceptance.rank_rates",
+            "sum to 1.1",
+        ),
+        (
+            "num_steps = 3\n[acceptance]\nalpha = 0.7",
+            "num_steps = 3\ntopk = 3\nnum_draft_tokens = 6\n[acceptance]\nrank_rates = [0.7, 0.1]",
+            "acceptance.rank_rates",
+            "rank_extend",
+        ),
+        (
+            "[acceptance]\nalpha = 0.7",
+            '[acceptance]\nalpha = 0.7\nrank_profile = "eagle-9"',
+            "acceptance.rank_profile",
+            "unknown rank profile",
+        ),
         ("[acceptance]\nalpha = 0.7", "[acceptance]", "acceptance", "exactly one"),
     ],
 )

@@ -47,13 +47,14 @@ def test_calibrated_pass_reproduces_every_measured_point():
         assert float(bp.pass_ms(pt.tokens, pt.kv_tokens, pt.pairs)) == pytest.approx(
             pt.ms, rel=1e-12
         )
-    # between points compute is linear in the work; beyond, the last slope
+    # between points compute is linear in the work; beyond, the last slope (never negative:
+    # ComputeCurve.end_slopes clamps a falling one at 0)
     c = bp.curve
     r = np.array([float(bp.work_ms(p.tokens, p.kv_tokens, p.pairs)) for p in points])
     mid = (r[0] + r[1]) / 2
     assert float(c.at(mid)) == pytest.approx((c.compute_ms[0] + c.compute_ms[1]) / 2)
     beyond = r[2] + 1.0
-    slope = (c.compute_ms[2] - c.compute_ms[1]) / (r[2] - r[1])
+    slope = max(0.0, (c.compute_ms[2] - c.compute_ms[1]) / (r[2] - r[1]))
     assert float(c.at(beyond)) == pytest.approx(c.compute_ms[2] + slope)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,6 +32,35 @@ def test_envelope_equals_the_critical_path(layers, kernels, allreduce_ms, launch
     env = envelope_of(schedule)
     expected = np.array([critical_path_ms(schedule, v) for v in x])
     np.testing.assert_allclose(env.at(np.array(x)), expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    layers=st.integers(1, 6),
+    kernels=st.integers(4, 16),
+    launch_ms=st.floats(0.0, 0.02),
+    every=st.integers(1, 9),
+    sync_ms=st.floats(0.0, 0.05),
+    x=st.lists(st.floats(0.0, 50.0), min_size=1, max_size=12),
+)
+def test_envelope_with_host_syncs_equals_the_critical_path(
+    layers, kernels, launch_ms, every, sync_ms, x
+):
+    """Host synchronisations split a pass into stretches: the envelope is their sum."""
+    base = kernel_schedule(
+        layers=layers,
+        kernels_per_layer=kernels,
+        allreduces_per_layer=2,
+        allreduce_ms=0.05,
+        tensor_parallel=True,
+        launch_ms=launch_ms,
+    )
+    syncs = np.zeros(base.num_kernels, dtype=bool)
+    syncs[::every] = True
+    schedule = replace(base, host_sync=syncs, sync_ms=sync_ms)
+    expected = np.array([critical_path_ms(schedule, v) for v in x])
+    got = envelope_of(schedule).at(np.array(x))
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-11)
 
 
 @settings(max_examples=60, deadline=None)

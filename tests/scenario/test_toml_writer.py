@@ -1,4 +1,4 @@
-"""The hand-written TOML emitter round-trips through tomllib and the scenario loader."""
+"""Scenario TOML output (tomli-w plus comments) round-trips through tomllib and the loader."""
 
 from __future__ import annotations
 
@@ -47,6 +47,6 @@ def test_arrays_of_tables_with_nested_tables() -> None:
         "a": {"x": 1, "mix": [{"name": "chat", "w": 0.7}, {"name": "code", "sub": {"k": 2}}]},
         "b": {"y": True},
     }
-    text = dumps(doc)
-    assert text.count("[[a.mix]]") == 2 and "[a.mix.sub]" in text
+    text = dumps(doc, comments={"a.mix": "classes", "b.y": "why"})
+    assert "# classes\nmix = [" in text and "# why\ny = true" in text  # tomli-w: inline tables
     assert tomllib.loads(text) == doc

@@ -1,5 +1,10 @@
 """The Prometheus text exposition format (what ``curl SERVER/metrics`` returns), parsed.
 
+Each sample line goes through prometheus_client's parser (the Prometheus project's Python
+client, ``prometheus_client.parser.text_string_to_metric_families``); this module adds line
+numbers to errors, refuses a repeated series, and keeps the rules below the client does
+not enforce.
+
 Rules followed (prometheus.io/docs/instrumenting/exposition_formats, "Text-based format"):
 
 - one sample a line: ``name[{label="value",...}] value [timestamp_ms]``, fields separated
@@ -21,17 +26,18 @@ nothing, as in Prometheus itself.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from sim.errors import SpecsimError
 
-_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_NAME_RE = re.compile(_NAME)
-_LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _BLANK = " \t"
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+_ESCAPES = ("\\", '"', "n")
+_ESCAPE = re.compile(r"\\(.)")
+#: An OpenMetrics exemplar at the end of a sample: `` # {trace_id="..."} 1.0 [ts]``.
+_EXEMPLAR = re.compile(r"\s+#\s+\{[^{}]*\}[^{}]*$")
 
 
 @dataclass(frozen=True)
@@ -60,103 +66,56 @@ class Exposition:
         return dict(self.types).get(family)
 
 
-def _parse_value(text: str, what: str, line: int, source: str) -> float:
-    lowered = text.lower()
-    if lowered in ("nan", "+nan", "-nan"):
-        return math.nan
-    if lowered in ("+inf", "inf"):
-        return math.inf
-    if lowered == "-inf":
-        return -math.inf
+def _library_sample(text: str, line: int, source: str) -> tuple[str, dict[str, str], float]:
+    """Name, labels and value of one sample line, parsed by prometheus_client's own text
+    parser (``prometheus_client.parser``, the Prometheus project's Python client)."""
     try:
-        return float(text)
-    except ValueError:
+        families = list(text_string_to_metric_families(text + "\n"))
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
         raise SpecsimError(
-            f"{what} {text!r} is not a number", source=source, field=f"line {line}"
+            f"not a valid sample ({exc})", source=source, field=f"line {line}"
         ) from None
+    samples = [smp for fam in families for smp in fam.samples]
+    if len(samples) != 1:
+        raise SpecsimError("not a metric sample", source=source, field=f"line {line}")
+    smp = samples[0]
+    return smp.name, dict(smp.labels), float(smp.value)
 
 
-def _parse_labels(text: str, pos: int, line: int, source: str) -> tuple[dict[str, str], int]:
-    """Labels from ``text[pos]`` == '{' to the matching '}'; returns labels, index after '}'."""
-    labels: dict[str, str] = {}
-    i = pos + 1
+def _parse_sample(text: str, line: int, source: str) -> Sample:
+    """One sample line. prometheus_client parses name, labels and value; around it this
+    adds what the text format requires and the client tolerates: OpenMetrics exemplars are
+    dropped, at most a value and a timestamp follow the labels, label escapes are only
+    ``\\\\``, ``\\"`` and ``\\n``, and float-second (OpenMetrics) timestamps are kept as
+    milliseconds."""
 
     def fail(msg: str) -> SpecsimError:
         return SpecsimError(msg, source=source, field=f"line {line}")
 
-    while True:
-        while i < len(text) and text[i] in _BLANK:
-            i += 1
-        if i < len(text) and text[i] == "}":
-            return labels, i + 1
-        m = _LABEL_NAME_RE.match(text, i)
-        if not m:
-            raise fail(f"expected a label name at column {i + 1}")
-        name = m.group(0)
-        i = m.end()
-        while i < len(text) and text[i] in _BLANK:
-            i += 1
-        if text[i : i + 2] != '="':
-            raise fail(f'expected =" after label {name!r}')
-        i += 2
-        value = []
-        while True:
-            if i >= len(text):
-                raise fail(f"unterminated value of label {name!r}")
-            ch = text[i]
-            if ch == "\\":
-                nxt = text[i + 1 : i + 2]
-                if nxt not in _ESCAPES:
-                    raise fail(f"bad escape \\{nxt} in label {name!r}")
-                value.append(_ESCAPES[nxt])
-                i += 2
-            elif ch == '"':
-                i += 1
-                break
-            else:
-                value.append(ch)
-                i += 1
-        if name in labels:
-            raise fail(f"label {name!r} given twice")
-        labels[name] = "".join(value)
-        while i < len(text) and text[i] in _BLANK:
-            i += 1
-        if i < len(text) and text[i] == ",":
-            i += 1
-        elif i < len(text) and text[i] == "}":
-            continue
-        else:
-            raise fail("expected , or } after a label value")
-
-
-def _parse_sample(text: str, line: int, source: str) -> Sample:
-    m = _NAME_RE.match(text)
-    if not m:
-        raise SpecsimError(
-            f"not a metric sample: {text[:60]!r}", source=source, field=f"line {line}"
-        )
-    name = m.group(0)
-    i = m.end()
-    labels: dict[str, str] = {}
-    if i < len(text) and text[i] == "{":
-        labels, i = _parse_labels(text, i, line, source)
-    rest = text[i:]
-    if rest and rest[0] not in _BLANK:
-        raise SpecsimError(f"expected a blank after {name!r}", source=source, field=f"line {line}")
-    rest = rest.split(" # ", 1)[0]  # OpenMetrics exemplar
+    text = _EXEMPLAR.sub("", text)
+    close = text.rfind("}")
+    if "{" in text and close > text.index("{"):
+        labels_text, rest = text[text.index("{") + 1 : close], text[close + 1 :]
+        for escaped in _ESCAPE.findall(labels_text):
+            if escaped not in _ESCAPES:
+                raise fail(f"bad escape \\{escaped} in a label value")
+    else:
+        rest = text.split(None, 1)[1] if len(text.split(None, 1)) > 1 else ""
     fields = rest.split()
     if not 1 <= len(fields) <= 2:
-        raise SpecsimError(
-            f"expected 'value [timestamp]' after {name!r}", source=source, field=f"line {line}"
-        )
-    value = _parse_value(fields[0], "value", line, source)
-    timestamp = None
+        raise fail("expected 'value [timestamp]' after the metric name and labels")
+    timestamp: int | None = None
     if len(fields) == 2:
+        ts = fields[1]
         try:
-            timestamp = int(fields[1])
+            timestamp = int(ts)
         except ValueError:
-            # OpenMetrics timestamps are float seconds; keep them as milliseconds.
-            timestamp = round(_parse_value(fields[1], "timestamp", line, source) * 1000)
+            try:  # OpenMetrics: float seconds
+                timestamp = round(float(ts) * 1000)
+            except ValueError:
+                raise fail(f"timestamp {ts!r} is not a number") from None
+        text = text[: len(text) - len(rest)] + " " + fields[0]
+    name, labels, value = _library_sample(text, line, source)
     return Sample(name, tuple(sorted(labels.items())), value, timestamp, line)
 
 

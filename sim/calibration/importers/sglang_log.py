@@ -39,7 +39,17 @@ EXPECTED = (
 )
 _DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,]\s*(?P<body>.*)$")
 _PREFIX = re.compile(r"\[(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<ranks>[^\]]*)\]")
-_FIELD = re.compile(r"\s*(?P<key>[^:,]+?)\s*:\s*(?P<value>[^,]*?)\s*(?:,|$)")
+
+
+def _fields(body: str) -> dict[str, str]:
+    """``key: value, key: value, ...`` -> {key: value}, in one pass (linear in the line;
+    the regular expression it replaces backtracked quadratically on long lines)."""
+    out: dict[str, str] = {}
+    for part in body.split(","):
+        key, sep, value = part.partition(":")
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,7 @@ def _decode_line(text: str, number: int) -> DecodeLine | None:
     m = _DECODE.search(text)
     if not m:
         return None
-    fields = {f.group("key").strip(): f.group("value") for f in _FIELD.finditer(m.group("body"))}
+    fields = _fields(m.group("body"))
     if "accept len" not in fields:
         return None
     try:

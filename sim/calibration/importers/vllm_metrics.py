@@ -11,7 +11,8 @@ vllm/v1/metrics/loggers.py: ``model_name`` and ``engine``) exposes four counters
 
 In the text exposition each appears as ``<name>_total{...}`` (plus ``<name>_created``,
 ignored). Counters are summed over every other label (several engines under data
-parallelism, several models). From the counts (reference section 2):
+parallelism, several models). From the counts (docs/reference.md §Acceptance; the
+formulas are vLLM's own, vllm/v1/spec_decode/metrics.py):
 
 - cumulative per-position rate c_i = accepted_per_pos[i] / num_drafts;
 - conditional per-position rate a_i = c_i / c_(i-1);
@@ -22,8 +23,9 @@ parallelism, several models). From the counts (reference section 2):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.prometheus import Exposition, counter_samples, parse_exposition
@@ -222,3 +224,78 @@ def read_vllm_metrics(path: str | Path, before: str | Path | None = None) -> Spe
             raise SpecsimError("vllm:spec_decode_num_drafts is 0: no drafts yet", source=str(path))
         return after
     return after.minus(parse_vllm_metrics(read_text(before), source=str(before)))
+
+
+#: Histograms of the time of one engine step per request (``vllm/v1/metrics/loggers.py``):
+#: the current name, then the deprecated one (v0.10-v0.12; per iteration, the same as ITL,
+#: not the per-request TPOT its name suggests).
+STEP_HISTOGRAMS = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
+#: Per finished request: (e2e - TTFT) / (output tokens - 1).
+REQUEST_TPOT = "vllm:request_time_per_output_token_seconds"
+
+
+@dataclass(frozen=True)
+class HistogramMean:
+    """``_sum / _count`` of a histogram summed over label sets (a difference of scrapes)."""
+
+    family: str
+    total_s: float
+    count: float
+
+    @property
+    def mean_ms(self) -> float:
+        return 1000.0 * self.total_s / self.count
+
+
+def histogram_mean(exposition: Exposition, family: str, source: str) -> HistogramMean | None:
+    """The family's ``_sum`` and ``_count`` summed over label sets; None when absent."""
+    sums = [s for s in exposition.samples if s.name == family + "_sum"]
+    counts = [s for s in exposition.samples if s.name == family + "_count"]
+    if not sums or not counts:
+        return None
+    for s in (*sums, *counts):
+        if not math.isfinite(s.value) or s.value < 0:
+            raise SpecsimError(
+                f"{s.name} is {s.value} (must be finite and >= 0)",
+                source=source,
+                field=f"line {s.line}",
+            )
+    return HistogramMean(family, sum(s.value for s in sums), sum(s.value for s in counts))
+
+
+@dataclass(frozen=True)
+class VllmLatency:
+    """Mean engine-step time (ITL) and mean per-request TPOT of a scrape, when present."""
+
+    step: HistogramMean | None
+    request_tpot: HistogramMean | None
+    source: str
+
+    def figures(self) -> dict[str, Any]:
+        def one(h: HistogramMean | None) -> dict[str, Any] | None:
+            return None if h is None else {**asdict(h), "mean_ms": h.mean_ms if h.count else None}
+
+        return {"step_time": one(self.step), "request_tpot": one(self.request_tpot)}
+
+
+def latency_from_text(text: str, source: str) -> dict[str, HistogramMean | None]:
+    exposition = parse_exposition(text, source=source)
+    step = next((h for f in STEP_HISTOGRAMS if (h := histogram_mean(exposition, f, source))), None)
+    return {"step": step, "request_tpot": histogram_mean(exposition, REQUEST_TPOT, source)}
+
+
+def read_vllm_latency(path: str | Path, before: str | Path | None = None) -> VllmLatency:
+    """Latency histograms of a scrape (or ``path`` minus ``before``)."""
+    after = latency_from_text(read_text(path), str(path))
+    if before is not None:
+        earlier = latency_from_text(read_text(before), str(before))
+        for key, h in after.items():
+            b = earlier.get(key)
+            if h is not None and b is not None:
+                if h.count < b.count or h.total_s < b.total_s:
+                    raise SpecsimError(
+                        f"{h.family} went down between the two scrapes (server restarted?)",
+                        source=str(path),
+                    )
+                after[key] = HistogramMean(h.family, h.total_s - b.total_s, h.count - b.count)
+    return VllmLatency(after["step"], after["request_tpot"], str(path))

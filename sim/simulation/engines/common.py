@@ -15,23 +15,48 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
+from sim.model.tree_acceptance import Acceptance
 
 
 @dataclass(frozen=True)
 class EnginePlan:
-    """Everything an engine needs besides random numbers (picklable, for worker processes)."""
+    """Everything an engine needs besides random numbers (picklable, for worker processes).
 
-    acceptance: AcceptanceModel
+    The draft extend runs over the cycle's L accepted tokens: a cycle's extend is its drawn
+    extend (mean m: the cycle-time model's) scaled to mean m + ``extend_per_token_ms`` (L -
+    ``extend_tokens``) (``extend_scale``), so with L's pmf the expected extend is the closed
+    form's m + s (E[L] - t), exactly.
+    """
+
+    acceptance: Acceptance
     cycle_times: CycleTimeModel
     output_tokens: int
     requests: int
+    extend_per_token_ms: float = 0.0
+    extend_tokens: float = 0.0
 
     @property
     def num_steps(self) -> int:
         return self.acceptance.num_steps
+
+    @property
+    def extend_varies(self) -> bool:
+        return self.extend_per_token_ms != 0.0 and self.num_steps > 0
+
+    def extend_means_ms(self) -> np.ndarray:
+        """Mean extend (ms) of a cycle with L = 1..k + 1 tokens, shape (k + 1,)."""
+        mean = self.cycle_times.mean_ms()["extend"]
+        lengths = np.arange(1, self.num_steps + 2, dtype=float)
+        return mean + self.extend_per_token_ms * (lengths - self.extend_tokens)
+
+    def extend_scale(self) -> np.ndarray:
+        """Factor on a cycle's drawn extend for L = 1..k + 1, shape (k + 1,): mean(L) / m."""
+        mean = self.cycle_times.mean_ms()["extend"]
+        if mean <= 0:
+            raise ValueError("an extend that grows with L needs a positive mean extend")
+        return self.extend_means_ms() / mean
 
 
 @dataclass(frozen=True)

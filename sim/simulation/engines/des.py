@@ -3,11 +3,14 @@
 Processes only yield events. A cycle of a request is
 
     drafter steps (k - 1 of them, one timeout)  ->  verify pass  ->  acceptance
-    ->  draft extend  ->  per-cycle overhead
+    ->  draft extend over the L accepted tokens  ->  per-cycle overhead
 
-where the durations come from the plan's ``CycleTimeModel`` and acceptance is decided
-position by position (``accept_length_sequential``: draft i is accepted with its
-conditional rate only if draft i - 1 was; the target adds one token). Phases of zero
+where the durations come from the plan's ``CycleTimeModel`` (the extend scaled to the
+cycle's L, ``EnginePlan.extend_scale``) and acceptance is decided position by position as
+the protocol runs (the acceptance model's ``sequential_length``: for a chain, draft i is
+accepted with its conditional rate only if draft i - 1 was; for a tree, one categorical draw
+per depth picks which ranked child, if any, the target's token is; the target adds one
+token). Phases of zero
 duration yield no event. Random numbers are pre-drawn in small blocks per request by the
 pure generator ``cycle_draws``, from the request's own sub-stream (``request_stream``), so
 that with the same seed, higher rates never slow a request down here either. The
@@ -28,7 +31,6 @@ import simpy
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
-from sim.model.samplers import accept_length_sequential
 from sim.simulation.engines.common import (
     EngineOutput,
     EnginePlan,
@@ -99,13 +101,17 @@ class Recorder:
 def request_process(
     env: simpy.Environment,
     request: int,
-    rates: list[float],
+    cycle_length: Callable[[Sequence[float]], int],
     output_tokens: int,
     draws: Iterator[CycleDraw],
     rec: Recorder,
     trace: Trace | None = None,
+    extend_scale: list[float] | None = None,
 ):
-    """One request: cycles until ``output_tokens`` tokens are out (the last may overshoot)."""
+    """One request: cycles until ``output_tokens`` tokens are out (the last may overshoot).
+
+    ``extend_scale[L - 1]`` multiplies the drawn extend of a cycle that accepted L tokens
+    (None: the extend does not depend on L)."""
     start = env.now
     emitted = 0
     cycle = 0
@@ -123,9 +129,12 @@ def request_process(
         yield env.timeout(verify_ms)
         if trace:
             trace(env.now, request, cycle, "verify")
-        length = accept_length_sequential(u, rates)
+        length = cycle_length(u)
         if trace:
             trace(env.now, request, cycle, f"accept L={length}")
+        if extend_scale is not None:
+            extend_ms *= extend_scale[length - 1]
+            phases = (draft_ms, verify_ms, extend_ms, overhead_ms)
         if extend_ms > 0:
             yield env.timeout(extend_ms)
             if trace:
@@ -151,7 +160,9 @@ def server_process(
     rec: Recorder,
     trace: Trace | None = None,
 ):
-    """Batch 1: run the requests one after another. ``rates`` has shape (Q, k)."""
+    """Batch 1: run the requests one after another. ``rates`` has shape (Q, P): each
+    request's acceptance parameters (a chain's rates, a tree's top-1 rates)."""
+    scale = plan.extend_scale().tolist() if plan.extend_varies else None
     for r, row in enumerate(rates.tolist()):
         draws = cycle_draws(
             plan.cycle_times,
@@ -159,7 +170,10 @@ def server_process(
             request_stream(rngs.accept, r),
             request_stream(rngs.timing, r),
         )
-        yield env.process(request_process(env, r, row, plan.output_tokens, draws, rec, trace))
+        length = plan.acceptance.sequential_length(row)
+        yield env.process(
+            request_process(env, r, length, plan.output_tokens, draws, rec, trace, scale)
+        )
 
 
 def run_replication(

@@ -17,6 +17,14 @@ of a request takes the same time in both (durations drawn per cycle in fixed blo
 One uniform per cycle (inverse cdf of L; a 32-bit integer, half a raw 64-bit draw) instead
 of k, and no per-cycle Python: a chunk is a handful of whole-array passes (draw, then per
 position a compare and a count).
+
+A draft extend that grows with L (``EnginePlan.extend_varies``) is honoured from the per
+request counts of cycles by L (the per-position counts give them): without jitter the
+extra is s (tokens emitted - t cycles); with gamma jitter the cycles with the same L share
+a mean, so their extends sum to mean(L) x a Gamma(n_L / cv^2, cv^2) draw (one more uniform
+per request and L, drawn after the phase uniforms); with per-cycle draws the counts are
+laid over the request's cycles of the chunk in L order (the draws are i.i.d. and
+independent of L, so any fixed order gives the same law).
 """
 
 from __future__ import annotations
@@ -120,10 +128,10 @@ def _run_block(
     b_n, q_n, n_tok, k = len(rngs), plan.requests, plan.output_tokens, plan.num_steps
     model = plan.acceptance
     work = work or Workspace()
-    request_class = np.empty((b_n, q_n), dtype=np.int64)
-    rates = np.empty((b_n, q_n, k))
-    for b, r in enumerate(rngs):
-        request_class[b], rates[b] = model.sample_requests(r.requests, q_n)
+    drawn = [model.sample_requests(r.requests, q_n) for r in rngs]
+    request_class = np.stack([c for c, _ in drawn]).astype(np.int64)  # (B, Q)
+    params = np.concatenate([p for _, p in drawn])  # (B Q, P): a chain's rates, a tree's top-1
+    rates = model.chain_rates(params).reshape(b_n, q_n, k)  # a tree: its chain-equivalent law
     cum = cumulative_rates(rates)  # (B, Q, k)
     al, var = length_moments(cum)  # (B, Q)
     shared = not model.heterogeneous
@@ -138,6 +146,9 @@ def _run_block(
     per_cycle = jitter and not summable
     # summable: one uniform per request and phase, drawn first (fixed count: CRN holds)
     time_u = [r.timing.random((q_n, len(PHASES))) for r in rngs] if summable else []
+    varies = plan.extend_varies
+    scale = plan.extend_scale() if varies else np.ones(k + 1)  # (k + 1,) by L
+    extend_u = [r.timing.random((q_n, k + 1)) for r in rngs] if summable and varies else []
     timing = [TimingBlocks(times, r.timing, q_n) for r in rngs] if per_cycle else []
     request_ns = np.zeros((b_n, q_n), dtype=np.int64)
     phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
@@ -188,6 +199,8 @@ def _run_block(
         if per_cycle:
             for i, b in enumerate(reps):
                 t = timing[b].take(c0, c0 + chunk)  # (4, C, Q) int64 ns
+                if varies:
+                    t = _scaled_extend(t, ran[i], got[:, i], scale)
                 per_request = t.sum(axis=1) * act[i]  # (4, Q)
                 mine = bi == i
                 if tails is not None and mine.any():
@@ -200,6 +213,13 @@ def _run_block(
 
     if summable:
         totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
+        if varies:
+            by_length = _counts_by_length(cycles, accepted)  # (B, Q, k + 1)
+            mean = plan.cycle_times.mean_ms()["extend"]
+            multipliers = np.stack(
+                [times.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
+            )
+            totals[:, :, PHASES.index("extend")] = mean * (multipliers * scale).sum(axis=2)
         request_ms = totals.sum(axis=2)  # (B, Q)
         phase_ms = totals.sum(axis=1)  # (B, 4)
     elif per_cycle:
@@ -209,6 +229,11 @@ def _run_block(
         means = phase_means(plan.cycle_times)
         request_ms = cycles * means.sum()
         phase_ms = cycles.sum(axis=1)[:, None] * means[None, :]
+        if varies:
+            # sum over cycles of s (L - t) = s (tokens emitted - t cycles)
+            extra = plan.extend_per_token_ms * (tokens - plan.extend_tokens * cycles)
+            request_ms = request_ms + extra
+            phase_ms[:, PHASES.index("extend")] += extra.sum(axis=1)
     at_least = np.concatenate([cycles.sum(axis=1)[None], accepted.sum(axis=2)])  # (k+1, B)
     counts = at_least - np.concatenate([at_least[1:], np.zeros((1, b_n), dtype=np.int64)])
     return EngineOutput(
@@ -220,6 +245,30 @@ def _run_block(
         accept_counts=counts.T,
         phase_ms=phase_ms,
     )
+
+
+def _counts_by_length(cycles: np.ndarray, accepted: np.ndarray) -> np.ndarray:
+    """Cycles with L = 1..k + 1 per request, shape (..., k + 1), from the cycles run (...)
+    and the cycles with draft j + 1 accepted (k, ...): the latter are the cycles with
+    L >= j + 2."""
+    at_least = np.concatenate([cycles[None], accepted, np.zeros_like(cycles)[None]])
+    return np.moveaxis(at_least[:-1] - at_least[1:], 0, -1)
+
+
+def _scaled_extend(
+    t: np.ndarray, ran: np.ndarray, got: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """Per-cycle draws ``t`` (4, C, Q) int64 ns with each request's extend draws scaled to
+    the L of its cycles: of the ``ran`` (Q,) cycles it ran in the chunk, the last
+    ``got[j]`` ((k, Q): cycles with L >= j + 2) get L >= j + 2, i.e. its cycles laid out
+    in L order; cycles past ``ran`` keep L = k + 1 (they are dropped by the caller)."""
+    c = np.arange(t.shape[1])[:, None]  # (C, 1)
+    starts = ran[None, :] - got  # (k, Q): first cycle with L >= j + 2
+    lengths = 1 + (c[None] >= starts[:, None, :]).sum(axis=0)  # (C, Q), 1..k + 1
+    out = t.copy()
+    e = PHASES.index("extend")
+    out[e] = np.rint(t[e] * scale[lengths - 1]).astype(np.int64)
+    return out
 
 
 def run_fast(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:

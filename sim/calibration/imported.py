@@ -1,0 +1,211 @@
+"""Measurements from benchmark outputs: vLLM bench serve, SGLang bench_speculative, vLLM's
+latency histograms, SGLang's server_args (sim/calibration/importers/ parse them).
+
+Which figure feeds which fit:
+
+- acceptance: vLLM's per-position (cumulative) rates, else its accept length; SGLang's
+  ``acc_length`` at its ``steps``;
+- timing: per-request tok/s of runs at batch 1 only (a scenario is one request at a time):
+  vLLM ``max_concurrency`` 1 (1000 / mean TPOT), SGLang ``batch_size`` 1 (``speed``), a
+  vLLM scrape declared batch 1 (accept length / mean engine-step time);
+- SGLang ``steps`` 0 (or a vLLM run without speculation) is the plain-decoding baseline.
+
+Tree records (topk > 1) and batched runs are reported, not fitted, each with a note.
+Standard errors: vLLM rates binomial over drafts (as for the /metrics counters); tok/s the
+larger of ``rel_error`` x value and the spread over requests / sqrt(requests) where the
+file gives one; SGLang figures ``rel_error`` x value (the file gives no spread).
+"""
+
+from __future__ import annotations
+
+import math
+
+from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
+from sim.calibration.importers.sglang_server_args import SglangServerArgs
+from sim.calibration.importers.vllm_bench import VllmBenchRun
+from sim.calibration.importers.vllm_metrics import SpecDecodeCounters, VllmLatency
+from sim.calibration.measurements import (
+    AcceptLengthObs,
+    BaselinePoint,
+    CumulativeObs,
+    Measurements,
+    SpecPoint,
+)
+from sim.errors import SpecsimError
+
+
+def _binomial(c: float, n: float) -> float:
+    return max(math.sqrt(max(c * (1.0 - c), 0.0) / n), 0.5 / n)
+
+
+def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> Measurements:
+    """Acceptance and (at max_concurrency 1) tok/s from ``vllm bench serve`` results."""
+    out = Measurements(imported=tuple(r.figures() for r in runs))
+    for run in runs:
+        src = f"vllm bench {run.source}" + (f" line {run.line}" if run.line > 1 else "")
+        k = run.num_spec_tokens
+        if run.speculative and k is not None and k >= 1:
+            assert run.accept_length is not None
+            n = run.num_drafts or 0.0
+            if run.cumulative and n > 0:
+                out += Measurements(
+                    cumulative=tuple(
+                        CumulativeObs(i + 1, c, _binomial(c, n), src)
+                        for i, c in enumerate(run.cumulative)
+                    )
+                )
+            else:
+                sigma = math.sqrt(k * (run.accept_length - 1.0) / n) if n else 0.0
+                out += Measurements(
+                    accept_lengths=(
+                        AcceptLengthObs(
+                            k, run.accept_length, max(sigma, rel_error * run.accept_length), src
+                        ),
+                    )
+                )
+        tok_s = run.tok_s
+        if tok_s is None:
+            continue
+        if not run.batch1:
+            out += Measurements(
+                notes=(
+                    f"{src}: max_concurrency {run.max_concurrency} (not 1): its TPOT is a "
+                    "batched server's, so only its acceptance figures are used",
+                )
+            )
+            continue
+        spread = (
+            tok_s * (run.std_tpot_ms or 0.0) / (run.mean_tpot_ms or 1.0) / math.sqrt(run.completed)
+            if run.completed
+            else 0.0
+        )
+        sigma = max(rel_error * tok_s, spread)
+        if run.speculative and k:
+            assert run.accept_length is not None
+            al_sigma = rel_error * run.accept_length
+            out += Measurements(
+                points=(SpecPoint(k, run.accept_length, tok_s, sigma, al_sigma, src),)
+            )
+        else:
+            out += Measurements(baselines=(BaselinePoint(tok_s, sigma, src),))
+    return out
+
+
+def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measurements:
+    """Batch-1 chain records of ``bench_speculative``: acceptance, tok/s and the baseline."""
+    out = Measurements(imported=(bench.figures(),))
+    skipped_batch = [r for r in bench.records if r.batch_size != 1]
+    trees = [r for r in bench.records if r.batch_size == 1 and r.steps > 0 and r.topk != 1]
+    for r in bench.records:
+        if r.batch_size != 1:
+            continue
+        src = f"sglang bench {bench.source} line {r.line}"
+        if r.steps == 0:
+            out += Measurements(
+                baselines=(BaselinePoint(r.speed_tok_s, rel_error * r.speed_tok_s, src),)
+            )
+        elif r.chain:
+            al_sigma = rel_error * r.acc_length
+            out += Measurements(
+                points=(
+                    SpecPoint(
+                        r.steps,
+                        r.acc_length,
+                        r.speed_tok_s,
+                        rel_error * r.speed_tok_s,
+                        al_sigma,
+                        src,
+                    ),
+                ),
+                accept_lengths=(AcceptLengthObs(r.steps, r.acc_length, al_sigma, src),),
+            )
+    notes = [
+        f"SGLang bench {bench.source}: step_time is the 20th percentile of per-window mean "
+        "step times (bench_speculative.py), so its speed leans fast"
+    ]
+    if skipped_batch:
+        notes.append(
+            f"{len(skipped_batch)} records with batch_size > 1 are reported, not fitted "
+            "(a scenario is one request at a time)"
+        )
+    if trees:
+        notes.append(
+            f"{len(trees)} tree records (topk > 1) are reported, not fitted (calibration "
+            "fits chains)"
+        )
+    out += Measurements(notes=tuple(notes))
+    if not (out.baselines or out.points):
+        raise SpecsimError(
+            "no batch_size 1 chain or baseline record (steps 0, or topk 1) to use",
+            source=bench.source,
+        )
+    return out
+
+
+def vllm_latency_measurement(
+    latency: VllmLatency, counters: SpecDecodeCounters, rel_error: float
+) -> Measurements:
+    """tok/s = accept length / mean engine-step time, for a scrape of batch-1 traffic."""
+    step = latency.step
+    if step is None or step.count <= 0:
+        raise SpecsimError(
+            "no vllm:inter_token_latency_seconds (or vllm:time_per_output_token_seconds) "
+            "histogram with observations: cannot take the step time",
+            source=latency.source,
+        )
+    k = counters.num_spec_tokens
+    if k is None or k < 1:
+        raise SpecsimError("no drafts in the vLLM counters", source=latency.source)
+    al = counters.accept_length
+    tok_s = 1000.0 * al / step.mean_ms
+    src = f"vllm metrics {latency.source} ({step.family} mean {step.mean_ms:.4g} ms)"
+    return Measurements(
+        points=(SpecPoint(k, al, tok_s, rel_error * tok_s, rel_error * al, src),),
+        notes=(
+            f"{src}: taken as one request at a time (batch 1): the mean engine-step time is "
+            "the cycle time",
+        ),
+    )
+
+
+def server_args_measurement(args: SglangServerArgs) -> Measurements:
+    """No figure to fit: what the server ran with, reported (and k for its logs)."""
+    return Measurements(
+        imported=(args.figures(),),
+        notes=(
+            f"SGLang server_args {args.source} line {args.line}: algorithm "
+            f"{args.speculative_algorithm}, num_steps {args.num_steps}, topk {args.topk}, "
+            f"num_draft_tokens {args.num_draft_tokens}, tp_size {args.tp_size}",
+        ),
+    )
+
+
+def sglang_one_batch_measurement(
+    records: tuple[OneBatchRecord, ...], source: str, rel_error: float
+) -> Measurements:
+    """The plain-decoding baseline from ``bench_one_batch`` records at batch size 1."""
+    ones = [r for r in records if r.batch_size == 1]
+    if not ones:
+        raise SpecsimError("no batch_size 1 record (the baseline is one request)", source=source)
+    figures = {
+        "format": "SGLang bench_one_batch JSONL",
+        "source": source,
+        "records": [
+            {"line": r.line, "batch_size": r.batch_size, "input_len": r.input_len,
+             "output_len": r.output_len, "median_decode_latency_s": r.median_decode_latency_s}
+            for r in records
+        ],
+    }  # fmt: skip
+    return Measurements(
+        baselines=tuple(
+            BaselinePoint(
+                r.tok_s, rel_error * r.tok_s, f"sglang bench_one_batch {source} line {r.line}"
+            )
+            for r in ones
+        ),
+        imported=(figures,),
+        notes=(
+            f"SGLang bench_one_batch {source}: baseline = 1 / median decode step at batch 1 "
+            f"({len(records) - len(ones)} larger batches reported, not fitted)",
+        ),
+    )

@@ -1,0 +1,77 @@
+"""JSON and JSON Lines inputs, bounded: one object, or one object a line."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sim.errors import SpecsimError
+
+#: Deepest nesting accepted in an imported JSON document (the bench outputs are 2 deep).
+MAX_JSON_DEPTH = 16
+
+
+def _depth(text: str) -> int:
+    """Deepest bracket nesting outside strings, in one pass (before json.loads recurses)."""
+    depth = top = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            top = max(top, depth)
+        elif ch in "]}":
+            depth -= 1
+    return top
+
+
+def _finite(value: str) -> float:
+    raise ValueError(f"{value} is not a finite number")
+
+
+def load_object(text: str, source: str, field: str | None = None) -> dict[str, Any]:
+    """One JSON object (NaN and Infinity refused: they are not JSON)."""
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise SpecsimError(f"JSON nested deeper than {MAX_JSON_DEPTH}", source=source, field=field)
+    try:
+        doc = json.loads(text, parse_constant=_finite)
+    except ValueError as exc:
+        raise SpecsimError(f"not JSON: {exc}", source=source, field=field) from None
+    if not isinstance(doc, dict):
+        raise SpecsimError(
+            f"expected a JSON object, got a {type(doc).__name__}", source=source, field=field
+        )
+    return doc
+
+
+def load_objects(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+    """One JSON object, or JSON Lines (one object a line: ``--append-result`` files): the
+    objects with their 1-based line numbers."""
+    stripped = text.strip()
+    if not stripped:
+        raise SpecsimError("empty file", source=source)
+    lines = [(n, ln) for n, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
+    if len(lines) == 1 or not stripped.startswith("{") or stripped.count("\n") == 0:
+        return [(lines[0][0], load_object(stripped, source))]
+    return [(n, load_object(ln, source, f"line {n}")) for n, ln in lines]
+
+
+def number(record: dict[str, Any], key: str, source: str, where: str | None) -> float:
+    """A finite number at ``record[key]``; SpecsimError naming the key otherwise."""
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        got = "missing" if key not in record else f"{value!r}"
+        field = f"{where}: {key}" if where else key
+        raise SpecsimError(f"expected a number, got {got}", source=source, field=field)
+    if not math.isfinite(value):
+        raise SpecsimError("not a finite number", source=source, field=key)
+    return float(value)

@@ -1,0 +1,158 @@
+"""``vllm bench serve --save-result`` JSON: speculative-decoding and latency figures.
+
+Writer: vllm-project/vllm ``vllm/benchmarks/serve.py`` (``benchmark()`` builds the result,
+``main_async()`` writes it with ``json.dump``: one line; ``--append-result`` adds one object
+a line). The speculative keys (vLLM PR #31739) are server counter deltas over the run:
+
+- ``spec_decode_acceptance_length`` = 1 + accepted / drafts (bonus token included);
+- ``spec_decode_acceptance_rate`` = accepted / draft tokens x 100 (a **percent**);
+- ``spec_decode_per_position_acceptance_rates`` = accepted at position i / drafts
+  (**fractions**, unconditional: the cumulative rates c_1..c_k);
+- ``spec_decode_num_drafts``, ``spec_decode_draft_tokens``, ``spec_decode_accepted_tokens``.
+
+Latencies: ``mean_tpot_ms`` is per request (e2e - TTFT) / (output tokens - 1), averaged
+over requests; ``mean_itl_ms`` is the mean gap between streamed chunks, and one chunk
+carries a whole verify step's tokens, so under speculation ITL is the step time and TPOT
+the step time / accept length. ``max_concurrency`` 1 (one request at a time) is the
+batch-1 server a scenario describes; other runs give acceptance only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.calibration.importers.files import read_text
+from sim.calibration.importers.jsonfile import load_objects, number
+from sim.errors import SpecsimError
+
+ACCEPT_LENGTH = "spec_decode_acceptance_length"
+
+
+@dataclass(frozen=True)
+class VllmBenchRun:
+    """One ``vllm bench serve`` result; speculative fields None for a run without them."""
+
+    source: str
+    line: int
+    model: str | None
+    max_concurrency: int | None
+    completed: int
+    mean_tpot_ms: float | None
+    std_tpot_ms: float | None
+    mean_itl_ms: float | None
+    output_throughput: float | None
+    accept_length: float | None
+    acceptance_rate_percent: float | None
+    num_drafts: float | None
+    draft_tokens: float | None
+    accepted_tokens: float | None
+    cumulative: tuple[float, ...]
+
+    @property
+    def num_spec_tokens(self) -> int | None:
+        """k: per-position entries, else draft tokens / drafts; None without speculation."""
+        if self.cumulative:
+            return len(self.cumulative)
+        if self.num_drafts and self.draft_tokens:
+            return round(self.draft_tokens / self.num_drafts)
+        return None
+
+    @property
+    def speculative(self) -> bool:
+        return self.accept_length is not None
+
+    @property
+    def batch1(self) -> bool:
+        """One request at a time: its TPOT is the per-request speed a scenario models."""
+        return self.max_concurrency == 1
+
+    @property
+    def tok_s(self) -> float | None:
+        """Per-request decode tok/s, 1000 / mean TPOT."""
+        return 1000.0 / self.mean_tpot_ms if self.mean_tpot_ms else None
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "format": "vllm bench serve JSON",
+            **asdict(self),
+            "num_spec_tokens": self.num_spec_tokens,
+        }
+
+
+def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
+    where = f"line {line}" if line > 1 else None
+
+    def opt(key: str) -> float | None:
+        return number(record, key, source, where) if record.get(key) is not None else None
+
+    cumulative = record.get("spec_decode_per_position_acceptance_rates") or []
+    if not isinstance(cumulative, list) or len(cumulative) > 64:
+        raise SpecsimError(
+            "expected a list of at most 64 rates",
+            source=source,
+            field="spec_decode_per_position_acceptance_rates",
+        )
+    rates = tuple(
+        number({"rate": c}, "rate", source, "spec_decode_per_position_acceptance_rates")
+        for c in cumulative
+    )
+    if any(not 0.0 <= c <= 1.0 for c in rates):
+        raise SpecsimError(
+            "rates must be fractions in [0, 1]",
+            source=source,
+            field="spec_decode_per_position_acceptance_rates",
+        )
+    al = opt(ACCEPT_LENGTH)
+    k = len(rates) or None
+    if al is not None and (al < 1.0 or (k is not None and al > k + 1 + 1e-9)):
+        raise SpecsimError(
+            f"{al} is outside [1, k + 1] (bonus token included)", source=source, field=ACCEPT_LENGTH
+        )
+    rate = opt("spec_decode_acceptance_rate")
+    if rate is not None and not 0.0 <= rate <= 100.0:
+        raise SpecsimError(
+            f"{rate} is not a percent in [0, 100]",
+            source=source,
+            field="spec_decode_acceptance_rate",
+        )
+    conc = record.get("max_concurrency")
+    tpot = opt("mean_tpot_ms")
+    if tpot is not None and tpot <= 0:
+        raise SpecsimError(f"{tpot} must be positive", source=source, field="mean_tpot_ms")
+    return VllmBenchRun(
+        source=source,
+        line=line,
+        model=record.get("model_id") if isinstance(record.get("model_id"), str) else None,
+        max_concurrency=conc if isinstance(conc, int) and not isinstance(conc, bool) else None,
+        completed=int(opt("completed") or 0),
+        mean_tpot_ms=tpot,
+        std_tpot_ms=opt("std_tpot_ms"),
+        mean_itl_ms=opt("mean_itl_ms"),
+        output_throughput=opt("output_throughput"),
+        accept_length=al,
+        acceptance_rate_percent=rate,
+        num_drafts=opt("spec_decode_num_drafts"),
+        draft_tokens=opt("spec_decode_draft_tokens"),
+        accepted_tokens=opt("spec_decode_accepted_tokens"),
+        cumulative=rates,
+    )
+
+
+def parse_vllm_bench(text: str, *, source: str = "<bench>") -> tuple[VllmBenchRun, ...]:
+    """Every result in a ``--save-result`` file (one object, or one a line)."""
+    runs = []
+    for line, record in load_objects(text, source):
+        if "mean_tpot_ms" not in record and ACCEPT_LENGTH not in record:
+            raise SpecsimError(
+                "not a vllm bench serve result (no mean_tpot_ms, no spec_decode_* keys)",
+                source=source,
+                field=f"line {line}" if line > 1 else None,
+            )
+        runs.append(_run(record, source, line))
+    return tuple(runs)
+
+
+def read_vllm_bench(path: str | Path) -> tuple[VllmBenchRun, ...]:
+    return parse_vllm_bench(read_text(path), source=str(path))

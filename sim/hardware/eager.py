@@ -1,0 +1,179 @@
+"""Eager execution: what a pass run without a CUDA graph costs beyond its GPU work.
+
+Without a graph the CPU runs the model's Python forward and issues every kernel itself; the
+GPU cannot start a kernel before it is issued (sim/hardware/launch.py: the pass ends at the
+critical path of CPU issue work and GPU work). Three host-side costs, each per kernel or per
+call, build the CPU side of a pass:
+
+- ``kernel_us``: CPU time per kernel, all-in: the serving framework's Python around the op
+  (module calls, custom-op dispatch, views), PyTorch's dispatcher and the launch itself.
+  The raw launch is only a part of it: ``cuLaunchKernel`` 3.0-3.3 us on GB200, Triton's
+  binder 4.7-5.6 us, a PyTorch Inductor kernel call 6.8-9.1 us (meta-pytorch/tritonbench PR
+  #1017), "4 us per op" for plain PyTorch eager on A100 (pytorch/pytorch issue #82793). The
+  default is calibrated on one public graphed-vs-eager pair where the source counts the
+  kernels: Qwen2.5-72B-Instruct-AWQ on one A100-SXM4-80GB, single sequence, run eagerly
+  through vLLM's model code: 22.68 ms a token eager against 15.39 ms graphed
+  (FULL_DECODE_ONLY), "~1200 individual CUDA kernels (80 layers x ~15 kernels/layer)"
+  (pie-project/pie PR #348). The eager pass is launch-bound there (1200 kernels, 15.39 ms of
+  GPU work), so T_eager = 1200 c + g_last gives c = 18.9 us (``calibrate_kernel_us``).
+- ``allreduce_us``: CPU time per eager NCCL call; taken as one framework op (the call goes
+  through the same Python and dispatch to one NCCL kernel launch). The GPU side of an eager
+  call keeps the interconnect's ``eager_extra_us`` (sim/hardware/interconnects.py).
+- host synchronisations: after a syncing kernel (``.item()``, ``.tolist()``, a blocking
+  copy) the CPU waits for the GPU to drain and pays ``sync_us`` before it goes on: "a
+  `.item()/.cpu()` costs the remaining GPU queue" plus a fixed part; "two stream
+  synchronization on device is about 3 us" (facebookincubator/velox PR #6096). None by
+  default: the serving engines' decode forward has no per-layer sync in their graph-capable
+  paths (a graph cannot contain one).
+
+Modes: ``graphed`` (one graph launch, no per-kernel CPU work), ``eager`` (every kernel
+issued by the CPU) and ``piecewise`` (vLLM's PIECEWISE CUDA graphs: the attention op of every
+layer runs eager between captured pieces, each piece costing one launch, ``kernel_us``).
+Graphing never slows a pass: the critical path is nondecreasing in every CPU cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale, kernel_schedule
+
+GraphMode = Literal["graphed", "eager", "piecewise"]
+GRAPH_MODES: tuple[str, ...] = ("graphed", "eager", "piecewise")
+
+#: Calibration pair (pie-project/pie PR #348): Qwen2.5-72B-Instruct-AWQ, 1x A100-SXM4-80GB.
+PIE_348_EAGER_MS = 22.68
+PIE_348_GRAPHED_MS = 15.39
+PIE_348_LAYERS = 80
+PIE_348_KERNELS_PER_LAYER = 15
+
+
+@dataclass(frozen=True)
+class EagerCosts:
+    """Host-side costs of eager execution (microseconds); see the module docstring."""
+
+    kernel_us: float
+    allreduce_us: float | None = None
+    sync_us: float = 3.0
+    syncs_per_layer: int = 0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kernel_us < 0 or (self.allreduce_us or 0.0) < 0 or self.sync_us < 0:
+            raise ValueError("eager costs must be >= 0")
+        if self.syncs_per_layer < 0:
+            raise ValueError("syncs_per_layer must be >= 0")
+
+    @property
+    def allreduce_call_us(self) -> float:
+        return self.kernel_us if self.allreduce_us is None else self.allreduce_us
+
+    def scaled(self, factor: float) -> EagerCosts:
+        """Every per-kernel and per-call CPU cost times ``factor`` (syncs unchanged)."""
+        return replace(
+            self,
+            kernel_us=self.kernel_us * factor,
+            allreduce_us=None if self.allreduce_us is None else self.allreduce_us * factor,
+        )
+
+
+def eager_schedule(
+    *,
+    layers: int,
+    kernels_per_layer: int,
+    allreduces_per_layer: int,
+    allreduce_ms: float,
+    tensor_parallel: bool,
+    costs: EagerCosts,
+    mode: GraphMode,
+    attention_kernels: int = 0,
+) -> KernelSchedule:
+    """The pass's kernels with the CPU issue costs of ``mode``.
+
+    ``attention_kernels``: kernels of each layer's attention op (the compute kernels of the
+    layer's first segment after its first, projection, kernel), eager in ``piecewise``
+    mode; the captured piece between two attention ops (output projection, all-reduces,
+    MLP/MoE, the next layer's projection) costs one launch, so each layer costs
+    ``(attention_kernels + 1) x kernel_us`` of CPU. ``allreduce_ms`` is the caller's: an
+    all-reduce inside a piece is a graphed one. Host syncs (``costs.syncs_per_layer``, eager
+    and piecewise modes) sit on the last compute kernels of each layer.
+    """
+    if mode not in GRAPH_MODES:
+        raise ValueError(f"mode must be one of {GRAPH_MODES}, got {mode!r}")
+    base = kernel_schedule(
+        layers=layers,
+        kernels_per_layer=kernels_per_layer,
+        allreduces_per_layer=allreduces_per_layer,
+        allreduce_ms=allreduce_ms,
+        tensor_parallel=tensor_parallel,
+        launch_ms=0.0,
+    )
+    n = base.num_kernels
+    if mode == "graphed":
+        return base
+    per_layer = n // layers
+    position = np.arange(n) % per_layer
+    compute = ~base.is_allreduce
+    if mode == "eager":
+        cpu = np.where(base.is_allreduce, costs.allreduce_call_us, costs.kernel_us) / 1000.0
+    else:
+        first = compute[:per_layer] & (base.segment[:per_layer] == 0)
+        n_compute_first = int(np.count_nonzero(first))
+        if not 0 < attention_kernels < n_compute_first:
+            raise ValueError(
+                f"attention_kernels must be between 1 and {n_compute_first - 1} (the first "
+                f"segment's compute kernels less the projection before attention)"
+            )
+        attention = (position >= 1) & (position <= attention_kernels)
+        piece_start = position == attention_kernels + 1
+        piece_start[0] = True
+        cpu = np.where(attention | piece_start, costs.kernel_us / 1000.0, 0.0)
+    sync = np.zeros(n, dtype=bool)
+    if costs.syncs_per_layer:
+        for layer in range(layers):
+            idx = np.flatnonzero(compute[layer * per_layer : (layer + 1) * per_layer])
+            sync[layer * per_layer + idx[-costs.syncs_per_layer :]] = True
+    return replace(base, cpu_ms=cpu, host_sync=sync, sync_ms=costs.sync_us / 1000.0)
+
+
+def calibrate_kernel_us(
+    schedule_for: Callable[[float], KernelSchedule], compute_ms: float, measured_ms: float
+) -> float:
+    """The per-kernel CPU cost c (us) that makes the pass take ``measured_ms``.
+
+    ``schedule_for(c)`` builds the pass's schedule with CPU cost c per kernel; its CPU
+    issue costs scale with c, so the exact inversion of sim/hardware/launch.py applies to
+    the schedule at c = 1 us. Raises ValueError when the GPU work alone exceeds
+    ``measured_ms``.
+    """
+    return calibrate_cpu_scale(schedule_for(1.0), compute_ms, measured_ms)
+
+
+def pie_348_schedule(kernel_us: float) -> KernelSchedule:
+    """The calibration pass: 80 layers x 15 kernels, one GPU, every kernel eager."""
+    return eager_schedule(
+        layers=PIE_348_LAYERS,
+        kernels_per_layer=PIE_348_KERNELS_PER_LAYER,
+        allreduces_per_layer=0,
+        allreduce_ms=0.0,
+        tensor_parallel=False,
+        costs=EagerCosts(kernel_us=kernel_us),
+        mode="eager",
+    )
+
+
+#: Per-kernel CPU cost (us) of a Python serving engine running eagerly, calibrated on
+#: pie-project/pie PR #348 (module docstring): launch-bound, 1200 c + 15.39 ms / 1200 =
+#: 22.68 ms gives c = 18.889 us (tests check ``calibrate_kernel_us`` agrees).
+EAGER_KERNEL_US = 18.889
+
+DEFAULT_EAGER_COSTS = EagerCosts(
+    kernel_us=EAGER_KERNEL_US,
+    source="kernel_us calibrated on pie-project/pie PR #348 (Qwen2.5-72B-AWQ, 1x A100, "
+    "22.68 ms eager vs 15.39 ms graphed, 80 layers x ~15 kernels); all-reduce call = one "
+    "framework op; sync 3 us (facebookincubator/velox PR #6096)",
+)

@@ -1,0 +1,40 @@
+"""Text for trees: SGLang's tree and the best tree side by side (``specsim run``)."""
+
+from __future__ import annotations
+
+from sim.report.format import fmt_alpha
+from sim.studies.tree_analysis import TreeAnalysis, nodes_per_depth_text
+
+TOP1_MEANING = (
+    "top-1 = P(the target's token is the drafter's first guess | parent accepted) at depth 1; "
+    "other ranks and depths keep the scenario's shape"
+)
+
+
+def render_tree(tree: TreeAnalysis) -> list[str]:
+    """Lines of the tree section: rank rates, both trees, their E[L] and tok/s, targets."""
+    q = tree.sglang.mean_rank_rates()[0]
+    lines = [
+        "",
+        f"Tree (SGLang num_steps {tree.num_steps}, topk {tree.topk}, num_draft_tokens "
+        f"{tree.num_draft_tokens}; drafter scores taken as the rank rates)",
+        "  rank rates at depth 1: " + ", ".join(f"q{r + 1} {v:.3f}" for r, v in enumerate(q)),
+    ]
+    for which, label in (("sglang", "SGLang's tree"), ("optimal", "best tree   ")):
+        t = getattr(tree, which).tree
+        lines.append(
+            f"  {label}  {t.drafts:>3} drafts, depth {t.max_depth} "
+            f"(per depth {nodes_per_depth_text(t)}): accept length "
+            f"{tree.accept_length(which):.3f}, {tree.tok_s(which):.1f} tok/s"
+        )
+    if tree.targets:
+        lines.append(f"  {TOP1_MEANING}")
+        lines.append(
+            f"  {'target':>12}  {'AL needed':>9}  {'top-1 SGLang':>12}  {'top-1 best':>10}"
+        )
+        for t in tree.targets:
+            lines.append(
+                f"  {t.tok_s:>6.0f} tok/s  {t.required_accept_length:>9.2f}  "
+                f"{fmt_alpha(t.top1_sglang):>12}  {fmt_alpha(t.top1_optimal):>10}"
+            )
+    return lines

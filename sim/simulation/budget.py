@@ -1,0 +1,59 @@
+"""What a Monte Carlo run would cost, estimated before it starts; runs that would not fit
+in memory or finish in reasonable time are refused with the estimate.
+
+The rates are measured, not guessed: simulated output tokens per second of one process on
+the 2-core development machine (``benchmarks/bench_engines.py`` measures both engines;
+a k = 3, alpha 0.7, jitter 0.2 scenario of 200 requests x 512 tokens gave 59 M tok/s for
+``fast`` and 0.32 M tok/s for ``des``). They are rounded down, so an estimate errs long.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sim.errors import SpecsimError
+
+#: Simulated output tokens per second of one worker process (see the module docstring).
+TOKENS_PER_S: dict[str, float] = {"fast": 5.0e7, "des": 3.0e5}
+#: Longest run accepted without a smaller size: a run that needs more is almost always a
+#: typo (1e9 requests); six hours is a night's sweep point at most.
+MAX_RUN_HOURS = 6.0
+#: Most memory the per-request results may take (all replications x requests are kept:
+#: tok/s, time, tokens, cycles, class, k + 1 accept counts, 4 phase times, 8 bytes each).
+MAX_RESULT_BYTES = 4 * 1024**3
+
+
+def result_bytes(replications: int, requests: int, num_steps: int) -> int:
+    """Bytes of the per-request result arrays of a run, shape (R, Q, ...)."""
+    return replications * requests * (5 + num_steps + 1 + 4) * 8
+
+
+def run_hours(
+    replications: int, requests: int, output_tokens: int, engine: str, workers: int
+) -> float:
+    """Estimated wall time of a run in hours (cycle fidelity)."""
+    parallel = max(1, min(workers, os.cpu_count() or 1))
+    tokens = replications * requests * output_tokens
+    return tokens / (TOKENS_PER_S.get(engine, TOKENS_PER_S["des"]) * parallel) / 3600.0
+
+
+def check_run_size(
+    replications: int, requests: int, output_tokens: int, num_steps: int, engine: str, workers: int
+) -> None:
+    """SpecsimError with the estimate when a run would not fit in memory or time."""
+    need = result_bytes(replications, requests, num_steps)
+    if need > MAX_RESULT_BYTES:
+        raise SpecsimError(
+            f"{replications} replications x {requests} requests would hold "
+            f"{need / 1024**3:.1f} GiB of per-request results (limit "
+            f"{MAX_RESULT_BYTES / 1024**3:.0f} GiB): use fewer replications or requests",
+            param="requests",
+        )
+    hours = run_hours(replications, requests, output_tokens, engine, workers)
+    if hours > MAX_RUN_HOURS:
+        raise SpecsimError(
+            f"{replications} replications x {requests} requests x {output_tokens} tokens "
+            f"would take about {hours:.3g} hours with the {engine} engine (limit "
+            f"{MAX_RUN_HOURS:g} h): use fewer replications, requests or output tokens",
+            param="replications",
+        )

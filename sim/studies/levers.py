@@ -1,0 +1,280 @@
+"""The levers a user can pull, ranked: graph the verify, move to NVLink, train a better
+drafter, next to plain decoding (the reference) and the scenario as it is.
+
+Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
+(renewal-reward, sim/scenario/bind.py). No interval from the uncertainty work exists yet, so
+each lever carries the range across the hardware model's plausible variants
+(``VARIANTS``): the verify's growth with tokens (the scenario's linear estimate, or the
+routed experts read) and, where the scenario takes the verify's GPU work from its graphed
+decode, the opposite reading (the ungraphed verify's time as GPU work, the eager model at
+its public per-kernel cost). The last one bounds graphing's gain from below: it attributes
+every millisecond the eager model cannot explain to GPU work. A better drafter adds the
+range of its published accept lengths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.errors import SpecsimError
+from sim.model.closed_forms import alpha_for_accept_length
+from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
+from sim.scenario.load import with_overrides
+from sim.scenario.schema import Scenario
+
+__all__ = [
+    "KIMI_K2_DRAFTER",
+    "VARIANTS",
+    "Drafter",
+    "Lever",
+    "LeverRow",
+    "LeverTable",
+    "Variant",
+    "default_levers",
+    "drafter_for",
+    "lever_scenarios",
+    "lever_table",
+]
+
+
+@dataclass(frozen=True)
+class Drafter:
+    """A drafter to try: its num_steps and the accept lengths it is reported to reach."""
+
+    num_steps: int
+    accept_lengths: tuple[float, ...]
+    source: str
+
+    @property
+    def typical_accept_length(self) -> float:
+        return sum(self.accept_lengths) / len(self.accept_lengths)
+
+
+#: A public EAGLE-3 drafter for Kimi-K2 trained on 1.4M samples, at num_steps 3 / 4 draft
+#: tokens: HumanEval 3.372, GSM8K 3.165, Math500 3.490 (AQ-MedAI/Kimi-K2-Instruct-eagle3
+#: model card; docs/reference.md §Seed).
+KIMI_K2_DRAFTER = Drafter(
+    num_steps=3,
+    accept_lengths=(3.165, 3.372, 3.490),
+    source="AQ-MedAI/Kimi-K2-Instruct-eagle3 model card (HumanEval 3.372, GSM8K 3.165, "
+    "Math500 3.490 at num_steps 3)",
+)
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    description: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    overrides: Mapping[str, Any]
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("as specified", "the scenario's own settings", {}),
+    Variant(
+        "experts growth",
+        "the verify's compute grows with the routed experts read (timing.verify_growth = "
+        "experts) instead of the scenario's linear estimate",
+        {"timing.verify_growth": "experts"},
+    ),
+    Variant(
+        "verify time as GPU work",
+        "the ungraphed verify's compute calibrated from its own time at the eager model's "
+        "public per-kernel cost (timing.verify_compute = measured): a lower bound on what "
+        "graphing gains",
+        {"timing.verify_compute": "measured"},
+    ),
+)
+
+
+def drafter_for(scenario: Scenario) -> Drafter | None:
+    """The public drafter to try for the scenario's target model (None: none is known)."""
+    return KIMI_K2_DRAFTER if scenario.model.name.lower().startswith("kimi") else None
+
+
+def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[Lever, ...]:
+    """Plain decoding (reference), the scenario, and the levers alone and combined; the
+    better-drafter levers only where a drafter is known (``drafter_for``)."""
+    drafter = drafter or drafter_for(scenario)
+    graphed = {"timing.verify_cuda_graph": True}
+    nvlink = {"hardware.interconnect": "nvlink4"}
+    base = (
+        Lever(
+            "plain decoding", "no speculation (the reference)", {"speculation.num_steps": 0}, True
+        ),
+        Lever("as is", f"{scenario.name} as measured"),
+        Lever("graph the verify", "the verify pass captured in a CUDA graph", graphed),
+        Lever("NVLink", "NVLink4 through NVSwitch instead of the interconnect, same GPUs", nvlink),
+    )
+    if drafter is None:
+        return (*base, Lever("graph + NVLink", "both", {**graphed, **nvlink}))
+    k, al = drafter.num_steps, drafter.typical_accept_length
+    better = {"speculation.num_steps": k, "acceptance.alpha": alpha_for_accept_length(al, k)}
+    return (
+        *base,
+        Lever(
+            "better drafter",
+            f"a drafter reaching accept length {min(drafter.accept_lengths):g}-"
+            f"{max(drafter.accept_lengths):g} at num_steps {k} ({drafter.source})",
+            better,
+        ),
+        Lever("graph + drafter", "both", {**graphed, **better}),
+        Lever("graph + NVLink", "both", {**graphed, **nvlink}),
+    )
+
+
+@dataclass(frozen=True)
+class LeverRow:
+    """One lever: closed-form tok/s as specified, and its range over the variants."""
+
+    lever: Lever
+    tok_s: float | None
+    low: float | None
+    high: float | None
+    per_variant: Mapping[str, float | None]
+    accept_length: float | None
+    cycle_ms: float | None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.lever.name,
+            "description": self.lever.description,
+            "overrides": dict(self.lever.overrides),
+            "reference": self.lever.reference,
+            "tok_s": self.tok_s,
+            "low": self.low,
+            "high": self.high,
+            "per_variant": dict(self.per_variant),
+            "accept_length": self.accept_length,
+            "cycle_ms": self.cycle_ms,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class LeverTable:
+    scenario: str
+    rows: tuple[LeverRow, ...]
+    variants: tuple[Variant, ...]
+    drafter: Drafter | None
+
+    @property
+    def reference(self) -> LeverRow:
+        return next(r for r in self.rows if r.lever.reference)
+
+    def ranked(self) -> list[LeverRow]:
+        """The single levers (not the reference, the scenario or combinations), best first
+        by the tok/s as specified, ties by the lower end."""
+        single = [r for r in self.rows if r.lever.name not in ("plain decoding", "as is")]
+        single = [r for r in single if "+" not in r.lever.name and r.tok_s is not None]
+        return sorted(single, key=lambda r: (-(r.tok_s or 0.0), -(r.low or 0.0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "reference": self.reference.lever.name,
+            "levers": [r.to_dict() for r in self.rows],
+            "ranked": [r.lever.name for r in self.ranked()],
+            "variants": [{"name": v.name, "description": v.description} for v in self.variants],
+            "drafter": None
+            if self.drafter is None
+            else {
+                "num_steps": self.drafter.num_steps,
+                "accept_lengths": list(self.drafter.accept_lengths),
+                "source": self.drafter.source,
+            },
+            "interval": "range across the hardware model's variants (no uncertainty interval "
+            "is available yet)",
+        }
+
+
+def _tok_s(scenario: Scenario) -> float:
+    return baseline_tok_s(scenario) if scenario.num_steps == 0 else closed_form_tok_s(scenario)
+
+
+def _variant_values(
+    scenario: Scenario, lever: Lever, variants: Sequence[Variant], drafter: Drafter | None
+) -> dict[str, float | None]:
+    """tok/s of the lever under each variant (None where a variant does not apply), and,
+    for a lever that sets the drafter, under each of its published accept lengths."""
+    out: dict[str, float | None] = {}
+    accept: list[float | None] = [None]
+    if "acceptance.alpha" in lever.overrides and drafter is not None:
+        accept = [alpha_for_accept_length(al, drafter.num_steps) for al in drafter.accept_lengths]
+    for v in variants:
+        if v.name == "verify time as GPU work" and scenario.timing.verify_compute != "decode":
+            out[v.name] = None
+            continue
+        values = []
+        for alpha in accept:
+            overrides = {**v.overrides, **lever.overrides}
+            if alpha is not None:
+                overrides["acceptance.alpha"] = alpha
+            try:
+                values.append(_tok_s(with_overrides(scenario, overrides, source="lever")))
+            except SpecsimError:
+                values = []
+                break
+        out[v.name] = min(values) if values else None
+        if len(values) > 1:
+            out[f"{v.name}, best accept length"] = max(values)
+    return out
+
+
+def lever_scenarios(
+    scenario: Scenario, levers: Sequence[Lever] | None = None
+) -> list[tuple[str, Scenario]]:
+    """(name, scenario) of every lever that makes a valid scenario, reference first."""
+    out = []
+    for lever in levers or default_levers(scenario):
+        try:
+            out.append(
+                (lever.name, with_overrides(scenario, dict(lever.overrides), source="lever"))
+            )
+        except SpecsimError:
+            continue
+    return out
+
+
+def lever_table(
+    scenario: Scenario,
+    levers: Sequence[Lever] | None = None,
+    variants: Sequence[Variant] = VARIANTS,
+    drafter: Drafter | None = None,
+) -> LeverTable:
+    """Every lever's closed-form tok/s as specified and its range over ``variants``."""
+    drafter = drafter or drafter_for(scenario)
+    rows = []
+    for lever in levers or default_levers(scenario, drafter):
+        try:
+            applied = with_overrides(scenario, dict(lever.overrides), source="lever")
+            tok_s = _tok_s(applied)
+            cost = cycle_cost(applied)
+            al = closed_form_tok_s(applied) * cost.total_ms / 1000 if applied.num_steps else 1.0
+        except SpecsimError as exc:
+            rows.append(LeverRow(lever, None, None, None, {}, None, None, exc.message))
+            continue
+        per_variant = _variant_values(scenario, lever, variants, drafter)
+        known = [x for x in per_variant.values() if x is not None]
+        rows.append(
+            LeverRow(
+                lever,
+                tok_s,
+                min(known) if known else tok_s,
+                max(known) if known else tok_s,
+                per_variant,
+                al,
+                cost.total_ms,
+            )
+        )
+    return LeverTable(scenario.name, tuple(rows), tuple(variants), drafter)

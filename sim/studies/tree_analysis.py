@@ -1,0 +1,138 @@
+"""The closed-form analysis of a tree scenario (speculation.topk > 1): what ``specsim run``
+adds for a tree, next to the chain analysis.
+
+SGLang's tree for the scenario's (num_steps, topk, num_draft_tokens) at its rates, and the
+best tree of the same budget (num_draft_tokens - 1 drafts), depth (num_steps) and width
+(topk) side by side (sim/model/tree_build.py): E[L] over requests, tok/s by renewal-reward
+(1000 E[L] / E[T_cycle]) on the tree cycle (sim/model/tree_cost.py), and for each target
+the top-1 rate at depth 1 that reaches it, with the rank profile's shape and the per-depth
+top-1 profile kept (every top-1 mean scaled by one factor; sim/model/tree_required.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycle import CycleCost
+from sim.model.tree import Tree
+from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance
+from sim.model.tree_required import required_scale
+from sim.scenario.bind import cycle_cost, scenario_acceptance
+from sim.scenario.schema import Scenario
+
+__all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree"]
+
+
+@dataclass(frozen=True)
+class TreeTarget:
+    """One target: the accept length it needs and the top-1 rate (depth 1, weight-averaged
+    over classes) that SGLang's tree and the best tree need for it (None: out of reach)."""
+
+    tok_s: float
+    required_accept_length: float
+    top1_sglang: float | None
+    top1_optimal: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tok_s": self.tok_s,
+            "required_accept_length": self.required_accept_length,
+            "top1_sglang": self.top1_sglang,
+            "top1_optimal": self.top1_optimal,
+        }
+
+
+@dataclass(frozen=True)
+class TreeAnalysis:
+    """SGLang's tree and the best tree at the scenario's rates and cycle."""
+
+    num_steps: int
+    topk: int
+    num_draft_tokens: int
+    sglang: TreeAcceptance
+    optimal: TreeAcceptance
+    cost: CycleCost
+    targets: tuple[TreeTarget, ...]
+
+    @property
+    def tree(self) -> Tree:
+        return self.sglang.tree
+
+    def accept_length(self, which: str = "sglang") -> float:
+        return getattr(self, which).mean_accept_length()
+
+    def tok_s(self, which: str = "sglang") -> float:
+        return throughput_tok_s(self.accept_length(which), self.cost)
+
+    @property
+    def ceiling_tok_s(self) -> float:
+        """Every draft on the deepest path accepted: 1000 (depth + 1) / T."""
+        return 1000.0 * (self.tree.max_depth + 1) / self.cost.total_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.sglang.mean_rank_rates()
+        return {
+            "num_steps": self.num_steps,
+            "topk": self.topk,
+            "num_draft_tokens": self.num_draft_tokens,
+            "rank_rates_depth1": [float(v) for v in q[0]],
+            "sglang_tree": _tree_dict(self.sglang.tree),
+            "optimal_tree": _tree_dict(self.optimal.tree),
+            "accept_length": {w: self.accept_length(w) for w in ("sglang", "optimal")},
+            "throughput_tok_s": {w: self.tok_s(w) for w in ("sglang", "optimal")},
+            "ceiling_tok_s": self.ceiling_tok_s,
+            "cycle_ms": {"mean": self.cost.total_ms, **self.cost.as_dict()},
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def _tree_dict(tree: Tree) -> dict[str, Any]:
+    return {
+        "drafts": tree.drafts,
+        "depth": tree.max_depth,
+        "nodes_per_depth": [int(n) for n in tree.nodes_per_depth()[1:]],
+        "rank_paths": [list(p) for p in tree.rank_paths()[1:]],
+    }
+
+
+def _top1(model: TreeAcceptance, factor: float | None) -> float | None:
+    if factor is None:
+        return None
+    return float(min(1.0, factor * float(model.top1.mean_rates()[0])))
+
+
+def analyze_tree(scenario: Scenario) -> TreeAnalysis:
+    """The tree part of the closed-form analysis (``scenario.speculation.topk > 1``)."""
+    sp = scenario.speculation
+    if not sp.is_tree:
+        raise ValueError("analyze_tree needs a tree scenario (speculation.topk > 1)")
+    assert sp.num_draft_tokens is not None
+    sglang = scenario_acceptance(scenario)
+    assert isinstance(sglang, TreeAcceptance)
+    best = OptimalDraft(sp.num_draft_tokens - 1, sp.num_steps, sp.topk)
+    optimal = TreeAcceptance(sglang.top1, sglang.shares, best)
+    cost = cycle_cost(scenario)
+    targets = []
+    for t in scenario.target_tok_s:
+        need = t * cost.total_ms / 1000.0
+        targets.append(
+            TreeTarget(
+                t,
+                need,
+                _top1(sglang, required_scale(sglang, need)),
+                _top1(optimal, required_scale(optimal, need)),
+            )
+        )
+    return TreeAnalysis(
+        sp.num_steps, sp.topk, sp.num_draft_tokens, sglang, optimal, cost, tuple(targets)
+    )
+
+
+def nodes_per_depth_text(tree: Tree) -> str:
+    """``1: 4, 2: 3, ...`` (drafts at each depth)."""
+    counts = np.asarray(tree.nodes_per_depth()[1:])
+    return ", ".join(f"{d}: {int(n)}" for d, n in enumerate(counts, start=1))

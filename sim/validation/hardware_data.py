@@ -1,0 +1,302 @@
+"""Published hardware figures the hardware model is scored on: nccl-tests all-reduce points
+and graphed-vs-eager decode pairs, each with its source and setting.
+
+Figures are copied from the sources (times in microseconds or milliseconds as named);
+settings the source does not state are marked as assumptions where they are used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NcclPoint:
+    """One measured all-reduce: ``gpus`` ranks, ``nbytes``, the reported time (us).
+
+    ``gpus_per_process``: GPUs one host thread drives (nccl-tests ``-g``); the loop is then
+    bound by that many launches an iteration (sim/hardware/allreduce.py
+    ``nccl_tests_time_us``).
+    """
+
+    setting: str
+    interconnect: str
+    gpus: int
+    nbytes: int
+    measured_us: float
+    source: str
+    gpus_per_process: int = 1
+    note: str = ""
+
+
+STAS00_NETWORK = "stas00/ml-engineering network/README.md (nccl-tests -g 8, out-of-place)"
+MOONCAKE_3484 = "https://github.com/kvcache-ai/Mooncake/pull/3484 (nccl-tests 2.19.7)"
+RTX6KPRO_WRX90 = (
+    "voipmonitor/rtx6kpro hardware/wrx90-cpayne-8gpu-root-topology-comparison.md "
+    "(torch.distributed, NCCL 2.27.5, ring forced, shared root)"
+)
+RTX6KPRO_ASUS = (
+    "voipmonitor/rtx6kpro hardware/asus-esc8000a-e13p-broadcom-switches.md (NCCL, 8 GPUs, "
+    "2x EPYC 9575F)"
+)
+NCCL_1530 = "https://github.com/NVIDIA/nccl/issues/1530 (nccl-tests -g 8)"
+TINYGRAD_36 = "https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (nccl-tests -g 4)"
+HPE_30 = "https://github.com/crickett-hpe/hpc-ai-envs/pull/30 (rccl-tests develop:83d38d9)"
+
+GIB = 1 << 30
+
+NCCL_POINTS: tuple[NcclPoint, ...] = (
+    # NVLink3: 8x A100 SXM, one process for 8 GPUs.
+    *(
+        NcclPoint("8x A100 NVLink3", "nvlink3", 8, b, t, STAS00_NETWORK, gpus_per_process=8)
+        for b, t in (
+            (32_768, 43.83),
+            (262_144, 61.38),
+            (1_048_576, 101.9),
+            (8_388_608, 133.5),
+            (67_108_864, 684.6),
+            (GIB, 8203.9),
+        )
+    ),
+    # NVLink4: 8x H20 (NVLink 900 GB/s); the measured peak busbw (357.7 GB/s at 1 GB) is a
+    # ring's, so NVLS was not in use: scored with NVLS off.
+    *(
+        NcclPoint(
+            "8x H20 NVLink4",
+            "nvlink4",
+            8,
+            b,
+            t,
+            MOONCAKE_3484,
+            note="NVLS off (ring-level peak busbw); one GPU a process assumed",
+        )
+        for b, t in (
+            (32_768, 18.66),
+            (262_144, 19.54),
+            (1_048_576, 27.76),
+            (8_388_608, 81.16),
+            (134_217_728, 700.25),
+            (GIB, 5252.64),
+        )
+    ),
+    # PCIe Gen5 with P2P: 8x RTX PRO 6000 behind PCIe switches; 1 GB from its busbw.
+    *(
+        NcclPoint("8x RTX PRO 6000 PCIe Gen5, P2P", "pcie-gen5", 8, b, t, RTX6KPRO_WRX90)
+        for b, t in (
+            (4096, 17.34),
+            (262_144, 24.96),
+            (1_048_576, 79.98),
+            (4_194_304, 182.44),
+            (GIB, GIB * 2 * 7 / 8 / 46.48e9 * 1e6),  # busbw 46.48 GB/s
+        )
+    ),
+    # PCIe Gen5 without P2P across the two sockets (NCCL's default P2P level there: the
+    # same box reaches 39.3 GB/s on 4 GPUs only with NCCL_P2P_LEVEL=SYS).
+    *(
+        NcclPoint(
+            "8x RTX PRO 6000 PCIe Gen5, 2 sockets, no P2P",
+            "pcie-gen5-host-bounce",
+            8,
+            b,
+            t,
+            RTX6KPRO_ASUS,
+            note="no P2P across sockets assumed (NCCL default P2P level)",
+        )
+        for b, t in ((256, 27.1), (4096, 57.2), (65_536, 67.8), (33_554_432, 2715.0))
+    ),
+    # PCIe Gen4 without P2P: 8x RTX 4090 (P2P disabled on GeForce), one process.
+    NcclPoint(
+        "8x RTX 4090 PCIe Gen4, no P2P",
+        "pcie-gen4-host-bounce",
+        8,
+        8,
+        42.14,
+        NCCL_1530,
+        gpus_per_process=8,
+    ),
+    # PCIe Gen4 with P2P: 4x RTX 4090 with P2P kernel modules, one process.
+    *(
+        NcclPoint(
+            "4x RTX 4090 PCIe Gen4, P2P", "pcie-gen4", 4, b, t, TINYGRAD_36, gpus_per_process=4
+        )
+        for b, t in ((268_435_456, 15654.0), (GIB, 62077.0))
+    ),
+    # xGMI: 8x MI300X, RCCL.
+    NcclPoint("8x MI300X xGMI (RCCL)", "xgmi-mi300x", 8, 8_388_608, 91.10, HPE_30),
+)
+
+#: The figures the interconnect presets took their bus bandwidths from (not scored).
+NCCL_PRESET_SOURCES: tuple[str, ...] = (
+    "nvlink3: 8x A100 busbw 234.9 GB/s at 16 GB (stas00/ml-engineering, same sweep, 16x "
+    "the largest scored size)",
+    "nvlink4: 8x H100 ring busbw ~370 GB/s (NVIDIA/nccl-tests #212)",
+    "pcie-gen4 / pcie-gen5: NCCL topology's x16 link speeds, 24 / 48 GB/s",
+    "pcie-gen4-host-bounce: Intel SPR CPU link ~22 GB/s (docs/reference.md §All-reduce)",
+    "pcie-gen5-host-bounce: 8x RTX 5090 busbw 28 GB/s at 1-8 GB (NVIDIA/nccl #1639)",
+    "xgmi-mi300x: 8x MI300X busbw 312.9 GB/s at 4 GiB (stas00/ml-engineering)",
+)
+
+
+@dataclass(frozen=True)
+class EagerPair:
+    """One pass measured with and without a CUDA graph (ms), and what the model needs.
+
+    ``mode``: how the ungraphed side ran (``eager``, or vLLM's ``piecewise`` graphs with
+    the attention op eager); ``kernels_per_layer`` counts the all-reduces;
+    ``attention_kernels`` only for piecewise. ``same_kernels``: False where the ungraphed
+    side also ran other kernels (vLLM's --enforce-eager turns torch.compile's fusions off
+    too; a fix that also changed the attention path).
+    """
+
+    key: str
+    title: str
+    source: str
+    layers: int
+    kernels_per_layer: int
+    gpus: int
+    interconnect: str | None
+    hidden_size: int
+    tokens: int
+    graphed_ms: float
+    eager_ms: float
+    mode: str = "eager"
+    attention_kernels: int = 0
+    library: str = "auto"
+    same_kernels: bool = True
+    allreduces_per_layer: int = 2
+    note: str = ""
+
+
+PIE_348 = EagerPair(
+    key="pie-348",
+    title="Qwen2.5-72B-Instruct-AWQ, 1x A100-SXM4-80GB, vLLM model code run by pie, single "
+    "sequence (FULL_DECODE_ONLY graphs vs eager)",
+    source="https://github.com/pie-project/pie/pull/348",
+    layers=80,
+    kernels_per_layer=15,
+    gpus=1,
+    interconnect=None,
+    hidden_size=8192,
+    tokens=1,
+    graphed_ms=15.39,
+    eager_ms=22.68,
+    allreduces_per_layer=0,
+    note="'~1200 individual CUDA kernels (80 layers x ~15 kernels/layer)' (the source)",
+)
+
+#: Kernels of a dense decoder layer, from pie #348's count ("~15 kernels/layer"), used for
+#: the other dense models (an assumption: the sources do not count their own).
+DENSE_KERNELS_PER_LAYER = 15
+#: Kimi-K2 (MLA + routed MoE) layer: the seed scenario's assumption (docs/reference.md §All-reduce's
+#: upper end); TRITON_MLA's attention op: 6 kernels (KV-cache write, q absorption, two
+#: decode stages, value up-projection, output copy), an assumption.
+KIMI_KERNELS_PER_LAYER = 18
+KIMI_ATTENTION_KERNELS = 6
+
+EAGER_PAIRS: tuple[EagerPair, ...] = (
+    EagerPair(
+        key="sglang-1401-triton",
+        title="Llama-3-8B, 1 GPU, SGLang bench_latency bs 1, triton attention "
+        "(--disable-cuda-graph vs graphed)",
+        source="https://github.com/sgl-project/sglang/pull/1401",
+        layers=32,
+        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
+        gpus=1,
+        interconnect=None,
+        hidden_size=4096,
+        tokens=1,
+        graphed_ms=7.06,
+        eager_ms=9.28,
+        allreduces_per_layer=0,
+    ),
+    EagerPair(
+        key="sglang-1401-flashinfer",
+        title="Llama-3-8B, 1 GPU, SGLang bench_latency bs 1, flashinfer attention "
+        "(--disable-cuda-graph vs graphed)",
+        source="https://github.com/sgl-project/sglang/pull/1401",
+        layers=32,
+        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
+        gpus=1,
+        interconnect=None,
+        hidden_size=4096,
+        tokens=1,
+        graphed_ms=7.35,
+        eager_ms=8.23,
+        allreduces_per_layer=0,
+    ),
+    EagerPair(
+        key="metaseq-270",
+        title="OPT-175B, 8x A100 (Azure) tensor parallel, metaseq, n_best 1 (CUDA graph vs not)",
+        source="https://github.com/facebookresearch/metaseq/pull/270",
+        layers=96,
+        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
+        gpus=8,
+        interconnect="nvlink3",
+        hidden_size=12288,
+        tokens=1,
+        graphed_ms=66.0,
+        eager_ms=95.0,
+        library="nccl",
+        same_kernels=False,
+        note="'~95 ms/token' vs '~66 ms/token'; the graph PR also reworked the decoding "
+        "path (its kernels are not known to be the same)",
+    ),
+    EagerPair(
+        key="vllm-omni-7960",
+        title="Qwen2.5-Omni-7B thinker, A800, vLLM-omni, enforce_eager true vs false",
+        source="https://github.com/vllm-project/vllm-omni/issues/7960",
+        layers=28,
+        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
+        gpus=1,
+        interconnect=None,
+        hidden_size=3584,
+        tokens=1,
+        graphed_ms=13.0,
+        eager_ms=22.5,
+        allreduces_per_layer=0,
+        same_kernels=False,
+        note="TPOT '~22-23 -> ~13 ms' (22.5 taken); vLLM's enforce_eager also turns "
+        "torch.compile off, so the eager side runs unfused kernels",
+    ),
+    EagerPair(
+        key="vllm-42885",
+        title="Kimi-K2.6, 8x A100 TP 8, vLLM, 16 concurrent decodes (PIECEWISE vs "
+        "FULL_AND_PIECEWISE for TRITON_MLA)",
+        source="https://github.com/vllm-project/vllm/pull/42885",
+        layers=61,
+        kernels_per_layer=KIMI_KERNELS_PER_LAYER,
+        gpus=8,
+        interconnect="nvlink3",
+        hidden_size=7168,
+        tokens=16,
+        graphed_ms=28.9,
+        eager_ms=32.0,
+        mode="piecewise",
+        attention_kernels=KIMI_ATTENTION_KERNELS,
+        library="custom",
+        note="TPOT median; 16 decodes in flight, so every all-reduce carries 16 tokens",
+    ),
+    EagerPair(
+        key="voipmonitor",
+        title="Kimi-K2.5 + EAGLE-3, 8x RTX PRO 6000 PCIe TP 8, vLLM num_spec 3, 2k context "
+        "(PIECEWISE -> FULL CUDA graphs for TRITON_MLA): 75.0 -> 116.6 tok/s",
+        source="voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md",
+        layers=61 + 3,
+        kernels_per_layer=KIMI_KERNELS_PER_LAYER,
+        gpus=8,
+        interconnect="pcie-gen5",
+        hidden_size=7168,
+        tokens=4,
+        graphed_ms=20.0,
+        eager_ms=20.0 * 116.6 / 75.0,
+        mode="piecewise",
+        attention_kernels=KIMI_ATTENTION_KERNELS,
+        library="nccl",
+        same_kernels=False,
+        note="A cycle = the 61-layer verify over 4 tokens + 3 one-layer draft forwards, "
+        "taken as one 64-layer pass; graphed cycle 20 ms (the report's interarrival "
+        "'~19-21 ms p50'), ungraphed = 20 ms x 116.6 / 75.0 (accept length unchanged). The "
+        "fix also routed the verify through the decode attention kernel instead of the "
+        "chunked-prefill branch, and its gain grows with context (3.5x at 10k, 4.3x at 30k)",
+    ),
+)

@@ -1,0 +1,174 @@
+"""vLLM bench serve JSON, SGLang bench_speculative JSONL, vLLM latency histograms and the
+SGLang server_args line, on samples written as those tools write them (tests/data/formats),
+and the two-stage calibration they make possible."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.calibration.importers.sglang_bench import parse_sglang_bench, read_sglang_bench
+from sim.calibration.importers.sglang_log import parse_sglang_log
+from sim.calibration.importers.sglang_server_args import (
+    parse_sglang_server_args,
+    read_sglang_server_args,
+)
+from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
+from sim.calibration.importers.vllm_metrics import read_vllm_latency, read_vllm_metrics
+from sim.cli import main
+from sim.errors import SpecsimError
+
+DATA = Path(__file__).parents[1] / "data" / "formats"
+LLAMA = str(Path(__file__).parents[2] / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+
+
+def test_vllm_bench_serve_reads_the_spec_decode_keys() -> None:
+    (run,) = read_vllm_bench(DATA / "vllm_bench_serve.json")
+    assert run.num_spec_tokens == 3 and run.max_concurrency == 16 and not run.batch1
+    # the percent and the fractions agree with the counts they come from
+    assert run.acceptance_rate_percent == pytest.approx(100 * 10131 / 18996)
+    assert run.accept_length == pytest.approx(1 + 10131 / 6332)
+    assert run.accept_length == pytest.approx(1 + sum(run.cumulative))
+    assert run.tok_s == pytest.approx(1000 / run.mean_tpot_ms)
+
+
+def test_vllm_bench_append_result_is_json_lines() -> None:
+    one = (DATA / "vllm_bench_serve.json").read_text().strip()
+    runs = parse_vllm_bench(
+        one + "\n" + one.replace('"max_concurrency": 16', '"max_concurrency": 1')
+    )
+    assert [r.line for r in runs] == [1, 2] and runs[1].batch1
+
+
+def test_vllm_bench_rejects_a_rate_given_as_a_fraction_above_one() -> None:
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    doc["spec_decode_per_position_acceptance_rates"] = [82.0, 53.0, 25.0]  # percents
+    with pytest.raises(SpecsimError, match="fractions"):
+        parse_vllm_bench(json.dumps(doc), source="b.json")
+
+
+def test_sglang_bench_speculative_records() -> None:
+    bench = read_sglang_bench(DATA / "sglang_bench_speculative.jsonl")
+    plain, chain = bench.records[0], bench.records[1]
+    assert plain.steps == 0 and plain.speed_tok_s == pytest.approx(1 / plain.step_time_s, rel=1e-3)
+    assert chain.chain and chain.speed_tok_s == pytest.approx(
+        chain.acc_length / chain.step_time_s, rel=1e-3
+    )
+    with pytest.raises(SpecsimError, match="line 2: acc_length"):
+        parse_sglang_bench(
+            (DATA / "sglang_bench_speculative.jsonl").read_text().replace('"acc_length": 2.962',
+                                                                            '"acc_length": 9.0')
+        )  # fmt: skip
+
+
+def test_vllm_latency_histograms_current_and_deprecated_names() -> None:
+    new = read_vllm_latency(DATA / "vllm_metrics_tpot.txt")
+    old = read_vllm_latency(DATA / "vllm_metrics_tpot_legacy_v0.10_v0.12.txt")
+    assert new.step.family == "vllm:inter_token_latency_seconds"
+    # one observation per engine step: as many as drafts at batch 1 in these samples
+    assert new.step.count == pytest.approx(
+        read_vllm_metrics(DATA / "vllm_metrics_tpot.txt").num_drafts
+    )
+    assert new.request_tpot is not None and new.request_tpot.mean_ms < new.step.mean_ms
+    assert old.step.mean_ms == pytest.approx(9.8168, rel=1e-4)
+
+
+def test_server_args_line_gives_the_speculative_settings() -> None:
+    args = read_sglang_server_args(DATA / "sglang_server_args.log")
+    assert (args.speculative_algorithm, args.num_steps, args.topk, args.num_draft_tokens) == (
+        "EAGLE3", 3, 1, 4,
+    )  # fmt: skip
+    real = (DATA / "sglang_server_args.log").read_text().split("\n")
+    off = next(ln for ln in real if "speculative_algorithm=None" in ln)
+    assert parse_sglang_server_args(off).num_steps is None
+
+
+def _ratio(parse, make, n: int) -> float:
+    def t(size: int) -> float:
+        text = make(size)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            with contextlib.suppress(SpecsimError):
+                parse(text)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    gc.disable()
+    try:
+        return t(8 * n) / t(n)
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize(
+    "parse, make, n",
+    [
+        (parse_sglang_log, lambda n: "Decode batch, " + "k: v, " * n + "accept len: 2.0\n", 20_000),
+        (parse_sglang_log, lambda n: "Decode batch, #running-req: 1, " + "x" * (6 * n), 20_000),
+        (
+            parse_sglang_server_args,
+            lambda n: "server_args=ServerArgs(" + "a=1, " * n + "b=2)",
+            2000,
+        ),
+        (parse_vllm_bench, lambda n: json.dumps({"mean_tpot_ms": 3.0, "x": "y" * (8 * n)}), 20_000),
+    ],
+)
+def test_parsers_are_linear_in_their_input(parse, make, n) -> None:
+    """8x the input takes well under 64x the time (a quadratic parser's ratio): the
+    bound 24 leaves room for timer noise while still failing for quadratic growth."""
+    assert _ratio(parse, make, n) < 24
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, ["calibrate", *args])
+
+
+def test_import_only_prints_what_it_read() -> None:
+    result = _cli("--vllm-bench", str(DATA / "vllm_bench_serve.json"), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == "import"
+    (figures,) = doc["imported"]
+    assert figures["format"] == "vllm bench serve JSON"
+    assert figures["accept_length"] == pytest.approx(2.6, abs=1e-4)
+    assert [c["rate"] for c in doc["cumulative"]] == pytest.approx([0.82, 0.53, 0.25], abs=1e-4)
+
+
+def test_two_stage_timing_from_synthetic_runs_acceptance_from_real(tmp_path: Path) -> None:
+    """Timing from a forced-acceptance run, acceptance from the real drafter's run; the
+    real run's own tok/s is held out and scored, not fitted."""
+    real = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    real["max_concurrency"] = 1
+    (tmp_path / "real.json").write_text(json.dumps(real))
+    out = tmp_path / "cal.toml"
+    result = _cli(
+        "--scenario", LLAMA, "--timing-run", str(DATA / "sglang_bench_speculative.jsonl"),
+        "--vllm-bench", str(tmp_path / "real.json"), "--json", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    fitted = {v["field"]: v for v in doc["values"] if v["fitted"]}
+    # timing from the SGLang run: the baseline record fixes decode_ms = step_time
+    assert fitted["timing.decode_ms"]["value"] == pytest.approx(7.11, rel=1e-3)
+    # acceptance from the vLLM run's per-position rates, a_1 = c_1
+    assert fitted["acceptance.per_position[0]"]["value"] == pytest.approx(0.82, abs=1e-3)
+    (check,) = doc["checks"]
+    assert check["measured"] == pytest.approx(1000 / real["mean_tpot_ms"])
+    assert "held out" in check["what"]
+    assert doc["calibrated_scenario"]["name"].endswith("-calibrated")
+    assert "vllm bench" in doc["calibrated_scenario"]["description"]
+    assert 'name = "llama31-8b-1xh100-eagle3-calibrated"' in out.read_text()
+
+
+def test_sglang_bench_one_batch_gives_the_baseline() -> None:
+    result = _cli("--sglang-bench", str(DATA / "sglang_bench_one_batch.jsonl"), "--json")
+    assert result.exit_code == 0, result.output
+    (baseline,) = json.loads(result.stdout)["baselines"]
+    assert baseline["tok_s"] == pytest.approx(1 / 0.007046768015381171)

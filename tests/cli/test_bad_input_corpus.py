@@ -1,0 +1,689 @@
+"""The bad-input corpus: every command, every kind of bad input, one line and exit 2.
+
+Each case builds its arguments in a fresh directory (holding a small valid scenario,
+``good.toml``) and must fail with exit status 2, exactly one line on stderr
+(``specsim: error: ...``), nothing on stdout, no traceback, and no new file or directory
+left behind. Cases fail before any simulation runs, so the corpus is fast.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.conftest import MINIMAL
+
+Case = Callable[[Path], list[str]]
+CASES: list[tuple[str, Case, str]] = []  # (id, args builder, text the line must contain)
+
+
+def case(name: str, needle: str = "") -> Callable[[Case], Case]:
+    def register(fn: Case) -> Case:
+        CASES.append((name, fn, needle))
+        return fn
+
+    return register
+
+
+def scenario(tmp: Path, old: str, new: str, name: str = "bad.toml") -> str:
+    assert old in MINIMAL, old
+    path = tmp / name
+    path.write_text(MINIMAL.replace(old, new), encoding="utf-8")
+    return str(path)
+
+
+def good(tmp: Path) -> str:
+    return str(tmp / "good.toml")
+
+
+# ------------------------------------------------------------------ scenario file fields
+FIELD_EDITS = [
+    # non-finite numbers where a number is meant
+    ("decode-inf", "decode_ms = 10.0", "decode_ms = inf", "timing.decode_ms"),
+    ("decode-nan", "decode_ms = 10.0", "decode_ms = nan", "timing.decode_ms"),
+    ("verify-inf", "verify_ms = 20.0", "verify_ms = inf", "timing.verify_ms"),
+    ("verify-nan", "verify_ms = 20.0", "verify_ms = nan", "timing.verify_ms"),
+    ("draft-inf", "draft_step_ms = 1.0", "draft_step_ms = inf", "timing.draft_step_ms"),
+    ("draft-neg-inf", "draft_step_ms = 1.0", "draft_step_ms = -inf", "timing.draft_step_ms"),
+    ("extend-nan", "draft_extend_ms = 2.0", "draft_extend_ms = nan", "timing.draft_extend_ms"),
+    ("overhead-inf", "cycle_overhead_ms = 0.5", "cycle_overhead_ms = inf", "cycle_overhead_ms"),
+    ("target-inf", "tok_s = [100.0]", "tok_s = [inf]", "targets.tok_s"),
+    ("target-nan", "tok_s = [100.0]", "tok_s = [nan]", "targets.tok_s"),
+    ("target-huge", "tok_s = [100.0]", "tok_s = [1e300]", "targets.tok_s"),
+    ("alpha-nan", "alpha = 0.7", "alpha = nan", "acceptance.alpha"),
+    ("alpha-inf", "alpha = 0.7", "alpha = inf", "acceptance.alpha"),
+    ("alpha-big", "alpha = 0.7", "alpha = 1.5", "acceptance.alpha"),
+    (
+        "mix-weight-inf",
+        "[acceptance]\nalpha = 0.7",
+        '[[acceptance.mix]]\nname = "a"\nweight = inf\nalpha = 0.5',
+        "weight",
+    ),
+    (
+        "mix-weight-nan",
+        "[acceptance]\nalpha = 0.7",
+        '[[acceptance.mix]]\nname = "a"\nweight = nan\nalpha = 0.5',
+        "weight",
+    ),
+    (
+        "mix-duplicate-names",
+        "[acceptance]\nalpha = 0.7",
+        '[[acceptance.mix]]\nname = "a"\nweight = 1.0\nalpha = 0.5\n'
+        '[[acceptance.mix]]\nname = "a"\nweight = 1.0\nalpha = 0.6',
+        "unique",
+    ),
+    ("std-too-large", "alpha = 0.7", "alpha = 0.7\nstd = 0.49", "std"),
+    ("concentration-inf", "alpha = 0.7", "alpha = 0.7\nconcentration = inf", "concentration"),
+    # sizes with a stated limit
+    ("requests-1e9", "[targets]", "[workload]\nrequests = 1000000000\n[targets]", "requests"),
+    ("replications-1e9", "[targets]", "[simulation]\nreplications = 1000000000\n[targets]", "repl"),
+    ("tokens-1e12", "[targets]", "[workload]\noutput_tokens = 1000000000000\n[targets]", "tokens"),
+    ("layers-1e9", "[timing]", "[model]\nlayers = 1000000000\n[timing]", "model.layers"),
+    ("kernels-1e9", "[timing]", "[model]\nkernels_per_layer = 1000000000\n[timing]", "kernels"),
+    ("gpus-1e6", "[timing]", "[hardware]\ngpus = 1000000\n[timing]", "hardware.gpus"),
+    ("num-steps-1000", "num_steps = 3", "num_steps = 1000", "speculation.num_steps"),
+    ("per-position-100", "alpha = 0.7", "per_position = [" + "0.5, " * 100 + "0.5]", "per_pos"),
+    ("targets-100", "tok_s = [100.0]", "tok_s = [" + "1.0, " * 100 + "1.0]", "targets.tok_s"),
+    ("name-long", 'name = "tiny"', 'name = "' + "x" * 1000 + '"', "name"),
+    ("seed-float", "[targets]", "[simulation]\nseed = 1.5\n[targets]", "simulation.seed"),
+    ("seed-negative", "[targets]", "[simulation]\nseed = -1\n[targets]", "simulation.seed"),
+    ("jitter-10", "decode_ms = 10.0", "decode_ms = 10.0\njitter_cv = 10.0", "jitter_cv"),
+    ("jitter-1", "decode_ms = 10.0", "decode_ms = 10.0\njitter_cv = 1.0", "jitter_cv"),
+    ("launch-inf", "[timing]", "[hardware]\nlaunch_us = inf\n[timing]", "launch_us"),
+    # nesting
+    ("nested-arrays", "tok_s = [100.0]", "tok_s = " + "[" * 5000 + "]" * 5000, "nested"),
+    ("nested-tables", "tok_s = [100.0]", "tok_s = " + "{a = " * 3000 + "1" + "}" * 3000, ""),
+    ("nested-shallow", "tok_s = [100.0]", "tok_s = [[[[[[[[[[1.0]]]]]]]]]]", "nested"),
+    # unknown keys and presets: did you mean
+    ("typo-key", "verify_ms = 20.0", "verfy_ms = 20.0", "did you mean 'verify_ms'"),
+    ("typo-section", "[targets]", "[targts]", "did you mean 'targets'"),
+    ("typo-interconnect", "[timing]", '[hardware]\ninterconnect = "nvlnk4"\n[timing]', "nvlink4"),
+    ("typo-gpu", "[timing]", '[hardware]\ngpu = "h10"\n[timing]', "did you mean"),
+    ("string-number", "num_steps = 3", 'num_steps = "3"', "integer"),
+    ("bool-number", "num_steps = 3", "num_steps = true", "speculation.num_steps"),
+    ("topk-huge", "num_steps = 3", "num_steps = 3\ntopk = 1000", "speculation.topk"),
+    ("no-acceptance", "[acceptance]\nalpha = 0.7", "", "acceptance"),
+    ("two-rates", "alpha = 0.7", "alpha = 0.7\nper_position = [0.5]", "exactly one"),
+]
+SCENARIO_COMMANDS = {
+    "run": lambda p, t: ["run", p],
+    "search": lambda p, t: ["search", p, "--num-steps", "2"],
+    "sweep": lambda p, t: ["sweep", p, "--grid", "acceptance.alpha=0.5,0.6", "--out", f"{t}/o"],
+    "compare": lambda p, t: ["compare", good(Path(t)), p],
+    "hardware": lambda p, t: ["hardware", p],
+    "validate": lambda p, t: ["validate", p],
+    "calibrate": lambda p, t: ["calibrate", "--scenario", p, "--baseline-tok-s", "90"],
+}
+
+for _name, _old, _new, _needle in FIELD_EDITS:
+    for _cmd, _build in SCENARIO_COMMANDS.items():
+        # every edit through run; a spread of them through every other command
+        if (
+            _cmd != "run"
+            and zlib.crc32((_name + _cmd).encode()) % 5
+            and _name not in ("decode-inf", "typo-key")
+        ):
+            continue
+
+        def _make(tmp: Path, old=_old, new=_new, build=_build) -> list[str]:
+            return build(scenario(tmp, old, new), str(tmp))
+
+        CASES.append((f"{_cmd}-{_name}", _make, _needle))
+
+
+# ------------------------------------------------------------------ scenario files
+@case("file-missing", "no such file")
+def _(t):
+    return ["run", str(t / "missing.toml")]
+
+
+@case("file-directory", "directory")
+def _(t):
+    (t / "d.toml").mkdir()
+    return ["run", str(t / "d.toml")]
+
+
+@case("file-not-utf8", "UTF-8")
+def _(t):
+    (t / "b.toml").write_bytes(b'name = "\xff\xfe"\n')
+    return ["run", str(t / "b.toml")]
+
+
+@case("file-empty", "required key is missing")
+def _(t):
+    (t / "e.toml").write_text("")
+    return ["run", str(t / "e.toml")]
+
+
+@case("file-invalid-toml", "invalid TOML")
+def _(t):
+    (t / "i.toml").write_text("name = \n")
+    return ["run", str(t / "i.toml")]
+
+
+@case("file-huge", "MiB")
+def _(t):
+    (t / "h.toml").write_text(MINIMAL + "#" * (2 * 1024 * 1024) + "\n")
+    return ["run", str(t / "h.toml")]
+
+
+@case("file-symlink-loop", "loop")
+def _(t):
+    os.symlink(t / "loop.toml", t / "loop.toml")
+    return ["run", str(t / "loop.toml")]
+
+
+@case("file-fifo", "regular file")
+def _(t):
+    os.mkfifo(t / "fifo.toml")
+    return ["run", str(t / "fifo.toml")]
+
+
+@case("file-binary", "")
+def _(t):
+    (t / "bin.toml").write_bytes(bytes(range(256)))
+    return ["run", str(t / "bin.toml")]
+
+
+# ------------------------------------------------------------------ --set overrides
+SETS = [
+    ("set-injects-table", "acceptance.alpha=0.5\n[b]", "one TOML value"),
+    ("set-injects-key", "acceptance.alpha=0.5\nname='x'", "one TOML value"),
+    ("set-two-values", "acceptance.alpha=0.5 name='x'", "TOML"),
+    ("set-inf", "timing.decode_ms=inf", "finite"),
+    ("set-nan", "timing.verify_ms=nan", "finite"),
+    ("set-neg-inf", "timing.draft_step_ms=-inf", "timing.draft_step_ms"),
+    ("set-typo-key", "timing.verfy_ms=3", "did you mean 'verify_ms'"),
+    ("set-typo-section", "acceptanse.alpha=0.5", "did you mean 'acceptance'"),
+    ("set-empty-part", "a..b=1", "dotted key"),
+    ("set-no-key", "=1", "dotted key"),
+    ("set-no-equals", "acceptance.alpha", "KEY=VALUE"),
+    ("set-deep-value", "targets.tok_s=" + "[" * 3000 + "]" * 3000, "nested"),
+    ("set-long-value", "name=" + '"' + "x" * 20000 + '"', "longer"),
+    ("set-requests-1e9", "workload.requests=1000000000", "workload.requests"),
+    ("set-replications-0", "simulation.replications=0", "simulation.replications"),
+    ("set-not-a-table", "acceptance.alpha.x=1", "not a table"),
+    ("set-interconnect-typo", "hardware.interconnect=nvlnk4", "did you mean"),
+    ("set-gpu-typo", "hardware.gpu=h10", "did you mean"),
+    ("set-key-long", "a" * 300 + "=1", "too long"),
+    ("set-alpha-string", "acceptance.alpha=high", "acceptance.alpha"),
+    ("set-targets-empty", "targets.tok_s=[]", "targets.tok_s"),
+    ("set-targets-negative", "targets.tok_s=-5", "targets.tok_s"),
+    ("set-jitter-huge", "timing.jitter_cv=10", "jitter_cv"),
+    ("set-control-char", 'name="a\x07b"', "control"),
+    ("set-unclosed", "acceptance.alpha=[1,", "TOML"),
+]
+for _name, _text, _needle in SETS:
+    for _cmd in ("run", "search", "validate", "hardware", "compare"):
+        if _cmd != "run" and zlib.crc32((_name + _cmd).encode()) % 4:
+            continue
+
+        def _make(tmp: Path, text=_text, cmd=_cmd) -> list[str]:
+            first = ["compare", good(tmp)] if cmd == "compare" else [cmd]
+            return [*first, good(tmp), "--set", text]
+
+        CASES.append((f"{_cmd}-{_name}", _make, _needle))
+
+
+# ------------------------------------------------------------------ click usage errors
+USAGE = [
+    ("run-workers-0", ["run", "{good}", "--workers", "0"], "--workers"),
+    ("run-workers-word", ["run", "{good}", "--workers", "many"], "--workers"),
+    ("run-workers-huge", ["run", "{good}", "--workers", "100000"], "--workers"),
+    ("run-unknown-option", ["run", "{good}", "--replicatons", "3"], "did you mean --replications"),
+    ("run-no-scenario", ["run"], "SCENARIO"),
+    ("run-engine", ["run", "{good}", "--engine", "gpu"], "--engine"),
+    ("run-fidelity", ["run", "{good}", "--fidelity", "atoms"], "--fidelity"),
+    ("run-seed-negative", ["run", "{good}", "--seed", "-1"], "--seed"),
+    ("run-replications-0", ["run", "{good}", "--replications", "0"], "--replications"),
+    ("run-requests-word", ["run", "{good}", "--requests", "lots"], "--requests"),
+    ("run-requests-1e9", ["run", "{good}", "--requests", "1000000000"], "requests"),
+    ("run-replications-1e9", ["run", "{good}", "--replications", "1000000000"], "replications"),
+    ("run-format", ["run", "{good}", "--format", "jpg", "--plot", "{tmp}/p"], "--format"),
+    ("run-target-negative", ["run", "{good}", "--target", "-5"], "--target"),
+    ("run-set-missing-value", ["run", "{good}", "--set"], "--set"),
+    ("no-such-command", ["rnu"], "did you mean run"),
+    ("search-target-negative", ["search", "{good}", "--target", "-1"], "--target"),
+    ("search-target-word", ["search", "{good}", "--target", "fast"], "--target"),
+    ("search-target-nan", ["search", "{good}", "--target", "nan"], "--target"),
+    ("search-target-inf", ["search", "{good}", "--target", "inf"], "--target"),
+    ("sweep-no-grid", ["sweep", "{good}", "--out", "{tmp}/o"], "--grid"),
+    ("sweep-no-out", ["sweep", "{good}", "--grid", "acceptance.alpha=0.5"], "--out"),
+    (
+        "sweep-executor",
+        [
+            "sweep",
+            "{good}",
+            "--grid",
+            "acceptance.alpha=0.5",
+            "--out",
+            "{tmp}/o",
+            "--executor",
+            "ray",
+        ],
+        "--executor",
+    ),
+    ("compare-nothing", ["compare"], "SCENARIOS"),
+    ("allreduce-missing", ["allreduce", "--interconnect", "nvlink4"], "--gpus"),
+    (
+        "allreduce-gpus-word",
+        ["allreduce", "--interconnect", "nvlink4", "--gpus", "x", "--bytes", "8"],
+        "--gpus",
+    ),
+    ("convert-alpha-word", ["convert", "--alpha", "x", "--num-steps", "3"], "--alpha"),
+    ("calibrate-rel-word", ["calibrate", "--scenario", "{good}", "--rel-error", "x"], "--rel"),
+    ("plot-format", ["plot", "{tmp}", "--format", "gif"], "--format"),
+    ("hardware-unknown-option", ["hardware", "--lst"], "did you mean --list"),
+]
+for _name, _args, _needle in USAGE:
+
+    def _make(tmp: Path, args=_args) -> list[str]:
+        return [a.format(good=good(tmp), tmp=tmp) for a in args]
+
+    CASES.append((_name, _make, _needle))
+
+
+# ------------------------------------------------------------------ output paths
+def _blocker(t: Path) -> Path:
+    (t / "a-file").write_text("not a directory\n")
+    return t / "a-file"
+
+
+OUTPUTS = {
+    "under-file": lambda t: str(_blocker(t) / "sub"),
+    "is-file": lambda t: str(_blocker(t)),
+    "name-too-long": lambda t: str(t / ("n" * 300)),
+    "symlink-loop": lambda t: (os.symlink(t / "lp", t / "lp"), str(t / "lp" / "x"))[1],
+    "empty": lambda t: "",
+}
+OUTPUT_COMMANDS = {
+    "run-plot": lambda t, o: ["run", good(t), "--plot", o],
+    "search-plot": lambda t, o: ["search", good(t), "--num-steps", "2", "--plot", o],
+    "compare-plot": lambda t, o: ["compare", good(t), "--plot", o],
+    "sweep-out": lambda t, o: ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", o],
+    "sweep-plot": lambda t, o: [
+        "sweep",
+        good(t),
+        "--grid",
+        "acceptance.alpha=0.5",
+        "--out",
+        f"{t}/o",
+        "--plot",
+        o,
+    ],
+    "plot-out": lambda t, o: ["plot", str(t / "doc.json"), "--out", o],
+}
+for _oname, _out in OUTPUTS.items():
+    for _cname, _build in OUTPUT_COMMANDS.items():
+        if _oname == "is-file" and _cname.endswith("plot-out"):
+            continue
+
+        def _make(tmp: Path, out=_out, build=_build) -> list[str]:
+            (tmp / "doc.json").write_text('{"kind": "sweep", "rows": []}')
+            return build(tmp, out(tmp))
+
+        CASES.append((f"{_cname}-{_oname}", _make, "cannot write"))
+
+CALIBRATE_OUTS = {
+    "dir": lambda t: str(t),
+    "device": lambda t: "/dev/null",
+    "under-file": lambda t: str(_blocker(t) / "x.toml"),
+    "name-too-long": lambda t: str(t / ("n" * 300 + ".toml")),
+    "symlink-loop": lambda t: (os.symlink(t / "lp", t / "lp"), str(t / "lp"))[1],
+    "missing-dir": lambda t: str(t / "no" / "such" / "dir" / "x.toml") if False else "/proc/x/y",
+}
+for _oname, _out in CALIBRATE_OUTS.items():
+
+    def _make(tmp: Path, out=_out) -> list[str]:
+        return ["calibrate", "--scenario", good(tmp), "--baseline-tok-s", "90", "--out", out(tmp)]
+
+    CASES.append((f"calibrate-out-{_oname}", _make, "cannot write"))
+
+
+# ------------------------------------------------------------------ grids
+GRIDS = [
+    ("grid-step-0", "acceptance.alpha=0:1:0", "step"),
+    ("grid-no-key", "=1", "KEY"),
+    ("grid-inf-bound", "acceptance.alpha=0:inf:0.1", "finite"),
+    ("grid-nan-bound", "acceptance.alpha=nan:1:0.1", "finite"),
+    ("grid-too-many", "acceptance.alpha=0:1:1e-9", "at most"),
+    ("grid-repeated", "acceptance.alpha=0.5,0.5", "repeated"),
+    ("grid-injects", "acceptance.alpha=0.5\n[x]", "--grid"),
+    ("grid-out-of-range", "acceptance.alpha=0.5,2", "--grid"),
+    ("grid-inf-value", "timing.decode_ms=10,inf", "finite"),
+    ("grid-unknown-key", "timing.verfy_ms=1,2", "did you mean"),
+    ("grid-empty-value", "acceptance.alpha=0.5,,0.6", "empty"),
+    ("grid-stop-below", "acceptance.alpha=0.9:0.1", "below"),
+    ("grid-word-bound", "acceptance.alpha=a:b", "number"),
+    ("grid-num-steps-big", "speculation.num_steps=1:100", "speculation.num_steps"),
+]
+for _name, _grid, _needle in GRIDS:
+
+    def _make(tmp: Path, grid=_grid) -> list[str]:
+        return ["sweep", good(tmp), "--grid", grid, "--out", str(tmp / "o")]
+
+    CASES.append((_name, _make, _needle))
+
+
+@case("grid-twice", "twice")
+def _(t):
+    g = "acceptance.alpha=0.5,0.6"
+    return ["sweep", good(t), "--grid", g, "--grid", g, "--out", str(t / "o")]
+
+
+@case("grid-product-too-big", "limit")
+def _(t):
+    return [
+        "sweep",
+        good(t),
+        "--grid",
+        "acceptance.alpha=0:1:0.0001",
+        "--grid",
+        "timing.decode_ms=1:100",
+        "--out",
+        str(t / "o"),
+    ]
+
+
+@case("grid-too-long-to-run", "hours")
+def _(t):
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.1:0.9:0.01", "--grid",
+        "workload.output_tokens=1000000", "--set", "workload.requests=100000",
+        "--out", str(t / "o"),
+    ]  # fmt: skip
+
+
+@case("sweep-dask-no-scheduler", "scheduler")
+def _(t):
+    return [
+        "sweep",
+        good(t),
+        "--grid",
+        "acceptance.alpha=0.5",
+        "--out",
+        str(t / "o"),
+        "--executor",
+        "dask",
+    ]
+
+
+@case("sweep-dask-unreachable", "Dask scheduler")
+def _(t):
+    return [
+        "sweep",
+        good(t),
+        "--grid",
+        "acceptance.alpha=0.5",
+        "--out",
+        str(t / "o"),
+        "--executor",
+        "dask",
+        "--scheduler",
+        "tcp://127.0.0.1:9",
+    ]
+
+
+@case("sweep-csv-is-a-directory", "sweep.csv")
+def _(t):
+    (t / "o" / "sweep.csv").mkdir(parents=True)
+    return ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o")]
+
+
+@case("sweep-manifest-not-utf8", "manifest")
+def _(t):
+    (t / "o").mkdir()
+    (t / "o" / "manifest.json").write_bytes(b"\xff\xfe{")
+    return ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o")]
+
+
+@case("sweep-points-is-file", "points")
+def _(t):
+    (t / "o").mkdir()
+    (t / "o" / "points").write_text("x")
+    return ["sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o")]
+
+
+# ------------------------------------------------------------------ search
+SEARCH = [
+    ("search-num-steps-empty", ["--num-steps", ""], "--num-steps"),
+    ("search-num-steps-zero", ["--num-steps", "0"], "--num-steps"),
+    ("search-num-steps-word", ["--num-steps", "a"], "--num-steps"),
+    ("search-num-steps-reversed", ["--num-steps", "4:1"], "--num-steps"),
+    ("search-num-steps-float", ["--num-steps", "2.5"], "--num-steps"),
+    ("search-num-steps-huge", ["--num-steps", "1:1000"], "--num-steps"),
+    ("search-num-steps-inf", ["--num-steps", "1:inf"], "--num-steps"),
+    ("search-quantile-2", ["--quantile", "2"], "--quantile"),
+    ("search-quantile-nan", ["--quantile", "nan"], "--quantile"),
+    ("search-solve-unknown", ["--solve", "timing.verfy_ms"], "--solve"),
+    ("search-solve-and-k", ["--solve", "timing.verify_ms", "--num-steps", "2"], "--num-steps"),
+]
+for _name, _extra, _needle in SEARCH:
+
+    def _make(tmp: Path, extra=_extra) -> list[str]:
+        return ["search", good(tmp), *extra]
+
+    CASES.append((_name, _make, _needle))
+
+
+# ------------------------------------------------------------------ calibrate and importers
+def _cal(t: Path, *extra: str) -> list[str]:
+    return ["calibrate", "--scenario", good(t), *extra]
+
+
+CALIBRATE = [
+    ("cal-no-data", [], "nothing to calibrate"),
+    ("cal-point-format", ["--point", "2:60"], "--point"),
+    ("cal-point-words", ["--point", "a:b:c"], "--point"),
+    ("cal-point-al-range", ["--point", "2:9:60"], "accept length"),
+    ("cal-point-inf", ["--point", "2:2:inf"], "--point"),
+    ("cal-point-nan", ["--point", "2:nan:60"], "--point"),
+    ("cal-point-k0", ["--point", "0:1:60"], "num_steps"),
+    ("cal-baseline-negative", ["--baseline-tok-s", "-1"], "--baseline-tok-s"),
+    ("cal-baseline-inf", ["--baseline-tok-s", "inf"], "--baseline-tok-s"),
+    ("cal-baseline-nan", ["--baseline-tok-s", "nan"], "--baseline-tok-s"),
+    ("cal-rel-0", ["--baseline-tok-s", "90", "--rel-error", "0"], "--rel-error"),
+    ("cal-rel-2", ["--baseline-tok-s", "90", "--rel-error", "2"], "--rel-error"),
+    ("cal-rel-nan", ["--baseline-tok-s", "90", "--rel-error", "nan"], "--rel-error"),
+    ("cal-fit-unknown", ["--baseline-tok-s", "90", "--fit", "verfy_ms"], "--fit"),
+    ("cal-fit-empty", ["--baseline-tok-s", "90", "--fit", ","], "--fit"),
+    ("cal-before-alone", ["--vllm-metrics-before", "x.txt"], "--vllm-metrics"),
+    ("cal-metrics-missing", ["--vllm-metrics", "/nonexistent/m.txt"], "no such file"),
+    ("cal-log-missing", ["--sglang-log", "/nonexistent/s.log"], "no such file"),
+    ("cal-acceptance-model", ["--baseline-tok-s", "90", "--acceptance", "beta"], "--acceptance"),
+    ("cal-num-steps-0", ["--sglang-log", "{log}", "--num-steps", "0"], "num_steps"),
+]
+for _name, _extra, _needle in CALIBRATE:
+
+    def _make(tmp: Path, extra=_extra) -> list[str]:
+        log = tmp / "s.log"
+        log.write_text(
+            "[2025-06-01 10:00:00] Decode batch, #running-req: 1, #token: 9, token usage: 0.01, "
+            "accept len: 2.05, accept rate: 0.68, cuda graph: True, gen throughput "
+            "(token/s): 61.23, #queue-req: 0,\n"
+        )
+        return _cal(tmp, *[e.format(log=log) for e in extra])
+
+    CASES.append((_name, _make, _needle))
+
+IMPORT_FILES = {
+    "metrics-garbage": ("--vllm-metrics", "<html>not metrics</html>\n", "metrics"),
+    "metrics-no-spec": ("--vllm-metrics", "# TYPE x counter\nx_total 1\n", "spec_decode"),
+    "metrics-nan": ("--vllm-metrics", "vllm:spec_decode_num_drafts_total NaN\n", "finite"),
+    "metrics-negative": ("--vllm-metrics", "vllm:spec_decode_num_drafts_total -3\n", ">= 0"),
+    "metrics-empty": ("--vllm-metrics", "", "spec_decode"),
+    "metrics-long-line": ("--vllm-metrics", 'x{a="' + "b" * 200000 + "\n", "line 1"),
+    "log-empty": ("--sglang-log", "", "no speculative decode line"),
+    "log-no-spec": ("--sglang-log", "Decode batch, #running-req: 1, #token: 5\n", "accept len"),
+    "log-garbage": ("--sglang-log", "hello\nworld\n", "no speculative"),
+    "log-huge-line": ("--sglang-log", "Decode batch, " + "k: v, " * 100000 + "\n", "speculative"),
+    "bench-garbage": ("--vllm-bench", "{not json", "JSON"),
+    "bench-array": ("--vllm-bench", "[1, 2]", "object"),
+    "bench-no-spec": ("--vllm-bench", '{"backend": "vllm", "completed": 3}', "spec_decode"),
+    "bench-nan": ("--vllm-bench", '{"spec_decode_acceptance_length": NaN}', ""),
+    "sgl-bench-garbage": ("--sglang-bench", "{not json\n", "line 1"),
+    "sgl-bench-missing-keys": ("--sglang-bench", '{"batch_size": 1}\n', "line 1"),
+    "sgl-bench-bad-al": (
+        "--sglang-bench",
+        '{"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 9.0,'
+        ' "step_time": 0.01, "speed": 900.0, "completion_tokens": 512.0}\n',
+        "acc_length",
+    ),
+    "server-args-none": ("--sglang-server-args", "nothing here\n", "server_args"),
+    "server-args-broken": ("--sglang-server-args", "server_args=ServerArgs(tp_size=\n", "parse"),
+}
+for _name, (_flag, _text, _needle) in IMPORT_FILES.items():
+
+    def _make(tmp: Path, flag=_flag, text=_text) -> list[str]:
+        path = tmp / "input.txt"
+        path.write_text(text)
+        return _cal(tmp, flag, str(path))
+
+    CASES.append((f"cal-{_name}", _make, _needle))
+
+
+@case("cal-metrics-not-utf8", "")
+def _(t):
+    (t / "m.txt").write_bytes(b"\xff\xfe\x00garbage")
+    return _cal(t, "--vllm-metrics", str(t / "m.txt"))
+
+
+@case("cal-metrics-went-down", "went down")
+def _(t):
+    (t / "a.txt").write_text(
+        "vllm:spec_decode_num_drafts_total 5\nvllm:spec_decode_num_draft_tokens_total 15\n"
+        "vllm:spec_decode_num_accepted_tokens_total 5\n"
+    )
+    (t / "b.txt").write_text(
+        "vllm:spec_decode_num_drafts_total 9\nvllm:spec_decode_num_draft_tokens_total 27\n"
+        "vllm:spec_decode_num_accepted_tokens_total 9\n"
+    )
+    return _cal(t, "--vllm-metrics", str(t / "a.txt"), "--vllm-metrics-before", str(t / "b.txt"))
+
+
+# ------------------------------------------------------------------ convert, hardware
+CONVERT = [
+    ("conv-needs-k", ["--alpha", "0.5"], "--num-steps"),
+    ("conv-two", ["--alpha", "0.5", "--accept-length", "2", "--num-steps", "2"], "exactly one"),
+    ("conv-list-word", ["--cumulative", "0.5,x"], "--cumulative"),
+    ("conv-al-range", ["--accept-length", "9", "--num-steps", "2"], "accept"),
+    ("conv-alpha-2", ["--alpha", "2", "--num-steps", "3"], "alpha"),
+    ("conv-alpha-nan", ["--alpha", "nan", "--num-steps", "3"], "--alpha"),
+    ("conv-alpha-inf", ["--alpha", "inf", "--num-steps", "3"], "--alpha"),
+    ("conv-k-0", ["--alpha", "0.5", "--num-steps", "0"], "--num-steps"),
+    ("conv-k-huge", ["--alpha", "0.5", "--num-steps", "100000000"], "--num-steps"),
+    ("conv-per-position-big", ["--per-position", "1.5"], "per-position"),
+    ("conv-empty-list", ["--cumulative", ""], "--cumulative"),
+    ("conv-list-long", ["--per-position", ",".join(["0.5"] * 1000)], "--per-position"),
+    ("conv-draft-rate-2", ["--draft-acceptance-rate", "2", "--num-steps", "3"], "rate"),
+    ("conv-sglang-rate-nan", ["--sglang-accept-rate", "nan", "--num-steps", "3"], "rate"),
+    ("conv-cumulative-rising", ["--cumulative", "0.5,0.9"], "cumulative"),
+]
+for _name, _extra, _needle in CONVERT:
+    CASES.append((_name, lambda tmp, extra=_extra: ["convert", *extra], _needle))
+
+HARDWARE = [
+    ("hw-nothing", ["hardware"], "--list"),
+    (
+        "ar-gpus-0",
+        ["allreduce", "--interconnect", "nvlink4", "--gpus", "0", "--bytes", "8"],
+        "gpus",
+    ),
+    (
+        "ar-bytes-neg",
+        ["allreduce", "--interconnect", "nvlink4", "--gpus", "2", "--bytes", "-1"],
+        "bytes",
+    ),
+    (
+        "ar-typo",
+        ["allreduce", "--interconnect", "nvlnk4", "--gpus", "2", "--bytes", "8"],
+        "did you mean 'nvlink4'",
+    ),
+    (
+        "ar-gpus-huge",
+        ["allreduce", "--interconnect", "nvlink4", "--gpus", "100000000", "--bytes", "8"],
+        "--gpus",
+    ),
+    (
+        "ar-bytes-huge",
+        ["allreduce", "--interconnect", "nvlink4", "--gpus", "2", "--bytes", str(10**30)],
+        "--bytes",
+    ),
+]
+for _name, _args, _needle in HARDWARE:
+    CASES.append((_name, lambda tmp, args=_args: list(args), _needle))
+
+
+# ------------------------------------------------------------------ plot
+PLOT_DOCS = {
+    "plot-not-json": ("{nope", "JSON"),
+    "plot-array": ("[1, 2, 3]", "object"),
+    "plot-no-kind": ('{"rows": []}', "kind"),
+    "plot-kind-no-figures": ('{"kind": "calibrate"}', "no figures"),
+    "plot-deep": ("[" * 100000 + "]" * 100000, "deep"),
+    "plot-nan-json": ('{"kind": "run", "x": NaN}', ""),
+    "plot-bad-sweep": ('{"kind": "sweep", "rows": "x"}', "rows"),
+    "plot-unknown-kind": ('{"kind": "movie"}', "kind"),
+}
+for _name, (_text, _needle) in PLOT_DOCS.items():
+
+    def _make(tmp: Path, text=_text) -> list[str]:
+        (tmp / "doc.json").write_text(text)
+        return ["plot", str(tmp / "doc.json"), "--out", str(tmp / "figs")]
+
+    CASES.append((_name, _make, _needle))
+
+
+@case("plot-missing", "no such file")
+def _(t):
+    return ["plot", str(t / "none.json")]
+
+
+@case("plot-dir-without-sweep", "no such file")
+def _(t):
+    (t / "d").mkdir()
+    return ["plot", str(t / "d")]
+
+
+@case("plot-not-utf8", "UTF-8")
+def _(t):
+    (t / "doc.json").write_bytes(b"\xff\xfe{}")
+    return ["plot", str(t / "doc.json"), "--out", str(t / "figs")]
+
+
+# ------------------------------------------------------------------ the test
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")} | {
+        str(p.relative_to(root)) for p in root.rglob(".*")
+    }
+
+
+@pytest.mark.parametrize(("name", "build", "needle"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, name: str, build: Case, needle: str):
+    (tmp_path / "good.toml").write_text(
+        MINIMAL.replace(
+            "[targets]", "[workload]\nrequests = 4\n[simulation]\nreplications = 2\n[targets]"
+        )
+    )
+    args = build(tmp_path)
+    before = _tree(tmp_path)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("specsim: error: "), lines[0]
+    assert len(lines[0]) < 2000, len(lines[0])
+    assert needle in lines[0], lines[0]
+    assert result.stdout.strip() == "", result.stdout
+    assert _tree(tmp_path) == before, sorted(_tree(tmp_path) - before)
+
+
+def test_the_corpus_is_large():
+    assert len(CASES) >= 150

@@ -1,0 +1,94 @@
+"""A real Dask cluster: ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1,
+as a user's cluster is (separate processes, TCP), running a sweep whose CSV must match the
+local pool's byte for byte. Bounded in time; every process is ended by its PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MINIMAL
+
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(timeout=5)
+
+
+def _wait_for_workers(address: str, n: int, timeout_s: float = 60.0) -> None:
+    from distributed import Client
+
+    deadline = time.monotonic() + timeout_s
+    with Client(address, timeout=timeout_s) as client:
+        while len(client.scheduler_info()["workers"]) < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{n} workers did not join {address}")
+            time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_sweep_on_a_real_scheduler_and_two_workers_matches_the_local_pool(tmp_path: Path):
+    pytest.importorskip("distributed")
+    scenario = tmp_path / "s.toml"
+    sizes = "[workload]\nrequests = 20\n[simulation]\nreplications = 3\n[targets]"
+    scenario.write_text(MINIMAL.replace("[targets]", sizes))
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--no-dashboard"], **quiet,
+        )
+    ]  # fmt: skip
+    try:
+        for _ in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                     "--no-dashboard", "--host", "127.0.0.1"], **quiet,
+                )
+            )  # fmt: skip
+        _wait_for_workers(address, 2)
+        grid = ["--grid", "acceptance.alpha=0.5:0.9:0.1", "--grid", "speculation.num_steps=1:3"]
+        common = [sys.executable, "-m", "sim", "sweep", str(scenario), *grid, "--quiet"]
+        on_dask = subprocess.run(
+            [*common, "--out", str(tmp_path / "dask"), "--executor", "dask", "--scheduler",
+             address], capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert on_dask.returncode == 0, on_dask.stderr
+    finally:
+        _stop(procs)
+    local = subprocess.run(
+        [*common, "--out", str(tmp_path / "local"), "--workers", "2"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    dask_csv = (tmp_path / "dask" / "sweep.csv").read_bytes()
+    assert dask_csv == (tmp_path / "local" / "sweep.csv").read_bytes()
+    assert dask_csv.count(b"\n") == 1 + 5 * 3
+    assert all(p.poll() is not None for p in procs)

@@ -1,0 +1,57 @@
+"""Hardware validation cases: coverage of the nccl-tests points, hand-worked predictions."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.hardware.eager import EAGER_KERNEL_US
+from sim.scenario.load import load_scenario
+from sim.validation.hardware_cases import (
+    case_custom_allreduce,
+    case_eager_pairs,
+    case_nccl_points,
+    eager_prediction_ms,
+    nccl_point_us,
+)
+from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS
+from tests.conftest import SEED
+
+
+def test_nccl_points_cover_what_the_issue_asks():
+    assert len(NCCL_POINTS) >= 10
+    sizes = [p.nbytes for p in NCCL_POINTS]
+    assert min(sizes) == 8 and max(sizes) >= 1 << 30
+    kinds = {p.interconnect for p in NCCL_POINTS}
+    assert {"pcie-gen4", "pcie-gen4-host-bounce", "pcie-gen5", "pcie-gen5-host-bounce"} <= kinds
+    assert {"nvlink3", "nvlink4"} <= kinds
+
+
+def test_nccl_point_hand_worked():
+    # 8x 4090, 8 B, one thread for 8 GPUs: GPU 20.6 us (ring LL) < host 8 x 5 us = 40 us.
+    (p,) = [p for p in NCCL_POINTS if p.nbytes == 8]
+    assert nccl_point_us(p) == pytest.approx(40.0)
+    # 8x H20, 1 GB, NVLS off: ring Simple 8.4 + 14 x 3.4 us + 2^30 B / (370 x 8/14 GB/s).
+    (big,) = [p for p in NCCL_POINTS if p.interconnect == "nvlink4" and p.nbytes == 1 << 30]
+    assert nccl_point_us(big) == pytest.approx(8.4 + 14 * 3.4 + (1 << 30) / (370e3 * 8 / 14))
+
+
+def test_eager_prediction_hand_worked():
+    # Llama-3-8B, 32 layers x 15 kernels eager at 18.889 us: launch-bound, T = 480 c + the
+    # last kernel's share of the 7.06 ms graphed compute.
+    (pair,) = [p for p in EAGER_PAIRS if p.key == "sglang-1401-triton"]
+    assert eager_prediction_ms(pair) == pytest.approx(480 * EAGER_KERNEL_US / 1000 + 7.06 / 480)
+
+
+def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
+    seed = load_scenario(SEED)
+    eager = case_eager_pairs(seed)
+    assert len(eager.rows) == len(EAGER_PAIRS) + 1  # every pair and the seed's own
+    # The seed's ungraphed verify at the public per-kernel cost and 18 kernels a layer.
+    (seed_row,) = [r for r in eager.rows if r.figure == "seed ungraphed verify"]
+    assert seed_row.measured == 30.0 and seed_row.predicted < 30.0
+    assert any("within 15%" in note for note in eager.notes)
+    nccl = case_nccl_points()
+    assert len(nccl.rows) == len(NCCL_POINTS)
+    assert any("within 2x" in note for note in nccl.notes)
+    custom = case_custom_allreduce()
+    assert all(abs(r.error) < 0.15 for r in custom.rows)

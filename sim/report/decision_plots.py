@@ -270,9 +270,13 @@ def best_k_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ax.set_xlabel("concurrent users = decode batch size (closed loop)")
     ax.set_ylabel("draft length k")
     cbar = fig.colorbar(im, ax=ax)
-    cbar.set_label(f"{doc['objective_label']} / best at that load (clipped at 0.5)")
+    cbar.set_label("share of the best k's objective at this load")
     table = ", ".join(f"{a}-{b}: {k}" for a, b, k in doc["vllm_table"])
-    ax.set_title(f"Best k by batch size (star); table {table}", fontsize=10)
+    ax.set_title(
+        f"Best k by batch size (star): {doc['objective_label']}; table {table}",
+        fontsize=10,
+        wrap=True,
+    )
     _footnote(fig, _footnote_text(doc))
     out = [("best-k-map", fig)]
     check = doc["check"]

@@ -100,4 +100,12 @@ def best_k(
             settings=settings,
             assumptions=notes,
         )
-    emit("best_k", result.to_dict(), render_best_k, as_json=as_json, plot_dir=plot_dir, fmt=fmt)
+    emit(
+        "best_k",
+        result.to_dict(),
+        render_best_k,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

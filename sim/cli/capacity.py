@@ -86,4 +86,12 @@ def capacity(
             settings=settings,
             assumptions=notes,
         )
-    emit("capacity", result.to_dict(), render_capacity, as_json=as_json, plot_dir=plot_dir, fmt=fmt)
+    emit(
+        "capacity",
+        result.to_dict(),
+        render_capacity,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

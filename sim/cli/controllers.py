@@ -105,4 +105,5 @@ def controllers(
         as_json=as_json,
         plot_dir=plot_dir,
         fmt=fmt,
+        quiet=quiet,
     )

@@ -108,5 +108,11 @@ def crossover(
             assumptions=notes,
         )
     emit(
-        "crossover", result.to_dict(), render_crossover, as_json=as_json, plot_dir=plot_dir, fmt=fmt
+        "crossover",
+        result.to_dict(),
+        render_crossover,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
     )

@@ -182,8 +182,10 @@ def emit(
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
+    quiet: bool = False,
 ) -> None:
-    """Write the figures of ``doc`` (``--plot``), then print it as JSON or as text."""
+    """Write the figures of ``doc`` (``--plot``; ``quiet``: without the "wrote" lines),
+    then print it as JSON or as text."""
     # lazy: start-up
     from sim.cli.options import echo_document
 
@@ -193,7 +195,7 @@ def emit(
         from sim.documents import document
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt))
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document(kind, doc)
     else:

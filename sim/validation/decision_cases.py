@@ -96,6 +96,10 @@ def _case(
     by_load = dict(zip(c.loads, c.gain, strict=True))
     published = published_crossover(gains)
     stops = [x for x in c.crossings if x.direction == "stops paying"]
+    if len(c.crossings) > 1:  # say all of them: the first "stops paying" is the one scored
+        notes_all = "; ".join(f"{x.direction} at {x.at:.1f}" for x in c.crossings)
+    else:
+        notes_all = ""
     rows: list[Row] = []
     notes = []
     figure = f"{label} crossover"
@@ -140,6 +144,11 @@ def _case(
         notes.append(
             f"Crossover: neither the published curve (up to {max(gains)} users) nor the "
             f"prediction (up to {max(c.loads):.0f}) falls below 1 - they agree."
+        )
+    if notes_all:
+        notes.append(
+            f"Every predicted crossing: {notes_all} users (the first that stops paying "
+            "is the one compared)."
         )
     agree, misses = 0, []
     for b, g in sorted(gains.items()):

@@ -2,8 +2,8 @@
 
 ``kind`` says what a document is (``run``, ``serve``, ``search``, ``tree-search``,
 ``solve``, ``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``,
-``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``, and the serving decisions
-``crossover``, ``best_k``, ``capacity``, ``controllers``), so
+``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``, ``tree-load``, and the serving
+decisions ``crossover``, ``best_k``, ``capacity``, ``controllers``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -33,6 +33,7 @@ KINDS: tuple[str, ...] = (
     "validate",
     "plot",
     "schema",
+    "tree-load",
     "crossover",
     "best_k",
     "capacity",

@@ -26,6 +26,11 @@ tok_s = [100.0]
 """
 
 
+def seed_text_without_uncertainty() -> str:
+    """The seed file without its [uncertainty] tables (for tests that edit its values)."""
+    return SEED.read_text().split("\n[uncertainty]")[0] + "\n"
+
+
 @pytest.fixture
 def seed_path() -> Path:
     return SEED

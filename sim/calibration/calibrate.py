@@ -47,11 +47,13 @@ from sim.calibration.settings import (
 )
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes, cycle_cost
+from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
 from sim.scenario.bind import conditional_rates, pass_times
 from sim.scenario.decompose import hardware_point, reference_point
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.overrides import apply_overrides
+from sim.scenario.priors import decay_prior, shape_error
 from sim.scenario.schema import Scenario
 
 # --------------------------------------------------------------------------- results
@@ -260,8 +262,85 @@ def _acceptance_model(data: Measurements, requested: str) -> str | None:
     if not (data.cumulative or data.accept_lengths):
         return None
     if requested == "auto":
-        return "per_position" if data.cumulative else "alpha"
+        if data.cumulative:
+            return "per_position"
+        return "shape" if len({a.num_steps for a in data.accept_lengths}) >= 2 else "alpha"
+    if requested == "shape" and len(_profile_data(data).depths) < 2:
+        raise SpecsimError(
+            "the shape model needs accept lengths at two or more num_steps (or per-position "
+            "rates at two or more positions)",
+            param="acceptance",
+        )
     return requested
+
+
+def _profile_data(data: Measurements) -> ProfileData:
+    return ProfileData(
+        positions=tuple(c.position for c in data.cumulative),
+        cumulative=tuple(c.rate for c in data.cumulative),
+        cumulative_sigma=tuple(c.sigma for c in data.cumulative),
+        num_steps=tuple(a.num_steps for a in data.accept_lengths),
+        accept_length=tuple(a.accept_length for a in data.accept_lengths),
+        accept_length_sigma=tuple(a.sigma for a in data.accept_lengths),
+    )
+
+
+def _fit_acceptance_shape(base: Scenario, data: Measurements) -> _Block:
+    """First-position rate and decay of the shape with the lowest forward held-out error
+    (three or more depths), else of the base's draft-method prior family (two depths: both
+    two-parameter shapes fit exactly, held-out error cannot tell them apart)."""
+    pd = _profile_data(data)
+    choice = choose_shape(pd)
+    method = base.acceptance.method if base.acceptance is not None else "generic"
+    if choice is not None:
+        shape = choice.shape
+        errors = ", ".join(f"{s} {100 * e:.2g}%" for s, e in choice.errors.items() if e is not None)
+        why = f"acceptance shape {shape}: lowest forward held-out error ({errors})"
+    else:
+        shape = decay_prior(method).shape
+        why = (
+            f"acceptance shape {shape}: two depths fit every two-parameter shape exactly, so "
+            f"the {method} prior's family is used (held-out error needs three)"
+        )
+    fit = fit_profile(shape, pd)
+    k = max(pd.max_depth, 1)
+    names = ["acceptance.first_rate"] + ([] if shape == "flat" else ["acceptance.decay"])
+    spec = base.acceptance
+    base_first = float(conditional_rates(spec, 1)[0]) if spec is not None else None
+    base_values = {
+        "acceptance.first_rate": base_first,
+        "acceptance.decay": spec.decay if spec else None,
+    }
+    stderr = {"acceptance.first_rate": fit.first_rate_stderr, "acceptance.decay": fit.decay_stderr}
+    fitted = {"acceptance.first_rate": fit.first_rate, "acceptance.decay": fit.decay}
+    values = tuple(FittedValue(n, fitted[n], stderr[n], base_values[n], True, None) for n in names)
+    overrides: dict[str, Any] = {
+        "acceptance.first_rate": _sig(fit.first_rate),
+        "acceptance.shape": shape,
+    }
+    if shape != "flat":
+        overrides["acceptance.decay"] = _sig(fit.decay)
+    # measured over these positions; past them the shape may stray as published profiles do
+    overrides["acceptance.measured_num_steps"] = pd.max_depth
+    error = shape_error(method)
+    overrides["acceptance.tilt"] = -_sig(error.tau)
+    overrides["uncertainty.acceptance.tilt"] = {
+        "range": [-_sig(2.0 * error.tau), 0.0],
+        "origin": "derived",
+        "reason": error.reason,
+    }
+    residuals = _acceptance_rows(data, lambda depth: fit.rates(max(depth, k))[:depth])
+    n_fit = len(names)
+    return _Block(
+        values,
+        tuple(residuals),
+        overrides,
+        fit.chi2,
+        pd.size,
+        n_fit,
+        (why,),
+        fit.covariance[:n_fit, :n_fit],
+    )
 
 
 def _acceptance_params(base: Scenario, model: str, data: Measurements) -> list[Param]:
@@ -392,30 +471,100 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     )
     if model == "alpha":
         overrides: dict[str, Any] = {"acceptance.alpha": _sig(fit.values["acceptance.alpha"])}
+        ks = {a.num_steps for a in data.accept_lengths}
+        if len(ks) == 1 and not data.cumulative:
+            # the equal rate of the accept length measured there: the anchor's num_steps
+            overrides["acceptance.measured_num_steps"] = ks.pop()
+        else:  # one equal rate fitted over several depths is a flat shape
+            overrides["acceptance.shape"] = "flat"
     else:
         overrides = {"acceptance.per_position": [_sig(fit.values[n]) for n in names]}
     rates = np.array([fit.values[n] for n in names])
-    residuals = [
+    residuals = _acceptance_rows(data, lambda depth: extend_rates(rates, depth))
+    return _block(params, fit, residuals, overrides)
+
+
+def _acceptance_rows(data: Measurements, rates_to: Callable[[int], np.ndarray]) -> list[Residual]:
+    """Residuals of the acceptance figures; ``rates_to(d)`` gives the fitted a_1..a_d."""
+    rows = [
         Residual(
             f"cumulative rate c{c.position}",
             c.rate,
-            float(np.prod(extend_rates(rates, c.position))),
+            float(np.prod(rates_to(c.position))),
             c.sigma,
             c.source,
         )
         for c in data.cumulative
     ]
-    residuals += [
+    return rows + [
         Residual(
             f"accept length at num_steps {a.num_steps}",
             a.accept_length,
-            mean_accept_length(extend_rates(rates, a.num_steps)),
+            mean_accept_length(rates_to(a.num_steps)),
             a.sigma,
             a.source,
         )
         for a in data.accept_lengths
     ]
-    return _block(params, fit, residuals, overrides)
+
+
+CALIBRATED_REASON = "fitted by specsim calibrate"
+
+
+def uncertainty_overrides(
+    base: Scenario,
+    fitted: Sequence[FittedValue],
+    covariance: np.ndarray,
+    values: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``[uncertainty]`` entries for the fitted values (origin ``calibrated``, their
+    standard errors) and their correlations, merged with the base's correlations of the
+    values it keeps (block-diagonal: the blocks were fitted separately)."""
+    out: dict[str, Any] = {}
+    lists: dict[str, dict[int, float]] = {}
+    for v in fitted:
+        if v.stderr is None:
+            continue
+        if "[" in v.field:
+            name, index = v.field[:-1].split("[")
+            lists.setdefault(name, {})[int(index)] = v.stderr
+        else:
+            section, key = v.field.split(".", 1)
+            out[f"uncertainty.{section}.{key}"] = {
+                "stderr": _sig(v.stderr),
+                "origin": "calibrated",
+                "reason": CALIBRATED_REASON,
+            }
+    for name, per_entry in lists.items():
+        written = (values or {}).get(name)
+        length = len(written) if isinstance(written, list) else max(per_entry) + 1
+        section, key = name.split(".", 1)
+        out[f"uncertainty.{section}.{key}"] = {
+            "stderr": [_sig(per_entry.get(i, 0.0)) for i in range(length)],
+            "origin": "calibrated",
+            "reason": CALIBRATED_REASON + " (0: kept from the base)",
+        }
+    se = np.array([v.stderr or 0.0 for v in fitted])
+    ok = [i for i, s in enumerate(se) if s > 0]
+    fields = [fitted[i].field for i in ok]
+    corr = np.eye(len(ok))
+    if len(ok) >= 2:
+        cov = np.asarray(covariance, dtype=float)[np.ix_(ok, ok)]
+        corr = np.clip(cov / np.outer(se[ok], se[ok]), -1.0, 1.0)
+        np.fill_diagonal(corr, 1.0)
+    old = base.uncertainty.correlation
+    if old is not None:
+        gone = {f.split("[")[0] for f in fields} | {v.field.split("[")[0] for v in fitted}
+        keep = [i for i, f in enumerate(old.fields) if f.split("[")[0] not in gone]
+        if len(keep) >= 2:
+            fields += [old.fields[i] for i in keep]
+            corr = block_diag(corr, np.array(old.matrix)[np.ix_(keep, keep)])
+    if len(fields) >= 2 and np.any(np.abs(corr - np.eye(len(fields))) > 1e-12):
+        out["uncertainty.correlation"] = {
+            "fields": fields,
+            "matrix": [[_sig(float(x)) for x in row] for row in corr],
+        }
+    return out
 
 
 def _check_not_what_if(base: Scenario) -> None:
@@ -487,7 +636,10 @@ def calibrate(
     if model is None:
         notes.append("no acceptance data given: the acceptance profile is kept from the base")
     else:
-        blocks.append(_fit_acceptance(base, data, model))
+        if model == "shape":
+            blocks.append(_fit_acceptance_shape(base, data))
+        else:
+            blocks.append(_fit_acceptance(base, data, model))
         spec = base.acceptance
         if spec is not None and spec.heterogeneous:
             drop = ["acceptance.concentration", "acceptance.std"]
@@ -514,7 +666,6 @@ def calibrate(
         overrides.update(b.overrides)
         notes.extend(b.notes)
     overrides.update(_calibrated_identity(base, data))
-    scenario = _calibrated_scenario(base, overrides, drop)
     checks: list[Residual] = []
     if data.checks:
         timing = next((b for b in blocks if any(v.field.startswith("timing.") for v in b.values)),
@@ -535,6 +686,9 @@ def calibrate(
             for pt in data.checks
         ]
     covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
+    fitted = [v for b in blocks for v in b.values if v.fitted]
+    overrides.update(uncertainty_overrides(base, fitted, covariance, overrides))
+    scenario = _calibrated_scenario(base, overrides, drop)
     return Calibration(
         scenario,
         tuple(v for b in blocks for v in b.values),

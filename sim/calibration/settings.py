@@ -19,7 +19,11 @@ TIMING_FIELDS = (
     "draft_step_overhead_ms",
 )
 DEFAULT_TIMING_FIT = TIMING_FIELDS[:4]
-ACCEPTANCE_MODELS = ("auto", "alpha", "per_position")
+#: ``shape``: a first-position rate and a decay (sim/model/shapes.py) fitted to accept
+#: lengths at two or more num_steps (or per-position rates), the shape chosen by held-out
+#: error; ``auto`` picks per_position for per-position counters, shape for accept lengths
+#: at two or more num_steps, alpha for one accept length.
+ACCEPTANCE_MODELS = ("auto", "alpha", "per_position", "shape")
 
 #: Default fit order when the base's verify pass comes from the hardware model.
 TABLE_TIMING_FIT = ("decode_ms", "cycle_overhead_ms", "draft_step_ms")

@@ -23,6 +23,7 @@ from sim.cli import (
     search,
     serve,
     sweep,
+    tree_load,
     validate,
 )
 from sim.cli.group import main
@@ -34,6 +35,7 @@ for _command in (
     best_k.best_k,
     capacity.capacity,
     controllers.controllers,
+    tree_load.tree_load,
     search.search,
     sweep.sweep,
     compare.compare,

@@ -30,6 +30,9 @@ PARAM_FLAGS: dict[str, str] = {
     "sets": "--set",
     "grids": "--grid",
     "fit_timing": "--fit",
+    "trees": "--tree",
+    "chains": "--chain",
+    "concurrencies": "--concurrency",
 }
 
 

@@ -57,7 +57,7 @@ def run(
     from sim.studies.analysis import analyze
 
     sc = with_targets(load_scenario(scenario, sets), targets)
-    analysis = analyze(sc)
+    analysis = analyze(sc, uncertainty=True)
     with ProgressBar(enabled=not quiet) as progress:
         try:
             result = simulate(

@@ -6,7 +6,9 @@ parameter per token; split evenly over ``gpus`` tensor-parallel ranks its comput
     max(bytes / (gpus x memory_bandwidth), flops / (gpus x peak_flops)).
 
 MoE layers read the expected number of distinct routed experts for m tokens,
-E (1 - (1 - e/E)^m) (sim/hardware/experts.py), so the verify pass grows with draft length.
+E (1 - (1 - e/E)^m) (sim/hardware/experts.py), so the verify pass grows with draft length:
+``growth_ms`` is the part of a calibrated pass that grows with tokens (extra weight reads
+and FLOPs), the rest of it does not.
 KV-cache reads are left out (at batch 1 and a few thousand tokens of context they are ~2%
 of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real time.
 """
@@ -73,8 +75,54 @@ class Weights:
         return 2.0 * params * tokens
 
 
-def roofline_ms(weights: Weights, tokens: int, gpu: GpuPreset, gpus: int) -> float:
-    """max(bytes / bandwidth, flops / peak) per rank, milliseconds."""
-    memory_ms = weights.bytes_read(tokens) / (gpus * gpu.memory_bandwidth_gbps * 1e9) * 1e3
-    flop_ms = weights.flops(tokens) / (gpus * gpu.bf16_tflops * 1e12) * 1e3
-    return max(memory_ms, flop_ms)
+def weight_read_ms(
+    weights: Weights, tokens: int, gpu: GpuPreset, gpus: int, efficiency: float = 1.0
+) -> float:
+    """Time (ms) per rank to read the weights a pass over ``tokens`` tokens uses, at
+    ``efficiency`` x the GPU's peak memory bandwidth."""
+    return weights.bytes_read(tokens) / (gpus * gpu.memory_bandwidth_gbps * 1e9 * efficiency) * 1e3
+
+
+def flop_ms(
+    weights: Weights, tokens: int, gpu: GpuPreset, gpus: int, efficiency: float = 1.0
+) -> float:
+    """Time (ms) per rank for a pass's 2 x active params x tokens FLOPs at ``efficiency``
+    x the GPU's dense BF16 peak."""
+    return weights.flops(tokens) / (gpus * gpu.bf16_tflops * 1e12 * efficiency) * 1e3
+
+
+def roofline_ms(
+    weights: Weights, tokens: int, gpu: GpuPreset, gpus: int, efficiency: float = 1.0
+) -> float:
+    """max(bytes / bandwidth, flops / peak) per rank, milliseconds (at ``efficiency`` x
+    peak)."""
+    return max(
+        weight_read_ms(weights, tokens, gpu, gpus, efficiency),
+        flop_ms(weights, tokens, gpu, gpus, efficiency),
+    )
+
+
+def growth_ms(
+    weights: Weights,
+    tokens_from: int,
+    tokens_to: int,
+    gpu: GpuPreset,
+    gpus: int,
+    efficiency: float = 1.0,
+) -> float:
+    """Extra compute (ms per rank) of a pass over ``tokens_to`` instead of ``tokens_from``
+    tokens: the weight reads it adds (the distinct routed experts of the extra tokens; none
+    for a dense model at batch 1) plus the FLOPs it adds, each at ``efficiency`` x peak.
+
+    Only these shares of a calibrated pass grow with tokens: attention over the context,
+    kernel and launch overheads and everything else the calibration lumps into compute
+    stay as measured (at batch 1 they are most of it). Reads and FLOPs are added, not
+    overlapped as in the roofline: an upper estimate at a given efficiency.
+    """
+    reads = weight_read_ms(weights, tokens_to, gpu, gpus, efficiency) - weight_read_ms(
+        weights, tokens_from, gpu, gpus, efficiency
+    )
+    math = flop_ms(weights, tokens_to, gpu, gpus, efficiency) - flop_ms(
+        weights, tokens_from, gpu, gpus, efficiency
+    )
+    return reads + math

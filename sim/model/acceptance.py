@@ -232,6 +232,11 @@ class AcceptanceModel:
             tuple(c.with_means(np.minimum(1.0, factor * c.mean_rates)) for c in self.classes),
         )
 
+    def with_profile(self, mean_rates: np.ndarray) -> AcceptanceModel:
+        """Every class at the mean rates ``mean_rates`` (k,), capped to [0, 1]; spreads kept."""
+        means = np.clip(np.asarray(mean_rates, dtype=float), 0.0, 1.0)
+        return AcceptanceModel(self.num_steps, tuple(c.with_means(means) for c in self.classes))
+
     def with_equal_rates(self, alpha: float) -> AcceptanceModel:
         """Every class at one mean rate ``min(alpha, 1)`` at every position; spreads kept."""
         rate = min(1.0, alpha)

@@ -1,17 +1,31 @@
 """Iteration cost of a serving batch, anchored on the batch-1 cycle.
 
-One decode iteration of a batch of B requests at draft length k is the SGLang chain cycle
-(docs/reference.md §Cycle) run over the whole batch:
+One decode iteration of a batch of B requests is the batch-1 cycle of what they draft (a
+``Draft``, sim/model/drafts.py: a chain of k, SGLang's beam tree or a static tree;
+docs/reference.md §Cycle) run over the whole batch:
 
-    (k - 1) drafter steps over B tokens + one target verify over B (k + 1) tokens
-    + one draft extend over B (k + 1) tokens + the per-cycle overhead,
+    the drafter passes over B x beams tokens (k - 1 passes over B for a chain; num_steps - 1
+    over B topk for SGLang's tree) + one target verify over B x verify tokens (k + 1, or
+    the tree's num_draft_tokens) + one draft extend + the per-cycle overhead,
 
 and at k = 0 one target decode pass over B tokens. Each pass's time comes from a
 ``PassCurve``: a function of the pass's tokens, the KV tokens it reads and the attention
 (query, key) pairs it computes (the batched hardware model, sim/hardware/batched.py, or
 anything else with that signature). A request with context c that brings m new tokens
 reads c + m KV entries and computes m c + m (m + 1) / 2 pairs; summed over the batch with
-S = sum of contexts that is ``kv = S + B m`` and ``pairs = m S + B m (m + 1) / 2``.
+S = sum of contexts that is ``kv = S + B m`` and ``pairs = m S + B m (m + 1) / 2``. A
+drafter pass over beams runs every beam as a row with its request's context (SGLang
+repeats each request's sequence per beam), so over B beams-wide requests it is B x beams
+rows of one token with a context sum of beams x S. The tree-masked verify is timed as a
+causal verify over the same tokens (an upper bound on its attention pairs).
+
+The draft extend runs over each request's accepted path: L_b tokens (the accepted drafts
+and the bonus token; SGLang's ``extend_lens = accept_length + 1``, vLLM's proposer over
+the accepted tokens), ``extend_tokens`` per request in the batched growth (the batch's
+expected path, rounded, which the engine passes in); ``None`` takes the verify's width, as
+SGLang's CUDA-graphed draft extend pads every request to it. Its dependence on the
+iteration's own L (``accepted_tokens``) is the batch-1 law, ``timing.draft_extend_ms_per_
+token`` per token (0 by default: flat).
 
 Anchoring. The batch-1 pass times (``PassTimes``, as measured or derived for the batch-1
 engines) are the anchor: each pass of a batched iteration costs
@@ -20,9 +34,10 @@ engines) are the anchor: each pass of a batched iteration costs
     reference context),
 
 so at batch 1 and the reference context every phase is the batch-1 phase plus an exact
-0.0, and ``decode_ms`` reproduces ``cycle_cost(passes, k).total_ms`` to the last bit; away
-from it the curve's growth is added. (With a calibrated curve the two terms agree anyway;
-the anchor makes batch 1 exact whatever the curve.)
+0.0, and ``decode_ms`` reproduces the batch-1 cycle (``cycle_cost(passes, k).total_ms``, or
+the tree cycle the batch-1 tree engines run) to the last bit; away from it the curve's
+growth is added. (With a calibrated curve the two terms agree anyway; the anchor makes
+batch 1 exact whatever the curve.)
 
 Prefill passes have no batch-1 anchor (the batch-1 engines have no prefill) and cost the
 curve's time; the drafter's prefill (EAGLE drafts from the target's hidden states, so it
@@ -38,7 +53,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.cycle import CycleCost, PassTimes
+from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
 
 __all__ = [
     "DecodeCurve",
@@ -128,19 +144,20 @@ def pass_load(
 
 @dataclass(frozen=True)
 class DecodeCurve:
-    """Decode iteration time of one (batch, k): ``anchor_ms`` (the batch-1 cycle's total)
-    plus, per pass, ``times x (curve(batch of m-token requests) - reference)``; ``terms``
-    holds (times, curve, batch, m, reference ms) per pass."""
+    """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
+    total) plus, per pass, ``times x (curve(rows of m-token sequences) - reference)``;
+    ``terms`` holds (times, curve, rows, m, beams, reference ms) per pass: ``rows`` = batch
+    x beams sequences whose contexts sum to beams x the batch's context sum."""
 
     anchor_ms: float
-    terms: tuple[tuple[float, PassCurve, int, int, float], ...]
+    terms: tuple[tuple[float, PassCurve, int, int, int, float], ...]
 
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:
         """Iteration ms for context sums ``context_tokens`` (any shape, same shape out)."""
         s = np.asarray(context_tokens, dtype=float)
         total = np.full(s.shape, self.anchor_ms)
-        for times, curve, batch, m, ref in self.terms:
-            tokens, kv, pairs = pass_load(batch, m, s)
+        for times, curve, rows, m, beams, ref in self.terms:
+            tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
             growth = curve.pass_ms(tokens, kv, pairs) - ref
             total += growth if times == 1.0 else times * growth
         return total
@@ -151,16 +168,23 @@ class IterationCost:
     """Iteration times of a batched server (see the module docstring).
 
     ``batch1``: the batch-1 pass times (the anchor); ``reference_context_tokens``: the
-    context at which they hold (the batch-1 engines do not model context).
+    context at which they hold (the batch-1 engines do not model context);
+    ``draft_table_ms`` / ``draft_ms_per_extra_token``: the batch-1 drafter pass over m beams
+    (sim/model/tree_cost.py ``draft_over_ms``), for trees' batch-1 cycles.
     """
 
     batch1: PassTimes
     curves: ServingCurves
     reference_context_tokens: float = 0.0
-    _refs: dict[tuple[str, int], float] = field(default_factory=dict, repr=False, compare=False)
-    _plain: dict[tuple[int, int], DecodeCurve] = field(
+    draft_table_ms: tuple[float, ...] | None = None
+    draft_ms_per_extra_token: float = 0.0
+    _refs: dict[tuple[str, int, int], float] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _plain: dict[tuple[int, Draft, int | None], DecodeCurve] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _cycles: dict[Draft, CycleCost] = field(default_factory=dict, repr=False, compare=False)
 
     def _curve(self, name: str) -> PassCurve:
         curve = getattr(self.curves, name)
@@ -168,11 +192,13 @@ class IterationCost:
             raise ValueError(f"no {name} curve: the server was built without a drafter")
         return curve
 
-    def _reference(self, name: str, m: int) -> float:
-        key = (name, m)
+    def _reference(self, name: str, m: int, beams: int = 1) -> float:
+        """The curve at batch 1 (``beams`` sequences of m tokens) and the reference context."""
+        key = (name, m, beams)
         ref = self._refs.get(key)
         if ref is None:
-            tokens, kv, pairs = pass_load(1, m, np.array([self.reference_context_tokens]))
+            context = np.array([beams * self.reference_context_tokens])
+            tokens, kv, pairs = pass_load(beams, m, context)
             ref = float(self._curve(name).pass_ms(tokens, kv, pairs)[0])
             self._refs[key] = ref
         return ref
@@ -184,24 +210,41 @@ class IterationCost:
         m: int,
         context_tokens: np.ndarray,
         extra: PrefillLoad | None = None,
+        beams: int = 1,
     ) -> np.ndarray:
-        """curve(batch of m-token requests [+ prompt work]) - curve(batch 1 at reference)."""
-        tokens, kv, pairs = pass_load(batch, m, context_tokens)
+        """curve(batch x beams sequences of m tokens [+ prompt work]) - curve(batch 1)."""
+        s = context_tokens if beams == 1 else beams * context_tokens
+        tokens, kv, pairs = pass_load(batch * beams, m, s)
         if extra is not None and extra.tokens:
             tokens, kv, pairs = tokens + extra.tokens, kv + extra.kv_tokens, pairs + extra.pairs
-        return self._curve(name).pass_ms(tokens, kv, pairs) - self._reference(name, m)
+        return self._curve(name).pass_ms(tokens, kv, pairs) - self._reference(name, m, beams)
 
-    def batch1_cycle(self, k: int) -> CycleCost:
-        """The batch-1 cycle at draft length ``k`` (sim/costs.py)."""
-        return cycle_cost(self.batch1, k)
+    def batch1_cycle(self, draft: Draft) -> CycleCost:
+        """The batch-1 cycle of ``draft`` (sim/model/drafts.py ``draft_cycle_cost``)."""
+        cycle = self._cycles.get(draft)
+        if cycle is None:
+            cycle = draft_cycle_cost(
+                self.batch1,
+                draft,
+                draft_ms_per_extra_token=self.draft_ms_per_extra_token,
+                draft_table_ms=self.draft_table_ms,
+            )
+            self._cycles[draft] = cycle
+        return cycle
+
+    @staticmethod
+    def _off(draft: Draft) -> bool:
+        return isinstance(draft, int) and draft == 0
 
     def decode_phases(
         self,
         batch: int,
-        k: int,
+        draft: Draft,
         context_tokens: ArrayLike,
         prefill: PrefillLoad | None = None,
         drafter: bool = False,
+        *,
+        extend_tokens: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(draft, verify, extend, overhead) ms of decode iterations, each of the shape of
         ``context_tokens`` (the sum of the batch's contexts before each iteration).
@@ -209,60 +252,91 @@ class IterationCost:
         ``prefill``: prompt chunks fused into the same target pass (chunked prefill mixed
         with decode, vLLM); the drafter processes them in its extend pass, or in a drafter
         prefill pass when k = 0 and ``drafter`` (a speculating server that decodes plainly
-        this iteration still builds its drafter's KV).
+        this iteration still builds its drafter's KV). ``extend_tokens``: the draft
+        extend's tokens per request in the batched growth (None: the verify's width).
         """
         if batch < 1:
             raise ValueError(f"a decode iteration needs at least one request, got {batch}")
         s = np.asarray(context_tokens, dtype=float)
-        c = self.batch1_cycle(k)
+        c = self.batch1_cycle(draft)
         zero = np.zeros(s.shape)
-        if k == 0:
+        if self._off(draft):
             verify = c.verify_ms + self._growth("decode", batch, 1, s, prefill)
             extend = zero
             if drafter and prefill is not None and prefill.tokens:
                 extend = self._draft_prefill_ms(prefill) + zero
             return zero + c.draft_ms, verify, extend, zero + c.overhead_ms
-        draft = c.draft_ms + (k - 1) * self._growth("draft_step", batch, 1, s)
-        verify = c.verify_ms + self._growth("verify", batch, k + 1, s, prefill)
-        extend = c.extend_ms + self._growth("draft_extend", batch, k + 1, s, prefill)
-        return draft, verify, extend, zero + c.overhead_ms
+        n = verify_tokens(draft)
+        draft_ms = c.draft_ms + zero
+        for times, beams in draft_passes(draft):
+            draft_ms = draft_ms + times * self._growth("draft_step", batch, 1, s, beams=beams)
+        verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
+        w = n if extend_tokens is None else extend_tokens
+        extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
+        return draft_ms, verify, extend, zero + c.overhead_ms
 
     def decode_ms(
         self,
         batch: int,
-        k: int,
+        draft: Draft,
         context_tokens: ArrayLike,
         prefill: PrefillLoad | None = None,
         drafter: bool = False,
+        *,
+        extend_tokens: int | None = None,
+        accepted_tokens: np.ndarray | None = None,
     ) -> np.ndarray:
         """Total ms of decode iterations (shape of ``context_tokens``); at batch 1 and the
-        reference context exactly ``cycle_cost(batch1, k).total_ms``."""
-        if prefill is None or not prefill.tokens:
-            return self.decode_curve(batch, k).ms(context_tokens)
-        draft, verify, extend, overhead = self.decode_phases(
-            batch, k, context_tokens, prefill, drafter
-        )
-        return draft + verify + extend + overhead
+        reference context exactly the batch-1 cycle's total.
 
-    def decode_curve(self, batch: int, k: int) -> DecodeCurve:
-        """The decode iteration time of ``batch`` requests at draft length ``k`` as a
-        function of the context sum (built once per (batch, k))."""
-        key = (batch, k)
+        ``extend_tokens``: as in ``decode_phases``; ``accepted_tokens``: the tokens the
+        batch emits in each iteration (shape of ``context_tokens``), which move the draft
+        extend by ``timing.draft_extend_ms_per_token`` per accepted token per request from
+        the batch-1 extend's own accept length (the batch-1 engines' law; none when it is 0).
+        """
+        if prefill is None or not prefill.tokens:
+            total = self.decode_curve(batch, draft, extend_tokens).ms(context_tokens)
+        else:
+            parts = self.decode_phases(
+                batch, draft, context_tokens, prefill, drafter, extend_tokens=extend_tokens
+            )
+            total = parts[0] + parts[1] + parts[2] + parts[3]
+        c = self.batch1_cycle(draft)
+        if accepted_tokens is not None and c.extend_per_token_ms and not self._off(draft):
+            mean_path = np.asarray(accepted_tokens, dtype=float) / batch
+            total = total + c.extend_per_token_ms * (mean_path - c.extend_tokens)
+        return total
+
+    def decode_curve(
+        self, batch: int, draft: Draft, extend_tokens: int | None = None
+    ) -> DecodeCurve:
+        """The decode iteration time of ``batch`` requests drafting ``draft`` as a function
+        of the context sum (built once per (batch, draft, extend tokens))."""
+        key = (batch, draft, extend_tokens)
         curve = self._plain.get(key)
         if curve is None:
             if batch < 1:
                 raise ValueError(f"a decode iteration needs at least one request, got {batch}")
-            if k == 0:
-                passes = [(1, "decode", 1)]
+            if self._off(draft):
+                passes = [(1, "decode", 1, 1)]
             else:
-                m = k + 1
-                passes = [(k - 1, "draft_step", 1), (1, "verify", m), (1, "draft_extend", m)]
+                n = verify_tokens(draft)
+                w = n if extend_tokens is None else extend_tokens
+                passes = [(t, "draft_step", 1, beams) for t, beams in draft_passes(draft)]
+                passes += [(1, "verify", n, 1), (1, "draft_extend", w, 1)]
             terms = tuple(
-                (float(times), self._curve(name), batch, tokens, self._reference(name, tokens))
-                for times, name, tokens in passes
+                (
+                    float(times),
+                    self._curve(name),
+                    batch * beams,
+                    tokens,
+                    beams,
+                    self._reference(name, tokens, beams),
+                )
+                for times, name, tokens, beams in passes
                 if times
             )
-            curve = DecodeCurve(self.batch1_cycle(k).total_ms, terms)
+            curve = DecodeCurve(self.batch1_cycle(draft).total_ms, terms)
             self._plain[key] = curve
         return curve
 

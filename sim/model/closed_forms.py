@@ -10,12 +10,16 @@ renewal-reward theorem the long-run throughput is E[L] / E[T_cycle].
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.shapes import scale_for_accept_length
+
+#: A profile's shape factors g_1..g_k (g_1 = 1) at each draft length k.
+FactorsFn = Callable[[int], np.ndarray]
 
 #: Draft lengths searched for the best k (SGLang accepts larger, but cycles grow with k).
 K_RANGE = range(1, 33)
@@ -94,25 +98,56 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
 
 @dataclass(frozen=True)
 class KAnswer:
-    """What one draft length k needs for one target."""
+    """What one draft length k needs for one target.
+
+    ``alpha`` is the equal rate (flat profile) giving the required accept length;
+    ``first_rate`` the first-position rate a_1 under the scenario's shape (rates
+    min(1, a_1 g_i)) and ``mean_rate`` the mean of those rates over positions 1..k; all
+    three are equal for a flat shape, and None when the target is out of reach at this k.
+    """
 
     num_steps: int
     cycle_ms: float
     required_accept_length: float
     alpha: float | None  # None: unreachable at this k
     ceiling_tok_s: float
+    first_rate: float | None = None
+    mean_rate: float | None = None
+    #: The scale x of the shape's profile min(1, x g) (first_rate = min(1, x)): the
+    #: drafter quality asked for, which keeps rising after the first rate reaches 1.
+    scale: float | None = None
 
     @property
     def reachable(self) -> bool:
         return self.alpha is not None
 
 
-def answer_at_k(target_tok_s: float, passes: PassTimes, num_steps: int) -> KAnswer:
-    """Required accept length and equal-rate alpha for ``target_tok_s`` at k = ``num_steps``."""
+def shaped_rate(
+    accept_length: float, factors: np.ndarray
+) -> tuple[float | None, float | None, float | None]:
+    """(a_1, mean rate, scale x) of the profile min(1, x g) with ``accept_length`` over
+    k = len(factors) positions; (None, None, None) when out of reach."""
+    k = factors.shape[-1]
+    if accept_length > k + 1:
+        return None, None, None
+    x = float(scale_for_accept_length(accept_length, factors))
+    rates = np.minimum(1.0, x * factors)
+    return float(rates[0]), float(rates.mean()), x
+
+
+def answer_at_k(
+    target_tok_s: float, passes: PassTimes, num_steps: int, factors: FactorsFn | None = None
+) -> KAnswer:
+    """Required accept length, equal-rate alpha and (with the shape's ``factors``) the
+    first-position and mean rate for ``target_tok_s`` at k = ``num_steps``."""
     cost = cycle_cost(passes, num_steps)
     need = required_accept_length(target_tok_s, cost)
     alpha = alpha_for_accept_length(need, num_steps)
-    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost))
+    if factors is None or alpha is None or num_steps == 0:
+        first, mean, scale = alpha, alpha, alpha
+    else:
+        first, mean, scale = shaped_rate(need, factors(num_steps))
+    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale)
 
 
 @dataclass(frozen=True)
@@ -120,7 +155,8 @@ class TargetAnswer:
     """The closed-form answer for one target tok/s.
 
     ``reachable`` means some k in ``K_RANGE`` can reach the target; ``at_num_steps`` is the
-    scenario's own k; ``best`` is the k needing the lowest alpha (None when unreachable);
+    scenario's own k; ``best`` is the k needing the lowest first-position rate under the
+    shape (None when unreachable) and ``best_flat`` the k needing the lowest equal rate;
     ``max_ceiling`` is the k with the highest all-accepted throughput.
     """
 
@@ -129,6 +165,7 @@ class TargetAnswer:
     best: KAnswer | None
     max_ceiling: KAnswer
     reason: str | None
+    best_flat: KAnswer | None = None
 
     @property
     def reachable(self) -> bool:
@@ -136,13 +173,19 @@ class TargetAnswer:
 
 
 def answer_target(
-    target_tok_s: float, passes: PassTimes, num_steps: int, k_range: Iterable[int] = K_RANGE
+    target_tok_s: float,
+    passes: PassTimes,
+    num_steps: int,
+    k_range: Iterable[int] = K_RANGE,
+    factors: FactorsFn | None = None,
 ) -> TargetAnswer:
-    """Closed-form answer for a target: at the scenario's k and at the best k in ``k_range``."""
-    at_k = answer_at_k(target_tok_s, passes, num_steps) if num_steps > 0 else None
-    per_k = [answer_at_k(target_tok_s, passes, k) for k in k_range]
+    """Closed-form answer for a target: at the scenario's k and at the best k in ``k_range``
+    (``factors``: the shape's g at each k; None: flat)."""
+    at_k = answer_at_k(target_tok_s, passes, num_steps, factors) if num_steps > 0 else None
+    per_k = [answer_at_k(target_tok_s, passes, k, factors) for k in k_range]
     reachable = [a for a in per_k if a.reachable]
-    best = min(reachable, key=lambda a: (a.alpha, a.num_steps)) if reachable else None
+    best = min(reachable, key=lambda a: (a.scale, a.num_steps)) if reachable else None
+    best_flat = min(reachable, key=lambda a: (a.alpha, a.num_steps)) if reachable else None
     top = max(per_k, key=lambda a: a.ceiling_tok_s)
     ks = list(k_range)
     reason = None
@@ -160,4 +203,4 @@ def answer_target(
             f"no num_steps in {ks[0]}..{ks[-1]} reaches it: the best ceiling is "
             f"{top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts accepted)"
         )
-    return TargetAnswer(target_tok_s, at_k, best, top, reason)
+    return TargetAnswer(target_tok_s, at_k, best, top, reason, best_flat)

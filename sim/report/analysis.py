@@ -8,27 +8,62 @@ from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
 from sim.report.tree import render_tree
+from sim.report.uncertainty import (
+    answer_line,
+    assumption_lines,
+    assumptions_doc,
+    depends_on_lines,
+    fmt_interval,
+    header_lines,
+)
+from sim.scenario.bind import AcceptanceShape
+from sim.scenario.provenance import effective_hardware, override_entries
 from sim.studies.analysis import Analysis
+from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty
 
 ALPHA_MEANING = "alpha = the equal conditional per-position acceptance rate (Leviathan's alpha)"
+RATES_MEANING = (
+    "first = the conditional rate needed at position 1 under the shape, mean = over the "
+    "chain, flat = the equal rate (Leviathan's alpha) at its own best k"
+)
 
 
-def target_to_dict(answer: TargetAnswer) -> dict[str, Any]:
+def shape_text(shape: AcceptanceShape | None) -> str:
+    """How the rates vary by position, in one phrase."""
+    if shape is None:
+        return "no acceptance"
+    if shape.shape in ("flat", "repeat") or shape.decay == 1.0:
+        what = "flat (equal rates)" if shape.shape != "repeat" else "the last listed rate repeats"
+    else:
+        what = f"{shape.shape}, decay {shape.decay:.3f}"
+    return f"{what}; {shape.reason}"
+
+
+def target_to_dict(
+    answer: TargetAnswer, uncertainty: TargetUncertainty | None = None
+) -> dict[str, Any]:
     """One target's closed-form answer; null where not applicable."""
     at_k = answer.at_num_steps
     best = answer.best
+    flat = answer.best_flat
     return {
         "tok_s": answer.tok_s,
         "reachable": answer.reachable,
         "required_accept_length": at_k.required_accept_length,
         "alpha_at_num_steps": at_k.alpha if at_k.num_steps > 0 else None,
+        "first_rate_at_num_steps": at_k.first_rate if at_k.num_steps > 0 else None,
         "best_num_steps": best.num_steps if best else None,
+        "first_rate_at_best": best.first_rate if best else None,
+        "mean_rate_at_best": best.mean_rate if best else None,
         "alpha_at_best": best.alpha if best else None,
+        "flat_best_num_steps": flat.num_steps if flat else None,
+        "flat_alpha_at_best": flat.alpha if flat else None,
         "required_accept_length_at_best": best.required_accept_length if best else None,
         "ceiling_tok_s": at_k.ceiling_tok_s,
         "max_ceiling_tok_s": answer.max_ceiling.ceiling_tok_s,
         "max_ceiling_num_steps": answer.max_ceiling.num_steps,
         "reason": answer.reason,
+        "uncertainty": uncertainty.to_dict() if uncertainty else None,
     }
 
 
@@ -42,8 +77,12 @@ def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
         "extend_per_token": cost.extend_per_token_ms,
         "extend_at_accept_length": cost.extend_tokens,
     }
+    unc = analysis.uncertainty
+    by_target = {t.tok_s: t for t in unc.targets} if unc else {}
     return {
         "scenario": analysis.scenario.name,
+        "hardware": effective_hardware(analysis.scenario),
+        "overrides": override_entries(analysis.scenario),
         "num_steps": analysis.num_steps,
         "baseline_tok_s": analysis.baseline_tok_s,
         "analytic": {
@@ -60,7 +99,20 @@ def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
         "accept_length": {"mean": analysis.accept_length},
         "cycle_ms": cycle,
         "alpha_meaning": ALPHA_MEANING,
-        "targets": [target_to_dict(t) for t in analysis.targets],
+        "rates_meaning": RATES_MEANING,
+        "acceptance_shape": (
+            {
+                "shape": analysis.shape.shape,
+                "decay": analysis.shape.decay,
+                "origin": analysis.shape.origin,
+                "reason": analysis.shape.reason,
+            }
+            if analysis.shape
+            else None
+        ),
+        "targets": [target_to_dict(t, by_target.get(float(t.tok_s))) for t in analysis.targets],
+        "assumptions": assumptions_doc(analysis.assumptions),
+        "uncertainty": unc.to_dict() if unc else None,
         "adjustments": list(analysis.scenario.speculation.adjustments),
         **({"tree": analysis.tree.to_dict()} if analysis.tree is not None else {}),
     }
@@ -91,6 +143,7 @@ def render_analysis(analysis: Analysis) -> str:
     k = analysis.num_steps
     cost = analysis.cost
     lines = [f"{sc.name}" + (f": {sc.description}" if sc.description else "")]
+    lines += header_lines(effective_hardware(sc), override_entries(sc))
     lines.append(
         f"  plain decoding       {analysis.baseline_tok_s:7.1f} tok/s  "
         f"({analysis.passes.decode_ms:.2f} ms a token)"
@@ -122,24 +175,48 @@ def render_analysis(analysis: Analysis) -> str:
         ]
     if tree is not None:
         lines += render_tree(tree)
+    unc = analysis.uncertainty
+    if k > 0 and unc is not None:
+        lo, hi = unc.tok_s_interval90.to_list()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
+        lines.insert(
+            at,
+            f"                         {INTERVAL_LABEL}: {lo:.1f} - {hi:.1f} tok/s, "
+            f"accept length {fmt_interval(unc.accept_length_interval90, '.2f')}",
+        )
     if analysis.targets:
         title = "What acceptance reaches each target? (closed form)"
         if tree is not None:
             title = "What acceptance would a chain (topk 1) need? (closed form)"
-        lines += ["", title, f"  {ALPHA_MEANING}"]
-        head = f"  {'target':>12}  {'AL needed':>9}  {'alpha@k=' + str(k):>11}  "
-        head += f"{'best k':>6}  {'alpha@best':>10}  {'AL@best':>7}"
+        lines += [
+            "",
+            title,
+            f"  rates by position: {shape_text(analysis.shape)}",
+            f"  {RATES_MEANING}",
+        ]
+        by_target = {t.tok_s: t for t in unc.targets} if unc else {}
+        head = f"  {'target':>12}  {'AL needed':>9}  {'first@k=' + str(k):>11}  "
+        head += f"{'best k':>6}  {'first':>6}  {'90% interval':<16}  {'mean':>6}  {'flat (k)':>12}"
         lines.append(head)
         for t in analysis.targets:
-            best = t.best
-            alpha_best = fmt_alpha(best.alpha if best else None)
+            best, flat = t.best, t.best_flat
+            u = by_target.get(float(t.tok_s))
+            interval = fmt_interval(u.interval90) if u else "-"
+            flat_text = f"{fmt_alpha(flat.alpha)} ({flat.num_steps})" if flat else "unreachable"
             lines.append(
                 f"  {t.tok_s:>6.0f} tok/s  {t.at_num_steps.required_accept_length:>9.2f}  "
-                f"{fmt_alpha(t.at_num_steps.alpha) if k > 0 else '-':>11}  "
-                f"{best.num_steps if best else '-':>6}  {alpha_best:>10}  "
-                + (f"{best.required_accept_length:>7.2f}" if best else f"{'-':>7}")
+                f"{fmt_alpha(t.at_num_steps.first_rate) if k > 0 else '-':>11}  "
+                f"{best.num_steps if best else '-':>6}  "
+                f"{fmt_alpha(best.first_rate if best else None, '-'):>6}  {interval:<16}  "
+                f"{fmt_alpha(best.mean_rate if best else None, '-'):>6}  {flat_text:>12}"
             )
         for t in analysis.targets:
             if t.reason:
                 lines.append(f"  {t.tok_s:g} tok/s: {t.reason}")
+        for t in analysis.targets:
+            u = by_target.get(float(t.tok_s))
+            if u is not None:
+                lines += ["", answer_line(u), *depends_on_lines(u, indent="    ")]
+    if analysis.assumptions:
+        lines += ["", *assumption_lines(analysis.assumptions)]
     return "\n".join(lines)

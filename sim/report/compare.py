@@ -7,6 +7,7 @@ from typing import Any
 
 from sim.model.cycle import PHASES
 from sim.report.format import fmt_alpha
+from sim.report.uncertainty import fmt_interval
 
 
 def _cell(value: float | None, fmt: str, ratio: float | None, first: bool) -> str:
@@ -33,13 +34,27 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
             ]
         )
 
+    lines.append(["hardware", *[_hardware(c) for c in cols]])
+    lines.append(["overrides", *[_overrides(c) for c in cols]])
     lines.append(["num_steps (k)", *[str(c["num_steps"]) for c in cols]])
     add("baseline tok/s", "baseline_tok_s", ".1f")
     add("speculative tok/s", "tok_s_mean", ".1f")
     lines.append(
-        ["  95% CI", *[f"[{c['tok_s_ci95'][0]:.1f}, {c['tok_s_ci95'][1]:.1f}]" for c in cols]]
+        [
+            "  Monte Carlo 95% CI",
+            *[f"[{c['tok_s_ci95'][0]:.1f}, {c['tok_s_ci95'][1]:.1f}]" for c in cols],
+        ]
     )
     add("  closed form", "analytic_tok_s", ".1f", "none")
+    lines.append(
+        [
+            "  90% inputs+model",
+            *[
+                fmt_interval(c["tok_s_interval90"], ".1f") if c.get("tok_s_interval90") else "-"
+                for c in cols
+            ],
+        ]
+    )
     add("speedup", "speedup", ".2f")
     add("accept length", "accept_length", ".2f")
     add("cycle ms", "cycle_ms_mean", ".2f")
@@ -62,11 +77,18 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
         )
         lines.append(
             [
-                "  best k: alpha",
+                "  best k: first rate",
                 *[
                     _best(c["targets"][i]) if c["targets"][i]["reachable"] else "unreachable"
                     for c in cols
                 ],
+            ]
+        )
+        lines.append(["    90% inputs+model", *[_interval(c["targets"][i]) for c in cols]])
+        lines.append(
+            [
+                "    flat alpha",
+                *[fmt_alpha(c["targets"][i].get("flat_alpha_at_best")) for c in cols],
             ]
         )
     widths = [max(len(r[j]) for r in [header, *lines]) for j in range(len(header))]
@@ -80,4 +102,31 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
 
 
 def _best(row: Mapping[str, Any]) -> str:
-    return f"{row['best_num_steps']}: {fmt_alpha(row['alpha_at_best'])}"
+    first = row.get("first_rate_at_best", row["alpha_at_best"])
+    return f"{row['best_num_steps']}: {fmt_alpha(first)}"
+
+
+def _hardware(col: Mapping[str, Any]) -> str:
+    h = col.get("hardware")
+    if not h:
+        return "-"
+    text = f"{h['gpus']}x {h['gpu'] or ''} {h['interconnect']}".replace("  ", " ")
+    return text + (" (re-composed)" if h.get("recomposed") else "")
+
+
+#: Overrides every column shares by construction (Monte Carlo settings, targets).
+_SETTINGS = ("simulation.", "workload.", "targets.")
+
+
+def _overrides(col: Mapping[str, Any]) -> str:
+    over = [o for o in col.get("overrides") or [] if not o["field"].startswith(_SETTINGS)]
+    return ", ".join(f"{o['field']}={_short(o['value'])}" for o in over) or "-"
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _interval(row: Mapping[str, Any]) -> str:
+    unc = row.get("uncertainty")
+    return fmt_interval(unc["interval90"]) if unc else "-"

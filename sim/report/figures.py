@@ -31,6 +31,7 @@ from sim.report.plots import (
     throughput_vs_acceptance,
 )
 from sim.report.serving_plots import serve_figures, serving_sweep_figures
+from sim.report.tree_load import tree_load_figures
 
 
 def describe(doc: Mapping[str, Any]) -> str:
@@ -220,6 +221,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, Figure]]]] = {
     "best_k": best_k_figures,
     "capacity": capacity_figures,
     "controllers": controllers_figures,
+    "tree-load": tree_load_figures,
 }
 
 

@@ -68,7 +68,7 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
         "",
         f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
         f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})",
-        f"  per-request tok/s   mean {s.tok_s_mean:.2f} (95% CI {lo:.2f} - {hi:.2f}), "
+        f"  per-request tok/s   mean {s.tok_s_mean:.2f} (Monte Carlo 95% CI {lo:.2f} - {hi:.2f}), "
         f"std {s.tok_s_std:.2f}",
         f"  percentiles         p5 {s.tok_s_p5:.1f}   p50 {s.tok_s_p50:.1f}   "
         f"p95 {s.tok_s_p95:.1f}",

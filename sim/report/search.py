@@ -7,6 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.report.format import fmt_alpha
+from sim.report.uncertainty import (
+    assumption_lines,
+    depends_on_lines,
+    fmt_interval,
+    header_lines,
+)
+from sim.scenario.provenance import Assumption
+from sim.studies.uncertainty import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
 
 # --------------------------------------------------------------------------- text reports
 
@@ -32,35 +40,122 @@ def render_search(doc: Mapping[str, Any]) -> str:
         f"{doc['evaluations']} Monte Carlo evaluations",
         f"  {doc['acceptance_lever']}",
     ]
+    if "hardware" in doc:
+        lines[1:1] = header_lines(doc["hardware"], doc.get("overrides", []))
     if doc.get("load"):  # searched at a serving load (sim/studies/serving_search.py)
         lines.append(f"  load: {doc['load']['label']}; {doc['note']}")
     now = doc.get("current")
     if now:
+        first = now.get("first_rate")
         lines.append(
-            f"  now: k = {now['num_steps']}, alpha {now['alpha']:.3f}, "
-            f"{now['closed_form_tok_s']:.1f} tok/s in closed form"
+            f"  now: k = {now['num_steps']}, first-position rate "
+            f"{_a(first)}, mean {now['alpha']:.3f}, {now['closed_form_tok_s']:.1f} tok/s in "
+            "closed form"
         )
     for t in doc["targets"]:
         lines.append("")
         if t["reachable"]:
             lines.append(
-                f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, alpha "
-                f"{_a(t['alpha'])} (95% CI {_ci(t['alpha_ci95'])}), accept length "
-                f"{t['required_accept_length']:.2f}"
+                f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, first-position "
+                f"rate {_a(t['first_rate'])} (Monte Carlo 95% CI {_ci(t['first_rate_ci95'])}), "
+                f"mean {_a(t['alpha'])}, accept length {t['required_accept_length']:.2f}; "
+                f"flat {_a(t.get('flat_alpha'))} (closed form)"
             )
         else:
             lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
+        unc = t.get("uncertainty")
+        if unc:
+            lines.append(
+                f"  {INTERVAL_LABEL} (closed form, best k {_range(unc)}): first-position "
+                f"rate {fmt_interval(unc['interval90'])}, mean "
+                f"{fmt_interval(unc['mean_rate_interval90'])}, flat "
+                f"{fmt_interval(unc['flat_interval90'])}"
+            )
         if t.get("note"):
             lines.append(f"  note: {t['note']}")
-        lines.append("     k   alpha   95% CI            closed form   ceiling tok/s")
+        lines.append(
+            "     k   first   Monte Carlo 95% CI  mean    flat cf   90% inputs+model   "
+            "ceiling tok/s"
+        )
         for r in t["per_num_steps"]:
-            alpha = _a(r["alpha"]) if r["reachable"] else "unreachable"
-            ci = _ci(r["alpha_ci95"]) if r["reachable"] else ""
+            first = _a(r.get("first_rate")) if r["reachable"] else "unreachable"
+            ci = _ci(r.get("first_rate_ci95", [None, None])) if r["reachable"] else ""
+            interval = fmt_interval(r["interval90"]) if r.get("interval90") else "-"
             lines.append(
-                f"  {r['num_steps']:>4}   {alpha:<11} {ci:<18}{_a(r['closed_form_alpha']):>7}"
-                f"   {r['ceiling_tok_s']:>10.1f}"
+                f"  {r['num_steps']:>4}   {first:<11} {ci:<16}{_a(r['alpha']):>6}  "
+                f"{_a(r.get('flat_alpha')):>7}   {interval:<18} {r['ceiling_tok_s']:>10.1f}"
             )
+        if unc:
+            lines += depends_on_lines(target_from_doc(unc))
+    if doc.get("assumptions"):
+        lines += ["", *assumption_lines(assumptions_from_doc(doc["assumptions"]), indent="")]
     return "\n".join(lines)
+
+
+def lever_depends_on(unc: Mapping[str, Any], field_name: str) -> list[str]:
+    """The "depends on" block of a solved lever (values in the lever's units)."""
+    drivers = unc.get("drivers", [])
+    lines = []
+    if drivers:
+        lines.append(f"  depends on ({field_name} with one input at its 5% / 95% end):")
+        width = max(len(d["field"]) for d in drivers)
+        for d in drivers:
+            lines.append(
+                f"    {d['field']:<{width}}  {d['input_low']:.4g} .. {d['input_high']:.4g}"
+                f"  ->  {_g(d['low'])} .. {_g(d['high'])}"
+            )
+    m = unc.get("measure_next")
+    if m:
+        lines.append(
+            f"  measure next: {m['what']}; if it comes out at today's estimate the interval "
+            f"narrows to {fmt_interval(m['interval90_after'], '.4g')}"
+        )
+    return lines
+
+
+def _range(unc: Mapping[str, Any]) -> str:
+    r = unc.get("best_num_steps_range")
+    return "-" if not r else (str(r[0]) if r[0] == r[1] else f"{r[0]}-{r[1]}")
+
+
+def target_from_doc(u: Mapping[str, Any]) -> TargetUncertainty:
+    """A ``TargetUncertainty`` back from its ``to_dict`` document (for the text)."""
+
+    def iv(v: Sequence[float | None]) -> Interval:
+        return Interval(v[0], v[1])
+
+    m = u.get("measure_next")
+    return TargetUncertainty(
+        tok_s=u["tok_s"],
+        best_num_steps=u["best_num_steps"],
+        first_rate=u["first_rate"],
+        mean_rate=u["mean_rate"],
+        flat_alpha=u["flat_alpha"],
+        interval90=iv(u["interval90"]),
+        mean_rate_interval90=iv(u["mean_rate_interval90"]),
+        flat_interval90=iv(u["flat_interval90"]),
+        num_steps_range=tuple(u["best_num_steps_range"]) if u["best_num_steps_range"] else None,
+        drivers=tuple(
+            Driver(d["field"], d["input_low"], d["input_high"], d["low"], d["high"])
+            for d in u["drivers"]
+        ),
+        measure_next=(MeasureNext(m["what"], m["field"], iv(m["interval90_after"])) if m else None),
+        per_num_steps=(),
+    )
+
+
+def assumptions_from_doc(rows: Sequence[Mapping[str, Any]]) -> list[Assumption]:
+    return [
+        Assumption(
+            r["field"],
+            r["value"],
+            r["origin"],
+            r.get("stderr"),
+            tuple(r["range"]) if r.get("range") else None,
+            r.get("reason", ""),
+        )
+        for r in rows
+    ]
 
 
 def _g(x: float | None) -> str:
@@ -80,15 +175,25 @@ def render_lever(doc: Mapping[str, Any]) -> str:
         f"{doc['requests']} requests, seed {doc['seed']}; {doc['evaluations']} Monte Carlo "
         "evaluations",
     ]
+    if "hardware" in doc:
+        lines[1:1] = header_lines(doc["hardware"], doc.get("overrides", []))
     for t in doc["targets"]:
         if t["reachable"]:
             lo, hi = (_g(v) for v in t["value_ci95"])
             lines.append(
                 f"target {t['tok_s']:g} tok/s: {field_name} {doc['direction']} "
-                f"{_g(t['value'])} (95% CI [{lo}, {hi}]; closed form "
+                f"{_g(t['value'])} (Monte Carlo 95% CI [{lo}, {hi}]; closed form "
                 f"{_g(t['closed_form_value'])})"
             )
         else:
             lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
+        unc = t.get("uncertainty")
+        if unc:
+            lines.append(
+                f"  {INTERVAL_LABEL} (closed form): {fmt_interval(unc['interval90'], '.4g')}"
+            )
+            lines += lever_depends_on(unc, field_name)
     lines.extend(f"warning: {w}" for w in doc.get("warnings", []))
+    if doc.get("assumptions"):
+        lines += ["", *assumption_lines(assumptions_from_doc(doc["assumptions"]), indent="")]
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from sim.simulation.serving.metrics import (
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup, mean_request_tokens
 from sim.simulation.serving.simulate import ServingRun
 
-__all__ = ["render_serving", "serving_to_dict"]
+__all__ = ["finite", "ratio_dict", "render_serving", "serving_to_dict"]
 
 #: Metrics of the JSON document and the text table, with their labels.
 METRICS: tuple[tuple[str, str], ...] = (
@@ -38,26 +38,26 @@ METRICS: tuple[tuple[str, str], ...] = (
 LEVELS = np.linspace(0.0, 1.0, 101)
 
 
-def _finite(x: float) -> float | None:
+def finite(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
 def _estimate(e: Estimate) -> dict[str, Any]:
     return {
-        "mean": _finite(e.mean),
-        "ci95": None if e.ci95 is None else [_finite(e.ci95[0]), _finite(e.ci95[1])],
-        "p50": _finite(e.p50),
-        "p90": _finite(e.p90),
-        "p99": _finite(e.p99),
+        "mean": finite(e.mean),
+        "ci95": None if e.ci95 is None else [finite(e.ci95[0]), finite(e.ci95[1])],
+        "p50": finite(e.p50),
+        "p90": finite(e.p90),
+        "p99": finite(e.p99),
     }
 
 
-def _ratio(r: Ratio | None) -> dict[str, Any] | None:
+def ratio_dict(r: Ratio | None) -> dict[str, Any] | None:
     if r is None:
         return None
     return {
-        "mean": _finite(r.mean),
-        "ci95": None if r.ci95 is None else [_finite(r.ci95[0]), _finite(r.ci95[1])],
+        "mean": finite(r.mean),
+        "ci95": None if r.ci95 is None else [finite(r.ci95[0]), finite(r.ci95[1])],
     }
 
 
@@ -65,7 +65,7 @@ def _aggregate(p: PolicySummary) -> dict[str, Any]:
     """Aggregate tok/s is one number per replication: its quantiles are across them."""
     values = p.per_replication["aggregate_tok_s"]
     q = np.quantile(values, [0.5, 0.9, 0.99])
-    out = _ratio(p.aggregate_tok_s) or {}
+    out = ratio_dict(p.aggregate_tok_s) or {}
     return {**out, "p50": float(q[0]), "p90": float(q[1]), "p99": float(q[2])}
 
 
@@ -89,14 +89,17 @@ def _policy_dict(run: ServingRun, summary: ServingSummary, name: str) -> dict[st
         )
     body.update(
         {
-            "mean_decode_batch": _ratio(p.mean_batch),
+            "mean_decode_batch": ratio_dict(p.mean_batch),
             "decode_batch_time_share": [float(x) for x in p.batch_share],
-            "kv_utilisation": _ratio(p.kv_utilisation),
-            "preemptions_per_request": _ratio(p.preemptions_per_request),
-            "accept_length": _ratio(p.accept_length),
-            "p_per_user_tok_s_at_least": {f"{t:g}": _ratio(r) for t, r in p.p_tok_s.items()},
-            "slo_attainment": _ratio(p.slo_attainment),
-            "little": {"in_system": _ratio(p.little[0]), "rate_x_time": _ratio(p.little[1])},
+            "kv_utilisation": ratio_dict(p.kv_utilisation),
+            "preemptions_per_request": ratio_dict(p.preemptions_per_request),
+            "accept_length": ratio_dict(p.accept_length),
+            "p_per_user_tok_s_at_least": {f"{t:g}": ratio_dict(r) for t, r in p.p_tok_s.items()},
+            "slo_attainment": ratio_dict(p.slo_attainment),
+            "little": {
+                "in_system": ratio_dict(p.little[0]),
+                "rate_x_time": ratio_dict(p.little[1]),
+            },
             "distributions": _distributions(run, name),
         }
     )
@@ -136,7 +139,7 @@ def serving_to_dict(
     for name in setup.policies:
         body[name] = _policy_dict(run, summary, name)
     if SPECULATIVE in summary.speedup:
-        body["speedup"] = {m: _ratio(r) for m, r in summary.speedup[SPECULATIVE].items()}
+        body["speedup"] = {m: ratio_dict(r) for m, r in summary.speedup[SPECULATIVE].items()}
     return body
 
 

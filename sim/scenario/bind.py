@@ -5,9 +5,13 @@ times, cycle cost and cycle-time model from here, so the meaning of each scenari
 written down once:
 
 * ``[acceptance]`` -> ``AcceptanceModel`` (sim/model/acceptance.py): one rate class, or a
-  class per ``[[acceptance.mix]]`` entry; ``per_position`` lists repeat their last rate
-  beyond their length; ``concentration``/``std`` become each class's Beta ``Spread`` (a
-  class without its own takes the top-level one);
+  class per ``[[acceptance.mix]]`` entry. The shape of the rates by position is resolved
+  once (``acceptance_shape``): given, chosen by held-out error on a listed profile, or the
+  draft method's decay prior (sim/scenario/priors.py). An ``alpha`` or ``accept_length``
+  fixes the accept length at ``measured_num_steps`` and the shape the rest;
+  ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
+  (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
+  ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
   derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
@@ -19,6 +23,7 @@ written down once:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,12 +39,19 @@ from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.batched_cost import IterationCost, ServingCurves, pass_load
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.layer_cycletime import LayerCycleTimes
-from sim.model.rates import extend_rates, mean_accept_length
+from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
+from sim.model.rates import mean_accept_length
+from sim.model.shapes import (
+    continue_rates,
+    first_rate_for_accept_length,
+    rates_for_positions,
+    shape_factors,
+)
 from sim.model.tree_acceptance import Acceptance, TreeAcceptance, TreeDraft
 from sim.model.tree_cost import tree_cycle_cost
 from sim.model.tree_rates import extend_shares, residual_shares
@@ -49,6 +61,7 @@ from sim.scenario.decompose import (
     scenario_pass_times,
     target_weights,
 )
+from sim.scenario.priors import DecayPrior, decay_prior, shape_error
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 #: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
@@ -58,25 +71,186 @@ FIDELITIES: tuple[str, ...] = ("cycle", "layer")
 # --------------------------------------------------------------------------- acceptance
 
 
-def spec_rates(alpha: float | None, per_position: list[float] | None, k: int) -> np.ndarray:
-    """Mean rates a_1..a_k, shape (k,), of one ``alpha`` or a ``per_position`` list."""
-    if alpha is not None:
-        return np.full(k, alpha, dtype=float)
-    assert per_position is not None
-    return extend_rates(per_position, k)
+@dataclass(frozen=True)
+class AcceptanceShape:
+    """How a scenario's conditional rates vary with position, resolved.
+
+    ``shape`` is one of sim/model/shapes.py's ``CONTINUATIONS``; ``decay`` its parameter
+    (1 for flat and repeat); ``origin`` where it comes from (``measured``: given in the
+    file, ``override``, ``derived``: chosen by held-out error on the listed rates or taken
+    from the decay prior, ``default``); ``prior`` the draft method's prior when the decay
+    comes from it (its range is the decay's uncertainty).
+    """
+
+    shape: str
+    decay: float
+    origin: str
+    reason: str
+    prior: DecayPrior | None = None
+
+    def factors(self, num_steps: int) -> np.ndarray:
+        """g_1..g_k of an anchored profile (a flat one for ``repeat``), shape (k,)."""
+        shape = "flat" if self.shape == "repeat" else self.shape
+        return shape_factors(shape, self.decay, num_steps)
+
+
+#: Listed rates at or above this length choose their continuation by held-out error.
+HOLDOUT_MIN_POSITIONS = 3
+#: Standard error given to listed rates when choosing a continuation (printed precision).
+LISTED_SIGMA = 1e-3
+
+
+def _listed_choice(rates: list[float]) -> AcceptanceShape:
+    """Continuation of a listed profile chosen by held-out error (flat/step: repeat)."""
+    c = np.cumprod(rates)
+    data = ProfileData(
+        positions=tuple(range(1, len(rates) + 1)),
+        cumulative=tuple(float(x) for x in c),
+        cumulative_sigma=(LISTED_SIGMA,) * len(rates),
+    )
+    choice = choose_shape(data)
+    assert choice is not None
+    errors = ", ".join(f"{s} {100 * e:.2g}%" for s, e in choice.errors.items() if e is not None)
+    if choice.shape == "geometric":
+        decay = fit_profile("geometric", data).decay
+        return AcceptanceShape(
+            "geometric",
+            decay,
+            "derived",
+            f"geometric continuation (decay {decay:.3f} fitted to the {len(rates)} listed "
+            f"rates): lowest held-out error ({errors})",
+        )
+    return AcceptanceShape(
+        "repeat",
+        1.0,
+        "derived",
+        f"the last listed rate repeats: {choice.shape} has the lowest held-out error on the "
+        f"{len(rates)} listed rates ({errors})",
+    )
+
+
+def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> AcceptanceShape:
+    """The shape of ``spec``'s rates by position; ``origin`` of given keys (``measured`` or
+    ``override``). See ``AcceptanceSpec``: given, held-out choice on a listed profile of
+    three or more rates, else the decay prior of ``spec.method``."""
+    if spec.shape in ("flat", "repeat"):
+        return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
+    if spec.shape == "auto" and spec.rank_rates is not None:
+        return AcceptanceShape(
+            "flat", 1.0, "default", "rank_rates are given at every depth (set shape to decay them)"
+        )
+    if spec.shape in ("geometric", "step") and spec.decay is not None:
+        return AcceptanceShape(
+            spec.shape, spec.decay, origin, f"acceptance.decay = {spec.decay:g} (given)"
+        )
+    listed = spec.per_position
+    if spec.shape == "auto" and listed is not None and len(listed) >= HOLDOUT_MIN_POSITIONS:
+        return _listed_choice(listed)
+    family = None if spec.shape == "auto" else spec.shape
+    prior = decay_prior(spec.method, family)
+    return AcceptanceShape(prior.shape, prior.median, "derived", prior.reason, prior)
+
+
+def anchored_rates(
+    spec: AcceptanceSpec | AcceptanceClass,
+    shape: AcceptanceShape,
+    num_steps: int,
+    measured_num_steps: int | None,
+) -> np.ndarray:
+    """Mean rates a_1..a_k, shape (k,), of one class's anchor under ``shape``.
+
+    ``alpha``: the accept length it gives at ``measured_num_steps`` (k0) with equal rates,
+    the shape scaled to it (a flat shape returns alpha itself); ``accept_length``: the
+    same from the accept length; ``first_rate``: a_1; ``per_position``: continued.
+    """
+    k0 = measured_num_steps or max(num_steps, 1)
+    factor_shape = "flat" if shape.shape == "repeat" else shape.shape
+    if spec.per_position is not None:
+        return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
+    first = getattr(spec, "first_rate", None)
+    ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
+    if first is not None or ranks is not None:
+        a1 = first if first is not None else ranks[0]
+        return rates_for_positions(factor_shape, a1, shape.decay, num_steps)
+    if spec.alpha is not None and factor_shape == "flat":
+        return np.full(num_steps, spec.alpha, dtype=float)
+    al0 = (
+        leviathan_accept_length(spec.alpha, k0)
+        if spec.alpha is not None
+        else float(spec.accept_length)  # type: ignore[union-attr]  # classes have none
+    )
+    a1 = first_rate_for_accept_length(factor_shape, shape.decay, al0, k0)
+    return rates_for_positions(factor_shape, float(a1), shape.decay, num_steps)
+
+
+def measured_depth(spec: AcceptanceSpec | AcceptanceClass, measured_num_steps: int | None) -> int:
+    """Positions the acceptance was measured over: a listed profile's length, else the
+    num_steps its alpha, accept length or fitted first rate was measured at (1 if none)."""
+    if spec.per_position is not None:
+        return len(spec.per_position)
+    return measured_num_steps or 1
+
+
+def tilt_factors(tilt: float | np.ndarray, depth: int, num_steps: int) -> np.ndarray:
+    """rho^(i - depth) past position ``depth``, 1 before it (log rho = ``tilt`` of shape
+    (...)): shape (..., k)."""
+    past = np.maximum(np.arange(1, num_steps + 1) - depth, 0)
+    return np.exp(np.asarray(tilt, dtype=float)[..., None] * past)
+
+
+def tilted(rates: np.ndarray, tilt: float | np.ndarray, depth: int) -> np.ndarray:
+    """Rates (..., k) tilted past position ``depth`` (``tilt_factors``), capped at 1."""
+    return np.clip(rates * tilt_factors(tilt, depth, rates.shape[-1]), 0.0, 1.0)
+
+
+def implicit_tilt(spec: AcceptanceSpec) -> bool:
+    """True when the tilt is left to the shape error: shape ``auto``, no tilt given (rank
+    rates, given at every depth, excepted)."""
+    return spec.tilt is None and spec.shape == "auto" and spec.rank_rates is None
+
+
+def effective_tilt(spec: AcceptanceSpec) -> float:
+    """The tilt the rates take: given, the median shape error of the method when implicit,
+    else 0."""
+    if spec.tilt is not None:
+        return spec.tilt
+    return shape_error(spec.method).median if implicit_tilt(spec) else 0.0
+
+
+def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
+    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)."""
+    g = acceptance_shape(spec).factors(num_steps)
+    tilt = effective_tilt(spec)
+    if not tilt:
+        return g
+    depth = measured_depth(spec, spec.measured_num_steps)
+    return g * tilt_factors(tilt, depth, num_steps)
+
+
+def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
+    """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
+    rates = anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
+    tilt = effective_tilt(spec)
+    if not tilt:
+        return rates
+    return tilted(rates, tilt, measured_depth(spec, spec.measured_num_steps))
 
 
 def _rate_class(
     cls: AcceptanceClass | AcceptanceSpec,
     num_steps: int,
+    shape: AcceptanceShape,
+    measured_num_steps: int | None,
     *,
     name: str,
     weight: float,
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
-    ranks = getattr(cls, "rank_rates", None)  # rank_rates: q_1 is the top-1 rate, flat
-    alpha = ranks[0] if ranks is not None else cls.alpha
-    means = spec_rates(alpha, cls.per_position, num_steps)
+    means = anchored_rates(cls, shape, num_steps, measured_num_steps)
+    top = default or cls
+    tilt = effective_tilt(top) if isinstance(top, AcceptanceSpec) else 0.0
+    if tilt:
+        means = tilted(means, tilt, measured_depth(cls, measured_num_steps))
     spread: AcceptanceClass | AcceptanceSpec = cls
     if default is not None and cls.concentration is None and cls.std is None:
         spread = default
@@ -90,12 +264,17 @@ def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceM
     """
     if spec is None or num_steps == 0:
         return AcceptanceModel(num_steps, (RateClass("all", 1.0, np.zeros(num_steps)),))
+    shape = acceptance_shape(spec)
+    k0 = spec.measured_num_steps
     if spec.mix is None:
-        return AcceptanceModel(num_steps, (_rate_class(spec, num_steps, name="all", weight=1.0),))
+        return AcceptanceModel(
+            num_steps, (_rate_class(spec, num_steps, shape, k0, name="all", weight=1.0),)
+        )
     return AcceptanceModel(
         num_steps,
         tuple(
-            _rate_class(c, num_steps, name=c.name, weight=c.weight, default=spec) for c in spec.mix
+            _rate_class(c, num_steps, shape, k0, name=c.name, weight=c.weight, default=spec)
+            for c in spec.mix
         ),
     )
 
@@ -143,6 +322,25 @@ def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray
     if spec is None:
         return np.zeros(num_steps)
     return acceptance_model(spec, num_steps).closed_form_rates()
+
+
+def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
+    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k.
+
+    An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
+    listed profile, a mix or per-request spread the closed-form rates divided by their
+    first (so scaling them keeps the profile, as search does).
+    """
+
+    def factors(k: int) -> np.ndarray:
+        if spec is None:
+            return np.ones(k)
+        if spec.mix is None and spec.per_position is None and not spec.heterogeneous:
+            return anchored_factors(spec, k)
+        rates = conditional_rates(spec, k)
+        return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+
+    return factors
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:
@@ -302,8 +500,16 @@ def cycle_time_model(
     """
     if fidelity == "cycle":
         # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
-        # the engines shift it cycle by cycle
-        cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
+        # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
+        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
+        sp = scenario.speculation
+        if sp.is_tree:
+            assert sp.num_draft_tokens is not None
+            cost = tree_cost(
+                scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario)
+            )
+        else:
+            cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
         return CostCycleTimes(cost, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
@@ -354,6 +560,7 @@ def serving_cost(
     points: Mapping[str, Sequence[MeasuredPass]] | None = None,
     speculative: bool = True,
     draft_kv_bytes_per_token: float | None = None,
+    max_beams: int = 1,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -370,6 +577,8 @@ def serving_cost(
     layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
     context at which the batch-1 times hold.
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
+    ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
+    beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     """
     batch1 = pass_times(scenario)
     hw = ScenarioHardware(scenario)
@@ -418,4 +627,11 @@ def serving_cost(
         draft_extend=built.get("draft_extend"),
         draft_prefill=built.get("draft_prefill"),
     )
-    return IterationCost(batch1, curves, reference_context_tokens)
+    table = draft_pass_table_ms(scenario, max_beams) if speculative and max_beams > 1 else None
+    return IterationCost(
+        batch1,
+        curves,
+        reference_context_tokens,
+        draft_table_ms=table,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+    )

@@ -49,7 +49,7 @@ from sim.hardware.passes import (
     compute_scale,
     pass_schedule,
 )
-from sim.hardware.roofline import Weights, roofline_ms
+from sim.hardware.roofline import Weights, growth_ms, roofline_ms
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario, TimingSpec
 
@@ -178,8 +178,10 @@ class ScenarioHardware:
 
     def _decode_grown_ref_ms(self, tokens: int) -> float:
         """Verify compute over ``tokens`` on the reference hardware, from the graphed
-        decode's calibrated compute: times the weight bytes read (``verify_growth =
-        experts``) or plus ``verify_ms_per_extra_token`` per extra token (``linear``)."""
+        decode's calibrated compute: plus ``verify_ms_per_extra_token`` per extra token
+        when given, else (and with ``verify_growth = experts``) plus the weight reads and
+        FLOPs of the extra tokens (sim/hardware/roofline.py ``growth_ms``): only that share
+        of a batch-1 pass grows with tokens."""
         timing = self.scenario.timing
         if timing.decode_ms is None:
             raise SpecsimError(
@@ -187,9 +189,8 @@ class ScenarioHardware:
             )
         shape = self.shape("decode", 1, self.reference)
         x = calibrate_pass(shape, self.reference, self.geom, timing.decode_ms, "timing.decode_ms")
-        if timing.verify_growth == "experts":
-            weights = target_weights(self.scenario)
-            return x * weights.bytes_read(tokens) / weights.bytes_read(1)
+        if timing.verify_growth == "experts" or timing.verify_ms_per_extra_token is None:
+            return x + self._growth(1, tokens, self.reference, "verify_compute = 'decode'")
         return x + (tokens - 1) * timing.verify_ms_per_extra_token
 
     def _launch_us_from_verify(self) -> float | None:
@@ -240,14 +241,111 @@ class ScenarioHardware:
             return self.scenario.num_steps + 1
         return 1
 
+    @property
+    def efficiency(self) -> float:
+        return self.scenario.hardware.bandwidth_efficiency
+
+    def _growth(self, tokens_from: int, tokens_to: int, hw: HardwarePoint, what: str) -> float:
+        """Extra weight-read and FLOP time of a target pass over more tokens on ``hw``."""
+        if hw.gpu is None:
+            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
+        weights = target_weights(self.scenario)
+        return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
+
+    @cached_property
+    def verify_slope(self) -> tuple[float, str, str]:
+        """(ms per extra verified token, origin, reason) of the measured verify pass.
+
+        Given (``timing.verify_ms_per_extra_token``): measured. Otherwise derived by the
+        hardware model where the timings were measured: the verify over one more token,
+        with the calibrated compute plus the extra weight reads and FLOPs
+        (sim/hardware/roofline.py ``growth_ms``) and the larger all-reduces, minus the
+        measured pass. Without the weights or the GPU: 0, listed as a default.
+        """
+        timing = self.scenario.timing
+        if timing.verify_ms_per_extra_token is not None:
+            return timing.verify_ms_per_extra_token, "measured", "given in the scenario"
+        derived = self._derived_slope()
+        if isinstance(derived, str):
+            return (
+                0.0,
+                "default",
+                (
+                    f"not measured, and the hardware model cannot derive it ({derived}): extra "
+                    "verified tokens are taken to cost nothing, which is optimistic"
+                ),
+            )
+        base = (
+            "the graphed decode's GPU work (timing.verify_compute = 'decode')"
+            if self.verify_from_decode
+            else "the calibrated verify"
+        )
+        return (
+            derived,
+            "derived",
+            (
+                f"hardware model: {base} plus one token's extra weight reads (its new "
+                "distinct routed experts) and FLOPs at hardware.bandwidth_efficiency "
+                f"{self.efficiency:g} of the GPU's peak, and its larger all-reduces"
+            ),
+        )
+
+    def _derived_slope(self) -> float | str:
+        """The derived slope (ms per token), or why it cannot be derived."""
+        timing, model = self.scenario.timing, self.scenario.model
+        if timing.verify_ms is None:
+            return "no measured verify pass"
+        missing = [
+            f"model.{n}"
+            for n in ("layers", "hidden_size", "layer_params")
+            if getattr(model, n) is None
+        ]
+        if not timing.verify_cuda_graph and model.kernels_per_layer is None:
+            missing.append("model.kernels_per_layer")
+        if self.reference.gpu is None:
+            missing.append("hardware.gpu")
+        if missing:
+            return "needs " + ", ".join(missing)
+        m0 = self.measured_verify_tokens
+        if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
+            try:
+                t0, t1 = (
+                    compose_pass(
+                        self.shape("verify", m, self.reference),
+                        self.reference,
+                        self.geom,
+                        self._decode_grown_ref_ms(m),
+                        "derived",
+                    ).total_ms
+                    for m in (m0, m0 + 1)
+                )
+            except SpecsimError as exc:
+                return exc.message
+            return max(t1 - t0, 0.0)
+        try:
+            ref_shape = self.shape("verify", m0, self.reference)
+            x_m0 = calibrate_pass(
+                ref_shape, self.reference, self.geom, timing.verify_ms, "timing.verify_ms"
+            )
+            x_m1 = x_m0 + self._growth(m0, m0 + 1, self.reference, "the verify slope")
+            longer = compose_pass(
+                self.shape("verify", m0 + 1, self.reference),
+                self.reference,
+                self.geom,
+                x_m1,
+                "derived",
+            )
+        except SpecsimError as exc:
+            return exc.message
+        return max(longer.total_ms - timing.verify_ms, 0.0)
+
     def _measured_ms(self, name: str, tokens: int) -> float | None:
         timing = self.scenario.timing
         if name == "verify":
             if timing.verify_ms is None:
                 return None
-            return timing.verify_ms + (tokens - self.measured_verify_tokens) * (
-                timing.verify_ms_per_extra_token
-            )
+            slope = self.verify_slope[0]
+            return timing.verify_ms + (tokens - self.measured_verify_tokens) * slope
         return getattr(timing, f"{name}_ms")
 
     def _require_gpu(self, what: str) -> GpuPreset:
@@ -276,22 +374,22 @@ class ScenarioHardware:
         if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
             m0 = self.measured_verify_tokens
             x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
-            weights = target_weights(self.scenario)
-            return x_m0 * weights.bytes_read(tokens) / weights.bytes_read(m0), origin
+            growth = self._growth(m0, tokens, self.current, "verify_growth = experts")
+            return x_m0 + growth, origin
         calibrated = self._calibrated_ms(name, tokens)
         if calibrated is not None:
             return calibrated
         if name == "verify" and self.scenario.timing.decode_ms is not None:
-            weights = target_weights(self.scenario)
             x_decode, _ = self.compute_ms("decode", 1)
-            return x_decode * weights.bytes_read(tokens) / weights.bytes_read(1), "derived"
+            growth = self._growth(1, tokens, self.current, "a verify derived from decode")
+            return x_decode + growth, "derived"
         gpu = self._require_gpu(f"the {name} pass")
         weights = (
             target_weights(self.scenario)
             if name in ("decode", "verify")
             else draft_weights(self.scenario)
         )
-        return roofline_ms(weights, tokens, gpu, self.current.gpus), "derived"
+        return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
 
     def breakdown(
         self, name: str, tokens: int | None = None, hw: HardwarePoint | None = None
@@ -347,10 +445,14 @@ def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, float]:
 
 
 def measured_pass_times(
-    timing: TimingSpec, num_steps: int, draft_tokens: int | None = None
+    timing: TimingSpec,
+    num_steps: int,
+    draft_tokens: int | None = None,
+    slope: float | None = None,
 ) -> PassTimes:
     """Pass times as measured; ``verify_tokens`` defaults to the tokens the scenario's own
-    verify pass covers: ``draft_tokens`` (a tree's num_draft_tokens), else ``num_steps + 1``.
+    verify pass covers: ``draft_tokens`` (a tree's num_draft_tokens), else ``num_steps + 1``;
+    the verify slope to ``slope`` (else the given one, else 0).
 
     Every pass time must be given (``scenario_pass_times`` derives missing ones).
     """
@@ -362,7 +464,9 @@ def measured_pass_times(
         decode_ms=given["decode"],
         verify_ms=given["verify"],
         verify_tokens=timing.verify_tokens or draft_tokens or num_steps + 1,
-        verify_ms_per_extra_token=timing.verify_ms_per_extra_token,
+        verify_ms_per_extra_token=(
+            slope if slope is not None else timing.verify_ms_per_extra_token or 0.0
+        ),
         draft_step_ms=given["draft_step"],
         draft_extend_ms=given["draft_extend"],
         cycle_overhead_ms=timing.cycle_overhead_ms,
@@ -391,13 +495,21 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
     measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
     all_measured = all(v is not None for v in measured.values())
     m0 = hw.measured_verify_tokens
-    if hw.at_reference and all_measured and timing.verify_growth == "linear":
+    # a measured line, unless the verify's GPU work is the decode's and its growth is the
+    # hardware model's: then every token count is composed (launch-bound to GPU-bound)
+    linear = timing.verify_growth == "linear" and not (
+        hw.verify_from_decode and timing.verify_ms_per_extra_token is None
+    )
+    if hw.at_reference and all_measured and linear:
         if _geometry_known(scenario):
             names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
             for name in names:
                 hw.compute_ms(name, hw.default_tokens(name))
-        return measured_pass_times(timing, scenario.num_steps, scenario.speculation.draft_tokens)
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0)
+        return measured_pass_times(
+            timing, scenario.num_steps, scenario.speculation.draft_tokens, hw.verify_slope[0]
+        )
+    # m0 + 1: the slope at the measured point needs the next entry
+    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0 + 1)
     table = hw.verify_table_ms(max_m)
 
     def total(name: str) -> float:

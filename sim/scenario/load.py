@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 import tomllib
 import typing
 from collections.abc import Iterable, Mapping
@@ -23,7 +24,7 @@ from sim.files import read_bounded_text
 from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
-from sim.scenario.schema import HardwareSpec, Scenario
+from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
 
 
 def _dotted(loc: Iterable[Any]) -> str:
@@ -36,6 +37,8 @@ def _dotted(loc: Iterable[Any]) -> str:
     return text
 
 
+#: A validator's message that names its own field: ``uncertainty.timing.x: message``.
+_NAMED_FIELD = re.compile(r"^(uncertainty(?:\.[A-Za-z0-9_\[\]]+)+): (.*)$")
 #: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.
 MAX_SCENARIO_BYTES = 1024 * 1024
 #: Deepest nesting of tables and arrays a scenario may have: the schema's deepest path,
@@ -103,6 +106,9 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    named = _NAMED_FIELD.match(msg)
+    if named and not loc:
+        loc, msg = named.group(1).split("."), named.group(2)
     if err["type"] == "extra_forbidden":
         close = key_suggestions(loc)
         msg = "unknown key" + (
@@ -118,10 +124,35 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return _dotted(loc), msg
 
 
+def leaf_fields(raw: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """Dotted paths of every non-table value in a raw mapping (lists of tables by index)."""
+    out: set[str] = set()
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out |= leaf_fields(value, path + ".")
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                out |= leaf_fields(item, f"{path}[{i}].")
+        else:
+            out.add(path)
+    return out
+
+
 def scenario_from_dict(
-    raw: Mapping[str, Any], *, source: str, overridden: Iterable[str] = ()
+    raw: Mapping[str, Any],
+    *,
+    source: str,
+    overridden: Iterable[str] = (),
+    given: Iterable[str] | None = None,
+    previous_overrides: Mapping[str, str] | None = None,
 ) -> Scenario:
-    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field)."""
+    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field).
+
+    Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
+    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``).
+    """
+    overridden = list(overridden)
     try:
         scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
@@ -145,6 +176,8 @@ def scenario_from_dict(
         from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
         raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
     _check_hardware_model(scenario, source=source, overridden=overridden)
+    scenario._given = frozenset(leaf_fields(raw) if given is None else given)
+    scenario._overrides = {**(previous_overrides or {}), **dict.fromkeys(overridden, source)}
     return scenario
 
 
@@ -198,7 +231,8 @@ def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterab
 def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     """The first missing pass time the hardware model cannot derive, with what it needs.
 
-    A missing verify is derived from a measured decode and the model's weights; any other
+    A missing verify is derived from a measured decode, the model's weights and
+    ``hardware.gpu`` (the extra weight reads of more tokens); any other
     missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
     (sim/hardware/decompose.py).
     """
@@ -207,10 +241,9 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     weights = ["model.layer_params"] if model.layer_params is None else []
     gpu = ["hardware.gpu"] if scenario.hardware.gpu is None else []
     checks = [("decode_ms", geometry + weights + gpu)]
-    verify_needs = geometry + weights + (gpu if timing.decode_ms is None else [])
-    checks.append(("verify_ms", verify_needs))
-    if timing.verify_growth == "experts" and geometry + weights:
-        return "timing.verify_growth", geometry + weights
+    checks.append(("verify_ms", geometry + weights + gpu))
+    if timing.verify_growth == "experts" and geometry + weights + gpu:
+        return "timing.verify_growth", geometry + weights + gpu
     if scenario.num_steps > 0:
         drafter = ["model.draft_params"] if model.draft_params is None else []
         checks += [(n, geometry + drafter + gpu) for n in ("draft_step_ms", "draft_extend_ms")]
@@ -262,12 +295,24 @@ def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a file's own values fix before ``--set`` applies: ``timing.measured_on`` (the
+    hardware the timings were measured on) and ``acceptance.measured_num_steps`` (the
+    num_steps its alpha or accept length was measured at)."""
+    out = fill_measured_on(raw)
+    fill_measured_num_steps(out)
+    return out
+
+
 def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
-    raw = fill_measured_on(read_scenario_file(path))
+    raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=str(path), overridden=overrides)
+    given = leaf_fields(raw) - set(overrides)
+    scenario = scenario_from_dict(merged, source=str(path), overridden=overrides, given=given)
+    scenario._overrides = dict.fromkeys(overrides, "--set")
+    return scenario
 
 
 def with_overrides(
@@ -276,7 +321,13 @@ def with_overrides(
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
     raw = scenario.model_dump(exclude_none=True)
     merged = apply_overrides(raw, overrides)
-    return scenario_from_dict(merged, source=source, overridden=overrides)
+    return scenario_from_dict(
+        merged,
+        source=source,
+        overridden=overrides,
+        given=scenario._given - set(overrides),
+        previous_overrides=scenario._overrides,
+    )
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

@@ -2,7 +2,9 @@
 
 ``--set`` values are TOML (``--set acceptance.per_position=[0.8,0.7]``); a bare word is a
 string (``--set hardware.interconnect=nvlink4``). Keys that describe the same thing in
-different ways replace each other, and derived keys follow the key they derive from.
+different ways replace each other, and derived keys follow the key they derive from. An
+overridden value is a what-if, taken as exact: its ``[uncertainty]`` entry is dropped
+(set ``uncertainty.SECTION.KEY`` too to give it one).
 """
 
 from __future__ import annotations
@@ -19,14 +21,25 @@ from sim.errors import SpecsimError
 #: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"acceptance.alpha", "acceptance.per_position", "acceptance.mix", "acceptance.rank_rates"}
+        {
+            "acceptance.alpha",
+            "acceptance.accept_length",
+            "acceptance.first_rate",
+            "acceptance.per_position",
+            "acceptance.mix",
+            "acceptance.rank_rates",
+        }
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
     frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
 )
 #: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
-#: ``num_steps`` (a tree's is its own setting: it stays).
-DERIVED_KEYS: Mapping[str, str] = {"speculation.num_steps": "speculation.num_draft_tokens"}
+#: ``num_steps`` (a tree's is its own setting: it stays); a new ``shape`` drops the old
+#: shape's ``decay``.
+DERIVED_KEYS: Mapping[str, str] = {
+    "speculation.num_steps": "speculation.num_draft_tokens",
+    "acceptance.shape": "acceptance.decay",
+}
 #: Keys that hold a list: one number given for them is a list of one (``targets.tok_s=120``).
 LIST_KEYS: frozenset[str] = frozenset({"targets.tok_s", "acceptance.per_position"})
 #: Longest ``--set``/``--grid`` text: a value is one TOML scalar or a short array.
@@ -99,6 +112,27 @@ def _delete(raw: dict[str, Any], dotted: str) -> None:
         node.pop(leaf, None)
 
 
+def _drop_correlated(raw: dict[str, Any], dotted: str) -> None:
+    """Remove ``dotted`` (and its list entries) from ``[uncertainty.correlation]``; drop
+    the table when fewer than two fields are left."""
+    corr = (
+        raw.get("uncertainty", {}).get("correlation")
+        if isinstance(raw.get("uncertainty"), dict)
+        else None
+    )
+    if not isinstance(corr, dict) or not isinstance(corr.get("fields"), list):
+        return
+    fields, matrix = corr["fields"], corr.get("matrix")
+    keep = [i for i, f in enumerate(fields) if not (f == dotted or str(f).startswith(dotted + "["))]
+    if len(keep) == len(fields):
+        return
+    if len(keep) < 2 or not isinstance(matrix, list):
+        raw["uncertainty"].pop("correlation", None)
+        return
+    corr["fields"] = [fields[i] for i in keep]
+    corr["matrix"] = [[matrix[i][j] for j in keep] for i in keep]
+
+
 def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
     """The topk the overridden scenario will have (1 when not given)."""
     if "speculation.topk" in overrides:
@@ -114,14 +148,20 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     """
     out = copy.deepcopy(dict(raw))
     for dotted in overrides:
+        dropped = [dotted]  # an overridden value is exact: its stated error goes
         for group in EXCLUSIVE_KEYS:
             if dotted in group:
-                for other in group - {dotted}:
-                    if other not in overrides:
-                        _delete(out, other)
+                dropped += [other for other in group - {dotted} if other not in overrides]
         derived = DERIVED_KEYS.get(dotted)
-        if derived and derived not in overrides and _topk(out, overrides) == 1:
-            _delete(out, derived)
+        chain = dotted != "speculation.num_steps" or _topk(out, overrides) == 1
+        if derived and derived not in overrides and chain:
+            dropped.append(derived)
+        for key in dropped:
+            if key != dotted:
+                _delete(out, key)
+            if not dotted.startswith("uncertainty."):
+                _delete(out, f"uncertainty.{key}")
+                _drop_correlated(out, key)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         node = out

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -148,6 +150,10 @@ class HardwareSpec(Section):
     launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
     allreduce: Library = "auto"
     rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
+    #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves
+    #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
+    #: longer verify); 1 is the roofline, which the README calls about 2x optimistic.
+    bandwidth_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
 
     @field_validator("interconnect")
     @classmethod
@@ -219,10 +225,14 @@ class TimingSpec(Section):
     decode_ms: PositiveMs | None = None
     verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
-    verify_ms_per_extra_token: NonNegativeMs = 0.0
+    #: Growth of the verify pass per extra verified token; left out, the hardware model
+    #: derives it (sim/scenario/decompose.py ``verify_slope``), or it is 0 when the model
+    #: lacks the weights or GPU to, and the answer lists it among its assumptions.
+    verify_ms_per_extra_token: NonNegativeMs | None = None
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
-    #: or ``experts``: its calibrated compute scales with the weight bytes read, i.e. with
-    #: the distinct routed experts E(1 - (1 - e/E)^m) (needs the model's weights).
+    #: or ``experts``: the weight reads (and FLOPs) of the extra distinct routed experts
+    #: E(1 - (1 - e/E)^m) are added to the calibrated compute (needs the model's weights
+    #: and hardware.gpu).
     verify_growth: Literal["linear", "experts"] = "linear"
     #: Where the verify pass's GPU work comes from: ``measured`` (calibrated from verify_ms
     #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
@@ -386,20 +396,42 @@ class AcceptanceClass(Heterogeneity):
         return self
 
 
-class AcceptanceSpec(Heterogeneity):
-    """Conditional per-position acceptance, and for trees its rank-wise form.
+#: Keys of [acceptance] that say what was measured; exactly one is given.
+ACCEPTANCE_ANCHORS: tuple[str, ...] = (
+    "alpha",
+    "accept_length",
+    "first_rate",
+    "per_position",
+    "mix",
+    "rank_rates",
+)
 
-    The top-1 rate, one of: ``alpha`` (one rate), ``per_position`` (a list of k conditional
-    rates; the last repeats when k is longer), ``mix`` (weighted classes, each with its own
-    rates) or ``rank_rates``. ``concentration`` or ``std`` make the rates vary per request
-    (Beta around the mean); at the top level of a mix they are the default of classes that
-    set neither.
+Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
+Method = Literal["eagle3", "eagle", "mtp", "draft_model", "generic"]
+
+
+class AcceptanceSpec(Heterogeneity):
+    """Conditional per-position acceptance: what was measured, its shape by position, and
+    for trees its rank-wise form.
+
+    One anchor: ``alpha`` (the equal rate that gives the measured accept length at
+    ``measured_num_steps``), ``accept_length`` (measured there), ``first_rate`` (a_1),
+    ``per_position`` (measured conditional rates a_1..a_n), ``mix`` (weighted classes,
+    each with ``alpha`` or ``per_position``) or ``rank_rates``. ``shape`` says how the rate
+    varies with position (sim/model/shapes.py): ``flat``, ``geometric`` or ``step`` with
+    ``decay``, and for a ``per_position`` list how it continues past the list (``repeat``:
+    the last rate repeats). ``auto`` (the default): a list of three or more rates continues
+    by the shape with the lowest held-out error on it; otherwise the decay prior of
+    ``method`` (sim/scenario/priors.py) gives shape and decay (``rank_rates``, given "at
+    every depth", stay flat under ``auto``). ``concentration`` or ``std`` make the rates
+    vary per request (Beta around the mean); at the top level of a mix they are the
+    default of classes that set neither.
 
     Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
     ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
-    | its parent was accepted) at every depth (q_1 then plays the role of alpha), or
+    | its parent was accepted) at every depth (q_1 then plays the role of the first rate), or
     ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
-    ranks 2..W take while alpha/per_position/mix give the top-1 rate. Either way the ranks
+    ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
     below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
     q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
     the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
@@ -407,11 +439,24 @@ class AcceptanceSpec(Heterogeneity):
     """
 
     alpha: Rate | None = None
+    accept_length: Annotated[float, Field(ge=1.0, le=MAX_NUM_STEPS + 1)] | None = None
+    first_rate: Rate | None = None
     per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_profile: str | None = None
     rank_extend: Literal["none", "geometric"] = "none"
+    shape: Shape = "auto"
+    decay: Annotated[float, Field(gt=0.0, le=2.0)] | None = None
+    method: Method = "generic"
+    #: The num_steps the alpha or accept length was measured at (default: the file's
+    #: speculation.num_steps, filled in when the scenario is read).
+    measured_num_steps: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS)] | None = None
+    #: log rho: past the measured positions every rate is rho times the shape's per
+    #: position (0: the shape as it is). Left out with shape ``auto``: the median shape
+    #: error of published profiles, which falls (sim/scenario/priors.py ``shape_error``);
+    #: with a given shape 0.
+    tilt: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
 
     @field_validator("rank_rates")
     @classmethod
@@ -434,10 +479,9 @@ class AcceptanceSpec(Heterogeneity):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AcceptanceSpec:
-        names = ("alpha", "per_position", "mix", "rank_rates")
-        given = [n for n in names if getattr(self, n) is not None]
+        given = [n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of alpha, per_position, mix or rank_rates")
+            raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
         if self.rank_rates is not None and self.rank_profile is not None:
             raise ValueError("give rank_rates or rank_profile, not both")
         if self.mix is not None:
@@ -453,10 +497,33 @@ class AcceptanceSpec(Heterogeneity):
             self._check_std(self.top1_listed())
         return self
 
+    @model_validator(mode="after")
+    def _shape_fits_anchor(self) -> AcceptanceSpec:
+        listed = self.per_position is not None or self.mix is not None
+        if self.shape == "repeat" and not listed:
+            raise ValueError("shape = 'repeat' continues a per_position list; use flat")
+        if self.decay is not None and self.shape not in ("geometric", "step"):
+            raise ValueError(
+                f"decay is the parameter of shape 'geometric' or 'step', not {self.shape!r}"
+            )
+        k0 = self.measured_num_steps
+        if self.accept_length is not None and k0 is not None and self.accept_length > k0 + 1:
+            raise ValueError(
+                f"accept_length {self.accept_length:g} exceeds measured_num_steps + 1 = {k0 + 1}"
+            )
+        return self
+
+    @property
+    def anchor(self) -> str:
+        """Which of ``ACCEPTANCE_ANCHORS`` this section gives."""
+        return next(n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None)
+
     def top1_listed(self) -> list[float]:
-        """The top-level top-1 rates as given (empty for a mix)."""
+        """The top-level top-1 rates as given (empty for a mix or an accept length)."""
         if self.alpha is not None:
             return [self.alpha]
+        if self.first_rate is not None:
+            return [self.first_rate]
         if self.rank_rates is not None:
             return [self.rank_rates[0]]
         return list(self.per_position or [])
@@ -538,10 +605,17 @@ class ServingSpec(Section):
     (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
     ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
 
-    Speculation policy (default: ``speculation.num_steps`` at every batch size): at most
-    one of ``disable_above_batch`` (plain decoding when more requests decode) or
-    ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to num_steps as
-    vLLM does). SLOs for attainment: ``ttft_slo_ms``, ``tpot_slo_ms``.
+    Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
+    batch size): at most one of ``disable_above_batch`` (plain decoding when more requests
+    decode), ``k_table`` (vLLM's ``[[start_bs, end_bs, K], ...]``, each K clamped to
+    num_steps as vLLM does; chains only) or ``draft_table`` (``[[start_bs, end_bs,
+    num_steps, topk, num_draft_tokens], ...]``, the same range rules with a chain (topk 1),
+    an SGLang tree (topk > 1) or plain decoding (num_steps 0) per range: a tree at small
+    batches falling back to a chain or to none). ``draft_extend``: ``accepted`` (the
+    drafter's extend after the verify runs over each request's accepted tokens, as SGLang's
+    eager extend and vLLM's proposer do) or ``padded`` (over the verify's width per request,
+    as SGLang's CUDA-graphed draft extend runs). SLOs for attainment: ``ttft_slo_ms``,
+    ``tpot_slo_ms``.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -555,16 +629,46 @@ class ServingSpec(Section):
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
     k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    draft_extend: Literal["accepted", "padded"] = "accepted"
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+
+    @field_validator("draft_table")
+    @classmethod
+    def _draft_rows(cls, value: list[list[int]] | None) -> list[list[int]] | None:
+        if value is None:
+            return value
+        for i, row in enumerate(value):
+            if len(row) != 5:
+                raise ValueError(
+                    f"row {i}: rows are [start_bs, end_bs, num_steps, topk, num_draft_tokens]"
+                )
+            try:
+                SpeculationSpec(num_steps=row[2], topk=row[3], num_draft_tokens=row[4])
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                msg = str(detail["msg"]).removeprefix("Value error, ")
+                raise ValueError(
+                    f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
+                ) from None
+        KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
+        return value
 
     @model_validator(mode="after")
     def _one_load_one_policy(self) -> ServingSpec:
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
-        if self.disable_above_batch is not None and self.k_table is not None:
-            raise ValueError("give at most one of disable_above_batch, k_table")
+        policies = [
+            n
+            for n in ("disable_above_batch", "k_table", "draft_table")
+            if getattr(self, n) is not None
+        ]
+        if len(policies) > 1:
+            raise ValueError(
+                f"give at most one of disable_above_batch, k_table, draft_table (got {policies})"
+            )
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")
@@ -588,14 +692,121 @@ class TargetsSpec(Section):
     ]
 
 
+class FieldUncertainty(Section):
+    """How well one numeric field is known: a standard error or a plausible range.
+
+    ``stderr`` (a number, or for a list field one per entry) is a measurement error,
+    sampled as a normal around the value; ``range = [low, high]`` a plausible range,
+    sampled uniformly. ``origin`` says what the value is (``measured``, the default with a
+    stderr; ``assumed``, the default with a range or with neither; ``calibrated``, written
+    by ``specsim calibrate``; ``derived``, from published data, as calibrate writes the
+    shape error); ``reason`` says why.
+    """
+
+    stderr: (
+        Annotated[float, Field(ge=0.0)]
+        | Annotated[list[Annotated[float, Field(ge=0.0)]], Field(max_length=MAX_NUM_STEPS)]
+        | None
+    ) = None
+    range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    origin: Literal["measured", "assumed", "calibrated", "derived"] | None = None
+    reason: Annotated[str, Field(max_length=10_000)] = ""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> FieldUncertainty:
+        if self.stderr is not None and self.range is not None:
+            raise ValueError("give a stderr or a range, not both")
+        if self.range is not None and self.range[0] > self.range[1]:
+            raise ValueError(f"range low {self.range[0]:g} is above high {self.range[1]:g}")
+        return self
+
+    @property
+    def resolved_origin(self) -> str:
+        if self.origin is not None:
+            return self.origin
+        return "measured" if self.stderr is not None else "assumed"
+
+
+class Correlation(Section):
+    """Correlations between fields with a ``stderr`` (``specsim calibrate`` writes the
+    correlations of the values it fits): a symmetric matrix with unit diagonal."""
+
+    fields: Annotated[list[str], Field(min_length=2, max_length=MAX_LIST)]
+    matrix: Annotated[list[list[float]], Field(max_length=MAX_LIST)]
+
+    @model_validator(mode="after")
+    def _valid_matrix(self) -> Correlation:
+        n = len(self.fields)
+        if len(set(self.fields)) != n:
+            raise ValueError("correlation fields must be distinct")
+        if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
+            raise ValueError(f"matrix must be {n} x {n}, one row and column per field")
+        for i in range(n):
+            if abs(self.matrix[i][i] - 1.0) > 1e-9:
+                raise ValueError("matrix diagonal must be 1")
+            for j in range(n):
+                if abs(self.matrix[i][j] - self.matrix[j][i]) > 1e-9:
+                    raise ValueError("matrix must be symmetric")
+                if abs(self.matrix[i][j]) > 1.0 + 1e-9:
+                    raise ValueError("correlations must lie in [-1, 1]")
+        if np.linalg.eigvalsh(np.array(self.matrix, dtype=float)).min() < -1e-9:
+            raise ValueError("matrix is not positive semi-definite")
+        return self
+
+
+class UncertaintySpec(Section):
+    """``[uncertainty]``: errors and ranges of numeric fields, by section.
+
+    ``timing.verify_ms = { stderr = 0.5, reason = "..." }`` under ``[uncertainty]`` (a
+    TOML dotted key) or ``verify_ms = {...}`` under ``[uncertainty.timing]``; a list field
+    takes a stderr per entry (``acceptance.per_position = { stderr = [0.01, 0.02] }``).
+    ``[uncertainty.correlation]`` correlates fields that have a stderr (list entries as
+    ``acceptance.per_position[0]``).
+    """
+
+    model: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    hardware: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    timing: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
+    correlation: Correlation | None = None
+
+    def entries(self) -> dict[str, FieldUncertainty]:
+        """Every entry by its dotted field (``timing.verify_ms``)."""
+        out: dict[str, FieldUncertainty] = {}
+        for section in ("model", "hardware", "timing", "acceptance"):
+            for key, entry in getattr(self, section).items():
+                out[f"{section}.{key}"] = entry
+        return out
+
+
 class Scenario(Section):
     """One validated scenario file (after overrides).
 
     ``_derived`` memoizes what sim/scenario/bind.py derives from the (immutable) fields,
-    such as the pass times, so a study that asks many times pays once.
+    such as the pass times, so a study that asks many times pays once. ``_given`` holds the
+    dotted fields the file (or mapping) gave and ``_overrides`` the fields set afterwards
+    (by ``--set``, ``--grid`` or a study) with what set them: the provenance of every value
+    (sim/scenario/provenance.py). Equality compares the fields only.
     """
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _given: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
 
     name: Annotated[str, Field(max_length=200)]
     description: Annotated[str, Field(max_length=10_000)] = ""
@@ -608,6 +819,60 @@ class Scenario(Section):
     serving: ServingSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
     targets: TargetsSpec | None = None
+    uncertainty: UncertaintySpec = UncertaintySpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_measured_num_steps(cls, data: Any) -> Any:
+        """An alpha or accept length was measured at the scenario's num_steps unless it
+        says otherwise (files are filled at load, before ``--set``, see load.py)."""
+        if isinstance(data, dict):
+            fill_measured_num_steps(data)
+        return data
+
+    @model_validator(mode="after")
+    def _uncertain_fields_are_numbers(self) -> Scenario:
+        entries = self.uncertainty.entries()
+        for dotted, entry in entries.items():
+            where = f"uncertainty.{dotted}"
+            section, key = dotted.split(".", 1)
+            value = getattr(getattr(self, section), key, None) if hasattr(self, section) else None
+            model_fields = type(getattr(self, section)).model_fields
+            if key not in model_fields:
+                raise _field_error(where, f"{section} has no field {key!r}")
+            if isinstance(value, list):
+                if not all(isinstance(v, int | float) for v in value):
+                    raise _field_error(where, "not a numeric field")
+                if entry.range is not None:
+                    raise _field_error(where, "a list field takes a stderr (one or per entry)")
+                if isinstance(entry.stderr, list) and len(entry.stderr) != len(value):
+                    raise _field_error(
+                        where, f"{len(entry.stderr)} stderrs for {len(value)} entries"
+                    )
+                continue
+            if value is None:
+                raise _field_error(where, f"{dotted} has no value here to be uncertain about")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _field_error(where, f"not a numeric field (value {value!r})")
+            if isinstance(entry.stderr, list):
+                raise _field_error(where, "a single value takes a single stderr")
+            if entry.range is not None and not entry.range[0] <= value <= entry.range[1]:
+                raise _field_error(
+                    where,
+                    f"range [{entry.range[0]:g}, {entry.range[1]:g}] does not contain the "
+                    f"value {value:g}",
+                )
+        corr = self.uncertainty.correlation
+        if corr is not None:
+            for name in corr.fields:
+                base = name.split("[", 1)[0]
+                entry = entries.get(base)
+                if entry is None or entry.stderr is None:
+                    raise _field_error(
+                        "uncertainty.correlation.fields",
+                        f"{name} has no stderr in [uncertainty] to correlate",
+                    )
+        return self
 
     @model_validator(mode="after")
     def _acceptance_when_speculating(self) -> Scenario:
@@ -625,7 +890,9 @@ class Scenario(Section):
         if timing.verify_ms is None:
             return self
         measured_tokens = timing.verify_tokens or self.speculation.draft_tokens
-        at_one = timing.verify_ms - (measured_tokens - 1) * timing.verify_ms_per_extra_token
+        at_one = timing.verify_ms - (measured_tokens - 1) * (
+            timing.verify_ms_per_extra_token or 0.0
+        )
         if at_one <= 0:
             raise ValueError(
                 "timing.verify_ms_per_extra_token is too large for timing.verify_ms: the verify "
@@ -640,3 +907,21 @@ class Scenario(Section):
     @property
     def target_tok_s(self) -> tuple[float, ...]:
         return tuple(self.targets.tok_s) if self.targets else ()
+
+
+def _field_error(field: str, message: str) -> ValueError:
+    """A validation error naming a dotted field inside its message (load.py reports it)."""
+    return ValueError(f"{field}: {message}")
+
+
+def fill_measured_num_steps(raw: dict[str, Any]) -> None:
+    """Set ``acceptance.measured_num_steps`` from ``speculation.num_steps`` in place when
+    the acceptance is an alpha, an accept length or a mix and does not say it."""
+    acc, spec = raw.get("acceptance"), raw.get("speculation")
+    if not isinstance(acc, dict) or not isinstance(spec, dict):
+        return
+    k = spec.get("num_steps")
+    if "measured_num_steps" in acc or not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        return
+    if any(key in acc for key in ("alpha", "accept_length", "mix")):
+        acc["measured_num_steps"] = k

@@ -40,15 +40,46 @@ def _comment_lines(text: str | None) -> list[str]:
     return [f"# {line}".rstrip() for line in text.splitlines()] if text else []
 
 
+def _key(key: str) -> str:
+    """A bare TOML key when it can be one, else a quoted one (as tomli-w writes it)."""
+    return tomli_w.dumps({key: 0}).split(" = ", 1)[0]
+
+
+def inline_table(table: Mapping[str, Any]) -> str:
+    """A flat mapping as a TOML inline table: ``{ a = 1, b = "x" }``."""
+    return "{ " + ", ".join(f"{_key(k)} = {value_to_toml(v)}" for k, v in table.items()) + " }"
+
+
+def _uncertainty_text(section: Mapping[str, Any]) -> str:
+    """``[uncertainty]``: one ``[uncertainty.SECTION]`` table whose entries are inline
+    tables, one line each (``verify_ms = { stderr = 0.5, origin = "measured" }``), then the
+    correlation table as tomli-w writes it; empty tables are left out."""
+    lines: list[str] = []
+    for name, entries in section.items():
+        if name == "correlation" or not entries:
+            continue
+        lines += ["", f"[uncertainty.{_key(name)}]"]
+        lines += [f"{_key(k)} = {inline_table(v)}" for k, v in entries.items()]
+    if section.get("correlation"):
+        lines += ["", tomli_w.dumps({"uncertainty": {"correlation": section["correlation"]}})]
+    return "\n".join(lines)
+
+
 def dumps(
     document: Mapping[str, Any],
     *,
     header: str | None = None,
     comments: Mapping[str, str] | None = None,
 ) -> str:
-    """``document`` (nested mappings) as TOML text; ``comments`` keyed by dotted key/table."""
+    """``document`` (nested mappings) as TOML text; ``comments`` keyed by dotted key/table.
+
+    ``[uncertainty]`` entries become inline tables (empty ones are left out)."""
     comments = comments or {}
-    body = tomli_w.dumps(dict(document))
+    document = dict(document)
+    uncertainty = document.pop("uncertainty", None)
+    body = tomli_w.dumps(document)
+    if isinstance(uncertainty, Mapping):
+        body = body.rstrip("\n") + "\n" + _uncertainty_text(uncertainty)
     lines = _comment_lines(header)
     if header:
         lines.append("")
@@ -81,7 +112,13 @@ def dumps_scenario(
 
     Raises SpecsimError if it would not: a file that ``specsim run`` rejects is never written.
     """
-    text = dumps(scenario.model_dump(exclude_none=True), header=header, comments=comments)
+    raw = scenario.model_dump(exclude_none=True)
+    for entry in raw.get("uncertainty", {}).values():  # an entry's defaults add nothing
+        if isinstance(entry, dict):
+            for item in entry.values():
+                if isinstance(item, dict) and item.get("reason") == "":
+                    item.pop("reason")
+    text = dumps(raw, header=header, comments=comments)
     again = scenario_from_dict(tomllib.loads(text), source="written scenario")
     if again != scenario:
         raise SpecsimError("the written scenario does not read back the same", source="toml")

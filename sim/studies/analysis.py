@@ -15,10 +15,18 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.rates import accept_length_pmf, mean_accept_length
+from sim.scenario.bind import (
+    AcceptanceShape,
+    acceptance_shape,
+    pass_times,
+    profile_factors,
+    scenario_rates,
+)
 from sim.scenario.bind import cycle_cost as scenario_cycle_cost
-from sim.scenario.bind import pass_times, scenario_rates
+from sim.scenario.provenance import Assumption, assumptions
 from sim.scenario.schema import Scenario
 from sim.studies.tree_analysis import TreeAnalysis, analyze_tree
+from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,11 @@ class Analysis:
     break_even_accept_length: float | None
     targets: tuple[TargetAnswer, ...]
     tree: TreeAnalysis | None = None  # a tree scenario (topk > 1): SGLang's and the best tree
+    #: The acceptance shape by position (None without acceptance), every input's
+    #: provenance, and the 90% intervals from inputs and model (``uncertainty=True``).
+    shape: AcceptanceShape | None = None
+    assumptions: tuple[Assumption, ...] = ()
+    uncertainty: UncertaintyResult | None = None
 
     @property
     def num_steps(self) -> int:
@@ -51,8 +64,9 @@ class Analysis:
         return self.throughput_tok_s / self.baseline_tok_s
 
 
-def analyze(scenario: Scenario) -> Analysis:
-    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets."""
+def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
+    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets,
+    the inputs' provenance, and (``uncertainty``) the answers' 90% intervals."""
     k = scenario.num_steps
     passes = pass_times(scenario)
     cost = scenario_cycle_cost(scenario)  # the expected cycle (extend at E[L]); a tree's own
@@ -71,6 +85,16 @@ def analyze(scenario: Scenario) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(answer_target(t, passes, k) for t in scenario.target_tok_s),
+        targets=tuple(
+            answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
+            for t in scenario.target_tok_s
+        ),
         tree=analyze_tree(scenario) if scenario.speculation.is_tree else None,
+        shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
+        assumptions=assumptions(scenario),
+        uncertainty=(
+            answer_uncertainty(scenario)
+            if uncertainty and not scenario.speculation.is_tree
+            else None
+        ),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.scenario.load import with_overrides
+from sim.scenario.provenance import effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -44,7 +45,8 @@ def compare_one(
     """One column of the comparison (plain, JSON-ready)."""
     if targets:
         scenario = with_overrides(scenario, {"targets.tok_s": [float(t) for t in targets]})
-    analysis = analyze(scenario)
+    analysis = analyze(scenario, uncertainty=True)
+    unc = {u.tok_s: u for u in analysis.uncertainty.targets} if analysis.uncertainty else {}
     result = simulate(scenario, engine=engine, fidelity=fidelity, workers=workers)
     summary = summarize(result, targets)
     p_at = {float(t.tok_s): t for t in summary.targets}
@@ -60,7 +62,11 @@ def compare_one(
                 "reachable": t.reachable,
                 "alpha_at_num_steps": t.at_num_steps.alpha if analysis.num_steps > 0 else None,
                 "best_num_steps": best.num_steps if best else None,
+                "first_rate_at_best": best.first_rate if best else None,
+                "mean_rate_at_best": best.mean_rate if best else None,
                 "alpha_at_best": best.alpha if best else None,
+                "flat_alpha_at_best": t.best_flat.alpha if t.best_flat else None,
+                "uncertainty": (unc[float(t.tok_s)].to_dict() if float(t.tok_s) in unc else None),
             }
         )
     return {
@@ -80,12 +86,18 @@ def compare_one(
         "cycle_ms_mean": summary.cycle_ms["mean"],
         "cycle_ms": {k: v for k, v in summary.cycle_ms.items() if k != "mean"},
         "targets": rows,
+        "hardware": effective_hardware(scenario),
+        "overrides": override_entries(scenario),
+        "assumptions": [a.to_dict() for a in analysis.assumptions],
+        "tok_s_interval90": (
+            analysis.uncertainty.tok_s_interval90.to_list() if analysis.uncertainty else None
+        ),
     }
 
 
 ALPHA_MEANING = (
-    "required alpha: closed form, equal conditional rates (effective rates for per-position "
-    "or heterogeneous acceptance)"
+    "required acceptance, closed form: first = the rate at position 1 under each scenario's "
+    "shape at the best k (90% interval from inputs and model), flat = equal rates"
 )
 
 

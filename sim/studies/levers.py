@@ -118,7 +118,11 @@ def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[
     if drafter is None:
         return (*base, Lever("graph + NVLink", "both", {**graphed, **nvlink}))
     k, al = drafter.num_steps, drafter.typical_accept_length
-    better = {"speculation.num_steps": k, "acceptance.alpha": alpha_for_accept_length(al, k)}
+    better = {
+        "speculation.num_steps": k,
+        "acceptance.alpha": alpha_for_accept_length(al, k),
+        "acceptance.measured_num_steps": k,  # the drafter's accept length is measured at k
+    }
     return (
         *base,
         Lever(

@@ -23,7 +23,7 @@ sim/studies/solve.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,15 @@ from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import acceptance_model, closed_form_tok_s, pass_times
+from sim.scenario.bind import (
+    acceptance_model,
+    acceptance_shape,
+    anchored_factors,
+    closed_form_tok_s,
+    pass_times,
+)
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (
@@ -49,6 +56,7 @@ from sim.studies.rootfind import (
     checked_targets,
     solve_root,
 )
+from sim.studies.uncertainty import TargetUncertainty, answer_uncertainty
 
 # --------------------------------------------------------------------------- acceptance lever
 
@@ -58,19 +66,23 @@ class AcceptanceLever:
     """How acceptance is varied at draft length k, keeping everything else of [acceptance].
 
     The lever value ``x`` scales the mean rates of the scenario's acceptance model (in the
-    model layer: no scenario is re-validated per rate): with one rate
-    (``kind == "alpha"``) x is alpha itself; with per-position rates or a mix
-    (``kind == "profile"``) every mean rate r becomes min(1, x r), so the profile keeps its
-    shape. Per-request spread (concentration or std) is kept as given. ``alpha(x)`` reports
-    the mean conditional rate over positions 1..k (weight-averaged over mix classes).
-    ``x_max`` is where every rate reaches 1, or the last value at which a Beta ``std`` is
-    still possible (a std can forbid means near 1).
+    model layer: no scenario is re-validated per rate): with one anchored profile
+    (``kind == "alpha"``: an alpha, accept length or first rate under the scenario's shape,
+    sim/scenario/bind.py ``acceptance_shape``) x is the first-position rate a_1 and the
+    rates are min(1, x g_i) for the shape's factors g (all 1 for a flat shape: x is
+    Leviathan's alpha); with per-position rates or a mix (``kind == "profile"``) every mean
+    rate r becomes min(1, x r), so the profile keeps its shape. Per-request spread
+    (concentration or std) is kept as given. ``alpha(x)`` reports the mean conditional
+    rate over positions 1..k and ``first_rate(x)`` the rate at position 1 (both
+    weight-averaged over mix classes). ``x_max`` is where every rate reaches 1, or the last
+    value at which a Beta ``std`` is still possible (a std can forbid means near 1).
     """
 
     base: Scenario  # validated once, with speculation.num_steps = k
     model: AcceptanceModel  # the base's acceptance at k, unscaled
     kind: str  # "alpha" or "profile"
     x_max: float
+    factors: np.ndarray  # g_1..g_k of an anchored profile (kind "alpha"), shape (k,)
     #: True when x_max is where the Beta std stops being possible (not where rates reach 1)
     spread_limited: bool = False
 
@@ -80,7 +92,9 @@ class AcceptanceLever:
 
     def model_at(self, x: float) -> AcceptanceModel:
         """The acceptance model at lever value ``x``."""
-        return self.model.with_equal_rates(x) if self.kind == "alpha" else self.model.scaled(x)
+        if self.kind == "alpha":
+            return self.model.with_profile(x * self.factors)
+        return self.model.scaled(x)
 
     def mean_rates(self, xs: np.ndarray) -> np.ndarray:
         """Mean conditional rates at each lever value, weight-averaged over mix classes:
@@ -89,7 +103,7 @@ class AcceptanceLever:
         xs = np.asarray(xs, dtype=float)[:, None]
         out = np.zeros((xs.shape[0], self.num_steps))
         for w, c in zip(self.model.weights, self.model.classes, strict=True):
-            unit = 1.0 if self.kind == "alpha" else c.mean_rates[None, :]
+            unit = self.factors[None, :] if self.kind == "alpha" else c.mean_rates[None, :]
             out += w * np.minimum(1.0, xs * unit)
         return out
 
@@ -98,6 +112,12 @@ class AcceptanceLever:
         if x is None:
             return None
         return float(self.mean_rates(np.array([x]))[0].mean())
+
+    def first_rate(self, x: float | None) -> float | None:
+        """The conditional rate at position 1 at lever value ``x``."""
+        if x is None:
+            return None
+        return float(self.mean_rates(np.array([x]))[0][0])
 
     def per_position(self, x: float) -> list[float]:
         """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
@@ -116,11 +136,8 @@ class AcceptanceLever:
         xs = np.linspace(0.0, self.x_max, n)
         if self.model.heterogeneous:
             return xs, np.array([self.expected_accept_length(float(x)) for x in xs])
-        rates = self.model.classes[0].mean_rates
-        if self.kind == "alpha":
-            grid = np.broadcast_to(np.minimum(1.0, xs)[:, None], (n, self.num_steps))
-        else:
-            grid = np.minimum(1.0, xs[:, None] * rates[None, :])
+        unit = self.factors if self.kind == "alpha" else self.model.classes[0].mean_rates
+        grid = np.minimum(1.0, xs[:, None] * unit[None, :])
         return xs, 1.0 + cumulative_rates(grid).sum(axis=1)
 
     def closed_form_x(
@@ -151,11 +168,18 @@ ACCEPTANCE_NOTE_PROFILE = (
     "the mean conditional rate over positions 1..k"
 )
 ACCEPTANCE_NOTE_ALPHA = "alpha = the equal conditional per-position acceptance rate"
+ACCEPTANCE_NOTE_SHAPE = (
+    "acceptance falls with position ({shape}): search scales the first-position rate a_1 "
+    "and keeps the shape; alpha is the mean conditional rate over positions 1..k and "
+    "'flat' the equal rate that would give the same accept length"
+)
 
 
 def _is_plain_alpha(scenario: Scenario) -> bool:
     acc = scenario.acceptance
-    return acc is None or (acc.alpha is not None and not getattr(acc, "heterogeneous", False))
+    return acc is None or (
+        acc.mix is None and acc.per_position is None and not getattr(acc, "heterogeneous", False)
+    )
 
 
 def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
@@ -168,14 +192,17 @@ def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
     base = with_overrides(scenario, over, source="search")
     acc = base.acceptance
     model = acceptance_model(acc, num_steps)
-    kind = "alpha" if acc is None or acc.alpha is not None else "profile"
-    if kind == "alpha":
-        top = 1.0
+    anchored = acc is None or (acc.mix is None and acc.per_position is None)
+    kind = "alpha" if anchored else "profile"
+    if anchored:
+        factors = np.ones(num_steps) if acc is None else anchored_factors(acc, num_steps)
+        positive = factors[factors > 0]
     else:
+        factors = np.ones(num_steps)
         rates = np.concatenate([c.mean_rates for c in model.classes])
         positive = rates[rates > 0]
-        top = 1.0 / float(positive.min()) if positive.size else 1.0
-    lever = AcceptanceLever(base, model, kind, top)
+    top = 1.0 / float(positive.min()) if positive.size else 1.0
+    lever = AcceptanceLever(base, model, kind, top, factors)
     # A Beta std too wide for means near 1 (std^2 >= m (1 - m)) forbids a band of scales
     # below the one where a rate reaches 1 (the capped rate is exact again): stop below the
     # first forbidden scale above the scenario's own (x = 1, valid), found on a grid and
@@ -192,7 +219,7 @@ def acceptance_lever(scenario: Scenario, num_steps: int) -> AcceptanceLever:
                     lo = mid
                 else:
                     hi = mid
-            lever = AcceptanceLever(base, model, kind, lo, spread_limited=True)
+            lever = AcceptanceLever(base, model, kind, lo, factors, spread_limited=True)
     return lever
 
 
@@ -212,7 +239,12 @@ def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
 
 
 def acceptance_note(scenario: Scenario) -> str:
-    return ACCEPTANCE_NOTE_ALPHA if _is_plain_alpha(scenario) else ACCEPTANCE_NOTE_PROFILE
+    if not _is_plain_alpha(scenario):
+        return ACCEPTANCE_NOTE_PROFILE
+    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
+    if shape is None or shape.shape in ("flat", "repeat") or shape.decay == 1.0:
+        return ACCEPTANCE_NOTE_ALPHA
+    return ACCEPTANCE_NOTE_SHAPE.format(shape=f"{shape.shape}, decay {shape.decay:.3f}")
 
 
 # --------------------------------------------------------------------------- search over alpha
@@ -231,6 +263,13 @@ class KResult:
     ceiling_tok_s: float
     simulated_ceiling_tok_s: float | None
     per_position: list[float] | None
+    first_rate: float | None = None
+    first_rate_ci95: tuple[float | None, float | None] = (None, None)
+    closed_form_first_rate: float | None = None
+    flat_alpha: float | None = None  # closed form, equal rates
+    scale: float | None = None  # the lever value: the profile's scale (drafter quality)
+    #: 90% interval (inputs and model) of the closed-form first-position rate at this k.
+    interval90: list[float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +277,11 @@ class KResult:
             "reachable": self.reachable,
             "alpha": self.alpha,
             "alpha_ci95": list(self.alpha_ci95),
+            "first_rate": self.first_rate,
+            "first_rate_ci95": list(self.first_rate_ci95),
+            "closed_form_first_rate": self.closed_form_first_rate,
+            "flat_alpha": self.flat_alpha,
+            "interval90": self.interval90,
             "required_accept_length": self.required_accept_length,
             "closed_form_alpha": self.closed_form_alpha,
             "ceiling_tok_s": self.ceiling_tok_s,
@@ -254,11 +298,14 @@ class TargetResult:
     quantile: float | None
     per_num_steps: tuple[KResult, ...]
     reason: str | None
+    #: The closed-form answer's 90% interval from inputs and model (mean tok/s only).
+    uncertainty: TargetUncertainty | None = None
 
     @property
     def best(self) -> KResult | None:
+        """The k needing the lowest first-position rate (the drafter accuracy asked for)."""
         ok = [r for r in self.per_num_steps if r.reachable]
-        return min(ok, key=lambda r: (r.alpha, r.num_steps)) if ok else None
+        return min(ok, key=lambda r: (r.scale, r.num_steps)) if ok else None
 
     @property
     def note(self) -> str | None:
@@ -281,9 +328,13 @@ class TargetResult:
             "best_num_steps": best.num_steps if best else None,
             "alpha": best.alpha if best else None,
             "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
+            "first_rate": best.first_rate if best else None,
+            "first_rate_ci95": list(best.first_rate_ci95) if best else [None, None],
+            "flat_alpha": best.flat_alpha if best else None,
             "required_accept_length": best.required_accept_length if best else None,
             "ceiling_tok_s": top.ceiling_tok_s,
             "ceiling_num_steps": top.num_steps,
+            "uncertainty": self.uncertainty.to_dict() if self.uncertainty else None,
             "reason": self.reason,
             "note": self.note,
             "per_num_steps": [r.to_dict() for r in self.per_num_steps],
@@ -330,6 +381,7 @@ def _search_k(
 
     probe = Probe(evaluate, +1, 0.0, lever.x_max)
     grid = lever.accept_length_grid()
+    flat = bool(np.all(lever.factors == 1.0))
     out = []
     for crit in criteria:
         closed = answer_at_k(crit.target_tok_s, passes, num_steps)
@@ -354,9 +406,14 @@ def _search_k(
                 simulated_ceiling_tok_s=sim_ceiling,
                 per_position=(
                     None
-                    if root.value is None or lever.kind == "alpha"
+                    if root.value is None or (lever.kind == "alpha" and flat)
                     else lever.per_position(root.value)
                 ),
+                first_rate=lever.first_rate(root.value),
+                first_rate_ci95=(lever.first_rate(root.ci95[0]), lever.first_rate(root.ci95[1])),
+                closed_form_first_rate=lever.first_rate(x_cf),
+                flat_alpha=closed.alpha,
+                scale=root.value,
             )
         )
     return out
@@ -410,6 +467,7 @@ def search_acceptance(
     fidelity: str = "cycle",
     simulate: SimulateFn | None = None,
     workers: int = 1,
+    uncertainty: bool = True,
 ) -> SearchResult:
     """The lowest acceptance reaching each target, for each k, with 95% intervals.
 
@@ -419,6 +477,8 @@ def search_acceptance(
     ``workers`` > 1 searches the draft lengths in that many processes; each k's search is
     independent and seeded the same way, so the result does not depend on it. The scenario
     is validated once per draft length (the lever scales the acceptance model).
+    ``uncertainty``: add the closed-form answer's 90% interval from inputs and model (the
+    mean tok/s of a chain at batch 1; False when ``simulate`` answers another question).
     """
     targets = checked_targets(targets, quantile)
     ks = sorted(set(num_steps))
@@ -441,12 +501,20 @@ def search_acceptance(
             levers[k] = acceptance_lever(base, k)
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator)
         evaluations = evaluator.evaluations
+    unc = (
+        answer_uncertainty(base, targets, num_steps=ks)
+        if uncertainty and quantile is None and not base.speculation.is_tree
+        else None
+    )
     results = tuple(
         TargetResult(
             tok_s=t,
             quantile=quantile,
-            per_num_steps=tuple(by_k[k][i] for k in ks),
+            per_num_steps=tuple(
+                _with_interval(by_k[k][i], unc.targets[i] if unc else None) for k in ks
+            ),
             reason=_reason(t, quantile, [by_k[k][i] for k in ks]),
+            uncertainty=unc.targets[i] if unc else None,
         )
         for i, t in enumerate(targets)
     )
@@ -457,6 +525,10 @@ def search_acceptance(
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
         "current": current_operating_point(base, levers.get(base.num_steps)),
+        "hardware": effective_hardware(base),
+        "overrides": override_entries(base),
+        "assumptions": [a.to_dict() for a in assumptions(base)],
+        "uncertainty": unc.to_dict() if unc else None,
     }
     settings["closed_form_curves"] = closed_form_curves(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
@@ -468,6 +540,14 @@ def search_acceptance(
     return SearchResult(base.name, engine, fidelity, evaluations, note, results, settings)
 
 
+def _with_interval(row: KResult, unc: TargetUncertainty | None) -> KResult:
+    """``row`` with the 90% interval (inputs and model) of the closed-form first-position
+    rate at its k."""
+    if unc is None or row.num_steps > len(unc.per_num_steps):
+        return row
+    return replace(row, interval90=unc.per_num_steps[row.num_steps - 1].to_list())
+
+
 def current_operating_point(
     scenario: Scenario, lever: AcceptanceLever | None = None
 ) -> dict[str, Any] | None:
@@ -477,10 +557,11 @@ def current_operating_point(
     if scenario.num_steps == 0 or scenario.acceptance is None:
         return None
     lever = lever or acceptance_lever(scenario, scenario.num_steps)
-    x_now = scenario.acceptance.alpha if lever.kind == "alpha" else 1.0
+    x_now = float(lever.model.mean_rates()[0]) if lever.kind == "alpha" else 1.0
     return {
         "num_steps": scenario.num_steps,
         "alpha": lever.alpha(x_now),
+        "first_rate": lever.first_rate(x_now),
         "closed_form_tok_s": closed_form_tok_s(scenario),
     }
 

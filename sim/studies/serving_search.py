@@ -1,7 +1,8 @@
 """The acceptance a drafter needs at a load: ``search`` with the serving simulation.
 
 ``search_acceptance`` (sim/studies/search.py) finds, per target and k, the lowest
-acceptance (alpha, or a scaled profile) at which per-user tok/s (the mean, or a fraction
+acceptance (the first-position rate under the scenario's acceptance shape, flat or
+decay-aware, or a scaled profile) at which per-user tok/s (the mean, or a fraction
 ``quantile`` of requests) reaches the target, by bisection on common random numbers with a
 95% interval from band inversion. Its Monte Carlo is an injection seam (``simulate``);
 ``ServingStats`` fills it with the serving simulation at a closed-loop concurrency or a
@@ -117,10 +118,19 @@ def search_at_load(
     base_dir: str | Path | None = None,
 ) -> SearchResult:
     """``search_acceptance`` with per-user tok/s simulated at ``load``; the result names
-    the load and says that its closed-form columns (hint, ceiling) are batch-1 numbers."""
+    the load and says that its closed-form columns (hint, ceiling) are batch-1 numbers.
+    The lever is the batch-1 search's: the scenario's acceptance shape (flat, or the
+    decay-aware shape of sim/scenario/bind.py ``acceptance_shape``) scaled by its
+    first-position rate, or a listed profile or mix scaled as a whole."""
     simulate = ServingStats(load, None if base_dir is None else str(base_dir))
     result = search_acceptance(
-        scenario, targets, num_steps, quantile=quantile, simulate=simulate, workers=workers
+        scenario,
+        targets,
+        num_steps,
+        quantile=quantile,
+        simulate=simulate,
+        workers=workers,
+        uncertainty=False,
     )
     settings = {
         **result.settings,
@@ -128,7 +138,9 @@ def search_at_load(
         "note": (
             f"per-user tok/s simulated by the serving engine at {load.label()}; "
             "closed_form_alpha, ceiling_tok_s and closed_form_curves are the batch-1 "
-            "closed forms (a starting point, not the answer at this load)"
+            "closed forms (a starting point, not the answer at this load); the 90% "
+            "interval from inputs and model is not computed at a load (only the Monte "
+            "Carlo 95% interval)"
         ),
     }
     return dataclasses.replace(result, engine="serving", fidelity="cycle", settings=settings)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sim.errors import SpecsimError
 from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
+from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (
@@ -32,6 +33,7 @@ from sim.studies.rootfind import (
     monotone_violations,
     solve_root,
 )
+from sim.studies.uncertainty import LeverUncertainty, lever_uncertainty
 
 # --------------------------------------------------------------------------- any lever
 
@@ -92,6 +94,8 @@ class LeverTarget:
     value_ci95: tuple[float | None, float | None]
     closed_form_value: float | None
     reason: str | None
+    #: The closed-form value's 90% interval from the other inputs and the model.
+    uncertainty: LeverUncertainty | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +106,7 @@ class LeverTarget:
             "value_ci95": list(self.value_ci95),
             "closed_form_value": self.closed_form_value,
             "reason": self.reason,
+            "uncertainty": self.uncertainty.to_dict() if self.uncertainty else None,
         }
 
 
@@ -243,7 +248,20 @@ def solve_lever(
                 f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
             )
     current_tok_s = float(probe.at(v0).tok_s_mean)  # context for the report
+    if quantile is None and not base.speculation.is_tree:
+        levers = lever_uncertainty(
+            base,
+            dotted,
+            targets,
+            sign=sign,
+            domain=(float(lo), float(hi)),
+            hints=[r.closed_form_value for r in rows],
+        )
+        rows = [replace(r, uncertainty=u) for r, u in zip(rows, levers, strict=True)]
     settings = {
+        "hardware": effective_hardware(base),
+        "overrides": override_entries(base),
+        "assumptions": [a.to_dict() for a in assumptions(base)],
         "seed": base.simulation.seed,
         "replications": base.simulation.replications,
         "requests": base.workload.requests,

@@ -24,11 +24,13 @@ from sim.calibration.measurements import (
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.rates import mean_accept_length
+from sim.model.sampled import SampledModel
 from sim.scenario.bind import cycle_cost, pass_times, scenario_rates
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
+from sim.studies.uncertainty import sampled_answers
 from sim.validation import data as pub
 
 #: Relative standard error given to published tok/s figures when calibrating (they are
@@ -60,8 +62,8 @@ LLAMA8B_H100_PRIOR: dict[str, object] = {
         "verify_cuda_graph": True,
     },
     "speculation": {"num_steps": 2},
-    # Prior only; refitted from the accept length.
-    "acceptance": {"alpha": 0.7},
+    # Prior only; refitted from the accept length. An EAGLE-3 drafter (its decay prior).
+    "acceptance": {"alpha": 0.7, "method": "eagle3"},
 }
 
 
@@ -110,10 +112,25 @@ class Row:
     predicted: float
     sd: float = 0.0  # standard error of the prediction from the calibrated values
     spread: Spread | None = None  # Monte Carlo of per-request tok/s (end-to-end rows)
+    #: 90% interval from inputs and model (sim/studies/uncertainty.py), and for an accept
+    #: length the flat extrapolation (one equal rate) beside it.
+    interval90: tuple[float, float] | None = None
+    flat: float | None = None
 
     @property
     def error(self) -> float:
         return (self.predicted - self.measured) / self.measured
+
+    @property
+    def covered(self) -> bool | None:
+        """Whether the 90% interval contains the measurement (None: no interval)."""
+        if self.interval90 is None:
+            return None
+        return self.interval90[0] <= self.measured <= self.interval90[1]
+
+    @property
+    def flat_error(self) -> float | None:
+        return None if self.flat is None else (self.flat - self.measured) / self.measured
 
     @property
     def z(self) -> float | None:
@@ -174,6 +191,28 @@ def llama8b_base() -> Scenario:
 # --------------------------------------------------------------------------- cases
 
 
+def interval_of(
+    scenario: Scenario, quantity: Callable[[SampledModel], np.ndarray]
+) -> tuple[float, float]:
+    """The 5% and 95% quantiles of ``quantity`` over the scenario's draws of its uncertain
+    inputs (sim/studies/uncertainty.py): the 90% interval from inputs and model."""
+    values = np.asarray(quantity(sampled_answers(scenario)), dtype=float)
+    lo, hi = np.quantile(values, [0.05, 0.95])
+    return float(lo), float(hi)
+
+
+def flat_accept_length(scenario: Scenario, k: int) -> float:
+    """AL at k under the flat extrapolation specsim used before decay priors (a listed
+    profile: its last rate repeats)."""
+    acc = scenario.acceptance
+    assert acc is not None
+    flat = "repeat" if acc.per_position is not None else "flat"
+    if acc.first_rate is not None or acc.shape == flat:
+        return mean_accept_length(scenario_rates(scenario, k))
+    other = with_overrides(scenario, {"acceptance.shape": flat}, source="validation")
+    return mean_accept_length(scenario_rates(other, k))
+
+
 def _row(
     quantity: str,
     figure: str,
@@ -181,10 +220,20 @@ def _row(
     measured: float,
     cal: Calibration,
     predict: Callable[[Scenario], float],
+    draws: Callable[[SampledModel], np.ndarray] | None = None,
+    flat: Callable[[Scenario], float] | None = None,
 ) -> Row:
-    """A scored row: ``predict`` on the calibrated scenario, with its propagated error."""
+    """A scored row: ``predict`` on the calibrated scenario, with its propagated error, the
+    90% interval of ``draws`` and the ``flat`` prediction."""
     return Row(
-        quantity, figure, inputs, measured, predict(cal.scenario), cal.prediction_stderr(predict)
+        quantity,
+        figure,
+        inputs,
+        measured,
+        predict(cal.scenario),
+        cal.prediction_stderr(predict),
+        interval90=interval_of(cal.scenario, draws) if draws is not None else None,
+        flat=flat(cal.scenario) if flat is not None else None,
     )
 
 
@@ -223,6 +272,7 @@ def _scored_run(
             run.tok_s,
             cal,
             _tok_s_fn(k, run.accept_length),
+            lambda m: 1000.0 * run.accept_length / m.cycle_ms(k, run.accept_length),
         ),
         _row(
             "accept length",
@@ -231,6 +281,8 @@ def _scored_run(
             run.accept_length,
             cal,
             _al_fn(k),
+            lambda m: m.accept_length(k),
+            lambda s: flat_accept_length(s, k),
         ),
         replace(
             _row(
@@ -240,6 +292,7 @@ def _scored_run(
                 run.tok_s,
                 cal,
                 _tok_s_fn(k, None),
+                lambda m: m.tok_s(k),
             ),
             spread=_spread(cal.scenario, k),
         ),
@@ -308,6 +361,8 @@ class _CrossSpec:
     #: The intercept field refitted (verify_ms; cycle_overhead_ms when the base derives
     #: its verify pass), and where the base and its slope come from.
     intercept: str = "verify_ms"
+    #: The drafter's method (its decay prior beyond the calibrated num_steps).
+    method: str = "eagle3"
     base_label: str = "the vLLM #20780 calibration (case 1)"
     slope_note: str = (
         "One num_steps determines one number (the cycle's intercept); the slope per extra "
@@ -319,6 +374,8 @@ class _CrossSpec:
 def cross_cases(spec: _CrossSpec, base: Scenario) -> tuple[Case, ...]:
     """Calibrate the intercept on one run (slope from ``base``), predict the other; both ways."""
     src = spec.src
+    if base.acceptance is not None and base.acceptance.method != spec.method:
+        base = with_overrides(base, {"acceptance.method": spec.method}, source="validation")
     cases = []
     first, second = spec.runs
     for fit_run, score_run in ((first, second), (second, first)):
@@ -411,6 +468,7 @@ SGLANG_4247_ROOFLINE = _CrossSpec(
     ),
 )
 VLLM_16035 = _CrossSpec(
+    method="eagle",
     src="vLLM #16035",
     title="Llama-3-8B + EAGLE-1, vLLM V1, batch 1, MT-Bench",
     sources=(pub.VLLM_16035_URL, pub.VLLM_20780_URL),
@@ -440,13 +498,21 @@ def case_vllm_acceptance_test() -> Case:
             _row(
                 "cumulative rate c3",
                 "vLLM test c3",
-                "a3 = a2 (last listed rate repeats)",
+                "a3 from the EAGLE-3 prior's step shape (a plateau past position 2)",
                 c[2],
                 cal,
                 _cumulative_fn(3),
+                lambda m: np.prod(m.rates[:, :3], axis=1),
             ),
             _row(
-                "accept length", "vLLM test AL", "K=3", pub.VLLM_ACCEPTANCE_TEST_AL, cal, _al_fn(3)
+                "accept length",
+                "vLLM test AL",
+                "K=3",
+                pub.VLLM_ACCEPTANCE_TEST_AL,
+                cal,
+                _al_fn(3),
+                lambda m: m.accept_length(3),
+                lambda s: flat_accept_length(s, 3),
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}",),
@@ -460,27 +526,38 @@ def case_vllm_26498() -> Case:
     data = Measurements(
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM #26498") for i in range(3))
     )
-    cal = calibrate(llama8b_base(), data, acceptance="alpha")
+    base = with_overrides(llama8b_base(), {"acceptance.method": "eagle"}, source="validation")
+    cal = calibrate(base, data)  # per-position c1..c3, continued by held-out choice
+    flat = calibrate(base, data, acceptance="alpha")  # one equal rate: the old answer
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
+    how = "c1..c3, continued by the shape with the lowest held-out error"
     rows = [
-        _row(
-            f"cumulative rate c{i}",
-            f"vLLM #26498 c{i}",
-            "alpha from c1..c3",
-            c[i - 1],
-            cal,
-            _cumulative_fn(i),
+        replace(
+            _row(
+                f"cumulative rate c{i}",
+                f"vLLM #26498 c{i}",
+                how,
+                c[i - 1],
+                cal,
+                _cumulative_fn(i),
+                lambda m, i=i: np.prod(m.rates[:, :i], axis=1),
+            ),
+            flat=_cumulative_fn(i)(flat.scenario),
         )
         for i in (4, 6, 8, 10)
     ]
     rows.append(
-        _row(
-            "accept length",
-            "vLLM #26498 AL",
-            "K=10, alpha from c1..c3",
-            measured_al,
-            cal,
-            _al_fn(10),
+        replace(
+            _row(
+                "accept length",
+                "vLLM #26498 AL",
+                f"K=10, {how}",
+                measured_al,
+                cal,
+                _al_fn(10),
+                lambda m: m.accept_length(10),
+            ),
+            flat=_al_at(flat.scenario, 10),
         )
     )
     return Case(

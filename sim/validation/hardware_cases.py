@@ -78,11 +78,15 @@ def _seed_row(seed: Scenario) -> Row:
         "eager pass ms",
         "seed ungraphed verify",
         f"graphed decode {seed.timing.decode_ms:g} ms + {m0 - 1} x "
-        f"{seed.timing.verify_ms_per_extra_token:g} ms, {seed.model.kernels_per_layer} "
-        "kernels/layer",
+        f"{_growth_text(seed)}, {seed.model.kernels_per_layer} kernels/layer",
         seed.timing.verify_ms,
         predicted,
     )
+
+
+def _growth_text(seed: Scenario) -> str:
+    slope = seed.timing.verify_ms_per_extra_token
+    return f"{slope:g} ms" if slope is not None else "the derived growth"
 
 
 def case_eager_pairs(seed: Scenario) -> Case:

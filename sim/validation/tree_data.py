@@ -76,6 +76,12 @@ VLLM_22752 = {
         (16, 2.05, 1567.5, 2.38, 1640.95),
     )
 }  # fmt: skip
+#: The same table's "Duration (s)" per batch size, (chain, tree). Duration x output tok/s
+#: is 256 x a whole number to within 0.05 tokens in all six runs (derived: 1000, 930, 838
+#: requests for the chain at BS=1, 8, 16; 1000, 935, 840 for the tree): every request
+#: answered 256 tokens.
+VLLM_22752_DURATION_S = {1: (2240.21, 1990.13), 8: (280.96, 265.15), 16: (136.86, 131.05)}
+VLLM_22752_OUTPUT_TOKENS = 256
 
 # sgl-project/sglang PR #4716 (ispobock, 2025-03-24): Llama-3.3-70B-Instruct +
 # EAGLE3-LLaMA3.3-Instruct-70B, H100 TP8, --speculative-num-steps 8 --speculative-eagle-topk 8

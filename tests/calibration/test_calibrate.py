@@ -43,6 +43,7 @@ def _base():
             "timing.draft_step_ms": 3.0,
             "timing.verify_ms_per_extra_token": 0.5,
             "acceptance.alpha": 0.5,
+            "acceptance.shape": "flat",
         },
     )
 
@@ -67,7 +68,7 @@ def _simulated(rng: np.random.Generator, rel: float, alpha: float = 0.75) -> Mea
 
 def test_recovers_timings_within_four_standard_errors() -> None:
     rng = np.random.default_rng(20261130)
-    cal = calibrate(_base(), _simulated(rng, 0.01))
+    cal = calibrate(_base(), _simulated(rng, 0.01), acceptance="alpha")
     for name in ("timing.decode_ms", "timing.verify_ms", "timing.draft_step_ms"):
         v = cal.value(name)
         assert v.fitted and v.stderr is not None and v.stderr > 0
@@ -156,14 +157,20 @@ def test_alpha_from_accept_lengths_at_two_num_steps() -> None:
     data = point_measurement(2, leviathan_accept_length(0.7, 2), 60.0, 0.01, "a") + (
         point_measurement(5, leviathan_accept_length(0.7, 5), 70.0, 0.01, "b")
     )
-    cal = calibrate(_base(), data)
+    cal = calibrate(_base(), data, acceptance="alpha")
     assert cal.acceptance_model == "alpha"
     assert cal.value("acceptance.alpha").value == pytest.approx(0.7, abs=1e-6)
+    assert cal.scenario.acceptance.shape == "flat"  # one rate over two depths: flat
+    # auto: two num_steps fit a shape (the prior's family); flat data give decay 1
+    shaped = calibrate(_base(), data)
+    assert shaped.acceptance_model == "shape"
+    assert shaped.value("acceptance.first_rate").value == pytest.approx(0.7, abs=1e-5)
+    assert shaped.value("acceptance.decay").value == pytest.approx(1.0, abs=1e-5)
 
 
 def test_prediction_stderr_of_a_fitted_value_is_its_stderr() -> None:
     rng = np.random.default_rng(5)
-    cal = calibrate(_base(), _simulated(rng, 0.01))
+    cal = calibrate(_base(), _simulated(rng, 0.01), acceptance="alpha")
     for name in ("timing.verify_ms", "timing.draft_step_ms", "acceptance.alpha"):
         v = cal.value(name)
         *section, leaf = name.split(".")
@@ -256,8 +263,75 @@ def test_noiseless_figures_at_two_num_steps_predict_every_other_exactly(
     for k in ks:
         al = leviathan_accept_length(alpha, k)
         data += point_measurement(k, al, 1000.0 * al / cycle_cost(truth, k).total_ms, 0.01, "s")
-    cal = calibrate(base, data)
+    cal = calibrate(base, data, acceptance="alpha")
     assert all(abs(r.relative) < 1e-6 for r in cal.residuals)
     got = cycle_cost(measured_pass_times(cal.scenario.timing, cal.scenario.num_steps), k_new)
     assert got.total_ms == pytest.approx(cycle_cost(truth, k_new).total_ms, rel=1e-5)
     assert cal.value("acceptance.alpha").value == pytest.approx(alpha, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- shapes, errors
+
+
+def _al_points(ks, rates, sigma, rng) -> Measurements:
+    from sim.calibration.measurements import AcceptLengthObs
+
+    al = 1.0 + np.cumsum(np.cumprod(rates))
+    return Measurements(
+        accept_lengths=tuple(
+            AcceptLengthObs(k, float(al[k - 1] + sigma * rng.normal()), sigma, f"k={k}") for k in ks
+        )
+    )
+
+
+@pytest.mark.parametrize(("shape", "decay"), [("geometric", 0.9), ("step", 0.8)])
+def test_shape_from_accept_lengths_at_several_num_steps(shape: str, decay: float) -> None:
+    """Accept lengths at k = 1..6 of a known shape: the held-out choice finds it, the fit
+    recovers its parameters within 4 standard errors, and the scenario carries them."""
+    from sim.model.shapes import rates_for_positions
+
+    rates = rates_for_positions(shape, 0.85, decay, 8)
+    data = _al_points((1, 2, 3, 4, 6, 8), rates, 0.002, np.random.default_rng(4))
+    cal = calibrate(_base(), data)
+    assert cal.acceptance_model == "shape"
+    acc = cal.scenario.acceptance
+    assert acc.shape == shape and acc.first_rate is not None
+    first, d = cal.value("acceptance.first_rate"), cal.value("acceptance.decay")
+    assert abs(first.value - 0.85) < 4 * first.stderr
+    assert abs(d.value - decay) < 4 * d.stderr
+    unc = cal.scenario.uncertainty
+    assert unc.acceptance["decay"].origin == "calibrated"
+    assert unc.correlation is not None and "acceptance.decay" in unc.correlation.fields
+
+
+def test_one_accept_length_anchors_alpha_at_its_num_steps() -> None:
+    data = point_measurement(3, leviathan_accept_length(0.7, 3), 60.0, 0.01, "a")
+    cal = calibrate(_base(), data)
+    acc = cal.scenario.acceptance
+    assert cal.acceptance_model == "alpha" and acc.measured_num_steps == 3
+    assert acc.alpha == pytest.approx(0.7, abs=1e-5)
+
+
+def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
+    """`calibrate --out` writes the fitted standard errors and correlations as
+    [uncertainty] entries; the file reads back as the same scenario and the intervals use
+    them."""
+    from click.testing import CliRunner
+
+    from sim.cli import main
+    from sim.scenario.uncertainty import uncertain_inputs
+
+    out = tmp_path / "cal.toml"
+    args = ["calibrate", "--scenario", str(SEED), "--baseline-tok-s", "82.5"]
+    args += ["--point", "2:2.0:60", "--point", "4:2.6:70", "--point", "6:2.9:72"]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert 'origin = "calibrated"' in text and "[uncertainty.correlation]" in text
+    again = load_scenario(out)
+    kinds = {u.field: (u.kind, u.origin) for u in uncertain_inputs(again)}
+    assert kinds["timing.verify_ms"] == ("normal", "calibrated")
+    assert kinds["acceptance.decay"] == ("normal", "calibrated")
+    corr = again.uncertainty.correlation
+    i, j = corr.fields.index("timing.verify_ms"), corr.fields.index("timing.draft_step_ms")
+    assert corr.matrix[i][j] < -0.5  # verify and drafter step trade off in tok/s figures

@@ -86,6 +86,42 @@ def test_bad_field_names_file_and_field(write_scenario, old, new, field, words):
 
 
 @pytest.mark.parametrize(
+    ("table", "field", "words"),
+    [
+        ("timing.verify_ms = { stderr = -0.5 }", "uncertainty.timing.verify_ms.stderr", "0"),
+        ("timing.verify_ms = { range = [21.0, 19.0] }", "uncertainty.timing.verify_ms", "above"),
+        (
+            "timing.verify_cuda_graph = { range = [0, 1] }",
+            "uncertainty.timing.verify_cuda_graph",
+            "not a numeric field",
+        ),
+        ("timing.verify_ms = { range = [21.0, 25.0] }", "uncertainty.timing.verify_ms", "contain"),
+        (
+            "timing.verify_ms = { stderr = 1.0, range = [19.0, 21.0] }",
+            "uncertainty.timing",
+            "not both",
+        ),
+        ("timing.verify_msec = { stderr = 1.0 }", "uncertainty.timing.verify_msec", "no field"),
+        ("timing.verify_tokens = { stderr = 1.0 }", "uncertainty.timing.verify_tokens", "no value"),
+        ("timing.verify_ms = { stdev = 1.0 }", "uncertainty.timing.verify_ms.stdev", "unknown key"),
+        ("timming.verify_ms = { stderr = 1.0 }", "uncertainty.timming", "unknown key"),
+        ('timing.verify_ms = { stderr = 1.0, origin = "guessed" }', "origin", "measured"),
+        ("acceptance.alpha = { stderr = [0.1, 0.2] }", "uncertainty.acceptance.alpha", "single"),
+        (
+            'correlation = { fields = ["timing.verify_ms", "timing.decode_ms"], '
+            "matrix = [[1.0, 0.5], [0.5, 1.0]] }",
+            "uncertainty.correlation.fields",
+            "no stderr",
+        ),
+    ],
+)
+def test_bad_uncertainty_is_one_line(write_scenario, table, field, words):
+    """Bad [uncertainty] syntax: one line naming the file and the dotted field, exit 2."""
+    path = write_scenario(MINIMAL + "[uncertainty]\n" + table + "\n")
+    assert_one_line_error(run_cli("run", str(path)), str(path), field, words)
+
+
+@pytest.mark.parametrize(
     ("setting", "field"),
     [
         ("acceptance.alpha=2", "acceptance.alpha"),

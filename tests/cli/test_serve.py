@@ -149,3 +149,43 @@ def test_sweep_over_serving_fields(tmp_path):
     assert row["serving.concurrency"] == 4
     assert row["speculative_per_user_tok_s_mean"] > 0 and row["baseline_tpot_ms_p99"] > 0
     assert "speedup_aggregate_tok_s_mean" in row
+
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+TREE = (
+    "--set",
+    "speculation.topk=4",
+    "--set",
+    "speculation.num_draft_tokens=8",
+    "--set",
+    "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+)
+
+
+def test_a_tree_is_served_as_a_tree_not_priced_as_a_chain():
+    code, out = serve(str(LLAMA), *SMALL, *TREE)
+    assert code == 0, out
+    assert "tree 5/4/8" in out and "k = 5" not in out
+    assert "trees: the tree SGLang's beam search builds" in out
+
+
+def test_a_draft_table_falls_back_by_batch_size():
+    table = "serving.draft_table=[[1,2,5,4,8],[3,8,3,1,4],[9,1024,0,1,1]]"
+    doc = serve_json(str(LLAMA), *SMALL, *TREE, "--set", table)
+    assert doc["policies"]["speculative"] == ("k table 1-2: tree 5/4/8, 3-8: 3, 9-1024: 0")
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ("serving.draft_table=[[1,8,5,4,200]]", "serving.draft_table"),
+        ("serving.draft_table=[[1,8,5,4]]", "serving.draft_table"),
+        ("serving.k_table=[[1,8,3]]", "serving.k_table"),
+        ("serving.draft_table=[[1,8,5,8,20]]", "serving.draft_table"),  # 5 ranks known
+    ],
+)
+def test_bad_tree_policies_are_one_line(setting, field):
+    profile = ("--set", "acceptance.rank_profile=medusa-vicuna-7b-head0")
+    code, out = serve(str(LLAMA), *SMALL, *TREE, *profile, "--set", setting)
+    assert code == 2, out
+    assert out.strip().count("\n") == 0 and field in out, out

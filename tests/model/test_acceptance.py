@@ -85,7 +85,7 @@ def spec(**kw) -> AcceptanceSpec:
 
 
 def test_homogeneous_model_is_the_closed_form():
-    m = acceptance_model(spec(per_position=[0.8, 0.6]), 4)
+    m = acceptance_model(spec(per_position=[0.8, 0.6], shape="repeat"), 4)
     rates = [0.8, 0.6, 0.6, 0.6]
     assert np.allclose(m.request_pmf(), accept_length_pmf(rates))
     assert np.allclose(m.cycle_pmf(), accept_length_pmf(rates))
@@ -99,7 +99,9 @@ def test_beta_moments_match_quadrature_and_scipy():
     dist = stats.beta(mean * conc, (1 - mean) * conc)
     assert np.allclose(moments, [dist.moment(j) for j in range(6)], rtol=1e-10)
     # the per-position (quadrature) path with equal means must give the same numbers
-    m = acceptance_model(spec(per_position=[mean, mean + 1e-13], concentration=conc), 5)
+    m = acceptance_model(
+        spec(per_position=[mean, mean + 1e-13], concentration=conc, shape="repeat"), 5
+    )
     assert np.allclose(m.expected_cumulative(), moments, rtol=1e-7)
 
 
@@ -136,7 +138,7 @@ def test_mix_weights_and_class_rates():
         {"name": "chat", "weight": 3.0, "alpha": 0.5},
         {"name": "code", "weight": 1.0, "per_position": [0.9, 0.8]},
     ]
-    model = acceptance_model(spec(mix=mix), 2)
+    model = acceptance_model(spec(mix=mix, shape="flat"), 2)
     cls, rates = model.sample_requests(np.random.default_rng(2), 40_000)
     share = (cls == 1).mean()
     assert abs(share - 0.25) < 4 * np.sqrt(0.25 * 0.75 / 40_000)

@@ -7,6 +7,10 @@ import pytest
 
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost
+from sim.model.drafts import draft_cycle_cost
+from sim.model.tree import Tree
+from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree_cost import tree_cycle_cost
 from sim.scenario.bind import pass_times, serving_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
@@ -84,3 +88,68 @@ def test_prefill_and_fused_chunks():
     assert cost.prefill_ms(load, drafter=True) > alone
     fused = float(cost.decode_ms(4, 2, np.array([400.0]), prefill=load)[0])
     assert fused > float(cost.decode_ms(4, 2, np.array([400.0]))[0])
+
+
+# ----- trees (sim/model/drafts.py)
+
+
+@pytest.mark.parametrize("context", [0.0, 2048.0])
+@pytest.mark.parametrize(
+    "draft",
+    [TreeDraft(5, 4, 8), TreeDraft(2, 8, 32), Tree.from_rank_paths([(0,), (1,), (0, 0), (1, 0)])],
+    ids=str,
+)
+def test_a_tree_at_batch_one_is_the_batch_one_tree_cycle_exactly(draft, context):
+    cost = IterationCost(
+        PASSES, LINEAR, reference_context_tokens=context, draft_ms_per_extra_token=0.25
+    )
+    expected = draft_cycle_cost(PASSES, draft, draft_ms_per_extra_token=0.25)
+    if isinstance(draft, TreeDraft):
+        assert expected == tree_cycle_cost(
+            PASSES,
+            draft.num_steps,
+            draft.topk,
+            draft.num_draft_tokens,
+            draft_ms_per_extra_token=0.25,
+        )
+    for width in (None, 2, 3):
+        got = cost.decode_ms(1, draft, np.array([context, context]), extend_tokens=width)
+        assert got.tolist() == [expected.total_ms] * 2  # bit for bit
+
+
+def test_tree_growth_is_verify_over_batch_n_and_drafts_over_batch_topk_beams():
+    """At batch B: the verify over B N tokens, num_steps - 1 drafter passes over B topk
+    beams (each beam a sequence with its request's context), the extend at its width."""
+    cost = IterationCost(PASSES, LINEAR, draft_ms_per_extra_token=0.25)
+    draft, b, s, width = TreeDraft(4, 3, 10), 8, 8000.0, 3
+    expected = draft_cycle_cost(PASSES, draft, draft_ms_per_extra_token=0.25).total_ms
+
+    def curve_ms(curve, rows, m, context):
+        return float(curve.pass_ms(*pass_load(rows, m, context)))
+
+    beams = draft.topk
+    expected += 3 * (
+        curve_ms(LINEAR.draft_step, b * beams, 1, beams * s)
+        - curve_ms(LINEAR.draft_step, beams, 1, 0.0)
+    )
+    expected += curve_ms(LINEAR.verify, b, 10, s) - curve_ms(LINEAR.verify, 1, 10, 0.0)
+    expected += curve_ms(LINEAR.draft_extend, b, width, s) - curve_ms(
+        LINEAR.draft_extend, 1, width, 0.0
+    )
+    got = float(cost.decode_ms(b, draft, np.array([s]), extend_tokens=width)[0])
+    assert got == pytest.approx(expected, rel=1e-12)
+    phases = cost.decode_phases(b, draft, np.array([s]), extend_tokens=width)
+    assert float(sum(p[0] for p in phases)) == pytest.approx(expected, rel=1e-12)
+    # more beams cost more at batch 8; the chain of the same steps costs less still
+    wider = float(cost.decode_ms(b, TreeDraft(4, 4, 10), np.array([s]), extend_tokens=width)[0])
+    chain = float(cost.decode_ms(b, 4, np.array([s]), extend_tokens=width)[0])
+    assert chain < got < wider
+
+
+def test_the_extend_follows_the_batch_one_law_over_the_accepted_tokens():
+    passes = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6, draft_extend_ms_per_token=0.1)
+    cost = IterationCost(passes, LINEAR)
+    c = cycle_cost(passes, 3)
+    accepted = np.array([1.0, 2.0, 4.0])  # batch 1: L = 1, 2, 4
+    got = cost.decode_ms(1, 3, np.zeros(3), accepted_tokens=accepted)
+    assert got.tolist() == pytest.approx([c.at_accept_length(x).total_ms for x in accepted])

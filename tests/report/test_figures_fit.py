@@ -19,6 +19,7 @@ from sim.report.plots import request_distribution
 ROOT = Path(__file__).resolve().parents[2]
 SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
 SERVING = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+LLAMA = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
 SMALL = ["--replications", "2", "--requests", "6"]
 
 
@@ -49,6 +50,18 @@ def documents(tmp_path_factory) -> dict[str, dict]:
             "--replications",
             "1",
             "--quiet",
+        ),
+        "tree-load": _json(
+            "tree-load",
+            LLAMA,
+            "--concurrency",
+            "1,4",
+            "--tree",
+            "5/4/8",
+            "--set",
+            "workload.output_tokens=32",
+            "--quiet",
+            *SMALL,
         ),
         **decision_documents(),
     }

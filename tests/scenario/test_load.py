@@ -22,10 +22,23 @@ def test_minimal_scenario_loads_with_documented_defaults(write_scenario):
 
 
 def test_per_position_repeats_the_last_rate(write_scenario):
-    text = write_scenario().read_text().replace("alpha = 0.7", "per_position = [0.8, 0.6]")
+    listed = 'per_position = [0.8, 0.6]\nshape = "repeat"'
+    text = write_scenario().read_text().replace("alpha = 0.7", listed)
     sc = load_scenario(write_scenario(text))
     np.testing.assert_allclose(conditional_rates(sc.acceptance, 4), [0.8, 0.6, 0.6, 0.6])
     np.testing.assert_allclose(conditional_rates(sc.acceptance, 1), [0.8])
+
+
+def test_per_position_auto_continues_with_the_falling_shape_error(write_scenario):
+    """Not repeated silently: past the list the rates fall by the median shape error."""
+    from sim.scenario.priors import shape_error
+
+    text = write_scenario().read_text().replace("alpha = 0.7", "per_position = [0.8, 0.6]")
+    sc = load_scenario(write_scenario(text))
+    rho = np.exp(shape_error("generic").median)
+    np.testing.assert_allclose(
+        conditional_rates(sc.acceptance, 4), [0.8, 0.6, 0.6 * rho, 0.6 * rho**2]
+    )
 
 
 def test_scenarios_are_frozen(write_scenario):

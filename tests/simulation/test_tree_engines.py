@@ -58,7 +58,7 @@ def test_engines_agree_on_a_heterogeneous_tree():
 
 
 def test_topk_one_runs_exactly_as_before():
-    chain = make({"alpha": 0.7}, k=3, tokens=100, requests=10)
+    chain = make({"alpha": 0.7, "shape": "flat"}, k=3, tokens=100, requests=10)
     same = make({"rank_rates": [0.7]}, k=3, tokens=100, requests=10, num_draft_tokens=4)
     for engine in ("fast", "des"):
         a, b = simulate(chain, engine=engine), simulate(same, engine=engine)

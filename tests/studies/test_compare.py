@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from sim.cli import main
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.compare import compare_scenarios, unique_labels
+from tests.conftest import seed_text_without_uncertainty
 
 SMALL = {"simulation.replications": 3, "workload.requests": 10, "workload.output_tokens": 128}
 
@@ -36,7 +37,9 @@ def test_unique_labels() -> None:
 
 def test_cli_compare_text_json_and_plot(seed_path: Path, tmp_path: Path) -> None:
     other = tmp_path / "nvlink.toml"
-    other.write_text(seed_path.read_text().replace("verify_ms = 30.0", "verify_ms = 20.0"))
+    other.write_text(
+        seed_text_without_uncertainty().replace("verify_ms = 30.0", "verify_ms = 20.0")
+    )
     args = ["compare", str(seed_path), str(other), "--replications", "2", "--requests", "5"]
     text = CliRunner().invoke(main, [*args, "--plot", str(tmp_path / "fig")])
     assert text.exit_code == 0, text.output

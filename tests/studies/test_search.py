@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from sim.cli import main
 from sim.errors import SpecsimError
-from sim.model.closed_forms import answer_at_k
-from sim.scenario.bind import pass_times
+from sim.model.closed_forms import answer_at_k, leviathan_accept_length
+from sim.model.shapes import first_rate_for_accept_length
+from sim.scenario.bind import acceptance_shape, pass_times, profile_factors
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (
@@ -93,16 +94,25 @@ def test_first_passing_on_integers() -> None:
 # --------------------------------------------------------------------------- acceptance search
 
 
+def _closed(scn, tok_s: float, k: int):
+    """The closed-form answer at k under the scenario's acceptance shape."""
+    return answer_at_k(tok_s, pass_times(scn), k, profile_factors(scn.acceptance))
+
+
 def test_search_machinery_reproduces_the_closed_form(seed) -> None:
-    """With the closed form as the 'simulation', the answer is answer_at_k to the tolerance."""
+    """With the closed form as the 'simulation', the answer is answer_at_k to the tolerance:
+    the first-position rate under the scenario's shape, the mean rate, and the flat alpha."""
+    assert acceptance_shape(seed.acceptance).decay < 1  # the decay prior, not flat
     res = search_acceptance(seed, [100.0, 150.0], range(1, 9), simulate=closed_form_stats)
     for t in res.targets:
         for r in t.per_num_steps:
-            cf = answer_at_k(t.tok_s, pass_times(seed), r.num_steps).alpha
-            if cf is None:
+            cf = _closed(seed, t.tok_s, r.num_steps)
+            if cf.first_rate is None:
                 assert not r.reachable
             else:
-                assert r.alpha == pytest.approx(cf, abs=ALPHA_XTOL)
+                assert r.first_rate == pytest.approx(cf.first_rate, abs=ALPHA_XTOL)
+                assert r.alpha == pytest.approx(cf.mean_rate, abs=ALPHA_XTOL)
+                assert r.flat_alpha == pytest.approx(cf.alpha, abs=1e-12)
     best = res.targets[1].best
     assert best is not None and res.targets[1].to_dict()["best_num_steps"] == best.num_steps
 
@@ -118,12 +128,12 @@ def test_monte_carlo_search_agrees_with_the_closed_form_without_jitter_or_spread
     res = search_acceptance(scn, [100.0, 150.0], [4, 6])
     for t in res.targets:
         for r in t.per_num_steps:
-            cf = answer_at_k(t.tok_s, pass_times(scn), r.num_steps).alpha
+            cf = _closed(scn, t.tok_s, r.num_steps).first_rate
             assert r.reachable == (cf is not None)
             if cf is None:
                 continue
-            lo, hi = r.alpha_ci95
-            assert lo is not None and hi is not None and lo <= r.alpha <= hi
+            lo, hi = r.first_rate_ci95
+            assert lo is not None and hi is not None and lo <= r.first_rate <= hi
             assert lo - 2 * ALPHA_XTOL <= cf <= hi + 2 * ALPHA_XTOL, (t.tok_s, r)
             assert hi - lo < 0.01  # the interval is informative
 
@@ -228,11 +238,16 @@ def test_solve_with_monte_carlo_brackets_its_answer(small) -> None:
 
 
 def test_solve_alpha_agrees_with_the_acceptance_search(small) -> None:
+    """Solving acceptance.alpha (an equal-rate accept length at the measured k) and
+    searching the first-position rate under the shape describe the same drafter."""
     lever = solve_lever(small, "acceptance.alpha", [70.0])
-    search = search_acceptance(small, [70.0], [small.num_steps])
+    k = small.num_steps
+    search = search_acceptance(small, [70.0], [k])
     assert lever.direction == "at least"
-    a = search.targets[0].per_num_steps[0].alpha
-    assert lever.targets[0].value == pytest.approx(a, abs=3 * ALPHA_XTOL)
+    shape = acceptance_shape(small.acceptance)
+    al = leviathan_accept_length(lever.targets[0].value, small.acceptance.measured_num_steps)
+    a1 = float(first_rate_for_accept_length(shape.shape, shape.decay, al, k))
+    assert a1 == pytest.approx(search.targets[0].per_num_steps[0].first_rate, abs=3 * ALPHA_XTOL)
 
 
 def test_solve_an_integer_field(small) -> None:
@@ -326,10 +341,11 @@ def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
     scn = load_scenario(path)
     res = search_acceptance(scn, [60.0], [1, 2], simulate=closed_form_stats)
     for r in res.targets[0].per_num_steps:
-        # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms
-        assert r.alpha == pytest.approx(
-            answer_at_k(60.0, pass_times(scn), r.num_steps).alpha, abs=ALPHA_XTOL
-        )
+        # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms;
+        # the searched acceptance takes the pooled decay prior
+        cf = answer_at_k(60.0, pass_times(scn), r.num_steps, profile_factors(None))
+        assert r.flat_alpha == pytest.approx(cf.alpha, abs=1e-12)
+        assert r.first_rate >= r.flat_alpha - ALPHA_XTOL
 
 
 def test_quantile_answer_holds_on_fresh_random_numbers(seed) -> None:
@@ -347,7 +363,7 @@ def test_quantile_answer_holds_on_fresh_random_numbers(seed) -> None:
         scn,
         {
             "speculation.num_steps": 5,
-            "acceptance.alpha": r.alpha,
+            "acceptance.first_rate": r.first_rate,
             "simulation.seed": 12345,
             "workload.requests": 500,
         },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 from click.testing import CliRunner
 
 from sim.cli import main
@@ -34,6 +35,28 @@ def test_concurrency_one_agrees_with_the_batch_one_search():
         assert overlap(a, b), (quantile, a.alpha, a.alpha_ci95, b.alpha, b.alpha_ci95)
     assert served.engine == "serving"
     assert served.settings["load"] == {"kind": "concurrency", "value": 1, "label": "1 user"}
+
+
+def test_search_at_a_load_scales_the_acceptance_shape():
+    """A falling shape (geometric, decay 0.8) is searched as the batch-1 search does: the
+    first-position rate scaled with the shape kept, so its answer at concurrency 1 agrees
+    with the batch-1 one and needs a higher first rate than a flat shape (an engine that
+    ignored the shape would answer the flat rate)."""
+    tiny = ["workload.output_tokens=32", "workload.requests=10", "simulation.replications=3"]
+    falling = load_scenario(SEED, [*tiny, 'acceptance.shape="geometric"', "acceptance.decay=0.8"])
+    flat = load_scenario(SEED, [*tiny, 'acceptance.shape="flat"'])
+    one = Load("concurrency", 1)
+    served = search_at_load(falling, [70.0], [3], one).targets[0].per_num_steps[0]
+    served_flat = search_at_load(flat, [70.0], [3], one).targets[0].per_num_steps[0]
+    batch1 = search_acceptance(falling, [70.0], [3]).targets[0].per_num_steps[0]
+    assert served.reachable and served_flat.reachable and batch1.reachable
+    assert served.first_rate < 1.0  # uncapped: the rates are the shape times a_1
+    np.testing.assert_allclose(
+        np.array(served.per_position) / served.first_rate, [1.0, 0.8, 0.64], rtol=1e-9
+    )
+    assert served.first_rate_ci95[0] > served_flat.first_rate_ci95[1]
+    (lo_a, hi_a), (lo_b, hi_b) = served.first_rate_ci95, batch1.first_rate_ci95
+    assert lo_a <= hi_b and lo_b <= hi_a, (served.first_rate_ci95, batch1.first_rate_ci95)
 
 
 def test_more_users_need_more_acceptance():

@@ -14,7 +14,16 @@ a block early and planning the next one gives the same numbers as one long block
 Accept length of request b in its c-th cycle at draft length k: with the request's
 integer thresholds T_1..T_kmax (``workload.acceptance_thresholds``) and its 32-bit draw U,
 L = 1 + #{j <= k : U < T_j}: the inverse cdf of the chain (P(L >= j + 1) = c_j), monotone
-in k and in the rates for a fixed draw.
+in k and in the rates for a fixed draw. A tree's cycle has the law of a chain whose
+cumulative rates are the tree's depth survival S_d = P(L >= d + 1) (sim/model/tree_theory.py),
+so a tree is the same draw against the request's own S_1..S_D: its threshold columns
+(``DecodeBatch.thresholds`` holds the chain's columns and then each tree's; ``columns``
+selects a draft's). The same (key, cycle) draw serves every draft, so a chain and a tree
+run on the same requests are paired draw by draw.
+
+The draft extend's width (``IterationCost``): the batch's expected accepted path per
+request, 1 + the mean of sum_j T_j / 2^32 over its rows (the request's E[L]), rounded;
+fixed while the batch is, so a block's plan does not depend on where it is cut.
 """
 
 from __future__ import annotations
@@ -24,25 +33,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.drafts import Draft, max_tokens
 from sim.simulation.serving.counter_rng import counter_bits_block
 
-__all__ = ["BlockPlan", "DecodeBatch", "accept_lengths", "plan_block"]
+__all__ = ["BlockPlan", "DecodeBatch", "accept_lengths", "expected_path", "plan_block"]
 
 
 class DecodeBatch:
     """The requests decoding now, in admission order, as parallel arrays (B rows):
 
     ``ids`` int64 (request index in the replication), ``keys`` uint64, ``thresholds``
-    int64 (B, kmax), ``need`` int64 (tokens still to emit), ``context`` int64 (tokens held
-    in KV, without lookahead), ``cycles`` int64 (decode cycles run), ``last_ms`` float64
-    (time of the last delivery; -1 before the first token).
+    int64 (B, columns: the chain's kmax, then each tree's depths), ``need`` int64 (tokens
+    still to emit), ``context`` int64 (tokens held in KV, without lookahead), ``cycles``
+    int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery; -1 before
+    the first token).
     """
 
-    def __init__(self, max_k: int):
-        self.max_k = max_k
+    def __init__(self, columns: int):
+        self.columns = columns
         self.ids = np.empty(0, dtype=np.int64)
         self.keys = np.empty(0, dtype=np.uint64)
-        self.thresholds = np.empty((0, max_k), dtype=np.int64)
+        self.thresholds = np.empty((0, columns), dtype=np.int64)
         self.need = np.empty(0, dtype=np.int64)
         self.context = np.empty(0, dtype=np.int64)
         self.cycles = np.empty(0, dtype=np.int64)
@@ -65,7 +76,7 @@ class DecodeBatch:
         """Add one request as the newest row."""
         self.ids = np.append(self.ids, rid)
         self.keys = np.append(self.keys, key)
-        self.thresholds = np.concatenate([self.thresholds, thresholds[None, : self.max_k]])
+        self.thresholds = np.concatenate([self.thresholds, thresholds[None, : self.columns]])
         self.need = np.append(self.need, need)
         self.context = np.append(self.context, context)
         self.cycles = np.append(self.cycles, cycles)
@@ -83,20 +94,32 @@ class DecodeBatch:
 
 
 def accept_lengths(
-    keys: np.ndarray, cycles: np.ndarray, thresholds: np.ndarray, k: int, iterations: int
+    keys: np.ndarray, cycles: np.ndarray, thresholds: np.ndarray, iterations: int
 ) -> np.ndarray:
-    """Tokens per cycle, int8 (B, iterations): request b's cycles ``cycles[b]`` onwards at
-    draft length ``k`` (``thresholds`` (B, >= k), k < 127)."""
+    """Tokens per cycle, int8 (B, iterations): request b's cycles ``cycles[b]`` onwards
+    against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
+    columns (d < 127)."""
     bits = counter_bits_block(keys, cycles, iterations)
     lengths = np.ones(bits.shape, dtype=np.int8)
-    for j in range(k):
+    for j in range(thresholds.shape[1]):
         lengths += bits < thresholds[:, j : j + 1]
     return lengths
 
 
+#: 2^32: the thresholds' scale (a draw is a 32-bit integer).
+_BITS = float(2**32)
+
+
+def expected_path(thresholds: np.ndarray) -> int:
+    """The batch's expected tokens per cycle per request, rounded (>= 1): 1 + the mean
+    over rows of sum_j T_j / 2^32 (``thresholds`` (B, d))."""
+    mean = 1.0 + float(thresholds.sum(dtype=np.float64)) / (_BITS * thresholds.shape[0])
+    return max(1, int(np.floor(mean + 0.5)))
+
+
 @dataclass(frozen=True)
 class BlockPlan:
-    """Up to ``iterations`` decode iterations of a fixed batch at draft length ``k``.
+    """Up to ``iterations`` decode iterations of a fixed batch drafting ``k`` (a Draft).
 
     With B requests and n planned iterations: ``lengths`` int8 (B, >= n), tokens request
     b emits in iteration i; ``context`` float (n,), the batch's context sum before each
@@ -106,7 +129,7 @@ class BlockPlan:
     batch emitted in the block after each iteration.
     """
 
-    k: int
+    k: Draft
     lengths: np.ndarray
     context: np.ndarray
     durations_ms: np.ndarray
@@ -125,31 +148,43 @@ class BlockPlan:
 
 def plan_block(
     batch: DecodeBatch,
-    k: int,
+    k: Draft,
     max_iterations: int,
     kv_free_tokens: float,
     cost: IterationCost,
     prefill: PrefillLoad | None = None,
     drafter: bool = False,
+    *,
+    columns: slice | None = None,
+    accepted_extend: bool = False,
 ) -> BlockPlan:
-    """Plan up to ``max_iterations`` (>= 1) iterations of ``batch`` at draft length ``k``.
+    """Plan up to ``max_iterations`` (>= 1) iterations of ``batch`` drafting ``k``.
 
     The plan stops after the first iteration in which a request reaches its token count,
     and before the first iteration whose KV growth would exceed ``kv_free_tokens`` (the
     free KV after every running request's context and lookahead; the first iteration
     always fits, its tokens go to reserved lookahead slots). ``prefill`` (one iteration
-    only): prompt chunks fused into the pass (chunked batching).
+    only): prompt chunks fused into the pass (chunked batching). ``columns``: the draft's
+    threshold columns (default: a chain's first k); ``accepted_extend``: the draft extend
+    runs over the accepted paths (``expected_path`` wide, moved by each iteration's tokens)
+    rather than padded to the verify's width.
     """
     if max_iterations < 1:
         raise ValueError("plan at least one iteration")
     if prefill is not None and max_iterations != 1:
         raise ValueError("an iteration with prompt chunks is planned alone")
     b = batch.size
-    lengths = accept_lengths(batch.keys, batch.cycles, batch.thresholds, k, max_iterations)
-    total = np.cumsum(lengths.sum(axis=0, dtype=np.int64))  # (K,)
+    if columns is None:
+        if not isinstance(k, int):
+            raise ValueError("a tree's threshold columns must be given")
+        columns = slice(0, k)
+    thresholds = batch.thresholds[:, columns]
+    lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
+    per_iteration = lengths.sum(axis=0, dtype=np.int64)  # (K,)
+    total = np.cumsum(per_iteration)
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
-    close = np.flatnonzero(batch.need <= (k + 1) * max_iterations)
+    close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
     if close.size:
         emitted = np.cumsum(lengths[close], axis=1, dtype=np.int64)
         finishing = (emitted >= batch.need[close, None]).any(axis=0)
@@ -162,5 +197,17 @@ def plan_block(
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
     context = float(batch.context.sum()) + growth
-    durations = cost.decode_ms(b, k, context, prefill, drafter)
+    speculates = not (isinstance(k, int) and k == 0)
+    if accepted_extend and speculates:
+        durations = cost.decode_ms(
+            b,
+            k,
+            context,
+            prefill,
+            drafter,
+            extend_tokens=expected_path(thresholds),
+            accepted_tokens=per_iteration[:n],
+        )
+    else:
+        durations = cost.decode_ms(b, k, context, prefill, drafter)
     return BlockPlan(k, lengths, context, durations, np.cumsum(durations), growth, total[:n])

@@ -16,8 +16,10 @@ Processes (plain generators that only yield events):
 The ``Server`` holds the state and does the bookkeeping between events; the arithmetic of
 a block of decode iterations is ``batch.plan_block`` (pure, vectorized over the batch), so
 the Python work per iteration is one timeout and one admission check whatever the batch
-size. Decode iterations follow the SGLang chain (sim/model/batched_cost.py): acceptance is
-decided per request from its own rates (``batch.accept_lengths``), finished requests leave
+size. Decode iterations follow the SGLang cycle of what the policy drafts at that batch
+size, a chain or a tree (sim/model/batched_cost.py, sim/model/drafts.py): acceptance is
+decided per request from its own rates, or its own tree's depth survival
+(``batch.accept_lengths``), finished requests leave
 at the end of the iteration in which they reach their token count (the last cycle may
 overshoot; only the tokens asked for count), and when the KV cache cannot hold the batch's
 growth the newest requests are preempted (their KV freed, to be recomputed by a prefill of
@@ -27,7 +29,8 @@ prompt + generated tokens when readmitted; vLLM V1 ``Scheduler._preempt_request`
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import simpy
@@ -36,7 +39,9 @@ from simpy.resources.store import PriorityItem
 from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.controllers import AdaptivePolicy
-from sim.model.policy import SpeculationPolicy, k_lookup
+from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
+from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
+from sim.model.tree_acceptance import TreeAcceptance
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -68,17 +73,46 @@ class ServingPlan:
     """Everything a serving replication needs besides random numbers and the policy.
 
     ``acceptance`` is the acceptance model at the largest draft length any policy run on
-    this plan uses (policies with fewer drafts use the first rates of each request).
+    this plan uses (policies with fewer drafts use the first rates of each request; for a
+    tree, its top-1 rates by depth). ``rank_shares``: the residual shares h_2..h_W of the
+    ranks below the top-1 (sim/model/tree_rates.py), needed by policies that draft trees;
+    ``draft_extend``: ``accepted`` (the draft extend runs over each request's accepted
+    path: SGLang's eager extend, vLLM's proposer) or ``padded`` (every request at the
+    verify's width, as SGLang's CUDA-graphed draft extend runs).
     """
 
     workload: Workload
     scheduler: SchedulerConfig
     cost: IterationCost
     acceptance: AcceptanceModel
+    rank_shares: tuple[float, ...] = ()
+    draft_extend: Literal["accepted", "padded"] = "accepted"
+    _trees: dict[Draft, TreeAcceptance] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.draft_extend not in ("accepted", "padded"):
+            raise ValueError(f"unknown draft_extend {self.draft_extend!r}")
 
     @property
     def max_k(self) -> int:
         return self.acceptance.num_steps
+
+    def tree_acceptance(self, draft: Draft) -> TreeAcceptance:
+        """The requests' acceptance over ``draft`` (a tree): the plan's top-1 rates, its
+        rank shares, and the tree built at the population's mean rates (ValueError when the
+        shares do not cover the tree's width)."""
+        tree = self._trees.get(draft)
+        if tree is None:
+            assert is_tree(draft)
+            tree = TreeAcceptance(self.acceptance, self.rank_shares, draft)  # type: ignore[arg-type]
+            self._trees[draft] = tree
+        return tree
+
+    def lookahead(self, policy: SpeculationPolicy) -> int:
+        """KV slots a running request holds beyond its context under ``policy``: the most
+        any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``)."""
+        drafts = policy_drafts(policy, self.scheduler.max_running_requests)
+        return max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
 
     def check(self, policy: SpeculationPolicy) -> None:
         """ValueError when ``policy`` cannot run on this plan."""
@@ -87,9 +121,12 @@ class ServingPlan:
                 f"the policy drafts up to {policy.max_k} tokens but the acceptance model "
                 f"covers {self.max_k}"
             )
+        for draft in policy_drafts(policy, self.scheduler.max_running_requests):
+            if is_tree(draft):
+                self.tree_acceptance(draft)
         self.scheduler.check_policy(policy)
         cap = self.scheduler.kv_capacity_tokens
-        need = self.workload.max_request_tokens + policy.max_k + 2
+        need = self.workload.max_request_tokens + self.lookahead(policy) + 1
         if cap is not None and need > cap:
             raise ValueError(
                 f"the KV cache ({cap} tokens) is smaller than one request "
@@ -145,13 +182,22 @@ class Server:
         self.queue = simpy.PriorityStore(env)
         cap = self.config.kv_capacity_tokens
         self.kv = None if cap is None else simpy.Container(env, capacity=cap, init=cap)
-        self.batch = DecodeBatch(plan.max_k)
+        self.k_of = k_lookup(policy, self.config.max_running_requests)
+        # threshold columns: the chain's max_k, then each tree the policy drafts
+        trees = [d for d in policy_drafts(policy, self.config.max_running_requests) if is_tree(d)]
+        self.trees = tuple(plan.tree_acceptance(d) for d in trees)
+        self.columns: dict[Draft, slice] = {}
+        start = plan.max_k
+        for draft, acc in zip(trees, self.trees, strict=True):
+            self.columns[draft] = slice(start, start + acc.depth)
+            start += acc.depth
+        self.batch = DecodeBatch(start)
+        self.accepted_extend = plan.draft_extend == "accepted"
         self.prefilling: list[Prefilling] = []
         self.prefill_hold = 0  # KV held by prefilling requests
-        self.k_of = k_lookup(policy, self.config.max_running_requests)
         # an adaptive policy (sim/model/controllers.py): a fresh controller per replication
         self.controller = policy.start() if isinstance(policy, AdaptivePolicy) else None
-        self.lookahead = policy.max_k + 1
+        self.lookahead = plan.lookahead(policy)
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
         self.skip_prefill = self.config.prefill == "skip"
@@ -289,20 +335,33 @@ class Server:
         """An arrival process announces its next arrival (a hint for ``block_size``)."""
         heapq.heappush(self.upcoming, at_ms)
 
-    def block_size(self, k: int) -> int:
+    def block_size(self, k: Draft) -> int:
         """Iterations to plan (a speed knob only): about twice the expected iterations to
         the next completion, and no further than the next announced arrival when it could
         be admitted."""
         shortest = int(self.batch.need.min())
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
-        size = max(MIN_BLOCK, min(widest, 2 * shortest // (k + 1) + 1))
+        size = max(MIN_BLOCK, min(widest, 2 * shortest // max_tokens(k) + 1))
         if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:
             ahead = (self.upcoming[0] - self.env.now) / self.iteration_ms
             size = max(1, min(size, int(ahead) + 1))
         return size
 
-    def k_now(self, batch: int) -> int:
-        """k of a decode iteration of ``batch`` requests (the controller's, if adaptive)."""
+    def _plan(self, k: Draft, iterations: int, prefill: PrefillLoad | None = None) -> BlockPlan:
+        return plan_block(
+            self.batch,
+            k,
+            iterations,
+            self.kv_free(),
+            self.cost,
+            prefill,
+            self.drafter,
+            columns=self.columns.get(k) if is_tree(k) else None,
+            accepted_extend=self.accepted_extend,
+        )
+
+    def k_now(self, batch: int) -> Draft:
+        """Draft of a decode iteration of ``batch`` requests (the controller's k, if adaptive)."""
         return self.k_of[batch] if self.controller is None else self.controller.k_for_batch(batch)
 
     def plan_decode(self) -> BlockPlan:
@@ -311,17 +370,15 @@ class Server:
         size = self.block_size(k)
         if self.controller is not None:  # no further than the controller keeps its k
             size = min(size, self.controller.horizon(b))
-        return plan_block(self.batch, k, size, self.kv_free(), self.cost)
+        return self._plan(k, size)
 
     def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
-        """One chunked iteration: the decode batch first (k + 1 tokens each), then prompt
-        chunks in what is left of the token budget, in one pass."""
+        """One chunked iteration: the decode batch first (k + 1 tokens each, a tree's
+        nodes), then prompt chunks in what is left of the token budget, in one pass."""
         b = self.batch.size
         k = self.k_now(b)
-        chunks, load = self.prefill_chunks(self.config.token_budget - b * (k + 1))
-        extra = load if load.tokens else None
-        plan = plan_block(self.batch, k, 1, self.kv_free(), self.cost, extra, self.drafter)
-        return plan, chunks
+        chunks, load = self.prefill_chunks(self.config.token_budget - b * verify_tokens(k))
+        return self._plan(k, 1, load if load.tokens else None), chunks
 
     def decode_done(self, plan: BlockPlan, n: int, start_ms: float) -> None:
         """Commit the first ``n`` iterations of ``plan`` (started at ``start_ms``)."""
@@ -537,11 +594,11 @@ def run_replication(
     if isinstance(arrivals, ClosedLoop):
         for user in range(arrivals.users):
             source_streams, think = streams.source(user)
-            source = RequestSource(plan.workload, plan.acceptance, source_streams)
+            source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
             env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
     else:
         source_streams, gaps = streams.source(None)
-        source = RequestSource(plan.workload, plan.acceptance, source_streams)
+        source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
         if isinstance(arrivals, Poisson):
             env.process(poisson_arrivals(env, server, source, gaps, arrivals.rate_per_s))
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from sim.model.drafts import verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
@@ -22,10 +23,12 @@ class SchedulerConfig:
     ``max_running_requests``: requests admitted at once (decoding or prefilling);
     ``batching``: ``prefill_first`` (SGLang: an iteration with prompts to prefill runs only
     prefill, up to ``token_budget`` prompt tokens, longer prompts in chunks) or ``chunked``
-    (vLLM: each iteration schedules the decoding requests first, k + 1 tokens each, then
+    (vLLM: each iteration schedules the decoding requests first, k + 1 tokens each (a
+    tree's nodes), then
     prompt chunks up to ``token_budget`` tokens in all, in one fused pass);
     ``kv_capacity_tokens``: KV cache size in tokens (None: unlimited); each running request
-    holds its context plus ``max_k + 1`` lookahead slots for the verify pass's tokens;
+    holds its context plus the policy's lookahead slots (``max_k + 1`` for a chain: the
+    verify pass's tokens; sim/model/drafts.py ``lookahead_tokens``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
     cost time, and the prefill emits its first token; a request without one decodes from
     admission) or ``skip`` (every request decodes from admission, no prefill pass and no
@@ -52,11 +55,15 @@ class SchedulerConfig:
             raise ValueError(f"unknown prefill {self.prefill!r}")
 
     def check_policy(self, policy: SpeculationPolicy) -> None:
-        """Chunked batching must fit every decode request's k + 1 tokens in the budget."""
+        """Chunked batching must fit every decode request's k + 1 tokens (a tree's nodes)
+        in the budget."""
         if self.batching != "chunked":
             return
         worst = max(
-            (b * (k + 1) for b, k in enumerate(k_lookup(policy, self.max_running_requests))),
+            (
+                b * verify_tokens(k)
+                for b, k in enumerate(k_lookup(policy, self.max_running_requests))
+            ),
             default=0,
         )
         if worst > self.token_budget:

@@ -8,6 +8,7 @@ which inputs were given, which were defaulted and which were derived.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from scipy import stats
 from sim.errors import SpecsimError
 from sim.hardware.batched import MeasuredPass
 from sim.model.batched_cost import pass_load
-from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.scenario.bind import acceptance_model, serving_cost
+from sim.model.drafts import Draft, is_tree, max_beams, rank_width
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
+from sim.model.tree_acceptance import TreeDraft
+from sim.scenario.bind import acceptance_model, rank_shares, serving_cost
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan
@@ -28,7 +31,15 @@ from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.trace import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 
-__all__ = ["BASELINE", "SPECULATIVE", "ServingSetup", "serving_setup", "with_load"]
+__all__ = [
+    "BASELINE",
+    "SPECULATIVE",
+    "ServingSetup",
+    "row_draft",
+    "scenario_draft",
+    "serving_setup",
+    "with_load",
+]
 
 BASELINE, SPECULATIVE = "baseline", "speculative"
 #: Quantile used as the default cap of a lognormal length (4 standard normal deviations
@@ -96,23 +107,57 @@ def _lengths(
     )
 
 
-def _policy(scenario: Scenario, serving: ServingSpec) -> SpeculationPolicy:
+def scenario_draft(scenario: Scenario) -> Draft:
+    """What the scenario's ``[speculation]`` drafts: a chain of num_steps, or SGLang's tree."""
+    sp = scenario.speculation
+    if not sp.is_tree:
+        return sp.num_steps
+    assert sp.num_draft_tokens is not None
+    return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
+
+
+def row_draft(num_steps: int, topk: int, num_draft_tokens: int) -> Draft:
+    """A ``serving.draft_table`` row's draft: a chain when topk is 1 (SGLang then verifies
+    num_steps + 1 tokens whatever num_draft_tokens says), else SGLang's tree."""
+    return num_steps if topk == 1 else TreeDraft(num_steps, topk, num_draft_tokens)
+
+
+def _policy(scenario: Scenario, serving: ServingSpec, source: str) -> SpeculationPolicy:
     k = scenario.num_steps
+    draft = scenario_draft(scenario)
     if serving.disable_above_batch is not None:
-        return DisableAbove(k, serving.disable_above_batch)
+        return DisableAbove(draft, serving.disable_above_batch)
     if serving.k_table is not None:
+        if scenario.speculation.is_tree:
+            raise SpecsimError(
+                "k_table rows are chain lengths; a tree scenario's table is serving.draft_table "
+                "([start_bs, end_bs, num_steps, topk, num_draft_tokens] rows)",
+                source=source,
+                field="serving.k_table",
+            )
         return KTable(tuple((a, b, min(kk, k)) for a, b, kk in serving.k_table))
-    return FixedK(k)
+    if serving.draft_table is not None:
+        return KTable(tuple((a, b, row_draft(s, t, n)) for a, b, s, t, n in serving.draft_table))
+    return FixedK(draft)
+
+
+def _widest(policies: dict[str, SpeculationPolicy], max_batch: int) -> tuple[int, int]:
+    """(the most ranks, the most drafter beams per request) any policy's trees need (1, 1
+    without trees)."""
+    drafts = [d for p in policies.values() for d in policy_drafts(p, max_batch)]
+    trees = [d for d in drafts if is_tree(d)]
+    return max(map(rank_width, trees), default=1), max(map(max_beams, trees), default=1)
 
 
 def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
     out: dict[str, list[MeasuredPass]] = {}
+    k = scenario.num_steps
     points: list[TimingPoint] = scenario.timing.points or []
     default_context = scenario.timing.context_tokens or 0.0
     for i, p in enumerate(points):
         m = p.tokens
         if m is None:
-            m = scenario.num_steps + 1 if p.kind in ("verify", "draft_extend") else 1
+            m = {"verify": scenario.speculation.draft_tokens, "draft_extend": k + 1}.get(p.kind, 1)
         context = default_context if p.context_tokens is None else p.context_tokens
         tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
         out.setdefault(p.kind, []).append(
@@ -122,10 +167,16 @@ def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
 
 
 def serving_setup(
-    scenario: Scenario, *, base_dir: Path | None = None, source: str = "scenario"
+    scenario: Scenario,
+    *,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+    policies: Mapping[str, SpeculationPolicy] | None = None,
 ) -> ServingSetup:
     """The serving plan of ``scenario`` (``base_dir``: where relative trace paths start;
-    ``source``: the name errors give the scenario)."""
+    ``source``: the name errors give the scenario). ``policies``: run these (by name)
+    beside the baseline instead of the scenario's own policy (a study comparing drafts:
+    the plan then covers every depth, width and lookahead they use)."""
     serving = scenario.serving or ServingSpec()
     w = scenario.workload
     model, timing = scenario.model, scenario.timing
@@ -173,6 +224,33 @@ def serving_setup(
             notes.append(f"warm-up: {warmup} requests discarded (default)")
     workload = Workload(arrivals, out, inp, requests=requests, warmup=warmup)
 
+    # ----- policies
+    given = policies
+    policies = {BASELINE: FixedK(0)}
+    if given is not None:
+        policies.update(given)
+    elif k > 0:
+        policies[SPECULATIVE] = _policy(scenario, serving, source)
+    speculates = any(p.max_k > 0 for p in policies.values())
+    widest, beams = _widest(policies, serving.max_running_requests)
+    drafts = [d for p in policies.values() for d in policy_drafts(p, serving.max_running_requests)]
+    if any(is_tree(d) for d in drafts):
+        notes.append(
+            "trees: the tree SGLang's beam search builds at the population's mean rank rates "
+            "(static, as in the batch-1 engines); per iteration the drafter runs num_steps - 1 "
+            "passes over batch x topk beams and the verify covers batch x num_draft_tokens "
+            "tokens (tree mask timed as a causal verify); acceptance per request from its own "
+            "top-1 rates through the tree"
+        )
+    if speculates:
+        notes.append(
+            "draft extend: over each request's accepted path (serving.draft_extend = "
+            "'accepted', default; SGLang's eager extend and vLLM's proposer)"
+            if serving.draft_extend == "accepted"
+            else "draft extend: padded to the verify's width per request (serving.draft_extend "
+            "= 'padded': SGLang's CUDA-graphed draft extend)"
+        )
+
     # ----- cost
     kv = model.kv_bytes_per_token
     attn = model.attention_flops_per_pair
@@ -194,8 +272,9 @@ def serving_setup(
             attention_flops_per_pair=attn or 0.0,
             reference_context_tokens=timing.context_tokens or 0.0,
             points=_points(scenario),
-            speculative=k > 0,
+            speculative=speculates,
             draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
+            max_beams=beams,
         )
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None
@@ -226,17 +305,27 @@ def serving_setup(
             f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
             "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
         )
-    policies: dict[str, SpeculationPolicy] = {BASELINE: FixedK(0)}
-    if k > 0:
-        policies[SPECULATIVE] = _policy(scenario, serving)
     max_k = max(p.max_k for p in policies.values())
-    plan = ServingPlan(workload, scheduler, cost, acceptance_model(scenario.acceptance, max_k))
+    shares = rank_shares(scenario.acceptance, widest) if scenario.acceptance and widest > 1 else ()
+    plan = ServingPlan(
+        workload,
+        scheduler,
+        cost,
+        acceptance_model(scenario.acceptance, max_k),
+        rank_shares=shares,
+        draft_extend=serving.draft_extend,
+    )
     for name, policy in policies.items():
         try:
             plan.check(policy)
         except ValueError as exc:
             text = str(exc)
-            field = "serving.kv_capacity_tokens" if "KV cache" in text else "serving.token_budget"
+            if "KV cache" in text:
+                field = "serving.kv_capacity_tokens"
+            elif "ranks have rates" in text:
+                field = "serving.draft_table" if serving.draft_table else "acceptance.rank_rates"
+            else:
+                field = "serving.token_budget"
             raise SpecsimError(f"{text} ({name})", source=source, field=field) from None
     slo = SloSpec(tuple(scenario.target_tok_s), serving.ttft_slo_ms, serving.tpot_slo_ms)
     return ServingSetup(

@@ -11,8 +11,10 @@ Arrival patterns:
 A request is drawn by a ``RequestSource``: its input and output lengths (from the
 workload's length distributions, or the trace's row), its acceptance class and per-request
 rates (the scenario's acceptance model at the largest draft length any policy uses,
-``AcceptanceModel.sample_requests``: a shorter draft length uses the first k rates), and a
-64-bit key for its acceptance draws (sim/simulation/serving/counter_rng.py). Sources are
+``AcceptanceModel.sample_requests``: a shorter draft length uses the first k rates; for a
+tree, the top-1 rates by depth, from which each tree the policy drafts gives the request's
+own depth survival, ``TreeAcceptance.chain_rates``), and a 64-bit key for its acceptance
+draws (sim/simulation/serving/counter_rng.py). Sources are
 per user in a closed loop and one for open arrivals, each with its own streams, so the
 j-th request of a user (or the j-th arrival) is the same request whatever the policy.
 """
@@ -26,6 +28,7 @@ import numpy as np
 from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates
 from sim.model.samplers import bit_thresholds
+from sim.model.tree_acceptance import TreeAcceptance
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.lengths import Fixed, LengthDistribution
 
@@ -206,31 +209,54 @@ class RequestSource:
 
     ``next(trace_row)`` returns the next request; with ``trace_row`` its lengths and class
     come from the trace (-1 class: drawn by weight). Class and rates are drawn in blocks of
-    ``RATE_BLOCK`` (two uniforms per request whatever the class), keys one per request.
+    ``RATE_BLOCK`` (two uniforms per request whatever the class; the block's thresholds
+    computed at once for the drawn classes), keys one per request.
+    A request's thresholds are the chain's (kmax columns) followed by each of ``trees``'s
+    (its depth columns), so the same draws serve every draft.
     """
 
-    def __init__(self, workload: Workload, acceptance: AcceptanceModel, streams: SourceStreams):
+    def __init__(
+        self,
+        workload: Workload,
+        acceptance: AcceptanceModel,
+        streams: SourceStreams,
+        trees: tuple[TreeAcceptance, ...] = (),
+    ):
         self._workload = workload
         self._acceptance = acceptance
         self._streams = streams
-        self._classes: list[int] = []
-        self._rates: list[np.ndarray] = []
-        self._u: list[float] = []
+        self._trees = trees
+        self._drawn: list[tuple[int, float, np.ndarray]] = []
+
+    def _thresholds(self, cls: int, u: np.ndarray) -> np.ndarray:
+        """Thresholds (n, columns) of requests of class ``cls`` with Beta uniforms ``u`` (n,):
+        the chain's, then each tree's (one vectorized pass per block of requests)."""
+        rates = self._acceptance.classes[cls].rates_from_uniform(u)
+        cumulative = [cumulative_rates(rates)]
+        cumulative += [cumulative_rates(tree.chain_rates(rates)) for tree in self._trees]
+        return acceptance_thresholds(
+            cumulative[0] if len(cumulative) == 1 else np.concatenate(cumulative, axis=1)
+        )
 
     def _refill(self) -> None:
         u = self._streams.rates.random((RATE_BLOCK, 2))
         cut = np.cumsum(self._acceptance.weights)[:-1]
         cls = np.searchsorted(cut, u[:, 0], side="right")
-        self._classes = cls.tolist()[::-1]
-        self._u = u[:, 1].tolist()[::-1]
+        rows = np.empty(RATE_BLOCK, dtype=object)
+        for c in np.unique(cls).tolist():
+            at = np.flatnonzero(cls == c)
+            for i, t in zip(at.tolist(), self._thresholds(c, u[at, 1]), strict=True):
+                rows[i] = t
+        drawn = zip(cls.tolist(), u[:, 1].tolist(), rows.tolist(), strict=True)
+        self._drawn = list(drawn)[::-1]
 
-    def _class_and_rates(self, given: int) -> tuple[int, np.ndarray]:
-        if not self._u:
+    def _class_and_thresholds(self, given: int) -> tuple[int, np.ndarray]:
+        if not self._drawn:
             self._refill()
-        drawn, u = self._classes.pop(), self._u.pop()
-        cls = drawn if given < 0 else given
-        rates = self._acceptance.classes[cls].rates_from_uniform(np.array([u]))[0]
-        return cls, rates
+        drawn, u, thresholds = self._drawn.pop()
+        if given < 0 or given == drawn:
+            return drawn, thresholds
+        return given, self._thresholds(given, np.array([u]))[0]
 
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
@@ -240,7 +266,6 @@ class RequestSource:
             given = -1
         else:
             n_in, n_out, given = trace_row
-        cls, rates = self._class_and_rates(given)
-        thresholds = acceptance_thresholds(cumulative_rates(rates))
+        cls, thresholds = self._class_and_thresholds(given)
         key = draw_keys(self._streams.keys, 1)[0]
         return Request(n_in, n_out, cls, thresholds, key)

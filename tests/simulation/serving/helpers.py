@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
-from sim.scenario.bind import acceptance_model, pass_times
+from sim.model.tree_acceptance import TreeDraft
+from sim.scenario.bind import acceptance_model, pass_times, rank_shares
+from sim.scenario.load import with_overrides
 from sim.simulation.serving import (
     ClosedLoop,
     Fixed,
@@ -67,4 +69,53 @@ def plan(
         scheduler=SchedulerConfig(**config),
         cost=IterationCost(pass_times(sc), curves),
         acceptance=acceptance_model(sc.acceptance, k),
+    )
+
+
+#: The drafter pass over m beams grows by this much per extra beam in the tree tests (the
+#: scenario has no model geometry to tabulate it).
+DRAFT_MS_PER_EXTRA_TOKEN = 0.3
+
+
+def tree_scenario(acceptance: dict[str, Any], draft: TreeDraft, tokens: int = 60):
+    """The test scenario drafting SGLang's tree ``draft``, drafter beams at
+    ``DRAFT_MS_PER_EXTRA_TOKEN`` per extra beam."""
+    sc = make(
+        acceptance,
+        k=draft.num_steps,
+        tokens=tokens,
+        topk=draft.topk,
+        num_draft_tokens=draft.num_draft_tokens,
+    )
+    return with_overrides(
+        sc, {"timing.draft_ms_per_extra_token": DRAFT_MS_PER_EXTRA_TOKEN}, source="test"
+    )
+
+
+def tree_plan(
+    arrivals,
+    draft: TreeDraft,
+    *,
+    acceptance: dict[str, Any],
+    output: int = 60,
+    requests: int = 50,
+    warmup: int = 0,
+    curves: ServingCurves = TOKEN_ONLY,
+    draft_extend: str = "accepted",
+    **scheduler: Any,
+) -> ServingPlan:
+    """A plan whose policies may draft ``draft`` (and chains up to its num_steps)."""
+    sc = tree_scenario(acceptance, draft, output)
+    users = arrivals.users if isinstance(arrivals, ClosedLoop) else 64
+    config = {"max_running_requests": users, "prefill": "skip", **scheduler}
+    assert sc.acceptance is not None
+    return ServingPlan(
+        workload=Workload(arrivals, Fixed(output), Fixed(0), requests=requests, warmup=warmup),
+        scheduler=SchedulerConfig(**config),
+        cost=IterationCost(
+            pass_times(sc), curves, draft_ms_per_extra_token=DRAFT_MS_PER_EXTRA_TOKEN
+        ),
+        acceptance=acceptance_model(sc.acceptance, draft.num_steps),
+        rank_shares=rank_shares(sc.acceptance, draft.topk),
+        draft_extend=draft_extend,  # type: ignore[arg-type]
     )

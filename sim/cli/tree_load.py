@@ -1,0 +1,117 @@
+"""``specsim tree-load``: chain against tree as concurrency grows, on the same users."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sim.cli.options import (
+    echo_document,
+    format_option,
+    json_option,
+    plot_option,
+    quiet_option,
+    replications_option,
+    requests_option,
+    scenario_argument,
+    seed_option,
+    set_option,
+    with_mc_settings,
+    workers_option,
+)
+from sim.cli.progress import ProgressBar
+
+#: Closed-loop concurrencies when none are given.
+DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
+
+
+@click.command("tree-load")
+@scenario_argument
+@click.option(
+    "--concurrency",
+    "concurrencies",
+    default=DEFAULT_CONCURRENCIES,
+    show_default=True,
+    metavar="C,C,...",
+    help="Closed loops of C users to compare the drafts at.",
+)
+@click.option(
+    "--tree",
+    "trees",
+    multiple=True,
+    metavar="S/K/N",
+    help="An SGLang tree num_steps/topk/num_draft_tokens, e.g. 5/4/8 (repeatable) "
+    "[default: the scenario's tree].",
+)
+@click.option(
+    "--chain",
+    "chains",
+    type=click.IntRange(min=1),
+    multiple=True,
+    metavar="K",
+    help="A chain of K drafts (repeatable) [default: the scenario's num_steps].",
+)
+@set_option
+@json_option
+@seed_option
+@requests_option
+@replications_option
+@workers_option("replications")
+@quiet_option
+@plot_option
+@format_option
+def tree_load(
+    scenario: str,
+    concurrencies: str,
+    trees: tuple[str, ...],
+    chains: tuple[int, ...],
+    sets: tuple[str, ...],
+    as_json: bool,
+    seed: int | None,
+    requests: int | None,
+    replications: int | None,
+    workers: int,
+    quiet: bool,
+    plot_dir: str | None,
+    fmt: str,
+) -> None:
+    """Where a draft tree stops beating the chain as concurrency grows: plain decoding,
+    each chain and each tree on the same users at every load (serving simulation), the
+    paired tree / chain ratio, the crossover and the best draft per load."""
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.errors import SpecsimError
+    from sim.report.tree_load import render_tree_load, tree_load_to_dict
+    from sim.scenario.load import load_scenario
+    from sim.studies.tree_load import parse_tree, tree_load_study
+
+    try:
+        grid = [int(c) for c in concurrencies.split(",") if c.strip()]
+    except ValueError:
+        raise SpecsimError(
+            f"{concurrencies!r}: give comma-separated integers", param="concurrencies"
+        ) from None
+    sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    with ProgressBar(enabled=not quiet) as progress:
+        result = tree_load_study(
+            sc,
+            grid,
+            chains=list(chains) or None,
+            trees=[parse_tree(t) for t in trees],
+            workers=workers,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            progress=progress,
+        )
+    body = tree_load_to_dict(result)
+    if plot_dir:
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.report.tree_load import tree_load_figures
+
+        figures = tree_load_figures({"kind": "tree-load", **body})
+        echo_written(save_figures(figures, plot_dir, fmt), quiet)
+    if as_json:
+        echo_document("tree-load", body)
+    else:
+        click.echo(render_tree_load(body))

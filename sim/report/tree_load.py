@@ -1,0 +1,223 @@
+"""The chain-against-tree study's report: a JSON body, a text summary and its figures.
+
+Both come from the typed result (sim/studies/tree_load.py): per concurrency every policy's
+per-user and aggregate tok/s with 95% intervals, the paired ratio of each tree over each
+chain, where each tree stops beating each chain, and the best draft per load as a
+``serving.draft_table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from sim.model.drafts import describe_draft
+from sim.report.plots import BASELINE_STYLE, _footnote
+from sim.report.serving import finite, ratio_dict
+from sim.simulation.serving.metrics import Ratio
+from sim.studies.tree_load import METRICS, Crossing, TreeLoadResult
+
+__all__ = ["render_tree_load", "tree_load_figures", "tree_load_to_dict"]
+
+LABELS = {"per_user_tok_s": "per-user tok/s", "aggregate_tok_s": "aggregate tok/s"}
+COLORS = ("#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974", "#64B5CD", "#DD8452")
+
+
+def _ratio(r: Ratio) -> dict[str, Any]:
+    out = ratio_dict(r)
+    assert out is not None
+    return out
+
+
+def _crossing(c: Crossing) -> dict[str, Any]:
+    return {
+        "tree": c.tree,
+        "chain": c.chain,
+        "metric": c.metric,
+        "last_win": c.last_win,
+        "first_loss": c.first_loss,
+        "at": finite(c.at) if c.at is not None else None,
+        "never_wins": c.never_wins,
+        "always_wins": c.always_wins,
+        "wins_again": list(c.wins_again),
+    }
+
+
+def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
+    """The ``tree-load`` document body."""
+    return {
+        "scenario": result.scenario,
+        "concurrencies": list(result.concurrencies),
+        "policies": {n: describe_draft(d) for n, d in result.drafts.items()},
+        "trees": list(result.trees),
+        "chains": list(result.chains),
+        "replications": result.replications,
+        "requests": result.requests,
+        "seed": result.seed,
+        "points": [
+            {
+                "concurrency": p.concurrency,
+                "mean_batch": _ratio(p.mean_batch),
+                "best": p.best,
+                **{m: {n: _ratio(r) for n, r in getattr(p, m).items()} for m in METRICS},
+                "accept_length": {n: _ratio(r) for n, r in p.accept_length.items()},
+                "tree_over_chain": {
+                    t: {ch: {m: _ratio(r) for m, r in ms.items()} for ch, ms in d.items()}
+                    for t, d in p.vs_chain.items()
+                },
+            }
+            for p in result.points
+        ],
+        "crossings": [_crossing(c) for c in result.crossings],
+        "best_draft_table": result.best_table(),
+        "assumptions": list(result.assumptions),
+    }
+
+
+def _mean_ci(r: Mapping[str, Any], digits: int = 1) -> str:
+    mean, ci = r["mean"], r["ci95"]
+    if mean is None:
+        return "-"
+    if ci is None or ci[0] is None:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ±{(ci[1] - ci[0]) / 2:.{digits}f}"
+
+
+def _users(n: int) -> str:
+    return f"{n} user{'' if n == 1 else 's'}"
+
+
+def _crossing_text(c: Mapping[str, Any], top: int) -> str:
+    head = f"{c['tree']} vs {c['chain']} ({LABELS[c['metric']]}): "
+    again = c.get("wins_again") or []
+    tail = f"; wins again at {', '.join(map(str, again))}" if again else ""
+    if c["never_wins"]:
+        return head + f"the tree does not beat the chain from {_users(c['first_loss'])} on" + tail
+    if c["always_wins"]:
+        return head + f"the tree beats the chain at every concurrency up to {top}"
+    return (
+        head
+        + f"the tree beats the chain up to {_users(c['last_win'])} and loses from "
+        + f"{_users(c['first_loss'])}; crossover ~{c['at']:.1f} users (log-interpolated)"
+        + tail
+    )
+
+
+def render_tree_load(doc: Mapping[str, Any]) -> str:
+    """The text summary of a ``tree-load`` document."""
+    names = list(doc["policies"])
+    lines = [
+        f"{doc['scenario']}: chain against tree under load; closed loops of "
+        f"{', '.join(map(str, doc['concurrencies']))} users; {doc['replications']} "
+        f"replications x {doc['requests']} requests per load, seed {doc['seed']}",
+        "policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items()),
+        "",
+        "per-user tok/s (mean ±95% CI half-width)",
+    ]
+    width = max(14, *(len(n) + 2 for n in names))
+    lines.append("users  batch " + "".join(f"{n:>{width}}" for n in names) + "   best")
+    for p in doc["points"]:
+        lines.append(
+            f"{p['concurrency']:>5}  {p['mean_batch']['mean']:>5.1f} "
+            + "".join(f"{_mean_ci(p['per_user_tok_s'][n]):>{width}}" for n in names)
+            + f"   {p['best']}"
+        )
+    lines += ["", "tree / chain, paired per replication (per-user tok/s; > 1: the tree wins)"]
+    pairs = [(t, ch) for t in doc["trees"] for ch in doc["chains"]]
+    head = "".join(f"{t + ' / ' + ch:>{max(24, len(t) + len(ch) + 5)}}" for t, ch in pairs)
+    lines.append("users" + head)
+    for p in doc["points"]:
+        row = f"{p['concurrency']:>5}"
+        for t, ch in pairs:
+            r = p["tree_over_chain"][t][ch]["per_user_tok_s"]
+            row += f"{_mean_ci(r, 3):>{max(24, len(t) + len(ch) + 5)}}"
+        lines.append(row)
+    top = max(doc["concurrencies"])
+    lines += ["", "where the tree stops beating the chain:"]
+    lines += [
+        "  " + _crossing_text(c, top) for c in doc["crossings"] if c["metric"] == "per_user_tok_s"
+    ]
+    lines += [
+        "",
+        "best draft per load as serving.draft_table (num_steps, topk, num_draft_tokens; "
+        "a recommendation from this grid):",
+        "  " + str(doc["best_draft_table"]).replace(" ", ""),
+        "assumptions:",
+        *(f"  - {a}" for a in doc["assumptions"]),
+    ]
+    return "\n".join(lines)
+
+
+def _users_axis(ax: Any, x: np.ndarray) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrent users (closed loop)")
+
+
+def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
+    """(file stem, Figure) pairs: per-user and aggregate tok/s against concurrency for every
+    policy, and each tree over each chain with its 95% band."""
+    x = np.array(doc["concurrencies"], dtype=float)
+    points = doc["points"]
+    note = (
+        f"{doc['scenario']}: {doc['replications']} replications x {doc['requests']} requests "
+        f"per load, seed {doc['seed']}; every policy on the same users and acceptance draws; "
+        "bands: 95% CI"
+    )
+    fig = Figure(figsize=(11.0, 4.8), dpi=110, layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, metric in zip(axes, METRICS, strict=True):
+        for i, name in enumerate(doc["policies"]):
+            style: dict[str, Any] = (
+                {**BASELINE_STYLE, "linewidth": 2.0}
+                if name == "off"
+                else {"color": COLORS[i % len(COLORS)], "linewidth": 2.0}
+            )
+            if name in doc["trees"]:
+                style["linestyle"] = "-"
+            elif name != "off":
+                style["linestyle"] = "--"
+            y = [p[metric][name]["mean"] for p in points]
+            ax.plot(x, y, marker="o", label=f"{name}", **style)
+            lo = [(p[metric][name]["ci95"] or [None])[0] for p in points]
+            hi = [(p[metric][name]["ci95"] or [None, None])[1] for p in points]
+            if all(v is not None for v in lo + hi):
+                ax.fill_between(x, lo, hi, color=style["color"], alpha=0.12)
+        _users_axis(ax, x)
+        ax.set_ylabel("tok/s")
+        ax.set_title(LABELS[metric])
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Chain against tree as concurrency grows")
+    _footnote(fig, note)
+    out = [("tree-load-throughput", fig)]
+    fig2 = Figure(figsize=(8.0, 5.0), dpi=110, layout="constrained")
+    ax = fig2.add_subplot()
+    i = 0
+    for t in doc["trees"]:
+        for ch in doc["chains"]:
+            rs = [p["tree_over_chain"][t][ch]["per_user_tok_s"] for p in points]
+            color = COLORS[i % len(COLORS)]
+            ax.plot(x, [r["mean"] for r in rs], marker="o", color=color, label=f"{t} / {ch}")
+            if all(r["ci95"] is not None for r in rs):
+                ax.fill_between(
+                    x,
+                    [r["ci95"][0] for r in rs],
+                    [r["ci95"][1] for r in rs],
+                    color=color,
+                    alpha=0.15,
+                )
+            i += 1
+    ax.axhline(1.0, color="black", linewidth=1.0, linestyle="--")
+    _users_axis(ax, x)
+    ax.set_ylabel("per-user tok/s, tree / chain (paired)")
+    ax.set_title("Where the tree stops beating the chain (below 1: the chain wins)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    _footnote(fig2, note)
+    out.append(("tree-load-ratio", fig2))
+    return out

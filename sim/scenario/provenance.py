@@ -1,0 +1,320 @@
+"""Where every input of an answer comes from: measured, assumed, default, derived,
+calibrated or override, with its standard error or plausible range and the reason.
+
+An answer (the acceptance a target needs, the tok/s at a draft length) rests on the pass
+times, the verify slope, the acceptance anchor and its shape by position, and, when the
+hardware model derives or re-composes a pass, on the model's weights and the hardware.
+``assumptions`` lists each of those values once:
+
+* ``override``: set by ``--set``/``--grid`` or a study (``Scenario._overrides``);
+* ``calibrated`` / ``measured`` / ``assumed``: as its ``[uncertainty]`` entry says;
+* ``measured``: given in the file without an entry (taken as exact);
+* ``default``: not given, the schema's default;
+* ``derived``: computed: pass times and the verify slope by the hardware model
+  (sim/scenario/decompose.py), the acceptance decay by held-out choice or the draft
+  method's prior (sim/scenario/priors.py), ranges where the derivation has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.hardware.passes import PASS_NAMES
+from sim.scenario.bind import acceptance_shape, implicit_tilt, pass_times
+from sim.scenario.decompose import ScenarioHardware
+from sim.scenario.load import with_overrides
+from sim.scenario.priors import shape_error
+from sim.scenario.schema import Scenario
+
+#: A derived-compute efficiency range used when the scenario states none: the batch-1
+#: roofline is about 2x optimistic (README, "How far to trust it"), so 0.5-1 of peak.
+EFFICIENCY_RANGE: tuple[float, float] = (0.5, 1.0)
+EFFICIENCY_REASON = (
+    "derived compute (a missing pass, the verify slope or the experts growth) assumes this "
+    "fraction of the GPU's peak bandwidth; the batch-1 roofline is about 2x optimistic, so "
+    "0.5-1 of peak"
+)
+
+#: Model fields the hardware model reads when it derives or re-composes a pass.
+MODEL_FIELDS: tuple[str, ...] = (
+    "layers",
+    "hidden_size",
+    "experts",
+    "experts_per_token",
+    "kernels_per_layer",
+    "allreduces_per_layer",
+    "activation_bytes",
+    "draft_layers",
+    "dense_layers",
+    "layer_params",
+    "dense_layer_params",
+    "expert_params",
+    "lm_head_params",
+    "draft_params",
+    "weight_bytes_per_param",
+    "expert_bytes_per_param",
+)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One input of the answer: its value and where it comes from."""
+
+    field: str
+    value: Any
+    origin: str  # measured | assumed | default | derived | calibrated | override
+    stderr: float | list[float] | None = None
+    range: tuple[float, float] | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "value": self.value,
+            "origin": self.origin,
+            "stderr": self.stderr,
+            "range": list(self.range) if self.range is not None else None,
+            "reason": self.reason,
+        }
+
+
+def _get(scenario: Scenario, dotted: str) -> Any:
+    node: Any = scenario
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def given_origin(scenario: Scenario, dotted: str) -> tuple[str, str]:
+    """(origin, reason) of a field by how the scenario got it (no derivation)."""
+    via = scenario._overrides.get(dotted)
+    if via is not None:
+        return "override", f"set by {via}"
+    entry = scenario.uncertainty.entries().get(dotted)
+    if entry is not None:
+        return entry.resolved_origin, entry.reason
+    if dotted in scenario._given:
+        return "measured", "given in the scenario"
+    return "default", "not given: the default"
+
+
+def _entry(scenario: Scenario, dotted: str, value: Any) -> Assumption:
+    origin, reason = given_origin(scenario, dotted)
+    entry = scenario.uncertainty.entries().get(dotted) if origin != "override" else None
+    return Assumption(
+        dotted,
+        value,
+        origin,
+        stderr=entry.stderr if entry is not None else None,
+        range=tuple(entry.range) if entry is not None and entry.range is not None else None,  # type: ignore[arg-type]
+        reason=reason,
+    )
+
+
+def uses_derived_compute(scenario: Scenario) -> bool:
+    """True when compute comes from the weights and the GPU preset: a missing pass, the
+    derived verify slope or the experts growth (``hardware.bandwidth_efficiency`` matters)."""
+    timing = scenario.timing
+    missing = any(getattr(timing, f"{n}_ms") is None for n in PASS_NAMES)
+    derived_slope = ScenarioHardware(scenario).verify_slope[1] == "derived"
+    return missing or timing.verify_growth == "experts" or derived_slope
+
+
+def uses_hardware_model(scenario: Scenario) -> bool:
+    """True when a pass time, the verify slope or its growth comes from the hardware model."""
+    return uses_derived_compute(scenario) or not ScenarioHardware(scenario).at_reference
+
+
+def derived_slope_range(scenario: Scenario) -> tuple[float, float] | None:
+    """The derived verify slope at the ends of the efficiency range (None: not derived)."""
+    hw = ScenarioHardware(scenario)
+    if hw.verify_slope[1] != "derived":
+        return None
+    lo_eff, hi_eff = efficiency_range(scenario)
+    ends = []
+    for eff in (hi_eff, lo_eff):
+        other = with_overrides(
+            scenario, {"hardware.bandwidth_efficiency": eff}, source="provenance"
+        )
+        ends.append(ScenarioHardware(other).verify_slope[0])
+    return (min(ends), max(ends))
+
+
+def efficiency_range(scenario: Scenario) -> tuple[float, float]:
+    entry = scenario.uncertainty.entries().get("hardware.bandwidth_efficiency")
+    if entry is not None and entry.range is not None:
+        return (entry.range[0], entry.range[1])
+    return EFFICIENCY_RANGE
+
+
+def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
+    """Every value the scenario's answers depend on, with its provenance."""
+    timing = scenario.timing
+    out: list[Assumption] = []
+    passes = pass_times(scenario)
+    hw = ScenarioHardware(scenario)
+    if scenario.num_steps >= 0:
+        out.append(_entry(scenario, "speculation.num_steps", scenario.num_steps))
+    names = PASS_NAMES if scenario.num_steps > 0 or scenario.acceptance else ("decode",)
+    for name in names:
+        dotted = f"timing.{name}_ms"
+        value = getattr(timing, f"{name}_ms")
+        if value is None:
+            derived = passes.verify_ms if name == "verify" else getattr(passes, f"{name}_ms")
+            out.append(
+                Assumption(
+                    dotted,
+                    derived,
+                    "derived",
+                    reason="not measured: the hardware model derives it (roofline of the "
+                    "weights over the GPU's bandwidth, or the measured decode for verify)",
+                )
+            )
+        else:
+            out.append(_entry(scenario, dotted, value))
+    out.append(_entry(scenario, "timing.verify_tokens", hw.measured_verify_tokens))
+    slope, slope_origin, slope_reason = hw.verify_slope
+    if timing.verify_ms_per_extra_token is None:
+        out.append(
+            Assumption(
+                "timing.verify_ms_per_extra_token",
+                slope,
+                slope_origin,
+                range=derived_slope_range(scenario),
+                reason=slope_reason,
+            )
+        )
+    else:
+        out.append(_entry(scenario, "timing.verify_ms_per_extra_token", slope))
+    for key in ("cycle_overhead_ms", "verify_growth", "verify_cuda_graph"):
+        out.append(_entry(scenario, f"timing.{key}", getattr(timing, key)))
+    out += _acceptance_assumptions(scenario)
+    if uses_hardware_model(scenario):
+        for key in ("gpus", "interconnect", "gpu", "launch_us"):
+            out.append(_entry(scenario, f"hardware.{key}", getattr(scenario.hardware, key)))
+        eff = _entry(
+            scenario, "hardware.bandwidth_efficiency", scenario.hardware.bandwidth_efficiency
+        )
+        if eff.origin == "default":
+            eff = Assumption(
+                eff.field, eff.value, "assumed", range=EFFICIENCY_RANGE, reason=EFFICIENCY_REASON
+            )
+        out.append(eff)
+        for key in MODEL_FIELDS:
+            value = getattr(scenario.model, key)
+            if value is not None:
+                out.append(_entry(scenario, f"model.{key}", value))
+    return tuple(out)
+
+
+def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
+    spec = scenario.acceptance
+    if spec is None:
+        return []
+    out = [_entry(scenario, f"acceptance.{spec.anchor}", _anchor_value(spec))]
+    if spec.measured_num_steps is not None and spec.anchor in ("alpha", "accept_length", "mix"):
+        out.append(_entry(scenario, "acceptance.measured_num_steps", spec.measured_num_steps))
+    shape = acceptance_shape(spec)
+    shape_origin, _ = given_origin(scenario, "acceptance.shape")
+    out.append(
+        Assumption(
+            "acceptance.shape",
+            shape.shape,
+            shape_origin if spec.shape != "auto" else "derived",
+            reason=shape.reason,
+        )
+    )
+    if shape.shape in ("geometric", "step"):
+        if spec.decay is not None:
+            out.append(_entry(scenario, "acceptance.decay", spec.decay))
+        else:
+            prior = shape.prior
+            out.append(
+                Assumption(
+                    "acceptance.decay",
+                    shape.decay,
+                    "derived",
+                    range=(prior.low, prior.high) if prior is not None else None,
+                    reason=shape.reason,
+                )
+            )
+    if spec.tilt is not None:
+        out.append(_entry(scenario, "acceptance.tilt", spec.tilt))
+    elif implicit_tilt(spec):
+        error = shape_error(spec.method)
+        out.append(
+            Assumption(
+                "acceptance.tilt",
+                error.median,
+                "derived",
+                range=(-1.6448536269514722 * error.tau, -0.0627067779432 * error.tau),
+                reason=error.reason,
+            )
+        )
+    out.append(_entry(scenario, "acceptance.method", spec.method))
+    for key in ("concentration", "std"):
+        if getattr(spec, key) is not None:
+            out.append(_entry(scenario, f"acceptance.{key}", getattr(spec, key)))
+    return out
+
+
+def _anchor_value(spec: Any) -> Any:
+    value = getattr(spec, spec.anchor)
+    if spec.anchor == "mix":
+        return [c.name for c in value]
+    return value
+
+
+def override_entries(scenario: Scenario) -> list[dict[str, Any]]:
+    """``[{field, value, via}]`` of the overridden fields (``--set``, ``--grid``, studies)."""
+    out = []
+    for dotted, via in scenario._overrides.items():
+        try:
+            value = _get(scenario, dotted)
+        except AttributeError:
+            value = None
+        if hasattr(value, "model_dump"):
+            value = value.model_dump()
+        out.append({"field": dotted, "value": value, "via": via})
+    return out
+
+
+def effective_hardware(scenario: Scenario) -> dict[str, Any]:
+    """The hardware the answer is for (after overrides) and the hardware the timings were
+    measured on; ``recomposed`` when they differ (pass times moved by the hardware model)."""
+    hw = scenario.hardware
+    here = {
+        "gpus": hw.gpus,
+        "gpu": hw.gpu,
+        "interconnect": hw.interconnect,
+        "verify_cuda_graph": scenario.timing.verify_cuda_graph,
+    }
+    ref = scenario.timing.measured_on
+    measured = (
+        {
+            "gpus": ref.gpus,
+            "gpu": ref.gpu,
+            "interconnect": ref.interconnect,
+            "verify_cuda_graph": ref.verify_cuda_graph,
+        }
+        if ref is not None
+        else dict(here)
+    )
+    return {**here, "measured_on": measured, "recomposed": measured != here}
+
+
+def hardware_line(scenario: Scenario | dict[str, Any]) -> str:
+    """One line for report headers: the effective hardware and what it was measured on
+    (from a scenario or its ``effective_hardware`` document)."""
+    eff = scenario if isinstance(scenario, dict) else effective_hardware(scenario)
+
+    def text(h: dict[str, Any]) -> str:
+        gpu = f" {h['gpu']}" if h["gpu"] else ""
+        graph = "graphed" if h["verify_cuda_graph"] else "ungraphed"
+        return f"{h['gpus']}x{gpu} on {h['interconnect']}, verify {graph}"
+
+    line = f"hardware: {text(eff)}"
+    if eff["recomposed"]:
+        line += f" (timings measured on {text(eff['measured_on'])}; passes re-composed)"
+    return line

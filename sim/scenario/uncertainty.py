@@ -1,0 +1,561 @@
+"""Uncertain inputs of a scenario, their quasi-random draws, and the sampled model.
+
+Which inputs are uncertain, and how (``uncertain_inputs``):
+
+* every ``[uncertainty]`` entry: a ``stderr`` is a normal around the value (with the
+  ``[uncertainty.correlation]`` matrix among them: calibrated values with their
+  covariance), a ``range`` uniform over it; list fields give one input per entry
+  (``acceptance.per_position[1]``);
+* the acceptance decay when it comes from the draft method's prior: the prior's
+  empirical quantile function (sim/scenario/priors.py), flat its optimistic end;
+* ``hardware.bandwidth_efficiency`` when derived compute enters the answer and no range
+  is stated: uniform over 0.5-1 of peak (sim/scenario/provenance.py).
+
+Draws are scrambled Sobol points (scipy.stats.qmc), mapped through each input's quantile
+function; draws are clipped to the field's valid range. ``sampled_model`` turns draws into
+the closed forms' inputs for every draw (sim/model/sampled.py): pass times by a response
+table per input (the scenario re-validated at a few values of the input, effects on the
+pass times interpolated and added up: exact for the timing fields, which each move one
+pass linearly), the acceptance profile directly (anchor, shape and decay per draw).
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.cycle import PassTimes
+from sim.model.sampled import SampledModel, equal_rate_accept_length
+from sim.model.shapes import (
+    continue_rates,
+    rates_for_positions,
+    scale_for_accept_length,
+    shape_factors,
+)
+from sim.scenario.bind import (
+    acceptance_shape,
+    conditional_rates,
+    effective_tilt,
+    implicit_tilt,
+    measured_depth,
+    pass_times,
+    tilt_factors,
+    tilted,
+)
+from sim.scenario.load import with_overrides
+from sim.scenario.priors import DecayPrior, shape_error
+from sim.scenario.provenance import EFFICIENCY_RANGE, EFFICIENCY_REASON, uses_derived_compute
+from sim.scenario.schema import Scenario
+
+#: Draft lengths the sampled model covers (the closed forms' best-k range, K_RANGE).
+MAX_STEPS = 32
+#: Quantiles of an input's draws at which its response table is evaluated.
+NODE_QUANTILES = (0.0, 0.5, 1.0)
+#: The two ends of an input reported as a driver: the 5% and 95% quantiles.
+END_QUANTILES = (0.05, 0.95)
+_Z90 = 1.6448536269514722  # the standard normal's 95% quantile
+
+
+@dataclass(frozen=True)
+class UncertainInput:
+    """One uncertain input: its nominal value and distribution.
+
+    ``kind``: ``normal`` (``stderr``), ``uniform`` (``low``..``high``), ``prior`` (the
+    decay prior's quantile function) or ``falling`` (-|Normal(0, stderr)|, its median the
+    nominal: the shape error, whose rises past the measured positions are left out as the
+    decay prior's are); ``bounds`` the field's valid range (draws are clipped to it).
+    """
+
+    field: str
+    nominal: float
+    kind: str
+    origin: str
+    reason: str
+    stderr: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+    prior: DecayPrior | None = None
+    bounds: tuple[float, float] = (-math.inf, math.inf)
+    integer: bool = False
+
+    def from_uniform(self, u: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+        """Values at uniforms ``u`` (n,) (``z``: correlated standard normals for normal)."""
+        if self.kind == "normal":
+            from scipy.special import ndtri  # lazy: scipy.special at import is slow
+
+            zz = ndtri(u) if z is None else z
+            values = self.nominal + self.stderr * zz
+        elif self.kind == "uniform":
+            values = self.low + (self.high - self.low) * u
+        elif self.kind == "falling":
+            from scipy.special import ndtri  # lazy: scipy.special at import is slow
+
+            values = -self.stderr * ndtri(1.0 - 0.5 * u)  # -|N(0, sd)|, median the nominal
+        else:
+            assert self.prior is not None
+            values = np.asarray(self.prior.quantile(u), dtype=float)
+        return np.clip(values, *self.bounds)
+
+    def ends(self) -> tuple[float, float]:
+        """The 5% and 95% quantiles (a driver's low and high end)."""
+        if self.kind == "normal":
+            lo, hi = self.nominal - _Z90 * self.stderr, self.nominal + _Z90 * self.stderr
+            return float(max(lo, self.bounds[0])), float(min(hi, self.bounds[1]))
+        u = np.array(END_QUANTILES)
+        values = self.from_uniform(u)
+        return float(values[0]), float(values[1])
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(low, high) for reports: the range, the prior's 5-95%, or None (a stderr)."""
+        if self.kind == "uniform":
+            return (self.low, self.high)
+        if self.kind == "prior":
+            return self.ends()
+        return None
+
+
+# --------------------------------------------------------------------------- field bounds
+
+
+def _field_info(scenario: Scenario, dotted: str):
+    section, key = dotted.split(".", 1)
+    key = key.split("[", 1)[0]
+    return type(getattr(scenario, section)).model_fields[key]
+
+
+def field_bounds(scenario: Scenario, dotted: str) -> tuple[float, float]:
+    """The valid range of a numeric field from its schema constraints (gt/ge/lt/le)."""
+    info = _field_info(scenario, dotted)
+    lo, hi = -math.inf, math.inf
+    found = list(info.metadata)
+
+    def walk(annotation: object) -> None:
+        for arg in typing.get_args(annotation):
+            found.extend(getattr(arg, "metadata", []) or [])
+            if hasattr(arg, "__metadata__"):
+                found.extend(arg.__metadata__)
+            walk(arg)
+
+    walk(info.annotation)
+    for meta in found:
+        for c in getattr(meta, "metadata", [meta]):  # annotated_types Gt/Ge/Lt/Le
+            if getattr(c, "gt", None) is not None:
+                lo = max(lo, float(c.gt) + 1e-9 * max(1.0, abs(float(c.gt))))
+            if getattr(c, "ge", None) is not None:
+                lo = max(lo, float(c.ge))
+            if getattr(c, "lt", None) is not None:
+                hi = min(hi, float(c.lt) - 1e-9 * max(1.0, abs(float(c.lt))))
+            if getattr(c, "le", None) is not None:
+                hi = min(hi, float(c.le))
+    if dotted.startswith("acceptance.accept_length") and scenario.acceptance is not None:
+        k0 = scenario.acceptance.measured_num_steps or scenario.num_steps
+        hi = min(hi, float(k0 + 1))
+    return lo, hi
+
+
+def _value(scenario: Scenario, dotted: str) -> float:
+    section, key = dotted.split(".", 1)
+    if "[" in key:
+        name, index = key[:-1].split("[")
+        return float(getattr(getattr(scenario, section), name)[int(index)])
+    return float(getattr(getattr(scenario, section), key))
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
+    """Every uncertain input of the scenario (see the module docstring), in a fixed order."""
+    out: list[UncertainInput] = []
+    for dotted, entry in scenario.uncertainty.entries().items():
+        section, key = dotted.split(".", 1)
+        value = getattr(getattr(scenario, section), key)
+        names = (
+            [f"{dotted}[{i}]" for i in range(len(value))] if isinstance(value, list) else [dotted]
+        )
+        for i, name in enumerate(names):
+            nominal = _value(scenario, name)
+            common = {
+                "field": name,
+                "nominal": nominal,
+                "origin": entry.resolved_origin,
+                "reason": entry.reason,
+                "bounds": field_bounds(scenario, name),
+                "integer": isinstance(value, int) and not isinstance(value, bool),
+            }
+            if entry.range is not None:
+                low, high = entry.range
+                if high > low:
+                    out.append(UncertainInput(kind="uniform", low=low, high=high, **common))
+            elif entry.stderr is not None:
+                se = entry.stderr[i] if isinstance(entry.stderr, list) else entry.stderr
+                if se > 0:
+                    out.append(UncertainInput(kind="normal", stderr=float(se), **common))
+    fields = {u.field for u in out}
+    spec = scenario.acceptance
+    if spec is not None and scenario.num_steps > 0 and "acceptance.decay" not in fields:
+        shape = acceptance_shape(spec)
+        if shape.prior is not None and shape.prior.high > shape.prior.low:
+            out.append(
+                UncertainInput(
+                    "acceptance.decay",
+                    shape.decay,
+                    "prior",
+                    "derived",
+                    shape.reason,
+                    prior=shape.prior,
+                    bounds=(1e-6, 1.0),
+                )
+            )
+    if (
+        spec is not None
+        and scenario.num_steps > 0
+        and implicit_tilt(spec)
+        and "acceptance.tilt" not in fields
+    ):
+        error = shape_error(spec.method)
+        if error.tau > 0:
+            out.append(
+                UncertainInput(
+                    "acceptance.tilt",
+                    error.median,
+                    "falling",
+                    "derived",
+                    error.reason,
+                    stderr=error.tau,
+                    bounds=(-1.0, 0.0),
+                )
+            )
+    if "hardware.bandwidth_efficiency" not in fields and uses_derived_compute(scenario):
+        low, high = EFFICIENCY_RANGE
+        out.append(
+            UncertainInput(
+                "hardware.bandwidth_efficiency",
+                scenario.hardware.bandwidth_efficiency,
+                "uniform",
+                "assumed",
+                EFFICIENCY_REASON,
+                low=low,
+                high=high,
+                bounds=(low, high),
+            )
+        )
+    return tuple(out)
+
+
+def _correlated_normals(
+    scenario: Scenario, inputs: Sequence[UncertainInput], u: np.ndarray
+) -> dict[int, np.ndarray]:
+    """Standard normals (by input index) with the scenario's correlation matrix applied."""
+    corr = scenario.uncertainty.correlation
+    if corr is None:
+        return {}
+    index = {inp.field: j for j, inp in enumerate(inputs) if inp.kind == "normal"}
+    present = [(i, index[f]) for i, f in enumerate(corr.fields) if f in index]
+    if len(present) < 2:
+        return {}
+    from scipy.special import ndtri  # lazy: scipy.special at import is slow
+
+    rows = [i for i, _ in present]
+    cols = [j for _, j in present]
+    matrix = np.array(corr.matrix, dtype=float)[np.ix_(rows, rows)]
+    w, v = np.linalg.eigh(matrix)
+    root = v @ np.diag(np.sqrt(np.clip(w, 0.0, None))) @ v.T  # symmetric square root
+    z = ndtri(u[:, cols]) @ root.T
+    return {j: z[:, m] for m, j in enumerate(cols)}
+
+
+def draw_inputs(
+    scenario: Scenario, inputs: Sequence[UncertainInput], n: int, seed: int
+) -> np.ndarray:
+    """``n`` quasi-random draws (a power of 2) of the inputs, shape (n, len(inputs)):
+    scrambled Sobol points (scipy.stats.qmc) through each input's quantile function."""
+    if not inputs:
+        return np.zeros((n, 0))
+    from scipy.stats import qmc  # lazy: scipy.stats is slow to import (start-up)
+
+    m = max(math.ceil(math.log2(n)), 1)
+    u = qmc.Sobol(d=len(inputs), scramble=True, seed=seed).random_base2(m)[:n]
+    u = np.clip(u, 1e-12, 1.0 - 1e-12)
+    z = _correlated_normals(scenario, inputs, u)
+    return np.column_stack([inp.from_uniform(u[:, j], z.get(j)) for j, inp in enumerate(inputs)])
+
+
+def correlation_matrix(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """Correlations between the inputs (F, F): the stated ones among normal inputs, else 0."""
+    n = len(inputs)
+    out = np.eye(n)
+    corr = scenario.uncertainty.correlation
+    if corr is None:
+        return out
+    index = {inp.field: j for j, inp in enumerate(inputs) if inp.kind == "normal"}
+    for a, fa in enumerate(corr.fields):
+        for b, fb in enumerate(corr.fields):
+            if fa in index and fb in index and a != b:
+                out[index[fa], index[fb]] = corr.matrix[a][b]
+    return out
+
+
+def conditioned(
+    inputs: Sequence[UncertainInput], corr: np.ndarray, values: np.ndarray, j: int, x: float
+) -> np.ndarray:
+    """Draws ``values`` (n, F) with input ``j`` set to ``x`` and the normal inputs
+    correlated with it moved by their regression on it (for Gaussian inputs the conditional
+    draw: x_o - rho sigma_o / sigma_j (x_j - x), clipped to their bounds)."""
+    out = values.copy()
+    inp = inputs[j]
+    if inp.kind == "normal" and inp.stderr > 0:
+        shift = (values[:, j] - x) / inp.stderr
+        for o, other in enumerate(inputs):
+            rho = corr[o, j]
+            if o != j and rho != 0.0 and other.kind == "normal":
+                out[:, o] = np.clip(values[:, o] - rho * other.stderr * shift, *other.bounds)
+    out[:, j] = x
+    return out
+
+
+def nominal_row(inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """The nominal values as one draw, shape (1, len(inputs))."""
+    return np.array([[inp.nominal for inp in inputs]], dtype=float).reshape(1, len(inputs))
+
+
+# --------------------------------------------------------------------------- pass responses
+
+#: Pass-time vector: decode, drafter step (with its per-step overhead), draft extend,
+#: cycle overhead, extend growth per accepted token, the tokens the extend was taken at
+#: (0: k + 1), then the verify over 1..K + 1 tokens.
+_FIXED = 6
+
+
+def pass_vector(passes: PassTimes, max_steps: int = MAX_STEPS) -> np.ndarray:
+    """The pass times the cycle at k = 1..K uses, shape (6 + K + 1,)."""
+    verify = [passes.verify_over_ms(m) for m in range(1, max_steps + 2)]
+    head = [
+        passes.decode_ms,
+        passes.draft_step_ms + passes.draft_step_overhead_ms,
+        passes.draft_extend_ms,
+        passes.cycle_overhead_ms,
+        passes.draft_extend_ms_per_token,
+        passes.draft_extend_tokens or 0.0,
+    ]
+    return np.array(head + verify, dtype=float)
+
+
+def is_acceptance_input(field: str) -> bool:
+    return field.startswith("acceptance.")
+
+
+@dataclass(frozen=True)
+class PassResponse:
+    """An input's effect on the pass-time vector: nodes (J,) and deltas (J, V) from nominal."""
+
+    field: str
+    nodes: np.ndarray
+    deltas: np.ndarray
+
+    def at(self, values: np.ndarray) -> np.ndarray:
+        """Deltas at draws ``values`` (n,), interpolated per component: shape (n, V)."""
+        if self.nodes.size == 1:
+            return np.zeros((values.shape[0], self.deltas.shape[1]))
+        idx = np.clip(np.searchsorted(self.nodes, values) - 1, 0, self.nodes.size - 2)
+        x0, x1 = self.nodes[idx], self.nodes[idx + 1]
+        t = np.clip((values - x0) / (x1 - x0), 0.0, 1.0)[:, None]
+        return (1.0 - t) * self.deltas[idx] + t * self.deltas[idx + 1]
+
+
+def pass_response(
+    scenario: Scenario, inp: UncertainInput, values: np.ndarray, base: np.ndarray
+) -> PassResponse:
+    """The response table of one input over the span of its draws ``values`` (n,)."""
+    span = np.quantile(values, NODE_QUANTILES) if values.size else np.array([])
+    nodes = np.unique(np.concatenate([span, [inp.nominal]]))
+    if inp.integer:
+        nodes = np.unique(np.round(nodes))
+    kept, deltas = [], []
+    for x in nodes:
+        value: float | int = int(x) if inp.integer else float(x)
+        if x == inp.nominal:
+            kept.append(x)
+            deltas.append(np.zeros_like(base))
+            continue
+        try:
+            other = with_overrides(scenario, {inp.field: value}, source="uncertainty")
+        except SpecsimError:
+            continue  # outside what the scenario allows: draws there take the nearest node
+        kept.append(x)
+        deltas.append(pass_vector(pass_times(other), base.size - _FIXED - 1) - base)
+    return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[str, object]:
+    """The overrides that set one acceptance input (a decay keeps its resolved shape; a
+    list entry replaces the list)."""
+    spec = scenario.acceptance
+    assert spec is not None
+    if field == "acceptance.decay":
+        return {"acceptance.shape": acceptance_shape(spec).shape, "acceptance.decay": value}
+    if field.startswith("acceptance.per_position["):
+        listed = list(spec.per_position or [])
+        listed[int(field.split("[")[1].rstrip("]"))] = value
+        return {"acceptance.per_position": listed}
+    return {field: value}
+
+
+def rate_response(
+    scenario: Scenario, inp: UncertainInput, values: np.ndarray, max_steps: int
+) -> PassResponse:
+    """An acceptance input's effect on the effective conditional rates (K,) of a mix or a
+    per-request spread, tabulated like ``pass_response``."""
+    spec = scenario.acceptance
+    base = conditional_rates(spec, max_steps)
+    nodes = np.unique(np.concatenate([np.quantile(values, NODE_QUANTILES), [inp.nominal]]))
+    kept, deltas = [], []
+    for x in nodes:
+        if x == inp.nominal:
+            kept.append(x)
+            deltas.append(np.zeros(max_steps))
+            continue
+        try:
+            other = with_overrides(
+                scenario, acceptance_override(scenario, inp.field, float(x)), source="uncertainty"
+            )
+        except SpecsimError:
+            continue
+        kept.append(x)
+        deltas.append(conditional_rates(other.acceptance, max_steps) - base)
+    return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
+
+
+def sampled_acceptance(
+    scenario: Scenario,
+    inputs: Sequence[UncertainInput],
+    values: np.ndarray,
+    max_steps: int = MAX_STEPS,
+    rate_responses: Sequence[PassResponse | None] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rates, factors), each (n, K), of the drafter in every draw.
+
+    A mix or per-request spread moves its effective profile by the ``rate_responses`` of
+    its acceptance inputs (tabulated and added up); other acceptance is drawn directly.
+    """
+    n = values.shape[0]
+    spec = scenario.acceptance
+    if spec is None:
+        return np.zeros((n, max_steps)), np.ones((n, max_steps))
+    col = {inp.field: j for j, inp in enumerate(inputs)}
+
+    def get(field: str, nominal: float) -> np.ndarray:
+        j = col.get(field)
+        return np.full(n, nominal) if j is None else values[:, j]
+
+    if not acceptance_propagated(scenario):
+        rates = np.broadcast_to(conditional_rates(spec, max_steps), (n, max_steps)).copy()
+        for j, resp in enumerate(rate_responses):
+            if resp is not None:
+                rates += resp.at(values[:, j])
+        rates = np.clip(rates, 0.0, 1.0)
+        first = np.where(rates[:, :1] > 0, rates[:, :1], 1.0)
+        return rates, rates / first
+    shape = acceptance_shape(spec)
+    decay = get("acceptance.decay", shape.decay)
+    tilt = get("acceptance.tilt", effective_tilt(spec))
+    k0 = spec.measured_num_steps or max(scenario.num_steps, 1)
+    depth = measured_depth(spec, k0)
+    factor_shape = "flat" if shape.shape == "repeat" else shape.shape
+    if spec.per_position is not None:
+        listed = np.column_stack(
+            [get(f"acceptance.per_position[{i}]", r) for i, r in enumerate(spec.per_position)]
+        )
+        rates = tilted(continue_rates(listed, shape.shape, decay, max_steps), tilt, depth)
+        first = np.where(rates[:, :1] > 0, rates[:, :1], 1.0)
+        return rates, rates / first
+    factors = shape_factors(factor_shape, decay, max_steps)
+    if spec.first_rate is not None:
+        a1 = get("acceptance.first_rate", spec.first_rate)
+    elif spec.rank_rates is not None:
+        a1 = np.full(n, spec.rank_rates[0])
+    elif spec.alpha is not None and factor_shape == "flat":
+        a1 = get("acceptance.alpha", spec.alpha)
+    else:
+        if spec.alpha is not None:
+            al0 = equal_rate_accept_length(get("acceptance.alpha", spec.alpha), k0)
+        else:
+            assert spec.accept_length is not None
+            al0 = get("acceptance.accept_length", spec.accept_length)
+        a1 = scale_for_accept_length(al0, factors[:, :k0])
+    rates = tilted(rates_for_positions(factor_shape, a1, decay, max_steps), tilt, depth)
+    return rates, factors * tilt_factors(tilt, depth, max_steps)
+
+
+def acceptance_propagated(scenario: Scenario) -> bool:
+    """False for a mix or per-request spread: their effective profile is tabulated per
+    input instead of drawn directly."""
+    spec = scenario.acceptance
+    return spec is None or (spec.mix is None and not spec.heterogeneous)
+
+
+@dataclass(frozen=True)
+class SampledScenario:
+    """A scenario's uncertain inputs, the response tables of the non-acceptance ones, and
+    its nominal pass-time vector; ``model(values)`` builds the sampled closed forms."""
+
+    scenario: Scenario
+    inputs: tuple[UncertainInput, ...]
+    responses: tuple[PassResponse | None, ...]
+    base: np.ndarray
+    max_steps: int
+    rate_responses: tuple[PassResponse | None, ...] = ()
+
+    def model(self, values: np.ndarray) -> SampledModel:
+        """The closed forms' inputs in each draw ``values`` (n, len(inputs))."""
+        n = values.shape[0]
+        vec = np.broadcast_to(self.base, (n, self.base.size)).copy()
+        for j, resp in enumerate(self.responses):
+            if resp is not None:
+                vec += resp.at(values[:, j])
+        decode, draft, extend, overhead, per_token, at_tokens = (vec[:, i] for i in range(_FIXED))
+        verify = vec[:, _FIXED:]  # over 1..K + 1 tokens
+        k = np.arange(1, self.max_steps + 1)[None, :]
+        tokens = np.where(at_tokens[:, None] > 0, at_tokens[:, None], k + 1.0)
+        fixed = (
+            (k - 1) * draft[:, None]
+            + verify[:, 1:]
+            + extend[:, None]
+            - per_token[:, None] * tokens
+            + overhead[:, None]
+        )
+        rates, factors = sampled_acceptance(
+            self.scenario, self.inputs, values, self.max_steps, self.rate_responses
+        )
+        return SampledModel(decode, fixed, rates, factors, per_token)
+
+
+def sampled_scenario(
+    scenario: Scenario, draws: np.ndarray | None = None, max_steps: int = MAX_STEPS
+) -> SampledScenario:
+    """Inputs and response tables, the tables spanning ``draws`` (default: nominal only)."""
+    inputs = uncertain_inputs(scenario)
+    base = pass_vector(pass_times(scenario), max_steps)
+    if draws is None:
+        draws = nominal_row(inputs)
+    responses = tuple(
+        None if is_acceptance_input(inp.field) else pass_response(scenario, inp, draws[:, j], base)
+        for j, inp in enumerate(inputs)
+    )
+    tabulated = not acceptance_propagated(scenario)
+    rate_responses = tuple(
+        rate_response(scenario, inp, draws[:, j], max_steps)
+        if tabulated and is_acceptance_input(inp.field)
+        else None
+        for j, inp in enumerate(inputs)
+    )
+    return SampledScenario(scenario, inputs, responses, base, max_steps, rate_responses)

@@ -1,0 +1,614 @@
+"""The range an answer could really take, what it depends on, and what to measure next.
+
+``answer_uncertainty`` draws the scenario's uncertain inputs (sim/scenario/uncertainty.py:
+stated errors and ranges, calibrated covariances, the acceptance decay prior, derived
+compute's efficiency) at quasi-random points and re-solves the closed forms for every draw
+at once (sim/model/sampled.py). For each target it reports:
+
+* the 90% interval (5%-95% of the draws) of the answer, the first-position rate the target
+  needs at the best k under the scenario's shape, with the mean rate over the chain and the
+  flat (equal-rate) answer beside it; this is uncertainty from the inputs and the model
+  (the shape's decay), not Monte Carlo noise, which the Monte Carlo's own intervals cover;
+* the drivers: the answer with one input at its 5% and at its 95% end, the others at
+  their nominal values, largest swing first;
+* the measurement to take next: the input whose uncertainty, removed (measured and found
+  at its current estimate), leaves the narrowest interval, with that interval.
+
+For ``run`` it also gives the interval of tok/s and accept length at the scenario's k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.model.rates import mean_accept_length
+from sim.model.sampled import Requirement, SampledModel
+from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
+from sim.scenario.load import field_value, with_overrides
+from sim.scenario.schema import Scenario
+from sim.scenario.uncertainty import (
+    MAX_STEPS,
+    SampledScenario,
+    UncertainInput,
+    acceptance_propagated,
+    conditioned,
+    correlation_matrix,
+    draw_inputs,
+    nominal_row,
+    sampled_scenario,
+)
+
+#: Draws of the inputs (a power of 2, as scrambled Sobol points want).
+SAMPLES = 256
+#: Draws per input when measuring what removing its uncertainty would leave.
+MEASURE_SAMPLES = 128
+#: Drivers reported per answer.
+TOP_DRIVERS = 4
+INTERVAL_LABEL = "90% interval from inputs and model"
+_UNREACHABLE = 2.0  # a rate above 1 codes "out of reach" inside quantiles
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 90% interval (5% and 95% quantiles); an end None is out of reach (no k reaches
+    the target in that share of draws); ``unreachable`` the share of such draws."""
+
+    low: float | None
+    high: float | None
+    unreachable: float = 0.0
+
+    def to_list(self) -> list[float | None]:
+        return [self.low, self.high]
+
+    @property
+    def width(self) -> float:
+        lo = 1.0 if self.low is None else self.low
+        hi = 1.0 + (1.0 - lo) if self.high is None else self.high
+        return hi - lo
+
+
+def _interval(values: np.ndarray, cap: float | None = 1.0) -> Interval:
+    """5-95% of ``values`` (n,); NaN values are out of reach (above every rate)."""
+    v = np.where(np.isnan(values), _UNREACHABLE if cap is not None else np.inf, values)
+    share = float(np.mean(np.isnan(values)))
+    if cap is None:
+        lo, hi = (
+            np.quantile(v[np.isfinite(v)], [0.05, 0.95]) if np.isfinite(v).any() else (None, None)
+        )
+        return Interval(_f(lo), _f(hi), share)
+    lo, hi = np.quantile(v, [0.05, 0.95])
+    return Interval(_rate(lo, cap), _rate(hi, cap), share)
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _rate(x: float, cap: float) -> float | None:
+    return None if x > cap + 1e-9 else float(min(x, cap))
+
+
+@dataclass(frozen=True)
+class Driver:
+    """One input's swing: the answer with the input at its low and its high end."""
+
+    field: str
+    input_low: float
+    input_high: float
+    low: float | None
+    high: float | None
+
+    @property
+    def swing(self) -> float:
+        lo = _UNREACHABLE if self.low is None else self.low
+        hi = _UNREACHABLE if self.high is None else self.high
+        return abs(hi - lo)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "input_low": self.input_low,
+            "input_high": self.input_high,
+            "low": self.low,
+            "high": self.high,
+        }
+
+
+@dataclass(frozen=True)
+class MeasureNext:
+    """The one measurement that narrows the interval most, and the interval it leaves if
+    it comes out at the current estimate."""
+
+    what: str
+    field: str
+    interval90_after: Interval
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "field": self.field,
+            "interval90_after": self.interval90_after.to_list(),
+        }
+
+
+@dataclass(frozen=True)
+class TargetUncertainty:
+    """One target's answer with its 90% interval, drivers and next measurement."""
+
+    tok_s: float
+    best_num_steps: int | None
+    first_rate: float | None
+    mean_rate: float | None
+    flat_alpha: float | None
+    interval90: Interval
+    mean_rate_interval90: Interval
+    flat_interval90: Interval
+    num_steps_range: tuple[int, int] | None
+    drivers: tuple[Driver, ...]
+    measure_next: MeasureNext | None
+    per_num_steps: tuple[Interval, ...]  # first-position rate needed at k = 1..K
+
+    def to_dict(self) -> dict[str, Any]:
+        """The per-target ``uncertainty`` block of every JSON document: ``interval90``,
+        ``drivers: [{field, low, high, input_low, input_high}]``, ``measure_next: {what,
+        field, interval90_after}``, and the nominal answer it is the interval of."""
+        return {
+            "label": INTERVAL_LABEL,
+            "quantity": "first-position rate needed at the best k",
+            "tok_s": self.tok_s,
+            "best_num_steps": self.best_num_steps,
+            "first_rate": self.first_rate,
+            "mean_rate": self.mean_rate,
+            "flat_alpha": self.flat_alpha,
+            "interval90": self.interval90.to_list(),
+            "unreachable_share": self.interval90.unreachable,
+            "mean_rate_interval90": self.mean_rate_interval90.to_list(),
+            "flat_interval90": self.flat_interval90.to_list(),
+            "best_num_steps_range": list(self.num_steps_range) if self.num_steps_range else None,
+            "drivers": [d.to_dict() for d in self.drivers],
+            "measure_next": self.measure_next.to_dict() if self.measure_next else None,
+        }
+
+
+@dataclass(frozen=True)
+class UncertaintyResult:
+    """The answers of a scenario with their 90% intervals from inputs and model."""
+
+    samples: int
+    seed: int
+    num_steps: int
+    inputs: tuple[UncertainInput, ...]
+    tok_s_interval90: Interval
+    accept_length_interval90: Interval
+    targets: tuple[TargetUncertainty, ...]
+    notes: tuple[str, ...]
+
+    def target(self, tok_s: float) -> TargetUncertainty | None:
+        return next((t for t in self.targets if t.tok_s == tok_s), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": INTERVAL_LABEL,
+            "method": f"{self.samples} scrambled Sobol draws (scipy.stats.qmc), seed "
+            f"{self.seed}, closed forms re-solved per draw",
+            "num_steps": self.num_steps,
+            "inputs": [
+                {
+                    "field": u.field,
+                    "nominal": u.nominal,
+                    "kind": u.kind,
+                    "stderr": u.stderr if u.kind == "normal" else None,
+                    "range": list(u.spread) if u.spread is not None else None,
+                    "origin": u.origin,
+                }
+                for u in self.inputs
+            ],
+            "tok_s_interval90": self.tok_s_interval90.to_list(),
+            "accept_length_interval90": self.accept_length_interval90.to_list(),
+            "targets": [t.to_dict() for t in self.targets],
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- what to measure
+
+
+def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
+    """The measurement that pins ``field`` down, in the words of an inference engineer."""
+    k = best_k or max(scenario.num_steps + 2, 4)
+    k0 = scenario.num_steps
+    m0 = scenario.timing.verify_tokens or k0 + 1
+    if field in ("timing.verify_ms_per_extra_token", "hardware.bandwidth_efficiency"):
+        return (
+            f"time a verify pass at num_steps {k} ({k + 1} tokens; measured only at {m0}): "
+            "the per-token slope"
+        )
+    if field in ("acceptance.decay", "acceptance.tilt"):
+        return (
+            f"measure the accept length at another num_steps (e.g. {k}), or read vLLM's "
+            "per-position counters at K >= 4: how acceptance falls with position"
+        )
+    if field.startswith("acceptance.per_position"):
+        return "read vLLM's per-position counters over more drafts"
+    if field.startswith("acceptance."):
+        return f"measure the accept length at num_steps {k0} over more requests"
+    named = {
+        "timing.draft_step_ms": "time one drafter decode step (a profile of the draft passes)",
+        "timing.draft_extend_ms": "time the draft-extend pass",
+        "timing.cycle_overhead_ms": "time whole cycles at two num_steps (tok/s with their "
+        "accept lengths): the per-cycle overhead",
+        "timing.verify_ms": f"time the verify pass over {m0} tokens again",
+        "timing.decode_ms": "time plain decoding again",
+    }
+    return named.get(field, f"measure {field}")
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
+    """``req`` with the draft lengths outside ``ks`` out of reach (None: all of them)."""
+    if ks is None:
+        return req
+    keep = np.zeros(req.first_rate.shape[1], dtype=bool)
+    keep[[k - 1 for k in ks if 1 <= k <= keep.size]] = True
+
+    def mask(a: np.ndarray) -> np.ndarray:
+        return np.where(keep[None, :], a, np.nan)
+
+    return Requirement(
+        req.tok_s,
+        req.need,
+        mask(req.first_rate),
+        mask(req.mean_rate),
+        mask(req.flat_alpha),
+        mask(req.scale),
+    )
+
+
+def _target_uncertainty(
+    scenario: Scenario,
+    ss: SampledScenario,
+    tok_s: float,
+    nominal: SampledModel,
+    sampled: SampledModel,
+    ends: SampledModel,
+    measure: list[tuple[int, SampledModel]],
+    ks: Sequence[int] | None,
+) -> TargetUncertainty:
+    window: np.ndarray | None = None  # the draft lengths worth solving once k is known
+
+    def best(
+        model: SampledModel, flat: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return _restricted(model.requirement(tok_s, flat, window), ks).at_best()
+
+    k_nom, first_nom, mean_nom, flat_nom = best(nominal, flat=True)
+    req = sampled.requirement(tok_s)
+    k, first, mean, flat = _restricted(req, ks).at_best()
+    interval = _interval(first)
+    reachable = k > 0
+    if reachable.any():  # the one-at-a-time studies solve only near the draws' best k
+        lo_k, hi_k = int(k[reachable].min()), int(k[reachable].max())
+        window = np.zeros(req.first_rate.shape[1], dtype=bool)
+        window[max(lo_k - 3, 0) : hi_k + 2] = True
+    k_range = (
+        (int(np.quantile(k[reachable], 0.05)), int(np.quantile(k[reachable], 0.95)))
+        if reachable.any()
+        else None
+    )
+    per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
+    # drivers: each input alone at its two ends (rows 2j, 2j + 1 of ``ends``)
+    _, first_ends, _, _ = best(ends)
+    drivers = []
+    for j, inp in enumerate(ss.inputs):
+        lo_in, hi_in = inp.ends()
+        d = Driver(
+            inp.field, lo_in, hi_in, _nan_none(first_ends[2 * j]), _nan_none(first_ends[2 * j + 1])
+        )
+        if d.swing > 1e-6:
+            drivers.append(d)
+    drivers.sort(key=lambda d: -d.swing)
+    best_k = int(k_nom[0]) if k_nom[0] > 0 else None
+    measure_next = None
+    candidates = []
+    for j, model in measure:
+        _, f_after, _, _ = best(model)
+        candidates.append((j, _interval(f_after)))
+    if candidates:
+        j, after = min(candidates, key=lambda c: (c[1].width, c[0]))
+        if after.width < interval.width - 1e-9:
+            field = ss.inputs[j].field
+            measure_next = MeasureNext(measurement_for(field, scenario, best_k), field, after)
+    return TargetUncertainty(
+        tok_s=tok_s,
+        best_num_steps=best_k,
+        first_rate=_nan_none(first_nom[0]),
+        mean_rate=_nan_none(mean_nom[0]),
+        flat_alpha=_nan_none(flat_nom[0]),
+        interval90=interval,
+        mean_rate_interval90=_interval(mean),
+        flat_interval90=_interval(flat),
+        num_steps_range=k_range,
+        drivers=tuple(drivers[:TOP_DRIVERS]),
+        measure_next=measure_next,
+        per_num_steps=per_k,
+    )
+
+
+def driver_rows(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """Rows (2F, F): each input at its 5% then its 95% end, the others nominal (correlated
+    normal inputs at their conditional values)."""
+    if not inputs:
+        return np.zeros((0, 0))
+    corr = correlation_matrix(scenario, inputs)
+    nominal = nominal_row(inputs)
+    rows = [
+        conditioned(inputs, corr, nominal, j, end)[0]
+        for j, inp in enumerate(inputs)
+        for end in inp.ends()
+    ]
+    return np.array(rows).reshape(-1, len(inputs))
+
+
+def _nan_none(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def answer_uncertainty(
+    scenario: Scenario,
+    targets: Sequence[float] | None = None,
+    *,
+    samples: int = SAMPLES,
+    seed: int | None = None,
+    max_steps: int = MAX_STEPS,
+    num_steps: Sequence[int] | None = None,
+) -> UncertaintyResult:
+    """Every target's answer with its 90% interval, drivers and next measurement, and the
+    interval of tok/s and accept length at the scenario's own k (see the module
+    docstring). The best k is chosen among ``num_steps`` (default 1..``max_steps``).
+    ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws."""
+    seed = scenario.simulation.seed if seed is None else seed
+    tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
+    if num_steps is not None:
+        max_steps = max(max(num_steps), scenario.num_steps, 1)
+    probe = sampled_scenario(scenario, max_steps=max_steps)
+    draws = draw_inputs(scenario, probe.inputs, samples, seed)
+    ss = sampled_scenario(scenario, draws, max_steps)
+    nominal_values = nominal_row(ss.inputs)
+    nominal = ss.model(nominal_values)
+    sampled = ss.model(draws)
+    ends = ss.model(driver_rows(scenario, ss.inputs))
+    measure = []
+    if tgts and ss.inputs:
+        corr = correlation_matrix(scenario, ss.inputs)
+        few = draws[:MEASURE_SAMPLES]
+        for j, inp in enumerate(ss.inputs):
+            measure.append((j, ss.model(conditioned(ss.inputs, corr, few, j, inp.nominal))))
+    k = scenario.num_steps
+    notes = []
+    if not acceptance_propagated(scenario):
+        notes.append(
+            "acceptance is a mix or has a per-request spread: the effect of its inputs on "
+            "the effective rates is tabulated and added up (an approximation)"
+        )
+    if not ss.inputs:
+        notes.append("no uncertain input: every interval is the nominal answer")
+    return UncertaintyResult(
+        samples=samples,
+        seed=seed,
+        num_steps=k,
+        inputs=ss.inputs,
+        tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
+        accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
+        targets=tuple(
+            _target_uncertainty(scenario, ss, t, nominal, sampled, ends, measure, num_steps)
+            for t in tgts
+        ),
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------- any lever
+
+#: Values of the lever at which the closed form is tabulated for the per-draw solve.
+LEVER_GRID = 48
+
+
+@dataclass(frozen=True)
+class LeverUncertainty:
+    """One target's lever value with its 90% interval, drivers and next measurement."""
+
+    tok_s: float
+    value: float | None
+    interval90: Interval
+    drivers: tuple[Driver, ...]
+    measure_next: MeasureNext | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": INTERVAL_LABEL,
+            "quantity": "lever value reaching the target (closed form)",
+            "tok_s": self.tok_s,
+            "value": self.value,
+            "interval90": self.interval90.to_list(),
+            "unreachable_share": self.interval90.unreachable,
+            "drivers": [d.to_dict() for d in self.drivers],
+            "measure_next": self.measure_next.to_dict() if self.measure_next else None,
+        }
+
+
+def _lever_grid(v0: float, hints: Sequence[float], domain: tuple[float, float]) -> np.ndarray:
+    points = [v for v in (v0, *hints) if v is not None and np.isfinite(v)]
+    lo = max(domain[0], min(points) / 4.0)
+    hi = min(domain[1], max(points) * 4.0)
+    if lo > 0:
+        return np.unique(np.concatenate([np.geomspace(lo, hi, LEVER_GRID), points]))
+    return np.unique(np.concatenate([np.linspace(lo, hi, LEVER_GRID), points]))
+
+
+def _solve_on_grid(grid: np.ndarray, tok: np.ndarray, target: float, sign: int) -> np.ndarray:
+    """Per draw (rows of ``tok``, shape (n, G)), the least-effort grid-interpolated lever
+    value with tok/s >= target: the lowest value when raising helps (``sign`` > 0), the
+    highest when lowering does; NaN when no grid value reaches it."""
+    ok = tok >= target
+    n, g = tok.shape
+    out = np.full(n, np.nan)
+    if sign > 0:
+        first = np.where(ok.any(axis=1), ok.argmax(axis=1), -1)
+    else:
+        first = np.where(ok.any(axis=1), g - 1 - ok[:, ::-1].argmax(axis=1), -1)
+    rows = np.arange(n)
+    for i in rows[first >= 0]:
+        j = first[i]
+        nb = j - 1 if sign > 0 else j + 1
+        if 0 <= nb < g and tok[i, nb] < target:
+            t = (target - tok[i, nb]) / (tok[i, j] - tok[i, nb])
+            out[i] = grid[nb] + t * (grid[j] - grid[nb])
+        else:
+            out[i] = grid[j]
+    return out
+
+
+def lever_uncertainty(
+    scenario: Scenario,
+    field: str,
+    targets: Sequence[float],
+    *,
+    sign: int,
+    domain: tuple[float, float],
+    hints: Sequence[float | None] = (),
+    samples: int = SAMPLES,
+    seed: int | None = None,
+) -> tuple[LeverUncertainty, ...]:
+    """The value of ``field`` reaching each target in every draw of the other inputs (the
+    lever's own uncertainty left out: it is being solved for), at the scenario's k.
+
+    The closed form is tabulated on a grid of lever values (the scenario re-validated at
+    each) and every draw's cycle and accept length move it by their difference from the
+    nominal at the current value (additive); the crossing of each target is interpolated.
+    ``sign`` > 0: raising the lever helps.
+    """
+
+    seed = scenario.simulation.seed if seed is None else seed
+    v0 = float(field_value(scenario, field))
+    base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
+    k = base.num_steps
+    probe = sampled_scenario(base)
+    draws = draw_inputs(base, probe.inputs, samples, seed)
+    ss = sampled_scenario(base, draws)
+    integer = isinstance(field_value(scenario, field), int)
+    grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
+    if integer:
+        grid = np.unique(np.round(grid))
+    cycles, als, kept = [], [], []
+    for v in grid:
+        try:
+            at = with_overrides(base, {field: int(v) if integer else float(v)}, source="solve")
+        except Exception:
+            continue
+        kept.append(v)
+        al = mean_accept_length(scenario_rates(at)) if k > 0 else 1.0
+        cycles.append(
+            cycle_cost(at).at_accept_length(al).total_ms
+            if k > 0
+            else 1000.0 / closed_form_tok_s(at)
+        )
+        als.append(al)
+    grid = np.array(kept)
+    cyc_nom, al_nom = np.array(cycles), np.array(als)
+    nominal_values = nominal_row(ss.inputs)
+    at_v0 = int(np.argmin(np.abs(grid - v0)))
+
+    def tok_table(values: np.ndarray) -> np.ndarray:
+        model = ss.model(values)
+        if k == 0:
+            d_cycle = model.decode_ms - cyc_nom[at_v0]
+            d_al = np.zeros(values.shape[0])
+        else:
+            d_cycle = model.cycle_ms(k) - cyc_nom[at_v0]
+            d_al = model.accept_length(k) - al_nom[at_v0]
+        cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
+        return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
+
+    def answers(values: np.ndarray, target: float) -> np.ndarray:
+        return _solve_on_grid(grid, tok_table(values), target, sign)
+
+    ends = driver_rows(base, ss.inputs)
+    corr = correlation_matrix(base, ss.inputs)
+    out = []
+    for target in targets:
+        value = answers(nominal_values, target)[0]
+        interval = _interval(answers(draws, target), cap=None)
+        drivers = []
+        if ends.size:
+            at_ends = answers(ends, target)
+            for j, inp in enumerate(ss.inputs):
+                lo_in, hi_in = inp.ends()
+                d = Driver(
+                    inp.field,
+                    lo_in,
+                    hi_in,
+                    _nan_none(at_ends[2 * j]),
+                    _nan_none(at_ends[2 * j + 1]),
+                )
+                if d.low is None and d.high is None:
+                    continue  # out of reach at both ends: says nothing
+                if d.low is None or d.high is None or abs(d.high - d.low) > 1e-9 * max(abs(v0), 1):
+                    drivers.append(d)
+        drivers.sort(key=lambda d: -_lever_swing(d))
+        measure_next = None
+        if ss.inputs:
+            few = draws[:MEASURE_SAMPLES]
+            best = None
+            for j, inp in enumerate(ss.inputs):
+                fixed = conditioned(ss.inputs, corr, few, j, inp.nominal)
+                after = _interval(answers(fixed, target), cap=None)
+                width = _lever_width(after)
+                if best is None or width < best[0]:
+                    best = (width, j, after)
+            if best is not None and best[0] < _lever_width(interval) - 1e-12:
+                _, j, after = best
+                name = ss.inputs[j].field
+                measure_next = MeasureNext(measurement_for(name, base, k), name, after)
+        out.append(
+            LeverUncertainty(
+                float(target),
+                _nan_none(value),
+                interval,
+                tuple(drivers[:TOP_DRIVERS]),
+                measure_next,
+            )
+        )
+    return tuple(out)
+
+
+def _lever_swing(d: Driver) -> float:
+    if d.low is None or d.high is None:
+        return np.inf
+    return abs(d.high - d.low)
+
+
+def _lever_width(interval: Interval) -> float:
+    if interval.low is None or interval.high is None or interval.unreachable > 0.05:
+        return np.inf
+    return interval.high - interval.low
+
+
+def sampled_answers(
+    scenario: Scenario, *, samples: int = SAMPLES, seed: int | None = None
+) -> SampledModel:
+    """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
+    interval of any quantity (draft lengths 1..``MAX_STEPS``). Kept on the scenario."""
+    seed = scenario.simulation.seed if seed is None else seed
+    key = ("sampled_answers", samples, seed)
+    cache = scenario._derived
+    if key not in cache:
+        probe = sampled_scenario(scenario)
+        draws = draw_inputs(scenario, probe.inputs, samples, seed)
+        cache[key] = sampled_scenario(scenario, draws).model(draws)
+    return cache[key]

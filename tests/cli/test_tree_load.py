@@ -1,0 +1,69 @@
+"""``specsim tree-load``: the summary, the JSON document, plots and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.conftest import ROOT
+
+LLAMA = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+SMALL = [
+    "--set",
+    "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+    "--set",
+    "workload.output_tokens=48",
+    "--requests",
+    "8",
+    "--replications",
+    "2",
+    "-q",
+    "--concurrency",
+    "1,8",
+    "--tree",
+    "5/4/8",
+]
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["tree-load", *args])
+    return result.exit_code, result.output
+
+
+def test_json_document_and_text(tmp_path):
+    code, out = run(LLAMA, *SMALL, "--json", "--plot", str(tmp_path))
+    assert code == 0, out
+    doc = json.loads(out[out.index("{") :])
+    assert doc["kind"] == "tree-load" and doc["concurrencies"] == [1, 8]
+    assert doc["trees"] == ["tree 5/4/8"] and doc["chains"] == ["chain 5"]
+    point = doc["points"][0]
+    assert set(point["per_user_tok_s"]) == {"off", "chain 5", "tree 5/4/8"}
+    assert point["tree_over_chain"]["tree 5/4/8"]["chain 5"]["per_user_tok_s"]["mean"] > 0
+    assert doc["best_draft_table"][0][0] == 1 and doc["best_draft_table"][-1][1] == 1024
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "tree-load-throughput.png",
+        "tree-load-ratio.png",
+    }
+    code, text = run(LLAMA, *SMALL, "--concurrency", "1")
+    assert code == 0 and "where the tree stops beating the chain" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--tree", "5/4/200"], "--tree"),
+        (["--concurrency", "1,x"], "--concurrency"),
+        (["--concurrency", "0,4"], "--concurrency"),
+    ],
+)
+def test_bad_input_is_one_line(args, flag):
+    code, out = run(LLAMA, *SMALL, *args)
+    assert code == 2 and out.strip().count("\n") == 0 and flag in out, out
+
+
+def test_a_chain_scenario_needs_a_tree():
+    code, out = run(LLAMA, "--set", "acceptance.rank_profile=sequoia-jf68m-llama2-7b", "-q")
+    assert code == 2 and "no tree to compare" in out

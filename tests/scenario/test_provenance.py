@@ -1,0 +1,67 @@
+"""Every input of an answer carries its origin: measured, assumed, default, derived,
+calibrated or override."""
+
+from __future__ import annotations
+
+from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.provenance import assumptions, effective_hardware, hardware_line
+from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
+
+
+def _by_field(scenario):
+    return {a.field: a for a in assumptions(scenario)}
+
+
+def test_every_origin(write_scenario) -> None:
+    text = MINIMAL.replace("cycle_overhead_ms = 0.5\n", "") + (
+        "[uncertainty]\n"
+        'timing.draft_step_ms = { range = [0.5, 1.5], reason = "split assumed" }\n'
+        'timing.verify_ms = { stderr = 0.4, origin = "calibrated", reason = "fit" }\n'
+        'timing.decode_ms = { stderr = 0.1, reason = "timed 50 times" }\n'
+    )
+    s = load_scenario(write_scenario(text), ["timing.draft_extend_ms=2.5"])
+    a = _by_field(s)
+    assert a["timing.draft_step_ms"].origin == "assumed"
+    assert a["timing.draft_step_ms"].range == (0.5, 1.5)
+    assert a["timing.verify_ms"].origin == "calibrated" and a["timing.verify_ms"].stderr == 0.4
+    assert a["timing.decode_ms"].origin == "measured" and a["timing.decode_ms"].stderr == 0.1
+    assert a["timing.draft_extend_ms"].origin == "override"
+    assert a["timing.draft_extend_ms"].value == 2.5
+    assert a["timing.cycle_overhead_ms"].origin == "default"
+    assert a["speculation.num_steps"].origin == "measured"
+    # no slope and no model to derive one: a default, listed with why
+    slope = a["timing.verify_ms_per_extra_token"]
+    assert (slope.origin, slope.value) == ("default", 0.0) and "optimistic" in slope.reason
+    # one alpha, no method: the pooled decay prior, with its range
+    decay = a["acceptance.decay"]
+    assert decay.origin == "derived" and decay.range is not None and decay.range[1] == 1.0
+    assert a["acceptance.method"].origin == "default"
+
+
+def test_derived_slope_and_efficiency_carry_ranges(write_scenario) -> None:
+    text = seed_text_without_uncertainty().replace("verify_ms_per_extra_token = 0.7\n", "")
+    text = text.replace('verify_compute = "decode"', 'verify_compute = "measured"')
+    a = _by_field(load_scenario(write_scenario(text)))
+    slope = a["timing.verify_ms_per_extra_token"]
+    assert slope.origin == "derived" and slope.range[0] == slope.value < slope.range[1]
+    eff = a["hardware.bandwidth_efficiency"]
+    assert eff.origin == "assumed" and eff.range == (0.5, 1.0)
+    # the seed states its estimate with the hardware model's range instead
+    seed = _by_field(load_scenario(SEED))["timing.verify_ms_per_extra_token"]
+    assert (seed.origin, seed.value, seed.range) == ("assumed", 0.7, (0.7, 1.42))
+
+
+def test_an_override_drops_the_stated_error_and_shows_in_the_header() -> None:
+    s = load_scenario(SEED, ["timing.verify_ms=25", "hardware.interconnect=nvlink4"])
+    a = _by_field(s)
+    assert a["timing.verify_ms"].origin == "override" and a["timing.verify_ms"].range is None
+    assert "timing.verify_ms" not in s.uncertainty.entries()
+    hw = effective_hardware(s)
+    assert hw["interconnect"] == "nvlink4" and hw["recomposed"]
+    assert "re-composed" in hardware_line(s) and "pcie-gen4" in hardware_line(s)
+
+
+def test_a_study_override_is_named_by_its_source() -> None:
+    s = with_overrides(load_scenario(SEED), {"speculation.num_steps": 5}, source="search")
+    assert s._overrides == {"speculation.num_steps": "search"}
+    assert _by_field(s)["speculation.num_steps"].reason == "set by search"

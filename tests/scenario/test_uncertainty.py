@@ -1,0 +1,92 @@
+"""Uncertain inputs, their quasi-random draws and the sampled closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.scenario.bind import cycle_cost
+from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.uncertainty import (
+    draw_inputs,
+    nominal_row,
+    sampled_scenario,
+    uncertain_inputs,
+)
+from tests.conftest import MINIMAL, SEED
+
+
+def test_inputs_of_the_seed() -> None:
+    s = load_scenario(SEED)
+    kinds = {u.field: u.kind for u in uncertain_inputs(s)}
+    assert kinds["timing.verify_ms"] == "uniform"
+    assert kinds["timing.draft_step_ms"] == "normal"
+    assert kinds["acceptance.decay"] == "prior"  # eagle3 prior, not stated in the file
+    assert kinds["timing.verify_ms_per_extra_token"] == "uniform"  # the stated estimate
+
+
+def test_draws_are_seeded_bounded_and_correlated() -> None:
+    s = load_scenario(SEED)
+    inputs = uncertain_inputs(s)
+    a, b = draw_inputs(s, inputs, 256, 7), draw_inputs(s, inputs, 256, 7)
+    assert np.array_equal(a, b) and not np.array_equal(a, draw_inputs(s, inputs, 256, 8))
+    col = {u.field: j for j, u in enumerate(inputs)}
+    step, extend = a[:, col["timing.draft_step_ms"]], a[:, col["timing.draft_extend_ms"]]
+    assert np.allclose(step + extend, 2.7)  # correlation -1: the sum stays as measured
+    assert step.std() == pytest.approx(0.3, rel=0.1)
+    decay = a[:, col["acceptance.decay"]]
+    assert decay.max() <= 1.0 and np.mean(decay == 1.0) > 0.2  # flat is the optimistic end
+    lo, hi = inputs[col["timing.verify_ms"]].low, inputs[col["timing.verify_ms"]].high
+    v = a[:, col["timing.verify_ms"]]
+    assert lo <= v.min() and v.max() <= hi
+
+
+def test_per_entry_stderr_of_a_list(write_scenario) -> None:
+    text = MINIMAL.replace("alpha = 0.7", "per_position = [0.8, 0.7]") + (
+        "[uncertainty]\nacceptance.per_position = { stderr = [0.01, 0.02] }\n"
+    )
+    inputs = uncertain_inputs(load_scenario(write_scenario(text)))
+    names = [u.field for u in inputs if u.field.startswith("acceptance.per")]
+    assert names == ["acceptance.per_position[0]", "acceptance.per_position[1]"]
+    assert [u.stderr for u in inputs if u.field in names] == [0.01, 0.02]
+
+
+def test_sampled_cycles_equal_the_revalidated_closed_form(write_scenario) -> None:
+    """Timing inputs move the cycle linearly: the response tables are exact."""
+    text = MINIMAL + (
+        "[uncertainty]\ntiming.draft_step_ms = { range = [0.5, 1.5] }\n"
+        "timing.verify_ms = { stderr = 1.0 }\n"
+    )
+    s = load_scenario(write_scenario(text))
+    inputs = uncertain_inputs(s)
+    draws = draw_inputs(s, inputs, 16, 1)
+    model = sampled_scenario(s, draws).model(draws)
+    for row in range(0, 16, 5):
+        values = {u.field: float(draws[row, j]) for j, u in enumerate(inputs)}
+        at = with_overrides(s, {k: v for k, v in values.items() if k.startswith("timing.")})
+        for k in (1, 3, 7):
+            assert model.cycle_ms(k)[row] == pytest.approx(cycle_cost(at, k).total_ms)
+
+
+def test_nominal_row_is_the_scenario() -> None:
+    s = load_scenario(SEED)
+    ss = sampled_scenario(s)
+    model = ss.model(nominal_row(ss.inputs))
+    assert model.cycle_ms(2)[0] == pytest.approx(cycle_cost(s).total_ms, rel=1e-12)
+    assert model.accept_length(2)[0] == pytest.approx(2.0, abs=1e-3)
+
+
+def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> None:
+    """A draft extend that grows with the accepted tokens: the nominal draw is the closed
+    form at every k."""
+    from sim.scenario.bind import closed_form_tok_s
+
+    text = MINIMAL.replace(
+        "draft_extend_ms = 2.0",
+        "draft_extend_ms = 2.0\ndraft_extend_ms_per_token = 0.3",
+    )
+    s = load_scenario(write_scenario(text))
+    ss = sampled_scenario(s)
+    model = ss.model(nominal_row(ss.inputs))
+    for k in (1, 3, 9):
+        assert model.tok_s(k)[0] == pytest.approx(closed_form_tok_s(s, k), rel=1e-12)

@@ -1,0 +1,138 @@
+"""Answers with their 90% intervals: zero ranges reproduce the closed forms exactly, the
+intervals cover the truth at about their nominal rate, drivers and the next measurement
+point the right way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.model.closed_forms import throughput_tok_s
+from sim.model.rates import mean_accept_length
+from sim.scenario.bind import cycle_cost, scenario_rates
+from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.studies.analysis import analyze
+from sim.studies.uncertainty import answer_uncertainty
+from tests.conftest import SEED, seed_text_without_uncertainty
+
+ZERO = """
+[uncertainty]
+timing.decode_ms = { range = [12.12, 12.12] }
+timing.verify_ms = { stderr = 0.0 }
+timing.draft_step_ms = { range = [1.2, 1.2] }
+acceptance.alpha = { stderr = 0.0 }
+"""
+
+
+def _today(write_scenario, extra: str = ""):
+    """The seed as it was before decay priors: flat rates (its slope is the given 0.7)."""
+    text = seed_text_without_uncertainty().replace(
+        'method = "eagle3"', 'method = "eagle3"\nshape = "flat"'
+    )
+    return load_scenario(write_scenario(text + extra))
+
+
+def test_zero_ranges_reproduce_todays_numbers_exactly(write_scenario) -> None:
+    plain = analyze(_today(write_scenario))
+    zero = analyze(_today(write_scenario, ZERO), uncertainty=True)
+    assert zero.throughput_tok_s == plain.throughput_tok_s
+    for a, b in zip(zero.targets, plain.targets, strict=True):
+        assert a.best == b.best and a.best_flat == b.best_flat
+    # today's answer for 150 tok/s: alpha 0.910 at num_steps 13 (flat rates)
+    t150 = plain.targets[0]
+    assert t150.best.num_steps == 13 and t150.best.alpha == pytest.approx(0.9097, abs=5e-4)
+    unc = zero.uncertainty
+    assert unc is not None
+    for u, t in zip(unc.targets, plain.targets, strict=True):
+        assert u.interval90.low == pytest.approx(t.best.first_rate, abs=1e-9)
+        assert u.interval90.high == pytest.approx(t.best.first_rate, abs=1e-9)
+        assert u.drivers == () and u.measure_next is None
+    assert unc.tok_s_interval90.low == pytest.approx(plain.throughput_tok_s, rel=1e-12)
+
+
+def test_nominal_answer_is_the_closed_form_of_the_seed() -> None:
+    a = analyze(load_scenario(SEED), uncertainty=True)
+    for t, u in zip(a.targets, a.uncertainty.targets, strict=True):
+        assert u.best_num_steps == t.best.num_steps
+        assert u.first_rate == pytest.approx(t.best.first_rate, abs=1e-9)
+        assert u.flat_alpha == pytest.approx(t.best_flat.alpha, abs=1e-9)
+        lo, hi = u.interval90.low, u.interval90.high
+        assert lo is not None and lo < u.first_rate <= (hi if hi is not None else 1.0)
+
+
+def test_drivers_and_the_next_measurement_of_the_seed() -> None:
+    (t150,) = answer_uncertainty(load_scenario(SEED), [150.0]).targets
+    fields = [d.field for d in t150.drivers]
+    # the shape beyond num_steps 2 matters most: its decay and its shape error
+    assert fields[0] in ("acceptance.decay", "acceptance.tilt")
+    for d in t150.drivers:
+        if d.field in ("acceptance.decay", "acceptance.tilt"):
+            assert d.low > d.high  # more decay (low end) needs a higher first rate
+    step = next(d for d in t150.drivers if d.field == "timing.draft_step_ms")
+    assert step.high > step.low  # slower drafter steps need a better drafter
+    assert t150.measure_next is not None
+    assert t150.measure_next.field in ("acceptance.decay", "acceptance.tilt")
+    assert "accept length at another num_steps" in t150.measure_next.what
+    assert t150.measure_next.interval90_after.width < t150.interval90.width
+
+
+def _coverage_trials(n_trials: int, samples: int, seed: int) -> float:
+    """Share of trials whose 90% interval of tok/s at num_steps 6 (extrapolated from
+    measurements at num_steps 2) contains the truth.
+
+    Truth: fixed timings and a geometric profile; each trial measures the verify pass,
+    the drafter step and the accept length at num_steps 2 with normal errors of known
+    standard error, and states them as such; the shape is known (geometric 0.9)."""
+    rng = np.random.default_rng(seed)
+    truth = {"verify_ms": 20.0, "draft_step_ms": 1.5, "alpha": 0.7}
+    sigma = {"verify_ms": 1.0, "draft_step_ms": 0.3, "alpha": 0.03}
+
+    def scenario(values: dict[str, float], uncertainty: dict | None):
+        raw = {
+            "name": "coverage",
+            "timing": {
+                "decode_ms": 10.0,
+                "verify_ms": values["verify_ms"],
+                "verify_tokens": 3,
+                "verify_ms_per_extra_token": 0.5,
+                "draft_step_ms": values["draft_step_ms"],
+                "draft_extend_ms": 2.0,
+            },
+            "speculation": {"num_steps": 6},
+            "acceptance": {
+                "alpha": values["alpha"],
+                "measured_num_steps": 2,
+                "shape": "geometric",
+                "decay": 0.9,
+            },
+            "simulation": {"seed": int(rng.integers(1 << 30))},
+        }
+        if uncertainty:
+            raw["uncertainty"] = uncertainty
+        return scenario_from_dict(raw, source="coverage")
+
+    true_s = scenario(truth, None)
+    true_tok = throughput_tok_s(mean_accept_length(scenario_rates(true_s)), cycle_cost(true_s))
+    hits = 0
+    for _ in range(n_trials):
+        measured = {k: v + sigma[k] * rng.normal() for k, v in truth.items()}
+        stated = {
+            "timing": {k: {"stderr": sigma[k]} for k in ("verify_ms", "draft_step_ms")},
+            "acceptance": {"alpha": {"stderr": sigma["alpha"]}},
+        }
+        unc = answer_uncertainty(scenario(measured, stated), [], samples=samples)
+        lo, hi = unc.tok_s_interval90.to_list()
+        hits += lo <= true_tok <= hi
+    return hits / n_trials
+
+
+def test_interval_coverage_on_simulated_measurements() -> None:
+    """About 90%: 4 binomial standard errors of 60 trials either side."""
+    cover = _coverage_trials(60, 128, 1)
+    assert abs(cover - 0.9) < 4 * np.sqrt(0.9 * 0.1 / 60)
+
+
+@pytest.mark.slow
+def test_interval_coverage_on_many_simulated_measurements() -> None:
+    cover = _coverage_trials(600, 256, 2)
+    assert abs(cover - 0.9) < 4 * np.sqrt(0.9 * 0.1 / 600)

@@ -26,18 +26,19 @@ run: $(RUN_STAMP)
 	$(BIN)/specsim run $(SCENARIO)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist worksteal
 
 # exit status 5 means "no test selected": not a failure for this subset.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -m slow -n 2 --dist worksteal || [ $$? -eq 5 ]
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engines.py
+	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/bench_serving.py
+	$(BIN)/python benchmarks/bench_parsers.py
 
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)
 # and closed-form checks; fails if a closed-form check fails.

@@ -39,3 +39,39 @@ def test_importing_sim_is_cheap():
     code = "import sys, sim; print(sorted(m for m in sys.modules if m.startswith('sim.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+_LOADED = """
+import contextlib, io, sys
+sys.argv = ["specsim", *{argv!r}]
+from sim.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit:
+        pass
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def _loaded_by(argv: list[str]) -> set[str]:
+    import subprocess
+    import sys
+
+    code = _LOADED.format(argv=argv)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_help_imports_only_click():
+    """Start-up: ``specsim --help`` loads no numerical library (commands import lazily)."""
+    loaded = _loaded_by(["--help"])
+    assert not {"numpy", "scipy", "pydantic", "matplotlib", "simpy"} & loaded
+
+
+def test_run_imports_what_it_uses(seed_path):
+    """Start-up: ``specsim run`` loads neither SimPy (the des engine) nor matplotlib (--plot).
+    (scipy.stats is loaded: the 90% intervals draw scrambled Sobol points from scipy.stats.qmc.)"""
+    loaded = _loaded_by(["run", str(seed_path), "-q"])
+    assert "numpy" in loaded
+    assert not {"simpy", "matplotlib"} & loaded

@@ -19,12 +19,22 @@ from sim.cli.options import (
 )
 from sim.cli.progress import ProgressBar
 
+METHODS = ("monte-carlo", "exact", "auto")
+
 
 @click.command()
 @scenario_argument
 @set_option
 @target_option
 @json_option
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default="monte-carlo",
+    show_default=True,
+    help="monte-carlo: simulate; exact: the exact per-request law without noise (one shared "
+    "rate profile and fixed cycle times; exit 2 otherwise); auto: exact where it exists.",
+)
 @monte_carlo_options
 @workers_option("replications")
 @quiet_option
@@ -35,6 +45,7 @@ def run(
     sets: tuple[str, ...],
     targets: tuple[float, ...],
     as_json: bool,
+    method: str,
     replications: int | None,
     requests: int | None,
     seed: int | None,
@@ -50,14 +61,36 @@ def run(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.errors import SpecsimError
     from sim.report.analysis import analysis_to_dict, render_analysis
-    from sim.report.montecarlo import merge_montecarlo, render_montecarlo
+    from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
     from sim.scenario.load import load_scenario
+    from sim.simulation.exact import scenario_exact
     from sim.simulation.simulate import simulate
     from sim.simulation.summary import summarize
     from sim.studies.analysis import analyze
 
     sc = with_targets(load_scenario(scenario, sets), targets)
     analysis = analyze(sc, uncertainty=True)
+    fallback = None
+    if method != "monte-carlo":
+        try:
+            exact, law = scenario_exact(sc, fidelity=fidelity, seed=seed)
+        except SpecsimError as exc:
+            if method == "exact":
+                raise
+            fallback = f"  (--method auto: {exc.message}; this is the Monte Carlo)"
+        else:
+            body = merge_montecarlo(analysis_to_dict(analysis), exact)
+            if plot_dir:
+                from sim.cli.plot import echo_written, save_figures  # lazy: matplotlib
+                from sim.report.figures import run_figures
+
+                echo_written(save_figures(run_figures(body), plot_dir, fmt), quiet)
+            if as_json:
+                echo_document("run", body)
+            else:
+                click.echo(render_analysis(analysis))
+                click.echo(render_exact(exact, law))
+            return
     with ProgressBar(enabled=not quiet) as progress:
         try:
             result = simulate(
@@ -81,9 +114,12 @@ def run(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
+        # result.tok_s is None when streamed
         echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt), quiet)
     if as_json:
         echo_document("run", body)
     else:
         click.echo(render_analysis(analysis))
         click.echo(render_montecarlo(summary, result))
+        if fallback:
+            click.echo(fallback)

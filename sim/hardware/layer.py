@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from sim.hardware.jitter import sample_multipliers
 from sim.hardware.launch import KernelSchedule
+
+if TYPE_CHECKING:
+    import simpy
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ def _rank(
 
 def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
     """One pass through SimPy; its duration in ms (the last rank's finish)."""
+    import simpy  # lazy: only the layer fidelity imports SimPy (start-up)
+
     schedule = layer_pass.schedule
     n_segments = int(schedule.segment.max()) + 1 if schedule.num_kernels else 0
     multipliers = sample_multipliers(layer_pass.jitter_cv, (layer_pass.ranks, n_segments), rng)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.roots import brentq
 from sim.model.shapes import scale_for_accept_length
 
 #: A profile's shape factors g_1..g_k (g_1 = 1) at each draft length k.
@@ -78,7 +79,8 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
     """Equal conditional rate alpha giving ``accept_length`` at k = ``num_steps``.
 
     0 when the accept length is at most 1; None when it exceeds k + 1 (unreachable).
-    Solved with scipy's brentq on Leviathan's E[L], which is increasing in alpha.
+    Solved with Brent's method (sim/model/roots.py, identical to scipy's brentq) on
+    Leviathan's E[L], which is increasing in alpha.
     """
     if accept_length <= 1.0:
         return 0.0
@@ -87,8 +89,6 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
         return None
     if accept_length >= cap:
         return 1.0
-    from scipy.optimize import brentq  # lazy: scipy.optimize is slow to import (start-up)
-
     return float(
         brentq(
             lambda a: leviathan_accept_length(a, num_steps) - accept_length, 0.0, 1.0, xtol=1e-12

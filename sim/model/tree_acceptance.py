@@ -139,6 +139,10 @@ class TreeAcceptance:
         ``AcceptanceModel.sample_requests``: common random numbers across rates)."""
         return self.top1.sample_requests(rng, n)
 
+    def requests_from_uniforms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``sample_requests`` from its uniforms (n, 2) (as ``AcceptanceModel``'s)."""
+        return self.top1.requests_from_uniforms(u)
+
     def chain_rates(self, top1: np.ndarray) -> np.ndarray:
         """Per-request chain-equivalent rates (n, depth): the law of L as a chain's."""
         return chain_equivalent_rates(self.tree, self._q(top1))

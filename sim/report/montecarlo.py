@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sim.model.cycle import PHASES
+from sim.model.renewal import RequestLaw
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.summary import Summary
 
@@ -22,7 +23,7 @@ def merge_montecarlo(analytic_doc: dict[str, Any], summary: Summary) -> dict[str
     """
     mc = summary.to_dict()
     doc = dict(analytic_doc)
-    for key in ("engine", "fidelity", "seed", "replications", "requests"):
+    for key in ("method", "engine", "fidelity", "seed", "replications", "requests"):
         doc[key] = mc[key]
     doc["throughput_tok_s"] = mc["throughput_tok_s"]
     doc["accept_length"] = mc["accept_length"]
@@ -44,32 +45,68 @@ def merge_montecarlo(analytic_doc: dict[str, Any], summary: Summary) -> dict[str
     return doc
 
 
-def text_histogram(values: np.ndarray, bins: int = 10, width: int = 30) -> list[str]:
+def text_histogram(
+    values: np.ndarray,
+    bins: int = 10,
+    width: int = 30,
+    weights: np.ndarray | None = None,
+    counts: bool = False,
+) -> list[str]:
     """Lines of a horizontal histogram of ``values`` (1-D) between their 0.5% and 99.5%
-    quantiles; values outside are counted in the first and last bars."""
-    lo, hi = np.percentile(values, [0.5, 99.5])
+    quantiles; values outside are counted in the first and last bars. With ``weights``
+    (probabilities of an exact law, or counts when ``counts``, same shape) bars show them."""
+    if weights is None:
+        lo, hi = np.percentile(values, [0.5, 99.5])
+    else:
+        order = np.argsort(values)
+        cum = np.cumsum(weights[order])
+        lo, hi = (float(values[order][np.searchsorted(cum, q * cum[-1])]) for q in (0.005, 0.995))
+    total = values.size if weights is None else float(np.sum(weights))
+    label = (lambda c: f"{c:.0f}") if weights is None or counts else (lambda c: f"{c:.3f}")
     if hi <= lo:
-        return [f"  {lo:8.1f}          | {'#' * width} {values.size}"]
+        return [f"  {lo:8.1f}          | {'#' * width} {label(total)}"]
     edges = np.linspace(lo, hi, bins + 1)
-    counts = np.histogram(np.clip(values, lo, hi), bins=edges)[0]
-    top = counts.max()
+    heights = np.histogram(np.clip(values, lo, hi), bins=edges, weights=weights)[0]
+    top = heights.max()
     lines = []
-    for i, c in enumerate(counts):
+    for i, c in enumerate(heights):
         bar = "#" * (round(width * c / top) if top else 0)
-        lines.append(f"  {edges[i]:8.1f} - {edges[i + 1]:8.1f} | {bar:<{width}} {c}")
+        lines.append(f"  {edges[i]:8.1f} - {edges[i + 1]:8.1f} | {bar:<{width}} {label(c)}")
     return lines
 
 
 def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
     """The Monte Carlo block printed under the closed-form summary."""
     s = summary
+    head = (
+        f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
+        f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})"
+    )
+    if result.stream is None:
+        return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
+    values, counts = result.stream.histogram.nonzero()
+    head += "; streamed: percentiles and histogram within 1e-4 relative"
+    bars = text_histogram(values, weights=counts.astype(float), counts=True)
+    return "\n".join(_summary_lines(s, head) + bars)
+
+
+def render_exact(summary: Summary, law: RequestLaw) -> str:
+    """The exact-law block printed under the closed-form summary (``run --method exact``)."""
+    head = (
+        f"Exact per-request law ({summary.fidelity} fidelity, requests of {law.tokens} tokens; "
+        "finite-N renewal law of the cycle count, no Monte Carlo)"
+    )
+    lines = _summary_lines(summary, head)
+    return "\n".join(lines + text_histogram(law.tok_s_values(), weights=law.probs))
+
+
+def _summary_lines(s: Summary, head: str) -> list[str]:
     lo, hi = s.tok_s_ci95
+    spread = "exact" if s.method == "exact" else f"Monte Carlo 95% CI {lo:.2f} - {hi:.2f}"
     lines = [
         "",
-        f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
-        f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})",
-        f"  per-request tok/s   mean {s.tok_s_mean:.2f} (Monte Carlo 95% CI {lo:.2f} - {hi:.2f}), "
-        f"std {s.tok_s_std:.2f}",
+        head,
+        f"  per-request tok/s   mean {s.tok_s_mean:.2f} ({spread}), std {s.tok_s_std:.2f}",
         f"  percentiles         p5 {s.tok_s_p5:.1f}   p50 {s.tok_s_p50:.1f}   "
         f"p95 {s.tok_s_p95:.1f}",
         f"  accept length       {s.accept_length_mean:.3f} per cycle, pooled "
@@ -88,10 +125,7 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
         )
     for t in s.targets:
         tlo, thi = t.ci95
-        lines.append(
-            f"  P(tok/s >= {t.tok_s:g})".ljust(22)
-            + f"{t.p_at_least:.3f} (95% CI {tlo:.3f} - {thi:.3f})"
-        )
+        band = "exact" if s.method == "exact" else f"95% CI {tlo:.3f} - {thi:.3f}"
+        lines.append(f"  P(tok/s >= {t.tok_s:g})".ljust(22) + f"{t.p_at_least:.3f} ({band})")
     lines.append("  per-request tok/s:")
-    lines += text_histogram(result.tok_s.ravel())
-    return "\n".join(lines)
+    return lines

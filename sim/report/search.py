@@ -44,6 +44,13 @@ def render_search(doc: Mapping[str, Any]) -> str:
         lines[1:1] = header_lines(doc["hardware"], doc.get("overrides", []))
     if doc.get("load"):  # searched at a serving load (sim/studies/serving_search.py)
         lines.append(f"  load: {doc['load']['label']}; {doc['note']}")
+    methods = {r.get("method") for t in doc["targets"] for r in t["per_num_steps"]}
+    if "exact" in methods:
+        lines.append(
+            "  roots on the exact finite-N law (one shared profile, fixed cycles); one Monte "
+            "Carlo run checks each root and gives its interval"
+            + (" (Monte Carlo bisection elsewhere)" if "monte_carlo" in methods else "")
+        )
     now = doc.get("current")
     if now:
         first = now.get("first_rate")

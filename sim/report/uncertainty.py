@@ -102,7 +102,9 @@ def assumption_lines(assumptions: Iterable[Assumption], indent: str = "  ") -> l
     for a in rows:
         spread = ""
         if a.range is not None:
-            spread = f"range {a.range[0]:.4g}-{a.range[1]:.4g}"
+            low, high = a.range
+            sep = " to " if min(low, high) < 0 else "-"  # "-0.07 to -0.003", not "-0.07--0.003"
+            spread = f"range {low:.4g}{sep}{high:.4g}"
         elif a.stderr is not None:
             spread = f"± {_value(a.stderr)}"
         lines.append(

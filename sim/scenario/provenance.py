@@ -310,9 +310,9 @@ def hardware_line(scenario: Scenario | dict[str, Any]) -> str:
     eff = scenario if isinstance(scenario, dict) else effective_hardware(scenario)
 
     def text(h: dict[str, Any]) -> str:
-        gpu = f" {h['gpu']}" if h["gpu"] else ""
+        gpu = h["gpu"] or "GPUs (model not given)"
         graph = "graphed" if h["verify_cuda_graph"] else "ungraphed"
-        return f"{h['gpus']}x{gpu} on {h['interconnect']}, verify {graph}"
+        return f"{h['gpus']}x {gpu} on {h['interconnect']}, verify {graph}"
 
     line = f"hardware: {text(eff)}"
     if eff["recomposed"]:

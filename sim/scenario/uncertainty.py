@@ -197,7 +197,9 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
                 se = entry.stderr[i] if isinstance(entry.stderr, list) else entry.stderr
                 if se > 0:
                     out.append(UncertainInput(kind="normal", stderr=float(se), **common))
-    fields = {u.field for u in out}
+    # A field the file states (even with a zero range or stderr: "known exactly") is never
+    # given a default spread below.
+    fields = {u.field for u in out} | set(scenario.uncertainty.entries())
     spec = scenario.acceptance
     if spec is not None and scenario.num_steps > 0 and "acceptance.decay" not in fields:
         shape = acceptance_shape(spec)

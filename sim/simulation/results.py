@@ -9,6 +9,7 @@ import numpy as np
 from sim.model.cycle import PHASES
 from sim.model.tree_acceptance import Acceptance
 from sim.scenario.schema import Scenario
+from sim.simulation.stream import StreamStats
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class MonteCarloResult:
 
     ``acceptance`` is the model the requests drew their rates from; ``fidelity`` the
     pass-time model (``cycle`` or ``layer``).
+
+    A streamed run (``stream`` set, sim/simulation/stream.py) keeps no per-request arrays:
+    every array below is None and ``stream`` holds the statistics folded block by block.
 
     Arrays (read-only):
       tok_s            float (R, Q)   per-request tok/s, counting N tokens (not the overshoot)
@@ -40,14 +44,19 @@ class MonteCarloResult:
     output_tokens: int
     num_steps: int
     class_names: tuple[str, ...]
-    tok_s: np.ndarray
-    request_ms: np.ndarray
-    request_tokens: np.ndarray
-    emitted_tokens: np.ndarray
-    cycles: np.ndarray
-    request_class: np.ndarray
-    accept_counts: np.ndarray
-    phase_ms: np.ndarray
+    tok_s: np.ndarray | None
+    request_ms: np.ndarray | None
+    request_tokens: np.ndarray | None
+    emitted_tokens: np.ndarray | None
+    cycles: np.ndarray | None
+    request_class: np.ndarray | None
+    accept_counts: np.ndarray | None
+    phase_ms: np.ndarray | None
+    stream: StreamStats | None = None
+
+    @property
+    def streamed(self) -> bool:
+        return self.stream is not None
 
     @property
     def phases(self) -> tuple[str, ...]:

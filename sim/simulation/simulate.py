@@ -1,18 +1,20 @@
 """Monte Carlo runs: replications, seeds and worker processes.
 
 Seeds become generators here and only here: ``SeedSequence(seed).spawn(replications)``
-gives one child per replication (``model_rng`` one more, for models built once per
-run, such as the layer-level pass-time pools), and each child spawns the replication's
-three streams (``ReplicationRngs``: requests, accept, timing; the SimPy engine derives one
-sub-stream per request from them with ``jumped``). A replication reads only its own
-streams, so results do not depend on ``workers`` (blocks of replications on the one
-executor of sim/parallel.py), on scheduling or on how the engines batch replications.
-Statistics of a result: sim/simulation/summary.py.
+gives one child per replication (``block_rngs`` computes their seeds a block at a time;
+``model_rng`` one more, for models built once per run, such as the layer-level pass-time
+pools), and each child spawns the replication's three streams (``ReplicationRngs``:
+requests, accept, timing; the SimPy engine derives one sub-stream per request from them
+with ``jumped``). A replication reads only its own streams, so results do not depend on
+``workers`` (blocks of replications on the one executor of sim/parallel.py), on
+scheduling or on how the engines batch replications. Statistics of a result:
+sim/simulation/summary.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,18 +28,41 @@ from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
+from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
+from sim.simulation.stream import StreamStats
 
 Progress = Callable[[int, int], None]
 
 
 def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
-    """The three independent streams of one replication from its SeedSequence child."""
-    requests, accept, timing = child.spawn(3)
-    return ReplicationRngs(
-        requests=np.random.Generator(np.random.PCG64(requests)),
-        accept=np.random.Generator(np.random.PCG64(accept)),
-        timing=np.random.Generator(np.random.PCG64(timing)),
-    )
+    """The three independent streams of one replication from its SeedSequence child:
+    stream i is ``child.spawn(3)[i]``, i.e. SeedSequence(entropy, spawn_key=child's + (i,)),
+    made directly when first read."""
+
+    def make(i: int) -> np.random.Generator:
+        seq = np.random.SeedSequence(
+            child.entropy, spawn_key=(*child.spawn_key, i), pool_size=child.pool_size
+        )
+        return np.random.Generator(np.random.PCG64(seq))
+
+    return ReplicationRngs(make)
+
+
+def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
+    """The streams of replications ``block`` of a run seeded ``seed``: stream j of
+    replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
+    spawn key (i, j); their PCG64 seeds are computed for the whole block at once
+    (sim/simulation/seeding.py: identical words, ~100x cheaper than one SeedSequence each),
+    the generators made when first read."""
+    if not words_match_numpy() or block.stop > 2**32:
+        return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
+    streams = len(ReplicationRngs.STREAMS)
+    words = seed_words(seed, [(i, j) for i in block for j in range(streams)])
+
+    def maker(row: int):
+        return lambda j: np.random.Generator(np.random.PCG64(SeedWords(words[row + j])))
+
+    return [ReplicationRngs(maker(streams * n)) for n in range(len(block))]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run
@@ -53,18 +78,65 @@ def model_rng(seed: int) -> np.random.Generator:
     )
 
 
-def run_block(
-    task: tuple[str, EnginePlan, Sequence[np.random.SeedSequence]],
-) -> EngineOutput:
-    """Run one block of replications: (engine name, plan, their SeedSequence children)."""
-    engine, plan, children = task
-    return ENGINES[engine](plan, [replication_rngs(c) for c in children])
+def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTimeModel:
+    """The cycle-time model ``simulate`` binds for ``scenario`` at ``fidelity`` and ``seed``
+    (the layer pass's pools are drawn from ``model_rng(seed)``)."""
+    rng = model_rng(seed) if fidelity == "layer" else None
+    return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
 
 
-def _blocks(replications: int, engine: str, requests: int, output_tokens: int) -> list[range]:
+@dataclass(frozen=True)
+class BlockTask:
+    """One block of replications for a worker: engine, plan, root seed, indices, and the
+    targets to count when the block is folded into ``StreamStats`` (None: keep arrays)."""
+
+    engine: str
+    plan: EnginePlan
+    seed: int
+    block: range
+    fold: tuple[float, ...] | None = None
+
+
+def run_block(task: BlockTask) -> EngineOutput | StreamStats:
+    """Run one block of replications: its arrays, or their statistics when folding."""
+    out = ENGINES[task.engine](task.plan, block_rngs(task.seed, task.block))
+    if task.fold is None:
+        return out
+    return StreamStats.of(out, task.fold, len(task.plan.acceptance.class_names))
+
+
+#: Runs of more requests than this stream by default (``simulate(stream=None)``).
+STREAM_ABOVE = 250_000
+#: The per-request and per-replication arrays of a ``MonteCarloResult``.
+ARRAYS = (
+    "tok_s",
+    "request_ms",
+    "request_tokens",
+    "emitted_tokens",
+    "cycles",
+    "request_class",
+    "accept_counts",
+    "phase_ms",
+)
+
+
+#: Simulated tokens per block of replications of the fast engine: large enough that a
+#: block's fixed costs (seeding, set-up) are small, small enough that a progress bar
+#: moves and workers share the load.
+BLOCK_TOKENS = 8_000_000
+
+
+#: A streamed run's blocks are this many times larger (fewer, smaller messages back).
+STREAM_BLOCKS = 8
+
+
+def _blocks(
+    replications: int, engine: str, requests: int, output_tokens: int, scale: int = 1
+) -> list[range]:
     """Replication blocks: one each for the SimPy engine; for the fast engine, blocks of
-    about 2 M simulated tokens so a progress bar moves and workers share the load."""
-    size = 1 if engine == "des" else max(1, 2_000_000 // max(1, requests * output_tokens))
+    about ``scale`` x ``BLOCK_TOKENS`` simulated tokens."""
+    tokens = scale * BLOCK_TOKENS
+    size = 1 if engine == "des" else max(1, tokens // max(1, requests * output_tokens))
     return [range(i, min(i + size, replications)) for i in range(0, replications, size)]
 
 
@@ -97,6 +169,8 @@ def simulate(
     progress: Progress | None = None,
     cycle_times: CycleTimeModel | None = None,
     acceptance: Acceptance | None = None,
+    stream: bool | None = None,
+    targets: Sequence[float] | None = None,
 ) -> MonteCarloResult:
     """Run the Monte Carlo of ``scenario``.
 
@@ -107,6 +181,12 @@ def simulate(
     (identical results). ``progress(done, total)`` is called as replications complete.
     ``cycle_times`` and ``acceptance`` replace the models the scenario binds to (a search
     scales the acceptance model instead of re-validating a scenario per rate).
+
+    ``stream``: fold each block into statistics where it runs and keep no per-request
+    arrays (sim/simulation/stream.py: memory that does not grow with the requests; exact
+    counts and means, percentiles within 1e-4 relative); None streams runs of more than
+    ``STREAM_ABOVE`` requests. ``targets`` (default the scenario's) are the tok/s whose
+    hits a streamed run counts.
     """
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
@@ -116,8 +196,7 @@ def simulate(
     k = scenario.num_steps
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers)
     if cycle_times is None:
-        rng = model_rng(seed) if fidelity == "layer" else None
-        cycle_times = cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+        cycle_times = bound_cycle_times(scenario, fidelity, seed)
     speculating = scenario.num_steps > 0
     per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
     plan = EnginePlan(
@@ -128,16 +207,42 @@ def simulate(
         extend_per_token_ms=per_token,
         extend_tokens=extend_tokens,
     )
-    children = np.random.SeedSequence(seed).spawn(r_n)
-    blocks = _blocks(r_n, engine, q_n, plan.output_tokens)
-    tasks = [(engine, plan, [children[j] for j in block]) for block in blocks]
+    streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
+    counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
+    blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)
+    fold = counted if streamed else None
+    tasks = [BlockTask(engine, plan, seed, block, fold) for block in blocks]
     parts: dict[int, EngineOutput] = {}
+    classes = len(plan.acceptance.class_names)
+    stats = StreamStats(counted, classes, plan.num_steps) if streamed else None
+    pending: dict[int, StreamStats] = {}
+    merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
     for i, part in LocalExecutor(workers).map_unordered(run_block, tasks):
-        parts[i] = part
+        if stats is None:
+            parts[i] = part
+        else:
+            pending[i] = part
+            while merged in pending:
+                stats.merge(pending.pop(merged))
+                merged += 1
         done += len(blocks[i])
         if progress:
             progress(done, r_n)
+    run = {
+        "scenario": scenario,
+        "acceptance": plan.acceptance,
+        "engine": engine,
+        "fidelity": fidelity,
+        "seed": seed,
+        "replications": r_n,
+        "requests": q_n,
+        "output_tokens": plan.output_tokens,
+        "num_steps": plan.num_steps,
+        "class_names": plan.acceptance.class_names,
+    }
+    if stats is not None:
+        return MonteCarloResult(**run, **dict.fromkeys(ARRAYS), stream=stats)
     out = EngineOutput.concatenate([parts[i] for i in range(len(blocks))])
     arrays = {
         "tok_s": out.tok_s,
@@ -151,16 +256,4 @@ def simulate(
     }
     for a in arrays.values():
         a.setflags(write=False)
-    return MonteCarloResult(
-        scenario=scenario,
-        acceptance=plan.acceptance,
-        engine=engine,
-        fidelity=fidelity,
-        seed=seed,
-        replications=r_n,
-        requests=q_n,
-        output_tokens=plan.output_tokens,
-        num_steps=plan.num_steps,
-        class_names=plan.acceptance.class_names,
-        **arrays,
-    )
+    return MonteCarloResult(**run, **arrays)

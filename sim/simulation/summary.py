@@ -1,7 +1,8 @@
 """Summary statistics of a Monte Carlo result.
 
 * per-request tok/s: mean, std (ddof 1), p5/p50/p95 over all requests; the 95% confidence
-  interval of the mean from the replication means with Student's t (scipy.stats.t), R - 1
+  interval of the mean from the replication means with Student's t (scipy.special.stdtrit,
+  the quantile scipy.stats.t.ppf returns), R - 1
   degrees of freedom (with one replication, from the requests, which are independent at
   batch 1);
 * accept length: pooled over all cycles (tokens emitted / cycles, as a server log reports
@@ -9,6 +10,9 @@
 * cycle_ms: mean time per cycle, total and by phase;
 * per target: P(a request's tok/s >= target) with a Wilson score interval (requests are
   independent and identically distributed in this model).
+
+A streamed result (sim/simulation/stream.py) gives the same statistics from its folded
+counts and moments (equal up to rounding), percentiles within 1e-4 relative.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
 from sim.simulation.results import MonteCarloResult
+from sim.simulation.stream import Moments
 
 
 def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:
@@ -33,9 +39,11 @@ def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:
     se = float(values.std(ddof=1)) / math.sqrt(values.size)
     if se == 0.0:
         return mean, mean, mean
-    from scipy import stats  # lazy: scipy.stats is slow to import (start-up)
+    # lazy: scipy.special only when an interval is due; stdtrit is what scipy.stats.t.ppf
+    # computes, without importing scipy.stats (about 1 s of start-up)
+    from scipy.special import stdtrit
 
-    half = float(stats.t.ppf(0.975, values.size - 1)) * se
+    half = float(stdtrit(values.size - 1, 0.975)) * se
     return mean, mean - half, mean + half
 
 
@@ -94,14 +102,17 @@ class ClassSummary:
 class Summary:
     """Statistics of a ``MonteCarloResult`` (see module docstring for their definitions).
 
-    ``accept_pmf``/``theory_pmf`` have shape (k + 1,), entry j for L = j + 1.
+    ``accept_pmf``/``theory_pmf`` have shape (k + 1,), entry j for L = j + 1. ``method``:
+    ``monte_carlo``, or ``exact`` for the exact law of sim/simulation/exact.py (then
+    ``engine`` is "exact", ``seed``/``replications``/``requests`` are None and every
+    interval has zero width).
     """
 
     engine: str
     fidelity: str
-    seed: int
-    replications: int
-    requests: int
+    seed: int | None
+    replications: int | None
+    requests: int | None
     tok_s_mean: float
     tok_s_std: float
     tok_s_ci95: tuple[float, float]
@@ -115,10 +126,12 @@ class Summary:
     cycle_ms: dict[str, float]
     targets: tuple[TargetProbability, ...]
     classes: tuple[ClassSummary, ...]
+    method: str = "monte_carlo"
 
     def to_dict(self) -> dict[str, Any]:
         """The Monte Carlo keys of ``specsim run --json`` (plain floats, JSON-ready)."""
         return {
+            "method": self.method,
             "engine": self.engine,
             "fidelity": self.fidelity,
             "seed": self.seed,
@@ -144,27 +157,63 @@ class Summary:
         }
 
 
+def _moments_ci95(m: Moments) -> tuple[float, float, float]:
+    """``mean_ci95`` from streamed moments (the same t interval, up to rounding)."""
+    if m.n < 2 or m.std() == 0.0:
+        return m.mean, m.mean, m.mean
+    from scipy.special import stdtrit  # lazy: as in mean_ci95
+
+    half = float(stdtrit(m.n - 1, 0.975)) * m.std() / math.sqrt(m.n)
+    return m.mean, m.mean - half, m.mean + half
+
+
 def throughput_mean_ci95(result: MonteCarloResult) -> tuple[float, float, float]:
     """Mean per-request tok/s and its 95% t interval over the replication means.
 
     With one replication the requests themselves are the sample.
     """
+    if result.stream is not None:
+        s = result.stream
+        return _moments_ci95(s.replication_means if result.replications > 1 else s.tok_s)
     tok = result.tok_s
     return mean_ci95(tok.mean(axis=1) if result.replications > 1 else tok.ravel())
 
 
+def accept_count_totals(result: MonteCarloResult) -> np.ndarray:
+    """Cycles that emitted L = j + 1 tokens over all replications, shape (k + 1,)."""
+    if result.stream is not None:
+        return result.stream.accept_counts
+    return result.accept_counts.sum(axis=0)
+
+
 def pooled_accept_length(result: MonteCarloResult) -> float:
     """Mean tokens per cycle over every simulated cycle (as a server log reports it)."""
-    counts = result.accept_counts.sum(axis=0)  # (k + 1,)
+    counts = accept_count_totals(result)  # (k + 1,)
     return float(counts @ np.arange(1, result.num_steps + 2) / counts.sum())
 
 
 def target_probabilities(
     result: MonteCarloResult, targets: Sequence[float]
 ) -> tuple[TargetProbability, ...]:
-    """P(a request's tok/s >= t) with its Wilson 95% interval, for each target t."""
-    flat = result.tok_s.ravel()
+    """P(a request's tok/s >= t) with its Wilson 95% interval, for each target t.
+
+    A streamed result knows only the targets it counted (``simulate(targets=...)``)."""
     rows = []
+    if result.stream is not None:
+        s = result.stream
+        for t in targets:
+            if float(t) not in s.targets:
+                raise SpecsimError(
+                    f"a streamed run counted targets {list(s.targets)} only; give {t:g} to "
+                    "simulate(targets=...)",
+                    param="targets",
+                )
+            hits = int(s.hits[s.targets.index(float(t))])
+            rows.append(
+                TargetProbability(float(t), hits / s.requests, wilson_ci95(hits, s.requests))
+            )
+        return tuple(rows)
+    flat = result.tok_s.ravel()
     for t in targets:
         hits = int((flat >= t).sum())
         rows.append(TargetProbability(float(t), hits / flat.size, wilson_ci95(hits, flat.size)))
@@ -191,25 +240,53 @@ def quick_stats(result: MonteCarloResult, targets: Sequence[float]) -> Stats:
     return Stats(mean, (lo, hi), pooled_accept_length(result), probabilities)
 
 
+def _spread(result: MonteCarloResult) -> tuple[float, float, float, float]:
+    """(std, p5, p50, p95) of per-request tok/s (streamed: moments and the histogram)."""
+    if result.stream is not None:
+        s = result.stream
+        p5, p50, p95 = (s.histogram.percentile(q) for q in (5, 50, 95))
+        return s.tok_s.std(), p5, p50, p95
+    flat = result.tok_s.ravel()
+    p5, p50, p95 = (float(x) for x in np.percentile(flat, [5, 50, 95]))
+    return (float(flat.std(ddof=1)) if flat.size > 1 else 0.0), p5, p50, p95
+
+
+def _phase_totals(result: MonteCarloResult) -> np.ndarray:
+    """Total ms per phase over all replications, (4,) in ``PHASES`` order."""
+    return result.stream.phase_ms if result.stream is not None else result.phase_ms.sum(axis=0)
+
+
+def _classes(result: MonteCarloResult) -> tuple[ClassSummary, ...]:
+    """Per-class share and mean tok/s (a workload mix only)."""
+    names = result.class_names if len(result.class_names) > 1 else ()
+    out = []
+    for i, name in enumerate(names):
+        if result.stream is not None:
+            n_i, total = int(result.stream.class_requests[i]), result.stream.requests
+            share, mean = n_i / total, float(result.stream.class_tok_s[i] / n_i) if n_i else 0.0
+        else:
+            rows = result.request_class == i
+            share = float(rows.mean())
+            mean = float(result.tok_s[rows].mean()) if rows.any() else 0.0
+        out.append(ClassSummary(name, share, mean))
+    return tuple(out)
+
+
 def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) -> Summary:
-    """Statistics of a Monte Carlo result; ``targets`` default to the scenario's."""
+    """Statistics of a Monte Carlo result; ``targets`` default to the scenario's.
+
+    A streamed result (``result.stream``) gives the same statistics from its folded
+    counts and moments, percentiles within ``LogHistogram.relative_error`` (1e-4)."""
     if targets is None:
         targets = result.scenario.target_tok_s
-    tok = result.tok_s
-    flat = tok.ravel()
     mean, lo, hi = throughput_mean_ci95(result)
-    p5, p50, p95 = (float(x) for x in np.percentile(flat, [5, 50, 95]))
-    counts = result.accept_counts.sum(axis=0)
+    std, p5, p50, p95 = _spread(result)
+    counts = accept_count_totals(result)
     n_cycles = int(counts.sum())
     model = result.acceptance
-    phase_tot = result.phase_ms.sum(axis=0)
+    phase_tot = _phase_totals(result)
     cycle_ms = {"mean": float(phase_tot.sum() / n_cycles)}
     cycle_ms.update({p: float(phase_tot[i] / n_cycles) for i, p in enumerate(PHASES)})
-    classes = []  # only for a workload mix
-    for i, name in enumerate(result.class_names if len(result.class_names) > 1 else ()):
-        rows = result.request_class == i
-        share = float(rows.mean())
-        classes.append(ClassSummary(name, share, float(tok[rows].mean()) if rows.any() else 0.0))
     return Summary(
         engine=result.engine,
         fidelity=result.fidelity,
@@ -217,7 +294,7 @@ def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) 
         replications=result.replications,
         requests=result.requests,
         tok_s_mean=mean,
-        tok_s_std=float(flat.std(ddof=1)) if flat.size > 1 else 0.0,
+        tok_s_std=std,
         tok_s_ci95=(lo, hi),
         tok_s_p5=p5,
         tok_s_p50=p50,
@@ -228,5 +305,5 @@ def summarize(result: MonteCarloResult, targets: Sequence[float] | None = None) 
         theory_accept_length=model.cycle_mean_accept_length(),
         cycle_ms=cycle_ms,
         targets=target_probabilities(result, targets),
-        classes=tuple(classes),
+        classes=_classes(result),
     )

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.bind import acceptance_model, cycle_cost
 from sim.scenario.schema import Scenario
-from sim.simulation.simulate import simulate
+from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats
 
 #: Bisection tolerance on alpha (conditional rates are reported to 3 decimals).
@@ -65,6 +66,10 @@ class MonteCarloStats:
             acceptance=acceptance,
         )
         return quick_stats(result, targets)
+
+    def cycle_times(self, scenario: Scenario) -> CycleTimeModel:
+        """The cycle-time model these runs use for ``scenario`` (at its own seed)."""
+        return bound_cycle_times(scenario, self.fidelity, scenario.simulation.seed)
 
 
 def checked_targets(targets: Sequence[float], quantile: float | None) -> list[float]:

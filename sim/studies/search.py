@@ -33,19 +33,25 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
+from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import cumulative_rates, mean_accept_length
+from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import (
     acceptance_model,
     acceptance_shape,
     anchored_factors,
     closed_form_tok_s,
+    extend_growth,
     pass_times,
 )
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
+from sim.simulation.engines.common import phase_means
+from sim.simulation.exact import exact_obstacle
 from sim.simulation.summary import Stats
+from sim.studies.exact_root import ExactLever, exact_root
 from sim.studies.rootfind import (
     ALPHA_XTOL,
     Criterion,
@@ -157,8 +163,6 @@ class AcceptanceLever:
         f = lambda x: self.expected_accept_length(x) - required_accept_length  # noqa: E731
         if f(a) >= 0:
             return a
-        from scipy.optimize import brentq  # lazy: scipy.optimize is slow to import
-
         return float(brentq(f, a, b, xtol=1e-10))
 
 
@@ -263,6 +267,7 @@ class KResult:
     ceiling_tok_s: float
     simulated_ceiling_tok_s: float | None
     per_position: list[float] | None
+    method: str = "monte_carlo"  # where the root came from: "exact" law or "monte_carlo"
     first_rate: float | None = None
     first_rate_ci95: tuple[float | None, float | None] = (None, None)
     closed_form_first_rate: float | None = None
@@ -274,6 +279,7 @@ class KResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "num_steps": self.num_steps,
+            "method": self.method,
             "reachable": self.reachable,
             "alpha": self.alpha,
             "alpha_ci95": list(self.alpha_ci95),
@@ -368,10 +374,15 @@ def _search_k(
     passes: PassTimes,
     criteria: Sequence[Criterion],
     evaluator: Evaluator,
+    cycle_times: CycleTimeModel | None = None,
 ) -> list[KResult]:
     """Every criterion at one k, sharing the Monte Carlo runs of this k.
 
     ``passes`` are the pass times the closed-form hints use (the pinned base scenario's).
+    ``cycle_times``: the Monte Carlo's own cycle-time model, when ``evaluator`` runs the
+    scenario's Monte Carlo; if the per-request law is then exact (one shared profile, fixed
+    cycles), roots are found on it and the Monte Carlo only checks them and gives the
+    interval (sim/studies/exact_root.py); otherwise bisection on the Monte Carlo.
     """
     num_steps = lever.num_steps
     cost = chain_cycle_cost(passes, num_steps)
@@ -379,6 +390,15 @@ def _search_k(
     def evaluate(x: float) -> Stats:
         return evaluator(lever.base, f"k={num_steps};x={x!r}", lever.model_at(x))
 
+    exact = None
+    if cycle_times is not None and exact_obstacle(lever.model, cycle_times) is None:
+        exact = ExactLever(
+            lever.model_at,
+            float(phase_means(cycle_times).sum()),
+            lever.base.workload.output_tokens,
+            lever.x_max,
+            extend_growth(lever.base),
+        )
     probe = Probe(evaluate, +1, 0.0, lever.x_max)
     grid = lever.accept_length_grid()
     flat = bool(np.all(lever.factors == 1.0))
@@ -387,20 +407,28 @@ def _search_k(
         closed = answer_at_k(crit.target_tok_s, passes, num_steps)
         x_cf = lever.closed_form_x(closed.required_accept_length, grid)
         hint = lever.x_max if x_cf is None else x_cf
-        root = solve_root(probe, crit, hint=hint, step=0.01 * lever.x_max, xtol=ALPHA_XTOL)
+        at_root: Stats | None = None
+        if exact is not None:
+            slope = (
+                _closed_form_slope(lever, hint, cost.total_ms) if crit.quantile is None else None
+            )
+            root, at_root = exact_root(exact, crit, probe.at, hint=hint, slope=slope)
+        else:
+            root = solve_root(probe, crit, hint=hint, step=0.01 * lever.x_max, xtol=ALPHA_XTOL)
+            if root.value is not None:
+                at_root = probe.at(root.value)
         sim_ceiling = None
         if lever.x_max in probe.seen:
             sim_ceiling = float(probe.seen[lever.x_max].tok_s_mean)
-        al = None
-        if root.value is not None:
-            al = float(probe.at(root.value).accept_length_mean)
         out.append(
             KResult(
                 num_steps=num_steps,
                 reachable=root.value is not None,
                 alpha=lever.alpha(root.value),
                 alpha_ci95=(lever.alpha(root.ci95[0]), lever.alpha(root.ci95[1])),
-                required_accept_length=al,
+                required_accept_length=(
+                    None if at_root is None else float(at_root.accept_length_mean)
+                ),
                 closed_form_alpha=lever.alpha(x_cf),
                 ceiling_tok_s=ceiling_tok_s(cost),
                 simulated_ceiling_tok_s=sim_ceiling,
@@ -409,6 +437,7 @@ def _search_k(
                     if root.value is None or (lever.kind == "alpha" and flat)
                     else lever.per_position(root.value)
                 ),
+                method="monte_carlo" if exact is None else "exact",
                 first_rate=lever.first_rate(root.value),
                 first_rate_ci95=(lever.first_rate(root.ci95[0]), lever.first_rate(root.ci95[1])),
                 closed_form_first_rate=lever.first_rate(x_cf),
@@ -417,6 +446,17 @@ def _search_k(
             )
         )
     return out
+
+
+def _closed_form_slope(lever: AcceptanceLever, x: float, cycle_ms: float) -> float | None:
+    """d(long-run tok/s)/dx at x (central difference of 1000 E[L] / T): the exact root's
+    first Newton step."""
+    h = 1e-4 * lever.x_max
+    a, b = max(0.0, x - h), min(lever.x_max, x + h)
+    if b <= a:
+        return None
+    rise = lever.expected_accept_length(b) - lever.expected_accept_length(a)
+    return 1000.0 * rise / cycle_ms / (b - a) if rise > 0 else None
 
 
 @dataclass(frozen=True)
@@ -429,13 +469,19 @@ class KTask:
     simulate: SimulateFn
 
 
+def _own_cycle_times(run: SimulateFn, scenario: Scenario) -> CycleTimeModel | None:
+    """The cycle-time model of ``run``'s Monte Carlo when it is the scenario's own."""
+    return run.cycle_times(scenario) if isinstance(run, MonteCarloStats) else None
+
+
 def run_k_task(task: KTask) -> tuple[int, list[KResult], int]:
     """(k, results per criterion, Monte Carlo evaluations) for one draft length."""
     base = scenario_from_dict(task.base, source="search")
     targets = [c.target_tok_s for c in task.criteria]
     evaluator = Evaluator(task.simulate, targets)
     lever = acceptance_lever(base, task.num_steps)
-    rows = _search_k(lever, pass_times(base), task.criteria, evaluator)
+    times = _own_cycle_times(task.simulate, lever.base)
+    rows = _search_k(lever, pass_times(base), task.criteria, evaluator, times)
     return task.num_steps, rows, evaluator.evaluations
 
 
@@ -499,7 +545,8 @@ def search_acceptance(
         passes = pass_times(base)
         for k in ks:
             levers[k] = acceptance_lever(base, k)
-            by_k[k] = _search_k(levers[k], passes, criteria, evaluator)
+            times = _own_cycle_times(run, levers[k].base)
+            by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
         evaluations = evaluator.evaluations
     unc = (
         answer_uncertainty(base, targets, num_steps=ks)

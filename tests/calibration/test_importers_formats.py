@@ -5,9 +5,7 @@ and the two-stage calibration they make possible."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -89,41 +87,22 @@ def test_server_args_line_gives_the_speculative_settings() -> None:
     assert parse_sglang_server_args(off).num_steps is None
 
 
-def _ratio(parse, make, n: int) -> float:
-    def t(size: int) -> float:
-        text = make(size)
-        best = float("inf")
-        for _ in range(5):
-            start = time.perf_counter()
-            with contextlib.suppress(SpecsimError):
-                parse(text)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    gc.disable()
-    try:
-        return t(8 * n) / t(n)
-    finally:
-        gc.enable()
-
-
 @pytest.mark.parametrize(
-    "parse, make, n",
+    "parse, text",
     [
-        (parse_sglang_log, lambda n: "Decode batch, " + "k: v, " * n + "accept len: 2.0\n", 20_000),
-        (parse_sglang_log, lambda n: "Decode batch, #running-req: 1, " + "x" * (6 * n), 20_000),
-        (
-            parse_sglang_server_args,
-            lambda n: "server_args=ServerArgs(" + "a=1, " * n + "b=2)",
-            2000,
-        ),
-        (parse_vllm_bench, lambda n: json.dumps({"mean_tpot_ms": 3.0, "x": "y" * (8 * n)}), 20_000),
+        (parse_sglang_log, "Decode batch, " + "k: v, " * 200_000 + "accept len: 2.0\n"),
+        (parse_sglang_log, "Decode batch, #running-req: 1, " + "x" * 1_000_000),
+        (parse_sglang_server_args, "server_args=ServerArgs(" + "a=1, " * 50_000 + "b=2)"),
+        (parse_vllm_bench, json.dumps({"mean_tpot_ms": 3.0, "x": "y" * 1_000_000})),
     ],
 )
-def test_parsers_are_linear_in_their_input(parse, make, n) -> None:
-    """8x the input takes well under 64x the time (a quadratic parser's ratio): the
-    bound 24 leaves room for timer noise while still failing for quadratic growth."""
-    assert _ratio(parse, make, n) < 24
+def test_parsers_finish_on_megabyte_lines(parse, text) -> None:
+    """A 1 MB line parses (or is refused with one line): the pattern that was quadratic
+    took 28 s at 40k characters, so it would not finish here. The linear growth itself is
+    measured as a ratio by ``make bench`` (benchmarks/bench_parsers.py), not asserted on
+    a clock here."""
+    with contextlib.suppress(SpecsimError):
+        parse(text)
 
 
 def _cli(*args: str):

@@ -113,22 +113,10 @@ def test_any_escaped_labels_and_value_round_trip(labels: dict[str, str], value: 
     assert dict(s.labels) == labels and s.value == value
 
 
-def test_parse_time_is_linear_in_the_scrape() -> None:
-    """8x the lines takes well under the 64x a quadratic parser would."""
-    import gc
-    import time
-
-    def t(n: int) -> float:
-        text = "".join(f'x_total{{engine="{i}",model_name="m"}} {i}.0\n' for i in range(n))
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            parse_exposition(text)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    gc.disable()
-    try:
-        assert t(4_000) / t(500) < 24
-    finally:
-        gc.enable()
+def test_a_large_scrape_parses() -> None:
+    """20,000 labelled samples parse to 20,000 samples (the growth of the parse time with
+    the scrape is a ratio in ``make bench``, benchmarks/bench_parsers.py)."""
+    n = 20_000
+    text = "".join(f'x_total{{engine="{i}",model_name="m"}} {i}.0\n' for i in range(n))
+    samples = parse_exposition(text).samples
+    assert len(samples) == n and samples[-1].value == n - 1

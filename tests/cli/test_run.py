@@ -123,3 +123,27 @@ def test_progress_bar_only_on_a_terminal_after_a_while(monkeypatch):
     with progress_mod.ProgressBar(stream=slow) as bar:
         bar(4, 4)
     assert slow.getvalue() == ""  # short runs draw nothing
+
+
+def test_method_exact_reports_the_law_without_noise(seed_path):
+    doc = run_json(str(seed_path), "--method", "exact")
+    mc = run_json(str(seed_path), "--method", "monte-carlo")
+    assert (doc["method"], doc["engine"], doc["replications"]) == ("exact", "exact", None)
+    assert mc["method"] == "monte_carlo"
+    lo, hi = doc["throughput_tok_s"]["ci95"]
+    assert lo == hi == doc["throughput_tok_s"]["mean"]
+    assert mc["throughput_tok_s"]["ci95"][0] <= lo <= mc["throughput_tok_s"]["ci95"][1]
+    text = CliRunner().invoke(main, ["run", str(seed_path), "--method", "exact"]).output
+    assert "Exact per-request law" in text and "no Monte Carlo" in text
+
+
+def test_method_exact_without_a_law_exits_2_and_auto_falls_back(seed_path):
+    jitter = ["--set", "timing.jitter_cv=0.2", *FAST]
+    bad = CliRunner().invoke(main, ["run", str(seed_path), "--method", "exact", *jitter])
+    assert bad.exit_code == 2 and "cycle times vary" in bad.output
+    assert "Traceback" not in bad.output
+    auto = run_json(str(seed_path), "--method", "auto", *jitter)
+    assert auto["method"] == "monte_carlo"
+    text = CliRunner().invoke(main, ["run", str(seed_path), "--method", "auto", "-q", *jitter])
+    assert "this is the Monte Carlo" in text.output
+    assert run_json(str(seed_path), "--method", "auto")["method"] == "exact"

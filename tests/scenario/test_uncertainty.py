@@ -90,3 +90,14 @@ def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> 
     model = ss.model(nominal_row(ss.inputs))
     for k in (1, 3, 9):
         assert model.tok_s(k)[0] == pytest.approx(closed_form_tok_s(s, k), rel=1e-12)
+
+
+def test_a_stated_zero_range_pins_an_input_that_has_a_default_spread() -> None:
+    """The Llama scenario's overhead was fitted at full bandwidth, so it pins the
+    efficiency with ``range = [1, 1]``: no default 0.5-1 spread may come back."""
+    llama = SEED.parent / "llama31-8b-1xh100-eagle3.toml"
+    fields = {u.field for u in uncertain_inputs(load_scenario(llama))}
+    assert "hardware.bandwidth_efficiency" not in fields
+    assert "timing.cycle_overhead_ms" in fields
+    unpinned = with_overrides(load_scenario(llama), {"uncertainty.hardware": {}})
+    assert "hardware.bandwidth_efficiency" in {u.field for u in uncertain_inputs(unpinned)}

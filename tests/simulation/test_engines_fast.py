@@ -187,7 +187,8 @@ def test_chunking_does_not_change_results(monkeypatch, generic):
     times = PerCycleOnly(cycle_time_model(sc)) if generic else None
     ref = simulate(sc, cycle_times=times)
     monkeypatch.setattr(fast, "ELEMENT_BUDGET", 500)  # tiny chunks, one replication a batch
-    monkeypatch.setattr(fast, "MIN_CHUNK", 3)
+    monkeypatch.setattr(fast, "SUB", 2)  # and tiny sub-blocks
+    monkeypatch.setattr(fast, "CHUNK_SD", 0.0)  # chunks that end before most requests do
     small = simulate(sc, cycle_times=times)
     assert np.array_equal(ref.tok_s, small.tok_s)
     assert np.array_equal(ref.accept_counts, small.accept_counts)

@@ -60,6 +60,7 @@ def test_hardware_and_compare_print_the_levers():
     doc = json.loads(CliRunner().invoke(main, ["hardware", str(SEED), "--json"]).output)
     assert doc["levers"]["ranked"][0] == "graph the verify"
     args = ["compare", "--levers", str(SEED), "--replications", "2", "--requests", "5"]
+    args += ["--target", "150"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "graph the verify" in result.output and "ratios to plain decoding" in result.output

@@ -11,6 +11,7 @@ request's time ends with that cycle, its tok/s counts only the ``output_tokens``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,18 +60,40 @@ class EnginePlan:
         return self.extend_means_ms() / mean
 
 
-@dataclass(frozen=True)
 class ReplicationRngs:
-    """The independent random streams of one replication (made in sim/simulation/simulate.py only).
+    """The independent random streams of one replication, each made on first use.
 
     ``requests``: each request's class and rates; ``accept``: the acceptance uniforms;
     ``timing``: the phase durations. Keeping them apart means that changing the rates does
     not move the timing draws, and jitter on/off does not move the acceptance draws.
+    ``make(i)`` makes stream i (0 requests, 1 accept, 2 timing) from the replication's seed
+    (sim/simulation/simulate.py, the one place seeds become generators); a stream an
+    engine never reads (no rates to draw, no jitter) is never made, which saves most of a
+    small replication's set-up.
     """
 
-    requests: np.random.Generator
-    accept: np.random.Generator
-    timing: np.random.Generator
+    STREAMS = ("requests", "accept", "timing")
+
+    def __init__(self, make: Callable[[int], np.random.Generator]):
+        self._make = make
+        self._made: dict[int, np.random.Generator] = {}
+
+    def _stream(self, i: int) -> np.random.Generator:
+        if i not in self._made:
+            self._made[i] = self._make(i)
+        return self._made[i]
+
+    @property
+    def requests(self) -> np.random.Generator:
+        return self._stream(0)
+
+    @property
+    def accept(self) -> np.random.Generator:
+        return self._stream(1)
+
+    @property
+    def timing(self) -> np.random.Generator:
+        return self._stream(2)
 
 
 @dataclass(frozen=True)
@@ -93,6 +116,8 @@ class EngineOutput:
     @staticmethod
     def concatenate(parts: list[EngineOutput]) -> EngineOutput:
         """Stack outputs along the replication axis, in the given order."""
+        if len(parts) == 1:
+            return parts[0]
         return EngineOutput(
             **{
                 name: np.concatenate([getattr(p, name) for p in parts], axis=0)

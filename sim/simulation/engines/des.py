@@ -25,9 +25,9 @@ distribution, not draw for draw (tests compare them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
@@ -38,6 +38,9 @@ from sim.simulation.engines.common import (
     request_stream,
     request_tok_s,
 )
+
+if TYPE_CHECKING:
+    import simpy
 
 #: Cycles of random numbers drawn at a time for one request.
 DRAW_BLOCK = 64
@@ -181,6 +184,8 @@ def run_replication(
 ) -> EngineOutput:
     """One replication in SimPy; arrays with a leading replication axis of length 1."""
     request_class, rates = plan.acceptance.sample_requests(rngs.requests, plan.requests)
+    import simpy  # lazy: the fast engine's runs never import SimPy (start-up)
+
     rec = Recorder(plan.requests, plan.num_steps)
     env = simpy.Environment()
     env.process(server_process(env, plan, rates, rngs, rec, trace))

@@ -1,10 +1,10 @@
 """The vectorized engine: the model of sim/simulation/engines/common.py over NumPy arrays.
 
-Layout. Replications x cycles x requests, (B, C, Q), processed in chunks of cycles. The
+Layout. Cycles x replications x requests, (C, B, Q), processed in chunks of cycles. The
 acceptance uniforms of a replication are drawn cycle-major (cycle 0 of every request, then
-cycle 1, ...), so the uniform of (request r, cycle c) is the (c Q + r)-th draw of that
+cycle 1, ...), so the uniform of (request r, cycle c) is the (c Q + r)-th 32-bit draw of that
 replication's ``accept`` stream whatever the chunk sizes. Chunk sizes may then follow the
-rates (renewal bound of ``cycles_bound``) without breaking common random numbers: with the
+rates (renewal bound of ``chunk_cycles``) without breaking common random numbers: with the
 same seed, a scenario with higher rates sees the same uniforms, so every cycle's L is at
 least as large (``accept_lengths_from_bits`` is monotone), every request needs at most as
 many cycles, and no request gets slower: with jitter, either the total time of a request is
@@ -14,29 +14,28 @@ cycle), which does not fall as n grows; or, for any other ``CycleTimeModel``, th
 of a request takes the same time in both (durations drawn per cycle in fixed blocks of
 ``TIMING_BLOCK`` cycles, cycle-major too).
 
-One uniform per cycle (inverse cdf of L; a 32-bit integer, half a raw 64-bit draw) instead
-of k, and no per-cycle Python: a chunk is a handful of whole-array passes (draw, then per
-position a compare and a count).
-
-A draft extend that grows with L (``EnginePlan.extend_varies``) is honoured from the per
-request counts of cycles by L (the per-position counts give them): without jitter the
-extra is s (tokens emitted - t cycles); with gamma jitter the cycles with the same L share
-a mean, so their extends sum to mean(L) x a Gamma(n_L / cv^2, cv^2) draw (one more uniform
-per request and L, drawn after the phase uniforms); with per-cycle draws the counts are
-laid over the request's cycles of the chunk in L order (the draws are i.i.d. and
-independent of L, so any fixed order gives the same law).
+Work per cycle. One 32-bit uniform (half a raw 64-bit PCG64 output) and, per draft
+position j, one compare with the threshold of c_j and one sum: the compares are summed per
+request over sub-blocks of ``sub_block(k)`` cycles (a reduction along a middle axis, no
+prefix sums over cycles). Running totals over the sub-blocks (1/sub of the data) show in
+which sub-block each request reaches its N tokens; only that sub-block's draws are then
+replayed per finishing request to find the exact cycle (``_replay``: the rule of
+``accept_lengths_from_bits``). A chunk covers the cycles the slowest active request still
+needs (renewal bound), so most requests finish in the first chunk. Compared with drawing
+cycle by cycle the outputs are identical: the same draws, the same lengths.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel, SummableCycleTimes
-from sim.model.rates import cumulative_rates, length_moments
-from sim.model.samplers import accept_lengths_from_bits, bit_thresholds
+from sim.model.rates import cumulative_rates, length_moments, mean_accept_length
+from sim.model.samplers import bit_thresholds
 from sim.simulation.engines.common import (
     EngineOutput,
     EnginePlan,
@@ -47,13 +46,25 @@ from sim.simulation.engines.common import (
 
 #: Cycles per block of timing draws (fixed, so timing draws line up across scenarios).
 TIMING_BLOCK = 64
-#: Cap on simulated cycles held in memory at once (B x C x Q), about 10 bytes each.
+#: Cap on simulated cycles held in memory at once (B x C x Q), about 6 bytes each.
 ELEMENT_BUDGET = 4_000_000
-#: Smallest chunk of cycles (below it, per-chunk overhead dominates); the largest keeps
-#: per-chunk counts in uint16 (half the memory traffic of wider sums).
-MIN_CHUNK = 16
-MAX_CHUNK = 65_534  # even, so rounding chunks up to even stays within uint16
+#: Cycles per sub-block: compares are counted per request and sub-block (uint8 counts);
+#: a finishing request replays one sub-block, so long drafts (many compares a cycle, few
+#: cycles a request) use the shorter one.
+SUB = 16
+SUB_LONG_DRAFT = 8
+LONG_DRAFT = 5
 
+
+def sub_block(num_steps: int) -> int:
+    """Cycles per sub-block at draft length ``num_steps``."""
+    return SUB_LONG_DRAFT if num_steps >= LONG_DRAFT else SUB
+
+
+#: Largest chunk of cycles (keeps a chunk's running totals within int32 for any k).
+MAX_CHUNK = 1 << 16
+#: Standard deviations of the renewal bound a chunk covers beyond the mean cycles needed.
+CHUNK_SD = 4.0
 
 #: Jittered durations are summed in integer nanoseconds: sums are then exact, so results
 #: do not depend on how cycles are chunked or replications batched (nor on ``workers``).
@@ -86,60 +97,124 @@ class TimingBlocks:
         return self._held[:, : c1 - c0]
 
 
-def chunk_cycles(need: np.ndarray, mean: np.ndarray, var: np.ndarray) -> int:
+def chunk_cycles(need: np.ndarray, mean: np.ndarray, var: np.ndarray, sub: int) -> int:
     """Cycles in the next chunk, from the active requests' remaining ``need`` (n,) and
-    their L mean and variance (n,): the 10th percentile of need / E[L] - 3 sd (renewal
-    theory), at least ``MIN_CHUNK`` and at most max(need). A speed knob only: results do
-    not depend on it."""
+    their L mean and variance (n,): the most any of them needs by the renewal bound
+    need / E[L] + ``CHUNK_SD`` sd, rounded up to ``sub``. A speed knob only: results do not
+    depend on it."""
     sd = np.sqrt(need * var / mean**3)
-    low = need / mean - 3.0 * sd
-    quick = float(np.partition(low, low.size // 10)[low.size // 10])  # ~10th percentile
-    return int(min(max(MIN_CHUNK, quick), need.max()))
+    top = float(np.max(need / mean + CHUNK_SD * sd)) + 1.0
+    return sub * max(1, math.ceil(top / sub))
 
 
 class Workspace:
-    """A scratch bool buffer reused across chunks and blocks (fresh large arrays cost page
-    faults that would dominate the run time)."""
+    """Scratch buffers reused across chunks (fresh large arrays cost page faults that
+    would dominate the run time)."""
 
     def __init__(self) -> None:
-        self._ge = np.empty(0, dtype=bool)
+        self._bufs: dict[str, np.ndarray] = {}
 
-    def bools(self, shape: tuple[int, int]) -> np.ndarray:
-        """A bool array of ``shape`` (contents undefined)."""
-        n = shape[0] * shape[1]
-        if self._ge.size < n:
-            self._ge = np.empty(n, dtype=bool)
-        return self._ge[:n].reshape(shape)
+    def array(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` (contents undefined)."""
+        n = math.prod(shape)
+        buf = self._bufs.get(name)
+        if buf is None or buf.size < n or buf.dtype != dtype:
+            buf = self._bufs[name] = np.empty(n, dtype=dtype)
+        return buf[:n].reshape(shape)
+
+
+def _draw_bits(
+    rngs: Sequence[ReplicationRngs], reps: np.ndarray, chunk: int, q_n: int, work: Workspace
+) -> np.ndarray:
+    """The next ``chunk`` cycles of 32-bit uniforms of each replication in ``reps``:
+    uint32 (chunk, len(reps), q_n), cycle-major per replication; replications side by side
+    within a cycle, so every row is long (reductions over cycles run fastest on long rows)."""
+    bits = work.array("bits", (chunk, len(reps), q_n), np.uint32)
+    for i, b in enumerate(reps):
+        raw = rngs[b].accept.bit_generator.random_raw(chunk * q_n // 2)
+        bits[:, i, :] = raw.view(np.uint32).reshape(chunk, q_n)
+    return bits
+
+
+def _replay(
+    bits: np.ndarray,
+    bi: np.ndarray,
+    qi: np.ndarray,
+    sb: np.ndarray,
+    rem: np.ndarray,
+    sub: int,
+    n_reps: int,
+    t_all: np.ndarray,
+    pos_all: np.ndarray,
+    reps: np.ndarray,
+    depth: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cycle by cycle through the sub-block in which each finishing request reaches N.
+
+    ``bits`` (C, B', Q) of the chunk; finishing request i is (bi[i], qi[i]) in sub-block
+    sb[i] (``sub`` cycles) with ``rem[i]`` tokens still to emit there. Returns (stop, lengths,
+    hist): the index 0..sub-1 of its last cycle in the sub-block, the L of its cycles there
+    (sub, n) (0 after the finishing one), and hist (B', k + 2), per replication, the count
+    of those cycles with L = v (v = 0 counts the cycles after each finish).
+    """
+    n = bi.size
+    stride = n_reps * bits.shape[2]  # one cycle of the chunk
+    base = sb * sub * stride + bi * bits.shape[2] + qi
+    flat = base[None, :] + (np.arange(sub) * stride)[:, None]  # (sub, n)
+    sub_bits = np.take(bits.reshape(-1), flat)  # (sub, n)
+    lengths = np.ones((sub, n), dtype=np.uint8)
+    hit = np.empty((sub, n), dtype=np.bool_)
+    for j in range(depth):
+        if t_all.ndim == 1:  # one profile
+            np.less_equal(sub_bits, t_all[j], out=hit)
+        else:
+            b_abs = reps[bi]
+            np.less_equal(sub_bits, t_all[j, b_abs, qi][None, :], out=hit)
+            hit &= pos_all[j, b_abs, qi][None, :]
+        lengths += hit.view(np.uint8)
+    cum = np.empty((sub, n), dtype=np.int32)  # tokens up to each cycle of the sub-block
+    cum[0] = lengths[0]
+    for c in range(1, sub):
+        np.add(cum[c - 1], lengths[c], out=cum[c])
+    stop = (cum < rem[None, :]).sum(axis=0)  # cycles before the finishing one: 0 .. sub - 1
+    lengths *= np.arange(sub)[:, None] <= stop[None, :]  # cycles after the finish: L = 0
+    width = pos_all.shape[0] + 2  # bins for L = 0 (dropped cycles) .. k + 1
+    keys = lengths + (bi * width)[None, :]
+    hist = np.bincount(keys.ravel(), minlength=n_reps * width).reshape(n_reps, width)
+    return stop, lengths, hist
 
 
 def _run_block(
     plan: EnginePlan, rngs: Sequence[ReplicationRngs], work: Workspace | None = None
 ) -> EngineOutput:
-    """Simulate len(rngs) replications together (their arrays side by side).
-
-    Per chunk of C cycles (C even) and replication: draw C x Q 32-bit uniform integers
-    (C Q / 2 raw 64-bit outputs of the replication's ``accept`` bit generator, so the draw
-    of (cycle, request) is the same whatever the chunking); for each position j the
-    cycles with draft j accepted are counted per request, which gives the tokens of the
-    whole chunk without materialising L. Requests whose count reaches their need finish
-    inside the chunk; only their columns are replayed exactly (L, cumulative sum, first
-    passage) to drop the cycles after the finishing one.
-    """
+    """Simulate len(rngs) replications together (their arrays side by side); see the
+    module docstring for the per-chunk work."""
     b_n, q_n, n_tok, k = len(rngs), plan.requests, plan.output_tokens, plan.num_steps
+    sub = sub_block(k)
     model = plan.acceptance
     work = work or Workspace()
-    drawn = [model.sample_requests(r.requests, q_n) for r in rngs]
-    request_class = np.stack([c for c, _ in drawn]).astype(np.int64)  # (B, Q)
-    params = np.concatenate([p for _, p in drawn])  # (B Q, P): a chain's rates, a tree's top-1
-    rates = model.chain_rates(params).reshape(b_n, q_n, k)  # a tree: its chain-equivalent law
-    cum = cumulative_rates(rates)  # (B, Q, k)
-    al, var = length_moments(cum)  # (B, Q)
     shared = not model.heterogeneous
-    bits_t, bits_pos = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
+    if shared:  # every request has the class's rates: no per-request draws are needed
+        request_class = np.zeros((b_n, q_n), dtype=np.int64)
+        # a chain's own rates; a tree's chain-equivalent law (sim/model/tree_acceptance.py)
+        cum = cumulative_rates(model.chain_rates(model.mean_rates()[None, :])[0])  # (k,)
+        mean_l, var_l = length_moments(cum)  # scalars
+        t_all, pos_all = bit_thresholds(cum)  # (k,)
+        depth = int(pos_all.sum())  # c_j > 0 for j < depth only (c is non-increasing)
+    else:
+        # every replication's request uniforms (2 each, as sample_requests), converted at once
+        u = np.concatenate([r.requests.random((q_n, 2)) for r in rngs])
+        classes, params = model.requests_from_uniforms(u)  # params: chain rates or tree top-1
+        request_class = classes.reshape(b_n, q_n).astype(np.int64)
+        rates = model.chain_rates(params).reshape(b_n, q_n, k)
+        cum = cumulative_rates(rates)  # (B, Q, k)
+        mean_l, var_l = length_moments(cum)  # (B, Q)
+        t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
+        depth = int(pos_all.any(axis=(1, 2)).sum()) if k else 0
 
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
-    accepted = np.zeros((k, b_n, q_n), dtype=np.int64)  # cycles with draft j + 1 accepted
+    at_least = np.zeros((b_n, k), dtype=np.int64)  # cycles with draft j + 1 accepted
     times = plan.cycle_times
     jitter = not times.deterministic
     summable = jitter and isinstance(times, SummableCycleTimes)
@@ -149,6 +224,8 @@ def _run_block(
     varies = plan.extend_varies
     scale = plan.extend_scale() if varies else np.ones(k + 1)  # (k + 1,) by L
     extend_u = [r.timing.random((q_n, k + 1)) for r in rngs] if summable and varies else []
+    by_request = varies and jitter  # per-request counts of cycles by L are needed
+    accepted = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
     timing = [TimingBlocks(times, r.timing, q_n) for r in rngs] if per_cycle else []
     request_ns = np.zeros((b_n, q_n), dtype=np.int64)
     phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
@@ -157,55 +234,76 @@ def _run_block(
     active = np.ones((b_n, q_n), dtype=bool)
     while active.any():
         reps = np.flatnonzero(active.any(axis=1))
-        act = active[reps]
-        need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q)
-        chunk = chunk_cycles(need[act], al[reps][act], var[reps][act])
-        chunk = max(1, min(chunk, MAX_CHUNK, ELEMENT_BUDGET // (len(reps) * q_n)))
-        chunk += chunk % 2  # C Q even: whole raw 64-bit draws per chunk
-        ge = work.bools((chunk, q_n))
-        got16 = np.zeros((k, len(reps), q_n), dtype=np.uint16)  # chunk <= MAX_CHUNK
-        draws = []
-        for i, b in enumerate(reps):
-            raw = rngs[b].accept.bit_generator.random_raw(chunk * q_n // 2)
-            bits = raw.view(np.uint32).reshape(chunk, q_n)
-            draws.append(bits)
-            for j in range(k):
-                if shared and not bits_pos[j, 0, 0]:
-                    break  # c_j = 0: no later draft is accepted either
-                t_j = bits_t[j, 0, 0] if shared else bits_t[j, b][None, :]
-                np.less_equal(bits, t_j, out=ge)
-                np.add.reduce(ge.view(np.uint8), axis=0, dtype=np.uint16, out=got16[j, i])
-        got = got16.astype(np.int64) * bits_pos[:, reps]  # c_j = 0 accepts nothing
-        emitted = chunk + got.sum(axis=0)  # (B', Q) tokens if the whole chunk ran
-        ran = np.where(act, chunk, 0)
-        bi, qi = np.nonzero(act & (emitted >= need))  # requests finishing in this chunk
-        tails: np.ndarray | None = None
+        act = active[reps]  # (B', Q)
+        need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q) tokens still to emit
+        if shared:
+            chunk = chunk_cycles(need[act], mean_l, var_l, sub)
+        else:
+            chunk = chunk_cycles(need[act], mean_l[reps][act], var_l[reps][act], sub)
+        cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
+        chunk = min(chunk, cap, MAX_CHUNK)
+        s_n = chunk // sub
+        bits = _draw_bits(rngs, reps, chunk, q_n, work)
+        ge = work.array("ge", bits.shape, np.bool_)
+        counts = work.array("counts", (k, s_n, len(reps), q_n), np.uint8)  # per sub-block
+        for j in range(depth):
+            t_j = t_all[j] if shared else t_all[j, reps]
+            np.less_equal(bits, t_j, out=ge)
+            view = ge.view(np.uint8).reshape(s_n, sub, len(reps), q_n)
+            np.add.reduce(view, axis=1, out=counts[j])
+            if not shared:  # c_j = 0 for some requests: their threshold 0 accepts nothing
+                counts[j] *= pos_all[j, reps]
+        counts = counts[:depth]
+        # running tokens at the end of each sub-block, (S, B', Q), and where N is reached
+        if depth:
+            running = np.add.reduce(counts, axis=0, dtype=np.int32)
+            running += sub
+        else:
+            running = np.full((s_n, len(reps), q_n), sub, dtype=np.int32)
+        for s in range(1, s_n):
+            running[s] += running[s - 1]
+        below = (running < need[None]).sum(axis=0)  # sub-blocks ending below the need
+        finishing = act & (below < s_n)
+        full = act & ~finishing
+        # requests running through the whole chunk
+        used = np.where(full, chunk, 0)  # cycles of this chunk each request uses
+        emitted = np.where(full, running[-1], 0)
+        # sub-blocks counted whole: all of them for running requests, those before the
+        # finishing one for finishing requests
+        whole = np.where(finishing, below, np.where(full, s_n, 0))
+        got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
+        if depth:
+            counts *= np.arange(s_n)[None, :, None, None] < whole[None, None, :, :]
+            at_least[reps, :depth] += counts.sum(axis=(1, 3), dtype=np.int64).T
+            if got is not None:
+                got[:depth] = counts.sum(axis=1, dtype=np.int64)
+        bi, qi = np.nonzero(finishing)
         if bi.size:
-            sub_bits = np.concatenate([draws[i][:, qi[bi == i]].T for i in np.unique(bi)])
-            b_abs = reps[bi]
-            lengths = accept_lengths_from_bits(
-                sub_bits, bits_t[:, b_abs, qi][:, :, None], bits_pos[:, b_abs, qi][:, :, None]
-            )  # (n, C)
-            running = np.cumsum(lengths, axis=1, dtype=np.int64)
-            stop = (running < need[bi, qi][:, None]).sum(axis=1) + 1  # first passage, <= C
-            ran[bi, qi] = stop
-            emitted[bi, qi] = running[np.arange(bi.size), stop - 1]
-            tails = np.arange(chunk)[None, :] >= stop[:, None]  # cycles after the finish
-            for j in range(k):
-                got[j, bi, qi] -= ((lengths > j + 1) & tails).sum(axis=1)
-        tokens[reps] += np.where(act, emitted, 0)
-        cycles[reps] += ran
-        accepted[:, reps] += np.where(act, got, 0)
+            sb = below[bi, qi]
+            before = np.where(sb > 0, running[np.maximum(sb - 1, 0), bi, qi], 0)
+            rem = need[bi, qi] - before
+            stop, lengths, hist = _replay(
+                bits, bi, qi, sb, rem, sub, len(reps), t_all, pos_all, reps, depth
+            )
+            used[bi, qi] = sb * sub + stop + 1
+            emitted[bi, qi] = before + lengths.sum(axis=0)
+            # hist[b, v]: cycles with L = v among the finishing sub-blocks' used cycles
+            at_least[reps, :depth] += np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 2 : depth + 2]
+            if got is not None:
+                for j in range(depth):
+                    got[j, bi, qi] += (lengths >= j + 2).sum(axis=0)
+        tokens[reps] += emitted
+        cycles[reps] += used
+        if accepted is not None and got is not None:
+            accepted[:, reps] += got
         if per_cycle:
+            ran = np.arange(chunk)[:, None]
             for i, b in enumerate(reps):
                 t = timing[b].take(c0, c0 + chunk)  # (4, C, Q) int64 ns
-                if varies:
-                    t = _scaled_extend(t, ran[i], got[:, i], scale)
-                per_request = t.sum(axis=1) * act[i]  # (4, Q)
-                mine = bi == i
-                if tails is not None and mine.any():
-                    cols = qi[mine]
-                    per_request[:, cols] -= (t[:, :, cols] * tails[mine].T[None]).sum(axis=1)
+                if varies and got is not None:
+                    t = _scaled_extend(t, used[i], got[:, i], scale)
+                in_run = ran < used[i][None, :]  # (C, Q)
+                per_request = (t * in_run[None]).sum(axis=1)  # (4, Q)
                 request_ns[b] += per_request.sum(axis=0)
                 phase_ns[b] += per_request.sum(axis=1)
         active[reps] = act & (tokens[reps] < n_tok)
@@ -213,7 +311,7 @@ def _run_block(
 
     if summable:
         totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
-        if varies:
+        if varies and accepted is not None:
             by_length = _counts_by_length(cycles, accepted)  # (B, Q, k + 1)
             mean = plan.cycle_times.mean_ms()["extend"]
             multipliers = np.stack(
@@ -234,15 +332,18 @@ def _run_block(
             extra = plan.extend_per_token_ms * (tokens - plan.extend_tokens * cycles)
             request_ms = request_ms + extra
             phase_ms[:, PHASES.index("extend")] += extra.sum(axis=1)
-    at_least = np.concatenate([cycles.sum(axis=1)[None], accepted.sum(axis=2)])  # (k+1, B)
-    counts = at_least - np.concatenate([at_least[1:], np.zeros((1, b_n), dtype=np.int64)])
+    cyc_total = cycles.sum(axis=1)[:, None]
+    at_least_all = np.concatenate([cyc_total, at_least], axis=1)  # (B, k + 1): L >= j + 1
+    counts_out = at_least_all - np.concatenate(
+        [at_least_all[:, 1:], np.zeros((b_n, 1), dtype=np.int64)], axis=1
+    )
     return EngineOutput(
         tok_s=request_tok_s(n_tok, request_ms),
         request_ms=request_ms,
         cycles=cycles,
         emitted_tokens=tokens,
         request_class=request_class,
-        accept_counts=counts.T,
+        accept_counts=counts_out,
         phase_ms=phase_ms,
     )
 
@@ -275,7 +376,8 @@ def run_fast(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:
     """Simulate one replication per entry of ``rngs``; arrays (len(rngs), ...) as in
     ``EngineOutput``. Replications are batched to stay within ``ELEMENT_BUDGET``; the
     batching never changes the numbers (each replication reads only its own streams)."""
-    per_rep = plan.requests * max(1, plan.output_tokens // max(1, plan.num_steps))
+    mean_l = mean_accept_length(plan.acceptance.mean_rates())
+    per_rep = plan.requests * max(1, math.ceil(plan.output_tokens / mean_l))
     size = max(1, ELEMENT_BUDGET // max(1, per_rep))
     work = Workspace()
     parts = [_run_block(plan, rngs[i : i + size], work) for i in range(0, len(rngs), size)]

@@ -1,0 +1,156 @@
+"""NumPy's SeedSequence for many spawn keys at once (the set-up cost of small replications).
+
+``np.random.SeedSequence(seed, spawn_key=key).generate_state(4, np.uint64)`` is what
+``PCG64(SeedSequence(...))`` seeds itself with; building one SeedSequence costs ~35 us,
+more than a default-size replication's whole simulation. ``seed_words`` computes the same
+words for a batch of keys with uint32 array arithmetic: the entropy pool mixing and the
+state generation of NumPy's SeedSequence (numpy/random/bit_generator.pyx, after Melissa
+O'Neill's seed_seq_fe; NEP 19), whose hash constants evolve independently of the data, so
+every key of a batch goes through the same sequence of constants. ``words_match_numpy``
+checks it against NumPy itself (the simulate module does, once per process, and falls
+back to NumPy's own SeedSequence if it ever differs); tests compare many keys.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.random.bit_generator import ISeedSequence
+
+POOL_SIZE = 4
+INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
+INIT_B, MULT_B = 0x8B51F9DD, 0x58F38DED
+MIX_MULT_L, MIX_MULT_R = 0xCA01F9DD, 0x4973F715
+XSHIFT = 16
+MASK32 = 0xFFFFFFFF
+
+
+def _uint32_words(n: int) -> list[int]:
+    """An int as little-endian 32-bit words ([0] for 0), as SeedSequence splits it."""
+    if n < 0:
+        raise ValueError("seed words must be non-negative")
+    if n == 0:
+        return [0]
+    out = []
+    while n > 0:
+        out.append(n & MASK32)
+        n >>= 32
+    return out
+
+
+def _int_hashmix(value: int, const: int) -> tuple[int, int]:
+    """SeedSequence's hashmix on a Python int: (mixed value, next hash constant)."""
+    value ^= const
+    const = (const * MULT_A) & MASK32
+    value = (value * const) & MASK32
+    return value ^ (value >> XSHIFT), const
+
+
+def _int_mix(x: int, y: int) -> int:
+    result = (MIX_MULT_L * x - MIX_MULT_R * y) & MASK32
+    return result ^ (result >> XSHIFT)
+
+
+_SHIFT = np.uint32(XSHIFT)
+_MIX_L, _MIX_R = np.uint32(MIX_MULT_L), np.uint32(MIX_MULT_R)
+
+
+def _hash_consts(start: int, mult: int, count: int) -> tuple[np.ndarray, int]:
+    """The next ``count`` hash constants after ``start`` (uint32 (count, 1)), and the last."""
+    out = []
+    for _ in range(count):
+        start = (start * mult) & MASK32
+        out.append(start)
+    return np.array(out, dtype=np.uint32)[:, None], start
+
+
+@functools.lru_cache(maxsize=64)
+def _prefix(entropy: int, width: int) -> tuple[np.ndarray, list[np.ndarray], list[int], tuple]:
+    """What every key of one entropy shares: the pool after mixing the run entropy (uint32
+    (4, 1)), the run words still to mix in, and the hash constants (before, after) of each
+    word still to mix (the run's and the ``width`` key words) and of the state generation."""
+    run = _uint32_words(int(entropy))
+    run += [0] * max(0, POOL_SIZE - len(run))
+    const = INIT_A
+    pool = []
+    for word in run[:POOL_SIZE]:
+        value, const = _int_hashmix(word, const)
+        pool.append(value)
+    for i_src in range(POOL_SIZE):
+        for i_dst in range(POOL_SIZE):
+            if i_src != i_dst:
+                value, const = _int_hashmix(pool[i_src], const)
+                pool[i_dst] = _int_mix(pool[i_dst], value)
+    mixing = []
+    for _ in range(len(run) - POOL_SIZE + width):
+        after, last = _hash_consts(const, MULT_A, POOL_SIZE)
+        before = np.concatenate([np.array([[const]], dtype=np.uint32), after[:-1]])
+        mixing.append((before, after))
+        const = last
+    after, _ = _hash_consts(INIT_B, MULT_B, 8)
+    before = np.concatenate([np.array([[INIT_B]], dtype=np.uint32), after[:-1]])
+    start = np.array(pool, dtype=np.uint32)[:, None]
+    return start, run[POOL_SIZE:], mixing, (before, after)
+
+
+def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
+    """``SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)`` for each key.
+
+    ``spawn_keys``: m non-empty keys of the same length, every element below 2^32. Returns
+    uint64 (m, 4). With a key, the run entropy is padded to at least the pool size, so the
+    pool's first mixing involves the run entropy only: it is done once per entropy on
+    Python ints (``_prefix``); the key words are then mixed in on uint32 arrays, one column
+    per key.
+    """
+    keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
+    m, width = keys.shape
+    if width == 0:
+        raise ValueError("seed_words needs spawn keys")
+    if int(keys.max()) > MASK32:
+        raise ValueError("spawn key elements must be below 2^32")
+    start, run_rest, mixing, (gen_before, gen_after) = _prefix(int(entropy), width)
+    rest = [np.full(m, w, dtype=np.uint32) for w in run_rest]
+    rest += [keys[:, i].astype(np.uint32) for i in range(width)]
+    rows = np.repeat(start, m, axis=1)  # (4, m)
+    with np.errstate(over="ignore"):
+        for word, (before, after) in zip(rest, mixing, strict=True):
+            value = word[None, :] ^ before  # mixed into every pool word, each its constant
+            value *= after
+            value ^= value >> _SHIFT
+            rows *= _MIX_L
+            value *= _MIX_R
+            rows -= value
+            rows ^= rows >> _SHIFT
+        data = rows[np.arange(8) % POOL_SIZE] ^ gen_before  # (8, m)
+        data *= gen_after
+        data ^= data >> _SHIFT
+        state = np.ascontiguousarray(data.T)
+    return state.astype("<u4").view("<u8").astype(np.uint64).reshape(m, 4)
+
+
+class SeedWords(ISeedSequence):
+    """Precomputed ``generate_state`` words for ``PCG64`` (its only use of a seed)."""
+
+    __slots__ = ("_words",)
+
+    def __init__(self, words: np.ndarray):
+        self._words = words
+
+    def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:
+        if n_words != self._words.size or np.dtype(dtype) != np.uint64:
+            raise ValueError("SeedWords holds exactly the words PCG64 asks for")
+        return self._words.copy()
+
+
+@functools.cache
+def words_match_numpy() -> bool:
+    """Whether ``seed_words`` reproduces NumPy's SeedSequence here (checked once)."""
+    probes = [(20261130, (7, 1)), (0, (0, 0)), (2**40 + 3, (123456, 2))]
+    for entropy, key in probes:
+        ours = seed_words(entropy, [key])[0]
+        theirs = np.random.SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)
+        if not np.array_equal(ours, theirs):
+            return False
+    return True

@@ -1,0 +1,50 @@
+"""The batched SeedSequence words are NumPy's own, so generators and results are unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
+from sim.simulation.simulate import block_rngs, replication_rngs
+
+
+@given(
+    entropy=st.integers(0, 2**130),
+    keys=st.lists(
+        st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)), min_size=1, max_size=8
+    ),
+)
+@settings(max_examples=60, deadline=None)
+def test_words_equal_numpys_seed_sequence(entropy, keys):
+    ours = seed_words(entropy, keys)
+    for key, row in zip(keys, ours, strict=True):
+        theirs = np.random.SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)
+        assert np.array_equal(row, theirs)
+
+
+def test_one_element_keys_and_the_self_check():
+    assert words_match_numpy()
+    row = seed_words(5, [(7,)])[0]
+    assert np.array_equal(
+        row, np.random.SeedSequence(5, spawn_key=(7,)).generate_state(4, np.uint64)
+    )
+    with pytest.raises(ValueError):
+        seed_words(5, [(2**32,)])
+
+
+def test_block_streams_are_the_spawned_ones():
+    """Stream j of replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j]."""
+    seed = 20261130
+    children = np.random.SeedSequence(seed).spawn(6)
+    for i, rngs in zip(range(2, 6), block_rngs(seed, range(2, 6)), strict=True):
+        spawned = [np.random.Generator(np.random.PCG64(c)) for c in children[i].spawn(3)]
+        direct = replication_rngs(children[i])
+        for name, ref in zip(("requests", "accept", "timing"), spawned, strict=True):
+            draws = ref.random(5)
+            assert np.array_equal(getattr(rngs, name).random(5), draws)
+            assert np.array_equal(getattr(direct, name).random(5), draws)
+    words = seed_words(seed, [(0, 1)])[0]
+    assert np.random.PCG64(SeedWords(words)).state == np.random.PCG64(children[0].spawn(3)[1]).state

@@ -38,11 +38,19 @@ def run_hours(
 
 
 def check_run_size(
-    replications: int, requests: int, output_tokens: int, num_steps: int, engine: str, workers: int
+    replications: int,
+    requests: int,
+    output_tokens: int,
+    num_steps: int,
+    engine: str,
+    workers: int,
+    streamed: bool = False,
 ) -> None:
-    """SpecsimError with the estimate when a run would not fit in memory or time."""
+    """SpecsimError with the estimate when a run would not fit in memory or time. A
+    streamed run keeps no per-request arrays (sim/simulation/stream.py), so only its time
+    is checked."""
     need = result_bytes(replications, requests, num_steps)
-    if need > MAX_RESULT_BYTES:
+    if not streamed and need > MAX_RESULT_BYTES:
         raise SpecsimError(
             f"{replications} replications x {requests} requests would hold "
             f"{need / 1024**3:.1f} GiB of per-request results (limit "

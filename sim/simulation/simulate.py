@@ -194,7 +194,8 @@ def simulate(
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
     _check_settings(engine, fidelity, sizes, seed)
     k = scenario.num_steps
-    check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers)
+    streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
+    check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
     if cycle_times is None:
         cycle_times = bound_cycle_times(scenario, fidelity, seed)
     speculating = scenario.num_steps > 0
@@ -207,7 +208,6 @@ def simulate(
         extend_per_token_ms=per_token,
         extend_tokens=extend_tokens,
     )
-    streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)
     fold = counted if streamed else None

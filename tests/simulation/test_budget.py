@@ -1,0 +1,23 @@
+"""Run-size limits: refused with the estimate before a run starts; a streamed run is
+limited by its time only (it keeps no per-request arrays)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.errors import SpecsimError
+from sim.simulation.budget import MAX_RESULT_BYTES, check_run_size, result_bytes
+
+
+def test_a_kept_run_too_large_for_memory_is_refused_with_the_estimate() -> None:
+    assert result_bytes(100_000, 1_000, 2) > MAX_RESULT_BYTES
+    with pytest.raises(SpecsimError, match="GiB of per-request results") as err:
+        check_run_size(100_000, 1_000, 1, 2, "fast", 1)
+    assert err.value.param == "requests"
+
+
+def test_a_streamed_run_of_the_same_size_is_only_limited_by_time() -> None:
+    check_run_size(100_000, 1_000, 1, 2, "fast", 1, streamed=True)  # 1e8 one-token requests
+    check_run_size(1_000_000, 1_000, 512, 2, "fast", 1, streamed=True)  # 1e9: ~2.8 h
+    with pytest.raises(SpecsimError, match="hours with the fast engine"):
+        check_run_size(10_000_000, 1_000, 512, 2, "fast", 1, streamed=True)  # ~28 h

@@ -15,7 +15,7 @@ comparison excludes interpreter start-up (reported separately, in the start-up r
 * Closed-form search: the same over three targets [100, 150, 200] with the closed form as
   the "simulation", counting scenario validations (``Scenario.model_validate`` calls),
   against the pre-layout commit ``PRE_LAYOUT``. The goals (issue 9) are on the search
-  itself (``intervals=False``: the roots, what ``PRE_LAYOUT`` computed); the same call with
+  itself (``uncertainty=False``: the roots, what ``PRE_LAYOUT`` computed); the same call with
   the 90% intervals from inputs and model (issue 10, ``answer_uncertainty``: its own
   validations per uncertain input, Sobol draws and the scipy.stats import) is measured
   beside it, in its own process, and reported against the same old path.
@@ -97,7 +97,7 @@ def search_rows(rounds: int, workdir: Path) -> list[tuple[str, str, str, str]]:
     """Rows (measure, value, goal, verdict) of both searches."""
     rows: list[tuple[str, str, str, str]] = []
     mc_code = _MC_SNIPPET.format(seed=str(SEED))
-    cf_new = _CF_NEW + _CF_BODY.format(seed=str(SEED), extra=", intervals=False")
+    cf_new = _CF_NEW + _CF_BODY.format(seed=str(SEED), extra=", uncertainty=False")
     cf_full = _CF_NEW + _CF_BODY.format(seed=str(SEED), extra="")
     today = old_tree(TODAY, workdir)
     pre = old_tree(PRE_LAYOUT, workdir)

@@ -2,7 +2,8 @@
 
 ``kind`` says what a document is (``run``, ``serve``, ``search``, ``tree-search``,
 ``solve``, ``sweep``, ``compare``, ``calibrate``, ``import``, ``hardware``, ``presets``,
-``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``, ``tree-load``), so
+``allreduce``, ``convert``, ``validate``, ``plot``, ``schema``, ``tree-load``, and the serving
+decisions ``crossover``, ``best_k``, ``capacity``, ``controllers``), so
 ``specsim plot`` and other readers dispatch on it instead of guessing from keys.
 """
 
@@ -33,6 +34,10 @@ KINDS: tuple[str, ...] = (
     "plot",
     "schema",
     "tree-load",
+    "crossover",
+    "best_k",
+    "capacity",
+    "controllers",
 )
 
 

@@ -9,9 +9,13 @@ exit status 2 (sim/cli/group.py). Commands are registered here, explicitly.
 from __future__ import annotations
 
 from sim.cli import (
+    best_k,
     calibrate,
+    capacity,
     compare,
+    controllers,
     convert,
+    crossover,
     hardware,
     keys,
     plot,
@@ -27,6 +31,10 @@ from sim.cli.group import main
 for _command in (
     run.run,
     serve.serve,
+    crossover.crossover,
+    best_k.best_k,
+    capacity.capacity,
+    controllers.controllers,
     tree_load.tree_load,
     search.search,
     sweep.sweep,

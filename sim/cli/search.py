@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from sim.cli.options import (
@@ -92,6 +94,19 @@ def parse_int_list(text: str, option: str) -> list[int]:
     metavar="FIELD",
     help="Solve for another monotone numeric field instead (e.g. timing.verify_ms).",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Per-user tok/s simulated by the serving engine with C concurrent users.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    metavar="REQ_PER_S",
+    help="Per-user tok/s simulated by the serving engine under Poisson arrivals.",
+)
 @monte_carlo_options
 @workers_option("draft lengths")
 @quiet_option
@@ -107,6 +122,8 @@ def search(
     draft_tokens: str | None,
     quantile: float | None,
     solve_field: str | None,
+    concurrency: int | None,
+    rate: float | None,
     engine: str,
     fidelity: str,
     replications: int | None,
@@ -128,6 +145,8 @@ def search(
     from sim.report.search import render_lever, render_search
     from sim.scenario.load import load_scenario
     from sim.studies.search import search_acceptance
+    from sim.studies.serving_points import Load
+    from sim.studies.serving_search import search_at_load
     from sim.studies.solve import solve_lever
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
@@ -138,6 +157,12 @@ def search(
                 "--num-steps is for the acceptance search; with --solve set k with "
                 "--set speculation.num_steps=K",
                 source="--num-steps",
+            )
+        if concurrency is not None or rate is not None:
+            raise SpecsimError(
+                "--solve runs the batch-1 Monte Carlo; --concurrency/--rate are for the "
+                "acceptance search",
+                source="--concurrency" if concurrency is not None else "--rate",
             )
         kind = "solve"
         doc = solve_lever(
@@ -152,6 +177,11 @@ def search(
 
         if quantile is not None:
             raise SpecsimError("--quantile is not supported with --topk", source="--quantile")
+        if concurrency is not None or rate is not None:
+            raise SpecsimError(
+                "the tree search runs at batch 1; --concurrency/--rate are for chains",
+                source="--concurrency" if concurrency is not None else "--rate",
+            )
         kind = "tree-search"
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         widths = parse_int_list(topks, "--topk")
@@ -160,6 +190,22 @@ def search(
             scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity)
         ).to_dict()
         text = render_tree_search(doc)
+    elif concurrency is not None or rate is not None:
+        if concurrency is not None and rate is not None:
+            raise click.UsageError("give at most one of --concurrency, --rate")
+        load = Load("concurrency", concurrency) if concurrency else Load("rate", rate)
+        kind = "search"
+        ks = parse_num_steps(num_steps or "1:8")
+        doc = search_at_load(
+            scn,
+            tgts,
+            ks,
+            load,
+            quantile=quantile,
+            workers=workers,
+            base_dir=Path(scenario).resolve().parent,
+        ).to_dict()
+        text = render_search(doc)
     else:
         kind = "search"
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)

@@ -11,6 +11,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.cycle import PHASES
+from sim.report.decision_plots import (
+    best_k_figures,
+    capacity_figures,
+    controllers_figures,
+    crossover_figures,
+)
 from sim.report.plots import (
     Row,
     cycle_breakdown,
@@ -211,6 +217,10 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, Figure]]]] = {
     "compare": compare_figures,
     "run": run_figures,
     "serve": serve_figures,
+    "crossover": crossover_figures,
+    "best_k": best_k_figures,
+    "capacity": capacity_figures,
+    "controllers": controllers_figures,
     "tree-load": tree_load_figures,
 }
 

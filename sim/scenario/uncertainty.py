@@ -11,12 +11,13 @@ Which inputs are uncertain, and how (``uncertain_inputs``):
 * ``hardware.bandwidth_efficiency`` when derived compute enters the answer and no range
   is stated: uniform over 0.5-1 of peak (sim/scenario/provenance.py).
 
-Draws are scrambled Sobol points (scipy.stats.qmc), mapped through each input's quantile
-function; draws are clipped to the field's valid range. ``sampled_model`` turns draws into
-the closed forms' inputs for every draw (sim/model/sampled.py): pass times by a response
-table per input (the scenario re-validated at a few values of the input, effects on the
-pass times interpolated and added up: exact for the timing fields, which each move one
-pass linearly), the acceptance profile directly (anchor, shape and decay per draw).
+Draws are Sobol points, linearly scrambled and digitally shifted (sim/model/sobol.py),
+mapped through each input's quantile function; draws are clipped to the field's valid
+range. ``sampled_model`` turns draws into the closed forms' inputs for every draw
+(sim/model/sampled.py): pass times by a response table per input (the scenario
+re-validated at a few values of the input, effects on the pass times interpolated and
+added up: exact for the timing fields, which each move one pass linearly), the acceptance
+profile directly (anchor, shape and decay per draw).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from sim.model.shapes import (
     scale_for_accept_length,
     shape_factors,
 )
+from sim.model.sobol import scrambled_sobol_points
 from sim.scenario.bind import (
     acceptance_shape,
     conditional_rates,
@@ -277,13 +279,12 @@ def draw_inputs(
     scenario: Scenario, inputs: Sequence[UncertainInput], n: int, seed: int
 ) -> np.ndarray:
     """``n`` quasi-random draws (a power of 2) of the inputs, shape (n, len(inputs)):
-    scrambled Sobol points (scipy.stats.qmc) through each input's quantile function."""
+    Sobol points, linearly scrambled and digitally shifted by a generator made from
+    ``seed`` (sim/model/sobol.py), through each input's quantile function."""
     if not inputs:
         return np.zeros((n, 0))
-    from scipy.stats import qmc  # lazy: scipy.stats is slow to import (start-up)
-
     m = max(math.ceil(math.log2(n)), 1)
-    u = qmc.Sobol(d=len(inputs), scramble=True, seed=seed).random_base2(m)[:n]
+    u = scrambled_sobol_points(len(inputs), m, np.random.default_rng(seed))[:n]
     u = np.clip(u, 1e-12, 1.0 - 1e-12)
     z = _correlated_normals(scenario, inputs, u)
     return np.column_stack([inp.from_uniform(u[:, j], z.get(j)) for j, inp in enumerate(inputs)])

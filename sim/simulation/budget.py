@@ -47,12 +47,14 @@ def check_run_size(
     streamed: bool = False,
 ) -> None:
     """SpecsimError with the estimate when a run would not fit in memory or time. A
-    streamed run keeps no per-request arrays (sim/simulation/stream.py), so only its time
-    is checked."""
-    need = result_bytes(replications, requests, num_steps)
-    if not streamed and need > MAX_RESULT_BYTES:
+    streamed run folds each block of replications into statistics where it runs
+    (sim/simulation/stream.py), but a block still holds the per-request arrays of at
+    least one replication: that is what its memory check counts."""
+    held = 1 if streamed else replications
+    need = result_bytes(held, requests, num_steps)
+    if need > MAX_RESULT_BYTES:
         raise SpecsimError(
-            f"{replications} replications x {requests} requests would hold "
+            f"{held} replications x {requests} requests would hold "
             f"{need / 1024**3:.1f} GiB of per-request results (limit "
             f"{MAX_RESULT_BYTES / 1024**3:.0f} GiB): use fewer replications or requests",
             param="requests",

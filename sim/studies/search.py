@@ -578,7 +578,7 @@ def search_acceptance(
     fidelity: str = "cycle",
     simulate: SimulateFn | None = None,
     workers: int = 1,
-    intervals: bool = True,
+    uncertainty: bool = True,
 ) -> SearchResult:
     """The lowest acceptance reaching each target, for each k, with 95% intervals.
 
@@ -588,9 +588,8 @@ def search_acceptance(
     ``workers`` > 1 searches the draft lengths in that many processes; each k's search is
     independent and seeded the same way, so the result does not depend on it. The scenario
     is validated once per draft length (the lever scales the acceptance model).
-    ``intervals``: also give the 90% intervals from inputs and model
-    (sim/studies/uncertainty.py ``answer_uncertainty``: its own closed-form study, with its
-    own validations; mean tok/s of a chain only); False leaves them out (``None``).
+    ``uncertainty``: add the closed-form answer's 90% interval from inputs and model (the
+    mean tok/s of a chain at batch 1; False when ``simulate`` answers another question).
     """
     targets = checked_targets(targets, quantile)
     ks = sorted(set(num_steps))
@@ -616,7 +615,7 @@ def search_acceptance(
         evaluations = evaluator.evaluations
     unc = (
         answer_uncertainty(base, targets, num_steps=ks)
-        if intervals and quantile is None and not base.speculation.is_tree
+        if uncertainty and quantile is None and not base.speculation.is_tree
         else None
     )
     results = tuple(

@@ -193,7 +193,7 @@ class UncertaintyResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "label": INTERVAL_LABEL,
-            "method": f"{self.samples} scrambled Sobol draws (scipy.stats.qmc), seed "
+            "method": f"{self.samples} Sobol draws (linear scramble and digital shift), seed "
             f"{self.seed}, closed forms re-solved per draw",
             "num_steps": self.num_steps,
             "inputs": [

@@ -38,6 +38,7 @@ from sim.validation.cases import (
     cross_cases,
 )
 from sim.validation.checks import Check, closed_form_checks
+from sim.validation.decision_cases import decision_cases
 from sim.validation.growth_cases import growth_cases
 from sim.validation.hardware_cases import (
     HARDWARE_NOT_RECONSTRUCTED,
@@ -111,6 +112,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *tree_cases(),
         *(serving_cases() if serving else ()),
         *(tree_serving_cases() if serving else ()),
+        *(decision_cases() if serving else ()),
     )
     return Report(
         cases,
@@ -246,6 +248,14 @@ def render_markdown(report: Report) -> str:
         if served.size
         else ""
     )
+    crossings = [r for c in scored for r in c.rows if r.quantity.startswith("crossover")]
+    if crossings:  # sim/validation/decision_cases.py
+        serving_line += (
+            f" Crossover concurrencies: {len(crossings)} scored ("
+            + ", ".join(f"{100 * r.error:+.0f}%" for r in crossings)
+            + "); the other decision cases are not scored as numbers (their notes say where "
+            "the prediction agrees and where it misses)."
+        )
     out += [
         "",
         f"{errors.size} scored figures: median |error| {100 * np.median(errors):.1f}%, "

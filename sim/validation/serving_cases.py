@@ -178,8 +178,9 @@ def _llama_scenario(
     )
 
 
-def case_eagle3_sglang() -> tuple[Case, Case]:
-    """EAGLE-3 paper Table 3: SGLang, H100, chain 3, EAGLE-3 and EAGLE rows."""
+def sglang_scenarios() -> tuple[Scenario, Scenario]:
+    """The calibrated scenarios of the Table 3 cases: (EAGLE-3, EAGLE). Also used by the
+    serving decision validation (sim/validation/decision_cases.py)."""
     table = pub.EAGLE3_SGLANG_TABLE3
     decode_ms = 1000.0 / pub.EAGLE3_SGLANG_BASELINE_BS1_TOK_S
     eagle3_rates = _conditional(pub.VLLM_EAGLE3_CUMULATIVE)
@@ -192,6 +193,27 @@ def case_eagle3_sglang() -> tuple[Case, Case]:
         "prefill_first",
     )
     fitted = _fit(base, "timing.cycle_overhead_ms", 0.0, 50.0, table["EAGLE-3"][2], 2)
+    # EAGLE (the first drafter): its chain-3 acceptance is not published; fit one rate on bs=2
+    one_rate = scenario_from_dict(
+        {**fitted.model_dump(exclude_none=True), "acceptance": {"alpha": 0.5}},
+        source="validation",
+    )
+    eagle = _fit(
+        one_rate,
+        "acceptance.alpha",
+        0.05,
+        0.99,
+        table["EAGLE"][2],
+        2,
+    )
+    return fitted, eagle
+
+
+def case_eagle3_sglang() -> tuple[Case, Case]:
+    """EAGLE-3 paper Table 3: SGLang, H100, chain 3, EAGLE-3 and EAGLE rows."""
+    table = pub.EAGLE3_SGLANG_TABLE3
+    decode_ms = 1000.0 / pub.EAGLE3_SGLANG_BASELINE_BS1_TOK_S
+    fitted, eagle = sglang_scenarios()
     overhead = fitted.timing.cycle_overhead_ms
     setup = (
         f"Llama-3.1-8B on one H100 (preset: H100 SXM), SGLang prefill-first; batch-1 decode "
@@ -210,19 +232,6 @@ def case_eagle3_sglang() -> tuple[Case, Case]:
         ("Table 4 SGLang bs=1 tok/s", "EAGLE-3 paper T3 EAGLE-3 bs=2"),
         _ratio_rows(fitted, table["EAGLE-3"], "EAGLE-3 paper T3 EAGLE-3", skip=(2,)),
         setup=setup,
-    )
-    # EAGLE (the first drafter): its chain-3 acceptance is not published; fit one rate on bs=2
-    one_rate = scenario_from_dict(
-        {**fitted.model_dump(exclude_none=True), "acceptance": {"alpha": 0.5}},
-        source="validation",
-    )
-    eagle = _fit(
-        one_rate,
-        "acceptance.alpha",
-        0.05,
-        0.99,
-        table["EAGLE"][2],
-        2,
     )
     alpha = eagle.acceptance.alpha if eagle.acceptance else None
     eagle_case = Case(
@@ -254,9 +263,8 @@ def _with_one_rate(scenario: Scenario, table: Mapping[int, float], batch: int) -
     return _fit(one_rate, "acceptance.alpha", 0.05, 0.99, table[batch], batch)
 
 
-def case_eagle3_vllm() -> tuple[Case, Case]:
-    """EAGLE-3 paper Table 5: vLLM, RTX 3090, chain 2 (no batch-1 figure: every pass is
-    derived from the weights and the GPU, the overhead fitted on batch 2)."""
+def vllm_scenarios() -> tuple[Scenario, Scenario]:
+    """The calibrated scenarios of the Table 5 cases: (EAGLE-3, EAGLE)."""
     table = pub.EAGLE3_VLLM_TABLE5
     base = _llama_scenario(
         "eagle3-paper-vllm-rtx3090",
@@ -267,7 +275,14 @@ def case_eagle3_vllm() -> tuple[Case, Case]:
         "chunked",
     )
     fitted = _fit(base, "timing.cycle_overhead_ms", 0.0, 80.0, table["EAGLE-3"][2], 2)
-    eagle = _with_one_rate(fitted, table["EAGLE"], 2)
+    return fitted, _with_one_rate(fitted, table["EAGLE"], 2)
+
+
+def case_eagle3_vllm() -> tuple[Case, Case]:
+    """EAGLE-3 paper Table 5: vLLM, RTX 3090, chain 2 (no batch-1 figure: every pass is
+    derived from the weights and the GPU, the overhead fitted on batch 2)."""
+    table = pub.EAGLE3_VLLM_TABLE5
+    fitted, eagle = vllm_scenarios()
     overhead = fitted.timing.cycle_overhead_ms
     alpha = eagle.acceptance.alpha if eagle.acceptance else float("nan")
     setup = (
@@ -320,9 +335,9 @@ KIMI_MODEL: dict[str, Any] = {
 }
 
 
-def case_kimi_rtx6kpro() -> Case:
-    """Kimi-K2.5 on 8x RTX PRO 6000, vLLM, 3 speculative tokens: aggregate tok/s against
-    concurrency with and without speculation (voipmonitor/rtx6kpro)."""
+def kimi_scenario() -> tuple[Scenario, float, float]:
+    """The calibrated scenario of the rtx6kpro case, its fitted alpha and the derived
+    batch-1 cycle (ms)."""
     curves = pub.RTX6KPRO_AGGREGATE_TOK_S
     decode_ms = 1000.0 / curves["no MTP"][1]
     context = 128 + 512 / 2
@@ -366,6 +381,15 @@ def case_kimi_rtx6kpro() -> Case:
 
     alpha = optimize.brentq(al_gap, 1e-6, 1.0 - 1e-9) if 1.0 < needed_al < 4.0 else float("nan")
     fitted = with_overrides(base, {"acceptance.alpha": alpha}, source="validation")
+    return fitted, alpha, cycle_ms
+
+
+def case_kimi_rtx6kpro() -> Case:
+    """Kimi-K2.5 on 8x RTX PRO 6000, vLLM, 3 speculative tokens: aggregate tok/s against
+    concurrency with and without speculation (voipmonitor/rtx6kpro)."""
+    curves = pub.RTX6KPRO_AGGREGATE_TOK_S
+    decode_ms = 1000.0 / curves["no MTP"][1]
+    fitted, alpha, cycle_ms = kimi_scenario()
     al = mean_accept_length(scenario_rates(fitted, 3))
     rows = []
     for batch in sorted(curves["MTP=3"]):

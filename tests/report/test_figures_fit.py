@@ -63,6 +63,27 @@ def documents(tmp_path_factory) -> dict[str, dict]:
             "--quiet",
             *SMALL,
         ),
+        **decision_documents(),
+    }
+
+
+MIX = 'acceptance.mix=[{name="chat",weight=0.7,alpha=0.6},{name="code",weight=0.3,alpha=0.9}]'
+
+
+def decision_documents() -> dict[str, dict]:
+    """The serving decision documents (sim/report/decision_plots.py), small."""
+    tiny = [*SMALL, "--quiet", "--set", "workload.output_tokens=32"]
+    loads = ["--concurrency", "1,2", "--num-steps", "2"]
+    phases = ["--phase", "4,1,chat=0.9,code=0.1", "--phase", "4,2,chat=0.1,code=0.9"]
+    return {
+        "crossover": _json("crossover", SERVING, *tiny, *loads, "--no-refine"),
+        "best_k": _json("best-k", SERVING, *tiny, *loads, "--no-refine"),
+        "capacity": _json(
+            "capacity", SERVING, *tiny, "--num-steps", "2", "--tpot-slo-ms", "60", "--rtol", "0.3"
+        ),
+        "controllers": _json(
+            "controllers", SERVING, *tiny, "--set", MIX, *phases, "--k-table", "[[1,8,2]]"
+        ),
     }
 
 

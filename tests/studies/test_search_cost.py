@@ -50,7 +50,7 @@ def test_closed_form_search_validates_once_per_draft_length(seed_path, validatio
     scenario once per k (16 <= 20), however many closed-form evaluations it makes."""
     seed = load_scenario(seed_path)
     validations[0] = 0
-    res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, intervals=False)
+    res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, uncertainty=False)
     assert validations[0] == len(KS)
     assert res.evaluations > 10 * len(KS)  # many evaluations, none of them validating
 
@@ -85,7 +85,7 @@ def test_closed_form_evaluations_bind_no_acceptance_model(seed_path, monkeypatch
     for module in (bind, rootfind, search):
         monkeypatch.setattr(module, "acceptance_model", counted)
     seed = load_scenario(seed_path)
-    res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, intervals=False)
+    res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, uncertainty=False)
     assert res.evaluations > 100
     # the search's binding at k = 16, and the current point's closed-form tok/s
     assert calls[0] <= 2
@@ -159,7 +159,7 @@ def test_closed_form_search_takes_the_extend_at_the_scaled_accept_length(seed_pa
         {"timing.draft_extend_ms_per_token": 0.5, "timing.draft_extend_tokens": 3.0},
     )
     assert pass_times(sc).draft_extend_ms_per_token == 0.5
-    res = search_acceptance(sc, [110.0], [3, 5, 8], simulate=closed_form_stats, intervals=False)
+    res = search_acceptance(sc, [110.0], [3, 5, 8], simulate=closed_form_stats, uncertainty=False)
     rows = res.targets[0].per_num_steps
     assert any(r.reachable for r in rows)
     for r in rows:

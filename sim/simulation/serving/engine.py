@@ -38,6 +38,7 @@ from simpy.resources.store import PriorityItem
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
+from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree_acceptance import TreeAcceptance
@@ -194,6 +195,8 @@ class Server:
         self.accepted_extend = plan.draft_extend == "accepted"
         self.prefilling: list[Prefilling] = []
         self.prefill_hold = 0  # KV held by prefilling requests
+        # an adaptive policy (sim/model/controllers.py): a fresh controller per replication
+        self.controller = policy.start() if isinstance(policy, AdaptivePolicy) else None
         self.lookahead = plan.lookahead(policy)
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
@@ -357,15 +360,23 @@ class Server:
             accepted_extend=self.accepted_extend,
         )
 
+    def k_now(self, batch: int) -> Draft:
+        """Draft of a decode iteration of ``batch`` requests (the controller's k, if adaptive)."""
+        return self.k_of[batch] if self.controller is None else self.controller.k_for_batch(batch)
+
     def plan_decode(self) -> BlockPlan:
-        k = self.k_of[self.batch.size]
-        return self._plan(k, self.block_size(k))
+        b = self.batch.size
+        k = self.k_now(b)
+        size = self.block_size(k)
+        if self.controller is not None:  # no further than the controller keeps its k
+            size = min(size, self.controller.horizon(b))
+        return self._plan(k, size)
 
     def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
         """One chunked iteration: the decode batch first (k + 1 tokens each, a tree's
         nodes), then prompt chunks in what is left of the token budget, in one pass."""
         b = self.batch.size
-        k = self.k_of[b]
+        k = self.k_now(b)
         chunks, load = self.prefill_chunks(self.config.token_budget - b * verify_tokens(k))
         return self._plan(k, 1, load if load.tokens else None), chunks
 
@@ -399,6 +410,8 @@ class Server:
             delivered[-1] += int(need[need < 0].sum())
         held = self.held_tokens() + plan.growth[:n]
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
+        if self.controller is not None:  # accepted drafts per request and iteration (B, n)
+            self.controller.observe(b, plan.k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
         batch.context += emitted

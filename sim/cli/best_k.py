@@ -1,0 +1,111 @@
+"""``specsim best-k``: the best draft length per batch size as engine configuration."""
+
+from __future__ import annotations
+
+import click
+
+from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import (
+    build_study,
+    emit,
+    parse_loads,
+    serving_study_options,
+    slo_options,
+)
+
+OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
+
+
+@click.command("best-k")
+@serving_study_options("simulations")
+@click.option(
+    "--concurrency",
+    default=None,
+    metavar="LIST",
+    help="Closed-loop user counts to choose k at, e.g. 1,2,4,8 [default: 1,2,4,...,64].",
+)
+@click.option(
+    "--num-steps",
+    "num_steps",
+    default="1:4",
+    show_default=True,
+    metavar="RANGE",
+    help="Draft lengths to choose from (plain decoding, k = 0, always competes).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVE_NAMES),
+    default="per_user_tok_s",
+    show_default=True,
+    help="What the best k maximises; goodput counts requests meeting the SLO limits.",
+)
+@slo_options
+@click.option(
+    "--refine/--no-refine",
+    default=True,
+    show_default=True,
+    help="Move each boundary to where its two k tie (bisection) instead of the midpoint.",
+)
+def best_k(
+    scenario: str,
+    sets: tuple[str, ...],
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    quiet: bool,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+    concurrency: str | None,
+    num_steps: str,
+    objective: str,
+    ttft_slo_ms: float | None,
+    tpot_slo_ms: float | None,
+    refine: bool,
+) -> None:
+    """Best k per batch size for an objective, as a vLLM table and an SGLang threshold.
+
+    Selects the best k at each concurrency, turns it into engine configuration, then
+    simulates that configuration against every fixed k at another seed.
+    """
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.cli.search import parse_num_steps
+    from sim.report.best_k import render_best_k
+    from sim.studies.best_k import best_k as run_best_k
+    from sim.studies.serving_runs import study_settings
+
+    loads = parse_loads(concurrency, None)
+    ks = parse_num_steps(num_steps)
+    with ProgressBar(enabled=not quiet) as progress:
+        builder, evaluator = build_study(
+            scenario,
+            sets,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            ttft_slo_ms=ttft_slo_ms,
+            tpot_slo_ms=tpot_slo_ms,
+        )
+        settings, notes = study_settings(builder, loads[0])
+        result = run_best_k(
+            evaluator,
+            [int(load.value) for load in loads],
+            ks,
+            objective=objective,
+            refine=refine,
+            scenario=builder.base["name"],
+            settings=settings,
+            assumptions=notes,
+        )
+    emit(
+        "best_k",
+        result.to_dict(),
+        render_best_k,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

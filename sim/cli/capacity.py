@@ -1,0 +1,97 @@
+"""``specsim capacity``: the highest request rate meeting TTFT/TPOT SLOs, with and without
+speculation."""
+
+from __future__ import annotations
+
+import click
+
+from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import build_study, emit, serving_study_options, slo_options
+
+
+@click.command()
+@serving_study_options("draft lengths")
+@click.option(
+    "--num-steps",
+    "num_steps",
+    default="1:4",
+    show_default=True,
+    metavar="RANGE",
+    help="Draft lengths k to find the capacity of (plain decoding always included).",
+)
+@click.option(
+    "--share",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Fraction of requests that must meet the SLO limits.",
+)
+@slo_options
+@click.option(
+    "--rtol",
+    type=click.FloatRange(0.001, 0.5),
+    default=0.02,
+    show_default=True,
+    help="Relative tolerance of the rate.",
+)
+def capacity(
+    scenario: str,
+    sets: tuple[str, ...],
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    quiet: bool,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+    num_steps: str,
+    share: float,
+    ttft_slo_ms: float | None,
+    tpot_slo_ms: float | None,
+    rtol: float,
+) -> None:
+    """Highest Poisson rate at which a share of requests meets the TTFT and TPOT limits.
+
+    Root finding on common random numbers along the rate, for plain decoding and each k,
+    with a 95% interval from the Monte Carlo noise.
+    """
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.cli.search import parse_num_steps
+    from sim.report.capacity import render_capacity
+    from sim.studies.capacity import capacity as run_capacity
+    from sim.studies.serving_points import Load
+    from sim.studies.serving_runs import study_settings
+
+    ks = parse_num_steps(num_steps)
+    with ProgressBar(enabled=not quiet) as progress:
+        builder, evaluator = build_study(
+            scenario,
+            sets,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            ttft_slo_ms=ttft_slo_ms,
+            tpot_slo_ms=tpot_slo_ms,
+        )
+        settings, notes = study_settings(builder, Load("rate", 1.0))
+        result = run_capacity(
+            evaluator,
+            ks,
+            share=share,
+            rtol=rtol,
+            scenario=builder.base["name"],
+            settings=settings,
+            assumptions=notes,
+        )
+    emit(
+        "capacity",
+        result.to_dict(),
+        render_capacity,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

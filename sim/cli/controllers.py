@@ -1,0 +1,109 @@
+"""``specsim controllers``: SGLang's and vLLM's adaptive speculation replayed offline on a
+phase-changing workload, against the static best-k table."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import build_study, emit, serving_study_options
+
+if TYPE_CHECKING:
+    from sim.studies.controllers import Phase
+
+
+def parse_phase(text: str) -> Phase:
+    """``REQUESTS,RATE,CLASS=SHARE,...`` -> a phase (SpecsimError naming --phase)."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.controllers import Phase
+
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        shares = tuple((name.strip(), float(v)) for name, v in (p.split("=") for p in parts[2:]))
+        return Phase(int(parts[0]), float(parts[1]), shares)
+    except (ValueError, IndexError) as exc:
+        raise SpecsimError(
+            f"expected REQUESTS,RATE,CLASS=SHARE,... got {text!r} ({exc})", source="--phase"
+        ) from None
+
+
+@click.command()
+@serving_study_options("replications")
+@click.option(
+    "--phase",
+    "phases",
+    multiple=True,
+    metavar="N,RATE,CLASS=SHARE,...",
+    help="A phase: N requests at RATE per second with these class shares (repeatable) "
+    "[default: 90%/10% of the lowest- and highest-acceptance classes, swapped, at about "
+    "4 and then 16 users' worth of load].",
+)
+@click.option(
+    "--num-steps",
+    "num_steps",
+    default="1:4",
+    show_default=True,
+    metavar="RANGE",
+    help="Fixed k to compare and to build the static best-k table from.",
+)
+@click.option(
+    "--k-table",
+    "k_table",
+    default=None,
+    metavar="JSON",
+    help="The static table to compare with, e.g. '[[1,8,3],[9,1024,0]]' [default: best-k "
+    "on the scenario's whole mix at 1, 2, 4, ..., 64 users].",
+)
+def controllers(
+    scenario: str,
+    sets: tuple[str, ...],
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    quiet: bool,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+    phases: tuple[str, ...],
+    num_steps: str,
+    k_table: str | None,
+) -> None:
+    """Replay SGLang adaptive speculative decoding and vLLM dynamic speculative decoding on
+    a workload whose class mix (and load) changes, against the static best-k table, every
+    fixed k and plain decoding, on the same requests."""
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.cli.search import parse_num_steps
+    from sim.report.controllers import render_controllers
+    from sim.studies.controllers import controller_study
+
+    ks = parse_num_steps(num_steps)
+    with ProgressBar(enabled=not quiet) as progress:
+        builder, evaluator = build_study(
+            scenario,
+            sets,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+        )
+        result = controller_study(
+            builder,
+            evaluator,
+            [parse_phase(p) for p in phases],
+            ks,
+            k_table=k_table,
+        )
+    emit(
+        "controllers",
+        result.to_dict(),
+        render_controllers,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

@@ -1,0 +1,118 @@
+"""``specsim crossover``: up to which concurrency (or rate) speculation pays, per metric and k."""
+
+from __future__ import annotations
+
+import click
+
+from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import (
+    build_study,
+    emit,
+    loads_option,
+    parse_loads,
+    serving_study_options,
+)
+
+
+def parse_metrics(text: str | None) -> tuple[str, ...]:
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.crossover import CROSSOVER_METRICS
+    from sim.studies.serving_points import METRICS
+
+    if text is None:
+        return CROSSOVER_METRICS
+    names = tuple(m.strip() for m in text.split(",") if m.strip())
+    for m in names:
+        if m not in METRICS or METRICS[m].needs_slo:
+            known = ", ".join(n for n, s in METRICS.items() if not s.needs_slo)
+            raise SpecsimError(f"unknown metric {m!r} (known: {known})", source="--metric")
+    return names
+
+
+@click.command()
+@serving_study_options("simulations")
+@loads_option
+@click.option(
+    "--num-steps",
+    "num_steps",
+    default="1:4",
+    show_default=True,
+    metavar="RANGE",
+    help="Draft lengths k to compare with plain decoding: START:STOP, a list or one k.",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    default=None,
+    metavar="LIST",
+    help="Metrics [default: per_user_tok_s,aggregate_tok_s,tpot_p50_ms,tpot_p99_ms].",
+)
+@click.option(
+    "--refine/--no-refine",
+    default=True,
+    show_default=True,
+    help="Bisect each crossing between grid loads (more simulations) or interpolate.",
+)
+def crossover(
+    scenario: str,
+    sets: tuple[str, ...],
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    quiet: bool,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+    concurrency: str | None,
+    rate: str | None,
+    num_steps: str,
+    metrics: str | None,
+    refine: bool,
+) -> None:
+    """Where speculation's paired gain crosses 1 as load grows, per metric and draft length.
+
+    Simulates speculation at each k and plain decoding on the same arrivals at every load
+    of the grid (closed-loop users, or Poisson rates), then bisects each crossing and its
+    95% interval between grid loads.
+    """
+    # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.cli.search import parse_num_steps
+    from sim.report.crossover import render_crossover
+    from sim.studies.crossover import crossover as run_crossover
+    from sim.studies.serving_runs import study_settings
+
+    loads = parse_loads(concurrency, rate)
+    ks = parse_num_steps(num_steps)
+    names = parse_metrics(metrics)
+    with ProgressBar(enabled=not quiet) as progress:
+        builder, evaluator = build_study(
+            scenario,
+            sets,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+        )
+        settings, notes = study_settings(builder, loads[0])
+        result = run_crossover(
+            evaluator,
+            loads,
+            ks,
+            metrics=names,
+            refine=refine,
+            scenario=builder.base["name"],
+            settings=settings,
+            assumptions=notes,
+        )
+    emit(
+        "crossover",
+        result.to_dict(),
+        render_crossover,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

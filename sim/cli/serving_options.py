@@ -1,0 +1,202 @@
+"""Options shared by the serving decision commands (crossover, best-k, capacity, controllers).
+
+Each command builds its study from the scenario the same way: ``--set`` and the Monte
+Carlo options applied, SLO limits from the flags (they become ``serving.*_slo_ms``
+overrides, so the document's settings show them), then a ``PointEvaluator`` over
+``ScenarioPlans`` (sim/studies/serving_runs.py). Importing this module imports no
+simulation code (start-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sim.cli.options import (
+    format_option,
+    json_option,
+    plot_option,
+    quiet_option,
+    replications_option,
+    requests_option,
+    scenario_argument,
+    seed_option,
+    set_option,
+    with_mc_settings,
+    workers_option,
+)
+
+if TYPE_CHECKING:
+    from sim.studies.serving_points import Load
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+
+__all__ = [
+    "build_study",
+    "loads_option",
+    "parse_loads",
+    "serving_study_options",
+    "slo_options",
+]
+
+
+def parse_values(text: str, flag: str) -> list[float]:
+    """``1,2,4,8``, ``1:8`` or ``0.5:4:0.5`` -> numbers (SpecsimError naming the flag)."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.grid import parse_grid
+
+    try:
+        _, values = parse_grid(f"value={text}")
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=flag) from None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        raise SpecsimError(f"expected numbers, got {text!r}", source=flag)
+    return [float(v) for v in values]
+
+
+def parse_loads(concurrency: str | None, rate: str | None, default_top: int = 64) -> list[Load]:
+    """The load grid of ``--concurrency LIST`` or ``--rate LIST`` (default: 1, 2, 4, ...,
+    ``default_top`` users)."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.crossover import default_loads, load_grid
+
+    if concurrency is not None and rate is not None:
+        raise click.UsageError("give at most one of --concurrency, --rate")
+    if rate is not None:
+        kind, flag, values = "rate", "--rate", parse_values(rate, "--rate")
+    else:
+        kind, flag = "concurrency", "--concurrency"
+        values = (
+            parse_values(concurrency, flag)
+            if concurrency is not None
+            else default_loads("concurrency", default_top)
+        )
+    try:
+        return load_grid(kind, values)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=flag) from None
+
+
+def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--concurrency LIST / --rate LIST."""
+    fn = click.option(
+        "--rate",
+        default=None,
+        metavar="LIST",
+        help="Poisson arrival rates (requests/s) to simulate, e.g. 0.5,1,2,4 or 1:8.",
+    )(fn)
+    return click.option(
+        "--concurrency",
+        default=None,
+        metavar="LIST",
+        help="Closed-loop user counts to simulate, e.g. 1,2,4,8,16 [default: 1,2,4,...,64].",
+    )(fn)
+
+
+def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
+    fn = click.option(
+        "--tpot-slo-ms",
+        type=click.FloatRange(min=0.0, min_open=True),
+        default=None,
+        help="TPOT limit of the SLO [default: serving.tpot_slo_ms].",
+    )(fn)
+    return click.option(
+        "--ttft-slo-ms",
+        type=click.FloatRange(min=0.0, min_open=True),
+        default=None,
+        help="TTFT limit of the SLO [default: serving.ttft_slo_ms].",
+    )(fn)
+
+
+def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """SCENARIO, --set, the Monte Carlo options, --workers, --quiet, --json, --plot, --format."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for option in (
+            format_option,
+            plot_option,
+            json_option,
+            quiet_option,
+            workers_option(what),
+            seed_option,
+            requests_option,
+            replications_option,
+            set_option,
+            scenario_argument,
+        ):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+def build_study(
+    scenario: str,
+    sets: tuple[str, ...],
+    *,
+    replications: int | None,
+    requests: int | None,
+    seed: int | None,
+    workers: int,
+    progress: Callable[[int, int], None] | None,
+    ttft_slo_ms: float | None = None,
+    tpot_slo_ms: float | None = None,
+) -> tuple[ScenarioPlans, PointEvaluator]:
+    """The scenario's plan builder and an evaluator at its seed and replications."""
+    # lazy: start-up
+    from sim.parallel import LocalExecutor
+    from sim.scenario.load import load_scenario, with_overrides
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+
+    sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    slo = {}
+    if ttft_slo_ms is not None:
+        slo["serving.ttft_slo_ms"] = ttft_slo_ms
+    if tpot_slo_ms is not None:
+        slo["serving.tpot_slo_ms"] = tpot_slo_ms
+    if slo:
+        sc = with_overrides(sc, slo, source="option")
+    builder = ScenarioPlans.of(sc, source=scenario, base_dir=Path(scenario).resolve().parent)
+    setup = builder.setup(None, builder.default_steps)
+    evaluator = PointEvaluator(
+        builder,
+        replications=setup.replications,
+        seed=setup.seed,
+        slo=setup.slo,
+        executor=LocalExecutor(workers),
+        progress=progress,
+    )
+    return builder, evaluator
+
+
+def emit(
+    kind: str,
+    doc: dict[str, Any],
+    render: Callable[[dict[str, Any]], str],
+    *,
+    as_json: bool,
+    plot_dir: str | None,
+    fmt: str,
+    quiet: bool = False,
+) -> None:
+    """Write the figures of ``doc`` (``--plot``; ``quiet``: without the "wrote" lines),
+    then print it as JSON or as text."""
+    # lazy: start-up
+    from sim.cli.options import echo_document
+
+    if plot_dir:
+        # lazy: matplotlib only when --plot is given (start-up)
+        from sim.cli.plot import echo_written, save_figures
+        from sim.documents import document
+        from sim.report.figures import figures_for
+
+        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt), quiet)
+    if as_json:
+        echo_document(kind, doc)
+    else:
+        click.echo(render(doc))

@@ -1,0 +1,41 @@
+"""Text of a ``capacity`` document: the highest Poisson rate meeting the SLOs, per policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.report.crossover import settings_line
+
+__all__ = ["render_capacity"]
+
+
+def _rate(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
+
+
+def render_capacity(doc: Mapping[str, Any]) -> str:
+    lines = [
+        f"capacity: {doc['scenario']}: highest Poisson rate at which {doc['share']:.0%} of "
+        "requests meet the SLO",
+        settings_line(doc),
+        f"root finding on log rate to {doc['rtol']:.0%}, common random numbers along the rate; "
+        "95% interval from the attainment's band",
+        "",
+        f"  {'policy':<18}{'req/s':>9}  {'95% CI':<18}{'vs plain decoding':>18}",
+    ]
+    for p in doc["policies"]:
+        name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"
+        lo, hi = p["ci95"]
+        gain = p["capacity_gain"]
+        lines.append(
+            f"  {name:<18}{_rate(p['rate_per_s']):>9}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
+            f"{'' if gain is None else f'{gain:.2f}x':>18}"
+        )
+    unmet = [p["num_steps"] for p in doc["policies"] if p["rate_per_s"] is None]
+    if unmet:
+        lines.append(f"  (k = {unmet}: the share is not met at any rate tried)")
+    if doc.get("assumptions"):
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
+    lines.append(f"({doc['runs']} policy runs)")
+    return "\n".join(lines)

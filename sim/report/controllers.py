@@ -1,0 +1,70 @@
+"""Text of a ``controllers`` document: each policy per phase against the static best-k
+table, and which wins where."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.report.crossover import fmt_interval
+
+__all__ = ["render_controllers"]
+
+
+def _sign(ci: list[float | None] | None) -> str:
+    """+ when the interval is above 0, - when below, "" otherwise."""
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return "+" if ci[0] > 0 else ("-" if ci[1] < 0 else "")
+
+
+def render_controllers(doc: Mapping[str, Any]) -> str:
+    ref = doc["reference"]
+    lines = [
+        f"controllers replayed: {doc['scenario']}, {doc['replications']} replications of "
+        f"{doc['requests']} requests ({doc['input_tokens']} prompt / {doc['output_tokens']} "
+        f"output tokens), seed {doc['seed']}",
+        f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)",
+    ]
+    for i, phase in enumerate(doc["phases"]):
+        lines += ["", f"phase {i + 1}: {phase['label']}"]
+        for metric, meta in doc["metrics"].items():
+            unit = f" ({meta['unit']})" if meta["unit"] else ""
+            lines.append(f"  {meta['label']}{unit}:")
+            for name, pol in doc["policies"].items():
+                lv = pol["phases"][metric][i]
+                adv = pol["advantage_over_reference"][metric][i]
+                sig = (
+                    "+"
+                    if adv["ci95"] and adv["ci95"][0] is not None and adv["ci95"][0] > 0
+                    else (
+                        "-"
+                        if adv["ci95"] and adv["ci95"][1] is not None and adv["ci95"][1] < 0
+                        else ""
+                    )
+                )
+                a = "" if name == ref else f"{adv['mean']:+.3g} {fmt_interval(adv['ci95'])}{sig}"
+                lines.append(f"    {name:<20}{lv['mean']:>10.4g}   {a}")
+    lines += ["", "policies:"]
+    for name, pol in doc["policies"].items():
+        agg = pol["aggregate_tok_s"]
+        lines.append(
+            f"  {name}: {pol['description']}; whole trace {agg['mean']:.4g} tok/s "
+            f"{fmt_interval(agg['ci95'])}"
+        )
+    lines += ["", "winners (best mean per phase and metric):"]
+    for w in doc["winners"]:
+        meta = doc["metrics"][w["metric"]]
+        adv = w["advantage_over_reference"]
+        tail = (
+            ""
+            if w["best"] == ref
+            else (
+                f" ({adv['mean']:+.3g} {meta['unit']} vs the {ref}"
+                + (", significant)" if w["significant"] else ", within noise)")
+            )
+        )
+        lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
+    if doc.get("assumptions"):
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
+    return "\n".join(lines)

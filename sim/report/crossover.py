@@ -1,0 +1,96 @@
+"""Text of a ``crossover`` document: per metric, the gain of each k at each load, and where
+speculation stops (or starts) paying, with 95% intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["fmt_interval", "load_unit", "render_crossover", "settings_line"]
+
+
+def load_unit(kind: str) -> str:
+    return "users" if kind == "concurrency" else "req/s"
+
+
+def fmt_interval(ci: Sequence[float | None] | None, digits: int = 3) -> str:
+    """``[lo, hi]`` with None ends as "?"; "" when there is no interval."""
+    if ci is None:
+        return ""
+    lo, hi = (("?" if v is None else f"{v:.{digits}g}") for v in ci)
+    return f"[{lo}, {hi}]"
+
+
+def fmt_load(x: float, kind: str) -> str:
+    return f"{x:.0f}" if kind == "concurrency" else f"{x:.3g}"
+
+
+def settings_line(doc: Mapping[str, Any]) -> str:
+    """Seed, sample size and lengths of a serving study document."""
+    slo = doc.get("slo") or {}
+    limits = [f"{k.split('_')[0].upper()} <= {v:g} ms" for k, v in slo.items() if v is not None]
+    return (
+        f"seed {doc.get('seed')}, {doc.get('replications')} replications x "
+        f"{doc.get('requests')} requests (after {doc.get('warmup_requests')} warm-up at the "
+        f"first load), {doc.get('input_tokens_mean', 0):g} prompt / "
+        f"{doc.get('output_tokens_mean', 0):g} output tokens, {doc.get('batching')} batching"
+        + (f"; SLO {' and '.join(limits)}" if limits else "")
+    )
+
+
+def _crossing_text(c: Mapping[str, Any], kind: str) -> str:
+    unit = load_unit(kind)
+    lo, hi = c["ci95"]
+    ci = f"95% {'?' if lo is None else f'{lo:.3g}'} .. {'?' if hi is None else f'{hi:.3g}'}"
+    return f"{c['direction']} at {c['at']:.3g} {unit} ({ci})"
+
+
+def render_crossover(doc: Mapping[str, Any]) -> str:
+    kind = doc["load_kind"]
+    unit = load_unit(kind)
+    ks = doc["num_steps"]
+    grid = doc["grid"]
+    lines = [
+        f"crossover: {doc['scenario']}, {'closed loop' if kind == 'concurrency' else 'Poisson'} "
+        f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {unit}, k = "
+        + ", ".join(str(k) for k in ks),
+        settings_line(doc),
+        "gain = speculation at k over plain decoding on the same arrivals, replication by "
+        "replication (> 1: speculation pays; for latencies baseline / speculative); "
+        "95% intervals over replications",
+    ]
+    curves = doc["curves"]
+    for metric, meta in doc["metrics"].items():
+        unit_m = f" ({meta['unit']})" if meta["unit"] else ""
+        lines += ["", f"{meta['label']}{unit_m}: gain by k"]
+        by_k = {c["num_steps"]: c for c in curves if c["metric"] == metric}
+        loads = sorted({p["load"] for c in by_k.values() for p in c["points"]})
+        header = f"  {unit:>7}  " + "".join(f"{'k=' + str(k):<22}" for k in ks)
+        base_col = f"{'no speculation':>18}"
+        lines.append(header + base_col)
+        for x in loads:
+            row = f"  {fmt_load(x, kind):>7}  "
+            base = None
+            for k in ks:
+                pt = next((p for p in by_k[k]["points"] if p["load"] == x), None)
+                if pt is None or pt["gain"]["mean"] is None:
+                    row += f"{'':<22}"
+                    continue
+                g = pt["gain"]
+                cell = f"{g['mean']:.3f} {fmt_interval(g['ci95'])}"
+                row += f"{cell:<22}"
+                base = pt["baseline"]["mean"]
+            row += f"{'' if base is None else f'{base:.4g}':>18}"
+            lines.append(row.rstrip())
+        for k in ks:
+            c = by_k[k]
+            text = (
+                "; ".join(_crossing_text(x, kind) for x in c["crossings"])
+                if c["crossings"]
+                else c["summary"]
+            )
+            lines.append(f"  k={k}: {text}")
+    if doc.get("assumptions"):
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
+    lines.append(f"({doc['runs']} policy runs)")
+    return "\n".join(lines)

@@ -1,0 +1,215 @@
+"""Capacity under SLOs: the highest Poisson rate at which a share of requests meets the
+TTFT and TPOT limits, with and without speculation, per k.
+
+SLO attainment (the share of measured requests whose TTFT and TPOT are within the limits,
+sim/studies/serving_points.py) falls as the arrival rate rises. Poisson arrivals are unit
+exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
+``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
+time: common random numbers along the rate, as the acceptance search has along alpha.
+The capacity is found by the root finder of sim/studies/rootfind.py (``first_passing``:
+bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
+tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
+upper and lower 95% bounds of attainment cross the required share).
+
+The hint is the rate one request at a time would sustain (a lone user's output tok/s
+over the mean output length), which brackets quickly for both plain decoding and
+speculation. Each replication measures a finite number of requests: far beyond capacity
+the queue grows through the run, so attainment there depends on the run length (the
+capacity itself, where attainment is still high, does not much).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK
+from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.studies.rootfind import Probe, first_passing
+from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
+from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
+
+__all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
+
+#: How far the root finder may look on either side of the hint (a factor on the rate).
+SPAN = 4096.0
+
+
+@dataclass(frozen=True)
+class PolicyCapacity:
+    """One policy's capacity (None: the share is not met even at the lowest rate tried)
+    with its 95% interval, and every rate simulated with its attainment."""
+
+    num_steps: int
+    rate_per_s: float | None
+    ci95: tuple[float | None, float | None]
+    curve: tuple[tuple[float, Ratio, Ratio], ...]  # (rate, attainment, aggregate tok/s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_steps": self.num_steps,
+            "rate_per_s": self.rate_per_s,
+            "ci95": list(self.ci95),
+            "curve": [
+                {"rate_per_s": r, "attainment": ratio_doc(a), "aggregate_tok_s": ratio_doc(t)}
+                for r, a, t in self.curve
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    scenario: str
+    share: float
+    policies: tuple[PolicyCapacity, ...]
+    runs: int
+    settings: dict[str, Any]
+    assumptions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        base = self.policies[0].rate_per_s
+        return {
+            "scenario": self.scenario,
+            "share": self.share,
+            **self.settings,
+            "policies": [
+                {
+                    **p.to_dict(),
+                    "capacity_gain": (
+                        None
+                        if base is None or p.rate_per_s is None or base == 0
+                        else p.rate_per_s / base
+                    ),
+                }
+                for p in self.policies
+            ],
+            "runs": self.runs,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _stat(point: PolicyPoint, which: str) -> float:
+    r = level(point, "slo_attainment")
+    if which == "mean":
+        return r.mean
+    if r.ci95 is None:
+        return r.mean
+    return r.ci95[0] if which == "lo" else r.ci95[1]
+
+
+def policy_capacity(
+    evaluator: PointEvaluator, k: int, share: float, hint_per_s: float, rtol: float
+) -> PolicyCapacity:
+    """Capacity of FixedK(k) (k = 0: plain decoding)."""
+    policy = FixedK(k) if k else BASELINE
+
+    def at(log_rate: float) -> PolicyPoint:
+        return evaluator(Load("rate", math.exp(log_rate)), policy)
+
+    lo, hi = math.log(hint_per_s / SPAN), math.log(hint_per_s * SPAN)
+    probe = Probe(at, -1, lo, hi)  # lowering the rate helps
+    kw = {"hint": math.log(hint_per_s), "step": math.log(2.0), "xtol": math.log1p(rtol)}
+
+    def root(which: str) -> float | None:
+        x = first_passing(probe, lambda p: _stat(p, which), share, **kw)
+        return None if x is None else math.exp(x)
+
+    value = root("mean")
+    ends = (root("lo"), root("hi"))
+    if value is not None and ends[1] is None:
+        ends = (ends[0], value)
+    curve = tuple(
+        (
+            math.exp(x),
+            level(p, "slo_attainment"),
+            level(p, "aggregate_tok_s"),
+        )
+        for x, p in sorted(probe.seen.items())
+    )
+    return PolicyCapacity(k, value, ends, curve)
+
+
+@dataclass(frozen=True)
+class CapacityTask:
+    """One policy's capacity search, for a worker process (picklable)."""
+
+    builder: PlanBuilder
+    replications: int
+    seed: int
+    slo: SloSpec
+    num_steps: int
+    share: float
+    hint_per_s: float
+    rtol: float
+
+
+def run_capacity(task: CapacityTask) -> tuple[PolicyCapacity, int]:
+    """(capacity, simulations run) of one policy, in this process."""
+    ev = PointEvaluator(task.builder, replications=task.replications, seed=task.seed, slo=task.slo)
+    out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
+    return out, ev.runs
+
+
+def capacity(
+    evaluator: PointEvaluator,
+    num_steps: Sequence[int],
+    *,
+    share: float = 0.9,
+    rtol: float = 0.02,
+    hint_per_s: float | None = None,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+) -> CapacityResult:
+    """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
+    seed and replications); the policies' searches run in parallel through the
+    evaluator's executor, each in one process (results do not depend on it)."""
+    if not 0.0 < share < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
+    if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
+        raise SpecsimError(
+            "capacity needs a TTFT or TPOT limit (serving.ttft_slo_ms / tpot_slo_ms)",
+            param="ttft_slo_ms",
+        )
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    if hint_per_s is None:
+        alone = evaluator(Load("concurrency", 1), BASELINE)  # output tok/s of one user
+        tok_s = float(alone.values["aggregate_tok_s"].mean())
+        hint_per_s = tok_s / max(1.0, _mean_output(evaluator))
+    tasks = [
+        CapacityTask(
+            evaluator.builder,
+            evaluator.replications,
+            evaluator.seed,
+            evaluator.slo,
+            k,
+            share,
+            hint_per_s,
+            rtol,
+        )
+        for k in [0, *ks]
+    ]
+    found: dict[int, tuple[PolicyCapacity, int]] = {}
+    for done, (i, out) in enumerate(evaluator.executor.map_unordered(run_capacity, tasks), 1):
+        found[i] = out
+        if evaluator.progress:
+            evaluator.progress(done, len(tasks))
+    policies = tuple(found[i][0] for i in range(len(tasks)))
+    return CapacityResult(
+        scenario=scenario,
+        share=share,
+        policies=policies,
+        runs=evaluator.runs + sum(n for _, n in found.values()),
+        settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol},
+        assumptions=tuple(assumptions),
+    )
+
+
+def _mean_output(evaluator: PointEvaluator) -> float:
+    plan = evaluator.builder(Load("concurrency", 1), evaluator.builder.default_steps)
+    return float(plan.workload.output_tokens.mean)

@@ -1,0 +1,437 @@
+"""Adaptive speculation controllers replayed offline on phase-changing workloads.
+
+The in-engine policies users can turn on (sim/model/controllers.py: SGLang's adaptive
+speculative decoding, vLLM's dynamic speculative decoding as its offline table and with
+its online acceptance refresh) run in the serving engine against the static best-k table
+(sim/studies/best_k.py), every fixed k and plain decoding, on the same requests (common
+random numbers: replication r of every policy replays the same trace with the same
+acceptance draws).
+
+Phase-changing workload (``phase_trace``): consecutive phases, each a number of requests
+arriving at a constant rate (evenly spaced, as a paced load generator sends them) with a
+share per acceptance class (e.g. 90% chat then 90% code); classes are interleaved
+deterministically so each phase has its shares exactly (largest remainder, request by
+request). The trace has no random part: replications differ by their acceptance draws
+(and per-request rate spread, if the scenario has one). Lengths are the scenario's mean
+prompt and answer lengths.
+
+vLLM's offline profile is what vllm/v1/spec_decode/dynamic/generate_config.py measures:
+the per-position acceptance rates of the workload (here the scenario's mix, averaged over
+the whole trace: vLLM profiles once, offline) and the ITL at batch sizes 1, 4, 16, 64, 256
+(up to ``max_num_seqs``) for K = 0, 1, 3, 5; the ITL here is the cost model's iteration
+time at that batch and K with every request at the trace's mean context (generate_config
+takes the median ITL of ``vllm bench serve``, which the iteration time is up to
+scheduling noise).
+
+Per phase (requests by arrival) each policy's per-user tok/s, TPOT p50 and p99 and TTFT
+p50 per replication, and the paired difference from the static table with its 95%
+interval (> 0: the policy does better than the table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.controllers import SGLangAdaptive, VllmGoodput
+from sim.model.policy import FixedK, KTable, SpeculationPolicy
+from sim.parallel import Executor
+from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.lengths import Fixed
+from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
+from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.workload import Trace, Workload
+from sim.studies.best_k import best_k_table
+from sim.studies.serving_points import METRICS, Load, ratio_doc
+from sim.studies.serving_runs import PointEvaluator, ScenarioPlans, study_settings
+
+__all__ = [
+    "PHASE_METRICS",
+    "VLLM_PROFILE_BATCHES",
+    "VLLM_PROFILE_K",
+    "Phase",
+    "ReplayResult",
+    "controller_study",
+    "default_phases",
+    "phase_trace",
+    "replay",
+    "vllm_profile",
+]
+
+#: vLLM generate_config.py defaults: ``--batch-size-list 1 4 16 64 256``,
+#: ``--num-speculative-tokens-list 1 3 5`` (K = 0 is the vanilla run).
+VLLM_PROFILE_BATCHES: tuple[int, ...] = (1, 4, 16, 64, 256)
+VLLM_PROFILE_K: tuple[int, ...] = (0, 1, 3, 5)
+PHASE_METRICS: tuple[str, ...] = ("per_user_tok_s", "tpot_p50_ms", "tpot_p99_ms", "ttft_p50_ms")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """``requests`` arriving at ``rate_per_s``, ``shares`` of each acceptance class."""
+
+    requests: int
+    rate_per_s: float
+    shares: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        if self.requests < 1 or not self.rate_per_s > 0:
+            raise ValueError("a phase needs at least one request and a positive rate")
+        total = sum(s for _, s in self.shares)
+        if any(s < 0 for _, s in self.shares) or not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(f"class shares must be >= 0 and sum to 1, got {self.shares}")
+
+    def label(self) -> str:
+        mix = ", ".join(f"{s:.0%} {name}" for name, s in self.shares if s > 0)
+        return f"{self.requests} requests at {self.rate_per_s:.3g}/s, {mix}"
+
+
+def _interleave(shares: Sequence[float], n: int) -> list[int]:
+    """Class of each of n requests so that after every request each class's count is
+    within one of share x requests so far (largest remainder, lowest index on ties)."""
+    counts = [0] * len(shares)
+    out = []
+    for i in range(1, n + 1):
+        c = max(range(len(shares)), key=lambda j: (shares[j] * i - counts[j], -j))
+        counts[c] += 1
+        out.append(c)
+    return out
+
+
+def phase_trace(
+    phases: Sequence[Phase],
+    class_names: Sequence[str],
+    input_tokens: int,
+    output_tokens: int,
+) -> tuple[Trace, np.ndarray]:
+    """The trace of ``phases`` and each request's phase index (n,)."""
+    times, classes, phase_of = [], [], []
+    t = 0.0
+    for p_i, phase in enumerate(phases):
+        names = dict(phase.shares)
+        unknown = sorted(set(names) - set(class_names))
+        if unknown:
+            raise SpecsimError(
+                f"unknown acceptance class {unknown[0]!r} (the scenario has "
+                f"{', '.join(class_names)})",
+                param="phases",
+            )
+        shares = [names.get(c, 0.0) for c in class_names]
+        gap = 1000.0 / phase.rate_per_s
+        for c in _interleave(shares, phase.requests):
+            times.append(t)
+            classes.append(c)
+            phase_of.append(p_i)
+            t += gap
+    n = len(times)
+    trace = Trace(
+        np.array(times),
+        np.full(n, input_tokens, dtype=np.int64),
+        np.full(n, output_tokens, dtype=np.int64),
+        np.array(classes, dtype=np.int64),
+        source="phases",
+    )
+    return trace, np.array(phase_of)
+
+
+def vllm_profile(
+    plan: ServingPlan, context_tokens: float, max_batch: int
+) -> dict[int, dict[int, float]]:
+    """ITL (ms) at vLLM's profiled batch sizes (those <= ``max_batch``, and
+    ``max_batch`` itself) and K, from the plan's cost model at ``context_tokens`` per
+    request."""
+    sizes = sorted({b for b in VLLM_PROFILE_BATCHES if b <= max_batch} | {max_batch})
+    return {
+        b: {
+            k: float(plan.cost.decode_ms(b, k, np.array([b * context_tokens]))[0])
+            for k in VLLM_PROFILE_K
+        }
+        for b in sizes
+    }
+
+
+def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict[str, np.ndarray]:
+    """Per phase (phases,), each metric of ``PHASE_METRICS`` of one replication."""
+    m = request_metrics(rec)
+    out = {name: np.full(phases, np.nan) for name in PHASE_METRICS}
+    for p in range(phases):
+        rows = phase_of == p
+        tok, tpot, ttft = m["per_user_tok_s"][rows], m["tpot_ms"][rows], m["ttft_ms"][rows]
+        out["per_user_tok_s"][p] = np.nanmean(tok)
+        out["tpot_p50_ms"][p] = np.nanquantile(tpot, 0.5)
+        out["tpot_p99_ms"][p] = np.nanquantile(tpot, 0.99)
+        out["ttft_p50_ms"][p] = np.nanquantile(ttft, 0.5)
+    return out
+
+
+def _ratio(values: np.ndarray) -> Ratio:
+    mean, ci = mean_interval(values)
+    return Ratio(mean, ci)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    scenario: str
+    phases: tuple[Phase, ...]
+    policies: dict[str, str]
+    reference: str
+    levels: dict[str, dict[str, tuple[Ratio, ...]]]  # policy -> metric -> per phase
+    versus: dict[str, dict[str, tuple[Ratio, ...]]]  # paired advantage over the reference
+    overall: dict[str, Ratio]  # aggregate tok/s over the whole trace
+    settings: dict[str, Any]
+    assumptions: tuple[str, ...]
+
+    def winners(self) -> list[dict[str, Any]]:
+        """Per phase and metric, the best policy by its mean (and whether it is
+        significantly better than the reference)."""
+        out = []
+        for p, phase in enumerate(self.phases):
+            for metric in PHASE_METRICS:
+                better = METRICS[metric].higher_is_better
+
+                def key(name: str, metric: str = metric, p: int = p, up: bool = better) -> float:
+                    v = self.levels[name][metric][p].mean
+                    return v if up else -v
+
+                best = max(self.levels, key=key)
+                adv = self.versus[best][metric][p]
+                out.append(
+                    {
+                        "phase": p,
+                        "phase_label": phase.label(),
+                        "metric": metric,
+                        "best": best,
+                        "advantage_over_reference": ratio_doc(adv),
+                        "significant": adv.ci95 is not None and adv.ci95[0] > 0,
+                    }
+                )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            **self.settings,
+            "reference": self.reference,
+            "phases": [
+                {
+                    "requests": p.requests,
+                    "rate_per_s": p.rate_per_s,
+                    "shares": dict(p.shares),
+                    "label": p.label(),
+                }
+                for p in self.phases
+            ],
+            "metrics": {
+                m: {
+                    "label": METRICS[m].label,
+                    "unit": METRICS[m].unit,
+                    "higher_is_better": METRICS[m].higher_is_better,
+                }
+                for m in PHASE_METRICS
+            },
+            "policies": {
+                name: {
+                    "description": desc,
+                    "aggregate_tok_s": ratio_doc(self.overall[name]),
+                    "phases": {
+                        m: [ratio_doc(r) for r in self.levels[name][m]] for m in PHASE_METRICS
+                    },
+                    "advantage_over_reference": {
+                        m: [ratio_doc(r) for r in self.versus[name][m]] for m in PHASE_METRICS
+                    },
+                }
+                for name, desc in self.policies.items()
+            },
+            "winners": self.winners(),
+            "assumptions": list(self.assumptions),
+        }
+
+
+def replay(
+    plan: ServingPlan,
+    phases: Sequence[Phase],
+    policies: Mapping[str, SpeculationPolicy],
+    *,
+    reference: str,
+    replications: int,
+    seed: int,
+    executor: Executor | None = None,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+) -> ReplayResult:
+    """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
+    the phase trace; its acceptance model must have the phases' classes and cover every
+    policy's largest k)."""
+    if reference not in policies:
+        raise ValueError(f"the reference {reference!r} is not among the policies")
+    w = plan.workload
+    trace, phase_of = phase_trace(
+        phases,
+        plan.acceptance.class_names,
+        round(w.input_tokens.mean),
+        max(1, round(w.output_tokens.mean)),
+    )
+    workload = Workload(trace, Fixed(1), Fixed(0), requests=trace.size, warmup=0)
+    replayed = dataclasses.replace(plan, workload=workload)
+    run = simulate_serving(
+        replayed, dict(policies), replications=replications, seed=seed, executor=executor
+    )
+    n = len(phases)
+    per_rep = {
+        name: [_phase_values(r, phase_of, n) for r in recs] for name, recs in run.records.items()
+    }
+    levels, versus, overall = {}, {}, {}
+    for name, reps in per_rep.items():
+        levels[name], versus[name] = {}, {}
+        for metric in PHASE_METRICS:
+            mine = np.stack([r[metric] for r in reps])  # (R, phases)
+            ref = np.stack([r[metric] for r in per_rep[reference]])
+            diff = mine - ref if METRICS[metric].higher_is_better else ref - mine
+            levels[name][metric] = tuple(_ratio(mine[:, p]) for p in range(n))
+            versus[name][metric] = tuple(_ratio(diff[:, p]) for p in range(n))
+        overall[name] = _ratio(
+            np.array([1000.0 * r.tokens_delivered / r.window_ms for r in run.records[name]])
+        )
+    return ReplayResult(
+        scenario=scenario,
+        phases=tuple(phases),
+        policies={name: p.describe() for name, p in policies.items()},
+        reference=reference,
+        levels=levels,
+        versus=versus,
+        overall=overall,
+        settings={
+            **dict(settings or {}),
+            "seed": seed,
+            "replications": replications,
+            "requests": trace.size,
+            "input_tokens": int(trace.input_tokens[0]),
+            "output_tokens": int(trace.output_tokens[0]),
+        },
+        assumptions=tuple(assumptions),
+    )
+
+
+def standard_policies(
+    plan: ServingPlan,
+    table: KTable,
+    ks: Sequence[int],
+    initial_steps: int,
+    context_tokens: float,
+) -> dict[str, SpeculationPolicy]:
+    """Plain decoding, each fixed k, the static best-k table, SGLang adaptive (default
+    config, starting at ``initial_steps``) and vLLM dynamic SD (offline table and online
+    refresh) profiled on ``plan``; the plan's acceptance must cover k = 7 (SGLang's
+    largest default candidate) and 5 (vLLM's profile)."""
+    max_batch = plan.scheduler.max_running_requests
+    rates = plan.acceptance.expected_cumulative()[1 : max(VLLM_PROFILE_K) + 1]
+    stats = vllm_profile(plan, context_tokens, min(max_batch, max(VLLM_PROFILE_BATCHES)))
+    top = max(stats)
+    offline = VllmGoodput.of(rates, stats, top, refresh=False)
+    out: dict[str, SpeculationPolicy] = {"plain decoding": FixedK(0)}
+    out.update({f"k = {k}": FixedK(k) for k in ks})
+    out["best-k table"] = table
+    out["SGLang adaptive"] = SGLangAdaptive(initial_steps)
+    out["vLLM DSD table"] = KTable(offline.static_table())
+    out["vLLM DSD online"] = dataclasses.replace(offline, refresh=True)
+    return out
+
+
+def default_phases(plan: ServingPlan, one_user_req_s: float, requests: int) -> list[Phase]:
+    """Four phases of ``requests``: 90% of the lowest-acceptance class (10% of the
+    highest), then swapped, at about 4 users' worth of load, then both again at 16."""
+    classes = plan.acceptance.classes
+    if len(classes) < 2:
+        raise SpecsimError(
+            "a phase-changing workload needs an [[acceptance.mix]] of at least two classes",
+            param="phases",
+        )
+    order = sorted(classes, key=lambda c: float(np.mean(c.mean_rates)))
+    low, high = order[0].name, order[-1].name
+    out = []
+    for users in (4, 16):
+        rate = users * one_user_req_s
+        out.append(Phase(requests, rate, ((low, 0.9), (high, 0.1))))
+        out.append(Phase(requests, rate, ((low, 0.1), (high, 0.9))))
+    return out
+
+
+#: Draft lengths the replay's plan must cover: SGLang's largest default candidate (7) and
+#: vLLM's profile (5).
+REPLAY_MAX_K = 7
+#: Closed-loop concurrencies the default static table is chosen at.
+TABLE_USERS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+
+def controller_study(
+    builder: ScenarioPlans,
+    evaluator: PointEvaluator,
+    phases: Sequence[Phase],
+    num_steps: Sequence[int],
+    *,
+    k_table: str | None = None,
+    phase_requests: int = 60,
+) -> ReplayResult:
+    """The replay a scenario's ``controllers`` command runs: the static table (given as
+    JSON rows, or chosen by best k on the scenario's whole mix), the standard policies,
+    and the phases (default: ``default_phases``)."""
+    notes: list[str] = []
+    table: KTable | None = None
+    if k_table is not None:
+        try:
+            rows = tuple(tuple(int(x) for x in r) for r in json.loads(k_table))
+            table = KTable(rows)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise SpecsimError(f"not a k table: {exc}", source="--k-table") from None
+        notes.append("static table: as given")
+    max_k = max(REPLAY_MAX_K, *num_steps, table.max_k if table else 0)
+    setup = builder.setup(Load("concurrency", 1), max_k)
+    plan = setup.plan
+    w = plan.workload
+    context = w.input_tokens.mean + w.output_tokens.mean / 2
+    if phases:  # fail on a bad class name before any simulation
+        phase_trace(phases, plan.acceptance.class_names, 0, 1)
+    else:
+        one = evaluator(Load("concurrency", 1), FixedK(0))
+        req_s = float(one.values["aggregate_tok_s"].mean()) / max(1.0, w.output_tokens.mean)
+        phases = default_phases(plan, req_s, phase_requests)
+        notes.append(
+            f"phases: default ({phase_requests} requests each; one user's plain-decoding "
+            f"rate {req_s:.3g} requests/s)"
+        )
+    if table is None:
+        rows, _, more = best_k_table(evaluator, TABLE_USERS, num_steps)
+        table = KTable(rows)
+        notes.append(
+            "static table: best k for per-user tok/s on the scenario's whole mix at "
+            f"{', '.join(map(str, TABLE_USERS))} users (sim/studies/best_k.py)"
+        )
+        notes.extend(more)
+    policies = standard_policies(plan, table, num_steps, builder.default_steps, context)
+    notes.append(
+        "vLLM profile: ITL from the cost model at batch sizes "
+        f"{sorted(vllm_profile(plan, context, 256))} x K {list(VLLM_PROFILE_K)}, acceptance "
+        "rates of the whole mix (offline, as generate_config.py); SGLang: default adaptive "
+        f"config, starting at k = {builder.default_steps}, no CUDA-graph padding"
+    )
+    settings, more = study_settings(builder, Load("concurrency", 1))
+    return replay(
+        plan,
+        phases,
+        policies,
+        reference="best-k table",
+        replications=setup.replications,
+        seed=setup.seed,
+        executor=evaluator.executor,
+        scenario=builder.base["name"],
+        settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
+        assumptions=(*notes, *more),
+    )

@@ -1,0 +1,236 @@
+"""Up to which load speculative decoding pays: the crossover of each metric, per k.
+
+For each draft length k and each metric (per-user tok/s, aggregate tok/s, TPOT p50 and
+p99; sim/studies/serving_points.py ``METRICS``) the paired gain of speculation at k over
+plain decoding is simulated on a grid of loads (closed-loop users or Poisson rates) and
+its crossings through 1 are located with 95% intervals (sim/studies/crossings.py). Every
+(load, k) is the scenario at that load and ``speculation.num_steps = k`` simulated at the
+scenario's seed (sim/studies/serving_runs.py), which is what ``sweep`` over
+``serving.concurrency`` and ``speculation.num_steps`` simulates: the curves are the same.
+
+No plotting (sim/report/serving_decisions_plots.py), no files, no text
+(sim/report/crossover.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK
+from sim.simulation.serving.metrics import Ratio
+from sim.studies.crossings import Crossing, find_crossings
+from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
+from sim.studies.serving_runs import BASELINE, PointEvaluator
+
+__all__ = [
+    "CROSSOVER_METRICS",
+    "CrossoverResult",
+    "MetricCurve",
+    "crossover",
+    "default_loads",
+    "load_grid",
+]
+
+#: The metrics whose crossover the command reports, in report order.
+CROSSOVER_METRICS: tuple[str, ...] = (
+    "per_user_tok_s",
+    "aggregate_tok_s",
+    "tpot_p50_ms",
+    "tpot_p99_ms",
+)
+
+
+#: Quantile levels of the latency distributions kept per grid load (0, 1, ..., 100%).
+LEVELS = np.linspace(0.0, 1.0, 101)
+
+
+def latency_quantiles(point: PolicyPoint) -> dict[str, list[float]]:
+    """Pooled TTFT and TPOT quantiles (ms) at ``LEVELS`` (empty lists without samples)."""
+    return {
+        name: (np.quantile(v, LEVELS).tolist() if v.size else [])
+        for name, v in point.samples.items()
+    }
+
+
+def default_loads(kind: str, top: float) -> list[float]:
+    """A geometric grid up to ``top``: 1, 2, 4, ... users (``top`` included), or eight
+    rates from ``top`` / 64 to ``top``."""
+    if kind == "concurrency":
+        out, c = [], 1
+        while c < top:
+            out.append(float(c))
+            c *= 2
+        return [*out, float(int(top))]
+    return [top / 2.0**i for i in range(6, -1, -1)]
+
+
+def load_grid(kind: str, values: Sequence[float]) -> list[Load]:
+    """Sorted, distinct loads (SpecsimError for a bad value)."""
+    try:
+        loads = sorted({Load(kind, v) for v in values})
+    except ValueError as exc:
+        raise SpecsimError(str(exc), param="loads") from None
+    if len(loads) < 2:
+        raise SpecsimError("give at least two loads to find a crossover", param="loads")
+    return loads
+
+
+@dataclass(frozen=True)
+class MetricCurve:
+    """One metric at one k over the load grid (and the loads refinement added):
+    ``loads`` (n,), ``gain``, ``speculative`` and ``baseline`` levels per load."""
+
+    metric: str
+    num_steps: int
+    loads: tuple[float, ...]
+    gain: tuple[Ratio, ...]
+    speculative: tuple[Ratio, ...]
+    baseline: tuple[Ratio, ...]
+    crossings: tuple[Crossing, ...]
+
+    def summary(self) -> str:
+        """What the curve says in words (pays throughout, never, or where it crosses)."""
+        if self.crossings:
+            return "; ".join(f"{c.direction} at {c.at:.3g}" for c in self.crossings)
+        means = [g.mean for g in self.gain]
+        if all(m >= 1.0 for m in means):
+            return "pays at every load simulated"
+        if all(m < 1.0 for m in means):
+            return "never pays at the loads simulated"
+        return "no crossing"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "num_steps": self.num_steps,
+            "summary": self.summary(),
+            "crossings": [c.to_dict() for c in self.crossings],
+            "points": [
+                {
+                    "load": x,
+                    "gain": ratio_doc(g),
+                    "speculative": ratio_doc(s),
+                    "baseline": ratio_doc(b),
+                }
+                for x, g, s, b in zip(
+                    self.loads, self.gain, self.speculative, self.baseline, strict=True
+                )
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class CrossoverResult:
+    scenario: str
+    load_kind: str
+    grid: tuple[float, ...]
+    num_steps: tuple[int, ...]
+    curves: tuple[MetricCurve, ...]
+    distributions: dict[float, dict[str, dict[str, list[float]]]]
+    runs: int
+    settings: dict[str, Any]
+    assumptions: tuple[str, ...]
+
+    def curve(self, metric: str, k: int) -> MetricCurve:
+        return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "load_kind": self.load_kind,
+            "grid": list(self.grid),
+            "num_steps": list(self.num_steps),
+            "metrics": {m: _metric_doc(m) for m in dict.fromkeys(c.metric for c in self.curves)},
+            **self.settings,
+            "runs": self.runs,
+            "assumptions": list(self.assumptions),
+            "curves": [c.to_dict() for c in self.curves],
+            "distribution_levels": [float(q) for q in LEVELS],
+            "distributions": [
+                {"load": x, "by_num_steps": by_k} for x, by_k in self.distributions.items()
+            ],
+        }
+
+
+def _metric_doc(name: str) -> dict[str, Any]:
+    spec = METRICS[name]
+    return {"label": spec.label, "unit": spec.unit, "higher_is_better": spec.higher_is_better}
+
+
+def crossover(
+    evaluator: PointEvaluator,
+    loads: Sequence[Load],
+    num_steps: Sequence[int],
+    *,
+    metrics: Sequence[str] = CROSSOVER_METRICS,
+    refine: bool = True,
+    rtol: float = 0.02,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+) -> CrossoverResult:
+    """Gain curves and crossovers of every metric at every k over ``loads``.
+
+    The whole grid (baseline and every k at every load) runs first, in parallel through
+    the evaluator's executor; ``refine`` then bisects each crossing (and its interval's
+    ends) between grid loads, simulating the loads in between one at a time.
+    """
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise SpecsimError(f"unknown metric {unknown[0]!r}", param="metrics")
+    grid = list(loads)
+    kind = grid[0].kind
+    policies = [BASELINE, *(FixedK(k) for k in ks)]
+    evaluator.keep_samples |= set(grid)  # latency distributions at the grid loads
+    evaluator.ensure([(load, p) for load in grid for p in policies])
+    distributions = {
+        float(load.value): {str(p.max_k): latency_quantiles(evaluator(load, p)) for p in policies}
+        for load in grid
+    }
+    curves = []
+    for k in ks:
+        spec = FixedK(k)
+        for metric in metrics:
+
+            def curve(x: float, metric: str = metric, spec: FixedK = spec) -> Ratio:
+                load = grid[0].at(x)
+                return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
+
+            xs = [float(load.value) for load in grid]
+            found = find_crossings(
+                xs, curve, integer=grid[0].integer, rtol=rtol if refine else None
+            )
+            seen = sorted(
+                {float(load.value) for load, p in evaluator.memo if p == spec and load.kind == kind}
+            )
+            pts = [x for x in seen if (grid[0].at(x), BASELINE) in evaluator.memo]
+            curves.append(
+                MetricCurve(
+                    metric=metric,
+                    num_steps=k,
+                    loads=tuple(pts),
+                    gain=tuple(curve(x) for x in pts),
+                    speculative=tuple(level(evaluator(grid[0].at(x), spec), metric) for x in pts),
+                    baseline=tuple(level(evaluator(grid[0].at(x), BASELINE), metric) for x in pts),
+                    crossings=tuple(found),
+                )
+            )
+    return CrossoverResult(
+        scenario=scenario,
+        load_kind=kind,
+        grid=tuple(float(load.value) for load in grid),
+        num_steps=tuple(ks),
+        curves=tuple(curves),
+        distributions=distributions,
+        runs=evaluator.runs,
+        settings=dict(settings or {}),
+        assumptions=tuple(assumptions),
+    )

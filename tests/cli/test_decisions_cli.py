@@ -1,0 +1,70 @@
+"""``specsim best-k`` and ``specsim capacity`` through click's runner."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.studies.serving_helpers import LLAMA, SCENARIOS
+
+SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
+
+SMALL = ["--set", "workload.output_tokens=24", "--requests", "6", "--replications", "2", "-q"]
+
+
+def test_best_k_json_and_text():
+    args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,4", "--num-steps", "5"]
+    res = CliRunner().invoke(main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["kind"] == "best_k" and doc["objective"] == "per_user_tok_s"
+    table = doc["vllm_speculative_config"]["num_speculative_tokens_per_batch_size"]
+    assert table[0][0] == 1 and table[-1][1] == 4
+    assert "table" in doc["check"]["policies"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and "vLLM (--speculative-config" in res.output
+
+
+def test_best_k_goodput_needs_slo():
+    args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,2", "--objective", "goodput_req_s"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "TTFT or TPOT" in res.output
+
+
+def test_capacity_json():
+    # the seed (slow tokens): capacities of a few requests per second, cheap to simulate
+    args = ["capacity", str(SEED), *SMALL, "--num-steps", "2", "--tpot-slo-ms", "20"]
+    res = CliRunner().invoke(main, [*args, "--rtol", "0.2", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["kind"] == "capacity" and doc["slo"]["tpot_ms"] == 20.0
+    assert [p["num_steps"] for p in doc["policies"]] == [0, 2]
+    # the seed's drafter loses at batch 1 (verify ungraphed): less capacity with it
+    assert doc["policies"][1]["capacity_gain"] < 1.0
+    res = CliRunner().invoke(main, ["capacity", str(LLAMA), *SMALL])
+    assert res.exit_code == 2 and "TTFT or TPOT" in res.output
+
+
+MIX = 'acceptance.mix=[{name="chat",weight=0.7,alpha=0.6},{name="code",weight=0.3,alpha=0.9}]'
+
+
+def test_controllers_json_and_errors():
+    base = ["controllers", str(SEED), "--set", MIX, *SMALL]
+    phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["kind"] == "controllers" and doc["reference"] == "best-k table"
+    assert len(doc["phases"]) == 2 and "SGLang adaptive" in doc["policies"]
+    for args, needle in (
+        (["--phase", "6,x"], "--phase"),
+        (["--phase", "6,1,prose=1"], "unknown acceptance class"),
+        ([*phase, "--k-table", "[[2,4,1]]"], "--k-table"),
+    ):
+        res = CliRunner().invoke(main, [*base, *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert needle in res.output
+    res = CliRunner().invoke(main, ["controllers", str(SEED), *SMALL, *phase])
+    assert res.exit_code == 2 and "chat" in res.output  # no mix: classes unknown

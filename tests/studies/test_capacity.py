@@ -1,0 +1,55 @@
+"""Capacity under SLOs: the root is where attainment crosses the share, CI around it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK
+from sim.simulation.serving.metrics import SloSpec
+from sim.studies.capacity import capacity, policy_capacity
+from sim.studies.serving_points import Load, level
+from sim.studies.serving_runs import BASELINE, PointEvaluator
+from tests.studies.serving_helpers import CodePlans
+
+BUILDER = CodePlans(output=16, requests=16)
+
+
+TPOT_11 = SloSpec(tpot_ms=11.0)
+
+
+def evaluator(slo: SloSpec = TPOT_11) -> PointEvaluator:
+    return PointEvaluator(BUILDER, replications=3, seed=5, slo=slo)
+
+
+def test_capacity_is_where_attainment_crosses_the_share():
+    ev = evaluator()
+    cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
+    assert cap.rate_per_s is not None
+    at = level(ev(Load("rate", cap.rate_per_s), BASELINE), "slo_attainment").mean
+    assert at >= 0.9
+    above = [r for r, a, _ in cap.curve if r > cap.rate_per_s]
+    assert above and min(above) <= cap.rate_per_s * 1.021
+    assert level(ev(Load("rate", min(above)), BASELINE), "slo_attainment").mean < 0.9
+    lo, hi = cap.ci95
+    assert lo is not None and hi is not None and lo <= cap.rate_per_s <= hi
+    rates = [r for r, _, _ in cap.curve]
+    assert rates == sorted(rates)
+
+
+def test_capacity_document_and_errors():
+    ev = evaluator()
+    result = capacity(ev, [3], share=0.8, hint_per_s=5.0)
+    doc = result.to_dict()
+    assert [p["num_steps"] for p in doc["policies"]] == [0, 3]
+    assert doc["policies"][0]["capacity_gain"] == 1.0
+    k3 = doc["policies"][1]
+    assert k3["capacity_gain"] == pytest.approx(k3["rate_per_s"] / doc["policies"][0]["rate_per_s"])
+    assert math.isfinite(doc["hint_per_s"])
+    with pytest.raises(SpecsimError, match="TTFT or TPOT"):
+        capacity(evaluator(SloSpec()), [3])
+    with pytest.raises(SpecsimError):
+        capacity(ev, [3], share=1.5)
+    assert ev(Load("rate", 1.0), FixedK(3)).replications == 3

@@ -1,0 +1,85 @@
+"""Controllers replayed on phase-changing traces: the trace, the replay's pairing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.errors import SpecsimError
+from sim.model.controllers import SGLangAdaptive
+from sim.model.policy import FixedK, KTable
+from sim.simulation.serving import Poisson
+from sim.studies.controllers import (
+    Phase,
+    default_phases,
+    phase_trace,
+    replay,
+    standard_policies,
+    vllm_profile,
+)
+from tests.simulation.serving.helpers import plan
+
+MIX = {
+    "mix": [
+        {"name": "chat", "weight": 0.7, "alpha": 0.55},
+        {"name": "code", "weight": 0.3, "alpha": 0.9},
+    ]
+}
+
+
+def mixed_plan():
+    return plan(Poisson(1.0), acceptance=MIX, k=7, output=30, requests=10)
+
+
+def test_phase_trace_has_its_shares_exactly_and_paced_arrivals():
+    phases = [
+        Phase(10, 2.0, (("chat", 0.9), ("code", 0.1))),
+        Phase(20, 4.0, (("chat", 0.25), ("code", 0.75))),
+    ]
+    trace, phase_of = phase_trace(phases, ("chat", "code"), 0, 30)
+    assert trace.size == 30 and list(np.bincount(phase_of)) == [10, 20]
+    assert np.bincount(trace.request_class[:10], minlength=2).tolist() == [9, 1]
+    assert np.bincount(trace.request_class[10:], minlength=2).tolist() == [5, 15]
+    assert np.allclose(np.diff(trace.arrival_ms[:11]), 500.0)
+    assert np.allclose(np.diff(trace.arrival_ms[10:]), 250.0)
+    with pytest.raises(SpecsimError, match="unknown acceptance class"):
+        phase_trace([Phase(2, 1.0, (("prose", 1.0),))], ("chat", "code"), 0, 30)
+    with pytest.raises(ValueError):
+        Phase(2, 1.0, (("chat", 0.5),))
+
+
+def test_replay_pairs_every_policy_with_the_reference():
+    p = mixed_plan()
+    phases = default_phases(p, one_user_req_s=1.0, requests=8)
+    assert [ph.shares[0] for ph in phases] == [("chat", 0.9), ("chat", 0.1)] * 2
+    policies = {
+        "table": KTable(((1, 4, 3), (5, 64, 1))),
+        "k = 3": FixedK(3),
+        "SGLang adaptive": SGLangAdaptive(3),
+    }
+    result = replay(p, phases, policies, reference="table", replications=2, seed=4)
+    doc = result.to_dict()
+    assert set(doc["policies"]) == set(policies)
+    for metric, values in doc["policies"]["table"]["advantage_over_reference"].items():
+        assert all(v["mean"] == 0.0 for v in values), metric
+    assert len(doc["winners"]) == 4 * 4
+    # code-heavy phases decode faster with speculation than chat-heavy ones (alpha 0.9)
+    k3 = doc["policies"]["k = 3"]["phases"]["per_user_tok_s"]
+    assert k3[1]["mean"] > k3[0]["mean"]
+
+
+def test_standard_policies_profile_the_plan():
+    p = mixed_plan()
+    stats = vllm_profile(p, 15.0, 64)
+    assert sorted(stats) == [1, 4, 16, 64] and sorted(stats[1]) == [0, 1, 3, 5]
+    assert stats[64][3] > stats[1][3]  # iterations grow with the batch
+    pols = standard_policies(p, KTable(((1, 64, 2),)), [1, 2], 2, 15.0)
+    assert list(pols) == [
+        "plain decoding",
+        "k = 1",
+        "k = 2",
+        "best-k table",
+        "SGLang adaptive",
+        "vLLM DSD table",
+        "vLLM DSD online",
+    ]

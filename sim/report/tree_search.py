@@ -80,8 +80,11 @@ def render_tree_search(doc: Mapping[str, Any]) -> str:
             else:
                 verdict = f"the chain: the best tree needs a top-1 rate {-gain:.4f} higher"
             lines.append(f"  answer: {verdict}")
+        per_topk = ", ".join(
+            f"topk {r['topk']}: {_cfg(r)} {_a(r['top1'])}" for r in t["best_per_topk"]
+        )
         lines.append(
             "  best per topk (closed form): "
-            + ", ".join(f"topk {r['topk']}: {_cfg(r)} {_a(r['top1'])}" for r in t["best_per_topk"])
+            + (per_topk or "none reaches the target at any searched configuration")
         )
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Memory rows: what a streamed run holds per request.
 
 Each run is its own subprocess, which reports its peak resident memory
-(``ru_maxrss``) at the end; the baseline is the same process running a 2-request
+(``VmHWM`` of /proc/self/status) at the end; the baseline is the same process running a 2-request
 simulation (interpreter, NumPy, SciPy, pydantic, the scenario). Bytes a request are
 (peak - baseline) / requests. A streamed run keeps no per-request arrays (sim/simulation/
 stream.py): what remains is one block's engine arrays, whatever the number of requests.
@@ -19,7 +19,7 @@ SEED = REPO / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
 GOAL_BYTES = 50
 
 _RUN = """
-import json, resource, time
+import json, time
 from sim.scenario.load import load_scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -28,7 +28,10 @@ t0 = time.perf_counter()
 res = simulate(sc, replications={reps}, requests={reqs}, stream={stream}, workers={workers})
 summary = summarize(res)
 wall = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, not ru_maxrss: ru_maxrss survives exec, so a child of a large parent (the bench
+# itself) would report the parent's peak; VmHWM belongs to this process's own memory map.
+status = open("/proc/self/status").read().split("VmHWM:")[1]
+peak = int(status.split()[0]) * 1024
 print(json.dumps({{"peak": peak, "wall": wall, "mean": summary.tok_s_mean}}))
 """
 

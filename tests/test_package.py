@@ -67,6 +67,10 @@ def test_help_imports_only_click():
     """Start-up: ``specsim --help`` loads no numerical library (commands import lazily)."""
     loaded = _loaded_by(["--help"])
     assert not {"numpy", "scipy", "pydantic", "matplotlib", "simpy"} & loaded
+    # and no command module: each is imported when its command is invoked
+    from sim.cli import COMMANDS
+
+    assert not {module for module, _, _ in COMMANDS.values()} & loaded
 
 
 def test_run_imports_what_it_uses(seed_path):
@@ -75,3 +79,4 @@ def test_run_imports_what_it_uses(seed_path):
     loaded = _loaded_by(["run", str(seed_path), "-q"])
     assert "numpy" in loaded and "sim.model.sobol" in loaded
     assert not {"simpy", "matplotlib", "scipy.stats"} & loaded
+    assert "sim.cli.run" in loaded and "sim.cli.serve" not in loaded

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import importlib
 import sys
 from typing import Any
 
@@ -108,7 +109,41 @@ def _os_error(exc: OSError) -> SpecsimError:
 
 
 class SpecsimGroup(click.Group):
-    """A click group that turns every fixable failure into one line and exit status 2."""
+    """A click group that turns every fixable failure into one line and exit status 2, and
+    imports a command's module only when the command is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy: dict[str, tuple[str, str, str]] = {}
+
+    def register_lazy(self, commands: dict[str, tuple[str, str, str]]) -> None:
+        """``commands``: name -> (module, attribute, first paragraph of its help)."""
+        self._lazy.update(commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self._lazy:
+            module, attribute, _ = self._lazy[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def _help_line(self, cmd_name: str, limit: int) -> str:
+        """The command's help line as click would print it, without importing it."""
+        if cmd_name in self.commands:
+            return self.commands[cmd_name].get_short_help_str(limit)
+        # a stand-in with the same help: click's own shortening, without the import
+        return click.Command(cmd_name, help=self._lazy[cmd_name][2]).get_short_help_str(limit)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, self._help_line(name, limit)) for name in names])
 
     def main(self, args: Any = None, prog_name: Any = None, *a: Any, **kw: Any) -> Any:
         standalone = kw.pop("standalone_mode", True)

@@ -1,10 +1,11 @@
 """``make bench``: the importers' parse time grows linearly with their input.
 
-For each parser, the time of an input 8x larger over the time of the base input, both
-measured in this run (best of five, the garbage collector off). A linear parser gives
-about 8; a quadratic one about 64 (the SGLang log field pattern that was quadratic took
-1.8 s at 10k characters and 28 s at 40k). Goal: every ratio below 24. Not part of the
-test suite: timing assertions there flake on a shared machine.
+For each parser, the CPU time of an input 8x larger over that of the base input, both
+measured in this run (minima of five interleaved rounds, benchmarks/timing.py, the garbage
+collector off). A linear parser gives about 8; a quadratic one about 64 (the SGLang log
+field pattern that was quadratic took 1.8 s at 10k characters and 28 s at 40k). Goal:
+every ratio below 24. Not part of the test suite: timing assertions there flake on a
+shared machine.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import time
 from collections.abc import Callable
+
+from timing import cpu_of, interleaved
 
 from sim.calibration.importers.prometheus import parse_exposition
 from sim.calibration.importers.sglang_log import parse_sglang_log
@@ -22,6 +24,8 @@ from sim.calibration.importers.vllm_bench import parse_vllm_bench
 from sim.errors import SpecsimError
 
 GOAL_RATIO = 24.0
+#: Interleaved rounds per size.
+ROUNDS = 5
 
 CASES: tuple[tuple[str, Callable[[str], object], Callable[[int], str], int], ...] = (
     (
@@ -57,23 +61,24 @@ CASES: tuple[tuple[str, Callable[[str], object], Callable[[int], str], int], ...
 )
 
 
-def _best_s(parse: Callable[[str], object], text: str, repeats: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        with contextlib.suppress(SpecsimError):
-            parse(text)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def growth_ratio(parse: Callable[[str], object], make: Callable[[int], str], n: int) -> float:
-    """Time at 8n over time at n (dimensionless)."""
+    """CPU time at 8n over CPU time at n (dimensionless), minima of interleaved rounds
+    (benchmarks/timing.py), the garbage collector off."""
+    texts = {"n": make(n), "8n": make(8 * n)}
+
+    def case(text: str) -> Callable[[], float]:
+        def parse_quietly() -> None:
+            with contextlib.suppress(SpecsimError):
+                parse(text)
+
+        return lambda: cpu_of(parse_quietly)
+
     gc.disable()
     try:
-        return _best_s(parse, make(8 * n)) / _best_s(parse, make(n))
+        timings = interleaved({name: case(text) for name, text in texts.items()}, ROUNDS)
     finally:
         gc.enable()
+    return timings["8n"].min / timings["n"].min
 
 
 def main() -> int:

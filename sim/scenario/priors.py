@@ -216,15 +216,15 @@ class DecayPrior:
     sources: tuple[str, ...]
     note: str
 
-    @property
+    @functools.cached_property
     def median(self) -> float:
         return float(np.median(self.decays))
 
-    @property
+    @functools.cached_property
     def low(self) -> float:
         return self.quantile(0.05)
 
-    @property
+    @functools.cached_property
     def high(self) -> float:
         return self.quantile(0.95)
 

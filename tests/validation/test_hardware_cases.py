@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sim.hardware.eager import EAGER_KERNEL_US
+from sim.hardware.eager import EAGER_KERNEL_US, NATIVE_OP_US
 from sim.scenario.load import load_scenario
 from sim.validation.hardware_cases import (
     case_custom_allreduce,
     case_eager_pairs,
     case_nccl_points,
     eager_prediction_ms,
+    eager_split_ms,
     nccl_point_us,
 )
 from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS
@@ -40,6 +41,32 @@ def test_eager_prediction_hand_worked():
     # last kernel's share of the 7.06 ms graphed compute.
     (pair,) = [p for p in EAGER_PAIRS if p.key == "sglang-1401-triton"]
     assert eager_prediction_ms(pair) == pytest.approx(480 * EAGER_KERNEL_US / 1000 + 7.06 / 480)
+
+
+def test_host_split_hand_worked():
+    # GPT-2 on an H200: (12 x 7,087,872 + 38,597,376) params x 2 B at 4.8 TB/s is the pass's
+    # floor; the rest of the graphed step is host work, which the eager step keeps, and the
+    # eager pass is launch-bound: 180 kernels x c + the last kernel's share of the floor.
+    (pair,) = [p for p in EAGER_PAIRS if p.key == "deepspeed-8352-vllm"]
+    floor = 123_651_840 * 2 / 4.8e12 * 1e3
+    assert pair.gpu_floor_ms == pytest.approx(floor)
+    host, compute = eager_split_ms(pair)
+    assert (host, compute) == pytest.approx((41.8 / 32 - floor, floor))
+    assert eager_prediction_ms(pair) == pytest.approx(
+        host + 180 * EAGER_KERNEL_US / 1000 + floor / 180
+    )
+    # Without the split (the default for pairs whose floor is a large share of the step)
+    # the graphed step is all compute.
+    assert eager_split_ms(pair, at_floor=False) == (0.0, pytest.approx(41.8 / 32))
+
+
+def test_unfused_kernels_enter_only_the_enforce_eager_pair():
+    (omni,) = [p for p in EAGER_PAIRS if p.key == "vllm-omni-7960"]
+    assert omni.unfused_kernels_per_layer == 5 and omni.mode == "eager"
+    assert all(p.unfused_kernels_per_layer == 0 for p in EAGER_PAIRS if p is not omni)
+    # GPU-bound there (28 x (15 x 18.9 + 5 x 15.5) us of CPU < 13 ms), so the unfused
+    # kernels add their GPU time, 28 x 5 x 1.46 us, less the first kernel's cheaper issue.
+    assert 28 * (15 * EAGER_KERNEL_US + 5 * NATIVE_OP_US) / 1000 < 13.0
 
 
 def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():

@@ -248,6 +248,71 @@ DENSE_KERNELS_PER_LAYER = 15
 KIMI_KERNELS_PER_LAYER = 18
 KIMI_ATTENTION_KERNELS = 6
 
+
+@dataclass(frozen=True)
+class LayerOps:
+    """One op of a decoder layer in eager execution and the kernels it issues (low, high
+    where the source's branch depends on the backend, the quantization or the version)."""
+
+    op: str
+    low: int
+    high: int
+    source: str
+
+
+SGLANG_DEEPSEEK_V2 = "sgl-project/sglang python/sglang/srt/models/deepseek_v2.py (00114aef)"
+#: A Kimi-K2.5 MoE layer (DeepSeek-V3 architecture, 384 routed experts of INT4 through
+#: Marlin, BF16 attention) run eagerly by SGLang at tensor parallel 8: the kernels each op
+#: of the forward issues, read from SGLang's source (forward_absorb_prepare / _core,
+#: DeepseekV2MoE.forward_normal, LayerCommunicator; fused_marlin_moe; topk.py).
+SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
+    LayerOps("input RMSNorm (fused residual add)", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps("fused_qkv_a_proj_with_mqa GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps("q_a_layernorm, kv_a_layernorm", 2, 2, SGLANG_DEEPSEEK_V2),
+    LayerOps("q_b_proj GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps("q_nope x w_kc bmm (BF16)", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps(
+        "rotary on q_pe, k_pe",
+        1,
+        8,
+        "1 fused kernel, or ~8 in the PyTorch-native DeepseekScalingRotaryEmbedding "
+        "(vllm-project/vllm PR #51480)",
+    ),
+    LayerOps(
+        "cat q, cat k",
+        0,
+        2,
+        f"{SGLANG_DEEPSEEK_V2}: triton backend only (flashinfer/fa3 take q_rope apart)",
+    ),
+    LayerOps("KV-cache write + attention kernels", 2, 3, "RadixAttention backend"),
+    LayerOps("attention x w_vc bmm, transpose/flatten copy", 2, 2, SGLANG_DEEPSEEK_V2),
+    LayerOps("o_proj GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps("all-reduce, post-attention RMSNorm", 2, 2, SGLANG_DEEPSEEK_V2),
+    LayerOps(
+        "shared expert gate_up, silu_and_mul, down",
+        3,
+        3,
+        f"{SGLANG_DEEPSEEK_V2}: shared-expert fusion needs 256 routed experts",
+    ),
+    LayerOps("router gate GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
+    LayerOps(
+        "top-k",
+        1,
+        4,
+        "sgl-project/sglang python/sglang/srt/layers/moe/topk.py: kimi_k2_moe_fused_gate "
+        "(000328a8), or the compiled biased_grouped_topk_impl",
+    ),
+    LayerOps(
+        "fused_marlin_moe: align, workspace zeros, 2 GEMMs, silu_and_mul, sum-reduce",
+        6,
+        7,
+        "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/"
+        "fused_marlin_moe.py (027f557a)",
+    ),
+    LayerOps("routed + shared add, all-reduce", 2, 2, SGLANG_DEEPSEEK_V2),
+)
+
+
 #: Qwen2.5-Omni's thinker under enforce_eager: MRotaryEmbedding.forward_cuda
 #: (vllm-project/vllm vllm/model_executor/layers/rotary_embedding/mrope.py) issues the
 #: cos/sin index, four ``.contiguous()`` copies (q and k, split views of the qkv output,

@@ -13,6 +13,7 @@ from sim.validation.hardware_cases import (
     eager_prediction_ms,
     eager_split_ms,
     nccl_point_us,
+    sglang_kimi_kernels,
 )
 from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS
 from tests.conftest import SEED
@@ -69,6 +70,12 @@ def test_unfused_kernels_enter_only_the_enforce_eager_pair():
     assert 28 * (15 * EAGER_KERNEL_US + 5 * NATIVE_OP_US) / 1000 < 13.0
 
 
+def test_sglang_kimi_layer_count_hand_worked():
+    # Attention 1+1+2+1+1 + rotary 1..8 + cats 0..2 + cache/attention 2..3 + 2 + 1;
+    # all-reduce + norm 2; MoE 3 + 1 + top-k 1..4 + Marlin 6..7 + 2.
+    assert sglang_kimi_kernels() == (27, 41)
+
+
 def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
     seed = load_scenario(SEED)
     eager = case_eager_pairs(seed)
@@ -77,6 +84,7 @@ def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
     (seed_row,) = [r for r in eager.rows if r.figure == "seed ungraphed verify"]
     assert seed_row.measured == 30.0 and seed_row.predicted < 30.0
     assert any("within 15%" in note for note in eager.notes)
+    assert any("Counted from SGLang's source" in note for note in eager.notes)
     nccl = case_nccl_points()
     assert len(nccl.rows) == len(NCCL_POINTS)
     assert any("within 2x" in note for note in nccl.notes)

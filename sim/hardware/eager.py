@@ -17,7 +17,10 @@ call, build the CPU side of a pass:
   (pie-project/pie PR #348). The eager pass is launch-bound there (1200 kernels, 15.39 ms of
   GPU work), so T_eager = 1200 c + g_last gives c = 18.9 us (``calibrate_kernel_us``).
 - ``allreduce_us``: CPU time per eager NCCL call; taken as one framework op (the call goes
-  through the same Python and dispatch to one NCCL kernel launch). The GPU side of an eager
+  through the same Python and dispatch to one NCCL kernel launch). A loop of eager
+  ``torch.distributed`` all-reduces of 2-256 KiB on 8 GPUs takes 18.6-19.8 us a call
+  (sgl-project/sglang PR #22734, "torch eager" column), which bounds the call's CPU cost
+  from above and agrees with one framework op. The GPU side of an eager
   call keeps the interconnect's ``eager_extra_us`` (sim/hardware/interconnects.py).
 - ``native_op_us`` / ``native_op_gpu_us``: ops that run unfused because torch.compile is
   off. vLLM's ``--enforce-eager`` turns CUDA graphs and torch.compile off together, and a

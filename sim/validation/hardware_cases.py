@@ -227,8 +227,9 @@ def _counted_kimi_note(seed: Scenario) -> str:
         f"({100 * (at_low / measured - 1):+.0f}% to {100 * (at_high / measured - 1):+.0f}%), "
         f"and the measured {measured:g} ms implies "
         f"{_implied_kernel_us(seed, high):.1f}-{_implied_kernel_us(seed, low):.1f} us a "
-        f"kernel (the public cost is {EAGER_KERNEL_US:.1f}). The row keeps the scenario's 18, "
-        "which the seed scenario's own answers use."
+        f"kernel (the public cost is {EAGER_KERNEL_US:.1f}). No op of that layer syncs with "
+        "the host (the expert alignment runs on the GPU), so no host sync is modelled. The "
+        "row keeps the scenario's 18, which the seed scenario's own answers use."
     )
 
 

@@ -303,11 +303,12 @@ SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
         "(000328a8), or the compiled biased_grouped_topk_impl",
     ),
     LayerOps(
-        "fused_marlin_moe: align, workspace zeros, 2 GEMMs, silu_and_mul, sum-reduce",
-        6,
+        "fused_marlin_moe: align (fill + 1-2 kernels), workspace zeros, 2 GEMMs, "
+        "silu_and_mul, sum-reduce",
         7,
+        8,
         "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/"
-        "fused_marlin_moe.py (027f557a)",
+        "fused_marlin_moe.py (027f557a), moe_align_block_size.py (0fd46783)",
     ),
     LayerOps("routed + shared add, all-reduce", 2, 2, SGLANG_DEEPSEEK_V2),
 )

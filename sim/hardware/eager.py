@@ -210,6 +210,21 @@ def _with_unfused(
     )
 
 
+def with_layer_gpu_ms(
+    schedule: KernelSchedule, layers: int, per_layer_ms: float, position: int
+) -> KernelSchedule:
+    """``schedule`` with ``per_layer_ms`` more fixed GPU time on kernel ``position`` of
+    every layer: work one side of a comparison runs and the other does not (another
+    attention path, sim/hardware/mla.py). Adds GPU time only, so the pass never gets
+    faster."""
+    n = schedule.num_kernels
+    if per_layer_ms < 0 or not 0 <= position < n // layers:
+        raise ValueError("per_layer_ms must be >= 0 and position inside a layer")
+    fixed = schedule.fixed_ms.copy()
+    fixed[np.arange(layers) * (n // layers) + position] += per_layer_ms
+    return replace(schedule, fixed_ms=fixed)
+
+
 def host_ms_from_graphed(graphed_step_ms: float, graphed_pass_ms: float) -> float:
     """The host work (ms) of a measured graphed step whose pass takes ``graphed_pass_ms``
     of GPU work: the rest of the step, at least 0 (module docstring). With the pass at its

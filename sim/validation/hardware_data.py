@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.hardware.gpus import gpu_preset
+from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.hardware.roofline import Weights, roofline_ms
 
 
@@ -148,7 +149,10 @@ class EagerPair:
     the attention op eager); ``kernels_per_layer`` counts the all-reduces;
     ``attention_kernels`` only for piecewise. ``same_kernels``: False where the ungraphed
     side also ran other kernels (vLLM's --enforce-eager turns torch.compile's fusions off
-    too; a fix that also changed the attention path). ``unfused_kernels_per_layer``: the
+    too; a fix that also changed the attention path). ``ungraphed_extra_gpu_ms``: GPU work
+    of the pass that only the ungraphed side runs, where the source says which path it
+    took (voipmonitor: the MLA chunked-prefill branch, sim/hardware/mla.py), spread over
+    the layers' first attention kernels. ``unfused_kernels_per_layer``: the
     extra kernels of ops that run unfused without torch.compile, where the source code
     counts them (sim/hardware/eager.py). ``gpu_floor_ms``: the GPU work of the graphed pass
     at its floor (weights read at the GPU's peak bandwidth, sim/hardware/roofline.py) where
@@ -180,6 +184,7 @@ class EagerPair:
     unfused_kernels_per_layer: int = 0
     gpu_floor_ms: float | None = None
     split_host: bool = False
+    ungraphed_extra_gpu_ms: float = 0.0
     note: str = ""
 
 
@@ -323,6 +328,71 @@ SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
 #: #42251: RMSNorm's vllm_c path since v0.20; the issue ran v0.29).
 QWEN25_OMNI_UNFUSED_KERNELS = 6 - 1
 
+#: voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md, single stream, tok/s
+#: before (PIECEWISE, TRITON_MLA's attention eager) and after (FULL CUDA graphs) by
+#: context: 2,000 75.0 -> 116.6; 10,000 32.2 -> 112.8; 30,000 25.3 -> 107.5.
+VOIPMONITOR_TOK_S: dict[int, tuple[float, float]] = {
+    2000: (75.0, 116.6),
+    10000: (32.2, 112.8),
+    30000: (25.3, 107.5),
+}
+#: The graphed cycle at 2k context: the report's interarrival "~19-21 ms p50".
+VOIPMONITOR_GRAPHED_CYCLE_MS = 20.0
+#: Kernels of the eager attention op down vLLM's MLA prefill path, one context chunk
+#: (vllm-project/vllm vllm/v1/attention/backends/mla/common.py, ``forward`` /
+#: ``_forward_prefill`` / ``_compute_prefill_context``): concat_and_cache_mla; for the
+#: new tokens kv_b_proj, cat, value pad, FlashAttention; for the context gather,
+#: kv_b_proj, cat, value pad, FlashAttention; merge_attn_states; the output copy.
+VLLM_MLA_PREFILL_KERNELS = 12
+#: Kimi-K2.5 MLA a rank at tensor parallel 8: 64 heads / 8 (moonshotai/Kimi-K2
+#: config.json: kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head 128); fp8 KV cache
+#: (the report's setting).
+KIMI_MLA_TP8 = MlaDims(heads=64 // 8)
+KIMI_TARGET_LAYERS = 61
+
+
+def voipmonitor_pair(context_tokens: int) -> EagerPair:
+    """The voipmonitor report at one context: the graphed cycle from the 2k one scaled
+    by the graphed tok/s (accept length unchanged), the ungraphed side down the MLA
+    prefill branch (sim/hardware/mla.py) over the context in each of the 61 target
+    layers."""
+    before, after = VOIPMONITOR_TOK_S[context_tokens]
+    graphed = VOIPMONITOR_GRAPHED_CYCLE_MS * VOIPMONITOR_TOK_S[2000][1] / after
+    prefill = prefill_context_ms(
+        KIMI_MLA_TP8, context_tokens, gpu_preset("RTX-PRO-6000"), kv_cache_bytes=1.0
+    )
+    return EagerPair(
+        key="voipmonitor" if context_tokens == 2000 else f"voipmonitor-{context_tokens}",
+        title=f"Kimi-K2.5 + EAGLE-3, 8x RTX PRO 6000 PCIe TP 8, vLLM num_spec 3, "
+        f"{context_tokens:,} context (PIECEWISE -> FULL CUDA graphs for TRITON_MLA): "
+        f"{before} -> {after} tok/s",
+        source="voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md",
+        layers=KIMI_TARGET_LAYERS + 3,
+        kernels_per_layer=2 * (VLLM_MLA_PREFILL_KERNELS + 1) + 2,
+        gpus=8,
+        interconnect="pcie-gen5",
+        hidden_size=7168,
+        tokens=4,
+        graphed_ms=graphed,
+        eager_ms=graphed * after / before,
+        mode="piecewise",
+        attention_kernels=VLLM_MLA_PREFILL_KERNELS,
+        library="nccl",
+        same_kernels=False,
+        gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 4, "RTX-PRO-6000", 8)
+        + 3 * gpu_floor_ms(KIMI_DRAFTER_WEIGHTS, 1, "RTX-PRO-6000", 8),
+        ungraphed_extra_gpu_ms=KIMI_TARGET_LAYERS * prefill,
+        note="A cycle = the 61-layer verify over 4 tokens + 3 one-layer draft forwards, "
+        "taken as one 64-layer pass (layers of 28 kernels: room for the eager prefill "
+        "branch's 12 in the first segment; a captured piece's kernels cost one launch "
+        "whatever their number); graphed cycle 20 ms at 2k (the report's interarrival "
+        "'~19-21 ms p50'), ungraphed = graphed x after / before (accept length "
+        "unchanged). The fix also routed the verify through the decode attention kernel "
+        "instead of the chunked-prefill branch, whose GPU work over the context the "
+        "ungraphed side adds (sim/hardware/mla.py)",
+    )
+
+
 #: deepspeedai/DeepSpeed PR #8352: GPT-2 BF16 on one H200, batch 1, prompt 128, 32
 #: tokens, greedy; mean latency per request (ms), eager vs graphed. A request is taken as
 #: 32 steps (its prefill counted as one more step).
@@ -418,31 +488,7 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
         gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 16, "A100", 8),
         note="TPOT median; 16 decodes in flight, so every all-reduce carries 16 tokens",
     ),
-    EagerPair(
-        key="voipmonitor",
-        title="Kimi-K2.5 + EAGLE-3, 8x RTX PRO 6000 PCIe TP 8, vLLM num_spec 3, 2k context "
-        "(PIECEWISE -> FULL CUDA graphs for TRITON_MLA): 75.0 -> 116.6 tok/s",
-        source="voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md",
-        layers=61 + 3,
-        kernels_per_layer=KIMI_KERNELS_PER_LAYER,
-        gpus=8,
-        interconnect="pcie-gen5",
-        hidden_size=7168,
-        tokens=4,
-        graphed_ms=20.0,
-        eager_ms=20.0 * 116.6 / 75.0,
-        mode="piecewise",
-        attention_kernels=KIMI_ATTENTION_KERNELS,
-        library="nccl",
-        same_kernels=False,
-        gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 4, "RTX-PRO-6000", 8)
-        + 3 * gpu_floor_ms(KIMI_DRAFTER_WEIGHTS, 1, "RTX-PRO-6000", 8),
-        note="A cycle = the 61-layer verify over 4 tokens + 3 one-layer draft forwards, "
-        "taken as one 64-layer pass; graphed cycle 20 ms (the report's interarrival "
-        "'~19-21 ms p50'), ungraphed = 20 ms x 116.6 / 75.0 (accept length unchanged). The "
-        "fix also routed the verify through the decode attention kernel instead of the "
-        "chunked-prefill branch, and its gain grows with context (3.5x at 10k, 4.3x at 30k)",
-    ),
+    voipmonitor_pair(2000),
     *(
         EagerPair(
             key=f"deepspeed-8352-{engine.lower()}",

@@ -18,6 +18,7 @@ from sim.hardware.eager import (
     eager_schedule,
     host_ms_from_graphed,
     pie_348_schedule,
+    with_layer_gpu_ms,
 )
 from sim.hardware.launch import (
     calibrate_compute_ms,
@@ -105,6 +106,18 @@ def test_unfused_kernels_hand_worked():
     for mode in ("graphed", "piecewise"):
         with pytest.raises(ValueError, match="unfused"):
             single_gpu_layer(4, EagerCosts(kernel_us=1.0), mode)
+
+
+def test_layer_gpu_work_hand_worked():
+    # 4 layers x 8 kernels; 0.1 ms more on kernel 1 of each layer: 0.4 ms more GPU work,
+    # and at 10 ms of compute (GPU-bound) the pass 0.4 ms longer.
+    base = schedule("piecewise")
+    more = with_layer_gpu_ms(base, 4, 0.1, 1)
+    assert more.fixed_total_ms == pytest.approx(base.fixed_total_ms + 0.4)
+    assert np.flatnonzero(more.fixed_ms - base.fixed_ms).tolist() == [1, 9, 17, 25]
+    assert critical_path_ms(more, 10.0) == pytest.approx(critical_path_ms(base, 10.0) + 0.4)
+    with pytest.raises(ValueError):
+        with_layer_gpu_ms(base, 4, 0.1, 8)
 
 
 def test_host_work_from_a_graphed_step_hand_worked():

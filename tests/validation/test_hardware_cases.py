@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.hardware.eager import EAGER_KERNEL_US, NATIVE_OP_US
+from sim.hardware.gpus import gpu_preset
+from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.scenario.load import load_scenario
 from sim.validation.hardware_cases import (
     case_custom_allreduce,
@@ -15,7 +17,7 @@ from sim.validation.hardware_cases import (
     nccl_point_us,
     sglang_kimi_kernels,
 )
-from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS
+from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS, voipmonitor_pair
 from tests.conftest import SEED
 
 
@@ -74,6 +76,20 @@ def test_sglang_kimi_layer_count_hand_worked():
     # Attention 1+1+2+1+1 + rotary 1..8 + cats 0..2 + cache/attention 2..3 + 2 + 1;
     # all-reduce + norm 2; MoE 3 + 1 + top-k 1..4 + Marlin 7..8 + 2.
     assert sglang_kimi_kernels() == (28, 42)
+
+
+def test_voipmonitor_pair_adds_the_prefill_branch_at_its_context():
+    pair = voipmonitor_pair(2000)
+    per_layer = prefill_context_ms(MlaDims(heads=8), 2000, gpu_preset("RTX-PRO-6000"), 1.0)
+    assert pair.ungraphed_extra_gpu_ms == pytest.approx(61 * per_layer)
+    assert pair.attention_kernels == 12 and pair.eager_ms == pytest.approx(20.0 * 116.6 / 75.0)
+    # At 10k the graphed cycle scales with the graphed tok/s; the branch with the context.
+    longer = voipmonitor_pair(10000)
+    assert longer.graphed_ms == pytest.approx(20.0 * 116.6 / 112.8)
+    assert longer.ungraphed_extra_gpu_ms > 4.9 * pair.ungraphed_extra_gpu_ms
+    # Graphing never slows it: the ungraphed prediction is at least the graphed cycle plus
+    # the branch's GPU work.
+    assert eager_prediction_ms(pair) >= pair.graphed_ms + pair.ungraphed_extra_gpu_ms - 1e-9
 
 
 def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():

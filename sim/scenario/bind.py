@@ -210,11 +210,11 @@ def implicit_tilt(spec: AcceptanceSpec) -> bool:
 
 
 def effective_tilt(spec: AcceptanceSpec) -> float:
-    """The tilt the rates take: given, the median shape error of the method when implicit,
-    else 0."""
+    """The tilt the rates take: given, the nominal shape error of the method when
+    implicit, else 0."""
     if spec.tilt is not None:
         return spec.tilt
-    return shape_error(spec.method).median if implicit_tilt(spec) else 0.0
+    return shape_error(spec.method).nominal if implicit_tilt(spec) else 0.0
 
 
 def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:

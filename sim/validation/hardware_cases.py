@@ -34,6 +34,7 @@ from sim.validation.hardware_data import (
     NCCL_PRESET_SOURCES,
     PIE_348,
     SGLANG_KIMI_LAYER_OPS,
+    VLLM_MLA_PREFILL_KERNELS,
     VOIPMONITOR_TOK_S,
     EagerPair,
     NcclPoint,
@@ -201,8 +202,10 @@ def case_eager_pairs(seed: Scenario) -> Case:
             f"of CPU and {NATIVE_OP_GPU_US:.3g} us of GPU per extra kernel (vLLM PRs #51480, "
             "#55329); counted from vLLM's source where it runs: Qwen2.5-Omni's MRoPE",
             f"kernels per layer: dense 15 (pie #348's count), Kimi 18 (the seed scenario's "
-            f"assumption), TRITON_MLA attention op 6 (assumption); the seed fixes its own "
-            f"per-kernel cost at {hw.current.launch_us:.1f} us under verify_compute = decode",
+            f"assumption), TRITON_MLA's decode attention op 6 (assumption), the MLA prefill "
+            f"branch's {VLLM_MLA_PREFILL_KERNELS} (counted from vLLM's common.py; the "
+            f"voipmonitor verify's ungraphed side); the seed fixes its own per-kernel cost at "
+            f"{hw.current.launch_us:.1f} us under verify_compute = decode",
         ),
         notes=(
             f"{len(within)} of {len(rows)} scored within 15%; the pairs whose two sides run "

@@ -216,15 +216,15 @@ class DecayPrior:
     sources: tuple[str, ...]
     note: str
 
-    @property
+    @functools.cached_property
     def median(self) -> float:
         return float(np.median(self.decays))
 
-    @property
+    @functools.cached_property
     def low(self) -> float:
         return self.quantile(0.05)
 
-    @property
+    @functools.cached_property
     def high(self) -> float:
         return self.quantile(0.95)
 
@@ -401,13 +401,13 @@ class ShapeError:
             return np.array([c.log_rho for c in self.cross_run])
         return np.array(self.log_rhos)
 
-    @property
+    @functools.cached_property
     def nominal(self) -> float:
         """The nominal log rho of a derived shape: the mean of the evidence."""
         x = self._evidence()
         return float(np.mean(x)) if x.size else 0.0
 
-    @property
+    @functools.cached_property
     def sd(self) -> float:
         """The random effect's standard deviation (0 without evidence)."""
         x = self._evidence()

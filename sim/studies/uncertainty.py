@@ -283,11 +283,12 @@ def _target_uncertainty(
     window: np.ndarray | None = None  # the draft lengths worth solving once k is known
 
     def best(
-        model: SampledModel, flat: bool = False
+        model: SampledModel, full: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return _restricted(model.requirement(tok_s, flat, window), ks).at_best()
+        # the one-at-a-time studies read only the first rate: no flat or mean rates
+        return _restricted(model.requirement(tok_s, full, window, mean=full), ks).at_best()
 
-    k_nom, first_nom, mean_nom, flat_nom = best(nominal, flat=True)
+    k_nom, first_nom, mean_nom, flat_nom = best(nominal, full=True)
     req = sampled.requirement(tok_s)
     k, first, mean, flat = _restricted(req, ks).at_best()
     interval = _interval(first)

@@ -216,6 +216,17 @@ class SampledModel:
     def size(self) -> int:
         return int(self.fixed_ms.shape[0])
 
+    def rows(self, index: slice) -> SampledModel:
+        """The draws ``index`` of this model (every row is a draw of its own)."""
+        per_token = self.extend_per_token_ms
+        return SampledModel(
+            self.decode_ms[index],
+            self.fixed_ms[index],
+            self.rates[index],
+            self.factors[index],
+            None if per_token is None else per_token[index],
+        )
+
     @property
     def max_steps(self) -> int:
         return int(self.fixed_ms.shape[1])

@@ -394,7 +394,7 @@ def answer_uncertainty(
             blocks.append(conditioned(ss.inputs, corr, few, j, inp.nominal))
             measure.append((j, slice(start, start + few.shape[0])))
             start += few.shape[0]
-    every = ss.model(np.concatenate(blocks).reshape(-1, len(ss.inputs)))
+    every = ss.model(np.concatenate(blocks))
     nominal = every.rows(slice(0, 1))
     sampled = every.rows(slice(1, 1 + draws.shape[0]))
     studies = every.rows(slice(1 + draws.shape[0], None))

@@ -215,9 +215,12 @@ def effective_tilt(spec: AcceptanceSpec) -> float:
     return shape_error(spec.method).median if implicit_tilt(spec) else 0.0
 
 
-def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
-    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)."""
-    g = acceptance_shape(spec).factors(num_steps)
+def anchored_factors(
+    spec: AcceptanceSpec, num_steps: int, shape: AcceptanceShape | None = None
+) -> np.ndarray:
+    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)
+    (``shape``: ``acceptance_shape(spec)``, when the caller has it)."""
+    g = (shape or acceptance_shape(spec)).factors(num_steps)
     tilt = effective_tilt(spec)
     if not tilt:
         return g
@@ -336,11 +339,16 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
     first (so scaling them keeps the profile, as search does).
     """
 
+    anchored = spec is not None and (
+        spec.mix is None and spec.per_position is None and not spec.heterogeneous
+    )
+    shape = acceptance_shape(spec) if anchored else None  # once, not at every k
+
     def factors(k: int) -> np.ndarray:
         if spec is None:
             return np.ones(k)
-        if spec.mix is None and spec.per_position is None and not spec.heterogeneous:
-            return anchored_factors(spec, k)
+        if anchored:
+            return anchored_factors(spec, k, shape)
         rates = conditional_rates(spec, k)
         return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
 

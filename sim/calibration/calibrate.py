@@ -323,9 +323,9 @@ def _fit_acceptance_shape(base: Scenario, data: Measurements) -> _Block:
     # measured over these positions; past them the shape may stray as published profiles do
     overrides["acceptance.measured_num_steps"] = pd.max_depth
     error = shape_error(method)
-    overrides["acceptance.tilt"] = -_sig(error.tau)
+    overrides["acceptance.tilt"] = _sig(error.nominal)
     overrides["uncertainty.acceptance.tilt"] = {
-        "range": [-_sig(2.0 * error.tau), 0.0],
+        "stderr": _sig(error.sd),
         "origin": "derived",
         "reason": error.reason,
     }

@@ -35,6 +35,18 @@ the extra FLOPs at peak throughput, a lower bound on real growth. A second point
 at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is exact
 at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
 rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are split).
+
+Routed experts under a fused-MoE kernel (``PassPhysics.moe_kernel``, sim/hardware/
+experts.py): their reads enter the work as the kernel costs them, per distinct expert a
+fixed ``expert_us`` plus its bytes at ``hbm_efficiency`` x peak, instead of bytes at peak;
+and the union counts each sequence's consecutive tokens as overlapping
+(``expert_overlap``, ``sequence_union_tokens``) when the caller says how many sequences
+the tokens belong to. Beyond the last measured point a MoE pass's curve grows at most at
+``max_tail_slope`` (1: the kernel's own per-expert cost): a steeper measured segment at
+small batches holds costs the kernel benchmarks do not show recurring, and extending it
+linearly over-prices large batches. A pass measured at batch 1 only can follow the curve
+of a pass on the same weights (``calibrated_pass(follow=...)``): the same marginal cost
+per unit of work, shifted through its own point.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from numpy.typing import ArrayLike
 
 from sim.errors import SpecsimError
 from sim.hardware.envelope import Envelope, envelope_of
+from sim.hardware.experts import FusedMoeKernel, expected_distinct_experts, sequence_union_tokens
 from sim.hardware.launch import calibrate_compute_ms
 from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.roofline import Weights
@@ -66,7 +79,9 @@ class PassPhysics:
     """What one kind of pass (decode, verify, draft step, prefill, ...) runs on.
 
     ``layers``: decoder layers of the pass's model (target or drafter); ``graphed``: whether
-    the pass runs as a CUDA graph (no launch cost, graphed all-reduce).
+    the pass runs as a CUDA graph (no launch cost, graphed all-reduce); ``moe_kernel``:
+    how routed experts cost (None: their bytes at peak bandwidth); ``expert_overlap``: the
+    share of a token's experts its sequence's previous token chose too (0: independent).
     """
 
     name: str
@@ -77,8 +92,12 @@ class PassPhysics:
     graphed: bool
     kv_bytes_per_token: float = 0.0
     attention_flops_per_pair: float = 0.0
+    moe_kernel: FusedMoeKernel | None = None
+    expert_overlap: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.expert_overlap < 1.0:
+            raise ValueError(f"expert_overlap must be in [0, 1), got {self.expert_overlap}")
         if self.hardware.gpu is None:
             raise SpecsimError(
                 f"needed for the batched {self.name} pass (roofline)", field="hardware.gpu"
@@ -90,8 +109,9 @@ class PassPhysics:
 @dataclass(frozen=True)
 class MeasuredPass:
     """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
-    ms, where the number comes from (a URL, repo and path, or "scenario timing") and the
-    scenario field that holds it (for errors; None: the calibration's field)."""
+    ms, where the number comes from (a URL, repo and path, or "scenario timing"), the
+    scenario field that holds it (for errors; None: the calibration's field) and the
+    sequences its tokens belong to (None: independent tokens)."""
 
     tokens: int
     kv_tokens: float
@@ -99,6 +119,7 @@ class MeasuredPass:
     ms: float
     source: str
     field: str | None = None
+    sequences: int | None = None
 
 
 #: Compute ms per work ms beyond the measured points when one point is all there is.
@@ -117,23 +138,33 @@ class ComputeCurve:
     work_ms: np.ndarray
     compute_ms: np.ndarray
     slope: float = DEFAULT_SLOPE
+    max_tail_slope: float | None = None
 
     def __post_init__(self) -> None:
         if self.work_ms.shape != self.compute_ms.shape or self.work_ms.size == 0:
             raise ValueError("work_ms and compute_ms need the same non-empty shape")
         if np.any(np.diff(self.work_ms) <= 0):
             raise ValueError("calibration points need distinct work times")
+        if self.max_tail_slope is not None and self.max_tail_slope < 0:
+            raise ValueError("max_tail_slope must be >= 0")
 
     @property
     def end_slopes(self) -> tuple[float, float]:
-        """Slopes below the first and beyond the last point."""
+        """Slopes below the first and beyond the last point (the latter at most
+        ``max_tail_slope`` when given and there are several points)."""
         r, c = self.work_ms, self.compute_ms
         if r.size == 1:
             return self.slope, self.slope
-        return (
-            max(0.0, float((c[1] - c[0]) / (r[1] - r[0]))),
-            max(0.0, float((c[-1] - c[-2]) / (r[-1] - r[-2]))),
-        )
+        high = max(0.0, float((c[-1] - c[-2]) / (r[-1] - r[-2])))
+        if self.max_tail_slope is not None:
+            high = min(high, self.max_tail_slope)
+        return max(0.0, float((c[1] - c[0]) / (r[1] - r[0]))), high
+
+    def through(self, work_ms: float, compute_ms: float) -> ComputeCurve:
+        """This curve shifted in compute so that it passes through (work, compute): the
+        same marginal cost per unit of work, anchored on another pass's point."""
+        offset = compute_ms - float(self.at(np.array([work_ms]))[0])
+        return ComputeCurve(self.work_ms, self.compute_ms + offset, self.slope, self.max_tail_slope)
 
     def at(self, work_ms: np.ndarray) -> np.ndarray:
         """Compute ms at work times (any shape, same shape out)."""
@@ -163,27 +194,57 @@ class BatchedPass:
         self._bytes_per_ms = gpu.memory_bandwidth_gbps * 1e9 / 1e3
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
-        self._per_tokens: dict[int, tuple[float, float, Envelope]] = {}
+        self._bandwidth_gbps = gpu.memory_bandwidth_gbps
+        self._per_tokens: dict[tuple[int, int | None], tuple[float, float, Envelope]] = {}
 
-    def _token_terms(self, tokens: int) -> tuple[float, float, Envelope]:
-        """(weight memory ms, weight flop ms, critical-path envelope) for ``tokens`` tokens."""
-        terms = self._per_tokens.get(tokens)
+    def _memory_ms(self, tokens: int, sequences: int | None) -> float:
+        """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``
+        sequences (None: independent tokens)."""
+        p, w = self.physics, self.physics.weights
+        if p.moe_kernel is None or not w.is_moe:
+            return w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+        assert w.experts and w.experts_per_token
+        union = float(tokens)
+        if sequences is not None and p.expert_overlap:
+            union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
+        distinct = float(expected_distinct_experts(w.experts, w.experts_per_token, union))
+        kernel = p.moe_kernel
+        per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
+        experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
+        return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
+
+    def _token_terms(
+        self, tokens: int, sequences: int | None = None
+    ) -> tuple[float, float, Envelope]:
+        """(weight memory ms, weight flop ms, critical-path envelope) for ``tokens`` tokens
+        of ``sequences`` sequences."""
+        if sequences is not None and not 1 <= sequences <= tokens:
+            raise ValueError(f"need 1 <= sequences <= tokens, got {sequences}, {tokens}")
+        key = (tokens, sequences)
+        terms = self._per_tokens.get(key)
         if terms is None:
             p = self.physics
-            memory_ms = p.weights.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            memory_ms = self._memory_ms(tokens, sequences)
             flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
-            self._per_tokens[tokens] = terms
+            self._per_tokens[key] = terms
         return terms
 
-    def work_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
-        """The work per rank (ms): memory time + FLOP time of passes over ``tokens``; array
-        of the broadcast shape of ``kv_tokens`` and ``pairs``."""
+    def work_ms(
+        self,
+        tokens: int,
+        kv_tokens: ArrayLike,
+        pairs: ArrayLike,
+        sequences: int | None = None,
+    ) -> np.ndarray:
+        """The work per rank (ms): memory time + FLOP time of passes over ``tokens`` (of
+        ``sequences`` sequences, None: independent tokens); array of the broadcast shape of
+        ``kv_tokens`` and ``pairs``."""
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
-        memory_ms, flop_ms, _ = self._token_terms(tokens)
+        memory_ms, flop_ms, _ = self._token_terms(tokens, sequences)
         p = self.physics
         mem = memory_ms + np.asarray(kv_tokens, dtype=float) * (
             p.kv_bytes_per_token / self._bytes_per_ms
@@ -193,14 +254,26 @@ class BatchedPass:
         )
         return mem + flo
 
-    def compute_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+    def compute_ms(
+        self,
+        tokens: int,
+        kv_tokens: ArrayLike,
+        pairs: ArrayLike,
+        sequences: int | None = None,
+    ) -> np.ndarray:
         """Calibrated compute time: the curve at the work."""
-        return self.curve.at(self.work_ms(tokens, kv_tokens, pairs))
+        return self.curve.at(self.work_ms(tokens, kv_tokens, pairs, sequences))
 
-    def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+    def pass_ms(
+        self,
+        tokens: int,
+        kv_tokens: ArrayLike,
+        pairs: ArrayLike,
+        sequences: int | None = None,
+    ) -> np.ndarray:
         """Pass time (ms): the critical path at the calibrated compute time."""
-        envelope = self._token_terms(tokens)[2]
-        return envelope.at(self.compute_ms(tokens, kv_tokens, pairs))
+        envelope = self._token_terms(tokens, sequences)[2]
+        return envelope.at(self.compute_ms(tokens, kv_tokens, pairs, sequences))
 
 
 def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
@@ -216,7 +289,8 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
             field=point.field or field,
         ) from None
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    return float(bare.work_ms(point.tokens, point.kv_tokens, point.pairs)), compute
+    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
+    return float(work), compute
 
 
 def calibrated_pass(
@@ -225,8 +299,13 @@ def calibrated_pass(
     *,
     field: str = "timing",
     slope: float = DEFAULT_SLOPE,
+    max_tail_slope: float | None = None,
+    follow: ComputeCurve | None = None,
 ) -> BatchedPass:
-    """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point.
+    """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point,
+    ``max_tail_slope`` the steepest growth beyond the last of several. ``follow``: with a
+    single point, take this curve (a pass on the same weights) shifted through it instead
+    of a straight line at ``slope``.
 
     SpecsimError naming ``field`` when a point is below the modelled communication and
     launch floor, or two points have the same work.
@@ -241,4 +320,7 @@ def calibrated_pass(
             "give one per batch shape",
             field=field,
         )
-    return BatchedPass(physics, ComputeCurve(roof, np.array([c for _, c in pairs]), slope))
+    if follow is not None and len(pairs) == 1:
+        return BatchedPass(physics, follow.through(*pairs[0]))
+    curve = ComputeCurve(roof, np.array([c for _, c in pairs]), slope, max_tail_slope)
+    return BatchedPass(physics, curve)

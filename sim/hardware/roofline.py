@@ -52,6 +52,24 @@ class Weights:
         params = moe_layers * self.layer_params + dense_layers * per_dense + self.lm_head_params
         return params, params * self.weight_bytes_per_param
 
+    @property
+    def moe_layers(self) -> int:
+        """Layers with routed experts (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def dense_bytes(self) -> float:
+        """Bytes every pass reads whatever its tokens (all ranks together)."""
+        return self._dense_part()[1]
+
+    @property
+    def expert_bytes(self) -> float:
+        """Bytes of one routed expert (all ranks together; 0 for a dense model)."""
+        if not self.is_moe:
+            return 0.0
+        assert self.expert_params
+        return self.expert_params * (self.expert_bytes_per_param or self.weight_bytes_per_param)
+
     def bytes_read(self, tokens: int) -> float:
         """Weight bytes one pass over ``tokens`` tokens reads (all ranks together)."""
         _, dense_bytes = self._dense_part()

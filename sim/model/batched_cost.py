@@ -70,9 +70,16 @@ __all__ = [
 class PassCurve(Protocol):
     """Time (ms) of one pass over ``tokens`` tokens reading ``kv_tokens`` KV entries and
     computing ``pairs`` attention pairs; ``kv_tokens``/``pairs`` broadcast together and
-    the result has their shape."""
+    the result has their shape. ``sequences``: how many requests (rows) the tokens belong
+    to, consecutive tokens of one request routing alike in a MoE (None: independent)."""
 
-    def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray: ...
+    def pass_ms(
+        self,
+        tokens: int,
+        kv_tokens: ArrayLike,
+        pairs: ArrayLike,
+        sequences: int | None = None,
+    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,13 @@ class LinearCurve:
     per_kv_token_ms: float = 0.0
     per_pair_ms: float = 0.0
 
-    def pass_ms(self, tokens: int, kv_tokens: ArrayLike, pairs: ArrayLike) -> np.ndarray:
+    def pass_ms(
+        self,
+        tokens: int,
+        kv_tokens: ArrayLike,
+        pairs: ArrayLike,
+        sequences: int | None = None,
+    ) -> np.ndarray:
         kv = np.asarray(kv_tokens, dtype=float)
         pr = np.asarray(pairs, dtype=float)
         return (
@@ -158,7 +171,7 @@ class DecodeCurve:
         total = np.full(s.shape, self.anchor_ms)
         for times, curve, rows, m, beams, ref in self.terms:
             tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
-            growth = curve.pass_ms(tokens, kv, pairs) - ref
+            growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
             total += growth if times == 1.0 else times * growth
         return total
 
@@ -199,7 +212,7 @@ class IterationCost:
         if ref is None:
             context = np.array([beams * self.reference_context_tokens])
             tokens, kv, pairs = pass_load(beams, m, context)
-            ref = float(self._curve(name).pass_ms(tokens, kv, pairs)[0])
+            ref = float(self._curve(name).pass_ms(tokens, kv, pairs, beams)[0])
             self._refs[key] = ref
         return ref
 
@@ -214,10 +227,13 @@ class IterationCost:
     ) -> np.ndarray:
         """curve(batch x beams sequences of m tokens [+ prompt work]) - curve(batch 1)."""
         s = context_tokens if beams == 1 else beams * context_tokens
+        rows: int | None = batch * beams
         tokens, kv, pairs = pass_load(batch * beams, m, s)
-        if extra is not None and extra.tokens:
+        if extra is not None and extra.tokens:  # prompt chunks: tokens routed independently
             tokens, kv, pairs = tokens + extra.tokens, kv + extra.kv_tokens, pairs + extra.pairs
-        return self._curve(name).pass_ms(tokens, kv, pairs) - self._reference(name, m, beams)
+            rows = None
+        grown = self._curve(name).pass_ms(tokens, kv, pairs, rows)
+        return grown - self._reference(name, m, beams)
 
     def batch1_cycle(self, draft: Draft) -> CycleCost:
         """The batch-1 cycle of ``draft`` (sim/model/drafts.py ``draft_cycle_cost``)."""

@@ -84,24 +84,28 @@ def render_levers(table: dict[str, Any]) -> str:
     rows = table["levers"]
     ref = next(r for r in rows if r["reference"])
     lines = [
-        f"levers for {table['scenario']} (closed-form long-run tok/s; range = {table['interval']})",
-        f"{'lever':<18}{'tok/s':>8}{'range':>16}{'vs plain':>10}{'AL':>7}{'cycle ms':>10}",
+        f"levers for {table['scenario']} (closed-form long-run tok/s; 90% = "
+        f"{table['interval90']}; variants = {table['interval']})",
+        f"{'lever':<18}{'tok/s':>8}{'90%':>15}{'variants':>15}{'vs plain':>10}{'AL':>7}"
+        f"{'cycle ms':>10}",
     ]
     for r in rows:
         if r["tok_s"] is None:
             lines.append(f"{r['name']:<18}{'-':>8}  not available: {r['error']}")
             continue
         span = f"{_tok(r['low'])}-{_tok(r['high'])}"
+        i90 = r.get("interval90")
+        inner = "-" if i90 is None else f"{_tok(i90[0])}-{_tok(i90[1])}"
         ratio = r["tok_s"] / ref["tok_s"] if ref["tok_s"] else float("nan")
         tag = "  (reference)" if r["reference"] else ""
         lines.append(
-            f"{r['name']:<18}{r['tok_s']:8.1f}{span:>16}{ratio:9.2f}x{r['accept_length']:7.2f}"
-            f"{r['cycle_ms']:10.2f}{tag}"
+            f"{r['name']:<18}{r['tok_s']:8.1f}{inner:>15}{span:>15}{ratio:9.2f}x"
+            f"{r['accept_length']:7.2f}{r['cycle_ms']:10.2f}{tag}"
         )
     ranked = [next(r for r in rows if r["name"] == n) for n in table["ranked"]]
     if ranked:
         order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
         lines.append(f"ranked (one lever at a time): {order}")
-    lines.append("variants behind the range:")
+    lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
     return "\n".join(lines)

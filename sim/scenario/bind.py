@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
@@ -208,11 +209,11 @@ def implicit_tilt(spec: AcceptanceSpec) -> bool:
 
 
 def effective_tilt(spec: AcceptanceSpec) -> float:
-    """The tilt the rates take: given, the median shape error of the method when implicit,
-    else 0."""
+    """The tilt the rates take: given, the nominal shape error of the method when
+    implicit, else 0."""
     if spec.tilt is not None:
         return spec.tilt
-    return shape_error(spec.method).median if implicit_tilt(spec) else 0.0
+    return shape_error(spec.method).nominal if implicit_tilt(spec) else 0.0
 
 
 def anchored_factors(
@@ -584,7 +585,9 @@ def batch1_points(
     out = {}
     for name, (m, ms) in shapes.items():
         tokens, kv, pairs = pass_load(1, m, context_tokens)
-        out[name] = MeasuredPass(tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1")
+        out[name] = MeasuredPass(
+            tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1", sequences=1
+        )
     return out
 
 
@@ -603,16 +606,20 @@ def serving_cost(
 
     Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
     scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
-    sizes, per kind). A pass measured at batch 1 only grows at the slope fitted from the
-    measured points of a pass on the same weights (the verify at the decode's), else at
-    ``DEFAULT_SLOPE``. A prefill without a measured point takes the calibration curve of
-    the decode pass (the drafter's, of the draft extend): the same weights on the same GPU,
-    an assumption a measured prefill point replaces. Decode and draft passes are
-    graphed (SGLang captures them), the verify as ``timing.verify_cuda_graph`` says,
-    prefills are not. ``kv_bytes_per_token`` / ``attention_flops_per_pair`` are per
-    tensor-parallel rank for the target; the drafter's scale by its share of decoder
-    layers unless ``draft_kv_bytes_per_token`` is given. ``reference_context_tokens``: the
-    context at which the batch-1 times hold.
+    sizes, per kind). A pass measured at batch 1 only follows the curve fitted to the
+    measured points of a pass on the same weights (the verify the decode's, shifted
+    through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
+    as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
+    distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
+    their experts), and a MoE pass grows beyond its last measured point at most at
+    ``DEFAULT_SLOPE`` (sim/hardware/batched.py). A prefill without a measured point takes
+    the calibration curve of the decode pass (the drafter's, of the draft extend): the
+    same weights on the same GPU, an assumption a measured prefill point replaces. Decode
+    and draft passes are graphed (SGLang captures them), the verify as
+    ``timing.verify_cuda_graph`` says, prefills are not. ``kv_bytes_per_token`` /
+    ``attention_flops_per_pair`` are per tensor-parallel rank for the target; the
+    drafter's scale by its share of decoder layers unless ``draft_kv_bytes_per_token`` is
+    given. ``reference_context_tokens``: the context at which the batch-1 times hold.
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
@@ -648,15 +655,24 @@ def serving_cost(
                 else kv_bytes_per_token * share
             ),
             attention_flops_per_pair=attention_flops_per_pair * share,
+            moe_kernel=H100_FUSED_MOE,
+            expert_overlap=STEP_EXPERT_OVERLAP,
         )
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own
-        # a pass measured at batch 1 only grows at the slope fitted for another pass on the
-        # same weights (the verify at the decode's, the drafter's passes at each other's)
+        # a pass measured at batch 1 only follows the curve fitted for another pass on the
+        # same weights (the verify the decode's, the drafter's passes each other's)
         kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
-        slope = kin[0].curve.end_slopes[1] if kin and not own else DEFAULT_SLOPE
+        follow = kin[0].curve if kin and not own else None
+        moe = physics.weights.is_moe
         if measured:
-            built[name] = calibrated_pass(physics, measured, field=f"timing.{name}_ms", slope=slope)
+            built[name] = calibrated_pass(
+                physics,
+                measured,
+                field=f"timing.{name}_ms",
+                max_tail_slope=DEFAULT_SLOPE if moe else None,
+                follow=follow,
+            )
         else:  # a prefill without a measurement: the curve of a pass on the same weights
             source = built["draft_extend" if drafter else "decode"]
             built[name] = BatchedPass(physics, source.curve)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.profile_fit import ProfileData, fit_profile, holdout_error
+from sim.model.shapes import rates_for_positions, scale_for_accept_length, shape_factors
+from sim.scenario.cross_run import CROSS_RUN, MULTI_K_CALIBRATE_UP_TO, MultiKSeries
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -214,15 +216,15 @@ class DecayPrior:
     sources: tuple[str, ...]
     note: str
 
-    @property
+    @functools.cached_property
     def median(self) -> float:
         return float(np.median(self.decays))
 
-    @property
+    @functools.cached_property
     def low(self) -> float:
         return self.quantile(0.05)
 
-    @property
+    @functools.cached_property
     def high(self) -> float:
         return self.quantile(0.95)
 
@@ -295,48 +297,151 @@ def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
 
 #: Profiles shorter than this cannot show how a shape fitted to positions 1-2 misses later.
 SHAPE_ERROR_MIN_POSITIONS = 4
+#: The grid of log rho a cross-run series is solved on (least squares in accept length).
+_LOG_RHO_GRID = np.linspace(-1.0, 1.0, 4001)
+
+
+@dataclass(frozen=True)
+class CrossRunRho:
+    """The log rho per position past the fitted num_steps that best matches one cross-run
+    series' longer accept lengths, with its standard error from their printed precision."""
+
+    name: str
+    source: str
+    log_rho: float
+    stderr: float
+
+
+def _cross_run_rates(series: MultiKSeries, num_steps: int) -> tuple[np.ndarray, int]:
+    """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
+    the method's prior family to its accept lengths at num_steps <= 2, or one accept length
+    anchoring the prior's median decay."""
+    ks = sorted(series.accept_lengths)
+    used = [k for k in ks if k <= MULTI_K_CALIBRATE_UP_TO] or ks[:1]
+    prior = decay_prior(series.method)
+    if len(used) >= 2:
+        data = ProfileData(
+            num_steps=tuple(used),
+            accept_length=tuple(series.accept_lengths[k] for k in used),
+            accept_length_sigma=(series.sigma(),) * len(used),
+        )
+        return fit_profile(prior.shape, data).rates(num_steps), max(used)
+    k0 = used[0]
+    g = shape_factors(prior.shape, prior.median, num_steps)
+    a1 = scale_for_accept_length(series.accept_lengths[k0], g[:k0])
+    return rates_for_positions(prior.shape, a1, prior.median, num_steps), k0
+
+
+def cross_run_log_rho(series: MultiKSeries) -> CrossRunRho | None:
+    """The series' log rho (None without a num_steps longer than the fitted ones): rates
+    past the fitted depth multiplied by rho^(i - depth), rho chosen by weighted least
+    squares of the longer accept lengths on a grid of step 5e-4; its standard error
+    1 / sqrt(sum (dAL_k / dlog rho / sigma)^2) at the solution (the anchor's own error is
+    left out)."""
+    kmax = max(series.accept_lengths)
+    rates, depth = _cross_run_rates(series, kmax)
+    longer = [k for k in sorted(series.accept_lengths) if k > depth]
+    if not longer:
+        return None
+    past = np.maximum(np.arange(1, kmax + 1) - depth, 0)
+    tilted = np.clip(rates * np.exp(_LOG_RHO_GRID[:, None] * past), 0.0, 1.0)
+    al = 1.0 + np.cumsum(np.cumprod(tilted, axis=1), axis=1)[:, np.array(longer) - 1]
+    measured = np.array([series.accept_lengths[k] for k in longer])
+    best = int(np.argmin(np.sum((al - measured) ** 2, axis=1)))
+    j = min(max(best, 1), _LOG_RHO_GRID.size - 2)
+    slope = (al[j + 1] - al[j - 1]) / (_LOG_RHO_GRID[j + 1] - _LOG_RHO_GRID[j - 1])
+    info = float(np.sum((slope / series.sigma()) ** 2))
+    stderr = 1.0 / np.sqrt(info) if info > 0 else float("inf")
+    return CrossRunRho(series.name, series.source, float(_LOG_RHO_GRID[best]), float(stderr))
 
 
 @dataclass(frozen=True)
 class ShapeError:
-    """How far real profiles stray from the method's shape past the fitted positions.
+    """How far real accept lengths stray from the method's shape past the fitted positions.
 
-    For each published profile of ``SHAPE_ERROR_MIN_POSITIONS`` or more positions, the
-    method's family is fitted to positions 1-2 and the later conditional rates are compared
-    with the fit: their log ratio, per position beyond the fit, is one log rho per profile
-    (least squares through the origin). ``tau`` is the root mean square of those log rho:
-    a draw's rates beyond the measured positions are multiplied by rho^(i - measured) with
-    log rho = -|Normal(0, tau)|: only the falling side, since pooled profiles that rise do
-    not carry over to longer drafts (see the module docstring), which keeps flat the
-    optimistic end.
+    Two kinds of evidence, one log rho each (rates past the fitted positions multiplied by
+    rho^(i - fitted)):
+
+    * **within-run** (``log_rhos``): for each published profile of the method with
+      ``SHAPE_ERROR_MIN_POSITIONS`` or more positions, the family fitted to positions 1-2
+      and the later conditional rates compared with the fit (least squares through the
+      origin of their log ratio against the positions past the fit);
+    * **cross-run** (``cross_run``): every series of accept lengths measured in separate
+      runs at several num_steps (sim/scenario/cross_run.py), fitted at num_steps <= 2 and
+      solved for the rho of its longer ones (``cross_run_log_rho``), pooled over methods:
+      how runs at different num_steps drift apart is a property of measuring across runs,
+      and its evidence is too thin per method.
+
+    The shape error is a random effect, log rho ~ Normal(``nominal``, ``sd``), estimated
+    from the evidence of the kind the prediction needs:
+
+    * across runs (the default: an answer at a num_steps other than the measured run's):
+      the cross-run series alone, their mean and standard deviation with their measurement
+      variance taken off (method of moments). Each series already carries its drafter's
+      within-run deviation, so adding the within-run profiles would count that part twice;
+      they mostly fall (position-1 rates move with num_steps, see
+      sim/scenario/cross_run.py), both sides are kept;
+    * within one run (``cross_run_used`` False: later positions of the very run whose first
+      positions were measured): the method's within-run profiles alone, which rise past
+      position 2 about as often as they fall when pooled over requests.
+
+    ``leave_out`` names a source whose cross-run series were left out (the validation
+    report scores each source with the shape error estimated without it).
     """
 
     method: str
     shape: str
     log_rhos: tuple[float, ...]
+    cross_run: tuple[CrossRunRho, ...] = ()
+    leave_out: str | None = None
+    cross_run_used: bool = True
 
-    @property
-    def tau(self) -> float:
-        return float(np.sqrt(np.mean(np.square(self.log_rhos)))) if self.log_rhos else 0.0
+    def _evidence(self) -> np.ndarray:
+        if self.cross_run_used:
+            return np.array([c.log_rho for c in self.cross_run])
+        return np.array(self.log_rhos)
 
-    @property
-    def median(self) -> float:
-        """The median of -|Normal(0, tau)|: the nominal tilt of a derived shape."""
-        return -0.6744897501960817 * self.tau
+    @functools.cached_property
+    def nominal(self) -> float:
+        """The nominal log rho of a derived shape: the mean of the evidence."""
+        x = self._evidence()
+        return float(np.mean(x)) if x.size else 0.0
+
+    @functools.cached_property
+    def sd(self) -> float:
+        """The random effect's standard deviation (0 without evidence)."""
+        x = self._evidence()
+        if x.size < 2:
+            return 0.0
+        noise = (
+            float(np.mean([c.stderr**2 for c in self.cross_run])) if self.cross_run_used else 0.0
+        )
+        return float(np.sqrt(max(float(np.var(x)) - noise, 0.0)))
 
     @property
     def reason(self) -> str:
+        left = f", {self.leave_out} left out" if self.leave_out else ""
+        evidence = (
+            f"the shortest runs of {len(self.cross_run)} published series measured at "
+            f"several num_steps{left}"
+            if self.cross_run_used
+            else f"positions 1-2 of {len(self.log_rhos)} published {self.method} profiles"
+        )
         return (
-            f"shape error past the measured positions: {self.shape} fitted to positions 1-2 "
-            f"of {len(self.log_rhos)} published {self.method} profiles misses their later "
-            f"rates by a factor rho per position, log rho RMS {self.tau:.3f} (the falling "
-            "side kept)"
+            f"shape error past the measured positions: the {self.shape} shape fitted to "
+            f"{evidence} misses the later rates by a factor rho per position, log rho mean "
+            f"{self.nominal:+.3f}, sd {self.sd:.3f}"
         )
 
 
+def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = True) -> ShapeError:
+    """The shape error of ``method``'s prior family (see ``ShapeError``); ``leave_out``: a
+    source whose cross-run series are not used; ``cross_run`` False: none of them."""
+    return _shape_error(method, leave_out, cross_run)
+
+
 @functools.cache
-def shape_error(method: str) -> ShapeError:
-    """The shape error of ``method``'s prior family (see ``ShapeError``)."""
+def _shape_error(method: str, leave_out: str | None, use_cross_run: bool) -> ShapeError:
     prior = decay_prior(method)
     out = []
     for p in _profiles_of(method):
@@ -349,4 +454,7 @@ def shape_error(method: str) -> ShapeError:
         i = np.arange(3, c.size + 1) - 2.0  # positions past the fitted two
         logs = np.log(observed[2:] / predicted[2:])
         out.append(float(np.sum(i * logs) / np.sum(i * i)))
-    return ShapeError(method, prior.shape, tuple(out))
+    cross = tuple(
+        r for s in CROSS_RUN if s.source != leave_out and (r := cross_run_log_rho(s)) is not None
+    )
+    return ShapeError(method, prior.shape, tuple(out), cross, leave_out, use_cross_run)

@@ -246,9 +246,9 @@ def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
         out.append(
             Assumption(
                 "acceptance.tilt",
-                error.median,
+                error.nominal,
                 "derived",
-                range=(-1.6448536269514722 * error.tau, -0.0627067779432 * error.tau),
+                stderr=error.sd,
                 reason=error.reason,
             )
         )

@@ -453,9 +453,9 @@ class AcceptanceSpec(Heterogeneity):
     #: speculation.num_steps, filled in when the scenario is read).
     measured_num_steps: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS)] | None = None
     #: log rho: past the measured positions every rate is rho times the shape's per
-    #: position (0: the shape as it is). Left out with shape ``auto``: the median shape
-    #: error of published profiles, which falls (sim/scenario/priors.py ``shape_error``);
-    #: with a given shape 0.
+    #: position (0: the shape as it is). Left out with shape ``auto``: the nominal shape
+    #: error of published profiles and cross-run series, which falls
+    #: (sim/scenario/priors.py ``shape_error``); with a given shape 0.
     tilt: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
 
     @field_validator("rank_rates")

@@ -67,10 +67,9 @@ _Z90 = 1.6448536269514722  # the standard normal's 95% quantile
 class UncertainInput:
     """One uncertain input: its nominal value and distribution.
 
-    ``kind``: ``normal`` (``stderr``), ``uniform`` (``low``..``high``), ``prior`` (the
-    decay prior's quantile function) or ``falling`` (-|Normal(0, stderr)|, its median the
-    nominal: the shape error, whose rises past the measured positions are left out as the
-    decay prior's are); ``bounds`` the field's valid range (draws are clipped to it).
+    ``kind``: ``normal`` (``stderr``; the shape error's tilt is one), ``uniform``
+    (``low``..``high``) or ``prior`` (the decay prior's quantile function); ``bounds`` the
+    field's valid range (draws are clipped to it).
     """
 
     field: str
@@ -94,10 +93,6 @@ class UncertainInput:
             values = self.nominal + self.stderr * zz
         elif self.kind == "uniform":
             values = self.low + (self.high - self.low) * u
-        elif self.kind == "falling":
-            from scipy.special import ndtri  # lazy: scipy.special at import is slow
-
-            values = -self.stderr * ndtri(1.0 - 0.5 * u)  # -|N(0, sd)|, median the nominal
         else:
             assert self.prior is not None
             values = np.asarray(self.prior.quantile(u), dtype=float)
@@ -224,16 +219,16 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
         and "acceptance.tilt" not in fields
     ):
         error = shape_error(spec.method)
-        if error.tau > 0:
+        if error.sd > 0:
             out.append(
                 UncertainInput(
                     "acceptance.tilt",
-                    error.median,
-                    "falling",
+                    error.nominal,
+                    "normal",
                     "derived",
                     error.reason,
-                    stderr=error.tau,
-                    bounds=(-1.0, 0.0),
+                    stderr=error.sd,
+                    bounds=field_bounds(scenario, "acceptance.tilt"),
                 )
             )
     if "hardware.bandwidth_efficiency" not in fields and uses_derived_compute(scenario):

@@ -2,14 +2,19 @@
 drafter, next to plain decoding (the reference) and the scenario as it is.
 
 Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
-(renewal-reward, sim/scenario/bind.py). No interval from the uncertainty work exists yet, so
-each lever carries the range across the hardware model's plausible variants
-(``VARIANTS``): the verify's growth with tokens (the scenario's linear estimate, or the
-routed experts read) and, where the scenario takes the verify's GPU work from its graphed
-decode, the opposite reading (the ungraphed verify's time as GPU work, the eager model at
-its public per-kernel cost). The last one bounds graphing's gain from below: it attributes
-every millisecond the eager model cannot explain to GPU work. A better drafter adds the
-range of its published accept lengths.
+(renewal-reward, sim/scenario/bind.py), with two ranges:
+
+* its 90% interval from inputs and model (sim/studies/uncertainty.py: the lever's
+  scenario with its stated errors and ranges, the acceptance priors and shape error,
+  derived compute's efficiency, drawn at Sobol points and re-solved);
+* the range across the hardware model's plausible variants (``VARIANTS``), which the
+  inputs' draws do not cover because they are choices of model: the verify's growth with
+  tokens (the scenario's linear estimate, or the routed experts read) and, where the
+  scenario takes the verify's GPU work from its graphed decode, the opposite reading (the
+  ungraphed verify's time as GPU work, the eager model at its public per-kernel cost). The
+  last one bounds graphing's gain from below: it attributes every millisecond the eager
+  model cannot explain to GPU work. A better drafter adds the range of its published
+  accept lengths.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
+from sim.studies.uncertainty import answer_uncertainty
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -148,6 +154,8 @@ class LeverRow:
     accept_length: float | None
     cycle_ms: float | None
     error: str | None = None
+    #: 90% interval of tok/s from inputs and model (None: no uncertain input, or failed)
+    interval90: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,6 +170,7 @@ class LeverRow:
             "accept_length": self.accept_length,
             "cycle_ms": self.cycle_ms,
             "error": self.error,
+            "interval90": None if self.interval90 is None else list(self.interval90),
         }
 
 
@@ -197,8 +206,8 @@ class LeverTable:
                 "accept_lengths": list(self.drafter.accept_lengths),
                 "source": self.drafter.source,
             },
-            "interval": "range across the hardware model's variants (no uncertainty interval "
-            "is available yet)",
+            "interval90": "90% interval from inputs and model",
+            "interval": "range across the hardware model's variants",
         }
 
 
@@ -270,6 +279,12 @@ def lever_table(
             continue
         per_variant = _variant_values(scenario, lever, variants, drafter)
         known = [x for x in per_variant.values() if x is not None]
+        spread = answer_uncertainty(applied, []).tok_s_interval90
+        interval90 = (
+            (spread.low, spread.high)
+            if spread.low is not None and spread.high is not None
+            else None
+        )
         rows.append(
             LeverRow(
                 lever,
@@ -279,6 +294,7 @@ def lever_table(
                 per_variant,
                 al,
                 cost.total_ms,
+                interval90=interval90,
             )
         )
     return LeverTable(scenario.name, tuple(rows), tuple(variants), drafter)

@@ -25,8 +25,9 @@ from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.scenario.bind import cycle_cost, pass_times, scenario_rates
+from sim.scenario.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
 from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.priors import shape_error
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -209,8 +210,41 @@ def flat_accept_length(scenario: Scenario, k: int) -> float:
     flat = "repeat" if acc.per_position is not None else "flat"
     if acc.first_rate is not None or acc.shape == flat:
         return mean_accept_length(scenario_rates(scenario, k))
-    other = with_overrides(scenario, {"acceptance.shape": flat}, source="validation")
+    flat_only: dict[str, object] = {"acceptance.shape": flat}
+    if acc.tilt is not None:  # a stated tilt (the held-out shape error) is not the flat answer
+        flat_only["acceptance.tilt"] = 0.0
+    other = with_overrides(scenario, flat_only, source="validation")
     return mean_accept_length(scenario_rates(other, k))
+
+
+def held_out(cal: Calibration, source: str, *, cross_run: bool = True) -> Calibration:
+    """``cal`` with the shape error past the measured positions estimated without the
+    cross-run series of ``source`` (sim/scenario/priors.py ``shape_error(method,
+    leave_out=source)``; ``cross_run`` False: within-run evidence alone, for positions of
+    the very run whose first positions were measured), written as the calibrated tilt and
+    its standard error as ``calibrate`` writes them, so that no series informs its own
+    score. A scenario whose tilt is neither implicit nor derived by ``calibrate`` is
+    returned as it is."""
+    spec = cal.scenario.acceptance
+    entry = cal.scenario.uncertainty.entries().get("acceptance.tilt")
+    if spec is None or not (
+        implicit_tilt(spec) or (entry is not None and entry.resolved_origin == "derived")
+    ):
+        return cal
+    error = shape_error(spec.method, leave_out=source, cross_run=cross_run)
+    scenario = with_overrides(
+        cal.scenario,
+        {
+            "acceptance.tilt": error.nominal,
+            "uncertainty.acceptance.tilt": {
+                "stderr": error.sd,
+                "origin": "derived",
+                "reason": error.reason,
+            },
+        },
+        source="validation",
+    )
+    return replace(cal, scenario=scenario)
 
 
 def _row(
@@ -317,7 +351,8 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
         accept_lengths=(AcceptLengthObs(2, runs[2].accept_length, al_sigma, src),)
     )
     cal = calibrate(base, timing_data + accept)
-    per_k = [_scored_run(src, runs[k], "alpha from k=2", cal) for k in (3, 4, 5, 6)]
+    scored = held_out(cal, pub.VLLM_20780_URL)
+    per_k = [_scored_run(src, runs[k], "alpha from k=2", scored) for k in (3, 4, 5, 6)]
     rows = [triple[i] for i in range(3) for triple in per_k]  # grouped by quantity
     calibrated_on = (
         f"{src} vanilla tok/s",
@@ -363,6 +398,9 @@ class _CrossSpec:
     intercept: str = "verify_ms"
     #: The drafter's method (its decay prior beyond the calibrated num_steps).
     method: str = "eagle3"
+    #: The source of the runs' accept lengths among the cross-run series
+    #: (sim/scenario/cross_run.py), left out of the shape error that scores them.
+    al_source: str = ""
     base_label: str = "the vLLM #20780 calibration (case 1)"
     slope_note: str = (
         "One num_steps determines one number (the cycle's intercept); the slope per extra "
@@ -396,7 +434,7 @@ def cross_cases(spec: _CrossSpec, base: Scenario) -> tuple[Case, ...]:
             data += baseline_measurement(spec.baseline_tok_s, TOK_S_REL_ERROR, f"{src} vanilla")
             calibrated_on.insert(0, f"{src} vanilla tok/s")
             fit.insert(0, "decode_ms")
-        cal = calibrate(base, data, fit_timing=fit)
+        cal = held_out(calibrate(base, data, fit_timing=fit), spec.al_source)
         k = score_run.num_steps
         rows = _scored_run(src, score_run, f"alpha from k={fit_run.num_steps}", cal)
         timing_err, al_err, e2e_err = (r.error for r in rows)
@@ -441,6 +479,7 @@ SGLANG_4247 = _CrossSpec(
     title="Llama-3.1-8B + EAGLE-3, SGLang, 1 GPU, MT-bench",
     sources=(pub.SGLANG_4247_URL, pub.VLLM_20780_URL),
     runs=(pub.SGLANG_4247[0], pub.SGLANG_4247[1]),
+    al_source=pub.SGLANG_4247_URL,
     baseline_tok_s=None,
     notes=(
         "topk and num_draft_tokens are not stated in the PR comment; the chain model "
@@ -453,6 +492,7 @@ SGLANG_4247_ROOFLINE = _CrossSpec(
     title="Llama-3.1-8B + EAGLE-3, SGLang, 1 H100, MT-bench, passes from the roofline",
     sources=(pub.SGLANG_4247_URL, "scenarios/llama31-8b-1xh100-eagle3.toml"),
     runs=(pub.SGLANG_4247[0], pub.SGLANG_4247[1]),
+    al_source=pub.SGLANG_4247_URL,
     baseline_tok_s=None,
     notes=(
         "topk and num_draft_tokens are not stated in the PR comment; the chain model "
@@ -473,6 +513,7 @@ VLLM_16035 = _CrossSpec(
     title="Llama-3-8B + EAGLE-1, vLLM V1, batch 1, MT-Bench",
     sources=(pub.VLLM_16035_URL, pub.VLLM_20780_URL),
     runs=(pub.VLLM_16035[0], pub.VLLM_16035[1]),
+    al_source=pub.VLLM_16035_URL,
     baseline_tok_s=pub.VLLM_16035_VANILLA_TOK_S,
     notes=(
         "Another target (Llama-3-8B) and drafter (EAGLE-1, lmsys/sglang-EAGLE-LLaMA3-Instruct-8B) "
@@ -489,7 +530,8 @@ def case_vllm_acceptance_test() -> Case:
     data = Measurements(
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM test") for i in range(2))
     )
-    cal = calibrate(llama8b_base(), data, acceptance="per_position")
+    # c3 is a position of the run whose c1, c2 are given: within-run evidence alone
+    cal = held_out(calibrate(llama8b_base(), data, acceptance="per_position"), "", cross_run=False)
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
         sources=("vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published)",),
@@ -527,7 +569,9 @@ def case_vllm_26498() -> Case:
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM #26498") for i in range(3))
     )
     base = with_overrides(llama8b_base(), {"acceptance.method": "eagle"}, source="validation")
-    cal = calibrate(base, data)  # per-position c1..c3, continued by held-out choice
+    # per-position c1..c3, continued by held-out choice; positions 4-10 of the same run:
+    # the within-run shape error alone
+    cal = held_out(calibrate(base, data), "", cross_run=False)
     flat = calibrate(base, data, acceptance="alpha")  # one equal rate: the old answer
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
     how = "c1..c3, continued by the shape with the lowest held-out error"

@@ -230,7 +230,12 @@ def decision_cases() -> tuple[Case, ...]:
             "rtx6kpro MTP=3",
             kimi,
             {b: v for b, v in rtx["MTP=3"].items() if b > 1},
-            ("rtx6kpro no MTP conc=1", "rtx6kpro MTP=3 conc=1", "rtx6kpro no MTP conc=8"),
+            (
+                "rtx6kpro no MTP conc=1",
+                "rtx6kpro MTP=3 conc=1",
+                "rtx6kpro MTP=3 interarrival conc=1",
+                "rtx6kpro no MTP conc=8",
+            ),
             baseline_curve=rtx["no MTP"],
         ),
     )

@@ -335,6 +335,24 @@ KIMI_MODEL: dict[str, Any] = {
 }
 
 
+#: The iteration at one user with 3 speculative tokens, FULL CUDA graphs: "Interarrival went
+#: flat across ctx at ~19-21 ms p50" (voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/
+#: README.md, Phase 1, image cu130-mtp-cg-fix-20260423, 116.6 tok/s at 2k context); its
+#: bench/e2e_bench.py times the gaps between streamed chunks, one chunk per engine step.
+RTX6KPRO_CYCLE_MS = 20.0
+
+
+def _kimi_cycle_ms(scenario: Scenario, context: float) -> float:
+    """The batch-1 speculative cycle (ms) of the Kimi scenario at ``context``."""
+    cost = serving_cost(
+        scenario,
+        kv_bytes_per_token=KIMI_MODEL["kv_bytes_per_token"],
+        attention_flops_per_pair=KIMI_MODEL["attention_flops_per_pair"],
+        reference_context_tokens=context,
+    )
+    return float(cost.decode_ms(1, 3, np.array([context]))[0])
+
+
 def kimi_scenario() -> tuple[Scenario, float, float]:
     """The calibrated scenario of the rtx6kpro case, its fitted alpha and the derived
     batch-1 cycle (ms)."""
@@ -364,16 +382,16 @@ def kimi_scenario() -> tuple[Scenario, float, float]:
         "workload": MT_BENCH_WORKLOAD,
         "serving": {"batching": "chunked", "token_budget": 8192},
     }
-    base = scenario_from_dict(raw, source="sim.validation.serving_cases (kimi)")
-    # batch 1 with speculation: tok/s = 1000 AL / T_cycle(1) -> one conditional rate (the
-    # report's "~45-55% per position" does not say which rate it is)
-    cost = serving_cost(
-        base,
-        kv_bytes_per_token=KIMI_MODEL["kv_bytes_per_token"],
-        attention_flops_per_pair=KIMI_MODEL["attention_flops_per_pair"],
-        reference_context_tokens=context,
-    )
-    cycle_ms = float(cost.decode_ms(1, 3, np.array([context]))[0])
+    derived = scenario_from_dict(raw, source="sim.validation.serving_cases (kimi)")
+    # batch 1 with speculation: the report times the iteration (streamed interarrival p50,
+    # one chunk per step) at ~19-21 ms once the verify is fully graphed: the per-cycle
+    # overhead (drafter bookkeeping, rejection sampling, metadata) is the gap between the
+    # derived passes and that cycle; then tok/s = 1000 AL / T_cycle(1) gives one
+    # conditional rate (the report's "~45-55% per position" does not say which rate).
+    passes_ms = _kimi_cycle_ms(derived, context)
+    overhead = max(0.0, RTX6KPRO_CYCLE_MS - passes_ms)
+    base = with_overrides(derived, {"timing.cycle_overhead_ms": overhead}, source="validation")
+    cycle_ms = _kimi_cycle_ms(base, context)
     needed_al = curves["MTP=3"][1] * cycle_ms / 1000.0
 
     def al_gap(alpha: float) -> float:
@@ -421,7 +439,12 @@ def case_kimi_rtx6kpro() -> Case:
         "Kimi-K2.5 on 8x RTX PRO 6000, vLLM, eagle3 with 3 speculative tokens: aggregate "
         "tok/s against concurrency, with and without speculation",
         (pub.RTX6KPRO_URL,),
-        ("rtx6kpro no MTP conc=1", "rtx6kpro MTP=3 conc=1", "rtx6kpro no MTP conc=8"),
+        (
+            "rtx6kpro no MTP conc=1",
+            "rtx6kpro MTP=3 conc=1",
+            "rtx6kpro MTP=3 interarrival conc=1",
+            "rtx6kpro no MTP conc=8",
+        ),
         tuple(rows),
         setup=(
             "the seed's model (weights, MLA KV, the TorchSpec EAGLE-3 drafter size) on 8x "
@@ -429,9 +452,12 @@ def case_kimi_rtx6kpro() -> Case:
             f"batch-1 decode {decode_ms:.2f} ms (no MTP, conc 1); plain decoding at batch 8 "
             "(conc 8, 23.48 ms) is a measured point: it sets the slope of the decode (and "
             "verify) pass against the batch",
-            f"fitted: one conditional rate alpha = {alpha:.4f} (AL {al:.3f}) so that the "
-            f"derived batch-1 cycle ({cycle_ms:.2f} ms, no per-cycle overhead ASSUMED) gives "
-            "MTP=3 at conc 1 (114.1 tok/s); the report only says ~45-55% per position",
+            f"fitted: the per-cycle overhead "
+            f"({fitted.timing.cycle_overhead_ms:.2f} ms) that makes the batch-1 cycle the "
+            f"report's ~{RTX6KPRO_CYCLE_MS:g} ms interarrival (FULL-graph image, one user), and "
+            f"one conditional rate alpha = {alpha:.4f} (AL {al:.3f}) so that this "
+            f"{cycle_ms:.2f} ms cycle gives MTP=3 at conc 1 (114.1 tok/s); the report only "
+            "says ~45-55% per position",
             "workload ASSUMED: ~128-token prompts (the report's 'ctx 0'), ~512-token answers",
         ),
     )
@@ -479,17 +505,21 @@ def kimi_miss(rows: Sequence[Row]) -> str:
     by = {r.figure: r for r in rows}
     top = max(int(f.rsplit("=", 1)[1]) for f in by)
     spec, base = by[f"rtx6kpro MTP=3 conc={top}"], by[f"rtx6kpro no MTP conc={top}"]
-    low = [r for r in rows if int(r.figure.rsplit("=", 1)[1]) <= 4]
+    low = [r for r in rows if int(r.figure.rsplit("=", 1)[1]) <= 8]
     worst_low = max(abs(r.error) for r in low)
     worst_base = min(r.error for r in rows if "no MTP" in r.figure)
     return (
-        "Where it misses: beyond 8 concurrent users both curves are under-predicted (by "
-        f"{-100 * worst_base:.0f}% at worst without speculation). Decode time on this MoE "
-        "grows concavely with the batch (grouped expert GEMMs get more efficient as tokens "
-        "per expert grow), while the one slope fitted between batch 1 and 8 is extended "
-        "linearly in the bytes the expert union reads. Up to 4 users the predictions are "
-        f"within {100 * worst_low:.0f}%. At {top} users the measurement has speculation "
-        f"losing ({spec.measured / base.measured:.2f}x); the model still gives it "
+        f"Up to 8 users every prediction is within {100 * worst_low:.0f}%. Where it misses: "
+        f"plain decoding from 32 users is under-predicted (by {-100 * worst_base:.0f}% at "
+        "worst): beyond the measured batch 8 the decode grows by the fused-MoE kernel's "
+        "cost of a uniform expert union plus PCIe all-reduces that grow with the tokens, "
+        "and the measured server grows less (real routing activates fewer distinct experts "
+        "than uniform routing, see the fused-MoE kernel case; the report's benchmark skips "
+        "prefill, which the simulation includes). At "
+        f"{top} users speculation is over-predicted ({100 * spec.error:+.0f}%): its verify "
+        "over 4 tokens per user is priced at peak FLOPs and with a per-cycle overhead that "
+        "does not grow with the batch. So the measurement has speculation losing there "
+        f"({spec.measured / base.measured:.2f}x) and the model gives it "
         f"{spec.predicted / base.predicted:.2f}x."
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from sim.hardware.batched import (
     PassPhysics,
     calibrated_pass,
 )
+from sim.hardware.experts import FusedMoeKernel
 from sim.scenario.decompose import ScenarioHardware, target_weights
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
@@ -130,3 +133,66 @@ def test_two_points_of_one_shape_are_refused():
     pts = [MeasuredPass(1, 0.0, 0.0, 12.12, "a"), MeasuredPass(1, 0.0, 0.0, 12.5, "b")]
     with pytest.raises(SpecsimError, match="same work"):
         calibrated_pass(p, pts)
+
+
+def test_curve_tail_slope_is_capped_and_a_curve_can_be_shifted_through_a_point():
+    c = ComputeCurve(np.array([1.0, 2.0]), np.array([2.0, 5.0]), max_tail_slope=1.0)
+    # within the points: the measured segment (slope 3); beyond: at most 1
+    assert float(c.at(1.5)) == pytest.approx(3.5)
+    assert float(c.at(4.0)) == pytest.approx(5.0 + 2.0 * 1.0)
+    assert float(ComputeCurve(c.work_ms, c.compute_ms).at(4.0)) == pytest.approx(11.0)
+    # one point keeps its slope whatever the cap
+    one = ComputeCurve(np.array([1.0]), np.array([2.0]), slope=2.0, max_tail_slope=1.0)
+    assert one.end_slopes == (2.0, 2.0)
+    # shifted through (1.5, 10): the offset is 10 - 3.5; same segments and cap
+    t = c.through(1.5, 10.0)
+    assert float(t.at(2.0)) == pytest.approx(11.5)
+    assert float(t.at(4.0)) == pytest.approx(13.5)
+
+
+def test_kernel_costed_experts_and_correlated_union_by_hand():
+    base = physics(SEED)
+    kernel = FusedMoeKernel(layer_us=30.0, expert_us=0.5, hbm_efficiency=0.8)
+    p = dataclasses.replace(base, moe_kernel=kernel, expert_overlap=0.38)
+    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    w, gpu, gpus = p.weights, p.hardware.gpu, p.hardware.gpus
+    dense_ms = w.dense_bytes / gpus / (gpu.memory_bandwidth_gbps * 1e6)
+    per_expert_ms = (0.5 + w.expert_bytes / gpus / (0.8 * gpu.memory_bandwidth_gbps * 1e3)) / 1e3
+
+    def distinct(m: float) -> float:
+        return w.experts * (1 - (1 - w.experts_per_token / w.experts) ** m)
+
+    # 32 independent tokens, and 8 sequences x 4 tokens = 22.88 independent ones
+    for sequences, union in ((None, 32.0), (8, 8 * (1 + 3 * 0.62))):
+        memory = bp._token_terms(32, sequences)[0]
+        assert memory == pytest.approx(
+            dense_ms + w.moe_layers * distinct(union) * per_expert_ms, rel=1e-12
+        )
+    # without the kernel: bytes at peak, and sequences change nothing
+    plain = BatchedPass(base, bp.curve)
+    assert plain._token_terms(32, 8)[0] == plain._token_terms(32)[0]
+    assert plain._token_terms(32)[0] == pytest.approx(
+        w.bytes_read(32) / gpus / (gpu.memory_bandwidth_gbps * 1e6), rel=1e-12
+    )
+    with pytest.raises(ValueError):
+        bp._token_terms(4, 8)
+
+
+def test_a_single_point_follows_a_kin_curve():
+    p = physics(SEED)
+    decode = calibrated_pass(
+        p,
+        [MeasuredPass(1, 0.0, 0.0, 12.12, "seed"), MeasuredPass(8, 0.0, 0.0, 24.0, "x")],
+        max_tail_slope=1.0,
+    )
+    v = physics(SEED, name="verify")
+    verify = calibrated_pass(
+        v, [MeasuredPass(4, 0.0, 0.0, 16.0, "v", sequences=1)], follow=decode.curve
+    )
+    assert float(verify.pass_ms(4, 0.0, 0.0, 1)) == pytest.approx(16.0, rel=1e-12)
+    # the same compute growth per unit of work as the decode's curve, and its capped tail
+    w4 = float(verify.work_ms(4, 0.0, 0.0, 1))
+    for w in (w4 + 0.5, w4 + 50.0):
+        grown = float(verify.curve.at(w) - verify.curve.at(w4))
+        assert grown == pytest.approx(float(decode.curve.at(w) - decode.curve.at(w4)), rel=1e-9)
+    assert verify.curve.end_slopes[1] == 1.0

@@ -29,13 +29,14 @@ def test_per_position_repeats_the_last_rate(write_scenario):
     np.testing.assert_allclose(conditional_rates(sc.acceptance, 1), [0.8])
 
 
-def test_per_position_auto_continues_with_the_falling_shape_error(write_scenario):
-    """Not repeated silently: past the list the rates fall by the median shape error."""
+def test_per_position_auto_continues_with_the_nominal_shape_error(write_scenario):
+    """Not repeated silently: past the list the rates move by the nominal shape error."""
     from sim.scenario.priors import shape_error
 
     text = write_scenario().read_text().replace("alpha = 0.7", "per_position = [0.8, 0.6]")
     sc = load_scenario(write_scenario(text))
-    rho = np.exp(shape_error("generic").median)
+    rho = np.exp(shape_error("generic").nominal)
+    assert rho < 1.0  # the cross-run evidence falls
     np.testing.assert_allclose(
         conditional_rates(sc.acceptance, 4), [0.8, 0.6, 0.6 * rho, 0.6 * rho**2]
     )

@@ -47,6 +47,19 @@ def test_ranking_puts_graphing_first_for_the_seed(table):
     assert rows["graph the verify"].low == pytest.approx(rows["as is"].tok_s, rel=0.01)
 
 
+def test_every_lever_carries_its_interval_from_inputs_and_model(table):
+    """The "as is" row's 90% interval is the run's; graphing's lies above the seed's."""
+    from sim.studies.uncertainty import answer_uncertainty
+
+    rows = {r.lever.name: r for r in table.rows}
+    run = answer_uncertainty(load_scenario(SEED), []).tok_s_interval90
+    assert rows["as is"].interval90 == pytest.approx((run.low, run.high))
+    for r in table.rows:
+        assert r.interval90 is not None and r.interval90[0] <= r.interval90[1]
+    assert rows["graph the verify"].interval90[0] > rows["as is"].interval90[1]
+    assert table.to_dict()["levers"][0]["interval90"] == list(rows["plain decoding"].interval90)
+
+
 def test_drafter_range_spans_its_published_accept_lengths(table):
     rows = {r.lever.name: r for r in table.rows}
     values = rows["better drafter"].per_variant

@@ -61,19 +61,21 @@ def test_nominal_answer_is_the_closed_form_of_the_seed() -> None:
 
 
 def test_drivers_and_the_next_measurement_of_the_seed() -> None:
-    (t150,) = answer_uncertainty(load_scenario(SEED), [150.0]).targets
-    fields = [d.field for d in t150.drivers]
+    # 100 tok/s: at 150 the nominal answer is a first-position rate capped at 1 (the rates
+    # past position 2 fall), where no input but the shape moves it
+    (t100,) = answer_uncertainty(load_scenario(SEED), [100.0]).targets
+    fields = [d.field for d in t100.drivers]
     # the shape beyond num_steps 2 matters most: its decay and its shape error
     assert fields[0] in ("acceptance.decay", "acceptance.tilt")
-    for d in t150.drivers:
+    for d in t100.drivers:
         if d.field in ("acceptance.decay", "acceptance.tilt"):
             assert d.low > d.high  # more decay (low end) needs a higher first rate
-    step = next(d for d in t150.drivers if d.field == "timing.draft_step_ms")
+    step = next(d for d in t100.drivers if d.field == "timing.draft_step_ms")
     assert step.high > step.low  # slower drafter steps need a better drafter
-    assert t150.measure_next is not None
-    assert t150.measure_next.field in ("acceptance.decay", "acceptance.tilt")
-    assert "accept length at another num_steps" in t150.measure_next.what
-    assert t150.measure_next.interval90_after.width < t150.interval90.width
+    assert t100.measure_next is not None
+    assert t100.measure_next.field in ("acceptance.decay", "acceptance.tilt")
+    assert "accept length at another num_steps" in t100.measure_next.what
+    assert t100.measure_next.interval90_after.width < t100.interval90.width
 
 
 def _coverage_trials(n_trials: int, samples: int, seed: int) -> float:

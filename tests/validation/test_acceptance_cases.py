@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.scenario.priors import PROFILES
+from sim.scenario.priors import PROFILES, shape_error
 from sim.validation import data as pub
 from sim.validation.acceptance_cases import calibrate_series, multi_k_cases
 from sim.validation.growth_cases import growth_cases
@@ -30,6 +30,17 @@ def test_series_calibrate_on_short_drafts_and_score_the_rest() -> None:
     for r in scored:
         lo, hi = r.interval90
         assert lo <= r.predicted <= hi and r.flat is not None
+
+
+def test_no_series_informs_its_own_score() -> None:
+    """Each series is scored with the shape error estimated without its own source."""
+    for s in pub.MULTI_K:
+        cal, _, _ = calibrate_series(s)
+        acc = cal.scenario.acceptance
+        error = shape_error(s.method, leave_out=s.source)
+        assert all(c.source != s.source for c in error.cross_run)
+        assert acc.tilt == error.nominal
+        assert cal.scenario.uncertainty.entries()["acceptance.tilt"].stderr == error.sd
 
 
 def test_decay_aware_extrapolation_beats_flat_on_the_held_out_cases() -> None:

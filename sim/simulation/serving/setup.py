@@ -161,7 +161,15 @@ def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
         context = default_context if p.context_tokens is None else p.context_tokens
         tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
         out.setdefault(p.kind, []).append(
-            MeasuredPass(tokens, float(kv), float(pairs), p.ms, p.source, f"timing.points[{i}]")
+            MeasuredPass(
+                tokens,
+                float(kv),
+                float(pairs),
+                p.ms,
+                p.source,
+                f"timing.points[{i}]",
+                sequences=p.batch,
+            )
         )
     return out
 

@@ -1,0 +1,47 @@
+"""The fused-MoE kernel fit and the MoE validation cases built on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.hardware.experts import H100_FUSED_MOE, FusedMoeKernel, expected_distinct_experts
+from sim.validation import moe_kernel_data as pub
+from sim.validation.growth_cases import QWEN3_30B_A3B, batch_growth_case, kernel_growth_ms
+from sim.validation.moe_kernel_cases import fit_fused_moe, kernel_case
+
+
+def test_the_fit_on_the_calibration_curves_gives_the_shipped_constants():
+    k = fit_fused_moe(pub.CALIBRATION)
+    assert k.layer_us == pytest.approx(H100_FUSED_MOE.layer_us, abs=0.01)
+    assert k.expert_us == pytest.approx(H100_FUSED_MOE.expert_us, abs=0.001)
+    assert k.hbm_efficiency == pytest.approx(H100_FUSED_MOE.hbm_efficiency, abs=0.001)
+
+
+def test_the_fit_is_exact_on_curves_the_model_generates():
+    truth = FusedMoeKernel(20.0, 0.5, 0.8)
+    curves = []
+    for experts, per_token, bytes_ in ((64, 4, 2e6), (8, 2, 50e6)):
+        tokens = (1, 2, 4, 8, 16, 32, 64)
+        d = expected_distinct_experts(experts, per_token, tokens)
+        us = dict(zip(tokens, truth.layer_time_us(d, bytes_, 3350.0).tolist(), strict=True))
+        curves.append(pub.KernelCurve("made", "test", experts, per_token, bytes_, "H100", us))
+    k = fit_fused_moe(curves)
+    assert (k.layer_us, k.expert_us, k.hbm_efficiency) == pytest.approx((20.0, 0.5, 0.8))
+
+
+def test_the_kernel_case_scores_only_curves_it_did_not_fit():
+    case = kernel_case()
+    fitted = {c.name for c in pub.CALIBRATION}
+    assert case.rows and all(r.figure.rsplit(" M=", 1)[0] not in fitted for r in case.rows)
+
+
+def test_case_15_growth_is_the_kernel_per_expert_cost_by_hand():
+    w, gpus = QWEN3_30B_A3B, 4
+    d1 = 128 * (1 - (1 - 8 / 128) ** 1)
+    d8 = 128 * (1 - (1 - 8 / 128) ** 8)
+    per_expert_us = 0.345 + w.expert_bytes / gpus / (0.934 * 3350e3)
+    flops_ms = 7 * w.flops(1) / gpus / (989e12 / 1e3)
+    expected = 48 * (d8 - d1) * per_expert_us / 1e3 + flops_ms
+    assert kernel_growth_ms(w, 8, gpus) == pytest.approx(expected, rel=1e-3)
+    rows = batch_growth_case().rows
+    assert len(rows) == 4 and all(r.interval90 is not None for r in rows)

@@ -17,14 +17,41 @@ call, build the CPU side of a pass:
   (pie-project/pie PR #348). The eager pass is launch-bound there (1200 kernels, 15.39 ms of
   GPU work), so T_eager = 1200 c + g_last gives c = 18.9 us (``calibrate_kernel_us``).
 - ``allreduce_us``: CPU time per eager NCCL call; taken as one framework op (the call goes
-  through the same Python and dispatch to one NCCL kernel launch). The GPU side of an eager
+  through the same Python and dispatch to one NCCL kernel launch). A loop of eager
+  ``torch.distributed`` all-reduces of 2-256 KiB on 8 GPUs takes 18.6-19.8 us a call
+  (sgl-project/sglang PR #22734, "torch eager" column), which bounds the call's CPU cost
+  from above and agrees with one framework op. The GPU side of an eager
   call keeps the interconnect's ``eager_extra_us`` (sim/hardware/interconnects.py).
+- ``native_op_us`` / ``native_op_gpu_us``: ops that run unfused because torch.compile is
+  off. vLLM's ``--enforce-eager`` turns CUDA graphs and torch.compile off together, and a
+  CustomOp whose CUDA path falls back to its PyTorch-native form then issues one small
+  kernel per elementwise op where the compiled graph fuses them into one ("Every call under
+  enforce_eager=True produces 8 unfused elementwise/reduce kernels instead of 1 fused
+  Triton kernel", GemmaRMSNorm, vllm-project/vllm PR #42251). Each extra kernel costs CPU
+  and a little GPU time. CPU: DeepseekScalingRotaryEmbedding's eager fallback, "~8 kernel
+  launches ... per attention layer", takes 120.5 us a call against 11.8 us for the fused
+  kernel on an RTX PRO 6000 (decode, batch 8; vllm-project/vllm PR #51480), 15.5 us per
+  extra launch. GPU: GemmaRMSNorm at M = 1 takes 0.0116 ms native (8 kernels) against
+  0.0014 ms fused (RTX 5090; vllm-project/vllm PR #55329), 1.46 us per extra kernel.
+  SGLang's graphed passes run the same kernels as its eager ones (no compiler in the
+  way), so the term is for vLLM's enforce_eager only.
 - host synchronisations: after a syncing kernel (``.item()``, ``.tolist()``, a blocking
   copy) the CPU waits for the GPU to drain and pays ``sync_us`` before it goes on: "a
   `.item()/.cpu()` costs the remaining GPU queue" plus a fixed part; "two stream
   synchronization on device is about 3 us" (facebookincubator/velox PR #6096). None by
   default: the serving engines' decode forward has no per-layer sync in their graph-capable
   paths (a graph cannot contain one).
+
+The serving engine's per-step host work (scheduling, input preparation, sampling, the
+sampled token's copy to the host) is outside the pass and a graph does not remove it: at
+batch 1 the next step needs the sampled token, so it runs in series with the pass graphed
+or not, and a step takes host + pass. A small model shows it plainly: GPT-2 on one H200
+takes 41.8 ms (vLLM) and 33.2 ms (SGLang) for 32 tokens graphed, 1.0-1.3 ms a step, for
+a pass whose weights take 0.05 ms to read (deepspeedai/DeepSpeed PR #8352).
+``host_ms_from_graphed`` splits a measured graphed step into that host work and the GPU
+work of its pass, taking the GPU work at its floor (the weights read at peak bandwidth,
+sim/hardware/roofline.py): an upper bound on the host work, tight when the pass is small
+against the step.
 
 Modes: ``graphed`` (one graph launch, no per-kernel CPU work), ``eager`` (every kernel
 issued by the CPU) and ``piecewise`` (vLLM's PIECEWISE CUDA graphs: the attention op of every
@@ -45,6 +72,16 @@ from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale, kernel_sche
 GraphMode = Literal["graphed", "eager", "piecewise"]
 GRAPH_MODES: tuple[str, ...] = ("graphed", "eager", "piecewise")
 
+#: CPU per extra kernel of an unfused PyTorch-native op (us): vllm-project/vllm PR #51480,
+#: DeepseekScalingRotaryEmbedding on an RTX PRO 6000 (SM120), decode batch 8, median of
+#: 5 x 200 iterations: eager fallback 120.5 us ("~8 kernel launches") vs the fused
+#: ``ops.rotary_embedding`` kernel 11.8 us: (120.5 - 11.8) / (8 - 1) us per extra launch.
+NATIVE_OP_US = (120.5 - 11.8) / (8 - 1)
+#: GPU time per extra kernel of an unfused op at decode sizes (us): vllm-project/vllm PR
+#: #55329, GemmaRMSNorm, RTX 5090, bf16, hidden 5120, M = 1: native 0.0116 ms (the 8
+#: kernels vllm-project/vllm PR #42251 lists) vs FlashInfer's fused 0.0014 ms.
+NATIVE_OP_GPU_US = (11.6 - 1.4) / (8 - 1)
+
 #: Calibration pair (pie-project/pie PR #348): Qwen2.5-72B-Instruct-AWQ, 1x A100-SXM4-80GB.
 PIE_348_EAGER_MS = 22.68
 PIE_348_GRAPHED_MS = 15.39
@@ -60,10 +97,13 @@ class EagerCosts:
     allreduce_us: float | None = None
     sync_us: float = 3.0
     syncs_per_layer: int = 0
+    native_op_us: float = NATIVE_OP_US
+    native_op_gpu_us: float = NATIVE_OP_GPU_US
     source: str = ""
 
     def __post_init__(self) -> None:
-        if self.kernel_us < 0 or (self.allreduce_us or 0.0) < 0 or self.sync_us < 0:
+        costs = (self.kernel_us, self.allreduce_us or 0.0, self.sync_us)
+        if min(*costs, self.native_op_us, self.native_op_gpu_us) < 0:
             raise ValueError("eager costs must be >= 0")
         if self.syncs_per_layer < 0:
             raise ValueError("syncs_per_layer must be >= 0")
@@ -78,6 +118,7 @@ class EagerCosts:
             self,
             kernel_us=self.kernel_us * factor,
             allreduce_us=None if self.allreduce_us is None else self.allreduce_us * factor,
+            native_op_us=self.native_op_us * factor,
         )
 
 
@@ -91,8 +132,14 @@ def eager_schedule(
     costs: EagerCosts,
     mode: GraphMode,
     attention_kernels: int = 0,
+    unfused_kernels: int = 0,
 ) -> KernelSchedule:
     """The pass's kernels with the CPU issue costs of ``mode``.
+
+    ``unfused_kernels``: extra kernels per layer of ops that run unfused when torch.compile
+    is off (vLLM's enforce_eager; module docstring), ``eager`` mode only: at the head of
+    each layer, each costing ``costs.native_op_us`` of CPU and ``costs.native_op_gpu_us``
+    of GPU time. The graphed (compiled) pass has them fused away.
 
     ``attention_kernels``: kernels of each layer's attention op (the compute kernels of the
     layer's first segment after its first, projection, kernel), eager in ``piecewise``
@@ -104,6 +151,8 @@ def eager_schedule(
     """
     if mode not in GRAPH_MODES:
         raise ValueError(f"mode must be one of {GRAPH_MODES}, got {mode!r}")
+    if unfused_kernels < 0 or (unfused_kernels and mode != "eager"):
+        raise ValueError("unfused_kernels must be >= 0, and only in eager mode")
     base = kernel_schedule(
         layers=layers,
         kernels_per_layer=kernels_per_layer,
@@ -137,7 +186,52 @@ def eager_schedule(
         for layer in range(layers):
             idx = np.flatnonzero(compute[layer * per_layer : (layer + 1) * per_layer])
             sync[layer * per_layer + idx[-costs.syncs_per_layer :]] = True
-    return replace(base, cpu_ms=cpu, host_sync=sync, sync_ms=costs.sync_us / 1000.0)
+    schedule = replace(base, cpu_ms=cpu, host_sync=sync, sync_ms=costs.sync_us / 1000.0)
+    if unfused_kernels:
+        schedule = _with_unfused(schedule, layers, unfused_kernels, costs)
+    return schedule
+
+
+def _with_unfused(
+    schedule: KernelSchedule, layers: int, per_layer: int, costs: EagerCosts
+) -> KernelSchedule:
+    """``schedule`` with ``per_layer`` unfused-op kernels at the head of every layer: no
+    compute share, ``native_op_gpu_us`` of fixed GPU time, ``native_op_us`` of CPU."""
+    n = schedule.num_kernels
+    at = np.repeat(np.arange(layers) * (n // layers), per_layer)
+    return KernelSchedule(
+        compute_share=np.insert(schedule.compute_share, at, 0.0),
+        fixed_ms=np.insert(schedule.fixed_ms, at, costs.native_op_gpu_us / 1000.0),
+        is_allreduce=np.insert(schedule.is_allreduce, at, False),
+        segment=np.insert(schedule.segment, at, schedule.segment[at]),
+        cpu_ms=np.insert(schedule.cpu_ms, at, costs.native_op_us / 1000.0),
+        host_sync=np.insert(schedule.host_sync, at, False),
+        sync_ms=schedule.sync_ms,
+    )
+
+
+def with_layer_gpu_ms(
+    schedule: KernelSchedule, layers: int, per_layer_ms: float, position: int
+) -> KernelSchedule:
+    """``schedule`` with ``per_layer_ms`` more fixed GPU time on kernel ``position`` of
+    every layer: work one side of a comparison runs and the other does not (another
+    attention path, sim/hardware/mla.py). Adds GPU time only, so the pass never gets
+    faster."""
+    n = schedule.num_kernels
+    if per_layer_ms < 0 or not 0 <= position < n // layers:
+        raise ValueError("per_layer_ms must be >= 0 and position inside a layer")
+    fixed = schedule.fixed_ms.copy()
+    fixed[np.arange(layers) * (n // layers) + position] += per_layer_ms
+    return replace(schedule, fixed_ms=fixed)
+
+
+def host_ms_from_graphed(graphed_step_ms: float, graphed_pass_ms: float) -> float:
+    """The host work (ms) of a measured graphed step whose pass takes ``graphed_pass_ms``
+    of GPU work: the rest of the step, at least 0 (module docstring). With the pass at its
+    GPU floor this is the largest host share the measurement allows."""
+    if graphed_step_ms < 0 or graphed_pass_ms < 0:
+        raise ValueError("step and pass times must be >= 0")
+    return max(graphed_step_ms - graphed_pass_ms, 0.0)
 
 
 def calibrate_kernel_us(

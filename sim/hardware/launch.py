@@ -39,7 +39,8 @@ class KernelSchedule:
     """The kernels of one pass in issue order. Arrays have shape (num_kernels,).
 
     ``compute_share``: fraction of the pass's compute in each kernel (sums to 1);
-    ``fixed_ms``: non-compute GPU time (all-reduce) of each kernel;
+    ``fixed_ms``: non-compute GPU time of each kernel (an all-reduce's; an unfused op's or
+    another path's extra work, sim/hardware/eager.py);
     ``is_allreduce``: True for all-reduce kernels (TP barriers);
     ``segment``: index of the layer segment (layer x segments + s) each kernel belongs to;
     ``cpu_ms``: CPU time to issue each kernel (all zero when the pass is graphed);

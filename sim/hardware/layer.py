@@ -3,15 +3,16 @@
 Each tensor-parallel rank is a SimPy process running the pass's kernels in order
 (sim/hardware/launch.py ``KernelSchedule``): compute kernels take the rank's share of the
 pass compute times its jitter multiplier for that layer segment
-(sim/hardware/jitter.py), and an all-reduce kernel is a barrier: the all-reduce starts when
-the last rank arrives and ends ``allreduce_ms`` later for everyone. When the pass is not
-graphed each rank's CPU issues kernels one by one (each its own CPU cost,
-sim/hardware/eager.py), a kernel cannot start before it is issued, and after a host-sync
-kernel the CPU waits for its GPU to finish it. Each rank keeps its CPU and GPU clocks and
-steps them kernel by kernel (``run_until_barrier``: start = max(GPU free, issued)); the
-process yields only at the barriers. The straggler cost of jitter and the launch-bound
-regime are not formulas here; they come out of the schedule. Without jitter the pass ends
-exactly at the closed-form critical path of ``launch.critical_path_ms``.
+(sim/hardware/jitter.py), plus any fixed GPU time of their own (unfused ops), and an
+all-reduce kernel is a barrier: the all-reduce starts when the last rank arrives and ends
+``allreduce_ms`` later for everyone. When the pass is not graphed each rank's CPU issues
+kernels one by one (each its own CPU cost, sim/hardware/eager.py), a kernel cannot start
+before it is issued, and after a host-sync kernel the CPU waits for its GPU to finish it.
+Each rank keeps its CPU and GPU clocks and steps them kernel by kernel
+(``run_until_barrier``: start = max(GPU free, issued)); the process yields only at the
+barriers. The straggler cost of jitter and the launch-bound regime are not formulas here;
+they come out of the schedule. Without jitter the pass ends exactly at the closed-form
+critical path of ``launch.critical_path_ms``.
 """
 
 from __future__ import annotations
@@ -115,6 +116,9 @@ def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
     n_segments = int(schedule.segment.max()) + 1 if schedule.num_kernels else 0
     multipliers = sample_multipliers(layer_pass.jitter_cv, (layer_pass.ranks, n_segments), rng)
     base = schedule.compute_share * layer_pass.compute_ms  # (num_kernels,)
+    # Fixed GPU time of compute kernels (unfused ops, sim/hardware/eager.py), not jittered;
+    # an all-reduce's fixed time is its barrier's.
+    fixed = np.where(schedule.is_allreduce, 0.0, schedule.fixed_ms)
     env = simpy.Environment()
     arrivals = np.zeros(schedule.num_kernels, dtype=int)
     all_arrived: list[simpy.Event | None] = [
@@ -122,7 +126,13 @@ def simulate_pass_ms(layer_pass: LayerPass, rng: np.random.Generator) -> float:
     ]
     ranks = [
         env.process(
-            _rank(env, base * multipliers[r, schedule.segment], layer_pass, arrivals, all_arrived)
+            _rank(
+                env,
+                base * multipliers[r, schedule.segment] + fixed,
+                layer_pass,
+                arrivals,
+                all_arrived,
+            )
         )
         for r in range(layer_pass.ranks)
     ]

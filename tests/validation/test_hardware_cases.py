@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from sim.hardware.eager import EAGER_KERNEL_US
+from sim.hardware.eager import EAGER_KERNEL_US, NATIVE_OP_US
+from sim.hardware.gpus import gpu_preset
+from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.scenario.load import load_scenario
 from sim.validation.hardware_cases import (
     case_custom_allreduce,
     case_eager_pairs,
     case_nccl_points,
     eager_prediction_ms,
+    eager_split_ms,
     nccl_point_us,
+    sglang_kimi_kernels,
 )
-from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS
+from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS, voipmonitor_pair
 from tests.conftest import SEED
 
 
@@ -42,6 +46,52 @@ def test_eager_prediction_hand_worked():
     assert eager_prediction_ms(pair) == pytest.approx(480 * EAGER_KERNEL_US / 1000 + 7.06 / 480)
 
 
+def test_host_split_hand_worked():
+    # GPT-2 on an H200: (12 x 7,087,872 + 38,597,376) params x 2 B at 4.8 TB/s is the pass's
+    # floor; the rest of the graphed step is host work, which the eager step keeps, and the
+    # eager pass is launch-bound: 180 kernels x c + the last kernel's share of the floor.
+    (pair,) = [p for p in EAGER_PAIRS if p.key == "deepspeed-8352-vllm"]
+    floor = 123_651_840 * 2 / 4.8e12 * 1e3
+    assert pair.gpu_floor_ms == pytest.approx(floor)
+    host, compute = eager_split_ms(pair)
+    assert (host, compute) == pytest.approx((41.8 / 32 - floor, floor))
+    assert eager_prediction_ms(pair) == pytest.approx(
+        host + 180 * EAGER_KERNEL_US / 1000 + floor / 180
+    )
+    # Without the split (the default for pairs whose floor is a large share of the step)
+    # the graphed step is all compute.
+    assert eager_split_ms(pair, at_floor=False) == (0.0, pytest.approx(41.8 / 32))
+
+
+def test_unfused_kernels_enter_only_the_enforce_eager_pair():
+    (omni,) = [p for p in EAGER_PAIRS if p.key == "vllm-omni-7960"]
+    assert omni.unfused_kernels_per_layer == 5 and omni.mode == "eager"
+    assert all(p.unfused_kernels_per_layer == 0 for p in EAGER_PAIRS if p is not omni)
+    # GPU-bound there (28 x (15 x 18.9 + 5 x 15.5) us of CPU < 13 ms), so the unfused
+    # kernels add their GPU time, 28 x 5 x 1.46 us, less the first kernel's cheaper issue.
+    assert 28 * (15 * EAGER_KERNEL_US + 5 * NATIVE_OP_US) / 1000 < 13.0
+
+
+def test_sglang_kimi_layer_count_hand_worked():
+    # Attention 1+1+2+1+1 + rotary 1..8 + cats 0..2 + cache/attention 2..3 + 2 + 1;
+    # all-reduce + norm 2; MoE 3 + 1 + top-k 1..4 + Marlin 7..8 + 2.
+    assert sglang_kimi_kernels() == (28, 42)
+
+
+def test_voipmonitor_pair_adds_the_prefill_branch_at_its_context():
+    pair = voipmonitor_pair(2000)
+    per_layer = prefill_context_ms(MlaDims(heads=8), 2000, gpu_preset("RTX-PRO-6000"), 1.0)
+    assert pair.ungraphed_extra_gpu_ms == pytest.approx(61 * per_layer)
+    assert pair.attention_kernels == 12 and pair.eager_ms == pytest.approx(20.0 * 116.6 / 75.0)
+    # At 10k the graphed cycle scales with the graphed tok/s; the branch with the context.
+    longer = voipmonitor_pair(10000)
+    assert longer.graphed_ms == pytest.approx(20.0 * 116.6 / 112.8)
+    assert longer.ungraphed_extra_gpu_ms > 4.9 * pair.ungraphed_extra_gpu_ms
+    # Graphing never slows it: the ungraphed prediction is at least the graphed cycle plus
+    # the branch's GPU work.
+    assert eager_prediction_ms(pair) >= pair.graphed_ms + pair.ungraphed_extra_gpu_ms - 1e-9
+
+
 def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
     seed = load_scenario(SEED)
     eager = case_eager_pairs(seed)
@@ -50,6 +100,7 @@ def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
     (seed_row,) = [r for r in eager.rows if r.figure == "seed ungraphed verify"]
     assert seed_row.measured == 30.0 and seed_row.predicted < 30.0
     assert any("within 15%" in note for note in eager.notes)
+    assert any("Counted from SGLang's source" in note for note in eager.notes)
     nccl = case_nccl_points()
     assert len(nccl.rows) == len(NCCL_POINTS)
     assert any("within 2x" in note for note in nccl.notes)

@@ -7,19 +7,22 @@ seed, so results never depend on the executor, the worker count or the order tas
 
 from __future__ import annotations
 
-import ctypes
-import multiprocessing
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+# multiprocessing, concurrent.futures, ctypes and socket are imported where a pool or a
+# scheduler is used: a run in this process needs none of them (start-up).
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,6 +44,8 @@ def _pool_context() -> multiprocessing.context.BaseContext | None:
     threads the default (fork on Linux) starts workers fastest and needs no importable
     ``__main__``.
     """
+    import multiprocessing
+
     if threading.active_count() == 1 or "forkserver" not in multiprocessing.get_all_start_methods():
         return None
     ctx = multiprocessing.get_context("forkserver")
@@ -59,6 +64,8 @@ def _worker_init() -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
+        import ctypes
+
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -94,6 +101,8 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 yield i, fn(item)
             return
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
         ctx = _pool_context()
         pool = ProcessPoolExecutor(
             max_workers=min(self.workers, len(items)), mp_context=ctx, initializer=_worker_init
@@ -175,6 +184,8 @@ def check_scheduler_address(address: str, timeout_s: float = 3.0) -> None:
         raise SpecsimError(
             f"not a scheduler address {address!r} (expected tcp://HOST:PORT)", param="scheduler"
         ) from None
+    import socket
+
     try:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:

@@ -80,3 +80,14 @@ def test_run_imports_what_it_uses(seed_path):
     assert "numpy" in loaded and "sim.model.sobol" in loaded
     assert not {"simpy", "matplotlib", "scipy.stats"} & loaded
     assert "sim.cli.run" in loaded and "sim.cli.serve" not in loaded
+    # a chain scenario in one process: no tree analysis, layer pass, serving costs or pool
+    lazy = {
+        "sim.studies.tree_analysis",
+        "sim.report.tree",
+        "sim.model.tree_required",
+        "sim.hardware.layer",
+        "sim.hardware.batched",
+        "sim.model.batched_cost",
+        "multiprocessing",
+    }
+    assert not lazy & loaded, lazy & loaded

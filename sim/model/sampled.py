@@ -45,6 +45,11 @@ def equal_rates_for_accept_lengths(need: np.ndarray, steps: int = _BISECT) -> np
     the closed form); 0 where the need is at most 1, NaN where it exceeds k + 1."""
     big_k = need.shape[1]
     k = np.broadcast_to(np.arange(1, big_k + 1, dtype=float)[None, :], need.shape)
+    return _equal_rates(need, k, steps)
+
+
+def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
+    """``equal_rates_for_accept_lengths`` elementwise: the need and its k, same shape."""
     lo, hi = np.zeros(need.shape), np.ones(need.shape)
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
@@ -66,6 +71,16 @@ def _pair_accept_length(
         return 1.0 + c.sum(axis=1), (c * uncapped).sum(axis=1) / x
 
 
+def _widths(ks: np.ndarray, big_k: int) -> np.ndarray:
+    """The columns (P,) a pair at draft-length index ``ks`` is summed over: k rounded up
+    to a multiple of 8, at most K. Beyond k its terms are exact zeros, and NumPy sums a
+    row in 8 interleaved partial sums (``sim.model.shapes.numpy_sum``), so a row cut
+    there sums to the same bits as the whole row: the cut saves work, not accuracy."""
+    if big_k <= 8:
+        return np.full(ks.shape, big_k)
+    return np.minimum(-(-(ks + 1) // 8) * 8, big_k)
+
+
 def scales_for_accept_lengths(
     need: np.ndarray, factors: np.ndarray, guess: np.ndarray | None = None
 ) -> np.ndarray:
@@ -75,22 +90,44 @@ def scales_for_accept_lengths(
     0 where the need is at most 1; NaN where it exceeds k + 1 (out of reach at that k).
     Every (draw, k) pair is solved together by Newton steps from ``guess`` (default: the
     equal rate over the mean factor), a step leaving the bracket [lo, hi] bisecting
-    instead; pairs drop out as they converge.
+    instead; pairs drop out as they converge. Pairs are solved in groups of the columns
+    they need (``_widths``); each pair's steps do not depend on the others'.
     """
     big_k = factors.shape[1]
     cap = np.arange(1, big_k + 1, dtype=float)[None, :] + 1.0
     reach = (need > 1.0) & (need <= cap + 1e-12)
     positive = np.where(factors > 0, factors, np.inf)
     hi_all = 1.0 / np.minimum.accumulate(positive, axis=1)  # every rate at 1: AL_k = k + 1
-    if guess is None:  # a rough equal rate is start enough for Newton
-        guess = equal_rates_for_accept_lengths(need, steps=10)
     mean_g = np.cumsum(factors, axis=1) / np.arange(1, big_k + 1)[None, :]
     rows, ks = np.nonzero(reach)
-    x = np.clip(guess[rows, ks] / mean_g[rows, ks], 0.0, hi_all[rows, ks])
-    lo, hi = np.zeros(rows.size), hi_all[rows, ks].copy()
     target = need[rows, ks]
-    positions = np.arange(big_k)[None, :]
-    active = np.arange(rows.size)
+    # no guess: a rough equal rate (at the pairs solved) is start enough for Newton
+    start = _equal_rates(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
+    x = np.clip(start / mean_g[rows, ks], 0.0, hi_all[rows, ks])
+    lo, hi = np.zeros(rows.size), hi_all[rows, ks].copy()
+    widths = _widths(ks, big_k)
+    for width in np.unique(widths):
+        group = np.nonzero(widths == width)[0]
+        _newton(x, lo, hi, target, factors[:, :width], rows, ks, group)
+    out = np.where(need <= 1.0, 0.0, np.nan)
+    out[rows, ks] = x
+    return out
+
+
+def _newton(
+    x: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    target: np.ndarray,
+    factors: np.ndarray,
+    rows: np.ndarray,
+    ks: np.ndarray,
+    active: np.ndarray,
+) -> None:
+    """Safeguarded Newton steps on the pairs ``active`` (indices into ``x``, ``lo``,
+    ``hi``, ``target``, ``rows``, ``ks``, all (P,)), updating ``x``, ``lo`` and ``hi`` in
+    place; ``factors`` (n, W) holds the columns these pairs need."""
+    positions = np.arange(factors.shape[1])[None, :]
     for _ in range(_ITERATIONS):
         if active.size == 0:
             break
@@ -109,9 +146,6 @@ def scales_for_accept_lengths(
         step = np.where(inside, newton, 0.5 * (lo[active] + hi[active]))
         x[active] = np.where(done, xa, step)
         active = active[~done]
-    out = np.where(need <= 1.0, 0.0, np.nan)
-    out[rows, ks] = x
-    return out
 
 
 @dataclass(frozen=True)
@@ -182,6 +216,17 @@ class SampledModel:
     def size(self) -> int:
         return int(self.fixed_ms.shape[0])
 
+    def rows(self, index: slice) -> SampledModel:
+        """The draws ``index`` of this model (every row is a draw of its own)."""
+        per_token = self.extend_per_token_ms
+        return SampledModel(
+            self.decode_ms[index],
+            self.fixed_ms[index],
+            self.rates[index],
+            self.factors[index],
+            None if per_token is None else per_token[index],
+        )
+
     @property
     def max_steps(self) -> int:
         return int(self.fixed_ms.shape[1])
@@ -200,10 +245,15 @@ class SampledModel:
         return 1000.0 * al / self.cycle_ms(num_steps, al)
 
     def requirement(
-        self, target_tok_s: float, flat: bool = True, columns: np.ndarray | None = None
+        self,
+        target_tok_s: float,
+        flat: bool = True,
+        columns: np.ndarray | None = None,
+        mean: bool = True,
     ) -> Requirement:
         """What ``target_tok_s`` needs at every k in every draw: the accept length
-        target F / (1000 - target s) (infinite, out of reach, when target s >= 1000)."""
+        target F / (1000 - target s) (infinite, out of reach, when target s >= 1000).
+        ``flat`` / ``mean`` False: the equal rate / the mean rate are not solved (NaN)."""
         denominator = 1000.0 - target_tok_s * self.per_token_ms[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             need = np.where(denominator > 0, target_tok_s * self.fixed_ms / denominator, np.inf)
@@ -211,11 +261,15 @@ class SampledModel:
             need = np.where(columns[None, :], need, np.nan)
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
         x = scales_for_accept_lengths(need, self.factors, guess=alpha if flat else None)
+        first = np.minimum(1.0, x)
+        if not mean:
+            return Requirement(target_tok_s, need, first, np.full(need.shape, np.nan), alpha, x)
         big_k = self.max_steps
         # mean of min(1, x g_i) over i <= k: running sums of the capped rates per k
         capped = np.minimum(1.0, x[:, :, None] * self.factors[:, None, :])
-        mean = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k)) / np.arange(
+        means = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k)) / np.arange(
             1, big_k + 1
         )
-        first = np.minimum(1.0, x)
-        return Requirement(target_tok_s, need, first, np.where(np.isnan(x), np.nan, mean), alpha, x)
+        return Requirement(
+            target_tok_s, need, first, np.where(np.isnan(x), np.nan, means), alpha, x
+        )

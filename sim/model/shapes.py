@@ -19,6 +19,10 @@ thousands of input draws in a few array operations: ``first_rate`` and ``decay``
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+from itertools import accumulate
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -106,17 +110,24 @@ def scale_for_accept_length(
     ``factors`` (..., K) give g (any positive profile; with g_1 = 1, x is the first-position
     rate); the first ``num_steps`` of them are used (default all). AL is increasing in x, so
     vectorized bisection on [0, 1 / min g] solves every entry at once. Entries needing
-    AL <= 1 give 0; entries needing more than k + 1 (unreachable) give NaN.
+    AL <= 1 give 0; entries needing more than k + 1 (unreachable) give NaN. One entry (a
+    scalar need, one profile) takes the same bisection in plain floats (``_scalar_scale``):
+    the same bits, without an array operation's overhead at each of its 60 steps.
     """
     g = np.asarray(factors, dtype=float)
     if num_steps is not None:
         g = g[..., :num_steps]
     k = g.shape[-1]
     need = np.asarray(accept_length, dtype=float)
+    positive = np.where(g > 0, g, np.inf)
+    if need.ndim == 0 and g.ndim == 1:
+        hi = 1.0 / positive.min(axis=-1)
+        out = _scalar_scale(float(need), g.tolist(), float(hi))
+        return np.where(need > k + 1 + 1e-12, np.nan, np.where(need <= 1.0, 0.0, out))
     shape = np.broadcast_shapes(need.shape, g.shape[:-1])
     need = np.broadcast_to(need, shape)
     g = np.broadcast_to(g, (*shape, k))
-    positive = np.where(g > 0, g, np.inf)
+    positive = np.broadcast_to(positive, (*shape, k))
     hi = 1.0 / positive.min(axis=-1)  # every rate capped at 1 here: AL = k + 1
     lo = np.zeros(shape)
     for _ in range(_BISECT_STEPS):
@@ -127,6 +138,40 @@ def scale_for_accept_length(
     out = 0.5 * (lo + hi)
     out = np.where(need <= 1.0, 0.0, out)
     return np.where(need > k + 1 + 1e-12, np.nan, out)
+
+
+def _scalar_scale(need: float, g: list[float], hi: float) -> float:
+    """``scale_for_accept_length``'s bisection for one need and one profile ``g`` (k,),
+    in floats: every product, minimum and sum rounds as the array version's does (the
+    running product is NumPy's cumprod; the sum is ``numpy_sum``)."""
+    lo = 0.0
+    for _ in range(_BISECT_STEPS):
+        mid = 0.5 * (lo + hi)
+        capped = [1.0 if (y := mid * gi) > 1.0 else y for gi in g]
+        if 1.0 + numpy_sum(list(accumulate(capped, operator.mul))) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+def numpy_sum(values: list[float]) -> float:
+    """The float64 sum of ``values`` in NumPy's order (``np.sum`` of a contiguous vector,
+    numpy/_core/src/umath/loops_utils.h.src ``pairwise_sum``): from 0 one by one below 8
+    terms; up to 128 terms 8 interleaved partial sums, combined pairwise, then the rest one
+    by one; above 128 the two halves (the first a multiple of 8 long) summed apart. (Not
+    the builtin ``sum``, whose float rounding changed in Python 3.12.)"""
+    n = len(values)
+    if n < 8:
+        return reduce(operator.add, values, 0.0)
+    if n <= 128:
+        end = n - n % 8
+        r = [reduce(operator.add, values[j + 8 : end : 8], values[j]) for j in range(8)]
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        return reduce(operator.add, values[end:], total)
+    half = n // 2
+    half -= half % 8
+    return numpy_sum(values[:half]) + numpy_sum(values[half:])
 
 
 def first_rate_for_accept_length(

@@ -7,7 +7,6 @@ from typing import Any
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
-from sim.report.tree import render_tree
 from sim.report.uncertainty import (
     answer_line,
     assumption_lines,
@@ -174,6 +173,8 @@ def render_analysis(analysis: Analysis) -> str:
             "with every draft accepted",
         ]
     if tree is not None:
+        from sim.report.tree import render_tree  # lazy: a tree scenario only (start-up)
+
         lines += render_tree(tree)
     unc = analysis.uncertainty
     if k > 0 and unc is not None:

@@ -24,27 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.hardware.batched import (
-    DEFAULT_SLOPE,
-    BatchedPass,
-    MeasuredPass,
-    PassPhysics,
-    calibrated_pass,
-)
 from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
-from sim.hardware.layer import LayerPass, sample_layer_pass_ms
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
-from sim.model.batched_cost import IterationCost, ServingCurves, pass_load
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
-from sim.model.layer_cycletime import LayerCycleTimes
 from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
 from sim.model.rates import mean_accept_length
 from sim.model.shapes import (
@@ -53,9 +44,6 @@ from sim.model.shapes import (
     rates_for_positions,
     shape_factors,
 )
-from sim.model.tree_acceptance import Acceptance, TreeAcceptance, TreeDraft
-from sim.model.tree_cost import tree_cycle_cost
-from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import (
     ScenarioHardware,
     draft_weights,
@@ -64,6 +52,16 @@ from sim.scenario.decompose import (
 )
 from sim.scenario.priors import DecayPrior, decay_prior, shape_error
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
+
+if TYPE_CHECKING:
+    from sim.hardware.batched import BatchedPass, MeasuredPass
+    from sim.hardware.layer import LayerPass
+    from sim.model.batched_cost import IterationCost
+    from sim.model.layer_cycletime import LayerCycleTimes
+    from sim.model.tree_acceptance import Acceptance, TreeDraft
+
+# Trees, the layer-level pass and the batched (serving) costs are imported where they are
+# used: a chain scenario's ``specsim run`` never needs them (start-up).
 
 #: Pass-time fidelities of the Monte Carlo: ``cycle`` (the cost model, optional gamma
 #: jitter) or ``layer`` (the layer-level SimPy pass of sim/hardware/layer.py).
@@ -218,9 +216,12 @@ def effective_tilt(spec: AcceptanceSpec) -> float:
     return shape_error(spec.method).nominal if implicit_tilt(spec) else 0.0
 
 
-def anchored_factors(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
-    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)."""
-    g = acceptance_shape(spec).factors(num_steps)
+def anchored_factors(
+    spec: AcceptanceSpec, num_steps: int, shape: AcceptanceShape | None = None
+) -> np.ndarray:
+    """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)
+    (``shape``: ``acceptance_shape(spec)``, when the caller has it)."""
+    g = (shape or acceptance_shape(spec)).factors(num_steps)
     tilt = effective_tilt(spec)
     if not tilt:
         return g
@@ -284,6 +285,8 @@ def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
     """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
     from ``rank_rates`` or ``rank_profile``, extended geometrically when asked. () for
     topk = 1 or no rank shape (a chain needs none)."""
+    from sim.model.tree_rates import extend_shares, residual_shares  # lazy: trees only
+
     shape = spec.rank_shape()
     if topk == 1 or shape is None:
         return ()
@@ -294,6 +297,8 @@ def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
 
 
 def tree_draft(scenario: Scenario) -> TreeDraft:
+    from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
+
     sp = scenario.speculation
     assert sp.num_draft_tokens is not None
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
@@ -309,6 +314,8 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     if not sp.is_tree:
         return top1
     assert scenario.acceptance is not None
+    from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
+
     return TreeAcceptance(top1, rank_shares(scenario.acceptance, sp.topk), tree_draft(scenario))
 
 
@@ -333,11 +340,16 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
     first (so scaling them keeps the profile, as search does).
     """
 
+    anchored = spec is not None and (
+        spec.mix is None and spec.per_position is None and not spec.heterogeneous
+    )
+    shape = acceptance_shape(spec) if anchored else None  # once, not at every k
+
     def factors(k: int) -> np.ndarray:
         if spec is None:
             return np.ones(k)
-        if spec.mix is None and spec.per_position is None and not spec.heterogeneous:
-            return anchored_factors(spec, k)
+        if anchored:
+            return anchored_factors(spec, k, shape)
         rates = conditional_rates(spec, k)
         return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
 
@@ -390,6 +402,8 @@ def tree_cost(
     is the chain cycle exactly (sim/model/tree_cost.py)."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
+    from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
+
     return tree_cycle_cost(
         passes,
         num_steps,
@@ -449,6 +463,8 @@ def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) ->
     """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
     draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
     calibrated (or derived) compute of sim/scenario/decompose.py."""
+    from sim.hardware.layer import LayerPass  # lazy: layer fidelity only
+
     hw = ScenarioHardware(scenario)
     m = hw.default_tokens(pass_name) if tokens is None else tokens
     compute_ms, _ = hw.compute_ms(pass_name, m)
@@ -465,6 +481,8 @@ def sample_pass_ms(
     tokens: int | None = None,
 ) -> np.ndarray:
     """``n`` layer-level draws of one pass's time (ms), shape (n,)."""
+    from sim.hardware.layer import sample_layer_pass_ms  # lazy: layer fidelity only
+
     return sample_layer_pass_ms(layer_pass(scenario, pass_name, tokens), n, rng)
 
 
@@ -476,6 +494,8 @@ def layer_cycle_times(
     k = 0: the cycle is one decode pass (reported as the verify phase, as in CycleCost).
     A deterministic layer pass (no rank jitter) needs one draw per pass.
     """
+    from sim.model.layer_cycletime import LayerCycleTimes  # lazy: layer fidelity only
+
     k = scenario.num_steps
     size = pool_size if scenario.hardware.rank_jitter_cv > 0 else 1
     if k == 0:
@@ -552,6 +572,10 @@ def batch1_points(
 ) -> dict[str, MeasuredPass]:
     """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
     and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
+    # lazy: serving only
+    from sim.hardware.batched import MeasuredPass
+    from sim.model.batched_cost import pass_load
+
     shapes = {
         "decode": (1, passes.decode_ms),
         "verify": (passes.verify_tokens, passes.verify_ms),
@@ -600,6 +624,10 @@ def serving_cost(
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     """
+    # lazy: serving only
+    from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
+    from sim.model.batched_cost import IterationCost, ServingCurves
+
     batch1 = pass_times(scenario)
     hw = ScenarioHardware(scenario)
     geom = hw.geom

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,8 +26,10 @@ from sim.scenario.bind import (
 from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.provenance import Assumption, assumptions
 from sim.scenario.schema import Scenario
-from sim.studies.tree_analysis import TreeAnalysis, analyze_tree
 from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
+
+if TYPE_CHECKING:
+    from sim.studies.tree_analysis import TreeAnalysis
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
             answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
             for t in scenario.target_tok_s
         ),
-        tree=analyze_tree(scenario) if scenario.speculation.is_tree else None,
+        tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
         shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
         assumptions=assumptions(scenario),
         uncertainty=(
@@ -98,3 +101,10 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
             else None
         ),
     )
+
+
+def _tree_analysis(scenario: Scenario) -> TreeAnalysis:
+    """SGLang's and the best tree of a tree scenario (lazy import: a chain needs none)."""
+    from sim.studies.tree_analysis import analyze_tree
+
+    return analyze_tree(scenario)

@@ -47,9 +47,14 @@ class PointTask:
     source: str = "sweep"
     fidelity: str = "cycle"
     base_dir: str | None = None  # where a serving trace path is relative to
+    #: The point's scenario as validated by ``run_sweep`` (a mapping): the worker
+    #: validates it once instead of the base and then the overrides.
+    point: dict[str, Any] | None = None
 
 
 def point_scenario(task: PointTask) -> Scenario:
+    if task.point is not None:
+        return scenario_from_dict(task.point, source=f"{task.source} (--grid)")
     base = scenario_from_dict(task.base, source=task.source)
     return with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
 
@@ -253,11 +258,13 @@ def run_sweep(
     points = expand_grid(axes)
     varied = [k for k, _ in axes]
     hours = 0.0
+    validated = []
     for point in points:
         try:
             scn = with_overrides(base, point, source=source)
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
+        validated.append(scn)
         sim = scn.simulation
         hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
                            engine, 1)  # fmt: skip
@@ -277,7 +284,17 @@ def run_sweep(
     keys = [point_key(p) for p in points]
     todo = [i for i, k in enumerate(keys) if k not in done]
     tasks = [
-        PointTask(base_dict, points[i], engine, targets, source, fidelity, base_dir) for i in todo
+        PointTask(
+            base_dict,
+            points[i],
+            engine,
+            targets,
+            source,
+            fidelity,
+            base_dir,
+            point=validated[i].model_dump(exclude_none=True),
+        )
+        for i in todo
     ]
     reused = len(points) - len(todo)
     if progress and reused:

@@ -276,18 +276,21 @@ def _target_uncertainty(
     tok_s: float,
     nominal: SampledModel,
     sampled: SampledModel,
-    ends: SampledModel,
-    measure: list[tuple[int, SampledModel]],
+    studies: SampledModel,
+    measure: list[tuple[int, slice]],
     ks: Sequence[int] | None,
 ) -> TargetUncertainty:
+    """``studies``: the one-at-a-time draws, the drivers' ends (rows 2j, 2j + 1: input j at
+    its 5% and 95% end) then input j measured (rows ``measure``), solved together."""
     window: np.ndarray | None = None  # the draft lengths worth solving once k is known
 
     def best(
-        model: SampledModel, flat: bool = False
+        model: SampledModel, full: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return _restricted(model.requirement(tok_s, flat, window), ks).at_best()
+        # the one-at-a-time studies read only the first rate: no flat or mean rates
+        return _restricted(model.requirement(tok_s, full, window, mean=full), ks).at_best()
 
-    k_nom, first_nom, mean_nom, flat_nom = best(nominal, flat=True)
+    k_nom, first_nom, mean_nom, flat_nom = best(nominal, full=True)
     req = sampled.requirement(tok_s)
     k, first, mean, flat = _restricted(req, ks).at_best()
     interval = _interval(first)
@@ -302,8 +305,8 @@ def _target_uncertainty(
         else None
     )
     per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
-    # drivers: each input alone at its two ends (rows 2j, 2j + 1 of ``ends``)
-    _, first_ends, _, _ = best(ends)
+    _, first_studies, _, _ = best(studies)
+    first_ends = first_studies  # drivers: each input alone at its two ends
     drivers = []
     for j, inp in enumerate(ss.inputs):
         lo_in, hi_in = inp.ends()
@@ -316,9 +319,8 @@ def _target_uncertainty(
     best_k = int(k_nom[0]) if k_nom[0] > 0 else None
     measure_next = None
     candidates = []
-    for j, model in measure:
-        _, f_after, _, _ = best(model)
-        candidates.append((j, _interval(f_after)))
+    for j, rows in measure:
+        candidates.append((j, _interval(first_studies[rows])))
     if candidates:
         j, after = min(candidates, key=lambda c: (c[1].width, c[0]))
         if after.width < interval.width - 1e-9:
@@ -379,16 +381,23 @@ def answer_uncertainty(
     probe = sampled_scenario(scenario, max_steps=max_steps)
     draws = draw_inputs(scenario, probe.inputs, samples, seed)
     ss = sampled_scenario(scenario, draws, max_steps)
-    nominal_values = nominal_row(ss.inputs)
-    nominal = ss.model(nominal_values)
-    sampled = ss.model(draws)
-    ends = ss.model(driver_rows(scenario, ss.inputs))
+    # every row through the closed forms' inputs at once: the nominal row, the draws, the
+    # drivers' ends, then each input measured (its first MEASURE_SAMPLES draws with it
+    # fixed at its estimate); rows are independent, so this is one pass, not 2 + F
+    blocks = [nominal_row(ss.inputs), draws, driver_rows(scenario, ss.inputs)]
     measure = []
     if tgts and ss.inputs:
         corr = correlation_matrix(scenario, ss.inputs)
         few = draws[:MEASURE_SAMPLES]
+        start = blocks[2].shape[0]
         for j, inp in enumerate(ss.inputs):
-            measure.append((j, ss.model(conditioned(ss.inputs, corr, few, j, inp.nominal))))
+            blocks.append(conditioned(ss.inputs, corr, few, j, inp.nominal))
+            measure.append((j, slice(start, start + few.shape[0])))
+            start += few.shape[0]
+    every = ss.model(np.concatenate(blocks))
+    nominal = every.rows(slice(0, 1))
+    sampled = every.rows(slice(1, 1 + draws.shape[0]))
+    studies = every.rows(slice(1 + draws.shape[0], None))
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
@@ -406,7 +415,7 @@ def answer_uncertainty(
         tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
         accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
         targets=tuple(
-            _target_uncertainty(scenario, ss, t, nominal, sampled, ends, measure, num_steps)
+            _target_uncertainty(scenario, ss, t, nominal, sampled, studies, measure, num_steps)
             for t in tgts
         ),
         notes=tuple(notes),

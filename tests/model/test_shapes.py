@@ -13,6 +13,7 @@ from sim.model.shapes import (
     accept_lengths_by_k,
     continue_rates,
     first_rate_for_accept_length,
+    numpy_sum,
     rates_for_positions,
     scale_for_accept_length,
     shape_factors,
@@ -81,3 +82,27 @@ def test_continuation_keeps_the_list_and_extends_by_the_shape() -> None:
     assert np.allclose(continue_rates(listed, "geometric", 0.9, 1), [0.8])
     many = continue_rates(np.array([[0.8, 0.7], [0.6, 0.6]]), "geometric", np.array([0.9, 1.1]), 3)
     assert np.allclose(many, [[0.8, 0.7, 0.63], [0.6, 0.6, 0.66]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), max_size=300))
+def test_numpy_sum_rounds_as_numpy_does(values: list[float]) -> None:
+    assert numpy_sum(values) == np.sum(np.array(values, dtype=float))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(["flat", "geometric", "step"]),
+    st.floats(0.3, 1.2),
+    st.floats(0.5, 40.0),
+    st.integers(1, 36),
+)
+def test_one_entry_bisects_to_the_bits_of_the_array_solve(
+    shape: str, decay: float, accept_length: float, k: int
+) -> None:
+    """A scalar need takes the float loop; inside a batch the array bisection: same bits."""
+    g = shape_factors(shape, decay, k)
+    one = scale_for_accept_length(accept_length, g)
+    batch = scale_for_accept_length(np.array([accept_length, 2.0]), np.stack([g, g]))
+    assert one.shape == ()
+    assert np.array_equal(one, batch[0], equal_nan=True)

@@ -41,3 +41,15 @@ def test_sampled_rates_follow_the_exact_quantile():
     # higher means at the same uniforms: rates rise (common random numbers, to tolerance)
     higher = cls.with_means(np.array([0.65, 0.65, 0.55])).rates_from_uniform(u, sampling=True)
     assert np.all(higher >= sampled - 2 * TOLERANCE)
+
+
+def test_remembered_inversions_are_the_inversions() -> None:
+    """Points inverted before are looked up bit for bit; new ones inverted; order kept."""
+    from sim.model.beta_quantile import _Exact
+
+    exact = _Exact(2.5, 4.0)
+    first = np.array([0.3, 0.1, 0.7])
+    again = np.array([0.7, 0.2, 0.1, 0.3, 0.9])
+    for points in (first, again, first):
+        assert np.array_equal(exact(points), special.betaincinv(2.5, 4.0, points))
+    assert np.array_equal(exact.points, np.sort(np.unique(np.concatenate([first, again]))))

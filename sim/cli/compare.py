@@ -73,11 +73,18 @@ def compare(
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
         entries = lever_scenarios(loaded[0])
-        lever_doc = lever_table(loaded[0]).to_dict()
     doc = compare_scenarios(
         entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers
     ).to_dict()
-    if lever_doc is not None:
+    if levers:
+        # the columns are the levers' scenarios: their 90% intervals are the levers'
+        intervals = {
+            c["label"]: None
+            if c["tok_s_interval90"] is None or None in c["tok_s_interval90"]
+            else tuple(c["tok_s_interval90"])
+            for c in doc["scenarios"]
+        }
+        lever_doc = lever_table(loaded[0], intervals90=intervals).to_dict()
         doc["levers"] = lever_doc
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)

@@ -259,13 +259,25 @@ def lever_scenarios(
     return out
 
 
+def _interval90(applied: Scenario) -> tuple[float, float] | None:
+    """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
+    is missing)."""
+    spread = answer_uncertainty(applied, []).tok_s_interval90
+    return None if spread.low is None or spread.high is None else (spread.low, spread.high)
+
+
 def lever_table(
     scenario: Scenario,
     levers: Sequence[Lever] | None = None,
     variants: Sequence[Variant] = VARIANTS,
     drafter: Drafter | None = None,
+    intervals90: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> LeverTable:
-    """Every lever's closed-form tok/s as specified and its range over ``variants``."""
+    """Every lever's closed-form tok/s as specified and its range over ``variants``.
+
+    ``intervals90``: the levers' 90% intervals already computed on the same scenarios, by
+    lever name (``compare --levers`` has them from its columns); the others are computed.
+    """
     drafter = drafter or drafter_for(scenario)
     rows = []
     for lever in levers or default_levers(scenario, drafter):
@@ -279,12 +291,8 @@ def lever_table(
             continue
         per_variant = _variant_values(scenario, lever, variants, drafter)
         known = [x for x in per_variant.values() if x is not None]
-        spread = answer_uncertainty(applied, []).tok_s_interval90
-        interval90 = (
-            (spread.low, spread.high)
-            if spread.low is not None and spread.high is not None
-            else None
-        )
+        given = intervals90 or {}
+        interval90 = given[lever.name] if lever.name in given else _interval90(applied)
         rows.append(
             LeverRow(
                 lever,

@@ -60,6 +60,14 @@ def test_every_lever_carries_its_interval_from_inputs_and_model(table):
     assert table.to_dict()["levers"][0]["interval90"] == list(rows["plain decoding"].interval90)
 
 
+def test_intervals_given_by_name_are_used_and_the_others_computed(table):
+    """compare --levers hands over the intervals its columns computed for the same scenarios."""
+    given = lever_table(load_scenario(SEED), intervals90={"as is": (1.0, 2.0)})
+    rows = {r.lever.name: r for r in given.rows}
+    assert rows["as is"].interval90 == (1.0, 2.0)
+    assert rows["NVLink"].interval90 == {r.lever.name: r for r in table.rows}["NVLink"].interval90
+
+
 def test_drafter_range_spans_its_published_accept_lengths(table):
     rows = {r.lever.name: r for r in table.rows}
     values = rows["better drafter"].per_variant

@@ -217,7 +217,7 @@ def flat_accept_length(scenario: Scenario, k: int) -> float:
     return mean_accept_length(scenario_rates(other, k))
 
 
-def held_out(cal: Calibration, source: str, *, cross_run: bool = True) -> Calibration:
+def held_out(cal: Calibration, source: str | None = None, *, cross_run: bool = True) -> Calibration:
     """``cal`` with the shape error past the measured positions estimated without the
     cross-run series of ``source`` (sim/scenario/priors.py ``shape_error(method,
     leave_out=source)``; ``cross_run`` False: within-run evidence alone, for positions of
@@ -400,7 +400,7 @@ class _CrossSpec:
     method: str = "eagle3"
     #: The source of the runs' accept lengths among the cross-run series
     #: (sim/scenario/cross_run.py), left out of the shape error that scores them.
-    al_source: str = ""
+    al_source: str | None = None
     base_label: str = "the vLLM #20780 calibration (case 1)"
     slope_note: str = (
         "One num_steps determines one number (the cycle's intercept); the slope per extra "
@@ -531,7 +531,7 @@ def case_vllm_acceptance_test() -> Case:
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM test") for i in range(2))
     )
     # c3 is a position of the run whose c1, c2 are given: within-run evidence alone
-    cal = held_out(calibrate(llama8b_base(), data, acceptance="per_position"), "", cross_run=False)
+    cal = held_out(calibrate(llama8b_base(), data, acceptance="per_position"), cross_run=False)
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
         sources=("vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published)",),
@@ -571,7 +571,7 @@ def case_vllm_26498() -> Case:
     base = with_overrides(llama8b_base(), {"acceptance.method": "eagle"}, source="validation")
     # per-position c1..c3, continued by held-out choice; positions 4-10 of the same run:
     # the within-run shape error alone
-    cal = held_out(calibrate(base, data), "", cross_run=False)
+    cal = held_out(calibrate(base, data), cross_run=False)
     flat = calibrate(base, data, acceptance="alpha")  # one equal rate: the old answer
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
     how = "c1..c3, continued by the shape with the lowest held-out error"

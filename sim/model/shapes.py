@@ -92,6 +92,18 @@ def continue_rates(
     return np.clip(np.concatenate([lead, tail], axis=-1), 0.0, 1.0)
 
 
+def tilt_factors(tilt: float | np.ndarray, depth: int, num_steps: int) -> np.ndarray:
+    """rho^(i - depth) past position ``depth``, 1 before it (log rho = ``tilt`` of shape
+    (...)): shape (..., k)."""
+    past = np.maximum(np.arange(1, num_steps + 1) - depth, 0)
+    return np.exp(np.asarray(tilt, dtype=float)[..., None] * past)
+
+
+def tilted(rates: np.ndarray, tilt: float | np.ndarray, depth: int) -> np.ndarray:
+    """Rates (..., k) tilted past position ``depth`` (``tilt_factors``), capped at 1."""
+    return np.clip(rates * tilt_factors(tilt, depth, rates.shape[-1]), 0.0, 1.0)
+
+
 def accept_length_of(rates: ArrayLike) -> np.ndarray:
     """AL = 1 + sum_i a_1 ... a_i over the last axis: shape (...) for rates (..., k)."""
     return 1.0 + np.cumprod(np.asarray(rates, dtype=float), axis=-1).sum(axis=-1)

@@ -43,6 +43,8 @@ from sim.model.shapes import (
     first_rate_for_accept_length,
     rates_for_positions,
     shape_factors,
+    tilt_factors,
+    tilted,
 )
 from sim.scenario.decompose import (
     ScenarioHardware,
@@ -188,18 +190,6 @@ def measured_depth(spec: AcceptanceSpec | AcceptanceClass, measured_num_steps: i
     if spec.per_position is not None:
         return len(spec.per_position)
     return measured_num_steps or 1
-
-
-def tilt_factors(tilt: float | np.ndarray, depth: int, num_steps: int) -> np.ndarray:
-    """rho^(i - depth) past position ``depth``, 1 before it (log rho = ``tilt`` of shape
-    (...)): shape (..., k)."""
-    past = np.maximum(np.arange(1, num_steps + 1) - depth, 0)
-    return np.exp(np.asarray(tilt, dtype=float)[..., None] * past)
-
-
-def tilted(rates: np.ndarray, tilt: float | np.ndarray, depth: int) -> np.ndarray:
-    """Rates (..., k) tilted past position ``depth`` (``tilt_factors``), capped at 1."""
-    return np.clip(rates * tilt_factors(tilt, depth, rates.shape[-1]), 0.0, 1.0)
 
 
 def implicit_tilt(spec: AcceptanceSpec) -> bool:

@@ -27,10 +27,13 @@ def rounding_sigma(decimals: int) -> float:
     return 10.0**-decimals / 12**0.5
 
 
+#: Draft lengths a series is fitted on (the research notes' protocol: predict AL(K_long)
+#: from AL(K <= 2)); every longer num_steps is compared.
+MULTI_K_CALIBRATE_UP_TO = 2
+
+
 # Accept lengths (bonus included) measured at several draft lengths with the same model,
 # drafter and data. None of them is a profile of the decay priors (``PROFILES``).
-
-
 @dataclass(frozen=True)
 class MultiKSeries:
     """Accept lengths of one setup at several num_steps; ``decimals`` as printed (None:
@@ -47,6 +50,13 @@ class MultiKSeries:
 
     def sigma(self) -> float:
         return rounding_sigma(self.decimals) if self.decimals is not None else self.approx_sigma
+
+    @property
+    def fitted_num_steps(self) -> list[int]:
+        """The num_steps a series is fitted on: those <= ``MULTI_K_CALIBRATE_UP_TO``, or
+        the shortest when none is that short; every longer one is compared."""
+        ks = sorted(self.accept_lengths)
+        return [k for k in ks if k <= MULTI_K_CALIBRATE_UP_TO] or ks[:1]
 
 
 # vllm-project/speculators issue #563: Qwen3-8B EAGLE-3 drafters trained on the
@@ -119,10 +129,6 @@ MULTI_K: tuple[MultiKSeries, ...] = (
         note="a single query: a shape check more than a benchmark",
     ),
 )
-
-#: Draft lengths a series is fitted on (the research notes' protocol: predict AL(K_long)
-#: from AL(K <= 2)); every longer num_steps is compared.
-MULTI_K_CALIBRATE_UP_TO = 2
 
 # Accept lengths of the validation report's batch-1 cases (their tok/s are in
 # sim/validation/data.py), cross-run evidence like the series above.

@@ -29,8 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.profile_fit import ProfileData, fit_profile, holdout_error
-from sim.model.shapes import rates_for_positions, scale_for_accept_length, shape_factors
-from sim.scenario.cross_run import CROSS_RUN, MULTI_K_CALIBRATE_UP_TO, MultiKSeries
+from sim.model.shapes import (
+    accept_lengths_by_k,
+    rates_for_positions,
+    scale_for_accept_length,
+    shape_factors,
+    tilted,
+)
+from sim.scenario.cross_run import CROSS_RUN, MultiKSeries
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -316,8 +322,7 @@ def _cross_run_rates(series: MultiKSeries, num_steps: int) -> tuple[np.ndarray, 
     """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
     the method's prior family to its accept lengths at num_steps <= 2, or one accept length
     anchoring the prior's median decay."""
-    ks = sorted(series.accept_lengths)
-    used = [k for k in ks if k <= MULTI_K_CALIBRATE_UP_TO] or ks[:1]
+    used = series.fitted_num_steps
     prior = decay_prior(series.method)
     if len(used) >= 2:
         data = ProfileData(
@@ -343,9 +348,7 @@ def cross_run_log_rho(series: MultiKSeries) -> CrossRunRho | None:
     longer = [k for k in sorted(series.accept_lengths) if k > depth]
     if not longer:
         return None
-    past = np.maximum(np.arange(1, kmax + 1) - depth, 0)
-    tilted = np.clip(rates * np.exp(_LOG_RHO_GRID[:, None] * past), 0.0, 1.0)
-    al = 1.0 + np.cumsum(np.cumprod(tilted, axis=1), axis=1)[:, np.array(longer) - 1]
+    al = accept_lengths_by_k(tilted(rates, _LOG_RHO_GRID, depth))[:, np.array(longer) - 1]
     measured = np.array([series.accept_lengths[k] for k in longer])
     best = int(np.argmin(np.sum((al - measured) ** 2, axis=1)))
     j = min(max(best, 1), _LOG_RHO_GRID.size - 2)
@@ -386,7 +389,9 @@ class ShapeError:
       position 2 about as often as they fall when pooled over requests.
 
     ``leave_out`` names a source whose cross-run series were left out (the validation
-    report scores each source with the shape error estimated without it).
+    report scores each source with the shape error estimated without it). Only the kind
+    of evidence used is held (``shape_error`` fits only that one): ``log_rhos`` is empty
+    across runs and ``cross_run`` within one.
     """
 
     method: str
@@ -441,20 +446,34 @@ def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = 
 
 
 @functools.cache
-def _shape_error(method: str, leave_out: str | None, use_cross_run: bool) -> ShapeError:
-    prior = decay_prior(method)
+def _cross_run_evidence() -> tuple[CrossRunRho, ...]:
+    """Every cross-run series' log rho, fitted once per process."""
+    return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s)) is not None)
+
+
+def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
+    """One log rho per published profile of ``method`` with ``SHAPE_ERROR_MIN_POSITIONS``
+    or more positions: ``shape`` fitted to positions 1-2, the later conditional rates'
+    log ratio to the fit against the positions past it (least squares through the origin)."""
     out = []
     for p in _profiles_of(method):
         c = np.asarray(p.cumulative)
         if c.size < SHAPE_ERROR_MIN_POSITIONS:
             continue
-        fit = fit_profile(prior.shape, p.data().upto(3))
+        fit = fit_profile(shape, p.data().upto(3))
         observed = c / np.concatenate([[1.0], c[:-1]])
         predicted = fit.rates(c.size)
         i = np.arange(3, c.size + 1) - 2.0  # positions past the fitted two
         logs = np.log(observed[2:] / predicted[2:])
         out.append(float(np.sum(i * logs) / np.sum(i * i)))
-    cross = tuple(
-        r for s in CROSS_RUN if s.source != leave_out and (r := cross_run_log_rho(s)) is not None
-    )
-    return ShapeError(method, prior.shape, tuple(out), cross, leave_out, use_cross_run)
+    return tuple(out)
+
+
+@functools.cache
+def _shape_error(method: str, leave_out: str | None, use_cross_run: bool) -> ShapeError:
+    """Only the evidence of the kind asked for is fitted (see ``ShapeError``)."""
+    shape = decay_prior(method).shape
+    if use_cross_run:
+        cross = tuple(r for r in _cross_run_evidence() if r.source != leave_out)
+        return ShapeError(method, shape, (), cross, leave_out, True)
+    return ShapeError(method, shape, _within_run_log_rhos(method, shape), (), leave_out, False)

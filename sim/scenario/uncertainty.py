@@ -37,6 +37,8 @@ from sim.model.shapes import (
     rates_for_positions,
     scale_for_accept_length,
     shape_factors,
+    tilt_factors,
+    tilted,
 )
 from sim.model.sobol import scrambled_sobol_points
 from sim.scenario.bind import (
@@ -46,8 +48,6 @@ from sim.scenario.bind import (
     implicit_tilt,
     measured_depth,
     pass_times,
-    tilt_factors,
-    tilted,
 )
 from sim.scenario.load import with_overrides
 from sim.scenario.priors import DecayPrior, shape_error

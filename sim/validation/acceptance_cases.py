@@ -48,8 +48,7 @@ def calibrate_series(series: pub.MultiKSeries) -> tuple[Calibration, Calibration
     """(calibration, its flat counterpart, the num_steps it used) on AL at k <= 2 (or the
     smallest k when none is that short); the calibration's shape error is estimated without
     the series' own source (``held_out``)."""
-    ks = sorted(series.accept_lengths)
-    used = [k for k in ks if k <= pub.MULTI_K_CALIBRATE_UP_TO] or ks[:1]
+    used = series.fitted_num_steps
     data = Measurements(
         accept_lengths=tuple(
             AcceptLengthObs(k, series.accept_lengths[k], series.sigma(), series.source)

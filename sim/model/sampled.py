@@ -18,6 +18,7 @@ Shapes: n draws, K draft lengths (k = 1..K); arrays are (n,) or (n, K).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,25 +61,58 @@ def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
     return np.where(need > k + 1.0 + 1e-12, np.nan, out)
 
 
+#: Pairs' rows are summed in NumPy's order for K terms, replicated below for K <= 128.
+_MAX_WIDTH = 128
+
+
 def _pair_accept_length(
-    x: np.ndarray, g: np.ndarray, mask: np.ndarray
+    x: np.ndarray, g: np.ndarray, ks: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """AL(x) and dAL/dx for pairs: scales x (P,), factors g (P, K), positions mask (P, K)."""
-    y = x[:, None] * g
-    c = np.cumprod(np.minimum(y, 1.0), axis=1) * mask
-    uncapped = np.cumsum(y < 1.0, axis=1)
+    """AL(x) and dAL/dx for pairs: scales x (P,), factors by position g (>= k + 1, P) and
+    draft-length indices ``ks`` (P,) in descending order; ``width`` is K, the length of
+    the pairs' rows.
+
+    A pair's terms are c_i = prod_{j <= i} min(1, x g_j) for i <= k (zero past k; the
+    product is NumPy's cumprod, c_i = c_{i-1} min(1, x g_i)) and c_i times the number of
+    uncapped positions up to i, and AL = 1 + the sum of its row of K terms in the order
+    ``np.sum`` adds a contiguous row of K (``sim.model.shapes.numpy_sum``): 8 interleaved
+    partial sums over the first K - K mod 8 terms, combined pairwise, then the rest one
+    by one (all of them one by one from 0 when K < 8). So these are the bits of the row
+    sums of the (P, K) layout, computed a position at a time over every pair that reaches
+    it (the first ones: ``ks`` descends), so a pair costs k + 1 positions, not K.
+    """
+    if width > _MAX_WIDTH:
+        raise ValueError(f"rows of {width} terms: NumPy's order is replicated up to 128")
+    pairs = x.size
+    end = width - width % 8
+    reach = np.searchsorted(-ks, -np.arange(ks[0] + 1 if pairs else 0), side="right")
+    lanes, lanes_slope = np.zeros((8, pairs)), np.zeros((8, pairs))
+    total, slope = lanes[0], lanes_slope[0]  # replaced by the lanes' sums at ``end``
+    uncapped, term = np.zeros(pairs), np.empty(pairs)
+    c = x
+    for i, m in enumerate(reach):
+        if i == end:
+            total, slope = _combine(lanes), _combine(lanes_slope)
+        y = np.multiply(x[:m], g[i, :m])
+        np.add(uncapped[:m], y < 1.0, out=uncapped[:m])  # counts, exact in floats
+        np.minimum(y, 1.0, out=y)
+        if i > 0:
+            np.multiply(c[:m], y, out=y)
+        c = y
+        into, into_slope = (total, slope) if i >= end else (lanes[i % 8], lanes_slope[i % 8])
+        into[:m] += c
+        into_slope[:m] += np.multiply(c, uncapped[:m], out=term[:m])
+    if len(reach) <= end:
+        total, slope = _combine(lanes), _combine(lanes_slope)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return 1.0 + c.sum(axis=1), (c * uncapped).sum(axis=1) / x
+        return 1.0 + total, slope / x
 
 
-def _widths(ks: np.ndarray, big_k: int) -> np.ndarray:
-    """The columns (P,) a pair at draft-length index ``ks`` is summed over: k rounded up
-    to a multiple of 8, at most K. Beyond k its terms are exact zeros, and NumPy sums a
-    row in 8 interleaved partial sums (``sim.model.shapes.numpy_sum``), so a row cut
-    there sums to the same bits as the whole row: the cut saves work, not accuracy."""
-    if big_k <= 8:
-        return np.full(ks.shape, big_k)
-    return np.minimum(-(-(ks + 1) // 8) * 8, big_k)
+def _combine(lanes: np.ndarray) -> np.ndarray:
+    """NumPy's pairwise combination of its 8 partial sums (8, P): shape (P,)."""
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
+        (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
+    )
 
 
 def scales_for_accept_lengths(
@@ -90,8 +124,8 @@ def scales_for_accept_lengths(
     0 where the need is at most 1; NaN where it exceeds k + 1 (out of reach at that k).
     Every (draw, k) pair is solved together by Newton steps from ``guess`` (default: the
     equal rate over the mean factor), a step leaving the bracket [lo, hi] bisecting
-    instead; pairs drop out as they converge. Pairs are solved in groups of the columns
-    they need (``_widths``); each pair's steps do not depend on the others'.
+    instead; pairs drop out as they converge. Each pair's steps do not depend on the
+    others' (``_pair_accept_length`` sums each pair's own row).
     """
     big_k = factors.shape[1]
     cap = np.arange(1, big_k + 1, dtype=float)[None, :] + 1.0
@@ -104,11 +138,7 @@ def scales_for_accept_lengths(
     # no guess: a rough equal rate (at the pairs solved) is start enough for Newton
     start = _equal_rates(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
     x = np.clip(start / mean_g[rows, ks], 0.0, hi_all[rows, ks])
-    lo, hi = np.zeros(rows.size), hi_all[rows, ks].copy()
-    widths = _widths(ks, big_k)
-    for width in np.unique(widths):
-        group = np.nonzero(widths == width)[0]
-        _newton(x, lo, hi, target, factors[:, :width], rows, ks, group)
+    _newton(x, hi_all[rows, ks], target, factors, rows, ks)
     out = np.where(need <= 1.0, 0.0, np.nan)
     out[rows, ks] = x
     return out
@@ -116,36 +146,42 @@ def scales_for_accept_lengths(
 
 def _newton(
     x: np.ndarray,
-    lo: np.ndarray,
     hi: np.ndarray,
     target: np.ndarray,
     factors: np.ndarray,
     rows: np.ndarray,
     ks: np.ndarray,
-    active: np.ndarray,
 ) -> None:
-    """Safeguarded Newton steps on the pairs ``active`` (indices into ``x``, ``lo``,
-    ``hi``, ``target``, ``rows``, ``ks``, all (P,)), updating ``x``, ``lo`` and ``hi`` in
-    place; ``factors`` (n, W) holds the columns these pairs need."""
-    positions = np.arange(factors.shape[1])[None, :]
+    """Safeguarded Newton steps on every pair (``x``, ``target``, ``rows``, ``ks``, all
+    (P,)) inside the bracket [0, ``hi``], updating ``x`` in place; ``factors`` (n, K).
+    The pairs are taken deepest k first, their factors gathered once by position
+    (k + 1, P); converged pairs drop out, keeping that order."""
+    pair = np.argsort(-ks, kind="stable")
+    if pair.size == 0:
+        return
+    width = factors.shape[1]
+    g = factors[rows[pair], : ks[pair[0]] + 1].T.copy()
+    xa, lo, hi, need, k = x[pair], np.zeros(pair.size), hi[pair], target[pair], ks[pair]
     for _ in range(_ITERATIONS):
-        if active.size == 0:
+        if pair.size == 0:
             break
-        g = factors[rows[active]]
-        mask = positions <= ks[active][:, None]
-        xa = x[active]
-        al, slope = _pair_accept_length(xa, g, mask)
-        err = al - target[active]
-        done = np.abs(err) <= _TOL * target[active]
+        al, slope = _pair_accept_length(xa, g, k, width)
+        err = al - need
+        done = np.abs(err) <= _TOL * need
         up = err > 0
-        hi[active] = np.where(up, xa, hi[active])
-        lo[active] = np.where(up, lo[active], xa)
+        hi = np.where(up, xa, hi)
+        lo = np.where(up, lo, xa)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = xa - err / slope
-        inside = np.isfinite(newton) & (newton > lo[active]) & (newton < hi[active])
-        step = np.where(inside, newton, 0.5 * (lo[active] + hi[active]))
-        x[active] = np.where(done, xa, step)
-        active = active[~done]
+        inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
+        step = np.where(inside, newton, 0.5 * (lo + hi))
+        if done.any():  # converged: x stays where it met the need
+            x[pair[done]] = xa[done]
+            going = ~done
+            pair, step, lo, hi, need, k = (a[going] for a in (pair, step, lo, hi, need, k))
+            g = g[:, going]
+        xa = step
+    x[pair] = xa  # not converged in _ITERATIONS steps: the last step
 
 
 @dataclass(frozen=True)
@@ -158,6 +194,17 @@ class Requirement:
     mean_rate: np.ndarray  # (n, K)
     flat_alpha: np.ndarray  # (n, K)
     scale: np.ndarray  # the profile's scale x; first_rate = min(1, x) (n, K)
+
+    def rows(self, index: slice) -> Requirement:
+        """The draws ``index`` of this requirement (every row is a draw of its own)."""
+        return Requirement(
+            self.tok_s,
+            self.need[index],
+            self.first_rate[index],
+            self.mean_rate[index],
+            self.flat_alpha[index],
+            self.scale[index],
+        )
 
     def best_index(self) -> np.ndarray:
         """Index (n,) of the k needing the least drafter quality: the lowest scale of the
@@ -254,22 +301,44 @@ class SampledModel:
         """What ``target_tok_s`` needs at every k in every draw: the accept length
         target F / (1000 - target s) (infinite, out of reach, when target s >= 1000).
         ``flat`` / ``mean`` False: the equal rate / the mean rate are not solved (NaN)."""
-        denominator = 1000.0 - target_tok_s * self.per_token_ms[:, None]
+        cols = None if columns is None else [columns]
+        return self.requirements([target_tok_s], flat, cols, mean)[0]
+
+    def requirements(
+        self,
+        targets: Sequence[float],
+        flat: bool = True,
+        columns: Sequence[np.ndarray | None] | None = None,
+        mean: bool = True,
+    ) -> tuple[Requirement, ...]:
+        """``requirement`` of every target (``columns``: each target's draft lengths
+        solved, None all), solved together: each target's copy of the draws is a block
+        of rows of one solve, and rows are independent, so each comes out with the bits
+        of its own ``requirement``, for one Python-level loop instead of one a target."""
+        n, blocks = self.size, len(targets)
+        if not blocks:
+            return ()
+        tok_s = np.repeat(np.asarray(targets, dtype=float), n)[:, None]  # (T n, 1)
+        fixed = np.tile(self.fixed_ms, (blocks, 1))
+        factors = np.tile(self.factors, (blocks, 1))
+        denominator = 1000.0 - tok_s * np.tile(self.per_token_ms, blocks)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(denominator > 0, target_tok_s * self.fixed_ms / denominator, np.inf)
+            need = np.where(denominator > 0, tok_s * fixed / denominator, np.inf)
         if columns is not None:  # draft lengths left out: not solved (NaN, out of reach)
-            need = np.where(columns[None, :], need, np.nan)
+            keep = np.array([np.ones(self.max_steps, bool) if c is None else c for c in columns])
+            need = np.where(np.repeat(keep, n, axis=0), need, np.nan)
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
-        x = scales_for_accept_lengths(need, self.factors, guess=alpha if flat else None)
+        x = scales_for_accept_lengths(need, factors, guess=alpha if flat else None)
         first = np.minimum(1.0, x)
-        if not mean:
-            return Requirement(target_tok_s, need, first, np.full(need.shape, np.nan), alpha, x)
-        big_k = self.max_steps
-        # mean of min(1, x g_i) over i <= k: running sums of the capped rates per k
-        capped = np.minimum(1.0, x[:, :, None] * self.factors[:, None, :])
-        means = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k)) / np.arange(
-            1, big_k + 1
-        )
-        return Requirement(
-            target_tok_s, need, first, np.where(np.isnan(x), np.nan, means), alpha, x
+        means = np.full(need.shape, np.nan)
+        if mean:
+            big_k = self.max_steps
+            # mean of min(1, x g_i) over i <= k: running sums of the capped rates per k
+            capped = np.minimum(1.0, x[:, :, None] * factors[:, None, :])
+            sums = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k))
+            means = np.where(np.isnan(x), np.nan, sums / np.arange(1, big_k + 1))
+        rows = [slice(j * n, (j + 1) * n) for j in range(blocks)]
+        return tuple(
+            Requirement(t, need[r], first[r], means[r], alpha[r], x[r])
+            for t, r in zip(targets, rows, strict=True)
         )

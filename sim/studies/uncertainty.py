@@ -40,6 +40,7 @@ from sim.scenario.uncertainty import (
     draw_inputs,
     nominal_row,
     sampled_scenario,
+    uncertain_inputs,
 )
 
 #: Draws of the inputs (a power of 2, as scrambled Sobol points want).
@@ -270,42 +271,42 @@ def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
     )
 
 
+def _study_window(best_k: np.ndarray, max_steps: int) -> np.ndarray | None:
+    """The draft lengths (K,) the one-at-a-time studies solve: near the draws' best k
+    (``best_k`` (n,), 0 out of reach); None (all of them) when no draw reaches it."""
+    reachable = best_k > 0
+    if not reachable.any():
+        return None
+    lo_k, hi_k = int(best_k[reachable].min()), int(best_k[reachable].max())
+    window = np.zeros(max_steps, dtype=bool)
+    window[max(lo_k - 3, 0) : hi_k + 2] = True
+    return window
+
+
 def _target_uncertainty(
     scenario: Scenario,
     ss: SampledScenario,
-    tok_s: float,
-    nominal: SampledModel,
-    sampled: SampledModel,
-    studies: SampledModel,
+    nominal: Requirement,
+    req: Requirement,
+    studies: Requirement,
     measure: list[tuple[int, slice]],
     ks: Sequence[int] | None,
 ) -> TargetUncertainty:
-    """``studies``: the one-at-a-time draws, the drivers' ends (rows 2j, 2j + 1: input j at
-    its 5% and 95% end) then input j measured (rows ``measure``), solved together."""
-    window: np.ndarray | None = None  # the draft lengths worth solving once k is known
-
-    def best(
-        model: SampledModel, full: bool = False
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        # the one-at-a-time studies read only the first rate: no flat or mean rates
-        return _restricted(model.requirement(tok_s, full, window, mean=full), ks).at_best()
-
-    k_nom, first_nom, mean_nom, flat_nom = best(nominal, full=True)
-    req = sampled.requirement(tok_s)
+    """One target's answer from what it needs in the nominal row, the draws (``req``)
+    and the one-at-a-time draws (``studies``: the drivers' ends, rows 2j, 2j + 1: input
+    j at its 5% and 95% end, then input j measured, rows ``measure``)."""
+    tok_s = req.tok_s
+    k_nom, first_nom, mean_nom, flat_nom = _restricted(nominal, ks).at_best()
     k, first, mean, flat = _restricted(req, ks).at_best()
     interval = _interval(first)
     reachable = k > 0
-    if reachable.any():  # the one-at-a-time studies solve only near the draws' best k
-        lo_k, hi_k = int(k[reachable].min()), int(k[reachable].max())
-        window = np.zeros(req.first_rate.shape[1], dtype=bool)
-        window[max(lo_k - 3, 0) : hi_k + 2] = True
     k_range = (
         (int(np.quantile(k[reachable], 0.05)), int(np.quantile(k[reachable], 0.95)))
         if reachable.any()
         else None
     )
     per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
-    _, first_studies, _, _ = best(studies)
+    _, first_studies, _, _ = _restricted(studies, ks).at_best()
     first_ends = first_studies  # drivers: each input alone at its two ends
     drivers = []
     for j, inp in enumerate(ss.inputs):
@@ -378,8 +379,7 @@ def answer_uncertainty(
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
-    probe = sampled_scenario(scenario, max_steps=max_steps)
-    draws = draw_inputs(scenario, probe.inputs, samples, seed)
+    draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
     ss = sampled_scenario(scenario, draws, max_steps)
     # every row through the closed forms' inputs at once: the nominal row, the draws, the
     # drivers' ends, then each input measured (its first MEASURE_SAMPLES draws with it
@@ -395,9 +395,18 @@ def answer_uncertainty(
             measure.append((j, slice(start, start + few.shape[0])))
             start += few.shape[0]
     every = ss.model(np.concatenate(blocks))
-    nominal = every.rows(slice(0, 1))
     sampled = every.rows(slice(1, 1 + draws.shape[0]))
+    # what each target needs, every target at once: the nominal row and the draws first;
+    # then the one-at-a-time studies, only near the draws' best k and without the flat
+    # and mean rates (they read only the first rate at the best k)
+    head = every.rows(slice(0, 1 + draws.shape[0])).requirements(tgts)
+    nominal_reqs = [r.rows(slice(0, 1)) for r in head]
+    sampled_reqs = [r.rows(slice(1, None)) for r in head]
+    windows = [
+        _study_window(_restricted(r, num_steps).at_best()[0], every.max_steps) for r in sampled_reqs
+    ]
     studies = every.rows(slice(1 + draws.shape[0], None))
+    studies_reqs = studies.requirements(tgts, flat=False, columns=windows, mean=False)
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
@@ -415,8 +424,8 @@ def answer_uncertainty(
         tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
         accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
         targets=tuple(
-            _target_uncertainty(scenario, ss, t, nominal, sampled, studies, measure, num_steps)
-            for t in tgts
+            _target_uncertainty(scenario, ss, *reqs, measure, num_steps)
+            for reqs in zip(nominal_reqs, sampled_reqs, studies_reqs, strict=True)
         ),
         notes=tuple(notes),
     )
@@ -507,8 +516,7 @@ def lever_uncertainty(
     v0 = float(field_value(scenario, field))
     base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
     k = base.num_steps
-    probe = sampled_scenario(base)
-    draws = draw_inputs(base, probe.inputs, samples, seed)
+    draws = draw_inputs(base, uncertain_inputs(base), samples, seed)
     ss = sampled_scenario(base, draws)
     integer = isinstance(field_value(scenario, field), int)
     grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
@@ -617,7 +625,6 @@ def sampled_answers(
     key = ("sampled_answers", samples, seed)
     cache = scenario._derived
     if key not in cache:
-        probe = sampled_scenario(scenario)
-        draws = draw_inputs(scenario, probe.inputs, samples, seed)
+        draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
         cache[key] = sampled_scenario(scenario, draws).model(draws)
     return cache[key]

@@ -8,11 +8,12 @@ from hypothesis import strategies as st
 
 from sim.model.sampled import (
     SampledModel,
-    _widths,
+    _pair_accept_length,
     equal_rates_for_accept_lengths,
     scales_for_accept_lengths,
 )
 from sim.model.shapes import accept_lengths_by_k
+from tests.model import sampled_reference
 
 
 def _profiles(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
@@ -20,15 +21,42 @@ def _profiles(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     return np.cumprod(np.concatenate([np.ones((n, 1)), steps], axis=1), axis=1)
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 40))
-def test_a_row_cut_at_its_width_sums_to_the_bits_of_the_whole_row(seed: int, k: int) -> None:
+def _factors(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """Profiles that fall, rise past 1 (capped rates) or hold, some with a zero factor."""
+    g = _profiles(rng, n, k) * rng.choice([1.0, 1.0, 1.0, 1.6], (n, 1))
+    g[:, 0] = 1.0
+    if k > 2:
+        g[rng.random(n) < 0.1, k - 1] = 0.0
+    return g
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 60))
+def test_pairs_by_position_sum_to_the_bits_of_their_rows(seed: int, big_k: int, n: int) -> None:
+    """Position by position over the pairs that reach it, each pair's row of K terms sums
+    to the bits NumPy gives the row (the reference's ``c.sum(axis=1)``)."""
     rng = np.random.default_rng(seed)
-    big_k = int(rng.integers(k, 41))
-    c = rng.uniform(0.0, 1.0, (5, big_k)) * (np.arange(big_k) < k)
-    width = int(_widths(np.array([k - 1]), big_k)[0])
-    assert k <= width <= big_k
-    assert np.array_equal(c[:, :width].sum(axis=1), c.sum(axis=1))
+    g = _factors(rng, n, big_k)
+    ks = np.sort(rng.integers(0, big_k, n))[::-1]
+    x = rng.uniform(0.0, 1.5, n) * rng.choice([1.0, 1.0, 1e-3, 0.0], n)
+    mask = np.arange(big_k)[None, :] <= ks[:, None]
+    want = sampled_reference.pair_accept_length(x, g, mask)
+    got = _pair_accept_length(x, g[:, : ks[0] + 1].T.copy(), ks, big_k)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 30), st.booleans())
+def test_scales_are_the_bits_of_the_row_by_row_solve(
+    seed: int, big_k: int, n: int, with_guess: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    g = _factors(rng, n, big_k)
+    need = rng.uniform(0.8, big_k + 2.5, (n, big_k))
+    guess = equal_rates_for_accept_lengths(need) if with_guess else None
+    want = sampled_reference.scales_for_accept_lengths(need, g, guess)
+    assert np.array_equal(scales_for_accept_lengths(need, g, guess), want, equal_nan=True)
 
 
 def test_scales_meet_the_accept_length_and_each_row_solves_alone() -> None:
@@ -51,18 +79,38 @@ def test_scales_meet_the_accept_length_and_each_row_solves_alone() -> None:
             assert np.array_equal(alone[0], x[i], equal_nan=True)
 
 
-def test_requirement_without_mean_rates_solves_the_same_scales() -> None:
-    rng = np.random.default_rng(3)
-    n, k = 30, 12
-    model = SampledModel(
+def _model(rng: np.random.Generator, n: int, k: int, per_token: bool) -> SampledModel:
+    return SampledModel(
         decode_ms=rng.uniform(20, 30, n),
         fixed_ms=np.linspace(30, 80, k)[None, :] * rng.uniform(0.9, 1.1, (n, 1)),
         rates=np.full((n, k), 0.7),
-        factors=_profiles(rng, n, k),
+        factors=_factors(rng, n, k) if per_token else _profiles(rng, n, k),
+        extend_per_token_ms=rng.uniform(0.0, 1.0, n) if per_token else None,
     )
+
+
+def test_requirement_without_mean_rates_solves_the_same_scales() -> None:
+    model = _model(np.random.default_rng(3), 30, 12, per_token=False)
     full = model.requirement(60.0, flat=False)
     lean = model.requirement(60.0, flat=False, mean=False)
     assert np.array_equal(full.scale, lean.scale, equal_nan=True)
     assert np.array_equal(full.first_rate, lean.first_rate, equal_nan=True)
     assert np.isnan(lean.mean_rate).all()
     assert not np.isnan(full.mean_rate).all()
+
+
+def test_targets_solved_together_have_the_bits_of_each_alone() -> None:
+    model = _model(np.random.default_rng(11), 25, 20, per_token=True)
+    window = np.arange(20) < 9
+    targets, columns = [40.0, 60.0, 90.0], [None, window, None]
+    for flat, mean in ((True, True), (False, False)):
+        together = model.requirements(targets, flat, columns, mean)
+        for t, c, got in zip(targets, columns, together, strict=True):
+            alone = model.requirement(t, flat, c, mean)
+            assert got.tok_s == t
+            for name in ("need", "first_rate", "mean_rate", "flat_alpha", "scale"):
+                want = getattr(alone, name)
+                assert np.array_equal(getattr(got, name), want, equal_nan=True), name
+                for i in (0, 13):  # and each row alone
+                    one = model.rows(slice(i, i + 1)).requirement(t, flat, c, mean)
+                    assert np.array_equal(getattr(one, name)[0], want[i], equal_nan=True)

@@ -116,7 +116,10 @@ def _combine(lanes: np.ndarray) -> np.ndarray:
 
 
 def scales_for_accept_lengths(
-    need: np.ndarray, factors: np.ndarray, guess: np.ndarray | None = None
+    need: np.ndarray,
+    factors: np.ndarray,
+    guess: np.ndarray | None = None,
+    lowest_only: bool = False,
 ) -> np.ndarray:
     """The scale x (n, K) with AL_k(x) = need[:, k - 1] for every draw and k, where
     AL_k(x) = 1 + sum_{i <= k} prod_{j <= i} min(1, x g_j) (increasing in x).
@@ -126,6 +129,12 @@ def scales_for_accept_lengths(
     equal rate over the mean factor), a step leaving the bracket [lo, hi] bisecting
     instead; pairs drop out as they converge. Each pair's steps do not depend on the
     others' (``_pair_accept_length`` sums each pair's own row).
+
+    ``lowest_only``: only each row's lowest scale is wanted (the k needing the lowest
+    first-position rate). A pair's steps never leave its bracket, so its answer lies in
+    [lo, hi] at every step; a pair whose lo exceeds the lowest hi of its row (or the
+    answer of a converged pair) is above the row's lowest, stops there and comes back
+    +inf. The row's lowest entry, where and what it is, has the bits of the full solve.
     """
     big_k = factors.shape[1]
     cap = np.arange(1, big_k + 1, dtype=float)[None, :] + 1.0
@@ -138,8 +147,12 @@ def scales_for_accept_lengths(
     # no guess: a rough equal rate (at the pairs solved) is start enough for Newton
     start = _equal_rates(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
     x = np.clip(start / mean_g[rows, ks], 0.0, hi_all[rows, ks])
-    _newton(x, hi_all[rows, ks], target, factors, rows, ks)
     out = np.where(need <= 1.0, 0.0, np.nan)
+    bound = None
+    if lowest_only:  # an upper bound of every entry's answer (inf: out of reach)
+        bound = np.where(need <= 1.0, 0.0, np.inf)
+        bound[rows, ks] = hi_all[rows, ks]
+    _newton(x, hi_all[rows, ks], target, factors, rows, ks, bound)
     out[rows, ks] = x
     return out
 
@@ -151,17 +164,27 @@ def _newton(
     factors: np.ndarray,
     rows: np.ndarray,
     ks: np.ndarray,
+    bound: np.ndarray | None = None,
 ) -> None:
     """Safeguarded Newton steps on every pair (``x``, ``target``, ``rows``, ``ks``, all
     (P,)) inside the bracket [0, ``hi``], updating ``x`` in place; ``factors`` (n, K).
     The pairs are taken deepest k first, their factors gathered once by position
-    (k + 1, P); converged pairs drop out, keeping that order."""
+    (k + 1, P); converged pairs drop out, keeping that order. ``bound`` (n, K), upper
+    bounds of every entry's answer: pairs shown above their row's lowest drop out too,
+    with x = +inf (``scales_for_accept_lengths``' ``lowest_only``)."""
     pair = np.argsort(-ks, kind="stable")
     if pair.size == 0:
         return
     width = factors.shape[1]
-    g = factors[rows[pair], : ks[pair[0]] + 1].T.copy()
-    xa, lo, hi, need, k = x[pair], np.zeros(pair.size), hi[pair], target[pair], ks[pair]
+    g = np.take(factors[:, : ks[pair[0]] + 1].T.copy(), rows[pair], axis=1)
+    xa, lo, hi, need, k, r = (
+        x[pair],
+        np.zeros(pair.size),
+        hi[pair],
+        target[pair],
+        ks[pair],
+        rows[pair],
+    )
     for _ in range(_ITERATIONS):
         if pair.size == 0:
             break
@@ -175,11 +198,16 @@ def _newton(
             newton = xa - err / slope
         inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
         step = np.where(inside, newton, 0.5 * (lo + hi))
-        if done.any():  # converged: x stays where it met the need
-            x[pair[done]] = xa[done]
-            going = ~done
-            pair, step, lo, hi, need, k = (a[going] for a in (pair, step, lo, hi, need, k))
-            g = g[:, going]
+        going = ~done
+        if bound is not None:  # every later step of a pair stays in [lo, hi]
+            bound[r, k] = np.where(done, xa, hi)
+            above = going & (lo > bound.min(axis=1)[r])
+            x[pair[above]] = np.inf
+            going &= ~above
+        if not going.all():
+            x[pair[done]] = xa[done]  # converged: x stays where it met the need
+            pair, step, lo, hi, need, k, r = (a[going] for a in (pair, step, lo, hi, need, k, r))
+            g = np.compress(going, g, axis=1)
         xa = step
     x[pair] = xa  # not converged in _ITERATIONS steps: the last step
 
@@ -315,18 +343,9 @@ class SampledModel:
         solved, None all), solved together: each target's copy of the draws is a block
         of rows of one solve, and rows are independent, so each comes out with the bits
         of its own ``requirement``, for one Python-level loop instead of one a target."""
-        n, blocks = self.size, len(targets)
-        if not blocks:
+        if not targets:
             return ()
-        tok_s = np.repeat(np.asarray(targets, dtype=float), n)[:, None]  # (T n, 1)
-        fixed = np.tile(self.fixed_ms, (blocks, 1))
-        factors = np.tile(self.factors, (blocks, 1))
-        denominator = 1000.0 - tok_s * np.tile(self.per_token_ms, blocks)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(denominator > 0, tok_s * fixed / denominator, np.inf)
-        if columns is not None:  # draft lengths left out: not solved (NaN, out of reach)
-            keep = np.array([np.ones(self.max_steps, bool) if c is None else c for c in columns])
-            need = np.where(np.repeat(keep, n, axis=0), need, np.nan)
+        need, factors = self._stacked_need(targets, columns)
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
         x = scales_for_accept_lengths(need, factors, guess=alpha if flat else None)
         first = np.minimum(1.0, x)
@@ -337,8 +356,44 @@ class SampledModel:
             capped = np.minimum(1.0, x[:, :, None] * factors[:, None, :])
             sums = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k))
             means = np.where(np.isnan(x), np.nan, sums / np.arange(1, big_k + 1))
-        rows = [slice(j * n, (j + 1) * n) for j in range(blocks)]
         return tuple(
             Requirement(t, need[r], first[r], means[r], alpha[r], x[r])
-            for t, r in zip(targets, rows, strict=True)
+            for t, r in zip(targets, self._blocks(len(targets)), strict=True)
         )
+
+    def lowest_first_rates(
+        self, targets: Sequence[float], columns: Sequence[np.ndarray | None]
+    ) -> tuple[np.ndarray, ...]:
+        """Each target's first-position rate (n,) at the k needing the lowest one among
+        its ``columns`` (NaN: no k reaches it): ``requirement(t, False, c,
+        mean=False).at_best()[1]``, with its bits, solving a (draw, k) pair only while
+        it can still be its draw's lowest (``scales_for_accept_lengths``' lowest_only)."""
+        if not targets:
+            return ()
+        need, factors = self._stacked_need(targets, columns)
+        x = scales_for_accept_lengths(need, factors, lowest_only=True)
+        nan = np.full(need.shape, np.nan)
+        return tuple(
+            Requirement(t, need[r], np.minimum(1.0, x[r]), nan[r], nan[r], x[r]).at_best()[1]
+            for t, r in zip(targets, self._blocks(len(targets)), strict=True)
+        )
+
+    def _blocks(self, count: int) -> list[slice]:
+        n = self.size
+        return [slice(j * n, (j + 1) * n) for j in range(count)]
+
+    def _stacked_need(
+        self, targets: Sequence[float], columns: Sequence[np.ndarray | None] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The accept length each target needs (T n, K), targets' copies of the draws one
+        under the other (NaN outside a target's ``columns``), and the factors (T n, K)."""
+        n, blocks = self.size, len(targets)
+        tok_s = np.repeat(np.asarray(targets, dtype=float), n)[:, None]  # (T n, 1)
+        fixed = np.tile(self.fixed_ms, (blocks, 1))
+        denominator = 1000.0 - tok_s * np.tile(self.per_token_ms, blocks)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(denominator > 0, tok_s * fixed / denominator, np.inf)
+        if columns is not None:  # draft lengths left out: not solved (NaN, out of reach)
+            keep = np.array([np.ones(self.max_steps, bool) if c is None else c for c in columns])
+            need = np.where(np.repeat(keep, n, axis=0), need, np.nan)
+        return need, np.tile(self.factors, (blocks, 1))

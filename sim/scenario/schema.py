@@ -64,7 +64,9 @@ Params = Annotated[float, Field(gt=0.0, le=MAX_PARAMS)]
 class Section(BaseModel):
     """Base of every section: immutable, strict types, unknown keys rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 class ModelSpec(Section):

@@ -251,12 +251,18 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
 # --------------------------------------------------------------------------- the study
 
 
+def _allowed(ks: Sequence[int], max_steps: int) -> np.ndarray:
+    """The draft lengths ``ks`` as a mask of 1..``max_steps`` (K,)."""
+    keep = np.zeros(max_steps, dtype=bool)
+    keep[[k - 1 for k in ks if 1 <= k <= max_steps]] = True
+    return keep
+
+
 def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
     """``req`` with the draft lengths outside ``ks`` out of reach (None: all of them)."""
     if ks is None:
         return req
-    keep = np.zeros(req.first_rate.shape[1], dtype=bool)
-    keep[[k - 1 for k in ks if 1 <= k <= keep.size]] = True
+    keep = _allowed(ks, req.first_rate.shape[1])
 
     def mask(a: np.ndarray) -> np.ndarray:
         return np.where(keep[None, :], a, np.nan)
@@ -271,16 +277,20 @@ def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
     )
 
 
-def _study_window(best_k: np.ndarray, max_steps: int) -> np.ndarray | None:
-    """The draft lengths (K,) the one-at-a-time studies solve: near the draws' best k
-    (``best_k`` (n,), 0 out of reach); None (all of them) when no draw reaches it."""
+def _study_window(
+    best_k: np.ndarray, max_steps: int, ks: Sequence[int] | None
+) -> np.ndarray | None:
+    """The draft lengths (K,) the one-at-a-time studies solve: those of ``ks`` (None:
+    all) near the draws' best k (``best_k`` (n,), 0 out of reach), or all of ``ks`` when
+    no draw reaches the target (None: every one)."""
+    allowed = None if ks is None else _allowed(ks, max_steps)
     reachable = best_k > 0
     if not reachable.any():
-        return None
+        return allowed
     lo_k, hi_k = int(best_k[reachable].min()), int(best_k[reachable].max())
     window = np.zeros(max_steps, dtype=bool)
     window[max(lo_k - 3, 0) : hi_k + 2] = True
-    return window
+    return window if allowed is None else window & allowed
 
 
 def _target_uncertainty(
@@ -288,13 +298,14 @@ def _target_uncertainty(
     ss: SampledScenario,
     nominal: Requirement,
     req: Requirement,
-    studies: Requirement,
+    first_studies: np.ndarray,
     measure: list[tuple[int, slice]],
     ks: Sequence[int] | None,
 ) -> TargetUncertainty:
     """One target's answer from what it needs in the nominal row, the draws (``req``)
-    and the one-at-a-time draws (``studies``: the drivers' ends, rows 2j, 2j + 1: input
-    j at its 5% and 95% end, then input j measured, rows ``measure``)."""
+    and the first rate at the best k of the one-at-a-time draws (``first_studies``: the
+    drivers' ends, rows 2j, 2j + 1: input j at its 5% and 95% end, then input j
+    measured, rows ``measure``)."""
     tok_s = req.tok_s
     k_nom, first_nom, mean_nom, flat_nom = _restricted(nominal, ks).at_best()
     k, first, mean, flat = _restricted(req, ks).at_best()
@@ -306,7 +317,6 @@ def _target_uncertainty(
         else None
     )
     per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
-    _, first_studies, _, _ = _restricted(studies, ks).at_best()
     first_ends = first_studies  # drivers: each input alone at its two ends
     drivers = []
     for j, inp in enumerate(ss.inputs):
@@ -397,16 +407,16 @@ def answer_uncertainty(
     every = ss.model(np.concatenate(blocks))
     sampled = every.rows(slice(1, 1 + draws.shape[0]))
     # what each target needs, every target at once: the nominal row and the draws first;
-    # then the one-at-a-time studies, only near the draws' best k and without the flat
-    # and mean rates (they read only the first rate at the best k)
+    # then the one-at-a-time studies, which read only the first rate at the best k: only
+    # near the draws' best k and only while a k can still be the best
     head = every.rows(slice(0, 1 + draws.shape[0])).requirements(tgts)
     nominal_reqs = [r.rows(slice(0, 1)) for r in head]
     sampled_reqs = [r.rows(slice(1, None)) for r in head]
     windows = [
-        _study_window(_restricted(r, num_steps).at_best()[0], every.max_steps) for r in sampled_reqs
+        _study_window(_restricted(r, num_steps).at_best()[0], every.max_steps, num_steps)
+        for r in sampled_reqs
     ]
-    studies = every.rows(slice(1 + draws.shape[0], None))
-    studies_reqs = studies.requirements(tgts, flat=False, columns=windows, mean=False)
+    studies = every.rows(slice(1 + draws.shape[0], None)).lowest_first_rates(tgts, windows)
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
@@ -425,7 +435,7 @@ def answer_uncertainty(
         accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
         targets=tuple(
             _target_uncertainty(scenario, ss, *reqs, measure, num_steps)
-            for reqs in zip(nominal_reqs, sampled_reqs, studies_reqs, strict=True)
+            for reqs in zip(nominal_reqs, sampled_reqs, studies, strict=True)
         ),
         notes=tuple(notes),
     )

@@ -114,3 +114,32 @@ def test_targets_solved_together_have_the_bits_of_each_alone() -> None:
                 for i in (0, 13):  # and each row alone
                     one = model.rows(slice(i, i + 1)).requirement(t, flat, c, mean)
                     assert np.array_equal(getattr(one, name)[0], want[i], equal_nan=True)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 30))
+def test_lowest_only_keeps_each_rows_lowest_scale_to_the_bit(seed: int, big_k: int, n: int) -> None:
+    """Pairs stopped once above their row's lowest come back +inf; the lowest entry of
+    every row (where and what) is that of the full solve, needs <= 1 (scale 0) included."""
+    rng = np.random.default_rng(seed)
+    g = _factors(rng, n, big_k)
+    need = rng.uniform(0.9, big_k + 2.5, (n, big_k))
+    full = scales_for_accept_lengths(need, g)
+    lean = scales_for_accept_lengths(need, g, lowest_only=True)
+    key_full, key_lean = (np.where(np.isnan(a), np.inf, a) for a in (full, lean))
+    assert np.array_equal(key_full.argmin(axis=1), key_lean.argmin(axis=1))
+    assert np.array_equal(key_full.min(axis=1), key_lean.min(axis=1))
+    kept = np.isfinite(lean)
+    assert np.array_equal(lean[kept], full[kept])  # what is kept has the full solve's bits
+    assert np.all(np.isinf(lean[~kept]) | np.isnan(full[~kept]))
+
+
+def test_lowest_first_rates_are_the_first_rates_at_the_best_k() -> None:
+    model = _model(np.random.default_rng(5), 40, 24, per_token=True)
+    window = (np.arange(24) >= 3) & (np.arange(24) < 15)
+    targets, columns = [45.0, 70.0, 400.0], [window, None, None]
+    lowest = model.lowest_first_rates(targets, columns)
+    for t, c, got in zip(targets, columns, lowest, strict=True):
+        want = model.requirement(t, False, c, mean=False).at_best()[1]
+        assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(lowest[2]).all() and not np.isnan(lowest[0]).all()

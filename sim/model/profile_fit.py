@@ -16,12 +16,14 @@ simpler shape). Extrapolating to longer drafts is exactly what the answer does w
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 
-from sim.model.shapes import SHAPES, accept_length_of, rates_for_positions
+from sim.model.shapes import SHAPES, accept_length_of, numpy_sum, rates_for_positions, shape_factors
 
 #: Parameters each shape fits (a_1, and decay unless flat).
 SHAPE_PARAMS: dict[str, int] = {"flat": 1, "geometric": 2, "step": 2}
@@ -84,6 +86,31 @@ def predict(data: ProfileData, rates: np.ndarray) -> np.ndarray:
     cum = [c[..., p - 1] for p in data.positions]
     als = [1.0 + c[..., :k].sum(axis=-1) for k in data.num_steps]
     return np.stack(cum + als, axis=-1) if cum or als else np.zeros((*rates.shape[:-1], 0))
+
+
+def predict_shape(
+    data: ProfileData, shape: str, first_rate: float, decay: float, depth: int
+) -> np.ndarray:
+    """``predict(data, rates_for_positions(shape, first_rate, decay, depth))`` (n,) for one
+    profile, with the same bits, in floats: a fit evaluates it dozens of times on a few
+    positions, where each array operation's overhead is most of its cost. Every rate is
+    the product NumPy forms, clipped as ``np.clip`` clips (NaN and -0 kept), the running
+    product is cumprod's and each accept length's sum ``numpy_sum``'s."""
+    if shape == "flat":  # shape_factors' values, without its arrays
+        factors = [1.0] * depth
+    elif shape == "step":
+        factors = [1.0] + [decay * 1.0] * (depth - 1)
+    else:
+        factors = shape_factors(shape, decay, depth).tolist()
+    rates = []
+    for g in factors:
+        v = first_rate * g
+        v = v if v != v or v >= 0.0 else 0.0
+        rates.append(v if v != v or v <= 1.0 else 1.0)
+    c = list(accumulate(rates, operator.mul))
+    values = [c[p - 1] for p in data.positions]
+    values += [1.0 + numpy_sum(c[:k]) for k in data.num_steps]
+    return np.array(values, dtype=float)
 
 
 def observed(data: ProfileData) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +211,7 @@ def fit_profile(shape: str, data: ProfileData, decay: float | None = None) -> Pr
 
     def model(x: np.ndarray) -> np.ndarray:
         d = x[1] if free_decay else fixed
-        return predict(data, rates_for_positions(shape, x[0], d, k))
+        return predict_shape(data, shape, float(x[0]), float(d), k)
 
     def resid(x: np.ndarray) -> np.ndarray:
         return (model(x) - y) / s

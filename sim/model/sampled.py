@@ -367,11 +367,16 @@ class SampledModel:
         """Each target's first-position rate (n,) at the k needing the lowest one among
         its ``columns`` (NaN: no k reaches it): ``requirement(t, False, c,
         mean=False).at_best()[1]``, with its bits, solving a (draw, k) pair only while
-        it can still be its draw's lowest (``scales_for_accept_lengths``' lowest_only)."""
+        it can still be its draw's lowest (``scales_for_accept_lengths``' lowest_only)
+        and each distinct row once."""
         if not targets:
             return ()
         need, factors = self._stacked_need(targets, columns)
-        x = scales_for_accept_lengths(need, factors, lowest_only=True)
+        # rows the same to the bit (need and factors) solve the same: each is solved once
+        rows = np.concatenate([need, factors], axis=1).view(np.uint64)
+        _, first, again = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        x = scales_for_accept_lengths(need[first], factors[first], lowest_only=True)
+        x = x[again.reshape(-1)]
         nan = np.full(need.shape, np.nan)
         return tuple(
             Requirement(t, need[r], np.minimum(1.0, x[r]), nan[r], nan[r], x[r]).at_best()[1]

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sim.model.profile_fit import ProfileData, choose_shape, fit_profile, holdout_error
+from sim.model.profile_fit import (
+    ProfileData,
+    choose_shape,
+    fit_profile,
+    holdout_error,
+    predict,
+    predict_shape,
+)
 from sim.model.shapes import accept_lengths_by_k, rates_for_positions
 
 
@@ -64,3 +73,29 @@ def test_two_depths_cannot_choose_a_shape() -> None:
 def test_too_few_measurements_to_fit() -> None:
     with pytest.raises(ValueError, match="cannot fit"):
         fit_profile("geometric", ProfileData((1,), (0.8,), (0.01,)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["flat", "geometric", "step"]),
+    st.one_of(st.floats(-0.5, 1.5), st.sampled_from([0.0, -0.0, 1.0])),
+    st.floats(0.05, 2.0),
+    st.lists(st.integers(1, 12), max_size=6),
+    st.lists(st.integers(1, 12), max_size=6),
+)
+def test_one_profiles_prediction_in_floats_has_the_array_bits(
+    shape: str, first: float, decay: float, positions: list[int], num_steps: list[int]
+) -> None:
+    data = ProfileData(
+        positions=tuple(positions),
+        cumulative=(0.5,) * len(positions),
+        cumulative_sigma=(0.01,) * len(positions),
+        num_steps=tuple(num_steps),
+        accept_length=(2.0,) * len(num_steps),
+        accept_length_sigma=(0.01,) * len(num_steps),
+    )
+    depth = max([*positions, *num_steps, 1])
+    want = predict(data, rates_for_positions(shape, first, decay, depth))
+    got = predict_shape(data, shape, first, decay, depth)
+    assert got.shape == want.shape
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))

@@ -135,7 +135,15 @@ def test_lowest_only_keeps_each_rows_lowest_scale_to_the_bit(seed: int, big_k: i
 
 
 def test_lowest_first_rates_are_the_first_rates_at_the_best_k() -> None:
-    model = _model(np.random.default_rng(5), 40, 24, per_token=True)
+    some = _model(np.random.default_rng(5), 40, 24, per_token=True)
+    again = np.r_[np.arange(40), [3, 3, 17, 39]]  # rows the same to the bit solve the same
+    model = SampledModel(
+        some.decode_ms[again],
+        some.fixed_ms[again],
+        some.rates[again],
+        some.factors[again],
+        some.per_token_ms[again],
+    )
     window = (np.arange(24) >= 3) & (np.arange(24) < 15)
     targets, columns = [45.0, 70.0, 400.0], [window, None, None]
     lowest = model.lowest_first_rates(targets, columns)

@@ -68,8 +68,9 @@ _MAX_WIDTH = 128
 def _pair_accept_length(
     x: np.ndarray, g: np.ndarray, ks: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """AL(x) and dAL/dx for pairs: scales x (P,), factors by position g (>= k + 1, P) and
-    draft-length indices ``ks`` (P,) in descending order; ``width`` is K, the length of
+    """AL(x) and dAL/dx for pairs: scales x (P,), factors by position g (row i: position
+    i of the pairs that reach it, the first ones) and draft-length indices ``ks`` (P,) in
+    descending order; ``width`` is K, the length of
     the pairs' rows.
 
     A pair's terms are c_i = prod_{j <= i} min(1, x g_j) for i <= k (zero past k; the
@@ -93,7 +94,7 @@ def _pair_accept_length(
     for i, m in enumerate(reach):
         if i == end:
             total, slope = _combine(lanes), _combine(lanes_slope)
-        y = np.multiply(x[:m], g[i, :m])
+        y = np.multiply(x[:m], g[i][:m])
         np.add(uncapped[:m], y < 1.0, out=uncapped[:m])  # counts, exact in floats
         np.minimum(y, 1.0, out=y)
         if i > 0:
@@ -168,15 +169,14 @@ def _newton(
 ) -> None:
     """Safeguarded Newton steps on every pair (``x``, ``target``, ``rows``, ``ks``, all
     (P,)) inside the bracket [0, ``hi``], updating ``x`` in place; ``factors`` (n, K).
-    The pairs are taken deepest k first, their factors gathered once by position
-    (k + 1, P); converged pairs drop out, keeping that order. ``bound`` (n, K), upper
+    The pairs are taken deepest k first, their factors gathered once by position (row
+    i: the pairs with k >= i); converged pairs drop out, keeping that order. ``bound`` (n, K), upper
     bounds of every entry's answer: pairs shown above their row's lowest drop out too,
     with x = +inf (``scales_for_accept_lengths``' ``lowest_only``)."""
     pair = np.argsort(-ks, kind="stable")
     if pair.size == 0:
         return
     width = factors.shape[1]
-    g = np.take(factors[:, : ks[pair[0]] + 1].T.copy(), rows[pair], axis=1)
     xa, lo, hi, need, k, r = (
         x[pair],
         np.zeros(pair.size),
@@ -185,6 +185,8 @@ def _newton(
         ks[pair],
         rows[pair],
     )
+    by_position = np.take(factors[:, : k[0] + 1].T.copy(), r, axis=1)
+    g = [row[: np.count_nonzero(k >= i)] for i, row in enumerate(by_position)]
     for _ in range(_ITERATIONS):
         if pair.size == 0:
             break
@@ -207,7 +209,7 @@ def _newton(
         if not going.all():
             x[pair[done]] = xa[done]  # converged: x stays where it met the need
             pair, step, lo, hi, need, k, r = (a[going] for a in (pair, step, lo, hi, need, k, r))
-            g = np.compress(going, g, axis=1)
+            g = [row[going[: row.size]] for row in g]
         xa = step
     x[pair] = xa  # not converged in _ITERATIONS steps: the last step
 

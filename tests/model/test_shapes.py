@@ -106,3 +106,20 @@ def test_one_entry_bisects_to_the_bits_of_the_array_solve(
     batch = scale_for_accept_length(np.array([accept_length, 2.0]), np.stack([g, g]))
     assert one.shape == ()
     assert np.array_equal(one, batch[0], equal_nan=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.just(0.0), st.floats(0.1, 1.6)), min_size=1, max_size=40),
+    st.floats(0.5, 42.0),
+)
+def test_one_entry_of_any_profile_bisects_to_the_bits_of_the_array_solve(
+    steps: list[float], accept_length: float
+) -> None:
+    """Falling, rising (capped) and zero factors: the float bisection, which skips the
+    AL of mids it can answer from the monotone points found around the root, takes the
+    array bisection's steps to the last bit."""
+    g = np.cumprod([1.0, *steps[1:]])
+    one = scale_for_accept_length(accept_length, g)
+    batch = scale_for_accept_length(np.array([accept_length, 2.0]), np.stack([g, g]))
+    assert np.array_equal(one, batch[0], equal_nan=True)

@@ -236,6 +236,24 @@ class Requirement:
             self.scale[index],
         )
 
+    def only(self, columns: np.ndarray | None) -> Requirement:
+        """This requirement with the draft lengths outside ``columns`` (K,) out of reach
+        (NaN; None: all of them kept)."""
+        if columns is None:
+            return self
+
+        def mask(a: np.ndarray) -> np.ndarray:
+            return np.where(columns[None, :], a, np.nan)
+
+        return Requirement(
+            self.tok_s,
+            self.need,
+            mask(self.first_rate),
+            mask(self.mean_rate),
+            mask(self.flat_alpha),
+            mask(self.scale),
+        )
+
     def best_index(self) -> np.ndarray:
         """Index (n,) of the k needing the least drafter quality: the lowest scale of the
         profile, so the lowest first-position rate (ties: smaller k); -1 where no k reaches
@@ -345,43 +363,58 @@ class SampledModel:
         solved, None all), solved together: each target's copy of the draws is a block
         of rows of one solve, and rows are independent, so each comes out with the bits
         of its own ``requirement``, for one Python-level loop instead of one a target."""
+        return self._solve(targets, flat, columns, mean, lowest_only=False)
+
+    def requirements_at_best(
+        self,
+        targets: Sequence[float],
+        columns: Sequence[np.ndarray | None] | None = None,
+        flat: bool = True,
+        mean: bool = True,
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]:
+        """Each target's ``requirement(t, flat, c, mean).only(c).at_best()`` (best k,
+        first, mean and flat rates, each (n,)), with their bits, solving a (draw, k) pair
+        only while it can still be its draw's best k (``scales_for_accept_lengths``'
+        lowest_only) and each distinct row once."""
+        cols = columns if columns is not None else [None] * len(targets)
+        solved = self._solve(targets, flat, columns, mean, lowest_only=True)
+        return tuple(r.only(c).at_best() for r, c in zip(solved, cols, strict=True))
+
+    def _solve(
+        self,
+        targets: Sequence[float],
+        flat: bool,
+        columns: Sequence[np.ndarray | None] | None,
+        mean: bool,
+        lowest_only: bool,
+    ) -> tuple[Requirement, ...]:
+        """``requirements``; ``lowest_only``: only each row's best k is solved (its scale
+        elsewhere +inf, its first and mean rates there meaningless), rows the same to
+        the bit solved once."""
         if not targets:
             return ()
         need, factors = self._stacked_need(targets, columns)
+        again = None
+        if lowest_only:  # rows the same to the bit (need and factors) solve the same
+            rows = np.concatenate([need, factors], axis=1).view(np.uint64)
+            _, first, again = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            need, factors = need[first], factors[first]
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
-        x = scales_for_accept_lengths(need, factors, guess=alpha if flat else None)
-        first = np.minimum(1.0, x)
+        x = scales_for_accept_lengths(need, factors, alpha if flat else None, lowest_only)
+        first_rate = np.minimum(1.0, x)
         means = np.full(need.shape, np.nan)
         if mean:
             big_k = self.max_steps
             # mean of min(1, x g_i) over i <= k: running sums of the capped rates per k
-            capped = np.minimum(1.0, x[:, :, None] * factors[:, None, :])
+            with np.errstate(invalid="ignore"):  # lowest_only: inf x a zero factor
+                capped = np.minimum(1.0, x[:, :, None] * factors[:, None, :])
             sums = np.einsum("nkp,kp->nk", np.nan_to_num(capped), np.tri(big_k))
             means = np.where(np.isnan(x), np.nan, sums / np.arange(1, big_k + 1))
+        if again is not None:
+            at = again.reshape(-1)
+            need, first_rate, means, alpha, x = (a[at] for a in (need, first_rate, means, alpha, x))
         return tuple(
-            Requirement(t, need[r], first[r], means[r], alpha[r], x[r])
-            for t, r in zip(targets, self._blocks(len(targets)), strict=True)
-        )
-
-    def lowest_first_rates(
-        self, targets: Sequence[float], columns: Sequence[np.ndarray | None]
-    ) -> tuple[np.ndarray, ...]:
-        """Each target's first-position rate (n,) at the k needing the lowest one among
-        its ``columns`` (NaN: no k reaches it): ``requirement(t, False, c,
-        mean=False).at_best()[1]``, with its bits, solving a (draw, k) pair only while
-        it can still be its draw's lowest (``scales_for_accept_lengths``' lowest_only)
-        and each distinct row once."""
-        if not targets:
-            return ()
-        need, factors = self._stacked_need(targets, columns)
-        # rows the same to the bit (need and factors) solve the same: each is solved once
-        rows = np.concatenate([need, factors], axis=1).view(np.uint64)
-        _, first, again = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        x = scales_for_accept_lengths(need[first], factors[first], lowest_only=True)
-        x = x[again.reshape(-1)]
-        nan = np.full(need.shape, np.nan)
-        return tuple(
-            Requirement(t, need[r], np.minimum(1.0, x[r]), nan[r], nan[r], x[r]).at_best()[1]
+            Requirement(t, need[r], first_rate[r], means[r], alpha[r], x[r])
             for t, r in zip(targets, self._blocks(len(targets)), strict=True)
         )
 

@@ -614,7 +614,7 @@ def search_acceptance(
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
         evaluations = evaluator.evaluations
     unc = (
-        answer_uncertainty(base, targets, num_steps=ks)
+        answer_uncertainty(base, targets, num_steps=ks, by_num_steps=True)
         if uncertainty and quantile is None and not base.speculation.is_tree
         else None
     )

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sim.model.rates import mean_accept_length
-from sim.model.sampled import Requirement, SampledModel
+from sim.model.sampled import SampledModel
 from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
@@ -151,7 +151,8 @@ class TargetUncertainty:
     num_steps_range: tuple[int, int] | None
     drivers: tuple[Driver, ...]
     measure_next: MeasureNext | None
-    per_num_steps: tuple[Interval, ...]  # first-position rate needed at k = 1..K
+    #: first-position rate needed at k = 1..K (empty unless asked for: ``by_num_steps``)
+    per_num_steps: tuple[Interval, ...]
 
     def to_dict(self) -> dict[str, Any]:
         """The per-target ``uncertainty`` block of every JSON document: ``interval90``,
@@ -258,25 +259,6 @@ def _allowed(ks: Sequence[int], max_steps: int) -> np.ndarray:
     return keep
 
 
-def _restricted(req: Requirement, ks: Sequence[int] | None) -> Requirement:
-    """``req`` with the draft lengths outside ``ks`` out of reach (None: all of them)."""
-    if ks is None:
-        return req
-    keep = _allowed(ks, req.first_rate.shape[1])
-
-    def mask(a: np.ndarray) -> np.ndarray:
-        return np.where(keep[None, :], a, np.nan)
-
-    return Requirement(
-        req.tok_s,
-        req.need,
-        mask(req.first_rate),
-        mask(req.mean_rate),
-        mask(req.flat_alpha),
-        mask(req.scale),
-    )
-
-
 def _study_window(
     best_k: np.ndarray, max_steps: int, ks: Sequence[int] | None
 ) -> np.ndarray | None:
@@ -296,19 +278,19 @@ def _study_window(
 def _target_uncertainty(
     scenario: Scenario,
     ss: SampledScenario,
-    nominal: Requirement,
-    req: Requirement,
+    tok_s: float,
+    head: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    per_k: tuple[Interval, ...],
     first_studies: np.ndarray,
     measure: list[tuple[int, slice]],
-    ks: Sequence[int] | None,
 ) -> TargetUncertainty:
-    """One target's answer from what it needs in the nominal row, the draws (``req``)
-    and the first rate at the best k of the one-at-a-time draws (``first_studies``: the
-    drivers' ends, rows 2j, 2j + 1: input j at its 5% and 95% end, then input j
-    measured, rows ``measure``)."""
-    tok_s = req.tok_s
-    k_nom, first_nom, mean_nom, flat_nom = _restricted(nominal, ks).at_best()
-    k, first, mean, flat = _restricted(req, ks).at_best()
+    """One target's answer from what it needs at the best k (``head``: best k, first,
+    mean and flat rates of the nominal row, then of the draws), the interval at every k
+    (``per_k``, may be empty) and the first rate at the best k of the one-at-a-time draws
+    (``first_studies``: the drivers' ends, rows 2j, 2j + 1: input j at its 5% and 95%
+    end, then input j measured, rows ``measure``)."""
+    k_nom, first_nom, mean_nom, flat_nom = (a[:1] for a in head)
+    k, first, mean, flat = (a[1:] for a in head)
     interval = _interval(first)
     reachable = k > 0
     k_range = (
@@ -316,7 +298,6 @@ def _target_uncertainty(
         if reachable.any()
         else None
     )
-    per_k = tuple(_interval(req.first_rate[:, j]) for j in range(req.first_rate.shape[1]))
     first_ends = first_studies  # drivers: each input alone at its two ends
     drivers = []
     for j, inp in enumerate(ss.inputs):
@@ -380,10 +361,13 @@ def answer_uncertainty(
     seed: int | None = None,
     max_steps: int = MAX_STEPS,
     num_steps: Sequence[int] | None = None,
+    by_num_steps: bool = False,
 ) -> UncertaintyResult:
     """Every target's answer with its 90% interval, drivers and next measurement, and the
     interval of tok/s and accept length at the scenario's own k (see the module
     docstring). The best k is chosen among ``num_steps`` (default 1..``max_steps``).
+    ``by_num_steps``: also the interval of the first rate needed at every k
+    (``TargetUncertainty.per_num_steps``, empty otherwise: only the best k is solved).
     ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws."""
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
@@ -406,17 +390,23 @@ def answer_uncertainty(
             start += few.shape[0]
     every = ss.model(np.concatenate(blocks))
     sampled = every.rows(slice(1, 1 + draws.shape[0]))
-    # what each target needs, every target at once: the nominal row and the draws first;
-    # then the one-at-a-time studies, which read only the first rate at the best k: only
-    # near the draws' best k and only while a k can still be the best
-    head = every.rows(slice(0, 1 + draws.shape[0])).requirements(tgts)
-    nominal_reqs = [r.rows(slice(0, 1)) for r in head]
-    sampled_reqs = [r.rows(slice(1, None)) for r in head]
-    windows = [
-        _study_window(_restricted(r, num_steps).at_best()[0], every.max_steps, num_steps)
-        for r in sampled_reqs
-    ]
-    studies = every.rows(slice(1 + draws.shape[0], None)).lowest_first_rates(tgts, windows)
+    # what each target needs, every target at once: the nominal row and the draws first,
+    # at their best k (and at every k for ``by_num_steps``); then the one-at-a-time
+    # studies, which read only the first rate at the best k: only near the draws' best k
+    head = every.rows(slice(0, 1 + draws.shape[0]))
+    allowed = None if num_steps is None else _allowed(num_steps, every.max_steps)
+    if by_num_steps:
+        solved = head.requirements(tgts)
+        bests = [r.only(allowed).at_best() for r in solved]
+        per_k = [
+            tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1])) for r in solved
+        ]
+    else:
+        bests = head.requirements_at_best(tgts, [allowed] * len(tgts))
+        per_k = [()] * len(tgts)
+    windows = [_study_window(b[0][1:], every.max_steps, num_steps) for b in bests]
+    studies = every.rows(slice(1 + draws.shape[0], None))
+    firsts = [b[1] for b in studies.requirements_at_best(tgts, windows, flat=False, mean=False)]
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
@@ -434,8 +424,8 @@ def answer_uncertainty(
         tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
         accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
         targets=tuple(
-            _target_uncertainty(scenario, ss, *reqs, measure, num_steps)
-            for reqs in zip(nominal_reqs, sampled_reqs, studies, strict=True)
+            _target_uncertainty(scenario, ss, *answers, measure)
+            for answers in zip(tgts, bests, per_k, firsts, strict=True)
         ),
         notes=tuple(notes),
     )

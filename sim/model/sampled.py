@@ -50,11 +50,17 @@ def equal_rates_for_accept_lengths(need: np.ndarray, steps: int = _BISECT) -> np
 
 
 def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
-    """``equal_rates_for_accept_lengths`` elementwise: the need and its k, same shape."""
+    """``equal_rates_for_accept_lengths`` elementwise: the need and its k, same shape.
+
+    Every mid stays strictly inside (0, 1) (``steps`` <= 50), where
+    ``equal_rate_accept_length`` is its ratio alone: that ratio is computed here, the same
+    operations in the same order, without the end cases' tests."""
     lo, hi = np.zeros(need.shape), np.ones(need.shape)
+    m = k + 1.0
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        above = equal_rate_accept_length(mid, k) >= need
+        one_minus = 1.0 - mid
+        above = -np.expm1(m * np.log1p(-one_minus)) / one_minus >= need
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
     out = np.where(need <= 1.0, 0.0, 0.5 * (lo + hi))

@@ -319,8 +319,7 @@ def with_overrides(
     scenario: Scenario, overrides: Mapping[str, Any], *, source: str = "override"
 ) -> Scenario:
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
-    raw = scenario.model_dump(exclude_none=True)
-    merged = apply_overrides(raw, overrides)
+    merged = apply_overrides(scenario.model_dump(exclude_none=True), overrides, fresh=True)
     return scenario_from_dict(
         merged,
         source=source,

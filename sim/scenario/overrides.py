@@ -141,12 +141,16 @@ def _topk(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
     return spec.get("topk", 1) if isinstance(spec, dict) else 1
 
 
-def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped.
+def apply_overrides(
+    raw: Mapping[str, Any], overrides: Mapping[str, Any], *, fresh: bool = False
+) -> dict[str, Any]:
+    """A deep copy of ``raw`` with dotted ``overrides`` set, exclusive and derived keys dropped
+    (``fresh``: ``raw`` is a dict of the caller's own, e.g. a new ``model_dump``, changed in
+    place instead of copied).
 
     Raises SpecsimError when a dotted path runs through a value that is not a table.
     """
-    out = copy.deepcopy(dict(raw))
+    out = raw if fresh and isinstance(raw, dict) else copy.deepcopy(dict(raw))
     for dotted in overrides:
         dropped = [dotted]  # an overridden value is exact: its stated error goes
         for group in EXCLUSIVE_KEYS:

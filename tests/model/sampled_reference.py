@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.model.sampled import _equal_rates
+from sim.model.sampled import _equal_rates, equal_rate_accept_length
 
 _ITERATIONS = 40
 _TOL = 1e-11
@@ -61,3 +61,16 @@ def scales_for_accept_lengths(
     out = np.where(need <= 1.0, 0.0, np.nan)
     out[rows, ks] = x
     return out
+
+
+def equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
+    """The equal rates' bisection through the general closed form (its end cases tested
+    at every mid)."""
+    lo, hi = np.zeros(need.shape), np.ones(need.shape)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        above = equal_rate_accept_length(mid, k) >= need
+        hi = np.where(above, mid, hi)
+        lo = np.where(above, lo, mid)
+    out = np.where(need <= 1.0, 0.0, 0.5 * (lo + hi))
+    return np.where(need > k + 1.0 + 1e-12, np.nan, out)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from sim.model.sampled import (
     SampledModel,
+    _equal_rates,
     _pair_accept_length,
     equal_rates_for_accept_lengths,
     scales_for_accept_lengths,
@@ -153,3 +154,14 @@ def test_answers_at_the_best_k_have_the_bits_of_the_full_solve() -> None:
             for a, b in zip(got, want, strict=True):
                 assert np.array_equal(a, b, equal_nan=True)
         assert (best[2][0] == 0).all() and (best[0][0] > 0).any()  # 400 tok/s: out of reach
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([10, 40]))
+def test_equal_rates_bisect_to_the_bits_of_the_general_closed_form(seed: int, steps: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = rng.integers(1, 65, (30, 4)).astype(float)
+    need = rng.uniform(0.5, 1.0, (30, 4)) * (k + 2.0)
+    need[0, 0], need[1, 1] = np.nan, np.inf
+    want = sampled_reference.equal_rates(need, k, steps)
+    assert np.array_equal(_equal_rates(need, k, steps), want, equal_nan=True)

@@ -54,10 +54,13 @@ def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
 
     Every mid stays strictly inside (0, 1) (``steps`` <= 50), where
     ``equal_rate_accept_length`` is its ratio alone: that ratio is computed here, the same
-    operations in the same order, without the end cases' tests."""
-    lo, hi = np.zeros(need.shape), np.ones(need.shape)
+    operations in the same order, without the end cases' tests. The first
+    ``_TABLE_STEPS`` mids are the dyadic points j / 2^10, the same for every entry: the
+    ratio is tabulated there once per distinct k and those steps compare with the table
+    (the same values, so the same steps)."""
     m = k + 1.0
-    for _ in range(steps):
+    lo, hi = _tabulated_steps(need, m, min(steps, _TABLE_STEPS))
+    for _ in range(steps - min(steps, _TABLE_STEPS)):
         mid = 0.5 * (lo + hi)
         one_minus = 1.0 - mid
         above = -np.expm1(m * np.log1p(-one_minus)) / one_minus >= need
@@ -65,6 +68,29 @@ def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
         lo = np.where(above, lo, mid)
     out = np.where(need <= 1.0, 0.0, 0.5 * (lo + hi))
     return np.where(need > k + 1.0 + 1e-12, np.nan, out)
+
+
+#: Bisection steps of the equal rates taken on a table of their (dyadic) mids.
+_TABLE_STEPS = 10
+
+
+def _tabulated_steps(need: np.ndarray, m: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) after the first ``steps`` bisection steps of ``_equal_rates`` (``m`` = k + 1),
+    taken in the index space of the mids j / 2^steps (sums and halvings of dyadic numbers
+    are exact) against the ratio tabulated at them for each distinct m."""
+    scale = 2**steps
+    values, which = np.unique(m, return_inverse=True)
+    grid = np.arange(1, scale) / scale
+    one_minus = 1.0 - grid
+    table = -np.expm1(values.reshape(-1, 1) * np.log1p(-one_minus)) / one_minus
+    which = which.reshape(m.shape)
+    lo, hi = np.zeros(need.shape, dtype=np.int64), np.full(need.shape, scale, dtype=np.int64)
+    for _ in range(steps):
+        mid = (lo + hi) // 2
+        above = table[which, mid - 1] >= need
+        hi = np.where(above, mid, hi)
+        lo = np.where(above, lo, mid)
+    return lo / scale, hi / scale
 
 
 #: Pairs' rows are summed in NumPy's order for K terms, replicated below for K <= 128.

@@ -237,6 +237,8 @@ def launch_assumption(scenario: Scenario, hw: ScenarioHardware) -> Assumption:
     """``hardware.launch_us`` as the answer uses it: stated, the public default, or derived
     from the measured ungraphed verify, then with its range over the kernel count's."""
     origin, reason = hw.launch_origin
+    if origin == "measured":  # stated in the file: its [uncertainty] entry says how it was got
+        origin, reason = given_origin(scenario, "hardware.launch_us")
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:

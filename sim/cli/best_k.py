@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import (
-    build_study,
-    emit,
-    parse_loads,
-    serving_study_options,
-    slo_options,
-)
+from sim.cli.serving_options import StudyArgs, parse_loads, serving_study_options, slo_options
+
+if TYPE_CHECKING:
+    from sim.studies.best_k import BestKResult
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
 
@@ -47,22 +46,7 @@ OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodpu
     help="Move each boundary to where its two k tie (bisection) instead of the midpoint.",
 )
 def best_k(
-    scenario: str,
-    sets: tuple[str, ...],
-    replications: int | None,
-    requests: int | None,
-    seed: int | None,
-    workers: int,
-    quiet: bool,
-    as_json: bool,
-    plot_dir: str | None,
-    fmt: str,
-    concurrency: str | None,
-    num_steps: str,
-    objective: str,
-    ttft_slo_ms: float | None,
-    tpot_slo_ms: float | None,
-    refine: bool,
+    args: StudyArgs, concurrency: str | None, num_steps: str, objective: str, refine: bool
 ) -> None:
     """Best k per batch size for an objective, as a vLLM table and an SGLang threshold.
 
@@ -77,20 +61,10 @@ def best_k(
 
     loads = parse_loads(concurrency, None)
     ks = parse_num_steps(num_steps)
-    with ProgressBar(enabled=not quiet) as progress:
-        builder, evaluator = build_study(
-            scenario,
-            sets,
-            replications=replications,
-            requests=requests,
-            seed=seed,
-            workers=workers,
-            progress=progress,
-            ttft_slo_ms=ttft_slo_ms,
-            tpot_slo_ms=tpot_slo_ms,
-        )
+
+    def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> BestKResult:
         settings, notes = study_settings(builder, loads[0])
-        result = run_best_k(
+        return run_best_k(
             evaluator,
             [int(load.value) for load in loads],
             ks,
@@ -100,12 +74,5 @@ def best_k(
             settings=settings,
             assumptions=notes,
         )
-    emit(
-        "best_k",
-        result.to_dict(),
-        render_best_k,
-        as_json=as_json,
-        plot_dir=plot_dir,
-        fmt=fmt,
-        quiet=quiet,
-    )
+
+    args.run("best_k", render_best_k, study)

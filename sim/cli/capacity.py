@@ -3,10 +3,15 @@ speculation."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import build_study, emit, serving_study_options, slo_options
+from sim.cli.serving_options import StudyArgs, serving_study_options, slo_options
+
+if TYPE_CHECKING:
+    from sim.studies.capacity import CapacityResult
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 
 @click.command()
@@ -34,23 +39,7 @@ from sim.cli.serving_options import build_study, emit, serving_study_options, sl
     show_default=True,
     help="Relative tolerance of the rate.",
 )
-def capacity(
-    scenario: str,
-    sets: tuple[str, ...],
-    replications: int | None,
-    requests: int | None,
-    seed: int | None,
-    workers: int,
-    quiet: bool,
-    as_json: bool,
-    plot_dir: str | None,
-    fmt: str,
-    num_steps: str,
-    share: float,
-    ttft_slo_ms: float | None,
-    tpot_slo_ms: float | None,
-    rtol: float,
-) -> None:
+def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None:
     """Highest Poisson rate at which a share of requests meets the TTFT and TPOT limits.
 
     Root finding on common random numbers along the rate, for plain decoding and each k,
@@ -64,20 +53,10 @@ def capacity(
     from sim.studies.serving_runs import study_settings
 
     ks = parse_num_steps(num_steps)
-    with ProgressBar(enabled=not quiet) as progress:
-        builder, evaluator = build_study(
-            scenario,
-            sets,
-            replications=replications,
-            requests=requests,
-            seed=seed,
-            workers=workers,
-            progress=progress,
-            ttft_slo_ms=ttft_slo_ms,
-            tpot_slo_ms=tpot_slo_ms,
-        )
+
+    def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> CapacityResult:
         settings, notes = study_settings(builder, Load("rate", 1.0))
-        result = run_capacity(
+        return run_capacity(
             evaluator,
             ks,
             share=share,
@@ -86,12 +65,5 @@ def capacity(
             settings=settings,
             assumptions=notes,
         )
-    emit(
-        "capacity",
-        result.to_dict(),
-        render_capacity,
-        as_json=as_json,
-        plot_dir=plot_dir,
-        fmt=fmt,
-        quiet=quiet,
-    )
+
+    args.run("capacity", render_capacity, study)

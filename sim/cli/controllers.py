@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import build_study, emit, serving_study_options
+from sim.cli.serving_options import StudyArgs, serving_study_options
 
 if TYPE_CHECKING:
-    from sim.studies.controllers import Phase
+    from sim.studies.controllers import Phase, ReplayResult
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 
 def parse_phase(text: str) -> Phase:
@@ -58,16 +58,7 @@ def parse_phase(text: str) -> Phase:
     "on the scenario's whole mix at 1, 2, 4, ..., 64 users].",
 )
 def controllers(
-    scenario: str,
-    sets: tuple[str, ...],
-    replications: int | None,
-    requests: int | None,
-    seed: int | None,
-    workers: int,
-    quiet: bool,
-    as_json: bool,
-    plot_dir: str | None,
-    fmt: str,
+    args: StudyArgs,
     phases: tuple[str, ...],
     num_steps: str,
     k_table: str | None,
@@ -81,29 +72,10 @@ def controllers(
     from sim.studies.controllers import controller_study
 
     ks = parse_num_steps(num_steps)
-    with ProgressBar(enabled=not quiet) as progress:
-        builder, evaluator = build_study(
-            scenario,
-            sets,
-            replications=replications,
-            requests=requests,
-            seed=seed,
-            workers=workers,
-            progress=progress,
+
+    def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> ReplayResult:
+        return controller_study(
+            builder, evaluator, [parse_phase(p) for p in phases], ks, k_table=k_table
         )
-        result = controller_study(
-            builder,
-            evaluator,
-            [parse_phase(p) for p in phases],
-            ks,
-            k_table=k_table,
-        )
-    emit(
-        "controllers",
-        result.to_dict(),
-        render_controllers,
-        as_json=as_json,
-        plot_dir=plot_dir,
-        fmt=fmt,
-        quiet=quiet,
-    )
+
+    args.run("controllers", render_controllers, study)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import (
-    build_study,
-    emit,
-    loads_option,
-    parse_loads,
-    serving_study_options,
-)
+from sim.cli.serving_options import StudyArgs, loads_option, parse_loads, serving_study_options
+
+if TYPE_CHECKING:
+    from sim.studies.crossover import CrossoverResult
+    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 
 def parse_metrics(text: str | None) -> tuple[str, ...]:
@@ -55,16 +54,7 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     help="Bisect each crossing between grid loads (more simulations) or interpolate.",
 )
 def crossover(
-    scenario: str,
-    sets: tuple[str, ...],
-    replications: int | None,
-    requests: int | None,
-    seed: int | None,
-    workers: int,
-    quiet: bool,
-    as_json: bool,
-    plot_dir: str | None,
-    fmt: str,
+    args: StudyArgs,
     concurrency: str | None,
     rate: str | None,
     num_steps: str,
@@ -86,18 +76,10 @@ def crossover(
     loads = parse_loads(concurrency, rate)
     ks = parse_num_steps(num_steps)
     names = parse_metrics(metrics)
-    with ProgressBar(enabled=not quiet) as progress:
-        builder, evaluator = build_study(
-            scenario,
-            sets,
-            replications=replications,
-            requests=requests,
-            seed=seed,
-            workers=workers,
-            progress=progress,
-        )
+
+    def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> CrossoverResult:
         settings, notes = study_settings(builder, loads[0])
-        result = run_crossover(
+        return run_crossover(
             evaluator,
             loads,
             ks,
@@ -107,12 +89,5 @@ def crossover(
             settings=settings,
             assumptions=notes,
         )
-    emit(
-        "crossover",
-        result.to_dict(),
-        render_crossover,
-        as_json=as_json,
-        plot_dir=plot_dir,
-        fmt=fmt,
-        quiet=quiet,
-    )
+
+    args.run("crossover", render_crossover, study)

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
-    echo_document,
     format_option,
     json_option,
     plot_option,
@@ -21,6 +20,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import emit
 
 
 @click.command()
@@ -108,13 +108,4 @@ def serve(
         )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     body = serving_to_dict(run, summary, setup, sc.name)
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, save_figures
-        from sim.report.figures import serve_figures
-
-        echo_written(save_figures(serve_figures({"kind": "serve", **body}), plot_dir, fmt))
-    if as_json:
-        echo_document("serve", body)
-    else:
-        click.echo(render_serving(body))
+    emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

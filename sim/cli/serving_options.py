@@ -9,7 +9,9 @@ simulation code (start-up).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +30,14 @@ from sim.cli.options import (
     with_mc_settings,
     workers_option,
 )
+from sim.cli.progress import ProgressBar
 
 if TYPE_CHECKING:
     from sim.studies.serving_points import Load
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 __all__ = [
+    "StudyArgs",
     "build_study",
     "loads_option",
     "parse_loads",
@@ -113,10 +117,62 @@ def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+@dataclass(frozen=True)
+class StudyArgs:
+    """What every serving decision command takes: the scenario, ``--set``, the Monte Carlo
+    options, ``--workers``, the output flags and (where the command has them) the SLO
+    limits."""
+
+    scenario: str
+    sets: tuple[str, ...]
+    replications: int | None
+    requests: int | None
+    seed: int | None
+    workers: int
+    quiet: bool
+    as_json: bool
+    plot_dir: str | None
+    fmt: str
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+
+    def run(
+        self,
+        kind: str,
+        render: Callable[[dict[str, Any]], str],
+        study: Callable[[ScenarioPlans, PointEvaluator], Any],
+    ) -> None:
+        """Build the study (with a progress bar unless ``--quiet``), run ``study`` on its
+        plan builder and evaluator, then print (and plot) the result's document."""
+        with ProgressBar(enabled=not self.quiet) as progress:
+            builder, evaluator = build_study(self, progress)
+            result = study(builder, evaluator)
+        emit(
+            kind,
+            result.to_dict(),
+            render,
+            as_json=self.as_json,
+            plot_dir=self.plot_dir,
+            fmt=self.fmt,
+            quiet=self.quiet,
+        )
+
+
+#: The command parameters ``StudyArgs`` collects (the SLO pair only where declared).
+_STUDY_PARAMS = tuple(f.name for f in fields(StudyArgs))
+
+
 def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """SCENARIO, --set, the Monte Carlo options, --workers, --quiet, --json, --plot, --format."""
+    """SCENARIO, --set, the Monte Carlo options, --workers, --quiet, --json, --plot, --format;
+    the command receives them (and --ttft-slo-ms / --tpot-slo-ms when it declares
+    ``slo_options``) as one ``StudyArgs``, its first argument."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            args = StudyArgs(**{k: kwargs.pop(k) for k in _STUDY_PARAMS if k in kwargs})
+            return fn(args, **kwargs)
+
         for option in (
             format_option,
             plot_option,
@@ -129,23 +185,14 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             set_option,
             scenario_argument,
         ):
-            fn = option(fn)
-        return fn
+            command = option(command)
+        return command
 
     return decorate
 
 
 def build_study(
-    scenario: str,
-    sets: tuple[str, ...],
-    *,
-    replications: int | None,
-    requests: int | None,
-    seed: int | None,
-    workers: int,
-    progress: Callable[[int, int], None] | None,
-    ttft_slo_ms: float | None = None,
-    tpot_slo_ms: float | None = None,
+    args: StudyArgs, progress: Callable[[int, int], None] | None
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
@@ -153,22 +200,26 @@ def build_study(
     from sim.scenario.load import load_scenario, with_overrides
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
-    sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    sc = with_mc_settings(
+        load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
+    )
     slo = {}
-    if ttft_slo_ms is not None:
-        slo["serving.ttft_slo_ms"] = ttft_slo_ms
-    if tpot_slo_ms is not None:
-        slo["serving.tpot_slo_ms"] = tpot_slo_ms
+    if args.ttft_slo_ms is not None:
+        slo["serving.ttft_slo_ms"] = args.ttft_slo_ms
+    if args.tpot_slo_ms is not None:
+        slo["serving.tpot_slo_ms"] = args.tpot_slo_ms
     if slo:
         sc = with_overrides(sc, slo, source="option")
-    builder = ScenarioPlans.of(sc, source=scenario, base_dir=Path(scenario).resolve().parent)
+    builder = ScenarioPlans.of(
+        sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
+    )
     setup = builder.setup(None, builder.default_steps)
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,
         seed=setup.seed,
         slo=setup.slo,
-        executor=LocalExecutor(workers),
+        executor=LocalExecutor(args.workers),
         progress=progress,
     )
     return builder, evaluator

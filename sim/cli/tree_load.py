@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
-    echo_document,
     format_option,
     json_option,
     plot_option,
@@ -21,6 +20,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
+from sim.cli.serving_options import emit
 
 #: Closed-loop concurrencies when none are given.
 DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
@@ -103,15 +103,12 @@ def tree_load(
             source=scenario,
             progress=progress,
         )
-    body = tree_load_to_dict(result)
-    if plot_dir:
-        # lazy: matplotlib only when --plot is given (start-up)
-        from sim.cli.plot import echo_written, save_figures
-        from sim.report.tree_load import tree_load_figures
-
-        figures = tree_load_figures({"kind": "tree-load", **body})
-        echo_written(save_figures(figures, plot_dir, fmt), quiet)
-    if as_json:
-        echo_document("tree-load", body)
-    else:
-        click.echo(render_tree_load(body))
+    emit(
+        "tree-load",
+        tree_load_to_dict(result),
+        render_tree_load,
+        as_json=as_json,
+        plot_dir=plot_dir,
+        fmt=fmt,
+        quiet=quiet,
+    )

@@ -110,8 +110,10 @@ class PassPhysics:
 class MeasuredPass:
     """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
     ms, where the number comes from (a URL, repo and path, or "scenario timing"), the
-    scenario field that holds it (for errors; None: the calibration's field) and the
-    sequences its tokens belong to (None: independent tokens)."""
+    scenario field that holds it (for errors; None: the calibration's field), the
+    sequences its tokens belong to (None: independent tokens) and, where the time does not
+    fix it, its compute (ms): a launch-bound eager pass whose GPU work is known from
+    elsewhere (the graphed decode's, ``timing.verify_compute = "decode"``)."""
 
     tokens: int
     kv_tokens: float
@@ -120,6 +122,7 @@ class MeasuredPass:
     source: str
     field: str | None = None
     sequences: int | None = None
+    compute_ms: float | None = None
 
 
 #: Compute ms per work ms beyond the measured points when one point is all there is.
@@ -281,7 +284,11 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
     shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
-        compute = calibrate_compute_ms(schedule, point.ms)
+        compute = (
+            calibrate_compute_ms(schedule, point.ms)
+            if point.compute_ms is None
+            else point.compute_ms
+        )
     except ValueError as exc:
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass over {point.tokens} tokens is "

@@ -108,4 +108,31 @@ def render_levers(table: dict[str, Any]) -> str:
         lines.append(f"ranked (one lever at a time): {order}")
     lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
+    if table.get("kernels"):
+        lines += kernel_sweep_lines(table["kernels"])
     return "\n".join(lines)
+
+
+def kernel_sweep_lines(sweep: dict[str, Any]) -> list[str]:
+    """The levers at the ends of the kernel count's range (``KernelSweep.to_dict``)."""
+    counts = sweep["counts"]
+    head = "".join(f"{f'{k} kernels':>12}" for k in counts)
+    lines = [
+        f"across the kernels an eager layer issues (model.kernels_per_layer "
+        f"{counts[0]}-{counts[-1]}: {sweep['reason']}), tok/s as specified:",
+        f"{'lever':<18}{head}",
+    ]
+    for name, values in sweep["tok_s"].items():
+        lines.append(f"{name:<18}" + "".join(f"{_tok(x):>12}" for x in values))
+    cost = "".join(f"{x:>12.2f}" for x in sweep["launch_us"])
+    lines.append(f"{'us a kernel':<18}{cost}  ({sweep['launch_origin']})")
+    gpu = "".join(f"{_tok(x):>12}" for x in sweep["gpu_work"])
+    lines.append(f"{'graph, GPU work':<18}{gpu}  (verify time as GPU work)")
+    if all(x is None for x in sweep["gpu_work"]):
+        fits = sweep["gpu_work_fits_up_to"]
+        where = f"; it fits only up to {fits} kernels a layer" if fits else ""
+        lines.append(
+            f"  verify time as GPU work does not fit the measured verify anywhere in the "
+            f"range{where}: {sweep['gpu_work_note']}"
+        )
+    return lines

@@ -23,7 +23,7 @@ written down once:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -623,6 +623,9 @@ def serving_cost(
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
+    if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
+        compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
+        anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
     extra = dict(points or {})
     weights = {False: target_weights(scenario)}
     if speculative:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from sim.errors import SpecsimError, UnknownNameError
-from sim.hardware.eager import calibrate_kernel_us
+from sim.hardware.eager import EAGER_KERNEL_US, calibrate_kernel_us
 from sim.hardware.gpus import GpuPreset, gpu_preset
 from sim.hardware.interconnects import Interconnect, resolve_interconnect
 from sim.hardware.launch import KernelSchedule
@@ -84,7 +84,7 @@ def hardware_point(scenario: Scenario) -> HardwarePoint:
         gpus=hw.gpus,
         gpu=_gpu(hw.gpu, "hardware.gpu"),
         verify_cuda_graph=scenario.timing.verify_cuda_graph,
-        launch_us=hw.launch_us,
+        launch_us=EAGER_KERNEL_US if hw.launch_us is None else hw.launch_us,
         allreduce=hw.allreduce,
     )
 
@@ -162,10 +162,49 @@ class ScenarioHardware:
         self.current = hardware_point(scenario)
         self.reference = reference_point(scenario)
         self.at_reference = self.current.key() == self.reference.key()
-        launch_us = self._launch_us_from_verify()
-        if launch_us is not None:
-            self.current = self.current.with_launch_us(launch_us)
-            self.reference = self.reference.with_launch_us(launch_us)
+        #: The per-kernel CPU cost the measured ungraphed verify fixes (None: not fixed;
+        #: ``hardware.launch_us`` or its default applies).
+        self.derived_launch_us = self._launch_us_from_verify()
+        if self.derived_launch_us is not None:
+            self._check_launch_not_stated(self.derived_launch_us)
+            self.reference = self.reference.with_launch_us(self.derived_launch_us)
+            if "hardware.launch_us" not in scenario._overrides:
+                self.current = self.current.with_launch_us(self.derived_launch_us)
+
+    def _check_launch_not_stated(self, derived_us: float) -> None:
+        """A file that states ``hardware.launch_us`` while its measured ungraphed verify
+        fixes it says two things about one quantity: SpecsimError naming the field. (A
+        ``--set`` of it is a what-if: the timings keep the derived cost, the hardware asked
+        about takes the override.)"""
+        stated = self.scenario.hardware.launch_us
+        if stated is None or "hardware.launch_us" not in self.scenario._given:
+            return
+        raise SpecsimError(
+            f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
+            "timing.verify_compute = 'decode' fixes the per-kernel CPU cost at "
+            f"{derived_us:.4g} us ({self.geom.kernels_per_layer} kernels a layer): leave "
+            "it out, or set timing.verify_compute = 'measured' to take the verify's GPU "
+            "work from its time at this cost instead",
+            field="hardware.launch_us",
+        )
+
+    @property
+    def launch_origin(self) -> tuple[str, str]:
+        """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
+        if "hardware.launch_us" in self.scenario._overrides:
+            return "override", f"set by {self.scenario._overrides['hardware.launch_us']}"
+        if self.derived_launch_us is not None:
+            return "derived", (
+                f"fixed by the measured ungraphed verify ({self.scenario.timing.verify_ms:g} "
+                "ms) with its GPU work from the graphed decode (timing.verify_compute = "
+                f"'decode') at {self.geom.kernels_per_layer} kernels a layer"
+            )
+        if self.scenario.hardware.launch_us is not None:
+            return "measured", "given in the scenario"
+        return "default", (
+            "not given: the public per-kernel cost, calibrated on pie-project/pie PR #348 "
+            "(sim/hardware/eager.py)"
+        )
 
     @property
     def verify_from_decode(self) -> bool:
@@ -219,6 +258,31 @@ class ScenarioHardware:
                 f"{exc}",
                 field="timing.verify_ms",
             ) from None
+
+    def _raise_launches_exceed(self, shape: PassShape, measured_ms: float) -> None:
+        """SpecsimError for an ungraphed measured pass whose launches alone, at the stated
+        (or public) per-kernel cost, take longer than it: names the stated field behind
+        the cost, and the largest cost the measurement allows (no-op when the launches
+        fit and something else is wrong)."""
+        schedule = pass_schedule(shape, self.reference, self.geom)[0]
+        if schedule.launch_work_ms <= measured_ms:
+            return
+        unit = pass_schedule(shape, self.reference.with_launch_us(1.0), self.geom)[0]
+        try:
+            largest = calibrate_kernel_us(lambda c: unit, 0.0, measured_ms)
+        except ValueError:
+            largest = 0.0
+        stated = self.scenario.hardware.launch_us is not None
+        cost = "stated" if stated else "the public default"
+        raise SpecsimError(
+            f"{shape.layers} layers x {self.geom.kernels_per_layer} kernels at "
+            f"{self.reference.launch_us:.4g} us a kernel ({cost}) take "
+            f"{schedule.launch_work_ms:.4g} ms to launch, more than the measured ungraphed "
+            f"{shape.name} ({measured_ms:.4g} ms): set timing.verify_compute = 'decode' to "
+            "derive the per-kernel cost from it, or a hardware.launch_us of at most "
+            f"{largest:.4g} us",
+            field="hardware.launch_us" if stated else "model.kernels_per_layer",
+        )
 
     @cached_property
     def geom(self) -> Geometry:
@@ -360,7 +424,12 @@ class ScenarioHardware:
             return None
         field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
         ref_shape = self.shape(name, tokens, self.reference)
-        x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
+        try:
+            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
+        except SpecsimError:
+            if not ref_shape.graphed:
+                self._raise_launches_exceed(ref_shape, measured)
+            raise
         origin = "measured" if self.at_reference else "recomposed"
         return x_ref * compute_scale(self.reference, self.current), origin
 

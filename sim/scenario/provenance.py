@@ -191,8 +191,9 @@ def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
         out.append(_entry(scenario, f"timing.{key}", getattr(timing, key)))
     out += _acceptance_assumptions(scenario)
     if uses_hardware_model(scenario):
-        for key in ("gpus", "interconnect", "gpu", "launch_us"):
+        for key in ("gpus", "interconnect", "gpu"):
             out.append(_entry(scenario, f"hardware.{key}", getattr(scenario.hardware, key)))
+        out.append(launch_assumption(scenario, hw))
         eff = _entry(
             scenario, "hardware.bandwidth_efficiency", scenario.hardware.bandwidth_efficiency
         )
@@ -205,7 +206,48 @@ def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
             value = getattr(scenario.model, key)
             if value is not None:
                 out.append(_entry(scenario, f"model.{key}", value))
+    elif eager_verify(hw) and scenario.model.kernels_per_layer is not None:
+        out.append(launch_assumption(scenario, hw))
+        out.append(_entry(scenario, "model.kernels_per_layer", scenario.model.kernels_per_layer))
     return tuple(out)
+
+
+def eager_verify(hw: ScenarioHardware) -> bool:
+    """True when the verify runs ungraphed where the timings were measured or where the
+    answer is asked (the eager model's per-kernel cost and kernel count then matter)."""
+    return not (hw.current.verify_cuda_graph and hw.reference.verify_cuda_graph)
+
+
+def kernel_count_range(scenario: Scenario) -> tuple[int, int] | None:
+    """The ``[uncertainty]`` range of ``model.kernels_per_layer`` (None: none stated)."""
+    entry = scenario.uncertainty.entries().get("model.kernels_per_layer")
+    if entry is None or entry.range is None:
+        return None
+    return (int(entry.range[0]), int(entry.range[1]))
+
+
+def launch_at_kernels(scenario: Scenario, kernels: int) -> float:
+    """The per-kernel CPU cost (us) on the hardware asked about at ``kernels`` a layer."""
+    model = scenario.model.model_copy(update={"kernels_per_layer": kernels})
+    # a copy, not a re-validation: the count is inside the range the file already passed
+    return ScenarioHardware(scenario.model_copy(update={"model": model})).current.launch_us
+
+
+def launch_assumption(scenario: Scenario, hw: ScenarioHardware) -> Assumption:
+    """``hardware.launch_us`` as the answer uses it: stated, the public default, or derived
+    from the measured ungraphed verify, then with its range over the kernel count's."""
+    origin, reason = hw.launch_origin
+    if origin == "measured":  # stated in the file: its [uncertainty] entry says how it was got
+        origin, reason = given_origin(scenario, "hardware.launch_us")
+    counts = kernel_count_range(scenario)
+    span = None
+    if origin == "derived" and counts is not None:
+        ends = [launch_at_kernels(scenario, k) for k in counts]
+        span = (min(ends), max(ends))
+        reason += f"; {span[1]:.4g}-{span[0]:.4g} us at {counts[0]}-{counts[1]} kernels"
+    return Assumption(
+        "hardware.launch_us", round(hw.current.launch_us, 4), origin, range=span, reason=reason
+    )
 
 
 def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:

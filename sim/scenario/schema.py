@@ -24,7 +24,6 @@ from pydantic import (
 )
 
 from sim.errors import UnknownNameError
-from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.model.policy import KTable
@@ -135,8 +134,11 @@ class HardwareSpec(Section):
 
     ``interconnect`` names a preset (``specsim hardware --list``) or an inline
     ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
-    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch; default
-    18.9 us, calibrated on a public graphed-vs-eager pair: sim/hardware/eager.py);
+    without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch). Left out
+    (None) it is derived where a measured ungraphed verify fixes it
+    (``timing.verify_compute = "decode"``, sim/scenario/decompose.py; stating it there too
+    is an error), else the public 18.9 us, calibrated on a graphed-vs-eager pair
+    (sim/hardware/eager.py);
     ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
     or ``auto`` (the faster; sim/hardware/allreduce.py); ``rank_jitter_cv`` the coefficient
     of variation of one rank's compute per layer segment (layer-level pass only; 0 =
@@ -149,7 +151,7 @@ class HardwareSpec(Section):
     gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] = 1
     interconnect: str = "pcie-gen4"
     gpu: str | None = None
-    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = EAGER_KERNEL_US
+    launch_us: Annotated[float, Field(ge=0.0, le=1_000_000.0)] | None = None
     allreduce: Library = "auto"
     rank_jitter_cv: Annotated[float, Field(ge=0.0, le=10.0)] = 0.0
     #: Fraction of the GPU's peak memory bandwidth and FLOPs that derived compute achieves

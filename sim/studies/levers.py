@@ -15,6 +15,12 @@ Each lever is a set of overrides on the scenario; its long-run tok/s is the clos
   last one bounds graphing's gain from below: it attributes every millisecond the eager
   model cannot explain to GPU work. A better drafter adds the range of its published
   accept lengths.
+
+Where the scenario states a range for the kernels an eager layer issues
+(``model.kernels_per_layer`` under ``[uncertainty]``) and its verify runs ungraphed, the
+table adds each lever at the range's ends (``KernelSweep``): with a measured ungraphed verify
+the per-kernel CPU cost follows from it at each count, and the "verify time as GPU work"
+reading (the public per-kernel cost) is shown where it fits the measured verify at all.
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.errors import SpecsimError
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
+from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
+from sim.scenario.provenance import eager_verify, kernel_count_range
 from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import answer_uncertainty
 
@@ -34,12 +43,14 @@ __all__ = [
     "KIMI_K2_DRAFTER",
     "VARIANTS",
     "Drafter",
+    "KernelSweep",
     "Lever",
     "LeverRow",
     "LeverTable",
     "Variant",
     "default_levers",
     "drafter_for",
+    "kernel_sweep",
     "lever_scenarios",
     "lever_table",
 ]
@@ -175,11 +186,100 @@ class LeverRow:
 
 
 @dataclass(frozen=True)
+class KernelSweep:
+    """The levers across the kernel count's range (``counts``, the ends of
+    ``model.kernels_per_layer``'s range): the per-kernel CPU cost at each (``launch_us``,
+    with its origin), each lever's tok/s as specified (None where the count makes the
+    scenario invalid), and graphing under the "verify time as GPU work" reading at each
+    count (``gpu_work``; None: the public per-kernel cost's launches alone exceed the
+    measured verify) with the largest count at which that reading fits
+    (``gpu_work_fits_up_to``; None: it fits the whole range, or none at all)."""
+
+    counts: tuple[int, ...]
+    reason: str
+    launch_us: tuple[float, ...]
+    launch_origin: str
+    tok_s: Mapping[str, tuple[float | None, ...]]
+    gpu_work: tuple[float | None, ...]
+    gpu_work_note: str
+    gpu_work_fits_up_to: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "counts": list(self.counts),
+            "reason": self.reason,
+            "launch_us": list(self.launch_us),
+            "launch_origin": self.launch_origin,
+            "tok_s": {k: list(v) for k, v in self.tok_s.items()},
+            "gpu_work": list(self.gpu_work),
+            "gpu_work_note": self.gpu_work_note,
+            "gpu_work_fits_up_to": self.gpu_work_fits_up_to,
+        }
+
+
+#: The "verify time as GPU work" reading of graphing (``VARIANTS``' last, with the graph).
+_GPU_WORK_GRAPHED = {"timing.verify_compute": "measured", "timing.verify_cuda_graph": True}
+
+
+def _try_tok_s(scenario: Scenario, overrides: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(tok/s, "") of the scenario with ``overrides``, or (None, why not)."""
+    try:
+        return _tok_s(with_overrides(scenario, dict(overrides), source="lever")), ""
+    except SpecsimError as exc:
+        return None, exc.message
+
+
+def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | None:
+    """The levers at the ends of the kernel count's stated range (None: no range, or the
+    verify is graphed wherever it matters)."""
+    counts = kernel_count_range(scenario)
+    if counts is None or not eager_verify(ScenarioHardware(scenario)):
+        return None
+    entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
+    field = "model.kernels_per_layer"
+    launch, origin = [], ""
+    for k in counts:
+        hw = ScenarioHardware(with_overrides(scenario, {field: k}, source="lever"))
+        launch.append(hw.current.launch_us)
+        origin = hw.launch_origin[0]
+    tok_s = {
+        lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
+        for lever in levers
+    }
+    gpu_work = tuple(_try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k})[0] for k in counts)
+    fits_up_to = None
+    if scenario.timing.verify_compute == "decode" and gpu_work[0] is None:
+        low = 2 * max(scenario.model.allreduces_per_layer, 1)  # the schema's least count
+        for k in range(counts[0] - 1, low - 1, -1):
+            if _try_tok_s(scenario, {**_GPU_WORK_GRAPHED, field: k})[0] is not None:
+                fits_up_to = k
+                break
+    note = _gpu_work_note(scenario, counts) if all(x is None for x in gpu_work) else ""
+    return KernelSweep(
+        counts, entry.reason, tuple(launch), origin, tok_s, gpu_work, note, fits_up_to
+    )
+
+
+def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
+    """Why the "verify time as GPU work" reading fits no count of the range: the public
+    per-kernel cost's launches (every kernel and eager all-reduce call one framework op,
+    sim/hardware/eager.py) against the measured verify."""
+    layers = scenario.model.layers or 0
+    launch = [layers * k * EAGER_KERNEL_US / 1000.0 for k in counts]
+    return (
+        f"at the public {EAGER_KERNEL_US:.3g} us a kernel the launches of {layers} layers x "
+        f"{counts[0]}-{counts[-1]} kernels alone take {launch[0]:.1f}-{launch[-1]:.1f} ms, "
+        f"more than the measured {scenario.timing.verify_ms:g} ms verify"
+    )
+
+
+@dataclass(frozen=True)
 class LeverTable:
     scenario: str
     rows: tuple[LeverRow, ...]
     variants: tuple[Variant, ...]
     drafter: Drafter | None
+    kernels: KernelSweep | None = None
 
     @property
     def reference(self) -> LeverRow:
@@ -208,6 +308,7 @@ class LeverTable:
             },
             "interval90": "90% interval from inputs and model",
             "interval": "range across the hardware model's variants",
+            "kernels": None if self.kernels is None else self.kernels.to_dict(),
         }
 
 
@@ -280,7 +381,8 @@ def lever_table(
     """
     drafter = drafter or drafter_for(scenario)
     rows = []
-    for lever in levers or default_levers(scenario, drafter):
+    levers = tuple(levers or default_levers(scenario, drafter))
+    for lever in levers:
         try:
             applied = with_overrides(scenario, dict(lever.overrides), source="lever")
             tok_s = _tok_s(applied)
@@ -305,4 +407,5 @@ def lever_table(
                 interval90=interval90,
             )
         )
-    return LeverTable(scenario.name, tuple(rows), tuple(variants), drafter)
+    sweep = kernel_sweep(scenario, levers)
+    return LeverTable(scenario.name, tuple(rows), tuple(variants), drafter, sweep)

@@ -26,6 +26,7 @@ from sim.hardware.interconnects import PRESETS, SGLANG_2904_CUSTOM_US, Interconn
 from sim.hardware.launch import KernelSchedule, calibrate_compute_ms, critical_path_ms
 from sim.hardware.passes import compose_pass
 from sim.scenario.decompose import ScenarioHardware
+from sim.scenario.provenance import launch_at_kernels
 from sim.scenario.schema import Scenario
 from sim.validation.cases import Case, Row
 from sim.validation.hardware_data import (
@@ -179,6 +180,7 @@ def case_eager_pairs(seed: Scenario) -> Case:
         rows.append(Row("eager pass ms", f"{pair.key} eager", inputs, pair.eager_ms, predicted))
     rows.append(_seed_row(seed))
     hw = ScenarioHardware(seed)
+    low, high = sglang_kimi_kernels()
     within = [r for r in rows if abs(r.error) <= 0.15]
     same = [
         r for r, p in zip(rows, (*EAGER_PAIRS, None), strict=True) if p is None or p.same_kernels
@@ -201,8 +203,10 @@ def case_eager_pairs(seed: Scenario) -> Case:
             f"unfused ops without torch.compile (vLLM enforce_eager): {NATIVE_OP_US:.3g} us "
             f"of CPU and {NATIVE_OP_GPU_US:.3g} us of GPU per extra kernel (vLLM PRs #51480, "
             "#55329); counted from vLLM's source where it runs: Qwen2.5-Omni's MRoPE",
-            f"kernels per layer: dense 15 (pie #348's count), Kimi 18 (the seed scenario's "
-            f"assumption), TRITON_MLA's decode attention op 6 (assumption), the MLA prefill "
+            f"kernels per layer: dense 15 (pie #348's count), Kimi under SGLang {low}-{high} "
+            f"(counted from its source; the seed scenario's {seed.model.kernels_per_layer}), "
+            "Kimi under vLLM's piecewise graphs 18 (an assumption that only spreads the GPU "
+            "work), TRITON_MLA's decode attention op 6 (assumption), the MLA prefill "
             f"branch's {VLLM_MLA_PREFILL_KERNELS} (counted from vLLM's common.py; the "
             f"voipmonitor verify's ungraphed side); the seed fixes its own per-kernel cost at "
             f"{hw.current.launch_us:.1f} us under verify_compute = decode",
@@ -219,12 +223,6 @@ def case_eager_pairs(seed: Scenario) -> Case:
             f"+{_unfused_ms('vllm-omni-7960'):.2f} ms a step), far from the gap.",
             _host_bound_note(),
             _context_note(),
-            "The seed row is not public (the user's own measurement): at the public per-kernel "
-            "cost and 18 kernels a layer the model puts the ungraphed verify at about 21 ms "
-            "against 30 ms measured; 30 ms needs about 26 kernels a layer at that cost, or "
-            f"{hw.current.launch_us:.1f} us a kernel at 18, which is what the seed scenario "
-            "uses (its graphed-verify what-if does not depend on it: the graphed verify's "
-            "GPU work comes from the graphed decode).",
             _counted_kimi_note(seed),
         ),
     )
@@ -235,24 +233,24 @@ def _counted_kimi_note(seed: Scenario) -> str:
     low, high = sglang_kimi_kernels()
     at_low, at_high = (_seed_verify_ms(seed, k) for k in (low, high))
     measured = seed.timing.verify_ms or 0.0
+    old = 18  # the count the seed scenario assumed before it was counted
     return (
-        f"Counted from SGLang's source, an eager Kimi-K2.5 layer issues {low}-{high} "
-        "kernels (fused or PyTorch-native rotary, triton or flashinfer attention, fused or "
-        f"compiled top-k; sim/validation/hardware_data.py), not 18: at the public per-kernel "
-        f"cost that puts the seed's ungraphed verify at {at_low:.1f}-{at_high:.1f} ms "
-        f"({100 * (at_low / measured - 1):+.0f}% to {100 * (at_high / measured - 1):+.0f}%), "
-        f"and the measured {measured:g} ms implies "
-        f"{_implied_kernel_us(seed, high):.1f}-{_implied_kernel_us(seed, low):.1f} us a "
-        f"kernel (the public cost is {EAGER_KERNEL_US:.1f}). No op of that layer syncs with "
-        "the host (the expert alignment runs on the GPU), so no host sync is modelled. The "
-        "row keeps the scenario's 18, which the seed scenario's own answers use."
+        "The seed row is not public (the user's own measurement). Counted from SGLang's "
+        f"source, an eager Kimi-K2.5 layer issues {low}-{high} kernels (fused or "
+        "PyTorch-native rotary, triton or flashinfer attention, fused or compiled top-k; "
+        "sim/validation/hardware_data.py; the seed scenario takes "
+        f"{seed.model.kernels_per_layer} with the range): at the public per-kernel cost "
+        f"that puts the seed's ungraphed verify at {at_low:.1f}-{at_high:.1f} ms "
+        f"({100 * (at_low / measured - 1):+.0f}% to {100 * (at_high / measured - 1):+.0f}%; "
+        f"the row is the scenario's count), and the measured {measured:g} ms implies "
+        f"{launch_at_kernels(seed, high):.1f}-{launch_at_kernels(seed, low):.1f} us a "
+        f"kernel (the public cost is {EAGER_KERNEL_US:.1f}), which the seed scenario derives "
+        "at its count (its graphed-verify what-if does not depend on either: the graphed "
+        "verify's GPU work comes from the graphed decode). The count the scenario assumed "
+        f"before it was counted, {old}, put the row at {_seed_verify_ms(seed, old):.1f} ms. "
+        "No op of that layer syncs with the host (the expert alignment runs on the GPU), so "
+        "no host sync is modelled."
     )
-
-
-def _implied_kernel_us(seed: Scenario, kernels_per_layer: int) -> float:
-    """The per-kernel cost the seed's measured verify implies at that kernel count."""
-    update = {"model": seed.model.model_copy(update={"kernels_per_layer": kernels_per_layer})}
-    return ScenarioHardware(seed.model_copy(update=update)).current.launch_us
 
 
 def _context_note() -> str:

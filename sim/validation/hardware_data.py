@@ -247,10 +247,13 @@ PIE_348 = EagerPair(
 #: Kernels of a dense decoder layer, from pie #348's count ("~15 kernels/layer"), used for
 #: the other dense models (an assumption: the sources do not count their own).
 DENSE_KERNELS_PER_LAYER = 15
-#: Kimi-K2 (MLA + routed MoE) layer: the seed scenario's assumption (docs/reference.md §All-reduce's
-#: upper end); TRITON_MLA's attention op: 6 kernels (KV-cache write, q absorption, two
+#: Kimi-K2 (MLA + routed MoE) layer under vLLM's PIECEWISE graphs: an assumption (vLLM's
+#: compiled pieces are not counted here; SGLang's eager layer, counted below, issues 28-42).
+#: In piecewise mode the CPU issues only the attention op and one launch per piece, so the
+#: count only spreads the GPU work: the vllm-42885 prediction is 28.92 / 28.93 / 28.98 ms at
+#: 18 / 28 / 42. TRITON_MLA's attention op: 6 kernels (KV-cache write, q absorption, two
 #: decode stages, value up-projection, output copy), an assumption.
-KIMI_KERNELS_PER_LAYER = 18
+VLLM_KIMI_KERNELS_PER_LAYER = 18
 KIMI_ATTENTION_KERNELS = 6
 
 
@@ -475,7 +478,7 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
         "FULL_AND_PIECEWISE for TRITON_MLA)",
         source="https://github.com/vllm-project/vllm/pull/42885",
         layers=61,
-        kernels_per_layer=KIMI_KERNELS_PER_LAYER,
+        kernels_per_layer=VLLM_KIMI_KERNELS_PER_LAYER,
         gpus=8,
         interconnect="nvlink3",
         hidden_size=7168,

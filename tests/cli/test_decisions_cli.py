@@ -41,8 +41,12 @@ def test_capacity_json():
     doc = json.loads(res.output)
     assert doc["kind"] == "capacity" and doc["slo"]["tpot_ms"] == 20.0
     assert [p["num_steps"] for p in doc["policies"]] == [0, 2]
-    # the seed's drafter loses at batch 1 (verify ungraphed): less capacity with it
-    assert doc["policies"][1]["capacity_gain"] < 1.0
+    # the seed's eager verify is launch-bound (GPU work from the graphed decode, the CPU's
+    # 30 ms of launches on top): a batch rides on those launches until its GPU work catches
+    # up (tests/scenario/test_serving_verify.py), while plain decoding's graphed step grows
+    # from the first extra user; under a 20 ms TPOT the drafter carries more load although
+    # it loses at batch 1 (33.3 ms / accept length 2 = 16.7 ms a token against 12.1)
+    assert doc["policies"][1]["capacity_gain"] > 1.0
     res = CliRunner().invoke(main, ["capacity", str(LLAMA), *SMALL])
     assert res.exit_code == 2 and "TTFT or TPOT" in res.output
 

@@ -96,7 +96,7 @@ def test_calibrate_sees_the_extend_growth_when_accept_lengths_differ():
     from sim.scenario.load import load_scenario
     from tests.conftest import SEED
 
-    base = load_scenario(SEED, ["timing.verify_compute=measured"])
+    base = load_scenario(SEED)
     truth = 0.4  # ms per accepted token
     data = None
     for al in (1.2, 2.0):

@@ -18,6 +18,7 @@ from sim.hardware.passes import PASS_NAMES, pass_schedule
 from sim.scenario.bind import pass_times
 from sim.scenario.decompose import ScenarioHardware, measured_pass_times, target_weights
 from sim.scenario.load import load_scenario, with_overrides
+from sim.validation.hardware_data import SGLANG_KIMI_LAYER_OPS
 from tests.conftest import SEED, seed_text_without_uncertainty
 
 
@@ -50,20 +51,59 @@ def test_reproduces_measured_times_exactly(seed):
 def test_breakdown_parts_at_the_seed(seed):
     hw = ScenarioHardware(seed)
     v, d = hw.breakdown("verify"), hw.breakdown("decode")
-    # 61 layers x 2 all-reduces of 3 x 7168 x 2 bytes, ungraphed, 18 kernels x 61 layers.
+    # 61 layers x 2 all-reduces of 3 x 7168 x 2 bytes, ungraphed, 28 kernels x 61 layers
+    # (counted from SGLang's source, sim/validation/hardware_data.py).
+    kernels = seed.model.kernels_per_layer
+    assert kernels == sum(op.low for op in SGLANG_KIMI_LAYER_OPS) == 28
     assert v.allreduces == 122
     assert v.message_bytes == 3 * 7168 * 2
     # verify_compute = decode: the verify's compute is the graphed decode's plus 2 x 0.7 ms.
     assert v.compute_ms == pytest.approx(d.compute_ms + 2 * 0.7, rel=1e-12)
-    # Launch-bound: 30 ms = 1098 kernels x c + the last all-reduce, which fixes c.
-    c_ms = (30.0 - v.allreduce.us / 1000) / (18 * 61)
+    # Launch-bound: 30 ms = 1708 kernels x c + the last all-reduce, which fixes c.
+    c_ms = (30.0 - v.allreduce.us / 1000) / (kernels * 61)
     assert hw.current.launch_us == pytest.approx(c_ms * 1000, rel=1e-9)
-    assert v.launch_ms == pytest.approx(18 * 61 * c_ms, rel=1e-9)
+    assert hw.launch_origin[0] == "derived"
+    assert v.launch_ms == pytest.approx(kernels * 61 * c_ms, rel=1e-9)
     assert v.launch_bound and v.total_ms == pytest.approx(30.0, rel=1e-12)
 
 
+@pytest.mark.parametrize("kernels", [28, 35, 42])
+def test_the_measured_verify_fixes_the_kernel_cost_at_every_count(seed, kernels):
+    """Whatever the count in its range, the seed's 30 ms is honoured: c x count is fixed."""
+    s = with_overrides(seed, {"model.kernels_per_layer": kernels})
+    hw = ScenarioHardware(s)
+    v = hw.breakdown("verify")
+    assert v.total_ms == pytest.approx(30.0, rel=1e-12)
+    c_ms = (30.0 - v.allreduce.us / 1000) / (kernels * 61)
+    assert hw.current.launch_us == pytest.approx(c_ms * 1000, rel=1e-9)
+
+
+def test_a_stated_launch_cost_the_measured_verify_fixes_is_an_error(write_scenario):
+    text = SEED.read_text().replace(
+        'gpu = "RTX-PRO-6000"\n', 'gpu = "RTX-PRO-6000"\nlaunch_us = 18.9\n'
+    )
+    result = CliRunner().invoke(main, ["run", str(write_scenario(text))])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    line = result.output.strip()
+    assert line.count("\n") == 0 and "hardware.launch_us" in line and "17.55 us" in line
+
+
+def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
+    """--set hardware.launch_us: the timings keep the cost the verify fixed; the hardware
+    asked about issues kernels at the override (half the cost: about half the launches)."""
+    s = with_overrides(seed, {"hardware.launch_us": 8.0})
+    hw = ScenarioHardware(s)
+    assert hw.reference.launch_us == pytest.approx(ScenarioHardware(seed).current.launch_us)
+    assert hw.current.launch_us == 8.0 and hw.launch_origin[0] == "override"
+    v = hw.breakdown("verify")
+    assert v.launch_ms == pytest.approx(28 * 61 * 8.0 / 1000, rel=1e-9)
+    assert v.total_ms < 30.0
+
+
 def test_measured_verify_compute_is_gpu_bound_at_the_public_launch_cost(seed):
-    s = with_overrides(seed, {"timing.verify_compute": "measured"})
+    # at 18 kernels a layer the public cost's launches (20.7 ms) fit the measured 30 ms;
+    # at SGLang's counted 28-42 they do not (the next test)
+    s = with_overrides(seed, {"timing.verify_compute": "measured", "model.kernels_per_layer": 18})
     v = ScenarioHardware(s).breakdown("verify")
     c_ms = EAGER_KERNEL_US / 1000
     assert v.launch_ms == pytest.approx(18 * 61 * c_ms)
@@ -101,7 +141,7 @@ def test_fewer_gpus_scale_compute(seed):
 @given(
     interconnect=st.sampled_from(list(PRESETS)),
     gpus=st.sampled_from([1, 2, 4, 8]),
-    launch_us=st.floats(0.0, 20.0),
+    launch_us=st.floats(0.0, 16.5),
     tokens=st.integers(1, 12),
     compute=st.sampled_from(["measured", "decode"]),
 )
@@ -113,8 +153,10 @@ def test_graphing_the_verify_never_makes_it_slower(
         "hardware.gpus": gpus,
         "timing.verify_compute": compute,
     }
-    # launch_us is a model assumption (under "decode" the measured verify fixes it): keep
-    # it below the seed's floor (30 ms over 1098 kernels) for the measured point to stay valid.
+    # launch_us is a model assumption (under "decode" the measured verify fixes it and an
+    # override is a what-if): keep it below the seed's floor (the verify line's lowest
+    # point, 28.6 ms over 1 token, across 61 x 28 kernels: 16.7 us) for the measured line
+    # to stay valid under "measured".
     base["hardware.launch_us"] = launch_us
     ungraphed = with_overrides(seed, {**base, "timing.verify_cuda_graph": False})
     graphed = with_overrides(seed, {**base, "timing.verify_cuda_graph": True})
@@ -124,18 +166,39 @@ def test_graphing_the_verify_never_makes_it_slower(
 
 
 def test_below_the_floor_names_both_numbers_and_the_field(write_scenario):
-    text = (
-        seed_text_without_uncertainty()
-        .replace("verify_ms = 30.0", "verify_ms = 5.0")
-        .replace('verify_compute = "decode"', 'verify_compute = "measured"')
-    )
+    text = seed_text_without_uncertainty().replace("decode_ms = 12.12", "decode_ms = 2.0")
     path = write_scenario(text)
     result = CliRunner().invoke(main, ["run", str(path)])
     assert result.exit_code == 2
     line = result.output.strip()
-    assert str(path) in line and "timing.verify_ms" in line
-    # 122 all-reduces of 43 KB at 26.9 us; 1098 kernels x 18.889 us of launch.
-    assert "communication 3.278 ms" in line and "launch 20.74 ms" in line
+    assert str(path) in line and "timing.decode_ms" in line
+    # 122 graphed all-reduces of 14 KB at 22.7 us: 2.768 ms, no launch work.
+    assert "communication 2.768 ms" in line and "launch 0 ms" in line
+
+
+@pytest.mark.parametrize(
+    ("stated", "field"), [(None, "model.kernels_per_layer"), (18.9, "hardware.launch_us")]
+)
+def test_launches_beyond_a_measured_eager_verify_name_the_stated_field(
+    write_scenario, stated, field
+):
+    """verify_compute = measured at SGLang's 28 kernels: 1708 launches at the public (or a
+    stated) cost exceed the 30 ms; the line names the field and the largest cost that fits
+    (30 ms less the last all-reduce over 1708 kernels)."""
+    text = seed_text_without_uncertainty().replace(
+        'verify_compute = "decode"', 'verify_compute = "measured"'
+    )
+    if stated is not None:
+        text = text.replace(
+            'gpu = "RTX-PRO-6000"\n', f'gpu = "RTX-PRO-6000"\nlaunch_us = {stated}\n'
+        )
+    path = write_scenario(text)
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert str(path) in line and f"{field}:" in line and "verify_compute = 'decode'" in line
+    launch = 28 * 61 * (stated or EAGER_KERNEL_US) / 1000
+    assert f"take {launch:.4g} ms to launch" in line and "at most 17.55 us" in line
 
 
 def test_verify_from_decode_below_its_gpu_work_names_the_field(write_scenario):
@@ -269,7 +332,10 @@ def test_unmeasured_slope_is_derived_by_the_hardware_model(write_scenario):
     p = pass_times(s)
     assert p.verify_over_ms(3) == pytest.approx(30.0, rel=1e-9)
     assert p.verify_over_ms(14) > p.verify_over_ms(4) + 10 * slope  # GPU-bound beyond
-    measured = load_scenario(write_scenario(text), ["timing.verify_compute=measured"])
+    # at 18 kernels a layer, where the public per-kernel cost's launches fit the 30 ms
+    measured = load_scenario(
+        write_scenario(text), ["timing.verify_compute=measured", "model.kernels_per_layer=18"]
+    )
     m_slope, origin, _ = ScenarioHardware(measured).verify_slope
     assert origin == "derived" and m_slope > 0.5  # reads, FLOPs and larger all-reduces
     assert pass_times(measured).verify_over_ms(5) == pytest.approx(30.0 + 2 * m_slope)
@@ -289,7 +355,15 @@ def test_dense_model_verify_is_flat_in_tokens_while_memory_bound():
 
 
 def test_measured_verify_can_grow_with_distinct_experts():
-    s = load_scenario(SEED, ["timing.verify_growth=experts", "timing.verify_compute=measured"])
+    # at 18 kernels a layer, where the public per-kernel cost's launches fit the 30 ms
+    s = load_scenario(
+        SEED,
+        [
+            "timing.verify_growth=experts",
+            "timing.verify_compute=measured",
+            "model.kernels_per_layer=18",
+        ],
+    )
     p = pass_times(s)
     assert p.verify_over_ms(3) == pytest.approx(30.0, rel=1e-12)  # the measured point
     steps = np.diff([p.verify_over_ms(m) for m in range(1, 34)])

@@ -3,6 +3,8 @@ calibrated or override."""
 
 from __future__ import annotations
 
+import pytest
+
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, hardware_line
 from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
@@ -41,6 +43,8 @@ def test_every_origin(write_scenario) -> None:
 def test_derived_slope_and_efficiency_carry_ranges(write_scenario) -> None:
     text = seed_text_without_uncertainty().replace("verify_ms_per_extra_token = 0.7\n", "")
     text = text.replace('verify_compute = "decode"', 'verify_compute = "measured"')
+    # 18 kernels a layer: the public per-kernel cost's launches then fit the measured 30 ms
+    text = text.replace("kernels_per_layer = 28", "kernels_per_layer = 18")
     a = _by_field(load_scenario(write_scenario(text)))
     slope = a["timing.verify_ms_per_extra_token"]
     assert slope.origin == "derived" and slope.range[0] == slope.value < slope.range[1]
@@ -65,3 +69,21 @@ def test_a_study_override_is_named_by_its_source() -> None:
     s = with_overrides(load_scenario(SEED), {"speculation.num_steps": 5}, source="search")
     assert s._overrides == {"speculation.num_steps": "search"}
     assert _by_field(s)["speculation.num_steps"].reason == "set by search"
+
+
+def test_the_eager_model_inputs_are_listed_with_their_origins() -> None:
+    """The seed's verify runs eagerly: its kernel count is listed with its counted range and
+    source, and the per-kernel cost as derived from the measured verify, its range the
+    cost at the count's two ends (30 ms less the last all-reduce over 61 x 28 and 61 x 42)."""
+    a = _by_field(load_scenario(SEED))
+    kernels = a["model.kernels_per_layer"]
+    assert (kernels.value, kernels.origin, kernels.range) == (28, "derived", (28.0, 42.0))
+    assert "SGLang's source" in kernels.reason
+    launch = a["hardware.launch_us"]
+    assert launch.origin == "derived" and "measured ungraphed verify" in launch.reason
+    low, high = launch.range
+    assert high == pytest.approx(launch.value, rel=1e-3)
+    assert low == pytest.approx(high * 28 / 42, rel=1e-9)
+    # graphed as a what-if, the timings were still measured eager: the cost stays derived
+    graphed = _by_field(load_scenario(SEED, ["timing.verify_cuda_graph=true"]))
+    assert graphed["hardware.launch_us"].origin == "derived"

@@ -37,7 +37,7 @@ from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US, calibrate_kernel_us
 from sim.hardware.gpus import GpuPreset, gpu_preset
 from sim.hardware.interconnects import Interconnect, resolve_interconnect
-from sim.hardware.launch import KernelSchedule
+from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale
 from sim.hardware.passes import (
     PASS_NAMES,
     Geometry,
@@ -191,20 +191,21 @@ class ScenarioHardware:
     @property
     def launch_origin(self) -> tuple[str, str]:
         """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
-        if "hardware.launch_us" in self.scenario._overrides:
-            return "override", f"set by {self.scenario._overrides['hardware.launch_us']}"
+        origin, reason = self.scenario.given_origin("hardware.launch_us")
+        if origin == "override":
+            return origin, reason
         if self.derived_launch_us is not None:
             return "derived", (
                 f"fixed by the measured ungraphed verify ({self.scenario.timing.verify_ms:g} "
                 "ms) with its GPU work from the graphed decode (timing.verify_compute = "
                 f"'decode') at {self.geom.kernels_per_layer} kernels a layer"
             )
-        if self.scenario.hardware.launch_us is not None:
-            return "measured", "given in the scenario"
-        return "default", (
-            "not given: the public per-kernel cost, calibrated on pie-project/pie PR #348 "
-            "(sim/hardware/eager.py)"
-        )
+        if origin == "default":
+            return origin, (
+                "not given: the public per-kernel cost, calibrated on pie-project/pie PR #348 "
+                "(sim/hardware/eager.py)"
+            )
+        return origin, reason
 
     @property
     def verify_from_decode(self) -> bool:
@@ -269,7 +270,7 @@ class ScenarioHardware:
             return
         unit = pass_schedule(shape, self.reference.with_launch_us(1.0), self.geom)[0]
         try:
-            largest = calibrate_kernel_us(lambda c: unit, 0.0, measured_ms)
+            largest = calibrate_cpu_scale(unit, 0.0, measured_ms)
         except ValueError:
             largest = 0.0
         stated = self.scenario.hardware.launch_us is not None

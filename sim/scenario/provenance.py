@@ -86,21 +86,8 @@ def _get(scenario: Scenario, dotted: str) -> Any:
     return node
 
 
-def given_origin(scenario: Scenario, dotted: str) -> tuple[str, str]:
-    """(origin, reason) of a field by how the scenario got it (no derivation)."""
-    via = scenario._overrides.get(dotted)
-    if via is not None:
-        return "override", f"set by {via}"
-    entry = scenario.uncertainty.entries().get(dotted)
-    if entry is not None:
-        return entry.resolved_origin, entry.reason
-    if dotted in scenario._given:
-        return "measured", "given in the scenario"
-    return "default", "not given: the default"
-
-
 def _entry(scenario: Scenario, dotted: str, value: Any) -> Assumption:
-    origin, reason = given_origin(scenario, dotted)
+    origin, reason = scenario.given_origin(dotted)
     entry = scenario.uncertainty.entries().get(dotted) if origin != "override" else None
     return Assumption(
         dotted,
@@ -237,8 +224,6 @@ def launch_assumption(scenario: Scenario, hw: ScenarioHardware) -> Assumption:
     """``hardware.launch_us`` as the answer uses it: stated, the public default, or derived
     from the measured ungraphed verify, then with its range over the kernel count's."""
     origin, reason = hw.launch_origin
-    if origin == "measured":  # stated in the file: its [uncertainty] entry says how it was got
-        origin, reason = given_origin(scenario, "hardware.launch_us")
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:
@@ -258,7 +243,7 @@ def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
     if spec.measured_num_steps is not None and spec.anchor in ("alpha", "accept_length", "mix"):
         out.append(_entry(scenario, "acceptance.measured_num_steps", spec.measured_num_steps))
     shape = acceptance_shape(spec)
-    shape_origin, _ = given_origin(scenario, "acceptance.shape")
+    shape_origin, _ = scenario.given_origin("acceptance.shape")
     out.append(
         Assumption(
             "acceptance.shape",

@@ -812,6 +812,19 @@ class Scenario(Section):
 
     __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
 
+    def given_origin(self, dotted: str) -> tuple[str, str]:
+        """(origin, reason) of a field by how the scenario got it (no derivation): set
+        afterwards, described under ``[uncertainty]``, given by the file, or the default."""
+        via = self._overrides.get(dotted)
+        if via is not None:
+            return "override", f"set by {via}"
+        entry = self.uncertainty.entries().get(dotted)
+        if entry is not None:
+            return entry.resolved_origin, entry.reason
+        if dotted in self._given:
+            return "measured", "given in the scenario"
+        return "default", "not given: the default"
+
     name: Annotated[str, Field(max_length=200)]
     description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()

@@ -35,7 +35,7 @@ from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
-from sim.scenario.provenance import eager_verify, kernel_count_range
+from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import answer_uncertainty
 
@@ -233,15 +233,13 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
     """The levers at the ends of the kernel count's stated range (None: no range, or the
     verify is graphed wherever it matters)."""
     counts = kernel_count_range(scenario)
-    if counts is None or not eager_verify(ScenarioHardware(scenario)):
+    hw = ScenarioHardware(scenario)
+    if counts is None or not eager_verify(hw):
         return None
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
     field = "model.kernels_per_layer"
-    launch, origin = [], ""
-    for k in counts:
-        hw = ScenarioHardware(with_overrides(scenario, {field: k}, source="lever"))
-        launch.append(hw.current.launch_us)
-        origin = hw.launch_origin[0]
+    launch = tuple(launch_at_kernels(scenario, k) for k in counts)
+    origin = hw.launch_origin[0]  # the count moves the cost, not how it is got
     tok_s = {
         lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
         for lever in levers
@@ -255,9 +253,7 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
                 fits_up_to = k
                 break
     note = _gpu_work_note(scenario, counts) if all(x is None for x in gpu_work) else ""
-    return KernelSweep(
-        counts, entry.reason, tuple(launch), origin, tok_s, gpu_work, note, fits_up_to
-    )
+    return KernelSweep(counts, entry.reason, launch, origin, tok_s, gpu_work, note, fits_up_to)
 
 
 def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:

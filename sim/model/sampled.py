@@ -257,17 +257,6 @@ class Requirement:
     flat_alpha: np.ndarray  # (n, K)
     scale: np.ndarray  # the profile's scale x; first_rate = min(1, x) (n, K)
 
-    def rows(self, index: slice) -> Requirement:
-        """The draws ``index`` of this requirement (every row is a draw of its own)."""
-        return Requirement(
-            self.tok_s,
-            self.need[index],
-            self.first_rate[index],
-            self.mean_rate[index],
-            self.flat_alpha[index],
-            self.scale[index],
-        )
-
     def only(self, columns: np.ndarray | None) -> Requirement:
         """This requirement with the draft lengths outside ``columns`` (K,) out of reach
         (NaN; None: all of them kept)."""

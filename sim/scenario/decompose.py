@@ -170,6 +170,8 @@ class ScenarioHardware:
             self.reference = self.reference.with_launch_us(self.derived_launch_us)
             if "hardware.launch_us" not in scenario._overrides:
                 self.current = self.current.with_launch_us(self.derived_launch_us)
+            else:  # a --set what-if (another host CPU): the measured passes re-compose
+                self.at_reference = False
 
     def _check_launch_not_stated(self, derived_us: float) -> None:
         """A file that states ``hardware.launch_us`` while its measured ungraphed verify

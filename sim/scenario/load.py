@@ -175,9 +175,12 @@ def scenario_from_dict(
         field, msg = problem
         from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
         raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
-    _check_hardware_model(scenario, source=source, overridden=overridden)
+    # what the file gave and what was set afterwards first: the hardware model reads both
+    # (a stated per-kernel cost is checked against a measured verify, a --set one is a
+    # what-if), and the pass times it caches must be the ones every later use computes
     scenario._given = frozenset(leaf_fields(raw) if given is None else given)
     scenario._overrides = {**(previous_overrides or {}), **dict.fromkeys(overridden, source)}
+    _check_hardware_model(scenario, source=source, overridden=overridden)
     return scenario
 
 

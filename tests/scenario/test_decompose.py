@@ -82,10 +82,14 @@ def test_a_stated_launch_cost_the_measured_verify_fixes_is_an_error(write_scenar
     text = SEED.read_text().replace(
         'gpu = "RTX-PRO-6000"\n', 'gpu = "RTX-PRO-6000"\nlaunch_us = 18.9\n'
     )
-    result = CliRunner().invoke(main, ["run", str(write_scenario(text))])
+    path = write_scenario(text)
+    result = CliRunner().invoke(main, ["run", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     line = result.output.strip()
     assert line.count("\n") == 0 and "hardware.launch_us" in line and "17.55 us" in line
+    assert str(path) in line  # found while the file loads, so it names the file
+    with pytest.raises(SpecsimError, match="fixes the per-kernel CPU cost"):
+        load_scenario(path)
 
 
 def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
@@ -98,6 +102,9 @@ def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
     v = hw.breakdown("verify")
     assert v.launch_ms == pytest.approx(28 * 61 * 8.0 / 1000, rel=1e-9)
     assert v.total_ms < 30.0
+    # the answer uses the what-if too: its verify is the re-composed pass, not the 30 ms
+    assert not hw.at_reference
+    assert pass_times(s).verify_ms == pytest.approx(v.total_ms, rel=1e-12)
 
 
 def test_measured_verify_compute_is_gpu_bound_at_the_public_launch_cost(seed):

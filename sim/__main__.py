@@ -1,5 +1,5 @@
-"""``python -m sim``: the same command group as the ``specsim`` console script."""
+"""``python -m sim``: the same process as the ``specsim`` console script."""
 
-from sim.cli import main
+from sim.cli.process import run_process
 
-main(prog_name="specsim")
+run_process()

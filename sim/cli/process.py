@@ -8,10 +8,10 @@ objects is garbage (module globals, classes, functions), so the passes find noth
 cost a few percent of a command's CPU (``specsim run`` on the seed scenario allocates
 about 85,000 objects net, ~120 young passes, 0.09-0.13 s of its ~1.4 s CPU on the 2-core
 machine). The process therefore starts a young pass only every ``GC_THRESHOLDS[0]``
-allocations (none during that run); collection still runs, so a long serving simulation that makes
-reference cycles (SimPy processes and their events) still has them collected. Library
-users (and ``click.testing.CliRunner``, which calls the command group directly) keep
-Python's defaults: only the process entry point changes them.
+allocations (none during that run); collection still runs, so a long serving simulation
+that makes reference cycles (SimPy processes and their events) still has them collected.
+Library users (and ``click.testing.CliRunner``, which calls the command group directly)
+keep Python's defaults: only the process entry point changes them.
 """
 
 from __future__ import annotations

@@ -78,6 +78,14 @@ def _compiled(*args: str) -> float:
     return cpu_of_command([*SPECSIM, *args])
 
 
+def _default_collector() -> float:
+    """``specsim run`` on the seed through the command group with Python's default collector
+    thresholds (``sim/cli/process.py`` raises them for the process)."""
+    compile_specsim()
+    code = "from sim.cli import main; main(prog_name='specsim')"
+    return cpu_of_command([sys.executable, "-c", code, "run", str(SEED), "-q"])
+
+
 def _bare_import(modules: list[str]) -> str:
     lines = [f"try:\n    import {m}\nexcept Exception:\n    pass" for m in modules]
     return "\n".join(lines)
@@ -94,6 +102,7 @@ def startup_rows(rounds: int) -> list[tuple[str, str, str, str]]:
         "deps": lambda: cpu_of_command([sys.executable, "-c", bare]),
         "source": _from_source,
         "run": lambda: _compiled("run", str(SEED), "-q"),
+        "default_gc": _default_collector,
     }
     t = interleaved(cases, rounds)
     compile_specsim()
@@ -121,6 +130,12 @@ def startup_rows(rounds: int) -> list[tuple[str, str, str, str]]:
             f"{ratio_source:.2f}",
             "report",
             f"run {t['source'].median:.3f} s",
+        ),
+        (
+            "  the same, Python's default garbage-collector thresholds",
+            f"{t['default_gc'].median / t['deps'].median:.2f}",
+            "report",
+            f"run {t['default_gc'].median:.3f} s",
         ),
         (
             "specsim --help: CPU / python -c 'import click'",

@@ -107,6 +107,7 @@ def test_drafter_range_spans_its_published_accept_lengths(table):
     assert leviathan_accept_length(0.5, 3) < KIMI_K2_DRAFTER.typical_accept_length
 
 
+@pytest.mark.slow  # three whole levers studies (about 9 s)
 def test_hardware_and_compare_print_the_levers():
     text = CliRunner().invoke(main, ["hardware", str(SEED)])
     assert text.exit_code == 0 and "levers for" in text.output and "(reference)" in text.output
@@ -117,5 +118,8 @@ def test_hardware_and_compare_print_the_levers():
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "graph the verify" in result.output and "ratios to plain decoding" in result.output
+
+
+def test_compare_levers_takes_exactly_one_scenario():
     two = CliRunner().invoke(main, ["compare", "--levers", str(SEED), str(SEED)])
     assert two.exit_code == 2 and "exactly one" in two.output

@@ -45,12 +45,17 @@ _START = 65
 _QUARTERS = (0.25, 0.75)
 
 
+def _log_density(a: float, b: float, x: np.ndarray) -> np.ndarray:
+    """log f(x), f the Beta(a, b) density (warnings off: callers handle the ends)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)
+
+
 def _derivatives(a: float, b: float, x: np.ndarray) -> np.ndarray:
     """(dx/du, d2x/du2) at the quantiles x, shape (2, n): 1 / f(x) and -(f'/f)(x) / f(x)^2,
     f the Beta(a, b) density, f'/f = (a - 1) / x - (b - 1) / (1 - x)."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        log_f = (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)
-        first = np.exp(-log_f)
+        first = np.exp(-_log_density(a, b, x))
         second = -((a - 1.0) / x - (b - 1.0) / (1.0 - x)) * first * first
     return np.stack([first, second])
 
@@ -75,9 +80,9 @@ def _hermite(u: np.ndarray, u0, u1, x0, x1, d0, d1) -> np.ndarray:
 
 def _density(a: float, b: float, x: np.ndarray) -> np.ndarray:
     """The Beta(a, b) density at x (0 outside (0, 1))."""
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        log_f = (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - special.betaln(a, b)
-        return np.where((x > 0.0) & (x < 1.0), np.exp(log_f), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = np.exp(_log_density(a, b, x))
+    return np.where((x > 0.0) & (x < 1.0), f, 0.0)
 
 
 def _error_at_fraction(

@@ -37,8 +37,14 @@ def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray) -> np.nda
     m = np.asarray(num_steps, dtype=float) + 1.0
     one_minus = 1.0 - a
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = -np.expm1(m * np.log1p(-one_minus)) / one_minus
+        ratio = _ratio(m, one_minus)
     return np.where(one_minus <= 0.0, m, np.where(a <= 0.0, 1.0, ratio))
+
+
+def _ratio(m: np.ndarray, one_minus: np.ndarray) -> np.ndarray:
+    """(1 - a^m) / (1 - a) from ``one_minus`` = 1 - a, with expm1/log1p (exact next to a
+    = 1; meaningless at a = 0 or 1, which callers handle or never reach)."""
+    return -np.expm1(m * np.log1p(-one_minus)) / one_minus
 
 
 def equal_rates_for_accept_lengths(need: np.ndarray, steps: int = _BISECT) -> np.ndarray:
@@ -62,8 +68,7 @@ def _equal_rates(need: np.ndarray, k: np.ndarray, steps: int) -> np.ndarray:
     lo, hi = _tabulated_steps(need, m, min(steps, _TABLE_STEPS))
     for _ in range(steps - min(steps, _TABLE_STEPS)):
         mid = 0.5 * (lo + hi)
-        one_minus = 1.0 - mid
-        above = -np.expm1(m * np.log1p(-one_minus)) / one_minus >= need
+        above = _ratio(m, 1.0 - mid) >= need
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
     out = np.where(need <= 1.0, 0.0, 0.5 * (lo + hi))
@@ -81,8 +86,7 @@ def _tabulated_steps(need: np.ndarray, m: np.ndarray, steps: int) -> tuple[np.nd
     scale = 2**steps
     values, which = np.unique(m, return_inverse=True)
     grid = np.arange(1, scale) / scale
-    one_minus = 1.0 - grid
-    table = -np.expm1(values.reshape(-1, 1) * np.log1p(-one_minus)) / one_minus
+    table = _ratio(values.reshape(-1, 1), 1.0 - grid)
     which = which.reshape(m.shape)
     lo, hi = np.zeros(need.shape, dtype=np.int64), np.full(need.shape, scale, dtype=np.int64)
     for _ in range(steps):

@@ -174,7 +174,7 @@ def _scalar_scale(need: float, g: list[float], hi: float) -> float:
         elif mid >= reach:
             reached = True
         else:
-            reached = _capped_accept_length(mid, g)[0] >= need
+            reached = 1.0 + numpy_sum(_capped_products(mid, g)[1]) >= need
             if monotone:
                 short, reach = (short, mid) if reached else (mid, reach)
         if reached:
@@ -184,10 +184,15 @@ def _scalar_scale(need: float, g: list[float], hi: float) -> float:
     return 0.5 * (lo + hi)
 
 
+def _capped_products(x: float, g: list[float]) -> tuple[list[float], list[float]]:
+    """The rates min(1, x g_i) and their running products, as ``_scalar_scale`` rounds them."""
+    capped = [1.0 if (y := x * gi) > 1.0 else y for gi in g]
+    return capped, list(accumulate(capped, operator.mul))
+
+
 def _capped_accept_length(x: float, g: list[float]) -> tuple[float, float]:
     """AL of the rates min(1, x g_i) as ``_scalar_scale`` rounds it, and its slope in x."""
-    capped = [1.0 if (y := x * gi) > 1.0 else y for gi in g]
-    products = list(accumulate(capped, operator.mul))
+    capped, products = _capped_products(x, g)
     uncapped = accumulate(1 if y < 1.0 else 0 for y in capped)
     slope = sum(c * n for c, n in zip(products, uncapped, strict=True)) / x if x > 0 else 0.0
     return 1.0 + numpy_sum(products), slope

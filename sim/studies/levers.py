@@ -233,8 +233,10 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
     """The levers at the ends of the kernel count's stated range (None: no range, or the
     verify is graphed wherever it matters)."""
     counts = kernel_count_range(scenario)
+    if counts is None:
+        return None
     hw = ScenarioHardware(scenario)
-    if counts is None or not eager_verify(hw):
+    if not eager_verify(hw):
         return None
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
     field = "model.kernels_per_layer"

@@ -89,8 +89,11 @@ class SumTails:
         weights = np.full(phi.size, 2.0 / n_fft)
         weights[0] = weights[-1] = 1.0 / n_fft
         c = weights * np.conj(np.fft.rfft(indicator))
-        with np.errstate(divide="ignore"):
-            keep = max(1, min_cycles) * np.log(np.abs(phi)) > -70.0
+        if min_cycles == 0:  # |phi_f|^0 = 1: S_0 = 0 needs every frequency
+            keep = np.ones(phi.size, dtype=bool)
+        else:
+            with np.errstate(divide="ignore"):
+                keep = min_cycles * np.log(np.abs(phi)) > -70.0
         self.phi, self.c = phi[keep], c[keep]
         # point masses P(S_m = t): the DFT of the indicator of t is e^(-2 pi i f t / n)
         self.point_c = None

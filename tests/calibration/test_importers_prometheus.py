@@ -100,17 +100,25 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-@given(
-    st.dictionaries(
-        st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True), st.text(), max_size=4
-    ),
-    st.floats(allow_nan=False),
+#: Label names of the exposition format; those beginning with "__" are reserved for
+#: Prometheus' internal use (https://prometheus.io/docs/concepts/data_model/) and rejected
+#: (``test_a_reserved_label_name_is_one_error_line``).
+LABEL_NAMES = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True).filter(
+    lambda name: not name.startswith("__")
 )
+
+
+@given(st.dictionaries(LABEL_NAMES, st.text(), max_size=4), st.floats(allow_nan=False))
 def test_any_escaped_labels_and_value_round_trip(labels: dict[str, str], value: float) -> None:
     body = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
     text = f"m{{{body}}} {value!r}\n"
     (s,) = parse_exposition(text).samples
     assert dict(s.labels) == labels and s.value == value
+
+
+def test_a_reserved_label_name_is_one_error_line() -> None:
+    with pytest.raises(SpecsimError, match=r"line 1: not a valid sample"):
+        parse_exposition('m{__name="x"} 1.0\n')
 
 
 def test_a_large_scrape_parses() -> None:

@@ -97,7 +97,9 @@ def test_signal_mid_sweep_leaves_a_resumable_store(reference, tmp_path: Path, si
     assert workers, "the sweep started no worker"
     os.kill(proc.pid, sig)
     _, stderr = proc.communicate(timeout=30)  # returns: no worker holds the pipes open
-    assert proc.returncode != 0
+    finished = len(list((out / "points").glob("*.json")))
+    # the message says whether the signal came after the last point or was swallowed
+    assert proc.returncode != 0, f"{finished} points finished; stderr: {stderr.decode()[-2000:]}"
     assert b"Traceback" not in stderr, stderr.decode()[-2000:]
     deadline = time.monotonic() + 10
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
@@ -105,7 +107,6 @@ def test_signal_mid_sweep_leaves_a_resumable_store(reference, tmp_path: Path, si
     assert not any(_alive(w) for w in workers), "a worker outlived the sweep"
     for point in (out / "points").glob("*.json"):
         json.loads(point.read_text())  # whole, never half written
-    finished = len(list((out / "points").glob("*.json")))
     again = subprocess.run(_sweep_args(scenario, out), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert f"{finished} reused" in again.stdout

@@ -41,7 +41,7 @@ sc = load_scenario({seed!r})
 t0 = time.process_time()
 res = search_acceptance(sc, [150.0, 200.0], range(1, 17))
 cpu = time.process_time() - t0
-rows = [[t.tok_s, r.num_steps, getattr(r, "first_rate", r.alpha)]
+rows = [[t.tok_s, r.num_steps, getattr(r, "first_rate", r.alpha), r.alpha]
         for t in res.targets for r in t.per_num_steps]
 print(json.dumps({{"cpu": cpu, "evaluations": res.evaluations, "rows": rows}}))
 """
@@ -132,7 +132,7 @@ def search_rows(rounds: int, workdir: Path) -> list[tuple[str, str, str, str]]:
     )
     rows.append(
         (
-            "  largest |first rate - bisection's| (tolerance 5e-4)",
+            "  largest |first or mean rate - bisection's| (tolerance 5e-4)",
             f"{diff:.1e}",
             "<= 5e-4",
             _ok(diff <= 5e-4),
@@ -251,11 +251,17 @@ def search_rows(rounds: int, workdir: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _max_alpha_difference(new: list, old: list) -> float:
-    diffs = [
-        abs(a[2] - b[2])
-        for a, b in zip(new, old, strict=True)
-        if a[2] is not None and b[2] is not None
-    ]
+    """The largest difference of the first-position rate and of the mean rate (rows
+    [tok/s, k, first rate, mean rate]) where both searches reach the target; the seed's
+    first rate is capped at 1 wherever its target is reachable, so the mean rate is the
+    figure that moves. A root one search reaches and the other does not is infinite."""
+    diffs = []
+    for a, b in zip(new, old, strict=True):
+        for x, y in zip(a[2:], b[2:], strict=True):
+            if (x is None) != (y is None):
+                diffs.append(float("inf"))
+            elif x is not None:
+                diffs.append(abs(x - y))
     return max(diffs) if diffs else 0.0
 
 

@@ -171,7 +171,10 @@ def scales_for_accept_lengths(
     first-position rate). A pair's steps never leave its bracket, so its answer lies in
     [lo, hi] at every step; a pair whose lo exceeds the lowest hi of its row (or the
     answer of a converged pair) is above the row's lowest, stops there and comes back
-    +inf. The row's lowest entry, where and what it is, has the bits of the full solve.
+    +inf. Each row's pair with the least start is solved first; its answer bounds the
+    row, and a pair whose accept length at that bound falls short of its need by more
+    than the tolerance stops before its first step. The row's lowest entry, where and
+    what it is, has the bits of the full solve.
     """
     big_k = factors.shape[1]
     cap = np.arange(1, big_k + 1, dtype=float)[None, :] + 1.0
@@ -185,13 +188,79 @@ def scales_for_accept_lengths(
     start = _equal_rates(target, ks + 1.0, steps=10) if guess is None else guess[rows, ks]
     x = np.clip(start / mean_g[rows, ks], 0.0, hi_all[rows, ks])
     out = np.where(need <= 1.0, 0.0, np.nan)
-    bound = None
+    hi = hi_all[rows, ks]
     if lowest_only:  # an upper bound of every entry's answer (inf: out of reach)
         bound = np.where(need <= 1.0, 0.0, np.inf)
-        bound[rows, ks] = hi_all[rows, ks]
-    _newton(x, hi_all[rows, ks], target, factors, rows, ks, bound)
+        bound[rows, ks] = hi
+        # each row's likeliest lowest pair first (the least start); its answer bounds the
+        # row, and the other pairs whose accept length at that bound falls short of their
+        # need by more than the tolerance end above it (+inf) without a Newton step
+        first, rest = _likeliest_first(rows, x)
+        _newton_part(x, first, hi, target, factors, rows, ks, bound)
+        rest = _short_of(rest, bound.min(axis=1), target, factors, rows, ks, x)
+        _newton_part(x, rest, hi, target, factors, rows, ks, bound)
+    else:
+        _newton(x, hi, target, factors, rows, ks)
     out[rows, ks] = x
     return out
+
+
+def _likeliest_first(rows: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the pairs (rows (P,), in ascending order, and their starts (P,)) split
+    in two: the pairs with their row's least start, then the others."""
+    if rows.size == 0:
+        return rows, rows
+    heads = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    sizes = np.diff(np.r_[heads, rows.size])
+    first = start == np.repeat(np.minimum.reduceat(start, heads), sizes)
+    return np.flatnonzero(first), np.flatnonzero(~first)
+
+
+def _newton_part(
+    x: np.ndarray,
+    part: np.ndarray,
+    hi: np.ndarray,
+    target: np.ndarray,
+    factors: np.ndarray,
+    rows: np.ndarray,
+    ks: np.ndarray,
+    bound: np.ndarray,
+) -> None:
+    """``_newton`` on the pairs ``part`` (indices into the (P,) arrays), ``x`` in place."""
+    sub = x[part]
+    _newton(sub, hi[part], target[part], factors, rows[part], ks[part], bound)
+    x[part] = sub
+
+
+def _short_of(
+    pairs: np.ndarray,
+    row_bound: np.ndarray,
+    target: np.ndarray,
+    factors: np.ndarray,
+    rows: np.ndarray,
+    ks: np.ndarray,
+    x: np.ndarray,
+) -> np.ndarray:
+    """The ``pairs`` (indices into rows, ks, target, x, all (P,)) still to solve: those
+    whose accept length at their row's bound ``row_bound`` (n,) reaches their need within
+    the tolerance. The others set x = +inf: every x that meets the need to ``_TOL`` has a
+    larger accept length, so lies above that bound, which some entry's answer does not
+    exceed (the row's lowest, its bits unchanged, is never among them)."""
+    b = row_bound[rows[pairs]]
+    finite = np.isfinite(b)
+    test = pairs[finite]
+    if test.size == 0:
+        return pairs
+    order = np.argsort(-ks[test], kind="stable")
+    test, at = test[order], b[finite][order]
+    k = ks[test]
+    by_position = np.take(factors[:, : k[0] + 1].T.copy(), rows[test], axis=1)
+    g = [row[: np.count_nonzero(k >= i)] for i, row in enumerate(by_position)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        al, _ = _pair_accept_length(at, g, k, factors.shape[1])
+    short = al < target[test] * (1.0 - _TOL)
+    x[test[short]] = np.inf
+    return np.concatenate([test[~short], pairs[~finite]])
 
 
 def _newton(

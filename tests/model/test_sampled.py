@@ -135,6 +135,24 @@ def test_lowest_only_keeps_each_rows_lowest_scale_to_the_bit(seed: int, big_k: i
     assert np.all(np.isinf(lean[~kept]) | np.isnan(full[~kept]))
 
 
+def test_lowest_only_solves_few_pairs_beyond_each_rows_lowest() -> None:
+    """Each row's likeliest lowest pair is solved first; the other pairs whose accept
+    length at the row's bound falls short stop without a Newton step (+inf). Of the 22.6
+    entries a row the full solve finds here, 4.1 stay finite (12.7 when pairs stopped only
+    once a Newton step showed them above the row's lowest): the one-at-a-time studies'
+    Newton steps fell to a third."""
+    rng = np.random.default_rng(11)
+    n, big_k = 200, 24
+    g = _profiles(rng, n, big_k)
+    need = np.sort(rng.uniform(1.5, 4.0, (n, 1)) * rng.uniform(1.0, 1.6, (n, big_k)), axis=1)
+    full = scales_for_accept_lengths(need, g)
+    lean = scales_for_accept_lengths(need, g, lowest_only=True)
+    assert np.isfinite(full).sum(axis=1).mean() > 15
+    assert np.isfinite(lean).sum(axis=1).mean() < 6
+    key_full, key_lean = (np.where(np.isnan(a), np.inf, a) for a in (full, lean))
+    assert np.array_equal(key_full.min(axis=1), key_lean.min(axis=1))
+
+
 def test_answers_at_the_best_k_have_the_bits_of_the_full_solve() -> None:
     some = _model(np.random.default_rng(5), 40, 24, per_token=True)
     again = np.r_[np.arange(40), [3, 3, 17, 39]]  # rows the same to the bit solve the same

@@ -25,8 +25,9 @@ An ungraphed ("eager") NCCL call inside a pass costs CPU time (sim/hardware/eage
 on the GPU, ``eager_extra_us`` more than the graphed call (0 in every preset).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
+# by compiling it (one ``compile`` per field), which made building these models most
+# of their import time (start-up); the annotations are evaluated once, as objects.
 from collections.abc import Mapping
 from typing import Annotated, Literal
 

@@ -7,9 +7,10 @@ Loading and ``--set`` overrides are sim/scenario/load.py and overrides.py; what 
 mean for the model is sim/scenario/bind.py.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal
+# No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
+# by compiling it (one ``compile`` per field), which made building these models most
+# of their import time (start-up); the annotations are evaluated once, as objects.
+from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 from pydantic import (
@@ -104,7 +105,7 @@ class ModelSpec(Section):
     draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
-    def _kernels_cover_allreduces(self) -> ModelSpec:
+    def _kernels_cover_allreduces(self) -> Self:
         segments = max(self.allreduces_per_layer, 1)
         if (
             self.kernels_per_layer is not None
@@ -118,7 +119,7 @@ class ModelSpec(Section):
         return self
 
     @model_validator(mode="after")
-    def _experts_consistent(self) -> ModelSpec:
+    def _experts_consistent(self) -> Self:
         if self.experts_per_token is not None:
             if self.experts is None:
                 raise ValueError("experts_per_token is set but experts is not")
@@ -208,7 +209,7 @@ class TimingPoint(Section):
     context_tokens: Annotated[float, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
-    def _prefill_tokens(self) -> TimingPoint:
+    def _prefill_tokens(self) -> Self:
         if self.kind.endswith("prefill") and self.tokens is None:
             raise ValueError(f"a measured {self.kind} pass needs its tokens (prompt length)")
         return self
@@ -277,7 +278,7 @@ class TimingSpec(Section):
     points: Annotated[list[TimingPoint], Field(max_length=MAX_LIST)] | None = None
 
     @model_validator(mode="after")
-    def _overhead_only_for_derived_steps(self) -> TimingSpec:
+    def _overhead_only_for_derived_steps(self) -> Self:
         if self.draft_step_overhead_ms > 0 and self.draft_step_ms is not None:
             raise ValueError(
                 "draft_step_overhead_ms is added to a derived drafter step; a measured "
@@ -366,7 +367,7 @@ class Heterogeneity(Section):
     std: Annotated[float, Field(ge=0.0, lt=0.5)] | None = None
 
     @model_validator(mode="after")
-    def _one_spread(self) -> Heterogeneity:
+    def _one_spread(self) -> Self:
         if self.concentration is not None and self.std is not None:
             raise ValueError("give at most one of concentration or std")
         return self
@@ -392,7 +393,7 @@ class AcceptanceClass(Heterogeneity):
     per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
 
     @model_validator(mode="after")
-    def _exactly_one_rate(self) -> AcceptanceClass:
+    def _exactly_one_rate(self) -> Self:
         given = [n for n in ("alpha", "per_position") if getattr(self, n) is not None]
         if len(given) != 1:
             raise ValueError(f"mix class {self.name!r}: give exactly one of alpha or per_position")
@@ -482,7 +483,7 @@ class AcceptanceSpec(Heterogeneity):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> AcceptanceSpec:
+    def _exactly_one(self) -> Self:
         given = [n for n in ACCEPTANCE_ANCHORS if getattr(self, n) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
@@ -502,7 +503,7 @@ class AcceptanceSpec(Heterogeneity):
         return self
 
     @model_validator(mode="after")
-    def _shape_fits_anchor(self) -> AcceptanceSpec:
+    def _shape_fits_anchor(self) -> Self:
         listed = self.per_position is not None or self.mix is not None
         if self.shape == "repeat" and not listed:
             raise ValueError("shape = 'repeat' continues a per_position list; use flat")
@@ -575,7 +576,7 @@ class WorkloadSpec(Section):
     warmup_requests: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
-    def _length_model(self) -> WorkloadSpec:
+    def _length_model(self) -> Self:
         if self.lengths == "lognormal":
             if self.output_sigma is None:
                 raise ValueError("lengths = 'lognormal' needs output_sigma")
@@ -660,7 +661,7 @@ class ServingSpec(Section):
         return value
 
     @model_validator(mode="after")
-    def _one_load_one_policy(self) -> ServingSpec:
+    def _one_load_one_policy(self) -> Self:
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
@@ -717,7 +718,7 @@ class FieldUncertainty(Section):
     reason: Annotated[str, Field(max_length=10_000)] = ""
 
     @model_validator(mode="after")
-    def _one_kind(self) -> FieldUncertainty:
+    def _one_kind(self) -> Self:
         if self.stderr is not None and self.range is not None:
             raise ValueError("give a stderr or a range, not both")
         if self.range is not None and self.range[0] > self.range[1]:
@@ -739,7 +740,7 @@ class Correlation(Section):
     matrix: Annotated[list[list[float]], Field(max_length=MAX_LIST)]
 
     @model_validator(mode="after")
-    def _valid_matrix(self) -> Correlation:
+    def _valid_matrix(self) -> Self:
         n = len(self.fields)
         if len(set(self.fields)) != n:
             raise ValueError("correlation fields must be distinct")
@@ -848,7 +849,7 @@ class Scenario(Section):
         return data
 
     @model_validator(mode="after")
-    def _uncertain_fields_are_numbers(self) -> Scenario:
+    def _uncertain_fields_are_numbers(self) -> Self:
         entries = self.uncertainty.entries()
         for dotted, entry in entries.items():
             where = f"uncertainty.{dotted}"
@@ -892,7 +893,7 @@ class Scenario(Section):
         return self
 
     @model_validator(mode="after")
-    def _acceptance_when_speculating(self) -> Scenario:
+    def _acceptance_when_speculating(self) -> Self:
         if self.acceptance is None and self.speculation.num_steps > 0:
             raise ValueError("[acceptance] is required when speculation.num_steps > 0")
         timing = self.timing

@@ -266,3 +266,14 @@ def test_nvlink5_ll_takes_the_blackwell_cap():
     # Blackwell: LL bus = min(282, 0.5 x 682) = 282 GB/s (tuning.cc llMaxBws x 2 for Blackwell).
     t = nccl_time_us(PRESETS["nvlink5"], "ring", "LL", 8, 1e6)
     assert t == pytest.approx(6.6 + 14 * 0.6 + 1e6 / (1000 * 282 * 8 / 14), rel=1e-12)
+
+
+def test_custom_allreduce_is_one_shot_up_to_its_limit_inclusive() -> None:
+    """256 KiB on 8x H100 is one-shot in SGLang PR #2904 (16.7 us measured, a point of
+    the fit); one byte more is two-shot."""
+    ic = PRESETS["nvlink4"]
+    at = custom_allreduce_us(ic, 8, 262144)
+    assert at is not None and at.protocol == "one-shot"
+    assert at.us == pytest.approx(SGLANG_2904_CUSTOM_US[262144], rel=1e-9)
+    above = custom_allreduce_us(ic, 8, 262145)
+    assert above is not None and above.protocol == "two-shot"

@@ -263,3 +263,12 @@ def test_extreme_uniforms_give_finite_rates_and_theory(conc):
     assert np.isfinite(rates).all() and (np.diff(rates[:, 0]) >= -1e-12).all()
     assert np.isfinite(model.cycle_pmf()).all()
     assert model.cycle_pmf().sum() == pytest.approx(1.0)
+
+
+def test_a_spread_given_as_std_has_the_beta_concentration_of_its_variance() -> None:
+    """Beta(m c, (1 - m) c) has variance m (1 - m) / (c + 1), so std 0.1 around 0.6 is
+    c = 0.24 / 0.01 - 1 = 23, exactly (a concentration off by one moves the std 2%)."""
+    from sim.model.acceptance import RateClass, Spread
+
+    rc = RateClass("c", 1.0, np.array([0.6]), Spread(std=0.1))
+    assert rc.concentration[0] == pytest.approx(23.0, rel=1e-12)

@@ -153,3 +153,24 @@ def test_the_extend_follows_the_batch_one_law_over_the_accepted_tokens():
     accepted = np.array([1.0, 2.0, 4.0])  # batch 1: L = 1, 2, 4
     got = cost.decode_ms(1, 3, np.zeros(3), accepted_tokens=accepted)
     assert got.tolist() == pytest.approx([c.at_accept_length(x).total_ms for x in accepted])
+
+
+def test_pass_load_by_hand() -> None:
+    """2 requests bring 3 tokens each to contexts summing to 100: 6 tokens, 106 KV tokens
+    read, and attention pairs 3 x 100 (each new token against the context) plus 2 x (1 +
+    2 + 3) among the new tokens (causal): 312."""
+    tokens, kv, pairs = pass_load(2, 3, 100.0)
+    assert (tokens, float(kv), float(pairs)) == (6, 106.0, 312.0)
+
+
+def test_a_batched_extend_grows_with_the_mean_accepted_tokens_per_request() -> None:
+    """At batch 4 the draft extend runs over each request's accepted tokens: with 0.1 ms a
+    token and 4 tokens priced in (k + 1 at k = 3), 4, 8 and 16 tokens accepted in all (1,
+    2 and 4 a request) move the iteration by 0.1 x (tokens / 4 - 4) ms."""
+    passes = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6, draft_extend_ms_per_token=0.1)
+    cost = IterationCost(passes, LINEAR)
+    accepted = np.array([4.0, 8.0, 16.0])
+    moved = cost.decode_ms(4, 3, np.zeros(3), accepted_tokens=accepted) - cost.decode_ms(
+        4, 3, np.zeros(3)
+    )
+    assert moved.tolist() == pytest.approx((0.1 * (accepted / 4 - 4.0)).tolist())

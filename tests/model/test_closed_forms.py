@@ -132,3 +132,12 @@ def test_cycle_cost_k0_is_plain_decoding():
     cost = cycle_cost(PASSES, 0)
     assert cost == CycleCost(0, 0.0, 10.0, 0.0, 0.0)
     assert throughput_tok_s(1.0, cost) == pytest.approx(100.0)
+
+
+def test_best_k_ties_go_to_the_shorter_draft():
+    """5 tok/s is below plain decoding's 100: every k reaches it with no drafter at all
+    (scale 0), and the best k is the shortest, 1 (a longer draft costs more per cycle)."""
+    p = PassTimes(10.0, 20.0, 4, 0.4, 1.1, 2.3, 0.7)
+    answer = answer_target(5.0, p, 3)
+    assert answer.best is not None and answer.best.scale == 0.0
+    assert answer.best.num_steps == 1 and answer.best_flat.num_steps == 1

@@ -35,3 +35,10 @@ def test_verify_tokens_defaults_to_the_scenarios_k_plus_1(write_scenario):
     assert scenario_cycle_cost(sc).verify_ms == 20.0
     assert scenario_cycle_cost(sc).total_ms == pytest.approx(2 * 1.0 + 20.0 + 2.0 + 0.5)
     assert baseline_tok_s(sc) == pytest.approx(100.0)
+
+
+def test_a_verify_table_extends_past_its_end_at_its_last_step() -> None:
+    """Measured verify times for 1..4 tokens: 15, 16, 18.5, 19 ms; past the table each
+    token adds the last step, 19 - 18.5 = 0.5 ms, so 6 tokens take 19 + 2 x 0.5 = 20 ms."""
+    p = PassTimes(10.0, 20.0, 4, 0.4, 1.1, 2.3, 0.7, verify_table_ms=(15.0, 16.0, 18.5, 19.0))
+    assert [p.verify_over_ms(n) for n in (1, 4, 5, 6)] == pytest.approx([15.0, 19.0, 19.5, 20.0])

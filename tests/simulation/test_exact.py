@@ -89,3 +89,13 @@ def test_an_extend_growing_with_l_keeps_the_law_exact(seed_path):
     fixed, _ = scenario_exact(load_scenario(seed_path), targets=[59.0])
     # draft_extend_ms is quoted at L = k + 1: cycles that accept less extend for less time
     assert ex.tok_s_mean > fixed.tok_s_mean
+
+
+def test_exact_percentiles_are_the_laws_quantiles_by_their_definition():
+    """Each reported percentile q of the exact summary is the least tok/s v with P(tok/s
+    <= v) >= q: P(<= v) >= q > P(< v) on the law's own support."""
+    summary, law = scenario_exact(make({"alpha": 0.7}, k=3, tokens=60))
+    values, probs = law.tok_s_values(), law.probs
+    for q, v in ((0.05, summary.tok_s_p5), (0.5, summary.tok_s_p50), (0.95, summary.tok_s_p95)):
+        assert probs[values <= v].sum() >= q - 1e-12
+        assert probs[values < v].sum() < q

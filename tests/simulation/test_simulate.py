@@ -183,3 +183,12 @@ def test_fast_and_des_agree_on_a_jittered_mix():
     al = [(r.accept_counts @ np.arange(1, 5)) / r.accept_counts.sum(axis=1) for r in (fast, des)]
     se_al = math.sqrt(sum(x.var(ddof=1) / x.size for x in al))
     assert abs(al[0].mean() - al[1].mean()) < 4 * se_al
+
+
+def test_pooled_accept_length_is_k_plus_one_when_every_draft_is_accepted():
+    """alpha = 1 at k = 3: every cycle emits 4 tokens (the last one of a request too, as
+    60 is a multiple of 4), so the pooled accept length is 4 exactly."""
+    from sim.simulation.summary import pooled_accept_length
+
+    res = simulate(make({"alpha": 1.0}, k=3), engine="fast", replications=2, requests=6, seed=1)
+    assert pooled_accept_length(res) == 4.0

@@ -82,3 +82,9 @@ def test_bad_objective_and_goodput_without_slo():
         best_k(ev, [1, 2], [1], objective="bogus")
     with pytest.raises(SpecsimError, match="TTFT or TPOT"):
         best_k(ev, [1, 2], [1], objective="goodput_req_s")
+
+
+def test_a_fixed_k_tie_goes_to_the_shorter_draft():
+    """k = 2 and k = 4 score the same at every load: the fixed k is 2."""
+    tie = [choice(1, 2, {0: 1.0, 2: 2.0, 4: 2.0})]
+    assert disable_threshold(tie, table_rows(tie))[0] == FixedK(2)

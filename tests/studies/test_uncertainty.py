@@ -138,3 +138,27 @@ def test_interval_coverage_on_simulated_measurements() -> None:
 def test_interval_coverage_on_many_simulated_measurements() -> None:
     cover = _coverage_trials(600, 256, 2)
     assert abs(cover - 0.9) < 4 * np.sqrt(0.9 * 0.1 / 600)
+
+
+def test_intervals_are_the_5_and_95_percent_quantiles() -> None:
+    """0, 0.01, ..., 1: the 90% interval is [0.05, 0.95] (rates, capped at 1) and 0..100
+    uncapped gives [5, 95]; a draw out of reach (NaN) counts as above every rate."""
+    from sim.studies.uncertainty import Interval, _interval
+
+    assert _interval(np.arange(101) / 100) == Interval(pytest.approx(0.05), pytest.approx(0.95))
+    assert _interval(np.arange(101.0), cap=None) == Interval(
+        pytest.approx(5.0), pytest.approx(95.0)
+    )
+    some_out = np.r_[np.full(10, np.nan), np.linspace(0.5, 0.9, 90)]
+    got = _interval(some_out)
+    assert got.high is None and got.unreachable == pytest.approx(0.1)
+
+
+def test_an_interval_out_of_reach_above_ranks_as_wider_than_its_reach() -> None:
+    """The next-measurement ranking compares widths: [0.6, 0.9] is 0.3 wide; [0.6, out of
+    reach] counts its missing end as far above 1 as its low end is below it (0.8)."""
+    from sim.studies.uncertainty import Interval
+
+    assert Interval(0.6, 0.9).width == pytest.approx(0.3)
+    assert Interval(0.6, None).width == pytest.approx(0.8)
+    assert Interval(None, None).width == pytest.approx(0.0)

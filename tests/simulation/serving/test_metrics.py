@@ -52,3 +52,31 @@ def test_definitions_on_a_run():
     assert k3.metrics["itl_ms"].mean > k3.metrics["tpot_ms"].mean
     in_system, _, _ = little_terms(rec)
     assert in_system == pytest.approx(4.0, rel=1e-9)
+
+
+def test_little_terms_by_hand() -> None:
+    """Window [0, 10) ms; requests arrive at 0, 5 and 10 and finish at 4, 9 and 12: 8 ms of
+    request time inside the window (L = 0.8), 2 arrivals inside it (lambda = 0.2 per ms;
+    the one at 10 is outside), the measured two spend 4 ms each (W = 4), and L = lambda W."""
+    from types import SimpleNamespace
+
+    rec = SimpleNamespace(
+        window_start_ms=0.0,
+        window_end_ms=10.0,
+        all_arrival_ms=np.array([0.0, 5.0, 10.0]),
+        all_finish_ms=np.array([4.0, 9.0, 12.0]),
+        arrival_ms=np.array([0.0, 5.0]),
+        finish_ms=np.array([4.0, 9.0]),
+    )
+    assert little_terms(rec) == pytest.approx((0.8, 0.2, 4.0))
+
+
+def test_mean_interval_is_students_t_by_hand() -> None:
+    """Replications 1, 2, 3: mean 2, sample std 1, t(0.975, 2) = 4.302653, so the 95%
+    interval is 2 -+ 4.302653 / sqrt(3) = (-0.484138, 4.484138); one value has none."""
+    from sim.simulation.serving.metrics import mean_interval
+
+    mean, ci = mean_interval(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0
+    assert ci == pytest.approx((2 - 4.302653 / 3**0.5, 2 + 4.302653 / 3**0.5), abs=1e-6)
+    assert mean_interval(np.array([7.0])) == (7.0, None)

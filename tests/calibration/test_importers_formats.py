@@ -44,6 +44,18 @@ def test_vllm_bench_append_result_is_json_lines() -> None:
     assert [r.line for r in runs] == [1, 2] and runs[1].batch1
 
 
+def test_a_pretty_printed_bench_file_is_one_object() -> None:
+    """``python -m json.tool`` output spans many lines: it is one object, not JSON Lines
+    (its first line, "{", is not an object by itself); a broken one names the document's
+    own position, not a line of JSON Lines."""
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    (run,) = parse_vllm_bench(json.dumps(doc, indent=4))
+    assert run.num_spec_tokens == 3 and run.max_concurrency == 16
+    with pytest.raises(SpecsimError, match="not JSON") as err:
+        parse_vllm_bench(json.dumps(doc, indent=4)[:-2], source="b.json")
+    assert err.value.field is None
+
+
 def test_vllm_bench_rejects_a_rate_given_as_a_fraction_above_one() -> None:
     doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
     doc["spec_decode_per_position_acceptance_rates"] = [82.0, 53.0, 25.0]  # percents

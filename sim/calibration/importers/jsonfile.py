@@ -54,15 +54,27 @@ def load_object(text: str, source: str, field: str | None = None) -> dict[str, A
 
 
 def load_objects(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
-    """One JSON object, or JSON Lines (one object a line: ``--append-result`` files): the
-    objects with their 1-based line numbers."""
+    """One JSON object, compact or pretty-printed, or JSON Lines (one object a line:
+    ``--append-result`` files): the objects with their 1-based line numbers. The file is
+    JSON Lines when its first non-empty line is a whole JSON object by itself."""
     stripped = text.strip()
     if not stripped:
         raise SpecsimError("empty file", source=source)
     lines = [(n, ln) for n, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
-    if len(lines) == 1 or not stripped.startswith("{") or stripped.count("\n") == 0:
+    if len(lines) == 1 or not _is_object(lines[0][1]):
         return [(lines[0][0], load_object(stripped, source))]
     return [(n, load_object(ln, source, f"line {n}")) for n, ln in lines]
+
+
+def _is_object(line: str) -> bool:
+    """Whether ``line`` alone is a JSON object (a pretty-printed object's first line, "{",
+    is not)."""
+    if not line.lstrip().startswith("{") or _depth(line) > MAX_JSON_DEPTH:
+        return False
+    try:
+        return isinstance(json.loads(line, parse_constant=_finite), dict)
+    except ValueError:
+        return False
 
 
 def number(record: dict[str, Any], key: str, source: str, where: str | None) -> float:

@@ -163,15 +163,22 @@ def compose_pass(
 
 
 def calibrate_pass(
-    shape: PassShape, hw: HardwarePoint, geom: Geometry, measured_ms: float, field: str
+    shape: PassShape,
+    hw: HardwarePoint,
+    geom: Geometry,
+    measured_ms: float,
+    field: str,
+    given: str | None = None,
 ) -> float:
-    """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor."""
+    """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor
+    (``given``: how the measured time came from what the user gave, if not given as is)."""
     schedule, _, _ = pass_schedule(shape, hw, geom)
     try:
         return calibrate_compute_ms(schedule, measured_ms)
     except ValueError:
+        tokens = f"{shape.tokens} token{'s' if shape.tokens != 1 else ''}"
         raise SpecsimError(
-            f"{measured_ms:.4g} ms (over {shape.tokens} tokens) is less than the modelled "
+            f"{given or f'{measured_ms:.4g} ms'} (over {tokens}) is less than the modelled "
             f"communication {schedule.fixed_total_ms:.4g} ms plus launch "
             f"{schedule.launch_work_ms:.4g} ms (critical path {floor_ms(schedule):.4g} ms) on "
             f"{hw.gpus}x {hw.interconnect.name}; check the timing, model.kernels_per_layer, "

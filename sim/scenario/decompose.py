@@ -154,6 +154,12 @@ def draft_weights(scenario: Scenario) -> Weights:
     )
 
 
+def timing_verify_ms(scenario: Scenario) -> float:
+    """The measured verify time of a scenario that has one."""
+    assert scenario.timing.verify_ms is not None
+    return scenario.timing.verify_ms
+
+
 class ScenarioHardware:
     """Every pass of a scenario taken apart on its hardware (after overrides)."""
 
@@ -427,8 +433,14 @@ class ScenarioHardware:
             return None
         field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
         ref_shape = self.shape(name, tokens, self.reference)
+        given = None
+        if name == "verify" and tokens != self.measured_verify_tokens:  # the user gave another
+            given = (
+                f"{timing_verify_ms(self.scenario):.4g} ms over {self.measured_verify_tokens} "
+                f"tokens at {self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
+            )
         try:
-            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field)
+            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field, given)
         except SpecsimError:
             if not ref_shape.graphed:
                 self._raise_launches_exceed(ref_shape, measured)

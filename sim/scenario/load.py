@@ -13,7 +13,7 @@ import difflib
 import re
 import tomllib
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +100,35 @@ def key_suggestions(loc: list[Any], root: type[BaseModel] = Scenario) -> list[st
     return difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=3)
 
 
+#: What pydantic adds to an error's location besides field names: the union member or
+#: validator a value was tried against ("constrained-float", "list[constrained-float]",
+#: "function-after[...]"); never a field of the schema.
+_SCHEMA_TAG = re.compile(
+    r"^(function-|constrained-|tagged-union|union\[|nullable|json-or-python|lax-or-strict|"
+    r"chain\[|list\[|dict\[|tuple\[|literal\[)|^(float|int|str|bool|none)$"
+)
+
+
+def _field_path(loc: Sequence[Any]) -> list[Any]:
+    """An error location without pydantic's schema tags (``_SCHEMA_TAG``)."""
+    return [p for p in loc if not (isinstance(p, str) and _SCHEMA_TAG.match(p))]
+
+
+def _touches(field: str, key: str) -> bool:
+    """Whether the dotted ``field`` of an error and an override ``key`` overlap: one is the
+    other or lies inside it (``targets.tok_s[0]`` in ``targets.tok_s``; an unknown table
+    ``nosuch`` of ``nosuch.x``)."""
+    if not field:
+        return False
+    return any(a == b or a.startswith((b + ".", b + "[")) for a, b in ((field, key), (key, field)))
+
+
 def _first_error(exc: ValidationError) -> tuple[str, str]:
-    err = exc.errors(include_url=False)[0]
-    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    """The first error's dotted field and message; the others counted once per field (a
+    value tried against each member of a union fails once a member, one problem)."""
+    errors = exc.errors(include_url=False)
+    err = errors[0]
+    loc = _field_path(err["loc"])
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
@@ -118,7 +144,7 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
         msg = "must be a finite number (inf and nan are not allowed)"
     elif err["type"] == "missing":
         msg = "required key is missing"
-    extra = len(exc.errors()) - 1
+    extra = len({tuple(_field_path(e["loc"])) for e in errors}) - 1
     if extra:
         msg += f" (and {extra} more error{'s' if extra > 1 else ''})"
     return _dotted(loc), msg
@@ -157,7 +183,7 @@ def scenario_from_dict(
         scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
         field, msg = _first_error(exc)
-        from_set = any(field == k or field.startswith(k + ".") for k in overridden)
+        from_set = any(_touches(field, k) for k in overridden)
         where = f"{source} (--set)" if from_set else source
         raise SpecsimError(msg, source=where, field=field or None) from None
     missing = underivable_pass_time(scenario)
@@ -315,7 +341,16 @@ def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     given = leaf_fields(raw) - set(overrides)
     scenario = scenario_from_dict(merged, source=str(path), overridden=overrides, given=given)
     scenario._overrides = dict.fromkeys(overrides, "--set")
+    scenario._source = str(path)
     return scenario
+
+
+def in_its_file(exc: SpecsimError, scenario: Scenario) -> SpecsimError:
+    """``exc`` naming the scenario's file when it names a field of it but no file (found
+    after loading, e.g. by the layer-level pass model)."""
+    if exc.field is None or exc.source is not None or scenario._source is None:
+        return exc
+    return SpecsimError(exc.message, source=scenario._source, field=exc.field, param=exc.param)
 
 
 def with_overrides(
@@ -323,13 +358,15 @@ def with_overrides(
 ) -> Scenario:
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
     merged = apply_overrides(scenario.model_dump(exclude_none=True), overrides, fresh=True)
-    return scenario_from_dict(
+    out = scenario_from_dict(
         merged,
         source=source,
         overridden=overrides,
         given=scenario._given - set(overrides),
         previous_overrides=scenario._overrides,
     )
+    out._source = scenario._source
+    return out
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

@@ -799,12 +799,15 @@ class Scenario(Section):
     such as the pass times, so a study that asks many times pays once. ``_given`` holds the
     dotted fields the file (or mapping) gave and ``_overrides`` the fields set afterwards
     (by ``--set``, ``--grid`` or a study) with what set them: the provenance of every value
-    (sim/scenario/provenance.py). Equality compares the fields only.
+    (sim/scenario/provenance.py). ``_source`` is the file it was read from (kept by its
+    overridden copies), so that a problem found later, deep in a study, names the file.
+    Equality compares the fields only.
     """
 
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
     _given: frozenset[str] = PrivateAttr(default_factory=frozenset)
     _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
+    _source: str | None = PrivateAttr(default=None)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Scenario):

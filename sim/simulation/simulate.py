@@ -23,6 +23,7 @@ from sim.model.cycletime import CycleTimeModel
 from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
+from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
@@ -80,9 +81,13 @@ def model_rng(seed: int) -> np.random.Generator:
 
 def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTimeModel:
     """The cycle-time model ``simulate`` binds for ``scenario`` at ``fidelity`` and ``seed``
-    (the layer pass's pools are drawn from ``model_rng(seed)``)."""
+    (the layer pass's pools are drawn from ``model_rng(seed)``); a field it finds wanting
+    is named with the scenario's file."""
     rng = model_rng(seed) if fidelity == "layer" else None
-    return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+    try:
+        return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+    except SpecsimError as exc:
+        raise in_its_file(exc, scenario) from None
 
 
 @dataclass(frozen=True)

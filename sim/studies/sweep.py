@@ -53,10 +53,14 @@ class PointTask:
 
 
 def point_scenario(task: PointTask) -> Scenario:
+    """The point's scenario, naming the sweep's file in what it finds wanting later."""
     if task.point is not None:
-        return scenario_from_dict(task.point, source=f"{task.source} (--grid)")
-    base = scenario_from_dict(task.base, source=task.source)
-    return with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
+        out = scenario_from_dict(task.point, source=f"{task.source} (--grid)")
+    else:
+        base = scenario_from_dict(task.base, source=task.source)
+        out = with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
+    out._source = task.source
+    return out
 
 
 def _target_label(tok_s: float) -> str:

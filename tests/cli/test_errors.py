@@ -187,3 +187,59 @@ def test_help_and_convert_import_no_heavy_module():
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.stderr.strip().endswith("[]"), (argv, out.stderr[-400:])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run"],
+        ["search", "--num-steps", "2"],
+        ["compare", "SCENARIO"],
+        ["sweep", "--grid", "speculation.num_steps=2,3", "--out", "OUT"],
+    ],
+)
+def test_a_field_found_wanting_after_loading_names_the_file(command, tmp_path):
+    """The layer-level pass of an ungraphed verify needs model.kernels_per_layer, which the
+    mix scenario does not give: found after loading, deep in the study, and still named
+    with the file in every command that simulates."""
+    from tests.conftest import ROOT
+
+    mix = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml")
+    name, *rest = command
+    rest = [mix if a == "SCENARIO" else str(tmp_path / "out") if a == "OUT" else a for a in rest]
+    args = [name, mix, *rest, "--fidelity", "layer", "--replications", "1", "--requests", "3"]
+    assert_one_line_error(run_cli(*args, "-q"), mix, "model.kernels_per_layer")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_error_about_an_extrapolated_verify_says_what_was_given():
+    """A verify of 1e-300 ms over the scenario's 6 tokens extrapolates to a negative time
+    over 1 token: the error starts from the value the user gave."""
+    from tests.conftest import ROOT
+
+    llama = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    result = run_cli("run", llama, "--set", "timing.verify_ms=1e-300")
+    assert_one_line_error(
+        result, "(--set): timing.verify_ms: 1e-300 ms over 6 tokens at", "(over 1 token) is less"
+    )
+
+
+@pytest.mark.parametrize(
+    ("assignment", "field"),
+    [
+        ("uncertainty.acceptance.alpha={stderr=-1}", "uncertainty.acceptance.alpha.stderr: "),
+        ("targets.tok_s=[1e308]", "targets.tok_s[0]: "),
+        ("nosuch.x=1", "nosuch: unknown key"),
+    ],
+)
+def test_set_errors_are_tagged_and_name_only_schema_fields(assignment, field):
+    """A value set by --set is reported as '(--set)' whether the error names the key set,
+    an entry inside it or a table above it, and the field is the scenario's dotted path
+    (not a union member pydantic tried, such as 'constrained-float'), one problem counted
+    once (a float tried against a number-or-list field fails twice)."""
+    from tests.conftest import ROOT
+
+    llama = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    result = run_cli("run", llama, "--set", assignment)
+    assert_one_line_error(result, f"{llama} (--set): {field}")
+    assert "constrained" not in result.output and "more error" not in result.output

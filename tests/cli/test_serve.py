@@ -84,7 +84,9 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     ("rows", "message"),
     [
         ("0.0,10,5\n0.5,-3,5\n", "input_tokens (row 2)"),
-        ("0.0,10,5\n0.5,10,0\n", "output_tokens (row 2): must be >= 1"),
+        ("0.0,10,5\n0.5,10,0\n", "output_tokens (row 2): must be in [1, 1,000,000], got 0"),
+        ("0.0,10,100000000\n", "output_tokens (row 1): must be in [1, 1,000,000]"),
+        ("0.0,10000001,5\n", "input_tokens (row 1): must be in [0, 10,000,000]"),
         ("1.0,10,5\n0.5,10,5\n", "arrival_s (row 2): arrivals must not go backwards"),
         ("-1,10,5\n", "arrival_s (row 1)"),
         ("0.0,ten,5\n", "input_tokens (row 1)"),

@@ -8,8 +8,9 @@ Format (one request per row, a header line first, comma-separated)::
 
 * ``arrival_s``: arrival time in seconds from the start of the trace, >= 0 and
   non-decreasing down the file;
-* ``input_tokens``: prompt tokens, an integer >= 0;
-* ``output_tokens``: tokens to generate, an integer >= 1;
+* ``input_tokens``: prompt tokens, an integer in [0, 10,000,000];
+* ``output_tokens``: tokens to generate, an integer in [1, 1,000,000] (the bounds of the
+  scenario's own ``workload`` fields);
 * ``class`` (optional column; an empty cell is allowed): the name of an acceptance class
   of the scenario's ``[[acceptance.mix]]``; empty or absent, the class is drawn by the
   mix weights like any other request.
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.scenario.schema import MAX_OUTPUT_TOKENS
 from sim.simulation.serving.workload import Trace
 
 __all__ = ["COLUMNS", "parse_trace", "read_trace"]
@@ -48,15 +50,21 @@ def read_trace(path: str | Path, class_names: Sequence[str] = ()) -> Trace:
     return parse_trace(text, str(path), class_names)
 
 
-def _int(value: str, low: int, where: str, field: str, source: str) -> int:
+#: A row's most tokens: the bounds of the scenario's own ``workload`` fields.
+MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
+
+
+def _int(value: str, low: int, high: int, where: str, field: str, source: str) -> int:
     try:
         number = int(value)
     except ValueError:
         raise SpecsimError(
             f"{value!r} is not an integer", source=source, field=field + where
         ) from None
-    if number < low:
-        raise SpecsimError(f"must be >= {low}, got {number}", source=source, field=field + where)
+    if not low <= number <= high:
+        raise SpecsimError(
+            f"must be in [{low}, {high:,}], got {number:,}", source=source, field=field + where
+        )
     return number
 
 
@@ -99,8 +107,12 @@ def parse_trace(text: str, source: str, class_names: Sequence[str] = ()) -> Trac
             )
         last = t
         arrival.append(t * 1000.0)
-        n_in.append(_int(row["input_tokens"] or "", 0, where, "input_tokens", source))
-        n_out.append(_int(row["output_tokens"] or "", 1, where, "output_tokens", source))
+        n_in.append(
+            _int(row["input_tokens"] or "", 0, MAX_INPUT_TOKENS, where, "input_tokens", source)
+        )
+        n_out.append(
+            _int(row["output_tokens"] or "", 1, MAX_OUTPUT_TOKENS, where, "output_tokens", source)
+        )
         name = (row.get("class") or "").strip()
         if name and name not in known:
             listed = ", ".join(class_names) if class_names else "none: the scenario has no mix"

@@ -87,3 +87,37 @@ def check_finite(doc: Any, source: str) -> None:
             source=source,
             field=where,
         )
+
+
+class MissingField(KeyError):
+    """A key a reader looked up in a document that does not have it; ``path`` is its
+    dotted path in the document (``speculative.distributions.ttft_ms``, ``rows[3].alpha``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class PathDict(dict[str, Any]):
+    """A JSON object that knows where it sits in its document: looking up a key it lacks
+    raises ``MissingField`` with the key's full dotted path (a plain ``KeyError`` would name
+    the last key only). Otherwise a plain dict."""
+
+    def __init__(self, items: Mapping[str, Any], path: str) -> None:
+        super().__init__(items)
+        self.path = path
+
+    def __missing__(self, key: str) -> Any:
+        raise MissingField(f"{self.path}.{key}" if self.path else str(key))
+
+
+def with_paths(node: Any, path: str = "") -> Any:
+    """A copy of a JSON-like document whose objects are ``PathDict``s (lists stay lists),
+    so a reader's missing key is reported by its path; other values are shared."""
+    if isinstance(node, Mapping):
+        return PathDict(
+            {k: with_paths(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()}, path
+        )
+    if isinstance(node, list):
+        return [with_paths(v, f"{path}[{i}]") for i, v in enumerate(node)]
+    return node

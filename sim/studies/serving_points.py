@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from sim.simulation.serving.metrics import Ratio, SloSpec, mean_interval, request_metrics
+from sim.simulation.serving.metrics import (
+    Ratio,
+    SloSpec,
+    mean_interval,
+    request_metrics,
+    share_interval,
+)
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.workload import ClosedLoop, Poisson
 
@@ -93,13 +99,16 @@ class Load:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A serving metric: ``label`` in words, ``unit``, and whether more is better."""
+    """A serving metric: ``label`` in words, ``unit``, whether more is better, whether it
+    needs SLO limits, and whether it is a share (a value in [0, 1]; its interval is clipped
+    to [0, 1])."""
 
     name: str
     label: str
     unit: str
     higher_is_better: bool
     needs_slo: bool = False
+    share: bool = False
 
 
 #: Metrics of a policy at a load, each one number per replication.
@@ -112,7 +121,9 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("tpot_p99_ms", "99th-percentile time per output token", "ms", False),
         MetricSpec("ttft_p50_ms", "median time to first token", "ms", False),
         MetricSpec("ttft_p99_ms", "99th-percentile time to first token", "ms", False),
-        MetricSpec("slo_attainment", "share of requests meeting the SLOs", "", True, True),
+        MetricSpec(
+            "slo_attainment", "share of requests meeting the SLOs", "", True, True, share=True
+        ),
         MetricSpec("goodput_req_s", "requests per second meeting the SLOs", "req/s", True, True),
     )
 }
@@ -205,16 +216,17 @@ def ratio_doc(r: Ratio) -> dict[str, Any]:
     return {"mean": _finite(r.mean), "ci95": ci}
 
 
-def _ratio(values: np.ndarray) -> Ratio:
+def _ratio(values: np.ndarray, share: bool = False) -> Ratio:
     if not np.all(np.isfinite(values)):
         return Ratio(float("nan"), None)
-    mean, ci = mean_interval(values)
+    mean, ci = share_interval(values) if share else mean_interval(values)
     return Ratio(mean, ci)
 
 
 def level(point: PolicyPoint, metric: str) -> Ratio:
-    """Mean of the replication values of ``metric`` with its 95% interval."""
-    return _ratio(point.values[metric])
+    """Mean of the replication values of ``metric`` with its 95% interval (clipped to
+    [0, 1] for a share, such as SLO attainment)."""
+    return _ratio(point.values[metric], share=METRICS[metric].share)
 
 
 def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:

@@ -40,7 +40,7 @@ from sim.model.drafts import Draft, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
 from sim.model.tree_acceptance import TreeDraft
 from sim.parallel import Executor
-from sim.scenario.schema import Scenario, SpeculationSpec
+from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.serving.metrics import Estimate, Ratio, mean_interval, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
@@ -49,6 +49,7 @@ __all__ = [
     "Crossing",
     "LoadPoint",
     "TreeLoadResult",
+    "check_chains",
     "draft_name",
     "parse_tree",
     "table_row",
@@ -79,6 +80,20 @@ def parse_tree(text: str) -> TreeDraft:
         msg = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
         raise SpecsimError(f"{text!r}: {msg}", param="trees") from None
     return TreeDraft(steps, topk, n)
+
+
+def check_chains(chains: Sequence[int]) -> None:
+    """SpecsimError naming ``--chain`` unless there is a chain and every length is within
+    the bound on ``speculation.num_steps`` (1 to ``MAX_NUM_STEPS``)."""
+    if not chains:
+        raise SpecsimError("give at least one chain length", param="chains")
+    for k in chains:
+        if not 1 <= k <= MAX_NUM_STEPS:
+            raise SpecsimError(
+                f"{k} is not in the range 1<=x<={MAX_NUM_STEPS} (the bound on "
+                "speculation.num_steps)",
+                param="chains",
+            )
 
 
 def draft_name(draft: Draft) -> str:
@@ -227,8 +242,7 @@ def tree_load_study(
         )
     steps = scenario.num_steps if isinstance(own, int) else own.num_steps
     chain_list = list(chains) if chains is not None else [steps]
-    if not chain_list or any(k < 1 for k in chain_list):
-        raise SpecsimError("give chain lengths >= 1", param="chains")
+    check_chains(chain_list)
     if not concurrencies or any(c < 1 for c in concurrencies):
         raise SpecsimError("give concurrencies >= 1", param="concurrencies")
     if scenario.acceptance is None:

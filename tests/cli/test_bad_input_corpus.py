@@ -630,6 +630,9 @@ PLOT_DOCS = {
     "plot-nan-json": ('{"kind": "run", "x": NaN}', ""),
     "plot-bad-sweep": ('{"kind": "sweep", "rows": "x"}', "rows"),
     "plot-unknown-kind": ('{"kind": "movie"}', "kind"),
+    "plot-serve-empty": ('{"kind": "serve"}', "baseline"),
+    "plot-sweep-no-rows": ('{"kind": "sweep"}', "rows"),
+    "plot-run-cycle-text": ('{"kind": "run", "cycle_ms": {"draft": "x"}}', "not a valid run"),
 }
 for _name, (_text, _needle) in PLOT_DOCS.items():
 

@@ -67,3 +67,35 @@ def test_bad_input_is_one_line(args, flag):
 def test_a_chain_scenario_needs_a_tree():
     code, out = run(LLAMA, "--set", "acceptance.rank_profile=sequoia-jf68m-llama2-7b", "-q")
     assert code == 2 and "no tree to compare" in out
+
+
+@pytest.mark.parametrize("chain", ["100", "65"])
+def test_a_chain_longer_than_num_steps_allows_is_refused(chain):
+    """``--chain`` has the bound of ``speculation.num_steps`` (``MAX_NUM_STEPS``, 64),
+    which ``--set speculation.num_steps=100`` is refused by: one line naming ``--chain``
+    and the bound, exit 2, before anything is simulated (no progress output either)."""
+    from sim.scenario.schema import MAX_NUM_STEPS
+
+    result = CliRunner().invoke(
+        main,
+        ["tree-load", LLAMA, "--tree", "5/4/8", "--chain", chain, "--concurrency", "1",
+         "--replications", "1", "--requests", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("specsim: error: --chain: "), line
+    assert f"{chain} is not in the range 1<=x<={MAX_NUM_STEPS}" in line, line
+
+
+def test_chain_lengths_up_to_the_bound_are_accepted():
+    """``check_chains`` takes 1 and ``MAX_NUM_STEPS`` itself and refuses one more, or none."""
+    from sim.errors import SpecsimError
+    from sim.scenario.schema import MAX_NUM_STEPS
+    from sim.studies.tree_load import check_chains
+
+    check_chains([1, MAX_NUM_STEPS])
+    for bad in ([MAX_NUM_STEPS + 1], [0], []):
+        with pytest.raises(SpecsimError) as caught:
+            check_chains(bad)
+        assert caught.value.param == "chains"

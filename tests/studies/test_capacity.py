@@ -53,3 +53,18 @@ def test_capacity_document_and_errors():
     with pytest.raises(SpecsimError):
         capacity(ev, [3], share=1.5)
     assert ev(Load("rate", 1.0), FixedK(3)).replications == 3
+
+
+def test_slo_attainment_levels_are_clipped_to_0_1_but_speeds_are_not():
+    """``level`` of a share (SLO attainment 1.0 and 29/30 over two replications: t
+    interval (0.7716, 1.1951)) is clipped to [0, 1]; the same numbers as a speed (not a
+    share) keep their t interval."""
+    import numpy as np
+
+    from sim.studies.serving_points import PolicyPoint
+
+    values = np.array([1.0, 29 / 30])
+    point = PolicyPoint({"slo_attainment": values, "per_user_tok_s": values}, np.ones(2))
+    share = level(point, "slo_attainment")
+    assert share.ci95 == pytest.approx((0.771563, 1.0), abs=1e-6) and share.ci95[1] == 1.0
+    assert level(point, "per_user_tok_s").ci95[1] == pytest.approx(1.195103, abs=1e-6)

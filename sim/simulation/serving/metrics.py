@@ -25,7 +25,10 @@ system (arrivals inside the window; edge effects vanish as the window grows).
 Across replications: each metric's mean is the mean of replication means with a
 Student-t 95% interval (R - 1 degrees of freedom; none with one replication, since
 requests of one replication share the server and are not independent), and its p50, p90,
-p99 pool the requests (or deliveries) of every replication.
+p99 pool the requests (or deliveries) of every replication. The interval of a share (SLO
+attainment, the share of requests at or above a tok/s target, KV utilisation) is clipped
+to [0, 1] (``share_interval``): a symmetric interval over few replications of a share near
+0 or 1 would otherwise reach values no share can take.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ __all__ = [
     "estimate",
     "little_terms",
     "request_metrics",
+    "share_interval",
     "summarize_serving",
     "weighted_quantiles",
 ]
@@ -138,6 +142,21 @@ def mean_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, floa
     return mean, (mean - half, mean + half)
 
 
+def share_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, float] | None]:
+    """``mean_interval`` of a share (each replication's value in [0, 1]: a fraction of
+    requests, of the KV cache), with the Student-t interval clipped to [0, 1].
+
+    The t interval is symmetric about the mean; over few replications of a share near 1
+    (SLO attainment 0.98 over two replications) it reaches past 1, which no share can
+    be. Clipping keeps every value inside the interval a possible share; the mean is
+    unchanged (None with one replication, as ``mean_interval``).
+    """
+    mean, ci = mean_interval(per_replication)
+    if ci is None:
+        return mean, None
+    return mean, (min(max(ci[0], 0.0), 1.0), min(max(ci[1], 0.0), 1.0))
+
+
 def estimate(
     per_replication: np.ndarray, pooled: np.ndarray, weights: np.ndarray | None = None
 ) -> Estimate:
@@ -171,7 +190,8 @@ class Ratio:
 
 @dataclass(frozen=True)
 class PolicySummary:
-    """One policy's metrics across R replications."""
+    """One policy's metrics across R replications; the shares (``kv_utilisation``,
+    ``p_tok_s``, ``slo_attainment``) have their intervals clipped to [0, 1]."""
 
     metrics: dict[str, Estimate]
     aggregate_tok_s: Ratio
@@ -198,6 +218,12 @@ class ServingSummary:
 
 def _ratio(values: np.ndarray) -> Ratio:
     mean, ci = mean_interval(values)
+    return Ratio(mean, ci)
+
+
+def _share(values: np.ndarray) -> Ratio:
+    """A share across replications: its interval clipped to [0, 1] (``share_interval``)."""
+    mean, ci = share_interval(values)
     return Ratio(mean, ci)
 
 
@@ -229,7 +255,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
     share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
     if records[0].kv_capacity_tokens is not None:
-        kv = _ratio(
+        kv = _share(
             np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records])
         )
     preempt = np.array([r.preemptions.mean() for r in records])
@@ -237,7 +263,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         [r.cycle_tokens / r.request_cycles if r.request_cycles else np.nan for r in records]
     )
     p_tok = {
-        t: _ratio(np.array([np.mean(m["per_user_tok_s"] >= t) for m in per_request]))
+        t: _share(np.array([np.mean(m["per_user_tok_s"] >= t) for m in per_request]))
         for t in slo.tok_s
     }
     attain = None
@@ -250,7 +276,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
             if slo.tpot_ms is not None:
                 good &= ~(m["tpot_ms"] > slo.tpot_ms)  # one-token requests have no TPOT
             ok.append(good.mean())
-        attain = _ratio(np.array(ok))
+        attain = _share(np.array(ok))
     little = np.array([little_terms(r) for r in records])  # (R, 3)
     return PolicySummary(
         metrics=metrics,

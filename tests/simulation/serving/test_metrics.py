@@ -80,3 +80,45 @@ def test_mean_interval_is_students_t_by_hand() -> None:
     assert mean == 2.0
     assert ci == pytest.approx((2 - 4.302653 / 3**0.5, 2 + 4.302653 / 3**0.5), abs=1e-6)
     assert mean_interval(np.array([7.0])) == (7.0, None)
+
+
+def test_share_interval_is_clipped_to_0_1_by_hand() -> None:
+    """SLO attainment 1.0 and 29/30 over two replications: mean 0.98333, sample std
+    0.023570, t(0.975, 1) = 12.706205, so the t interval is 0.98333 -+ 0.211770 =
+    (0.771563, 1.195103); a share cannot pass 1, so ``share_interval`` gives
+    (0.771563, 1.0) with the same mean. Near 0 the lower end is clipped to 0; inside
+    [0, 1] the interval is the t interval, and one replication still has none."""
+    from sim.simulation.serving.metrics import mean_interval, share_interval
+
+    high = np.array([1.0, 29 / 30])
+    assert mean_interval(high)[1][1] == pytest.approx(1.195103, abs=1e-6)  # the bug
+    mean, ci = share_interval(high)
+    assert mean == pytest.approx(0.983333, abs=1e-6)
+    assert ci == pytest.approx((0.771563, 1.0), abs=1e-6) and ci[1] == 1.0
+    low = np.array([0.0, 1 / 30])
+    assert share_interval(low)[1] == pytest.approx((0.0, 0.228437), abs=1e-6)
+    middle = np.array([0.4, 0.5, 0.6])
+    assert share_interval(middle) == mean_interval(middle)
+    assert share_interval(np.array([0.9])) == (0.9, None)
+
+
+def test_share_valued_summaries_stay_in_0_1() -> None:
+    """Two replications of 8 users, speculating at k = 3 against a tight TPOT limit: 17 of
+    24 and 10 of 24 requests meet it, so the t interval of SLO attainment is
+    (-1.29, 2.42); clipped, it is all of [0, 1]. Every share of every policy (SLO
+    attainment, the share at or above each tok/s target, KV utilisation) has its 95%
+    interval inside [0, 1]."""
+    p = plan(
+        ClosedLoop(8), input_tokens=20, output=30, requests=24, prefill="model",
+        kv_capacity_tokens=4000,
+    )  # fmt: skip
+    run = simulate_serving(p, {"baseline": FixedK(0), "k3": FixedK(3)}, replications=2, seed=3)
+    slo = SloSpec(tok_s=(1.0, 88.0), ttft_ms=400.0, tpot_ms=12.0)
+    policies = summarize_serving(run.records, slo).policies
+    assert policies["k3"].slo_attainment.mean == pytest.approx((17 + 10) / 48)
+    assert policies["k3"].slo_attainment.ci95 == (0.0, 1.0)
+    for name, policy in policies.items():
+        shares = [policy.slo_attainment, policy.kv_utilisation, *policy.p_tok_s.values()]
+        for share in shares:
+            assert share is not None and share.ci95 is not None, name
+            assert 0.0 <= share.ci95[0] <= share.mean <= share.ci95[1] <= 1.0, (name, share)

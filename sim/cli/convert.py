@@ -9,8 +9,10 @@ from sim.errors import SpecsimError
 
 
 def _floats(text: str, source: str) -> list[float]:
+    from sim.studies.grid import split_list  # lazy: start-up
+
     try:
-        values = [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in split_list(text, source=source)]
     except ValueError:
         raise SpecsimError(
             f"expected comma-separated numbers, got {text[:80]!r}", source=source

@@ -92,9 +92,7 @@ def test_plain_decoding_scenario(seed_path):
 
 
 def test_convert_json_keys():
-    result = CliRunner().invoke(
-        main, ["convert", "--per-position", "0.8,0.7", "--num-steps", "3", "--json"]
-    )
+    result = CliRunner().invoke(main, ["convert", "--per-position", "0.8,0.7", "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert set(doc) >= {
@@ -106,7 +104,7 @@ def test_convert_json_keys():
         "accept_length",
         "assumption",
     }
-    assert doc["per_position"] == [0.8, 0.7, 0.7]
+    assert doc["num_steps"] == 2 and doc["per_position"] == [0.8, 0.7]
 
 
 def test_python_dash_m_sim_is_the_same_cli(seed_path):

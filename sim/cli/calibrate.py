@@ -167,6 +167,7 @@ def calibrate_command(
     from sim.files import atomic_write_text
     from sim.report.calibrate import calibrated_toml, format_calibration, format_imported
     from sim.scenario.load import load_scenario
+    from sim.studies.grid import split_list
 
     if not 0.0 < rel_error < 1.0:  # also refuses nan
         raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
@@ -181,7 +182,7 @@ def calibrate_command(
     base = load_scenario(base_path, sets) if base_path else None
     fields = None
     if fit is not None:
-        fields = [f.strip().removeprefix("timing.") for f in fit.split(",") if f.strip()]
+        fields = [f.removeprefix("timing.") for f in split_list(fit, source="--fit")]
         if not fields:
             raise SpecsimError("name at least one timing field", source="--fit")
     real = _real_runs(

@@ -19,8 +19,9 @@ def parse_phase(text: str) -> Phase:
     # lazy: start-up
     from sim.errors import SpecsimError
     from sim.studies.controllers import Phase
+    from sim.studies.grid import split_list
 
-    parts = [p.strip() for p in text.split(",")]
+    parts = split_list(text, source="--phase")
     try:
         shares = tuple((name.strip(), float(v)) for name, v in (p.split("=") for p in parts[2:]))
         return Phase(int(parts[0]), float(parts[1]), shares)

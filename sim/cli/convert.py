@@ -9,8 +9,10 @@ from sim.errors import SpecsimError
 
 
 def _floats(text: str, source: str) -> list[float]:
+    from sim.studies.grid import split_list  # lazy: start-up
+
     try:
-        values = [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in split_list(text, source=source)]
     except ValueError:
         raise SpecsimError(
             f"expected comma-separated numbers, got {text[:80]!r}", source=source
@@ -32,7 +34,8 @@ def _floats(text: str, source: str) -> list[float]:
 @click.option(
     "--num-steps",
     type=click.IntRange(1, 64),
-    help="Draft length k (from the list when omitted; at most 64, as in scenarios).",
+    help="Draft length k, at most 64 as in scenarios (a list's own length, which it must "
+    "match when given).",
 )
 @click.option(
     "--topk",
@@ -71,7 +74,6 @@ def convert(
         return
     # lazy: the model is imported when the command runs, not for --help (start-up)
     from sim.model import metrics
-    from sim.model.rates import extend_rates
 
     given = {
         "--alpha": alpha,
@@ -87,15 +89,16 @@ def convert(
     source = named[0]
     if source in ("--cumulative", "--per-position"):
         values = _floats(given[source], source)
+        # a list is one rate per draft position: its length is k, padded or cut by nothing
+        if num_steps is not None and num_steps != len(values):
+            raise SpecsimError(
+                f"lists {len(values)} positions but --num-steps is {num_steps} "
+                "(a list gives k: list every position, or leave --num-steps out)",
+                source=source,
+            )
         if source == "--cumulative":
-            if num_steps is not None and num_steps != len(values):
-                raise SpecsimError(
-                    f"lists {len(values)} positions but --num-steps is {num_steps}", source=source
-                )
             forms = metrics.from_cumulative(values)
         else:
-            if values and num_steps is not None:
-                values = extend_rates(values, num_steps).tolist()
             forms = metrics.from_conditional(values)
     else:
         if num_steps is None:

@@ -17,11 +17,14 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     # lazy: start-up
     from sim.errors import SpecsimError
     from sim.studies.crossover import CROSSOVER_METRICS
+    from sim.studies.grid import split_list
     from sim.studies.serving_points import METRICS
 
     if text is None:
         return CROSSOVER_METRICS
-    names = tuple(m.strip() for m in text.split(",") if m.strip())
+    names = tuple(split_list(text, source="--metric"))
+    if not names:
+        raise SpecsimError("name at least one metric", source="--metric")
     for m in names:
         if m not in METRICS or METRICS[m].needs_slo:
             known = ", ".join(n for n, s in METRICS.items() if not s.needs_slo)

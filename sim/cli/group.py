@@ -34,6 +34,8 @@ PARAM_FLAGS: dict[str, str] = {
     "trees": "--tree",
     "chains": "--chain",
     "concurrencies": "--concurrency",
+    "phases": "--phase",
+    "metrics": "--metric",
 }
 
 

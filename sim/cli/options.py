@@ -120,6 +120,23 @@ def output_dir_checked(ctx: click.Context, param: click.Parameter, value: str | 
     return value
 
 
+def list_values(text: str, option: str) -> tuple[Any, ...]:
+    """The values of a list option: ``1,2,4``, ``1:8``, ``0.5:4:0.5`` or a mix (``1:4,8``),
+    read as a sweep's ``--grid`` values are (sim/studies/grid.py); bad text is a
+    SpecsimError naming ``option``."""
+    # lazy: start-up
+    from sim.errors import SpecsimError
+    from sim.studies.grid import parse_grid
+
+    if not text.strip():
+        raise SpecsimError("empty: give a list such as 1,2,4 or START:STOP[:STEP]", source=option)
+    try:
+        _, values = parse_grid(f"value={text}")
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=option) from None
+    return values
+
+
 def output_file_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """click callback: an output file is checked before any work (see sim/files.py)."""
     if value is not None:

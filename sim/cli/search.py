@@ -10,6 +10,7 @@ from sim.cli.options import (
     echo_document,
     format_option,
     json_option,
+    list_values,
     monte_carlo_options,
     plot_option,
     quiet_option,
@@ -24,16 +25,11 @@ from sim.cli.options import (
 
 def parse_num_steps(text: str) -> list[int]:
     """``1:16``, ``4`` or ``2,4,8`` -> draft lengths."""
-    # lazy: start-up
-    from sim.errors import SpecsimError
-    from sim.studies.grid import parse_grid
+    from sim.errors import SpecsimError  # lazy: start-up
 
     if not text.strip():
         raise SpecsimError("empty: give START:STOP, a list 2,4,8 or one k", source="--num-steps")
-    try:
-        _, values = parse_grid(f"num_steps={text}")
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source="--num-steps") from None
+    values = list_values(text, "--num-steps")
     top = 64  # sim.scenario.schema.MAX_NUM_STEPS (not imported: start-up)
     if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in values):
         raise SpecsimError(f"expected integers 1 to {top}, got {text!r}", source="--num-steps")
@@ -42,14 +38,9 @@ def parse_num_steps(text: str) -> list[int]:
 
 def parse_int_list(text: str, option: str) -> list[int]:
     """``2,4,8`` or ``1:8`` -> integers >= 1 (SpecsimError naming ``option`` otherwise)."""
-    # lazy: start-up
-    from sim.errors import SpecsimError
-    from sim.studies.grid import parse_grid
+    from sim.errors import SpecsimError  # lazy: start-up
 
-    try:
-        _, values = parse_grid(f"v={text}")
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source=option) from None
+    values = list_values(text, option)
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
         raise SpecsimError(f"expected integers >= 1, got {text!r}", source=option)
     return sorted(values)

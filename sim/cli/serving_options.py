@@ -20,6 +20,7 @@ import click
 from sim.cli.options import (
     format_option,
     json_option,
+    list_values,
     plot_option,
     quiet_option,
     replications_option,
@@ -48,14 +49,9 @@ __all__ = [
 
 def parse_values(text: str, flag: str) -> list[float]:
     """``1,2,4,8``, ``1:8`` or ``0.5:4:0.5`` -> numbers (SpecsimError naming the flag)."""
-    # lazy: start-up
-    from sim.errors import SpecsimError
-    from sim.studies.grid import parse_grid
+    from sim.errors import SpecsimError  # lazy: start-up
 
-    try:
-        _, values = parse_grid(f"value={text}")
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source=flag) from None
+    values = list_values(text, flag)
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         raise SpecsimError(f"expected numbers, got {text!r}", source=flag)
     return [float(v) for v in values]

@@ -80,17 +80,12 @@ def tree_load(
     each chain and each tree on the same users at every load (serving simulation), the
     paired tree / chain ratio, the crossover and the best draft per load."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.errors import SpecsimError
+    from sim.cli.search import parse_int_list
     from sim.report.tree_load import render_tree_load, tree_load_to_dict
     from sim.scenario.load import load_scenario
     from sim.studies.tree_load import parse_tree, tree_load_study
 
-    try:
-        grid = [int(c) for c in concurrencies.split(",") if c.strip()]
-    except ValueError:
-        raise SpecsimError(
-            f"{concurrencies!r}: give comma-separated integers", param="concurrencies"
-        ) from None
+    grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     with ProgressBar(enabled=not quiet) as progress:
         result = tree_load_study(

@@ -41,6 +41,28 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
+def split_list(
+    text: str,
+    *,
+    source: str | None = None,
+    param: str | None = None,
+    field: str | None = None,
+) -> list[str]:
+    """The stripped items of a comma-separated list (commas inside brackets or quotes do
+    not split: ``[0.9,0.8],0.7`` is two items); blank text is no items.
+
+    An empty item (``1,,4``, ``,0.8``, ``0.8,``) is a SpecsimError named by ``source``,
+    ``param`` and ``field``, never dropped: every comma-list option parses through here,
+    so each refuses one the same way.
+    """
+    if not text.strip():
+        return []
+    items = _split_top_level(text)
+    if not all(items):
+        raise SpecsimError(f"empty value in {text!r}", source=source, param=param, field=field)
+    return items
+
+
 def _number(text: str, key: str) -> int | float:
     value = parse_value(text, param="grids")
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -95,9 +117,7 @@ def parse_grid(text: str) -> tuple[str, tuple[Any, ...]]:
             f"expected KEY=V1,V2,... or KEY=START:STOP:STEP, got {text!r}", param="grids"
         )
     values: list[Any] = []
-    for item in _split_top_level(rest.strip()):
-        if not item:
-            raise SpecsimError(f"empty value in {rest!r}", param="grids", field=key)
+    for item in split_list(rest, param="grids", field=key):
         values.extend(
             parse_range(item, key) if _is_range(item) else [parse_value(item, param="grids")]
         )

@@ -75,7 +75,8 @@ def test_sglang_log_gives_accept_length_and_a_point(tmp_path: Path) -> None:
         ([], "nothing to calibrate from"),
         (["--baseline-tok-s", "80", "--fit", "verify_ms,bogus"], "--fit: cannot fit bogus"),
         (["--vllm-metrics-before", "x"], "needs --vllm-metrics"),
-        (["--baseline-tok-s", "80", "--fit", ",,"], "--fit: name at least one timing field"),
+        (["--baseline-tok-s", "80", "--fit", ""], "--fit: name at least one timing field"),
+        (["--baseline-tok-s", "80", "--fit", ",,"], "--fit: empty value in ',,'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, tmp_path: Path) -> None:

@@ -72,3 +72,17 @@ def test_controllers_json_and_errors():
         assert needle in res.output
     res = CliRunner().invoke(main, ["controllers", str(SEED), *SMALL, *phase])
     assert res.exit_code == 2 and "chat" in res.output  # no mix: classes unknown
+
+
+def test_controllers_phase_errors_name_the_phase_option():
+    """The option is --phase (repeatable); there is no --phases to name."""
+    serving = str(SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml")  # one acceptance class
+    res = CliRunner().invoke(main, ["controllers", serving, *SMALL])
+    assert res.exit_code == 2
+    assert res.output.strip() == (
+        "specsim: error: --phase: a phase-changing workload needs an [[acceptance.mix]] of "
+        "at least two classes"
+    )
+    res = CliRunner().invoke(main, ["controllers", serving, *SMALL, "--phase", "6,1,chat=1"])
+    assert res.exit_code == 2
+    assert res.output.startswith("specsim: error: --phase: unknown acceptance class 'chat'")

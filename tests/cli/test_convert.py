@@ -1,0 +1,40 @@
+"""``specsim convert`` of a list: the list is the draft length.
+
+``--cumulative`` and ``--per-position`` give one rate per draft position, so their length
+is k. A ``--num-steps`` that disagrees is refused the same way for both: repeating the
+last rate to reach a larger k would be an assumption the measurement does not carry, and
+dropping listed rates to reach a smaller one would convert another draft than the one
+measured.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+
+LISTS = [("--cumulative", "0.8,0.6,0.4"), ("--per-position", "0.8,0.7,0.6")]
+
+
+@pytest.mark.parametrize(("option", "rates"), LISTS)
+@pytest.mark.parametrize("num_steps", ["5", "2"])
+def test_a_num_steps_other_than_the_lists_length_is_refused(option, rates, num_steps):
+    result = CliRunner().invoke(main, ["convert", option, rates, "--num-steps", num_steps])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"specsim: error: {option}: lists 3 positions but --num-steps is {num_steps} "
+        "(a list gives k: list every position, or leave --num-steps out)"
+    )
+
+
+@pytest.mark.parametrize(("option", "rates"), LISTS)
+@pytest.mark.parametrize("num_steps", [[], ["--num-steps", "3"]])
+def test_a_list_converts_at_its_own_length_with_no_assumption(option, rates, num_steps):
+    result = CliRunner().invoke(main, ["convert", option, rates, *num_steps, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["num_steps"] == 3 and len(doc["per_position"]) == 3
+    assert doc["assumption"] is None

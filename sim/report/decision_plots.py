@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 
 __all__ = [
@@ -222,6 +223,7 @@ def _cdf_figure(doc: Mapping[str, Any]) -> Figure | None:
     return fig
 
 
+@plain_text
 def crossover_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     out = [("crossover-gain", _gain_figure(doc))]
     if any(m in doc["metrics"] for m in ("per_user_tok_s", "aggregate_tok_s")):
@@ -235,6 +237,7 @@ def crossover_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
 # --------------------------------------------------------------------------- best k
 
 
+@plain_text
 def best_k_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ks = doc["num_steps"]
     sel = doc["selection"]
@@ -308,6 +311,7 @@ def best_k_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
 # --------------------------------------------------------------------------- capacity
 
 
+@plain_text
 def capacity_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     fig = Figure(figsize=(8.0, 5.0), dpi=110, layout="constrained")
     ax = fig.add_subplot()
@@ -345,6 +349,7 @@ def capacity_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
 # --------------------------------------------------------------------------- controllers
 
 
+@plain_text
 def controllers_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ref = doc["reference"]
     names = [n for n in doc["policies"] if n != ref]

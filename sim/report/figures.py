@@ -17,6 +17,7 @@ from sim.report.decision_plots import (
     controllers_figures,
     crossover_figures,
 )
+from sim.report.plain_text import plain_text
 from sim.report.plots import (
     Row,
     cycle_breakdown,
@@ -55,6 +56,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+@plain_text
 def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str, Figure]]:
     """Figures for a sweep document (``sweep.json``): (file stem, Figure) pairs.
 
@@ -129,17 +131,20 @@ def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str
     return out
 
 
+@plain_text
 def search_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """Figures for ``specsim search --json`` output (an acceptance search)."""
     return [("required-alpha", required_alpha_vs_target(doc, footnote=describe(doc)))]
 
 
+@plain_text
 def solve_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """Figures for ``specsim search --solve FIELD --json`` output (any lever)."""
     stem = "solve-" + doc["field"].replace(".", "-")
     return [(stem, lever_curve(doc, footnote=describe(doc)))]
 
 
+@plain_text
 def run_figures(
     doc: Mapping[str, Any], tok_s: np.ndarray | None = None
 ) -> list[tuple[str, Figure]]:
@@ -179,6 +184,7 @@ def run_figures(
     return out
 
 
+@plain_text
 def compare_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """Figures for ``specsim compare --json`` output: tok/s bars and cycle breakdowns."""
     rows = doc["scenarios"]

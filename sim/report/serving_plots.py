@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, TARGET_STYLE, _figure, _footnote
 
 __all__ = ["serve_figures"]
@@ -100,6 +101,7 @@ def batch_figure(doc: Mapping[str, Any]) -> Figure:
     return fig
 
 
+@plain_text
 def serve_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """(file stem, Figure) pairs of a ``serve`` document."""
     return [
@@ -109,6 +111,7 @@ def serve_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ]
 
 
+@plain_text
 def serving_sweep_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """A serving sweep: per-user and aggregate tok/s against the swept load (the first
     numeric ``serving.*`` field), speculation against no speculation, 95% bands; other

@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
+from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
@@ -158,6 +159,7 @@ def _users_axis(ax: Any, x: np.ndarray) -> None:
     ax.set_xlabel("concurrent users (closed loop)")
 
 
+@plain_text
 def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     """(file stem, Figure) pairs: per-user and aggregate tok/s against concurrency for every
     policy, and each tree over each chain with its 95% band."""

@@ -147,3 +147,21 @@ def test_method_exact_without_a_law_exits_2_and_auto_falls_back(seed_path):
     text = CliRunner().invoke(main, ["run", str(seed_path), "--method", "auto", "-q", *jitter])
     assert "this is the Monte Carlo" in text.output
     assert run_json(str(seed_path), "--method", "auto")["method"] == "exact"
+
+
+def test_a_name_that_reads_as_tex_is_drawn_as_written(tmp_path):
+    """Matplotlib takes text between two '$' for TeX; "price $x^^$ tag" is not valid TeX and
+    made `run --plot` fail with a traceback. Names are drawn as written."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml").read_text()
+    lines = [
+        'name = "price $x^^$ tag"' if ln.startswith("name = ") else ln for ln in text.splitlines()
+    ]
+    path = tmp_path / "dollar.toml"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "figs"
+    args = ["run", str(path), "--plot", str(out), "--replications", "2", "--requests", "10", "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["cycle-breakdown.png", "distribution.png"]

@@ -1,0 +1,30 @@
+"""Hand-worked checks of bind: values computed from the formulas and their sources."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.scenario.bind import acceptance_model, draft_pass_table_ms, pass_times, tree_cost
+from sim.scenario.load import load_scenario
+from tests.conftest import SEED
+
+SETS = ["acceptance.rank_rates=[0.7, 0.15, 0.06, 0.03]"]
+
+
+def test_rank_rates_anchor_the_top1_rate_on_their_first_entry():
+    """bind.py anchored_rates: q_1 (0.7) of rank_rates is the top-1 rate a_1 at every depth, not the
+    last rank's."""
+    sc = load_scenario(SEED, SETS)
+    np.testing.assert_allclose(acceptance_model(sc.acceptance, 3).mean_rates(), [0.7, 0.7, 0.7])
+
+
+def test_tree_drafter_step_is_the_pass_over_topk_beams():
+    """bind.py tree_cost: (num_steps - 1) drafter passes over topk = 2 beams: 3 x table[2 - 1] of
+    the hardware model."""
+    sc = load_scenario(SEED, SETS)
+    passes = pass_times(sc)
+    table = draft_pass_table_ms(sc, 2)
+    assert table is not None and table[1] > table[0]
+    cost = tree_cost(sc, 4, 2, 6, passes)
+    assert cost.draft_ms == pytest.approx(3 * (table[1] + passes.draft_step_overhead_ms), rel=1e-12)

@@ -106,11 +106,40 @@ def render_levers(table: dict[str, Any]) -> str:
     if ranked:
         order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
         lines.append(f"ranked (one lever at a time): {order}")
+    lines += off_centre_lines(rows, table.get("off_centre_inputs") or [])
     lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
     if table.get("kernels"):
         lines += kernel_sweep_lines(table["kernels"])
     return "\n".join(lines)
+
+
+def off_centre_lines(rows: list[dict[str, Any]], off: list[dict[str, Any]]) -> list[str]:
+    """Why tok/s as specified can sit at an end of its 90% interval: the inputs specified
+    outside the 5-95% of their own ranges, and the rows that lie outside their interval."""
+    if not off:
+        return []
+    outside = [
+        r["name"]
+        for r in rows
+        if r["tok_s"] is not None
+        and r.get("interval90") is not None
+        and not r["interval90"][0] <= r["tok_s"] <= r["interval90"][1]
+    ]
+    inputs = "; ".join(
+        f"{o['field']} {o['nominal']:.4g} (5-95% of its range {o['range90'][0]:.4g}-"
+        f"{o['range90'][1]:.4g})"
+        for o in off
+    )
+    head = "tok/s as specified takes inputs outside the 5-95% of their ranges: "
+    lines = [head + inputs]
+    if outside:
+        lines.append(
+            "  so it lies outside its 90% interval for: "
+            + ", ".join(outside)
+            + " (the interval is the range the answer could take)"
+        )
+    return lines
 
 
 def kernel_sweep_lines(sweep: dict[str, Any]) -> list[str]:

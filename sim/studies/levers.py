@@ -37,6 +37,7 @@ from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
 from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
+from sim.scenario.uncertainty import uncertain_inputs
 from sim.studies.uncertainty import answer_uncertainty
 
 __all__ = [
@@ -272,12 +273,39 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class OffCentre:
+    """An uncertain input whose value as specified lies outside the 5-95% of its own
+    range: answers as specified then sit at that end of their 90% intervals, or outside."""
+
+    field: str
+    nominal: float
+    low: float  # its 5% end
+    high: float  # its 95% end
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "nominal": self.nominal, "range90": [self.low, self.high]}
+
+
+def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
+    """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
+    estimate stated at the optimistic end of the range given for it)."""
+    out = []
+    for inp in uncertain_inputs(scenario):
+        lo, hi = inp.ends()
+        if not lo <= inp.nominal <= hi:
+            out.append(OffCentre(inp.field, float(inp.nominal), lo, hi))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class LeverTable:
     scenario: str
     rows: tuple[LeverRow, ...]
     variants: tuple[Variant, ...]
     drafter: Drafter | None
     kernels: KernelSweep | None = None
+    #: inputs specified outside the 5-95% of their ranges (why a row can lie outside its 90%)
+    off_centre: tuple[OffCentre, ...] = ()
 
     @property
     def reference(self) -> LeverRow:
@@ -307,6 +335,7 @@ class LeverTable:
             "interval90": "90% interval from inputs and model",
             "interval": "range across the hardware model's variants",
             "kernels": None if self.kernels is None else self.kernels.to_dict(),
+            "off_centre_inputs": [o.to_dict() for o in self.off_centre],
         }
 
 
@@ -406,4 +435,6 @@ def lever_table(
             )
         )
     sweep = kernel_sweep(scenario, levers)
-    return LeverTable(scenario.name, tuple(rows), tuple(variants), drafter, sweep)
+    return LeverTable(
+        scenario.name, tuple(rows), tuple(variants), drafter, sweep, off_centre_inputs(scenario)
+    )

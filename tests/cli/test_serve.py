@@ -210,3 +210,17 @@ def test_slo_attainment_interval_stays_in_0_1():
     code, text = serve(str(SERVING), "-q", "--replications", "2", "--requests", "30")
     line = next(ln for ln in text.splitlines() if ln.startswith("SLO attainment"))
     assert code == 0 and "1.195" not in line and "0.983 [0.772, 1.000]" in line, line
+
+
+def test_requests_given_with_a_trace_are_said_not_to_apply(tmp_path):
+    """A trace replays every row: --requests 2 with a 4-row trace still measures 4, and
+    the output says --requests did not apply instead of ignoring it silently."""
+    path = tmp_path / "t.csv"
+    rows = "".join(f"{0.1 * i:.1f},10,20\n" for i in range(4))
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + rows)
+    code, out = serve(
+        str(SERVING), "-q", "--trace", str(path), "--requests", "2", "--replications", "1"
+    )
+    assert code == 0, out
+    assert "4 measured requests" in out
+    assert "workload.requests (2) does not apply to a trace" in out

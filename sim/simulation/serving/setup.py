@@ -223,6 +223,11 @@ def serving_setup(
         requests = arrivals.size - warmup
         inp, out = Fixed(0), Fixed(1)  # unused: lengths come from the rows
         notes.append(f"lengths: from the trace; {warmup} warm-up and {requests} measured requests")
+        if "workload.requests" in scenario._given or "workload.requests" in scenario._overrides:
+            notes.append(
+                f"requests: workload.requests ({w.requests}) does not apply to a trace: every "
+                "row is replayed (cut the trace to replay fewer)"
+            )
     else:
         inp, out = _lengths(w, base_dir, notes)
         requests = w.requests

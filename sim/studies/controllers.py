@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.model.acceptance import RateClass
 from sim.model.controllers import SGLangAdaptive, VllmGoodput
 from sim.model.policy import FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor
@@ -345,15 +346,21 @@ def standard_policies(
     return out
 
 
-def default_phases(plan: ServingPlan, one_user_req_s: float, requests: int) -> list[Phase]:
-    """Four phases of ``requests``: 90% of the lowest-acceptance class (10% of the
-    highest), then swapped, at about 4 users' worth of load, then both again at 16."""
+def require_mix(plan: ServingPlan) -> tuple[RateClass, ...]:
+    """The plan's acceptance classes, at least two of them (default phases swap the mix)."""
     classes = plan.acceptance.classes
     if len(classes) < 2:
         raise SpecsimError(
             "a phase-changing workload needs an [[acceptance.mix]] of at least two classes",
             param="phases",
         )
+    return classes
+
+
+def default_phases(plan: ServingPlan, one_user_req_s: float, requests: int) -> list[Phase]:
+    """Four phases of ``requests``: 90% of the lowest-acceptance class (10% of the
+    highest), then swapped, at about 4 users' worth of load, then both again at 16."""
+    classes = require_mix(plan)
     order = sorted(classes, key=lambda c: float(np.mean(c.mean_rates)))
     low, high = order[0].name, order[-1].name
     out = []
@@ -400,6 +407,7 @@ def controller_study(
     if phases:  # fail on a bad class name before any simulation
         phase_trace(phases, plan.acceptance.class_names, 0, 1)
     else:
+        require_mix(plan)  # before the one-user run the default phases' load comes from
         one = evaluator(Load("concurrency", 1), FixedK(0))
         req_s = float(one.values["aggregate_tok_s"].mean()) / max(1.0, w.output_tokens.mean)
         phases = default_phases(plan, req_s, phase_requests)

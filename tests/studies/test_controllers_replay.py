@@ -83,3 +83,21 @@ def test_standard_policies_profile_the_plan():
         "vLLM DSD table",
         "vLLM DSD online",
     ]
+
+
+def test_a_one_class_scenario_is_refused_before_any_simulation():
+    """The default phases swap the acceptance mix, so a scenario without one is refused
+    before the one-user run that sets the phases' load (it used to run first, ~2 s)."""
+    from sim.studies.controllers import controller_study
+
+    class NoRuns:
+        def __call__(self, *args, **kwargs):
+            raise AssertionError("simulated before checking the mix")
+
+    from sim.scenario.load import load_scenario
+    from sim.studies.serving_runs import ScenarioPlans
+    from tests.conftest import ROOT
+
+    one_class = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+    with pytest.raises(SpecsimError, match=r"\[\[acceptance.mix\]\] of at least two"):
+        controller_study(ScenarioPlans.of(one_class), NoRuns(), [], [1, 2])

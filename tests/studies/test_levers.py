@@ -146,3 +146,25 @@ def test_inputs_specified_at_an_end_of_their_range_are_named(table):
         SEED, ["timing.verify_ms_per_extra_token=1.06", "model.kernels_per_layer=35"]
     )
     assert off_centre_inputs(centred) == ()
+
+
+def test_ranking_breaks_a_tie_by_the_lower_end_and_leaves_out_the_rest():
+    """Single levers best first by tok/s as specified; at equal tok/s the one whose
+    variants' low end is higher first. Plain decoding, the scenario as is, combinations
+    ('+') and levers that failed are not ranked."""
+    from sim.studies.levers import Lever, LeverRow, LeverTable
+
+    def row(name: str, tok_s: float | None, low: float | None, reference: bool = False):
+        return LeverRow(Lever(name, "", {}, reference), tok_s, low, tok_s, {}, 1.0, 10.0)
+
+    rows = (
+        row("plain decoding", 80.0, 80.0, reference=True),
+        row("as is", 60.0, 60.0),
+        row("wide", 100.0, 70.0),
+        row("narrow", 100.0, 95.0),
+        row("slower", 90.0, 90.0),
+        row("a + b", 150.0, 150.0),
+        row("failed", None, None),
+    )
+    ranked = LeverTable("s", rows, (), None).ranked()
+    assert [r.lever.name for r in ranked] == ["narrow", "wide", "slower"]

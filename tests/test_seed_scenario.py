@@ -118,3 +118,28 @@ def test_python_dash_m_sim_is_the_same_cli(seed_path):
         check=True,
     )
     assert "ok" in out.stdout
+
+
+def test_scenarios_sharing_the_seeds_measurements_share_how_well_they_are_known():
+    """Every shipped scenario timed by the seed server's own measurements (decode 12.12 ms,
+    verify 30 ms) states their uncertainty as the seed does: without it a what-if such as
+    the graphed verify printed a 90% interval of 115.4 - 115.4 tok/s, where the seed's own
+    inputs give 106.1 - 115.8."""
+    from sim.scenario.load import load_scenario
+    from sim.scenario.uncertainty import uncertain_inputs
+    from tests.conftest import ROOT, SEED
+
+    def timing_inputs(sc) -> set[str]:
+        return {i.field for i in uncertain_inputs(sc) if i.field.startswith("timing.")}
+
+    seed = load_scenario(SEED)
+    wanted = timing_inputs(seed)
+    assert len(wanted) >= 6
+    shared = 0
+    for path in sorted((ROOT / "scenarios").glob("*.toml")):
+        sc = load_scenario(path)
+        t = sc.timing
+        if (t.decode_ms, t.verify_ms) == (seed.timing.decode_ms, seed.timing.verify_ms):
+            shared += 1
+            assert wanted <= timing_inputs(sc), path.name
+    assert shared >= 4

@@ -38,7 +38,7 @@ from sim.scenario.load import with_overrides
 from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import uncertain_inputs
-from sim.studies.uncertainty import answer_uncertainty
+from sim.studies.uncertainty import OffCentre, answer_uncertainty, off_centre
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -272,29 +272,10 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
     )
 
 
-@dataclass(frozen=True)
-class OffCentre:
-    """An uncertain input whose value as specified lies outside the 5-95% of its own
-    range: answers as specified then sit at that end of their 90% intervals, or outside."""
-
-    field: str
-    nominal: float
-    low: float  # its 5% end
-    high: float  # its 95% end
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "nominal": self.nominal, "range90": [self.low, self.high]}
-
-
 def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
     estimate stated at the optimistic end of the range given for it)."""
-    out = []
-    for inp in uncertain_inputs(scenario):
-        lo, hi = inp.ends()
-        if not lo <= inp.nominal <= hi:
-            out.append(OffCentre(inp.field, float(inp.nominal), lo, hi))
-    return tuple(out)
+    return off_centre(uncertain_inputs(scenario))
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,35 @@ class TargetUncertainty:
 
 
 @dataclass(frozen=True)
+class OffCentre:
+    """An uncertain input whose value as specified lies outside the 5-95% of its own
+    range: answers as specified then sit at that end of their 90% intervals, or outside."""
+
+    field: str
+    nominal: float
+    low: float  # its 5% end
+    high: float  # its 95% end
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "nominal": self.nominal, "range90": [self.low, self.high]}
+
+    def text(self) -> str:
+        return (
+            f"{self.field} {self.nominal:.4g} (5-95% of its range {self.low:.4g}-{self.high:.4g})"
+        )
+
+
+def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
+    """The ``inputs`` specified outside the 5-95% of their own ranges."""
+    out = []
+    for inp in inputs:
+        lo, hi = inp.ends()
+        if not lo <= inp.nominal <= hi:
+            out.append(OffCentre(inp.field, float(inp.nominal), lo, hi))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""
 

@@ -165,3 +165,19 @@ def test_a_name_that_reads_as_tex_is_drawn_as_written(tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["cycle-breakdown.png", "distribution.png"]
+
+
+def test_an_answer_outside_its_own_interval_says_why():
+    """The H200 what-if states bandwidth_efficiency 1 and launch_us 17.55, each outside the
+    5-95% of the range it gives them, so its 65.1 tok/s lies above its 90% interval: the
+    run says so and names them. The seed's answer lies inside its interval: no such line."""
+    from tests.conftest import ROOT, SEED
+
+    h200 = str(ROOT / "scenarios" / "kimi-k25-8xh200-nvlink-eagle3.toml")
+    small = ["--replications", "2", "--requests", "10", "-q"]
+    out = CliRunner().invoke(main, ["run", h200, *small]).output
+    line = next(ln for ln in out.splitlines() if "lies outside it" in ln)
+    assert "hardware.bandwidth_efficiency 1 (5-95% of its range" in line
+    assert "hardware.launch_us 17.55" in line
+    seed = CliRunner().invoke(main, ["run", str(SEED), *small]).output
+    assert "lies outside it" not in seed

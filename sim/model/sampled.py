@@ -254,13 +254,20 @@ def _short_of(
     order = np.argsort(-ks[test], kind="stable")
     test, at = test[order], b[finite][order]
     k = ks[test]
-    by_position = np.take(factors[:, : k[0] + 1].T.copy(), rows[test], axis=1)
-    g = [row[: np.count_nonzero(k >= i)] for i, row in enumerate(by_position)]
+    g = _by_position(factors, rows[test], k)
     with np.errstate(invalid="ignore", divide="ignore"):
         al, _ = _pair_accept_length(at, g, k, factors.shape[1])
     short = al < target[test] * (1.0 - _TOL)
     x[test[short]] = np.inf
     return np.concatenate([test[~short], pairs[~finite]])
+
+
+def _by_position(factors: np.ndarray, rows: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
+    """The factors (n, K) of pairs in rows ``rows`` (P,), draft-length indices ``ks`` (P,)
+    in descending order, gathered by position: row i holds position i of the pairs that
+    reach it (the first ones), as ``_pair_accept_length`` reads them."""
+    by_position = np.take(factors[:, : ks[0] + 1].T.copy(), rows, axis=1)
+    return [row[: np.count_nonzero(ks >= i)] for i, row in enumerate(by_position)]
 
 
 def _newton(
@@ -290,8 +297,7 @@ def _newton(
         ks[pair],
         rows[pair],
     )
-    by_position = np.take(factors[:, : k[0] + 1].T.copy(), r, axis=1)
-    g = [row[: np.count_nonzero(k >= i)] for i, row in enumerate(by_position)]
+    g = _by_position(factors, r, k)
     for _ in range(_ITERATIONS):
         if pair.size == 0:
             break

@@ -14,6 +14,7 @@ from sim.report.uncertainty import (
     depends_on_lines,
     fmt_interval,
     header_lines,
+    off_centre_text,
 )
 from sim.scenario.bind import AcceptanceShape
 from sim.scenario.provenance import effective_hardware, override_entries
@@ -191,7 +192,7 @@ def render_analysis(analysis: Analysis) -> str:
             lines.insert(
                 at + 1,
                 f"                         {tok_s:.1f} lies outside it: inputs specified outside "
-                f"the 5-95% of their ranges: {'; '.join(o.text() for o in off)}",
+                f"the 5-95% of their ranges: {off_centre_text(o.to_dict() for o in off)}",
             )
     if analysis.targets:
         title = "What acceptance reaches each target? (closed form)"

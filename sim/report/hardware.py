@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.report.uncertainty import off_centre_text
+
 
 def _ar_text(p: dict[str, Any]) -> str:
     ar = p["allreduce"]
@@ -126,13 +128,8 @@ def off_centre_lines(rows: list[dict[str, Any]], off: list[dict[str, Any]]) -> l
         and r.get("interval90") is not None
         and not r["interval90"][0] <= r["tok_s"] <= r["interval90"][1]
     ]
-    inputs = "; ".join(
-        f"{o['field']} {o['nominal']:.4g} (5-95% of its range {o['range90'][0]:.4g}-"
-        f"{o['range90'][1]:.4g})"
-        for o in off
-    )
     head = "tok/s as specified takes inputs outside the 5-95% of their ranges: "
-    lines = [head + inputs]
+    lines = [head + off_centre_text(off)]
     if outside:
         lines.append(
             "  so it lies outside its 90% interval for: "

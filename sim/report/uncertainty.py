@@ -21,6 +21,16 @@ def fmt_rate(x: float | None) -> str:
     return "unreachable" if x is None else f"{x:.3f}"
 
 
+def off_centre_text(inputs: Iterable[Mapping[str, Any]]) -> str:
+    """Inputs specified outside the 5-95% of their ranges (``OffCentre.to_dict`` each), as
+    one clause: ``field nominal (5-95% of its range low-high)`` joined by '; '."""
+    return "; ".join(
+        f"{o['field']} {o['nominal']:.4g} (5-95% of its range {o['range90'][0]:.4g}-"
+        f"{o['range90'][1]:.4g})"
+        for o in inputs
+    )
+
+
 def fmt_interval(interval: Interval | Sequence[float | None], fmt: str = ".3f") -> str:
     lo, hi = interval.to_list() if isinstance(interval, Interval) else interval
     lo_s = "unreachable" if lo is None else format(lo, fmt)

@@ -189,11 +189,6 @@ class OffCentre:
     def to_dict(self) -> dict[str, Any]:
         return {"field": self.field, "nominal": self.nominal, "range90": [self.low, self.high]}
 
-    def text(self) -> str:
-        return (
-            f"{self.field} {self.nominal:.4g} (5-95% of its range {self.low:.4g}-{self.high:.4g})"
-        )
-
 
 def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
     """The ``inputs`` specified outside the 5-95% of their own ranges."""

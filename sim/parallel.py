@@ -80,14 +80,25 @@ PR_SET_PDEATHSIG = 1
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel queued tasks and end the workers now (on an interrupt or an error)."""
+    """Cancel queued tasks and end the workers now (on an interrupt or an error).
+
+    The pool's manager thread is joined last. Left running, it closes its wake-up pipe
+    while the interpreter's exit hook for process pools writes to that pipe without the
+    pool's lock (CPython 3.11 ``concurrent.futures.process._python_exit``), and an
+    interrupted sweep then ended with ``OSError: [Errno 9] Bad file descriptor`` printed
+    under its one line (seen in CI, one run in many). Once the thread has finished, its
+    pipe is closed and the hook writes nothing.
+    """
     procs = list((getattr(pool, "_processes", None) or {}).values())  # the stdlib keeps them
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
     for proc in procs:
         proc.join(timeout=5)
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""The local process pool stops cleanly when its consumer stops early.
+
+An interrupted sweep leaves the pool through ``_stop_pool``. Its manager thread must have
+finished before the interpreter exits: CPython 3.11's exit hook for process pools writes to
+the thread's wake-up pipe without the pool's lock, and a thread still closing that pipe made
+an interrupted sweep print ``OSError: [Errno 9] Bad file descriptor`` (seen in CI).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+
+from sim.parallel import LocalExecutor
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.05)
+    return x * x
+
+
+def _pool_threads() -> list[threading.Thread]:
+    from concurrent.futures.process import _ExecutorManagerThread
+
+    return [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+
+
+def test_a_consumer_that_stops_early_leaves_no_pool_thread_or_worker() -> None:
+    for _ in range(5):  # one stop can win the race by luck; five in a row do not
+        results = LocalExecutor(workers=2).map_unordered(_slow_square, list(range(40)))
+        index, value = next(results)
+        assert value == index * index
+        assert _pool_threads(), "the pool's manager thread runs while results are pending"
+        results.close()  # what an interrupt or an error does to the generator: its finally
+        assert not _pool_threads(), "the exit hook would race the thread closing its pipe"
+        assert not multiprocessing.active_children()
+
+
+def test_a_finished_map_returns_every_result_once() -> None:
+    got = dict(LocalExecutor(workers=2).map_unordered(_slow_square, list(range(6))))
+    assert got == {i: i * i for i in range(6)}
+    assert not _pool_threads()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -282,15 +283,39 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
     return _fitted_decay_prior(method, family)
 
 
+def fit_decays(method: str, shape: str) -> tuple[float, ...]:
+    """The ``shape`` decays of ``method``'s profiles, fitted now, flat-capped and sorted."""
+    return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
+
+
+@functools.cache
+def _stored_fits() -> ModuleType | None:
+    """The stored fits (sim/scenario/prior_fits_table.py) when they were computed from the
+    data and fitting code loaded now, else None (then every fit is made afresh)."""
+    # lazy: the table is read once, when a prior is first asked for (start-up)
+    from sim.scenario import prior_fits, prior_fits_table
+
+    fresh = prior_fits.source_digest() == prior_fits_table.SOURCE_DIGEST
+    return prior_fits_table if fresh else None
+
+
 @functools.cache
 def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
+    return build_decay_prior(method, family, stored=True)
+
+
+def build_decay_prior(method: str, family: str | None = None, *, stored: bool) -> DecayPrior:
+    """The decay prior of ``method`` for ``family``, its decays read from the stored fits
+    when ``stored`` and they are current, else fitted now (uncached: ``decay_prior`` is the
+    cached face)."""
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)
     shape = family or PRIOR_FAMILY[_group(method)]
     if shape not in PRIOR_FAMILIES:
         raise ValueError(f"no decay prior for shape {shape!r}")
-    decays = sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in profiles)
+    table = _stored_fits() if stored else None
+    decays = table.DECAYS[method, shape] if table is not None else fit_decays(method, shape)
     note = (
         POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
@@ -318,12 +343,13 @@ class CrossRunRho:
     stderr: float
 
 
-def _cross_run_rates(series: MultiKSeries, num_steps: int) -> tuple[np.ndarray, int]:
+def _cross_run_rates(
+    series: MultiKSeries, num_steps: int, prior: DecayPrior
+) -> tuple[np.ndarray, int]:
     """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
     the method's prior family to its accept lengths at num_steps <= 2, or one accept length
     anchoring the prior's median decay."""
     used = series.fitted_num_steps
-    prior = decay_prior(series.method)
     if len(used) >= 2:
         data = ProfileData(
             num_steps=tuple(used),
@@ -337,14 +363,14 @@ def _cross_run_rates(series: MultiKSeries, num_steps: int) -> tuple[np.ndarray, 
     return rates_for_positions(prior.shape, a1, prior.median, num_steps), k0
 
 
-def cross_run_log_rho(series: MultiKSeries) -> CrossRunRho | None:
+def cross_run_log_rho(series: MultiKSeries, prior: DecayPrior | None = None) -> CrossRunRho | None:
     """The series' log rho (None without a num_steps longer than the fitted ones): rates
     past the fitted depth multiplied by rho^(i - depth), rho chosen by weighted least
     squares of the longer accept lengths on a grid of step 5e-4; its standard error
     1 / sqrt(sum (dAL_k / dlog rho / sigma)^2) at the solution (the anchor's own error is
-    left out)."""
+    left out). ``prior``: the decay prior of the series' method (default ``decay_prior``)."""
     kmax = max(series.accept_lengths)
-    rates, depth = _cross_run_rates(series, kmax)
+    rates, depth = _cross_run_rates(series, kmax, prior or decay_prior(series.method))
     longer = [k for k in sorted(series.accept_lengths) if k > depth]
     if not longer:
         return None
@@ -445,10 +471,21 @@ def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = 
     return _shape_error(method, leave_out, cross_run)
 
 
+def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
+    """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
+    priors = {
+        m: build_decay_prior(m, stored=False) for m in dict.fromkeys(s.method for s in CROSS_RUN)
+    }
+    return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s, priors[s.method])) is not None)
+
+
 @functools.cache
 def _cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho, fitted once per process."""
-    return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s)) is not None)
+    """Every cross-run series' log rho: stored, or fitted once per process."""
+    stored = _stored_fits()
+    if stored is None:
+        return fit_cross_run_evidence()
+    return tuple(CrossRunRho(*row) for row in stored.CROSS_RUN_RHOS)
 
 
 def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:

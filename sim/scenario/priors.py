@@ -261,7 +261,8 @@ def _profiles_of(method: str) -> tuple[PublishedProfile, ...]:
 PRIOR_FAMILY: dict[str, str] = {"eagle3": "step", "mtp": "step", "pooled": "step"}
 
 
-def _group(method: str) -> str:
+def profile_group(method: str) -> str:
+    """The profiles a method's prior is fitted to: its own, or ``pooled`` (all of them)."""
     return "pooled" if method in POOLED_METHODS else method
 
 
@@ -311,15 +312,19 @@ def build_decay_prior(method: str, family: str | None = None, *, stored: bool) -
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)
-    shape = family or PRIOR_FAMILY[_group(method)]
+    shape = family or PRIOR_FAMILY[profile_group(method)]
     if shape not in PRIOR_FAMILIES:
         raise ValueError(f"no decay prior for shape {shape!r}")
     table = _stored_fits() if stored else None
-    decays = table.DECAYS[method, shape] if table is not None else fit_decays(method, shape)
+    decays = (
+        table.DECAYS[profile_group(method), shape]
+        if table is not None
+        else fit_decays(method, shape)
+    )
     note = (
         POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
-        else f"{PRIOR_FAMILY[_group(method)]} has the lowest held-out error on them"
+        else f"{PRIOR_FAMILY[profile_group(method)]} has the lowest held-out error on them"
     )
     return DecayPrior(
         method, shape, tuple(decays), tuple(dict.fromkeys(p.source for p in profiles)), note

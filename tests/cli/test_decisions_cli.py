@@ -66,6 +66,10 @@ def test_controllers_json_and_errors():
         (["--phase", "6,x"], "--phase"),
         (["--phase", "6,1,prose=1"], "unknown acceptance class"),
         ([*phase, "--k-table", "[[2,4,1]]"], "--k-table"),
+        # int() made K = 2.5 a 2 and true a 1, silently; serving.k_table refuses them
+        ([*phase, "--k-table", "[[1,4,2.5]]"], "must be integers"),
+        ([*phase, "--k-table", "[[1,true,2]]"], "must be integers"),
+        (["--phase", "6,inf,chat=1"], "finite positive rate"),  # was run as '6 requests at inf/s'
     ):
         res = CliRunner().invoke(main, [*base, *args])
         assert res.exit_code == 2, (args, res.output)

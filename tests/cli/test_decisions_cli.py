@@ -90,3 +90,14 @@ def test_controllers_phase_errors_name_the_phase_option():
     res = CliRunner().invoke(main, ["controllers", serving, *SMALL, "--phase", "6,1,chat=1"])
     assert res.exit_code == 2
     assert res.output.startswith("specsim: error: --phase: unknown acceptance class 'chat'")
+
+
+def test_an_slo_limit_out_of_range_names_its_option():
+    """The SLO flags become serving.*_slo_ms overrides; a value past the field's bound was
+    reported as 'option (--set): serving.tpot_slo_ms: ...', naming no option the user
+    typed."""
+    for flag, field in (("--tpot-slo-ms", "tpot"), ("--ttft-slo-ms", "ttft")):
+        res = CliRunner().invoke(main, ["capacity", str(LLAMA), *SMALL, flag, "1e9"])
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith(f"specsim: error: {flag} (--set): serving.{field}_slo_ms:")
+        assert res.output.count("\n") == 1

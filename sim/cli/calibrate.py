@@ -21,6 +21,10 @@ import click
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
 from sim.cli.options import echo_document, json_option, output_file_checked, set_option
 
+#: Smallest relative error of a figure: a part per million is beyond any benchmark, and
+#: below ~1e-20 the weighted residuals overflow the least-squares fit (a traceback at 1e-160).
+MIN_REL_ERROR = 1e-6
+
 TIMING_RUN_HELP = (
     "A run with synthetic or forced acceptance (repeatable; vLLM bench serve JSON, SGLang "
     "bench_speculative JSONL or a vLLM /metrics scrape of batch-1 traffic): fits the timings "
@@ -112,7 +116,7 @@ TIMING_RUN_HELP = (
     type=float,
     default=0.02,
     show_default=True,
-    help="Relative standard error assumed for each figure given as an option.",
+    help="Relative standard error assumed for each figure given as an option, in [1e-6, 1).",
 )
 @click.option(
     "--fit",
@@ -169,8 +173,10 @@ def calibrate_command(
     from sim.scenario.load import load_scenario
     from sim.studies.grid import split_list
 
-    if not 0.0 < rel_error < 1.0:  # also refuses nan
-        raise SpecsimError(f"must be in (0, 1), got {rel_error}", source="--rel-error")
+    if not MIN_REL_ERROR <= rel_error < 1.0:  # also refuses nan
+        raise SpecsimError(
+            f"must be in [{MIN_REL_ERROR:g}, 1), got {rel_error:g}", source="--rel-error"
+        )
     if vllm_metrics_before and not vllm_metrics:
         raise SpecsimError("needs --vllm-metrics", source="--vllm-metrics-before")
     if metrics_batch1 and not vllm_metrics:

@@ -199,13 +199,12 @@ def build_study(
     sc = with_mc_settings(
         load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
     )
-    slo = {}
-    if args.ttft_slo_ms is not None:
-        slo["serving.ttft_slo_ms"] = args.ttft_slo_ms
-    if args.tpot_slo_ms is not None:
-        slo["serving.tpot_slo_ms"] = args.tpot_slo_ms
-    if slo:
-        sc = with_overrides(sc, slo, source="option")
+    for flag, field, value in (
+        ("--ttft-slo-ms", "serving.ttft_slo_ms", args.ttft_slo_ms),
+        ("--tpot-slo-ms", "serving.tpot_slo_ms", args.tpot_slo_ms),
+    ):
+        if value is not None:  # an error names the flag, as --rate's names --rate
+            sc = with_overrides(sc, {field: value}, source=flag)
     builder = ScenarioPlans.of(
         sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
     )

@@ -14,6 +14,10 @@ def _rate(x: float | None) -> str:
     return "?" if x is None else f"{x:.3g}"
 
 
+def _names(ks: list[int]) -> str:
+    return ", ".join("plain decoding" if k == 0 else f"k = {k}" for k in ks)
+
+
 def render_capacity(doc: Mapping[str, Any]) -> str:
     lines = [
         f"capacity: {doc['scenario']}: highest Poisson rate at which {doc['share']:.0%} of "
@@ -22,19 +26,27 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
         f"root finding on log rate to {doc['rtol']:.0%}, common random numbers along the rate; "
         "95% interval from the attainment's band",
         "",
-        f"  {'policy':<18}{'req/s':>9}  {'95% CI':<18}{'vs plain decoding':>18}",
+        f"  {'policy':<18}{'req/s':>11}  {'95% CI':<18}{'vs plain decoding':>18}",
     ]
     for p in doc["policies"]:
         name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"
         lo, hi = p["ci95"]
         gain = p["capacity_gain"]
+        rate = (">= " if p.get("at_least") else "") + _rate(p["rate_per_s"])
         lines.append(
-            f"  {name:<18}{_rate(p['rate_per_s']):>9}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
+            f"  {name:<18}{rate:>11}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
             f"{'' if gain is None else f'{gain:.2f}x':>18}"
         )
     unmet = [p["num_steps"] for p in doc["policies"] if p["rate_per_s"] is None]
     if unmet:
-        lines.append(f"  (k = {unmet}: the share is not met at any rate tried)")
+        lines.append(f"  ({_names(unmet)}: the share is not met at any rate tried)")
+    unbounded = [p for p in doc["policies"] if p.get("at_least")]
+    if unbounded:
+        top = _rate(unbounded[0]["rate_per_s"])
+        lines.append(
+            f"  ({_names([p['num_steps'] for p in unbounded])}: the share is met at every rate "
+            f"tried, up to {top} req/s: the capacity is at least that; tighten the limits)"
+        )
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")

@@ -48,6 +48,9 @@ MAX_OUTPUT_TOKENS = 1_000_000
 #: (sim/simulation/budget.py bounds their product and the run time as well).
 MAX_REQUESTS = 1_000_000
 MAX_REPLICATIONS = 100_000
+#: Log-space standard deviation of a lognormal length: at 10 one standard deviation is a
+#: factor of 22,000 (real traffic is 0.5-1.5); beyond ~1e154 its square overflows.
+MAX_LOG_SIGMA = 10.0
 #: Parameters (weights) of one layer, expert or head: 1e13 is beyond any model.
 MAX_PARAMS = 1e13
 #: Throughput targets: no decoding reaches 1e7 tok/s per request.
@@ -568,12 +571,12 @@ class WorkloadSpec(Section):
     requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
     input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
     lengths: Literal["fixed", "lognormal", "empirical"] | None = None
-    input_sigma: Annotated[float, Field(ge=0)] | None = None
-    output_sigma: Annotated[float, Field(ge=0)] | None = None
+    input_sigma: Annotated[float, Field(ge=0, le=MAX_LOG_SIGMA)] | None = None
+    output_sigma: Annotated[float, Field(ge=0, le=MAX_LOG_SIGMA)] | None = None
     input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
     output_max_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] | None = None
     lengths_trace: Annotated[str, Field(min_length=1)] | None = None
-    warmup_requests: Annotated[int, Field(ge=0)] | None = None
+    warmup_requests: Annotated[int, Field(ge=0, le=MAX_REQUESTS)] | None = None
 
     @model_validator(mode="after")
     def _length_model(self) -> Self:

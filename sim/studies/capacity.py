@@ -41,17 +41,21 @@ SPAN = 4096.0
 @dataclass(frozen=True)
 class PolicyCapacity:
     """One policy's capacity (None: the share is not met even at the lowest rate tried)
-    with its 95% interval, and every rate simulated with its attainment."""
+    with its 95% interval, and every rate simulated with its attainment. ``at_least``:
+    the share is met even at the highest rate tried (``rate_per_s``), so the capacity is
+    that rate or more, not a crossing."""
 
     num_steps: int
     rate_per_s: float | None
     ci95: tuple[float | None, float | None]
     curve: tuple[tuple[float, Ratio, Ratio], ...]  # (rate, attainment, aggregate tok/s)
+    at_least: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "num_steps": self.num_steps,
             "rate_per_s": self.rate_per_s,
+            "at_least": self.at_least,
             "ci95": list(self.ci95),
             "curve": [
                 {"rate_per_s": r, "attainment": ratio_doc(a), "aggregate_tok_s": ratio_doc(t)}
@@ -70,7 +74,7 @@ class CapacityResult:
     assumptions: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        base = self.policies[0].rate_per_s
+        base = self.policies[0]
         return {
             "scenario": self.scenario,
             "share": self.share,
@@ -78,17 +82,21 @@ class CapacityResult:
             "policies": [
                 {
                     **p.to_dict(),
-                    "capacity_gain": (
-                        None
-                        if base is None or p.rate_per_s is None or base == 0
-                        else p.rate_per_s / base
-                    ),
+                    "capacity_gain": _gain(p, base),
                 }
                 for p in self.policies
             ],
             "runs": self.runs,
             "assumptions": list(self.assumptions),
         }
+
+
+def _gain(p: PolicyCapacity, base: PolicyCapacity) -> float | None:
+    """Capacity over plain decoding's; None unless both are crossings (a lower bound
+    over a lower bound is no ratio)."""
+    if p.rate_per_s is None or not base.rate_per_s or p.at_least or base.at_least:
+        return None
+    return p.rate_per_s / base.rate_per_s
 
 
 def _stat(point: PolicyPoint, which: str) -> float:
@@ -118,8 +126,12 @@ def policy_capacity(
         return None if x is None else math.exp(x)
 
     value = root("mean")
+    top = math.exp(hi)  # the highest rate tried: passing there bounds nothing
+    at_least = value is not None and math.isclose(value, top, rel_tol=1e-12)
     ends = (root("lo"), root("hi"))
-    if value is not None and ends[1] is None:
+    if at_least:  # no crossing above: the upper end is unknown
+        ends = (ends[0], None)
+    elif value is not None and ends[1] is None:
         ends = (ends[0], value)
     curve = tuple(
         (
@@ -129,7 +141,7 @@ def policy_capacity(
         )
         for x, p in sorted(probe.seen.items())
     )
-    return PolicyCapacity(k, value, ends, curve)
+    return PolicyCapacity(k, value, ends, curve, at_least)
 
 
 @dataclass(frozen=True)

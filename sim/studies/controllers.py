@@ -83,8 +83,8 @@ class Phase:
     shares: tuple[tuple[str, float], ...]
 
     def __post_init__(self) -> None:
-        if self.requests < 1 or not self.rate_per_s > 0:
-            raise ValueError("a phase needs at least one request and a positive rate")
+        if self.requests < 1 or not 0 < self.rate_per_s < math.inf:
+            raise ValueError("a phase needs at least one request and a finite positive rate")
         total = sum(s for _, s in self.shares)
         if any(s < 0 for _, s in self.shares) or not math.isclose(total, 1.0, abs_tol=1e-6):
             raise ValueError(f"class shares must be >= 0 and sum to 1, got {self.shares}")
@@ -378,6 +378,17 @@ REPLAY_MAX_K = 7
 TABLE_USERS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
 
+def _integer_rows(rows: Any) -> tuple[tuple[int, ...], ...]:
+    """JSON rows of integers, as ``serving.k_table`` takes them (ValueError for 2.5 or
+    true: ``int`` would have made them 2 and 1 without a word)."""
+    out = []
+    for row in rows:
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in row):
+            raise ValueError(f"row {row}: start_bs, end_bs and K must be integers")
+        out.append(tuple(row))
+    return tuple(out)
+
+
 def controller_study(
     builder: ScenarioPlans,
     evaluator: PointEvaluator,
@@ -394,8 +405,7 @@ def controller_study(
     table: KTable | None = None
     if k_table is not None:
         try:
-            rows = tuple(tuple(int(x) for x in r) for r in json.loads(k_table))
-            table = KTable(rows)  # type: ignore[arg-type]
+            table = KTable(_integer_rows(json.loads(k_table)))  # type: ignore[arg-type]
         except (ValueError, TypeError) as exc:
             raise SpecsimError(f"not a k table: {exc}", source="--k-table") from None
         notes.append("static table: as given")

@@ -62,7 +62,7 @@ class Load:
         if self.kind not in LOAD_KINDS:
             raise ValueError(f"unknown load kind {self.kind!r} ({', '.join(LOAD_KINDS)})")
         if self.kind == "concurrency":
-            if self.value < 1 or self.value != int(self.value):
+            if not math.isfinite(self.value) or self.value < 1 or self.value != int(self.value):
                 raise ValueError(f"concurrency must be an integer >= 1, got {self.value}")
             object.__setattr__(self, "value", int(self.value))
         elif not (self.value > 0 and math.isfinite(self.value)):

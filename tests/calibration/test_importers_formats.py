@@ -163,3 +163,29 @@ def test_sglang_bench_one_batch_gives_the_baseline() -> None:
     assert result.exit_code == 0, result.output
     (baseline,) = json.loads(result.stdout)["baselines"]
     assert baseline["tok_s"] == pytest.approx(1 / 0.007046768015381171)
+
+
+@pytest.mark.parametrize(
+    ("option", "record", "fragment"),
+    [
+        # a 400-digit integer: math.isfinite raised OverflowError (a traceback)
+        ("--vllm-bench", '{"mean_tpot_ms": 1' + "0" * 400 + "}", "mean_tpot_ms: not a finite"),
+        (
+            "--sglang-bench",
+            '{"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 2.0,'
+            ' "step_time": 1' + "0" * 400 + ', "speed": 100, "completion_tokens": 512}',
+            "step_time: not a finite",
+        ),
+        # completed -5: the tok/s spread took sqrt(-5) (math domain error, a traceback)
+        ("--vllm-bench", '{"mean_tpot_ms": 9, "max_concurrency": 1, "completed": -5}', "completed"),
+        ("--vllm-bench", '{"mean_tpot_ms": 10, "completed": 2.5}', "completed"),
+        ("--vllm-bench", '{"mean_tpot_ms": 10, "std_tpot_ms": -1}', "std_tpot_ms: -1 must be"),
+    ],
+)
+def test_impossible_bench_figures_are_one_line(option, record, fragment, tmp_path) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(record + "\n")
+    result = _cli(option, str(path))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"specsim: error: {path}") and fragment in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""

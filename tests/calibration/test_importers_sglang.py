@@ -63,3 +63,28 @@ def test_no_speculative_line_is_an_error_saying_what_was_expected() -> None:
     msg = str(err.value)
     assert msg.startswith("server.log: no speculative decode line among 2 lines: expected")
     assert "accept len" in msg and "speculation off" in msg
+
+
+def test_lines_with_non_finite_figures_are_skipped_and_counted() -> None:
+    """'accept len: nan' passed both range checks, and statistics.stdev then raised an
+    AttributeError; 'gen throughput: inf' reached the JSON as a non-finite sigma. Such a
+    line is malformed: skipped and counted like any other."""
+    line = (
+        "[2025-03-10 12:00:00 TP0] Decode batch. #running-req: 1, #token: 300, token usage: "
+        "0.01, accept len: {al}, accept rate: {rate}, cuda graph: True, gen throughput "
+        "(token/s): {gen}, #queue-req: 0, \n"
+    )
+    text = "".join(
+        line.format(al=al, rate=rate, gen=gen)
+        for al, rate, gen in [
+            ("2.00", "0.50", "60.0"),
+            ("nan", "0.50", "60.0"),
+            ("2.00", "0.50", "inf"),
+            ("2.00", "nan", "60.0"),
+            ("2.20", "0.60", "62.0"),
+        ]
+    )
+    log = parse_sglang_log(text)
+    assert [d.line for d in log.lines] == [1, 5] and log.skipped == 3
+    assert log.accept_length_mean == pytest.approx(2.1)
+    assert log.single_request_tok_s == pytest.approx(61.0)

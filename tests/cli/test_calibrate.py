@@ -77,6 +77,9 @@ def test_sglang_log_gives_accept_length_and_a_point(tmp_path: Path) -> None:
         (["--vllm-metrics-before", "x"], "needs --vllm-metrics"),
         (["--baseline-tok-s", "80", "--fit", ""], "--fit: name at least one timing field"),
         (["--baseline-tok-s", "80", "--fit", ",,"], "--fit: empty value in ',,'"),
+        # weights of 1e160 overflowed the fit: a scipy traceback
+        (["--baseline-tok-s", "80", "--rel-error", "1e-160"], "--rel-error: must be in [1e-06"),
+        (["--baseline-tok-s", "80", "--rel-error", "nan"], "--rel-error: must be in [1e-06"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, tmp_path: Path) -> None:

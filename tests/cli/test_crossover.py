@@ -53,6 +53,8 @@ def test_bad_input_is_one_line_and_exit_2():
     for args, needle in (
         (("--concurrency", "0,4"), "--concurrency"),
         (("--concurrency", "4"), "at least two loads"),
+        (("--concurrency", "inf,1"), "integer >= 1, got inf"),  # was an OverflowError
+        (("--concurrency", "1,nan"), "integer >= 1, got nan"),
         (("--metric", "bogus"), "--metric"),
         (("--num-steps", "0"), "--num-steps"),
         (("--set", "speculation.num_steps=0"), "does not speculate"),

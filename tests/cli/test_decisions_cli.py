@@ -66,6 +66,10 @@ def test_controllers_json_and_errors():
         (["--phase", "6,x"], "--phase"),
         (["--phase", "6,1,prose=1"], "unknown acceptance class"),
         ([*phase, "--k-table", "[[2,4,1]]"], "--k-table"),
+        # int() made K = 2.5 a 2 and true a 1, silently; serving.k_table refuses them
+        ([*phase, "--k-table", "[[1,4,2.5]]"], "must be integers"),
+        ([*phase, "--k-table", "[[1,true,2]]"], "must be integers"),
+        (["--phase", "6,inf,chat=1"], "finite positive rate"),  # was run as '6 requests at inf/s'
     ):
         res = CliRunner().invoke(main, [*base, *args])
         assert res.exit_code == 2, (args, res.output)
@@ -86,3 +90,14 @@ def test_controllers_phase_errors_name_the_phase_option():
     res = CliRunner().invoke(main, ["controllers", serving, *SMALL, "--phase", "6,1,chat=1"])
     assert res.exit_code == 2
     assert res.output.startswith("specsim: error: --phase: unknown acceptance class 'chat'")
+
+
+def test_an_slo_limit_out_of_range_names_its_option():
+    """The SLO flags become serving.*_slo_ms overrides; a value past the field's bound was
+    reported as 'option (--set): serving.tpot_slo_ms: ...', naming no option the user
+    typed."""
+    for flag, field in (("--tpot-slo-ms", "tpot"), ("--ttft-slo-ms", "ttft")):
+        res = CliRunner().invoke(main, ["capacity", str(LLAMA), *SMALL, flag, "1e9"])
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith(f"specsim: error: {flag} (--set): serving.{field}_slo_ms:")
+        assert res.output.count("\n") == 1

@@ -23,6 +23,9 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
         (["serving.k_table=[[1, 4]]"], "serving"),
         (["serving.disable_above_batch=4", "serving.k_table=[[1, 4, 2]]"], "serving"),
         (["workload.output_sigma=-0.1"], "workload.output_sigma"),
+        (["workload.output_sigma=1e308"], "workload.output_sigma"),  # overflowed in serve
+        (["workload.input_sigma=11"], "workload.input_sigma"),
+        (["workload.warmup_requests=100000000000"], "workload.warmup_requests"),  # ran on
         (["workload.input_max_tokens=10"], "workload"),
         (["timing.points=[{kind='prefill', batch=1, ms=5.0, source='x'}]"], "timing.points[0]"),
         (["timing.points=[{kind='decode', batch=1, ms=5.0}]"], "timing.points[0].source"),

@@ -35,6 +35,7 @@ def test_capacity_is_where_attainment_crosses_the_share():
     assert level(ev(Load("rate", min(above)), BASELINE), "slo_attainment").mean < 0.9
     lo, hi = cap.ci95
     assert lo is not None and hi is not None and lo <= cap.rate_per_s <= hi
+    assert not cap.at_least  # a crossing, inside the rates tried
     rates = [r for r, _, _ in cap.curve]
     assert rates == sorted(rates)
 
@@ -68,3 +69,24 @@ def test_slo_attainment_levels_are_clipped_to_0_1_but_speeds_are_not():
     share = level(point, "slo_attainment")
     assert share.ci95 == pytest.approx((0.771563, 1.0), abs=1e-6) and share.ci95[1] == 1.0
     assert level(point, "per_user_tok_s").ci95[1] == pytest.approx(1.195103, abs=1e-6)
+
+
+def test_a_share_met_at_every_rate_is_a_lower_bound_not_a_capacity():
+    """With a TPOT limit no batch reaches, attainment is 1 at every rate the search tries,
+    up to its end (the hint x 4096). That end is not where attainment crosses the share:
+    the capacity is 'at least' it, the interval has no upper end and no gain is formed
+    (the report printed it as a capacity with the interval [end, end])."""
+    from sim.report.capacity import render_capacity
+
+    ev = PointEvaluator(
+        CodePlans(output=4, requests=6), replications=2, seed=5, slo=SloSpec(tpot_ms=3.6e6)
+    )
+    result = capacity(ev, [3], share=0.9, hint_per_s=5.0)
+    for p in result.policies:
+        assert p.at_least and p.rate_per_s == pytest.approx(5.0 * 4096)
+        assert p.ci95[1] is None
+    doc = result.to_dict()
+    assert [p["capacity_gain"] for p in doc["policies"]] == [None, None]
+    assert doc["policies"][1]["at_least"] is True
+    text = render_capacity(doc)
+    assert ">= 2.05e+04" in text and "met at every rate tried" in text

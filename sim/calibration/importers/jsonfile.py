@@ -80,10 +80,14 @@ def _is_object(line: str) -> bool:
 def number(record: dict[str, Any], key: str, source: str, where: str | None) -> float:
     """A finite number at ``record[key]``; SpecsimError naming the key otherwise."""
     value = record.get(key)
+    field = f"{where}: {key}" if where else key
     if isinstance(value, bool) or not isinstance(value, int | float):
         got = "missing" if key not in record else f"{value!r}"
-        field = f"{where}: {key}" if where else key
         raise SpecsimError(f"expected a number, got {got}", source=source, field=field)
-    if not math.isfinite(value):
-        raise SpecsimError("not a finite number", source=source, field=key)
-    return float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer literal of hundreds of digits
+        x = math.inf
+    if not math.isfinite(x):
+        raise SpecsimError("not a finite number", source=source, field=field)
+    return x

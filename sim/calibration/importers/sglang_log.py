@@ -24,6 +24,7 @@ can_run_cuda_graph of verify()).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -150,7 +151,8 @@ def _decode_line(text: str, number: int) -> DecodeLine | None:
         rate = float(fields["accept rate"]) if "accept rate" in fields else None
     except (KeyError, ValueError):
         return None
-    if accept_length < 1.0 or gen < 0.0:
+    finite = all(math.isfinite(x) for x in (accept_length, gen, rate or 0.0))
+    if not finite or accept_length < 1.0 or gen < 0.0:  # nan passes both comparisons
         return None
     graph = fields.get("cuda graph", fields.get("cpu graph"))
     prefix = _PREFIX.search(text[: m.start()])

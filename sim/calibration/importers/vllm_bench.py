@@ -121,14 +121,22 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
     tpot = opt("mean_tpot_ms")
     if tpot is not None and tpot <= 0:
         raise SpecsimError(f"{tpot} must be positive", source=source, field="mean_tpot_ms")
+    completed = opt("completed")
+    if completed is not None and not (completed >= 0 and completed.is_integer()):
+        raise SpecsimError(
+            f"{completed:g} is not a count of requests", source=source, field="completed"
+        )
+    std = opt("std_tpot_ms")
+    if std is not None and std < 0:
+        raise SpecsimError(f"{std:g} must be >= 0", source=source, field="std_tpot_ms")
     return VllmBenchRun(
         source=source,
         line=line,
         model=record.get("model_id") if isinstance(record.get("model_id"), str) else None,
         max_concurrency=conc if isinstance(conc, int) and not isinstance(conc, bool) else None,
-        completed=int(opt("completed") or 0),
+        completed=int(completed or 0),
         mean_tpot_ms=tpot,
-        std_tpot_ms=opt("std_tpot_ms"),
+        std_tpot_ms=std,
         mean_itl_ms=opt("mean_itl_ms"),
         output_throughput=opt("output_throughput"),
         accept_length=al,

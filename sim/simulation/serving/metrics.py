@@ -216,6 +216,13 @@ class ServingSummary:
     replications: int
 
 
+def _nanmean(values: np.ndarray) -> float:
+    """Mean of the values that are not NaN; NaN (without numpy's warning) when none is,
+    e.g. per-user tok/s when every request ended with its prefill's token."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
 def _ratio(values: np.ndarray) -> Ratio:
     mean, ci = mean_interval(values)
     return Ratio(mean, ci)
@@ -233,7 +240,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
     metrics: dict[str, Estimate] = {}
     per_rep: dict[str, np.ndarray] = {}
     for name in REQUEST_METRICS:
-        means = np.array([np.nanmean(m[name]) for m in per_request])
+        means = np.array([_nanmean(m[name]) for m in per_request])
         pooled = np.concatenate([m[name] for m in per_request])
         pooled = pooled[~np.isnan(pooled)]
         metrics[name] = estimate(means, pooled)
@@ -251,8 +258,9 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
     per_rep["aggregate_tok_s"] = aggregate
     batch_time = np.stack([r.batch_time_ms for r in records])
     sizes = np.arange(batch_time.shape[1])
-    mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
-    share = batch_time.sum(axis=0) / batch_time.sum()
+    with np.errstate(invalid="ignore"):  # no decode iteration (one-token requests): NaN
+        mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
+        share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
     if records[0].kv_capacity_tokens is not None:
         kv = _share(

@@ -25,7 +25,8 @@ class ServingRecord:
     ``admitted_ms`` (first scheduled), ``first_token_ms``, ``decode_start_ms`` (decoding
     possible: the end of the first prefill, or admission without prefill), ``finish_ms``,
     ``input_tokens``, ``output_tokens``, ``decode_tokens`` (output tokens after
-    ``decode_start_ms``), ``request_class``, ``preemptions``, ``cycles``.
+    ``decode_start_ms``; 0 for a request whose prefill emitted its only token, which never
+    decodes and keeps ``decode_start_ms`` -1), ``request_class``, ``preemptions``, ``cycles``.
 
     Every request that arrived, (A,): ``all_arrival_ms``, ``all_finish_ms`` (the run's end
     for those still in the system), for Little's law.
@@ -149,7 +150,10 @@ class Recorder:
             name: np.array([getattr(r, name) for r in m], dtype=np.int64)
             for name in ("input_tokens", "output_tokens", "request_class", "preemptions", "cycles")
         }
-        decode_tokens = ints["output_tokens"] - np.array([r.decode_from for r in m], dtype=np.int64)
+        decode_tokens = np.array(
+            [r.output_tokens - r.decode_from if r.decode_start_ms >= 0 else 0 for r in m],
+            dtype=np.int64,
+        )  # a request its prefill finished (one output token) never decoded
         all_finish = np.array([r.finish_ms if r.finish_ms >= 0 else end_ms for r in self.requests])
         itl = np.concatenate(self.itl_ms) if self.itl_ms else np.empty(0)
         weights = np.repeat(self.itl_weight, [v.size for v in self.itl_ms])

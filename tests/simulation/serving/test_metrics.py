@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving import ClosedLoop, FixedK, simulate_serving
+from sim.simulation.serving import ClosedLoop, Empirical, FixedK, simulate_serving
 from sim.simulation.serving.metrics import (
     SloSpec,
     little_terms,
@@ -122,3 +122,30 @@ def test_share_valued_summaries_stay_in_0_1() -> None:
         for share in shares:
             assert share is not None and share.ci95 is not None, name
             assert 0.0 <= share.ci95[0] <= share.mean <= share.ci95[1] <= 1.0, (name, share)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_one_token_request_has_no_decoding_speed() -> None:
+    """A request of one output token ends when its prefill emits that token: it never
+    decodes, so it has neither a TPOT nor a per-user decoding speed (NaN, left out of the
+    means), where its decode start stayed at the -1 'not yet' mark and gave 1000 / (finish
+    + 1 ms). With every request that short the means are NaN, without numpy warnings."""
+    mixed = plan(
+        ClosedLoop(2), input_tokens=20, output=Empirical((1, 30)),
+        requests=40, prefill="model",
+    )  # fmt: skip
+    rec = simulate_serving(mixed, {"baseline": FixedK(0)}, replications=1, seed=2).records[
+        "baseline"
+    ][0]
+    m = request_metrics(rec)
+    one = rec.output_tokens == 1
+    assert one.any() and (~one).any()
+    assert np.all(rec.decode_tokens[one] == 0)
+    assert np.all(np.isnan(m["per_user_tok_s"][one])) and np.all(np.isnan(m["tpot_ms"][one]))
+    np.testing.assert_allclose(m["per_user_tok_s"][~one], 1000.0 / m["tpot_ms"][~one])
+
+    short = plan(ClosedLoop(2), input_tokens=20, output=1, requests=10, prefill="model")
+    run = simulate_serving(short, {"baseline": FixedK(0)}, replications=2, seed=2)
+    summary = summarize_serving(run.records).policies["baseline"]
+    assert np.isnan(summary.metrics["per_user_tok_s"].mean)
+    assert np.isnan(summary.mean_batch.mean)

@@ -26,6 +26,7 @@ from sim.simulation.serving.metrics import (
     Ratio,
     SloSpec,
     mean_interval,
+    positive_interval,
     request_metrics,
     share_interval,
 )
@@ -216,17 +217,21 @@ def ratio_doc(r: Ratio) -> dict[str, Any]:
     return {"mean": _finite(r.mean), "ci95": ci}
 
 
-def _ratio(values: np.ndarray, share: bool = False) -> Ratio:
+def _ratio(values: np.ndarray, domain: str = "positive") -> Ratio:
+    """Mean and 95% interval across replications, the interval clipped to the quantity's
+    domain: ``share`` [0, 1], ``positive`` [0, inf) (levels, paired ratios), ``signed``
+    not clipped (paired differences)."""
     if not np.all(np.isfinite(values)):
         return Ratio(float("nan"), None)
-    mean, ci = share_interval(values) if share else mean_interval(values)
+    interval = {"share": share_interval, "positive": positive_interval, "signed": mean_interval}
+    mean, ci = interval[domain](values)
     return Ratio(mean, ci)
 
 
 def level(point: PolicyPoint, metric: str) -> Ratio:
     """Mean of the replication values of ``metric`` with its 95% interval (clipped to
-    [0, 1] for a share, such as SLO attainment)."""
-    return _ratio(point.values[metric], share=METRICS[metric].share)
+    [0, 1] for a share, such as SLO attainment, and at 0 for the rest)."""
+    return _ratio(point.values[metric], "share" if METRICS[metric].share else "positive")
 
 
 def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
@@ -242,4 +247,4 @@ def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
 def difference(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
     """Paired advantage of ``a`` over ``b`` in the metric's unit (> 0: ``a`` is better)."""
     d = a.values[metric] - b.values[metric]
-    return _ratio(d if METRICS[metric].higher_is_better else -d)
+    return _ratio(d if METRICS[metric].higher_is_better else -d, "signed")

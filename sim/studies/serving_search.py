@@ -37,7 +37,7 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
-from sim.simulation.serving.metrics import mean_interval, request_metrics
+from sim.simulation.serving.metrics import positive_interval, request_metrics, share_interval
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
@@ -53,13 +53,13 @@ def serving_stats(records: Sequence[ServingRecord], targets: Sequence[float]) ->
     per_user = [request_metrics(r)["per_user_tok_s"] for r in records]
     per_user = [v[~np.isnan(v)] for v in per_user]
     means = np.array([v.mean() for v in per_user])
-    mean, ci = mean_interval(means)
+    mean, ci = positive_interval(means)
     if ci is None:
         ci = (mean, mean)
     probabilities = []
     for t in targets:
         shares = np.array([np.mean(v >= t) for v in per_user])
-        p, p_ci = mean_interval(shares)
+        p, p_ci = share_interval(shares)
         if p_ci is None:
             hits = int(sum((v >= t).sum() for v in per_user))
             p_ci = wilson_ci95(hits, int(sum(v.size for v in per_user)))

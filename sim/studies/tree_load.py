@@ -41,7 +41,7 @@ from sim.model.policy import FixedK
 from sim.model.tree_acceptance import TreeDraft
 from sim.parallel import Executor
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
-from sim.simulation.serving.metrics import Estimate, Ratio, mean_interval, summarize_serving
+from sim.simulation.serving.metrics import Estimate, Ratio, positive_interval, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 
@@ -209,7 +209,7 @@ def _crossing(
 
 
 def _paired(num: np.ndarray, den: np.ndarray) -> Ratio:
-    mean, ci = mean_interval(num / den)
+    mean, ci = positive_interval(num / den)
     return Ratio(mean, ci)
 
 

@@ -132,36 +132,49 @@ class Estimate:
         }
 
 
-def mean_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, float] | None]:
-    """Mean of replication values (R,) and its Student-t 95% interval (None if R < 2)."""
+def mean_interval(
+    per_replication: np.ndarray, *, lower: float | None = None, upper: float | None = None
+) -> tuple[float, tuple[float, float] | None]:
+    """Mean of replication values (R,) and its Student-t 95% interval (None if R < 2),
+    clipped to [``lower``, ``upper``] where given: the quantity's own domain.
+
+    The t interval is symmetric about the mean; over few replications of a skewed
+    quantity it reaches past what the quantity can be (a queueing delay's interval
+    [-37.6, 736.7] ms over two replications). Clipping keeps every value inside the
+    interval a possible value; the mean is unchanged.
+    """
     x = np.asarray(per_replication, dtype=float)
     mean = float(x.mean())
     if x.size < 2:
         return mean, None
     half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
-    return mean, (mean - half, mean + half)
+    lo, hi = mean - half, mean + half
+    if lower is not None:
+        lo, hi = max(lo, lower), max(hi, lower)
+    if upper is not None:
+        lo, hi = min(lo, upper), min(hi, upper)
+    return mean, (lo, hi)
+
+
+def positive_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, float] | None]:
+    """``mean_interval`` of a quantity that cannot be negative (a latency, a rate, a batch
+    size, a paired ratio): the interval clipped at 0."""
+    return mean_interval(per_replication, lower=0.0)
 
 
 def share_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, float] | None]:
     """``mean_interval`` of a share (each replication's value in [0, 1]: a fraction of
-    requests, of the KV cache), with the Student-t interval clipped to [0, 1].
-
-    The t interval is symmetric about the mean; over few replications of a share near 1
-    (SLO attainment 0.98 over two replications) it reaches past 1, which no share can
-    be. Clipping keeps every value inside the interval a possible share; the mean is
-    unchanged (None with one replication, as ``mean_interval``).
-    """
-    mean, ci = mean_interval(per_replication)
-    if ci is None:
-        return mean, None
-    return mean, (min(max(ci[0], 0.0), 1.0), min(max(ci[1], 0.0), 1.0))
+    requests, of the KV cache), with the Student-t interval clipped to [0, 1] (over two
+    replications of SLO attainment 0.98 it would reach past 1, which no share can be)."""
+    return mean_interval(per_replication, lower=0.0, upper=1.0)
 
 
 def estimate(
     per_replication: np.ndarray, pooled: np.ndarray, weights: np.ndarray | None = None
 ) -> Estimate:
-    """An ``Estimate`` from replication means (R,) and the pooled sample (n,)."""
-    mean, ci = mean_interval(per_replication)
+    """An ``Estimate`` from replication means (R,) and the pooled sample (n,) of a
+    per-request metric (none is negative: the interval is clipped at 0)."""
+    mean, ci = positive_interval(per_replication)
     w = np.ones(pooled.shape) if weights is None else weights
     q = weighted_quantiles(pooled, w, QUANTILES)
     return Estimate(mean, ci, float(q[0]), float(q[1]), float(q[2]))
@@ -224,7 +237,8 @@ def _nanmean(values: np.ndarray) -> float:
 
 
 def _ratio(values: np.ndarray) -> Ratio:
-    mean, ci = mean_interval(values)
+    """A non-negative quantity across replications (tok/s, batch, a paired ratio)."""
+    mean, ci = positive_interval(values)
     return Ratio(mean, ci)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving import ClosedLoop, Empirical, FixedK, simulate_serving
+from sim.simulation.serving import ClosedLoop, Empirical, FixedK, Poisson, simulate_serving
 from sim.simulation.serving.metrics import (
     SloSpec,
     little_terms,
@@ -122,6 +122,38 @@ def test_share_valued_summaries_stay_in_0_1() -> None:
         for share in shares:
             assert share is not None and share.ci95 is not None, name
             assert 0.0 <= share.ci95[0] <= share.mean <= share.ci95[1] <= 1.0, (name, share)
+
+
+def test_a_non_negative_quantity_has_no_negative_interval_by_hand() -> None:
+    """Queueing delays of 20 and 700 ms over two replications: mean 360, sample std
+    480.83, t(0.975, 1) = 12.706205, so the t interval is 360 -+ 4320.1, reaching far below
+    0; no delay, rate, batch or paired ratio can be negative, so ``positive_interval``
+    clips it at 0 and keeps its upper end and mean. Away from 0 it is the t interval."""
+    from sim.simulation.serving.metrics import mean_interval, positive_interval
+
+    skewed = np.array([20.0, 700.0])
+    assert mean_interval(skewed)[1][0] == pytest.approx(-3960.1, abs=0.1)  # the bug
+    mean, ci = positive_interval(skewed)
+    assert mean == 360.0 and ci[0] == 0.0
+    assert ci[1] == pytest.approx(4680.1, abs=0.1)
+    tight = np.array([30.0, 31.0, 32.0])
+    assert positive_interval(tight) == mean_interval(tight)
+
+
+def test_latency_summaries_have_no_negative_interval() -> None:
+    """Poisson arrivals at 5 requests/s over two replications: queueing is rare, so the
+    queueing delay's t interval is (-16.4, 32.7) ms at k = 3 unclipped. Every per-request
+    metric's and every ratio's interval of every policy stays at or above 0 and holds its
+    mean."""
+    p = plan(Poisson(5.0), input_tokens=20, output=30, requests=24, prefill="model")
+    run = simulate_serving(p, {"baseline": FixedK(0), "k3": FixedK(3)}, replications=2, seed=3)
+    summary = summarize_serving(run.records, SloSpec())
+    assert summary.policies["k3"].metrics["queue_ms"].ci95[0] == 0.0
+    for name, policy in summary.policies.items():
+        estimates = [*policy.metrics.values(), policy.aggregate_tok_s, policy.mean_batch]
+        for e in estimates:
+            if e.ci95 is not None and np.isfinite(e.mean):
+                assert 0.0 <= e.ci95[0] <= e.mean <= e.ci95[1], (name, e)
 
 
 @pytest.mark.filterwarnings("error")

@@ -112,7 +112,8 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
     names = list(doc["policies"])
     lines = [
         f"{doc['scenario']}: chain against tree under load; closed loops of "
-        f"{', '.join(map(str, doc['concurrencies']))} users; {doc['replications']} "
+        f"{', '.join(map(str, doc['concurrencies']))} "
+        f"user{'' if list(doc['concurrencies']) == [1] else 's'}; {doc['replications']} "
         f"replications x {doc['requests']} requests per load, seed {doc['seed']}",
         "policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items()),
         "",

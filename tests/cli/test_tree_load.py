@@ -49,6 +49,7 @@ def test_json_document_and_text(tmp_path):
     }
     code, text = run(LLAMA, *SMALL, "--concurrency", "1")
     assert code == 0 and "where the tree stops beating the chain" in text
+    assert "closed loops of 1 user;" in text  # one user, not "1 users"
 
 
 @pytest.mark.parametrize(

@@ -236,6 +236,14 @@ def _nanmean(values: np.ndarray) -> float:
     return float(kept.mean()) if kept.size else float("nan")
 
 
+def _share_at_least(values: np.ndarray, target: float) -> float:
+    """Share of the requests with a value (not NaN) at or above ``target``: a request that
+    never decoded (its prefill emitted its only token) has no per-user speed, so it counts
+    neither for nor against a tok/s target, as it is left out of the mean speed."""
+    kept = values[~np.isnan(values)]
+    return float(np.mean(kept >= target)) if kept.size else float("nan")
+
+
 def _ratio(values: np.ndarray) -> Ratio:
     """A non-negative quantity across replications (tok/s, batch, a paired ratio)."""
     mean, ci = positive_interval(values)
@@ -285,7 +293,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         [r.cycle_tokens / r.request_cycles if r.request_cycles else np.nan for r in records]
     )
     p_tok = {
-        t: _share(np.array([np.mean(m["per_user_tok_s"] >= t) for m in per_request]))
+        t: _share(np.array([_share_at_least(m["per_user_tok_s"], t) for m in per_request]))
         for t in slo.tok_s
     }
     attain = None

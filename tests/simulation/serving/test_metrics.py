@@ -176,6 +176,12 @@ def test_a_one_token_request_has_no_decoding_speed() -> None:
     assert np.all(np.isnan(m["per_user_tok_s"][one])) and np.all(np.isnan(m["tpot_ms"][one]))
     np.testing.assert_allclose(m["per_user_tok_s"][~one], 1000.0 / m["tpot_ms"][~one])
 
+    # a tok/s target is a share of the requests that decoded, as the mean speed is
+    target = float(np.median(m["per_user_tok_s"][~one]))
+    run1 = simulate_serving(mixed, {"baseline": FixedK(0)}, replications=1, seed=2)
+    share = summarize_serving(run1.records, SloSpec(tok_s=(target,))).policies["baseline"]
+    assert share.p_tok_s[target].mean == np.mean(m["per_user_tok_s"][~one] >= target)
+
     short = plan(ClosedLoop(2), input_tokens=20, output=1, requests=10, prefill="model")
     run = simulate_serving(short, {"baseline": FixedK(0)}, replications=2, seed=2)
     summary = summarize_serving(run.records).policies["baseline"]

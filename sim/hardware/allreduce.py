@@ -20,6 +20,7 @@ from sim.hardware.interconnects import (
     LIBRARIES,
     NCCL_TREE_CORRECTION,
     NCCL_TREE_EFFICIENCY,
+    CustomAllReduce,
     Interconnect,
 )
 
@@ -92,6 +93,24 @@ def nccl_time_us(
     return nccl_latency_us(ic, algorithm, protocol, gpus) + nbytes / (1000.0 * bw)
 
 
+#: Below this many bytes 3-4 GPUs take the one-shot kernel (vLLM csrc/custom_all_reduce.cuh
+#: ``REDUCE_CASE``, copied by SGLang's sgl-kernel: ``world_size_ <= 4 && bytes < 512 * 1024``).
+ONE_SHOT_MAX_BYTES_4_GPUS = 512 * 1024
+
+
+def one_shot(car: CustomAllReduce, gpus: int, nbytes: float) -> bool:
+    """Whether the custom all-reduce of ``nbytes`` over ``gpus`` GPUs takes the one-shot
+    kernel, as vLLM's ``REDUCE_CASE`` chooses (csrc/custom_all_reduce.cuh; SGLang's
+    sgl-kernel copies it): 2 GPUs always (a two-shot would move the same bytes through two
+    barrier phases), 3-4 GPUs below 512 KiB, more GPUs up to ``one_shot_max_bytes`` (256
+    KiB, inclusive as SGLang #2904's 8-GPU timings were fitted)."""
+    if gpus <= 2:
+        return True
+    if gpus <= 4:
+        return nbytes < ONE_SHOT_MAX_BYTES_4_GPUS
+    return nbytes <= car.one_shot_max_bytes
+
+
 def custom_allreduce_us(ic: Interconnect, gpus: int, nbytes: float) -> AllReduceTime | None:
     """vLLM/SGLang custom all-reduce time, or None where it does not apply.
 
@@ -102,7 +121,7 @@ def custom_allreduce_us(ic: Interconnect, gpus: int, nbytes: float) -> AllReduce
     car = ic.custom_allreduce
     if car is None or gpus > car.max_gpus or nbytes > car.two_shot_max_bytes:
         return None
-    if nbytes <= car.one_shot_max_bytes:
+    if one_shot(car, gpus, nbytes):
         moved, lat, eff, protocol = (
             (gpus - 1) * nbytes,
             car.latency_us,

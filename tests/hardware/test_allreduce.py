@@ -277,3 +277,23 @@ def test_custom_allreduce_is_one_shot_up_to_its_limit_inclusive() -> None:
     assert at.us == pytest.approx(SGLANG_2904_CUSTOM_US[262144], rel=1e-9)
     above = custom_allreduce_us(ic, 8, 262145)
     assert above is not None and above.protocol == "two-shot"
+
+
+def test_custom_kernel_choice_follows_vllms_by_world_size():
+    """vLLM's ``REDUCE_CASE`` (csrc/custom_all_reduce.cuh, copied by SGLang): 2 GPUs always
+    one-shot; 3-4 GPUs one-shot below 512 KiB; 5-8 up to 256 KiB. At 2 GPUs a 1 MiB
+    message is then one-shot: 5.53 us + 1 x 1 MiB at 0.4438 x 370 = 164.2 GB/s of peer
+    reads, 5.53 + 6.39 = 11.91 us."""
+    from sim.hardware.allreduce import custom_allreduce_us, one_shot
+
+    car = PRESETS["nvlink4"].custom_allreduce
+    assert car is not None
+    mib = 1024 * 1024
+    assert one_shot(car, 2, 8 * mib)
+    assert one_shot(car, 4, mib // 2 - 1) and not one_shot(car, 4, mib // 2)
+    assert one_shot(car, 8, mib // 4) and not one_shot(car, 8, mib // 4 + 1)
+    two = custom_allreduce_us(PRESETS["nvlink4"], 2, mib)
+    assert two is not None and two.protocol == "one-shot"
+    expected = car.latency_us + mib / (1000.0 * car.one_shot_efficiency * 370.0)
+    assert two.us == pytest.approx(expected, rel=1e-12)
+    assert two.us == pytest.approx(11.91, abs=0.01)

@@ -60,7 +60,7 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
                     else ("-" if k in p["significantly_worse_than"] else " ")
                 )
                 text = f"{_cell(a, 3)} {fmt_interval(a['ci95'])}{sign}"
-                row += f"{text:>26}"
+                row += f" {text:>25}"  # a wide interval still leaves a space before it
             lines.append(row)
         verdict = (
             "beats or ties every fixed k at every load (no fixed k significantly better)"

@@ -27,6 +27,23 @@ def test_best_k_json_and_text():
     assert res.exit_code == 0 and "vLLM (--speculative-config" in res.output
 
 
+def test_best_k_check_cells_stay_apart_when_intervals_are_wide():
+    """A cell wider than its column (a long interval) still starts after a space."""
+    from sim.report.best_k import render_best_k
+
+    args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,4", "--num-steps", "5", "--json"]
+    res = CliRunner().invoke(main, args)
+    doc = json.loads(res.output)
+    for pol in doc["check"]["policies"].values():
+        for point in pol["points"]:
+            for adv in point["advantage_over"].values():
+                adv["mean"], adv["ci95"] = 0.00012345, [-1234.56789, 12345.6789]
+    rows = [r for r in render_best_k(doc).splitlines() if "1.23e+04]" in r]
+    assert rows
+    for row in rows:  # every cell's mean follows a space, never the last cell's bracket
+        assert row.count("0.000123") == 2 == row.count(" 0.000123")
+
+
 def test_best_k_goodput_needs_slo():
     args = ["best-k", str(LLAMA), *SMALL, "--concurrency", "1,2", "--objective", "goodput_req_s"]
     res = CliRunner().invoke(main, args)

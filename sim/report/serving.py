@@ -100,10 +100,38 @@ def _policy_dict(run: ServingRun, summary: ServingSummary, name: str) -> dict[st
                 "in_system": ratio_dict(p.little[0]),
                 "rate_x_time": ratio_dict(p.little[1]),
             },
+            "backlog": {
+                "start": [b.start for b in p.backlogs],
+                "end": [b.end for b in p.backlogs],
+                "window_arrivals": [b.arrivals for b in p.backlogs],
+                "overloaded_replications": p.overloaded,
+            },
             "distributions": _distributions(run, name),
         }
     )
     return body
+
+
+def _overload_lines(doc: dict[str, Any], names: list[str]) -> list[str]:
+    """One warning per policy under which requests arrived faster than they were answered
+    over the window (sim/simulation/serving/metrics.py ``Backlog``): an overload, or a run
+    too short for the system to fill; its latencies are transient either way."""
+    out = []
+    for name in names:
+        b = doc[name]["backlog"]
+        n = b["overloaded_replications"]
+        if not n:
+            continue
+        out.append(
+            f"NOT STEADY ({name}): in {n} of {len(b['end'])} replications the requests in the "
+            f"system grew from {np.mean(b['start']):.0f} to {np.mean(b['end']):.0f} over the "
+            f"measurement window ({np.mean(b['window_arrivals']):.0f} arrivals, mean): the "
+            "load is above what the server answers, or the run ended while the system was "
+            "still filling; either way the latencies above are transient and grow with the "
+            "run's length. More requests (--requests, or workload.warmup_requests) tell "
+            "which: a steady state stops growing, an overload does not"
+        )
+    return ["", *out] if out else []
 
 
 def serving_to_dict(
@@ -218,6 +246,7 @@ def render_serving(doc: dict[str, Any]) -> str:
         ]
     )
     lines += _table(rows)
+    lines += _overload_lines(doc, names)
     lines += [
         "",
         "per-user tok/s: a request's decoding speed after its first token; ITL: the gap "

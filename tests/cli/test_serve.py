@@ -36,6 +36,21 @@ def test_text_summary_side_by_side():
     assert "assumptions:" in out
 
 
+def test_a_growing_backlog_is_said_in_text_and_json():
+    """Two requests a second of 512 tokens at two running slots: the requests in the system
+    grow through the window, and the summary says its latencies are transient; at four
+    closed-loop users it says nothing (and the JSON keeps each replication's backlog)."""
+    args = ["--replications", "2", "--requests", "12", "-q", "--rate", "2"]
+    code, out = serve(str(SERVING), *args, "--set", "serving.max_running_requests=2")
+    assert code == 0, out
+    assert "NOT STEADY (speculative): in 2 of 2 replications" in out
+    code, out = serve(str(SERVING), *SMALL)
+    assert code == 0 and "NOT STEADY" not in out
+    doc = serve_json(str(SERVING), *SMALL)
+    backlog = doc["speculative"]["backlog"]
+    assert backlog["overloaded_replications"] == 0 and len(backlog["end"]) == 2
+
+
 def test_json_document():
     doc = serve_json(str(SERVING), *SMALL, "--seed", "5")
     assert doc["kind"] == "serve" and doc["seed"] == 5 and doc["replications"] == 2

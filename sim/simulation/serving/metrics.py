@@ -43,11 +43,13 @@ from sim.simulation.serving.records import ServingRecord
 
 __all__ = [
     "LATENCY_METRICS",
+    "Backlog",
     "Estimate",
     "PolicySummary",
     "Ratio",
     "ServingSummary",
     "SloSpec",
+    "backlog",
     "estimate",
     "little_terms",
     "request_metrics",
@@ -109,6 +111,42 @@ def little_terms(rec: ServingRecord) -> tuple[float, float, float]:
     in_system = float(inside.sum()) / span
     arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms < hi))
     return in_system, arrivals / span, float(np.mean(rec.finish_ms - rec.arrival_ms))
+
+
+#: A replication is flagged when the requests in the system grew over its measurement
+#: window by at least this share of the window's arrivals, and by at least
+#: ``OVERLOAD_MIN_REQUESTS``: in a steady state the backlog at the end is the system's
+#: usual occupancy give or take its fluctuation (of order the square root of the
+#: arrivals), not a growing share of them.
+OVERLOAD_SHARE = 0.2
+OVERLOAD_MIN_REQUESTS = 10
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Requests in the system (arrived, not answered) when one replication's measurement
+    window opens and when the run ends, and the arrivals inside the window."""
+
+    start: int
+    end: int
+    arrivals: int
+
+    @property
+    def overloaded(self) -> bool:
+        """Requests arrived faster than they were answered over the window (see
+        ``OVERLOAD_SHARE``): a load above the server's capacity, which has no steady state,
+        or a run that ended while the system was still filling towards a fuller one."""
+        growth = self.end - self.start
+        return growth >= max(OVERLOAD_MIN_REQUESTS, OVERLOAD_SHARE * self.arrivals)
+
+
+def backlog(rec: ServingRecord) -> Backlog:
+    """The replication's ``Backlog``: at the window's start, the requests that arrived
+    before it and finished after it opened; at its end, those left unanswered."""
+    lo, hi = rec.window_start_ms, rec.window_end_ms
+    start = np.count_nonzero((rec.all_arrival_ms < lo) & (rec.all_finish_ms > lo))
+    arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms <= hi))
+    return Backlog(int(start), rec.unfinished_at_end, int(arrivals))
 
 
 @dataclass(frozen=True)
@@ -217,6 +255,12 @@ class PolicySummary:
     slo_attainment: Ratio | None
     little: tuple[Ratio, Ratio]
     per_replication: dict[str, np.ndarray]
+    backlogs: tuple[Backlog, ...] = ()
+
+    @property
+    def overloaded(self) -> int:
+        """Replications in which requests arrived faster than they were answered."""
+        return sum(b.overloaded for b in self.backlogs)
 
 
 @dataclass(frozen=True)
@@ -319,6 +363,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         p_tok_s=p_tok,
         slo_attainment=attain,
         little=(_ratio(little[:, 0]), _ratio(little[:, 1] * little[:, 2])),
+        backlogs=tuple(backlog(r) for r in records),
         per_replication=per_rep,
     )
 

@@ -40,7 +40,8 @@ class ServingRecord:
 
     Whole run: ``decode_iterations``, ``prefill_iterations``, ``request_cycles`` (decode
     cycles summed over requests), ``cycle_tokens`` (tokens those cycles emitted), and
-    ``preemptions_total``.
+    ``preemptions_total``; ``unfinished_at_end``, requests that had arrived and were not
+    answered when the run ended (waiting, prefilling or decoding).
     """
 
     arrival_ms: np.ndarray
@@ -71,6 +72,7 @@ class ServingRecord:
     request_cycles: int
     cycle_tokens: int
     preemptions_total: int
+    unfinished_at_end: int
 
     @property
     def window_ms(self) -> float:
@@ -155,6 +157,7 @@ class Recorder:
             dtype=np.int64,
         )  # a request its prefill finished (one output token) never decoded
         all_finish = np.array([r.finish_ms if r.finish_ms >= 0 else end_ms for r in self.requests])
+        unfinished = sum(1 for r in self.requests if r.finish_ms < 0)
         itl = np.concatenate(self.itl_ms) if self.itl_ms else np.empty(0)
         weights = np.repeat(self.itl_weight, [v.size for v in self.itl_ms])
         return ServingRecord(
@@ -179,4 +182,5 @@ class Recorder:
             request_cycles=self.request_cycles,
             cycle_tokens=self.cycle_tokens,
             preemptions_total=self.preemptions,
+            unfinished_at_end=unfinished,
         )

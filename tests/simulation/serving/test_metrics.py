@@ -187,3 +187,33 @@ def test_a_one_token_request_has_no_decoding_speed() -> None:
     summary = summarize_serving(run.records).policies["baseline"]
     assert np.isnan(summary.metrics["per_user_tok_s"].mean)
     assert np.isnan(summary.mean_batch.mean)
+
+
+def test_a_backlog_is_flagged_when_it_grows_by_a_share_of_the_arrivals() -> None:
+    """Growth of at least 20% of the window's arrivals and at least 10 requests: 2 -> 78
+    over 154 arrivals (76 >= 30.8) is flagged; 29 -> 112 over 639 (83 < 127.8), a system
+    near its steady occupancy, is not; 0 -> 9 over 10 arrivals is below 10 requests."""
+    from sim.simulation.serving.metrics import Backlog
+
+    assert Backlog(2, 78, 154).overloaded
+    assert not Backlog(29, 112, 639).overloaded
+    assert not Backlog(0, 9, 10).overloaded
+    assert Backlog(0, 10, 10).overloaded
+
+
+def test_an_overload_is_flagged_and_a_light_load_is_not() -> None:
+    """Poisson arrivals far above what two running slots answer: the requests in the system
+    grow through the window in every replication. At a light rate, and in a closed loop of
+    four users (never more than four in the system), nothing is flagged."""
+    from sim.simulation.serving.metrics import backlog
+
+    def flagged(arrivals, **kw) -> list[bool]:
+        p = plan(arrivals, input_tokens=20, output=30, requests=30, prefill="model", **kw)
+        run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=4)
+        summary = summarize_serving(run.records, SloSpec()).policies["k3"]
+        assert summary.overloaded == sum(b.overloaded for b in summary.backlogs)
+        return [backlog(r).overloaded for r in run.records["k3"]]
+
+    assert flagged(Poisson(5000.0), max_running_requests=2) == [True, True]
+    assert flagged(Poisson(1.0)) == [False, False]
+    assert flagged(ClosedLoop(4)) == [False, False]

@@ -199,3 +199,12 @@ def test_an_answer_outside_its_own_interval_says_why():
     assert "hardware.launch_us 17.55" in line
     seed = CliRunner().invoke(main, ["run", str(SEED), *small]).output
     assert "lies outside it" not in seed
+
+
+def test_a_draft_length_beyond_the_best_k_search_runs(seed_path):
+    # num_steps may go to 64, but the 90% interval modelled k = 1..32 only: k = 33 ended in
+    # an IndexError traceback; the best k is still chosen in 1..32
+    doc = run_json(str(seed_path), "--set", "speculation.num_steps=33", *FAST)
+    lo, hi = doc["uncertainty"]["tok_s_interval90"]
+    assert doc["num_steps"] == 33 and lo <= doc["analytic"]["throughput_tok_s"] <= hi
+    assert all(t["best_num_steps"] <= 32 for t in doc["targets"])

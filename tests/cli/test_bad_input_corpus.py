@@ -430,6 +430,24 @@ def _(t):
     ]
 
 
+@case("sweep-scheduler-without-dask", "--scheduler: only the dask executor has a scheduler")
+def _(t):
+    # was ignored: the sweep ran on the local pool
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o"),
+        "--scheduler", "tcp://127.0.0.1:9",
+    ]  # fmt: skip
+
+
+@case("sweep-workers-with-dask", "--workers: the dask cluster's own workers run the points")
+def _(t):
+    # was ignored: the cluster's workers run the points
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o"),
+        "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", "--workers", "3",
+    ]  # fmt: skip
+
+
 @case("sweep-csv-is-a-directory", "sweep.csv")
 def _(t):
     (t / "o" / "sweep.csv").mkdir(parents=True)

@@ -448,6 +448,18 @@ def _(t):
     ]  # fmt: skip
 
 
+@case("search-draft-tokens-without-topk", "--draft-tokens: is for the tree search (--topk)")
+def _(t):
+    # was ignored: the chain search ran as if it were not given
+    return ["search", good(t), "--num-steps", "2", "--draft-tokens", "4"]
+
+
+@case("search-solve-with-topk", "--topk: is for the tree search; with --solve")
+def _(t):
+    # was ignored: --solve ran on the scenario's own draft
+    return ["search", good(t), "--solve", "timing.verify_ms", "--topk", "1,2"]
+
+
 @case("sweep-csv-is-a-directory", "sweep.csv")
 def _(t):
     (t / "o" / "sweep.csv").mkdir(parents=True)

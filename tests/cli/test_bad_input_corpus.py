@@ -460,6 +460,12 @@ def _(t):
     return ["search", good(t), "--solve", "timing.verify_ms", "--topk", "1,2"]
 
 
+@case("set-indexes-a-list", "targets.tok_s[0]: --set cannot index into a list")
+def _(t):
+    # errors name list entries 'targets.tok_s[0]', but --set said 'unknown key'
+    return ["run", good(t), "--set", "targets.tok_s[0]=100"]
+
+
 @case("sweep-csv-is-a-directory", "sweep.csv")
 def _(t):
     (t / "o" / "sweep.csv").mkdir(parents=True)

@@ -207,12 +207,23 @@ def check_scheduler_address(address: str, timeout_s: float = 3.0) -> None:
 
 
 def make_executor(kind: str, *, workers: int = 1, scheduler: str | None = None) -> Executor:
-    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``, reachable)."""
+    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``, reachable).
+    A setting the chosen executor would not use is refused rather than ignored."""
     if kind == "local":
+        if scheduler is not None:
+            raise SpecsimError(
+                "only the dask executor has a scheduler: add --executor dask", param="scheduler"
+            )
         return LocalExecutor(workers)
     if kind == "dask":
         if not scheduler:
             raise SpecsimError("the dask executor needs a scheduler address", param="scheduler")
+        if workers != 1:
+            raise SpecsimError(
+                "the dask cluster's own workers run the points; --workers is for the local "
+                "executor",
+                param="workers",
+            )
         check_scheduler_address(scheduler)
         return DaskExecutor(scheduler)
     raise SpecsimError(f"unknown executor {kind!r} (local or dask)", param="executor")

@@ -12,7 +12,7 @@ def _floats(text: str, source: str) -> list[float]:
     from sim.studies.grid import split_list  # lazy: start-up
 
     try:
-        values = [float(x) for x in split_list(text, source=source)]
+        values = [float(x) + 0.0 for x in split_list(text, source=source)]  # -0 reads as 0
     except ValueError:
         raise SpecsimError(
             f"expected comma-separated numbers, got {text[:80]!r}", source=source
@@ -109,7 +109,7 @@ def convert(
             "--draft-acceptance-rate": metrics.from_draft_acceptance_rate,
             "--sglang-accept-rate": metrics.from_sglang_accept_rate,
         }[source]
-        forms = make(given[source], num_steps)
+        forms = make(given[source] + 0.0, num_steps)  # -0 reads as 0, not '-0.0000'
     if as_json:
         echo_document("convert", forms.as_dict())
         return

@@ -21,6 +21,20 @@ from sim.cli.progress import ProgressBar
 
 METHODS = ("monte-carlo", "exact", "auto")
 
+#: Options that only shape a Monte Carlo sample: the exact law has none to shape.
+MONTE_CARLO_ONLY = ("engine", "replications", "requests", "workers")
+
+
+def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The ``--`` flags among ``names`` that the user gave (not left at their default)."""
+    from click.core import ParameterSource
+
+    return [
+        f"--{name}"
+        for name in names
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+
 
 @click.command()
 @scenario_argument
@@ -79,6 +93,14 @@ def run(
                 raise
             fallback = f"  (--method auto: {exc.message}; this is the Monte Carlo)"
         else:
+            unused = given_on_command_line(click.get_current_context(), MONTE_CARLO_ONLY)
+            if unused and method == "exact":
+                raise SpecsimError(
+                    "the exact law draws no Monte Carlo sample, so "
+                    f"{', '.join(unused)} would change nothing: drop "
+                    f"{'them' if len(unused) > 1 else 'it'} or use --method monte-carlo",
+                    source=unused[0],
+                )
             body = merge_montecarlo(analysis_to_dict(analysis), exact)
             if plot_dir:
                 from sim.cli.plot import echo_written, save_figures  # lazy: matplotlib
@@ -90,6 +112,8 @@ def run(
             else:
                 click.echo(render_analysis(analysis))
                 click.echo(render_exact(exact, law))
+                if unused:
+                    click.echo(f"  (--method auto: the law is exact; {', '.join(unused)} unused)")
             return
     with ProgressBar(enabled=not quiet) as progress:
         try:

@@ -142,7 +142,17 @@ def search(
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     tgts = targets_or_scenario(targets, scn)
+    if draft_tokens is not None and (topks is None or solve_field is not None):
+        raise SpecsimError(
+            "is for the tree search (--topk); a chain's draft is --num-steps long",
+            source="--draft-tokens",
+        )
     if solve_field is not None:
+        if topks is not None:
+            raise SpecsimError(
+                "is for the tree search; with --solve set the tree with --set speculation.topk=K",
+                source="--topk",
+            )
         if num_steps is not None:
             raise SpecsimError(
                 "--num-steps is for the acceptance search; with --solve set k with "

@@ -98,6 +98,12 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
         f"(Monte Carlo: {doc.get('engine', 'fast')} engine, {doc.get('fidelity', 'cycle')} "
         f"fidelity; ratios to {cols[0]['label']}; {doc['alpha_meaning']})"
     )
+    for hidden in doc.get("targets_not_shown", []):
+        own = ", ".join(f"{t:g}" for t in hidden["tok_s"])
+        out.append(
+            f"(targets are {cols[0]['label']}'s; {hidden['scenario']}'s own {own} tok/s "
+            "are not shown: give them with --target)"
+        )
     return "\n".join(out)
 
 

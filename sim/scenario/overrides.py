@@ -10,6 +10,7 @@ overridden value is a what-if, taken as exact: its ``[uncertainty]`` entry is dr
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any
@@ -87,6 +88,10 @@ def parse_value(text: str, param: str = "sets") -> Any:
     return value
 
 
+#: ``tok_s[0]``: the index notation error messages use for list entries (not a key).
+LIST_INDEX = re.compile(r"\[-?\d*\]")
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``'a.b=value'`` -> ``('a.b', parsed value)``."""
     key, sep, value = text.partition("=")
@@ -95,6 +100,13 @@ def parse_assignment(text: str) -> tuple[str, Any]:
         raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", param="sets")
     if len(key) > 200 or key.count(".") > 6:
         raise SpecsimError(f"key {key[:40]!r}... is too long for a scenario field", param="sets")
+    indexed = LIST_INDEX.search(key)
+    if indexed:
+        whole = key[: indexed.start()]
+        raise SpecsimError(
+            f"{key}: --set cannot index into a list; set the whole list, e.g. {whole}=[...]",
+            param="sets",
+        )
     parsed = parse_value(value.strip())
     if key in LIST_KEYS and isinstance(parsed, int | float) and not isinstance(parsed, bool):
         parsed = [parsed]

@@ -110,15 +110,33 @@ class Comparison:
     fidelity: str
     targets: tuple[float, ...]
     columns: tuple[dict[str, Any], ...]
+    #: (label, its own [targets]) of each later scenario whose targets the table does not
+    #: answer: without --target every column answers the first scenario's.
+    targets_not_shown: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": self.engine,
             "fidelity": self.fidelity,
             "targets": list(self.targets),
+            "targets_not_shown": [
+                {"scenario": label, "tok_s": list(own)} for label, own in self.targets_not_shown
+            ],
             "alpha_meaning": ALPHA_MEANING,
             "scenarios": [dict(c) for c in self.columns],
         }
+
+
+def targets_not_shown(
+    entries: Sequence[tuple[str, Scenario]], shown: Sequence[float]
+) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """Each scenario's own targets that are not among ``shown`` (label, those targets)."""
+    out = []
+    for label, scn in entries:
+        own = tuple(float(t) for t in scn.target_tok_s if float(t) not in shown)
+        if own:
+            out.append((label, own))
+    return tuple(out)
 
 
 def compare_scenarios(
@@ -140,4 +158,5 @@ def compare_scenarios(
     first = cols[0]
     for col in cols:
         col["ratios"] = {k: (col[k] / first[k] if first[k] else None) for k in RATIO_KEYS}
-    return Comparison(engine, fidelity, tuple(tgts), tuple(cols))
+    hidden = () if targets else targets_not_shown(entries, tgts)
+    return Comparison(engine, fidelity, tuple(tgts), tuple(cols), hidden)

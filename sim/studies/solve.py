@@ -37,6 +37,13 @@ from sim.studies.uncertainty import LeverUncertainty, lever_uncertainty
 
 # --------------------------------------------------------------------------- any lever
 
+#: tok/s rises with the draft length to a best k and falls past it (and k = 0 is plain
+#: decoding), so bisection on k finds no answer or a wrong one: ``search`` scans k instead.
+NUM_STEPS_NOT_MONOTONE = (
+    "not a monotone lever (tok/s rises with k to a best k and falls past it): "
+    "specsim search --num-steps scans k, and reports the best k for each target"
+)
+
 
 def _valid(scenario: Scenario, dotted: str, value: float) -> bool:
     try:
@@ -83,6 +90,16 @@ def lever_domain(scenario: Scenario, dotted: str, v0: float, integer: bool) -> t
             break
         hi = cand
     return lo, hi
+
+
+def end_label(scenario: Scenario, dotted: str, end: float, lo: float, integer: bool) -> str:
+    """What the end ``end`` of a lever's domain is: the field's own bound, or where the
+    search stopped (``lever_domain`` looks no further than 2**6 or 2**40 times the value)."""
+    step = 1 if integer else max(abs(end), 1.0) * 1e-9
+    beyond = end - step if end == lo else end + step
+    if _valid(scenario, dotted, beyond):
+        return "the end of the range searched; the field allows more"
+    return "the end of its valid range"
 
 
 @dataclass(frozen=True)
@@ -163,6 +180,8 @@ def solve_lever(
     targets = checked_targets(targets, quantile)
     if dotted in ("speculation.num_draft_tokens", "simulation.seed"):
         raise SpecsimError("not a lever", param="field", field=dotted)
+    if dotted == "speculation.num_steps":
+        raise SpecsimError(NUM_STEPS_NOT_MONOTONE, param="field", field=dotted)
     base = pin_verify_tokens(scenario)
     try:
         v0 = field_value(base, dotted)
@@ -230,9 +249,9 @@ def solve_lever(
         if root.value is None:
             best_end = hi if sign > 0 else lo
             m = probe.at(best_end).tok_s_mean
+            where = end_label(base, dotted, best_end, lo, integer)
             reason = (
-                f"even at {dotted} = {best_end:g} (the end of its valid range) the simulated "
-                f"mean is {m:.1f} tok/s"
+                f"even at {dotted} = {best_end:g} ({where}) the simulated mean is {m:.1f} tok/s"
                 + (
                     ""
                     if quantile is None

@@ -395,6 +395,9 @@ def answer_uncertainty(
     ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws."""
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
+    if num_steps is None and scenario.num_steps > max_steps:
+        # the best k is still chosen in 1..max_steps; the model reaches the scenario's own k
+        num_steps = range(1, max_steps + 1)
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
     draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)

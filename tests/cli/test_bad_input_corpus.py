@@ -430,6 +430,42 @@ def _(t):
     ]
 
 
+@case("sweep-scheduler-without-dask", "--scheduler: only the dask executor has a scheduler")
+def _(t):
+    # was ignored: the sweep ran on the local pool
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o"),
+        "--scheduler", "tcp://127.0.0.1:9",
+    ]  # fmt: skip
+
+
+@case("sweep-workers-with-dask", "--workers: the dask cluster's own workers run the points")
+def _(t):
+    # was ignored: the cluster's workers run the points
+    return [
+        "sweep", good(t), "--grid", "acceptance.alpha=0.5", "--out", str(t / "o"),
+        "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", "--workers", "3",
+    ]  # fmt: skip
+
+
+@case("search-draft-tokens-without-topk", "--draft-tokens: is for the tree search (--topk)")
+def _(t):
+    # was ignored: the chain search ran as if it were not given
+    return ["search", good(t), "--num-steps", "2", "--draft-tokens", "4"]
+
+
+@case("search-solve-with-topk", "--topk: is for the tree search; with --solve")
+def _(t):
+    # was ignored: --solve ran on the scenario's own draft
+    return ["search", good(t), "--solve", "timing.verify_ms", "--topk", "1,2"]
+
+
+@case("set-indexes-a-list", "targets.tok_s[0]: --set cannot index into a list")
+def _(t):
+    # errors name list entries 'targets.tok_s[0]', but --set said 'unknown key'
+    return ["run", good(t), "--set", "targets.tok_s[0]=100"]
+
+
 @case("sweep-csv-is-a-directory", "sweep.csv")
 def _(t):
     (t / "o" / "sweep.csv").mkdir(parents=True)

@@ -38,3 +38,15 @@ def test_a_list_converts_at_its_own_length_with_no_assumption(option, rates, num
     doc = json.loads(result.output)
     assert doc["num_steps"] == 3 and len(doc["per_position"]) == 3
     assert doc["assumption"] is None
+
+
+NEGATIVE_ZERO = [["--alpha", "-0", "--num-steps", "2"], ["--per-position", "-0,0"]]
+
+
+@pytest.mark.parametrize("args", NEGATIVE_ZERO)
+def test_a_negative_zero_rate_reads_as_zero(args):
+    # '--alpha -0' printed 'conditional per-position -0.0000, -0.0000' and "alpha": -0.0
+    text = CliRunner().invoke(main, ["convert", *args]).output
+    assert "-0.0000" not in text
+    doc = json.loads(CliRunner().invoke(main, ["convert", *args, "--json"]).output)
+    assert all(str(r) == "0.0" for r in [doc["alpha"], *doc["per_position"]])

@@ -149,6 +149,24 @@ def test_method_exact_without_a_law_exits_2_and_auto_falls_back(seed_path):
     assert run_json(str(seed_path), "--method", "auto")["method"] == "exact"
 
 
+def test_method_exact_refuses_options_that_only_shape_a_monte_carlo_sample(seed_path):
+    # --engine des --replications 3 were accepted and silently ignored by the exact law
+    args = ["run", str(seed_path), "--method", "exact", "--engine", "des", "--replications", "3"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == (
+        "specsim: error: --engine: the exact law draws no Monte Carlo sample, so --engine, "
+        "--replications would change nothing: drop them or use --method monte-carlo"
+    )
+
+
+def test_method_auto_says_which_monte_carlo_options_the_exact_law_left_unused(seed_path):
+    args = ["run", str(seed_path), "--method", "auto", "--workers", "2", "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "(--method auto: the law is exact; --workers unused)" in result.output
+
+
 def test_a_name_that_reads_as_tex_is_drawn_as_written(tmp_path):
     """Matplotlib takes text between two '$' for TeX; "price $x^^$ tag" is not valid TeX and
     made `run --plot` fail with a traceback. Names are drawn as written."""
@@ -181,3 +199,12 @@ def test_an_answer_outside_its_own_interval_says_why():
     assert "hardware.launch_us 17.55" in line
     seed = CliRunner().invoke(main, ["run", str(SEED), *small]).output
     assert "lies outside it" not in seed
+
+
+def test_a_draft_length_beyond_the_best_k_search_runs(seed_path):
+    # num_steps may go to 64, but the 90% interval modelled k = 1..32 only: k = 33 ended in
+    # an IndexError traceback; the best k is still chosen in 1..32
+    doc = run_json(str(seed_path), "--set", "speculation.num_steps=33", *FAST)
+    lo, hi = doc["uncertainty"]["tok_s_interval90"]
+    assert doc["num_steps"] == 33 and lo <= doc["analytic"]["throughput_tok_s"] <= hi
+    assert all(t["best_num_steps"] <= 32 for t in doc["targets"])

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
+from sim.report.compare import render_comparison
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.compare import compare_scenarios, unique_labels
 from tests.conftest import seed_text_without_uncertainty
@@ -53,3 +54,16 @@ def test_cli_compare_text_json_and_plot(seed_path: Path, tmp_path: Path) -> None
 def test_cli_compare_bad_file_exits_2(seed_path: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["compare", str(seed_path), str(tmp_path / "nope.toml")])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_a_later_scenarios_own_targets_are_named_when_not_shown(seed_path: Path) -> None:
+    # every column answers the first scenario's targets; the second's own 400 tok/s used to
+    # vanish without a word
+    base = with_overrides(load_scenario(seed_path), SMALL)
+    other = with_overrides(base, {"targets.tok_s": [150.0, 400.0]})
+    doc = compare_scenarios([("seed", base), ("other", other)]).to_dict()
+    assert doc["targets"] == [150.0, 200.0]
+    assert doc["targets_not_shown"] == [{"scenario": "other", "tok_s": [400.0]}]
+    chosen = compare_scenarios([("seed", base), ("other", other)], targets=[100.0]).to_dict()
+    assert chosen["targets_not_shown"] == []  # --target chose them for every column
+    assert "other's own 400 tok/s are not shown: give them with --target" in render_comparison(doc)

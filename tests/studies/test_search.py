@@ -266,9 +266,28 @@ def test_solve_alpha_agrees_with_the_acceptance_search(small) -> None:
 
 
 def test_solve_an_integer_field(small) -> None:
-    # more output tokens per request dilute the last cycle's overshoot: tok/s rises slowly
-    res = solve_lever(small, "speculation.num_steps", [70.0], simulate=closed_form_stats)
+    # more GPUs shard the model further: a whole number of them reaches the target
+    res = solve_lever(small, "hardware.gpus", [55.0], simulate=closed_form_stats)
     assert res.targets[0].value is None or float(res.targets[0].value).is_integer()
+
+
+def test_the_draft_length_is_not_a_monotone_lever(small) -> None:
+    # tok/s peaks at a best k: bisection on k said 'unreachable up to k = 64' for 70 tok/s
+    # while k = 0 (plain decoding, 82.5 tok/s) reaches it
+    with pytest.raises(SpecsimError, match=r"not a monotone lever.*specsim search"):
+        solve_lever(small, "speculation.num_steps", [70.0], simulate=closed_form_stats)
+
+
+def test_an_unreachable_lever_names_where_the_search_stopped(small) -> None:
+    # hardware.gpus may go to 1024; the search stops at 2**6 times its value (8 -> 512)
+    res = solve_lever(small, "hardware.gpus", [500.0], simulate=closed_form_stats)
+    reason = res.targets[0].reason
+    assert "= 512 (the end of the range searched; the field allows more)" in reason
+
+
+def test_an_unreachable_lever_at_its_bound_says_so(small) -> None:
+    res = solve_lever(small, "timing.draft_step_ms", [500.0], simulate=closed_form_stats)
+    assert "(the end of its valid range)" in res.targets[0].reason
 
 
 def test_unreachable_lever_says_why(small) -> None:

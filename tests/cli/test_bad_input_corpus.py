@@ -466,6 +466,12 @@ def _(t):
     return ["run", good(t), "--set", "targets.tok_s[0]=100"]
 
 
+@case("grid-indexes-a-list", "targets.tok_s[0]: --grid cannot index into a list")
+def _(t):
+    # as --set: a list is varied whole, not by entry ('unknown key' before)
+    return ["sweep", good(t), "--grid", "targets.tok_s[0]=100,200", "--out", str(t / "o")]
+
+
 @case("sweep-csv-is-a-directory", "sweep.csv")
 def _(t):
     (t / "o" / "sweep.csv").mkdir(parents=True)

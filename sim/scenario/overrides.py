@@ -92,6 +92,19 @@ def parse_value(text: str, param: str = "sets") -> Any:
 LIST_INDEX = re.compile(r"\[-?\d*\]")
 
 
+def refuse_list_index(key: str, option: str, advice: str, param: str) -> None:
+    """SpecsimError (for ``param``) when ``key`` indexes into a list the way error lines
+    name its entries (``targets.tok_s[0]``): ``option`` sets a list whole, as ``advice``
+    says (``{whole}`` is the list's own key)."""
+    indexed = LIST_INDEX.search(key)
+    if indexed:
+        whole = key[: indexed.start()]
+        raise SpecsimError(
+            f"{key}: {option} cannot index into a list; {advice.format(whole=whole)}",
+            param=param,
+        )
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``'a.b=value'`` -> ``('a.b', parsed value)``."""
     key, sep, value = text.partition("=")
@@ -100,13 +113,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
         raise SpecsimError(f"expected KEY=VALUE with a dotted key, got {text!r}", param="sets")
     if len(key) > 200 or key.count(".") > 6:
         raise SpecsimError(f"key {key[:40]!r}... is too long for a scenario field", param="sets")
-    indexed = LIST_INDEX.search(key)
-    if indexed:
-        whole = key[: indexed.start()]
-        raise SpecsimError(
-            f"{key}: --set cannot index into a list; set the whole list, e.g. {whole}=[...]",
-            param="sets",
-        )
+    refuse_list_index(key, "--set", "set the whole list, e.g. {whole}=[...]", "sets")
     parsed = parse_value(value.strip())
     if key in LIST_KEYS and isinstance(parsed, int | float) and not isinstance(parsed, bool):
         parsed = [parsed]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.errors import SpecsimError
-from sim.scenario.overrides import LIST_INDEX, parse_value
+from sim.scenario.overrides import parse_value, refuse_list_index
 
 #: Most points a sweep may have (a guard against a typo such as ``0:1:0.00001``).
 MAX_POINTS = 100_000
@@ -116,14 +116,7 @@ def parse_grid(text: str) -> tuple[str, tuple[Any, ...]]:
         raise SpecsimError(
             f"expected KEY=V1,V2,... or KEY=START:STOP:STEP, got {text!r}", param="grids"
         )
-    indexed = LIST_INDEX.search(key)
-    if indexed:
-        whole = key[: indexed.start()]
-        raise SpecsimError(
-            f"{key}: --grid cannot index into a list; vary the whole list, e.g. "
-            f"{whole}=[...],[...]",
-            param="grids",
-        )
+    refuse_list_index(key, "--grid", "vary the whole list, e.g. {whole}=[...],[...]", "grids")
     values: list[Any] = []
     for item in split_list(rest, param="grids", field=key):
         values.extend(

@@ -46,12 +46,7 @@ from sim.model.policy import FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
-from sim.simulation.serving.metrics import (
-    Ratio,
-    mean_interval,
-    positive_interval,
-    request_metrics,
-)
+from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.workload import Trace, Workload
@@ -177,18 +172,6 @@ def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict
     return out
 
 
-def _level(values: np.ndarray) -> Ratio:
-    """A level across replications (tok/s, a latency): its interval clipped at 0."""
-    mean, ci = positive_interval(values)
-    return Ratio(mean, ci)
-
-
-def _difference(values: np.ndarray) -> Ratio:
-    """A signed difference across replications (better than the reference by)."""
-    mean, ci = mean_interval(values)
-    return Ratio(mean, ci)
-
-
 @dataclass(frozen=True)
 class ReplayResult:
     scenario: str
@@ -308,9 +291,10 @@ def replay(
             mine = np.stack([r[metric] for r in reps])  # (R, phases)
             ref = np.stack([r[metric] for r in per_rep[reference]])
             diff = mine - ref if METRICS[metric].higher_is_better else ref - mine
-            levels[name][metric] = tuple(_level(mine[:, p]) for p in range(n))
-            versus[name][metric] = tuple(_difference(diff[:, p]) for p in range(n))
-        overall[name] = _level(
+            levels[name][metric] = tuple(Ratio.across(mine[:, p]) for p in range(n))
+            # a signed difference (better than the reference by): its interval is not clipped
+            versus[name][metric] = tuple(Ratio.across(diff[:, p], mean_interval) for p in range(n))
+        overall[name] = Ratio.across(
             np.array([1000.0 * r.tokens_delivered / r.window_ms for r in run.records[name]])
         )
     return ReplayResult(

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sim.simulation.serving.metrics import (
+    IntervalOf,
     Ratio,
     SloSpec,
     mean_interval,
@@ -217,21 +218,20 @@ def ratio_doc(r: Ratio) -> dict[str, Any]:
     return {"mean": _finite(r.mean), "ci95": ci}
 
 
-def _ratio(values: np.ndarray, domain: str = "positive") -> Ratio:
-    """Mean and 95% interval across replications, the interval clipped to the quantity's
-    domain: ``share`` [0, 1], ``positive`` [0, inf) (levels, paired ratios), ``signed``
-    not clipped (paired differences)."""
+def _ratio(values: np.ndarray, interval: IntervalOf = positive_interval) -> Ratio:
+    """``Ratio.across`` the replications, NaN without an interval when a value is not
+    finite."""
     if not np.all(np.isfinite(values)):
         return Ratio(float("nan"), None)
-    interval = {"share": share_interval, "positive": positive_interval, "signed": mean_interval}
-    mean, ci = interval[domain](values)
-    return Ratio(mean, ci)
+    return Ratio.across(values, interval)
 
 
 def level(point: PolicyPoint, metric: str) -> Ratio:
     """Mean of the replication values of ``metric`` with its 95% interval (clipped to
     [0, 1] for a share, such as SLO attainment, and at 0 for the rest)."""
-    return _ratio(point.values[metric], "share" if METRICS[metric].share else "positive")
+    return _ratio(
+        point.values[metric], share_interval if METRICS[metric].share else positive_interval
+    )
 
 
 def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
@@ -247,4 +247,4 @@ def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
 def difference(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
     """Paired advantage of ``a`` over ``b`` in the metric's unit (> 0: ``a`` is better)."""
     d = a.values[metric] - b.values[metric]
-    return _ratio(d if METRICS[metric].higher_is_better else -d, "signed")
+    return _ratio(d if METRICS[metric].higher_is_better else -d, mean_interval)  # signed

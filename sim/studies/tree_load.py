@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from pydantic import ValidationError
 
 from sim.errors import SpecsimError
@@ -41,7 +40,7 @@ from sim.model.policy import FixedK
 from sim.model.tree_acceptance import TreeDraft
 from sim.parallel import Executor
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
-from sim.simulation.serving.metrics import Estimate, Ratio, positive_interval, summarize_serving
+from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 
@@ -208,11 +207,6 @@ def _crossing(
     return Crossing(tree, chain, metric, last_win, None, None)
 
 
-def _paired(num: np.ndarray, den: np.ndarray) -> Ratio:
-    mean, ci = positive_interval(num / den)
-    return Ratio(mean, ci)
-
-
 def tree_load_study(
     scenario: Scenario,
     concurrencies: Sequence[int],
@@ -283,7 +277,7 @@ def tree_load_study(
             vs[t] = {}
             for ch in (n for n, d in drafts.items() if not is_tree(d) and d != 0):
                 vs[t][ch] = {
-                    m: _paired(per[t].per_replication[m], per[ch].per_replication[m])
+                    m: Ratio.across(per[t].per_replication[m] / per[ch].per_replication[m])
                     for m in METRICS
                 }
         points.append(

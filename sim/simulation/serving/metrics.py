@@ -33,7 +33,7 @@ to [0, 1] (``share_interval``): a symmetric interval over few replications of a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +45,7 @@ __all__ = [
     "LATENCY_METRICS",
     "Backlog",
     "Estimate",
+    "IntervalOf",
     "PolicySummary",
     "Ratio",
     "ServingSummary",
@@ -52,6 +53,8 @@ __all__ = [
     "backlog",
     "estimate",
     "little_terms",
+    "mean_interval",
+    "positive_interval",
     "request_metrics",
     "share_interval",
     "summarize_serving",
@@ -207,6 +210,10 @@ def share_interval(per_replication: np.ndarray) -> tuple[float, tuple[float, flo
     return mean_interval(per_replication, lower=0.0, upper=1.0)
 
 
+#: An interval rule: replication values (R,) -> (mean, 95% interval or None).
+IntervalOf = Callable[[np.ndarray], tuple[float, tuple[float, float] | None]]
+
+
 def estimate(
     per_replication: np.ndarray, pooled: np.ndarray, weights: np.ndarray | None = None
 ) -> Estimate:
@@ -234,6 +241,14 @@ class Ratio:
 
     mean: float
     ci95: tuple[float, float] | None
+
+    @staticmethod
+    def across(values: np.ndarray, interval: IntervalOf = positive_interval) -> Ratio:
+        """Mean and 95% interval of one value per replication (R,), by ``interval``: the
+        default clips at 0 (levels, paired ratios), ``share_interval`` to [0, 1],
+        ``mean_interval`` not at all (signed differences)."""
+        mean, ci = interval(values)
+        return Ratio(mean, ci)
 
     def to_dict(self) -> dict[str, object]:
         return {"mean": self.mean, "ci95": None if self.ci95 is None else list(self.ci95)}
@@ -288,18 +303,6 @@ def _share_at_least(values: np.ndarray, target: float) -> float:
     return float(np.mean(kept >= target)) if kept.size else float("nan")
 
 
-def _ratio(values: np.ndarray) -> Ratio:
-    """A non-negative quantity across replications (tok/s, batch, a paired ratio)."""
-    mean, ci = positive_interval(values)
-    return Ratio(mean, ci)
-
-
-def _share(values: np.ndarray) -> Ratio:
-    """A share across replications: its interval clipped to [0, 1] (``share_interval``)."""
-    mean, ci = share_interval(values)
-    return Ratio(mean, ci)
-
-
 def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySummary:
     """Summary of R replications of one policy."""
     per_request = [request_metrics(r) for r in records]
@@ -329,15 +332,19 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
     if records[0].kv_capacity_tokens is not None:
-        kv = _share(
-            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records])
+        kv = Ratio.across(
+            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records]),
+            share_interval,
         )
     preempt = np.array([r.preemptions.mean() for r in records])
     accept = np.array(
         [r.cycle_tokens / r.request_cycles if r.request_cycles else np.nan for r in records]
     )
     p_tok = {
-        t: _share(np.array([_share_at_least(m["per_user_tok_s"], t) for m in per_request]))
+        t: Ratio.across(
+            np.array([_share_at_least(m["per_user_tok_s"], t) for m in per_request]),
+            share_interval,
+        )
         for t in slo.tok_s
     }
     attain = None
@@ -350,19 +357,19 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
             if slo.tpot_ms is not None:
                 good &= ~(m["tpot_ms"] > slo.tpot_ms)  # one-token requests have no TPOT
             ok.append(good.mean())
-        attain = _share(np.array(ok))
+        attain = Ratio.across(np.array(ok), share_interval)
     little = np.array([little_terms(r) for r in records])  # (R, 3)
     return PolicySummary(
         metrics=metrics,
-        aggregate_tok_s=_ratio(aggregate),
-        mean_batch=_ratio(mean_batch),
+        aggregate_tok_s=Ratio.across(aggregate),
+        mean_batch=Ratio.across(mean_batch),
         batch_share=share,
         kv_utilisation=kv,
-        preemptions_per_request=_ratio(preempt),
-        accept_length=_ratio(accept),
+        preemptions_per_request=Ratio.across(preempt),
+        accept_length=Ratio.across(accept),
         p_tok_s=p_tok,
         slo_attainment=attain,
-        little=(_ratio(little[:, 0]), _ratio(little[:, 1] * little[:, 2])),
+        little=(Ratio.across(little[:, 0]), Ratio.across(little[:, 1] * little[:, 2])),
         backlogs=tuple(backlog(r) for r in records),
         per_replication=per_rep,
     )
@@ -376,7 +383,7 @@ def paired_speedup(spec: PolicySummary, base: PolicySummary) -> dict[str, Ratio]
         b = base.per_replication[name]
         num, den = (b, s) if name in LATENCY_METRICS else (s, b)
         if np.all(den > 0) and np.all(np.isfinite(num)):
-            out[name] = _ratio(num / den)
+            out[name] = Ratio.across(num / den)
         else:  # e.g. no queueing in either: no ratio
             out[name] = Ratio(float("nan"), None)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from sim.cli.options import (
     echo_document,
@@ -27,8 +28,6 @@ MONTE_CARLO_ONLY = ("engine", "replications", "requests", "workers")
 
 def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     """The ``--`` flags among ``names`` that the user gave (not left at their default)."""
-    from click.core import ParameterSource
-
     return [
         f"--{name}"
         for name in names

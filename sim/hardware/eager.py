@@ -9,7 +9,9 @@ call, build the CPU side of a pass:
   (module calls, custom-op dispatch, views), PyTorch's dispatcher and the launch itself.
   The raw launch is only a part of it: ``cuLaunchKernel`` 3.0-3.3 us on GB200, Triton's
   binder 4.7-5.6 us, a PyTorch Inductor kernel call 6.8-9.1 us (meta-pytorch/tritonbench PR
-  #1017), "4 us per op" for plain PyTorch eager on A100 (pytorch/pytorch issue #82793). The
+  #1017; its sibling PR #1016 puts a raw ``cuLaunchKernel`` at ~1.3 us and one Inductor
+  kernel through its ``call()`` wrapper at ~9 us, ~33 us end to end with the graph's
+  guards), "4 us per op" for plain PyTorch eager on A100 (pytorch/pytorch issue #82793). The
   default is calibrated on one public graphed-vs-eager pair where the source counts the
   kernels: Qwen2.5-72B-Instruct-AWQ on one A100-SXM4-80GB, single sequence, run eagerly
   through vLLM's model code: 22.68 ms a token eager against 15.39 ms graphed

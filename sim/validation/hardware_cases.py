@@ -7,6 +7,7 @@ Each case is calibrated on some figures and scored on others (sim/validation/cas
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -31,14 +32,19 @@ from sim.scenario.schema import Scenario
 from sim.validation.cases import Case, Row
 from sim.validation.hardware_data import (
     EAGER_PAIRS,
+    NCCL_LL_BYTES_PER_CHANNEL_8_RANKS,
     NCCL_POINTS,
     NCCL_PRESET_SOURCES,
     PIE_348,
     SGLANG_KIMI_LAYER_OPS,
+    STAS00_A100_SWEEP_US,
     VLLM_MLA_PREFILL_KERNELS,
+    VOIPMONITOR_NO_MTP_TOK_S,
     VOIPMONITOR_TOK_S,
     EagerPair,
     NcclPoint,
+    piecewise_layer_kernels,
+    vllm_mla_decode_kernels,
     voipmonitor_pair,
 )
 
@@ -206,7 +212,10 @@ def case_eager_pairs(seed: Scenario) -> Case:
             f"kernels per layer: dense 15 (pie #348's count), Kimi under SGLang {low}-{high} "
             f"(counted from its source; the seed scenario's {seed.model.kernels_per_layer}), "
             "Kimi under vLLM's piecewise graphs 18 (an assumption that only spreads the GPU "
-            "work), TRITON_MLA's decode attention op 6 (assumption), the MLA prefill "
+            f"work), vLLM's MLA decode attention op (TRITON_MLA before its FULL-graph fix) "
+            f"{_range(vllm_mla_decode_kernels(False))}, {_range(vllm_mla_decode_kernels(True))} "
+            "with decode context parallelism's collectives (counted from vLLM's source, the "
+            "low end scored), the MLA prefill "
             f"branch's {VLLM_MLA_PREFILL_KERNELS} (counted from vLLM's common.py; the "
             f"voipmonitor verify's ungraphed side); the seed fixes its own per-kernel cost at "
             f"{hw.current.launch_us:.1f} us under verify_compute = decode",
@@ -223,6 +232,7 @@ def case_eager_pairs(seed: Scenario) -> Case:
             f"+{_unfused_ms('vllm-omni-7960'):.2f} ms a step), far from the gap.",
             _host_bound_note(),
             _context_note(),
+            _voipmonitor_note(),
             _counted_kimi_note(seed),
         ),
     )
@@ -250,6 +260,42 @@ def _counted_kimi_note(seed: Scenario) -> str:
         f"before it was counted, {old}, put the row at {_seed_verify_ms(seed, old):.1f} ms. "
         "No op of that layer syncs with the host (the expert alignment runs on the GPU), so "
         "no host sync is modelled."
+    )
+
+
+def _range(low_high: tuple[int, int]) -> str:
+    low, high = low_high
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _voipmonitor_note() -> str:
+    """What the voipmonitor report itself says its ungraphed sides ran."""
+    no_mtp = _pair("voipmonitor-no-mtp")
+    low, high = vllm_mla_decode_kernels(True)
+    at_high = replace(
+        no_mtp, attention_kernels=high, kernels_per_layer=piecewise_layer_kernels(high)
+    )
+    errors = [100 * (eager_prediction_ms(p) / p.eager_ms - 1) for p in (no_mtp, at_high)]
+    mtp = _pair("voipmonitor")
+    missed = mtp.eager_ms - eager_prediction_ms(mtp)
+    return (
+        "The voipmonitor report also measured graphing alone on the same server: one user, "
+        f"no speculation, DCP 8, PIECEWISE {VOIPMONITOR_NO_MTP_TOK_S[0]:g} -> FULL "
+        f"{VOIPMONITOR_NO_MTP_TOK_S[1]:g} tok/s, the eager attention op costing "
+        f"{no_mtp.eager_ms - no_mtp.graphed_ms:.1f} ms of a {no_mtp.eager_ms:.1f} ms step. "
+        f"With that op counted from vLLM's source ({low}-{high} kernels a layer, DCP's three "
+        "collectives included) the model gives "
+        f"{errors[0]:+.1f}% at {low} and {errors[1]:+.1f}% at {high}: vLLM's piecewise "
+        "penalty there is what the CPU issue work of the counted op predicts. Its "
+        "speculative pair's ungraphed "
+        "verify went down the chunked-prefill branch, whose metadata build waited on a "
+        "`.cpu()` copy every step (the report's debugging-methodology.md); removing that "
+        "sync alone gave no throughput gain (its image list: cu130-mtp-fix-v1, 'no "
+        "throughput win'), so no host sync is modelled there. What the model leaves of "
+        f"that pair's ungraphed cycle, {missed:.1f} ms of the "
+        f"{mtp.eager_ms - mtp.graphed_ms:.1f} ms it adds over the graphed one at 2k, is the "
+        "prefill branch beyond its floor and its kernels' issue, which no public source "
+        "times."
     )
 
 
@@ -301,13 +347,20 @@ def _host_bound_note() -> str:
     ]
     split = [p for p in EAGER_PAIRS if p.split_host and p.gpu_floor_ms is not None]
     shares = sorted(100 * (p.gpu_floor_ms or 0.0) / p.graphed_ms for p in split)
+    missed = [p for p in bounded if abs(eager_prediction_ms(p) / p.eager_ms - 1) > 0.15]
+    short = all(eager_prediction_ms(p, at_floor=True) < p.eager_ms for p in missed)
+    verdict = (
+        "the pairs out of 15% stay short even there, so host work that graphs do not "
+        "remove is not what they miss"
+        if short
+        else "host work could explain some of the misses"
+    )
     return (
         f"Host work: split off only for GPT-2, whose pass at its floor is {shares[0]:.0f}-"
         f"{shares[-1]:.0f}% of the graphed step. For the larger models the floor is a large "
         "share and the split is unknown; at its bound (all of the step above the floor "
         "taken as host work) the errors of the ungraphed step times become "
-        f"{', '.join(parts)}: still short, so host work that graphs do not remove is not "
-        "what they miss."
+        f"{', '.join(parts)}: {verdict}."
     )
 
 
@@ -361,10 +414,44 @@ def case_nccl_points() -> Case:
         notes=(
             f"{within_2x} of {len(rows)} points within 2x; median |error| "
             f"{100 * float(np.median(np.abs(ratios - 1))):.0f}%. NCCL's tuner model is what "
-            "NCCL uses to choose an algorithm, not a fit to measurements: mid-size messages "
-            "on 8 A100s (1-4 MB flat at ~100 us) and small messages through host memory "
-            "(no P2P) take longer than it says.",
+            "NCCL uses to choose an algorithm, not a fit to measurements.",
+            "The RTX PRO 6000 rows without P2P were timed by p2pmark, whose NCCL loop "
+            "(lukealonso/p2pmark bench_nccl_ar at 3c39f36) issues every GPU's all-reduce "
+            "from one thread inside one ncclGroupStart/End, as nccl-tests -g N does, so they "
+            "are scored with that thread's launches (an earlier version of this case took "
+            "them as one GPU a process and had their small messages 58-63% low).",
+            _a100_note(rows),
         ),
+    )
+
+
+def _a100_note(rows: tuple[Row, ...]) -> str:
+    """The mid-size excess of 8x A100 runs with one thread for 8 GPUs, and its shape."""
+    a100 = [r for r, p in zip(rows, NCCL_POINTS, strict=True) if p.interconnect == "nvlink3"]
+    mid = [
+        r
+        for r, p in zip(rows, NCCL_POINTS, strict=True)
+        if p.interconnect == "nvlink3" and (1 << 20) <= p.nbytes <= (8 << 20)
+    ]
+    low = min(r.error for r in mid)
+    high = max(r.error for r in mid)
+    sizes = sorted(STAS00_A100_SWEEP_US)
+    steps = [
+        (STAS00_A100_SWEEP_US[b] - STAS00_A100_SWEEP_US[a])
+        / ((b - a) / NCCL_LL_BYTES_PER_CHANNEL_8_RANKS)
+        for a, b in itertools.pairwise(sizes)
+        if b <= 512 * 1024
+    ]
+    return (
+        f"8x A100 with one thread driving the 8 GPUs, two sources ({len(a100)} rows): from "
+        f"1 to 8 MB both take longer than NCCL's tuner says ({100 * low:+.0f}% to "
+        f"{100 * high:+.0f}%). In stas00's sweep each doubling from 32 KB to 512 KB adds "
+        f"{min(steps):.1f}-{max(steps):.1f} us per channel NCCL's LL protocol opens (one "
+        "per 32 KB on 8 ranks, NVIDIA/nccl enqueue.cc), and the time then stays at "
+        f"{STAS00_A100_SWEEP_US[1 << 20]:.0f}-{STAS00_A100_SWEEP_US[4 << 20]:.0f} us from 1 "
+        "to 4 MB once every channel is open: a cost per channel an iteration that "
+        "the tuner's model does not have. No source times it, so it is not modelled; the "
+        "H20 rows (18.7 us at 32 KB, not one thread's 8 launches) show none."
     )
 
 

@@ -40,8 +40,18 @@ RTX6KPRO_WRX90 = (
     "(torch.distributed, NCCL 2.27.5, ring forced, shared root)"
 )
 RTX6KPRO_ASUS = (
-    "voipmonitor/rtx6kpro hardware/asus-esc8000a-e13p-broadcom-switches.md (NCCL, 8 GPUs, "
-    "2x EPYC 9575F)"
+    "voipmonitor/rtx6kpro hardware/asus-esc8000a-e13p-broadcom-switches.md (lukealonso/p2pmark "
+    "3c39f36 --allreduce, fp16, 2x EPYC 9575F)"
+)
+#: p2pmark's NCCL timing (https://github.com/lukealonso/p2pmark p2pmark.cu at 3c39f36,
+#: ``bench_nccl_ar``): one process opens every GPU with ``ncclCommInitAll`` and one thread
+#: issues each iteration's ``ncclAllReduce`` for all of them inside ``ncclGroupStart`` /
+#: ``ncclGroupEnd``, 2000 iterations back to back (200 above 1 MB), no sync between them:
+#: the loop of nccl-tests ``-g N``.
+P2PMARK_GPUS_PER_PROCESS_NOTE = "p2pmark: one thread drives every GPU (nccl-tests -g N)"
+OCI_GPU_CLUSTER = (
+    "oracle-japan/ocitutorials tutorials/_intermediates/spinup-gpu-cluster.md (nccl-tests -g 8 "
+    "-t 1, BM.GPU4.8: 8x A100-SXM4-40GB, horovod/horovod container, NCCL version not printed)"
 )
 NCCL_1530 = "https://github.com/NVIDIA/nccl/issues/1530 (nccl-tests -g 8)"
 TINYGRAD_36 = "https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (nccl-tests -g 4)"
@@ -60,6 +70,20 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
             (8_388_608, 133.5),
             (67_108_864, 684.6),
             (GIB, 8203.9),
+        )
+    ),
+    # NVLink3 again: 8x A100-SXM4-40GB (OCI BM.GPU4.8), one process for 8 GPUs. Held out.
+    *(
+        NcclPoint("8x A100 NVLink3 (OCI)", "nvlink3", 8, b, t, OCI_GPU_CLUSTER, gpus_per_process=8)
+        for b, t in (
+            (64, 32.01),
+            (32_768, 32.02),
+            (262_144, 45.21),
+            (1_048_576, 76.71),
+            (4_194_304, 134.5),
+            (8_388_608, 185.8),
+            (67_108_864, 589.5),
+            (GIB, 8166.8),
         )
     ),
     # NVLink4: 8x H20 (NVLink 900 GB/s); the measured peak busbw (357.7 GB/s at 1 GB) is a
@@ -94,8 +118,9 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
             (GIB, GIB * 2 * 7 / 8 / 46.48e9 * 1e6),  # busbw 46.48 GB/s
         )
     ),
-    # PCIe Gen5 without P2P across the two sockets (NCCL's default P2P level there: the
-    # same box reaches 39.3 GB/s on 4 GPUs only with NCCL_P2P_LEVEL=SYS).
+    # PCIe Gen5 without P2P: "By default, NCCL uses SHM for NODE pairs" (the source; the
+    # same box reaches 39.3 GB/s on 4 GPUs only with NCCL_P2P_LEVEL=SYS). Timed by p2pmark,
+    # one thread for every GPU (P2PMARK_GPUS_PER_PROCESS_NOTE).
     *(
         NcclPoint(
             "8x RTX PRO 6000 PCIe Gen5, 2 sockets, no P2P",
@@ -104,9 +129,34 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
             b,
             t,
             RTX6KPRO_ASUS,
-            note="no P2P across sockets assumed (NCCL default P2P level)",
+            gpus_per_process=8,
+            note="SHM between GPUs under different switches or sockets (NCCL's default P2P "
+            "level: 'By default, NCCL uses SHM for NODE pairs', the source); "
+            + P2PMARK_GPUS_PER_PROCESS_NOTE,
         )
         for b, t in ((256, 27.1), (4096, 57.2), (65_536, 67.8), (33_554_432, 2715.0))
+    ),
+    # The same box, 4 GPUs of one NUMA node (CUDA_VISIBLE_DEVICES=0,1,2,3), two virtual
+    # switches apart: SHM between NODE pairs by default, as above. Held out.
+    *(
+        NcclPoint(
+            "4x RTX PRO 6000 PCIe Gen5, 1 socket, no P2P",
+            "pcie-gen5-host-bounce",
+            4,
+            b,
+            t,
+            RTX6KPRO_ASUS,
+            gpus_per_process=4,
+            note="SHM between the NUMA node's two virtual switches (NODE pairs, NCCL's "
+            "default P2P level, the source); " + P2PMARK_GPUS_PER_PROCESS_NOTE,
+        )
+        for b, t in (
+            (256, 14.1),
+            (32_768, 15.4),
+            (524_288, 72.0),
+            (1_048_576, 86.5),
+            (33_554_432, 1628.0),
+        )
     ),
     # PCIe Gen4 without P2P: 8x RTX 4090 (P2P disabled on GeForce), one process.
     NcclPoint(
@@ -128,6 +178,23 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
     # xGMI: 8x MI300X, RCCL.
     NcclPoint("8x MI300X xGMI (RCCL)", "xgmi-mi300x", 8, 8_388_608, 91.10, HPE_30),
 )
+
+#: stas00/ml-engineering's 8x A100 sweep (nccl-tests -g 8) from 32 KB to 4 MB, us: the
+#: scored rows' neighbours, kept to show the shape of the mid-size excess (not scored).
+STAS00_A100_SWEEP_US: dict[int, float] = {
+    32_768: 43.83,
+    65_536: 46.80,
+    131_072: 51.76,
+    262_144: 61.38,
+    524_288: 80.40,
+    1_048_576: 101.9,
+    2_097_152: 101.4,
+    4_194_304: 101.5,
+}
+#: NCCL's ring LL channel tuning (NVIDIA/nccl src/enqueue.cc: channels drop while
+#: nBytes < nc x nt x threadThreshold; LL: nt = 512 threads, threshold 8 x nRanks bytes,
+#: src/graph/tuning.cc): bytes a channel must have on 8 ranks before NCCL opens another.
+NCCL_LL_BYTES_PER_CHANNEL_8_RANKS = 512 * 8 * 8
 
 #: The figures the interconnect presets took their bus bandwidths from (not scored).
 NCCL_PRESET_SOURCES: tuple[str, ...] = (
@@ -251,10 +318,9 @@ DENSE_KERNELS_PER_LAYER = 15
 #: compiled pieces are not counted here; SGLang's eager layer, counted below, issues 28-42).
 #: In piecewise mode the CPU issues only the attention op and one launch per piece, so the
 #: count only spreads the GPU work: the vllm-42885 prediction is 28.92 / 28.93 / 28.98 ms at
-#: 18 / 28 / 42. TRITON_MLA's attention op: 6 kernels (KV-cache write, q absorption, two
-#: decode stages, value up-projection, output copy), an assumption.
+#: 18 / 28 / 42. The attention op's own kernels are counted from vLLM's source below
+#: (``VLLM_MLA_DECODE_OPS``); a layer is given room for them (``piecewise_layer_kernels``).
 VLLM_KIMI_KERNELS_PER_LAYER = 18
-KIMI_ATTENTION_KERNELS = 6
 
 
 @dataclass(frozen=True)
@@ -322,6 +388,67 @@ SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
 )
 
 
+VLLM_MLA_ATTENTION = (
+    "vllm-project/vllm vllm/model_executor/layers/attention/mla_attention.py (0014ca6b) "
+    "forward / forward_impl, decode branch"
+)
+VLLM_TRITON_MLA_PRE_FIX = (
+    "TRITON_MLA forward_mqa before FULL CUDA graphs: the lines voipmonitor/rtx6kpro "
+    "models/kimi-k26-mtp-long-ctx-wip/patches/triton_mla_full_cg_WIN.patch removes "
+    "(vllm-project/vllm vllm/v1/attention/backends/mla/triton_mla.py, 0155494b)"
+)
+#: vLLM's MLA attention op on the decode path (one query token a request), the region
+#: vLLM's PIECEWISE graphs run eager, with TRITON_MLA as it was before it could be captured
+#: whole: the kernels each op issues, read from the source (low, high where a copy depends
+#: on the layout or the version).
+VLLM_MLA_DECODE_OPS: tuple[LayerOps, ...] = (
+    LayerOps("KV-cache write (concat_and_cache_mla)", 1, 1, VLLM_MLA_ATTENTION),
+    LayerOps("q_nope x W_UK_T bmm", 1, 1, VLLM_MLA_ATTENTION),
+    LayerOps("cat(q_nope W_UK, q_pe)", 1, 1, f"{VLLM_MLA_ATTENTION}; {VLLM_TRITON_MLA_PRE_FIX}"),
+    LayerOps("o, lse torch.zeros", 2, 2, VLLM_TRITON_MLA_PRE_FIX),
+    LayerOps("decode attention stage 1 + stage 2 (Triton)", 2, 2, VLLM_TRITON_MLA_PRE_FIX),
+    LayerOps(
+        "v up-projection bmm (+ a copy when its output view is strided)",
+        1,
+        2,
+        VLLM_MLA_ATTENTION,
+    ),
+)
+#: What decode context parallelism (DCP) adds to that op: the query all-gathered over the
+#: DCP group along the head dimension, and the partial outputs merged by their LSE.
+VLLM_MLA_DCP_OPS: tuple[LayerOps, ...] = (
+    LayerOps(
+        "all-gather q over heads (NCCL) + the reshape copy of a dim-1 gather",
+        2,
+        2,
+        f"{VLLM_MLA_ATTENTION}; vllm/distributed/device_communicators "
+        "base_device_communicator.all_gather",
+    ),
+    LayerOps(
+        "cp_lse_ag_out_rs: all-gather LSE (NCCL), LSE correction (Triton), movedim copy + "
+        "reduce-scatter (NCCL), and a copy back where the version makes it contiguous",
+        4,
+        5,
+        "vllm-project/vllm vllm/v1/attention/ops/common.py cp_lse_ag_out_rs; "
+        "cuda_communicator.reduce_scatter",
+    ),
+)
+
+
+def vllm_mla_decode_kernels(dcp: bool) -> tuple[int, int]:
+    """(low, high) kernels of vLLM's eager MLA decode attention op (TRITON_MLA before its
+    FULL-graph fix), with decode context parallelism's collectives when ``dcp``."""
+    ops = (*VLLM_MLA_DECODE_OPS, *(VLLM_MLA_DCP_OPS if dcp else ()))
+    return sum(op.low for op in ops), sum(op.high for op in ops)
+
+
+def piecewise_layer_kernels(attention_kernels: int) -> int:
+    """Kernels a layer is given in piecewise mode so the first segment holds the eager
+    attention op after its projection: 2 (attention_kernels + 1) + 2 all-reduces. Only
+    spreads the GPU work (the CPU issues the attention op and one launch per piece)."""
+    return 2 * (attention_kernels + 1) + 2
+
+
 #: Qwen2.5-Omni's thinker under enforce_eager: MRotaryEmbedding.forward_cuda
 #: (vllm-project/vllm vllm/model_executor/layers/rotary_embedding/mrope.py) issues the
 #: cos/sin index, four ``.contiguous()`` copies (q and k, split views of the qkv output,
@@ -331,6 +458,7 @@ SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
 #: #42251: RMSNorm's vllm_c path since v0.20; the issue ran v0.29).
 QWEN25_OMNI_UNFUSED_KERNELS = 6 - 1
 
+VOIPMONITOR_SOURCE = "voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md"
 #: voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md, single stream, tok/s
 #: before (PIECEWISE, TRITON_MLA's attention eager) and after (FULL CUDA graphs) by
 #: context: 2,000 75.0 -> 116.6; 10,000 32.2 -> 112.8; 30,000 25.3 -> 107.5.
@@ -369,9 +497,9 @@ def voipmonitor_pair(context_tokens: int) -> EagerPair:
         title=f"Kimi-K2.5 + EAGLE-3, 8x RTX PRO 6000 PCIe TP 8, vLLM num_spec 3, "
         f"{context_tokens:,} context (PIECEWISE -> FULL CUDA graphs for TRITON_MLA): "
         f"{before} -> {after} tok/s",
-        source="voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md",
+        source=VOIPMONITOR_SOURCE,
         layers=KIMI_TARGET_LAYERS + 3,
-        kernels_per_layer=2 * (VLLM_MLA_PREFILL_KERNELS + 1) + 2,
+        kernels_per_layer=piecewise_layer_kernels(VLLM_MLA_PREFILL_KERNELS),
         gpus=8,
         interconnect="pcie-gen5",
         hidden_size=7168,
@@ -393,6 +521,45 @@ def voipmonitor_pair(context_tokens: int) -> EagerPair:
         "unchanged). The fix also routed the verify through the decode attention kernel "
         "instead of the chunked-prefill branch, whose GPU work over the context the "
         "ungraphed side adds (sim/hardware/mla.py)",
+    )
+
+
+#: The same report's graphing-only pair: one user, no speculation, context 0, TP 8 with
+#: decode context parallelism 8, the 1-token decode down the decode path on both sides.
+#: "User's pre-work baseline" (unmodified triton_mla.py, PIECEWISE, attention eager) 51.7
+#: tok/s; "Phase 3 regression report (user bench on Phase 1 image ...)" (FULL graphs)
+#: 69.7 tok/s ("Single-stream up +35 %"). The pre-work run's CLI differed (max-model-len
+#: 150000, max-num-batched-tokens 4096, --language-model-only); the same report shows
+#: those move one user at context 0 by about 1% (73.6 vs 74.5 tok/s, Phase 5 vs Phase 6).
+VOIPMONITOR_NO_MTP_TOK_S = (51.7, 69.7)
+
+
+def voipmonitor_no_mtp_pair() -> EagerPair:
+    """The voipmonitor report's no-MTP pair (``VOIPMONITOR_NO_MTP_TOK_S``): piecewise with
+    the attention op eager, counted from vLLM's source with DCP's collectives
+    (``vllm_mla_decode_kernels``, the low end), against FULL graphs."""
+    before, after = VOIPMONITOR_NO_MTP_TOK_S
+    attention = vllm_mla_decode_kernels(True)[0]
+    return EagerPair(
+        key="voipmonitor-no-mtp",
+        title=f"Kimi-K2.6, 8x RTX PRO 6000 PCIe TP 8 DCP 8, vLLM TRITON_MLA, one user, no "
+        f"speculation, context 0 (PIECEWISE -> FULL CUDA graphs): {before} -> {after} tok/s",
+        source=VOIPMONITOR_SOURCE,
+        layers=KIMI_TARGET_LAYERS,
+        kernels_per_layer=piecewise_layer_kernels(attention),
+        gpus=8,
+        interconnect="pcie-gen5",
+        hidden_size=7168,
+        tokens=1,
+        graphed_ms=1000.0 / after,
+        eager_ms=1000.0 / before,
+        mode="piecewise",
+        attention_kernels=attention,
+        library="nccl",
+        gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 1, "RTX-PRO-6000", 8),
+        note="a step = 1000 / tok/s; the FULL side also fixed num_kv_splits at 64 and kept "
+        "its buffers across layers (the report's Phase 1), so its attention kernels differ "
+        "slightly; DCP's three collectives per layer run inside the eager op",
     )
 
 
@@ -478,7 +645,9 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
         "FULL_AND_PIECEWISE for TRITON_MLA)",
         source="https://github.com/vllm-project/vllm/pull/42885",
         layers=61,
-        kernels_per_layer=VLLM_KIMI_KERNELS_PER_LAYER,
+        kernels_per_layer=max(
+            VLLM_KIMI_KERNELS_PER_LAYER, piecewise_layer_kernels(vllm_mla_decode_kernels(False)[0])
+        ),
         gpus=8,
         interconnect="nvlink3",
         hidden_size=7168,
@@ -486,12 +655,13 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
         graphed_ms=28.9,
         eager_ms=32.0,
         mode="piecewise",
-        attention_kernels=KIMI_ATTENTION_KERNELS,
+        attention_kernels=vllm_mla_decode_kernels(False)[0],
         library="custom",
         gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 16, "A100", 8),
         note="TPOT median; 16 decodes in flight, so every all-reduce carries 16 tokens",
     ),
     voipmonitor_pair(2000),
+    voipmonitor_no_mtp_pair(),
     *(
         EagerPair(
             key=f"deepspeed-8352-{engine.lower()}",

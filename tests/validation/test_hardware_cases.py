@@ -17,7 +17,14 @@ from sim.validation.hardware_cases import (
     nccl_point_us,
     sglang_kimi_kernels,
 )
-from sim.validation.hardware_data import EAGER_PAIRS, NCCL_POINTS, voipmonitor_pair
+from sim.validation.hardware_data import (
+    EAGER_PAIRS,
+    NCCL_POINTS,
+    RTX6KPRO_ASUS,
+    vllm_mla_decode_kernels,
+    voipmonitor_no_mtp_pair,
+    voipmonitor_pair,
+)
 from tests.conftest import SEED
 
 
@@ -37,6 +44,40 @@ def test_nccl_point_hand_worked():
     # 8x H20, 1 GB, NVLS off: ring Simple 8.4 + 14 x 3.4 us + 2^30 B / (370 x 8/14 GB/s).
     (big,) = [p for p in NCCL_POINTS if p.interconnect == "nvlink4" and p.nbytes == 1 << 30]
     assert nccl_point_us(big) == pytest.approx(8.4 + 14 * 3.4 + (1 << 30) / (370e3 * 8 / 14))
+
+
+def test_p2pmark_points_are_one_thread_for_every_gpu():
+    # p2pmark issues every GPU's ncclAllReduce from one thread (bench_nccl_ar), so each
+    # iteration costs that thread's launches: 8 x 5 us at 4 KB, above NCCL's 21 us.
+    p2pmark = [p for p in NCCL_POINTS if p.source == RTX6KPRO_ASUS]
+    assert len(p2pmark) == 9 and all(p.gpus_per_process == p.gpus for p in p2pmark)
+    (p,) = [p for p in p2pmark if p.gpus == 8 and p.nbytes == 4096]
+    assert nccl_point_us(p) == pytest.approx(40.0)
+
+
+def test_nccl_point_ll128_hand_worked():
+    # 8x A100 (OCI), 4 MB, one thread for 8 GPUs: ring LL128 beats LL and Simple there,
+    # 14 + 14 x 1.9 us + 4 MiB / (0.92 x 235 x 8/14 GB/s), above the host's 40 us.
+    (p,) = [p for p in NCCL_POINTS if "OCI" in p.setting and p.nbytes == 4 << 20]
+    ll128 = 14.0 + 14 * 1.9 + (4 << 20) / (0.92 * 235e3 * 8 / 14)
+    assert nccl_point_us(p) == pytest.approx(ll128)
+
+
+def test_vllm_mla_decode_op_count_hand_worked():
+    # KV write 1, q absorption bmm 1, cat 1, zeros 2, stages 2, v up-projection 1..2;
+    # DCP adds the query all-gather and its copy 2, and the LSE merge 4..5.
+    assert vllm_mla_decode_kernels(False) == (8, 9)
+    assert vllm_mla_decode_kernels(True) == (14, 16)
+
+
+def test_voipmonitor_no_mtp_pair_is_launch_bound_piecewise():
+    # PIECEWISE at 14 attention kernels: each of 61 layers issues 14 + 1 launches, more CPU
+    # than the layer's GPU work, so the step is those launches plus at most one layer.
+    pair = voipmonitor_no_mtp_pair()
+    assert (pair.mode, pair.attention_kernels, pair.kernels_per_layer) == ("piecewise", 14, 32)
+    assert pair.eager_ms == pytest.approx(1000 / 51.7)
+    launches_ms = 61 * 15 * EAGER_KERNEL_US / 1000
+    assert launches_ms < eager_prediction_ms(pair) < launches_ms + pair.graphed_ms / 61
 
 
 def test_eager_prediction_hand_worked():

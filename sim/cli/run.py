@@ -105,7 +105,9 @@ def run(
                 from sim.cli.plot import echo_written, save_figures  # lazy: matplotlib
                 from sim.report.figures import run_figures
 
-                echo_written(save_figures(run_figures(body), plot_dir, fmt), quiet)
+                # the law's support and probabilities: the distribution itself
+                figures = run_figures(body, law.values, law.probs, "share of requests (exact law)")
+                echo_written(save_figures(figures, plot_dir, fmt), quiet)
             if as_json:
                 echo_document("run", body)
             else:
@@ -137,8 +139,12 @@ def run(
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
-        # result.tok_s is None when streamed
-        echo_written(save_figures(run_figures(body, result.tok_s), plot_dir, fmt), quiet)
+        if result.stream is not None:  # streamed: no per-request array, its log histogram
+            middles, counts = result.stream.histogram.nonzero()
+            figures = run_figures(body, middles, counts)
+        else:
+            figures = run_figures(body, result.tok_s)
+        echo_written(save_figures(figures, plot_dir, fmt), quiet)
     if as_json:
         echo_document("run", body)
     else:

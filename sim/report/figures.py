@@ -45,6 +45,8 @@ def describe(doc: Mapping[str, Any]) -> str:
             + (f" of {doc['output_tokens']} tokens" if doc.get("output_tokens") else "")
             + f", seed {doc.get('seed')}"
         )
+    elif doc.get("method") == "exact":
+        parts.append("the exact per-request law (no Monte Carlo sample)")
     return "; ".join(p for p in parts if p)
 
 
@@ -146,10 +148,15 @@ def solve_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
 
 @plain_text
 def run_figures(
-    doc: Mapping[str, Any], tok_s: np.ndarray | None = None
+    doc: Mapping[str, Any],
+    tok_s: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    what: str = "requests",
 ) -> list[tuple[str, Figure]]:
     """Figures for one scenario's run: the per-request distribution (needs ``tok_s``, any
-    shape, e.g. (replications, requests)) and the cycle breakdown from ``doc["cycle_ms"]``."""
+    shape, e.g. (replications, requests), with ``weights`` of the same shape where each
+    value stands for several requests or a probability: ``request_distribution``) and the
+    cycle breakdown from ``doc["cycle_ms"]``."""
     note = describe(doc)
     targets = [t["tok_s"] for t in doc.get("targets", [])]
     out: list[tuple[str, Figure]] = []
@@ -160,8 +167,10 @@ def run_figures(
                 "distribution",
                 request_distribution(
                     tok_s,
+                    weights=weights,
+                    what=what,
                     targets=targets,
-                    mean_ci95=tuple(ci) if ci else None,
+                    mean_ci95=tuple(ci) if ci and ci[0] != ci[1] else None,
                     baseline_tok_s=doc.get("baseline_tok_s"),
                     title=f"Per-request throughput: {doc.get('scenario', '')}",
                     footnote=note,

@@ -300,6 +300,8 @@ def required_alpha_vs_target(
 def request_distribution(
     tok_s: np.ndarray,
     *,
+    weights: np.ndarray | None = None,
+    what: str = "requests",
     targets: Sequence[float] = (),
     mean_ci95: tuple[float, float] | None = None,
     baseline_tok_s: float | None = None,
@@ -308,27 +310,39 @@ def request_distribution(
 ) -> Figure:
     """Histogram of per-request tok/s (any shape; flattened) with the targets marked.
 
+    ``weights`` (same shape as ``tok_s``; default one each): how many requests, or what
+    probability, each value stands for: a streamed run's log-histogram bins (middle, count)
+    or the exact law's support and probabilities. ``what`` names the y axis and the legend
+    entry ("requests", or "share of requests" for probabilities).
     Each target is labelled with the share of requests reaching it. Targets far outside
     the distribution (more than its width away) are listed in a box instead of drawn, so
     the histogram keeps its resolution.
     """
     values = np.asarray(tok_s, dtype=float).ravel()
+    w = np.ones_like(values) if weights is None else np.asarray(weights, dtype=float).ravel()
+    total = float(w.sum())
+
+    def share_at_least(t: float) -> float:
+        return float(w[values >= t].sum()) / total
+
     fig, ax = _figure()
     vmin, vmax = float(values.min()), float(values.max())
     width = max(vmax - vmin, 1e-9 + 0.05 * abs(vmax))
     lo_x, hi_x = vmin - width, vmax + width
-    distinct, counts = np.unique(np.round(values, 9), return_counts=True)
+    distinct, where = np.unique(np.round(values, 9), return_inverse=True)
+    counts = np.bincount(where.ravel(), weights=w, minlength=distinct.size)
+    count = f"{total:.0f} {what}" if what == "requests" else what
     if distinct.size <= 120:
         # tok/s on a lattice (a request of N tokens in n cycles of fixed time takes one of
         # few values): one bar per value, not bins that straddle the lattice (combs)
         step = float(np.diff(distinct).min()) if distinct.size > 1 else max(width, 1.0)
         ax.bar(distinct, counts, width=0.8 * step, color="#4C72B0", alpha=0.85,
-               label=f"{values.size} requests ({distinct.size} distinct tok/s values, "
-               "one bar each)")  # fmt: skip
+               label=f"{count} ({distinct.size} distinct tok/s values, one bar each)")  # fmt: skip
     else:
-        bins = min(60, max(10, int(np.sqrt(values.size))))
-        ax.hist(values, bins=bins, color="#4C72B0", alpha=0.85, label=f"{values.size} requests")
-    mean = float(values.mean())
+        n = total if what == "requests" else float(distinct.size)
+        bins = min(60, max(10, int(np.sqrt(n))))
+        ax.hist(values, bins=bins, weights=w, color="#4C72B0", alpha=0.85, label=count)
+    mean = float(w @ values) / total
     ax.axvline(mean, color="#C44E52", linewidth=1.5, label=f"mean {mean:.1f} tok/s")
     if mean_ci95 is not None:
         ax.axvspan(*mean_ci95, color="#C44E52", alpha=0.2, label="95% CI of the mean")
@@ -341,10 +355,9 @@ def request_distribution(
     else:
         shown_x = list(shown)
     for i, t in enumerate(shown):
-        share = float((values >= t).mean())
         ax.axvline(t, **TARGET_STYLE, label="targets" if i == 0 else None)
         ax.annotate(
-            f"{t:g} tok/s\n{share:.0%} reach it",
+            f"{t:g} tok/s\n{share_at_least(t):.0%} reach it",
             xy=(t, 1.0),
             xycoords=("data", "axes fraction"),
             xytext=(3, -4),
@@ -354,9 +367,7 @@ def request_distribution(
         )
     off = [t for t in targets if t not in shown]
     if off:
-        text = "\n".join(
-            f"target {t:g} tok/s: {float((values >= t).mean()):.1%} reach it" for t in off
-        )
+        text = "\n".join(f"target {t:g} tok/s: {share_at_least(t):.1%} reach it" for t in off)
         if baseline_tok_s is not None and baseline_tok_s not in shown_x:
             text += f"\nno speculation: {baseline_tok_s:.1f} tok/s"
         ax.text(
@@ -374,7 +385,7 @@ def request_distribution(
         max([vmax + 0.05 * width, *shown_x]) + 0.15 * width,
     )
     ax.set_xlabel("per-request throughput (tok/s)")
-    ax.set_ylabel("requests")
+    ax.set_ylabel(what)
     _title(fig, ax, title or "Per-request throughput distribution")
     ax.grid(True, alpha=0.3, axis="y")
     fig.set_figwidth(fig.get_figwidth() + 2.0)

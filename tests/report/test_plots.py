@@ -170,3 +170,40 @@ def test_cli_plot_on_every_json_document(kind: str, seed_path: Path, tmp_path: P
     assert pngs
     for p in pngs:
         assert_good_png(p)
+
+
+def _bar_heights(fig: Figure) -> np.ndarray:
+    return np.array([p.get_height() for p in fig.axes[0].patches])
+
+
+def test_weighted_distribution_is_the_repeated_sample() -> None:
+    """Values with counts (a streamed run's histogram) draw the same bars, mean and shares
+    as the values repeated that many times."""
+    values, counts = np.array([50.0, 55.0, 60.0, 70.0]), np.array([3, 1, 4, 2])
+    weighted = plots.request_distribution(values, weights=counts, targets=[58.0])
+    repeated = plots.request_distribution(np.repeat(values, counts), targets=[58.0])
+    assert np.array_equal(_bar_heights(weighted), _bar_heights(repeated))
+    texts = [[t.get_text() for t in f.axes[0].texts] for f in (weighted, repeated)]
+    assert texts[0] == texts[1] and "60% reach it" in texts[0][0]
+    labels = [[t.get_text() for t in f.legends[0].get_texts()] for f in (weighted, repeated)]
+    assert labels[0] == labels[1] and "mean 58.5 tok/s" in labels[0]
+
+
+@pytest.mark.parametrize("how", ["exact", "streamed"])
+def test_cli_run_plot_draws_the_distribution_of_exact_and_streamed_runs(
+    how: str, seed_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exact run has the law, a streamed run its log histogram, and no per-request
+    array: the distribution figure was left out without a word."""
+    args = ["run", str(seed_path), "--quiet", "--plot", str(tmp_path / "fig")]
+    if how == "exact":
+        args += ["--method", "exact"]
+    else:
+        monkeypatch.setattr("sim.simulation.simulate.STREAM_ABOVE", 10)
+        args += ["--replications", "2", "--requests", "20"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    if how == "streamed":
+        assert "streamed" in result.output  # the run was streamed
+    for name in ("distribution.png", "cycle-breakdown.png"):
+        assert_good_png(tmp_path / "fig" / name)

@@ -69,6 +69,16 @@ class Geometry:
     kernels_per_layer: int | None
     allreduces_per_layer: int
     activation_bytes: int
+    moe: bool = False  # routed experts (model.experts given): the layer's kernel count differs
+
+
+#: Kernels one eager decoder layer issues, (low, high), for the error that asks for
+#: ``model.kernels_per_layer``: a dense layer roughly 11-18 (docs/reference.md §All-reduce;
+#: pie #348 counted ~15), a routed-MoE layer of the DeepSeek-V3 family (Kimi-K2.5) under
+#: SGLang 28-42, counted op by op from its source (sim/validation/hardware_data.py
+#: ``SGLANG_KIMI_LAYER_OPS``; a test keeps the two equal).
+DENSE_LAYER_KERNELS = (11, 18)
+MOE_LAYER_KERNELS = (28, 42)
 
 
 @dataclass(frozen=True)
@@ -125,9 +135,21 @@ def pass_schedule(
     kernels = geom.kernels_per_layer
     if kernels is None:
         if not shape.graphed:
+            if geom.moe:
+                low, high = MOE_LAYER_KERNELS
+                typical = (
+                    f"a routed-MoE layer run eagerly issues about {low}-{high} kernels (SGLang's "
+                    "DeepSeek-V3/Kimi layer, counted from its source: "
+                    "sim/validation/hardware_data.py)"
+                )
+            else:
+                low, high = DENSE_LAYER_KERNELS
+                typical = (
+                    f"a dense transformer layer runs roughly {low}-{high} kernels "
+                    "(docs/reference.md §All-reduce)"
+                )
             raise SpecsimError(
-                f"needed for the launch cost of the ungraphed {shape.name} pass "
-                "(docs/reference.md §All-reduce: a transformer layer runs roughly 11-18 kernels)",
+                f"needed for the launch cost of the ungraphed {shape.name} pass: {typical}",
                 field="model.kernels_per_layer",
             )
         kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)

@@ -119,6 +119,7 @@ def geometry(scenario: Scenario) -> Geometry:
         kernels_per_layer=model.kernels_per_layer,
         allreduces_per_layer=model.allreduces_per_layer,
         activation_bytes=model.activation_bytes,
+        moe=model.experts is not None,
     )
 
 

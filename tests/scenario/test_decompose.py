@@ -413,3 +413,28 @@ def test_calibrate_then_compose_is_the_identity(layers, kernels, allreduce_ms, l
     x = calibrate_compute_ms(sched, measured)
     assert x >= -1e-9
     assert critical_path_ms(sched, x) == pytest.approx(measured, rel=1e-12, abs=1e-12)
+
+
+def test_missing_kernel_count_cites_the_count_for_the_layer_kind():
+    """The mix scenario (Kimi-K2.5, an MoE, no model.kernels_per_layer) refused the layer
+    pass citing 11-18 kernels a layer, a dense layer's count, where the seed cites the
+    28-42 counted from SGLang's source for this very layer."""
+    from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS
+
+    assert (
+        sum(op.low for op in SGLANG_KIMI_LAYER_OPS),
+        sum(op.high for op in SGLANG_KIMI_LAYER_OPS),
+    ) == MOE_LAYER_KERNELS
+    mix = SEED.parent / "kimi-k25-8xpcie-eagle3-mix.toml"
+    result = CliRunner().invoke(main, ["run", str(mix), "--fidelity", "layer", "-q"])
+    assert result.exit_code == 2
+    assert "model.kernels_per_layer" in result.output and "28-42 kernels" in result.output
+    from sim.hardware.passes import Geometry, HardwarePoint, PassShape
+
+    dense = Geometry(
+        layers=32, draft_layers=1, hidden_size=4096, kernels_per_layer=None,
+        allreduces_per_layer=0, activation_bytes=2,
+    )  # fmt: skip
+    hw = HardwarePoint(PRESETS["pcie-gen4"], 1, None, False, EAGER_KERNEL_US)
+    with pytest.raises(SpecsimError, match=f"{DENSE_LAYER_KERNELS[0]}-{DENSE_LAYER_KERNELS[1]}"):
+        pass_schedule(PassShape("verify", 3, 32, graphed=False), hw, dense)

@@ -380,7 +380,7 @@ def controllers_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
         ax.set_title(meta["label"].capitalize(), fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].legend(fontsize=7.5)
-    fig.suptitle("Adaptive controllers and fixed k against the static best-k table", fontsize=12)
+    fig.suptitle(f"Adaptive controllers and fixed k against the static {ref}", fontsize=12)
     labels = "; ".join(f"phase {i + 1}: {p['label']}" for i, p in enumerate(phases))
     _footnote(
         fig,

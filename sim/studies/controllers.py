@@ -317,17 +317,25 @@ def replay(
     )
 
 
+#: The static table's name (its policy's key and the reference of every advantage): chosen
+#: by best k, or given with ``--k-table`` (then it is no best-k table).
+BEST_K_TABLE = "best-k table"
+GIVEN_TABLE = "given k table"
+
+
 def standard_policies(
     plan: ServingPlan,
     table: KTable,
     ks: Sequence[int],
     initial_steps: int,
     context_tokens: float,
+    table_name: str = BEST_K_TABLE,
 ) -> dict[str, SpeculationPolicy]:
-    """Plain decoding, each fixed k, the static best-k table, SGLang adaptive (default
-    config, starting at ``initial_steps``) and vLLM dynamic SD (offline table and online
-    refresh) profiled on ``plan``; the plan's acceptance must cover k = 7 (SGLang's
-    largest default candidate) and 5 (vLLM's profile)."""
+    """Plain decoding, each fixed k, the static table (``table_name``: the best-k table,
+    or ``GIVEN_TABLE`` for a table the user gave), SGLang adaptive (default config,
+    starting at ``initial_steps``) and vLLM dynamic SD (offline table and online refresh)
+    profiled on ``plan``; the plan's acceptance must cover k = 7 (SGLang's largest default
+    candidate) and 5 (vLLM's profile)."""
     max_batch = plan.scheduler.max_running_requests
     rates = plan.acceptance.expected_cumulative()[1 : max(VLLM_PROFILE_K) + 1]
     stats = vllm_profile(plan, context_tokens, min(max_batch, max(VLLM_PROFILE_BATCHES)))
@@ -335,7 +343,7 @@ def standard_policies(
     offline = VllmGoodput.of(rates, stats, top, refresh=False)
     out: dict[str, SpeculationPolicy] = {"plain decoding": FixedK(0)}
     out.update({f"k = {k}": FixedK(k) for k in ks})
-    out["best-k table"] = table
+    out[table_name] = table
     out["SGLang adaptive"] = SGLangAdaptive(initial_steps)
     out["vLLM DSD table"] = KTable(offline.static_table())
     out["vLLM DSD online"] = dataclasses.replace(offline, refresh=True)
@@ -429,7 +437,8 @@ def controller_study(
             f"{', '.join(map(str, TABLE_USERS))} users (sim/studies/best_k.py)"
         )
         notes.extend(more)
-    policies = standard_policies(plan, table, num_steps, builder.default_steps, context)
+    name = GIVEN_TABLE if k_table is not None else BEST_K_TABLE
+    policies = standard_policies(plan, table, num_steps, builder.default_steps, context, name)
     notes.append(
         "vLLM profile: ITL from the cost model at batch sizes "
         f"{sorted(vllm_profile(plan, context, 256))} x K {list(VLLM_PROFILE_K)}, acceptance "
@@ -441,7 +450,7 @@ def controller_study(
         plan,
         phases,
         policies,
-        reference="best-k table",
+        reference=name,
         replications=setup.replications,
         seed=setup.seed,
         executor=evaluator.executor,

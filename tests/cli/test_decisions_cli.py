@@ -77,8 +77,12 @@ def test_controllers_json_and_errors():
     res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["kind"] == "controllers" and doc["reference"] == "best-k table"
+    # a table the user gave is no best-k table: it was called one (the JSON key too)
+    assert doc["kind"] == "controllers" and doc["reference"] == "given k table"
+    assert "best-k table" not in doc["policies"] and "given k table" in doc["policies"]
     assert len(doc["phases"]) == 2 and "SGLang adaptive" in doc["policies"]
+    res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]"])
+    assert "over the given k table" in res.output and "best-k" not in res.output
     for args, needle in (
         (["--phase", "6,x"], "--phase"),
         (["--phase", "6,1,prose=1"], "unknown acceptance class"),

@@ -30,6 +30,7 @@ from sim.calibration.measurements import (
     CumulativeObs,
     Measurements,
     SpecPoint,
+    cumulative_checks,
 )
 from sim.errors import SpecsimError
 
@@ -47,6 +48,12 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
         if run.speculative and k is not None and k >= 1:
             assert run.accept_length is not None
             n = run.num_drafts or 0.0
+            out += Measurements(
+                notes=tuple(
+                    f"{src}: {note}"
+                    for note in cumulative_checks(run.cumulative, run.accept_length)
+                )
+            )
             if run.cumulative and n > 0:
                 out += Measurements(
                     cumulative=tuple(

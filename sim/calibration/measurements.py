@@ -157,6 +157,37 @@ def parse_point(text: str, rel_error: float, source: str = "--point") -> Measure
     return point_measurement(k, al, tok_s, rel_error, f"{source} {text}")
 
 
+def cumulative_checks(
+    cumulative: tuple[float | None, ...] | list[float | None], accept_length: float
+) -> list[str]:
+    """What vLLM's per-position figures contradict, as notes (empty when nothing does).
+
+    vLLM counts a token accepted at position i in the per-position counter i and in the
+    accepted-token counter together (vllm/v1/spec_decode/metrics.py), so the cumulative
+    rates c_i = P(positions 1..i accepted) never rise with i, and 1 + sum(c_i) is the
+    accept length. A scrape taken mid-update, counters of different engines or an edited
+    result break either; the fit uses the per-position rates, so the note says so.
+    ``cumulative``: c_1..c_k (None where a position is missing: the sum is then skipped).
+    """
+    notes = []
+    present = [c for c in cumulative if c is not None]
+    if any(b > a + 1e-12 for a, b in itertools.pairwise(present)):
+        notes.append(
+            "cumulative rates increase with position somewhere (vLLM's cannot): check the "
+            "scrape or file"
+        )
+    if present and len(present) == len(cumulative):
+        accepted, listed = accept_length - 1.0, float(sum(present))
+        mismatch = (listed / accepted - 1.0) if accepted > 0 else (0.0 if listed == 0 else math.inf)
+        if abs(mismatch) > 0.005:
+            notes.append(
+                f"per-position rates sum to {100 * mismatch:+.1f}% of the accepted tokens the "
+                f"accept length {accept_length:.4f} implies (vLLM keeps them equal; the fit "
+                "uses the per-position rates): scrape taken mid-update, or mixed counters?"
+            )
+    return notes
+
+
 def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
     """Cumulative per-position rates (or, without them, the accept length) from vLLM counters.
 
@@ -179,15 +210,7 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
         f"{counters.draft_acceptance_rate:.4f}, cumulative {fmt(counters.cumulative)}, "
         f"conditional {fmt(counters.conditional)}"
     ]
-    mismatch = counters.per_position_mismatch
-    if mismatch is not None and abs(mismatch) > 0.005:
-        notes.append(
-            f"per-position counts sum to {100 * mismatch:+.1f}% of accepted tokens (vLLM keeps "
-            "them equal): scrape taken mid-update?"
-        )
-    cumulative = [c for c in counters.cumulative if c is not None]
-    if any(b > a + 1e-12 for a, b in itertools.pairwise(cumulative)):
-        notes.append("cumulative rates increase with position somewhere: check the scrape")
+    notes += cumulative_checks(counters.cumulative, counters.accept_length)
     if counters.label_sets > 1:
         notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
     if present:

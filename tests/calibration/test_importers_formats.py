@@ -63,6 +63,34 @@ def test_vllm_bench_rejects_a_rate_given_as_a_fraction_above_one() -> None:
         parse_vllm_bench(json.dumps(doc), source="b.json")
 
 
+@pytest.mark.parametrize(
+    ("rates", "note"),
+    [
+        ([0.53, 0.82, 0.25], "increase with position"),  # rising: vLLM's cannot
+        ([0.82, 0.53, 0.10], "sum to -9.4% of the accepted tokens"),  # 1 + 1.45 != 2.6
+        ([0.8199620972836387, 0.5300063171193936, 0.25], None),  # the file as written
+    ],
+)
+def test_vllm_bench_per_position_rates_it_contradicts_are_noted(
+    rates: list[float], note: str | None, tmp_path: Path
+) -> None:
+    """The bench importer took per-position rates that rise with position, or that
+    disagree with the accept length, without the note the /metrics importer gives (the fit
+    uses the per-position rates, a batch-1 point the accept length)."""
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    doc["spec_decode_per_position_acceptance_rates"] = rates
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(doc))
+    result = _cli("--vllm-bench", str(path))
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("note: ")]
+    checks = [n for n in notes if "per-position" in n or "position somewhere" in n]
+    if note is None:
+        assert checks == []
+    else:
+        assert len(checks) == 1 and note in checks[0] and str(path) in checks[0]
+
+
 def test_sglang_bench_speculative_records() -> None:
     bench = read_sglang_bench(DATA / "sglang_bench_speculative.jsonl")
     plain, chain = bench.records[0], bench.records[1]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sim.calibration.importers.vllm_metrics import parse_vllm_metrics, read_vllm_metrics
+from sim.calibration.measurements import cumulative_checks
 from sim.errors import SpecsimError
 
 DATA = Path(__file__).parents[1] / "data"
@@ -92,9 +93,10 @@ def test_per_position_counters_from_other_engines_are_refused() -> None:
 
 def test_per_position_sum_matches_accepted_in_a_consistent_scrape() -> None:
     c = read_vllm_metrics(DATA / "vllm_metrics_after.txt")
-    assert c.per_position_mismatch == 0.0
+    assert cumulative_checks(c.cumulative, c.accept_length) == []
     lopsided = parse_vllm_metrics(
         BASE + 'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",'
         'position="0"} 100\n'
     )
-    assert lopsided.per_position_mismatch == pytest.approx(100 / 150 - 1)
+    (note,) = cumulative_checks(lopsided.cumulative, lopsided.accept_length)
+    assert f"{100 * (100 / 150 - 1):+.1f}% of the accepted tokens" in note

@@ -92,20 +92,6 @@ class SpecDecodeCounters:
             prev = c
         return tuple(out)
 
-    @property
-    def per_position_mismatch(self) -> float | None:
-        """(sum of per-position counts - accepted) / accepted; None without all positions.
-
-        vLLM increments both together, so anything but ~0 means a scrape taken mid-update
-        or counters from different engines.
-        """
-        if not self.accepted_per_position or None in self.accepted_per_position:
-            return None
-        total = sum(n for n in self.accepted_per_position if n is not None)
-        if self.num_accepted_tokens == 0:
-            return 0.0 if total == 0 else math.inf
-        return (total - self.num_accepted_tokens) / self.num_accepted_tokens
-
     def minus(self, before: SpecDecodeCounters) -> SpecDecodeCounters:
         """The counts between two scrapes (``self`` taken after ``before``).
 

@@ -828,7 +828,9 @@ class Scenario(Section):
         entry = self.uncertainty.entries().get(dotted)
         if entry is not None:
             return entry.resolved_origin, entry.reason
-        if dotted in self._given:
+        if dotted in self._given or any(  # a table or list of tables: given by its entries
+            g.startswith((f"{dotted}.", f"{dotted}[")) for g in self._given
+        ):
             return "measured", "given in the scenario"
         return "default", "not given: the default"
 

@@ -87,3 +87,15 @@ def test_the_eager_model_inputs_are_listed_with_their_origins() -> None:
     # graphed as a what-if, the timings were still measured eager: the cost stays derived
     graphed = _by_field(load_scenario(SEED, ["timing.verify_cuda_graph=true"]))
     assert graphed["hardware.launch_us"].origin == "derived"
+
+
+def test_a_list_of_tables_the_file_gives_is_not_a_default() -> None:
+    """The mix file's [[acceptance.mix]] was listed as 'default: not given' (the file's
+    fields are kept per entry, acceptance.mix[0].alpha, and the list's own name was not
+    among them); a list set by --set stays an override."""
+    mix = SEED.parent / "kimi-k25-8xpcie-eagle3-mix.toml"
+    entry = _by_field(load_scenario(mix))["acceptance.mix"]
+    assert (entry.origin, entry.value) == ("measured", ["chat", "code"])
+    assert entry.reason == "given in the scenario"
+    over = load_scenario(mix, ['acceptance.mix=[{name="a",weight=1,alpha=0.5}]'])
+    assert _by_field(over)["acceptance.mix"].origin == "override"

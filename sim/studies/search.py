@@ -89,8 +89,11 @@ class AcceptanceLever:
     kind: str  # "alpha" or "profile"
     x_max: float
     factors: np.ndarray  # g_1..g_k of an anchored profile (kind "alpha"), shape (k,)
-    #: True when x_max is where the Beta std stops being possible (not where rates reach 1)
+    #: True when x_max is where the Beta std stops being possible (not where rates reach 1),
+    #: or x_min above 0 (a std also forbids means near 0)
     spread_limited: bool = False
+    #: The lowest scale searched: 0, or the lowest at which the Beta std is possible
+    x_min: float = 0.0
 
     @property
     def num_steps(self) -> int:
@@ -150,7 +153,7 @@ class AcceptanceLever:
         Without heterogeneity the rates at every x are one array operation, shape (n, k);
         otherwise each x integrates over requests.
         """
-        xs = np.linspace(0.0, self.x_max, n)
+        xs = np.linspace(self.x_min, self.x_max, n)
         if self.model.heterogeneous:
             return xs, np.array([self.expected_accept_length(float(x)) for x in xs])
         unit = self.factors if self.kind == "alpha" else self.model.classes[0].mean_rates
@@ -166,7 +169,7 @@ class AcceptanceLever:
         """
         xs, als = grid or self.accept_length_grid()
         if required_accept_length <= als[0]:
-            return 0.0
+            return float(xs[0])
         if required_accept_length > als[-1]:
             return None
         j = int(np.searchsorted(als, required_accept_length))
@@ -272,24 +275,39 @@ def acceptance_lever(
         positive = rates[rates > 0]
     top = 1.0 / float(positive.min()) if positive.size else 1.0
     lever = AcceptanceLever(base, model, kind, top, factors)
-    # A Beta std too wide for means near 1 (std^2 >= m (1 - m)) forbids a band of scales
-    # below the one where a rate reaches 1 (the capped rate is exact again): stop below the
-    # first forbidden scale above the scenario's own (x = 1, valid), found on a grid and
-    # refined by bisection, so every x the search tries is a valid Beta.
-    start = 1.0 if kind == "profile" else 0.0
-    if start < top and any(c.spread.std for c in model.classes):
-        grid = np.linspace(start, top, 513)
-        bad = next((i for i, x in enumerate(grid) if lever.model_at(float(x)).infeasible()), None)
-        if bad is not None and bad > 0:
-            lo, hi = float(grid[bad - 1]), float(grid[bad])
-            for _ in range(60):
-                mid = (lo + hi) / 2
-                if lever.model_at(mid).infeasible() is None:
-                    lo = mid
-                else:
-                    hi = mid
-            lever = AcceptanceLever(base, model, kind, lo, factors, spread_limited=True)
+    # A Beta std too wide for means near 1 or 0 (std^2 >= m (1 - m)) forbids a band of
+    # scales below the one where a rate reaches 1 (the capped rate is exact again) and one
+    # above 0: search only the scales around the scenario's own (valid: x = 1 for a
+    # profile, its first rate for an anchored one) where every mean is a valid Beta. (The
+    # upper end was sought from x = 0 for an anchored profile: the search stopped at
+    # x ~ 0 and called every target unreachable; the lower end was not sought, and the
+    # Monte Carlo of an impossible Beta drew accept length 1.5 at a rate of 0.000.)
+    if any(c.spread.std for c in model.classes):
+        own = 1.0 if kind == "profile" else float(model.mean_rates()[0])
+        x_min, x_max = _feasible_end(lever, own, 0.0), _feasible_end(lever, own, top)
+        if (x_min, x_max) != (0.0, top):
+            lever = replace(lever, x_min=x_min, x_max=x_max, spread_limited=True)
     return lever
+
+
+def _feasible_end(lever: AcceptanceLever, own: float, end: float) -> float:
+    """The scale nearest ``end`` that every scale between it and ``own`` (valid) shares
+    with ``own``: a valid Beta std at every mean; ``end`` itself when the whole way is
+    valid. Found on a grid of 512 steps, refined by bisection."""
+    grid = np.linspace(own, end, 513)
+    bad = next(
+        (i for i, x in enumerate(grid[1:], 1) if lever.model_at(float(x)).infeasible()), None
+    )
+    if bad is None:
+        return end
+    good, worse = float(grid[bad - 1]), float(grid[bad])
+    for _ in range(60):
+        mid = (good + worse) / 2
+        if lever.model_at(mid).infeasible() is None:
+            good = mid
+        else:
+            worse = mid
+    return good
 
 
 def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
@@ -298,12 +316,14 @@ def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
     if not capped:
         return None
     worst = min(capped, key=lambda lv: lv.alpha(lv.x_max) or 0.0)
+    low = max(capped, key=lambda lv: lv.alpha(lv.x_min) or 0.0)
     return (
-        "a Beta std cannot hold mean rates near 1 (std^2 < m (1 - m)): the search scales the "
-        f"rates only while the scenario's std stays possible (alpha up to "
-        f"{worst.alpha(worst.x_max):.3f} at k = {worst.num_steps}); targets that need more are "
-        "reported unreachable. Give acceptance.concentration instead of std to keep the "
-        "spread's shape at every mean"
+        "a Beta std cannot hold mean rates near 0 or 1 (std^2 < m (1 - m)): the search scales "
+        "the rates only while the scenario's std stays possible (alpha up to "
+        f"{worst.alpha(worst.x_max):.3f} at k = {worst.num_steps}, down to "
+        f"{low.alpha(low.x_min):.3f} at k = {low.num_steps}); targets that need more are "
+        "reported unreachable, and those the lowest reaches are answered with it. Give "
+        "acceptance.concentration instead of std to keep the spread's shape at every mean"
     )
 
 
@@ -464,7 +484,7 @@ def _search_k(
             lever.x_max,
             extend_growth(lever.base),
         )
-    probe = Probe(evaluate, +1, 0.0, lever.x_max)
+    probe = Probe(evaluate, +1, lever.x_min, lever.x_max)
     grid = lever.accept_length_grid()
     flat = bool(np.all(lever.factors == 1.0))
     out = []

@@ -154,6 +154,22 @@ def test_unreachable_target_reports_ceiling_and_reason(small) -> None:
     assert all(not r["reachable"] for r in t["per_num_steps"])
 
 
+def test_a_std_limits_the_search_around_the_scenarios_own_acceptance(small) -> None:
+    """A Beta std on an anchored alpha: the upper end was sought from a scale of 0, where a
+    std forbids means too, so the search stopped at alpha 0.000 and called every target
+    unreachable; below the lowest valid mean the Monte Carlo of an impossible Beta drew
+    accept length 1.5 at a first-position rate of 0.000."""
+    spread = with_overrides(small, {"acceptance.std": 0.2})
+    res = search_acceptance(spread, [45.0, 70.0, 31.0], [2]).to_dict()
+    t45, t70, t31 = (t["per_num_steps"][0] for t in res["targets"])
+    assert t45["reachable"] and t70["reachable"]  # were unreachable
+    assert 0.3 < t45["alpha"] < t70["alpha"] < 0.8
+    # 0.2^2 < m (1 - m) needs m > 0.0417: the lowest valid scale answers a target below it
+    assert t31["reachable"] and t31["alpha"] == pytest.approx(0.0417, abs=2e-3)
+    assert t31["required_accept_length"] < 1.1  # the impossible Beta gave 1.5
+    assert "near 0 or 1" in res["acceptance_lever"] and "down to 0.04" in res["acceptance_lever"]
+
+
 def test_trivially_reachable_target_needs_no_acceptance(small) -> None:
     # at alpha = 0 every cycle emits one token: k = 1 runs 1000 / 31.4 ms = 31.8 tok/s
     res = search_acceptance(small, [20.0], [1]).to_dict()

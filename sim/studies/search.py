@@ -352,6 +352,9 @@ class KResult:
     ceiling_tok_s: float
     simulated_ceiling_tok_s: float | None
     per_position: list[float] | None
+    #: The mean rate (alpha) the simulated ceiling ran at: the highest the search reaches,
+    #: 1 unless a Beta std forbids mean rates near 1 (``AcceptanceLever.spread_limited``).
+    simulated_ceiling_alpha: float | None = None
     method: str = "monte_carlo"  # where the root came from: "exact" law or "monte_carlo"
     first_rate: float | None = None
     first_rate_ci95: tuple[float | None, float | None] = (None, None)
@@ -377,6 +380,7 @@ class KResult:
             "closed_form_alpha": self.closed_form_alpha,
             "ceiling_tok_s": self.ceiling_tok_s,
             "simulated_ceiling_tok_s": self.simulated_ceiling_tok_s,
+            "simulated_ceiling_alpha": self.simulated_ceiling_alpha,
             "per_position": self.per_position,
         }
 
@@ -517,6 +521,7 @@ def _search_k(
                 closed_form_alpha=lever.alpha(x_cf),
                 ceiling_tok_s=ceiling_tok_s(cost),
                 simulated_ceiling_tok_s=sim_ceiling,
+                simulated_ceiling_alpha=None if sim_ceiling is None else lever.alpha(lever.x_max),
                 per_position=(
                     None
                     if root.value is None or (lever.kind == "alpha" and flat)
@@ -576,11 +581,15 @@ def _reason(tok_s: float, quantile: float | None, rows: Sequence[KResult]) -> st
     top = max(rows, key=lambda r: r.ceiling_tok_s)
     ks = [r.num_steps for r in rows]
     what = "mean tok/s" if quantile is None else f"{quantile:.0%} of requests"
-    sim = (
-        f"; simulated at alpha 1: {top.simulated_ceiling_tok_s:.1f} tok/s"
-        if top.simulated_ceiling_tok_s is not None
-        else ""
-    )
+    sim = ""
+    if top.simulated_ceiling_tok_s is not None:
+        a = top.simulated_ceiling_alpha
+        at = (
+            "alpha 1"
+            if a is None or a >= 1.0
+            else f"alpha {a:.3f}, the highest acceptance.std allows"
+        )
+        sim = f"; simulated at {at}: {top.simulated_ceiling_tok_s:.1f} tok/s"
     return (
         f"no num_steps in {ks[0]}..{ks[-1]} gets {what} to {tok_s:g} tok/s: the best ceiling "
         f"is {top.ceiling_tok_s:.1f} tok/s at num_steps {top.num_steps} (all drafts "

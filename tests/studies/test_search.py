@@ -154,6 +154,23 @@ def test_unreachable_target_reports_ceiling_and_reason(small) -> None:
     assert all(not r["reachable"] for r in t["per_num_steps"])
 
 
+def test_an_unreachable_target_names_the_acceptance_its_simulated_ceiling_ran_at(small) -> None:
+    """With a Beta std the search stops where the std stops being possible (mean rate
+    below 1), yet the reason said 'simulated at alpha 1'."""
+    capped = with_overrides(small, {"acceptance.std": 0.3})
+    t = search_acceptance(capped, [1000.0], [2], simulate=closed_form_stats).to_dict()
+    row = t["targets"][0]["per_num_steps"][0]
+    a = row["simulated_ceiling_alpha"]
+    assert row["simulated_ceiling_tok_s"] is not None and 0.5 < a < 0.9
+    assert (
+        f"simulated at alpha {a:.3f}, the highest acceptance.std allows"
+        in t["targets"][0]["reason"]
+    )
+    free = search_acceptance(small, [1000.0], [2], simulate=closed_form_stats).to_dict()
+    assert free["targets"][0]["per_num_steps"][0]["simulated_ceiling_alpha"] == 1.0
+    assert "simulated at alpha 1:" in free["targets"][0]["reason"]
+
+
 def test_a_std_limits_the_search_around_the_scenarios_own_acceptance(small) -> None:
     """A Beta std on an anchored alpha: the upper end was sought from a scale of 0, where a
     std forbids means too, so the search stopped at alpha 0.000 and called every target

@@ -96,6 +96,19 @@ class ScenarioPlans:
                 source=source,
                 field="speculation.num_steps",
             )
+        if scenario.speculation.is_tree:
+            # the studies vary a chain's k (FixedK(k)): on a tree scenario they ran chains of
+            # its top-1 rates without a word, and refused a k the tree cannot have
+            sp, field = scenario.speculation, "speculation.topk"
+            raise SpecsimError(
+                f"{sp.topk}: the scenario drafts a tree ({sp.num_steps}/{sp.topk}/"
+                f"{sp.num_draft_tokens}), and crossover, best-k, capacity and controllers "
+                "compare chains of k drafts with plain decoding: compare the tree with "
+                "`specsim tree-load` or `specsim serve`, or study chains of its top-1 rates "
+                "with --set speculation.topk=1",
+                source=f"{source} ({via})" if (via := scenario._overrides.get(field)) else source,
+                field=field,
+            )
         raw = pin_verify_tokens(scenario).model_dump(exclude_none=True)
         raw = copy.deepcopy(raw)
         for key in STUDY_KEYS:

@@ -122,3 +122,27 @@ def test_an_slo_limit_out_of_range_names_its_option():
         assert res.exit_code == 2, res.output
         assert res.output.startswith(f"specsim: error: {flag} (--set): serving.{field}_slo_ms:")
         assert res.output.count("\n") == 1
+
+
+TREE = [
+    "--set", "speculation.topk=4", "--set", "speculation.num_draft_tokens=8",
+    "--set", "speculation.num_steps=3", "--set", "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+]  # fmt: skip
+
+
+def test_the_chain_studies_refuse_a_tree_scenario():
+    """crossover, best-k, capacity and controllers vary a chain's k: on a tree scenario they
+    ran chains of its top-1 rates without a word (crossover's k = 3 at 4 users: 1.08x,
+    where serve gives the tree 0.92x), and refused --num-steps 1 with a tree error."""
+    for command, more in (
+        ("crossover", ["--concurrency", "1,4", "--num-steps", "1"]),
+        ("best-k", ["--concurrency", "1,4"]),
+        ("capacity", ["--tpot-slo-ms", "40"]),
+        ("controllers", ["--set", MIX]),
+    ):
+        res = CliRunner().invoke(main, [command, str(SEED), *TREE, *SMALL, *more])
+        assert res.exit_code == 2, (command, res.output)
+        assert res.output.startswith(
+            f"specsim: error: {SEED} (--set): speculation.topk: 4: the scenario drafts a tree"
+        ), res.output
+        assert "tree-load" in res.output and res.output.count("\n") == 1

@@ -54,8 +54,10 @@ def render_search(doc: Mapping[str, Any]) -> str:
     now = doc.get("current")
     if now:
         first = now.get("first_rate")
+        draft = now.get("draft") or f"k = {now['num_steps']}"
+        top1 = "top-1 " if draft.startswith("tree") else ""
         lines.append(
-            f"  now: k = {now['num_steps']}, first-position rate "
+            f"  now: {draft}, {top1}first-position rate "
             f"{_a(first)}, mean {now['alpha']:.3f}, {now['closed_form_tok_s']:.1f} tok/s in "
             "closed form"
         )

@@ -34,6 +34,7 @@ from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_l
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
+from sim.model.drafts import describe_draft
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
@@ -44,6 +45,7 @@ from sim.scenario.bind import (
     closed_form_tok_s,
     extend_growth,
     pass_times,
+    tree_draft,
 )
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, override_entries
@@ -642,9 +644,12 @@ def search_acceptance(
             times = _own_cycle_times(run, levers[k].base)
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
         evaluations = evaluator.evaluations
+    # a tree scenario is searched as chains of its top-1 rates (its trees: --topk,
+    # sim/studies/tree_search.py): the chains' closed forms give their intervals
+    chain = _as_chain(base)
     unc = (
-        answer_uncertainty(base, targets, num_steps=ks, by_num_steps=True)
-        if uncertainty and quantile is None and not base.speculation.is_tree
+        answer_uncertainty(chain, targets, num_steps=ks, by_num_steps=True)
+        if uncertainty and quantile is None
         else None
     )
     results = tuple(
@@ -675,6 +680,11 @@ def search_acceptance(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
     )
     note = acceptance_note(base)
+    if chain is not base:
+        note = (
+            f"the scenario drafts a {_draft_label(base)}: searched as chains "
+            f"of its top-1 rates (--topk searches trees); {note}"
+        )
     capped = spread_note([levers.get(k) or acceptance_lever(base, k) for k in ks])
     if capped:
         note = f"{note}; {capped}"
@@ -701,10 +711,25 @@ def current_operating_point(
     x_now = float(lever.model.mean_rates()[0]) if lever.kind == "alpha" else 1.0
     return {
         "num_steps": scenario.num_steps,
+        "draft": _draft_label(scenario),  # a tree's tok/s is the tree's
         "alpha": lever.alpha(x_now),
         "first_rate": lever.first_rate(x_now),
         "closed_form_tok_s": closed_form_tok_s(scenario),
     }
+
+
+def _draft_label(scenario: Scenario) -> str:
+    """``k = 3`` or ``tree 3/4/8`` (sim/model/drafts.py ``describe_draft``)."""
+    sp = scenario.speculation
+    return describe_draft(tree_draft(scenario) if sp.is_tree else sp.num_steps)
+
+
+def _as_chain(scenario: Scenario) -> Scenario:
+    """The scenario itself, or for a tree the chain of its top-1 rates at its num_steps
+    (what the chain search searches)."""
+    if not scenario.speculation.is_tree:
+        return scenario
+    return with_overrides(scenario, {"speculation.topk": 1}, source="search")
 
 
 def closed_form_curves(

@@ -187,6 +187,28 @@ def test_a_std_limits_the_search_around_the_scenarios_own_acceptance(small) -> N
     assert "near 0 or 1" in res["acceptance_lever"] and "down to 0.04" in res["acceptance_lever"]
 
 
+def test_a_tree_scenario_is_searched_as_chains_and_says_so(small) -> None:
+    """Without --topk a tree scenario is searched as chains of its top-1 rates: that was
+    not said, the 'now' line gave the tree's tok/s as if it were the chain's at its k, and
+    no k had a 90% interval (the chains' closed forms have them)."""
+    tree = {
+        "speculation.topk": 4, "speculation.num_draft_tokens": 8, "speculation.num_steps": 3,
+        "acceptance.rank_profile": "sequoia-jf68m-llama2-7b",
+    }  # fmt: skip
+    scenario = with_overrides(small, tree)
+    res = search_acceptance(scenario, [100.0], [3, 4], simulate=closed_form_stats).to_dict()
+    assert res["acceptance_lever"].startswith(
+        "the scenario drafts a tree 3/4/8: searched as chains of its top-1 rates"
+    )
+    assert res["current"]["draft"] == "tree 3/4/8"
+    chain = with_overrides(scenario, {"speculation.topk": 1})
+    want = search_acceptance(chain, [100.0], [3, 4], simulate=closed_form_stats).to_dict()
+    got_rows, want_rows = res["targets"][0]["per_num_steps"], want["targets"][0]["per_num_steps"]
+    assert [r["interval90"] for r in got_rows] == [r["interval90"] for r in want_rows]
+    assert all(r["interval90"] is not None for r in got_rows)
+    assert want["current"]["draft"] == "k = 3"
+
+
 def test_trivially_reachable_target_needs_no_acceptance(small) -> None:
     # at alpha = 0 every cycle emits one token: k = 1 runs 1000 / 31.4 ms = 31.8 tok/s
     res = search_acceptance(small, [20.0], [1]).to_dict()

@@ -178,7 +178,14 @@ def render_analysis(analysis: Analysis) -> str:
 
         lines += render_tree(tree)
     unc = analysis.uncertainty
-    if k > 0 and unc is not None:
+    if k > 0 and unc is not None and unc.tok_s_interval90 is None:  # a tree
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
+        lines.insert(
+            at,
+            f"                         {INTERVAL_LABEL}: not re-solved for the tree (the chain "
+            "answers below carry theirs)",
+        )
+    elif k > 0 and unc is not None:
         lo, hi = unc.tok_s_interval90.to_list()
         at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
         lines.insert(

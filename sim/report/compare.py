@@ -98,6 +98,14 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
         f"(Monte Carlo: {doc.get('engine', 'fast')} engine, {doc.get('fidelity', 'cycle')} "
         f"fidelity; ratios to {cols[0]['label']}; {doc['alpha_meaning']})"
     )
+    for c in cols:
+        if c.get("topk", 1) > 1:
+            out.append(
+                f"({c['label']} drafts a tree {c['num_steps']}/{c['topk']}/"
+                f"{c['num_draft_tokens']}: its required acceptance is a chain's at its top-1 "
+                "rates, and its tok/s has no 90% interval: the per-draw closed forms are the "
+                "chain's)"
+            )
     for hidden in doc.get("targets_not_shown", []):
         own = ", ".join(f"{t:g}" for t in hidden["tok_s"])
         out.append(

@@ -108,6 +108,7 @@ def render_levers(table: dict[str, Any]) -> str:
     if ranked:
         order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
         lines.append(f"ranked (one lever at a time): {order}")
+    lines += [f"note: {n}" for n in table.get("notes") or []]
     lines += off_centre_lines(rows, table.get("off_centre_inputs") or [])
     lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]

@@ -95,11 +95,7 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
         tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
         shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
         assumptions=assumptions(scenario),
-        uncertainty=(
-            answer_uncertainty(scenario)
-            if uncertainty and not scenario.speculation.is_tree
-            else None
-        ),
+        uncertainty=answer_uncertainty(scenario) if uncertainty else None,
     )
 
 

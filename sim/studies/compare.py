@@ -90,7 +90,9 @@ def compare_one(
         "overrides": override_entries(scenario),
         "assumptions": [a.to_dict() for a in analysis.assumptions],
         "tok_s_interval90": (
-            analysis.uncertainty.tok_s_interval90.to_list() if analysis.uncertainty else None
+            analysis.uncertainty.tok_s_interval90.to_list()
+            if analysis.uncertainty and analysis.uncertainty.tok_s_interval90
+            else None
         ),
     }
 

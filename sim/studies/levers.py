@@ -38,7 +38,7 @@ from sim.scenario.load import with_overrides
 from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import uncertain_inputs
-from sim.studies.uncertainty import OffCentre, answer_uncertainty, off_centre
+from sim.studies.uncertainty import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -125,10 +125,11 @@ def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[
     drafter = drafter or drafter_for(scenario)
     graphed = {"timing.verify_cuda_graph": True}
     nvlink = {"hardware.interconnect": "nvlink4"}
+    plain: dict[str, Any] = {"speculation.num_steps": 0}
+    if scenario.speculation.is_tree:  # a tree of num_steps 0 is no scenario: plain is a chain
+        plain["speculation.topk"] = 1
     base = (
-        Lever(
-            "plain decoding", "no speculation (the reference)", {"speculation.num_steps": 0}, True
-        ),
+        Lever("plain decoding", "no speculation (the reference)", plain, True),
         Lever("as is", f"{scenario.name} as measured"),
         Lever("graph the verify", "the verify pass captured in a CUDA graph", graphed),
         Lever("NVLink", "NVLink4 through NVSwitch instead of the interconnect, same GPUs", nvlink),
@@ -287,6 +288,8 @@ class LeverTable:
     kernels: KernelSweep | None = None
     #: inputs specified outside the 5-95% of their ranges (why a row can lie outside its 90%)
     off_centre: tuple[OffCentre, ...] = ()
+    #: what the table leaves out and why (a tree's rows have no 90% interval)
+    notes: tuple[str, ...] = ()
 
     @property
     def reference(self) -> LeverRow:
@@ -317,6 +320,7 @@ class LeverTable:
             "interval": "range across the hardware model's variants",
             "kernels": None if self.kernels is None else self.kernels.to_dict(),
             "off_centre_inputs": [o.to_dict() for o in self.off_centre],
+            "notes": list(self.notes),
         }
 
 
@@ -372,7 +376,9 @@ def _interval90(applied: Scenario) -> tuple[float, float] | None:
     """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
     is missing)."""
     spread = answer_uncertainty(applied, []).tok_s_interval90
-    return None if spread.low is None or spread.high is None else (spread.low, spread.high)
+    if spread is None or spread.low is None or spread.high is None:  # None: a tree's
+        return None
+    return (spread.low, spread.high)
 
 
 def lever_table(
@@ -417,5 +423,11 @@ def lever_table(
         )
     sweep = kernel_sweep(scenario, levers)
     return LeverTable(
-        scenario.name, tuple(rows), tuple(variants), drafter, sweep, off_centre_inputs(scenario)
+        scenario.name,
+        tuple(rows),
+        tuple(variants),
+        drafter,
+        sweep,
+        off_centre_inputs(scenario),
+        (f"90% '-': {TREE_NOTE}",) if scenario.speculation.is_tree else (),
     )

@@ -645,10 +645,9 @@ def search_acceptance(
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
         evaluations = evaluator.evaluations
     # a tree scenario is searched as chains of its top-1 rates (its trees: --topk,
-    # sim/studies/tree_search.py): the chains' closed forms give their intervals
-    chain = _as_chain(base)
+    # sim/studies/tree_search.py); the intervals are those chains' (answer_uncertainty)
     unc = (
-        answer_uncertainty(chain, targets, num_steps=ks, by_num_steps=True)
+        answer_uncertainty(base, targets, num_steps=ks, by_num_steps=True)
         if uncertainty and quantile is None
         else None
     )
@@ -680,7 +679,7 @@ def search_acceptance(
         base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
     )
     note = acceptance_note(base)
-    if chain is not base:
+    if base.speculation.is_tree:
         note = (
             f"the scenario drafts a {_draft_label(base)}: searched as chains "
             f"of its top-1 rates (--topk searches trees); {note}"
@@ -722,14 +721,6 @@ def _draft_label(scenario: Scenario) -> str:
     """``k = 3`` or ``tree 3/4/8`` (sim/model/drafts.py ``describe_draft``)."""
     sp = scenario.speculation
     return describe_draft(tree_draft(scenario) if sp.is_tree else sp.num_steps)
-
-
-def _as_chain(scenario: Scenario) -> Scenario:
-    """The scenario itself, or for a tree the chain of its top-1 rates at its num_steps
-    (what the chain search searches)."""
-    if not scenario.speculation.is_tree:
-        return scenario
-    return with_overrides(scenario, {"speculation.topk": 1}, source="search")
 
 
 def closed_form_curves(

@@ -20,7 +20,7 @@ For ``run`` it also gives the interval of tok/s and accept length at the scenari
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -208,8 +208,10 @@ class UncertaintyResult:
     seed: int
     num_steps: int
     inputs: tuple[UncertainInput, ...]
-    tok_s_interval90: Interval
-    accept_length_interval90: Interval
+    #: None for a tree scenario: its targets' chain answers have intervals, the tree's own
+    #: tok/s and accept length are not re-solved per draw (``tree_uncertainty``)
+    tok_s_interval90: Interval | None
+    accept_length_interval90: Interval | None
     targets: tuple[TargetUncertainty, ...]
     notes: tuple[str, ...]
 
@@ -233,11 +235,22 @@ class UncertaintyResult:
                 }
                 for u in self.inputs
             ],
-            "tok_s_interval90": self.tok_s_interval90.to_list(),
-            "accept_length_interval90": self.accept_length_interval90.to_list(),
+            "tok_s_interval90": _listed(self.tok_s_interval90),
+            "accept_length_interval90": _listed(self.accept_length_interval90),
             "targets": [t.to_dict() for t in self.targets],
             "notes": list(self.notes),
         }
+
+
+def _listed(interval: Interval | None) -> list[float | None] | None:
+    return None if interval is None else interval.to_list()
+
+
+#: Why a tree scenario's own tok/s carries no 90% interval.
+TREE_NOTE = (
+    "a tree: the 90% intervals are the chain answers' (what a chain would need); the tree's "
+    "own tok/s and accept length are not re-solved per draw"
+)
 
 
 # --------------------------------------------------------------------------- what to measure
@@ -392,7 +405,26 @@ def answer_uncertainty(
     docstring). The best k is chosen among ``num_steps`` (default 1..``max_steps``).
     ``by_num_steps``: also the interval of the first rate needed at every k
     (``TargetUncertainty.per_num_steps``, empty otherwise: only the best k is solved).
-    ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws."""
+    ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws.
+
+    A tree scenario (topk > 1): its targets are asked of a chain of its top-1 rates at its
+    num_steps (sim/studies/analysis.py, search), so they get that chain's intervals, while
+    the tree's own tok/s and accept length get none (None, ``TREE_NOTE``): the per-draw
+    closed forms are the chain's, and gave the chain's interval as the tree's."""
+    if scenario.speculation.is_tree:
+        chain = with_overrides(scenario, {"speculation.topk": 1}, source="uncertainty")
+        unc = answer_uncertainty(
+            chain,
+            targets,
+            samples=samples,
+            seed=seed,
+            max_steps=max_steps,
+            num_steps=num_steps,
+            by_num_steps=by_num_steps,
+        )
+        return replace(
+            unc, tok_s_interval90=None, accept_length_interval90=None, notes=(*unc.notes, TREE_NOTE)
+        )
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
     if num_steps is None and scenario.num_steps > max_steps:

@@ -91,3 +91,18 @@ def test_run_imports_what_it_uses(seed_path):
         "multiprocessing",
     }
     assert not lazy & loaded, lazy & loaded
+
+
+def test_the_readme_python_example_prints_what_its_comments_say() -> None:
+    """The Architecture section's Python example said the 150 tok/s target's best k was 9
+    at a first-position rate of 0.982 (mean 0.879), which specsim had not printed since
+    the cross-run shape error: it prints 7 at 1.0, as `specsim run` does."""
+    lines = README.read_text().splitlines()
+    line = next(ln for ln in lines if "best.num_steps, round(best.first_rate" in ln)
+    found = re.search(r"# (\d+) ([\d.]+) \(mean ([\d.]+)", line)
+    assert found is not None, line
+    k, first, mean = found.groups()
+    scenario = sim.load_scenario(README.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
+    best = sim.search_acceptance(scenario, [150.0], range(1, 17)).targets[0].best
+    assert (best.num_steps, round(best.first_rate, 3)) == (int(k), float(first))
+    assert round(best.alpha, 3) == float(mean)

@@ -297,6 +297,18 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
         ) from None
     bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
     work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
+    # the GPU work of its context alone (KV reads and attention at peak) must fit the GPU
+    # time the measurement leaves: a pass "measured" faster extrapolated to negative
+    # compute at shorter contexts (a serving run failed on a negative SimPy delay)
+    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
+    if context > compute:
+        raise SpecsimError(
+            f"{point.ms:.4g} ms for the {physics.name} pass leaves {compute:.4g} ms of GPU work, "
+            f"below the {context:.4g} ms that reading and attending its {point.kv_tokens:.4g} "
+            f"context tokens alone take at the GPU's peak ({point.source}): the time cannot "
+            "hold at that context",
+            field=point.field or field,
+        )
     return float(work), compute
 
 
@@ -328,6 +340,23 @@ def calibrated_pass(
             field=field,
         )
     if follow is not None and len(pairs) == 1:
-        return BatchedPass(physics, follow.through(*pairs[0]))
-    curve = ComputeCurve(roof, np.array([c for _, c in pairs]), slope, max_tail_slope)
+        curve = follow.through(*pairs[0])
+    else:
+        curve = ComputeCurve(roof, np.array([c for _, c in pairs]), slope, max_tail_slope)
+    # the least work any pass of this kind does (one token, no context) must keep a
+    # compute time >= 0: points whose slope, extended down, crosses 0 before it made a
+    # serving run fail on a negative SimPy delay
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    least = float(bare.work_ms(1, 0.0, 0.0)[()])
+    if float(curve.at(np.array([least]))[0]) < 0.0:
+        lowest = min(points, key=lambda p: _point_compute(physics, p, field)[0])
+        raise SpecsimError(
+            f"the measured {physics.name} passes ({len(points)}: "
+            + ", ".join(f"{p.ms:.4g} ms over {p.tokens} token(s) reading {p.kv_tokens:.4g} "
+                        "KV tokens" for p in points)
+            + ") extend to a negative compute time for one token without context: their "
+            "growth is too steep for where the first one lies (were the batch-1 times taken "
+            "at the context timing.context_tokens says?)",
+            field=lowest.field or field,
+        )  # fmt: skip
     return BatchedPass(physics, curve)

@@ -239,3 +239,26 @@ def test_requests_given_with_a_trace_are_said_not_to_apply(tmp_path):
     assert code == 0, out
     assert "4 measured requests" in out
     assert "workload.requests (2) does not apply to a trace" in out
+
+
+@pytest.mark.parametrize(
+    ("setting", "field", "says"),
+    [
+        # the batch-1 times at 1e5 tokens of context and the batch-8 point at 256 extend to
+        # a negative compute at a short context: a SimPy 'Negative delay' traceback
+        ("timing.context_tokens=1e5", "timing.decode_ms", "negative compute time"),
+        # reading 1e6 tokens of KV alone takes 41 ms, more than the 12.12 ms decode: it ran
+        # and answered 1.53x at 2 users (5e6: 190 tok/s a user, above batch 1's 60)
+        ("timing.context_tokens=1e6", "timing.decode_ms", "context tokens alone take"),
+        (
+            'timing.points=[{kind="decode",batch=8,ms=40.0,source="x",context_tokens=1e7}]',
+            "timing.points[0]",
+            "context tokens alone take",
+        ),
+    ],
+)
+def test_pass_times_the_context_cannot_hold_are_one_line(setting, field, says):
+    code, out = serve(str(SERVING), *SMALL, "--set", setting)
+    assert code == 2, out
+    assert out.startswith(f"specsim: error: {SERVING}") and f": {field}: " in out, out
+    assert says in out and out.count("\n") == 1

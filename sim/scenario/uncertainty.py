@@ -198,7 +198,7 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
     # given a default spread below.
     fields = {u.field for u in out} | set(scenario.uncertainty.entries())
     spec = scenario.acceptance
-    if spec is not None and scenario.num_steps > 0 and "acceptance.decay" not in fields:
+    if spec is not None and "acceptance.decay" not in fields:
         shape = acceptance_shape(spec)
         if shape.prior is not None and shape.prior.high > shape.prior.low:
             out.append(
@@ -212,12 +212,7 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
                     bounds=(1e-6, 1.0),
                 )
             )
-    if (
-        spec is not None
-        and scenario.num_steps > 0
-        and implicit_tilt(spec)
-        and "acceptance.tilt" not in fields
-    ):
+    if spec is not None and implicit_tilt(spec) and "acceptance.tilt" not in fields:
         error = shape_error(spec.method)
         if error.sd > 0:
             out.append(

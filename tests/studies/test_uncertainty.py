@@ -162,3 +162,15 @@ def test_an_interval_out_of_reach_above_ranks_as_wider_than_its_reach() -> None:
     assert Interval(0.6, 0.9).width == pytest.approx(0.3)
     assert Interval(0.6, None).width == pytest.approx(0.8)
     assert Interval(None, None).width == pytest.approx(0.0)
+
+
+def test_the_shape_priors_spread_a_plain_decoding_scenarios_answers_too() -> None:
+    """With speculation.num_steps = 0 the targets still ask what acceptance a best k needs,
+    under the same derived shape (decay prior and shape error), but those priors were left
+    out of the draws: the 150 tok/s answer read [1.000, 1.000] where at k = 2 it is
+    [0.720, 1.000]; the answer does not depend on the scenario's own k."""
+    seed = load_scenario(SEED)
+    plain = load_scenario(SEED, ["speculation.num_steps=0"])
+    now, off = answer_uncertainty(seed), answer_uncertainty(plain)
+    assert [t.interval90 for t in off.targets] == [t.interval90 for t in now.targets]
+    assert {u.field for u in off.inputs} >= {"acceptance.decay", "acceptance.tilt"}

@@ -40,6 +40,32 @@ KINDS: tuple[str, ...] = (
     "controllers",
 )
 
+#: The kinds ``specsim plot`` and ``--plot`` draw figures of (sim/report/figures.py
+#: ``BUILDERS``; kept here so a command can check ``--plot`` before it runs, without
+#: importing matplotlib).
+PLOTTED: tuple[str, ...] = (
+    "run",
+    "serve",
+    "search",
+    "solve",
+    "sweep",
+    "compare",
+    "tree-load",
+    "crossover",
+    "best_k",
+    "capacity",
+    "controllers",
+)
+
+
+def plotted(kind: str, option: str = "--plot") -> None:
+    """SpecsimError naming ``option`` when a ``kind`` document has no figures to draw."""
+    if kind not in PLOTTED:
+        raise SpecsimError(
+            f"a {kind} document has no figures (figures are drawn for {', '.join(PLOTTED)})",
+            source=option,
+        )
+
 
 def document(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` with ``kind`` and ``specsim_version`` first (``body``'s keys win on no clash)."""

@@ -79,8 +79,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "sim.cli.plot",
         "plot",
         (
-            "Figures from a sweep directory (or its sweep.json), or a run/search/solve/compare "
-            "--json file (dispatched on its ``kind``)."
+            "Figures from a sweep directory (or its sweep.json), or the --json file of run, "
+            "search, search --solve, compare, serve, crossover, best-k, capacity, controllers "
+            "or tree-load (dispatched on its ``kind``)."
         ),
     ),
     "run": (

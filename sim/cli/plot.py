@@ -162,23 +162,21 @@ def echo_written(paths: Sequence[Path], quiet: bool = False) -> None:
 @quiet_option
 @json_option
 def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool) -> None:
-    """Figures from a sweep directory (or its sweep.json), or a run/search/solve/compare
-    --json file (dispatched on its ``kind``)."""
+    """Figures from a sweep directory (or its sweep.json), or the --json file of run,
+    search, search --solve, compare, serve, crossover, best-k, capacity, controllers or
+    tree-load (dispatched on its ``kind``)."""
     # lazy: matplotlib is imported when figures are drawn, not for --help (start-up)
-    from sim.documents import document_kind
+    from sim.documents import document_kind, plotted
 
     doc = read_document(result)
     kind = document_kind(doc, result)
     rows = doc.get("rows", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise SpecsimError("must be a list of tables (one per point)", source=result, field="rows")
+    plotted(kind, result)
     rendered = document_figures(doc, kind, result, fmt)
-    if not rendered:
-        raise SpecsimError(
-            f"a {kind} document has no figures (plot takes sweep, run, search, solve "
-            "and compare documents)",
-            source=result,
-        )
+    if not rendered:  # a known kind whose builders found nothing to draw in it
+        raise SpecsimError(f"the {kind} document holds nothing to draw", source=result)
     where = out_dir or str(
         (Path(result) if Path(result).is_dir() else Path(result).parent) / "plots"
     )

@@ -132,6 +132,7 @@ def search(
     numbers and reports a 95% interval from the Monte Carlo noise.
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.documents import plotted
     from sim.errors import SpecsimError
     from sim.report.search import render_lever, render_search
     from sim.scenario.load import load_scenario
@@ -147,6 +148,9 @@ def search(
             "is for the tree search (--topk); a chain's draft is --num-steps long",
             source="--draft-tokens",
         )
+    kind = "solve" if solve_field is not None else "tree-search" if topks else "search"
+    if plot_dir:  # before the run: a document without figures would write nothing
+        plotted(kind)
     if solve_field is not None:
         if topks is not None:
             raise SpecsimError(
@@ -165,7 +169,6 @@ def search(
                 "acceptance search",
                 source="--concurrency" if concurrency is not None else "--rate",
             )
-        kind = "solve"
         doc = solve_lever(
             scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
         ).to_dict()
@@ -183,7 +186,6 @@ def search(
                 "the tree search runs at batch 1; --concurrency/--rate are for chains",
                 source="--concurrency" if concurrency is not None else "--rate",
             )
-        kind = "tree-search"
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         widths = parse_int_list(topks, "--topk")
         tokens = parse_int_list(draft_tokens, "--draft-tokens") if draft_tokens else DRAFT_TOKENS
@@ -195,7 +197,6 @@ def search(
         if concurrency is not None and rate is not None:
             raise click.UsageError("give at most one of --concurrency, --rate")
         load = Load("concurrency", concurrency) if concurrency else Load("rate", rate)
-        kind = "search"
         ks = parse_num_steps(num_steps or "1:8")
         doc = search_at_load(
             scn,
@@ -208,7 +209,6 @@ def search(
         ).to_dict()
         text = render_search(doc)
     else:
-        kind = "search"
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers

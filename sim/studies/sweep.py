@@ -153,7 +153,13 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
         setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
-    row: dict[str, Any] = {**dict(task.overrides), "num_steps": scenario.num_steps}
+    sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
+    row: dict[str, Any] = {
+        **dict(task.overrides),
+        "num_steps": sp.num_steps,
+        "topk": sp.topk,
+        "num_draft_tokens": sp.draft_tokens,
+    }
     for name, policy in summary.policies.items():
         for metric in SERVING_COLUMNS:
             if metric == "aggregate_tok_s":

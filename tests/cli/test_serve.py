@@ -262,3 +262,17 @@ def test_pass_times_the_context_cannot_hold_are_one_line(setting, field, says):
     assert code == 2, out
     assert out.startswith(f"specsim: error: {SERVING}") and f": {field}: " in out, out
     assert says in out and out.count("\n") == 1
+
+
+def test_a_serving_sweep_row_names_its_draft(tmp_path):
+    """A serving sweep of a tree scenario wrote num_steps 3 and the tree's speculative
+    columns, with no topk or num_draft_tokens (a batch-1 sweep's rows have both): the
+    CSV read as a chain of 3."""
+    args = ["sweep", str(SERVING), "--set", "speculation.num_steps=3", *TREE]
+    args += ["--grid", "serving.concurrency=1", "--out", str(tmp_path / "sw")]
+    result = CliRunner().invoke(main, [*args, "--replications", "2", "--requests", "8", "-q"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads((tmp_path / "sw" / "sweep.json").read_text())["rows"]
+    assert (row["num_steps"], row["topk"], row["num_draft_tokens"]) == (3, 4, 8)
+    header = (tmp_path / "sw" / "sweep.csv").read_text().splitlines()[0].split(",")
+    assert header[:4] == ["serving.concurrency", "num_steps", "topk", "num_draft_tokens"]

@@ -11,11 +11,21 @@
   measured time on the hardware it was measured on (``calibrate_pass``).
 
 Physics only: no scenario here (sim/scenario/decompose.py applies it to a scenario).
+
+Memoised: a pass's calibrated compute, its composition and the per-kernel CPU cost that
+a measured ungraphed pass fixes are pure functions of frozen inputs (the pass shape, the
+hardware point, the geometry and the times), so each is computed once per process for
+each distinct input (``functools.lru_cache``, at most ``MEMO_SIZE`` entries each). A study
+that re-validates a scenario many times (a search at every draft length, the uncertainty
+study's one-input-at-a-time scenarios) asks the same questions of the hardware model over
+and over; the answers are the same floats either way, and nothing a scenario carries
+outside these inputs reaches them. Errors are not memoised (each call raises afresh).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from sim.errors import SpecsimError
 from sim.hardware.allreduce import AllReduceTime, allreduce_time
@@ -25,12 +35,16 @@ from sim.hardware.interconnects import Interconnect
 from sim.hardware.launch import (
     KernelSchedule,
     calibrate_compute_ms,
+    calibrate_cpu_scale,
     critical_path_ms,
     floor_ms,
 )
 
 #: The passes of a speculative cycle (and of plain decoding: ``decode``).
 PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
+#: Entries each memo keeps (module docstring): a search over k = 1..32 on two hardware
+#: points asks for about 150 distinct passes; an entry is a few hundred bytes.
+MEMO_SIZE = 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,12 @@ class HardwarePoint:
     verify_cuda_graph: bool
     launch_us: float
     allreduce: str = "auto"
+
+    def __hash__(self) -> int:
+        # The interconnect (a pydantic model holding mappings) has no hash: its name stands
+        # for it here, while equality still compares every field of every member, so two
+        # interconnects that share a name but not their figures are never taken as one.
+        return hash((*self.key(), self.launch_us))
 
     def key(self) -> tuple[str, int, str | None, bool, str]:
         return (
@@ -165,10 +185,23 @@ def pass_schedule(
     return schedule, ar, nbytes
 
 
+def _as_key(shape: PassShape, hw: HardwarePoint) -> HardwarePoint:
+    """``hw`` as a memo key for ``shape``: a graphed pass issues no kernel from the CPU, so
+    the per-kernel cost cannot change it and is left out of the key."""
+    return hw.with_launch_us(0.0) if shape.graphed else hw
+
+
 def compose_pass(
     shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, origin: str
 ) -> PassBreakdown:
-    """The pass on ``hw`` with the given compute time."""
+    """The pass on ``hw`` with the given compute time (memoised: module docstring)."""
+    return _compose_pass(shape, _as_key(shape, hw), geom, compute_ms, origin)
+
+
+@lru_cache(maxsize=MEMO_SIZE, typed=True)
+def _compose_pass(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, origin: str
+) -> PassBreakdown:
     schedule, ar, nbytes = pass_schedule(shape, hw, geom)
     return PassBreakdown(
         name=shape.name,
@@ -194,10 +227,9 @@ def calibrate_pass(
 ) -> float:
     """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor
     (``given``: how the measured time came from what the user gave, if not given as is)."""
-    schedule, _, _ = pass_schedule(shape, hw, geom)
-    try:
-        return calibrate_compute_ms(schedule, measured_ms)
-    except ValueError:
+    compute_ms = _calibrated_compute_ms(shape, _as_key(shape, hw), geom, measured_ms)
+    if compute_ms is None:
+        schedule, _, _ = pass_schedule(shape, hw, geom)
         tokens = f"{shape.tokens} token{'s' if shape.tokens != 1 else ''}"
         raise SpecsimError(
             f"{given or f'{measured_ms:.4g} ms'} (over {tokens}) is less than the modelled "
@@ -206,7 +238,39 @@ def calibrate_pass(
             f"{hw.gpus}x {hw.interconnect.name}; check the timing, model.kernels_per_layer, "
             "hardware.launch_us or timing.measured_on",
             field=field,
-        ) from None
+        )
+    return compute_ms
+
+
+@lru_cache(maxsize=MEMO_SIZE, typed=True)
+def _calibrated_compute_ms(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry, measured_ms: float
+) -> float | None:
+    """``calibrate_compute_ms`` of the pass's schedule; None below its floor (memoised)."""
+    schedule, _, _ = pass_schedule(shape, hw, geom)
+    try:
+        return calibrate_compute_ms(schedule, measured_ms)
+    except ValueError:
+        return None
+
+
+def calibrate_launch_us(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry, compute_ms: float, measured_ms: float
+) -> float:
+    """The per-kernel CPU cost (us) at which the ungraphed pass ``shape`` with
+    ``compute_ms`` of GPU compute takes ``measured_ms`` on ``hw`` (whose own ``launch_us``
+    is not used): every CPU issue cost scales with it, so the exact inversion of
+    sim/hardware/launch.py applies to the schedule at 1 us a kernel (memoised). Raises
+    ValueError when the GPU work alone exceeds ``measured_ms``."""
+    return _launch_us(shape, hw.with_launch_us(1.0), geom, compute_ms, measured_ms)
+
+
+@lru_cache(maxsize=MEMO_SIZE, typed=True)
+def _launch_us(
+    shape: PassShape, unit_hw: HardwarePoint, geom: Geometry, compute_ms: float, measured_ms: float
+) -> float:
+    schedule, _, _ = pass_schedule(shape, unit_hw, geom)
+    return calibrate_cpu_scale(schedule, compute_ms, measured_ms)
 
 
 def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:

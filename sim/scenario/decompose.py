@@ -34,16 +34,17 @@ from __future__ import annotations
 from functools import cached_property
 
 from sim.errors import SpecsimError, UnknownNameError
-from sim.hardware.eager import EAGER_KERNEL_US, calibrate_kernel_us
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.hardware.gpus import GpuPreset, gpu_preset
 from sim.hardware.interconnects import Interconnect, resolve_interconnect
-from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale
+from sim.hardware.launch import calibrate_cpu_scale
 from sim.hardware.passes import (
     PASS_NAMES,
     Geometry,
     HardwarePoint,
     PassBreakdown,
     PassShape,
+    calibrate_launch_us,
     calibrate_pass,
     compose_pass,
     compute_scale,
@@ -248,13 +249,10 @@ class ScenarioHardware:
         m0 = self.measured_verify_tokens
         shape = self.shape("verify", m0, self.reference)
         compute_ms = self._decode_grown_ref_ms(m0)
-
-        def schedule_for(kernel_us: float) -> KernelSchedule:
-            hw = self.reference.with_launch_us(kernel_us)
-            return pass_schedule(shape, hw, self.geom)[0]
-
         try:
-            return calibrate_kernel_us(schedule_for, compute_ms, timing.verify_ms)
+            return calibrate_launch_us(
+                shape, self.reference, self.geom, compute_ms, timing.verify_ms
+            )
         except ValueError as exc:
             raise SpecsimError(
                 f"{timing.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "

@@ -201,11 +201,12 @@ def calibrate_compute_ms(schedule: KernelSchedule, measured_ms: float) -> float:
 
     Raises ValueError when ``measured_ms`` is below the floor T(0).
     """
-    floor = floor_ms(schedule)
+    terms, syncs = _stretch_terms(schedule), schedule.syncs_ms
+    floor = _value_and_slope(terms, syncs, 0.0)[0]  # floor_ms, on the terms built once
     if measured_ms < floor:
         raise ValueError(f"below the floor {floor:.4g} ms")
     # The shares sum to 1, so T(x) >= x and x = measured_ms starts at or above the root.
-    return _largest_root(_stretch_terms(schedule), schedule.syncs_ms, measured_ms, measured_ms)
+    return _largest_root(terms, syncs, measured_ms, measured_ms)
 
 
 def calibrate_cpu_scale(schedule: KernelSchedule, compute_ms: float, measured_ms: float) -> float:

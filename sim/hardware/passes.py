@@ -24,7 +24,7 @@ outside these inputs reaches them. Errors are not memoised (each call raises afr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from sim.errors import SpecsimError
@@ -76,7 +76,10 @@ class HardwarePoint:
         )
 
     def with_launch_us(self, launch_us: float) -> HardwarePoint:
-        return replace(self, launch_us=launch_us)
+        if launch_us == self.launch_us and type(launch_us) is type(self.launch_us):
+            return self
+        ic, gpus, gpu, graph = self.interconnect, self.gpus, self.gpu, self.verify_cuda_graph
+        return HardwarePoint(ic, gpus, gpu, graph, launch_us, self.allreduce)
 
 
 @dataclass(frozen=True)

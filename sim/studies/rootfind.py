@@ -186,11 +186,21 @@ def first_passing(
         return stat(probe.at(s * u)) >= threshold
 
     def known() -> tuple[float | None, float | None]:
-        bad = [s * x for x, sm in probe.seen.items() if stat(sm) < threshold]
-        good = [s * x for x, sm in probe.seen.items() if stat(sm) >= threshold]
-        bad = [u for u in bad if probe.u_lo <= u <= probe.u_hi]
-        good = [u for u in good if probe.u_lo <= u <= probe.u_hi]
-        return (max(bad) if bad else None), (min(good) if good else None)
+        """(the largest failing u, the least passing u) seen inside the domain, in one pass
+        (a statistic that is neither, NaN, counts as neither)."""
+        u_lo, u_hi = probe.u_lo, probe.u_hi
+        bad: float | None = None
+        good: float | None = None
+        for x, sm in probe.seen.items():
+            u = s * x
+            if not u_lo <= u <= u_hi:
+                continue
+            value = stat(sm)
+            if value < threshold:
+                bad = u if bad is None else max(bad, u)
+            elif value >= threshold:
+                good = u if good is None else min(good, u)
+        return bad, good
 
     lo, hi = probe.u_lo, probe.u_hi
     bad, good = known()

@@ -23,7 +23,7 @@ sim/studies/solve.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,11 @@ class AcceptanceLever:
     spread_limited: bool = False
     #: The lowest scale searched: 0, or the lowest at which the Beta std is possible
     x_min: float = 0.0
+    #: ``mean_rates`` at the lever values asked for one at a time (alpha, first rate and
+    #: profile at a root and its interval's ends ask for the same few x): this lever's own
+    _rows: dict[float, np.ndarray] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def num_steps(self) -> int:
@@ -118,21 +123,28 @@ class AcceptanceLever:
             out += w * np.minimum(1.0, xs * unit)
         return out
 
+    def _row(self, x: float) -> np.ndarray:
+        """``mean_rates`` at one lever value, shape (k,) (kept: ``_rows``)."""
+        row = self._rows.get(x)
+        if row is None:
+            row = self._rows[x] = self.mean_rates(np.array([x]))[0]
+        return row
+
     def alpha(self, x: float | None) -> float | None:
         """The mean conditional rate over positions 1..k at lever value ``x``."""
         if x is None:
             return None
-        return float(self.mean_rates(np.array([x]))[0].mean())
+        return float(self._row(x).mean())
 
     def first_rate(self, x: float | None) -> float | None:
         """The conditional rate at position 1 at lever value ``x``."""
         if x is None:
             return None
-        return float(self.mean_rates(np.array([x]))[0][0])
+        return float(self._row(x)[0])
 
     def per_position(self, x: float) -> list[float]:
         """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
-        return [float(v) for v in self.mean_rates(np.array([x]))[0]]
+        return [float(v) for v in self._row(x)]
 
     def closed_form_rates(self, x: float) -> np.ndarray:
         """``model_at(x).closed_form_rates()``, shape (k,): with one class and no spread the

@@ -84,7 +84,7 @@ def _tabulated_steps(need: np.ndarray, m: np.ndarray, steps: int) -> tuple[np.nd
     taken in the index space of the mids j / 2^steps (sums and halvings of dyadic numbers
     are exact) against the ratio tabulated at them for each distinct m."""
     scale = 2**steps
-    values, which = np.unique(m, return_inverse=True)
+    values, which = _distinct_values(m)
     grid = np.arange(1, scale) / scale
     table = _ratio(values.reshape(-1, 1), 1.0 - grid)
     which = which.reshape(m.shape)
@@ -95,6 +95,38 @@ def _tabulated_steps(need: np.ndarray, m: np.ndarray, steps: int) -> tuple[np.nd
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
     return lo / scale, hi / scale
+
+
+#: Largest value ``_distinct_values`` counts (draft lengths are far below it).
+_MAX_COUNTED = 4096
+
+
+def _distinct_values(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(m, return_inverse=True)``: the distinct values, ascending, and each
+    element's index among them. ``m`` holds draft lengths (k + 1, whole numbers >= 0)
+    wherever it comes from here: counted by value instead of sorted (a sort of every
+    element was most of the equal-rate solve's set-up), anything else goes to np.unique."""
+    if m.size == 0 or not (np.all(m >= 0.0) and np.all(m <= _MAX_COUNTED)):
+        return np.unique(m, return_inverse=True)
+    whole = m.astype(np.int64)
+    if not np.array_equal(whole, m):
+        return np.unique(m, return_inverse=True)
+    present = np.flatnonzero(np.bincount(whole.ravel()))
+    index = np.zeros(present[-1] + 1, dtype=np.intp)
+    index[present] = np.arange(present.size)
+    return present.astype(float), index[whole]
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, again) of the distinct rows of ``rows`` (n, w), compared bit for bit:
+    ``first`` the index of one row of each, ``again`` (n,) each row's index in ``first``
+    (rows[first][again] == rows). The order of the distinct rows is the order of their
+    bytes, not np.unique(axis=0)'s field-by-field order, which cost ten times as much;
+    the rows are solved independently, so their order changes no bit."""
+    flat = np.ascontiguousarray(rows)
+    whole = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
+    _, first, again = np.unique(whole, return_index=True, return_inverse=True)
+    return first, again.reshape(-1)
 
 
 #: Pairs' rows are summed in NumPy's order for K terms, replicated below for K <= 128.
@@ -497,7 +529,7 @@ class SampledModel:
         again = None
         if lowest_only:  # rows the same to the bit (need and factors) solve the same
             rows = np.concatenate([need, factors], axis=1).view(np.uint64)
-            _, first, again = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            first, again = _distinct_rows(rows)
             need, factors = need[first], factors[first]
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
         x = scales_for_accept_lengths(need, factors, alpha if flat else None, lowest_only)

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from sim.model.sampled import (
     SampledModel,
+    _distinct_rows,
+    _distinct_values,
     _equal_rates,
     _pair_accept_length,
     equal_rates_for_accept_lengths,
@@ -183,3 +185,30 @@ def test_equal_rates_bisect_to_the_bits_of_the_general_closed_form(seed: int, st
     need[0, 0], need[1, 1] = np.nan, np.inf
     want = sampled_reference.equal_rates(need, k, steps)
     assert np.array_equal(_equal_rates(need, k, steps), want, equal_nan=True)
+
+
+def test_distinct_values_are_numpys_unique_counted_or_sorted() -> None:
+    """Draft lengths (whole numbers) are counted, anything else goes to np.unique: either
+    way the values and each element's index are np.unique's."""
+    rng = np.random.default_rng(3)
+    whole = rng.integers(2, 40, (257, 16)).astype(float)
+    other = [whole + 0.5, -whole, np.array([np.nan, 2.0, np.inf]), np.array([1e9, 3.0])]
+    for m in [whole, whole[:, :1], *other]:
+        values, which = _distinct_values(m)
+        want_values, want_which = np.unique(m, return_inverse=True)
+        assert np.array_equal(values, want_values, equal_nan=True)
+        assert np.array_equal(which.reshape(m.shape), want_which.reshape(m.shape))
+
+
+def test_distinct_rows_tell_rows_apart_bit_for_bit() -> None:
+    """One index per distinct row, every row mapped back to its own bits: rows that
+    differ only in a zero's sign or a NaN's payload are different rows."""
+    rng = np.random.default_rng(4)
+    base = rng.random((30, 8))
+    base[1, 2], base[2, 2] = 0.0, -0.0
+    base[3, 5] = np.nan
+    base[4] = base[3]
+    rows = base[rng.integers(0, 30, 200)].view(np.uint64)
+    first, again = _distinct_rows(rows)
+    assert np.array_equal(rows[first][again], rows)
+    assert len({r.tobytes() for r in rows}) == first.size == len({r.tobytes() for r in rows[first]})

@@ -354,12 +354,35 @@ class PassResponse:
 
     def at(self, values: np.ndarray) -> np.ndarray:
         """Deltas at draws ``values`` (n,), interpolated per component: shape (n, V)."""
+        out = np.zeros((values.shape[0], self.deltas.shape[1]))
+        if self.nodes.size > 1:
+            self._interpolate(values, out, np.empty_like(out))
+        return out
+
+    def add_to(
+        self, total: np.ndarray, values: np.ndarray, below: np.ndarray, above: np.ndarray
+    ) -> None:
+        """``total += self.at(values)`` in place, with the same bits; ``below`` and
+        ``above`` are working space of total's shape (n, V), reused from one input to the
+        next: a fresh (n, V) array cost its page faults, most of the interpolation's time
+        on the 2-core machine."""
         if self.nodes.size == 1:
-            return np.zeros((values.shape[0], self.deltas.shape[1]))
+            total += 0.0  # what adding at()'s zeros does (a -0.0 becomes 0.0)
+            return
+        self._interpolate(values, below, above)
+        total += below
+
+    def _interpolate(self, values: np.ndarray, below: np.ndarray, above: np.ndarray) -> None:
+        """(1 - t) deltas[i] + t deltas[i + 1] into ``below`` (n, V), ``above`` its
+        working space: the products and the sum of ``at``, one buffer at a time."""
         idx = np.clip(np.searchsorted(self.nodes, values) - 1, 0, self.nodes.size - 2)
         x0, x1 = self.nodes[idx], self.nodes[idx + 1]
         t = np.clip((values - x0) / (x1 - x0), 0.0, 1.0)[:, None]
-        return (1.0 - t) * self.deltas[idx] + t * self.deltas[idx + 1]
+        np.take(self.deltas, idx, axis=0, out=below, mode="clip")
+        np.multiply(1.0 - t, below, out=below)
+        np.take(self.deltas, idx + 1, axis=0, out=above, mode="clip")
+        np.multiply(t, above, out=above)
+        np.add(below, above, out=below)
 
 
 def pass_response(
@@ -512,9 +535,10 @@ class SampledScenario:
         """The closed forms' inputs in each draw ``values`` (n, len(inputs))."""
         n = values.shape[0]
         vec = np.broadcast_to(self.base, (n, self.base.size)).copy()
+        below, above = np.empty_like(vec), np.empty_like(vec)  # the responses' working space
         for j, resp in enumerate(self.responses):
             if resp is not None:
-                vec += resp.at(values[:, j])
+                resp.add_to(vec, values[:, j], below, above)
         decode, draft, extend, overhead, per_token, at_tokens = (vec[:, i] for i in range(_FIXED))
         verify = vec[:, _FIXED:]  # over 1..K + 1 tokens
         k = np.arange(1, self.max_steps + 1)[None, :]

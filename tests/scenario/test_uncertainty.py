@@ -8,6 +8,7 @@ import pytest
 from sim.scenario.bind import cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.uncertainty import (
+    PassResponse,
     draw_inputs,
     nominal_row,
     sampled_scenario,
@@ -101,3 +102,27 @@ def test_a_stated_zero_range_pins_an_input_that_has_a_default_spread() -> None:
     assert "timing.cycle_overhead_ms" in fields
     unpinned = with_overrides(load_scenario(llama), {"uncertainty.hardware": {}})
     assert "hardware.bandwidth_efficiency" in {u.field for u in uncertain_inputs(unpinned)}
+
+
+def test_pass_response_added_in_place_has_the_bits_of_its_interpolation():
+    """``add_to`` (the sampled model's in-place sum over inputs, reusing its buffers) and
+    ``at`` give the bits of (1 - t) d_i + t d_(i+1) added to the total, draws outside the
+    nodes held at the ends; one node adds zeros (a -0.0 becomes 0.0, as adding them did)."""
+    rng = np.random.default_rng(7)
+    nodes, deltas = np.array([0.3, 0.5, 0.9, 1.4]), rng.normal(size=(4, 23))
+    values = rng.uniform(0.0, 1.6, 500)
+    idx = np.clip(np.searchsorted(nodes, values) - 1, 0, 2)
+    t = np.clip((values - nodes[idx]) / (nodes[idx + 1] - nodes[idx]), 0.0, 1.0)[:, None]
+    want = (1.0 - t) * deltas[idx] + t * deltas[idx + 1]
+    resp = PassResponse("timing.verify_ms", nodes, deltas)
+    assert np.array_equal(resp.at(values), want)
+    total = rng.normal(size=(500, 23))
+    expected = total + want
+    below, above = np.full_like(total, np.nan), np.full_like(total, np.nan)
+    resp.add_to(total, values, below, above)
+    assert np.array_equal(total, expected)
+    single = PassResponse("timing.verify_ms", np.array([0.5]), np.zeros((1, 23)))
+    signed = np.full((500, 23), -0.0)
+    single.add_to(signed, values, below, above)
+    assert np.array_equal(np.signbit(signed), np.signbit(signed + single.at(values)))
+    assert not np.signbit(signed).any()

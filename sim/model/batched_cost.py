@@ -43,6 +43,13 @@ Prefill passes have no batch-1 anchor (the batch-1 engines have no prefill) and 
 curve's time; the drafter's prefill (EAGLE drafts from the target's hidden states, so it
 runs over the prompt too) is added when the server speculates. The per-cycle overhead is
 charged to speculative decode iterations only, as in the batch-1 cycle.
+
+Host work. The host's per-request work beyond the first request (``HostWork``,
+sim/model/host_work.py) is added to the overhead phase of the decode iterations that do
+not hide it behind the GPU: a speculating server's when the engine overlaps plain decoding
+only (SGLang, TensorRT-LLM), every iteration's when it overlaps none (vLLM before 0.14);
+an overlapped iteration pays only what its own time does not cover. At one request it adds
+exactly 0, so the anchoring above holds.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from numpy.typing import ArrayLike
 
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
+from sim.model.host_work import HostWork
 
 __all__ = [
     "DecodeCurve",
@@ -160,10 +168,15 @@ class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
     total) plus, per pass, ``times x (curve(rows of m-token sequences) - reference)``;
     ``terms`` holds (times, curve, rows, m, beams, reference ms) per pass: ``rows`` = batch
-    x beams sequences whose contexts sum to beams x the batch's context sum."""
+    x beams sequences whose contexts sum to beams x the batch's context sum. ``host``,
+    ``batch`` and ``speculating``: the host work the iteration adds (sim/model/host_work.py;
+    None: none)."""
 
     anchor_ms: float
     terms: tuple[tuple[float, PassCurve, int, int, int, float], ...]
+    host: HostWork | None = None
+    batch: int = 1
+    speculating: bool = False
 
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:
         """Iteration ms for context sums ``context_tokens`` (any shape, same shape out)."""
@@ -173,6 +186,8 @@ class DecodeCurve:
             tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
             growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
             total += growth if times == 1.0 else times * growth
+        if self.host is not None and self.batch > 1:
+            total += self.host.extra_ms(self.batch, self.speculating, total)
         return total
 
 
@@ -183,7 +198,8 @@ class IterationCost:
     ``batch1``: the batch-1 pass times (the anchor); ``reference_context_tokens``: the
     context at which they hold (the batch-1 engines do not model context);
     ``draft_table_ms`` / ``draft_ms_per_extra_token``: the batch-1 drafter pass over m beams
-    (sim/model/tree_cost.py ``draft_over_ms``), for trees' batch-1 cycles.
+    (sim/model/tree_cost.py ``draft_over_ms``), for trees' batch-1 cycles; ``host``: the
+    host work per request and which iterations hide it (default: none).
     """
 
     batch1: PassTimes
@@ -191,10 +207,11 @@ class IterationCost:
     reference_context_tokens: float = 0.0
     draft_table_ms: tuple[float, ...] | None = None
     draft_ms_per_extra_token: float = 0.0
+    host: HostWork = field(default_factory=HostWork)
     _refs: dict[tuple[str, int, int], float] = field(
         default_factory=dict, repr=False, compare=False
     )
-    _plain: dict[tuple[int, Draft, int | None], DecodeCurve] = field(
+    _plain: dict[tuple[int, Draft, int | None, bool], DecodeCurve] = field(
         default_factory=dict, repr=False, compare=False
     )
     _cycles: dict[Draft, CycleCost] = field(default_factory=dict, repr=False, compare=False)
@@ -269,7 +286,8 @@ class IterationCost:
         with decode, vLLM); the drafter processes them in its extend pass, or in a drafter
         prefill pass when k = 0 and ``drafter`` (a speculating server that decodes plainly
         this iteration still builds its drafter's KV). ``extend_tokens``: the draft
-        extend's tokens per request in the batched growth (None: the verify's width).
+        extend's tokens per request in the batched growth (None: the verify's width). The
+        host work (``host``) is in the overhead phase.
         """
         if batch < 1:
             raise ValueError(f"a decode iteration needs at least one request, got {batch}")
@@ -281,15 +299,22 @@ class IterationCost:
             extend = zero
             if drafter and prefill is not None and prefill.tokens:
                 extend = self._draft_prefill_ms(prefill) + zero
-            return zero + c.draft_ms, verify, extend, zero + c.overhead_ms
-        n = verify_tokens(draft)
-        draft_ms = c.draft_ms + zero
-        for times, beams in draft_passes(draft):
-            draft_ms = draft_ms + times * self._growth("draft_step", batch, 1, s, beams=beams)
-        verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
-        w = n if extend_tokens is None else extend_tokens
-        extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
-        return draft_ms, verify, extend, zero + c.overhead_ms
+            draft_ms = zero + c.draft_ms
+        else:
+            n = verify_tokens(draft)
+            draft_ms = c.draft_ms + zero
+            for times, beams in draft_passes(draft):
+                draft_ms = draft_ms + times * self._growth("draft_step", batch, 1, s, beams=beams)
+            verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
+            w = n if extend_tokens is None else extend_tokens
+            extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
+        overhead = zero + c.overhead_ms
+        if batch > 1:
+            speculating = drafter or not self._off(draft)
+            overhead = overhead + self.host.extra_ms(
+                batch, speculating, draft_ms + verify + extend + overhead
+            )
+        return draft_ms, verify, extend, overhead
 
     def decode_ms(
         self,
@@ -311,7 +336,7 @@ class IterationCost:
         the batch-1 extend's own accept length (the batch-1 engines' law; none when it is 0).
         """
         if prefill is None or not prefill.tokens:
-            total = self.decode_curve(batch, draft, extend_tokens).ms(context_tokens)
+            total = self.decode_curve(batch, draft, extend_tokens, drafter).ms(context_tokens)
         else:
             parts = self.decode_phases(
                 batch, draft, context_tokens, prefill, drafter, extend_tokens=extend_tokens
@@ -324,11 +349,12 @@ class IterationCost:
         return total
 
     def decode_curve(
-        self, batch: int, draft: Draft, extend_tokens: int | None = None
+        self, batch: int, draft: Draft, extend_tokens: int | None = None, drafter: bool = False
     ) -> DecodeCurve:
         """The decode iteration time of ``batch`` requests drafting ``draft`` as a function
-        of the context sum (built once per (batch, draft, extend tokens))."""
-        key = (batch, draft, extend_tokens)
+        of the context sum (built once per (batch, draft, extend tokens, drafter));
+        ``drafter``: the server speculates (its plain iterations may not hide host work)."""
+        key = (batch, draft, extend_tokens, drafter)
         curve = self._plain.get(key)
         if curve is None:
             if batch < 1:
@@ -352,7 +378,9 @@ class IterationCost:
                 for times, name, tokens, beams in passes
                 if times
             )
-            curve = DecodeCurve(self.batch1_cycle(draft).total_ms, terms)
+            speculating = drafter or not self._off(draft)
+            host = self.host if self.host.us_per_request else None
+            curve = DecodeCurve(self.batch1_cycle(draft).total_ms, terms, host, batch, speculating)
             self._plain[key] = curve
         return curve
 

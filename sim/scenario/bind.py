@@ -53,7 +53,7 @@ from sim.scenario.decompose import (
     target_weights,
 )
 from sim.scenario.priors import DecayPrior, decay_prior, shape_error
-from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
+from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario, ServingSpec
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass
@@ -581,6 +581,28 @@ def batch1_points(
     return out
 
 
+def host_work_note(serving: ServingSpec) -> str:
+    """One line for a serving report: the host work per request, where its value comes
+    from, and which iterations hide it (sim/model/host_work.py)."""
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
+
+    low, high = US_PER_REQUEST_RANGE
+    us = serving.host_us_per_request
+    given = "serving.host_us_per_request" in serving.model_fields_set
+    origin = "given" if given or us != DEFAULT_US_PER_REQUEST else "assumed, default"
+    hides = {
+        "baseline": "hidden behind the GPU in plain decoding only, serial in a speculating "
+        "server's iterations (SGLang, TensorRT-LLM)",
+        "both": "hidden behind the GPU in every iteration (vLLM >= 0.14)",
+        "none": "serial in every iteration (vLLM before 0.14)",
+    }[serving.host_overlap]
+    return (
+        f"host work: {us:g} us per running request per iteration beyond the first ({origin}; "
+        f"public measurements put it at {low:g}-{high:g}), {hides} (serving.host_overlap = "
+        f"'{serving.host_overlap}')"
+    )
+
+
 def serving_cost(
     scenario: Scenario,
     *,
@@ -613,10 +635,13 @@ def serving_cost(
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
+    The host's per-request work and the iterations that hide it come from
+    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
     from sim.model.batched_cost import IterationCost, ServingCurves
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     batch1 = pass_times(scenario)
     hw = ScenarioHardware(scenario)
@@ -678,10 +703,16 @@ def serving_cost(
         draft_prefill=built.get("draft_prefill"),
     )
     table = draft_pass_table_ms(scenario, max_beams) if speculative and max_beams > 1 else None
+    host = (
+        HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
+        if scenario.serving is not None
+        else HostWork(DEFAULT_US_PER_REQUEST)
+    )
     return IterationCost(
         batch1,
         curves,
         reference_context_tokens,
         draft_table_ms=table,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        host=host,
     )

@@ -27,6 +27,7 @@ from pydantic import (
 from sim.errors import UnknownNameError
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
+from sim.model.host_work import DEFAULT_US_PER_REQUEST
 from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
 
@@ -624,6 +625,13 @@ class ServingSpec(Section):
     eager extend and vLLM's proposer do) or ``padded`` (over the verify's width per request,
     as SGLang's CUDA-graphed draft extend runs). SLOs for attainment: ``ttft_slo_ms``,
     ``tpot_slo_ms``.
+
+    Host work (sim/model/host_work.py): ``host_us_per_request`` (the host's work per
+    running request per iteration; default 20 us, assumed, 7-38 from public measurements)
+    and ``host_overlap``, which iterations hide it behind the GPU: ``baseline`` (plain
+    decoding only: SGLang and TensorRT-LLM turn their overlap scheduler off for speculative
+    decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
+    or ``none`` (vLLM before 0.14).
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -639,6 +647,8 @@ class ServingSpec(Section):
     k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
     draft_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
     draft_extend: Literal["accepted", "padded"] = "accepted"
+    host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
+    host_overlap: Literal["baseline", "both", "none"] = "baseline"
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 

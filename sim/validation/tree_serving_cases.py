@@ -62,10 +62,13 @@ def _scenario(alpha: float, overhead_ms: float) -> Scenario:
                 "output_tokens": pub.VLLM_22752_OUTPUT_TOKENS,
             },
             # at most 16 users run at once; 64 keeps a full batch of trees within the budget
+            # vLLM in August 2025 (the PR's): no asynchronous scheduling, host work serial
+            # in every iteration (sim/model/host_work.py)
             "serving": {
                 "batching": "chunked",
                 "draft_extend": "accepted",
                 "max_running_requests": 64,
+                "host_overlap": "none",
             },
         },
         source="sim.validation.tree_serving_cases (vllm #22752)",

@@ -21,7 +21,7 @@ from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree_acceptance import TreeDraft
-from sim.scenario.bind import acceptance_model, rank_shares, serving_cost
+from sim.scenario.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan
@@ -313,6 +313,7 @@ def serving_setup(
     )
     if serving.kv_capacity_tokens is None:
         notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
+    notes.append(host_work_note(serving))
     if timing.jitter_cv:
         notes.append(
             f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "

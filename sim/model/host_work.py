@@ -1,0 +1,106 @@
+"""Host (CPU) work of a serving iteration that grows with the batch, and whether the engine
+hides it behind the GPU.
+
+Every iteration of a serving engine runs Python on the host for each running request:
+scheduling, building the batch's metadata, appending the sampled tokens, checking stop
+conditions, streaming the output. An engine with an *overlap* (asynchronous) scheduler
+prepares iteration n + 1 while the GPU runs iteration n, so that work costs nothing until
+it exceeds the GPU's; without one it adds to every iteration. Engines have shipped with the
+overlap for plain decoding but not for speculative decoding:
+
+* SGLang: the overlap scheduler is on by default since v0.4 (sgl-project/sglang PR #2067,
+  "Enable overlap by default"; the v0.4 release post, lmsys.org/blog/2024-12-04-sglang-v0-4,
+  "zero-overhead batch scheduler"), and ``server_args.py`` turns it off for EAGLE and
+  EAGLE-3 ("Overlap scheduler is disabled because of using eagle speculative decoding",
+  v0.4.x-v0.5.6; overlap for speculative decoding, "spec v2", came as an opt-in in late
+  2025, sgl-project/sglang issue #11762);
+* TensorRT-LLM: "Disable overlap for speculative decoding" (NVIDIA/TensorRT-LLM PR #3625,
+  2025-04);
+* vLLM V1: no asynchronous scheduling by default until v0.14 (2026-01), which turned it
+  on with EAGLE/MTP too (vllm-project/vllm PR #31998): before it, plain and speculative
+  iterations alike pay their host work.
+
+``overlap`` says which iterations hide it: ``baseline`` (plain decoding only: SGLang,
+TensorRT-LLM), ``both`` (vLLM >= 0.14) or ``none`` (vLLM before 0.14).
+
+How much per request (``DEFAULT_US_PER_REQUEST``, assumed, ``US_PER_REQUEST_RANGE``):
+
+* SGLang's overlap hides 0.61 ms per plain decode iteration at 16 running requests
+  (Llama-3.1-8B, TP4: 3,053.86 -> 3,458.31 tok/s, sgl-project/sglang PR #5608), of which
+  about 0.5 ms does not depend on the batch (0.74 ms hidden at one request: LFM2 on an
+  RTX 5090, 364.3 -> 498.5 tok/s, sgl-project/sglang PR #38131): about 7 us per request
+  for plain decoding, the range's low end;
+* the range's high end, 38 us: all of PR #5608's 0.61 ms charged to its 16 requests; the
+  same as vLLM's scheduler, input preparation and sampler per request in microsoft/vidur's
+  CPU profile (data/profiling/a100/cpu_overheads.csv, Llama-2-7B on an A100 host, medians
+  from batch 8 to 64: 14 + 15.5 + 8.6 = 38 us a request);
+* a speculative iteration runs that loop and more: SGLang's EAGLE worker builds a batch
+  for each of its draft, verify and draft-extend passes, and its verify appends and
+  checks every accepted token of every request in Python (python/sglang/srt/speculative/
+  eagle_utils.py, ``verify``): about three times plain decoding's 7 us, 20 us.
+
+The central value was settled from this evidence after a screen of 10-80 us on the serving
+validation's curves (docs/validation.md discloses it). Only the growth beyond one request
+is added: the batch-1 pass times already hold the batch-1 host work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "DEFAULT_US_PER_REQUEST",
+    "OVERLAPS",
+    "US_PER_REQUEST_RANGE",
+    "HostWork",
+]
+
+#: Host work per running request per speculative iteration (us), and its plausible range.
+DEFAULT_US_PER_REQUEST = 20.0
+US_PER_REQUEST_RANGE: tuple[float, float] = (7.0, 38.0)
+
+Overlap = Literal["baseline", "both", "none"]
+#: Which iterations hide their host work behind the GPU (see the module docstring).
+OVERLAPS: tuple[str, ...] = ("baseline", "both", "none")
+
+
+@dataclass(frozen=True)
+class HostWork:
+    """Host work per running request per iteration (``us_per_request``) and which
+    iterations overlap it with the GPU (``overlap``, one of ``OVERLAPS``)."""
+
+    us_per_request: float = 0.0
+    overlap: Overlap = "baseline"
+
+    def __post_init__(self) -> None:
+        if self.us_per_request < 0:
+            raise ValueError(f"us_per_request must be >= 0, got {self.us_per_request}")
+        if self.overlap not in OVERLAPS:
+            raise ValueError(f"overlap must be one of {OVERLAPS}, got {self.overlap!r}")
+
+    def serial(self, speculating: bool) -> bool:
+        """True when an iteration of a server that speculates (``speculating``) or not
+        adds its host work to the GPU's."""
+        if self.overlap == "none":
+            return True
+        return self.overlap == "baseline" and speculating
+
+    def growth_ms(self, batch: int) -> float:
+        """Host work beyond one request's (ms) of an iteration over ``batch`` requests."""
+        if batch < 1:
+            raise ValueError(f"an iteration has at least one request, got {batch}")
+        return self.us_per_request * (batch - 1) / 1000.0
+
+    def extra_ms(self, batch: int, speculating: bool, iteration_ms: ArrayLike) -> np.ndarray:
+        """What the host work adds to iterations of ``iteration_ms`` (any shape, same shape
+        out): its growth beyond one request when serial, else only the part of that growth
+        the iteration's own time does not cover; 0 at one request either way."""
+        gpu = np.asarray(iteration_ms, dtype=float)
+        growth = self.growth_ms(batch)
+        if self.serial(speculating):
+            return np.full(gpu.shape, growth)
+        return np.maximum(growth - gpu, 0.0)

@@ -1,0 +1,103 @@
+"""Host work per request: serial where the engine does not overlap it, hidden where it
+does until it exceeds the iteration, and exactly nothing at one request."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
+from sim.model.cycle import PassTimes, cycle_cost
+from sim.model.host_work import OVERLAPS, HostWork
+from sim.scenario.bind import serving_cost
+from sim.scenario.load import load_scenario
+from tests.conftest import SEED
+
+PASSES = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6)
+LINEAR = ServingCurves(
+    decode=LinearCurve(9.0, 0.01, 1e-5),
+    verify=LinearCurve(25.0, 0.05, 2e-5),
+    prefill=LinearCurve(5.0, 0.02),
+    draft_step=LinearCurve(1.0, 0.001, 1e-6),
+    draft_extend=LinearCurve(1.2, 0.002),
+    draft_prefill=LinearCurve(0.5, 0.001),
+)
+
+
+def test_growth_and_which_iterations_pay_it_by_hand():
+    host = HostWork(20.0, "baseline")
+    assert host.growth_ms(1) == 0.0
+    assert host.growth_ms(33) == pytest.approx(32 * 20.0 / 1000.0)  # 0.64 ms
+    assert host.serial(True) and not host.serial(False)
+    assert HostWork(20.0, "none").serial(False) and HostWork(20.0, "none").serial(True)
+    assert not HostWork(20.0, "both").serial(True)
+    # serial: the growth whatever the iteration's time; overlapped: only what sticks out
+    assert host.extra_ms(33, True, np.array([5.0, 50.0])).tolist() == [0.64, 0.64]
+    assert host.extra_ms(33, False, np.array([0.5, 50.0])) == pytest.approx([0.14, 0.0])
+
+
+@pytest.mark.parametrize("overlap", OVERLAPS)
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_one_request_is_the_batch_one_cycle_exactly(overlap, k):
+    cost = IterationCost(PASSES, LINEAR, host=HostWork(35.0, overlap))
+    for drafter in (False, True):
+        got = cost.decode_ms(1, k, np.array([0.0, 0.0]), drafter=drafter)
+        assert got.tolist() == [cycle_cost(PASSES, k).total_ms] * 2  # bit for bit
+
+
+@pytest.mark.parametrize(
+    ("overlap", "plain_pays", "speculating_pays"),
+    [("baseline", False, True), ("none", True, True), ("both", False, False)],
+)
+def test_a_batch_pays_where_the_engine_does_not_overlap(overlap, plain_pays, speculating_pays):
+    b, s = 16, np.array([4000.0])
+    bare = IterationCost(PASSES, LINEAR)
+    cost = IterationCost(PASSES, LINEAR, host=HostWork(30.0, overlap))
+    growth = 15 * 30.0 / 1000.0
+    for k, drafter, pays in (
+        (0, False, plain_pays),  # a plain server
+        (0, True, speculating_pays),  # a speculating server's plain iteration
+        (3, True, speculating_pays),
+    ):
+        extra = float(cost.decode_ms(b, k, s, drafter=drafter)[0]) - float(
+            bare.decode_ms(b, k, s, drafter=drafter)[0]
+        )
+        assert extra == pytest.approx(growth if pays else 0.0, abs=1e-12)
+        # the per-phase path carries it in the overhead phase
+        phases = cost.decode_phases(b, k, s, drafter=drafter)
+        bare_phases = bare.decode_phases(b, k, s, drafter=drafter)
+        assert float(phases[3][0] - bare_phases[3][0]) == pytest.approx(extra, abs=1e-12)
+        assert float(sum(p[0] for p in phases)) == pytest.approx(
+            float(cost.decode_ms(b, k, s, drafter=drafter)[0]), rel=1e-12
+        )
+
+
+def test_overlapped_host_work_shows_once_it_exceeds_the_iteration():
+    tiny = ServingCurves(*(LinearCurve(0.0) for _ in range(6)))
+    passes = PassTimes(1.0, 1.0, 2, 0.0, 0.1, 0.1, 0.0)
+    cost = IterationCost(passes, tiny, host=HostWork(100.0, "both"))
+    # 64 requests: 6.3 ms of host work against a 1 ms plain iteration
+    got = float(cost.decode_ms(64, 0, np.array([0.0]))[0])
+    assert got == pytest.approx(1.0 + (6.3 - 1.0))
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(ValueError, match="us_per_request"):
+        HostWork(-1.0)
+    with pytest.raises(ValueError, match="overlap"):
+        HostWork(1.0, "sometimes")  # type: ignore[arg-type]
+
+
+def test_the_scenario_sets_the_host_work():
+    sc = load_scenario(
+        SEED,
+        [
+            "model.draft_params=2.0e9",
+            "serving.host_us_per_request=12.5",
+            "serving.host_overlap=none",
+        ],
+    )
+    cost = serving_cost(sc)
+    assert cost.host == HostWork(12.5, "none")
+    default = serving_cost(load_scenario(SEED, ["model.draft_params=2.0e9"]))
+    assert default.host.overlap == "baseline" and default.host.us_per_request == 20.0

@@ -54,6 +54,12 @@ LLAMA8B_MODEL: dict[str, Any] = {
     "kv_bytes_per_token": 131072.0,
     "attention_flops_per_pair": 524288.0,
 }
+#: yuhuili/EAGLE-LLaMA3.1-Instruct-8B (EAGLE-1): an fc layer 2 x 4096 -> 4096 (33.6M) and
+#: one Llama decoder layer (218.1M, as the target's); it has no LM head of its own, so each
+#: drafter pass also reads the target's 128256 x 4096 head (525.3M): 777M read per pass
+#: (SGLang's EAGLE worker and vLLM's proposer share the target's head with it). The EAGLE-3
+#: drafter's 0.424B has its own 32k-token head.
+EAGLE1_DRAFT_PARAMS = 33.6e6 + 218.1e6 + 525.3e6
 #: MT-Bench traffic, ASSUMED (the papers do not print their lengths): prompts of ~128
 #: tokens and answers of ~512, lognormal (log-sd 0.5) so that users drift apart.
 MT_BENCH_WORKLOAD: dict[str, Any] = {
@@ -207,10 +213,7 @@ def sglang_scenarios() -> tuple[Scenario, Scenario]:
     )
     fitted = _fit(base, "timing.cycle_overhead_ms", 0.0, 50.0, table["EAGLE-3"][2], 2)
     # EAGLE (the first drafter): its chain-3 acceptance is not published; fit one rate on bs=2
-    one_rate = scenario_from_dict(
-        {**fitted.model_dump(exclude_none=True), "acceptance": {"alpha": 0.5}},
-        source="validation",
-    )
+    one_rate = _with_eagle1_drafter(fitted)
     eagle = _fit(
         one_rate,
         "acceptance.alpha",
@@ -258,8 +261,9 @@ def case_eagle3_sglang() -> tuple[Case, Case]:
         ),
         _ratio_rows(eagle, table["EAGLE"], "EAGLE-3 paper T3 EAGLE", skip=(2,)),
         setup=(
-            "the EAGLE-3 case's server and fitted overhead (the EAGLE drafter is one decoder "
-            "layer too)",
+            "the EAGLE-3 case's server and fitted overhead; the EAGLE-1 drafter reads the "
+            "target's LM head (one decoder layer, its fc and the 128k-token head: 777M "
+            "parameters a pass, against the EAGLE-3 drafter's 424M)",
             f"fitted: one conditional rate alpha = {alpha:.4f} on the EAGLE speedup at batch 2 "
             "(1.40); its chain-3 acceptance is not published",
         ),
@@ -267,12 +271,18 @@ def case_eagle3_sglang() -> tuple[Case, Case]:
     return eagle3, eagle_case
 
 
+def _with_eagle1_drafter(scenario: Scenario) -> Scenario:
+    """The EAGLE-3 case's server with the EAGLE-1 drafter (``EAGLE1_DRAFT_PARAMS``) and one
+    conditional rate, to be fitted."""
+    raw = scenario.model_dump(exclude_none=True)
+    raw["model"] = {**raw["model"], "draft_params": EAGLE1_DRAFT_PARAMS}
+    return scenario_from_dict({**raw, "acceptance": {"alpha": 0.5}}, source="validation")
+
+
 def _with_one_rate(scenario: Scenario, table: Mapping[int, float], batch: int) -> Scenario:
-    """The scenario with one conditional rate fitted to the speedup at ``batch``."""
-    one_rate = scenario_from_dict(
-        {**scenario.model_dump(exclude_none=True), "acceptance": {"alpha": 0.5}},
-        source="validation",
-    )
+    """The scenario with the EAGLE-1 drafter and one conditional rate fitted to the
+    speedup at ``batch``."""
+    one_rate = _with_eagle1_drafter(scenario)
     return _fit(one_rate, "acceptance.alpha", 0.05, 0.99, table[batch], batch)
 
 
@@ -305,7 +315,8 @@ def case_eagle3_vllm() -> tuple[Case, Case]:
         "EAGLE-3 acceptance: vLLM test_acceptance_length's first two cumulative rates "
         f"{list(pub.VLLM_EAGLE3_CUMULATIVE[:2])}, not fitted",
         f"fitted: cycle_overhead_ms = {overhead:.3f} on the EAGLE-3 speedup at batch 2 (1.75); "
-        f"EAGLE: one conditional rate alpha = {alpha:.4f} on its speedup at batch 2 (1.30)",
+        f"EAGLE: one conditional rate alpha = {alpha:.4f} on its speedup at batch 2 (1.30), "
+        "its drafter reading the target's LM head (777M parameters a pass)",
         "workload ASSUMED as in the SGLang case (MT-Bench-like lognormal ~128 / ~512 tokens)",
     )
     cal = ("EAGLE-3 paper T5 EAGLE-3 bs=2",)

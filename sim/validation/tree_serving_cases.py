@@ -29,15 +29,16 @@ from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import tree_data as pub
 from sim.validation.cases import Case, Row
-from sim.validation.serving_cases import LLAMA8B_MODEL, SERVING_REPLICATIONS, SERVING_SEED
+from sim.validation.serving_cases import (
+    EAGLE1_DRAFT_PARAMS,
+    LLAMA8B_MODEL,
+    SERVING_REPLICATIONS,
+    SERVING_SEED,
+)
 from sim.validation.tree_cases import PRIOR
 
 __all__ = ["tree_serving_cases"]
 
-#: yuhuili/EAGLE-LLaMA3.1-Instruct-8B (EAGLE-1): an fc layer 2 x 4096 -> 4096 (33.6M) and
-#: one Llama decoder layer (218.1M, as the target's); it has no LM head of its own, so each
-#: drafter pass also reads the target's 128256 x 4096 head (525.3M): 777M read per pass.
-EAGLE1_DRAFT_PARAMS = 33.6e6 + 218.1e6 + 525.3e6
 #: MT-bench prompts, ASSUMED ~128 tokens (the PR does not print them); answers 256 tokens
 #: (derived from the PR's durations, tree_data.VLLM_22752_DURATION_S).
 PROMPT_TOKENS = 128

@@ -30,10 +30,11 @@ time is the one that makes the critical path equal the measurement
 (``launch.calibrate_compute_ms``); between points the curve is linear in the work
 and beyond the last point it keeps the last segment's slope. With one measured point (the
 batch-1 pass) the slope is ``DEFAULT_SLOPE`` = 1: the time the measurement spends above the
-work is a fixed overhead and growth costs exactly the extra bytes at peak bandwidth and
-the extra FLOPs at peak throughput, a lower bound on real growth. A second point
-at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is exact
-at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
+work is a fixed overhead and growth costs the extra bytes at peak bandwidth and the extra
+FLOPs at peak throughput. Public measurements put the real slope on both sides of 1, so 1
+stays, as the middle of the evidence rather than a bound (``DEFAULT_SLOPE``). A second
+point at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is
+exact at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
 rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are split).
 
 Routed experts under a fused-MoE kernel (``PassPhysics.moe_kernel``, sim/hardware/
@@ -127,6 +128,24 @@ class MeasuredPass:
 
 #: Compute ms per work ms beyond the measured points when one point is all there is.
 DEFAULT_SLOPE = 1.0
+#: What public measurements say of that slope (growth ms per ms of work at peak), 0.1-1.35:
+#:
+#: * below 1 for dense GEMMs up to a few hundred tokens: microsoft/vidur's profiles of the
+#:   linear layers (attention projections and MLP, data/profiling/compute/{h100,a100,a40}/,
+#:   Llama-2-7B/70B, Llama-3-8B, CodeLlama-34B) grow from 1 token to 128 by 0.1-0.9 of the
+#:   extra FLOPs at peak at TP 1-2 (H100 TP1 Llama-2-70B: 18 us against 220 us at peak),
+#:   since the weight read covers the FLOPs until the roofline's knee;
+#: * at or above 1 beyond the knee: the same profiles at 1,024-4,096 tokens take 1.0-1.35x
+#:   the FLOPs at peak (a smooth roofline fitted to all 40 curves: 0.75 of peak FLOPs);
+#: * about 1.3 for a whole engine step averaged over batches 1-64: SpecDecode-Bench/
+#:   simulator predictor.py (Llama-3.1-8B, H100, vLLM, fitted on batch 1-64 step times)
+#:   charges 21.0 us per batched token against 16.2 us of FLOPs at peak, its per-KV-token
+#:   term at peak bandwidth; that step may hold host work too (vLLM before 0.14 did not
+#:   overlap it), which sim/model/host_work.py prices apart.
+#:
+#: Tried as the default, 1 / 0.77 moved the serving validation's SGLang curves toward the
+#: measurements and its vLLM RTX 3090 curves away (README, "How far to trust it"), so it
+#: is not used.
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from sim.scenario.decompose import (
     target_weights,
 )
 from sim.scenario.priors import DecayPrior, decay_prior, shape_error
-from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario, ServingSpec
+from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass
@@ -581,15 +581,21 @@ def batch1_points(
     return out
 
 
-def host_work_note(serving: ServingSpec) -> str:
+def host_work_note(scenario: Scenario) -> str:
     """One line for a serving report: the host work per request, where its value comes
     from, and which iterations hide it (sim/model/host_work.py)."""
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
+    from sim.scenario.schema import ServingSpec
 
+    serving = scenario.serving or ServingSpec()
     low, high = US_PER_REQUEST_RANGE
-    us = serving.host_us_per_request
-    given = "serving.host_us_per_request" in serving.model_fields_set
-    origin = "given" if given or us != DEFAULT_US_PER_REQUEST else "assumed, default"
+    origin, reason = scenario.given_origin("serving.host_us_per_request")
+    if origin == "override":
+        said = reason
+    elif serving.host_us_per_request == DEFAULT_US_PER_REQUEST:
+        said = f"assumed, the default; public measurements put it at {low:g}-{high:g} us"
+    else:
+        said = "given in the scenario"
     hides = {
         "baseline": "hidden behind the GPU in plain decoding only, serial in a speculating "
         "server's iterations (SGLang, TensorRT-LLM)",
@@ -597,8 +603,8 @@ def host_work_note(serving: ServingSpec) -> str:
         "none": "serial in every iteration (vLLM before 0.14)",
     }[serving.host_overlap]
     return (
-        f"host work: {us:g} us per running request per iteration beyond the first ({origin}; "
-        f"public measurements put it at {low:g}-{high:g}), {hides} (serving.host_overlap = "
+        f"host work: {serving.host_us_per_request:g} us per running request per iteration "
+        f"beyond the first ({said}), {hides} (serving.host_overlap = "
         f"'{serving.host_overlap}')"
     )
 

@@ -147,11 +147,13 @@ def vllm_profile(
 ) -> dict[int, dict[int, float]]:
     """ITL (ms) at vLLM's profiled batch sizes (those <= ``max_batch``, and
     ``max_batch`` itself) and K, from the plan's cost model at ``context_tokens`` per
-    request."""
+    request, on the speculating server (K = 0 too: the server that profiles has its
+    drafter loaded, so its plain iterations pay what its speculative ones pay for host
+    work)."""
     sizes = sorted({b for b in VLLM_PROFILE_BATCHES if b <= max_batch} | {max_batch})
     return {
         b: {
-            k: float(plan.cost.decode_ms(b, k, np.array([b * context_tokens]))[0])
+            k: float(plan.cost.decode_ms(b, k, np.array([b * context_tokens]), drafter=True)[0])
             for k in VLLM_PROFILE_K
         }
         for b in sizes

@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+from sim.model.host_work import US_PER_REQUEST_RANGE
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.crossover import crossover, load_grid
@@ -73,6 +74,27 @@ def _study(scenario: Scenario, batches: Sequence[int]):
     grid = [*batches, 2 * max(batches)]
     k = sc.num_steps
     return crossover(ev, load_grid("concurrency", grid), [k], metrics=["aggregate_tok_s"]), k
+
+
+def _host_ends(scenario: Scenario, batches: Sequence[int]) -> str:
+    """Where speculation stops paying at the two ends of the host work's plausible range
+    (sim/model/host_work.py), the rest of the calibrated scenario unchanged."""
+    ends = []
+    for us in US_PER_REQUEST_RANGE:
+        other = with_overrides(scenario, {"serving.host_us_per_request": us}, source="validation")
+        result, k = _study(other, batches)
+        c = result.curve("aggregate_tok_s", k)
+        stops = [x for x in c.crossings if x.direction == "stops paying"]
+        ends.append(
+            f"{stops[0].at:.1f} users at {us:g} us"
+            if stops
+            else f"none up to {max(c.loads):.0f} users at {us:g} us"
+        )
+    return (
+        "At the ends of the host work's plausible range (a request's host work per "
+        f"iteration, sim/model/host_work.py) the predicted crossover is {ends[0]} and "
+        f"{ends[1]}."
+    )
 
 
 def _case(
@@ -150,6 +172,8 @@ def _case(
             f"Every predicted crossing: {notes_all} users (the first that stops paying "
             "is the one compared)."
         )
+    if stops and scenario.serving is not None and scenario.serving.host_overlap != "both":
+        notes.append(_host_ends(scenario, sorted(gains)))
     agree, misses = 0, []
     for b, g in sorted(gains.items()):
         predicted = by_load[float(b)].mean

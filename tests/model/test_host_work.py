@@ -12,16 +12,7 @@ from sim.model.host_work import OVERLAPS, HostWork
 from sim.scenario.bind import serving_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
-
-PASSES = PassTimes(12.12, 30.0, 3, 0.7, 1.2, 1.5, 0.6)
-LINEAR = ServingCurves(
-    decode=LinearCurve(9.0, 0.01, 1e-5),
-    verify=LinearCurve(25.0, 0.05, 2e-5),
-    prefill=LinearCurve(5.0, 0.02),
-    draft_step=LinearCurve(1.0, 0.001, 1e-6),
-    draft_extend=LinearCurve(1.2, 0.002),
-    draft_prefill=LinearCurve(0.5, 0.001),
-)
+from tests.model.test_batched_cost import LINEAR, PASSES
 
 
 def test_growth_and_which_iterations_pay_it_by_hand():
@@ -101,3 +92,17 @@ def test_the_scenario_sets_the_host_work():
     assert cost.host == HostWork(12.5, "none")
     default = serving_cost(load_scenario(SEED, ["model.draft_params=2.0e9"]))
     assert default.host.overlap == "baseline" and default.host.us_per_request == 20.0
+
+
+def test_the_report_line_says_the_value_its_origin_and_who_hides_it():
+    from sim.scenario.bind import host_work_note
+
+    default = host_work_note(load_scenario(SEED, []))
+    assert "20 us per running request" in default
+    assert "assumed, the default; public measurements put it at 7-38 us" in default
+    assert "host_overlap = 'baseline'" in default
+    set_line = host_work_note(
+        load_scenario(SEED, ["serving.host_us_per_request=5", "serving.host_overlap=both"])
+    )
+    assert "5 us per running request" in set_line and "set by --set" in set_line
+    assert "hidden behind the GPU in every iteration (vLLM >= 0.14)" in set_line

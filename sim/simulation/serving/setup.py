@@ -313,7 +313,7 @@ def serving_setup(
     )
     if serving.kv_capacity_tokens is None:
         notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
-    notes.append(host_work_note(serving))
+    notes.append(host_work_note(scenario))
     if timing.jitter_cv:
         notes.append(
             f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "

@@ -52,6 +52,7 @@ per unit of work, shifted through its own point.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -198,13 +199,39 @@ class ComputeCurve:
         return np.where(x > r[-1], c[-1] + high * (x - r[-1]), out)
 
 
+#: Token-count terms kept for every pass of equal physics, shared by all ``BatchedPass``
+#: instances (a serving study builds a plan per load and k, whose passes meet the same
+#: prompt lengths again): physics fingerprint -> {(tokens, sequences): terms}. At most
+#: ``SHARED_PHYSICS`` fingerprints (the oldest dropped) of ``SHARED_ENTRIES`` entries each
+#: (emptied when full).
+SHARED_PHYSICS = 32
+SHARED_ENTRIES = 1 << 16
+_SHARED_TERMS: dict[bytes, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}
+
+
+def shared_terms(
+    physics: PassPhysics,
+) -> dict[tuple[int, int | None], tuple[float, float, Envelope]]:
+    """The token-count terms kept for ``physics`` (keyed by its pickled bytes: equal bytes
+    are equal physics, so a hit is the same computation)."""
+    key = pickle.dumps(physics, protocol=pickle.HIGHEST_PROTOCOL)
+    terms = _SHARED_TERMS.pop(key, None)
+    if terms is None:
+        terms = {}
+        while len(_SHARED_TERMS) >= SHARED_PHYSICS:
+            del _SHARED_TERMS[next(iter(_SHARED_TERMS))]
+    _SHARED_TERMS[key] = terms  # the newest last
+    return terms
+
+
 class BatchedPass:
     """A pass kind with its calibration curve: ``pass_ms(tokens, kv_tokens, pairs)``.
 
     Everything that depends only on the token count (weight bytes read, which involves the
     expert union; FLOPs; the all-reduce; the critical-path envelope) is computed once per
-    token count and kept on the instance; the per-call work is a few array operations over
-    the KV-dependent terms, so a serving engine can evaluate many iterations at once.
+    token count and physics (``shared_terms``, across instances); the per-call work is a
+    few array operations over the KV-dependent terms, so a serving engine can evaluate many
+    iterations at once.
     """
 
     def __init__(self, physics: PassPhysics, curve: ComputeCurve):
@@ -217,7 +244,7 @@ class BatchedPass:
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
-        self._per_tokens: dict[tuple[int, int | None], tuple[float, float, Envelope]] = {}
+        self._per_tokens = shared_terms(physics)
 
     def _memory_ms(self, tokens: int, sequences: int | None) -> float:
         """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``
@@ -251,6 +278,8 @@ class BatchedPass:
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
+            if len(self._per_tokens) >= SHARED_ENTRIES:
+                self._per_tokens.clear()
             self._per_tokens[key] = terms
         return terms
 

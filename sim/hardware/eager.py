@@ -63,6 +63,7 @@ Graphing never slows a pass: the critical path is nondecreasing in every CPU cos
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -150,7 +151,38 @@ def eager_schedule(
     ``(attention_kernels + 1) x kernel_us`` of CPU. ``allreduce_ms`` is the caller's: an
     all-reduce inside a piece is a graphed one. Host syncs (``costs.syncs_per_layer``, eager
     and piecewise modes) sit on the last compute kernels of each layer.
+
+    Everything but the all-reduce kernels' time is built once per arguments
+    (``_eager_template``, cached: a serving simulation asks for a pass at every new token
+    count, whose message size changes only ``allreduce_ms``).
     """
+    template = _eager_template(
+        layers,
+        kernels_per_layer,
+        allreduces_per_layer,
+        tensor_parallel,
+        costs,
+        mode,
+        attention_kernels,
+        unfused_kernels,
+    )
+    return template.with_allreduce_ms(allreduce_ms)
+
+
+@functools.lru_cache(maxsize=256)
+def _eager_template(
+    layers: int,
+    kernels_per_layer: int,
+    allreduces_per_layer: int,
+    tensor_parallel: bool,
+    costs: EagerCosts,
+    mode: GraphMode,
+    attention_kernels: int,
+    unfused_kernels: int,
+) -> KernelSchedule:
+    """``eager_schedule`` with all-reduces of 0 ms, its arrays read-only (shared by every
+    schedule built from it)."""
+    allreduce_ms = 0.0
     if mode not in GRAPH_MODES:
         raise ValueError(f"mode must be one of {GRAPH_MODES}, got {mode!r}")
     if unfused_kernels < 0 or (unfused_kernels and mode != "eager"):
@@ -165,7 +197,7 @@ def eager_schedule(
     )
     n = base.num_kernels
     if mode == "graphed":
-        return base
+        return base.read_only()
     per_layer = n // layers
     position = np.arange(n) % per_layer
     compute = ~base.is_allreduce
@@ -191,7 +223,7 @@ def eager_schedule(
     schedule = replace(base, cpu_ms=cpu, host_sync=sync, sync_ms=costs.sync_us / 1000.0)
     if unfused_kernels:
         schedule = _with_unfused(schedule, layers, unfused_kernels, costs)
-    return schedule
+    return schedule.read_only()
 
 
 def _with_unfused(

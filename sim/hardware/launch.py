@@ -29,7 +29,7 @@ jitter.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -63,6 +63,18 @@ class KernelSchedule:
                 raise ValueError(f"{name} must have shape ({n},)")
         if np.any(self.cpu_ms < 0) or np.any(self.fixed_ms < 0) or self.sync_ms < 0:
             raise ValueError("CPU, fixed and sync times must be >= 0")
+
+    def with_allreduce_ms(self, allreduce_ms: float) -> KernelSchedule:
+        """This schedule with every all-reduce kernel's fixed time set to ``allreduce_ms``
+        (the other kernels' unchanged; the other arrays shared)."""
+        fixed = np.where(self.is_allreduce, allreduce_ms, self.fixed_ms)
+        return replace(self, fixed_ms=fixed)
+
+    def read_only(self) -> KernelSchedule:
+        """This schedule with its arrays made read-only (to share it safely)."""
+        for name in ("compute_share", "fixed_ms", "is_allreduce", "segment", "cpu_ms", "host_sync"):
+            getattr(self, name).flags.writeable = False
+        return self
 
     @property
     def num_kernels(self) -> int:

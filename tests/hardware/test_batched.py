@@ -196,3 +196,19 @@ def test_a_single_point_follows_a_kin_curve():
         grown = float(verify.curve.at(w) - verify.curve.at(w4))
         assert grown == pytest.approx(float(decode.curve.at(w) - decode.curve.at(w4)), rel=1e-9)
     assert verify.curve.end_slopes[1] == 1.0
+
+
+def test_token_terms_are_shared_by_passes_of_equal_physics():
+    """A study builds a plan per load and k: passes of equal physics keep one table of
+    token-count terms (a second pass computes none again), others their own, and a
+    shared entry is what a fresh computation gives."""
+    point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
+    first = calibrated_pass(physics(SEED, kv=70_272.0), point)
+    first.pass_ms(777, 5000.0, 4000.0)
+    again = calibrated_pass(physics(SEED, kv=70_272.0), point)
+    assert again._per_tokens is first._per_tokens and (777, None) in again._per_tokens
+    other = calibrated_pass(physics(SEED, kv=1.0), point)
+    assert other._per_tokens is not first._per_tokens
+    shared = again.pass_ms(777, 5000.0, 4000.0)
+    again._per_tokens.clear()
+    assert again.pass_ms(777, 5000.0, 4000.0) == shared

@@ -204,3 +204,23 @@ def test_layer_level_pass_equals_the_closed_form_without_jitter(mode, kernel_us,
     lp = LayerPass(s, compute_ms=2.0, ranks=4)
     sim = sample_layer_pass_ms(lp, 1, np.random.default_rng(0))[0]
     assert sim == pytest.approx(critical_path_ms(s, 2.0), rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["graphed", "eager", "piecewise"])
+def test_schedules_built_from_one_template_stay_independent(mode):
+    """Schedules that differ only in the all-reduce's time share their template (built
+    once) and nothing else: the first keeps its all-reduce time after the second is
+    built, and the shared arrays cannot be written."""
+    unfused = 3 if mode == "eager" else 0
+    first = schedule(mode, ar_ms=0.02, unfused=unfused)
+    second = schedule(mode, ar_ms=0.5, unfused=unfused)
+    assert first.cpu_ms is second.cpu_ms
+    ar = first.is_allreduce
+    assert np.all(first.fixed_ms[ar] == 0.02) and np.all(second.fixed_ms[ar] == 0.5)
+    # the other kernels' fixed time: the unfused ops' GPU time, else none
+    assert np.array_equal(first.fixed_ms[~ar], second.fixed_ms[~ar])
+    assert first.fixed_ms[~ar].sum() == pytest.approx(4 * unfused * NATIVE_OP_GPU_US / 1000)
+    with pytest.raises(ValueError, match="read-only"):
+        first.cpu_ms[0] = 1.0
+    with pytest.raises(ValueError, match=">= 0"):
+        schedule(mode, ar_ms=-0.01, unfused=unfused)

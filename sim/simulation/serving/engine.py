@@ -28,7 +28,9 @@ prompt + generated tokens when readmitted; vLLM V1 ``Scheduler._preempt_request`
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -347,6 +349,28 @@ class Server:
             size = max(1, min(size, int(ahead) + 1))
         return size
 
+    def uncut_iterations(self, durations_ms: list[float]) -> int:
+        """How many of the block's first iterations (``durations_ms``, from now) end
+        where no arrival can have made a waiting request admissible.
+
+        Between iterations only an arrival changes what can be admitted (the batch, the
+        prefills and the KV cache change at the scheduler's own steps), and only when the
+        queue is empty (an arrival queues behind every waiting request) and a running slot
+        is free; every arrival is announced (``expect_arrival``) before it happens. So the
+        block runs uncut up to its last end before the next announced arrival (to its end
+        once no arrival can be admitted; no check follows the last iteration)."""
+        room = not self.queue.items and self.batch.size + len(self.prefilling) < self.max_running
+        if not room or not self.upcoming:
+            return len(durations_ms)
+        limit = self.upcoming[0]
+        last = len(durations_ms) - 1
+        end = self.env.now
+        for m, duration in enumerate(durations_ms[:last]):
+            end += duration
+            if end >= limit:  # an arrival may be waiting at this end
+                return m
+        return last + 1
+
     def _plan(self, k: Draft, iterations: int, prefill: PrefillLoad | None = None) -> BlockPlan:
         return plan_block(
             self.batch,
@@ -567,8 +591,11 @@ def scheduler_process(env: simpy.Environment, server: Server):
             plan = server.plan_decode()
             n = plan.iterations
             waiting = server.queue.items  # the store's own list: arrivals show up here
-            done = 0
-            for duration in plan.durations_ms.tolist():
+            durations = plan.durations_ms.tolist()
+            done = server.uncut_iterations(durations)
+            for delay in jumps(env.now, durations[:done]):  # iterations no arrival can cut
+                yield env.timeout(delay)
+            for duration in durations[done:]:
                 yield env.timeout(duration)
                 done += 1
                 if waiting and done < n and server.admissible():
@@ -576,6 +603,32 @@ def scheduler_process(env: simpy.Environment, server: Server):
             server.decode_done(plan, done, start)
         if server.completions != completed:
             yield env.timeout(0)  # users answered at this instant send before the next step
+
+
+def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:
+    """Delays of successive timeouts from ``now_ms`` that reach exactly the time where
+    timeouts of ``durations_ms`` one after the other end (SimPy schedules at ``now +
+    delay`` in floating point), in as few timeouts as it allows.
+
+    One timeout when ``end - now`` lands on the end. Otherwise (the end more than twice
+    ``now``, where that difference may be rounded and no delay reach the end) a timeout
+    to the furthest intermediate end within twice the time (its difference is exact,
+    Sterbenz's lemma), or else the next duration itself, and on from there.
+    """
+    ends = list(itertools.accumulate(durations_ms, initial=now_ms))[1:]
+    last = len(ends) - 1
+    delays: list[float] = []
+    at, i = now_ms, 0
+    while i <= last:
+        delay = ends[last] - at
+        if at + delay == ends[last]:
+            delays.append(delay)
+            break
+        j = bisect.bisect_right(ends, 2.0 * at, i, last) - 1
+        delays.append(ends[j] - at if j >= i else durations_ms[i])
+        i = max(j, i) + 1
+        at = ends[i - 1]
+    return delays
 
 
 def run_replication(

@@ -52,8 +52,9 @@ per unit of work, shifted through its own point.
 
 from __future__ import annotations
 
+import functools
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,6 +190,23 @@ class ComputeCurve:
         offset = compute_ms - float(self.at(np.array([work_ms]))[0])
         return ComputeCurve(self.work_ms, self.compute_ms + offset, self.slope, self.max_tail_slope)
 
+    @functools.cached_property
+    def _ends(self) -> tuple[float, float, float, float, float, float]:
+        """(first work, last work, first compute, last compute, slope below, slope beyond)."""
+        low, high = self.end_slopes
+        r, c = self.work_ms, self.compute_ms
+        return float(r[0]), float(r[-1]), float(c[0]), float(c[-1]), low, high
+
+    def at_scalar(self, work_ms: float) -> float:
+        """``at`` of one work time, in Python floats outside the points (the same
+        operations, so the same bits) and by ``np.interp`` between them."""
+        r0, rl, c0, cl, low, high = self._ends
+        if work_ms < r0:
+            return c0 + low * (work_ms - r0)
+        if work_ms > rl:
+            return cl + high * (work_ms - rl)
+        return float(np.interp(work_ms, self.work_ms, self.compute_ms))
+
     def at(self, work_ms: np.ndarray) -> np.ndarray:
         """Compute ms at work times (any shape, same shape out)."""
         x = np.asarray(work_ms, dtype=float)
@@ -314,6 +332,25 @@ class BatchedPass:
     ) -> np.ndarray:
         """Calibrated compute time: the curve at the work."""
         return self.curve.at(self.work_ms(tokens, kv_tokens, pairs, sequences))
+
+    def scalar_pass(
+        self, tokens: int, sequences: int | None = None
+    ) -> Callable[[float, float], float]:
+        """``pass_ms`` over ``tokens`` tokens as a function of one (kv tokens, pairs), in
+        Python floats: the same operations in the same order, so the same bits, for the
+        few values a serving block evaluates (an array costs more than the arithmetic)."""
+        if tokens < 1:
+            raise ValueError(f"a pass covers at least 1 token, got {tokens}")
+        memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
+        p = self.physics
+        kv_ms = p.kv_bytes_per_token / self._bytes_per_ms
+        pair_ms = p.attention_flops_per_pair / self._flops_per_ms
+        compute, path = self.curve.at_scalar, envelope.at_scalar
+
+        def ms(kv_tokens: float, pairs: float) -> float:
+            return path(compute((memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)))
+
+        return ms
 
     def pass_ms(
         self,

@@ -10,6 +10,8 @@ is the same maximum ``critical_path_ms`` takes (the maximising line is on the en
 
 from __future__ import annotations
 
+import bisect
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +47,23 @@ class Envelope:
         best = np.maximum(best, a[lo] + f[lo] * x)
         return np.maximum(best, a[hi] + f[hi] * x)
 
+    @functools.cached_property
+    def _lines(self) -> tuple[list[float], list[float], list[float]]:
+        return self.intercepts.tolist(), self.slopes.tolist(), self.starts.tolist()
+
+    def at_scalar(self, x: float) -> float:
+        """``at`` of one compute time, in Python floats: the same operations on the same
+        lines, so the same bits, without array overhead."""
+        a, f, starts = self._lines
+        h = len(a)
+        if h == 1:
+            return a[0] + f[0] * x
+        j = bisect.bisect_right(starts, x) - 1
+        lo, hi = max(j - 1, 0), min(j + 1, h - 1)
+        best = a[j] + f[j] * x
+        best = max(best, a[lo] + f[lo] * x)
+        return max(best, a[hi] + f[hi] * x)
+
 
 def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
     """The upper envelope on x >= 0 of lines a_i + f_i x; inputs of shape (n,), n >= 1."""
@@ -57,25 +76,21 @@ def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
     a, f = a[last], f[last]
     # Lines that matter at x >= 0: drop those below the line highest at x = 0 with a
     # smaller slope (they never win for x >= 0).
-    keep_a: list[float] = []
-    keep_f: list[float] = []
-    keep_x: list[float] = []
+    kept: list[tuple[float, float, float]] = []  # (intercept, slope, start)
     top = int(np.argmax(a))  # highest at 0 (largest slope among ties: last wins in sort)
     top = int(np.flatnonzero(a == a[top])[-1])
     for ai, fi in zip(a[top:].tolist(), f[top:].tolist(), strict=True):
-        while keep_a:
-            # x where the new line overtakes the last kept one
-            x = (keep_a[-1] - ai) / (fi - keep_f[-1])
-            if x <= keep_x[-1]:
-                keep_a.pop()
-                keep_f.pop()
-                keep_x.pop()
+        start = 0.0
+        while kept:
+            ka, kf, kx = kept[-1]
+            x = (ka - ai) / (fi - kf)  # where the new line overtakes the last kept one
+            if x <= kx:
+                kept.pop()
                 continue
+            start = x
             break
-        start = 0.0 if not keep_a else (keep_a[-1] - ai) / (fi - keep_f[-1])
-        keep_a.append(ai)
-        keep_f.append(fi)
-        keep_x.append(max(start, 0.0))
+        kept.append((ai, fi, max(start, 0.0)))
+    keep_a, keep_f, keep_x = zip(*kept, strict=True)
     return Envelope(np.array(keep_a), np.array(keep_f), np.array(keep_x))
 
 
@@ -98,5 +113,5 @@ def envelope_of(schedule: KernelSchedule) -> Envelope:
     """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
     the schedule's stretches (split by host synchronisations) of each stretch's upper
     envelope, plus the synchronisations' own time."""
-    parts = [upper_envelope(*schedule._terms(part)) for part in schedule.stretches()]
+    parts = [upper_envelope(*terms) for terms in schedule.stretch_terms()]
     return sum_envelopes(parts, float(schedule.syncs_ms))

@@ -28,8 +28,10 @@ jitter.
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,14 +68,22 @@ class KernelSchedule:
 
     def with_allreduce_ms(self, allreduce_ms: float) -> KernelSchedule:
         """This schedule with every all-reduce kernel's fixed time set to ``allreduce_ms``
-        (the other kernels' unchanged; the other arrays shared)."""
+        (the other kernels' unchanged; the other arrays, and what ``_fixed_free`` keeps
+        of them, shared)."""
+        if allreduce_ms < 0:
+            raise ValueError("CPU, fixed and sync times must be >= 0")
+        schedule = copy.copy(self)  # checked already, but for the new fixed times
         fixed = np.where(self.is_allreduce, allreduce_ms, self.fixed_ms)
-        return replace(self, fixed_ms=fixed)
+        object.__setattr__(schedule, "fixed_ms", fixed)
+        return schedule
 
     def read_only(self) -> KernelSchedule:
-        """This schedule with its arrays made read-only (to share it safely)."""
+        """This schedule with its arrays (and ``_fixed_free``'s) made read-only, to share
+        it safely."""
         for name in ("compute_share", "fixed_ms", "is_allreduce", "segment", "cpu_ms", "host_sync"):
             getattr(self, name).flags.writeable = False
+        for _, issued, share in self._fixed_free:  # computed once, for every copy
+            issued.flags.writeable = share.flags.writeable = False
         return self
 
     @property
@@ -111,6 +121,22 @@ class KernelSchedule:
         fixed_suffix = np.cumsum(self.fixed_ms[part][::-1])[::-1]
         share_suffix = np.cumsum(self.compute_share[part][::-1])[::-1]
         return issued + fixed_suffix, share_suffix
+
+    @functools.cached_property
+    def _fixed_free(self) -> list[tuple[slice, np.ndarray, np.ndarray]]:
+        """(stretch, cumulative CPU, compute share suffix) of every stretch: the parts of
+        ``_terms`` that do not depend on ``fixed_ms`` (kept through ``with_allreduce_ms``)."""
+        return [
+            (part, np.cumsum(self.cpu_ms[part]), np.cumsum(self.compute_share[part][::-1])[::-1])
+            for part in self.stretches()
+        ]
+
+    def stretch_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``_terms`` of every stretch, in order."""
+        return [
+            (issued + np.cumsum(self.fixed_ms[part][::-1])[::-1], share)
+            for part, issued, share in self._fixed_free
+        ]
 
 
 def kernel_schedule(

@@ -54,6 +54,8 @@ exactly 0, so the anchoring above holds.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -89,6 +91,13 @@ class PassCurve(Protocol):
         sequences: int | None = None,
     ) -> np.ndarray: ...
 
+    def scalar_pass(
+        self, tokens: int, sequences: int | None = None
+    ) -> Callable[[float, float], float]:
+        """``pass_ms`` at ``tokens`` as a function of one (kv tokens, pairs), returning a
+        float with the bits ``pass_ms`` gives."""
+        ...
+
 
 @dataclass(frozen=True)
 class LinearCurve:
@@ -119,6 +128,17 @@ class LinearCurve:
             + self.per_kv_token_ms * kv
             + self.per_pair_ms * pr
         )
+
+    def scalar_pass(
+        self, tokens: int, sequences: int | None = None
+    ) -> Callable[[float, float], float]:
+        base = self.intercept_ms + self.per_token_ms * tokens
+        per_kv, per_pair = self.per_kv_token_ms, self.per_pair_ms
+
+        def ms(kv_tokens: float, pairs: float) -> float:
+            return base + per_kv * float(kv_tokens) + per_pair * float(pairs)
+
+        return ms
 
 
 @dataclass(frozen=True)
@@ -163,6 +183,11 @@ def pass_load(
     return batch * m, s + batch * m, m * s + batch * (m * (m + 1) / 2)
 
 
+#: Context sums a ``DecodeCurve`` evaluates one at a time in Python floats; beyond, as
+#: arrays (a speed knob only: both give the same bits).
+SCALAR_VALUES = 32
+
+
 @dataclass(frozen=True)
 class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
@@ -178,9 +203,34 @@ class DecodeCurve:
     batch: int = 1
     speculating: bool = False
 
+    @functools.cached_property
+    def _scalar_terms(
+        self,
+    ) -> tuple[tuple[float, Callable[[float, float], float], int, int, int, float], ...]:
+        return tuple(
+            (times, curve.scalar_pass(rows * m, rows), rows, m, beams, ref)
+            for times, curve, rows, m, beams, ref in self.terms
+        )
+
+    def ms_at(self, context_tokens: float) -> float:
+        """``ms`` of one context sum, in Python floats (the same operations in the same
+        order, so the same bits)."""
+        total = self.anchor_ms
+        for times, pass_ms, rows, m, beams, ref in self._scalar_terms:
+            s = context_tokens if beams == 1 else beams * context_tokens
+            growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
+            total += growth if times == 1.0 else times * growth
+        if self.host is not None and self.batch > 1:  # as HostWork.extra_ms
+            host = self.host.growth_ms(self.batch)
+            total += host if self.host.serial(self.speculating) else max(host - total, 0.0)
+        return total
+
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:
-        """Iteration ms for context sums ``context_tokens`` (any shape, same shape out)."""
+        """Iteration ms for context sums ``context_tokens`` (any shape, same shape out);
+        up to ``SCALAR_VALUES`` of them one at a time (``ms_at``)."""
         s = np.asarray(context_tokens, dtype=float)
+        if s.size <= SCALAR_VALUES:
+            return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
         total = np.full(s.shape, self.anchor_ms)
         for times, curve, rows, m, beams, ref in self.terms:
             tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
@@ -386,14 +436,14 @@ class IterationCost:
 
     def _draft_prefill_ms(self, load: PrefillLoad) -> float:
         curve = self._curve("draft_prefill")
-        return float(curve.pass_ms(load.tokens, load.kv_tokens, load.pairs))
+        return curve.scalar_pass(load.tokens)(load.kv_tokens, load.pairs)
 
     def prefill_ms(self, load: PrefillLoad, drafter: bool) -> float:
         """A prefill-only iteration: the target over the prompt chunks, plus the drafter's
         prefill when ``drafter``."""
         if load.tokens < 1:
             raise ValueError("a prefill iteration needs at least one prompt token")
-        ms = float(self.curves.prefill.pass_ms(load.tokens, load.kv_tokens, load.pairs))
+        ms = self.curves.prefill.scalar_pass(load.tokens)(load.kv_tokens, load.pairs)
         if drafter:
             ms += self._draft_prefill_ms(load)
         return ms

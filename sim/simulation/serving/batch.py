@@ -47,21 +47,40 @@ class DecodeBatch:
     still to emit), ``context`` int64 (tokens held in KV, without lookahead), ``cycles``
     int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery; -1 before
     the first token).
+
+    All are views of the first B rows of one preallocated int64 table (a column each,
+    ``keys`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
+    admission writes one row and a completion compacts the table in place; assigning to
+    one of them writes into its rows.
     """
 
-    def __init__(self, columns: int):
-        self.columns = columns
-        self.ids = np.empty(0, dtype=np.int64)
-        self.keys = np.empty(0, dtype=np.uint64)
-        self.thresholds = np.empty((0, columns), dtype=np.int64)
-        self.need = np.empty(0, dtype=np.int64)
-        self.context = np.empty(0, dtype=np.int64)
-        self.cycles = np.empty(0, dtype=np.int64)
-        self.last_ms = np.empty(0, dtype=np.float64)
+    _FIELDS = ("ids", "keys", "need", "context", "cycles", "last_ms", "thresholds")
+    _THRESHOLDS = 6  # first column of the thresholds
 
-    @property
-    def size(self) -> int:
-        return int(self.ids.shape[0])
+    def __init__(self, columns: int, capacity: int = 16):
+        self.columns = columns
+        self.size = 0
+        self._table = np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64)
+        self._views()
+
+    def _views(self) -> None:
+        rows = self._table[: self.size]
+        put = object.__setattr__
+        put(self, "ids", rows[:, 0])
+        put(self, "keys", rows[:, 1].view(np.uint64))
+        put(self, "need", rows[:, 2])
+        put(self, "context", rows[:, 3])
+        put(self, "cycles", rows[:, 4])
+        put(self, "last_ms", rows[:, 5].view(np.float64))
+        put(self, "thresholds", rows[:, self._THRESHOLDS :])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in DecodeBatch._FIELDS and name in self.__dict__:
+            view = self.__dict__[name]
+            if value is not view:  # e.g. ``batch.context += x`` has written already
+                view[...] = value
+            return
+        object.__setattr__(self, name, value)
 
     def append(
         self,
@@ -74,23 +93,29 @@ class DecodeBatch:
         last_ms: float,
     ) -> None:
         """Add one request as the newest row."""
-        self.ids = np.append(self.ids, rid)
-        self.keys = np.append(self.keys, key)
-        self.thresholds = np.concatenate([self.thresholds, thresholds[None, : self.columns]])
-        self.need = np.append(self.need, need)
-        self.context = np.append(self.context, context)
-        self.cycles = np.append(self.cycles, cycles)
-        self.last_ms = np.append(self.last_ms, last_ms)
+        b = self.size
+        table = self._table
+        if b == table.shape[0]:
+            grown = np.empty((2 * b, table.shape[1]), dtype=np.int64)
+            grown[:b] = table
+            self._table = table = grown
+        row = table[b]
+        row[0] = rid
+        row[1:2].view(np.uint64)[0] = key
+        row[2] = need
+        row[3] = context
+        row[4] = cycles
+        row[5:6].view(np.float64)[0] = last_ms
+        row[self._THRESHOLDS :] = thresholds[: self.columns]
+        self.size = b + 1
+        self._views()
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (bool mask of shape (B,)), order unchanged."""
-        self.ids = self.ids[rows]
-        self.keys = self.keys[rows]
-        self.thresholds = self.thresholds[rows]
-        self.need = self.need[rows]
-        self.context = self.context[rows]
-        self.cycles = self.cycles[rows]
-        self.last_ms = self.last_ms[rows]
+        kept = self._table[: self.size][rows]
+        self._table[: kept.shape[0]] = kept
+        self.size = kept.shape[0]
+        self._views()
 
 
 def accept_lengths(

@@ -6,6 +6,7 @@ Each distribution draws from the generator it is given and returns integer token
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,7 +18,9 @@ __all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
 
 
 class LengthDistribution(Protocol):
-    """Token counts: ``sample(rng, n)`` -> int64 (n,) within [min_tokens, max_tokens]."""
+    """Token counts: ``sample(rng, n)`` -> int64 (n,) within [min_tokens, max_tokens];
+    ``sample_one(rng)`` -> ``int(sample(rng, 1)[0])`` (the same draws and value, without
+    the array)."""
 
     @property
     def mean(self) -> float: ...
@@ -29,6 +32,8 @@ class LengthDistribution(Protocol):
     def max_tokens(self) -> int: ...
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
+
+    def sample_one(self, rng: np.random.Generator) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class Fixed:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.full(n, self.tokens, dtype=np.int64)
 
+    def sample_one(self, rng: np.random.Generator) -> int:
+        return self.tokens
+
 
 @dataclass(frozen=True)
 class LogNormal:
@@ -77,7 +85,7 @@ class LogNormal:
         if not 0 <= self.min_tokens <= self.max_tokens:
             raise ValueError("need 0 <= min_tokens <= max_tokens")
 
-    @property
+    @functools.cached_property
     def mu(self) -> float:
         return math.log(self.mean_tokens) - self.sigma**2 / 2
 
@@ -97,6 +105,11 @@ class LogNormal:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         x = rng.lognormal(self.mu, self.sigma, size=n)
         return np.clip(np.rint(x), self.min_tokens, self.max_tokens).astype(np.int64)
+
+    def sample_one(self, rng: np.random.Generator) -> int:
+        # clipping to integer bounds before rounding (half to even, as np.rint) is the same
+        x = rng.lognormal(self.mu, self.sigma)
+        return round(min(max(x, self.min_tokens), self.max_tokens))
 
 
 @dataclass(frozen=True)
@@ -124,3 +137,6 @@ class Empirical:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         pool = np.asarray(self.values, dtype=np.int64)
         return pool[rng.integers(0, pool.size, size=n)]
+
+    def sample_one(self, rng: np.random.Generator) -> int:
+        return int(self.sample(rng, 1)[0])

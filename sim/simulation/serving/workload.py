@@ -46,6 +46,9 @@ __all__ = [
 #: Requests whose class and rates are drawn at once (a speed knob only: the draws are
 #: sequential in the stream, so block size does not change them).
 RATE_BLOCK = 16
+#: Acceptance keys drawn at once (a speed knob only: each is one raw 64-bit draw, so a
+#: block is the same keys in the same order).
+KEY_BLOCK = 16
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ class RequestSource:
     ``next(trace_row)`` returns the next request; with ``trace_row`` its lengths and class
     come from the trace (-1 class: drawn by weight). Class and rates are drawn in blocks of
     ``RATE_BLOCK`` (two uniforms per request whatever the class; the block's thresholds
-    computed at once for the drawn classes), keys one per request.
+    computed at once for the drawn classes), keys in blocks of ``KEY_BLOCK`` (one raw draw each).
     A request's thresholds are the chain's (kmax columns) followed by each of ``trees``'s
     (its depth columns), so the same draws serve every draft.
     """
@@ -227,6 +230,7 @@ class RequestSource:
         self._streams = streams
         self._trees = trees
         self._drawn: list[tuple[int, float, np.ndarray]] = []
+        self._keys: list[np.uint64] = []
 
     def _thresholds(self, cls: int, u: np.ndarray) -> np.ndarray:
         """Thresholds (n, columns) of requests of class ``cls`` with Beta uniforms ``u`` (n,):
@@ -261,11 +265,12 @@ class RequestSource:
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
         if trace_row is None:
-            n_in = int(self._workload.input_tokens.sample(self._streams.lengths, 1)[0])
-            n_out = int(self._workload.output_tokens.sample(self._streams.lengths, 1)[0])
+            n_in = self._workload.input_tokens.sample_one(self._streams.lengths)
+            n_out = self._workload.output_tokens.sample_one(self._streams.lengths)
             given = -1
         else:
             n_in, n_out, given = trace_row
         cls, thresholds = self._class_and_thresholds(given)
-        key = draw_keys(self._streams.keys, 1)[0]
-        return Request(n_in, n_out, cls, thresholds, key)
+        if not self._keys:
+            self._keys = list(draw_keys(self._streams.keys, KEY_BLOCK)[::-1])
+        return Request(n_in, n_out, cls, thresholds, self._keys.pop())

@@ -1,0 +1,81 @@
+"""One length at a time and acceptance keys in blocks are the same draws as before
+(``sample(rng, 1)``, one key per request); the decode batch's table keeps its rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.scenario.bind import acceptance_model
+from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
+from sim.simulation.serving.batch import DecodeBatch
+from sim.simulation.serving.counter_rng import draw_keys
+from sim.simulation.serving.workload import KEY_BLOCK, RequestSource, SourceStreams
+from tests.simulation.serving.helpers import scenario
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        LogNormal(512.0, 0.5, 2902),
+        LogNormal(40.0, 1.5, 60, min_tokens=20),  # both ends clipped often
+        LogNormal(100.0, 0.0, 1000),
+        Fixed(7),
+        Empirical((3, 9, 27, 81)),
+    ],
+)
+def test_one_length_is_a_sample_of_one(lengths):
+    one, many = np.random.default_rng(5), np.random.default_rng(5)
+    drawn = [lengths.sample_one(one) for _ in range(3000)]
+    assert drawn == [int(lengths.sample(many, 1)[0]) for _ in range(3000)]
+    assert all(type(v) is int for v in drawn)
+    assert one.random() == many.random()  # the same draws consumed
+
+
+def test_keys_in_blocks_are_one_raw_draw_per_request():
+    n = 3 * KEY_BLOCK + 5
+    acceptance = acceptance_model(scenario().acceptance, 3)
+    workload = Workload(ClosedLoop(1), Fixed(10), requests=n)
+    streams = SourceStreams(*(np.random.default_rng(s) for s in (1, 2, 3)))
+    source = RequestSource(workload, acceptance, streams)
+    keys = [source.next().key for _ in range(n)]
+    one_at_a_time = np.random.default_rng(3)
+    assert keys == [draw_keys(one_at_a_time, 1)[0] for _ in range(n)]
+    assert all(isinstance(k, np.uint64) for k in keys)
+
+
+def test_the_batch_table_keeps_rows_through_growth_and_compaction():
+    batch = DecodeBatch(3, capacity=2)
+    rows = []
+    for i in range(9):
+        key = np.uint64(2**64 - 1 - i)  # above 2^63: kept as its 64 bits
+        thresholds = np.array([i, 2**32 - 1, 7, 99])  # one column more than kept
+        last = -1.0 if i % 2 else 1e300 * (i + 1) / 10
+        batch.append(100 + i, key, thresholds, 50 - i, 1000 * i, i, last)
+        rows.append((100 + i, key, [i, 2**32 - 1, 7], 50 - i, 1000 * i, i, last))
+
+    def check(expected):
+        assert batch.size == len(expected)
+        assert batch.ids.tolist() == [r[0] for r in expected]
+        assert batch.keys.dtype == np.uint64 and batch.keys.tolist() == [
+            int(r[1]) for r in expected
+        ]
+        assert batch.thresholds.tolist() == [r[2] for r in expected]
+        assert batch.need.tolist() == [r[3] for r in expected]
+        assert batch.context.tolist() == [r[4] for r in expected]
+        assert batch.cycles.tolist() == [r[5] for r in expected]
+        assert batch.last_ms.tolist() == [r[6] for r in expected]
+
+    check(rows)
+    keep = np.array([i % 3 != 1 for i in range(9)])
+    batch.keep(keep)
+    rows = [r for r, k in zip(rows, keep, strict=True) if k]
+    check(rows)
+    # writing through the attributes writes the rows
+    batch.context += np.arange(batch.size)
+    batch.last_ms.fill(2.5)
+    batch.need = batch.need - 1
+    rows = [(r[0], r[1], r[2], r[3] - 1, r[4] + j, r[5], 2.5) for j, r in enumerate(rows)]
+    check(rows)
+    batch.keep(np.zeros(batch.size, dtype=bool))
+    check([])

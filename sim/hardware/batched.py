@@ -210,11 +210,13 @@ class ComputeCurve:
     def at(self, work_ms: np.ndarray) -> np.ndarray:
         """Compute ms at work times (any shape, same shape out)."""
         x = np.asarray(work_ms, dtype=float)
+        r0, rl, c0, cl, low, high = self._ends
+        if x.ndim and x.size and x.min() > rl:  # all beyond the last point (a large batch)
+            return cl + high * (x - rl)
         r, c = self.work_ms, self.compute_ms
-        low, high = self.end_slopes
         inside = np.interp(x, r, c)
-        out = np.where(x < r[0], c[0] + low * (x - r[0]), inside)
-        return np.where(x > r[-1], c[-1] + high * (x - r[-1]), out)
+        out = np.where(x < r0, c0 + low * (x - r0), inside)
+        return np.where(x > rl, cl + high * (x - rl), out)
 
 
 #: Token-count terms kept for every pass of equal physics, shared by all ``BatchedPass``

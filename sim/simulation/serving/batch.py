@@ -125,9 +125,11 @@ def accept_lengths(
     against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
     columns (d < 127)."""
     bits = counter_bits_block(keys, cycles, iterations)
-    lengths = np.ones(bits.shape, dtype=np.int8)
-    for j in range(thresholds.shape[1]):
-        lengths += bits < thresholds[:, j : j + 1]
+    if thresholds.shape[1] == 0:
+        return np.ones(bits.shape, dtype=np.int8)
+    # how many of the row's thresholds the draw is below, at once over (B, iterations, d)
+    lengths = (bits[:, :, None] < thresholds[:, None, :]).sum(axis=2, dtype=np.int8)
+    lengths += 1
     return lengths
 
 
@@ -151,7 +153,8 @@ class BlockPlan:
     iteration; ``durations_ms`` float (n,); ``ends_ms`` float (n,), the iterations' ends
     relative to the block start; ``growth`` int64 (n,), KV tokens the batch gained in the
     block before each iteration (0 for the first); ``total`` int64 (n,), tokens the whole
-    batch emitted in the block after each iteration.
+    batch emitted in the block after each iteration; ``per_iteration`` int64 (n,), tokens
+    it emitted in each.
     """
 
     k: Draft
@@ -161,6 +164,7 @@ class BlockPlan:
     ends_ms: np.ndarray
     growth: np.ndarray
     total: np.ndarray
+    per_iteration: np.ndarray
 
     @property
     def iterations(self) -> int:
@@ -215,9 +219,7 @@ def plan_block(
         finishing = (emitted >= batch.need[close, None]).any(axis=0)
         if finishing.any():
             n = int(np.argmax(finishing)) + 1
-    growth = np.empty(n, dtype=np.int64)
-    growth[0] = 0
-    growth[1:] = total[: n - 1]
+    growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
     if growth[n - 1] > kv_free_tokens:  # growth is increasing: cut at its first excess
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
@@ -235,4 +237,5 @@ def plan_block(
         )
     else:
         durations = cost.decode_ms(b, k, context, prefill, drafter)
-    return BlockPlan(k, lengths, context, durations, np.cumsum(durations), growth, total[:n])
+    ends = np.cumsum(durations)
+    return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])

@@ -16,6 +16,8 @@ The top 32 bits of each output are used, as the fast engine uses 32-bit uniform 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["GAMMA", "counter_bits", "counter_bits_block", "draw_keys"]
@@ -43,9 +45,19 @@ def counter_bits_block(keys: np.ndarray, first: np.ndarray, count: int) -> np.nd
     """``counter_bits(keys[:, None], first[:, None] + arange(count))`` (shape (B, count)),
     computed with fewer array passes: each row's Weyl sequence starts at its own offset."""
     # unsigned array arithmetic wraps modulo 2^64 without warnings (scalars would warn)
-    start = keys.astype(np.uint64) + (first.astype(np.uint64) + np.uint64(1)) * GAMMA
+    offsets = first.astype(np.uint64)
+    offsets += np.uint64(1)
+    offsets *= GAMMA
+    offsets += keys.astype(np.uint64, copy=False)
+    return _mix_high(offsets[:, None] + _steps(count)[None, :])
+
+
+@functools.lru_cache(maxsize=64)
+def _steps(count: int) -> np.ndarray:
+    """0, gamma, 2 gamma, ... (count,) uint64, read-only (shared)."""
     steps = np.arange(count, dtype=np.uint64) * GAMMA
-    return _mix_high(start[:, None] + steps[None, :])
+    steps.flags.writeable = False
+    return steps
 
 
 def _mix_high(z: np.ndarray) -> np.ndarray:

@@ -427,8 +427,7 @@ class Server:
         last.fill(last_end)
         need = batch.need
         need -= emitted
-        delivered = plan.total[:n].copy()
-        delivered[1:] -= plan.total[: n - 1]
+        delivered = plan.per_iteration[:n].copy()
         lowest = int(need.min())
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered[-1] += int(need[need < 0].sum())

@@ -174,6 +174,11 @@ def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool)
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise SpecsimError("must be a list of tables (one per point)", source=result, field="rows")
     plotted(kind, result)
+    if kind == "serve" and doc.get("stable") is False:
+        raise SpecsimError(
+            "has no figures: its load is above what the server answers, nothing was simulated",
+            source=result,
+        )
     rendered = document_figures(doc, kind, result, fmt)
     if not rendered:  # a known kind whose builders found nothing to draw in it
         raise SpecsimError(f"the {kind} document holds nothing to draw", source=result)

@@ -73,11 +73,12 @@ def serve(
     """Serve the scenario under concurrency: TTFT, TPOT, ITL, per-user and aggregate tok/s,
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.report.serving import render_serving, serving_to_dict
+    from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.metrics import summarize_serving
     from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
+    from sim.simulation.serving.stability import open_load_bounds
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -97,6 +98,13 @@ def serve(
         )
     sc = with_mc_settings(sc, replications, requests, seed)
     setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
+    check = open_load_bounds(setup.plan, setup.policies)
+    if check is not None and any(check[0] > b.rate_per_s for b in check[1].values()):
+        body = unstable_to_dict(setup, sc.name, *check)
+        if plot_dir and not quiet:
+            click.echo("no figures: the load is above what the server answers, nothing ran")
+        emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
+        return
     with ProgressBar(enabled=not quiet) as progress:
         run = simulate_serving(
             setup.plan,

@@ -47,6 +47,21 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             f"  ({_names([p['num_steps'] for p in unbounded])}: the share is met at every rate "
             f"tried, up to {top} req/s: the capacity is at least that; tighten the limits)"
         )
+    for p in doc["policies"]:
+        skipped = p.get("unstable_rates") or []
+        if skipped:
+            lines.append(
+                f"  ({_names([p['num_steps']])}: {len(skipped)} rate"
+                f"{'s' if len(skipped) > 1 else ''} tried above {_rate(p['service_bound_per_s'])} "
+                "req/s, the most it can answer, fail the TTFT limit without simulating: no "
+                "steady state, the queue grows)"
+            )
+        if p.get("capped_by_service_bound"):
+            lines.append(
+                f"  ({_names([p['num_steps']])}: the capacity is where that bound cuts the "
+                "search, not a measured crossing: runs just under it met the share, and "
+                "their queues may still have been growing; more requests tell)"
+            )
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")

@@ -8,6 +8,7 @@ the setup made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,16 @@ from sim.simulation.serving.metrics import (
 )
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup, mean_request_tokens
 from sim.simulation.serving.simulate import ServingRun
+from sim.simulation.serving.stability import ServiceBound
 
-__all__ = ["finite", "ratio_dict", "render_serving", "serving_to_dict"]
+__all__ = [
+    "finite",
+    "ratio_dict",
+    "render_serving",
+    "render_unstable",
+    "serving_to_dict",
+    "unstable_to_dict",
+]
 
 #: Metrics of the JSON document and the text table, with their labels.
 METRICS: tuple[tuple[str, str], ...] = (
@@ -138,15 +147,42 @@ def serving_to_dict(
     run: ServingRun, summary: ServingSummary, setup: ServingSetup, scenario: str
 ) -> dict[str, Any]:
     """The ``serve`` document's body (every number the text and the figures show)."""
+    body = _settings(setup, scenario, run.replications, run.seed)
+    for name in setup.policies:
+        body[name] = _policy_dict(run, summary, name)
+    if SPECULATIVE in summary.speedup:
+        body["speedup"] = {m: ratio_dict(r) for m, r in summary.speedup[SPECULATIVE].items()}
+    return body
+
+
+def unstable_to_dict(
+    setup: ServingSetup,
+    scenario: str,
+    offered_per_s: float,
+    bounds: Mapping[str, ServiceBound],
+) -> dict[str, Any]:
+    """The ``serve`` document of a Poisson load above what at least one policy can answer
+    (sim/simulation/serving/stability.py): nothing simulated, ``stable`` false, each
+    policy's bound and the policies the load is above."""
+    body = _settings(setup, scenario, setup.replications, setup.seed)
+    body["stable"] = False
+    body["offered_rate_per_s"] = offered_per_s
+    body["service_bounds"] = {name: b.to_dict() for name, b in bounds.items()}
+    body["unstable"] = [n for n, b in bounds.items() if offered_per_s > b.rate_per_s]
+    return body
+
+
+def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) -> dict[str, Any]:
+    """The settings every ``serve`` document starts with."""
     sched = setup.plan.scheduler
     n_in, n_out = mean_request_tokens(setup)
-    body: dict[str, Any] = {
+    return {
         "scenario": scenario,
         "load": setup.load,
-        "replications": run.replications,
+        "replications": replications,
         "requests": setup.plan.workload.requests,
         "warmup_requests": setup.plan.workload.warmup,
-        "seed": run.seed,
+        "seed": seed,
         "mean_input_tokens": n_in,
         "mean_output_tokens": n_out,
         "scheduler": {
@@ -164,11 +200,6 @@ def serving_to_dict(
         },
         "assumptions": list(setup.assumptions),
     }
-    for name in setup.policies:
-        body[name] = _policy_dict(run, summary, name)
-    if SPECULATIVE in summary.speedup:
-        body["speedup"] = {m: ratio_dict(r) for m, r in summary.speedup[SPECULATIVE].items()}
-    return body
 
 
 # --------------------------------------------------------------------------- text
@@ -197,13 +228,10 @@ def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]
     return [(f"{r[0]:<{first}}" + "".join(f"{c:<{width}}" for c in r[1:])).rstrip() for r in rows]
 
 
-def render_serving(doc: dict[str, Any]) -> str:
-    """The side-by-side summary of a ``serve`` document body."""
-    names = [n for n in (SPECULATIVE, BASELINE) if n in doc]
-    paired = "speedup" in doc
+def _header(doc: dict[str, Any]) -> list[str]:
     sched = doc["scheduler"]
     kv = sched["kv_capacity_tokens"]
-    lines = [
+    return [
         f"{doc['scenario']}: {doc['load']}; {doc['replications']} replications x "
         f"{doc['requests']} measured requests ({doc['warmup_requests']} warm-up), "
         f"seed {doc['seed']}; mean {doc['mean_input_tokens']:.0f} prompt / "
@@ -215,6 +243,60 @@ def render_serving(doc: dict[str, Any]) -> str:
         + f", prefill {sched['prefill']}",
         "",
     ]
+
+
+def render_unstable(doc: dict[str, Any]) -> str:
+    """The text of a ``serve`` document whose load no steady state answers."""
+    rate = doc["offered_rate_per_s"]
+    names = [n for n in (SPECULATIVE, BASELINE) if n in doc["service_bounds"]]
+    unstable = [doc["policies"][n] for n in doc["unstable"]]
+    lines = _header(doc)
+    lines.append(
+        f"UNSTABLE: {rate:g} requests/s is more than the server answers with "
+        f"{' or '.join(unstable)}: such a load has no steady state (its queue grows every "
+        "second, and every latency with the run's length). Not simulated."
+    )
+    width = max(len(doc["policies"][n]) for n in names) + 1
+    for name in names:
+        b = doc["service_bounds"][name]
+        bound = b["rate_per_s"]
+        verdict = (
+            f"its queue grows by at least {rate - bound:.3g} requests a second"
+            if name in doc["unstable"]
+            else "the load is under it (not simulated either: the comparison is paired)"
+        )
+        prefill = (
+            f" + prefill {b['prefill_ms_per_request']:.1f} ms"
+            if b["prefill_ms_per_request"]
+            else ""
+        )
+        lines.append(
+            f"  {doc['policies'][name] + ':':<{width}} at most {bound:.3g} requests/s, "
+            f"{verdict} ({b['decode_tok_s']:.4g} decode tok/s at batch {b['batch']}, accept "
+            f"length {b['accept_length']:.3f}, {b['iteration_ms']:.1f} ms an iteration; "
+            f"server time a request: decode {b['decode_ms_per_request']:.1f} ms{prefill})"
+        )
+    lines += [
+        "",
+        "The bounds are upper bounds from the cost model (sim/simulation/serving/stability.py): "
+        "decode tokens at the batch where a token costs least, with the shortest contexts, "
+        "and with prefill-first batching each prompt's prefill at the cheapest per-token "
+        "cost. A rate below them can still be more than the server answers: simulate it "
+        "(serve flags a backlog that grows, NOT STEADY).",
+    ]
+    if doc["assumptions"]:
+        lines.append("assumptions:")
+        lines.extend(f"  - {a}" for a in doc["assumptions"])
+    return "\n".join(lines)
+
+
+def render_serving(doc: dict[str, Any]) -> str:
+    """The side-by-side summary of a ``serve`` document body."""
+    if doc.get("stable") is False:
+        return render_unstable(doc)
+    names = [n for n in (SPECULATIVE, BASELINE) if n in doc]
+    paired = "speedup" in doc
+    lines = _header(doc)
     rows = [["", *[doc["policies"][n] for n in names], *(["speedup (paired)"] if paired else [])]]
     for metric, label in METRICS:
         cells = [doc[n][metric] for n in names]

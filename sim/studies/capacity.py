@@ -16,6 +16,14 @@ over the mean output length), which brackets quickly for both plain decoding and
 speculation. Each replication measures a finite number of requests: far beyond capacity
 the queue grows through the run, so attainment there depends on the run length (the
 capacity itself, where attainment is still high, does not much).
+
+Above the most requests a second a policy can answer (``service_bound``,
+sim/simulation/serving/stability.py, an upper bound from the cost model) a load has no
+steady state: its queue, and so every request's TTFT, grows without end, and the share
+meeting a TTFT limit falls to 0 as the run grows. With a TTFT limit, a rate above the
+bound therefore fails the SLO and is not simulated (it would only measure how the first
+requests of a growing queue fare, slowly). With a TPOT limit alone it is simulated, since
+a request's decoding speed stays finite while it waits.
 """
 
 from __future__ import annotations
@@ -28,9 +36,10 @@ from typing import Any
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.simulation.serving.stability import service_bound
 from sim.studies.rootfind import Probe, first_passing
 from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator, plan_steps
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -50,6 +59,9 @@ class PolicyCapacity:
     ci95: tuple[float | None, float | None]
     curve: tuple[tuple[float, Ratio, Ratio], ...]  # (rate, attainment, aggregate tok/s)
     at_least: bool = False
+    service_bound_per_s: float = math.inf
+    unstable_rates: tuple[float, ...] = ()  # rates above the bound, failing unsimulated
+    capped: bool = False  # every simulated rate above the capacity passed: the bound set it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +73,9 @@ class PolicyCapacity:
                 {"rate_per_s": r, "attainment": ratio_doc(a), "aggregate_tok_s": ratio_doc(t)}
                 for r, a, t in self.curve
             ],
+            "service_bound_per_s": self.service_bound_per_s,
+            "unstable_rates": list(self.unstable_rates),
+            "capped_by_service_bound": self.capped,
         }
 
 
@@ -99,7 +114,9 @@ def _gain(p: PolicyCapacity, base: PolicyCapacity) -> float | None:
     return p.rate_per_s / base.rate_per_s
 
 
-def _stat(point: PolicyPoint, which: str) -> float:
+def _stat(point: PolicyPoint | None, which: str) -> float:
+    if point is None:  # above the service bound: no share meets a TTFT limit for long
+        return 0.0
     r = level(point, "slo_attainment")
     if which == "mean":
         return r.mean
@@ -113,9 +130,15 @@ def policy_capacity(
 ) -> PolicyCapacity:
     """Capacity of FixedK(k) (k = 0: plain decoding)."""
     policy = FixedK(k) if k else BASELINE
+    plan = evaluator.builder(Load("rate", hint_per_s), plan_steps(policy, evaluator.builder))
+    bound = service_bound(plan, policy).rate_per_s
+    skip_above = bound if evaluator.slo.ttft_ms is not None else math.inf
 
-    def at(log_rate: float) -> PolicyPoint:
-        return evaluator(Load("rate", math.exp(log_rate)), policy)
+    def at(log_rate: float) -> PolicyPoint | None:
+        rate = math.exp(log_rate)
+        if rate > skip_above:  # no steady state: fails a TTFT limit (module docstring)
+            return None
+        return evaluator(Load("rate", rate), policy)
 
     lo, hi = math.log(hint_per_s / SPAN), math.log(hint_per_s * SPAN)
     probe = Probe(at, -1, lo, hi)  # lowering the rate helps
@@ -140,8 +163,19 @@ def policy_capacity(
             level(p, "aggregate_tok_s"),
         )
         for x, p in sorted(probe.seen.items())
+        if p is not None
     )
-    return PolicyCapacity(k, value, ends, curve, at_least)
+    unstable = tuple(math.exp(x) for x, p in sorted(probe.seen.items()) if p is None)
+    capped = (
+        value is not None
+        and bool(unstable)
+        and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
+    )
+    return PolicyCapacity(k, value, ends, curve, at_least, bound, unstable, capped)
+
+
+def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
+    return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,36 @@ def test_a_share_met_at_every_rate_is_a_lower_bound_not_a_capacity():
     assert doc["policies"][1]["at_least"] is True
     text = render_capacity(doc)
     assert ">= 2.05e+04" in text and "met at every rate tried" in text
+
+
+def test_with_a_ttft_limit_rates_above_the_service_bound_fail_unsimulated():
+    """A TTFT limit no short run misses (1000 s): a finite run meets it at any rate, and the
+    search would report the end of its range. Above the most the server can answer the
+    queue grows without end, so those rates fail without being simulated: the capacity is
+    at most the bound, and the evaluator never ran a rate above it."""
+    from sim.report.capacity import render_capacity
+    from sim.simulation.serving.stability import service_bound
+
+    ev = PointEvaluator(BUILDER, replications=2, seed=5, slo=SloSpec(ttft_ms=1e6))
+    cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
+    bound = service_bound(BUILDER(Load("rate", 5.0), 3), BASELINE).rate_per_s
+    assert cap.service_bound_per_s == bound
+    assert cap.unstable_rates and min(cap.unstable_rates) > bound
+    assert cap.rate_per_s is not None and bound / 1.03 <= cap.rate_per_s <= bound
+    assert not cap.at_least and cap.capped
+    assert all(r <= bound for r, _, _ in cap.curve)
+    assert all(load.value <= bound for load, _ in ev.memo)
+    doc = capacity(ev, [3], share=0.9, hint_per_s=5.0).to_dict()
+    assert doc["policies"][0]["unstable_rates"] == list(cap.unstable_rates)
+    assert doc["policies"][0]["capped_by_service_bound"] is True
+    text = render_capacity(doc)
+    assert "fail the TTFT limit without simulating" in text and "not a measured crossing" in text
+
+
+def test_with_a_tpot_limit_alone_every_rate_is_simulated():
+    ev = PointEvaluator(
+        CodePlans(output=4, requests=6), replications=2, seed=5, slo=SloSpec(tpot_ms=3.6e6)
+    )
+    cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
+    assert cap.unstable_rates == () and cap.rate_per_s > cap.service_bound_per_s
+    assert not cap.capped

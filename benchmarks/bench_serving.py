@@ -6,6 +6,12 @@
    never finish, the difference in wall time over the difference in iterations, so set-up
    (one generator per user) is not counted.
 2. run time against simulated requests at 16 users (goal: log-log slope about 1).
+3. a realistic run, reported against the same floor: ``serve`` on the serving scenario
+   (prefill-first with prompts of ~1,024 tokens, lognormal lengths, speculation and plain
+   decoding, one replication) at 16, 64 and 128 closed-loop users, CPU per decode
+   iteration (every block cut at a completion, a prefill per request), after one run that
+   fills the cost model's token-count tables (a study's second point onwards sees them
+   filled; a single run pays for them once).
 
 Each figure is the best of a few repeats of CPU time (the machine may be shared). Not part of the
 test suite.
@@ -31,9 +37,14 @@ from sim.simulation.serving import (
     Workload,
     simulate_serving,
 )
+from sim.simulation.serving.setup import serving_setup
 
-SEED_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SEED_SCENARIO = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
+SERVING_SCENARIO = SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml"
 BATCHES = (1, 16, 128)
+#: (closed-loop users, measured requests) of the realistic rows.
+REALISTIC = ((16, 200), (64, 300), (128, 400))
 GOAL_RATIO = 0.3
 
 
@@ -86,6 +97,24 @@ def iteration_seconds(users: int, k: int) -> float:
     return (t2 - t1) / (i2 - i1)
 
 
+def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
+    """(CPU per decode iteration, iterations) of ``serve`` on the serving scenario at
+    ``users`` users: both policies, one replication; the best of three after a first run."""
+    scenario = load_scenario(
+        SERVING_SCENARIO, [f"serving.concurrency={users}", f"workload.requests={requests}"]
+    )
+    setup = serving_setup(scenario)
+
+    def run() -> tuple[float, int]:
+        t0 = time.process_time()
+        out = simulate_serving(setup.plan, setup.policies, replications=1, seed=1)
+        return time.process_time() - t0, sum(r[0].decode_iterations for r in out.records.values())
+
+    run()
+    best, iterations = min(run() for _ in range(3))
+    return best / iterations, iterations
+
+
 def main() -> None:
     bare = bare_simpy_s_per_event()
     print(f"bare SimPy timeout loop: {1 / bare:,.0f} events/s")
@@ -99,6 +128,13 @@ def main() -> None:
         ratio = bare / per
         flag = "ok" if ratio >= GOAL_RATIO else "BELOW GOAL"
         print(f"  batch {users:>4}: {1 / per:>10,.0f} it/s   ratio {ratio:.2f}   {flag}")
+    print("realistic serve (serving scenario, prefill, both policies), per decode iteration:")
+    for users, requests in REALISTIC:
+        per, iterations = realistic_seconds(users, requests)
+        print(
+            f"  {users:>4} users: {per * 1e6:>7.1f} us ({iterations:,} iterations)   "
+            f"ratio {bare / per:.3f}"
+        )
     sizes = (100, 200, 400, 800)
     times = []
     for q in sizes:

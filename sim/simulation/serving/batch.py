@@ -125,11 +125,9 @@ def accept_lengths(
     against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
     columns (d < 127)."""
     bits = counter_bits_block(keys, cycles, iterations)
-    if thresholds.shape[1] == 0:
-        return np.ones(bits.shape, dtype=np.int8)
-    # how many of the row's thresholds the draw is below, at once over (B, iterations, d)
-    lengths = (bits[:, :, None] < thresholds[:, None, :]).sum(axis=2, dtype=np.int8)
-    lengths += 1
+    lengths = np.ones(bits.shape, dtype=np.int8)
+    for j in range(thresholds.shape[1]):
+        lengths += bits < thresholds[:, j : j + 1]
     return lengths
 
 

@@ -189,7 +189,7 @@ def pass_load(
 
 #: Context sums a ``DecodeCurve`` evaluates one at a time in Python floats; beyond, as
 #: arrays (a speed knob only: both give the same bits).
-SCALAR_VALUES = 32
+SCALAR_VALUES = 12
 
 
 @dataclass(frozen=True)

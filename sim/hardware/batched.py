@@ -53,7 +53,6 @@ per unit of work, shifted through its own point.
 from __future__ import annotations
 
 import functools
-import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -221,20 +220,30 @@ class ComputeCurve:
 
 #: Token-count terms kept for every pass of equal physics, shared by all ``BatchedPass``
 #: instances (a serving study builds a plan per load and k, whose passes meet the same
-#: prompt lengths again): physics fingerprint -> {(tokens, sequences): terms}. At most
-#: ``SHARED_PHYSICS`` fingerprints (the oldest dropped) of ``SHARED_ENTRIES`` entries each
+#: prompt lengths again): physics key -> {(tokens, sequences): terms}. At most
+#: ``SHARED_PHYSICS`` keys (the oldest dropped) of ``SHARED_ENTRIES`` entries each
 #: (emptied when full).
 SHARED_PHYSICS = 32
 SHARED_ENTRIES = 1 << 16
-_SHARED_TERMS: dict[bytes, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}
+_SHARED_TERMS: dict[str, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}
+
+
+def physics_key(physics: PassPhysics) -> str:
+    """``repr(physics)``: every field of its frozen dataclasses and pydantic models prints
+    in full (floats round-trip, strings, tuples and dicts; no arrays), so equal keys are
+    equal physics and a hit is the same computation. Unlike pickled bytes it does not
+    depend on which sub-objects a copy shares."""
+    key = repr(physics)
+    if "array(" in key:  # an array's repr may elide its middle
+        raise ValueError("a pass's physics must not hold arrays")
+    return key
 
 
 def shared_terms(
     physics: PassPhysics,
 ) -> dict[tuple[int, int | None], tuple[float, float, Envelope]]:
-    """The token-count terms kept for ``physics`` (keyed by its pickled bytes: equal bytes
-    are equal physics, so a hit is the same computation)."""
-    key = pickle.dumps(physics, protocol=pickle.HIGHEST_PROTOCOL)
+    """The token-count terms kept for ``physics`` (by ``physics_key``)."""
+    key = physics_key(physics)
     terms = _SHARED_TERMS.pop(key, None)
     if terms is None:
         terms = {}
@@ -265,6 +274,16 @@ class BatchedPass:
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
         self._per_tokens = shared_terms(physics)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its token-count terms: a worker process keeps its own table."""
+        state = dict(self.__dict__)
+        del state["_per_tokens"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._per_tokens = shared_terms(self.physics)
 
     def _memory_ms(self, tokens: int, sequences: int | None) -> float:
         """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``

@@ -207,6 +207,12 @@ class DecodeCurve:
     batch: int = 1
     speculating: bool = False
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without ``_scalar_terms`` (closures; rebuilt on first use)."""
+        state = dict(self.__dict__)
+        state.pop("_scalar_terms", None)
+        return state
+
     @functools.cached_property
     def _scalar_terms(
         self,

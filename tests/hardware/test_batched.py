@@ -212,3 +212,15 @@ def test_token_terms_are_shared_by_passes_of_equal_physics():
     shared = again.pass_ms(777, 5000.0, 4000.0)
     again._per_tokens.clear()
     assert again.pass_ms(777, 5000.0, 4000.0) == shared
+
+
+def test_a_physics_key_refuses_arrays():
+    """The shared table is keyed by the physics' repr, exact for its dataclasses and
+    pydantic models; an array's repr may elide its middle, so one is refused."""
+    from sim.hardware.batched import physics_key
+
+    p = physics(SEED)
+    assert physics_key(p) == physics_key(dataclasses.replace(p))
+    assert physics_key(p) != physics_key(dataclasses.replace(p, layers=p.layers + 1))
+    with pytest.raises(ValueError, match="arrays"):
+        physics_key(dataclasses.replace(p, name=np.arange(2000)))  # type: ignore[arg-type]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -104,3 +106,18 @@ def test_one_prompt_chunk_is_the_array_sum(chunk, prior):
     assert load == PrefillLoad(
         int(t.sum()), float((c + t).sum()), float((t * c + t * (t + 1) / 2).sum())
     )
+
+
+def test_a_used_cost_model_pickles_for_worker_processes():
+    """Once evaluated a cost model holds closures (the scalar terms) and a reference to
+    the process's token-count table: it pickles without either, and the copy rebuilds
+    the first and links to its own process's table (here the same one)."""
+    c = cost(SERVING)
+    s = np.array([30000.0])
+    before = c.decode_curve(8, 2, 1).ms(s)
+    c.prefill_ms(PrefillLoad(999, 999.0, 999.0), drafter=True)
+    blob = pickle.dumps(c)
+    clone = pickle.loads(blob)
+    assert bits(clone.decode_curve(8, 2, 1).ms(s)) == bits(before)
+    assert clone.curves.prefill._per_tokens is c.curves.prefill._per_tokens
+    assert len(blob) < 200_000  # the terms (an envelope per token count) are not in it

@@ -276,18 +276,23 @@ def render_unstable(doc: dict[str, Any]) -> str:
             f"length {b['accept_length']:.3f}, {b['iteration_ms']:.1f} ms an iteration; "
             f"server time a request: decode {b['decode_ms_per_request']:.1f} ms{prefill})"
         )
-    lines += [
-        "",
+    note = (
         "The bounds are upper bounds from the cost model (sim/simulation/serving/stability.py): "
         "decode tokens at the batch where a token costs least, with the shortest contexts, "
         "and with prefill-first batching each prompt's prefill at the cheapest per-token "
         "cost. A rate below them can still be more than the server answers: simulate it "
-        "(serve flags a backlog that grows, NOT STEADY).",
-    ]
+        "(serve flags a backlog that grows, NOT STEADY)."
+    )
+    return "\n".join(lines + _footer(doc, note))
+
+
+def _footer(doc: dict[str, Any], note: str) -> list[str]:
+    """A blank line, ``note`` and the assumptions."""
+    lines = ["", note]
     if doc["assumptions"]:
         lines.append("assumptions:")
         lines.extend(f"  - {a}" for a in doc["assumptions"])
-    return "\n".join(lines)
+    return lines
 
 
 def render_serving(doc: dict[str, Any]) -> str:
@@ -329,13 +334,9 @@ def render_serving(doc: dict[str, Any]) -> str:
     )
     lines += _table(rows)
     lines += _overload_lines(doc, names)
-    lines += [
-        "",
+    note = (
         "per-user tok/s: a request's decoding speed after its first token; ITL: the gap "
         "between deliveries (a speculative step delivers its accepted tokens at once); "
-        "speedup: per-replication ratio of means on the same arrivals (> 1: speculation helps).",
-    ]
-    if doc["assumptions"]:
-        lines.append("assumptions:")
-        lines.extend(f"  - {a}" for a in doc["assumptions"])
-    return "\n".join(lines)
+        "speedup: per-replication ratio of means on the same arrivals (> 1: speculation helps)."
+    )
+    return "\n".join(lines + _footer(doc, note))

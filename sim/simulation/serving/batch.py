@@ -4,8 +4,9 @@ Between two scheduling decisions (an admission, a completion, a preemption) the 
 batch does not change, so the iterations in between are computed together: for B requests
 and up to K iterations, one (B, K) array of acceptance draws, accept lengths, running
 token counts and, per iteration, the batch's context and the iteration's time. The
-scheduler then lets the iterations happen one SimPy timeout at a time and cuts the block
-at the first boundary where something must change (``plan_block`` already stops at the
+scheduler then lets the iterations happen (as one SimPy event up to where an arrival
+could be admitted, then one timeout each; engine.py ``uncut_iterations``) and cuts the
+block at the first boundary where something must change (``plan_block`` already stops at the
 first completion and at the first iteration the KV cache could not hold; an arrival that
 can be admitted cuts it at the next boundary). Nothing in a block depends on how long the
 block is: a request's c-th cycle always uses the draw (key, c) (counter_rng.py), so cutting

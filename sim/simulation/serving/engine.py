@@ -10,13 +10,15 @@ Processes (plain generators that only yield events):
   it admits waiting requests FIFO while a running slot is free
   (``max_running_requests``) and the head's KV (context + lookahead) fits the KV cache (a
   ``simpy.Container`` of tokens); then it runs one prefill iteration (prefill-first), one
-  mixed iteration (chunked), or a block of decode iterations, one timeout per iteration,
-  cut at the first boundary where a waiting request can be admitted.
+  mixed iteration (chunked), or a block of decode iterations, cut at the first boundary
+  where a waiting request can be admitted: one event for the iterations before the next
+  announced arrival could be admitted (``uncut_iterations``, all of them in a closed
+  loop without think time), then one timeout each.
 
 The ``Server`` holds the state and does the bookkeeping between events; the arithmetic of
 a block of decode iterations is ``batch.plan_block`` (pure, vectorized over the batch), so
-the Python work per iteration is one timeout and one admission check whatever the batch
-size. Decode iterations follow the SGLang cycle of what the policy drafts at that batch
+the Python work per iteration is at most one timeout and one admission check whatever the
+batch size. Decode iterations follow the SGLang cycle of what the policy drafts at that batch
 size, a chain or a tree (sim/model/batched_cost.py, sim/model/drafts.py): acceptance is
 decided per request from its own rates, or its own tree's depth survival
 (``batch.accept_lengths``), finished requests leave

@@ -7,7 +7,8 @@ sim/model/policy.py), ``counter_rng`` (per-request
 acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
 iterations), ``engine`` (the SimPy processes), ``records`` (what a replication records),
 ``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
-and seeds).
+and seeds), ``stability`` (an upper bound on the requests a second a server answers, to
+check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy

@@ -37,7 +37,7 @@ def test_text_summary_side_by_side():
 
 
 def test_a_growing_backlog_is_said_in_text_and_json():
-    """3.3 requests a second of 512 tokens: under the most the server could answer (3.47
+    """3.3 requests a second of 512 tokens: under the most the server could answer (3.41
     and 3.81 a second, sim/simulation/serving/stability.py, an upper bound), so simulated,
     but more than it does answer: the requests in the system grow through the window, and
     the summary says its latencies are transient; at four closed-loop users it says

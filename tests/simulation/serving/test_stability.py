@@ -91,7 +91,7 @@ def serve(*args: str):
 
 
 def test_serve_above_the_bound_answers_at_once(tmp_path):
-    """1000 requests a second on the serving scenario (about 3.5 and 3.8 at most): the
+    """1000 requests a second on the serving scenario (about 3.4 and 3.8 at most): the
     verdict, each policy's bound, nothing simulated; exit status 0. (It ran for minutes.)"""
     code, out = serve("--rate", "1000", "--plot", str(tmp_path / "figs"))
     assert code == 0, out

@@ -121,9 +121,11 @@ def _accept_length(plan: ServingPlan, draft: Draft) -> float:
     return float(plan.acceptance.expected_cumulative()[: k + 1].sum())
 
 
-def _least_iteration_ms(plan: ServingPlan, batch: int, draft: Draft, context: float, drafter: bool):
+def _least_iteration_ms(
+    plan: ServingPlan, batch: int, draft: Draft, context: float, drafter: bool
+) -> float:
     """The least time of a decode iteration of ``batch`` requests whose contexts sum to
-    ``context`` (module docstring)."""
+    ``context`` (module docstring; the host work the cost model adds included)."""
     cost = plan.cost
     speculates = not (isinstance(draft, int) and draft == 0)
     s = np.array([context])
@@ -153,17 +155,13 @@ def _cheapest_prefill_ms_per_token(plan: ServingPlan, drafter: bool) -> float:
 
 
 def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
-    """The bound for ``policy`` on ``plan`` (module docstring). Its workload's lengths
-    are those of an open load (a trace's are its own rows)."""
+    """The bound for ``policy`` on ``plan`` (module docstring), whose requests draw their
+    lengths from its workload (ValueError for a trace: its requests are its own rows)."""
     w, config = plan.workload, plan.scheduler
     if isinstance(w.arrivals, Trace):
-        t = w.arrivals
-        inputs, outputs = t.input_tokens, t.output_tokens
-        input_mean, output_mean = float(np.mean(inputs)), float(np.mean(outputs))
-        shortest = int(np.min(inputs))
-    else:
-        input_mean, output_mean = w.input_tokens.mean, w.output_tokens.mean
-        shortest = w.input_tokens.min_tokens
+        raise ValueError("a trace's requests are its own: no bound from the workload's lengths")
+    input_mean, output_mean = w.input_tokens.mean, w.output_tokens.mean
+    shortest = w.input_tokens.min_tokens
     prefill = config.prefill == "model"
     decode_tokens = max(output_mean - (1.0 if prefill else 0.0), 0.0)
     drafter = policy.max_k > 0

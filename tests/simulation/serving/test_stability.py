@@ -6,12 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
 from sim.model.batched_cost import PrefillLoad
-from sim.simulation.serving import ClosedLoop, Fixed, FixedK, Poisson, simulate_serving
+from sim.simulation.serving import ClosedLoop, Fixed, FixedK, Poisson, Trace, simulate_serving
 from sim.simulation.serving.stability import batch_grid, open_load_bounds, service_bound
 from tests.conftest import ROOT
 from tests.simulation.serving.helpers import plan
@@ -81,6 +82,11 @@ def test_a_saturated_server_answers_no_more_than_the_bound(k):
 
 def test_only_an_open_load_is_checked():
     assert open_load_bounds(plan(ClosedLoop(3)), {"k": FixedK(3)}) is None
+    one = np.ones(4, dtype=np.int64)
+    trace = Trace(np.arange(4.0), 10 * one, 20 * one, -one)
+    assert open_load_bounds(plan(trace, requests=4), {"k": FixedK(3)}) is None
+    with pytest.raises(ValueError, match="trace"):
+        service_bound(plan(trace, requests=4), FixedK(3))
     rate, bounds = open_load_bounds(plan(Poisson(7.0)), {"k": FixedK(3), "off": FixedK(0)})
     assert rate == 7.0 and set(bounds) == {"k", "off"}
 

@@ -53,8 +53,8 @@ def hardware(
     "--bytes",
     "nbytes",
     required=True,
-    type=click.IntRange(0, 2**40),
-    help="Message size in bytes (at most 1 TiB).",
+    type=click.IntRange(1, 2**40),
+    help="Message size in bytes (1 B to 1 TiB: zero bytes is no collective).",
 )
 @click.option("--graphed", is_flag=True, help="Inside a CUDA graph (no eager NCCL cost).")
 @click.option(
@@ -79,8 +79,14 @@ def allreduce(
         ic = resolve_interconnect(interconnect)
     except UnknownNameError as exc:
         raise SpecsimError(str(exc), source="--interconnect") from None
+    beyond = ic.domain_error(gpus)
+    if beyond is not None:
+        raise SpecsimError(beyond, source="allreduce", field="--gpus")
     result = allreduce_time(ic, gpus, nbytes, graphed=graphed, library=library)
+    note = ic.domain_note(gpus)
     if as_json:
-        echo_document("allreduce", result.as_dict())
+        echo_document("allreduce", {**result.as_dict(), **({"note": note} if note else {})})
     else:
         click.echo(f"{result.us:.3f} us  {result.algorithm}/{result.protocol}")
+        if note:
+            click.echo(f"note: {note}")

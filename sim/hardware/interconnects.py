@@ -166,6 +166,59 @@ class Interconnect(Frozen):
     nvls_latency_us: Annotated[float, Field(gt=0.0)] | None = None
     nvls_bandwidth_gbps: Annotated[float, Field(gt=0.0)] | None = None
     custom_allreduce: CustomAllReduce | None = None
+    #: GPUs one server of this kind holds; the preset's figures are 8-GPU ones, so more
+    #: GPUs are an extrapolation (``domain_note``).
+    box_gpus: Annotated[int, Field(gt=0)] = 8
+    #: The most GPUs one domain of this link holds (None: no fixed limit), and its source.
+    max_gpus: Annotated[int, Field(gt=0)] | None = None
+    max_gpus_source: str = ""
+
+    def domain_error(self, gpus: int) -> str | None:
+        """Why ``gpus`` GPUs cannot share one domain of this link (None: they can)."""
+        if self.max_gpus is None or gpus <= self.max_gpus:
+            return None
+        return (
+            f"{gpus} GPUs exceed one {self.name} domain: it holds at most {self.max_gpus} "
+            f"({self.max_gpus_source})"
+        )
+
+    def domain_note(self, gpus: int) -> str | None:
+        """What ``gpus`` GPUs beyond one server of this link rest on (None: within one)."""
+        if gpus <= self.box_gpus:
+            return None
+        limit = (
+            f"one domain holds up to {self.max_gpus} ({self.max_gpus_source})"
+            if self.max_gpus is not None
+            else "no fixed limit is known"
+        )
+        return (
+            f"{gpus} GPUs on {self.name} span more than one {self.box_gpus}-GPU server; "
+            f"{limit}; the preset's figures are {self.box_gpus}-GPU ones, so this is "
+            "extrapolated"
+        )
+
+
+#: The NVLink and xGMI domain limits (``Interconnect.max_gpus``), with their sources.
+NVLINK3_MAX_GPUS = 16
+NVLINK3_MAX_SOURCE = (
+    "HGX A100 comes in 4-, 8- and 16-GPU NVSwitch configurations: "
+    "https://www.nvidia.com/en-us/data-center/hgx/"
+)
+NVLINK4_MAX_GPUS = 256
+NVLINK4_MAX_SOURCE = (
+    "8 in an HGX H100/H200 box, 256 through the NVLink Switch System of a DGX GH200: "
+    "https://www.nvidia.com/en-us/data-center/nvlink/"
+)
+NVLINK5_MAX_GPUS = 576
+NVLINK5_MAX_SOURCE = (
+    "8 in an HGX B200 box, 72 in a GB200 NVL72 rack, 576 through NVLink Switch: "
+    "https://www.nvidia.com/en-us/data-center/nvlink/"
+)
+XGMI_MI300X_MAX_GPUS = 8
+XGMI_MI300X_MAX_SOURCE = (
+    "8 fully connected MI300X with 7 xGMI links a GPU: "
+    "https://www.amd.com/en/products/accelerators/instinct/mi300/platform.html"
+)
 
 
 #: NCCL tuner's NVLS latency (tuning.cc ``hwLatencies[NVLINK][NVLS]``: 25 us, the whole
@@ -248,6 +301,8 @@ PRESETS: Mapping[str, Interconnect] = {
             step_latency_us=NCCL_NVLINK_STEP_LATENCY_US,
             ll_max_bus_gbps=NCCL_LL_MAX_BUS_GBPS["ampere"],
             custom_allreduce=CustomAllReduce(),
+            max_gpus=NVLINK3_MAX_GPUS,
+            max_gpus_source=NVLINK3_MAX_SOURCE,
         ),
         Interconnect(
             name="nvlink4",
@@ -265,6 +320,8 @@ PRESETS: Mapping[str, Interconnect] = {
             nvls_latency_us=NCCL_NVLS_LATENCY_US,
             nvls_bandwidth_gbps=480.0,
             custom_allreduce=CustomAllReduce(),
+            max_gpus=NVLINK4_MAX_GPUS,
+            max_gpus_source=NVLINK4_MAX_SOURCE,
         ),
         Interconnect(
             name="nvlink5",
@@ -285,6 +342,8 @@ PRESETS: Mapping[str, Interconnect] = {
             nvls_latency_us=NCCL_NVLS_LATENCY_US,
             nvls_bandwidth_gbps=845.0,
             custom_allreduce=CustomAllReduce(),
+            max_gpus=NVLINK5_MAX_GPUS,
+            max_gpus_source=NVLINK5_MAX_SOURCE,
         ),
         Interconnect(
             name="xgmi-mi300x",
@@ -302,6 +361,8 @@ PRESETS: Mapping[str, Interconnect] = {
             step_latency_us=RCCL_MI300X_STEP_LATENCY_US,
             ll_max_bus_gbps=NCCL_LL_MAX_BUS_GBPS["hopper"],
             tree=False,
+            max_gpus=XGMI_MI300X_MAX_GPUS,
+            max_gpus_source=XGMI_MI300X_MAX_SOURCE,
         ),
     )
 }

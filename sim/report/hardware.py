@@ -26,6 +26,7 @@ def render_hardware(summary: dict[str, Any]) -> str:
         f"timings measured on {ref['gpus']}x {ref['interconnect']}"
         f"{', ' + ref['gpu'] if ref['gpu'] else ''}, verify "
         f"{'graphed' if ref['verify_cuda_graph'] else 'ungraphed'}",
+        *([f"note: {summary['note']}"] if summary.get("note") else []),
         "",
         f"{'pass':<13}{'tokens':>7}  {'graph':<6}{'compute':>9}  {'all-reduces':<34}"
         f"{'comm':>8}{'launch':>8}{'total':>9}  origin",
@@ -43,6 +44,9 @@ def render_hardware(summary: dict[str, Any]) -> str:
     lines += ["", f"verify over {g['tokens']} tokens, graphed here: {g['total_ms']:.3f} ms", ""]
     lines.append(f"{'verify on':<24}{'ungraphed ms':>13}{'graphed ms':>12}  all-reduce (graphed)")
     for name, row in summary["verify_on_presets"].items():
+        if "not_available" in row:
+            lines.append(f"{name:<24}{'-':>13}{'-':>12}  not available: {row['not_available']}")
+            continue
         lines.append(
             f"{name:<24}{row['ungraphed']['total_ms']:13.3f}{row['graphed']['total_ms']:12.3f}"
             f"  {_ar_text(row['graphed'])}"
@@ -67,6 +71,10 @@ def render_presets(presets: dict[str, Any]) -> str:
         )
         lines.append(f"  {'':<22} {ic['description']}")
         lines.append(f"  {'':<22} source: {ic['source']}")
+        if ic.get("max_gpus") is not None:
+            lines.append(
+                f"  {'':<22} one domain: at most {ic['max_gpus']} GPUs ({ic['max_gpus_source']})"
+            )
     lines.append("gpus:")
     for name, g in presets["gpus"].items():
         lines.append(

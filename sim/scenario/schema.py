@@ -26,7 +26,12 @@ from pydantic import (
 
 from sim.errors import UnknownNameError
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
+from sim.hardware.interconnects import (
+    InlineInterconnect,
+    Library,
+    preset_names,
+    resolve_interconnect,
+)
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
 from sim.model.policy import KTable
 from sim.model.tree_presets import RANK_PROFILES, rank_profile
@@ -934,6 +939,23 @@ class Scenario(Section):
                 "timing.verify_ms_per_extra_token is too large for timing.verify_ms: the verify "
                 f"pass over 1 token would take {at_one:.3g} ms"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _gpus_in_one_domain(self) -> Self:
+        """Tensor parallelism within one domain of the link: no more GPUs than it holds
+        (``Interconnect.max_gpus``), for the hardware asked about and the measured one."""
+        checks = [("hardware.gpus", self.hardware.interconnect, self.hardware.gpus)]
+        ref = self.timing.measured_on
+        if ref is not None:
+            checks.append(("timing.measured_on.gpus", ref.interconnect, ref.gpus))
+        for where, name, gpus in checks:
+            try:
+                beyond = resolve_interconnect(name, self.hardware.interconnects).domain_error(gpus)
+            except (UnknownNameError, ValueError):
+                continue  # an unknown name is the interconnect field's own error
+            if beyond is not None:
+                raise _field_error(where, beyond)
         return self
 
     @property

@@ -53,6 +53,10 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
     what_if: dict[str, Any] = {}
     for name in PRESETS:
         ic = resolve_interconnect(name)
+        beyond = ic.domain_error(cur.gpus)
+        if beyond is not None:  # not priced: no such domain
+            what_if[name] = {"not_available": beyond}
+            continue
         row = {}
         for graphed in (False, True):
             point = replace(cur, interconnect=ic, verify_cuda_graph=graphed)
@@ -61,6 +65,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         what_if[name] = row
     graphed_here = replace(cur, verify_cuda_graph=True)
     levers = lever_table(scenario).to_dict() if scenario.num_steps > 0 else None
+    note = cur.interconnect.domain_note(cur.gpus)
     return {
         "scenario": scenario.name,
         "hardware": _point(cur),
@@ -69,6 +74,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
         "verify_graphed": breakdown_dict(hw.breakdown("verify", verify.tokens, graphed_here)),
         "verify_on_presets": what_if,
         "levers": levers,
+        **({"note": note} if note else {}),
     }
 
 
@@ -85,6 +91,8 @@ def presets_dict() -> dict[str, Any]:
                 "custom_allreduce": ic.custom_allreduce is not None,
                 "description": ic.description,
                 "source": ic.source,
+                "max_gpus": ic.max_gpus,
+                "max_gpus_source": ic.max_gpus_source,
             }
             for name, ic in PRESETS.items()
         },

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["fmt_interval", "load_unit", "render_crossover", "settings_line"]
+__all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
 
 
 def load_unit(kind: str) -> str:
@@ -32,17 +32,42 @@ def settings_line(doc: Mapping[str, Any]) -> str:
     return (
         f"seed {doc.get('seed')}, {doc.get('replications')} replications x "
         f"{doc.get('requests')} requests (after {doc.get('warmup_requests')} warm-up at the "
-        f"first load), {doc.get('input_tokens_mean', 0):g} prompt / "
-        f"{doc.get('output_tokens_mean', 0):g} output tokens, {doc.get('batching')} batching"
+        f"first load), {lengths_text(doc)}, {doc.get('batching')} batching"
         + (f"; SLO {' and '.join(limits)}" if limits else "")
     )
 
 
-def _crossing_text(c: Mapping[str, Any], kind: str) -> str:
+def lengths_text(doc: Mapping[str, Any]) -> str:
+    """The workload's mean lengths, in whole tokens (as ``serve`` prints them)."""
+    return (
+        f"mean {doc.get('input_tokens_mean', 0):.0f} prompt / "
+        f"{doc.get('output_tokens_mean', 0):.0f} output tokens"
+    )
+
+
+def _fewest(bracket: Sequence[float] | None) -> str:
+    """The fewest users past a crossing bracketed by neighbouring user counts ("?": none)."""
+    return "?" if bracket is None else f"{bracket[1]:.0f}"
+
+
+def crossing_text(c: Mapping[str, Any], kind: str) -> str:
+    """One crossing in words: for a rate the interpolated load and its 95% interval; for
+    users, a whole number: the fewest users on the new side of 1 (the crossing lies
+    between two neighbouring user counts), with the same for the interval's ends."""
     unit = load_unit(kind)
-    lo, hi = c["ci95"]
-    ci = f"95% {'?' if lo is None else f'{lo:.3g}'} .. {'?' if hi is None else f'{hi:.3g}'}"
-    return f"{c['direction']} at {c['at']:.3g} {unit} ({ci})"
+    if kind != "concurrency":
+        lo, hi = c["ci95"]
+        ci = f"95% {'?' if lo is None else f'{lo:.3g}'} .. {'?' if hi is None else f'{hi:.3g}'}"
+        return f"{c['direction']} at {c['at']:.3g} {unit} ({ci})"
+    a, b = c["bracket"]
+    starts = c["direction"] == "starts paying"
+    new, old = ("gain >= 1", "< 1") if starts else ("gain < 1", ">= 1")
+    lo, hi = (_fewest(x) for x in c.get("ci95_brackets") or (None, None))
+    if b - a > 1:  # not refined to neighbouring user counts
+        where = f"between {a:.0f} and {b:.0f} {unit} (not refined)"
+    else:
+        where = f"from {b:.0f} {unit} ({new} there, {old} at {a:.0f})"
+    return f"{c['direction']} {where}; 95% from {lo} .. {hi} {unit}"
 
 
 def render_crossover(doc: Mapping[str, Any]) -> str:
@@ -85,7 +110,7 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
         for k in ks:
             c = by_k[k]
             text = (
-                "; ".join(_crossing_text(x, kind) for x in c["crossings"])
+                "; ".join(crossing_text(x, kind) for x in c["crossings"])
                 if c["crossings"]
                 else c["summary"]
             )

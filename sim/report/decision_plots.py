@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from sim.report.crossover import lengths_text
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 
@@ -75,13 +76,14 @@ def _band(ax: Axes, xs: Sequence[float], rs: Sequence[Mapping[str, Any]], **styl
 def _footnote_text(doc: Mapping[str, Any], extra: str = "") -> str:
     return (
         f"{doc['scenario']}: {doc.get('replications')} replications x {doc.get('requests')} "
-        f"requests, seed {doc.get('seed')}; {doc.get('input_tokens_mean', 0):g} prompt / "
-        f"{doc.get('output_tokens_mean', 0):g} output tokens; the same arrivals for every "
+        f"requests, seed {doc.get('seed')}; {lengths_text(doc)}; the same arrivals for every "
         "policy; bands: 95% intervals over replications" + (f"; {extra}" if extra else "")
     )
 
 
 def _crossing_note(c: Mapping[str, Any], unit: str) -> str:
+    if unit == "users":  # a whole number: the fewest users past the crossing
+        return f"{c['direction']} from {c['bracket'][1]:.0f} users"
     return f"{c['direction']} at {c['at']:.3g} {unit}"
 
 

@@ -38,12 +38,16 @@ _LATE = {STOPS: "hi", STARTS: "lo"}
 @dataclass(frozen=True)
 class Crossing:
     """One crossing of the gain through 1: ``at`` (interpolated load), ``ci95`` (loads),
-    ``bracket`` (the neighbouring simulated loads around it) and ``direction``."""
+    ``bracket`` (the neighbouring simulated loads around it) and ``direction``;
+    ``ci95_brackets``: the simulated loads around each end of ``ci95`` (None where it has
+    none). A user count is a whole number: its crossing is the bracket's upper load, the
+    fewest users on the new side, and its interval the upper loads of ``ci95_brackets``."""
 
     direction: str
     at: float
     ci95: tuple[float | None, float | None]
     bracket: tuple[float, float]
+    ci95_brackets: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -51,6 +55,7 @@ class Crossing:
             "at": self.at,
             "ci95": list(self.ci95),
             "bracket": list(self.bracket),
+            "ci95_brackets": [None if b is None else list(b) for b in self.ci95_brackets],
         }
 
 
@@ -100,20 +105,21 @@ def _band_end(
     late: bool,
     integer: bool,
     rtol: float | None,
-) -> float | None:
+) -> tuple[float, tuple[float, float]] | None:
     """The crossing of bound ``which`` through 1 nearest to the estimate's bracket
-    (xs[i], xs[i + 1]): searched towards lower loads (``late`` False) or higher ones."""
+    (xs[i], xs[i + 1]), with its own bracket: searched towards lower loads (``late``
+    False) or higher ones."""
     above = [_stat(curve(x), which) >= 1.0 for x in xs]
     if any(math.isnan(_stat(curve(x), which)) for x in xs):
         return None
     if late:
         for j in range(i + 1, len(xs)):
             if above[j] != above[j - 1]:
-                return _refine(curve, which, xs[j - 1], xs[j], integer, rtol)[0]
+                return _refine(curve, which, xs[j - 1], xs[j], integer, rtol)
         return None
     for j in range(i, -1, -1):
         if above[j] != above[j + 1]:
-            return _refine(curve, which, xs[j], xs[j + 1], integer, rtol)[0]
+            return _refine(curve, which, xs[j], xs[j + 1], integer, rtol)
     return None
 
 
@@ -142,5 +148,14 @@ def find_crossings(
         at, bracket = _refine(curve, "mean", a, b, integer, rtol)
         early = _band_end(curve, grid, i, _EARLY[direction], False, integer, rtol)
         late = _band_end(curve, grid, i, _LATE[direction], True, integer, rtol)
-        out.append(Crossing(direction, at, (early, late), bracket))
+        ends = (early[0] if early else None, late[0] if late else None)
+        out.append(
+            Crossing(
+                direction,
+                at,
+                ends,
+                bracket,
+                (early[1] if early else None, late[1] if late else None),
+            )
+        )
     return out

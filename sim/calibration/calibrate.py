@@ -47,7 +47,7 @@ from sim.calibration.settings import (
 )
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes, cycle_cost
-from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
+from sim.model.profile_fit import DECAY_BOUNDS, ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
 from sim.scenario.bind import conditional_rates, pass_times
 from sim.scenario.decompose import hardware_point, reference_point
@@ -689,6 +689,10 @@ def calibrate(
     fitted = [v for b in blocks for v in b.values if v.fitted]
     overrides.update(uncertainty_overrides(base, fitted, covariance, overrides))
     scenario = _calibrated_scenario(base, overrides, drop)
+    if model is not None:
+        rising = rising_note(scenario, _measured_depth(data))
+        if rising is not None:
+            notes.append(rising)
     return Calibration(
         scenario,
         tuple(v for b in blocks for v in b.values),
@@ -700,6 +704,38 @@ def calibrate(
         tuple(tuple(float(x) for x in row) for row in covariance),
         data.imported,
         tuple(checks),
+    )
+
+
+def _measured_depth(data: Measurements) -> int:
+    """The deepest position the acceptance figures cover (at least 2)."""
+    depths = [c.position for c in data.cumulative] + [a.num_steps for a in data.accept_lengths]
+    return max([2, *depths])
+
+
+def rising_note(scenario: Scenario, depth: int) -> str | None:
+    """A note naming a fitted acceptance profile that rises with position over the
+    measured ``depth`` positions (None: it does not rise). Drafters' conditional rates
+    usually fall with position (the decay priors' published profiles,
+    sim/scenario/priors.py), so a rise is more often a sign of figures measured under
+    different prompts or settings than of the drafter."""
+    rates = conditional_rates(scenario.acceptance, depth)
+    rises = [i for i in range(1, depth) if rates[i] > rates[i - 1] + 1e-9]
+    if not rises:
+        return None
+    spec = scenario.acceptance
+    assert spec is not None
+    shown = ", ".join(f"{r:.3f}" for r in rates)
+    decay = ""
+    if spec.decay is not None and spec.decay > 1.0:
+        at_bound = ", the upper end of the fit's range" if spec.decay >= DECAY_BOUNDS[1] else ""
+        decay = f" (acceptance.decay {spec.decay:g} > 1{at_bound})"
+    first = rises[0]
+    return (
+        f"the fitted acceptance rises with position: per-position rates {shown} at positions "
+        f"1..{depth}{decay}, position {first + 1} above position {first}; drafters' rates "
+        "usually fall with position, so check that every figure was measured on the same "
+        "prompts and settings (a rising profile is kept as fitted)"
     )
 
 

@@ -100,6 +100,9 @@ def render_levers(table: dict[str, Any]) -> str:
         f"{'cycle ms':>10}",
     ]
     for r in rows:
+        if r.get("not_applicable"):
+            lines.append(f"{r['name']:<18}{'-':>8}  not applicable: {r['not_applicable']}")
+            continue
         if r["tok_s"] is None:
             lines.append(f"{r['name']:<18}{'-':>8}  not available: {r['error']}")
             continue
@@ -116,6 +119,8 @@ def render_levers(table: dict[str, Any]) -> str:
     if ranked:
         order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
         lines.append(f"ranked (one lever at a time): {order}")
+    elif any(r.get("not_applicable") for r in rows):
+        lines.append("ranked (one lever at a time): none applies here")
     lines += [f"note: {n}" for n in table.get("notes") or []]
     lines += off_centre_lines(rows, table.get("off_centre_inputs") or [])
     lines.append("variants behind the variants column:")

@@ -54,6 +54,7 @@ __all__ = [
     "kernel_sweep",
     "lever_scenarios",
     "lever_table",
+    "not_applicable",
 ]
 
 
@@ -155,6 +156,38 @@ def default_levers(scenario: Scenario, drafter: Drafter | None = None) -> tuple[
     )
 
 
+def _current(scenario: Scenario, dotted: str) -> Any:
+    """The scenario's value of a speculation or acceptance field (None: not set)."""
+    section, key = dotted.split(".", 1)
+    return getattr(getattr(scenario, section), key, None)
+
+
+def not_applicable(scenario: Scenario, lever: Lever) -> str | None:
+    """Why ``lever`` changes nothing on ``scenario`` (None: it applies): a verify already
+    graphed, an interconnect with no all-reduce to speed up (one GPU) or already the one
+    asked for, the drafter already in use. A combination is not applicable when one of its
+    parts is not (it is then the other part alone, which has its own row)."""
+    o = lever.overrides
+    reasons = []
+    if o.get("timing.verify_cuda_graph") is True and scenario.timing.verify_cuda_graph:
+        reasons.append("the verify is already graphed (timing.verify_cuda_graph = true)")
+    if "hardware.interconnect" in o:
+        if scenario.hardware.gpus == 1:
+            reasons.append(
+                "one GPU (hardware.gpus = 1): no all-reduce for an interconnect to speed up"
+            )
+        elif scenario.hardware.interconnect == o["hardware.interconnect"]:
+            reasons.append(f"already on {scenario.hardware.interconnect} (hardware.interconnect)")
+    drafter = {k: v for k, v in o.items() if k.startswith(("acceptance.", "speculation."))}
+    if (
+        drafter
+        and not lever.reference
+        and all(_current(scenario, k) == v for k, v in drafter.items())
+    ):
+        reasons.append("the scenario already has this drafter")
+    return "; ".join(reasons) or None
+
+
 @dataclass(frozen=True)
 class LeverRow:
     """One lever: closed-form tok/s as specified, and its range over the variants."""
@@ -169,9 +202,13 @@ class LeverRow:
     error: str | None = None
     #: 90% interval of tok/s from inputs and model (None: no uncertain input, or failed)
     interval90: tuple[float, float] | None = None
+    #: why the lever changes nothing here (``not_applicable``; then no tok/s, not ranked)
+    not_applicable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"not_applicable": self.not_applicable} if self.not_applicable else {}
         return {
+            **extra,
             "name": self.lever.name,
             "description": self.lever.description,
             "overrides": dict(self.lever.overrides),
@@ -363,6 +400,8 @@ def lever_scenarios(
     """(name, scenario) of every lever that makes a valid scenario, reference first."""
     out = []
     for lever in levers or default_levers(scenario):
+        if not_applicable(scenario, lever) is not None:
+            continue  # the same scenario as another column
         try:
             out.append(
                 (lever.name, with_overrides(scenario, dict(lever.overrides), source="lever"))
@@ -397,6 +436,10 @@ def lever_table(
     rows = []
     levers = tuple(levers or default_levers(scenario, drafter))
     for lever in levers:
+        why = not_applicable(scenario, lever)
+        if why is not None:
+            rows.append(LeverRow(lever, None, None, None, {}, None, None, not_applicable=why))
+            continue
         try:
             applied = with_overrides(scenario, dict(lever.overrides), source="lever")
             tok_s = _tok_s(applied)
@@ -421,7 +464,7 @@ def lever_table(
                 interval90=interval90,
             )
         )
-    sweep = kernel_sweep(scenario, levers)
+    sweep = kernel_sweep(scenario, [x for x in levers if not_applicable(scenario, x) is None])
     return LeverTable(
         scenario.name,
         tuple(rows),

@@ -68,7 +68,8 @@ def render_search(doc: Mapping[str, Any]) -> str:
                 f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, first-position "
                 f"rate {_a(t['first_rate'])} (Monte Carlo 95% CI {_ci(t['first_rate_ci95'])}), "
                 f"mean {_a(t['alpha'])}, accept length {t['required_accept_length']:.2f}; "
-                f"flat {_a(t.get('flat_alpha'))} (closed form)"
+                f"flat {_a(t.get('flat_alpha'))} at its own best k = {t.get('flat_num_steps')} "
+                "(closed form)"
             )
         else:
             lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
@@ -77,13 +78,13 @@ def render_search(doc: Mapping[str, Any]) -> str:
             lines.append(
                 f"  {INTERVAL_LABEL} (closed form, best k {_range(unc)}): first-position "
                 f"rate {fmt_interval(unc['interval90'])}, mean "
-                f"{fmt_interval(unc['mean_rate_interval90'])}, flat "
+                f"{fmt_interval(unc['mean_rate_interval90'])}, flat at its own best k "
                 f"{fmt_interval(unc['flat_interval90'])}"
             )
         if t.get("note"):
             lines.append(f"  note: {t['note']}")
         lines.append(
-            "     k   first   Monte Carlo 95% CI  mean    flat cf   90% inputs+model   "
+            "     k   first   Monte Carlo 95% CI  mean    flat cf   first: 90% in+model "
             "ceiling tok/s"
         )
         for r in t["per_num_steps"]:

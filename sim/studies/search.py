@@ -427,8 +427,16 @@ class TargetResult:
             )
         return None
 
+    @property
+    def best_flat(self) -> KResult | None:
+        """The k needing the lowest equal rate (closed form): the flat answer at its own best
+        k, the quantity whose interval ``uncertainty.flat_interval90`` gives."""
+        ok = [r for r in self.per_num_steps if r.reachable and r.flat_alpha is not None]
+        return min(ok, key=lambda r: (r.flat_alpha, r.num_steps)) if ok else None
+
     def to_dict(self) -> dict[str, Any]:
         best = self.best
+        flat = self.best_flat
         top = max(self.per_num_steps, key=lambda r: r.ceiling_tok_s)
         return {
             "tok_s": self.tok_s,
@@ -439,7 +447,8 @@ class TargetResult:
             "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
             "first_rate": best.first_rate if best else None,
             "first_rate_ci95": list(best.first_rate_ci95) if best else [None, None],
-            "flat_alpha": best.flat_alpha if best else None,
+            "flat_alpha": flat.flat_alpha if flat else None,
+            "flat_num_steps": flat.num_steps if flat else None,
             "required_accept_length": best.required_accept_length if best else None,
             "ceiling_tok_s": top.ceiling_tok_s,
             "ceiling_num_steps": top.num_steps,

@@ -55,6 +55,7 @@ from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.overrides import apply_overrides
 from sim.scenario.priors import decay_prior, shape_error
 from sim.scenario.schema import Scenario
+from sim.scenario.uncertainty import clipping_notes
 
 # --------------------------------------------------------------------------- results
 
@@ -689,6 +690,9 @@ def calibrate(
     fitted = [v for b in blocks for v in b.values if v.fitted]
     overrides.update(uncertainty_overrides(base, fitted, covariance, overrides))
     scenario = _calibrated_scenario(base, overrides, drop)
+    # a fitted value whose error reaches past its field's valid values: later answers
+    # clip its draws there (and say so); say it here too
+    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(scenario).values())
     if model is not None:
         rising = rising_note(scenario, _measured_depth(data))
         if rising is not None:

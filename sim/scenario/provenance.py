@@ -196,7 +196,29 @@ def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
     elif eager_verify(hw) and scenario.model.kernels_per_layer is not None:
         out.append(launch_assumption(scenario, hw))
         out.append(_entry(scenario, "model.kernels_per_layer", scenario.model.kernels_per_layer))
-    return tuple(out)
+    return tuple(with_clipping_notes(scenario, out))
+
+
+def with_clipping_notes(scenario: Scenario, rows: list[Assumption]) -> list[Assumption]:
+    """``rows`` with a note on every field whose stated error or range reaches past its
+    valid values (its draws are clipped there, sim/scenario/uncertainty.py), appended to
+    the row's reason, or as a row of its own when the field has none."""
+    from sim.scenario.uncertainty import clipping_notes  # lazy: it imports this module
+
+    notes = clipping_notes(scenario)
+    if not notes:
+        return rows
+    out = []
+    for row in rows:
+        note = notes.pop(row.field, None)
+        if note is not None:
+            reason = f"{row.reason}; {note}" if row.reason else note
+            row = Assumption(row.field, row.value, row.origin, row.stderr, row.range, reason)
+        out.append(row)
+    for field, note in notes.items():
+        row = _entry(scenario, field, _get(scenario, field))
+        out.append(Assumption(row.field, row.value, row.origin, row.stderr, row.range, note))
+    return out
 
 
 def eager_verify(hw: ScenarioHardware) -> bool:

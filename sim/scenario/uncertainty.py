@@ -61,6 +61,9 @@ NODE_QUANTILES = (0.0, 0.5, 1.0)
 #: The two ends of an input reported as a driver: the 5% and 95% quantiles.
 END_QUANTILES = (0.05, 0.95)
 _Z90 = 1.6448536269514722  # the standard normal's 95% quantile
+#: The share of an input's draws clipped to a bound of its field above which the answer
+#: says so (``UncertainInput.clipping_note``): one draw in a hundred.
+CLIP_NOTE_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,47 @@ class UncertainInput:
         u = np.array(END_QUANTILES)
         values = self.from_uniform(u)
         return float(values[0]), float(values[1])
+
+    def clipped_shares(self) -> tuple[float, float]:
+        """The shares of this input's distribution below and above the field's valid range
+        (its draws there are clipped to the bound)."""
+        lo, hi = self.bounds
+        if self.kind == "normal" and self.stderr > 0:
+            from scipy.special import ndtr  # lazy: scipy.special at import is slow
+
+            return (
+                float(ndtr((lo - self.nominal) / self.stderr)),
+                float(1.0 - ndtr((hi - self.nominal) / self.stderr)),
+            )
+        if self.kind == "uniform" and self.high > self.low:
+            width = self.high - self.low
+            return (max(0.0, lo - self.low) / width, max(0.0, self.high - hi) / width)
+        return (0.0, 0.0)
+
+    def clipping_note(self) -> str | None:
+        """A note naming the field when its stated error or range reaches past the field's
+        valid values for at least ``CLIP_NOTE_SHARE`` of the draws (None: it does not)."""
+        below, above = self.clipped_shares()
+        parts = [
+            f"{share:.0%} of its draws fall {side} the field's {which} bound "
+            f"{round(bound, 6):g} and are clipped to it"
+            for share, side, which, bound in (
+                (below, "below", "lower", self.bounds[0]),
+                (above, "above", "upper", self.bounds[1]),
+            )
+            if share >= CLIP_NOTE_SHARE
+        ]
+        if not parts:
+            return None
+        stated = (
+            f"± {self.stderr:.4g}"
+            if self.kind == "normal"
+            else f"range {self.low:.4g}-{self.high:.4g}"
+        )
+        return (
+            f"{self.field}: the stated {stated} is wider than the value {self.nominal:.4g} allows: "
+            + " and ".join(parts)
+        )
 
     @property
     def spread(self) -> tuple[float, float] | None:
@@ -165,6 +209,18 @@ def _value(scenario: Scenario, dotted: str) -> float:
 
 
 # --------------------------------------------------------------------------- inputs
+
+
+def clipping_notes(scenario: Scenario) -> dict[str, str]:
+    """Per field (a list field's base name), the notes of its inputs whose stated error or
+    range the field's valid values clip (``UncertainInput.clipping_note``)."""
+    out: dict[str, str] = {}
+    for inp in uncertain_inputs(scenario):
+        note = inp.clipping_note()
+        if note is not None:
+            base = inp.field.split("[", 1)[0]
+            out[base] = f"{out[base]}; {note}" if base in out else note
+    return out
 
 
 def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:

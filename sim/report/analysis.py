@@ -182,8 +182,9 @@ def render_analysis(analysis: Analysis) -> str:
         at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
         lines.insert(
             at,
-            f"                         {INTERVAL_LABEL}: not re-solved for the tree (the chain "
-            "answers below carry theirs)",
+            f"                         {INTERVAL_LABEL}: none for a tree: the per-draw closed "
+            "forms are a chain's, and the tree's accept length would need its tree rebuilt "
+            "from every draw's rates (the chain answers below carry their intervals)",
         )
     elif k > 0 and unc is not None:
         lo, hi = unc.tok_s_interval90.to_list()

@@ -229,7 +229,9 @@ class EagerPair:
     reaches (GPT-2). Elsewhere the floor is a large share of the step and the GPU's real
     efficiency, which no source gives, decides the split: the graphed step is taken to be
     all GPU work (no host share), and the floor only bounds how far that can be off
-    (sim/validation/hardware_cases.py reports the prediction at the bound).
+    (sim/validation/hardware_cases.py reports the prediction at the bound). ``held_out``:
+    added after every modelling choice of sim/hardware/eager.py was fixed (issue 14's
+    search for more public pairs), so no choice was made looking at it.
     """
 
     key: str
@@ -252,6 +254,7 @@ class EagerPair:
     gpu_floor_ms: float | None = None
     split_host: bool = False
     ungraphed_extra_gpu_ms: float = 0.0
+    held_out: bool = False
     note: str = ""
 
 
@@ -289,6 +292,30 @@ KIMI_WEIGHTS = Weights(
     expert_params=44.04e6,
     expert_bytes_per_param=0.5,
 )
+#: DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json: 61 layers, the first 3 dense, hidden
+#: 7168, q_lora_rank 1536, kv_lora_rank 512 + rope 64, 128 heads of qk 192 / v 128, 256 routed
+#: experts of intermediate 2048, 8 a token, 1 shared, dense intermediate 18432, vocab
+#: 129280). Per MoE layer outside the routed experts: q_a 7168 x 1536, q_b 1536 x 24576,
+#: kv_a 7168 x 576, kv_b 512 x 32768, o 16384 x 7168 (187,105,280), shared expert
+#: 3 x 7168 x 2048, router 7168 x 256: 232,980,480; dense layer 187,105,280 + 3 x 7168 x
+#: 18432 = 583,467,008; routed expert 44,040,192; head 129280 x 7168. Block-FP8 weights (1
+#: byte; the BF16 head taken at 1 byte too: 0.02 ms of the floor on 8 H200s).
+DEEPSEEK_V3_WEIGHTS = Weights(
+    layers=61,
+    layer_params=232_980_480,
+    lm_head_params=129_280 * 7168,
+    weight_bytes_per_param=1.0,
+    dense_layers=3,
+    dense_layer_params=583_467_008,
+    experts=256,
+    experts_per_token=8,
+    expert_params=44_040_192,
+    expert_bytes_per_param=1.0,
+)
+#: Llama-2-7B (meta-llama/Llama-2-7b-hf config.json: 32 layers, hidden 4096, intermediate
+#: 11008, vocab 32000, untied head): per layer 4 x 4096^2 + 3 x 4096 x 11008 =
+#: 202,375,168; head 32000 x 4096. FP16.
+LLAMA2_7B_WEIGHTS = Weights(layers=32, layer_params=202_375_168, lm_head_params=32000 * 4096)
 #: Kimi-K2.5's EAGLE-3 drafter, one layer + head, 2.004B BF16 (the seed scenario's
 #: draft_params, from torchspec-project/TorchSpec kimi_k25_eagle3.json).
 KIMI_DRAFTER_WEIGHTS = Weights(layers=1, layer_params=2.004e9)
@@ -386,6 +413,40 @@ SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
     ),
     LayerOps("routed + shared add, all-reduce", 2, 2, SGLANG_DEEPSEEK_V2),
 )
+
+
+SGLANG_FUSED_MOE = (
+    "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py "
+    "invoke_fused_moe_kernel: block FP8 quantizes its input (sglang_per_token_group_quant_fp8) "
+    "before each of the two expert GEMMs"
+)
+SGLANG_FP8_LINEAR = (
+    "sgl-project/sglang python/sglang/srt/layers/quantization/fp8_utils.py "
+    "apply_w8a8_block_fp8_linear: per_token_group_quant_fp8, then fp8_blockwise_scaled_mm "
+    "(or the Triton w8a8_block_fp8_matmul)"
+)
+#: A DeepSeek-V3 MoE layer (block-FP8 weights, 256 routed experts through the Triton fused
+#: MoE) run eagerly by SGLang at tensor parallel 8: the Kimi-K2.5 layer above with the
+#: Marlin MoE replaced by the Triton FP8 one and one activation-quant kernel before each of
+#: the five block-FP8 linears outside the experts (fused_qkv_a_proj_with_mqa, q_b_proj,
+#: o_proj, the shared expert's gate_up and down; the router gate is unquantized, and the
+#: absorbed w_kc / w_vc bmm run in BF16, sgl-project/sglang issue #2591 "Use BF16 for bmm").
+SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS: tuple[LayerOps, ...] = (
+    *(op for op in SGLANG_KIMI_LAYER_OPS if not op.op.startswith("fused_marlin_moe")),
+    LayerOps(
+        "fused MoE (Triton, block FP8): align (fill, zeros, align kernel), 2 x (activation "
+        "quant + GEMM), silu_and_mul, sum-reduce",
+        7,
+        9,
+        SGLANG_FUSED_MOE,
+    ),
+    LayerOps("activation quant before the five block-FP8 linears", 5, 5, SGLANG_FP8_LINEAR),
+)
+
+
+def layer_kernels(ops: tuple[LayerOps, ...]) -> tuple[int, int]:
+    """(low, high) kernels a layer issues, summed over its ops."""
+    return sum(op.low for op in ops), sum(op.high for op in ops)
 
 
 VLLM_MLA_ATTENTION = (
@@ -569,6 +630,48 @@ def voipmonitor_no_mtp_pair() -> EagerPair:
 DEEPSPEED_8352 = "https://github.com/deepspeedai/DeepSpeed/pull/8352"
 DEEPSPEED_8352_TOKENS = 32
 
+#: sgl-project/sglang PR #5090 ("Sanity Check with Deepseek V3 (Send One)", the PR's timings
+#: "on H200"): "Deepseek V3 with flashinfer + cuda graph: speed=41.59 token/s", "Deepseek V3
+#: with flashinfer + disabled cuda graph: speed=4.60 token/s" (send_one.py: one request,
+#: output tokens / request latency).
+SGLANG_5090 = "https://github.com/sgl-project/sglang/pull/5090"
+SGLANG_5090_TOK_S = (4.60, 41.59)
+
+
+def sglang_5090_pair() -> EagerPair:
+    """DeepSeek-V3 on 8 H200s, SGLang, one request, --disable-cuda-graph vs graphed: the
+    layer's kernels counted from SGLang's source (``SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS``, the
+    low end, as the seed's 28 is the Kimi layer's low end)."""
+    before, after = SGLANG_5090_TOK_S
+    low, _ = layer_kernels(SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS)
+    return EagerPair(
+        key="sglang-5090-dsv3",
+        title=f"DeepSeek-V3, 8x H200 TP 8, SGLang flashinfer MLA, one request "
+        f"(--disable-cuda-graph vs graphed): {before} -> {after} tok/s",
+        source=SGLANG_5090,
+        layers=61,
+        kernels_per_layer=low,
+        gpus=8,
+        interconnect="nvlink4",
+        hidden_size=7168,
+        tokens=1,
+        graphed_ms=1000.0 / after,
+        eager_ms=1000.0 / before,
+        library="custom",
+        gpu_floor_ms=gpu_floor_ms(DEEPSEEK_V3_WEIGHTS, 1, "H200", 8),
+        held_out=True,
+        note="a step = 1000 / tok/s (send_one: one request, the prefill of its short prompt "
+        "inside the latency); the PR gives H200 for its timings and DeepSeek-V3 needs the "
+        "8 of a node (TP 8 assumed); SGLang runs the same kernels graphed or not",
+    )
+
+
+#: vllm-project/vllm PR #1440 (Oct 2023, before vLLM used torch.compile): "I'm getting about
+#: 1.05s for 5 input 100 output token with CUDA graph batch size = 1; vs about 1.2s without
+#: CUDA graph, on llama 2 7b no tensor parallelism". The GPU is not named.
+VLLM_1440 = "https://github.com/vllm-project/vllm/pull/1440"
+VLLM_1440_TOKENS = 100
+
 EAGER_PAIRS: tuple[EagerPair, ...] = (
     EagerPair(
         key="sglang-1401-triton",
@@ -688,5 +791,26 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
             ("vLLM", "enforce_eager vs the compiled, graphed path", 154.1, 41.8),
             ("SGLang", "eager vs CUDA graph", 156.0, 33.2),
         )
+    ),
+    sglang_5090_pair(),
+    EagerPair(
+        key="vllm-1440",
+        title="Llama-2-7B, 1 GPU, vLLM (Oct 2023, PR #1440's CUDA graph per batch size), "
+        "batch 1, 5 input + 100 output tokens (graph vs not)",
+        source=VLLM_1440,
+        layers=32,
+        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
+        gpus=1,
+        interconnect=None,
+        hidden_size=4096,
+        tokens=1,
+        graphed_ms=1050.0 / VLLM_1440_TOKENS,
+        eager_ms=1200.0 / VLLM_1440_TOKENS,
+        allreduces_per_layer=0,
+        held_out=True,
+        note="'about 1.05s' vs 'about 1.2s' for a request of 100 output tokens, taken as 100 "
+        "steps (the 5-token prefill, eager on both sides, counted as one); the vLLM of "
+        "then had no torch.compile, so the two sides run the same kernels; the GPU is not "
+        "named (no floor)",
     ),
 )

@@ -21,6 +21,8 @@ from sim.validation.hardware_data import (
     EAGER_PAIRS,
     NCCL_POINTS,
     RTX6KPRO_ASUS,
+    SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS,
+    layer_kernels,
     vllm_mla_decode_kernels,
     voipmonitor_no_mtp_pair,
     voipmonitor_pair,
@@ -119,6 +121,30 @@ def test_sglang_kimi_layer_count_hand_worked():
     assert sglang_kimi_kernels() == (28, 42)
 
 
+def test_deepseek_v3_layer_count_hand_worked():
+    # The Kimi layer less Marlin's 7..8, plus the Triton FP8 MoE 7..9 (align 1..3, two
+    # activation quants, two GEMMs, silu_and_mul, sum) and 5 activation quants before the
+    # block-FP8 linears: (28 - 7 + 7 + 5, 42 - 8 + 9 + 5).
+    assert layer_kernels(SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS) == (33, 48)
+
+
+def test_held_out_pairs_hand_worked():
+    held = [p for p in EAGER_PAIRS if p.held_out]
+    assert [p.key for p in held] == ["sglang-5090-dsv3", "vllm-1440"]
+    dsv3, vllm = held
+    assert dsv3.kernels_per_layer == 33 and dsv3.same_kernels
+    assert dsv3.graphed_ms == pytest.approx(1000 / 41.59)
+    assert dsv3.eager_ms == pytest.approx(1000 / 4.60)
+    # Launch-bound: 61 x 33 launches at the public cost, plus at most the last kernels'
+    # share of the graphed step.
+    launches_ms = 61 * 33 * EAGER_KERNEL_US / 1000
+    assert launches_ms < eager_prediction_ms(dsv3) < launches_ms + dsv3.graphed_ms / 61
+    # Llama-2-7B, 480 kernels at 18.889 us = 9.07 ms of CPU < the 10.5 ms of GPU work: the
+    # CPU stays ahead, so the pass is the GPU work plus the first kernel's issue.
+    assert vllm.graphed_ms == pytest.approx(10.5) and vllm.eager_ms == pytest.approx(12.0)
+    assert eager_prediction_ms(vllm) == pytest.approx(10.5 + EAGER_KERNEL_US / 1000)
+
+
 def test_voipmonitor_pair_adds_the_prefill_branch_at_its_context():
     pair = voipmonitor_pair(2000)
     per_layer = prefill_context_ms(MlaDims(heads=8), 2000, gpu_preset("RTX-PRO-6000"), 1.0)
@@ -145,6 +171,7 @@ def test_cases_score_nothing_they_calibrated_on_and_say_their_misses():
     assert launch_ms < seed_row.predicted < launch_ms + 0.1
     assert any("within 15%" in note for note in eager.notes)
     assert any("Counted from SGLang's source" in note for note in eager.notes)
+    assert any(note.startswith("Held out") for note in eager.notes)
     nccl = case_nccl_points()
     assert len(nccl.rows) == len(NCCL_POINTS)
     assert any("within 2x" in note for note in nccl.notes)

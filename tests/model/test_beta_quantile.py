@@ -13,6 +13,7 @@ from sim.model.beta_quantile import (
     TOLERANCE,
     U_MIN,
     _density,
+    _hermite,
     beta_quantiles,
     quantile_table,
 )
@@ -54,15 +55,26 @@ def test_sampled_rates_follow_the_exact_quantile():
 @given(mean=st.floats(0.02, 0.98), concentration=st.floats(0.3, 300.0))
 @example(mean=0.6050964941644925, concentration=5.0)  # the seed's Beta(5) class
 @example(mean=0.123046875, concentration=0.3)
+@example(mean=0.427, concentration=232.015625)  # a piece's error 5.0e-11, at the threshold
 @settings(max_examples=40, deadline=None)
 def test_forward_checks_build_the_table_inverse_checks_built(mean, concentration):
-    """Checking a piece through betainc (forwards) splits exactly the pieces that checking
-    through betaincinv did: the same nodes, values and slopes, bit for bit."""
+    """Checking a piece through betainc (forwards) splits the pieces that checking through
+    betaincinv did: the same nodes, values and slopes, bit for bit, for the seed's class.
+    The two checks round differently, so a piece whose error lies at the split threshold
+    (half the tolerance) can be split by one and kept by the other; where the tables
+    differ, the forward one still meets the tolerance against betaincinv everywhere."""
     a, b = mean * concentration, (1 - mean) * concentration
     new, old = quantile_table.__wrapped__(a, b), reference_quantile_table(a, b)
     assert (new is None) == (old is None)
-    if new is not None:
-        assert all(np.array_equal(n, o) for n, o in zip(new, old, strict=True))
+    if new is None or all(np.array_equal(n, o) for n, o in zip(new, old, strict=True)):
+        return
+    assert (mean, concentration) != (0.6050964941644925, 5.0)  # the seed: bit for bit
+    assert abs(new[0].size - old[0].size) <= 2  # borderline pieces only
+    nodes, x, d = new
+    u = np.linspace(nodes[0], nodes[-1], 200_001)
+    i = np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, nodes.size - 2)
+    got = _hermite(u, nodes[i], nodes[i + 1], x[i], x[i + 1], d[:, i], d[:, i + 1])
+    assert np.abs(got - special.betaincinv(a, b, u)).max() <= TOLERANCE
 
 
 def test_the_forward_error_is_the_inverse_error():

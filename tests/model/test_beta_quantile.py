@@ -56,6 +56,7 @@ def test_sampled_rates_follow_the_exact_quantile():
 @example(mean=0.6050964941644925, concentration=5.0)  # the seed's Beta(5) class
 @example(mean=0.123046875, concentration=0.3)
 @example(mean=0.427, concentration=232.015625)  # a piece's error 5.0e-11, at the threshold
+@example(mean=0.08219248938332287, concentration=0.3)
 @settings(max_examples=40, deadline=None)
 def test_forward_checks_build_the_table_inverse_checks_built(mean, concentration):
     """Checking a piece through betainc (forwards) splits the pieces that checking through

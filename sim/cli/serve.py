@@ -78,7 +78,7 @@ def serve(
     from sim.simulation.serving.metrics import summarize_serving
     from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
-    from sim.simulation.serving.stability import open_load_bounds
+    from sim.simulation.serving.stability import check_open_load
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -98,9 +98,9 @@ def serve(
         )
     sc = with_mc_settings(sc, replications, requests, seed)
     setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
-    check = open_load_bounds(setup.plan, setup.policies)
-    if check is not None and any(check[0] > b.rate_per_s for b in check[1].values()):
-        body = unstable_to_dict(setup, sc.name, *check)
+    check = check_open_load(setup.plan, setup.policies)
+    if check is not None and not check.stable:
+        body = unstable_to_dict(setup, sc.name, check)
         if plot_dir and not quiet:
             click.echo("no figures: the load is above what the server answers, nothing ran")
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)

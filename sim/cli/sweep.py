@@ -141,3 +141,16 @@ def sweep(
         f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
+    unstable = [r for r in outcome.rows if r.get("stable") is False]
+    if unstable:
+        from sim.simulation.serving.overload import NO_STEADY_STATE, above  # lazy: start-up
+
+        rates = sorted({float(r["offered_rate_per_s"]) for r in unstable})
+        names = sorted({n for r in unstable for n in str(r["unstable"]).split(";")})
+        click.echo(
+            f"UNSTABLE: {len(unstable)} point{'s' if len(unstable) > 1 else ''} (stable = "
+            f"false in the tables, with each policy's service bound): "
+            f"{above(rates[0], names)}"
+            + (f" (and {', '.join(f'{x:g}' for x in rates[1:])} requests/s)" if rates[1:] else "")
+            + f": {NO_STEADY_STATE}"
+        )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
+
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
 
 
@@ -70,6 +72,31 @@ def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     return f"{c['direction']} {where}; 95% from {lo} .. {hi} {unit}"
 
 
+def _policy_label(name: str) -> str:
+    """A policy of an overload check, named by its k."""
+    return "plain decoding" if name == "0" else f"k = {name}"
+
+
+def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The rates above a bound (serve's words), each policy's bound, and where it is from."""
+    checks = doc.get("overloads") or []
+    if not checks:
+        return []
+    lines = [""]
+    for c in checks:
+        rate = c["offered_rate_per_s"]
+        lines.append(
+            f"UNSTABLE: {above(rate, [_policy_label(n) for n in c['unstable']])}: {NO_STEADY_STATE}"
+        )
+    bounds = checks[0]["service_bounds"]
+    lines.append(
+        "  service bounds: "
+        + "; ".join(f"{_policy_label(n)} {at_most(b['rate_per_s'])}" for n, b in bounds.items())
+    )
+    lines.append(f"  {BOUND_SOURCE}")
+    return lines
+
+
 def render_crossover(doc: Mapping[str, Any]) -> str:
     kind = doc["load_kind"]
     unit = load_unit(kind)
@@ -114,7 +141,10 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
                 if c["crossings"]
                 else c["summary"]
             )
+            if c["crossings"] and c.get("overload_summary"):
+                text += f"; {c['overload_summary']}"
             lines.append(f"  k={k}: {text}")
+    lines += _overload_lines(doc)
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")

@@ -8,7 +8,6 @@ the setup made.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,9 +19,10 @@ from sim.simulation.serving.metrics import (
     ServingSummary,
     request_metrics,
 )
+from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup, mean_request_tokens
 from sim.simulation.serving.simulate import ServingRun
-from sim.simulation.serving.stability import ServiceBound
+from sim.simulation.serving.stability import LoadCheck
 
 __all__ = [
     "finite",
@@ -155,20 +155,12 @@ def serving_to_dict(
     return body
 
 
-def unstable_to_dict(
-    setup: ServingSetup,
-    scenario: str,
-    offered_per_s: float,
-    bounds: Mapping[str, ServiceBound],
-) -> dict[str, Any]:
+def unstable_to_dict(setup: ServingSetup, scenario: str, check: LoadCheck) -> dict[str, Any]:
     """The ``serve`` document of a Poisson load above what at least one policy can answer
     (sim/simulation/serving/stability.py): nothing simulated, ``stable`` false, each
     policy's bound and the policies the load is above."""
     body = _settings(setup, scenario, setup.replications, setup.seed)
-    body["stable"] = False
-    body["offered_rate_per_s"] = offered_per_s
-    body["service_bounds"] = {name: b.to_dict() for name, b in bounds.items()}
-    body["unstable"] = [n for n, b in bounds.items() if offered_per_s > b.rate_per_s]
+    body.update(check.to_dict())
     return body
 
 
@@ -251,11 +243,7 @@ def render_unstable(doc: dict[str, Any]) -> str:
     names = [n for n in (SPECULATIVE, BASELINE) if n in doc["service_bounds"]]
     unstable = [doc["policies"][n] for n in doc["unstable"]]
     lines = _header(doc)
-    lines.append(
-        f"UNSTABLE: {rate:g} requests/s is more than the server answers with "
-        f"{' or '.join(unstable)}: such a load has no steady state (its queue grows every "
-        "second, and every latency with the run's length). Not simulated."
-    )
+    lines.append(f"UNSTABLE: {above(rate, unstable)}: {NO_STEADY_STATE}")
     width = max(len(doc["policies"][n]) for n in names) + 1
     for name in names:
         b = doc["service_bounds"][name]
@@ -271,17 +259,14 @@ def render_unstable(doc: dict[str, Any]) -> str:
             else ""
         )
         lines.append(
-            f"  {doc['policies'][name] + ':':<{width}} at most {bound:.3g} requests/s, "
+            f"  {doc['policies'][name] + ':':<{width}} {at_most(bound)}, "
             f"{verdict} ({b['decode_tok_s']:.4g} decode tok/s at batch {b['batch']}, accept "
             f"length {b['accept_length']:.3f}, {b['iteration_ms']:.1f} ms an iteration; "
             f"server time a request: decode {b['decode_ms_per_request']:.1f} ms{prefill})"
         )
     note = (
-        "The bounds are upper bounds from the cost model (sim/simulation/serving/stability.py): "
-        "decode tokens at the batch where a token costs least, with the shortest contexts, "
-        "and with prefill-first batching each prompt's prefill at the cheapest per-token "
-        "cost. A rate below them can still be more than the server answers: simulate it "
-        "(serve flags a backlog that grows, NOT STEADY)."
+        f"{BOUND_SOURCE} A rate below them can still be more than the server answers: "
+        "simulate it (serve flags a backlog that grows, NOT STEADY)."
     )
     return "\n".join(lines + _footer(doc, note))
 

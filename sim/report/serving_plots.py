@@ -134,7 +134,8 @@ def serving_sweep_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ):
         drawn_baseline = False
         for i, (combo, sel) in enumerate(groups.items()):
-            sel = sorted(sel, key=lambda r: r[load])
+            # points above a service bound were not simulated (sim/studies/sweep.py)
+            sel = sorted((r for r in sel if r.get("stable") is not False), key=lambda r: r[load])
             x = [r[load] for r in sel]
             label = ", ".join(
                 f"{f.rsplit('.', 1)[-1]} {v}" for f, v in zip(others, combo, strict=True)

@@ -36,10 +36,9 @@ from typing import Any
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
-from sim.simulation.serving.stability import service_bound
 from sim.studies.rootfind import Probe, first_passing
 from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator, plan_steps
+from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -130,8 +129,9 @@ def policy_capacity(
 ) -> PolicyCapacity:
     """Capacity of FixedK(k) (k = 0: plain decoding)."""
     policy = FixedK(k) if k else BASELINE
-    plan = evaluator.builder(Load("rate", hint_per_s), plan_steps(policy, evaluator.builder))
-    bound = service_bound(plan, policy).rate_per_s
+    found = evaluator.bound(Load("rate", hint_per_s), policy)
+    assert found is not None  # a rate's bound
+    bound = found.rate_per_s
     skip_above = bound if evaluator.slo.ttft_ms is not None else math.inf
 
     def at(log_rate: float) -> PolicyPoint | None:

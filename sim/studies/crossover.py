@@ -8,6 +8,12 @@ its crossings through 1 are located with 95% intervals (sim/studies/crossings.py
 scenario's seed (sim/studies/serving_runs.py), which is what ``sweep`` over
 ``serving.concurrency`` and ``speculation.num_steps`` simulates: the curves are the same.
 
+Rates above a policy's service bound (sim/simulation/serving/stability.py: the most
+requests a second it can answer) have no steady state and are not simulated: where
+speculation at k is above its bound and plain decoding is not, plain decoding wins at that
+rate (and the reverse); where both are, neither can carry the load (``Overloaded``). The
+crossings are sought on the rates where both are stable.
+
 No plotting (sim/report/serving_decisions_plots.py), no files, no text
 (sim/report/crossover.py).
 """
@@ -23,6 +29,8 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.overload import at_most
+from sim.simulation.serving.stability import LoadCheck
 from sim.studies.crossings import Crossing, find_crossings
 from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PointEvaluator
@@ -31,6 +39,7 @@ __all__ = [
     "CROSSOVER_METRICS",
     "CrossoverResult",
     "MetricCurve",
+    "Overloaded",
     "crossover",
     "default_loads",
     "load_grid",
@@ -80,6 +89,50 @@ def load_grid(kind: str, values: Sequence[float]) -> list[Load]:
     return loads
 
 
+#: Who wins a rate above a bound, without simulating: the one still stable, or neither.
+SPECULATION, PLAIN, NEITHER = "speculation", "plain decoding", "neither"
+
+
+@dataclass(frozen=True)
+class Overloaded:
+    """A rate (``load``, requests/s) above speculation's or plain decoding's service bound
+    (``speculative_bound`` and ``baseline_bound``, requests/s): ``verdict`` the policy
+    still stable there (``SPECULATION`` or ``PLAIN``), or ``NEITHER``."""
+
+    load: float
+    verdict: str
+    speculative_bound: float
+    baseline_bound: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "load": self.load,
+            "stable": False,
+            "winner": self.verdict,
+            "speculative_service_bound_per_s": self.speculative_bound,
+            "baseline_service_bound_per_s": self.baseline_bound,
+        }
+
+
+def overload_summary(overloaded: Sequence[Overloaded], num_steps: int) -> str:
+    """What the rates above a bound decide, in words (``MetricCurve.summary``)."""
+    out = []
+    for verdict in (PLAIN, SPECULATION, NEITHER):
+        rows = [o for o in overloaded if o.verdict == verdict]
+        if not rows:
+            continue
+        rates = ", ".join(f"{o.load:g}" for o in rows)
+        spec = f"k = {num_steps} ({at_most(rows[0].speculative_bound)})"
+        base = f"plain decoding ({at_most(rows[0].baseline_bound)})"
+        if verdict == PLAIN:
+            out.append(f"plain decoding wins at {rates} requests/s: above what {spec} answers")
+        elif verdict == SPECULATION:
+            out.append(f"speculation wins at {rates} requests/s: above what {base} answers")
+        else:
+            out.append(f"neither is stable at {rates} requests/s: above {spec} and {base}")
+    return "; ".join(out)
+
+
 @dataclass(frozen=True)
 class MetricCurve:
     """One metric at one k over the load grid (and the loads refinement added):
@@ -92,20 +145,31 @@ class MetricCurve:
     speculative: tuple[Ratio, ...]
     baseline: tuple[Ratio, ...]
     crossings: tuple[Crossing, ...]
+    #: Grid rates above a bound, decided without simulating (``Overloaded``).
+    overloaded: tuple[Overloaded, ...] = ()
 
-    def summary(self) -> str:
-        """What the curve says in words (pays throughout, never, or where it crosses)."""
+    def _simulated_summary(self) -> str:
         if self.crossings:
             return "; ".join(f"{c.direction} at {c.at:.3g}" for c in self.crossings)
         means = [g.mean for g in self.gain]
+        if not means:
+            return "no load simulated"
         if all(m >= 1.0 for m in means):
             return "pays at every load simulated"
         if all(m < 1.0 for m in means):
             return "never pays at the loads simulated"
         return "no crossing"
 
+    def summary(self) -> str:
+        """What the curve says in words (pays throughout, never, or where it crosses; and
+        who wins the rates above a bound)."""
+        text = self._simulated_summary()
+        if self.overloaded:
+            text += "; " + overload_summary(self.overloaded, self.num_steps)
+        return text
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "metric": self.metric,
             "num_steps": self.num_steps,
             "summary": self.summary(),
@@ -122,6 +186,10 @@ class MetricCurve:
                 )
             ],
         }
+        if self.overloaded:  # only then: a stable grid's document is as it was
+            out["overloaded"] = [o.to_dict() for o in self.overloaded]
+            out["overload_summary"] = overload_summary(self.overloaded, self.num_steps)
+        return out
 
 
 @dataclass(frozen=True)
@@ -135,6 +203,8 @@ class CrossoverResult:
     runs: int
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    #: Grid rates above some policy's bound (``LoadCheck``, policies named by k)
+    overloads: tuple[LoadCheck, ...] = ()
 
     def curve(self, metric: str, k: int) -> MetricCurve:
         return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
@@ -154,6 +224,7 @@ class CrossoverResult:
             "distributions": [
                 {"load": x, "by_num_steps": by_k} for x, by_k in self.distributions.items()
             ],
+            **({"overloads": [c.to_dict() for c in self.overloads]} if self.overloads else {}),
         }
 
 
@@ -189,22 +260,33 @@ def crossover(
     grid = list(loads)
     kind = grid[0].kind
     policies = [BASELINE, *(FixedK(k) for k in ks)]
+    # a rate above a policy's bound is not simulated; a pair runs where both are stable
+    paired = {k: [x for x in grid if _both_stable(evaluator, x, k)] for k in ks}
+    needed = {(x, p) for k in ks for x in paired[k] for p in (BASELINE, FixedK(k))}
     evaluator.keep_samples |= set(grid)  # latency distributions at the grid loads
-    evaluator.ensure([(load, p) for load in grid for p in policies])
+    evaluator.ensure([(load, p) for load in grid for p in policies if (load, p) in needed])
     distributions = {
-        float(load.value): {str(p.max_k): latency_quantiles(evaluator(load, p)) for p in policies}
+        float(load.value): {
+            str(p.max_k): latency_quantiles(evaluator(load, p))
+            for p in policies
+            if (load, p) in needed
+        }
         for load in grid
+        if any((load, p) in needed for p in policies)
     }
+    checks = [evaluator.check(x, {str(p.max_k): p for p in policies}) for x in grid]
+    overloads = tuple(c for c in checks if c is not None and not c.stable)
     curves = []
     for k in ks:
         spec = FixedK(k)
+        overloaded = _overloaded(evaluator, grid, k)
         for metric in metrics:
 
             def curve(x: float, metric: str = metric, spec: FixedK = spec) -> Ratio:
                 load = grid[0].at(x)
                 return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
 
-            xs = [float(load.value) for load in grid]
+            xs = [float(load.value) for load in paired[k]]
             found = find_crossings(
                 xs, curve, integer=grid[0].integer, rtol=rtol if refine else None
             )
@@ -221,6 +303,7 @@ def crossover(
                     speculative=tuple(level(evaluator(grid[0].at(x), spec), metric) for x in pts),
                     baseline=tuple(level(evaluator(grid[0].at(x), BASELINE), metric) for x in pts),
                     crossings=tuple(found),
+                    overloaded=overloaded,
                 )
             )
     return CrossoverResult(
@@ -233,4 +316,24 @@ def crossover(
         runs=evaluator.runs,
         settings=dict(settings or {}),
         assumptions=tuple(assumptions),
+        overloads=overloads,
     )
+
+
+def _both_stable(evaluator: PointEvaluator, load: Load, k: int) -> bool:
+    return evaluator.stable(load, BASELINE) and evaluator.stable(load, FixedK(k))
+
+
+def _overloaded(evaluator: PointEvaluator, grid: Sequence[Load], k: int) -> tuple[Overloaded, ...]:
+    """The grid rates above speculation's (at k) or plain decoding's bound, each with the
+    policy that is still stable there (or neither)."""
+    out = []
+    for load in grid:
+        spec_ok, base_ok = evaluator.stable(load, FixedK(k)), evaluator.stable(load, BASELINE)
+        if spec_ok and base_ok:
+            continue
+        spec_b, base_b = evaluator.bound(load, FixedK(k)), evaluator.bound(load, BASELINE)
+        assert spec_b is not None and base_b is not None  # only a rate is ever unstable
+        verdict = SPECULATION if spec_ok else PLAIN if base_ok else NEITHER
+        out.append(Overloaded(float(load.value), verdict, spec_b.rate_per_s, base_b.rate_per_s))
+    return tuple(out)

@@ -16,7 +16,7 @@ in one process with its own seed: results never depend on the worker count.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup
 from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving_points import Load, PolicyPoint, policy_point
 
 __all__ = [
@@ -173,6 +174,9 @@ class PointEvaluator:
 
     ``progress(done, total)`` is called as each batch's points finish; ``runs`` counts the
     simulations run. ``keep_samples``: loads whose points keep pooled latency samples.
+    ``check(load, policies)``: whether an open load is above what a policy answers
+    (sim/simulation/serving/stability.py), which a study asks before simulating a rate: a
+    point above its policy's bound has no steady state to measure.
     """
 
     def __init__(
@@ -196,10 +200,35 @@ class PointEvaluator:
         self.progress = progress
         self.keep_samples = set(keep_samples)
         self.memo: dict[Key, PolicyPoint] = {}
+        self.bounds: dict[Key, ServiceBound] = {}
 
     @property
     def runs(self) -> int:
         return len(self.memo)
+
+    def bound(self, load: Load, policy: SpeculationPolicy) -> ServiceBound | None:
+        """The most requests a second ``policy`` answers on the plan at ``load`` (None for
+        a closed loop, which is always stable; computed once, nothing simulated)."""
+        if load.integer:
+            return None
+        key = (load, policy)
+        if key not in self.bounds:
+            plan = self.builder(load, plan_steps(policy, self.builder))
+            self.bounds[key] = service_bound(plan, policy)
+        return self.bounds[key]
+
+    def check(self, load: Load, policies: Mapping[str, SpeculationPolicy]) -> LoadCheck | None:
+        """The rate of ``load`` against each policy's bound (by name); None for a closed
+        loop."""
+        if load.integer:
+            return None
+        found = {name: self.bound(load, p) for name, p in policies.items()}
+        return LoadCheck(float(load.value), {n: b for n, b in found.items() if b is not None})
+
+    def stable(self, load: Load, policy: SpeculationPolicy) -> bool:
+        """False when ``load`` is a rate above ``policy``'s bound."""
+        b = self.bound(load, policy)
+        return b is None or float(load.value) <= b.rate_per_s
 
     def _task(self, load: Load, policy: SpeculationPolicy) -> PointTask:
         return PointTask(

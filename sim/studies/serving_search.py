@@ -18,6 +18,14 @@ per-replication fractions with a t interval (requests that share a server are no
 independent; with one replication, the pooled Wilson interval), and the pooled accept
 length (tokens per decode cycle).
 
+Rates above what the server answers. At a Poisson rate, a lever value at which the rate
+is above the service bound of speculation at k (sim/simulation/serving/stability.py: the
+bound grows with the accept length) has no steady state and is not simulated: it counts
+as missing every target (``unstable_stats``), so a target is answered only where the load
+is stable, and a k whose bound is under the rate even with every draft accepted reaches
+no target at that rate (``Stability``; the document's ``stability`` and each unreachable
+target's reason say so).
+
 At concurrency 1 without prefill (a scenario without prompt tokens) the serving engine is
 the batch-1 engine's model, so the search agrees with today's batch-1 search within the
 Monte Carlo intervals (tested).
@@ -35,17 +43,27 @@ import numpy as np
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
+from sim.scenario.load import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import positive_interval, request_metrics, share_interval
+from sim.simulation.serving.overload import above, at_most
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.stability import ServiceBound, service_bound
 from sim.simulation.summary import Stats, TargetProbability, wilson_ci95
-from sim.studies.search import SearchResult, search_acceptance
+from sim.studies.search import AcceptanceLever, SearchResult, acceptance_levers, search_acceptance
 from sim.studies.serving_points import Load
 
-__all__ = ["ServingStats", "search_at_load", "serving_stats"]
+__all__ = [
+    "ServingStats",
+    "Stability",
+    "search_at_load",
+    "serving_stats",
+    "stability",
+    "unstable_stats",
+]
 
 
 def serving_stats(records: Sequence[ServingRecord], targets: Sequence[float]) -> Stats:
@@ -71,6 +89,107 @@ def serving_stats(records: Sequence[ServingRecord], targets: Sequence[float]) ->
     return Stats(mean, (float(ci[0]), float(ci[1])), accept, tuple(probabilities))
 
 
+def unstable_stats(targets: Sequence[float]) -> Stats:
+    """What a lever value whose load is above the service bound counts as: no tok/s, no
+    request reaching any target, certainly (zero-width intervals; accept length unknown)."""
+    probabilities = tuple(TargetProbability(float(t), 0.0, (0.0, 0.0)) for t in targets)
+    return Stats(0.0, (0.0, 0.0), float("nan"), probabilities)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Speculation at ``num_steps`` against the searched rate: its service bound with every
+    draft accepted (the lever's top, ``bound_at_top``) and the least mean rate ``alpha``
+    at which the rate is within the bound (None: at none)."""
+
+    num_steps: int
+    bound_at_top: ServiceBound
+    least_stable_alpha: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_steps": self.num_steps,
+            "service_bound_at_top_per_s": self.bound_at_top.rate_per_s,
+            "top_alpha_service_bound": self.bound_at_top.to_dict(),
+            "least_stable_alpha": self.least_stable_alpha,
+        }
+
+
+def stability(
+    simulate: ServingStats, scenario: Scenario, num_steps: Sequence[int]
+) -> list[Stability]:
+    """Per k, where the rate of ``simulate``'s load is within speculation's bound along the
+    acceptance lever (the bound grows with the accept length, so the stable lever values
+    are an interval up to the top; its lower end by bisection to 1e-6 of the lever)."""
+    rate = float(simulate.load.value)
+    base = pin_verify_tokens(scenario)
+    out = []
+    for k, lever in acceptance_levers(base, num_steps).items():
+
+        def bound(x: float, lever: AcceptanceLever = lever) -> float:
+            found = simulate.bound(lever.base, lever.model_at(x))
+            assert found is not None  # a rate's bound
+            return found.rate_per_s
+
+        top = simulate.bound(lever.base, lever.model_at(lever.x_max))
+        assert top is not None
+        least: float | None = None
+        if rate <= top.rate_per_s:
+            lo, hi = lever.x_min, lever.x_max
+            if rate <= bound(lo):
+                hi = lo
+            while hi - lo > 1e-6 * lever.x_max:
+                mid = 0.5 * (lo + hi)
+                lo, hi = (lo, mid) if rate <= bound(mid) else (mid, hi)
+            least = lever.alpha(hi)
+        out.append(Stability(k, top, least))
+    return out
+
+
+def _with_stability(
+    result: SearchResult, rate: float, found: Sequence[Stability], low_alpha: dict[int, float]
+) -> SearchResult:
+    """``result`` with where the rate is above a bound said: each k that no acceptance
+    makes stable has no simulated ceiling, and a target no k reaches names the bounds."""
+    hopeless = {s.num_steps: s for s in found if s.least_stable_alpha is None}
+    if not any(
+        s.least_stable_alpha is None or s.least_stable_alpha > low_alpha[s.num_steps] for s in found
+    ):
+        return result  # stable wherever the search looks: the document is as it was
+    targets = []
+    for t in result.targets:
+        rows = tuple(
+            dataclasses.replace(r, simulated_ceiling_tok_s=None, simulated_ceiling_alpha=None)
+            if r.num_steps in hopeless
+            else r
+            for r in t.per_num_steps
+        )
+        reason = t.reason
+        if reason is not None and hopeless:
+            labels = [f"k = {k}" for k in hopeless]
+            bounds = "; ".join(
+                f"k = {k}: {at_most(s.bound_at_top.rate_per_s)}" for k, s in hopeless.items()
+            )
+            said = (
+                f"{above(rate, labels)} even with every draft accepted ({bounds}): no "
+                "steady state, not simulated"
+            )
+            reason = said if len(hopeless) == len(rows) else f"{reason}; {said}"
+        targets.append(dataclasses.replace(t, per_num_steps=rows, reason=reason))
+    settings = {
+        **result.settings,
+        "stability": {
+            "offered_rate_per_s": rate,
+            "per_num_steps": [s.to_dict() for s in found],
+            "note": (
+                "lever values at which the rate is above speculation's service bound were "
+                "not simulated and count as missing every target"
+            ),
+        },
+    }
+    return dataclasses.replace(result, targets=tuple(targets), settings=settings)
+
+
 @dataclass(frozen=True)
 class ServingStats:
     """A ``SimulateFn`` for search: the serving simulation at ``load`` (picklable).
@@ -92,12 +211,26 @@ class ServingStats:
             self._plans[key] = serving_setup(at_load, base_dir=base, source="search").plan
         return self._plans[key]
 
-    def __call__(
-        self, scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
-    ) -> Stats:
+    def plan_at(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServingPlan:
+        """The plan of ``scenario`` at this load with ``acceptance`` (None: its own)."""
         plan = self.plan(scenario)
         if acceptance is not None:
             plan = dataclasses.replace(plan, acceptance=acceptance)
+        return plan
+
+    def bound(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServiceBound | None:
+        """Speculation's service bound at this acceptance; None for a closed loop."""
+        if self.load.integer:
+            return None
+        return service_bound(self.plan_at(scenario, acceptance), FixedK(scenario.num_steps))
+
+    def __call__(
+        self, scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
+    ) -> Stats:
+        plan = self.plan_at(scenario, acceptance)
+        bound = self.bound(scenario, acceptance)
+        if bound is not None and self.load.value > bound.rate_per_s:
+            return unstable_stats(targets)  # no steady state: not simulated
         run = simulate_serving(
             plan,
             {"speculative": FixedK(scenario.num_steps)},
@@ -143,4 +276,10 @@ def search_at_load(
             "Carlo 95% interval)"
         ),
     }
-    return dataclasses.replace(result, engine="serving", fidelity="cycle", settings=settings)
+    result = dataclasses.replace(result, engine="serving", fidelity="cycle", settings=settings)
+    if load.integer:
+        return result
+    ks = sorted(set(num_steps))
+    levers = acceptance_levers(pin_verify_tokens(scenario), ks)
+    low = {k: float(lv.alpha(lv.x_min) or 0.0) for k, lv in levers.items()}
+    return _with_stability(result, float(load.value), stability(simulate, scenario, ks), low)

@@ -26,6 +26,7 @@ from sim.simulation.budget import run_hours
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup
 from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.stability import LoadCheck, check_open_load
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import Summary, summarize
 from sim.studies.grid import expand_grid, point_key
@@ -145,14 +146,11 @@ def is_serving_sweep(axes: Sequence[tuple[str, Sequence[Any]]]) -> bool:
 def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     """One serving sweep point: speculation and the baseline on the same arrivals (the
     point's seed), flattened: ``{policy}_{metric}_{mean,ci95_lo,ci95_hi,p50,p90,p99}`` and
-    ``speedup_{metric}_{mean,ci95_lo,ci95_hi}``."""
+    ``speedup_{metric}_{mean,ci95_lo,ci95_hi}``; a Poisson rate above either policy's
+    service bound is not simulated (``unstable_columns``)."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
     setup = serving_setup(scenario, base_dir=base_dir, source=task.source)
-    run = simulate_serving(
-        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
-    )
-    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
     row: dict[str, Any] = {
         **dict(task.overrides),
@@ -160,6 +158,13 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
         "topk": sp.topk,
         "num_draft_tokens": sp.draft_tokens,
     }
+    check = check_open_load(setup.plan, setup.policies)
+    if check is not None and not check.stable:
+        return {**row, **unstable_columns(check)}
+    run = simulate_serving(
+        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+    )
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     for name, policy in summary.policies.items():
         for metric in SERVING_COLUMNS:
             if metric == "aggregate_tok_s":
@@ -177,6 +182,22 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
             for stat, v in _flat({"mean": ratio.mean, "ci95": ratio.ci95}).items():
                 row[f"speedup_{metric}_{stat}"] = v
     return row
+
+
+def unstable_columns(check: LoadCheck) -> dict[str, Any]:
+    """The columns of a serving point whose Poisson rate is above what a policy answers
+    (sim/simulation/serving/stability.py): nothing simulated (as ``serve`` refuses it),
+    ``stable`` false, the offered rate, the policies it is above (``;``-separated) and
+    each policy's bound, ``{policy}_service_bound_per_s``. A stable point has none of
+    these columns (its row is as it was)."""
+    out: dict[str, Any] = {
+        "stable": False,
+        "offered_rate_per_s": check.offered_per_s,
+        "unstable": ";".join(check.unstable),
+    }
+    for name, b in check.bounds.items():
+        out[f"{name}_service_bound_per_s"] = b.rate_per_s
+    return out
 
 
 def _flat(values: dict[str, Any]) -> dict[str, float | None]:

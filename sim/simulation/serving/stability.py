@@ -50,8 +50,10 @@ from sim.simulation.serving.workload import Poisson, Trace
 __all__ = [
     "DENSE_BATCHES",
     "GRID_RATIO",
+    "LoadCheck",
     "ServiceBound",
     "batch_grid",
+    "check_open_load",
     "open_load_bounds",
     "service_bound",
 ]
@@ -200,3 +202,41 @@ def open_load_bounds(
     if not isinstance(arrivals, Poisson):
         return None
     return arrivals.rate_per_s, {name: service_bound(plan, p) for name, p in policies.items()}
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    """A Poisson load of ``offered_per_s`` against each policy's bound (by name): what every
+    command that simulates an open load asks before simulating a point (a policy in
+    ``unstable`` is not simulated there: the module docstring)."""
+
+    offered_per_s: float
+    bounds: Mapping[str, ServiceBound]
+
+    @property
+    def unstable(self) -> list[str]:
+        """The policies the load is above, in ``bounds`` order."""
+        return [n for n, b in self.bounds.items() if self.offered_per_s > b.rate_per_s]
+
+    @property
+    def stable(self) -> bool:
+        return not self.unstable
+
+    def to_dict(self) -> dict[str, object]:
+        """``stable``, ``offered_rate_per_s``, ``service_bounds`` and ``unstable``: the
+        fields ``serve`` reports an unstable load with."""
+        return {
+            "stable": self.stable,
+            "offered_rate_per_s": self.offered_per_s,
+            "service_bounds": {name: b.to_dict() for name, b in self.bounds.items()},
+            "unstable": self.unstable,
+        }
+
+
+def check_open_load(
+    plan: ServingPlan, policies: Mapping[str, SpeculationPolicy]
+) -> LoadCheck | None:
+    """The ``LoadCheck`` of ``plan``'s Poisson load under ``policies``; None for a closed
+    loop or a trace (always stable: ``open_load_bounds``)."""
+    found = open_load_bounds(plan, policies)
+    return None if found is None else LoadCheck(*found)

@@ -28,6 +28,11 @@ slow from 32 users (the note gives the numbers).
   expert FLOPs at that fraction less the same FLOPs at peak (which the model already
   charges); the lower end with FP8 activations at twice the BF16 rate (the Kimi report's
   ``VLLM_MARLIN_INPUT_DTYPE=fp8``).
+
+The EAGLE row of the EAGLE-3 paper's SGLang table (and its crossover) misses in the other
+direction: a cost that only the EAGLE-1 drafter pays. ``draft_row_us`` bounds the one its
+128k-token head brings, the softmax and top-k of every draft row over the target's
+vocabulary where the EAGLE-3 drafter scores 32,000 tokens.
 """
 
 from __future__ import annotations
@@ -37,10 +42,14 @@ from dataclasses import dataclass
 from sim.hardware.gpus import gpu_preset
 
 __all__ = [
+    "DRAFT_ROW_BYTES_PER_LOGIT",
+    "EAGLE3_DRAFT_VOCAB",
+    "LLAMA31_VOCAB",
     "LOGIT_BYTES",
     "MARLIN_PEAK_FRACTION",
     "SAMPLING_US_PER_ROW_32K",
     "PerTokenCandidates",
+    "draft_row_us",
     "logits_gather_us",
     "marlin_peak_fraction",
     "moe_compute_extra_us",
@@ -144,3 +153,25 @@ def per_token_candidates(
             moe_compute_extra_us(flops, peak_tflops),
         ),
     )
+
+
+#: At most the bytes a draft row moves per logit in SGLang's EAGLE worker, whose every draft
+#: pass takes ``torch.softmax(logits_output.next_token_logits)`` then ``fast_topk`` over the
+#: drafter's whole vocabulary (python/sglang/srt/speculative/eagle_worker.py): the bf16
+#: logits written and read, an fp32 copy written, the softmax reading it and writing fp32
+#: probabilities, the top-k reading them (2 + 2 + 4 + 4 + 4 + 4).
+DRAFT_ROW_BYTES_PER_LOGIT = 20
+#: Vocabularies the drafters of the EAGLE-3 paper's Llama-3.1-8B rows score: the EAGLE-1
+#: drafter reads the target's head (meta-llama/Llama-3.1-8B-Instruct config.json
+#: vocab_size), the EAGLE-3 drafter its own (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
+#: config.json draft_vocab_size).
+LLAMA31_VOCAB = 128_256
+EAGLE3_DRAFT_VOCAB = 32_000
+
+
+def draft_row_us(vocab: float, bandwidth_gbps: float) -> float:
+    """At most the microseconds one draft row's softmax and top-k over ``vocab`` logits
+    take at the GPU's peak bandwidth (``DRAFT_ROW_BYTES_PER_LOGIT`` a logit)."""
+    if vocab <= 0 or bandwidth_gbps <= 0:
+        raise ValueError("need vocab > 0 and a positive bandwidth")
+    return DRAFT_ROW_BYTES_PER_LOGIT * vocab / (bandwidth_gbps * 1e3)

@@ -32,7 +32,14 @@ from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, w
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
-from sim.validation.per_token_candidates import MARLIN_PEAK_FRACTION, per_token_candidates
+from sim.validation.per_token_candidates import (
+    DRAFT_ROW_BYTES_PER_LOGIT,
+    EAGLE3_DRAFT_VOCAB,
+    LLAMA31_VOCAB,
+    MARLIN_PEAK_FRACTION,
+    draft_row_us,
+    per_token_candidates,
+)
 
 __all__ = ["serving_cases"]
 
@@ -503,19 +510,11 @@ def _errors(rows: Sequence[Row]) -> str:
 
 def _noted(case: Case, why: str) -> Case:
     """The case with a note: its errors and where (and why) the model misses."""
-    return Case(
-        case.title,
-        case.sources,
-        case.calibrated_on,
-        case.rows,
-        case.setup,
-        (
-            *case.notes,
-            f"Scored: {_errors(case.rows)}. The ± of these rows is the Monte Carlo standard "
-            "error of the simulated mean (paired over replications), not a calibration "
-            f"uncertainty, so |z| is large wherever the model itself misses. {why}",
-        ),
-        case.scored,
+    return _with_note(
+        case,
+        f"Scored: {_errors(case.rows)}. The ± of these rows is the Monte Carlo standard "
+        "error of the simulated mean (paired over replications), not a calibration "
+        f"uncertainty, so |z| is large wherever the model itself misses. {why}",
     )
 
 
@@ -680,9 +679,51 @@ def _candidates_note(
     )
 
 
+def eagle1_rows_note(rows: Sequence[Row], scenario: Scenario, batch: int = 16) -> str:
+    """What the EAGLE-1 drafter's full-vocabulary draft rows cost beyond the EAGLE-3
+    drafter's at ``batch`` users, against what the EAGLE row's miss there asks for
+    (sim/validation/per_token_candidates.py ``draft_row_us``)."""
+    row = {int(r.figure.rsplit("=", 1)[1]): r for r in rows}[batch]
+    k = scenario.num_steps
+    cost = serving_setup(scenario, source="validation").plan.cost
+    gpu = cost.curves.verify.physics.hardware.gpu
+    assert gpu is not None
+    eagle1 = draft_row_us(LLAMA31_VOCAB, gpu.memory_bandwidth_gbps)
+    eagle3 = draft_row_us(EAGLE3_DRAFT_VOCAB, gpu.memory_bandwidth_gbps)
+    extra_us = batch * k * (eagle1 - eagle3)
+    ms = float(cost.decode_ms(batch, k, np.array([batch * (128 + 512 / 2)]))[0])
+    return (
+        "A cost only the EAGLE-1 drafter pays: the softmax and top-k of every draft row over "
+        f"the target's {LLAMA31_VOCAB:,}-token vocabulary (SGLang's EAGLE worker; at most "
+        f"{DRAFT_ROW_BYTES_PER_LOGIT} bytes a logit at peak bandwidth, "
+        "sim/validation/per_token_candidates.py) take "
+        f"at most {eagle1:.2f} us a row against {eagle3:.2f} for the EAGLE-3 drafter's "
+        f"{EAGLE3_DRAFT_VOCAB:,} tokens: at {batch} users and {k} draft rows a user "
+        f"{extra_us:.1f} us more an iteration, {100 * extra_us / (1000 * ms):.1f}% of the "
+        f"model's {ms:.1f} ms speculative iteration, where the row's miss there "
+        f"({100 * row.error:+.0f}% on the speedup) would take an iteration about "
+        f"{100 * (row.predicted / row.measured - 1):.0f}% longer. It is not what the EAGLE "
+        "row (or its crossover) misses, which stays not identified."
+    )
+
+
+def _with_note(case: Case, note: str) -> Case:
+    """The case with one more note."""
+    return Case(
+        case.title,
+        case.sources,
+        case.calibrated_on,
+        case.rows,
+        case.setup,
+        (*case.notes, note),
+        case.scored,
+    )
+
+
 def serving_cases() -> tuple[Case, ...]:
     """Every serving case of the validation report."""
-    sglang = tuple(_noted(c, sglang_miss()) for c in case_eagle3_sglang())
+    eagle3, eagle = (_noted(c, sglang_miss()) for c in case_eagle3_sglang())
+    sglang = (eagle3, _with_note(eagle, eagle1_rows_note(eagle.rows, sglang_scenarios()[1])))
     vllm = tuple(_noted(c, VLLM_MISS) for c in case_eagle3_vllm())
     kimi = case_kimi_rtx6kpro()
     return (*sglang, *vllm, _noted(kimi, kimi_miss(kimi.rows, kimi_scenario()[0])))

@@ -8,7 +8,10 @@ import pytest
 
 from sim.validation.cases import Row
 from sim.validation.per_token_candidates import (
+    EAGLE3_DRAFT_VOCAB,
+    LLAMA31_VOCAB,
     MARLIN_PEAK_FRACTION,
+    draft_row_us,
     logits_gather_us,
     moe_compute_extra_us,
     per_token_candidates,
@@ -94,3 +97,11 @@ def test_moved_rows_counts_only_rows_beyond_the_calibrated_passes() -> None:
     # 10 us a token: the 128-user verify adds (512 - 4) x 10 us = 5.08 ms to 100 ms
     assert _moved_rows(rows, _FlatCost(), 3, np.array([384.0]), 10.0) == (1, 1)
     assert _moved_rows(rows, _FlatCost(), 3, np.array([384.0]), 0.0) == (0, 0)
+
+
+def test_draft_row_bound_by_hand() -> None:
+    # 20 bytes x 128,256 logits at 3,350 GB/s = 0.7657 us; 32,000 logits: 0.1910 us
+    assert draft_row_us(LLAMA31_VOCAB, 3350.0) == pytest.approx(20 * 128_256 / 3.35e6)
+    assert draft_row_us(EAGLE3_DRAFT_VOCAB, 3350.0) == pytest.approx(0.19104, abs=1e-5)
+    with pytest.raises(ValueError):
+        draft_row_us(0, 3350.0)

@@ -33,6 +33,16 @@ tok_s = [100.0]
 """
 
 
+#: [uncertainty] of the seed's inputs known exactly (with flat rates: no input uncertain).
+EXACT_UNCERTAINTY = """
+[uncertainty]
+timing.decode_ms = { range = [12.12, 12.12] }
+timing.verify_ms = { stderr = 0.0 }
+timing.draft_step_ms = { range = [1.2, 1.2] }
+acceptance.alpha = { stderr = 0.0 }
+"""
+
+
 def seed_text_without_uncertainty() -> str:
     """The seed file without its [uncertainty] tables (for tests that edit its values)."""
     return SEED.read_text().split("\n[uncertainty]")[0] + "\n"

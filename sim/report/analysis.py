@@ -178,15 +178,7 @@ def render_analysis(analysis: Analysis) -> str:
 
         lines += render_tree(tree)
     unc = analysis.uncertainty
-    if k > 0 and unc is not None and unc.tok_s_interval90 is None:  # a tree
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
-        lines.insert(
-            at,
-            f"                         {INTERVAL_LABEL}: none for a tree: the per-draw closed "
-            "forms are a chain's, and the tree's accept length would need its tree rebuilt "
-            "from every draw's rates (the chain answers below carry their intervals)",
-        )
-    elif k > 0 and unc is not None:
+    if k > 0 and unc is not None and unc.tok_s_interval90 is not None:
         lo, hi = unc.tok_s_interval90.to_list()
         at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
         lines.insert(

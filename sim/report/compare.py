@@ -103,8 +103,7 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
             out.append(
                 f"({c['label']} drafts a tree {c['num_steps']}/{c['topk']}/"
                 f"{c['num_draft_tokens']}: its required acceptance is a chain's at its top-1 "
-                "rates, and its tok/s has no 90% interval: the per-draw closed forms are the "
-                "chain's)"
+                "rates; its tok/s interval rebuilds the tree from every draw's rates)"
             )
     for hidden in doc.get("targets_not_shown", []):
         own = ", ".join(f"{t:g}" for t in hidden["tok_s"])

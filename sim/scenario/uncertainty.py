@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -442,9 +442,15 @@ class PassResponse:
 
 
 def pass_response(
-    scenario: Scenario, inp: UncertainInput, values: np.ndarray, base: np.ndarray
+    scenario: Scenario,
+    inp: UncertainInput,
+    values: np.ndarray,
+    base: np.ndarray,
+    vector: Callable[[Scenario], np.ndarray] | None = None,
 ) -> PassResponse:
-    """The response table of one input over the span of its draws ``values`` (n,)."""
+    """The response table of one input over the span of its draws ``values`` (n,): the
+    change of ``vector(scenario)`` (default: the pass-time vector ``pass_vector``, of the
+    size of ``base``) from ``base`` with the input at a few values."""
     span = np.quantile(values, NODE_QUANTILES) if values.size else np.array([])
     nodes = np.unique(np.concatenate([span, [inp.nominal]]))
     if inp.integer:
@@ -461,7 +467,10 @@ def pass_response(
         except SpecsimError:
             continue  # outside what the scenario allows: draws there take the nearest node
         kept.append(x)
-        deltas.append(pass_vector(pass_times(other), base.size - _FIXED - 1) - base)
+        if vector is None:
+            deltas.append(pass_vector(pass_times(other), base.size - _FIXED - 1) - base)
+        else:
+            deltas.append(vector(other) - base)
     return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
 
 
@@ -624,11 +633,20 @@ def sampled_scenario(
         None if is_acceptance_input(inp.field) else pass_response(scenario, inp, draws[:, j], base)
         for j, inp in enumerate(inputs)
     )
+    rates = rate_responses(scenario, inputs, draws, max_steps)
+    return SampledScenario(scenario, inputs, responses, base, max_steps, rates)
+
+
+def rate_responses(
+    scenario: Scenario, inputs: Sequence[UncertainInput], draws: np.ndarray, max_steps: int
+) -> tuple[PassResponse | None, ...]:
+    """The effective rates' response table of each acceptance input of a mix or a
+    per-request spread over the span of its ``draws`` (n, F) (None: another input, or
+    acceptance drawn directly)."""
     tabulated = not acceptance_propagated(scenario)
-    rate_responses = tuple(
+    return tuple(
         rate_response(scenario, inp, draws[:, j], max_steps)
         if tabulated and is_acceptance_input(inp.field)
         else None
         for j, inp in enumerate(inputs)
     )
-    return SampledScenario(scenario, inputs, responses, base, max_steps, rate_responses)

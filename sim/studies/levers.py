@@ -415,7 +415,7 @@ def _interval90(applied: Scenario) -> tuple[float, float] | None:
     """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
     is missing)."""
     spread = answer_uncertainty(applied, []).tok_s_interval90
-    if spread is None or spread.low is None or spread.high is None:  # None: a tree's
+    if spread is None or spread.low is None or spread.high is None:
         return None
     return (spread.low, spread.high)
 
@@ -472,5 +472,5 @@ def lever_table(
         drafter,
         sweep,
         off_centre_inputs(scenario),
-        (f"90% '-': {TREE_NOTE}",) if scenario.speculation.is_tree else (),
+        (TREE_NOTE,) if scenario.speculation.is_tree else (),
     )

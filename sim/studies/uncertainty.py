@@ -208,8 +208,8 @@ class UncertaintyResult:
     seed: int
     num_steps: int
     inputs: tuple[UncertainInput, ...]
-    #: None for a tree scenario: its targets' chain answers have intervals, the tree's own
-    #: tok/s and accept length are not re-solved per draw (``tree_uncertainty``)
+    #: a tree scenario's: its own tok/s and accept length, its tree rebuilt in every draw
+    #: (its targets' intervals are a chain's, ``TREE_NOTE``); None only when not solved
     tok_s_interval90: Interval | None
     accept_length_interval90: Interval | None
     targets: tuple[TargetUncertainty, ...]
@@ -246,10 +246,12 @@ def _listed(interval: Interval | None) -> list[float | None] | None:
     return None if interval is None else interval.to_list()
 
 
-#: Why a tree scenario's own tok/s carries no 90% interval.
+#: How a tree scenario's intervals are made.
 TREE_NOTE = (
-    "a tree: the 90% intervals are the chain answers' (what a chain would need); the tree's "
-    "own tok/s and accept length are not re-solved per draw"
+    "a tree: the targets' 90% intervals are the chain answers' (what a chain of its top-1 "
+    "rates would need); the tree's own tok/s and accept length are re-solved in the same "
+    "draws, SGLang's tree rebuilt from each draw's rates and its cycle from each draw's "
+    "pass times"
 )
 
 
@@ -408,23 +410,52 @@ def answer_uncertainty(
     ``seed`` defaults to ``simulation.seed``; the same seed gives the same draws.
 
     A tree scenario (topk > 1): its targets are asked of a chain of its top-1 rates at its
-    num_steps (sim/studies/analysis.py, search), so they get that chain's intervals, while
-    the tree's own tok/s and accept length get none (None, ``TREE_NOTE``): the per-draw
-    closed forms are the chain's, and gave the chain's interval as the tree's."""
+    num_steps (sim/studies/analysis.py, search), so they get that chain's intervals; the
+    tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
+    rebuilt from each draw's rates (sim/scenario/tree_sampled.py, ``TREE_NOTE``)."""
     if scenario.speculation.is_tree:
         chain = with_overrides(scenario, {"speculation.topk": 1}, source="uncertainty")
-        unc = answer_uncertainty(
-            chain,
-            targets,
-            samples=samples,
-            seed=seed,
-            max_steps=max_steps,
-            num_steps=num_steps,
-            by_num_steps=by_num_steps,
+        unc, ss, draws = _chain_uncertainty(
+            chain, targets, samples, seed, max_steps, num_steps, by_num_steps
         )
-        return replace(
-            unc, tok_s_interval90=None, accept_length_interval90=None, notes=(*unc.notes, TREE_NOTE)
-        )
+        return _tree_uncertainty(scenario, unc, ss, draws)
+    return _chain_uncertainty(scenario, targets, samples, seed, max_steps, num_steps, by_num_steps)[
+        0
+    ]
+
+
+def _tree_uncertainty(
+    scenario: Scenario, chain: UncertaintyResult, ss: SampledScenario, draws: np.ndarray
+) -> UncertaintyResult:
+    """``chain``'s answers (the targets') with the tree's own tok/s and accept length
+    re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
+    from sim.scenario.tree_sampled import sampled_tree  # lazy: trees only
+
+    tree = sampled_tree(
+        scenario,
+        draws,
+        inputs=ss.inputs,
+        rate_tables=ss.rate_responses,
+        max_steps=ss.max_steps,
+    ).answers(draws)
+    return replace(
+        chain,
+        tok_s_interval90=_interval(tree.tok_s, cap=None),
+        accept_length_interval90=_interval(tree.accept_length, cap=None),
+        notes=(*chain.notes, TREE_NOTE),
+    )
+
+
+def _chain_uncertainty(
+    scenario: Scenario,
+    targets: Sequence[float] | None,
+    samples: int,
+    seed: int | None,
+    max_steps: int,
+    num_steps: Sequence[int] | None,
+    by_num_steps: bool,
+) -> tuple[UncertaintyResult, SampledScenario, np.ndarray]:
+    """``answer_uncertainty`` of a chain, with its sampled scenario and its draws (n, F)."""
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
     if num_steps is None and scenario.num_steps > max_steps:
@@ -475,7 +506,7 @@ def answer_uncertainty(
         )
     if not ss.inputs:
         notes.append("no uncertain input: every interval is the nominal answer")
-    return UncertaintyResult(
+    result = UncertaintyResult(
         samples=samples,
         seed=seed,
         num_steps=k,
@@ -488,6 +519,7 @@ def answer_uncertainty(
         ),
         notes=tuple(notes),
     )
+    return result, ss, draws
 
 
 # --------------------------------------------------------------------------- any lever

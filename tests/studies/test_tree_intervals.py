@@ -1,7 +1,7 @@
 """A tree scenario's 90% intervals: its targets are a chain's questions and get the chain's
-intervals; the tree's own tok/s gets none, and every command says so (run, compare and the
-hardware levers printed '-' without a word, and the levers gave the chain's interval, plain
-decoding 'not available' and 'nanx')."""
+intervals; the tree's own tok/s gets its own, its tree rebuilt in every draw (run, compare
+and the hardware levers printed '-' for it, and the levers once gave the chain's interval,
+plain decoding 'not available' and 'nanx')."""
 
 from __future__ import annotations
 
@@ -28,26 +28,28 @@ def tree():
     return with_overrides(load_scenario(SEED), TREE)
 
 
-def test_the_targets_get_the_chains_intervals_and_the_tree_none(tree) -> None:
+def test_the_targets_get_the_chains_intervals_and_the_tree_its_own(tree) -> None:
     unc = analyze(tree, uncertainty=True).uncertainty
     chain = analyze(with_overrides(tree, {"speculation.topk": 1}), uncertainty=True).uncertainty
     assert unc is not None and chain is not None
     assert [t.interval90 for t in unc.targets] == [t.interval90 for t in chain.targets]
-    assert unc.tok_s_interval90 is None and unc.accept_length_interval90 is None
-    assert chain.tok_s_interval90 is not None
-    assert any("not re-solved per draw" in n for n in unc.notes)
+    assert unc.tok_s_interval90 is not None and unc.accept_length_interval90 is not None
+    assert unc.tok_s_interval90 != chain.tok_s_interval90
+    assert any("re-solved in the same draws, SGLang's tree rebuilt" in n for n in unc.notes)
 
 
-def test_run_says_the_tree_has_no_interval(tmp_path) -> None:
+def test_run_gives_the_tree_its_interval(tmp_path) -> None:
     res = CliRunner().invoke(main, ["run", str(SEED), *SETS, "--method", "exact"])
     assert res.exit_code == 0, res.output
-    assert "90% interval from inputs and model: none for a tree: the per-draw closed" in res.output
-    assert "tree rebuilt from every draw's rates" in res.output
+    assert "none for a tree" not in res.output and "not re-solved" not in res.output
+    line = next(ln for ln in res.output.splitlines() if "90% interval from inputs" in ln)
+    assert "tok/s, accept length [" in line
     assert "[0.720, 1.000]" in res.output  # the chain answer's interval, was '-'
     doc = json.loads(
         CliRunner().invoke(main, ["run", str(SEED), *SETS, "--method", "exact", "--json"]).output
     )
-    assert doc["uncertainty"]["tok_s_interval90"] is None
+    lo, hi = doc["uncertainty"]["tok_s_interval90"]
+    assert lo < doc["analytic"]["throughput_tok_s"] < hi
     assert doc["targets"][0]["uncertainty"]["interval90"] is not None
 
 
@@ -55,8 +57,10 @@ def test_the_hardware_levers_of_a_tree(tree) -> None:
     table = lever_table(tree).to_dict()
     rows = {r["name"]: r for r in table["levers"]}
     assert rows["plain decoding"]["tok_s"] == pytest.approx(1000 / 12.12)  # was not available
-    assert rows["as is"]["interval90"] is None  # was the chain's, 59.3-65.4 around 66.2
-    assert any("not re-solved per draw" in n for n in table["notes"])
+    lo, hi = rows["as is"]["interval90"]  # once the chain's, 59.3-65.4 around 66.2
+    assert lo < rows["as is"]["tok_s"] < hi
+    assert lo == pytest.approx(analyze(tree, uncertainty=True).uncertainty.tok_s_interval90.low)
+    assert any("SGLang's tree rebuilt" in n for n in table["notes"])
     res = CliRunner().invoke(main, ["hardware", str(SEED), *SETS])
     assert res.exit_code == 0 and "nan" not in res.output and "not available" not in res.output
 
@@ -66,3 +70,6 @@ def test_compare_says_a_column_is_a_tree() -> None:
     res = CliRunner().invoke(main, ["compare", str(SEED), str(SEED), *SETS, *small])
     assert res.exit_code == 0, res.output
     assert res.output.count("drafts a tree 3/4/8: its required acceptance is a chain's") == 2
+    assert "no 90% interval" not in res.output
+    row = next(ln for ln in res.output.splitlines() if ln.startswith("  90% inputs+model"))
+    assert row.count("[") == 2  # both trees' tok/s intervals, were '-'

@@ -13,15 +13,9 @@ from sim.scenario.bind import cycle_cost, scenario_rates
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import answer_uncertainty
-from tests.conftest import SEED, seed_text_without_uncertainty
+from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
 
-ZERO = """
-[uncertainty]
-timing.decode_ms = { range = [12.12, 12.12] }
-timing.verify_ms = { stderr = 0.0 }
-timing.draft_step_ms = { range = [1.2, 1.2] }
-acceptance.alpha = { stderr = 0.0 }
-"""
+ZERO = EXACT_UNCERTAINTY
 
 
 def _today(write_scenario, extra: str = ""):

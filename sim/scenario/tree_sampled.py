@@ -1,0 +1,187 @@
+"""A tree's answers over many draws of its uncertain inputs: SGLang's tree rebuilt from
+each draw's rates, its cycle from each draw's pass times.
+
+The chain's per-draw closed forms (sim/model/sampled.py) read the accept length off the
+drafter's conditional rates; a tree's is no function of those alone: the tree SGLang
+builds depends on the rates (sim/model/tree_build.py), so every draw gets its own tree,
+built by the functions the nominal answer uses (``SampledTree.answers``):
+
+* top-1 rates by depth: the draw's conditional rates (``sampled_acceptance``, the rates
+  the chain's per-draw closed forms take, from the same draws), the lower ranks by the
+  scenario's residual shares; SGLang's tree built at them (``TreeAcceptance``) and its
+  accept length E[L] = 1 + the sum of its chain-equivalent cumulative rates. A mix or a
+  per-request spread: the tree's E[L] over requests at the nominal inputs, moved by what
+  the draw changes in a tree built at the effective rates (the effective rates tabulated
+  per input and added up, the chain's approximation for a mix);
+* the tree's cycle (sim/model/tree_cost.py): drafter passes over topk beams, the verify
+  over num_draft_tokens, the draft extend and the overhead, each input's effect on them
+  tabulated (the tree scenario re-validated at a few values of the input, interpolated
+  and added up: exact for the timing fields, which move one pass each linearly), the
+  extend taken at the draw's E[L];
+* tok/s by renewal-reward, 1000 E[L] / E[T_cycle], in ``throughput_tok_s``'s operations.
+
+The nominal draw reproduces the nominal answer (sim/studies/analysis.py) to float rounding.
+Rows whose rates are the same to the bit build one tree. Shapes: n draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.acceptance import AcceptanceModel, RateClass
+from sim.model.rates import mean_accept_length
+from sim.model.sampled import _distinct_rows
+from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.scenario.bind import (
+    acceptance_model,
+    bound_cycle_cost,
+    conditional_rates,
+    scenario_acceptance,
+)
+from sim.scenario.schema import Scenario
+from sim.scenario.uncertainty import (
+    MAX_STEPS,
+    PassResponse,
+    UncertainInput,
+    acceptance_propagated,
+    is_acceptance_input,
+    nominal_row,
+    pass_response,
+    rate_responses,
+    sampled_acceptance,
+    uncertain_inputs,
+)
+
+__all__ = ["SampledTree", "TreeDraws", "sampled_tree", "tree_cycle_vector"]
+
+
+def tree_cycle_vector(scenario: Scenario) -> np.ndarray:
+    """The tree cycle's parts (6,): draft, verify, extend, overhead (ms), the extend's
+    growth per accepted token (ms) and the accept length the extend is taken at."""
+    cost = bound_cycle_cost(scenario)
+    return np.array(
+        [
+            cost.draft_ms,
+            cost.verify_ms,
+            cost.extend_ms,
+            cost.overhead_ms,
+            cost.extend_per_token_ms,
+            cost.extend_tokens,
+        ],
+        dtype=float,
+    )
+
+
+def tree_acceptance(scenario: Scenario) -> TreeAcceptance:
+    """The scenario's tree acceptance; a chain (topk 1) as the tree of topk 1, which is
+    its chain (sim/model/tree_build.py)."""
+    acc = scenario_acceptance(scenario)
+    if isinstance(acc, TreeAcceptance):
+        return acc
+    k = scenario.num_steps
+    return TreeAcceptance(acceptance_model(scenario.acceptance, k), (), TreeDraft(k, 1, k + 1))
+
+
+def tree_accept_length(nominal: TreeAcceptance, top1: np.ndarray) -> float:
+    """E[L] of the tree built (as ``nominal``'s) at one request's top-1 rates (depth,)."""
+    model = AcceptanceModel(top1.shape[0], (RateClass("all", 1.0, top1),))
+    tree = TreeAcceptance(model, nominal.shares, nominal.draft)
+    return mean_accept_length(tree.closed_form_rates())
+
+
+@dataclass(frozen=True)
+class TreeDraws:
+    """The tree's answers in every draw: accept length and tok/s (n,), and the number of
+    distinct trees built for them."""
+
+    accept_length: np.ndarray
+    tok_s: np.ndarray
+    trees_built: int
+
+
+@dataclass(frozen=True)
+class SampledTree:
+    """A scenario's inputs, the response tables of its tree cycle (the non-acceptance
+    inputs) and of its effective rates (a mix's acceptance inputs), its nominal cycle
+    vector (6,) and tree; ``answers(values)`` rebuilds the tree in every draw."""
+
+    scenario: Scenario
+    inputs: tuple[UncertainInput, ...]
+    responses: tuple[PassResponse | None, ...]
+    base: np.ndarray
+    rate_responses: tuple[PassResponse | None, ...]
+    nominal: TreeAcceptance
+    #: Positions the drawn rates cover (those of the chain's draws, and at least the
+    #: tree's depth and the measured num_steps the anchor is fitted at).
+    max_steps: int = MAX_STEPS
+
+    def accept_lengths(self, values: np.ndarray) -> tuple[np.ndarray, int]:
+        """E[L] (n,) of the tree rebuilt in each draw ``values`` (n, F), and how many
+        distinct trees that took."""
+        depth = self.nominal.top1.num_steps
+        rates, _ = sampled_acceptance(
+            self.scenario, self.inputs, values, self.max_steps, self.rate_responses
+        )
+        rates = np.clip(rates[:, :depth], 0.0, 1.0)
+        first, again = _distinct_rows(rates)
+        built = np.array([tree_accept_length(self.nominal, rates[i]) for i in first])
+        al = built[again]
+        if not acceptance_propagated(self.scenario):  # the draw's change, over requests
+            effective = conditional_rates(self.scenario.acceptance, self.max_steps)[:depth]
+            at_nominal = tree_accept_length(self.nominal, effective)
+            al = mean_accept_length(self.nominal.closed_form_rates()) + (al - at_nominal)
+        return al, int(first.size)
+
+    def cycle_vectors(self, values: np.ndarray) -> np.ndarray:
+        """The tree cycle's parts (``tree_cycle_vector``) in each draw, shape (n, 6)."""
+        n = values.shape[0]
+        vec = np.broadcast_to(self.base, (n, self.base.size)).copy()
+        below, above = np.empty_like(vec), np.empty_like(vec)
+        for j, resp in enumerate(self.responses):
+            if resp is not None:
+                resp.add_to(vec, values[:, j], below, above)
+        return vec
+
+    def answers(self, values: np.ndarray) -> TreeDraws:
+        """The tree's accept length and tok/s in each draw ``values`` (n, F)."""
+        al, built = self.accept_lengths(values)
+        draft, verify, extend, overhead, per_token, tokens = self.cycle_vectors(values).T
+        # CycleCost.at_accept_length, then total_ms, elementwise in the same order
+        extend_at = np.where(per_token == 0.0, extend, extend + per_token * (al - tokens))
+        total_ms = draft + verify + extend_at + overhead
+        return TreeDraws(al, 1000.0 * al / total_ms, built)
+
+
+def sampled_tree(
+    scenario: Scenario,
+    draws: np.ndarray | None = None,
+    *,
+    inputs: tuple[UncertainInput, ...] | None = None,
+    rate_tables: tuple[PassResponse | None, ...] | None = None,
+    max_steps: int = MAX_STEPS,
+) -> SampledTree:
+    """The scenario's tree over its uncertain inputs (default: its own), the response
+    tables spanning ``draws`` (n, F) (default: the nominal values only). ``rate_tables``:
+    the effective rates' tables of a mix already made for the same draws (the chain's,
+    ``SampledScenario.rate_responses``: they do not depend on the draft), over
+    ``max_steps`` positions (theirs)."""
+    inputs = uncertain_inputs(scenario) if inputs is None else inputs
+    if draws is None:
+        draws = nominal_row(inputs)
+    base = tree_cycle_vector(scenario)
+    responses = tuple(
+        None
+        if is_acceptance_input(inp.field)
+        else pass_response(scenario, inp, draws[:, j], base, vector=tree_cycle_vector)
+        for j, inp in enumerate(inputs)
+    )
+    nominal = tree_acceptance(scenario)
+    spec = scenario.acceptance
+    measured = spec.measured_num_steps or 0 if spec is not None else 0
+    needed = max(max_steps, nominal.top1.num_steps, measured)
+    if rate_tables is not None and needed == max_steps:
+        return SampledTree(scenario, inputs, responses, base, rate_tables, nominal, max_steps)
+    rates = rate_responses(scenario, inputs, draws, needed)
+    return SampledTree(scenario, inputs, responses, base, rates, nominal, needed)

@@ -21,7 +21,8 @@ built by the functions the nominal answer uses (``SampledTree.answers``):
 * tok/s by renewal-reward, 1000 E[L] / E[T_cycle], in ``throughput_tok_s``'s operations.
 
 The nominal draw reproduces the nominal answer (sim/studies/analysis.py) to float rounding.
-Rows whose rates are the same to the bit build one tree. Shapes: n draws.
+Rows whose rates are the same to the bit build one tree, and the rows of each distinct
+tree go through its survival together. Shapes: n draws.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.acceptance import AcceptanceModel, RateClass
-from sim.model.rates import mean_accept_length
+from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import _distinct_rows
+from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree_theory import depth_survival
 from sim.scenario.bind import (
     acceptance_model,
     bound_cycle_cost,
@@ -91,14 +94,32 @@ def tree_accept_length(nominal: TreeAcceptance, top1: np.ndarray) -> float:
     return mean_accept_length(tree.closed_form_rates())
 
 
+def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndarray:
+    """``tree_accept_length`` of every row of ``top1`` (n, depth), shape (n,): each row's
+    tree built at its rank rates (as ``TreeAcceptance`` builds it), then the rows of each
+    distinct tree through its survival at once, in the operations of
+    ``TreeAcceptance.closed_form_rates`` and ``mean_accept_length``."""
+    q = nominal.rank_rates(top1)  # (n, depth, W)
+    draft = nominal.draft
+    trees = [draft if isinstance(draft, Tree) else draft.tree(row) for row in q]
+    out = np.empty(top1.shape[0])
+    for tree in set(trees):
+        rows = np.array([i for i, t in enumerate(trees) if t == tree])
+        s = depth_survival(tree, q[rows, : max(tree.max_depth, 1)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.clip(np.where(s[:, :-1] > 0, s[:, 1:] / s[:, :-1], 0.0), 0.0, 1.0)
+        out[rows] = 1.0 + cumulative_rates(rates).sum(axis=-1)
+    return out
+
+
 @dataclass(frozen=True)
 class TreeDraws:
     """The tree's answers in every draw: accept length and tok/s (n,), and the number of
-    distinct trees built for them."""
+    distinct rows of rates (a tree built for each)."""
 
     accept_length: np.ndarray
     tok_s: np.ndarray
-    trees_built: int
+    distinct_rows: int
 
 
 @dataclass(frozen=True)
@@ -118,16 +139,15 @@ class SampledTree:
     max_steps: int = MAX_STEPS
 
     def accept_lengths(self, values: np.ndarray) -> tuple[np.ndarray, int]:
-        """E[L] (n,) of the tree rebuilt in each draw ``values`` (n, F), and how many
-        distinct trees that took."""
+        """E[L] (n,) of the tree rebuilt in each draw ``values`` (n, F), and the number of
+        distinct rows of rates (a tree built for each)."""
         depth = self.nominal.top1.num_steps
         rates, _ = sampled_acceptance(
             self.scenario, self.inputs, values, self.max_steps, self.rate_responses
         )
         rates = np.clip(rates[:, :depth], 0.0, 1.0)
         first, again = _distinct_rows(rates)
-        built = np.array([tree_accept_length(self.nominal, rates[i]) for i in first])
-        al = built[again]
+        al = accept_lengths_by_tree(self.nominal, rates[first])[again]
         if not acceptance_propagated(self.scenario):  # the draw's change, over requests
             effective = conditional_rates(self.scenario.acceptance, self.max_steps)[:depth]
             at_nominal = tree_accept_length(self.nominal, effective)

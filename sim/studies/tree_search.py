@@ -52,6 +52,14 @@ DRAFT_TOKENS = (4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 
 Config = tuple[int, int, int]
 
+#: Why these answers carry no 90% interval from inputs and model (a chain's search and a
+#: tree scenario's ``run`` do).
+NO_INTERVAL_NOTE = (
+    "no 90% interval from inputs and model: each draw would rebuild the tree at every "
+    "bisection step of its required top-1 rate (not done; `specsim run` gives a tree's "
+    "tok/s its interval, `specsim search` without --topk the chain's required rates theirs)"
+)
+
 
 def tree_configs(
     num_steps: Iterable[int], topks: Iterable[int], draft_tokens: Iterable[int]
@@ -288,6 +296,7 @@ def search_trees(
         "table: closed forms at the population's mean rates (per-request spread left out), "
         "interpolated; best tree and best chain: bisection on E[L] over requests"
     ]
+    notes.append(NO_INTERVAL_NOTE)
     if base.timing.draft_ms_per_extra_token == 0 and base.model.layers is None:
         notes.append(
             "the drafter pass over topk beams is taken as flat (no model geometry for the "

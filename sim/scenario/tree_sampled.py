@@ -114,11 +114,13 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
 
 @dataclass(frozen=True)
 class TreeDraws:
-    """The tree's answers in every draw: accept length and tok/s (n,), and the number of
-    distinct rows of rates (a tree built for each)."""
+    """The tree's answers in every draw: accept length, tok/s and the cycle (ms, the
+    extend at that accept length), each (n,), and the number of distinct rows of rates (a
+    tree built for each)."""
 
     accept_length: np.ndarray
     tok_s: np.ndarray
+    cycle_ms: np.ndarray
     distinct_rows: int
 
 
@@ -171,7 +173,7 @@ class SampledTree:
         # CycleCost.at_accept_length, then total_ms, elementwise in the same order
         extend_at = np.where(per_token == 0.0, extend, extend + per_token * (al - tokens))
         total_ms = draft + verify + extend_at + overhead
-        return TreeDraws(al, 1000.0 * al / total_ms, built)
+        return TreeDraws(al, 1000.0 * al / total_ms, total_ms, built)
 
 
 def sampled_tree(

@@ -28,7 +28,7 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import acceptance_model, bound_cycle_cost
+from sim.scenario.bind import bound_cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats
@@ -302,7 +302,7 @@ def closed_form_stats(
     (``bound_cycle_cost``: no acceptance model rebuilt per evaluation), its extend moved to
     the accept length of ``acceptance`` by ``throughput_tok_s``.
     """
-    model = acceptance or acceptance_model(scenario.acceptance, scenario.num_steps)
+    model = acceptance or scenario_acceptance(scenario)  # a tree's own: its tree's E[L]
     al = mean_accept_length(model.closed_form_rates())
     tput = throughput_tok_s(al, bound_cycle_cost(scenario))
     return Stats(tput, (tput, tput), al, ())

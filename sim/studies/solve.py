@@ -267,7 +267,7 @@ def solve_lever(
                 f"not monotone: the estimate falls between {dotted} = {x0:g} and {x1:g}"
             )
     current_tok_s = float(probe.at(v0).tok_s_mean)  # context for the report
-    if quantile is None and not base.speculation.is_tree:
+    if quantile is None:
         levers = lever_uncertainty(
             base,
             dotted,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from sim.scenario.uncertainty import (
     sampled_scenario,
     uncertain_inputs,
 )
+
+if TYPE_CHECKING:
+    from sim.scenario.tree_sampled import SampledTree, TreeDraws
 
 #: Draws of the inputs (a power of 2, as scrambled Sobol points want).
 SAMPLES = 256
@@ -429,15 +432,9 @@ def _tree_uncertainty(
 ) -> UncertaintyResult:
     """``chain``'s answers (the targets') with the tree's own tok/s and accept length
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
-    from sim.scenario.tree_sampled import sampled_tree  # lazy: trees only
-
-    tree = sampled_tree(
-        scenario,
-        draws,
-        inputs=ss.inputs,
-        rate_tables=ss.rate_responses,
-        max_steps=ss.max_steps,
-    ).answers(draws)
+    sampled = _sampled_tree(scenario, ss, draws)
+    assert sampled is not None
+    tree = sampled.answers(draws)
     return replace(
         chain,
         tok_s_interval90=_interval(tree.tok_s, cap=None),
@@ -600,7 +597,8 @@ def lever_uncertainty(
     The closed form is tabulated on a grid of lever values (the scenario re-validated at
     each) and every draw's cycle and accept length move it by their difference from the
     nominal at the current value (additive); the crossing of each target is interpolated.
-    ``sign`` > 0: raising the lever helps.
+    A tree: the tree's own cycle and accept length in every draw, its tree rebuilt
+    (sim/scenario/tree_sampled.py). ``sign`` > 0: raising the lever helps.
     """
 
     seed = scenario.simulation.seed if seed is None else seed
@@ -632,7 +630,17 @@ def lever_uncertainty(
     nominal_values = nominal_row(ss.inputs)
     at_v0 = int(np.argmin(np.abs(grid - v0)))
 
+    tree = _sampled_tree(base, ss, draws)
+    trees: dict[bytes, TreeDraws] = {}  # the tree's draws by their values (every target's)
+
     def tok_table(values: np.ndarray) -> np.ndarray:
+        if tree is not None:
+            key = values.tobytes()
+            drawn = trees[key] = trees.get(key) or tree.answers(values)
+            d_cycle = drawn.cycle_ms - cyc_nom[at_v0]
+            d_al = drawn.accept_length - al_nom[at_v0]
+            cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
+            return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
         model = ss.model(values)
         if k == 0:
             d_cycle = model.decode_ms - cyc_nom[at_v0]
@@ -693,6 +701,18 @@ def lever_uncertainty(
             )
         )
     return tuple(out)
+
+
+def _sampled_tree(base: Scenario, ss: SampledScenario, draws: np.ndarray) -> SampledTree | None:
+    """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs (None:
+    a chain)."""
+    if not base.speculation.is_tree:
+        return None
+    from sim.scenario.tree_sampled import sampled_tree  # lazy: trees only
+
+    return sampled_tree(
+        base, draws, inputs=ss.inputs, rate_tables=ss.rate_responses, max_steps=ss.max_steps
+    )
 
 
 def _lever_swing(d: Driver) -> float:

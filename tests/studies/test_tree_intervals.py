@@ -11,15 +11,19 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
+from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.levers import lever_table
-from tests.conftest import SEED
+from sim.studies.rootfind import closed_form_stats
+from sim.studies.solve import solve_lever
+from tests.conftest import ROOT, SEED
 
 TREE = {
     "speculation.topk": 4, "speculation.num_draft_tokens": 8, "speculation.num_steps": 3,
     "acceptance.rank_profile": "sequoia-jf68m-llama2-7b",
 }  # fmt: skip
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 SETS = [arg for key, value in TREE.items() for arg in ("--set", f"{key}={value}")]
 
 
@@ -73,3 +77,21 @@ def test_compare_says_a_column_is_a_tree() -> None:
     assert "no 90% interval" not in res.output
     row = next(ln for ln in res.output.splitlines() if ln.startswith("  90% inputs+model"))
     assert row.count("[") == 2  # both trees' tok/s intervals, were '-'
+
+
+def test_solve_on_a_tree_has_the_trees_closed_form_and_interval() -> None:
+    """search --solve on a tree: the closed-form lever value reaches the target with the
+    tree's own accept length (it took the chain's E[L] on the tree's cycle), and its 90%
+    interval, the tree rebuilt in every draw, holds it (it had none)."""
+    llama = with_overrides(load_scenario(LLAMA), TREE)
+    res = solve_lever(
+        llama, "timing.cycle_overhead_ms", [400.0], simulate=closed_form_stats, quantile=None
+    )
+    t = res.targets[0]
+    assert t.reachable and t.closed_form_value is not None
+    at = with_overrides(llama, {"timing.cycle_overhead_ms": t.closed_form_value})
+    assert closed_form_tok_s(at) == pytest.approx(400.0, rel=1e-3)
+    assert t.uncertainty is not None
+    lo, hi = t.uncertainty.interval90.to_list()
+    assert lo < t.uncertainty.value < hi
+    assert t.uncertainty.value == pytest.approx(t.closed_form_value, rel=2e-3)

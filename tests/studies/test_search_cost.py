@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import sim.scenario.bind as bind
-import sim.studies.rootfind as rootfind
 import sim.studies.search as search
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -82,7 +81,7 @@ def test_closed_form_evaluations_bind_no_acceptance_model(seed_path, monkeypatch
         calls[0] += 1
         return original(*args, **kwargs)
 
-    for module in (bind, rootfind, search):
+    for module in (bind, search):  # rootfind binds through bind.scenario_acceptance
         monkeypatch.setattr(module, "acceptance_model", counted)
     seed = load_scenario(seed_path)
     res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, uncertainty=False)

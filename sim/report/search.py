@@ -28,6 +28,16 @@ def _ci(ci: Sequence[float | None]) -> str:
     return f"[{_a(lo)}, {'>' + _a(None) if hi is None else _a(hi)}]".replace(">-", "open")
 
 
+def _refused(doc: Mapping[str, Any]) -> str:
+    """How many acceptance values a search at a rate refused without a run (above
+    speculation's service bound), after the count of runs; nothing when none."""
+    n = (doc.get("stability") or {}).get("not_simulated", 0)
+    if not n:
+        return ""
+    values = "value" if n == 1 else "values"
+    return f" ({n} more acceptance {values} above the service bound, refused, not simulated)"
+
+
 def render_search(doc: Mapping[str, Any]) -> str:
     """The text report of ``specsim search`` (from ``SearchResult.to_dict()``)."""
     q = doc.get("quantile")
@@ -37,7 +47,7 @@ def render_search(doc: Mapping[str, Any]) -> str:
         f"  Monte Carlo: {doc['engine']} engine, {doc.get('fidelity', 'cycle')} fidelity, "
         f"{doc['replications']} replications x "
         f"{doc['requests']} requests of {doc['output_tokens']} tokens, seed {doc['seed']}; "
-        f"{doc['evaluations']} Monte Carlo evaluations",
+        f"{doc['evaluations']} Monte Carlo evaluations{_refused(doc)}",
         f"  {doc['acceptance_lever']}",
     ]
     if "hardware" in doc:

@@ -224,12 +224,15 @@ def target_probabilities(
 class Stats:
     """What a root finder needs of a Monte Carlo run (or of a closed form, with a zero-width
     interval): mean per-request tok/s with its 95% interval, the pooled accept length and
-    P(tok/s >= target) per target. ``Summary`` carries the same fields and more."""
+    P(tok/s >= target) per target. ``Summary`` carries the same fields and more.
+    ``simulated``: False for the stand-in of a point that was refused without a run (a
+    load above its service bound, sim/studies/serving_search.py ``unstable_stats``)."""
 
     tok_s_mean: float
     tok_s_ci95: tuple[float, float]
     accept_length_mean: float
     targets: tuple[TargetProbability, ...]
+    simulated: bool = True
 
 
 def quick_stats(result: MonteCarloResult, targets: Sequence[float]) -> Stats:

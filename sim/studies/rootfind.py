@@ -108,7 +108,9 @@ class Criterion:
 
 
 class Evaluator:
-    """Memoized Monte Carlo evaluations; counts how many were run.
+    """Memoized Monte Carlo evaluations; counts how many were run (``evaluations``) and
+    how many lever values ``simulate`` refused without a run (``refused``: above a service
+    bound, ``Stats.simulated`` False).
 
     Keyed by the lever value (``key``), so every target and every root (estimate and both
     confidence bounds) reuses the same runs.
@@ -121,7 +123,11 @@ class Evaluator:
 
     @property
     def evaluations(self) -> int:
-        return len(self.memo)
+        return sum(1 for s in self.memo.values() if s.simulated)
+
+    @property
+    def refused(self) -> int:
+        return len(self.memo) - self.evaluations
 
     def __call__(
         self, scenario: Scenario, key: str, acceptance: AcceptanceModel | None = None

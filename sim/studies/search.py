@@ -468,6 +468,7 @@ class SearchResult:
     note: str
     targets: tuple[TargetResult, ...]
     settings: dict[str, Any]
+    refused: int = 0  # lever values refused without a run (a load above its service bound)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -587,15 +588,16 @@ def _own_cycle_times(run: SimulateFn, scenario: Scenario) -> CycleTimeModel | No
     return run.cycle_times(scenario) if isinstance(run, MonteCarloStats) else None
 
 
-def run_k_task(task: KTask) -> tuple[int, list[KResult], int]:
-    """(k, results per criterion, Monte Carlo evaluations) for one draft length."""
+def run_k_task(task: KTask) -> tuple[int, list[KResult], int, int]:
+    """(k, results per criterion, Monte Carlo evaluations, lever values refused without a
+    run) for one draft length."""
     base = scenario_from_dict(task.base, source="search")
     targets = [c.target_tok_s for c in task.criteria]
     evaluator = Evaluator(task.simulate, targets)
     lever = acceptance_lever(base, task.num_steps)
     times = _own_cycle_times(task.simulate, lever.base)
     rows = _search_k(lever, pass_times(base), task.criteria, evaluator, times)
-    return task.num_steps, rows, evaluator.evaluations
+    return task.num_steps, rows, evaluator.evaluations, evaluator.refused
 
 
 def _reason(tok_s: float, quantile: float | None, rows: Sequence[KResult]) -> str | None:
@@ -651,12 +653,12 @@ def search_acceptance(
     criteria = tuple(Criterion(t, quantile) for t in targets)
     run = simulate or MonteCarloStats(engine, fidelity)
     by_k: dict[int, list[KResult]] = {}
-    evaluations = 0
+    evaluations = refused = 0
     levers: dict[int, AcceptanceLever] = {}
     if workers > 1 and len(ks) > 1:
         tasks = [KTask(base.model_dump(exclude_none=True), k, criteria, run) for k in ks]
-        for _, (k, rows, n) in LocalExecutor(workers).map_unordered(run_k_task, tasks):
-            by_k[k], evaluations = rows, evaluations + n
+        for _, (k, rows, n, m) in LocalExecutor(workers).map_unordered(run_k_task, tasks):
+            by_k[k], evaluations, refused = rows, evaluations + n, refused + m
     else:
         evaluator = Evaluator(run, targets)
         passes = pass_times(base)
@@ -664,7 +666,7 @@ def search_acceptance(
         for k in ks:
             times = _own_cycle_times(run, levers[k].base)
             by_k[k] = _search_k(levers[k], passes, criteria, evaluator, times)
-        evaluations = evaluator.evaluations
+        evaluations, refused = evaluator.evaluations, evaluator.refused
     # a tree scenario is searched as chains of its top-1 rates (its trees: --topk,
     # sim/studies/tree_search.py); the intervals are those chains' (answer_uncertainty)
     unc = (
@@ -708,7 +710,7 @@ def search_acceptance(
     capped = spread_note([levers.get(k) or acceptance_lever(base, k) for k in ks])
     if capped:
         note = f"{note}; {capped}"
-    return SearchResult(base.name, engine, fidelity, evaluations, note, results, settings)
+    return SearchResult(base.name, engine, fidelity, evaluations, note, results, settings, refused)
 
 
 def _with_interval(row: KResult, unc: TargetUncertainty | None) -> KResult:

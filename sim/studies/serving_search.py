@@ -93,7 +93,7 @@ def unstable_stats(targets: Sequence[float]) -> Stats:
     """What a lever value whose load is above the service bound counts as: no tok/s, no
     request reaching any target, certainly (zero-width intervals; accept length unknown)."""
     probabilities = tuple(TargetProbability(float(t), 0.0, (0.0, 0.0)) for t in targets)
-    return Stats(0.0, (0.0, 0.0), float("nan"), probabilities)
+    return Stats(0.0, (0.0, 0.0), float("nan"), probabilities, simulated=False)
 
 
 @dataclass(frozen=True)
@@ -181,9 +181,11 @@ def _with_stability(
         "stability": {
             "offered_rate_per_s": rate,
             "per_num_steps": [s.to_dict() for s in found],
+            "not_simulated": result.refused,
             "note": (
                 "lever values at which the rate is above speculation's service bound were "
-                "not simulated and count as missing every target"
+                "not simulated (not_simulated: how many the search met; evaluations counts "
+                "the runs) and count as missing every target"
             ),
         },
     }

@@ -13,6 +13,7 @@ import sim.studies.serving_runs as serving_runs
 import sim.studies.serving_search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.model.policy import FixedK
+from sim.report.search import render_search
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.stability import check_open_load, service_bound
 from sim.studies.crossover import NEITHER, PLAIN, SPECULATION, crossover
@@ -157,6 +158,8 @@ def test_search_at_a_rate_above_every_bound_simulates_nothing(counted):
     scenario = small_scenario()
     res = search_at_load(scenario, [100.0], [2, 3], Load("rate", 1e6))
     assert counted.calls == []
+    assert res.evaluations == 0  # nothing ran, so no Monte Carlo evaluation is counted
+    assert res.refused > 0 and res.settings["stability"]["not_simulated"] == res.refused
     t = res.targets[0]
     assert not any(r.reachable for r in t.per_num_steps)
     assert all(r.simulated_ceiling_tok_s is None for r in t.per_num_steps)
@@ -184,6 +187,18 @@ def test_search_simulates_only_acceptances_whose_bound_carries_the_rate(counted)
     assert row.reachable and row.alpha >= least - 1e-6
     assert res.settings["stability"]["per_num_steps"][0]["least_stable_alpha"] == least
     assert counted.calls and all(r == rate for r, _ in counted.calls)
+    # the figure counts the runs, and the refused lever values are counted apart
+    assert res.evaluations == len(counted.calls)
+    assert res.settings["stability"]["not_simulated"] == res.refused
+
+
+def test_search_at_a_rate_counts_the_same_with_two_workers(counted):
+    """Refused lever values counted the same way when the draft lengths run in processes."""
+    scenario = small_scenario()
+    one = search_at_load(scenario, [100.0], [2, 3], Load("rate", 1e6))
+    two = search_at_load(scenario, [100.0], [2, 3], Load("rate", 1e6), workers=2)
+    assert (two.evaluations, two.refused) == (one.evaluations, one.refused) == (0, one.refused)
+    assert one.refused > 0
 
 
 # --------------------------------------------------------------------------- sweep
@@ -212,3 +227,12 @@ def test_a_stable_sweep_point_has_no_stability_columns(counted):
     assert len(counted.calls) == 1
     assert not {"stable", "offered_rate_per_s", "unstable"} & set(row)
     assert row["speculative_per_user_tok_s_mean"] > 0
+
+
+def test_search_report_says_how_many_acceptance_values_were_refused():
+    """The text header counts the runs and, apart, the values refused without one."""
+    res = search_at_load(small_scenario(), [100.0], [2, 3], Load("rate", 1e6))
+    text = render_search(res.to_dict())
+    n = res.refused
+    assert f"; 0 Monte Carlo evaluations ({n} more acceptance values above the service " in text
+    assert "refused, not simulated)" in text

@@ -694,9 +694,10 @@ def calibrate(
     # clip its draws there (and say so); say it here too
     notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(scenario).values())
     if model is not None:
-        rising = rising_note(scenario, _measured_depth(data))
-        if rising is not None:
-            notes.append(rising)
+        depth = _measured_depth(data)
+        for note in (rising_note(scenario, depth), seam_note(scenario, depth)):
+            if note is not None:
+                notes.append(note)
     return Calibration(
         scenario,
         tuple(v for b in blocks for v in b.values),
@@ -740,6 +741,27 @@ def rising_note(scenario: Scenario, depth: int) -> str | None:
         f"1..{depth}{decay}, position {first + 1} above position {first}; drafters' rates "
         "usually fall with position, so check that every figure was measured on the same "
         "prompts and settings (a rising profile is kept as fitted)"
+    )
+
+
+def seam_note(scenario: Scenario, depth: int) -> str | None:
+    """A note naming listed rates kept from the base past the ``depth`` measured positions
+    when the first of them is above the fitted rate at the last measured position (None
+    otherwise): the written profile then rises where the measurements stop, from rates
+    that were not measured with these figures."""
+    spec = scenario.acceptance
+    listed = None if spec is None else spec.per_position
+    if listed is None or len(listed) <= depth:
+        return None
+    last, kept = listed[depth - 1], listed[depth]
+    if kept <= last + 1e-9:
+        return None
+    ends = f"{depth}" if len(listed) == depth + 1 else f"{depth}..{len(listed) - 1}"
+    return (
+        f"acceptance.per_position[{ends}] kept from the base scenario ({kept:.3f} at "
+        f"position {depth + 1}) is above the fitted rate {last:.3f} at position {depth}, "
+        f"the last measured: the written profile rises at position {depth + 1}; those "
+        "rates were not measured with these figures, so measure them or set them"
     )
 
 

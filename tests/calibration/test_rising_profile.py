@@ -46,3 +46,29 @@ def test_rising_shape_from_the_cli_names_the_decay():
     assert result.exit_code == 0, result.output
     (line,) = [ln for ln in result.output.splitlines() if "rises with position" in ln]
     assert "acceptance.decay 2 > 1, the upper end of the fit's range" in line
+
+
+LLAMA = Path(__file__).parents[2] / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+
+
+def _seam(notes: tuple[str, ...]) -> list[str]:
+    return [n for n in notes if "kept from the base scenario" in n and "rises" in n]
+
+
+def test_base_rates_kept_past_the_measured_positions_above_the_fit_are_named():
+    """A k = 5 base (flat 0.883 past its first rate) calibrated on k = 3 counters falling
+    to 0.688: positions 4 and 5 keep the base's 0.883, so the written profile jumps up at
+    position 4; the note names the seam."""
+    cal = calibrate(load_scenario(LLAMA), _cumulative(0.74, 0.5369, 0.3692))
+    rates = cal.scenario.acceptance.per_position
+    assert len(rates) == 5 and rates[3] > rates[2]
+    (note,) = _seam(cal.notes)
+    assert "acceptance.per_position[3..4]" in note
+    assert f"{rates[3]:.3f}" in note and f"{rates[2]:.3f} at position 3" in note
+    assert _rising(cal.notes) == []  # the measured positions themselves fall
+
+
+def test_base_rates_kept_below_the_fit_get_no_seam_note():
+    cal = calibrate(load_scenario(LLAMA), _cumulative(0.95, 0.9, 0.86))
+    assert cal.scenario.acceptance.per_position[3] <= cal.scenario.acceptance.per_position[2]
+    assert _seam(cal.notes) == []

@@ -16,7 +16,13 @@ from sim.scenario.schema import Scenario
 #: Units by the key's suffix or name (units are in the names: sim's style rule).
 UNITS: tuple[tuple[str, str], ...] = (
     ("_ms_per_extra_token", "ms per token"),
+    ("_ms_per_token", "ms per token"),
+    ("_us_per_request", "us per running request"),
+    ("_bytes_per_token", "bytes per token"),
+    ("_flops_per_pair", "FLOPs per query-key pair"),
+    ("rate_per_s", "requests/s"),
     ("_ms", "ms"),
+    (".ms", "ms"),
     ("_us", "us"),
     ("_gbps", "GB/s"),
     ("tok_s", "tokens/s"),
@@ -33,6 +39,13 @@ UNITS: tuple[tuple[str, str], ...] = (
     ("verify_tokens", "tokens"),
     ("num_draft_tokens", "tokens"),
     ("num_steps", "draft tokens"),
+    ("tokens", "tokens"),
+    ("token_budget", "tokens"),
+    ("batch", "requests"),
+    ("concurrency", "users"),
+    ("first_rate", "probability"),
+    ("accept_length", "tokens per cycle"),
+    ("experts_per_token", "experts"),
     ("requests", "requests"),
     ("replications", "replications"),
     ("layers", "layers"),
@@ -54,8 +67,10 @@ class KeyInfo:
 
 
 def _unit(name: str) -> str:
+    """The unit of the key ``name`` (its last part; a dotted key is matched with its dot,
+    so ``.ms`` is a key named ``ms``), '' when it has none."""
     for suffix, unit in UNITS:
-        if name.endswith(suffix):
+        if name.endswith(suffix) or f".{name}".endswith(suffix):
             return unit
     return ""
 

@@ -1,0 +1,39 @@
+"""``specsim keys``: every key whose name carries a unit (units are in the names) prints
+it, so the list says what a number is measured in."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.scenario.keys import scenario_keys
+
+UNITS = {k.key: k.unit for k in scenario_keys()}
+
+
+def test_every_key_named_with_a_unit_has_it():
+    named = [
+        k
+        for k in UNITS
+        if k.rsplit(".", 1)[-1].endswith(("_tokens", "_per_token", "_per_s", "_ms", "_us"))
+        or k.rsplit(".", 1)[-1] in ("ms", "tokens", "batch", "token_budget")
+        or k.endswith("_us_per_request")
+    ]
+    assert [k for k in named if not UNITS[k]] == []
+
+
+def test_the_serving_and_model_units():
+    assert UNITS["serving.rate_per_s"] == "requests/s"
+    assert UNITS["serving.concurrency"] == "users"
+    assert UNITS["serving.host_us_per_request"] == "us per running request"
+    assert UNITS["serving.kv_capacity_tokens"] == UNITS["workload.input_tokens"] == "tokens"
+    assert UNITS["model.kv_bytes_per_token"] == "bytes per token"
+    assert UNITS["timing.draft_extend_ms_per_token"] == "ms per token"
+    assert UNITS["timing.points[].ms"] == UNITS["timing.decode_ms"] == "ms"
+    assert UNITS["timing.points[].batch"] == "requests"
+
+
+def test_keys_prints_the_unit():
+    out = CliRunner().invoke(main, ["keys"]).output
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("serving.rate_per_s ")]
+    assert "float [requests/s];" in line

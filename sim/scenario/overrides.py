@@ -19,7 +19,9 @@ from sim.errors import SpecsimError
 
 #: Keys that describe the same thing in different ways: setting one drops the others, so
 #: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
-#: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean).
+#: clashing (a top-level ``concentration``/``std`` stays: alpha becomes the Beta's mean),
+#: and ``serving.rate_per_s`` replaces a file's closed loop or trace as ``serve --rate``
+#: does (so ``--grid serving.rate_per_s=...`` sweeps rates on a closed-loop file).
 EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
     frozenset(
         {
@@ -33,6 +35,7 @@ EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
     frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
+    frozenset({"serving.concurrency", "serving.rate_per_s", "serving.trace"}),
 )
 #: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows
 #: ``num_steps`` (a tree's is its own setting: it stays); a new ``shape`` drops the old

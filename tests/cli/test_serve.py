@@ -87,7 +87,10 @@ def test_same_seed_same_document_whatever_the_workers():
         (["--concurrency", "2", "--rate", "1"], "at most one"),
         (["--set", "serving.kv_capacity_tokens=100"], "serving.kv_capacity_tokens"),
         (["--set", "serving.rate_per_s=-2.0"], "serving.rate_per_s"),
-        (["--set", "serving.rate_per_s=2.0"], "at most one of concurrency, rate_per_s, trace"),
+        (
+            ["--set", "serving.rate_per_s=2.0", "--set", "serving.concurrency=2"],
+            "at most one of concurrency, rate_per_s, trace",
+        ),
         (["--set", "serving.k_table=[[2, 4, 3]]"], "start at batch size 1"),
         (["--set", "workload.lengths='empirical'"], "lengths_trace"),
     ],
@@ -279,3 +282,14 @@ def test_a_serving_sweep_row_names_its_draft(tmp_path):
     assert (row["num_steps"], row["topk"], row["num_draft_tokens"]) == (3, 4, 8)
     header = (tmp_path / "sw" / "sweep.csv").read_text().splitlines()[0].split(",")
     assert header[:4] == ["serving.concurrency", "num_steps", "topk", "num_draft_tokens"]
+
+
+def test_a_set_load_replaces_the_files_load_as_the_option_does():
+    """``--set serving.rate_per_s`` on a closed-loop file is ``--rate`` (it replaces the
+    file's concurrency, as ``acceptance.alpha`` replaces a file's ``per_position``)."""
+    small = ["--replications", "2", "--requests", "24", "-q"]
+    by_set = serve_json(str(SERVING), *small, "--set", "serving.rate_per_s=1.0")
+    by_option = serve_json(str(SERVING), *small, "--rate", "1.0")
+    assert by_set["load"] == "Poisson arrivals at 1 requests/s"
+    assert by_set["speedup"] == by_option["speedup"]
+    assert by_set["speculative"] == by_option["speculative"]

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from sim.report.crossover import lengths_text
-from sim.report.plain_text import plain_text
+from sim.report.plain_text import log_x_axis, plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 
 __all__ = [
@@ -53,7 +53,7 @@ def _load_axis(ax: Axes, kind: str) -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("concurrent users (closed loop)")
     else:
-        ax.set_xscale("log")
+        log_x_axis(ax)
         ax.set_xlabel("arrival rate (requests/s, Poisson)")
     ax.grid(True, alpha=0.3, which="both")
 
@@ -333,7 +333,7 @@ def capacity_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     ax.axhline(
         doc["share"], color="black", linewidth=1.0, label=f"required share {doc['share']:.0%}"
     )
-    ax.set_xscale("log")
+    log_x_axis(ax)
     ax.set_xlabel("arrival rate (requests/s, Poisson)")
     ax.set_ylabel("share of requests meeting the SLO")
     ax.set_ylim(0, 1.02)

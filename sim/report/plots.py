@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from sim.model.cycle import PHASES
+from sim.report.plain_text import log_x_axis
 
 Row = Mapping[str, Any]
 
@@ -631,7 +632,7 @@ def lever_curve(
             )
     _targets(ax, [t["tok_s"] for t in doc["targets"]])
     if xs.size and xs.min() > 0 and xs.max() / xs.min() > 50:
-        ax.set_xscale("log")
+        log_x_axis(ax)
     ax.set_xlabel(field_label(doc["field"]))
     ax.set_ylabel("mean per-request throughput (tok/s)")
     _title(fig, ax, title or f"Throughput against {field_label(doc['field'])}; diamonds: solutions")

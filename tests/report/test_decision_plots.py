@@ -63,3 +63,24 @@ def test_one_colour_per_k_everywhere():
     assert k_color(0) == BASE_COLOR
     assert len({k_color(k) for k in range(1, 9)}) == 8
     assert k_color(3) == k_color(3)
+
+
+def _tick_texts(fig) -> list[str]:
+    """Every drawn x tick label of ``fig``'s axes (after a draw)."""
+    fig.canvas.draw()
+    return [
+        t.get_text()
+        for ax in fig.axes
+        for t in ax.xaxis.get_majorticklabels() + ax.xaxis.get_minorticklabels()
+        if t.get_visible() and t.get_text()
+    ]
+
+
+def test_a_rate_axis_labels_its_ticks_as_numbers_not_tex(evaluator):
+    """Figures draw text as written (plain_text), so a log axis's default TeX labels
+    ('$\\mathdefault{2\\times10^{-1}}$') came out raw; they are plain numbers."""
+    doc = capacity(evaluator, [3], hint_per_s=5.0, rtol=0.3)
+    ((_, fig),) = figures_for(document("capacity", doc.to_dict()))
+    texts = _tick_texts(fig)
+    assert texts and not [t for t in texts if "$" in t or "mathdefault" in t]
+    assert all(float(t.replace("\u2212", "-")) > 0 for t in texts)

@@ -106,6 +106,19 @@ def _interleave(shares: Sequence[float], n: int) -> list[int]:
     return out
 
 
+def _replayed_lengths(note: str, w: Workload) -> str:
+    """The scenario's lengths note as this replay uses it: the phase trace gives every
+    request the mean lengths (``phase_trace``); the scenario's own lengths (``note``) are
+    what the static table and the default phases' one-user rate were found on."""
+    n_in, n_out = round(w.input_tokens.mean), max(1, round(w.output_tokens.mean))
+    own = note.removeprefix("lengths:").strip()
+    return (
+        f"lengths: every replayed request has the scenario's mean lengths, {n_in} prompt and "
+        f"{n_out} output tokens (fixed); the static table and the default phases' rate were "
+        f"found on the scenario's own lengths ({own})"
+    )
+
+
 def phase_trace(
     phases: Sequence[Phase],
     class_names: Sequence[str],
@@ -448,6 +461,7 @@ def controller_study(
         f"config, starting at k = {builder.default_steps}, no CUDA-graph padding"
     )
     settings, more = study_settings(builder, Load("concurrency", 1))
+    more = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in more)
     return replay(
         plan,
         phases,

@@ -146,3 +146,23 @@ def test_the_chain_studies_refuse_a_tree_scenario():
             f"specsim: error: {SEED} (--set): speculation.topk: 4: the scenario drafts a tree"
         ), res.output
         assert "tree-load" in res.output and res.output.count("\n") == 1
+
+
+def test_controllers_say_the_replayed_lengths():
+    """The phase trace gives every request the scenario's mean lengths; the assumptions
+    said 'lengths: lognormal, ...' (the scenario's, which the replay does not use)."""
+    serving = str(SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml")
+    phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    res = CliRunner().invoke(
+        main,
+        ["controllers", serving, "--set", MIX, *SMALL, *phase, "--k-table", "[[1,64,2]]", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    (line,) = [a for a in doc["assumptions"] if a.startswith("lengths:")]
+    assert line.startswith(
+        "lengths: every replayed request has the scenario's mean lengths, 1024 prompt and 24 "
+        "output tokens (fixed)"
+    )
+    assert "(lognormal, means 1024 / 24 tokens" in line
+    assert doc["input_tokens"] == 1024 and doc["output_tokens"] == 24

@@ -85,7 +85,7 @@ def sweep(
     from sim.parallel import make_executor
     from sim.scenario.load import load_scenario
     from sim.studies.grid import expand_grid, parse_grid
-    from sim.studies.sweep import run_sweep
+    from sim.studies.sweep import NOT_STEADY, run_sweep
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     axes = [parse_grid(g) for g in grids]
@@ -141,6 +141,15 @@ def sweep(
         f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
+    not_steady = [r for r in outcome.rows if any(k.endswith(NOT_STEADY) for k in r)]
+    if not_steady:
+        click.echo(
+            f"NOT STEADY: {len(not_steady)} point{'s' if len(not_steady) > 1 else ''} (a "
+            f"policy's *{NOT_STEADY} in the tables) where the requests in the system grew "
+            "through the measurement window in some replications: above what the server "
+            "answers, or a run too short to fill; their latencies are transient (more "
+            "--requests tell which)"
+        )
     unstable = [r for r in outcome.rows if r.get("stable") is False]
     if unstable:
         from sim.simulation.serving.overload import NO_STEADY_STATE, above  # lazy: start-up

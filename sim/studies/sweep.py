@@ -138,6 +138,10 @@ SERVING_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: Column suffix of a policy's replications that were not steady (serve's NOT STEADY).
+NOT_STEADY = "_not_steady_replications"
+
+
 def is_serving_sweep(axes: Sequence[tuple[str, Sequence[Any]]]) -> bool:
     """A grid over a ``serving.*`` field runs the serving simulation at every point."""
     return any(key.startswith("serving.") for key, _ in axes)
@@ -147,7 +151,10 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     """One serving sweep point: speculation and the baseline on the same arrivals (the
     point's seed), flattened: ``{policy}_{metric}_{mean,ci95_lo,ci95_hi,p50,p90,p99}`` and
     ``speedup_{metric}_{mean,ci95_lo,ci95_hi}``; a Poisson rate above either policy's
-    service bound is not simulated (``unstable_columns``)."""
+    service bound is not simulated (``unstable_columns``). A policy under which the
+    requests in the system grew through the window in some replications (``serve``'s NOT
+    STEADY: an overload, or a run too short to fill) adds
+    ``{policy}_not_steady_replications``, how many."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
     setup = serving_setup(scenario, base_dir=base_dir, source=task.source)
@@ -177,6 +184,8 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
                 row[f"{name}_{metric}_{stat}"] = v
         row[f"{name}_mean_decode_batch"] = policy.mean_batch.mean
         row[f"{name}_accept_length"] = policy.accept_length.mean
+        if policy.overloaded:  # serve's NOT STEADY: only then the column (rows as they were)
+            row[f"{name}{NOT_STEADY}"] = policy.overloaded
     for metric, ratio in summary.speedup.get(SPECULATIVE, {}).items():
         if metric in SERVING_COLUMNS:
             for stat, v in _flat({"mean": ratio.mean, "ci95": ratio.ci95}).items():

@@ -14,13 +14,15 @@ import sim.studies.serving_search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.model.policy import FixedK
 from sim.report.search import render_search
+from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import serving_setup
+from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import check_open_load, service_bound
 from sim.studies.crossover import NEITHER, PLAIN, SPECULATION, crossover
 from sim.studies.serving_points import Load, gain
 from sim.studies.serving_runs import BASELINE, PointEvaluator
 from sim.studies.serving_search import search_at_load
-from sim.studies.sweep import PointTask, evaluate_serving_point
+from sim.studies.sweep import PointTask, evaluate_serving_point, point_scenario
 from tests.simulation.serving.helpers import plan
 from tests.studies.serving_helpers import CodePlans, small_scenario
 
@@ -236,3 +238,23 @@ def test_search_report_says_how_many_acceptance_values_were_refused():
     n = res.refused
     assert f"; 0 Monte Carlo evaluations ({n} more acceptance values above the service " in text
     assert "refused, not simulated)" in text
+
+
+def test_a_sweep_point_serve_calls_not_steady_says_so():
+    """A stable rate whose run grew its backlog through the window (serve's NOT STEADY)
+    had its latencies in the table without a word; the row now counts the replications,
+    as serve does, and a steady point's row has no such column."""
+    base = small_scenario("workload.requests=60").model_dump(exclude_none=True)
+    task = PointTask(base, {"serving.rate_per_s": 150.0}, "fast", (100.0,), "test")
+    row = evaluate_serving_point(task)
+    assert "stable" not in row  # under both bounds: simulated
+    setup = serving_setup(point_scenario(task), source="test")
+    run = simulate_serving(
+        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+    )
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    for name, policy in summary.policies.items():
+        assert policy.overloaded > 0
+        assert row[f"{name}_not_steady_replications"] == policy.overloaded
+    steady = evaluate_serving_point(sweep_task(1.0))
+    assert not [k for k in steady if k.endswith("_not_steady_replications")]

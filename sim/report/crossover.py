@@ -77,12 +77,31 @@ def _policy_label(name: str) -> str:
     return "plain decoding" if name == "0" else f"k = {name}"
 
 
+def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
+    """serve's NOT STEADY for the simulated rates whose backlog grew through the window."""
+    rows = doc.get("not_steady") or []
+    if not rows:
+        return []
+    by_load: dict[float, list[str]] = {}
+    for r in rows:
+        by_load.setdefault(r["load"], []).append(
+            f"{_policy_label(str(r['num_steps']))} in {r['replications']} of {r['of']}"
+        )
+    at = "; ".join(f"{x:g} requests/s ({', '.join(v)} replications)" for x, v in by_load.items())
+    return [
+        "",
+        f"NOT STEADY: {at}: the requests in the system grew through the measurement window: "
+        "above what the server answers, or runs too short to fill; the levels and gains "
+        "there are transient (more --requests tell which)",
+    ]
+
+
 def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
     """The rates above a bound (serve's words), each policy's bound, and where it is from."""
     checks = doc.get("overloads") or []
     if not checks:
-        return []
-    lines = [""]
+        return _not_steady_lines(doc)
+    lines = [*_not_steady_lines(doc), ""]
     for c in checks:
         rate = c["offered_rate_per_s"]
         lines.append(

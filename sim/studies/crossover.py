@@ -205,6 +205,9 @@ class CrossoverResult:
     assumptions: tuple[str, ...]
     #: Grid rates above some policy's bound (``LoadCheck``, policies named by k)
     overloads: tuple[LoadCheck, ...] = ()
+    #: Simulated (load, policy k, replications not steady, replications) where the
+    #: requests in the system grew through the window (serve's NOT STEADY)
+    not_steady: tuple[tuple[float, int, int, int], ...] = ()
 
     def curve(self, metric: str, k: int) -> MetricCurve:
         return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
@@ -225,6 +228,16 @@ class CrossoverResult:
                 {"load": x, "by_num_steps": by_k} for x, by_k in self.distributions.items()
             ],
             **({"overloads": [c.to_dict() for c in self.overloads]} if self.overloads else {}),
+            **(
+                {
+                    "not_steady": [
+                        {"load": x, "num_steps": k, "replications": n, "of": r}
+                        for x, k, n, r in self.not_steady
+                    ]
+                }
+                if self.not_steady
+                else {}
+            ),
         }
 
 
@@ -317,6 +330,13 @@ def crossover(
         settings=dict(settings or {}),
         assumptions=tuple(assumptions),
         overloads=overloads,
+        not_steady=tuple(
+            sorted(
+                (float(load.value), p.max_k, point.not_steady, point.replications)
+                for (load, p), point in evaluator.memo.items()
+                if point.not_steady and load.kind == kind
+            )
+        ),
     )
 
 

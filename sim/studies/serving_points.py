@@ -26,6 +26,7 @@ from sim.simulation.serving.metrics import (
     IntervalOf,
     Ratio,
     SloSpec,
+    backlog,
     mean_interval,
     positive_interval,
     request_metrics,
@@ -176,12 +177,15 @@ class PolicyPoint:
 
     ``samples`` (only when asked for): pooled per-request TTFT and TPOT (ms) of every
     replication, for latency CDFs. ``mean_batch``: time-weighted mean decode batch per
-    replication (R,).
+    replication (R,). ``not_steady``: replications whose requests in the system grew
+    through the measurement window (sim/simulation/serving/metrics.py ``Backlog``, serve's
+    NOT STEADY; never in a closed loop).
     """
 
     values: dict[str, np.ndarray]
     mean_batch: np.ndarray
     samples: dict[str, np.ndarray] = field(default_factory=dict)
+    not_steady: int = 0
 
     @property
     def replications(self) -> int:
@@ -205,7 +209,8 @@ def policy_point(
         for name in ("ttft_ms", "tpot_ms"):
             pooled = np.concatenate([m[name] for m in per_request])
             samples[name] = pooled[~np.isnan(pooled)]
-    return PolicyPoint(values, np.array(batch), samples)
+    not_steady = sum(backlog(r).overloaded for r in records)
+    return PolicyPoint(values, np.array(batch), samples, not_steady)
 
 
 def _finite(x: float | None) -> float | None:

@@ -12,7 +12,9 @@ import pytest
 import sim.studies.serving_runs as serving_runs
 import sim.studies.serving_search as serving_search
 import sim.studies.sweep as sweep_module
+from sim.documents import document
 from sim.model.policy import FixedK
+from sim.report.crossover import render_crossover
 from sim.report.search import render_search
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import serving_setup
@@ -258,3 +260,31 @@ def test_a_sweep_point_serve_calls_not_steady_says_so():
         assert row[f"{name}_not_steady_replications"] == policy.overloaded
     steady = evaluate_serving_point(sweep_task(1.0))
     assert not [k for k in steady if k.endswith("_not_steady_replications")]
+
+
+def test_crossover_says_which_simulated_rates_were_not_steady():
+    """A rate under both bounds whose backlog grew through the window (serve's NOT STEADY)
+    had its gain tabled as a steady one; the result names it with each policy's count of
+    such replications (the backlog count serve prints), and a low rate is not named."""
+    builder = CodePlans(requests=12, output=20)
+    _, spec_b = bounds(builder, 3)
+    low, near = round(0.1 * spec_b), 0.95 * spec_b
+    ev = PointEvaluator(builder, replications=2, seed=5)
+    res = crossover(
+        ev, [Load("rate", low), Load("rate", near)], [3], metrics=["per_user_tok_s"], refine=False
+    )
+    assert res.not_steady and {x for x, *_ in res.not_steady} == {near}
+    for x, k, n, r in res.not_steady:
+        policy = BASELINE if k == 0 else FixedK(k)
+        assert n == ev(Load("rate", x), policy).not_steady and 0 < n <= r == 2
+    doc = res.to_dict()
+    assert doc["not_steady"][0]["load"] == near
+    text = render_crossover(document("crossover", doc))
+    assert f"NOT STEADY: {near:g} requests/s (" in text
+
+
+def test_a_steady_crossover_document_is_as_it_was():
+    builder = CodePlans(requests=12, output=20)
+    ev = PointEvaluator(builder, replications=2, seed=5)
+    res = crossover(ev, [Load("concurrency", 1), Load("concurrency", 4)], [3], refine=False)
+    assert res.not_steady == () and "not_steady" not in res.to_dict()

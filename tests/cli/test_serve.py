@@ -293,3 +293,18 @@ def test_a_set_load_replaces_the_files_load_as_the_option_does():
     assert by_set["load"] == "Poisson arrivals at 1 requests/s"
     assert by_set["speedup"] == by_option["speedup"]
     assert by_set["speculative"] == by_option["speculative"]
+
+
+def test_a_load_option_keeps_where_every_other_value_came_from():
+    """--rate/--concurrency/--trace replaced the load and marked every [serving] field as
+    'set by --rate': the default host work read 'set by --rate' and a --set one too."""
+    small = ["--replications", "1", "--requests", "8", "-q"]
+    plain = serve_json(str(SERVING), *small)
+    same = serve_json(str(SERVING), *small, "--concurrency", "16")  # the file's own load
+    assert same["assumptions"] == plain["assumptions"]
+    (host,) = [a for a in serve_json(str(SERVING), *small, "--rate", "1")["assumptions"]
+               if a.startswith("host work:")]  # fmt: skip
+    assert "(assumed, the default;" in host and "--rate" not in host
+    doc = serve_json(str(SERVING), *small, "--rate", "1", "--set", "serving.host_us_per_request=30")
+    (host,) = [a for a in doc["assumptions"] if a.startswith("host work:")]
+    assert "30 us per running request" in host and "(set by --set)" in host

@@ -361,18 +361,29 @@ def with_load(
     trace: str | None = None,
     source: str = "load",
 ) -> Scenario:
-    """``scenario`` with its ``[serving]`` load replaced by the one given (validated)."""
+    """``scenario`` with its ``[serving]`` load replaced by the one given (validated).
+
+    Provenance is kept: the load keys given are set by ``source``; every other field keeps
+    how the scenario got it (given by the file, set by ``--set``, or the default), so the
+    assumptions name a default as a default (they said 'set by --rate' of every
+    ``[serving]`` default, the host work's included)."""
     raw = scenario.model_dump(exclude_none=True)
-    serving = {
-        k: v
-        for k, v in raw.get("serving", {}).items()
-        if k not in ("concurrency", "rate_per_s", "trace")
-    }
-    for key, value in (("concurrency", concurrency), ("rate_per_s", rate_per_s), ("trace", trace)):
+    loads = ("concurrency", "rate_per_s", "trace")
+    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in loads}
+    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
         if value is not None:
             serving[key] = value
     raw["serving"] = serving
-    return scenario_from_dict(raw, source=source, overridden=[f"serving.{k}" for k in serving])
+    load_keys = {f"serving.{k}" for k in loads}
+    out = scenario_from_dict(
+        raw,
+        source=source,
+        overridden=[f"serving.{k}" for k in loads if k in serving],
+        given=scenario._given - load_keys,
+        previous_overrides={k: v for k, v in scenario._overrides.items() if k not in load_keys},
+    )
+    out._source = scenario._source
+    return out
 
 
 def mean_request_tokens(setup: ServingSetup) -> tuple[float, float]:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.format import fmt_alpha
+from sim.report.uncertainty import fmt_interval
+from sim.studies.uncertainty import INTERVAL_LABEL
 
 
 def _a(x: float | None) -> str:
@@ -49,6 +51,10 @@ def _refined(label: str, row: Mapping[str, Any] | None) -> list[str]:
         f"{row['required_accept_length']:.2f}, drafts per depth "
         + per_depth(row["drafts_per_depth"]),
     ]
+    if row.get("top1_interval90"):
+        share = row.get("top1_unreachable_share") or 0.0
+        beyond = f", out of reach in {share:.0%} of draws" if share > 0 else ""
+        out.append(f"    {INTERVAL_LABEL}: top-1 {fmt_interval(row['top1_interval90'])}{beyond}")
     if row["topk"] > 1:
         out.append(
             f"    the best tree of the same budget, depth and width needs top-1 "

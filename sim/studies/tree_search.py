@@ -34,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance, TreeDraft
@@ -43,7 +45,16 @@ from sim.scenario.bind import acceptance_model, pass_times, rank_shares, tree_co
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.tree_sampled import sampled_tree
+from sim.scenario.uncertainty import (
+    UncertainInput,
+    acceptance_propagated,
+    draw_inputs,
+    uncertain_inputs,
+)
 from sim.studies.rootfind import ALPHA_XTOL, Criterion, Evaluator, Probe, SimulateFn, solve_root
+from sim.studies.tree_required_draws import required_top1_draws
+from sim.studies.uncertainty import INTERVAL_LABEL, SAMPLES, Interval, _interval
 
 __all__ = ["TreeSearchResult", "search_trees", "tree_configs"]
 
@@ -52,13 +63,42 @@ DRAFT_TOKENS = (4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 
 Config = tuple[int, int, int]
 
-#: Why these answers carry no 90% interval from inputs and model (a chain's search and a
-#: tree scenario's ``run`` do).
+#: Why a scenario's answers carry no 90% interval from inputs and model (a mix or a
+#: per-request spread: the draws' E[L] over requests at every trial rate is not done).
 NO_INTERVAL_NOTE = (
-    "no 90% interval from inputs and model: each draw would rebuild the tree at every "
-    "bisection step of its required top-1 rate (not done; `specsim run` gives a tree's "
-    "tok/s its interval, `specsim search` without --topk the chain's required rates theirs)"
+    "no 90% interval from inputs and model: acceptance is a mix or has a per-request "
+    "spread, whose E[L] over requests each draw would re-integrate at every trial top-1 "
+    "rate (not done; `specsim run` gives a tree's tok/s its interval, `specsim search` "
+    "without --topk the chain's required rates theirs)"
 )
+
+
+@dataclass(frozen=True)
+class SearchDraws:
+    """The draws of the uncertain inputs the intervals are re-solved in, (n, F): the
+    chain's (``answer_uncertainty``'s, same scenario, seed and count)."""
+
+    inputs: tuple[UncertainInput, ...]
+    values: np.ndarray
+    seed: int
+
+    def note(self) -> str:
+        return (
+            f"{INTERVAL_LABEL}: {self.values.shape[0]} Sobol draws (seed {self.seed}, the "
+            "chain search's); in each the best tree's and best chain's top-1 rate re-solved "
+            "(SGLang's tree rebuilt at each trial rate from the draw's top-1 shape, the "
+            "cycle from the draw's pass times; Illinois steps from the nominal root)"
+        )
+
+
+def search_draws(base: Scenario, samples: int = SAMPLES) -> SearchDraws:
+    """The chain search's draws of ``base``'s inputs (a tree searched as its chain)."""
+    chain = base
+    if base.speculation.is_tree:
+        chain = with_overrides(base, {"speculation.topk": 1}, source="uncertainty")
+    inputs = uncertain_inputs(chain)
+    seed = chain.simulation.seed
+    return SearchDraws(inputs, draw_inputs(chain, inputs, samples, seed), seed)
 
 
 def tree_configs(
@@ -96,6 +136,8 @@ class Refined:
     top1_monte_carlo: float | None = None
     top1_ci95: tuple[float | None, float | None] = (None, None)
     evaluations: int = 0
+    #: the closed-form ``top1``'s 90% interval from inputs and model (None: not solved)
+    top1_interval90: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,7 +152,15 @@ class Refined:
             "top1_monte_carlo": self.top1_monte_carlo,
             "top1_ci95": list(self.top1_ci95),
             "evaluations": self.evaluations,
+            "top1_interval90": _listed(self.top1_interval90),
+            "top1_unreachable_share": (
+                None if self.top1_interval90 is None else self.top1_interval90.unreachable
+            ),
         }
+
+
+def _listed(interval: Interval | None) -> list[float | None] | None:
+    return None if interval is None else interval.to_list()
 
 
 @dataclass(frozen=True)
@@ -219,6 +269,7 @@ def _refine(
     cycle_ms: float,
     shares: tuple[float, ...],
     simulate_fn: SimulateFn | None,
+    draws: SearchDraws | None = None,
 ) -> Refined:
     s, k, n = cfg
     top1 = acceptance_model(base.acceptance, s)
@@ -235,12 +286,17 @@ def _refine(
     refined = Refined(
         s, k, n, cycle_ms, need, x(f), x(f_opt), [int(c) for c in at.tree.nodes_per_depth()[1:]]
     )
-    if simulate_fn is None:
-        return refined
     over: dict[str, Any] = {"speculation.num_steps": s, "speculation.topk": k}
     if k > 1:
         over["speculation.num_draft_tokens"] = n
     scenario = with_overrides(base, over, source="search")
+    if draws is not None:
+        sampled = sampled_tree(scenario, draws.values, inputs=draws.inputs)
+        u = None if f is None else f * x0
+        roots = required_top1_draws(sampled, draws.values, target, cycle_ms, u)
+        refined = replace(refined, top1_interval90=_interval(roots.top1))
+    if simulate_fn is None:
+        return refined
     evaluator = Evaluator(simulate_fn, [target])
     f_max = 1.0 / x0 if x0 > 0 else 1.0
     probe = Probe(lambda g: evaluator(scenario, f"{cfg};f={g!r}", model.scaled(g)), +1, 0.0, f_max)
@@ -277,10 +333,12 @@ def search_trees(
     draft_tokens: Iterable[int] = DRAFT_TOKENS,
     *,
     simulate: SimulateFn | None = None,
+    uncertainty: bool = True,
 ) -> TreeSearchResult:
     """The required top-1 rate of every configuration for each target, the best tree and
     the best chain refined, and with ``simulate`` (e.g. ``MonteCarloStats("fast")``) solved
-    again by Monte Carlo bisection; see the module docstring."""
+    again by Monte Carlo bisection; see the module docstring. ``uncertainty``: the refined
+    answers' 90% intervals from inputs and model (sim/studies/tree_required_draws.py)."""
     if not targets or any(not t > 0 for t in targets):
         raise SpecsimError(f"targets must be positive tok/s, got {list(targets)}", param="targets")
     configs = tree_configs(num_steps, topks, draft_tokens)
@@ -296,7 +354,12 @@ def search_trees(
         "table: closed forms at the population's mean rates (per-request spread left out), "
         "interpolated; best tree and best chain: bisection on E[L] over requests"
     ]
-    notes.append(NO_INTERVAL_NOTE)
+    draws = None
+    if uncertainty and acceptance_propagated(base):
+        draws = search_draws(base)
+        notes.append(draws.note())
+    elif uncertainty:
+        notes.append(NO_INTERVAL_NOTE)
     if base.timing.draft_ms_per_extra_token == 0 and base.model.layers is None:
         notes.append(
             "the drafter pass over topk beams is taken as flat (no model geometry for the "
@@ -310,7 +373,9 @@ def search_trees(
         tree_cfg = _best([c for c in configs if c[1] > 1], table)
         chain_cfg = _best([c for c in configs if c[1] == 1], table)
         refined = [
-            None if c is None else _refine(base, c, t, needs[c], cycle[c], shape.shares, simulate)
+            None
+            if c is None
+            else _refine(base, c, t, needs[c], cycle[c], shape.shares, simulate, draws)
             for c in (tree_cfg, chain_cfg)
         ]
         out.append(TreeTarget(t, table, needs, cycle, refined[0], refined[1]))

@@ -85,9 +85,10 @@ class SearchDraws:
     def note(self) -> str:
         return (
             f"{INTERVAL_LABEL}: {self.values.shape[0]} Sobol draws (seed {self.seed}, the "
-            "chain search's); in each the best tree's and best chain's top-1 rate re-solved "
+            "chain search's); in each the best tree's and best chain's top-1 rate re-solved, "
+            "where one reaches the target at the nominal inputs "
             "(SGLang's tree rebuilt at each trial rate from the draw's top-1 shape, the "
-            "cycle from the draw's pass times; Illinois steps from the nominal root)"
+            "cycle from the draw's pass times; secant steps in a bracket from the nominal root)"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sim.scenario.load import scenario_from_dict
@@ -49,3 +50,19 @@ def make(
         },
         source="test",
     )
+
+
+def mix_without_kernel_count(directory: Path) -> Path:
+    """The shipped mix scenario (Kimi-K2.5, an MoE, ungraphed verify) written into
+    ``directory`` without ``model.kernels_per_layer`` (and so with the verify's measured time
+    as its GPU work, ``timing.verify_compute`` left at its default): a file whose layer-level
+    pass is found wanting only after loading."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml").read_text()
+    for line in ("kernels_per_layer = 28\n", 'verify_compute = "decode"\n'):
+        assert text.count(line) == 1, line
+        text = text.replace(line, "")
+    path = directory / "kimi-k25-8xpcie-eagle3-mix-no-kernels.toml"
+    path.write_text(text)
+    return path

@@ -200,11 +200,11 @@ def test_help_and_convert_import_no_heavy_module():
 )
 def test_a_field_found_wanting_after_loading_names_the_file(command, tmp_path):
     """The layer-level pass of an ungraphed verify needs model.kernels_per_layer, which the
-    mix scenario does not give: found after loading, deep in the study, and still named
-    with the file in every command that simulates."""
-    from tests.conftest import ROOT
+    mix scenario without it does not give: found after loading, deep in the study, and
+    still named with the file in every command that simulates."""
+    from tests.helpers import mix_without_kernel_count
 
-    mix = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml")
+    mix = str(mix_without_kernel_count(tmp_path))
     name, *rest = command
     rest = [mix if a == "SCENARIO" else str(tmp_path / "out") if a == "OUT" else a for a in rest]
     args = [name, mix, *rest, "--fidelity", "layer", "--replications", "1", "--requests", "3"]

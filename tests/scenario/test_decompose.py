@@ -415,17 +415,18 @@ def test_calibrate_then_compose_is_the_identity(layers, kernels, allreduce_ms, l
     assert critical_path_ms(sched, x) == pytest.approx(measured, rel=1e-12, abs=1e-12)
 
 
-def test_missing_kernel_count_cites_the_count_for_the_layer_kind():
-    """The mix scenario (Kimi-K2.5, an MoE, no model.kernels_per_layer) refused the layer
-    pass citing 11-18 kernels a layer, a dense layer's count, where the seed cites the
+def test_missing_kernel_count_cites_the_count_for_the_layer_kind(tmp_path):
+    """The mix scenario (Kimi-K2.5, an MoE) without model.kernels_per_layer refused the
+    layer pass citing 11-18 kernels a layer, a dense layer's count, where the seed cites the
     28-42 counted from SGLang's source for this very layer."""
     from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS
+    from tests.helpers import mix_without_kernel_count
 
     assert (
         sum(op.low for op in SGLANG_KIMI_LAYER_OPS),
         sum(op.high for op in SGLANG_KIMI_LAYER_OPS),
     ) == MOE_LAYER_KERNELS
-    mix = SEED.parent / "kimi-k25-8xpcie-eagle3-mix.toml"
+    mix = mix_without_kernel_count(tmp_path)
     result = CliRunner().invoke(main, ["run", str(mix), "--fidelity", "layer", "-q"])
     assert result.exit_code == 2
     assert "model.kernels_per_layer" in result.output and "28-42 kernels" in result.output

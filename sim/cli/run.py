@@ -76,7 +76,6 @@ def run(
     from sim.report.analysis import analysis_to_dict, render_analysis
     from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
     from sim.scenario.load import load_scenario
-    from sim.simulation.exact import scenario_exact
     from sim.simulation.simulate import simulate
     from sim.simulation.summary import summarize
     from sim.studies.analysis import analyze
@@ -85,6 +84,8 @@ def run(
     analysis = analyze(sc, uncertainty=True)
     fallback = None
     if method != "monte-carlo":
+        from sim.simulation.exact import scenario_exact  # its renewal law: only here
+
         try:
             exact, law = scenario_exact(sc, fidelity=fidelity, seed=seed)
         except SpecsimError as exc:

@@ -3,14 +3,16 @@ and a text block (percentile table, histogram, target probabilities)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.model.cycle import PHASES
-from sim.model.renewal import RequestLaw
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.summary import Summary
+
+if TYPE_CHECKING:
+    from sim.model.renewal import RequestLaw
 
 
 def merge_montecarlo(analytic_doc: dict[str, Any], summary: Summary) -> dict[str, Any]:

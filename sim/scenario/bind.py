@@ -29,14 +29,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.errors import SpecsimError
-from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
-from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
 from sim.model.rates import mean_accept_length
 from sim.model.shapes import (
     continue_rates,
@@ -103,6 +101,8 @@ LISTED_SIGMA = 1e-3
 
 def _listed_choice(rates: list[float]) -> AcceptanceShape:
     """Continuation of a listed profile chosen by held-out error (flat/step: repeat)."""
+    from sim.model.profile_fit import ProfileData, choose_shape, fit_profile  # on first use
+
     c = np.cumprod(rates)
     data = ProfileData(
         positions=tuple(range(1, len(rates) + 1)),
@@ -646,6 +646,7 @@ def serving_cost(
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
+    from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 

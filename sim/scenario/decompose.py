@@ -32,6 +32,7 @@ anything else from the model's weights and the GPU preset (sim/hardware/roofline
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -50,9 +51,14 @@ from sim.hardware.passes import (
     compute_scale,
     pass_schedule,
 )
-from sim.hardware.roofline import Weights, growth_ms, roofline_ms
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario, TimingSpec
+
+if TYPE_CHECKING:
+    from sim.hardware.roofline import Weights
+
+# The roofline (sim.hardware.roofline) is imported where a pass is derived from the
+# weights: a scenario whose passes are all measured never needs it.
 
 #: Verify passes tabulated for the cycle model: m = 1..33 covers best-k searches k <= 32.
 VERIFY_TABLE_TOKENS = 33
@@ -131,6 +137,8 @@ def target_weights(scenario: Scenario) -> Weights:
         raise SpecsimError("needed to derive compute", field="model.layers")
     if model.layer_params is None:
         raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
+    from sim.hardware.roofline import Weights
+
     return Weights(
         layers=model.layers,
         layer_params=model.layer_params,
@@ -149,6 +157,8 @@ def draft_weights(scenario: Scenario) -> Weights:
     model = scenario.model
     if model.draft_params is None:
         raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
+    from sim.hardware.roofline import Weights
+
     return Weights(
         layers=1,
         layer_params=model.draft_params,
@@ -316,6 +326,8 @@ class ScenarioHardware:
         if hw.gpu is None:
             raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
         weights = target_weights(self.scenario)
+        from sim.hardware.roofline import growth_ms
+
         return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
 
     @cached_property
@@ -466,6 +478,8 @@ class ScenarioHardware:
             if name in ("decode", "verify")
             else draft_weights(self.scenario)
         )
+        from sim.hardware.roofline import roofline_ms
+
         return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
 
     def breakdown(

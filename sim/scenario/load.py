@@ -21,7 +21,6 @@ from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
 from sim.files import read_bounded_text
-from sim.model.tree_rates import extend_shares, residual_shares
 from sim.scenario.decompose import scenario_pass_times
 from sim.scenario.overrides import apply_overrides, parse_assignment
 from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
@@ -238,6 +237,8 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
         )
     if len(shape) < 3:
         return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
+    from sim.model.tree_rates import extend_shares, residual_shares  # a tree's ranks only
+
     try:
         extend_shares(residual_shares(shape), topk)
     except ValueError as exc:

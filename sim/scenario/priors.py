@@ -26,10 +26,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model.profile_fit import ProfileData, fit_profile, holdout_error
 from sim.model.shapes import (
     accept_lengths_by_k,
     rates_for_positions,
@@ -37,7 +37,14 @@ from sim.model.shapes import (
     shape_factors,
     tilted,
 )
-from sim.scenario.cross_run import CROSS_RUN, MultiKSeries
+
+if TYPE_CHECKING:
+    from sim.model.profile_fit import ProfileData
+    from sim.scenario.cross_run import MultiKSeries
+
+# The profile fits (sim.model.profile_fit) and the cross-run series (sim.scenario.cross_run)
+# are imported where a fit is made: a scenario run reads the stored fits
+# (sim/scenario/prior_fits.py) and needs neither, so importing them cost start-up only.
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -56,6 +63,8 @@ class PublishedProfile:
     decimals: int  # printed precision (sets the rounding standard error)
 
     def data(self) -> ProfileData:
+        from sim.model.profile_fit import ProfileData
+
         sigma = 10.0**-self.decimals / 12**0.5
         n = len(self.cumulative)
         return ProfileData(
@@ -269,6 +278,8 @@ def profile_group(method: str) -> str:
 def family_holdout(method: str) -> dict[str, float]:
     """Mean forward held-out error (sim/model/profile_fit.py) of each candidate family
     over the profiles of ``method``."""
+    from sim.model.profile_fit import holdout_error
+
     profiles = _profiles_of(method)
     out: dict[str, float] = {}
     for family in PRIOR_FAMILIES:
@@ -286,6 +297,8 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
 
 def fit_decays(method: str, shape: str) -> tuple[float, ...]:
     """The ``shape`` decays of ``method``'s profiles, fitted now, flat-capped and sorted."""
+    from sim.model.profile_fit import fit_profile
+
     return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
 
 
@@ -354,6 +367,8 @@ def _cross_run_rates(
     """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
     the method's prior family to its accept lengths at num_steps <= 2, or one accept length
     anchoring the prior's median decay."""
+    from sim.model.profile_fit import ProfileData, fit_profile
+
     used = series.fitted_num_steps
     if len(used) >= 2:
         data = ProfileData(
@@ -478,6 +493,8 @@ def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = 
 
 def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
     """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
+    from sim.scenario.cross_run import CROSS_RUN
+
     priors = {
         m: build_decay_prior(m, stored=False) for m in dict.fromkeys(s.method for s in CROSS_RUN)
     }
@@ -497,6 +514,8 @@ def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
     """One log rho per published profile of ``method`` with ``SHAPE_ERROR_MIN_POSITIONS``
     or more positions: ``shape`` fitted to positions 1-2, the later conditional rates'
     log ratio to the fit against the positions past it (least squares through the origin)."""
+    from sim.model.profile_fit import fit_profile
+
     out = []
     for p in _profiles_of(method):
         c = np.asarray(p.cumulative)

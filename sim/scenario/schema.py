@@ -33,8 +33,10 @@ from sim.hardware.interconnects import (
     resolve_interconnect,
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
-from sim.model.policy import KTable
-from sim.model.tree_presets import RANK_PROFILES, rank_profile
+
+# The draft-policy and tree modules (sim.model.policy, sim.model.tree_presets) are imported
+# where a validator needs them: a chain scenario never does, and importing them (and the
+# tree modules they import) cost every ``run`` about 10 ms of start-up.
 
 # Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
 # and every size has a ceiling well above any real server, so that a typo (1e9 layers)
@@ -487,6 +489,8 @@ class AcceptanceSpec(Heterogeneity):
     @field_validator("rank_profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
+        from sim.model.tree_presets import RANK_PROFILES
+
         if value is not None and value not in RANK_PROFILES:
             raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
         return value
@@ -547,6 +551,8 @@ class AcceptanceSpec(Heterogeneity):
         if self.rank_rates is not None:
             return list(self.rank_rates)
         if self.rank_profile is not None:
+            from sim.model.tree_presets import rank_profile
+
             return list(rank_profile(self.rank_profile).rates)
         return None
 
@@ -675,6 +681,8 @@ class ServingSpec(Section):
                 raise ValueError(
                     f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
                 ) from None
+        from sim.model.policy import KTable
+
         KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
         return value
 
@@ -695,6 +703,8 @@ class ServingSpec(Section):
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")
+            from sim.model.policy import KTable
+
             KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
         return self
 

@@ -21,6 +21,7 @@ the joint law of (n, E) (sim/model/renewal.py) gives its tok/s.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,12 +30,14 @@ from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law
-from sim.model.tree_acceptance import Acceptance
 from sim.scenario.bind import extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
 from sim.simulation.simulate import bound_cycle_times
 from sim.simulation.summary import Summary, TargetProbability
+
+if TYPE_CHECKING:
+    from sim.model.tree_acceptance import Acceptance
 
 
 def exact_obstacle(acceptance: Acceptance, cycle_times: CycleTimeModel) -> str | None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.model.cycle import PHASES
-from sim.model.tree_acceptance import Acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.stream import StreamStats
+
+if TYPE_CHECKING:
+    from sim.model.tree_acceptance import Acceptance
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
-from sim.model.tree_acceptance import Acceptance
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
@@ -31,6 +31,9 @@ from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationR
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
 from sim.simulation.stream import StreamStats
+
+if TYPE_CHECKING:
+    from sim.model.tree_acceptance import Acceptance
 
 Progress = Callable[[int, int], None]
 

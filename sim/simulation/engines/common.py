@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
-from sim.model.tree_acceptance import Acceptance
+
+if TYPE_CHECKING:
+    from sim.model.tree_acceptance import Acceptance
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.scenario.schema import Scenario
-from sim.simulation.stream import StreamStats
 
 if TYPE_CHECKING:
     from sim.model.tree_acceptance import Acceptance
+    from sim.simulation.stream import StreamStats
 
 
 @dataclass(frozen=True)

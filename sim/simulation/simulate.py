@@ -30,10 +30,13 @@ from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
-from sim.simulation.stream import StreamStats
 
 if TYPE_CHECKING:
     from sim.model.tree_acceptance import Acceptance
+    from sim.simulation.stream import StreamStats
+
+# The streamed statistics (sim.simulation.stream) are imported when a run streams: a run
+# that keeps its arrays (``run`` at its default size) never needs them.
 
 Progress = Callable[[int, int], None]
 
@@ -110,6 +113,8 @@ def run_block(task: BlockTask) -> EngineOutput | StreamStats:
     out = ENGINES[task.engine](task.plan, block_rngs(task.seed, task.block))
     if task.fold is None:
         return out
+    from sim.simulation.stream import StreamStats
+
     return StreamStats.of(out, task.fold, len(task.plan.acceptance.class_names))
 
 
@@ -222,7 +227,11 @@ def simulate(
     tasks = [BlockTask(engine, plan, seed, block, fold) for block in blocks]
     parts: dict[int, EngineOutput] = {}
     classes = len(plan.acceptance.class_names)
-    stats = StreamStats(counted, classes, plan.num_steps) if streamed else None
+    stats = None
+    if streamed:
+        from sim.simulation.stream import StreamStats
+
+        stats = StreamStats(counted, classes, plan.num_steps)
     pending: dict[int, StreamStats] = {}
     merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0

@@ -20,14 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
 from sim.simulation.results import MonteCarloResult
-from sim.simulation.stream import Moments
+
+if TYPE_CHECKING:
+    from sim.simulation.stream import Moments
 
 
 def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:

@@ -177,6 +177,39 @@ def _pair_accept_length(
         return 1.0 + total, slope / x
 
 
+def _row_accept_lengths(x: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """AL (m, K) of each row at its scale x (m,) and every draft length k = 1..K, factors
+    ``factors`` (m, K): entry (r, k - 1) has the bits ``_pair_accept_length`` gives the
+    pair (r, k) at x[r] (its AL). Every pair of a row at one scale shares the row's terms
+    c_i (the same cumprod), so the row's lanes are summed once for all its k: lane j at
+    position p is the running sum of the terms i = j, j + 8, ... <= p, started at 0.0
+    (np.cumsum adds in order, as the lanes do), combined pairwise as ``_combine`` does;
+    past the last full group of 8 the combined lanes take the rest one by one. This is
+    K positions of m rows instead of k + 1 positions of every pair."""
+    m, width = factors.shape
+    end = width - width % 8
+    c = np.minimum(x[:, None] * factors, 1.0)
+    np.multiply.accumulate(c, axis=1, out=c)
+    position = np.minimum(np.arange(width), end - 1)  # the lanes stop growing at ``end``
+    lanes = []
+    for j in range(8):
+        running = np.zeros((m, 1 + len(range(j, end, 8))))
+        np.cumsum(c[:, j:end:8], axis=1, out=running[:, 1:])
+        running[:, 1:] += 0.0  # 0.0 + the first term, as the lanes begin (-0.0 -> 0.0)
+        counts = np.where(position >= j, (position - j) // 8 + 1, 0)
+        lanes.append(running[:, counts])
+    total = _combine(np.stack(lanes))
+    if end < width:  # the rest one by one onto the combined lanes
+        rest = np.cumsum(
+            np.concatenate(
+                [total[:, end - 1 : end] if end else np.zeros((m, 1)), c[:, end:]], axis=1
+            ),
+            axis=1,
+        )
+        total[:, end:] = rest[:, 1:]
+    return 1.0 + total
+
+
 def _combine(lanes: np.ndarray) -> np.ndarray:
     """NumPy's pairwise combination of its 8 partial sums (8, P): shape (P,)."""
     return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
@@ -284,11 +317,11 @@ def _short_of(
     if test.size == 0:
         return pairs
     order = np.argsort(-ks[test], kind="stable")
-    test, at = test[order], b[finite][order]
-    k = ks[test]
-    g = _by_position(factors, rows[test], k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        al, _ = _pair_accept_length(at, g, k, factors.shape[1])
+    test = test[order]
+    # every pair of a row is tested at the row's bound: its accept lengths at every k at
+    # once, the bits ``_pair_accept_length`` gives each pair (``_row_accept_lengths``)
+    tested, which = np.unique(rows[test], return_inverse=True)
+    al = _row_accept_lengths(row_bound[tested], factors[tested])[which.reshape(-1), ks[test]]
     short = al < target[test] * (1.0 - _TOL)
     x[test[short]] = np.inf
     return np.concatenate([test[~short], pairs[~finite]])

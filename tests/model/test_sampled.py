@@ -12,6 +12,7 @@ from sim.model.sampled import (
     _distinct_values,
     _equal_rates,
     _pair_accept_length,
+    _row_accept_lengths,
     equal_rates_for_accept_lengths,
     scales_for_accept_lengths,
 )
@@ -47,6 +48,28 @@ def test_pairs_by_position_sum_to_the_bits_of_their_rows(seed: int, big_k: int, 
     got = _pair_accept_length(x, g[:, : ks[0] + 1].T.copy(), ks, big_k)
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 70), st.integers(1, 40))
+def test_a_rows_accept_lengths_at_every_k_are_the_bits_of_its_pairs(
+    seed: int, big_k: int, n: int
+) -> None:
+    """``_row_accept_lengths`` (each row's AL at every k at one scale, summed once a row)
+    gives every pair (row, k) at its row's scale the bits ``_pair_accept_length`` gives
+    it, for K below, at and past multiples of 8 and scales that cap some rates."""
+    rng = np.random.default_rng(seed)
+    g = _factors(rng, n, big_k)
+    x = rng.uniform(0.0, 1.5, n) * rng.choice([1.0, 1.0, 1e-3, 0.0, 1e6], n)
+    got = _row_accept_lengths(x, g)
+    rows = np.repeat(np.arange(n), big_k)
+    ks = np.tile(np.arange(big_k), n)
+    order = np.argsort(-ks, kind="stable")
+    rows, ks = rows[order], ks[order]
+    want, _ = _pair_accept_length(x[rows], g[rows][:, : ks[0] + 1].T.copy(), ks, big_k)
+    assert got.shape == (n, big_k)
+    assert np.array_equal(got[rows, ks], want, equal_nan=True)
+    assert got[rows, ks].tobytes() == want.tobytes()  # -0.0 and 0.0 told apart too
 
 
 @settings(max_examples=120, deadline=None)

@@ -177,36 +177,37 @@ def _pair_accept_length(
         return 1.0 + total, slope / x
 
 
-def _row_accept_lengths(x: np.ndarray, factors: np.ndarray) -> np.ndarray:
-    """AL (m, K) of each row at its scale x (m,) and every draft length k = 1..K, factors
-    ``factors`` (m, K): entry (r, k - 1) has the bits ``_pair_accept_length`` gives the
-    pair (r, k) at x[r] (its AL). Every pair of a row at one scale shares the row's terms
-    c_i (the same cumprod), so the row's lanes are summed once for all its k: lane j at
-    position p is the running sum of the terms i = j, j + 8, ... <= p, started at 0.0
-    (np.cumsum adds in order, as the lanes do), combined pairwise as ``_combine`` does;
-    past the last full group of 8 the combined lanes take the rest one by one. This is
-    K positions of m rows instead of k + 1 positions of every pair."""
+def _row_accept_lengths(
+    x: np.ndarray, factors: np.ndarray, at_rows: np.ndarray, at_k: np.ndarray
+) -> np.ndarray:
+    """AL (P,) of pairs (row ``at_rows``, draft-length index ``at_k``, any order) each at
+    its row's scale x (m,), factors (m, K): the bits ``_pair_accept_length`` gives each
+    pair at that scale. The pairs of a row at one scale share its terms c_i (the same
+    cumprod), so they are computed once a row, and so are the lanes' running sums: lane
+    j at position p is the sum of the terms i = j, j + 8, ... <= p in order from 0.0
+    (np.cumsum adds in order, as the lanes do; + 0.0 turns a -0.0 into the lanes' 0.0);
+    each pair takes its lanes at its own k, combined as ``_combine`` does, and past the
+    last full group of 8 the rest one by one onto the combined lanes. Rows no pair reads
+    may hold anything (an infinite scale: NaN terms)."""
     m, width = factors.shape
     end = width - width % 8
-    c = np.minimum(x[:, None] * factors, 1.0)
+    with np.errstate(invalid="ignore"):
+        c = np.minimum(x[:, None] * factors, 1.0)
     np.multiply.accumulate(c, axis=1, out=c)
-    position = np.minimum(np.arange(width), end - 1)  # the lanes stop growing at ``end``
-    lanes = []
+    last = np.minimum(at_k, end - 1)  # the lanes stop growing at ``end``
+    lanes, full = [], []
     for j in range(8):
         running = np.zeros((m, 1 + len(range(j, end, 8))))
         np.cumsum(c[:, j:end:8], axis=1, out=running[:, 1:])
-        running[:, 1:] += 0.0  # 0.0 + the first term, as the lanes begin (-0.0 -> 0.0)
-        counts = np.where(position >= j, (position - j) // 8 + 1, 0)
-        lanes.append(running[:, counts])
-    total = _combine(np.stack(lanes))
-    if end < width:  # the rest one by one onto the combined lanes
-        rest = np.cumsum(
-            np.concatenate(
-                [total[:, end - 1 : end] if end else np.zeros((m, 1)), c[:, end:]], axis=1
-            ),
-            axis=1,
-        )
-        total[:, end:] = rest[:, 1:]
+        running += 0.0
+        lanes.append(running[at_rows, np.where(last >= j, (last - j) // 8 + 1, 0)])
+        full.append(running[:, -1])
+    total = _combine(np.array(lanes))
+    past = at_k >= end
+    if past.any():  # the rest one by one onto the row's combined lanes
+        start = _combine(np.array(full))[:, None]
+        rest = np.cumsum(np.concatenate([start, c[:, end:]], axis=1), axis=1)
+        total[past] = rest[at_rows[past], at_k[past] - end + 1]
     return 1.0 + total
 
 
@@ -316,12 +317,10 @@ def _short_of(
     test = pairs[finite]
     if test.size == 0:
         return pairs
-    order = np.argsort(-ks[test], kind="stable")
-    test = test[order]
-    # every pair of a row is tested at the row's bound: its accept lengths at every k at
-    # once, the bits ``_pair_accept_length`` gives each pair (``_row_accept_lengths``)
-    tested, which = np.unique(rows[test], return_inverse=True)
-    al = _row_accept_lengths(row_bound[tested], factors[tested])[which.reshape(-1), ks[test]]
+    # every pair at its row's bound, the row's terms computed once for all its pairs
+    # (``_row_accept_lengths``: the bits ``_pair_accept_length`` gives each pair; the
+    # pairs' order changes no pair's bits, see ``scales_for_accept_lengths``)
+    al = _row_accept_lengths(row_bound, factors, rows[test], ks[test])
     short = al < target[test] * (1.0 - _TOL)
     x[test[short]] = np.inf
     return np.concatenate([test[~short], pairs[~finite]])

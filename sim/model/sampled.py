@@ -87,11 +87,13 @@ def _tabulated_steps(need: np.ndarray, m: np.ndarray, steps: int) -> tuple[np.nd
     values, which = _distinct_values(m)
     grid = np.arange(1, scale) / scale
     table = _ratio(values.reshape(-1, 1), 1.0 - grid)
-    which = which.reshape(m.shape)
+    # table[which, mid - 1] read from the flat table (one 1-D take a step, not a 2-D gather)
+    row = which.reshape(m.shape) * (scale - 1) - 1
+    flat = table.ravel()
     lo, hi = np.zeros(need.shape, dtype=np.int64), np.full(need.shape, scale, dtype=np.int64)
     for _ in range(steps):
-        mid = (lo + hi) // 2
-        above = table[which, mid - 1] >= need
+        mid = (lo + hi) >> 1  # both >= 0: the floor of the half
+        above = flat.take(row + mid) >= need
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
     return lo / scale, hi / scale

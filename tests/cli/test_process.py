@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 
@@ -17,12 +18,31 @@ def test_the_process_collects_less_often_and_then_runs_the_command_line(monkeypa
 
     before = gc.get_threshold()
     monkeypatch.setattr(process, "main", fake_main)
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # what the process sets is undone
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS")
     try:
         process.run_process()
     finally:
         gc.set_threshold(*before)
     assert seen == {"prog_name": "specsim", "thresholds": process.GC_THRESHOLDS}
     assert process.GC_THRESHOLDS[0] > 700  # CPython's default young threshold
+
+
+def test_the_process_skips_pydantic_plugin_discovery_unless_the_environment_says(monkeypatch):
+    """pydantic's plugin search (every installed distribution's entry points) is skipped
+    in the process; a value the environment gives is kept."""
+    monkeypatch.setattr(process, "main", lambda prog_name: None)
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # restored (to unset) afterwards
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS")
+    before = gc.get_threshold()
+    try:
+        process.run_process()
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "some-plugin")
+        process.run_process()
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "some-plugin"
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_python_dash_m_sim_runs_the_process_entry_point():

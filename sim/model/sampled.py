@@ -199,10 +199,12 @@ def _row_accept_lengths(
     last = np.minimum(at_k, end - 1)  # the lanes stop growing at ``end``
     lanes, full = [], []
     for j in range(8):
-        running = np.zeros((m, 1 + len(range(j, end, 8))))
+        cols = 1 + len(range(j, end, 8))
+        running = np.zeros((m, cols))
         np.cumsum(c[:, j:end:8], axis=1, out=running[:, 1:])
         running += 0.0
-        lanes.append(running[at_rows, np.where(last >= j, (last - j) // 8 + 1, 0)])
+        count = np.where(last >= j, (last - j) // 8 + 1, 0)
+        lanes.append(running.ravel().take(at_rows * cols + count))  # running[at_rows, count]
         full.append(running[:, -1])
     total = _combine(np.array(lanes))
     past = at_k >= end
@@ -328,12 +330,11 @@ def _short_of(
     return np.concatenate([test[~short], pairs[~finite]])
 
 
-def _by_position(factors: np.ndarray, rows: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
+def _by_position(factors: np.ndarray, rows: np.ndarray, ks: np.ndarray) -> np.ndarray:
     """The factors (n, K) of pairs in rows ``rows`` (P,), draft-length indices ``ks`` (P,)
-    in descending order, gathered by position: row i holds position i of the pairs that
-    reach it (the first ones), as ``_pair_accept_length`` reads them."""
-    by_position = np.take(factors[:, : ks[0] + 1].T.copy(), rows, axis=1)
-    return [row[: np.count_nonzero(ks >= i)] for i, row in enumerate(by_position)]
+    in descending order, gathered by position (k + 1, P): row i holds position i of every
+    pair; ``_pair_accept_length`` reads the first ones of it, the pairs that reach i."""
+    return np.take(factors[:, : ks[0] + 1].T.copy(), rows, axis=1)
 
 
 def _newton(
@@ -386,7 +387,7 @@ def _newton(
         if not going.all():
             x[pair[done]] = xa[done]  # converged: x stays where it met the need
             pair, step, lo, hi, need, k, r = (a[going] for a in (pair, step, lo, hi, need, k, r))
-            g = [row[going[: row.size]] for row in g]
+            g = g[:, going]
         xa = step
     x[pair] = xa  # not converged in _ITERATIONS steps: the last step
 

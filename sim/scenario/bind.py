@@ -101,7 +101,8 @@ LISTED_SIGMA = 1e-3
 
 def _listed_choice(rates: list[float]) -> AcceptanceShape:
     """Continuation of a listed profile chosen by held-out error (flat/step: repeat)."""
-    from sim.model.profile_fit import ProfileData, choose_shape, fit_profile  # on first use
+    # lazy: a fit is made only when no stored one serves (start-up)
+    from sim.model.profile_fit import ProfileData, choose_shape, fit_profile
 
     c = np.cumprod(rates)
     data = ProfileData(

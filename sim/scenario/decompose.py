@@ -137,6 +137,7 @@ def target_weights(scenario: Scenario) -> Weights:
         raise SpecsimError("needed to derive compute", field="model.layers")
     if model.layer_params is None:
         raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
+    # lazy: only a pass derived from the weights needs it (start-up)
     from sim.hardware.roofline import Weights
 
     return Weights(
@@ -157,6 +158,7 @@ def draft_weights(scenario: Scenario) -> Weights:
     model = scenario.model
     if model.draft_params is None:
         raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
+    # lazy: only a pass derived from the weights needs it (start-up)
     from sim.hardware.roofline import Weights
 
     return Weights(
@@ -326,6 +328,7 @@ class ScenarioHardware:
         if hw.gpu is None:
             raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
         weights = target_weights(self.scenario)
+        # lazy: only a pass derived from the weights needs it (start-up)
         from sim.hardware.roofline import growth_ms
 
         return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
@@ -478,6 +481,7 @@ class ScenarioHardware:
             if name in ("decode", "verify")
             else draft_weights(self.scenario)
         )
+        # lazy: only a pass derived from the weights needs it (start-up)
         from sim.hardware.roofline import roofline_ms
 
         return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"

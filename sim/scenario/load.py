@@ -237,7 +237,8 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
         )
     if len(shape) < 3:
         return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
-    from sim.model.tree_rates import extend_shares, residual_shares  # a tree's ranks only
+    # lazy: only a tree's ranks need it (start-up)
+    from sim.model.tree_rates import extend_shares, residual_shares
 
     try:
         extend_shares(residual_shares(shape), topk)

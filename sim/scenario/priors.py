@@ -63,6 +63,7 @@ class PublishedProfile:
     decimals: int  # printed precision (sets the rounding standard error)
 
     def data(self) -> ProfileData:
+        # lazy: a fit is made only when no stored one serves (start-up)
         from sim.model.profile_fit import ProfileData
 
         sigma = 10.0**-self.decimals / 12**0.5
@@ -278,6 +279,7 @@ def profile_group(method: str) -> str:
 def family_holdout(method: str) -> dict[str, float]:
     """Mean forward held-out error (sim/model/profile_fit.py) of each candidate family
     over the profiles of ``method``."""
+    # lazy: a fit is made only when no stored one serves (start-up)
     from sim.model.profile_fit import holdout_error
 
     profiles = _profiles_of(method)
@@ -297,6 +299,7 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
 
 def fit_decays(method: str, shape: str) -> tuple[float, ...]:
     """The ``shape`` decays of ``method``'s profiles, fitted now, flat-capped and sorted."""
+    # lazy: a fit is made only when no stored one serves (start-up)
     from sim.model.profile_fit import fit_profile
 
     return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
@@ -367,6 +370,7 @@ def _cross_run_rates(
     """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
     the method's prior family to its accept lengths at num_steps <= 2, or one accept length
     anchoring the prior's median decay."""
+    # lazy: a fit is made only when no stored one serves (start-up)
     from sim.model.profile_fit import ProfileData, fit_profile
 
     used = series.fitted_num_steps
@@ -493,6 +497,7 @@ def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = 
 
 def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
     """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
+    # lazy: only a refit reads the cross-run series (start-up)
     from sim.scenario.cross_run import CROSS_RUN
 
     priors = {
@@ -514,6 +519,7 @@ def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
     """One log rho per published profile of ``method`` with ``SHAPE_ERROR_MIN_POSITIONS``
     or more positions: ``shape`` fitted to positions 1-2, the later conditional rates'
     log ratio to the fit against the positions past it (least squares through the origin)."""
+    # lazy: a fit is made only when no stored one serves (start-up)
     from sim.model.profile_fit import fit_profile
 
     out = []

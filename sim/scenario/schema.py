@@ -489,6 +489,7 @@ class AcceptanceSpec(Heterogeneity):
     @field_validator("rank_profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
+        # lazy: only a tree's rank profile needs it (start-up)
         from sim.model.tree_presets import RANK_PROFILES
 
         if value is not None and value not in RANK_PROFILES:
@@ -551,6 +552,7 @@ class AcceptanceSpec(Heterogeneity):
         if self.rank_rates is not None:
             return list(self.rank_rates)
         if self.rank_profile is not None:
+            # lazy: only a tree's rank profile needs it (start-up)
             from sim.model.tree_presets import rank_profile
 
             return list(rank_profile(self.rank_profile).rates)
@@ -681,6 +683,7 @@ class ServingSpec(Section):
                 raise ValueError(
                     f"row {i} {row}: {'.'.join(map(str, detail['loc']))}: {msg}"
                 ) from None
+        # lazy: only a k table needs it (start-up)
         from sim.model.policy import KTable
 
         KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
@@ -703,6 +706,7 @@ class ServingSpec(Section):
         if self.k_table is not None:
             if any(len(row) != 3 for row in self.k_table):
                 raise ValueError("k_table rows are [start_bs, end_bs, K]")
+            # lazy: only a k table needs it (start-up)
             from sim.model.policy import KTable
 
             KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]

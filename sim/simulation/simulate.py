@@ -113,6 +113,7 @@ def run_block(task: BlockTask) -> EngineOutput | StreamStats:
     out = ENGINES[task.engine](task.plan, block_rngs(task.seed, task.block))
     if task.fold is None:
         return out
+    # lazy: only a streamed run folds statistics (start-up)
     from sim.simulation.stream import StreamStats
 
     return StreamStats.of(out, task.fold, len(task.plan.acceptance.class_names))
@@ -229,6 +230,7 @@ def simulate(
     classes = len(plan.acceptance.class_names)
     stats = None
     if streamed:
+        # lazy: only a streamed run folds statistics (start-up)
         from sim.simulation.stream import StreamStats
 
         stats = StreamStats(counted, classes, plan.num_steps)

@@ -99,12 +99,14 @@ def unstable_stats(targets: Sequence[float]) -> Stats:
 @dataclass(frozen=True)
 class Stability:
     """Speculation at ``num_steps`` against the searched rate: its service bound with every
-    draft accepted (the lever's top, ``bound_at_top``) and the least mean rate ``alpha``
-    at which the rate is within the bound (None: at none)."""
+    draft accepted (the lever's top, ``bound_at_top``), the least mean rate ``alpha`` at
+    which the rate is within the bound (None: at none) and the lowest the search looks at
+    (``lowest_alpha``, the lever's bottom; not in the document)."""
 
     num_steps: int
     bound_at_top: ServiceBound
     least_stable_alpha: float | None
+    lowest_alpha: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,18 +144,16 @@ def stability(
                 mid = 0.5 * (lo + hi)
                 lo, hi = (lo, mid) if rate <= bound(mid) else (mid, hi)
             least = lever.alpha(hi)
-        out.append(Stability(k, top, least))
+        out.append(Stability(k, top, least, float(lever.alpha(lever.x_min) or 0.0)))
     return out
 
 
-def _with_stability(
-    result: SearchResult, rate: float, found: Sequence[Stability], low_alpha: dict[int, float]
-) -> SearchResult:
+def _with_stability(result: SearchResult, rate: float, found: Sequence[Stability]) -> SearchResult:
     """``result`` with where the rate is above a bound said: each k that no acceptance
     makes stable has no simulated ceiling, and a target no k reaches names the bounds."""
     hopeless = {s.num_steps: s for s in found if s.least_stable_alpha is None}
     if not any(
-        s.least_stable_alpha is None or s.least_stable_alpha > low_alpha[s.num_steps] for s in found
+        s.least_stable_alpha is None or s.least_stable_alpha > s.lowest_alpha for s in found
     ):
         return result  # stable wherever the search looks: the document is as it was
     targets = []
@@ -222,15 +222,16 @@ class ServingStats:
 
     def bound(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServiceBound | None:
         """Speculation's service bound at this acceptance; None for a closed loop."""
-        if self.load.integer:
-            return None
-        return service_bound(self.plan_at(scenario, acceptance), FixedK(scenario.num_steps))
+        return self._bound(self.plan_at(scenario, acceptance), scenario.num_steps)
+
+    def _bound(self, plan: ServingPlan, num_steps: int) -> ServiceBound | None:
+        return None if self.load.integer else service_bound(plan, FixedK(num_steps))
 
     def __call__(
         self, scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
     ) -> Stats:
         plan = self.plan_at(scenario, acceptance)
-        bound = self.bound(scenario, acceptance)
+        bound = self._bound(plan, scenario.num_steps)
         if bound is not None and self.load.value > bound.rate_per_s:
             return unstable_stats(targets)  # no steady state: not simulated
         run = simulate_serving(
@@ -281,7 +282,5 @@ def search_at_load(
     result = dataclasses.replace(result, engine="serving", fidelity="cycle", settings=settings)
     if load.integer:
         return result
-    ks = sorted(set(num_steps))
-    levers = acceptance_levers(pin_verify_tokens(scenario), ks)
-    low = {k: float(lv.alpha(lv.x_min) or 0.0) for k, lv in levers.items()}
-    return _with_stability(result, float(load.value), stability(simulate, scenario, ks), low)
+    found = stability(simulate, scenario, sorted(set(num_steps)))
+    return _with_stability(result, float(load.value), found)

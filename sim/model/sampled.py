@@ -119,7 +119,7 @@ def _distinct_values(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return present.astype(float), index[whole]
 
 
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(first, again) of the distinct rows of ``rows`` (n, w), compared bit for bit:
     ``first`` the index of one row of each, ``again`` (n,) each row's index in ``first``
     (rows[first][again] == rows). The order of the distinct rows is the order of their
@@ -564,7 +564,7 @@ class SampledModel:
         again = None
         if lowest_only:  # rows the same to the bit (need and factors) solve the same
             rows = np.concatenate([need, factors], axis=1).view(np.uint64)
-            first, again = _distinct_rows(rows)
+            first, again = distinct_rows(rows)
             need, factors = need[first], factors[first]
         alpha = equal_rates_for_accept_lengths(need) if flat else np.full(need.shape, np.nan)
         x = scales_for_accept_lengths(need, factors, alpha if flat else None, lowest_only)

@@ -33,7 +33,7 @@ import numpy as np
 
 from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.rates import cumulative_rates, mean_accept_length
-from sim.model.sampled import _distinct_rows
+from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree_theory import depth_survival
@@ -148,7 +148,7 @@ class SampledTree:
             self.scenario, self.inputs, values, self.max_steps, self.rate_responses
         )
         rates = np.clip(rates[:, :depth], 0.0, 1.0)
-        first, again = _distinct_rows(rates)
+        first, again = distinct_rows(rates)
         al = accept_lengths_by_tree(self.nominal, rates[first])[again]
         if not acceptance_propagated(self.scenario):  # the draw's change, over requests
             effective = conditional_rates(self.scenario.acceptance, self.max_steps)[:depth]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.sampled import _distinct_rows
+from sim.model.sampled import distinct_rows
 from sim.model.tree_acceptance import TreeAcceptance
 from sim.scenario.tree_sampled import SampledTree, accept_lengths_by_tree
 from sim.scenario.uncertainty import sampled_acceptance
@@ -88,7 +88,7 @@ class _Draws:
     def accept_length(self, u: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """E[L] of SGLang's tree in draws ``rows`` (m,) at their rates ``u`` (m,)."""
         top1 = np.clip(u[:, None] * self.shape[rows], 0.0, 1.0)
-        first, again = _distinct_rows(top1)
+        first, again = distinct_rows(top1)
         self.built += int(first.size)
         return accept_lengths_by_tree(self.nominal, top1[first])[again]
 

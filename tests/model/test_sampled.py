@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 from sim.model.sampled import (
     SampledModel,
-    _distinct_rows,
     _distinct_values,
     _equal_rates,
     _pair_accept_length,
     _row_accept_lengths,
+    distinct_rows,
     equal_rates_for_accept_lengths,
     scales_for_accept_lengths,
 )
@@ -233,6 +233,6 @@ def test_distinct_rows_tell_rows_apart_bit_for_bit() -> None:
     base[3, 5] = np.nan
     base[4] = base[3]
     rows = base[rng.integers(0, 30, 200)].view(np.uint64)
-    first, again = _distinct_rows(rows)
+    first, again = distinct_rows(rows)
     assert np.array_equal(rows[first][again], rows)
     assert len({r.tobytes() for r in rows}) == first.size == len({r.tobytes() for r in rows[first]})

@@ -21,6 +21,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
+from sim.model.rates import mean_accept_length
 from sim.parallel import LocalExecutor
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
@@ -28,6 +29,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
+from sim.simulation.engines.kernels import KERNELS, kernel_for
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
 
@@ -154,10 +156,16 @@ def _blocks(
     return [range(i, min(i + size, replications)) for i in range(0, replications, size)]
 
 
-def _check_settings(engine: str, fidelity: str, sizes: dict[str, int], seed: int) -> None:
+def _check_settings(
+    engine: str, fidelity: str, sizes: dict[str, int], seed: int, kernel: str
+) -> None:
     if engine not in ENGINES:
         raise SpecsimError(
             f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", param="engine"
+        )
+    if kernel not in KERNELS:
+        raise SpecsimError(
+            f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}", param="kernel"
         )
     if fidelity not in FIDELITIES:
         raise SpecsimError(
@@ -185,6 +193,7 @@ def simulate(
     acceptance: Acceptance | None = None,
     stream: bool | None = None,
     targets: Sequence[float] | None = None,
+    kernel: str = "auto",
 ) -> MonteCarloResult:
     """Run the Monte Carlo of ``scenario``.
 
@@ -201,12 +210,16 @@ def simulate(
     counts and means, percentiles within 1e-4 relative); None streams runs of more than
     ``STREAM_ABOVE`` requests. ``targets`` (default the scenario's) are the tok/s whose
     hits a streamed run counts.
+
+    ``kernel``: the fast engine's kernel (sim/simulation/engines/kernels.py): ``numpy``,
+    ``compiled`` (Numba), or ``auto`` (compiled for runs large enough to repay loading it,
+    or once it is loaded); the numbers are the same with either.
     """
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
     seed = scenario.simulation.seed if seed is None else seed
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
-    _check_settings(engine, fidelity, sizes, seed)
+    _check_settings(engine, fidelity, sizes, seed, kernel)
     k = scenario.num_steps
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
@@ -214,13 +227,16 @@ def simulate(
         cycle_times = bound_cycle_times(scenario, fidelity, seed)
     speculating = scenario.num_steps > 0
     per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
+    chosen = acceptance or scenario_acceptance(scenario)
+    n_tok = scenario.workload.output_tokens
     plan = EnginePlan(
-        acceptance=acceptance or scenario_acceptance(scenario),
+        acceptance=chosen,
         cycle_times=cycle_times,
-        output_tokens=scenario.workload.output_tokens,
+        output_tokens=n_tok,
         requests=q_n,
         extend_per_token_ms=per_token,
         extend_tokens=extend_tokens,
+        kernel=kernel_for(kernel, r_n * q_n * n_tok / mean_accept_length(chosen.mean_rates())),
     )
     counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)

@@ -40,6 +40,9 @@ class EnginePlan:
     requests: int
     extend_per_token_ms: float = 0.0
     extend_tokens: float = 0.0
+    #: the fast engine's kernel, "numpy" or "compiled" (sim/simulation/engines/compiled.py):
+    #: the same numbers, at different speeds
+    kernel: str = "numpy"
 
     @property
     def num_steps(self) -> int:

@@ -184,6 +184,79 @@ def _replay(
     return stop, lengths, hist
 
 
+def _numpy_chunk(
+    bits: np.ndarray,
+    act: np.ndarray,
+    need: np.ndarray,
+    k: int,
+    depth: int,
+    sub: int,
+    shared: bool,
+    t_all: np.ndarray,
+    pos_all: np.ndarray,
+    reps: np.ndarray,
+    at_least: np.ndarray,
+    by_request: bool,
+    work: Workspace,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The NumPy kernel: a chunk's cycles of the running requests ``act`` (B', Q) with
+    ``need`` (B', Q) tokens still to emit, from the chunk's ``bits`` (C, B', Q); see the
+    module docstring. Adds to ``at_least`` (B, k); returns (used, emitted, got): cycles run
+    and tokens emitted in the chunk (B', Q), and when ``by_request`` the cycles with draft
+    j + 1 accepted (k, B', Q)."""
+    chunk, _, q_n = bits.shape
+    s_n = chunk // sub
+    ge = work.array("ge", bits.shape, np.bool_)
+    counts = work.array("counts", (k, s_n, len(reps), q_n), np.uint8)  # per sub-block
+    for j in range(depth):
+        t_j = t_all[j] if shared else t_all[j, reps]
+        np.less_equal(bits, t_j, out=ge)
+        view = ge.view(np.uint8).reshape(s_n, sub, len(reps), q_n)
+        np.add.reduce(view, axis=1, out=counts[j])
+        if not shared:  # c_j = 0 for some requests: their threshold 0 accepts nothing
+            counts[j] *= pos_all[j, reps]
+    counts = counts[:depth]
+    # running tokens at the end of each sub-block, (S, B', Q), and where N is reached
+    if depth:
+        running = np.add.reduce(counts, axis=0, dtype=np.int32)
+        running += sub
+    else:
+        running = np.full((s_n, len(reps), q_n), sub, dtype=np.int32)
+    for s in range(1, s_n):
+        running[s] += running[s - 1]
+    below = (running < need[None]).sum(axis=0)  # sub-blocks ending below the need
+    finishing = act & (below < s_n)
+    full = act & ~finishing
+    # requests running through the whole chunk
+    used = np.where(full, chunk, 0)  # cycles of this chunk each request uses
+    emitted = np.where(full, running[-1], 0)
+    # sub-blocks counted whole: all of them for running requests, those before the
+    # finishing one for finishing requests
+    whole = np.where(finishing, below, np.where(full, s_n, 0))
+    got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
+    if depth:
+        counts *= np.arange(s_n)[None, :, None, None] < whole[None, None, :, :]
+        at_least[reps, :depth] += counts.sum(axis=(1, 3), dtype=np.int64).T
+        if got is not None:
+            got[:depth] = counts.sum(axis=1, dtype=np.int64)
+    bi, qi = np.nonzero(finishing)
+    if bi.size:
+        sb = below[bi, qi]
+        before = np.where(sb > 0, running[np.maximum(sb - 1, 0), bi, qi], 0)
+        rem = need[bi, qi] - before
+        stop, lengths, hist = _replay(
+            bits, bi, qi, sb, rem, sub, len(reps), t_all, pos_all, reps, depth
+        )
+        used[bi, qi] = sb * sub + stop + 1
+        emitted[bi, qi] = before + lengths.sum(axis=0)
+        # hist[b, v]: cycles with L = v among the finishing sub-blocks' used cycles
+        at_least[reps, :depth] += np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 2 : depth + 2]
+        if got is not None:
+            for j in range(depth):
+                got[j, bi, qi] += (lengths >= j + 2).sum(axis=0)
+    return used, emitted, got
+
+
 def _run_block(
     plan: EnginePlan, rngs: Sequence[ReplicationRngs], work: Workspace | None = None
 ) -> EngineOutput:
@@ -212,6 +285,13 @@ def _run_block(
         t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
         depth = int(pos_all.any(axis=(1, 2)).sum()) if k else 0
 
+    compiled = None
+    if plan.kernel == "compiled":
+        # lazy: Numba costs a process about 0.3-0.45 s to load (compiled.py)
+        from sim.simulation.engines import compiled
+
+        # thresholds as int64, -1 where c_j = 0 (accepts nothing, not even a draw of 0)
+        t_signed = None if shared else np.where(pos_all, t_all.astype(np.int64), -1)
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
     at_least = np.zeros((b_n, k), dtype=np.int64)  # cycles with draft j + 1 accepted
@@ -242,56 +322,45 @@ def _run_block(
             chunk = chunk_cycles(need[act], mean_l[reps][act], var_l[reps][act], sub)
         cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
         chunk = min(chunk, cap, MAX_CHUNK)
-        s_n = chunk // sub
-        bits = _draw_bits(rngs, reps, chunk, q_n, work)
-        ge = work.array("ge", bits.shape, np.bool_)
-        counts = work.array("counts", (k, s_n, len(reps), q_n), np.uint8)  # per sub-block
-        for j in range(depth):
-            t_j = t_all[j] if shared else t_all[j, reps]
-            np.less_equal(bits, t_j, out=ge)
-            view = ge.view(np.uint8).reshape(s_n, sub, len(reps), q_n)
-            np.add.reduce(view, axis=1, out=counts[j])
-            if not shared:  # c_j = 0 for some requests: their threshold 0 accepts nothing
-                counts[j] *= pos_all[j, reps]
-        counts = counts[:depth]
-        # running tokens at the end of each sub-block, (S, B', Q), and where N is reached
-        if depth:
-            running = np.add.reduce(counts, axis=0, dtype=np.int32)
-            running += sub
-        else:
-            running = np.full((s_n, len(reps), q_n), sub, dtype=np.int32)
-        for s in range(1, s_n):
-            running[s] += running[s - 1]
-        below = (running < need[None]).sum(axis=0)  # sub-blocks ending below the need
-        finishing = act & (below < s_n)
-        full = act & ~finishing
-        # requests running through the whole chunk
-        used = np.where(full, chunk, 0)  # cycles of this chunk each request uses
-        emitted = np.where(full, running[-1], 0)
-        # sub-blocks counted whole: all of them for running requests, those before the
-        # finishing one for finishing requests
-        whole = np.where(finishing, below, np.where(full, s_n, 0))
-        got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
-        if depth:
-            counts *= np.arange(s_n)[None, :, None, None] < whole[None, None, :, :]
-            at_least[reps, :depth] += counts.sum(axis=(1, 3), dtype=np.int64).T
-            if got is not None:
-                got[:depth] = counts.sum(axis=1, dtype=np.int64)
-        bi, qi = np.nonzero(finishing)
-        if bi.size:
-            sb = below[bi, qi]
-            before = np.where(sb > 0, running[np.maximum(sb - 1, 0), bi, qi], 0)
-            rem = need[bi, qi] - before
-            stop, lengths, hist = _replay(
-                bits, bi, qi, sb, rem, sub, len(reps), t_all, pos_all, reps, depth
+        if compiled is not None:
+            rem = need.astype(np.int64)
+            used = np.zeros((len(reps), q_n), dtype=np.int64)
+            counted = np.zeros((len(reps), depth), dtype=np.int64)
+            got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
+            compiled.advance_chunk(
+                compiled.NEXT64,
+                compiled.state_addresses([rngs[b].accept.bit_generator for b in reps]),
+                chunk,
+                t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
+                np.zeros((0, 0), dtype=np.int64)
+                if shared
+                else t_signed[:depth, reps].reshape(depth, -1),
+                shared,
+                rem,
+                used,
+                counted,
+                np.zeros((0, 0), dtype=np.int64) if got is None else got[:depth].reshape(depth, -1),
+                got is not None,
             )
-            used[bi, qi] = sb * sub + stop + 1
-            emitted[bi, qi] = before + lengths.sum(axis=0)
-            # hist[b, v]: cycles with L = v among the finishing sub-blocks' used cycles
-            at_least[reps, :depth] += np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 2 : depth + 2]
-            if got is not None:
-                for j in range(depth):
-                    got[j, bi, qi] += (lengths >= j + 2).sum(axis=0)
+            at_least[reps, :depth] += counted
+            emitted = need - rem
+        else:
+            bits = _draw_bits(rngs, reps, chunk, q_n, work)
+            used, emitted, got = _numpy_chunk(
+                bits,
+                act,
+                need,
+                k,
+                depth,
+                sub,
+                shared,
+                t_all,
+                pos_all,
+                reps,
+                at_least,
+                by_request,
+                work,
+            )
         tokens[reps] += emitted
         cycles[reps] += used
         if accepted is not None and got is not None:

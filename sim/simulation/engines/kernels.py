@@ -1,0 +1,36 @@
+"""Which kernel the fast engine runs: NumPy, or the compiled one (compiled.py).
+
+Both give the same numbers bit for bit; they differ in cost. The compiled kernel is about
+2-3x faster a cycle (``make bench``) but loading Numba and the cached machine code costs a
+process about 0.3-0.45 s of CPU (measured on the 2-core development machine; the first
+compile on a machine a few seconds more). ``auto`` therefore takes it when a run is large
+enough to repay the load, or when the process has loaded it already (a sweep's worker, a
+search, a notebook: the load is paid once).
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Kernel names ``simulate(kernel=...)`` accepts.
+KERNELS = ("auto", "numpy", "compiled")
+
+#: ``auto`` compiles runs of at least this many simulated cycles: the load (about 0.4 s of
+#: CPU) over the saving a cycle (about 3-5 ns at k = 2-16, ``make bench``), rounded up.
+COMPILED_ABOVE_CYCLES = 100_000_000
+
+#: The module whose presence in ``sys.modules`` means the compiled kernel is loaded.
+COMPILED_MODULE = "sim.simulation.engines.compiled"
+
+
+def kernel_for(kernel: str, cycles: float) -> str:
+    """The kernel a run of about ``cycles`` simulated cycles uses: ``numpy`` or ``compiled``.
+
+    ``kernel``: one of ``KERNELS``. ``auto``: compiled when ``cycles`` reaches
+    ``COMPILED_ABOVE_CYCLES`` or the compiled kernel is already loaded in this process.
+    """
+    if kernel != "auto":
+        return kernel
+    if cycles >= COMPILED_ABOVE_CYCLES or COMPILED_MODULE in sys.modules:
+        return "compiled"
+    return "numpy"

@@ -334,12 +334,14 @@ def _run_block(
                 t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
                 np.zeros((0, 0), dtype=np.int64)
                 if shared
-                else t_signed[:depth, reps].reshape(depth, -1),
+                else t_signed[:depth, reps].reshape(depth, len(reps) * q_n),
                 shared,
                 rem,
                 used,
                 counted,
-                np.zeros((0, 0), dtype=np.int64) if got is None else got[:depth].reshape(depth, -1),
+                np.zeros((0, 0), dtype=np.int64)
+                if got is None
+                else got[:depth].reshape(depth, len(reps) * q_n),
                 got is not None,
             )
             at_least[reps, :depth] += counted

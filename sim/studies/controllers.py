@@ -51,7 +51,7 @@ from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.best_k import best_k_table
-from sim.studies.serving_points import METRICS, Load, ratio_doc
+from sim.studies.serving_points import METRICS, Load, paired_difference, ratio_doc
 from sim.studies.serving_runs import PointEvaluator, ScenarioPlans, study_settings
 
 __all__ = [
@@ -305,7 +305,7 @@ def replay(
         for metric in PHASE_METRICS:
             mine = np.stack([r[metric] for r in reps])  # (R, phases)
             ref = np.stack([r[metric] for r in per_rep[reference]])
-            diff = mine - ref if METRICS[metric].higher_is_better else ref - mine
+            diff = paired_difference(mine, ref, METRICS[metric].higher_is_better)
             levels[name][metric] = tuple(Ratio.across(mine[:, p]) for p in range(n))
             # a signed difference (better than the reference by): its interval is not clipped
             versus[name][metric] = tuple(Ratio.across(diff[:, p], mean_interval) for p in range(n))

@@ -44,6 +44,7 @@ __all__ = [
     "difference",
     "gain",
     "level",
+    "paired_difference",
     "policy_point",
     "ratio_doc",
     "replication_metrics",
@@ -249,7 +250,24 @@ def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
     return _ratio(num / den)
 
 
+#: A paired difference within this share of the values compared is rounding noise: the
+#: same simulation reached by two routes (a best-k table choosing plain decoding against
+#: plain decoding itself) differs by ~1e-15 relative from the order of its sums.
+NOISE_RELATIVE = 1e-9
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Advantage of ``a`` over ``b`` per replication (same shape as ``a`` and ``b``, e.g.
+    (R,) or (R, phases)): ``a - b`` where more is better, ``b - a`` for latencies; a
+    difference within ``NOISE_RELATIVE`` of max(|a|, |b|) is exact 0 (rounding noise would
+    otherwise print as ``-7.11e-15 [-2.78e-13, 2.64e-13]``, or be called significant)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = x - y if higher_is_better else y - x
+    noise = np.abs(d) <= NOISE_RELATIVE * np.maximum(np.abs(x), np.abs(y))
+    return np.where(noise, 0.0, d)
+
+
 def difference(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
     """Paired advantage of ``a`` over ``b`` in the metric's unit (> 0: ``a`` is better)."""
-    d = a.values[metric] - b.values[metric]
-    return _ratio(d if METRICS[metric].higher_is_better else -d, mean_interval)  # signed
+    d = paired_difference(a.values[metric], b.values[metric], METRICS[metric].higher_is_better)
+    return _ratio(d, mean_interval)  # signed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.studies.serving_points import PolicyPoint, difference, gain, level
+from sim.studies.serving_points import PolicyPoint, difference, gain, level, paired_difference
 
 
 def _point(**values: list[float]) -> PolicyPoint:
@@ -29,3 +29,31 @@ def test_a_level_interval_is_clipped_at_zero_and_a_difference_is_not() -> None:
     assert d.ci95[0] < -325.0 < 0.0 < d.ci95[1]
     g = gain(a, b, "tpot_p99_ms")  # b / a: 1.5 and 0.057; a ratio is never negative
     assert g.ci95[0] == 0.0 < g.mean
+
+
+def test_a_difference_of_rounding_noise_is_exact_zero_and_a_small_real_one_is_kept() -> None:
+    """The same run reached by two routes differs by ~1e-14 from the order of its sums: its
+    advantage is exactly 0 with the interval [0, 0] (printed '0 [0, 0]', not
+    '-7.11e-15 [-2.78e-13, 2.64e-13]'); a real difference of 1e-4 on 52 tok/s stays."""
+    x = [82.81, 82.79]
+    noisy = [v * (1.0 + 3e-15) for v in x]
+    d = difference(_point(per_user_tok_s=noisy), _point(per_user_tok_s=x), "per_user_tok_s")
+    assert d.mean == 0.0 and d.ci95 == (0.0, 0.0)
+    small = difference(
+        _point(per_user_tok_s=[52.2201, 52.2202]),
+        _point(per_user_tok_s=[52.22, 52.22]),
+        "per_user_tok_s",
+    )
+    assert small.mean == pytest.approx(1.5e-4)
+
+
+def test_paired_difference_per_phase_signs_latencies_and_zeroes_noise() -> None:
+    """(R, phases) of a latency (lower is better): the advantage is reference - mine, and
+    the phase equal up to 2e-15 relative (the controllers' k = 2 against the table that
+    chose it, once '+2.31e-14') is exactly 0."""
+    ref = np.array([[15.05, 20.0], [15.07, 22.0]])
+    mine = np.array([[15.05 * (1 + 2e-15), 18.0], [15.07, 23.0]])
+    assert paired_difference(mine, ref, higher_is_better=False).tolist() == [
+        [0.0, 2.0],
+        [0.0, -1.0],
+    ]

@@ -24,6 +24,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
+from sim.report.format import count
 
 
 @click.command()
@@ -138,7 +139,8 @@ def sweep(
         echo_json({**doc, "computed": outcome.computed, "reused": outcome.reused})
         return
     click.echo(
-        f"sweep: {outcome.total} points ({outcome.computed} computed, {outcome.reused} reused) "
+        f"sweep: {count(outcome.total, 'point')} ({outcome.computed} computed, "
+        f"{outcome.reused} reused) "
         f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
     )
     not_steady = [r for r in outcome.rows if any(k.endswith(NOT_STEADY) for k in r)]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
+from sim.report.format import count
 
 __all__ = ["render_best_k"]
 
@@ -67,7 +68,7 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
             if pol["beats_every_fixed_k_within_ci"]
             else "some fixed k is significantly better at: "
             + "; ".join(
-                f"k={k} at {', '.join(map(str, users))} users"
+                f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
                 for k, users in pol["significantly_worse_at"].items()
                 if users
             )
@@ -76,10 +77,10 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
         if worst:
             verdict += (
                 f" (worst: {100 * worst['relative']:.2f}% below k={worst['num_steps']} at "
-                f"{worst['users']} users)"
+                f"{count(worst['users'], 'user')})"
             )
         lines.append(f"    -> {verdict}")
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
-    lines.append(f"({doc['runs']} policy runs)")
+    lines.append(f"({count(doc['runs'], 'policy run')})")
     return "\n".join(lines)

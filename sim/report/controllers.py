@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval
+from sim.report.format import count
 
 __all__ = ["render_controllers"]
 
@@ -21,9 +22,10 @@ def _sign(ci: list[float | None] | None) -> str:
 def render_controllers(doc: Mapping[str, Any]) -> str:
     ref = doc["reference"]
     lines = [
-        f"controllers replayed: {doc['scenario']}, {doc['replications']} replications of "
-        f"{doc['requests']} requests ({doc['input_tokens']} prompt / {doc['output_tokens']} "
-        f"output tokens), seed {doc['seed']}",
+        f"controllers replayed: {doc['scenario']}, "
+        f"{count(doc['replications'], 'replication')} of "
+        f"{count(doc['requests'], 'request')} ({doc['input_tokens']} prompt / "
+        f"{doc['output_tokens']} output tokens), seed {doc['seed']}",
         f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)",
     ]
     for i, phase in enumerate(doc["phases"]):

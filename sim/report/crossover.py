@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.report.format import count
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -32,8 +33,9 @@ def settings_line(doc: Mapping[str, Any]) -> str:
     slo = doc.get("slo") or {}
     limits = [f"{k.split('_')[0].upper()} <= {v:g} ms" for k, v in slo.items() if v is not None]
     return (
-        f"seed {doc.get('seed')}, {doc.get('replications')} replications x "
-        f"{doc.get('requests')} requests (after {doc.get('warmup_requests')} warm-up at the "
+        f"seed {doc.get('seed')}, {count(doc.get('replications'), 'replication')} x "
+        f"{count(doc.get('requests'), 'request')} (after {doc.get('warmup_requests')} warm-up "
+        "at the "
         f"first load), {lengths_text(doc)}, {doc.get('batching')} batching"
         + (f"; SLO {' and '.join(limits)}" if limits else "")
     )
@@ -87,7 +89,8 @@ def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
         by_load.setdefault(r["load"], []).append(
             f"{_policy_label(str(r['num_steps']))} in {r['replications']} of {r['of']}"
         )
-    at = "; ".join(f"{x:g} requests/s ({', '.join(v)} replications)" for x, v in by_load.items())
+    noun = "replication" if {r["of"] for r in rows} == {1} else "replications"
+    at = "; ".join(f"{x:g} requests/s ({', '.join(v)} {noun})" for x, v in by_load.items())
     return [
         "",
         f"NOT STEADY: {at}: the requests in the system grew through the measurement window: "

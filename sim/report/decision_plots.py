@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from sim.report.crossover import lengths_text
+from sim.report.format import count
 from sim.report.plain_text import log_x_axis, plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 
@@ -75,8 +76,9 @@ def _band(ax: Axes, xs: Sequence[float], rs: Sequence[Mapping[str, Any]], **styl
 
 def _footnote_text(doc: Mapping[str, Any], extra: str = "") -> str:
     return (
-        f"{doc['scenario']}: {doc.get('replications')} replications x {doc.get('requests')} "
-        f"requests, seed {doc.get('seed')}; {lengths_text(doc)}; the same arrivals for every "
+        f"{doc['scenario']}: {count(doc.get('replications'), 'replication')} x "
+        f"{count(doc.get('requests'), 'request')}, seed {doc.get('seed')}; {lengths_text(doc)}; "
+        "the same arrivals for every "
         "policy; bands: 95% intervals over replications" + (f"; {extra}" if extra else "")
     )
 
@@ -386,6 +388,7 @@ def controllers_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     labels = "; ".join(f"phase {i + 1}: {p['label']}" for i, p in enumerate(phases))
     _footnote(
         fig,
-        f"{doc['scenario']}: {doc['replications']} replications, seed {doc['seed']}; {labels}",
+        f"{doc['scenario']}: {count(doc['replications'], 'replication')}, seed {doc['seed']}; "
+        f"{labels}",
     )
     return [("controllers-phases", fig)]

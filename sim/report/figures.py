@@ -17,6 +17,7 @@ from sim.report.decision_plots import (
     controllers_figures,
     crossover_figures,
 )
+from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import (
     Row,
@@ -40,9 +41,9 @@ def describe(doc: Mapping[str, Any]) -> str:
     parts = [str(doc.get("scenario", ""))]
     if doc.get("replications"):
         parts.append(
-            f"{doc.get('engine', 'fast')} engine, {doc['replications']} replications x "
-            f"{doc.get('requests')} requests"
-            + (f" of {doc['output_tokens']} tokens" if doc.get("output_tokens") else "")
+            f"{doc.get('engine', 'fast')} engine, {count(doc['replications'], 'replication')} x "
+            f"{count(doc.get('requests'), 'request')}"
+            + (f" of {count(doc['output_tokens'], 'token')}" if doc.get("output_tokens") else "")
             + f", seed {doc.get('seed')}"
         )
     elif doc.get("method") == "exact":

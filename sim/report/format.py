@@ -6,3 +6,9 @@ from __future__ import annotations
 def fmt_alpha(alpha: float | None, missing: str = "unreachable") -> str:
     """A conditional rate to three decimals, or ``missing`` (None: out of reach)."""
     return missing if alpha is None else f"{alpha:.3f}"
+
+
+def count(n: object, noun: str) -> str:
+    """``n`` and ``noun`` (given in the singular), plural unless ``n`` is 1: "1 replication",
+    "20 replications"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

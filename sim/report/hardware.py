@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.report.format import count
 from sim.report.uncertainty import off_centre_text
 
 
@@ -170,7 +171,7 @@ def kernel_sweep_lines(sweep: dict[str, Any]) -> list[str]:
     lines.append(f"{'graph, GPU work':<18}{gpu}  (verify time as GPU work)")
     if all(x is None for x in sweep["gpu_work"]):
         fits = sweep["gpu_work_fits_up_to"]
-        where = f"; it fits only up to {fits} kernels a layer" if fits else ""
+        where = f"; it fits only up to {count(fits, 'kernel')} a layer" if fits else ""
         lines.append(
             f"  verify time as GPU work does not fit the measured verify anywhere in the "
             f"range{where}: {sweep['gpu_work_note']}"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.model.cycle import PHASES
+from sim.report.format import count
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.summary import Summary
 
@@ -81,8 +82,9 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
     """The Monte Carlo block printed under the closed-form summary."""
     s = summary
     head = (
-        f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, {s.replications} replications"
-        f" x {s.requests} requests of {result.output_tokens} tokens, seed {s.seed})"
+        f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, "
+        f"{count(s.replications, 'replication')} x {count(s.requests, 'request')} of "
+        f"{count(result.output_tokens, 'token')}, seed {s.seed})"
     )
     if result.stream is None:
         return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
@@ -95,7 +97,8 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
 def render_exact(summary: Summary, law: RequestLaw) -> str:
     """The exact-law block printed under the closed-form summary (``run --method exact``)."""
     head = (
-        f"Exact per-request law ({summary.fidelity} fidelity, requests of {law.tokens} tokens; "
+        f"Exact per-request law ({summary.fidelity} fidelity, requests of "
+        f"{count(law.tokens, 'token')}; "
         "finite-N renewal law of the cycle count, no Monte Carlo)"
     )
     lines = _summary_lines(summary, head)

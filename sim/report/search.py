@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.report.format import fmt_alpha
+from sim.report.format import count, fmt_alpha
 from sim.report.uncertainty import (
     assumption_lines,
     depends_on_lines,
@@ -45,9 +45,10 @@ def render_search(doc: Mapping[str, Any]) -> str:
     lines = [
         f"search: {doc['scenario']}: lowest acceptance for {what} >= target",
         f"  Monte Carlo: {doc['engine']} engine, {doc.get('fidelity', 'cycle')} fidelity, "
-        f"{doc['replications']} replications x "
-        f"{doc['requests']} requests of {doc['output_tokens']} tokens, seed {doc['seed']}; "
-        f"{doc['evaluations']} Monte Carlo evaluations{_refused(doc)}",
+        f"{count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'request')} of {count(doc['output_tokens'], 'token')}, "
+        f"seed {doc['seed']}; {count(doc['evaluations'], 'Monte Carlo evaluation')}"
+        f"{_refused(doc)}",
         f"  {doc['acceptance_lever']}",
     ]
     if "hardware" in doc:
@@ -191,9 +192,9 @@ def render_lever(doc: Mapping[str, Any]) -> str:
         f"solve: {doc['scenario']}: {field_name} (now {doc['current']:g}, giving "
         f"{doc['current_tok_s']:.1f} tok/s) for {what} >= target, everything else fixed",
         f"  Monte Carlo: {doc['engine']} engine, {doc.get('fidelity', 'cycle')} fidelity, "
-        f"{doc['replications']} replications x "
-        f"{doc['requests']} requests, seed {doc['seed']}; {doc['evaluations']} Monte Carlo "
-        "evaluations",
+        f"{count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'request')}, seed {doc['seed']}; "
+        f"{count(doc['evaluations'], 'Monte Carlo evaluation')}",
     ]
     if "hardware" in doc:
         lines[1:1] = header_lines(doc["hardware"], doc.get("overrides", []))

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.report.format import count
 from sim.simulation.serving.metrics import (
     Estimate,
     PolicySummary,
@@ -132,7 +133,8 @@ def _overload_lines(doc: dict[str, Any], names: list[str]) -> list[str]:
         if not n:
             continue
         out.append(
-            f"NOT STEADY ({name}): in {n} of {len(b['end'])} replications the requests in the "
+            f"NOT STEADY ({name}): in {n} of {count(len(b['end']), 'replication')} the requests "
+            "in the "
             f"system grew from {np.mean(b['start']):.0f} to {np.mean(b['end']):.0f} over the "
             f"measurement window ({np.mean(b['window_arrivals']):.0f} arrivals, mean): the "
             "load is above what the server answers, or the run ended while the system was "
@@ -224,8 +226,8 @@ def _header(doc: dict[str, Any]) -> list[str]:
     sched = doc["scheduler"]
     kv = sched["kv_capacity_tokens"]
     return [
-        f"{doc['scenario']}: {doc['load']}; {doc['replications']} replications x "
-        f"{doc['requests']} measured requests ({doc['warmup_requests']} warm-up), "
+        f"{doc['scenario']}: {doc['load']}; {count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'measured request')} ({doc['warmup_requests']} warm-up), "
         f"seed {doc['seed']}; mean {doc['mean_input_tokens']:.0f} prompt / "
         f"{doc['mean_output_tokens']:.0f} output tokens",
         f"scheduler: {sched['batching'].replace('_', '-')}, up to "

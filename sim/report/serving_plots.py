@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, TARGET_STYLE, _figure, _footnote
 
@@ -27,8 +28,8 @@ LABELS = {
 
 def _footnote_text(doc: Mapping[str, Any]) -> str:
     return (
-        f"{doc['scenario']}: {doc['load']}; {doc['replications']} replications x "
-        f"{doc['requests']} requests, seed {doc['seed']}; "
+        f"{doc['scenario']}: {doc['load']}; {count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'request')}, seed {doc['seed']}; "
         "the same arrivals with and without speculation"
     )
 
@@ -178,8 +179,9 @@ def serving_sweep_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     fig.suptitle("Speculation under load")
     _footnote(
         fig,
-        f"{doc.get('scenario', '')}: {doc.get('replications')} replications x "
-        f"{doc.get('requests')} requests per point, seed {doc.get('seed')}; the same arrivals "
+        f"{doc.get('scenario', '')}: {count(doc.get('replications'), 'replication')} x "
+        f"{count(doc.get('requests'), 'request')} per point, seed {doc.get('seed')}; the same "
+        "arrivals "
         "with and without speculation; bands: 95% CI of the mean",
     )
     return [("serving-throughput", fig)]

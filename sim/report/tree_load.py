@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
+from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.serving import finite, ratio_dict
@@ -113,8 +114,9 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
     lines = [
         f"{doc['scenario']}: chain against tree under load; closed loops of "
         f"{', '.join(map(str, doc['concurrencies']))} "
-        f"user{'' if list(doc['concurrencies']) == [1] else 's'}; {doc['replications']} "
-        f"replications x {doc['requests']} requests per load, seed {doc['seed']}",
+        f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
+        f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
+        f"per load, seed {doc['seed']}",
         "policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items()),
         "",
         "per-user tok/s (mean ±95% CI half-width)",
@@ -167,8 +169,9 @@ def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     x = np.array(doc["concurrencies"], dtype=float)
     points = doc["points"]
     note = (
-        f"{doc['scenario']}: {doc['replications']} replications x {doc['requests']} requests "
-        f"per load, seed {doc['seed']}; every policy on the same users and acceptance draws; "
+        f"{doc['scenario']}: {count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'request')} per load, seed {doc['seed']}; every policy on the "
+        "same users and acceptance draws; "
         "bands: 95% CI"
     )
     fig = Figure(figsize=(11.0, 4.8), dpi=110, layout="constrained")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sim.report.format import fmt_alpha
+from sim.report.format import count, fmt_alpha
 from sim.report.uncertainty import fmt_interval
 from sim.studies.uncertainty import INTERVAL_LABEL
 
@@ -39,11 +39,11 @@ def _refined(label: str, row: Mapping[str, Any] | None) -> list[str]:
     lo, hi = row["top1_ci95"]
     mc = ""
     if row["evaluations"] and row["top1_monte_carlo"] is None:
-        mc = f"; Monte Carlo: out of reach ({row['evaluations']} runs)"
+        mc = f"; Monte Carlo: out of reach ({count(row['evaluations'], 'run')})"
     elif row["evaluations"]:
         mc = (
             f"; Monte Carlo {_a(row['top1_monte_carlo'])} (95% CI [{_a(lo)}, {_a(hi)}], "
-            f"{row['evaluations']} runs)"
+            f"{count(row['evaluations'], 'run')})"
         )
     out = [
         f"  {label}: {_cfg(row)}: top-1 {_a(row['top1'])} (closed form){mc}",

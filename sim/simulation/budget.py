@@ -54,7 +54,7 @@ def check_run_size(
     need = result_bytes(held, requests, num_steps)
     if need > MAX_RESULT_BYTES:
         raise SpecsimError(
-            f"{held} replications x {requests} requests would hold "
+            f"{held} replication{'' if held == 1 else 's'} x {requests} requests would hold "
             f"{need / 1024**3:.1f} GiB of per-request results (limit "
             f"{MAX_RESULT_BYTES / 1024**3:.0f} GiB): use fewer replications or requests",
             param="requests",

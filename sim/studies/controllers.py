@@ -91,7 +91,8 @@ class Phase:
 
     def label(self) -> str:
         mix = ", ".join(f"{s:.0%} {name}" for name, s in self.shares if s > 0)
-        return f"{self.requests} requests at {self.rate_per_s:.3g}/s, {mix}"
+        noun = "request" if self.requests == 1 else "requests"
+        return f"{self.requests} {noun} at {self.rate_per_s:.3g}/s, {mix}"
 
 
 def _interleave(shares: Sequence[float], n: int) -> list[int]:

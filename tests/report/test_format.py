@@ -45,3 +45,11 @@ def test_custom_allreduce_is_never_labelled_eager():
     assert _ar_text(p) == "64 x 7.2 us custom/one-shot"
     p["allreduce"]["algorithm"] = "ring"
     assert _ar_text(p).endswith(" eager")
+
+
+def test_a_count_of_one_is_singular():
+    """format.py count: '1 replication', '0 replications', '20 replications'."""
+    from sim.report.format import count
+
+    assert count(1, "replication") == "1 replication"
+    assert count(0, "request") == "0 requests" and count(20, "user") == "20 users"

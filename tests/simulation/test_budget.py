@@ -26,5 +26,5 @@ def test_a_streamed_run_of_the_same_size_is_only_limited_by_time() -> None:
 def test_a_streamed_run_still_holds_one_replication_at_a_time() -> None:
     """Streaming folds replications, not the requests inside one: 1e9 requests in one
     replication would need ~90 GiB of engine arrays and are refused before the run."""
-    with pytest.raises(SpecsimError, match="1 replications x 1000000000 requests"):
+    with pytest.raises(SpecsimError, match="1 replication x 1000000000 requests"):
         check_run_size(20, 1_000_000_000, 512, 2, "fast", 1, streamed=True)

@@ -6,6 +6,7 @@ import click
 
 from sim.cli.options import echo_document, json_option
 from sim.errors import SpecsimError
+from sim.report.format import count
 
 
 def _floats(text: str, source: str) -> list[float]:
@@ -20,7 +21,7 @@ def _floats(text: str, source: str) -> list[float]:
     if not values:
         raise SpecsimError("expected comma-separated numbers, got none", source=source)
     if len(values) > 64:
-        raise SpecsimError(f"{len(values)} positions (at most 64)", source=source)
+        raise SpecsimError(f"{count(len(values), 'position')} (at most 64)", source=source)
     return values
 
 
@@ -92,7 +93,7 @@ def convert(
         # a list is one rate per draft position: its length is k, padded or cut by nothing
         if num_steps is not None and num_steps != len(values):
             raise SpecsimError(
-                f"lists {len(values)} positions but --num-steps is {num_steps} "
+                f"lists {count(len(values), 'position')} but --num-steps is {num_steps} "
                 "(a list gives k: list every position, or leave --num-steps out)",
                 source=source,
             )
@@ -114,15 +115,28 @@ def convert(
         echo_document("convert", forms.as_dict())
         return
     fmt = ", ".join
-    click.echo(f"num_steps (k)            {forms.num_steps}")
-    click.echo(f"conditional per-position {fmt(f'{a:.4f}' for a in forms.per_position)}")
-    click.echo(f"vLLM cumulative          {fmt(f'{c:.4f}' for c in forms.cumulative)}")
-    click.echo(f"vLLM draft accept. rate  {forms.draft_acceptance_rate:.4f}")
-    click.echo(f"SGLang accept rate       {forms.sglang_accept_rate:.4f}")
-    click.echo(f"accept length            {forms.accept_length:.4f}")
-    click.echo(f"alpha (equal-rate equiv.) {forms.alpha:.4f}")
+    _echo_rows(
+        ("num_steps (k)", str(forms.num_steps)),
+        ("conditional per-position", fmt(f"{a:.4f}" for a in forms.per_position)),
+        ("vLLM cumulative", fmt(f"{c:.4f}" for c in forms.cumulative)),
+        ("vLLM draft accept. rate", f"{forms.draft_acceptance_rate:.4f}"),
+        ("SGLang accept rate", f"{forms.sglang_accept_rate:.4f}"),
+        ("accept length", f"{forms.accept_length:.4f}"),
+        ("equal-rate alpha", f"{forms.alpha:.4f}"),
+    )
     if forms.assumption:
         click.echo(f"assumption: {forms.assumption}")
+
+
+#: Width of the label column of convert's text: every value starts in the same column.
+LABEL_WIDTH = 25
+
+
+def _echo_rows(*rows: tuple[str, str]) -> None:
+    """Print (label, value) rows with the values in one column (labels are at most
+    ``LABEL_WIDTH`` - 1 characters)."""
+    for label, value in rows:
+        click.echo(f"{label:<{LABEL_WIDTH}}{value}")
 
 
 def _convert_tree(
@@ -167,18 +181,25 @@ def _convert_tree(
         echo_document("convert", forms.as_dict())
         return
     fmt = ", ".join
-    click.echo(
-        f"tree                     num_steps {forms.num_steps}, topk {forms.topk}, "
-        f"num_draft_tokens {forms.num_draft_tokens}"
-    )
-    click.echo(f"accept length            {forms.accept_length:.4f}")
-    click.echo(f"top-1 rate               {forms.top1:.4f}")
-    click.echo(f"rank rates (depth 1)     {fmt(f'{q:.4f}' for q in forms.rank_rates)}")
-    click.echo(f"drafts per depth         {forms.drafts_per_depth}")
-    click.echo(f"chain-equivalent rates   {fmt(f'{a:.4f}' for a in forms.chain_equivalent)}")
+    rows = [
+        (
+            "tree",
+            f"num_steps {forms.num_steps}, topk {forms.topk}, "
+            f"num_draft_tokens {forms.num_draft_tokens}",
+        ),
+        ("accept length", f"{forms.accept_length:.4f}"),
+        ("top-1 rate", f"{forms.top1:.4f}"),
+        ("rank rates (depth 1)", fmt(f"{q:.4f}" for q in forms.rank_rates)),
+        ("drafts per depth", str(forms.drafts_per_depth)),
+        ("chain-equivalent rates", fmt(f"{a:.4f}" for a in forms.chain_equivalent)),
+    ]
     if forms.chain_alpha is not None:
-        click.echo(
-            f"read as a chain (k={forms.num_steps})  alpha {forms.chain_alpha:.4f}: "
-            f"{forms.chain_alpha - forms.top1:+.4f} against the tree's top-1 rate"
+        rows.append(
+            (
+                f"read as a chain (k={forms.num_steps})",
+                f"alpha {forms.chain_alpha:.4f}: "
+                f"{forms.chain_alpha - forms.top1:+.4f} against the tree's top-1 rate",
+            )
         )
+    _echo_rows(*rows)
     click.echo(f"assumption: {forms.assumption}")

@@ -50,3 +50,33 @@ def test_a_negative_zero_rate_reads_as_zero(args):
     assert "-0.0000" not in text
     doc = json.loads(CliRunner().invoke(main, ["convert", *args, "--json"]).output)
     assert all(str(r) == "0.0" for r in [doc["alpha"], *doc["per_position"]])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--alpha", "0.8", "--num-steps", "5"],
+        [
+            "--accept-length",
+            "4",
+            "--topk",
+            "4",
+            "--num-draft-tokens",
+            "8",
+            "--num-steps",
+            "5",
+            "--rank-profile",
+            "sequoia-jf68m-llama2-7b",
+        ],
+    ],
+)
+def test_every_value_starts_in_one_column(args):
+    """The labels of convert's text (chain and tree) are one column wide: every value starts
+    at character 25 (once 'alpha (equal-rate equiv.)' and 'read as a chain (k=5)' broke
+    it)."""
+    result = CliRunner().invoke(main, ["convert", *args])
+    assert result.exit_code == 0, result.output
+    rows = [r for r in result.output.splitlines() if not r.startswith("assumption: ")]
+    assert len(rows) >= 6
+    for row in rows:
+        assert row[24] == " " and row[25] != " ", row

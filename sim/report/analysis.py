@@ -176,7 +176,7 @@ def render_analysis(analysis: Analysis) -> str:
     if tree is not None:
         from sim.report.tree import render_tree  # lazy: a tree scenario only (start-up)
 
-        lines += render_tree(tree)
+        lines += render_tree(tree, analysis.uncertainty)
     unc = analysis.uncertainty
     if k > 0 and unc is not None and unc.tok_s_interval90 is not None:
         lo, hi = unc.tok_s_interval90.to_list()

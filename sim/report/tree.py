@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from sim.report.format import fmt_alpha
+from sim.report.uncertainty import fmt_interval
 from sim.studies.tree_analysis import TreeAnalysis, nodes_per_depth_text
+from sim.studies.uncertainty import INTERVAL_LABEL, UncertaintyResult
 
 TOP1_MEANING = (
     "top-1 = P(the target's token is the drafter's first guess | parent accepted) at depth 1; "
@@ -11,8 +13,9 @@ TOP1_MEANING = (
 )
 
 
-def render_tree(tree: TreeAnalysis) -> list[str]:
-    """Lines of the tree section: rank rates, both trees, their E[L] and tok/s, targets."""
+def render_tree(tree: TreeAnalysis, unc: UncertaintyResult | None = None) -> list[str]:
+    """Lines of the tree section: rank rates, both trees, their E[L] and tok/s (the best
+    tree's with its 90% interval from ``unc``; SGLang's is the speculative line's), targets."""
     q = tree.sglang.mean_rank_rates()[0]
     lines = [
         "",
@@ -20,12 +23,19 @@ def render_tree(tree: TreeAnalysis) -> list[str]:
         f"{tree.num_draft_tokens}; drafter scores taken as the rank rates)",
         "  rank rates at depth 1: " + ", ".join(f"q{r + 1} {v:.3f}" for r, v in enumerate(q)),
     ]
-    for which, label in (("sglang", "SGLang's tree"), ("optimal", "best tree   ")):
+    for which, label in (("sglang", "SGLang's tree"), ("optimal", "best tree")):
         t = getattr(tree, which).tree
         lines.append(
-            f"  {label}  {t.drafts:>3} drafts, depth {t.max_depth} "
-            f"(per depth {nodes_per_depth_text(t)}): accept length "
+            f"  {label:<13}  {t.drafts:>3} draft{'s' if t.drafts != 1 else ' '}, depth "
+            f"{t.max_depth} (per depth {nodes_per_depth_text(t)}): accept length "
             f"{tree.accept_length(which):.3f}, {tree.tok_s(which):.1f} tok/s"
+        )
+    if unc is not None and unc.best_tree_tok_s_interval90 is not None:
+        lo, hi = unc.best_tree_tok_s_interval90.to_list()
+        assert lo is not None and hi is not None  # a tok/s interval has no unreachable end
+        lines.append(
+            f"{'':<17}{INTERVAL_LABEL}: {lo:.1f} - {hi:.1f} tok/s, accept length "
+            f"{fmt_interval(unc.best_tree_accept_length_interval90, '.2f')}"
         )
     if tree.targets:
         lines.append(f"  {TOP1_MEANING}")

@@ -24,7 +24,7 @@ from sim.model.tree_required import required_scale
 from sim.scenario.bind import cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 
-__all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree"]
+__all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree", "best_tree_acceptance"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,15 @@ def _top1(model: TreeAcceptance, factor: float | None) -> float | None:
     return float(min(1.0, factor * float(model.top1.mean_rates()[0])))
 
 
+def best_tree_acceptance(scenario: Scenario, sglang: TreeAcceptance) -> TreeAcceptance:
+    """The best tree of SGLang's tree ``sglang``'s budget (num_draft_tokens - 1 drafts),
+    depth (num_steps) and width (topk), at its rates."""
+    sp = scenario.speculation
+    assert sp.num_draft_tokens is not None
+    best = OptimalDraft(sp.num_draft_tokens - 1, sp.num_steps, sp.topk)
+    return TreeAcceptance(sglang.top1, sglang.shares, best)
+
+
 def analyze_tree(scenario: Scenario) -> TreeAnalysis:
     """The tree part of the closed-form analysis (``scenario.speculation.topk > 1``)."""
     sp = scenario.speculation
@@ -113,8 +122,7 @@ def analyze_tree(scenario: Scenario) -> TreeAnalysis:
     assert sp.num_draft_tokens is not None
     sglang = scenario_acceptance(scenario)
     assert isinstance(sglang, TreeAcceptance)
-    best = OptimalDraft(sp.num_draft_tokens - 1, sp.num_steps, sp.topk)
-    optimal = TreeAcceptance(sglang.top1, sglang.shares, best)
+    optimal = best_tree_acceptance(scenario, sglang)
     cost = cycle_cost(scenario)
     targets = []
     for t in scenario.target_tok_s:

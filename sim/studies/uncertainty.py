@@ -217,6 +217,10 @@ class UncertaintyResult:
     accept_length_interval90: Interval | None
     targets: tuple[TargetUncertainty, ...]
     notes: tuple[str, ...]
+    #: a tree scenario's best tree of the same budget, depth and width (the one ``specsim
+    #: run`` prints beside SGLang's): its tok/s and accept length, rebuilt in every draw
+    best_tree_tok_s_interval90: Interval | None = None
+    best_tree_accept_length_interval90: Interval | None = None
 
     def target(self, tok_s: float) -> TargetUncertainty | None:
         return next((t for t in self.targets if t.tok_s == tok_s), None)
@@ -242,7 +246,16 @@ class UncertaintyResult:
             "accept_length_interval90": _listed(self.accept_length_interval90),
             "targets": [t.to_dict() for t in self.targets],
             "notes": list(self.notes),
-        }
+        } | (
+            {}
+            if self.best_tree_tok_s_interval90 is None
+            else {
+                "best_tree_tok_s_interval90": _listed(self.best_tree_tok_s_interval90),
+                "best_tree_accept_length_interval90": _listed(
+                    self.best_tree_accept_length_interval90
+                ),
+            }
+        )
 
 
 def _listed(interval: Interval | None) -> list[float | None] | None:
@@ -432,14 +445,20 @@ def _tree_uncertainty(
 ) -> UncertaintyResult:
     """``chain``'s answers (the targets') with the tree's own tok/s and accept length
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
+    from sim.studies.tree_analysis import best_tree_acceptance  # lazy: trees only
+
     sampled = _sampled_tree(scenario, ss, draws)
     assert sampled is not None
     tree = sampled.answers(draws)
+    best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
+    best_tree = best.answers(draws)
     return replace(
         chain,
         tok_s_interval90=_interval(tree.tok_s, cap=None),
         accept_length_interval90=_interval(tree.accept_length, cap=None),
         notes=(*chain.notes, TREE_NOTE),
+        best_tree_tok_s_interval90=_interval(best_tree.tok_s, cap=None),
+        best_tree_accept_length_interval90=_interval(best_tree.accept_length, cap=None),
     )
 
 

@@ -208,3 +208,20 @@ def test_a_draft_length_beyond_the_best_k_search_runs(seed_path):
     lo, hi = doc["uncertainty"]["tok_s_interval90"]
     assert doc["num_steps"] == 33 and lo <= doc["analytic"]["throughput_tok_s"] <= hi
     assert all(t["best_num_steps"] <= 32 for t in doc["targets"])
+
+
+def test_the_best_tree_line_carries_its_interval():
+    """A tree scenario: the best tree's line is followed by its 90% interval, as the
+    speculative (SGLang's tree) line is; both labels' tree columns line up."""
+    from tests.conftest import ROOT
+
+    llama = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    tree = ["--set", "speculation.topk=4", "--set", "speculation.num_draft_tokens=8"]
+    result = CliRunner().invoke(main, ["run", llama, *tree, "--replications", "1"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  best tree "))
+    sglang = next(ln for ln in lines if ln.startswith("  SGLang's tree "))
+    assert lines[at].index("drafts") == sglang.index("drafts")
+    assert lines[at + 1].strip().startswith("90% interval from inputs and model: ")
+    assert " tok/s, accept length [" in lines[at + 1]

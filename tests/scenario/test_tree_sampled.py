@@ -107,3 +107,22 @@ def test_the_tree_is_solved_in_the_chains_draws() -> None:
     unc, chain_unc = answer_uncertainty(tree, []), answer_uncertainty(chain, [])
     assert unc.inputs == chain_unc.inputs and unc.seed == chain_unc.seed
     assert unc.tok_s_interval90 != chain_unc.tok_s_interval90  # the tree's own
+
+
+def test_the_best_tree_gets_its_own_interval_at_or_above_sglangs() -> None:
+    """The best tree of SGLang's budget, depth and width is rebuilt in the same draws: in
+    every draw its E[L] is at least SGLang's tree's (SGLang's is one of the trees it is
+    chosen among) on the same cycle, so each end of its intervals is at least SGLang's,
+    and its interval holds its nominal answer. At 8/8/64 the two trees differ."""
+    wide = {**TREE, "speculation.num_steps": 8, "speculation.topk": 8}
+    tree = with_overrides(load_scenario(LLAMA), {**wide, "speculation.num_draft_tokens": 64})
+    a = analyze(tree, uncertainty=True)
+    unc = a.uncertainty
+    assert a.tree is not None and a.tree.optimal.tree != a.tree.sglang.tree
+    best, sglang = unc.best_tree_tok_s_interval90, unc.tok_s_interval90
+    assert best.low >= sglang.low - 1e-9 and best.high >= sglang.high - 1e-9
+    assert best != sglang
+    assert best.low < a.tree.tok_s("optimal") < best.high
+    lo, hi = unc.best_tree_accept_length_interval90.to_list()
+    assert lo < a.tree.accept_length("optimal") < hi
+    assert unc.to_dict()["best_tree_tok_s_interval90"] == best.to_list()

@@ -80,7 +80,8 @@ def _policy_label(name: str) -> str:
 
 
 def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
-    """serve's NOT STEADY for the simulated rates whose backlog grew through the window."""
+    """serve's NOT STEADY for the simulated loads (user counts or rates) whose backlog grew
+    through the window."""
     rows = doc.get("not_steady") or []
     if not rows:
         return []
@@ -90,7 +91,11 @@ def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
             f"{_policy_label(str(r['num_steps']))} in {r['replications']} of {r['of']}"
         )
     noun = "replication" if {r["of"] for r in rows} == {1} else "replications"
-    at = "; ".join(f"{x:g} requests/s ({', '.join(v)} {noun})" for x, v in by_load.items())
+    users = doc.get("load_kind") == "concurrency"
+    at = "; ".join(
+        f"{count(int(x), 'user') if users else f'{x:g} requests/s'} ({', '.join(v)} {noun})"
+        for x, v in by_load.items()
+    )
     return [
         "",
         f"NOT STEADY: {at}: the requests in the system grew through the measurement window: "

@@ -33,3 +33,15 @@ def test_mean_lengths_are_whole_tokens_and_labelled_mean():
     line = settings_line(doc)
     assert "mean 1024 prompt / 512 output tokens" in line
     assert "1023.87" not in line
+
+
+def test_not_steady_names_the_load_in_its_own_unit():
+    """A closed loop that did not settle is 'at 10 users', not '10 requests/s'; a rate
+    stays a rate."""
+    from sim.report.crossover import _not_steady_lines
+
+    row = {"load": 10.0, "num_steps": 0, "replications": 2, "of": 2}
+    users = _not_steady_lines({"load_kind": "concurrency", "not_steady": [row]})[1]
+    assert users.startswith("NOT STEADY: 10 users (plain decoding in 2 of 2 replications): ")
+    rate = _not_steady_lines({"load_kind": "rate", "not_steady": [{**row, "load": 2.5}]})[1]
+    assert rate.startswith("NOT STEADY: 2.5 requests/s (plain decoding in 2 of 2 replications)")

@@ -37,6 +37,8 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             f"  {name:<18}{rate:>11}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
             f"{'' if gain is None else f'{gain:.2f}x':>18}"
         )
+    if doc.get("replications") == 1:
+        lines.append("  (one replication: no 95% interval; give --replications 2 or more)")
     unmet = [p["num_steps"] for p in doc["policies"] if p["rate_per_s"] is None]
     if unmet:
         lines.append(f"  ({_names(unmet)}: the share is not met at any rate tried)")

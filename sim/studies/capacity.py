@@ -151,11 +151,15 @@ def policy_capacity(
     value = root("mean")
     top = math.exp(hi)  # the highest rate tried: passing there bounds nothing
     at_least = value is not None and math.isclose(value, top, rel_tol=1e-12)
-    ends = (root("lo"), root("hi"))
-    if at_least:  # no crossing above: the upper end is unknown
-        ends = (ends[0], None)
-    elif value is not None and ends[1] is None:
-        ends = (ends[0], value)
+    ends: tuple[float | None, float | None] = (None, None)
+    # one replication has no band (its attainment has no interval): no interval, rather
+    # than the capacity itself at both ends
+    if evaluator.replications > 1:
+        ends = (root("lo"), root("hi"))
+        if at_least:  # no crossing above: the upper end is unknown
+            ends = (ends[0], None)
+        elif value is not None and ends[1] is None:
+            ends = (ends[0], value)
     curve = tuple(
         (
             math.exp(x),

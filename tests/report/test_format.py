@@ -53,3 +53,11 @@ def test_a_count_of_one_is_singular():
 
     assert count(1, "replication") == "1 replication"
     assert count(0, "request") == "0 requests" and count(20, "user") == "20 users"
+
+
+def test_capacity_of_one_replication_says_it_has_no_interval():
+    doc = {**_capacity_doc(), "replications": 1}
+    doc["policies"] = [{**p, "ci95": [None, None]} for p in doc["policies"]]
+    text = render_capacity(doc)
+    assert "[?, ?]" in text and "(one replication: no 95% interval;" in text
+    assert "one replication" not in render_capacity({**_capacity_doc(), "replications": 2})

@@ -123,3 +123,11 @@ def test_with_a_tpot_limit_alone_every_rate_is_simulated():
     cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
     assert cap.unstable_rates == () and cap.rate_per_s > cap.service_bound_per_s
     assert not cap.capped
+
+
+def test_one_replication_gives_a_capacity_without_an_interval():
+    """One replication has no band of attainment: the capacity is found, its interval is
+    (None, None) (printed '[?, ?]'), not the capacity at both ends."""
+    ev = PointEvaluator(BUILDER, replications=1, seed=5, slo=TPOT_11)
+    cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
+    assert cap.rate_per_s is not None and cap.ci95 == (None, None)

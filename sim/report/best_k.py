@@ -83,4 +83,4 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({count(doc['runs'], 'policy run')})")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)  # a last cell without its mark

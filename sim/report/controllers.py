@@ -69,4 +69,4 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)  # the reference's row has no advantage

@@ -25,6 +25,7 @@ def test_best_k_json_and_text():
     assert "table" in doc["check"]["policies"]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0 and "vLLM (--speculative-config" in res.output
+    assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []  # no trailing blanks
 
 
 def test_best_k_check_cells_stay_apart_when_intervals_are_wide():
@@ -166,3 +167,14 @@ def test_controllers_say_the_replayed_lengths():
     )
     assert "(lognormal, means 1024 / 24 tokens" in line
     assert doc["input_tokens"] == 1024 and doc["output_tokens"] == 24
+
+
+def test_controllers_text_has_no_trailing_blanks():
+    """The reference's row (no advantage over itself) and one replication's rows (no
+    interval) once ended in blanks."""
+    phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    args = ["controllers", str(SEED), "--set", MIX, *SMALL, "--replications", "1", *phase]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    assert "best-k table" in res.output
+    assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []

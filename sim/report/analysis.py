@@ -144,12 +144,15 @@ def render_analysis(analysis: Analysis) -> str:
     cost = analysis.cost
     lines = [f"{sc.name}" + (f": {sc.description}" if sc.description else "")]
     lines += header_lines(effective_hardware(sc), override_entries(sc))
+    tree = analysis.tree
+    label = f"k={k}" if tree is None else f"tree {k}/{tree.topk}/{tree.num_draft_tokens}"
+    spec = f"speculative ({label})"
+    width = max(20, len(spec)) if k > 0 else 20  # a tree's label is longer than a chain's
     lines.append(
-        f"  plain decoding       {analysis.baseline_tok_s:7.1f} tok/s  "
+        f"  {'plain decoding':<{width}} {analysis.baseline_tok_s:7.1f} tok/s  "
         f"({analysis.passes.decode_ms:.2f} ms a token)"
     )
     lines += [f"  note: {note}" for note in sc.speculation.adjustments]
-    tree = analysis.tree
     if k > 0:
         alpha_note = (
             f"alpha {analysis.rates[0]:.3f}"
@@ -160,10 +163,9 @@ def render_analysis(analysis: Analysis) -> str:
             alpha_note = f"expected over requests: effective {alpha_note}"
         if tree is not None:
             alpha_note = "tree's law as a chain: " + alpha_note
-        label = f"k={k}" if tree is None else f"tree {k}/{tree.topk}/{tree.num_draft_tokens}"
         cap = k + 1 if tree is None else tree.tree.max_depth + 1
         lines += [
-            f"  {'speculative (' + label + ')':<20} {analysis.throughput_tok_s:7.1f} tok/s  "
+            f"  {spec:<{width}} {analysis.throughput_tok_s:7.1f} tok/s  "
             f"accept length {analysis.accept_length:.2f} ({alpha_note}), "
             f"speedup {analysis.speedup:.2f}x",
             f"  cycle {cost.total_ms:.2f} ms = draft {cost.draft_ms:.2f} + verify "

@@ -225,3 +225,6 @@ def test_the_best_tree_line_carries_its_interval():
     assert lines[at].index("drafts") == sglang.index("drafts")
     assert lines[at + 1].strip().startswith("90% interval from inputs and model: ")
     assert " tok/s, accept length [" in lines[at + 1]
+    plain = next(ln for ln in lines if ln.startswith("  plain decoding "))
+    spec = next(ln for ln in lines if ln.startswith("  speculative (tree 5/4/8) "))
+    assert plain.index(" tok/s") == spec.index(" tok/s")  # the longer label widens both

@@ -104,11 +104,11 @@ def _constraints(items: list[Any], kind: str) -> list[str]:
             value = getattr(m, attr, None)
             if value is not None and isinstance(m, annotated_types.BaseMetadata):
                 parts.append(f"{sym} {value:g}" if isinstance(value, float) else f"{sym} {value}")
-        what = "characters" if kind == "str" else "entries"
+        what = ("character", "characters") if kind == "str" else ("entry", "entries")
         if isinstance(m, annotated_types.MinLen):
-            parts.append(f"at least {m.min_length} {what}")
+            parts.append(f"at least {m.min_length} {what[m.min_length != 1]}")
         if isinstance(m, annotated_types.MaxLen):
-            parts.append(f"at most {m.max_length} {what}")
+            parts.append(f"at most {m.max_length} {what[m.max_length != 1]}")
     return parts
 
 

@@ -37,3 +37,10 @@ def test_keys_prints_the_unit():
     out = CliRunner().invoke(main, ["keys"]).output
     (line,) = [ln for ln in out.splitlines() if ln.startswith("serving.rate_per_s ")]
     assert "float [requests/s];" in line
+
+
+def test_a_bound_of_one_entry_is_singular():
+    out = CliRunner().invoke(main, ["keys"]).output
+    assert "(at least 1 entry" in out and "(at least 1 character)" in out
+    assert "1 entries" not in out and "1 characters" not in out
+    assert "at least 1 entry, at most 64 entries" in out

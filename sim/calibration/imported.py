@@ -132,13 +132,14 @@ def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measuremen
     ]
     if skipped_batch:
         notes.append(
-            f"{len(skipped_batch)} records with batch_size > 1 are reported, not fitted "
+            f"{len(skipped_batch)} record{'s' * (len(skipped_batch) != 1)} with batch_size > 1 "
+            f"{'are' if len(skipped_batch) != 1 else 'is'} reported, not fitted "
             "(a scenario is one request at a time)"
         )
     if trees:
         notes.append(
-            f"{len(trees)} tree records (topk > 1) are reported, not fitted (calibration "
-            "fits chains)"
+            f"{len(trees)} tree record{'s' * (len(trees) != 1)} (topk > 1) "
+            f"{'are' if len(trees) != 1 else 'is'} reported, not fitted (calibration fits chains)"
         )
     out += Measurements(notes=tuple(notes))
     if not (out.baselines or out.points):

@@ -902,7 +902,9 @@ class Scenario(Section):
                     raise _field_error(where, "a list field takes a stderr (one or per entry)")
                 if isinstance(entry.stderr, list) and len(entry.stderr) != len(value):
                     raise _field_error(
-                        where, f"{len(entry.stderr)} stderrs for {len(value)} entries"
+                        where,
+                        f"{len(entry.stderr)} stderr{'s' * (len(entry.stderr) != 1)} for "
+                        f"{len(value)} entr{'ies' if len(value) != 1 else 'y'}",
                     )
                 continue
             if value is None:

@@ -23,3 +23,12 @@ def test_serve_with_one_replication() -> None:
     assert result.exit_code == 0, result.output
     assert "; 1 replication x 1 measured request (" in result.output
     assert "replications" not in result.output.splitlines()[0]
+
+
+def test_serve_a_trace_of_one_request(tmp_path) -> None:
+    trace = tmp_path / "one.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0,16,8\n")
+    args = ["serve", LLAMA, "-q", "--trace", str(trace), "--replications", "1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert f"trace {trace} (1 request);" in result.output.splitlines()[0]

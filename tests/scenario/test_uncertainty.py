@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.errors import SpecsimError
 from sim.scenario.bind import cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.uncertainty import (
@@ -126,3 +127,11 @@ def test_pass_response_added_in_place_has_the_bits_of_its_interpolation():
     single.add_to(signed, values, below, above)
     assert np.array_equal(np.signbit(signed), np.signbit(signed + single.at(values)))
     assert not np.signbit(signed).any()
+
+
+def test_a_per_entry_stderr_of_the_wrong_length_counts_in_the_singular(write_scenario) -> None:
+    text = MINIMAL.replace("alpha = 0.7", "per_position = [0.8, 0.7]") + (
+        "[uncertainty]\nacceptance.per_position = { stderr = [0.01] }\n"
+    )
+    with pytest.raises(SpecsimError, match="1 stderr for 2 entries"):
+        load_scenario(write_scenario(text))

@@ -98,7 +98,8 @@ def _lengths(
     assert w.lengths_trace is not None
     trace = read_trace(_resolve(w.lengths_trace, base_dir))
     notes.append(
-        f"lengths: empirical marginals of {trace.size} rows of {w.lengths_trace} "
+        f"lengths: empirical marginals of {trace.size} row{'s' * (trace.size != 1)} of "
+        f"{w.lengths_trace} "
         "(input and output drawn independently)"
     )
     return (
@@ -198,7 +199,7 @@ def serving_setup(
         arrivals: ClosedLoop | Poisson | Trace = read_trace(
             _resolve(serving.trace, base_dir), names
         )
-        load = f"trace {serving.trace} ({arrivals.size} requests)"
+        load = f"trace {serving.trace} ({arrivals.size} request{'s' * (arrivals.size != 1)})"
     elif serving.rate_per_s is not None:
         arrivals = Poisson(serving.rate_per_s)
         load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
@@ -216,7 +217,8 @@ def serving_setup(
         warmup = w.warmup_requests if w.warmup_requests is not None else arrivals.size // 10
         if warmup >= arrivals.size:
             raise SpecsimError(
-                f"warmup_requests ({warmup}) leaves none of the trace's {arrivals.size} requests",
+                f"warmup_requests ({warmup}) leaves none of the trace's {arrivals.size} "
+                f"request{'s' * (arrivals.size != 1)}",
                 source=source,
                 field="workload.warmup_requests",
             )

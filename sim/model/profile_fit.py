@@ -205,10 +205,7 @@ def fit_profile(shape: str, data: ProfileData, decay: float | None = None) -> Pr
     fixed = 1.0 if shape == "flat" else decay
     n_free = 2 if free_decay else 1
     if data.size < n_free:
-        raise ValueError(
-            f"{shape}: {data.size} measurement{'s' * (data.size != 1)} cannot fit {n_free} "
-            "parameters"
-        )
+        raise ValueError(f"{shape}: {data.size} measurements cannot fit {n_free} parameters")
     y, s = observed(data)
     k = data.max_depth
 

@@ -23,7 +23,7 @@ def render_hardware(summary: dict[str, Any]) -> str:
     graph = "graphed" if hw["verify_cuda_graph"] else "ungraphed"
     lines = [
         f"{summary['scenario']}: {hw['gpus']}x {hw['interconnect']}{gpu}, launch "
-        f"{hw['launch_us']:g} us/kernel, verify {graph}",
+        f"{hw['launch_us']:.4g} us/kernel, verify {graph}",
         f"timings measured on {ref['gpus']}x {ref['interconnect']}"
         f"{', ' + ref['gpu'] if ref['gpu'] else ''}, verify "
         f"{'graphed' if ref['verify_cuda_graph'] else 'ungraphed'}",

@@ -119,3 +119,11 @@ def test_hardware_without_model_geometry_names_file_and_field(write_scenario):
     result = run_cli("hardware", str(path))
     assert result.exit_code == 2
     assert str(path) in result.output and "model.layers" in result.output
+
+
+def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_path):
+    """The derived per-kernel launch cost (17.5487... us for the seed) reads 17.55 in the
+    header, as in the 'us a kernel' row, not 17.5487."""
+    out = CliRunner().invoke(main, ["hardware", str(seed_path)]).output
+    assert ", launch 17.55 us/kernel, " in out.splitlines()[0]
+    assert "17.5487" not in out

@@ -280,13 +280,17 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
     k0 = scenario.num_steps
     m0 = scenario.timing.verify_tokens or k0 + 1
     if field in ("timing.verify_ms_per_extra_token", "hardware.bandwidth_efficiency"):
+        kv = k if k + 1 != m0 else max(m0 + 1, 4)  # another length than the one timed
         return (
-            f"time a verify pass at num_steps {k} ({k + 1} tokens; measured only at {m0}): "
+            f"time a verify pass at num_steps {kv} ({kv + 1} tokens; measured only at {m0}): "
             "the per-token slope"
         )
     if field in ("acceptance.decay", "acceptance.tilt"):
+        spec = scenario.acceptance
+        measured = (spec.measured_num_steps if spec is not None else None) or k0
+        ka = k if k != measured else max(measured + 2, 4)  # not the num_steps measured
         return (
-            f"measure the accept length at another num_steps (e.g. {k}), or read vLLM's "
+            f"measure the accept length at another num_steps (e.g. {ka}), or read vLLM's "
             "per-position counters at K >= 4: how acceptance falls with position"
         )
     if field.startswith("acceptance.per_position"):

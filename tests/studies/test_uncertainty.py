@@ -168,3 +168,19 @@ def test_the_shape_priors_spread_a_plain_decoding_scenarios_answers_too() -> Non
     now, off = answer_uncertainty(seed), answer_uncertainty(plain)
     assert [t.interval90 for t in off.targets] == [t.interval90 for t in now.targets]
     assert {u.field for u in off.inputs} >= {"acceptance.decay", "acceptance.tilt"}
+
+
+def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
+    """Llama's accept length is measured at num_steps 5, its verify at 6 tokens (k + 1):
+    when the best k is 5, 'another num_steps' is not 5 and the verify's slope is not asked
+    of the 6 tokens already timed (both once said so)."""
+    from sim.studies.uncertainty import measurement_for
+    from tests.conftest import ROOT
+
+    llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert llama.acceptance.measured_num_steps == 5 == llama.num_steps  # verify: 6 tokens
+    shape = measurement_for("acceptance.decay", llama, 5)
+    assert "another num_steps (e.g. 7)" in shape
+    assert "(e.g. 9)" in measurement_for("acceptance.decay", llama, 9)  # the best k itself
+    slope = measurement_for("timing.verify_ms_per_extra_token", llama, 5)
+    assert slope.startswith("time a verify pass at num_steps 7 (8 tokens; measured only at 6)")

@@ -94,17 +94,20 @@ def render_search(doc: Mapping[str, Any]) -> str:
             )
         if t.get("note"):
             lines.append(f"  note: {t['note']}")
+        rows = t["per_num_steps"]
+        intervals = [fmt_interval(r["interval90"]) if r.get("interval90") else "-" for r in rows]
+        # an interval with an unreachable end is wider than the column: widen it, header too
+        width = max([18, *map(len, intervals)])
         lines.append(
-            "     k   first   Monte Carlo 95% CI  mean    flat cf   first: 90% in+model "
-            "ceiling tok/s"
+            "     k   first   Monte Carlo 95% CI  mean    flat cf   "
+            f"{'first: 90% in+model':<{width}} ceiling tok/s"
         )
-        for r in t["per_num_steps"]:
+        for r, interval in zip(rows, intervals, strict=True):
             first = _a(r.get("first_rate")) if r["reachable"] else "unreachable"
             ci = _ci(r.get("first_rate_ci95", [None, None])) if r["reachable"] else ""
-            interval = fmt_interval(r["interval90"]) if r.get("interval90") else "-"
             lines.append(
                 f"  {r['num_steps']:>4}   {first:<11} {ci:<16}{_a(r['alpha']):>6}  "
-                f"{_a(r.get('flat_alpha')):>7}   {interval:<18} {r['ceiling_tok_s']:>10.1f}"
+                f"{_a(r.get('flat_alpha')):>7}   {interval:<{width}} {r['ceiling_tok_s']:>10.1f}"
             )
         if unc:
             lines += depends_on_lines(target_from_doc(unc))

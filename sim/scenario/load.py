@@ -127,6 +127,8 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     value tried against each member of a union fails once a member, one problem)."""
     errors = exc.errors(include_url=False)
     err = errors[0]
+    if err["type"] == "missing":  # a misspelt key is both missing and unknown: name the typo
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), err)
     loc = _field_path(err["loc"])
     msg = err["msg"]
     if msg.startswith("Value error, "):

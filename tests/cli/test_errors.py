@@ -243,3 +243,11 @@ def test_set_errors_are_tagged_and_name_only_schema_fields(assignment, field):
     result = run_cli("run", llama, "--set", assignment)
     assert_one_line_error(result, f"{llama} (--set): {field}")
     assert "constrained" not in result.output and "more error" not in result.output
+
+
+def test_a_misspelt_required_key_is_named_as_the_typo(write_scenario):
+    """'nmae' for 'name' is both an unknown key and a missing one: the line names the typo
+    with its suggestion (it said 'name: required key is missing')."""
+    path = write_scenario(MINIMAL.replace('name = "tiny"', 'nmae = "tiny"'))
+    result = run_cli("run", str(path))
+    assert_one_line_error(result, str(path), "nmae: unknown key; did you mean 'name'?")

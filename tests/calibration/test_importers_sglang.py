@@ -63,6 +63,8 @@ def test_no_speculative_line_is_an_error_saying_what_was_expected() -> None:
     msg = str(err.value)
     assert msg.startswith("server.log: no speculative decode line among 2 lines: expected")
     assert "accept len" in msg and "speculation off" in msg
+    with pytest.raises(SpecsimError, match="no speculative decode line among 1 line: expected"):
+        parse_sglang_log("hello\n", source="server.log")
 
 
 def test_lines_with_non_finite_figures_are_skipped_and_counted() -> None:

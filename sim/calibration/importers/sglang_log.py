@@ -190,7 +190,8 @@ def parse_sglang_log(text: str, *, source: str = "<log>") -> SglangLog:
             else ""
         )
         raise SpecsimError(
-            f"no speculative decode line among {skipped} lines: expected {EXPECTED}{extra}",
+            f"no speculative decode line among {skipped} line{'s' * (skipped != 1)}: "
+            f"expected {EXPECTED}{extra}",
             source=source,
         )
     return SglangLog(tuple(lines), skipped, non_spec, source)

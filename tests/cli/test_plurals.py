@@ -23,6 +23,7 @@ def test_serve_with_one_replication() -> None:
     assert result.exit_code == 0, result.output
     assert "; 1 replication x 1 measured request (" in result.output
     assert "replications" not in result.output.splitlines()[0]
+    assert "  - warm-up: 1 request discarded (default)" in result.output.splitlines()
 
 
 def test_serve_a_trace_of_one_request(tmp_path) -> None:

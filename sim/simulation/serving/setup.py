@@ -236,7 +236,8 @@ def serving_setup(
         warmup = w.warmup_requests
         if warmup is None:
             warmup = max(users or 0, requests // 10)
-            notes.append(f"warm-up: {warmup} requests discarded (default)")
+            noun = "request" if warmup == 1 else "requests"
+            notes.append(f"warm-up: {warmup} {noun} discarded (default)")
     workload = Workload(arrivals, out, inp, requests=requests, warmup=warmup)
 
     # ----- policies

@@ -125,7 +125,7 @@ class Workload:
         if isinstance(self.arrivals, Trace) and self.requests + self.warmup > self.arrivals.size:
             raise ValueError(
                 f"requests + warmup = {self.requests + self.warmup} exceeds the trace's "
-                f"{self.arrivals.size} rows"
+                f"{self.arrivals.size} row{'s' * (self.arrivals.size != 1)}"
             )
 
     @property

@@ -1,12 +1,13 @@
 """What a user would write instead of the fast engine, and the engine's floor.
 
 ``numpy_alternative`` is the best 20-line NumPy implementation of the seed model we could
-write (fixed cycles, one rate profile): float32 uniforms for a window of cycles per request
-wide enough for nearly all, L by k compares, a prefix sum, the first passage by a count,
-and a scalar loop for the rare request the window does not cover. ``stdlib_loop`` is the
-per-cycle Python loop with ``random.random``. ``floor`` is the work the engine cannot
-avoid: the 32-bit uniforms of the cycles (half a raw PCG64 output each, drawn in
-cache-sized blocks) and k compares a cycle.
+write (fixed cycles, one rate profile): 32-bit uniforms (halves of raw PCG64 outputs, as the
+engine draws them; 10-25% faster than NumPy's float32 uniforms) for a window of cycles per
+request wide enough for nearly all, L by k compares with integer thresholds, a prefix sum,
+the first passage by a count, and a scalar loop for the rare request the window does not
+cover. ``stdlib_loop`` is the per-cycle Python loop with ``random.random``. ``floor`` is the
+work the engine cannot avoid: the 32-bit uniforms of the cycles (half a raw PCG64 output
+each, drawn in cache-sized blocks) and k compares a cycle.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ def numpy_alternative(
     mean = 1.0 + c.sum()
     var = 1.0 + ((2 * np.arange(1, c.size + 1) + 1) * c).sum() - mean**2
     width = min(tokens, int(tokens / mean + 6.0 * np.sqrt(tokens * var / mean**3)) + 4)
-    c32 = c.astype(np.float32)
+    width += width % 2  # whole 64-bit outputs a request
+    thresholds = (np.ceil(c[c > 0] * 2.0**32) - 1).astype(np.uint32)  # accept j: u <= t_j
     cycles = np.empty((replications, requests), dtype=np.int64)
     for r in range(replications):
-        u = rng.random((requests, width), dtype=np.float32)
+        raw = rng.bit_generator.random_raw(requests * width // 2)
+        u = raw.view(np.uint32).reshape(requests, width)
         length = np.ones(u.shape, dtype=np.int16)
-        for c_j in c32:  # L = 1 + #{j : u < c_j}
-            length += u < c_j
+        for t_j in thresholds:  # L = 1 + #{j : u <= t_j}
+            length += u <= t_j
         total = np.cumsum(length, axis=1, dtype=np.int16)
         n = (total < tokens).sum(axis=1) + 1
         for q in np.flatnonzero(n > width):  # rare: not done within width cycles

@@ -32,7 +32,7 @@ def run_hours(
     replications: int, requests: int, output_tokens: int, engine: str, workers: int
 ) -> float:
     """Estimated wall time of a run in hours (cycle fidelity)."""
-    parallel = max(1, min(workers, os.cpu_count() or 1))
+    parallel = 1 if workers <= 1 else min(workers, os.cpu_count() or 1)  # no syscall for 1
     tokens = replications * requests * output_tokens
     return tokens / (TOKENS_PER_S.get(engine, TOKENS_PER_S["des"]) * parallel) / 3600.0
 

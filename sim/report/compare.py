@@ -7,7 +7,7 @@ from typing import Any
 
 from sim.model.cycle import PHASES
 from sim.report.format import fmt_alpha
-from sim.report.uncertainty import fmt_interval
+from sim.report.uncertainty import fmt_interval, off_centre_text
 
 
 def _cell(value: float | None, fmt: str, ratio: float | None, first: bool) -> str:
@@ -104,6 +104,14 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
                 f"({c['label']} drafts a tree {c['num_steps']}/{c['topk']}/"
                 f"{c['num_draft_tokens']}: its required acceptance is a chain's at its top-1 "
                 "rates; its tok/s interval rebuilds the tree from every draw's rates)"
+            )
+    for c in cols:
+        if c.get("off_centre"):
+            lo, hi = c["tok_s_interval90"]
+            out.append(
+                f"({c['label']}: closed form {c['analytic_tok_s']:.1f} lies outside its 90% "
+                f"interval [{lo:.1f}, {hi:.1f}]: inputs specified outside the 5-95% of their "
+                f"ranges: {off_centre_text(c['off_centre'])})"
             )
     for hidden in doc.get("targets_not_shown", []):
         own = ", ".join(f"{t:g}" for t in hidden["tok_s"])

@@ -69,6 +69,11 @@ def compare_one(
                 "uncertainty": (unc[float(t.tok_s)].to_dict() if float(t.tok_s) in unc else None),
             }
         )
+    interval = (
+        analysis.uncertainty.tok_s_interval90.to_list()
+        if analysis.uncertainty and analysis.uncertainty.tok_s_interval90
+        else None
+    )
     return {
         "label": label,
         "scenario": scenario.name,
@@ -89,12 +94,20 @@ def compare_one(
         "hardware": effective_hardware(scenario),
         "overrides": override_entries(scenario),
         "assumptions": [a.to_dict() for a in analysis.assumptions],
-        "tok_s_interval90": (
-            analysis.uncertainty.tok_s_interval90.to_list()
-            if analysis.uncertainty and analysis.uncertainty.tok_s_interval90
-            else None
-        ),
+        "tok_s_interval90": interval,
+        **_outside(analysis.throughput_tok_s, interval, analysis.uncertainty),
     }
+
+
+def _outside(tok_s: float, interval: list | None, unc: Any) -> dict[str, Any]:
+    """When the closed-form tok/s lies outside its own 90% interval: the inputs specified
+    outside the 5-95% of their ranges, which put it there (``off_centre``; empty: no key)."""
+    if interval is None or None in interval or interval[0] <= tok_s <= interval[1]:
+        return {}
+    from sim.studies.uncertainty import off_centre  # lazy: only when it is needed
+
+    off = off_centre(unc.inputs)
+    return {"off_centre": [o.to_dict() for o in off]} if off else {}
 
 
 ALPHA_MEANING = (

@@ -67,3 +67,24 @@ def test_a_later_scenarios_own_targets_are_named_when_not_shown(seed_path: Path)
     chosen = compare_scenarios([("seed", base), ("other", other)], targets=[100.0]).to_dict()
     assert chosen["targets_not_shown"] == []  # --target chose them for every column
     assert "other's own 400 tok/s are not shown: give them with --target" in render_comparison(doc)
+
+
+def test_a_closed_form_outside_its_interval_names_the_inputs_that_put_it_there(
+    seed_path: Path,
+) -> None:
+    """The H200 scenario states launch_us and bandwidth_efficiency at the edge of their
+    ranges, so its closed form sits above its own 90% interval: compare says why, as run
+    does; the seed, inside its interval, gets no such line and no key."""
+    h200 = seed_path.with_name("kimi-k25-8xh200-nvlink-eagle3.toml")
+    entries = [(p.stem, with_overrides(load_scenario(p), SMALL)) for p in (seed_path, h200)]
+    doc = compare_scenarios(entries).to_dict()
+    seed_col, h200_col = doc["scenarios"]
+    assert "off_centre" not in seed_col
+    lo, hi = h200_col["tok_s_interval90"]
+    assert not lo <= h200_col["analytic_tok_s"] <= hi
+    fields = {o["field"] for o in h200_col["off_centre"]}
+    assert "hardware.bandwidth_efficiency" in fields
+    text = render_comparison(doc)
+    assert "kimi-k25-8xh200-nvlink-eagle3: closed form" in text
+    assert "lies outside its 90% interval" in text
+    assert text.count("lies outside") == 1

@@ -13,8 +13,6 @@ Formulas: sim/hardware/interconnects.py (NVIDIA/nccl src/graph/tuning.cc, refere
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sim.hardware.interconnects import (
     ALGORITHMS,
     LIBRARIES,
@@ -23,9 +21,10 @@ from sim.hardware.interconnects import (
     CustomAllReduce,
     Interconnect,
 )
+from sim.records import record
 
 
-@dataclass(frozen=True)
+@record
 class AllReduceTime:
     """One all-reduce: its time (us) and the (algorithm, protocol) that gives it."""
 

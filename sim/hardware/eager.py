@@ -65,12 +65,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 
 from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale, kernel_schedule
+from sim.records import record
 
 GraphMode = Literal["graphed", "eager", "piecewise"]
 GRAPH_MODES: tuple[str, ...] = ("graphed", "eager", "piecewise")
@@ -92,7 +93,7 @@ PIE_348_LAYERS = 80
 PIE_348_KERNELS_PER_LAYER = 15
 
 
-@dataclass(frozen=True)
+@record
 class EagerCosts:
     """Host-side costs of eager execution (microseconds); see the module docstring."""
 

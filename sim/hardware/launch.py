@@ -31,12 +31,13 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
+from sim.records import record
 
-@dataclass(frozen=True)
+
+@record
 class KernelSchedule:
     """The kernels of one pass in issue order. Arrays have shape (num_kernels,).
 

@@ -25,12 +25,13 @@ import numpy as np
 
 from sim.hardware.jitter import sample_multipliers
 from sim.hardware.launch import KernelSchedule
+from sim.records import record
 
 if TYPE_CHECKING:
     import simpy
 
 
-@dataclass(frozen=True)
+@record
 class LayerPass:
     """One pass to simulate: its kernels, compute time (ms), TP ranks, jitter cv."""
 

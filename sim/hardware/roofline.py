@@ -15,13 +15,12 @@ of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sim.hardware.experts import expected_distinct_experts
 from sim.hardware.gpus import GpuPreset
+from sim.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Weights:
     """Parameter counts and bytes per parameter of a target model (or a drafter).
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 from scipy import special
@@ -43,6 +43,7 @@ from scipy import special
 from sim.model.beta_quantile import beta_quantiles
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
 from sim.model.samplers import accept_length_sequential
+from sim.records import record
 
 # --------------------------------------------------------------------------- theory helpers
 
@@ -75,7 +76,7 @@ def _quadrature_nodes(per_panel: int = 24) -> tuple[np.ndarray, np.ndarray]:
     return nodes, weights
 
 
-@dataclass(frozen=True)
+@record
 class Spread:
     """How a class's rates vary per request: a Beta concentration or a standard deviation.
 
@@ -108,7 +109,7 @@ class Spread:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class RateClass:
     """One class of requests: mean rates (k,) and how they spread per request.
 
@@ -204,7 +205,7 @@ class RateClass:
         )
 
 
-@dataclass(frozen=True)
+@record
 class AcceptanceModel:
     """Acceptance of a scenario at ``num_steps`` = k: weighted rate classes.
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 import numpy as np
@@ -65,6 +65,7 @@ from numpy.typing import ArrayLike
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
 from sim.model.host_work import HostWork
+from sim.records import record
 
 __all__ = [
     "DecodeCurve",
@@ -99,7 +100,7 @@ class PassCurve(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@record
 class LinearCurve:
     """ms = intercept + per_token x tokens + per_kv_token x kv_tokens + per_pair x pairs.
 
@@ -141,7 +142,7 @@ class LinearCurve:
         return ms
 
 
-@dataclass(frozen=True)
+@record
 class ServingCurves:
     """The pass curves of a server: target decode, verify and prefill; drafter step,
     extend and prefill (None when the server never speculates)."""
@@ -154,7 +155,7 @@ class ServingCurves:
     draft_prefill: PassCurve | None = None
 
 
-@dataclass(frozen=True)
+@record
 class PrefillLoad:
     """Prompt work in one iteration: ``tokens`` (sum of chunk lengths), ``kv_tokens``
     (sum of prior context + chunk) and ``pairs`` (sum of chunk x prior + chunk (chunk+1)/2)."""
@@ -192,7 +193,7 @@ def pass_load(
 SCALAR_VALUES = 12
 
 
-@dataclass(frozen=True)
+@record
 class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
     total) plus, per pass, ``times x (curve(rows of m-token sequences) - reference)``;
@@ -251,7 +252,7 @@ class DecodeCurve:
         return total
 
 
-@dataclass(frozen=True)
+@record
 class IterationCost:
     """Iteration times of a batched server (see the module docstring).
 

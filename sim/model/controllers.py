@@ -44,6 +44,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from sim.records import record
+
 __all__ = [
     "SGLANG_DEFAULT_CONFIG",
     "AdaptivePolicy",
@@ -84,7 +86,7 @@ class AdaptivePolicy(Protocol):
 # --------------------------------------------------------------------------- SGLang
 
 
-@dataclass(frozen=True)
+@record
 class SlotConfig:
     """One batch-size slot of SGLang's adaptive config (``AdaptiveStepSlot`` defaults)."""
 
@@ -201,7 +203,7 @@ class _SGLangController:
             slot.update(mean)
 
 
-@dataclass(frozen=True)
+@record
 class SGLangAdaptive:
     """SGLang adaptive speculative decoding (EMA + hysteresis per batch-size slot).
 
@@ -317,7 +319,7 @@ class _VllmController:
             self.table = goodput_table(rates, self.itl)
 
 
-@dataclass(frozen=True)
+@record
 class VllmGoodput:
     """vLLM's dynamic speculative decoding manager (see the module docstring).
 

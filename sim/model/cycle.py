@@ -20,16 +20,18 @@ draft phase and reported apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
+
+from sim.records import record
 
 #: Phase names, in the order a cycle runs them (the keys of ``CycleCost.as_dict`` and the
 #: columns of every per-phase array).
 PHASES: tuple[str, ...] = ("draft", "verify", "extend", "overhead")
 
 
-@dataclass(frozen=True)
+@record
 class PassTimes:
     """Pass durations (ms) that the cycle is built from.
 
@@ -67,7 +69,7 @@ class PassTimes:
         return self.verify_ms + (num_tokens - self.verify_tokens) * self.verify_ms_per_extra_token
 
 
-@dataclass(frozen=True)
+@record
 class CycleCost:
     """Deterministic duration (ms) of one cycle, by phase.
 

@@ -24,15 +24,16 @@ with the step-by-step dynamic programme.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
+
+from sim.records import record
 
 #: Probability allowed outside the window at each end (FFT rounding is ~1e-15).
 TAIL = 1e-12
 
 
-@dataclass(frozen=True)
+@record
 class CyclesLaw:
     """P(n = first + i) = ``pmf[i]``: the law of the cycles a request of ``tokens`` needs.
 
@@ -170,7 +171,7 @@ def cycles_law(length_pmf: np.ndarray, tokens: int) -> CyclesLaw:
     return CyclesLaw(tokens, m0 + 1 + first, probs[first : last + 1], error)
 
 
-@dataclass(frozen=True)
+@record
 class JointLaw:
     """P(n = first + i, E = N + o) = ``probs[i, o]``: the cycles a request of ``tokens``
     needs and the tokens its cycles emit (overshoot o = 0..k)."""
@@ -272,7 +273,7 @@ def request_tok_s_distribution(
     return 1000.0 * tokens / time_ms[keep], joint[keep]
 
 
-@dataclass(frozen=True)
+@record
 class RequestLaw:
     """The exact law of one request's tok/s: support ``values`` (tok/s) and ``probs``.
 

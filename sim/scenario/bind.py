@@ -23,7 +23,7 @@ written down once:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,6 +44,7 @@ from sim.model.shapes import (
     tilt_factors,
     tilted,
 )
+from sim.records import record
 from sim.scenario.decompose import (
     ScenarioHardware,
     draft_weights,
@@ -70,7 +71,7 @@ FIDELITIES: tuple[str, ...] = ("cycle", "layer")
 # --------------------------------------------------------------------------- acceptance
 
 
-@dataclass(frozen=True)
+@record
 class AcceptanceShape:
     """How a scenario's conditional rates vary with position, resolved.
 

@@ -19,7 +19,7 @@ Printed precision matters: a figure printed with d decimals carries a rounding e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from sim.records import record
 
 
 def rounding_sigma(decimals: int) -> float:
@@ -34,7 +34,7 @@ MULTI_K_CALIBRATE_UP_TO = 2
 
 # Accept lengths (bonus included) measured at several draft lengths with the same model,
 # drafter and data. None of them is a profile of the decay priors (``PROFILES``).
-@dataclass(frozen=True)
+@record
 class MultiKSeries:
     """Accept lengths of one setup at several num_steps; ``decimals`` as printed (None:
     approximate, ``approx_sigma`` is the error given to it)."""

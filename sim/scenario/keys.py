@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from sim.records import record
 from sim.scenario.schema import Scenario
 
 #: Units by the key's suffix or name (units are in the names: sim's style rule).
@@ -53,7 +54,7 @@ UNITS: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class KeyInfo:
     key: str
     type: str

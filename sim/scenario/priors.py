@@ -24,7 +24,6 @@ multi-K acceptance cases are all other measurements.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -37,6 +36,7 @@ from sim.model.shapes import (
     shape_factors,
     tilted,
 )
+from sim.records import record
 
 if TYPE_CHECKING:
     from sim.model.profile_fit import ProfileData
@@ -52,7 +52,7 @@ METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
 PRIOR_FAMILIES: tuple[str, ...] = ("geometric", "step")
 
 
-@dataclass(frozen=True)
+@record
 class PublishedProfile:
     """One published per-position profile: cumulative rates at positions 1..n."""
 
@@ -219,7 +219,7 @@ POOLED_METHODS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class DecayPrior:
     """The decay prior of one draft method.
 
@@ -353,7 +353,7 @@ SHAPE_ERROR_MIN_POSITIONS = 4
 _LOG_RHO_GRID = np.linspace(-1.0, 1.0, 4001)
 
 
-@dataclass(frozen=True)
+@record
 class CrossRunRho:
     """The log rho per position past the fitted num_steps that best matches one cross-run
     series' longer accept lengths, with its standard error from their printed precision."""
@@ -408,7 +408,7 @@ def cross_run_log_rho(series: MultiKSeries, prior: DecayPrior | None = None) -> 
     return CrossRunRho(series.name, series.source, float(_LOG_RHO_GRID[best]), float(stderr))
 
 
-@dataclass(frozen=True)
+@record
 class ShapeError:
     """How far real accept lengths stray from the method's shape past the fitted positions.
 

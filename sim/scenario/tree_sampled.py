@@ -27,8 +27,6 @@ tree go through its survival together. Shapes: n draws.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from sim.model.acceptance import AcceptanceModel, RateClass
@@ -37,6 +35,7 @@ from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree_theory import depth_survival
+from sim.records import record
 from sim.scenario.bind import (
     acceptance_model,
     bound_cycle_cost,
@@ -112,7 +111,7 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
     return out
 
 
-@dataclass(frozen=True)
+@record
 class TreeDraws:
     """The tree's answers in every draw: accept length, tok/s and the cycle (ms, the
     extend at that accept length), each (n,), and the number of distinct rows of rates (a
@@ -124,7 +123,7 @@ class TreeDraws:
     distinct_rows: int
 
 
-@dataclass(frozen=True)
+@record
 class SampledTree:
     """A scenario's inputs, the response tables of its tree cycle (the non-acceptance
     inputs) and of its effective rates (a mix's acceptance inputs), its nominal cycle

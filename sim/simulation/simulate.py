@@ -14,7 +14,6 @@ sim/simulation/summary.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +22,7 @@ from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.parallel import LocalExecutor
+from sim.records import record
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
@@ -98,7 +98,7 @@ def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTime
         raise in_its_file(exc, scenario) from None
 
 
-@dataclass(frozen=True)
+@record
 class BlockTask:
     """One block of replications for a worker: engine, plan, root seed, indices, and the
     targets to count when the block is folded into ``StreamStats`` (None: keep arrays)."""

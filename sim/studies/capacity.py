@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
+from sim.records import record
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.rootfind import Probe, first_passing
 from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
@@ -46,7 +46,7 @@ __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 SPAN = 4096.0
 
 
-@dataclass(frozen=True)
+@record
 class PolicyCapacity:
     """One policy's capacity (None: the share is not met even at the lowest rate tried)
     with its 95% interval, and every rate simulated with its attainment. ``at_least``:
@@ -78,7 +78,7 @@ class PolicyCapacity:
         }
 
 
-@dataclass(frozen=True)
+@record
 class CapacityResult:
     scenario: str
     share: float
@@ -182,7 +182,7 @@ def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
     return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
 
 
-@dataclass(frozen=True)
+@record
 class CapacityTask:
     """One policy's capacity search, for a worker process (picklable)."""
 

@@ -26,12 +26,13 @@ reading (the public per-kernel cost) is shown where it fits the measured verify 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
+from sim.records import record
 from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Drafter:
     """A drafter to try: its num_steps and the accept lengths it is reported to reach."""
 
@@ -82,7 +83,7 @@ KIMI_K2_DRAFTER = Drafter(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Lever:
     name: str
     description: str
@@ -90,7 +91,7 @@ class Lever:
     reference: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     name: str
     description: str
@@ -188,7 +189,7 @@ def not_applicable(scenario: Scenario, lever: Lever) -> str | None:
     return "; ".join(reasons) or None
 
 
-@dataclass(frozen=True)
+@record
 class LeverRow:
     """One lever: closed-form tok/s as specified, and its range over the variants."""
 
@@ -224,7 +225,7 @@ class LeverRow:
         }
 
 
-@dataclass(frozen=True)
+@record
 class KernelSweep:
     """The levers across the kernel count's range (``counts``, the ends of
     ``model.kernels_per_layer``'s range): the per-kernel CPU cost at each (``launch_us``,
@@ -316,7 +317,7 @@ def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     return off_centre(uncertain_inputs(scenario))
 
 
-@dataclass(frozen=True)
+@record
 class LeverTable:
     scenario: str
     rows: tuple[LeverRow, ...]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sim.errors import SpecsimError
+from sim.records import record
 from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, override_entries
@@ -102,7 +103,7 @@ def end_label(scenario: Scenario, dotted: str, end: float, lo: float, integer: b
     return "the end of its valid range"
 
 
-@dataclass(frozen=True)
+@record
 class LeverTarget:
     tok_s: float
     quantile: float | None
@@ -127,7 +128,7 @@ class LeverTarget:
         }
 
 
-@dataclass(frozen=True)
+@record
 class LeverResult:
     scenario: str
     field: str

@@ -32,12 +32,11 @@ reaches 1) fall short is out of reach (NaN). Shapes: n draws.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from sim.model.sampled import distinct_rows
 from sim.model.tree_acceptance import TreeAcceptance
+from sim.records import record
 from sim.scenario.tree_sampled import SampledTree, accept_lengths_by_tree
 from sim.scenario.uncertainty import sampled_acceptance
 
@@ -51,7 +50,7 @@ XTOL = 1e-7
 MAX_SECANT = 40
 
 
-@dataclass(frozen=True)
+@record
 class DrawnRoots:
     """Per draw (n,): the required lever u (NaN: out of reach) and the depth-1 top-1 rate
     it is, capped at 1 as the nominal answer reports it (``top1``), the accept length the

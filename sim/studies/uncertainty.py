@@ -20,13 +20,14 @@ For ``run`` it also gives the interval of tok/s and accept length at the scenari
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
+from sim.records import record
 from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
@@ -56,7 +57,7 @@ INTERVAL_LABEL = "90% interval from inputs and model"
 _UNREACHABLE = 2.0  # a rate above 1 codes "out of reach" inside quantiles
 
 
-@dataclass(frozen=True)
+@record
 class Interval:
     """A 90% interval (5% and 95% quantiles); an end None is out of reach (no k reaches
     the target in that share of draws); ``unreachable`` the share of such draws."""
@@ -96,7 +97,7 @@ def _rate(x: float, cap: float) -> float | None:
     return None if x > cap + 1e-9 else float(min(x, cap))
 
 
-@dataclass(frozen=True)
+@record
 class Driver:
     """One input's swing: the answer with the input at its low and its high end."""
 
@@ -122,7 +123,7 @@ class Driver:
         }
 
 
-@dataclass(frozen=True)
+@record
 class MeasureNext:
     """The one measurement that narrows the interval most, and the interval it leaves if
     it comes out at the current estimate."""
@@ -139,7 +140,7 @@ class MeasureNext:
         }
 
 
-@dataclass(frozen=True)
+@record
 class TargetUncertainty:
     """One target's answer with its 90% interval, drivers and next measurement."""
 
@@ -179,7 +180,7 @@ class TargetUncertainty:
         }
 
 
-@dataclass(frozen=True)
+@record
 class OffCentre:
     """An uncertain input whose value as specified lies outside the 5-95% of its own
     range: answers as specified then sit at that end of their 90% intervals, or outside."""
@@ -203,7 +204,7 @@ def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@record
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""
 
@@ -548,7 +549,7 @@ def _chain_uncertainty(
 LEVER_GRID = 48
 
 
-@dataclass(frozen=True)
+@record
 class LeverUncertainty:
     """One target's lever value with its 90% interval, drivers and next measurement."""
 

@@ -8,8 +8,7 @@ Printed precision matters: a figure printed with d decimals carries a rounding e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from sim.records import record
 from sim.scenario.cross_run import (  # noqa: F401  (re-exported: the report's data in one place)
     MULTI_K,
     MULTI_K_CALIBRATE_UP_TO,
@@ -26,7 +25,7 @@ from sim.scenario.cross_run import (  # noqa: F401  (re-exported: the report's d
 )
 
 
-@dataclass(frozen=True)
+@record
 class PublishedRun:
     """One measured run: num_steps k, accept length and tok/s (None when not published)."""
 

@@ -7,14 +7,13 @@ settings the source does not state are marked as assumptions where they are used
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.hardware.roofline import Weights, roofline_ms
+from sim.records import record
 
 
-@dataclass(frozen=True)
+@record
 class NcclPoint:
     """One measured all-reduce: ``gpus`` ranks, ``nbytes``, the reported time (us).
 
@@ -208,7 +207,7 @@ NCCL_PRESET_SOURCES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class EagerPair:
     """One pass measured with and without a CUDA graph (ms), and what the model needs.
 
@@ -350,7 +349,7 @@ DENSE_KERNELS_PER_LAYER = 15
 VLLM_KIMI_KERNELS_PER_LAYER = 18
 
 
-@dataclass(frozen=True)
+@record
 class LayerOps:
     """One op of a decoder layer in eager execution and the kernels it issues (low, high
     where the source's branch depends on the backend, the quantization or the version)."""

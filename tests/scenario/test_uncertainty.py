@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sim.errors import SpecsimError
+from sim.model.shapes import scale_for_accept_length, shape_factors
 from sim.scenario.bind import cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.uncertainty import (
@@ -13,6 +14,7 @@ from sim.scenario.uncertainty import (
     draw_inputs,
     nominal_row,
     sampled_scenario,
+    scales_of_rows,
     uncertain_inputs,
 )
 from tests.conftest import MINIMAL, SEED
@@ -135,3 +137,22 @@ def test_a_per_entry_stderr_of_the_wrong_length_counts_in_the_singular(write_sce
     )
     with pytest.raises(SpecsimError, match="1 stderr for 2 entries"):
         load_scenario(write_scenario(text))
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 9, 17])
+def test_scales_of_distinct_rows_have_the_bits_of_every_row_solved(k):
+    """Each distinct (need, factors) row solved once gives every row the bits of the
+    bisection over all rows: repeated rows, needs out of reach and at most 1, zero
+    factors, one row."""
+    rng = np.random.default_rng(k)
+    n = 400
+    row = rng.integers(0, 60, n)  # about 60 distinct rows, each repeated
+    need = rng.uniform(0.5, k + 1.5, 60)[row]
+    decay = rng.uniform(0.0, 1.0, 60)[row]
+    factors = shape_factors("geometric", decay, k)
+    factors[::37, -1] = 0.0
+    want = scale_for_accept_length(need, factors)
+    got = scales_of_rows(need, factors)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(scales_of_rows(need[:1], factors[:1]), want[:1], equal_nan=True)
+    assert np.array_equal(scales_of_rows(need[:2], factors[:2]), want[:2], equal_nan=True)

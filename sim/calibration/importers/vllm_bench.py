@@ -19,18 +19,19 @@ batch-1 server a scenario describes; other runs give acceptance only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.errors import SpecsimError
+from sim.records import record
 
 ACCEPT_LENGTH = "spec_decode_acceptance_length"
 
 
-@dataclass(frozen=True)
+@record
 class VllmBenchRun:
     """One ``vllm bench serve`` result; speculative fields None for a run without them."""
 
@@ -151,14 +152,14 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
 def parse_vllm_bench(text: str, *, source: str = "<bench>") -> tuple[VllmBenchRun, ...]:
     """Every result in a ``--save-result`` file (one object, or one a line)."""
     runs = []
-    for line, record in load_objects(text, source):
-        if "mean_tpot_ms" not in record and ACCEPT_LENGTH not in record:
+    for line, result in load_objects(text, source):
+        if "mean_tpot_ms" not in result and ACCEPT_LENGTH not in result:
             raise SpecsimError(
                 "not a vllm bench serve result (no mean_tpot_ms, no spec_decode_* keys)",
                 source=source,
                 field=f"line {line}" if line > 1 else None,
             )
-        runs.append(_run(record, source, line))
+        runs.append(_run(result, source, line))
     return tuple(runs)
 
 

@@ -12,19 +12,19 @@ request's time ends with that cycle, its tok/s counts only the ``output_tokens``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
+from sim.records import record
 
 if TYPE_CHECKING:
     from sim.model.tree_acceptance import Acceptance
 
 
-@dataclass(frozen=True)
+@record
 class EnginePlan:
     """Everything an engine needs besides random numbers (picklable, for worker processes).
 
@@ -102,7 +102,7 @@ class ReplicationRngs:
         return self._stream(2)
 
 
-@dataclass(frozen=True)
+@record
 class EngineOutput:
     """Results of B replications of Q requests each (k = num_steps).
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from scipy import stats
+
+from sim.records import record
 
 __all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
 
@@ -36,7 +37,7 @@ class LengthDistribution(Protocol):
     def sample_one(self, rng: np.random.Generator) -> int: ...
 
 
-@dataclass(frozen=True)
+@record
 class Fixed:
     """Every request has ``tokens`` tokens (draws nothing)."""
 
@@ -65,7 +66,7 @@ class Fixed:
         return self.tokens
 
 
-@dataclass(frozen=True)
+@record
 class LogNormal:
     """round(X) clipped to [min_tokens, max_tokens], X lognormal with mean ``mean_tokens``
     and log-space standard deviation ``sigma`` (mu = ln(mean) - sigma^2 / 2).
@@ -112,7 +113,7 @@ class LogNormal:
         return round(min(max(x, self.min_tokens), self.max_tokens))
 
 
-@dataclass(frozen=True)
+@record
 class Empirical:
     """Lengths drawn uniformly (with replacement) from ``values`` (e.g. a trace's column)."""
 

@@ -14,7 +14,7 @@ return (CPython 3.11 Lib/dataclasses.py ``_cmp_fn``, ``_hash_fn``, ``_repr_fn``)
 * ``__hash__``: the hash of the tuple of the fields with ``hash`` (``compare`` when
   ``hash`` is None);
 * ``__repr__``: ``Class(name=value!r, ...)`` over the fields with ``repr``, ``...`` for
-  a recursive reference (``reprlib.recursive_repr``, what dataclasses uses).
+  a recursive reference in the same thread (dataclasses' ``_recursive_repr``).
 
 A class that defines one of them keeps its own, and an explicit ``__hash__`` is kept
 by ``dataclass``'s rule (a class defining ``__eq__`` without ``__hash__`` still gets the
@@ -24,9 +24,9 @@ fields' hash). tests/test_records.py checks each against ``@dataclass(frozen=Tru
 from __future__ import annotations
 
 import dataclasses
+from _thread import get_ident
 from collections.abc import Callable
 from operator import attrgetter
-from reprlib import recursive_repr
 from typing import Any, TypeVar
 
 T = TypeVar("T", bound=type)
@@ -81,9 +81,17 @@ def _hash(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
 
 
 def _repr(names: list[str]) -> Callable[[Any], str]:
-    @recursive_repr()
+    running: set[tuple[int, int]] = set()  # (instance, thread) being written: "..."
+
     def __repr__(self: Any) -> str:
-        body = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            body = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
+        finally:
+            running.discard(key)
         return f"{self.__class__.__qualname__}({body})"
 
     return __repr__

@@ -2,8 +2,8 @@
 
 Both give the same numbers bit for bit; they differ in cost. The compiled kernel is about
 2-3x faster a cycle (``make bench``) but loading Numba and the cached machine code costs a
-process about 0.3-0.45 s of CPU (measured on the 2-core development machine; the first
-compile on a machine a few seconds more). ``auto`` therefore takes it when a run is large
+process about 0.3-0.7 s of CPU and 120 MiB of resident memory (Numba with LLVM; measured
+on the 2-core development machine; the first compile on a machine 2-3 s more). ``auto`` therefore takes it when a run is large
 enough to repay the load, or when the process has loaded it already (a sweep's worker, a
 search, a notebook: the load is paid once).
 """

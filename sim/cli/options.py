@@ -65,7 +65,7 @@ kernel_option = click.option(
     default="auto",
     show_default=True,
     help="The fast engine's kernel: numpy, compiled (Numba: 2-3x faster a cycle, about "
-    "0.4 s to load) or auto (compiled for runs of 1e8 cycles or more). Same numbers.",
+    "0.5 s to load) or auto (compiled for runs of 3e8 cycles or more). Same numbers.",
 )
 fidelity_option = click.option(
     "--fidelity",

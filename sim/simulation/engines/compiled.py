@@ -13,9 +13,10 @@ test_compiled_kernel.py); only its speed differs.
 
 Numba compiles it on first use and caches the machine code beside this file (or in the
 user's cache when that is read-only): loading Numba and the cached kernel costs a process
-about 0.3-0.7 s of CPU and 120 MiB of memory, the first compile on a machine 2-3 s more. So ``simulate``
-uses it by default only for runs large enough to repay that (``kernel_for``), or when it
-is already loaded in the process; ``kernel="compiled"`` or ``"numpy"`` chooses.
+about 0.3-0.7 s of CPU and 120 MiB of memory, the first compile on a machine 2-3 s more.
+So ``simulate`` uses it by default only for runs large enough to repay that
+(``kernel_for``), or when it is already loaded in the process; ``kernel="compiled"`` or
+``"numpy"`` chooses.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Which kernel the fast engine runs: NumPy, or the compiled one (compiled.py).
 
 Both give the same numbers bit for bit; they differ in cost. The compiled kernel is about
-2-3x faster a cycle (``make bench``) but loading Numba and the cached machine code costs a
-process about 0.3-0.7 s of CPU and 120 MiB of resident memory (Numba with LLVM; measured
-on the 2-core development machine; the first compile on a machine 2-3 s more). ``auto`` therefore takes it when a run is large
-enough to repay the load, or when the process has loaded it already (a sweep's worker, a
-search, a notebook: the load is paid once).
+2-3x faster a cycle (``make bench``), but loading Numba and the cached machine code costs
+a process about 0.3-0.7 s of CPU and 120 MiB of resident memory (Numba with LLVM; measured
+on the 2-core development machine; the first compile on a machine 2-3 s more). ``auto``
+therefore takes it when a run is large enough to repay the load, or when the process has
+loaded it already (a sweep's worker, a search, a notebook: the load is paid once).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import sys
 #: Kernel names ``simulate(kernel=...)`` accepts.
 KERNELS = ("auto", "numpy", "compiled")
 
-#: ``auto`` compiles runs of at least this many simulated cycles: the load (about 0.4 s of
-#: CPU) over the saving a cycle (about 3-5 ns at k = 2-16, ``make bench``), rounded up.
-COMPILED_ABOVE_CYCLES = 100_000_000
+#: ``auto`` compiles runs of at least this many simulated cycles: the load (0.3-0.7 s of
+#: CPU) over the saving a cycle (1-5 ns, ``make bench``; 2.0 ns in a streamed run of 1e7
+#: requests of the seed, 13.2 s against 8.1 s) breaks even between 1e8 and 7e8 cycles.
+COMPILED_ABOVE_CYCLES = 300_000_000
 
 #: The module whose presence in ``sys.modules`` means the compiled kernel is loaded.
 COMPILED_MODULE = "sim.simulation.engines.compiled"

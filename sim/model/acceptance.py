@@ -123,9 +123,14 @@ class RateClass:
     mean_rates: np.ndarray
     spread: Spread = Spread()
     concentration: np.ndarray | None = field(init=False, repr=False)
+    #: ``quadrature_rates`` once computed (at most one entry): a class whose expectation
+    #: is taken for several trees (SGLang's and the best, sim/scenario/tree_sampled.py)
+    #: inverts its Beta at the nodes once.
+    _at_nodes: list[np.ndarray] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concentration", self.spread.kappa(self.mean_rates))
+        object.__setattr__(self, "_at_nodes", [])
 
     def with_means(self, mean_rates: np.ndarray) -> RateClass:
         """The same class and spread at other mean rates (shape (k,))."""
@@ -186,9 +191,17 @@ class RateClass:
         """
         if not self.varies:
             return fn(self.mean_rates[None, :])[0]
-        nodes, weights = _quadrature_nodes()
-        values = fn(self.rates_from_uniform(nodes))
-        return np.tensordot(weights, values, axes=(0, 0))
+        values = fn(self.quadrature_rates())
+        return np.tensordot(_quadrature_nodes()[1], values, axes=(0, 0))
+
+    def quadrature_rates(self) -> np.ndarray:
+        """Per-request rates at the quadrature's nodes, shape (nodes, k), read-only:
+        ``rates_from_uniform`` (exact ``betaincinv``), computed once per class."""
+        if not self._at_nodes:
+            rates = self.rates_from_uniform(_quadrature_nodes()[0])
+            rates.setflags(write=False)
+            self._at_nodes.append(rates)
+        return self._at_nodes[0]
 
     def expected_cumulative(self) -> np.ndarray:
         """E[c_0..c_k], shape (k + 1,), c_0 = 1. Exact Beta moments when all positions share

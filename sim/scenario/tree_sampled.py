@@ -10,9 +10,10 @@ built by the functions the nominal answer uses (``SampledTree.answers``):
   the chain's per-draw closed forms take, from the same draws), the lower ranks by the
   scenario's residual shares; SGLang's tree built at them (``TreeAcceptance``) and its
   accept length E[L] = 1 + the sum of its chain-equivalent cumulative rates. A mix or a
-  per-request spread: the tree's E[L] over requests at the nominal inputs, moved by what
-  the draw changes in a tree built at the effective rates (the effective rates tabulated
-  per input and added up, the chain's approximation for a mix);
+  per-request spread: as the nominal answer takes it (``TreeAcceptance``), in each
+  distinct draw of the acceptance inputs: the scenario re-validated at them, every class's
+  mean top-1 rates and spread, the tree built at the population's mean rates, E[L] over
+  requests (each class's Beta quadrature, mixed with the class weights);
 * the tree's cycle (sim/model/tree_cost.py): drafter passes over topk beams, the verify
   over num_draft_tokens, the draft extend and the overhead, each input's effect on them
   tabulated (the tree scenario re-validated at a few values of the input, interpolated
@@ -27,9 +28,12 @@ tree go through its survival together. Shapes: n draws.
 
 from __future__ import annotations
 
+from dataclasses import field
+
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel, RateClass
+from sim.errors import SpecsimError
+from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
@@ -39,14 +43,16 @@ from sim.records import record
 from sim.scenario.bind import (
     acceptance_model,
     bound_cycle_cost,
-    conditional_rates,
+    rank_shares,
     scenario_acceptance,
 )
+from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import (
     MAX_STEPS,
     PassResponse,
     UncertainInput,
+    acceptance_override,
     acceptance_propagated,
     is_acceptance_input,
     nominal_row,
@@ -86,17 +92,11 @@ def tree_acceptance(scenario: Scenario) -> TreeAcceptance:
     return TreeAcceptance(acceptance_model(scenario.acceptance, k), (), TreeDraft(k, 1, k + 1))
 
 
-def tree_accept_length(nominal: TreeAcceptance, top1: np.ndarray) -> float:
-    """E[L] of the tree built (as ``nominal``'s) at one request's top-1 rates (depth,)."""
-    model = AcceptanceModel(top1.shape[0], (RateClass("all", 1.0, top1),))
-    tree = TreeAcceptance(model, nominal.shares, nominal.draft)
-    return mean_accept_length(tree.closed_form_rates())
-
-
 def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndarray:
-    """``tree_accept_length`` of every row of ``top1`` (n, depth), shape (n,): each row's
-    tree built at its rank rates (as ``TreeAcceptance`` builds it), then the rows of each
-    distinct tree through its survival at once, in the operations of
+    """E[L] of the tree built (as ``nominal``'s) at each row of top-1 rates ``top1`` (n,
+    depth), one request's, shape (n,): each row's tree built at its rank rates (as
+    ``TreeAcceptance`` builds it), then the rows of each distinct tree through its
+    survival at once, in the operations of
     ``TreeAcceptance.closed_form_rates`` and ``mean_accept_length``."""
     q = nominal.rank_rates(top1)  # (n, depth, W)
     draft = nominal.draft
@@ -109,6 +109,45 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
             rates = np.clip(np.where(s[:, :-1] > 0, s[:, 1:] / s[:, :-1], 0.0), 0.0, 1.0)
         out[rows] = 1.0 + cumulative_rates(rates).sum(axis=-1)
     return out
+
+
+@record
+class Population:
+    """One draw's requests: the top-1 rate classes (means and spread) and the rank shares."""
+
+    top1: AcceptanceModel
+    shares: tuple[float, ...]
+
+
+def drawn_population(
+    scenario: Scenario,
+    nominal: TreeAcceptance,
+    inputs: list[UncertainInput],
+    row: np.ndarray,
+) -> Population | None:
+    """``nominal``'s classes and shares with the acceptance ``inputs`` at ``row`` (A,): the
+    scenario re-validated at them (None where it rejects them or a class's std is too wide
+    for its drawn means), the classes and shares built as the nominal answer builds them."""
+    if all(float(v) == inp.nominal for inp, v in zip(inputs, row, strict=True)):
+        return Population(nominal.top1, nominal.shares)
+    over: dict[str, object] = {}
+    for inp, v in zip(inputs, row.tolist(), strict=True):
+        for key, value in acceptance_override(scenario, inp.field, v).items():
+            if key in over and isinstance(value, list):  # another entry of the same list
+                i = int(inp.field.split("[")[1].rstrip("]"))
+                value = [*over[key]]  # type: ignore[misc]
+                value[i] = v
+            over[key] = value
+    try:
+        other = with_overrides(scenario, over, source="uncertainty")
+    except SpecsimError:
+        return None
+    spec = other.acceptance
+    assert spec is not None
+    top1 = acceptance_model(spec, nominal.top1.num_steps)
+    if top1.infeasible() is not None:
+        return None
+    return Population(top1, rank_shares(spec, other.speculation.topk))
 
 
 @record
@@ -138,10 +177,17 @@ class SampledTree:
     #: Positions the drawn rates cover (those of the chain's draws, and at least the
     #: tree's depth and the measured num_steps the anchor is fitted at).
     max_steps: int = MAX_STEPS
+    #: A mix's or a spread's population (``population``) by its acceptance inputs' bytes,
+    #: shared by the copies ``replace`` makes (the best tree's draws reuse SGLang's).
+    populations: dict[bytes, Population | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def accept_lengths(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """E[L] (n,) of the tree rebuilt in each draw ``values`` (n, F), and the number of
         distinct rows of rates (a tree built for each)."""
+        if not acceptance_propagated(self.scenario):
+            return self._over_requests(values)
         depth = self.nominal.top1.num_steps
         rates, _ = sampled_acceptance(
             self.scenario, self.inputs, values, self.max_steps, self.rate_responses
@@ -149,11 +195,35 @@ class SampledTree:
         rates = np.clip(rates[:, :depth], 0.0, 1.0)
         first, again = distinct_rows(rates)
         al = accept_lengths_by_tree(self.nominal, rates[first])[again]
-        if not acceptance_propagated(self.scenario):  # the draw's change, over requests
-            effective = conditional_rates(self.scenario.acceptance, self.max_steps)[:depth]
-            at_nominal = tree_accept_length(self.nominal, effective)
-            al = mean_accept_length(self.nominal.closed_form_rates()) + (al - at_nominal)
         return al, int(first.size)
+
+    def acceptance_columns(self, values: np.ndarray) -> np.ndarray:
+        """The acceptance inputs' columns of ``values`` (n, F), shape (n, A)."""
+        cols = [j for j, inp in enumerate(self.inputs) if is_acceptance_input(inp.field)]
+        return np.ascontiguousarray(values[:, cols])
+
+    def population(self, row: np.ndarray) -> Population | None:
+        """The top-1 rate classes and rank shares at one draw ``row`` (A,) of the acceptance
+        inputs (``acceptance_columns``), as the nominal answer takes them; None where the
+        scenario rejects the draw's values."""
+        key = row.tobytes()
+        if key not in self.populations:
+            inputs = [inp for inp in self.inputs if is_acceptance_input(inp.field)]
+            self.populations[key] = drawn_population(self.scenario, self.nominal, inputs, row)
+        return self.populations[key]
+
+    def _over_requests(self, values: np.ndarray) -> tuple[np.ndarray, int]:
+        """``accept_lengths`` of a mix or a spread: E[L] over requests of the tree rebuilt
+        at each distinct draw's population (``population``)."""
+        acc = self.acceptance_columns(values)
+        first, again = distinct_rows(acc)
+        out = np.full(first.size, np.nan)
+        for i, row in enumerate(acc[first]):
+            pop = self.population(row)
+            if pop is not None:
+                tree = TreeAcceptance(pop.top1, pop.shares, self.nominal.draft)
+                out[i] = mean_accept_length(tree.closed_form_rates())
+        return out[again], int(first.size)
 
     def cycle_vectors(self, values: np.ndarray) -> np.ndarray:
         """The tree cycle's parts (``tree_cycle_vector``) in each draw, shape (n, 6)."""

@@ -76,6 +76,11 @@ def _quadrature_nodes(per_panel: int = 24) -> tuple[np.ndarray, np.ndarray]:
     return nodes, weights
 
 
+def quadrature_weights() -> np.ndarray:
+    """The weights (nodes,) of ``RateClass.quadrature_rates``' nodes (read-only)."""
+    return _quadrature_nodes()[1]
+
+
 @record
 class Spread:
     """How a class's rates vary per request: a Beta concentration or a standard deviation.

@@ -32,7 +32,14 @@ from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_theory import tree_accept_length
 from sim.records import record
 
-__all__ = ["Config", "RankShape", "required_scale", "required_top1", "required_top1_table"]
+__all__ = [
+    "Config",
+    "RankShape",
+    "max_scale",
+    "required_scale",
+    "required_top1",
+    "required_top1_table",
+]
 
 #: (num_steps, topk, num_draft_tokens)
 Config = tuple[int, int, int]
@@ -114,12 +121,10 @@ def required_top1(
     return lowest_crossing(lambda x: accept_length(shape, x, config, kind) - need, 1.0, xtol)
 
 
-def required_scale(model: TreeAcceptance, need: float, xtol: float = 1e-7) -> float | None:
-    """Lowest factor f on the top-1 mean rates (every class, every depth, capped at 1; the
-    spread kept) at which E[L] over requests of ``model.scaled(f)`` reaches ``need``; None
-    when even all-ones rates do not. The tree follows the rates (``TreeAcceptance``)."""
-    if need <= 1.0:
-        return 0.0
+def max_scale(model: TreeAcceptance) -> float:
+    """The largest factor on the top-1 mean rates worth trying: where the lowest positive
+    mean reaches 1 (every class, every depth), or below it where a class's Beta std
+    becomes too wide for its scaled means."""
     means = np.concatenate([c.mean_rates for c in model.top1.classes])
     positive = means[means > 0]
     f_max = 1.0 / float(positive.min()) if positive.size else 1.0
@@ -129,6 +134,16 @@ def required_scale(model: TreeAcceptance, need: float, xtol: float = 1e-7) -> fl
             mid = 0.5 * (lo + f_max)
             lo, f_max = (mid, f_max) if model.scaled(mid).infeasible() is None else (lo, mid)
         f_max = lo
+    return f_max
+
+
+def required_scale(model: TreeAcceptance, need: float, xtol: float = 1e-7) -> float | None:
+    """Lowest factor f on the top-1 mean rates (every class, every depth, capped at 1; the
+    spread kept) at which E[L] over requests of ``model.scaled(f)`` reaches ``need``; None
+    when even all-ones rates do not. The tree follows the rates (``TreeAcceptance``)."""
+    if need <= 1.0:
+        return 0.0
+    f_max = max_scale(model)
     return lowest_crossing(
         lambda f: model.scaled(f).mean_accept_length() - need, f_max, xtol * f_max
     )

@@ -34,11 +34,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.model.acceptance import quadrature_weights
 from sim.model.sampled import distinct_rows
+from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance
+from sim.model.tree_rates import residual_rank_rates
+from sim.model.tree_required import max_scale
+from sim.model.tree_theory import depth_survival
 from sim.records import record
 from sim.scenario.tree_sampled import SampledTree, accept_lengths_by_tree
-from sim.scenario.uncertainty import sampled_acceptance
+from sim.scenario.uncertainty import acceptance_propagated, sampled_acceptance
 
 __all__ = ["DrawnRoots", "drawn_accept_lengths", "required_top1_draws"]
 
@@ -65,9 +70,17 @@ class DrawnRoots:
 
 
 class _Draws:
-    """The per-draw pieces of the solve: shapes r_d / r_1 (n, depth), u at the cap (n,)."""
+    """The per-draw pieces of the solve: shapes r_d / r_1 (n, depth), u at the cap (n,);
+    for a mix or a spread each draw's population instead (``_Populations``)."""
 
     def __init__(self, sampled: SampledTree, values: np.ndarray) -> None:
+        self.built = 0
+        self.valid = np.ones(values.shape[0], dtype=bool)
+        self.populations: _Populations | None = None
+        if not acceptance_propagated(sampled.scenario):
+            self.populations = _Populations(sampled, values)
+            self.u_max, self.valid = self.populations.u_max, self.populations.valid
+            return
         depth = sampled.nominal.top1.num_steps
         rates, _ = sampled_acceptance(
             sampled.scenario, sampled.inputs, values, sampled.max_steps, sampled.rate_responses
@@ -82,14 +95,78 @@ class _Draws:
         if nominal.draft.topk == 1:  # a chain: the same tree at every rate
             nominal = TreeAcceptance(nominal.top1, nominal.shares, nominal.tree)
         self.nominal = nominal
-        self.built = 0
 
     def accept_length(self, u: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """E[L] of SGLang's tree in draws ``rows`` (m,) at their rates ``u`` (m,)."""
+        if self.populations is not None:
+            self.built += rows.size
+            return self.populations.accept_length(u, rows)
         top1 = np.clip(u[:, None] * self.shape[rows], 0.0, 1.0)
         first, again = distinct_rows(top1)
         self.built += int(first.size)
         return accept_lengths_by_tree(self.nominal, top1[first])[again]
+
+
+class _Populations:
+    """A mix's or a spread's draws: each draw's top-1 rate classes and rank shares
+    (``SampledTree.population``), the lever u the population's mean depth-1 top-1 rate
+    x_0; at u every class's means are scaled by u / x_0 (capped at 1, spreads kept) and
+    E[L] over requests is taken of SGLang's tree rebuilt at the scaled population's mean
+    rates, as the nominal answer's ``required_scale`` takes it. A draw the scenario
+    rejects is not solved (``valid`` False)."""
+
+    def __init__(self, sampled: SampledTree, values: np.ndarray) -> None:
+        acc = sampled.acceptance_columns(values)
+        first, again = distinct_rows(acc)
+        draft = sampled.nominal.draft
+        if sampled.nominal.draft.topk == 1:  # a chain: the same tree at every rate
+            draft = sampled.nominal.tree
+        models: list[TreeAcceptance | None] = []
+        for row in acc[first]:
+            pop = sampled.population(row)
+            models.append(None if pop is None else TreeAcceptance(pop.top1, pop.shares, draft))
+        x0 = np.array([np.nan if m is None else float(m.mean_rates()[0]) for m in models])
+        cap = np.array([np.nan if m is None else max_scale(m) for m in models])
+        self.models, self.which = models, again
+        self.x0 = x0[again]
+        self.valid = np.isfinite(self.x0)
+        self.u_max = np.where(self.valid, cap[again] * self.x0, 1.0)
+
+    def accept_length(self, u: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """E[L] over requests in draws ``rows`` (m,) at their levers ``u`` (m,): each
+        draw's classes scaled (``AcceptanceModel.scaled``), its tree built at their mean
+        (``TreeAcceptance``'s), then every class row (a class's mean rates, or its Beta
+        quadrature's) of the evaluations that share a tree through its survival at once."""
+        # by tree and rank shares (a population's own when a rank rate is drawn)
+        by_tree: dict[tuple[Tree, tuple[float, ...]], list[tuple[int, np.ndarray, np.ndarray]]]
+        by_tree = {}
+        for i, (x, r) in enumerate(zip(u.tolist(), rows.tolist(), strict=True)):
+            model = self.models[self.which[r]]
+            assert model is not None
+            x0 = self.x0[r]
+            scaled = model.top1.scaled(x / x0 if x0 > 0 else 0.0)
+            draft = model.draft
+            if not isinstance(draft, Tree):  # as TreeAcceptance builds it: at the mean rates
+                draft = draft.tree(model.rank_rates(scaled.mean_rates()[None, :])[0])
+            parts, weights = [], []
+            for w, c in zip(scaled.weights, scaled.classes, strict=True):
+                if c.varies:
+                    parts.append(c.quadrature_rates())
+                    weights.append(w * quadrature_weights())
+                else:
+                    parts.append(c.mean_rates[None, :])
+                    weights.append(np.array([w]))
+            rates, weights_ = np.concatenate(parts), np.concatenate(weights)
+            by_tree.setdefault((draft, model.shares), []).append((i, rates, weights_))
+        out = np.empty(rows.size)
+        for (tree, shares), items in by_tree.items():
+            top1 = np.concatenate([rates for _, rates, _ in items])[:, : max(tree.max_depth, 1)]
+            s = depth_survival(tree, residual_rank_rates(top1, np.asarray(shares)))
+            start = 0
+            for i, rates, weights in items:
+                out[i] = float((weights @ s[start : start + rates.shape[0]]).sum())
+                start += rates.shape[0]
+        return out
 
 
 def required_top1_draws(
@@ -112,9 +189,9 @@ def required_top1_draws(
     need = target_tok_s * (cycle_ms + (parts - sampled.base[:4].sum())) / 1000.0
     root = np.full(n, np.nan)
     at_root = np.full(n, np.nan)
-    easy = need <= 1.0  # one token per cycle needs no draft (required_scale's 0)
+    easy = (need <= 1.0) & d.valid  # one token per cycle needs no draft (required_scale's 0)
     root[easy], at_root[easy] = 0.0, 1.0
-    rows = np.flatnonzero(~easy)
+    rows = np.flatnonzero(~easy & d.valid)
     u_max = d.u_max[rows]
     start = u_max if u_nominal is None else np.minimum(u_nominal, u_max)
     lo, hi, g_lo, g_hi = _bracket(d, rows, need[rows], start, u_max)

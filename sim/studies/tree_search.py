@@ -49,7 +49,6 @@ from sim.scenario.schema import Scenario
 from sim.scenario.tree_sampled import sampled_tree
 from sim.scenario.uncertainty import (
     UncertainInput,
-    acceptance_propagated,
     draw_inputs,
     uncertain_inputs,
 )
@@ -64,13 +63,15 @@ DRAFT_TOKENS = (4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 
 Config = tuple[int, int, int]
 
-#: Why a scenario's answers carry no 90% interval from inputs and model (a mix or a
-#: per-request spread: the draws' E[L] over requests at every trial rate is not done).
+#: Why a scenario's answers carry no 90% interval from inputs and model (a per-request
+#: spread: the draws' E[L] over requests at every trial rate is not done). A mix without
+#: a spread gets its intervals (each draw's classes, sim/studies/tree_required_draws.py).
 NO_INTERVAL_NOTE = (
-    "no 90% interval from inputs and model: acceptance is a mix or has a per-request "
-    "spread, whose E[L] over requests each draw would re-integrate at every trial top-1 "
-    "rate (not done; `specsim run` gives a tree's tok/s its interval, `specsim search` "
-    "without --topk the chain's required rates theirs)"
+    "no 90% interval from inputs and model: acceptance has a per-request spread, whose "
+    "E[L] over requests (a Beta quadrature per class) each draw would re-integrate at every "
+    "trial top-1 rate (not done: some 30 times the search's cost; `specsim run` gives a "
+    "tree's tok/s its interval, `specsim search` without --topk the chain's required rates "
+    "theirs)"
 )
 
 
@@ -83,12 +84,16 @@ class SearchDraws:
     values: np.ndarray
     seed: int
 
-    def note(self) -> str:
+    def note(self, mix: bool = False) -> str:
+        """What the intervals are; ``mix``: acceptance is a workload mix."""
+        shape = (
+            "the draw's classes, E[L] mixed with their weights" if mix else "the draw's top-1 shape"
+        )
         return (
             f"{INTERVAL_LABEL}: {self.values.shape[0]} Sobol draws (seed {self.seed}, the "
             "chain search's); in each the best tree's and best chain's top-1 rate re-solved, "
             "where one reaches the target at the nominal inputs "
-            "(SGLang's tree rebuilt at each trial rate from the draw's top-1 shape, the "
+            f"(SGLang's tree rebuilt at each trial rate from {shape}, the "
             "cycle from the draw's pass times; secant steps in a bracket from the nominal root)"
         )
 
@@ -317,6 +322,12 @@ def _refine(
     )
 
 
+def _spread(scenario: Scenario) -> bool:
+    """Whether a class's rates vary from request to request (a Beta spread)."""
+    model = acceptance_model(scenario.acceptance, max(scenario.num_steps, 1))
+    return any(c.varies for c in model.classes)
+
+
 def _best(rows: list[Config], table: dict[Config, float | None]) -> Config | None:
     """The configuration needing the lowest top-1 rate (ties: fewer tokens, narrower,
     shorter)."""
@@ -357,9 +368,11 @@ def search_trees(
         "interpolated; best tree and best chain: bisection on E[L] over requests"
     ]
     draws = None
-    if uncertainty and acceptance_propagated(base):
+    if uncertainty and not _spread(base):
         draws = search_draws(base)
-        notes.append(draws.note())
+        notes.append(
+            draws.note(mix=base.acceptance is not None and base.acceptance.mix is not None)
+        )
     elif uncertainty:
         notes.append(NO_INTERVAL_NOTE)
     if base.timing.draft_ms_per_extra_token == 0 and base.model.layers is None:

@@ -111,6 +111,10 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
     return out
 
 
+#: Populations by (what makes them, the drawn acceptance values' bytes).
+Populations = dict[tuple[str, bytes], "Population | None"]
+
+
 @record
 class Population:
     """One draw's requests: the top-1 rate classes (means and spread) and the rank shares."""
@@ -177,11 +181,10 @@ class SampledTree:
     #: Positions the drawn rates cover (those of the chain's draws, and at least the
     #: tree's depth and the measured num_steps the anchor is fitted at).
     max_steps: int = MAX_STEPS
-    #: A mix's or a spread's population (``population``) by its acceptance inputs' bytes,
-    #: shared by the copies ``replace`` makes (the best tree's draws reuse SGLang's).
-    populations: dict[bytes, Population | None] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    #: A mix's or a spread's population (``population``) by what makes it (``_key``)
+    #: and its acceptance inputs' bytes, shared by the copies ``replace`` makes (the best
+    #: tree's draws reuse SGLang's) and by the scenarios given the same dict.
+    populations: Populations = field(default_factory=dict, repr=False, compare=False)
 
     def accept_lengths(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """E[L] (n,) of the tree rebuilt in each draw ``values`` (n, F), and the number of
@@ -197,33 +200,45 @@ class SampledTree:
         al = accept_lengths_by_tree(self.nominal, rates[first])[again]
         return al, int(first.size)
 
-    def acceptance_columns(self, values: np.ndarray) -> np.ndarray:
-        """The acceptance inputs' columns of ``values`` (n, F), shape (n, A)."""
+    def acceptance_rows(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct rows (m, A) of the acceptance inputs' columns of ``values`` (n, F)
+        and each draw's index among them (n,) (one row of none: no acceptance input)."""
         cols = [j for j, inp in enumerate(self.inputs) if is_acceptance_input(inp.field)]
-        return np.ascontiguousarray(values[:, cols])
+        acc = np.ascontiguousarray(values[:, cols])
+        if not cols:
+            return acc[:1], np.zeros(values.shape[0], dtype=int)
+        first, again = distinct_rows(acc)
+        return acc[first], again
 
     def population(self, row: np.ndarray) -> Population | None:
         """The top-1 rate classes and rank shares at one draw ``row`` (A,) of the acceptance
-        inputs (``acceptance_columns``), as the nominal answer takes them; None where the
+        inputs (``acceptance_rows``), as the nominal answer takes them; None where the
         scenario rejects the draw's values."""
-        key = row.tobytes()
+        inputs = [inp for inp in self.inputs if is_acceptance_input(inp.field)]
+        key = (self._key(inputs), row.tobytes())
         if key not in self.populations:
-            inputs = [inp for inp in self.inputs if is_acceptance_input(inp.field)]
             self.populations[key] = drawn_population(self.scenario, self.nominal, inputs, row)
         return self.populations[key]
+
+    def _key(self, inputs: list[UncertainInput]) -> str:
+        """What a population depends on besides the drawn values: the acceptance section,
+        the depths and width its classes and shares cover, the drawn fields."""
+        spec = self.scenario.acceptance
+        section = spec.model_dump_json() if spec is not None else ""
+        depth, topk = self.nominal.top1.num_steps, self.scenario.speculation.topk
+        return f"{section}|{depth}|{topk}|{'|'.join(inp.field for inp in inputs)}"
 
     def _over_requests(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """``accept_lengths`` of a mix or a spread: E[L] over requests of the tree rebuilt
         at each distinct draw's population (``population``)."""
-        acc = self.acceptance_columns(values)
-        first, again = distinct_rows(acc)
-        out = np.full(first.size, np.nan)
-        for i, row in enumerate(acc[first]):
+        distinct, again = self.acceptance_rows(values)
+        out = np.full(distinct.shape[0], np.nan)
+        for i, row in enumerate(distinct):
             pop = self.population(row)
             if pop is not None:
                 tree = TreeAcceptance(pop.top1, pop.shares, self.nominal.draft)
                 out[i] = mean_accept_length(tree.closed_form_rates())
-        return out[again], int(first.size)
+        return out[again], int(distinct.shape[0])
 
     def cycle_vectors(self, values: np.ndarray) -> np.ndarray:
         """The tree cycle's parts (``tree_cycle_vector``) in each draw, shape (n, 6)."""
@@ -252,12 +267,15 @@ def sampled_tree(
     inputs: tuple[UncertainInput, ...] | None = None,
     rate_tables: tuple[PassResponse | None, ...] | None = None,
     max_steps: int = MAX_STEPS,
+    populations: Populations | None = None,
 ) -> SampledTree:
     """The scenario's tree over its uncertain inputs (default: its own), the response
     tables spanning ``draws`` (n, F) (default: the nominal values only). ``rate_tables``:
     the effective rates' tables of a mix already made for the same draws (the chain's,
     ``SampledScenario.rate_responses``: they do not depend on the draft), over
-    ``max_steps`` positions (theirs)."""
+    ``max_steps`` positions (theirs); a mix's or a spread's tree takes none (its draws'
+    populations instead, kept in ``populations`` when given: scenarios that differ
+    elsewhere share them)."""
     inputs = uncertain_inputs(scenario) if inputs is None else inputs
     if draws is None:
         draws = nominal_row(inputs)
@@ -272,7 +290,10 @@ def sampled_tree(
     spec = scenario.acceptance
     measured = spec.measured_num_steps or 0 if spec is not None else 0
     needed = max(max_steps, nominal.top1.num_steps, measured)
+    pops: Populations = {} if populations is None else populations
+    if not acceptance_propagated(scenario):
+        return SampledTree(scenario, inputs, responses, base, (), nominal, needed, pops)
     if rate_tables is not None and needed == max_steps:
-        return SampledTree(scenario, inputs, responses, base, rate_tables, nominal, max_steps)
+        return SampledTree(scenario, inputs, responses, base, rate_tables, nominal, needed, pops)
     rates = rate_responses(scenario, inputs, draws, needed)
-    return SampledTree(scenario, inputs, responses, base, rates, nominal, needed)
+    return SampledTree(scenario, inputs, responses, base, rates, nominal, needed, pops)

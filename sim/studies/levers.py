@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -40,6 +40,9 @@ from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import uncertain_inputs
 from sim.studies.uncertainty import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
+
+if TYPE_CHECKING:
+    from sim.scenario.tree_sampled import Populations
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -412,10 +415,11 @@ def lever_scenarios(
     return out
 
 
-def _interval90(applied: Scenario) -> tuple[float, float] | None:
+def _interval90(applied: Scenario, populations: Populations) -> tuple[float, float] | None:
     """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
-    is missing)."""
-    spread = answer_uncertainty(applied, []).tok_s_interval90
+    is missing); a tree's drawn populations under a mix or a spread kept in
+    ``populations`` (the levers that leave acceptance alone share them)."""
+    spread = answer_uncertainty(applied, [], populations=populations).tok_s_interval90
     if spread is None or spread.low is None or spread.high is None:
         return None
     return (spread.low, spread.high)
@@ -436,6 +440,7 @@ def lever_table(
     drafter = drafter or drafter_for(scenario)
     rows = []
     levers = tuple(levers or default_levers(scenario, drafter))
+    populations: Populations = {}
     for lever in levers:
         why = not_applicable(scenario, lever)
         if why is not None:
@@ -452,7 +457,7 @@ def lever_table(
         per_variant = _variant_values(scenario, lever, variants, drafter)
         known = [x for x in per_variant.values() if x is not None]
         given = intervals90 or {}
-        interval90 = given[lever.name] if lever.name in given else _interval90(applied)
+        interval90 = given[lever.name] if lever.name in given else _interval90(applied, populations)
         rows.append(
             LeverRow(
                 lever,

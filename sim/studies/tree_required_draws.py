@@ -116,13 +116,12 @@ class _Populations:
     rejects is not solved (``valid`` False)."""
 
     def __init__(self, sampled: SampledTree, values: np.ndarray) -> None:
-        acc = sampled.acceptance_columns(values)
-        first, again = distinct_rows(acc)
+        distinct, again = sampled.acceptance_rows(values)
         draft = sampled.nominal.draft
         if sampled.nominal.draft.topk == 1:  # a chain: the same tree at every rate
             draft = sampled.nominal.tree
         models: list[TreeAcceptance | None] = []
-        for row in acc[first]:
+        for row in distinct:
             pop = sampled.population(row)
             models.append(None if pop is None else TreeAcceptance(pop.top1, pop.shares, draft))
         x0 = np.array([np.nan if m is None else float(m.mean_rates()[0]) for m in models])

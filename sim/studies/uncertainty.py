@@ -45,7 +45,7 @@ from sim.scenario.uncertainty import (
 )
 
 if TYPE_CHECKING:
-    from sim.scenario.tree_sampled import SampledTree, TreeDraws
+    from sim.scenario.tree_sampled import Populations, SampledTree, TreeDraws
 
 #: Draws of the inputs (a power of 2, as scrambled Sobol points want).
 SAMPLES = 256
@@ -422,6 +422,7 @@ def answer_uncertainty(
     max_steps: int = MAX_STEPS,
     num_steps: Sequence[int] | None = None,
     by_num_steps: bool = False,
+    populations: Populations | None = None,
 ) -> UncertaintyResult:
     """Every target's answer with its 90% interval, drivers and next measurement, and the
     interval of tok/s and accept length at the scenario's own k (see the module
@@ -433,26 +434,32 @@ def answer_uncertainty(
     A tree scenario (topk > 1): its targets are asked of a chain of its top-1 rates at its
     num_steps (sim/studies/analysis.py, search), so they get that chain's intervals; the
     tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
-    rebuilt from each draw's rates (sim/scenario/tree_sampled.py, ``TREE_NOTE``)."""
+    rebuilt from each draw's rates (sim/scenario/tree_sampled.py, ``TREE_NOTE``); under a
+    mix or a spread from each draw's classes, kept in ``populations`` when given (calls
+    on scenarios that differ elsewhere share them)."""
     if scenario.speculation.is_tree:
         chain = with_overrides(scenario, {"speculation.topk": 1}, source="uncertainty")
         unc, ss, draws = _chain_uncertainty(
             chain, targets, samples, seed, max_steps, num_steps, by_num_steps
         )
-        return _tree_uncertainty(scenario, unc, ss, draws)
+        return _tree_uncertainty(scenario, unc, ss, draws, populations)
     return _chain_uncertainty(scenario, targets, samples, seed, max_steps, num_steps, by_num_steps)[
         0
     ]
 
 
 def _tree_uncertainty(
-    scenario: Scenario, chain: UncertaintyResult, ss: SampledScenario, draws: np.ndarray
+    scenario: Scenario,
+    chain: UncertaintyResult,
+    ss: SampledScenario,
+    draws: np.ndarray,
+    populations: Populations | None = None,
 ) -> UncertaintyResult:
     """``chain``'s answers (the targets') with the tree's own tok/s and accept length
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
     from sim.studies.tree_analysis import best_tree_acceptance  # lazy: trees only
 
-    sampled = _sampled_tree(scenario, ss, draws)
+    sampled = _sampled_tree(scenario, ss, draws, populations)
     assert sampled is not None
     tree = sampled.answers(draws)
     best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
@@ -727,7 +734,9 @@ def lever_uncertainty(
     return tuple(out)
 
 
-def _sampled_tree(base: Scenario, ss: SampledScenario, draws: np.ndarray) -> SampledTree | None:
+def _sampled_tree(
+    base: Scenario, ss: SampledScenario, draws: np.ndarray, populations: Populations | None = None
+) -> SampledTree | None:
     """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs (None:
     a chain)."""
     if not base.speculation.is_tree:
@@ -735,7 +744,12 @@ def _sampled_tree(base: Scenario, ss: SampledScenario, draws: np.ndarray) -> Sam
     from sim.scenario.tree_sampled import sampled_tree  # lazy: trees only
 
     return sampled_tree(
-        base, draws, inputs=ss.inputs, rate_tables=ss.rate_responses, max_steps=ss.max_steps
+        base,
+        draws,
+        inputs=ss.inputs,
+        rate_tables=ss.rate_responses,
+        max_steps=ss.max_steps,
+        populations=populations,
     )
 
 

@@ -10,6 +10,12 @@ accept length the target needs on the configuration's cycle, E[L] >= target x T 
   those of the chain's draws); the lever u is the draw's depth-1 top-1 rate, the rates
   min(1, u r_d / r_1) (the draw's shape kept, as the nominal answer keeps the scenario's),
   the lower ranks by the residual shares, SGLang's tree rebuilt at each u;
+* under a workload mix (``_Populations``): each draw's classes, re-built as the nominal
+  answer builds them at the draw's acceptance inputs; the lever u is their mean depth-1
+  top-1 rate, every class's means scaled by u / (that mean) (capped at 1), SGLang's tree
+  rebuilt at the scaled classes' mean and E[L] mixed with the class weights, as
+  ``required_scale`` takes it (a per-request spread would need each class's quadrature at
+  every trial rate: sim/studies/tree_search.py gives it a note instead);
 * the cycle T is the search's (the draft extend at the pass times' own accept length)
   moved by what the draw changes in the configuration's cycle (``cycle_vectors``), so the
   nominal row needs exactly the nominal accept length.

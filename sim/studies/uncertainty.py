@@ -270,6 +270,12 @@ TREE_NOTE = (
     "draws, SGLang's tree rebuilt from each draw's rates and its cycle from each draw's "
     "pass times"
 )
+#: A tree under a mix or a spread: its own intervals are not the targets' approximation.
+TREE_POPULATION_NOTE = (
+    "a tree under a mix or a per-request spread: its own tok/s and accept length take each "
+    "draw's classes and spread as the nominal answer does (E[L] over requests, mixed with "
+    "the class weights); the tabulated effective rates are the targets' (a chain's)"
+)
 
 
 # --------------------------------------------------------------------------- what to measure
@@ -464,11 +470,14 @@ def _tree_uncertainty(
     tree = sampled.answers(draws)
     best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
     best_tree = best.answers(draws)
+    notes = (*chain.notes, TREE_NOTE)
+    if not acceptance_propagated(scenario):
+        notes = (*notes, TREE_POPULATION_NOTE)
     return replace(
         chain,
         tok_s_interval90=_interval(tree.tok_s, cap=None),
         accept_length_interval90=_interval(tree.accept_length, cap=None),
-        notes=(*chain.notes, TREE_NOTE),
+        notes=notes,
         best_tree_tok_s_interval90=_interval(best_tree.tok_s, cap=None),
         best_tree_accept_length_interval90=_interval(best_tree.accept_length, cap=None),
     )

@@ -14,7 +14,7 @@ from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.tree_sampled import drawn_population, sampled_tree
 from sim.scenario.uncertainty import draw_inputs, is_acceptance_input, uncertain_inputs
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import answer_uncertainty
+from sim.studies.uncertainty import TREE_POPULATION_NOTE, answer_uncertainty
 from tests.conftest import ROOT
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"
@@ -60,6 +60,7 @@ def test_the_interval_holds_the_nominal_answer_under_a_mix_and_spread(write_scen
     a = analyze(tree, uncertainty=True)
     unc = a.uncertainty
     assert unc is not None and a.tree is not None
+    assert TREE_POPULATION_NOTE in unc.notes
     lo, hi = unc.tok_s_interval90.to_list()
     assert lo < a.throughput_tok_s < hi
     lo, hi = unc.accept_length_interval90.to_list()

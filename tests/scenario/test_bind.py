@@ -28,3 +28,15 @@ def test_tree_drafter_step_is_the_pass_over_topk_beams():
     assert table is not None and table[1] > table[0]
     cost = tree_cost(sc, 4, 2, 6, passes)
     assert cost.draft_ms == pytest.approx(3 * (table[1] + passes.draft_step_overhead_ms), rel=1e-12)
+
+
+def test_a_spec_is_bound_once_and_its_model_cannot_be_changed():
+    """acceptance_model is memoised on the frozen spec: the same model comes back, and its
+    arrays are read-only (a caller changing them in place would change every user's)."""
+    spec = load_scenario(SEED).acceptance
+    model = acceptance_model(spec, 3)
+    assert acceptance_model(spec, 3) is model
+    assert acceptance_model(spec, 4) is not model
+    with pytest.raises(ValueError, match="read-only"):
+        model.classes[0].mean_rates[0] = 0.5
+    assert np.array_equal(model.mean_rates(), acceptance_model(spec, 3).mean_rates())

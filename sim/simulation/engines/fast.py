@@ -316,12 +316,17 @@ def _run_block(
         reps = np.flatnonzero(active.any(axis=1))
         act = active[reps]  # (B', Q)
         need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q) tokens still to emit
-        if shared:
+        if compiled is not None and not per_cycle:
+            # the kernel draws as it goes and stops when its requests are done: one call
+            # holds nothing per cycle, so a chunk needs no sizing (MAX_CHUNK Q is even)
+            chunk = MAX_CHUNK
+        elif shared:
             chunk = chunk_cycles(need[act], mean_l, var_l, sub)
         else:
             chunk = chunk_cycles(need[act], mean_l[reps][act], var_l[reps][act], sub)
-        cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
-        chunk = min(chunk, cap, MAX_CHUNK)
+        if compiled is None or per_cycle:
+            cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
+            chunk = min(chunk, cap, MAX_CHUNK)
         if compiled is not None:
             rem = need.astype(np.int64)
             used = np.zeros((len(reps), q_n), dtype=np.int64)

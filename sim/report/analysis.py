@@ -19,7 +19,7 @@ from sim.report.uncertainty import (
 from sim.scenario.bind import AcceptanceShape
 from sim.scenario.provenance import effective_hardware, override_entries
 from sim.studies.analysis import Analysis
-from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty, off_centre
+from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty, off_centre_outside
 
 ALPHA_MEANING = "alpha = the equal conditional per-position acceptance rate (Leviathan's alpha)"
 RATES_MEANING = (
@@ -188,9 +188,9 @@ def render_analysis(analysis: Analysis) -> str:
             f"                         {INTERVAL_LABEL}: {lo:.1f} - {hi:.1f} tok/s, "
             f"accept length {fmt_interval(unc.accept_length_interval90, '.2f')}",
         )
-        off = off_centre(unc.inputs)
         tok_s = analysis.throughput_tok_s
-        if off and lo is not None and hi is not None and not lo <= tok_s <= hi:
+        off = off_centre_outside(tok_s, (lo, hi), unc.inputs)
+        if off:
             lines.insert(
                 at + 1,
                 f"                         {tok_s:.1f} lies outside it: inputs specified outside "

@@ -20,6 +20,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from sim.studies.analysis import analyze
+from sim.studies.uncertainty import off_centre_outside
 
 #: Quantities given a ratio to the first scenario.
 RATIO_KEYS = ("baseline_tok_s", "tok_s_mean", "accept_length", "cycle_ms_mean", "speedup")
@@ -102,11 +103,7 @@ def compare_one(
 def _outside(tok_s: float, interval: list | None, unc: Any) -> dict[str, Any]:
     """When the closed-form tok/s lies outside its own 90% interval: the inputs specified
     outside the 5-95% of their ranges, which put it there (``off_centre``; empty: no key)."""
-    if interval is None or None in interval or interval[0] <= tok_s <= interval[1]:
-        return {}
-    from sim.studies.uncertainty import off_centre  # lazy: only when it is needed
-
-    off = off_centre(unc.inputs)
+    off = off_centre_outside(tok_s, interval, unc.inputs) if interval is not None else ()
     return {"off_centre": [o.to_dict() for o in off]} if off else {}
 
 

@@ -204,6 +204,18 @@ def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
     return tuple(out)
 
 
+def off_centre_outside(
+    value: float, interval: Sequence[float | None], inputs: Sequence[UncertainInput]
+) -> tuple[OffCentre, ...]:
+    """Why ``value`` (an answer as specified) lies outside its own 90% ``interval``: the
+    ``inputs`` specified outside the 5-95% of their ranges; empty when it lies inside (or
+    an end is missing) or no input is off centre."""
+    lo, hi = interval
+    if lo is None or hi is None or lo <= value <= hi:
+        return ()
+    return off_centre(inputs)
+
+
 @record
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""

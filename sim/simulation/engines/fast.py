@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 
@@ -257,6 +258,46 @@ def _numpy_chunk(
     return used, emitted, got
 
 
+def _compiled_chunk(
+    compiled: ModuleType,
+    rngs: Sequence[ReplicationRngs],
+    reps: np.ndarray,
+    chunk: int,
+    need: np.ndarray,
+    k: int,
+    depth: int,
+    shared: bool,
+    t_all: np.ndarray,
+    t_signed: np.ndarray | None,
+    at_least: np.ndarray,
+    by_request: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The compiled kernel (compiled.py) on up to ``chunk`` cycles of replications ``reps``,
+    drawing from their accept streams; the contract of ``_numpy_chunk``. ``t_signed``: the
+    per-request thresholds (k, B, Q) as int64 with -1 for none (None when ``shared``)."""
+    b_n, q_n = need.shape
+    rem = need.astype(np.int64)
+    used = np.zeros((b_n, q_n), dtype=np.int64)
+    counted = np.zeros((b_n, depth), dtype=np.int64)
+    got = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
+    none = np.zeros((0, 0), dtype=np.int64)
+    compiled.advance_chunk(
+        compiled.NEXT64,
+        compiled.state_addresses([rngs[b].accept.bit_generator for b in reps]),
+        chunk,
+        t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
+        none if t_signed is None else t_signed[:depth, reps].reshape(depth, b_n * q_n),
+        shared,
+        rem,
+        used,
+        counted,
+        none if got is None else got[:depth].reshape(depth, b_n * q_n),
+        got is not None,
+    )
+    at_least[reps, :depth] += counted
+    return used, need - rem, got
+
+
 def _run_block(
     plan: EnginePlan, rngs: Sequence[ReplicationRngs], work: Workspace | None = None
 ) -> EngineOutput:
@@ -285,9 +326,9 @@ def _run_block(
         t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
         depth = int(pos_all.any(axis=(1, 2)).sum()) if k else 0
 
-    compiled = None
+    compiled, t_signed = None, None
     if plan.kernel == "compiled":
-        # lazy: Numba costs a process about 0.3-0.45 s to load (compiled.py)
+        # lazy: Numba costs a process 0.3-0.7 s of CPU and 120 MiB to load (compiled.py)
         from sim.simulation.engines import compiled
 
         # thresholds as int64, -1 where c_j = 0 (accepts nothing, not even a draw of 0)
@@ -320,54 +361,21 @@ def _run_block(
             # the kernel draws as it goes and stops when its requests are done: one call
             # holds nothing per cycle, so a chunk needs no sizing (MAX_CHUNK Q is even)
             chunk = MAX_CHUNK
-        elif shared:
-            chunk = chunk_cycles(need[act], mean_l, var_l, sub)
         else:
-            chunk = chunk_cycles(need[act], mean_l[reps][act], var_l[reps][act], sub)
-        if compiled is None or per_cycle:
+            mean_a, var_a = (mean_l, var_l) if shared else (mean_l[reps][act], var_l[reps][act])
             cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
-            chunk = min(chunk, cap, MAX_CHUNK)
+            chunk = min(chunk_cycles(need[act], mean_a, var_a, sub), cap, MAX_CHUNK)
         if compiled is not None:
-            rem = need.astype(np.int64)
-            used = np.zeros((len(reps), q_n), dtype=np.int64)
-            counted = np.zeros((len(reps), depth), dtype=np.int64)
-            got = np.zeros((k, len(reps), q_n), dtype=np.int64) if by_request else None
-            compiled.advance_chunk(
-                compiled.NEXT64,
-                compiled.state_addresses([rngs[b].accept.bit_generator for b in reps]),
-                chunk,
-                t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
-                np.zeros((0, 0), dtype=np.int64)
-                if shared
-                else t_signed[:depth, reps].reshape(depth, len(reps) * q_n),
-                shared,
-                rem,
-                used,
-                counted,
-                np.zeros((0, 0), dtype=np.int64)
-                if got is None
-                else got[:depth].reshape(depth, len(reps) * q_n),
-                got is not None,
-            )
-            at_least[reps, :depth] += counted
-            emitted = need - rem
+            used, emitted, got = _compiled_chunk(
+                compiled, rngs, reps, chunk, need, k, depth, shared, t_all, t_signed, at_least,
+                by_request,
+            )  # fmt: skip
         else:
             bits = _draw_bits(rngs, reps, chunk, q_n, work)
             used, emitted, got = _numpy_chunk(
-                bits,
-                act,
-                need,
-                k,
-                depth,
-                sub,
-                shared,
-                t_all,
-                pos_all,
-                reps,
-                at_least,
-                by_request,
-                work,
-            )
+                bits, act, need, k, depth, sub, shared, t_all, pos_all, reps, at_least,
+                by_request, work,
+            )  # fmt: skip
         tokens[reps] += emitted
         cycles[reps] += used
         if accepted is not None and got is not None:

@@ -37,26 +37,28 @@ def found(flat):
     return search_trees(flat, [150.0], STEPS, TOPKS, TOKENS)
 
 
-def _refined(found):
+def refined_rows(found):
+    """The first target's best tree and best chain, both refined to a top-1 rate."""
     t = found.targets[0]
     rows = [r for r in (t.best_tree, t.best_chain) if r is not None]
     assert len(rows) == 2 and all(r.top1 is not None for r in rows)
     return rows
 
 
-def _sampled(flat, row, values):
+def sampled_row(base, row, values):
+    """``base`` at ``row``'s configuration, sampled at ``values`` with the search's inputs."""
     over = {"speculation.num_steps": row.num_steps, "speculation.topk": row.topk}
     if row.topk > 1:
         over["speculation.num_draft_tokens"] = row.num_draft_tokens
-    draws = search_draws(flat)
-    return sampled_tree(with_overrides(flat, over), values, inputs=draws.inputs)
+    draws = search_draws(base)
+    return sampled_tree(with_overrides(base, over), values, inputs=draws.inputs)
 
 
 def test_the_nominal_row_solves_to_the_nominal_answer(flat, found) -> None:
     draws = search_draws(flat)
     row0 = nominal_row(draws.inputs)
-    for row in _refined(found):
-        sampled = _sampled(flat, row, row0)
+    for row in refined_rows(found):
+        sampled = sampled_row(flat, row, row0)
         # started far from the answer: the solve, not the start, finds it
         roots = required_top1_draws(sampled, row0, 150.0, row.cycle_ms, 0.5)
         assert roots.top1[0] == pytest.approx(row.top1, abs=1e-6)
@@ -83,7 +85,7 @@ def test_the_interval_holds_the_nominal_answer_of_centred_inputs(write_scenario)
     centred = _seed_with(write_scenario, CENTRED)
     inputs = search_draws(centred).inputs
     assert len(inputs) == 2 and off_centre(inputs) == ()
-    for row in _refined(search_trees(centred, [150.0], STEPS, TOPKS, TOKENS)):
+    for row in refined_rows(search_trees(centred, [150.0], STEPS, TOPKS, TOKENS)):
         iv = row.top1_interval90
         assert iv is not None and iv.unreachable == 0.0
         assert iv.low < row.top1 < iv.high
@@ -92,8 +94,8 @@ def test_the_interval_holds_the_nominal_answer_of_centred_inputs(write_scenario)
 
 def test_every_draws_root_reaches_the_target_and_a_lower_rate_does_not(flat, found) -> None:
     draws = search_draws(flat)
-    for row in _refined(found):
-        sampled = _sampled(flat, row, draws.values)
+    for row in refined_rows(found):
+        sampled = sampled_row(flat, row, draws.values)
         u0 = row.top1  # below the cap here: u is the top-1 rate
         roots = required_top1_draws(sampled, draws.values, 150.0, row.cycle_ms, u0)
         ok = np.isfinite(roots.rate)
@@ -111,7 +113,7 @@ def test_inputs_known_exactly_give_a_zero_width_interval(write_scenario) -> None
     exact = _seed_with(write_scenario, EXACT_UNCERTAINTY)
     assert search_draws(exact).inputs == ()
     res = search_trees(exact, [150.0], STEPS, TOPKS, TOKENS)
-    for row in _refined(res):
+    for row in refined_rows(res):
         iv = row.top1_interval90
         assert iv is not None and iv.width == 0.0
         assert iv.low == pytest.approx(row.top1, abs=1e-6)

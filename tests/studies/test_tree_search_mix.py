@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.tree_sampled import sampled_tree
 from sim.scenario.uncertainty import nominal_row
 from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees
 from sim.studies.uncertainty import off_centre
 from tests.conftest import ROOT
+from tests.studies.test_tree_search_intervals import refined_rows, sampled_row
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"
 RANKS = {"acceptance.rank_profile": "sequoia-jf68m-llama2-7b"}
@@ -56,20 +56,6 @@ def _scenario(write_scenario, uncertainty: str, acceptance: str = CLASSES, name=
     return with_overrides(load_scenario(write_scenario(text + uncertainty, name)), RANKS)
 
 
-def _refined(result):
-    t = result.targets[0]
-    rows = [r for r in (t.best_tree, t.best_chain) if r is not None]
-    assert len(rows) == 2 and all(r.top1 is not None for r in rows)
-    return rows
-
-
-def _sampled(base, row, values):
-    over = {"speculation.num_steps": row.num_steps, "speculation.topk": row.topk}
-    if row.topk > 1:
-        over["speculation.num_draft_tokens"] = row.num_draft_tokens
-    return sampled_tree(with_overrides(base, over), values, inputs=search_draws(base).inputs)
-
-
 @pytest.fixture(scope="module")
 def centred(tmp_path_factory):
     path = tmp_path_factory.mktemp("mix") / "centred.toml"
@@ -89,7 +75,7 @@ def test_the_interval_holds_the_nominal_answer_of_centred_inputs(centred) -> Non
     assert off_centre(inputs) == ()
     assert NO_INTERVAL_NOTE not in found.notes
     assert any("the draw's classes, E[L] mixed with their weights" in n for n in found.notes)
-    for row in _refined(found):
+    for row in refined_rows(found):
         iv = row.top1_interval90
         assert iv is not None and iv.unreachable == 0.0
         assert iv.low < row.top1 < iv.high
@@ -98,8 +84,8 @@ def test_the_interval_holds_the_nominal_answer_of_centred_inputs(centred) -> Non
 def test_the_nominal_row_solves_to_the_nominal_answer(centred) -> None:
     base, found = centred
     row0 = nominal_row(search_draws(base).inputs)
-    for row in _refined(found):
-        sampled = _sampled(base, row, row0)
+    for row in refined_rows(found):
+        sampled = sampled_row(base, row, row0)
         # started far from the answer: the solve, not the start, finds it
         roots = required_top1_draws(sampled, row0, TARGET, row.cycle_ms, 0.5)
         assert roots.top1[0] == pytest.approx(row.top1, abs=1e-6)
@@ -108,8 +94,8 @@ def test_the_nominal_row_solves_to_the_nominal_answer(centred) -> None:
 def test_every_draws_root_reaches_the_target_and_a_lower_rate_does_not(centred) -> None:
     base, found = centred
     values = search_draws(base).values[:64]
-    for row in _refined(found):
-        sampled = _sampled(base, row, values)
+    for row in refined_rows(found):
+        sampled = sampled_row(base, row, values)
         roots = required_top1_draws(sampled, values, TARGET, row.cycle_ms, row.top1)
         ok = np.isfinite(roots.rate)
         assert ok.all()
@@ -123,7 +109,7 @@ def test_every_draws_root_reaches_the_target_and_a_lower_rate_does_not(centred) 
 def test_inputs_known_exactly_give_a_zero_width_interval(write_scenario) -> None:
     exact = _scenario(write_scenario, EXACT)
     assert search_draws(exact).inputs == ()
-    for row in _refined(search_trees(exact, [TARGET], STEPS, TOPKS, TOKENS)):
+    for row in refined_rows(search_trees(exact, [TARGET], STEPS, TOPKS, TOKENS)):
         iv = row.top1_interval90
         assert iv is not None and iv.width == 0.0
         assert iv.low == pytest.approx(row.top1, abs=1e-6)
@@ -135,8 +121,8 @@ def test_a_one_class_mix_is_the_single_class(write_scenario) -> None:
     single = _scenario(write_scenario, CENTRED, "alpha = 0.717\n", "single.toml")
     mixed = _scenario(write_scenario, CENTRED, ONE_CLASS, "mixed.toml")
     assert search_draws(single).inputs == search_draws(mixed).inputs
-    a = _refined(search_trees(single, [TARGET], STEPS, TOPKS, TOKENS))
-    b = _refined(search_trees(mixed, [TARGET], STEPS, TOPKS, TOKENS))
+    a = refined_rows(search_trees(single, [TARGET], STEPS, TOPKS, TOKENS))
+    b = refined_rows(search_trees(mixed, [TARGET], STEPS, TOPKS, TOKENS))
     for ra, rb in zip(a, b, strict=True):
         assert (ra.num_steps, ra.topk, ra.num_draft_tokens) == (
             rb.num_steps, rb.topk, rb.num_draft_tokens,
@@ -150,4 +136,4 @@ def test_a_mix_with_a_spread_keeps_its_note(write_scenario) -> None:
     spread = _scenario(write_scenario, CENTRED, "std = 0.05\n" + CLASSES)
     res = search_trees(spread, [TARGET], [3], [1, 4], [8])
     assert NO_INTERVAL_NOTE in res.notes
-    assert all(r.top1_interval90 is None for r in _refined(res))
+    assert all(r.top1_interval90 is None for r in refined_rows(res))

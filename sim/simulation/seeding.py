@@ -95,14 +95,15 @@ def _prefix(entropy: int, width: int) -> tuple[np.ndarray, list[np.ndarray], lis
     return start, run[POOL_SIZE:], mixing, (before, after)
 
 
-def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
+def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """``SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)`` for each key.
 
-    ``spawn_keys``: m non-empty keys of the same length, every element below 2^32. Returns
-    uint64 (m, 4). With a key, the run entropy is padded to at least the pool size, so the
-    pool's first mixing involves the run entropy only: it is done once per entropy on
-    Python ints (``_prefix``); the key words are then mixed in on uint32 arrays, one column
-    per key.
+    ``spawn_keys``: m non-empty keys of the same length, every element below 2^32 (a
+    sequence of keys or an int array (m, width)). Returns uint64 (m, 4). With a key, the run
+    entropy is padded to at least the pool size, so the pool's first mixing involves the
+    run entropy only: it is done once per entropy on Python ints (``_prefix``); the key
+    words are then mixed in on uint32 arrays, one column per key. Integer arrays wrap
+    silently on overflow (NumPy flags overflow only for scalars), as the hash needs.
     """
     keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
     m, width = keys.shape
@@ -114,20 +115,20 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]]) -> np.ndarray:
     rest = [np.full(m, w, dtype=np.uint32) for w in run_rest]
     rest += [keys[:, i].astype(np.uint32) for i in range(width)]
     rows = np.repeat(start, m, axis=1)  # (4, m)
-    with np.errstate(over="ignore"):
-        for word, (before, after) in zip(rest, mixing, strict=True):
-            value = word[None, :] ^ before  # mixed into every pool word, each its constant
-            value *= after
-            value ^= value >> _SHIFT
-            rows *= _MIX_L
-            value *= _MIX_R
-            rows -= value
-            rows ^= rows >> _SHIFT
-        data = rows[np.arange(8) % POOL_SIZE] ^ gen_before  # (8, m)
-        data *= gen_after
-        data ^= data >> _SHIFT
-        state = np.ascontiguousarray(data.T)
-    return state.astype("<u4").view("<u8").astype(np.uint64).reshape(m, 4)
+    for word, (before, after) in zip(rest, mixing, strict=True):
+        value = word[None, :] ^ before  # mixed into every pool word, each its constant
+        value *= after
+        value ^= value >> _SHIFT
+        rows *= _MIX_L
+        value *= _MIX_R
+        rows -= value
+        rows ^= rows >> _SHIFT
+    data = np.concatenate([rows, rows])  # (8, m): state word i draws on pool word i % 4
+    data ^= gen_before
+    data *= gen_after
+    data ^= data >> _SHIFT
+    state = np.ascontiguousarray(data.T)
+    return state.astype("<u4", copy=False).view("<u8").astype(np.uint64, copy=False)
 
 
 class SeedWords(ISeedSequence):

@@ -13,6 +13,7 @@ sim/simulation/summary.py.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -57,21 +58,32 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
     return ReplicationRngs(make)
 
 
+def stream_keys(block: range, stream: int) -> np.ndarray:
+    """The spawn keys (i, ``stream``) of replications i in ``block``, int64 (len(block), 2)."""
+    keys = np.empty((len(block), 2), dtype=np.int64)
+    keys[:, 0] = block
+    keys[:, 1] = stream
+    return keys
+
+
 def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     """The streams of replications ``block`` of a run seeded ``seed``: stream j of
     replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
-    spawn key (i, j); their PCG64 seeds are computed for the whole block at once
-    (sim/simulation/seeding.py: identical words, ~100x cheaper than one SeedSequence each),
-    the generators made when first read."""
+    spawn key (i, j). The PCG64 seeds of a stream are computed for the whole block at once
+    when one replication first reads it (sim/simulation/seeding.py: identical words, ~100x
+    cheaper than one SeedSequence each), so a stream no replication reads costs nothing
+    (most runs read only ``accept``); the generators are made when first read."""
     if not words_match_numpy() or block.stop > 2**32:
         return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
-    streams = len(ReplicationRngs.STREAMS)
-    words = seed_words(seed, [(i, j) for i in block for j in range(streams)])
 
-    def maker(row: int):
-        return lambda j: np.random.Generator(np.random.PCG64(SeedWords(words[row + j])))
+    @functools.cache
+    def words(stream: int) -> np.ndarray:  # uint64 (len(block), 4)
+        return seed_words(seed, stream_keys(block, stream))
 
-    return [ReplicationRngs(maker(streams * n)) for n in range(len(block))]
+    def maker(n: int) -> Callable[[int], np.random.Generator]:
+        return lambda j: np.random.Generator(np.random.PCG64(SeedWords(words(j)[n])))
+
+    return [ReplicationRngs(maker(n)) for n in range(len(block))]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run

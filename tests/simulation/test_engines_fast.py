@@ -225,3 +225,23 @@ def test_long_requests_span_the_largest_chunks():
     res = simulate(sc, kernel="numpy")  # its uint16 counters (the compiled kernel has none)
     assert (res.cycles == 75_001).all()
     assert res.accept_counts.tolist() == [[0, 150_002]]
+
+
+def test_shared_law_is_the_law_of_its_rates():
+    """The cached law of a homogeneous run: mean and variance of L from its pmf, the
+    thresholds of ``bit_thresholds``, read-only, and the same object for equal rates."""
+    from sim.model.rates import cumulative_rates
+    from sim.model.samplers import bit_thresholds
+    from sim.simulation.engines.fast import shared_law
+
+    rates = (0.9, 0.7, 0.0, 0.5)
+    mean_l, var_l, t_all, pos_all, depth = shared_law(rates)
+    pmf = accept_length_pmf(rates)
+    lengths = np.arange(1, len(rates) + 2)
+    assert mean_l == pytest.approx(pmf @ lengths, rel=1e-12)
+    assert var_l == pytest.approx(pmf @ lengths**2 - (pmf @ lengths) ** 2, rel=1e-12)
+    t_ref, pos_ref = bit_thresholds(cumulative_rates(rates))
+    assert np.array_equal(t_all, t_ref) and np.array_equal(pos_all, pos_ref)
+    assert depth == 2
+    assert not t_all.flags.writeable and not pos_all.flags.writeable
+    assert shared_law(tuple(list(rates))) is shared_law(rates)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
-from sim.simulation.simulate import block_rngs, replication_rngs
+from sim.simulation.simulate import block_rngs, replication_rngs, stream_keys
 
 
 @given(
@@ -48,3 +48,26 @@ def test_block_streams_are_the_spawned_ones():
             assert np.array_equal(getattr(direct, name).random(5), draws)
     words = seed_words(seed, [(0, 1)])[0]
     assert np.random.PCG64(SeedWords(words)).state == np.random.PCG64(children[0].spawn(3)[1]).state
+
+
+def test_words_of_one_stream_at_a_time_equal_the_words_of_all():
+    """A block computes one stream's words when first read: the same words as all the
+    block's keys at once, whichever stream is read first and whichever replication reads."""
+    seed, block = 987654321, range(3, 9)
+    every = seed_words(seed, [(i, j) for i in block for j in range(3)]).reshape(len(block), 3, 4)
+    for j in range(3):
+        assert np.array_equal(seed_words(seed, stream_keys(block, j)), every[:, j])
+    for order in ((2, 0, 1), (1, 2, 0)):
+        rngs = block_rngs(seed, block)
+        for j in order:
+            for n in reversed(range(len(block))):
+                stream = getattr(rngs[n], ("requests", "accept", "timing")[j])
+                ref = np.random.PCG64(SeedWords(every[n, j])).random_raw(3)
+                assert np.array_equal(stream.bit_generator.random_raw(3), ref)
+
+
+def test_seed_words_take_an_array_of_keys():
+    keys = np.array([[0, 2], [5, 1], [2**32 - 1, 0]], dtype=np.int64)
+    assert np.array_equal(seed_words(42, keys), seed_words(42, keys.tolist()))
+    with pytest.raises(ValueError):
+        seed_words(42, np.array([[2**32, 0]], dtype=np.int64))

@@ -27,6 +27,7 @@ cycle by cycle the outputs are identical: the same draws, the same lengths.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from types import ModuleType
@@ -122,6 +123,21 @@ class Workspace:
         if buf is None or buf.size < n or buf.dtype != dtype:
             buf = self._bufs[name] = np.empty(n, dtype=dtype)
         return buf[:n].reshape(shape)
+
+
+@functools.lru_cache(maxsize=256)
+def shared_law(rates: tuple[float, ...]) -> tuple[float, float, np.ndarray, np.ndarray, int]:
+    """What the engine needs of the L of a request with chain rates ``rates`` (k,), shared
+    by every request of a homogeneous run: (mean of L, variance of L, thresholds t (uint32
+    (k,)), c_j > 0 (bool (k,)), depth: the positions with c_j > 0, the first ones since c is
+    non-increasing). Cached by rates (a run, a sweep or a search asks again and again);
+    the arrays are read-only."""
+    cum = cumulative_rates(np.array(rates, dtype=float))  # (k,)
+    mean_l, var_l = length_moments(cum)
+    t_all, pos_all = bit_thresholds(cum)
+    t_all.setflags(write=False)
+    pos_all.setflags(write=False)
+    return mean_l, var_l, t_all, pos_all, int(pos_all.sum())  # mean, var: np.float64
 
 
 def _draw_bits(
@@ -311,10 +327,10 @@ def _run_block(
     if shared:  # every request has the class's rates: no per-request draws are needed
         request_class = np.zeros((b_n, q_n), dtype=np.int64)
         # a chain's own rates; a tree's chain-equivalent law (sim/model/tree_acceptance.py)
-        cum = cumulative_rates(model.chain_rates(model.mean_rates()[None, :])[0])  # (k,)
-        mean_l, var_l = length_moments(cum)  # scalars
-        t_all, pos_all = bit_thresholds(cum)  # (k,)
-        depth = int(pos_all.sum())  # c_j > 0 for j < depth only (c is non-increasing)
+        law = shared_law(tuple(model.chain_rates(model.mean_rates()[None, :])[0].tolist()))
+        mean_l, var_l, t_all, pos_all, depth = law
+        t_all = t_all.copy()  # the kernels take writable arrays (a read-only one is another
+        # Numba signature)
     else:
         # every replication's request uniforms (2 each, as sample_requests), converted at once
         u = np.concatenate([r.requests.random((q_n, 2)) for r in rngs])

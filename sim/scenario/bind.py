@@ -554,16 +554,9 @@ def cycle_time_model(
     if fidelity == "cycle":
         # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
         # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
-        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
-        sp = scenario.speculation
-        if sp.is_tree:
-            assert sp.num_draft_tokens is not None
-            cost = tree_cost(
-                scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, pass_times(scenario)
-            )
-        else:
-            cost = chain_cycle_cost(pass_times(scenario), scenario.num_steps)
-        return CostCycleTimes(cost, scenario.timing.jitter_cv)
+        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms;
+        # computed once per scenario object (``bound_cycle_cost``)
+        return CostCycleTimes(bound_cycle_cost(scenario), scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")

@@ -132,17 +132,19 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]] | np.ndarray) -
 
 
 class SeedWords(ISeedSequence):
-    """Precomputed ``generate_state`` words for ``PCG64`` (its only use of a seed)."""
+    """Precomputed ``generate_state`` words for ``PCG64`` (its only use of a seed):
+    uint64 (4,). Read-only words are handed out as they are (nobody can change them);
+    others are copied."""
 
     __slots__ = ("_words",)
 
     def __init__(self, words: np.ndarray):
-        self._words = words
+        self._words = np.ascontiguousarray(words, dtype=np.uint64)
 
     def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:
-        if n_words != self._words.size or np.dtype(dtype) != np.uint64:
+        if n_words != self._words.size or (dtype is not np.uint64 and np.dtype(dtype) != np.uint64):
             raise ValueError("SeedWords holds exactly the words PCG64 asks for")
-        return self._words.copy()
+        return self._words if not self._words.flags.writeable else self._words.copy()
 
 
 @functools.cache

@@ -61,7 +61,7 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
 def stream_keys(block: range, stream: int) -> np.ndarray:
     """The spawn keys (i, ``stream``) of replications i in ``block``, int64 (len(block), 2)."""
     keys = np.empty((len(block), 2), dtype=np.int64)
-    keys[:, 0] = block
+    keys[:, 0] = np.arange(block.start, block.stop, block.step)
     keys[:, 1] = stream
     return keys
 
@@ -69,21 +69,23 @@ def stream_keys(block: range, stream: int) -> np.ndarray:
 def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     """The streams of replications ``block`` of a run seeded ``seed``: stream j of
     replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
-    spawn key (i, j). The PCG64 seeds of a stream are computed for the whole block at once
-    when one replication first reads it (sim/simulation/seeding.py: identical words, ~100x
-    cheaper than one SeedSequence each), so a stream no replication reads costs nothing
-    (most runs read only ``accept``); the generators are made when first read."""
+    spawn key (i, j). A stream's generators are made for the whole block when one
+    replication first reads it, their PCG64 seeds computed at once (sim/simulation/seeding.py:
+    identical words, ~100x cheaper than one SeedSequence each), so a stream no replication
+    reads costs nothing (most runs read only ``accept``)."""
     if not words_match_numpy() or block.stop > 2**32:
         return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
 
-    @functools.cache
-    def words(stream: int) -> np.ndarray:  # uint64 (len(block), 4)
-        return seed_words(seed, stream_keys(block, stream))
+    made: dict[int, list[np.random.Generator]] = {}  # stream -> the block's generators
 
-    def maker(n: int) -> Callable[[int], np.random.Generator]:
-        return lambda j: np.random.Generator(np.random.PCG64(SeedWords(words(j)[n])))
+    def stream(n: int, j: int) -> np.random.Generator:
+        if j not in made:
+            words = seed_words(seed, stream_keys(block, j))  # uint64 (len(block), 4)
+            words.setflags(write=False)  # SeedWords hands read-only words over uncopied
+            made[j] = [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words]
+        return made[j][n]
 
-    return [ReplicationRngs(maker(n)) for n in range(len(block))]
+    return [ReplicationRngs(functools.partial(stream, n)) for n in range(len(block))]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run
@@ -248,7 +250,11 @@ def simulate(
         requests=q_n,
         extend_per_token_ms=per_token,
         extend_tokens=extend_tokens,
-        kernel=kernel_for(kernel, r_n * q_n * n_tok / mean_accept_length(chosen.mean_rates())),
+        kernel=(
+            kernel_for(kernel, r_n * q_n * n_tok / mean_accept_length(chosen.mean_rates()))
+            if kernel == "auto"
+            else kernel
+        ),
     )
     counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)

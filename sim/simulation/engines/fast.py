@@ -314,6 +314,12 @@ def _compiled_chunk(
     return used, need - rem, got
 
 
+def _rows(reps: np.ndarray, b_n: int) -> np.ndarray | slice:
+    """Index of replications ``reps`` (ascending) of a block of ``b_n``: a slice when they
+    are all of them (views, not the copies of indexing by an array)."""
+    return slice(None) if reps.size == b_n else reps
+
+
 def _run_block(
     plan: EnginePlan, rngs: Sequence[ReplicationRngs], work: Workspace | None = None
 ) -> EngineOutput:
@@ -368,11 +374,11 @@ def _run_block(
     phase_ns = np.zeros((b_n, len(PHASES)), dtype=np.int64)
 
     c0 = 0
-    active = np.ones((b_n, q_n), dtype=bool)
-    while active.any():
-        reps = np.flatnonzero(active.any(axis=1))
-        act = active[reps]  # (B', Q)
-        need = np.where(act, n_tok - tokens[reps], 0)  # (B', Q) tokens still to emit
+    reps = np.arange(b_n)  # the replications with a running request
+    act = np.ones((b_n, q_n), dtype=bool)  # (B', Q): their running requests
+    while reps.size:
+        rows = _rows(reps, b_n)
+        need = np.where(act, n_tok - tokens[rows], 0)  # (B', Q) tokens still to emit
         if compiled is not None and not per_cycle:
             # the kernel draws as it goes and stops when its requests are done: one call
             # holds nothing per cycle, so a chunk needs no sizing (MAX_CHUNK Q is even)
@@ -392,10 +398,10 @@ def _run_block(
                 bits, act, need, k, depth, sub, shared, t_all, pos_all, reps, at_least,
                 by_request, work,
             )  # fmt: skip
-        tokens[reps] += emitted
-        cycles[reps] += used
+        tokens[rows] += emitted
+        cycles[rows] += used
         if accepted is not None and got is not None:
-            accepted[:, reps] += got
+            accepted[:, rows] += got
         if per_cycle:
             ran = np.arange(chunk)[:, None]
             for i, b in enumerate(reps):
@@ -406,9 +412,12 @@ def _run_block(
                 per_request = (t * in_run[None]).sum(axis=1)  # (4, Q)
                 request_ns[b] += per_request.sum(axis=0)
                 phase_ns[b] += per_request.sum(axis=1)
-        active[reps] = act & (tokens[reps] < n_tok)
+        act &= tokens[rows] < n_tok
+        live = act.any(axis=1)
+        reps, act = reps[live], act[live]
         c0 += chunk
 
+    cyc_total = cycles.sum(axis=1)  # (B,)
     if summable:
         totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
         if varies and accepted is not None:
@@ -426,17 +435,16 @@ def _run_block(
     else:
         means = phase_means(plan.cycle_times)
         request_ms = cycles * means.sum()
-        phase_ms = cycles.sum(axis=1)[:, None] * means[None, :]
+        phase_ms = cyc_total[:, None] * means[None, :]
         if varies:
             # sum over cycles of s (L - t) = s (tokens emitted - t cycles)
             extra = plan.extend_per_token_ms * (tokens - plan.extend_tokens * cycles)
             request_ms = request_ms + extra
             phase_ms[:, PHASES.index("extend")] += extra.sum(axis=1)
-    cyc_total = cycles.sum(axis=1)[:, None]
-    at_least_all = np.concatenate([cyc_total, at_least], axis=1)  # (B, k + 1): L >= j + 1
-    counts_out = at_least_all - np.concatenate(
-        [at_least_all[:, 1:], np.zeros((b_n, 1), dtype=np.int64)], axis=1
-    )
+    at_least_all = np.zeros((b_n, k + 2), dtype=np.int64)  # cycles with L >= j + 1
+    at_least_all[:, 0] = cyc_total
+    at_least_all[:, 1 : k + 1] = at_least
+    counts_out = at_least_all[:, :-1] - at_least_all[:, 1:]  # (B, k + 1): L = j + 1
     return EngineOutput(
         tok_s=request_tok_s(n_tok, request_ms),
         request_ms=request_ms,
@@ -476,9 +484,11 @@ def run_fast(plan: EnginePlan, rngs: Sequence[ReplicationRngs]) -> EngineOutput:
     """Simulate one replication per entry of ``rngs``; arrays (len(rngs), ...) as in
     ``EngineOutput``. Replications are batched to stay within ``ELEMENT_BUDGET``; the
     batching never changes the numbers (each replication reads only its own streams)."""
-    mean_l = mean_accept_length(plan.acceptance.mean_rates())
-    per_rep = plan.requests * max(1, math.ceil(plan.output_tokens / mean_l))
-    size = max(1, ELEMENT_BUDGET // max(1, per_rep))
+    size = max(1, len(rngs))  # L >= 1: a replication runs at most requests x output_tokens cycles
+    if size * plan.requests * plan.output_tokens > ELEMENT_BUDGET:
+        mean_l = mean_accept_length(plan.acceptance.mean_rates())
+        per_rep = plan.requests * max(1, math.ceil(plan.output_tokens / mean_l))
+        size = max(1, ELEMENT_BUDGET // max(1, per_rep))
     work = Workspace()
     parts = [_run_block(plan, rngs[i : i + size], work) for i in range(0, len(rngs), size)]
     return EngineOutput.concatenate(parts)

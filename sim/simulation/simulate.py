@@ -261,13 +261,12 @@ def simulate(
     fold = counted if streamed else None
     tasks = [BlockTask(engine, plan, seed, block, fold) for block in blocks]
     parts: dict[int, EngineOutput] = {}
-    classes = len(plan.acceptance.class_names)
     stats = None
     if streamed:
         # lazy: only a streamed run folds statistics (start-up)
         from sim.simulation.stream import StreamStats
 
-        stats = StreamStats(counted, classes, plan.num_steps)
+        stats = StreamStats(counted, len(plan.acceptance.class_names), plan.num_steps)
     pending: dict[int, StreamStats] = {}
     merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
@@ -300,7 +299,8 @@ def simulate(
     arrays = {
         "tok_s": out.tok_s,
         "request_ms": out.request_ms,
-        "request_tokens": np.full(out.tok_s.shape, plan.output_tokens, dtype=np.int64),
+        # N for every request: one value seen at every index (read-only, no (R, Q) memory)
+        "request_tokens": np.broadcast_to(np.int64(plan.output_tokens), out.tok_s.shape),
         "emitted_tokens": out.emitted_tokens,
         "cycles": out.cycles,
         "request_class": out.request_class,

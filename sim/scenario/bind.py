@@ -327,15 +327,21 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     """The acceptance model the engines and closed forms use: the chain's
     ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
     the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
-    builds for (num_steps, topk, num_draft_tokens) at the population's mean rates."""
-    sp = scenario.speculation
-    top1 = acceptance_model(scenario.acceptance, sp.num_steps)
-    if not sp.is_tree:
-        return top1
-    assert scenario.acceptance is not None
-    from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
+    builds for (num_steps, topk, num_draft_tokens) at the population's mean rates. Built
+    once per scenario object (scenarios are immutable)."""
+    cache = scenario.derived
+    if "acceptance" not in cache:
+        sp = scenario.speculation
+        # read-only: every caller of this scenario shares it
+        top1 = _read_only(acceptance_model(scenario.acceptance, sp.num_steps))
+        if sp.is_tree:
+            assert scenario.acceptance is not None
+            from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
 
-    return TreeAcceptance(top1, rank_shares(scenario.acceptance, sp.topk), tree_draft(scenario))
+            shares = rank_shares(scenario.acceptance, sp.topk)
+            top1 = TreeAcceptance(top1, shares, tree_draft(scenario))
+        cache["acceptance"] = top1
+    return cache["acceptance"]
 
 
 def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
@@ -395,7 +401,7 @@ def pass_times(scenario: Scenario) -> PassTimes:
     communication and launch) or derived by the hardware model (sim/scenario/decompose.py).
     Computed once per scenario object (scenarios are immutable).
     """
-    cache = scenario._derived
+    cache = scenario.derived
     if "pass_times" not in cache:
         cache["pass_times"] = scenario_pass_times(scenario)
     return cache["pass_times"]
@@ -405,7 +411,7 @@ def draft_pass_table_ms(scenario: Scenario, max_tokens: int) -> tuple[float, ...
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
     hardware model when the model geometry is known (sim/scenario/decompose.py), else None
     (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
-    cache = scenario._derived
+    cache = scenario.derived
     key = ("draft_table", max_tokens)
     if key not in cache:
         model = scenario.model
@@ -439,7 +445,7 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     own accept length; ``CycleCost.at_accept_length`` moves it to an E[L]. Computed once
     per scenario object and k (scenarios are immutable)."""
     key = ("cycle_cost", num_steps)
-    cache = scenario._derived
+    cache = scenario.derived
     if key not in cache:
         sp = scenario.speculation
         if num_steps is None and sp.is_tree:

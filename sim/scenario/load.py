@@ -254,7 +254,7 @@ def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterab
     communication + launch floor, or a missing model field, is reported against the file.
     The pass times it computes are kept (sim/scenario/bind.py ``pass_times`` reuses them)."""
     try:
-        scenario._derived["pass_times"] = scenario_pass_times(scenario)
+        scenario.derived["pass_times"] = scenario_pass_times(scenario)
     except SpecsimError as exc:
         touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
         where = f"{source} (--set)" if touched else source

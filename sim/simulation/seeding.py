@@ -106,22 +106,21 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]] | np.ndarray) -
     silently on overflow (NumPy flags overflow only for scalars), as the hash needs.
     """
     keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
-    m, width = keys.shape
+    width = keys.shape[1]
     if width == 0:
         raise ValueError("seed_words needs spawn keys")
     if int(keys.max()) > MASK32:
         raise ValueError("spawn key elements must be below 2^32")
     start, run_rest, mixing, (gen_before, gen_after) = _prefix(int(entropy), width)
-    rest = [np.full(m, w, dtype=np.uint32) for w in run_rest]
-    rest += [keys[:, i].astype(np.uint32) for i in range(width)]
-    rows = np.repeat(start, m, axis=1)  # (4, m)
+    # the run's words (the same for every key), then the key words (m,) each
+    rest = [*(np.uint32(w) for w in run_rest), *keys.T.astype(np.uint32)]
+    rows = start  # (4, 1) while the words mixed are the run's, (4, m) from the first key word
     for word, (before, after) in zip(rest, mixing, strict=True):
-        value = word[None, :] ^ before  # mixed into every pool word, each its constant
+        value = word ^ before  # mixed into every pool word, each its constant
         value *= after
         value ^= value >> _SHIFT
-        rows *= _MIX_L
         value *= _MIX_R
-        rows -= value
+        rows = rows * _MIX_L - value  # a new array: ``start`` is shared (cached)
         rows ^= rows >> _SHIFT
     data = np.concatenate([rows, rows])  # (8, m): state word i draws on pool word i % 4
     data ^= gen_before

@@ -59,9 +59,9 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
 
 
 def stream_keys(block: range, stream: int) -> np.ndarray:
-    """The spawn keys (i, ``stream``) of replications i in ``block``, int64 (len(block), 2)."""
-    keys = np.empty((len(block), 2), dtype=np.int64)
-    keys[:, 0] = np.arange(block.start, block.stop, block.step)
+    """The spawn keys (i, ``stream``) of replications i in ``block``, uint64 (len(block), 2)."""
+    keys = np.empty((len(block), 2), dtype=np.uint64)
+    keys[:, 0] = np.arange(block.start, block.stop, block.step, dtype=np.uint64)
     keys[:, 1] = stream
     return keys
 
@@ -168,6 +168,15 @@ def _blocks(
     tokens = scale * BLOCK_TOKENS
     size = 1 if engine == "des" else max(1, tokens // max(1, requests * output_tokens))
     return [range(i, min(i + size, replications)) for i in range(0, replications, size)]
+
+
+def constant_ints(value: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` at every index of ``shape``, int64, read-only: one element seen through
+    zero strides (``np.broadcast_to``'s array, without its set-up), no memory per index."""
+    one = np.array([value], dtype=np.int64)
+    out = np.ndarray(shape, dtype=np.int64, buffer=one, strides=(0,) * len(shape))
+    out.setflags(write=False)
+    return out
 
 
 def _check_settings(
@@ -299,8 +308,7 @@ def simulate(
     arrays = {
         "tok_s": out.tok_s,
         "request_ms": out.request_ms,
-        # N for every request: one value seen at every index (read-only, no (R, Q) memory)
-        "request_tokens": np.broadcast_to(np.int64(plan.output_tokens), out.tok_s.shape),
+        "request_tokens": constant_ints(plan.output_tokens, out.tok_s.shape),
         "emitted_tokens": out.emitted_tokens,
         "cycles": out.cycles,
         "request_class": out.request_class,

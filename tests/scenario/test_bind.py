@@ -40,3 +40,19 @@ def test_a_spec_is_bound_once_and_its_model_cannot_be_changed():
     with pytest.raises(ValueError, match="read-only"):
         model.classes[0].mean_rates[0] = 0.5
     assert np.array_equal(model.mean_rates(), acceptance_model(spec, 3).mean_rates())
+
+
+def test_scenario_memo_and_acceptance_built_once():
+    """``Scenario.derived`` is the private ``_derived`` memo; the acceptance model is built
+    once per scenario object and read-only, also for a mix (whose spec is not hashable)."""
+    from sim.scenario.bind import scenario_acceptance
+    from sim.scenario.load import with_overrides
+    from tests.helpers import MIXED, make
+
+    sc = make(MIXED)
+    assert sc.derived is sc._derived
+    model = scenario_acceptance(sc)
+    assert scenario_acceptance(sc) is model and sc.derived["acceptance"] is model
+    assert not model.classes[0].mean_rates.flags.writeable
+    other = with_overrides(sc, {"speculation.num_steps": 2})
+    assert other.derived is not sc.derived and scenario_acceptance(other).num_steps == 2

@@ -66,9 +66,11 @@ def test_result_shapes_and_progress(seed_path):
     assert res.tok_s.shape == res.request_ms.shape == res.cycles.shape == (3, 7)
     assert res.accept_counts.shape == (3, 3) and res.phase_ms.shape == (3, 4)
     assert (res.request_tokens == 512).all()
+    assert res.request_tokens.shape == (3, 7) and res.request_tokens.dtype == np.int64
     assert calls[-1] == (3, 3) and all(d <= t for d, t in calls)
-    with pytest.raises(ValueError):
-        res.tok_s[0, 0] = 1.0  # read-only
+    for array in (res.tok_s, res.request_tokens):
+        with pytest.raises(ValueError):
+            array[0, 0] = 1  # read-only
 
 
 @pytest.mark.parametrize(
@@ -192,3 +194,14 @@ def test_pooled_accept_length_is_k_plus_one_when_every_draft_is_accepted():
 
     res = simulate(make({"alpha": 1.0}, k=3), engine="fast", replications=2, requests=6, seed=1)
     assert pooled_accept_length(res) == 4.0
+
+
+def test_constant_ints_are_a_full_array_seen_through_zero_strides():
+    from sim.simulation.simulate import constant_ints
+
+    for shape in ((3, 4), (0, 5), (6,)):
+        out = constant_ints(7, shape)
+        assert np.array_equal(out, np.full(shape, 7, dtype=np.int64))
+        assert out.dtype == np.int64 and not out.flags.writeable
+    copied = np.ascontiguousarray(constant_ints(9, (2, 3)))
+    assert copied.flags.c_contiguous and (copied == 9).all()

@@ -102,18 +102,33 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]] | np.ndarray) -
     sequence of keys or an int array (m, width)). Returns uint64 (m, 4). With a key, the run
     entropy is padded to at least the pool size, so the pool's first mixing involves the
     run entropy only: it is done once per entropy on Python ints (``_prefix``); the key
-    words are then mixed in on uint32 arrays, one column per key. Integer arrays wrap
-    silently on overflow (NumPy flags overflow only for scalars), as the hash needs.
+    words are then mixed in on uint32 arrays, one column per key (``_mixed_words``).
     """
     keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
-    width = keys.shape[1]
-    if width == 0:
+    if keys.shape[1] == 0:
         raise ValueError("seed_words needs spawn keys")
     if int(keys.max()) > MASK32:
         raise ValueError("spawn key elements must be below 2^32")
-    start, run_rest, mixing, (gen_before, gen_after) = _prefix(int(entropy), width)
-    # the run's words (the same for every key), then the key words (m,) each
-    rest = [*(np.uint32(w) for w in run_rest), *keys.T.astype(np.uint32)]
+    return _mixed_words(int(entropy), list(keys.T.astype(np.uint32)))
+
+
+def block_seed_words(entropy: int, block: range, last: int) -> np.ndarray:
+    """``seed_words(entropy, [(i, last) for i in block])`` (the words of one stream of a
+    block of replications), without building the keys: uint64 (len(block), 4)."""
+    if block.step != 1 or block.start < 0 or block.stop > MASK32 + 1 or not 0 <= last <= MASK32:
+        raise ValueError("block seed words take a range of replications below 2^32")
+    first = np.arange(block.start, block.stop, dtype=np.uint32)
+    return _mixed_words(int(entropy), [first, np.uint32(last)])
+
+
+def _mixed_words(entropy: int, key_words: list[np.ndarray]) -> np.ndarray:
+    """The state words of keys whose j-th elements are ``key_words[j]``: uint32 (m,) each,
+    or a uint32 scalar shared by all keys (not the first). Returns uint64 (m, 4). Integer
+    arrays wrap silently on overflow (NumPy flags overflow only for scalars), as the hash
+    needs."""
+    start, run_rest, mixing, (gen_before, gen_after) = _prefix(entropy, len(key_words))
+    # the run's words (the same for every key), then the key words
+    rest = [*(np.uint32(w) for w in run_rest), *key_words]
     rows = start  # (4, 1) while the words mixed are the run's, (4, m) from the first key word
     for word, (before, after) in zip(rest, mixing, strict=True):
         value = word ^ before  # mixed into every pool word, each its constant

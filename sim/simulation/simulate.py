@@ -32,7 +32,7 @@ from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.engines.kernels import KERNELS, kernel_for
 from sim.simulation.results import MonteCarloResult
-from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
+from sim.simulation.seeding import SeedWords, block_seed_words, words_match_numpy
 
 if TYPE_CHECKING:
     from sim.model.tree_acceptance import Acceptance
@@ -58,14 +58,6 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
     return ReplicationRngs(make)
 
 
-def stream_keys(block: range, stream: int) -> np.ndarray:
-    """The spawn keys (i, ``stream``) of replications i in ``block``, uint64 (len(block), 2)."""
-    keys = np.empty((len(block), 2), dtype=np.uint64)
-    keys[:, 0] = np.arange(block.start, block.stop, block.step, dtype=np.uint64)
-    keys[:, 1] = stream
-    return keys
-
-
 def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     """The streams of replications ``block`` of a run seeded ``seed``: stream j of
     replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
@@ -80,7 +72,7 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
 
     def stream(n: int, j: int) -> np.random.Generator:
         if j not in made:
-            words = seed_words(seed, stream_keys(block, j))  # uint64 (len(block), 4)
+            words = block_seed_words(seed, block, j)  # uint64 (len(block), 4)
             words.setflags(write=False)  # SeedWords hands read-only words over uncopied
             made[j] = [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words]
         return made[j][n]

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.simulation.seeding import SeedWords, seed_words, words_match_numpy
-from sim.simulation.simulate import block_rngs, replication_rngs, stream_keys
+from sim.simulation.seeding import SeedWords, block_seed_words, seed_words, words_match_numpy
+from sim.simulation.simulate import block_rngs, replication_rngs
 
 
 @given(
@@ -56,7 +56,7 @@ def test_words_of_one_stream_at_a_time_equal_the_words_of_all():
     seed, block = 987654321, range(3, 9)
     every = seed_words(seed, [(i, j) for i in block for j in range(3)]).reshape(len(block), 3, 4)
     for j in range(3):
-        assert np.array_equal(seed_words(seed, stream_keys(block, j)), every[:, j])
+        assert np.array_equal(block_seed_words(seed, block, j), every[:, j])
     for order in ((2, 0, 1), (1, 2, 0)):
         rngs = block_rngs(seed, block)
         for j in order:
@@ -71,3 +71,23 @@ def test_seed_words_take_an_array_of_keys():
     assert np.array_equal(seed_words(42, keys), seed_words(42, keys.tolist()))
     with pytest.raises(ValueError):
         seed_words(42, np.array([[2**32, 0]], dtype=np.int64))
+
+
+@given(
+    entropy=st.integers(0, 2**130),
+    start=st.integers(0, 2**32 - 9),
+    count=st.integers(1, 8),
+    last=st.integers(0, 2**32 - 1),
+)
+@settings(max_examples=40, deadline=None)
+def test_block_words_are_the_words_of_the_block_keys(entropy, start, count, last):
+    block = range(start, start + count)
+    ours = block_seed_words(entropy, block, last)
+    assert np.array_equal(ours, seed_words(entropy, [(i, last) for i in block]))
+    assert ours.shape == (count, 4) and ours.dtype == np.uint64
+
+
+def test_block_words_refuse_what_a_spawn_key_cannot_hold():
+    for block, last in ((range(0, 2**32 + 1), 0), (range(0, 4), 2**32), (range(0, 4, 2), 1)):
+        with pytest.raises(ValueError):
+            block_seed_words(1, block, last)

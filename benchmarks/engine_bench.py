@@ -136,7 +136,7 @@ def compiled_load_rows(rounds: int, saving_s: float) -> list[Row]:
         sys.executable,
         "-c",
         "import numpy as np; from sim.simulation.engines import compiled as c; "
-        "g = np.random.PCG64(0); c.advance_chunk(c.NEXT64, c.state_addresses([g]), 2, "
+        "g = np.random.PCG64(0); c.advance_chunk(c.read_states([g]), 2, "
         "np.zeros(0, np.uint32), np.zeros((0, 0), np.int64), True, np.ones((1, 2), np.int64), "
         "np.zeros((1, 2), np.int64), np.zeros((1, 0), np.int64), np.zeros((0, 0), np.int64), "
         "False)",

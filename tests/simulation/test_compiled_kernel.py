@@ -109,13 +109,20 @@ def test_an_unknown_kernel_is_refused():
         simulate(make({"alpha": 0.5}), kernel="fortran")
 
 
-def test_state_addresses_are_numpys():
-    from sim.simulation.engines.compiled import state_addresses
+def test_states_through_the_public_api_give_the_same_numbers(monkeypatch):
+    """Where NumPy's memory layout is not the one checked, states move through
+    ``bit_generator.state`` (sim/simulation/engines/pcg64.py): same numbers."""
+    from sim.simulation.engines import pcg64
 
-    gens = [np.random.PCG64(i) for i in range(3)]
-    assert state_addresses(gens).tolist() == [g.ctypes.state_address for g in gens]
-    with pytest.raises(TypeError, match="PCG64"):
-        state_addresses([np.random.MT19937(1)])
+    monkeypatch.setattr(pcg64, "LAYOUT_CHECKED", False)
+    assert_same_numbers(make({"alpha": 0.3}, k=2, tokens=150_001, requests=3, replications=2))
+
+
+@pytest.mark.parametrize("requests", [100, 257])
+def test_wide_rows(requests):
+    """Rows wider than a draw buffer's spare outputs (refills inside a row) and rows padded
+    to whole 16-lane vectors."""
+    assert_same_numbers(make({"alpha": 0.7}, k=3, tokens=120, requests=requests, replications=2))
 
 
 def test_a_default_run_does_not_load_numba(seed_path):

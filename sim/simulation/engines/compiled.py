@@ -9,7 +9,10 @@ across the row, each request's running tokens and cycles, and the per-position a
 counts of the requests still running; it stops a replication at the first cycle with no
 request left, and goes request by request once few are left. It reads the same draws as
 the NumPy kernel and returns the same numbers, bit for bit (tests/simulation/
-test_compiled_kernel.py); only its speed differs.
+test_compiled_kernel.py); only its speed differs. It draws them itself, NumPy's PCG64
+written out in pcg64.py (0.7 ns a 32-bit draw, against 1.2-2 ns calling NumPy's C step
+per output), and keeps a row's running tokens and cycles in int32 lanes of rows padded
+to whole 512-bit vectors.
 
 Numba compiles it on first use and caches the machine code beside this file (or in the
 user's cache when that is read-only): loading Numba and the cached kernel costs a process
@@ -21,69 +24,56 @@ So ``simulate`` uses it by default only for runs large enough to repay that
 
 from __future__ import annotations
 
-import ctypes
-from collections.abc import Sequence
-
 import numpy as np
 from numba import njit
 
-#: NumPy's PCG64 step (C), as a ctypes function of the state's address: the same function
-#: for every PCG64, so it is read once from a throwaway generator.
-NEXT64 = np.random.PCG64(0).ctypes.next_uint64
-
-_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi)
+from sim.simulation.engines.pcg64 import (
+    BUFFER_OUTPUTS,
+    advance,
+    lanes_of,
+    read_states,
+    refill,
+    write_states,
 )
 
-
-def state_addresses(generators: Sequence[np.random.PCG64]) -> np.ndarray:
-    """The addresses of the generators' PCG64 states, uint64 (len(generators),).
-
-    Read from each generator's ``capsule`` (its ``bitgen_t``, whose first field is the
-    state pointer): the same address as ``.ctypes.state_address``, without building the
-    ctypes view (about 1 us a generator against 7.5). The generators must outlive every
-    use of the addresses (the engine's replications hold them for the whole run).
-    """
-    out = np.empty(len(generators), dtype=np.uint64)
-    for i, gen in enumerate(generators):
-        if not isinstance(gen, np.random.PCG64):
-            raise TypeError(f"the compiled kernel draws from PCG64, not {type(gen).__name__}")
-        bitgen = _CAPSULE_POINTER(gen.capsule, b"BitGenerator")
-        out[i] = ctypes.c_void_p.from_address(bitgen).value
-    return out
-
+__all__ = ["advance_chunk", "read_states", "write_states"]
 
 #: Fewer running requests than 1/FEW of a row: go request by request.
 FEW = 8
+#: Rows are padded to a multiple of this many requests (int32 lanes of a 512-bit vector):
+#: the padding never runs, and the row loops need no remainder.
+LANES = 16
 
-LOW_HALF = np.uint64(0xFFFFFFFF)
-HALF_BITS = np.uint64(32)
+
+@njit(cache=True)
+def buffer_outputs(n_req: int) -> int:
+    """Outputs a replication's draw buffer holds for rows of ``n_req`` draws: a row and
+    a refill of at least ``BUFFER_OUTPUTS`` beyond it, a multiple of four lanes."""
+    return 4 * ((n_req + 1) // 8 + 1) + BUFFER_OUTPUTS
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _fill_row(next64: object, state: np.uint64, row: np.ndarray, held: np.uint32, holding: bool):
-    """The next len(row) 32-bit uniforms of a PCG64 into ``row`` (uint32), low half of each
-    64-bit output first; ``held``/``holding``: a high half left over from the row before.
-    Returns the new (held, holding)."""
-    n = row.shape[0]
-    start = 0
-    if holding:
-        row[0] = held
-        start = 1
-    for i in range((n - start) // 2):
-        x = next64(state)
-        row[start + 2 * i] = np.uint32(x & LOW_HALF)
-        row[start + 2 * i + 1] = np.uint32(x >> HALF_BITS)
-    if (n - start) % 2:
-        x = next64(state)
-        row[n - 1] = np.uint32(x & LOW_HALF)
-        return np.uint32(x >> HALF_BITS), True
-    return np.uint32(0), False
+def _next_row(n, lanes, step4, buffer, pos, end):
+    """Where the stream's next ``n`` 32-bit uniforms lie in ``buffer`` (uint64 outputs of
+    ``lanes``, read as halves low first): halves ``pos`` to ``end`` are drawn and unread;
+    when fewer than ``n`` are left, they move to the front (at an odd index if their
+    number is odd, so that the outputs after them stay whole) and the rest is refilled.
+    Returns the row's first half and the new ``end``."""
+    if end - pos >= n:
+        return pos, end
+    halves = buffer.view(np.uint32)
+    left = end - pos
+    start = left & 1
+    for t in range(left):
+        halves[start + t] = halves[pos + t]
+    first = (start + left) // 2  # first output to draw
+    count = (buffer.shape[0] - first) // 4 * 4
+    refill(lanes, step4, buffer[first : first + count])
+    return start, 2 * (first + count)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
 def advance_chunk(
-    next64: object,
     states: np.ndarray,
     n_cycles: int,
     t_shared: np.ndarray,
@@ -99,10 +89,10 @@ def advance_chunk(
 
     Draws: replication b's next 32-bit uniforms, cycle-major (cycle c of request q is its
     (c Q + q)-th), each 64-bit output of its PCG64 split low half first, as
-    ``random_raw().view(np.uint32)`` gives them: ``next64`` is NumPy's
-    ``PCG64().ctypes.next_uint64`` and ``states`` uint64 (B,) the replications'
-    ``ctypes.state_address``. ``n_cycles`` Q must be even (whole outputs a call); a
-    replication stops drawing at its first cycle with no request running.
+    ``random_raw().view(np.uint32)`` gives them: ``states`` uint64 (B, 4) holds each
+    replication's PCG64 state (pcg64.py's words; ``pcg64.read_states``) and is moved on,
+    in place, past the outputs drawn from. ``n_cycles`` Q must be even (whole outputs a
+    call); a replication stops drawing at its first cycle with no request running.
     Thresholds: ``t_shared`` uint32 (depth,) when ``shared``, else ``t_request`` int64
     (depth, B Q) (request q of replication b at b Q + q) with -1 where the request's c_j
     is 0 (accepts nothing); a draw accepts draft j when it is <= the threshold
@@ -117,55 +107,69 @@ def advance_chunk(
     """
     n_reps, n_req = rem.shape
     depth = t_shared.shape[0] if shared else t_request.shape[0]
-    row = np.empty(n_req, dtype=np.uint32)
-    active = np.empty(n_req, dtype=np.int32)
-    length = np.empty(n_req, dtype=np.int32)
+    width = (n_req + LANES - 1) // LANES * LANES  # rows padded with requests never running
+    buffer = np.empty(buffer_outputs(width), dtype=np.uint64)
+    halves = buffer.view(np.uint32)
+    active = np.zeros(width, dtype=np.int32)
+    length = np.empty(width, dtype=np.int32)
+    left = np.zeros(width, dtype=np.int32)  # tokens still needed (rem's, in int32 lanes)
+    ran = np.zeros(width, dtype=np.int32)  # cycles run in this call
+    limits = np.full((depth, width), -1, dtype=np.int64)  # a request's own thresholds
     for b in range(n_reps):
-        state = states[b]
+        lanes, step4 = lanes_of(states[b])
+        pos = end = drawn = 0  # unread draws: halves pos .. end of buffer; draws taken
         off = b * n_req  # replication b's first request in the flattened (B Q) axis
         rem_b, used_b, at_b = rem[b], used[b], at_least[b]
         n = 0
         for q in range(n_req):
             a = np.int32(rem_b[q] > 0)
             active[q] = a
+            left[q] = np.int32(rem_b[q]) if a else np.int32(0)
+            ran[q] = 0
             n += a
-        held, holding = np.uint32(0), False
+        if not shared:
+            for j in range(depth):
+                for q in range(n_req):
+                    limits[j, q] = t_request[j, off + q]
         for _ in range(n_cycles):
             if n == 0:
                 break
-            held, holding = _fill_row(next64, state, row, held, holding)
+            pos, end = _next_row(width, lanes, step4, buffer, pos, end)
+            row = halves[pos : pos + width]  # the row's n_req draws, then the next ones
+            pos += n_req
+            drawn += n_req
             if n * FEW < n_req:  # few left: each running request alone
                 for q in range(n_req):
                     if active[q] == 0:
                         continue
                     x = row[q]
-                    ell = 1
+                    ell = np.int32(1)
                     for j in range(depth):
-                        h = x <= t_shared[j] if shared else np.int64(x) <= t_request[j, off + q]
+                        h = x <= t_shared[j] if shared else np.int64(x) <= limits[j, q]
                         if h:
-                            ell += 1
+                            ell += np.int32(1)
                             at_b[j] += 1
                             if by_request:
                                 got[j, off + q] += 1
-                    rem_b[q] -= ell
-                    used_b[q] += 1
-                    if rem_b[q] <= 0:
+                    left[q] = np.int32(left[q] - ell)
+                    ran[q] = np.int32(ran[q] + 1)
+                    if left[q] <= 0:
                         active[q] = 0
                         n -= 1
                 continue
-            for q in range(n_req):
-                length[q] = 1
+            for q in range(width):
+                length[q] = np.int32(1)
             for j in range(depth):
                 s = np.int32(0)
                 if shared:
                     t_j = t_shared[j]
-                    for q in range(n_req):
+                    for q in range(width):
                         h = np.int32(row[q] <= t_j)
                         length[q] = np.int32(length[q] + h)
                         s = np.int32(s + (h & active[q]))
                 else:
-                    for q in range(n_req):
-                        h = np.int32(np.int64(row[q]) <= t_request[j, off + q])
+                    for q in range(width):
+                        h = np.int32(np.int64(row[q]) <= limits[j, q])
                         length[q] = np.int32(length[q] + h)
                         s = np.int32(s + (h & active[q]))
                 at_b[j] += s
@@ -174,15 +178,20 @@ def advance_chunk(
                         if shared:
                             h = np.int32(row[q] <= t_shared[j])
                         else:
-                            h = np.int32(np.int64(row[q]) <= t_request[j, off + q])
+                            h = np.int32(np.int64(row[q]) <= limits[j, q])
                         got[j, off + q] += h & active[q]
-            m = 0
-            for q in range(n_req):
+            m = np.int32(0)
+            for q in range(width):
                 a = active[q]
-                left = rem_b[q] - length[q] * a
-                rem_b[q] = left
-                used_b[q] += a
-                still = np.int32(a & np.int32(left > 0))
+                v = np.int32(left[q] - np.int32(length[q] * a))
+                left[q] = v
+                ran[q] = np.int32(ran[q] + a)
+                still = np.int32(a & np.int32(v > 0))
                 active[q] = still
-                m += still
+                m = np.int32(m + still)
             n = m
+        for q in range(n_req):
+            if rem_b[q] > 0:
+                rem_b[q] = left[q]
+            used_b[q] += ran[q]
+        advance(states[b], (drawn + 1) // 2)  # past the outputs drawn from

@@ -297,9 +297,10 @@ def _compiled_chunk(
     counted = np.zeros((b_n, depth), dtype=np.int64)
     got = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
     none = np.zeros((0, 0), dtype=np.int64)
+    generators = [rngs[b].accept.bit_generator for b in reps]
+    states = compiled.read_states(generators)
     compiled.advance_chunk(
-        compiled.NEXT64,
-        compiled.state_addresses([rngs[b].accept.bit_generator for b in reps]),
+        states,
         chunk,
         t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
         none if t_signed is None else t_signed[:depth, reps].reshape(depth, b_n * q_n),
@@ -310,6 +311,7 @@ def _compiled_chunk(
         none if got is None else got[:depth].reshape(depth, b_n * q_n),
         got is not None,
     )
+    compiled.write_states(generators, states)
     at_least[reps, :depth] += counted
     return used, need - rem, got
 

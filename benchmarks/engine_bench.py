@@ -2,13 +2,14 @@
 
 For each draft length k and size (replications x requests), in interleaved rounds of CPU
 time: ``simulate`` (the whole call a user makes: seeding, engine, result) with each of the
-engine's kernels (``compiled``: Numba, the goal rows; ``numpy``: reported), the floor of
-the same number of cycles (``alternatives.floor``), the best 20-line NumPy version
-(``alternatives.numpy_alternative``, given the scenario's own rates so that it simulates
-the same cycles) and, at the default size, the per-cycle stdlib loop. The seed scenario
-with k and its first rate alpha per k (0.618 is the seed's; later positions follow the
-seed's decay prior). The compiled kernel's one-time cost (loading Numba and the cached
-kernel in a fresh process) is its own row, with the run size from which it pays.
+engine's kernels (``compiled``: Numba, the goal rows; ``numpy``: reported), the floor of the
+same number of cycles (``alternatives.floor``), the best 20-line NumPy version
+(``alternatives.numpy_alternative``, given the scenario's own rates so that it simulates the
+same cycles) and, at the default size, the per-cycle stdlib loop. The seed scenario with k
+and its first rate alpha per k (0.618 is the seed's; later positions follow the seed's decay
+prior), in ``SMALL_ROUNDS`` times the rounds at the default size. The compiled kernel's
+one-time cost (loading Numba and the cached kernel in a fresh process) is its own row, with the
+run size from which it pays.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ DEFAULT, LARGE = (20, 100), (100, 1000)
 #: (k, size): the most engine CPU a cycle may cost, in multiples of its floor (issue 15).
 FLOOR_GOALS = {(2, LARGE): 3.0, (2, DEFAULT): 5.0, (16, LARGE): 8.0, (16, DEFAULT): 8.0}
 NUMPY_GOAL = 1.5
+#: Rounds at the default size are this many times ``--rounds``: a call there takes a few
+#: milliseconds, so a median of 5 moved by 20% between runs on a shared host.
+SMALL_ROUNDS = 6
 
 Row = tuple[str, str, str, str]
 
@@ -70,10 +74,12 @@ def engine_rows(rounds: int) -> list[Row]:
                 cases["stdlib"] = lambda r=reps, q=reqs, rates=rates, c=cycle_ms, n=tokens: cpu_of(
                     lambda: stdlib_loop(rates, n, q, r, c, 1)
                 )
-            t = interleaved(cases, rounds)
+            n_rounds = rounds * SMALL_ROUNDS if size == DEFAULT else rounds
+            t = interleaved(cases, n_rounds)
             e, p, f, n = t["compiled"], t["numpy kernel"], t["floor"], t["numpy"]
             savings.append((p.median - e.median) / cycles)
             label = f"k={k} {reps}x{reqs}"
+            label += f" ({n_rounds} rounds)" if n_rounds != rounds else ""
             ns = 1e9 / cycles
             goal = FLOOR_GOALS.get((k, size))
             ratio = e.median / f.median

@@ -94,6 +94,16 @@ def test_numpys_layout_is_the_one_checked_here():
         assert pcg64.LAYOUT_CHECKED
 
 
+def test_seeded_states_are_numpys():
+    """From a seed's words (what ``SeedWords`` hands PCG64) to the state NumPy starts at."""
+    from sim.simulation.seeding import SeedWords, seed_words
+
+    words = seed_words(20261202, [(i, j) for i in range(4) for j in range(3)])
+    words[0] = [2**64 - 1] * 4  # carries out of every word
+    gens = [np.random.PCG64(SeedWords(w)) for w in words]
+    assert np.array_equal(pcg64.seeded_states(words), pcg64.read_states(gens, direct=False))
+
+
 def test_only_pcg64_is_read():
     with pytest.raises(TypeError, match="PCG64"):
         pcg64.read_states([np.random.MT19937(1)])

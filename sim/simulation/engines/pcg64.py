@@ -143,6 +143,24 @@ def advance(state, n):
 
 
 @njit(cache=True)
+def seeded_states(words):
+    """The states ``PCG64(seed)`` starts from, uint64 (B, 4), given the four words its
+    seed's ``generate_state(4, np.uint64)`` gives (``words`` uint64 (B, 4): initial state
+    hi, lo, sequence hi, lo): NumPy's ``pcg64_set_seed``, i.e. PCG's ``srandom_r``:
+    ``inc = 2 seq + 1``, ``s = step(step(0) + initial)``."""
+    out = np.empty((words.shape[0], 4), dtype=np.uint64)
+    for b in range(words.shape[0]):
+        s_hi, s_lo, q_hi, q_lo = words[b, 0], words[b, 1], words[b, 2], words[b, 3]
+        inc_hi = (q_hi << _ONE) | (q_lo >> np.uint64(63))
+        inc_lo = (q_lo << _ONE) | _ONE
+        # step(0) = inc; + initial; then one more step
+        x_hi, x_lo = muladd128(inc_hi, inc_lo, _ZERO, _ONE, s_hi, s_lo)
+        x_hi, x_lo = muladd128(x_hi, x_lo, MULT_HI, MULT_LO, inc_hi, inc_lo)
+        out[b, 0], out[b, 1], out[b, 2], out[b, 3] = x_hi, x_lo, inc_hi, inc_lo
+    return out
+
+
+@njit(cache=True)
 def raw(state, n):
     """The next ``n`` outputs (uint64 (n,)) of ``state``, which moves past them: what
     ``random_raw(n)`` gives for the same state (a reference for tests)."""

@@ -64,20 +64,31 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     spawn key (i, j). A stream's generators are made for the whole block when one
     replication first reads it, their PCG64 seeds computed at once (sim/simulation/seeding.py:
     identical words, ~100x cheaper than one SeedSequence each), so a stream no replication
-    reads costs nothing (most runs read only ``accept``)."""
+    reads costs nothing (most runs read only ``accept``), and one the compiled kernel
+    draws itself is taken by its words without a generator."""
     if not words_match_numpy() or block.stop > 2**32:
         return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
 
-    made: dict[int, list[np.random.Generator]] = {}  # stream -> the block's generators
+    @functools.cache
+    def words(j: int) -> np.ndarray:  # uint64 (len(block), 4)
+        out = block_seed_words(seed, block, j)
+        out.setflags(write=False)  # SeedWords hands read-only words over uncopied
+        return out
+
+    @functools.cache
+    def made(j: int) -> list[np.random.Generator]:  # stream j's generators of the block
+        return [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words(j)]
 
     def stream(n: int, j: int) -> np.random.Generator:
-        if j not in made:
-            words = block_seed_words(seed, block, j)  # uint64 (len(block), 4)
-            words.setflags(write=False)  # SeedWords hands read-only words over uncopied
-            made[j] = [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words]
-        return made[j][n]
+        return made(j)[n]
 
-    return [ReplicationRngs(functools.partial(stream, n)) for n in range(len(block))]
+    def seed_of(n: int, j: int) -> np.ndarray:
+        return words(j)[n]
+
+    return [
+        ReplicationRngs(functools.partial(stream, n), functools.partial(seed_of, n))
+        for n in range(len(block))
+    ]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run

@@ -111,11 +111,42 @@ def test_an_unknown_kernel_is_refused():
 
 def test_states_through_the_public_api_give_the_same_numbers(monkeypatch):
     """Where NumPy's memory layout is not the one checked, states move through
-    ``bit_generator.state`` (sim/simulation/engines/pcg64.py): same numbers."""
+    ``bit_generator.state`` (sim/simulation/engines/pcg64.py): same numbers (the streams
+    made as generators, one SeedSequence each, so that states are read and written)."""
+    import sim.simulation.simulate as simulate_mod
     from sim.simulation.engines import pcg64
 
-    monkeypatch.setattr(pcg64, "LAYOUT_CHECKED", False)
+    monkeypatch.setattr(pcg64, "layout_checked", lambda: False)
+    monkeypatch.setattr(simulate_mod, "words_match_numpy", lambda: False)
     assert_same_numbers(make({"alpha": 0.3}, k=2, tokens=150_001, requests=3, replications=2))
+
+
+def test_streams_made_as_generators_give_the_same_numbers(monkeypatch):
+    """The kernel takes a block's accept streams by their seed words (no generators); where
+    the words are not known (``replication_rngs``: one SeedSequence each) it reads and
+    writes the generators' states: same numbers."""
+    import sim.simulation.simulate as simulate_mod
+
+    sc = make({"alpha": 0.6}, k=3, tokens=150_001, requests=3, replications=3)
+    taken = simulate(sc, kernel="compiled")
+    monkeypatch.setattr(simulate_mod, "words_match_numpy", lambda: False)
+    made = simulate(sc, kernel="compiled")
+    for name in OUTPUTS:
+        assert np.array_equal(getattr(taken, name), getattr(made, name)), name
+
+
+def test_a_taken_stream_is_never_made():
+    from sim.simulation.simulate import block_rngs
+
+    rngs = block_rngs(7, range(2))
+    words = rngs[0].take(1)
+    assert words.dtype == np.uint64 and words.shape == (4,)
+    with pytest.raises(RuntimeError, match="accept stream was taken"):
+        rngs[0].accept  # noqa: B018 - reading it is the error
+    with pytest.raises(RuntimeError, match="cannot be taken"):
+        rngs[0].take(1)
+    rngs[1].accept  # noqa: B018 - made: its words are no longer handed out
+    assert not rngs[1].can_take(1)
 
 
 @pytest.mark.parametrize("requests", [100, 257])

@@ -72,7 +72,7 @@ def test_any_state_and_increment(state, inc, n):
 
 @pytest.mark.parametrize("direct", [True, False])
 def test_states_move_both_ways(direct):
-    if direct and not pcg64.LAYOUT_CHECKED:
+    if direct and not pcg64.layout_checked():
         pytest.skip("NumPy's PCG64 words are not laid out as checked on this platform")
     gens = [np.random.PCG64(i) for i in range(3)]
     states = pcg64.read_states(gens, direct=direct)
@@ -91,7 +91,7 @@ def test_numpys_layout_is_the_one_checked_here():
     import sys
 
     if sys.byteorder == "little" and sys.platform != "win32":
-        assert pcg64.LAYOUT_CHECKED
+        assert pcg64.layout_checked()
 
 
 def test_seeded_states_are_numpys():

@@ -33,10 +33,11 @@ from sim.simulation.engines.pcg64 import (
     lanes_of,
     read_states,
     refill,
+    seeded_states,
     write_states,
 )
 
-__all__ = ["advance_chunk", "read_states", "write_states"]
+__all__ = ["advance_chunk", "read_states", "seeded_states", "write_states"]
 
 #: Fewer running requests than 1/FEW of a row: go request by request.
 FEW = 8

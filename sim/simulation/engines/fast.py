@@ -276,7 +276,7 @@ def _numpy_chunk(
 
 def _compiled_chunk(
     compiled: ModuleType,
-    rngs: Sequence[ReplicationRngs],
+    states: np.ndarray,
     reps: np.ndarray,
     chunk: int,
     need: np.ndarray,
@@ -289,7 +289,8 @@ def _compiled_chunk(
     by_request: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The compiled kernel (compiled.py) on up to ``chunk`` cycles of replications ``reps``,
-    drawing from their accept streams; the contract of ``_numpy_chunk``. ``t_signed``: the
+    drawing from their accept streams' PCG64 ``states`` (B, 4), which move on past the
+    draws; the contract of ``_numpy_chunk``. ``t_signed``: the
     per-request thresholds (k, B, Q) as int64 with -1 for none (None when ``shared``)."""
     b_n, q_n = need.shape
     rem = need.astype(np.int64)
@@ -297,10 +298,10 @@ def _compiled_chunk(
     counted = np.zeros((b_n, depth), dtype=np.int64)
     got = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
     none = np.zeros((0, 0), dtype=np.int64)
-    generators = [rngs[b].accept.bit_generator for b in reps]
-    states = compiled.read_states(generators)
+    rows = _rows(reps, states.shape[0])
+    running = states[rows]  # a view when all replications run: moved on in place
     compiled.advance_chunk(
-        states,
+        running,
         chunk,
         t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
         none if t_signed is None else t_signed[:depth, reps].reshape(depth, b_n * q_n),
@@ -311,9 +312,22 @@ def _compiled_chunk(
         none if got is None else got[:depth].reshape(depth, b_n * q_n),
         got is not None,
     )
-    compiled.write_states(generators, states)
+    states[rows] = running
     at_least[reps, :depth] += counted
     return used, need - rem, got
+
+
+def _accept_states(
+    compiled: ModuleType, rngs: Sequence[ReplicationRngs]
+) -> tuple[np.ndarray, list[np.random.PCG64] | None]:
+    """The PCG64 states (B, 4) the compiled kernel draws the block's accept streams from,
+    and the generators to hand them back to (None: the streams were taken by their seed
+    words, and no generator was made: 1-2 us a replication saved, with the reading and
+    writing of its state)."""
+    if all(r.can_take(1) for r in rngs):
+        return compiled.seeded_states(np.stack([r.take(1) for r in rngs])), None
+    generators = [r.accept.bit_generator for r in rngs]
+    return compiled.read_states(generators), generators
 
 
 def _rows(reps: np.ndarray, b_n: int) -> np.ndarray | slice:
@@ -350,13 +364,14 @@ def _run_block(
         t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
         depth = int(pos_all.any(axis=(1, 2)).sum()) if k else 0
 
-    compiled, t_signed = None, None
+    compiled, t_signed, states, generators = None, None, None, None
     if plan.kernel == "compiled":
         # lazy: Numba costs a process 0.3-0.7 s of CPU and 120 MiB to load (compiled.py)
         from sim.simulation.engines import compiled
 
         # thresholds as int64, -1 where c_j = 0 (accepts nothing, not even a draw of 0)
         t_signed = None if shared else np.where(pos_all, t_all.astype(np.int64), -1)
+        states, generators = _accept_states(compiled, rngs)
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
     at_least = np.zeros((b_n, k), dtype=np.int64)  # cycles with draft j + 1 accepted
@@ -391,7 +406,7 @@ def _run_block(
             chunk = min(chunk_cycles(need[act], mean_a, var_a, sub), cap, MAX_CHUNK)
         if compiled is not None:
             used, emitted, got = _compiled_chunk(
-                compiled, rngs, reps, chunk, need, k, depth, shared, t_all, t_signed, at_least,
+                compiled, states, reps, chunk, need, k, depth, shared, t_all, t_signed, at_least,
                 by_request,
             )  # fmt: skip
         else:
@@ -418,6 +433,8 @@ def _run_block(
         live = act.any(axis=1)
         reps, act = reps[live], act[live]
         c0 += chunk
+    if compiled is not None and generators is not None:
+        compiled.write_states(generators, states)
 
     cyc_total = cycles.sum(axis=1)  # (B,)
     if summable:

@@ -17,7 +17,7 @@ arbitrary strides").
 
 A state is four uint64 words ``(state_hi, state_lo, inc_hi, inc_lo)``. ``read_states`` and
 ``write_states`` move them between NumPy generators and such arrays: through NumPy's own
-memory when its layout is the one checked at import (``LAYOUT_CHECKED``: the 128-bit
+memory when its layout is the one checked on first use (``layout_checked``: the 128-bit
 words of ``pcg64_random_t`` stored low half first, as GCC and Clang store ``__uint128_t``
 on little-endian machines), otherwise through the public ``bit_generator.state``.
 """
@@ -25,6 +25,7 @@ on little-endian machines), otherwise through the public ``bit_generator.state``
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -260,7 +261,8 @@ def _write_via_api(generators: Sequence[np.random.PCG64], states: np.ndarray) ->
         gen.state = full
 
 
-def _layout_checked() -> bool:
+@functools.cache
+def layout_checked() -> bool:
     """Whether NumPy's PCG64 words sit in memory as ``_load_words`` reads them: a state
     and increment with four distinct words, set through the public API, read back."""
     gen = np.random.PCG64(0)
@@ -277,17 +279,13 @@ def _layout_checked() -> bool:
     return words[0].tolist() == [s_hi, s_lo, i_hi, i_lo]
 
 
-#: Whether states move through NumPy's memory (fast) or its public ``state`` (portable).
-LAYOUT_CHECKED = _layout_checked()
-
-
 def read_states(generators: Sequence[np.random.PCG64], direct: bool | None = None) -> np.ndarray:
     """The generators' states, uint64 (B, 4): (state_hi, state_lo, inc_hi, inc_lo);
-    ``direct``: through NumPy's memory (default: when ``LAYOUT_CHECKED``) or not.
+    ``direct``: through NumPy's memory (default: when ``layout_checked()``) or not.
 
     A buffered 32-bit half (``has_uint32``, from NumPy's own 32-bit draws) is not part of
     it: the kernel's streams are read by ``random_raw`` and this module only."""
-    if not (LAYOUT_CHECKED if direct is None else direct):
+    if not (layout_checked() if direct is None else direct):
         return _states_via_api(generators)
     states = np.empty((len(generators), 4), dtype=np.uint64)
     _load_words(_words_addresses(generators), states)
@@ -299,7 +297,7 @@ def write_states(
 ) -> None:
     """Set each generator's state to its row of ``states`` (B, 4), as ``read_states``
     gives them (the increments must be the generators' own); ``direct`` as there."""
-    if LAYOUT_CHECKED if direct is None else direct:
+    if layout_checked() if direct is None else direct:
         _store_words(_words_addresses(generators), states)
     else:
         _write_via_api(generators, states)

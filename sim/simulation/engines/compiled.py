@@ -10,9 +10,8 @@ counts of the requests still running; it stops a replication at the first cycle 
 request left, and goes request by request once few are left. It reads the same draws as
 the NumPy kernel and returns the same numbers, bit for bit (tests/simulation/
 test_compiled_kernel.py); only its speed differs. It draws them itself, NumPy's PCG64
-written out in pcg64.py (0.7 ns a 32-bit draw, against 1.2-2 ns calling NumPy's C step
-per output), and keeps a row's running tokens and cycles in int32 lanes of rows padded
-to whole 512-bit vectors.
+written out in pcg64.py (about 0.75 ns a 32-bit draw), and keeps a row's running tokens
+and cycles in int32 lanes of rows padded to whole 512-bit vectors.
 
 Numba compiles it on first use and caches the machine code beside this file (or in the
 user's cache when that is read-only): loading Numba and the cached kernel costs a process

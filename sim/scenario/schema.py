@@ -10,6 +10,7 @@ mean for the model is sim/scenario/bind.py.
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
 # by compiling it (one ``compile`` per field), which made building these models most
 # of their import time (start-up); the annotations are evaluated once, as objects.
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 
 import numpy as np
@@ -847,6 +848,14 @@ class Scenario(Section):
         return self.__dict__ == other.__dict__
 
     __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (pydantic's), with a memo of its own: pydantic copies the private
+        attributes shallowly, so the copy would otherwise share ``_derived`` and read pass
+        times derived from the original's fields when ``update`` changed them."""
+        out = super().model_copy(update=update, deep=deep)
+        out.__pydantic_private__["_derived"] = {}  # type: ignore[index]
+        return out
 
     @property
     def derived(self) -> dict[str, Any]:

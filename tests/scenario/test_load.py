@@ -94,3 +94,17 @@ def test_override_errors_point_at_set(write_scenario):
         load_scenario(write_scenario(), ["acceptance.alpha=1.5"])
     assert err.value.field == "acceptance.alpha"
     assert "(--set)" in err.value.source
+
+
+def test_a_copy_derives_from_its_own_fields(seed_path):
+    """pydantic copies private attributes shallowly; a scenario's copy gets a memo of its
+    own, so pass times derived before the copy are not read for changed fields."""
+    from sim.scenario.bind import pass_times
+
+    seed = load_scenario(seed_path)
+    before = pass_times(seed)
+    timing = seed.timing.model_copy(update={"verify_ms": 20.0})
+    copy = seed.model_copy(update={"timing": timing})
+    assert copy.derived == {} and copy.derived is not seed.derived
+    expected = pass_times(with_overrides(seed, {"timing.verify_ms": 20.0}))
+    assert pass_times(copy) == expected != before

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import settings_line
+from sim.report.format import sig
 
 __all__ = ["render_capacity"]
 
 
 def _rate(x: float | None) -> str:
-    return "?" if x is None else f"{x:.3g}"
+    return "?" if x is None else sig(x)
 
 
 def _names(ks: list[int]) -> str:

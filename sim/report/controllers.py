@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval
-from sim.report.format import count
+from sim.report.format import count, sig
 
 __all__ = ["render_controllers"]
 
@@ -36,7 +36,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
             for name, pol in doc["policies"].items():
                 lv = pol["phases"][metric][i]
                 adv = pol["advantage_over_reference"][metric][i]
-                sig = (
+                mark = (
                     "+"
                     if adv["ci95"] and adv["ci95"][0] is not None and adv["ci95"][0] > 0
                     else (
@@ -45,14 +45,14 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
                         else ""
                     )
                 )
-                a = "" if name == ref else f"{adv['mean']:+.3g} {fmt_interval(adv['ci95'])}{sig}"
+                a = "" if name == ref else f"{adv['mean']:+.3g} {fmt_interval(adv['ci95'])}{mark}"
                 lines.append(f"    {name:<20}{lv['mean']:>10.4g}   {a}")
     lines += ["", "policies:"]
     for name, pol in doc["policies"].items():
         agg = pol["aggregate_tok_s"]
         lines.append(
             f"  {name}: {pol['description']}; whole trace {agg['mean']:.4g} tok/s "
-            f"{fmt_interval(agg['ci95'])}"
+            f"{fmt_interval(agg['ci95'], digits=4)}"
         )
     lines += ["", "winners (best mean per phase and metric):"]
     for w in doc["winners"]:
@@ -62,7 +62,8 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
             ""
             if w["best"] == ref
             else (
-                f" ({adv['mean']:+.3g} {meta['unit']} vs the {ref}"
+                f" ({sig(abs(adv['mean']))} {meta['unit']} "
+                f"{'higher' if meta['higher_is_better'] else 'lower'} than the {ref}"
                 + (", significant)" if w["significant"] else ", within noise)")
             )
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.report.format import count
+from sim.report.format import count, sig
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -16,11 +16,19 @@ def load_unit(kind: str) -> str:
     return "users" if kind == "concurrency" else "req/s"
 
 
-def fmt_interval(ci: Sequence[float | None] | None, digits: int = 3) -> str:
-    """``[lo, hi]`` with None ends as "?"; "" when there is no interval."""
+def fmt_interval(
+    ci: Sequence[float | None] | None, digits: int = 3, decimals: int | None = None
+) -> str:
+    """``[lo, hi]`` with None ends as "?"; "" when there is no interval. Its ends to
+    ``digits`` significant digits, trailing zeros kept (``format.sig``), or to ``decimals``
+    places (as the estimate beside it), so that an interval never reads narrower than it
+    is ("[1.2, 1.2]" for 1.196 .. 1.200, "[1, 1.01]" for 1.001 .. 1.011)."""
     if ci is None:
         return ""
-    lo, hi = (("?" if v is None else f"{v:.{digits}g}") for v in ci)
+    lo, hi = (
+        "?" if v is None else (sig(v, digits) if decimals is None else f"{v:.{decimals}f}")
+        for v in ci
+    )
     return f"[{lo}, {hi}]"
 
 
@@ -156,10 +164,10 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
                     row += f"{'':<22}"
                     continue
                 g = pt["gain"]
-                cell = f"{g['mean']:.3f} {fmt_interval(g['ci95'])}"
+                cell = f"{g['mean']:.3f} {fmt_interval(g['ci95'], decimals=3)}"
                 row += f"{cell:<22}"
                 base = pt["baseline"]["mean"]
-            row += f"{'' if base is None else f'{base:.4g}':>18}"
+            row += f"{'' if base is None else sig(base, 4):>18}"
             lines.append(row.rstrip())
         for k in ks:
             c = by_k[k]

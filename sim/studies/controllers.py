@@ -202,15 +202,19 @@ class ReplayResult:
 
     def winners(self) -> list[dict[str, Any]]:
         """Per phase and metric, the best policy by its mean (and whether it is
-        significantly better than the reference)."""
+        significantly better than the reference); a policy whose mean ties the reference's
+        (a fixed k that is the table's k at every batch the phase saw) leaves the
+        reference the best."""
         out = []
         for p, phase in enumerate(self.phases):
             for metric in PHASE_METRICS:
                 better = METRICS[metric].higher_is_better
 
-                def key(name: str, metric: str = metric, p: int = p, up: bool = better) -> float:
+                def key(
+                    name: str, metric: str = metric, p: int = p, up: bool = better
+                ) -> tuple[float, bool]:
                     v = self.levels[name][metric][p].mean
-                    return v if up else -v
+                    return (v if up else -v, name == self.reference)
 
                 best = max(self.levels, key=key)
                 adv = self.versus[best][metric][p]

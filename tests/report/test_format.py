@@ -61,3 +61,60 @@ def test_capacity_of_one_replication_says_it_has_no_interval():
     text = render_capacity(doc)
     assert "[?, ?]" in text and "(one replication: no 95% interval;" in text
     assert "one replication" not in render_capacity({**_capacity_doc(), "replications": 2})
+
+
+def test_significant_digits_keep_their_trailing_zeros():
+    """format.py sig: three significant digits as printed, trailing zeros kept (0.6 is
+    '0.600', not '0.6', which reads as one digit), no bare trailing point, exponents as
+    :.3g gives them."""
+    from sim.report.format import sig
+
+    assert sig(0.62) == "0.620" and sig(0.6) == "0.600" and sig(0.6831) == "0.683"
+    assert sig(178.0, 4) == "178.0" and sig(100.0) == "100" and sig(20480.0) == "2.05e+04"
+    assert sig(1.0) == "1.00" and sig(0.0) == "0.00"
+
+
+def test_capacity_rates_and_their_interval_keep_three_digits():
+    """A capacity of 0.62 req/s with 95% interval [0.6, 0.683] printed '0.62  [0.6, 0.683]':
+    the same precision must read the same."""
+    doc = _capacity_doc()
+    doc["policies"][0] = {**doc["policies"][0], "rate_per_s": 0.62, "ci95": [0.6, 0.683]}
+    text = render_capacity(doc)
+    row = next(r for r in text.splitlines() if r.startswith("  plain decoding"))
+    assert row.split()[2:5] == ["0.620", "[0.600,", "0.683]"]
+
+
+def test_crossover_gain_intervals_have_the_gains_decimals():
+    """The crossover table printed a gain of 1.198 as '1.198 [1.2, 1.2]' (an interval that
+    reads as zero width) and 1.006 as '1.006 [1, 1.01]' (is the lower end above 1?): the
+    interval takes the gain's three decimals."""
+    from sim.report.crossover import render_crossover
+
+    point = lambda x, m, lo, hi, base: {  # noqa: E731
+        "load": x,
+        "gain": {"mean": m, "ci95": [lo, hi]},
+        "baseline": {"mean": base},
+    }
+    doc = {
+        "load_kind": "concurrency",
+        "num_steps": [2],
+        "grid": [1, 8],
+        "scenario": "s",
+        "runs": 4,
+        "metrics": {"per_user_tok_s": {"label": "per-user", "unit": "tok/s"}},
+        "curves": [
+            {
+                "metric": "per_user_tok_s",
+                "num_steps": 2,
+                "points": [
+                    point(1, 1.006, 1.0012, 1.0109, 178.0),
+                    point(8, 1.198, 1.1962, 1.2, 37.38),
+                ],
+                "crossings": [],
+                "summary": "pays everywhere",
+            }
+        ],
+    }
+    rows = [r.split() for r in render_crossover(doc).splitlines() if r.startswith("        ")]
+    assert rows[0][1:4] == ["1.006", "[1.001,", "1.011]"] and rows[0][-1] == "178.0"
+    assert rows[1][1:4] == ["1.198", "[1.196,", "1.200]"] and rows[1][-1] == "37.38"

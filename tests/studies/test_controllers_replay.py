@@ -101,3 +101,32 @@ def test_a_one_class_scenario_is_refused_before_any_simulation():
     one_class = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
     with pytest.raises(SpecsimError, match=r"\[\[acceptance.mix\]\] of at least two"):
         controller_study(ScenarioPlans.of(one_class), NoRuns(), [], [1, 2])
+
+
+def test_a_policy_tied_with_the_reference_is_not_named_the_winner():
+    """A fixed k that is the table's k at every batch of a phase ties it exactly; the
+    winner was then whichever came first ('k = 4 (+0 ms vs the best-k table, within
+    noise)'), so the reference is preferred on a tie."""
+    p = mixed_plan()
+    phases = default_phases(p, one_user_req_s=1.0, requests=8)
+    policies = {"k = 3": FixedK(3), "table": KTable(((1, 1024, 3),))}
+    result = replay(p, phases, policies, reference="table", replications=2, seed=4)
+    assert {w["best"] for w in result.to_dict()["winners"]} == {"table"}
+
+
+def test_winners_say_which_way_a_latency_advantage_goes():
+    """'+0.538 ms vs the best-k table' read as 0.538 ms slower; the winner's TPOT is that
+    much lower, and its tok/s that much higher."""
+    from sim.report.controllers import render_controllers
+
+    p = mixed_plan()
+    phases = default_phases(p, one_user_req_s=1.0, requests=8)[:1]
+    policies = {"table": KTable(((1, 1024, 1),)), "k = 3": FixedK(3)}
+    doc = replay(p, phases, policies, reference="table", replications=2, seed=4).to_dict()
+    doc = {**doc, "kind": "controllers", "replications": 2, "requests": 8}
+    text = render_controllers(doc)
+    lines = [ln for ln in text.splitlines() if ln.startswith("  phase 1, ")]
+    tpot = next(ln for ln in lines if "median time per output token" in ln)
+    speed = next(ln for ln in lines if "per-user" in ln)
+    assert "k = 3 (" in tpot and " ms lower than the table" in tpot and "+" not in tpot
+    assert " tok/s higher than the table" in speed

@@ -82,7 +82,13 @@ def parse_value(text: str, param: str = "sets") -> Any:
     except tomllib.TOMLDecodeError:
         if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
             return text
-        raise SpecsimError(f"cannot parse value {text!r} as TOML", param=param) from None
+        hint = (
+            f" (a string other than a bare word of letters, digits, '-', '_' and '.' is "
+            f"quoted as in TOML: --set KEY='\"{text}\"')"
+            if text and text[0] not in "[{\"'+-0123456789"
+            else ""
+        )
+        raise SpecsimError(f"cannot parse value {text!r} as TOML{hint}", param=param) from None
     if set(parsed) != {"v"}:
         raise SpecsimError(f"value {text!r} is more than one TOML value", param=param)
     value = parsed["v"]

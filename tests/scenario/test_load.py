@@ -108,3 +108,14 @@ def test_a_copy_derives_from_its_own_fields(seed_path):
     assert copy.derived == {} and copy.derived is not seed.derived
     expected = pass_times(with_overrides(seed, {"timing.verify_ms": 20.0}))
     assert pass_times(copy) == expected != before
+
+
+def test_an_unquoted_path_says_how_to_quote_it():
+    """``--set serving.trace=traces/x.csv`` failed with "cannot parse value ... as TOML",
+    which does not say what to do: a string beyond a bare word needs TOML quotes."""
+    with pytest.raises(SpecsimError) as err:
+        parse_value("scenarios/traces/x.csv")
+    assert """KEY='"scenarios/traces/x.csv"'""" in str(err.value)
+    with pytest.raises(SpecsimError) as err:  # not a string: no quoting hint
+        parse_value("[0.9, ")
+    assert "quote" not in str(err.value)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
-from sim.report.format import count
+from sim.report.format import count, sig
 
 __all__ = ["render_best_k"]
 
@@ -16,7 +16,12 @@ __all__ = ["render_best_k"]
 def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
     if r is None or r["mean"] is None:
         return "-"
-    return f"{r['mean']:.{digits}g}"
+    return sig(r["mean"], digits)
+
+
+def _at(k: object, users: list[int]) -> str:
+    """ "k=2 at 3, 8 users" ("user" for one user alone)."""
+    return f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
 
 
 def render_best_k(doc: Mapping[str, Any]) -> str:
@@ -68,9 +73,7 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
             if pol["beats_every_fixed_k_within_ci"]
             else "some fixed k is significantly better at: "
             + "; ".join(
-                f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
-                for k, users in pol["significantly_worse_at"].items()
-                if users
+                _at(k, users) for k, users in pol["significantly_worse_at"].items() if users
             )
         )
         worst = pol.get("worst_shortfall")
@@ -80,6 +83,15 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
                 f"{count(worst['users'], 'user')})"
             )
         lines.append(f"    -> {verdict}")
+        own = pol.get("worse_where_the_table_runs_that_k") or {}
+        if own:
+            where = " and ".join(_at(k, users) for k, users in own.items())
+            lines.append(
+                f"       (the table itself runs {where}: there the gap is no boundary to move "
+                "but a cost of the table's server: decoding plainly it still builds its "
+                "drafter's KV and, unless serving.host_overlap hides it, does its host work "
+                "serially, and its batch moves across rows as requests come and go)"
+            )
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({count(doc['runs'], 'policy run')})")

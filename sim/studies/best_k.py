@@ -170,6 +170,11 @@ def refined_ends(
     return ends, notes
 
 
+def _row_k(table: Sequence[tuple[int, int, int]], users: int) -> int | None:
+    """The k a vLLM table's row ``[lo, hi, k]`` gives a batch of ``users`` (None: none)."""
+    return next((k for lo, hi, k in table if lo <= users <= hi), None)
+
+
 def check_loads(users: Sequence[int]) -> list[int]:
     """The grid and the geometric midpoints between neighbouring grid loads (integers)."""
     out = set(users)
@@ -237,6 +242,18 @@ class BestKResult:
             if self.fixed[k][i].mean
         ]
         worst = max(shortfalls, default=None)
+        own = (
+            {
+                str(k): [
+                    c.users
+                    for c in checks
+                    if k in c.worse_than() and _row_k(self.table, c.users) == k
+                ]
+                for k in ks
+            }
+            if name == "table"
+            else {}
+        )
         return {
             "beats_every_fixed_k_within_ci": not any(c.worse_than() for c in checks),
             "worst_shortfall": (
@@ -250,6 +267,9 @@ class BestKResult:
             "significantly_worse_at": {
                 str(k): [c.users for c in checks if k in c.worse_than()] for k in ks
             },
+            # loads where the fixed k that beats the table is the table's own k there (the
+            # table's server pays for having speculation configured; no boundary to move)
+            "worse_where_the_table_runs_that_k": {k: u for k, u in own.items() if u},
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -88,3 +88,41 @@ def test_a_fixed_k_tie_goes_to_the_shorter_draft():
     """k = 2 and k = 4 score the same at every load: the fixed k is 2."""
     tie = [choice(1, 2, {0: 1.0, 2: 2.0, 4: 2.0})]
     assert disable_threshold(tie, table_rows(tie))[0] == FixedK(2)
+
+
+def test_a_shortfall_against_the_tables_own_k_is_named_as_such():
+    """The seed's table runs k = 0 up to 3 users, yet the check found fixed k = 0
+    significantly better at 2 and 3 users, and said only 'some fixed k is significantly
+    better': read as a wrong boundary. The table runs that k there too; the gap is what a
+    server with speculation configured pays while decoding plainly (its drafter's KV, its
+    host work). The verdict names those loads and the text says why."""
+    from sim.report.best_k import render_best_k
+    from sim.studies.best_k import BestKResult, Check
+
+    r = lambda m, lo, hi: Ratio(m, (lo, hi))  # noqa: E731
+    checks = (
+        Check(1, r(80, 79, 81), {0: r(0, 0, 0), 2: r(20, 19, 21)}),
+        Check(3, r(60, 59, 61), {0: r(-0.2, -0.3, -0.1), 2: r(3, 2, 4)}),
+        Check(8, r(45, 44, 46), {0: r(7, 6, 8), 2: r(-0.5, -0.7, -0.3)}),
+    )
+    fixed = {0: (r(80, 79, 81), r(60, 59, 61), r(38, 37, 39)), 2: (r(60, 59, 61),) * 3}
+    result = BestKResult(
+        scenario="s",
+        objective="per_user_tok_s",
+        num_steps=(2,),
+        choices=(),
+        table=((1, 3, 0), (4, 64, 2)),
+        threshold=None,
+        threshold_note="n",
+        check_seed=2,
+        checks={"table": checks},
+        fixed=fixed,
+        runs=1,
+        settings={},
+        assumptions=(),
+    )
+    verdict = result.verdict("table")
+    assert verdict["worse_where_the_table_runs_that_k"] == {"0": [3], "2": [8]}
+    doc = {**result.to_dict(), "selection": []}
+    text = render_best_k(doc)
+    assert "the table itself runs k=0 at 3 users and k=2 at 8 users" in text

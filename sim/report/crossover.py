@@ -33,7 +33,7 @@ def fmt_interval(
 
 
 def fmt_load(x: float, kind: str) -> str:
-    return f"{x:.0f}" if kind == "concurrency" else f"{x:.3g}"
+    return f"{x:.0f}" if kind == "concurrency" else sig(x)
 
 
 def settings_line(doc: Mapping[str, Any]) -> str:

@@ -45,3 +45,18 @@ def test_not_steady_names_the_load_in_its_own_unit():
     assert users.startswith("NOT STEADY: 10 users (plain decoding in 2 of 2 replications): ")
     rate = _not_steady_lines({"load_kind": "rate", "not_steady": [{**row, "load": 2.5}]})[1]
     assert rate.startswith("NOT STEADY: 2.5 requests/s (plain decoding in 2 of 2 replications)")
+
+
+def test_rates_in_the_table_keep_three_digits():
+    """A bisected rate grid printed '0.42', '0.5', '1' beside '0.273': the same three
+    significant digits read the same ('0.420', '0.500', '1.00'); users stay whole."""
+    from sim.report.crossover import fmt_load
+
+    assert [fmt_load(x, "rate") for x in (0.273, 0.42, 0.5, 1.0, 12.5)] == [
+        "0.273",
+        "0.420",
+        "0.500",
+        "1.00",
+        "12.5",
+    ]
+    assert fmt_load(16.0, "concurrency") == "16"

@@ -19,6 +19,11 @@ def _sign(ci: list[float | None] | None) -> str:
     return "+" if ci[0] > 0 else ("-" if ci[1] < 0 else "")
 
 
+def _signed(x: float) -> str:
+    """An advantage with its sign, three significant digits and their trailing zeros."""
+    return ("-" if x < 0 else "+") + sig(abs(x))
+
+
 def render_controllers(doc: Mapping[str, Any]) -> str:
     ref = doc["reference"]
     lines = [
@@ -45,13 +50,17 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
                         else ""
                     )
                 )
-                a = "" if name == ref else f"{adv['mean']:+.3g} {fmt_interval(adv['ci95'])}{mark}"
-                lines.append(f"    {name:<20}{lv['mean']:>10.4g}   {a}")
+                a = (
+                    ""
+                    if name == ref
+                    else f"{_signed(adv['mean'])} {fmt_interval(adv['ci95'])}{mark}"
+                )
+                lines.append(f"    {name:<20}{sig(lv['mean'], 4):>10}   {a}")
     lines += ["", "policies:"]
     for name, pol in doc["policies"].items():
         agg = pol["aggregate_tok_s"]
         lines.append(
-            f"  {name}: {pol['description']}; whole trace {agg['mean']:.4g} tok/s "
+            f"  {name}: {pol['description']}; whole trace {sig(agg['mean'], 4)} tok/s "
             f"{fmt_interval(agg['ci95'], digits=4)}"
         )
     lines += ["", "winners (best mean per phase and metric):"]

@@ -130,3 +130,24 @@ def test_winners_say_which_way_a_latency_advantage_goes():
     speed = next(ln for ln in lines if "per-user" in ln)
     assert "k = 3 (" in tpot and " ms lower than the table" in tpot and "+" not in tpot
     assert " tok/s higher than the table" in speed
+
+
+def test_controllers_levels_and_advantages_keep_their_digits():
+    """'77.4' beside '75.93' and '+0 [0.00, 0.00]': a level to four significant digits and
+    an advantage to three, trailing zeros kept, with its sign."""
+    from sim.report.controllers import render_controllers
+
+    p = mixed_plan()
+    phases = default_phases(p, one_user_req_s=1.0, requests=8)[:1]
+    policies = {"table": KTable(((1, 1024, 3),)), "k = 3": FixedK(3)}
+    doc = replay(p, phases, policies, reference="table", replications=2, seed=4).to_dict()
+    doc = {**doc, "kind": "controllers", "replications": 2, "requests": 8}
+    pol = doc["policies"]["k = 3"]
+    pol["phases"]["per_user_tok_s"][0]["mean"] = 77.4
+    adv = pol["advantage_over_reference"]["per_user_tok_s"][0]
+    adv["mean"], adv["ci95"] = -0.5, [-0.61, -0.4]
+    doc["policies"]["table"]["aggregate_tok_s"] = {"mean": 479.5, "ci95": [479.2, 479.8]}
+    text = render_controllers(doc)
+    row = next(ln for ln in text.splitlines() if ln.startswith("    k = 3") and "77.40" in ln)
+    assert row.split()[3:] == ["77.40", "-0.500", "[-0.610,", "-0.400]-"]
+    assert "whole trace 479.5 tok/s [479.2, 479.8]" in text

@@ -125,6 +125,21 @@ def test_progress_bar_only_on_a_terminal_after_a_while(monkeypatch):
     assert slow.getvalue() == ""  # short runs draw nothing
 
 
+def test_progress_bar_starts_again_for_each_batch_of_runs(monkeypatch):
+    """best-k runs its selection (35 runs at default) and then its check (84): the bar
+    reached 100% after the first batch and drew nothing while the user waited through the
+    second. Each batch (its count restarting, or a new total) gets its own bar."""
+    monkeypatch.setattr(progress_mod, "SHOW_AFTER_S", 0.0)
+    tty = FakeTty()
+    with progress_mod.ProgressBar(stream=tty) as bar:
+        for done in range(1, 5):
+            bar(done, 4)
+        for done in range(1, 9):
+            bar(done, 8)
+    out = tty.getvalue()
+    assert out.count("100%") == 2 and "simulating, stage 2" in out
+
+
 def test_method_exact_reports_the_law_without_noise(seed_path):
     doc = run_json(str(seed_path), "--method", "exact")
     mc = run_json(str(seed_path), "--method", "monte-carlo")

@@ -56,7 +56,13 @@ def hardware(
     type=click.IntRange(1, 2**40),
     help="Message size in bytes (1 B to 1 TiB: zero bytes is no collective).",
 )
-@click.option("--graphed", is_flag=True, help="Inside a CUDA graph (no eager NCCL cost).")
+@click.option(
+    "--graphed",
+    is_flag=True,
+    help="Inside a CUDA graph: drops an eager call's extra GPU time (the interconnect's "
+    "eager_extra_us, 0 in every preset: an eager call's cost is host time, which "
+    "`specsim hardware` counts as launch work).",
+)
 @click.option(
     "--library",
     type=click.Choice(ALLREDUCE_LIBRARIES),

@@ -74,3 +74,13 @@ def test_hardware_table_marks_presets_whose_domain_is_too_small():
     assert "at most 8" in rows["xgmi-mi300x"]["not_available"]
     assert "graphed" in rows["nvlink3"]
     assert "span more than one 8-GPU server" in doc["note"]
+
+
+def test_graphed_says_what_it_changes():
+    """'--graphed: Inside a CUDA graph (no eager NCCL cost)' read as if the default priced an
+    eager call's cost; every preset gives the same time either way (an eager call's extra is
+    host time, which `specsim hardware` counts as launch work), and the help says so."""
+    args = ("allreduce", "--interconnect", "pcie-gen4", "--gpus", "8", "--bytes", "43008")
+    assert run_cli(*args).output == run_cli(*args, "--graphed").output
+    help_text = " ".join(run_cli("allreduce", "--help").output.split())
+    assert "0 in every preset" in help_text and "specsim hardware" in help_text

@@ -32,7 +32,6 @@ from dataclasses import field
 
 import numpy as np
 
-from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
@@ -46,18 +45,18 @@ from sim.scenario.bind import (
     rank_shares,
     scenario_acceptance,
 )
-from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import (
     MAX_STEPS,
+    Drawn,
     PassResponse,
     UncertainInput,
-    acceptance_override,
     acceptance_propagated,
+    acceptance_rows,
+    drawn_scenario,
     is_acceptance_input,
     nominal_row,
     pass_response,
-    rate_responses,
     sampled_acceptance,
     uncertain_inputs,
 )
@@ -111,8 +110,9 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
     return out
 
 
-#: Populations by (what makes them, the drawn acceptance values' bytes).
-Populations = dict[tuple[str, bytes], "Population | None"]
+#: Populations by (what makes them, the drawn acceptance values' bytes), beside a chain's
+#: drawn rates (sim/scenario/uncertainty.py ``Drawn``).
+Populations = Drawn
 
 
 @record
@@ -130,21 +130,13 @@ def drawn_population(
     row: np.ndarray,
 ) -> Population | None:
     """``nominal``'s classes and shares with the acceptance ``inputs`` at ``row`` (A,): the
-    scenario re-validated at them (None where it rejects them or a class's std is too wide
-    for its drawn means), the classes and shares built as the nominal answer builds them."""
-    if all(float(v) == inp.nominal for inp, v in zip(inputs, row, strict=True)):
+    scenario re-validated at them (``drawn_scenario``; None where it rejects them or a
+    class's std is too wide for its drawn means), the classes and shares built as the
+    nominal answer builds them."""
+    other = drawn_scenario(scenario, inputs, row)
+    if other is scenario:
         return Population(nominal.top1, nominal.shares)
-    over: dict[str, object] = {}
-    for inp, v in zip(inputs, row.tolist(), strict=True):
-        for key, value in acceptance_override(scenario, inp.field, v).items():
-            if key in over and isinstance(value, list):  # another entry of the same list
-                i = int(inp.field.split("[")[1].rstrip("]"))
-                value = [*over[key]]  # type: ignore[misc]
-                value[i] = v
-            over[key] = value
-    try:
-        other = with_overrides(scenario, over, source="uncertainty")
-    except SpecsimError:
+    if other is None:
         return None
     spec = other.acceptance
     assert spec is not None
@@ -169,14 +161,13 @@ class TreeDraws:
 @record
 class SampledTree:
     """A scenario's inputs, the response tables of its tree cycle (the non-acceptance
-    inputs) and of its effective rates (a mix's acceptance inputs), its nominal cycle
-    vector (6,) and tree; ``answers(values)`` rebuilds the tree in every draw."""
+    inputs), its nominal cycle vector (6,) and tree; ``answers(values)`` rebuilds the tree
+    in every draw."""
 
     scenario: Scenario
     inputs: tuple[UncertainInput, ...]
     responses: tuple[PassResponse | None, ...]
     base: np.ndarray
-    rate_responses: tuple[PassResponse | None, ...]
     nominal: TreeAcceptance
     #: Positions the drawn rates cover (those of the chain's draws, and at least the
     #: tree's depth and the measured num_steps the anchor is fitted at).
@@ -192,9 +183,7 @@ class SampledTree:
         if not acceptance_propagated(self.scenario):
             return self._over_requests(values)
         depth = self.nominal.top1.num_steps
-        rates, _ = sampled_acceptance(
-            self.scenario, self.inputs, values, self.max_steps, self.rate_responses
-        )
+        rates, _ = sampled_acceptance(self.scenario, self.inputs, values, self.max_steps)
         rates = np.clip(rates[:, :depth], 0.0, 1.0)
         first, again = distinct_rows(rates)
         al = accept_lengths_by_tree(self.nominal, rates[first])[again]
@@ -202,13 +191,8 @@ class SampledTree:
 
     def acceptance_rows(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The distinct rows (m, A) of the acceptance inputs' columns of ``values`` (n, F)
-        and each draw's index among them (n,) (one row of none: no acceptance input)."""
-        cols = [j for j, inp in enumerate(self.inputs) if is_acceptance_input(inp.field)]
-        acc = np.ascontiguousarray(values[:, cols])
-        if not cols:
-            return acc[:1], np.zeros(values.shape[0], dtype=int)
-        first, again = distinct_rows(acc)
-        return acc[first], again
+        and each draw's index among them (n,) (``acceptance_rows``)."""
+        return acceptance_rows(self.inputs, values)
 
     def population(self, row: np.ndarray) -> Population | None:
         """The top-1 rate classes and rank shares at one draw ``row`` (A,) of the acceptance
@@ -265,17 +249,14 @@ def sampled_tree(
     draws: np.ndarray | None = None,
     *,
     inputs: tuple[UncertainInput, ...] | None = None,
-    rate_tables: tuple[PassResponse | None, ...] | None = None,
     max_steps: int = MAX_STEPS,
     populations: Populations | None = None,
 ) -> SampledTree:
     """The scenario's tree over its uncertain inputs (default: its own), the response
-    tables spanning ``draws`` (n, F) (default: the nominal values only). ``rate_tables``:
-    the effective rates' tables of a mix already made for the same draws (the chain's,
-    ``SampledScenario.rate_responses``: they do not depend on the draft), over
-    ``max_steps`` positions (theirs); a mix's or a spread's tree takes none (its draws'
-    populations instead, kept in ``populations`` when given: scenarios that differ
-    elsewhere share them)."""
+    tables spanning ``draws`` (n, F) (default: the nominal values only), the drawn rates
+    over at least ``max_steps`` positions (the chain's); a mix's or a spread's tree takes
+    its draws' populations instead, kept in ``populations`` when given (scenarios that
+    differ elsewhere share them)."""
     inputs = uncertain_inputs(scenario) if inputs is None else inputs
     if draws is None:
         draws = nominal_row(inputs)
@@ -291,9 +272,4 @@ def sampled_tree(
     measured = spec.measured_num_steps or 0 if spec is not None else 0
     needed = max(max_steps, nominal.top1.num_steps, measured)
     pops: Populations = {} if populations is None else populations
-    if not acceptance_propagated(scenario):
-        return SampledTree(scenario, inputs, responses, base, (), nominal, needed, pops)
-    if rate_tables is not None and needed == max_steps:
-        return SampledTree(scenario, inputs, responses, base, rate_tables, nominal, needed, pops)
-    rates = rate_responses(scenario, inputs, draws, needed)
-    return SampledTree(scenario, inputs, responses, base, rates, nominal, needed, pops)
+    return SampledTree(scenario, inputs, responses, base, nominal, needed, pops)

@@ -22,6 +22,7 @@ profile directly (anchor, shape and decay per draw).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import typing
 from collections.abc import Callable, Sequence
@@ -491,29 +492,77 @@ def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[st
     return {field: value}
 
 
-def rate_response(
-    scenario: Scenario, inp: UncertainInput, values: np.ndarray, max_steps: int
-) -> PassResponse:
-    """An acceptance input's effect on the effective conditional rates (K,) of a mix or a
-    per-request spread, tabulated like ``pass_response``."""
+#: What each distinct draw of the acceptance inputs gives once the scenario is re-validated
+#: at it, by (what makes it, the drawn values' bytes): a chain's effective rates (K,)
+#: (``drawn_rates``), a tree's population (sim/scenario/tree_sampled.py); None where the
+#: scenario rejects the draw. Studies of scenarios that differ elsewhere share it.
+Drawn = dict[tuple[str, bytes], typing.Any]
+
+
+def acceptance_rows(
+    inputs: Sequence[UncertainInput], values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows (m, A) of the acceptance inputs' columns of ``values`` (n, F)
+    and each draw's index among them (n,) (one row of none: no acceptance input)."""
+    cols = [j for j, inp in enumerate(inputs) if is_acceptance_input(inp.field)]
+    acc = np.ascontiguousarray(values[:, cols])
+    if not cols:
+        return acc[:1], np.zeros(values.shape[0], dtype=int)
+    first, again = distinct_rows(acc)
+    return acc[first], again
+
+
+def drawn_scenario(
+    scenario: Scenario, inputs: Sequence[UncertainInput], row: np.ndarray
+) -> Scenario | None:
+    """``scenario`` with the acceptance ``inputs`` at ``row`` (A,): re-validated with
+    them (``acceptance_override``; entries of one list field set together), the scenario
+    itself at the nominal values, None where it rejects them."""
+    if all(float(v) == inp.nominal for inp, v in zip(inputs, row, strict=True)):
+        return scenario
+    over: dict[str, object] = {}
+    for inp, v in zip(inputs, row.tolist(), strict=True):
+        for key, value in acceptance_override(scenario, inp.field, v).items():
+            if key in over and isinstance(value, list):  # another entry of the same list
+                i = int(inp.field.split("[")[1].rstrip("]"))
+                value = [*over[key]]  # type: ignore[misc]
+                value[i] = v
+            over[key] = value
+    try:
+        return with_overrides(scenario, over, source="uncertainty")
+    except SpecsimError:
+        return None
+
+
+def drawn_rates(
+    scenario: Scenario,
+    inputs: Sequence[UncertainInput],
+    values: np.ndarray,
+    max_steps: int,
+    drawn: Drawn,
+) -> np.ndarray:
+    """The effective conditional rates (n, K) of a mix or a per-request spread in every
+    draw ``values`` (n, F), as the nominal answer takes them: in each distinct draw of the
+    acceptance inputs (``acceptance_rows``) the scenario re-validated at them
+    (``drawn_scenario``) and its ``conditional_rates`` (every class's means and Beta
+    spread rebuilt, E[c_i] / E[c_(i-1)] over requests); NaN rows where the scenario
+    rejects the draw (missing). Each distinct draw's rates are kept in ``drawn``."""
     spec = scenario.acceptance
-    base = conditional_rates(spec, max_steps)
-    nodes = np.unique(np.concatenate([np.quantile(values, NODE_QUANTILES), [inp.nominal]]))
-    kept, deltas = [], []
-    for x in nodes:
-        if x == inp.nominal:
-            kept.append(x)
-            deltas.append(np.zeros(max_steps))
-            continue
-        try:
-            other = with_overrides(
-                scenario, acceptance_override(scenario, inp.field, float(x)), source="uncertainty"
-            )
-        except SpecsimError:
-            continue
-        kept.append(x)
-        deltas.append(conditional_rates(other.acceptance, max_steps) - base)
-    return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
+    assert spec is not None
+    acc = [inp for inp in inputs if is_acceptance_input(inp.field)]
+    distinct, again = acceptance_rows(inputs, values)
+    what = f"rates|{spec.model_dump_json()}|{scenario.num_steps}|{max_steps}|" + "|".join(
+        inp.field for inp in acc
+    )
+    out = np.empty((distinct.shape[0], max_steps))
+    for i, row in enumerate(distinct):
+        key = (what, row.tobytes())
+        if key not in drawn:
+            other = drawn_scenario(scenario, acc, row)
+            drawn[key] = None if other is None else conditional_rates(other.acceptance, max_steps)
+        rates = drawn[key]
+        out[i] = np.nan if rates is None else rates
+    return out[again]
 
 
 def sampled_acceptance(
@@ -521,12 +570,13 @@ def sampled_acceptance(
     inputs: Sequence[UncertainInput],
     values: np.ndarray,
     max_steps: int = MAX_STEPS,
-    rate_responses: Sequence[PassResponse | None] = (),
+    drawn: Drawn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(rates, factors), each (n, K), of the drafter in every draw.
 
-    A mix or per-request spread moves its effective profile by the ``rate_responses`` of
-    its acceptance inputs (tabulated and added up); other acceptance is drawn directly.
+    A mix or per-request spread takes its effective rates in each distinct draw of its
+    acceptance inputs as the nominal answer does (``drawn_rates``, kept in ``drawn``; NaN
+    where the scenario rejects the draw); other acceptance is drawn directly.
     """
     n = values.shape[0]
     spec = scenario.acceptance
@@ -539,10 +589,7 @@ def sampled_acceptance(
         return np.full(n, nominal) if j is None else values[:, j]
 
     if not acceptance_propagated(scenario):
-        rates = np.broadcast_to(conditional_rates(spec, max_steps), (n, max_steps)).copy()
-        for j, resp in enumerate(rate_responses):
-            if resp is not None:
-                rates += resp.at(values[:, j])
+        rates = drawn_rates(scenario, inputs, values, max_steps, {} if drawn is None else drawn)
         rates = np.clip(rates, 0.0, 1.0)
         first = np.where(rates[:, :1] > 0, rates[:, :1], 1.0)
         return rates, rates / first
@@ -590,8 +637,8 @@ def scales_of_rows(need: np.ndarray, factors: np.ndarray) -> np.ndarray:
 
 
 def acceptance_propagated(scenario: Scenario) -> bool:
-    """False for a mix or per-request spread: their effective profile is tabulated per
-    input instead of drawn directly."""
+    """False for a mix or per-request spread: their effective profile is re-built in each
+    distinct draw of the acceptance inputs (``drawn_rates``) instead of drawn directly."""
     spec = scenario.acceptance
     return spec is None or (spec.mix is None and not spec.heterogeneous)
 
@@ -599,14 +646,15 @@ def acceptance_propagated(scenario: Scenario) -> bool:
 @record
 class SampledScenario:
     """A scenario's uncertain inputs, the response tables of the non-acceptance ones, and
-    its nominal pass-time vector; ``model(values)`` builds the sampled closed forms."""
+    its nominal pass-time vector; ``model(values)`` builds the sampled closed forms. A mix's
+    or a spread's rates in each distinct draw (``drawn_rates``) are kept in ``drawn``."""
 
     scenario: Scenario
     inputs: tuple[UncertainInput, ...]
     responses: tuple[PassResponse | None, ...]
     base: np.ndarray
     max_steps: int
-    rate_responses: tuple[PassResponse | None, ...] = ()
+    drawn: Drawn = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def model(self, values: np.ndarray) -> SampledModel:
         """The closed forms' inputs in each draw ``values`` (n, len(inputs))."""
@@ -628,15 +676,20 @@ class SampledScenario:
             + overhead[:, None]
         )
         rates, factors = sampled_acceptance(
-            self.scenario, self.inputs, values, self.max_steps, self.rate_responses
+            self.scenario, self.inputs, values, self.max_steps, self.drawn
         )
         return SampledModel(decode, fixed, rates, factors, per_token)
 
 
 def sampled_scenario(
-    scenario: Scenario, draws: np.ndarray | None = None, max_steps: int = MAX_STEPS
+    scenario: Scenario,
+    draws: np.ndarray | None = None,
+    max_steps: int = MAX_STEPS,
+    drawn: Drawn | None = None,
 ) -> SampledScenario:
-    """Inputs and response tables, the tables spanning ``draws`` (default: nominal only)."""
+    """Inputs and response tables, the tables spanning ``draws`` (default: nominal only);
+    a mix's or a spread's drawn rates kept in ``drawn`` when given (studies of scenarios
+    that differ elsewhere share them)."""
     inputs = uncertain_inputs(scenario)
     base = pass_vector(pass_times(scenario), max_steps)
     if draws is None:
@@ -645,20 +698,6 @@ def sampled_scenario(
         None if is_acceptance_input(inp.field) else pass_response(scenario, inp, draws[:, j], base)
         for j, inp in enumerate(inputs)
     )
-    rates = rate_responses(scenario, inputs, draws, max_steps)
-    return SampledScenario(scenario, inputs, responses, base, max_steps, rates)
-
-
-def rate_responses(
-    scenario: Scenario, inputs: Sequence[UncertainInput], draws: np.ndarray, max_steps: int
-) -> tuple[PassResponse | None, ...]:
-    """The effective rates' response table of each acceptance input of a mix or a
-    per-request spread over the span of its ``draws`` (n, F) (None: another input, or
-    acceptance drawn directly)."""
-    tabulated = not acceptance_propagated(scenario)
-    return tuple(
-        rate_response(scenario, inp, draws[:, j], max_steps)
-        if tabulated and is_acceptance_input(inp.field)
-        else None
-        for j, inp in enumerate(inputs)
+    return SampledScenario(
+        scenario, inputs, responses, base, max_steps, {} if drawn is None else drawn
     )

@@ -88,9 +88,7 @@ class _Draws:
             self.u_max, self.valid = self.populations.u_max, self.populations.valid
             return
         depth = sampled.nominal.top1.num_steps
-        rates, _ = sampled_acceptance(
-            sampled.scenario, sampled.inputs, values, sampled.max_steps, sampled.rate_responses
-        )
+        rates, _ = sampled_acceptance(sampled.scenario, sampled.inputs, values, sampled.max_steps)
         rates = np.clip(rates[:, :depth], 0.0, 1.0)
         first = rates[:, :1]
         with np.errstate(divide="ignore", invalid="ignore"):

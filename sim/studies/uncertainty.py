@@ -33,6 +33,7 @@ from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.uncertainty import (
     MAX_STEPS,
+    Drawn,
     SampledScenario,
     UncertainInput,
     acceptance_propagated,
@@ -286,7 +287,15 @@ TREE_NOTE = (
 TREE_POPULATION_NOTE = (
     "a tree under a mix or a per-request spread: its own tok/s and accept length take each "
     "draw's classes and spread as the nominal answer does (E[L] over requests, mixed with "
-    "the class weights); the tabulated effective rates are the targets' (a chain's)"
+    "the class weights); the targets' (a chain's) take each draw's effective rates "
+    "re-built the same way"
+)
+#: A chain under a mix or a spread: how its draws' rates are made.
+MIX_NOTE = (
+    "acceptance is a mix or has a per-request spread: in each distinct draw of its inputs "
+    "the scenario is re-validated and the effective rates re-built as the nominal answer "
+    "takes them (every class's means and Beta spread, E[c_i] / E[c_(i-1)] over requests); "
+    "a draw the scenario rejects is left out and counted as missing"
 )
 
 
@@ -458,12 +467,12 @@ def answer_uncertainty(
     if scenario.speculation.is_tree:
         chain = with_overrides(scenario, {"speculation.topk": 1}, source="uncertainty")
         unc, ss, draws = _chain_uncertainty(
-            chain, targets, samples, seed, max_steps, num_steps, by_num_steps
+            chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
         )
         return _tree_uncertainty(scenario, unc, ss, draws, populations)
-    return _chain_uncertainty(scenario, targets, samples, seed, max_steps, num_steps, by_num_steps)[
-        0
-    ]
+    return _chain_uncertainty(
+        scenario, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+    )[0]
 
 
 def _tree_uncertainty(
@@ -503,8 +512,10 @@ def _chain_uncertainty(
     max_steps: int,
     num_steps: Sequence[int] | None,
     by_num_steps: bool,
+    drawn: Drawn | None = None,
 ) -> tuple[UncertaintyResult, SampledScenario, np.ndarray]:
-    """``answer_uncertainty`` of a chain, with its sampled scenario and its draws (n, F)."""
+    """``answer_uncertainty`` of a chain, with its sampled scenario and its draws (n, F);
+    a mix's or a spread's drawn rates kept in ``drawn`` when given."""
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
     if num_steps is None and scenario.num_steps > max_steps:
@@ -513,7 +524,7 @@ def _chain_uncertainty(
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
     draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
-    ss = sampled_scenario(scenario, draws, max_steps)
+    ss = sampled_scenario(scenario, draws, max_steps, drawn)
     # every row through the closed forms' inputs at once: the nominal row, the draws, the
     # drivers' ends, then each input measured (its first MEASURE_SAMPLES draws with it
     # fixed at its estimate); rows are independent, so this is one pass, not 2 + F
@@ -549,10 +560,7 @@ def _chain_uncertainty(
     k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
-        notes.append(
-            "acceptance is a mix or has a per-request spread: the effect of its inputs on "
-            "the effective rates is tabulated and added up (an approximation)"
-        )
+        notes.append(MIX_NOTE)
     if not ss.inputs:
         notes.append("no uncertain input: every interval is the nominal answer")
     result = UncertaintyResult(
@@ -768,7 +776,6 @@ def _sampled_tree(
         base,
         draws,
         inputs=ss.inputs,
-        rate_tables=ss.rate_responses,
         max_steps=ss.max_steps,
         populations=populations,
     )

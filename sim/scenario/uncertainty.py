@@ -17,7 +17,9 @@ range. ``sampled_model`` turns draws into the closed forms' inputs for every dra
 (sim/model/sampled.py): pass times by a response table per input (the scenario
 re-validated at a few values of the input, effects on the pass times interpolated and
 added up: exact for the timing fields, which each move one pass linearly), the acceptance
-profile directly (anchor, shape and decay per draw).
+profile directly (anchor, shape and decay per draw); a mix or a per-request spread by its
+effective rates re-built in each distinct draw of the acceptance inputs, the scenario
+re-validated at them (``drawn_rates``, as the nominal answer takes them).
 """
 
 from __future__ import annotations

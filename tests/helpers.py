@@ -56,13 +56,16 @@ def mix_without_kernel_count(directory: Path) -> Path:
     """The shipped mix scenario (Kimi-K2.5, an MoE, ungraphed verify) written into
     ``directory`` without ``model.kernels_per_layer`` (and so with the verify's measured time
     as its GPU work, ``timing.verify_compute`` left at its default): a file whose layer-level
-    pass is found wanting only after loading."""
+    pass is found wanting only after loading. Its rates are flat (no decay prior or shape
+    error drawn): the study before the error re-builds no spread per draw (seconds)."""
     from tests.conftest import ROOT
 
     text = (ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml").read_text()
     for line in ("kernels_per_layer = 28\n", 'verify_compute = "decode"\n'):
         assert text.count(line) == 1, line
         text = text.replace(line, "")
+    assert text.count("std = 0.05\n") == 1
+    text = text.replace("std = 0.05\n", 'std = 0.05\nshape = "flat"\n')
     path = directory / "kimi-k25-8xpcie-eagle3-mix-no-kernels.toml"
     path.write_text(text)
     return path

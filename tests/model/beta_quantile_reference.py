@@ -60,7 +60,7 @@ def reference_quantile_table(
     # Chebyshev-spaced start: denser towards the ends, where the quantile bends most
     u = U_MIN + (1.0 - 2.0 * U_MIN) * 0.5 * (1.0 - np.cos(np.linspace(0.0, np.pi, _START)))
     x = special.betaincinv(a, b, u)
-    d = _derivatives(a, b, x)
+    d = _derivatives(a, b, float(special.betaln(a, b)), x)
     exact_at = _Exact(a, b)
     unchecked = np.ones(u.size - 1, dtype=bool)  # pieces whose midpoint is not yet checked
     while unchecked.any():
@@ -79,7 +79,9 @@ def reference_quantile_table(
         split = j[bad]  # each bad piece becomes two unchecked ones at its midpoint
         u = np.insert(u, split + 1, mid[bad])
         x = np.insert(x, split + 1, exact[bad])
-        d = np.insert(d, split + 1, _derivatives(a, b, exact[bad]), axis=1)
+        d = np.insert(
+            d, split + 1, _derivatives(a, b, float(special.betaln(a, b)), exact[bad]), axis=1
+        )
         unchecked = np.insert(unchecked, split + 1, True)
         unchecked[split + np.arange(split.size)] = True
     return u, x, d

@@ -15,7 +15,7 @@ and cycles in int32 lanes of rows padded to whole 512-bit vectors.
 
 Numba compiles it on first use and caches the machine code beside this file (or in the
 user's cache when that is read-only): loading Numba and the cached kernel costs a process
-about 0.3-0.7 s of CPU and 120 MiB of memory, the first compile on a machine 2-3 s more.
+about 0.65-0.8 s of CPU and 120 MiB of memory, the first compile on a machine 2-3 s more.
 So ``simulate`` uses it by default only for runs large enough to repay that
 (``kernel_for``), or when it is already loaded in the process; ``kernel="compiled"`` or
 ``"numpy"`` chooses.

@@ -366,7 +366,7 @@ def _run_block(
 
     compiled, t_signed, states, generators = None, None, None, None
     if plan.kernel == "compiled":
-        # lazy: Numba costs a process 0.3-0.7 s of CPU and 120 MiB to load (compiled.py)
+        # lazy: Numba costs a process 0.65-0.8 s of CPU and 120 MiB to load (compiled.py)
         from sim.simulation.engines import compiled
 
         # thresholds as int64, -1 where c_j = 0 (accepts nothing, not even a draw of 0)

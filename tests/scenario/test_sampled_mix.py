@@ -23,7 +23,7 @@ from sim.scenario.uncertainty import (
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import answer_uncertainty
 from tests.conftest import ROOT, SEED
-from tests.scenario.test_tree_sampled_mix import EXACT, ONE_CLASS, SYMMETRIC, _mix_text
+from tests.scenario.test_tree_sampled_mix import EXACT, SYMMETRIC, _mix_text, one_class_texts
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"
 #: Few draws: every distinct draw rebuilds two classes' Beta quadratures over 32 positions.
@@ -128,14 +128,9 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     """The same rates and spread as one [[acceptance.mix]] class or as the scenario's
     alpha: the same inputs and draws give the same intervals (the targets' read the same
     drawn rates; no target here: each would add the measured inputs' draws)."""
-    uncertainty = "[uncertainty]\ntiming.verify_ms = { range = [29.0, 31.0] }\n"
-    uncertainty += "acceptance.decay = { stderr = 0.02 }\n"
-    key = spread.split(" =")[0]
-    uncertainty += f"acceptance.{key} = {{ stderr = {0.005 if 'std' in key else 5.0} }}\n"
-    shape = f'{spread}\nshape = "geometric"\ndecay = 0.95\n'
-    single = f"alpha = 0.717\nmeasured_num_steps = 3\n{shape}"
-    a = _mix(write_scenario, _mix_text(single, uncertainty), "one.toml")
-    b = _mix(write_scenario, _mix_text(shape + ONE_CLASS, uncertainty), "mixed.toml")
+    single, mixed = one_class_texts(spread)
+    a = _mix(write_scenario, single, "one.toml")
+    b = _mix(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert uncertain_inputs(a) == uncertain_inputs(b)
     ua, ub = answer_uncertainty(a, [], samples=FEW), answer_uncertainty(b, [], samples=FEW)

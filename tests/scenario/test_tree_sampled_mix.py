@@ -48,6 +48,20 @@ def _mix_text(acceptance: str | None = None, uncertainty: str = SYMMETRIC) -> st
     return text + "\n" + uncertainty
 
 
+def one_class_texts(spread: str) -> tuple[str, str]:
+    """Scenario texts of one class with ``spread`` (a std or concentration line, or ""),
+    given as the scenario's alpha and as a one-class mix, geometric decay 0.95; uncertain
+    verify, decay and spread."""
+    uncertainty = "[uncertainty]\ntiming.verify_ms = { range = [29.0, 31.0] }\n"
+    uncertainty += "acceptance.decay = { stderr = 0.02 }\n"
+    if spread:
+        key = spread.split(" =")[0]
+        uncertainty += f"acceptance.{key} = {{ stderr = {0.005 if 'std' in key else 5.0} }}\n"
+    shape = f'{spread}\nshape = "geometric"\ndecay = 0.95\n'
+    single = f"alpha = 0.717\nmeasured_num_steps = 3\n{shape}"
+    return _mix_text(single, uncertainty), _mix_text(shape + ONE_CLASS, uncertainty)
+
+
 def _tree(write_scenario, text: str, name: str = "mix.toml", **over):
     return with_overrides(load_scenario(write_scenario(text, name)), {**TREE, **over})
 
@@ -98,15 +112,9 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     """The same rates as one [[acceptance.mix]] class or as the scenario's alpha: the
     same inputs, the same draws, the same intervals (with no spread the single class is
     drawn directly, the mix through its class: equal to float rounding)."""
-    uncertainty = "[uncertainty]\ntiming.verify_ms = { range = [29.0, 31.0] }\n"
-    uncertainty += "acceptance.decay = { stderr = 0.02 }\n"
-    if spread:
-        key = spread.split(" =")[0]
-        uncertainty += f"acceptance.{key} = {{ stderr = {0.005 if 'std' in key else 5.0} }}\n"
-    shape = f'{spread}\nshape = "geometric"\ndecay = 0.95\n'
-    single = f"alpha = 0.717\nmeasured_num_steps = 3\n{shape}"
-    a = _tree(write_scenario, _mix_text(single, uncertainty), "one.toml")
-    b = _tree(write_scenario, _mix_text(shape + ONE_CLASS, uncertainty), "mixed.toml")
+    single, mixed = one_class_texts(spread)
+    a = _tree(write_scenario, single, "one.toml")
+    b = _tree(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert uncertain_inputs(a) == uncertain_inputs(b)
     # 64 draws: each rebuilds the chain's rates (its targets') over 32 positions too

@@ -16,6 +16,7 @@ from sim.cli.options import (
     with_mc_settings,
     workers_option,
 )
+from sim.cli.progress import announce_slow_intervals
 
 
 @click.command()
@@ -73,6 +74,7 @@ def compare(
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
         entries = lever_scenarios(loaded[0])
+    announce_slow_intervals([sc for _, sc in entries], enabled=not quiet)
     doc = compare_scenarios(
         entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers
     ).to_dict()

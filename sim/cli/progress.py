@@ -4,12 +4,48 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+if TYPE_CHECKING:
+    from sim.scenario.schema import Scenario
+
 #: Seconds a run must have taken before the bar appears.
 SHOW_AFTER_S = 1.0
+
+
+def announce_slow_intervals(
+    scenarios: Iterable[Scenario], enabled: bool = True, stream: TextIO | None = None
+) -> None:
+    """One line on stderr (a terminal only, not with ``--quiet``) before the 90% intervals
+    of chains whose acceptance is a workload mix or a per-request spread: each distinct
+    draw of their acceptance inputs re-builds every class's Beta quadrature (about 520-650
+    draws, 20-40 s of CPU on the shipped mix), which no bar follows."""
+    # lazy: the scenario layer only when a command runs, not for --help (start-up)
+    from sim.scenario.uncertainty import (
+        acceptance_propagated,
+        is_acceptance_input,
+        uncertain_inputs,
+    )
+
+    out = stream or sys.stderr
+    if not (enabled and out.isatty()):
+        return
+    slow = [
+        sc
+        for sc in scenarios
+        if not sc.speculation.is_tree
+        and not acceptance_propagated(sc)
+        and any(is_acceptance_input(inp.field) for inp in uncertain_inputs(sc))
+    ]
+    if slow:
+        click.echo(
+            "computing the 90% intervals: a mix or per-request spread re-builds its rates in"
+            " each of some 500 draws (20-40 s)...",
+            file=out,
+        )
 
 
 class ProgressBar:

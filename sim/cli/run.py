@@ -19,7 +19,7 @@ from sim.cli.options import (
     with_targets,
     workers_option,
 )
-from sim.cli.progress import ProgressBar
+from sim.cli.progress import ProgressBar, announce_slow_intervals
 
 METHODS = ("monte-carlo", "exact", "auto")
 
@@ -84,6 +84,7 @@ def run(
     from sim.studies.analysis import analyze
 
     sc = with_targets(load_scenario(scenario, sets), targets)
+    announce_slow_intervals([sc], enabled=not quiet)
     analysis = analyze(sc, uncertainty=True)
     fallback = None
     if method != "monte-carlo":

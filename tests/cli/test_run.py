@@ -259,3 +259,33 @@ def test_either_kernel_prints_the_same_answer(seed_path):
         main, ["run", str(seed_path), "--method", "exact", "--kernel", "numpy"]
     )
     assert exact.exit_code == 2 and "--kernel would change nothing" in exact.output
+
+
+def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
+    """A chain whose mix or per-request spread has uncertain acceptance inputs re-builds
+    its rates in every draw (20-40 s): one line says so, on a terminal, unless --quiet."""
+    from sim.scenario.load import load_scenario, with_overrides
+
+    seed = load_scenario(seed_path)
+    mix = load_scenario(seed_path.with_name(seed_path.stem + "-mix.toml"))
+    spread = with_overrides(seed, {"acceptance.concentration": 5.0})
+    tree = with_overrides(
+        mix,
+        {
+            "speculation.topk": 4,
+            "speculation.num_draft_tokens": 8,
+            "acceptance.rank_profile": "sequoia-jf68m-llama2-7b",
+        },
+    )
+    for scenarios, said in [
+        ([mix], True),
+        ([seed, spread], True),
+        ([seed], False),
+        ([tree], False),
+    ]:
+        tty = FakeTty()
+        progress_mod.announce_slow_intervals(scenarios, stream=tty)
+        assert ("re-builds its rates" in tty.getvalue()) is said
+    for stream, enabled in [(FakeTty(), False), (io.StringIO(), True)]:
+        progress_mod.announce_slow_intervals([mix], enabled=enabled, stream=stream)
+        assert stream.getvalue() == ""

@@ -189,11 +189,6 @@ class SampledTree:
         al = accept_lengths_by_tree(self.nominal, rates[first])[again]
         return al, int(first.size)
 
-    def acceptance_rows(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct rows (m, A) of the acceptance inputs' columns of ``values`` (n, F)
-        and each draw's index among them (n,) (``acceptance_rows``)."""
-        return acceptance_rows(self.inputs, values)
-
     def population(self, row: np.ndarray) -> Population | None:
         """The top-1 rate classes and rank shares at one draw ``row`` (A,) of the acceptance
         inputs (``acceptance_rows``), as the nominal answer takes them; None where the
@@ -215,7 +210,7 @@ class SampledTree:
     def _over_requests(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """``accept_lengths`` of a mix or a spread: E[L] over requests of the tree rebuilt
         at each distinct draw's population (``population``)."""
-        distinct, again = self.acceptance_rows(values)
+        distinct, again = acceptance_rows(self.inputs, values)
         out = np.full(distinct.shape[0], np.nan)
         for i, row in enumerate(distinct):
             pop = self.population(row)

@@ -49,7 +49,7 @@ from sim.model.tree_required import max_scale
 from sim.model.tree_theory import depth_survival
 from sim.records import record
 from sim.scenario.tree_sampled import SampledTree, accept_lengths_by_tree
-from sim.scenario.uncertainty import acceptance_propagated, sampled_acceptance
+from sim.scenario.uncertainty import acceptance_propagated, acceptance_rows, sampled_acceptance
 
 __all__ = ["DrawnRoots", "drawn_accept_lengths", "required_top1_draws"]
 
@@ -120,7 +120,7 @@ class _Populations:
     rejects is not solved (``valid`` False)."""
 
     def __init__(self, sampled: SampledTree, values: np.ndarray) -> None:
-        distinct, again = sampled.acceptance_rows(values)
+        distinct, again = acceptance_rows(sampled.inputs, values)
         draft = sampled.nominal.draft
         if sampled.nominal.draft.topk == 1:  # a chain: the same tree at every rate
             draft = sampled.nominal.tree

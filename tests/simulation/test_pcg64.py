@@ -1,6 +1,6 @@
 """The compiled kernel's PCG64 is NumPy's PCG64: the same outputs from the same state.
 
-``pcg64.raw`` (one step at a time), four lanes refilling buffers (``lanes_of``/``refill``)
+``raw`` (one step at a time, here), four lanes refilling buffers (``lanes_of``/``refill``)
 and jumps (``advance``) must all give what ``PCG64.random_raw`` gives, for any state; the
 states move between NumPy generators and arrays both through NumPy's memory and through
 its public ``state``, with the same result.
@@ -12,10 +12,24 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from sim.simulation.engines import pcg64
 
 MASK64 = (1 << 64) - 1
+
+
+@njit
+def raw(state, n):
+    """The next ``n`` outputs (uint64 (n,)) of ``state``, which moves past them, one
+    ``muladd128`` step and ``output`` each: what ``random_raw(n)`` gives."""
+    out = np.empty(n, dtype=np.uint64)
+    s_hi, s_lo, inc_hi, inc_lo = state[0], state[1], state[2], state[3]
+    for i in range(n):
+        s_hi, s_lo = pcg64.muladd128(s_hi, s_lo, pcg64.MULT_HI, pcg64.MULT_LO, inc_hi, inc_lo)
+        out[i] = pcg64.output(s_hi, s_lo)
+    state[0], state[1] = s_hi, s_lo
+    return out
 
 
 def generator_at(state: int, inc: int) -> np.random.PCG64:
@@ -31,7 +45,7 @@ def test_one_step_at_a_time_is_numpys():
     gen = np.random.PCG64(20261202)
     gen.random_raw(5)  # a state that is not the seeded one
     state = pcg64.read_states([gen])[0]
-    assert np.array_equal(pcg64.raw(state, 1000), gen.random_raw(1000))
+    assert np.array_equal(raw(state, 1000), gen.random_raw(1000))
     assert np.array_equal(state, pcg64.read_states([gen])[0])  # moved on alike
 
 

@@ -433,7 +433,7 @@ def _run_block(
         live = act.any(axis=1)
         reps, act = reps[live], act[live]
         c0 += chunk
-    if compiled is not None and generators is not None:
+    if generators is not None:  # the compiled kernel read them: hand the states back
         compiled.write_states(generators, states)
 
     cyc_total = cycles.sum(axis=1)  # (B,)

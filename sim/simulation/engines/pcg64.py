@@ -164,19 +164,6 @@ def seeded_states(words):
     return out
 
 
-@njit(cache=True)
-def raw(state, n):
-    """The next ``n`` outputs (uint64 (n,)) of ``state``, which moves past them: what
-    ``random_raw(n)`` gives for the same state (a reference for tests)."""
-    out = np.empty(n, dtype=np.uint64)
-    s_hi, s_lo, inc_hi, inc_lo = state[0], state[1], state[2], state[3]
-    for i in range(n):
-        s_hi, s_lo = muladd128(s_hi, s_lo, MULT_HI, MULT_LO, inc_hi, inc_lo)
-        out[i] = output(s_hi, s_lo)
-    state[0], state[1] = s_hi, s_lo
-    return out
-
-
 # --- moving states between NumPy generators and arrays --------------------------------
 
 _MASK64 = (1 << 64) - 1
@@ -186,15 +173,20 @@ _CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c
 )
 
 
+def _pcg64(gen: object) -> np.random.PCG64:
+    """``gen``, which must be a NumPy PCG64 (the kernel's arithmetic is PCG64's)."""
+    if not isinstance(gen, np.random.PCG64):
+        raise TypeError(f"the compiled kernel draws from PCG64, not {type(gen).__name__}")
+    return gen
+
+
 def _words_addresses(generators: Sequence[np.random.PCG64]) -> np.ndarray:
     """uint64 (B,): the address of each generator's ``pcg64_random_t`` (state, inc), read
     from its capsule's ``bitgen_t`` (first field: the ``pcg64_state``, whose first field
     points to it)."""
     out = np.empty(len(generators), dtype=np.uint64)
     for i, gen in enumerate(generators):
-        if not isinstance(gen, np.random.PCG64):
-            raise TypeError(f"the compiled kernel draws from PCG64, not {type(gen).__name__}")
-        bitgen = _CAPSULE_POINTER(gen.capsule, b"BitGenerator")
+        bitgen = _CAPSULE_POINTER(_pcg64(gen).capsule, b"BitGenerator")
         pcg64_state = ctypes.c_void_p.from_address(bitgen).value
         out[i] = ctypes.c_void_p.from_address(pcg64_state).value
     return out
@@ -249,9 +241,7 @@ def _words_of(value: int) -> tuple[int, int]:
 def _states_via_api(generators: Sequence[np.random.PCG64]) -> np.ndarray:
     states = np.empty((len(generators), 4), dtype=np.uint64)
     for i, gen in enumerate(generators):
-        if not isinstance(gen, np.random.PCG64):
-            raise TypeError(f"the compiled kernel draws from PCG64, not {type(gen).__name__}")
-        s = gen.state["state"]
+        s = _pcg64(gen).state["state"]
         states[i] = (*_words_of(s["state"]), *_words_of(s["inc"]))
     return states
 
@@ -271,9 +261,7 @@ def layout_checked() -> bool:
     gen = np.random.PCG64(0)
     s_hi, s_lo, i_hi = 0x0123456789ABCDEF, 0x0FEDCBA987654321, 0x1122334455667788
     i_lo = 0x99AABBCCDDEEFF01  # odd, as every PCG increment
-    full = gen.state
-    full["state"] = {"state": (s_hi << 64) | s_lo, "inc": (i_hi << 64) | i_lo}
-    gen.state = full
+    _write_via_api([gen], np.array([[s_hi, s_lo, i_hi, i_lo]], dtype=np.uint64))
     try:
         words = np.empty((1, 4), dtype=np.uint64)
         _load_words(_words_addresses([gen]), words)

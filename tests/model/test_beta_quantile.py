@@ -13,11 +13,13 @@ from sim.model.beta_quantile import (
     TOLERANCE,
     U_MIN,
     _density,
+    _derivatives,
     _hermite,
+    _polished,
+    _subdivisions,
     beta_quantiles,
     quantile_table,
 )
-from tests.model.beta_quantile_reference import reference_quantile_table
 
 
 @given(mean=st.floats(0.02, 0.98), concentration=st.floats(0.3, 300.0))
@@ -55,27 +57,76 @@ def test_sampled_rates_follow_the_exact_quantile():
 @given(mean=st.floats(0.02, 0.98), concentration=st.floats(0.3, 300.0))
 @example(mean=0.6050964941644925, concentration=5.0)  # the seed's Beta(5) class
 @example(mean=0.123046875, concentration=0.3)
-@example(mean=0.427, concentration=232.015625)  # a piece's error 5.0e-11, at the threshold
+@example(mean=0.427, concentration=232.015625)
 @example(mean=0.08219248938332287, concentration=0.3)
 @settings(max_examples=40, deadline=None)
-def test_forward_checks_build_the_table_inverse_checks_built(mean, concentration):
-    """Checking a piece through betainc (forwards) splits the pieces that checking through
-    betaincinv did: the same nodes, values and slopes, bit for bit, for the seed's class.
-    The two checks round differently, so a piece whose error lies at the split threshold
-    (half the tolerance) can be split by one and kept by the other; where the tables
-    differ, the forward one still meets the tolerance against betaincinv everywhere."""
+def test_nodes_hold_the_exact_quantile_and_its_derivatives(mean, concentration):
+    """Nodes added by Halley polishing hold betaincinv's quantile to a few ulps, and every
+    node carries the closed-form derivatives of that quantile."""
     a, b = mean * concentration, (1 - mean) * concentration
-    new, old = quantile_table.__wrapped__(a, b), reference_quantile_table(a, b)
-    assert (new is None) == (old is None)
-    if new is None or all(np.array_equal(n, o) for n, o in zip(new, old, strict=True)):
+    table = quantile_table.__wrapped__(a, b)
+    if table is None:
         return
-    assert (mean, concentration) != (0.6050964941644925, 5.0)  # the seed: bit for bit
-    assert abs(new[0].size - old[0].size) <= 2  # borderline pieces only
-    nodes, x, d = new
-    u = np.linspace(nodes[0], nodes[-1], 200_001)
-    i = np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, nodes.size - 2)
-    got = _hermite(u, nodes[i], nodes[i + 1], x[i], x[i + 1], d[:, i], d[:, i + 1])
-    assert np.abs(got - special.betaincinv(a, b, u)).max() <= TOLERANCE
+    u, x, d = table
+    exact = special.betaincinv(a, b, u)
+    assert np.all(np.abs(x - exact) <= 1e-12 * exact + 1e-300)
+    assert np.array_equal(d, _derivatives(a, b, float(special.betaln(a, b)), x))
+
+
+def _slopes(p: np.polynomial.Polynomial, at: float) -> np.ndarray:
+    return np.array([p.deriv(k)(at) for k in (1, 2, 3)])
+
+
+def test_the_septic_hermite_piece_is_exact_on_degree_seven():
+    """Four conditions an end determine every polynomial of degree 7: the basis is right."""
+    p = np.polynomial.Polynomial(np.random.default_rng(3).normal(size=8))
+    u0, u1 = 0.2, 0.45
+    u = np.linspace(u0, u1, 41)
+    got = _hermite(u, u0, u1, p(u0), p(u1), _slopes(p, u0), _slopes(p, u1))
+    assert np.abs(got - p(u)).max() <= 1e-13
+    # degree 8 with leading coefficient c: the error is exactly c h^8 t^4 (1 - t)^4
+    q = p * np.polynomial.Polynomial([0.0, 1.0])
+    off = _hermite(u, u0, u1, q(u0), q(u1), _slopes(q, u0), _slopes(q, u1))
+    t = (u - u0) / (u1 - u0)
+    law = q.coef[-1] * (u1 - u0) ** 8 * t**4 * (1 - t) ** 4
+    assert np.abs(q(u) - off - law).max() <= 1e-13 < np.abs(law).max()
+
+
+def test_derivatives_of_a_closed_form_quantile():
+    """Beta(2, 1): F(x) = x^2 and the quantile is sqrt(u), whose first three derivatives
+    are u^-1/2 / 2, -u^-3/2 / 4 and 3 u^-5/2 / 8."""
+    u = np.array([0.01, 0.3, 0.81])
+    got = _derivatives(2.0, 1.0, float(special.betaln(2.0, 1.0)), np.sqrt(u))
+    want = np.stack([0.5 * u**-0.5, -0.25 * u**-1.5, 0.375 * u**-2.5])
+    assert np.allclose(got, want, rtol=1e-13)
+
+
+def test_a_failed_piece_is_cut_by_the_eighth_root_of_its_error():
+    """n pieces of a septic piece err about err / n^8: aimed at a quarter of the tolerance,
+    at least 2 and at most 8 pieces (an infinite or NaN error: 8)."""
+    aim = 0.25 * TOLERANCE
+    err = np.array([TOLERANCE, aim * 3.0**8, aim * 3.0**8 * 1.01, 1.0, np.inf, np.nan])
+    assert _subdivisions(err).tolist() == [2, 3, 4, 8, 8, 8]
+
+
+def test_polishing_converges_or_falls_back_to_the_inverse():
+    """Halley's steps from a start 1e-3 off reach betaincinv's quantile; a start that leaves
+    (0, 1) on its first step is inverted directly; both to a few ulps."""
+    a, b = 58.2, 25.4
+    log_beta = float(special.betaln(a, b))
+    u = np.array([0.001, 0.2, 0.5, 0.9, 0.999])
+    exact = special.betaincinv(a, b, u)
+    assert np.allclose(_polished(a, b, log_beta, u, exact + 1e-3), exact, rtol=1e-13, atol=0)
+    far = _polished(a, b, log_beta, u, np.full(u.shape, 1e-9))
+    assert np.allclose(far, exact, rtol=1e-13, atol=0)
+
+
+def test_a_typical_table_is_small():
+    """What septic pieces and error-sized cuts buy: the seed's Beta(5) class needs at most
+    100 nodes (quintic pieces split at their midpoints needed 172)."""
+    a = 0.6050964941644925 * 5.0
+    table = quantile_table.__wrapped__(a, 5.0 - a)
+    assert table is not None and table[0].size <= 100
 
 
 def test_the_forward_error_is_the_inverse_error():

@@ -19,15 +19,24 @@ def _names(ks: list[int]) -> str:
     return ", ".join("plain decoding" if k == 0 else f"k = {k}" for k in ks)
 
 
+def _gain_ci(p: Mapping[str, Any]) -> str:
+    """The gain's paired interval (none for plain decoding, its own baseline)."""
+    ci = p.get("capacity_gain_ci95")
+    if p["num_steps"] == 0 or p["capacity_gain"] is None:
+        return ""
+    return "  [?, ?]" if ci is None else f"  [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
 def render_capacity(doc: Mapping[str, Any]) -> str:
     lines = [
         f"capacity: {doc['scenario']}: highest Poisson rate at which {doc['share']:.0%} of "
         "requests meet the SLO",
         settings_line(doc),
         f"root finding on log rate to {doc['rtol']:.0%}, common random numbers along the rate; "
-        "95% interval from the attainment's band",
+        "95% interval from the attainment's band; the ratio's paired, by the jackknife over "
+        "the same replications",
         "",
-        f"  {'policy':<18}{'req/s':>11}  {'95% CI':<18}{'vs plain decoding':>18}",
+        f"  {'policy':<18}{'req/s':>11}  {'95% CI':<18}{'vs plain decoding':>18}  95% CI",
     ]
     for p in doc["policies"]:
         name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"
@@ -36,7 +45,7 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
         rate = (">= " if p.get("at_least") else "") + _rate(p["rate_per_s"])
         lines.append(
             f"  {name:<18}{rate:>11}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
-            f"{'' if gain is None else f'{gain:.2f}x':>18}"
+            f"{'' if gain is None else f'{gain:.2f}x':>18}{_gain_ci(p)}"
         )
     if doc.get("replications") == 1:
         lines.append("  (one replication: no 95% interval; give --replications 2 or more)")

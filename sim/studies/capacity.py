@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import field
 from typing import Any
+
+import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.records import record
 from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.studies.capacity_ratio import paired_ratio_ci95
 from sim.studies.rootfind import Probe, first_passing
 from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
@@ -51,7 +55,10 @@ class PolicyCapacity:
     """One policy's capacity (None: the share is not met even at the lowest rate tried)
     with its 95% interval, and every rate simulated with its attainment. ``at_least``:
     the share is met even at the highest rate tried (``rate_per_s``), so the capacity is
-    that rate or more, not a crossing."""
+    that rate or more, not a crossing. ``log_rates`` (P,): every rate the search tried,
+    increasing, and ``attainment`` (P, R) each replication's SLO attainment there (0 at a
+    rate above the service bound, not simulated), for the paired interval of a ratio of
+    capacities (sim/studies/capacity_ratio.py)."""
 
     num_steps: int
     rate_per_s: float | None
@@ -61,6 +68,13 @@ class PolicyCapacity:
     service_bound_per_s: float = math.inf
     unstable_rates: tuple[float, ...] = ()  # rates above the bound, failing unsimulated
     capped: bool = False  # every simulated rate above the capacity passed: the bound set it
+    log_rates: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False)
+    attainment: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), compare=False)
+
+    @property
+    def crossing(self) -> bool:
+        """The capacity is a crossing of the share (not unmet, not a lower bound)."""
+        return self.rate_per_s is not None and not self.at_least
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,12 +94,17 @@ class PolicyCapacity:
 
 @record
 class CapacityResult:
+    """Every policy's capacity, plain decoding first; ``gain_ci95[i]``: the paired 95%
+    interval of policy i's capacity over plain decoding's (None where that ratio has none:
+    no gain, one replication, or a leave-one-out capacity without a crossing)."""
+
     scenario: str
     share: float
     policies: tuple[PolicyCapacity, ...]
     runs: int
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    gain_ci95: tuple[tuple[float, float] | None, ...]
 
     def to_dict(self) -> dict[str, Any]:
         base = self.policies[0]
@@ -97,8 +116,9 @@ class CapacityResult:
                 {
                     **p.to_dict(),
                     "capacity_gain": _gain(p, base),
+                    "capacity_gain_ci95": None if ci is None else list(ci),
                 }
-                for p in self.policies
+                for p, ci in zip(self.policies, self.gain_ci95, strict=True)
             ],
             "runs": self.runs,
             "assumptions": list(self.assumptions),
@@ -108,9 +128,18 @@ class CapacityResult:
 def _gain(p: PolicyCapacity, base: PolicyCapacity) -> float | None:
     """Capacity over plain decoding's; None unless both are crossings (a lower bound
     over a lower bound is no ratio)."""
-    if p.rate_per_s is None or not base.rate_per_s or p.at_least or base.at_least:
+    if not (p.crossing and base.crossing and base.rate_per_s):
         return None
-    return p.rate_per_s / base.rate_per_s
+    return p.rate_per_s / base.rate_per_s  # type: ignore[operator]
+
+
+def gain_ci95(p: PolicyCapacity, base: PolicyCapacity, share: float) -> tuple[float, float] | None:
+    """The paired 95% interval of ``_gain(p, base)`` (sim/studies/capacity_ratio.py)."""
+    gain = _gain(p, base)
+    if gain is None:
+        return None
+    top, bottom = (p.log_rates, p.attainment), (base.log_rates, base.attainment)
+    return paired_ratio_ci95(gain, top, bottom, share)
 
 
 def _stat(point: PolicyPoint | None, which: str) -> float:
@@ -175,7 +204,15 @@ def policy_capacity(
         and bool(unstable)
         and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
     )
-    return PolicyCapacity(k, value, ends, curve, at_least, bound, unstable, capped)
+    tried = sorted(probe.seen.items())
+    none = np.zeros(evaluator.replications)  # above the bound: fails, not simulated
+    attainment = np.array(
+        [none if p is None else p.values["slo_attainment"] for _, p in tried], dtype=float
+    ).reshape(len(tried), evaluator.replications)
+    log_rates = np.array([x for x, _ in tried], dtype=float)
+    return PolicyCapacity(
+        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment
+    )
 
 
 def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
@@ -257,6 +294,7 @@ def capacity(
         runs=evaluator.runs + sum(n for _, n in found.values()),
         settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol},
         assumptions=tuple(assumptions),
+        gain_ci95=tuple(gain_ci95(p, policies[0], share) for p in policies),
     )
 
 

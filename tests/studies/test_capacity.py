@@ -131,3 +131,23 @@ def test_one_replication_gives_a_capacity_without_an_interval():
     ev = PointEvaluator(BUILDER, replications=1, seed=5, slo=TPOT_11)
     cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
     assert cap.rate_per_s is not None and cap.ci95 == (None, None)
+
+
+def test_the_gain_has_a_paired_interval_inside_the_ratio_of_the_ends():
+    """capacity_gain carries its 95% interval (the jackknife over the same replications of
+    both policies, sim/studies/capacity_ratio.py): around the gain, plain decoding's own
+    is [1, 1], and it is narrower than dividing the capacities' interval ends (which
+    ignores that both policies ran on the same arrivals)."""
+    from sim.report.capacity import render_capacity
+
+    result = capacity(evaluator(), [3], share=0.8, hint_per_s=5.0)
+    doc = result.to_dict()
+    base, k3 = doc["policies"]
+    assert base["capacity_gain_ci95"] == [1.0, 1.0]
+    lo, hi = k3["capacity_gain_ci95"]
+    assert lo < k3["capacity_gain"] < hi
+    naive = (k3["ci95"][0] / base["ci95"][1], k3["ci95"][1] / base["ci95"][0])
+    assert hi - lo < naive[1] - naive[0]
+    text = render_capacity({**doc, "kind": "capacity"})
+    row = next(ln for ln in text.splitlines() if ln.strip().startswith("k = 3"))
+    assert row.endswith(f"{k3['capacity_gain']:.2f}x  [{lo:.2f}, {hi:.2f}]"), row

@@ -16,23 +16,25 @@ def test_alpha_is_printed_to_three_decimals():
 
 def _capacity_doc():
     pol = lambda k, r, ci, g: {"num_steps": k, "rate_per_s": r, "ci95": ci, "capacity_gain": g}  # noqa: E731
+    k3 = {**pol(3, 2.4691, [2.2, 2.6], 2.0001), "capacity_gain_ci95": [1.9049, 2.1051]}
     return {
         "scenario": "s",
         "share": 0.9,
         "rtol": 0.02,
         "runs": 4,
-        "policies": [pol(0, 1.2345, [1.1, 1.3], 1.0), pol(3, 2.4691, [2.2, 2.6], 2.0001)],
+        "policies": [pol(0, 1.2345, [1.1, 1.3], 1.0), k3],
     }
 
 
 def test_capacity_rates_to_three_significant_digits_and_plain_decoding_first():
     """report/capacity.py: req/s as :.3g (1.2345 -> 1.23), the k = 0 row named plain decoding, gain
-    as 2.00x."""
+    as 2.00x with its paired interval to 2 decimals (none on plain decoding's own row)."""
     text = render_capacity(_capacity_doc())
     rows = [line for line in text.splitlines() if line.startswith("  ") and "req/s" not in line]
     assert rows[0].split()[:3] == ["plain", "decoding", "1.23"]
     assert rows[1].split()[:4] == ["k", "=", "3", "2.47"]
-    assert rows[1].rstrip().endswith("2.00x")
+    assert rows[0].rstrip().endswith("1.00x")
+    assert rows[1].rstrip().endswith("2.00x  [1.90, 2.11]")
 
 
 def test_custom_allreduce_is_never_labelled_eager():

@@ -109,6 +109,10 @@ def _policy_dict(run: ServingRun, summary: ServingSummary, name: str) -> dict[st
             "little": {
                 "in_system": ratio_dict(p.little[0]),
                 "rate_x_time": ratio_dict(p.little[1]),
+                "window": {
+                    "rate_x_time": ratio_dict(p.little_window[0]),
+                    "edge": ratio_dict(p.little_window[1]),
+                },
             },
             "backlog": {
                 "start": [b.start for b in p.backlogs],
@@ -315,8 +319,12 @@ def render_serving(doc: dict[str, Any]) -> str:
     laws = [doc[n]["little"] for n in names]
     rows.append(
         [
-            "Little: L vs lambda W",
-            *[f"{x['in_system']['mean']:.2f} vs {x['rate_x_time']['mean']:.2f}" for x in laws],
+            "Little: L = lambda W + edge",
+            *[
+                f"{x['in_system']['mean']:.2f} = {x['window']['rate_x_time']['mean']:.2f} + "
+                f"{x['window']['edge']['mean']:.2f}"
+                for x in laws
+            ],
         ]
     )
     lines += _table(rows)
@@ -324,6 +332,10 @@ def render_serving(doc: dict[str, Any]) -> str:
     note = (
         "per-user tok/s: a request's decoding speed after its first token; ITL: the gap "
         "between deliveries (a speculative step delivers its accepted tokens at once); "
-        "speedup: per-replication ratio of means on the same arrivals (> 1: speculation helps)."
+        "speedup: per-replication ratio of means on the same arrivals (> 1: speculation helps); "
+        "Little, exact over the measurement window: W is the time its arrivals spend in the "
+        "system inside it, edge the time inside it of those already there when it opened, "
+        "over its length (lambda x the measured requests' mean E2E, JSON little.rate_x_time, "
+        "approaches L as the window grows)."
     )
     return "\n".join(lines + _footer(doc, note))

@@ -36,6 +36,28 @@ def test_text_summary_side_by_side():
     assert "assumptions:" in out
 
 
+def test_littles_line_is_the_finite_window_identity():
+    """A short open-loop run (24 requests at 2/s: its edges are a sizeable share of L):
+    the printed L is lambda W + edge over the window, exactly in the JSON, and the text
+    row prints those three numbers."""
+    args = [str(SERVING), "--replications", "2", "--requests", "24", "-q", "--rate", "2"]
+    doc = serve_json(*args)
+    for name in ("speculative", "baseline"):
+        law = doc[name]["little"]
+        window = law["window"]["rate_x_time"]["mean"] + law["window"]["edge"]["mean"]
+        assert law["in_system"]["mean"] == pytest.approx(window, rel=1e-12)
+    code, out = serve(*args)
+    assert code == 0, out
+    row = next(ln for ln in out.splitlines() if ln.startswith("Little"))
+    law = doc["speculative"]["little"]
+    assert row.startswith("Little: L = lambda W + edge"), row
+    cell = (
+        f"{law['in_system']['mean']:.2f} = {law['window']['rate_x_time']['mean']:.2f} + "
+        f"{law['window']['edge']['mean']:.2f}"
+    )
+    assert cell in row, row
+
+
 def test_a_growing_backlog_is_said_in_text_and_json():
     """3.3 requests a second of 512 tokens: under the most the server could answer (3.41
     and 3.81 a second, sim/simulation/serving/stability.py, an upper bound), so simulated,

@@ -20,7 +20,10 @@ Server-wide (over the measurement window): aggregate output tok/s, the time-weig
 decode batch-size distribution and mean, KV utilisation (time-weighted KV tokens held
 over capacity), preemptions per request, pooled accept length (tokens per decode cycle),
 and Little's law: time-average number in system L against arrival rate x mean time in
-system (arrivals inside the window; edge effects vanish as the window grows).
+system (arrivals inside the window, the measured requests' mean E2E; edge effects vanish
+as the window grows), and its finite-window form, which holds exactly on every run: L =
+lambda W' + edge, W' the mean time the window's arrivals spend in the system inside it,
+edge the time inside it of the requests already there when it opened, over its length.
 
 Across replications: each metric's mean is the mean of replication means with a
 Student-t 95% interval (R - 1 degrees of freedom; none with one replication, since
@@ -53,6 +56,7 @@ __all__ = [
     "backlog",
     "estimate",
     "little_terms",
+    "little_window_terms",
     "mean_interval",
     "positive_interval",
     "request_metrics",
@@ -114,6 +118,22 @@ def little_terms(rec: ServingRecord) -> tuple[float, float, float]:
     in_system = float(inside.sum()) / span
     arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms < hi))
     return in_system, arrivals / span, float(np.mean(rec.finish_ms - rec.arrival_ms))
+
+
+def little_window_terms(rec: ServingRecord) -> tuple[float, float]:
+    """(lambda W', edge) over the window [lo, hi], which add up to ``little_terms``'s L
+    exactly (the area under the in-system count, split by arrival): lambda W', the time
+    inside the window of the requests arriving in it, and edge, that of the requests
+    already in the system when it opened, each over the window's length (a sample-path
+    identity: no steady state needed, so it holds on short or busy runs, where lambda x the
+    measured requests' mean E2E differs from L by the edges)."""
+    lo, hi = rec.window_start_ms, rec.window_end_ms
+    span = hi - lo
+    finish = np.minimum(rec.all_finish_ms, hi)
+    arrived = rec.all_arrival_ms
+    inside = (arrived >= lo) & (arrived < hi)
+    carried = np.clip(finish[arrived < lo] - lo, 0, None)
+    return float((finish[inside] - arrived[inside]).sum()) / span, float(carried.sum()) / span
 
 
 #: A replication is flagged when the requests in the system grew over its measurement
@@ -257,7 +277,10 @@ class Ratio:
 @record
 class PolicySummary:
     """One policy's metrics across R replications; the shares (``kv_utilisation``,
-    ``p_tok_s``, ``slo_attainment``) have their intervals clipped to [0, 1]."""
+    ``p_tok_s``, ``slo_attainment``) have their intervals clipped to [0, 1]. ``little``:
+    (L, lambda W) with W the measured requests' mean E2E, the long-run check;
+    ``little_window``: (lambda W', edge) of the finite-window identity L = lambda W' +
+    edge (``little_window_terms``)."""
 
     metrics: dict[str, Estimate]
     aggregate_tok_s: Ratio
@@ -269,6 +292,7 @@ class PolicySummary:
     p_tok_s: dict[float, Ratio]
     slo_attainment: Ratio | None
     little: tuple[Ratio, Ratio]
+    little_window: tuple[Ratio, Ratio]
     per_replication: dict[str, np.ndarray]
     backlogs: tuple[Backlog, ...] = ()
 
@@ -359,6 +383,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
             ok.append(good.mean())
         attain = Ratio.across(np.array(ok), share_interval)
     little = np.array([little_terms(r) for r in records])  # (R, 3)
+    window = np.array([little_window_terms(r) for r in records])  # (R, 2)
     return PolicySummary(
         metrics=metrics,
         aggregate_tok_s=Ratio.across(aggregate),
@@ -370,6 +395,7 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         p_tok_s=p_tok,
         slo_attainment=attain,
         little=(Ratio.across(little[:, 0]), Ratio.across(little[:, 1] * little[:, 2])),
+        little_window=(Ratio.across(window[:, 0]), Ratio.across(window[:, 1])),
         backlogs=tuple(backlog(r) for r in records),
         per_replication=per_rep,
     )

@@ -9,7 +9,12 @@ from scipy import stats
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_pmf, request_tok_s_distribution
 from sim.simulation.serving import ClosedLoop, FixedK, Poisson, simulate_serving
-from sim.simulation.serving.metrics import little_terms, request_metrics, summarize_serving
+from sim.simulation.serving.metrics import (
+    little_terms,
+    little_window_terms,
+    request_metrics,
+    summarize_serving,
+)
 from sim.simulation.simulate import simulate
 from tests.helpers import MIXED
 from tests.simulation.serving.helpers import WITH_KV, plan, scenario
@@ -86,6 +91,22 @@ def test_littles_law_on_every_run(arrivals):
         for rec in records:
             in_system, rate, time_in = little_terms(rec)
             assert in_system == pytest.approx(rate * time_in, rel=0.1)
+            # over the finite window, with its edge, the identity is exact
+            in_window, edge = little_window_terms(rec)
+            assert in_system == pytest.approx(in_window + edge, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_littles_law_holds_across_replications_on_a_long_run():
+    """The long-run check, L against lambda x the measured requests' mean time in system:
+    on long runs the window's edges are small, and the two agree within 4 standard errors
+    of their paired difference across replications (Poisson arrivals; 2000 requests)."""
+    p = plan(Poisson(20.0), input_tokens=50, output=40, requests=2000, warmup=50, curves=WITH_KV)
+    run = simulate_serving(p, {"k3": FixedK(3)}, replications=6, seed=11)
+    terms = np.array([little_terms(rec) for rec in run.records["k3"]])  # (R, 3)
+    diff = terms[:, 0] - terms[:, 1] * terms[:, 2]
+    se = diff.std(ddof=1) / np.sqrt(diff.size)
+    assert abs(diff.mean()) < 4 * se, (diff.mean(), se)
 
 
 def test_closed_loop_without_think_time_holds_exactly_c_requests():

@@ -9,6 +9,7 @@ from sim.simulation.serving import ClosedLoop, Empirical, FixedK, Poisson, simul
 from sim.simulation.serving.metrics import (
     SloSpec,
     little_terms,
+    little_window_terms,
     request_metrics,
     summarize_serving,
     weighted_quantiles,
@@ -69,6 +70,25 @@ def test_little_terms_by_hand() -> None:
         finish_ms=np.array([4.0, 9.0]),
     )
     assert little_terms(rec) == pytest.approx((0.8, 0.2, 4.0))
+
+
+def test_little_window_terms_by_hand() -> None:
+    """Window [2, 10) ms; a request from 0 to 4 was there when it opened (2 ms inside it:
+    the edge), one from 5 to 12 arrived in it (5 ms inside it), one from 0 to 1 left
+    before it and one arriving at 10 is after it: L = 7/8 = lambda W + edge = 5/8 + 2/8,
+    where the plain lambda W (1 arrival, the measured one's 7 ms) says 7/8 only by luck."""
+    from types import SimpleNamespace
+
+    rec = SimpleNamespace(
+        window_start_ms=2.0,
+        window_end_ms=10.0,
+        all_arrival_ms=np.array([0.0, 0.0, 5.0, 10.0]),
+        all_finish_ms=np.array([1.0, 4.0, 12.0, 13.0]),
+        arrival_ms=np.array([5.0]),
+        finish_ms=np.array([12.0]),
+    )
+    assert little_terms(rec)[0] == pytest.approx(7 / 8)
+    assert little_window_terms(rec) == pytest.approx((5 / 8, 2 / 8))
 
 
 def test_mean_interval_is_students_t_by_hand() -> None:

@@ -186,17 +186,19 @@ def monte_carlo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def with_mc_settings(
     scenario: Scenario, replications: int | None, requests: int | None, seed: int | None
 ) -> Scenario:
-    """The scenario with --replications/--requests/--seed applied (validated like --set)."""
+    """The scenario with --replications/--requests/--seed applied (validated like --set),
+    each field set by its option's name (assumptions and errors name the option)."""
     from sim.scenario.load import with_overrides  # lazy: start-up
 
-    overrides: dict[str, Any] = {}
-    if replications is not None:
-        overrides["simulation.replications"] = replications
-    if requests is not None:
-        overrides["workload.requests"] = requests
-    if seed is not None:
-        overrides["simulation.seed"] = seed
-    return with_overrides(scenario, overrides, source="option") if overrides else scenario
+    given = (
+        ("--replications", "simulation.replications", replications),
+        ("--requests", "workload.requests", requests),
+        ("--seed", "simulation.seed", seed),
+    )
+    for option, dotted, value in given:
+        if value is not None:
+            scenario = with_overrides(scenario, {dotted: value}, source=option)
+    return scenario
 
 
 def with_targets(scenario: Scenario, targets: tuple[float, ...]) -> Scenario:

@@ -255,18 +255,50 @@ def test_slo_attainment_interval_stays_in_0_1():
     assert code == 0 and "1.195" not in line and "0.983 [0.772, 1.000]" in line, line
 
 
-def test_requests_given_with_a_trace_are_said_not_to_apply(tmp_path):
-    """A trace replays every row: --requests 2 with a 4-row trace still measures 4, and
-    the output says --requests did not apply instead of ignoring it silently."""
+def _four_row_trace(tmp_path) -> str:
     path = tmp_path / "t.csv"
-    rows = "".join(f"{0.1 * i:.1f},10,20\n" for i in range(4))
+    rows = "".join(f"{0.1 * i:.1f},10,{20 + i}\n" for i in range(4))
     path.write_text("arrival_s,input_tokens,output_tokens\n" + rows)
-    code, out = serve(
-        str(SERVING), "-q", "--trace", str(path), "--requests", "2", "--replications", "1"
-    )
+    return str(path)
+
+
+def test_requests_given_with_a_trace_replay_its_first_rows(tmp_path):
+    """--requests N with a trace replays its first warm-up + N rows and measures N (it was
+    ignored: every row replayed), and the output says how many of its rows were replayed;
+    the later rows never arrive (the mean output is that of the rows replayed)."""
+    trace = _four_row_trace(tmp_path)
+    args = ["-q", "--trace", trace, "--replications", "1", "--set", "workload.warmup_requests=1"]
+    code, out = serve(str(SERVING), *args, "--requests", "2")
     assert code == 0, out
-    assert "4 measured requests" in out
-    assert "workload.requests (2) does not apply to a trace" in out
+    assert "(the first 3 of its 4 requests)" in out.splitlines()[0], out.splitlines()[0]
+    assert "1 warm-up and 2 measured requests: the trace's first 3 of 4 rows replayed" in out
+    assert "(workload.requests set by --requests)" in out
+    assert "does not apply" not in out
+    doc = serve_json(str(SERVING), *args, "--requests", "2")
+    assert doc["requests"] == 2 and doc["warmup_requests"] == 1
+    assert doc["mean_output_tokens"] == pytest.approx(21.0)  # rows 20, 21, 22 of 20..23
+    full = serve_json(str(SERVING), *args)
+    assert full["requests"] == 3 and full["mean_output_tokens"] == pytest.approx(21.5)
+
+
+def test_more_requests_than_a_trace_holds_is_one_line(tmp_path):
+    trace = _four_row_trace(tmp_path)
+    code, out = serve(str(SERVING), "-q", "--trace", trace, "--requests", "5")
+    assert code == 2, out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and "workload.requests" in lines[0], out
+    assert lines[0].startswith("specsim: error: --requests: workload.requests: "), lines[0]
+    assert f"5 measured requests after 0 warm-up need 5 rows; the trace {trace} has 4" in out
+
+
+def test_a_scenario_files_requests_do_not_cut_a_trace(tmp_path):
+    """The serving scenario's own workload.requests (200, for its closed loop) is not a
+    count of the trace's rows: every row is replayed, and the output says so."""
+    trace = _four_row_trace(tmp_path)
+    code, out = serve(str(SERVING), "-q", "--trace", trace, "--replications", "1")
+    assert code == 0, out
+    assert "workload.requests (200) does not apply to a trace" in out
+    assert "--requests N replays its first warm-up + N rows" in out
 
 
 @pytest.mark.parametrize(

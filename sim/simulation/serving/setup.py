@@ -222,14 +222,34 @@ def serving_setup(
                 source=source,
                 field="workload.warmup_requests",
             )
-        requests = arrivals.size - warmup
         inp, out = Fixed(0), Fixed(1)  # unused: lengths come from the rows
-        notes.append(f"lengths: from the trace; {warmup} warm-up and {requests} measured requests")
-        if "workload.requests" in scenario._given or "workload.requests" in scenario._overrides:
+        rows = arrivals.size
+        if "workload.requests" in scenario._overrides:  # --requests, --set: the first rows
+            requests = w.requests
+            if warmup + requests > rows:
+                raise SpecsimError(
+                    f"{requests} measured requests after {warmup} warm-up need "
+                    f"{warmup + requests} rows; the trace {serving.trace} has {rows}",
+                    source=scenario._overrides["workload.requests"],
+                    field="workload.requests",
+                )
+            arrivals = arrivals.head(warmup + requests)
+            load = f"trace {serving.trace} (the first {arrivals.size} of its {rows} requests)"
             notes.append(
-                f"requests: workload.requests ({w.requests}) does not apply to a trace: every "
-                "row is replayed (cut the trace to replay fewer)"
+                f"lengths: from the trace; {warmup} warm-up and {requests} measured requests: "
+                f"the trace's first {arrivals.size} of {rows} rows replayed (workload.requests "
+                f"set by {scenario._overrides['workload.requests']})"
             )
+        else:
+            requests = rows - warmup
+            notes.append(
+                f"lengths: from the trace; {warmup} warm-up and {requests} measured requests"
+            )
+            if "workload.requests" in scenario._given:
+                notes.append(
+                    f"requests: workload.requests ({w.requests}) does not apply to a trace: "
+                    "every row is replayed (--requests N replays its first warm-up + N rows)"
+                )
     else:
         inp, out = _lengths(w, base_dir, notes)
         requests = w.requests

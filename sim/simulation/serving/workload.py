@@ -102,6 +102,18 @@ class Trace:
     def size(self) -> int:
         return int(self.arrival_ms.shape[0])
 
+    def head(self, n: int) -> Trace:
+        """The first ``n`` requests (1 <= n <= size), as a trace of shape (n,)."""
+        if not 1 <= n <= self.size:
+            raise ValueError(f"n must be in [1, {self.size}], got {n}")
+        return Trace(
+            self.arrival_ms[:n],
+            self.input_tokens[:n],
+            self.output_tokens[:n],
+            self.request_class[:n],
+            self.source,
+        )
+
 
 @record
 class Workload:

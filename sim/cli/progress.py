@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections.abc import Iterable
@@ -57,7 +58,9 @@ class ProgressBar:
     in batches (best-k's selection, then its check) reports each batch from 1 to its own
     total: a count that restarts, or a new total, closes the bar and opens the next
     ("simulating, stage 2"), so that a finished bar is never left standing while the
-    command works on. Use as a context manager.
+    command works on. A total of None is a count without an end (a study's bisection
+    simulating one load at a time, each replication counted): the bar moves and counts
+    but shows no percentage. Use as a context manager.
     """
 
     def __init__(self, enabled: bool = True, stream: TextIO | None = None):
@@ -67,10 +70,10 @@ class ProgressBar:
         self._bar: Any = None
         self._shown = 0
         self._done = 0
-        self._total: int | None = None
+        self._total: int | None = -1  # none yet (None: a count without a total)
         self._stage = 0
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int | None) -> None:
         if not self._enabled:
             return
         if done <= self._done or total != self._total:  # a new batch of runs
@@ -82,7 +85,13 @@ class ProgressBar:
             if time.monotonic() - self._start < SHOW_AFTER_S:
                 return
             label = "simulating" if self._stage == 1 else f"simulating, stage {self._stage}"
-            self._bar = click.progressbar(length=total, label=label, file=self._stream)
+            if total is None:  # no length: click draws a moving mark and the count
+                label += ", one load at a time (replications run)"
+                self._bar = click.progressbar(
+                    itertools.count(), label=label, file=self._stream, show_pos=True
+                )
+            else:
+                self._bar = click.progressbar(length=total, label=label, file=self._stream)
             self._bar.__enter__()
             self._shown = 0
         self._bar.update(done - self._shown)

@@ -149,9 +149,13 @@ class PointTask:
     keep_samples: bool = False
 
 
-def run_point(task: PointTask, executor: Executor | None = None) -> PolicyPoint:
+def run_point(
+    task: PointTask,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PolicyPoint:
     """Simulate one task: its replications in this process, or through ``executor``
-    (identical results)."""
+    (identical results); ``progress(done, total)`` after each replication."""
     plan = task.builder(task.load, plan_steps(task.policy, task.builder))
     try:
         run = simulate_serving(
@@ -160,6 +164,7 @@ def run_point(task: PointTask, executor: Executor | None = None) -> PolicyPoint:
             replications=task.replications,
             seed=task.seed,
             executor=executor,
+            progress=progress,
         )
     except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
         raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None
@@ -172,8 +177,11 @@ Key = tuple[Load, SpeculationPolicy]
 class PointEvaluator:
     """Memoized (load, policy) -> ``PolicyPoint`` at one seed and replication count.
 
-    ``progress(done, total)`` is called as each batch's points finish; ``runs`` counts the
-    simulations run. ``keep_samples``: loads whose points keep pooled latency samples.
+    ``progress(done, total)`` is called as each batch's points finish, and while points
+    run one at a time (a bisection's steps: the total is not known ahead) as each of
+    their replications finishes, with the replications run so far since the last batch
+    and total None; ``runs`` counts the simulations run. ``keep_samples``: loads whose
+    points keep pooled latency samples.
     ``check(load, policies)``: whether an open load is above what a policy answers
     (sim/simulation/serving/stability.py), which a study asks before simulating a rate: a
     point above its policy's bound has no steady state to measure.
@@ -187,7 +195,7 @@ class PointEvaluator:
         seed: int,
         slo: SloSpec | None = None,
         executor: Executor | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[int, int | None], None] | None = None,
         keep_samples: Iterable[Load] = (),
     ):
         if replications < 1:
@@ -201,6 +209,7 @@ class PointEvaluator:
         self.keep_samples = set(keep_samples)
         self.memo: dict[Key, PolicyPoint] = {}
         self.bounds: dict[Key, ServiceBound] = {}
+        self._one_by_one = 0  # replications run one point at a time since the last batch
 
     @property
     def runs(self) -> int:
@@ -248,12 +257,19 @@ class PointEvaluator:
             return
         tasks = [self._task(load, policy) for load, policy in missing]
         if len(tasks) == 1:  # one point (a bisection step): its replications in parallel
-            self.memo[missing[0]] = run_point(tasks[0], self.executor)
+            self.memo[missing[0]] = run_point(tasks[0], self.executor, self._replication_done)
+            self._one_by_one += tasks[0].replications
             return
+        self._one_by_one = 0
         for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
             self.memo[missing[i]] = point
             if self.progress:
                 self.progress(done, len(tasks))
+
+    def _replication_done(self, done: int, total: int) -> None:
+        """One replication of a point run alone finished: the count so far, no total."""
+        if self.progress:
+            self.progress(self._one_by_one + done, None)
 
     def __call__(self, load: Load, policy: SpeculationPolicy) -> PolicyPoint:
         key = (load, policy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 from click.testing import CliRunner
@@ -64,3 +65,56 @@ def test_bad_input_is_one_line_and_exit_2():
         lines = res.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("specsim: error:"), res.output
         assert needle in lines[0], (args, lines[0])
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _with_bar(monkeypatch, stream: io.StringIO, *args: str):
+    """Run crossover with its progress bar drawn on ``stream``; the (done, total) calls."""
+    from sim.cli import progress as progress_mod
+    from sim.cli import serving_options
+
+    calls: list[tuple[int, int | None]] = []
+    monkeypatch.setattr(progress_mod, "SHOW_AFTER_S", 0.0)
+
+    class Recording(progress_mod.ProgressBar):
+        def __init__(self, enabled: bool = True, stream_: object = None):
+            super().__init__(enabled, stream=stream)
+
+        def __call__(self, done: int, total: int | None) -> None:
+            calls.append((done, total))
+            super().__call__(done, total)
+
+    monkeypatch.setattr(serving_options, "ProgressBar", Recording)
+    quiet = [a for a in SMALL if a != "-q"]
+    grid = ["--concurrency", "1,8", "--num-steps", "3", "--json"]
+    res = CliRunner().invoke(main, ["crossover", str(LLAMA), *quiet, *grid, *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output), calls
+
+
+def test_the_bar_advances_through_the_bisections(monkeypatch):
+    """The grid (2 loads x 2 policies) runs as one batch with its bar; the bisections then
+    simulate one load at a time (8 points here, 2 replications each): the bar advances per
+    replication through them (it stood still there), counting up without a total."""
+    tty = FakeTty()
+    doc, calls = _with_bar(monkeypatch, tty)
+    grid = [c for c in calls if c[1] is not None]
+    assert grid == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    one_by_one = [c for c in calls if c[1] is None]
+    assert doc["runs"] == 12
+    assert one_by_one == [(i, None) for i in range(1, 2 * (12 - 4) + 1)]
+    out = tty.getvalue()
+    assert "simulating" in out and "one load at a time" in out and "16" in out
+
+
+def test_no_bar_with_quiet_or_when_piped(monkeypatch):
+    quiet = FakeTty()
+    _with_bar(monkeypatch, quiet, "-q")
+    assert quiet.getvalue() == ""
+    pipe = io.StringIO()
+    _with_bar(monkeypatch, pipe)
+    assert pipe.getvalue() == ""

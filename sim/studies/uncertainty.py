@@ -19,7 +19,7 @@ For ``run`` it also gives the interval of tok/s and accept length at the scenari
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +92,17 @@ def _interval(values: np.ndarray, cap: float | None = 1.0) -> Interval:
 
 def _f(x: Any) -> float | None:
     return None if x is None else float(x)
+
+
+#: Significant digits at which two drivers' swings count as tied.
+SWING_DIGITS = 12
+
+
+def by_swing(drivers: list[Driver], swing: Callable[[Driver], float]) -> list[Driver]:
+    """``drivers`` widest ``swing`` first; swings equal to ``SWING_DIGITS`` significant
+    digits are tied and keep their order (the inputs'): two inputs of mirrored effect (a
+    perfectly anti-correlated pair) are not ordered by rounding."""
+    return sorted(drivers, key=lambda d: -float(f"{swing(d):.{SWING_DIGITS}g}"))
 
 
 def _rate(x: float, cap: float) -> float | None:
@@ -394,7 +405,7 @@ def _target_uncertainty(
         )
         if d.swing > 1e-6:
             drivers.append(d)
-    drivers.sort(key=lambda d: -d.swing)
+    drivers = by_swing(drivers, lambda d: d.swing)
     best_k = int(k_nom[0]) if k_nom[0] > 0 else None
     measure_next = None
     candidates = []
@@ -736,7 +747,7 @@ def lever_uncertainty(
                     continue  # out of reach at both ends: says nothing
                 if d.low is None or d.high is None or abs(d.high - d.low) > 1e-9 * max(abs(v0), 1):
                     drivers.append(d)
-        drivers.sort(key=lambda d: -_lever_swing(d))
+        drivers = by_swing(drivers, _lever_swing)
         measure_next = None
         if ss.inputs:
             few = draws[:MEASURE_SAMPLES]

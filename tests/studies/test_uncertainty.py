@@ -12,7 +12,7 @@ from sim.model.rates import mean_accept_length
 from sim.scenario.bind import cycle_cost, scenario_rates
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import answer_uncertainty
+from sim.studies.uncertainty import Driver, answer_uncertainty, by_swing
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
 
 ZERO = EXACT_UNCERTAINTY
@@ -184,3 +184,15 @@ def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
     assert "(e.g. 9)" in measurement_for("acceptance.decay", llama, 9)  # the best k itself
     slope = measurement_for("timing.verify_ms_per_extra_token", llama, 5)
     assert slope.startswith("time a verify pass at num_steps 7 (8 tokens; measured only at 6)")
+
+
+def test_drivers_of_equal_swing_keep_the_inputs_order() -> None:
+    """Two inputs of mirrored effect (a perfectly anti-correlated pair) swing the answer by
+    the same amount up to rounding: they keep the inputs' order, whichever rounds wider;
+    a wider swing still comes first."""
+    step = Driver("timing.draft_step_ms", 0.7, 1.7, 0.8244741950205903, 0.8631210488125574)
+    extend = Driver("timing.draft_extend_ms", 1.0, 2.0, 0.8631210488125587, 0.8244741950205914)
+    wide = Driver("acceptance.decay", 0.78, 1.0, 0.94, 0.817)
+    assert extend.swing > step.swing  # by rounding alone
+    ranked = by_swing([step, extend, wide], lambda d: d.swing)
+    assert [d.field for d in ranked] == [wide.field, step.field, extend.field]

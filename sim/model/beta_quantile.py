@@ -125,12 +125,12 @@ def _abs_errors(residual: np.ndarray, f: np.ndarray) -> np.ndarray:
         return np.where(f > 0.0, np.abs(residual) / f, np.inf)
 
 
-def _at_fractions(
-    u: np.ndarray, x: np.ndarray, d: np.ndarray, j: np.ndarray, fractions: tuple[float, ...]
+def _in_pieces(
+    u: np.ndarray, x: np.ndarray, d: np.ndarray, j: np.ndarray, t: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The points at each fraction t of each piece ``j`` (shape (J,)) and the table's values
-    there, each (len(fractions), J)."""
-    t = np.asarray(fractions)[:, None]
+    """The points at fractions ``t`` of the pieces ``j`` and the table's values there (t and
+    j broadcast together: fractions (F, 1) of every piece (J,) give (F, J); one fraction
+    a piece gives (J,))."""
     at = u[j] + t * (u[j + 1] - u[j])
     return at, _hermite(at, u[j], u[j + 1], x[j], x[j + 1], d[:, j], d[:, j + 1])
 
@@ -141,10 +141,8 @@ def _polished(
     log_beta: float,
     at: np.ndarray,
     got: np.ndarray,
-    forward: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """The exact quantiles at ``at`` (shape (n,)), from the table's values ``got`` there
-    (``forward``: their residuals and densities, if a check already computed them).
+    """The exact quantiles at ``at`` (shape (n,)), from the table's values ``got`` there.
 
     Halley steps on g(x) = I_x(a, b) - u (g' = f, g''/g' = (a - 1) / x - (b - 1) / (1 - x)),
     one ``betainc`` each; a point is done once its step is below ``_POLISHED`` of its value
@@ -154,7 +152,7 @@ def _polished(
     ``betaincinv``."""
     x = got.copy()
     todo = np.arange(at.size)
-    residual, f = forward if forward is not None else _forward(a, b, log_beta, at, got)
+    residual, f = _forward(a, b, log_beta, at, got)
     lost = []  # points whose iteration left (0, 1): inverted directly
     for _ in range(_HALLEY_STEPS):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -207,21 +205,17 @@ def quantile_table(a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
         unchecked[j] = False
         # the midpoint and the quarter points, each within half the tolerance: a midpoint
         # alone let a piece of Beta(0.037, 0.26) err by 3.6e-10 between its checks
-        at, got = _at_fractions(u, x, d, j, (0.5, *_QUARTERS))
+        at, got = _in_pieces(u, x, d, j, np.array([0.5, *_QUARTERS])[:, None])
         err = _abs_errors(*_forward(a, b, log_beta, at, got)).max(axis=0)
         bad = err > 0.5 * TOLERANCE
         if not bad.any():
             break
         split = j[bad]
         cuts = _subdivisions(err[bad])
-        piece = np.repeat(split, cuts - 1)  # the piece each new node falls in
-        first = np.cumsum(cuts - 1) - (cuts - 1)
-        within = np.arange(piece.size) - np.repeat(first, cuts - 1) + 1
-        t = within / np.repeat(cuts, cuts - 1)
-        at = u[piece] + t * (u[piece + 1] - u[piece])
-        got = _hermite(
-            at, u[piece], u[piece + 1], x[piece], x[piece + 1], d[:, piece], d[:, piece + 1]
-        )
+        new = cuts - 1
+        piece = np.repeat(split, new)  # the piece each new node falls in: 1/n .. (n-1)/n
+        within = np.arange(piece.size) - np.repeat(np.cumsum(new) - new, new) + 1
+        at, got = _in_pieces(u, x, d, piece, within / np.repeat(cuts, new))
         exact = _polished(a, b, log_beta, at, got)
         u = np.insert(u, piece + 1, at)
         x = np.insert(x, piece + 1, exact)

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= scenarios/kimi-k25-8xpcie-eagle3.toml
 
-.PHONY: run test test-slow test-all lint bench validate prior-fits clean
+.PHONY: run test test-slow test-all lint bench validate clean
 
 RUN_STAMP := $(VENV)/.installed-run-stamp
 
@@ -44,13 +44,6 @@ bench: $(STAMP)
 # and closed-form checks; fails if a closed-form check fails.
 validate: $(STAMP)
 	$(BIN)/python -m sim.validation
-
-# the stored decay-prior fits (sim/scenario/prior_fits.py): after editing the profiles,
-# the cross-run series or the fitting code
-prior-fits: $(STAMP)
-	$(BIN)/python -m sim.scenario.prior_fits > sim/scenario/prior_fits_table.py.tmp
-	mv sim/scenario/prior_fits_table.py.tmp sim/scenario/prior_fits_table.py
-	$(BIN)/ruff format --quiet sim/scenario/prior_fits_table.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim tests

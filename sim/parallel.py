@@ -12,10 +12,10 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sim.errors import SpecsimError
-from sim.records import record
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -101,7 +101,7 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LocalExecutor:
     """The default: a local process pool of ``workers`` processes (1: in this process)."""
 
@@ -133,7 +133,7 @@ class LocalExecutor:
                 _stop_pool(pool)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DaskExecutor:
     """Points as tasks on an existing Dask cluster (``dask.distributed``; extra
     ``specsim-llm[dask]``).

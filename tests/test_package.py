@@ -90,16 +90,14 @@ def test_run_imports_what_it_uses(seed_path):
         "sim.model.batched_cost",
         "multiprocessing",
         # the draft-policy and tree modules (validators import them for a tree or a k
-        # table), the profile fits (the stored fits are read), the roofline (the seed's
-        # passes are measured), the exact renewal law (--method exact/auto only)
+        # table), the roofline (the seed's passes are measured), the exact renewal law
+        # (--method exact/auto only)
         "sim.model.policy",
         "sim.model.drafts",
         "sim.model.tree",
         "sim.model.tree_acceptance",
         "sim.model.tree_presets",
         "sim.model.tree_rates",
-        "sim.model.profile_fit",
-        "sim.scenario.cross_run",
         "sim.hardware.roofline",
         "sim.hardware.experts",
         "sim.model.renewal",

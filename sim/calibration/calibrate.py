@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,6 @@ from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.profile_fit import DECAY_BOUNDS, ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
-from sim.records import record
 from sim.scenario.bind import conditional_rates, pass_times
 from sim.scenario.decompose import hardware_point, reference_point
 from sim.scenario.load import scenario_from_dict, with_overrides
@@ -61,7 +60,7 @@ from sim.scenario.uncertainty import clipping_notes
 # --------------------------------------------------------------------------- results
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FittedValue:
     """One scenario field after calibration: fitted (with a standard error) or kept."""
 
@@ -76,7 +75,7 @@ class FittedValue:
         return asdict(self)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Residual:
     """One measurement against the calibrated model."""
 
@@ -99,7 +98,7 @@ class Residual:
         return {**asdict(self), "relative": rel if math.isfinite(rel) else None}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """The calibrated scenario, every fitted or kept value, residuals and goodness of fit."""
 
@@ -372,7 +371,7 @@ def _sig(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Block:
     """One fitted block (timing or acceptance): its values, residuals and scenario overrides."""
 

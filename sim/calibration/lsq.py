@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from sim.errors import SpecsimError
-from sim.records import record
 
 #: Relative tolerance on singular values of the scaled Jacobian: a direction weaker than
 #: this, relative to the strongest, is treated as invisible to the data.
 RANK_RTOL = 1e-7
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Param:
     """One parameter: its base value (kept when not determined), bounds and typical scale."""
 
@@ -35,7 +35,7 @@ class Param:
     scale: float
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Fit:
     """Every parameter's value (fitted or base), standard errors of the fitted ones, reasons
     for the kept ones, chi-square over ``n_obs`` residuals, and notes."""

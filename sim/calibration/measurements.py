@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from sim.calibration.importers.sglang_log import SglangLog
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
 from sim.errors import SpecsimError
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BaselinePoint:
     """Plain-decoding throughput (tok/s, batch 1) and its standard error."""
 
@@ -26,7 +26,7 @@ class BaselinePoint:
     source: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SpecPoint:
     """Speculative throughput at ``num_steps`` with the accept length measured in that run."""
 
@@ -38,7 +38,7 @@ class SpecPoint:
     source: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AcceptLengthObs:
     """A mean accept length (bonus included) measured at ``num_steps``."""
 
@@ -48,7 +48,7 @@ class AcceptLengthObs:
     source: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CumulativeObs:
     """vLLM cumulative rate c_position (1-based position) and its standard error."""
 
@@ -58,7 +58,7 @@ class CumulativeObs:
     source: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Measurements:
     """Everything calibration fits to; combine several sources with ``+``."""
 

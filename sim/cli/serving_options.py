@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,6 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
-from sim.records import record
 
 if TYPE_CHECKING:
     from sim.studies.serving_points import Load
@@ -114,7 +113,7 @@ def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StudyArgs:
     """What every serving decision command takes: the scenario, ``--set``, the Monte Carlo
     options, ``--workers``, the output flags and (where the command has them) the SLO

@@ -13,6 +13,8 @@ Formulas: sim/hardware/interconnects.py (NVIDIA/nccl src/graph/tuning.cc, refere
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.hardware.interconnects import (
     ALGORITHMS,
     LIBRARIES,
@@ -21,10 +23,9 @@ from sim.hardware.interconnects import (
     CustomAllReduce,
     Interconnect,
 )
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AllReduceTime:
     """One all-reduce: its time (us) and the (algorithm, protocol) that gives it."""
 

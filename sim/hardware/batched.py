@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -64,7 +65,6 @@ from sim.hardware.experts import FusedMoeKernel, expected_distinct_experts, sequ
 from sim.hardware.launch import calibrate_compute_ms
 from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.roofline import Weights
-from sim.records import record
 
 __all__ = [
     "DEFAULT_SLOPE",
@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PassPhysics:
     """What one kind of pass (decode, verify, draft step, prefill, ...) runs on.
 
@@ -108,7 +108,7 @@ class PassPhysics:
             raise ValueError("kv_bytes_per_token and attention_flops_per_pair must be >= 0")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MeasuredPass:
     """One measured pass: its shape (tokens, KV tokens read, attention pairs), its time in
     ms, where the number comes from (a URL, repo and path, or "scenario timing"), the
@@ -149,7 +149,7 @@ DEFAULT_SLOPE = 1.0
 #: is not used.
 
 
-@record
+@dataclass(frozen=True)
 class ComputeCurve:
     """Compute time against work, through measured points.
 

@@ -65,13 +65,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from sim.hardware.launch import KernelSchedule, calibrate_cpu_scale, kernel_schedule
-from sim.records import record
 
 GraphMode = Literal["graphed", "eager", "piecewise"]
 GRAPH_MODES: tuple[str, ...] = ("graphed", "eager", "piecewise")
@@ -93,7 +92,7 @@ PIE_348_LAYERS = 80
 PIE_348_KERNELS_PER_LAYER = 15
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EagerCosts:
     """Host-side costs of eager execution (microseconds); see the module docstring."""
 

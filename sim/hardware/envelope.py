@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import bisect
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.hardware.launch import KernelSchedule
-from sim.records import record
 
 __all__ = ["Envelope", "envelope_of", "upper_envelope"]
 
 
-@record
+@dataclass(frozen=True)
 class Envelope:
     """Lines y = intercept + slope x forming max_i (a_i + f_i x) on x >= 0.
 

@@ -19,10 +19,10 @@ validation case "fused-MoE kernel time against tokens" scores them on other curv
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
-
-from sim.records import record
 
 __all__ = [
     "H100_FUSED_MOE",
@@ -75,7 +75,7 @@ def sequence_union_tokens(
     return b * (1.0 + (m - 1.0) * (1.0 - overlap))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FusedMoeKernel:
     """Time of one MoE layer's fused kernel: ``layer_us`` + per distinct expert
     (``expert_us`` + its bytes per rank at ``hbm_efficiency`` x the GPU's bandwidth)."""

@@ -8,12 +8,12 @@ Peak figures are dense (no 2:4 sparsity) BF16 tensor-core FLOP/s.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sim.errors import UnknownNameError
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GpuPreset:
     """One GPU: memory bandwidth (GB/s = 1e9 B/s), dense BF16 peak (TFLOP/s), source."""
 

@@ -31,13 +31,12 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
-from sim.records import record
 
-
-@record
+@dataclass(frozen=True)
 class KernelSchedule:
     """The kernels of one pass in issue order. Arrays have shape (num_kernels,).
 

@@ -25,13 +25,12 @@ import numpy as np
 
 from sim.hardware.jitter import sample_multipliers
 from sim.hardware.launch import KernelSchedule
-from sim.records import record
 
 if TYPE_CHECKING:
     import simpy
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LayerPass:
     """One pass to simulate: its kernels, compute time (ms), TP ranks, jitter cv."""
 

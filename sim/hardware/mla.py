@@ -28,11 +28,12 @@ tokens, and left out. Physics only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.hardware.gpus import GpuPreset
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MlaDims:
     """MLA dimensions of one tensor-parallel rank (DeepSeek-V3 / Kimi-K2 defaults:
     kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128)."""

@@ -24,6 +24,7 @@ outside these inputs reaches them. Errors are not memoised (each call raises afr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 from sim.errors import SpecsimError
@@ -38,7 +39,6 @@ from sim.hardware.launch import (
     critical_path_ms,
     floor_ms,
 )
-from sim.records import record
 
 #: The passes of a speculative cycle (and of plain decoding: ``decode``).
 PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
@@ -47,7 +47,7 @@ PASS_NAMES: tuple[str, ...] = ("decode", "verify", "draft_step", "draft_extend")
 MEMO_SIZE = 1024
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HardwarePoint:
     """The hardware a pass runs on. ``launch_us``: CPU cost per eager kernel (all-in,
     sim/hardware/eager.py); ``allreduce``: ``nccl``, ``custom`` or ``auto``
@@ -82,7 +82,7 @@ class HardwarePoint:
         return HardwarePoint(ic, gpus, gpu, graph, launch_us, self.allreduce)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Geometry:
     """What the hardware model needs to know about the target model and drafter."""
 
@@ -104,7 +104,7 @@ DENSE_LAYER_KERNELS = (11, 18)
 MOE_LAYER_KERNELS = (28, 42)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PassShape:
     """One pass: its name, tokens processed, decoder layers, and whether it is graphed."""
 
@@ -114,7 +114,7 @@ class PassShape:
     graphed: bool
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PassBreakdown:
     """A pass time taken apart (ms). ``launch_ms`` is the CPU launch work (0 when graphed);
     ``total_ms`` the critical path of GPU work and launch work; ``origin`` is ``measured``,

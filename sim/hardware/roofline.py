@@ -15,12 +15,13 @@ of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.hardware.experts import expected_distinct_experts
 from sim.hardware.gpus import GpuPreset
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Weights:
     """Parameter counts and bytes per parameter of a target model (or a drafter).
 

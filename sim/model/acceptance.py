@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import special
@@ -44,7 +44,6 @@ from scipy import special
 from sim.model.beta_quantile import beta_quantiles
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
 from sim.model.samplers import accept_length_sequential
-from sim.records import record
 
 # --------------------------------------------------------------------------- theory helpers
 
@@ -114,7 +113,7 @@ def quadrature_weights() -> np.ndarray:
     return _quadrature_nodes()[1]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Spread:
     """How a class's rates vary per request: a Beta concentration or a standard deviation.
 
@@ -147,7 +146,7 @@ class Spread:
         return None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RateClass:
     """One class of requests: mean rates (k,) and how they spread per request.
 
@@ -256,7 +255,7 @@ class RateClass:
         )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AcceptanceModel:
     """Acceptance of a scenario at ``num_steps`` = k: weighted rate classes.
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -65,7 +65,6 @@ from numpy.typing import ArrayLike
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
 from sim.model.host_work import HostWork
-from sim.records import record
 
 __all__ = [
     "DecodeCurve",
@@ -100,7 +99,7 @@ class PassCurve(Protocol):
         ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LinearCurve:
     """ms = intercept + per_token x tokens + per_kv_token x kv_tokens + per_pair x pairs.
 
@@ -142,7 +141,7 @@ class LinearCurve:
         return ms
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingCurves:
     """The pass curves of a server: target decode, verify and prefill; drafter step,
     extend and prefill (None when the server never speculates)."""
@@ -155,7 +154,7 @@ class ServingCurves:
     draft_prefill: PassCurve | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PrefillLoad:
     """Prompt work in one iteration: ``tokens`` (sum of chunk lengths), ``kv_tokens``
     (sum of prior context + chunk) and ``pairs`` (sum of chunk x prior + chunk (chunk+1)/2)."""
@@ -193,7 +192,7 @@ def pass_load(
 SCALAR_VALUES = 12
 
 
-@record
+@dataclass(frozen=True)
 class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
     total) plus, per pass, ``times x (curve(rows of m-token sequences) - reference)``;
@@ -252,7 +251,7 @@ class DecodeCurve:
         return total
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class IterationCost:
     """Iteration times of a batched server (see the module docstring).
 

@@ -11,13 +11,13 @@ renewal-reward theorem the long-run throughput is E[L] / E[T_cycle].
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 from sim.model.roots import brentq
 from sim.model.shapes import scale_for_accept_length
-from sim.records import record
 
 #: A profile's shape factors g_1..g_k (g_1 = 1) at each draft length k.
 FactorsFn = Callable[[int], np.ndarray]
@@ -96,7 +96,7 @@ def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | Non
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KAnswer:
     """What one draft length k needs for one target.
 
@@ -150,7 +150,7 @@ def answer_at_k(
     return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetAnswer:
     """The closed-form answer for one target tok/s.
 

@@ -44,8 +44,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from sim.records import record
-
 __all__ = [
     "SGLANG_DEFAULT_CONFIG",
     "AdaptivePolicy",
@@ -86,7 +84,7 @@ class AdaptivePolicy(Protocol):
 # --------------------------------------------------------------------------- SGLang
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SlotConfig:
     """One batch-size slot of SGLang's adaptive config (``AdaptiveStepSlot`` defaults)."""
 
@@ -203,7 +201,7 @@ class _SGLangController:
             slot.update(mean)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SGLangAdaptive:
     """SGLang adaptive speculative decoding (EMA + hysteresis per batch-size slot).
 
@@ -319,7 +317,7 @@ class _VllmController:
             self.table = goodput_table(rates, self.itl)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class VllmGoodput:
     """vLLM's dynamic speculative decoding manager (see the module docstring).
 

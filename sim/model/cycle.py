@@ -20,18 +20,16 @@ draft phase and reported apart.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-
-from sim.records import record
 
 #: Phase names, in the order a cycle runs them (the keys of ``CycleCost.as_dict`` and the
 #: columns of every per-phase array).
 PHASES: tuple[str, ...] = ("draft", "verify", "extend", "overhead")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PassTimes:
     """Pass durations (ms) that the cycle is built from.
 
@@ -69,7 +67,7 @@ class PassTimes:
         return self.verify_ms + (num_tokens - self.verify_tokens) * self.verify_ms_per_extra_token
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CycleCost:
     """Deterministic duration (ms) of one cycle, by phase.
 

@@ -21,13 +21,13 @@ requests). For the gamma model the total of n durations is Gamma(n / cv^2, mean 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy import special
 
 from sim.model.cycle import PHASES, CycleCost
-from sim.records import record
 
 
 @runtime_checkable
@@ -62,7 +62,7 @@ class SummableCycleTimes(CycleTimeModel, Protocol):
     def sum_quantiles(self, u: np.ndarray, cycles: np.ndarray) -> np.ndarray: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CostCycleTimes:
     """Phase means from a ``CycleCost``, with mean-preserving gamma jitter of CV ``jitter_cv``."""
 

@@ -46,12 +46,11 @@ is added: the batch-1 pass times already hold the batch-1 host work.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-
-from sim.records import record
 
 __all__ = [
     "DEFAULT_US_PER_REQUEST",
@@ -69,7 +68,7 @@ Overlap = Literal["baseline", "both", "none"]
 OVERLAPS: tuple[str, ...] = ("baseline", "both", "none")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HostWork:
     """Host work per running request per iteration (``us_per_request``) and which
     iterations overlap it with the GPU (``overlap``, one of ``OVERLAPS``)."""

@@ -13,12 +13,12 @@ phase-level ``timing.jitter_cv``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from sim.records import record
 
-
-@record
+@dataclass(frozen=True, slots=True)
 class LayerCycleTimes:
     """Pools of pass times (ms), each of shape (pool,), and the per-cycle structure."""
 

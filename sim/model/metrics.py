@@ -18,18 +18,18 @@ rests on it says so in ``assumption``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.rates import mean_accept_length
-from sim.records import record
 
 EQUAL_RATES = "equal conditional per-position rates (Leviathan's alpha), derived from one number"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AcceptanceForms:
     """One acceptance profile in every vocabulary, for k = ``num_steps`` drafts.
 

@@ -20,10 +20,10 @@ size. ``max_k`` bounds the depth of every answer (the acceptance it needs);
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from sim.model.drafts import Draft, acceptance_depth, describe_draft
-from sim.records import record
 
 __all__ = [
     "DisableAbove",
@@ -50,7 +50,7 @@ def _short(draft: Draft) -> str:
     return f"k = {draft}" if isinstance(draft, int) else describe_draft(draft)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FixedK:
     """``k`` (a Draft: k drafts, or a tree) at every batch size."""
 
@@ -70,7 +70,7 @@ class FixedK:
         return describe_draft(self.k)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DisableAbove:
     """``k`` (a Draft) while the decode batch has at most ``max_batch`` requests, none above."""
 
@@ -93,7 +93,7 @@ class DisableAbove:
         return f"{_short(self.k)} up to batch {self.max_batch}, then 0"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KTable:
     """vLLM-style ``[start_bs, end_bs, K]`` rows (see the module docstring); K may be any
     Draft (a tree at small batches, a chain or 0 beyond)."""

@@ -18,13 +18,12 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 import numpy as np
 
 from sim.model.shapes import SHAPES, accept_length_of, numpy_sum, rates_for_positions, shape_factors
-from sim.records import record
 
 #: Parameters each shape fits (a_1, and decay unless flat).
 SHAPE_PARAMS: dict[str, int] = {"flat": 1, "geometric": 2, "step": 2}
@@ -32,7 +31,7 @@ SHAPE_PARAMS: dict[str, int] = {"flat": 1, "geometric": 2, "step": 2}
 DECAY_BOUNDS: tuple[float, float] = (0.05, 2.0)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProfileData:
     """Acceptance measurements: cumulative rates at positions, accept lengths at k.
 
@@ -121,7 +120,7 @@ def observed(data: ProfileData) -> tuple[np.ndarray, np.ndarray]:
     return values, sigmas
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProfileFit:
     """A fitted shape: a_1, decay (1 for flat), their covariance (2, 2), chi-square, dof."""
 
@@ -275,7 +274,7 @@ def holdout_error(shape: str, data: ProfileData, decay: float | None = None) -> 
     return float(np.mean(errors)) if errors else None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ShapeChoice:
     """The shape with the lowest forward held-out error and every candidate's error."""
 

@@ -24,16 +24,15 @@ with the step-by-step dynamic programme.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-
-from sim.records import record
 
 #: Probability allowed outside the window at each end (FFT rounding is ~1e-15).
 TAIL = 1e-12
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CyclesLaw:
     """P(n = first + i) = ``pmf[i]``: the law of the cycles a request of ``tokens`` needs.
 
@@ -171,7 +170,7 @@ def cycles_law(length_pmf: np.ndarray, tokens: int) -> CyclesLaw:
     return CyclesLaw(tokens, m0 + 1 + first, probs[first : last + 1], error)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class JointLaw:
     """P(n = first + i, E = N + o) = ``probs[i, o]``: the cycles a request of ``tokens``
     needs and the tokens its cycles emit (overshoot o = 0..k)."""
@@ -273,7 +272,7 @@ def request_tok_s_distribution(
     return 1000.0 * tokens / time_ms[keep], joint[keep]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RequestLaw:
     """The exact law of one request's tok/s: support ``values`` (tok/s) and ``probs``.
 

@@ -19,10 +19,9 @@ Shapes: n draws, K draft lengths (k = 1..K); arrays are (n,) or (n, K).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-
-from sim.records import record
 
 #: Newton iterations (each (draw, k) pair stops once its accept length is met to ``_TOL``).
 _ITERATIONS = 40
@@ -393,7 +392,7 @@ def _newton(
     x[pair] = xa  # not converged in _ITERATIONS steps: the last step
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Requirement:
     """What one target needs in every draw at every k = 1..K (NaN: out of reach)."""
 
@@ -445,7 +444,7 @@ class Requirement:
         return np.where(ok, safe + 1, 0), first, mean, flat
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SampledModel:
     """n draws of the closed-form inputs.
 

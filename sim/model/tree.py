@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-
-from sim.records import record
 
 __all__ = ["RankPath", "Tree"]
 
@@ -38,7 +37,7 @@ def _readonly(values: Iterable[int]) -> np.ndarray:
     return out
 
 
-@record
+@dataclass(frozen=True)
 class Tree:
     """A draft tree: ``parent[i]`` and ``rank[i]`` per node, node 0 the root.
 

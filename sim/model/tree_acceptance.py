@@ -25,7 +25,7 @@ depth: the most drafts one cycle can accept), ``sample_requests`` (top-1 rates),
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -36,12 +36,11 @@ from sim.model.tree_build import optimal_tree, sglang_tree
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_samplers import tree_length_sequential
 from sim.model.tree_theory import chain_equivalent_rates, depth_survival
-from sim.records import record
 
 __all__ = ["Acceptance", "OptimalDraft", "TreeAcceptance", "TreeDraft"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeDraft:
     """SGLang's tree configuration: (num_steps, topk, num_draft_tokens)."""
 
@@ -54,7 +53,7 @@ class TreeDraft:
         return sglang_tree(self.num_steps, self.topk, self.num_draft_tokens, rates)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OptimalDraft:
     """The best tree of at most ``budget`` drafts, depth <= ``max_depth``, ranks < ``width``
     (sim/model/tree_build.py ``optimal_tree``), for the rank rates it is built at."""
@@ -71,7 +70,7 @@ class OptimalDraft:
         return optimal_tree(self.budget, self.max_depth, rates, width=self.width)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeAcceptance:
     """Requests' top-1 rates (``top1``, its ``num_steps`` the depths it covers), residual
     shares h_2..h_W (``shares``) and how the tree is made (``draft``: SGLang's configuration

@@ -12,6 +12,7 @@ a chain's overstates the top-1 rate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,12 +23,11 @@ from sim.model.tree_build import candidate_count
 from sim.model.tree_pool import beam_pool
 from sim.model.tree_required import RankShape, accept_length, required_top1
 from sim.model.tree_theory import chain_equivalent_rates
-from sim.records import record
 
 __all__ = ["TreeForms", "from_tree_accept_length"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeForms:
     """A tree accept length converted: top-1 rate, rank rates at depth 1 (W,), the tree's
     drafts per depth, its chain-equivalent rates (depth,), the chain alpha for the same

@@ -18,17 +18,18 @@ nodes, the rule of tree_build.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.model.tree import Tree
 from sim.model.tree_theory import check_rank_rates
-from sim.records import record
 
 __all__ = ["BeamPool", "beam_pool"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BeamPool:
     """Candidates of one beam run, shape (P,) each: ``depth`` (1..), ``parent`` (pool index,
     -1 for the root), ``rank``, drafter ``score`` (product of drafter probabilities) and

@@ -13,15 +13,16 @@ Each profile keeps the published numbers as printed and derives p_r from them in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sim.model.tree_rates import residual_shares
-from sim.records import record
 
 __all__ = ["RANK_PROFILES", "RankProfile", "rank_profile"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RankProfile:
     """A published profile: ``rates`` p_1..p_W (rank-wise, not cumulative), its source
     (repository and path at a commit) and what it measured."""

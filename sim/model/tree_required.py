@@ -21,6 +21,7 @@ over (num_steps, topk, num_draft_tokens) uses before refining its best configura
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -30,7 +31,6 @@ from sim.model.tree_build import candidate_count, optimal_tree
 from sim.model.tree_pool import beam_pool
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_theory import tree_accept_length
-from sim.records import record
 
 __all__ = [
     "Config",
@@ -49,7 +49,7 @@ Config = tuple[int, int, int]
 GRID = np.unique(np.concatenate([np.linspace(0.0, 1.0, 201), 1.0 - np.geomspace(1e-5, 0.1, 60)]))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RankShape:
     """Residual shares h_2..h_W and top-1 multipliers by depth (g_1 = 1; () = flat)."""
 

@@ -23,7 +23,7 @@ written down once:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -45,7 +45,6 @@ from sim.model.shapes import (
     tilt_factors,
     tilted,
 )
-from sim.records import record
 from sim.scenario.decompose import (
     ScenarioHardware,
     draft_weights,
@@ -72,7 +71,7 @@ FIDELITIES: tuple[str, ...] = ("cycle", "layer")
 # --------------------------------------------------------------------------- acceptance
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AcceptanceShape:
     """How a scenario's conditional rates vary with position, resolved.
 

@@ -19,7 +19,7 @@ Printed precision matters: a figure printed with d decimals carries a rounding e
 
 from __future__ import annotations
 
-from sim.records import record
+from dataclasses import dataclass
 
 
 def rounding_sigma(decimals: int) -> float:
@@ -34,7 +34,7 @@ MULTI_K_CALIBRATE_UP_TO = 2
 
 # Accept lengths (bonus included) measured at several draft lengths with the same model,
 # drafter and data. None of them is a profile of the decay priors (``PROFILES``).
-@record
+@dataclass(frozen=True, slots=True)
 class MultiKSeries:
     """Accept lengths of one setup at several num_steps; ``decimals`` as printed (None:
     approximate, ``approx_sigma`` is the error given to it)."""

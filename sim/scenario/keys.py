@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import typing
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from sim.records import record
 from sim.scenario.schema import Scenario
 
 #: Units by the key's suffix or name (units are in the names: sim's style rule).
@@ -54,7 +53,7 @@ UNITS: tuple[tuple[str, str], ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KeyInfo:
     key: str
     type: str

@@ -24,11 +24,11 @@ multi-K acceptance cases are all other measurements.
 from __future__ import annotations
 
 import functools
-from types import ModuleType
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
+from sim.model.profile_fit import ProfileData, fit_profile, holdout_error
 from sim.model.shapes import (
     accept_lengths_by_k,
     rates_for_positions,
@@ -36,15 +36,10 @@ from sim.model.shapes import (
     shape_factors,
     tilted,
 )
-from sim.records import record
+from sim.scenario.cross_run import CROSS_RUN, MultiKSeries
 
-if TYPE_CHECKING:
-    from sim.model.profile_fit import ProfileData
-    from sim.scenario.cross_run import MultiKSeries
-
-# The profile fits (sim.model.profile_fit) and the cross-run series (sim.scenario.cross_run)
-# are imported where a fit is made: a scenario run reads the stored fits
-# (sim/scenario/prior_fits.py) and needs neither, so importing them cost start-up only.
+# The decay priors and the cross-run shape error are fitted from the published data below
+# when a process first asks for them, and cached for the rest of the process.
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -52,7 +47,7 @@ METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
 PRIOR_FAMILIES: tuple[str, ...] = ("geometric", "step")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PublishedProfile:
     """One published per-position profile: cumulative rates at positions 1..n."""
 
@@ -219,7 +214,7 @@ POOLED_METHODS: dict[str, str] = {
 }
 
 
-@record
+@dataclass(frozen=True)
 class DecayPrior:
     """The decay prior of one draft method.
 
@@ -279,8 +274,6 @@ def profile_group(method: str) -> str:
 def family_holdout(method: str) -> dict[str, float]:
     """Mean forward held-out error (sim/model/profile_fit.py) of each candidate family
     over the profiles of ``method``."""
-    # lazy: a fit is made only when no stored one serves (start-up)
-    from sim.model.profile_fit import holdout_error
 
     profiles = _profiles_of(method)
     out: dict[str, float] = {}
@@ -299,44 +292,31 @@ def decay_prior(method: str, family: str | None = None) -> DecayPrior:
 
 def fit_decays(method: str, shape: str) -> tuple[float, ...]:
     """The ``shape`` decays of ``method``'s profiles, fitted now, flat-capped and sorted."""
-    # lazy: a fit is made only when no stored one serves (start-up)
-    from sim.model.profile_fit import fit_profile
-
     return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
 
 
 @functools.cache
-def _stored_fits() -> ModuleType | None:
-    """The stored fits (sim/scenario/prior_fits_table.py) when they were computed from the
-    data and fitting code loaded now, else None (then every fit is made afresh)."""
-    # lazy: the table is read once, when a prior is first asked for (start-up)
-    from sim.scenario import prior_fits, prior_fits_table
-
-    fresh = prior_fits.source_digest() == prior_fits_table.SOURCE_DIGEST
-    return prior_fits_table if fresh else None
+def _group_decays(group: str, shape: str) -> tuple[float, ...]:
+    """``fit_decays`` once per profile group and shape (the methods without profiles of
+    their own share the pooled group's fits)."""
+    return fit_decays(next(m for m in METHODS if profile_group(m) == group), shape)
 
 
 @functools.cache
 def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
-    return build_decay_prior(method, family, stored=True)
+    return build_decay_prior(method, family)
 
 
-def build_decay_prior(method: str, family: str | None = None, *, stored: bool) -> DecayPrior:
-    """The decay prior of ``method`` for ``family``, its decays read from the stored fits
-    when ``stored`` and they are current, else fitted now (uncached: ``decay_prior`` is the
-    cached face)."""
+def build_decay_prior(method: str, family: str | None = None) -> DecayPrior:
+    """The decay prior of ``method`` for ``family``, its decays fitted now (uncached:
+    ``decay_prior`` is the cached face)."""
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)
     shape = family or PRIOR_FAMILY[profile_group(method)]
     if shape not in PRIOR_FAMILIES:
         raise ValueError(f"no decay prior for shape {shape!r}")
-    table = _stored_fits() if stored else None
-    decays = (
-        table.DECAYS[profile_group(method), shape]
-        if table is not None
-        else fit_decays(method, shape)
-    )
+    decays = _group_decays(profile_group(method), shape)
     note = (
         POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
@@ -353,7 +333,7 @@ SHAPE_ERROR_MIN_POSITIONS = 4
 _LOG_RHO_GRID = np.linspace(-1.0, 1.0, 4001)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CrossRunRho:
     """The log rho per position past the fitted num_steps that best matches one cross-run
     series' longer accept lengths, with its standard error from their printed precision."""
@@ -370,8 +350,6 @@ def _cross_run_rates(
     """(rates (num_steps,), fitted depth) of ``series`` fitted the way ``calibrate`` does:
     the method's prior family to its accept lengths at num_steps <= 2, or one accept length
     anchoring the prior's median decay."""
-    # lazy: a fit is made only when no stored one serves (start-up)
-    from sim.model.profile_fit import ProfileData, fit_profile
 
     used = series.fitted_num_steps
     if len(used) >= 2:
@@ -408,7 +386,7 @@ def cross_run_log_rho(series: MultiKSeries, prior: DecayPrior | None = None) -> 
     return CrossRunRho(series.name, series.source, float(_LOG_RHO_GRID[best]), float(stderr))
 
 
-@record
+@dataclass(frozen=True)
 class ShapeError:
     """How far real accept lengths stray from the method's shape past the fitted positions.
 
@@ -497,31 +475,20 @@ def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = 
 
 def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
     """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
-    # lazy: only a refit reads the cross-run series (start-up)
-    from sim.scenario.cross_run import CROSS_RUN
-
-    priors = {
-        m: build_decay_prior(m, stored=False) for m in dict.fromkeys(s.method for s in CROSS_RUN)
-    }
+    priors = {m: decay_prior(m) for m in dict.fromkeys(s.method for s in CROSS_RUN)}
     return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s, priors[s.method])) is not None)
 
 
 @functools.cache
 def _cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho: stored, or fitted once per process."""
-    stored = _stored_fits()
-    if stored is None:
-        return fit_cross_run_evidence()
-    return tuple(CrossRunRho(*row) for row in stored.CROSS_RUN_RHOS)
+    """Every cross-run series' log rho, fitted once per process."""
+    return fit_cross_run_evidence()
 
 
 def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
     """One log rho per published profile of ``method`` with ``SHAPE_ERROR_MIN_POSITIONS``
     or more positions: ``shape`` fitted to positions 1-2, the later conditional rates'
     log ratio to the fit against the positions past it (least squares through the origin)."""
-    # lazy: a fit is made only when no stored one serves (start-up)
-    from sim.model.profile_fit import fit_profile
-
     out = []
     for p in _profiles_of(method):
         c = np.asarray(p.cumulative)

@@ -17,10 +17,10 @@ hardware model derives or re-composes a pass, on the model's weights and the har
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sim.hardware.passes import PASS_NAMES
-from sim.records import record
 from sim.scenario.bind import acceptance_shape, implicit_tilt, pass_times
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
@@ -57,7 +57,7 @@ MODEL_FIELDS: tuple[str, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Assumption:
     """One input of the answer: its value and where it comes from."""
 

@@ -28,7 +28,7 @@ tree go through its survival together. Shapes: n draws.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,7 +38,6 @@ from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree_theory import depth_survival
-from sim.records import record
 from sim.scenario.bind import (
     acceptance_model,
     bound_cycle_cost,
@@ -115,7 +114,7 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
 Populations = Drawn
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Population:
     """One draw's requests: the top-1 rate classes (means and spread) and the rank shares."""
 
@@ -146,7 +145,7 @@ def drawn_population(
     return Population(top1, rank_shares(spec, other.speculation.topk))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeDraws:
     """The tree's answers in every draw: accept length, tok/s and the cycle (ms, the
     extend at that accept length), each (n,), and the number of distinct rows of rates (a
@@ -158,7 +157,7 @@ class TreeDraws:
     distinct_rows: int
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SampledTree:
     """A scenario's inputs, the response tables of its tree cycle (the non-acceptance
     inputs), its nominal cycle vector (6,) and tree; ``answers(values)`` rebuilds the tree

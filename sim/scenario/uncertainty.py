@@ -28,6 +28,7 @@ import dataclasses
 import math
 import typing
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,7 +44,6 @@ from sim.model.shapes import (
     tilted,
 )
 from sim.model.sobol import scrambled_sobol_points
-from sim.records import record
 from sim.scenario.bind import (
     acceptance_shape,
     conditional_rates,
@@ -69,7 +69,7 @@ _Z90 = 1.6448536269514722  # the standard normal's 95% quantile
 CLIP_NOTE_SHARE = 0.01
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class UncertainInput:
     """One uncertain input: its nominal value and distribution.
 
@@ -403,7 +403,7 @@ def is_acceptance_input(field: str) -> bool:
     return field.startswith("acceptance.")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PassResponse:
     """An input's effect on the pass-time vector: nodes (J,) and deltas (J, V) from nominal."""
 
@@ -645,7 +645,7 @@ def acceptance_propagated(scenario: Scenario) -> bool:
     return spec is None or (spec.mix is None and not spec.heterogeneous)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SampledScenario:
     """A scenario's uncertain inputs, the response tables of the non-acceptance ones, and
     its nominal pass-time vector; ``model(values)`` builds the sampled closed forms. A mix's

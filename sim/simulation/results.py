@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.model.cycle import PHASES
-from sim.records import record
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from sim.simulation.stream import StreamStats
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MonteCarloResult:
     """R replications of Q requests of N output tokens each, at k = ``num_steps`` (the most
     drafts a cycle accepts: the chain's num_steps, or a tree's depth).

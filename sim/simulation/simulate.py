@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +24,6 @@ from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.parallel import LocalExecutor
-from sim.records import record
 from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
@@ -115,7 +115,7 @@ def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTime
         raise in_its_file(exc, scenario) from None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BlockTask:
     """One block of replications for a worker: engine, plan, root seed, indices, and the
     targets to count when the block is folded into ``StreamStats`` (None: keep arrays)."""

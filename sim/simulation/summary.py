@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
-from sim.records import record
 from sim.simulation.results import MonteCarloResult
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def wilson_ci95(successes: int, trials: int) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetProbability:
     """P(a request's tok/s >= ``tok_s``) and its 95% interval."""
 
@@ -88,7 +88,7 @@ class TargetProbability:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ClassSummary:
     """Per-class share of requests and mean tok/s (workload mix only)."""
 
@@ -100,7 +100,7 @@ class ClassSummary:
         return {"name": self.name, "share": self.share, "mean_tok_s": self.mean_tok_s}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Summary:
     """Statistics of a ``MonteCarloResult`` (see module docstring for their definitions).
 
@@ -222,7 +222,7 @@ def target_probabilities(
     return tuple(rows)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Stats:
     """What a root finder needs of a Monte Carlo run (or of a closed form, with a zero-width
     interval): mean per-request tok/s with its 95% interval, the pooled accept length and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +16,6 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.records import record
 from sim.scenario.bind import (
     AcceptanceShape,
     acceptance_shape,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from sim.studies.tree_analysis import TreeAnalysis
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Analysis:
     """Closed-form answers for one scenario at its own ``num_steps`` (k).
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.records import record
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.crossings import find_crossings
 from sim.studies.serving_points import METRICS, Load, difference, gain, level, ratio_doc
@@ -59,7 +59,7 @@ __all__ = [
 OBJECTIVES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadChoice:
     """The selection at one concurrency: every k's objective and the best."""
 
@@ -185,7 +185,7 @@ def check_loads(users: Sequence[int]) -> list[int]:
     return sorted(out)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Check:
     """One policy at one load of the check: its objective and its paired advantage over
     each fixed k (> 0: the policy is better)."""
@@ -211,7 +211,7 @@ class Check:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BestKResult:
     scenario: str
     objective: str

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
-from sim.records import record
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.capacity_ratio import paired_ratio_ci95
 from sim.studies.rootfind import Probe, first_passing
@@ -50,7 +49,7 @@ __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 SPAN = 4096.0
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PolicyCapacity:
     """One policy's capacity (None: the share is not met even at the lowest rate tried)
     with its 95% interval, and every rate simulated with its attainment. ``at_least``:
@@ -92,7 +91,7 @@ class PolicyCapacity:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CapacityResult:
     """Every policy's capacity, plain decoding first; ``gain_ci95[i]``: the paired 95%
     interval of policy i's capacity over plain decoding's (None where that ratio has none:
@@ -219,7 +218,7 @@ def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
     return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CapacityTask:
     """One policy's capacity search, for a worker process (picklable)."""
 

@@ -10,10 +10,10 @@ scenario's k and at the best k), so compare is one Monte Carlo run per scenario.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.records import record
 from sim.scenario.load import with_overrides
 from sim.scenario.provenance import effective_hardware, override_entries
 from sim.scenario.schema import Scenario
@@ -113,7 +113,7 @@ ALPHA_MEANING = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """Scenarios side by side: one column per scenario (JSON-ready mappings with ratios to
     the first), the targets every column answers, and the Monte Carlo settings."""

@@ -34,6 +34,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,6 @@ from sim.model.acceptance import RateClass
 from sim.model.controllers import SGLangAdaptive, VllmGoodput
 from sim.model.policy import FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor
-from sim.records import record
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
@@ -74,7 +74,7 @@ VLLM_PROFILE_K: tuple[int, ...] = (0, 1, 3, 5)
 PHASE_METRICS: tuple[str, ...] = ("per_user_tok_s", "tpot_p50_ms", "tpot_p99_ms", "ttft_p50_ms")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Phase:
     """``requests`` arriving at ``rate_per_s``, ``shares`` of each acceptance class."""
 
@@ -188,7 +188,7 @@ def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReplayResult:
     scenario: str
     phases: tuple[Phase, ...]

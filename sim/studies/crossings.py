@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from sim.records import record
 from sim.simulation.serving.metrics import Ratio
 
 __all__ = ["STARTS", "STOPS", "Crossing", "find_crossings"]
@@ -35,7 +35,7 @@ _EARLY = {STOPS: "lo", STARTS: "hi"}
 _LATE = {STOPS: "hi", STARTS: "lo"}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Crossing:
     """One crossing of the gain through 1: ``at`` (interpolated load), ``ci95`` (loads),
     ``bracket`` (the neighbouring simulated loads around it) and ``direction``;

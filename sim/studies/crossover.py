@@ -21,13 +21,13 @@ No plotting (sim/report/serving_decisions_plots.py), no files, no text
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
-from sim.records import record
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
@@ -93,7 +93,7 @@ def load_grid(kind: str, values: Sequence[float]) -> list[Load]:
 SPECULATION, PLAIN, NEITHER = "speculation", "plain decoding", "neither"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Overloaded:
     """A rate (``load``, requests/s) above speculation's or plain decoding's service bound
     (``speculative_bound`` and ``baseline_bound``, requests/s): ``verdict`` the policy
@@ -133,7 +133,7 @@ def overload_summary(overloaded: Sequence[Overloaded], num_steps: int) -> str:
     return "; ".join(out)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MetricCurve:
     """One metric at one k over the load grid (and the loads refinement added):
     ``loads`` (n,), ``gain``, ``speculative`` and ``baseline`` levels per load."""
@@ -192,7 +192,7 @@ class MetricCurve:
         return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CrossoverResult:
     scenario: str
     load_kind: str

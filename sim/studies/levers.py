@@ -26,13 +26,12 @@ reading (the public per-kernel cost) is shown where it fits the measured verify 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.records import record
 from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
@@ -62,7 +61,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Drafter:
     """A drafter to try: its num_steps and the accept lengths it is reported to reach."""
 
@@ -86,7 +85,7 @@ KIMI_K2_DRAFTER = Drafter(
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Lever:
     name: str
     description: str
@@ -94,7 +93,7 @@ class Lever:
     reference: bool = False
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Variant:
     name: str
     description: str
@@ -192,7 +191,7 @@ def not_applicable(scenario: Scenario, lever: Lever) -> str | None:
     return "; ".join(reasons) or None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LeverRow:
     """One lever: closed-form tok/s as specified, and its range over the variants."""
 
@@ -228,7 +227,7 @@ class LeverRow:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KernelSweep:
     """The levers across the kernel count's range (``counts``, the ends of
     ``model.kernels_per_layer``'s range): the per-kernel CPU cost at each (``launch_us``,
@@ -320,7 +319,7 @@ def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     return off_centre(uncertain_inputs(scenario))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LeverTable:
     scenario: str
     rows: tuple[LeverRow, ...]

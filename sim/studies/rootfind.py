@@ -28,7 +28,6 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.records import record
 from sim.scenario.bind import bound_cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
@@ -46,7 +45,7 @@ SimulateFn = Callable[[Scenario, AcceptanceModel | None, Sequence[float]], Stats
 # --------------------------------------------------------------------------- measurements
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MonteCarloStats:
     """The statistics search needs from the scenario's Monte Carlo at its own seed
     (``quick_stats``: mean with its t interval, pooled accept length, P(tok/s >= target)
@@ -85,7 +84,7 @@ def checked_targets(targets: Sequence[float], quantile: float | None) -> list[fl
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Criterion:
     """What "reaches the target" means: mean tok/s >= target, or P(tok/s >= target) >= q."""
 
@@ -246,7 +245,7 @@ def first_passing(
     return s * good
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Root:
     """A lever value reaching a criterion, with the 95% interval from Monte Carlo noise.
 

@@ -23,7 +23,7 @@ sim/studies/solve.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,6 @@ from sim.model.drafts import describe_draft
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
-from sim.records import record
 from sim.scenario.bind import (
     acceptance_model,
     acceptance_shape,
@@ -70,7 +69,7 @@ from sim.studies.uncertainty import TargetUncertainty, answer_uncertainty
 # --------------------------------------------------------------------------- acceptance lever
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AcceptanceLever:
     """How acceptance is varied at draft length k, keeping everything else of [acceptance].
 
@@ -215,7 +214,7 @@ def _is_plain_alpha(scenario: Scenario) -> bool:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BoundAcceptance:
     """A lever base's acceptance bound once at the longest draft length K of a search: the
     model (mean rates by position) and the anchored shape factors g_1..g_K (ones for a
@@ -354,7 +353,7 @@ def acceptance_note(scenario: Scenario) -> str:
 # --------------------------------------------------------------------------- search over alpha
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KResult:
     """One target at one draft length k."""
 
@@ -400,7 +399,7 @@ class KResult:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetResult:
     """One target over the k range: the best k (lowest alpha) and every k."""
 
@@ -460,7 +459,7 @@ class TargetResult:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SearchResult:
     scenario: str
     engine: str
@@ -574,7 +573,7 @@ def _closed_form_slope(lever: AcceptanceLever, x: float, cycle_ms: float) -> flo
     return 1000.0 * rise / cycle_ms / (b - a) if rise > 0 else None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KTask:
     """One draft length's search for a worker process (picklable)."""
 

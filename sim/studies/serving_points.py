@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from sim.records import record
 from sim.simulation.serving.metrics import (
     IntervalOf,
     Ratio,
@@ -102,7 +101,7 @@ class Load:
         return f"{self.value:g} requests/s"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MetricSpec:
     """A serving metric: ``label`` in words, ``unit``, whether more is better, whether it
     needs SLO limits, and whether it is a share (a value in [0, 1]; its interval is clipped
@@ -173,7 +172,7 @@ def replication_metrics(rec: ServingRecord, slo: SloSpec) -> dict[str, float]:
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PolicyPoint:
     """One policy at one load: ``values[metric]`` has shape (R,), replication r's value.
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
-from sim.records import record
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
@@ -72,7 +72,7 @@ def plan_steps(policy: SpeculationPolicy, builder: PlanBuilder) -> int:
     return policy.max_k if policy.max_k > 0 else builder.default_steps
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ScenarioPlans:
     """Plans of a scenario at any load and k (picklable: the scenario as a mapping).
 
@@ -136,7 +136,7 @@ class ScenarioPlans:
         return self.setup(load, num_steps).plan
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PointTask:
     """One policy at one load (picklable)."""
 

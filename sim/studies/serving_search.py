@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,6 @@ import numpy as np
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
-from sim.records import record
 from sim.scenario.load import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
@@ -97,7 +96,7 @@ def unstable_stats(targets: Sequence[float]) -> Stats:
     return Stats(0.0, (0.0, 0.0), float("nan"), probabilities, simulated=False)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Stability:
     """Speculation at ``num_steps`` against the searched rate: its service bound with every
     draft accepted (the lever's top, ``bound_at_top``), the least mean rate ``alpha`` at
@@ -193,7 +192,7 @@ def _with_stability(result: SearchResult, rate: float, found: Sequence[Stability
     return dataclasses.replace(result, targets=tuple(targets), settings=settings)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingStats:
     """A ``SimulateFn`` for search: the serving simulation at ``load`` (picklable).
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sim.errors import SpecsimError
-from sim.records import record
 from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
 from sim.scenario.provenance import assumptions, effective_hardware, override_entries
@@ -103,7 +102,7 @@ def end_label(scenario: Scenario, dotted: str, end: float, lo: float, integer: b
     return "the end of its valid range"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LeverTarget:
     tok_s: float
     quantile: float | None
@@ -128,7 +127,7 @@ class LeverTarget:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LeverResult:
     scenario: str
     field: str

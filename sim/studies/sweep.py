@@ -19,7 +19,6 @@ from sim.errors import SpecsimError
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
-from sim.records import record
 from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
@@ -38,7 +37,7 @@ from sim.studies.sweep_store import SweepStore
 MAX_SWEEP_HOURS = 24.0
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PointTask:
     """Everything one worker needs to evaluate one point (picklable, no files)."""
 

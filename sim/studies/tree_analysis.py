@@ -11,6 +11,7 @@ top-1 profile kept (every top-1 mean scaled by one factor; sim/model/tree_requir
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,14 +21,13 @@ from sim.model.cycle import CycleCost
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance
 from sim.model.tree_required import required_scale
-from sim.records import record
 from sim.scenario.bind import cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 
 __all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree", "best_tree_acceptance"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeTarget:
     """One target: the accept length it needs and the top-1 rate (depth 1, weight-averaged
     over classes) that SGLang's tree and the best tree need for it (None: out of reach)."""
@@ -46,7 +46,7 @@ class TreeTarget:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeAnalysis:
     """SGLang's tree and the best tree at the scenario's rates and cycle."""
 

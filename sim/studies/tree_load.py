@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -39,7 +39,6 @@ from sim.model.drafts import Draft, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
 from sim.model.tree_acceptance import TreeDraft
 from sim.parallel import Executor
-from sim.records import record
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
@@ -112,7 +111,7 @@ def table_row(start: int, end: int, draft: Draft) -> list[int]:
     raise ValueError("a static tree has no draft_table row")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadPoint:
     """One concurrency: per policy (by name) the mean per-user and aggregate tok/s and
     accept length with their intervals, the mean decode batch, and per (tree, chain) pair
@@ -131,7 +130,7 @@ class LoadPoint:
         return max(self.per_user_tok_s, key=lambda n: self.per_user_tok_s[n].mean)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Crossing:
     """Where ``tree`` stops beating ``chain`` on ``metric`` (see the module docstring)."""
 
@@ -152,7 +151,7 @@ class Crossing:
         return self.last_win is not None and self.first_loss is None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeLoadResult:
     """The study over a grid of concurrencies (see the module docstring)."""
 

@@ -38,6 +38,8 @@ reaches 1) fall short is out of reach (NaN). Shapes: n draws.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sim.model.acceptance import quadrature_weights
@@ -47,7 +49,6 @@ from sim.model.tree_acceptance import TreeAcceptance
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_required import max_scale
 from sim.model.tree_theory import depth_survival
-from sim.records import record
 from sim.scenario.tree_sampled import SampledTree, accept_lengths_by_tree
 from sim.scenario.uncertainty import acceptance_propagated, acceptance_rows, sampled_acceptance
 
@@ -61,7 +62,7 @@ XTOL = 1e-7
 MAX_SECANT = 40
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DrawnRoots:
     """Per draw (n,): the required lever u (NaN: out of reach) and the depth-1 top-1 rate
     it is, capped at 1 as the nominal answer reports it (``top1``), the accept length the

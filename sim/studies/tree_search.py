@@ -31,7 +31,7 @@ read, ungraphed passes) the extra drafts cost what they add. The answer says whi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,6 @@ from sim.model.cycle import PassTimes
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance, TreeDraft
 from sim.model.tree_build import candidate_count
 from sim.model.tree_required import RankShape, required_scale, required_top1_table
-from sim.records import record
 from sim.scenario.bind import acceptance_model, pass_times, rank_shares, tree_cost
 from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import pin_verify_tokens, with_overrides
@@ -75,7 +74,7 @@ NO_INTERVAL_NOTE = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SearchDraws:
     """The draws of the uncertain inputs the intervals are re-solved in, (n, F): the
     chain's (``answer_uncertainty``'s, same scenario, seed and count)."""
@@ -125,7 +124,7 @@ def tree_configs(
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Refined:
     """One configuration solved exactly: ``top1`` by bisection on E[L] over requests (the
     long-run, renewal-reward answer), ``top1_monte_carlo`` by Monte Carlo bisection on
@@ -170,7 +169,7 @@ def _listed(interval: Interval | None) -> list[float | None] | None:
     return None if interval is None else interval.to_list()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeTarget:
     tok_s: float
     table: dict[Config, float | None]  # interpolated top-1 per configuration
@@ -212,7 +211,7 @@ class TreeTarget:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeSearchResult:
     scenario: str
     rank_shape: str

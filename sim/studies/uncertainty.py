@@ -20,14 +20,13 @@ For ``run`` it also gives the interval of tok/s and accept length at the scenari
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.records import record
 from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
@@ -58,7 +57,7 @@ INTERVAL_LABEL = "90% interval from inputs and model"
 _UNREACHABLE = 2.0  # a rate above 1 codes "out of reach" inside quantiles
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Interval:
     """A 90% interval (5% and 95% quantiles); an end None is out of reach (no k reaches
     the target in that share of draws); ``unreachable`` the share of such draws."""
@@ -109,7 +108,7 @@ def _rate(x: float, cap: float) -> float | None:
     return None if x > cap + 1e-9 else float(min(x, cap))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Driver:
     """One input's swing: the answer with the input at its low and its high end."""
 
@@ -135,7 +134,7 @@ class Driver:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MeasureNext:
     """The one measurement that narrows the interval most, and the interval it leaves if
     it comes out at the current estimate."""
@@ -152,7 +151,7 @@ class MeasureNext:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TargetUncertainty:
     """One target's answer with its 90% interval, drivers and next measurement."""
 
@@ -192,7 +191,7 @@ class TargetUncertainty:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OffCentre:
     """An uncertain input whose value as specified lies outside the 5-95% of its own
     range: answers as specified then sit at that end of their 90% intervals, or outside."""
@@ -228,7 +227,7 @@ def off_centre_outside(
     return off_centre(inputs)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""
 
@@ -596,7 +595,7 @@ def _chain_uncertainty(
 LEVER_GRID = 48
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LeverUncertainty:
     """One target's lever value with its 90% interval, drivers and next measurement."""
 

@@ -9,7 +9,7 @@ a figure outside that set (``Case.__post_init__`` checks it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,7 +25,6 @@ from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.records import record
 from sim.scenario.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.priors import shape_error
@@ -77,7 +76,7 @@ MC_REQUESTS = 100
 MC_SEED = 20261130
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Spread:
     """Per-request tok/s of the calibrated scenario at the row's k, by Monte Carlo.
 
@@ -104,7 +103,7 @@ def _spread(scenario: Scenario, k: int) -> Spread:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Row:
     """One scored figure: what was predicted, from what, and the relative error."""
 
@@ -141,7 +140,7 @@ class Row:
         return (self.predicted - self.measured) / self.sd if self.sd > 0 else None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Case:
     """A published case: the figures calibrated on, the scored rows, how it was set up."""
 
@@ -385,7 +384,7 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
     return case, cal
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _CrossSpec:
     """Two published runs at different num_steps: calibrate on one, score the other."""
 

@@ -3,6 +3,8 @@ and the worked figures of docs/reference.md."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sim.model import metrics
@@ -13,13 +15,12 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost
 from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.records import record
 from sim.scenario.bind import cycle_cost
 from sim.scenario.schema import Scenario
 from sim.validation import data as pub
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Check:
     """A closed-form check: specsim's value against an expected one within a tolerance."""
 

@@ -8,7 +8,8 @@ Printed precision matters: a figure printed with d decimals carries a rounding e
 
 from __future__ import annotations
 
-from sim.records import record
+from dataclasses import dataclass
+
 from sim.scenario.cross_run import (  # noqa: F401  (re-exported: the report's data in one place)
     MULTI_K,
     MULTI_K_CALIBRATE_UP_TO,
@@ -25,7 +26,7 @@ from sim.scenario.cross_run import (  # noqa: F401  (re-exported: the report's d
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PublishedRun:
     """One measured run: num_steps k, accept length and tok/s (None when not published)."""
 

@@ -7,13 +7,14 @@ settings the source does not state are marked as assumptions where they are used
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.hardware.roofline import Weights, roofline_ms
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NcclPoint:
     """One measured all-reduce: ``gpus`` ranks, ``nbytes``, the reported time (us).
 
@@ -207,7 +208,7 @@ NCCL_PRESET_SOURCES: tuple[str, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EagerPair:
     """One pass measured with and without a CUDA graph (ms), and what the model needs.
 
@@ -349,7 +350,7 @@ DENSE_KERNELS_PER_LAYER = 15
 VLLM_KIMI_KERNELS_PER_LAYER = 18
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LayerOps:
     """One op of a decoder layer in eager execution and the kernels it issues (low, high
     where the source's branch depends on the backend, the quantization or the version)."""

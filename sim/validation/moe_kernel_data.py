@@ -8,10 +8,10 @@ independent routing, which the union law assumes. Copied from the cited threads.
 
 from __future__ import annotations
 
-from sim.records import record
+from dataclasses import dataclass
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KernelCurve:
     """One MoE layer's kernel time (us) against tokens: the routing (E experts, e per
     token), the bytes of one expert per tensor-parallel rank and the GPU it ran on."""

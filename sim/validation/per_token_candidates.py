@@ -37,8 +37,9 @@ vocabulary where the EAGLE-3 drafter scores 32,000 tokens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.hardware.gpus import gpu_preset
-from sim.records import record
 
 __all__ = [
     "DRAFT_ROW_BYTES_PER_LOGIT",
@@ -111,7 +112,7 @@ def moe_compute_extra_us(
     return expert_flops_per_token / (rate * 1e6) - expert_flops_per_token / (peak_tflops * 1e6)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PerTokenCandidates:
     """The candidates' microseconds per verify token on one server: the logits gather
     (derived), sampling (low, high: FlashInfer, sort; 0 when greedy) and the MoE kernel's

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim import __version__
 from sim.files import atomic_write_text
-from sim.records import record
 from sim.scenario.load import load_scenario
 from sim.validation.acceptance_cases import multi_k_cases
 from sim.validation.cases import (
@@ -68,7 +68,7 @@ SEED_SCENARIO = "scenarios/kimi-k25-8xpcie-eagle3.toml"
 LLAMA_ROOFLINE_SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Report:
     cases: tuple[Case, ...]
     checks: tuple[Check, ...]
@@ -150,7 +150,7 @@ def _flat(r: Row) -> str:
     return "-" if r.flat_error is None else f"{100 * r.flat_error:+.1f}%"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Goals:
     """Issue 10's goals: accept-length extrapolation errors and interval coverage."""
 

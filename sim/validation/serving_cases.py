@@ -17,13 +17,13 @@ scheduling, lengths drawn per request).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import optimize
 
 from sim.model.rates import mean_accept_length
-from sim.records import record
 from sim.scenario.bind import scenario_rates, serving_cost
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
@@ -118,7 +118,7 @@ def _fit(
     return with_overrides(scenario, {field: value}, source="validation")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Point:
     """One simulated concurrency: the paired speedup and both aggregate throughputs."""
 

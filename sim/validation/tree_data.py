@@ -7,11 +7,12 @@ figure carries a rounding error of standard deviation 10^-d / sqrt(12).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sim.model.tree import RankPath
-from sim.records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeRun:
     """One measured configuration: its draft tree (rank paths; a chain is (0,), (0, 0), ...),
     accept length (bonus token included), tok/s (None when not published) and label."""

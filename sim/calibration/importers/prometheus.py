@@ -27,11 +27,11 @@ nothing, as in Prometheus itself.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from sim.errors import SpecsimError
-from sim.records import record
 
 _BLANK = " \t"
 _ESCAPES = ("\\", '"', "n")
@@ -40,7 +40,7 @@ _ESCAPE = re.compile(r"\\(.)")
 _EXEMPLAR = re.compile(r"\s+#\s+\{[^{}]*\}[^{}]*$")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One sample line. ``labels`` are (name, value) pairs sorted by name."""
 
@@ -54,7 +54,7 @@ class Sample:
         return dict(self.labels).get(name)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Exposition:
     """All samples of one scrape, with the ``# TYPE`` and ``# HELP`` of each family."""
 

@@ -14,19 +14,18 @@ configuration, ``json.dumps(record)`` appended as one line. A record is one
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.errors import SpecsimError
-from sim.records import record
 
 KEYS = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SglangBenchRecord:
     line: int
     batch_size: int
@@ -42,7 +41,7 @@ class SglangBenchRecord:
         return self.steps > 0 and self.topk == 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SglangBench:
     records: tuple[SglangBenchRecord, ...]
     source: str
@@ -96,7 +95,7 @@ def read_sglang_bench(path: str | Path) -> SglangBench:
     return parse_sglang_bench(read_text(path), source=str(path))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OneBatchRecord:
     """``python -m sglang.bench_one_batch --result-filename`` (python/sglang/bench_one_batch.py):
     a static batch without speculation (``spec_algorithm=NONE``); ``median_decode_latency``

@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from sim.calibration.importers.files import read_text
 from sim.errors import SpecsimError
-from sim.records import record
 
 EXPECTED = (
     "SGLang scheduler lines like 'Decode batch, #running-req: 1, ..., accept len: 2.05, "
@@ -53,7 +53,7 @@ def _fields(body: str) -> dict[str, str]:
     return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DecodeLine:
     """One logged decode interval; ``line`` is 1-based, ``ranks`` e.g. ``'TP0'``, ``'DP1 TP0'``."""
 
@@ -67,7 +67,7 @@ class DecodeLine:
     ranks: str | None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SglangLog:
     """The speculative ``Decode batch`` lines of a log, and what was skipped.
 

@@ -9,20 +9,19 @@ each value, never ``eval``): linear in the line's length, which is 10 KB or more
 from __future__ import annotations
 
 import ast
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.errors import SpecsimError
-from sim.records import record
 
 MARKER = "server_args=ServerArgs("
 #: Longest ServerArgs line accepted (real ones are 10-30 KB).
 MAX_LINE_CHARS = 1_000_000
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SglangServerArgs:
     source: str
     line: int

@@ -19,19 +19,18 @@ batch-1 server a scenario describes; other runs give acceptance only.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.errors import SpecsimError
-from sim.records import record
 
 ACCEPT_LENGTH = "spec_decode_acceptance_length"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class VllmBenchRun:
     """One ``vllm bench serve`` result; speculative fields None for a run without them."""
 

@@ -23,14 +23,13 @@ formulas are vLLM's own, vllm/v1/spec_decode/metrics.py):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.prometheus import Exposition, counter_samples, parse_exposition
 from sim.errors import SpecsimError
-from sim.records import record
 
 DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -39,7 +38,7 @@ PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 EXAMPLE = f'{DRAFTS}_total{{engine="0",model_name="..."}} 1234.0'
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SpecDecodeCounters:
     """vLLM's speculative-decoding counters, summed over engines and models.
 
@@ -221,7 +220,7 @@ STEP_HISTOGRAMS = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_tok
 REQUEST_TPOT = "vllm:request_time_per_output_token_seconds"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HistogramMean:
     """``_sum / _count`` of a histogram summed over label sets (a difference of scrapes)."""
 
@@ -250,7 +249,7 @@ def histogram_mean(exposition: Exposition, family: str, source: str) -> Histogra
     return HistogramMean(family, sum(s.value for s in sums), sum(s.value for s in counts))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class VllmLatency:
     """Mean engine-step time (ITL) and mean per-request TPOT of a scrape, when present."""
 

@@ -12,19 +12,19 @@ request's time ends with that cycle, its tok/s counts only the ``output_tokens``
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
-from sim.records import record
 
 if TYPE_CHECKING:
     from sim.model.tree_acceptance import Acceptance
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EnginePlan:
     """Everything an engine needs besides random numbers (picklable, for worker processes).
 
@@ -125,7 +125,7 @@ class ReplicationRngs:
         return self._stream(2)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EngineOutput:
     """Results of B replications of Q requests each (k = num_steps).
 

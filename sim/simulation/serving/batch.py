@@ -29,11 +29,12 @@ fixed while the batch is, so a block's plan does not depend on where it is cut.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
-from sim.records import record
 from sim.simulation.serving.counter_rng import counter_bits_block
 
 __all__ = ["BlockPlan", "DecodeBatch", "accept_lengths", "expected_path", "plan_block"]
@@ -142,7 +143,7 @@ def expected_path(thresholds: np.ndarray) -> int:
     return max(1, int(np.floor(mean + 0.5)))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BlockPlan:
     """Up to ``iterations`` decode iterations of a fixed batch drafting ``k`` (a Draft).
 

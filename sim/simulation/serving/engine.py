@@ -46,7 +46,6 @@ from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree_acceptance import TreeAcceptance
-from sim.records import record
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -73,7 +72,7 @@ MAX_BLOCK = 512
 PREEMPTED, WAITING = 0, 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingPlan:
     """Everything a serving replication needs besides random numbers and the policy.
 
@@ -139,7 +138,7 @@ class ServingPlan:
             )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingStreams:
     """The independent streams of one replication: arrival times (gaps, think times),
     lengths, per-request class and rates, per-request acceptance keys."""

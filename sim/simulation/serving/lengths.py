@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from scipy import stats
-
-from sim.records import record
 
 __all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
 
@@ -37,7 +36,7 @@ class LengthDistribution(Protocol):
     def sample_one(self, rng: np.random.Generator) -> int: ...
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Fixed:
     """Every request has ``tokens`` tokens (draws nothing)."""
 
@@ -66,7 +65,7 @@ class Fixed:
         return self.tokens
 
 
-@record
+@dataclass(frozen=True)
 class LogNormal:
     """round(X) clipped to [min_tokens, max_tokens], X lognormal with mean ``mean_tokens``
     and log-space standard deviation ``sigma`` (mu = ln(mean) - sigma^2 / 2).
@@ -113,7 +112,7 @@ class LogNormal:
         return round(min(max(x, self.min_tokens), self.max_tokens))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Empirical:
     """Lengths drawn uniformly (with replacement) from ``values`` (e.g. a trace's column)."""
 

@@ -37,11 +37,11 @@ to [0, 1] (``share_interval``): a symmetric interval over few replications of a 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from sim.records import record
 from sim.simulation.serving.records import ServingRecord
 
 __all__ = [
@@ -145,7 +145,7 @@ OVERLOAD_SHARE = 0.2
 OVERLOAD_MIN_REQUESTS = 10
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Backlog:
     """Requests in the system (arrived, not answered) when one replication's measurement
     window opens and when the run ends, and the arrivals inside the window."""
@@ -172,7 +172,7 @@ def backlog(rec: ServingRecord) -> Backlog:
     return Backlog(int(start), rec.unfinished_at_end, int(arrivals))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """A metric across replications: mean of replication means with its 95% interval
     (None with one replication) and pooled quantiles."""
@@ -245,7 +245,7 @@ def estimate(
     return Estimate(mean, ci, float(q[0]), float(q[1]), float(q[2]))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SloSpec:
     """Targets: per-user tok/s thresholds, and TTFT / TPOT limits for SLO attainment."""
 
@@ -254,7 +254,7 @@ class SloSpec:
     tpot_ms: float | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Ratio:
     """A paired ratio (speculative over baseline, or baseline over speculative for
     latencies) per replication: mean and 95% interval across replications."""
@@ -274,7 +274,7 @@ class Ratio:
         return {"mean": self.mean, "ci95": None if self.ci95 is None else list(self.ci95)}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PolicySummary:
     """One policy's metrics across R replications; the shares (``kv_utilisation``,
     ``p_tok_s``, ``slo_attainment``) have their intervals clipped to [0, 1]. ``little``:
@@ -302,7 +302,7 @@ class PolicySummary:
         return sum(b.overloaded for b in self.backlogs)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingSummary:
     """Every policy's summary, and paired speedups of each policy over ``baseline``."""
 

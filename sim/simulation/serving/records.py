@@ -8,15 +8,16 @@ typed result a replication returns (arrays documented with their shapes).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from sim.records import record
 from sim.simulation.serving.workload import Request
 
 __all__ = ["Recorder", "ServingRecord"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingRecord:
     """One replication under one speculation policy.
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from sim.model.drafts import verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup
-from sim.records import record
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
 
@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
 DEFAULT_TOKEN_BUDGET = 8192
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     """Continuous batching, iteration by iteration.
 

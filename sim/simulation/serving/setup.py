@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,6 @@ from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree_acceptance import TreeDraft
-from sim.records import record
 from sim.scenario.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
@@ -47,7 +47,7 @@ BASELINE, SPECULATIVE = "baseline", "speculative"
 LOGNORMAL_CAP_QUANTILE = 0.9999
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingSetup:
     """Everything ``simulate_serving`` needs for a scenario, and what it assumed.
 

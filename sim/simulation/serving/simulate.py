@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
-from sim.records import record
 from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.records import ServingRecord
 
@@ -50,7 +50,7 @@ def serving_streams(child: np.random.SeedSequence) -> ServingStreams:
     return ServingStreams(arrivals=arrivals, lengths=lengths, rates=rates, keys=keys)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServingRun:
     """Records of every policy: ``records[name][r]`` is replication r of policy ``name``."""
 

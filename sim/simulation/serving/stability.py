@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,7 +44,6 @@ from sim.model.batched_cost import PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, max_tokens
 from sim.model.policy import SpeculationPolicy
-from sim.records import record
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.workload import Poisson, Trace
 
@@ -63,7 +63,7 @@ DENSE_BATCHES = 16
 GRID_RATIO = 2.0**0.25
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ServiceBound:
     """An upper bound on the requests per second a server answers under one policy.
 
@@ -204,7 +204,7 @@ def open_load_bounds(
     return arrivals.rate_per_s, {name: service_bound(plan, p) for name, p in policies.items()}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class LoadCheck:
     """A Poisson load of ``offered_per_s`` against each policy's bound (by name): what every
     command that simulates an open load asks before simulating a point (a policy in

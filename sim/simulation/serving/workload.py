@@ -21,7 +21,7 @@ j-th request of a user (or the j-th arrival) is the same request whatever the po
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates
 from sim.model.samplers import bit_thresholds
 from sim.model.tree_acceptance import TreeAcceptance
-from sim.records import record
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.lengths import Fixed, LengthDistribution
 
@@ -52,7 +51,7 @@ RATE_BLOCK = 16
 KEY_BLOCK = 16
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ClosedLoop:
     """``users`` concurrent users; ``think_ms``: mean exponential pause between a
     request's end and the user's next request (0: none)."""
@@ -67,7 +66,7 @@ class ClosedLoop:
             raise ValueError(f"think_ms must be >= 0, got {self.think_ms}")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Poisson:
     """Open arrivals at ``rate_per_s`` requests per second (exponential gaps)."""
 
@@ -78,7 +77,7 @@ class Poisson:
             raise ValueError(f"rate_per_s must be > 0, got {self.rate_per_s}")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Trace:
     """Replayed requests, arrays of shape (n,): ``arrival_ms`` non-decreasing,
     ``input_tokens`` >= 0, ``output_tokens`` >= 1, ``request_class`` an index into the
@@ -115,7 +114,7 @@ class Trace:
         )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Workload:
     """Arrivals and lengths; ``requests`` measured per replication after ``warmup``
     discarded ones (by arrival order). For a trace, lengths come from its rows and
@@ -211,7 +210,7 @@ class Request:
         return self.input_tokens + self.generated
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SourceStreams:
     """The streams of one request source: lengths, class and rates, acceptance keys."""
 

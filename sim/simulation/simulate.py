@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,7 +74,9 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
 
     @functools.cache
     def made(j: int) -> list[np.random.Generator]:  # stream j's generators of the block
-        return [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words(j)]
+        # NumPy takes any ISeedSequence here; its stub names only SeedSequence
+        seeds = [SeedWords(w) for w in words(j)]
+        return [np.random.Generator(np.random.PCG64(s)) for s in seeds]  # type: ignore[arg-type]
 
     def stream(n: int, j: int) -> np.random.Generator:
         return made(j)[n]
@@ -258,9 +260,9 @@ def simulate(
     merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
     for i, part in LocalExecutor(workers).map_unordered(run_block, tasks):
-        if stats is None:
+        if isinstance(part, EngineOutput):  # arrays kept (no stats folded)
             parts[i] = part
-        else:
+        elif stats is not None:
             pending[i] = part
             while merged in pending:
                 stats.merge(pending.pop(merged))
@@ -268,7 +270,7 @@ def simulate(
         done += len(blocks[i])
         if progress:
             progress(done, r_n)
-    run = {
+    run: dict[str, Any] = {  # the fields of every result
         "scenario": scenario,
         "acceptance": plan.acceptance,
         "engine": engine,
@@ -281,9 +283,10 @@ def simulate(
         "class_names": plan.acceptance.class_names,
     }
     if stats is not None:
-        return MonteCarloResult(**run, **dict.fromkeys(ARRAYS), stream=stats)
+        none: dict[str, Any] = dict.fromkeys(ARRAYS)  # a streamed result keeps no arrays
+        return MonteCarloResult(**run, **none, stream=stats)
     out = EngineOutput.concatenate([parts[i] for i in range(len(blocks))])
-    arrays = {
+    arrays: dict[str, Any] = {
         "tok_s": out.tok_s,
         "request_ms": out.request_ms,
         "request_tokens": constant_ints(plan.output_tokens, out.tok_s.shape),

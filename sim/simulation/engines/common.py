@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -137,9 +137,16 @@ def request_stream(rng: np.random.Generator, request: int) -> np.random.Generato
     on how many draws the requests before it used (common random numbers in the SimPy
     engine). Seeds become generators in sim/simulation/simulate.py only; this only derives.
     """
-    return np.random.Generator(rng.bit_generator.jumped(request + 1))
+    bits = rng.bit_generator
+    if not isinstance(bits, np.random.PCG64):  # the replication streams are PCG64 (simulate.py)
+        raise TypeError(f"request streams jump a PCG64, not a {type(bits).__name__}")
+    return np.random.Generator(bits.jumped(request + 1))
 
 
+@overload
+def request_tok_s(output_tokens: int, request_ms: np.ndarray) -> np.ndarray: ...
+@overload
+def request_tok_s(output_tokens: int, request_ms: float) -> float: ...
 def request_tok_s(output_tokens: int, request_ms: np.ndarray | float) -> np.ndarray | float:
     """Per-request throughput counting only the tokens the request needs: 1000 N / ms."""
     return 1000.0 * output_tokens / request_ms

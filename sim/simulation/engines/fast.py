@@ -125,7 +125,9 @@ class Workspace:
 
 
 @functools.lru_cache(maxsize=256)
-def shared_law(rates: tuple[float, ...]) -> tuple[float, float, np.ndarray, np.ndarray, int]:
+def shared_law(
+    rates: tuple[float, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """What the engine needs of the L of a request with chain rates ``rates`` (k,), shared
     by every request of a homogeneous run: (mean of L, variance of L, thresholds t (uint32
     (k,)), c_j > 0 (bool (k,)), depth: the positions with c_j > 0, the first ones since c is
@@ -310,7 +312,9 @@ def _run_block(
     at_least = np.zeros((b_n, k), dtype=np.int64)  # cycles with draft j + 1 accepted
     times = plan.cycle_times
     jitter = not times.deterministic
-    summable = jitter and isinstance(times, SummableCycleTimes)
+    # the model whose per-request sums are drawn at once (None: drawn cycle by cycle)
+    summed = times if jitter and isinstance(times, SummableCycleTimes) else None
+    summable = summed is not None
     per_cycle = jitter and not summable
     # summable: one uniform per request and phase, drawn first (fixed count: CRN holds)
     time_u = [r.timing.random((q_n, len(PHASES))) for r in rngs] if summable else []
@@ -357,13 +361,13 @@ def _run_block(
         c0 += chunk
 
     cyc_total = cycles.sum(axis=1)  # (B,)
-    if summable:
-        totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
+    if summed is not None:
+        totals = np.stack([summed.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
         if varies and accepted is not None:
             by_length = _counts_by_length(cycles, accepted)  # (B, Q, k + 1)
             mean = plan.cycle_times.mean_ms()["extend"]
             multipliers = np.stack(
-                [times.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
+                [summed.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
             )
             totals[:, :, PHASES.index("extend")] = mean * (multipliers * scale).sum(axis=2)
         request_ms = totals.sum(axis=2)  # (B, Q)

@@ -212,7 +212,8 @@ def _timing_params(passes: PassTimes) -> list[Param]:
 
 def _passes(base: PassTimes, values: dict[str, float]) -> PassTimes:
     """``base`` with the timing ``values`` substituted (a verify table, if any, is kept)."""
-    return replace(base, **{name: values[f"timing.{name}"] for name in TIMING_FIELDS})
+    changes: dict[str, Any] = {name: values[f"timing.{name}"] for name in TIMING_FIELDS}
+    return replace(base, **changes)
 
 
 def _point_sigma(p: SpecPoint) -> float:

@@ -468,7 +468,9 @@ class SampledModel:
             return np.zeros(self.size)
         return self.extend_per_token_ms
 
-    def cycle_ms(self, num_steps: int, accept_length: np.ndarray | None = None) -> np.ndarray:
+    def cycle_ms(
+        self, num_steps: int, accept_length: np.ndarray | float | None = None
+    ) -> np.ndarray:
         """The cycle at k = ``num_steps`` with the extend at ``accept_length`` (default:
         the drafter's own accept length there), shape (n,)."""
         al = self.accept_length(num_steps) if accept_length is None else accept_length

@@ -23,7 +23,14 @@ from sim.scenario.bind import scenario_rates
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
 from sim.validation import data as pub
-from sim.validation.cases import Case, Row, flat_accept_length, held_out, interval_of
+from sim.validation.cases import (
+    Case,
+    Row,
+    accept_length_draws,
+    flat_accept_length,
+    held_out,
+    interval_of,
+)
 
 
 def _base(series: pub.MultiKSeries, k0: int) -> Scenario:
@@ -85,7 +92,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
                 f"k={k}, {how}",
                 series.accept_lengths[k],
                 mean_accept_length(scenario_rates(cal.scenario, k)),
-                interval90=interval_of(cal.scenario, lambda m, k=k: m.accept_length(k)),
+                interval90=interval_of(cal.scenario, accept_length_draws(k)),
                 flat=flat_accept_length(flat_cal.scenario, k),
             )
         )

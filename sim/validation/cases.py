@@ -293,6 +293,23 @@ def _cumulative_fn(position: int) -> Callable[[Scenario], float]:
     return fn
 
 
+def cumulative_draws(position: int) -> Callable[[SampledModel], np.ndarray]:
+    """c at ``position`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: np.prod(m.rates[:, :position], axis=1)
+
+
+def accept_length_draws(num_steps: int) -> Callable[[SampledModel], np.ndarray]:
+    """The accept length at k = ``num_steps`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: m.accept_length(num_steps)
+
+
+def _verify_ms(s: Scenario) -> float:
+    """The scenario's stated verify pass (ms): the seed states it."""
+    if s.timing.verify_ms is None:
+        raise ValueError("the scenario states no timing.verify_ms")
+    return s.timing.verify_ms
+
+
 def _scored_run(
     src: str, run: pub.PublishedRun, alpha_from: str, cal: Calibration
 ) -> tuple[Row, Row, Row]:
@@ -585,7 +602,7 @@ def case_vllm_26498() -> Case:
                 c[i - 1],
                 cal,
                 _cumulative_fn(i),
-                lambda m, i=i: np.prod(m.rates[:, :i], axis=1),
+                cumulative_draws(i),
             ),
             flat=_cumulative_fn(i)(flat.scenario),
         )
@@ -638,7 +655,7 @@ def case_seed(seed: Scenario) -> Case:
                 "k=2, AL 2.0",
                 pub.SEED_VERIFY_MS,
                 cal,
-                lambda s: s.timing.verify_ms,
+                _verify_ms,
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}", f"kept: {_kept_summary(cal)}"),

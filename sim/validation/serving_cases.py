@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from sim.hardware.batched import BatchedPass
 from sim.model.rates import mean_accept_length
 from sim.scenario.bind import scenario_rates, serving_cost
 from sim.scenario.load import scenario_from_dict, with_overrides
@@ -644,6 +645,7 @@ def _candidates_note(
     physics = cost.curves.verify.physics
     hw = physics.hardware
     assert hw.gpu is not None and m.hidden_size and m.experts_per_token
+    assert m.expert_params is not None and m.layers is not None
     c = per_token_candidates(
         vocab=m.lm_head_params / m.hidden_size,
         gpus=hw.gpus,
@@ -686,7 +688,9 @@ def eagle1_rows_note(rows: Sequence[Row], scenario: Scenario, batch: int = 16) -
     row = {int(r.figure.rsplit("=", 1)[1]): r for r in rows}[batch]
     k = scenario.num_steps
     cost = serving_setup(scenario, source="validation").plan.cost
-    gpu = cost.curves.verify.physics.hardware.gpu
+    verify = cost.curves.verify
+    assert isinstance(verify, BatchedPass)  # the hardware model prices this scenario
+    gpu = verify.physics.hardware.gpu
     assert gpu is not None
     eagle1 = draft_row_us(LLAMA31_VOCAB, gpu.memory_bandwidth_gbps)
     eagle3 = draft_row_us(EAGLE3_DRAFT_VOCAB, gpu.memory_bandwidth_gbps)

@@ -344,7 +344,7 @@ class VllmGoodput:
 
     @staticmethod
     def of(
-        rates: Sequence[float],
+        rates: Sequence[float] | np.ndarray,
         batch_stats: Mapping[int, Mapping[int, float]],
         max_batch: int,
         **kw: object,

@@ -304,7 +304,9 @@ def replay(
     per_rep = {
         name: [_phase_values(r, phase_of, n) for r in recs] for name, recs in run.records.items()
     }
-    levels, versus, overall = {}, {}, {}
+    levels: dict[str, dict[str, tuple[Ratio, ...]]] = {}
+    versus: dict[str, dict[str, tuple[Ratio, ...]]] = {}
+    overall: dict[str, Ratio] = {}
     for name, reps in per_rep.items():
         levels[name], versus[name] = {}, {}
         for metric in PHASE_METRICS:
@@ -465,8 +467,8 @@ def controller_study(
         "rates of the whole mix (offline, as generate_config.py); SGLang: default adaptive "
         f"config, starting at k = {builder.default_steps}, no CUDA-graph padding"
     )
-    settings, more = study_settings(builder, Load("concurrency", 1))
-    more = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in more)
+    settings, assumed = study_settings(builder, Load("concurrency", 1))
+    assumed = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in assumed)
     return replay(
         plan,
         phases,
@@ -477,5 +479,5 @@ def controller_study(
         executor=evaluator.executor,
         scenario=builder.base["name"],
         settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
-        assumptions=(*notes, *more),
+        assumptions=(*notes, *assumed),
     )

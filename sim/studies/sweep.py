@@ -308,8 +308,9 @@ def run_sweep(
         sim = scn.simulation
         hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
                            engine, 1)  # fmt: skip
-    if isinstance(executor or LocalExecutor(), LocalExecutor):
-        parallel = max(1, min((executor or LocalExecutor()).workers, os.cpu_count() or 1))
+    local = executor or LocalExecutor()
+    if isinstance(local, LocalExecutor):
+        parallel = max(1, min(local.workers, os.cpu_count() or 1))
         if hours / parallel > MAX_SWEEP_HOURS:
             raise SpecsimError(
                 f"{len(points)} points would take about {hours / parallel:.3g} hours on "

@@ -51,7 +51,14 @@ from sim.scenario.uncertainty import (
     draw_inputs,
     uncertain_inputs,
 )
-from sim.studies.rootfind import ALPHA_XTOL, Criterion, Evaluator, Probe, SimulateFn, solve_root
+from sim.studies.rootfind import (
+    ALPHA_XTOL,
+    Criterion,
+    Evaluator,
+    Probe,
+    SimulateFn,
+    solve_root,
+)
 from sim.studies.tree_required_draws import required_top1_draws
 from sim.studies.uncertainty import INTERVAL_LABEL, SAMPLES, Interval, _interval
 

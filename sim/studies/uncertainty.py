@@ -562,7 +562,7 @@ def _chain_uncertainty(
             tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1])) for r in solved
         ]
     else:
-        bests = head.requirements_at_best(tgts, [allowed] * len(tgts))
+        bests = list(head.requirements_at_best(tgts, [allowed] * len(tgts)))
         per_k = [()] * len(tgts)
     windows = [_study_window(b[0][1:], every.max_steps, num_steps) for b in bests]
     studies = every.rows(slice(1 + draws.shape[0], None))
@@ -809,7 +809,7 @@ def sampled_answers(
     """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
     interval of any quantity (draft lengths 1..``MAX_STEPS``). Kept on the scenario."""
     seed = scenario.simulation.seed if seed is None else seed
-    key = ("sampled_answers", samples, seed)
+    key = f"sampled_answers/{samples}/{seed}"  # the memo's keys are strings
     cache = scenario._derived
     if key not in cache:
         draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)

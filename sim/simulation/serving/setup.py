@@ -108,7 +108,7 @@ def _lengths(
     )
 
 
-def scenario_draft(scenario: Scenario) -> Draft:
+def scenario_draft(scenario: Scenario) -> int | TreeDraft:
     """What the scenario's ``[speculation]`` drafts: a chain of num_steps, or SGLang's tree."""
     sp = scenario.speculation
     if not sp.is_tree:

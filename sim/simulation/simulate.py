@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim.binding.bind import FIDELITIES
+from sim.binding.bound import Bound, as_bound
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
@@ -97,15 +98,27 @@ def model_rng(seed: int) -> np.random.Generator:
     )
 
 
-def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTimeModel:
-    """The cycle-time model ``simulate`` binds for ``scenario`` at ``fidelity`` and ``seed``
-    (the layer pass's pools are drawn from ``model_rng(seed)``); a field it finds wanting
-    is named with the scenario's file."""
+def bound_cycle_times(model: Bound | Scenario, fidelity: str, seed: int) -> CycleTimeModel:
+    """The cycle-time model ``simulate`` takes for a bound scenario (a scenario is bound
+    here) at ``fidelity`` and ``seed`` (the layer pass's pools are drawn from
+    ``model_rng(seed)``); a field it finds wanting is named with the scenario's file."""
     rng = model_rng(seed) if fidelity == "layer" else None
     try:
-        return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+        return as_bound(model).cycle_time_model(fidelity=fidelity, rng=rng)
     except SpecsimError as exc:
-        raise in_its_file(exc, scenario) from None
+        raise in_its_file(exc, _scenario_of(model)) from None
+
+
+def _scenario_of(model: Bound | Scenario) -> Scenario:
+    return model.scenario if isinstance(model, Bound) else model
+
+
+def bind_named(model: Bound | Scenario) -> Bound:
+    """``as_bound(model)``, a field it finds wanting named with the scenario's file."""
+    try:
+        return as_bound(model)
+    except SpecsimError as exc:
+        raise in_its_file(exc, _scenario_of(model)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +206,7 @@ def _check_settings(engine: str, fidelity: str, sizes: dict[str, int], seed: int
 
 
 def simulate(
-    scenario: Scenario,
+    model: Bound | Scenario,
     *,
     engine: str = "fast",
     fidelity: str = "cycle",
@@ -207,7 +220,7 @@ def simulate(
     stream: bool | None = None,
     targets: Sequence[float] | None = None,
 ) -> MonteCarloResult:
-    """Run the Monte Carlo of ``scenario``.
+    """Run the Monte Carlo of a bound scenario (a scenario is bound here, once).
 
     None takes the value from the scenario (``simulation.replications``, ``workload.requests``,
     ``simulation.seed``). ``fidelity`` chooses the pass-time model (``cycle``: cost model +
@@ -223,6 +236,7 @@ def simulate(
     ``STREAM_ABOVE`` requests. ``targets`` (default the scenario's) are the tok/s whose
     hits a streamed run counts.
     """
+    scenario = _scenario_of(model)
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
     seed = scenario.simulation.seed if seed is None else seed
@@ -231,11 +245,12 @@ def simulate(
     k = scenario.num_steps
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
+    bound = bind_named(model)
     if cycle_times is None:
-        cycle_times = bound_cycle_times(scenario, fidelity, seed)
+        cycle_times = bound_cycle_times(bound, fidelity, seed)
     speculating = scenario.num_steps > 0
-    per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
-    chosen = acceptance or scenario_acceptance(scenario)
+    per_token, extend_tokens = bound.extend_growth if speculating else (0.0, 0.0)
+    chosen = acceptance or bound.acceptance
     n_tok = scenario.workload.output_tokens
     plan = EnginePlan(
         acceptance=chosen,

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim.binding.bind import scenario_rates
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import AcceptLengthObs, Measurements
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.studies.uncertainty import sampled_answers
 from sim.validation import data as pub
 from sim.validation.cases import (
     Case,
@@ -82,6 +83,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
         else f"{series.method} decay prior from AL at k={used[0]}"
     )
     rows = []
+    answers = sampled_answers(cal.scenario)  # the draws, once for every k
     for k in sorted(series.accept_lengths):
         if k in used:
             continue
@@ -92,7 +94,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
                 f"k={k}, {how}",
                 series.accept_lengths[k],
                 mean_accept_length(scenario_rates(cal.scenario, k)),
-                interval90=interval_of(cal.scenario, accept_length_draws(k)),
+                interval90=interval_of(answers, accept_length_draws(k)),
                 flat=flat_accept_length(flat_cal.scenario, k),
             )
         )

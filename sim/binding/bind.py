@@ -172,16 +172,19 @@ def anchored_rates(
         return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
     first = getattr(spec, "first_rate", None)
     ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
-    if first is not None or ranks is not None:
-        a1 = first if first is not None else ranks[0]
-        return rates_for_positions(factor_shape, a1, shape.decay, num_steps)
+    if first is not None:
+        return rates_for_positions(factor_shape, first, shape.decay, num_steps)
+    if ranks is not None:
+        return rates_for_positions(factor_shape, ranks[0], shape.decay, num_steps)
     if spec.alpha is not None and factor_shape == "flat":
         return np.full(num_steps, spec.alpha, dtype=float)
-    al0 = (
-        leviathan_accept_length(spec.alpha, k0)
-        if spec.alpha is not None
-        else float(spec.accept_length)  # type: ignore[union-attr]  # classes have none
-    )
+    stated = getattr(spec, "accept_length", None)  # a class has none
+    if spec.alpha is not None:
+        al0 = leviathan_accept_length(spec.alpha, k0)
+    elif stated is not None:
+        al0 = float(stated)
+    else:
+        raise ValueError("an anchor needs alpha, accept_length, first_rate or per_position")
     a1 = first_rate_for_accept_length(factor_shape, shape.decay, al0, k0)
     return rates_for_positions(factor_shape, float(a1), shape.decay, num_steps)
 
@@ -364,7 +367,7 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
     anchored = spec is not None and (
         spec.mix is None and spec.per_position is None and not spec.heterogeneous
     )
-    shape = acceptance_shape(spec) if anchored else None  # once, not at every k
+    shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
 
     def factors(k: int) -> np.ndarray:
         if spec is None:

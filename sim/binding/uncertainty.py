@@ -237,7 +237,7 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
         )
         for i, name in enumerate(names):
             nominal = _value(scenario, name)
-            common = {
+            common: dict[str, typing.Any] = {  # what both kinds of input carry
                 "field": name,
                 "nominal": nominal,
                 "origin": entry.resolved_origin,

@@ -30,7 +30,7 @@ _TOL = 1e-11
 _BISECT = 40
 
 
-def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray) -> np.ndarray:
+def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray | int) -> np.ndarray:
     """Leviathan et al. 2023: (1 - a^(k+1)) / (1 - a) elementwise, k + 1 at a = 1; with
     expm1/log1p so it stays accurate next to a = 1."""
     a = np.asarray(alpha, dtype=float)

@@ -710,7 +710,7 @@ class ServingSpec(Section):
             # lazy: only a k table needs it (start-up)
             from sim.model.policy import KTable
 
-            KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
+            KTable(tuple((row[0], row[1], row[2]) for row in self.k_table))
         return self
 
 
@@ -922,8 +922,8 @@ class Scenario(Section):
         if corr is not None:
             for name in corr.fields:
                 base = name.split("[", 1)[0]
-                entry = entries.get(base)
-                if entry is None or entry.stderr is None:
+                stated = entries.get(base)
+                if stated is None or stated.stderr is None:
                     raise _field_error(
                         "uncertainty.correlation.fields",
                         f"{name} has no stderr in [uncertainty] to correlate",

@@ -169,6 +169,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             args = StudyArgs(**{k: kwargs.pop(k) for k in _STUDY_PARAMS if k in kwargs})
             return fn(args, **kwargs)
 
+        decorated: Callable[..., Any] = command
         for option in (
             format_option,
             plot_option,
@@ -181,14 +182,14 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             set_option,
             scenario_argument,
         ):
-            command = option(command)
-        return command
+            decorated = option(decorated)
+        return decorated
 
     return decorate
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int], None] | None
+    args: StudyArgs, progress: Callable[[int, int | None], None] | None
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up

@@ -355,9 +355,10 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
         share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
-    if records[0].kv_capacity_tokens is not None:
+    capacity = records[0].kv_capacity_tokens  # one plan: every replication's
+    if capacity is not None:
         kv = Ratio.across(
-            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records]),
+            np.array([r.kv_token_ms / (capacity * r.window_ms) for r in records]),
             share_interval,
         )
     preempt = np.array([r.preemptions.mean() for r in records])

@@ -27,6 +27,7 @@ from sim.binding.bind import (
 from sim.binding.decompose import ScenarioHardware, scenario_pass_times
 from sim.binding.provenance import Assumption, assumptions
 from sim.errors import SpecsimError
+from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
@@ -74,6 +75,11 @@ class Bound:
     def accept_length(self) -> float:
         """E[L] at the scenario's own configuration: 1 + sum_i a_1 ... a_i."""
         return mean_accept_length(self.rates)
+
+    @property
+    def closed_form_tok_s(self) -> float:
+        """Long-run tok/s by renewal-reward: 1000 E[L] / E[T_cycle] (a tree: its own)."""
+        return throughput_tok_s(self.accept_length, self.cost)
 
     @property
     def baseline_tok_s(self) -> float:

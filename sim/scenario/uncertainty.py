@@ -547,7 +547,8 @@ def drawn_rates(
     draw ``values`` (n, F), as the nominal answer takes them: in each distinct draw of the
     acceptance inputs (``acceptance_rows``) the scenario re-validated at them
     (``drawn_scenario``) and its ``conditional_rates`` (every class's means and Beta
-    spread rebuilt, E[c_i] / E[c_(i-1)] over requests); NaN rows where the scenario
+    spread rebuilt, E[c_i] / E[c_(i-1)] over requests; a draw away from the nominal by
+    the drawn scenarios' quadrature, ``conditional_rates``); NaN rows where the scenario
     rejects the draw (missing). Each distinct draw's rates are kept in ``drawn``."""
     spec = scenario.acceptance
     assert spec is not None
@@ -561,7 +562,11 @@ def drawn_rates(
         key = (what, row.tobytes())
         if key not in drawn:
             other = drawn_scenario(scenario, acc, row)
-            drawn[key] = None if other is None else conditional_rates(other.acceptance, max_steps)
+            drawn[key] = (
+                None
+                if other is None
+                else conditional_rates(other.acceptance, max_steps, drawn=other is not scenario)
+            )
         rates = drawn[key]
         out[i] = np.nan if rates is None else rates
     return out[again]

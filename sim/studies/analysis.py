@@ -77,6 +77,7 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
     rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
     al = mean_accept_length(rates)
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
+    factors = profile_factors(scenario.acceptance)  # one for every target: k repeat
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -88,10 +89,7 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(
-            answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
-            for t in scenario.target_tok_s
-        ),
+        targets=tuple(answer_target(t, passes, k, factors=factors) for t in scenario.target_tok_s),
         tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
         shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
         assumptions=assumptions(scenario),

@@ -1,0 +1,95 @@
+"""90% intervals of serving answers from inputs and model (sim/studies/serving_draws.py):
+the draws' overrides, the paired shift, and the crossover's crossing interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.model.policy import FixedK
+from sim.parallel import LocalExecutor
+from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.uncertainty import serving_inputs
+from sim.studies.crossover import crossover, load_grid
+from sim.studies.serving_draws import DrawnPoints, input_draws, interval90, shifted
+from sim.studies.serving_runs import BASELINE, PointEvaluator, ScenarioPlans
+from tests.conftest import ROOT
+from tests.studies.serving_helpers import CodePlans
+
+SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+
+
+def test_no_draws_leave_the_monte_carlo_interval() -> None:
+    assert interval90([], (0.9, 1.1)) == [0.9, 1.1]
+    assert interval90([float("nan")], None) is None
+    # draws inside the Monte Carlo interval do not narrow it; draws outside widen it
+    assert interval90([1.0, 1.05], (0.9, 1.1)) == [0.9, 1.1]
+    lo, hi = interval90(list(np.linspace(0.5, 1.5, 101)), (0.9, 1.1))
+    assert lo == pytest.approx(0.55) and hi == pytest.approx(1.45)
+
+
+def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
+    """On common random numbers the noise the draw shares with the nominal run cancels:
+    a draw that is the nominal plus 0.1 on every replication is the nominal mean + 0.1."""
+    rng = np.random.default_rng(3)
+    first = rng.normal(1.0, 0.2, size=2)
+    assert shifted(1.02, first + 0.1, first) == pytest.approx(1.12, rel=1e-12)
+
+
+def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
+    sc = load_scenario(SERVING)
+    raw = sc.model_dump(exclude_none=True)
+    raw["serving"]["host_us_per_request"] = 20.0  # given: no default range
+    raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
+    raw["uncertainty"] = {}
+    bare = scenario_from_dict(raw, source="test")
+    assert [u.field for u in serving_inputs(bare)] == []
+    assert input_draws(bare, seed=1) == ()
+    # the shipped one draws its [uncertainty] entries and the default host work
+    fields = [u.field for u in serving_inputs(sc)]
+    assert "timing.verify_ms" in fields and "serving.host_us_per_request" in fields
+    draws = input_draws(sc, seed=1)
+    assert len(draws) == 8
+    host = [dict(d)["serving.host_us_per_request"] for d in draws]
+    assert 7.0 <= min(host) < max(host) <= 38.0
+    assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
+
+
+def test_without_draws_a_crossing_keeps_its_monte_carlo_interval() -> None:
+    ev = PointEvaluator(CodePlans(), replications=3, seed=7, executor=LocalExecutor(1))
+    grid = load_grid("concurrency", [1, 8, 32])
+    result = crossover(ev, grid, [3], metrics=["per_user_tok_s"], draws=DrawnPoints(ev, ()))
+    (curve,) = result.curves
+    (c,) = curve.crossings
+    users = tuple(math.ceil(x) for x in c.ci95)  # the fewest users on the new side
+    assert curve.interval90 == (users,)
+    assert curve.to_dict()["crossings"][0]["interval90"] == list(users)
+
+
+def test_a_crossing_interval_contains_the_crossing() -> None:
+    """The shipped serving scenario, short runs: speculation at k = 2 starts paying at a
+    few users; the 90% interval from inputs and model holds the crossing and is wider than
+    its Monte Carlo interval (the inputs move it more than 2 replications' noise)."""
+    sc = with_overrides(
+        load_scenario(SERVING), {"workload.requests": 40, "simulation.replications": 3}
+    )
+    builder = ScenarioPlans.of(sc)
+    from dataclasses import replace
+
+    builder = replace(builder, draws=input_draws(sc, seed=5))
+    ev = PointEvaluator(builder, replications=3, seed=5, executor=LocalExecutor(1))
+    draws = DrawnPoints(ev, builder.draws)
+    grid = load_grid("concurrency", [1, 2, 4, 8])
+    result = crossover(ev, grid, [2], metrics=["per_user_tok_s"], refine=False, draws=draws)
+    (curve,) = result.curves
+    (c,) = curve.crossings
+    lo, hi = curve.interval90[0]
+    assert lo is not None and hi is not None
+    assert lo <= math.ceil(c.at) <= hi  # users: the fewest on the new side
+    # each draw ran 2 replications of both policies at the loads next to the crossing
+    ran = [p for p in draws.points if p is not None]
+    assert ran and all(len(p) == 2 * 4 for p in ran)
+    assert all(p[(grid[0], BASELINE)].replications == 2 for p in ran)
+    assert (grid[0], FixedK(2)) in ran[0]

@@ -377,25 +377,52 @@ def crossing_interval90(
     draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing
 ) -> tuple[float | None, float | None]:
     """The 90% interval from inputs and model of crossing ``c``: each draw's gains at the
-    grid loads next to it (the two around it and one more on each side), its crossing in
-    the same direction interpolated linearly between them (beyond them: an open end),
-    5-95% over the draws, joined with the crossing's Monte Carlo interval; for users each
-    end the fewest users on the new side (rounded up)."""
+    two grid loads around it, and for a draw that does not cross between them the next
+    grid load outwards on the side it crosses, until it does (past the grid: an open
+    end); its crossing in the same direction interpolated linearly; 5-95% over the draws,
+    joined with the crossing's Monte Carlo interval; for users each end the fewest users
+    on the new side (rounded up)."""
     xs = [float(x.value) for x in grid]
-    i = max(j for j, x in enumerate(xs) if x <= c.at) if xs[0] <= c.at else 0
-    near = grid[max(i - 1, 0) : i + 3]
-    gains = np.array([draws.gains(x, k, metric) for x in near])  # (loads, D)
-    at = [float(x.value) for x in near]
-    found = []
-    for d in range(gains.shape[1]):
-        g = gains[:, d]
-        if not np.all(np.isfinite(g)):
-            continue
-        found.append(_crossing_of(at, g, c.direction == STOPS))
+    below = [j for j, x in enumerate(xs) if x <= c.at]
+    i = min(below[-1] if below else 0, len(xs) - 2)
+    stops = c.direction == STOPS
+    gains: dict[int, np.ndarray] = {}
+
+    def at(j: int, which: list[int]) -> np.ndarray:
+        got = draws.gains(grid[j], k, metric, which)
+        if j in gains:
+            got = np.where(np.isnan(got), gains[j], got)
+        gains[j] = got
+        return got
+
+    at(i, list(range(len(draws.draws))))
+    at(i + 1, list(range(len(draws.draws))))
+    span = {d: (i, i + 1) for d in range(len(draws.draws))}
+    found: dict[int, float] = {}
+    while span:
+        early, late = [], []
+        for d, (lo, hi) in span.items():
+            g = np.array([gains[j][d] for j in range(lo, hi + 1)])
+            if not np.all(np.isfinite(g)):
+                continue  # a draw the scenario rejects
+            x = _crossing_of(xs[lo : hi + 1], g, stops)
+            if x == -math.inf and lo > 0:
+                early.append(d)
+            elif x == math.inf and hi < len(xs) - 1:
+                late.append(d)
+            else:
+                found[d] = x
+        span = {d: (span[d][0] - 1, span[d][1]) for d in early} | {
+            d: (span[d][0], span[d][1] + 1) for d in late
+        }
+        for j in sorted({lo for lo, _ in span.values()} | {hi for _, hi in span.values()}):
+            need = [d for d, (lo, hi) in span.items() if j in (lo, hi)]
+            at(j, need)
     lo_mc, hi_mc = c.ci95
     ends: list[float] = []
     if found:  # quantiles that are draws' values: an open end stays infinite, never NaN
-        ends += [float(q) for q in np.quantile(found, [0.05, 0.95], method="inverted_cdf")]
+        values = list(found.values())
+        ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
     ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
     lo, hi = min(ends), max(ends)
     if grid[0].integer:  # users: the fewest on the new side, as the crossing itself

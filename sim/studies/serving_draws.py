@@ -133,12 +133,14 @@ class DrawnPoints:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
 
-    def ensure(self, keys: Sequence[Key]) -> None:
+    def ensure(self, keys: Sequence[Key], which: Sequence[int] | None = None) -> None:
+        """Run ``keys`` in the draws ``which`` (default: every draw) not yet run there, in
+        one batch through the evaluator's executor."""
         ev = self.evaluator
         todo: list[tuple[int, Key]] = []
         tasks: list[PointTask] = []
-        for i, ov in enumerate(self.draws):
-            got = self.points[i]
+        for i in range(len(self.draws)) if which is None else which:
+            ov, got = self.draws[i], self.points[i]
             if got is None:
                 continue
             builder = replace(ev.builder, drawn=ov, draws=())  # type: ignore[type-var]
@@ -160,17 +162,19 @@ class DrawnPoints:
             assert got is not None
             got[key] = point
 
-    def gains(self, load: Load, k: int, metric: str) -> np.ndarray:
+    def gains(
+        self, load: Load, k: int, metric: str, which: Sequence[int] | None = None
+    ) -> np.ndarray:
         """Each draw's paired gain of k over plain decoding at ``load`` (D,): the nominal
-        gain shifted (``shifted``); NaN for a rejected draw."""
-        self.ensure([(load, FixedK(k)), (load, BASELINE)])
+        gain shifted (``shifted``); NaN for a rejected draw and one not in ``which``."""
+        self.ensure([(load, FixedK(k)), (load, BASELINE)], which)
         ev = self.evaluator
         spec, base = ev(load, FixedK(k)), ev(load, BASELINE)
         r = self.replications
         nominal = paired_gain(spec.values[metric], base.values[metric], metric)
         out = np.full(len(self.draws), np.nan)
         for i, got in enumerate(self.points):
-            if got is None:
+            if got is None or (load, FixedK(k)) not in got:
                 continue
             g = paired_gain(
                 got[(load, FixedK(k))].values[metric], got[(load, BASELINE)].values[metric], metric

@@ -209,3 +209,101 @@ def doc(scenario: Scenario, draws: Sequence[Overrides], replications: int) -> Ma
         "replications_per_draw": replications if draws else 0,
         "inputs": describe_inputs(scenario),
     }
+
+
+def highest_measured_batch(scenario: Scenario) -> int:
+    """The largest batch the scenario's costs are measured at: its ``[[timing.points]]``'
+    batches, 1 (the batch-1 ``[timing]``) without any."""
+    return max([1, *(p.batch for p in scenario.timing.points or ())])
+
+
+def beyond_note(scenario: Scenario, batch: float) -> str | None:
+    """The note of an answer at a decode batch above the highest measured one (None: not
+    above it): the batched costs there are the hardware model's, their spread drawn only
+    where the scenario states it."""
+    top = highest_measured_batch(scenario)
+    if batch <= top:
+        return None
+    return (
+        f"beyond the highest measured batch ({top}): at batch {batch:.3g} the batched costs "
+        "are the hardware model's extrapolation; the interval holds the spread the scenario "
+        "states for them, not a measurement there"
+    )
+
+
+#: The ``serve`` metrics given a 90% interval from inputs and model (serving_points
+#: ``METRICS`` names), levels of each policy and the paired speedup.
+SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50_ms")
+
+
+def serve_intervals(
+    scenario: Scenario,
+    records: Mapping[str, Sequence[Any]],
+    *,
+    slo: Any,
+    seed: int,
+    base_dir: Any = None,
+    source: str = "scenario",
+    workers: int = 1,
+    baseline: str = "baseline",
+    batch: float = 1.0,
+    draws: int = DRAWS,
+    replications: int = DRAW_REPLICATIONS,
+) -> dict[str, Any]:
+    """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
+    (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
+    speedup over ``baseline``, each the draws' answers (every draw ``replications``
+    replications at the nominal run's first seeds, the nominal moved by the paired shift)
+    joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
+    of the nominal run, against the highest measured one (``beyond_note``)."""
+    # lazy: the serving setup only when serve draws
+    from sim.scenario.load import with_overrides
+    from sim.simulation.serving.setup import serving_setup
+    from sim.simulation.serving.simulate import simulate_serving
+    from sim.studies.serving_points import gain, level, policy_point
+
+    overrides = input_draws(scenario, seed, draws)
+    r = min(replications, min(len(v) for v in records.values()))
+    nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
+    first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
+    drawn: list[dict[str, PolicyPoint]] = []
+    for ov in overrides:
+        try:
+            sc = with_overrides(scenario, dict(ov), source="uncertainty")
+            setup = serving_setup(sc, base_dir=base_dir, source=source)
+        except SpecsimError:
+            continue  # outside what the scenario allows
+        run = simulate_serving(
+            setup.plan, setup.policies, replications=r, seed=seed, workers=workers
+        )
+        drawn.append({name: policy_point(recs, slo) for name, recs in run.records.items()})
+    levels: dict[str, dict[str, list[float] | None]] = {}
+    for name, point in nominal.items():
+        levels[name] = {}
+        for m in SERVE_METRICS:
+            values = [
+                shifted(float(np.mean(point.values[m])), d[name].values[m], first[name].values[m])
+                for d in drawn
+            ]
+            levels[name][m] = interval90(values, level(point, m).ci95)
+    speedup: dict[str, dict[str, list[float] | None]] = {}
+    for name, point in nominal.items():
+        if name == baseline or baseline not in nominal:
+            continue
+        speedup[name] = {}
+        for m in SERVE_METRICS:
+            g = gain(point, nominal[baseline], m)
+            own = paired_gain(first[name].values[m], first[baseline].values[m], m)
+            values = [
+                shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
+                for d in drawn
+            ]
+            speedup[name][m] = interval90(values, g.ci95)
+    note = beyond_note(scenario, batch)
+    return {
+        **doc(scenario, overrides, r),
+        "draws_run": len(drawn),
+        "levels": levels,
+        "speedup": speedup,
+        **({"note": note} if note else {}),
+    }

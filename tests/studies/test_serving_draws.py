@@ -13,7 +13,13 @@ from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
 from sim.scenario.uncertainty import serving_inputs
 from sim.studies.crossover import crossover, load_grid
-from sim.studies.serving_draws import DrawnPoints, input_draws, interval90, shifted
+from sim.studies.serving_draws import (
+    DrawnPoints,
+    input_draws,
+    interval90,
+    serve_intervals,
+    shifted,
+)
 from sim.studies.serving_runs import BASELINE, PointEvaluator, ScenarioPlans
 from tests.conftest import ROOT
 from tests.studies.serving_helpers import CodePlans
@@ -96,3 +102,52 @@ def test_a_crossing_interval_contains_the_crossing() -> None:
         assert {(grid[j], q) for j in (1, 2) for q in (BASELINE, FixedK(2))} <= set(p)
         assert all(point.replications == 2 for point in p.values())
     assert sum(len(p) for p in ran) < 8 * 2 * 4
+
+
+def _short(sc):
+    return with_overrides(sc, {"workload.requests": 30, "simulation.replications": 3})
+
+
+def _serve(sc, draws: int = 8):
+    from sim.simulation.serving.setup import serving_setup
+    from sim.simulation.serving.simulate import simulate_serving
+
+    setup = serving_setup(sc)
+    run = simulate_serving(setup.plan, setup.policies, replications=3, seed=setup.seed)
+    got = serve_intervals(sc, run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws)
+    return run, setup, got
+
+
+def test_serve_intervals_contain_the_nominal_and_name_the_extrapolation() -> None:
+    from sim.studies.serving_points import gain, level, policy_point
+
+    run, setup, got = _serve(_short(load_scenario(SERVING)))
+    assert got["draws"] == got["draws_run"] == 8 and got["replications_per_draw"] == 2
+    points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
+    for name, point in points.items():
+        for m, (lo, hi) in got["levels"][name].items():
+            nominal = level(point, m)
+            assert lo <= nominal.mean <= hi
+            assert lo <= nominal.ci95[0] and nominal.ci95[1] <= hi  # joined with the MC
+    lo, hi = got["speedup"]["speculative"]["per_user_tok_s"]
+    g = gain(points["speculative"], points["baseline"], "per_user_tok_s")
+    assert lo <= g.mean <= hi and hi - lo > g.ci95[1] - g.ci95[0]  # the inputs move it
+    assert "beyond the highest measured batch (8)" in got["note"]
+
+
+def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None:
+    from sim.studies.serving_points import gain, level, policy_point
+
+    sc = _short(load_scenario(SERVING))
+    raw = sc.model_dump(exclude_none=True)
+    raw["serving"]["host_us_per_request"] = 20.0
+    raw["acceptance"].update(shape="flat", tilt=1.0)
+    raw["uncertainty"] = {}
+    run, setup, got = _serve(scenario_from_dict(raw, source="test"))
+    assert got["draws"] == got["draws_run"] == 0 and got["inputs"] == []
+    points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
+    for name, point in points.items():
+        for m, ends in got["levels"][name].items():
+            assert ends == list(level(point, m).ci95)
+    g = gain(points["speculative"], points["baseline"], "aggregate_tok_s")
+    assert got["speedup"]["speculative"]["aggregate_tok_s"] == list(g.ci95)

@@ -2,14 +2,14 @@
 random numbers.
 
 A serving answer (a paired gain at a load, where speculation stops paying, the best k)
-moves with the scenario's uncertain inputs (sim/scenario/uncertainty.py
+moves with the scenario's uncertain inputs (sim/binding/uncertainty.py
 ``serving_inputs``: every ``[uncertainty]`` entry with its range or stderr, batched cost
 terms a calibration left unidentified included once the scenario carries them so, the
 acceptance decay prior, the shape's tilt, the derived-compute efficiency, and the default
 batched terms of ``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
 re-run whole at every draw; it is made affordable three ways:
 
-* ``DRAWS`` scrambled Sobol draws of the inputs (sim/scenario/uncertainty.py
+* ``DRAWS`` scrambled Sobol draws of the inputs (sim/binding/uncertainty.py
   ``draw_inputs``), each a set of overrides of the scenario (``draw_overrides``);
 * each draw runs only ``DRAW_REPLICATIONS`` replications, on the seeds of the nominal run's
   first replications (common random numbers: the same users, arrivals, lengths and
@@ -64,7 +64,7 @@ def input_draws(scenario: Scenario, seed: int, draws: int = DRAWS) -> tuple[Over
     """The overrides of ``draws`` Sobol draws of the scenario's serving inputs (none
     without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``."""
     # lazy: the uncertainty layer only when a study draws
-    from sim.scenario.uncertainty import draw_inputs, draw_overrides, serving_inputs
+    from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
 
     inputs = serving_inputs(scenario)
     if not inputs or draws < 1:
@@ -75,7 +75,7 @@ def input_draws(scenario: Scenario, seed: int, draws: int = DRAWS) -> tuple[Over
 
 def describe_inputs(scenario: Scenario) -> list[dict[str, Any]]:
     """The drawn inputs for a document: field, origin, reason, and range or stderr."""
-    from sim.scenario.uncertainty import serving_inputs  # lazy: as in input_draws
+    from sim.binding.uncertainty import serving_inputs  # lazy: as in input_draws
 
     out = []
     for inp in serving_inputs(scenario):

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from sim.binding.uncertainty import serving_inputs
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
-from sim.scenario.uncertainty import serving_inputs
 from sim.studies.crossover import crossover, load_grid
 from sim.studies.serving_draws import (
     DrawnPoints,

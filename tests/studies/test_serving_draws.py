@@ -12,6 +12,7 @@ from sim.binding.uncertainty import serving_inputs
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.studies.best_k import LoadChoice, input_ties
 from sim.studies.crossover import crossover, load_grid
 from sim.studies.serving_draws import (
     DrawnPoints,
@@ -20,6 +21,7 @@ from sim.studies.serving_draws import (
     serve_intervals,
     shifted,
 )
+from sim.studies.serving_points import Load, PolicyPoint, level
 from sim.studies.serving_runs import BASELINE, PointEvaluator, ScenarioPlans
 from tests.conftest import ROOT
 from tests.studies.serving_helpers import CodePlans
@@ -151,3 +153,42 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
             assert ends == list(level(point, m).ci95)
     g = gain(points["speculative"], points["baseline"], "aggregate_tok_s")
     assert got["speedup"]["speculative"]["aggregate_tok_s"] == list(g.ci95)
+
+
+class _FakeDraws:
+    """Draws whose points are given: ``ensure`` runs nothing."""
+
+    replications = 2
+
+    def __init__(self, points):
+        self.points = points
+
+    def ensure(self, keys, which=None) -> None:
+        assert all(key in p for p in self.points for key in keys)
+
+
+def _point(values) -> PolicyPoint:
+    return PolicyPoint({"per_user_tok_s": np.array(values, dtype=float)}, np.ones(1), {})
+
+
+@pytest.mark.parametrize("spread, tied", [(0.3, True), (0.05, False)])
+def test_best_k_calls_a_difference_inside_the_inputs_interval_a_tie(spread, tied) -> None:
+    """k = 2 beats k = 1 by 0.2 tok/s on every replication (a Monte Carlo interval of
+    zero width: significant); draws that move k = 1 by +-``spread`` relative to k = 2 make
+    it a tie when the spread reaches past the 0.2 (and not when it does not)."""
+    load = Load("concurrency", 8)
+    points = {1: _point([10.0, 10.1, 10.0, 10.1]), 2: _point([10.2, 10.3, 10.2, 10.3])}
+    levels = {k: level(p, "per_user_tok_s") for k, p in points.items()}
+    choice = LoadChoice(8, levels, best=2, tied=())
+    drawn = [
+        {
+            (load, FixedK(1)): _point([10.0 + s, 10.1 + s]),
+            (load, FixedK(2)): _point([10.2, 10.3]),
+        }
+        for s in np.linspace(-spread, spread, 8)
+    ]
+    got = input_ties(_FakeDraws(drawn), load, choice, points, "per_user_tok_s")
+    lo, hi = got.interval90[1]
+    assert lo <= -0.2 <= hi
+    assert (1 in got.tied_by_inputs) is tied
+    assert got.to_dict()["tied_within_inputs"] == ([1] if tied else [])

@@ -192,3 +192,28 @@ def test_best_k_calls_a_difference_inside_the_inputs_interval_a_tie(spread, tied
     assert lo <= -0.2 <= hi
     assert (1 in got.tied_by_inputs) is tied
     assert got.to_dict()["tied_within_inputs"] == ([1] if tied else [])
+
+
+@pytest.mark.slow  # about a minute on the shared 2-core machine
+def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() -> None:
+    from dataclasses import replace
+
+    from sim.studies.capacity import capacity, drawn_capacities
+
+    sc = with_overrides(
+        load_scenario(SERVING), {"workload.requests": 30, "simulation.replications": 3}
+    )
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(sc, seed=5))
+    ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)
+    draws = DrawnPoints(ev, builder.draws)
+    result = capacity(ev, [2], draws=draws)
+    for p, row in zip(result.policies, result.interval90, strict=True):
+        assert p.crossing
+        lo, hi = row["capacity_interval90"]
+        assert lo is not None and hi is not None and lo <= p.rate_per_s <= hi
+        caps = drawn_capacities(draws, p, result.share)  # cached: nothing new runs
+        assert np.isfinite(caps).all()
+        assert np.all((caps > p.rate_per_s / 2) & (caps < p.rate_per_s * 2))
+    lo, hi = result.interval90[1]["capacity_gain_interval90"]
+    gain = result.policies[1].rate_per_s / result.policies[0].rate_per_s
+    assert lo <= gain <= hi

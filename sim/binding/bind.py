@@ -343,17 +343,21 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     return TreeAcceptance(top1, shares, tree_draft(scenario))
 
 
-def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
+def conditional_rates(
+    spec: AcceptanceSpec | None, num_steps: int, drawn: bool = False
+) -> np.ndarray:
     """Conditional rates a_1..a_k, shape (num_steps,), that the closed forms take.
 
     The listed rates (the last repeats); for a mix or per-request heterogeneity the
     effective rates E[c_i] / E[c_(i-1)] (c_i = a_1 ... a_i, expectations over requests), so
     the closed forms fed with them give the exact per-request expectations of the accept
-    length and its pmf (sim/model/acceptance.py). No acceptance: zeros.
+    length and its pmf (sim/model/acceptance.py). No acceptance: zeros. ``drawn``: an
+    uncertainty study's drawn scenario, whose expectations take the coarser rule
+    (sim/model/acceptance.py ``drawn_quadrature``); the nominal answer keeps the exact one.
     """
     if spec is None:
         return np.zeros(num_steps)
-    return acceptance_model(spec, num_steps).closed_form_rates()
+    return acceptance_model(spec, num_steps).closed_form_rates(drawn)
 
 
 def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
@@ -361,21 +365,26 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
 
     An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
     listed profile, a mix or per-request spread the closed-form rates divided by their
-    first (so scaling them keeps the profile, as search does).
+    first (so scaling them keeps the profile, as search does). A mix's or a spread's
+    factors at each k are integrated once for the returned function (every target's
+    answer asks for the same k).
     """
 
     anchored = spec is not None and (
         spec.mix is None and spec.per_position is None and not spec.heterogeneous
     )
     shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
+    integrated: dict[int, np.ndarray] = {}
 
     def factors(k: int) -> np.ndarray:
         if spec is None:
             return np.ones(k)
         if anchored:
             return anchored_factors(spec, k, shape)
-        rates = conditional_rates(spec, k)
-        return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+        if k not in integrated:
+            rates = conditional_rates(spec, k)
+            integrated[k] = rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+        return integrated[k].copy()
 
     return factors
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,6 +196,7 @@ def build_study(
     from sim.binding.bound import bind
     from sim.parallel import LocalExecutor
     from sim.scenario.load import load_scenario, with_overrides
+    from sim.studies.serving_draws import input_draws
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
     sc = with_mc_settings(
@@ -212,6 +213,7 @@ def build_study(
         sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
     )
     setup = builder.setup(None, builder.default_steps)
+    builder = replace(builder, draws=input_draws(sc, setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

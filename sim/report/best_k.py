@@ -31,13 +31,22 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
         f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
         settings_line(doc),
         "",
-        "selection (closed loop; * best, = tied with the best within the 95% interval):",
+        "selection (closed loop; * best, = tied with the best within the 95% interval, "
+        "~ within the 90% interval from inputs and model):",
         "  users  " + "".join(f"{'k=' + str(k):>12}" for k in ks),
     ]
     for c in doc["selection"]:
         row = f"  {c['users']:>5}  "
         for k in ks:
-            mark = "*" if k == c["best_num_steps"] else ("=" if k in c["tied"] else " ")
+            mark = (
+                "*"
+                if k == c["best_num_steps"]
+                else "="
+                if k in c["tied"]
+                else "~"
+                if k in c.get("tied_within_inputs", ())
+                else " "
+            )
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
     config = doc["vllm_speculative_config"]

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from sim.simulation.serving.records import ServingRecord
 
@@ -208,7 +208,7 @@ def mean_interval(
     mean = float(x.mean())
     if x.size < 2:
         return mean, None
-    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    half = float(stdtrit(x.size - 1, 0.975) * x.std(ddof=1) / np.sqrt(x.size))
     lo, hi = mean - half, mean + half
     if lower is not None:
         lo, hi = max(lo, lower), max(hi, lower)

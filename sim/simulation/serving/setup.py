@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri
 
 from sim.binding.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.binding.bound import Bound, as_bound
@@ -73,7 +73,7 @@ def _resolve(path: str, base_dir: Path | None) -> Path:
 def _lognormal(mean: int, sigma: float, cap: int | None, low: int) -> LogNormal:
     if cap is None:
         mu = math.log(mean) - sigma**2 / 2
-        cap = max(mean, math.ceil(math.exp(mu + sigma * stats.norm.ppf(LOGNORMAL_CAP_QUANTILE))))
+        cap = max(mean, math.ceil(math.exp(mu + sigma * ndtri(LOGNORMAL_CAP_QUANTILE))))
     return LogNormal(float(mean), sigma, cap, min_tokens=low)
 
 

@@ -39,7 +39,7 @@ from scipy.linalg import block_diag
 
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
-from sim.calibration.physics import derivable, implied_efficiency
+from sim.calibration.physics import check_units, derivable, implied_efficiency
 from sim.calibration.settings import (
     ACCEPTANCE_MODELS,
     DEFAULT_TIMING_FIT,
@@ -251,7 +251,17 @@ def written_scenario(
         except SpecsimError:  # a trial decode under its communication floor
             eff = 1.0
         overrides.setdefault("hardware.bandwidth_efficiency", min(max(eff, 1e-3), 1.0))
-    return with_overrides(base, overrides, source="calibrate")
+    try:
+        scenario = with_overrides(base, overrides, source="calibrate")
+        pass_times(scenario)  # cached on the scenario: its errors surface here
+    except SpecsimError as exc:
+        shown = ", ".join(f"{n} {overrides[n]:.4g}" for n in written)
+        raise SpecsimError(
+            f"the figures ask for {shown}, which make no valid scenario of this server: "
+            f"{exc.field + ': ' if exc.field else ''}{exc.message}",
+            source="calibrate",
+        ) from None
+    return scenario
 
 
 #: The least value the scenario takes of each timing field (its schema's bound).
@@ -846,6 +856,7 @@ def calibrate(
             source="calibrate",
         )
     _check_not_what_if(base)
+    check_units(base, data)
     base_passes = pass_times(base)
     table = base_passes.verify_table_ms is not None
     if fit_timing is None:

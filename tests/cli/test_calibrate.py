@@ -101,8 +101,10 @@ def test_bad_base_scenario_names_the_file(tmp_path: Path) -> None:
 
 
 def test_unreachable_figure_is_an_error_not_a_zero_time(tmp_path: Path) -> None:
+    """A cycle the physics check lets through (2 ms, inside its 1.5x margin on the 2.19 ms
+    roofline) that the measured passes beside the verify already exceed."""
     out = tmp_path / "never.toml"
-    code, _, stderr = _run("--point", "2:2.0:7000", "--out", str(out))
+    code, _, stderr = _run("--point", "2:2.0:1000", "--out", str(out))
     assert code == 2
     assert "cannot be reproduced: timing.verify_ms would have to be <= 0" in stderr
     assert not out.exists()

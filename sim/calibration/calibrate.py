@@ -40,6 +40,7 @@ from scipy.linalg import block_diag
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.physics import check_units, derivable, implied_efficiency
+from sim.calibration.server_match import check_server, kept_from_base
 from sim.calibration.settings import (
     ACCEPTANCE_MODELS,
     DEFAULT_TIMING_FIT,
@@ -841,13 +842,18 @@ def calibrate(
     *,
     fit_timing: Sequence[str] | None = None,
     acceptance: str = "auto",
+    prefer: str | None = None,
 ) -> Calibration:
     """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
 
     ``fit_timing`` lists timing fields (without ``timing.``) in priority order (default
     ``DEFAULT_TIMING_FIT``, or ``TABLE_TIMING_FIT`` when the base derives its verify pass).
-    The figures are taken as measured on the base's hardware. Raises SpecsimError on empty
-    data, unknown fields, a what-if base, or a fit that makes the scenario invalid.
+    The figures are taken as measured on the base's hardware: a base whose server the
+    files contradict (engine, model, tensor-parallel size, num_steps;
+    sim/calibration/server_match.py) is refused unless ``prefer`` says which wins. Raises
+    SpecsimError on empty data, unknown fields, a what-if base, figures the server's
+    physics rules out (sim/calibration/physics.py), or a fit that makes the scenario
+    invalid.
     """
     if data.empty:
         raise SpecsimError(
@@ -856,6 +862,9 @@ def calibrate(
             source="calibrate",
         )
     _check_not_what_if(base)
+    server_overrides, server_notes = check_server(base, data, prefer)
+    if server_overrides:
+        base = with_overrides(base, server_overrides, source="--prefer data")
     check_units(base, data)
     base_passes = pass_times(base)
     table = base_passes.verify_table_ms is not None
@@ -867,7 +876,7 @@ def calibrate(
             f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
             param="fit_timing",
         )
-    notes: list[str] = list(data.notes)
+    notes: list[str] = [*data.notes, *server_notes, kept_from_base(base, server_overrides)]
     blocks: list[_Block] = []
     if data.baselines or data.points:
         blocks.append(_fit_timing(base, base_passes, data, [f"timing.{f}" for f in fit_timing]))

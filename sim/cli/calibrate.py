@@ -135,6 +135,14 @@ TIMING_RUN_HELP = (
     "with vLLM per-position counters, else alpha).",
 )
 @click.option(
+    "--prefer",
+    type=click.Choice(("data", "base")),
+    default=None,
+    help="When the files' server contradicts the base scenario's (engine, model, "
+    "tensor-parallel size, num_steps): write the data's values, or keep the base's. "
+    "Without it such a base is refused.",
+)
+@click.option(
     "--out",
     type=click.Path(),
     callback=output_file_checked,
@@ -159,6 +167,7 @@ def calibrate_command(
     rel_error: float,
     fit: str | None,
     acceptance: str,
+    prefer: str | None,
     out: str | None,
     quiet: bool,
     as_json: bool,
@@ -217,7 +226,7 @@ def calibrate_command(
         else:
             click.echo(format_imported(body))
         return
-    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
+    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance, prefer=prefer)
     if out:
         atomic_write_text(out, calibrated_toml(result, base_path or ""))
     if as_json:

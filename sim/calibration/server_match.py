@@ -66,16 +66,18 @@ def contradictions(base: Scenario, data: Measurements) -> tuple[Contradiction, .
     if len(ks) == 1 and base.num_steps not in ks:
         fact = next(f for f in facts if f.what == "num_steps")
         out.append(
-            Contradiction("num_steps", fact.value, base.num_steps, "speculation.num_steps",
-                          fact.source)
-        )  # fmt: skip
+            Contradiction(
+                "num_steps", fact.value, base.num_steps, "speculation.num_steps", fact.source
+            )
+        )
     seen: set[str] = set()
     for f in data.server:
         if f.what in seen:
             continue
         if f.what == "engine" and base.server.engine and f.value != base.server.engine:
-            out.append(Contradiction("engine", f.value, base.server.engine, "server.engine",
-                                     f.source))  # fmt: skip
+            out.append(
+                Contradiction("engine", f.value, base.server.engine, "server.engine", f.source)
+            )
             seen.add(f.what)
         elif f.what == "model":
             name = base.server.model_id or base.model.name

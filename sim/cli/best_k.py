@@ -73,6 +73,7 @@ def best_k(
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("best_k", render_best_k, study)

@@ -10,7 +10,7 @@ from typing import Any
 from sim.report.crossover import fmt_interval, settings_line
 from sim.report.format import count, sig
 
-__all__ = ["render_best_k"]
+__all__ = ["engine_config_lines", "render_best_k"]
 
 
 def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
@@ -22,6 +22,29 @@ def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
 def _at(k: object, users: list[int]) -> str:
     """ "k=2 at 3, 8 users" ("user" for one user alone)."""
     return f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
+
+
+def engine_config_lines(configs: Mapping[str, Any]) -> list[str]:
+    """What to paste into each engine, with the schema it was checked against."""
+    vllm, sglang, trt = configs["vllm"], configs["sglang"], configs["trtllm"]
+    lines = ["engine configs (add your draft model path):"]
+    lines.append(f"  vLLM        [{vllm['schema']}]")
+    lines.append(
+        "    --speculative-config '" + json.dumps(vllm["speculative_config"]) + "'"
+        if "speculative_config" in vllm
+        else f"    {vllm['note']}"
+    )
+    lines.append(f"  SGLang      [{sglang['schema']}]")
+    lines.append(
+        "    " + " ".join(sglang["flags"]) if "flags" in sglang else f"    {sglang['note']}"
+    )
+    lines.append(f"  TensorRT-LLM  [{trt['schema']}]")
+    lines.append(
+        "    speculative_config: " + json.dumps(trt["speculative_config"])
+        if "speculative_config" in trt
+        else f"    {trt['note']}"
+    )
+    return lines
 
 
 def render_best_k(doc: Mapping[str, Any]) -> str:
@@ -40,13 +63,8 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
             mark = "*" if k == c["best_num_steps"] else ("=" if k in c["tied"] else " ")
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
-    config = doc["vllm_speculative_config"]
-    lines += [
-        "",
-        "vLLM (--speculative-config, with your method and model):",
-        "  " + json.dumps(config),
-        "SGLang-style threshold: " + doc["sglang_threshold_note"],
-    ]
+    lines += ["", *engine_config_lines(doc["engine_configs"])]
+    lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
     check = doc["check"]
     lines += [
         "",

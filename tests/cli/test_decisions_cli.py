@@ -24,7 +24,12 @@ def test_best_k_json_and_text():
     assert table[0][0] == 1 and table[-1][1] == 4
     assert "table" in doc["check"]["policies"]
     res = CliRunner().invoke(main, args)
-    assert res.exit_code == 0 and "vLLM (--speculative-config" in res.output
+    assert res.exit_code == 0 and '--speculative-config \'{"num_speculative_tokens"' in res.output
+    configs = doc["engine_configs"]
+    assert configs["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"] == table
+    assert (
+        "draft_len_schedule" in configs["trtllm"]["speculative_config"] or configs["trtllm"]["note"]
+    )
     assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []  # no trailing blanks
 
 

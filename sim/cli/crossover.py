@@ -91,6 +91,7 @@ def crossover(
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("crossover", render_crossover, study)

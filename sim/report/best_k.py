@@ -3,14 +3,14 @@ of the table against every fixed k at another seed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 
-__all__ = ["engine_config_lines", "render_best_k"]
+__all__ = ["render_best_k"]
 
 
 def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
@@ -22,29 +22,6 @@ def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
 def _at(k: object, users: list[int]) -> str:
     """ "k=2 at 3, 8 users" ("user" for one user alone)."""
     return f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
-
-
-def engine_config_lines(configs: Mapping[str, Any]) -> list[str]:
-    """What to paste into each engine, with the schema it was checked against."""
-    vllm, sglang, trt = configs["vllm"], configs["sglang"], configs["trtllm"]
-    lines = ["engine configs (add your draft model path):"]
-    lines.append(f"  vLLM        [{vllm['schema']}]")
-    lines.append(
-        "    --speculative-config '" + json.dumps(vllm["speculative_config"]) + "'"
-        if "speculative_config" in vllm
-        else f"    {vllm['note']}"
-    )
-    lines.append(f"  SGLang      [{sglang['schema']}]")
-    lines.append(
-        "    " + " ".join(sglang["flags"]) if "flags" in sglang else f"    {sglang['note']}"
-    )
-    lines.append(f"  TensorRT-LLM  [{trt['schema']}]")
-    lines.append(
-        "    speculative_config: " + json.dumps(trt["speculative_config"])
-        if "speculative_config" in trt
-        else f"    {trt['note']}"
-    )
-    return lines
 
 
 def render_best_k(doc: Mapping[str, Any]) -> str:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 
+from sim.binding.decompose import ScenarioHardware, target_weights
 from sim.calibration.measurements import Measurements
 from sim.errors import SpecsimError
 from sim.hardware.passes import calibrate_pass
 from sim.hardware.roofline import roofline_ms
-from sim.scenario.decompose import ScenarioHardware, target_weights
 from sim.scenario.schema import Scenario
 
 #: The least fraction of peak bandwidth a measured batch-1 decode is taken to reach: an

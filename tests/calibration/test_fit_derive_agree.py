@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from sim.binding.bind import baseline_tok_s, closed_form_tok_s
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import baseline_measurement, point_measurement
 from sim.report.calibrate import calibrated_toml
-from sim.scenario.bind import baseline_tok_s, closed_form_tok_s
 from sim.scenario.load import load_scenario, with_overrides
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sim.binding.bind import closed_form_tok_s
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import (
     Measurements,
@@ -17,7 +18,6 @@ from sim.calibration.measurements import (
 )
 from sim.calibration.server_match import contradictions
 from sim.errors import SpecsimError
-from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import load_scenario, with_overrides
 
 SEED = Path(__file__).parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"

@@ -560,7 +560,7 @@ def _fit_timing(
             "from the weights are priced at it"
             + (
                 f" (the base's {base.hardware.bandwidth_efficiency:g} and its range are replaced)"
-                if "hardware.bandwidth_efficiency" in base._given
+                if "hardware.bandwidth_efficiency" in base.origins.given
                 else ""
             )
         )

@@ -114,7 +114,7 @@ def test_every_value_names_its_origin_and_engine_defaults_their_version() -> Non
     assert s.hardware.gpus == 4 and s.server.engine == "sglang" and s.server.engine_version
     assert s.timing.verify_cuda_graph and s.serving.host_overlap == "baseline"
     assert "sglang 0.5 default" in init.comments["serving.host_overlap"]
-    given = [k for k in s._given if not k.startswith(("name", "description"))]
+    given = [k for k in s.origins.given if not k.startswith(("name", "description"))]
     assert given and all(k in init.comments for k in given), set(given) - set(init.comments)
 
 

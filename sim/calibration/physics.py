@@ -66,8 +66,9 @@ def check_units(scenario: Scenario, data: Measurements) -> None:
     - a baseline whose decode is faster than ``FAST_FACTOR`` x the roofline at peak
       bandwidth (a throughput over a batch typed for one request, or another model), or
       reaches less than ``LEAST_EFFICIENCY`` of peak (a TPOT in ms typed for tok/s);
-    - a speculative cycle (1000 AL / tok/s) shorter than the plain decode: a verify reads
-      every weight the decode reads, so one of the two figures is in another unit;
+    - a speculative cycle (1000 AL / tok/s) shorter than the plain decode, or a decode
+      longer than the scenario's measured verify: a verify reads every weight the decode
+      reads, so one of the two figures is in another unit;
     - a speculative cycle faster than the roofline of one decode allows.
     """
     roof_ms = decode_roofline_ms(scenario) if derivable(scenario) else None
@@ -96,6 +97,19 @@ def check_units(scenario: Scenario, data: Measurements) -> None:
                 f"reach 10-90%): {tpot}",
                 source=b.source,
             )
+    verify_ms = scenario.timing.verify_ms
+    for b in data.baselines if verify_ms is not None else ():
+        decode_ms = 1000.0 / b.tok_s
+        if decode_ms <= verify_ms * (1.0 + 4.0 * b.sigma / b.tok_s):
+            continue
+        raise SpecsimError(
+            f"baseline {b.tok_s:g} tok/s is {decode_ms:.3g} ms a token, longer than the "
+            f"scenario's measured verify ({verify_ms:g} ms over "
+            f"{scenario.timing.verify_tokens or scenario.num_steps + 1} tokens), which reads "
+            f"every weight a decode does: if {b.tok_s:g} is a TPOT in ms, give "
+            f"{1000.0 / b.tok_s:.4g} tok/s (1000 / TPOT); or give the verify of this server",
+            source=b.source,
+        )
     for p in data.points:
         cycle_ms = 1000.0 * p.accept_length / p.tok_s
         for b in data.baselines:

@@ -21,12 +21,12 @@ LLAMA = SCENARIOS / "llama31-8b-1xh100-eagle3.toml"
 
 def test_a_tpot_typed_for_tok_s_beside_a_point_is_named() -> None:
     """Issue 31: --baseline-tok-s 22 (a TPOT in ms) silently fitted a 45 ms decode; the
-    point's cycle (1000 x 2 / 60 = 33 ms) cannot be shorter than the decode."""
+    point's cycle (1000 x 4.68 / 150 = 31 ms) cannot be shorter than the decode."""
     data = baseline_measurement(22.0, 0.02, "--baseline-tok-s") + point_measurement(
-        2, 2.0, 60.0, 0.02, "--point 2:2.0:60"
+        5, 4.68, 150.0, 0.02, "--point 5:4.68:150"
     )
     with pytest.raises(SpecsimError, match=r"TPOT in ms \(then give 45.45 tok/s\)"):
-        calibrate(load_scenario(SEED), data)
+        calibrate(load_scenario(LLAMA), data)
 
 
 def test_a_decode_slower_than_any_measured_server_is_named() -> None:
@@ -49,3 +49,10 @@ def test_the_shipped_measured_decodes_pass() -> None:
         assert implied_efficiency(s, s.timing.decode_ms) > 4 * LEAST_EFFICIENCY
     data = baseline_measurement(158.34, 0.02, "b") + point_measurement(5, 4.68, 361.7, 0.02, "p")
     calibrate(load_scenario(LLAMA), data)  # no error
+
+
+def test_a_tpot_typed_for_tok_s_against_the_measured_verify_is_named() -> None:
+    """Issue 31: the seed's verify is measured (30 ms over 3 tokens); --baseline-tok-s 22
+    alone means a 45 ms decode, longer than that verify."""
+    with pytest.raises(SpecsimError, match=r"measured verify \(30 ms.*give 45\.45 tok/s"):
+        calibrate(load_scenario(SEED), baseline_measurement(22.0, 0.02, "--baseline-tok-s"))

@@ -197,7 +197,9 @@ def init_scenario(req: InitRequest) -> InitScenario:
     raw: dict[str, Any] = {}
     comments: dict[str, str] = {}
     path = Path(req.config)
-    model_name = req.model_id or path.resolve().parent.name or model.architecture
+    named = read_raw(req.config).get("_name_or_path")
+    model_name = req.model_id or (named if isinstance(named, str) and named else None)
+    model_name = model_name or path.resolve().parent.name or model.architecture
     name = req.name or _slug(
         f"{model_name.split('/')[-1]}-{gpus}x{gpu.name}-{req.engine}"
         + (f"-{req.drafter}-k{req.num_steps}" if req.drafter else "")
@@ -213,7 +215,11 @@ def init_scenario(req: InitRequest) -> InitScenario:
         comments,
         "model.name",
         model_name,
-        req.model_id_source if req.model_id else "the config.json's folder name",
+        req.model_id_source
+        if req.model_id
+        else "config.json: _name_or_path"
+        if named
+        else "the config.json's folder name",
     )
     for key, d in model.values.items():
         _set(raw, comments, f"model.{key}", d.value, d.origin)

@@ -19,7 +19,11 @@ def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
     origin; calibrated, the calibrated scenario with those comments beside the fit's."""
     if cal is not None:
         return calibrated_toml(cal, source, base_comments=init.comments)
-    raw = init.scenario.model_dump(exclude_defaults=True, exclude_none=True)
+    full = init.scenario.model_dump(exclude_none=True)
+    raw: dict = {"name": full["name"], "description": full["description"]}
+    for dotted in init.comments:  # exactly what init set, each under its comment
+        section, key = dotted.split(".", 1)
+        raw.setdefault(section, {})[key] = full[section][key]
     text = dumps(raw, header=f"{init.header}\n{DEFAULTS_NOTE}", comments=init.comments)
     if scenario_from_dict(tomllib.loads(text), source="written scenario") != init.scenario:
         raise SpecsimError("the written scenario does not read back the same", source="toml")

@@ -13,6 +13,7 @@ import pytest
 from sim.calibration.hf_config import read_hf_config
 from sim.calibration.init_scenario import InitRequest, init_scenario
 from sim.errors import SpecsimError
+from sim.report.init import init_toml
 
 LLAMA_70B = Path(__file__).parents[1] / "data" / "quickstart" / "config.json"
 
@@ -164,3 +165,18 @@ def test_eagle3_of_a_moe_target_needs_its_size(tmp_path: Path) -> None:
     sized = init_scenario(replace(req, draft_params=0.5e9))
     assert sized.scenario.model.draft_params == 0.5e9
     assert sized.comments["model.draft_params"] == "--draft-params"
+
+
+def test_the_written_file_holds_what_init_set_each_under_its_origin(tmp_path: Path) -> None:
+    cfg = {**json.loads(LLAMA_70B.read_text()), "_name_or_path": "meta-llama/Llama-3.1-70B"}
+    req = InitRequest(str(_write(tmp_path, cfg)), "H100", "vllm", gpus=4, drafter="eagle3",
+                      num_steps=3, accept_length=2.8)  # fmt: skip
+    init = init_scenario(req)
+    text = init_toml(init, None, req.config)
+    lines = text.splitlines()
+    assigned = [i for i, ln in enumerate(lines) if " = " in ln and not ln.startswith("#")]
+    # every value but the name and description sits under its comment
+    assert all(lines[i - 1].startswith("# ") for i in assigned[2:])
+    assert "weight_bytes_per_param = 2.0" in text  # a default, written: the dtype says so
+    assert init.scenario.model.name == "meta-llama/Llama-3.1-70B"
+    assert init.comments["model.name"] == "config.json: _name_or_path"

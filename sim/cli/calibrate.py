@@ -36,6 +36,62 @@ TIMING_RUN_HELP = (
 )
 
 
+#: Options calibrate shares with init (figures, files, their error, which server wins).
+BASELINE_OPTION = click.option(
+    "--baseline-tok-s",
+    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    help="Measured plain-decoding tok/s (batch 1).",
+)
+POINT_OPTION = click.option(
+    "--point",
+    "points",
+    multiple=True,
+    metavar="K:AL:TOKS",
+    help="Measured speculative tok/s at num_steps K with accept length AL "
+    "(repeat for several num_steps).",
+)
+VLLM_METRICS_OPTION = click.option(
+    "--vllm-metrics",
+    type=click.Path(dir_okay=False),
+    help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
+)
+VLLM_BENCH_OPTION = click.option(
+    "--vllm-bench",
+    "vllm_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
+)
+SGLANG_BENCH_OPTION = click.option(
+    "--sglang-bench",
+    "sglang_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
+    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
+)
+SGLANG_LOG_OPTION = click.option(
+    "--sglang-log",
+    type=click.Path(dir_okay=False),
+    help="An SGLang server log with 'Decode batch' lines.",
+)
+REL_ERROR_OPTION = click.option(
+    "--rel-error",
+    type=float,
+    default=0.02,
+    show_default=True,
+    help="Relative standard error assumed for each figure given as an option, in [1e-6, 1).",
+)
+PREFER_OPTION = click.option(
+    "--prefer",
+    type=click.Choice(("data", "base")),
+    default=None,
+    help="When the files' server contradicts the base scenario's (engine, model, "
+    "tensor-parallel size, num_steps): write the data's values, or keep the base's. "
+    "Without it such a base is refused.",
+)
+
+
 @click.command("calibrate")
 @click.option(
     "--scenario",
@@ -46,24 +102,9 @@ TIMING_RUN_HELP = (
     "print what the files hold (import-only, nothing fitted).",
 )
 @set_option
-@click.option(
-    "--baseline-tok-s",
-    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
-    help="Measured plain-decoding tok/s (batch 1).",
-)
-@click.option(
-    "--point",
-    "points",
-    multiple=True,
-    metavar="K:AL:TOKS",
-    help="Measured speculative tok/s at num_steps K with accept length AL "
-    "(repeat for several num_steps).",
-)
-@click.option(
-    "--vllm-metrics",
-    type=click.Path(dir_okay=False),
-    help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
-)
+@BASELINE_OPTION
+@POINT_OPTION
+@VLLM_METRICS_OPTION
 @click.option(
     "--vllm-metrics-before",
     type=click.Path(dir_okay=False),
@@ -76,26 +117,9 @@ TIMING_RUN_HELP = (
     "(vllm:inter_token_latency_seconds, or the deprecated vllm:time_per_output_token_seconds, "
     "both per step) is the cycle time, giving a tok/s figure.",
 )
-@click.option(
-    "--vllm-bench",
-    "vllm_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
-)
-@click.option(
-    "--sglang-bench",
-    "sglang_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
-    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
-)
-@click.option(
-    "--sglang-log",
-    type=click.Path(dir_okay=False),
-    help="An SGLang server log with 'Decode batch' lines.",
-)
+@VLLM_BENCH_OPTION
+@SGLANG_BENCH_OPTION
+@SGLANG_LOG_OPTION
 @click.option(
     "--sglang-server-args",
     type=click.Path(dir_okay=False),
@@ -111,13 +135,7 @@ TIMING_RUN_HELP = (
     help="num_steps of the SGLang log run (default: server_args, else implied by the log, "
     "else the base).",
 )
-@click.option(
-    "--rel-error",
-    type=float,
-    default=0.02,
-    show_default=True,
-    help="Relative standard error assumed for each figure given as an option, in [1e-6, 1).",
-)
+@REL_ERROR_OPTION
 @click.option(
     "--fit",
     "fit",
@@ -134,6 +152,7 @@ TIMING_RUN_HELP = (
     help="Acceptance model: one alpha or per-position rates (auto: per_position "
     "with vLLM per-position counters, else alpha).",
 )
+@PREFER_OPTION
 @click.option(
     "--out",
     type=click.Path(),
@@ -159,6 +178,7 @@ def calibrate_command(
     rel_error: float,
     fit: str | None,
     acceptance: str,
+    prefer: str | None,
     out: str | None,
     quiet: bool,
     as_json: bool,
@@ -220,7 +240,7 @@ def calibrate_command(
         else:
             click.echo(format_imported(body))
         return
-    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
+    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance, prefer=prefer)
     if out:
         atomic_write_text(out, calibrated_toml(result, base_path or ""))
     if as_json:

@@ -142,6 +142,19 @@ class ModelSpec(Section):
         return self
 
 
+class ServerSpec(Section):
+    """``[server]``: what serves the model, as the scenario's owner states it (``specsim
+    init`` writes it): the engine and its version, the model's Hugging Face id, tensor
+    and expert parallel sizes. ``specsim calibrate`` refuses figures whose files name
+    another engine, model, num_steps or GPU count (sim/calibration/server_match.py)."""
+
+    engine: Literal["vllm", "sglang", "trtllm"] | None = None
+    engine_version: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    model_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    tensor_parallel: Annotated[int, Field(gt=0, le=1024)] | None = None
+    expert_parallel: Annotated[int, Field(gt=0, le=1024)] | None = None
+
+
 class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
@@ -865,6 +878,7 @@ class Scenario(Section):
     name: Annotated[str, Field(max_length=200)]
     description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()
+    server: ServerSpec = ServerSpec()
     hardware: HardwareSpec = HardwareSpec()
     timing: TimingSpec = TimingSpec()
     speculation: SpeculationSpec

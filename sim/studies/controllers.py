@@ -51,6 +51,7 @@ from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.best_k import best_k_table
+from sim.studies.engine_configs import engine_configs
 from sim.studies.serving_points import METRICS, Load, paired_difference, ratio_doc
 from sim.studies.serving_runs import PointEvaluator, ScenarioPlans, study_settings
 
@@ -199,6 +200,9 @@ class ReplayResult:
     overall: dict[str, Ratio]  # aggregate tok/s over the whole trace
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    #: The static tables (the reference, vLLM's offline DSD table) as each engine
+    #: accepts them (sim/studies/engine_configs.py), by policy name.
+    engine_configs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def winners(self) -> list[dict[str, Any]]:
         """Per phase and metric, the best policy by its mean (and whether it is
@@ -234,6 +238,7 @@ class ReplayResult:
         return {
             "scenario": self.scenario,
             **self.settings,
+            "engine_configs": self.engine_configs,
             "reference": self.reference,
             "phases": [
                 {
@@ -469,7 +474,7 @@ def controller_study(
     )
     settings, assumed = study_settings(builder, Load("concurrency", 1))
     assumed = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in assumed)
-    return replay(
+    result = replay(
         plan,
         phases,
         policies,
@@ -481,3 +486,10 @@ def controller_study(
         settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
         assumptions=(*notes, *assumed),
     )
+    method = (builder.base.get("acceptance") or {}).get("method")
+    tables = {n: p for n, p in policies.items() if isinstance(p, KTable)}
+    configs = {
+        n: {"table": [list(r) for r in t.rows], **engine_configs(t.rows, method)}
+        for n, t in tables.items()
+    }
+    return dataclasses.replace(result, engine_configs=configs)

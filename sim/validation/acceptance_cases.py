@@ -64,8 +64,8 @@ def calibrate_series(series: pub.MultiKSeries) -> tuple[Calibration, Calibration
         )
     )
     base = _base(series, used[0])
-    scored = held_out(calibrate(base, data), series.source)
-    return scored, calibrate(base, data, acceptance="alpha"), used
+    scored = held_out(calibrate(base, data, prefer="base"), series.source)
+    return scored, calibrate(base, data, acceptance="alpha", prefer="base"), used
 
 
 def _figure(series: pub.MultiKSeries, k: int) -> str:
@@ -135,7 +135,7 @@ def three_num_steps_note(series: Sequence[pub.MultiKSeries], ks: Sequence[int] =
                 AcceptLengthObs(k, s.accept_lengths[k], s.sigma(), s.source) for k in ks
             )
         )
-        cal = held_out(calibrate(_base(s, ks[0]), data), s.source)
+        cal = held_out(calibrate(_base(s, ks[0]), data, prefer="base"), s.source)
         assert cal.scenario.acceptance is not None
         shapes.append(cal.scenario.acceptance.shape)
         for k in sorted(s.accept_lengths):

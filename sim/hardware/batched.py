@@ -68,6 +68,7 @@ from sim.hardware.roofline import Weights
 
 __all__ = [
     "DEFAULT_SLOPE",
+    "SLOPE_RANGE",
     "BatchedPass",
     "ComputeCurve",
     "MeasuredPass",
@@ -143,6 +144,10 @@ DEFAULT_SLOPE = 1.0
 #:   charges 21.0 us per batched token against 16.2 us of FLOPs at peak, its per-KV-token
 #:   term at peak bandwidth; that step may hold host work too (vLLM before 0.14 did not
 #:   overlap it), which sim/model/host_work.py prices apart.
+#:
+#: The plausible range that evidence spans (a load sweep that cannot identify the slope
+#: carries it as this range: sim/calibration/load_fit.py).
+SLOPE_RANGE: tuple[float, float] = (0.1, 1.35)
 #:
 #: Tried as the default, 1 / 0.77 moved the serving validation's SGLang curves toward the
 #: measurements and its vLLM RTX 3090 curves away (README, "How far to trust it"), so it

@@ -669,7 +669,9 @@ def serving_cost(
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     The host's per-request work and the iterations that hide it come from
-    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
+    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
+    the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
+    (None: ``DEFAULT_SLOPE``), which also caps a MoE pass's growth beyond its last point.
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
@@ -686,6 +688,8 @@ def serving_cost(
         compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
         anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
     extra = dict(points or {})
+    given = scenario.serving.kernel_slope if scenario.serving is not None else None
+    slope = DEFAULT_SLOPE if given is None else given
     weights = {False: target_weights(scenario)}
     if speculative:
         weights[True] = draft_weights(scenario)
@@ -722,7 +726,8 @@ def serving_cost(
                 physics,
                 measured,
                 field=f"timing.{name}_ms",
-                max_tail_slope=DEFAULT_SLOPE if moe else None,
+                slope=slope,
+                max_tail_slope=slope if moe else None,
                 follow=follow,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights

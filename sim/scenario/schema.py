@@ -646,6 +646,12 @@ class ServingSpec(Section):
     decoding only: SGLang and TensorRT-LLM turn their overlap scheduler off for speculative
     decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
     or ``none`` (vLLM before 0.14).
+
+    Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
+    at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
+    peak on the growth; None: ``DEFAULT_SLOPE`` = 1, assumed, 0.1-1.35 from public kernel
+    profiles, ``SLOPE_RANGE``). ``specsim calibrate --load-sweep`` fits it with
+    ``host_us_per_request`` from measured concurrency sweeps.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -663,6 +669,7 @@ class ServingSpec(Section):
     draft_extend: Literal["accepted", "padded"] = "accepted"
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
+    kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 

@@ -9,7 +9,10 @@ beyond the roofline's bytes and FLOPs (sim/model/batched_cost.py):
   ``US_PER_REQUEST_RANGE``);
 - ``serving.kernel_slope``: compute ms per ms of extra work at the GPU's peak, i.e.
   1 / the kernels' achieved fraction of peak on the growth (sim/hardware/batched.py;
-  plausible range ``SLOPE_RANGE``).
+  plausible range ``SLOPE_RANGE``);
+- ``serving.expert_skew`` (MoE targets only): the Zipf exponent of expert popularity in a
+  step, which sets how fast the batch's expert union grows (sim/hardware/experts.py;
+  plausible range ``SKEW_RANGE``: uniform routing to the one public serving trace).
 
 Model of a figure: the decode time per output token of a request at load B (requests
 decoding together) and mean context c is the iteration time over the tokens it emits per
@@ -42,15 +45,19 @@ from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Param, fit_identifiable
 from sim.errors import SpecsimError
 from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
+from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
+from sim.model.batched_cost import IterationCost
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates, serving_cost, tree_draft
+from sim.scenario.bind import scenario_rates, tree_draft
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
+from sim.simulation.serving.setup import serving_setup
 
 __all__ = [
     "HOST_FIELD",
     "REL_FLOOR",
+    "SKEW_FIELD",
     "SLOPE_FIELD",
     "LoadFit",
     "LoadRow",
@@ -60,14 +67,15 @@ __all__ = [
 
 HOST_FIELD = "serving.host_us_per_request"
 SLOPE_FIELD = "serving.kernel_slope"
+SKEW_FIELD = "serving.expert_skew"
 #: Relative standard error floor of a measured TPOT (assumed, see the module docstring).
 REL_FLOOR = 0.03
 #: 90% two-sided normal quantile, for the ranges of fitted terms.
 Z90 = 1.6449
 #: Bounds of the fit, and each term's plausible range when the sweep cannot identify it.
-BOUNDS = {HOST_FIELD: (0.0, 1000.0), SLOPE_FIELD: (0.0, 5.0)}
-PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE}
-SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3}
+BOUNDS = {HOST_FIELD: (0.0, 1000.0), SLOPE_FIELD: (0.0, 5.0), SKEW_FIELD: (0.0, 4.0)}
+PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE, SKEW_FIELD: SKEW_RANGE}
+SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,21 +167,15 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
     return scenario.num_steps > 0
 
 
-def _cost(scenario: Scenario, points: Sequence[LoadPoint]) -> object:
-    beams = max([p.topk or 1 for p in points] + [scenario.speculation.topk or 1])
-    return serving_cost(
-        scenario,
-        kv_bytes_per_token=scenario.model.kv_bytes_per_token or 0.0,
-        attention_flops_per_pair=scenario.model.attention_flops_per_pair or 0.0,
-        reference_context_tokens=scenario.timing.context_tokens or 0.0,
-        speculative=scenario.model.draft_params is not None,
-        max_beams=beams,
-    )
+def _cost(scenario: Scenario) -> IterationCost:
+    """The iteration cost the serving engine prices its passes with (the scenario's
+    batch-1 passes and its measured points, sim/simulation/serving/setup.py)."""
+    return serving_setup(scenario, source="load sweep").plan.cost
 
 
 def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.ndarray:
     """Model TPOT (ms) of each run (see the module docstring); shape (len(points),)."""
-    cost = _cost(scenario, points)
+    cost = _cost(scenario)
     default_context = scenario.timing.context_tokens or 0.0
     out = []
     for p in points:
@@ -201,7 +203,8 @@ def _sigma(point: LoadPoint) -> float:
 def fit_load_sweep(
     scenario: Scenario, points: Sequence[LoadPoint], *, source: str = "load sweep"
 ) -> LoadFit:
-    """Fit ``HOST_FIELD`` and ``SLOPE_FIELD`` to the runs' TPOT (see the module docstring).
+    """Fit ``HOST_FIELD``, ``SLOPE_FIELD`` and ``SKEW_FIELD`` to the runs' TPOT (see the
+    module docstring).
 
     SpecsimError when no run has a TPOT, or a speculative run meets a scenario without a
     drafter."""
@@ -219,8 +222,13 @@ def fit_load_sweep(
     serving = scenario.serving
     base_host = serving.host_us_per_request if serving is not None else DEFAULT_US_PER_REQUEST
     given_slope = serving.kernel_slope if serving is not None else None
-    base = {HOST_FIELD: base_host, SLOPE_FIELD: given_slope or DEFAULT_SLOPE}
-    names = (HOST_FIELD, SLOPE_FIELD)
+    given_skew = serving.expert_skew if serving is not None else None
+    base = {
+        HOST_FIELD: base_host,
+        SLOPE_FIELD: DEFAULT_SLOPE if given_slope is None else given_slope,
+        SKEW_FIELD: SERVING_STEP_SKEW if given_skew is None else given_skew,
+    }
+    names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD)
 
     def with_values(values: dict[str, float]) -> Scenario:
         # clamped: a finite difference at a bound steps past it
@@ -232,7 +240,22 @@ def fit_load_sweep(
 
     params = [Param(n, base[n], *BOUNDS[n], SCALES[n]) for n in names]
     probe = [max(base[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
-    fit = fit_identifiable(residuals, params, names, "load sweep", probe=probe)
+    excluded: dict[str, str] = {}
+    while True:  # drop the weakest term the sweep cannot pin down, refit with the rest
+        fit = fit_identifiable(
+            residuals, params, names, "load sweep", probe=probe, excluded=excluded
+        )
+        width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
+        span = {n: PLAUSIBLE[n][1] - PLAUSIBLE[n][0] for n in width}
+        weak = [n for n in width if width[n] > span[n]]
+        if not weak:
+            break
+        worst = max(weak, key=lambda n: width[n] / span[n])
+        excluded[worst] = (
+            f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a 90% "
+            f"range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
+            f"{PLAUSIBLE[worst][1]:g}"
+        )
     identified = tuple(n for n in names if n in fit.stderr)
     ranges: dict[str, tuple[float, float]] = {}
     for n in names:

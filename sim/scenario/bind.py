@@ -671,11 +671,14 @@ def serving_cost(
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
     the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
-    (None: ``DEFAULT_SLOPE``), which also caps a MoE pass's growth beyond its last point.
+    (None: ``DEFAULT_SLOPE``; a MoE pass's growth beyond its last measured point stays capped
+    at ``DEFAULT_SLOPE``, the fused-MoE kernel's own per-expert cost);
+    the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
+    ``SERVING_STEP_SKEW``).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
-    from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
+    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
@@ -690,6 +693,8 @@ def serving_cost(
     extra = dict(points or {})
     given = scenario.serving.kernel_slope if scenario.serving is not None else None
     slope = DEFAULT_SLOPE if given is None else given
+    skew = scenario.serving.expert_skew if scenario.serving is not None else None
+    skew = SERVING_STEP_SKEW if skew is None else skew
     weights = {False: target_weights(scenario)}
     if speculative:
         weights[True] = draft_weights(scenario)
@@ -713,6 +718,7 @@ def serving_cost(
             attention_flops_per_pair=attention_flops_per_pair * share,
             moe_kernel=H100_FUSED_MOE,
             expert_overlap=STEP_EXPERT_OVERLAP,
+            expert_skew=skew,
         )
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own
@@ -727,7 +733,7 @@ def serving_cost(
                 measured,
                 field=f"timing.{name}_ms",
                 slope=slope,
-                max_tail_slope=slope if moe else None,
+                max_tail_slope=DEFAULT_SLOPE if moe else None,
                 follow=follow,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights

@@ -650,8 +650,10 @@ class ServingSpec(Section):
     Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
     at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
     peak on the growth; None: ``DEFAULT_SLOPE`` = 1, assumed, 0.1-1.35 from public kernel
-    profiles, ``SLOPE_RANGE``). ``specsim calibrate --load-sweep`` fits it with
-    ``host_us_per_request`` from measured concurrency sweeps.
+    profiles, ``SLOPE_RANGE``). Expert routing (sim/hardware/experts.py): ``expert_skew``,
+    the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
+    from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
+    fits them with ``host_us_per_request`` from measured concurrency sweeps.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -670,6 +672,7 @@ class ServingSpec(Section):
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
+    expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 

@@ -4,7 +4,13 @@ import dataclasses
 
 import pytest
 
-from sim.calibration.load_fit import HOST_FIELD, SLOPE_FIELD, fit_load_sweep, predicted_tpot_ms
+from sim.calibration.load_fit import (
+    HOST_FIELD,
+    SKEW_FIELD,
+    SLOPE_FIELD,
+    fit_load_sweep,
+    predicted_tpot_ms,
+)
 from sim.calibration.load_sweep import LoadPoint
 from sim.hardware.batched import SLOPE_RANGE
 from sim.model.cycle import cycle_cost
@@ -41,8 +47,9 @@ def test_batch_one_at_the_reference_context_is_the_batch_one_cycle_whatever_the_
 def test_recovers_host_work_and_kernel_slope_from_their_own_predictions():
     base = load_scenario(SCENARIO)
     truth = with_overrides(base, {HOST_FIELD: 30.0, SLOPE_FIELD: 1.3})
-    fit = fit_load_sweep(base, _sweep(truth, [1, 4, 16, 32, 64], [False, True]))
+    fit = fit_load_sweep(base, _sweep(truth, [1, 4, 16, 32, 64, 128, 256], [False, True]))
     assert set(fit.identified) == {HOST_FIELD, SLOPE_FIELD}
+    assert fit.kept[SKEW_FIELD] == "no measurement depends on it"  # a dense target
     # noiseless figures: the optimiser's tolerance, far below the 3% error floor's SE
     assert fit.values[HOST_FIELD] == pytest.approx(30.0, rel=1e-4)
     assert fit.values[SLOPE_FIELD] == pytest.approx(1.3, rel=1e-4)

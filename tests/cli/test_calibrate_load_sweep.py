@@ -31,7 +31,7 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
-def test_plain_sweep_fits_the_kernel_slope_and_keeps_hidden_host_work(tmp_path: Path) -> None:
+def test_plain_sweep_reports_the_batched_terms_and_writes_them(tmp_path: Path) -> None:
     out = tmp_path / "out.toml"
     code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", str(_sweep(tmp_path / "s.jsonl")),
                       "--out", str(out))  # fmt: skip
@@ -49,9 +49,12 @@ def test_json_carries_the_ranges(tmp_path: Path) -> None:
     assert code == 0, text
     body = json.loads(text)["calibrate"] if "calibrate" in json.loads(text) else json.loads(text)
     fit = body["load_fit"]
-    assert fit["identified"] == ["serving.kernel_slope"]
-    lo, hi = fit["ranges"]["serving.kernel_slope"]
-    assert lo < fit["values"]["serving.kernel_slope"] < hi
+    # three loads of a MoE curve the model does not follow closely: the fitted ranges would
+    # be wider than what is known already, so every term keeps its plausible range
+    assert fit["identified"] == []
+    assert fit["ranges"]["serving.kernel_slope"] == [0.1, 1.35]
+    assert fit["ranges"]["serving.expert_skew"] == [0.0, 1.3]
+    assert "plausible range" in fit["kept"]["serving.kernel_slope"]
     assert len(fit["rows"]) == 3
 
 

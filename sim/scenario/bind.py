@@ -656,8 +656,9 @@ def serving_cost(
     through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
     as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
     distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
-    their experts), and a MoE pass grows beyond its last measured point at most at
-    ``DEFAULT_SLOPE`` (sim/hardware/batched.py). A prefill without a measured point takes
+    their experts, and experts are popular by a Zipf law, ``serving.expert_skew``), and
+    every pass grows beyond its last measured point at most at the kernel slope
+    (sim/hardware/batched.py). A prefill without a measured point takes
     the calibration curve of the decode pass (the drafter's, of the draft extend): the
     same weights on the same GPU, an assumption a measured prefill point replaces. Decode
     and draft passes are graphed (SGLang captures them), the verify as
@@ -671,8 +672,11 @@ def serving_cost(
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
     the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
-    (None: ``DEFAULT_SLOPE``; a MoE pass's growth beyond its last measured point stays capped
-    at ``DEFAULT_SLOPE``, the fused-MoE kernel's own per-expert cost);
+    (None: ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured
+    point: a steep segment between small measured batches holds costs that do not recur
+    per token (host work, launch-bound kernels), and a tree's verify over batch x
+    draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
+    32 in issue 30's evidence);
     the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
     ``SERVING_STEP_SKEW``).
     """
@@ -726,14 +730,13 @@ def serving_cost(
         # same weights (the verify the decode's, the drafter's passes each other's)
         kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
         follow = kin[0].curve if kin and not own else None
-        moe = physics.weights.is_moe
         if measured:
             built[name] = calibrated_pass(
                 physics,
                 measured,
                 field=f"timing.{name}_ms",
                 slope=slope,
-                max_tail_slope=DEFAULT_SLOPE if moe else None,
+                max_tail_slope=slope,
                 follow=follow,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights

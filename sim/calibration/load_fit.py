@@ -194,6 +194,34 @@ def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.nda
     return np.array(out)
 
 
+def _uncertainty(
+    values: dict[str, float],
+    stderr: dict[str, float],
+    ranges: dict[str, tuple[float, float]],
+    kept: dict[str, str],
+) -> dict[str, dict[str, object]]:
+    """``[uncertainty.serving]`` entries: a fitted term's standard error (origin
+    ``calibrated``), a kept term's plausible range (origin ``assumed``, with why)."""
+    out: dict[str, dict[str, object]] = {}
+    for name in values:
+        key = "uncertainty." + name  # serving.<field> -> uncertainty.serving.<field>
+        if name in stderr:
+            out[key] = {
+                "stderr": float(stderr[name]),
+                "origin": "calibrated",
+                "reason": "fitted to a load sweep (specsim calibrate --load-sweep)",
+            }
+        else:
+            lo, hi = ranges[name]
+            out[key] = {
+                "range": [float(lo), float(hi)],
+                "origin": "assumed",
+                "reason": f"not identified by the load sweep ({kept.get(name, 'not fitted')}): "
+                "its plausible range",
+            }
+    return out
+
+
 def _sigma(point: LoadPoint) -> float:
     assert point.tpot_ms is not None
     se = point.tpot_se_ms or 0.0
@@ -279,7 +307,11 @@ def fit_load_sweep(
         )
         s = np.linalg.svd(jac, compute_uv=False)
         condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
-    fitted = with_values(fit.values)
+    fitted = with_overrides(
+        with_values(fit.values),
+        _uncertainty(fit.values, fit.stderr, ranges, fit.kept),
+        source=source,
+    )
     predicted = predicted_tpot_ms(fitted, usable)
     rows = tuple(
         LoadRow(p, float(m), float(q), float(s))

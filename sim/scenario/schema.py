@@ -824,12 +824,18 @@ class UncertaintySpec(Section):
     acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
         default_factory=dict
     )
+    #: the batched terms (``serving.host_us_per_request``, ``kernel_slope``,
+    #: ``expert_skew``): ``specsim calibrate --load-sweep`` writes their fitted errors or
+    #: plausible ranges here, for the intervals of serving answers
+    serving: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
     correlation: Correlation | None = None
 
     def entries(self) -> dict[str, FieldUncertainty]:
         """Every entry by its dotted field (``timing.verify_ms``)."""
         out: dict[str, FieldUncertainty] = {}
-        for section in ("model", "hardware", "timing", "acceptance"):
+        for section in ("model", "hardware", "timing", "acceptance", "serving"):
             for key, entry in getattr(self, section).items():
                 out[f"{section}.{key}"] = entry
         return out

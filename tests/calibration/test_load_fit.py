@@ -57,6 +57,9 @@ def test_recovers_host_work_and_kernel_slope_from_their_own_predictions():
     assert lo < 1.3 < hi
     assert all(abs(r.relative) < 1e-4 for r in fit.rows)
     assert fit.scenario.serving.kernel_slope == pytest.approx(1.3, rel=1e-4)
+    # the fitted terms' errors travel with the scenario, for the intervals of serving answers
+    entry = fit.scenario.uncertainty.serving["kernel_slope"]
+    assert entry.origin == "calibrated" and entry.stderr == pytest.approx(fit.stderr[SLOPE_FIELD])
 
 
 def test_hidden_host_work_is_not_identified_and_keeps_its_range():
@@ -76,3 +79,6 @@ def test_one_load_identifies_nothing_and_says_so():
     assert fit.identified == ()
     assert fit.ranges[SLOPE_FIELD] == SLOPE_RANGE
     assert any("one load only" in n for n in fit.notes)
+    # unidentified terms travel as their plausible ranges
+    entry = fit.scenario.uncertainty.serving["kernel_slope"]
+    assert (entry.origin, tuple(entry.range)) == ("assumed", SLOPE_RANGE)

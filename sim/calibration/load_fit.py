@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.binding.bind import scenario_rates, tree_draft
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Param, fit_identifiable
 from sim.errors import SpecsimError
@@ -49,7 +50,6 @@ from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
 from sim.model.batched_cost import IterationCost
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates, tree_draft
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup

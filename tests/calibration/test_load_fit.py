@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from sim.binding.bind import pass_times, scenario_rates
 from sim.calibration.load_fit import (
     HOST_FIELD,
     SKEW_FIELD,
@@ -15,7 +16,6 @@ from sim.calibration.load_sweep import LoadPoint
 from sim.hardware.batched import SLOPE_RANGE
 from sim.model.cycle import cycle_cost
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import pass_times, scenario_rates
 from sim.scenario.load import load_scenario, with_overrides
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario.bind import pass_times, serving_cost
+from sim.binding.bind import pass_times, serving_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.serving.setup import _points
 

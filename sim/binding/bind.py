@@ -400,20 +400,30 @@ def pass_times(scenario: Scenario) -> PassTimes:
     return scenario_pass_times(scenario)
 
 
-def draft_pass_table_ms(scenario: Scenario, max_tokens: int) -> tuple[float, ...] | None:
+def draft_pass_table_ms(
+    scenario: Scenario, max_tokens: int, hw: ScenarioHardware | None = None
+) -> tuple[float, ...] | None:
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
     hardware model when the model geometry is known (sim/binding/decompose.py), else None
     (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
     model = scenario.model
     known = model.layers is not None and model.hidden_size is not None
-    return ScenarioHardware(scenario).draft_step_table_ms(max_tokens) if known else None
+    if not known:
+        return None
+    return (ScenarioHardware(scenario) if hw is None else hw).draft_step_table_ms(max_tokens)
 
 
 def tree_cost(
-    scenario: Scenario, num_steps: int, topk: int, num_draft_tokens: int, passes: PassTimes
+    scenario: Scenario,
+    num_steps: int,
+    topk: int,
+    num_draft_tokens: int,
+    passes: PassTimes,
+    hw: ScenarioHardware | None = None,
 ) -> CycleCost:
     """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
-    is the chain cycle exactly (sim/model/tree_cost.py)."""
+    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's
+    ``ScenarioHardware`` when the caller holds it."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
     from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
@@ -424,7 +434,7 @@ def tree_cost(
         topk,
         num_draft_tokens,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(scenario, topk),
+        draft_table_ms=draft_pass_table_ms(scenario, topk, hw),
     )
 
 
@@ -639,6 +649,7 @@ def serving_cost(
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
     passes: PassTimes | None = None,
+    hw: ScenarioHardware | None = None,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -672,7 +683,8 @@ def serving_cost(
     32 in issue 30's evidence);
     the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
     ``SERVING_STEP_SKEW``).
-    ``passes``: the scenario's batch-1 pass times when the caller holds them (``Bound``).
+    ``passes``, ``hw``: the scenario's batch-1 pass times and ``ScenarioHardware`` when the
+    caller holds them (``Bound``).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
@@ -681,7 +693,7 @@ def serving_cost(
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     batch1 = pass_times(scenario) if passes is None else passes
-    hw = ScenarioHardware(scenario)
+    hw = ScenarioHardware(scenario) if hw is None else hw
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
@@ -744,7 +756,7 @@ def serving_cost(
         draft_extend=built.get("draft_extend"),
         draft_prefill=built.get("draft_prefill"),
     )
-    table = draft_pass_table_ms(scenario, max_beams) if speculative and max_beams > 1 else None
+    table = draft_pass_table_ms(scenario, max_beams, hw) if speculative and max_beams > 1 else None
     host = (
         HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
         if scenario.serving is not None

@@ -588,15 +588,16 @@ def _geometry_known(scenario: Scenario) -> bool:
     )
 
 
-def scenario_pass_times(scenario: Scenario) -> PassTimes:
-    """Pass times of a scenario on its hardware.
+def scenario_pass_times(scenario: Scenario, hw: ScenarioHardware | None = None) -> PassTimes:
+    """Pass times of a scenario on its hardware (``hw``: its ``ScenarioHardware``, when the
+    caller holds it).
 
     At the measured hardware with every time given, the measured times come back unchanged
     (after checking each is above its modelled communication + launch floor when the model
     geometry is known). Otherwise each pass is re-composed or derived.
     """
     timing = scenario.timing
-    hw = ScenarioHardware(scenario)
+    hw = ScenarioHardware(scenario) if hw is None else hw
     measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
     all_measured = all(v is not None for v in measured.values())
     m0 = hw.measured_verify_tokens

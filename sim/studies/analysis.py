@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.binding.bind import AcceptanceShape, profile_factors
 from sim.binding.bound import Bound, as_bound
-from sim.binding.provenance import Assumption, assumptions
+from sim.binding.provenance import Assumption
 from sim.model.closed_forms import (
     TargetAnswer,
     answer_target,
@@ -89,15 +89,15 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
             answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
             for t in scenario.target_tok_s
         ),
-        tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
+        tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
-        assumptions=assumptions(scenario),
+        assumptions=bound.assumptions(),
         uncertainty=answer_uncertainty(scenario) if uncertainty else None,
     )
 
 
-def _tree_analysis(scenario: Scenario) -> TreeAnalysis:
+def _tree_analysis(bound: Bound) -> TreeAnalysis:
     """SGLang's and the best tree of a tree scenario (lazy import: a chain needs none)."""
     from sim.studies.tree_analysis import analyze_tree
 
-    return analyze_tree(scenario)
+    return analyze_tree(bound)

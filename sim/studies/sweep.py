@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
@@ -88,15 +87,16 @@ def evaluate_point(task: PointTask) -> dict[str, Any]:
 
 def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
     """Flat statistics of one point: closed forms, then the Monte Carlo summary."""
-    cost = cycle_cost(scenario)  # a tree's own cycle for a tree point
+    bound = bind(scenario)
+    cost = bound.cost  # a tree's own cycle for a tree point
     k = scenario.num_steps
-    rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
+    rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     analytic_al = mean_accept_length(rates)
     row: dict[str, Any] = {
         "num_steps": k,
         "topk": scenario.speculation.topk,
         "num_draft_tokens": scenario.speculation.draft_tokens,
-        "baseline_tok_s": baseline_tok_s(scenario),
+        "baseline_tok_s": bound.baseline_tok_s,
         "ceiling_tok_s": 1000.0 * (rates.size + 1) / cost.total_ms if k else ceiling_tok_s(cost),
         "analytic_tok_s": throughput_tok_s(analytic_al, cost),
         "analytic_accept_length": analytic_al,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
+from sim.binding.bound import bind
 from sim.binding.priors import shape_error
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import (
@@ -658,8 +659,8 @@ def case_seed(seed: Scenario) -> Case:
 def _graphed_verify_prediction(seed: Scenario) -> tuple[float, float, float]:
     """(ungraphed cycle ms, graphed cycle ms, the report's graphed tok/s predicted)."""
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    before_ms = cycle_cost(seed).total_ms
-    after_ms = cycle_cost(graphed).total_ms
+    before_ms = bind(seed).cost.total_ms
+    after_ms = bind(graphed).cost.total_ms
     return before_ms, after_ms, pub.GRAPHED_VERIFY_BEFORE_TOK_S * before_ms / after_ms
 
 
@@ -723,13 +724,14 @@ def _same_server_note(seed: Scenario) -> str:
     """What the report's graphing-only pair says about the class of its ungraphed side."""
     before, after = hw_data.VOIPMONITOR_NO_MTP_TOK_S
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    eager_ms = cycle_cost(seed).verify_ms - cycle_cost(graphed).verify_ms
+    seed_verify_ms, graphed_verify_ms = bind(seed).cost.verify_ms, bind(graphed).cost.verify_ms
+    eager_ms = seed_verify_ms - graphed_verify_ms
     return (
         "The same report measured graphing alone on that server (one user, no speculation, "
         f"PIECEWISE {before:g} -> FULL {after:g} tok/s): its eager attention op cost "
         f"{1000 / before - 1000 / after:.1f} ms, {100 * (after / before - 1):.0f}% of the "
         f"graphed step. The seed's fully eager verify carries {eager_ms:.1f} ms of eager "
-        f"cost, {100 * eager_ms / cycle_cost(graphed).verify_ms:.0f}% of its graphed verify. "
+        f"cost, {100 * eager_ms / graphed_verify_ms:.0f}% of its graphed verify. "
         "So the report's 1.55x measures a server that was mostly graphed already, plus a "
         "change of attention path, not the seed's lever: the case is outside the "
         "graphing-only comparison it was chosen as, and it stays scored as the issue set it "

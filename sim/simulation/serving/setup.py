@@ -316,6 +316,7 @@ def serving_setup(
             draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
             max_beams=beams,
             passes=bound.passes,
+            hw=bound.hardware,
         )
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None

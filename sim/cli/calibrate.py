@@ -16,6 +16,8 @@ against the calibrated model (``checks``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
@@ -159,6 +161,16 @@ PREFER_OPTION = click.option(
     callback=output_file_checked,
     help="Write the calibrated scenario here (checked before the fit).",
 )
+@click.option(
+    "--load-sweep",
+    "load_sweeps",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
+    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, guidellm report "
+    "JSON): fits the batched terms (serving.host_us_per_request, serving.kernel_slope) to "
+    "their decode time per token after the batch-1 fit.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")
 @json_option
 def calibrate_command(
@@ -180,6 +192,7 @@ def calibrate_command(
     acceptance: str,
     prefer: str | None,
     out: str | None,
+    load_sweeps: tuple[str, ...],
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -241,14 +254,33 @@ def calibrate_command(
             click.echo(format_imported(body))
         return
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance, prefer=prefer)
+    load = _load_fit(result, load_sweeps) if load_sweeps else None
+    if load is not None:
+        result = replace(result, scenario=load.scenario)
     if out:
         atomic_write_text(out, calibrated_toml(result, base_path or ""))
     if as_json:
-        echo_document("calibrate", {**result.as_dict(), "out": out})
+        extra = {"load_fit": load.as_dict()} if load is not None else {}
+        echo_document("calibrate", {**result.as_dict(), **extra, "out": out})
         return
     click.echo(format_calibration(result))
+    if load is not None:
+        # lazy: the load-sweep report only when a sweep was given (start-up)
+        from sim.report.load_fit import format_load_fit
+
+        click.echo(format_load_fit(load))
     if out and not quiet:
         click.echo(f"wrote {out}")
+
+
+def _load_fit(result, paths):
+    """The load-sweep fit of the batch-1 calibrated scenario (sim/calibration/load_fit.py)."""
+    # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from sim.calibration.load_fit import fit_load_sweep
+    from sim.calibration.load_sweep import read_load_sweep
+
+    points = [p for path in paths for p in read_load_sweep(path)]
+    return fit_load_sweep(result.scenario, points, source="--load-sweep")
 
 
 def _real_runs(

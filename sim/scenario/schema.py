@@ -659,6 +659,14 @@ class ServingSpec(Section):
     decoding only: SGLang and TensorRT-LLM turn their overlap scheduler off for speculative
     decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
     or ``none`` (vLLM before 0.14).
+
+    Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
+    at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
+    peak on the growth; None: ``DEFAULT_SLOPE`` = 1, assumed, 0.1-1.35 from public kernel
+    profiles, ``SLOPE_RANGE``). Expert routing (sim/hardware/experts.py): ``expert_skew``,
+    the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
+    from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
+    fits them with ``host_us_per_request`` from measured concurrency sweeps.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -676,6 +684,8 @@ class ServingSpec(Section):
     draft_extend: Literal["accepted", "padded"] = "accepted"
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
+    kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
+    expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 
@@ -827,12 +837,18 @@ class UncertaintySpec(Section):
     acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
         default_factory=dict
     )
+    #: the batched terms (``serving.host_us_per_request``, ``kernel_slope``,
+    #: ``expert_skew``): ``specsim calibrate --load-sweep`` writes their fitted errors or
+    #: plausible ranges here, for the intervals of serving answers
+    serving: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
     correlation: Correlation | None = None
 
     def entries(self) -> dict[str, FieldUncertainty]:
         """Every entry by its dotted field (``timing.verify_ms``)."""
         out: dict[str, FieldUncertainty] = {}
-        for section in ("model", "hardware", "timing", "acceptance"):
+        for section in ("model", "hardware", "timing", "acceptance", "serving"):
             for key, entry in getattr(self, section).items():
                 out[f"{section}.{key}"] = entry
         return out

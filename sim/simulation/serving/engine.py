@@ -217,16 +217,8 @@ class Server:
     def arrive(self, req: Request) -> None:
         if self.upcoming and self.upcoming[0] <= self.env.now:
             heapq.heappop(self.upcoming)
-        req.id = len(self.rec.requests)
-        req.arrival_ms = self.env.now
         req.done = self.env.event()
-        self.rec.requests.append(req)
-        first = self.plan.workload.warmup
-        if first <= req.id < first + self.plan.workload.requests:
-            req.measured = True
-            self.rec.measured.append(req)
-            if req.id == first:
-                self.rec.window_start_ms = self.env.now
+        self.rec.arrive(req, self.env.now)
 
     def needs_prefill(self, req: Request) -> bool:
         """Prefill is modelled and the request has a context to prefill (a prompt, or
@@ -280,6 +272,7 @@ class Server:
         self.completions += 1
         req.finish_ms = now
         req.done.succeed()
+        self.rec.leave(req)
         if req.measured:
             self.measured_left -= 1
             if self.measured_left == 0:
@@ -420,7 +413,7 @@ class Server:
         if last.min() < 0:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
-                rec.requests[rid].first_token_ms = first_end
+                rec.live[rid].first_token_ms = first_end
             rec.gaps(first_end - last[~fresh], 1.0)
         else:
             rec.gaps(first_end - last, 1.0)
@@ -446,7 +439,7 @@ class Server:
             finished = need <= 0
             freed = 0
             for row in np.flatnonzero(finished).tolist():
-                req = rec.requests[int(batch.ids[row])]
+                req = rec.live[int(batch.ids[row])]
                 req.generated = req.output_tokens
                 req.cycles = int(batch.cycles[row])
                 req.last_delivery_ms = last_end
@@ -482,7 +475,7 @@ class Server:
         """Preempt rows ``first_row`` onwards (the newest): free them and requeue them."""
         batch = self.batch
         for row in range(first_row, batch.size):
-            req = self.rec.requests[int(batch.ids[row])]
+            req = self.rec.live[int(batch.ids[row])]
             req.generated = req.output_tokens - int(batch.need[row])
             req.cycles = int(batch.cycles[row])
             req.last_delivery_ms = float(batch.last_ms[row])
@@ -642,7 +635,12 @@ def run_replication(
     ``horizon_ms`` of simulated time)."""
     plan.check(policy)
     env = simpy.Environment()
-    rec = Recorder(plan.scheduler.max_running_requests, plan.scheduler.kv_capacity_tokens)
+    rec = Recorder(
+        plan.scheduler.max_running_requests,
+        plan.scheduler.kv_capacity_tokens,
+        plan.workload.warmup,
+        plan.workload.requests,
+    )
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
     if isinstance(arrivals, ClosedLoop):

@@ -10,6 +10,7 @@ import click
 
 from sim.cli.options import (
     echo_json,
+    executor_options,
     format_option,
     json_option,
     monte_carlo_options,
@@ -48,14 +49,7 @@ from sim.report.format import count
     help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
 )
 @workers_option("grid points (local executor)")
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "dask"]),
-    default="local",
-    show_default=True,
-    help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
-)
-@click.option("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address.")
+@executor_options
 @target_option
 @monte_carlo_options
 @quiet_option

@@ -64,6 +64,13 @@ class DecodeBatch:
         self._table = np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64)
         self._views()
 
+    def __getattr__(self, name: str) -> object:
+        """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
+        if name in DecodeBatch._FIELDS:
+            self._views()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
     def _views(self) -> None:
         rows = self._table[: self.size]
         put = object.__setattr__
@@ -76,7 +83,9 @@ class DecodeBatch:
         put(self, "thresholds", rows[:, self._THRESHOLDS :])
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in DecodeBatch._FIELDS and name in self.__dict__:
+        if name in DecodeBatch._FIELDS:
+            if name not in self.__dict__:
+                self._views()
             view = self.__dict__[name]
             if value is not view:  # e.g. ``batch.context += x`` has written already
                 view[...] = value
@@ -109,7 +118,10 @@ class DecodeBatch:
         row[5:6].view(np.float64)[0] = last_ms
         row[self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
-        self._views()
+        d = self.__dict__
+        if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
+            for name in DecodeBatch._FIELDS:
+                del d[name]
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (bool mask of shape (B,)), order unchanged."""

@@ -178,6 +178,7 @@ class Request:
         "output_tokens",
         "preemptions",
         "request_class",
+        "source",
         "thresholds",
     )
 
@@ -203,6 +204,7 @@ class Request:
         self.cycles = 0
         self.preemptions = 0
         self.done = None
+        self.source: RequestSource | None = None  # a user's, who sends its next at once
 
     @property
     def context_tokens(self) -> int:

@@ -30,7 +30,7 @@ class PlainResult:
 
 def plain_loop(plan: ServingPlan, k: int, users: int, seed: int) -> PlainResult:
     """Run ``plan.workload.requests`` requests of ``users`` closed-loop users at draft
-    length ``k``; their mean E2E."""
+    length ``k``; the mean E2E of the first ``requests`` sent (specsim's measured ones)."""
     env = simpy.Environment()
     rng = np.random.default_rng(seed)
     acceptance = plan.acceptance
@@ -50,30 +50,36 @@ def plain_loop(plan: ServingPlan, k: int, users: int, seed: int) -> PlainResult:
             out[at] = cumulative_rates(rates)[:, : max(k, 1)]
         return out
 
+    sent = 0
+
     def user():
+        nonlocal sent
         while True:
             done = env.event()
-            queue.put((env.now, done))
+            queue.put((env.now, done, sent))
+            sent += 1
             yield done
 
     def server():
         arrival = np.empty(0)
+        order = np.empty(0, dtype=np.int64)
         need = np.empty(0, dtype=np.int64)
         context = np.empty(0, dtype=np.int64)
         cum = np.empty((0, max(k, 1)))
         events: list[simpy.Event] = []
-        while len(e2e) < target:
+        while len(e2e) < target:  # the first ``target`` requests sent, all answered
             items = [(yield queue.get())] if not events and not queue.items else []
             room = users - len(events) - len(items)
             items += queue.items[:room]
             del queue.items[:room]
             if items:
-                arrival = np.append(arrival, [t for t, _ in items])
+                arrival = np.append(arrival, [t for t, _, _ in items])
+                order = np.append(order, [i for _, _, i in items])
                 lengths = [plan.workload.output_tokens.sample_one(rng) for _ in items]
                 need = np.append(need, lengths)
                 context = np.append(context, np.full(len(items), n_in))
                 cum = np.concatenate([cum, new_rates(len(items))])
-                events += [done for _, done in items]
+                events += [done for _, done, _ in items]
             b = len(events)
             ms = plan.cost.decode_ms(b, k, np.array([float(context.sum())]), None, k > 0)[0]
             draws = rng.random((b, 1))
@@ -84,10 +90,12 @@ def plain_loop(plan: ServingPlan, k: int, users: int, seed: int) -> PlainResult:
             finished = need <= 0
             if finished.any():
                 for i in np.flatnonzero(finished).tolist():
-                    e2e.append(env.now - arrival[i])
+                    if order[i] < target:
+                        e2e.append(env.now - arrival[i])
                     events[i].succeed()
                 keep = ~finished
-                arrival, need, context, cum = arrival[keep], need[keep], context[keep], cum[keep]
+                arrival, order, need = arrival[keep], order[keep], need[keep]
+                context, cum = context[keep], cum[keep]
                 events = [e for e, f in zip(events, finished.tolist(), strict=True) if not f]
                 yield env.timeout(0)  # answered users send before the next iteration
 

@@ -225,7 +225,7 @@ def plan_block(
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
     close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
-    if close.size:
+    if close.size and max_iterations > 1:  # one iteration is planned whoever finishes
         emitted = np.cumsum(lengths[close], axis=1, dtype=np.int64)
         finishing = (emitted >= batch.need[close, None]).any(axis=0)
         if finishing.any():

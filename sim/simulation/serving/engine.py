@@ -347,10 +347,13 @@ class Server:
         heapq.heappush(self.upcoming, at_ms)
 
     def block_size(self, k: Draft) -> int:
-        """Iterations to plan (a speed knob only): about twice the expected iterations to
-        the next completion, and no further than the next announced arrival when it could
-        be admitted."""
+        """Iterations to plan (a speed knob only): one when a request may finish in the
+        next (many users: a completion nearly every iteration, and a longer plan would be
+        cut there), else about twice the expected iterations to the next completion, and
+        no further than the next announced arrival when it could be admitted."""
         shortest = int(self.batch.need.min())
+        if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
+            return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
         size = max(MIN_BLOCK, min(widest, 2 * shortest // max_tokens(k) + 1))
         if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:

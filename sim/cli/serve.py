@@ -73,6 +73,7 @@ def serve(
     """Serve the scenario under concurrency: TTFT, TPOT, ITL, per-user and aggregate tok/s,
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.metrics import summarize_serving
@@ -97,7 +98,8 @@ def serve(
             source=given[0],
         )
     sc = with_mc_settings(sc, replications, requests, seed)
-    setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
+    bound = bind(sc)  # what the scenario means, once
+    setup = serving_setup(bound, base_dir=Path(scenario).resolve().parent, source=scenario)
     check = check_open_load(setup.plan, setup.policies)
     if check is not None and not check.stable:
         body = unstable_to_dict(setup, sc.name, check)

@@ -2,7 +2,7 @@
 drafter, next to plain decoding (the reference) and the scenario as it is.
 
 Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
-(renewal-reward, sim/scenario/bind.py), with two ranges:
+(renewal-reward, sim/binding/bind.py), with two ranges:
 
 * its 90% interval from inputs and model (sim/studies/uncertainty.py: the lever's
   scenario with its stated errors and ranges, the acceptance priors and shape error,
@@ -29,19 +29,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sim.binding.bound import Bound, bind
+from sim.binding.decompose import ScenarioHardware
+from sim.binding.provenance import eager_verify, kernel_count_range, launch_at_kernels
+from sim.binding.uncertainty import uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
-from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import uncertain_inputs
 from sim.studies.uncertainty import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
 
 if TYPE_CHECKING:
-    from sim.scenario.tree_sampled import Populations
+    from sim.binding.tree_sampled import Populations
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -365,7 +365,11 @@ class LeverTable:
 
 
 def _tok_s(scenario: Scenario) -> float:
-    return baseline_tok_s(scenario) if scenario.num_steps == 0 else closed_form_tok_s(scenario)
+    return _bound_tok_s(bind(scenario))
+
+
+def _bound_tok_s(bound: Bound) -> float:
+    return bound.baseline_tok_s if bound.num_steps == 0 else bound.closed_form_tok_s
 
 
 def _variant_values(
@@ -406,11 +410,11 @@ def lever_scenarios(
         if not_applicable(scenario, lever) is not None:
             continue  # the same scenario as another column
         try:
-            out.append(
-                (lever.name, with_overrides(scenario, dict(lever.overrides), source="lever"))
-            )
+            applied = with_overrides(scenario, dict(lever.overrides), source="lever")
+            bind(applied)  # the hardware model may refuse it as well
         except SpecsimError:
             continue
+        out.append((lever.name, applied))
     return out
 
 
@@ -447,9 +451,10 @@ def lever_table(
             continue
         try:
             applied = with_overrides(scenario, dict(lever.overrides), source="lever")
-            tok_s = _tok_s(applied)
-            cost = cycle_cost(applied)
-            al = closed_form_tok_s(applied) * cost.total_ms / 1000 if applied.num_steps else 1.0
+            bound = bind(applied)
+            tok_s = _bound_tok_s(bound)
+            cost = bound.cost
+            al = bound.closed_form_tok_s * cost.total_ms / 1000 if applied.num_steps else 1.0
         except SpecsimError as exc:
             rows.append(LeverRow(lever, None, None, None, {}, None, None, exc.message))
             continue

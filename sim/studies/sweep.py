@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import run_hours
@@ -60,8 +60,7 @@ def point_scenario(task: PointTask) -> Scenario:
     else:
         base = scenario_from_dict(task.base, source=task.source)
         out = with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
-    out._source = task.source
-    return out
+    return out.model_copy(update={"origins": replace(out.origins, file=task.source)})
 
 
 def _target_label(tok_s: float) -> str:
@@ -88,15 +87,16 @@ def evaluate_point(task: PointTask) -> dict[str, Any]:
 
 def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
     """Flat statistics of one point: closed forms, then the Monte Carlo summary."""
-    cost = cycle_cost(scenario)  # a tree's own cycle for a tree point
+    bound = bind(scenario)
+    cost = bound.cost  # a tree's own cycle for a tree point
     k = scenario.num_steps
-    rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
+    rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     analytic_al = mean_accept_length(rates)
     row: dict[str, Any] = {
         "num_steps": k,
         "topk": scenario.speculation.topk,
         "num_draft_tokens": scenario.speculation.draft_tokens,
-        "baseline_tok_s": baseline_tok_s(scenario),
+        "baseline_tok_s": bound.baseline_tok_s,
         "ceiling_tok_s": 1000.0 * (rates.size + 1) / cost.total_ms if k else ceiling_tok_s(cost),
         "analytic_tok_s": throughput_tok_s(analytic_al, cost),
         "analytic_accept_length": analytic_al,
@@ -306,6 +306,7 @@ def run_sweep(
     for point in points:
         try:
             scn = with_overrides(base, point, source=source)
+            bind(scn)  # the hardware model may refuse the point as well
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
         validated.append(scn)

@@ -13,6 +13,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
+from sim.binding.bound import bind
+from sim.binding.priors import shape_error
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import (
     AcceptLengthObs,
@@ -25,9 +28,7 @@ from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.scenario.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
 from sim.scenario.load import scenario_from_dict, with_overrides
-from sim.scenario.priors import shape_error
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -194,11 +195,12 @@ def llama8b_base() -> Scenario:
 
 
 def interval_of(
-    scenario: Scenario, quantity: Callable[[SampledModel], np.ndarray]
+    answers: SampledModel, quantity: Callable[[SampledModel], np.ndarray]
 ) -> tuple[float, float]:
-    """The 5% and 95% quantiles of ``quantity`` over the scenario's draws of its uncertain
-    inputs (sim/studies/uncertainty.py): the 90% interval from inputs and model."""
-    values = np.asarray(quantity(sampled_answers(scenario)), dtype=float)
+    """The 5% and 95% quantiles of ``quantity`` over a scenario's draws of its uncertain
+    inputs (``answers``: ``sampled_answers(scenario)``, sim/studies/uncertainty.py): the 90%
+    interval from inputs and model."""
+    values = np.asarray(quantity(answers), dtype=float)
     lo, hi = np.quantile(values, [0.05, 0.95])
     return float(lo), float(hi)
 
@@ -220,7 +222,7 @@ def flat_accept_length(scenario: Scenario, k: int) -> float:
 
 def held_out(cal: Calibration, source: str | None = None, *, cross_run: bool = True) -> Calibration:
     """``cal`` with the shape error past the measured positions estimated without the
-    cross-run series of ``source`` (sim/scenario/priors.py ``shape_error(method,
+    cross-run series of ``source`` (sim/binding/priors.py ``shape_error(method,
     leave_out=source)``; ``cross_run`` False: within-run evidence alone, for positions of
     the very run whose first positions were measured), written as the calibrated tilt and
     its standard error as ``calibrate`` writes them, so that no series informs its own
@@ -267,7 +269,9 @@ def _row(
         measured,
         predict(cal.scenario),
         cal.prediction_stderr(predict),
-        interval90=interval_of(cal.scenario, draws) if draws is not None else None,
+        interval90=(
+            interval_of(sampled_answers(cal.scenario), draws) if draws is not None else None
+        ),
         flat=flat(cal.scenario) if flat is not None else None,
     )
 
@@ -400,7 +404,7 @@ class _CrossSpec:
     #: The drafter's method (its decay prior beyond the calibrated num_steps).
     method: str = "eagle3"
     #: The source of the runs' accept lengths among the cross-run series
-    #: (sim/scenario/cross_run.py), left out of the shape error that scores them.
+    #: (sim/binding/cross_run.py), left out of the shape error that scores them.
     al_source: str | None = None
     base_label: str = "the vLLM #20780 calibration (case 1)"
     slope_note: str = (
@@ -655,8 +659,8 @@ def case_seed(seed: Scenario) -> Case:
 def _graphed_verify_prediction(seed: Scenario) -> tuple[float, float, float]:
     """(ungraphed cycle ms, graphed cycle ms, the report's graphed tok/s predicted)."""
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    before_ms = cycle_cost(seed).total_ms
-    after_ms = cycle_cost(graphed).total_ms
+    before_ms = bind(seed).cost.total_ms
+    after_ms = bind(graphed).cost.total_ms
     return before_ms, after_ms, pub.GRAPHED_VERIFY_BEFORE_TOK_S * before_ms / after_ms
 
 
@@ -720,13 +724,14 @@ def _same_server_note(seed: Scenario) -> str:
     """What the report's graphing-only pair says about the class of its ungraphed side."""
     before, after = hw_data.VOIPMONITOR_NO_MTP_TOK_S
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    eager_ms = cycle_cost(seed).verify_ms - cycle_cost(graphed).verify_ms
+    seed_verify_ms, graphed_verify_ms = bind(seed).cost.verify_ms, bind(graphed).cost.verify_ms
+    eager_ms = seed_verify_ms - graphed_verify_ms
     return (
         "The same report measured graphing alone on that server (one user, no speculation, "
         f"PIECEWISE {before:g} -> FULL {after:g} tok/s): its eager attention op cost "
         f"{1000 / before - 1000 / after:.1f} ms, {100 * (after / before - 1):.0f}% of the "
         f"graphed step. The seed's fully eager verify carries {eager_ms:.1f} ms of eager "
-        f"cost, {100 * eager_ms / cycle_cost(graphed).verify_ms:.0f}% of its graphed verify. "
+        f"cost, {100 * eager_ms / graphed_verify_ms:.0f}% of its graphed verify. "
         "So the report's 1.55x measures a server that was mostly graphed already, plus a "
         "change of attention path, not the seed's lever: the case is outside the "
         "graphing-only comparison it was chosen as, and it stays scored as the issue set it "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import acceptance_model
 from sim.model.acceptance import (
     PANEL_NODES,
     RateClass,
@@ -20,7 +21,6 @@ from sim.model.acceptance import (
     quadrature_weights,
 )
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
-from sim.scenario.bind import acceptance_model
 from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import ROOT, SEED
 

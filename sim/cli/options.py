@@ -97,6 +97,22 @@ def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
     )
 
 
+def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor local|dask`` and ``--scheduler ADDRESS`` (sim/parallel.py
+    ``make_executor``: a local process pool of ``--workers``, or an existing Dask
+    cluster); results are identical either way."""
+    fn = click.option(
+        "--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address."
+    )(fn)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "dask"]),
+        default="local",
+        show_default=True,
+        help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
+    )(fn)
+
+
 target_option = click.option(
     "--target",
     "targets",

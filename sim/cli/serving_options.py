@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sim.cli.options import (
+    executor_options,
     format_option,
     json_option,
     list_values,
@@ -131,6 +132,8 @@ class StudyArgs:
     fmt: str
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
+    executor: str = "local"
+    scheduler: str | None = None
 
     def run(
         self,
@@ -175,6 +178,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             plot_option,
             json_option,
             quiet_option,
+            executor_options,
             workers_option(what),
             seed_option,
             requests_option,
@@ -194,7 +198,7 @@ def build_study(
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
     from sim.binding.bound import bind
-    from sim.parallel import LocalExecutor
+    from sim.parallel import make_executor
     from sim.scenario.load import load_scenario, with_overrides
     from sim.studies.serving_draws import input_draws
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
@@ -219,7 +223,7 @@ def build_study(
         replications=setup.replications,
         seed=setup.seed,
         slo=setup.slo,
-        executor=LocalExecutor(args.workers),
+        executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
         progress=progress,
     )
     return builder, evaluator

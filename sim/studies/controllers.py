@@ -179,8 +179,9 @@ def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict
     """Per phase (phases,), each metric of ``PHASE_METRICS`` of one replication."""
     m = request_metrics(rec)
     out = {name: np.full(phases, np.nan) for name in PHASE_METRICS}
+    of_row = phase_of[rec.sample_index]  # the kept rows (all, or a long run's sample)
     for p in range(phases):
-        rows = phase_of == p
+        rows = of_row == p
         tok, tpot, ttft = m["per_user_tok_s"][rows], m["tpot_ms"][rows], m["ttft_ms"][rows]
         out["per_user_tok_s"][p] = np.nanmean(tok)
         out["tpot_p50_ms"][p] = np.nanquantile(tpot, 0.5)

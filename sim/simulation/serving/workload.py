@@ -182,6 +182,7 @@ class Request:
         "output_tokens",
         "preemptions",
         "request_class",
+        "source",
         "thresholds",
     )
 
@@ -207,6 +208,7 @@ class Request:
         self.cycles = 0
         self.preemptions = 0
         self.done: simpy.Event | None = None  # made when the request arrives
+        self.source: RequestSource | None = None  # a user's, who sends its next at once
 
     @property
     def context_tokens(self) -> int:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from sim.hardware.layer import LayerPass
     from sim.model.batched_cost import IterationCost
     from sim.model.layer_cycletime import LayerCycleTimes
+    from sim.model.tree import Tree
     from sim.model.tree_acceptance import Acceptance, TreeDraft
 
 # Trees, the layer-level pass and the batched (serving) costs are imported where they are
@@ -317,10 +318,15 @@ def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
     return tuple(float(x) for x in h[: topk - 1])
 
 
-def tree_draft(scenario: Scenario) -> TreeDraft:
+def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
+    """The tree a tree scenario drafts: the static ``[speculation.tree]``, else SGLang's
+    (num_steps, topk, num_draft_tokens)."""
     from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
 
     sp = scenario.speculation
+    static = sp.static_tree
+    if static is not None:
+        return static
     assert sp.num_draft_tokens is not None
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
 
@@ -339,7 +345,7 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     assert scenario.acceptance is not None
     from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
 
-    shares = rank_shares(scenario.acceptance, sp.topk)
+    shares = rank_shares(scenario.acceptance, sp.rank_width)
     return TreeAcceptance(top1, shares, tree_draft(scenario))
 
 
@@ -450,6 +456,28 @@ def tree_cost(
     )
 
 
+def scenario_tree_cost(
+    scenario: Scenario, passes: PassTimes, hw: ScenarioHardware | None = None
+) -> CycleCost:
+    """The cycle of a tree scenario at its own configuration: SGLang's tree cycle
+    (``tree_cost``), or a static tree's (sim/model/drafts.py ``draft_cycle_cost``: one
+    drafter pass per level below the first over every node drafted so far, the verify
+    over its node count)."""
+    sp = scenario.speculation
+    static = sp.static_tree
+    if static is None:
+        assert sp.num_draft_tokens is not None
+        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes, hw)
+    from sim.model.drafts import draft_cycle_cost, max_beams  # lazy: trees only
+
+    return draft_cycle_cost(
+        passes,
+        static,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        draft_table_ms=draft_pass_table_ms(scenario, max_beams(static), hw),
+    )
+
+
 def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
     """The cycle of a scenario at its own ``num_steps`` or at another (a chain there; a
     tree at its own configuration is the tree cycle), the draft extend at the pass times'
@@ -457,9 +485,7 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     scenario's own k it is computed once per bound model (``Bound.cycle``)."""
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
-        assert sp.num_draft_tokens is not None
-        passes = pass_times(scenario)
-        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+        return scenario_tree_cost(scenario, pass_times(scenario))
     k = scenario.num_steps if num_steps is None else num_steps
     return chain_cycle_cost(pass_times(scenario), k)
 
@@ -534,6 +560,12 @@ def layer_cycle_times(
         decode = sample_pass_ms(scenario, "decode", size, rng)
         return LayerCycleTimes(0, empty, decode, empty, 0.0)
     sp = scenario.speculation  # a tree: drafter passes over topk beams, verify over its N
+    if sp.tree is not None:
+        raise SpecsimError(
+            "the layer-level pass model draws a chain's or SGLang's drafter passes; a static "
+            "tree's passes differ by level: use fidelity cycle",
+            field="speculation.tree",
+        )
     return LayerCycleTimes(
         num_steps=k,
         draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng, tokens=sp.topk),

@@ -142,7 +142,7 @@ def drawn_population(
     top1 = acceptance_model(spec, nominal.top1.num_steps)
     if top1.infeasible() is not None:
         return None
-    return Population(top1, rank_shares(spec, other.speculation.topk))
+    return Population(top1, rank_shares(spec, other.speculation.rank_width))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +203,7 @@ class SampledTree:
         the depths and width its classes and shares cover, the drawn fields."""
         spec = self.scenario.acceptance
         section = spec.model_dump_json() if spec is not None else ""
-        depth, topk = self.nominal.top1.num_steps, self.scenario.speculation.topk
+        depth, topk = self.nominal.top1.num_steps, self.scenario.speculation.rank_width
         return f"{section}|{depth}|{topk}|{'|'.join(inp.field for inp in inputs)}"
 
     def _over_requests(self, values: np.ndarray) -> tuple[np.ndarray, int]:

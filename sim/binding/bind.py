@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from sim.model.layer_cycletime import LayerCycleTimes
     from sim.model.tree import Tree
     from sim.model.tree_acceptance import Acceptance, TreeDraft
+    from sim.model.tree_rates import Shares
 
 # Trees, the layer-level pass and the batched (serving) costs are imported where they are
 # used: a chain scenario's ``specsim run`` never needs them (start-up).
@@ -139,6 +140,13 @@ def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> Acceptan
     three or more rates, else the decay prior of ``spec.method``."""
     if spec.shape in ("flat", "repeat"):
         return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
+    if spec.rank_rates_by_depth is not None and spec.shape in ("auto", "repeat"):
+        return AcceptanceShape(
+            "repeat",
+            1.0,
+            "default" if spec.shape == "auto" else origin,
+            "rank_rates_by_depth: the last depth's rates repeat below the list",
+        )
     if spec.shape == "auto" and spec.rank_rates is not None:
         return AcceptanceShape(
             "flat", 1.0, "default", "rank_rates are given at every depth (set shape to decay them)"
@@ -171,6 +179,10 @@ def anchored_rates(
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape
     if spec.per_position is not None:
         return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
+    by_depth = getattr(spec, "rank_rates_by_depth", None)  # each depth's top-1 rate
+    if by_depth is not None:
+        top1 = [row[0] for row in by_depth]
+        return continue_rates(top1, shape.shape, shape.decay, num_steps)
     first = getattr(spec, "first_rate", None)
     ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
     if first is not None:
@@ -195,13 +207,21 @@ def measured_depth(spec: AcceptanceSpec | AcceptanceClass, measured_num_steps: i
     num_steps its alpha, accept length or fitted first rate was measured at (1 if none)."""
     if spec.per_position is not None:
         return len(spec.per_position)
+    by_depth = getattr(spec, "rank_rates_by_depth", None)
+    if by_depth is not None:
+        return len(by_depth)
     return measured_num_steps or 1
 
 
 def implicit_tilt(spec: AcceptanceSpec) -> bool:
     """True when the tilt is left to the shape error: shape ``auto``, no tilt given (rank
     rates, given at every depth, excepted)."""
-    return spec.tilt is None and spec.shape == "auto" and spec.rank_rates is None
+    return (
+        spec.tilt is None
+        and spec.shape == "auto"
+        and spec.rank_rates is None
+        and spec.rank_rates_by_depth is None
+    )
 
 
 def effective_tilt(spec: AcceptanceSpec) -> float:
@@ -303,19 +323,26 @@ def _acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> Acceptance
     )
 
 
-def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
+def rank_shares(spec: AcceptanceSpec, topk: int) -> Shares:
     """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
-    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked. () for
+    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked; for
+    ``rank_rates_by_depth`` one row of shares per listed depth (the last repeats). () for
     topk = 1 or no rank shape (a chain needs none)."""
     from sim.model.tree_rates import extend_shares, residual_shares  # lazy: trees only
 
     shape = spec.rank_shape()
     if topk == 1 or shape is None:
         return ()
-    h = residual_shares(shape)
-    if spec.rank_extend == "geometric":
-        h = extend_shares(h, topk)
-    return tuple(float(x) for x in h[: topk - 1])
+
+    def shares(profile: list[float]) -> tuple[float, ...]:
+        h = residual_shares(profile)
+        if spec.rank_extend == "geometric":
+            h = extend_shares(h, topk)
+        return tuple(float(x) for x in h[: topk - 1])
+
+    if spec.rank_rates_by_depth is not None:
+        return tuple(shares(list(row)) for row in spec.rank_rates_by_depth)
+    return shares(shape)
 
 
 def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
@@ -377,7 +404,10 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
     """
 
     anchored = spec is not None and (
-        spec.mix is None and spec.per_position is None and not spec.heterogeneous
+        spec.mix is None
+        and spec.per_position is None
+        and spec.rank_rates_by_depth is None
+        and not spec.heterogeneous
     )
     shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
     integrated: dict[int, np.ndarray] = {}

@@ -57,6 +57,7 @@ from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree_rates import Shares
 from sim.model.tree_theory import depth_survival
 from sim.scenario.schema import Scenario
 
@@ -119,7 +120,7 @@ class Population:
     """One draw's requests: the top-1 rate classes (means and spread) and the rank shares."""
 
     top1: AcceptanceModel
-    shares: tuple[float, ...]
+    shares: Shares
 
 
 def drawn_population(

@@ -31,6 +31,7 @@ EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
             "acceptance.per_position",
             "acceptance.mix",
             "acceptance.rank_rates",
+            "acceptance.rank_rates_by_depth",
         }
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),

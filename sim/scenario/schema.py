@@ -549,6 +549,7 @@ ACCEPTANCE_ANCHORS: tuple[str, ...] = (
     "per_position",
     "mix",
     "rank_rates",
+    "rank_rates_by_depth",
 )
 
 Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
@@ -579,7 +580,10 @@ class AcceptanceSpec(Heterogeneity):
     ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
     below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
     q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
-    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    the profile's shape. ``rank_rates_by_depth = [[q_1, ..., q_W], ...]`` gives the rank
+    rates measured at each depth (row d at depth d + 1, the last row repeating below): the
+    top-1 rate of each depth and, below it, that depth's own residual shares (rank profiles
+    that differ by depth). ``rank_extend = "geometric"`` extends a profile shorter than topk
     (each further share is the last one times the ratio of the last two).
     """
 
@@ -589,6 +593,15 @@ class AcceptanceSpec(Heterogeneity):
     per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    #: Rank rates measured at each depth: row d is [q_1, ..., q_W] at depth d + 1 (the last
+    #: row repeats below the list); every row has the same W.
+    rank_rates_by_depth: (
+        Annotated[
+            list[Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)]],
+            Field(min_length=1, max_length=MAX_NUM_STEPS),
+        ]
+        | None
+    ) = None
     rank_profile: str | None = None
     rank_extend: Literal["none", "geometric"] = "none"
     shape: Shape = "auto"
@@ -615,6 +628,20 @@ class AcceptanceSpec(Heterogeneity):
             raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
         return value
 
+    @field_validator("rank_rates_by_depth")
+    @classmethod
+    def _rows_are_rank_rates(cls, value: list[list[float]] | None) -> list[list[float]] | None:
+        if value is None:
+            return value
+        for d, row in enumerate(value, start=1):
+            if len(row) != len(value[0]):
+                raise ValueError(
+                    f"depth {d} gives {len(row)} ranks, depth 1 gives {len(value[0])}: every "
+                    "depth gives the same ranks"
+                )
+            cls._disjoint_ranks(row)
+        return value
+
     @field_validator("rank_profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
@@ -632,6 +659,8 @@ class AcceptanceSpec(Heterogeneity):
             raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
         if self.rank_rates is not None and self.rank_profile is not None:
             raise ValueError("give rank_rates or rank_profile, not both")
+        if self.rank_rates_by_depth is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates_by_depth or rank_profile, not both")
         if self.mix is not None:
             names_ = [c.name for c in self.mix]
             if len(set(names_)) != len(names_):
@@ -674,12 +703,16 @@ class AcceptanceSpec(Heterogeneity):
             return [self.first_rate]
         if self.rank_rates is not None:
             return [self.rank_rates[0]]
+        if self.rank_rates_by_depth is not None:
+            return [row[0] for row in self.rank_rates_by_depth]
         return list(self.per_position or [])
 
     def rank_shape(self) -> list[float] | None:
         """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
         if self.rank_rates is not None:
             return list(self.rank_rates)
+        if self.rank_rates_by_depth is not None:  # depth 1's (each depth: ``rank_shapes``)
+            return list(self.rank_rates_by_depth[0])
         if self.rank_profile is not None:
             # lazy: only a tree's rank profile needs it (start-up)
             from sim.model.tree_presets import rank_profile
@@ -688,6 +721,8 @@ class AcceptanceSpec(Heterogeneity):
         return None
 
     def rank_shape_field(self) -> str:
+        if self.rank_rates_by_depth is not None:
+            return "acceptance.rank_rates_by_depth"
         return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
 
     @property

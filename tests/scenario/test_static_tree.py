@@ -99,3 +99,39 @@ def test_a_tree_wider_than_the_rank_rates_is_refused(tmp_path):
     assert "acceptance.rank_rates: gives 2 ranks but speculation.tree uses ranks up to 4" in (
         result.output
     )
+
+
+BY_DEPTH = DATA / "by-depth.toml"
+
+
+def test_rank_rates_by_depth_give_each_depth_its_own_ranks():
+    # q(depth 1) = [0.7, 0.15], q(2) = [0.6, 0.2], q(3) = [0.5, 0.1] on the vLLM tree
+    # (0) (1) (0,0) (0,1) (1,0) (0,0,0): S_1 = 0.7 + 0.15; S_2 = 0.7 (0.6 + 0.2) + 0.15 0.6;
+    # S_3 = 0.7 0.6 0.5
+    acc = bind(load_scenario(BY_DEPTH)).acceptance
+    s1, s2, s3 = 0.85, 0.7 * 0.8 + 0.15 * 0.6, 0.7 * 0.6 * 0.5
+    assert acc.mean_accept_length() == pytest.approx(1 + s1 + s2 + s3, abs=1e-12)
+    assert acc.request_pmf() == pytest.approx([1 - s1, s1 - s2, s2 - s3, s3], abs=1e-12)
+
+
+def test_the_last_depths_rank_rates_repeat_below_the_list(tmp_path):
+    path = tmp_path / "short.toml"
+    path.write_text(
+        BY_DEPTH.read_text().replace(
+            "rank_rates_by_depth = [[0.7, 0.15], [0.6, 0.2], [0.5, 0.1]]",
+            "rank_rates_by_depth = [[0.7, 0.15], [0.6, 0.2]]",
+        )
+    )
+    acc = bind(load_scenario(path)).acceptance
+    s3 = 0.7 * 0.6 * 0.6
+    assert acc.expected_survival()[3] == pytest.approx(s3, abs=1e-12)
+
+
+def test_rank_rates_by_depth_rows_must_agree_in_width(tmp_path):
+    path = tmp_path / "ragged.toml"
+    path.write_text(BY_DEPTH.read_text().replace("[0.6, 0.2], [0.5, 0.1]]", "[0.6, 0.2], [0.5]]"))
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 2
+    assert "acceptance.rank_rates_by_depth: depth 3 gives 1 ranks, depth 1 gives 2" in (
+        result.output
+    )

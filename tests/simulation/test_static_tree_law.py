@@ -41,3 +41,15 @@ def test_accept_length_pmf_matches_the_exact_law(engine):
     assert np.all(np.abs(counts / n - p) < 4 * se), (counts / n, p)
     # and the closed form the analysis prints is that law
     assert np.allclose(result.acceptance.cycle_pmf(), p, rtol=0, atol=1e-12)
+
+
+def test_rank_rates_by_depth_law_in_the_monte_carlo():
+    path = EAGLE1.parent / "by-depth.toml"
+    result = simulate(load_scenario(path), engine="des", replications=4, requests=40, seed=5)
+    counts = accept_count_totals(result)
+    n = counts.sum()
+    s1, s2, s3 = 0.85, 0.7 * 0.8 + 0.15 * 0.6, 0.7 * 0.6 * 0.5  # by hand, as the scenario test
+    p = np.array([1 - s1, s1 - s2, s2 - s3, s3])
+    se = np.sqrt(p * (1 - p) / n)
+    assert n > 10_000
+    assert np.all(np.abs(counts / n - p) < 4 * se), (counts / n, p)

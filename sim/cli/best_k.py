@@ -75,6 +75,7 @@ def best_k(
             settings=settings,
             assumptions=notes,
             draws=DrawnPoints(evaluator, builder.draws),
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("best_k", render_best_k, study)

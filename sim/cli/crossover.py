@@ -93,6 +93,7 @@ def crossover(
             settings=settings,
             assumptions=notes,
             draws=DrawnPoints(evaluator, builder.draws),
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("crossover", render_crossover, study)

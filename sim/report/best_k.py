@@ -3,11 +3,11 @@ of the table against every fixed k at another seed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 
 __all__ = ["render_best_k"]
@@ -49,13 +49,8 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
             )
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
-    config = doc["vllm_speculative_config"]
-    lines += [
-        "",
-        "vLLM (--speculative-config, with your method and model):",
-        "  " + json.dumps(config),
-        "SGLang-style threshold: " + doc["sglang_threshold_note"],
-    ]
+    lines += ["", *engine_config_lines(doc["engine_configs"])]
+    lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
     check = doc["check"]
     lines += [
         "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
@@ -206,6 +207,9 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
                     f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
                 )
     lines += _overload_lines(doc)
+    for k, configs in doc.get("engine_configs", {}).items():
+        lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
+        lines += engine_config_lines(configs)[1:]
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")

@@ -40,6 +40,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.crossings import find_crossings
+from sim.studies.engine_configs import engine_configs
 from sim.studies.serving_draws import DrawnPoints, interval90, shifted
 from sim.studies.serving_points import (
     METRICS,
@@ -244,6 +245,8 @@ class BestKResult:
     runs: int
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    #: The scenario's draft method (acceptance.method), named in the engine configs.
+    draft_method: str | None = None
 
     @property
     def beats_every_fixed_k(self) -> bool:
@@ -315,6 +318,7 @@ class BestKResult:
                 }
             ),
             "sglang_threshold_note": self.threshold_note,
+            "engine_configs": engine_configs(self.table, self.draft_method),
             "check": {
                 "seed": self.check_seed,
                 "users": [c.users for c in self.checks["table"]],
@@ -457,6 +461,7 @@ def best_k(
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
+    draft_method: str | None = None,
 ) -> BestKResult:
     """Select the best k (0 and ``num_steps``) at each of ``users``, build the engine forms
     and check them at another seed (``check``: an evaluator of the same plans at that
@@ -512,4 +517,5 @@ def best_k(
         runs=evaluator.runs + checker.runs,
         settings=dict(settings or {}),
         assumptions=(*assumptions, *notes),
+        draft_method=draft_method,
     )

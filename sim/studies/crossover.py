@@ -33,6 +33,7 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.crossings import STOPS, Crossing, find_crossings
+from sim.studies.engine_configs import engine_configs
 from sim.studies.serving_draws import DrawnPoints, interval90
 from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PointEvaluator
@@ -228,14 +229,54 @@ class CrossoverResult:
     #: Simulated (load, policy k, replications not steady, replications) where the
     #: requests in the system grew through the window (serve's NOT STEADY)
     not_steady: tuple[tuple[float, int, int, int], ...] = ()
+    #: The scenario's draft method (acceptance.method), named in the engine configs.
+    draft_method: str | None = None
 
     def curve(self, metric: str, k: int) -> MetricCurve:
         return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
+
+    def threshold_rows(self, k: int) -> tuple[tuple[int, int, int], ...] | None:
+        """The per-user tok/s crossover at ``k`` as a ``[start_bs, end_bs, k]`` table: k
+        up to the batch before speculation stops paying, plain decoding from there (a
+        closed loop without think time keeps about one request a user in the batch).
+        None: a load in requests/s, no per-user curve, or a curve that does not stop
+        paying exactly once from the first load."""
+        if self.load_kind != "concurrency" or not self.curves:
+            return None
+        curve = next(
+            (c for c in self.curves if c.metric == "per_user_tok_s" and c.num_steps == k), None
+        )
+        if curve is None:
+            return None
+        top = int(max(self.grid))
+        if not curve.crossings:
+            pays = all(g.mean >= 1.0 for g in curve.gain)
+            return ((1, top, k),) if pays else None
+        if len(curve.crossings) != 1 or curve.crossings[0].direction != STOPS:
+            return None
+        first_plain = int(curve.crossings[0].at)
+        if first_plain <= 1:
+            return None
+        rows = [(1, first_plain - 1, k)]
+        if first_plain <= top:
+            rows.append((first_plain, top, 0))
+        return tuple(rows)
+
+    def engine_configs(self) -> dict[str, Any]:
+        """Each k's crossover as each engine accepts it (sim/studies/engine_configs.py)."""
+        out: dict[str, Any] = {}
+        for k in self.num_steps:
+            rows = self.threshold_rows(k)
+            if rows is not None:
+                out[str(k)] = {"table": [list(r) for r in rows],
+                               **engine_configs(rows, self.draft_method)}  # fmt: skip
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "load_kind": self.load_kind,
+            "engine_configs": self.engine_configs(),
             "grid": list(self.grid),
             "num_steps": list(self.num_steps),
             "metrics": {m: _metric_doc(m) for m in dict.fromkeys(c.metric for c in self.curves)},
@@ -278,6 +319,7 @@ def crossover(
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
+    draft_method: str | None = None,
 ) -> CrossoverResult:
     """Gain curves and crossovers of every metric at every k over ``loads``.
 
@@ -329,7 +371,8 @@ def crossover(
                 {float(load.value) for load, p in evaluator.memo if p == spec and load.kind == kind}
             )
             pts = [x for x in seen if (grid[0].at(x), BASELINE) in evaluator.memo]
-            intervals, nearest = (), None
+            intervals: tuple[tuple[float | None, float | None], ...] = ()
+            nearest = None
             if draws is not None and xs:  # no draws: the Monte Carlo interval
                 intervals = tuple(
                     crossing_interval90(draws, paired[k], k, metric, c) for c in found
@@ -363,6 +406,7 @@ def crossover(
         settings=dict(settings or {}),
         assumptions=tuple(assumptions),
         overloads=overloads,
+        draft_method=draft_method,
         not_steady=tuple(
             sorted(
                 (float(load.value), p.max_k, point.not_steady, point.replications)
@@ -424,10 +468,10 @@ def crossing_interval90(
         values = list(found.values())
         ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
     ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
-    lo, hi = min(ends), max(ends)
+    low, high = min(ends), max(ends)
     if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
-        lo, hi = (math.ceil(x) if math.isfinite(x) else x for x in (lo, hi))
-    return (None if not math.isfinite(lo) else lo, None if not math.isfinite(hi) else hi)
+        low, high = (math.ceil(x) if math.isfinite(x) else x for x in (low, high))
+    return (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
 
 
 def _crossing_of(xs: Sequence[float], g: np.ndarray, stops: bool) -> float:

@@ -66,6 +66,12 @@ def test_topk_set_on_the_command_line_drops_the_tree():
     assert sc.speculation.tree is None and not sc.speculation.is_tree
 
 
+def test_another_form_set_on_the_command_line_replaces_the_files():
+    sc = load_scenario(EAGLE1, ["speculation.tree.paths=[[0],[0,0]]", "speculation.num_steps=2"])
+    assert sc.speculation.tree is not None and sc.speculation.tree.preset is None
+    assert sc.speculation.draft_tokens == 3
+
+
 @pytest.mark.parametrize(
     ("tree_lines", "num_steps", "field", "words"),
     [

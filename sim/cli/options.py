@@ -119,6 +119,13 @@ quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar and no 'wrote FILE' lines."
 )
 
+verbose_option = click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Every table after the first screen's answer (--json has every field either way).",
+)
+
 
 def output_dir_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """click callback: an output directory is checked when the options are read, before

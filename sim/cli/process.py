@@ -6,8 +6,8 @@ cyclic garbage collector runs a young-generation pass every 700 net allocations 
 full pass over every object as they accumulate; during start-up nearly none of those
 objects is garbage (module globals, classes, functions), so the passes find nothing and
 cost a few percent of a command's CPU (``specsim run`` on the seed scenario allocates
-about 85,000 objects net, ~120 young passes, 0.09-0.13 s of its ~1.4 s CPU on the 2-core
-machine). The process therefore starts a young pass only every ``GC_THRESHOLDS[0]``
+about 85,000 objects net: some 120 young passes at the default threshold). The process
+therefore starts a young pass only every ``GC_THRESHOLDS[0]``
 allocations (none during that run); collection still runs, so a long serving simulation
 that makes reference cycles (SimPy processes and their events) still has them collected.
 Library users (and ``click.testing.CliRunner``, which calls the command group directly)
@@ -15,8 +15,8 @@ keep Python's defaults: only the process entry point changes them.
 
 The process also tells pydantic it uses no plugins (``PYDANTIC_DISABLE_PLUGINS``, unless
 the environment sets it): pydantic looks for them when it builds its first validator by
-reading the entry points of every installed distribution (about 4 ms of ``run``'s CPU
-with the dev extra's 52 installed; pydantic.dev/docs "Plugins"), and specsim's
+reading the entry points of every installed distribution (pydantic.dev/docs
+"Plugins"), and specsim's
 validation has none to call.
 """
 

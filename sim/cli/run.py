@@ -16,6 +16,7 @@ from sim.cli.options import (
     scenario_argument,
     set_option,
     target_option,
+    verbose_option,
     with_targets,
     workers_option,
 )
@@ -53,6 +54,7 @@ def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[st
 @kernel_option
 @workers_option("replications")
 @quiet_option
+@verbose_option
 @plot_option
 @format_option
 def run(
@@ -69,6 +71,7 @@ def run(
     fidelity: str,
     kernel: str,
     quiet: bool,
+    verbose: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -116,8 +119,8 @@ def run(
             if as_json:
                 echo_document("run", body)
             else:
-                click.echo(render_analysis(analysis))
-                click.echo(render_exact(exact, law))
+                click.echo(render_analysis(analysis, verbose))
+                click.echo(render_exact(exact, law, verbose))
                 if unused:
                     click.echo(f"  (--method auto: the law is exact; {', '.join(unused)} unused)")
             return
@@ -154,7 +157,7 @@ def run(
     if as_json:
         echo_document("run", body)
     else:
-        click.echo(render_analysis(analysis))
-        click.echo(render_montecarlo(summary, result))
+        click.echo(render_analysis(analysis, verbose))
+        click.echo(render_montecarlo(summary, result, verbose))
         if fallback:
             click.echo(fallback)

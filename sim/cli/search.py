@@ -18,6 +18,7 @@ from sim.cli.options import (
     set_option,
     target_option,
     targets_or_scenario,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -101,6 +102,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 @monte_carlo_options
 @workers_option("draft lengths")
 @quiet_option
+@verbose_option
 @json_option
 @plot_option
 @format_option
@@ -122,6 +124,7 @@ def search(
     seed: int | None,
     workers: int,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -207,13 +210,13 @@ def search(
             workers=workers,
             base_dir=Path(scenario).resolve().parent,
         ).to_dict()
-        text = render_search(doc)
+        text = render_search(doc, verbose)
     else:
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()
-        text = render_search(doc)
+        text = render_search(doc, verbose)
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures

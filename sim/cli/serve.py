@@ -75,10 +75,8 @@ def serve(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.scenario.load import load_scenario
-    from sim.simulation.serving.metrics import summarize_serving
-    from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
-    from sim.simulation.serving.simulate import simulate_serving
-    from sim.simulation.serving.stability import check_open_load
+    from sim.simulation.serving.setup import with_load
+    from sim.studies.serve import serve as serve_scenario
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -97,23 +95,20 @@ def serve(
             source=given[0],
         )
     sc = with_mc_settings(sc, replications, requests, seed)
-    setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
-    check = check_open_load(setup.plan, setup.policies)
-    if check is not None and not check.stable:
-        body = unstable_to_dict(setup, sc.name, check)
+    with ProgressBar(enabled=not quiet) as progress:
+        served = serve_scenario(
+            sc,
+            workers=workers,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            progress=progress,
+        )
+    if served.run is None or served.summary is None:  # above what the server answers
+        assert served.check is not None
+        body = unstable_to_dict(served.setup, sc.name, served.check)
         if plot_dir and not quiet:
             click.echo("no figures: the load is above what the server answers, nothing ran")
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
-    with ProgressBar(enabled=not quiet) as progress:
-        run = simulate_serving(
-            setup.plan,
-            setup.policies,
-            replications=setup.replications,
-            seed=setup.seed,
-            workers=workers,
-            progress=progress,
-        )
-    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
-    body = serving_to_dict(run, summary, setup, sc.name)
+    body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
     emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

@@ -192,9 +192,8 @@ def build_study(
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
-    from sim.parallel import LocalExecutor
     from sim.scenario.load import load_scenario, with_overrides
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serve import serving_study
 
     sc = with_mc_settings(
         load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
@@ -205,19 +204,13 @@ def build_study(
     ):
         if value is not None:  # an error names the flag, as --rate's names --rate
             sc = with_overrides(sc, {field: value}, source=flag)
-    builder = ScenarioPlans.of(
-        sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
-    )
-    setup = builder.setup(None, builder.default_steps)
-    evaluator = PointEvaluator(
-        builder,
-        replications=setup.replications,
-        seed=setup.seed,
-        slo=setup.slo,
-        executor=LocalExecutor(args.workers),
+    return serving_study(
+        sc,
+        workers=args.workers,
+        base_dir=Path(args.scenario).resolve().parent,
+        source=args.scenario,
         progress=progress,
     )
-    return builder, evaluator
 
 
 def emit(

@@ -37,7 +37,7 @@ from sim.model.host_work import DEFAULT_US_PER_REQUEST
 
 # The draft-policy and tree modules (sim.model.policy, sim.model.tree_presets) are imported
 # where a validator needs them: a chain scenario never does, and importing them (and the
-# tree modules they import) cost every ``run`` about 10 ms of start-up.
+# tree modules they import) would add to every ``run``'s start-up.
 
 # Bounds. Every number is finite (``allow_inf_nan=False``: TOML's inf and nan are refused),
 # and every size has a ceiling well above any real server, so that a typo (1e9 layers)
@@ -861,7 +861,7 @@ class Scenario(Section):
     def derived(self) -> dict[str, Any]:
         """``_derived``, read from pydantic's store of private attributes: reading
         ``self._derived`` fails the ordinary lookup first and then goes through
-        ``BaseModel.__getattr__``, about 3 us a read, more than most of what it memoizes."""
+        ``BaseModel.__getattr__``, which costs more than most of what it memoizes."""
         return self.__pydantic_private__["_derived"]  # type: ignore[index]
 
     def given_origin(self, dotted: str) -> tuple[str, str]:

@@ -17,7 +17,9 @@ from sim.errors import SpecsimError
 @json_option
 def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -> None:
     """Validate each SCENARIO file; exit status 2 if any is invalid."""
-    from sim.cli.group import cli_error  # lazy: start-up
+    # lazy: start-up
+    from sim.binding.bound import bind
+    from sim.cli.group import cli_error
     from sim.scenario.load import load_scenario
 
     failed = 0
@@ -25,6 +27,7 @@ def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -
     for path in scenarios:
         try:
             sc = load_scenario(path, sets)
+            bind(sc)  # what the values mean: the hardware model checks them too
         except SpecsimError as exc:
             failed += 1
             if not as_json:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.binding.provenance import Assumption
 from sim.report.format import count, fmt_alpha
 from sim.report.screen import fit_width, measure_next_lines, rests_on_line, wrap
 from sim.report.uncertainty import (
@@ -15,7 +16,6 @@ from sim.report.uncertainty import (
     fmt_interval,
     header_lines,
 )
-from sim.scenario.provenance import Assumption
 from sim.studies.uncertainty import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
 
 # --------------------------------------------------------------------------- text reports

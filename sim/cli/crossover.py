@@ -72,7 +72,7 @@ def crossover(
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
-    from sim.report.crossover import render_crossover
+    from sim.report.crossover import render_crossover, render_crossover_screen
     from sim.studies.crossover import crossover as run_crossover
     from sim.studies.serving_runs import study_settings
 
@@ -93,4 +93,4 @@ def crossover(
             assumptions=notes,
         )
 
-    args.run("crossover", render_crossover, study)
+    args.run("crossover", render_crossover, study, screen=render_crossover_screen)

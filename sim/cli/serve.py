@@ -16,6 +16,7 @@ from sim.cli.options import (
     scenario_argument,
     seed_option,
     set_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -53,6 +54,7 @@ from sim.cli.serving_options import emit
 @replications_option
 @workers_option("replications")
 @quiet_option
+@verbose_option
 @plot_option
 @format_option
 def serve(
@@ -67,6 +69,7 @@ def serve(
     replications: int | None,
     workers: int,
     quiet: bool,
+    verbose: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -74,6 +77,7 @@ def serve(
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
+    from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.setup import with_load
     from sim.studies.serve import serve as serve_scenario
@@ -111,4 +115,5 @@ def serve(
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
     body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
-    emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)
+    render = render_serving if verbose else render_serving_screen
+    emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

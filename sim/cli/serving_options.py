@@ -28,6 +28,7 @@ from sim.cli.options import (
     scenario_argument,
     seed_option,
     set_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -129,6 +130,7 @@ class StudyArgs:
     as_json: bool
     plot_dir: str | None
     fmt: str
+    verbose: bool = False
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
 
@@ -137,12 +139,21 @@ class StudyArgs:
         kind: str,
         render: Callable[[dict[str, Any]], str],
         study: Callable[[ScenarioPlans, PointEvaluator], Any],
+        screen: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         """Build the study (with a progress bar unless ``--quiet``), run ``study`` on its
-        plan builder and evaluator, then print (and plot) the result's document."""
+        plan builder and evaluator, then print (and plot) the result's document: its first
+        screen (``screen``; default ``render``'s text with the assumptions in one line),
+        or with ``--verbose`` every table (``render``)."""
         with ProgressBar(enabled=not self.quiet) as progress:
             builder, evaluator = build_study(self, progress)
             result = study(builder, evaluator)
+        if not self.verbose:
+            # lazy: the report layer when a command runs, not for --help (start-up)
+            from sim.report.screen import first_screen
+
+            full = render
+            render = screen or (lambda doc: first_screen(full(doc), doc.get("assumptions", ())))
         emit(
             kind,
             result.to_dict(),
@@ -170,6 +181,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             return fn(args, **kwargs)
 
         for option in (
+            verbose_option,
             format_option,
             plot_option,
             json_option,

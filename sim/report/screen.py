@@ -160,6 +160,41 @@ def fit_width(lines: Iterable[str], width: int = WIDTH) -> list[str]:
     return out
 
 
+def assumptions_line(assumptions: Sequence[str]) -> list[str]:
+    """One line naming the assumptions a serving answer rests on (each's topic, the text
+    before its colon); ``--verbose`` lists them whole."""
+    if not assumptions:
+        return []
+    topics = list(dict.fromkeys(a.split(":", 1)[0] for a in assumptions))
+    return wrap(
+        f"rests on {len(assumptions)} assumptions ({', '.join(topics)}); --verbose lists them",
+        indent="",
+        more="  ",
+    )
+
+
+def first_screen(full: str, assumptions: Sequence[str]) -> str:
+    """A report's text as its first screen: the ``assumptions:`` block replaced by one
+    line naming them, every line wrapped to ``WIDTH``."""
+    lines: list[str] = []
+    skipping = False
+    for line in full.splitlines():
+        if line == "assumptions:":
+            skipping = True
+            continue
+        if skipping and line.startswith("  - "):
+            continue
+        skipping = False
+        lines.append(line)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tail = [ln for ln in lines[-1:] if ln.startswith("(")]  # a closing count: "(65 runs)"
+    body = lines[: len(lines) - len(tail)]
+    while body and not body[-1].strip():
+        body.pop()
+    return "\n".join(fit_width([*body, "", *assumptions_line(assumptions), *tail]))
+
+
 def fits(text: str, lines: int = SCREEN_LINES, width: int = WIDTH) -> bool:
     """Whether ``text`` fits a screen of ``lines`` lines of ``width`` characters."""
     rows = text.splitlines()

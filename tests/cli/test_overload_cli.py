@@ -60,7 +60,7 @@ def test_crossover_above_every_bound(no_simulation):
 
 def test_search_at_a_rate_above_every_bound(no_simulation):
     common = ["search", SERVING, "--rate", "1000", "--target", "50", "--num-steps", "2", "-q"]
-    code, out = run(*common)
+    code, out = run(*common, "--verbose")
     assert code == 0, out
     assert (
         "unreachable: 1000 requests/s is more than the server answers with k = 2 even with "

@@ -47,6 +47,14 @@ from sim.cli.serving_options import emit
     metavar="FILE",
     help="Replay a CSV trace (arrival_s, input_tokens, output_tokens[, class]).",
 )
+@click.option(
+    "--draws",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
+    "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
+)
 @set_option
 @json_option
 @seed_option
@@ -62,6 +70,7 @@ def serve(
     concurrency: int | None,
     rate: float | None,
     trace: str | None,
+    draws: int,
     sets: tuple[str, ...],
     as_json: bool,
     seed: int | None,
@@ -79,8 +88,9 @@ def serve(
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
-    from sim.simulation.serving.setup import with_load
+    from sim.simulation.serving.setup import BASELINE, with_load
     from sim.studies.serve import serve as serve_scenario
+    from sim.studies.serving_draws import serve_intervals
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -115,5 +125,18 @@ def serve(
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
     body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
+    if draws:
+        body["interval90"] = serve_intervals(
+            sc,
+            served.run.records,
+            slo=served.setup.slo,
+            seed=served.setup.seed,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            workers=workers,
+            baseline=BASELINE,
+            batch=max(p.mean_batch.mean for p in served.summary.policies.values()),
+            draws=draws,
+        )
     render = render_serving if verbose else render_serving_screen
     emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

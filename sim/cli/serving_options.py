@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sim.cli.options import (
+    executor_options,
     format_option,
     json_option,
     list_values,
@@ -133,6 +134,8 @@ class StudyArgs:
     verbose: bool = False
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
+    executor: str = "local"
+    scheduler: str | None = None
 
     def run(
         self,
@@ -180,12 +183,14 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             args = StudyArgs(**{k: kwargs.pop(k) for k in _STUDY_PARAMS if k in kwargs})
             return fn(args, **kwargs)
 
+        decorated: Callable[..., Any] = command
         for option in (
             verbose_option,
             format_option,
             plot_option,
             json_option,
             quiet_option,
+            executor_options,
             workers_option(what),
             seed_option,
             requests_option,
@@ -193,18 +198,19 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             set_option,
             scenario_argument,
         ):
-            command = option(command)
-        return command
+            decorated = option(decorated)
+        return decorated
 
     return decorate
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int], None] | None
+    args: StudyArgs, progress: Callable[[int, int | None], None] | None
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
     from sim.binding.bound import bind
+    from sim.parallel import make_executor
     from sim.scenario.load import load_scenario, with_overrides
     from sim.studies.serve import serving_study
 
@@ -220,7 +226,7 @@ def build_study(
             sc = with_overrides(sc, {field: value}, source=flag)
     return serving_study(
         sc,
-        workers=args.workers,
+        executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,
         progress=progress,

@@ -15,6 +15,7 @@ from sim.report.serving import (
     _digits,
     _header,
     _overload_lines,
+    interval90_lines,
     render_unstable,
 )
 
@@ -50,6 +51,7 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
     if any(v is not None for v in values):
         cells = [_cell(v["mean"], v["ci95"], 3) if v else "-" for v in values]
         lines.append(_row(["SLO attainment", *cells], widths))
+    lines += interval90_lines(doc, names)
     lines += _overload_lines(doc, names)
     lines += [
         "",

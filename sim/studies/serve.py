@@ -13,16 +13,17 @@ memoized point evaluator that ``crossover``, ``best_k`` and ``capacity`` take.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sim.parallel import LocalExecutor
+from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
+from sim.studies.serving_draws import input_draws
 from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
 
@@ -109,21 +110,25 @@ def serving_study(
     requests: int | None = None,
     seed: int | None = None,
     workers: int = 1,
+    executor: Executor | None = None,
     base_dir: str | Path | None = None,
     source: str = "scenario",
     progress: Callable[[int, int | None], None] | None = None,
 ) -> tuple[ScenarioPlans, PointEvaluator]:
-    """The scenario's plan builder and a point evaluator at its seed, replications and
-    SLO: what ``crossover``, ``best_k`` and ``capacity`` take."""
+    """The scenario's plan builder (with the input draws of its 90% intervals) and a
+    point evaluator at its seed, replications and SLO: what ``crossover``, ``best_k`` and
+    ``capacity`` take. ``executor``: where points run (default a local pool of
+    ``workers``)."""
     sc = with_sample(scenario, replications=replications, requests=requests, seed=seed)
     builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
+    builder = replace(builder, draws=input_draws(sc, setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,
         seed=setup.seed,
         slo=setup.slo,
-        executor=LocalExecutor(workers),
+        executor=executor or LocalExecutor(workers),
         progress=progress,
     )
     return builder, evaluator

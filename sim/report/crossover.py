@@ -67,20 +67,19 @@ def _fewest(bracket: Sequence[float] | None) -> str:
 def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     """One crossing in words: for a rate the interpolated load and its 95% interval; for
     users, a whole number: the fewest users on the new side of 1 (the crossing lies
-    between two neighbouring user counts), with the same for the interval's ends; then its
-    90% interval from inputs and model where the document has one."""
-    return _crossing_words(c, kind) + _interval90_words(c, load_unit(kind))
+    between two neighbouring user counts), with the same for the interval's ends."""
+    return _crossing_words(c, kind)
 
 
-def _interval90_words(c: Mapping[str, Any], unit: str) -> str:
-    """A crossing's 90% interval from inputs and model ("" without one); an open end lies
-    beyond the loads the draws ran."""
+def interval90_words(c: Mapping[str, Any], kind: str) -> str | None:
+    """A crossing's 90% interval from inputs and model (None without one); an open end
+    lies beyond the loads the draws ran."""
     if "interval90" not in c:
-        return ""
+        return None
     lo, hi = c["interval90"]
     low = "below the loads run" if lo is None else f"{lo:.3g}"
     high = "above the loads run" if hi is None else f"{hi:.3g}"
-    return f"; 90% from inputs and model [{low}, {high}] {unit}"
+    return f"{c['direction']}: 90% from inputs and model [{low}, {high}] {load_unit(kind)}"
 
 
 def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
@@ -227,16 +226,20 @@ def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = Non
                 if c["crossings"]
                 else c["summary"]
             )
-            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
-                n = c["nearest_one"]
-                lo, hi = n["gain_interval90"]
-                text += (
-                    f"; gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
-                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
-                )
             if c["crossings"] and c.get("overload_summary"):
                 text += f"; {c['overload_summary']}"
             lines.append(f"  k={k}: {text}")
+            for x in c["crossings"]:
+                words = interval90_words(x, kind)
+                if words:
+                    lines.append(f"       {words}")
+            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
+                n = c["nearest_one"]
+                lo, hi = n["gain_interval90"]
+                lines.append(
+                    f"       gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
+                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
+                )
     lines += _overload_lines(doc)
     for k, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]

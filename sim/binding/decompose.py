@@ -32,7 +32,7 @@ anything else from the model's weights and the GPU preset (sim/hardware/roofline
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -539,7 +539,7 @@ class ScenarioHardware:
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
-def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, float]:
+def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, Any]:
     """The draft extend's growth per accepted token and the tokens it was taken at (the
     scenario's own num_steps + 1 by default, whatever k a cycle is later built for)."""
     tokens = timing.draft_extend_tokens

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 #: ``sim.simulation.engines.ENGINES`` and ``sim.binding.bind.FIDELITIES`` (tests check).
 ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
-#: ``sim.simulation.engines.kernels.KERNELS`` (tests check).
-KERNEL_NAMES: tuple[str, ...] = ("auto", "numpy", "compiled")
 FIDELITY_NAMES: tuple[str, ...] = ("cycle", "layer")
 
 scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False, path_type=str))
@@ -58,14 +56,6 @@ engine_option = click.option(
     default="fast",
     show_default=True,
     help="fast: vectorized NumPy; des: the SimPy model of record.",
-)
-kernel_option = click.option(
-    "--kernel",
-    type=click.Choice(KERNEL_NAMES),
-    default="auto",
-    show_default=True,
-    help="The fast engine's kernel: numpy, compiled (Numba: 1.6-2.8x less CPU a cycle, "
-    "0.65-0.8 s to load) or auto (compiled for runs of 3e8 cycles or more). Same numbers.",
 )
 fidelity_option = click.option(
     "--fidelity",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +172,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             args = StudyArgs(**{k: kwargs.pop(k) for k in _STUDY_PARAMS if k in kwargs})
             return fn(args, **kwargs)
 
+        decorated: Callable[..., Any] = command
         for option in (
             format_option,
             plot_option,
@@ -185,20 +186,21 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             set_option,
             scenario_argument,
         ):
-            command = option(command)
-        return command
+            decorated = option(decorated)
+        return decorated
 
     return decorate
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int], None] | None
+    args: StudyArgs, progress: Callable[[int, int | None], None] | None
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
     from sim.binding.bound import bind
     from sim.parallel import make_executor
     from sim.scenario.load import load_scenario, with_overrides
+    from sim.studies.serving_draws import input_draws
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
     sc = with_mc_settings(
@@ -215,6 +217,7 @@ def build_study(
         sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
     )
     setup = builder.setup(None, builder.default_steps)
+    builder = replace(builder, draws=input_draws(sc, setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

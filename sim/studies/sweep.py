@@ -318,8 +318,9 @@ def run_sweep(
         if not 1 <= i <= n:
             raise SpecsimError(f"shard {i}/{n}: expected i/N with 1 <= i <= N", param="shard")
         hours *= len(range(i - 1, len(points), n)) / len(points)
-    if isinstance(executor or LocalExecutor(), LocalExecutor):
-        parallel = max(1, min((executor or LocalExecutor()).workers, os.cpu_count() or 1))
+    local = executor or LocalExecutor()
+    if isinstance(local, LocalExecutor):
+        parallel = max(1, min(local.workers, os.cpu_count() or 1))
         if hours / parallel > MAX_SWEEP_HOURS:
             raise SpecsimError(
                 f"{len(points)} points would take about {hours / parallel:.3g} hours on "

@@ -55,6 +55,14 @@ class DecodeBatch:
     one of them writes into its rows.
     """
 
+    ids: np.ndarray
+    keys: np.ndarray
+    need: np.ndarray
+    context: np.ndarray
+    cycles: np.ndarray
+    last_ms: np.ndarray
+    thresholds: np.ndarray
+
     _FIELDS = ("ids", "keys", "need", "context", "cycles", "last_ms", "thresholds")
     _THRESHOLDS = 6  # first column of the thresholds
 

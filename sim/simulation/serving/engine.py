@@ -284,6 +284,7 @@ class Server:
         req.finish_ms = now
         self.rec.leave(req)
         if req.source is None:
+            assert req.done is not None  # made when the request arrived
             req.done.succeed()
         elif not self.stop.triggered:  # a user without think time: its next, now
             send_next(self, req.source)
@@ -446,7 +447,9 @@ class Server:
         held = self.held_tokens() + plan.growth[:n]
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
         if self.controller is not None:  # accepted drafts per request and iteration (B, n)
-            self.controller.observe(b, plan.k, plan.lengths[:, :n].astype(np.int64) - 1)
+            k = plan.k
+            assert isinstance(k, int)  # the controller's own k_for_batch: a chain
+            self.controller.observe(b, k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
         batch.context += emitted

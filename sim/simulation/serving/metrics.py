@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from sim.simulation.serving.records import REQUEST_METRICS, ServingRecord, metric_values
 from sim.simulation.serving.sketch import QuantileSketch
@@ -200,7 +200,7 @@ def mean_interval(
     mean = float(x.mean())
     if x.size < 2:
         return mean, None
-    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    half = float(stdtrit(x.size - 1, 0.975) * x.std(ddof=1) / np.sqrt(x.size))
     lo, hi = mean - half, mean + half
     if lower is not None:
         lo, hi = max(lo, lower), max(hi, lower)
@@ -369,9 +369,10 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
         share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
-    if records[0].kv_capacity_tokens is not None:
+    capacity = records[0].kv_capacity_tokens  # one plan: every replication's
+    if capacity is not None:
         kv = Ratio.across(
-            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records]),
+            np.array([r.kv_token_ms / (capacity * r.window_ms) for r in records]),
             share_interval,
         )
     preempt = np.array(

@@ -19,7 +19,13 @@ from __future__ import annotations
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
-from sim.cli.options import echo_document, json_option, output_file_checked, set_option
+from sim.cli.options import (
+    FiniteFloatRange,
+    echo_document,
+    json_option,
+    output_file_checked,
+    set_option,
+)
 
 #: Smallest relative error of a figure: a part per million is beyond any benchmark, and
 #: below ~1e-20 the weighted residuals overflow the least-squares fit (a traceback at 1e-160).
@@ -48,7 +54,7 @@ TIMING_RUN_HELP = (
 @set_option
 @click.option(
     "--baseline-tok-s",
-    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    type=FiniteFloatRange(min=0.0, min_open=True, max=1e7),
     help="Measured plain-decoding tok/s (batch 1).",
 )
 @click.option(

@@ -75,4 +75,4 @@ def best_k(
             assumptions=notes,
         )
 
-    args.run("best_k", render_best_k, study)
+    args.run("best_k", render_best_k, study, simulations=len(loads) * (len(ks) + 1))

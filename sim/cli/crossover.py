@@ -25,6 +25,9 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     names = tuple(split_list(text, source="--metric"))
     if not names:
         raise SpecsimError("name at least one metric", source="--metric")
+    repeated = sorted({m for m in names if names.count(m) > 1})
+    if repeated:
+        raise SpecsimError(f"metric {', '.join(repeated)} given twice", source="--metric")
     for m in names:
         if m not in METRICS or METRICS[m].needs_slo:
             known = ", ".join(n for n, s in METRICS.items() if not s.needs_slo)
@@ -93,4 +96,4 @@ def crossover(
             assumptions=notes,
         )
 
-    args.run("crossover", render_crossover, study)
+    args.run("crossover", render_crossover, study, simulations=len(loads) * (len(ks) + 1))

@@ -142,6 +142,7 @@ def serve(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.scenario.load import load_scenario
+    from sim.simulation.budget import check_serving_size
     from sim.simulation.serving.metrics import summarize_serving
     from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
@@ -166,6 +167,10 @@ def serve(
     sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
     setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
+    workload = setup.plan.workload
+    check_serving_size(
+        len(setup.policies), setup.replications, workload.requests + workload.warmup, workers
+    )
     check = check_open_load(setup.plan, setup.policies)
     if check is not None and not check.stable:
         body = unstable_to_dict(setup, sc.name, check)

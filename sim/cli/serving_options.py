@@ -138,11 +138,17 @@ class StudyArgs:
         kind: str,
         render: Callable[[dict[str, Any]], str],
         study: Callable[[ScenarioPlans, PointEvaluator], Any],
+        *,
+        simulations: int | None = None,
+        requests: int | None = None,
     ) -> None:
         """Build the study (with a progress bar unless ``--quiet``), run ``study`` on its
-        plan builder and evaluator, then print (and plot) the result's document."""
+        plan builder and evaluator, then print (and plot) the result's document.
+        ``simulations``: the serving runs (load x policy) the study makes, checked against
+        the memory and time limits before any runs (``requests``: each run's requests, when
+        not the scenario's warm-up + requests)."""
         with ProgressBar(enabled=not self.quiet) as progress:
-            builder, evaluator = build_study(self, progress)
+            builder, evaluator = build_study(self, progress, simulations, requests)
             result = study(builder, evaluator)
         emit(
             kind,
@@ -189,12 +195,17 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int], None] | None
+    args: StudyArgs,
+    progress: Callable[[int, int], None] | None,
+    simulations: int | None = None,
+    requests: int | None = None,
 ) -> tuple[ScenarioPlans, PointEvaluator]:
-    """The scenario's plan builder and an evaluator at its seed and replications."""
+    """The scenario's plan builder and an evaluator at its seed and replications (the
+    study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
     from sim.parallel import LocalExecutor
     from sim.scenario.load import load_scenario, with_overrides
+    from sim.simulation.budget import check_serving_size
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
     sc = with_mc_settings(
@@ -210,6 +221,14 @@ def build_study(
         sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
     )
     setup = builder.setup(None, builder.default_steps)
+    if simulations is not None:
+        workload = setup.plan.workload
+        check_serving_size(
+            simulations,
+            setup.replications,
+            requests if requests is not None else workload.requests + workload.warmup,
+            args.workers,
+        )
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

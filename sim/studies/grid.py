@@ -88,10 +88,12 @@ def parse_range(text: str, key: str = "") -> list[int | float]:
         raise SpecsimError(f"range step must be positive in {text!r}", param="grids", field=key)
     if stop < start:
         raise SpecsimError(f"range stop is below start in {text!r}", param="grids", field=key)
-    count = math.floor((stop - start) / step + 1e-9) + 1
+    spans = (stop - start) / step  # a subnormal step overflows to inf: too many values
+    count = math.floor(spans + 1e-9) + 1 if math.isfinite(spans) else MAX_POINTS + 1
     if count > MAX_POINTS:
         raise SpecsimError(
-            f"range {text!r} has {count} values (a sweep has at most {MAX_POINTS} points)",
+            f"range {text!r} has more than {MAX_POINTS:,} values (a sweep has at most "
+            f"{MAX_POINTS} points)",
             param="grids",
             field=key,
         )

@@ -42,8 +42,8 @@ test-all: $(STAMP)
 # only on one CPU's last bits fails here on any host (CI runs it).
 NUMERICS_TESTS := tests/model/test_profile_fit.py tests/model/test_beta_quantile.py \
 	tests/model/test_roots.py tests/model/test_quadrature.py tests/model/test_renewal.py \
-	tests/scenario/test_priors.py tests/scenario/test_prior_fits.py \
-	tests/scenario/test_cross_run.py tests/calibration tests/simulation/test_engines_fast.py \
+	tests/binding/test_priors.py tests/binding/test_prior_fits.py \
+	tests/binding/test_cross_run.py tests/calibration tests/simulation/test_engines_fast.py \
 	tests/simulation/test_seeding.py tests/simulation/test_simulate.py \
 	tests/test_seed_scenario.py tests/studies/test_search.py tests/studies/test_uncertainty.py
 

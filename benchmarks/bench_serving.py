@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.scenario.bind import acceptance_model, serving_cost
+from sim.binding.bind import acceptance_model, serving_cost
 from sim.scenario.load import load_scenario
 from sim.simulation.serving import (
     ClosedLoop,

@@ -22,7 +22,7 @@ from pathlib import Path
 from alternatives import floor, numpy_alternative, stdlib_loop
 from timing import cpu_of, cpu_of_command, interleaved
 
-from sim.scenario.bind import cycle_cost, scenario_acceptance
+from sim.binding.bind import cycle_cost, scenario_acceptance
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.engines.kernels import COMPILED_ABOVE_CYCLES
 from sim.simulation.simulate import simulate

@@ -4,9 +4,10 @@ The library API is plain functions over frozen config objects; the ``specsim`` c
 (``sim.cli``) is a thin layer over it::
 
     import sim
-    scenario = sim.load_scenario("scenarios/kimi-k25-8xpcie-eagle3.toml")
-    print(sim.analyze(scenario).throughput_tok_s)              # closed form
-    summary = sim.summarize(sim.simulate(scenario, engine="des"))  # Monte Carlo
+    scenario = sim.load_scenario("scenarios/kimi-k25-8xpcie-eagle3.toml")  # the file
+    bound = sim.bind(scenario)                                 # what it means, once
+    print(sim.analyze(bound).throughput_tok_s)                 # closed form
+    summary = sim.summarize(sim.simulate(bound, engine="des"))  # Monte Carlo
     best = sim.search_acceptance(scenario, [150.0], range(1, 17)).targets[0].best
 
 Names are imported on first use (PEP 562), so ``import sim`` stays cheap.
@@ -25,6 +26,8 @@ _EXPORTS: dict[str, str] = {
     "Scenario": "sim.scenario.schema",
     "load_scenario": "sim.scenario.load",
     "with_overrides": "sim.scenario.load",
+    "bind": "sim.binding.bound",
+    "Bound": "sim.binding.bound",
     "analyze": "sim.studies.analysis",
     "simulate": "sim.simulation.simulate",
     "summarize": "sim.simulation.summary",

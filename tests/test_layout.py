@@ -1,9 +1,9 @@
 """The package is a stack of floors: a folder imports only from folders below it.
 
 Floors, lowest first (README, "Architecture"): the basement modules (errors, files,
-records, documents, parallel), then model, hardware, scenario, simulation, calibration, studies,
-validation, report, cli. No import circles, and no import inside a function except the
-lazy imports of start-up time, which say so in a comment.
+records, documents, parallel), then model, hardware, scenario, binding, simulation,
+calibration, studies, validation, report, cli. No import circles, and no import inside
+a function except the lazy imports of start-up time, which say so in a comment.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ FLOORS = {
     "hardware": 3,
     "scenario": 4,
     "parallel": 4,
-    "simulation": 5,
-    "calibration": 6,
-    "studies": 7,
-    "validation": 8,
-    "report": 9,
-    "cli": 10,
-    "__main__": 11,
+    "binding": 5,
+    "simulation": 6,
+    "calibration": 7,
+    "studies": 8,
+    "validation": 9,
+    "report": 10,
+    "cli": 11,
+    "__main__": 12,
 }
 
 

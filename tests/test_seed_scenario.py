@@ -125,8 +125,8 @@ def test_scenarios_sharing_the_seeds_measurements_share_how_well_they_are_known(
     verify 30 ms) states their uncertainty as the seed does: without it a what-if such as
     the graphed verify printed a 90% interval of 115.4 - 115.4 tok/s, where the seed's own
     inputs give 106.1 - 115.8."""
+    from sim.binding.uncertainty import uncertain_inputs
     from sim.scenario.load import load_scenario
-    from sim.scenario.uncertainty import uncertain_inputs
     from tests.conftest import ROOT, SEED
 
     def timing_inputs(sc) -> set[str]:

@@ -37,6 +37,11 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
+from sim.binding.bind import conditional_rates, pass_times
+from sim.binding.bound import bind
+from sim.binding.decompose import hardware_point, reference_point
+from sim.binding.priors import decay_prior, shape_error
+from sim.binding.uncertainty import clipping_notes
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.settings import (
@@ -49,13 +54,9 @@ from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.profile_fit import DECAY_BOUNDS, ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
-from sim.scenario.bind import conditional_rates, pass_times
-from sim.scenario.decompose import hardware_point, reference_point
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.overrides import apply_overrides
-from sim.scenario.priors import decay_prior, shape_error
 from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import clipping_notes
 
 # --------------------------------------------------------------------------- results
 
@@ -588,7 +589,9 @@ def _calibrated_scenario(
         raw.get(section, {}).pop(key, None)
     merged = apply_overrides(raw, overrides)
     try:
-        return scenario_from_dict(merged, source="calibrated scenario")
+        calibrated = scenario_from_dict(merged, source="calibrated scenario")
+        bind(calibrated)  # the hardware model may refuse the calibrated values as well
+        return calibrated
     except SpecsimError as exc:
         raise SpecsimError(
             f"the calibrated values make an invalid scenario: {exc}", source="calibrate"
@@ -722,7 +725,7 @@ def rising_note(scenario: Scenario, depth: int) -> str | None:
     """A note naming a fitted acceptance profile that rises with position over the
     measured ``depth`` positions (None: it does not rise). Drafters' conditional rates
     usually fall with position (the decay priors' published profiles,
-    sim/scenario/priors.py), so a rise is more often a sign of figures measured under
+    sim/binding/priors.py), so a rise is more often a sign of figures measured under
     different prompts or settings than of the drafter."""
     rates = conditional_rates(scenario.acceptance, depth)
     rises = [i for i in range(1, depth) if rates[i] > rates[i - 1] + 1e-9]

@@ -171,6 +171,7 @@ def calibrate_command(
 ) -> None:
     """Fit timings and acceptance to measurements; report them and write a scenario."""
     # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.calibration.calibrate import calibrate
     from sim.calibration.measurements import Measurements
     from sim.errors import SpecsimError
@@ -192,6 +193,8 @@ def calibrate_command(
             if given:
                 raise SpecsimError("needs --scenario (import-only mode fits nothing)", source=name)
     base = load_scenario(base_path, sets) if base_path else None
+    if base is not None:
+        bind(base)  # what the scenario means: the hardware model checks it here
     fields = None
     if fit is not None:
         fields = [f.removeprefix("timing.") for f in split_list(fit, source="--fit")]

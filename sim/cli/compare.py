@@ -57,6 +57,7 @@ def compare(
     """Baseline, speculative tok/s with CI, accept length, cycle breakdown and required
     alpha per target for each SCENARIO (--set applies to all), ratios to the first."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.documents import document
     from sim.report.compare import render_comparison
     from sim.scenario.load import load_scenario
@@ -65,6 +66,8 @@ def compare(
     loaded = [
         with_mc_settings(load_scenario(p, sets), replications, requests, seed) for p in scenarios
     ]
+    for sc in loaded:
+        bind(sc)  # what each scenario means: the hardware model checks it here
     entries = list(zip(unique_labels(scenarios), loaded, strict=True))
     lever_doc = None
     if levers:

@@ -22,6 +22,7 @@ def hardware(
 ) -> None:
     """Every pass taken apart (compute, all-reduces, launch) and verify what-ifs."""
     # lazy: the library is imported when the command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.report.hardware import render_hardware, render_presets
     from sim.scenario.load import load_scenario
     from sim.studies.hardware import hardware_summary, presets_dict
@@ -36,6 +37,7 @@ def hardware(
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")
     loaded = load_scenario(scenario, sets)
+    bind(loaded)  # what the scenario means: the hardware model checks it here
     try:
         summary = hardware_summary(loaded)
     except SpecsimError as exc:

@@ -18,7 +18,7 @@ import click
 if TYPE_CHECKING:
     from sim.scenario.schema import Scenario
 
-#: ``sim.simulation.engines.ENGINES`` and ``sim.scenario.bind.FIDELITIES`` (tests check).
+#: ``sim.simulation.engines.ENGINES`` and ``sim.binding.bind.FIDELITIES`` (tests check).
 ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
 #: ``sim.simulation.engines.kernels.KERNELS`` (tests check).
 KERNEL_NAMES: tuple[str, ...] = ("auto", "numpy", "compiled")

@@ -25,7 +25,7 @@ def announce_slow_intervals(
     draw of their acceptance inputs re-builds every class's Beta quadrature (about 520-650
     draws, 20-40 s of CPU on the shipped mix), which no bar follows."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
-    from sim.scenario.uncertainty import (
+    from sim.binding.uncertainty import (
         acceptance_propagated,
         is_acceptance_input,
         uncertain_inputs,

@@ -75,6 +75,7 @@ def run(
     """Throughput, accept length, cycle breakdown and what each target needs, in closed form
     and as a Monte Carlo distribution over requests."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.errors import SpecsimError
     from sim.report.analysis import analysis_to_dict, render_analysis
     from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
@@ -84,14 +85,15 @@ def run(
     from sim.studies.analysis import analyze
 
     sc = with_targets(load_scenario(scenario, sets), targets)
+    bound = bind(sc)  # what the scenario means, once: analysis, exact law and Monte Carlo
     announce_slow_intervals([sc], enabled=not quiet)
-    analysis = analyze(sc, uncertainty=True)
+    analysis = analyze(bound, uncertainty=True)
     fallback = None
     if method != "monte-carlo":
         from sim.simulation.exact import scenario_exact  # its renewal law: only here
 
         try:
-            exact, law = scenario_exact(sc, fidelity=fidelity, seed=seed)
+            exact, law = scenario_exact(bound, fidelity=fidelity, seed=seed)
         except SpecsimError as exc:
             if method == "exact":
                 raise
@@ -124,7 +126,7 @@ def run(
     with ProgressBar(enabled=not quiet) as progress:
         try:
             result = simulate(
-                sc,
+                bound,
                 engine=engine,
                 kernel=kernel,
                 fidelity=fidelity,

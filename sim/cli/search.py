@@ -133,6 +133,7 @@ def search(
     numbers and reports a 95% interval from the Monte Carlo noise.
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.documents import plotted
     from sim.errors import SpecsimError
     from sim.report.search import render_lever, render_search
@@ -143,6 +144,7 @@ def search(
     from sim.studies.solve import solve_lever
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    bind(scn)  # what the scenario means: the hardware model checks it here
     tgts = targets_or_scenario(targets, scn)
     if draft_tokens is not None and (topks is None or solve_field is not None):
         raise SpecsimError(

@@ -140,6 +140,7 @@ def serve(
     """Serve the scenario under concurrency: TTFT, TPOT, ITL, per-user and aggregate tok/s,
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.scenario.load import load_scenario
     from sim.simulation.budget import check_serving_size
@@ -166,7 +167,8 @@ def serve(
         )
     sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
-    setup = serving_setup(sc, base_dir=Path(scenario).resolve().parent, source=scenario)
+    bound = bind(sc)  # what the scenario means, once
+    setup = serving_setup(bound, base_dir=Path(scenario).resolve().parent, source=scenario)
     workload = setup.plan.workload
     check_serving_size(
         len(setup.policies), setup.replications, workload.requests + workload.warmup, workers

@@ -203,6 +203,7 @@ def build_study(
     """The scenario's plan builder and an evaluator at its seed and replications (the
     study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
+    from sim.binding.bound import bind
     from sim.parallel import LocalExecutor
     from sim.scenario.load import load_scenario, with_overrides
     from sim.simulation.budget import check_serving_size
@@ -211,6 +212,7 @@ def build_study(
     sc = with_mc_settings(
         load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
     )
+    bind(sc)  # what the scenario means: the hardware model checks it here
     for flag, field, value in (
         ("--ttft-slo-ms", "serving.ttft_slo_ms", args.ttft_slo_ms),
         ("--tpot-slo-ms", "serving.tpot_slo_ms", args.tpot_slo_ms),

@@ -83,12 +83,14 @@ def sweep(
 ) -> None:
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.parallel import make_executor
     from sim.scenario.load import load_scenario
     from sim.studies.grid import expand_grid, parse_grid
     from sim.studies.sweep import NOT_STEADY, run_sweep
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    bind(scn)  # what the scenario means: the hardware model checks it here
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
     run = make_executor(executor, workers=workers, scheduler=scheduler)

@@ -80,6 +80,7 @@ def tree_load(
     each chain and each tree on the same users at every load (serving simulation), the
     paired tree / chain ratio, the crossover and the best draft per load."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
+    from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
     from sim.report.tree_load import render_tree_load, tree_load_to_dict
     from sim.scenario.load import load_scenario
@@ -87,6 +88,7 @@ def tree_load(
 
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    bind(sc)  # what the scenario means: the hardware model checks it here
     with ProgressBar(enabled=not quiet) as progress:
         result = tree_load_study(
             sc,

@@ -12,20 +12,20 @@ from sim.cli.options import echo_document, json_option, set_option
 from sim.errors import SpecsimError
 
 if TYPE_CHECKING:
-    from sim.scenario.schema import Scenario
+    from sim.binding.bound import Bound
 
 
-def serving_checks(sc: Scenario, path: str) -> None:
+def serving_checks(bound: Bound, path: str) -> None:
     """The checks ``serve`` and the serving studies make before they simulate, for a
     scenario with a ``[serving]`` section: its trace read and checked, the KV cache
     holding one request, the plan built (SpecsimError as those commands would give)."""
-    if sc.serving is None:
+    if bound.scenario.serving is None:
         return
     from pathlib import Path  # lazy: start-up
 
     from sim.simulation.serving.setup import serving_setup
 
-    serving_setup(sc, base_dir=Path(path).absolute().parent, source=path)
+    serving_setup(bound, base_dir=Path(path).absolute().parent, source=path)
 
 
 @click.command()
@@ -34,7 +34,9 @@ def serving_checks(sc: Scenario, path: str) -> None:
 @json_option
 def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -> None:
     """Validate each SCENARIO file; exit status 2 if any is invalid."""
-    from sim.cli.group import cli_error  # lazy: start-up
+    # lazy: start-up
+    from sim.binding.bound import bind
+    from sim.cli.group import cli_error
     from sim.scenario.load import load_scenario
 
     failed = 0
@@ -42,7 +44,8 @@ def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -
     for path in scenarios:
         try:
             sc = load_scenario(path, sets)
-            serving_checks(sc, path)
+            bound = bind(sc)  # what the values mean: the hardware model checks them too
+            serving_checks(bound, path)
         except SpecsimError as exc:
             failed += 1
             if not as_json:

@@ -6,7 +6,7 @@ first-position rate times a shape factor, a_i = min(1, a_1 g_i) with g_1 = 1:
 * ``flat``: g_i = 1 (Leviathan et al. 2023's equal rates alpha);
 * ``geometric``: g_i = r^(i - 1), a rate that falls (r < 1) by the same factor per position;
 * ``step``: g_i = d for every i >= 2, a one-off drop at position 2 and a plateau after it,
-  the pattern of published EAGLE-3 and MTP per-position profiles (sim/scenario/priors.py).
+  the pattern of published EAGLE-3 and MTP per-position profiles (sim/binding/priors.py).
 
 ``decay`` is r or d (1 gives flat for both). Measured per-position rates a_1..a_n are
 continued past position n by the shape's ratio per position (``continue_rates``): r for

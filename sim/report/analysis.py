@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.binding.bind import AcceptanceShape
+from sim.binding.provenance import effective_hardware, override_entries
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
@@ -16,8 +18,6 @@ from sim.report.uncertainty import (
     header_lines,
     off_centre_text,
 )
-from sim.scenario.bind import AcceptanceShape
-from sim.scenario.provenance import effective_hardware, override_entries
 from sim.studies.analysis import Analysis
 from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty, off_centre_outside
 

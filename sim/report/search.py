@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.binding.provenance import Assumption
 from sim.report.format import count, fmt_alpha
 from sim.report.uncertainty import (
     assumption_lines,
@@ -13,7 +14,6 @@ from sim.report.uncertainty import (
     fmt_interval,
     header_lines,
 )
-from sim.scenario.provenance import Assumption
 from sim.studies.uncertainty import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
 
 # --------------------------------------------------------------------------- text reports

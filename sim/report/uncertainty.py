@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sim.scenario.provenance import Assumption, hardware_line
+from sim.binding.provenance import Assumption, hardware_line
 from sim.studies.uncertainty import INTERVAL_LABEL, Interval, TargetUncertainty
 
 #: Origins that the text report lists (values measured exactly are in --json only).

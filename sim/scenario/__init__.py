@@ -1,2 +1,2 @@
-"""The scenario file and what it means: schema (pydantic only), overrides, loading, the
-scenario half of the pass decomposition, the one binding to model objects, TOML output."""
+"""The scenario file: schema (pydantic only), overrides, loading, keys, TOML output.
+``Scenario`` is plain validated data; what it means is sim/binding/."""

@@ -1,9 +1,9 @@
 """Loading a scenario: read the TOML, fill ``timing.measured_on``, apply overrides, validate.
 
-Validation errors name the file (or ``--set``) and the dotted field, in one line. A valid
-scenario also passes the hardware model once (sim/scenario/decompose.py): a measured time
-below its modelled communication + launch floor, or a missing model field, is reported
-against the file.
+Validation errors name the file (or ``--set``) and the dotted field, in one line. What the
+values mean (the hardware model among it) is sim/binding/: a problem ``bind`` finds there
+(a measured time below its modelled communication + launch floor, a missing model field)
+is reported against the file as well, through the scenario's ``origins``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 import tomllib
 import typing
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from sim.errors import SpecsimError
 from sim.files import read_bounded_text
-from sim.scenario.decompose import scenario_pass_times
+from sim.scenario.origins import Origins
 from sim.scenario.overrides import apply_overrides, parse_assignment
 from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
 
@@ -173,11 +174,13 @@ def scenario_from_dict(
     overridden: Iterable[str] = (),
     given: Iterable[str] | None = None,
     previous_overrides: Mapping[str, str] | None = None,
+    file: str | None = None,
 ) -> Scenario:
     """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field).
 
     Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
-    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``).
+    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``);
+    ``file`` the file the values were read from (sim/scenario/origins.py).
     """
     overridden = list(overridden)
     try:
@@ -202,13 +205,17 @@ def scenario_from_dict(
         field, msg = problem
         from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
         raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
-    # what the file gave and what was set afterwards first: the hardware model reads both
-    # (a stated per-kernel cost is checked against a measured verify, a --set one is a
-    # what-if), and the pass times it caches must be the ones every later use computes
-    scenario._given = frozenset(leaf_fields(raw) if given is None else given)
-    scenario._overrides = {**(previous_overrides or {}), **dict.fromkeys(overridden, source)}
-    _check_hardware_model(scenario, source=source, overridden=overridden)
-    return scenario
+    return scenario.model_copy(
+        update={
+            "origins": Origins(
+                given=frozenset(leaf_fields(raw) if given is None else given),
+                overrides={**(previous_overrides or {}), **dict.fromkeys(overridden, source)},
+                file=file,
+                source=source,
+                changed=frozenset(overridden),
+            )
+        }
+    )
 
 
 def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
@@ -247,18 +254,6 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
     except ValueError as exc:
         return field, f"cannot extend {shape} to {topk} ranks: {exc}"
     return None
-
-
-def _check_hardware_model(scenario: Scenario, *, source: str, overridden: Iterable[str]) -> None:
-    """Run the hardware model once so that a measured time below its modelled
-    communication + launch floor, or a missing model field, is reported against the file.
-    The pass times it computes are kept (sim/scenario/bind.py ``pass_times`` reuses them)."""
-    try:
-        scenario.derived["pass_times"] = scenario_pass_times(scenario)
-    except SpecsimError as exc:
-        touched = any(k.startswith(("hardware.", "model.", "timing.")) for k in overridden)
-        where = f"{source} (--set)" if touched else source
-        raise SpecsimError(exc.message, source=where, field=exc.field) from None
 
 
 def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
@@ -343,18 +338,20 @@ def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     overrides = dict(parse_assignment(s) for s in sets)
     merged = apply_overrides(raw, overrides)
     given = leaf_fields(raw) - set(overrides)
-    scenario = scenario_from_dict(merged, source=str(path), overridden=overrides, given=given)
-    scenario._overrides = dict.fromkeys(overrides, "--set")
-    scenario._source = str(path)
-    return scenario
+    scenario = scenario_from_dict(
+        merged, source=str(path), overridden=overrides, given=given, file=str(path)
+    )
+    origins = replace(scenario.origins, overrides=dict.fromkeys(overrides, "--set"))
+    return scenario.model_copy(update={"origins": origins})
 
 
 def in_its_file(exc: SpecsimError, scenario: Scenario) -> SpecsimError:
     """``exc`` naming the scenario's file when it names a field of it but no file (found
     after loading, e.g. by the layer-level pass model)."""
-    if exc.field is None or exc.source is not None or scenario._source is None:
+    file = scenario.origins.file
+    if exc.field is None or exc.source is not None or file is None:
         return exc
-    return SpecsimError(exc.message, source=scenario._source, field=exc.field, param=exc.param)
+    return SpecsimError(exc.message, source=file, field=exc.field, param=exc.param)
 
 
 def with_overrides(
@@ -362,15 +359,14 @@ def with_overrides(
 ) -> Scenario:
     """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
     merged = apply_overrides(scenario.model_dump(exclude_none=True), overrides, fresh=True)
-    out = scenario_from_dict(
+    return scenario_from_dict(
         merged,
         source=source,
         overridden=overrides,
-        given=scenario._given - set(overrides),
-        previous_overrides=scenario._overrides,
+        given=scenario.origins.given - set(overrides),
+        previous_overrides=scenario.origins.overrides,
+        file=scenario.origins.file,
     )
-    out._source = scenario._source
-    return out
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

@@ -4,13 +4,12 @@ A scenario describes one server and drafter as the user measured them. Every sec
 forbids unknown keys and is strict about types (TOML ``"2"`` is not an integer), so a
 typo is an error that names the file and the dotted field instead of a silent default.
 Loading and ``--set`` overrides are sim/scenario/load.py and overrides.py; what the values
-mean for the model is sim/scenario/bind.py.
+mean for the model is sim/binding/bind.py.
 """
 
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
 # by compiling it (one ``compile`` per field), which made building these models most
 # of their import time (start-up); the annotations are evaluated once, as objects.
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 
 import numpy as np
@@ -18,12 +17,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from sim.errors import UnknownNameError
 from sim.hardware.gpus import GPU_PRESETS
@@ -34,6 +33,7 @@ from sim.hardware.interconnects import (
     resolve_interconnect,
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
+from sim.scenario.origins import Origins
 
 # The draft-policy and tree modules (sim.model.policy, sim.model.tree_presets) are imported
 # where a validator needs them: a chain scenario never does, and importing them (and the
@@ -153,7 +153,7 @@ class HardwareSpec(Section):
     ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
     without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch). Left out
     (None) it is derived where a measured ungraphed verify fixes it
-    (``timing.verify_compute = "decode"``, sim/scenario/decompose.py; stating it there too
+    (``timing.verify_compute = "decode"``, sim/binding/decompose.py; stating it there too
     is an error), else the public 18.9 us, calibrated on a graphed-vs-eager pair
     (sim/hardware/eager.py);
     ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
@@ -238,7 +238,7 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/scenario/decompose.py):
+    A pass time left out is derived by the hardware model (sim/binding/decompose.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
@@ -247,7 +247,7 @@ class TimingSpec(Section):
     verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
     #: Growth of the verify pass per extra verified token; left out, the hardware model
-    #: derives it (sim/scenario/decompose.py ``verify_slope``), or it is 0 when the model
+    #: derives it (sim/binding/decompose.py ``verify_slope``), or it is 0 when the model
     #: lacks the weights or GPU to, and the answer lists it among its assumptions.
     verify_ms_per_extra_token: NonNegativeMs | None = None
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
@@ -259,7 +259,7 @@ class TimingSpec(Section):
     #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
     #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
     #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
-    #: (sim/scenario/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: (sim/binding/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
     #: and an ungraphed verify measured on the same server.
     verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None
@@ -443,7 +443,7 @@ class AcceptanceSpec(Heterogeneity):
     ``decay``, and for a ``per_position`` list how it continues past the list (``repeat``:
     the last rate repeats). ``auto`` (the default): a list of three or more rates continues
     by the shape with the lowest held-out error on it; otherwise the decay prior of
-    ``method`` (sim/scenario/priors.py) gives shape and decay (``rank_rates``, given "at
+    ``method`` (sim/binding/priors.py) gives shape and decay (``rank_rates``, given "at
     every depth", stay flat under ``auto``). ``concentration`` or ``std`` make the rates
     vary per request (Beta around the mean); at the top level of a mix they are the
     default of classes that set neither.
@@ -476,7 +476,7 @@ class AcceptanceSpec(Heterogeneity):
     #: log rho: past the measured positions every rate is rho times the shape's per
     #: position (0: the shape as it is). Left out with shape ``auto``: the nominal shape
     #: error of published profiles and cross-run series, which falls
-    #: (sim/scenario/priors.py ``shape_error``); with a given shape 0.
+    #: (sim/binding/priors.py ``shape_error``); with a given shape 0.
     tilt: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
 
     @field_validator("rank_rates")
@@ -856,55 +856,38 @@ class UncertaintySpec(Section):
 
 
 class Scenario(Section):
-    """One validated scenario file (after overrides).
+    """One validated scenario file (after overrides): plain, frozen data.
 
-    ``_derived`` memoizes what sim/scenario/bind.py derives from the (immutable) fields,
-    such as the pass times, so a study that asks many times pays once. ``_given`` holds the
-    dotted fields the file (or mapping) gave and ``_overrides`` the fields set afterwards
-    (by ``--set``, ``--grid`` or a study) with what set them: the provenance of every value
-    (sim/scenario/provenance.py). ``_source`` is the file it was read from (kept by its
-    overridden copies), so that a problem found later, deep in a study, names the file.
-    Equality compares the fields only.
+    ``origins`` says where each value comes from (sim/scenario/origins.py): set by the
+    loader beside the values, never read from a file, left out of dumps, of the JSON
+    Schema and of equality (which compares the values only). What the values mean for the
+    model is sim/binding/ (``bind(scenario) -> Bound``).
     """
 
-    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _given: frozenset[str] = PrivateAttr(default_factory=frozenset)
-    _overrides: dict[str, str] = PrivateAttr(default_factory=dict)
-    _source: str | None = PrivateAttr(default=None)
+    origins: SkipJsonSchema[Origins] = Field(default_factory=Origins, exclude=True, repr=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Scenario):
             return NotImplemented
-        return self.__dict__ == other.__dict__
+        mine, theirs = dict(self.__dict__), dict(other.__dict__)
+        mine.pop("origins", None)
+        theirs.pop("origins", None)
+        return mine == theirs
 
-    __hash__ = None  # type: ignore[assignment]  # mutable caches: not hashable
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy (pydantic's), with a memo of its own: pydantic copies the private
-        attributes shallowly, so the copy would otherwise share ``_derived`` and read pass
-        times derived from the original's fields when ``update`` changed them."""
-        out = super().model_copy(update=update, deep=deep)
-        out.__pydantic_private__["_derived"] = {}  # type: ignore[index]
-        return out
-
-    @property
-    def derived(self) -> dict[str, Any]:
-        """``_derived``, read from pydantic's store of private attributes: reading
-        ``self._derived`` fails the ordinary lookup first and then goes through
-        ``BaseModel.__getattr__``, about 3 us a read, more than most of what it memoizes."""
-        return self.__pydantic_private__["_derived"]  # type: ignore[index]
+    __hash__ = None  # type: ignore[assignment]  # lists inside: not hashable
 
     def given_origin(self, dotted: str) -> tuple[str, str]:
         """(origin, reason) of a field by how the scenario got it (no derivation): set
         afterwards, described under ``[uncertainty]``, given by the file, or the default."""
-        via = self._overrides.get(dotted)
+        via = self.origins.overrides.get(dotted)
         if via is not None:
             return "override", f"set by {via}"
         entry = self.uncertainty.entries().get(dotted)
         if entry is not None:
             return entry.resolved_origin, entry.reason
-        if dotted in self._given or any(  # a table or list of tables: given by its entries
-            g.startswith((f"{dotted}.", f"{dotted}[")) for g in self._given
+        given = self.origins.given
+        if dotted in given or any(  # a table or list of tables: given by its entries
+            g.startswith((f"{dotted}.", f"{dotted}[")) for g in given
         ):
             return "measured", "given in the scenario"
         return "default", "not given: the default"

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.binding.bound import Bound
 from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law
-from sim.scenario.bind import extend_growth, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
-from sim.simulation.simulate import bound_cycle_times
+from sim.simulation.simulate import bind_named, bound_cycle_times
 from sim.simulation.summary import Summary, TargetProbability
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def request_law(
     """The exact law of one request's tok/s (the caller has checked ``exact_obstacle``).
 
     ``extend_growth``: (ms per accepted token, accept length it is quoted at) of a draft
-    extend that grows with L (sim/scenario/bind.py ``extend_growth``): then the joint law
+    extend that grows with L (sim/binding/bind.py ``extend_growth``): then the joint law
     of cycles and emitted tokens, since a request's time is n (T - s t) + s E.
     """
     pmf = length_pmf(acceptance)
@@ -129,7 +129,7 @@ def exact_summary(
 
 
 def scenario_exact(
-    scenario: Scenario,
+    bound: Bound | Scenario,
     *,
     fidelity: str = "cycle",
     targets: Sequence[float] | None = None,
@@ -137,11 +137,14 @@ def scenario_exact(
 ) -> tuple[Summary, RequestLaw]:
     """The exact ``Summary`` of a scenario and its law; SpecsimError (``method``) naming the
     reason when it has none. ``targets`` default to the scenario's; ``seed`` (default the
-    scenario's) only draws the layer pass's pools at ``fidelity="layer"``."""
-    model = scenario_acceptance(scenario)
+    scenario's) only draws the layer pass's pools at ``fidelity="layer"``. A scenario is
+    bound here, once."""
+    bound = bind_named(bound)
+    scenario = bound.scenario
+    model = bound.acceptance
     seed = scenario.simulation.seed if seed is None else seed
-    times = bound_cycle_times(scenario, fidelity, seed)
-    growth = extend_growth(scenario) if scenario.num_steps > 0 else (0.0, 0.0)
+    times = bound_cycle_times(bound, fidelity, seed)
+    growth = bound.extend_growth if scenario.num_steps > 0 else (0.0, 0.0)
     reason = exact_obstacle(model, times)
     if reason is not None:
         raise SpecsimError(f"no exact per-request law: {reason}", param="method")

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.binding.bind import FIDELITIES
+from sim.binding.bound import Bound, as_bound
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import FIDELITIES, cycle_time_model, extend_growth, scenario_acceptance
 from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
@@ -104,15 +105,27 @@ def model_rng(seed: int) -> np.random.Generator:
     )
 
 
-def bound_cycle_times(scenario: Scenario, fidelity: str, seed: int) -> CycleTimeModel:
-    """The cycle-time model ``simulate`` binds for ``scenario`` at ``fidelity`` and ``seed``
-    (the layer pass's pools are drawn from ``model_rng(seed)``); a field it finds wanting
-    is named with the scenario's file."""
+def bound_cycle_times(model: Bound | Scenario, fidelity: str, seed: int) -> CycleTimeModel:
+    """The cycle-time model ``simulate`` takes for a bound scenario (a scenario is bound
+    here) at ``fidelity`` and ``seed`` (the layer pass's pools are drawn from
+    ``model_rng(seed)``); a field it finds wanting is named with the scenario's file."""
     rng = model_rng(seed) if fidelity == "layer" else None
     try:
-        return cycle_time_model(scenario, fidelity=fidelity, rng=rng)
+        return as_bound(model).cycle_time_model(fidelity=fidelity, rng=rng)
     except SpecsimError as exc:
-        raise in_its_file(exc, scenario) from None
+        raise in_its_file(exc, _scenario_of(model)) from None
+
+
+def _scenario_of(model: Bound | Scenario) -> Scenario:
+    return model.scenario if isinstance(model, Bound) else model
+
+
+def bind_named(model: Bound | Scenario) -> Bound:
+    """``as_bound(model)``, a field it finds wanting named with the scenario's file."""
+    try:
+        return as_bound(model)
+    except SpecsimError as exc:
+        raise in_its_file(exc, _scenario_of(model)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +219,7 @@ def _check_settings(
 
 
 def simulate(
-    scenario: Scenario,
+    model: Bound | Scenario,
     *,
     engine: str = "fast",
     fidelity: str = "cycle",
@@ -221,7 +234,7 @@ def simulate(
     targets: Sequence[float] | None = None,
     kernel: str = "auto",
 ) -> MonteCarloResult:
-    """Run the Monte Carlo of ``scenario``.
+    """Run the Monte Carlo of a bound scenario (a scenario is bound here, once).
 
     None takes the value from the scenario (``simulation.replications``, ``workload.requests``,
     ``simulation.seed``). ``fidelity`` chooses the pass-time model (``cycle``: cost model +
@@ -241,6 +254,7 @@ def simulate(
     ``compiled`` (Numba), or ``auto`` (compiled for runs large enough to repay loading it,
     or once it is loaded); the numbers are the same with either.
     """
+    scenario = _scenario_of(model)
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
     seed = scenario.simulation.seed if seed is None else seed
@@ -249,11 +263,12 @@ def simulate(
     k = scenario.num_steps
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
+    bound = bind_named(model)
     if cycle_times is None:
-        cycle_times = bound_cycle_times(scenario, fidelity, seed)
+        cycle_times = bound_cycle_times(bound, fidelity, seed)
     speculating = scenario.num_steps > 0
-    per_token, extend_tokens = extend_growth(scenario) if speculating else (0.0, 0.0)
-    chosen = acceptance or scenario_acceptance(scenario)
+    per_token, extend_tokens = bound.extend_growth if speculating else (0.0, 0.0)
+    chosen = acceptance or bound.acceptance
     n_tok = scenario.workload.output_tokens
     plan = EnginePlan(
         acceptance=chosen,

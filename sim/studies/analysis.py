@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.binding.bind import AcceptanceShape, profile_factors
+from sim.binding.bound import Bound, as_bound
+from sim.binding.provenance import Assumption, assumptions
 from sim.model.closed_forms import (
     TargetAnswer,
     answer_target,
@@ -15,16 +18,7 @@ from sim.model.closed_forms import (
     throughput_tok_s,
 )
 from sim.model.cycle import CycleCost, PassTimes
-from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.scenario.bind import (
-    AcceptanceShape,
-    acceptance_shape,
-    pass_times,
-    profile_factors,
-    scenario_rates,
-)
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
-from sim.scenario.provenance import Assumption, assumptions
+from sim.model.rates import accept_length_pmf
 from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
 
@@ -67,15 +61,18 @@ class Analysis:
         return self.throughput_tok_s / self.baseline_tok_s
 
 
-def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
-    """Closed-form analysis: accept length, long-run tok/s, ceiling, break-even, targets,
-    the inputs' provenance, and (``uncertainty``) the answers' 90% intervals."""
+def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
+    """Closed-form analysis of a bound scenario (a scenario is bound here, once): accept
+    length, long-run tok/s, ceiling, break-even, targets, the inputs' provenance, and
+    (``uncertainty``) the answers' 90% intervals."""
+    bound = as_bound(model)
+    scenario = bound.scenario
     k = scenario.num_steps
-    passes = pass_times(scenario)
-    cost = scenario_cycle_cost(scenario)  # the expected cycle (extend at E[L]); a tree's own
-    baseline = 1000.0 / passes.decode_ms
-    rates = scenario_rates(scenario)  # a tree: its chain-equivalent rates (depth,)
-    al = mean_accept_length(rates)
+    passes = bound.passes
+    cost = bound.cost  # the expected cycle (extend at E[L]); a tree's own
+    baseline = bound.baseline_tok_s
+    rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
+    al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
     return Analysis(
         scenario=scenario,
@@ -93,7 +90,7 @@ def analyze(scenario: Scenario, *, uncertainty: bool = False) -> Analysis:
             for t in scenario.target_tok_s
         ),
         tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
-        shape=acceptance_shape(scenario.acceptance) if scenario.acceptance else None,
+        shape=bound.shape,
         assumptions=assumptions(scenario),
         uncertainty=answer_uncertainty(scenario) if uncertainty else None,
     )

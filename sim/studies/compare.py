@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.binding.provenance import effective_hardware, override_entries
 from sim.scenario.load import with_overrides
-from sim.scenario.provenance import effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from sim.binding.decompose import ScenarioHardware
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS, resolve_interconnect
 from sim.hardware.passes import HardwarePoint, PassBreakdown
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.schema import Scenario
 from sim.studies.levers import lever_table
 

@@ -2,7 +2,7 @@
 drafter, next to plain decoding (the reference) and the scenario as it is.
 
 Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
-(renewal-reward, sim/scenario/bind.py), with two ranges:
+(renewal-reward, sim/binding/bind.py), with two ranges:
 
 * its 90% interval from inputs and model (sim/studies/uncertainty.py: the lever's
   scenario with its stated errors and ranges, the acceptance priors and shape error,
@@ -29,19 +29,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sim.binding.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
+from sim.binding.bound import bind
+from sim.binding.decompose import ScenarioHardware
+from sim.binding.provenance import eager_verify, kernel_count_range, launch_at_kernels
+from sim.binding.uncertainty import uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.scenario.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import with_overrides
-from sim.scenario.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import uncertain_inputs
 from sim.studies.uncertainty import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
 
 if TYPE_CHECKING:
-    from sim.scenario.tree_sampled import Populations
+    from sim.binding.tree_sampled import Populations
 
 __all__ = [
     "KIMI_K2_DRAFTER",
@@ -406,11 +407,11 @@ def lever_scenarios(
         if not_applicable(scenario, lever) is not None:
             continue  # the same scenario as another column
         try:
-            out.append(
-                (lever.name, with_overrides(scenario, dict(lever.overrides), source="lever"))
-            )
+            applied = with_overrides(scenario, dict(lever.overrides), source="lever")
+            bind(applied)  # the hardware model may refuse it as well
         except SpecsimError:
             continue
+        out.append((lever.name, applied))
     return out
 
 

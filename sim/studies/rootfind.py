@@ -23,12 +23,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sim.binding.bind import bound_cycle_cost, scenario_acceptance
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import bound_cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats

@@ -28,6 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bind import (
+    acceptance_model,
+    acceptance_shape,
+    anchored_factors,
+    closed_form_tok_s,
+    extend_growth,
+    pass_times,
+    tree_draft,
+)
+from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel, Spread
 from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
@@ -38,17 +48,7 @@ from sim.model.drafts import describe_draft
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
-from sim.scenario.bind import (
-    acceptance_model,
-    acceptance_shape,
-    anchored_factors,
-    closed_form_tok_s,
-    extend_growth,
-    pass_times,
-    tree_draft,
-)
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
-from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
 from sim.simulation.exact import exact_obstacle
@@ -76,7 +76,7 @@ class AcceptanceLever:
     The lever value ``x`` scales the mean rates of the scenario's acceptance model (in the
     model layer: no scenario is re-validated per rate): with one anchored profile
     (``kind == "alpha"``: an alpha, accept length or first rate under the scenario's shape,
-    sim/scenario/bind.py ``acceptance_shape``) x is the first-position rate a_1 and the
+    sim/binding/bind.py ``acceptance_shape``) x is the first-position rate a_1 and the
     rates are min(1, x g_i) for the shape's factors g (all 1 for a flat shape: x is
     Leviathan's alpha); with per-position rates or a mix (``kind == "profile"``) every mean
     rate r becomes min(1, x r), so the profile keeps its shape. Per-request spread
@@ -220,7 +220,7 @@ class BoundAcceptance:
     model (mean rates by position) and the anchored shape factors g_1..g_K (ones for a
     listed profile or a mix), shape (K,). The binding's rates at position i do not depend
     on k (an anchor's first rate comes from its measured k0, the shape and tilt are per
-    position: sim/scenario/bind.py), so every shorter k is a cut of them (``at``)."""
+    position: sim/binding/bind.py), so every shorter k is a cut of them (``at``)."""
 
     model: AcceptanceModel
     factors: np.ndarray

@@ -110,7 +110,9 @@ class ScenarioPlans:
                 "compare chains of k drafts with plain decoding: compare the tree with "
                 "`specsim tree-load` or `specsim serve`, or study chains of its top-1 rates "
                 "with --set speculation.topk=1",
-                source=f"{source} ({via})" if (via := scenario._overrides.get(field)) else source,
+                source=f"{source} ({via})"
+                if (via := scenario.origins.overrides.get(field))
+                else source,
                 field=field,
             )
         raw = pin_verify_tokens(scenario).model_dump(exclude_none=True)

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sim.binding.bind import closed_form_tok_s
+from sim.binding.bound import bind
+from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
-from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
-from sim.scenario.provenance import assumptions, effective_hardware, override_entries
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (
@@ -47,7 +48,7 @@ NUM_STEPS_NOT_MONOTONE = (
 
 def _valid(scenario: Scenario, dotted: str, value: float) -> bool:
     try:
-        with_overrides(scenario, {dotted: value})
+        bind(with_overrides(scenario, {dotted: value}))
     except SpecsimError:
         return False
     return True

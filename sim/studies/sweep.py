@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sim.binding.bind import baseline_tok_s, cycle_cost, scenario_rates
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.bind import baseline_tok_s, cycle_cost, scenario_rates
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import run_hours
@@ -60,8 +61,7 @@ def point_scenario(task: PointTask) -> Scenario:
     else:
         base = scenario_from_dict(task.base, source=task.source)
         out = with_overrides(base, task.overrides, source=f"{task.source} (--grid)")
-    out._source = task.source
-    return out
+    return out.model_copy(update={"origins": replace(out.origins, file=task.source)})
 
 
 def _target_label(tok_s: float) -> str:
@@ -302,6 +302,7 @@ def run_sweep(
     for point in points:
         try:
             scn = with_overrides(base, point, source=source)
+            bind(scn)  # the hardware model may refuse the point as well
         except SpecsimError as exc:  # name the grid, not --set
             raise SpecsimError(exc.message, source=f"{source} (--grid)", field=exc.field) from None
         validated.append(scn)

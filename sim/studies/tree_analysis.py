@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bind import cycle_cost, scenario_acceptance
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance
 from sim.model.tree_required import required_scale
-from sim.scenario.bind import cycle_cost, scenario_acceptance
 from sim.scenario.schema import Scenario
 
 __all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree", "best_tree_acceptance"]

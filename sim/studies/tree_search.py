@@ -36,21 +36,21 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cost
+from sim.binding.decompose import ScenarioHardware
+from sim.binding.tree_sampled import sampled_tree
+from sim.binding.uncertainty import (
+    UncertainInput,
+    draw_inputs,
+    uncertain_inputs,
+)
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance, TreeDraft
 from sim.model.tree_build import candidate_count
 from sim.model.tree_required import RankShape, required_scale, required_top1_table
-from sim.scenario.bind import acceptance_model, pass_times, rank_shares, tree_cost
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
-from sim.scenario.tree_sampled import sampled_tree
-from sim.scenario.uncertainty import (
-    UncertainInput,
-    draw_inputs,
-    uncertain_inputs,
-)
 from sim.studies.rootfind import ALPHA_XTOL, Criterion, Evaluator, Probe, SimulateFn, solve_root
 from sim.studies.tree_required_draws import required_top1_draws
 from sim.studies.uncertainty import INTERVAL_LABEL, SAMPLES, Interval, _interval

@@ -1,6 +1,6 @@
 """The range an answer could really take, what it depends on, and what to measure next.
 
-``answer_uncertainty`` draws the scenario's uncertain inputs (sim/scenario/uncertainty.py:
+``answer_uncertainty`` draws the scenario's uncertain inputs (sim/binding/uncertainty.py:
 stated errors and ranges, calibrated covariances, the acceptance decay prior, derived
 compute's efficiency) at quasi-random points and re-solves the closed forms for every draw
 at once (sim/model/sampled.py). For each target it reports:
@@ -25,12 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.model.rates import mean_accept_length
-from sim.model.sampled import SampledModel
-from sim.scenario.bind import closed_form_tok_s, cycle_cost, scenario_rates
-from sim.scenario.load import field_value, with_overrides
-from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import (
+from sim.binding.bind import closed_form_tok_s, cycle_cost, scenario_rates
+from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
     SampledScenario,
@@ -43,9 +39,13 @@ from sim.scenario.uncertainty import (
     sampled_scenario,
     uncertain_inputs,
 )
+from sim.model.rates import mean_accept_length
+from sim.model.sampled import SampledModel
+from sim.scenario.load import field_value, with_overrides
+from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
-    from sim.scenario.tree_sampled import Populations, SampledTree, TreeDraws
+    from sim.binding.tree_sampled import Populations, SampledTree, TreeDraws
 
 #: Draws of the inputs (a power of 2, as scrambled Sobol points want).
 SAMPLES = 256
@@ -471,7 +471,7 @@ def answer_uncertainty(
     A tree scenario (topk > 1): its targets are asked of a chain of its top-1 rates at its
     num_steps (sim/studies/analysis.py, search), so they get that chain's intervals; the
     tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
-    rebuilt from each draw's rates (sim/scenario/tree_sampled.py, ``TREE_NOTE``); under a
+    rebuilt from each draw's rates (sim/binding/tree_sampled.py, ``TREE_NOTE``); under a
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
     on scenarios that differ elsewhere share them)."""
     if scenario.speculation.is_tree:
@@ -668,7 +668,7 @@ def lever_uncertainty(
     each) and every draw's cycle and accept length move it by their difference from the
     nominal at the current value (additive); the crossing of each target is interpolated.
     A tree: the tree's own cycle and accept length in every draw, its tree rebuilt
-    (sim/scenario/tree_sampled.py). ``sign`` > 0: raising the lever helps.
+    (sim/binding/tree_sampled.py). ``sign`` > 0: raising the lever helps.
     """
 
     seed = scenario.simulation.seed if seed is None else seed
@@ -780,7 +780,7 @@ def _sampled_tree(
     a chain)."""
     if not base.speculation.is_tree:
         return None
-    from sim.scenario.tree_sampled import sampled_tree  # lazy: trees only
+    from sim.binding.tree_sampled import sampled_tree  # lazy: trees only
 
     return sampled_tree(
         base,
@@ -807,11 +807,7 @@ def sampled_answers(
     scenario: Scenario, *, samples: int = SAMPLES, seed: int | None = None
 ) -> SampledModel:
     """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
-    interval of any quantity (draft lengths 1..``MAX_STEPS``). Kept on the scenario."""
+    interval of any quantity (draft lengths 1..``MAX_STEPS``)."""
     seed = scenario.simulation.seed if seed is None else seed
-    key = ("sampled_answers", samples, seed)
-    cache = scenario._derived
-    if key not in cache:
-        draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
-        cache[key] = sampled_scenario(scenario, draws).model(draws)
-    return cache[key]
+    draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
+    return sampled_scenario(scenario, draws).model(draws)

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim.binding.bind import scenario_rates
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import AcceptLengthObs, Measurements
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.studies.uncertainty import sampled_answers
 from sim.validation import data as pub
 from sim.validation.cases import Case, Row, flat_accept_length, held_out, interval_of
 
@@ -75,6 +76,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
         else f"{series.method} decay prior from AL at k={used[0]}"
     )
     rows = []
+    answers = sampled_answers(cal.scenario)  # the draws, once for every k
     for k in sorted(series.accept_lengths):
         if k in used:
             continue
@@ -85,7 +87,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
                 f"k={k}, {how}",
                 series.accept_lengths[k],
                 mean_accept_length(scenario_rates(cal.scenario, k)),
-                interval90=interval_of(cal.scenario, lambda m, k=k: m.accept_length(k)),
+                interval90=interval_of(answers, lambda m, k=k: m.accept_length(k)),
                 flat=flat_accept_length(flat_cal.scenario, k),
             )
         )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
+from sim.binding.priors import shape_error
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import (
     AcceptLengthObs,
@@ -25,9 +27,7 @@ from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.scenario.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
 from sim.scenario.load import scenario_from_dict, with_overrides
-from sim.scenario.priors import shape_error
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -194,11 +194,12 @@ def llama8b_base() -> Scenario:
 
 
 def interval_of(
-    scenario: Scenario, quantity: Callable[[SampledModel], np.ndarray]
+    answers: SampledModel, quantity: Callable[[SampledModel], np.ndarray]
 ) -> tuple[float, float]:
-    """The 5% and 95% quantiles of ``quantity`` over the scenario's draws of its uncertain
-    inputs (sim/studies/uncertainty.py): the 90% interval from inputs and model."""
-    values = np.asarray(quantity(sampled_answers(scenario)), dtype=float)
+    """The 5% and 95% quantiles of ``quantity`` over a scenario's draws of its uncertain
+    inputs (``answers``: ``sampled_answers(scenario)``, sim/studies/uncertainty.py): the 90%
+    interval from inputs and model."""
+    values = np.asarray(quantity(answers), dtype=float)
     lo, hi = np.quantile(values, [0.05, 0.95])
     return float(lo), float(hi)
 
@@ -220,7 +221,7 @@ def flat_accept_length(scenario: Scenario, k: int) -> float:
 
 def held_out(cal: Calibration, source: str | None = None, *, cross_run: bool = True) -> Calibration:
     """``cal`` with the shape error past the measured positions estimated without the
-    cross-run series of ``source`` (sim/scenario/priors.py ``shape_error(method,
+    cross-run series of ``source`` (sim/binding/priors.py ``shape_error(method,
     leave_out=source)``; ``cross_run`` False: within-run evidence alone, for positions of
     the very run whose first positions were measured), written as the calibrated tilt and
     its standard error as ``calibrate`` writes them, so that no series informs its own
@@ -267,7 +268,9 @@ def _row(
         measured,
         predict(cal.scenario),
         cal.prediction_stderr(predict),
-        interval90=interval_of(cal.scenario, draws) if draws is not None else None,
+        interval90=(
+            interval_of(sampled_answers(cal.scenario), draws) if draws is not None else None
+        ),
         flat=flat(cal.scenario) if flat is not None else None,
     )
 
@@ -400,7 +403,7 @@ class _CrossSpec:
     #: The drafter's method (its decay prior beyond the calibrated num_steps).
     method: str = "eagle3"
     #: The source of the runs' accept lengths among the cross-run series
-    #: (sim/scenario/cross_run.py), left out of the shape error that scores them.
+    #: (sim/binding/cross_run.py), left out of the shape error that scores them.
     al_source: str | None = None
     base_label: str = "the vLLM #20780 calibration (case 1)"
     slope_note: str = (

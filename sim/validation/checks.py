@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.binding.bind import cycle_cost
 from sim.model import metrics
 from sim.model.closed_forms import (
     leviathan_accept_length,
@@ -15,7 +16,6 @@ from sim.model.closed_forms import (
 )
 from sim.model.cycle import CycleCost
 from sim.model.rates import accept_length_pmf, mean_accept_length
-from sim.scenario.bind import cycle_cost
 from sim.scenario.schema import Scenario
 from sim.validation import data as pub
 

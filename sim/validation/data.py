@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.scenario.cross_run import (  # noqa: F401  (re-exported: the report's data in one place)
+from sim.binding.cross_run import (  # noqa: F401  (re-exported: the report's data in one place)
     MULTI_K,
     MULTI_K_CALIBRATE_UP_TO,
     SGLANG_4247_AL,

@@ -12,6 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from sim.binding.decompose import ScenarioHardware
+from sim.binding.provenance import launch_at_kernels
 from sim.hardware.allreduce import allreduce_time, custom_allreduce_us, nccl_tests_time_us
 from sim.hardware.eager import (
     DEFAULT_EAGER_COSTS,
@@ -26,8 +28,6 @@ from sim.hardware.eager import (
 from sim.hardware.interconnects import PRESETS, SGLANG_2904_CUSTOM_US, Interconnect
 from sim.hardware.launch import KernelSchedule, calibrate_compute_ms, critical_path_ms
 from sim.hardware.passes import compose_pass
-from sim.scenario.decompose import ScenarioHardware
-from sim.scenario.provenance import launch_at_kernels
 from sim.scenario.schema import Scenario
 from sim.validation.cases import Case, Row
 from sim.validation.hardware_data import (

@@ -181,7 +181,7 @@ class Goals:
             "How the shape error past the measured positions is scored: it is a random "
             "effect on the log rate ratio per position, estimated from the series of accept "
             "lengths measured in separate runs at several num_steps "
-            "(sim/scenario/cross_run.py: the multi-K series below and the accept lengths of "
+            "(sim/binding/cross_run.py: the multi-K series below and the accept lengths of "
             "cases 1-7), and specsim ships it estimated from all of them; every case here "
             "uses it estimated without the case's own source (leave one source out), so no "
             "figure informs its own score. Cases 8 and 9 predict later positions of the run "

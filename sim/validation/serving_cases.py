@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from sim.binding.bind import scenario_rates, serving_cost
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates, serving_cost
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving

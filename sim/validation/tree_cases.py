@@ -16,13 +16,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from sim.binding.bind import draft_pass_table_ms, pass_times
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree import Tree
 from sim.model.tree_metrics import from_tree_accept_length
 from sim.model.tree_presets import rank_profile
 from sim.model.tree_rates import residual_rank_rates
 from sim.model.tree_theory import tree_accept_length
-from sim.scenario.bind import draft_pass_table_ms, pass_times
 from sim.scenario.load import load_scenario
 from sim.validation import tree_data as pub
 from sim.validation.cases import Case, Row

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bind import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
-from sim.scenario.bind import serving_cost
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import Ratio, summarize_serving

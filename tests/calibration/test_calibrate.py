@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.decompose import measured_pass_times
 from sim.calibration.calibrate import calibrate
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
 from sim.calibration.measurements import (
@@ -20,7 +21,6 @@ from sim.calibration.measurements import (
 )
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.cycle import PassTimes, cycle_cost
-from sim.scenario.decompose import measured_pass_times
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
 
 SEED = Path(__file__).parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
@@ -192,7 +192,7 @@ def test_prediction_stderr_covers_held_out_tok_s() -> None:
     truth = 1000.0 * al4 / cycle_cost(passes, 4).total_ms
 
     def predict(s):
-        from sim.scenario.bind import cycle_cost as scenario_cycle_cost
+        from sim.binding.bind import cycle_cost as scenario_cycle_cost
 
         return 1000.0 * al4 / scenario_cycle_cost(s, 4).total_ms
 
@@ -318,8 +318,8 @@ def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
     them."""
     from click.testing import CliRunner
 
+    from sim.binding.uncertainty import uncertain_inputs
     from sim.cli import main
-    from sim.scenario.uncertainty import uncertain_inputs
 
     out = tmp_path / "cal.toml"
     args = ["calibrate", "--scenario", str(SEED), "--baseline-tok-s", "82.5"]

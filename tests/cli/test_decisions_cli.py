@@ -61,7 +61,7 @@ def test_capacity_json():
     assert [p["num_steps"] for p in doc["policies"]] == [0, 2]
     # the seed's eager verify is launch-bound (GPU work from the graphed decode, the CPU's
     # 30 ms of launches on top): a batch rides on those launches until its GPU work catches
-    # up (tests/scenario/test_serving_verify.py), while plain decoding's graphed step grows
+    # up (tests/binding/test_serving_verify.py), while plain decoding's graphed step grows
     # from the first extra user; under a 20 ms TPOT the drafter carries more load although
     # it loses at batch 1 (33.3 ms / accept length 2 = 16.7 ms a token against 12.1)
     assert doc["policies"][1]["capacity_gain"] > 1.0

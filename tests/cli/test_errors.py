@@ -161,8 +161,8 @@ def test_bad_convert_inputs(args):
 
 def test_cli_choices_match_the_library_registries():
     """The CLI lists engines and fidelities without importing the library (start-up)."""
+    from sim.binding.bind import FIDELITIES
     from sim.cli.options import ENGINE_NAMES, FIDELITY_NAMES, KERNEL_NAMES
-    from sim.scenario.bind import FIDELITIES
     from sim.simulation.engines import ENGINES
     from sim.simulation.engines.kernels import KERNELS
 

@@ -7,13 +7,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bind import conditional_rates, pass_times
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.cli import main
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import conditional_rates, pass_times
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from sim.binding.decompose import ScenarioHardware, target_weights
 from sim.errors import SpecsimError
 from sim.hardware.batched import (
     BatchedPass,
@@ -16,7 +17,6 @@ from sim.hardware.batched import (
     calibrated_pass,
 )
 from sim.hardware.experts import FusedMoeKernel
-from sim.scenario.decompose import ScenarioHardware, target_weights
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 

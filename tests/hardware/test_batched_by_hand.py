@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.decompose import ScenarioHardware, target_weights
 from sim.hardware.batched import BatchedPass, ComputeCurve, PassPhysics
-from sim.scenario.decompose import ScenarioHardware, target_weights
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT
 

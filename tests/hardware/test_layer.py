@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import sample_pass_ms
+from sim.binding.decompose import ScenarioHardware
 from sim.hardware.jitter import (
     expected_max_multiplier,
     max_multiplier_variance,
@@ -12,8 +14,6 @@ from sim.hardware.jitter import (
 )
 from sim.hardware.launch import critical_path_ms, kernel_schedule
 from sim.hardware.layer import LayerPass, sample_layer_pass_ms
-from sim.scenario.bind import sample_pass_ms
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 

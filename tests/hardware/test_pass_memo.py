@@ -8,6 +8,7 @@ import pytest
 
 import sim.hardware.launch as launch
 import sim.hardware.passes as passes
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.hardware.eager import calibrate_kernel_us
 from sim.hardware.interconnects import PRESETS, InlineInterconnect, resolve_interconnect
@@ -83,8 +84,8 @@ def test_errors_are_raised_on_every_call():
 
 def test_a_search_calibrates_the_seed_launch_once_over_its_draft_lengths(monkeypatch):
     """The seed's ungraphed verify fixes the per-kernel CPU cost; the search validates the
-    scenario at k = 1..16, where only the draft extend's token count moves: one launch
-    calibration (16 before the memo), and each distinct pass calibrated once."""
+    scenario at k = 1..16 and binds each, where only the draft extend's token count moves:
+    one launch calibration (16 before the memo), and each distinct pass calibrated once."""
     seed = load_scenario(SEED)
     _clear()
     scale_calls, compute_calls = [], []
@@ -100,7 +101,8 @@ def test_a_search_calibrates_the_seed_launch_once_over_its_draft_lengths(monkeyp
 
     monkeypatch.setattr(passes, "calibrate_cpu_scale", counted_scale)
     monkeypatch.setattr(passes, "calibrate_compute_ms", counted_compute)
-    acceptance_levers(seed, range(1, 17))
+    for lever in acceptance_levers(seed, range(1, 17)).values():
+        bind(lever.base)
     assert len(scale_calls) == 1
     assert len(compute_calls) == len(set(compute_calls))
     # the decode, the draft step and the draft extend over k + 1 tokens at each k

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from sim.binding.bind import acceptance_model, conditional_rates
 from sim.errors import SpecsimError
 from sim.model.acceptance import beta_raw_moments
 from sim.model.closed_forms import leviathan_accept_length
@@ -18,7 +19,6 @@ from sim.model.samplers import (
     accept_lengths_inverse_cdf,
     bit_thresholds,
 )
-from sim.scenario.bind import acceptance_model, conditional_rates
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.schema import AcceptanceSpec
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import pass_times, serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeDraft
 from sim.model.tree_cost import tree_cycle_cost
-from sim.scenario.bind import pass_times, serving_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 

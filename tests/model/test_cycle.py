@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sim.binding.bind import baseline_tok_s
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.model.cycle import PassTimes, cycle_cost
-from sim.scenario.bind import baseline_tok_s
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.load import load_scenario
 
 PASSES = PassTimes(10.0, 30.0, 3, 0.7, 1.2, 1.5, 0.6)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.bind import cycle_time_model
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
-from sim.scenario.bind import cycle_time_model
 from sim.scenario.load import load_scenario, with_overrides
 
 

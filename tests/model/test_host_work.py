@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.host_work import OVERLAPS, HostWork
-from sim.scenario.bind import serving_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 from tests.model.test_batched_cost import LINEAR, PASSES
@@ -95,7 +95,7 @@ def test_the_scenario_sets_the_host_work():
 
 
 def test_the_report_line_says_the_value_its_origin_and_who_hides_it():
-    from sim.scenario.bind import host_work_note
+    from sim.binding.bind import host_work_note
 
     default = host_work_note(load_scenario(SEED, []))
     assert "20 us per running request" in default

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.bind import layer_cycle_times
 from sim.cli import main
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
-from sim.scenario.bind import layer_cycle_times
 from sim.scenario.load import load_scenario
 from sim.simulation.simulate import simulate
 from tests.conftest import SEED

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from sim.binding.bind import conditional_rates
 from sim.errors import SpecsimError
-from sim.scenario.bind import conditional_rates
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
 from sim.scenario.overrides import apply_overrides, parse_assignment, parse_value
 
 
@@ -31,7 +31,7 @@ def test_per_position_repeats_the_last_rate(write_scenario):
 
 def test_per_position_auto_continues_with_the_nominal_shape_error(write_scenario):
     """Not repeated silently: past the list the rates move by the nominal shape error."""
-    from sim.scenario.priors import shape_error
+    from sim.binding.priors import shape_error
 
     text = write_scenario().read_text().replace("alpha = 0.7", "per_position = [0.8, 0.6]")
     sc = load_scenario(write_scenario(text))
@@ -97,17 +97,37 @@ def test_override_errors_point_at_set(write_scenario):
 
 
 def test_a_copy_derives_from_its_own_fields(seed_path):
-    """pydantic copies private attributes shallowly; a scenario's copy gets a memo of its
-    own, so pass times derived before the copy are not read for changed fields."""
-    from sim.scenario.bind import pass_times
+    """A scenario keeps no memo: a copy with a changed field derives from that field."""
+    from sim.binding.bind import pass_times
 
     seed = load_scenario(seed_path)
     before = pass_times(seed)
     timing = seed.timing.model_copy(update={"verify_ms": 20.0})
     copy = seed.model_copy(update={"timing": timing})
-    assert copy.derived == {} and copy.derived is not seed.derived
     expected = pass_times(with_overrides(seed, {"timing.verify_ms": 20.0}))
     assert pass_times(copy) == expected != before
+
+
+def test_origins_say_where_values_come_from_and_are_no_value(seed_path):
+    """``Scenario.origins`` (public, frozen) holds the file, what it gave and what was set
+    afterwards by what; it is left out of dumps, the JSON Schema and equality, and a file
+    cannot give it."""
+    from sim.scenario.keys import json_schema
+
+    seed = load_scenario(seed_path, ["speculation.num_steps=4"])
+    assert seed.origins.file == str(seed_path)
+    assert seed.origins.overrides == {"speculation.num_steps": "--set"}
+    assert "timing.verify_ms" in seed.origins.given
+    assert "speculation.num_steps" not in seed.origins.given
+    other = with_overrides(seed, {"timing.verify_ms": 20.0}, source="search")
+    assert other.origins.file == str(seed_path)
+    assert other.origins.overrides["timing.verify_ms"] == "search"
+    assert "origins" not in seed.model_dump() and "origins" not in json_schema()["properties"]
+    again = with_overrides(seed, {}, source="search")
+    assert again == seed and again.origins != seed.origins  # equality: the values only
+    with pytest.raises(SpecsimError) as err:
+        scenario_from_dict({**seed.model_dump(), "origins": {"file": "x"}}, source="x.toml")
+    assert err.value.field == "origins"
 
 
 def test_an_unquoted_path_says_how_to_quote_it():

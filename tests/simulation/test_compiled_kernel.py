@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bind import cycle_time_model
 from sim.errors import SpecsimError
-from sim.scenario.bind import cycle_time_model
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.engines.kernels import COMPILED_ABOVE_CYCLES, KERNELS, kernel_for
 from sim.simulation.simulate import simulate

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bind import acceptance_model, cycle_time_model
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.model.closed_forms import leviathan_accept_length
-from sim.scenario.bind import acceptance_model, cycle_time_model
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.engines.common import EnginePlan
 from sim.simulation.engines.des import run_replication

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from sim.binding.bind import acceptance_model
+from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_pmf, request_tok_s_distribution
-from sim.scenario.bind import acceptance_model
-from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
@@ -180,7 +180,7 @@ class PerCycleOnly:
 @pytest.mark.parametrize("generic", [False, True])
 def test_chunking_does_not_change_results(monkeypatch, generic, kernel):
     import sim.simulation.engines.fast as fast
-    from sim.scenario.bind import cycle_time_model
+    from sim.binding.bind import cycle_time_model
 
     sc = make(
         {"alpha": 0.6, "concentration": 3.0}, tokens=300, jitter=0.2, requests=31, replications=5
@@ -199,7 +199,7 @@ def test_chunking_does_not_change_results(monkeypatch, generic, kernel):
 @settings(max_examples=15, deadline=None)
 @given(alpha=st.floats(0.0, 1.0), t=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
 def test_common_random_numbers_with_a_per_cycle_time_model(alpha, t, seed):
-    from sim.scenario.bind import cycle_time_model
+    from sim.binding.bind import cycle_time_model
 
     low = make({"alpha": alpha}, jitter=0.5, tokens=50)
     high = make({"alpha": alpha + t * (1 - alpha)}, jitter=0.5, tokens=50)
@@ -209,7 +209,7 @@ def test_common_random_numbers_with_a_per_cycle_time_model(alpha, t, seed):
 
 
 def test_per_cycle_and_summed_timing_agree():
-    from sim.scenario.bind import cycle_time_model
+    from sim.binding.bind import cycle_time_model
 
     sc = make({"alpha": 0.7}, tokens=128, jitter=0.5, requests=200, replications=5)
     a = simulate(sc).tok_s.ravel()

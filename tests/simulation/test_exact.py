@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sim.scenario.bind import acceptance_model, cycle_time_model
+from sim.binding.bind import acceptance_model, cycle_time_model
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.exact import exact_obstacle, exact_summary, scenario_exact
 from sim.simulation.simulate import simulate

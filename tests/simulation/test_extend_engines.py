@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from sim.binding.bind import cycle_cost
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import request_tok_s_distribution
-from sim.scenario.bind import cycle_cost
 from sim.scenario.load import with_overrides
 from sim.simulation.simulate import simulate
 from tests.helpers import make
@@ -64,7 +64,7 @@ def test_the_extend_slope_costs_throughput():
 
 
 def test_per_cycle_timing_honours_the_extend_too():
-    from sim.scenario.bind import cycle_time_model
+    from sim.binding.bind import cycle_time_model
     from tests.simulation.test_engines_fast import PerCycleOnly
 
     sc = scenario(jitter=0.3, tokens=300, replications=10)

@@ -135,9 +135,9 @@ def test_confidence_intervals():
 
 def test_ci95_covers_the_exact_mean_at_the_nominal_rate(seed_path):
     """Coverage of the t interval over 60 seeds: ~95%, so 49..60 (binomial 4 SE-ish)."""
+    from sim.binding.bind import cycle_cost as scenario_cycle_cost
     from sim.model.rates import accept_length_pmf
     from sim.model.renewal import request_tok_s_distribution
-    from sim.scenario.bind import cycle_cost as scenario_cycle_cost
 
     sc = with_overrides(load_scenario(seed_path), {"workload.output_tokens": 64})
     values, probs = request_tok_s_distribution(

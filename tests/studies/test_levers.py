@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bind import baseline_tok_s, closed_form_tok_s
 from sim.cli import main
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import leviathan_accept_length
-from sim.scenario.bind import baseline_tok_s, closed_form_tok_s
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.levers import KIMI_K2_DRAFTER, lever_table
 from tests.conftest import SEED

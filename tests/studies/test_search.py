@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bind import acceptance_shape, pass_times, profile_factors
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k, leviathan_accept_length
 from sim.model.shapes import first_rate_for_accept_length
-from sim.scenario.bind import acceptance_shape, pass_times, profile_factors
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import (

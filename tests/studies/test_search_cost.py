@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sim.scenario.bind as bind
+import sim.binding.bind as bind
 import sim.studies.search as search
+from sim.binding.bind import acceptance_model, anchored_factors, pass_times, profile_factors
+from sim.binding.uncertainty import is_acceptance_input, uncertain_inputs
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
-from sim.scenario.bind import acceptance_model, anchored_factors, pass_times, profile_factors
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import is_acceptance_input, uncertain_inputs
 from sim.studies.rootfind import ALPHA_XTOL, closed_form_stats
 from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance
 from sim.studies.uncertainty import answer_uncertainty

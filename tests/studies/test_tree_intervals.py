@@ -10,8 +10,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bind import closed_form_tok_s
 from sim.cli import main
-from sim.scenario.bind import closed_form_tok_s
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.levers import lever_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.scenario.bind import acceptance_model
+from sim.binding.bind import acceptance_model
 from sim.scenario.load import load_scenario, pin_verify_tokens
 from sim.studies.tree_search import TreeTarget, search_trees, tree_configs
 from tests.conftest import SEED

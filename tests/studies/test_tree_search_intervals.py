@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 
+from sim.binding.tree_sampled import sampled_tree
+from sim.binding.uncertainty import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.tree_sampled import sampled_tree
-from sim.scenario.uncertainty import nominal_row
 from sim.studies.rootfind import closed_form_stats
 from sim.studies.search import search_acceptance
 from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.uncertainty import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.uncertainty import nominal_row
 from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees
 from sim.studies.uncertainty import off_centre

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import cycle_cost, scenario_rates
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import cycle_cost, scenario_rates
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import Driver, answer_uncertainty, by_swing

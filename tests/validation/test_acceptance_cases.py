@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.scenario.priors import PROFILES, shape_error
+from sim.binding.priors import PROFILES, shape_error
 from sim.validation import data as pub
 from sim.validation.acceptance_cases import calibrate_series, multi_k_cases
 from sim.validation.growth_cases import growth_cases

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sim.binding.bind import scenario_rates
 from sim.model.rates import mean_accept_length
-from sim.scenario.bind import scenario_rates
 from sim.validation import serving_data as pub
 from sim.validation.serving_cases import RTX6KPRO_CYCLE_MS, kimi_scenario
 

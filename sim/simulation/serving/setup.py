@@ -1,7 +1,7 @@
 """A scenario's ``[serving]`` and ``[workload]`` as a serving plan, its policies and SLOs.
 
 What each key means is written once here (the cost model comes from
-``sim.scenario.bind.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
+``sim.binding.bind.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
 which inputs were given, which were defaulted and which were derived.
 """
 
@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from sim.binding.bind import acceptance_model, host_work_note, rank_shares, serving_cost
+from sim.binding.bound import Bound, as_bound
 from sim.errors import SpecsimError
 from sim.hardware.batched import MeasuredPass
 from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree_acceptance import TreeDraft
-from sim.scenario.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan
@@ -176,7 +177,7 @@ def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
 
 
 def serving_setup(
-    scenario: Scenario,
+    model: Bound | Scenario,
     *,
     base_dir: Path | None = None,
     source: str = "scenario",
@@ -185,7 +186,10 @@ def serving_setup(
     """The serving plan of ``scenario`` (``base_dir``: where relative trace paths start;
     ``source``: the name errors give the scenario). ``policies``: run these (by name)
     beside the baseline instead of the scenario's own policy (a study comparing drafts:
-    the plan then covers every depth, width and lookahead they use)."""
+    the plan then covers every depth, width and lookahead they use). A scenario is bound
+    here, once."""
+    bound = as_bound(model)
+    scenario = bound.scenario
     serving = scenario.serving or ServingSpec()
     w = scenario.workload
     model, timing = scenario.model, scenario.timing
@@ -235,13 +239,13 @@ def serving_setup(
             )
         inp, out = Fixed(0), Fixed(1)  # unused: lengths come from the rows
         rows = arrivals.size
-        if "workload.requests" in scenario._overrides:  # --requests, --set: the first rows
+        if "workload.requests" in scenario.origins.overrides:  # --requests, --set: the first rows
             requests = w.requests
             if warmup + requests > rows:
                 raise SpecsimError(
                     f"{requests} measured requests after {warmup} warm-up need "
                     f"{warmup + requests} rows; the trace {serving.trace} has {rows}",
-                    source=scenario._overrides["workload.requests"],
+                    source=scenario.origins.overrides["workload.requests"],
                     field="workload.requests",
                 )
             arrivals = arrivals.head(warmup + requests)
@@ -249,14 +253,14 @@ def serving_setup(
             notes.append(
                 f"lengths: from the trace; {warmup} warm-up and {requests} measured requests: "
                 f"the trace's first {arrivals.size} of {rows} rows replayed (workload.requests "
-                f"set by {scenario._overrides['workload.requests']})"
+                f"set by {scenario.origins.overrides['workload.requests']})"
             )
         else:
             requests = rows - warmup
             notes.append(
                 f"lengths: from the trace; {warmup} warm-up and {requests} measured requests"
             )
-            if "workload.requests" in scenario._given:
+            if "workload.requests" in scenario.origins.given:
                 notes.append(
                     f"requests: workload.requests ({w.requests}) does not apply to a trace: "
                     "every row is replayed (--requests N replays its first warm-up + N rows)"
@@ -322,6 +326,7 @@ def serving_setup(
             speculative=speculates,
             draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
             max_beams=beams,
+            passes=bound.passes,
         )
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None
@@ -411,15 +416,16 @@ def with_load(
             serving[key] = value
     raw["serving"] = serving
     load_keys = {f"serving.{k}" for k in loads}
-    out = scenario_from_dict(
+    return scenario_from_dict(
         raw,
         source=source,
         overridden=[f"serving.{k}" for k in loads if k in serving],
-        given=scenario._given - load_keys,
-        previous_overrides={k: v for k, v in scenario._overrides.items() if k not in load_keys},
+        given=scenario.origins.given - load_keys,
+        previous_overrides={
+            k: v for k, v in scenario.origins.overrides.items() if k not in load_keys
+        },
+        file=scenario.origins.file,
     )
-    out._source = scenario._source
-    return out
 
 
 def mean_request_tokens(setup: ServingSetup) -> tuple[float, float]:

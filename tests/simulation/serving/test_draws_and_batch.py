@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario.bind import acceptance_model
+from sim.binding.bind import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
 from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.counter_rng import draw_keys

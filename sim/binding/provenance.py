@@ -6,13 +6,13 @@ times, the verify slope, the acceptance anchor and its shape by position, and, w
 hardware model derives or re-composes a pass, on the model's weights and the hardware.
 ``assumptions`` lists each of those values once:
 
-* ``override``: set by ``--set``/``--grid`` or a study (``Scenario._overrides``);
+* ``override``: set by ``--set``/``--grid`` or a study (``Scenario.origins``);
 * ``calibrated`` / ``measured`` / ``assumed``: as its ``[uncertainty]`` entry says;
 * ``measured``: given in the file without an entry (taken as exact);
 * ``default``: not given, the schema's default;
 * ``derived``: computed: pass times and the verify slope by the hardware model
-  (sim/scenario/decompose.py), the acceptance decay by held-out choice or the draft
-  method's prior (sim/scenario/priors.py), ranges where the derivation has one.
+  (sim/binding/decompose.py), the acceptance decay by held-out choice or the draft
+  method's prior (sim/binding/priors.py), ranges where the derivation has one.
 """
 
 from __future__ import annotations
@@ -22,21 +22,18 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from sim.hardware.passes import PASS_NAMES
-from sim.scenario.bind import acceptance_shape, implicit_tilt, pass_times
-from sim.scenario.decompose import ScenarioHardware
-from sim.scenario.load import with_overrides
-from sim.scenario.priors import shape_error
-from sim.scenario.schema import Scenario
-
-#: A derived-compute efficiency range used when the scenario states none: the batch-1
-#: roofline is about 2x optimistic (README, "How far to trust it"), so 0.5-1 of peak.
-EFFICIENCY_RANGE: tuple[float, float] = (0.5, 1.0)
-EFFICIENCY_REASON = (
-    "derived compute (a missing pass, the verify slope or the experts growth) assumes this "
-    "fraction of the GPU's peak bandwidth; the batch-1 roofline is about 2x optimistic, so "
-    "0.5-1 of peak"
+from sim.binding.bind import acceptance_shape, implicit_tilt, pass_times
+from sim.binding.decompose import (
+    EFFICIENCY_RANGE,
+    EFFICIENCY_REASON,
+    ScenarioHardware,
+    uses_derived_compute,
 )
+from sim.binding.priors import shape_error
+from sim.binding.uncertainty import clipping_notes
+from sim.hardware.passes import PASS_NAMES
+from sim.scenario.load import with_overrides
+from sim.scenario.schema import Scenario
 
 #: Model fields the hardware model reads when it derives or re-composes a pass.
 MODEL_FIELDS: tuple[str, ...] = (
@@ -99,15 +96,6 @@ def _entry(scenario: Scenario, dotted: str, value: Any) -> Assumption:
         range=tuple(entry.range) if entry is not None and entry.range is not None else None,  # type: ignore[arg-type]
         reason=reason,
     )
-
-
-def uses_derived_compute(scenario: Scenario) -> bool:
-    """True when compute comes from the weights and the GPU preset: a missing pass, the
-    derived verify slope or the experts growth (``hardware.bandwidth_efficiency`` matters)."""
-    timing = scenario.timing
-    missing = any(getattr(timing, f"{n}_ms") is None for n in PASS_NAMES)
-    derived_slope = ScenarioHardware(scenario).verify_slope[1] == "derived"
-    return missing or timing.verify_growth == "experts" or derived_slope
 
 
 def uses_hardware_model(scenario: Scenario) -> bool:
@@ -203,10 +191,8 @@ def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
 
 def with_clipping_notes(scenario: Scenario, rows: list[Assumption]) -> list[Assumption]:
     """``rows`` with a note on every field whose stated error or range reaches past its
-    valid values (its draws are clipped there, sim/scenario/uncertainty.py), appended to
+    valid values (its draws are clipped there, sim/binding/uncertainty.py), appended to
     the row's reason, or as a row of its own when the field has none."""
-    from sim.scenario.uncertainty import clipping_notes  # lazy: it imports this module
-
     notes = clipping_notes(scenario)
     if not notes:
         return rows
@@ -320,7 +306,7 @@ def _anchor_value(spec: Any) -> Any:
 def override_entries(scenario: Scenario) -> list[dict[str, Any]]:
     """``[{field, value, via}]`` of the overridden fields (``--set``, ``--grid``, studies)."""
     out = []
-    for dotted, via in scenario._overrides.items():
+    for dotted, via in scenario.origins.overrides.items():
         try:
             value = _get(scenario, dotted)
         except AttributeError:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from sim.binding.provenance import assumptions, effective_hardware, hardware_line
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.provenance import assumptions, effective_hardware, hardware_line
 from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
 
 
@@ -67,7 +67,7 @@ def test_an_override_drops_the_stated_error_and_shows_in_the_header() -> None:
 
 def test_a_study_override_is_named_by_its_source() -> None:
     s = with_overrides(load_scenario(SEED), {"speculation.num_steps": 5}, source="search")
-    assert s._overrides == {"speculation.num_steps": "search"}
+    assert s.origins.overrides == {"speculation.num_steps": "search"}
     assert _by_field(s)["speculation.num_steps"].reason == "set by search"
 
 

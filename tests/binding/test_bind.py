@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario.bind import acceptance_model, draft_pass_table_ms, pass_times, tree_cost
+from sim.binding.bind import acceptance_model, draft_pass_table_ms, pass_times, tree_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 
@@ -42,17 +42,40 @@ def test_a_spec_is_bound_once_and_its_model_cannot_be_changed():
     assert np.array_equal(model.mean_rates(), acceptance_model(spec, 3).mean_rates())
 
 
-def test_scenario_memo_and_acceptance_built_once():
-    """``Scenario.derived`` is the private ``_derived`` memo; the acceptance model is built
-    once per scenario object and read-only, also for a mix (whose spec is not hashable)."""
-    from sim.scenario.bind import scenario_acceptance
+def test_bound_holds_the_model_built_once_and_read_only():
+    """``bind`` builds the acceptance model once per scenario and read-only, also for a mix
+    (whose spec is not hashable); the scenario itself keeps no memo and no private state."""
+    from sim.binding.bound import bind
     from sim.scenario.load import with_overrides
     from tests.helpers import MIXED, make
 
     sc = make(MIXED)
-    assert sc.derived is sc._derived
-    model = scenario_acceptance(sc)
-    assert scenario_acceptance(sc) is model and sc.derived["acceptance"] is model
-    assert not model.classes[0].mean_rates.flags.writeable
-    other = with_overrides(sc, {"speculation.num_steps": 2})
-    assert other.derived is not sc.derived and scenario_acceptance(other).num_steps == 2
+    bound = bind(sc)
+    assert not bound.acceptance.classes[0].mean_rates.flags.writeable
+    assert not bound.rates.flags.writeable
+    assert not sc.__pydantic_private__
+    other = bind(with_overrides(sc, {"speculation.num_steps": 2}))
+    assert other.acceptance.num_steps == 2 and bound.acceptance.num_steps == sc.num_steps
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kimi-k25-8xpcie-eagle3.toml",
+        "kimi-k25-8xpcie-eagle3-mix.toml",
+        "kimi-k25-8xh200-nvlink-eagle3.toml",
+        "llama31-8b-1xh100-eagle3.toml",
+    ],
+)
+def test_bound_holds_what_the_binding_functions_derive(name):
+    """A ``Bound``'s pass times, rates and cycles are the binding's own answers, computed
+    once: the expected cycle at E[L], the cycle-time model's at the passes' own L."""
+    from sim.binding.bind import bound_cycle_cost, cycle_cost, scenario_rates
+    from sim.binding.bound import bind
+
+    sc = load_scenario(SEED.parent / name)
+    bound = bind(sc)
+    assert bound.passes == pass_times(sc)
+    np.testing.assert_array_equal(bound.rates, scenario_rates(sc))
+    assert bound.cost == cycle_cost(sc) and bound.cycle == bound_cycle_cost(sc)
+    assert bound.cycle_time_model().cost == bound.cycle

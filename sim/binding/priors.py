@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.binding.cross_run import CROSS_RUN, MultiKSeries
 from sim.model.profile_fit import ProfileData, fit_profile, holdout_error
 from sim.model.shapes import (
     accept_lengths_by_k,
@@ -36,7 +37,6 @@ from sim.model.shapes import (
     shape_factors,
     tilted,
 )
-from sim.scenario.cross_run import CROSS_RUN, MultiKSeries
 
 # The decay priors and the cross-run shape error are fitted from the published data below
 # when a process first asks for them, and cached for the rest of the process.
@@ -261,7 +261,7 @@ def _profiles_of(method: str) -> tuple[PublishedProfile, ...]:
 
 
 #: The family each method's prior uses: the one with the lowest forward held-out error
-#: over its profiles (``family_holdout``; tests/scenario/test_priors.py recomputes it, so
+#: over its profiles (``family_holdout``; tests/binding/test_priors.py recomputes it, so
 #: this table is a cache of that computation, which takes ~1 s, not a choice).
 PRIOR_FAMILY: dict[str, str] = {"eagle3": "step", "mtp": "step", "pooled": "step"}
 
@@ -398,7 +398,7 @@ class ShapeError:
       and the later conditional rates compared with the fit (least squares through the
       origin of their log ratio against the positions past the fit);
     * **cross-run** (``cross_run``): every series of accept lengths measured in separate
-      runs at several num_steps (sim/scenario/cross_run.py), fitted at num_steps <= 2 and
+      runs at several num_steps (sim/binding/cross_run.py), fitted at num_steps <= 2 and
       solved for the rho of its longer ones (``cross_run_log_rho``), pooled over methods:
       how runs at different num_steps drift apart is a property of measuring across runs,
       and its evidence is too thin per method.
@@ -411,7 +411,7 @@ class ShapeError:
       variance taken off (method of moments). Each series already carries its drafter's
       within-run deviation, so adding the within-run profiles would count that part twice;
       they mostly fall (position-1 rates move with num_steps, see
-      sim/scenario/cross_run.py), both sides are kept;
+      sim/binding/cross_run.py), both sides are kept;
     * within one run (``cross_run_used`` False: later positions of the very run whose first
       positions were measured): the method's within-run profiles alone, which rise past
       position 2 about as often as they fall when pooled over requests.

@@ -54,6 +54,16 @@ from sim.hardware.passes import (
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario, TimingSpec
 
+#: A derived-compute efficiency range used when the scenario states none: the batch-1
+#: roofline is about 2x optimistic (README, "How far to trust it"), so 0.5-1 of peak.
+EFFICIENCY_RANGE: tuple[float, float] = (0.5, 1.0)
+EFFICIENCY_REASON = (
+    "derived compute (a missing pass, the verify slope or the experts growth) assumes this "
+    "fraction of the GPU's peak bandwidth; the batch-1 roofline is about 2x optimistic, so "
+    "0.5-1 of peak"
+)
+
+
 if TYPE_CHECKING:
     from sim.hardware.roofline import Weights
 
@@ -182,7 +192,7 @@ class ScenarioHardware:
         if self.derived_launch_us is not None:
             self._check_launch_not_stated(self.derived_launch_us)
             self.reference = self.reference.with_launch_us(self.derived_launch_us)
-            if "hardware.launch_us" not in scenario._overrides:
+            if "hardware.launch_us" not in scenario.origins.overrides:
                 self.current = self.current.with_launch_us(self.derived_launch_us)
             else:  # a --set what-if (another host CPU): the measured passes re-compose
                 self.at_reference = False
@@ -193,7 +203,7 @@ class ScenarioHardware:
         ``--set`` of it is a what-if: the timings keep the derived cost, the hardware asked
         about takes the override.)"""
         stated = self.scenario.hardware.launch_us
-        if stated is None or "hardware.launch_us" not in self.scenario._given:
+        if stated is None or "hardware.launch_us" not in self.scenario.origins.given:
             return
         raise SpecsimError(
             f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
@@ -627,3 +637,12 @@ def scenario_pass_times(scenario: Scenario) -> PassTimes:
         draft_step_overhead_ms=timing.draft_step_overhead_ms,
         **_extend_fields(timing, scenario.num_steps),
     )
+
+
+def uses_derived_compute(scenario: Scenario) -> bool:
+    """True when compute comes from the weights and the GPU preset: a missing pass, the
+    derived verify slope or the experts growth (``hardware.bandwidth_efficiency`` matters)."""
+    timing = scenario.timing
+    missing = any(getattr(timing, f"{n}_ms") is None for n in PASS_NAMES)
+    derived_slope = ScenarioHardware(scenario).verify_slope[1] == "derived"
+    return missing or timing.verify_growth == "experts" or derived_slope

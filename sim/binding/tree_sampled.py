@@ -32,20 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.model.acceptance import AcceptanceModel
-from sim.model.rates import cumulative_rates, mean_accept_length
-from sim.model.sampled import distinct_rows
-from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
-from sim.model.tree_theory import depth_survival
-from sim.scenario.bind import (
+from sim.binding.bind import (
     acceptance_model,
     bound_cycle_cost,
     rank_shares,
     scenario_acceptance,
 )
-from sim.scenario.schema import Scenario
-from sim.scenario.uncertainty import (
+from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
     PassResponse,
@@ -59,6 +52,13 @@ from sim.scenario.uncertainty import (
     sampled_acceptance,
     uncertain_inputs,
 )
+from sim.model.acceptance import AcceptanceModel
+from sim.model.rates import cumulative_rates, mean_accept_length
+from sim.model.sampled import distinct_rows
+from sim.model.tree import Tree
+from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree_theory import depth_survival
+from sim.scenario.schema import Scenario
 
 __all__ = ["SampledTree", "TreeDraws", "sampled_tree", "tree_cycle_vector"]
 
@@ -110,7 +110,7 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
 
 
 #: Populations by (what makes them, the drawn acceptance values' bytes), beside a chain's
-#: drawn rates (sim/scenario/uncertainty.py ``Drawn``).
+#: drawn rates (sim/binding/uncertainty.py ``Drawn``).
 Populations = Drawn
 
 

@@ -5,11 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.errors import SpecsimError
-from sim.model.shapes import scale_for_accept_length, shape_factors
-from sim.scenario.bind import cycle_cost
-from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.uncertainty import (
+from sim.binding.bind import cycle_cost
+from sim.binding.uncertainty import (
     PassResponse,
     draw_inputs,
     nominal_row,
@@ -17,6 +14,9 @@ from sim.scenario.uncertainty import (
     scales_of_rows,
     uncertain_inputs,
 )
+from sim.errors import SpecsimError
+from sim.model.shapes import scale_for_accept_length, shape_factors
+from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import MINIMAL, SEED
 
 
@@ -83,7 +83,7 @@ def test_nominal_row_is_the_scenario() -> None:
 def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> None:
     """A draft extend that grows with the accepted tokens: the nominal draw is the closed
     form at every k."""
-    from sim.scenario.bind import closed_form_tok_s
+    from sim.binding.bind import closed_form_tok_s
 
     text = MINIMAL.replace(
         "draft_extend_ms = 2.0",

@@ -8,6 +8,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bind import pass_times
+from sim.binding.bound import bind
+from sim.binding.decompose import ScenarioHardware, measured_pass_times, target_weights
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -15,8 +18,6 @@ from sim.hardware.experts import expected_distinct_experts
 from sim.hardware.interconnects import PRESETS
 from sim.hardware.launch import calibrate_compute_ms, critical_path_ms, kernel_schedule
 from sim.hardware.passes import PASS_NAMES, pass_schedule
-from sim.scenario.bind import pass_times
-from sim.scenario.decompose import ScenarioHardware, measured_pass_times, target_weights
 from sim.scenario.load import load_scenario, with_overrides
 from sim.validation.hardware_data import SGLANG_KIMI_LAYER_OPS
 from tests.conftest import SEED, seed_text_without_uncertainty
@@ -87,9 +88,10 @@ def test_a_stated_launch_cost_the_measured_verify_fixes_is_an_error(write_scenar
     assert result.exit_code == 2 and "Traceback" not in result.output
     line = result.output.strip()
     assert line.count("\n") == 0 and "hardware.launch_us" in line and "17.55 us" in line
-    assert str(path) in line  # found while the file loads, so it names the file
-    with pytest.raises(SpecsimError, match="fixes the per-kernel CPU cost"):
-        load_scenario(path)
+    assert str(path) in line  # found while the file is bound, so it names the file
+    with pytest.raises(SpecsimError, match="fixes the per-kernel CPU cost") as err:
+        bind(load_scenario(path))
+    assert err.value.source == str(path)
 
 
 def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
@@ -241,8 +243,9 @@ def test_inline_custom_interconnect(write_scenario):
 
 def test_gpu_change_needs_the_measured_gpu(write_scenario):
     path = write_scenario(SEED.read_text().replace('gpu = "RTX-PRO-6000"\n', ""))
-    with pytest.raises(SpecsimError, match=r"timing\.measured_on\.gpu"):
-        load_scenario(path, ["hardware.gpu=H200"])
+    with pytest.raises(SpecsimError, match=r"timing\.measured_on\.gpu") as err:
+        bind(load_scenario(path, ["hardware.gpu=H200"]))
+    assert err.value.source == f"{path} (--set)"
     s = load_scenario(SEED, ["hardware.gpu=H200"])
     ratio = (
         ScenarioHardware(s).breakdown("decode").compute_ms

@@ -7,13 +7,13 @@ written down once:
 * ``[acceptance]`` -> ``AcceptanceModel`` (sim/model/acceptance.py): one rate class, or a
   class per ``[[acceptance.mix]]`` entry. The shape of the rates by position is resolved
   once (``acceptance_shape``): given, chosen by held-out error on a listed profile, or the
-  draft method's decay prior (sim/scenario/priors.py). An ``alpha`` or ``accept_length``
+  draft method's decay prior (sim/binding/priors.py). An ``alpha`` or ``accept_length``
   fixes the accept length at ``measured_num_steps`` and the shape the rest;
   ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
   (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
   ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
-  derived by the hardware model, sim/scenario/decompose.py) -> ``CycleCost``;
+  derived by the hardware model, sim/binding/decompose.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
   model the Monte Carlo engines draw durations from;
 * the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
@@ -29,6 +29,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.binding.decompose import (
+    ScenarioHardware,
+    draft_weights,
+    scenario_pass_times,
+    target_weights,
+)
+from sim.binding.priors import DecayPrior, decay_prior, shape_error
 from sim.errors import SpecsimError
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
@@ -45,13 +52,6 @@ from sim.model.shapes import (
     tilt_factors,
     tilted,
 )
-from sim.scenario.decompose import (
-    ScenarioHardware,
-    draft_weights,
-    scenario_pass_times,
-    target_weights,
-)
-from sim.scenario.priors import DecayPrior, decay_prior, shape_error
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 if TYPE_CHECKING:
@@ -327,20 +327,17 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
     the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
     builds for (num_steps, topk, num_draft_tokens) at the population's mean rates. Built
-    once per scenario object (scenarios are immutable)."""
-    cache = scenario.derived
-    if "acceptance" not in cache:
-        sp = scenario.speculation
-        # read-only: every caller of this scenario shares it
-        top1 = _read_only(acceptance_model(scenario.acceptance, sp.num_steps))
-        if sp.is_tree:
-            assert scenario.acceptance is not None
-            from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
+    once per bound model (``Bound.acceptance``, sim/binding/bound.py)."""
+    sp = scenario.speculation
+    # read-only: every holder of the bound model shares it
+    top1 = _read_only(acceptance_model(scenario.acceptance, sp.num_steps))
+    if not sp.is_tree:
+        return top1
+    assert scenario.acceptance is not None
+    from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
 
-            shares = rank_shares(scenario.acceptance, sp.topk)
-            top1 = TreeAcceptance(top1, shares, tree_draft(scenario))
-        cache["acceptance"] = top1
-    return cache["acceptance"]
+    shares = rank_shares(scenario.acceptance, sp.topk)
+    return TreeAcceptance(top1, shares, tree_draft(scenario))
 
 
 def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
@@ -397,26 +394,19 @@ def pass_times(scenario: Scenario) -> PassTimes:
 
     As measured when the hardware is the one the timings were measured on
     (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
-    communication and launch) or derived by the hardware model (sim/scenario/decompose.py).
-    Computed once per scenario object (scenarios are immutable).
+    communication and launch) or derived by the hardware model (sim/binding/decompose.py).
+    Computed once per bound model (``Bound.pass_times``, sim/binding/bound.py).
     """
-    cache = scenario.derived
-    if "pass_times" not in cache:
-        cache["pass_times"] = scenario_pass_times(scenario)
-    return cache["pass_times"]
+    return scenario_pass_times(scenario)
 
 
 def draft_pass_table_ms(scenario: Scenario, max_tokens: int) -> tuple[float, ...] | None:
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
-    hardware model when the model geometry is known (sim/scenario/decompose.py), else None
+    hardware model when the model geometry is known (sim/binding/decompose.py), else None
     (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
-    cache = scenario.derived
-    key = ("draft_table", max_tokens)
-    if key not in cache:
-        model = scenario.model
-        known = model.layers is not None and model.hidden_size is not None
-        cache[key] = ScenarioHardware(scenario).draft_step_table_ms(max_tokens) if known else None
-    return cache[key]
+    model = scenario.model
+    known = model.layers is not None and model.hidden_size is not None
+    return ScenarioHardware(scenario).draft_step_table_ms(max_tokens) if known else None
 
 
 def tree_cost(
@@ -441,20 +431,15 @@ def tree_cost(
 def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
     """The cycle of a scenario at its own ``num_steps`` or at another (a chain there; a
     tree at its own configuration is the tree cycle), the draft extend at the pass times'
-    own accept length; ``CycleCost.at_accept_length`` moves it to an E[L]. Computed once
-    per scenario object and k (scenarios are immutable)."""
-    key = ("cycle_cost", num_steps)
-    cache = scenario.derived
-    if key not in cache:
-        sp = scenario.speculation
-        if num_steps is None and sp.is_tree:
-            assert sp.num_draft_tokens is not None
-            passes = pass_times(scenario)
-            cache[key] = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
-        else:
-            k = scenario.num_steps if num_steps is None else num_steps
-            cache[key] = chain_cycle_cost(pass_times(scenario), k)
-    return cache[key]
+    own accept length; ``CycleCost.at_accept_length`` moves it to an E[L]. At the
+    scenario's own k it is computed once per bound model (``Bound.cycle``)."""
+    sp = scenario.speculation
+    if num_steps is None and sp.is_tree:
+        assert sp.num_draft_tokens is not None
+        passes = pass_times(scenario)
+        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+    k = scenario.num_steps if num_steps is None else num_steps
+    return chain_cycle_cost(pass_times(scenario), k)
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
@@ -486,7 +471,7 @@ def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float
 def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) -> LayerPass:
     """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
     draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
-    calibrated (or derived) compute of sim/scenario/decompose.py."""
+    calibrated (or derived) compute of sim/binding/decompose.py."""
     from sim.hardware.layer import LayerPass  # lazy: layer fidelity only
 
     hw = ScenarioHardware(scenario)
@@ -549,19 +534,26 @@ def extend_growth(scenario: Scenario) -> tuple[float, float]:
 
 
 def cycle_time_model(
-    scenario: Scenario, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
+    scenario: Scenario,
+    *,
+    fidelity: str = "cycle",
+    rng: np.random.Generator | None = None,
+    cycle: CycleCost | None = None,
 ) -> CycleTimeModel:
     """The cycle-time model of a scenario at a pass-time fidelity (``FIDELITIES``).
 
     ``cycle``: the cost model plus ``timing.jitter_cv``; ``layer``: pools of layer-level
     SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
+    ``cycle`` (argument): the scenario's ``bound_cycle_cost`` when the caller holds it
+    (``Bound.cycle``).
     """
     if fidelity == "cycle":
         # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
         # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
-        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms;
-        # computed once per scenario object (``bound_cycle_cost``)
-        return CostCycleTimes(bound_cycle_cost(scenario), scenario.timing.jitter_cv)
+        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
+        if cycle is None:
+            cycle = bound_cycle_cost(scenario)
+        return CostCycleTimes(cycle, scenario.timing.jitter_cv)
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")
@@ -646,6 +638,7 @@ def serving_cost(
     speculative: bool = True,
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
+    passes: PassTimes | None = None,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -670,6 +663,7 @@ def serving_cost(
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
+    ``passes``: the scenario's batch-1 pass times when the caller holds them (``Bound``).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
@@ -677,7 +671,7 @@ def serving_cost(
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
-    batch1 = pass_times(scenario)
+    batch1 = pass_times(scenario) if passes is None else passes
     hw = ScenarioHardware(scenario)
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers

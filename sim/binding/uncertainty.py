@@ -7,9 +7,9 @@ Which inputs are uncertain, and how (``uncertain_inputs``):
   covariance), a ``range`` uniform over it; list fields give one input per entry
   (``acceptance.per_position[1]``);
 * the acceptance decay when it comes from the draft method's prior: the prior's
-  empirical quantile function (sim/scenario/priors.py), flat its optimistic end;
+  empirical quantile function (sim/binding/priors.py), flat its optimistic end;
 * ``hardware.bandwidth_efficiency`` when derived compute enters the answer and no range
-  is stated: uniform over 0.5-1 of peak (sim/scenario/provenance.py).
+  is stated: uniform over 0.5-1 of peak (sim/binding/provenance.py).
 
 Draws are Sobol points, linearly scrambled and digitally shifted (sim/model/sobol.py),
 mapped through each input's quantile function; draws are clipped to the field's valid
@@ -32,6 +32,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.binding.bind import (
+    acceptance_shape,
+    conditional_rates,
+    effective_tilt,
+    implicit_tilt,
+    measured_depth,
+    pass_times,
+)
+from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON, uses_derived_compute
+from sim.binding.priors import DecayPrior, shape_error
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
 from sim.model.sampled import SampledModel, distinct_rows, equal_rate_accept_length
@@ -44,17 +54,7 @@ from sim.model.shapes import (
     tilted,
 )
 from sim.model.sobol import scrambled_sobol_points
-from sim.scenario.bind import (
-    acceptance_shape,
-    conditional_rates,
-    effective_tilt,
-    implicit_tilt,
-    measured_depth,
-    pass_times,
-)
 from sim.scenario.load import with_overrides
-from sim.scenario.priors import DecayPrior, shape_error
-from sim.scenario.provenance import EFFICIENCY_RANGE, EFFICIENCY_REASON, uses_derived_compute
 from sim.scenario.schema import Scenario
 
 #: Draft lengths the sampled model covers (the closed forms' best-k range, K_RANGE).
@@ -467,11 +467,12 @@ def pass_response(
             continue
         try:
             other = with_overrides(scenario, {inp.field: value}, source="uncertainty")
+            passes = pass_times(other)  # the hardware model may refuse the value as well
         except SpecsimError:
             continue  # outside what the scenario allows: draws there take the nearest node
         kept.append(x)
         if vector is None:
-            deltas.append(pass_vector(pass_times(other), base.size - _FIXED - 1) - base)
+            deltas.append(pass_vector(passes, base.size - _FIXED - 1) - base)
         else:
             deltas.append(vector(other) - base)
     return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
@@ -496,7 +497,7 @@ def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[st
 
 #: What each distinct draw of the acceptance inputs gives once the scenario is re-validated
 #: at it, by (what makes it, the drawn values' bytes): a chain's effective rates (K,)
-#: (``drawn_rates``), a tree's population (sim/scenario/tree_sampled.py); None where the
+#: (``drawn_rates``), a tree's population (sim/binding/tree_sampled.py); None where the
 #: scenario rejects the draw. Studies of scenarios that differ elsewhere share it.
 Drawn = dict[tuple[str, bytes], typing.Any]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.provenance import assumptions
+from sim.binding.uncertainty import uncertain_inputs
 from sim.cli import main
 from sim.scenario.load import load_scenario
-from sim.scenario.provenance import assumptions
-from sim.scenario.uncertainty import uncertain_inputs
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"

@@ -1,12 +1,12 @@
 """Accept lengths of one drafter measured in separate runs at several num_steps.
 
-A within-run per-position profile (sim/scenario/priors.py ``PROFILES``) shows how the
+A within-run per-position profile (sim/binding/priors.py ``PROFILES``) shows how the
 conditional rate falls with position inside one run. Runs at different num_steps differ
 beyond that: the position-1 rate itself moves with num_steps (vllm-project/vllm PR #48892:
 83.59% at K = 1, 75.68% at K = 8, same drafter and data), so accept lengths measured
 across runs fall away from a profile fitted to the shortest runs faster or slower than any
 within-run profile shows. The series below are that cross-run evidence: each gives one
-log rho (sim/scenario/priors.py ``cross_run_log_rho``), pooled with the within-run ones
+log rho (sim/binding/priors.py ``cross_run_log_rho``), pooled with the within-run ones
 into the shape error past the measured positions.
 
 They are also the validation report's held-out acceptance cases (sim/validation/). There,
@@ -40,7 +40,7 @@ class MultiKSeries:
     approximate, ``approx_sigma`` is the error given to it)."""
 
     name: str
-    method: str  # the draft method's decay prior (sim/scenario/priors.py METHODS)
+    method: str  # the draft method's decay prior (sim/binding/priors.py METHODS)
     source: str
     setting: str
     accept_lengths: dict[int, float]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.tree_sampled import sampled_tree
+from sim.binding.uncertainty import draw_inputs, nominal_row, uncertain_inputs
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.tree_sampled import sampled_tree
-from sim.scenario.uncertainty import draw_inputs, nominal_row, uncertain_inputs
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import SAMPLES, TREE_NOTE, answer_uncertainty
 from tests.conftest import EXACT_UNCERTAINTY, ROOT, SEED, seed_text_without_uncertainty

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario.priors import (
+from sim.binding.priors import (
     METHODS,
     PRIOR_FAMILIES,
     PRIOR_FAMILY,

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.cross_run import CROSS_RUN, MultiKSeries
+from sim.binding.priors import PROFILES, cross_run_log_rho, decay_prior, shape_error
 from sim.model.shapes import rates_for_positions
-from sim.scenario.cross_run import CROSS_RUN, MultiKSeries
-from sim.scenario.priors import PROFILES, cross_run_log_rho, decay_prior, shape_error
 
 
 def _series(first: float, decay: float, log_rho: float, ks=range(1, 8)) -> MultiKSeries:

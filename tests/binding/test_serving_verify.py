@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bind import serving_cost
+from sim.binding.decompose import ScenarioHardware
 from sim.hardware.launch import critical_path_ms
 from sim.hardware.passes import pass_schedule
-from sim.scenario.bind import serving_cost
-from sim.scenario.decompose import ScenarioHardware
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 

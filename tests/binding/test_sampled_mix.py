@@ -11,19 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.model.rates import mean_accept_length
-from sim.scenario.bind import acceptance_shape, conditional_rates, scenario_rates
-from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.uncertainty import (
+from sim.binding.bind import acceptance_shape, conditional_rates, scenario_rates
+from sim.binding.uncertainty import (
     draw_inputs,
     nominal_row,
     sampled_scenario,
     uncertain_inputs,
 )
+from sim.model.rates import mean_accept_length
+from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import answer_uncertainty
+from tests.binding.test_tree_sampled_mix import EXACT, SYMMETRIC, _mix_text, one_class_texts
 from tests.conftest import ROOT, SEED
-from tests.scenario.test_tree_sampled_mix import EXACT, SYMMETRIC, _mix_text, one_class_texts
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"
 #: Few draws: every distinct draw rebuilds two classes' Beta quadratures over 32 positions.

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario.bind import acceptance_shape
+from sim.binding.bind import acceptance_shape
+from sim.binding.tree_sampled import drawn_population, sampled_tree
+from sim.binding.uncertainty import draw_inputs, is_acceptance_input, uncertain_inputs
 from sim.scenario.load import load_scenario, with_overrides
-from sim.scenario.tree_sampled import drawn_population, sampled_tree
-from sim.scenario.uncertainty import draw_inputs, is_acceptance_input, uncertain_inputs
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import TREE_POPULATION_NOTE, answer_uncertainty
 from tests.conftest import ROOT

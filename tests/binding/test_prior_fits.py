@@ -6,7 +6,7 @@ edited profile, series or fitting routine is always what a run answers from.
 
 from __future__ import annotations
 
-from sim.scenario import priors
+from sim.binding import priors
 
 
 def test_a_prior_is_fitted_once_per_process() -> None:

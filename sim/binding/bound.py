@@ -1,0 +1,126 @@
+"""``bind(scenario) -> Bound``: a scenario turned, once, into the model everything above uses.
+
+A ``Bound`` holds what the scenario means (sim/binding/bind.py writes each meaning down):
+the pass times on its hardware, the acceptance model by position (a tree's for a tree),
+the closed-form rates, the cycle at the pass times' own accept length (the one the Monte
+Carlo engines shift cycle by cycle) and the expected cycle at E[L]. Analysis, the Monte
+Carlo, serving and the studies take the ``Bound`` and read these instead of deriving
+them again. ``bind`` is also where a problem the hardware model finds (a measured time
+below its modelled communication + launch floor, a missing model field) is reported
+against the scenario's file, as its loader reports a problem of the file itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.binding.bind import (
+    AcceptanceShape,
+    acceptance_shape,
+    cycle_time_model,
+    scenario_acceptance,
+    tree_cost,
+)
+from sim.binding.decompose import scenario_pass_times
+from sim.errors import SpecsimError
+from sim.model.cycle import CycleCost, PassTimes
+from sim.model.cycle import cycle_cost as chain_cycle_cost
+from sim.model.cycletime import CycleTimeModel
+from sim.model.rates import mean_accept_length
+from sim.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    from sim.model.tree_acceptance import Acceptance
+
+#: Scenario sections whose values the hardware model reads: a problem it finds is
+#: reported as ``FILE (--set)`` when the last step that made the scenario set one of them.
+HARDWARE_SECTIONS: tuple[str, ...] = ("hardware.", "model.", "timing.")
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One scenario bound to its model, built once by ``bind``; read-only.
+
+    ``passes``: the pass times on the scenario's hardware (measured, re-composed or
+    derived); ``acceptance``: the acceptance model at its own configuration (a
+    ``TreeAcceptance`` for topk > 1), its arrays read-only; ``rates``: the conditional
+    rates a_1..a_k the closed forms take, shape (k,) (a tree: its chain-equivalent rates,
+    shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
+    accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
+    ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
+    ``shape``: the acceptance shape by position (None without acceptance).
+    """
+
+    scenario: Scenario
+    passes: PassTimes
+    acceptance: Acceptance
+    rates: np.ndarray
+    cycle: CycleCost
+    cost: CycleCost
+    shape: AcceptanceShape | None
+
+    @property
+    def num_steps(self) -> int:
+        return self.scenario.num_steps
+
+    @property
+    def accept_length(self) -> float:
+        """E[L] at the scenario's own configuration: 1 + sum_i a_1 ... a_i."""
+        return mean_accept_length(self.rates)
+
+    @property
+    def baseline_tok_s(self) -> float:
+        """Plain decoding throughput, tokens per second: 1000 / decode_ms."""
+        return 1000.0 / self.passes.decode_ms
+
+    @property
+    def extend_growth(self) -> tuple[float, float]:
+        """(ms per accepted token, accept length) of the draft extend's growth with L
+        (sim/binding/bind.py ``extend_growth``)."""
+        tokens = self.passes.draft_extend_tokens
+        return self.passes.draft_extend_ms_per_token, float(
+            self.num_steps + 1 if tokens is None else tokens
+        )
+
+    def cycle_time_model(
+        self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
+    ) -> CycleTimeModel:
+        """The cycle-time model at a pass-time fidelity (sim/binding/bind.py)."""
+        return cycle_time_model(self.scenario, fidelity=fidelity, rng=rng, cycle=self.cycle)
+
+
+def bind(scenario: Scenario) -> Bound:
+    """The scenario's ``Bound``: pass times, acceptance, rates and cycles, computed once.
+
+    A problem the hardware model finds is reported against the scenario's source (its
+    file, or the study that set its values), ``(--set)`` when that step set a hardware,
+    model or timing field (sim/scenario/origins.py).
+    """
+    try:
+        passes = scenario_pass_times(scenario)
+    except SpecsimError as exc:
+        where = scenario.origins.where(HARDWARE_SECTIONS)
+        raise SpecsimError(exc.message, source=where, field=exc.field) from None
+    acceptance = scenario_acceptance(scenario)
+    sp = scenario.speculation
+    if sp.is_tree:
+        assert sp.num_draft_tokens is not None
+        cycle = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+    else:
+        cycle = chain_cycle_cost(passes, sp.num_steps)
+    rates = acceptance.closed_form_rates()
+    rates.flags.writeable = False
+    cost = cycle
+    if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
+        cost = cycle.at_accept_length(mean_accept_length(rates))
+    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
+    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape)
+
+
+def as_bound(model: Bound | Scenario) -> Bound:
+    """``model`` itself if bound, else ``bind(model)``: a library entry that is handed a
+    scenario binds it once there and passes the ``Bound`` down."""
+    return model if isinstance(model, Bound) else bind(model)

@@ -50,3 +50,42 @@ def test_a_closed_pipe_is_the_quiet_exit():
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     assert err == b""
+
+
+def _file_size_limit(limit: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.slow
+def test_a_full_disk_for_an_output_file_is_one_line_and_no_partial_file(tmp_path: Path):
+    """RLIMIT_FSIZE stands in for a full disk: the calibrated scenario cannot be written
+    whole, so it is not written at all."""
+    out = tmp_path / "cal.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sim", "calibrate", "--scenario", SEED, "--baseline-tok-s",
+         "80", "--out", str(out), "--quiet"],
+        capture_output=True, text=True, timeout=300, preexec_fn=_file_size_limit(200),
+    )  # fmt: skip
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"specsim: error: {out}: cannot write"), lines
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_full_disk_under_stdout_is_one_line(tmp_path: Path):
+    target = tmp_path / "out.json"
+    with open(target, "w") as fh:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sim", "keys", "--json"],
+            stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300,
+            preexec_fn=_file_size_limit(1000),
+        )  # fmt: skip
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert lines == ["specsim: error: standard output: cannot write: file too large"]

@@ -64,7 +64,7 @@ def split_list(
 
 
 def _number(text: str, key: str) -> int | float:
-    value = parse_value(text, param="grids")
+    value = parse_value(text, param="grids", field=key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecsimError(f"range bound {text!r} is not a number", param="grids", field=key)
     if not math.isfinite(value):
@@ -122,7 +122,9 @@ def parse_grid(text: str) -> tuple[str, tuple[Any, ...]]:
     values: list[Any] = []
     for item in split_list(rest, param="grids", field=key):
         values.extend(
-            parse_range(item, key) if _is_range(item) else [parse_value(item, param="grids")]
+            parse_range(item, key)
+            if _is_range(item)
+            else [parse_value(item, param="grids", field=key)]
         )
     canon = [canonical(v) for v in values]
     if len(set(canon)) != len(canon):

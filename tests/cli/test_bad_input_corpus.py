@@ -280,6 +280,22 @@ USAGE = [
     ("calibrate-rel-word", ["calibrate", "--scenario", "{good}", "--rel-error", "x"], "--rel"),
     ("plot-format", ["plot", "{tmp}", "--format", "gif"], "--format"),
     ("hardware-unknown-option", ["hardware", "--lst"], "did you mean --list"),
+    # an unparsable value names its key, not only the option
+    (
+        "set-value-names-its-key",
+        ["run", "{good}", "--set", "timing.decode_ms=1.2.3"],
+        "--set: timing.decode_ms: cannot parse value",
+    ),
+    (
+        "grid-value-names-its-key",
+        ["sweep", "{good}", "--grid", "timing.decode_ms=1.2.3,4", "--out", "{tmp}/o"],
+        "--grid: timing.decode_ms: cannot parse value",
+    ),
+    (
+        "set-long-value-names-its-key",
+        ["run", "{good}", "--set", "name=" + "x" * 20000],
+        "--set: name: value longer",
+    ),
 ]
 for _name, _args, _needle in USAGE:
 
@@ -1060,4 +1076,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, name: str, build: Case
 
 
 def test_the_corpus_is_large():
-    assert len(CASES) >= 150
+    assert len(CASES) >= 450

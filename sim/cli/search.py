@@ -94,7 +94,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--rate",
-    type=FiniteFloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Per-user tok/s simulated by the serving engine under Poisson arrivals.",

@@ -78,7 +78,7 @@ def with_trace_settings(
 )
 @click.option(
     "--rate",
-    type=FiniteFloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Poisson arrivals at this rate [default: serving.rate_per_s].",

@@ -102,13 +102,13 @@ def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
     fn = click.option(
         "--tpot-slo-ms",
-        type=FiniteFloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange(min=1e-3, max=1e9),
         default=None,
         help="TPOT limit of the SLO [default: serving.tpot_slo_ms].",
     )(fn)
     return click.option(
         "--ttft-slo-ms",
-        type=FiniteFloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange(min=1e-3, max=1e9),
         default=None,
         help="TTFT limit of the SLO [default: serving.ttft_slo_ms].",
     )(fn)

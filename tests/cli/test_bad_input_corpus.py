@@ -740,8 +740,8 @@ def _serve_trace(text: str | bytes, name: str = "t.csv", *extra: str) -> Case:
 
 SERVING_OPTIONS = [
     # extreme or degenerate numbers
-    ("serve-rate-tiny", ["serve", SERVING, "--rate", "1e-300"], "serving.rate_per_s"),
-    ("serve-rate-huge", ["serve", SERVING, "--rate", "1e300"], "serving.rate_per_s"),
+    ("serve-rate-tiny", ["serve", SERVING, "--rate", "1e-300"], "--rate"),
+    ("serve-rate-huge", ["serve", SERVING, "--rate", "1e300"], "--rate"),
     ("serve-rate-nan", ["serve", SERVING, "--rate", "nan"], "--rate"),
     ("serve-rate-inf", ["serve", SERVING, "--rate", "inf"], "--rate"),
     ("serve-users-1e9", ["serve", SERVING, "--concurrency", "1000000000"], "concurrency"),
@@ -793,6 +793,10 @@ SERVING_OPTIONS = [
     ),
     ("controllers-phase-words", ["controllers", SERVING, "--phase", "a,b"], "--phase"),
     ("search-rate-nan", ["search", SERVING, "--rate", "nan"], "--rate"),
+    ("search-rate-subnormal", ["search", SERVING, "--rate", "1e-320"], "--rate"),
+    ("search-rate-1e9", ["search", SERVING, "--rate", "1e9"], "--rate"),
+    ("best-k-slo-subnormal", ["best-k", SERVING, "--ttft-slo-ms", "1e-320"], "--ttft-slo-ms"),
+    ("capacity-slo-subnormal", ["capacity", SERVING, "--tpot-slo-ms", "1e-320"], "--tpot-slo"),
     ("tree-load-tree-word", ["tree-load", SERVING, "--tree", "a/b/c"], "--tree"),
     (
         "sweep-grid-subnormal-step",

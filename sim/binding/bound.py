@@ -24,8 +24,10 @@ from sim.binding.bind import (
     scenario_acceptance,
     tree_cost,
 )
-from sim.binding.decompose import scenario_pass_times
+from sim.binding.decompose import ScenarioHardware, scenario_pass_times
+from sim.binding.provenance import Assumption, assumptions
 from sim.errors import SpecsimError
+from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 HARDWARE_SECTIONS: tuple[str, ...] = ("hardware.", "model.", "timing.")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Bound:
     """One scenario bound to its model, built once by ``bind``; read-only.
 
@@ -51,7 +53,9 @@ class Bound:
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
-    ``shape``: the acceptance shape by position (None without acceptance).
+    ``shape``: the acceptance shape by position (None without acceptance); ``hardware``:
+    the scenario's passes taken apart on its hardware (sim/binding/decompose.py). Two
+    bound models are equal only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -61,6 +65,7 @@ class Bound:
     cycle: CycleCost
     cost: CycleCost
     shape: AcceptanceShape | None
+    hardware: ScenarioHardware
 
     @property
     def num_steps(self) -> int:
@@ -70,6 +75,11 @@ class Bound:
     def accept_length(self) -> float:
         """E[L] at the scenario's own configuration: 1 + sum_i a_1 ... a_i."""
         return mean_accept_length(self.rates)
+
+    @property
+    def closed_form_tok_s(self) -> float:
+        """Long-run tok/s by renewal-reward: 1000 E[L] / E[T_cycle] (a tree: its own)."""
+        return throughput_tok_s(self.accept_length, self.cost)
 
     @property
     def baseline_tok_s(self) -> float:
@@ -84,6 +94,10 @@ class Bound:
         return self.passes.draft_extend_ms_per_token, float(
             self.num_steps + 1 if tokens is None else tokens
         )
+
+    def assumptions(self) -> tuple[Assumption, ...]:
+        """Every value the answers depend on, with its provenance (sim/binding/provenance.py)."""
+        return assumptions(self.scenario, self.passes, self.hardware)
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
@@ -100,7 +114,8 @@ def bind(scenario: Scenario) -> Bound:
     model or timing field (sim/scenario/origins.py).
     """
     try:
-        passes = scenario_pass_times(scenario)
+        hardware = ScenarioHardware(scenario)
+        passes = scenario_pass_times(scenario, hardware)
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
@@ -108,7 +123,7 @@ def bind(scenario: Scenario) -> Bound:
     sp = scenario.speculation
     if sp.is_tree:
         assert sp.num_draft_tokens is not None
-        cycle = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+        cycle = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes, hardware)
     else:
         cycle = chain_cycle_cost(passes, sp.num_steps)
     rates = acceptance.closed_form_rates()
@@ -117,7 +132,7 @@ def bind(scenario: Scenario) -> Bound:
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape)
+    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware)
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

@@ -32,7 +32,7 @@ anything else from the model's weights and the GPU preset (sim/hardware/roofline
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -539,7 +539,7 @@ class ScenarioHardware:
         return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
 
 
-def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, float]:
+def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, Any]:
     """The draft extend's growth per accepted token and the tokens it was taken at (the
     scenario's own num_steps + 1 by default, whatever k a cycle is later built for)."""
     tokens = timing.draft_extend_tokens
@@ -588,15 +588,16 @@ def _geometry_known(scenario: Scenario) -> bool:
     )
 
 
-def scenario_pass_times(scenario: Scenario) -> PassTimes:
-    """Pass times of a scenario on its hardware.
+def scenario_pass_times(scenario: Scenario, hw: ScenarioHardware | None = None) -> PassTimes:
+    """Pass times of a scenario on its hardware (``hw``: its ``ScenarioHardware``, when the
+    caller holds it).
 
     At the measured hardware with every time given, the measured times come back unchanged
     (after checking each is above its modelled communication + launch floor when the model
     geometry is known). Otherwise each pass is re-composed or derived.
     """
     timing = scenario.timing
-    hw = ScenarioHardware(scenario)
+    hw = ScenarioHardware(scenario) if hw is None else hw
     measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
     all_measured = all(v is not None for v in measured.values())
     m0 = hw.measured_verify_tokens

@@ -32,6 +32,7 @@ from sim.binding.decompose import (
 from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.hardware.passes import PASS_NAMES
+from sim.model.cycle import PassTimes
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 
@@ -125,12 +126,15 @@ def efficiency_range(scenario: Scenario) -> tuple[float, float]:
     return EFFICIENCY_RANGE
 
 
-def assumptions(scenario: Scenario) -> tuple[Assumption, ...]:
-    """Every value the scenario's answers depend on, with its provenance."""
+def assumptions(
+    scenario: Scenario, passes: PassTimes | None = None, hw: ScenarioHardware | None = None
+) -> tuple[Assumption, ...]:
+    """Every value the scenario's answers depend on, with its provenance (``passes``,
+    ``hw``: its pass times and ``ScenarioHardware`` when the caller holds them, ``Bound``)."""
     timing = scenario.timing
     out: list[Assumption] = []
-    passes = pass_times(scenario)
-    hw = ScenarioHardware(scenario)
+    passes = pass_times(scenario) if passes is None else passes
+    hw = ScenarioHardware(scenario) if hw is None else hw
     if scenario.num_steps >= 0:
         out.append(_entry(scenario, "speculation.num_steps", scenario.num_steps))
     names = PASS_NAMES if scenario.num_steps > 0 or scenario.acceptance else ("decode",)

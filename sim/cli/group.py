@@ -220,10 +220,18 @@ class SpecsimGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, self._help_line(name, limit)) for name in names])
 
-    def main(self, args: Any = None, prog_name: Any = None, *a: Any, **kw: Any) -> Any:
-        standalone = kw.pop("standalone_mode", True)
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **kw: Any,
+    ) -> Any:
         try:
-            rv = super().main(args, prog_name or "specsim", *a, standalone_mode=False, **kw)
+            rv = super().main(
+                args, prog_name or "specsim", complete_var, standalone_mode=False, **kw
+            )
         except click.UsageError as exc:
             if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
                 click.echo(exc.ctx.get_help())  # `specsim` alone: the help, as asked
@@ -246,7 +254,7 @@ class SpecsimGroup(click.Group):
             _output_failed(exc)
         except ValueError:
             pass  # stdout closed by the caller
-        if not standalone:
+        if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -110,6 +110,14 @@ def with_trace_settings(
     metavar="START:END",
     help="Replay only the requests arriving in [START, END) seconds of the trace's clock.",
 )
+@click.option(
+    "--draws",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
+    "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
+)
 @set_option
 @json_option
 @seed_option
@@ -127,6 +135,7 @@ def serve(
     trace_format: str | None,
     rate_scale: float | None,
     trace_window: str | None,
+    draws: int,
     sets: tuple[str, ...],
     as_json: bool,
     seed: int | None,
@@ -148,6 +157,7 @@ def serve(
     from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
     from sim.simulation.serving.stability import check_open_load
+    from sim.studies.serving_draws import serve_intervals
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -170,8 +180,11 @@ def serve(
     bound = bind(sc)  # what the scenario means, once
     setup = serving_setup(bound, base_dir=Path(scenario).resolve().parent, source=scenario)
     workload = setup.plan.workload
-    check_serving_size(
-        len(setup.policies), setup.replications, workload.requests + workload.warmup, workers
+    check_serving_size(  # the nominal run and each interval draw's 2 replications
+        len(setup.policies),
+        setup.replications + 2 * draws,
+        workload.requests + workload.warmup,
+        workers,
     )
     check = check_open_load(setup.plan, setup.policies)
     if check is not None and not check.stable:
@@ -191,4 +204,17 @@ def serve(
         )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     body = serving_to_dict(run, summary, setup, sc.name)
+    if draws:
+        body["interval90"] = serve_intervals(
+            sc,
+            run.records,
+            slo=setup.slo,
+            seed=setup.seed,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            workers=workers,
+            baseline=BASELINE,
+            batch=max(p.mean_batch.mean for p in summary.policies.values()),
+            draws=draws,
+        )
     emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

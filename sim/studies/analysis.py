@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.binding.bind import AcceptanceShape, profile_factors
 from sim.binding.bound import Bound, as_bound
-from sim.binding.provenance import Assumption, assumptions
+from sim.binding.provenance import Assumption
 from sim.model.closed_forms import (
     TargetAnswer,
     answer_target,
@@ -74,6 +74,7 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
+    factors = profile_factors(scenario.acceptance)  # one for every target: k repeat
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -85,19 +86,16 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(
-            answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
-            for t in scenario.target_tok_s
-        ),
-        tree=_tree_analysis(scenario) if scenario.speculation.is_tree else None,
+        targets=tuple(answer_target(t, passes, k, factors=factors) for t in scenario.target_tok_s),
+        tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
-        assumptions=assumptions(scenario),
+        assumptions=bound.assumptions(),
         uncertainty=answer_uncertainty(scenario) if uncertainty else None,
     )
 
 
-def _tree_analysis(scenario: Scenario) -> TreeAnalysis:
+def _tree_analysis(bound: Bound) -> TreeAnalysis:
     """SGLang's and the best tree of a tree scenario (lazy import: a chain needs none)."""
     from sim.studies.tree_analysis import analyze_tree
 
-    return analyze_tree(scenario)
+    return analyze_tree(bound)

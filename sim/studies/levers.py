@@ -29,8 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sim.binding.bind import baseline_tok_s, closed_form_tok_s, cycle_cost
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.binding.decompose import ScenarioHardware
 from sim.binding.provenance import eager_verify, kernel_count_range, launch_at_kernels
 from sim.binding.uncertainty import uncertain_inputs
@@ -366,7 +365,11 @@ class LeverTable:
 
 
 def _tok_s(scenario: Scenario) -> float:
-    return baseline_tok_s(scenario) if scenario.num_steps == 0 else closed_form_tok_s(scenario)
+    return _bound_tok_s(bind(scenario))
+
+
+def _bound_tok_s(bound: Bound) -> float:
+    return bound.baseline_tok_s if bound.num_steps == 0 else bound.closed_form_tok_s
 
 
 def _variant_values(
@@ -448,9 +451,10 @@ def lever_table(
             continue
         try:
             applied = with_overrides(scenario, dict(lever.overrides), source="lever")
-            tok_s = _tok_s(applied)
-            cost = cycle_cost(applied)
-            al = closed_form_tok_s(applied) * cost.total_ms / 1000 if applied.num_steps else 1.0
+            bound = bind(applied)
+            tok_s = _bound_tok_s(bound)
+            cost = bound.cost
+            al = bound.closed_form_tok_s * cost.total_ms / 1000 if applied.num_steps else 1.0
         except SpecsimError as exc:
             rows.append(LeverRow(lever, None, None, None, {}, None, None, exc.message))
             continue

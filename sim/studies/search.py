@@ -32,11 +32,10 @@ from sim.binding.bind import (
     acceptance_model,
     acceptance_shape,
     anchored_factors,
-    closed_form_tok_s,
-    extend_growth,
     pass_times,
     tree_draft,
 )
+from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel, Spread
@@ -510,7 +509,7 @@ def _search_k(
             float(phase_means(cycle_times).sum()),
             lever.base.workload.output_tokens,
             lever.x_max,
-            extend_growth(lever.base),
+            bind(lever.base).extend_growth,
         )
     probe = Probe(evaluate, +1, lever.x_min, lever.x_max)
     grid = lever.accept_length_grid()
@@ -736,7 +735,7 @@ def current_operating_point(
         "draft": _draft_label(scenario),  # a tree's tok/s is the tree's
         "alpha": lever.alpha(x_now),
         "first_rate": lever.first_rate(x_now),
-        "closed_form_tok_s": closed_form_tok_s(scenario),
+        "closed_form_tok_s": bind(scenario).closed_form_tok_s,
     }
 
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sim.binding.bind import closed_form_tok_s
 from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
@@ -205,7 +204,7 @@ def solve_lever(
     # direction: closed form first, Monte Carlo when the closed form ignores the field
     near = [v for v in ((v0 + 1, v0 - 1) if integer else (v0 * 1.1, v0 / 1.1)) if lo <= v <= hi]
     near = near or [lo if v0 != lo else hi]
-    cf0, cf1 = closed_form_tok_s(at(v0)), closed_form_tok_s(at(near[0]))
+    cf0, cf1 = bind(at(v0)).closed_form_tok_s, bind(at(near[0])).closed_form_tok_s
     uses_closed_form = not math.isclose(cf0, cf1, rel_tol=1e-12)
     if uses_closed_form:
         sign = 1 if (cf1 > cf0) == (near[0] > v0) else -1

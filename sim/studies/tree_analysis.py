@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import cycle_cost, scenario_acceptance
+from sim.binding.bound import Bound
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.tree import Tree
@@ -114,16 +114,18 @@ def best_tree_acceptance(scenario: Scenario, sglang: TreeAcceptance) -> TreeAcce
     return TreeAcceptance(sglang.top1, sglang.shares, best)
 
 
-def analyze_tree(scenario: Scenario) -> TreeAnalysis:
-    """The tree part of the closed-form analysis (``scenario.speculation.topk > 1``)."""
+def analyze_tree(bound: Bound) -> TreeAnalysis:
+    """The tree part of the closed-form analysis of a bound tree scenario
+    (``speculation.topk > 1``)."""
+    scenario = bound.scenario
     sp = scenario.speculation
     if not sp.is_tree:
         raise ValueError("analyze_tree needs a tree scenario (speculation.topk > 1)")
     assert sp.num_draft_tokens is not None
-    sglang = scenario_acceptance(scenario)
+    sglang = bound.acceptance
     assert isinstance(sglang, TreeAcceptance)
     optimal = best_tree_acceptance(scenario, sglang)
-    cost = cycle_cost(scenario)
+    cost = bound.cost
     targets = []
     for t in scenario.target_tok_s:
         need = t * cost.total_ms / 1000.0

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bind import closed_form_tok_s, cycle_cost, scenario_rates
+from sim.binding.bound import bind
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
@@ -39,7 +39,6 @@ from sim.binding.uncertainty import (
     sampled_scenario,
     uncertain_inputs,
 )
-from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
 from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
@@ -562,7 +561,7 @@ def _chain_uncertainty(
             tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1])) for r in solved
         ]
     else:
-        bests = head.requirements_at_best(tgts, [allowed] * len(tgts))
+        bests = list(head.requirements_at_best(tgts, [allowed] * len(tgts)))
         per_k = [()] * len(tgts)
     windows = [_study_window(b[0][1:], every.max_steps, num_steps) for b in bests]
     studies = every.rows(slice(1 + draws.shape[0], None))
@@ -684,15 +683,15 @@ def lever_uncertainty(
     cycles, als, kept = [], [], []
     for v in grid:
         try:
-            at = with_overrides(base, {field: int(v) if integer else float(v)}, source="solve")
+            at = bind(
+                with_overrides(base, {field: int(v) if integer else float(v)}, source="solve")
+            )
         except Exception:
             continue
         kept.append(v)
-        al = mean_accept_length(scenario_rates(at)) if k > 0 else 1.0
+        al = at.accept_length if k > 0 else 1.0
         cycles.append(
-            cycle_cost(at).at_accept_length(al).total_ms
-            if k > 0
-            else 1000.0 / closed_form_tok_s(at)
+            at.cost.at_accept_length(al).total_ms if k > 0 else 1000.0 / at.closed_form_tok_s
         )
         als.append(al)
     grid = np.array(kept)

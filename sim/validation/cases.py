@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
+from sim.binding.bound import bind
 from sim.binding.priors import shape_error
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import (
@@ -296,6 +297,23 @@ def _cumulative_fn(position: int) -> Callable[[Scenario], float]:
     return fn
 
 
+def cumulative_draws(position: int) -> Callable[[SampledModel], np.ndarray]:
+    """c at ``position`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: np.prod(m.rates[:, :position], axis=1)
+
+
+def accept_length_draws(num_steps: int) -> Callable[[SampledModel], np.ndarray]:
+    """The accept length at k = ``num_steps`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: m.accept_length(num_steps)
+
+
+def _verify_ms(s: Scenario) -> float:
+    """The scenario's stated verify pass (ms): the seed states it."""
+    if s.timing.verify_ms is None:
+        raise ValueError("the scenario states no timing.verify_ms")
+    return s.timing.verify_ms
+
+
 def _scored_run(
     src: str, run: pub.PublishedRun, alpha_from: str, cal: Calibration
 ) -> tuple[Row, Row, Row]:
@@ -354,7 +372,7 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
     accept = Measurements(
         accept_lengths=(AcceptLengthObs(2, runs[2].accept_length, al_sigma, src),)
     )
-    cal = calibrate(base, timing_data + accept)
+    cal = calibrate(base, timing_data + accept, prefer="base")
     scored = held_out(cal, pub.VLLM_20780_URL)
     per_k = [_scored_run(src, runs[k], "alpha from k=2", scored) for k in (3, 4, 5, 6)]
     rows = [triple[i] for i in range(3) for triple in per_k]  # grouped by quantity
@@ -438,7 +456,7 @@ def cross_cases(spec: _CrossSpec, base: Scenario) -> tuple[Case, ...]:
             data += baseline_measurement(spec.baseline_tok_s, TOK_S_REL_ERROR, f"{src} vanilla")
             calibrated_on.insert(0, f"{src} vanilla tok/s")
             fit.insert(0, "decode_ms")
-        cal = held_out(calibrate(base, data, fit_timing=fit), spec.al_source)
+        cal = held_out(calibrate(base, data, fit_timing=fit, prefer="base"), spec.al_source)
         k = score_run.num_steps
         rows = _scored_run(src, score_run, f"alpha from k={fit_run.num_steps}", cal)
         timing_err, al_err, e2e_err = (r.error for r in rows)
@@ -535,7 +553,9 @@ def case_vllm_acceptance_test() -> Case:
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM test") for i in range(2))
     )
     # c3 is a position of the run whose c1, c2 are given: within-run evidence alone
-    cal = held_out(calibrate(llama8b_base(), data, acceptance="per_position"), cross_run=False)
+    cal = held_out(
+        calibrate(llama8b_base(), data, acceptance="per_position", prefer="base"), cross_run=False
+    )
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
         sources=("vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published)",),
@@ -575,8 +595,10 @@ def case_vllm_26498() -> Case:
     base = with_overrides(llama8b_base(), {"acceptance.method": "eagle"}, source="validation")
     # per-position c1..c3, continued by held-out choice; positions 4-10 of the same run:
     # the within-run shape error alone
-    cal = held_out(calibrate(base, data), cross_run=False)
-    flat = calibrate(base, data, acceptance="alpha")  # one equal rate: the old answer
+    cal = held_out(calibrate(base, data, prefer="base"), cross_run=False)
+    flat = calibrate(
+        base, data, acceptance="alpha", prefer="base"
+    )  # one equal rate: the old answer
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
     how = "c1..c3, continued by the shape with the lowest held-out error"
     rows = [
@@ -588,7 +610,7 @@ def case_vllm_26498() -> Case:
                 c[i - 1],
                 cal,
                 _cumulative_fn(i),
-                lambda m, i=i: np.prod(m.rates[:, :i], axis=1),
+                cumulative_draws(i),
             ),
             flat=_cumulative_fn(i)(flat.scenario),
         )
@@ -629,7 +651,7 @@ def case_seed(seed: Scenario) -> Case:
     data = baseline_measurement(baseline, TOK_S_REL_ERROR, "seed") + point_measurement(
         seed.num_steps, pub.SEED_ACCEPT_LENGTH, spec, TOK_S_REL_ERROR, "seed"
     )
-    cal = calibrate(seed, data, fit_timing=["decode_ms", "verify_ms"])
+    cal = calibrate(seed, data, fit_timing=["decode_ms", "verify_ms"], prefer="base")
     return Case(
         title="Seed: Kimi-K2.5, 8 PCIe GPUs, SGLang EAGLE-3 num_steps 2 (consistency, not scored)",
         sources=("docs/reference.md §Seed",),
@@ -641,7 +663,7 @@ def case_seed(seed: Scenario) -> Case:
                 "k=2, AL 2.0",
                 pub.SEED_VERIFY_MS,
                 cal,
-                lambda s: s.timing.verify_ms,
+                _verify_ms,
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}", f"kept: {_kept_summary(cal)}"),
@@ -658,8 +680,8 @@ def case_seed(seed: Scenario) -> Case:
 def _graphed_verify_prediction(seed: Scenario) -> tuple[float, float, float]:
     """(ungraphed cycle ms, graphed cycle ms, the report's graphed tok/s predicted)."""
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    before_ms = cycle_cost(seed).total_ms
-    after_ms = cycle_cost(graphed).total_ms
+    before_ms = bind(seed).cost.total_ms
+    after_ms = bind(graphed).cost.total_ms
     return before_ms, after_ms, pub.GRAPHED_VERIFY_BEFORE_TOK_S * before_ms / after_ms
 
 
@@ -723,13 +745,14 @@ def _same_server_note(seed: Scenario) -> str:
     """What the report's graphing-only pair says about the class of its ungraphed side."""
     before, after = hw_data.VOIPMONITOR_NO_MTP_TOK_S
     graphed = with_overrides(seed, {"timing.verify_cuda_graph": True}, source="validation")
-    eager_ms = cycle_cost(seed).verify_ms - cycle_cost(graphed).verify_ms
+    seed_verify_ms, graphed_verify_ms = bind(seed).cost.verify_ms, bind(graphed).cost.verify_ms
+    eager_ms = seed_verify_ms - graphed_verify_ms
     return (
         "The same report measured graphing alone on that server (one user, no speculation, "
         f"PIECEWISE {before:g} -> FULL {after:g} tok/s): its eager attention op cost "
         f"{1000 / before - 1000 / after:.1f} ms, {100 * (after / before - 1):.0f}% of the "
         f"graphed step. The seed's fully eager verify carries {eager_ms:.1f} ms of eager "
-        f"cost, {100 * eager_ms / cycle_cost(graphed).verify_ms:.0f}% of its graphed verify. "
+        f"cost, {100 * eager_ms / graphed_verify_ms:.0f}% of its graphed verify. "
         "So the report's 1.55x measures a server that was mostly graphed already, plus a "
         "change of attention path, not the seed's lever: the case is outside the "
         "graphing-only comparison it was chosen as, and it stays scored as the issue set it "

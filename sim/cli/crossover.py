@@ -25,6 +25,9 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     names = tuple(split_list(text, source="--metric"))
     if not names:
         raise SpecsimError("name at least one metric", source="--metric")
+    repeated = sorted({m for m in names if names.count(m) > 1})
+    if repeated:
+        raise SpecsimError(f"metric {', '.join(repeated)} given twice", source="--metric")
     for m in names:
         if m not in METRICS or METRICS[m].needs_slo:
             known = ", ".join(n for n, s in METRICS.items() if not s.needs_slo)
@@ -96,4 +99,10 @@ def crossover(
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
-    args.run("crossover", render_crossover, study, screen=render_crossover_screen)
+    args.run(
+        "crossover",
+        render_crossover,
+        study,
+        screen=render_crossover_screen,
+        simulations=len(loads) * (len(ks) + 1),
+    )

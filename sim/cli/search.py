@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
+    FiniteFloatRange,
     echo_document,
     format_option,
     json_option,
@@ -75,7 +76,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--quantile",
-    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=None,
     help="Service-level form: lowest rate at which this fraction of requests reach the target.",
 )
@@ -94,7 +95,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Per-user tok/s simulated by the serving engine under Poisson arrivals.",

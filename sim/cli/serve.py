@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sim.cli.options import (
+    FiniteFloatRange,
     format_option,
     json_option,
     plot_option,
@@ -23,6 +27,46 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import emit
 
+if TYPE_CHECKING:
+    from sim.scenario.schema import Scenario
+
+
+def parse_window(text: str) -> list[float]:
+    """``START:END`` seconds -> [start, end] (SpecsimError naming --trace-window)."""
+    from sim.errors import SpecsimError  # lazy: start-up
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, end = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise SpecsimError(
+            f"expected START:END in seconds, got {text[:60]!r}", source="--trace-window"
+        ) from None
+    if not (math.isfinite(start) and math.isfinite(end)) or start < 0 or end <= start:
+        raise SpecsimError(
+            f"need 0 <= START < END, finite, got {text[:60]!r}", source="--trace-window"
+        )
+    return [start, end]
+
+
+def with_trace_settings(
+    sc: Scenario, trace_format: str | None, rate_scale: float | None, trace_window: str | None
+) -> Scenario:
+    """``sc`` with --trace-format, --rate-scale and --trace-window applied (each an
+    override its flag names)."""
+    from sim.scenario.load import with_overrides  # lazy: start-up
+
+    for flag, field, value in (
+        ("--trace-format", "serving.trace_format", trace_format),
+        ("--rate-scale", "serving.trace_rate_scale", rate_scale),
+        ("--trace-window", "serving.trace_window_s", trace_window and parse_window(trace_window)),
+    ):
+        if value is not None:
+            sc = with_overrides(sc, {field: value}, source=flag)
+    return sc
+
 
 @click.command()
 @scenario_argument
@@ -35,7 +79,7 @@ from sim.cli.serving_options import emit
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Poisson arrivals at this rate [default: serving.rate_per_s].",
@@ -45,7 +89,27 @@ from sim.cli.serving_options import emit
     type=click.Path(dir_okay=False, path_type=str),
     default=None,
     metavar="FILE",
-    help="Replay a CSV trace (arrival_s, input_tokens, output_tokens[, class]).",
+    help="Replay a trace: specsim CSV (arrival_s, input_tokens, output_tokens[, class]), "
+    "Azure LLM inference CSV, BurstGPT CSV or Mooncake JSONL (told from the file).",
+)
+@click.option(
+    "--trace-format",
+    type=click.Choice(("auto", "specsim", "azure", "burstgpt", "mooncake")),
+    default=None,
+    help="The trace's format [default: serving.trace_format, auto: told from the file].",
+)
+@click.option(
+    "--rate-scale",
+    type=FiniteFloatRange(min=1e-6, max=1e6),
+    default=None,
+    metavar="X",
+    help="Replay the trace X times as fast (arrival times / X) [default: 1].",
+)
+@click.option(
+    "--trace-window",
+    default=None,
+    metavar="START:END",
+    help="Replay only the requests arriving in [START, END) seconds of the trace's clock.",
 )
 @click.option(
     "--draws",
@@ -70,6 +134,9 @@ def serve(
     concurrency: int | None,
     rate: float | None,
     trace: str | None,
+    trace_format: str | None,
+    rate_scale: float | None,
+    trace_window: str | None,
     draws: int,
     sets: tuple[str, ...],
     as_json: bool,
@@ -105,9 +172,10 @@ def serve(
             sc,
             concurrency=concurrency,
             rate_per_s=rate,
-            trace=str(Path(trace).resolve()) if trace else None,
+            trace=os.path.abspath(trace) if trace else None,
             source=given[0],
         )
+    sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
     with ProgressBar(enabled=not quiet) as progress:
         served = serve_scenario(
@@ -116,6 +184,7 @@ def serve(
             base_dir=Path(scenario).resolve().parent,
             source=scenario,
             progress=progress,
+            interval_draws=draws,
         )
     if served.run is None or served.summary is None:  # above what the server answers
         assert served.check is not None

@@ -19,6 +19,7 @@ from pathlib import Path
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
+from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
@@ -76,10 +77,13 @@ def serve(
     base_dir: str | Path | None = None,
     source: str = "scenario",
     progress: Callable[[int, int], None] | None = None,
+    interval_draws: int = 0,
 ) -> Served:
     """The scenario's server under its load (or the one given: at most one of
     ``concurrency``, ``rate_per_s``, ``trace``), speculation and plain decoding on the same
-    arrivals. ``base_dir``: where the scenario's relative paths (a trace) start."""
+    arrivals. ``base_dir``: where the scenario's relative paths (a trace) start. Before any
+    run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
+    each to follow) are checked against sim/simulation/budget.py's limits."""
     if concurrency is not None or rate_per_s is not None or trace is not None:
         scenario = with_load(
             scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
@@ -89,6 +93,13 @@ def serve(
     )
     base = Path(base_dir) if base_dir is not None else None
     setup = serving_setup(scenario, base_dir=base, source=source)
+    workload = setup.plan.workload
+    check_serving_size(
+        len(setup.policies),
+        setup.replications + 2 * interval_draws,
+        workload.requests + workload.warmup,
+        workers,
+    )
     check = check_open_load(setup.plan, setup.policies)
     if check is not None and not check.stable:
         return Served(setup, None, None, check)

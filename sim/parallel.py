@@ -204,6 +204,7 @@ class DaskExecutor:
         else:
             client = self.scheduler
         lost = _cluster_lost_errors()
+        gone: tuple[type[BaseException], ...] = (*lost, RuntimeError)  # nothing to undo
         try:
             task = functools.partial(_protected, fn)
             futures = client.map(task, list(items), pure=False)
@@ -221,13 +222,13 @@ class DaskExecutor:
             finally:
                 try:
                     client.cancel(futures)
-                except (*lost, RuntimeError):
+                except gone:
                     pass  # the scheduler is gone: nothing left to cancel
         finally:
             if own:
                 try:
                     client.close()
-                except (*lost, RuntimeError):
+                except gone:
                     pass
 
 

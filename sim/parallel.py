@@ -7,6 +7,7 @@ seed, so results never depend on the executor, the worker count or the order tas
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -220,16 +221,12 @@ class DaskExecutor:
                     param="scheduler",
                 ) from None
             finally:
-                try:
+                with contextlib.suppress(gone):  # the scheduler is gone: nothing to cancel
                     client.cancel(futures)
-                except gone:
-                    pass  # the scheduler is gone: nothing left to cancel
         finally:
             if own:
-                try:
+                with contextlib.suppress(gone):
                     client.close()
-                except gone:
-                    pass
 
 
 def _quiet_dask_logs() -> None:

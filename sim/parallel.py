@@ -221,11 +221,11 @@ class DaskExecutor:
                     param="scheduler",
                 ) from None
             finally:
-                with contextlib.suppress(gone):  # the scheduler is gone: nothing to cancel
+                with contextlib.suppress(*gone):  # the scheduler is gone: nothing to cancel
                     client.cancel(futures)
         finally:
             if own:
-                with contextlib.suppress(gone):
+                with contextlib.suppress(*gone):
                     client.close()
 
 

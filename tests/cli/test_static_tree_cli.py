@@ -33,7 +33,7 @@ def test_run_reports_the_given_tree_beside_the_best_of_its_budget():
 
 
 def test_run_text_names_the_static_tree():
-    result = CliRunner().invoke(main, ["run", EAGLE1, *FAST])
+    result = CliRunner().invoke(main, ["run", EAGLE1, *FAST, "--verbose"])
     assert result.exit_code == 0, result.output
     assert "speculative (static tree, 25 drafts, depth 5)" in result.output
     assert "Static tree (preset eagle1-default: 25 drafts, depth 5, width 4" in result.output

@@ -208,13 +208,14 @@ def serving_setup(
             rate_scale=serving.trace_rate_scale,
             window_s=(window[0], window[1]) if window is not None else None,
         )
-        arrivals: ClosedLoop | Poisson | Trace = read.trace
+        trace = read.trace
         notes.extend(read.notes)
         load = (
             f"trace {serving.trace} ({'' if read.fmt == 'specsim' else read.fmt + ' format, '}"
-            f"{arrivals.size} "
-            f"request{'s' * (arrivals.size != 1)})"
+            f"{trace.size} "
+            f"request{'s' * (trace.size != 1)})"
         )
+        arrivals: ClosedLoop | Poisson | Trace = trace
     elif serving.rate_per_s is not None:
         arrivals = Poisson(serving.rate_per_s)
         load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"

@@ -13,7 +13,7 @@ written down once:
   (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
   ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
-  derived by the hardware model, sim/binding/decompose.py) -> ``CycleCost``;
+  derived by the hardware model, sim/hardware/pass_model.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
   model the Monte Carlo engines draw durations from;
 * the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
@@ -29,14 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.binding.decompose import (
-    ScenarioHardware,
-    draft_weights,
-    scenario_pass_times,
-    target_weights,
-)
+from sim.binding.decompose import scenario_hardware, scenario_pass_times
 from sim.binding.priors import DecayPrior, decay_prior, shape_error
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
@@ -394,23 +390,23 @@ def pass_times(scenario: Scenario) -> PassTimes:
 
     As measured when the hardware is the one the timings were measured on
     (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
-    communication and launch) or derived by the hardware model (sim/binding/decompose.py).
+    communication and launch) or derived by the hardware model (sim/hardware/pass_model.py).
     Computed once per bound model (``Bound.pass_times``, sim/binding/bound.py).
     """
     return scenario_pass_times(scenario)
 
 
 def draft_pass_table_ms(
-    scenario: Scenario, max_tokens: int, hw: ScenarioHardware | None = None
+    scenario: Scenario, max_tokens: int, hw: PassModel | None = None
 ) -> tuple[float, ...] | None:
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
-    hardware model when the model geometry is known (sim/binding/decompose.py), else None
+    hardware model when the model geometry is known (sim/hardware/pass_model.py), else None
     (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
     model = scenario.model
     known = model.layers is not None and model.hidden_size is not None
     if not known:
         return None
-    return (ScenarioHardware(scenario) if hw is None else hw).draft_step_table_ms(max_tokens)
+    return (scenario_hardware(scenario) if hw is None else hw).draft_step_table_ms(max_tokens)
 
 
 def tree_cost(
@@ -419,11 +415,11 @@ def tree_cost(
     topk: int,
     num_draft_tokens: int,
     passes: PassTimes,
-    hw: ScenarioHardware | None = None,
+    hw: PassModel | None = None,
 ) -> CycleCost:
     """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
     is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's
-    ``ScenarioHardware`` when the caller holds it."""
+    ``PassModel`` when the caller holds it."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
     from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
@@ -481,10 +477,10 @@ def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float
 def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) -> LayerPass:
     """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
     draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
-    calibrated (or derived) compute of sim/binding/decompose.py."""
+    calibrated (or derived) compute of sim/hardware/pass_model.py."""
     from sim.hardware.layer import LayerPass  # lazy: layer fidelity only
 
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     m = hw.default_tokens(pass_name) if tokens is None else tokens
     compute_ms, _ = hw.compute_ms(pass_name, m)
     shape = hw.shape(pass_name, m, hw.current)
@@ -649,7 +645,7 @@ def serving_cost(
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
     passes: PassTimes | None = None,
-    hw: ScenarioHardware | None = None,
+    hw: PassModel | None = None,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -674,7 +670,7 @@ def serving_cost(
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
-    ``passes``, ``hw``: the scenario's batch-1 pass times and ``ScenarioHardware`` when the
+    ``passes``, ``hw``: the scenario's batch-1 pass times and ``PassModel`` when the
     caller holds them (``Bound``).
     """
     # lazy: serving only
@@ -684,7 +680,7 @@ def serving_cost(
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     batch1 = pass_times(scenario) if passes is None else passes
-    hw = ScenarioHardware(scenario) if hw is None else hw
+    hw = scenario_hardware(scenario) if hw is None else hw
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
@@ -692,9 +688,9 @@ def serving_cost(
         compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
         anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
     extra = dict(points or {})
-    weights = {False: target_weights(scenario)}
+    weights = {False: hw.target_weights()}
     if speculative:
-        weights[True] = draft_weights(scenario)
+        weights[True] = hw.draft_weights()
     built: dict[str, BatchedPass] = {}
     for name, drafter in SERVING_PASSES.items():
         if drafter and not speculative:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cost
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import (
     UncertainInput,
@@ -240,7 +240,9 @@ def _passes_for(base: Scenario, max_tokens: int) -> PassTimes:
     passes = pass_times(base)
     table = passes.verify_table_ms
     if table is not None and len(table) < max_tokens:
-        passes = replace(passes, verify_table_ms=ScenarioHardware(base).verify_table_ms(max_tokens))
+        passes = replace(
+            passes, verify_table_ms=scenario_hardware(base).verify_table_ms(max_tokens)
+        )
     return passes
 
 

@@ -396,17 +396,15 @@ def pass_times(scenario: Scenario) -> PassTimes:
     return scenario_pass_times(scenario)
 
 
-def draft_pass_table_ms(
-    scenario: Scenario, max_tokens: int, hw: PassModel | None = None
-) -> tuple[float, ...] | None:
+def draft_pass_table_ms(hw: PassModel, max_tokens: int) -> tuple[float, ...] | None:
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
-    hardware model when the model geometry is known (sim/hardware/pass_model.py), else None
-    (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
-    model = scenario.model
-    known = model.layers is not None and model.hidden_size is not None
+    scenario's hardware model ``hw`` when the model geometry is known
+    (sim/hardware/pass_model.py), else None (then ``timing.draft_ms_per_extra_token`` grows
+    it linearly, default 0: flat)."""
+    known = hw.model.layers is not None and hw.model.hidden_size is not None
     if not known:
         return None
-    return (scenario_hardware(scenario) if hw is None else hw).draft_step_table_ms(max_tokens)
+    return hw.draft_step_table_ms(max_tokens)
 
 
 def tree_cost(
@@ -415,11 +413,11 @@ def tree_cost(
     topk: int,
     num_draft_tokens: int,
     passes: PassTimes,
-    hw: PassModel | None = None,
+    hw: PassModel,
 ) -> CycleCost:
     """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
-    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's
-    ``PassModel`` when the caller holds it."""
+    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's hardware
+    model (its drafter table)."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
     from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
@@ -430,7 +428,7 @@ def tree_cost(
         topk,
         num_draft_tokens,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(scenario, topk, hw),
+        draft_table_ms=draft_pass_table_ms(hw, topk),
     )
 
 
@@ -442,8 +440,8 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
         assert sp.num_draft_tokens is not None
-        passes = pass_times(scenario)
-        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+        hw = scenario_hardware(scenario)
+        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, hw.pass_times(), hw)
     k = scenario.num_steps if num_steps is None else num_steps
     return chain_cycle_cost(pass_times(scenario), k)
 
@@ -670,8 +668,8 @@ def serving_cost(
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
-    ``passes``, ``hw``: the scenario's batch-1 pass times and ``PassModel`` when the
-    caller holds them (``Bound``).
+    ``hw``, ``passes``: the scenario's hardware model and its batch-1 pass times when the
+    caller holds them (``Bound``; else the scenario is read into the model once here).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
@@ -679,8 +677,8 @@ def serving_cost(
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
-    batch1 = pass_times(scenario) if passes is None else passes
     hw = scenario_hardware(scenario) if hw is None else hw
+    batch1 = hw.pass_times() if passes is None else passes
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
@@ -738,7 +736,7 @@ def serving_cost(
         draft_extend=built.get("draft_extend"),
         draft_prefill=built.get("draft_prefill"),
     )
-    table = draft_pass_table_ms(scenario, max_beams, hw) if speculative and max_beams > 1 else None
+    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
     host = (
         HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
         if scenario.serving is not None

@@ -80,6 +80,7 @@ validate: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check sim tests
 	$(BIN)/ruff format --check sim tests
+	$(BIN)/mypy sim
 
 clean:
 	rm -rf $(VENV) $(LATEST) .pytest_cache build *.egg-info

@@ -13,12 +13,23 @@
    fills the cost model's token-count tables (a study's second point onwards sees them
    filled; a single run pays for them once).
 
+4. against the plain SimPy continuous-batching loop (benchmarks/plain_serving_loop.py, the
+   same cost function and acceptance law, lognormal output lengths so completions and the
+   users' next arrivals cut the batch all the time): CPU per simulated request, specsim /
+   plain, at 1, 16, 128 and 1,024 closed-loop users (goal <= 1), with both mean E2Es
+   (they must agree within 1%).
+5. peak memory (VmHWM of a subprocess each) at 1e4, 1e5 and 1e6 requests, at 1,024 users
+   and at 1 user (goal: 1e6 within 1.2x of 1e4).
+
 Each figure is the best of a few repeats of CPU time (the machine may be shared). Not part of the
 test suite.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,10 +43,12 @@ from sim.simulation.serving import (
     ClosedLoop,
     Fixed,
     FixedK,
+    LogNormal,
     SchedulerConfig,
     ServingPlan,
     Workload,
     simulate_serving,
+    summarize_serving,
 )
 from sim.simulation.serving.setup import serving_setup
 
@@ -115,6 +128,67 @@ def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
     return best / iterations, iterations
 
 
+#: (users, requests) of the rows against the plain loop; memory rows' requests and users.
+PEER_ROWS = ((1, 1_000), (16, 2_000), (128, 4_000), (1024, 8_000))
+MEMORY_REQUESTS = (10_000, 100_000, 1_000_000)
+MEMORY_USERS = (1024, 1)
+
+
+def peer_plan(users: int, requests: int, output: int = 128) -> ServingPlan:
+    """The seed scenario's costs and acceptance, a 512-token prompt, lognormal output
+    (mean ``output``), no prefill, the padded draft extend (the plain loop's pricing)."""
+    scenario = load_scenario(SEED_SCENARIO)
+    return ServingPlan(
+        workload=Workload(
+            ClosedLoop(users), LogNormal(output, 0.5, 8 * output), Fixed(512), requests=requests
+        ),
+        scheduler=SchedulerConfig(max_running_requests=users, prefill="skip"),
+        cost=serving_cost(scenario, kv_bytes_per_token=70_272.0, reference_context_tokens=2048),
+        acceptance=acceptance_model(scenario.acceptance, scenario.num_steps),
+        draft_extend="padded",
+    )
+
+
+def peer_row(users: int, requests: int) -> tuple[float, float, float, float]:
+    """(specsim CPU per request, plain loop's, specsim mean E2E, plain's): the best of
+    three alternating runs each."""
+    from plain_serving_loop import plain_loop
+
+    plan = peer_plan(users, requests)
+    k = plan.max_k
+    ours, theirs = [], []
+    for _ in range(3):
+        t0 = time.process_time()
+        run = simulate_serving(plan, {"k": FixedK(k)}, replications=1, seed=1)
+        ours.append(time.process_time() - t0)
+        t0 = time.process_time()
+        plain = plain_loop(plan, k, users, seed=1)
+        theirs.append(time.process_time() - t0)
+    e2e = summarize_serving(run.records, baseline=None).policies["k"].metrics["e2e_ms"].mean
+    return min(ours) / requests, min(theirs) / plain.completions, e2e, plain.mean_e2e_ms
+
+
+_MEMORY_RUN = """
+import json, sys
+sys.path.insert(0, {bench!r})
+from bench_serving import peer_plan
+from sim.simulation.serving import FixedK, simulate_serving, summarize_serving
+plan = peer_plan({users}, {requests}, output=16)
+run = simulate_serving(plan, {{"k": FixedK(plan.max_k)}}, replications=1, seed=1)
+summarize_serving(run.records, baseline=None)
+peak = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+print(json.dumps({{"peak": peak}}))
+"""
+
+
+def peak_memory_bytes(users: int, requests: int) -> int:
+    """Peak resident memory of a subprocess running ``requests`` requests (16-token
+    outputs: the count, not the tokens, is what memory must not follow)."""
+    code = _MEMORY_RUN.format(bench=str(Path(__file__).parent), users=users, requests=requests)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(json.loads(out.stdout.strip().splitlines()[-1])["peak"])
+
+
 def main() -> None:
     bare = bare_simpy_s_per_event()
     print(f"bare SimPy timeout loop: {1 / bare:,.0f} events/s")
@@ -148,6 +222,29 @@ def main() -> None:
         + ", ".join(f"{q}: {t:.2f} s" for q, t in zip(sizes, times, strict=True))
         + f"; log-log slope {slope:.2f} (goal about 1)"
     )
+    print("serving vs a plain SimPy continuous-batching loop (lognormal outputs, no prefill):")
+    print("  CPU per simulated request, specsim / plain (goal <= 1); mean E2E of each")
+    for users, requests in PEER_ROWS:
+        ours, theirs, e2e, plain_e2e = peer_row(users, requests)
+        flag = "ok" if ours <= theirs else "ABOVE GOAL"
+        agree = abs(e2e / plain_e2e - 1)
+        print(
+            f"  {users:>5} users: {ours * 1e6:>8.1f} us vs {theirs * 1e6:>8.1f} us   "
+            f"ratio {ours / theirs:.2f} {flag}   E2E {e2e:,.0f} vs {plain_e2e:,.0f} ms "
+            f"({agree:.2%} apart{'' if agree <= 0.01 else ', MORE THAN 1%'})"
+        )
+    print("peak memory (subprocess VmHWM), goal: 1e6 requests within 1.2x of 1e4:")
+    for users in MEMORY_USERS:
+        peaks = [peak_memory_bytes(users, n) for n in MEMORY_REQUESTS]
+        ratio = peaks[-1] / peaks[0]
+        print(
+            f"  {users:>5} users: "
+            + ", ".join(
+                f"{n:.0e}: {p / 2**20:,.0f} MiB"
+                for n, p in zip(MEMORY_REQUESTS, peaks, strict=True)
+            )
+            + f"   1e6 / 1e4 {ratio:.2f} {'ok' if ratio <= 1.2 else 'ABOVE GOAL'}"
+        )
 
 
 if __name__ == "__main__":

@@ -2,11 +2,10 @@
 
 Each run is its own subprocess, which reports its peak resident memory (``VmHWM`` of
 /proc/self/status) at the end; the baseline is the same process running a 2-request
-simulation with the same kernel (interpreter, NumPy, SciPy, pydantic, the scenario, and for
-the compiled kernel Numba with LLVM: about 100 MiB that do not grow with the run). Bytes a
-request are (peak - baseline) / requests, for each of the fast engine's kernels. A streamed
-run keeps no per-request arrays (sim/simulation/stream.py): what remains is one block's
-engine arrays, whatever the number of requests.
+simulation (interpreter, NumPy, SciPy, pydantic, the scenario: memory that does not grow
+with the run). Bytes a request are (peak - baseline) / requests. A streamed run keeps no
+per-request arrays (sim/simulation/stream.py): what remains is one block's engine arrays,
+whatever the number of requests.
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 sc = load_scenario({seed!r})
 t0 = time.perf_counter()
-res = simulate(
-    sc, replications={reps}, requests={reqs}, stream={stream}, workers={workers}, kernel={kernel!r}
-)
+res = simulate(sc, replications={reps}, requests={reqs}, stream={stream}, workers={workers})
 summary = summarize(res)
 wall = time.perf_counter() - t0
 # VmHWM, not ru_maxrss: ru_maxrss survives exec, so a child of a large parent (the bench
@@ -40,13 +37,9 @@ print(json.dumps({{"peak": peak, "wall": wall, "mean": summary.tok_s_mean}}))
 """
 
 
-def measure(
-    reps: int, reqs: int, stream: bool = True, workers: int = 1, kernel: str = "auto"
-) -> dict:
+def measure(reps: int, reqs: int, stream: bool = True, workers: int = 1) -> dict:
     """Peak memory (bytes) and wall time of one run in a fresh process."""
-    code = _RUN.format(
-        seed=str(SEED), reps=reps, reqs=reqs, stream=stream, workers=workers, kernel=kernel
-    )
+    code = _RUN.format(seed=str(SEED), reps=reps, reqs=reqs, stream=stream, workers=workers)
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=REPO
     )
@@ -56,39 +49,36 @@ def measure(
 def memory_rows(rounds: int) -> list[tuple[str, str, str, str]]:
     del rounds  # one run each: peak memory does not need repeating
     rows = []
-    for kernel in ("numpy", "compiled"):
-        base = measure(1, 2, kernel=kernel)["peak"]
-        for reps, reqs in ((10_000, 100), (1_000, 1_000)):
-            n = reps * reqs
-            run = measure(reps, reqs, kernel=kernel)
-            per = (run["peak"] - base) / n
-            rows.append(
-                (
-                    f"streamed run of {n:.0e} requests ({reps} x {reqs}, {kernel} kernel):"
-                    " bytes a request",
-                    f"{per:.1f}",
-                    f"<= {GOAL_BYTES}",
-                    "met" if per <= GOAL_BYTES else "MISSED",
-                )
-            )
-            rows.append(
-                (
-                    f"  peak {run['peak'] / 2**20:.0f} MiB over a {base / 2**20:.0f} MiB "
-                    f"baseline, {run['wall']:.1f} s",
-                    "",
-                    "",
-                    "",
-                )
-            )
-        kept = measure(10_000, 100, stream=False, kernel=kernel)
-        per = (kept["peak"] - base) / 1e6
+    base = measure(1, 2)["peak"]
+    for reps, reqs in ((10_000, 100), (1_000, 1_000)):
+        n = reps * reqs
+        run = measure(reps, reqs)
+        per = (run["peak"] - base) / n
         rows.append(
             (
-                f"  (the same 1e6 requests keeping per-request arrays, {kernel} kernel: bytes"
-                " a request)",
+                f"streamed run of {n:.0e} requests ({reps} x {reqs}): bytes a request",
                 f"{per:.1f}",
+                f"<= {GOAL_BYTES}",
+                "met" if per <= GOAL_BYTES else "MISSED",
+            )
+        )
+        rows.append(
+            (
+                f"  peak {run['peak'] / 2**20:.0f} MiB over a {base / 2**20:.0f} MiB "
+                f"baseline, {run['wall']:.1f} s",
+                "",
                 "",
                 "",
             )
         )
+    kept = measure(10_000, 100, stream=False)
+    per = (kept["peak"] - base) / 1e6
+    rows.append(
+        (
+            "  (the same 1e6 requests keeping per-request arrays: bytes a request)",
+            f"{per:.1f}",
+            "",
+            "",
+        )
+    )
     return rows

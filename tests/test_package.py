@@ -107,6 +107,17 @@ def test_run_imports_what_it_uses(seed_path):
     assert not lazy & loaded, lazy & loaded
 
 
+def test_serve_imports_no_scipy_stats() -> None:
+    """Start-up: ``specsim serve`` takes the t quantile, the normal quantile and the
+    lognormal cdf from scipy.special, not scipy.stats (about 0.5 s to import)."""
+    from tests.conftest import ROOT
+
+    serving = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+    loaded = _loaded_by(["serve", str(serving), "-q", "--requests", "20", "--replications", "2"])
+    assert "sim.cli.serve" in loaded and "sim.simulation.serving.engine" in loaded
+    assert "scipy.stats" not in loaded
+
+
 def test_the_readme_python_example_prints_what_its_comments_say() -> None:
     """The Architecture section's Python example said the 150 tok/s target's best k was 9
     at a first-position rate of 0.982 (mean 0.879), which specsim had not printed since

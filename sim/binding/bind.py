@@ -168,16 +168,19 @@ def anchored_rates(
         return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
     first = getattr(spec, "first_rate", None)
     ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
-    if first is not None or ranks is not None:
-        a1 = first if first is not None else ranks[0]
-        return rates_for_positions(factor_shape, a1, shape.decay, num_steps)
+    if first is not None:
+        return rates_for_positions(factor_shape, first, shape.decay, num_steps)
+    if ranks is not None:
+        return rates_for_positions(factor_shape, ranks[0], shape.decay, num_steps)
     if spec.alpha is not None and factor_shape == "flat":
         return np.full(num_steps, spec.alpha, dtype=float)
-    al0 = (
-        leviathan_accept_length(spec.alpha, k0)
-        if spec.alpha is not None
-        else float(spec.accept_length)  # type: ignore[union-attr]  # classes have none
-    )
+    stated = getattr(spec, "accept_length", None)  # a class has none
+    if spec.alpha is not None:
+        al0 = leviathan_accept_length(spec.alpha, k0)
+    elif stated is not None:
+        al0 = float(stated)
+    else:
+        raise ValueError("an anchor needs alpha, accept_length, first_rate or per_position")
     a1 = first_rate_for_accept_length(factor_shape, shape.decay, al0, k0)
     return rates_for_positions(factor_shape, float(a1), shape.decay, num_steps)
 
@@ -336,17 +339,21 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     return TreeAcceptance(top1, shares, tree_draft(scenario))
 
 
-def conditional_rates(spec: AcceptanceSpec | None, num_steps: int) -> np.ndarray:
+def conditional_rates(
+    spec: AcceptanceSpec | None, num_steps: int, drawn: bool = False
+) -> np.ndarray:
     """Conditional rates a_1..a_k, shape (num_steps,), that the closed forms take.
 
     The listed rates (the last repeats); for a mix or per-request heterogeneity the
     effective rates E[c_i] / E[c_(i-1)] (c_i = a_1 ... a_i, expectations over requests), so
     the closed forms fed with them give the exact per-request expectations of the accept
-    length and its pmf (sim/model/acceptance.py). No acceptance: zeros.
+    length and its pmf (sim/model/acceptance.py). No acceptance: zeros. ``drawn``: an
+    uncertainty study's drawn scenario, whose expectations take the coarser rule
+    (sim/model/acceptance.py ``drawn_quadrature``); the nominal answer keeps the exact one.
     """
     if spec is None:
         return np.zeros(num_steps)
-    return acceptance_model(spec, num_steps).closed_form_rates()
+    return acceptance_model(spec, num_steps).closed_form_rates(drawn)
 
 
 def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
@@ -354,21 +361,26 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
 
     An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
     listed profile, a mix or per-request spread the closed-form rates divided by their
-    first (so scaling them keeps the profile, as search does).
+    first (so scaling them keeps the profile, as search does). A mix's or a spread's
+    factors at each k are integrated once for the returned function (every target's
+    answer asks for the same k).
     """
 
     anchored = spec is not None and (
         spec.mix is None and spec.per_position is None and not spec.heterogeneous
     )
-    shape = acceptance_shape(spec) if anchored else None  # once, not at every k
+    shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
+    integrated: dict[int, np.ndarray] = {}
 
     def factors(k: int) -> np.ndarray:
         if spec is None:
             return np.ones(k)
         if anchored:
             return anchored_factors(spec, k, shape)
-        rates = conditional_rates(spec, k)
-        return rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+        if k not in integrated:
+            rates = conditional_rates(spec, k)
+            integrated[k] = rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
+        return integrated[k].copy()
 
     return factors
 
@@ -654,8 +666,9 @@ def serving_cost(
     through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
     as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
     distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
-    their experts), and a MoE pass grows beyond its last measured point at most at
-    ``DEFAULT_SLOPE`` (sim/hardware/batched.py). A prefill without a measured point takes
+    their experts, and experts are popular by a Zipf law, ``serving.expert_skew``), and
+    every pass grows beyond its last measured point at most at the kernel slope
+    (sim/hardware/batched.py). A prefill without a measured point takes
     the calibration curve of the decode pass (the drafter's, of the draft extend): the
     same weights on the same GPU, an assumption a measured prefill point replaces. Decode
     and draft passes are graphed (SGLang captures them), the verify as
@@ -667,13 +680,21 @@ def serving_cost(
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
     The host's per-request work and the iterations that hide it come from
-    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py).
+    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
+    the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
+    (None: ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured
+    point: a steep segment between small measured batches holds costs that do not recur
+    per token (host work, launch-bound kernels), and a tree's verify over batch x
+    draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
+    32 in issue 30's evidence);
+    the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
+    ``SERVING_STEP_SKEW``).
     ``hw``, ``passes``: the scenario's hardware model and its batch-1 pass times when the
     caller holds them (``Bound``; else the scenario is read into the model once here).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
-    from sim.hardware.experts import H100_FUSED_MOE, STEP_EXPERT_OVERLAP
+    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
@@ -686,6 +707,10 @@ def serving_cost(
         compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
         anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
     extra = dict(points or {})
+    given = scenario.serving.kernel_slope if scenario.serving is not None else None
+    slope = DEFAULT_SLOPE if given is None else given
+    skew = scenario.serving.expert_skew if scenario.serving is not None else None
+    skew = SERVING_STEP_SKEW if skew is None else skew
     weights = {False: hw.target_weights()}
     if speculative:
         weights[True] = hw.draft_weights()
@@ -709,6 +734,7 @@ def serving_cost(
             attention_flops_per_pair=attention_flops_per_pair * share,
             moe_kernel=H100_FUSED_MOE,
             expert_overlap=STEP_EXPERT_OVERLAP,
+            expert_skew=skew,
         )
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own
@@ -716,13 +742,13 @@ def serving_cost(
         # same weights (the verify the decode's, the drafter's passes each other's)
         kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
         follow = kin[0].curve if kin and not own else None
-        moe = physics.weights.is_moe
         if measured:
             built[name] = calibrated_pass(
                 physics,
                 measured,
                 field=f"timing.{name}_ms",
-                max_tail_slope=DEFAULT_SLOPE if moe else None,
+                slope=slope,
+                max_tail_slope=slope,
                 follow=follow,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights

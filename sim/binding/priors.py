@@ -234,11 +234,11 @@ class DecayPrior:
 
     @functools.cached_property
     def low(self) -> float:
-        return self.quantile(0.05)
+        return float(self.quantile(0.05))
 
     @functools.cached_property
     def high(self) -> float:
-        return self.quantile(0.95)
+        return float(self.quantile(0.95))
 
     def quantile(self, u: np.ndarray | float) -> np.ndarray | float:
         """The prior's quantile function (linear between the sorted decays)."""

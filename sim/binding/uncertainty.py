@@ -237,7 +237,7 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
         )
         for i, name in enumerate(names):
             nominal = _value(scenario, name)
-            common = {
+            common: dict[str, typing.Any] = {  # what both kinds of input carry
                 "field": name,
                 "nominal": nominal,
                 "origin": entry.resolved_origin,
@@ -515,24 +515,44 @@ def acceptance_rows(
     return acc[first], again
 
 
-def drawn_scenario(
-    scenario: Scenario, inputs: Sequence[UncertainInput], row: np.ndarray
-) -> Scenario | None:
-    """``scenario`` with the acceptance ``inputs`` at ``row`` (A,): re-validated with
-    them (``acceptance_override``; entries of one list field set together), the scenario
-    itself at the nominal values, None where it rejects them."""
-    if all(float(v) == inp.nominal for inp, v in zip(inputs, row, strict=True)):
-        return scenario
+def draw_overrides(
+    scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float]
+) -> dict[str, object]:
+    """The overrides that set ``inputs`` to one draw ``row`` (F,): an acceptance input by
+    ``acceptance_override``, entries of one list field set together, an integer field
+    rounded, any other field (a timing, a hardware or a batched cost term with a range)
+    set as it is."""
     over: dict[str, object] = {}
-    for inp, v in zip(inputs, row.tolist(), strict=True):
+    for inp, v in zip(inputs, [float(x) for x in row], strict=True):
+        if not is_acceptance_input(inp.field):
+            if "[" in inp.field:
+                name, index = inp.field[:-1].split("[")
+                section, key = name.split(".", 1)
+                listed = list(over.get(name, getattr(getattr(scenario, section), key)))
+                listed[int(index)] = round(v) if inp.integer else v
+                over[name] = listed
+            else:
+                over[inp.field] = round(v) if inp.integer else v
+            continue
         for key, value in acceptance_override(scenario, inp.field, v).items():
             if key in over and isinstance(value, list):  # another entry of the same list
                 i = int(inp.field.split("[")[1].rstrip("]"))
                 value = [*over[key]]  # type: ignore[misc]
                 value[i] = v
             over[key] = value
+    return over
+
+
+def drawn_scenario(
+    scenario: Scenario, inputs: Sequence[UncertainInput], row: np.ndarray
+) -> Scenario | None:
+    """``scenario`` with the acceptance ``inputs`` at ``row`` (A,): re-validated with
+    them (``draw_overrides``), the scenario itself at the nominal values, None where it
+    rejects them."""
+    if all(float(v) == inp.nominal for inp, v in zip(inputs, row, strict=True)):
+        return scenario
     try:
-        return with_overrides(scenario, over, source="uncertainty")
+        return with_overrides(scenario, draw_overrides(scenario, inputs, row), source="uncertainty")
     except SpecsimError:
         return None
 
@@ -548,7 +568,8 @@ def drawn_rates(
     draw ``values`` (n, F), as the nominal answer takes them: in each distinct draw of the
     acceptance inputs (``acceptance_rows``) the scenario re-validated at them
     (``drawn_scenario``) and its ``conditional_rates`` (every class's means and Beta
-    spread rebuilt, E[c_i] / E[c_(i-1)] over requests); NaN rows where the scenario
+    spread rebuilt, E[c_i] / E[c_(i-1)] over requests; a draw away from the nominal by
+    the drawn scenarios' quadrature, ``conditional_rates``); NaN rows where the scenario
     rejects the draw (missing). Each distinct draw's rates are kept in ``drawn``."""
     spec = scenario.acceptance
     assert spec is not None
@@ -562,7 +583,11 @@ def drawn_rates(
         key = (what, row.tobytes())
         if key not in drawn:
             other = drawn_scenario(scenario, acc, row)
-            drawn[key] = None if other is None else conditional_rates(other.acceptance, max_steps)
+            drawn[key] = (
+                None
+                if other is None
+                else conditional_rates(other.acceptance, max_steps, drawn=other is not scenario)
+            )
         rates = drawn[key]
         out[i] = np.nan if rates is None else rates
     return out[again]
@@ -704,3 +729,58 @@ def sampled_scenario(
     return SampledScenario(
         scenario, inputs, responses, base, max_steps, {} if drawn is None else drawn
     )
+
+
+# --------------------------------------------------------------------------- serving inputs
+
+
+def _host_work_range() -> tuple[float, float, str]:
+    from sim.model.host_work import US_PER_REQUEST_RANGE  # lazy: serving studies only
+
+    low, high = US_PER_REQUEST_RANGE
+    return (
+        low,
+        high,
+        "the default host work per running request: public measurements put it at "
+        f"{low:g}-{high:g} us (sim/model/host_work.py)",
+    )
+
+
+#: Batched cost terms a serving answer draws over their published range when the scenario
+#: neither gives the field nor states its uncertainty: field -> (low, high, reason). A
+#: batched term that a calibration leaves unidentified enters the same way when the
+#: scenario carries it as an ``[uncertainty]`` range (``uncertain_inputs``); a default
+#: term with a published range is added here.
+SERVING_DEFAULT_RANGES: dict[str, Callable[[], tuple[float, float, str]]] = {
+    "serving.host_us_per_request": _host_work_range,
+}
+
+
+def serving_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
+    """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
+    cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
+    the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
+    out = list(uncertain_inputs(scenario))
+    stated = {u.field for u in out} | set(scenario.uncertainty.entries())
+    for field, make in SERVING_DEFAULT_RANGES.items():
+        if field in stated or scenario.given_origin(field)[0] != "default":
+            continue
+        section, key = field.split(".", 1)
+        if getattr(scenario, section) is None:  # no such section: every field its default
+            nominal = float(_section_type(section).model_fields[key].default)
+            bounds = (-math.inf, math.inf)
+        else:
+            nominal, bounds = _value(scenario, field), field_bounds(scenario, field)
+        low, high, reason = make()
+        out.append(
+            UncertainInput(
+                field, nominal, "uniform", "assumed", reason, low=low, high=high, bounds=bounds
+            )
+        )
+    return tuple(out)
+
+
+def _section_type(section: str) -> type:
+    """The model class of an optional section of the scenario (``ServingSpec``)."""
+    annotation = Scenario.model_fields[section].annotation
+    return next(a for a in typing.get_args(annotation) if a is not type(None))

@@ -39,11 +39,18 @@ from scipy.linalg import block_diag
 
 from sim.binding.bind import conditional_rates, pass_times
 from sim.binding.bound import bind
-from sim.binding.decompose import hardware_point, reference_point
+from sim.binding.decompose import (
+    hardware_point,
+    reference_point,
+    scenario_hardware,
+    uses_derived_compute,
+)
 from sim.binding.priors import decay_prior, shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
+from sim.calibration.physics import check_units, derivable, implied_efficiency
+from sim.calibration.server_match import check_server, kept_from_base
 from sim.calibration.settings import (
     ACCEPTANCE_MODELS,
     DEFAULT_TIMING_FIT,
@@ -194,26 +201,30 @@ class Calibration:
 # --------------------------------------------------------------------------- timing block
 
 
+#: Timing fields that may be 0 (the others must be positive).
+NONNEGATIVE_TIMING = (
+    "verify_ms_per_extra_token",
+    "cycle_overhead_ms",
+    "draft_extend_ms_per_token",
+    "draft_step_overhead_ms",
+)
+
+
 def _timing_params(passes: PassTimes) -> list[Param]:
     """Timing parameters with the base's pass times (as measured, or as the hardware model
     derives them) as base values."""
     out = []
     for name in TIMING_FIELDS:
         value = float(getattr(passes, name))
-        nonnegative = (
-            "verify_ms_per_extra_token",
-            "cycle_overhead_ms",
-            "draft_extend_ms_per_token",
-            "draft_step_overhead_ms",
-        )
-        lower = 0.0 if name in nonnegative else 1e-6
+        lower = 0.0 if name in NONNEGATIVE_TIMING else 1e-6
         out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
 
 
 def _passes(base: PassTimes, values: dict[str, float]) -> PassTimes:
     """``base`` with the timing ``values`` substituted (a verify table, if any, is kept)."""
-    return replace(base, **{name: values[f"timing.{name}"] for name in TIMING_FIELDS})
+    changes: dict[str, Any] = {name: values[f"timing.{name}"] for name in TIMING_FIELDS}
+    return replace(base, **changes)
 
 
 def _point_sigma(p: SpecPoint) -> float:
@@ -221,19 +232,89 @@ def _point_sigma(p: SpecPoint) -> float:
     return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
 
 
-def predicted_tok_s(base: PassTimes, values: dict[str, float], point: SpecPoint) -> float:
-    """1000 AL / T_cycle(k) for a speculative point, ``base`` pass times with ``values``."""
-    cost = cycle_cost(_passes(base, values), point.num_steps)
+def point_tok_s(passes: PassTimes, point: SpecPoint) -> float:
+    """1000 AL / T_cycle(k) for a speculative point on ``passes``."""
+    cost = cycle_cost(passes, point.num_steps)
     return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
 
 
-def _timing_residuals(data: Measurements, base: PassTimes):
+def written_scenario(
+    base: Scenario,
+    values: Mapping[str, float],
+    written: Sequence[str],
+    extra: Mapping[str, Any] | None = None,
+) -> Scenario:
+    """``base`` with the timing ``values`` of the fields ``written`` set, as the calibrated
+    scenario will hold them, and (when the base prices passes from the weights) the
+    bandwidth efficiency the written decode implies on this server
+    (sim/calibration/physics.py): the fit predicts each figure from this scenario's own
+    pass times, so a calibrated scenario reproduces its figures when run."""
+    # a trial step of the fit may cross a field's bound (0): the scenario holds it there
+    overrides: dict[str, Any] = {n: max(float(values[n]), _FLOOR[n]) for n in written}
+    overrides.update(extra or {})
+    if "timing.decode_ms" in overrides and prices_from_weights(base):
+        try:
+            eff = implied_efficiency(base, overrides["timing.decode_ms"])
+        except SpecsimError:  # a trial decode under its communication floor
+            eff = 1.0
+        overrides.setdefault("hardware.bandwidth_efficiency", min(max(eff, 1e-3), 1.0))
+    try:
+        scenario = with_overrides(base, overrides, source="calibrate")
+        pass_times(scenario)  # cached on the scenario: its errors surface here
+    except SpecsimError as exc:
+        shown = ", ".join(f"{n} {overrides[n]:.4g}" for n in written)
+        raise SpecsimError(
+            f"the figures ask for {shown}, which make no valid scenario of this server: "
+            f"{exc.field + ': ' if exc.field else ''}{exc.message}",
+            source="calibrate",
+        ) from None
+    return scenario
+
+
+#: The least value the scenario takes of each timing field (its schema's bound).
+_FLOOR = {f"timing.{n}": 0.0 if n in NONNEGATIVE_TIMING else 1e-9 for n in TIMING_FIELDS}
+
+
+def prices_from_weights(base: Scenario) -> bool:
+    """True when the base derives some compute from its weights and GPU."""
+    return derivable(base) and uses_derived_compute(base)
+
+
+def _timing_residuals(
+    base: Scenario, data: Measurements, written: Sequence[str], extra: Mapping[str, Any]
+):
+    """Weighted residuals of the tok/s figures on the pass times the written scenario has.
+    A base whose passes are all measured on a line (no table, no derived slope) has them
+    back unchanged with the written values substituted: the same pass times, without
+    re-validating a scenario at every trial."""
+    as_given = None
+    if not extra and _passes_as_written(base):
+        as_given = pass_times(base)
+
     def fun(values: dict[str, float]) -> np.ndarray:
-        out = [(1000.0 / values["timing.decode_ms"] - b.tok_s) / b.sigma for b in data.baselines]
-        out += [(predicted_tok_s(base, values, p) - p.tok_s) / _point_sigma(p) for p in data.points]
+        if as_given is not None:
+            passes = replace(as_given, **{n.split(".")[1]: values[n] for n in written})
+        else:
+            passes = pass_times(written_scenario(base, values, written, extra))
+        out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
+        out += [(point_tok_s(passes, p) - p.tok_s) / _point_sigma(p) for p in data.points]
         return np.array(out, dtype=float)
 
     return fun
+
+
+def _passes_from_decode(base: Scenario) -> bool:
+    """True when a written decode would re-derive other passes (the verify from the
+    decode's compute, or passes priced at the efficiency the decode implies): the base's
+    passes are not its timing fields as given."""
+    return not _passes_as_written(base)
+
+
+def _passes_as_written(base: Scenario) -> bool:
+    """True when the base's pass times are its timing fields as given (every pass
+    measured on a line, slope given or none to derive)."""
+    passes = pass_times(base)
+    return passes.verify_table_ms is None and scenario_hardware(base).verify_slope[1] != "derived"
 
 
 # --------------------------------------------------------------------------- acceptance block
@@ -384,6 +465,10 @@ class _Block:
     n_fit: int
     notes: tuple[str, ...]
     covariance: np.ndarray  # over the block's fitted values, in their order
+    #: Values written with an error though not fitted (the drafter the data cannot fix),
+    #: and the covariance over the fitted values then these (None: no such values).
+    extra_values: tuple[FittedValue, ...] = ()
+    full_covariance: np.ndarray | None = None
 
 
 def _fitted_values(params: Sequence[Param], fit: Fit) -> tuple[FittedValue, ...]:
@@ -434,34 +519,195 @@ TABLE_REASON = (
 )
 
 
-def _fit_timing(base: PassTimes, data: Measurements, order: Sequence[str]) -> _Block:
-    params = _timing_params(base)
-    excluded = (
+def _fit_timing(
+    base: Scenario, passes: PassTimes, data: Measurements, order: Sequence[str]
+) -> _Block:
+    """The timing block: fitted on the pass times of the scenario as it will be written.
+
+    First pass: which of ``order`` the data determine (every field of ``order`` written).
+    Second: those alone are written and fitted, the rest as the base gives or derives
+    them. Drafter passes the base derives and the data cannot fix are then written as the
+    hardware model's value with a range (``_unidentified_drafter``)."""
+    params = _timing_params(passes)
+    excluded: dict[str, str] = (
         dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
-        if base.verify_table_ms is not None
+        if passes.verify_table_ms is not None
         else {}
     )
-    fit = fit_identifiable(
-        _timing_residuals(data, base), params, order, "timing", excluded=excluded
-    )
-    overrides = {p.name: _sig(fit.values[p.name]) for p in params if p.name in fit.stderr}
-    residuals = [
-        Residual(
-            "baseline tok/s", b.tok_s, 1000.0 / fit.values["timing.decode_ms"], b.sigma, b.source
+    if not data.baselines and _passes_from_decode(base):
+        excluded["timing.decode_ms"] = (
+            "no plain-decoding figure: the passes derived from the decode would be fitted "
+            "to speculative figures alone; give --baseline-tok-s"
         )
+    names = [n for n in order if n not in excluded]
+    first = fit_identifiable(
+        _timing_residuals(base, data, names, {}), params, order, "timing", excluded=excluded
+    )
+    free = list(first.stderr)
+    fit = fit_identifiable(_timing_residuals(base, data, free, {}), params, free, "timing")
+    fit = replace(fit, kept={**fit.kept, **first.kept}, notes=first.notes + fit.notes)
+    scenario = written_scenario(base, fit.values, free)
+    final = pass_times(scenario)
+    overrides: dict[str, Any] = {n: _sig(fit.values[n]) for n in free}
+    notes: list[str] = []
+    extra_values: list[FittedValue] = []
+    extra_cov = None
+    if "timing.decode_ms" in free and prices_from_weights(base):
+        eff = scenario.hardware.bandwidth_efficiency
+        overrides["hardware.bandwidth_efficiency"] = _sig(eff)
+        overrides["uncertainty.hardware.bandwidth_efficiency"] = _efficiency_entry(
+            base, fit.values["timing.decode_ms"], fit.stderr["timing.decode_ms"], eff
+        )
+        notes.append(
+            f"hardware.bandwidth_efficiency {eff:.3g}: the measured decode "
+            f"({fit.values['timing.decode_ms']:.4g} ms) reaches this fraction of "
+            f"{base.hardware.gpus}x {base.hardware.gpu}'s peak bandwidth; passes derived "
+            "from the weights are priced at it"
+            + (
+                f" (the base's {base.hardware.bandwidth_efficiency:g} and its range are replaced)"
+                if "hardware.bandwidth_efficiency" in base.origins.given
+                else ""
+            )
+        )
+        drafter = _unidentified_drafter(base, data, fit, free, scenario)
+        if drafter is not None:
+            fit, extra_values, extra_cov, drafter_overrides, drafter_notes = drafter
+            overrides.update({n: _sig(fit.values[n]) for n in free})
+            overrides.update(drafter_overrides)
+            notes.extend(drafter_notes)
+            extra = {v.field: v.value for v in extra_values}
+            final = pass_times(written_scenario(base, fit.values, free, extra))
+    values = {**fit.values, **{p.name: getattr(final, p.name.split(".")[1]) for p in params
+                               if p.name not in fit.stderr}}  # fmt: skip
+    fit = replace(fit, values=values)
+    residuals = [
+        Residual("baseline tok/s", b.tok_s, 1000.0 / final.decode_ms, b.sigma, b.source)
         for b in data.baselines
     ]
     residuals += [
         Residual(
             f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
             pt.tok_s,
-            predicted_tok_s(base, fit.values, pt),
+            point_tok_s(final, pt),
             _point_sigma(pt),
             pt.source,
         )
         for pt in data.points
     ]
-    return _block(params, fit, residuals, overrides)
+    block = _block(params, fit, residuals, overrides)
+    block = replace(block, notes=block.notes + tuple(notes))
+    if extra_cov is not None:
+        # extra_cov is in the fit's order (fit.stderr's), then the drafter's; the block's
+        # covariance is in the params' order
+        fitted_order = list(fit.stderr)
+        n = len(fitted_order)
+        perm = [fitted_order.index(p.name) for p in params if p.name in fit.stderr]
+        perm += list(range(n, extra_cov.shape[0]))
+        full = extra_cov[np.ix_(perm, perm)]
+        se = iter(np.sqrt(np.diag(full)[:n]))
+        # the fitted values' errors include how they move with the drafter's
+        values = tuple(replace(v, stderr=float(next(se))) if v.fitted else v for v in block.values)
+        block = replace(
+            block,
+            values=values,
+            covariance=full[:n, :n],
+            extra_values=tuple(extra_values),
+            full_covariance=full,
+        )
+    return block
+
+
+#: The drafter's efficiency relative to the target's, over which its passes are taken:
+#: one small decoder layer reads far fewer bytes a kernel than the target's layers, so it
+#: may reach less of the peak; or as much as twice the target's share (at most the peak).
+DRAFTER_EFFICIENCY_FACTORS = (0.5, 2.0)
+#: A normal whose 90% interval spans the range: half-width / 1.645.
+Z90 = 1.6448536269514722
+
+
+def _efficiency_entry(base: Scenario, decode_ms: float, decode_se: float, eff: float) -> dict:
+    """The implied efficiency's range: the decode's 90% interval mapped through
+    ``implied_efficiency``, clipped at the peak."""
+    ends = []
+    for d in (decode_ms + Z90 * decode_se, max(decode_ms - Z90 * decode_se, 1e-6)):
+        try:
+            ends.append(min(implied_efficiency(base, d), 1.0))
+        except SpecsimError:
+            ends.append(1.0)
+    low, high = min([*ends, eff]), max([*ends, eff])
+    return {
+        "range": [_sig(low), _sig(high)],
+        "origin": "derived",
+        "reason": (
+            f"what the measured decode ({decode_ms:.4g} ms, 90% interval from its error) "
+            "implies over the roofline at peak bandwidth on this server"
+        ),
+    }
+
+
+def _unidentified_drafter(
+    base: Scenario, data: Measurements, fit: Fit, free: Sequence[str], scenario: Scenario
+):
+    """The drafter passes the base derives and the data cannot fix (draft step and extend
+    trade against the fitted intercept): written at the middle of the hardware model's
+    range (the pass at DRAFTER_EFFICIENCY_FACTORS times the implied efficiency), with a
+    normal whose 90% interval is that range, correlated with the fitted values as the fit
+    moves when the drafter does (refitted at the middle, and one standard error up: exact
+    for this linear model). Returns (the fit at the middle, values, covariance over the
+    fitted values then these, overrides, notes) or None."""
+    names = [
+        f"timing.{n}_ms"
+        for n in ("draft_step", "draft_extend")
+        if getattr(base.timing, f"{n}_ms") is None and f"timing.{n}_ms" not in free
+    ]
+    if base.num_steps == 0 or not names or not fit.stderr:
+        return None
+    eff = scenario.hardware.bandwidth_efficiency
+    nominal = pass_times(scenario)
+    ends = []
+    for factor in DRAFTER_EFFICIENCY_FACTORS:
+        other = with_overrides(
+            scenario,
+            {"hardware.bandwidth_efficiency": min(eff * factor, 1.0)},
+            source="calibrate",
+        )
+        ends.append(pass_times(other))
+    out_values, sigmas, overrides, notes = [], [], {}, []
+    for name in names:
+        attr = name.split(".")[1]
+        low, high = sorted(getattr(p, attr) for p in ends)
+        mid = _sig(0.5 * (low + high))
+        sigma = (high - low) / (2 * Z90)
+        sigmas.append(sigma)
+        reason = (
+            f"not fixed by the figures (it trades against the fitted intercept): the hardware "
+            f"model's drafter pass, plausible range [{low:.4g}, {high:.4g}] ms at "
+            f"{DRAFTER_EFFICIENCY_FACTORS[0]:g}-{DRAFTER_EFFICIENCY_FACTORS[1]:g}x the "
+            f"measured decode's efficiency {eff:.3g} of peak (at most the peak; "
+            f"{getattr(nominal, attr):.4g} ms at it): its middle, as a normal with that 90% "
+            "interval, correlated with the fitted values so the measured figures hold"
+        )
+        out_values.append(FittedValue(name, mid, sigma, None, False, reason))
+        overrides[name] = mid
+        overrides[f"uncertainty.{name}"] = {"origin": "derived", "reason": reason}
+        notes.append(f"{name} {mid:.4g} ms written with range [{low:.4g}, {high:.4g}]: {reason}")
+    params = _timing_params(nominal)
+    at_mid = {v.field: v.value for v in out_values}
+    fit_mid = fit_identifiable(_timing_residuals(base, data, free, at_mid), params, free, "timing")
+    fit_mid = replace(fit_mid, kept=fit.kept, notes=fit.notes)
+    up = {v.field: v.value + s for v, s in zip(out_values, sigmas, strict=True)}
+    moved = fit_identifiable(_timing_residuals(base, data, free, up), params, free, "timing")
+    order = list(fit_mid.stderr)
+    g = np.array([moved.values[n] - fit_mid.values[n] for n in order])
+    n = len(order)
+    m = n + len(names)
+    cov = np.zeros((m, m))
+    cov[:n, :n] = np.asarray(fit_mid.covariance) + np.outer(g, g)
+    s = np.array(sigmas)
+    cov[:n, n:] = np.outer(g, s)
+    cov[n:, :n] = cov[:n, n:].T
+    cov[n:, n:] = np.outer(s, s)
+    return fit_mid, out_values, cov, overrides, notes
 
 
 def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
@@ -604,13 +850,18 @@ def calibrate(
     *,
     fit_timing: Sequence[str] | None = None,
     acceptance: str = "auto",
+    prefer: str | None = None,
 ) -> Calibration:
     """Fit ``base``'s timings and acceptance profile to ``data``; see the module docstring.
 
     ``fit_timing`` lists timing fields (without ``timing.``) in priority order (default
     ``DEFAULT_TIMING_FIT``, or ``TABLE_TIMING_FIT`` when the base derives its verify pass).
-    The figures are taken as measured on the base's hardware. Raises SpecsimError on empty
-    data, unknown fields, a what-if base, or a fit that makes the scenario invalid.
+    The figures are taken as measured on the base's hardware: a base whose server the
+    files contradict (engine, model, tensor-parallel size, num_steps;
+    sim/calibration/server_match.py) is refused unless ``prefer`` says which wins. Raises
+    SpecsimError on empty data, unknown fields, a what-if base, figures the server's
+    physics rules out (sim/calibration/physics.py), or a fit that makes the scenario
+    invalid.
     """
     if data.empty:
         raise SpecsimError(
@@ -619,6 +870,10 @@ def calibrate(
             source="calibrate",
         )
     _check_not_what_if(base)
+    server_overrides, server_notes = check_server(base, data, prefer)
+    if server_overrides:
+        base = with_overrides(base, server_overrides, source="--prefer data")
+    check_units(base, data)
     base_passes = pass_times(base)
     table = base_passes.verify_table_ms is not None
     if fit_timing is None:
@@ -629,10 +884,10 @@ def calibrate(
             f"cannot fit {', '.join(unknown)}; timing fields are {', '.join(TIMING_FIELDS)}",
             param="fit_timing",
         )
-    notes: list[str] = list(data.notes)
+    notes: list[str] = [*data.notes, *server_notes, kept_from_base(base, server_overrides)]
     blocks: list[_Block] = []
     if data.baselines or data.points:
-        blocks.append(_fit_timing(base_passes, data, [f"timing.{f}" for f in fit_timing]))
+        blocks.append(_fit_timing(base, base_passes, data, [f"timing.{f}" for f in fit_timing]))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = _acceptance_model(data, acceptance)
@@ -671,28 +926,33 @@ def calibrate(
         notes.extend(b.notes)
     overrides.update(_calibrated_identity(base, data))
     checks: list[Residual] = []
+    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
+    # the values written with an error though not fitted join the fitted ones in the
+    # [uncertainty] entries and their correlations (origin and reason as the block says)
+    with_extra = [v for b in blocks for v in (*(x for x in b.values if x.fitted), *b.extra_values)]
+    full = block_diag(*[
+        b.full_covariance if b.full_covariance is not None else b.covariance for b in blocks
+    ]) if blocks else np.zeros((0, 0))  # fmt: skip
+    entries = uncertainty_overrides(base, with_extra, full, overrides)
+    for v in (x for b in blocks for x in b.extra_values):
+        entries[f"uncertainty.{v.field}"] = {
+            "stderr": _sig(v.stderr or 0.0),
+            **overrides.pop(f"uncertainty.{v.field}"),
+        }
+    overrides.update(entries)
+    scenario = _calibrated_scenario(base, overrides, drop)
     if data.checks:
-        timing = next((b for b in blocks if any(v.field.startswith("timing.") for v in b.values)),
-                      None)  # fmt: skip
-        values = (
-            {v.field: v.value for v in timing.values}
-            if timing is not None
-            else {p.name: p.base for p in _timing_params(base_passes)}
-        )
+        passes = pass_times(scenario)
         checks = [
             Residual(
                 f"held out: tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
                 pt.tok_s,
-                predicted_tok_s(base_passes, values, pt),
+                point_tok_s(passes, pt),
                 _point_sigma(pt),
                 pt.source,
             )
             for pt in data.checks
         ]
-    covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
-    fitted = [v for b in blocks for v in b.values if v.fitted]
-    overrides.update(uncertainty_overrides(base, fitted, covariance, overrides))
-    scenario = _calibrated_scenario(base, overrides, drop)
     # a fitted value whose error reaches past its field's valid values: later answers
     # clip its draws there (and say so); say it here too
     notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(scenario).values())
@@ -703,7 +963,8 @@ def calibrate(
                 notes.append(note)
     return Calibration(
         scenario,
-        tuple(v for b in blocks for v in b.values),
+        tuple(v for b in blocks for v in b.values if v.field not in _fields(b.extra_values))
+        + tuple(v for b in blocks for v in b.extra_values),
         model,
         tuple(r for b in blocks for r in b.residuals),
         sum(b.chi2 for b in blocks),
@@ -713,6 +974,10 @@ def calibrate(
         data.imported,
         tuple(checks),
     )
+
+
+def _fields(values: Sequence[FittedValue]) -> set[str]:
+    return {v.field for v in values}
 
 
 def _measured_depth(data: Measurements) -> int:

@@ -29,6 +29,7 @@ from sim.calibration.measurements import (
     BaselinePoint,
     CumulativeObs,
     Measurements,
+    ServerFact,
     SpecPoint,
     cumulative_checks,
 )
@@ -44,6 +45,9 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
     out = Measurements(imported=tuple(r.figures() for r in runs))
     for run in runs:
         src = f"vllm bench {run.source}" + (f" line {run.line}" if run.line > 1 else "")
+        out += Measurements(server=(ServerFact("engine", "vllm", src),))
+        if run.model:
+            out += Measurements(server=(ServerFact("model", run.model, src),))
         k = run.num_spec_tokens
         if run.speculative and k is not None and k >= 1:
             assert run.accept_length is not None
@@ -100,7 +104,10 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
 
 def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measurements:
     """Batch-1 chain records of ``bench_speculative``: acceptance, tok/s and the baseline."""
-    out = Measurements(imported=(bench.figures(),))
+    out = Measurements(
+        imported=(bench.figures(),),
+        server=(ServerFact("engine", "sglang", f"sglang bench {bench.source}"),),
+    )
     skipped_batch = [r for r in bench.records if r.batch_size != 1]
     trees = [r for r in bench.records if r.batch_size == 1 and r.steps > 0 and r.topk != 1]
     for r in bench.records:
@@ -178,7 +185,16 @@ def vllm_latency_measurement(
 
 def server_args_measurement(args: SglangServerArgs) -> Measurements:
     """No figure to fit: what the server ran with, reported (and k for its logs)."""
+    src = f"SGLang server_args {args.source}"
+    facts = [ServerFact("engine", "sglang", src)]
+    if args.model_path:
+        facts.append(ServerFact("model", args.model_path, src))
+    if args.tp_size:
+        facts.append(ServerFact("tensor_parallel", args.tp_size, src))
+    if args.num_steps:
+        facts.append(ServerFact("num_steps", args.num_steps, src))
     return Measurements(
+        server=tuple(facts),
         imported=(args.figures(),),
         notes=(
             f"SGLang server_args {args.source} line {args.line}: algorithm "

@@ -59,6 +59,17 @@ class CumulativeObs:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerFact:
+    """What a file says about the server its figures came from: ``what`` is ``engine``
+    (vllm, sglang, trtllm), ``model`` (a Hugging Face id or path), ``tensor_parallel`` or
+    ``num_steps``."""
+
+    what: str
+    value: str | int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class Measurements:
     """Everything calibration fits to; combine several sources with ``+``."""
 
@@ -73,6 +84,8 @@ class Measurements:
     #: Speculative figures held out of the timing fit and scored against it (real-drafter
     #: runs when timing comes from synthetic-acceptance runs).
     checks: tuple[SpecPoint, ...] = ()
+    #: What the files say about the server they came from (sim/calibration/server_match.py).
+    server: tuple[ServerFact, ...] = ()
 
     def __add__(self, other: Measurements) -> Measurements:
         graphs = {g for g in (self.cuda_graph, other.cuda_graph) if g is not None}
@@ -85,6 +98,7 @@ class Measurements:
             self.notes + other.notes,
             self.imported + other.imported,
             self.checks + other.checks,
+            self.server + other.server,
         )
 
     def timing_only(self) -> Measurements:
@@ -96,6 +110,7 @@ class Measurements:
             cuda_graph=self.cuda_graph,
             notes=self.notes,
             imported=self.imported,
+            server=self.server,
         )
 
     def acceptance_only(self) -> Measurements:
@@ -106,6 +121,7 @@ class Measurements:
             notes=self.notes,
             imported=self.imported,
             checks=self.checks + self.points,
+            server=self.server,
         )
 
     @property
@@ -211,6 +227,7 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
         f"conditional {fmt(counters.conditional)}"
     ]
     notes += cumulative_checks(counters.cumulative, counters.accept_length)
+    facts = (ServerFact("engine", "vllm", src),) + ((ServerFact("num_steps", k, src),) if k else ())
     if counters.label_sets > 1:
         notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
     if present:
@@ -221,13 +238,15 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
             CumulativeObs(pos, c, max(math.sqrt(c * (1.0 - c) / n), 0.5 / n), src)
             for pos, c in present
         )
-        return Measurements(cumulative=obs, notes=tuple(notes))
+        return Measurements(cumulative=obs, notes=tuple(notes), server=facts)
     if k is None or k < 1:
         raise SpecsimError("no drafts in the vLLM counters", source=counters.source)
     al = counters.accept_length
     sigma = max(math.sqrt(k * (al - 1.0) / n), 0.5 / n)
     notes.append("no per-position counters: only the accept length is used")
-    return Measurements(accept_lengths=(AcceptLengthObs(k, al, sigma, src),), notes=tuple(notes))
+    return Measurements(
+        accept_lengths=(AcceptLengthObs(k, al, sigma, src),), notes=tuple(notes), server=facts
+    )
 
 
 def sglang_measurement(
@@ -285,6 +304,7 @@ def sglang_measurement(
         accept_lengths=(AcceptLengthObs(num_steps, al, al_sigma, src),),
         cuda_graph=log.cuda_graph,
         notes=tuple(notes),
+        server=(ServerFact("engine", "sglang", src),),
     )
     tok_s = log.single_request_tok_s
     if tok_s is None:

@@ -75,6 +75,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "keys",
         "Every scenario key: type, unit, default and bounds (--json: the JSON Schema).",
     ),
+    "init": (
+        "sim.cli.init",
+        "init_command",
+        "Write a commented scenario of a server from its model's config.json, GPU, engine "
+        "and drafter; with measured figures, calibrated to them.",
+    ),
     "plot": (
         "sim.cli.plot",
         "plot",

@@ -57,6 +57,7 @@ def best_k(
     from sim.cli.search import parse_num_steps
     from sim.report.best_k import render_best_k
     from sim.studies.best_k import best_k as run_best_k
+    from sim.studies.serving_draws import DrawnPoints
     from sim.studies.serving_runs import study_settings
 
     loads = parse_loads(concurrency, None)
@@ -73,6 +74,8 @@ def best_k(
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
+            draws=DrawnPoints(evaluator, builder.draws),
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("best_k", render_best_k, study)

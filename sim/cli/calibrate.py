@@ -16,6 +16,8 @@ against the calibrated model (``checks``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
@@ -36,6 +38,62 @@ TIMING_RUN_HELP = (
 )
 
 
+#: Options calibrate shares with init (figures, files, their error, which server wins).
+BASELINE_OPTION = click.option(
+    "--baseline-tok-s",
+    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    help="Measured plain-decoding tok/s (batch 1).",
+)
+POINT_OPTION = click.option(
+    "--point",
+    "points",
+    multiple=True,
+    metavar="K:AL:TOKS",
+    help="Measured speculative tok/s at num_steps K with accept length AL "
+    "(repeat for several num_steps).",
+)
+VLLM_METRICS_OPTION = click.option(
+    "--vllm-metrics",
+    type=click.Path(dir_okay=False),
+    help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
+)
+VLLM_BENCH_OPTION = click.option(
+    "--vllm-bench",
+    "vllm_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
+)
+SGLANG_BENCH_OPTION = click.option(
+    "--sglang-bench",
+    "sglang_bench",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
+    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
+)
+SGLANG_LOG_OPTION = click.option(
+    "--sglang-log",
+    type=click.Path(dir_okay=False),
+    help="An SGLang server log with 'Decode batch' lines.",
+)
+REL_ERROR_OPTION = click.option(
+    "--rel-error",
+    type=float,
+    default=0.02,
+    show_default=True,
+    help="Relative standard error assumed for each figure given as an option, in [1e-6, 1).",
+)
+PREFER_OPTION = click.option(
+    "--prefer",
+    type=click.Choice(("data", "base")),
+    default=None,
+    help="When the files' server contradicts the base scenario's (engine, model, "
+    "tensor-parallel size, num_steps): write the data's values, or keep the base's. "
+    "Without it such a base is refused.",
+)
+
+
 @click.command("calibrate")
 @click.option(
     "--scenario",
@@ -46,24 +104,9 @@ TIMING_RUN_HELP = (
     "print what the files hold (import-only, nothing fitted).",
 )
 @set_option
-@click.option(
-    "--baseline-tok-s",
-    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
-    help="Measured plain-decoding tok/s (batch 1).",
-)
-@click.option(
-    "--point",
-    "points",
-    multiple=True,
-    metavar="K:AL:TOKS",
-    help="Measured speculative tok/s at num_steps K with accept length AL "
-    "(repeat for several num_steps).",
-)
-@click.option(
-    "--vllm-metrics",
-    type=click.Path(dir_okay=False),
-    help="A vLLM /metrics scrape (Prometheus text): speculative-decoding counters.",
-)
+@BASELINE_OPTION
+@POINT_OPTION
+@VLLM_METRICS_OPTION
 @click.option(
     "--vllm-metrics-before",
     type=click.Path(dir_okay=False),
@@ -76,26 +119,9 @@ TIMING_RUN_HELP = (
     "(vllm:inter_token_latency_seconds, or the deprecated vllm:time_per_output_token_seconds, "
     "both per step) is the cycle time, giving a tok/s figure.",
 )
-@click.option(
-    "--vllm-bench",
-    "vllm_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="vllm bench serve --save-result JSON (repeatable; tok/s used at max_concurrency 1).",
-)
-@click.option(
-    "--sglang-bench",
-    "sglang_bench",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
-    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
-)
-@click.option(
-    "--sglang-log",
-    type=click.Path(dir_okay=False),
-    help="An SGLang server log with 'Decode batch' lines.",
-)
+@VLLM_BENCH_OPTION
+@SGLANG_BENCH_OPTION
+@SGLANG_LOG_OPTION
 @click.option(
     "--sglang-server-args",
     type=click.Path(dir_okay=False),
@@ -111,13 +137,7 @@ TIMING_RUN_HELP = (
     help="num_steps of the SGLang log run (default: server_args, else implied by the log, "
     "else the base).",
 )
-@click.option(
-    "--rel-error",
-    type=float,
-    default=0.02,
-    show_default=True,
-    help="Relative standard error assumed for each figure given as an option, in [1e-6, 1).",
-)
+@REL_ERROR_OPTION
 @click.option(
     "--fit",
     "fit",
@@ -134,11 +154,22 @@ TIMING_RUN_HELP = (
     help="Acceptance model: one alpha or per-position rates (auto: per_position "
     "with vLLM per-position counters, else alpha).",
 )
+@PREFER_OPTION
 @click.option(
     "--out",
     type=click.Path(),
     callback=output_file_checked,
     help="Write the calibrated scenario here (checked before the fit).",
+)
+@click.option(
+    "--load-sweep",
+    "load_sweeps",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
+    "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, guidellm report "
+    "JSON): fits the batched terms (serving.host_us_per_request, serving.kernel_slope) to "
+    "their decode time per token after the batch-1 fit.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")
 @json_option
@@ -159,7 +190,9 @@ def calibrate_command(
     rel_error: float,
     fit: str | None,
     acceptance: str,
+    prefer: str | None,
     out: str | None,
+    load_sweeps: tuple[str, ...],
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -220,15 +253,34 @@ def calibrate_command(
         else:
             click.echo(format_imported(body))
         return
-    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance)
+    result = calibrate(base, data, fit_timing=fields, acceptance=acceptance, prefer=prefer)
+    load = _load_fit(result, load_sweeps) if load_sweeps else None
+    if load is not None:
+        result = replace(result, scenario=load.scenario)
     if out:
         atomic_write_text(out, calibrated_toml(result, base_path or ""))
     if as_json:
-        echo_document("calibrate", {**result.as_dict(), "out": out})
+        extra = {"load_fit": load.as_dict()} if load is not None else {}
+        echo_document("calibrate", {**result.as_dict(), **extra, "out": out})
         return
     click.echo(format_calibration(result))
+    if load is not None:
+        # lazy: the load-sweep report only when a sweep was given (start-up)
+        from sim.report.load_fit import format_load_fit
+
+        click.echo(format_load_fit(load))
     if out and not quiet:
         click.echo(f"wrote {out}")
+
+
+def _load_fit(result, paths):
+    """The load-sweep fit of the batch-1 calibrated scenario (sim/calibration/load_fit.py)."""
+    # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
+    from sim.calibration.load_fit import fit_load_sweep
+    from sim.calibration.load_sweep import read_load_sweep
+
+    points = [p for path in paths for p in read_load_sweep(path)]
+    return fit_load_sweep(result.scenario, points, source="--load-sweep")
 
 
 def _real_runs(

@@ -49,6 +49,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
     from sim.cli.search import parse_num_steps
     from sim.report.capacity import render_capacity
     from sim.studies.capacity import capacity as run_capacity
+    from sim.studies.serving_draws import DrawnPoints
     from sim.studies.serving_points import Load
     from sim.studies.serving_runs import study_settings
 
@@ -64,6 +65,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
+            draws=DrawnPoints(evaluator, builder.draws),
         )
 
     args.run("capacity", render_capacity, study)

@@ -76,20 +76,21 @@ def convert(
     # lazy: the model is imported when the command runs, not for --help (start-up)
     from sim.model import metrics
 
-    given = {
+    scalars = {
         "--alpha": alpha,
         "--accept-length": accept_length,
         "--draft-acceptance-rate": draft_acceptance_rate,
         "--sglang-accept-rate": sglang_accept_rate,
-        "--cumulative": cumulative,
-        "--per-position": per_position,
     }
+    lists = {"--cumulative": cumulative, "--per-position": per_position}
+    given: dict[str, float | str | None] = {**scalars, **lists}
     named = [k for k, v in given.items() if v is not None]
     if len(named) != 1:
         raise SpecsimError("give exactly one of " + ", ".join(given), source="convert")
     source = named[0]
-    if source in ("--cumulative", "--per-position"):
-        values = _floats(given[source], source)
+    listed = lists.get(source)
+    if listed is not None:
+        values = _floats(listed, source)
         # a list is one rate per draft position: its length is k, padded or cut by nothing
         if num_steps is not None and num_steps != len(values):
             raise SpecsimError(
@@ -110,7 +111,9 @@ def convert(
             "--draft-acceptance-rate": metrics.from_draft_acceptance_rate,
             "--sglang-accept-rate": metrics.from_sglang_accept_rate,
         }[source]
-        forms = make(given[source] + 0.0, num_steps)  # -0 reads as 0, not '-0.0000'
+        value = scalars[source]
+        assert value is not None  # the one given
+        forms = make(value + 0.0, num_steps)  # -0 reads as 0, not '-0.0000'
     if as_json:
         echo_document("convert", forms.as_dict())
         return

@@ -74,6 +74,7 @@ def crossover(
     from sim.cli.search import parse_num_steps
     from sim.report.crossover import render_crossover
     from sim.studies.crossover import crossover as run_crossover
+    from sim.studies.serving_draws import DrawnPoints
     from sim.studies.serving_runs import study_settings
 
     loads = parse_loads(concurrency, rate)
@@ -91,6 +92,8 @@ def crossover(
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
+            draws=DrawnPoints(evaluator, builder.draws),
+            draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
     args.run("crossover", render_crossover, study)

@@ -147,10 +147,18 @@ class SpecsimGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, self._help_line(name, limit)) for name in names])
 
-    def main(self, args: Any = None, prog_name: Any = None, *a: Any, **kw: Any) -> Any:
-        standalone = kw.pop("standalone_mode", True)
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **kw: Any,
+    ) -> Any:
         try:
-            rv = super().main(args, prog_name or "specsim", *a, standalone_mode=False, **kw)
+            rv = super().main(
+                args, prog_name or "specsim", complete_var, standalone_mode=False, **kw
+            )
         except click.UsageError as exc:
             if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
                 click.echo(exc.ctx.get_help())  # `specsim` alone: the help, as asked
@@ -163,7 +171,7 @@ class SpecsimGroup(click.Group):
         except click.Abort:
             click.echo("specsim: interrupted", err=True)
             sys.exit(130)
-        if not standalone:
+        if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
 

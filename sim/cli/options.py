@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 #: ``sim.simulation.engines.ENGINES`` and ``sim.binding.bind.FIDELITIES`` (tests check).
 ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
-#: ``sim.simulation.engines.kernels.KERNELS`` (tests check).
-KERNEL_NAMES: tuple[str, ...] = ("auto", "numpy", "compiled")
 FIDELITY_NAMES: tuple[str, ...] = ("cycle", "layer")
 
 scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False, path_type=str))
@@ -58,14 +56,6 @@ engine_option = click.option(
     default="fast",
     show_default=True,
     help="fast: vectorized NumPy; des: the SimPy model of record.",
-)
-kernel_option = click.option(
-    "--kernel",
-    type=click.Choice(KERNEL_NAMES),
-    default="auto",
-    show_default=True,
-    help="The fast engine's kernel: numpy, compiled (Numba: 1.6-2.8x less CPU a cycle, "
-    "0.65-0.8 s to load) or auto (compiled for runs of 3e8 cycles or more). Same numbers.",
 )
 fidelity_option = click.option(
     "--fidelity",
@@ -105,6 +95,22 @@ def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., An
         show_default=True,
         help=f"Worker processes over {what} (results do not depend on it).",
     )
+
+
+def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor local|dask`` and ``--scheduler ADDRESS`` (sim/parallel.py
+    ``make_executor``: a local process pool of ``--workers``, or an existing Dask
+    cluster); results are identical either way."""
+    fn = click.option(
+        "--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address."
+    )(fn)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "dask"]),
+        default="local",
+        show_default=True,
+        help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
+    )(fn)
 
 
 target_option = click.option(

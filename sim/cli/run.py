@@ -9,7 +9,6 @@ from sim.cli.options import (
     echo_document,
     format_option,
     json_option,
-    kernel_option,
     monte_carlo_options,
     plot_option,
     quiet_option,
@@ -24,7 +23,7 @@ from sim.cli.progress import ProgressBar, announce_slow_intervals
 METHODS = ("monte-carlo", "exact", "auto")
 
 #: Options that only shape a Monte Carlo sample: the exact law has none to shape.
-MONTE_CARLO_ONLY = ("engine", "kernel", "replications", "requests", "workers")
+MONTE_CARLO_ONLY = ("engine", "replications", "requests", "workers")
 
 
 def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
@@ -50,7 +49,6 @@ def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[st
     "rate profile and fixed cycle times; exit 2 otherwise); auto: exact where it exists.",
 )
 @monte_carlo_options
-@kernel_option
 @workers_option("replications")
 @quiet_option
 @plot_option
@@ -67,7 +65,6 @@ def run(
     workers: int,
     engine: str,
     fidelity: str,
-    kernel: str,
     quiet: bool,
     plot_dir: str | None,
     fmt: str,
@@ -128,7 +125,6 @@ def run(
             result = simulate(
                 bound,
                 engine=engine,
-                kernel=kernel,
                 fidelity=fidelity,
                 replications=replications,
                 requests=requests,

@@ -198,7 +198,10 @@ def search(
     elif concurrency is not None or rate is not None:
         if concurrency is not None and rate is not None:
             raise click.UsageError("give at most one of --concurrency, --rate")
-        load = Load("concurrency", concurrency) if concurrency else Load("rate", rate)
+        if concurrency is not None:
+            load = Load("concurrency", concurrency)
+        elif rate is not None:  # one of the two is given (the branch's condition)
+            load = Load("rate", rate)
         ks = parse_num_steps(num_steps or "1:8")
         doc = search_at_load(
             scn,

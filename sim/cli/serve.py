@@ -46,6 +46,14 @@ from sim.cli.serving_options import emit
     metavar="FILE",
     help="Replay a CSV trace (arrival_s, input_tokens, output_tokens[, class]).",
 )
+@click.option(
+    "--draws",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
+    "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
+)
 @set_option
 @json_option
 @seed_option
@@ -60,6 +68,7 @@ def serve(
     concurrency: int | None,
     rate: float | None,
     trace: str | None,
+    draws: int,
     sets: tuple[str, ...],
     as_json: bool,
     seed: int | None,
@@ -80,6 +89,7 @@ def serve(
     from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
     from sim.simulation.serving.stability import check_open_load
+    from sim.studies.serving_draws import serve_intervals
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -118,4 +128,17 @@ def serve(
         )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     body = serving_to_dict(run, summary, setup, sc.name)
+    if draws:
+        body["interval90"] = serve_intervals(
+            sc,
+            run.records,
+            slo=setup.slo,
+            seed=setup.seed,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            workers=workers,
+            baseline=BASELINE,
+            batch=max(p.mean_batch.mean for p in summary.policies.values()),
+            draws=draws,
+        )
     emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

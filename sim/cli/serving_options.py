@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from sim.cli.options import (
+    executor_options,
     format_option,
     json_option,
     list_values,
@@ -131,6 +132,8 @@ class StudyArgs:
     fmt: str
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
+    executor: str = "local"
+    scheduler: str | None = None
 
     def run(
         self,
@@ -169,11 +172,13 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             args = StudyArgs(**{k: kwargs.pop(k) for k in _STUDY_PARAMS if k in kwargs})
             return fn(args, **kwargs)
 
+        decorated: Callable[..., Any] = command
         for option in (
             format_option,
             plot_option,
             json_option,
             quiet_option,
+            executor_options,
             workers_option(what),
             seed_option,
             requests_option,
@@ -181,20 +186,21 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             set_option,
             scenario_argument,
         ):
-            command = option(command)
-        return command
+            decorated = option(decorated)
+        return decorated
 
     return decorate
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int], None] | None
+    args: StudyArgs, progress: Callable[[int, int | None], None] | None
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications."""
     # lazy: start-up
     from sim.binding.bound import bind
-    from sim.parallel import LocalExecutor
+    from sim.parallel import make_executor
     from sim.scenario.load import load_scenario, with_overrides
+    from sim.studies.serving_draws import input_draws
     from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
 
     sc = with_mc_settings(
@@ -211,12 +217,13 @@ def build_study(
         sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
     )
     setup = builder.setup(None, builder.default_steps)
+    builder = replace(builder, draws=input_draws(sc, setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,
         seed=setup.seed,
         slo=setup.slo,
-        executor=LocalExecutor(args.workers),
+        executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
         progress=progress,
     )
     return builder, evaluator

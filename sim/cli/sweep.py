@@ -10,6 +10,7 @@ import click
 
 from sim.cli.options import (
     echo_json,
+    executor_options,
     format_option,
     json_option,
     monte_carlo_options,
@@ -25,6 +26,20 @@ from sim.cli.options import (
 )
 from sim.cli.progress import ProgressBar
 from sim.report.format import count
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    """``--shard I/N`` as (I, N), 1 <= I <= N; click's usage error (exit 2) otherwise."""
+    if value is None:
+        return None
+    i_text, sep, n_text = value.partition("/")
+    try:
+        i, n = int(i_text), int(n_text)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise click.BadParameter(f"{value!r}: expected I/N with 1 <= I <= N", param_hint="--shard")
+    return i, n
 
 
 @click.command()
@@ -48,14 +63,16 @@ from sim.report.format import count
     help="Directory for sweep.csv, sweep.json and the per-point store (resumable).",
 )
 @workers_option("grid points (local executor)")
+@executor_options
 @click.option(
-    "--executor",
-    type=click.Choice(["local", "dask"]),
-    default="local",
-    show_default=True,
-    help="local process pool, or an existing Dask cluster (needs specsim-llm[dask]).",
+    "--shard",
+    default=None,
+    metavar="I/N",
+    callback=lambda ctx, param, value: parse_shard(value),
+    help="Only the grid's points I, I+N, I+2N, ... (1 <= I <= N): one job of N writing "
+    "into the same --out (batch schedulers); the tables are complete once every shard "
+    "has finished.",
 )
-@click.option("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address.")
 @target_option
 @monte_carlo_options
 @quiet_option
@@ -70,6 +87,7 @@ def sweep(
     workers: int,
     executor: str,
     scheduler: str | None,
+    shard: tuple[int, int] | None,
     targets: tuple[float, ...],
     engine: str,
     fidelity: str,
@@ -93,6 +111,8 @@ def sweep(
     bind(scn)  # what the scenario means: the hardware model checks it here
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
+    if shard is not None:
+        total = len(range(shard[0] - 1, total, shard[1]))
     run = make_executor(executor, workers=workers, scheduler=scheduler)
     done = 0
 
@@ -118,6 +138,7 @@ def sweep(
                 progress=advance,
                 source=scenario,
                 base_dir=str(Path(scenario).resolve().parent),
+                shard=shard,
             )
     except KeyboardInterrupt:
         click.echo(

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
+    executor_options,
     format_option,
     json_option,
     plot_option,
@@ -58,6 +59,7 @@ DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 @requests_option
 @replications_option
 @workers_option("replications")
+@executor_options
 @quiet_option
 @plot_option
 @format_option
@@ -72,6 +74,8 @@ def tree_load(
     requests: int | None,
     replications: int | None,
     workers: int,
+    executor: str,
+    scheduler: str | None,
     quiet: bool,
     plot_dir: str | None,
     fmt: str,
@@ -82,6 +86,7 @@ def tree_load(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
+    from sim.parallel import make_executor
     from sim.report.tree_load import render_tree_load, tree_load_to_dict
     from sim.scenario.load import load_scenario
     from sim.studies.tree_load import parse_tree, tree_load_study
@@ -89,6 +94,7 @@ def tree_load(
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     bind(sc)  # what the scenario means: the hardware model checks it here
+    run = make_executor(executor, workers=workers, scheduler=scheduler)
     with ProgressBar(enabled=not quiet) as progress:
         result = tree_load_study(
             sc,
@@ -96,6 +102,7 @@ def tree_load(
             chains=list(chains) or None,
             trees=[parse_tree(t) for t in trees],
             workers=workers,
+            executor=run,
             base_dir=Path(scenario).resolve().parent,
             source=scenario,
             progress=progress,

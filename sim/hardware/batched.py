@@ -61,13 +61,14 @@ from numpy.typing import ArrayLike
 
 from sim.errors import SpecsimError
 from sim.hardware.envelope import Envelope, envelope_of
-from sim.hardware.experts import FusedMoeKernel, expected_distinct_experts, sequence_union_tokens
+from sim.hardware.experts import FusedMoeKernel, sequence_union_tokens, skewed_distinct_experts
 from sim.hardware.launch import calibrate_compute_ms
 from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.roofline import Weights
 
 __all__ = [
     "DEFAULT_SLOPE",
+    "SLOPE_RANGE",
     "BatchedPass",
     "ComputeCurve",
     "MeasuredPass",
@@ -83,7 +84,9 @@ class PassPhysics:
     ``layers``: decoder layers of the pass's model (target or drafter); ``graphed``: whether
     the pass runs as a CUDA graph (no launch cost, graphed all-reduce); ``moe_kernel``:
     how routed experts cost (None: their bytes at peak bandwidth); ``expert_overlap``: the
-    share of a token's experts its sequence's previous token chose too (0: independent).
+    share of a token's experts its sequence's previous token chose too (0: independent);
+    ``expert_skew``: the Zipf exponent of expert popularity (0: uniform routing;
+    sim/hardware/experts.py ``skewed_distinct_experts``).
     """
 
     name: str
@@ -96,8 +99,11 @@ class PassPhysics:
     attention_flops_per_pair: float = 0.0
     moe_kernel: FusedMoeKernel | None = None
     expert_overlap: float = 0.0
+    expert_skew: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.expert_skew < 0:
+            raise ValueError(f"expert_skew must be >= 0, got {self.expert_skew}")
         if not 0.0 <= self.expert_overlap < 1.0:
             raise ValueError(f"expert_overlap must be in [0, 1), got {self.expert_overlap}")
         if self.hardware.gpu is None:
@@ -143,6 +149,10 @@ DEFAULT_SLOPE = 1.0
 #:   charges 21.0 us per batched token against 16.2 us of FLOPs at peak, its per-KV-token
 #:   term at peak bandwidth; that step may hold host work too (vLLM before 0.14 did not
 #:   overlap it), which sim/model/host_work.py prices apart.
+#:
+#: The plausible range that evidence spans (a load sweep that cannot identify the slope
+#: carries it as this range: sim/calibration/load_fit.py).
+SLOPE_RANGE: tuple[float, float] = (0.1, 1.35)
 #:
 #: Tried as the default, 1 / 0.77 moved the serving validation's SGLang curves toward the
 #: measurements and its vLLM RTX 3090 curves away (README, "How far to trust it"), so it
@@ -295,7 +305,9 @@ class BatchedPass:
         union = float(tokens)
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
-        distinct = float(expected_distinct_experts(w.experts, w.experts_per_token, union))
+        distinct = float(
+            skewed_distinct_experts(w.experts, w.experts_per_token, union, p.expert_skew)
+        )
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3

@@ -26,10 +26,15 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "H100_FUSED_MOE",
+    "SERVING_STEP_SKEW",
+    "SKEW_RANGE",
     "STEP_EXPERT_OVERLAP",
+    "TRACE_SKEW",
     "FusedMoeKernel",
     "expected_distinct_experts",
+    "selection_probabilities",
     "sequence_union_tokens",
+    "skewed_distinct_experts",
 ]
 
 
@@ -42,6 +47,63 @@ def expected_distinct_experts(experts: int, per_token: int, tokens: ArrayLike) -
     if np.any(m < 0):
         raise ValueError("tokens must be >= 0")
     return experts * (1.0 - (1.0 - per_token / experts) ** m)
+
+
+def selection_probabilities(experts: int, per_token: int, skew: float) -> np.ndarray:
+    """Probability (E,) that one token selects each expert when expert popularity follows a
+    Zipf law of exponent ``skew`` (p_i proportional to i^-skew, i = 1..E) and the token
+    picks ``per_token`` distinct experts: q_i = e p_i, the experts a share above 1 would
+    take capped at 1 and the rest renormalised so that the q_i sum to e. ``skew`` 0 is
+    uniform routing (q_i = e / E)."""
+    if skew < 0:
+        raise ValueError(f"skew must be >= 0, got {skew}")
+    p = np.arange(1, experts + 1, dtype=float) ** -skew
+    q = per_token * p / p.sum()
+    for _ in range(experts):  # each pass caps at least one more expert, or stops
+        over = q > 1.0
+        if not over.any():
+            break
+        capped = q >= 1.0
+        free = ~capped
+        q = np.where(capped, 1.0, p * (per_token - capped.sum()) / p[free].sum())
+    return q
+
+
+def skewed_distinct_experts(
+    experts: int, per_token: int, tokens: ArrayLike, skew: float
+) -> np.ndarray:
+    """Expected distinct experts over m independent tokens under Zipf popularity (``skew``,
+    ``selection_probabilities``): sum_i 1 - (1 - q_i)^m, same shape as ``tokens``; at
+    skew 0 exactly ``expected_distinct_experts``. It is e at m = 1 and grows more slowly
+    than the uniform union: popular experts are read again by the batch's other tokens."""
+    if skew == 0.0:
+        return expected_distinct_experts(experts, per_token, tokens)
+    if experts <= 0 or not 0 < per_token <= experts:
+        raise ValueError(f"need 0 < per_token <= experts, got {per_token}, {experts}")
+    m = np.asarray(tokens, dtype=float)
+    if np.any(m < 0):
+        raise ValueError("tokens must be >= 0")
+    q = selection_probabilities(experts, per_token, skew)
+    miss = np.log1p(-np.minimum(q, 1.0 - 1e-15))  # (E,)
+    return np.sum(1.0 - np.exp(np.multiply.outer(m, miss)), axis=-1)
+
+
+#: Zipf exponent of expert popularity within one serving step, from the one public
+#: measurement of a fused-MoE kernel under real routing in serving traffic: DeepSeek-V3.1
+#: (256 experts, top-8, block FP8, TP8) on H200 under vLLM at 16 concurrent requests, "2
+#: triton MoE kernels take about 109us" (vllm-project/vllm issue #32832, nsys of one
+#: generation step). ``H100_FUSED_MOE`` prices that layer at 109 us with 48.8 distinct
+#: experts (32.4 us + 1.57 us each), against 102 for 16 tokens routed uniformly; a Zipf
+#: popularity of exponent 1.30 gives 48.8 (``skewed_distinct_experts``). It is the high end
+#: of the evidence: the kernel model fitted on H100 curves may price an H200 FP8 expert
+#: above what it costs there, and a cheaper expert would mean more distinct ones (less
+#: skew); uniform routing (0) is the low end.
+TRACE_SKEW = 1.30
+#: The plausible range of the exponent (uniform routing to the trace) and its middle, the
+#: default (assumed, as ``DEFAULT_SLOPE`` is the middle of its evidence): a load sweep of
+#: the user's server fits it (serving.expert_skew, sim/calibration/load_fit.py).
+SKEW_RANGE: tuple[float, float] = (0.0, TRACE_SKEW)
+SERVING_STEP_SKEW = 0.5 * (SKEW_RANGE[0] + SKEW_RANGE[1])
 
 
 #: Share of a token's routed experts that the previous token of the same sequence also

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -114,7 +114,7 @@ class MeasuredTimes:
     draft_extend_ms_per_token: float
     draft_extend_tokens: float | None
 
-    def extend_fields(self, num_steps: int) -> dict[str, float]:
+    def extend_fields(self, num_steps: int) -> dict[str, Any]:
         """The draft extend's growth per accepted token and the tokens it was taken at (the
         configuration's own num_steps + 1 by default, whatever k a cycle is built for)."""
         tokens = self.draft_extend_tokens

@@ -71,7 +71,7 @@ class HardwarePoint:
         return (
             self.interconnect.name,
             self.gpus,
-            self.gpu and self.gpu.name,
+            None if self.gpu is None else self.gpu.name,
             self.verify_cuda_graph,
             self.allreduce,
         )

@@ -280,7 +280,7 @@ def _interp_itl(
     return out
 
 
-def goodput_table(rates: Sequence[float], itl_ms: np.ndarray) -> np.ndarray:
+def goodput_table(rates: Sequence[float] | np.ndarray, itl_ms: np.ndarray) -> np.ndarray:
     """K*(b) for every batch size (shape (B + 1,)): argmax over K of (1 + sum of the first
     K ``rates``) / ITL(b, K), the first K on ties (the manager's strict ``>``)."""
     al = 1.0 + np.concatenate([[0.0], np.cumsum(rates)])
@@ -344,7 +344,7 @@ class VllmGoodput:
 
     @staticmethod
     def of(
-        rates: Sequence[float],
+        rates: Sequence[float] | np.ndarray,
         batch_stats: Mapping[int, Mapping[int, float]],
         max_batch: int,
         **kw: object,

@@ -13,7 +13,8 @@ times, and exact in mean and variance). Another model (e.g. a layer-level pass-t
 of the hardware) plugs in by offering the same members.
 
 Optional capability (``SummableCycleTimes``): ``sum_quantiles(u, cycles)`` gives, per phase,
-the ``u``-quantile of the total of ``cycles`` i.i.d. durations. The fast engine then draws
+the ``u``-quantile of the total of ``cycles`` i.i.d. durations (``multiplier_sum_quantiles``
+the same for unit-mean multipliers). The fast engine then draws
 one uniform per request and phase instead of one duration per cycle (exact in law, and
 monotone in the cycle count for a fixed ``u``, so common random numbers still order
 requests). For the gamma model the total of n durations is Gamma(n / cv^2, mean cv^2).
@@ -57,9 +58,14 @@ class SummableCycleTimes(CycleTimeModel, Protocol):
     ``PHASES`` order), ``cycles`` of shape (m,) (non-negative ints); returns ms of shape
     (m, 4), entry (i, p) the ``u[i, p]``-quantile of the sum of ``cycles[i]`` durations of
     phase p, non-decreasing in ``cycles[i]`` for a fixed ``u``.
+    ``multiplier_sum_quantiles(u, counts)``: the ``u``-quantiles of the sum of ``counts``
+    unit-mean multipliers of a phase (its duration over its mean), same shapes in and out
+    (an extend that grows with L scales each cycle's multiplier).
     """
 
     def sum_quantiles(self, u: np.ndarray, cycles: np.ndarray) -> np.ndarray: ...
+
+    def multiplier_sum_quantiles(self, u: np.ndarray, counts: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ def _check_k(num_steps: int) -> None:
         raise SpecsimError(f"must be at least 1, got {num_steps}", param="num_steps")
 
 
-def _check_rates(values: Sequence[float], param: str) -> np.ndarray:
+def _check_rates(values: Sequence[float] | np.ndarray, param: str) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 1 or arr.size == 0:
         raise SpecsimError("expected a non-empty list of rates", param=param)
@@ -76,7 +76,10 @@ def _check_rates(values: Sequence[float], param: str) -> np.ndarray:
 
 
 def from_conditional(
-    rates: Sequence[float], *, assumption: str | None = None, param: str = "per_position"
+    rates: Sequence[float] | np.ndarray,
+    *,
+    assumption: str | None = None,
+    param: str = "per_position",
 ) -> AcceptanceForms:
     """Every form from conditional per-position rates a_1..a_k (shape (k,))."""
     a = _check_rates(rates, param)

@@ -202,7 +202,8 @@ def fit_profile(shape: str, data: ProfileData, decay: float | None = None) -> Pr
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}")
     free_decay = shape != "flat" and decay is None
-    fixed = 1.0 if shape == "flat" else decay
+    # the decay when it is not fitted (never read when it is)
+    fixed = 1.0 if shape == "flat" or decay is None else decay
     n_free = 2 if free_decay else 1
     if data.size < n_free:
         raise ValueError(f"{shape}: {data.size} measurements cannot fit {n_free} parameters")

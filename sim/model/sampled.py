@@ -30,7 +30,7 @@ _TOL = 1e-11
 _BISECT = 40
 
 
-def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray) -> np.ndarray:
+def equal_rate_accept_length(alpha: np.ndarray, num_steps: np.ndarray | int) -> np.ndarray:
     """Leviathan et al. 2023: (1 - a^(k+1)) / (1 - a) elementwise, k + 1 at a = 1; with
     expm1/log1p so it stays accurate next to a = 1."""
     a = np.asarray(alpha, dtype=float)
@@ -468,7 +468,9 @@ class SampledModel:
             return np.zeros(self.size)
         return self.extend_per_token_ms
 
-    def cycle_ms(self, num_steps: int, accept_length: np.ndarray | None = None) -> np.ndarray:
+    def cycle_ms(
+        self, num_steps: int, accept_length: np.ndarray | float | None = None
+    ) -> np.ndarray:
         """The cycle at k = ``num_steps`` with the extend at ``accept_length`` (default:
         the drafter's own accept length there), shape (n,)."""
         al = self.accept_length(num_steps) if accept_length is None else accept_length

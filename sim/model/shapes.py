@@ -135,8 +135,8 @@ def scale_for_accept_length(
     positive = np.where(g > 0, g, np.inf)
     if need.ndim == 0 and g.ndim == 1:
         hi = 1.0 / positive.min(axis=-1)
-        out = _scalar_scale(float(need), g.tolist(), float(hi))
-        return np.where(need > k + 1 + 1e-12, np.nan, np.where(need <= 1.0, 0.0, out))
+        one = _scalar_scale(float(need), g.tolist(), float(hi))
+        return np.where(need > k + 1 + 1e-12, np.nan, np.where(need <= 1.0, 0.0, one))
     shape = np.broadcast_shapes(need.shape, g.shape[:-1])
     need = np.broadcast_to(need, shape)
     g = np.broadcast_to(g, (*shape, k))

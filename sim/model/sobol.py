@@ -293,7 +293,7 @@ _JOE_KUO = """\
 
 
 def _parse(text: str) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
-    rows = []
+    rows: list[tuple[int, int, tuple[int, ...]]] = []
     for line in text.splitlines():
         d, s, a, *m = (int(x) for x in line.split())
         assert d == len(rows) + 2 and len(m) == s, line

@@ -180,7 +180,12 @@ def render_analysis(analysis: Analysis) -> str:
 
         lines += render_tree(tree, analysis.uncertainty)
     unc = analysis.uncertainty
-    if k > 0 and unc is not None and unc.tok_s_interval90 is not None:
+    if (
+        k > 0
+        and unc is not None
+        and unc.tok_s_interval90 is not None
+        and unc.accept_length_interval90 is not None
+    ):
         lo, hi = unc.tok_s_interval90.to_list()
         at = next(i for i, ln in enumerate(lines) if ln.startswith("  speculative")) + 1
         lines.insert(

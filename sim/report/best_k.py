@@ -3,11 +3,11 @@ of the table against every fixed k at another seed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 
 __all__ = ["render_best_k"]
@@ -31,22 +31,26 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
         f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
         settings_line(doc),
         "",
-        "selection (closed loop; * best, = tied with the best within the 95% interval):",
+        "selection (closed loop; * best, = tied with the best within the 95% interval, "
+        "~ within the 90% interval from inputs and model):",
         "  users  " + "".join(f"{'k=' + str(k):>12}" for k in ks),
     ]
     for c in doc["selection"]:
         row = f"  {c['users']:>5}  "
         for k in ks:
-            mark = "*" if k == c["best_num_steps"] else ("=" if k in c["tied"] else " ")
+            mark = (
+                "*"
+                if k == c["best_num_steps"]
+                else "="
+                if k in c["tied"]
+                else "~"
+                if k in c.get("tied_within_inputs", ())
+                else " "
+            )
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
-    config = doc["vllm_speculative_config"]
-    lines += [
-        "",
-        "vLLM (--speculative-config, with your method and model):",
-        "  " + json.dumps(config),
-        "SGLang-style threshold: " + doc["sglang_threshold_note"],
-    ]
+    lines += ["", *engine_config_lines(doc["engine_configs"])]
+    lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
     check = doc["check"]
     lines += [
         "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from sim.calibration.calibrate import Calibration, FittedValue
 from sim.scenario.toml_writer import dumps_scenario
@@ -58,13 +59,17 @@ def format_calibration(cal: Calibration) -> str:
     return "\n".join(lines)
 
 
-def calibrated_toml(cal: Calibration, base_source: str) -> str:
-    """The calibrated scenario file, with a header and a comment on every fitted value."""
+def calibrated_toml(
+    cal: Calibration, base_source: str, base_comments: Mapping[str, str] | None = None
+) -> str:
+    """The calibrated scenario file, with a header and a comment on every fitted value
+    (beside the base's ``comments``, dotted key -> text, when given)."""
     header = (
         f"Written by `specsim calibrate` from {base_source}: {cal.scenario.description}\n"
         "Fitted values carry their standard error in a comment;\n"
         "every other value is the base scenario's."
     )
+
     comments: dict[str, str] = {}
     per_position = [v for v in cal.fitted if v.field.startswith("acceptance.per_position")]
     for v in cal.fitted:
@@ -77,6 +82,8 @@ def calibrated_toml(cal: Calibration, base_source: str) -> str:
         kept = [v.field for v in cal.kept if v.field.startswith("acceptance.per_position")]
         if kept:
             comments["acceptance.per_position"] += "; kept from base: " + ", ".join(kept)
+    for key, text in (base_comments or {}).items():
+        comments[key] = f"{text}\n{comments[key]}" if key in comments else text
     return dumps_scenario(cal.scenario, header=header, comments=comments)
 
 

@@ -47,6 +47,18 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             f"  {name:<18}{rate:>11}  {f'[{_rate(lo)}, {_rate(hi)}]':<18}"
             f"{'' if gain is None else f'{gain:.2f}x':>18}{_gain_ci(p)}"
         )
+    drawn = [p for p in doc["policies"] if "capacity_interval90" in p]
+    if drawn:
+        lines += ["", "90% interval from inputs and model (the draws joined with the 95% CI):"]
+        for p in drawn:
+            name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"
+            lo, hi = p["capacity_interval90"]
+            text = f"  {name:<18}req/s [{_rate(lo)}, {_rate(hi)}]"
+            g = p.get("capacity_gain_interval90")
+            if g is not None:
+                text += f"; vs plain decoding [{g[0]:.2f}, {g[1]:.2f}]"
+            lines.append(text)
+        lines.append("  (? : beyond the rates the search tried)")
     if doc.get("replications") == 1:
         lines.append("  (one replication: no 95% interval; give --replications 2 or more)")
     unmet = [p["num_steps"] for p in doc["policies"] if p["rate_per_s"] is None]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 
 __all__ = ["render_controllers"]
@@ -77,6 +78,9 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
             )
         )
         lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
+    for name, configs in doc.get("engine_configs", {}).items():
+        lines += ["", f"{name} {configs['table']} as engine configs:"]
+        lines += engine_config_lines(configs)[1:]
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     return "\n".join(line.rstrip() for line in lines)  # the reference's row has no advantage

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
@@ -65,7 +66,23 @@ def _fewest(bracket: Sequence[float] | None) -> str:
 def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     """One crossing in words: for a rate the interpolated load and its 95% interval; for
     users, a whole number: the fewest users on the new side of 1 (the crossing lies
-    between two neighbouring user counts), with the same for the interval's ends."""
+    between two neighbouring user counts), with the same for the interval's ends; then its
+    90% interval from inputs and model where the document has one."""
+    return _crossing_words(c, kind) + _interval90_words(c, load_unit(kind))
+
+
+def _interval90_words(c: Mapping[str, Any], unit: str) -> str:
+    """A crossing's 90% interval from inputs and model ("" without one); an open end lies
+    beyond the loads the draws ran."""
+    if "interval90" not in c:
+        return ""
+    lo, hi = c["interval90"]
+    low = "below the loads run" if lo is None else f"{lo:.3g}"
+    high = "above the loads run" if hi is None else f"{hi:.3g}"
+    return f"; 90% from inputs and model [{low}, {high}] {unit}"
+
+
+def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
     unit = load_unit(kind)
     if kind != "concurrency":
         lo, hi = c["ci95"]
@@ -176,10 +193,20 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
                 if c["crossings"]
                 else c["summary"]
             )
+            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
+                n = c["nearest_one"]
+                lo, hi = n["gain_interval90"]
+                text += (
+                    f"; gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
+                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
+                )
             if c["crossings"] and c.get("overload_summary"):
                 text += f"; {c['overload_summary']}"
             lines.append(f"  k={k}: {text}")
     lines += _overload_lines(doc)
+    for k, configs in doc.get("engine_configs", {}).items():
+        lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
+        lines += engine_config_lines(configs)[1:]
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")

@@ -112,12 +112,19 @@ def sweep_figures(doc: Mapping[str, Any], max_panels: int = 6) -> list[tuple[str
         rest = [f for f in varied if f not in (hx, hy)]
         # one colour scale for every panel of the sweep: they are read side by side
         values = [float(r["tok_s_mean"]) for r in rows if r.get("tok_s_mean") is not None]
-        scale = {"vmin": min(values), "vmax": max(values)} if values else {}
+        vmin, vmax = (min(values), max(values)) if values else (None, None)
         for i, combo in enumerate(_combos(rows, rest)[:max_panels]):
             sel = [r for r in rows if tuple(fmt_value(r.get(f)) for f in rest) == combo]
             where = ", ".join(in_words(f, v) for f, v in zip(rest, combo, strict=True))
             fig = heatmap(
-                sel, x=hx, y=hy, targets=targets, subtitle=where or None, footnote=note, **scale
+                sel,
+                x=hx,
+                y=hy,
+                targets=targets,
+                subtitle=where or None,
+                footnote=note,
+                vmin=vmin,
+                vmax=vmax,
             )
             out.append((f"heatmap-{i + 1}" if rest else "heatmap", fig))
     if all("cycle_verify_ms" in r for r in rows):

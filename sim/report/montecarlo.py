@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.report.format import count
-from sim.simulation.results import MonteCarloResult
+from sim.simulation.results import MonteCarloResult, kept
 from sim.simulation.summary import Summary
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
         f"{count(result.output_tokens, 'token')}, seed {s.seed})"
     )
     if result.stream is None:
-        return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
+        return "\n".join(_summary_lines(s, head) + text_histogram(kept(result.tok_s).ravel()))
     values, counts = result.stream.histogram.nonzero()
     head += "; streamed: percentiles and histogram within 1e-4 relative"
     bars = text_histogram(values, weights=counts.astype(float), counts=True)

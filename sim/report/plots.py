@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from sim.model.cycle import PHASES
 from sim.report.plain_text import log_x_axis
@@ -30,8 +31,8 @@ PHASE_LABELS = {
     "overhead": "overhead",
 }
 PHASE_COLORS = ("#4C72B0", "#C44E52", "#55A868", "#8172B2")
-TARGET_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.0}
-BASELINE_STYLE = {"color": "0.45", "linestyle": ":", "linewidth": 1.5}
+TARGET_STYLE: dict[str, Any] = {"color": "black", "linestyle": "--", "linewidth": 1.0}
+BASELINE_STYLE: dict[str, Any] = {"color": "0.45", "linestyle": ":", "linewidth": 1.5}
 
 
 def _figure(width: float = 8.0, height: float = 5.0) -> tuple[Figure, Axes]:
@@ -45,7 +46,10 @@ def _footnote(fig: Figure, text: str | None) -> None:
         wrapped = textwrap.fill(text, width=int(fig.get_figwidth() * 17))
         lines = wrapped.count("\n") + 1
         strip = (0.16 + 0.12 * lines) / fig.get_figheight()
-        fig.get_layout_engine().set(rect=(0.0, strip, 1.0, 1.0 - strip))
+        layout = fig.get_layout_engine()
+        if not isinstance(layout, ConstrainedLayoutEngine):
+            raise TypeError("a footnote keeps its strip free in a constrained layout")
+        layout.set(rect=(0.0, strip, 1.0, 1.0 - strip))
         fig.text(0.01, 0.01, wrapped, fontsize=7.5, color="0.35", ha="left", va="bottom")
 
 
@@ -504,6 +508,7 @@ def heatmap(
         )
         ax.clabel(cs, fmt=lambda v: f"{v:g} tok/s", fontsize=8)
     if grid.size <= 120:
+        shade = np.asarray(mesh.norm(grid))  # each cell's place on the colour scale
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
                 if np.isfinite(grid[i, j]):
@@ -514,7 +519,7 @@ def heatmap(
                         ha="center",
                         va="center",
                         fontsize=7,
-                        color="white" if mesh.norm(grid[i, j]) < 0.5 else "black",
+                        color="white" if shade[i, j] < 0.5 else "black",
                     )
     ax.set_xticks(range(len(xs)), xs, rotation=45 if len(xs) > 8 else 0, fontsize=8)
     ax.set_yticks(range(len(ys)), ys, fontsize=8)

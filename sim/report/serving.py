@@ -8,6 +8,8 @@ the setup made.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -286,6 +288,52 @@ def _footer(doc: dict[str, Any], note: str) -> list[str]:
     return lines
 
 
+#: serve's metrics with a 90% interval from inputs and model, as the text names them.
+_INTERVAL_METRICS = (
+    ("per_user_tok_s", "per-user tok/s"),
+    ("aggregate_tok_s", "aggregate tok/s"),
+    ("tpot_p50_ms", "TPOT p50 ms"),
+)
+
+
+def _ends(pair: Sequence[float] | None, digits: int) -> str:
+    return "-" if pair is None else f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
+
+
+def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
+    """serve's 90% intervals from inputs and model, a row per policy and the speedup
+    (none without ``interval90``)."""
+    iv = doc.get("interval90")
+    if not iv:
+        return []
+    inputs = len(iv["inputs"])
+    head = (
+        f"{iv['label']} ({iv['draws_run']} draws of {count(inputs, 'input')} x "
+        f"{iv['replications_per_draw']} replications, with the 95% CI)"
+        if iv["draws_run"]
+        else f"{iv['label']} (no uncertain input: the 95% CI)"
+    )
+    rows = [[head]]
+    rows.append(["", *(label for _, label in _INTERVAL_METRICS)])
+    for name in names:
+        by = iv["levels"][name]
+        rows.append(
+            [
+                f"  {doc['policies'][name]}",
+                *(_ends(by.get(m), 1 if "tok_s" in m else 2) for m, _ in _INTERVAL_METRICS),
+            ]
+        )
+    for name, by in iv["speedup"].items():
+        rows.append(
+            [f"  speedup (paired, {doc['policies'][name]})"[:30]]
+            + [_ends(by.get(m), 3) for m, _ in _INTERVAL_METRICS]
+        )
+    lines = ["", *_table(rows, width=22)]
+    if iv.get("note"):
+        lines += textwrap.wrap(iv["note"], 100, initial_indent="  ", subsequent_indent="    ")
+    return lines
+
+
 def render_serving(doc: dict[str, Any]) -> str:
     """The side-by-side summary of a ``serve`` document body."""
     if doc.get("stable") is False:
@@ -328,6 +376,7 @@ def render_serving(doc: dict[str, Any]) -> str:
         ]
     )
     lines += _table(rows)
+    lines += interval90_lines(doc, names)
     lines += _overload_lines(doc, names)
     note = (
         "per-user tok/s: a request's decoding speed after its first token; ITL: the gap "

@@ -30,7 +30,11 @@ def render_tree(tree: TreeAnalysis, unc: UncertaintyResult | None = None) -> lis
             f"{t.max_depth} (per depth {nodes_per_depth_text(t)}): accept length "
             f"{tree.accept_length(which):.3f}, {tree.tok_s(which):.1f} tok/s"
         )
-    if unc is not None and unc.best_tree_tok_s_interval90 is not None:
+    if (
+        unc is not None
+        and unc.best_tree_tok_s_interval90 is not None
+        and unc.best_tree_accept_length_interval90 is not None
+    ):
         lo, hi = unc.best_tree_tok_s_interval90.to_list()
         assert lo is not None and hi is not None  # a tok/s interval has no unreachable end
         lines.append(

@@ -165,8 +165,8 @@ def scenario_keys(model: type[BaseModel] = Scenario, prefix: str = "") -> list[K
         if name == "measured_on":
             continue  # filled by the loader from [hardware] (sim/scenario/load.py)
         default = None if info.default is PydanticUndefined else info.default
-        if info.default_factory is not None:
-            default = info.default_factory()
+        if info.default_factory is not None:  # the factories here take no data
+            default = info.get_default(call_default_factory=True)
         out.append(
             KeyInfo(
                 key,

@@ -142,6 +142,19 @@ class ModelSpec(Section):
         return self
 
 
+class ServerSpec(Section):
+    """``[server]``: what serves the model, as the scenario's owner states it (``specsim
+    init`` writes it): the engine and its version, the model's Hugging Face id, tensor
+    and expert parallel sizes. ``specsim calibrate`` refuses figures whose files name
+    another engine, model, num_steps or GPU count (sim/calibration/server_match.py)."""
+
+    engine: Literal["vllm", "sglang", "trtllm"] | None = None
+    engine_version: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    model_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    tensor_parallel: Annotated[int, Field(gt=0, le=1024)] | None = None
+    expert_parallel: Annotated[int, Field(gt=0, le=1024)] | None = None
+
+
 class HardwareSpec(Section):
     """Tensor-parallel degree, interconnect and GPU presets, launch cost, jitter.
 
@@ -646,6 +659,14 @@ class ServingSpec(Section):
     decoding only: SGLang and TensorRT-LLM turn their overlap scheduler off for speculative
     decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
     or ``none`` (vLLM before 0.14).
+
+    Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
+    at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
+    peak on the growth; None: ``DEFAULT_SLOPE`` = 1, assumed, 0.1-1.35 from public kernel
+    profiles, ``SLOPE_RANGE``). Expert routing (sim/hardware/experts.py): ``expert_skew``,
+    the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
+    from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
+    fits them with ``host_us_per_request`` from measured concurrency sweeps.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -663,6 +684,8 @@ class ServingSpec(Section):
     draft_extend: Literal["accepted", "padded"] = "accepted"
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
+    kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
+    expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 
@@ -710,7 +733,7 @@ class ServingSpec(Section):
             # lazy: only a k table needs it (start-up)
             from sim.model.policy import KTable
 
-            KTable(tuple(tuple(row) for row in self.k_table))  # type: ignore[arg-type]
+            KTable(tuple((row[0], row[1], row[2]) for row in self.k_table))
         return self
 
 
@@ -814,12 +837,18 @@ class UncertaintySpec(Section):
     acceptance: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
         default_factory=dict
     )
+    #: the batched terms (``serving.host_us_per_request``, ``kernel_slope``,
+    #: ``expert_skew``): ``specsim calibrate --load-sweep`` writes their fitted errors or
+    #: plausible ranges here, for the intervals of serving answers
+    serving: Annotated[dict[str, FieldUncertainty], Field(max_length=MAX_LIST)] = Field(
+        default_factory=dict
+    )
     correlation: Correlation | None = None
 
     def entries(self) -> dict[str, FieldUncertainty]:
         """Every entry by its dotted field (``timing.verify_ms``)."""
         out: dict[str, FieldUncertainty] = {}
-        for section in ("model", "hardware", "timing", "acceptance"):
+        for section in ("model", "hardware", "timing", "acceptance", "serving"):
             for key, entry in getattr(self, section).items():
                 out[f"{section}.{key}"] = entry
         return out
@@ -865,6 +894,7 @@ class Scenario(Section):
     name: Annotated[str, Field(max_length=200)]
     description: Annotated[str, Field(max_length=10_000)] = ""
     model: ModelSpec = ModelSpec()
+    server: ServerSpec = ServerSpec()
     hardware: HardwareSpec = HardwareSpec()
     timing: TimingSpec = TimingSpec()
     speculation: SpeculationSpec
@@ -922,8 +952,8 @@ class Scenario(Section):
         if corr is not None:
             for name in corr.fields:
                 base = name.split("[", 1)[0]
-                entry = entries.get(base)
-                if entry is None or entry.stderr is None:
+                stated = entries.get(base)
+                if stated is None or stated.stderr is None:
                     raise _field_error(
                         "uncertainty.correlation.fields",
                         f"{name} has no stderr in [uncertainty] to correlate",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
+from numpy.typing import DTypeLike
 
 POOL_SIZE = 4
 INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
@@ -67,7 +68,11 @@ def _hash_consts(start: int, mult: int, count: int) -> tuple[np.ndarray, int]:
 
 
 @functools.lru_cache(maxsize=64)
-def _prefix(entropy: int, width: int) -> tuple[np.ndarray, list[np.ndarray], list[int], tuple]:
+def _prefix(
+    entropy: int, width: int
+) -> tuple[
+    np.ndarray, list[int], list[tuple[np.ndarray, np.ndarray]], tuple[np.ndarray, np.ndarray]
+]:
     """What every key of one entropy shares: the pool after mixing the run entropy (uint32
     (4, 1)), the run words still to mix in, and the hash constants (before, after) of each
     word still to mix (the run's and the ``width`` key words) and of the state generation."""
@@ -121,7 +126,7 @@ def block_seed_words(entropy: int, block: range, last: int) -> np.ndarray:
     return _mixed_words(int(entropy), [first, np.uint32(last)])
 
 
-def _mixed_words(entropy: int, key_words: list[np.ndarray]) -> np.ndarray:
+def _mixed_words(entropy: int, key_words: Sequence[np.ndarray | np.uint32]) -> np.ndarray:
     """The state words of keys whose j-th elements are ``key_words[j]``: uint32 (m,) each,
     or a uint32 scalar shared by all keys (not the first). Returns uint64 (m, 4). Integer
     arrays wrap silently on overflow (NumPy flags overflow only for scalars), as the hash
@@ -155,7 +160,7 @@ class SeedWords(ISeedSequence):
     def __init__(self, words: np.ndarray):
         self._words = np.ascontiguousarray(words, dtype=np.uint64)
 
-    def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:
+    def generate_state(self, n_words: int, dtype: DTypeLike = np.uint32) -> np.ndarray:
         if n_words != self._words.size or (dtype is not np.uint64 and np.dtype(dtype) != np.uint64):
             raise ValueError("SeedWords holds exactly the words PCG64 asks for")
         return self._words if not self._words.flags.writeable else self._words.copy()

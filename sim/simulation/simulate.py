@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,14 +24,12 @@ from sim.binding.bind import FIDELITIES
 from sim.binding.bound import Bound, as_bound
 from sim.errors import SpecsimError
 from sim.model.cycletime import CycleTimeModel
-from sim.model.rates import mean_accept_length
 from sim.parallel import LocalExecutor
 from sim.scenario.load import in_its_file
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
-from sim.simulation.engines.kernels import KERNELS, kernel_for
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, block_seed_words, words_match_numpy
 
@@ -65,8 +63,7 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     spawn key (i, j). A stream's generators are made for the whole block when one
     replication first reads it, their PCG64 seeds computed at once (sim/simulation/seeding.py:
     identical words, ~100x cheaper than one SeedSequence each), so a stream no replication
-    reads costs nothing (most runs read only ``accept``), and one the compiled kernel
-    draws itself is taken by its words without a generator."""
+    reads costs nothing (most runs read only ``accept``)."""
     if not words_match_numpy() or block.stop > 2**32:
         return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
 
@@ -78,18 +75,14 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
 
     @functools.cache
     def made(j: int) -> list[np.random.Generator]:  # stream j's generators of the block
-        return [np.random.Generator(np.random.PCG64(SeedWords(w))) for w in words(j)]
+        # NumPy takes any ISeedSequence here; its stub names only SeedSequence
+        seeds = [SeedWords(w) for w in words(j)]
+        return [np.random.Generator(np.random.PCG64(s)) for s in seeds]  # type: ignore[arg-type]
 
     def stream(n: int, j: int) -> np.random.Generator:
         return made(j)[n]
 
-    def seed_of(n: int, j: int) -> np.ndarray:
-        return words(j)[n]
-
-    return [
-        ReplicationRngs(functools.partial(stream, n), functools.partial(seed_of, n))
-        for n in range(len(block))
-    ]
+    return [ReplicationRngs(functools.partial(stream, n)) for n in range(len(block))]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run
@@ -195,16 +188,10 @@ def constant_ints(value: int, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def _check_settings(
-    engine: str, fidelity: str, sizes: dict[str, int], seed: int, kernel: str
-) -> None:
+def _check_settings(engine: str, fidelity: str, sizes: dict[str, int], seed: int) -> None:
     if engine not in ENGINES:
         raise SpecsimError(
             f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", param="engine"
-        )
-    if kernel not in KERNELS:
-        raise SpecsimError(
-            f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}", param="kernel"
         )
     if fidelity not in FIDELITIES:
         raise SpecsimError(
@@ -232,7 +219,6 @@ def simulate(
     acceptance: Acceptance | None = None,
     stream: bool | None = None,
     targets: Sequence[float] | None = None,
-    kernel: str = "auto",
 ) -> MonteCarloResult:
     """Run the Monte Carlo of a bound scenario (a scenario is bound here, once).
 
@@ -249,17 +235,13 @@ def simulate(
     counts and means, percentiles within 1e-4 relative); None streams runs of more than
     ``STREAM_ABOVE`` requests. ``targets`` (default the scenario's) are the tok/s whose
     hits a streamed run counts.
-
-    ``kernel``: the fast engine's kernel (sim/simulation/engines/kernels.py): ``numpy``,
-    ``compiled`` (Numba), or ``auto`` (compiled for runs large enough to repay loading it,
-    or once it is loaded); the numbers are the same with either.
     """
     scenario = _scenario_of(model)
     r_n = scenario.simulation.replications if replications is None else replications
     q_n = scenario.workload.requests if requests is None else requests
     seed = scenario.simulation.seed if seed is None else seed
     sizes = {"replications": r_n, "requests": q_n, "workers": workers}
-    _check_settings(engine, fidelity, sizes, seed, kernel)
+    _check_settings(engine, fidelity, sizes, seed)
     k = scenario.num_steps
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
@@ -277,11 +259,6 @@ def simulate(
         requests=q_n,
         extend_per_token_ms=per_token,
         extend_tokens=extend_tokens,
-        kernel=(
-            kernel_for(kernel, r_n * q_n * n_tok / mean_accept_length(chosen.mean_rates()))
-            if kernel == "auto"
-            else kernel
-        ),
     )
     counted = tuple(float(t) for t in (scenario.target_tok_s if targets is None else targets))
     blocks = _blocks(r_n, engine, q_n, plan.output_tokens, STREAM_BLOCKS if streamed else 1)
@@ -298,9 +275,9 @@ def simulate(
     merged = 0  # blocks merged so far: merge in block order, whatever order blocks finish in
     done = 0
     for i, part in LocalExecutor(workers).map_unordered(run_block, tasks):
-        if stats is None:
+        if isinstance(part, EngineOutput):  # arrays kept (no stats folded)
             parts[i] = part
-        else:
+        elif stats is not None:
             pending[i] = part
             while merged in pending:
                 stats.merge(pending.pop(merged))
@@ -308,7 +285,7 @@ def simulate(
         done += len(blocks[i])
         if progress:
             progress(done, r_n)
-    run = {
+    run: dict[str, Any] = {  # the fields of every result
         "scenario": scenario,
         "acceptance": plan.acceptance,
         "engine": engine,
@@ -321,9 +298,10 @@ def simulate(
         "class_names": plan.acceptance.class_names,
     }
     if stats is not None:
-        return MonteCarloResult(**run, **dict.fromkeys(ARRAYS), stream=stats)
+        none: dict[str, Any] = dict.fromkeys(ARRAYS)  # a streamed result keeps no arrays
+        return MonteCarloResult(**run, **none, stream=stats)
     out = EngineOutput.concatenate([parts[i] for i in range(len(blocks))])
-    arrays = {
+    arrays: dict[str, Any] = {
         "tok_s": out.tok_s,
         "request_ms": out.request_ms,
         "request_tokens": constant_ints(plan.output_tokens, out.tok_s.shape),

@@ -26,7 +26,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
-from sim.simulation.results import MonteCarloResult
+from sim.simulation.results import MonteCarloResult, kept
 
 if TYPE_CHECKING:
     from sim.simulation.stream import Moments
@@ -177,7 +177,7 @@ def throughput_mean_ci95(result: MonteCarloResult) -> tuple[float, float, float]
     if result.stream is not None:
         s = result.stream
         return _moments_ci95(s.replication_means if result.replications > 1 else s.tok_s)
-    tok = result.tok_s
+    tok = kept(result.tok_s)
     return mean_ci95(tok.mean(axis=1) if result.replications > 1 else tok.ravel())
 
 
@@ -185,7 +185,7 @@ def accept_count_totals(result: MonteCarloResult) -> np.ndarray:
     """Cycles that emitted L = j + 1 tokens over all replications, shape (k + 1,)."""
     if result.stream is not None:
         return result.stream.accept_counts
-    return result.accept_counts.sum(axis=0)
+    return kept(result.accept_counts).sum(axis=0)
 
 
 def pooled_accept_length(result: MonteCarloResult) -> float:
@@ -215,7 +215,7 @@ def target_probabilities(
                 TargetProbability(float(t), hits / s.requests, wilson_ci95(hits, s.requests))
             )
         return tuple(rows)
-    flat = result.tok_s.ravel()
+    flat = kept(result.tok_s).ravel()
     for t in targets:
         hits = int((flat >= t).sum())
         rows.append(TargetProbability(float(t), hits / flat.size, wilson_ci95(hits, flat.size)))
@@ -251,14 +251,16 @@ def _spread(result: MonteCarloResult) -> tuple[float, float, float, float]:
         s = result.stream
         p5, p50, p95 = (s.histogram.percentile(q) for q in (5, 50, 95))
         return s.tok_s.std(), p5, p50, p95
-    flat = result.tok_s.ravel()
+    flat = kept(result.tok_s).ravel()
     p5, p50, p95 = (float(x) for x in np.percentile(flat, [5, 50, 95]))
     return (float(flat.std(ddof=1)) if flat.size > 1 else 0.0), p5, p50, p95
 
 
 def _phase_totals(result: MonteCarloResult) -> np.ndarray:
     """Total ms per phase over all replications, (4,) in ``PHASES`` order."""
-    return result.stream.phase_ms if result.stream is not None else result.phase_ms.sum(axis=0)
+    return (
+        result.stream.phase_ms if result.stream is not None else kept(result.phase_ms).sum(axis=0)
+    )
 
 
 def _classes(result: MonteCarloResult) -> tuple[ClassSummary, ...]:
@@ -270,9 +272,9 @@ def _classes(result: MonteCarloResult) -> tuple[ClassSummary, ...]:
             n_i, total = int(result.stream.class_requests[i]), result.stream.requests
             share, mean = n_i / total, float(result.stream.class_tok_s[i] / n_i) if n_i else 0.0
         else:
-            rows = result.request_class == i
+            rows = kept(result.request_class) == i
             share = float(rows.mean())
-            mean = float(result.tok_s[rows].mean()) if rows.any() else 0.0
+            mean = float(kept(result.tok_s)[rows].mean()) if rows.any() else 0.0
         out.append(ClassSummary(name, share, mean))
     return tuple(out)
 

@@ -74,6 +74,7 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
+    factors = profile_factors(scenario.acceptance)  # one for every target: k repeat
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -85,10 +86,7 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(
-            answer_target(t, passes, k, factors=profile_factors(scenario.acceptance))
-            for t in scenario.target_tok_s
-        ),
+        targets=tuple(answer_target(t, passes, k, factors=factors) for t in scenario.target_tok_s),
         tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
         assumptions=bound.assumptions(),

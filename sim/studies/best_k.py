@@ -33,14 +33,25 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.crossings import find_crossings
-from sim.studies.serving_points import METRICS, Load, difference, gain, level, ratio_doc
+from sim.studies.engine_configs import engine_configs
+from sim.studies.serving_draws import DrawnPoints, interval90, shifted
+from sim.studies.serving_points import (
+    METRICS,
+    Load,
+    PolicyPoint,
+    difference,
+    gain,
+    level,
+    paired_difference,
+    ratio_doc,
+)
 from sim.studies.serving_runs import PointEvaluator
 
 __all__ = [
@@ -67,14 +78,22 @@ class LoadChoice:
     levels: dict[int, Ratio]
     best: int
     tied: tuple[int, ...]
+    #: k tied with the best inside the 90% interval from inputs and model of their paired
+    #: difference (``input_ties``), and that interval by k (objective's unit, k - best).
+    tied_by_inputs: tuple[int, ...] = ()
+    interval90: dict[int, list[float] | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "users": self.users,
             "best_num_steps": self.best,
             "tied": list(self.tied),
             "objective": {str(k): ratio_doc(r) for k, r in self.levels.items()},
         }
+        if self.interval90 is not None:
+            out["tied_within_inputs"] = list(self.tied_by_inputs)
+            out["advantage_over_best_interval90"] = {str(k): v for k, v in self.interval90.items()}
+        return out
 
 
 def midpoint_ends(choices: Sequence[LoadChoice]) -> list[int]:
@@ -226,6 +245,8 @@ class BestKResult:
     runs: int
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    #: The scenario's draft method (acceptance.method), named in the engine configs.
+    draft_method: str | None = None
 
     @property
     def beats_every_fixed_k(self) -> bool:
@@ -297,6 +318,7 @@ class BestKResult:
                 }
             ),
             "sglang_threshold_note": self.threshold_note,
+            "engine_configs": engine_configs(self.table, self.draft_method),
             "check": {
                 "seed": self.check_seed,
                 "users": [c.users for c in self.checks["table"]],
@@ -313,8 +335,17 @@ class BestKResult:
         }
 
 
+#: The k a best-k selection draws besides the best: the runner-up and every k whose
+#: objective is within this share of the best's (a k further behind is not near a tie).
+CONTENDER_SHARE = 0.05
+
+
 def _select(
-    evaluator: PointEvaluator, users: Sequence[int], ks: Sequence[int], objective: str
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    ks: Sequence[int],
+    objective: str,
+    draws: DrawnPoints | None = None,
 ) -> list[LoadChoice]:
     loads = [Load("concurrency", c) for c in users]
     evaluator.ensure([(load, FixedK(k)) for load in loads for k in ks])
@@ -330,8 +361,49 @@ def _select(
             and (r := difference(points[k], points[best], objective)).ci95 is not None
             and r.ci95[1] >= 0.0
         )
-        out.append(LoadChoice(int(load.value), levels, best, tied))
+        choice = LoadChoice(int(load.value), levels, best, tied)
+        if draws is not None:
+            choice = input_ties(draws, load, choice, points, objective)
+        out.append(choice)
     return out
+
+
+def input_ties(
+    draws: DrawnPoints,
+    load: Load,
+    choice: LoadChoice,
+    points: dict[int, PolicyPoint],
+    objective: str,
+) -> LoadChoice:
+    """``choice`` with the k tied with the best inside the 90% interval from inputs and
+    model (sim/studies/serving_draws.py) of their paired difference k - best: the
+    contenders (``CONTENDER_SHARE``) and the best in every draw, each draw's difference
+    the nominal one moved by the paired shift, 5-95% over the draws joined with the
+    difference's 95% interval; a k whose interval reaches 0 is a tie."""
+    best, levels = choice.best, choice.levels
+    ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
+    top = abs(levels[best].mean)
+    near = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
+    contenders = sorted(set(ranked[:1]) | set(near))
+    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
+    higher = METRICS[objective].higher_is_better
+    r = draws.replications
+    intervals: dict[int, list[float] | None] = {}
+    for k in contenders:
+        nominal = difference(points[k], points[best], objective)
+        own = paired_difference(points[k].values[objective], points[best].values[objective], higher)
+        values = []
+        for got in draws.points:
+            if got is None:
+                continue
+            a, b = (
+                got[(load, FixedK(k))].values[objective],
+                got[(load, FixedK(best))].values[objective],
+            )
+            values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+        intervals[k] = interval90(values, nominal.ci95)
+    tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
+    return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)
 
 
 def _check(
@@ -367,10 +439,12 @@ def best_k_table(
     num_steps: Sequence[int],
     objective: str = "per_user_tok_s",
     refine: bool = True,
+    draws: DrawnPoints | None = None,
 ) -> tuple[tuple[tuple[int, int, int], ...], list[LoadChoice], list[str]]:
-    """Steps 1 and 2 without the check: (table rows, selection, notes)."""
+    """Steps 1 and 2 without the check: (table rows, selection, notes); ``draws``: ties
+    within the 90% interval from inputs and model too (``input_ties``)."""
     ks = sorted({0, *num_steps})
-    choices = _select(evaluator, sorted(set(users)), ks, objective)
+    choices = _select(evaluator, sorted(set(users)), ks, objective, draws)
     ends, notes = refined_ends(evaluator, choices, objective) if refine else (None, [])
     return table_rows(choices, ends), choices, notes
 
@@ -386,12 +460,15 @@ def best_k(
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
+    draws: DrawnPoints | None = None,
+    draft_method: str | None = None,
 ) -> BestKResult:
     """Select the best k (0 and ``num_steps``) at each of ``users``, build the engine forms
     and check them at another seed (``check``: an evaluator of the same plans at that
     seed; default ``evaluator``'s builder at ``evaluator.seed + 1``). ``refine``: move each
     boundary between two best k to where they tie (``refined_ends``); otherwise
-    boundaries sit at the geometric midpoints of the grid."""
+    boundaries sit at the geometric midpoints of the grid. ``draws``: each selection's
+    ties within the 90% interval from inputs and model (``input_ties``)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -411,7 +488,7 @@ def best_k(
     ks = sorted({0, *num_steps})
     if len(ks) < 2 or ks[0] < 0:
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
-    rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine)
+    rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine, draws)
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
     same = len(rows) == 1 and threshold == FixedK(rows[0][2])
@@ -440,4 +517,5 @@ def best_k(
         runs=evaluator.runs + checker.runs,
         settings=dict(settings or {}),
         assumptions=(*assumptions, *notes),
+        draft_method=draft_method,
     )

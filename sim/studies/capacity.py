@@ -40,6 +40,7 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.capacity_ratio import paired_ratio_ci95
 from sim.studies.rootfind import Probe, first_passing
+from sim.studies.serving_draws import DrawnPoints, interval90, shifted
 from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
 
@@ -104,9 +105,13 @@ class CapacityResult:
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
     gain_ci95: tuple[tuple[float, float] | None, ...]
+    #: Per policy, the capacity's and its gain's 90% intervals from inputs and model
+    #: (``capacity_intervals``; None: not drawn or no crossing).
+    interval90: tuple[dict[str, list[float | None] | None], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         base = self.policies[0]
+        drawn = self.interval90 or tuple({} for _ in self.policies)
         return {
             "scenario": self.scenario,
             "share": self.share,
@@ -116,8 +121,9 @@ class CapacityResult:
                     **p.to_dict(),
                     "capacity_gain": _gain(p, base),
                     "capacity_gain_ci95": None if ci is None else list(ci),
+                    **iv,
                 }
-                for p, ci in zip(self.policies, self.gain_ci95, strict=True)
+                for p, ci, iv in zip(self.policies, self.gain_ci95, drawn, strict=True)
             ],
             "runs": self.runs,
             "assumptions": list(self.assumptions),
@@ -249,10 +255,12 @@ def capacity(
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
+    draws: DrawnPoints | None = None,
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
     seed and replications); the policies' searches run in parallel through the
-    evaluator's executor, each in one process (results do not depend on it)."""
+    evaluator's executor, each in one process (results do not depend on it). ``draws``:
+    each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -286,6 +294,7 @@ def capacity(
         if evaluator.progress:
             evaluator.progress(done, len(tasks))
     policies = tuple(found[i][0] for i in range(len(tasks)))
+    gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
     return CapacityResult(
         scenario=scenario,
         share=share,
@@ -293,8 +302,115 @@ def capacity(
         runs=evaluator.runs + sum(n for _, n in found.values()),
         settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol},
         assumptions=tuple(assumptions),
-        gain_ci95=tuple(gain_ci95(p, policies[0], share) for p in policies),
+        gain_ci95=gains,
+        interval90=() if draws is None else capacity_intervals(draws, policies, gains, share),
     )
+
+
+def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.ndarray:
+    """Each draw's capacity of policy ``p`` (D,): its SLO attainment (the nominal moved by
+    the paired shift) at the simulated rates around the nominal capacity, and outwards
+    rate by rate where a draw passes or fails at both, its crossing of ``share``
+    interpolated linearly in log rate; -inf below the rates tried, inf above, NaN for a
+    draw the scenario rejects or a policy without a crossing."""
+    out = np.full(len(draws.draws), np.nan)
+    if not p.crossing:
+        return out
+    policy = FixedK(p.num_steps) if p.num_steps else BASELINE
+    unstable = set(p.unstable_rates)
+    rows = [j for j, x in enumerate(p.log_rates) if math.exp(x) not in unstable]
+    logs = [float(p.log_rates[j]) for j in rows]
+    if len(logs) < 2:
+        return out
+    r = draws.replications
+    cache: dict[int, np.ndarray] = {}
+
+    def att(i: int, which: list[int]) -> np.ndarray:
+        load = Load("rate", math.exp(logs[i]))
+        draws.ensure([(load, policy)], which)
+        nominal = p.attainment[rows[i]]
+        got = cache.setdefault(i, np.full(len(draws.draws), np.nan))
+        for d in which:
+            pts = draws.points[d]
+            if pts is not None and (load, policy) in pts:
+                drawn = pts[(load, policy)].values["slo_attainment"]
+                got[d] = shifted(float(nominal.mean()), drawn, nominal[:r])
+        return got
+
+    x0 = math.log(p.rate_per_s)  # type: ignore[arg-type]
+    i = max(0, min(len(logs) - 2, max((j for j, x in enumerate(logs) if x <= x0), default=0)))
+    everyone = list(range(len(draws.draws)))
+    att(i, everyone)
+    att(i + 1, everyone)
+    span = {d: (i, i + 1) for d in everyone}
+    while span:
+        nxt: dict[int, tuple[int, int]] = {}
+        for d, (lo, hi) in span.items():
+            a = np.array([cache[j][d] for j in range(lo, hi + 1)])
+            if not np.all(np.isfinite(a)):
+                continue
+            passing = a >= share
+            if not passing[0]:  # fails at the lowest: below
+                if lo > 0:
+                    nxt[d] = (lo - 1, hi)
+                else:
+                    out[d] = -math.inf
+                continue
+            j = next((j for j in range(len(a) - 1) if passing[j] and not passing[j + 1]), None)
+            if j is None:  # passes at the highest: above
+                if hi < len(logs) - 1:
+                    nxt[d] = (lo, hi + 1)
+                else:
+                    out[d] = math.inf
+                continue
+            t = (a[j] - share) / (a[j] - a[j + 1])
+            out[d] = math.exp(logs[lo + j] + t * (logs[lo + j + 1] - logs[lo + j]))
+        span = nxt
+        for j in sorted({e for pair in span.values() for e in pair} - set(cache)):
+            att(j, [d for d, pair in span.items() if j in pair])
+    return out
+
+
+def capacity_intervals(
+    draws: DrawnPoints,
+    policies: Sequence[PolicyCapacity],
+    gains: Sequence[tuple[float, float] | None],
+    share: float,
+) -> tuple[dict[str, list[float | None] | None], ...]:
+    """Per policy: ``capacity_interval90`` (the draws' capacities, 5-95%, joined with the
+    capacity's 95% interval; an end None lies beyond the rates tried) and
+    ``capacity_gain_interval90`` (each draw's capacity over plain decoding's in the same
+    draw, joined with the gain's paired 95% interval)."""
+    caps = [drawn_capacities(draws, p, share) for p in policies]
+    out = []
+    for p, cap, gain_ci in zip(policies, caps, gains, strict=True):
+        row: dict[str, list[float | None] | None] = {}
+        if p.crossing:
+            row["capacity_interval90"] = _open_interval(cap, p.ci95)
+        base = caps[0]
+        g = _gain(p, policies[0])
+        if g is not None and p is not policies[0]:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = cap / base
+            ok = np.isfinite(ratio)
+            row["capacity_gain_interval90"] = interval90(ratio[ok].tolist(), gain_ci)
+        out.append(row)
+    return tuple(out)
+
+
+def _open_interval(
+    values: np.ndarray, ci95: tuple[float | None, float | None]
+) -> list[float | None]:
+    """5-95% of ``values`` (inf: beyond the rates tried) joined with ``ci95``; an end
+    beyond is None."""
+    v = values[~np.isnan(values)]
+    ends: list[float] = []
+    if v.size:
+        ends += [float(q) for q in np.quantile(v, [0.05, 0.95], method="inverted_cdf")]
+    lo_mc, hi_mc = ci95
+    ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
+    lo, hi = min(ends), max(ends)
+    return [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
 
 
 def _mean_output(evaluator: PointEvaluator) -> float:

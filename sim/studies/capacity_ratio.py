@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 __all__ = ["crossing_log_rate", "paired_ratio_ci95"]
 
@@ -77,5 +77,5 @@ def paired_ratio_ci95(
         return None
     d = a - b  # log ratio without replication i, (R,)
     se = math.sqrt((r - 1) / r * float(np.sum((d - d.mean()) ** 2)))
-    half = float(stats.t.ppf(0.975, r - 1)) * se
+    half = float(stdtrit(r - 1, 0.975)) * se
     return ratio * math.exp(-half), ratio * math.exp(half)

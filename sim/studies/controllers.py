@@ -51,6 +51,7 @@ from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.best_k import best_k_table
+from sim.studies.engine_configs import engine_configs
 from sim.studies.serving_points import METRICS, Load, paired_difference, ratio_doc
 from sim.studies.serving_runs import PointEvaluator, ScenarioPlans, study_settings
 
@@ -178,8 +179,9 @@ def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict
     """Per phase (phases,), each metric of ``PHASE_METRICS`` of one replication."""
     m = request_metrics(rec)
     out = {name: np.full(phases, np.nan) for name in PHASE_METRICS}
+    of_row = phase_of[rec.sample_index]  # the kept rows (all, or a long run's sample)
     for p in range(phases):
-        rows = phase_of == p
+        rows = of_row == p
         tok, tpot, ttft = m["per_user_tok_s"][rows], m["tpot_ms"][rows], m["ttft_ms"][rows]
         out["per_user_tok_s"][p] = np.nanmean(tok)
         out["tpot_p50_ms"][p] = np.nanquantile(tpot, 0.5)
@@ -199,6 +201,9 @@ class ReplayResult:
     overall: dict[str, Ratio]  # aggregate tok/s over the whole trace
     settings: dict[str, Any]
     assumptions: tuple[str, ...]
+    #: The static tables (the reference, vLLM's offline DSD table) as each engine
+    #: accepts them (sim/studies/engine_configs.py), by policy name.
+    engine_configs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def winners(self) -> list[dict[str, Any]]:
         """Per phase and metric, the best policy by its mean (and whether it is
@@ -234,6 +239,7 @@ class ReplayResult:
         return {
             "scenario": self.scenario,
             **self.settings,
+            "engine_configs": self.engine_configs,
             "reference": self.reference,
             "phases": [
                 {
@@ -304,7 +310,9 @@ def replay(
     per_rep = {
         name: [_phase_values(r, phase_of, n) for r in recs] for name, recs in run.records.items()
     }
-    levels, versus, overall = {}, {}, {}
+    levels: dict[str, dict[str, tuple[Ratio, ...]]] = {}
+    versus: dict[str, dict[str, tuple[Ratio, ...]]] = {}
+    overall: dict[str, Ratio] = {}
     for name, reps in per_rep.items():
         levels[name], versus[name] = {}, {}
         for metric in PHASE_METRICS:
@@ -465,9 +473,9 @@ def controller_study(
         "rates of the whole mix (offline, as generate_config.py); SGLang: default adaptive "
         f"config, starting at k = {builder.default_steps}, no CUDA-graph padding"
     )
-    settings, more = study_settings(builder, Load("concurrency", 1))
-    more = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in more)
-    return replay(
+    settings, assumed = study_settings(builder, Load("concurrency", 1))
+    assumed = tuple(_replayed_lengths(a, w) if a.startswith("lengths:") else a for a in assumed)
+    result = replay(
         plan,
         phases,
         policies,
@@ -477,5 +485,12 @@ def controller_study(
         executor=evaluator.executor,
         scenario=builder.base["name"],
         settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
-        assumptions=(*notes, *more),
+        assumptions=(*notes, *assumed),
     )
+    method = (builder.base.get("acceptance") or {}).get("method")
+    tables = {n: p for n, p in policies.items() if isinstance(p, KTable)}
+    configs = {
+        n: {"table": [list(r) for r in t.rows], **engine_configs(t.rows, method)}
+        for n, t in tables.items()
+    }
+    return dataclasses.replace(result, engine_configs=configs)

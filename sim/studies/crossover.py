@@ -20,6 +20,7 @@ No plotting (sim/report/serving_decisions_plots.py), no files, no text
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,9 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
-from sim.studies.crossings import Crossing, find_crossings
+from sim.studies.crossings import STOPS, Crossing, find_crossings
+from sim.studies.engine_configs import engine_configs
+from sim.studies.serving_draws import DrawnPoints, interval90
 from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving_runs import BASELINE, PointEvaluator
 
@@ -147,6 +150,13 @@ class MetricCurve:
     crossings: tuple[Crossing, ...]
     #: Grid rates above a bound, decided without simulating (``Overloaded``).
     overloaded: tuple[Overloaded, ...] = ()
+    #: Per crossing, its 90% interval from inputs and model (sim/studies/serving_draws.py:
+    #: the draws' crossings on the neighbouring grid loads joined with the Monte Carlo
+    #: interval; an end None: beyond the loads the draws ran).
+    interval90: tuple[tuple[float | None, float | None], ...] = ()
+    #: Without a crossing: the load whose gain is nearest 1 and that gain's 90% interval
+    #: from inputs and model (None: no draws).
+    nearest: tuple[float, list[float] | None] | None = None
 
     def _simulated_summary(self) -> str:
         if self.crossings:
@@ -173,7 +183,18 @@ class MetricCurve:
             "metric": self.metric,
             "num_steps": self.num_steps,
             "summary": self.summary(),
-            "crossings": [c.to_dict() for c in self.crossings],
+            "crossings": [
+                {
+                    **c.to_dict(),
+                    **({"interval90": list(self.interval90[i])} if self.interval90 else {}),
+                }
+                for i, c in enumerate(self.crossings)
+            ],
+            **(
+                {"nearest_one": {"load": self.nearest[0], "gain_interval90": self.nearest[1]}}
+                if self.nearest is not None
+                else {}
+            ),
             "points": [
                 {
                     "load": x,
@@ -208,14 +229,54 @@ class CrossoverResult:
     #: Simulated (load, policy k, replications not steady, replications) where the
     #: requests in the system grew through the window (serve's NOT STEADY)
     not_steady: tuple[tuple[float, int, int, int], ...] = ()
+    #: The scenario's draft method (acceptance.method), named in the engine configs.
+    draft_method: str | None = None
 
     def curve(self, metric: str, k: int) -> MetricCurve:
         return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
+
+    def threshold_rows(self, k: int) -> tuple[tuple[int, int, int], ...] | None:
+        """The per-user tok/s crossover at ``k`` as a ``[start_bs, end_bs, k]`` table: k
+        up to the batch before speculation stops paying, plain decoding from there (a
+        closed loop without think time keeps about one request a user in the batch).
+        None: a load in requests/s, no per-user curve, or a curve that does not stop
+        paying exactly once from the first load."""
+        if self.load_kind != "concurrency" or not self.curves:
+            return None
+        curve = next(
+            (c for c in self.curves if c.metric == "per_user_tok_s" and c.num_steps == k), None
+        )
+        if curve is None:
+            return None
+        top = int(max(self.grid))
+        if not curve.crossings:
+            pays = all(g.mean >= 1.0 for g in curve.gain)
+            return ((1, top, k),) if pays else None
+        if len(curve.crossings) != 1 or curve.crossings[0].direction != STOPS:
+            return None
+        first_plain = int(curve.crossings[0].at)
+        if first_plain <= 1:
+            return None
+        rows = [(1, first_plain - 1, k)]
+        if first_plain <= top:
+            rows.append((first_plain, top, 0))
+        return tuple(rows)
+
+    def engine_configs(self) -> dict[str, Any]:
+        """Each k's crossover as each engine accepts it (sim/studies/engine_configs.py)."""
+        out: dict[str, Any] = {}
+        for k in self.num_steps:
+            rows = self.threshold_rows(k)
+            if rows is not None:
+                out[str(k)] = {"table": [list(r) for r in rows],
+                               **engine_configs(rows, self.draft_method)}  # fmt: skip
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "load_kind": self.load_kind,
+            "engine_configs": self.engine_configs(),
             "grid": list(self.grid),
             "num_steps": list(self.num_steps),
             "metrics": {m: _metric_doc(m) for m in dict.fromkeys(c.metric for c in self.curves)},
@@ -257,12 +318,15 @@ def crossover(
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
+    draws: DrawnPoints | None = None,
+    draft_method: str | None = None,
 ) -> CrossoverResult:
     """Gain curves and crossovers of every metric at every k over ``loads``.
 
     The whole grid (baseline and every k at every load) runs first, in parallel through
     the evaluator's executor; ``refine`` then bisects each crossing (and its interval's
-    ends) between grid loads, simulating the loads in between one at a time.
+    ends) between grid loads, simulating the loads in between one at a time. ``draws``:
+    each crossing's 90% interval from inputs and model (``crossing_interval90``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -307,6 +371,15 @@ def crossover(
                 {float(load.value) for load, p in evaluator.memo if p == spec and load.kind == kind}
             )
             pts = [x for x in seen if (grid[0].at(x), BASELINE) in evaluator.memo]
+            intervals, nearest = (), None
+            if draws is not None and xs:  # no draws: the Monte Carlo interval
+                intervals = tuple(
+                    crossing_interval90(draws, paired[k], k, metric, c) for c in found
+                )
+                if not found:
+                    at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
+                    g = draws.gains(grid[0].at(at), k, metric)
+                    nearest = (at, interval90(g.tolist(), curve(at).ci95))
             curves.append(
                 MetricCurve(
                     metric=metric,
@@ -317,6 +390,8 @@ def crossover(
                     baseline=tuple(level(evaluator(grid[0].at(x), BASELINE), metric) for x in pts),
                     crossings=tuple(found),
                     overloaded=overloaded,
+                    interval90=intervals,
+                    nearest=nearest,
                 )
             )
     return CrossoverResult(
@@ -330,6 +405,7 @@ def crossover(
         settings=dict(settings or {}),
         assumptions=tuple(assumptions),
         overloads=overloads,
+        draft_method=draft_method,
         not_steady=tuple(
             sorted(
                 (float(load.value), p.max_k, point.not_steady, point.replications)
@@ -338,6 +414,76 @@ def crossover(
             )
         ),
     )
+
+
+def crossing_interval90(
+    draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing
+) -> tuple[float | None, float | None]:
+    """The 90% interval from inputs and model of crossing ``c``: each draw's gains at the
+    two grid loads around it, and for a draw that does not cross between them the next
+    grid load outwards on the side it crosses, until it does (past the grid: an open
+    end); its crossing in the same direction interpolated linearly; 5-95% over the draws,
+    joined with the crossing's Monte Carlo interval; for users each end the fewest users
+    on the new side (rounded up)."""
+    xs = [float(x.value) for x in grid]
+    below = [j for j, x in enumerate(xs) if x <= c.at]
+    i = min(below[-1] if below else 0, len(xs) - 2)
+    stops = c.direction == STOPS
+    gains: dict[int, np.ndarray] = {}
+
+    def at(j: int, which: list[int]) -> np.ndarray:
+        got = draws.gains(grid[j], k, metric, which)
+        if j in gains:
+            got = np.where(np.isnan(got), gains[j], got)
+        gains[j] = got
+        return got
+
+    at(i, list(range(len(draws.draws))))
+    at(i + 1, list(range(len(draws.draws))))
+    span = {d: (i, i + 1) for d in range(len(draws.draws))}
+    found: dict[int, float] = {}
+    while span:
+        early, late = [], []
+        for d, (lo, hi) in span.items():
+            g = np.array([gains[j][d] for j in range(lo, hi + 1)])
+            if not np.all(np.isfinite(g)):
+                continue  # a draw the scenario rejects
+            x = _crossing_of(xs[lo : hi + 1], g, stops)
+            if x == -math.inf and lo > 0:
+                early.append(d)
+            elif x == math.inf and hi < len(xs) - 1:
+                late.append(d)
+            else:
+                found[d] = x
+        span = {d: (span[d][0] - 1, span[d][1]) for d in early} | {
+            d: (span[d][0], span[d][1] + 1) for d in late
+        }
+        for j in sorted({lo for lo, _ in span.values()} | {hi for _, hi in span.values()}):
+            need = [d for d, (lo, hi) in span.items() if j in (lo, hi)]
+            at(j, need)
+    lo_mc, hi_mc = c.ci95
+    ends: list[float] = []
+    if found:  # quantiles that are draws' values: an open end stays infinite, never NaN
+        values = list(found.values())
+        ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
+    ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
+    lo, hi = min(ends), max(ends)
+    if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
+        lo, hi = (math.ceil(x) if math.isfinite(x) else x for x in (lo, hi))
+    return (None if not math.isfinite(lo) else lo, None if not math.isfinite(hi) else hi)
+
+
+def _crossing_of(xs: Sequence[float], g: np.ndarray, stops: bool) -> float:
+    """Where gains ``g`` at loads ``xs`` first cross 1 in the direction (``stops``: from
+    >= 1 to < 1), interpolated linearly; -inf before the first load, inf after the last."""
+    side = g >= 1.0 if stops else g < 1.0  # the old side
+    if not side[0]:
+        return -math.inf
+    for j in range(len(xs) - 1):
+        if side[j] and not side[j + 1]:
+            t = (g[j] - 1.0) / (g[j] - g[j + 1])
+            return xs[j] + t * (xs[j + 1] - xs[j])
+    return math.inf
 
 
 def _both_stable(evaluator: PointEvaluator, load: Load, k: int) -> bool:

@@ -22,13 +22,14 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from sim.binding.bind import bound_cycle_cost, scenario_acceptance
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
+from sim.model.tree_acceptance import Acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats
@@ -39,7 +40,8 @@ ALPHA_XTOL = 5e-4
 LEVER_RTOL = 1e-3
 
 #: (scenario, acceptance model replacing the scenario's or None, targets) -> statistics.
-SimulateFn = Callable[[Scenario, AcceptanceModel | None, Sequence[float]], Stats]
+#: A chain's searches give an ``AcceptanceModel``, a tree's a ``TreeAcceptance``.
+SimulateFn = Callable[[Scenario, Acceptance | None, Sequence[float]], Stats]
 
 
 # --------------------------------------------------------------------------- measurements
@@ -55,7 +57,7 @@ class MonteCarloStats:
     fidelity: str = "cycle"
 
     def __call__(
-        self, scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
+        self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
     ) -> Stats:
         result = simulate(
             scenario,
@@ -129,9 +131,7 @@ class Evaluator:
     def refused(self) -> int:
         return len(self.memo) - self.evaluations
 
-    def __call__(
-        self, scenario: Scenario, key: str, acceptance: AcceptanceModel | None = None
-    ) -> Stats:
+    def __call__(self, scenario: Scenario, key: str, acceptance: Acceptance | None = None) -> Stats:
         if key not in self.memo:
             self.memo[key] = self.simulate(scenario, acceptance, self.targets)
         return self.memo[key]
@@ -140,22 +140,26 @@ class Evaluator:
 # --------------------------------------------------------------------------- 1-D root finding
 
 
+#: What a probe's evaluations return: ``Stats``, or a study's own summary of a point.
+T = TypeVar("T")
+
+
 @dataclass
-class Probe:
+class Probe(Generic[T]):
     """A monotone criterion along one lever: ``x`` -> summary, with the points seen.
 
     ``sign`` is +1 when raising the lever helps (alpha) and -1 when lowering it does
     (verify_ms); the solver works in ``u = sign * x`` where the criterion is increasing.
     """
 
-    evaluate: Callable[[float], Stats]
+    evaluate: Callable[[float], T]
     sign: int
     lo: float  # domain in x
     hi: float
     integer: bool = False
-    seen: dict[float, Stats] = field(default_factory=dict)
+    seen: dict[float, T] = field(default_factory=dict)
 
-    def at(self, x: float) -> Stats:
+    def at(self, x: float) -> T:
         x = round(x) if self.integer else float(x)
         if x not in self.seen:
             self.seen[x] = self.evaluate(x)
@@ -171,8 +175,8 @@ class Probe:
 
 
 def first_passing(
-    probe: Probe,
-    stat: Callable[[Stats], float],
+    probe: Probe[T],
+    stat: Callable[[T], float],
     threshold: float,
     *,
     hint: float,
@@ -258,7 +262,7 @@ class Root:
 
 
 def solve_root(
-    probe: Probe, criterion: Criterion, *, hint: float, step: float, xtol: float
+    probe: Probe[Stats], criterion: Criterion, *, hint: float, step: float, xtol: float
 ) -> Root:
     """Estimate and 95% interval (band inversion) of the least-effort lever value."""
     thr = criterion.threshold
@@ -282,7 +286,7 @@ def solve_root(
     return Root(value, ends)
 
 
-def monotone_violations(probe: Probe, criterion: Criterion) -> list[tuple[float, float]]:
+def monotone_violations(probe: Probe[Stats], criterion: Criterion) -> list[tuple[float, float]]:
     """Neighbouring seen points where the estimate falls although the lever helps more.
 
     Empty for a monotone lever under common random numbers.
@@ -297,7 +301,7 @@ def monotone_violations(probe: Probe, criterion: Criterion) -> list[tuple[float,
 
 
 def closed_form_stats(
-    scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
+    scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
 ) -> Stats:
     """A degenerate "simulation": the closed form as statistics with a zero-width interval.
 

@@ -85,6 +85,12 @@ class ScenarioPlans:
     base: dict[str, Any]
     source: str = "scenario"
     base_dir: str | None = None
+    #: Overrides of one draw of the uncertain inputs (sim/studies/serving_draws.py),
+    #: applied at every load and k; empty: the scenario as given.
+    drawn: tuple[tuple[str, Any], ...] = ()
+    #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
+    #: loaded (sim/studies/serving_draws.py ``input_draws``); empty: none.
+    draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
     @staticmethod
     def of(
@@ -125,7 +131,7 @@ class ScenarioPlans:
     def scenario(self, load: Load | None, num_steps: int) -> Scenario:
         """The base scenario at ``load`` (None: its own) and ``num_steps``."""
         base = scenario_from_dict(self.base, source=self.source)
-        over: dict[str, Any] = {"speculation.num_steps": num_steps}
+        over: dict[str, Any] = {**dict(self.drawn), "speculation.num_steps": num_steps}
         if load is not None:
             over.update(load.overrides())
         return with_overrides(base, over, source=self.source)

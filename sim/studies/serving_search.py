@@ -41,8 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
+from sim.model.tree_acceptance import Acceptance, TreeAcceptance
 from sim.scenario.load import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
@@ -228,8 +230,13 @@ class ServingStats:
         return None if self.load.integer else service_bound(plan, FixedK(num_steps))
 
     def __call__(
-        self, scenario: Scenario, acceptance: AcceptanceModel | None, targets: Sequence[float]
+        self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
     ) -> Stats:
+        if isinstance(acceptance, TreeAcceptance):
+            raise SpecsimError(
+                "a serving search scales a chain's acceptance model, not a tree's",
+                param="acceptance",
+            )
         plan = self.plan_at(scenario, acceptance)
         bound = self._bound(plan, scenario.num_steps)
         if bound is not None and self.load.value > bound.rate_per_s:

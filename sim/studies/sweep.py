@@ -276,6 +276,7 @@ def run_sweep(
     progress: Callable[[int], None] | None = None,
     source: str = "sweep",
     base_dir: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> SweepOutcome:
     """Evaluate the grid's missing points into the store at ``out_dir`` and write the tables.
 
@@ -288,7 +289,10 @@ def run_sweep(
     ``progress(n)`` is called with the number of points just finished (reused points
     first, in one call). A grid over a ``serving.*`` field evaluates each point with the
     serving simulation (``evaluate_serving_point``; ``base_dir``: where a trace path in the
-    scenario is relative to) unless ``evaluate`` is given.
+    scenario is relative to) unless ``evaluate`` is given. ``shard`` (i, n), 1 <= i <= n: only the
+    points at grid positions i - 1, i - 1 + n, ... (one job of a batch array writing into
+    the same store; shards run at once, and the tables, rewritten by each shard from every
+    point in the store when it ends, are complete once the last one has).
     """
     serving = is_serving_sweep(axes)
     if evaluate is None:
@@ -309,8 +313,14 @@ def run_sweep(
         sim = scn.simulation
         hours += run_hours(sim.replications, scn.workload.requests, scn.workload.output_tokens,
                            engine, 1)  # fmt: skip
-    if isinstance(executor or LocalExecutor(), LocalExecutor):
-        parallel = max(1, min((executor or LocalExecutor()).workers, os.cpu_count() or 1))
+    if shard is not None:
+        i, n = shard
+        if not 1 <= i <= n:
+            raise SpecsimError(f"shard {i}/{n}: expected i/N with 1 <= i <= N", param="shard")
+        hours *= len(range(i - 1, len(points), n)) / len(points)
+    local = executor or LocalExecutor()
+    if isinstance(local, LocalExecutor):
+        parallel = max(1, min(local.workers, os.cpu_count() or 1))
         if hours / parallel > MAX_SWEEP_HOURS:
             raise SpecsimError(
                 f"{len(points)} points would take about {hours / parallel:.3g} hours on "
@@ -318,12 +328,14 @@ def run_sweep(
                 "fewer replications or requests, or a Dask cluster (--executor dask)",
                 param="grids",
             )
-    store = SweepStore(out_dir, sweep_fingerprint(base, engine, targets, fidelity, serving, axes))
+    fingerprint = sweep_fingerprint(base, engine, targets, fidelity, serving, axes)
+    store = SweepStore(out_dir, fingerprint, shared=shard is not None)
     store.open()
     done = store.load(points)
     base_dict = base.model_dump(exclude_none=True)
     keys = [point_key(p) for p in points]
-    todo = [i for i, k in enumerate(keys) if k not in done]
+    mine = range(len(points)) if shard is None else range(shard[0] - 1, len(points), shard[1])
+    todo = [i for i in mine if keys[i] not in done]
     tasks = [
         PointTask(
             base_dict,
@@ -337,7 +349,7 @@ def run_sweep(
         )
         for i in todo
     ]
-    reused = len(points) - len(todo)
+    reused = len(mine) - len(todo)
     if progress and reused:
         progress(reused)
     computed = 0
@@ -363,11 +375,13 @@ def run_sweep(
                 if progress:
                     progress(1)
         except BaseException:
-            if computed == 0:  # nothing new finished: leave no new file behind
+            if computed == 0 and shard is None:  # nothing new finished: leave no new file
                 store.discard()
                 raise
             _write_tables(store, points, keys, done, meta)
             raise
+        if shard is not None:  # every shard's points so far
+            done = store.load(points)
         rows, complete = _write_tables(store, points, keys, done, meta)
     finally:
         store.close()

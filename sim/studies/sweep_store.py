@@ -41,11 +41,14 @@ class SweepStore:
     exclusive lock on ``out_dir/.lock`` (``flock``: released by the kernel when the
     process dies, even by kill -9), so a second sweep into the same directory is refused
     instead of computing everything twice. ``open`` also removes temporary files a killed
-    sweep left behind.
+    sweep left behind. ``shared``: a shard of a sweep run as several jobs (``--shard``):
+    shards share the lock (a whole sweep still excludes them, and they it) and leave
+    temporaries alone.
     """
 
-    def __init__(self, out_dir: str | Path, fingerprint: Mapping[str, Any]):
+    def __init__(self, out_dir: str | Path, fingerprint: Mapping[str, Any], shared: bool = False):
         self.out_dir = Path(out_dir)
+        self.shared = shared
         self.fingerprint = {"store_version": STORE_VERSION, **fingerprint}
         self.points_dir = self.out_dir / "points"
         self.manifest_path = self.out_dir / "manifest.json"
@@ -75,7 +78,8 @@ class SweepStore:
             if not self.points_dir.exists():
                 make_dirs(self.points_dir, where)
                 self._created.append(self.points_dir)
-            self._remove_stale_temporaries()
+            if not self.shared:  # other shards may be writing their temporaries now
+                self._remove_stale_temporaries()
         except BaseException:
             self.discard()
             raise
@@ -105,7 +109,7 @@ class SweepStore:
         except OSError as exc:
             raise SpecsimError(f"cannot lock: {os_reason(exc)}", source=str(self.out_dir)) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             raise SpecsimError(

@@ -97,7 +97,8 @@ class _Draws:
             low = np.where(self.shape > 0, self.shape, np.inf).min(axis=1)
         self.u_max = np.where(np.isfinite(low), 1.0 / low, 1.0)
         nominal = sampled.nominal
-        if nominal.draft.topk == 1:  # a chain: the same tree at every rate
+        if isinstance(nominal.draft, Tree) or nominal.draft.topk == 1:
+            # a chain (or a given tree): the same tree at every rate
             nominal = TreeAcceptance(nominal.top1, nominal.shares, nominal.tree)
         self.nominal = nominal
 
@@ -123,7 +124,8 @@ class _Populations:
     def __init__(self, sampled: SampledTree, values: np.ndarray) -> None:
         distinct, again = acceptance_rows(sampled.inputs, values)
         draft = sampled.nominal.draft
-        if sampled.nominal.draft.topk == 1:  # a chain: the same tree at every rate
+        if isinstance(draft, Tree) or draft.topk == 1:
+            # a chain (or a given tree): the same tree at every rate
             draft = sampled.nominal.tree
         models: list[TreeAcceptance | None] = []
         for row in distinct:
@@ -167,8 +169,8 @@ class _Populations:
             top1 = np.concatenate([rates for _, rates, _ in items])[:, : max(tree.max_depth, 1)]
             s = depth_survival(tree, residual_rank_rates(top1, np.asarray(shares)))
             start = 0
-            for i, rates, weights in items:
-                out[i] = float((weights @ s[start : start + rates.shape[0]]).sum())
+            for i, rates, row_weights in items:
+                out[i] = float((row_weights @ s[start : start + rates.shape[0]]).sum())
                 start += rates.shape[0]
         return out
 

@@ -52,7 +52,14 @@ from sim.model.tree_build import candidate_count
 from sim.model.tree_required import RankShape, required_scale, required_top1_table
 from sim.scenario.load import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.rootfind import ALPHA_XTOL, Criterion, Evaluator, Probe, SimulateFn, solve_root
+from sim.studies.rootfind import (
+    ALPHA_XTOL,
+    Criterion,
+    Evaluator,
+    Probe,
+    SimulateFn,
+    solve_root,
+)
 from sim.studies.tree_required_draws import required_top1_draws
 from sim.studies.uncertainty import INTERVAL_LABEL, SAMPLES, Interval, _interval
 

@@ -561,7 +561,7 @@ def _chain_uncertainty(
             tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1])) for r in solved
         ]
     else:
-        bests = head.requirements_at_best(tgts, [allowed] * len(tgts))
+        bests = list(head.requirements_at_best(tgts, [allowed] * len(tgts)))
         per_k = [()] * len(tgts)
     windows = [_study_window(b[0][1:], every.max_steps, num_steps) for b in bests]
     studies = every.rows(slice(1 + draws.shape[0], None))

@@ -24,7 +24,14 @@ from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import sampled_answers
 from sim.validation import data as pub
-from sim.validation.cases import Case, Row, flat_accept_length, held_out, interval_of
+from sim.validation.cases import (
+    Case,
+    Row,
+    accept_length_draws,
+    flat_accept_length,
+    held_out,
+    interval_of,
+)
 
 
 def _base(series: pub.MultiKSeries, k0: int) -> Scenario:
@@ -57,8 +64,8 @@ def calibrate_series(series: pub.MultiKSeries) -> tuple[Calibration, Calibration
         )
     )
     base = _base(series, used[0])
-    scored = held_out(calibrate(base, data), series.source)
-    return scored, calibrate(base, data, acceptance="alpha"), used
+    scored = held_out(calibrate(base, data, prefer="base"), series.source)
+    return scored, calibrate(base, data, acceptance="alpha", prefer="base"), used
 
 
 def _figure(series: pub.MultiKSeries, k: int) -> str:
@@ -87,7 +94,7 @@ def series_rows(series: pub.MultiKSeries) -> tuple[list[str], list[Row], str]:
                 f"k={k}, {how}",
                 series.accept_lengths[k],
                 mean_accept_length(scenario_rates(cal.scenario, k)),
-                interval90=interval_of(answers, lambda m, k=k: m.accept_length(k)),
+                interval90=interval_of(answers, accept_length_draws(k)),
                 flat=flat_accept_length(flat_cal.scenario, k),
             )
         )
@@ -128,7 +135,7 @@ def three_num_steps_note(series: Sequence[pub.MultiKSeries], ks: Sequence[int] =
                 AcceptLengthObs(k, s.accept_lengths[k], s.sigma(), s.source) for k in ks
             )
         )
-        cal = held_out(calibrate(_base(s, ks[0]), data), s.source)
+        cal = held_out(calibrate(_base(s, ks[0]), data, prefer="base"), s.source)
         assert cal.scenario.acceptance is not None
         shapes.append(cal.scenario.acceptance.shape)
         for k in sorted(s.accept_lengths):

@@ -297,6 +297,23 @@ def _cumulative_fn(position: int) -> Callable[[Scenario], float]:
     return fn
 
 
+def cumulative_draws(position: int) -> Callable[[SampledModel], np.ndarray]:
+    """c at ``position`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: np.prod(m.rates[:, :position], axis=1)
+
+
+def accept_length_draws(num_steps: int) -> Callable[[SampledModel], np.ndarray]:
+    """The accept length at k = ``num_steps`` of each of a scenario's draws, shape (n,)."""
+    return lambda m: m.accept_length(num_steps)
+
+
+def _verify_ms(s: Scenario) -> float:
+    """The scenario's stated verify pass (ms): the seed states it."""
+    if s.timing.verify_ms is None:
+        raise ValueError("the scenario states no timing.verify_ms")
+    return s.timing.verify_ms
+
+
 def _scored_run(
     src: str, run: pub.PublishedRun, alpha_from: str, cal: Calibration
 ) -> tuple[Row, Row, Row]:
@@ -355,7 +372,7 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
     accept = Measurements(
         accept_lengths=(AcceptLengthObs(2, runs[2].accept_length, al_sigma, src),)
     )
-    cal = calibrate(base, timing_data + accept)
+    cal = calibrate(base, timing_data + accept, prefer="base")
     scored = held_out(cal, pub.VLLM_20780_URL)
     per_k = [_scored_run(src, runs[k], "alpha from k=2", scored) for k in (3, 4, 5, 6)]
     rows = [triple[i] for i in range(3) for triple in per_k]  # grouped by quantity
@@ -439,7 +456,7 @@ def cross_cases(spec: _CrossSpec, base: Scenario) -> tuple[Case, ...]:
             data += baseline_measurement(spec.baseline_tok_s, TOK_S_REL_ERROR, f"{src} vanilla")
             calibrated_on.insert(0, f"{src} vanilla tok/s")
             fit.insert(0, "decode_ms")
-        cal = held_out(calibrate(base, data, fit_timing=fit), spec.al_source)
+        cal = held_out(calibrate(base, data, fit_timing=fit, prefer="base"), spec.al_source)
         k = score_run.num_steps
         rows = _scored_run(src, score_run, f"alpha from k={fit_run.num_steps}", cal)
         timing_err, al_err, e2e_err = (r.error for r in rows)
@@ -536,7 +553,9 @@ def case_vllm_acceptance_test() -> Case:
         cumulative=tuple(CumulativeObs(i + 1, c[i], sigma, "vLLM test") for i in range(2))
     )
     # c3 is a position of the run whose c1, c2 are given: within-run evidence alone
-    cal = held_out(calibrate(llama8b_base(), data, acceptance="per_position"), cross_run=False)
+    cal = held_out(
+        calibrate(llama8b_base(), data, acceptance="per_position", prefer="base"), cross_run=False
+    )
     return Case(
         title="Llama-3.1-8B + EAGLE-3, vLLM test_acceptance_length, K=3, MT-Bench",
         sources=("vLLM tests/spec_decode test_acceptance_length (docs/reference.md §Published)",),
@@ -576,8 +595,10 @@ def case_vllm_26498() -> Case:
     base = with_overrides(llama8b_base(), {"acceptance.method": "eagle"}, source="validation")
     # per-position c1..c3, continued by held-out choice; positions 4-10 of the same run:
     # the within-run shape error alone
-    cal = held_out(calibrate(base, data), cross_run=False)
-    flat = calibrate(base, data, acceptance="alpha")  # one equal rate: the old answer
+    cal = held_out(calibrate(base, data, prefer="base"), cross_run=False)
+    flat = calibrate(
+        base, data, acceptance="alpha", prefer="base"
+    )  # one equal rate: the old answer
     measured_al = 1.0 + pub.VLLM_26498_ACCEPTED / pub.VLLM_26498_DRAFTS
     how = "c1..c3, continued by the shape with the lowest held-out error"
     rows = [
@@ -589,7 +610,7 @@ def case_vllm_26498() -> Case:
                 c[i - 1],
                 cal,
                 _cumulative_fn(i),
-                lambda m, i=i: np.prod(m.rates[:, :i], axis=1),
+                cumulative_draws(i),
             ),
             flat=_cumulative_fn(i)(flat.scenario),
         )
@@ -630,7 +651,7 @@ def case_seed(seed: Scenario) -> Case:
     data = baseline_measurement(baseline, TOK_S_REL_ERROR, "seed") + point_measurement(
         seed.num_steps, pub.SEED_ACCEPT_LENGTH, spec, TOK_S_REL_ERROR, "seed"
     )
-    cal = calibrate(seed, data, fit_timing=["decode_ms", "verify_ms"])
+    cal = calibrate(seed, data, fit_timing=["decode_ms", "verify_ms"], prefer="base")
     return Case(
         title="Seed: Kimi-K2.5, 8 PCIe GPUs, SGLang EAGLE-3 num_steps 2 (consistency, not scored)",
         sources=("docs/reference.md §Seed",),
@@ -642,7 +663,7 @@ def case_seed(seed: Scenario) -> Case:
                 "k=2, AL 2.0",
                 pub.SEED_VERIFY_MS,
                 cal,
-                lambda s: s.timing.verify_ms,
+                _verify_ms,
             ),
         ),
         setup=(f"fitted: {_fitted_summary(cal)}", f"kept: {_kept_summary(cal)}"),

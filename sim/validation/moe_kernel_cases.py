@@ -100,8 +100,11 @@ def kernel_case() -> Case:
             f"concurrent requests, {pub.SERVING_STEP_URL}), not scored: "
             + "; ".join(notes)
             + ". Real routing activates fewer distinct experts than uniform routing (the FP8 "
-            "model's kernel took less than its uniform union's bytes at peak bandwidth), and "
-            "the INT4 Triton kernel runs far below the bandwidth the FP8 ones reach.",
+            "model's kernel took less than its uniform union's bytes at peak bandwidth): the "
+            "FP8 figure sets the high end of the serving passes' expert skew (a Zipf "
+            "exponent of 1.30, sim/hardware/experts.py TRACE_SKEW; the default is the middle "
+            "of it and uniform routing). The INT4 Triton kernel runs far below the bandwidth "
+            "the FP8 ones reach.",
         ),
     )
 

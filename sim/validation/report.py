@@ -46,6 +46,7 @@ from sim.validation.hardware_cases import (
     case_eager_pairs,
     case_nccl_points,
 )
+from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
@@ -114,6 +115,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(serving_cases() if serving else ()),
         *(tree_serving_cases() if serving else ()),
         *(decision_cases() if serving else ()),
+        *(load_fit_cases() if serving else ()),
         *moe_kernel_cases(),
     )
     return Report(

@@ -24,6 +24,8 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bind import scenario_rates, serving_cost
+from sim.hardware.batched import BatchedPass
+from sim.hardware.experts import SERVING_STEP_SKEW
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
@@ -591,10 +593,11 @@ def kimi_miss(rows: Sequence[Row], scenario: Scenario) -> str:
         f"Up to 8 users every prediction is within {100 * worst_low:.0f}%. Where it misses: "
         f"plain decoding from 32 users is under-predicted (by {-100 * worst_base:.0f}% at "
         "worst): beyond the measured batch 8 the decode grows by the fused-MoE kernel's "
-        "cost of a uniform expert union plus PCIe all-reduces that grow with the tokens, "
-        "and the measured server grows less (real routing activates fewer distinct experts "
-        "than uniform routing, see the fused-MoE kernel case; the report's benchmark skips "
-        f"prefill, which the simulation includes). At {top} users speculation is "
+        "cost of the expert union (routing skewed at the default Zipf exponent "
+        f"{SERVING_STEP_SKEW:.2f}, the middle of uniform routing and the one serving trace, "
+        "sim/hardware/experts.py) plus PCIe all-reduces that grow with the tokens, and the "
+        "measured server grows less (the report's benchmark skips prefill, which the "
+        f"simulation includes). At {top} users speculation is "
         f"over-predicted ({100 * spec.error:+.0f}%), so the measurement has it losing there "
         f"({spec.measured / base.measured:.2f}x) and the model gives it "
         f"{spec.predicted / base.predicted:.2f}x. From {half} to {top} users the measured "
@@ -644,6 +647,7 @@ def _candidates_note(
     physics = cost.curves.verify.physics
     hw = physics.hardware
     assert hw.gpu is not None and m.hidden_size and m.experts_per_token
+    assert m.expert_params is not None and m.layers is not None
     c = per_token_candidates(
         vocab=m.lm_head_params / m.hidden_size,
         gpus=hw.gpus,
@@ -686,7 +690,9 @@ def eagle1_rows_note(rows: Sequence[Row], scenario: Scenario, batch: int = 16) -
     row = {int(r.figure.rsplit("=", 1)[1]): r for r in rows}[batch]
     k = scenario.num_steps
     cost = serving_setup(scenario, source="validation").plan.cost
-    gpu = cost.curves.verify.physics.hardware.gpu
+    verify = cost.curves.verify
+    assert isinstance(verify, BatchedPass)  # the hardware model prices this scenario
+    gpu = verify.physics.hardware.gpu
     assert gpu is not None
     eagle1 = draft_row_us(LLAMA31_VOCAB, gpu.memory_bandwidth_gbps)
     eagle3 = draft_row_us(EAGLE3_DRAFT_VOCAB, gpu.memory_bandwidth_gbps)

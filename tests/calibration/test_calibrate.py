@@ -130,7 +130,7 @@ def test_per_position_rates_from_simulated_vllm_counters() -> None:
     reached = np.cumprod(accepted, axis=1)  # position i accepted only if 1..i-1 were
     per_pos = reached.sum(axis=0).astype(float)
     counters = SpecDecodeCounters(n, 3 * n, per_pos.sum(), tuple(per_pos), 1, "sim")
-    cal = calibrate(_base(), vllm_measurement(counters))
+    cal = calibrate(_base(), vllm_measurement(counters), prefer="base")  # k 3 on the seed's 2
     assert cal.acceptance_model == "per_position"
     for i, a in enumerate(true):
         v = cal.value(f"acceptance.per_position[{i}]")
@@ -306,7 +306,7 @@ def test_shape_from_accept_lengths_at_several_num_steps(shape: str, decay: float
 
 def test_one_accept_length_anchors_alpha_at_its_num_steps() -> None:
     data = point_measurement(3, leviathan_accept_length(0.7, 3), 60.0, 0.01, "a")
-    cal = calibrate(_base(), data)
+    cal = calibrate(_base(), data, prefer="base")  # measured at k 3, the seed runs k 2
     acc = cal.scenario.acceptance
     assert cal.acceptance_model == "alpha" and acc.measured_num_steps == 3
     assert acc.alpha == pytest.approx(0.7, abs=1e-5)

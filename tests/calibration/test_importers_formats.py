@@ -170,6 +170,7 @@ def test_two_stage_timing_from_synthetic_runs_acceptance_from_real(tmp_path: Pat
     result = _cli(
         "--scenario", LLAMA, "--timing-run", str(DATA / "sglang_bench_speculative.jsonl"),
         "--vllm-bench", str(tmp_path / "real.json"), "--json", "--out", str(out),
+        "--prefer", "base",  # the fixtures ran k 3, the base k 5
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -40,6 +40,18 @@ def test_json_document():
         assert curve["summary"]
         for p in curve["points"]:
             assert p["gain"]["mean"] > 0 and len(p["gain"]["ci95"]) == 2
+    # the per-user crossover as engine configs: k up to the batch before it stops paying
+    per_user = next(c for c in doc["curves"] if c["metric"] == "per_user_tok_s")
+    configs = doc["engine_configs"].get("3")
+    if not per_user["crossings"] and all(p["gain"]["mean"] >= 1 for p in per_user["points"]):
+        assert configs["table"] == [[1, 4, 3]]
+    if configs is not None:
+        rows = configs["table"]
+        assert (
+            configs["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"] == rows
+        )
+        schedule = configs["trtllm"]["speculative_config"]["draft_len_schedule"]
+        assert schedule["1"] == 3
 
 
 def test_text_and_rates():

@@ -24,7 +24,12 @@ def test_best_k_json_and_text():
     assert table[0][0] == 1 and table[-1][1] == 4
     assert "table" in doc["check"]["policies"]
     res = CliRunner().invoke(main, args)
-    assert res.exit_code == 0 and "vLLM (--speculative-config" in res.output
+    assert res.exit_code == 0 and '--speculative-config \'{"num_speculative_tokens"' in res.output
+    configs = doc["engine_configs"]
+    assert configs["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"] == table
+    assert (
+        "draft_len_schedule" in configs["trtllm"]["speculative_config"] or configs["trtllm"]["note"]
+    )
     assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []  # no trailing blanks
 
 
@@ -82,6 +87,13 @@ def test_controllers_json_and_errors():
     assert doc["kind"] == "controllers" and doc["reference"] == "given k table"
     assert "best-k table" not in doc["policies"] and "given k table" in doc["policies"]
     assert len(doc["phases"]) == 2 and "SGLang adaptive" in doc["policies"]
+    given = doc["engine_configs"]["given k table"]
+    assert given["vllm"]["speculative_config"]["num_speculative_tokens_per_batch_size"] == [
+        [1, 4, 2],
+        [5, 64, 1],
+    ]
+    assert given["trtllm"]["speculative_config"]["draft_len_schedule"] == {"1": 2, "5": 1}
+    assert "no flags express it" in given["sglang"]["note"]  # k 2 then k 1: not one threshold
     res = CliRunner().invoke(main, [*base, *phase, "--k-table", "[[1,4,2],[5,64,1]]"])
     assert "over the given k table" in res.output and "best-k" not in res.output
     for args, needle in (

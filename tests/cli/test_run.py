@@ -247,20 +247,6 @@ def test_the_best_tree_line_carries_its_interval():
     assert plain.index(" tok/s") == spec.index(" tok/s")  # the longer label widens both
 
 
-def test_either_kernel_prints_the_same_answer(seed_path):
-    """--kernel chooses how the fast engine runs, not what it answers."""
-    args = ["run", str(seed_path), "--replications", "3", "--requests", "21", "--json"]
-    out = {
-        kernel: CliRunner().invoke(main, [*args, "--kernel", kernel]).output
-        for kernel in ("numpy", "compiled", "auto")
-    }
-    assert out["numpy"] == out["compiled"] == out["auto"] and '"throughput_tok_s"' in out["auto"]
-    exact = CliRunner().invoke(
-        main, ["run", str(seed_path), "--method", "exact", "--kernel", "numpy"]
-    )
-    assert exact.exit_code == 2 and "--kernel would change nothing" in exact.output
-
-
 def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
     """A chain whose mix or per-request spread has uncertain acceptance inputs re-builds
     its rates in every draw (20-40 s): one line says so, on a terminal, unless --quiet."""

@@ -16,6 +16,7 @@ from sim.model.acceptance import (
     RateClass,
     Spread,
     beta_raw_moments,
+    drawn_quadrature,
     gauss_legendre_panels,
     quadrature_edges,
     quadrature_weights,
@@ -87,3 +88,23 @@ def test_one_beta_rate_against_its_exact_moments(a: float, b: float) -> None:
     q = cls.quadrature_rates()[:, 0]
     moments = quadrature_weights() @ q[:, None] ** np.arange(9)[None, :]
     assert moments == pytest.approx(beta_raw_moments(mean, kappa, 8), rel=1e-12)
+
+
+#: What the drawn scenarios' rule keeps: the accept length at every k (sum of E[c_0..c_k])
+#: within this relative error of the exact rule's (sim/model/acceptance.py
+#: ``DRAWN_PANEL_NODES``; 4.1e-5 at the widest spread below, concentration 0.3).
+DRAWN_BOUND = 1e-4
+
+
+def test_the_drawn_scenarios_rule_keeps_every_accept_length() -> None:
+    for c in _classes():
+        exact = np.cumsum(c.expected_cumulative())
+        drawn = np.cumsum(c.expected_cumulative(drawn=True))
+        assert np.abs(drawn / exact - 1).max() < DRAWN_BOUND, c
+
+
+def test_the_drawn_rule_is_the_exact_rule_thinned() -> None:
+    """Fewer nodes, the same panels: on a smooth integrand both are exact (u^3)."""
+    nodes, weights = drawn_quadrature()
+    assert nodes.size < quadrature_weights().size
+    assert weights @ nodes**3 == pytest.approx(0.25, rel=1e-14)

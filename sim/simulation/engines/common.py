@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -40,9 +40,6 @@ class EnginePlan:
     requests: int
     extend_per_token_ms: float = 0.0
     extend_tokens: float = 0.0
-    #: the fast engine's kernel, "numpy" or "compiled" (sim/simulation/engines/compiled.py):
-    #: the same numbers, at different speeds
-    kernel: str = "numpy"
 
     @property
     def num_steps(self) -> int:
@@ -75,42 +72,19 @@ class ReplicationRngs:
     ``make(i)`` makes stream i (0 requests, 1 accept, 2 timing) from the replication's seed
     (sim/simulation/simulate.py, the one place seeds become generators); a stream an
     engine never reads (no rates to draw, no jitter) is never made, which saves most of a
-    small replication's set-up. ``words(i)``, when given, is the PCG64 seed of stream i
-    (uint64 (4,), what its ``SeedSequence.generate_state(4, np.uint64)`` gives): an engine
-    that draws a stream itself (the compiled kernel) ``take``s it instead of making it.
+    small replication's set-up.
     """
 
     STREAMS = ("requests", "accept", "timing")
 
-    def __init__(
-        self,
-        make: Callable[[int], np.random.Generator],
-        words: Callable[[int], np.ndarray] | None = None,
-    ):
-        self._make, self._words = make, words
+    def __init__(self, make: Callable[[int], np.random.Generator]):
+        self._make = make
         self._made: dict[int, np.random.Generator] = {}
-        self._taken: set[int] = set()
 
     def _stream(self, i: int) -> np.random.Generator:
         if i not in self._made:
-            if i in self._taken:
-                raise RuntimeError(f"the {self.STREAMS[i]} stream was taken by its seed")
             self._made[i] = self._make(i)
         return self._made[i]
-
-    def can_take(self, i: int) -> bool:
-        """Whether stream i can be taken by its seed (known, and not made or taken yet)."""
-        return self._words is not None and i not in self._made and i not in self._taken
-
-    def take(self, i: int) -> np.ndarray:
-        """Stream i's PCG64 seed words, uint64 (4,), for an engine that draws the stream
-        itself from them; the stream is then never made (reading it is an error), so no
-        draw is read twice."""
-        if not self.can_take(i):
-            raise RuntimeError(f"the {self.STREAMS[i]} stream cannot be taken by its seed")
-        assert self._words is not None
-        self._taken.add(i)
-        return self._words(i)
 
     @property
     def requests(self) -> np.random.Generator:
@@ -163,9 +137,16 @@ def request_stream(rng: np.random.Generator, request: int) -> np.random.Generato
     on how many draws the requests before it used (common random numbers in the SimPy
     engine). Seeds become generators in sim/simulation/simulate.py only; this only derives.
     """
-    return np.random.Generator(rng.bit_generator.jumped(request + 1))
+    bits = rng.bit_generator
+    if not isinstance(bits, np.random.PCG64):  # the replication streams are PCG64 (simulate.py)
+        raise TypeError(f"request streams jump a PCG64, not a {type(bits).__name__}")
+    return np.random.Generator(bits.jumped(request + 1))
 
 
+@overload
+def request_tok_s(output_tokens: int, request_ms: np.ndarray) -> np.ndarray: ...
+@overload
+def request_tok_s(output_tokens: int, request_ms: float) -> float: ...
 def request_tok_s(output_tokens: int, request_ms: np.ndarray | float) -> np.ndarray | float:
     """Per-request throughput counting only the tokens the request needs: 1000 N / ms."""
     return 1000.0 * output_tokens / request_ms

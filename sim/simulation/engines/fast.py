@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from types import ModuleType
 
 import numpy as np
 
@@ -126,7 +125,9 @@ class Workspace:
 
 
 @functools.lru_cache(maxsize=256)
-def shared_law(rates: tuple[float, ...]) -> tuple[float, float, np.ndarray, np.ndarray, int]:
+def shared_law(
+    rates: tuple[float, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """What the engine needs of the L of a request with chain rates ``rates`` (k,), shared
     by every request of a homogeneous run: (mean of L, variance of L, thresholds t (uint32
     (k,)), c_j > 0 (bool (k,)), depth: the positions with c_j > 0, the first ones since c is
@@ -201,7 +202,7 @@ def _replay(
     return stop, lengths, hist
 
 
-def _numpy_chunk(
+def _chunk(
     bits: np.ndarray,
     act: np.ndarray,
     need: np.ndarray,
@@ -216,7 +217,7 @@ def _numpy_chunk(
     by_request: bool,
     work: Workspace,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The NumPy kernel: a chunk's cycles of the running requests ``act`` (B', Q) with
+    """A chunk's cycles of the running requests ``act`` (B', Q) with
     ``need`` (B', Q) tokens still to emit, from the chunk's ``bits`` (C, B', Q); see the
     module docstring. Adds to ``at_least`` (B, k); returns (used, emitted, got): cycles run
     and tokens emitted in the chunk (B', Q), and when ``by_request`` the cycles with draft
@@ -274,62 +275,6 @@ def _numpy_chunk(
     return used, emitted, got
 
 
-def _compiled_chunk(
-    compiled: ModuleType,
-    states: np.ndarray,
-    reps: np.ndarray,
-    chunk: int,
-    need: np.ndarray,
-    k: int,
-    depth: int,
-    shared: bool,
-    t_all: np.ndarray,
-    t_signed: np.ndarray | None,
-    at_least: np.ndarray,
-    by_request: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The compiled kernel (compiled.py) on up to ``chunk`` cycles of replications ``reps``,
-    drawing from their accept streams' PCG64 ``states`` (B, 4), which move on past the
-    draws; the contract of ``_numpy_chunk``. ``t_signed``: the
-    per-request thresholds (k, B, Q) as int64 with -1 for none (None when ``shared``)."""
-    b_n, q_n = need.shape
-    rem = need.astype(np.int64)
-    used = np.zeros((b_n, q_n), dtype=np.int64)
-    counted = np.zeros((b_n, depth), dtype=np.int64)
-    got = np.zeros((k, b_n, q_n), dtype=np.int64) if by_request else None
-    none = np.zeros((0, 0), dtype=np.int64)
-    rows = _rows(reps, states.shape[0])
-    running = states[rows]  # a view when all replications run: moved on in place
-    compiled.advance_chunk(
-        running,
-        chunk,
-        t_all[:depth] if shared else np.zeros(0, dtype=np.uint32),
-        none if t_signed is None else t_signed[:depth, reps].reshape(depth, b_n * q_n),
-        shared,
-        rem,
-        used,
-        counted,
-        none if got is None else got[:depth].reshape(depth, b_n * q_n),
-        got is not None,
-    )
-    states[rows] = running
-    at_least[reps, :depth] += counted
-    return used, need - rem, got
-
-
-def _accept_states(
-    compiled: ModuleType, rngs: Sequence[ReplicationRngs]
-) -> tuple[np.ndarray, list[np.random.PCG64] | None]:
-    """The PCG64 states (B, 4) the compiled kernel draws the block's accept streams from,
-    and the generators to hand them back to (None: the streams were taken by their seed
-    words, and no generator was made: 1-2 us a replication saved, with the reading and
-    writing of its state)."""
-    if all(r.can_take(1) for r in rngs):
-        return compiled.seeded_states(np.stack([r.take(1) for r in rngs])), None
-    generators = [r.accept.bit_generator for r in rngs]
-    return compiled.read_states(generators), generators
-
-
 def _rows(reps: np.ndarray, b_n: int) -> np.ndarray | slice:
     """Index of replications ``reps`` (ascending) of a block of ``b_n``: a slice when they
     are all of them (views, not the copies of indexing by an array)."""
@@ -351,8 +296,6 @@ def _run_block(
         # a chain's own rates; a tree's chain-equivalent law (sim/model/tree_acceptance.py)
         law = shared_law(tuple(model.chain_rates(model.mean_rates()[None, :])[0].tolist()))
         mean_l, var_l, t_all, pos_all, depth = law
-        t_all = t_all.copy()  # the kernels take writable arrays (a read-only one is another
-        # Numba signature)
     else:
         # every replication's request uniforms (2 each, as sample_requests), converted at once
         u = np.concatenate([r.requests.random((q_n, 2)) for r in rngs])
@@ -364,20 +307,14 @@ def _run_block(
         t_all, pos_all = (np.moveaxis(x, -1, 0) for x in bit_thresholds(cum))  # (k, B, Q)
         depth = int(pos_all.any(axis=(1, 2)).sum()) if k else 0
 
-    compiled, t_signed, states, generators = None, None, None, None
-    if plan.kernel == "compiled":
-        # lazy: Numba costs a process 0.65-0.8 s of CPU and 120 MiB to load (compiled.py)
-        from sim.simulation.engines import compiled
-
-        # thresholds as int64, -1 where c_j = 0 (accepts nothing, not even a draw of 0)
-        t_signed = None if shared else np.where(pos_all, t_all.astype(np.int64), -1)
-        states, generators = _accept_states(compiled, rngs)
     tokens = np.zeros((b_n, q_n), dtype=np.int64)
     cycles = np.zeros((b_n, q_n), dtype=np.int64)
     at_least = np.zeros((b_n, k), dtype=np.int64)  # cycles with draft j + 1 accepted
     times = plan.cycle_times
     jitter = not times.deterministic
-    summable = jitter and isinstance(times, SummableCycleTimes)
+    # the model whose per-request sums are drawn at once (None: drawn cycle by cycle)
+    summed = times if jitter and isinstance(times, SummableCycleTimes) else None
+    summable = summed is not None
     per_cycle = jitter and not summable
     # summable: one uniform per request and phase, drawn first (fixed count: CRN holds)
     time_u = [r.timing.random((q_n, len(PHASES))) for r in rngs] if summable else []
@@ -396,25 +333,14 @@ def _run_block(
     while reps.size:
         rows = _rows(reps, b_n)
         need = np.where(act, n_tok - tokens[rows], 0)  # (B', Q) tokens still to emit
-        if compiled is not None and not per_cycle:
-            # the kernel draws as it goes and stops when its requests are done: one call
-            # holds nothing per cycle, so a chunk needs no sizing (MAX_CHUNK Q is even)
-            chunk = MAX_CHUNK
-        else:
-            mean_a, var_a = (mean_l, var_l) if shared else (mean_l[reps][act], var_l[reps][act])
-            cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
-            chunk = min(chunk_cycles(need[act], mean_a, var_a, sub), cap, MAX_CHUNK)
-        if compiled is not None:
-            used, emitted, got = _compiled_chunk(
-                compiled, states, reps, chunk, need, k, depth, shared, t_all, t_signed, at_least,
-                by_request,
-            )  # fmt: skip
-        else:
-            bits = _draw_bits(rngs, reps, chunk, q_n, work)
-            used, emitted, got = _numpy_chunk(
-                bits, act, need, k, depth, sub, shared, t_all, pos_all, reps, at_least,
-                by_request, work,
-            )  # fmt: skip
+        mean_a, var_a = (mean_l, var_l) if shared else (mean_l[reps][act], var_l[reps][act])
+        cap = max(sub, (ELEMENT_BUDGET // (len(reps) * q_n)) // sub * sub)
+        chunk = min(chunk_cycles(need[act], mean_a, var_a, sub), cap, MAX_CHUNK)
+        bits = _draw_bits(rngs, reps, chunk, q_n, work)
+        used, emitted, got = _chunk(
+            bits, act, need, k, depth, sub, shared, t_all, pos_all, reps, at_least,
+            by_request, work,
+        )  # fmt: skip
         tokens[rows] += emitted
         cycles[rows] += used
         if accepted is not None and got is not None:
@@ -433,17 +359,15 @@ def _run_block(
         live = act.any(axis=1)
         reps, act = reps[live], act[live]
         c0 += chunk
-    if generators is not None:  # the compiled kernel read them: hand the states back
-        compiled.write_states(generators, states)
 
     cyc_total = cycles.sum(axis=1)  # (B,)
-    if summable:
-        totals = np.stack([times.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
+    if summed is not None:
+        totals = np.stack([summed.sum_quantiles(time_u[b], cycles[b]) for b in range(b_n)])
         if varies and accepted is not None:
             by_length = _counts_by_length(cycles, accepted)  # (B, Q, k + 1)
             mean = plan.cycle_times.mean_ms()["extend"]
             multipliers = np.stack(
-                [times.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
+                [summed.multiplier_sum_quantiles(extend_u[b], by_length[b]) for b in range(b_n)]
             )
             totals[:, :, PHASES.index("extend")] = mean * (multipliers * scale).sum(axis=2)
         request_ms = totals.sum(axis=2)  # (B, Q)

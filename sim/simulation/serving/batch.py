@@ -55,6 +55,14 @@ class DecodeBatch:
     one of them writes into its rows.
     """
 
+    ids: np.ndarray
+    keys: np.ndarray
+    need: np.ndarray
+    context: np.ndarray
+    cycles: np.ndarray
+    last_ms: np.ndarray
+    thresholds: np.ndarray
+
     _FIELDS = ("ids", "keys", "need", "context", "cycles", "last_ms", "thresholds")
     _THRESHOLDS = 6  # first column of the thresholds
 
@@ -63,6 +71,13 @@ class DecodeBatch:
         self.size = 0
         self._table = np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64)
         self._views()
+
+    def __getattr__(self, name: str) -> object:
+        """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
+        if name in DecodeBatch._FIELDS:
+            self._views()
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def _views(self) -> None:
         rows = self._table[: self.size]
@@ -76,7 +91,9 @@ class DecodeBatch:
         put(self, "thresholds", rows[:, self._THRESHOLDS :])
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in DecodeBatch._FIELDS and name in self.__dict__:
+        if name in DecodeBatch._FIELDS:
+            if name not in self.__dict__:
+                self._views()
             view = self.__dict__[name]
             if value is not view:  # e.g. ``batch.context += x`` has written already
                 view[...] = value
@@ -109,7 +126,10 @@ class DecodeBatch:
         row[5:6].view(np.float64)[0] = last_ms
         row[self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
-        self._views()
+        d = self.__dict__
+        if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
+            for name in DecodeBatch._FIELDS:
+                del d[name]
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (bool mask of shape (B,)), order unchanged."""
@@ -213,7 +233,7 @@ def plan_block(
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
     close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
-    if close.size:
+    if close.size and max_iterations > 1:  # one iteration is planned whoever finishes
         emitted = np.cumsum(lengths[close], axis=1, dtype=np.int64)
         finishing = (emitted >= batch.need[close, None]).any(axis=0)
         if finishing.any():

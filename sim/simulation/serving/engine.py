@@ -2,7 +2,9 @@
 
 Processes (plain generators that only yield events):
 
-* arrivals: ``closed_loop_user`` (one per user: think, send, wait for the answer),
+* arrivals: ``closed_loop_user`` (one per user with think time: think, send, wait for
+  the answer; a user without think time sends its next request from the completion itself,
+  ``send_next``, with the same arrivals in the same order),
   ``poisson_arrivals``, ``trace_arrivals``; each request is a ``request_process`` that
   joins the waiting queue (a ``simpy.PriorityStore``: FIFO by arrival, preempted requests
   first) and waits for its ``done`` event;
@@ -217,16 +219,17 @@ class Server:
     def arrive(self, req: Request) -> None:
         if self.upcoming and self.upcoming[0] <= self.env.now:
             heapq.heappop(self.upcoming)
-        req.id = len(self.rec.requests)
-        req.arrival_ms = self.env.now
-        req.done = self.env.event()
-        self.rec.requests.append(req)
-        first = self.plan.workload.warmup
-        if first <= req.id < first + self.plan.workload.requests:
-            req.measured = True
-            self.rec.measured.append(req)
-            if req.id == first:
-                self.rec.window_start_ms = self.env.now
+        if req.source is None:  # a process waits for the answer
+            req.done = self.env.event()
+        self.rec.arrive(req, self.env.now)
+
+    def enqueue(self, item: PriorityItem) -> None:
+        """Put ``item`` in the waiting queue: a put event only when the scheduler waits
+        for one (an unbounded store's put is immediate; nothing else waits on it)."""
+        if self.queue.get_queue:
+            self.queue.put(item)
+        else:
+            heapq.heappush(self.queue.items, item)
 
     def needs_prefill(self, req: Request) -> bool:
         """Prefill is modelled and the request has a context to prefill (a prompt, or
@@ -279,7 +282,12 @@ class Server:
     def _complete(self, req: Request, now: float) -> None:
         self.completions += 1
         req.finish_ms = now
-        req.done.succeed()
+        self.rec.leave(req)
+        if req.source is None:
+            assert req.done is not None  # made when the request arrived
+            req.done.succeed()
+        elif not self.stop.triggered:  # a user without think time: its next, now
+            send_next(self, req.source)
         if req.measured:
             self.measured_left -= 1
             if self.measured_left == 0:
@@ -340,10 +348,13 @@ class Server:
         heapq.heappush(self.upcoming, at_ms)
 
     def block_size(self, k: Draft) -> int:
-        """Iterations to plan (a speed knob only): about twice the expected iterations to
-        the next completion, and no further than the next announced arrival when it could
-        be admitted."""
+        """Iterations to plan (a speed knob only): one when a request may finish in the
+        next (many users: a completion nearly every iteration, and a longer plan would be
+        cut there), else about twice the expected iterations to the next completion, and
+        no further than the next announced arrival when it could be admitted."""
         shortest = int(self.batch.need.min())
+        if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
+            return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
         size = max(MIN_BLOCK, min(widest, 2 * shortest // max_tokens(k) + 1))
         if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:
@@ -420,7 +431,7 @@ class Server:
         if last.min() < 0:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
-                rec.requests[rid].first_token_ms = first_end
+                rec.live[rid].first_token_ms = first_end
             rec.gaps(first_end - last[~fresh], 1.0)
         else:
             rec.gaps(first_end - last, 1.0)
@@ -436,7 +447,9 @@ class Server:
         held = self.held_tokens() + plan.growth[:n]
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
         if self.controller is not None:  # accepted drafts per request and iteration (B, n)
-            self.controller.observe(b, plan.k, plan.lengths[:, :n].astype(np.int64) - 1)
+            k = plan.k
+            assert isinstance(k, int)  # the controller's own k_for_batch: a chain
+            self.controller.observe(b, k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
         batch.context += emitted
@@ -446,7 +459,7 @@ class Server:
             finished = need <= 0
             freed = 0
             for row in np.flatnonzero(finished).tolist():
-                req = rec.requests[int(batch.ids[row])]
+                req = rec.live[int(batch.ids[row])]
                 req.generated = req.output_tokens
                 req.cycles = int(batch.cycles[row])
                 req.last_delivery_ms = last_end
@@ -482,13 +495,13 @@ class Server:
         """Preempt rows ``first_row`` onwards (the newest): free them and requeue them."""
         batch = self.batch
         for row in range(first_row, batch.size):
-            req = self.rec.requests[int(batch.ids[row])]
+            req = self.rec.live[int(batch.ids[row])]
             req.generated = req.output_tokens - int(batch.need[row])
             req.cycles = int(batch.cycles[row])
             req.last_delivery_ms = float(batch.last_ms[row])
             req.preemptions += 1
             self.rec.preemptions += 1
-            self.queue.put(PriorityItem((PREEMPTED, req.id), req))
+            self.enqueue(PriorityItem((PREEMPTED, req.id), req))
         keep = np.zeros(batch.size, dtype=bool)
         keep[:first_row] = True
         batch.keep(keep)
@@ -501,13 +514,23 @@ def submit(server: Server, req: Request) -> None:
     """A request arrives and joins the waiting queue (an unbounded store: the put is
     immediate)."""
     server.arrive(req)
-    server.queue.put(PriorityItem((WAITING, req.id), req))
+    server.enqueue(PriorityItem((WAITING, req.id), req))
 
 
 def request_process(env: simpy.Environment, server: Server, req: Request):
     """One open-loop request: arrive, wait until it is answered."""
     submit(server, req)
     yield req.done
+
+
+def send_next(server: Server, source: RequestSource) -> None:
+    """A closed-loop user without think time sends its next request the instant its
+    answer is done: the same arrivals, in the same order, as a process per user that
+    resumes on the answer (those answered before the run's stop event send, the others
+    do not), without the process and its events."""
+    req = source.next()
+    req.source = source
+    submit(server, req)
 
 
 def closed_loop_user(
@@ -571,9 +594,8 @@ def scheduler_process(env: simpy.Environment, server: Server):
         if server.idle:
             item = yield server.queue.get()
             server.admit(item.item)
-        while server.admissible():
-            item = yield server.queue.get()
-            server.admit(item.item)
+        while server.admissible():  # the head is there: taken without an event
+            server.admit(heapq.heappop(server.queue.items).item)
         start = env.now
         if server.prefilling and (server.prefill_first or server.batch.size == 0):
             chunks, load = server.prefill_chunks(server.config.token_budget)
@@ -642,14 +664,22 @@ def run_replication(
     ``horizon_ms`` of simulated time)."""
     plan.check(policy)
     env = simpy.Environment()
-    rec = Recorder(plan.scheduler.max_running_requests, plan.scheduler.kv_capacity_tokens)
+    rec = Recorder(
+        plan.scheduler.max_running_requests,
+        plan.scheduler.kv_capacity_tokens,
+        plan.workload.warmup,
+        plan.workload.requests,
+    )
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
     if isinstance(arrivals, ClosedLoop):
         for user in range(arrivals.users):
             source_streams, think = streams.source(user)
             source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
-            env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
+            if arrivals.think_ms > 0:
+                env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
+            else:
+                send_next(server, source)
     else:
         source_streams, gaps = streams.source(None)
         source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)

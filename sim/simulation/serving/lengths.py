@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtr
 
 __all__ = ["Empirical", "Fixed", "LengthDistribution", "LogNormal"]
 
@@ -34,6 +34,16 @@ class LengthDistribution(Protocol):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
 
     def sample_one(self, rng: np.random.Generator) -> int: ...
+
+
+def _lognormal_cdf(x: np.ndarray, sigma: float, scale: float) -> np.ndarray:
+    """P(X <= x) for log X ~ N(log scale, sigma^2): Phi(log(x / scale) / sigma), 0 at
+    x <= 0 (what scipy.stats.lognorm(s=sigma, scale=scale).cdf computes, without
+    importing scipy.stats on a serving path)."""
+    x = np.asarray(x, dtype=float)
+    positive = x > 0
+    z = np.log(np.where(positive, x, 1.0) / scale) / sigma
+    return np.where(positive, ndtr(z), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +105,9 @@ class LogNormal:
         if self.sigma == 0:
             return float(min(max(round(self.mean_tokens), lo), hi))
         values = np.arange(lo, hi + 1)
-        dist = stats.lognorm(s=self.sigma, scale=math.exp(self.mu))
         # P(round(X) clipped = v): the cdf between v - 1/2 and v + 1/2, ends absorbing tails
-        upper = dist.cdf(values + 0.5)
-        lower = dist.cdf(values - 0.5)
+        upper = _lognormal_cdf(values + 0.5, self.sigma, math.exp(self.mu))
+        lower = _lognormal_cdf(values - 0.5, self.sigma, math.exp(self.mu))
         lower[0], upper[-1] = 0.0, 1.0
         return float(values @ (upper - lower))
 

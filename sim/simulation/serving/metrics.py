@@ -32,6 +32,13 @@ p99 pool the requests (or deliveries) of every replication. The interval of a sh
 attainment, the share of requests at or above a tok/s target, KV utilisation) is clipped
 to [0, 1] (``share_interval``): a symmetric interval over few replications of a share near
 0 or 1 would otherwise reach values no share can take.
+
+Long runs (sim/simulation/serving/records.py): a replication keeps every measured
+request's row up to 65,536 of them. Beyond, the means stay exact (streamed sums), the
+p50/p90/p99 come from a quantile sketch within 0.1% relative of the exact pooled quantile
+(``sketched_estimate``), and the shares (SLO attainment, tok/s targets) and studies'
+per-request computations read a systematic sample of 32,768 to 65,536 of the requests
+(every 2^j-th by arrival), with its sampling error. ITL likewise beyond 262,144 gaps.
 """
 
 from __future__ import annotations
@@ -40,9 +47,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
-from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.records import REQUEST_METRICS, ServingRecord, metric_values
+from sim.simulation.serving.sketch import QuantileSketch
 
 __all__ = [
     "LATENCY_METRICS",
@@ -61,39 +69,29 @@ __all__ = [
     "positive_interval",
     "request_metrics",
     "share_interval",
+    "sketched_estimate",
     "summarize_serving",
     "weighted_quantiles",
 ]
 
-#: Per-request metrics, in report order.
-REQUEST_METRICS: tuple[str, ...] = ("per_user_tok_s", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")
 #: Metrics where smaller is better (their speedup is baseline / speculative).
 LATENCY_METRICS: frozenset[str] = frozenset({"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"})
 QUANTILES = (0.5, 0.9, 0.99)
 
 
 def request_metrics(rec: ServingRecord) -> dict[str, np.ndarray]:
-    """Per measured request (Q,): per-user tok/s, TTFT, TPOT (NaN for one-token
-    requests), E2E, queueing delay; ms unless named otherwise."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tpot = np.where(
-            rec.output_tokens > 1,
-            (rec.finish_ms - rec.first_token_ms) / (rec.output_tokens - 1),
-            np.nan,
-        )
-        decode_ms = rec.finish_ms - rec.decode_start_ms
-        tok_s = np.where(
-            (rec.decode_tokens > 0) & (decode_ms > 0),
-            1000.0 * rec.decode_tokens / decode_ms,
-            np.nan,
-        )
-    return {
-        "per_user_tok_s": tok_s,
-        "ttft_ms": rec.first_token_ms - rec.arrival_ms,
-        "tpot_ms": tpot,
-        "e2e_ms": rec.finish_ms - rec.arrival_ms,
-        "queue_ms": rec.admitted_ms - rec.arrival_ms,
-    }
+    """Per measured request kept (Q,: every one, or the record's sample): per-user tok/s,
+    TTFT, TPOT (NaN for one-token requests), E2E, queueing delay; ms unless named
+    otherwise."""
+    return metric_values(
+        rec.arrival_ms,
+        rec.admitted_ms,
+        rec.first_token_ms,
+        rec.decode_start_ms,
+        rec.finish_ms,
+        rec.output_tokens,
+        rec.decode_tokens,
+    )
 
 
 def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: Sequence[float]) -> np.ndarray:
@@ -107,17 +105,19 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: Sequence[flo
     return values[order][np.minimum(idx, values.size - 1)]
 
 
+def _mean_e2e(rec: ServingRecord) -> float:
+    """The measured requests' mean E2E: from their rows, or streamed when sampled."""
+    if rec.sampled:
+        return rec.request_stats["e2e_ms"].mean
+    return float(np.mean(rec.finish_ms - rec.arrival_ms))
+
+
 def little_terms(rec: ServingRecord) -> tuple[float, float, float]:
     """(L, lambda, W) over the window: time-average number of requests in the system,
     arrivals per ms inside the window, mean time in system of the measured requests."""
-    lo, hi = rec.window_start_ms, rec.window_end_ms
-    span = hi - lo
-    inside = np.clip(
-        np.minimum(rec.all_finish_ms, hi) - np.maximum(rec.all_arrival_ms, lo), 0, None
-    )
-    in_system = float(inside.sum()) / span
-    arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms < hi))
-    return in_system, arrivals / span, float(np.mean(rec.finish_ms - rec.arrival_ms))
+    span = rec.window_end_ms - rec.window_start_ms
+    w = rec.window
+    return w.in_system_ms / span, w.arrivals_before(rec.window_end_ms) / span, _mean_e2e(rec)
 
 
 def little_window_terms(rec: ServingRecord) -> tuple[float, float]:
@@ -127,13 +127,8 @@ def little_window_terms(rec: ServingRecord) -> tuple[float, float]:
     already in the system when it opened, each over the window's length (a sample-path
     identity: no steady state needed, so it holds on short or busy runs, where lambda x the
     measured requests' mean E2E differs from L by the edges)."""
-    lo, hi = rec.window_start_ms, rec.window_end_ms
-    span = hi - lo
-    finish = np.minimum(rec.all_finish_ms, hi)
-    arrived = rec.all_arrival_ms
-    inside = (arrived >= lo) & (arrived < hi)
-    carried = np.clip(finish[arrived < lo] - lo, 0, None)
-    return float((finish[inside] - arrived[inside]).sum()) / span, float(carried.sum()) / span
+    span = rec.window_end_ms - rec.window_start_ms
+    return rec.window.arrived_ms / span, rec.window.carried_ms / span
 
 
 #: A replication is flagged when the requests in the system grew over its measurement
@@ -166,10 +161,7 @@ class Backlog:
 def backlog(rec: ServingRecord) -> Backlog:
     """The replication's ``Backlog``: at the window's start, the requests that arrived
     before it and finished after it opened; at its end, those left unanswered."""
-    lo, hi = rec.window_start_ms, rec.window_end_ms
-    start = np.count_nonzero((rec.all_arrival_ms < lo) & (rec.all_finish_ms > lo))
-    arrivals = np.count_nonzero((rec.all_arrival_ms >= lo) & (rec.all_arrival_ms <= hi))
-    return Backlog(int(start), rec.unfinished_at_end, int(arrivals))
+    return Backlog(rec.window.carried, rec.unfinished_at_end, rec.window.arrivals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +200,7 @@ def mean_interval(
     mean = float(x.mean())
     if x.size < 2:
         return mean, None
-    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    half = float(stdtrit(x.size - 1, 0.975) * x.std(ddof=1) / np.sqrt(x.size))
     lo, hi = mean - half, mean + half
     if lower is not None:
         lo, hi = max(lo, lower), max(hi, lower)
@@ -242,6 +234,15 @@ def estimate(
     mean, ci = positive_interval(per_replication)
     w = np.ones(pooled.shape) if weights is None else weights
     q = weighted_quantiles(pooled, w, QUANTILES)
+    return Estimate(mean, ci, float(q[0]), float(q[1]), float(q[2]))
+
+
+def sketched_estimate(per_replication: np.ndarray, sketches: Sequence[QuantileSketch]) -> Estimate:
+    """``estimate`` from replication means (R,) and each replication's sketch: the pooled
+    quantiles within the sketch's relative error (0.1%, sim/simulation/serving/sketch.py)
+    of the exact pooled quantiles."""
+    mean, ci = positive_interval(per_replication)
+    q = QuantileSketch.merged(sketches).quantiles(QUANTILES)
     return Estimate(mean, ci, float(q[0]), float(q[1]), float(q[2]))
 
 
@@ -332,20 +333,33 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
     per_request = [request_metrics(r) for r in records]
     metrics: dict[str, Estimate] = {}
     per_rep: dict[str, np.ndarray] = {}
+    sampled = any(r.sampled for r in records)
     for name in REQUEST_METRICS:
-        means = np.array([_nanmean(m[name]) for m in per_request])
-        pooled = np.concatenate([m[name] for m in per_request])
-        pooled = pooled[~np.isnan(pooled)]
-        metrics[name] = estimate(means, pooled)
+        if sampled:  # every request's exact mean, quantiles within the sketch's 0.1%
+            stats = [r.request_stats[name] for r in records]
+            means = np.array([s.mean for s in stats])
+            metrics[name] = sketched_estimate(means, [s.sketch for s in stats])
+        else:
+            means = np.array([_nanmean(m[name]) for m in per_request])
+            pooled = np.concatenate([m[name] for m in per_request])
+            pooled = pooled[~np.isnan(pooled)]
+            metrics[name] = estimate(means, pooled)
         per_rep[name] = means
-    itl_means = np.array(
-        [np.average(r.itl_ms, weights=r.itl_weight) if r.itl_ms.size else np.nan for r in records]
-    )
-    metrics["itl_ms"] = estimate(
-        itl_means,
-        np.concatenate([r.itl_ms for r in records]),
-        np.concatenate([r.itl_weight for r in records]),
-    )
+    if all(r.itl_exact for r in records):
+        itl_means = np.array(
+            [
+                np.average(r.itl_ms, weights=r.itl_weight) if r.itl_ms.size else np.nan
+                for r in records
+            ]
+        )
+        metrics["itl_ms"] = estimate(
+            itl_means,
+            np.concatenate([r.itl_ms for r in records]),
+            np.concatenate([r.itl_weight for r in records]),
+        )
+    else:
+        itl_means = np.array([r.itl_stats.mean for r in records])
+        metrics["itl_ms"] = sketched_estimate(itl_means, [r.itl_stats.sketch for r in records])
     per_rep["itl_ms"] = itl_means
     aggregate = np.array([1000.0 * r.tokens_delivered / r.window_ms for r in records])
     per_rep["aggregate_tok_s"] = aggregate
@@ -355,12 +369,15 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
         mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
         share = batch_time.sum(axis=0) / batch_time.sum()
     kv = None
-    if records[0].kv_capacity_tokens is not None:
+    capacity = records[0].kv_capacity_tokens  # one plan: every replication's
+    if capacity is not None:
         kv = Ratio.across(
-            np.array([r.kv_token_ms / (r.kv_capacity_tokens * r.window_ms) for r in records]),
+            np.array([r.kv_token_ms / (capacity * r.window_ms) for r in records]),
             share_interval,
         )
-    preempt = np.array([r.preemptions.mean() for r in records])
+    preempt = np.array(
+        [r.request_stats["preemptions"].mean if sampled else r.preemptions.mean() for r in records]
+    )
     accept = np.array(
         [r.cycle_tokens / r.request_cycles if r.request_cycles else np.nan for r in records]
     )

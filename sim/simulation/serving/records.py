@@ -1,42 +1,173 @@
-"""What one serving replication records: per request, per delivery gap, per iteration.
+"""What one serving replication records: per request, per delivery gap, per iteration, in
+memory that does not grow with the number of requests.
 
 ``Recorder`` accumulates during the run (time-weighted statistics only inside the
 measurement window: from the arrival of the first measured request to the end of the
 run, which is the completion of the last measured one); ``ServingRecord`` is the frozen,
 typed result a replication returns (arrays documented with their shapes).
+
+Bounded memory: a request is released when it is answered. Its row (times, lengths,
+class, preemptions, cycles) goes into a chunk of ``CHUNK`` rows; a full chunk is streamed
+into exact per-metric counts and sums and a quantile sketch (sim/simulation/serving/
+sketch.py, relative error 0.1%) and into the kept rows: every measured request up to
+``KEEP_REQUESTS`` of them, beyond that a systematic sample by arrival (every
+``stride``-th measured request, the stride doubling whenever the sample would exceed
+``KEEP_REQUESTS``, so it holds between half and all of them). Delivery gaps (ITL) stream
+the same way (kept exactly up to ``KEEP_GAPS`` values). Little's law and the backlog use
+running sums over the requests as they leave (``WindowTally``), exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.simulation.serving.sketch import StreamedStat
 from sim.simulation.serving.workload import Request
 
-__all__ = ["Recorder", "ServingRecord"]
+__all__ = [
+    "CHUNK",
+    "KEEP_GAPS",
+    "KEEP_REQUESTS",
+    "REQUEST_METRICS",
+    "Recorder",
+    "ServingRecord",
+    "WindowTally",
+    "metric_values",
+]
+
+#: Measured requests a replication keeps row by row (beyond: a systematic sample).
+KEEP_REQUESTS = 1 << 16
+#: Delivery gaps a replication keeps value by value (beyond: the streamed statistics only).
+KEEP_GAPS = 1 << 18
+#: Rows (requests) or gap values buffered before they are streamed into the statistics.
+CHUNK = 4096
+#: Per-request metrics, in report order.
+REQUEST_METRICS: tuple[str, ...] = ("per_user_tok_s", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")
+
+#: Columns of a request's row.
+_COLUMNS = (
+    "index",
+    "arrival_ms",
+    "admitted_ms",
+    "first_token_ms",
+    "decode_start_ms",
+    "finish_ms",
+    "input_tokens",
+    "output_tokens",
+    "decode_tokens",
+    "request_class",
+    "preemptions",
+    "cycles",
+)
+_INTS = ("input_tokens", "output_tokens", "decode_tokens", "request_class", "preemptions", "cycles")
+
+
+def metric_values(
+    arrival_ms: np.ndarray,
+    admitted_ms: np.ndarray,
+    first_token_ms: np.ndarray,
+    decode_start_ms: np.ndarray,
+    finish_ms: np.ndarray,
+    output_tokens: np.ndarray,
+    decode_tokens: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Per request (Q,): per-user tok/s = 1000 decode tokens / (finish - decode start),
+    TTFT = first token - arrival, TPOT = (finish - first token) / (output tokens - 1) (NaN
+    for one-token requests), E2E = finish - arrival, queueing delay = admission - arrival;
+    ms unless named otherwise (sim/simulation/serving/metrics.py's definitions)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(
+            output_tokens > 1, (finish_ms - first_token_ms) / (output_tokens - 1), np.nan
+        )
+        decode_ms = finish_ms - decode_start_ms
+        tok_s = np.where(
+            (decode_tokens > 0) & (decode_ms > 0), 1000.0 * decode_tokens / decode_ms, np.nan
+        )
+    return {
+        "per_user_tok_s": tok_s,
+        "ttft_ms": first_token_ms - arrival_ms,
+        "tpot_ms": tpot,
+        "e2e_ms": finish_ms - arrival_ms,
+        "queue_ms": admitted_ms - arrival_ms,
+    }
+
+
+@dataclass(slots=True)
+class WindowTally:
+    """Running sums for Little's law and the backlog over the window [lo, hi]: lo is the
+    first measured arrival (``open``), hi the run's end (``close``). A request counts when
+    it leaves (``leave``: at its finish, or at the end for those still in the system), by
+    the formulas of whole-run arrays: time in the system inside the window
+    max(0, min(f, hi) - max(a, lo)); of it, the part of arrivals inside [lo, hi)
+    (``arrived_ms``) and of those there before it opened (``carried_ms``); ``carried``
+    counts the latter still there after lo (a < lo < f)."""
+
+    lo: float = float("inf")
+    in_system_ms: float = 0.0
+    arrived_ms: float = 0.0
+    carried_ms: float = 0.0
+    carried: int = 0
+    arrivals: int = 0  # arrivals at or after lo
+    last_arrival_ms: float = -1.0
+    at_last: int = 0  # arrivals at last_arrival_ms
+
+    def open(self, at_ms: float) -> None:
+        self.lo = at_ms
+
+    def arrive(self, at_ms: float) -> None:
+        if at_ms >= self.lo:
+            self.arrivals += 1
+        if at_ms == self.last_arrival_ms:
+            self.at_last += 1
+        else:
+            self.last_arrival_ms, self.at_last = at_ms, 1
+
+    def leave(self, arrival_ms: float, finish_ms: float) -> None:
+        lo = self.lo
+        if finish_ms <= lo:  # gone before the window opened (or it never did)
+            return
+        if arrival_ms >= lo:
+            self.in_system_ms += finish_ms - arrival_ms
+            self.arrived_ms += finish_ms - arrival_ms
+        else:
+            self.in_system_ms += finish_ms - lo
+            self.carried_ms += finish_ms - lo
+            self.carried += 1
+
+    def arrivals_before(self, hi_ms: float) -> int:
+        """Arrivals in [lo, hi) (``arrivals`` counts [lo, hi]: hi is the last event)."""
+        late = self.at_last if self.last_arrival_ms >= hi_ms >= self.lo else 0
+        return self.arrivals - late
 
 
 @dataclass(frozen=True, slots=True)
 class ServingRecord:
     """One replication under one speculation policy.
 
-    Measured requests, arrays of shape (Q,) in arrival order: ``arrival_ms``,
-    ``admitted_ms`` (first scheduled), ``first_token_ms``, ``decode_start_ms`` (decoding
-    possible: the end of the first prefill, or admission without prefill), ``finish_ms``,
+    Measured requests (``measured`` of them), arrays of shape (Q,) in arrival order:
+    ``arrival_ms``, ``admitted_ms`` (first scheduled), ``first_token_ms``,
+    ``decode_start_ms`` (decoding possible: the end of the first prefill, or admission
+    without prefill), ``finish_ms`` (-1 if not answered when a horizon ended the run),
     ``input_tokens``, ``output_tokens``, ``decode_tokens`` (output tokens after
     ``decode_start_ms``; 0 for a request whose prefill emitted its only token, which never
-    decodes and keeps ``decode_start_ms`` -1), ``request_class``, ``preemptions``, ``cycles``.
-
-    Every request that arrived, (A,): ``all_arrival_ms``, ``all_finish_ms`` (the run's end
-    for those still in the system), for Little's law.
+    decodes and keeps ``decode_start_ms`` -1), ``request_class``, ``preemptions``,
+    ``cycles``; ``sample_index`` (Q,), each row's place among the measured requests. Q =
+    ``measured`` up to ``KEEP_REQUESTS``; beyond, the rows are every ``stride``-th measured
+    request (``sampled``). ``request_stats[metric]`` streams every measured request's value
+    (``REQUEST_METRICS`` and ``preemptions``): exact count, sum and mean, and quantiles
+    within 0.1% (sim/simulation/serving/sketch.py).
 
     Window [``window_start_ms``, ``window_end_ms``]: ``itl_ms``/``itl_weight`` (m,), the
-    gaps between successive deliveries to a request and how many deliveries had that gap;
-    ``batch_time_ms`` (max_running + 1,), time spent in decode iterations of each decode
-    batch size; ``prefill_time_ms``; ``kv_token_ms``, the integral of KV tokens held
-    (contexts and lookahead slots) over time; ``kv_peak_tokens``; ``tokens_delivered``,
-    output tokens delivered to users (the overshoot of a request's last cycle excluded).
+    gaps between successive deliveries to a request and how many deliveries had that gap
+    (every gap up to ``KEEP_GAPS`` values, else empty: ``itl_exact`` False), and
+    ``itl_stats``, all of them streamed (weighted); ``batch_time_ms`` (max_running + 1,),
+    time spent in decode iterations of each decode batch size; ``prefill_time_ms``;
+    ``kv_token_ms``, the integral of KV tokens held (contexts and lookahead slots) over
+    time; ``kv_peak_tokens``; ``tokens_delivered``, output tokens delivered to users (the
+    overshoot of a request's last cycle excluded); ``window`` (``WindowTally``), the
+    in-system time and arrivals behind Little's law and the backlog.
 
     Whole run: ``decode_iterations``, ``prefill_iterations``, ``request_cycles`` (decode
     cycles summed over requests), ``cycle_tokens`` (tokens those cycles emitted), and
@@ -55,12 +186,17 @@ class ServingRecord:
     request_class: np.ndarray
     preemptions: np.ndarray
     cycles: np.ndarray
-    all_arrival_ms: np.ndarray
-    all_finish_ms: np.ndarray
+    sample_index: np.ndarray
+    measured: int
+    stride: int
+    request_stats: dict[str, StreamedStat]
+    window: WindowTally
     window_start_ms: float
     window_end_ms: float
     itl_ms: np.ndarray
     itl_weight: np.ndarray
+    itl_exact: bool
+    itl_stats: StreamedStat
     batch_time_ms: np.ndarray
     prefill_time_ms: float
     kv_token_ms: float
@@ -78,16 +214,123 @@ class ServingRecord:
     def window_ms(self) -> float:
         return self.window_end_ms - self.window_start_ms
 
+    @property
+    def sampled(self) -> bool:
+        """The per-request rows are a sample (every ``stride``-th measured request)."""
+        return self.stride > 1
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Measured requests' rows: a chunk being filled, then the kept rows (a systematic
+    sample once more than ``KEEP_REQUESTS``), and every row's metrics streamed."""
+
+    stats: dict[str, StreamedStat] = field(
+        default_factory=lambda: {m: StreamedStat() for m in (*REQUEST_METRICS, "preemptions")}
+    )
+    chunk: np.ndarray = field(default_factory=lambda: np.empty((CHUNK, len(_COLUMNS))))
+    filled: int = 0
+    kept: list[np.ndarray] = field(default_factory=list)
+    kept_rows: int = 0
+    stride: int = 1
+
+    def add(self, row: tuple[float, ...]) -> None:
+        self.chunk[self.filled] = row
+        self.filled += 1
+        if self.filled == CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        rows = self.chunk[: self.filled]
+        self.filled = 0
+        if not rows.shape[0]:
+            return
+        cols = dict(zip(_COLUMNS, rows.T, strict=True))
+        values = metric_values(
+            *(cols[n] for n in _COLUMNS[1:6]), cols["output_tokens"], cols["decode_tokens"]
+        )
+        values["preemptions"] = cols["preemptions"]
+        for name, stat in self.stats.items():
+            stat.add(values[name])
+        self._keep(rows[cols["index"] % self.stride == 0].copy())
+
+    def _keep(self, rows: np.ndarray) -> None:
+        self.kept.append(rows)
+        self.kept_rows += rows.shape[0]
+        while self.kept_rows > KEEP_REQUESTS:
+            self.stride *= 2
+            rows = np.concatenate(self.kept)
+            rows = rows[rows[:, 0] % self.stride == 0]
+            self.kept, self.kept_rows = [rows], rows.shape[0]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        self.flush()
+        rows = np.concatenate(self.kept) if self.kept else np.empty((0, len(_COLUMNS)))
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        out = {
+            name: rows[:, i].astype(np.int64) if name in _INTS else rows[:, i]
+            for i, name in enumerate(_COLUMNS)
+        }
+        out["sample_index"] = out.pop("index").astype(np.int64)
+        return out
+
+
+@dataclass(slots=True)
+class _Gaps:
+    """Delivery gaps: buffered arrays streamed into ``stats`` every ``CHUNK`` values, kept
+    whole while the run has at most ``KEEP_GAPS`` of them."""
+
+    stats: StreamedStat = field(default_factory=StreamedStat)
+    pending: list[np.ndarray] = field(default_factory=list)
+    pending_weights: list[float] = field(default_factory=list)
+    pending_size: int = 0
+    kept: list[np.ndarray] = field(default_factory=list)
+    kept_weights: list[np.ndarray] = field(default_factory=list)
+    kept_size: int = 0
+    exact: bool = True
+
+    def add(self, values_ms: np.ndarray, weight: float) -> None:
+        self.pending.append(values_ms)
+        self.pending_weights.append(weight)
+        self.pending_size += values_ms.size
+        if self.pending_size >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        values = np.concatenate(self.pending)
+        weights = np.repeat(self.pending_weights, [v.size for v in self.pending])
+        self.pending, self.pending_weights, self.pending_size = [], [], 0
+        self.stats.add(values, weights)
+        if self.exact:
+            self.kept_size += values.size
+            if self.kept_size > KEEP_GAPS:
+                self.exact, self.kept, self.kept_weights = False, [], []
+            else:
+                self.kept.append(values)
+                self.kept_weights.append(weights)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        self.flush()
+        if not self.kept:
+            return np.empty(0), np.empty(0)
+        return np.concatenate(self.kept), np.concatenate(self.kept_weights)
+
 
 class Recorder:
-    """Accumulates one replication's statistics (see ``ServingRecord``)."""
+    """Accumulates one replication's statistics (see ``ServingRecord``); holds the
+    requests in the system (``live``, by id) and no others."""
 
-    def __init__(self, max_running: int, kv_capacity: int | None):
-        self.requests: list[Request] = []
-        self.measured: list[Request] = []
+    def __init__(self, max_running: int, kv_capacity: int | None, first: int, measured: int):
+        self.live: dict[int, Request] = {}
+        self.arrived = 0
+        self.first_measured = first
+        self.measured = measured
         self.window_start_ms = float("inf")
-        self.itl_ms: list[np.ndarray] = []
-        self.itl_weight: list[float] = []
+        self.window = WindowTally()
+        self._rows = _Rows()
+        self._gaps = _Gaps()
         self.batch_time_ms = np.zeros(max_running + 1)
         self.prefill_time_ms = 0.0
         self.kv_token_ms = 0.0
@@ -100,11 +343,50 @@ class Recorder:
         self.cycle_tokens = 0
         self.preemptions = 0
 
+    def arrive(self, req: Request, now_ms: float) -> None:
+        """A request arrives: its id (arrival order), whether it is measured; the first
+        measured one opens the window."""
+        req.id = self.arrived
+        self.arrived += 1
+        req.arrival_ms = now_ms
+        self.live[req.id] = req
+        if self.first_measured <= req.id < self.first_measured + self.measured:
+            req.measured = True
+            if req.id == self.first_measured:
+                self.window_start_ms = now_ms
+                self.window.open(now_ms)
+        self.window.arrive(now_ms)
+
+    def leave(self, req: Request) -> None:
+        """A request is answered: its row is recorded and it is released."""
+        del self.live[req.id]
+        self.window.leave(req.arrival_ms, req.finish_ms)
+        if req.measured:
+            self._row(req)
+
+    def _row(self, r: Request) -> None:
+        decoded = r.output_tokens - r.decode_from if r.decode_start_ms >= 0 else 0
+        self._rows.add(
+            (
+                r.id - self.first_measured,
+                r.arrival_ms,
+                r.admitted_ms,
+                r.first_token_ms,
+                r.decode_start_ms,
+                r.finish_ms,
+                r.input_tokens,
+                r.output_tokens,
+                decoded,
+                r.request_class,
+                r.preemptions,
+                r.cycles,
+            )
+        )
+
     def gaps(self, values_ms: np.ndarray, weight: float) -> None:
         """Delivery gaps (ms), each seen by ``weight`` deliveries."""
         if values_ms.size:
-            self.itl_ms.append(values_ms)
-            self.itl_weight.append(weight)
+            self._gaps.add(values_ms, weight)
 
     def decode_iterations_done(
         self,
@@ -142,35 +424,28 @@ class Recorder:
         self.tokens_delivered += tokens
 
     def record(self, end_ms: float) -> ServingRecord:
-        m = self.measured
-        arrays = {
-            name: np.array([getattr(r, name) for r in m], dtype=float)
-            for name in ("arrival_ms", "admitted_ms", "first_token_ms", "decode_start_ms")
-        }
-        finish = np.array([r.finish_ms for r in m], dtype=float)
-        ints = {
-            name: np.array([getattr(r, name) for r in m], dtype=np.int64)
-            for name in ("input_tokens", "output_tokens", "request_class", "preemptions", "cycles")
-        }
-        decode_tokens = np.array(
-            [r.output_tokens - r.decode_from if r.decode_start_ms >= 0 else 0 for r in m],
-            dtype=np.int64,
-        )  # a request its prefill finished (one output token) never decoded
-        all_finish = np.array([r.finish_ms if r.finish_ms >= 0 else end_ms for r in self.requests])
-        unfinished = sum(1 for r in self.requests if r.finish_ms < 0)
-        itl = np.concatenate(self.itl_ms) if self.itl_ms else np.empty(0)
-        weights = np.repeat(self.itl_weight, [v.size for v in self.itl_ms])
+        """The replication's record at ``end_ms``: requests still in the system leave at
+        the end (measured ones recorded unanswered, ``finish_ms`` -1)."""
+        unfinished = len(self.live)
+        for req in list(self.live.values()):
+            self.window.leave(req.arrival_ms, end_ms)
+            if req.measured:
+                self._row(req)
+        self.live.clear()
+        rows = self._rows.arrays()
+        itl, weights = self._gaps.arrays()
         return ServingRecord(
-            **arrays,
-            finish_ms=finish,
-            decode_tokens=decode_tokens,
-            **ints,
-            all_arrival_ms=np.array([r.arrival_ms for r in self.requests]),
-            all_finish_ms=all_finish,
+            **rows,
+            measured=self._measured_seen(),
+            stride=self._rows.stride,
+            request_stats=self._rows.stats,
+            window=self.window,
             window_start_ms=self.window_start_ms,
             window_end_ms=end_ms,
             itl_ms=itl,
             itl_weight=weights,
+            itl_exact=self._gaps.exact,
+            itl_stats=self._gaps.stats,
             batch_time_ms=self.batch_time_ms,
             prefill_time_ms=self.prefill_time_ms,
             kv_token_ms=self.kv_token_ms,
@@ -184,3 +459,7 @@ class Recorder:
             preemptions_total=self.preemptions,
             unfinished_at_end=unfinished,
         )
+
+    def _measured_seen(self) -> int:
+        """Measured requests that arrived."""
+        return max(0, min(self.arrived - self.first_measured, self.measured))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri
 
 from sim.binding.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.binding.bound import Bound, as_bound
@@ -73,7 +73,7 @@ def _resolve(path: str, base_dir: Path | None) -> Path:
 def _lognormal(mean: int, sigma: float, cap: int | None, low: int) -> LogNormal:
     if cap is None:
         mu = math.log(mean) - sigma**2 / 2
-        cap = max(mean, math.ceil(math.exp(mu + sigma * stats.norm.ppf(LOGNORMAL_CAP_QUANTILE))))
+        cap = max(mean, math.ceil(math.exp(mu + sigma * ndtri(LOGNORMAL_CAP_QUANTILE))))
     return LogNormal(float(mean), sigma, cap, min_tokens=low)
 
 
@@ -109,7 +109,7 @@ def _lengths(
     )
 
 
-def scenario_draft(scenario: Scenario) -> Draft:
+def scenario_draft(scenario: Scenario) -> int | TreeDraft:
     """What the scenario's ``[speculation]`` drafts: a chain of num_steps, or SGLang's tree."""
     sp = scenario.speculation
     if not sp.is_tree:
@@ -192,7 +192,7 @@ def serving_setup(
     scenario = bound.scenario
     serving = scenario.serving or ServingSpec()
     w = scenario.workload
-    model, timing = scenario.model, scenario.timing
+    spec, timing = scenario.model, scenario.timing
     notes: list[str] = []
     k = scenario.num_steps
 
@@ -200,10 +200,9 @@ def serving_setup(
     users = None
     if serving.trace is not None:
         names = acceptance_model(scenario.acceptance, max(k, 1)).class_names if k else ()
-        arrivals: ClosedLoop | Poisson | Trace = read_trace(
-            _resolve(serving.trace, base_dir), names
-        )
-        load = f"trace {serving.trace} ({arrivals.size} request{'s' * (arrivals.size != 1)})"
+        trace = read_trace(_resolve(serving.trace, base_dir), names)
+        arrivals: ClosedLoop | Poisson | Trace = trace
+        load = f"trace {serving.trace} ({trace.size} request{'s' * (trace.size != 1)})"
     elif serving.rate_per_s is not None:
         arrivals = Poisson(serving.rate_per_s)
         load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
@@ -226,7 +225,8 @@ def serving_setup(
                 source=source,
                 field="workload.warmup_requests",
             )
-        inp, out = Fixed(0), Fixed(1)  # unused: lengths come from the rows
+        inp: LengthDistribution = Fixed(0)  # unused: lengths come from the rows
+        out: LengthDistribution = Fixed(1)
         rows = arrivals.size
         if "workload.requests" in scenario.origins.overrides:  # --requests, --set: the first rows
             requests = w.requests
@@ -257,8 +257,9 @@ def serving_setup(
     else:
         inp, out = _lengths(w, base_dir, notes)
         requests = w.requests
-        warmup = w.warmup_requests
-        if warmup is None:
+        if w.warmup_requests is not None:
+            warmup = w.warmup_requests
+        else:
             warmup = max(users or 0, requests // 10)
             noun = "request" if warmup == 1 else "requests"
             notes.append(f"warm-up: {warmup} {noun} discarded (default)")
@@ -292,8 +293,8 @@ def serving_setup(
         )
 
     # ----- cost
-    kv = model.kv_bytes_per_token
-    attn = model.attention_flops_per_pair
+    kv = spec.kv_bytes_per_token
+    attn = spec.attention_flops_per_pair
     if (kv or attn) and timing.context_tokens is None:
         raise SpecsimError(
             "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
@@ -313,7 +314,7 @@ def serving_setup(
             reference_context_tokens=timing.context_tokens or 0.0,
             points=_points(scenario),
             speculative=speculates,
-            draft_kv_bytes_per_token=model.draft_kv_bytes_per_token,
+            draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=beams,
             passes=bound.passes,
             hw=bound.hardware,

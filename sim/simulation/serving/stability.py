@@ -175,7 +175,9 @@ def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
     best: tuple[float, int, Draft, float, float] | None = None
     for b in batch_grid(largest):
         top = policy.k_for_batch(b)
-        drafts: list[Draft] = list(range(int(top) + 1)) if adaptive else [top]
+        drafts: list[Draft] = [top]
+        if adaptive and isinstance(top, int | np.integer):  # a chain (its k_for_batch)
+            drafts = list(range(int(top) + 1))
         for draft in drafts:
             length = _accept_length(plan, draft)
             ms = _least_iteration_ms(plan, b, draft, float(b * shortest), drafter)

@@ -22,6 +22,7 @@ j-th request of a user (or the j-th arrival) is the same request whatever the po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from sim.model.samplers import bit_thresholds
 from sim.model.tree_acceptance import TreeAcceptance
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.lengths import Fixed, LengthDistribution
+
+if TYPE_CHECKING:
+    import simpy
 
 __all__ = [
     "ClosedLoop",
@@ -178,6 +182,7 @@ class Request:
         "output_tokens",
         "preemptions",
         "request_class",
+        "source",
         "thresholds",
     )
 
@@ -202,7 +207,8 @@ class Request:
         self.decode_from = 0
         self.cycles = 0
         self.preemptions = 0
-        self.done = None
+        self.done: simpy.Event | None = None  # made when the request arrives
+        self.source: RequestSource | None = None  # a user's, who sends its next at once
 
     @property
     def context_tokens(self) -> int:

@@ -55,21 +55,41 @@ def test_definitions_on_a_run():
     assert in_system == pytest.approx(4.0, rel=1e-9)
 
 
+def _by_hand(lo: float, hi: float, requests: list[tuple[float, float]], measured):
+    """A record-like object for the window [lo, hi] whose requests (arrival, finish) pass
+    through a ``WindowTally`` in time order as the recorder feeds it (those unfinished at
+    hi leave at hi); ``measured``: (arrival, finish) arrays of the measured requests."""
+    from types import SimpleNamespace
+
+    from sim.simulation.serving.records import WindowTally
+
+    events = [(a, 0, a, f) for a, f in requests] + [(min(f, hi), 1, a, f) for a, f in requests]
+    tally = WindowTally()
+    for _t, kind, a, f in sorted([*events, (lo, -1, lo, lo)]):
+        if kind == -1:
+            tally.open(lo)
+        elif kind == 0:
+            tally.arrive(a)
+        else:
+            tally.leave(a, min(f, hi))
+    arrival, finish = measured
+    return SimpleNamespace(
+        window_start_ms=lo,
+        window_end_ms=hi,
+        window=tally,
+        sampled=False,
+        arrival_ms=np.array(arrival),
+        finish_ms=np.array(finish),
+    )
+
+
 def test_little_terms_by_hand() -> None:
     """Window [0, 10) ms; requests arrive at 0, 5 and 10 and finish at 4, 9 and 12: 8 ms of
     request time inside the window (L = 0.8), 2 arrivals inside it (lambda = 0.2 per ms;
     the one at 10 is outside), the measured two spend 4 ms each (W = 4), and L = lambda W."""
-    from types import SimpleNamespace
-
-    rec = SimpleNamespace(
-        window_start_ms=0.0,
-        window_end_ms=10.0,
-        all_arrival_ms=np.array([0.0, 5.0, 10.0]),
-        all_finish_ms=np.array([4.0, 9.0, 12.0]),
-        arrival_ms=np.array([0.0, 5.0]),
-        finish_ms=np.array([4.0, 9.0]),
-    )
+    rec = _by_hand(0.0, 10.0, [(0.0, 4.0), (5.0, 9.0), (10.0, 12.0)], ([0.0, 5.0], [4.0, 9.0]))
     assert little_terms(rec) == pytest.approx((0.8, 0.2, 4.0))
+    assert rec.window.arrivals == 3  # the backlog's count of arrivals takes [lo, hi]
 
 
 def test_little_window_terms_by_hand() -> None:
@@ -77,18 +97,10 @@ def test_little_window_terms_by_hand() -> None:
     the edge), one from 5 to 12 arrived in it (5 ms inside it), one from 0 to 1 left
     before it and one arriving at 10 is after it: L = 7/8 = lambda W + edge = 5/8 + 2/8,
     where the plain lambda W (1 arrival, the measured one's 7 ms) says 7/8 only by luck."""
-    from types import SimpleNamespace
-
-    rec = SimpleNamespace(
-        window_start_ms=2.0,
-        window_end_ms=10.0,
-        all_arrival_ms=np.array([0.0, 0.0, 5.0, 10.0]),
-        all_finish_ms=np.array([1.0, 4.0, 12.0, 13.0]),
-        arrival_ms=np.array([5.0]),
-        finish_ms=np.array([12.0]),
-    )
+    rec = _by_hand(2.0, 10.0, [(0.0, 1.0), (0.0, 4.0), (5.0, 12.0), (10.0, 13.0)], ([5.0], [12.0]))
     assert little_terms(rec)[0] == pytest.approx(7 / 8)
     assert little_window_terms(rec) == pytest.approx((5 / 8, 2 / 8))
+    assert rec.window.carried == 1  # the backlog when the window opened
 
 
 def test_mean_interval_is_students_t_by_hand() -> None:

@@ -115,3 +115,37 @@ def test_one_event_per_uncut_run_gives_the_same_records(load, k, monkeypatch):
             assert a.dtype == b.dtype and np.array_equal(a, b), f.name
         else:
             assert a == b, f.name
+
+
+@pytest.mark.parametrize("users", [8, 64])
+def test_one_iteration_plans_follow_the_block_paths_sample_path(monkeypatch, users):
+    """Where a request may finish in the next iteration the engine plans that iteration
+    alone; planning blocks there instead (the former rule) gives the same sample path:
+    the same cycles, accept lengths and iterations, times equal up to the rounding of
+    their sums (a block adds its iterations' durations before adding the start)."""
+    p = plan(ClosedLoop(users), output=LogNormal(60.0, 0.6, 300), requests=4 * users)
+
+    def run():
+        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(3)))
+
+    short = run()
+    original = Server.block_size
+
+    def blocks_only(self, k):
+        need = self.batch.need
+        saved = need.copy()
+        need[:] = np.maximum(need, 1000)  # never "may finish now"
+        size = original(self, k)
+        need[:] = saved
+        return size
+
+    monkeypatch.setattr(Server, "block_size", blocks_only)
+    long = run()
+    assert long.decode_iterations == short.decode_iterations
+    for name in ("cycles", "output_tokens", "sample_index"):
+        np.testing.assert_array_equal(getattr(long, name), getattr(short, name))
+    assert long.cycle_tokens == short.cycle_tokens and long.request_cycles == short.request_cycles
+    for name in ("finish_ms", "first_token_ms", "batch_time_ms"):
+        np.testing.assert_allclose(getattr(long, name), getattr(short, name), rtol=1e-12)
+    a, b = long.itl_stats, short.itl_stats  # the same gaps, kept per block or per iteration
+    assert a.weight == b.weight and a.mean == pytest.approx(b.mean, rel=1e-12)

@@ -1,0 +1,268 @@
+"""A model's geometry and weights from its Hugging Face ``config.json`` (read, never fetched).
+
+Field names as transformers' configuration classes spell them (``LlamaConfig``,
+``Qwen3MoeConfig``, ``DeepseekV3Config``, ``MixtralConfig``; a multimodal config's
+``text_config`` is read instead when present). Weights per layer, read once a decode:
+
+- attention, grouped-query: q ``hidden x heads*head_dim``, k and v ``hidden x
+  kv_heads*head_dim`` each, o ``heads*head_dim x hidden``; multi-head latent (``kv_lora_rank``
+  present, DeepSeek-V2/V3, Kimi-K2): q ``hidden x q_lora + q_lora x heads*(nope+rope)``
+  (or ``hidden x heads*(nope+rope)`` without ``q_lora_rank``), kv_a ``hidden x
+  (kv_lora+rope)``, kv_b ``kv_lora x heads*(nope+v)``, o ``heads*v x hidden``;
+- a gated (SwiGLU) MLP ``3 x hidden x intermediate``: the dense FFN with
+  ``intermediate_size``, each routed expert with ``moe_intermediate_size``, shared experts
+  with ``n_shared_experts x moe_intermediate_size`` (DeepSeek) or
+  ``shared_expert_intermediate_size`` (Qwen2-MoE); the router ``hidden x experts``;
+- the LM head ``vocab x hidden`` (read every pass, tied to the embedding or not).
+
+Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
+``quantization_config`` (its ``bits``, or fp8 = 1) else ``torch_dtype``/``dtype``.
+KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
+GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.errors import SpecsimError
+
+#: Bytes per parameter by ``torch_dtype``.
+DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0, "float8_e4m3fn": 1.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """One value with where it came from (``config.json: num_hidden_layers``)."""
+
+    value: Any
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class HfModel:
+    """The scenario's ``[model]`` values from a config.json, each with its origin."""
+
+    source: str
+    architecture: str
+    values: dict[str, Derived] = field(default_factory=dict)
+    is_moe: bool = False
+    is_mla: bool = False
+    heads: int = 0
+    kv_heads: int = 0
+
+    def get(self, name: str) -> Any:
+        return self.values[name].value
+
+
+def _int(cfg: dict[str, Any], *names: str, source: str, required: bool = True) -> int | None:
+    for name in names:
+        value = cfg.get(name)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise SpecsimError(
+                    f"must be a non-negative integer, got {value!r}", source=source, field=name
+                )
+            return value
+    if required:
+        raise SpecsimError(
+            "missing: specsim init cannot derive the model without it",
+            source=source,
+            field=names[0],
+        )
+    return None
+
+
+def _first(cfg: dict[str, Any], *names: str) -> str | None:
+    return next((n for n in names if cfg.get(n) is not None), None)
+
+
+def _bytes_per_param(cfg: dict[str, Any], source: str) -> Derived:
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict):
+        bits = quant.get("bits") or quant.get("w_bit")
+        if isinstance(bits, int) and bits > 0:
+            return Derived(bits / 8.0, f"config.json: quantization_config.bits = {bits}")
+        method = str(quant.get("quant_method", "")).lower()
+        if "fp8" in method or quant.get("fmt") == "e4m3":
+            return Derived(1.0, f"config.json: quantization_config.quant_method = {method}")
+        raise SpecsimError(
+            "quantization without bits (nor fp8): give --weight-bytes-per-param",
+            source=source,
+            field="quantization_config",
+        )
+    name = _first(cfg, "torch_dtype", "dtype")
+    if name is None:
+        raise SpecsimError(
+            "missing torch_dtype (or dtype): give --weight-bytes-per-param",
+            source=source,
+            field="torch_dtype",
+        )
+    dtype = str(cfg[name])
+    if dtype not in DTYPE_BYTES:
+        raise SpecsimError(
+            f"unknown dtype {dtype!r}: give --weight-bytes-per-param", source=source, field=name
+        )
+    return Derived(DTYPE_BYTES[dtype], f"config.json: {name} = {dtype}")
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A config.json as a mapping; SpecsimError naming the file if it is not one."""
+    source = str(path)
+    try:
+        raw = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SpecsimError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecsimError(f"not JSON: {exc}", source=source) from None
+    if not isinstance(raw, dict):
+        raise SpecsimError("not a config.json object", source=source)
+    return raw
+
+
+def read_raw(path: str | Path) -> dict[str, Any]:
+    """The language model's part of a config.json (``text_config`` when present)."""
+    raw = read_json(path)
+    return raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
+
+
+def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
+    """The model geometry and weights of a config.json; SpecsimError naming the field that
+    is missing or malformed."""
+    source = str(path)
+    raw = read_json(path)
+    cfg = raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
+    where = "config.json" + (": text_config" if cfg is not raw else "")
+    archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
+    v: dict[str, Derived] = {}
+
+    def cite(*names: str) -> str:
+        return f"{where}: " + ", ".join(names)
+
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", source=source)
+    hidden = _int(cfg, "hidden_size", "n_embd", "d_model", source=source)
+    heads = _int(cfg, "num_attention_heads", "n_head", source=source)
+    assert layers is not None and hidden is not None and heads is not None
+    kv_heads = _int(cfg, "num_key_value_heads", source=source, required=False) or heads
+    vocab = _int(cfg, "vocab_size", source=source)
+    assert vocab is not None
+    v["layers"] = Derived(layers, cite("num_hidden_layers"))
+    v["hidden_size"] = Derived(hidden, cite("hidden_size"))
+
+    # attention
+    mla = cfg.get("kv_lora_rank") is not None
+    if mla:
+        kv_lora = _int(cfg, "kv_lora_rank", source=source)
+        q_lora = _int(cfg, "q_lora_rank", source=source, required=False)
+        nope = _int(cfg, "qk_nope_head_dim", source=source)
+        rope = _int(cfg, "qk_rope_head_dim", source=source)
+        v_dim = _int(cfg, "v_head_dim", source=source)
+        assert kv_lora is not None and nope is not None and rope is not None
+        assert v_dim is not None
+        qk = nope + rope
+        q = hidden * q_lora + q_lora * heads * qk if q_lora else hidden * heads * qk
+        attn = q + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim)
+        attn += heads * v_dim * hidden
+        attn_why = cite(
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+            "num_attention_heads",
+        )
+        kv_per_token_layer = (kv_lora + rope) * 1  # latent replicated on every rank
+        pair_dims = qk + v_dim
+    else:
+        head_dim = _int(cfg, "head_dim", source=source, required=False)
+        if head_dim is None:
+            if hidden % heads:
+                raise SpecsimError(
+                    "hidden_size is not a multiple of num_attention_heads: give head_dim",
+                    source=source,
+                    field="head_dim",
+                )
+            head_dim = hidden // heads
+        attn = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+        attn_why = cite("num_attention_heads", "num_key_value_heads", "head_dim")
+        kv_per_token_layer = 2 * head_dim * max(math.ceil(kv_heads / tensor_parallel), 1)
+        pair_dims = 2 * head_dim
+
+    # MLP
+    experts = _int(
+        cfg, "n_routed_experts", "num_experts", "num_local_experts", source=source, required=False
+    )
+    inter = _int(cfg, "intermediate_size", "ffn_hidden_size", source=source, required=not experts)
+    moe = bool(experts)
+    if moe:
+        assert experts is not None
+        per_tok = _int(cfg, "num_experts_per_tok", "moe_topk", source=source)
+        moe_inter = _int(cfg, "moe_intermediate_size", source=source, required=False) or inter
+        if moe_inter is None:
+            raise SpecsimError(
+                "missing: the experts' size", source=source, field="moe_intermediate_size"
+            )
+        expert = 3 * hidden * moe_inter
+        shared = 0.0
+        shared_why = "no shared expert"
+        n_shared = _int(cfg, "n_shared_experts", source=source, required=False)
+        shared_inter = _int(cfg, "shared_expert_intermediate_size", source=source, required=False)
+        if n_shared:
+            shared = n_shared * expert
+            shared_why = cite("n_shared_experts", "moe_intermediate_size")
+        elif shared_inter:
+            shared = 3 * hidden * shared_inter
+            shared_why = cite("shared_expert_intermediate_size")
+        dense = _int(cfg, "first_k_dense_replace", source=source, required=False) or 0
+        v["experts"] = Derived(experts, cite("n_routed_experts / num_experts"))
+        v["experts_per_token"] = Derived(per_tok, cite("num_experts_per_tok"))
+        v["expert_params"] = Derived(
+            float(expert),
+            f"3 x hidden_size x moe_intermediate_size ({cite('moe_intermediate_size')})",
+        )
+        v["layer_params"] = Derived(
+            float(attn + shared + hidden * experts),
+            f"attention ({attn_why}) + shared experts ({shared_why}) + router "
+            "(hidden_size x experts), outside the routed experts",
+        )
+        if dense:
+            if inter is None:
+                raise SpecsimError(
+                    "missing: the dense layers' FFN size", source=source, field="intermediate_size"
+                )
+            v["dense_layers"] = Derived(dense, cite("first_k_dense_replace"))
+            v["dense_layer_params"] = Derived(
+                float(attn + 3 * hidden * inter),
+                f"attention + 3 x hidden_size x intermediate_size ({cite('intermediate_size')})",
+            )
+    else:
+        assert inter is not None
+        v["layer_params"] = Derived(
+            float(attn + 3 * hidden * inter),
+            f"attention ({attn_why}) + 3 x hidden_size x intermediate_size "
+            f"({cite('intermediate_size')})",
+        )
+    v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
+    bpp = _bytes_per_param(raw if "quantization_config" in raw else cfg, source)
+    v["weight_bytes_per_param"] = bpp
+    v["kv_bytes_per_token"] = Derived(
+        float(kv_per_token_layer * 2 * layers),  # KV cache in BF16/FP16: 2 bytes an element
+        (
+            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {layers} layers, on "
+            "every rank"
+            if mla
+            else f"2 (K and V) x head_dim x ceil(num_key_value_heads / TP {tensor_parallel}) "
+            f"x 2 bytes x {layers} layers, per rank"
+        ),
+    )
+    heads_per_rank = heads / tensor_parallel
+    v["attention_flops_per_pair"] = Derived(
+        float(heads_per_rank * pair_dims * 2 * layers),
+        f"num_attention_heads / TP {tensor_parallel} x (qk + v head dims {pair_dims}) x 2 "
+        f"FLOPs x {layers} layers",
+    )
+    return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads)

@@ -1,0 +1,340 @@
+"""``specsim init``: a scenario of a server from what its owner has, every value with its
+origin (a user flag, a config.json field, a named engine default).
+
+From the model's Hugging Face ``config.json`` (sim/calibration/hf_config.py), a GPU preset
+and count, the tensor-parallel size, the engine (sim/calibration/engine_defaults.py), the
+drafter and k. Measurement files, when given, go to ``calibrate`` with this scenario as
+its base (the CLI does it): the pass times then come from them, the rest from here.
+
+The drafter's weights read a pass (``model.draft_params``):
+
+- ``eagle3``: one decoder layer over the 2 x hidden input (q, k, v from 2 x hidden, o, the
+  target's dense FFN), the fc fusing three hidden states (3 x hidden x hidden) and an LM
+  head over the full vocabulary (an upper end: EAGLE-3 drafters often keep a 32k draft
+  vocabulary; give --draft-params for the exact size);
+- ``eagle``: one decoder layer over the hidden size, the fc (2 x hidden x hidden) and the
+  target's LM head;
+- ``mtp``: ``num_nextn_predict_layers`` modules, each a target decoder layer (its active
+  experts only, at batch 1) with eh_proj (2 x hidden x hidden) and the shared LM head;
+- ``draft_model``: every layer of the draft model's own config.json and its LM head.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from sim.calibration.calibrate import Calibration, calibrate
+from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
+from sim.calibration.hf_config import HfModel, read_hf_config, read_raw
+from sim.calibration.measurements import Measurements
+from sim.errors import SpecsimError, UnknownNameError
+from sim.hardware.gpus import gpu_preset
+from sim.scenario.load import scenario_from_dict
+from sim.scenario.schema import Scenario
+
+DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model")
+
+
+@dataclass(frozen=True, slots=True)
+class InitRequest:
+    """What the owner gives (flags of ``specsim init``); None: not given."""
+
+    config: str
+    gpu: str
+    engine: str
+    gpus: int | None = None
+    tensor_parallel: int | None = None
+    expert_parallel: int | None = None
+    interconnect: str | None = None
+    engine_version: str | None = None
+    drafter: str | None = None
+    num_steps: int | None = None
+    draft_params: float | None = None
+    draft_config: str | None = None
+    accept_length: float | None = None
+    #: Where ``accept_length`` came from (a flag, or the measurement it was read from).
+    accept_length_source: str = "--accept-length"
+    name: str | None = None
+    model_id: str | None = None
+    #: Where ``model_id`` came from (a flag, or the file that names the model).
+    model_id_source: str = "--model-id"
+
+
+@dataclass(frozen=True, slots=True)
+class InitScenario:
+    """The scenario, its comments (dotted key -> where the value came from) and header."""
+
+    scenario: Scenario
+    comments: dict[str, str]
+    header: str
+
+
+def _set(raw: dict[str, Any], comments: dict[str, str], dotted: str, value: Any, why: str):
+    section, key = dotted.split(".", 1)
+    raw.setdefault(section, {})[key] = value
+    comments[dotted] = why
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")[:60]
+
+
+def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
+    cfg = read_raw(source)
+    hidden = model.get("hidden_size")
+    inter = cfg.get("intermediate_size")
+    if model.is_moe or not isinstance(inter, int):
+        raise SpecsimError(
+            "an EAGLE-3 drafter of a MoE target has its own FFN size: give --draft-params "
+            "(its parameter count, e.g. from the drafter's config.json)",
+            source="--drafter eagle3",
+        )
+    head_dim = cfg.get("head_dim") or hidden // model.heads
+    attn = 2 * hidden * (model.heads + 2 * model.kv_heads) * head_dim
+    attn += model.heads * head_dim * hidden
+    total = attn + 3 * hidden * inter + 3 * hidden * hidden + model.get("lm_head_params")
+    return float(total), (
+        "derived: one decoder layer over 2 x hidden_size (q, k, v over 2 x hidden, o, FFN "
+        "3 x hidden x intermediate_size), fc 3 x hidden x hidden, LM head over the full "
+        "vocabulary (EAGLE-3 drafters may keep a smaller draft vocabulary: --draft-params)"
+    )
+
+
+def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
+    """(draft_params, draft_layers, why)."""
+    if req.draft_params is not None:
+        return req.draft_params, 1, "--draft-params"
+    hidden = model.get("hidden_size")
+    head = model.get("lm_head_params")
+    if req.drafter == "eagle3":
+        params, why = _eagle3_params(model, req.config)
+        return params, 1, why
+    if req.drafter == "eagle":
+        layer = model.get("layer_params")
+        if model.is_moe:
+            raise SpecsimError(
+                "an EAGLE drafter of a MoE target: give --draft-params", source="--drafter eagle"
+            )
+        return (
+            float(layer + 2 * hidden * hidden + head),
+            1,
+            (
+                "derived: one target decoder layer (layer_params), fc 2 x hidden x hidden and the "
+                "target's LM head"
+            ),
+        )
+    if req.drafter == "mtp":
+        n = read_raw(req.config).get("num_nextn_predict_layers")
+        if not isinstance(n, int) or n < 1:
+            raise SpecsimError(
+                "no num_nextn_predict_layers: this model has no MTP module (use eagle3 or a "
+                "draft model)",
+                source=req.config,
+            )
+        layer = model.get("layer_params")
+        if model.is_moe:
+            layer += model.get("experts_per_token") * model.get("expert_params")
+        per_module = layer + 2 * hidden * hidden + head
+        return (
+            float(n * per_module),
+            n,
+            (
+                f"derived: {n} MTP module(s) (config.json: num_nextn_predict_layers), each a "
+                "decoder layer with its active experts, eh_proj 2 x hidden x hidden and the "
+                "shared LM head"
+            ),
+        )
+    if req.draft_config is None:
+        raise SpecsimError(
+            "a draft model needs its config.json (--draft-config) or --draft-params",
+            source="--drafter draft_model",
+        )
+    draft = read_hf_config(req.draft_config)
+    layers = draft.get("layers")
+    total = layers * draft.get("layer_params") + draft.get("lm_head_params")
+    if draft.is_moe:
+        total += layers * draft.get("experts_per_token") * draft.get("expert_params")
+    return float(total), layers, f"derived from {req.draft_config}: every layer and its LM head"
+
+
+def init_scenario(req: InitRequest) -> InitScenario:
+    """The scenario of the server ``req`` describes; SpecsimError (one line naming the
+    flag or field) for anything it cannot derive."""
+    if req.engine not in ENGINES:
+        raise SpecsimError(
+            f"unknown engine {req.engine!r}; use one of {', '.join(ENGINES)}", source="--engine"
+        )
+    try:
+        gpu = gpu_preset(req.gpu)
+    except UnknownNameError as exc:
+        raise SpecsimError(str(exc), source="--gpu") from None
+    if (req.drafter is None) != (req.num_steps is None):
+        raise SpecsimError(
+            "give the drafter and k together (--drafter and --num-steps)",
+            source="--drafter" if req.drafter is None else "--num-steps",
+        )
+    if req.drafter is not None and req.drafter not in DRAFTERS:
+        raise SpecsimError(
+            f"unknown drafter {req.drafter!r}; use one of {', '.join(DRAFTERS)}", source="--drafter"
+        )
+    tp = req.tensor_parallel or req.gpus or 1
+    gpus = req.gpus or tp
+    if gpus != tp:
+        raise SpecsimError(
+            f"--tp {tp} on --gpus {gpus}: a scenario is one tensor-parallel group (data-parallel "
+            "replicas are separate servers); give --gpus equal to --tp",
+            source="--tp",
+        )
+    if req.expert_parallel is not None and req.expert_parallel > tp:
+        raise SpecsimError(
+            f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs", source="--ep"
+        )
+    model = read_hf_config(req.config, tensor_parallel=tp)
+    engine = ENGINES[req.engine]
+    raw: dict[str, Any] = {}
+    comments: dict[str, str] = {}
+    path = Path(req.config)
+    named = read_raw(req.config).get("_name_or_path")
+    model_name = req.model_id or (named if isinstance(named, str) and named else None)
+    model_name = model_name or path.resolve().parent.name or model.architecture
+    name = req.name or _slug(
+        f"{model_name.split('/')[-1]}-{gpus}x{gpu.name}-{req.engine}"
+        + (f"-{req.drafter}-k{req.num_steps}" if req.drafter else "")
+    )
+    raw["name"] = name
+    raw["description"] = (
+        f"{model_name} on {gpus}x {gpu.name}, {req.engine} {req.engine_version or engine.version}"
+        + (f", {req.drafter} k={req.num_steps}" if req.drafter else "")
+        + " (specsim init)"
+    )
+    _set(
+        raw,
+        comments,
+        "model.name",
+        model_name,
+        req.model_id_source
+        if req.model_id
+        else "config.json: _name_or_path"
+        if named
+        else "the config.json's folder name",
+    )
+    for key, d in model.values.items():
+        _set(raw, comments, f"model.{key}", d.value, d.origin)
+    if req.drafter is not None:
+        params, layers, why = _drafter_params(req, model)
+        _set(raw, comments, "model.draft_params", params, why)
+        if layers != 1:
+            _set(raw, comments, "model.draft_layers", layers, why)
+    _set(raw, comments, "server.engine", req.engine, "--engine")
+    _set(
+        raw,
+        comments,
+        "server.engine_version",
+        req.engine_version or engine.version,
+        "--engine-version"
+        if req.engine_version
+        else "the version specsim's engine defaults below come from",
+    )
+    if req.model_id:
+        _set(raw, comments, "server.model_id", req.model_id, req.model_id_source)
+    _set(
+        raw,
+        comments,
+        "server.tensor_parallel",
+        tp,
+        "--tp"
+        if req.tensor_parallel
+        else "--gpus (one tensor-parallel group)"
+        if req.gpus
+        else "default: one GPU",
+    )
+    if req.expert_parallel is not None:
+        _set(raw, comments, "server.expert_parallel", req.expert_parallel, "--ep")
+    _set(raw, comments, "hardware.gpu", gpu.name, f"--gpu ({gpu.source})")
+    _set(raw, comments, "hardware.gpus", gpus, "--gpus" if req.gpus else "--tp")
+    interconnect = req.interconnect or GPU_INTERCONNECT.get(gpu.name, "pcie-gen4")
+    _set(
+        raw,
+        comments,
+        "hardware.interconnect",
+        interconnect,
+        "--interconnect"
+        if req.interconnect
+        else f"default for {gpu.name} servers (give --interconnect)",
+    )
+    for d in engine.defaults:
+        if d.field.startswith("serving.") and req.drafter is None and "overlap" in d.field:
+            continue
+        _set(raw, comments, d.field, d.value, f"{req.engine} {engine.version} default: {d.source}")
+    _set(
+        raw,
+        comments,
+        "speculation.num_steps",
+        req.num_steps or 0,
+        "--num-steps" if req.drafter else "no drafter: plain decoding",
+    )
+    if req.drafter is not None:
+        _set(raw, comments, "acceptance.method", req.drafter, "--drafter")
+        if req.accept_length is None:
+            raise SpecsimError(
+                "the drafter's acceptance is not known: give --accept-length (measured at "
+                "--num-steps) or measured figures (--point, --vllm-bench, --sglang-log, ...)",
+                source="--drafter",
+            )
+        _set(
+            raw,
+            comments,
+            "acceptance.accept_length",
+            req.accept_length,
+            f"{req.accept_length_source} (measured at num_steps {req.num_steps})",
+        )
+        _set(
+            raw,
+            comments,
+            "acceptance.measured_num_steps",
+            req.num_steps,
+            "the num_steps the accept length was measured at (--num-steps)",
+        )
+    header = (
+        f"Written by `specsim init` from {req.config}: every value says where it came from\n"
+        "(a flag, a config.json field, or a named default of the engine or of specsim).\n"
+        "No pass time is measured here: the hardware model derives them from the weights\n"
+        "over the GPU's peak bandwidth until `specsim calibrate` fits them to your figures."
+    )
+    scenario = scenario_from_dict(raw, source="specsim init")
+    return InitScenario(scenario, comments, header)
+
+
+def provisional_accept_length(data: Measurements, num_steps: int) -> tuple[float, str] | None:
+    """The accept length the figures give at ``num_steps`` (a measured accept length, or
+    1 + the sum of vLLM's cumulative rates), with its source; None if they give none.
+    ``calibrate`` then fits the acceptance to every figure and replaces it."""
+    for a in data.accept_lengths:
+        if a.num_steps == num_steps:
+            return a.accept_length, a.source
+    cumulative = sorted((c.position, c.rate, c.source) for c in data.cumulative)
+    if cumulative and [p for p, _, _ in cumulative] == list(range(1, num_steps + 1)):
+        return 1.0 + sum(r for _, r, _ in cumulative), cumulative[0][2]
+    return None
+
+
+def init_and_calibrate(
+    req: InitRequest, data: Measurements, *, prefer: str | None = None
+) -> tuple[InitScenario, Calibration | None]:
+    """The scenario ``req`` describes and, with figures, its calibration to them (the
+    scenario as the base; every pass time then comes from the figures or is derived at
+    the efficiency they imply)."""
+    if data.empty:
+        return init_scenario(req), None
+    model = next((f for f in data.server if f.what == "model"), None)
+    if req.model_id is None and model is not None:
+        req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")
+    if req.drafter is not None and req.accept_length is None:
+        found = provisional_accept_length(data, req.num_steps or 0)
+        if found is not None:
+            req = replace(req, accept_length=found[0], accept_length_source=found[1])
+    init = init_scenario(req)
+    return init, calibrate(init.scenario, data, prefer=prefer)

@@ -1,0 +1,335 @@
+"""Fit the batched cost terms to a load sweep: host work per request and kernel growth.
+
+The batch-1 cycle stays as the scenario has it (calibrated from batch-1 figures); what
+a load sweep adds is how the iteration grows with the batch. Two terms carry that growth
+beyond the roofline's bytes and FLOPs (sim/model/batched_cost.py):
+
+- ``serving.host_us_per_request``: host work per running request per iteration, paid in
+  series where the engine does not overlap it (sim/model/host_work.py; plausible range
+  ``US_PER_REQUEST_RANGE``);
+- ``serving.kernel_slope``: compute ms per ms of extra work at the GPU's peak, i.e.
+  1 / the kernels' achieved fraction of peak on the growth (sim/hardware/batched.py;
+  plausible range ``SLOPE_RANGE``);
+- ``serving.expert_skew`` (MoE targets only): the Zipf exponent of expert popularity in a
+  step, which sets how fast the batch's expert union grows (sim/hardware/experts.py;
+  plausible range ``SKEW_RANGE``: uniform routing to the one public serving trace).
+
+Model of a figure: the decode time per output token of a request at load B (requests
+decoding together) and mean context c is the iteration time over the tokens it emits per
+request, ``TPOT(B) = T_iter(B, draft, B c) / AL`` (AL = 1 without speculation; a
+fractional mean load in flight interpolates linearly between the neighbouring batches).
+Prefill interruptions are not in this deterministic model, so the fit uses the decode-only
+TPOT each format reports (vLLM/SGLang ``mean_tpot_ms``, guidellm
+``inter_token_latency_ms``, the step time / accept length of SGLang's offline benches),
+never the throughput or TTFT.
+
+Residuals are (predicted - measured) / sigma with sigma from the run's own spread (std
+/ sqrt(completed)) and a relative floor ``REL_FLOOR`` (assumed: the run-to-run spread of
+public repeated serving benchmarks, a few percent). ``fit_identifiable``
+(sim/calibration/lsq.py) keeps a term free only if it raises the rank of the scaled
+Jacobian; the singular values' ratio (condition number) is reported. A fitted term carries
+a 90% range (value +- 1.645 standard errors, within its bounds); a term the sweep cannot
+identify keeps the scenario's value and carries its plausible range. Both ranges are what
+an interval over serving answers draws from (``LoadFit.ranges``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.binding.bind import scenario_rates, tree_draft
+from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.lsq import Param, fit_identifiable
+from sim.errors import SpecsimError
+from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
+from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
+from sim.model.batched_cost import IterationCost
+from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
+from sim.model.rates import mean_accept_length
+from sim.scenario.load import with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.serving.setup import serving_setup
+
+__all__ = [
+    "HOST_FIELD",
+    "REL_FLOOR",
+    "SKEW_FIELD",
+    "SLOPE_FIELD",
+    "LoadFit",
+    "LoadRow",
+    "fit_load_sweep",
+    "predicted_tpot_ms",
+]
+
+HOST_FIELD = "serving.host_us_per_request"
+SLOPE_FIELD = "serving.kernel_slope"
+SKEW_FIELD = "serving.expert_skew"
+#: Relative standard error floor of a measured TPOT (assumed, see the module docstring).
+REL_FLOOR = 0.03
+#: 90% two-sided normal quantile, for the ranges of fitted terms.
+Z90 = 1.6449
+#: Bounds of the fit, and each term's plausible range when the sweep cannot identify it.
+BOUNDS = {HOST_FIELD: (0.0, 1000.0), SLOPE_FIELD: (0.0, 5.0), SKEW_FIELD: (0.0, 4.0)}
+PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE, SKEW_FIELD: SKEW_RANGE}
+SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRow:
+    """One figure: the run, its load, measured and predicted TPOT (ms), and sigma."""
+
+    point: LoadPoint
+    measured_ms: float
+    predicted_ms: float
+    sigma_ms: float
+
+    @property
+    def relative(self) -> float:
+        return self.predicted_ms / self.measured_ms - 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFit:
+    """The fitted scenario's batched terms: ``values`` (every term), ``identified`` (the
+    fitted ones, with ``stderr``), ``kept`` (term -> why the sweep cannot fix it),
+    ``ranges`` (term -> (low, high): 90% for fitted terms, the plausible range for kept
+    ones), ``condition`` (ratio of the scaled Jacobian's extreme singular values over the
+    identified terms; inf when none), ``rows`` at the fitted values, ``max_load`` (the
+    highest load fitted: answers beyond it extrapolate), ``scenario`` (with the values)."""
+
+    values: dict[str, float]
+    identified: tuple[str, ...]
+    stderr: dict[str, float]
+    kept: dict[str, str]
+    ranges: dict[str, tuple[float, float]]
+    condition: float
+    rows: tuple[LoadRow, ...]
+    max_load: float
+    scenario: Scenario
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "values": self.values,
+            "identified": list(self.identified),
+            "stderr": self.stderr,
+            "kept": self.kept,
+            "ranges": {k: list(v) for k, v in self.ranges.items()},
+            "condition": self.condition if math.isfinite(self.condition) else None,
+            "max_load": self.max_load,
+            "rows": [
+                {
+                    "source": r.point.source,
+                    "where": r.point.where,
+                    "format": r.point.format,
+                    "load": r.point.load,
+                    "load_kind": r.point.load_kind,
+                    "speculative": r.point.speculative,
+                    "measured_tpot_ms": r.measured_ms,
+                    "predicted_tpot_ms": r.predicted_ms,
+                    "relative": r.relative,
+                }
+                for r in self.rows
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> object:
+    """The draft a run verifies: its own (bench_speculative rows), else the scenario's."""
+    from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
+
+    if not speculative:
+        return 0
+    if point.num_steps is not None:
+        if point.tree:
+            assert point.topk is not None and point.num_draft_tokens is not None
+            return TreeDraft(point.num_steps, point.topk, point.num_draft_tokens)
+        return point.num_steps
+    return tree_draft(scenario) if scenario.speculation.is_tree else scenario.num_steps
+
+
+def _accept_length(scenario: Scenario, point: LoadPoint, speculative: bool) -> float:
+    if not speculative:
+        return 1.0
+    if point.accept_length is not None:
+        return point.accept_length
+    return mean_accept_length(scenario_rates(scenario))
+
+
+def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
+    if point.speculative is not None:
+        return point.speculative
+    return scenario.num_steps > 0
+
+
+def _cost(scenario: Scenario) -> IterationCost:
+    """The iteration cost the serving engine prices its passes with (the scenario's
+    batch-1 passes and its measured points, sim/simulation/serving/setup.py)."""
+    return serving_setup(scenario, source="load sweep").plan.cost
+
+
+def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.ndarray:
+    """Model TPOT (ms) of each run (see the module docstring); shape (len(points),)."""
+    cost = _cost(scenario)
+    default_context = scenario.timing.context_tokens or 0.0
+    out = []
+    for p in points:
+        spec = _speculative(scenario, p)
+        draft = _draft(scenario, p, spec)
+        context = p.context_tokens if p.context_tokens is not None else default_context
+        low = max(1, math.floor(p.load))
+        high = max(1, math.ceil(p.load))
+
+        times = [
+            float(cost.decode_ms(b, draft, np.array([b * context]), drafter=spec)[0])
+            for b in (low, high)
+        ]
+        ms = times[0] + (p.load - low) * (times[1] - times[0])
+        out.append(ms / _accept_length(scenario, p, spec))
+    return np.array(out)
+
+
+def _uncertainty(
+    values: dict[str, float],
+    stderr: dict[str, float],
+    ranges: dict[str, tuple[float, float]],
+    kept: dict[str, str],
+) -> dict[str, dict[str, object]]:
+    """``[uncertainty.serving]`` entries: a fitted term's standard error (origin
+    ``calibrated``), a kept term's plausible range (origin ``assumed``, with why)."""
+    out: dict[str, dict[str, object]] = {}
+    for name in values:
+        key = "uncertainty." + name  # serving.<field> -> uncertainty.serving.<field>
+        if name in stderr:
+            out[key] = {
+                "stderr": float(stderr[name]),
+                "origin": "calibrated",
+                "reason": "fitted to a load sweep (specsim calibrate --load-sweep)",
+            }
+        else:
+            lo, hi = ranges[name]
+            out[key] = {
+                "range": [float(lo), float(hi)],
+                "origin": "assumed",
+                "reason": f"not identified by the load sweep ({kept.get(name, 'not fitted')}): "
+                "its plausible range",
+            }
+    return out
+
+
+def _sigma(point: LoadPoint) -> float:
+    assert point.tpot_ms is not None
+    se = point.tpot_se_ms or 0.0
+    return math.sqrt(se * se + (REL_FLOOR * point.tpot_ms) ** 2)
+
+
+def fit_load_sweep(
+    scenario: Scenario, points: Sequence[LoadPoint], *, source: str = "load sweep"
+) -> LoadFit:
+    """Fit ``HOST_FIELD``, ``SLOPE_FIELD`` and ``SKEW_FIELD`` to the runs' TPOT (see the
+    module docstring).
+
+    SpecsimError when no run has a TPOT, or a speculative run meets a scenario without a
+    drafter."""
+    usable = [p for p in points if p.tpot_ms is not None]
+    if not usable:
+        raise SpecsimError("no run of the sweep reports a decode time per token", source=source)
+    if scenario.model.draft_params is None and any(_speculative(scenario, p) for p in usable):
+        raise SpecsimError(
+            "the sweep has speculative runs but the scenario has no drafter",
+            source=source,
+            field="model.draft_params",
+        )
+    measured = np.array([p.tpot_ms for p in usable], dtype=float)
+    sigma = np.array([_sigma(p) for p in usable])
+    serving = scenario.serving
+    base_host = serving.host_us_per_request if serving is not None else DEFAULT_US_PER_REQUEST
+    given_slope = serving.kernel_slope if serving is not None else None
+    given_skew = serving.expert_skew if serving is not None else None
+    base = {
+        HOST_FIELD: base_host,
+        SLOPE_FIELD: DEFAULT_SLOPE if given_slope is None else given_slope,
+        SKEW_FIELD: SERVING_STEP_SKEW if given_skew is None else given_skew,
+    }
+    names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD)
+
+    def with_values(values: dict[str, float]) -> Scenario:
+        # clamped: a finite difference at a bound steps past it
+        clamped = {n: float(np.clip(values[n], *BOUNDS[n])) for n in names}
+        return with_overrides(scenario, clamped, source=source)
+
+    def residuals(values: dict[str, float]) -> np.ndarray:
+        return (predicted_tpot_ms(with_values(values), usable) - measured) / sigma
+
+    params = [Param(n, base[n], *BOUNDS[n], SCALES[n]) for n in names]
+    probe = [max(base[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
+    excluded: dict[str, str] = {}
+    while True:  # drop the weakest term the sweep cannot pin down, refit with the rest
+        fit = fit_identifiable(
+            residuals, params, names, "load sweep", probe=probe, excluded=excluded
+        )
+        width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
+        span = {n: PLAUSIBLE[n][1] - PLAUSIBLE[n][0] for n in width}
+        weak = [n for n in width if width[n] > span[n]]
+        if not weak:
+            break
+        worst = max(weak, key=lambda n: width[n] / span[n])
+        excluded[worst] = (
+            f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a 90% "
+            f"range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
+            f"{PLAUSIBLE[worst][1]:g}"
+        )
+    identified = tuple(n for n in names if n in fit.stderr)
+    ranges: dict[str, tuple[float, float]] = {}
+    for n in names:
+        if n in fit.stderr:
+            lo, hi = BOUNDS[n]
+            half = Z90 * fit.stderr[n]
+            ranges[n] = (max(lo, fit.values[n] - half), min(hi, fit.values[n] + half))
+        else:
+            ranges[n] = PLAUSIBLE[n]
+    condition = math.inf
+    if identified:
+        jac = np.column_stack(
+            [
+                (
+                    residuals({**fit.values, n: fit.values[n] + 1e-3 * SCALES[n]})
+                    - residuals(fit.values)
+                )
+                / 1e-3
+                for n in identified
+            ]
+        )
+        s = np.linalg.svd(jac, compute_uv=False)
+        condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
+    fitted = with_overrides(
+        with_values(fit.values),
+        _uncertainty(fit.values, fit.stderr, ranges, fit.kept),
+        source=source,
+    )
+    predicted = predicted_tpot_ms(fitted, usable)
+    rows = tuple(
+        LoadRow(p, float(m), float(q), float(s))
+        for p, m, q, s in zip(usable, measured, predicted, sigma, strict=True)
+    )
+    notes = list(fit.notes)
+    loads = sorted({p.load for p in usable})
+    if len(loads) < 2:
+        notes.append("one load only: the growth with the batch is not measured")
+    return LoadFit(
+        values=dict(fit.values),
+        identified=identified,
+        stderr=dict(fit.stderr),
+        kept=dict(fit.kept),
+        ranges=ranges,
+        condition=condition,
+        rows=rows,
+        max_load=max(loads),
+        scenario=fitted,
+        notes=tuple(notes),
+    )

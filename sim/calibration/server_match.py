@@ -1,0 +1,155 @@
+"""Calibration never mixes servers: the figures' server against the base scenario's.
+
+What the files say (``ServerFact``: the engine that wrote them, the model they name, the
+tensor-parallel size, the num_steps each figure was measured at) is compared with the base
+scenario (``[server]``, ``model.name``, ``hardware.gpus``, ``speculation.num_steps``). A
+contradiction is refused with one line naming both, unless the user says which wins:
+``prefer="data"`` writes the data's value into the calibrated scenario where it has one
+(num_steps, GPUs, engine, model id), ``prefer="base"`` keeps the base's; either way the
+result lists what was kept from the base.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sim.calibration.measurements import Measurements, ServerFact
+from sim.errors import SpecsimError
+from sim.scenario.schema import Scenario
+
+PREFER = ("data", "base")
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """One server fact on which the data and the base differ."""
+
+    what: str
+    data: str | int
+    base: str | int
+    field: str
+    source: str
+
+    def line(self) -> str:
+        return (
+            f"the figures' {self.what} is {self.data} ({self.source}) but the base "
+            f"scenario's {self.field} is {self.base}"
+        )
+
+
+def _model_key(name: str) -> str:
+    """A model name compared across spellings: the last path part, lower case, without
+    separators (``meta-llama/Llama-3.1-70B-Instruct`` -> ``llama3170binstruct``)."""
+    return re.sub(r"[^a-z0-9]", "", name.rstrip("/").split("/")[-1].lower())
+
+
+def _same_model(a: str, b: str) -> bool:
+    ka, kb = _model_key(a), _model_key(b)
+    return bool(ka and kb) and (ka in kb or kb in ka)
+
+
+def num_steps_facts(data: Measurements) -> tuple[ServerFact, ...]:
+    """num_steps of every speculative figure (tok/s points and accept lengths)."""
+    return tuple(
+        ServerFact("num_steps", x.num_steps, x.source)
+        for x in (*data.points, *data.accept_lengths, *data.checks)
+    ) + tuple(f for f in data.server if f.what == "num_steps")
+
+
+def contradictions(base: Scenario, data: Measurements) -> tuple[Contradiction, ...]:
+    """Every fact of ``data`` that contradicts ``base`` (first per kind)."""
+    out: list[Contradiction] = []
+    facts = (*data.server, *num_steps_facts(data))
+    ks = {f.value for f in facts if f.what == "num_steps"}
+    if len(ks) == 1 and base.num_steps not in ks:
+        fact = next(f for f in facts if f.what == "num_steps")
+        out.append(
+            Contradiction(
+                "num_steps", fact.value, base.num_steps, "speculation.num_steps", fact.source
+            )
+        )
+    seen: set[str] = set()
+    for f in data.server:
+        if f.what in seen:
+            continue
+        if f.what == "engine" and base.server.engine and f.value != base.server.engine:
+            out.append(
+                Contradiction("engine", f.value, base.server.engine, "server.engine", f.source)
+            )
+            seen.add(f.what)
+        elif f.what == "model":
+            name = base.server.model_id or base.model.name
+            field = "server.model_id" if base.server.model_id else "model.name"
+            if name != "unnamed" and not _same_model(str(f.value), name):
+                out.append(Contradiction("model", f.value, name, field, f.source))
+                seen.add(f.what)
+        elif f.what == "tensor_parallel":
+            gpus = base.server.tensor_parallel or base.hardware.gpus
+            field = "server.tensor_parallel" if base.server.tensor_parallel else "hardware.gpus"
+            if f.value != gpus:
+                out.append(Contradiction("tensor-parallel size", f.value, gpus, field, f.source))
+                seen.add(f.what)
+    return tuple(out)
+
+
+def check_server(
+    base: Scenario, data: Measurements, prefer: str | None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(overrides for the calibrated scenario, notes) after comparing the figures' server
+    with the base's; SpecsimError on a contradiction unless ``prefer`` says which wins."""
+    if prefer is not None and prefer not in PREFER:
+        raise SpecsimError(f"must be one of {', '.join(PREFER)}, got {prefer!r}", param="prefer")
+    found = contradictions(base, data)
+    if found and prefer is None:
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise SpecsimError(
+            f"{first.line()}{more}: calibrate the scenario of the server the figures come "
+            "from (specsim init writes one), or say which wins with --prefer data or "
+            "--prefer base",
+            source="calibrate",
+        )
+    overrides: dict[str, Any] = {}
+    notes: list[str] = []
+    for c in found:
+        if prefer == "base":
+            notes.append(f"{c.line()}: the base's kept (--prefer base)")
+            continue
+        notes.append(f"{c.line()}: the figures' written (--prefer data)")
+        if c.what == "num_steps":
+            overrides["speculation.num_steps"] = int(c.data)
+        elif c.what == "engine":
+            overrides["server.engine"] = c.data
+        elif c.what == "model":
+            overrides["server.model_id"] = c.data
+            notes.append(
+                f"model.name and the weights stay the base's ({base.model.name}): a scenario "
+                f"of {c.data} needs its own config.json (specsim init)"
+            )
+        elif c.what == "tensor-parallel size":
+            overrides["hardware.gpus"] = int(c.data)
+            if base.timing.measured_on is not None:
+                overrides["timing.measured_on.gpus"] = int(c.data)
+    return overrides, tuple(notes)
+
+
+def kept_from_base(base: Scenario, overrides: dict[str, Any]) -> str:
+    """One line: the server the calibrated scenario keeps from the base (what the data
+    did not override)."""
+    hw = base.hardware
+    parts = [
+        f"model {base.model.name}"
+        + (" (its weights)" if base.model.layer_params is not None else ""),
+        f"{hw.gpu or 'no GPU preset'} on {hw.interconnect}",
+    ]
+    if "hardware.gpus" not in overrides:
+        parts.append(f"{hw.gpus} GPU{'s' * (hw.gpus != 1)}")
+    if "speculation.num_steps" not in overrides:
+        parts.append(f"num_steps {base.num_steps}")
+    parts.append("verify " + ("graphed" if base.timing.verify_cuda_graph else "ungraphed"))
+    if base.server.engine and "server.engine" not in overrides:
+        version = base.server.engine_version
+        parts.append(f"engine {base.server.engine}" + (f" {version}" if version else ""))
+    return "kept from the base scenario: " + ", ".join(parts)

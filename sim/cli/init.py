@@ -1,0 +1,131 @@
+"""``specsim init``: a commented scenario of your server from its model's config.json, the GPU,
+the engine and the drafter; with measured figures, calibrated to them in the same step."""
+
+from __future__ import annotations
+
+import click
+
+from sim.cli.calibrate import (
+    BASELINE_OPTION,
+    POINT_OPTION,
+    PREFER_OPTION,
+    REL_ERROR_OPTION,
+    SGLANG_BENCH_OPTION,
+    SGLANG_LOG_OPTION,
+    VLLM_BENCH_OPTION,
+    VLLM_METRICS_OPTION,
+)
+from sim.cli.options import output_file_checked
+
+
+@click.command("init")
+@click.option(
+    "--config",
+    "config",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The model's Hugging Face config.json (read, never downloaded).",
+)
+@click.option("--gpu", required=True, help="GPU preset (specsim hardware --help lists them).")
+@click.option("--gpus", type=click.IntRange(1, 1024), help="GPUs of the server [default: --tp].")
+@click.option(
+    "--tp",
+    "tensor_parallel",
+    type=click.IntRange(1, 1024),
+    help="Tensor-parallel size [default: --gpus].",
+)
+@click.option(
+    "--ep",
+    "expert_parallel",
+    type=click.IntRange(1, 1024),
+    help="Expert-parallel size (recorded; the weights are split over --tp).",
+)
+@click.option("--interconnect", help="Interconnect preset [default: the GPU's usual one].")
+@click.option(
+    "--engine",
+    required=True,
+    type=click.Choice(("vllm", "sglang", "trtllm")),
+    help="Serving engine: its defaults for CUDA graphs, scheduling, host overlap.",
+)
+@click.option("--engine-version", help="Engine version (recorded) [default: the defaults' own].")
+@click.option(
+    "--drafter",
+    type=click.Choice(("eagle3", "eagle", "mtp", "draft_model")),
+    help="Draft method (with --num-steps); none: plain decoding.",
+)
+@click.option(
+    "--num-steps", "-k", "num_steps", type=click.IntRange(1, 64), help="Draft tokens per cycle (k)."
+)
+@click.option(
+    "--draft-params",
+    type=click.FloatRange(min=1.0, max=1e13),
+    help="Drafter parameters read a pass [default: derived from the config].",
+)
+@click.option(
+    "--draft-config",
+    type=click.Path(dir_okay=False),
+    help="The draft model's config.json (--drafter draft_model).",
+)
+@click.option(
+    "--accept-length",
+    type=click.FloatRange(min=1.0, max=65.0),
+    help="Mean accept length measured at --num-steps (bonus token included).",
+)
+@click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")
+@click.option("--name", help="Scenario name [default: from model, GPUs, engine, drafter].")
+@BASELINE_OPTION
+@POINT_OPTION
+@VLLM_BENCH_OPTION
+@VLLM_METRICS_OPTION
+@SGLANG_BENCH_OPTION
+@SGLANG_LOG_OPTION
+@REL_ERROR_OPTION
+@PREFER_OPTION
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(),
+    callback=output_file_checked,
+    help="Write the scenario here.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No report, only the file.")
+def init_command(
+    config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
+    drafter, num_steps, draft_params, draft_config, accept_length, model_id, name,
+    baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, rel_error,
+    prefer, out, quiet,
+) -> None:  # fmt: skip
+    """Write a commented scenario of a server from its model's config.json, GPU, engine and
+    drafter; with measured figures, calibrated to them.
+
+    Each value says where it came from: a flag, a config.json field, or a named default.
+    """
+    # lazy: the library is imported when the command runs, not for --help (start-up)
+    from sim.calibration.init_scenario import InitRequest, init_and_calibrate
+    from sim.cli.calibrate import MIN_REL_ERROR, _real_runs
+    from sim.errors import SpecsimError
+    from sim.files import atomic_write_text
+    from sim.report.calibrate import format_calibration
+    from sim.report.init import init_summary, init_toml
+
+    if not MIN_REL_ERROR <= rel_error < 1.0:
+        raise SpecsimError(
+            f"must be in [{MIN_REL_ERROR:g}, 1), got {rel_error:g}", source="--rel-error"
+        )
+    req = InitRequest(
+        config, gpu, engine, gpus, tensor_parallel, expert_parallel, interconnect,
+        engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
+        name=name, model_id=model_id,
+    )  # fmt: skip
+    data = _real_runs(
+        baseline_tok_s, points, vllm_metrics, None, False, vllm_bench, sglang_bench,
+        sglang_log, None, num_steps, rel_error, num_steps,
+    )  # fmt: skip
+    init, cal = init_and_calibrate(req, data, prefer=prefer)
+    atomic_write_text(out, init_toml(init, cal, config))
+    if quiet:
+        return
+    click.echo(init_summary(init, cal))
+    if cal is not None:
+        click.echo(format_calibration(cal))
+    click.echo(f"wrote {out}")

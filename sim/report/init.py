@@ -1,0 +1,47 @@
+"""The file ``specsim init`` writes: the scenario with where each value came from."""
+
+from __future__ import annotations
+
+import tomllib
+
+from sim.calibration.calibrate import Calibration
+from sim.calibration.init_scenario import InitScenario
+from sim.errors import SpecsimError
+from sim.report.calibrate import calibrated_toml
+from sim.scenario.load import scenario_from_dict
+from sim.scenario.toml_writer import dumps
+
+DEFAULTS_NOTE = "Keys not written take specsim's defaults (`specsim keys` lists them)."
+
+
+def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
+    """The scenario file: only the values ``init`` set, each under a comment naming its
+    origin; calibrated, the calibrated scenario with those comments beside the fit's."""
+    if cal is not None:
+        return calibrated_toml(cal, source, base_comments=init.comments)
+    full = init.scenario.model_dump(exclude_none=True)
+    raw: dict = {"name": full["name"], "description": full["description"]}
+    for dotted in init.comments:  # exactly what init set, each under its comment
+        section, key = dotted.split(".", 1)
+        raw.setdefault(section, {})[key] = full[section][key]
+    text = dumps(raw, header=f"{init.header}\n{DEFAULTS_NOTE}", comments=init.comments)
+    if scenario_from_dict(tomllib.loads(text), source="written scenario") != init.scenario:
+        raise SpecsimError("the written scenario does not read back the same", source="toml")
+    return text
+
+
+def init_summary(init: InitScenario, cal: Calibration | None) -> str:
+    """A few lines: the server, and what calibration fitted (if it ran)."""
+    s = init.scenario
+    lines = [
+        f"{s.name}: {s.description}",
+        f"  model: {s.model.layers} layers, hidden {s.model.hidden_size}, "
+        f"{s.model.layer_params / 1e6:.1f}M a layer"
+        + (
+            f", {s.model.experts} experts ({s.model.experts_per_token} a token)"
+            if s.model.experts
+            else ""
+        )
+        + (f"; drafter {s.model.draft_params / 1e9:.3g}B" if s.model.draft_params else ""),
+    ]
+    return "\n".join(lines)

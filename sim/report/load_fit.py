@@ -1,0 +1,42 @@
+"""Plain text of a load-sweep fit (sim/calibration/load_fit.py)."""
+
+from __future__ import annotations
+
+import math
+
+from sim.calibration.load_fit import LoadFit
+
+__all__ = ["format_load_fit"]
+
+
+def format_load_fit(fit: LoadFit) -> str:
+    """The batched terms (fitted with their 90% range, or kept with their plausible range and
+    why), the condition of the fit, and every run's measured and predicted TPOT."""
+    lines = ["batched terms from the load sweep:"]
+    for name, value in fit.values.items():
+        lo, hi = fit.ranges[name]
+        if name in fit.identified:
+            lines.append(
+                f"  {name:32s} {value:10.4g} ± {fit.stderr[name]:.2g}   "
+                f"fitted, 90% range [{lo:.4g}, {hi:.4g}]"
+            )
+        else:
+            lines.append(
+                f"  {name:32s} {value:10.4g}   kept ({fit.kept.get(name, 'not fitted')}); "
+                f"plausible range [{lo:.4g}, {hi:.4g}]"
+            )
+    cond = f"{fit.condition:.3g}" if math.isfinite(fit.condition) else "n/a"
+    lines.append(f"  condition of the scaled Jacobian: {cond}; highest load fitted: "
+                 f"{fit.max_load:g} (beyond it answers extrapolate)")  # fmt: skip
+    lines.append(
+        f"  {'run':40s} {'load':>7s} {'spec':>5s} {'TPOT ms':>9s} {'model':>9s} {'err':>7s}"
+    )
+    for r in fit.rows:
+        spec = {None: "?", True: "yes", False: "no"}[r.point.speculative]
+        run = f"{r.point.source}:{r.point.where}"[-40:]
+        lines.append(
+            f"  {run:40s} {r.point.load:7.4g} {spec:>5s} {r.measured_ms:9.4g} "
+            f"{r.predicted_ms:9.4g} {100 * r.relative:+6.1f}%"
+        )
+    lines.extend(f"  note: {n}" for n in fit.notes)
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""specsim init: a model's geometry and weights from its config.json (published configs'
+values; parameter totals checked against the models' stated sizes), engine defaults with
+their version, every value with its origin, and one line for what it cannot derive."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sim.calibration.hf_config import read_hf_config
+from sim.calibration.init_scenario import InitRequest, init_scenario
+from sim.errors import SpecsimError
+from sim.report.init import init_toml
+
+LLAMA_70B = Path(__file__).parents[1] / "data" / "quickstart" / "config.json"
+
+#: Qwen/Qwen3-30B-A3B config.json (the fields read).
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "vocab_size": 151936,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+#: deepseek-ai/DeepSeek-V3 config.json (the fields read).
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "hidden_size": 7168,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "vocab_size": 129280,
+    "num_nextn_predict_layers": 1,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"},
+}
+
+
+def _write(tmp_path: Path, cfg: dict) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def _total(m) -> float:
+    """Parameters a model stores: every layer, every expert, LM head and embedding."""
+    layers, dense = m.get("layers"), m.values.get("dense_layers")
+    n_dense = dense.value if dense else 0
+    total = 2 * m.get("lm_head_params")  # untied: LM head and embedding
+    if m.is_moe:
+        moe_layer = m.get("layer_params") + m.get("experts") * m.get("expert_params")
+        total += (layers - n_dense) * moe_layer
+        if n_dense:
+            total += n_dense * m.get("dense_layer_params")
+    else:
+        total += layers * m.get("layer_params")
+    return total
+
+
+def test_llama_70b_dense() -> None:
+    m = read_hf_config(LLAMA_70B, tensor_parallel=4)
+    # q 8192x8192 + k, v 8192x1024 each + o 8192x8192 + FFN 3 x 8192 x 28672
+    assert m.get("layer_params") == 8192 * 8192 * 2 + 8192 * 1024 * 2 + 3 * 8192 * 28672
+    assert m.get("lm_head_params") == 128256 * 8192
+    assert _total(m) == pytest.approx(70.6e9, rel=0.005)  # "70B": 70.55B in its safetensors
+    # 8 KV heads over 4 ranks: 2 a rank x 128 x (K, V) x 2 bytes x 80 layers
+    assert m.get("kv_bytes_per_token") == 2 * 128 * 2 * 2 * 80
+    assert "num_hidden_layers" in m.values["layers"].origin
+
+
+def test_qwen3_moe(tmp_path: Path) -> None:
+    m = read_hf_config(_write(tmp_path, QWEN3_30B_A3B))
+    assert m.is_moe and m.get("experts") == 128 and m.get("experts_per_token") == 8
+    assert m.get("expert_params") == 3 * 2048 * 768
+    assert _total(m) == pytest.approx(30.5e9, rel=0.01)  # "30.5B in total"
+
+
+def test_deepseek_v3_mla_fp8(tmp_path: Path) -> None:
+    m = read_hf_config(_write(tmp_path, DEEPSEEK_V3), tensor_parallel=8)
+    assert m.is_mla and m.get("dense_layers") == 3
+    assert m.get("weight_bytes_per_param") == 1.0
+    assert _total(m) == pytest.approx(671e9, rel=0.01)  # 671B (without the MTP module)
+    # MLA latent (512 + 64) x 2 bytes x 61 layers on every rank, whatever the TP
+    assert m.get("kv_bytes_per_token") == (512 + 64) * 2 * 61
+
+
+def test_every_value_names_its_origin_and_engine_defaults_their_version() -> None:
+    req = InitRequest(
+        str(LLAMA_70B), "H100", "sglang", gpus=4, drafter="eagle3", num_steps=3, accept_length=2.8
+    )
+    init = init_scenario(req)
+    s = init.scenario
+    assert s.hardware.gpus == 4 and s.server.engine == "sglang" and s.server.engine_version
+    assert s.timing.verify_cuda_graph and s.serving.host_overlap == "baseline"
+    assert "sglang 0.5 default" in init.comments["serving.host_overlap"]
+    given = [k for k in s.origins.given if not k.startswith(("name", "description"))]
+    assert given and all(k in init.comments for k in given), set(given) - set(init.comments)
+
+
+@pytest.mark.parametrize(
+    ("change", "flag", "words"),
+    [
+        ({"gpu": "H999"}, "--gpu", "H999"),
+        ({"tensor_parallel": 4, "gpus": 8}, "--tp", "one tensor-parallel group"),
+        ({"num_steps": None}, "--num-steps", "together"),
+        ({"accept_length": None}, "--drafter", "--accept-length"),
+        ({"drafter": "mtp"}, "config.json", "no MTP module"),
+    ],
+)
+def test_what_it_cannot_derive_is_one_line(change: dict, flag: str, words: str) -> None:
+    base = {
+        "config": str(LLAMA_70B),
+        "gpu": "H100",
+        "engine": "vllm",
+        "gpus": 4,
+        "drafter": "eagle3",
+        "num_steps": 3,
+        "accept_length": 2.8,
+    }
+    with pytest.raises(SpecsimError) as err:
+        init_scenario(InitRequest(**{**base, **change}))
+    line = str(err.value)
+    assert flag in line and words in line and "\n" not in line
+
+
+def test_a_missing_config_field_is_named(tmp_path: Path) -> None:
+    cfg = {k: v for k, v in QWEN3_30B_A3B.items() if k != "num_hidden_layers"}
+    with pytest.raises(SpecsimError, match="num_hidden_layers: missing"):
+        read_hf_config(_write(tmp_path, cfg))
+
+
+def test_eagle3_of_a_moe_target_needs_its_size(tmp_path: Path) -> None:
+    req = InitRequest(
+        str(_write(tmp_path, QWEN3_30B_A3B)),
+        "H100",
+        "vllm",
+        drafter="eagle3",
+        num_steps=3,
+        accept_length=2.5,
+    )
+    with pytest.raises(SpecsimError, match="--draft-params"):
+        init_scenario(req)
+    sized = init_scenario(replace(req, draft_params=0.5e9))
+    assert sized.scenario.model.draft_params == 0.5e9
+    assert sized.comments["model.draft_params"] == "--draft-params"
+
+
+def test_the_written_file_holds_what_init_set_each_under_its_origin(tmp_path: Path) -> None:
+    cfg = {**json.loads(LLAMA_70B.read_text()), "_name_or_path": "meta-llama/Llama-3.1-70B"}
+    req = InitRequest(str(_write(tmp_path, cfg)), "H100", "vllm", gpus=4, drafter="eagle3",
+                      num_steps=3, accept_length=2.8)  # fmt: skip
+    init = init_scenario(req)
+    text = init_toml(init, None, req.config)
+    lines = text.splitlines()
+    assigned = [i for i, ln in enumerate(lines) if " = " in ln and not ln.startswith("#")]
+    # every value but the name and description sits under its comment
+    assert all(lines[i - 1].startswith("# ") for i in assigned[2:])
+    assert "weight_bytes_per_param = 2.0" in text  # a default, written: the dtype says so
+    assert init.scenario.model.name == "meta-llama/Llama-3.1-70B"
+    assert init.comments["model.name"] == "config.json: _name_or_path"

@@ -1,0 +1,84 @@
+"""Fitting the batched terms to a load sweep recovers them where the sweep sees them."""
+
+import dataclasses
+
+import pytest
+
+from sim.binding.bind import pass_times, scenario_rates
+from sim.calibration.load_fit import (
+    HOST_FIELD,
+    SKEW_FIELD,
+    SLOPE_FIELD,
+    fit_load_sweep,
+    predicted_tpot_ms,
+)
+from sim.calibration.load_sweep import LoadPoint
+from sim.hardware.batched import SLOPE_RANGE
+from sim.model.cycle import cycle_cost
+from sim.model.rates import mean_accept_length
+from sim.scenario.load import load_scenario, with_overrides
+
+SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
+
+
+def _sweep(scenario, batches, speculative, context=1000.0):
+    points = [
+        LoadPoint("synthetic", f"b{b}", "test", float(b), "concurrency", s, None,
+                  context_tokens=context)
+        for b in batches for s in speculative
+    ]  # fmt: skip
+    tpot = predicted_tpot_ms(scenario, points)
+    return [dataclasses.replace(p, tpot_ms=float(t)) for p, t in zip(points, tpot, strict=True)]
+
+
+def test_batch_one_at_the_reference_context_is_the_batch_one_cycle_whatever_the_terms():
+    base = load_scenario(SCENARIO)
+    other = with_overrides(base, {HOST_FIELD: 90.0, SLOPE_FIELD: 0.2})
+    pts = _sweep(base, [1], [False, True], context=None)
+    assert list(predicted_tpot_ms(other, pts)) == [p.tpot_ms for p in pts]
+    k = base.num_steps
+    cycle = cycle_cost(pass_times(base), k).total_ms
+    plain = cycle_cost(pass_times(base), 0).total_ms
+    al = mean_accept_length(scenario_rates(base))
+    # the anchoring adds an exact 0.0 at batch 1 and the reference context
+    assert [p.tpot_ms for p in pts] == [plain, cycle / al]
+
+
+def test_recovers_host_work_and_kernel_slope_from_their_own_predictions():
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {HOST_FIELD: 30.0, SLOPE_FIELD: 1.3})
+    fit = fit_load_sweep(base, _sweep(truth, [1, 4, 16, 32, 64, 128, 256], [False, True]))
+    assert set(fit.identified) == {HOST_FIELD, SLOPE_FIELD}
+    assert fit.kept[SKEW_FIELD] == "no measurement depends on it"  # a dense target
+    # noiseless figures: the optimiser's tolerance, far below the 3% error floor's SE
+    assert fit.values[HOST_FIELD] == pytest.approx(30.0, rel=1e-4)
+    assert fit.values[SLOPE_FIELD] == pytest.approx(1.3, rel=1e-4)
+    lo, hi = fit.ranges[SLOPE_FIELD]
+    assert lo < 1.3 < hi
+    assert all(abs(r.relative) < 1e-4 for r in fit.rows)
+    assert fit.scenario.serving.kernel_slope == pytest.approx(1.3, rel=1e-4)
+    # the fitted terms' errors travel with the scenario, for the intervals of serving answers
+    entry = fit.scenario.uncertainty.serving["kernel_slope"]
+    assert entry.origin == "calibrated" and entry.stderr == pytest.approx(fit.stderr[SLOPE_FIELD])
+
+
+def test_hidden_host_work_is_not_identified_and_keeps_its_range():
+    # plain decoding only, on an engine that overlaps it: the host work never shows
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {SLOPE_FIELD: 0.6, "serving.host_overlap": "baseline"})
+    fit = fit_load_sweep(base, _sweep(truth, [1, 8, 32], [False]))
+    assert fit.identified == (SLOPE_FIELD,)
+    assert HOST_FIELD in fit.kept
+    assert fit.ranges[HOST_FIELD] == (7.0, 38.0)
+    assert fit.values[SLOPE_FIELD] == pytest.approx(0.6, rel=1e-4)
+
+
+def test_one_load_identifies_nothing_and_says_so():
+    base = load_scenario(SCENARIO)
+    fit = fit_load_sweep(base, _sweep(base, [1], [False, True], context=None))
+    assert fit.identified == ()
+    assert fit.ranges[SLOPE_FIELD] == SLOPE_RANGE
+    assert any("one load only" in n for n in fit.notes)
+    # unidentified terms travel as their plausible ranges
+    entry = fit.scenario.uncertainty.serving["kernel_slope"]
+    assert (entry.origin, tuple(entry.range)) == ("assumed", SLOPE_RANGE)

@@ -1,0 +1,87 @@
+"""calibrate never mixes servers: a base scenario the figures' files contradict is refused
+with one line naming both, unless the user says which wins; the output lists what was
+kept from the base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sim.binding.bind import closed_form_tok_s
+from sim.calibration.calibrate import calibrate
+from sim.calibration.measurements import (
+    Measurements,
+    ServerFact,
+    baseline_measurement,
+    point_measurement,
+)
+from sim.calibration.server_match import contradictions
+from sim.errors import SpecsimError
+from sim.scenario.load import load_scenario, with_overrides
+
+SEED = Path(__file__).parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
+
+
+def _k3() -> Measurements:
+    return baseline_measurement(82.5, 0.02, "--baseline-tok-s") + point_measurement(
+        3, 2.4, 71.4, 0.02, "--point 3:2.4:71.4"
+    )
+
+
+def test_num_steps_of_the_figures_against_the_base_is_refused() -> None:
+    """Issue 31: the seed as base with k = 3 data wrote num_steps = 2, and run then missed
+    the measured figure."""
+    with pytest.raises(SpecsimError) as err:
+        calibrate(load_scenario(SEED), _k3())
+    line = str(err.value)
+    assert "num_steps is 3 (--point 3:2.4:71.4)" in line
+    assert "speculation.num_steps is 2" in line and "--prefer" in line
+    assert "\n" not in line
+
+
+def test_prefer_data_writes_the_figures_num_steps_and_reproduces_them() -> None:
+    cal = calibrate(load_scenario(SEED), _k3(), prefer="data")
+    assert cal.scenario.num_steps == 3
+    assert cal.scenario.acceptance.measured_num_steps == 3
+    assert closed_form_tok_s(cal.scenario) == pytest.approx(71.4, rel=1e-5)
+    assert any("the figures' written (--prefer data)" in n for n in cal.notes)
+    kept = next(n for n in cal.notes if n.startswith("kept from the base scenario"))
+    assert "model Kimi-K2.5 (its weights)" in kept and "RTX-PRO-6000" in kept
+    assert "num_steps" not in kept
+
+
+def test_prefer_base_keeps_the_base_and_says_so() -> None:
+    cal = calibrate(load_scenario(SEED), _k3(), prefer="base")
+    assert cal.scenario.num_steps == 2
+    assert any("the base's kept (--prefer base)" in n for n in cal.notes)
+
+
+def test_model_tensor_parallel_and_engine_named_by_the_files() -> None:
+    base = with_overrides(load_scenario(SEED), {"server.engine": "vllm"})
+    facts = (
+        ServerFact("engine", "sglang", "server.log"),
+        ServerFact("model", "meta-llama/Llama-3.1-70B-Instruct", "server.log"),
+        ServerFact("tensor_parallel", 4, "server.log"),
+    )
+    found = {c.what: c for c in contradictions(base, Measurements(server=facts))}
+    assert set(found) == {"engine", "model", "tensor-parallel size"}
+    assert found["model"].line() == (
+        "the figures' model is meta-llama/Llama-3.1-70B-Instruct (server.log) but the base "
+        "scenario's model.name is Kimi-K2.5"
+    )
+    assert found["tensor-parallel size"].base == 8
+    data = _k3() + Measurements(server=facts)
+    with pytest.raises(SpecsimError, match=r"\(and 3 more\)"):
+        calibrate(base, data)
+    cal = calibrate(base, data, prefer="data")
+    assert cal.scenario.hardware.gpus == 4 and cal.scenario.server.engine == "sglang"
+    assert cal.scenario.server.model_id == "meta-llama/Llama-3.1-70B-Instruct"
+    assert any("needs its own config.json" in n for n in cal.notes)
+
+
+def test_spellings_of_one_model_agree() -> None:
+    base = load_scenario(SEED)
+    for name in ("moonshotai/Kimi-K2.5", "kimi_k2.5", "/models/Kimi-K2.5/"):
+        data = Measurements(server=(ServerFact("model", name, "f"),))
+        assert contradictions(base, data) == ()

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -55,8 +55,13 @@ from sim.hardware.passes import (
     compute_scale,
     pass_schedule,
 )
-from sim.hardware.roofline import Weights, growth_ms, roofline_ms
 from sim.model.cycle import PassTimes
+
+if TYPE_CHECKING:
+    from sim.hardware.roofline import Weights
+
+# The roofline (sim/hardware/roofline.py) is imported where a pass is derived from the
+# weights: a configuration whose passes are all measured never needs it (start-up).
 
 #: Verify passes tabulated for the cycle model: m = 1..33 covers best-k searches k <= 32.
 VERIFY_TABLE_TOKENS = 33
@@ -235,6 +240,8 @@ def target_weights(model: ModelDims) -> Weights:
         raise SpecsimError("needed to derive compute", field="model.layers")
     if model.layer_params is None:
         raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
+    from sim.hardware.roofline import Weights  # lazy: derived passes only (start-up)
+
     return Weights(
         layers=model.layers,
         layer_params=model.layer_params,
@@ -253,6 +260,8 @@ def draft_weights(model: ModelDims) -> Weights:
     """The drafter's weights (one layer of ``draft_params``); SpecsimError if not given."""
     if model.draft_params is None:
         raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
+    from sim.hardware.roofline import Weights  # lazy: derived passes only (start-up)
+
     return Weights(
         layers=1,
         layer_params=model.draft_params,
@@ -409,6 +418,8 @@ class PassModel:
         if hw.gpu is None:
             raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
         weights = target_weights(self.model)
+        from sim.hardware.roofline import growth_ms  # lazy: derived passes only (start-up)
+
         return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
 
     @cached_property
@@ -559,6 +570,8 @@ class PassModel:
             if name in ("decode", "verify")
             else draft_weights(self.model)
         )
+        from sim.hardware.roofline import roofline_ms  # lazy: derived passes only (start-up)
+
         return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
 
     def breakdown(

@@ -29,8 +29,10 @@ import math
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from sim.binding.bind import (
     acceptance_shape,
@@ -516,13 +518,13 @@ def acceptance_rows(
 
 
 def draw_overrides(
-    scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float]
+    scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float] | np.ndarray
 ) -> dict[str, object]:
     """The overrides that set ``inputs`` to one draw ``row`` (F,): an acceptance input by
     ``acceptance_override``, entries of one list field set together, an integer field
     rounded, any other field (a timing, a hardware or a batched cost term with a range)
     set as it is."""
-    over: dict[str, object] = {}
+    over: dict[str, Any] = {}
     for inp, v in zip(inputs, [float(x) for x in row], strict=True):
         if not is_acceptance_input(inp.field):
             if "[" in inp.field:
@@ -537,7 +539,7 @@ def draw_overrides(
         for key, value in acceptance_override(scenario, inp.field, v).items():
             if key in over and isinstance(value, list):  # another entry of the same list
                 i = int(inp.field.split("[")[1].rstrip("]"))
-                value = [*over[key]]  # type: ignore[misc]
+                value = [*over[key]]
                 value[i] = v
             over[key] = value
     return over
@@ -780,7 +782,7 @@ def serving_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
     return tuple(out)
 
 
-def _section_type(section: str) -> type:
+def _section_type(section: str) -> type[BaseModel]:
     """The model class of an optional section of the scenario (``ServingSpec``)."""
     annotation = Scenario.model_fields[section].annotation
     return next(a for a in typing.get_args(annotation) if a is not type(None))

@@ -293,7 +293,8 @@ def _timing_residuals(
 
     def fun(values: dict[str, float]) -> np.ndarray:
         if as_given is not None:
-            passes = replace(as_given, **{n.split(".")[1]: values[n] for n in written})
+            changes: dict[str, Any] = {n.split(".")[1]: values[n] for n in written}
+            passes = replace(as_given, **changes)
         else:
             passes = pass_times(written_scenario(base, values, written, extra))
         out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
@@ -606,10 +607,10 @@ def _fit_timing(
         full = extra_cov[np.ix_(perm, perm)]
         se = iter(np.sqrt(np.diag(full)[:n]))
         # the fitted values' errors include how they move with the drafter's
-        values = tuple(replace(v, stderr=float(next(se))) if v.fitted else v for v in block.values)
+        errors = tuple(replace(v, stderr=float(next(se))) if v.fitted else v for v in block.values)
         block = replace(
             block,
-            values=values,
+            values=errors,
             covariance=full[:n, :n],
             extra_values=tuple(extra_values),
             full_covariance=full,
@@ -672,7 +673,8 @@ def _unidentified_drafter(
             source="calibrate",
         )
         ends.append(pass_times(other))
-    out_values, sigmas, overrides, notes = [], [], {}, []
+    out_values, sigmas, notes = [], [], []
+    overrides: dict[str, Any] = {}
     for name in names:
         attr = name.split(".")[1]
         low, high = sorted(getattr(p, attr) for p in ends)

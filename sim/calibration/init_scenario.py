@@ -265,10 +265,12 @@ def init_scenario(req: InitRequest) -> InitScenario:
         if req.interconnect
         else f"default for {gpu.name} servers (give --interconnect)",
     )
-    for d in engine.defaults:
-        if d.field.startswith("serving.") and req.drafter is None and "overlap" in d.field:
+    for default in engine.defaults:
+        field = default.field
+        if field.startswith("serving.") and req.drafter is None and "overlap" in field:
             continue
-        _set(raw, comments, d.field, d.value, f"{req.engine} {engine.version} default: {d.source}")
+        why = f"{req.engine} {engine.version} default: {default.source}"
+        _set(raw, comments, field, default.value, why)
     _set(
         raw,
         comments,

@@ -48,6 +48,7 @@ from sim.errors import SpecsimError
 from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
 from sim.model.batched_cost import IterationCost
+from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
@@ -139,7 +140,7 @@ class LoadFit:
         }
 
 
-def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> object:
+def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> Draft:
     """The draft a run verifies: its own (bench_speculative rows), else the scenario's."""
     from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
 

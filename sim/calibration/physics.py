@@ -98,18 +98,19 @@ def check_units(scenario: Scenario, data: Measurements) -> None:
                 source=b.source,
             )
     verify_ms = scenario.timing.verify_ms
-    for b in data.baselines if verify_ms is not None else ():
-        decode_ms = 1000.0 / b.tok_s
-        if decode_ms <= verify_ms * (1.0 + 4.0 * b.sigma / b.tok_s):
-            continue
-        raise SpecsimError(
-            f"baseline {b.tok_s:g} tok/s is {decode_ms:.3g} ms a token, longer than the "
-            f"scenario's measured verify ({verify_ms:g} ms over "
-            f"{scenario.timing.verify_tokens or scenario.num_steps + 1} tokens), which reads "
-            f"every weight a decode does: if {b.tok_s:g} is a TPOT in ms, give "
-            f"{1000.0 / b.tok_s:.4g} tok/s (1000 / TPOT); or give the verify of this server",
-            source=b.source,
-        )
+    if verify_ms is not None:
+        for b in data.baselines:
+            decode_ms = 1000.0 / b.tok_s
+            if decode_ms <= verify_ms * (1.0 + 4.0 * b.sigma / b.tok_s):
+                continue
+            raise SpecsimError(
+                f"baseline {b.tok_s:g} tok/s is {decode_ms:.3g} ms a token, longer than the "
+                f"scenario's measured verify ({verify_ms:g} ms over "
+                f"{scenario.timing.verify_tokens or scenario.num_steps + 1} tokens), which reads "
+                f"every weight a decode does: if {b.tok_s:g} is a TPOT in ms, give "
+                f"{1000.0 / b.tok_s:.4g} tok/s (1000 / TPOT); or give the verify of this server",
+                source=b.source,
+            )
     for p in data.points:
         cycle_ms = 1000.0 * p.accept_length / p.tok_s
         for b in data.baselines:

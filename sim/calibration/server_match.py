@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.measurements import Measurements, ServerFact
+from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact, SpecPoint
 from sim.errors import SpecsimError
 from sim.scenario.schema import Scenario
 
@@ -52,10 +52,14 @@ def _same_model(a: str, b: str) -> bool:
 
 def num_steps_facts(data: Measurements) -> tuple[ServerFact, ...]:
     """num_steps of every speculative figure (tok/s points and accept lengths)."""
-    return tuple(
-        ServerFact("num_steps", x.num_steps, x.source)
-        for x in (*data.points, *data.accept_lengths, *data.checks)
-    ) + tuple(f for f in data.server if f.what == "num_steps")
+    figures: tuple[SpecPoint | AcceptLengthObs, ...] = (
+        *data.points,
+        *data.accept_lengths,
+        *data.checks,
+    )
+    return tuple(ServerFact("num_steps", x.num_steps, x.source) for x in figures) + tuple(
+        f for f in data.server if f.what == "num_steps"
+    )
 
 
 def contradictions(base: Scenario, data: Measurements) -> tuple[Contradiction, ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.screen import first_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -66,20 +67,19 @@ def _fewest(bracket: Sequence[float] | None) -> str:
 def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     """One crossing in words: for a rate the interpolated load and its 95% interval; for
     users, a whole number: the fewest users on the new side of 1 (the crossing lies
-    between two neighbouring user counts), with the same for the interval's ends; then its
-    90% interval from inputs and model where the document has one."""
-    return _crossing_words(c, kind) + _interval90_words(c, load_unit(kind))
+    between two neighbouring user counts), with the same for the interval's ends."""
+    return _crossing_words(c, kind)
 
 
-def _interval90_words(c: Mapping[str, Any], unit: str) -> str:
-    """A crossing's 90% interval from inputs and model ("" without one); an open end lies
-    beyond the loads the draws ran."""
+def interval90_words(c: Mapping[str, Any], kind: str) -> str | None:
+    """A crossing's 90% interval from inputs and model (None without one); an open end
+    lies beyond the loads the draws ran."""
     if "interval90" not in c:
-        return ""
+        return None
     lo, hi = c["interval90"]
     low = "below the loads run" if lo is None else f"{lo:.3g}"
     high = "above the loads run" if hi is None else f"{hi:.3g}"
-    return f"; 90% from inputs and model [{low}, {high}] {unit}"
+    return f"{c['direction']}: 90% from inputs and model [{low}, {high}] {load_unit(kind)}"
 
 
 def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
@@ -149,7 +149,38 @@ def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_crossover(doc: Mapping[str, Any]) -> str:
+def render_crossover_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim crossover``: the first metric's gains by load and k
+    with its crossings, the other metrics' crossings in a line each, one line of
+    assumptions (``--verbose``: every metric's table and every assumption)."""
+    first = next(iter(doc["metrics"]))
+    full = render_crossover(doc, metrics=(first,))
+    kind = doc["load_kind"]
+    others = []
+    for metric, meta in doc["metrics"].items():
+        if metric == first:
+            continue
+        parts = []
+        for c in (c for c in doc["curves"] if c["metric"] == metric):
+            # each crossing without its bracket and interval (in --verbose and the JSON)
+            text = (
+                ", ".join(crossing_text(x, kind).split(" (")[0] for x in c["crossings"])
+                if c["crossings"]
+                else c["summary"]
+            )
+            parts.append(f"k={c['num_steps']} {text}")
+        others.append(f"  {meta['label']}: " + "; ".join(parts))
+    if others:
+        lines = full.splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("  k=")) + len(doc["num_steps"])
+        lines[at:at] = ["", "other metrics (--verbose: their tables):", *others]
+        full = "\n".join(lines)
+    return first_screen(full, doc.get("assumptions", ()))
+
+
+def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:
+    """The text of ``specsim crossover --verbose``: every metric's gains by load and k
+    (``metrics``: only these), the crossings, overloads and the assumptions."""
     kind = doc["load_kind"]
     unit = load_unit(kind)
     ks = doc["num_steps"]
@@ -165,6 +196,8 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
     ]
     curves = doc["curves"]
     for metric, meta in doc["metrics"].items():
+        if metrics is not None and metric not in metrics:
+            continue
         unit_m = f" ({meta['unit']})" if meta["unit"] else ""
         lines += ["", f"{meta['label']}{unit_m}: gain by k"]
         by_k = {c["num_steps"]: c for c in curves if c["metric"] == metric}
@@ -193,16 +226,20 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
                 if c["crossings"]
                 else c["summary"]
             )
-            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
-                n = c["nearest_one"]
-                lo, hi = n["gain_interval90"]
-                text += (
-                    f"; gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
-                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
-                )
             if c["crossings"] and c.get("overload_summary"):
                 text += f"; {c['overload_summary']}"
             lines.append(f"  k={k}: {text}")
+            for x in c["crossings"]:
+                words = interval90_words(x, kind)
+                if words:
+                    lines.append(f"       {words}")
+            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
+                n = c["nearest_one"]
+                lo, hi = n["gain_interval90"]
+                lines.append(
+                    f"       gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
+                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
+                )
     lines += _overload_lines(doc)
     for k, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]

@@ -36,7 +36,11 @@ def init_summary(init: InitScenario, cal: Calibration | None) -> str:
     lines = [
         f"{s.name}: {s.description}",
         f"  model: {s.model.layers} layers, hidden {s.model.hidden_size}, "
-        f"{s.model.layer_params / 1e6:.1f}M a layer"
+        + (
+            f"{s.model.layer_params / 1e6:.1f}M a layer"
+            if s.model.layer_params is not None
+            else "parameters a layer not given"
+        )
         + (
             f", {s.model.experts} experts ({s.model.experts_per_token} a token)"
             if s.model.experts

@@ -371,7 +371,8 @@ def crossover(
                 {float(load.value) for load, p in evaluator.memo if p == spec and load.kind == kind}
             )
             pts = [x for x in seen if (grid[0].at(x), BASELINE) in evaluator.memo]
-            intervals, nearest = (), None
+            intervals: tuple[tuple[float | None, float | None], ...] = ()
+            nearest = None
             if draws is not None and xs:  # no draws: the Monte Carlo interval
                 intervals = tuple(
                     crossing_interval90(draws, paired[k], k, metric, c) for c in found
@@ -467,10 +468,10 @@ def crossing_interval90(
         values = list(found.values())
         ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
     ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
-    lo, hi = min(ends), max(ends)
+    low, high = min(ends), max(ends)
     if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
-        lo, hi = (math.ceil(x) if math.isfinite(x) else x for x in (lo, hi))
-    return (None if not math.isfinite(lo) else lo, None if not math.isfinite(hi) else hi)
+        low, high = (math.ceil(x) if math.isfinite(x) else x for x in (low, high))
+    return (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
 
 
 def _crossing_of(xs: Sequence[float], g: np.ndarray, stops: bool) -> float:

@@ -37,8 +37,15 @@ from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving_points import METRICS, Load, PolicyPoint
-from sim.studies.serving_runs import BASELINE, PointEvaluator, PointTask, run_point
+from sim.studies.serving_runs import (
+    BASELINE,
+    PointEvaluator,
+    PointTask,
+    ScenarioPlans,
+    run_point,
+)
 
 __all__ = [
     "DRAWS",
@@ -143,7 +150,9 @@ class DrawnPoints:
             ov, got = self.draws[i], self.points[i]
             if got is None:
                 continue
-            builder = replace(ev.builder, drawn=ov, draws=())  # type: ignore[type-var]
+            plans = ev.builder
+            assert isinstance(plans, ScenarioPlans)  # a scenario's plans are drawn
+            builder = replace(plans, drawn=ov, draws=())
             try:
                 builder.scenario(None, builder.default_steps)
             except SpecsimError:
@@ -238,7 +247,7 @@ SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50
 
 def serve_intervals(
     scenario: Scenario,
-    records: Mapping[str, Sequence[Any]],
+    records: Mapping[str, list[ServingRecord]],
     *,
     slo: Any,
     seed: int,

@@ -247,7 +247,13 @@ class _Rows:
             return
         cols = dict(zip(_COLUMNS, rows.T, strict=True))
         values = metric_values(
-            *(cols[n] for n in _COLUMNS[1:6]), cols["output_tokens"], cols["decode_tokens"]
+            cols["arrival_ms"],
+            cols["admitted_ms"],
+            cols["first_token_ms"],
+            cols["decode_start_ms"],
+            cols["finish_ms"],
+            cols["output_tokens"],
+            cols["decode_tokens"],
         )
         values["preemptions"] = cols["preemptions"]
         for name, stat in self.stats.items():

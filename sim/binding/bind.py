@@ -13,7 +13,7 @@ written down once:
   (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
   ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
-  derived by the hardware model, sim/binding/decompose.py) -> ``CycleCost``;
+  derived by the hardware model, sim/hardware/pass_model.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
   model the Monte Carlo engines draw durations from;
 * the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
@@ -29,14 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.binding.decompose import (
-    ScenarioHardware,
-    draft_weights,
-    scenario_pass_times,
-    target_weights,
-)
+from sim.binding.decompose import scenario_hardware, scenario_pass_times
 from sim.binding.priors import DecayPrior, decay_prior, shape_error
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
@@ -442,23 +438,21 @@ def pass_times(scenario: Scenario) -> PassTimes:
 
     As measured when the hardware is the one the timings were measured on
     (``timing.measured_on``); otherwise re-composed (calibrated compute + the new
-    communication and launch) or derived by the hardware model (sim/binding/decompose.py).
+    communication and launch) or derived by the hardware model (sim/hardware/pass_model.py).
     Computed once per bound model (``Bound.pass_times``, sim/binding/bound.py).
     """
     return scenario_pass_times(scenario)
 
 
-def draft_pass_table_ms(
-    scenario: Scenario, max_tokens: int, hw: ScenarioHardware | None = None
-) -> tuple[float, ...] | None:
+def draft_pass_table_ms(hw: PassModel, max_tokens: int) -> tuple[float, ...] | None:
     """The drafter's decode pass over m = 1..max_tokens tokens (beams), ms, from the
-    hardware model when the model geometry is known (sim/binding/decompose.py), else None
-    (then ``timing.draft_ms_per_extra_token`` grows it linearly, default 0: flat)."""
-    model = scenario.model
-    known = model.layers is not None and model.hidden_size is not None
+    scenario's hardware model ``hw`` when the model geometry is known
+    (sim/hardware/pass_model.py), else None (then ``timing.draft_ms_per_extra_token`` grows
+    it linearly, default 0: flat)."""
+    known = hw.model.layers is not None and hw.model.hidden_size is not None
     if not known:
         return None
-    return (ScenarioHardware(scenario) if hw is None else hw).draft_step_table_ms(max_tokens)
+    return hw.draft_step_table_ms(max_tokens)
 
 
 def tree_cost(
@@ -467,11 +461,11 @@ def tree_cost(
     topk: int,
     num_draft_tokens: int,
     passes: PassTimes,
-    hw: ScenarioHardware | None = None,
+    hw: PassModel,
 ) -> CycleCost:
     """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
-    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's
-    ``ScenarioHardware`` when the caller holds it."""
+    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's hardware
+    model (its drafter table)."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
     from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
@@ -482,13 +476,11 @@ def tree_cost(
         topk,
         num_draft_tokens,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(scenario, topk, hw),
+        draft_table_ms=draft_pass_table_ms(hw, topk),
     )
 
 
-def scenario_tree_cost(
-    scenario: Scenario, passes: PassTimes, hw: ScenarioHardware | None = None
-) -> CycleCost:
+def scenario_tree_cost(scenario: Scenario, passes: PassTimes, hw: PassModel) -> CycleCost:
     """The cycle of a tree scenario at its own configuration: SGLang's tree cycle
     (``tree_cost``), or a static tree's (sim/model/drafts.py ``draft_cycle_cost``: one
     drafter pass per level below the first over every node drafted so far, the verify
@@ -504,7 +496,7 @@ def scenario_tree_cost(
         passes,
         static,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(scenario, max_beams(static), hw),
+        draft_table_ms=draft_pass_table_ms(hw, max_beams(static)),
     )
 
 
@@ -515,7 +507,8 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     scenario's own k it is computed once per bound model (``Bound.cycle``)."""
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
-        return scenario_tree_cost(scenario, pass_times(scenario))
+        hw = scenario_hardware(scenario)
+        return scenario_tree_cost(scenario, hw.pass_times(), hw)
     k = scenario.num_steps if num_steps is None else num_steps
     return chain_cycle_cost(pass_times(scenario), k)
 
@@ -549,10 +542,10 @@ def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float
 def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) -> LayerPass:
     """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
     draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
-    calibrated (or derived) compute of sim/binding/decompose.py."""
+    calibrated (or derived) compute of sim/hardware/pass_model.py."""
     from sim.hardware.layer import LayerPass  # lazy: layer fidelity only
 
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     m = hw.default_tokens(pass_name) if tokens is None else tokens
     compute_ms, _ = hw.compute_ms(pass_name, m)
     shape = hw.shape(pass_name, m, hw.current)
@@ -723,7 +716,7 @@ def serving_cost(
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
     passes: PassTimes | None = None,
-    hw: ScenarioHardware | None = None,
+    hw: PassModel | None = None,
 ) -> IterationCost:
     """The scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -757,8 +750,8 @@ def serving_cost(
     32 in issue 30's evidence);
     the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
     ``SERVING_STEP_SKEW``).
-    ``passes``, ``hw``: the scenario's batch-1 pass times and ``ScenarioHardware`` when the
-    caller holds them (``Bound``).
+    ``hw``, ``passes``: the scenario's hardware model and its batch-1 pass times when the
+    caller holds them (``Bound``; else the scenario is read into the model once here).
     """
     # lazy: serving only
     from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
@@ -766,8 +759,8 @@ def serving_cost(
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
-    batch1 = pass_times(scenario) if passes is None else passes
-    hw = ScenarioHardware(scenario) if hw is None else hw
+    hw = scenario_hardware(scenario) if hw is None else hw
+    batch1 = hw.pass_times() if passes is None else passes
     geom = hw.geom
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
@@ -779,9 +772,9 @@ def serving_cost(
     slope = DEFAULT_SLOPE if given is None else given
     skew = scenario.serving.expert_skew if scenario.serving is not None else None
     skew = SERVING_STEP_SKEW if skew is None else skew
-    weights = {False: target_weights(scenario)}
+    weights = {False: hw.target_weights()}
     if speculative:
-        weights[True] = draft_weights(scenario)
+        weights[True] = hw.draft_weights()
     built: dict[str, BatchedPass] = {}
     for name, drafter in SERVING_PASSES.items():
         if drafter and not speculative:
@@ -830,7 +823,7 @@ def serving_cost(
         draft_extend=built.get("draft_extend"),
         draft_prefill=built.get("draft_prefill"),
     )
-    table = draft_pass_table_ms(scenario, max_beams, hw) if speculative and max_beams > 1 else None
+    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
     host = (
         HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
         if scenario.serving is not None

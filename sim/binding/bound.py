@@ -24,9 +24,10 @@ from sim.binding.bind import (
     scenario_acceptance,
     scenario_tree_cost,
 )
-from sim.binding.decompose import ScenarioHardware, scenario_pass_times
+from sim.binding.decompose import scenario_hardware
 from sim.binding.provenance import Assumption, assumptions
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
@@ -54,7 +55,7 @@ class Bound:
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
     ``shape``: the acceptance shape by position (None without acceptance); ``hardware``:
-    the scenario's passes taken apart on its hardware (sim/binding/decompose.py). Two
+    the scenario's passes taken apart on its hardware (sim/hardware/pass_model.py). Two
     bound models are equal only when they are the same object (their scenarios compare).
     """
 
@@ -65,7 +66,7 @@ class Bound:
     cycle: CycleCost
     cost: CycleCost
     shape: AcceptanceShape | None
-    hardware: ScenarioHardware
+    hardware: PassModel
 
     @property
     def num_steps(self) -> int:
@@ -114,8 +115,8 @@ def bind(scenario: Scenario) -> Bound:
     model or timing field (sim/scenario/origins.py).
     """
     try:
-        hardware = ScenarioHardware(scenario)
-        passes = scenario_pass_times(scenario, hardware)
+        hardware = scenario_hardware(scenario)
+        passes = hardware.pass_times()
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None

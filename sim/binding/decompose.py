@@ -1,56 +1,33 @@
-"""A scenario's passes on its hardware: the scenario half of the pass decomposition.
+"""A scenario's passes on its hardware: the scenario read, once, into the hardware model.
 
-A pass time = compute + tensor-parallel all-reduces + kernel launch (the physics of one pass
-is sim/hardware/passes.py). For each pass (decode, verify, draft step, draft extend):
-
-- communication = layers x all-reduces per layer x all-reduce time for the pass's message
-  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py, the library of
-  ``hardware.allreduce``);
-- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
-  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
-  work and CPU issue work (sim/hardware/launch.py);
-- compute = the calibrated remainder: the compute time that makes the model give the
-  measured time on the hardware the timings were measured on (``timing.measured_on``).
+``scenario_hardware(scenario)`` reads the scenario's hardware, the hardware its timings
+were measured on (``timing.measured_on``), its model's dimensions and its measured times
+into plain inputs and hands them to the hardware floor's ``PassModel``
+(sim/hardware/pass_model.py), which computes every pass: measured, re-composed on other
+hardware, or derived from the weights and the GPU preset. Nothing here computes a pass.
 
 Changing ``hardware.interconnect``, ``hardware.gpus``, ``hardware.gpu`` or
-``timing.verify_cuda_graph`` re-composes the pass from that compute: the interconnect
-changes communication only; graphing removes the CPU issue work; the GPU
-count divides compute by the TP degree (weights split evenly over ranks) and changes the
-all-reduce; the GPU preset scales compute by the memory-bandwidth ratio (batch 1 is
-memory-bound). Decode and draft passes are graphed (SGLang captures decode, draft and
-draft-extend CUDA graphs); only the verify pass has the knob (docs/reference.md §Seed).
-
-With ``timing.verify_compute = "decode"`` the verify's compute comes from the graphed
-decode's instead (plus its growth over the extra tokens), and an ungraphed measured verify
-fixes the per-kernel CPU cost of eager execution (``launch_us``) for this scenario.
-
-Passes without a measured time are derived: a missing verify from the calibrated decode
-compute times the ratio of weight bytes read (more distinct experts over more tokens), and
-anything else from the model's weights and the GPU preset (sim/hardware/roofline.py).
+``timing.verify_cuda_graph`` re-composes the pass from the calibrated compute
+(``load_scenario`` records the file's own hardware in ``timing.measured_on`` before
+``--set`` applies). What else this floor decides about the hardware model: the
+derived-compute efficiency range a scenario without one assumes, and how a measured
+ungraphed verify's per-kernel CPU cost relates to a stated one (stating it in the file
+contradicts it; a later ``--set`` is a what-if).
 """
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from dataclasses import fields
 
-from sim.errors import SpecsimError, UnknownNameError
-from sim.hardware.eager import EAGER_KERNEL_US
-from sim.hardware.gpus import GpuPreset, gpu_preset
-from sim.hardware.interconnects import Interconnect, resolve_interconnect
-from sim.hardware.launch import calibrate_cpu_scale
-from sim.hardware.passes import (
-    PASS_NAMES,
-    Geometry,
-    HardwarePoint,
-    PassBreakdown,
-    PassShape,
-    calibrate_launch_us,
-    calibrate_pass,
-    compose_pass,
-    compute_scale,
-    pass_schedule,
+from sim.hardware.pass_model import (
+    MeasuredTimes,
+    ModelDims,
+    PassInputs,
+    PassModel,
+    PointSpec,
+    hardware_points,
 )
+from sim.hardware.passes import HardwarePoint
 from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario, TimingSpec
 
@@ -64,489 +41,53 @@ EFFICIENCY_REASON = (
 )
 
 
-if TYPE_CHECKING:
-    from sim.hardware.roofline import Weights
-
-# The roofline (sim.hardware.roofline) is imported where a pass is derived from the
-# weights: a scenario whose passes are all measured never needs it.
-
-#: Verify passes tabulated for the cycle model: m = 1..33 covers best-k searches k <= 32.
-VERIFY_TABLE_TOKENS = 33
+def _measured_times(timing: TimingSpec) -> MeasuredTimes:
+    return MeasuredTimes(**{f.name: getattr(timing, f.name) for f in fields(MeasuredTimes)})
 
 
-# --------------------------------------------------------------------------- a scenario
+def pass_inputs(scenario: Scenario) -> PassInputs:
+    """What the hardware model reads of ``scenario`` (after overrides)."""
+    hw, timing = scenario.hardware, scenario.timing
+    ref = timing.measured_on
+    origins = scenario.origins
+    return PassInputs(
+        current=PointSpec(hw.interconnect, hw.gpus, hw.gpu, timing.verify_cuda_graph, hw.allreduce),
+        reference=None
+        if ref is None
+        else PointSpec(
+            ref.interconnect,
+            ref.gpus,
+            ref.gpu,
+            ref.verify_cuda_graph,
+            ref.allreduce,
+            "timing.measured_on",
+        ),
+        model=ModelDims(**{f.name: getattr(scenario.model, f.name) for f in fields(ModelDims)}),
+        times=_measured_times(timing),
+        num_steps=scenario.num_steps,
+        draft_tokens=scenario.speculation.draft_tokens,
+        efficiency=hw.bandwidth_efficiency,
+        launch_us=hw.launch_us,
+        launch_stated="hardware.launch_us" in origins.given,
+        launch_overridden="hardware.launch_us" in origins.overrides,
+        interconnects=hw.interconnects,
+    )
 
 
-def _interconnect(scenario: Scenario, name: str, field: str) -> Interconnect:
-    try:
-        return resolve_interconnect(name, scenario.hardware.interconnects)
-    except (UnknownNameError, ValueError) as exc:
-        raise SpecsimError(str(exc), field=field) from None
-
-
-def _gpu(name: str | None, field: str) -> GpuPreset | None:
-    if name is None:
-        return None
-    try:
-        return gpu_preset(name)
-    except UnknownNameError as exc:
-        raise SpecsimError(str(exc), field=field) from None
+def scenario_hardware(scenario: Scenario) -> PassModel:
+    """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
+    a SpecsimError names the scenario field behind a problem."""
+    return PassModel(pass_inputs(scenario))
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:
     """The hardware the scenario asks about (after overrides)."""
-    hw = scenario.hardware
-    return HardwarePoint(
-        interconnect=_interconnect(scenario, hw.interconnect, "hardware.interconnect"),
-        gpus=hw.gpus,
-        gpu=_gpu(hw.gpu, "hardware.gpu"),
-        verify_cuda_graph=scenario.timing.verify_cuda_graph,
-        launch_us=EAGER_KERNEL_US if hw.launch_us is None else hw.launch_us,
-        allreduce=hw.allreduce,
-    )
+    return hardware_points(pass_inputs(scenario))[0]
 
 
 def reference_point(scenario: Scenario) -> HardwarePoint:
     """The hardware the timings were measured on (``timing.measured_on``, else the same)."""
-    current = hardware_point(scenario)
-    ref = scenario.timing.measured_on
-    if ref is None:
-        return current
-    return HardwarePoint(
-        interconnect=_interconnect(scenario, ref.interconnect, "timing.measured_on.interconnect"),
-        gpus=ref.gpus,
-        gpu=_gpu(ref.gpu, "timing.measured_on.gpu"),
-        verify_cuda_graph=ref.verify_cuda_graph,
-        launch_us=current.launch_us,
-        allreduce=ref.allreduce,
-    )
-
-
-def geometry(scenario: Scenario) -> Geometry:
-    """The model geometry; SpecsimError naming the first missing field."""
-    model = scenario.model
-    for name in ("layers", "hidden_size"):
-        if getattr(model, name) is None:
-            raise SpecsimError("needed by the hardware model", field=f"model.{name}")
-    assert model.layers is not None and model.hidden_size is not None
-    return Geometry(
-        layers=model.layers,
-        draft_layers=model.draft_layers,
-        hidden_size=model.hidden_size,
-        kernels_per_layer=model.kernels_per_layer,
-        allreduces_per_layer=model.allreduces_per_layer,
-        activation_bytes=model.activation_bytes,
-        moe=model.experts is not None,
-    )
-
-
-def target_weights(scenario: Scenario) -> Weights:
-    """The target model's weights; SpecsimError naming the first missing field."""
-    model = scenario.model
-    if model.layers is None:
-        raise SpecsimError("needed to derive compute", field="model.layers")
-    if model.layer_params is None:
-        raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
-    # lazy: only a pass derived from the weights needs it (start-up)
-    from sim.hardware.roofline import Weights
-
-    return Weights(
-        layers=model.layers,
-        layer_params=model.layer_params,
-        lm_head_params=model.lm_head_params,
-        weight_bytes_per_param=model.weight_bytes_per_param,
-        dense_layers=model.dense_layers,
-        dense_layer_params=model.dense_layer_params,
-        experts=model.experts,
-        experts_per_token=model.experts_per_token,
-        expert_params=model.expert_params,
-        expert_bytes_per_param=model.expert_bytes_per_param,
-    )
-
-
-def draft_weights(scenario: Scenario) -> Weights:
-    model = scenario.model
-    if model.draft_params is None:
-        raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
-    # lazy: only a pass derived from the weights needs it (start-up)
-    from sim.hardware.roofline import Weights
-
-    return Weights(
-        layers=1,
-        layer_params=model.draft_params,
-        weight_bytes_per_param=model.weight_bytes_per_param,
-    )
-
-
-class ScenarioHardware:
-    """Every pass of a scenario taken apart on its hardware (after overrides)."""
-
-    def __init__(self, scenario: Scenario):
-        self.scenario = scenario
-        self.current = hardware_point(scenario)
-        self.reference = reference_point(scenario)
-        self.at_reference = self.current.key() == self.reference.key()
-        #: The per-kernel CPU cost the measured ungraphed verify fixes (None: not fixed;
-        #: ``hardware.launch_us`` or its default applies).
-        self.derived_launch_us = self._launch_us_from_verify()
-        if self.derived_launch_us is not None:
-            self._check_launch_not_stated(self.derived_launch_us)
-            self.reference = self.reference.with_launch_us(self.derived_launch_us)
-            if "hardware.launch_us" not in scenario.origins.overrides:
-                self.current = self.current.with_launch_us(self.derived_launch_us)
-            else:  # a --set what-if (another host CPU): the measured passes re-compose
-                self.at_reference = False
-
-    def _check_launch_not_stated(self, derived_us: float) -> None:
-        """A file that states ``hardware.launch_us`` while its measured ungraphed verify
-        fixes it says two things about one quantity: SpecsimError naming the field. (A
-        ``--set`` of it is a what-if: the timings keep the derived cost, the hardware asked
-        about takes the override.)"""
-        stated = self.scenario.hardware.launch_us
-        if stated is None or "hardware.launch_us" not in self.scenario.origins.given:
-            return
-        raise SpecsimError(
-            f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
-            "timing.verify_compute = 'decode' fixes the per-kernel CPU cost at "
-            f"{derived_us:.4g} us ({self.geom.kernels_per_layer} kernels a layer): leave "
-            "it out, or set timing.verify_compute = 'measured' to take the verify's GPU "
-            "work from its time at this cost instead",
-            field="hardware.launch_us",
-        )
-
-    @property
-    def launch_origin(self) -> tuple[str, str]:
-        """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
-        origin, reason = self.scenario.given_origin("hardware.launch_us")
-        if origin == "override":
-            return origin, reason
-        if self.derived_launch_us is not None:
-            return "derived", (
-                f"fixed by the measured ungraphed verify ({self.scenario.timing.verify_ms:g} "
-                "ms) with its GPU work from the graphed decode (timing.verify_compute = "
-                f"'decode') at {self.geom.kernels_per_layer} kernels a layer"
-            )
-        if origin == "default":
-            return origin, (
-                "not given: the public per-kernel cost, calibrated on pie-project/pie PR #348 "
-                "(sim/hardware/eager.py)"
-            )
-        return origin, reason
-
-    @property
-    def verify_from_decode(self) -> bool:
-        return self.scenario.timing.verify_compute == "decode"
-
-    def verify_compute_from_decode_ms(self, tokens: int) -> float:
-        """The verify's compute over ``tokens`` on the reference hardware as the graphed
-        decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
-        return self._decode_grown_ref_ms(tokens)
-
-    def _decode_grown_ref_ms(self, tokens: int) -> float:
-        """Verify compute over ``tokens`` on the reference hardware, from the graphed
-        decode's calibrated compute: plus ``verify_ms_per_extra_token`` per extra token
-        when given, else (and with ``verify_growth = experts``) plus the weight reads and
-        FLOPs of the extra tokens (sim/hardware/roofline.py ``growth_ms``): only that share
-        of a batch-1 pass grows with tokens."""
-        timing = self.scenario.timing
-        if timing.decode_ms is None:
-            raise SpecsimError(
-                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
-            )
-        shape = self.shape("decode", 1, self.reference)
-        x = calibrate_pass(shape, self.reference, self.geom, timing.decode_ms, "timing.decode_ms")
-        if timing.verify_growth == "experts" or timing.verify_ms_per_extra_token is None:
-            return x + self._growth(1, tokens, self.reference, "verify_compute = 'decode'")
-        return x + (tokens - 1) * timing.verify_ms_per_extra_token
-
-    def _launch_us_from_verify(self) -> float | None:
-        """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
-        per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
-        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
-        timing = self.scenario.timing
-        if not self.verify_from_decode or timing.verify_ms is None:
-            return None
-        if self.reference.verify_cuda_graph:
-            return None
-        m0 = self.measured_verify_tokens
-        shape = self.shape("verify", m0, self.reference)
-        compute_ms = self._decode_grown_ref_ms(m0)
-        try:
-            return calibrate_launch_us(
-                shape, self.reference, self.geom, compute_ms, timing.verify_ms
-            )
-        except ValueError as exc:
-            raise SpecsimError(
-                f"{timing.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "
-                f"the graphed decode's plus its growth ({compute_ms:.4g} ms of compute): "
-                f"{exc}",
-                field="timing.verify_ms",
-            ) from None
-
-    def _raise_launches_exceed(self, shape: PassShape, measured_ms: float) -> None:
-        """SpecsimError for an ungraphed measured pass whose launches alone, at the stated
-        (or public) per-kernel cost, take longer than it: names the stated field behind
-        the cost, and the largest cost the measurement allows (no-op when the launches
-        fit and something else is wrong)."""
-        schedule = pass_schedule(shape, self.reference, self.geom)[0]
-        if schedule.launch_work_ms <= measured_ms:
-            return
-        unit = pass_schedule(shape, self.reference.with_launch_us(1.0), self.geom)[0]
-        try:
-            largest = calibrate_cpu_scale(unit, 0.0, measured_ms)
-        except ValueError:
-            largest = 0.0
-        stated = self.scenario.hardware.launch_us is not None
-        cost = "stated" if stated else "the public default"
-        raise SpecsimError(
-            f"{shape.layers} layers x {self.geom.kernels_per_layer} kernels at "
-            f"{self.reference.launch_us:.4g} us a kernel ({cost}) take "
-            f"{schedule.launch_work_ms:.4g} ms to launch, more than the measured ungraphed "
-            f"{shape.name} ({measured_ms:.4g} ms): set timing.verify_compute = 'decode' to "
-            "derive the per-kernel cost from it, or a hardware.launch_us of at most "
-            f"{largest:.4g} us",
-            field="hardware.launch_us" if stated else "model.kernels_per_layer",
-        )
-
-    @cached_property
-    def geom(self) -> Geometry:
-        return geometry(self.scenario)
-
-    @property
-    def measured_verify_tokens(self) -> int:
-        return self.scenario.timing.verify_tokens or self.scenario.speculation.draft_tokens
-
-    def shape(self, name: str, tokens: int, hw: HardwarePoint) -> PassShape:
-        target = name in ("decode", "verify")
-        layers = self.geom.layers if target else self.geom.draft_layers
-        graphed = hw.verify_cuda_graph if name == "verify" else True
-        return PassShape(name, tokens, layers, graphed)
-
-    def default_tokens(self, name: str) -> int:
-        if name == "verify":
-            return self.measured_verify_tokens
-        if name == "draft_extend":
-            return self.scenario.num_steps + 1
-        return 1
-
-    @property
-    def efficiency(self) -> float:
-        return self.scenario.hardware.bandwidth_efficiency
-
-    def _growth(self, tokens_from: int, tokens_to: int, hw: HardwarePoint, what: str) -> float:
-        """Extra weight-read and FLOP time of a target pass over more tokens on ``hw``."""
-        if hw.gpu is None:
-            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
-        weights = target_weights(self.scenario)
-        # lazy: only a pass derived from the weights needs it (start-up)
-        from sim.hardware.roofline import growth_ms
-
-        return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
-
-    @cached_property
-    def verify_slope(self) -> tuple[float, str, str]:
-        """(ms per extra verified token, origin, reason) of the measured verify pass.
-
-        Given (``timing.verify_ms_per_extra_token``): measured. Otherwise derived by the
-        hardware model where the timings were measured: the verify over one more token,
-        with the calibrated compute plus the extra weight reads and FLOPs
-        (sim/hardware/roofline.py ``growth_ms``) and the larger all-reduces, minus the
-        measured pass. Without the weights or the GPU: 0, listed as a default.
-        """
-        timing = self.scenario.timing
-        if timing.verify_ms_per_extra_token is not None:
-            return timing.verify_ms_per_extra_token, "measured", "given in the scenario"
-        derived = self._derived_slope()
-        if isinstance(derived, str):
-            return (
-                0.0,
-                "default",
-                (
-                    f"not measured, and the hardware model cannot derive it ({derived}): extra "
-                    "verified tokens are taken to cost nothing, which is optimistic"
-                ),
-            )
-        base = (
-            "the graphed decode's GPU work (timing.verify_compute = 'decode')"
-            if self.verify_from_decode
-            else "the calibrated verify"
-        )
-        return (
-            derived,
-            "derived",
-            (
-                f"hardware model: {base} plus one token's extra weight reads (its new "
-                "distinct routed experts) and FLOPs at hardware.bandwidth_efficiency "
-                f"{self.efficiency:g} of the GPU's peak, and its larger all-reduces"
-            ),
-        )
-
-    def _derived_slope(self) -> float | str:
-        """The derived slope (ms per token), or why it cannot be derived."""
-        timing, model = self.scenario.timing, self.scenario.model
-        if timing.verify_ms is None:
-            return "no measured verify pass"
-        missing = [
-            f"model.{n}"
-            for n in ("layers", "hidden_size", "layer_params")
-            if getattr(model, n) is None
-        ]
-        if not timing.verify_cuda_graph and model.kernels_per_layer is None:
-            missing.append("model.kernels_per_layer")
-        if self.reference.gpu is None:
-            missing.append("hardware.gpu")
-        if missing:
-            return "needs " + ", ".join(missing)
-        m0 = self.measured_verify_tokens
-        if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
-            try:
-                t0, t1 = (
-                    compose_pass(
-                        self.shape("verify", m, self.reference),
-                        self.reference,
-                        self.geom,
-                        self._decode_grown_ref_ms(m),
-                        "derived",
-                    ).total_ms
-                    for m in (m0, m0 + 1)
-                )
-            except SpecsimError as exc:
-                return exc.message
-            return max(t1 - t0, 0.0)
-        try:
-            ref_shape = self.shape("verify", m0, self.reference)
-            x_m0 = calibrate_pass(
-                ref_shape, self.reference, self.geom, timing.verify_ms, "timing.verify_ms"
-            )
-            x_m1 = x_m0 + self._growth(m0, m0 + 1, self.reference, "the verify slope")
-            longer = compose_pass(
-                self.shape("verify", m0 + 1, self.reference),
-                self.reference,
-                self.geom,
-                x_m1,
-                "derived",
-            )
-        except SpecsimError as exc:
-            return exc.message
-        return max(longer.total_ms - timing.verify_ms, 0.0)
-
-    def _measured_ms(self, name: str, tokens: int) -> float | None:
-        timing = self.scenario.timing
-        if name == "verify":
-            if timing.verify_ms is None:
-                return None
-            slope = self.verify_slope[0]
-            return timing.verify_ms + (tokens - self.measured_verify_tokens) * slope
-        return getattr(timing, f"{name}_ms")
-
-    def _require_gpu(self, what: str) -> GpuPreset:
-        if self.current.gpu is None:
-            raise SpecsimError(f"needed to derive {what} (no measured time)", field="hardware.gpu")
-        return self.current.gpu
-
-    def _calibrated_ms(self, name: str, tokens: int) -> tuple[float, str] | None:
-        """(compute ms, origin) from the measured time of a pass, or None if not measured."""
-        measured = self._measured_ms(name, tokens)
-        if measured is None:
-            return None
-        field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
-        ref_shape = self.shape(name, tokens, self.reference)
-        given = None
-        if name == "verify" and tokens != self.measured_verify_tokens:  # the user gave another
-            given = (  # timing.verify_ms is set: ``measured`` came from it
-                f"{self.scenario.timing.verify_ms:.4g} ms over {self.measured_verify_tokens} "
-                f"tokens at {self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
-            )
-        try:
-            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field, given)
-        except SpecsimError:
-            if not ref_shape.graphed:
-                self._raise_launches_exceed(ref_shape, measured)
-            raise
-        origin = "measured" if self.at_reference else "recomposed"
-        return x_ref * compute_scale(self.reference, self.current), origin
-
-    def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
-        """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
-        timing = self.scenario.timing
-        if name == "verify" and self.verify_from_decode:
-            x_ref = self._decode_grown_ref_ms(tokens)
-            origin = "measured" if self.at_reference else "recomposed"
-            return x_ref * compute_scale(self.reference, self.current), origin
-        if name == "verify" and timing.verify_ms is not None and timing.verify_growth == "experts":
-            m0 = self.measured_verify_tokens
-            x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
-            growth = self._growth(m0, tokens, self.current, "verify_growth = experts")
-            return x_m0 + growth, origin
-        calibrated = self._calibrated_ms(name, tokens)
-        if calibrated is not None:
-            return calibrated
-        if name == "verify" and self.scenario.timing.decode_ms is not None:
-            x_decode, _ = self.compute_ms("decode", 1)
-            growth = self._growth(1, tokens, self.current, "a verify derived from decode")
-            return x_decode + growth, "derived"
-        gpu = self._require_gpu(f"the {name} pass")
-        weights = (
-            target_weights(self.scenario)
-            if name in ("decode", "verify")
-            else draft_weights(self.scenario)
-        )
-        # lazy: only a pass derived from the weights needs it (start-up)
-        from sim.hardware.roofline import roofline_ms
-
-        return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
-
-    def breakdown(
-        self, name: str, tokens: int | None = None, hw: HardwarePoint | None = None
-    ) -> PassBreakdown:
-        """The pass ``name`` over ``tokens`` (default: as measured) on ``hw`` (default:
-        the scenario's hardware; another point keeps the compute of the current one,
-        rescaled)."""
-        m = self.default_tokens(name) if tokens is None else tokens
-        x, origin = self.compute_ms(name, m)
-        target_hw = hw or self.current
-        if hw is not None:
-            x *= compute_scale(self.current, hw)
-        return compose_pass(self.shape(name, m, target_hw), target_hw, self.geom, x, origin)
-
-    def breakdowns(self) -> dict[str, PassBreakdown]:
-        """Every pass the scenario uses (draft passes only when speculating)."""
-        names = PASS_NAMES if self.scenario.num_steps > 0 else ("decode",)
-        return {name: self.breakdown(name) for name in names}
-
-    def draft_step_table_ms(self, max_tokens: int) -> tuple[float, ...]:
-        """Drafter decode pass over m = 1..max_tokens tokens (a tree's beams): the compute of
-        the one-token pass (calibrated or derived; at batch 1 a drafter pass is memory-bound,
-        so its weight reads do not grow with the beams, and the roofline's FLOP term takes
-        over only far beyond them) composed with the all-reduces and launches of m tokens.
-        KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
-        for a Llama-8B-sized drafter layer)."""
-        x1, origin = self.compute_ms("draft_step", 1)
-        out = []
-        for m in range(1, max_tokens + 1):
-            x = x1
-            if origin == "derived":
-                x, _ = self.compute_ms("draft_step", m)
-            out.append(
-                compose_pass(
-                    self.shape("draft_step", m, self.current), self.current, self.geom, x, origin
-                ).total_ms
-            )
-        return tuple(out)
-
-    def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
-        """Verify pass time over m = 1..max_tokens tokens."""
-        return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
-
-
-def _extend_fields(timing: TimingSpec, num_steps: int) -> dict[str, Any]:
-    """The draft extend's growth per accepted token and the tokens it was taken at (the
-    scenario's own num_steps + 1 by default, whatever k a cycle is later built for)."""
-    tokens = timing.draft_extend_tokens
-    return {
-        "draft_extend_ms_per_token": timing.draft_extend_ms_per_token,
-        "draft_extend_tokens": float(num_steps + 1 if tokens is None else tokens),
-    }
+    return hardware_points(pass_inputs(scenario))[1]
 
 
 def measured_pass_times(
@@ -561,89 +102,16 @@ def measured_pass_times(
 
     Every pass time must be given (``scenario_pass_times`` derives missing ones).
     """
-    given = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
-    missing = [n for n, v in given.items() if v is None]
-    if missing:
-        raise ValueError(f"timing has no {', '.join(missing)}: use scenario_pass_times")
-    return PassTimes(
-        decode_ms=given["decode"],
-        verify_ms=given["verify"],
-        verify_tokens=timing.verify_tokens or draft_tokens or num_steps + 1,
-        verify_ms_per_extra_token=(
-            slope if slope is not None else timing.verify_ms_per_extra_token or 0.0
-        ),
-        draft_step_ms=given["draft_step"],
-        draft_extend_ms=given["draft_extend"],
-        cycle_overhead_ms=timing.cycle_overhead_ms,
-        **_extend_fields(timing, num_steps),
-    )
+    return _measured_times(timing).as_pass_times(num_steps, draft_tokens, slope)
 
 
-def _geometry_known(scenario: Scenario) -> bool:
-    model = scenario.model
-    return (
-        model.layers is not None
-        and model.hidden_size is not None
-        and (scenario.timing.verify_cuda_graph or model.kernels_per_layer is not None)
-    )
-
-
-def scenario_pass_times(scenario: Scenario, hw: ScenarioHardware | None = None) -> PassTimes:
-    """Pass times of a scenario on its hardware (``hw``: its ``ScenarioHardware``, when the
-    caller holds it).
-
-    At the measured hardware with every time given, the measured times come back unchanged
-    (after checking each is above its modelled communication + launch floor when the model
-    geometry is known). Otherwise each pass is re-composed or derived.
-    """
-    timing = scenario.timing
-    hw = ScenarioHardware(scenario) if hw is None else hw
-    measured: dict[str, float | None] = {n: getattr(timing, f"{n}_ms") for n in PASS_NAMES}
-    all_measured = all(v is not None for v in measured.values())
-    m0 = hw.measured_verify_tokens
-    # a measured line, unless the verify's GPU work is the decode's and its growth is the
-    # hardware model's: then every token count is composed (launch-bound to GPU-bound)
-    linear = timing.verify_growth == "linear" and not (
-        hw.verify_from_decode and timing.verify_ms_per_extra_token is None
-    )
-    if hw.at_reference and all_measured and linear:
-        if _geometry_known(scenario):
-            names = PASS_NAMES if scenario.num_steps > 0 else ("decode", "verify")
-            for name in names:
-                hw.compute_ms(name, hw.default_tokens(name))
-        return measured_pass_times(
-            timing, scenario.num_steps, scenario.speculation.draft_tokens, hw.verify_slope[0]
-        )
-    # m0 + 1: the slope at the measured point needs the next entry
-    max_m = max(VERIFY_TABLE_TOKENS, scenario.speculation.draft_tokens, m0 + 1)
-    table = hw.verify_table_ms(max_m)
-
-    def total(name: str) -> float:
-        if scenario.num_steps == 0 and measured[name] is None:
-            try:
-                return hw.breakdown(name).total_ms
-            except SpecsimError:
-                return float("nan")  # no drafter to derive, and none is needed at k = 0
-        return hw.breakdown(name).total_ms
-
-    return PassTimes(
-        decode_ms=total("decode"),
-        verify_ms=table[m0 - 1],
-        verify_tokens=m0,
-        verify_ms_per_extra_token=table[m0] - table[m0 - 1],
-        draft_step_ms=total("draft_step"),
-        draft_extend_ms=total("draft_extend"),
-        cycle_overhead_ms=timing.cycle_overhead_ms,
-        verify_table_ms=table,
-        draft_step_overhead_ms=timing.draft_step_overhead_ms,
-        **_extend_fields(timing, scenario.num_steps),
-    )
+def scenario_pass_times(scenario: Scenario, hw: PassModel | None = None) -> PassTimes:
+    """Pass times of a scenario on its hardware (``hw``: its ``PassModel``, when the caller
+    holds it; sim/hardware/pass_model.py ``PassModel.pass_times``)."""
+    return (scenario_hardware(scenario) if hw is None else hw).pass_times()
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:
     """True when compute comes from the weights and the GPU preset: a missing pass, the
     derived verify slope or the experts growth (``hardware.bandwidth_efficiency`` matters)."""
-    timing = scenario.timing
-    missing = any(getattr(timing, f"{n}_ms") is None for n in PASS_NAMES)
-    derived_slope = ScenarioHardware(scenario).verify_slope[1] == "derived"
-    return missing or timing.verify_growth == "experts" or derived_slope
+    return scenario_hardware(scenario).uses_derived_compute()

@@ -26,11 +26,11 @@ from sim.binding.bind import acceptance_shape, implicit_tilt, pass_times
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,
     EFFICIENCY_REASON,
-    ScenarioHardware,
-    uses_derived_compute,
+    scenario_hardware,
 )
 from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
+from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
 from sim.model.cycle import PassTimes
 from sim.scenario.load import with_overrides
@@ -99,14 +99,14 @@ def _entry(scenario: Scenario, dotted: str, value: Any) -> Assumption:
     )
 
 
-def uses_hardware_model(scenario: Scenario) -> bool:
+def uses_hardware_model(hw: PassModel) -> bool:
     """True when a pass time, the verify slope or its growth comes from the hardware model."""
-    return uses_derived_compute(scenario) or not ScenarioHardware(scenario).at_reference
+    return hw.uses_derived_compute() or not hw.at_reference
 
 
-def derived_slope_range(scenario: Scenario) -> tuple[float, float] | None:
-    """The derived verify slope at the ends of the efficiency range (None: not derived)."""
-    hw = ScenarioHardware(scenario)
+def derived_slope_range(scenario: Scenario, hw: PassModel) -> tuple[float, float] | None:
+    """The derived verify slope at the ends of the efficiency range (None: not derived;
+    ``hw``: the scenario's pass model)."""
     if hw.verify_slope[1] != "derived":
         return None
     lo_eff, hi_eff = efficiency_range(scenario)
@@ -115,7 +115,7 @@ def derived_slope_range(scenario: Scenario) -> tuple[float, float] | None:
         other = with_overrides(
             scenario, {"hardware.bandwidth_efficiency": eff}, source="provenance"
         )
-        ends.append(ScenarioHardware(other).verify_slope[0])
+        ends.append(scenario_hardware(other).verify_slope[0])
     return (min(ends), max(ends))
 
 
@@ -127,14 +127,14 @@ def efficiency_range(scenario: Scenario) -> tuple[float, float]:
 
 
 def assumptions(
-    scenario: Scenario, passes: PassTimes | None = None, hw: ScenarioHardware | None = None
+    scenario: Scenario, passes: PassTimes | None = None, hw: PassModel | None = None
 ) -> tuple[Assumption, ...]:
     """Every value the scenario's answers depend on, with its provenance (``passes``,
-    ``hw``: its pass times and ``ScenarioHardware`` when the caller holds them, ``Bound``)."""
+    ``hw``: its pass times and ``PassModel`` when the caller holds them, ``Bound``)."""
     timing = scenario.timing
     out: list[Assumption] = []
     passes = pass_times(scenario) if passes is None else passes
-    hw = ScenarioHardware(scenario) if hw is None else hw
+    hw = scenario_hardware(scenario) if hw is None else hw
     if scenario.num_steps >= 0:
         out.append(_entry(scenario, "speculation.num_steps", scenario.num_steps))
     names = PASS_NAMES if scenario.num_steps > 0 or scenario.acceptance else ("decode",)
@@ -162,7 +162,7 @@ def assumptions(
                 "timing.verify_ms_per_extra_token",
                 slope,
                 slope_origin,
-                range=derived_slope_range(scenario),
+                range=derived_slope_range(scenario, hw),
                 reason=slope_reason,
             )
         )
@@ -171,7 +171,7 @@ def assumptions(
     for key in ("cycle_overhead_ms", "verify_growth", "verify_cuda_graph"):
         out.append(_entry(scenario, f"timing.{key}", getattr(timing, key)))
     out += _acceptance_assumptions(scenario)
-    if uses_hardware_model(scenario):
+    if uses_hardware_model(hw):
         for key in ("gpus", "interconnect", "gpu"):
             out.append(_entry(scenario, f"hardware.{key}", getattr(scenario.hardware, key)))
         out.append(launch_assumption(scenario, hw))
@@ -213,7 +213,7 @@ def with_clipping_notes(scenario: Scenario, rows: list[Assumption]) -> list[Assu
     return out
 
 
-def eager_verify(hw: ScenarioHardware) -> bool:
+def eager_verify(hw: PassModel) -> bool:
     """True when the verify runs ungraphed where the timings were measured or where the
     answer is asked (the eager model's per-kernel cost and kernel count then matter)."""
     return not (hw.current.verify_cuda_graph and hw.reference.verify_cuda_graph)
@@ -231,13 +231,32 @@ def launch_at_kernels(scenario: Scenario, kernels: int) -> float:
     """The per-kernel CPU cost (us) on the hardware asked about at ``kernels`` a layer."""
     model = scenario.model.model_copy(update={"kernels_per_layer": kernels})
     # a copy, not a re-validation: the count is inside the range the file already passed
-    return ScenarioHardware(scenario.model_copy(update={"model": model})).current.launch_us
+    return scenario_hardware(scenario.model_copy(update={"model": model})).current.launch_us
 
 
-def launch_assumption(scenario: Scenario, hw: ScenarioHardware) -> Assumption:
+def launch_origin(scenario: Scenario, hw: PassModel) -> tuple[str, str]:
+    """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
+    origin, reason = scenario.given_origin("hardware.launch_us")
+    if origin == "override":
+        return origin, reason
+    if hw.derived_launch_us is not None:
+        return "derived", (
+            f"fixed by the measured ungraphed verify ({scenario.timing.verify_ms:g} "
+            "ms) with its GPU work from the graphed decode (timing.verify_compute = "
+            f"'decode') at {hw.geom.kernels_per_layer} kernels a layer"
+        )
+    if origin == "default":
+        return origin, (
+            "not given: the public per-kernel cost, calibrated on pie-project/pie PR #348 "
+            "(sim/hardware/eager.py)"
+        )
+    return origin, reason
+
+
+def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
     """``hardware.launch_us`` as the answer uses it: stated, the public default, or derived
     from the measured ungraphed verify, then with its range over the kernel count's."""
-    origin, reason = hw.launch_origin
+    origin, reason = launch_origin(scenario, hw)
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:

@@ -39,9 +39,13 @@ from scipy.linalg import block_diag
 
 from sim.binding.bind import conditional_rates, pass_times, tree_cost
 from sim.binding.bound import bind
-from sim.binding.decompose import ScenarioHardware, hardware_point, reference_point
+from sim.binding.decompose import (
+    hardware_point,
+    reference_point,
+    scenario_hardware,
+    uses_derived_compute,
+)
 from sim.binding.priors import decay_prior, shape_error
-from sim.binding.provenance import uses_derived_compute
 from sim.binding.uncertainty import clipping_notes
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
@@ -234,7 +238,8 @@ def point_tok_s(passes: PassTimes, point: SpecPoint, scenario: Scenario | None =
     ``scenario`` prices them (needed for a tree point)."""
     if point.is_tree:
         assert scenario is not None and point.num_draft_tokens is not None
-        cost = tree_cost(scenario, point.num_steps, point.topk, point.num_draft_tokens, passes)
+        hw = scenario_hardware(scenario)  # the drafter's passes over the beams
+        cost = tree_cost(scenario, point.num_steps, point.topk, point.num_draft_tokens, passes, hw)
     else:
         cost = cycle_cost(passes, point.num_steps)
     return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
@@ -320,7 +325,7 @@ def _passes_as_written(base: Scenario) -> bool:
     """True when the base's pass times are its timing fields as given (every pass
     measured on a line, slope given or none to derive)."""
     passes = pass_times(base)
-    return passes.verify_table_ms is None and ScenarioHardware(base).verify_slope[1] != "derived"
+    return passes.verify_table_ms is None and scenario_hardware(base).verify_slope[1] != "derived"
 
 
 # --------------------------------------------------------------------------- acceptance block

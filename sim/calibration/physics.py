@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from sim.binding.decompose import ScenarioHardware, target_weights
+from sim.binding.decompose import scenario_hardware
 from sim.calibration.measurements import Measurements
 from sim.errors import SpecsimError
 from sim.hardware.passes import calibrate_pass
@@ -44,16 +44,16 @@ def derivable(scenario: Scenario) -> bool:
 
 def decode_roofline_ms(scenario: Scenario) -> float:
     """Batch-1 decode at peak bandwidth on the scenario's GPUs, ms (weights only)."""
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     gpu = hw.reference.gpu
     assert gpu is not None
-    return roofline_ms(target_weights(scenario), 1, gpu, hw.reference.gpus, 1.0)
+    return roofline_ms(hw.target_weights(), 1, gpu, hw.reference.gpus, 1.0)
 
 
 def implied_efficiency(scenario: Scenario, decode_ms: float) -> float:
     """Fraction of peak bandwidth the measured ``decode_ms`` reaches on ``scenario``'s
     server (its compute share, over the roofline at peak); not clipped."""
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     shape = hw.shape("decode", 1, hw.reference)
     compute_ms = calibrate_pass(shape, hw.reference, hw.geom, decode_ms, "timing.decode_ms")
     return decode_roofline_ms(scenario) / compute_ms

@@ -10,7 +10,8 @@
 - compute = what is left: given (derived), or calibrated so that the pass reproduces a
   measured time on the hardware it was measured on (``calibrate_pass``).
 
-Physics only: no scenario here (sim/binding/decompose.py applies it to a scenario).
+Physics only: no scenario here (sim/hardware/pass_model.py composes every pass of one
+configuration from it; sim/binding/decompose.py reads a scenario into that).
 
 Memoised: a pass's calibrated compute, its composition and the per-kernel CPU cost that
 a measured ungraphed pass fixes are pure functions of frozen inputs (the pass shape, the

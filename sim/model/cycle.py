@@ -35,7 +35,7 @@ class PassTimes:
 
     ``verify_over_ms(m)`` is the target verify pass over ``m`` tokens: the measured pass
     (``verify_ms`` over ``verify_tokens`` tokens) plus a linear growth per extra token, or,
-    when the hardware model re-composed or derived it (sim/binding/decompose.py),
+    when the hardware model re-composed or derived it (sim/hardware/pass_model.py),
     ``verify_table_ms[m - 1]`` (MoE-aware: it grows with the distinct experts read), extended
     linearly past the table's end.
     """

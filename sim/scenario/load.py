@@ -272,7 +272,7 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
     A missing verify is derived from a measured decode, the model's weights and
     ``hardware.gpu`` (the extra weight reads of more tokens); any other
     missing pass from the model's weights (drafter: ``draft_params``) and ``hardware.gpu``
-    (sim/hardware/decompose.py).
+    (sim/hardware/pass_model.py).
     """
     timing, model = scenario.timing, scenario.model
     geometry = [f"model.{n}" for n in ("layers", "hidden_size") if getattr(model, n) is None]

@@ -169,7 +169,7 @@ class HardwareSpec(Section):
     ``[hardware.interconnects.NAME]`` table; ``launch_us`` is the CPU time one kernel costs
     without a CUDA graph, all-in (framework Python, PyTorch dispatch, launch). Left out
     (None) it is derived where a measured ungraphed verify fixes it
-    (``timing.verify_compute = "decode"``, sim/binding/decompose.py; stating it there too
+    (``timing.verify_compute = "decode"``, sim/hardware/pass_model.py; stating it there too
     is an error), else the public 18.9 us, calibrated on a graphed-vs-eager pair
     (sim/hardware/eager.py);
     ``allreduce`` picks ``nccl`` alone, the engine's ``custom`` all-reduce where it applies,
@@ -213,7 +213,7 @@ class MeasuredOn(Section):
 
     ``load_scenario`` copies the file's own ``hardware.*`` and ``timing.verify_cuda_graph``
     here before ``--set`` overrides apply, so an override describes a what-if and the pass
-    times are re-composed from this reference point (sim/hardware/decompose.py).
+    times are re-composed from this reference point (sim/hardware/pass_model.py).
     """
 
     interconnect: str
@@ -254,7 +254,7 @@ class TimingSpec(Section):
     ``verify_ms + (m - verify_tokens) * verify_ms_per_extra_token``; the line must stay
     positive down to ``m = 1``.
 
-    A pass time left out is derived by the hardware model (sim/binding/decompose.py):
+    A pass time left out is derived by the hardware model (sim/hardware/pass_model.py):
     verify from the calibrated decode compute scaled by the weights it reads, anything
     else from the model's weights and the GPU preset.
     """
@@ -263,7 +263,7 @@ class TimingSpec(Section):
     verify_ms: PositiveMs | None = None
     verify_tokens: Annotated[int, Field(gt=0, le=MAX_NUM_STEPS + 1)] | None = None
     #: Growth of the verify pass per extra verified token; left out, the hardware model
-    #: derives it (sim/binding/decompose.py ``verify_slope``), or it is 0 when the model
+    #: derives it (sim/hardware/pass_model.py ``verify_slope``), or it is 0 when the model
     #: lacks the weights or GPU to, and the answer lists it among its assumptions.
     verify_ms_per_extra_token: NonNegativeMs | None = None
     #: How the measured verify pass grows with tokens: ``linear`` (verify_ms_per_extra_token)
@@ -275,7 +275,7 @@ class TimingSpec(Section):
     #: on the hardware it was measured on) or ``decode``: the graphed decode's calibrated
     #: compute plus the growth over the extra tokens (verify_growth), with an ungraphed
     #: verify_ms then fixing the per-kernel CPU cost of eager execution instead
-    #: (sim/binding/decompose.py). ``decode`` needs decode_ms, and suits a graphed decode
+    #: (sim/hardware/pass_model.py). ``decode`` needs decode_ms, and suits a graphed decode
     #: and an ungraphed verify measured on the same server.
     verify_compute: Literal["measured", "decode"] = "measured"
     draft_step_ms: PositiveMs | None = None

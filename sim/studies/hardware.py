@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS, resolve_interconnect
 from sim.hardware.passes import HardwarePoint, PassBreakdown
@@ -46,7 +46,7 @@ def _point(hw: HardwarePoint) -> dict[str, Any]:
 
 def hardware_summary(scenario: Scenario) -> dict[str, Any]:
     """Breakdown of every pass plus the verify pass graphed and on each interconnect preset."""
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     passes = hw.breakdowns()
     verify = passes.get("verify") or hw.breakdown("verify")
     cur = hw.current

@@ -30,8 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sim.binding.bound import Bound, bind
-from sim.binding.decompose import ScenarioHardware
-from sim.binding.provenance import eager_verify, kernel_count_range, launch_at_kernels
+from sim.binding.decompose import scenario_hardware
+from sim.binding.provenance import (
+    eager_verify,
+    kernel_count_range,
+    launch_at_kernels,
+    launch_origin,
+)
 from sim.binding.uncertainty import uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -277,13 +282,13 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
     counts = kernel_count_range(scenario)
     if counts is None:
         return None
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     if not eager_verify(hw):
         return None
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
     field = "model.kernels_per_layer"
     launch = tuple(launch_at_kernels(scenario, k) for k in counts)
-    origin = hw.launch_origin[0]  # the count moves the cost, not how it is got
+    origin = launch_origin(scenario, hw)[0]  # the count moves the cost, not how it is got
     tok_s = {
         lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
         for lever in levers

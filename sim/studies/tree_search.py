@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cost
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.bind import acceptance_model, rank_shares, tree_cost
+from sim.binding.decompose import scenario_hardware
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import (
     UncertainInput,
@@ -45,6 +45,7 @@ from sim.binding.uncertainty import (
     uncertain_inputs,
 )
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes
 from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance, TreeDraft
 from sim.model.tree_build import candidate_count
@@ -240,14 +241,14 @@ class TreeSearchResult:
         }
 
 
-def _passes_for(base: Scenario, max_tokens: int) -> PassTimes:
-    """The base's pass times with the verify table long enough for ``max_tokens`` (a
-    table-based verify, e.g. MoE experts growth, is tabulated by the hardware model, not
-    extended linearly)."""
-    passes = pass_times(base)
+def _passes_for(hw: PassModel, max_tokens: int) -> PassTimes:
+    """The pass times of the base's hardware model ``hw`` with the verify table long enough
+    for ``max_tokens`` (a table-based verify, e.g. MoE experts growth, is tabulated by the
+    hardware model, not extended linearly)."""
+    passes = hw.pass_times()
     table = passes.verify_table_ms
     if table is not None and len(table) < max_tokens:
-        passes = replace(passes, verify_table_ms=ScenarioHardware(base).verify_table_ms(max_tokens))
+        passes = replace(passes, verify_table_ms=hw.verify_table_ms(max_tokens))
     return passes
 
 
@@ -374,8 +375,9 @@ def search_trees(
     max_k = max(c[1] for c in configs)
     max_s = max(c[0] for c in configs)
     shape, shape_name = _shape(base, max_k, max_s)
-    passes = _passes_for(base, max(c[2] for c in configs))
-    cycle = {c: tree_cost(base, c[0], c[1], c[2], passes).total_ms for c in configs}
+    hw = scenario_hardware(base)
+    passes = _passes_for(hw, max(c[2] for c in configs))
+    cycle = {c: tree_cost(base, c[0], c[1], c[2], passes, hw).total_ms for c in configs}
     notes = [
         "table: closed forms at the population's mean rates (per-request spread left out), "
         "interpolated; best tree and best chain: bisection on E[L] over requests"

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.binding.provenance import launch_at_kernels
 from sim.hardware.allreduce import allreduce_time, custom_allreduce_us, nccl_tests_time_us
 from sim.hardware.eager import (
@@ -128,7 +128,7 @@ def _seed_verify_ms(seed: Scenario, kernels_per_layer: int | None = None) -> flo
         seed = seed.model_copy(
             update={"model": seed.model.model_copy(update={"kernels_per_layer": kernels_per_layer})}
         )
-    hw = ScenarioHardware(seed)
+    hw = scenario_hardware(seed)
     m0 = hw.measured_verify_tokens
     compute = hw.verify_compute_from_decode_ms(m0)
     point = hw.reference.with_launch_us(EAGER_KERNEL_US)
@@ -139,7 +139,7 @@ def _seed_verify_ms(seed: Scenario, kernels_per_layer: int | None = None) -> flo
 def _seed_row(seed: Scenario) -> Row:
     """The seed's own pair: its ungraphed verify predicted from its graphed decode."""
     predicted = _seed_verify_ms(seed)
-    m0 = ScenarioHardware(seed).measured_verify_tokens
+    m0 = scenario_hardware(seed).measured_verify_tokens
     assert seed.timing.verify_ms is not None and seed.timing.decode_ms is not None
     return Row(
         "eager pass ms",
@@ -184,7 +184,7 @@ def case_eager_pairs(seed: Scenario) -> Case:
             continue
         rows.append(Row("eager pass ms", f"{pair.key} eager", inputs, pair.eager_ms, predicted))
     rows.append(_seed_row(seed))
-    hw = ScenarioHardware(seed)
+    hw = scenario_hardware(seed)
     low, high = sglang_kimi_kernels()
     within = [r for r in rows if abs(r.error) <= 0.15]
     same = [

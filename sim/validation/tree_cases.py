@@ -16,7 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.binding.bind import draft_pass_table_ms, pass_times
+from sim.binding.bind import draft_pass_table_ms
+from sim.binding.decompose import scenario_hardware
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree import Tree
 from sim.model.tree_metrics import from_tree_accept_length
@@ -131,8 +132,9 @@ def _vllm_tree_tok_s(chain: pub.TreeRun, tree_al: float) -> float:
     1) on the roofline-derived Llama-3.1-8B H100 passes."""
     assert chain.tok_s is not None
     scenario = load_scenario(LLAMA_ROOFLINE_SCENARIO)
-    passes = pass_times(scenario)
-    table = draft_pass_table_ms(scenario, 2)
+    hw = scenario_hardware(scenario)
+    passes = hw.pass_times()
+    table = draft_pass_table_ms(hw, 2)
     assert table is not None
     chain_ms = 1000.0 * chain.accept_length / chain.tok_s
     extra = passes.verify_over_ms(9) - passes.verify_over_ms(3) + table[1] - table[0]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import acceptance_model, draft_pass_table_ms, pass_times, tree_cost
+from sim.binding.decompose import scenario_hardware
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 
@@ -24,9 +25,9 @@ def test_tree_drafter_step_is_the_pass_over_topk_beams():
     the hardware model."""
     sc = load_scenario(SEED, SETS)
     passes = pass_times(sc)
-    table = draft_pass_table_ms(sc, 2)
+    table = draft_pass_table_ms(scenario_hardware(sc), 2)
     assert table is not None and table[1] > table[0]
-    cost = tree_cost(sc, 4, 2, 6, passes)
+    cost = tree_cost(sc, 4, 2, 6, passes, scenario_hardware(sc))
     assert cost.draft_ms == pytest.approx(3 * (table[1] + passes.draft_step_overhead_ms), rel=1e-12)
 
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from sim.binding.bind import pass_times
 from sim.binding.bound import bind
-from sim.binding.decompose import ScenarioHardware, measured_pass_times, target_weights
+from sim.binding.decompose import measured_pass_times, scenario_hardware
+from sim.binding.provenance import launch_origin
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
@@ -39,7 +40,7 @@ def test_measured_on_comes_from_the_file_not_the_overrides():
 
 
 def test_reproduces_measured_times_exactly(seed):
-    hw = ScenarioHardware(seed)
+    hw = scenario_hardware(seed)
     for name in PASS_NAMES:
         b = hw.breakdown(name)
         measured = getattr(seed.timing, f"{name}_ms")
@@ -50,7 +51,7 @@ def test_reproduces_measured_times_exactly(seed):
 
 
 def test_breakdown_parts_at_the_seed(seed):
-    hw = ScenarioHardware(seed)
+    hw = scenario_hardware(seed)
     v, d = hw.breakdown("verify"), hw.breakdown("decode")
     # 61 layers x 2 all-reduces of 3 x 7168 x 2 bytes, ungraphed, 28 kernels x 61 layers
     # (counted from SGLang's source, sim/validation/hardware_data.py).
@@ -63,7 +64,7 @@ def test_breakdown_parts_at_the_seed(seed):
     # Launch-bound: 30 ms = 1708 kernels x c + the last all-reduce, which fixes c.
     c_ms = (30.0 - v.allreduce.us / 1000) / (kernels * 61)
     assert hw.current.launch_us == pytest.approx(c_ms * 1000, rel=1e-9)
-    assert hw.launch_origin[0] == "derived"
+    assert launch_origin(seed, hw)[0] == "derived"
     assert v.launch_ms == pytest.approx(kernels * 61 * c_ms, rel=1e-9)
     assert v.launch_bound and v.total_ms == pytest.approx(30.0, rel=1e-12)
 
@@ -72,7 +73,7 @@ def test_breakdown_parts_at_the_seed(seed):
 def test_the_measured_verify_fixes_the_kernel_cost_at_every_count(seed, kernels):
     """Whatever the count in its range, the seed's 30 ms is honoured: c x count is fixed."""
     s = with_overrides(seed, {"model.kernels_per_layer": kernels})
-    hw = ScenarioHardware(s)
+    hw = scenario_hardware(s)
     v = hw.breakdown("verify")
     assert v.total_ms == pytest.approx(30.0, rel=1e-12)
     c_ms = (30.0 - v.allreduce.us / 1000) / (kernels * 61)
@@ -98,9 +99,9 @@ def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
     """--set hardware.launch_us: the timings keep the cost the verify fixed; the hardware
     asked about issues kernels at the override (half the cost: about half the launches)."""
     s = with_overrides(seed, {"hardware.launch_us": 8.0})
-    hw = ScenarioHardware(s)
-    assert hw.reference.launch_us == pytest.approx(ScenarioHardware(seed).current.launch_us)
-    assert hw.current.launch_us == 8.0 and hw.launch_origin[0] == "override"
+    hw = scenario_hardware(s)
+    assert hw.reference.launch_us == pytest.approx(scenario_hardware(seed).current.launch_us)
+    assert hw.current.launch_us == 8.0 and launch_origin(s, hw)[0] == "override"
     v = hw.breakdown("verify")
     assert v.launch_ms == pytest.approx(28 * 61 * 8.0 / 1000, rel=1e-9)
     assert v.total_ms < 30.0
@@ -113,7 +114,7 @@ def test_measured_verify_compute_is_gpu_bound_at_the_public_launch_cost(seed):
     # at 18 kernels a layer the public cost's launches (20.7 ms) fit the measured 30 ms;
     # at SGLang's counted 28-42 they do not (the next test)
     s = with_overrides(seed, {"timing.verify_compute": "measured", "model.kernels_per_layer": 18})
-    v = ScenarioHardware(s).breakdown("verify")
+    v = scenario_hardware(s).breakdown("verify")
     c_ms = EAGER_KERNEL_US / 1000
     assert v.launch_ms == pytest.approx(18 * 61 * c_ms)
     assert not v.launch_bound
@@ -131,8 +132,8 @@ def test_measured_verify_compute_is_gpu_bound_at_the_public_launch_cost(seed):
     ],
 )
 def test_what_if_changes_only_its_parts(seed, sets, changed):
-    before = ScenarioHardware(seed).breakdown("verify")
-    after = ScenarioHardware(load_scenario(SEED, sets)).breakdown("verify")
+    before = scenario_hardware(seed).breakdown("verify")
+    after = scenario_hardware(load_scenario(SEED, sets)).breakdown("verify")
     assert after.origin == "recomposed"
     assert after.compute_ms == pytest.approx(before.compute_ms, rel=1e-12)
     assert (after.comm_ms != before.comm_ms) == ("comm" in changed)
@@ -140,8 +141,8 @@ def test_what_if_changes_only_its_parts(seed, sets, changed):
 
 
 def test_fewer_gpus_scale_compute(seed):
-    before = ScenarioHardware(seed).breakdown("decode")
-    after = ScenarioHardware(load_scenario(SEED, ["hardware.gpus=4"])).breakdown("decode")
+    before = scenario_hardware(seed).breakdown("decode")
+    after = scenario_hardware(load_scenario(SEED, ["hardware.gpus=4"])).breakdown("decode")
     assert after.compute_ms == pytest.approx(2 * before.compute_ms, rel=1e-12)
     assert after.allreduce.us < before.allreduce.us  # 2(n-1) steps: fewer with 4 GPUs
 
@@ -169,8 +170,8 @@ def test_graphing_the_verify_never_makes_it_slower(
     base["hardware.launch_us"] = launch_us
     ungraphed = with_overrides(seed, {**base, "timing.verify_cuda_graph": False})
     graphed = with_overrides(seed, {**base, "timing.verify_cuda_graph": True})
-    u = ScenarioHardware(ungraphed).breakdown("verify", tokens).total_ms
-    g = ScenarioHardware(graphed).breakdown("verify", tokens).total_ms
+    u = scenario_hardware(ungraphed).breakdown("verify", tokens).total_ms
+    g = scenario_hardware(graphed).breakdown("verify", tokens).total_ms
     assert g <= u + 1e-12
 
 
@@ -233,8 +234,8 @@ def test_inline_custom_interconnect(write_scenario):
     )
     path = write_scenario(text)
     s = load_scenario(path, ["hardware.interconnect=fast-pcie"])
-    v = ScenarioHardware(s).breakdown("verify")
-    ref = ScenarioHardware(load_scenario(path)).breakdown("verify")
+    v = scenario_hardware(s).breakdown("verify")
+    ref = scenario_hardware(load_scenario(path)).breakdown("verify")
     assert v.allreduce.us == pytest.approx(ref.allreduce.us - PRESETS["pcie-gen4"].eager_extra_us)
     bad = write_scenario(text.replace('based_on = "pcie-gen4"', 'based_on = "pcie-gen9"'))
     with pytest.raises(SpecsimError, match="based_on"):
@@ -248,8 +249,8 @@ def test_gpu_change_needs_the_measured_gpu(write_scenario):
     assert err.value.source == f"{path} (--set)"
     s = load_scenario(SEED, ["hardware.gpu=H200"])
     ratio = (
-        ScenarioHardware(s).breakdown("decode").compute_ms
-        / ScenarioHardware(load_scenario(SEED)).breakdown("decode").compute_ms
+        scenario_hardware(s).breakdown("decode").compute_ms
+        / scenario_hardware(load_scenario(SEED)).breakdown("decode").compute_ms
     )
     assert ratio == pytest.approx(1792.0 / 4800.0)
 
@@ -302,7 +303,7 @@ def test_derived_verify_grows_with_distinct_experts():
     s = load_scenario(
         SEED.parent / "kimi-k25-8xh200-nvlink-eagle3.toml", ["timing.verify_cuda_graph=true"]
     )
-    hw = ScenarioHardware(s)
+    hw = scenario_hardware(s)
     compute = np.array([hw.breakdown("verify", m).compute_ms for m in range(1, 34)])
     steps = np.diff(compute)
     assert np.all(steps > 0)  # more tokens, more experts read
@@ -315,8 +316,8 @@ def test_growth_adds_only_the_weight_reads_and_flops():
     """A longer verify adds the extra distinct experts' bytes over the GPU bandwidth (and
     the extra FLOPs over peak) to the calibrated compute, not a multiple of it."""
     s = load_scenario(SEED, ["timing.verify_growth=experts"])
-    hw = ScenarioHardware(s)
-    w = target_weights(s)
+    hw = scenario_hardware(s)
+    w = scenario_hardware(s).target_weights()
     gpu = hw.current.gpu
     extra = w.bytes_read(14) - w.bytes_read(3)
     reads = extra / (8 * gpu.memory_bandwidth_gbps * 1e9) * 1e3
@@ -331,9 +332,9 @@ def test_growth_adds_only_the_weight_reads_and_flops():
 def test_unmeasured_slope_is_derived_by_the_hardware_model(write_scenario):
     text = seed_text_without_uncertainty().replace("verify_ms_per_extra_token = 0.7\n", "")
     s = load_scenario(write_scenario(text))
-    slope, origin, reason = ScenarioHardware(s).verify_slope
+    slope, origin, reason = scenario_hardware(s).verify_slope
     assert origin == "derived" and "weight reads" in reason
-    hw = ScenarioHardware(s)
+    hw = scenario_hardware(s)
     # verify_compute = decode: the decode's GPU work plus the extra tokens' weight reads,
     # composed at every token count; the slope is its one-token step at 3 tokens (under
     # the eager launch work of the ungraphed pass, which hides most of it)
@@ -346,14 +347,14 @@ def test_unmeasured_slope_is_derived_by_the_hardware_model(write_scenario):
     measured = load_scenario(
         write_scenario(text), ["timing.verify_compute=measured", "model.kernels_per_layer=18"]
     )
-    m_slope, origin, _ = ScenarioHardware(measured).verify_slope
+    m_slope, origin, _ = scenario_hardware(measured).verify_slope
     assert origin == "derived" and m_slope > 0.5  # reads, FLOPs and larger all-reduces
     assert pass_times(measured).verify_over_ms(5) == pytest.approx(30.0 + 2 * m_slope)
 
 
 def test_unmeasured_slope_without_weights_is_a_listed_default(write_scenario):
     s = load_scenario(write_scenario())  # timings only, no model
-    slope, origin, reason = ScenarioHardware(s).verify_slope
+    slope, origin, reason = scenario_hardware(s).verify_slope
     assert (slope, origin) == (0.0, "default") and "optimistic" in reason
 
 
@@ -384,7 +385,7 @@ def test_measured_verify_can_grow_with_distinct_experts():
 
 
 def floor_ms_of_seed_verify(scenario, tokens):
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     shape = hw.shape("verify", tokens, hw.current)
     return critical_path_ms(pass_schedule(shape, hw.current, hw.geom)[0], 0.0)
 

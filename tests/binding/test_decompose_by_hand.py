@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED
 
@@ -14,7 +14,7 @@ from tests.conftest import SEED
 def test_breakdown_on_another_point_rescales_compute_per_rank():
     """decompose.py breakdown(hw=...): compute x compute_scale(current, hw) = current gpus / hw gpus
     (8 -> 4: x2)."""
-    hw = ScenarioHardware(load_scenario(SEED))
+    hw = scenario_hardware(load_scenario(SEED))
     here = hw.breakdown("decode", 1)
     half = replace(hw.current, gpus=hw.current.gpus // 2)
     there = hw.breakdown("decode", 1, half)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import serving_cost
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.hardware.launch import critical_path_ms
 from sim.hardware.passes import pass_schedule
 from sim.scenario.load import load_scenario
@@ -18,7 +18,7 @@ def test_a_launch_bound_eager_verify_absorbs_a_batch_until_its_gpu_work_catches_
     its growth, not the remainder of its 30 ms; so a batch costs only its launches (the
     same kernels) until the GPU work passes them, then grows with the decode's curve."""
     seed = load_scenario(SEED)
-    hw = ScenarioHardware(seed)
+    hw = scenario_hardware(seed)
     verify = serving_cost(seed).curves.verify
     zero = np.array([0.0])
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.binding.decompose import ScenarioHardware, target_weights
+from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.hardware.batched import (
     BatchedPass,
@@ -25,10 +25,10 @@ LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 
 def physics(path, name="decode", graphed=True, kv=0.0, attn=0.0, sets=()):
     scenario = load_scenario(path, sets)
-    hw = ScenarioHardware(scenario)
+    hw = scenario_hardware(scenario)
     return PassPhysics(
         name=name,
-        weights=target_weights(scenario),
+        weights=hw.target_weights(),
         layers=hw.geom.layers,
         hardware=hw.current,
         geometry=hw.geom,

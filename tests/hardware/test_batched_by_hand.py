@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.decompose import ScenarioHardware, target_weights
+from sim.binding.decompose import scenario_hardware
 from sim.hardware.batched import BatchedPass, ComputeCurve, PassPhysics
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT
@@ -25,8 +25,15 @@ def test_every_token_its_own_sequence_is_allowed():
     """batched.py _token_terms: 1 <= sequences <= tokens, so sequences == tokens (a decode batch) is
     valid."""
     scenario = load_scenario(LLAMA)
-    hw = ScenarioHardware(scenario)
-    p = PassPhysics("decode", target_weights(scenario), hw.geom.layers, hw.current, hw.geom, True)
+    hw = scenario_hardware(scenario)
+    p = PassPhysics(
+        "decode",
+        hw.target_weights(),
+        hw.geom.layers,
+        hw.current,
+        hw.geom,
+        True,
+    )
     bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
     assert float(bp.work_ms(4, 0.0, 0.0, sequences=4)) == pytest.approx(
         float(bp.work_ms(4, 0.0, 0.0))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import sample_pass_ms
-from sim.binding.decompose import ScenarioHardware
+from sim.binding.decompose import scenario_hardware
 from sim.hardware.jitter import (
     expected_max_multiplier,
     max_multiplier_variance,
@@ -37,7 +37,7 @@ def schedule(launch_ms: float, layers: int = 20, kernels: int = 4, ar_ms: float 
 def test_without_jitter_equals_the_decomposition(sets, name):
     scenario = load_scenario(SEED, sets)
     draws = sample_pass_ms(scenario, name, 2, np.random.default_rng(0))
-    expected = ScenarioHardware(scenario).breakdown(name).total_ms
+    expected = scenario_hardware(scenario).breakdown(name).total_ms
     assert draws == pytest.approx([expected, expected], rel=1e-9)
 
 

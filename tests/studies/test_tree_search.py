@@ -8,6 +8,7 @@ import json
 import pytest
 
 from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cost
+from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
@@ -37,7 +38,7 @@ def test_best_configurations_reach_their_need_and_the_chain_matches_the_chain_se
         s, k, n = row.num_steps, row.topk, row.num_draft_tokens
         top1 = acceptance_model(base.acceptance, s).with_equal_rates(row.top1)
         model = TreeAcceptance(top1, shares[: k - 1], TreeDraft(s, k, n))
-        cost = tree_cost(base, s, k, n, pass_times(base))
+        cost = tree_cost(base, s, k, n, pass_times(base), scenario_hardware(base))
         assert row.cycle_ms == pytest.approx(cost.total_ms)
         assert model.mean_accept_length() == pytest.approx(row.required_accept_length, abs=1e-5)
     chain = target.best_chain

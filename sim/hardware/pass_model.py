@@ -1,0 +1,682 @@
+"""Every pass of one configuration on its hardware: measured, re-composed or derived.
+
+``PassModel(inputs)`` takes plain, typed inputs (``PassInputs``: the hardware asked about
+and the hardware the timings were measured on, by name; the model's dimensions; the
+measured times) and computes every pass inside this floor. A pass time = compute +
+tensor-parallel all-reduces + kernel launch (one pass's physics: sim/hardware/passes.py):
+
+- communication = layers x all-reduces per layer x all-reduce time for the pass's message
+  (tokens x hidden_size x activation_bytes; sim/hardware/allreduce.py);
+- launch = kernels per layer x layers x the CPU cost of one eager kernel, only when the
+  pass is not graphed (sim/hardware/eager.py); the pass ends at the critical path of GPU
+  work and CPU issue work (sim/hardware/launch.py);
+- compute = the calibrated remainder: the compute time that makes the model give the
+  measured time on the hardware the timings were measured on (``reference``).
+
+Another interconnect, GPU count, GPU or verify graphing re-composes a pass from that
+compute: the interconnect changes communication only; graphing removes the CPU issue
+work; the GPU count divides compute by the TP degree and changes the all-reduce; the GPU
+preset scales compute by the memory-bandwidth ratio (batch 1 is memory-bound). Decode and
+draft passes are graphed; only the verify pass has the knob (docs/reference.md §Seed).
+
+With ``verify_compute = "decode"`` the verify's compute comes from the graphed decode's
+instead (plus its growth over the extra tokens), and an ungraphed measured verify fixes
+the per-kernel CPU cost of eager execution (``launch_us``).
+
+Passes without a measured time are derived: a missing verify from the calibrated decode
+compute plus the extra weight reads (more distinct experts over more tokens), anything
+else from the model's weights and the GPU preset (sim/hardware/roofline.py).
+
+A problem is a ``SpecsimError`` naming the scenario field behind it (``model.layers``,
+``timing.verify_ms``, ...); sim/binding/decompose.py reads a scenario into the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+from sim.errors import SpecsimError, UnknownNameError
+from sim.hardware.eager import EAGER_KERNEL_US
+from sim.hardware.gpus import GpuPreset, gpu_preset
+from sim.hardware.interconnects import InlineInterconnect, Interconnect, resolve_interconnect
+from sim.hardware.launch import calibrate_cpu_scale
+from sim.hardware.passes import (
+    PASS_NAMES,
+    Geometry,
+    HardwarePoint,
+    PassBreakdown,
+    PassShape,
+    calibrate_launch_us,
+    calibrate_pass,
+    compose_pass,
+    compute_scale,
+    pass_schedule,
+)
+from sim.model.cycle import PassTimes
+
+if TYPE_CHECKING:
+    from sim.hardware.roofline import Weights
+
+# The roofline (sim/hardware/roofline.py) is imported where a pass is derived from the
+# weights: a configuration whose passes are all measured never needs it (start-up).
+
+#: Verify passes tabulated for the cycle model: m = 1..33 covers best-k searches k <= 32.
+VERIFY_TABLE_TOKENS = 33
+
+
+@dataclass(frozen=True, slots=True)
+class PointSpec:
+    """A hardware point by name; ``section``: the scenario section naming it
+    (``hardware`` or ``timing.measured_on``), for errors."""
+
+    interconnect: str
+    gpus: int
+    gpu: str | None
+    verify_cuda_graph: bool
+    allreduce: str
+    section: str = "hardware"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDims:
+    """The target model's and the drafter's dimensions (None: not given)."""
+
+    layers: int | None
+    hidden_size: int | None
+    draft_layers: int
+    kernels_per_layer: int | None
+    allreduces_per_layer: int
+    activation_bytes: int
+    layer_params: float | None
+    lm_head_params: float
+    weight_bytes_per_param: float
+    dense_layers: int
+    dense_layer_params: float | None
+    experts: int | None
+    experts_per_token: int | None
+    expert_params: float | None
+    expert_bytes_per_param: float | None
+    draft_params: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredTimes:
+    """The batch-1 pass times as given (ms; None: not measured) and how the verify grows."""
+
+    decode_ms: float | None
+    verify_ms: float | None
+    draft_step_ms: float | None
+    draft_extend_ms: float | None
+    verify_tokens: int | None
+    verify_ms_per_extra_token: float | None
+    verify_growth: Literal["linear", "experts"]
+    verify_compute: Literal["measured", "decode"]
+    cycle_overhead_ms: float
+    draft_step_overhead_ms: float
+    draft_extend_ms_per_token: float
+    draft_extend_tokens: float | None
+
+    def extend_fields(self, num_steps: int) -> dict[str, Any]:
+        """The draft extend's growth per accepted token and the tokens it was taken at (the
+        configuration's own num_steps + 1 by default, whatever k a cycle is built for)."""
+        tokens = self.draft_extend_tokens
+        return {
+            "draft_extend_ms_per_token": self.draft_extend_ms_per_token,
+            "draft_extend_tokens": float(num_steps + 1 if tokens is None else tokens),
+        }
+
+    def as_pass_times(
+        self, num_steps: int, draft_tokens: int | None = None, slope: float | None = None
+    ) -> PassTimes:
+        """Pass times as measured; ``verify_tokens`` defaults to ``draft_tokens`` (a tree's
+        num_draft_tokens), else ``num_steps + 1``; the verify slope to ``slope`` (else the
+        given one, else 0). Every pass time must be given (ValueError otherwise)."""
+        given = {n: getattr(self, f"{n}_ms") for n in PASS_NAMES}
+        missing = [n for n, v in given.items() if v is None]
+        if missing:
+            raise ValueError(f"timing has no {', '.join(missing)}: use scenario_pass_times")
+        return PassTimes(
+            decode_ms=given["decode"],
+            verify_ms=given["verify"],
+            verify_tokens=self.verify_tokens or draft_tokens or num_steps + 1,
+            verify_ms_per_extra_token=(
+                slope if slope is not None else self.verify_ms_per_extra_token or 0.0
+            ),
+            draft_step_ms=given["draft_step"],
+            draft_extend_ms=given["draft_extend"],
+            cycle_overhead_ms=self.cycle_overhead_ms,
+            **self.extend_fields(num_steps),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PassInputs:
+    """What the pass model reads, once. ``reference``: where the timings were measured
+    (None: the hardware asked about); ``launch_us``: the stated per-kernel CPU cost (None:
+    derived or the public default); ``launch_stated``: stated by the file itself (a
+    measured ungraphed verify that fixes it then contradicts it); ``launch_overridden``:
+    set afterwards as a what-if; ``draft_tokens``: tokens of the configuration's own verify
+    (k + 1, a tree's num_draft_tokens); ``efficiency``: the fraction of the GPU's peak
+    bandwidth derived compute assumes."""
+
+    current: PointSpec
+    reference: PointSpec | None
+    model: ModelDims
+    times: MeasuredTimes
+    num_steps: int
+    draft_tokens: int
+    efficiency: float = 1.0
+    launch_us: float | None = None
+    launch_stated: bool = False
+    launch_overridden: bool = False
+    interconnects: Mapping[str, InlineInterconnect] = field(default_factory=dict)
+
+
+def _interconnect(inputs: PassInputs, spec: PointSpec) -> Interconnect:
+    try:
+        return resolve_interconnect(spec.interconnect, inputs.interconnects)
+    except (UnknownNameError, ValueError) as exc:
+        raise SpecsimError(str(exc), field=f"{spec.section}.interconnect") from None
+
+
+def _gpu(spec: PointSpec) -> GpuPreset | None:
+    if spec.gpu is None:
+        return None
+    try:
+        return gpu_preset(spec.gpu)
+    except UnknownNameError as exc:
+        raise SpecsimError(str(exc), field=f"{spec.section}.gpu") from None
+
+
+def hardware_points(inputs: PassInputs) -> tuple[HardwarePoint, HardwarePoint]:
+    """(the hardware asked about, the hardware the timings were measured on), resolved;
+    the reference takes the current per-kernel CPU cost."""
+    spec = inputs.current
+    launch_us = EAGER_KERNEL_US if inputs.launch_us is None else inputs.launch_us
+    current = HardwarePoint(
+        interconnect=_interconnect(inputs, spec),
+        gpus=spec.gpus,
+        gpu=_gpu(spec),
+        verify_cuda_graph=spec.verify_cuda_graph,
+        launch_us=launch_us,
+        allreduce=spec.allreduce,
+    )
+    ref = inputs.reference
+    if ref is None:
+        return current, current
+    return current, HardwarePoint(
+        interconnect=_interconnect(inputs, ref),
+        gpus=ref.gpus,
+        gpu=_gpu(ref),
+        verify_cuda_graph=ref.verify_cuda_graph,
+        launch_us=current.launch_us,
+        allreduce=ref.allreduce,
+    )
+
+
+def geometry(model: ModelDims) -> Geometry:
+    """The model geometry; SpecsimError naming the first missing field."""
+    for name in ("layers", "hidden_size"):
+        if getattr(model, name) is None:
+            raise SpecsimError("needed by the hardware model", field=f"model.{name}")
+    assert model.layers is not None and model.hidden_size is not None
+    return Geometry(
+        layers=model.layers,
+        draft_layers=model.draft_layers,
+        hidden_size=model.hidden_size,
+        kernels_per_layer=model.kernels_per_layer,
+        allreduces_per_layer=model.allreduces_per_layer,
+        activation_bytes=model.activation_bytes,
+        moe=model.experts is not None,
+    )
+
+
+def target_weights(model: ModelDims) -> Weights:
+    """The target model's weights; SpecsimError naming the first missing field."""
+    if model.layers is None:
+        raise SpecsimError("needed to derive compute", field="model.layers")
+    if model.layer_params is None:
+        raise SpecsimError("needed to derive compute from the model", field="model.layer_params")
+    from sim.hardware.roofline import Weights  # lazy: derived passes only (start-up)
+
+    return Weights(
+        layers=model.layers,
+        layer_params=model.layer_params,
+        lm_head_params=model.lm_head_params,
+        weight_bytes_per_param=model.weight_bytes_per_param,
+        dense_layers=model.dense_layers,
+        dense_layer_params=model.dense_layer_params,
+        experts=model.experts,
+        experts_per_token=model.experts_per_token,
+        expert_params=model.expert_params,
+        expert_bytes_per_param=model.expert_bytes_per_param,
+    )
+
+
+def draft_weights(model: ModelDims) -> Weights:
+    """The drafter's weights (one layer of ``draft_params``); SpecsimError if not given."""
+    if model.draft_params is None:
+        raise SpecsimError("needed to derive drafter compute", field="model.draft_params")
+    from sim.hardware.roofline import Weights  # lazy: derived passes only (start-up)
+
+    return Weights(
+        layers=1,
+        layer_params=model.draft_params,
+        weight_bytes_per_param=model.weight_bytes_per_param,
+    )
+
+
+class PassModel:
+    """Every pass of one configuration taken apart on its hardware (module docstring)."""
+
+    def __init__(self, inputs: PassInputs):
+        self.inputs = inputs
+        self.times = inputs.times
+        self.model = inputs.model
+        self.num_steps = inputs.num_steps
+        self.current, self.reference = hardware_points(inputs)
+        self.at_reference = self.current.key() == self.reference.key()
+        #: The per-kernel CPU cost the measured ungraphed verify fixes (None: not fixed;
+        #: the stated ``launch_us`` or its default applies).
+        self.derived_launch_us = self._launch_us_from_verify()
+        if self.derived_launch_us is not None:
+            self._check_launch_not_stated(self.derived_launch_us)
+            self.reference = self.reference.with_launch_us(self.derived_launch_us)
+            if not inputs.launch_overridden:
+                self.current = self.current.with_launch_us(self.derived_launch_us)
+            else:  # a what-if (another host CPU): the measured passes re-compose
+                self.at_reference = False
+
+    def _check_launch_not_stated(self, derived_us: float) -> None:
+        """A file that states ``hardware.launch_us`` while its measured ungraphed verify
+        fixes it says two things about one quantity: SpecsimError naming the field. (A
+        what-if of it keeps the derived cost for the timings; the hardware asked about
+        takes the override.)"""
+        stated = self.inputs.launch_us
+        if stated is None or not self.inputs.launch_stated:
+            return
+        raise SpecsimError(
+            f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
+            "timing.verify_compute = 'decode' fixes the per-kernel CPU cost at "
+            f"{derived_us:.4g} us ({self.geom.kernels_per_layer} kernels a layer): leave "
+            "it out, or set timing.verify_compute = 'measured' to take the verify's GPU "
+            "work from its time at this cost instead",
+            field="hardware.launch_us",
+        )
+
+    @property
+    def verify_from_decode(self) -> bool:
+        return self.times.verify_compute == "decode"
+
+    def verify_compute_from_decode_ms(self, tokens: int) -> float:
+        """The verify's compute over ``tokens`` on the reference hardware as the graphed
+        decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
+        return self._decode_grown_ref_ms(tokens)
+
+    def _decode_grown_ref_ms(self, tokens: int) -> float:
+        """Verify compute over ``tokens`` on the reference hardware, from the graphed
+        decode's calibrated compute: plus ``verify_ms_per_extra_token`` per extra token
+        when given, else (and with ``verify_growth = experts``) plus the weight reads and
+        FLOPs of the extra tokens (sim/hardware/roofline.py ``growth_ms``): only that share
+        of a batch-1 pass grows with tokens."""
+        times = self.times
+        if times.decode_ms is None:
+            raise SpecsimError(
+                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+            )
+        shape = self.shape("decode", 1, self.reference)
+        x = calibrate_pass(shape, self.reference, self.geom, times.decode_ms, "timing.decode_ms")
+        if times.verify_growth == "experts" or times.verify_ms_per_extra_token is None:
+            return x + self._growth(1, tokens, self.reference, "verify_compute = 'decode'")
+        return x + (tokens - 1) * times.verify_ms_per_extra_token
+
+    def _launch_us_from_verify(self) -> float | None:
+        """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
+        per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
+        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
+        times = self.times
+        if not self.verify_from_decode or times.verify_ms is None:
+            return None
+        if self.reference.verify_cuda_graph:
+            return None
+        m0 = self.measured_verify_tokens
+        shape = self.shape("verify", m0, self.reference)
+        compute_ms = self._decode_grown_ref_ms(m0)
+        try:
+            return calibrate_launch_us(
+                shape, self.reference, self.geom, compute_ms, times.verify_ms
+            )
+        except ValueError as exc:
+            raise SpecsimError(
+                f"{times.verify_ms:.4g} ms cannot be an ungraphed verify whose GPU work is "
+                f"the graphed decode's plus its growth ({compute_ms:.4g} ms of compute): "
+                f"{exc}",
+                field="timing.verify_ms",
+            ) from None
+
+    def _raise_launches_exceed(self, shape: PassShape, measured_ms: float) -> None:
+        """SpecsimError for an ungraphed measured pass whose launches alone, at the stated
+        (or public) per-kernel cost, take longer than it: names the stated field behind
+        the cost, and the largest cost the measurement allows (no-op when the launches
+        fit and something else is wrong)."""
+        schedule = pass_schedule(shape, self.reference, self.geom)[0]
+        if schedule.launch_work_ms <= measured_ms:
+            return
+        unit = pass_schedule(shape, self.reference.with_launch_us(1.0), self.geom)[0]
+        try:
+            largest = calibrate_cpu_scale(unit, 0.0, measured_ms)
+        except ValueError:
+            largest = 0.0
+        stated = self.inputs.launch_us is not None
+        cost = "stated" if stated else "the public default"
+        raise SpecsimError(
+            f"{shape.layers} layers x {self.geom.kernels_per_layer} kernels at "
+            f"{self.reference.launch_us:.4g} us a kernel ({cost}) take "
+            f"{schedule.launch_work_ms:.4g} ms to launch, more than the measured ungraphed "
+            f"{shape.name} ({measured_ms:.4g} ms): set timing.verify_compute = 'decode' to "
+            "derive the per-kernel cost from it, or a hardware.launch_us of at most "
+            f"{largest:.4g} us",
+            field="hardware.launch_us" if stated else "model.kernels_per_layer",
+        )
+
+    @cached_property
+    def geom(self) -> Geometry:
+        return geometry(self.model)
+
+    def target_weights(self) -> Weights:
+        return target_weights(self.model)
+
+    def draft_weights(self) -> Weights:
+        return draft_weights(self.model)
+
+    @property
+    def measured_verify_tokens(self) -> int:
+        return self.times.verify_tokens or self.inputs.draft_tokens
+
+    def shape(self, name: str, tokens: int, hw: HardwarePoint) -> PassShape:
+        target = name in ("decode", "verify")
+        layers = self.geom.layers if target else self.geom.draft_layers
+        graphed = hw.verify_cuda_graph if name == "verify" else True
+        return PassShape(name, tokens, layers, graphed)
+
+    def default_tokens(self, name: str) -> int:
+        if name == "verify":
+            return self.measured_verify_tokens
+        if name == "draft_extend":
+            return self.num_steps + 1
+        return 1
+
+    @property
+    def efficiency(self) -> float:
+        return self.inputs.efficiency
+
+    def _growth(self, tokens_from: int, tokens_to: int, hw: HardwarePoint, what: str) -> float:
+        """Extra weight-read and FLOP time of a target pass over more tokens on ``hw``."""
+        if hw.gpu is None:
+            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
+        weights = target_weights(self.model)
+        from sim.hardware.roofline import growth_ms  # lazy: derived passes only (start-up)
+
+        return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
+
+    @cached_property
+    def verify_slope(self) -> tuple[float, str, str]:
+        """(ms per extra verified token, origin, reason) of the measured verify pass.
+
+        Given (``verify_ms_per_extra_token``): measured. Otherwise derived by the hardware
+        model where the timings were measured: the verify over one more token, with the
+        calibrated compute plus the extra weight reads and FLOPs (sim/hardware/roofline.py
+        ``growth_ms``) and the larger all-reduces, minus the measured pass. Without the
+        weights or the GPU: 0, listed as a default.
+        """
+        times = self.times
+        if times.verify_ms_per_extra_token is not None:
+            return times.verify_ms_per_extra_token, "measured", "given in the scenario"
+        derived = self._derived_slope()
+        if isinstance(derived, str):
+            return (
+                0.0,
+                "default",
+                (
+                    f"not measured, and the hardware model cannot derive it ({derived}): extra "
+                    "verified tokens are taken to cost nothing, which is optimistic"
+                ),
+            )
+        base = (
+            "the graphed decode's GPU work (timing.verify_compute = 'decode')"
+            if self.verify_from_decode
+            else "the calibrated verify"
+        )
+        return (
+            derived,
+            "derived",
+            (
+                f"hardware model: {base} plus one token's extra weight reads (its new "
+                "distinct routed experts) and FLOPs at hardware.bandwidth_efficiency "
+                f"{self.efficiency:g} of the GPU's peak, and its larger all-reduces"
+            ),
+        )
+
+    def _derived_slope(self) -> float | str:
+        """The derived slope (ms per token), or why it cannot be derived."""
+        times, model = self.times, self.model
+        if times.verify_ms is None:
+            return "no measured verify pass"
+        missing = [
+            f"model.{n}"
+            for n in ("layers", "hidden_size", "layer_params")
+            if getattr(model, n) is None
+        ]
+        if not self.inputs.current.verify_cuda_graph and model.kernels_per_layer is None:
+            missing.append("model.kernels_per_layer")
+        if self.reference.gpu is None:
+            missing.append("hardware.gpu")
+        if missing:
+            return "needs " + ", ".join(missing)
+        m0 = self.measured_verify_tokens
+        if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
+            try:
+                t0, t1 = (
+                    compose_pass(
+                        self.shape("verify", m, self.reference),
+                        self.reference,
+                        self.geom,
+                        self._decode_grown_ref_ms(m),
+                        "derived",
+                    ).total_ms
+                    for m in (m0, m0 + 1)
+                )
+            except SpecsimError as exc:
+                return exc.message
+            return max(t1 - t0, 0.0)
+        try:
+            ref_shape = self.shape("verify", m0, self.reference)
+            x_m0 = calibrate_pass(
+                ref_shape, self.reference, self.geom, times.verify_ms, "timing.verify_ms"
+            )
+            x_m1 = x_m0 + self._growth(m0, m0 + 1, self.reference, "the verify slope")
+            longer = compose_pass(
+                self.shape("verify", m0 + 1, self.reference),
+                self.reference,
+                self.geom,
+                x_m1,
+                "derived",
+            )
+        except SpecsimError as exc:
+            return exc.message
+        return max(longer.total_ms - times.verify_ms, 0.0)
+
+    def _measured_ms(self, name: str, tokens: int) -> float | None:
+        times = self.times
+        if name == "verify":
+            if times.verify_ms is None:
+                return None
+            slope = self.verify_slope[0]
+            return times.verify_ms + (tokens - self.measured_verify_tokens) * slope
+        return getattr(times, f"{name}_ms")
+
+    def _require_gpu(self, what: str) -> GpuPreset:
+        if self.current.gpu is None:
+            raise SpecsimError(f"needed to derive {what} (no measured time)", field="hardware.gpu")
+        return self.current.gpu
+
+    def _calibrated_ms(self, name: str, tokens: int) -> tuple[float, str] | None:
+        """(compute ms, origin) from the measured time of a pass, or None if not measured."""
+        measured = self._measured_ms(name, tokens)
+        if measured is None:
+            return None
+        field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
+        ref_shape = self.shape(name, tokens, self.reference)
+        given = None
+        if name == "verify" and tokens != self.measured_verify_tokens:  # the user gave another
+            given = (  # verify_ms is set: ``measured`` came from it
+                f"{self.times.verify_ms:.4g} ms over {self.measured_verify_tokens} "
+                f"tokens at {self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
+            )
+        try:
+            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field, given)
+        except SpecsimError:
+            if not ref_shape.graphed:
+                self._raise_launches_exceed(ref_shape, measured)
+            raise
+        origin = "measured" if self.at_reference else "recomposed"
+        return x_ref * compute_scale(self.reference, self.current), origin
+
+    def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
+        """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
+        times = self.times
+        if name == "verify" and self.verify_from_decode:
+            x_ref = self._decode_grown_ref_ms(tokens)
+            origin = "measured" if self.at_reference else "recomposed"
+            return x_ref * compute_scale(self.reference, self.current), origin
+        if name == "verify" and times.verify_ms is not None and times.verify_growth == "experts":
+            m0 = self.measured_verify_tokens
+            x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
+            growth = self._growth(m0, tokens, self.current, "verify_growth = experts")
+            return x_m0 + growth, origin
+        calibrated = self._calibrated_ms(name, tokens)
+        if calibrated is not None:
+            return calibrated
+        if name == "verify" and times.decode_ms is not None:
+            x_decode, _ = self.compute_ms("decode", 1)
+            growth = self._growth(1, tokens, self.current, "a verify derived from decode")
+            return x_decode + growth, "derived"
+        gpu = self._require_gpu(f"the {name} pass")
+        weights = (
+            target_weights(self.model)
+            if name in ("decode", "verify")
+            else draft_weights(self.model)
+        )
+        from sim.hardware.roofline import roofline_ms  # lazy: derived passes only (start-up)
+
+        return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
+
+    def breakdown(
+        self, name: str, tokens: int | None = None, hw: HardwarePoint | None = None
+    ) -> PassBreakdown:
+        """The pass ``name`` over ``tokens`` (default: as measured) on ``hw`` (default:
+        the hardware asked about; another point keeps the compute of the current one,
+        rescaled)."""
+        m = self.default_tokens(name) if tokens is None else tokens
+        x, origin = self.compute_ms(name, m)
+        target_hw = hw or self.current
+        if hw is not None:
+            x *= compute_scale(self.current, hw)
+        return compose_pass(self.shape(name, m, target_hw), target_hw, self.geom, x, origin)
+
+    def breakdowns(self) -> dict[str, PassBreakdown]:
+        """Every pass the configuration uses (draft passes only when speculating)."""
+        names = PASS_NAMES if self.num_steps > 0 else ("decode",)
+        return {name: self.breakdown(name) for name in names}
+
+    def draft_step_table_ms(self, max_tokens: int) -> tuple[float, ...]:
+        """Drafter decode pass over m = 1..max_tokens tokens (a tree's beams): the compute of
+        the one-token pass (calibrated or derived; at batch 1 a drafter pass is memory-bound,
+        so its weight reads do not grow with the beams, and the roofline's FLOP term takes
+        over only far beyond them) composed with the all-reduces and launches of m tokens.
+        KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
+        for a Llama-8B-sized drafter layer)."""
+        x1, origin = self.compute_ms("draft_step", 1)
+        out = []
+        for m in range(1, max_tokens + 1):
+            x = x1
+            if origin == "derived":
+                x, _ = self.compute_ms("draft_step", m)
+            out.append(
+                compose_pass(
+                    self.shape("draft_step", m, self.current), self.current, self.geom, x, origin
+                ).total_ms
+            )
+        return tuple(out)
+
+    def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
+        """Verify pass time over m = 1..max_tokens tokens."""
+        return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
+
+    def geometry_known(self) -> bool:
+        """True when the launch and communication floors of the measured passes can be
+        checked: layers, hidden size, and the kernel count unless the verify is graphed."""
+        model = self.model
+        return (
+            model.layers is not None
+            and model.hidden_size is not None
+            and (self.inputs.current.verify_cuda_graph or model.kernels_per_layer is not None)
+        )
+
+    def uses_derived_compute(self) -> bool:
+        """True when compute comes from the weights and the GPU preset: a missing pass, the
+        derived verify slope or the experts growth (the bandwidth efficiency matters)."""
+        times = self.times
+        missing = any(getattr(times, f"{n}_ms") is None for n in PASS_NAMES)
+        derived_slope = self.verify_slope[1] == "derived"
+        return missing or times.verify_growth == "experts" or derived_slope
+
+    def pass_times(self) -> PassTimes:
+        """The configuration's pass times on its hardware.
+
+        At the measured hardware with every time given, the measured times come back
+        unchanged (after checking each is above its modelled communication + launch floor
+        when the model geometry is known). Otherwise each pass is re-composed or derived.
+        """
+        times, num_steps = self.times, self.num_steps
+        measured: dict[str, float | None] = {n: getattr(times, f"{n}_ms") for n in PASS_NAMES}
+        all_measured = all(v is not None for v in measured.values())
+        m0 = self.measured_verify_tokens
+        # a measured line, unless the verify's GPU work is the decode's and its growth is
+        # the hardware model's: then every token count is composed (launch- to GPU-bound)
+        linear = times.verify_growth == "linear" and not (
+            self.verify_from_decode and times.verify_ms_per_extra_token is None
+        )
+        if self.at_reference and all_measured and linear:
+            if self.geometry_known():
+                names = PASS_NAMES if num_steps > 0 else ("decode", "verify")
+                for name in names:
+                    self.compute_ms(name, self.default_tokens(name))
+            return times.as_pass_times(num_steps, self.inputs.draft_tokens, self.verify_slope[0])
+        # m0 + 1: the slope at the measured point needs the next entry
+        max_m = max(VERIFY_TABLE_TOKENS, self.inputs.draft_tokens, m0 + 1)
+        table = self.verify_table_ms(max_m)
+
+        def total(name: str) -> float:
+            if num_steps == 0 and measured[name] is None:
+                try:
+                    return self.breakdown(name).total_ms
+                except SpecsimError:
+                    return float("nan")  # no drafter to derive, and none is needed at k = 0
+            return self.breakdown(name).total_ms
+
+        return PassTimes(
+            decode_ms=total("decode"),
+            verify_ms=table[m0 - 1],
+            verify_tokens=m0,
+            verify_ms_per_extra_token=table[m0] - table[m0 - 1],
+            draft_step_ms=total("draft_step"),
+            draft_extend_ms=total("draft_extend"),
+            cycle_overhead_ms=times.cycle_overhead_ms,
+            verify_table_ms=table,
+            draft_step_overhead_ms=times.draft_step_overhead_ms,
+            **times.extend_fields(num_steps),
+        )

@@ -125,7 +125,7 @@ class StudyArgs:
     replications: int | None
     requests: int | None
     seed: int | None
-    workers: int
+    workers: int | None
     quiet: bool
     as_json: bool
     plot_dir: str | None
@@ -179,7 +179,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             json_option,
             quiet_option,
             executor_options,
-            workers_option(what),
+            workers_option(what, auto=True),
             seed_option,
             requests_option,
             replications_option,

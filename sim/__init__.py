@@ -9,6 +9,7 @@ The library API is plain functions over frozen config objects; the ``specsim`` c
     print(sim.analyze(bound).throughput_tok_s)                 # closed form
     summary = sim.summarize(sim.simulate(bound, engine="des"))  # Monte Carlo
     best = sim.search_acceptance(scenario, [150.0], range(1, 17)).targets[0].best
+    served = sim.serve(scenario, concurrency=16)                  # the server under load
 
 Names are imported on first use (PEP 562), so ``import sim`` stays cheap.
 """
@@ -37,6 +38,18 @@ _EXPORTS: dict[str, str] = {
     "compare_scenarios": "sim.studies.compare",
     "lever_table": "sim.studies.levers",
     "calibrate": "sim.calibration.calibrate",
+    # serving: the server under load, and the decisions built on it
+    "serve": "sim.studies.serve",
+    "serving_study": "sim.studies.serve",
+    "Load": "sim.studies.serving_points",
+    "crossover": "sim.studies.crossover",
+    "best_k": "sim.studies.best_k",
+    "capacity": "sim.studies.capacity",
+    "search_at_load": "sim.studies.serving_search",
+    "tree_load_study": "sim.studies.tree_load",
+    "controller_study": "sim.studies.controllers",
+    "simulate_serving": "sim.simulation.serving.simulate",
+    "summarize_serving": "sim.simulation.serving.metrics",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -211,20 +211,51 @@ def atomic_write_text(path: str | Path, text: str | bytes, *, source: str | None
                     break
 
 
-def read_bounded_text(
-    path: str | Path, *, limit: int = MAX_INPUT_BYTES, errors: str = "strict"
-) -> str:
-    """A text file's contents (UTF-8; ``errors="replace"`` for logs) up to ``limit`` bytes;
-    SpecsimError naming the file otherwise."""
+#: Directories of kernel pseudo-files: they look like regular files (``/proc/self/mem``,
+#: ``/sys/...``) or are devices (``/dev/zero``) and never hold an input specsim reads.
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _pseudo_file(path: Path) -> bool:
+    try:
+        resolved = str(path.resolve(strict=False))
+    except (OSError, RuntimeError):
+        return False  # a loop: reported when the file is opened
+    return any(resolved == r or resolved.startswith(r + "/") for r in PSEUDO_ROOTS)
+
+
+def _size_words(limit: int) -> str:
+    if limit >= 1024 * 1024:
+        return f"{limit / (1024 * 1024):g} MiB"
+    if limit >= 1024:
+        return f"{limit / 1024:g} KiB"
+    return f"{limit} bytes"
+
+
+def read_bounded_bytes(path: str | Path, *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them; one SpecsimError naming the file
+    otherwise: missing, a directory, a FIFO, socket or device, a kernel pseudo-file under
+    /proc, /sys or /dev, a symbolic link loop, unreadable, or larger than ``limit``.
+
+    The file is opened non-blocking (a FIFO swapped in after the check would not hang the
+    read) and checked again through the open descriptor.
+    """
     source = str(path)
     p = Path(path)
     try:
         st = p.stat()  # before opening: opening a FIFO would block
         if stat.S_ISDIR(st.st_mode):
             raise SpecsimError("cannot read: is a directory", source=source)
-        if not stat.S_ISREG(st.st_mode):
-            raise SpecsimError("cannot read: not a regular file", source=source)
-        with open(p, "rb") as fh:
+        if not stat.S_ISREG(st.st_mode) or _pseudo_file(p):
+            raise SpecsimError(
+                "cannot read: not a regular file (a FIFO, socket, device or /proc, /sys "
+                "entry is never read)",
+                source=source,
+            )
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SpecsimError("cannot read: not a regular file", source=source)
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise SpecsimError("no such file", source=source) from None
@@ -233,11 +264,23 @@ def read_bounded_text(
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise SpecsimError("cannot read: symbolic link loop", source=source) from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise SpecsimError("cannot read: file name too long", source=source) from None
         raise SpecsimError(f"cannot read: {os_reason(exc)}", source=source) from None
     if len(data) > limit:
         raise SpecsimError(
-            f"file larger than {limit // (1024 * 1024)} MiB (the input size limit)", source=source
+            f"file larger than {_size_words(limit)} (the input size limit)", source=source
         )
+    return data
+
+
+def read_bounded_text(
+    path: str | Path, *, limit: int = MAX_INPUT_BYTES, errors: str = "strict"
+) -> str:
+    """A text file's contents (UTF-8; ``errors="replace"`` for logs) up to ``limit`` bytes;
+    SpecsimError naming the file otherwise (see ``read_bounded_bytes``)."""
+    source = str(path)
+    data = read_bounded_bytes(path, limit=limit)
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
@@ -245,3 +288,26 @@ def read_bounded_text(
             f"not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
             source=source,
         ) from None
+
+
+def json_depth(text: str) -> int:
+    """Deepest bracket nesting of a JSON text outside strings, in one pass: a document is
+    refused by its depth before ``json.loads`` recurses into it."""
+    depth = top = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            top = max(top, depth)
+        elif ch in "]}":
+            depth -= 1
+    return top

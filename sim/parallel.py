@@ -8,6 +8,7 @@ seed, so results never depend on the executor, the worker count or the order tas
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import signal
 import sys
@@ -191,6 +192,7 @@ class DaskExecutor:
                 "the Dask executor needs dask.distributed: pip install 'specsim-llm[dask]'",
                 param="executor",
             ) from None
+        _quiet_dask_logs()
         own = not isinstance(self.scheduler, Client)
         if own:
             try:
@@ -201,6 +203,7 @@ class DaskExecutor:
                 ) from None
         else:
             client = self.scheduler
+        lost = _cluster_lost_errors()
         try:
             task = functools.partial(_protected, fn)
             futures = client.map(task, list(items), pure=False)
@@ -208,11 +211,55 @@ class DaskExecutor:
             try:
                 for fut in as_completed(futures):
                     yield index[fut.key], fut.result()
+            except lost as exc:
+                raise SpecsimError(
+                    f"lost the Dask cluster ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}); the "
+                    "finished points are kept: run the same command again to resume",
+                    param="scheduler",
+                ) from None
             finally:
-                client.cancel(futures)
+                try:
+                    client.cancel(futures)
+                except (*lost, RuntimeError):
+                    pass  # the scheduler is gone: nothing left to cancel
         finally:
             if own:
-                client.close()
+                try:
+                    client.close()
+                except (*lost, RuntimeError):
+                    pass
+
+
+def _quiet_dask_logs() -> None:
+    """Keep Dask's own log records (a lost connection logs tracebacks while its client
+    retries) off the command's stderr: the command reports the outcome in one line."""
+    import logging  # lazy: start-up
+
+    roots = ("distributed", "tornado", "asyncio")
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in roots]
+    for name in (*roots, *names):
+        logging.getLogger(name).disabled = True
+
+
+def _cluster_lost_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions of a Dask cluster that went away mid-run: its scheduler's connection
+    closed or timed out, a worker killed while running a task, the futures cancelled
+    because the scheduler restarted (not the exceptions of the task itself)."""
+    import asyncio  # lazy: only a Dask run needs it (start-up)
+
+    found: list[type[BaseException]] = [OSError, TimeoutError, asyncio.CancelledError]
+    for module, name in (
+        ("distributed.comm.core", "CommClosedError"),
+        ("distributed.scheduler", "KilledWorker"),
+        ("distributed.client", "FutureCancelledError"),
+        ("concurrent.futures", "CancelledError"),
+    ):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
 
 
 def check_scheduler_address(address: str, timeout_s: float = 3.0) -> None:

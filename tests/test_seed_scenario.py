@@ -39,9 +39,13 @@ def test_150_and_200_are_out_of_reach_at_num_steps_2(seed):
         assert t.at_num_steps.alpha is None
         assert t.at_num_steps.required_accept_length > 3  # k = 2 caps AL at 3
         assert "num_steps 2 caps it at 3" in t.reason
-    # longer drafts can reach both, at a high conditional acceptance rate
-    assert t150.reachable and t200.reachable
-    assert 0.85 < t150.best.alpha < t200.best.alpha < 0.99
+    # under the default decay shape no first-position rate of at most 1 reaches either at
+    # any k (the least drafter quality asked for needs a_1 above 1); flat rates do, at a
+    # high conditional acceptance rate
+    assert not t150.reachable and not t200.reachable
+    assert t150.best.over_cap and t200.best.over_cap
+    assert t150.reachable_flat and t200.reachable_flat
+    assert 0.85 < t150.best_flat.alpha < t200.best_flat.alpha < 0.99
 
 
 def test_run_json_has_the_documented_keys(seed_path):
@@ -71,14 +75,17 @@ def test_run_json_has_the_documented_keys(seed_path):
         "alpha_at_best",
         "ceiling_tok_s",
     }
-    assert target["alpha_at_num_steps"] is None and target["reachable"] is True
+    assert target["alpha_at_num_steps"] is None and target["reachable"] is False
+    assert target["reachable_flat"] is True and target["needs_rates_falling_less"] is True
 
 
 def test_run_text_answers_the_question(seed_path):
     result = CliRunner().invoke(main, ["run", str(seed_path)])
     assert result.exit_code == 0
-    assert "What acceptance reaches each target?" in result.output
-    assert "150 tok/s" in result.output and "unreachable" in result.output
+    out = result.output
+    assert "150 tok/s: out of reach at num_steps 2 (needs accept length 5.00, max 3)" in out
+    assert "needs first-position rate 1.000 — not reachable" in out
+    assert "at its cap" not in out  # a capped rate is never the headline
 
 
 def test_plain_decoding_scenario(seed_path):
@@ -143,3 +150,30 @@ def test_scenarios_sharing_the_seeds_measurements_share_how_well_they_are_known(
             shared += 1
             assert wanted <= timing_inputs(sc), path.name
     assert shared >= 4
+
+
+def test_run_json_text_and_search_agree_on_what_is_out_of_reach(seed_path):
+    """The seed's targets are out of reach under the default decay shape: run's JSON says
+    so (reachable false), its text says so, and so do the chain search and the tree
+    search's best chain."""
+    small = ["--replications", "2", "--requests", "10", "-q"]
+    doc = json.loads(CliRunner().invoke(main, ["run", str(seed_path), *small, "--json"]).output)
+    text = CliRunner().invoke(main, ["run", str(seed_path), *small]).output
+    search = json.loads(
+        CliRunner()
+        .invoke(main, ["search", str(seed_path), "--num-steps", "6:8", *small, "--json"])
+        .output
+    )
+    rank = "acceptance.rank_profile=sequoia-jf68m-llama2-7b"
+    trees = json.loads(
+        CliRunner()
+        .invoke(main, ["search", str(seed_path), "--set", rank, "--topk", "1", "--json", "-q"])
+        .output
+    )
+    for i, tok_s in enumerate((150, 200)):
+        assert doc["targets"][i]["reachable"] is False
+        assert search["targets"][i]["reachable"] is False
+        assert search["targets"][i]["needs_rates_falling_less"] is True
+        assert trees["targets"][i]["best_chain"] is None
+        assert f"{tok_s} tok/s: out of reach at num_steps 2" in text
+    assert text.count("— not reachable") == 2

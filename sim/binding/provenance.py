@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from sim.binding.bind import acceptance_shape, implicit_tilt, pass_times
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,
@@ -313,8 +315,8 @@ def override_entries(scenario: Scenario) -> list[dict[str, Any]]:
             value = _get(scenario, dotted)
         except AttributeError:
             value = None
-        if hasattr(value, "model_dump"):
-            value = value.model_dump()
+        # a table or an array of tables (--set acceptance.mix=[{...}]) as plain JSON data
+        value = to_jsonable_python(value)
         out.append({"field": dotted, "value": value, "via": via})
     return out
 

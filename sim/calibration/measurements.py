@@ -129,9 +129,20 @@ class Measurements:
         return not (self.baselines or self.points or self.accept_lengths or self.cumulative)
 
 
+#: A batch-1 figure's tok/s range: a token every 1000 s to one a microsecond (no decode step
+#: is shorter than a kernel launch, sim/calibration/importers/physical.py).
+MIN_TOK_S, MAX_TOK_S = 1e-3, 1e6
+
+
 def _check_positive(value: float, what: str, source: str) -> None:
     if not (math.isfinite(value) and value > 0):
         raise SpecsimError(f"{what} must be a positive number, got {value}", source=source)
+    if not MIN_TOK_S <= value <= MAX_TOK_S:
+        raise SpecsimError(
+            f"{what} {value:.3g} is outside [{MIN_TOK_S:g}, {MAX_TOK_S:g}] (a token every "
+            "1000 s to one a microsecond: a unit slip?)",
+            source=source,
+        )
 
 
 def baseline_measurement(tok_s: float, rel_error: float, source: str) -> Measurements:

@@ -78,4 +78,4 @@ def best_k(
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
-    args.run("best_k", render_best_k, study)
+    args.run("best_k", render_best_k, study, simulations=len(loads) * (len(ks) + 1))

@@ -21,7 +21,13 @@ from dataclasses import replace
 import click
 
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
-from sim.cli.options import echo_document, json_option, output_file_checked, set_option
+from sim.cli.options import (
+    FiniteFloatRange,
+    echo_document,
+    json_option,
+    output_file_checked,
+    set_option,
+)
 
 #: Smallest relative error of a figure: a part per million is beyond any benchmark, and
 #: below ~1e-20 the weighted residuals overflow the least-squares fit (a traceback at 1e-160).
@@ -41,7 +47,7 @@ TIMING_RUN_HELP = (
 #: Options calibrate shares with init (figures, files, their error, which server wins).
 BASELINE_OPTION = click.option(
     "--baseline-tok-s",
-    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    type=FiniteFloatRange(min=0.0, min_open=True, max=1e7),
     help="Measured plain-decoding tok/s (batch 1).",
 )
 POINT_OPTION = click.option(

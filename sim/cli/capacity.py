@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from sim.cli.options import FiniteFloatRange
 from sim.cli.serving_options import StudyArgs, serving_study_options, slo_options
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--share",
-    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=0.9,
     show_default=True,
     help="Fraction of requests that must meet the SLO limits.",
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 @slo_options
 @click.option(
     "--rtol",
-    type=click.FloatRange(0.001, 0.5),
+    type=FiniteFloatRange(0.001, 0.5),
     default=0.02,
     show_default=True,
     help="Relative tolerance of the rate.",

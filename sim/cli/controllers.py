@@ -73,10 +73,17 @@ def controllers(
     from sim.studies.controllers import controller_study
 
     ks = parse_num_steps(num_steps)
+    parsed = [parse_phase(p) for p in phases]
 
     def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> ReplayResult:
-        return controller_study(
-            builder, evaluator, [parse_phase(p) for p in phases], ks, k_table=k_table
-        )
+        return controller_study(builder, evaluator, parsed, ks, k_table=k_table)
 
-    args.run("controllers", render_controllers, study)
+    # every fixed k, plain decoding, the static table and the two controllers replay the
+    # phases (the static table's own best-k runs come on top)
+    args.run(
+        "controllers",
+        render_controllers,
+        study,
+        simulations=len(ks) + 4,
+        requests=sum(p.requests for p in parsed) if parsed else None,
+    )

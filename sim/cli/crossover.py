@@ -25,6 +25,9 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
     names = tuple(split_list(text, source="--metric"))
     if not names:
         raise SpecsimError("name at least one metric", source="--metric")
+    repeated = sorted({m for m in names if names.count(m) > 1})
+    if repeated:
+        raise SpecsimError(f"metric {', '.join(repeated)} given twice", source="--metric")
     for m in names:
         if m not in METRICS or METRICS[m].needs_slo:
             known = ", ".join(n for n, s in METRICS.items() if not s.needs_slo)
@@ -72,7 +75,7 @@ def crossover(
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
-    from sim.report.crossover import render_crossover
+    from sim.report.crossover import render_crossover, render_crossover_screen
     from sim.studies.crossover import crossover as run_crossover
     from sim.studies.serving_draws import DrawnPoints
     from sim.studies.serving_runs import study_settings
@@ -96,4 +99,10 @@ def crossover(
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
-    args.run("crossover", render_crossover, study)
+    args.run(
+        "crossover",
+        render_crossover,
+        study,
+        screen=render_crossover_screen,
+        simulations=len(loads) * (len(ks) + 1),
+    )

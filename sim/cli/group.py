@@ -15,8 +15,9 @@ from __future__ import annotations
 import difflib
 import errno
 import importlib
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -39,6 +40,10 @@ PARAM_FLAGS: dict[str, str] = {
 }
 
 
+#: errno values of a write to stdout that cannot go on (no file name on the error).
+_OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 def flag_for(param: str) -> str:
     """The command-line flag that sets library parameter ``param``."""
     return PARAM_FLAGS.get(param, "--" + param.replace("_", "-"))
@@ -56,9 +61,39 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+#: Longest error line (bytes of UTF-8, the "specsim: error: " prefix included): a path or a
+#: value quoted in full could make it megabytes long.
+MAX_ERROR_LINE = 4096
+
+#: Longest source (file path, option) and field kept whole in an error line; longer ones
+#: keep their start and end around an ellipsis (a path's file name stays readable).
+MAX_PART = 400
+
+
+def abbreviate(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its start and end around ``...``."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 3) // 3
+    return text[:head] + "..." + text[len(text) - (limit - 3 - head) :]
+
+
+def error_line(exc: SpecsimError) -> str:
+    """The one line bad input gets: ``specsim: error: SOURCE: FIELD: message``, control
+    characters escaped, a long source or field shortened in the middle and the whole at
+    most ``MAX_ERROR_LINE`` bytes."""
+    exc = cli_error(exc)
+    where = exc.source if exc.source else exc.param
+    parts = [abbreviate(one_line(p), MAX_PART) for p in (where, exc.field) if p]
+    line = "specsim: error: " + ": ".join([*parts, one_line(exc.message)])
+    if len(line.encode("utf-8")) > MAX_ERROR_LINE:
+        line = abbreviate(line, MAX_ERROR_LINE // 4)  # 4 bytes at most a character
+    return line
+
+
 def echo_error(exc: SpecsimError) -> None:
     """The one line on stderr that bad input gets."""
-    click.echo(f"specsim: error: {one_line(str(cli_error(exc)))}", err=True)
+    click.echo(error_line(exc), err=True)
 
 
 def _command_name(ctx: click.Context | None) -> str:
@@ -108,6 +143,44 @@ def _option_names(ctx: click.Context | None) -> list[str]:
 def _os_error(exc: OSError) -> SpecsimError:
     where = exc.filename if exc.filename is not None else "specsim"
     return SpecsimError(os_reason(exc), source=str(where))
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's own flush at exit
+    finds nothing to fail on (a closed pipe or a full device would print a second error)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file (a test runner's buffer): nothing will flush at exit
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    """stdout could not be written: a reader that stopped reading (EPIPE) is the
+    conventional quiet exit 1, as ``head`` leaves ``yes``; anything else (a full disk, a
+    device that refuses) is one line and exit 2."""
+    _silence_stdout()
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    echo_error(SpecsimError(f"cannot write: {os_reason(exc)}", source="standard output"))
+    sys.exit(2)
+
+
+def _out_of_resources(exc: BaseException) -> NoReturn:
+    """Memory or recursion depth ran out: one line (what ran out, what to do), exit 2."""
+    what = (
+        "out of memory"
+        if isinstance(exc, MemoryError)
+        else "input nested too deeply (recursion limit)"
+    )
+    echo_error(
+        SpecsimError(
+            f"{what}; give a smaller input (fewer requests, replications or grid points)",
+            source="specsim",
+        )
+    )
+    sys.exit(2)
 
 
 class SpecsimGroup(click.Group):
@@ -171,6 +244,16 @@ class SpecsimGroup(click.Group):
         except click.Abort:
             click.echo("specsim: interrupted", err=True)
             sys.exit(130)
+        except OSError as exc:  # help or version text to a stdout that cannot take it
+            if exc.filename is not None:
+                raise
+            _output_failed(exc)
+        try:
+            sys.stdout.flush()  # a full or closed stdout is found here, not at exit
+        except OSError as exc:
+            _output_failed(exc)
+        except ValueError:
+            pass  # stdout closed by the caller
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -184,9 +267,11 @@ class SpecsimGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("specsim: interrupted", err=True)
             sys.exit(130)
+        except (MemoryError, RecursionError) as exc:
+            _out_of_resources(exc)
         except OSError as exc:
-            if exc.errno == errno.EPIPE:  # output piped into a reader that stopped reading
-                sys.exit(1)
+            if exc.filename is None and exc.errno in _OUTPUT_ERRNOS:
+                _output_failed(exc)  # stdout: a closed pipe, a full disk
             if exc.filename is None:
                 raise
             echo_error(_os_error(exc))

@@ -22,6 +22,20 @@ if TYPE_CHECKING:
 ENGINE_NAMES: tuple[str, ...] = ("des", "fast")
 FIDELITY_NAMES: tuple[str, ...] = ("cycle", "layer")
 
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses NaN and the infinities (``float("nan")`` passes
+    every comparison a range makes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math  # lazy: start-up
+
+        rv = super().convert(value, param, ctx)
+        if isinstance(rv, float) and not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
 scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False, path_type=str))
 
 set_option = click.option(
@@ -128,13 +142,20 @@ def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 target_option = click.option(
     "--target",
     "targets",
-    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    type=FiniteFloatRange(min=0.0, min_open=True, max=1e7),
     multiple=True,
     metavar="TOK_S",
     help="Target tok/s (repeatable; default: the scenario's [targets]).",
 )
 quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar and no 'wrote FILE' lines."
+)
+
+verbose_option = click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Every table after the first screen's answer (--json has every field either way).",
 )
 
 

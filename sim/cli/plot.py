@@ -167,6 +167,7 @@ def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool)
     tree-load (dispatched on its ``kind``)."""
     # lazy: matplotlib is imported when figures are drawn, not for --help (start-up)
     from sim.documents import document_kind, plotted
+    from sim.report.numeric_fields import check_numbers
 
     doc = read_document(result)
     kind = document_kind(doc, result)
@@ -179,6 +180,7 @@ def plot(result: str, out_dir: str | None, fmt: str, quiet: bool, as_json: bool)
             "has no figures: its load is above what the server answers, nothing was simulated",
             source=result,
         )
+    check_numbers(doc, kind, result)
     rendered = document_figures(doc, kind, result, fmt)
     if not rendered:  # a known kind whose builders found nothing to draw in it
         raise SpecsimError(f"the {kind} document holds nothing to draw", source=result)

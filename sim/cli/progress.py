@@ -22,8 +22,8 @@ def announce_slow_intervals(
 ) -> None:
     """One line on stderr (a terminal only, not with ``--quiet``) before the 90% intervals
     of chains whose acceptance is a workload mix or a per-request spread: each distinct
-    draw of their acceptance inputs re-builds every class's Beta quadrature (about 520-650
-    draws, 20-40 s of CPU on the shipped mix), which no bar follows."""
+    draw of their acceptance inputs re-builds every class's Beta quadrature (some 500-650
+    draws on the shipped mix), which no bar follows."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
     from sim.binding.uncertainty import (
         acceptance_propagated,

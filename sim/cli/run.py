@@ -15,6 +15,7 @@ from sim.cli.options import (
     scenario_argument,
     set_option,
     target_option,
+    verbose_option,
     with_targets,
     workers_option,
 )
@@ -51,6 +52,7 @@ def given_on_command_line(ctx: click.Context, names: tuple[str, ...]) -> list[st
 @monte_carlo_options
 @workers_option("replications")
 @quiet_option
+@verbose_option
 @plot_option
 @format_option
 def run(
@@ -66,6 +68,7 @@ def run(
     engine: str,
     fidelity: str,
     quiet: bool,
+    verbose: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -115,8 +118,8 @@ def run(
             if as_json:
                 echo_document("run", body)
             else:
-                click.echo(render_analysis(analysis))
-                click.echo(render_exact(exact, law))
+                click.echo(render_analysis(analysis, verbose))
+                click.echo(render_exact(exact, law, verbose))
                 if unused:
                     click.echo(f"  (--method auto: the law is exact; {', '.join(unused)} unused)")
             return
@@ -152,7 +155,7 @@ def run(
     if as_json:
         echo_document("run", body)
     else:
-        click.echo(render_analysis(analysis))
-        click.echo(render_montecarlo(summary, result))
+        click.echo(render_analysis(analysis, verbose))
+        click.echo(render_montecarlo(summary, result, verbose))
         if fallback:
             click.echo(fallback)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
+    FiniteFloatRange,
     echo_document,
     format_option,
     json_option,
@@ -18,6 +19,7 @@ from sim.cli.options import (
     set_option,
     target_option,
     targets_or_scenario,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -74,7 +76,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--quantile",
-    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=None,
     help="Service-level form: lowest rate at which this fraction of requests reach the target.",
 )
@@ -93,7 +95,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Per-user tok/s simulated by the serving engine under Poisson arrivals.",
@@ -101,6 +103,7 @@ def parse_int_list(text: str, option: str) -> list[int]:
 @monte_carlo_options
 @workers_option("draft lengths")
 @quiet_option
+@verbose_option
 @json_option
 @plot_option
 @format_option
@@ -122,6 +125,7 @@ def search(
     seed: int | None,
     workers: int,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
@@ -212,13 +216,13 @@ def search(
             workers=workers,
             base_dir=Path(scenario).resolve().parent,
         ).to_dict()
-        text = render_search(doc)
+        text = render_search(doc, verbose)
     else:
         ks = parse_num_steps("1:16" if num_steps is None else num_steps)
         doc = search_acceptance(
             scn, tgts, ks, quantile=quantile, engine=engine, fidelity=fidelity, workers=workers
         ).to_dict()
-        text = render_search(doc)
+        text = render_search(doc, verbose)
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sim.cli.options import (
+    FiniteFloatRange,
     format_option,
     json_option,
     plot_option,
@@ -16,11 +20,52 @@ from sim.cli.options import (
     scenario_argument,
     seed_option,
     set_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import emit
+
+if TYPE_CHECKING:
+    from sim.scenario.schema import Scenario
+
+
+def parse_window(text: str) -> list[float]:
+    """``START:END`` seconds -> [start, end] (SpecsimError naming --trace-window)."""
+    from sim.errors import SpecsimError  # lazy: start-up
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, end = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise SpecsimError(
+            f"expected START:END in seconds, got {text[:60]!r}", source="--trace-window"
+        ) from None
+    if not (math.isfinite(start) and math.isfinite(end)) or start < 0 or end <= start:
+        raise SpecsimError(
+            f"need 0 <= START < END, finite, got {text[:60]!r}", source="--trace-window"
+        )
+    return [start, end]
+
+
+def with_trace_settings(
+    sc: Scenario, trace_format: str | None, rate_scale: float | None, trace_window: str | None
+) -> Scenario:
+    """``sc`` with --trace-format, --rate-scale and --trace-window applied (each an
+    override its flag names)."""
+    from sim.scenario.load import with_overrides  # lazy: start-up
+
+    for flag, field, value in (
+        ("--trace-format", "serving.trace_format", trace_format),
+        ("--rate-scale", "serving.trace_rate_scale", rate_scale),
+        ("--trace-window", "serving.trace_window_s", trace_window and parse_window(trace_window)),
+    ):
+        if value is not None:
+            sc = with_overrides(sc, {field: value}, source=flag)
+    return sc
 
 
 @click.command()
@@ -34,7 +79,7 @@ from sim.cli.serving_options import emit
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=1e-6, max=1e7),
     default=None,
     metavar="REQ_PER_S",
     help="Poisson arrivals at this rate [default: serving.rate_per_s].",
@@ -44,7 +89,27 @@ from sim.cli.serving_options import emit
     type=click.Path(dir_okay=False, path_type=str),
     default=None,
     metavar="FILE",
-    help="Replay a CSV trace (arrival_s, input_tokens, output_tokens[, class]).",
+    help="Replay a trace: specsim CSV (arrival_s, input_tokens, output_tokens[, class]), "
+    "Azure LLM inference CSV, BurstGPT CSV or Mooncake JSONL (told from the file).",
+)
+@click.option(
+    "--trace-format",
+    type=click.Choice(("auto", "specsim", "azure", "burstgpt", "mooncake")),
+    default=None,
+    help="The trace's format [default: serving.trace_format, auto: told from the file].",
+)
+@click.option(
+    "--rate-scale",
+    type=FiniteFloatRange(min=1e-6, max=1e6),
+    default=None,
+    metavar="X",
+    help="Replay the trace X times as fast (arrival times / X) [default: 1].",
+)
+@click.option(
+    "--trace-window",
+    default=None,
+    metavar="START:END",
+    help="Replay only the requests arriving in [START, END) seconds of the trace's clock.",
 )
 @click.option(
     "--draws",
@@ -61,6 +126,7 @@ from sim.cli.serving_options import emit
 @replications_option
 @workers_option("replications")
 @quiet_option
+@verbose_option
 @plot_option
 @format_option
 def serve(
@@ -68,6 +134,9 @@ def serve(
     concurrency: int | None,
     rate: float | None,
     trace: str | None,
+    trace_format: str | None,
+    rate_scale: float | None,
+    trace_window: str | None,
     draws: int,
     sets: tuple[str, ...],
     as_json: bool,
@@ -76,19 +145,18 @@ def serve(
     replications: int | None,
     workers: int,
     quiet: bool,
+    verbose: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
     """Serve the scenario under concurrency: TTFT, TPOT, ITL, per-user and aggregate tok/s,
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
+    from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
-    from sim.simulation.serving.metrics import summarize_serving
-    from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
-    from sim.simulation.serving.simulate import simulate_serving
-    from sim.simulation.serving.stability import check_open_load
+    from sim.simulation.serving.setup import BASELINE, with_load
+    from sim.studies.serve import serve as serve_scenario
     from sim.studies.serving_draws import serve_intervals
 
     given = [
@@ -104,41 +172,40 @@ def serve(
             sc,
             concurrency=concurrency,
             rate_per_s=rate,
-            trace=str(Path(trace).resolve()) if trace else None,
+            trace=os.path.abspath(trace) if trace else None,
             source=given[0],
         )
+    sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
-    bound = bind(sc)  # what the scenario means, once
-    setup = serving_setup(bound, base_dir=Path(scenario).resolve().parent, source=scenario)
-    check = check_open_load(setup.plan, setup.policies)
-    if check is not None and not check.stable:
-        body = unstable_to_dict(setup, sc.name, check)
+    with ProgressBar(enabled=not quiet) as progress:
+        served = serve_scenario(
+            sc,
+            workers=workers,
+            base_dir=Path(scenario).resolve().parent,
+            source=scenario,
+            progress=progress,
+            interval_draws=draws,
+        )
+    if served.run is None or served.summary is None:  # above what the server answers
+        assert served.check is not None
+        body = unstable_to_dict(served.setup, sc.name, served.check)
         if plot_dir and not quiet:
             click.echo("no figures: the load is above what the server answers, nothing ran")
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
-    with ProgressBar(enabled=not quiet) as progress:
-        run = simulate_serving(
-            setup.plan,
-            setup.policies,
-            replications=setup.replications,
-            seed=setup.seed,
-            workers=workers,
-            progress=progress,
-        )
-    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
-    body = serving_to_dict(run, summary, setup, sc.name)
+    body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
     if draws:
         body["interval90"] = serve_intervals(
             sc,
-            run.records,
-            slo=setup.slo,
-            seed=setup.seed,
+            served.run.records,
+            slo=served.setup.slo,
+            seed=served.setup.seed,
             base_dir=Path(scenario).resolve().parent,
             source=scenario,
             workers=workers,
             baseline=BASELINE,
-            batch=max(p.mean_batch.mean for p in summary.policies.values()),
+            batch=max(p.mean_batch.mean for p in served.summary.policies.values()),
             draws=draws,
         )
-    emit("serve", body, render_serving, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)
+    render = render_serving if verbose else render_serving_screen
+    emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from sim.cli.options import (
+    FiniteFloatRange,
     executor_options,
     format_option,
     json_option,
@@ -29,6 +30,7 @@ from sim.cli.options import (
     scenario_argument,
     seed_option,
     set_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -102,13 +104,13 @@ def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
     fn = click.option(
         "--tpot-slo-ms",
-        type=click.FloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange(min=1e-3, max=1e9),
         default=None,
         help="TPOT limit of the SLO [default: serving.tpot_slo_ms].",
     )(fn)
     return click.option(
         "--ttft-slo-ms",
-        type=click.FloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange(min=1e-3, max=1e9),
         default=None,
         help="TTFT limit of the SLO [default: serving.ttft_slo_ms].",
     )(fn)
@@ -130,6 +132,7 @@ class StudyArgs:
     as_json: bool
     plot_dir: str | None
     fmt: str
+    verbose: bool = False
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
     executor: str = "local"
@@ -140,12 +143,27 @@ class StudyArgs:
         kind: str,
         render: Callable[[dict[str, Any]], str],
         study: Callable[[ScenarioPlans, PointEvaluator], Any],
+        screen: Callable[[dict[str, Any]], str] | None = None,
+        *,
+        simulations: int | None = None,
+        requests: int | None = None,
     ) -> None:
         """Build the study (with a progress bar unless ``--quiet``), run ``study`` on its
-        plan builder and evaluator, then print (and plot) the result's document."""
+        plan builder and evaluator, then print (and plot) the result's document: its first
+        screen (``screen``; default ``render``'s text with the assumptions in one line),
+        or with ``--verbose`` every table (``render``). ``simulations``: the serving runs
+        (load x policy) the study makes, checked against the memory and time limits before
+        any runs (``requests``: each run's requests, when not the scenario's warm-up +
+        requests)."""
         with ProgressBar(enabled=not self.quiet) as progress:
-            builder, evaluator = build_study(self, progress)
+            builder, evaluator = build_study(self, progress, simulations, requests)
             result = study(builder, evaluator)
+        if not self.verbose:
+            # lazy: the report layer when a command runs, not for --help (start-up)
+            from sim.report.screen import first_screen
+
+            full = render
+            render = screen or (lambda doc: first_screen(full(doc), doc.get("assumptions", ())))
         emit(
             kind,
             result.to_dict(),
@@ -174,6 +192,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
         decorated: Callable[..., Any] = command
         for option in (
+            verbose_option,
             format_option,
             plot_option,
             json_option,
@@ -193,15 +212,19 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
 
 def build_study(
-    args: StudyArgs, progress: Callable[[int, int | None], None] | None
+    args: StudyArgs,
+    progress: Callable[[int, int | None], None] | None,
+    simulations: int | None = None,
+    requests: int | None = None,
 ) -> tuple[ScenarioPlans, PointEvaluator]:
-    """The scenario's plan builder and an evaluator at its seed and replications."""
+    """The scenario's plan builder and an evaluator at its seed and replications (the
+    study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
     from sim.binding.bound import bind
     from sim.parallel import make_executor
     from sim.scenario.load import load_scenario, with_overrides
-    from sim.studies.serving_draws import input_draws
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.simulation.budget import check_serving_size
+    from sim.studies.serve import serving_study
 
     sc = with_mc_settings(
         load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
@@ -213,19 +236,22 @@ def build_study(
     ):
         if value is not None:  # an error names the flag, as --rate's names --rate
             sc = with_overrides(sc, {field: value}, source=flag)
-    builder = ScenarioPlans.of(
-        sc, source=args.scenario, base_dir=Path(args.scenario).resolve().parent
-    )
-    setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(sc, setup.seed))
-    evaluator = PointEvaluator(
-        builder,
-        replications=setup.replications,
-        seed=setup.seed,
-        slo=setup.slo,
+    builder, evaluator = serving_study(
+        sc,
         executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
+        base_dir=Path(args.scenario).resolve().parent,
+        source=args.scenario,
         progress=progress,
     )
+    if simulations is not None:  # nothing has run yet
+        setup = builder.setup(None, builder.default_steps)
+        workload = setup.plan.workload
+        check_serving_size(
+            simulations,
+            setup.replications,
+            requests if requests is not None else workload.requests + workload.warmup,
+            args.workers,
+        )
     return builder, evaluator
 
 

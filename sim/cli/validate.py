@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from sim.cli.group import echo_error
 from sim.cli.options import echo_document, json_option, set_option
 from sim.errors import SpecsimError
+
+if TYPE_CHECKING:
+    from sim.binding.bound import Bound
+
+
+def serving_checks(bound: Bound, path: str) -> None:
+    """The checks ``serve`` and the serving studies make before they simulate, for a
+    scenario with a ``[serving]`` section: its trace read and checked, the KV cache
+    holding one request, the plan built (SpecsimError as those commands would give)."""
+    if bound.scenario.serving is None:
+        return
+    from pathlib import Path  # lazy: start-up
+
+    from sim.simulation.serving.setup import serving_setup
+
+    serving_setup(bound, base_dir=Path(path).absolute().parent, source=path)
 
 
 @click.command()
@@ -27,7 +44,8 @@ def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -
     for path in scenarios:
         try:
             sc = load_scenario(path, sets)
-            bind(sc)  # what the values mean: the hardware model checks them too
+            bound = bind(sc)  # what the values mean: the hardware model checks them too
+            serving_checks(bound, path)
         except SpecsimError as exc:
             failed += 1
             if not as_json:

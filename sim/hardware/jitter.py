@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def multiplier_distribution(cv: float) -> stats.rv_continuous:
     """Frozen Gamma with mean 1 and coefficient of variation ``cv`` (> 0)."""
-    from scipy import stats  # lazy: scipy.stats costs ~1 s to import (start-up)
+    from scipy import stats  # lazy: scipy.stats is slow to import (start-up)
 
     if cv <= 0:
         raise ValueError(f"cv must be > 0, got {cv}")

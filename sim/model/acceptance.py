@@ -71,7 +71,7 @@ PANEL_NODES = 24
 #: a panel of ratio 10 from a power-law end (u^(1/a)) falls about 1.92^2 = 3.7x a node
 #: (Bernstein ellipse), 10x in 1.76 nodes. Within 1e-12 relative of 24 nodes on every
 #: panel (tests/model/test_quadrature.py); 710 nodes for 864, the ones below 1e-2 the
-#: costliest to invert (about 5 us each against 1-2 us).
+#: costliest to invert.
 LEFT_PANEL_NODES: tuple[int, ...] = tuple(
     math.ceil(PANEL_NODES - 1.76 * (depth - 1)) for depth in range(14, 0, -1)
 )

@@ -1,7 +1,7 @@
 """The Beta quantile for many uniforms at once, cheaper than ``scipy.special.betaincinv``.
 
-``betaincinv`` solves I_x(a, b) = u afresh for every u (about 3 us an element for the
-seed's spreads), and a run draws one per request and rate class. ``beta_quantiles``
+``betaincinv`` solves I_x(a, b) = u afresh for every u (an iterative solve per element),
+and a run draws one per request and rate class. ``beta_quantiles``
 interpolates instead, on a table built once per (a, b):
 
 * nodes u_i on [U_MIN, 1 - U_MIN] with the exact quantile x_i = x(u_i) and its exact first
@@ -60,7 +60,7 @@ _MOST_CUTS = 8
 
 def _log_density(a: float, b: float, log_beta: float, x: np.ndarray) -> np.ndarray:
     """log f(x), f the Beta(a, b) density, ``log_beta`` = betaln(a, b) (computed once per
-    table: a scalar call costs about 3 us); warnings off: callers handle the ends."""
+    table, not per node); warnings off: callers handle the ends."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - log_beta
 

@@ -116,10 +116,24 @@ class KAnswer:
     #: The scale x of the shape's profile min(1, x g) (first_rate = min(1, x)): the
     #: drafter quality asked for, which keeps rising after the first rate reaches 1.
     scale: float | None = None
+    #: The shape asks for a first-position rate above 1 (x g_1 > 1): only rates that fall
+    #: less than the shape reach the target at this k, no first-position rate does.
+    over_cap: bool = False
 
     @property
     def reachable(self) -> bool:
+        """Some profile reaches the target at this k (flat rates at most 1 do)."""
         return self.alpha is not None
+
+    @property
+    def reachable_under_shape(self) -> bool:
+        """A first-position rate of at most 1 reaches the target under the shape."""
+        return self.alpha is not None and not self.over_cap
+
+
+#: Relative tolerance of "the shape needs a first-position rate above 1": the scale's
+#: bisection (sim/model/shapes.py) runs to the last bits of [0, 1 / min g].
+OVER_CAP_RTOL = 1e-9
 
 
 def shaped_rate(
@@ -135,6 +149,11 @@ def shaped_rate(
     return float(rates[0]), float(rates.mean()), x
 
 
+def over_cap(scale: float | None, first_factor: float) -> bool:
+    """Whether the scale x asks for a first-position rate x g_1 above 1."""
+    return scale is not None and scale * first_factor > 1.0 + OVER_CAP_RTOL
+
+
 def answer_at_k(
     target_tok_s: float, passes: PassTimes, num_steps: int, factors: FactorsFn | None = None
 ) -> KAnswer:
@@ -145,19 +164,27 @@ def answer_at_k(
     alpha = alpha_for_accept_length(need, num_steps)
     if factors is None or alpha is None or num_steps == 0:
         first, mean, scale = alpha, alpha, alpha
+        capped = False
     else:
-        first, mean, scale = shaped_rate(need, factors(num_steps))
-    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale)
+        g = factors(num_steps)
+        first, mean, scale = shaped_rate(need, g)
+        capped = over_cap(scale, float(g[0]))
+    return KAnswer(
+        num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale, capped
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class TargetAnswer:
     """The closed-form answer for one target tok/s.
 
-    ``reachable`` means some k in ``K_RANGE`` can reach the target; ``at_num_steps`` is the
-    scenario's own k; ``best`` is the k needing the lowest first-position rate under the
-    shape (None when unreachable) and ``best_flat`` the k needing the lowest equal rate;
-    ``max_ceiling`` is the k with the highest all-accepted throughput.
+    ``reachable`` means some k in ``K_RANGE`` reaches the target with a first-position
+    rate of at most 1 under the scenario's shape (``reachable_flat``: with equal rates);
+    ``at_num_steps`` is the scenario's own k; ``best`` is the k needing the least drafter
+    quality under the shape (the lowest scale; None when no profile reaches it at any k;
+    ``best.over_cap`` when even it needs a first-position rate above 1) and ``best_flat``
+    the k needing the lowest equal rate; ``max_ceiling`` is the k with the highest
+    all-accepted throughput.
     """
 
     tok_s: float
@@ -169,7 +196,11 @@ class TargetAnswer:
 
     @property
     def reachable(self) -> bool:
-        return self.best is not None
+        return self.best is not None and not self.best.over_cap
+
+    @property
+    def reachable_flat(self) -> bool:
+        return self.best_flat is not None
 
 
 def answer_target(

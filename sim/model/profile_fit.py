@@ -165,8 +165,8 @@ def least_squares_bounded(
     """(x, Jacobian at x) minimising ||resid(x)||^2 inside the box [lower, upper].
 
     Levenberg-Marquardt with projection onto the box: cheap for the one or two parameters
-    of a shape (scipy.optimize.least_squares costs ~15 ms a call in overhead, and the
-    decay priors fit hundreds of profiles).
+    of a shape (scipy.optimize.least_squares carries a fixed overhead a call that
+    dominates such small fits, and the decay priors fit hundreds of profiles).
     """
     lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     x = np.clip(np.asarray(x0, dtype=float), lo, hi)

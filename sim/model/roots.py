@@ -1,4 +1,4 @@
-"""Brent's root finder in plain Python (start-up: importing scipy.optimize costs ~0.5 s).
+"""Brent's root finder in plain Python (start-up: no import of scipy.optimize).
 
 ``brentq`` follows SciPy's C implementation step for step (scipy/optimize/Zeros/brentq.c,
 Charles Harris; after Brent 1973, "Algorithms for Minimization without Derivatives",

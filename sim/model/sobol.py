@@ -1,4 +1,4 @@
-"""Sobol points in pure NumPy (start-up: ``scipy.stats.qmc`` costs about 1 s to import).
+"""Sobol points in pure NumPy (start-up: no import of ``scipy.stats.qmc``).
 
 ``sobol_points(d, m)`` gives the first 2**m points of the d-dimensional Sobol sequence
 (Sobol 1967) in Gray-code order, built from the direction numbers of Joe & Kuo (2008),

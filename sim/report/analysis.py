@@ -9,7 +9,15 @@ from sim.binding.provenance import effective_hardware, override_entries
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
+from sim.report.screen import (
+    fit_width,
+    measure_next_lines,
+    rests_on_line,
+    target_lines,
+    wrap,
+)
 from sim.report.uncertainty import (
+    LISTED_ORIGINS,
     answer_line,
     assumption_lines,
     assumptions_doc,
@@ -48,7 +56,10 @@ def target_to_dict(
     flat = answer.best_flat
     return {
         "tok_s": answer.tok_s,
+        # under the scenario's shape with a first-position rate of at most 1 (as search)
         "reachable": answer.reachable,
+        "reachable_flat": answer.reachable_flat,
+        "needs_rates_falling_less": bool(best is not None and best.over_cap),
         "required_accept_length": at_k.required_accept_length,
         "alpha_at_num_steps": at_k.alpha if at_k.num_steps > 0 else None,
         "first_rate_at_num_steps": at_k.first_rate if at_k.num_steps > 0 else None,
@@ -137,8 +148,51 @@ def cycle_detail_lines(cost: CycleCost) -> list[str]:
     return out
 
 
-def render_analysis(analysis: Analysis) -> str:
-    """A readable summary of the closed-form analysis."""
+def shape_phrase(shape: AcceptanceShape | None) -> str:
+    """The shape a target's answer is under, in a few words."""
+    if shape is not None and shape.origin == "derived":
+        return "the default decay shape"
+    return "the scenario's shape by position"
+
+
+def is_shaped(shape: AcceptanceShape | None) -> bool:
+    return shape is not None and shape.shape not in ("flat", "repeat") and shape.decay != 1.0
+
+
+def render_analysis(analysis: Analysis, verbose: bool = False) -> str:
+    """The closed-form part of ``specsim run``'s text: the answer in about 25 lines of at
+    most 100 characters, or (``verbose``) every table."""
+    if verbose:
+        return render_analysis_verbose(analysis)
+    sc = analysis.scenario
+    k = analysis.num_steps
+    full = render_analysis_verbose(analysis).splitlines()
+    # the head: name, hardware, plain and speculative tok/s, interval, cycle, break-even
+    end = full.index("") if "" in full else len(full)
+    head = [ln for ln in full[1:end] if not ln.lstrip().startswith("rates by position")]
+    title = f"{sc.name}" + (f": {sc.description}" if sc.description else "")
+    lines = wrap(title, indent="", more="  ")
+    for ln in head:
+        if "90% interval from inputs and model:" in ln:
+            ln = "    " + ln.strip()
+        lines.append(ln)
+    if analysis.targets:
+        doc = analysis_to_dict(analysis)
+        shaped = is_shaped(analysis.shape)
+        what = "closed form"
+        if shaped and analysis.shape is not None:
+            what += f"; rates fall with position: {analysis.shape.shape}, "
+            what += f"decay {analysis.shape.decay:.3f}"
+        lines += ["", f"What reaches each target ({what})"]
+        for t in doc["targets"]:
+            lines += target_lines(t, k, shaped, shape_phrase(analysis.shape))
+        lines += measure_next_lines(doc["targets"])
+        lines += rests_on_line(doc["assumptions"], LISTED_ORIGINS)
+    return "\n".join(fit_width(lines))
+
+
+def render_analysis_verbose(analysis: Analysis) -> str:
+    """A readable summary of the closed-form analysis, every table."""
     sc = analysis.scenario
     k = analysis.num_steps
     cost = analysis.cost

@@ -8,6 +8,7 @@ from typing import Any
 
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.screen import first_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -148,7 +149,38 @@ def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_crossover(doc: Mapping[str, Any]) -> str:
+def render_crossover_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim crossover``: the first metric's gains by load and k
+    with its crossings, the other metrics' crossings in a line each, one line of
+    assumptions (``--verbose``: every metric's table and every assumption)."""
+    first = next(iter(doc["metrics"]))
+    full = render_crossover(doc, metrics=(first,))
+    kind = doc["load_kind"]
+    others = []
+    for metric, meta in doc["metrics"].items():
+        if metric == first:
+            continue
+        parts = []
+        for c in (c for c in doc["curves"] if c["metric"] == metric):
+            # each crossing without its bracket and interval (in --verbose and the JSON)
+            text = (
+                ", ".join(crossing_text(x, kind).split(" (")[0] for x in c["crossings"])
+                if c["crossings"]
+                else c["summary"]
+            )
+            parts.append(f"k={c['num_steps']} {text}")
+        others.append(f"  {meta['label']}: " + "; ".join(parts))
+    if others:
+        lines = full.splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("  k=")) + len(doc["num_steps"])
+        lines[at:at] = ["", "other metrics (--verbose: their tables):", *others]
+        full = "\n".join(lines)
+    return first_screen(full, doc.get("assumptions", ()))
+
+
+def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:
+    """The text of ``specsim crossover --verbose``: every metric's gains by load and k
+    (``metrics``: only these), the crossings, overloads and the assumptions."""
     kind = doc["load_kind"]
     unit = load_unit(kind)
     ks = doc["num_steps"]
@@ -164,6 +196,8 @@ def render_crossover(doc: Mapping[str, Any]) -> str:
     ]
     curves = doc["curves"]
     for metric, meta in doc["metrics"].items():
+        if metrics is not None and metric not in metrics:
+            continue
         unit_m = f" ({meta['unit']})" if meta["unit"] else ""
         lines += ["", f"{meta['label']}{unit_m}: gain by k"]
         by_k = {c["num_steps"]: c for c in curves if c["metric"] == metric}

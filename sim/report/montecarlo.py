@@ -78,14 +78,39 @@ def text_histogram(
     return lines
 
 
-def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
-    """The Monte Carlo block printed under the closed-form summary."""
+def compact_lines(s: Summary, head: str) -> list[str]:
+    """The first screen's sample block: mean with its interval, percentiles, accept length
+    against theory, the classes and P(tok/s >= target)."""
+    lo, hi = s.tok_s_ci95
+    spread = "exact" if s.method == "exact" else f"95% CI {lo:.2f} - {hi:.2f}"
+    lines = [
+        "",
+        head,
+        f"  per-request tok/s   mean {s.tok_s_mean:.2f} ({spread}); p5 {s.tok_s_p5:.1f}, "
+        f"p50 {s.tok_s_p50:.1f}, p95 {s.tok_s_p95:.1f}",
+        f"  accept length       {s.accept_length_mean:.3f} per cycle "
+        f"(theory {s.theory_accept_length:.3f})",
+    ]
+    return lines + _class_and_target_lines(s)
+
+
+def render_montecarlo(summary: Summary, result: MonteCarloResult, verbose: bool = True) -> str:
+    """The Monte Carlo block printed under the closed-form summary (``verbose``: with the
+    pmf of L, the cycle and a histogram)."""
     s = summary
     head = (
         f"Monte Carlo ({s.engine} engine, {s.fidelity} fidelity, "
         f"{count(s.replications, 'replication')} x {count(s.requests, 'request')} of "
         f"{count(result.output_tokens, 'token')}, seed {s.seed})"
     )
+    if not verbose:
+        fidelity = "" if s.fidelity == "cycle" else f"{s.fidelity} fidelity, "
+        head = (
+            f"Monte Carlo ({s.engine} engine, {fidelity}{count(s.replications, 'replication')}"
+            f" x {count(s.requests, 'request')} of {count(result.output_tokens, 'token')}, "
+            f"seed {s.seed}" + ("; streamed)" if result.stream is not None else ")")
+        )
+        return "\n".join(compact_lines(s, head))
     if result.stream is None:
         return "\n".join(_summary_lines(s, head) + text_histogram(kept(result.tok_s).ravel()))
     values, counts = result.stream.histogram.nonzero()
@@ -94,13 +119,15 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult) -> str:
     return "\n".join(_summary_lines(s, head) + bars)
 
 
-def render_exact(summary: Summary, law: RequestLaw) -> str:
+def render_exact(summary: Summary, law: RequestLaw, verbose: bool = True) -> str:
     """The exact-law block printed under the closed-form summary (``run --method exact``)."""
     head = (
         f"Exact per-request law ({summary.fidelity} fidelity, requests of "
         f"{count(law.tokens, 'token')}; "
         "finite-N renewal law of the cycle count, no Monte Carlo)"
     )
+    if not verbose:
+        return "\n".join(compact_lines(summary, head))
     lines = _summary_lines(summary, head)
     return "\n".join(lines + text_histogram(law.tok_s_values(), weights=law.probs))
 
@@ -124,6 +151,12 @@ def _summary_lines(s: Summary, head: str) -> list[str]:
         f"  cycle               {s.cycle_ms['mean']:.2f} ms = "
         + " + ".join(f"{p} {s.cycle_ms[p]:.2f}" for p in PHASES),
     ]
+    return [*lines, *_class_and_target_lines(s), "  per-request tok/s:"]
+
+
+def _class_and_target_lines(s: Summary) -> list[str]:
+    """Each class's share and mean, then P(tok/s >= target) with its interval."""
+    lines = []
     for c in s.classes:
         lines.append(
             f"  class {c.name:<13} {c.share:6.1%} of requests, mean {c.mean_tok_s:.2f} tok/s"
@@ -132,5 +165,4 @@ def _summary_lines(s: Summary, head: str) -> list[str]:
         tlo, thi = t.ci95
         band = "exact" if s.method == "exact" else f"95% CI {tlo:.3f} - {thi:.3f}"
         lines.append(f"  P(tok/s >= {t.tok_s:g})".ljust(22) + f"{t.p_at_least:.3f} ({band})")
-    lines.append("  per-request tok/s:")
     return lines

@@ -53,11 +53,12 @@ def _footnote(fig: Figure, text: str | None) -> None:
         fig.text(0.01, 0.01, wrapped, fontsize=7.5, color="0.35", ha="left", va="bottom")
 
 
-def _title(fig: Figure, ax: Axes, text: str, fontsize: float = 11.0) -> None:
-    """The axes title, wrapped to the figure's width so it never runs off the canvas."""
-    chars = int(fig.get_figwidth() * 72 / (fontsize * 0.62))  # ~0.62 em per character
+def _title(fig: Figure, ax: Axes | None, text: str, fontsize: float = 11.0) -> None:
+    """The figure's title, centred on the figure (not on an axes that long tick labels
+    push aside) and wrapped to its width, so it never runs off the canvas."""
+    chars = int(0.9 * fig.get_figwidth() * 72 / (fontsize * 0.62))  # ~0.62 em a character
     lines = [textwrap.fill(part, width=max(20, chars)) for part in text.split("\n")]
-    ax.set_title("\n".join(lines), fontsize=fontsize)
+    fig.suptitle("\n".join(lines), fontsize=fontsize)
 
 
 def _legend(fig: Figure, ax: Axes, entries: int, **kwargs: Any) -> None:
@@ -90,8 +91,26 @@ def field_label(field: str) -> str:
 
 
 def in_words(field: str, value: Any) -> str:
-    """A legend entry for a swept field's value: ``interconnect nvlink4``, ``GPUs 8``."""
+    """A legend entry for a swept field's value: ``interconnect nvlink4``, ``GPUs 8``,
+    ``verify graphed``, ``k = 4``; a yes/no field reads as words, never a Python literal."""
+    leaf = field.rsplit(".", 1)[-1]
+    flag = _flag(value)
+    if leaf == "verify_cuda_graph" and flag is not None:
+        return "verify graphed" if flag else "verify ungraphed"
+    if leaf == "num_steps":
+        return f"k = {fmt_value(value)}"
+    if flag is not None:
+        return f"{field_label(field)}: {'yes' if flag else 'no'}"
     return f"{field_label(field)} {fmt_value(value)}"
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean value (or its CSV text ``true``/``false``), else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
 
 
 def fmt_value(value: Any) -> str:
@@ -136,12 +155,19 @@ def throughput_vs_acceptance(
     """Mean tok/s against the acceptance rate, one curve per k, shaded 95% CI of the mean.
 
     ``rows`` are sweep rows with ``x``, ``num_steps``, ``tok_s_mean``, ``tok_s_ci95_lo`` and
-    ``tok_s_ci95_hi``; ``group_by`` names further varied fields, drawn as line styles.
+    ``tok_s_ci95_hi``; ``group_by`` names further varied fields: each combination of their
+    values gets its own panel (small multiples on shared axes), so no two curves of
+    different settings lie on top of each other.
     """
+    others = sorted({tuple(fmt_value(r.get(g)) for g in group_by) for r in rows})
+    if len(others) > 1:
+        return _throughput_panels(
+            rows, others, x=x, targets=targets, group_by=group_by,
+            baseline_tok_s=baseline_tok_s, title=title, footnote=footnote,
+        )  # fmt: skip
     fig, ax = _figure()
     ks = sorted({int(r["num_steps"]) for r in rows})
     colors = _colors(len(ks))
-    others = sorted({tuple(fmt_value(r.get(g)) for g in group_by) for r in rows})
     styles = ["-", "--", "-.", ":"]
     for ci, k in enumerate(ks):
         for si, combo in enumerate(others):
@@ -200,6 +226,72 @@ def throughput_vs_acceptance(
         title="bars and shading: 95% CI of the mean",
         title_fontsize=7.5,
     )
+    _footnote(fig, footnote)
+    return fig
+
+
+def _curves(ax: Axes, rows: Sequence[Row], x: str, ks: Sequence[int], colors: list[Any]) -> None:
+    """One curve per k with its 95% CI (band and error bars) on ``ax``."""
+    for k, color in zip(ks, colors, strict=True):
+        pts = sorted((r for r in rows if int(r["num_steps"]) == k), key=lambda r: float(r[x]))
+        if not pts:
+            continue
+        xs = np.array([float(r[x]) for r in pts])
+        mean = np.array([float(r["tok_s_mean"]) for r in pts])
+        ax.plot(xs, mean, "-", color=color, marker="o", markersize=3, label=f"k = {k}")
+        if pts[0].get("tok_s_ci95_lo") is not None:
+            lo = np.array([float(r["tok_s_ci95_lo"]) for r in pts])
+            hi = np.array([float(r["tok_s_ci95_hi"]) for r in pts])
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.3, linewidth=0)
+            ax.errorbar(
+                xs, mean, yerr=[mean - lo, hi - mean], fmt="none", ecolor=color,
+                elinewidth=1.0, capsize=2.5,
+            )  # fmt: skip
+
+
+def _throughput_panels(
+    rows: Sequence[Row],
+    others: Sequence[tuple[str, ...]],
+    *,
+    x: str,
+    targets: Sequence[float],
+    group_by: Sequence[str],
+    baseline_tok_s: float | None,
+    title: str | None,
+    footnote: str | None,
+) -> Figure:
+    """``throughput_vs_acceptance`` as small multiples: a panel per combination of the
+    ``group_by`` fields (named in words), one colour per k in every panel."""
+    n = len(others)
+    ncols = 2 if n <= 4 else 3
+    nrows = -(-n // ncols)
+    fig = Figure(figsize=(4.0 * ncols + 1.6, 3.0 * nrows + 1.4), dpi=110, layout="constrained")
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    ks = sorted({int(r["num_steps"]) for r in rows})
+    colors = _colors(len(ks))
+    for i, combo in enumerate(others):
+        ax = axes[i // ncols][i % ncols]
+        sel = [r for r in rows if tuple(fmt_value(r.get(g)) for g in group_by) == combo]
+        _curves(ax, sel, x, ks, colors)
+        if baseline_tok_s is not None:
+            label = f"no speculation ({baseline_tok_s:.0f} tok/s)"
+            ax.axhline(baseline_tok_s, **BASELINE_STYLE, label=label)
+        _targets(ax, targets)
+        words = [in_words(g, v) for g, v in zip(group_by, combo, strict=True)]
+        ax.set_title(", ".join(words), fontsize=9.5)
+        ax.grid(True, alpha=0.3)
+    for j in range(n, nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel(field_label(x), fontsize=9)
+    for row in axes:
+        row[0].set_ylabel("mean tok/s per request", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, loc="outside right upper", fontsize=8,
+        title="bands, bars: 95% CI", title_fontsize=7.5,
+    )  # fmt: skip
+    _title(fig, None, title or "Throughput against acceptance rate, per draft length k")
     _footnote(fig, footnote)
     return fig
 
@@ -444,7 +536,7 @@ def cycle_breakdown(
     ax.set_ylabel(ylabel)
     _title(fig, ax, title or "Where a speculative-decoding cycle spends its time")
     ax.grid(True, alpha=0.3, axis="x")
-    fig.legend(loc="outside upper center", ncols=5 if baseline_ms is not None else 4, fontsize=8)
+    fig.legend(loc="outside right upper", fontsize=8)
     _footnote(fig, footnote)
     return fig
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from sim.binding.provenance import Assumption
 from sim.report.format import count, fmt_alpha
+from sim.report.screen import fit_width, measure_next_lines, rests_on_line, wrap
 from sim.report.uncertainty import (
+    LISTED_ORIGINS,
     assumption_lines,
     depends_on_lines,
     fmt_interval,
@@ -38,8 +40,12 @@ def _refused(doc: Mapping[str, Any]) -> str:
     return f" ({n} more acceptance {values} above the service bound, refused, not simulated)"
 
 
-def render_search(doc: Mapping[str, Any]) -> str:
-    """The text report of ``specsim search`` (from ``SearchResult.to_dict()``)."""
+def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
+    """The text report of ``specsim search`` (from ``SearchResult.to_dict()``); without
+    ``verbose`` the first screen: every target's answer, its interval, the draft length
+    it is at and what moves it (the per-k table and the inputs under ``--verbose``)."""
+    if not verbose:
+        return _search_screen(doc)
     q = doc.get("quantile")
     what = "mean tok/s" if q is None else f"{q:.0%} of requests"
     lines = [
@@ -74,16 +80,7 @@ def render_search(doc: Mapping[str, Any]) -> str:
         )
     for t in doc["targets"]:
         lines.append("")
-        if t["reachable"]:
-            lines.append(
-                f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, first-position "
-                f"rate {_a(t['first_rate'])} (Monte Carlo 95% CI {_ci(t['first_rate_ci95'])}), "
-                f"mean {_a(t['alpha'])}, accept length {t['required_accept_length']:.2f}; "
-                f"flat {_a(t.get('flat_alpha'))} at its own best k = {t.get('flat_num_steps')} "
-                "(closed form)"
-            )
-        else:
-            lines.append(f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}")
+        lines.append(_headline(t))
         unc = t.get("uncertainty")
         if unc:
             lines.append(
@@ -105,6 +102,8 @@ def render_search(doc: Mapping[str, Any]) -> str:
         for r, interval in zip(rows, intervals, strict=True):
             first = _a(r.get("first_rate")) if r["reachable"] else "unreachable"
             ci = _ci(r.get("first_rate_ci95", [None, None])) if r["reachable"] else ""
+            if r.get("over_cap"):  # the shape asks for a first-position rate above 1
+                first, ci = "> 1", ""
             lines.append(
                 f"  {r['num_steps']:>4}   {first:<11} {ci:<16}{_a(r['alpha']):>6}  "
                 f"{_a(r.get('flat_alpha')):>7}   {interval:<{width}} {r['ceiling_tok_s']:>10.1f}"
@@ -114,6 +113,74 @@ def render_search(doc: Mapping[str, Any]) -> str:
     if doc.get("assumptions"):
         lines += ["", *assumption_lines(assumptions_from_doc(doc["assumptions"]), indent="")]
     return "\n".join(lines)
+
+
+def _headline(t: Mapping[str, Any]) -> str:
+    """One target's answer in a sentence."""
+    if t["reachable"]:
+        return (
+            f"target {t['tok_s']:g} tok/s: best k = {t['best_num_steps']}, first-position "
+            f"rate {_a(t['first_rate'])} (Monte Carlo 95% CI {_ci(t['first_rate_ci95'])}), "
+            f"mean {_a(t['alpha'])}, accept length {t['required_accept_length']:.2f}; "
+            f"flat {_a(t.get('flat_alpha'))} at its own best k = {t.get('flat_num_steps')} "
+            "(closed form)"
+        )
+    if t.get("needs_rates_falling_less"):
+        flat = (
+            f"flat rates reach it at {_a(t.get('flat_alpha'))} (k = "
+            f"{t.get('flat_num_steps')}, closed form)"
+            if t.get("flat_alpha") is not None
+            else "flat rates do not reach it"
+        )
+        return (
+            f"target {t['tok_s']:g} tok/s: out of reach under the shape: needs "
+            f"first-position rate 1.000 (k = {t['best_num_steps']}) — not reachable; "
+            f"{flat}; reachable if rates fall less than the shape"
+        )
+    return f"target {t['tok_s']:g} tok/s: unreachable: {t['reason']}"
+
+
+def _search_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim search``."""
+    q = doc.get("quantile")
+    what = "mean tok/s" if q is None else f"{q:.0%} of requests"
+    lines = [f"search: {doc['scenario']}: lowest acceptance for {what} >= target"]
+    if "hardware" in doc:
+        lines += header_lines(doc["hardware"], doc.get("overrides", []))
+    if doc.get("load"):
+        lines.append(f"  load: {doc['load']['label']}")
+    now = doc.get("current")
+    if now:
+        lines.append(
+            f"  now: k = {now['num_steps']}, first-position rate {_a(now.get('first_rate'))}, "
+            f"{now['closed_form_tok_s']:.1f} tok/s in closed form"
+        )
+    for t in doc["targets"]:
+        lines += ["", *wrap(_headline(t), indent="", more="  ")]
+        unc = t.get("uncertainty")
+        if unc:
+            lines += wrap(
+                f"{INTERVAL_LABEL} (closed form, best k {_range(unc)}): first-position rate "
+                f"{fmt_interval(unc['interval90'])}; flat {fmt_interval(unc['flat_interval90'])}"
+            )
+            drivers = unc.get("drivers") or []
+            if drivers:
+                d = drivers[0]
+                lines += wrap(
+                    f"moves most with {d['field']}: {d['input_low']:.4g} .. "
+                    f"{d['input_high']:.4g} -> {_a(d['low'])} .. {_a(d['high'])}"
+                )
+        if t.get("note"):
+            lines += wrap(f"note: {t['note']}")
+    lines += measure_next_lines(doc["targets"])
+    if doc.get("assumptions"):
+        lines += rests_on_line(doc["assumptions"], LISTED_ORIGINS)
+    lines += wrap(
+        f"{count(doc['evaluations'], 'Monte Carlo evaluation')} ({doc['engine']} engine, "
+        f"{doc['replications']} x {count(doc['requests'], 'request')}, seed {doc['seed']}); "
+        "--verbose: the table by k and every input"
+    )
+    return "\n".join(fit_width(lines))
 
 
 def lever_depends_on(unc: Mapping[str, Any], field_name: str) -> list[str]:

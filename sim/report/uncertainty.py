@@ -62,15 +62,17 @@ def answer_line(t: TargetUncertainty, indent: str = "  ") -> str:
     """The answer for one target in a sentence, with its interval and the flat answer."""
     if t.best_num_steps is None:
         return f"{indent}{t.tok_s:g} tok/s: out of reach at every num_steps searched"
-    capped = (
-        " (at its cap: under this shape every first draft must be accepted and the later "
-        "rates must exceed the shape's, so only a shape that falls less reaches it)"
-        if t.first_rate is not None and t.first_rate >= 1.0
-        else ""
-    )
+    if t.first_rate is not None and t.first_rate >= 1.0:
+        return (
+            f"{indent}{t.tok_s:g} tok/s: not reachable under this shape (at best num_steps "
+            f"{t.best_num_steps} it needs a first-position rate of 1.000 and later rates above "
+            f"the shape's); reachable if rates fall less than the shape ({INTERVAL_LABEL} "
+            f"{fmt_interval(t.interval90)}); flat rates: {fmt_rate(t.flat_alpha)} "
+            f"{fmt_interval(t.flat_interval90)}"
+        )
     return (
         f"{indent}{t.tok_s:g} tok/s: best num_steps {t.best_num_steps}, first-position rate "
-        f"{fmt_rate(t.first_rate)}{capped} ({INTERVAL_LABEL} {fmt_interval(t.interval90)}), "
+        f"{fmt_rate(t.first_rate)} ({INTERVAL_LABEL} {fmt_interval(t.interval90)}), "
         f"mean {fmt_rate(t.mean_rate)} over the chain; flat rates: {fmt_rate(t.flat_alpha)} "
         f"{fmt_interval(t.flat_interval90)}"
     )

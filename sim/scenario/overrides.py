@@ -60,24 +60,27 @@ def _depth(value: Any) -> int:
     return 0
 
 
-def parse_value(text: str, param: str = "sets") -> Any:
+def parse_value(text: str, param: str = "sets", field: str | None = None) -> Any:
     """A ``--set`` value as ONE TOML value (scalar, array or inline table); a bare word is a
     string (``nvlink4``). A newline, a second key or a table header is refused: an override
-    sets one field and nothing else."""
+    sets one field and nothing else. Errors name ``field``, the key being set."""
     if len(text) > MAX_VALUE_CHARS:
         raise SpecsimError(
-            f"value longer than {MAX_VALUE_CHARS} characters (one TOML value)", param=param
+            f"value longer than {MAX_VALUE_CHARS} characters (one TOML value)",
+            param=param,
+            field=field,
         )
     if any(ch in text for ch in "\n\r") or any(not ch.isprintable() for ch in text):
         raise SpecsimError(
             f"value {text!r} spans lines or holds control characters: give one TOML value",
             param=param,
+            field=field,
         )
     try:
         parsed = tomllib.loads(f"v = {text}")
     except RecursionError:
         raise SpecsimError(
-            f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param
+            f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param, field=field
         ) from None
     except tomllib.TOMLDecodeError:
         if text and all(ch.isalnum() or ch in "-_." for ch in text) and not text[0].isdigit():
@@ -88,12 +91,16 @@ def parse_value(text: str, param: str = "sets") -> Any:
             if text and text[0] not in "[{\"'+-0123456789"
             else ""
         )
-        raise SpecsimError(f"cannot parse value {text!r} as TOML{hint}", param=param) from None
+        raise SpecsimError(
+            f"cannot parse value {text!r} as TOML{hint}", param=param, field=field
+        ) from None
     if set(parsed) != {"v"}:
-        raise SpecsimError(f"value {text!r} is more than one TOML value", param=param)
+        raise SpecsimError(f"value {text!r} is more than one TOML value", param=param, field=field)
     value = parsed["v"]
     if _depth(value) > MAX_VALUE_DEPTH:
-        raise SpecsimError(f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param)
+        raise SpecsimError(
+            f"value nested deeper than {MAX_VALUE_DEPTH} arrays", param=param, field=field
+        )
     return value
 
 
@@ -123,7 +130,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if len(key) > 200 or key.count(".") > 6:
         raise SpecsimError(f"key {key[:40]!r}... is too long for a scenario field", param="sets")
     refuse_list_index(key, "--set", "set the whole list, e.g. {whole}=[...]", "sets")
-    parsed = parse_value(value.strip())
+    parsed = parse_value(value.strip(), field=key)
     if key in LIST_KEYS and isinstance(parsed, int | float) and not isinstance(parsed, bool):
         parsed = [parsed]
     return key, parsed

@@ -57,6 +57,10 @@ MAX_OUTPUT_TOKENS = 1_000_000
 #: (sim/simulation/budget.py bounds their product and the run time as well).
 MAX_REQUESTS = 1_000_000
 MAX_REPLICATIONS = 100_000
+#: Slowest and fastest Poisson arrival rates (requests/s): one request in 11.6 days, ten
+#: million a second (beyond any server; a smaller rate's gaps overflow a simulated clock).
+MIN_RATE_PER_S = 1e-6
+MAX_RATE_PER_S = 1e7
 #: Log-space standard deviation of a lognormal length: at 10 one standard deviation is a
 #: factor of 22,000 (real traffic is 0.5-1.5); beyond ~1e154 its square overflows.
 MAX_LOG_SIGMA = 10.0
@@ -630,8 +634,12 @@ class ServingSpec(Section):
 
     Load, at most one of: ``concurrency`` (closed loop of that many users, each with an
     exponential ``think_time_ms`` between its requests), ``rate_per_s`` (Poisson arrivals)
-    or ``trace`` (a CSV of arrival_s, input_tokens, output_tokens[, class], relative to the
-    scenario file). None: one user.
+    or ``trace`` (a file relative to the scenario: specsim's CSV of arrival_s,
+    input_tokens, output_tokens[, class], an Azure LLM inference trace CSV, a BurstGPT CSV
+    or a Mooncake JSONL; ``trace_format`` names it or ``auto`` tells it from the file,
+    sim/simulation/serving/traces/). ``trace_window_s = [start, end]`` replays only the
+    requests arriving in that window of the trace's clock (from its start);
+    ``trace_rate_scale`` divides the arrival times (2: twice the rate). None: one user.
 
     Scheduler: ``max_running_requests`` (vLLM ``max_num_seqs``; default 1024, vLLM's for
     GPUs of 70 GiB or more, vllm/engine/arg_utils.py; SGLang derives it from memory),
@@ -670,8 +678,14 @@ class ServingSpec(Section):
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
-    rate_per_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = None
+    rate_per_s: Annotated[float, Field(ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S)] | None = None
     trace: Annotated[str, Field(min_length=1)] | None = None
+    trace_format: Literal["auto", "specsim", "azure", "burstgpt", "mooncake"] = "auto"
+    trace_rate_scale: Annotated[float, Field(ge=1e-6, le=1e6)] = 1.0
+    trace_window_s: (
+        Annotated[list[Annotated[float, Field(ge=0.0, le=1e8)]], Field(min_length=2, max_length=2)]
+        | None
+    ) = None
     think_time_ms: NonNegativeMs = 0.0
     max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
@@ -718,6 +732,22 @@ class ServingSpec(Section):
         loads = [n for n in ("concurrency", "rate_per_s", "trace") if getattr(self, n) is not None]
         if len(loads) > 1:
             raise ValueError(f"give at most one of concurrency, rate_per_s, trace (got {loads})")
+        if self.trace is None:
+            stray = [
+                name
+                for name, default in (
+                    ("trace_format", "auto"),
+                    ("trace_rate_scale", 1.0),
+                    ("trace_window_s", None),
+                )
+                if getattr(self, name) != default
+            ]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} only apply to a trace (serving.trace)")
+        if self.trace_window_s is not None and self.trace_window_s[1] <= self.trace_window_s[0]:
+            raise ValueError(
+                f"trace_window_s {self.trace_window_s}: the end must be after the start"
+            )
         policies = [
             n
             for n in ("disable_above_batch", "k_table", "draft_table")

@@ -67,3 +67,52 @@ def check_run_size(
             f"{MAX_RUN_HOURS:g} h): use fewer replications, requests or output tokens",
             param="replications",
         )
+
+
+#: Simulated requests per second of one serving simulation (one policy, one replication)
+#: in one process: 20,000 requests x 2 replications x 2 policies at 64 users took 62 s
+#: more than 5,000 x 2 x 2 on the shared 2-core development machine (~970 a second);
+#: halved so that an estimate errs long.
+SERVING_REQUESTS_PER_S = 480.0
+#: Memory one simulated request (of one replication, every policy) holds until the study is
+#: summarised: resident memory grew 262 MB for 15,000 more requests x 2 replications in the
+#: run above (~8.7 KB); rounded up to 20 KB, as at a thousand users more of them are in
+#: flight at once.
+SERVING_BYTES_PER_REQUEST = 20 * 1024
+#: Most memory the requests of one study may hold at once.
+MAX_SERVING_BYTES = 4 * 1024**3
+
+
+def check_serving_size(
+    simulations: int,
+    replications: int,
+    requests: int,
+    workers: int,
+    *,
+    what: str = "simulations",
+    source: str | None = None,
+) -> None:
+    """SpecsimError with the estimate when a serving study would not fit in memory or
+    would run past ``MAX_RUN_HOURS``: ``simulations`` serving runs (load x policy) of
+    ``replications`` x ``requests`` (warm-up included) each, ``workers`` processes. The
+    message says what to lower."""
+    need = replications * requests * SERVING_BYTES_PER_REQUEST
+    if need > MAX_SERVING_BYTES:
+        raise SpecsimError(
+            f"{replications} replication{'' if replications == 1 else 's'} x {requests:,} "
+            f"requests would hold about {need / 1024**3:.1f} GiB of simulated requests "
+            f"(limit {MAX_SERVING_BYTES / 1024**3:.0f} GiB): use fewer requests or "
+            "replications",
+            source=source,
+            param=None if source else "requests",
+        )
+    parallel = 1 if workers <= 1 else min(workers, os.cpu_count() or 1)
+    hours = simulations * replications * requests / SERVING_REQUESTS_PER_S / parallel / 3600.0
+    if hours > MAX_RUN_HOURS:
+        raise SpecsimError(
+            f"{simulations:,} {what} x {replications} replications x {requests:,} requests "
+            f"would take about {hours:.3g} hours (limit {MAX_RUN_HOURS:g} h): use fewer loads, "
+            "draft lengths, replications or requests",
+            source=source,
+            param=None if source else "requests",
+        )

@@ -1,8 +1,8 @@
 """NumPy's SeedSequence for many spawn keys at once (the set-up cost of small replications).
 
 ``np.random.SeedSequence(seed, spawn_key=key).generate_state(4, np.uint64)`` is what
-``PCG64(SeedSequence(...))`` seeds itself with; building one SeedSequence costs ~35 us,
-more than a default-size replication's whole simulation. ``seed_words`` computes the same
+``PCG64(SeedSequence(...))`` seeds itself with; building one SeedSequence in Python can
+cost more than a default-size replication's whole simulation. ``seed_words`` computes the same
 words for a batch of keys with uint32 array arithmetic: the entropy pool mixing and the
 state generation of NumPy's SeedSequence (numpy/random/bit_generator.pyx, after Melissa
 O'Neill's seed_seq_fe; NEP 19), whose hash constants evolve independently of the data, so

@@ -42,7 +42,7 @@ def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:
     if se == 0.0:
         return mean, mean, mean
     # lazy: scipy.special only when an interval is due; stdtrit is what scipy.stats.t.ppf
-    # computes, without importing scipy.stats (about 1 s of start-up)
+    # computes, without importing scipy.stats (slow to import: start-up)
     from scipy.special import stdtrit
 
     half = float(stdtrit(values.size - 1, 0.975)) * se

@@ -44,6 +44,7 @@ from sim.model.acceptance import RateClass
 from sim.model.controllers import SGLangAdaptive, VllmGoodput
 from sim.model.policy import FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor
+from sim.scenario.schema import MAX_RATE_PER_S, MAX_REQUESTS, MIN_RATE_PER_S
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
@@ -86,6 +87,20 @@ class Phase:
     def __post_init__(self) -> None:
         if self.requests < 1 or not 0 < self.rate_per_s < math.inf:
             raise ValueError("a phase needs at least one request and a finite positive rate")
+        if self.requests > MAX_REQUESTS:
+            raise ValueError(
+                f"a phase has at most {MAX_REQUESTS:,} requests (workload.requests' limit), "
+                f"got {self.requests:,}"
+            )
+        if not MIN_RATE_PER_S <= self.rate_per_s <= MAX_RATE_PER_S:
+            raise ValueError(
+                f"a phase's rate must be in [{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] "
+                f"requests/s, got {self.rate_per_s:g}"
+            )
+        names = [name for name, _ in self.shares]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"class {', '.join(map(repr, repeated))} given twice in one phase")
         total = sum(s for _, s in self.shares)
         if any(s < 0 for _, s in self.shares) or not math.isclose(total, 1.0, abs_tol=1e-6):
             raise ValueError(f"class shares must be >= 0 and sum to 1, got {self.shares}")

@@ -64,7 +64,7 @@ def split_list(
 
 
 def _number(text: str, key: str) -> int | float:
-    value = parse_value(text, param="grids")
+    value = parse_value(text, param="grids", field=key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecsimError(f"range bound {text!r} is not a number", param="grids", field=key)
     if not math.isfinite(value):
@@ -88,10 +88,12 @@ def parse_range(text: str, key: str = "") -> list[int | float]:
         raise SpecsimError(f"range step must be positive in {text!r}", param="grids", field=key)
     if stop < start:
         raise SpecsimError(f"range stop is below start in {text!r}", param="grids", field=key)
-    count = math.floor((stop - start) / step + 1e-9) + 1
+    spans = (stop - start) / step  # a subnormal step overflows to inf: too many values
+    count = math.floor(spans + 1e-9) + 1 if math.isfinite(spans) else MAX_POINTS + 1
     if count > MAX_POINTS:
         raise SpecsimError(
-            f"range {text!r} has {count} values (a sweep has at most {MAX_POINTS} points)",
+            f"range {text!r} has more than {MAX_POINTS:,} values (a sweep has at most "
+            f"{MAX_POINTS} points)",
             param="grids",
             field=key,
         )
@@ -120,7 +122,9 @@ def parse_grid(text: str) -> tuple[str, tuple[Any, ...]]:
     values: list[Any] = []
     for item in split_list(rest, param="grids", field=key):
         values.extend(
-            parse_range(item, key) if _is_range(item) else [parse_value(item, param="grids")]
+            parse_range(item, key)
+            if _is_range(item)
+            else [parse_value(item, param="grids", field=key)]
         )
     canon = [canonical(v) for v in values]
     if len(set(canon)) != len(canon):

@@ -39,7 +39,7 @@ from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel, Spread
-from sim.model.closed_forms import answer_at_k, ceiling_tok_s, required_accept_length
+from sim.model.closed_forms import answer_at_k, ceiling_tok_s, over_cap, required_accept_length
 from sim.model.cycle import PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
@@ -140,6 +140,17 @@ class AcceptanceLever:
         if x is None:
             return None
         return float(self._row(x)[0])
+
+    def over_cap(self, x: float | None) -> bool:
+        """Whether lever value ``x`` asks some class for a first-position rate above 1: the
+        shape then reaches the target only with rates that fall less than it does."""
+        if x is None:
+            return False
+        if self.kind == "alpha":
+            unit = float(self.factors[0])
+        else:
+            unit = max(float(c.mean_rates[0]) for c in self.model.classes)
+        return over_cap(x, unit)
 
     def per_position(self, x: float) -> list[float]:
         """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
@@ -376,12 +387,15 @@ class KResult:
     scale: float | None = None  # the lever value: the profile's scale (drafter quality)
     #: 90% interval (inputs and model) of the closed-form first-position rate at this k.
     interval90: list[float | None] | None = None
+    #: The root asks for a first-position rate above 1 under the shape (``over_cap``).
+    over_cap: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "num_steps": self.num_steps,
             "method": self.method,
             "reachable": self.reachable,
+            "over_cap": self.over_cap,
             "alpha": self.alpha,
             "alpha_ci95": list(self.alpha_ci95),
             "first_rate": self.first_rate,
@@ -440,7 +454,10 @@ class TargetResult:
         return {
             "tok_s": self.tok_s,
             "quantile": self.quantile,
-            "reachable": best is not None,
+            # as run's closed form: a first-position rate of at most 1 under the shape
+            "reachable": best is not None and not best.over_cap,
+            "reachable_flat": flat is not None,
+            "needs_rates_falling_less": best is not None and best.over_cap,
             "best_num_steps": best.num_steps if best else None,
             "alpha": best.alpha if best else None,
             "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
@@ -556,6 +573,7 @@ def _search_k(
                 closed_form_first_rate=lever.first_rate(x_cf),
                 flat_alpha=closed.alpha,
                 scale=root.value,
+                over_cap=lever.over_cap(root.value),
             )
         )
     return out

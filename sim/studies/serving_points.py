@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.scenario.schema import MAX_RATE_PER_S, MAX_REQUESTS, MIN_RATE_PER_S
 from sim.simulation.serving.metrics import (
     IntervalOf,
     Ratio,
@@ -68,9 +69,16 @@ class Load:
         if self.kind == "concurrency":
             if not math.isfinite(self.value) or self.value < 1 or self.value != int(self.value):
                 raise ValueError(f"concurrency must be an integer >= 1, got {self.value}")
+            if self.value > MAX_REQUESTS:
+                raise ValueError(
+                    f"concurrency must be at most {MAX_REQUESTS:,}, got {self.value:g}"
+                )
             object.__setattr__(self, "value", int(self.value))
-        elif not (self.value > 0 and math.isfinite(self.value)):
-            raise ValueError(f"rate must be > 0 requests/s, got {self.value}")
+        elif not (MIN_RATE_PER_S <= self.value <= MAX_RATE_PER_S):
+            raise ValueError(
+                f"rate must be in [{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] requests/s, "
+                f"got {self.value:g}"
+            )
         else:
             object.__setattr__(self, "value", float(self.value))
 

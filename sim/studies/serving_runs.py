@@ -51,6 +51,9 @@ STUDY_KEYS: tuple[str, ...] = (
     "concurrency",
     "rate_per_s",
     "trace",
+    "trace_format",
+    "trace_rate_scale",
+    "trace_window_s",
     "k_table",
     "disable_above_batch",
 )

@@ -39,7 +39,7 @@ def run(*args: str):
 def test_crossover_above_every_bound(no_simulation):
     """The serving scenario answers about 3.4 (k = 2) and 3.8 (plain) requests a second."""
     common = ["crossover", SERVING, "--rate", "1000,2000", "--num-steps", "2", "-q"]
-    code, out = run(*common)
+    code, out = run(*common, "--verbose")
     assert code == 0, out
     assert "UNSTABLE: 1000 requests/s is more than the server answers with plain decoding " in out
     assert "or k = 2: such a load has no steady state" in out and "Not simulated." in out
@@ -60,7 +60,7 @@ def test_crossover_above_every_bound(no_simulation):
 
 def test_search_at_a_rate_above_every_bound(no_simulation):
     common = ["search", SERVING, "--rate", "1000", "--target", "50", "--num-steps", "2", "-q"]
-    code, out = run(*common)
+    code, out = run(*common, "--verbose")
     assert code == 0, out
     assert (
         "unreachable: 1000 requests/s is more than the server answers with k = 2 even with "

@@ -71,6 +71,25 @@ EDITS: list[tuple[str, str, Edit, str]] = [
         "speculative.decode_batch_time_share: not a valid serve document: the field is missing",
     ),
     (
+        # drawn by matplotlib as a category before the document was checked (exit 0)
+        "serve-string-in-an-interval",
+        "serve",
+        lambda d: _set(d, ("speculative", "ttft_ms", "ci95", 0), "x"),
+        "speculative.ttft_ms.ci95[0]: not a valid serve document: expected a number, got 'x'",
+    ),
+    (
+        "serve-null-percentile",
+        "serve",
+        lambda d: _set(d, ("baseline", "queue_ms", "p99"), None),
+        "baseline.queue_ms.p99: not a valid serve document: expected a number, got null",
+    ),
+    (
+        "serve-string-in-a-distribution",
+        "serve",
+        lambda d: _set(d, ("baseline", "distributions", "tpot_ms", 0), "fast"),
+        "baseline.distributions.tpot_ms[0]: not a valid serve document",
+    ),
+    (
         "search-null-per-num-steps",
         "search",
         lambda d: _set(d, ("targets", 0, "per_num_steps"), None),

@@ -18,7 +18,7 @@ def test_run_with_one_replication_of_one_request() -> None:
 
 
 def test_serve_with_one_replication() -> None:
-    args = ["serve", LLAMA, *ONE, "-q", "--concurrency", "1"]
+    args = ["serve", LLAMA, *ONE, "-q", "--concurrency", "1", "--verbose"]
     result = CliRunner().invoke(main, [*args, "--set", "workload.output_tokens=16"])
     assert result.exit_code == 0, result.output
     assert "; 1 replication x 1 measured request (" in result.output
@@ -29,7 +29,7 @@ def test_serve_with_one_replication() -> None:
 def test_serve_a_trace_of_one_request(tmp_path) -> None:
     trace = tmp_path / "one.csv"
     trace.write_text("arrival_s,input_tokens,output_tokens\n0,16,8\n")
-    args = ["serve", LLAMA, "-q", "--trace", str(trace), "--replications", "1"]
+    args = ["serve", LLAMA, "-q", "--trace", str(trace), "--replications", "1", "--verbose"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert f"trace {trace} (1 request);" in result.output.splitlines()[0]

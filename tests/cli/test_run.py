@@ -77,7 +77,7 @@ def test_mix_scenario_runs_and_reports_classes(write_scenario):
 
 
 def test_text_output_shows_the_distribution(seed_path):
-    result = CliRunner().invoke(main, ["run", str(seed_path), *FAST])
+    result = CliRunner().invoke(main, ["run", str(seed_path), *FAST, "--verbose"])
     assert result.exit_code == 0, result.output
     out = result.output
     assert "What acceptance reaches each target?" in out  # the closed form stays
@@ -210,11 +210,11 @@ def test_an_answer_outside_its_own_interval_says_why():
 
     h200 = str(ROOT / "scenarios" / "kimi-k25-8xh200-nvlink-eagle3.toml")
     small = ["--replications", "2", "--requests", "10", "-q"]
-    out = CliRunner().invoke(main, ["run", h200, *small]).output
+    out = CliRunner().invoke(main, ["run", h200, *small, "--verbose"]).output
     line = next(ln for ln in out.splitlines() if "lies outside it" in ln)
     assert "hardware.bandwidth_efficiency 1 (5-95% of its range" in line
     assert "hardware.launch_us 17.55" in line
-    seed = CliRunner().invoke(main, ["run", str(SEED), *small]).output
+    seed = CliRunner().invoke(main, ["run", str(SEED), *small, "--verbose"]).output
     assert "lies outside it" not in seed
 
 
@@ -234,7 +234,7 @@ def test_the_best_tree_line_carries_its_interval():
 
     llama = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
     tree = ["--set", "speculation.topk=4", "--set", "speculation.num_draft_tokens=8"]
-    result = CliRunner().invoke(main, ["run", llama, *tree, "--replications", "1"])
+    result = CliRunner().invoke(main, ["run", llama, *tree, "--replications", "1", "--verbose"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("  best tree "))

@@ -14,6 +14,7 @@ def test_search_table_keeps_its_ceiling_column_past_an_unreachable_interval() ->
     """search's per-k table: '[unreachable, unreachable]' is wider than the interval
     column; the column widens (header too) so every ceiling ends in one column."""
     args = ["search", LLAMA, "--num-steps", "3:5", "--replications", "2", "--requests", "10"]
+    args.append("--verbose")
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()

@@ -17,8 +17,21 @@ SMALL = ["--replications", "2", "--requests", "24", "-q", "--concurrency", "4"]
 
 
 def serve(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["serve", *args])
+    """``specsim serve ARGS --verbose`` (every row; the first screen has its own test)."""
+    result = CliRunner().invoke(main, ["serve", *args, "--verbose"])
     return result.exit_code, result.output
+
+
+def test_the_first_screen_is_the_answer_in_a_screen():
+    """Without --verbose: the paired table's speeds and latencies, the SLO, one line of
+    what it rests on, in at most 25 lines of at most 100 characters."""
+    result = CliRunner().invoke(main, ["serve", str(SERVING), *SMALL])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100, result.output
+    for label in ("per-user tok/s", "aggregate tok/s", "TTFT ms", "TPOT ms", "E2E ms"):
+        assert any(ln.startswith(label) for ln in lines), label
+    assert "speedup (paired)" in result.output and "--verbose lists them" in result.output
 
 
 def serve_json(*args: str) -> dict:

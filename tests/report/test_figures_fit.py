@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def _json(*args: str) -> dict:
 def documents(tmp_path_factory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("sweep")
     grid = ["--grid", "acceptance.alpha=0.6,0.8", "--grid", "speculation.num_steps=1,2",
-            "--grid", "hardware.interconnect=pcie-gen4,nvlink4"]  # fmt: skip
+            "--grid", "hardware.interconnect=pcie-gen4,nvlink4",
+            "--grid", "timing.verify_cuda_graph=false,true"]  # fmt: skip
     return {
         "run": _json("run", SEED, "--quiet", *SMALL),
         "search": _json("search", SEED, "--num-steps", "2:3", *SMALL),
@@ -152,6 +154,57 @@ def test_search_chart_marks_the_operating_point(documents) -> None:
 
 def test_heatmaps_of_one_sweep_share_a_colour_scale(documents) -> None:
     maps = [fig for stem, fig in figures_for(documents["sweep"]) if stem.startswith("heatmap")]
-    assert len(maps) == 2
+    assert len(maps) == 4  # one per combination of the two fields not on its axes
     limits = {fig.axes[0].images[0].get_clim() for fig in maps}
     assert len(limits) == 1
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+def test_every_figure_renders_to_a_png(documents, kind: str) -> None:
+    for stem, fig in figures_for(documents[kind]):
+        out = io.BytesIO()
+        FigureCanvasAgg(fig).print_png(out)
+        data = out.getvalue()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n"), (kind, stem)
+        assert len(data) > 5000, (kind, stem)  # a blank canvas of this size is about 3 kB
+
+
+def _words(fig) -> list[str]:
+    texts = [t.get_text() for t in fig.texts]
+    for legend in fig.legends:
+        texts += [t.get_text() for t in legend.get_texts()]
+    for ax in fig.axes:
+        texts += [ax.get_title(), *(t.get_text() for t in ax.get_yticklabels())]
+        if ax.get_legend():
+            texts += [t.get_text() for t in ax.get_legend().get_texts()]
+    return texts
+
+
+def test_sweep_figures_are_small_multiples_in_words(documents) -> None:
+    """The README's sweep shape (k, alpha and two more fields): the throughput figure is a
+    panel per combination of the other fields, one curve per k in each, and no label is
+    a Python literal."""
+    figures = dict(figures_for(documents["sweep"]))
+    panels = [ax for ax in figures["throughput"].axes if ax.get_visible()]
+    assert len(panels) == 4
+    for ax in panels:
+        curves = [ln.get_label() for ln in ax.get_lines() if ln.get_label().startswith("k = ")]
+        assert curves == ["k = 1", "k = 2"]
+    assert {ax.get_title() for ax in panels} >= {"interconnect nvlink4, verify graphed"}
+    for stem, fig in figures.items():
+        words = " ".join(_words(fig))
+        assert "True" not in words and "False" not in words, stem
+
+
+def test_titles_fit_their_figure(documents) -> None:
+    for kind in sorted(BUILDERS):
+        for stem, fig in figures_for(documents[kind]):
+            canvas = FigureCanvasAgg(fig)
+            canvas.draw()
+            frame = fig.bbox
+            for title in [fig._suptitle, *(ax.title for ax in fig.axes)]:
+                if title is None or not title.get_text():
+                    continue
+                box = title.get_window_extent(canvas.get_renderer())
+                assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1, (kind, stem)
+                assert frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1, (kind, stem)

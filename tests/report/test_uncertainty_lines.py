@@ -1,4 +1,5 @@
-"""The answer line of a target: its rate, interval and, at the cap, what the cap means."""
+"""The answer line of a target: its rate and interval, or, when the shape would need a
+first-position rate above 1, that it is not reachable under the shape."""
 
 from sim.report.uncertainty import answer_line
 from sim.studies.uncertainty import Interval, TargetUncertainty
@@ -9,10 +10,11 @@ def _target(first_rate: float) -> TargetUncertainty:
     return TargetUncertainty(150.0, 7, first_rate, 0.87, 0.91, i, i, i, (6, 9), (), None, ())
 
 
-def test_a_capped_first_rate_says_what_the_cap_means() -> None:
+def test_a_capped_first_rate_is_not_an_answer() -> None:
     line = answer_line(_target(1.0))
-    assert "first-position rate 1.000 (at its cap" in line
-    assert "mean 0.870 over the chain" in line
+    assert "150 tok/s: not reachable under this shape" in line
+    assert "first-position rate of 1.000 and later rates above the shape's" in line
+    assert "flat rates: 0.910" in line and "at its cap" not in line
 
 
 def test_an_ordinary_first_rate_reads_plainly() -> None:

@@ -49,12 +49,9 @@ def _wait_for_workers(address: str, n: int, timeout_s: float = 60.0) -> None:
             time.sleep(0.2)
 
 
-@pytest.mark.slow
-def test_sweep_on_a_real_scheduler_and_two_workers_matches_the_local_pool(tmp_path: Path):
-    pytest.importorskip("distributed")
-    scenario = tmp_path / "s.toml"
-    sizes = "[workload]\nrequests = 20\n[simulation]\nreplications = 3\n[targets]"
-    scenario.write_text(MINIMAL.replace("[targets]", sizes))
+def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
+    """``dask scheduler`` and ``workers`` one-thread ``dask worker`` processes on
+    127.0.0.1, the workers joined; the address and the processes (scheduler first)."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
@@ -66,14 +63,28 @@ def test_sweep_on_a_real_scheduler_and_two_workers_matches_the_local_pool(tmp_pa
         )
     ]  # fmt: skip
     try:
-        for _ in range(2):
+        for _ in range(workers):
             procs.append(
                 subprocess.Popen(
                     [str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
                      "--no-dashboard", "--host", "127.0.0.1"], **quiet,
                 )
             )  # fmt: skip
-        _wait_for_workers(address, 2)
+        _wait_for_workers(address, workers)
+    except BaseException:
+        _stop(procs)
+        raise
+    return address, procs
+
+
+@pytest.mark.slow
+def test_sweep_on_a_real_scheduler_and_two_workers_matches_the_local_pool(tmp_path: Path):
+    pytest.importorskip("distributed")
+    scenario = tmp_path / "s.toml"
+    sizes = "[workload]\nrequests = 20\n[simulation]\nreplications = 3\n[targets]"
+    scenario.write_text(MINIMAL.replace("[targets]", sizes))
+    address, procs = start_cluster(2)
+    try:
         grid = ["--grid", "acceptance.alpha=0.5:0.9:0.1", "--grid", "speculation.num_steps=1:3"]
         common = [sys.executable, "-m", "sim", "sweep", str(scenario), *grid, "--quiet"]
         on_dask = subprocess.run(

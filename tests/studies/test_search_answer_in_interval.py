@@ -46,7 +46,7 @@ def test_answers_lie_in_their_intervals(doc):
 
 
 def test_text_names_what_each_interval_is_of():
-    out = CliRunner().invoke(main, ["search", str(SEED), "--target", "150"]).output
-    assert "flat 0.910 at its own best k = 13 (closed form)" in out
+    out = CliRunner().invoke(main, ["search", str(SEED), "--target", "150", "--verbose"]).output
+    assert "flat rates reach it at 0.910 (k = 13, closed form)" in out
     assert "flat at its own best k [0.901, 0.942]" in out
     assert "first: 90% in+model" in out

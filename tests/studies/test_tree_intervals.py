@@ -43,7 +43,7 @@ def test_the_targets_get_the_chains_intervals_and_the_tree_its_own(tree) -> None
 
 
 def test_run_gives_the_tree_its_interval(tmp_path) -> None:
-    res = CliRunner().invoke(main, ["run", str(SEED), *SETS, "--method", "exact"])
+    res = CliRunner().invoke(main, ["run", str(SEED), *SETS, "--method", "exact", "--verbose"])
     assert res.exit_code == 0, res.output
     assert "none for a tree" not in res.output and "not re-solved" not in res.output
     line = next(ln for ln in res.output.splitlines() if "90% interval from inputs" in ln)

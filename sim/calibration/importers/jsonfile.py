@@ -7,31 +7,10 @@ import math
 from typing import Any
 
 from sim.errors import SpecsimError
+from sim.files import json_depth
 
 #: Deepest nesting accepted in an imported JSON document (the bench outputs are 2 deep).
 MAX_JSON_DEPTH = 16
-
-
-def _depth(text: str) -> int:
-    """Deepest bracket nesting outside strings, in one pass (before json.loads recurses)."""
-    depth = top = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            top = max(top, depth)
-        elif ch in "]}":
-            depth -= 1
-    return top
 
 
 def _finite(value: str) -> float:
@@ -40,7 +19,7 @@ def _finite(value: str) -> float:
 
 def load_object(text: str, source: str, field: str | None = None) -> dict[str, Any]:
     """One JSON object (NaN and Infinity refused: they are not JSON)."""
-    if _depth(text) > MAX_JSON_DEPTH:
+    if json_depth(text) > MAX_JSON_DEPTH:
         raise SpecsimError(f"JSON nested deeper than {MAX_JSON_DEPTH}", source=source, field=field)
     try:
         doc = json.loads(text, parse_constant=_finite)
@@ -69,7 +48,7 @@ def load_objects(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
 def _is_object(line: str) -> bool:
     """Whether ``line`` alone is a JSON object (a pretty-printed object's first line, "{",
     is not)."""
-    if not line.lstrip().startswith("{") or _depth(line) > MAX_JSON_DEPTH:
+    if not line.lstrip().startswith("{") or json_depth(line) > MAX_JSON_DEPTH:
         return False
     try:
         return isinstance(json.loads(line, parse_constant=_finite), dict)

@@ -20,6 +20,7 @@ from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
+from sim.calibration.importers.physical import check_step_ms, check_tok_s
 from sim.errors import SpecsimError
 
 KEYS = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed")
@@ -70,8 +71,15 @@ def _record(raw: dict[str, Any], line: int, source: str) -> SglangBenchRecord:
             source=source,
             field=f"{where}: acc_length",
         )
-    if step_time <= 0 or values["speed"] <= 0:
-        raise SpecsimError("step_time and speed must be positive", source=source, field=where)
+    check_step_ms(step_time * 1000.0, source, f"{where}: step_time")
+    check_tok_s(values["speed"], source, f"{where}: speed")
+    if steps > 0 and (ints["topk"] < 1 or ints["num_draft_tokens"] < 1):
+        raise SpecsimError(
+            "a speculative run (steps > 0) drafts at least one token: topk and "
+            f"num_draft_tokens must be >= 1, got {ints['topk']:g} and {ints['num_draft_tokens']:g}",
+            source=source,
+            field=f"{where}: topk",
+        )
     if ints["batch_size"] < 1:
         raise SpecsimError("batch_size must be >= 1", source=source, field=f"{where}: batch_size")
     return SglangBenchRecord(

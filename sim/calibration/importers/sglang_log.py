@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.calibration.importers.files import read_text
+from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, MAX_TOK_S
 from sim.errors import SpecsimError
 
 EXPECTED = (
@@ -136,7 +137,7 @@ def _bool(text: str) -> bool | None:
     return {"true": True, "false": False}.get(text.strip().lower())
 
 
-def _decode_line(text: str, number: int) -> DecodeLine | None:
+def _decode_line(text: str, number: int, source: str = "<log>") -> DecodeLine | None:
     """A speculative decode line, or None when ``text`` is not one (or is malformed)."""
     m = _DECODE.search(text)
     if not m:
@@ -154,6 +155,25 @@ def _decode_line(text: str, number: int) -> DecodeLine | None:
     finite = all(math.isfinite(x) for x in (accept_length, gen, rate or 0.0))
     if not finite or accept_length < 1.0 or gen < 0.0:  # nan passes both comparisons
         return None
+    if accept_length > MAX_ACCEPT_LENGTH:
+        raise SpecsimError(
+            f"accept len {accept_length:.4g} is above {MAX_ACCEPT_LENGTH:g} (1 + the most draft "
+            "steps): not a measurement",
+            source=source,
+            field=f"line {number}",
+        )
+    if rate is not None and not 0.0 < rate <= 1.0:
+        raise SpecsimError(
+            f"accept rate {rate:.4g} is not a fraction in (0, 1]",
+            source=source,
+            field=f"line {number}",
+        )
+    if gen > MAX_TOK_S or running < 1:
+        raise SpecsimError(
+            f"gen throughput {gen:.4g} tok/s with {running} running requests is not a measurement",
+            source=source,
+            field=f"line {number}",
+        )
     graph = fields.get("cuda graph", fields.get("cpu graph"))
     prefix = _PREFIX.search(text[: m.start()])
     return DecodeLine(
@@ -176,7 +196,7 @@ def parse_sglang_log(text: str, *, source: str = "<log>") -> SglangLog:
     for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
-        parsed = _decode_line(raw, number)
+        parsed = _decode_line(raw, number, source)
         if parsed is None:
             skipped += 1
             if "Decode batch" in raw and "accept len" not in raw:

@@ -77,6 +77,15 @@ def parse_sglang_server_args(text: str, *, source: str = "<log>") -> SglangServe
     number, raw = found
     f = _fields(raw, source, number)
     algorithm = f.get("speculative_algorithm")
+    for key in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+        value = _int(f.get(key))
+        if value is not None and isinstance(algorithm, str) and not 1 <= value <= 4096:
+            raise SpecsimError(
+                f"{value} with speculative_algorithm={algorithm!r}: a speculative server "
+                "drafts at least one token (must be in [1, 4096])",
+                source=source,
+                field=f"line {number}: {key}",
+            )
     return SglangServerArgs(
         source=source,
         line=number,

@@ -25,6 +25,7 @@ from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
+from sim.calibration.importers.physical import check_step_ms
 from sim.errors import SpecsimError
 
 ACCEPT_LENGTH = "spec_decode_acceptance_length"
@@ -119,8 +120,8 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         )
     conc = record.get("max_concurrency")
     tpot = opt("mean_tpot_ms")
-    if tpot is not None and tpot <= 0:
-        raise SpecsimError(f"{tpot} must be positive", source=source, field="mean_tpot_ms")
+    if tpot is not None:
+        check_step_ms(tpot, source, "mean_tpot_ms")
     completed = opt("completed")
     if completed is not None and not (completed >= 0 and completed.is_integer()):
         raise SpecsimError(

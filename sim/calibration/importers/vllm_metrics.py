@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.files import read_text
+from sim.calibration.importers.physical import check_step_ms
 from sim.calibration.importers.prometheus import Exposition, counter_samples, parse_exposition
 from sim.errors import SpecsimError
 
@@ -92,6 +93,56 @@ class SpecDecodeCounters:
             prev = c
         return tuple(out)
 
+    def with_drafts(self) -> SpecDecodeCounters:
+        """``self`` if it counts at least one draft (SpecsimError otherwise)."""
+        if self.num_drafts <= 0:
+            raise SpecsimError("0 drafts: no drafts yet", source=self.source, field=DRAFTS)
+        return self
+
+    def check(self) -> SpecDecodeCounters:
+        """``self`` if the counters can be a measurement, else one SpecsimError naming the
+        counter: at least one token per draft, no more tokens accepted than drafted, no
+        position accepted by more drafts than there are, and no position accepted more
+        often than the one before it (vLLM counts position i + 1 only when 1..i were
+        accepted: vllm/v1/spec_decode/metrics.py). Holds for any scrape and for the
+        difference of two."""
+        n = self.num_drafts
+        if self.num_draft_tokens < n:
+            raise SpecsimError(
+                f"{self.num_draft_tokens:g} draft tokens for {n:g} drafts: every draft has at "
+                "least one token",
+                source=self.source,
+                field=DRAFT_TOKENS,
+            )
+        if self.num_accepted_tokens > self.num_draft_tokens:
+            raise SpecsimError(
+                f"{self.num_accepted_tokens:g} tokens accepted of {self.num_draft_tokens:g} "
+                "drafted: more accepted than drafted cannot be measured",
+                source=self.source,
+                field=ACCEPTED,
+            )
+        previous = n
+        for i, count in enumerate(self.accepted_per_position):
+            if count is None:
+                continue
+            name = f'{PER_POSITION}{{position="{i}"}}'
+            if count > n:
+                raise SpecsimError(
+                    f"{count:g} drafts accepted position {i} of {n:g} drafts",
+                    source=self.source,
+                    field=name,
+                )
+            if count > previous:
+                raise SpecsimError(
+                    f"{count:g} acceptances at position {i}, more than the {previous:g} at the "
+                    "position before: a rising per-position profile cannot be measured (a "
+                    "position counts only when every earlier one was accepted)",
+                    source=self.source,
+                    field=name,
+                )
+            previous = count
+        return self
+
     def minus(self, before: SpecDecodeCounters) -> SpecDecodeCounters:
         """The counts between two scrapes (``self`` taken after ``before``).
 
@@ -129,7 +180,7 @@ class SpecDecodeCounters:
         )
         if out.num_drafts <= 0:
             raise SpecsimError("no drafts between the two scrapes", source=out.source)
-        return out
+        return out.check()
 
 
 def _sum(exposition: Exposition, family: str, source: str) -> tuple[float, int]:
@@ -194,7 +245,7 @@ def counters_from_exposition(exposition: Exposition, *, source: str) -> SpecDeco
         )
     k = max(by_pos) + 1 if by_pos else 0
     per_pos = tuple(by_pos.get(i) for i in range(k))
-    return SpecDecodeCounters(drafts, draft_tokens, accepted, per_pos, label_sets, source)
+    return SpecDecodeCounters(drafts, draft_tokens, accepted, per_pos, label_sets, source).check()
 
 
 def parse_vllm_metrics(text: str, *, source: str = "<metrics>") -> SpecDecodeCounters:
@@ -206,9 +257,7 @@ def read_vllm_metrics(path: str | Path, before: str | Path | None = None) -> Spe
     """Read one scrape (or the difference ``path`` minus ``before``); errors name the file."""
     after = parse_vllm_metrics(read_text(path), source=str(path))
     if before is None:
-        if after.num_drafts <= 0:
-            raise SpecsimError("vllm:spec_decode_num_drafts is 0: no drafts yet", source=str(path))
-        return after
+        return after.with_drafts()
     return after.minus(parse_vllm_metrics(read_text(before), source=str(before)))
 
 
@@ -246,7 +295,10 @@ def histogram_mean(exposition: Exposition, family: str, source: str) -> Histogra
                 source=source,
                 field=f"line {s.line}",
             )
-    return HistogramMean(family, sum(s.value for s in sums), sum(s.value for s in counts))
+    mean = HistogramMean(family, sum(s.value for s in sums), sum(s.value for s in counts))
+    if mean.count > 0:
+        check_step_ms(mean.mean_ms, source, f"{family} (mean of _sum / _count)")
+    return mean
 
 
 @dataclass(frozen=True, slots=True)

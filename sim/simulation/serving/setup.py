@@ -29,7 +29,7 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.scheduler import SchedulerConfig
-from sim.simulation.serving.trace import read_trace
+from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 
 __all__ = [
@@ -97,7 +97,7 @@ def _lengths(
         )
         return inp, out
     assert w.lengths_trace is not None
-    trace = read_trace(_resolve(w.lengths_trace, base_dir))
+    trace = read_trace(_resolve(w.lengths_trace, base_dir)).trace
     notes.append(
         f"lengths: empirical marginals of {trace.size} row{'s' * (trace.size != 1)} of "
         f"{w.lengths_trace} "
@@ -200,9 +200,21 @@ def serving_setup(
     users = None
     if serving.trace is not None:
         names = acceptance_model(scenario.acceptance, max(k, 1)).class_names if k else ()
-        trace = read_trace(_resolve(serving.trace, base_dir), names)
-        arrivals: ClosedLoop | Poisson | Trace = trace
-        load = f"trace {serving.trace} ({trace.size} request{'s' * (trace.size != 1)})"
+        window = serving.trace_window_s
+        read = read_trace(
+            _resolve(serving.trace, base_dir),
+            names,
+            fmt=serving.trace_format,
+            rate_scale=serving.trace_rate_scale,
+            window_s=(window[0], window[1]) if window is not None else None,
+        )
+        arrivals: ClosedLoop | Poisson | Trace = read.trace
+        notes.extend(read.notes)
+        load = (
+            f"trace {serving.trace} ({'' if read.fmt == 'specsim' else read.fmt + ' format, '}"
+            f"{arrivals.size} "
+            f"request{'s' * (arrivals.size != 1)})"
+        )
     elif serving.rate_per_s is not None:
         arrivals = Poisson(serving.rate_per_s)
         load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
@@ -399,7 +411,9 @@ def with_load(
     ``[serving]`` default, the host work's included)."""
     raw = scenario.model_dump(exclude_none=True)
     loads = ("concurrency", "rate_per_s", "trace")
-    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in loads}
+    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
+    dropped = loads if trace is not None else (*loads, *trace_keys)
+    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
     for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
         if value is not None:
             serving[key] = value

@@ -1,0 +1,201 @@
+"""First screens: an answer, what it rests on and how far it can move, in about 25 lines.
+
+Each command's text starts with its answer in lines of at most ``WIDTH`` characters;
+the details are under ``--verbose`` and every field is in ``--json``. The helpers here
+wrap prose to the width and say a target's answer in plain words: out of reach at the
+scenario's k (with the accept length it needs), out of reach under the acceptance shape
+(with the flat-rate answer and what would make it reachable), or the rate it needs.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: The widest line of a first screen.
+WIDTH = 100
+
+#: Lines of a first screen, about (the run screen has two blocks, closed form and sample).
+SCREEN_LINES = 30
+
+
+def wrap(text: str, indent: str = "  ", more: str = "    ", width: int = WIDTH) -> list[str]:
+    """``text`` wrapped to ``width``: first line at ``indent``, the rest at ``more``."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=more,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def span(interval: Sequence[float | None] | None) -> str:
+    """A 90% interval as ``low-high`` (``unreachable`` for an end out of reach)."""
+    if interval is None:
+        return "-"
+    lo, hi = interval
+    return f"{'unreachable' if lo is None else f'{lo:.3f}'}-" + (
+        "unreachable" if hi is None else f"{hi:.3f}"
+    )
+
+
+def target_lines(
+    t: Mapping[str, Any],
+    num_steps: int,
+    shaped: bool,
+    shape_phrase: str = "the default decay shape",
+) -> list[str]:
+    """One target of a ``run`` (or ``compare``) document in plain words.
+
+    ``t`` is a target of the JSON document (``target_to_dict``); ``shaped``: the rates
+    fall with position (a decay shape), so the first-position rate and the flat answer
+    differ. The headline never calls a capped rate an answer: when the shape asks for a
+    first-position rate above 1 the target is out of reach under it, and the line says
+    what does reach it (flat rates) and what would make it reachable.
+    """
+    tok = f"{t['tok_s']:g} tok/s"
+    unc = t.get("uncertainty") or {}
+    lines: list[str] = []
+    at_k = t.get("first_rate_at_num_steps")
+    if num_steps > 0 and at_k is None:
+        cap = num_steps + 1
+        lines.append(
+            f"  {tok}: out of reach at num_steps {num_steps} (needs accept length "
+            f"{t['required_accept_length']:.2f}, max {cap})"
+        )
+    elif num_steps > 0:
+        lines.append(
+            f"  {tok}: at num_steps {num_steps} needs accept length "
+            f"{t['required_accept_length']:.2f} (first-position rate {rate(at_k)})"
+        )
+    else:
+        lines.append(f"  {tok}:")
+    best_k = t.get("best_num_steps")
+    flat = t.get("flat_alpha_at_best")
+    flat_k = t.get("flat_best_num_steps")
+    flat_text = (
+        f"flat rates reach it at {rate(flat)} (k={flat_k})"
+        if flat is not None
+        else "flat rates do not reach it at any k"
+    )
+    interval = span(unc.get("interval90"))
+    if best_k is None:
+        text = f"no num_steps reaches it: the best ceiling is {t['max_ceiling_tok_s']:.1f} tok/s"
+        text += f" at num_steps {t['max_ceiling_num_steps']} (every draft accepted)"
+    elif not t["reachable"]:
+        text = (
+            f"with {shape_phrase}: needs first-position rate 1.000 — not reachable; "
+            f"{flat_text}; reachable if rates fall less than the shape (5-95%: {interval})"
+        )
+    elif shaped:
+        text = (
+            f"best num_steps {best_k}: first-position rate {rate(t['first_rate_at_best'])} "
+            f"(90%: {interval}), mean {rate(t['mean_rate_at_best'])} over the chain; " + flat_text
+        )
+    else:
+        text = f"best num_steps {best_k}: rate {rate(t['first_rate_at_best'])} (90%: {interval})"
+    lines += wrap(text, indent="    ", more="    ")
+    drivers = unc.get("drivers") or []
+    if drivers:
+        d = drivers[0]
+        lines += wrap(
+            f"moves most with {d['field']}: {d['input_low']:.4g} .. {d['input_high']:.4g} "
+            f"-> {rate(d['low'])} .. {rate(d['high'])}",
+            indent="    ",
+            more="      ",
+        )
+    return lines
+
+
+def measure_next_lines(targets: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The next measurement, once when every target names the same one."""
+    whats: list[str] = []
+    for t in targets:
+        m = (t.get("uncertainty") or {}).get("measure_next")
+        if m and m["what"] not in whats:
+            whats.append(m["what"])
+    if not whats:
+        return []
+    what = whats[0].removeprefix("measure ")
+    return wrap("measure next: " + what, more="    ")
+
+
+def rests_on_line(assumptions: Iterable[Mapping[str, Any]], listed: Sequence[str]) -> list[str]:
+    """What the answer rests on, counted by origin (``--verbose`` lists every input)."""
+    rows = [
+        a
+        for a in assumptions
+        if a["origin"] in listed or a.get("stderr") is not None or a.get("range") is not None
+    ]
+    if not rows:
+        return ["  rests on exact inputs only"]
+    counts: dict[str, int] = {}
+    for a in rows:
+        counts[a["origin"]] = counts.get(a["origin"], 0) + 1
+    parts = ", ".join(f"{n} {origin}" for origin, n in counts.items())
+    return wrap(
+        f"rests on {len(rows)} inputs that are not exact measurements ({parts}); "
+        "--verbose lists each with its source",
+        more="    ",
+    )
+
+
+def fit_width(lines: Iterable[str], width: int = WIDTH) -> list[str]:
+    """``lines`` with each longer than ``width`` wrapped, its continuation indented two
+    spaces past its own indent."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        out += wrap(line.strip(), indent=lead, more=lead + "  ", width=width) or [line]
+    return out
+
+
+def assumptions_line(assumptions: Sequence[str]) -> list[str]:
+    """One line naming the assumptions a serving answer rests on (each's topic, the text
+    before its colon); ``--verbose`` lists them whole."""
+    if not assumptions:
+        return []
+    topics = list(dict.fromkeys(a.split(":", 1)[0] for a in assumptions))
+    return wrap(
+        f"rests on {len(assumptions)} assumptions ({', '.join(topics)}); --verbose lists them",
+        indent="",
+        more="  ",
+    )
+
+
+def first_screen(full: str, assumptions: Sequence[str]) -> str:
+    """A report's text as its first screen: the ``assumptions:`` block replaced by one
+    line naming them, every line wrapped to ``WIDTH``."""
+    lines: list[str] = []
+    skipping = False
+    for line in full.splitlines():
+        if line == "assumptions:":
+            skipping = True
+            continue
+        if skipping and line.startswith("  - "):
+            continue
+        skipping = False
+        lines.append(line)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tail = [ln for ln in lines[-1:] if ln.startswith("(")]  # a closing count: "(65 runs)"
+    body = lines[: len(lines) - len(tail)]
+    while body and not body[-1].strip():
+        body.pop()
+    return "\n".join(fit_width([*body, "", *assumptions_line(assumptions), *tail]))
+
+
+def fits(text: str, lines: int = SCREEN_LINES, width: int = WIDTH) -> bool:
+    """Whether ``text`` fits a screen of ``lines`` lines of ``width`` characters."""
+    rows = text.splitlines()
+    return len(rows) <= lines and all(len(r) <= width for r in rows)

@@ -1,0 +1,33 @@
+"""The numeric fields of serving documents: how they are found and how plot uses them."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.errors import SpecsimError
+from sim.report.numeric_fields import check_numbers, numeric_fields, numeric_paths
+
+
+def test_a_field_is_numeric_only_where_no_sample_holds_anything_else():
+    numbers, others = numeric_paths({"a": [1, 2.5], "b": {"c": None, "d": 3}, "e": "x"})
+    assert numbers == {"a[]", "b.d"}
+    assert others == {"b.c", "e"}
+
+
+def test_every_serving_kind_has_its_numeric_fields():
+    fields = numeric_fields()
+    for kind in ("serve", "crossover", "best_k", "capacity", "controllers", "tree-load"):
+        assert fields[kind], kind
+    assert "speculative.ttft_ms.mean" in fields["serve"]
+
+
+@pytest.mark.parametrize(("value", "got"), [("x", "'x'"), (None, "null"), (True, "True")])
+def test_a_numeric_field_holding_something_else_is_named(value, got):
+    doc = {"speculative": {"ttft_ms": {"mean": 1.0, "ci95": [1.0, value]}}}
+    with pytest.raises(SpecsimError, match=f"expected a number, got {got}") as info:
+        check_numbers(doc, "serve", "doc.json")
+    assert info.value.field == "speculative.ttft_ms.ci95[1]"
+
+
+def test_kinds_without_a_list_are_not_checked_here():
+    check_numbers({"cycle_ms": {"draft": "x"}}, "run", "doc.json")

@@ -221,7 +221,7 @@ def build_study(
     study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
     from sim.binding.bound import bind
-    from sim.parallel import make_executor
+    from sim.parallel import make_executor, resolve_workers
     from sim.scenario.load import load_scenario, with_overrides
     from sim.simulation.budget import check_serving_size
     from sim.studies.serve import serving_study
@@ -236,9 +236,10 @@ def build_study(
     ):
         if value is not None:  # an error names the flag, as --rate's names --rate
             sc = with_overrides(sc, {field: value}, source=flag)
+    workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
         sc,
-        executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
+        executor=make_executor(args.executor, workers=workers, scheduler=args.scheduler),
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,
         progress=progress,
@@ -250,7 +251,7 @@ def build_study(
             simulations,
             setup.replications,
             requests if requests is not None else workload.requests + workload.warmup,
-            args.workers,
+            workers,
         )
     return builder, evaluator
 

@@ -7,6 +7,7 @@ seed, so results never depend on the executor, the worker count or the order tas
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -204,6 +205,7 @@ class DaskExecutor:
         else:
             client = self.scheduler
         lost = _cluster_lost_errors()
+        gone: tuple[type[BaseException], ...] = (*lost, RuntimeError)  # nothing to undo
         try:
             task = functools.partial(_protected, fn)
             futures = client.map(task, list(items), pure=False)
@@ -219,16 +221,12 @@ class DaskExecutor:
                     param="scheduler",
                 ) from None
             finally:
-                try:
+                with contextlib.suppress(*gone):  # the scheduler is gone: nothing to cancel
                     client.cancel(futures)
-                except (*lost, RuntimeError):
-                    pass  # the scheduler is gone: nothing left to cancel
         finally:
             if own:
-                try:
+                with contextlib.suppress(*gone):
                     client.close()
-                except (*lost, RuntimeError):
-                    pass
 
 
 def _quiet_dask_logs() -> None:

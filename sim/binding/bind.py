@@ -59,7 +59,9 @@ if TYPE_CHECKING:
     from sim.hardware.layer import LayerPass
     from sim.model.batched_cost import IterationCost
     from sim.model.layer_cycletime import LayerCycleTimes
+    from sim.model.tree import Tree
     from sim.model.tree_acceptance import Acceptance, TreeDraft
+    from sim.model.tree_rates import Shares
 
 # Trees, the layer-level pass and the batched (serving) costs are imported where they are
 # used: a chain scenario's ``specsim run`` never needs them (start-up).
@@ -138,6 +140,13 @@ def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> Acceptan
     three or more rates, else the decay prior of ``spec.method``."""
     if spec.shape in ("flat", "repeat"):
         return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
+    if spec.rank_rates_by_depth is not None and spec.shape in ("auto", "repeat"):
+        return AcceptanceShape(
+            "repeat",
+            1.0,
+            "default" if spec.shape == "auto" else origin,
+            "rank_rates_by_depth: the last depth's rates repeat below the list",
+        )
     if spec.shape == "auto" and spec.rank_rates is not None:
         return AcceptanceShape(
             "flat", 1.0, "default", "rank_rates are given at every depth (set shape to decay them)"
@@ -170,6 +179,10 @@ def anchored_rates(
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape
     if spec.per_position is not None:
         return continue_rates(spec.per_position, shape.shape, shape.decay, num_steps)
+    by_depth = getattr(spec, "rank_rates_by_depth", None)  # each depth's top-1 rate
+    if by_depth is not None:
+        top1 = [row[0] for row in by_depth]
+        return continue_rates(top1, shape.shape, shape.decay, num_steps)
     first = getattr(spec, "first_rate", None)
     ranks = getattr(spec, "rank_rates", None)  # q_1 is the top-1 rate
     if first is not None:
@@ -194,13 +207,21 @@ def measured_depth(spec: AcceptanceSpec | AcceptanceClass, measured_num_steps: i
     num_steps its alpha, accept length or fitted first rate was measured at (1 if none)."""
     if spec.per_position is not None:
         return len(spec.per_position)
+    by_depth = getattr(spec, "rank_rates_by_depth", None)
+    if by_depth is not None:
+        return len(by_depth)
     return measured_num_steps or 1
 
 
 def implicit_tilt(spec: AcceptanceSpec) -> bool:
     """True when the tilt is left to the shape error: shape ``auto``, no tilt given (rank
     rates, given at every depth, excepted)."""
-    return spec.tilt is None and spec.shape == "auto" and spec.rank_rates is None
+    return (
+        spec.tilt is None
+        and spec.shape == "auto"
+        and spec.rank_rates is None
+        and spec.rank_rates_by_depth is None
+    )
 
 
 def effective_tilt(spec: AcceptanceSpec) -> float:
@@ -302,25 +323,37 @@ def _acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> Acceptance
     )
 
 
-def rank_shares(spec: AcceptanceSpec, topk: int) -> tuple[float, ...]:
+def rank_shares(spec: AcceptanceSpec, topk: int) -> Shares:
     """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
-    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked. () for
+    from ``rank_rates`` or ``rank_profile``, extended geometrically when asked; for
+    ``rank_rates_by_depth`` one row of shares per listed depth (the last repeats). () for
     topk = 1 or no rank shape (a chain needs none)."""
     from sim.model.tree_rates import extend_shares, residual_shares  # lazy: trees only
 
     shape = spec.rank_shape()
     if topk == 1 or shape is None:
         return ()
-    h = residual_shares(shape)
-    if spec.rank_extend == "geometric":
-        h = extend_shares(h, topk)
-    return tuple(float(x) for x in h[: topk - 1])
+
+    def shares(profile: list[float]) -> tuple[float, ...]:
+        h = residual_shares(profile)
+        if spec.rank_extend == "geometric":
+            h = extend_shares(h, topk)
+        return tuple(float(x) for x in h[: topk - 1])
+
+    if spec.rank_rates_by_depth is not None:
+        return tuple(shares(list(row)) for row in spec.rank_rates_by_depth)
+    return shares(shape)
 
 
-def tree_draft(scenario: Scenario) -> TreeDraft:
+def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
+    """The tree a tree scenario drafts: the static ``[speculation.tree]``, else SGLang's
+    (num_steps, topk, num_draft_tokens)."""
     from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
 
     sp = scenario.speculation
+    static = sp.static_tree
+    if static is not None:
+        return static
     assert sp.num_draft_tokens is not None
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
 
@@ -339,7 +372,7 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     assert scenario.acceptance is not None
     from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
 
-    shares = rank_shares(scenario.acceptance, sp.topk)
+    shares = rank_shares(scenario.acceptance, sp.rank_width)
     return TreeAcceptance(top1, shares, tree_draft(scenario))
 
 
@@ -371,7 +404,10 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
     """
 
     anchored = spec is not None and (
-        spec.mix is None and spec.per_position is None and not spec.heterogeneous
+        spec.mix is None
+        and spec.per_position is None
+        and spec.rank_rates_by_depth is None
+        and not spec.heterogeneous
     )
     shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
     integrated: dict[int, np.ndarray] = {}
@@ -450,6 +486,28 @@ def tree_cost(
     )
 
 
+def scenario_tree_cost(
+    scenario: Scenario, passes: PassTimes, hw: ScenarioHardware | None = None
+) -> CycleCost:
+    """The cycle of a tree scenario at its own configuration: SGLang's tree cycle
+    (``tree_cost``), or a static tree's (sim/model/drafts.py ``draft_cycle_cost``: one
+    drafter pass per level below the first over every node drafted so far, the verify
+    over its node count)."""
+    sp = scenario.speculation
+    static = sp.static_tree
+    if static is None:
+        assert sp.num_draft_tokens is not None
+        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes, hw)
+    from sim.model.drafts import draft_cycle_cost, max_beams  # lazy: trees only
+
+    return draft_cycle_cost(
+        passes,
+        static,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        draft_table_ms=draft_pass_table_ms(scenario, max_beams(static), hw),
+    )
+
+
 def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
     """The cycle of a scenario at its own ``num_steps`` or at another (a chain there; a
     tree at its own configuration is the tree cycle), the draft extend at the pass times'
@@ -457,9 +515,7 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     scenario's own k it is computed once per bound model (``Bound.cycle``)."""
     sp = scenario.speculation
     if num_steps is None and sp.is_tree:
-        assert sp.num_draft_tokens is not None
-        passes = pass_times(scenario)
-        return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes)
+        return scenario_tree_cost(scenario, pass_times(scenario))
     k = scenario.num_steps if num_steps is None else num_steps
     return chain_cycle_cost(pass_times(scenario), k)
 
@@ -534,6 +590,12 @@ def layer_cycle_times(
         decode = sample_pass_ms(scenario, "decode", size, rng)
         return LayerCycleTimes(0, empty, decode, empty, 0.0)
     sp = scenario.speculation  # a tree: drafter passes over topk beams, verify over its N
+    if sp.tree is not None:
+        raise SpecsimError(
+            "the layer-level pass model draws a chain's or SGLang's drafter passes; a static "
+            "tree's passes differ by level: use fidelity cycle",
+            field="speculation.tree",
+        )
     return LayerCycleTimes(
         num_steps=k,
         draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng, tokens=sp.topk),

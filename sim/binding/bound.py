@@ -22,7 +22,7 @@ from sim.binding.bind import (
     acceptance_shape,
     cycle_time_model,
     scenario_acceptance,
-    tree_cost,
+    scenario_tree_cost,
 )
 from sim.binding.decompose import ScenarioHardware, scenario_pass_times
 from sim.binding.provenance import Assumption, assumptions
@@ -122,8 +122,7 @@ def bind(scenario: Scenario) -> Bound:
     acceptance = scenario_acceptance(scenario)
     sp = scenario.speculation
     if sp.is_tree:
-        assert sp.num_draft_tokens is not None
-        cycle = tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes, hardware)
+        cycle = scenario_tree_cost(scenario, passes, hardware)
     else:
         cycle = chain_cycle_cost(passes, sp.num_steps)
     rates = acceptance.closed_form_rates()

@@ -57,6 +57,7 @@ from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree_rates import Shares
 from sim.model.tree_theory import depth_survival
 from sim.scenario.schema import Scenario
 
@@ -119,7 +120,7 @@ class Population:
     """One draw's requests: the top-1 rate classes (means and spread) and the rank shares."""
 
     top1: AcceptanceModel
-    shares: tuple[float, ...]
+    shares: Shares
 
 
 def drawn_population(
@@ -142,7 +143,7 @@ def drawn_population(
     top1 = acceptance_model(spec, nominal.top1.num_steps)
     if top1.infeasible() is not None:
         return None
-    return Population(top1, rank_shares(spec, other.speculation.topk))
+    return Population(top1, rank_shares(spec, other.speculation.rank_width))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +204,7 @@ class SampledTree:
         the depths and width its classes and shares cover, the drawn fields."""
         spec = self.scenario.acceptance
         section = spec.model_dump_json() if spec is not None else ""
-        depth, topk = self.nominal.top1.num_steps, self.scenario.speculation.topk
+        depth, topk = self.nominal.top1.num_steps, self.scenario.speculation.rank_width
         return f"{section}|{depth}|{topk}|{'|'.join(inp.field for inp in inputs)}"
 
     def _over_requests(self, values: np.ndarray) -> tuple[np.ndarray, int]:

@@ -641,6 +641,11 @@ def sampled_acceptance(
         a1 = get("acceptance.first_rate", spec.first_rate)
     elif spec.rank_rates is not None:
         a1 = np.full(n, spec.rank_rates[0])
+    elif spec.rank_rates_by_depth is not None:  # each depth's top-1 rate, not drawn
+        listed = np.tile([row[0] for row in spec.rank_rates_by_depth], (n, 1))
+        rates = tilted(continue_rates(listed, shape.shape, decay, max_steps), tilt, depth)
+        first = np.where(rates[:, :1] > 0, rates[:, :1], 1.0)
+        return rates, rates / first
     elif spec.alpha is not None and factor_shape == "flat":
         a1 = get("acceptance.alpha", spec.alpha)
     else:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
-from sim.binding.bind import conditional_rates, pass_times
+from sim.binding.bind import conditional_rates, pass_times, tree_cost
 from sim.binding.bound import bind
 from sim.binding.decompose import ScenarioHardware, hardware_point, reference_point
 from sim.binding.priors import decay_prior, shape_error
@@ -228,9 +228,15 @@ def _point_sigma(p: SpecPoint) -> float:
     return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
 
 
-def point_tok_s(passes: PassTimes, point: SpecPoint) -> float:
-    """1000 AL / T_cycle(k) for a speculative point on ``passes``."""
-    cost = cycle_cost(passes, point.num_steps)
+def point_tok_s(passes: PassTimes, point: SpecPoint, scenario: Scenario | None = None) -> float:
+    """1000 AL / T_cycle(k) for a speculative point on ``passes``; a tree point's cycle is
+    the tree's (sim/model/tree_cost.py), its drafter passes over topk beams priced as the
+    ``scenario`` prices them (needed for a tree point)."""
+    if point.is_tree:
+        assert scenario is not None and point.num_draft_tokens is not None
+        cost = tree_cost(scenario, point.num_steps, point.topk, point.num_draft_tokens, passes)
+    else:
+        cost = cycle_cost(passes, point.num_steps)
     return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
 
 
@@ -284,17 +290,20 @@ def _timing_residuals(
     back unchanged with the written values substituted: the same pass times, without
     re-validating a scenario at every trial."""
     as_given = None
-    if not extra and _passes_as_written(base):
+    trees = any(p.is_tree for p in data.points)  # priced by the written scenario's drafter
+    if not extra and not trees and _passes_as_written(base):
         as_given = pass_times(base)
 
     def fun(values: dict[str, float]) -> np.ndarray:
+        scenario = None
         if as_given is not None:
             changes: dict[str, Any] = {n.split(".")[1]: values[n] for n in written}
             passes = replace(as_given, **changes)
         else:
-            passes = pass_times(written_scenario(base, values, written, extra))
+            scenario = written_scenario(base, values, written, extra)
+            passes = pass_times(scenario)
         out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
-        out += [(point_tok_s(passes, p) - p.tok_s) / _point_sigma(p) for p in data.points]
+        out += [(point_tok_s(passes, p, scenario) - p.tok_s) / _point_sigma(p) for p in data.points]
         return np.array(out, dtype=float)
 
     return fun
@@ -573,7 +582,8 @@ def _fit_timing(
             overrides.update(drafter_overrides)
             notes.extend(drafter_notes)
             extra = {v.field: v.value for v in extra_values}
-            final = pass_times(written_scenario(base, fit.values, free, extra))
+            scenario = written_scenario(base, fit.values, free, extra)
+            final = pass_times(scenario)
     values = {**fit.values, **{p.name: getattr(final, p.name.split(".")[1]) for p in params
                                if p.name not in fit.stderr}}  # fmt: skip
     fit = replace(fit, values=values)
@@ -583,9 +593,9 @@ def _fit_timing(
     ]
     residuals += [
         Residual(
-            f"tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+            f"tok/s at {pt.label()}, accept length {pt.accept_length:g}",
             pt.tok_s,
-            point_tok_s(final, pt),
+            point_tok_s(final, pt, scenario),
             _point_sigma(pt),
             pt.source,
         )
@@ -728,6 +738,70 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
     rates = np.array([fit.values[n] for n in names])
     residuals = _acceptance_rows(data, lambda depth: extend_rates(rates, depth))
     return _block(params, fit, residuals, overrides)
+
+
+def _fit_tree_acceptance(base: Scenario, points: Sequence[SpecPoint]) -> _Block | None:
+    """The top-1 rate (flat over depth) at which SGLang's tree of each tree row has the
+    row's accept length, by the closed form (sim/model/tree_required.py ``accept_length``:
+    the tree built at the rank rates, E[L] = 1 + the sum of its path products), the ranks
+    below by the base's residual shares; the scenario drafts the first row's tree. None
+    when the base gives no rank shape."""
+    from sim.binding.bind import rank_shares  # lazy: tree rows only
+    from sim.model.tree_required import RankShape, accept_length
+
+    spec = base.acceptance
+    widest = max(p.topk for p in points)
+    if spec is None or spec.rank_shape() is None or spec.rank_rates_by_depth is not None:
+        return None
+    shares = rank_shares(spec, widest)
+    flat = tuple(float(h) for h in shares if isinstance(h, float))
+    if len(flat) + 1 < widest:
+        return None
+    shape = RankShape(flat)
+    name = "acceptance.first_rate"
+
+    def predicted(x: float, p: SpecPoint) -> float:
+        assert p.num_draft_tokens is not None
+        return accept_length(shape, x, (p.num_steps, p.topk, p.num_draft_tokens))
+
+    def fun(values: dict[str, float]) -> np.ndarray:
+        x = min(max(values[name], 0.0), 1.0)
+        return np.array(
+            [(predicted(x, p) - p.accept_length) / p.accept_length_sigma for p in points]
+        )
+
+    param = Param(name, 0.5, 0.0, 1.0, 0.1)
+    fit = fit_identifiable(fun, [param], [name], "acceptance", probe=[0.5])
+    x = min(max(fit.values[name], 0.0), 1.0)
+    first = points[0]
+    overrides: dict[str, Any] = {
+        "speculation.num_steps": first.num_steps,
+        "speculation.topk": first.topk,
+        "speculation.num_draft_tokens": first.num_draft_tokens,
+        "acceptance.shape": "flat",
+    }
+    if spec.rank_rates is not None:  # q_1 is the top-1 rate; the others keep their shares
+        overrides["acceptance.rank_rates"] = [_sig(x)] + [_sig((1.0 - x) * h) for h in flat]
+    else:
+        overrides[name] = _sig(x)
+    residuals = [
+        Residual(
+            f"accept length of {p.label()} (closed form)",
+            p.accept_length,
+            predicted(x, p),
+            p.accept_length_sigma,
+            p.source,
+        )
+        for p in points
+    ]
+    block = _block([param], fit, residuals, overrides)
+    note = (
+        f"acceptance from {len(points)} tree row{'s' * (len(points) != 1)}: top-1 rate "
+        f"{x:.4f} at every depth, the ranks below by the base's residual shares, SGLang's "
+        f"tree built by a drafter whose scores are the rank rates; the scenario drafts "
+        f"{first.label()}"
+    )
+    return replace(block, notes=(*block.notes, note))
 
 
 def _acceptance_rows(data: Measurements, rates_to: Callable[[int], np.ndarray]) -> list[Residual]:
@@ -890,9 +964,20 @@ def calibrate(
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = _acceptance_model(data, acceptance)
     drop: list[str] = []
-    if model is None:
+    tree_points = [p for p in data.points if p.is_tree]
+    if model is None and tree_points:
+        tree_block = _fit_tree_acceptance(base, tree_points)
+        if tree_block is None:
+            notes.append(
+                "tree rows' accept lengths need the ranks below the top-1 (the base's "
+                "acceptance.rank_profile or rank_rates): the acceptance profile is kept"
+            )
+        else:
+            blocks.append(tree_block)
+            model = "tree"
+    elif model is None:
         notes.append("no acceptance data given: the acceptance profile is kept from the base")
-    else:
+    elif model != "tree":
         if model == "shape":
             blocks.append(_fit_acceptance_shape(base, data))
         else:
@@ -943,9 +1028,9 @@ def calibrate(
         passes = pass_times(scenario)
         checks = [
             Residual(
-                f"held out: tok/s at num_steps {pt.num_steps}, accept length {pt.accept_length:g}",
+                f"held out: tok/s at {pt.label()}, accept length {pt.accept_length:g}",
                 pt.tok_s,
-                point_tok_s(passes, pt),
+                point_tok_s(passes, pt, scenario),
                 _point_sigma(pt),
                 pt.source,
             )

@@ -118,21 +118,23 @@ def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measuremen
             out += Measurements(
                 baselines=(BaselinePoint(r.speed_tok_s, rel_error * r.speed_tok_s, src),)
             )
-        elif r.chain:
+        else:
+            # a tree row: its tok/s on the tree's cycle, its accept length by the tree's
+            # closed form (calibrate), not as a chain's
             al_sigma = rel_error * r.acc_length
-            out += Measurements(
-                points=(
-                    SpecPoint(
-                        r.steps,
-                        r.acc_length,
-                        r.speed_tok_s,
-                        rel_error * r.speed_tok_s,
-                        al_sigma,
-                        src,
-                    ),
-                ),
-                accept_lengths=(AcceptLengthObs(r.steps, r.acc_length, al_sigma, src),),
+            point = SpecPoint(
+                r.steps,
+                r.acc_length,
+                r.speed_tok_s,
+                rel_error * r.speed_tok_s,
+                al_sigma,
+                src,
+                topk=max(r.topk, 1),
+                num_draft_tokens=r.num_draft_tokens if r.topk > 1 else None,
             )
+            tree = r.topk > 1
+            chain_al = () if tree else (AcceptLengthObs(r.steps, r.acc_length, al_sigma, src),)
+            out += Measurements(points=(point,), accept_lengths=chain_al)
     notes = [
         f"SGLang bench {bench.source}: step_time is the 20th percentile of per-window mean "
         "step times (bench_speculative.py), so its speed leans fast"
@@ -145,8 +147,10 @@ def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measuremen
         )
     if trees:
         notes.append(
-            f"{len(trees)} tree record{'s' * (len(trees) != 1)} (topk > 1) "
-            f"{'are' if len(trees) != 1 else 'is'} reported, not fitted (calibration fits chains)"
+            f"{len(trees)} tree record{'s' * (len(trees) != 1)} (topk > 1) fitted on the "
+            "tree's cycle (drafter passes over topk beams, the verify over num_draft_tokens); "
+            "their accept lengths fix the top-1 rate through the tree's closed form when no "
+            "chain accept length is given"
         )
     out += Measurements(notes=tuple(notes))
     if not (out.baselines or out.points):

@@ -28,7 +28,8 @@ class BaselinePoint:
 
 @dataclass(frozen=True, slots=True)
 class SpecPoint:
-    """Speculative throughput at ``num_steps`` with the accept length measured in that run."""
+    """Speculative throughput at ``num_steps`` with the accept length measured in that run;
+    ``topk`` > 1: an SGLang tree of ``num_draft_tokens`` (its cycle is the tree's)."""
 
     num_steps: int
     accept_length: float
@@ -36,6 +37,18 @@ class SpecPoint:
     tok_s_sigma: float
     accept_length_sigma: float
     source: str
+    topk: int = 1
+    num_draft_tokens: int | None = None
+
+    @property
+    def is_tree(self) -> bool:
+        return self.topk > 1
+
+    def label(self) -> str:
+        """``num_steps 5`` or ``tree 5/4/8`` (num_steps/topk/num_draft_tokens)."""
+        if self.is_tree:
+            return f"tree {self.num_steps}/{self.topk}/{self.num_draft_tokens}"
+        return f"num_steps {self.num_steps}"
 
 
 @dataclass(frozen=True, slots=True)

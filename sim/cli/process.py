@@ -77,7 +77,7 @@ def _whole_stdout() -> None:
         io.BufferedWriter(WholeWrites(fd)),
         encoding=old.encoding,
         errors=old.errors,
-        line_buffering=old.line_buffering,
+        line_buffering=bool(old.line_buffering),
     )
 
 

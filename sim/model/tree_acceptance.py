@@ -33,7 +33,7 @@ import numpy as np
 from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.tree import Tree
 from sim.model.tree_build import optimal_tree, sglang_tree
-from sim.model.tree_rates import residual_rank_rates
+from sim.model.tree_rates import Shares, residual_rank_rates, share_count
 from sim.model.tree_samplers import tree_length_sequential
 from sim.model.tree_theory import chain_equivalent_rates, depth_survival
 
@@ -77,7 +77,7 @@ class TreeAcceptance:
     or a fixed ``Tree``). ``tree`` is built from the population's mean rates."""
 
     top1: AcceptanceModel
-    shares: tuple[float, ...]
+    shares: Shares
     draft: TreeDraft | OptimalDraft | Tree
     tree: Tree = field(init=False, compare=False)
 
@@ -86,16 +86,19 @@ class TreeAcceptance:
             tree = self.draft
         else:
             width = self.draft.topk
-            if len(self.shares) + 1 < width:
-                raise ValueError(f"{len(self.shares) + 1} ranks have rates; topk is {width}")
+            if share_count(self.shares) + 1 < width:
+                raise ValueError(
+                    f"{share_count(self.shares) + 1} ranks have rates; topk is {width}"
+                )
             tree = self.draft.tree(self.mean_rank_rates())
         object.__setattr__(self, "tree", tree)
         if self.top1.num_steps < tree.max_depth:
             raise ValueError(
                 f"top-1 rates cover {self.top1.num_steps} depths; the tree has {tree.max_depth}"
             )
-        if len(self.shares) + 1 < tree.width:
-            raise ValueError(f"{len(self.shares) + 1} ranks have rates; the tree uses {tree.width}")
+        if share_count(self.shares) + 1 < tree.width:
+            ranks = share_count(self.shares) + 1
+            raise ValueError(f"{ranks} ranks have rates; the tree uses {tree.width}")
 
     # ----- the interface the engines and summaries share with AcceptanceModel
 
@@ -124,7 +127,8 @@ class TreeAcceptance:
         return self.top1.infeasible()
 
     def rank_rates(self, top1: np.ndarray) -> np.ndarray:
-        """q of shape (n, D, W) from top-1 rates of shape (n, D), W = len(shares) + 1."""
+        """q of shape (n, D, W) from top-1 rates of shape (n, D), W = the shares' ranks + 1
+        (shares by depth: row d at depth d + 1, the last repeating)."""
         return residual_rank_rates(np.asarray(top1, dtype=float), np.asarray(self.shares))
 
     def mean_rank_rates(self) -> np.ndarray:
@@ -219,11 +223,20 @@ class TreeAcceptance:
         return float(self.cycle_pmf() @ np.arange(1, self.depth + 2))
 
     @staticmethod
-    def single(tree: Tree, top1: np.ndarray, shares: Sequence[float]) -> TreeAcceptance:
-        """One class, no spread, a fixed tree: top-1 rates (depth,) for every request."""
+    def single(
+        tree: Tree, top1: np.ndarray, shares: Sequence[float] | Sequence[Sequence[float]]
+    ) -> TreeAcceptance:
+        """One class, no spread, a fixed tree: top-1 rates (depth,) for every request;
+        ``shares`` h_2..h_W, or one row of them per depth."""
         rates = np.asarray(top1, dtype=float)
         model = AcceptanceModel(rates.shape[0], (RateClass("all", 1.0, rates),))
-        return TreeAcceptance(model, tuple(float(h) for h in shares), tree)
+        h = np.asarray(shares, dtype=float)
+        frozen: Shares = (
+            tuple(tuple(float(x) for x in row) for row in h)
+            if h.ndim == 2
+            else tuple(float(x) for x in h)
+        )
+        return TreeAcceptance(model, frozen, tree)
 
 
 #: What the engines, summaries and closed forms take: a chain's model or a tree's.

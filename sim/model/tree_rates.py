@@ -14,8 +14,9 @@ contribute q_1 (1 + V_1) + (1 - q_1) sum_r h_r (1 + V_r), V_r the expected accep
 below the rank-r child; its derivative in q_1 is (1 + V_1) - sum_r h_r (1 + V_r) >=
 (1 + V_1)(1 - sum_r h_r) >= 0 because V_r <= V_1 when the rank-1 subtree contains the
 others, and the V's rise too by induction from the leaves. A measured profile p_1..p_W
-(e.g. Sequoia's acceptance vectors) gives h_r = p_r / (1 - p_1). Assumption: the shares do
-not depend on depth (the top-1 rate may, e.g. by the decay shapes of the acceptance model).
+(e.g. Sequoia's acceptance vectors) gives h_r = p_r / (1 - p_1). The shares may be one
+row for every depth (the top-1 rate may still vary, e.g. by the decay shapes of the
+acceptance model) or one row per depth, when rank rates were measured at each depth.
 """
 
 from __future__ import annotations
@@ -23,7 +24,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["extend_shares", "residual_rank_rates", "residual_shares"]
+__all__ = ["Shares", "extend_shares", "residual_rank_rates", "residual_shares", "share_count"]
+
+#: Residual shares h_2..h_W: one tuple for every depth, or one tuple per depth (the last
+#: repeating below), when the rank profile differs by depth.
+Shares = tuple[float, ...] | tuple[tuple[float, ...], ...]
+
+
+def share_count(shares: Shares) -> int:
+    """W - 1: the ranks below the top-1 that ``shares`` give rates for."""
+    if shares and isinstance(shares[0], tuple):
+        return len(shares[0])
+    return len(shares)
 
 
 def residual_shares(profile: ArrayLike) -> np.ndarray:
@@ -43,13 +55,18 @@ def residual_shares(profile: ArrayLike) -> np.ndarray:
 
 def residual_rank_rates(top1: ArrayLike, shares: ArrayLike) -> np.ndarray:
     """q of shape (..., D, W) from top-1 rates of shape (..., D) and shares h_2..h_W of
-    shape (W - 1,): q[..., 0] = top-1, q[..., r] = (1 - top-1) h_(r+1)."""
+    shape (W - 1,), or (D', W - 1) for shares that differ by depth (row d at depth d + 1,
+    the last row for depths past D'): q[..., d, 0] = top-1, q[..., d, r] = (1 - top-1)
+    h_(r+1)(d)."""
     t = np.asarray(top1, dtype=float)
     h = np.asarray(shares, dtype=float)
-    if h.ndim != 1 or np.any(h < 0.0) or h.sum() > 1.0 + 1e-9:
-        raise ValueError("residual shares are >= 0 and sum to at most 1")
+    if h.ndim not in (1, 2) or np.any(h < 0.0) or np.any(h.sum(axis=-1) > 1.0 + 1e-9):
+        raise ValueError("residual shares are >= 0 and sum to at most 1 (at each depth)")
     if np.any(t < 0.0) or np.any(t > 1.0):
         raise ValueError("top-1 rates must lie in [0, 1]")
+    if h.ndim == 2:
+        depth = t.shape[-1] if t.ndim else 1
+        h = h[np.minimum(np.arange(depth), h.shape[0] - 1)]
     rest = (1.0 - t)[..., None] * h
     return np.concatenate([t[..., None], rest], axis=-1)
 

@@ -49,7 +49,8 @@ def _is_number(value: Any) -> bool:
 
 def numeric_paths(doc: Any) -> tuple[set[str], set[str]]:
     """(collapsed paths holding a number, collapsed paths holding anything else)."""
-    numbers, others = set(), set()
+    numbers: set[str] = set()
+    others: set[str] = set()
     for _, shape, value in _leaves(doc):
         (numbers if _is_number(value) else others).add(shape)
     return numbers, others

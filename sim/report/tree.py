@@ -17,13 +17,25 @@ def render_tree(tree: TreeAnalysis, unc: UncertaintyResult | None = None) -> lis
     """Lines of the tree section: rank rates, both trees, their E[L] and tok/s (the best
     tree's with its 90% interval from ``unc``; SGLang's is the speculative line's), targets."""
     q = tree.sglang.mean_rank_rates()[0]
+    if tree.static_source is None:
+        head = (
+            f"Tree (SGLang num_steps {tree.num_steps}, topk {tree.topk}, num_draft_tokens "
+            f"{tree.num_draft_tokens}; drafter scores taken as the rank rates)"
+        )
+        own = "SGLang's tree"
+    else:
+        head = (
+            f"Static tree ({tree.static_source}: {tree.num_draft_tokens - 1} drafts, depth "
+            f"{tree.num_steps}, width {tree.topk}; verified over {tree.num_draft_tokens} "
+            "tokens)"
+        )
+        own = "given tree"
     lines = [
         "",
-        f"Tree (SGLang num_steps {tree.num_steps}, topk {tree.topk}, num_draft_tokens "
-        f"{tree.num_draft_tokens}; drafter scores taken as the rank rates)",
+        head,
         "  rank rates at depth 1: " + ", ".join(f"q{r + 1} {v:.3f}" for r, v in enumerate(q)),
     ]
-    for which, label in (("sglang", "SGLang's tree"), ("optimal", "best tree")):
+    for which, label in (("sglang", own), ("optimal", "best tree")):
         t = getattr(tree, which).tree
         lines.append(
             f"  {label:<13}  {t.drafts:>3} draft{'s' if t.drafts != 1 else ' '}, depth "
@@ -43,9 +55,8 @@ def render_tree(tree: TreeAnalysis, unc: UncertaintyResult | None = None) -> lis
         )
     if tree.targets:
         lines.append(f"  {TOP1_MEANING}")
-        lines.append(
-            f"  {'target':>12}  {'AL needed':>9}  {'top-1 SGLang':>12}  {'top-1 best':>10}"
-        )
+        col = "top-1 SGLang" if tree.static_source is None else "top-1 given"
+        lines.append(f"  {'target':>12}  {'AL needed':>9}  {col:>12}  {'top-1 best':>10}")
         for t in tree.targets:
             lines.append(
                 f"  {t.tok_s:>6.0f} tok/s  {t.required_accept_length:>9.2f}  "

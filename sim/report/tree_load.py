@@ -148,7 +148,13 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
         "",
         "best draft per load as serving.draft_table (num_steps, topk, num_draft_tokens; "
         "a recommendation from this grid):",
-        "  " + str(doc["best_draft_table"]).replace(" ", ""),
+        "  "
+        + (
+            str(doc["best_draft_table"]).replace(" ", "")
+            if doc["best_draft_table"] is not None
+            else "none: a static tree is best at some load, and a draft_table row names chains "
+            "and SGLang's trees only (vLLM verifies its speculative_token_tree at every batch)"
+        ),
         "assumptions:",
         *(f"  - {a}" for a in doc["assumptions"]),
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import re
 import tomllib
 import typing
@@ -39,6 +40,9 @@ def _dotted(loc: Iterable[Any]) -> str:
 
 #: A validator's message that names its own field: ``uncertainty.timing.x: message``.
 _NAMED_FIELD = re.compile(r"^(uncertainty(?:\.[A-Za-z0-9_\[\]]+)+): (.*)$")
+#: A section validator's message naming a field inside its section:
+#: ``speculation.num_steps: message`` raised by ``[speculation]``.
+_INNER_FIELD = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+): (.*)$")
 #: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.
 MAX_SCENARIO_BYTES = 1024 * 1024
 #: Deepest nesting of tables and arrays a scenario may have: the schema's deepest path,
@@ -137,6 +141,9 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     named = _NAMED_FIELD.match(msg)
     if named and not loc:
         loc, msg = named.group(1).split("."), named.group(2)
+    inner = _INNER_FIELD.match(msg)
+    if inner and loc and inner.group(1).startswith(_dotted(loc) + "."):
+        loc, msg = inner.group(1).split("."), inner.group(2)
     if err["type"] == "extra_forbidden":
         close = key_suggestions(loc)
         msg = "unknown key" + (
@@ -225,15 +232,17 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
     at least topk long, or ``acceptance.rank_extend = "geometric"`` with a shape of at
     least three ranks whose shares fall (sim/model/tree_rates.py).
     """
-    spec, topk = scenario.acceptance, scenario.speculation.topk
+    sp = scenario.speculation
+    spec, topk = scenario.acceptance, sp.rank_width
     if spec is None or topk == 1:
         return None
     shape = spec.rank_shape()
+    what = "speculation.topk = " if sp.tree is None else "speculation.tree uses ranks up to "
     if shape is None:
         return (
             "acceptance.rank_rates",
-            f"speculation.topk = {topk} drafts a tree: give the rank-wise rates "
-            "(acceptance.rank_rates = [q_1, ..., q_topk]) or acceptance.rank_profile",
+            f"{what}{topk} drafts a tree: give the rank-wise rates "
+            f"(acceptance.rank_rates = [q_1, ..., q_{topk}]) or acceptance.rank_profile",
         )
     field = spec.rank_shape_field()
     if len(shape) >= topk:
@@ -241,8 +250,9 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
     if spec.rank_extend == "none":
         return (
             field,
-            f"gives {len(shape)} rank{'s' if len(shape) > 1 else ''} but speculation.topk is "
-            f'{topk}: give {topk} rates or acceptance.rank_extend = "geometric"',
+            f"gives {len(shape)} rank{'s' if len(shape) > 1 else ''} but "
+            f"{what.removesuffix(' = ').removesuffix(' ')} {topk}"
+            f': give {topk} rates or acceptance.rank_extend = "geometric"',
         )
     if len(shape) < 3:
         return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
@@ -336,13 +346,44 @@ def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
     """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
     raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
-    merged = apply_overrides(raw, overrides)
+    merged = read_growmap(apply_overrides(raw, overrides), Path(path).parent, str(path))
     given = leaf_fields(raw) - set(overrides)
     scenario = scenario_from_dict(
         merged, source=str(path), overridden=overrides, given=given, file=str(path)
     )
     origins = replace(scenario.origins, overrides=dict.fromkeys(overrides, "--set"))
     return scenario.model_copy(update={"origins": origins})
+
+
+def read_growmap(raw: dict[str, Any], base_dir: Path, source: str) -> dict[str, Any]:
+    """``raw`` with ``speculation.tree.growmap`` (a Sequoia growmap saved as JSON, relative
+    to ``base_dir``) read into ``speculation.tree.paths``, ``source`` saying which file
+    (sim/model/tree_inputs.py ``growmap_paths``); SpecsimError naming the field otherwise."""
+    spec = raw.get("speculation")
+    tree = spec.get("tree") if isinstance(spec, dict) else None
+    name = tree.get("growmap") if isinstance(tree, dict) else None
+    if not isinstance(name, str) or not isinstance(tree, dict):
+        return raw
+    from sim.model.tree_inputs import growmap_paths  # lazy: static trees only
+
+    field = "speculation.tree.growmap"
+    file = base_dir / name
+    try:
+        data = json.loads(read_bounded_text(file, limit=MAX_SCENARIO_BYTES))
+    except SpecsimError as exc:
+        raise SpecsimError(f"{name}: {exc.message}", source=source, field=field) from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SpecsimError(f"{name} is not JSON: {exc}", source=source, field=field) from None
+    if not isinstance(data, dict):
+        raise SpecsimError(f"{name}: a growmap is a JSON object", source=source, field=field)
+    try:
+        paths = growmap_paths(data)
+    except ValueError as exc:
+        raise SpecsimError(f"{name}: {exc}", source=source, field=field) from None
+    del tree["growmap"]
+    tree["paths"] = [list(p) for p in paths]
+    tree.setdefault("source", f"Sequoia growmap {name}")
+    return raw
 
 
 def in_its_file(exc: SpecsimError, scenario: Scenario) -> SpecsimError:

@@ -31,10 +31,20 @@ EXCLUSIVE_KEYS: tuple[frozenset[str], ...] = (
             "acceptance.per_position",
             "acceptance.mix",
             "acceptance.rank_rates",
+            "acceptance.rank_rates_by_depth",
         }
     ),
     frozenset({"acceptance.concentration", "acceptance.std"}),
     frozenset({"acceptance.rank_rates", "acceptance.rank_profile"}),
+    frozenset({"speculation.topk", "speculation.tree"}),
+    frozenset(
+        {
+            "speculation.tree.paths",
+            "speculation.tree.vllm",
+            "speculation.tree.preset",
+            "speculation.tree.growmap",
+        }
+    ),
     frozenset({"serving.concurrency", "serving.rate_per_s", "serving.trace"}),
 )
 #: Keys derived from another key unless given with it: a chain's ``num_draft_tokens`` follows

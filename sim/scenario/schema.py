@@ -10,7 +10,7 @@ mean for the model is sim/binding/bind.py.
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
 # by compiling it (one ``compile`` per field), which made building these models most
 # of their import time (start-up); the annotations are evaluated once, as objects.
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import numpy as np
 from pydantic import (
@@ -34,6 +34,9 @@ from sim.hardware.interconnects import (
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
 from sim.scenario.origins import Origins
+
+if TYPE_CHECKING:
+    from sim.model.tree import Tree
 
 # The draft-policy and tree modules (sim.model.policy, sim.model.tree_presets) are imported
 # where a validator needs them: a chain scenario never does, and importing them (and the
@@ -316,6 +319,86 @@ class TimingSpec(Section):
         return self
 
 
+class TreeSpec(Section):
+    """``[speculation.tree]``: a static draft tree verified every cycle, as vLLM's
+    ``speculative_token_tree`` and EAGLE-1 configure one (sim/model/tree_inputs.py).
+
+    Exactly one of ``paths`` (rank paths from the root: ``[[0], [1], [0, 0]]``, rank 0 the
+    drafter's top-1 guess), ``vllm`` (vLLM's own string, ``"[(0,), (1,), (0, 0)]"``),
+    ``preset`` (``eagle1-default``: EAGLE-1's ``mc_sim_7b_63``) or ``growmap`` (a Sequoia
+    growmap saved as JSON, relative to the scenario file; read when the file is loaded,
+    which replaces it by its ``paths`` and says so in ``source``). ``source``: where the
+    tree comes from (free text, kept in the answer).
+    """
+
+    paths: (
+        Annotated[
+            list[Annotated[list[int], Field(min_length=1, max_length=MAX_NUM_STEPS)]],
+            Field(min_length=1, max_length=1024),
+        ]
+        | None
+    ) = None
+    vllm: Annotated[str, Field(min_length=2, max_length=100_000)] | None = None
+    preset: str | None = None
+    growmap: Annotated[str, Field(min_length=1)] | None = None
+    source: Annotated[str, Field(max_length=500)] | None = None
+
+    @field_validator("paths")
+    @classmethod
+    def _paths_make_a_tree(cls, value: list[list[int]] | None) -> list[list[int]] | None:
+        from sim.model.tree_inputs import tree_from_paths  # lazy: start-up
+
+        if value is not None:
+            tree_from_paths(value)  # ValueError naming the path
+        return value
+
+    @field_validator("vllm")
+    @classmethod
+    def _vllm_tree(cls, value: str | None) -> str | None:
+        from sim.model.tree_inputs import parse_vllm_tree  # lazy: start-up
+
+        if value is not None:
+            parse_vllm_tree(value)
+        return value
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        from sim.model.tree_inputs import TREE_PRESETS  # lazy: start-up
+
+        if value is not None and value not in TREE_PRESETS:
+            raise ValueError(str(UnknownNameError("tree preset", value, sorted(TREE_PRESETS))))
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Self:
+        given = [n for n in ("paths", "vllm", "preset", "growmap") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of paths, vllm, preset, growmap")
+        return self
+
+    def rank_paths(self) -> tuple[tuple[int, ...], ...]:
+        """The tree's rank paths as given (ValueError for a growmap not yet read)."""
+        # lazy: only a static tree needs them (start-up)
+        from sim.model.tree_inputs import parse_vllm_tree, preset_paths
+
+        if self.paths is not None:
+            return tuple(tuple(p) for p in self.paths)
+        if self.vllm is not None:
+            return parse_vllm_tree(self.vllm)
+        if self.preset is not None:
+            return preset_paths(self.preset)
+        raise ValueError(
+            f"growmap {self.growmap!r} is read when the scenario is loaded from its file"
+        )
+
+    def tree(self) -> "Tree":
+        """The ``Tree`` (sim/model/tree.py) these paths make (built once per path list)."""
+        from sim.model.tree_inputs import tree_from_paths  # lazy: start-up
+
+        return tree_from_paths(self.rank_paths())
+
+
 class SpeculationSpec(Section):
     """Chain or tree drafting as SGLang's EAGLE worker runs it (``--speculative-num-steps``,
     ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``).
@@ -334,6 +417,9 @@ class SpeculationSpec(Section):
     num_draft_tokens: Annotated[
         int | None, Field(gt=0, le=MAX_NUM_STEPS * MAX_LIST, validate_default=True)
     ] = None
+    #: A static tree (vLLM ``speculative_token_tree``, EAGLE-1, a Sequoia growmap): then
+    #: topk stays 1, num_draft_tokens unset, and num_steps is the tree's depth.
+    tree: TreeSpec | None = None
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -357,13 +443,42 @@ class SpeculationSpec(Section):
             )
         return value
 
+    @model_validator(mode="after")
+    def _static_tree_fits(self) -> Self:
+        if self.tree is None or self.tree.growmap is not None:
+            return self
+        if self.topk != 1 or self.num_draft_tokens is not None:
+            raise ValueError(
+                "speculation.topk: a static tree (speculation.tree) fixes its own width "
+                "and size; leave topk and num_draft_tokens out"
+            )
+        depth = self.tree.tree().max_depth
+        if self.num_steps != depth:
+            raise ValueError(
+                f"speculation.num_steps: {self.num_steps}, but speculation.tree is {depth} "
+                f"deep; set num_steps = {depth} (the most drafts one cycle can accept)"
+            )
+        return self
+
     @property
     def is_tree(self) -> bool:
-        return self.topk > 1
+        return self.topk > 1 or self.tree is not None
+
+    @property
+    def static_tree(self) -> "Tree | None":
+        """The static ``Tree`` of ``[speculation.tree]``, or None (a chain or SGLang's)."""
+        return None if self.tree is None else self.tree.tree()
+
+    @property
+    def rank_width(self) -> int:
+        """Ranks the acceptance needs rates for: topk, or the static tree's width."""
+        return self.topk if self.tree is None else max(self.tree.tree().width, 1)
 
     @property
     def draft_tokens(self) -> int:
         """Tokens in one verify pass: the last accepted token plus the drafts."""
+        if self.tree is not None:
+            return int(self.tree.tree().size)
         if self.is_tree:
             assert self.num_draft_tokens is not None
             return self.num_draft_tokens
@@ -438,6 +553,7 @@ ACCEPTANCE_ANCHORS: tuple[str, ...] = (
     "per_position",
     "mix",
     "rank_rates",
+    "rank_rates_by_depth",
 )
 
 Shape = Literal["auto", "flat", "geometric", "step", "repeat"]
@@ -468,7 +584,10 @@ class AcceptanceSpec(Heterogeneity):
     ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
     below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
     q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
-    the profile's shape. ``rank_extend = "geometric"`` extends a profile shorter than topk
+    the profile's shape. ``rank_rates_by_depth = [[q_1, ..., q_W], ...]`` gives the rank
+    rates measured at each depth (row d at depth d + 1, the last row repeating below): the
+    top-1 rate of each depth and, below it, that depth's own residual shares (rank profiles
+    that differ by depth). ``rank_extend = "geometric"`` extends a profile shorter than topk
     (each further share is the last one times the ratio of the last two).
     """
 
@@ -478,6 +597,15 @@ class AcceptanceSpec(Heterogeneity):
     per_position: Annotated[list[Rate], Field(min_length=1, max_length=MAX_NUM_STEPS)] | None = None
     mix: Annotated[list[AcceptanceClass], Field(min_length=1, max_length=MAX_LIST)] | None = None
     rank_rates: Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    #: Rank rates measured at each depth: row d is [q_1, ..., q_W] at depth d + 1 (the last
+    #: row repeats below the list); every row has the same W.
+    rank_rates_by_depth: (
+        Annotated[
+            list[Annotated[list[Rate], Field(min_length=1, max_length=MAX_LIST)]],
+            Field(min_length=1, max_length=MAX_NUM_STEPS),
+        ]
+        | None
+    ) = None
     rank_profile: str | None = None
     rank_extend: Literal["none", "geometric"] = "none"
     shape: Shape = "auto"
@@ -504,6 +632,20 @@ class AcceptanceSpec(Heterogeneity):
             raise ValueError("with q_1 = 1 the other ranks must be 0: give a single rate")
         return value
 
+    @field_validator("rank_rates_by_depth")
+    @classmethod
+    def _rows_are_rank_rates(cls, value: list[list[float]] | None) -> list[list[float]] | None:
+        if value is None:
+            return value
+        for d, row in enumerate(value, start=1):
+            if len(row) != len(value[0]):
+                raise ValueError(
+                    f"depth {d} gives {len(row)} ranks, depth 1 gives {len(value[0])}: every "
+                    "depth gives the same ranks"
+                )
+            cls._disjoint_ranks(row)
+        return value
+
     @field_validator("rank_profile")
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
@@ -521,6 +663,8 @@ class AcceptanceSpec(Heterogeneity):
             raise ValueError(f"give exactly one of {', '.join(ACCEPTANCE_ANCHORS)}")
         if self.rank_rates is not None and self.rank_profile is not None:
             raise ValueError("give rank_rates or rank_profile, not both")
+        if self.rank_rates_by_depth is not None and self.rank_profile is not None:
+            raise ValueError("give rank_rates_by_depth or rank_profile, not both")
         if self.mix is not None:
             names_ = [c.name for c in self.mix]
             if len(set(names_)) != len(names_):
@@ -563,12 +707,16 @@ class AcceptanceSpec(Heterogeneity):
             return [self.first_rate]
         if self.rank_rates is not None:
             return [self.rank_rates[0]]
+        if self.rank_rates_by_depth is not None:
+            return [row[0] for row in self.rank_rates_by_depth]
         return list(self.per_position or [])
 
     def rank_shape(self) -> list[float] | None:
         """The rank profile p_1..p_W that shapes ranks 2..W (None: none given)."""
         if self.rank_rates is not None:
             return list(self.rank_rates)
+        if self.rank_rates_by_depth is not None:  # depth 1's (each depth: ``rank_shapes``)
+            return list(self.rank_rates_by_depth[0])
         if self.rank_profile is not None:
             # lazy: only a tree's rank profile needs it (start-up)
             from sim.model.tree_presets import rank_profile
@@ -577,6 +725,8 @@ class AcceptanceSpec(Heterogeneity):
         return None
 
     def rank_shape_field(self) -> str:
+        if self.rank_rates_by_depth is not None:
+            return "acceptance.rank_rates_by_depth"
         return "acceptance.rank_profile" if self.rank_profile else "acceptance.rank_rates"
 
     @property

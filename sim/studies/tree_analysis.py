@@ -1,7 +1,8 @@
-"""The closed-form analysis of a tree scenario (speculation.topk > 1): what ``specsim run``
-adds for a tree, next to the chain analysis.
+"""The closed-form analysis of a tree scenario (speculation.topk > 1, or a static
+``[speculation.tree]``): what ``specsim run`` adds for a tree, next to the chain analysis.
 
-SGLang's tree for the scenario's (num_steps, topk, num_draft_tokens) at its rates, and the
+SGLang's tree for the scenario's (num_steps, topk, num_draft_tokens) at its rates (or the
+static tree as given, its width and node count in place of topk and num_draft_tokens), and the
 best tree of the same budget (num_draft_tokens - 1 drafts), depth (num_steps) and width
 (topk) side by side (sim/model/tree_build.py): E[L] over requests, tok/s by renewal-reward
 (1000 E[L] / E[T_cycle]) on the tree cycle (sim/model/tree_cost.py), and for each target
@@ -57,6 +58,8 @@ class TreeAnalysis:
     optimal: TreeAcceptance
     cost: CycleCost
     targets: tuple[TreeTarget, ...]
+    #: A static tree's origin (``[speculation.tree]``); None for SGLang's beam tree.
+    static_source: str | None = None
 
     @property
     def tree(self) -> Tree:
@@ -79,6 +82,7 @@ class TreeAnalysis:
             "num_steps": self.num_steps,
             "topk": self.topk,
             "num_draft_tokens": self.num_draft_tokens,
+            "static_tree": self.static_source,
             "rank_rates_depth1": [float(v) for v in q[0]],
             "sglang_tree": _tree_dict(self.sglang.tree),
             "optimal_tree": _tree_dict(self.optimal.tree),
@@ -106,22 +110,20 @@ def _top1(model: TreeAcceptance, factor: float | None) -> float | None:
 
 
 def best_tree_acceptance(scenario: Scenario, sglang: TreeAcceptance) -> TreeAcceptance:
-    """The best tree of SGLang's tree ``sglang``'s budget (num_draft_tokens - 1 drafts),
-    depth (num_steps) and width (topk), at its rates."""
+    """The best tree of the scenario's tree ``sglang``'s budget (num_draft_tokens - 1
+    drafts), depth (num_steps) and width (topk; a static tree's own), at its rates."""
     sp = scenario.speculation
-    assert sp.num_draft_tokens is not None
-    best = OptimalDraft(sp.num_draft_tokens - 1, sp.num_steps, sp.topk)
+    best = OptimalDraft(sp.draft_tokens - 1, sp.num_steps, sp.rank_width)
     return TreeAcceptance(sglang.top1, sglang.shares, best)
 
 
 def analyze_tree(bound: Bound) -> TreeAnalysis:
     """The tree part of the closed-form analysis of a bound tree scenario
-    (``speculation.topk > 1``)."""
+    (``speculation.topk > 1`` or a static ``speculation.tree``)."""
     scenario = bound.scenario
     sp = scenario.speculation
     if not sp.is_tree:
         raise ValueError("analyze_tree needs a tree scenario (speculation.topk > 1)")
-    assert sp.num_draft_tokens is not None
     sglang = bound.acceptance
     assert isinstance(sglang, TreeAcceptance)
     optimal = best_tree_acceptance(scenario, sglang)
@@ -137,8 +139,20 @@ def analyze_tree(bound: Bound) -> TreeAnalysis:
                 _top1(optimal, required_scale(optimal, need)),
             )
         )
+    source = None
+    if sp.tree is not None:
+        source = sp.tree.source or (
+            f"preset {sp.tree.preset}" if sp.tree.preset else "speculation.tree"
+        )
     return TreeAnalysis(
-        sp.num_steps, sp.topk, sp.num_draft_tokens, sglang, optimal, cost, tuple(targets)
+        sp.num_steps,
+        sp.rank_width,
+        sp.draft_tokens,
+        sglang,
+        optimal,
+        cost,
+        tuple(targets),
+        static_source=source,
     )
 
 

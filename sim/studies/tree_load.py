@@ -35,8 +35,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sim.errors import SpecsimError
-from sim.model.drafts import Draft, describe_draft, is_tree, verify_tokens
+from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
+from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeDraft
 from sim.parallel import Executor
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
@@ -173,11 +174,14 @@ class TreeLoadResult:
     def chains(self) -> tuple[str, ...]:
         return tuple(n for n, d in self.drafts.items() if not is_tree(d) and d != 0)
 
-    def best_table(self) -> list[list[int]]:
+    def best_table(self) -> list[list[int]] | None:
         """``serving.draft_table`` rows of the best policy per load (static trees and ties
-        merged; see the module docstring)."""
+        merged; see the module docstring); None when a static tree (``[speculation.tree]``)
+        is best at some load: a table row names SGLang's trees and chains only."""
         rows: list[list[int]] = []
         grid = self.concurrencies
+        if any(isinstance(self.drafts[p.best], Tree) for p in self.points):
+            return None
         for i, point in enumerate(self.points):
             draft = self.drafts[point.best]
             start = 1 if i == 0 else rows[-1][1] + 1
@@ -212,7 +216,7 @@ def tree_load_study(
     concurrencies: Sequence[int],
     *,
     chains: Sequence[int] | None = None,
-    trees: Sequence[TreeDraft] = (),
+    trees: Sequence[TreeDraft | Tree] = (),
     workers: int = 1,
     executor: Executor | None = None,
     base_dir: Path | None = None,
@@ -227,14 +231,14 @@ def tree_load_study(
     shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's.
     """
     own = scenario_draft(scenario)
-    tree_list = list(trees) or ([own] if isinstance(own, TreeDraft) else [])
+    tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
     if not tree_list:
         raise SpecsimError(
             "no tree to compare: the scenario drafts a chain; give a tree (num_steps/topk/"
             "num_draft_tokens)",
             param="trees",
         )
-    steps = scenario.num_steps if isinstance(own, int) else own.num_steps
+    steps = scenario.num_steps if isinstance(own, int) else acceptance_depth(own)
     chain_list = list(chains) if chains is not None else [steps]
     check_chains(chain_list)
     if not concurrencies or any(c < 1 for c in concurrencies):

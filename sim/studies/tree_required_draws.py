@@ -48,7 +48,7 @@ from sim.model.acceptance import quadrature_weights
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeAcceptance
-from sim.model.tree_rates import residual_rank_rates
+from sim.model.tree_rates import Shares, residual_rank_rates
 from sim.model.tree_required import max_scale
 from sim.model.tree_theory import depth_survival
 
@@ -144,7 +144,7 @@ class _Populations:
         (``TreeAcceptance``'s), then every class row (a class's mean rates, or its Beta
         quadrature's) of the evaluations that share a tree through its survival at once."""
         # by tree and rank shares (a population's own when a rank rate is drawn)
-        by_tree: dict[tuple[Tree, tuple[float, ...]], list[tuple[int, np.ndarray, np.ndarray]]]
+        by_tree: dict[tuple[Tree, Shares], list[tuple[int, np.ndarray, np.ndarray]]]
         by_tree = {}
         for i, (x, r) in enumerate(zip(u.tolist(), rows.tolist(), strict=True)):
             model = self.models[self.which[r]]

@@ -261,7 +261,14 @@ def _shape(base: Scenario, max_topk: int, max_steps: int) -> tuple[RankShape, st
             "acceptance.rank_profile=sequoia-jf68m-llama2-7b)",
             field="acceptance.rank_rates",
         )
-    shares = rank_shares(spec, max_topk) if max_topk > 1 else ()
+    if spec.rank_rates_by_depth is not None:
+        raise SpecsimError(
+            "the tree search moves one rank profile for every depth; give acceptance."
+            "rank_rates or rank_profile (rank_rates_by_depth drives run, serve and tree-load)",
+            field="acceptance.rank_rates_by_depth",
+        )
+    by_all = rank_shares(spec, max_topk) if max_topk > 1 else ()
+    shares = tuple(float(h) for h in by_all if isinstance(h, float))
     if len(shares) + 1 < max_topk:
         raise SpecsimError(
             f"the rank profile gives {len(shares) + 1} ranks, the search asks for topk "

@@ -54,6 +54,7 @@ OCI_GPU_CLUSTER = (
     "-t 1, BM.GPU4.8: 8x A100-SXM4-40GB, horovod/horovod container, NCCL version not printed)"
 )
 NCCL_1530 = "https://github.com/NVIDIA/nccl/issues/1530 (nccl-tests -g 8)"
+NCCL_1439 = "https://github.com/NVIDIA/nccl/issues/1439 (nccl-tests -g 8, out-of-place)"
 TINYGRAD_36 = "https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (nccl-tests -g 4)"
 HPE_30 = "https://github.com/crickett-hpe/hpc-ai-envs/pull/30 (rccl-tests develop:83d38d9)"
 
@@ -100,8 +101,13 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
         )
         for b, t in (
             (32_768, 18.66),
+            (65_536, 18.95),
+            (131_072, 19.25),
             (262_144, 19.54),
+            (524_288, 20.39),
             (1_048_576, 27.76),
+            (2_097_152, 40.66),
+            (4_194_304, 53.24),
             (8_388_608, 81.16),
             (134_217_728, 700.25),
             (GIB, 5252.64),
@@ -166,6 +172,17 @@ NCCL_POINTS: tuple[NcclPoint, ...] = (
         8,
         42.14,
         NCCL_1530,
+        gpus_per_process=8,
+    ),
+    # PCIe Gen4 without P2P: 8x RTX 3090 (GeForce: no P2P over PCIe ASSUMED, as the 4090s),
+    # one process for the 8 GPUs (nccl-tests -g 8), the sweep's smallest message.
+    NcclPoint(
+        "8x RTX 3090 PCIe Gen4, no P2P",
+        "pcie-gen4-host-bounce",
+        8,
+        8,
+        54.18,
+        NCCL_1439,
         gpus_per_process=8,
     ),
     # PCIe Gen4 with P2P: 4x RTX 4090 with P2P kernel modules, one process.

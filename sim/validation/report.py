@@ -48,6 +48,7 @@ from sim.validation.hardware_cases import (
 )
 from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.moe_kernel_cases import moe_kernel_cases
+from sim.validation.rate_curve_cases import rate_curve_cases
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
 from sim.validation.tree_serving_cases import tree_serving_cases
@@ -116,6 +117,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(tree_serving_cases() if serving else ()),
         *(decision_cases() if serving else ()),
         *(load_fit_cases() if serving else ()),
+        *(rate_curve_cases() if serving else ()),
         *moe_kernel_cases(),
     )
     return Report(

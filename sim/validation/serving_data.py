@@ -81,3 +81,28 @@ RTX6KPRO_AGGREGATE_TOK_S: Mapping[str, Mapping[int, float]] = {
         128: 2026.3,
     },
 }
+
+# llm-d/llm-d guides/spec-decoding/benchmark-results/vllm-qwen3-32b-eagle3/README.md (at
+# commit b4099d9d710e7e8c0877110e599211c19c6cf684; PR llm-d/llm-d#2074): Qwen/Qwen3-32B on
+# 2x H200 (TP 2, one replica) behind the llm-d router, vLLM, drafter
+# RedHatAI/Qwen3-32B-speculator.eagle3 (method eagle3, num_speculative_tokens 3) against
+# spec decoding off; inference-perf v0.6.0, constant-rate ladder 1-16 QPS, 120 s a stage,
+# random tokens, input ~2048 (normal, sd 1024, 10-4096), output ~256 (normal, sd 128,
+# 10-512). Per stage: TPOT p50 (ms), TTFT p50 (s) and request latency p50 (s), "Arm A"
+# (baseline) and "Arm B" (spec). Acceptance is not published.
+LLMD_QWEN3_URL = (
+    "https://github.com/llm-d/llm-d/blob/b4099d9d710e7e8c0877110e599211c19c6cf684/guides/"
+    "spec-decoding/benchmark-results/vllm-qwen3-32b-eagle3/README.md"
+)
+LLMD_QWEN3_TPOT_P50_MS: Mapping[str, Mapping[int, float]] = {
+    "baseline": {1: 13.2, 2: 15.1, 4: 24.6, 8: 209.7, 16: 222.5},
+    "EAGLE-3": {1: 9.7, 2: 11.7, 4: 21.4, 8: 210.1, 16: 220.7},
+}
+LLMD_QWEN3_TTFT_P50_S: Mapping[str, Mapping[int, float]] = {
+    "baseline": {1: 0.167, 2: 0.166, 4: 0.210, 8: 9.774, 16: 85.730},
+    "EAGLE-3": {1: 0.160, 2: 0.191, 4: 0.240, 8: 19.243, 16: 108.233},
+}
+LLMD_QWEN3_LATENCY_P50_S: Mapping[str, Mapping[int, float]] = {
+    "baseline": {1: 3.60, 2: 4.02, 4: 6.29, 8: 55.08, 16: 141.83},
+    "EAGLE-3": {1: 2.50, 2: 3.04, 4: 5.53, 8: 68.83, 16: 166.64},
+}

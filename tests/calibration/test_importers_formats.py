@@ -175,8 +175,10 @@ def test_two_stage_timing_from_synthetic_runs_acceptance_from_real(tmp_path: Pat
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     fitted = {v["field"]: v for v in doc["values"] if v["fitted"]}
-    # timing from the SGLang run: the baseline record fixes decode_ms = step_time
-    assert fitted["timing.decode_ms"]["value"] == pytest.approx(7.11, rel=1e-3)
+    # timing from the SGLang run: the baseline record (step_time 7.11 ms) and the chain and
+    # tree records together fix decode_ms (the tree row 5/4/8 is a point on its own cycle)
+    assert fitted["timing.decode_ms"]["value"] == pytest.approx(7.11, rel=5e-3)
+    assert any(r["what"].startswith("tok/s at tree 5/4/8") for r in doc["residuals"])
     # acceptance from the vLLM run's per-position rates, a_1 = c_1
     assert fitted["acceptance.per_position[0]"]["value"] == pytest.approx(0.82, abs=1e-3)
     (check,) = doc["checks"]

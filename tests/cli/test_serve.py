@@ -377,3 +377,20 @@ def test_a_load_option_keeps_where_every_other_value_came_from():
     doc = serve_json(str(SERVING), *small, "--rate", "1", "--set", "serving.host_us_per_request=30")
     (host,) = [a for a in doc["assumptions"] if a.startswith("host work:")]
     assert "30 us per running request" in host and "(set by --set)" in host
+
+
+def test_one_token_outputs_have_no_decode_time_to_share():
+    """Requests of one output token never decode: the JSON says so with an empty share of
+    decode time by batch size (not NaN, which a JSON document cannot hold)."""
+    doc = serve_json(
+        str(SERVING),
+        *SMALL,
+        "--draws",
+        "0",
+        "--set",
+        "workload.output_tokens=1",
+        "--set",
+        "workload.output_sigma=0",
+    )
+    for policy in ("speculative", "baseline"):
+        assert doc[policy]["decode_batch_time_share"] == []

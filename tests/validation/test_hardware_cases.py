@@ -41,7 +41,7 @@ def test_nccl_points_cover_what_the_issue_asks():
 
 def test_nccl_point_hand_worked():
     # 8x 4090, 8 B, one thread for 8 GPUs: GPU 20.6 us (ring LL) < host 8 x 5 us = 40 us.
-    (p,) = [p for p in NCCL_POINTS if p.nbytes == 8]
+    (p,) = [p for p in NCCL_POINTS if p.nbytes == 8 and "4090" in p.setting]
     assert nccl_point_us(p) == pytest.approx(40.0)
     # 8x H20, 1 GB, NVLS off: ring Simple 8.4 + 14 x 3.4 us + 2^30 B / (370 x 8/14 GB/s).
     (big,) = [p for p in NCCL_POINTS if p.interconnect == "nvlink4" and p.nbytes == 1 << 30]

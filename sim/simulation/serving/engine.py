@@ -48,6 +48,7 @@ from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree_acceptance import TreeAcceptance
+from sim.model.tree_rates import Shares
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -91,7 +92,7 @@ class ServingPlan:
     scheduler: SchedulerConfig
     cost: IterationCost
     acceptance: AcceptanceModel
-    rank_shares: tuple[float, ...] = ()
+    rank_shares: Shares = ()
     draft_extend: Literal["accepted", "padded"] = "accepted"
     _trees: dict[Draft, TreeAcceptance] = field(default_factory=dict, repr=False, compare=False)
 

@@ -367,7 +367,9 @@ def summarize_policy(records: Sequence[ServingRecord], slo: SloSpec) -> PolicySu
     sizes = np.arange(batch_time.shape[1])
     with np.errstate(invalid="ignore"):  # no decode iteration (one-token requests): NaN
         mean_batch = (batch_time @ sizes) / batch_time.sum(axis=1)
-        share = batch_time.sum(axis=0) / batch_time.sum()
+    total = batch_time.sum()
+    # the share of decode time at each batch size; none at all without a decode iteration
+    share = batch_time.sum(axis=0) / total if total > 0 else np.zeros(0)
     kv = None
     capacity = records[0].kv_capacity_tokens  # one plan: every replication's
     if capacity is not None:

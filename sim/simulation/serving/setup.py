@@ -22,6 +22,7 @@ from sim.hardware.batched import MeasuredPass
 from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
+from sim.model.tree import Tree
 from sim.model.tree_acceptance import TreeDraft
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
@@ -109,11 +110,15 @@ def _lengths(
     )
 
 
-def scenario_draft(scenario: Scenario) -> int | TreeDraft:
-    """What the scenario's ``[speculation]`` drafts: a chain of num_steps, or SGLang's tree."""
+def scenario_draft(scenario: Scenario) -> Draft:
+    """What the scenario's ``[speculation]`` drafts: a chain of num_steps, a static tree
+    (``[speculation.tree]``) or SGLang's tree."""
     sp = scenario.speculation
     if not sp.is_tree:
         return sp.num_steps
+    static = sp.static_tree
+    if static is not None:
+        return static
     assert sp.num_draft_tokens is not None
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
 
@@ -208,13 +213,14 @@ def serving_setup(
             rate_scale=serving.trace_rate_scale,
             window_s=(window[0], window[1]) if window is not None else None,
         )
-        arrivals: ClosedLoop | Poisson | Trace = read.trace
+        trace = read.trace
         notes.extend(read.notes)
         load = (
             f"trace {serving.trace} ({'' if read.fmt == 'specsim' else read.fmt + ' format, '}"
-            f"{arrivals.size} "
-            f"request{'s' * (arrivals.size != 1)})"
+            f"{trace.size} "
+            f"request{'s' * (trace.size != 1)})"
         )
+        arrivals: ClosedLoop | Poisson | Trace = trace
     elif serving.rate_per_s is not None:
         arrivals = Poisson(serving.rate_per_s)
         load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
@@ -287,7 +293,14 @@ def serving_setup(
     speculates = any(p.max_k > 0 for p in policies.values())
     widest, beams = _widest(policies, serving.max_running_requests)
     drafts = [d for p in policies.values() for d in policy_drafts(p, serving.max_running_requests)]
-    if any(is_tree(d) for d in drafts):
+    if any(isinstance(d, Tree) for d in drafts):
+        notes.append(
+            "static tree: verified as given every iteration; per iteration the drafter runs "
+            "one pass per level below the first over batch x the nodes drafted so far (vLLM's "
+            "propose_tree) and the verify covers batch x its nodes (tree mask timed as a "
+            "causal verify); acceptance per request from its own top-1 rates through the tree"
+        )
+    if any(isinstance(d, TreeDraft) for d in drafts):
         notes.append(
             "trees: the tree SGLang's beam search builds at the population's mean rank rates "
             "(static, as in the batch-1 engines); per iteration the drafter runs num_steps - 1 "

@@ -1,13 +1,13 @@
 """``make bench``: wall time of the heavy serving studies at their defaults, as ratios.
 
-Each of ``crossover``, ``best-k``, ``capacity``, ``tree-load`` and ``controllers`` runs as a
-whole process (``specsim CMD SCENARIO --json -q``) on the shipped serving scenario, once at
-its default workers (every processor this process may use) and once with ``--workers 1``,
-alternating; printed: each wall time, the ratio default / one worker, and the study's wall
-time in units of one ``specsim serve`` of the same scenario measured in the same run (the
-honest peer: a study that costs N serves is N serves of simulation). Both runs' JSON must be
-identical (same seed, any worker count). The issue's goal, each study under 15 s of wall time
-on 2 idle cores, is read off these rows on an idle machine; on a shared one only the ratios
+Each of ``crossover``, ``best-k`` and ``capacity`` runs as a whole process
+(``specsim CMD SCENARIO --json -q``) on the shipped serving scenario, once at its default
+workers (every processor this process may use) and once with ``--workers 1``, alternating;
+printed: each wall time, the ratio default / one worker, and the study's wall time in units
+of one ``specsim serve`` of the same scenario measured in the same run (the honest peer: a
+study that costs N serves is N serves of simulation). Both runs' JSON must be identical
+(same seed, any worker count). The issue's goal, each study under 15 s of wall time on 2
+idle cores, is read off these rows on an idle machine; on a shared one only the ratios
 hold. Not part of the test suite.
 """
 
@@ -21,7 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
-STUDIES = ("crossover", "best-k", "capacity", "tree-load", "controllers")
+#: ``tree-load`` and ``controllers`` refuse this scenario at their defaults (a chain without
+#: acceptance.rank_profile, and without an [[acceptance.mix]] for controllers' phases): not
+#: benched here until a shipped scenario runs them.
+STUDIES = ("crossover", "best-k", "capacity")
 SPECSIM = [sys.executable, "-m", "sim"]
 
 

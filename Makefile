@@ -70,6 +70,7 @@ lock: test-latest
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/bench_serving.py
+	$(BIN)/python benchmarks/bench_studies.py
 	$(BIN)/python benchmarks/bench_parsers.py
 
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)

@@ -289,19 +289,53 @@ def check_scheduler_address(address: str, timeout_s: float = 3.0) -> None:
         ) from None
 
 
-def make_executor(kind: str, *, workers: int = 1, scheduler: str | None = None) -> Executor:
-    """``local`` (process pool of ``workers``) or ``dask`` (needs ``scheduler``, reachable).
-    A setting the chosen executor would not use is refused rather than ignored."""
+#: The environment variable that sets the default worker count of the heavy studies.
+WORKERS_ENV = "SPECSIM_WORKERS"
+
+
+def default_workers() -> int:
+    """The local workers of a heavy study when ``--workers`` is not given: ``SPECSIM_WORKERS``
+    when set (a whole number >= 1), else the processors this process may run on (its CPU
+    affinity, which a container or ``taskset`` narrows). Results never depend on it."""
+    text = os.environ.get(WORKERS_ENV)
+    if text is not None and text.strip():
+        try:
+            n = int(text)
+            if n < 1:
+                raise ValueError
+        except ValueError:
+            raise SpecsimError(
+                f"{WORKERS_ENV}={text!r}: expected a whole number >= 1", param="workers"
+            ) from None
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS)
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_workers(kind: str, workers: int | None) -> int:
+    """``workers`` as given, or when None the default of ``kind``: ``default_workers()`` for
+    the local pool, 1 for Dask (whose cluster has its own workers)."""
+    if workers is not None:
+        return workers
+    return default_workers() if kind == "local" else 1
+
+
+def make_executor(kind: str, *, workers: int | None = 1, scheduler: str | None = None) -> Executor:
+    """``local`` (process pool of ``workers``; None: ``default_workers()``) or ``dask``
+    (needs ``scheduler``, reachable; ``workers`` 1 or None). A setting the chosen executor
+    would not use is refused rather than ignored."""
     if kind == "local":
         if scheduler is not None:
             raise SpecsimError(
                 "only the dask executor has a scheduler: add --executor dask", param="scheduler"
             )
-        return LocalExecutor(workers)
+        return LocalExecutor(resolve_workers(kind, workers))
     if kind == "dask":
         if not scheduler:
             raise SpecsimError("the dask executor needs a scheduler address", param="scheduler")
-        if workers != 1:
+        if workers not in (1, None):
             raise SpecsimError(
                 "the dask cluster's own workers run the points; --workers is for the local "
                 "executor",

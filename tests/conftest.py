@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ from hypothesis import settings
 # what these tests check; speed lives in `make bench`.
 settings.register_profile("specsim", deadline=None)
 settings.load_profile("specsim")
+
+# The heavy studies default to every processor (sim/parallel.py ``default_workers``): the
+# suite already runs on both cores (pytest -n 2), so its commands run in their own process
+# unless a test asks for workers.
+os.environ["SPECSIM_WORKERS"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"

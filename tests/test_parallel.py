@@ -9,9 +9,13 @@ an interrupted sweep print ``OSError: [Errno 9] Bad file descriptor`` (seen in C
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 import time
 
+import pytest
+
+from sim.errors import SpecsimError
 from sim.parallel import LocalExecutor
 
 
@@ -43,3 +47,31 @@ def test_a_consumer_that_stops_early_leaves_no_pool_thread_or_worker() -> None:
 def test_a_finished_map_returns_every_result_once() -> None:
     got = dict(LocalExecutor(workers=2).map_unordered(_slow_square, list(range(6))))
     assert got == {i: i * i for i in range(6)}
+
+
+def test_default_workers_follow_the_environment_then_the_cpu_affinity(monkeypatch):
+    from sim.parallel import WORKERS_ENV, default_workers, resolve_workers
+
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert default_workers() == 3
+    assert resolve_workers("local", None) == 3
+    assert resolve_workers("local", 5) == 5
+    assert resolve_workers("dask", None) == 1  # the cluster has its own workers
+    monkeypatch.delenv(WORKERS_ENV)
+    assert default_workers() == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5"])
+def test_a_bad_workers_environment_is_one_clear_error(monkeypatch, text):
+    from sim.parallel import WORKERS_ENV, default_workers
+
+    monkeypatch.setenv(WORKERS_ENV, text)
+    with pytest.raises(SpecsimError, match="SPECSIM_WORKERS"):
+        default_workers()
+
+
+def test_make_executor_defaults_a_local_pool_to_the_default_workers(monkeypatch):
+    from sim.parallel import WORKERS_ENV, LocalExecutor, make_executor
+
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    assert make_executor("local", workers=None) == LocalExecutor(2)

@@ -100,8 +100,20 @@ seed_option = click.option(
 MAX_WORKERS = 256
 
 
-def workers_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--workers N``: processes over ``what``; results never depend on N."""
+def workers_option(
+    what: str, *, auto: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--workers N``: processes over ``what``; results never depend on N. ``auto``: the
+    default is None, every processor this process may use (sim/parallel.py
+    ``default_workers``; ``SPECSIM_WORKERS`` overrides), for the heavy studies."""
+    if auto:
+        return click.option(
+            "--workers",
+            type=click.IntRange(min=1, max=MAX_WORKERS),
+            default=None,
+            help=f"Worker processes over {what} (results do not depend on it) [default: "
+            "the processors this process may use, or SPECSIM_WORKERS].",
+        )
     return click.option(
         "--workers",
         type=click.IntRange(min=1, max=MAX_WORKERS),

@@ -127,7 +127,7 @@ class StudyArgs:
     replications: int | None
     requests: int | None
     seed: int | None
-    workers: int
+    workers: int | None
     quiet: bool
     as_json: bool
     plot_dir: str | None
@@ -198,7 +198,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
             json_option,
             quiet_option,
             executor_options,
-            workers_option(what),
+            workers_option(what, auto=True),
             seed_option,
             requests_option,
             replications_option,
@@ -221,7 +221,7 @@ def build_study(
     study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
     from sim.binding.bound import bind
-    from sim.parallel import make_executor
+    from sim.parallel import make_executor, resolve_workers
     from sim.scenario.load import load_scenario, with_overrides
     from sim.simulation.budget import check_serving_size
     from sim.studies.serve import serving_study
@@ -236,9 +236,10 @@ def build_study(
     ):
         if value is not None:  # an error names the flag, as --rate's names --rate
             sc = with_overrides(sc, {field: value}, source=flag)
+    workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
         sc,
-        executor=make_executor(args.executor, workers=args.workers, scheduler=args.scheduler),
+        executor=make_executor(args.executor, workers=workers, scheduler=args.scheduler),
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,
         progress=progress,
@@ -250,7 +251,7 @@ def build_study(
             simulations,
             setup.replications,
             requests if requests is not None else workload.requests + workload.warmup,
-            args.workers,
+            workers,
         )
     return builder, evaluator
 

@@ -58,7 +58,7 @@ DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 @seed_option
 @requests_option
 @replications_option
-@workers_option("replications")
+@workers_option("replications", auto=True)
 @executor_options
 @quiet_option
 @plot_option
@@ -73,7 +73,7 @@ def tree_load(
     seed: int | None,
     requests: int | None,
     replications: int | None,
-    workers: int,
+    workers: int | None,
     executor: str,
     scheduler: str | None,
     quiet: bool,
@@ -86,7 +86,7 @@ def tree_load(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
-    from sim.parallel import make_executor
+    from sim.parallel import make_executor, resolve_workers
     from sim.report.tree_load import render_tree_load, tree_load_to_dict
     from sim.scenario.load import load_scenario
     from sim.studies.tree_load import parse_tree, tree_load_study
@@ -94,6 +94,7 @@ def tree_load(
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     bind(sc)  # what the scenario means: the hardware model checks it here
+    workers = resolve_workers(executor, workers)
     run = make_executor(executor, workers=workers, scheduler=scheduler)
     with ProgressBar(enabled=not quiet) as progress:
         result = tree_load_study(

@@ -48,7 +48,7 @@ NUMERICS_TESTS := tests/model/test_profile_fit.py tests/model/test_beta_quantile
 	tests/test_seed_scenario.py tests/studies/test_search.py tests/studies/test_uncertainty.py
 
 test-blas: $(STAMP)
-	for core in unset Haswell Prescott; do \
+	@for core in unset Haswell Prescott; do \
 	  echo "OPENBLAS_CORETYPE=$$core"; \
 	  if [ $$core = unset ]; then env -u OPENBLAS_CORETYPE $(BIN)/python -m pytest -q -m "not slow" -n 2 $(NUMERICS_TESTS) || exit 1; \
 	  else OPENBLAS_CORETYPE=$$core $(BIN)/python -m pytest -q -m "not slow" -n 2 $(NUMERICS_TESTS) || exit 1; fi; \

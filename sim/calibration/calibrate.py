@@ -58,6 +58,7 @@ from sim.calibration.settings import (
     TIMING_FIELDS,
 )
 from sim.errors import SpecsimError
+from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.profile_fit import DECAY_BOUNDS, ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
@@ -232,13 +233,19 @@ def _point_sigma(p: SpecPoint) -> float:
     return p.tok_s * math.hypot(p.tok_s_sigma / p.tok_s, p.accept_length_sigma / p.accept_length)
 
 
-def point_tok_s(passes: PassTimes, point: SpecPoint, scenario: Scenario | None = None) -> float:
+def point_tok_s(
+    passes: PassTimes,
+    point: SpecPoint,
+    scenario: Scenario | None = None,
+    hw: PassModel | None = None,
+) -> float:
     """1000 AL / T_cycle(k) for a speculative point on ``passes``; a tree point's cycle is
     the tree's (sim/model/tree_cost.py), its drafter passes over topk beams priced as the
-    ``scenario`` prices them (needed for a tree point)."""
+    ``scenario`` prices them (needed for a tree point; ``hw``: its hardware model when the
+    caller holds it)."""
     if point.is_tree:
         assert scenario is not None and point.num_draft_tokens is not None
-        hw = scenario_hardware(scenario)  # the drafter's passes over the beams
+        hw = scenario_hardware(scenario) if hw is None else hw  # the drafter over the beams
         cost = tree_cost(scenario, point.num_steps, point.topk, point.num_draft_tokens, passes, hw)
     else:
         cost = cycle_cost(passes, point.num_steps)
@@ -267,7 +274,7 @@ def written_scenario(
         overrides.setdefault("hardware.bandwidth_efficiency", min(max(eff, 1e-3), 1.0))
     try:
         scenario = with_overrides(base, overrides, source="calibrate")
-        pass_times(scenario)  # cached on the scenario: its errors surface here
+        pass_times(scenario)  # the hardware model checks it: its errors surface here
     except SpecsimError as exc:
         shown = ", ".join(f"{n} {overrides[n]:.4g}" for n in written)
         raise SpecsimError(
@@ -300,15 +307,18 @@ def _timing_residuals(
         as_given = pass_times(base)
 
     def fun(values: dict[str, float]) -> np.ndarray:
-        scenario = None
+        scenario = hw = None
         if as_given is not None:
             changes: dict[str, Any] = {n.split(".")[1]: values[n] for n in written}
             passes = replace(as_given, **changes)
         else:
             scenario = written_scenario(base, values, written, extra)
-            passes = pass_times(scenario)
+            hw = scenario_hardware(scenario)  # once a trial: its passes and a tree's drafter
+            passes = hw.pass_times()
         out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
-        out += [(point_tok_s(passes, p, scenario) - p.tok_s) / _point_sigma(p) for p in data.points]
+        out += [
+            (point_tok_s(passes, p, scenario, hw) - p.tok_s) / _point_sigma(p) for p in data.points
+        ]
         return np.array(out, dtype=float)
 
     return fun

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sim.cli.options import FiniteFloatRange
-from sim.cli.serving_options import StudyArgs, serving_study_options, slo_options
+from sim.cli.serving_options import DEFAULT_KS, StudyArgs, serving_study_options, slo_options
 
 if TYPE_CHECKING:
     from sim.studies.capacity import CapacityResult
@@ -50,6 +50,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
     from sim.cli.search import parse_num_steps
     from sim.report.capacity import render_capacity
     from sim.studies.capacity import capacity as run_capacity
+    from sim.studies.capacity import search_points
     from sim.studies.serving_draws import DrawnPoints
     from sim.studies.serving_points import Load
     from sim.studies.serving_runs import study_settings
@@ -69,4 +70,11 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
             draws=DrawnPoints(evaluator, builder.draws),
         )
 
-    args.run("capacity", render_capacity, study)
+    # plain decoding and each k search at most search_points rates; one user's run first
+    args.run(
+        "capacity",
+        render_capacity,
+        study,
+        simulations=1 + (len(ks) + 1) * search_points(rtol),
+        grown={"num_steps": (len(ks) / DEFAULT_KS, "draft lengths")},
+    )

@@ -23,7 +23,8 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import emit
 
-#: Closed-loop concurrencies when none are given.
+#: Closed-loop concurrencies when none are given (sim.studies.tree_load's
+#: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
 DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 
 

@@ -724,6 +724,8 @@ def _(t):
 SERVING = str(
     Path(__file__).resolve().parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 )
+#: A scenario with ranks below the top-1 (tree-load can draft a tree on it).
+LLAMA_TREE = str(Path(SERVING).parent / "llama31-8b-1xh100-eagle3.toml")
 TRACE_HEADER = "arrival_s,input_tokens,output_tokens\n"
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 MOONCAKE = '{"timestamp": 0, "input_length": 1, "output_length": 1}\n'
@@ -761,7 +763,34 @@ SERVING_OPTIONS = [
     ("serve-set-table-word", ["serve", SERVING, "--set", "serving.k_table=x"], "serving.k_table"),
     ("crossover-rate-tiny", ["crossover", SERVING, "--rate", "1e-300,1"], "--rate"),
     ("crossover-rate-nan", ["crossover", SERVING, "--rate", "nan,1"], "--rate"),
-    ("crossover-conc-huge", ["crossover", SERVING, "--concurrency", "1:100000"], "hours"),
+    # a size error names the option that made the work large, and what to lower
+    (
+        "crossover-conc-huge",
+        ["crossover", SERVING, "--concurrency", "1:100000"],
+        "--concurrency: 500,000 simulations",
+    ),
+    ("crossover-rate-many", ["crossover", SERVING, "--rate", "0.1:20000"], "--rate: 100,000 sim"),
+    (
+        "crossover-replications-huge",
+        ["crossover", SERVING, "--replications", "100000"],
+        "--replications: 100000 replications",
+    ),
+    ("best-k-conc-many", ["best-k", SERVING, "--concurrency", "1:50000"], "--concurrency: 250,0"),
+    (
+        "controllers-replications-huge",
+        ["controllers", SERVING, "--replications", "100000"],
+        "use fewer replications",
+    ),
+    (
+        "tree-load-conc-huge",
+        ["tree-load", LLAMA_TREE, "--tree", "5/4/8", "--concurrency", "1,2,100000"],
+        "--concurrency: 20 replications x 100,100 requests",
+    ),
+    (
+        "tree-load-conc-many",
+        ["tree-load", LLAMA_TREE, "--tree", "5/4/8", "--concurrency", "1:3000"],
+        "use fewer loads",
+    ),
     ("crossover-one-load", ["crossover", SERVING, "--concurrency", "4"], "two loads"),
     (
         "crossover-dup-metric",

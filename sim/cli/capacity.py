@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--share",
-    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
+    # below a thousandth no run of the scenario's requests tells one share from none
+    type=FiniteFloatRange(0.001, 1.0, max_open=True),
     default=0.9,
     show_default=True,
     help="Fraction of requests that must meet the SLO limits.",

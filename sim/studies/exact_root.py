@@ -26,7 +26,7 @@ import numpy as np
 
 from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law, p_cycles_at_most
 from sim.model.roots import increasing_root
-from sim.model.tree_acceptance import Acceptance
+from sim.model.tree.acceptance import Acceptance
 from sim.simulation.exact import length_pmf
 from sim.simulation.summary import Stats
 from sim.studies.rootfind import Criterion, Root

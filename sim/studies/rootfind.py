@@ -29,7 +29,7 @@ from sim.errors import SpecsimError
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.model.tree_acceptance import Acceptance
+from sim.model.tree.acceptance import Acceptance
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import bound_cycle_times, simulate
 from sim.simulation.summary import Stats, quick_stats

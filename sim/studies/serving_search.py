@@ -44,7 +44,7 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
-from sim.model.tree_acceptance import Acceptance, TreeAcceptance
+from sim.model.tree.acceptance import Acceptance, TreeAcceptance
 from sim.scenario.load import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.errors import SpecsimError
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.tree_load import _crossing, parse_tree, table_row, tree_load_study
 from tests.conftest import ROOT

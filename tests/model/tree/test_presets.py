@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.model.tree_presets import RANK_PROFILES, rank_profile
+from sim.model.tree.presets import RANK_PROFILES, rank_profile
 
 
 @pytest.mark.parametrize("name", sorted(RANK_PROFILES))

@@ -3,18 +3,18 @@
 A rank shape ties every rank rate to one number, the top-1 rate x at depth 1 (the role
 alpha plays for a chain): the top-1 rate at depth d is min(1, x g_d) (``depth_scale`` g,
 g_1 = 1; flat when empty, its last entry repeating past its end) and the other ranks take
-the residual shares h of sim/model/tree_rates.py. The drafter is calibrated (its scores are
-the rank rates, sim/model/tree_build.py), so SGLang's tree itself changes with x.
+the residual shares h of sim/model/tree/rates.py. The drafter is calibrated (its scores are
+the rank rates, sim/model/tree/build.py), so SGLang's tree itself changes with x.
 
 E[L] of SGLang's tree rises with x wherever the top-1 guess is the likeliest one
 (x g_d >= the rank-2 rate (1 - x g_d) h_2, i.e. x g_d >= h_2 / (1 + h_2); the tree is then
-rank-dominant, see sim/model/tree_rates.py); below that E[L] is close to 1 and not always
+rank-dominant, see sim/model/tree/rates.py); below that E[L] is close to 1 and not always
 monotone, so the search returns the lowest crossing it finds from the top: bisection inside
 the bracket that a grid scan from x = 1 downwards locates.
 
 ``required_top1`` answers one configuration exactly (bisection to ``xtol``);
 ``required_top1_table`` answers many at once from one beam run per grid point and topk
-(sim/model/tree_pool.py), by linear interpolation between grid points, and is what a search
+(sim/model/tree/pool.py), by linear interpolation between grid points, and is what a search
 over (num_steps, topk, num_draft_tokens) uses before refining its best configurations.
 """
 
@@ -26,11 +26,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from sim.model.tree_acceptance import TreeAcceptance
-from sim.model.tree_build import candidate_count, optimal_tree
-from sim.model.tree_pool import beam_pool
-from sim.model.tree_rates import residual_rank_rates
-from sim.model.tree_theory import tree_accept_length
+from sim.model.tree.acceptance import TreeAcceptance
+from sim.model.tree.build import candidate_count, optimal_tree
+from sim.model.tree.pool import beam_pool
+from sim.model.tree.rates import residual_rank_rates
+from sim.model.tree.theory import tree_accept_length
 
 __all__ = [
     "Config",

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.model.tree_build import beam_tree, candidate_count
-from sim.model.tree_pool import beam_pool
-from sim.model.tree_theory import tree_accept_length
-from tests.model.tree_cases import rank_rates
+from sim.model.tree.build import beam_tree, candidate_count
+from sim.model.tree.pool import beam_pool
+from sim.model.tree.theory import tree_accept_length
+from tests.model.tree.cases import rank_rates
 
 
 @settings(max_examples=40, deadline=None)

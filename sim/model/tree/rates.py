@@ -9,7 +9,7 @@ the rank-r guess,
 
 so every row sums to q_1 + (1 - q_1)(h_2 + ... + h_W) <= 1 for any q_1 in [0, 1] and the
 lower ranks vanish as the top-1 guess becomes certain. Raising q_1 lowers q_2..q_W, yet
-E[L] of a rank-dominant tree (sim/model/tree.py) still rises: at a node, the children
+E[L] of a rank-dominant tree (sim/model/tree/nodes.py) still rises: at a node, the children
 contribute q_1 (1 + V_1) + (1 - q_1) sum_r h_r (1 + V_r), V_r the expected accepted drafts
 below the rank-r child; its derivative in q_1 is (1 + V_1) - sum_r h_r (1 + V_r) >=
 (1 + V_1)(1 - sum_r h_r) >= 0 because V_r <= V_1 when the rank-1 subtree contains the

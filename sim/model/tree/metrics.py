@@ -3,8 +3,8 @@ shape, and what reading it as a chain's would claim instead.
 
 Given an accept length measured with SGLang's (num_steps, topk, num_draft_tokens), the
 conversion finds the top-1 rate x (flat over depth) at which SGLang's tree, built by a
-calibrated drafter (sim/model/tree_build.py), has E[L] equal to it, with ranks 2..topk by the
-residual shares of a rank profile (sim/model/tree_rates.py). The chain-equivalent
+calibrated drafter (sim/model/tree/build.py), has E[L] equal to it, with ranks 2..topk by the
+residual shares of a rank profile (sim/model/tree/rates.py). The chain-equivalent
 per-position rates (the law of L as a chain's) and the alpha a chain of num_steps drafts
 would need for the same accept length are reported beside: a tree's accept length read as
 a chain's overstates the top-1 rate.
@@ -19,10 +19,10 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.model.tree_build import candidate_count
-from sim.model.tree_pool import beam_pool
-from sim.model.tree_required import RankShape, accept_length, required_top1
-from sim.model.tree_theory import chain_equivalent_rates
+from sim.model.tree.build import candidate_count
+from sim.model.tree.pool import beam_pool
+from sim.model.tree.required import RankShape, accept_length, required_top1
+from sim.model.tree.theory import chain_equivalent_rates
 
 __all__ = ["TreeForms", "from_tree_accept_length"]
 

@@ -170,8 +170,8 @@ class Tree:
         sibling does and its subtree contains that sibling's subtree (as rank paths).
 
         This is what makes the per-depth categorical sampler monotone under common random
-        numbers (sim/model/tree_samplers.py); the optimal and SGLang trees built from rank
-        rates that do not increase with rank have it (sim/model/tree_build.py).
+        numbers (sim/model/tree/samplers.py); the optimal and SGLang trees built from rank
+        rates that do not increase with rank have it (sim/model/tree/build.py).
         """
         kids = self.child_lists
 

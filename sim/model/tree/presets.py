@@ -1,7 +1,7 @@
 """Published rank-wise acceptance profiles: P(the target's token is the drafter's rank-r
 guess | the parent was accepted), r = 1..W, as named presets.
 
-A preset is used through its residual shares h_r = p_r / (1 - p_1) (sim/model/tree_rates.py):
+A preset is used through its residual shares h_r = p_r / (1 - p_1) (sim/model/tree/rates.py):
 the scenario's own top-1 rate (``alpha``, ``per_position`` or a mix, i.e. what the user
 measured on a chain) stays, and the preset says how the probability that the top-1 guess
 misses spreads over the next ranks. None of them is an EAGLE-3 measurement (none was found
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.tree_rates import residual_shares
+from sim.model.tree.rates import residual_shares
 
 __all__ = ["RANK_PROFILES", "RankProfile", "rank_profile"]
 

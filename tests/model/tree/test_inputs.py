@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sim.model.tree import Tree
-from sim.model.tree_inputs import (
+from sim.model.tree.inputs import (
     EAGLE1_DEFAULT,
     growmap_paths,
     level_uniform,

@@ -15,7 +15,7 @@ argmax, so q_r = P(argmax = rank-r guess); the sampling verifier
 ``TreeSpeculativeSamplingTargetOnly`` (speculative_sampling.cuh) draws ONE coin per level
 and accepts the first sibling (in rank order) at which the coin falls below the running
 sum of the target's probabilities, so q_r = E[p_target(rank-r guess)] under the
-tempered, top-k/top-p renormalised target. The samplers (sim/model/tree_samplers.py) are
+tempered, top-k/top-p renormalised target. The samplers (sim/model/tree/samplers.py) are
 that kernel's inverse-cdf walk. Other tree samplers do not fit the model: SpecInfer's
 multi-step speculative sampling (Miao et al. 2024) and Sequoia's sampling without
 replacement test each sibling against a residual distribution reshaped by the rejected

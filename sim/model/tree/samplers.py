@@ -5,7 +5,7 @@ At depth d (children of the node accepted last) the rank is drawn by inverse cdf
 uniform u_d: rank r when Q_(r-1) <= u_d < Q_r, Q_r = q[d-1, 0] + ... + q[d-1, r], and "no
 match" (rank W) when u_d >= Q_(W-1). The walk stops at no match or when the node has no
 child of the drawn rank; L = 1 + the accepted drafts. This is the rank model of
-sim/model/tree_theory.py step by step, so the law of L is exactly ``tree_accept_pmf``.
+sim/model/tree/theory.py step by step, so the law of L is exactly ``tree_accept_pmf``.
 
 Monotone under common random numbers: if q' >= q entrywise and the tree is rank-dominant
 (``Tree.rank_dominant``; the optimal and SGLang trees built from rates that do not increase
@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.model.tree import Tree
-from sim.model.tree_theory import check_rank_rates
+from sim.model.tree.theory import check_rank_rates
 
 __all__ = ["sample_tree_lengths", "tree_length_sequential", "tree_lengths_from_uniforms"]
 

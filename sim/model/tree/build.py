@@ -39,7 +39,7 @@ products, which the greedy set attains. This is the optimum of Sequoia's dynamic
 over (budget, depth) under the same positional acceptance model (Chen et al. 2024,
 "Sequoia", arXiv:2402.12374; Infini-AI-Lab/Sequoia tree_search.py), obtained without it.
 Ties are broken towards shallower, then lexicographically lower rank paths, so that with
-rates that do not increase with rank the tree is rank-dominant (sim/model/tree.py).
+rates that do not increase with rank the tree is rank-dominant (sim/model/tree/nodes.py).
 
 SGLang's tree is one of the candidates of the optimum (depth <= num_steps, ranks < topk,
 num_draft_tokens - 1 drafts), so E[L] of SGLang's tree <= E[L] of the best tree of the same
@@ -55,8 +55,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.model.tree import RankPath, Tree
-from sim.model.tree_pool import beam_pool
-from sim.model.tree_theory import check_rank_rates
+from sim.model.tree.pool import beam_pool
+from sim.model.tree.theory import check_rank_rates
 
 __all__ = ["beam_tree", "candidate_count", "optimal_tree", "sglang_tree"]
 
@@ -117,7 +117,7 @@ def sglang_tree(num_steps: int, topk: int, num_draft_tokens: int, scores: ArrayL
     """The tree SGLang verifies when the drafter's probability of its rank-r guess at depth
     d is ``scores[d - 1, r]`` at every node, shape (>= num_steps, >= topk) (the default
     choice is the rank rates themselves, see the module docstring). Built by the array
-    form of the beam run (sim/model/tree_pool.py), which equals ``beam_tree`` with
+    form of the beam run (sim/model/tree/pool.py), which equals ``beam_tree`` with
     ``child_probs = lambda path: scores[len(path)]``."""
     pool = beam_pool(num_steps, topk, scores, scores)
     return pool.tree(num_steps, num_draft_tokens)

@@ -4,14 +4,14 @@ the top-1 rate, the residual-share rule for the other ranks, and the tree they v
 A request draws its top-1 rates per depth exactly as a chain request draws its conditional
 rates (``AcceptanceModel.sample_requests``: a class, then one Beta quantile per request,
 comonotone across depths); its rank rates are ``residual_rank_rates(top-1, shares)``
-(sim/model/tree_rates.py). Every request verifies the same tree, built once from the
+(sim/model/tree/rates.py). Every request verifies the same tree, built once from the
 population's mean rates (the drafter's average confidence) by SGLang's beam construction
-(``TreeDraft``, sim/model/tree_build.py), or given as a fixed tree (static-tree engines such
+(``TreeDraft``, sim/model/tree/build.py), or given as a fixed tree (static-tree engines such
 as vLLM's ``speculative_token_tree``): the model's tree is static, SGLang's is rebuilt each
 cycle from that cycle's drafter scores.
 
 Because L of a tree cycle has the law of a chain with conditional rates S_d / S_(d-1)
-(sim/model/tree_theory.py), every chain-level expectation carries over with S in place of
+(sim/model/tree/theory.py), every chain-level expectation carries over with S in place of
 the chain's cumulative rates: per-request E[pmf], E[AL], and the pooled-cycle pmf
 E[pmf / AL] / E[1 / AL] (see sim/model/acceptance.py for why cycles pool that way). The
 expectations over the Beta quantile use the same graded quadrature (``RateClass.expect``).
@@ -32,10 +32,10 @@ import numpy as np
 
 from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.model.tree import Tree
-from sim.model.tree_build import optimal_tree, sglang_tree
-from sim.model.tree_rates import Shares, residual_rank_rates, share_count
-from sim.model.tree_samplers import tree_length_sequential
-from sim.model.tree_theory import chain_equivalent_rates, depth_survival
+from sim.model.tree.build import optimal_tree, sglang_tree
+from sim.model.tree.rates import Shares, residual_rank_rates, share_count
+from sim.model.tree.samplers import tree_length_sequential
+from sim.model.tree.theory import chain_equivalent_rates, depth_survival
 
 __all__ = ["Acceptance", "OptimalDraft", "TreeAcceptance", "TreeDraft"]
 
@@ -56,7 +56,7 @@ class TreeDraft:
 @dataclass(frozen=True, slots=True)
 class OptimalDraft:
     """The best tree of at most ``budget`` drafts, depth <= ``max_depth``, ranks < ``width``
-    (sim/model/tree_build.py ``optimal_tree``), for the rank rates it is built at."""
+    (sim/model/tree/build.py ``optimal_tree``), for the rank rates it is built at."""
 
     budget: int
     max_depth: int
@@ -153,7 +153,7 @@ class TreeAcceptance:
 
     def sequential_length(self, top1_row: Sequence[float]) -> Callable[[Sequence[float]], int]:
         """L of one cycle from one uniform per depth, for a request with these top-1 rates
-        (the per-depth categorical walk, sim/model/tree_samplers.py)."""
+        (the per-depth categorical walk, sim/model/tree/samplers.py)."""
         q_rows = self._q(np.asarray(top1_row, dtype=float)[None, :])[0].tolist()
         return partial(tree_length_sequential, child_lists=self.tree.child_lists, q_rows=q_rows)
 

@@ -8,11 +8,11 @@ import pytest
 
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
-from sim.model.tree_build import sglang_tree
-from sim.model.tree_rates import residual_rank_rates
-from sim.model.tree_samplers import tree_lengths_from_uniforms
-from sim.model.tree_theory import tree_accept_length, tree_accept_pmf
+from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree.build import sglang_tree
+from sim.model.tree.rates import residual_rank_rates
+from sim.model.tree.samplers import tree_lengths_from_uniforms
+from sim.model.tree.theory import tree_accept_length, tree_accept_pmf
 
 SHARES = np.array([0.45, 0.2])
 MIX = AcceptanceModel(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from sim.model.tree import Tree
-from tests.model.tree_cases import trees
+from tests.model.tree.cases import trees
 
 
 def test_chain_shape():

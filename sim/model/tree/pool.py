@@ -2,18 +2,18 @@
 num_draft_tokens at once.
 
 The beams SGLang keeps at step i do not depend on how many steps follow, nor on
-num_draft_tokens (sim/model/tree_build.py), so one run of ``beam_pool`` to depth S holds the
+num_draft_tokens (sim/model/tree/build.py), so one run of ``beam_pool`` to depth S holds the
 candidates of every num_steps <= S: those of depth <= num_steps. SGLang then verifies the
 num_draft_tokens - 1 best of them by score, so for a profile of drafter scores and rank
 rates, E[L] for every num_draft_tokens is one cumulative sum over the candidates in
 selection order (``accept_lengths``). This is what makes the search over (num_steps, topk,
-num_draft_tokens) cheap; ``tree_build.beam_tree`` is the plain reference implementation
-(per-beam probabilities), and the two agree node for node (tests/model/test_tree_pool.py).
+num_draft_tokens) cheap; ``build.beam_tree`` is the plain reference implementation
+(per-beam probabilities), and the two agree node for node (tests/model/tree/test_pool.py).
 
 Order. Candidates are stored by depth, and within a depth in lexicographic order of their
 rank paths (beams are kept in that order, and each expands into ranks 0..topk-1), so a
 stable sort on descending score breaks ties towards shallower, then lexicographically lower
-nodes, the rule of tree_build.py.
+nodes, the rule of build.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.model.tree import Tree
-from sim.model.tree_theory import check_rank_rates
+from sim.model.tree.theory import check_rank_rates
 
 __all__ = ["BeamPool", "beam_pool"]
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.model.cycle import PassTimes, cycle_cost
-from sim.model.tree_cost import draft_over_ms, tree_cycle_cost
+from sim.model.tree.cost import draft_over_ms, tree_cycle_cost
 
 PASSES = PassTimes(
     decode_ms=10.0,

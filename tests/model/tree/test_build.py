@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.model.tree import Tree
-from sim.model.tree_build import beam_tree, candidate_count, optimal_tree, sglang_tree
-from sim.model.tree_theory import tree_accept_length
-from tests.model.tree_cases import rank_rates
+from sim.model.tree.build import beam_tree, candidate_count, optimal_tree, sglang_tree
+from sim.model.tree.theory import tree_accept_length
+from tests.model.tree.cases import rank_rates
 
 
 def test_topk_one_is_the_chain():

@@ -1,6 +1,6 @@
 """Static draft trees as engines and papers write them down, read into a ``Tree``.
 
-Three forms, each a list of rank paths in the end (sim/model/tree.py: a node is named by
+Three forms, each a list of rank paths in the end (sim/model/tree/nodes.py: a node is named by
 the ranks of its path from the root, rank 0 the drafter's top-1 guess):
 
 * vLLM's ``speculative_token_tree``: the string of a Python list of tuples, each tuple the

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.model.tree_build import candidate_count
-from sim.model.tree_required import (
+from sim.model.tree.build import candidate_count
+from sim.model.tree.required import (
     RankShape,
     accept_length,
     required_top1,

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from sim.model.rates import accept_length_pmf, mean_accept_length
 from sim.model.tree import Tree
-from sim.model.tree_rates import residual_rank_rates, residual_shares
-from sim.model.tree_theory import (
+from sim.model.tree.rates import residual_rank_rates, residual_shares
+from sim.model.tree.theory import (
     chain_equivalent_rates,
     check_rank_rates,
     depth_survival,
@@ -18,7 +18,7 @@ from sim.model.tree_theory import (
     tree_accept_length,
     tree_accept_pmf,
 )
-from tests.model.tree_cases import brute_force_pmf, rank_rates, rising, tree_with_rates, trees
+from tests.model.tree.cases import brute_force_pmf, rank_rates, rising, tree_with_rates, trees
 
 
 def test_small_tree_by_hand():

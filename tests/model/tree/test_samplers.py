@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 
 from sim.model.samplers import accept_length_sequential
 from sim.model.tree import Tree
-from sim.model.tree_build import optimal_tree, sglang_tree
-from sim.model.tree_samplers import (
+from sim.model.tree.build import optimal_tree, sglang_tree
+from sim.model.tree.samplers import (
     sample_tree_lengths,
     tree_length_sequential,
     tree_lengths_from_uniforms,
 )
-from sim.model.tree_theory import tree_accept_length, tree_accept_pmf
-from tests.model.tree_cases import rising, tree_with_rates
+from sim.model.tree.theory import tree_accept_length, tree_accept_pmf
+from tests.model.tree.cases import rising, tree_with_rates
 
 Q = np.array([[0.62, 0.18, 0.07], [0.55, 0.2, 0.08], [0.5, 0.2, 0.1], [0.45, 0.2, 0.1]])
 CASES = {

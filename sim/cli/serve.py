@@ -156,8 +156,8 @@ def serve(
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.setup import BASELINE, with_load
-    from sim.studies.serve import serve as serve_scenario
-    from sim.studies.serving_draws import serve_intervals
+    from sim.studies.serving.draws import serve_intervals
+    from sim.studies.serving.serve import serve as serve_scenario
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v

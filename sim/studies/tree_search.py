@@ -19,7 +19,7 @@ Method (closed forms; sim/model/tree/required.py):
    bisection on E[L] over requests (with the scenario's classes and Beta spread), and the
    best tree of the same budget, depth and width is solved beside the best one.
 4. Optionally (``simulate``) both refined answers are solved again by Monte Carlo
-   bisection on common random numbers (sim/studies/rootfind.py), hinted by the closed
+   bisection on common random numbers (sim/studies/bisection.py), hinted by the closed
    form: the per-request mean tok/s over the scenario's output_tokens (the last cycle's
    overshoot counts), with a 95% interval from the Monte Carlo noise.
 
@@ -52,7 +52,7 @@ from sim.model.tree.build import candidate_count
 from sim.model.tree.required import RankShape, required_scale, required_top1_table
 from sim.scenario.load import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.rootfind import (
+from sim.studies.bisection import (
     ALPHA_XTOL,
     Criterion,
     Evaluator,

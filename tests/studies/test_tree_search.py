@@ -13,7 +13,7 @@ from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k
 from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
 from sim.scenario.load import load_scenario, pin_verify_tokens
-from sim.studies.rootfind import closed_form_stats
+from sim.studies.bisection import closed_form_stats
 from sim.studies.tree_search import search_trees, tree_configs
 from tests.cli.test_errors import run_cli
 

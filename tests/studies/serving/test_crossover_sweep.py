@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sim.studies.crossover import crossover, load_grid
-from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.sweep import run_sweep
-from tests.studies.serving_helpers import small_scenario
+from tests.studies.serving.helpers import small_scenario
 
 
 def test_sweep_and_crossover_agree_for_the_same_seed(tmp_path):

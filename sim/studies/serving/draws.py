@@ -38,14 +38,14 @@ from sim.model.policy import FixedK
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.records import ServingRecord
-from sim.studies.serving_points import METRICS, Load, PolicyPoint
-from sim.studies.serving_runs import (
+from sim.studies.serving.evaluator import (
     BASELINE,
     PointEvaluator,
     PointTask,
     ScenarioPlans,
     run_point,
 )
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint
 
 __all__ = [
     "DRAWS",
@@ -117,7 +117,7 @@ def shifted(nominal: float, drawn: np.ndarray, first: np.ndarray) -> float:
 
 def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
     """Per replication gain of ``a`` over ``b`` (> 1: ``a`` better; as
-    sim/studies/serving_points.py ``gain``)."""
+    sim/studies/serving/paired_metrics.py ``gain``)."""
     num, den = (a, b) if METRICS[metric].higher_is_better else (b, a)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / den, np.nan)
@@ -240,7 +240,7 @@ def beyond_note(scenario: Scenario, batch: float) -> str | None:
     )
 
 
-#: The ``serve`` metrics given a 90% interval from inputs and model (serving_points
+#: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py
 #: ``METRICS`` names), levels of each policy and the paired speedup.
 SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50_ms")
 
@@ -269,7 +269,7 @@ def serve_intervals(
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
-    from sim.studies.serving_points import gain, level, policy_point
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     overrides = input_draws(scenario, seed, draws)
     r = min(replications, min(len(v) for v in records.values()))

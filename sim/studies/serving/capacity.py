@@ -2,11 +2,11 @@
 TTFT and TPOT limits, with and without speculation, per k.
 
 SLO attainment (the share of measured requests whose TTFT and TPOT are within the limits,
-sim/studies/serving_points.py) falls as the arrival rate rises. Poisson arrivals are unit
+sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson arrivals are unit
 exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 ``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
 time: common random numbers along the rate, as the acceptance search has along alpha.
-The capacity is found by the root finder of sim/studies/rootfind.py (``first_passing``:
+The capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
 bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
 tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
 upper and lower 95% bounds of attainment cross the required share).
@@ -38,11 +38,11 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
-from sim.studies.capacity_ratio import paired_ratio_ci95
-from sim.studies.rootfind import Probe, first_passing
-from sim.studies.serving_draws import DrawnPoints, interval90, shifted
-from sim.studies.serving_points import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving_runs import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.bisection import Probe, first_passing
+from sim.studies.serving.capacity_ratio import paired_ratio_ci95
+from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.evaluator import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -58,7 +58,7 @@ class PolicyCapacity:
     that rate or more, not a crossing. ``log_rates`` (P,): every rate the search tried,
     increasing, and ``attainment`` (P, R) each replication's SLO attainment there (0 at a
     rate above the service bound, not simulated), for the paired interval of a ratio of
-    capacities (sim/studies/capacity_ratio.py)."""
+    capacities (sim/studies/serving/capacity_ratio.py)."""
 
     num_steps: int
     rate_per_s: float | None
@@ -139,7 +139,7 @@ def _gain(p: PolicyCapacity, base: PolicyCapacity) -> float | None:
 
 
 def gain_ci95(p: PolicyCapacity, base: PolicyCapacity, share: float) -> tuple[float, float] | None:
-    """The paired 95% interval of ``_gain(p, base)`` (sim/studies/capacity_ratio.py)."""
+    """The paired 95% interval of ``_gain(p, base)`` (sim/studies/serving/capacity_ratio.py)."""
     gain = _gain(p, base)
     if gain is None:
         return None

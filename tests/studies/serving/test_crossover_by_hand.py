@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.crossover import MetricCurve
+from sim.studies.serving.crossover import MetricCurve
 
 
 def test_a_gain_of_exactly_one_still_pays():

@@ -9,7 +9,7 @@ noise. One Monte Carlo run at x* then checks it and gives the interval:
 
 With common random numbers the estimate near x* is g(x) plus a slowly varying noise e, and
 the 95% band is the estimate plus fixed offsets (hi - est above, est - lo below). The band
-inversion of sim/studies/rootfind.py (the lever values at which the target lies inside the
+inversion of sim/studies/bisection.py (the lever values at which the target lies inside the
 band) then has its ends where g(x) = threshold - (hi - g(x*)) (optimistic) and
 g(x) = threshold + (g(x*) - lo) (pessimistic): two more roots of g, no more runs. The
 exact root lies inside that interval exactly when the threshold lies inside the Monte
@@ -29,7 +29,7 @@ from sim.model.roots import increasing_root
 from sim.model.tree.acceptance import Acceptance
 from sim.simulation.exact import length_pmf
 from sim.simulation.summary import Stats
-from sim.studies.rootfind import Criterion, Root
+from sim.studies.bisection import Criterion, Root
 
 #: Tolerance of the exact root on the lever (far below the search's ALPHA_XTOL).
 EXACT_XTOL = 1e-9

@@ -8,7 +8,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable
 from sim.parallel import LocalExecutor
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.best_k import (
+from sim.studies.serving.best_k import (
     LoadChoice,
     best_k,
     check_loads,
@@ -16,8 +16,8 @@ from sim.studies.best_k import (
     midpoint_ends,
     table_rows,
 )
-from sim.studies.serving_runs import PointEvaluator
-from tests.studies.serving_helpers import CodePlans
+from sim.studies.serving.evaluator import PointEvaluator
+from tests.studies.serving.helpers import CodePlans
 
 
 def choice(users: int, best: int, levels: dict[int, float] | None = None) -> LoadChoice:
@@ -56,7 +56,7 @@ def test_disable_threshold_forms():
 
 
 def test_table_beats_every_fixed_k_out_of_sample():
-    # speculation stops paying near 22 users (tests/studies/serving_helpers.py)
+    # speculation stops paying near 22 users (tests/studies/serving/helpers.py)
     ev = PointEvaluator(
         CodePlans(output=16, requests=12), replications=3, seed=3, executor=LocalExecutor(2)
     )
@@ -97,7 +97,7 @@ def test_a_shortfall_against_the_tables_own_k_is_named_as_such():
     server with speculation configured pays while decoding plainly (its drafter's KV, its
     host work). The verdict names those loads and the text says why."""
     from sim.report.best_k import render_best_k
-    from sim.studies.best_k import BestKResult, Check
+    from sim.studies.serving.best_k import BestKResult, Check
 
     r = lambda m, lo, hi: Ratio(m, (lo, hi))  # noqa: E731
     checks = (

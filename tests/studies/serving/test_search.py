@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from sim.cli import main
 from sim.scenario.load import load_scenario
 from sim.studies.search import search_acceptance
-from sim.studies.serving_points import Load
-from sim.studies.serving_search import search_at_load
-from tests.studies.serving_helpers import SCENARIOS
+from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.search import search_at_load
+from tests.studies.serving.helpers import SCENARIOS
 
 SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
 SMALL = ["workload.output_tokens=64", "workload.requests=30", "simulation.replications=4"]

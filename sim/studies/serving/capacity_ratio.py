@@ -2,7 +2,7 @@
 decoding"), paired over replications.
 
 A capacity is where the mean SLO attainment of R replications crosses the required share
-as the rate rises (sim/studies/capacity.py); its 95% interval inverts that mean's Student-t
+as the rate rises (sim/studies/serving/capacity.py); its 95% interval inverts that mean's Student-t
 band, so it reflects Monte Carlo noise across replications only. The ratio's interval
 comes from the same noise, and paired: replication r of every policy runs on the same
 seed (the same unit arrival gaps, lengths and acceptance draws), so a replication whose

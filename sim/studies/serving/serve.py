@@ -24,8 +24,8 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving_draws import input_draws
-from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+from sim.studies.serving.draws import input_draws
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
 def with_sample(

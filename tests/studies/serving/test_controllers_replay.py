@@ -9,7 +9,7 @@ from sim.errors import SpecsimError
 from sim.model.controllers import SGLangAdaptive
 from sim.model.policy import FixedK, KTable
 from sim.simulation.serving import Poisson
-from sim.studies.controllers import (
+from sim.studies.serving.controllers import (
     Phase,
     default_phases,
     phase_trace,
@@ -88,14 +88,14 @@ def test_standard_policies_profile_the_plan():
 def test_a_one_class_scenario_is_refused_before_any_simulation():
     """The default phases swap the acceptance mix, so a scenario without one is refused
     before the one-user run that sets the phases' load (it used to run first, ~2 s)."""
-    from sim.studies.controllers import controller_study
+    from sim.studies.serving.controllers import controller_study
 
     class NoRuns:
         def __call__(self, *args, **kwargs):
             raise AssertionError("simulated before checking the mix")
 
     from sim.scenario.load import load_scenario
-    from sim.studies.serving_runs import ScenarioPlans
+    from sim.studies.serving.evaluator import ScenarioPlans
     from tests.conftest import ROOT
 
     one_class = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")

@@ -9,10 +9,10 @@ import pytest
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import SloSpec
-from sim.studies.capacity import capacity, policy_capacity
-from sim.studies.serving_points import Load, level
-from sim.studies.serving_runs import BASELINE, PointEvaluator
-from tests.studies.serving_helpers import CodePlans
+from sim.studies.serving.capacity import capacity, policy_capacity
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, level
+from tests.studies.serving.helpers import CodePlans
 
 BUILDER = CodePlans(output=16, requests=16)
 
@@ -62,7 +62,7 @@ def test_slo_attainment_levels_are_clipped_to_0_1_but_speeds_are_not():
     share) keep their t interval."""
     import numpy as np
 
-    from sim.studies.serving_points import PolicyPoint
+    from sim.studies.serving.paired_metrics import PolicyPoint
 
     values = np.array([1.0, 29 / 30])
     point = PolicyPoint({"slo_attainment": values, "per_user_tok_s": values}, np.ones(2))
@@ -135,7 +135,7 @@ def test_one_replication_gives_a_capacity_without_an_interval():
 
 def test_the_gain_has_a_paired_interval_inside_the_ratio_of_the_ends():
     """capacity_gain carries its 95% interval (the jackknife over the same replications of
-    both policies, sim/studies/capacity_ratio.py): around the gain, plain decoding's own
+    both policies, sim/studies/serving/capacity_ratio.py): around the gain, plain decoding's own
     is [1, 1], and it is narrower than dividing the capacities' interval ends (which
     ignores that both policies ran on the same arrivals)."""
     from sim.report.capacity import render_capacity

@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.studies.serving_points import PolicyPoint, difference, gain, level, paired_difference
+from sim.studies.serving.paired_metrics import (
+    PolicyPoint,
+    difference,
+    gain,
+    level,
+    paired_difference,
+)
 
 
 def _point(**values: list[float]) -> PolicyPoint:

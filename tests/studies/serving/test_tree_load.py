@@ -7,7 +7,7 @@ import pytest
 from sim.errors import SpecsimError
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario, scenario_from_dict
-from sim.studies.tree_load import _crossing, parse_tree, table_row, tree_load_study
+from sim.studies.serving.tree_load import _crossing, parse_tree, table_row, tree_load_study
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"

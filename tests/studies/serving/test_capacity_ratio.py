@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.studies.capacity_ratio import crossing_log_rate, paired_ratio_ci95
+from sim.studies.serving.capacity_ratio import crossing_log_rate, paired_ratio_ci95
 
 SHARE = 0.9
 SLOPE = 0.5  # attainment lost per unit of log rate

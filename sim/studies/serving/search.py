@@ -56,7 +56,7 @@ from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import ServiceBound, service_bound
 from sim.simulation.summary import Stats, TargetProbability, wilson_ci95
 from sim.studies.search import AcceptanceLever, SearchResult, acceptance_levers, search_acceptance
-from sim.studies.serving_points import Load
+from sim.studies.serving.paired_metrics import Load
 
 __all__ = [
     "ServingStats",

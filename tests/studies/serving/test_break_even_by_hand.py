@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.crossings import STOPS, find_crossings
+from sim.studies.serving.break_even import STOPS, find_crossings
 
 
 def _curve(x: float) -> Ratio:
@@ -16,7 +16,7 @@ def _curve(x: float) -> Ratio:
 
 
 def test_rate_crossing_is_bisected_geometrically():
-    """crossings.py _refine: rate mids are sqrt(a b): [1, 16] -> 4 (passes) -> 8 -> sqrt(32), stop
+    """break_even.py _refine: rate mids are sqrt(a b): [1, 16] -> 4 (passes) -> 8 -> sqrt(32), stop
     at 1.657 <= 0.5 x 4."""
     (c,) = find_crossings([1.0, 16.0], _curve, integer=False, rtol=0.5)
     assert c.direction == STOPS

@@ -1,7 +1,7 @@
 """Where a paired gain crosses 1 along a load axis, with a 95% interval by band inversion.
 
 The gain g(x) of speculation over plain decoding at load x (users, or requests per second)
-is a Monte Carlo estimate with a 95% band [lo(x), hi(x)] (sim/studies/serving_points.py).
+is a Monte Carlo estimate with a 95% band [lo(x), hi(x)] (sim/studies/serving/paired_metrics.py).
 Every load is simulated at the same seed, so neighbouring loads share common random
 numbers and the estimate moves smoothly with x.
 
@@ -10,7 +10,7 @@ numbers and the estimate moves smoothly with x.
   ``rtol`` for a rate), the crossing itself interpolated linearly between the last two
   loads. ``stops paying``: g falls through 1 as load rises; ``starts paying``: it rises
   through 1.
-* Its interval inverts the band, as sim/studies/rootfind.py does for a target: the ends are
+* Its interval inverts the band, as sim/studies/bisection.py does for a target: the ends are
   the loads where the band's bounds cross 1 nearest to the estimate. For a crossing that
   stops paying, speculation may already stop paying where the lower bound falls below 1 and
   surely has where the upper bound does; for one that starts paying, the other way round.

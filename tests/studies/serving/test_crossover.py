@@ -7,10 +7,10 @@ import pytest
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
-from sim.studies.crossover import crossover, default_loads, load_grid
-from sim.studies.serving_points import Load, gain
-from sim.studies.serving_runs import BASELINE, PointEvaluator
-from tests.studies.serving_helpers import CodePlans
+from sim.studies.serving.crossover import crossover, default_loads, load_grid
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, gain
+from tests.studies.serving.helpers import CodePlans
 
 
 def evaluator(builder=None, replications: int = 4, workers: int = 1) -> PointEvaluator:

@@ -3,7 +3,7 @@
 The in-engine policies users can turn on (sim/model/controllers.py: SGLang's adaptive
 speculative decoding, vLLM's dynamic speculative decoding as its offline table and with
 its online acceptance refresh) run in the serving engine against the static best-k table
-(sim/studies/best_k.py), every fixed k and plain decoding, on the same requests (common
+(sim/studies/serving/best_k.py), every fixed k and plain decoding, on the same requests (common
 random numbers: replication r of every policy replays the same trace with the same
 acceptance draws).
 
@@ -51,10 +51,10 @@ from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.workload import Trace, Workload
-from sim.studies.best_k import best_k_table
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving_points import METRICS, Load, paired_difference, ratio_doc
-from sim.studies.serving_runs import PointEvaluator, ScenarioPlans, study_settings
+from sim.studies.serving.best_k import best_k_table
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, study_settings
+from sim.studies.serving.paired_metrics import METRICS, Load, paired_difference, ratio_doc
 
 __all__ = [
     "PHASE_METRICS",
@@ -477,7 +477,7 @@ def controller_study(
         table = KTable(rows)
         notes.append(
             "static table: best k for per-user tok/s on the scenario's whole mix at "
-            f"{', '.join(map(str, TABLE_USERS))} users (sim/studies/best_k.py)"
+            f"{', '.join(map(str, TABLE_USERS))} users (sim/studies/serving/best_k.py)"
         )
         notes.extend(more)
     name = GIVEN_TABLE if k_table is not None else BEST_K_TABLE

@@ -10,7 +10,7 @@ from sim.model.batched_cost import ServingCurves
 from sim.scenario.load import load_scenario
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
-from sim.studies.serving_points import Load
+from sim.studies.serving.paired_metrics import Load
 from tests.simulation.serving.helpers import TOKEN_ONLY, plan
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

@@ -31,7 +31,7 @@ from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
-from sim.studies.serving_points import Load, PolicyPoint, policy_point
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 
 __all__ = [
     "BASELINE",
@@ -88,11 +88,11 @@ class ScenarioPlans:
     base: dict[str, Any]
     source: str = "scenario"
     base_dir: str | None = None
-    #: Overrides of one draw of the uncertain inputs (sim/studies/serving_draws.py),
+    #: Overrides of one draw of the uncertain inputs (sim/studies/serving/draws.py),
     #: applied at every load and k; empty: the scenario as given.
     drawn: tuple[tuple[str, Any], ...] = ()
     #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
-    #: loaded (sim/studies/serving_draws.py ``input_draws``); empty: none.
+    #: loaded (sim/studies/serving/draws.py ``input_draws``); empty: none.
     draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""90% intervals of serving answers from inputs and model (sim/studies/serving_draws.py):
+"""90% intervals of serving answers from inputs and model (sim/studies/serving/draws.py):
 the draws' overrides, the paired shift, and the crossover's crossing interval."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from sim.binding.uncertainty import serving_inputs
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
-from sim.studies.best_k import LoadChoice, input_ties
-from sim.studies.crossover import crossover, load_grid
-from sim.studies.serving_draws import (
+from sim.studies.serving.best_k import LoadChoice, input_ties
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.draws import (
     DrawnPoints,
     input_draws,
     interval90,
     serve_intervals,
     shifted,
 )
-from sim.studies.serving_points import Load, PolicyPoint, level
-from sim.studies.serving_runs import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
 from tests.conftest import ROOT
-from tests.studies.serving_helpers import CodePlans
+from tests.studies.serving.helpers import CodePlans
 
 SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 
@@ -121,7 +121,7 @@ def _serve(sc, draws: int = 8):
 
 
 def test_serve_intervals_contain_the_nominal_and_name_the_extrapolation() -> None:
-    from sim.studies.serving_points import gain, level, policy_point
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     run, setup, got = _serve(_short(load_scenario(SERVING)))
     assert got["draws"] == got["draws_run"] == 8 and got["replications_per_draw"] == 2
@@ -138,7 +138,7 @@ def test_serve_intervals_contain_the_nominal_and_name_the_extrapolation() -> Non
 
 
 def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None:
-    from sim.studies.serving_points import gain, level, policy_point
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     sc = _short(load_scenario(SERVING))
     raw = sc.model_dump(exclude_none=True)
@@ -198,7 +198,7 @@ def test_best_k_calls_a_difference_inside_the_inputs_interval_a_tie(spread, tied
 def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() -> None:
     from dataclasses import replace
 
-    from sim.studies.capacity import capacity, drawn_capacities
+    from sim.studies.serving.capacity import capacity, drawn_capacities
 
     sc = with_overrides(
         load_scenario(SERVING), {"workload.requests": 30, "simulation.replications": 3}

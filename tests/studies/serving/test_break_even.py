@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.crossings import STARTS, STOPS, find_crossings
+from sim.studies.serving.break_even import STARTS, STOPS, find_crossings
 
 
 def linear(intercept: float, slope: float, half: float, calls: list[float] | None = None):

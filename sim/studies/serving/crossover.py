@@ -1,11 +1,11 @@
 """Up to which load speculative decoding pays: the crossover of each metric, per k.
 
 For each draft length k and each metric (per-user tok/s, aggregate tok/s, TPOT p50 and
-p99; sim/studies/serving_points.py ``METRICS``) the paired gain of speculation at k over
+p99; sim/studies/serving/paired_metrics.py ``METRICS``) the paired gain of speculation at k over
 plain decoding is simulated on a grid of loads (closed-loop users or Poisson rates) and
-its crossings through 1 are located with 95% intervals (sim/studies/crossings.py). Every
+its crossings through 1 are located with 95% intervals (sim/studies/serving/break_even.py). Every
 (load, k) is the scenario at that load and ``speculation.num_steps = k`` simulated at the
-scenario's seed (sim/studies/serving_runs.py), which is what ``sweep`` over
+scenario's seed (sim/studies/serving/evaluator.py), which is what ``sweep`` over
 ``serving.concurrency`` and ``speculation.num_steps`` simulates: the curves are the same.
 
 Rates above a policy's service bound (sim/simulation/serving/stability.py: the most
@@ -32,11 +32,11 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
-from sim.studies.crossings import STOPS, Crossing, find_crossings
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving_draws import DrawnPoints, interval90
-from sim.studies.serving_points import METRICS, Load, PolicyPoint, gain, level, ratio_doc
-from sim.studies.serving_runs import BASELINE, PointEvaluator
+from sim.studies.serving.break_even import STOPS, Crossing, find_crossings
+from sim.studies.serving.draws import DrawnPoints, interval90
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 
 __all__ = [
     "CROSSOVER_METRICS",
@@ -150,7 +150,7 @@ class MetricCurve:
     crossings: tuple[Crossing, ...]
     #: Grid rates above a bound, decided without simulating (``Overloaded``).
     overloaded: tuple[Overloaded, ...] = ()
-    #: Per crossing, its 90% interval from inputs and model (sim/studies/serving_draws.py:
+    #: Per crossing, its 90% interval from inputs and model (sim/studies/serving/draws.py:
     #: the draws' crossings on the neighbouring grid loads joined with the Monte Carlo
     #: interval; an end None: beyond the loads the draws ran).
     interval90: tuple[tuple[float | None, float | None], ...] = ()

@@ -39,10 +39,11 @@ from typing import Any
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.crossings import find_crossings
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving_draws import DrawnPoints, interval90, shifted
-from sim.studies.serving_points import (
+from sim.studies.serving.break_even import find_crossings
+from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
     PolicyPoint,
@@ -52,7 +53,6 @@ from sim.studies.serving_points import (
     paired_difference,
     ratio_doc,
 )
-from sim.studies.serving_runs import PointEvaluator
 
 __all__ = [
     "OBJECTIVES",
@@ -165,7 +165,7 @@ def refined_ends(
 ) -> tuple[list[int], list[str]]:
     """``midpoint_ends`` with each boundary between two different best k moved to where
     their paired gain crosses 1 (bisected between the two grid loads on common random
-    numbers, sim/studies/crossings.py); a boundary stays at the midpoint when the gain
+    numbers, sim/studies/serving/break_even.py); a boundary stays at the midpoint when the gain
     does not cross once (noise, or a third k best in between), said in the notes."""
     ends = midpoint_ends(choices)
     notes = []
@@ -376,7 +376,7 @@ def input_ties(
     objective: str,
 ) -> LoadChoice:
     """``choice`` with the k tied with the best inside the 90% interval from inputs and
-    model (sim/studies/serving_draws.py) of their paired difference k - best: the
+    model (sim/studies/serving/draws.py) of their paired difference k - best: the
     contenders (``CONTENDER_SHARE``) and the best in every draw, each draw's difference
     the nominal one moved by the paired shift, 5-95% over the draws joined with the
     difference's 95% interval; a k whose interval reaches 0 is a tie."""

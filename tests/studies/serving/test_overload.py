@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-import sim.studies.serving_runs as serving_runs
-import sim.studies.serving_search as serving_search
+import sim.studies.serving.evaluator as evaluator
+import sim.studies.serving.search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.documents import document
 from sim.model.policy import FixedK
@@ -20,13 +20,13 @@ from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import check_open_load, service_bound
-from sim.studies.crossover import NEITHER, PLAIN, SPECULATION, crossover
-from sim.studies.serving_points import Load, gain
-from sim.studies.serving_runs import BASELINE, PointEvaluator
-from sim.studies.serving_search import search_at_load
+from sim.studies.serving.crossover import NEITHER, PLAIN, SPECULATION, crossover
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.search import search_at_load
 from sim.studies.sweep import PointTask, evaluate_serving_point, point_scenario
 from tests.simulation.serving.helpers import plan
-from tests.studies.serving_helpers import CodePlans, small_scenario
+from tests.studies.serving.helpers import CodePlans, small_scenario
 
 
 class Counted:
@@ -44,8 +44,8 @@ class Counted:
 @pytest.fixture
 def counted(monkeypatch):
     """Every serving simulation the studies run, counted."""
-    spy = Counted(serving_runs.simulate_serving)
-    for module in (serving_runs, serving_search, sweep_module):
+    spy = Counted(evaluator.simulate_serving)
+    for module in (evaluator, serving_search, sweep_module):
         monkeypatch.setattr(module, "simulate_serving", spy)
     return spy
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
@@ -24,7 +25,7 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.draws import input_draws
+from sim.studies.serving.draws import input_draws, serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
@@ -52,12 +53,14 @@ def with_sample(
 class Served:
     """What ``serve`` answers: the setup it ran, the records of every policy and their
     summary with paired speedups over plain decoding (None when the load was above what
-    a policy answers: ``check`` names the bounds)."""
+    a policy answers: ``check`` names the bounds), and the 90% intervals from inputs and
+    model (sim/studies/serving/draws.py ``serve_intervals``; None without draws)."""
 
     setup: ServingSetup
     run: ServingRun | None
     summary: ServingSummary | None
     check: LoadCheck | None
+    interval90: dict[str, Any] | None = None
 
     @property
     def stable(self) -> bool:
@@ -83,7 +86,9 @@ def serve(
     ``concurrency``, ``rate_per_s``, ``trace``), speculation and plain decoding on the same
     arrivals. ``base_dir``: where the scenario's relative paths (a trace) start. Before any
     run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
-    each to follow) are checked against sim/simulation/budget.py's limits."""
+    each to follow) are checked against sim/simulation/budget.py's limits. With
+    ``interval_draws`` > 0 a stable load's answer carries its 90% intervals from inputs
+    and model, each draw at the nominal run's first seeds."""
     if concurrency is not None or rate_per_s is not None or trace is not None:
         scenario = with_load(
             scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
@@ -111,7 +116,22 @@ def serve(
         workers=workers,
         progress=progress,
     )
-    return Served(setup, run, summarize_serving(run.records, setup.slo, baseline=BASELINE), check)
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    interval90 = None
+    if interval_draws:
+        interval90 = serve_intervals(
+            scenario,
+            run.records,
+            slo=setup.slo,
+            seed=setup.seed,
+            base_dir=base,
+            source=source,
+            workers=workers,
+            baseline=BASELINE,
+            batch=max(p.mean_batch.mean for p in summary.policies.values()),
+            draws=interval_draws,
+        )
+    return Served(setup, run, summary, check, interval90)
 
 
 def serving_study(

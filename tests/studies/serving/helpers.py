@@ -13,7 +13,7 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.studies.serving.paired_metrics import Load
 from tests.simulation.serving.helpers import TOKEN_ONLY, plan
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 LLAMA = SCENARIOS / "llama31-8b-1xh100-eagle3.toml"
 
 #: Passes whose time grows with the batch's tokens only (tests/simulation/serving/helpers.py):

@@ -24,7 +24,7 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import emit
 
-#: Closed-loop concurrencies when none are given (sim.studies.tree_load's
+#: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load's
 #: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
 DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 
@@ -97,7 +97,7 @@ def tree_load(
         tree_load_to_dict,
     )
     from sim.scenario.load import load_scenario
-    from sim.studies.tree_load import parse_tree, tree_load_study
+    from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)

@@ -205,3 +205,17 @@ def test_a_file_at_another_num_steps_than_the_base_is_refused() -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert "num_steps" in result.output
+
+
+def test_init_hands_a_per_request_file_to_calibrate(tmp_path: Path) -> None:
+    quick = Path(__file__).parents[1] / "data" / "quickstart"
+    out = tmp_path / "init.toml"
+    args = ["init", "--config", str(quick / "config.json"), "--gpu", "H100", "--tp", "4",
+            "--engine", "vllm", "--drafter", "eagle3", "-k", "3",
+            "--vllm-bench", str(quick / "bench_eagle3.json"),
+            "--per-request", str(VLLM), "--out", str(out), "--quiet"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    scenario = load_scenario(out)
+    assert scenario.acceptance is not None and scenario.acceptance.concentration is not None
+    assert "acceptance.concentration" in scenario.uncertainty.entries()

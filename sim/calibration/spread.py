@@ -132,10 +132,16 @@ def _uncertainty_entry(fit: SpreadFit, source: str) -> dict[str, Any]:
     if fit.identified:
         assert fit.kappa_stderr is not None
         return {"stderr": float(f"{fit.kappa_stderr:.4g}"), "origin": "measured", "reason": reason}
-    return {
-        "range": [float(f"{lo:.4g}"), KAPPA_BOUNDS[1]],
+    if hi is None:
+        return {
+            "range": [float(f"{lo:.4g}"), KAPPA_BOUNDS[1]],
+            "origin": "measured",
+            "reason": reason + ": the data do not bound it above (no spread they can see)",
+        }
+    return {  # bounded, but the fit sits at the searched range's edge: no standard error
+        "range": [float(f"{lo:.4g}"), float(f"{hi:.4g}")],
         "origin": "measured",
-        "reason": reason + ": the data do not bound it above (no spread they can see)",
+        "reason": reason + ": the fit is at the edge of the searched concentrations",
     }
 
 
@@ -180,8 +186,8 @@ def with_spread(cal: Calibration, fit: SpreadFit, source: str) -> Calibration:
         FittedValue(
             FIELD, fit.kappa, fit.kappa_stderr, base_kappa, True,
             f"measured from {source} (per-request spread)" if fit.identified else
-            f"measured from {source} (per-request spread; a range [{fit.kappa_interval[0]:.4g}, "
-            f"{KAPPA_BOUNDS[1]:g}]: the data do not bound it above)",
+            f"measured from {source} (per-request spread; a range: "
+            f"{_uncertainty_entry(fit, source)['range']})",
         ),
     )  # fmt: skip
     cov = np.array(cal.covariance, dtype=float).reshape(len(cal.fitted), len(cal.fitted))

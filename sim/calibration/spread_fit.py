@@ -229,9 +229,9 @@ def fit_spread(
             f"least {MIN_REQUESTS}",
             source=source,
         )
-    total_s = sum(r.accepted for r in requests)
-    total_f = sum(r.rejected for r in requests if r.rejected is not None)
-    if total_s == 0 or (all(r.rejected is not None for r in requests) and total_f == 0):
+    none = all(r.accepted == 0 for r in requests)
+    every = all(r.accepted == num_steps * r.verify_steps or r.rejected == 0 for r in requests)
+    if none or every:
         raise SpecsimError(
             "every draft was rejected or every one accepted: a rate of 0 or 1 has no spread to fit",
             source=source,

@@ -1074,6 +1074,8 @@ PER_REQUEST = {
     "histogram-too-long": (_sgl(2, 5, spec_correct_drafts_histogram=[0, 0, 0, 0, 0, 2]), "list"),
     "tokens-above-histogram": (_sgl(2, 30, spec_correct_drafts_histogram=[1, 1]), "completion"),
     "one-request": (_sgl(4, 9), "at least 2"),
+    "proposed-0": (_sgl(4, 9, spec_num_proposed_drafts=0), "drafts a verify step"),
+    "all-accepted": (_sgl(2, 9, spec_num_proposed_drafts=6) * 2, "every one accepted"),
     "vllm-accepted-above-drafted": (_vllm_sd(num_accepted_draft_tokens=7), "accepted drafts"),
     "vllm-drafts-above-k": (_vllm_sd(num_draft_tokens=9), "num_spec_tokens"),
     "vllm-histogram-sum": (_vllm_sd(acceptance_histogram=[0, 1, 0, 0]), "histogram"),

@@ -237,6 +237,13 @@ def _sglang_k(records: list[tuple[int, dict[str, Any]]], source: str, listed: bo
                 source,
                 f"{where}: {prefix}{key}",
             )
+        if not 1 <= proposed // steps <= MAX_NUM_STEPS:
+            raise _impossible(
+                f"{proposed // steps} drafts a verify step: a speculative chain drafts 1 to "
+                f"{MAX_NUM_STEPS}",
+                source,
+                f"{where}: {prefix}{key}",
+            )
         if k is not None and proposed // steps != k:
             raise _impossible(
                 f"{proposed // steps} drafts a step, earlier records {k}: one file is one "

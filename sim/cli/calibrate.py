@@ -74,7 +74,8 @@ POINT_OPTION = click.option(
     multiple=True,
     metavar="K:AL:TOKS",
     help="Measured speculative tok/s at num_steps K with accept length AL "
-    "(repeat for several num_steps).",
+    "(repeat for several num_steps); K/TOPK/NDT:AL:TOKS is an SGLang tree row (num_steps, "
+    "topk, num_draft_tokens; docs/trees.md).",
 )
 VLLM_METRICS_OPTION = click.option(
     "--vllm-metrics",

@@ -1067,6 +1067,7 @@ PER_REQUEST = {
     "nan": ('{"meta_info": {"spec_verify_ct": NaN, "completion_tokens": 3}}\n', "finite"),
     "verify-negative": (_sgl(-3, 10), "spec_verify_ct"),
     "verify-fraction": (_sgl(2.5, 10), "spec_verify_ct"),
+    "verify-huge": (_sgl(10**300, 10), "spec_verify_ct"),
     "verify-0-with-tokens": (_sgl(0, 40), "spec_verify_ct 0"),
     "tokens-below-verify": (_sgl(10, 5), "completion_tokens"),
     "al-above-k-plus-1": (_sgl(3, 30, spec_num_proposed_drafts=9), "accept length"),

@@ -168,7 +168,7 @@ def _count(record: dict[str, Any], key: str, source: str, where: str, prefix: st
         raise SpecsimError(f"expected a count, got {got}", source=source, field=field)
     if not (value == value and 0 <= value <= MAX_COUNT and value == int(value)):
         raise SpecsimError(
-            f"expected a count (an integer in [0, {MAX_COUNT:g}]), got {value:g}",
+            f"expected a count (an integer in [0, {MAX_COUNT:g}]), got {repr(value)[:60]}",
             source=source,
             field=field,
         )

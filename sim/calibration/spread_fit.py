@@ -167,7 +167,8 @@ class _Likelihood:
             accepted = np.array([r.accepted for r in latent])
             self.log_w, t = latent_log_weights(steps, accepted, num_steps)
             self.s_latent = accepted.astype(float)[:, None]
-            self.f_latent = (steps[:, None] - t[None, :]).astype(float)
+            # failures n - t; past a request's own n the weight is -inf, the betaln kept finite
+            self.f_latent = np.maximum(steps[:, None] - t[None, :], 0).astype(float)
             self.n_requests = len(known) + len(latent)
         else:
             self.n_requests = len(known)
@@ -175,10 +176,9 @@ class _Likelihood:
     def __call__(self, a: float, b: float) -> float:
         total = float(np.sum(special.betaln(a + self.s_known, b + self.f_known)))
         if self.latent:
-            with np.errstate(invalid="ignore"):
-                terms = self.log_w + special.betaln(a + self.s_latent, b + self.f_latent)
-            terms = np.where(np.isfinite(self.log_w), terms, -np.inf)
-            total += float(np.sum(special.logsumexp(terms, axis=1)))
+            terms = self.log_w + special.betaln(a + self.s_latent, b + self.f_latent)
+            top = terms.max(axis=1, keepdims=True)  # finite: t = 0 or some t is possible
+            total += float(np.sum(np.log(np.exp(terms - top).sum(axis=1)) + top[:, 0]))
         return total - self.n_requests * float(special.betaln(a, b))
 
 
@@ -277,13 +277,19 @@ def _profile_interval(nll, x, best, bounds) -> tuple[float, float | None]:
     likelihood, minimised over logit m, rises ``PROFILE_DROP`` above its minimum (the
     search bound below when it never does there; None above)."""
 
+    # logit m moves little along the profile: search it within 4 of the fit (the bounds)
+    near = (max(bounds[0][0], x[0] - 4.0), min(bounds[0][1], x[0] + 4.0))
+
     def profile(lk: float) -> float:
-        res = optimize.minimize_scalar(
-            lambda lm: nll(np.array([lm, lk])),
-            bounds=bounds[0],
-            method="bounded",
-            options={"xatol": 1e-6},
-        )
+        for where in (near, bounds[0]):  # the full range when the minimum is at near's edge
+            res = optimize.minimize_scalar(
+                lambda lm: nll(np.array([lm, lk])),
+                bounds=where,
+                method="bounded",
+                options={"xatol": 1e-5},
+            )
+            if min((abs(res.x - e) for e in near if e not in bounds[0]), default=1.0) > 1e-3:
+                break
         return float(res.fun) - best - PROFILE_DROP
 
     lo_k, hi_k = bounds[1]

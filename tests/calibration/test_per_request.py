@@ -231,3 +231,22 @@ def test_the_written_spread_is_an_uncertain_input_of_later_answers(tmp_path: Pat
     inputs = {u.field: u for u in uncertain_inputs(load_scenario(out))}
     spread = inputs["acceptance.concentration"]
     assert spread.origin == "measured" and spread.kind == "normal" and spread.stderr > 0
+
+
+def test_a_prediction_carries_the_spread_error() -> None:
+    from sim.binding.bind import closed_form_tok_s
+    from sim.calibration.calibrate import calibrate
+    from sim.calibration.measurements import Measurements
+    from sim.calibration.spread import per_request_measurement, with_spread
+
+    base = load_scenario(LLAMA, ("speculation.num_steps=3",))
+    file = read_per_request(VLLM)
+    cal = calibrate(base, Measurements() + per_request_measurement(file))
+    fit = fit_spread(list(file.requests), file.num_steps)
+    spread = with_spread(cal, fit, str(VLLM))
+    assert spread.value("acceptance.concentration").stderr == fit.kappa_stderr
+    # tok/s moves with the concentration, so its error enters the prediction's
+    tok_s = closed_form_tok_s(spread.scenario)
+    wider = closed_form_tok_s(spread.with_values({"acceptance.concentration": fit.kappa / 2}))
+    assert abs(wider - tok_s) > 1e-4 * tok_s
+    assert spread.prediction_stderr(closed_form_tok_s) > cal.prediction_stderr(closed_form_tok_s)

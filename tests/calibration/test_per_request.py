@@ -77,6 +77,28 @@ def test_vllm_responses_give_rejections_from_histogram_or_per_step_lists() -> No
     )
 
 
+def test_sglang_log_requests_finish_lines_in_both_formats() -> None:
+    import ast
+
+    text_log = read_per_request(DATA / "sglang_log_requests.log")
+    # the meta_info of each text line, parsed as the Python literal it is in this sample
+    metas = [
+        ast.literal_eval(line[line.rindex("'meta_info': ") + 13 : -1])
+        for line in (DATA / "sglang_log_requests.log").read_text().splitlines()
+        if "Finish: obj=" in line
+    ]
+    assert len(text_log.requests) == len(metas) == 25 and text_log.num_steps == 3
+    assert [(r.verify_steps, r.accepted) for r in text_log.requests] == [
+        (m["spec_verify_ct"], m["spec_num_correct_drafts"]) for m in metas
+    ]
+    json_log = read_per_request(DATA / "sglang_log_requests_json.log")
+    lines = (DATA / "sglang_log_requests_json.log").read_text().splitlines()
+    metas = [json.loads(x[x.index("{") :])["out"]["meta_info"] for x in lines]
+    assert [r.rejected for r in json_log.requests] == [
+        sum(m["spec_correct_drafts_histogram"][:3]) for m in metas
+    ]
+
+
 # --------------------------------------------------------------------------- the law
 
 

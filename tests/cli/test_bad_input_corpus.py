@@ -1074,6 +1074,12 @@ PER_REQUEST = {
     "histogram-sum": (_sgl(3, 8, spec_correct_drafts_histogram=[1, 1]), "histogram"),
     "histogram-too-long": (_sgl(2, 5, spec_correct_drafts_histogram=[0, 0, 0, 0, 0, 2]), "list"),
     "tokens-above-histogram": (_sgl(2, 30, spec_correct_drafts_histogram=[1, 1]), "completion"),
+    "log-json-broken": ('[2026-12-04 11:00:00] {"event": "request.finished", "out": {\n', "line 1"),
+    "log-json-no-meta": ('[t] {"event": "request.finished", "out": {}}\n', "meta_info"),
+    "log-text-float-count": (
+        "[t] Finish: obj=X(), out={'meta_info': {'completion_tokens': 9.5, 'spec_verify_ct': 3}}\n",
+        "completion_tokens",
+    ),
     "one-request": (_sgl(4, 9), "at least 2"),
     "proposed-0": (_sgl(4, 9, spec_num_proposed_drafts=0), "drafts a verify step"),
     "all-accepted": (_sgl(2, 9, spec_num_proposed_drafts=6) * 2, "every one accepted"),

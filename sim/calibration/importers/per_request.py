@@ -11,10 +11,12 @@ verify steps that accepted exactly j drafts (``schedule_batch.py``
 ``update_spec_correct_drafts_histogram``; the list grows to the largest j seen). Older
 releases give ``spec_verify_ct`` and ``completion_tokens`` only; the first token comes from
 the prefill and each verify step emits its accepted drafts plus one, so the accepted drafts
-are ``completion_tokens - 1 - spec_verify_ct``. Two files hold it:
+are ``completion_tokens - 1 - spec_verify_ct``. Three files hold it:
 
 - the responses of the native ``/generate`` endpoint (an object with ``meta_info``, a list
   of them for a batch, or one a line), saved by the user;
+- the server log of ``--log-requests`` (its ``Finish:`` lines, text or JSON;
+  sim/calibration/importers/sglang_request_log.py);
 - ``--export-metrics-to-file`` (``python/sglang/srt/managers/request_metrics_exporter.py``,
   ``FileRequestMetricsExporter``): ``sglang-request-metrics-YYYYMMDD_HH.log``, one JSON
   object a line per finished request, the ``meta_info`` keys at the top level beside
@@ -46,6 +48,7 @@ from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import MAX_JSON_DEPTH, load_objects
+from sim.calibration.importers.sglang_request_log import is_request_log, request_log_records
 from sim.errors import SpecsimError
 from sim.files import json_depth
 from sim.scenario.schema import MAX_NUM_STEPS
@@ -484,8 +487,10 @@ def parse_per_request(
     the k of an SGLang file that does not state its proposed drafts."""
     if fmt not in FORMATS:
         raise SpecsimError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}", source=source)
-    records = _records(text, source)
-    listed = text.strip().startswith("[")
+    if is_request_log(text):  # an SGLang server log with --log-requests finish lines
+        records, listed = request_log_records(text, source), False
+    else:
+        records, listed = _records(text, source), text.strip().startswith("[")
     kind = _detect(records) if fmt == "auto" else fmt
     if kind is None:
         raise SpecsimError(

@@ -74,7 +74,7 @@ def status_text(done: int, total: int, elapsed_s: float) -> str:
 
 
 class ProgressBar:
-    """``progress(done, total)`` callback for ``sim.montecarlo.simulate`` and the serving
+    """``progress(done, total)`` callback for ``sim.simulation.simulate.simulate`` and the serving
     studies.
 
     Draws nothing when ``enabled`` is false (``--quiet``) or stderr is not a terminal, and

@@ -173,7 +173,7 @@ def render_comparison_screen(doc: Mapping[str, Any]) -> str:
             f"  {c['cycle_ms_mean']:>8.1f}  {phase} {ms:.1f}" + ("" if over == "-" else f"; {over}")
         )
     if doc["targets"]:
-        cells = {
+        targets = {
             id(c): [
                 (f"k={_best(row)}" if row["reachable"] else "unreachable")
                 + f" (flat {fmt_alpha(row.get('flat_alpha_at_best'))})"
@@ -181,12 +181,12 @@ def render_comparison_screen(doc: Mapping[str, Any]) -> str:
             ]
             for c in shown
         }
-        w_t = max(14, *(len(x) for row in cells.values() for x in row))
+        w_t = max(14, *(len(x) for row in targets.values() for x in row))
         heads = "".join(f"  {f'{t:g} tok/s':<{w_t}}" for t in doc["targets"])
         lines += ["", "first-position rate needed at the best k (flat rates):"]
         lines.append(f"  {'':<{width}}{heads}")
         for c in shown:
-            lines.append(f"  {name(c)}" + "".join(f"  {x:<{w_t}}" for x in cells[id(c)]))
+            lines.append(f"  {name(c)}" + "".join(f"  {x:<{w_t}}" for x in targets[id(c)]))
     full = render_comparison(doc).splitlines()
     notes = full[next(i for i, n in enumerate(full) if n.startswith("(Monte Carlo")) + 1 :]
     if notes:

@@ -39,7 +39,9 @@ rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are
 
 Routed experts under a fused-MoE kernel (``PassPhysics.moe_kernel``, sim/hardware/
 experts.py): their reads enter the work as the kernel costs them, per distinct expert a
-fixed ``expert_us`` plus its bytes at ``hbm_efficiency`` x peak, instead of bytes at peak;
+fixed ``expert_us`` plus its bytes at ``hbm_efficiency`` x peak, instead of bytes at peak,
+and the FLOPs of their token-expert pairs at ``pair_flop_efficiency`` x peak (public
+fused-MoE curves past the union's saturation: 0.22-0.80 of peak), instead of at peak;
 and the union counts each sequence's consecutive tokens as overlapping
 (``expert_overlap``, ``sequence_union_tokens``) when the caller says how many sequences
 the tokens belong to. Beyond the last measured point a MoE pass's curve grows at most at
@@ -313,6 +315,18 @@ class BatchedPass:
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
         return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
 
+    def _flops(self, tokens: int) -> float:
+        """FLOPs of a pass over ``tokens`` tokens (all ranks together) in peak-equivalents:
+        2 x active params x tokens, the routed experts' share (the token-expert pairs)
+        divided by the fused-MoE kernel's ``pair_flop_efficiency`` when one runs them."""
+        p, w = self.physics, self.physics.weights
+        flops = w.flops(tokens)
+        if p.moe_kernel is None or not w.is_moe or p.moe_kernel.pair_flop_efficiency == 1.0:
+            return flops
+        assert w.experts_per_token and w.expert_params
+        pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
+        return flops + pairs * (1.0 / p.moe_kernel.pair_flop_efficiency - 1.0)
+
     def _token_terms(
         self, tokens: int, sequences: int | None = None
     ) -> tuple[float, float, Envelope]:
@@ -325,7 +339,7 @@ class BatchedPass:
         if terms is None:
             p = self.physics
             memory_ms = self._memory_ms(tokens, sequences)
-            flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
+            flop_ms = self._flops(tokens) / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))

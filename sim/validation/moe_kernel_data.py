@@ -23,6 +23,7 @@ class KernelCurve:
     expert_bytes: float
     gpu: str
     us: dict[int, float]
+    bytes_per_param: float = 1.0
 
 
 #: vllm-project/vllm PR #24700 ("Improve default fused moe configs", H100): Mixtral-8x7B
@@ -48,6 +49,7 @@ MIXTRAL_BF16_TP2_H100 = KernelCurve(
         96: 494.42,
         128: 491.39,
     },
+    bytes_per_param=2.0,
 )
 
 #: Same PR: Qwen3-30B-A3B FP8 (fp8_w8a8) TP1, main's default config: an expert is
@@ -90,6 +92,31 @@ QWEN3_235B_FP8_TP8_H200 = KernelCurve(
 #: Calibration (fitted together) and scored curves.
 CALIBRATION = (MIXTRAL_BF16_TP2_H100, QWEN3_30B_FP8_TP1_H100)
 SCORED = (QWEN3_235B_FP8_TP8_H200,)
+
+#: The same two PR #24700 runs beyond 128 tokens, where every expert is read (Mixtral's 8
+#: from 8 tokens, Qwen3's 128 from about 64): the time grows with the token-expert pairs
+#: multiplied, which gives their FLOP efficiency (sim/hardware/experts.py
+#: ``PAIR_FLOP_EFFICIENCY``). Mixtral's printed run stops at 1,536 tokens.
+SATURATED_US: dict[str, dict[int, float]] = {
+    MIXTRAL_BF16_TP2_H100.name: {256: 536.77, 512: 662.33, 1024: 833.72, 1536: 1122.93},
+    QWEN3_30B_FP8_TP1_H100.name: {
+        256: 355.49,
+        512: 391.86,
+        1024: 536.33,
+        1536: 727.31,
+        2048: 911.64,
+        3072: 1279.17,
+        4096: 1647.57,
+    },
+}
+
+#: vllm-project/vllm PR #44152 (comment of 2026-06-01): one ``fused_moe_kernel`` call (the
+#: first expert GEMM alone, N = 14336 by K = 4096, BF16) of Mixtral-8x7B's shape (E=8,
+#: top-2) on an H20 with vLLM's default config, 1.101 ms at 512 tokens and 3.588 ms at
+#: 2,048: held out from the efficiency's fit (another GPU, a single GEMM).
+H20_GEMM_URL = "https://github.com/vllm-project/vllm/pull/44152"
+H20_MIXTRAL_GEMM1_MS: dict[int, float] = {512: 1.101, 2048: 3.588}
+H20_MIXTRAL_GEMM1_PARAMS = 14336 * 4096
 
 #: vllm-project/vllm issue #32832 (nsys of a serving generation step, H200, TP8, conc 16,
 #: real routing): "2 triton MoE kernels take about 109us" for DeepSeek-V3.1 (block FP8,

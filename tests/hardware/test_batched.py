@@ -178,6 +178,29 @@ def test_kernel_costed_experts_and_correlated_union_by_hand():
         bp._token_terms(4, 8)
 
 
+def test_pair_flops_of_routed_experts_run_at_the_kernels_efficiency_by_hand():
+    base = physics(SEED)
+    p = dataclasses.replace(
+        base, moe_kernel=FusedMoeKernel(30.0, 0.5, 0.8, pair_flop_efficiency=0.25)
+    )
+    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    w, gpu, gpus = p.weights, p.hardware.gpu, p.hardware.gpus
+    peak_per_ms = gpu.bf16_tflops * 1e9
+    for tokens in (1, 64, 512):
+        pairs = 2 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
+        dense = w.flops(tokens) - pairs
+        assert bp._token_terms(tokens)[1] == pytest.approx(
+            (dense + pairs / 0.25) / gpus / peak_per_ms, rel=1e-12
+        )
+    # at efficiency 1 (and without a kernel) the pass's FLOPs are 2 x active params at peak
+    at_peak = dataclasses.replace(p, moe_kernel=FusedMoeKernel(30.0, 0.5, 0.8))
+    for physics_ in (at_peak, base):
+        flat = BatchedPass(physics_, bp.curve)
+        assert flat._token_terms(64)[1] == pytest.approx(w.flops(64) / gpus / peak_per_ms)
+    with pytest.raises(ValueError, match="pair_flop_efficiency"):
+        FusedMoeKernel(30.0, 0.5, 0.8, pair_flop_efficiency=0.0)
+
+
 def test_a_single_point_follows_a_kin_curve():
     p = physics(SEED)
     decode = calibrated_pass(

@@ -25,6 +25,10 @@ from sim.hardware.experts import (
 from sim.hardware.gpus import gpu_preset
 from sim.validation import moe_kernel_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.per_token_candidates import MARLIN_H20_POINTS, MARLIN_H20_SHAPE
+
+#: The Marlin kernel's timings (sim/validation/per_token_candidates.py).
+MARLIN_URL = "https://github.com/flagos-ai/FlagGems/pull/3609"
 
 __all__ = ["fit_fused_moe", "moe_kernel_cases", "pair_flop_efficiency"]
 
@@ -155,12 +159,27 @@ def pair_efficiency_case() -> Case:
         interval90=(grown(high), grown(low)),
     )
     measured = peak_ms / (t1 - t0)
+    # FlagGems PR #3609: vLLM's Marlin W4A16 fused MoE on an H20 (E = 512, top-10), its
+    # growth from 256 tokens (509 of 512 experts read) to 1,024 (per_token_candidates.py)
+    (n0, ms0), (n1, ms1) = MARLIN_H20_POINTS
+    shape = MARLIN_H20_SHAPE
+    marlin_peak_ms = (
+        (n1 - n0) * shape["top_k"] * 6.0 * shape["hidden"] * shape["intermediate"]
+    ) / (h20.bf16_tflops * 1e9)
+    marlin = Row(
+        "fused-MoE kernel ms growth, all experts read",
+        f"Marlin W4A16 fused MoE, 512 experts top-10, H20, M={n0} -> {n1}",
+        f"{n1 - n0} more tokens x 10 pairs at {PAIR_FLOP_EFFICIENCY:.2f} of the H20's peak",
+        ms1 - ms0,
+        marlin_peak_ms / PAIR_FLOP_EFFICIENCY,
+        interval90=(marlin_peak_ms / high, marlin_peak_ms / low),
+    )
     return Case(
         title="Fused-MoE kernel past the union's saturation: the FLOP efficiency of token-"
         "expert pairs",
-        sources=(pub.CALIBRATION[0].source, pub.H20_GEMM_URL),
+        sources=(pub.CALIBRATION[0].source, pub.H20_GEMM_URL, MARLIN_URL),
         calibrated_on=tuple(f"{c.name}, 256 tokens and more" for c in pub.CALIBRATION),
-        rows=(row,),
+        rows=(row, marlin),
         setup=(
             "1 / the slope of kernel time against the pairs' FLOPs at the GPU's dense BF16 "
             "peak (2 x the expert's parameters per rank a pair), from 256 tokens on: "
@@ -171,10 +190,12 @@ def pair_efficiency_case() -> Case:
             "before",
         ),
         notes=(
-            f"The held-out GEMM reached {measured:.2f} of the H20's peak: few large experts "
-            "on a GPU with little compute sit at the top of the range or above it, many "
-            "small experts (Qwen3's 128 of 4.7M parameters) at its bottom; the range, not "
-            "the middle, is what the evidence supports.",
+            f"The held-out Mixtral GEMM reached {measured:.2f} of the H20's peak, the "
+            f"held-out Marlin kernel (512 experts of 12.6M parameters, W4A16) "
+            f"{marlin_peak_ms / (ms1 - ms0):.2f}: few large experts on a GPU with little "
+            "compute sit at the top of the range or above it, many small experts (Qwen3's 128 "
+            "of 4.7M parameters) at its bottom; the range, not the middle, is what the "
+            "evidence supports.",
         ),
     )
 

@@ -110,15 +110,15 @@ def _with_bar(monkeypatch, stream: io.StringIO, *args: str):
 
 def test_the_bar_advances_through_the_bisections(monkeypatch):
     """The grid (2 loads x 2 policies) runs as one batch with its bar; the bisections then
-    simulate one load at a time (8 points here, 2 replications each): the bar advances per
+    simulate one load at a time (10 points here, 2 replications each): the bar advances per
     replication through them (it stood still there), counting up without a total."""
     tty = FakeTty()
     doc, calls = _with_bar(monkeypatch, tty)
     grid = [c for c in calls if c[1] is not None]
     assert grid == [(1, 4), (2, 4), (3, 4), (4, 4)]
     one_by_one = [c for c in calls if c[1] is None]
-    assert doc["runs"] == 12
-    assert one_by_one == [(i, None) for i in range(1, 2 * (12 - 4) + 1)]
+    assert doc["runs"] == 14
+    assert one_by_one == [(i, None) for i in range(1, 2 * (14 - 4) + 1)]
     out = tty.getvalue()
     assert "simulating" in out and "one load at a time" in out and "16" in out
 

@@ -75,5 +75,8 @@ def test_pair_efficiency_is_exact_on_a_line_the_model_generates():
 
 def test_the_efficiency_case_scores_a_curve_it_did_not_fit():
     case = pair_efficiency_case()
-    assert len(case.rows) == 1 and "H20" in case.rows[0].figure
-    assert all(c.name not in case.rows[0].figure for c in pub.CALIBRATION)
+    assert len(case.rows) == 2 and all("H20" in r.figure for r in case.rows)
+    assert all(c.name not in r.figure for c in pub.CALIBRATION for r in case.rows)
+    marlin = case.rows[1]  # FlagGems #3609's Marlin kernel: 0.38 of peak, inside the range
+    assert marlin.interval90 is not None
+    assert marlin.interval90[0] < marlin.measured < marlin.interval90[1]

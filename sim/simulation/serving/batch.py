@@ -35,9 +35,17 @@ import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
-from sim.simulation.serving.counter_rng import counter_bits_block
+from sim.simulation.serving.counter_rng import counter_bits_block, counter_bits_step
 
-__all__ = ["BlockPlan", "DecodeBatch", "accept_lengths", "expected_path", "plan_block"]
+__all__ = [
+    "BlockPlan",
+    "DecodeBatch",
+    "StepPlan",
+    "accept_lengths",
+    "expected_path",
+    "plan_block",
+    "plan_step",
+]
 
 
 class DecodeBatch:
@@ -258,3 +266,52 @@ def plan_block(
         durations = cost.decode_ms(b, k, context, prefill, drafter)
     ends = np.cumsum(durations)
     return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """One decode iteration of a fixed batch drafting ``k`` (a Draft): ``lengths`` int64
+    (B,), the tokens request b emits; ``tokens``, their sum; ``duration_ms``. The same
+    numbers as ``plan_block`` with one iteration, in Python scalars where it had arrays
+    of one element."""
+
+    k: Draft
+    lengths: np.ndarray
+    tokens: int
+    duration_ms: float
+
+
+def plan_step(
+    batch: DecodeBatch,
+    k: Draft,
+    cost: IterationCost,
+    drafter: bool = False,
+    *,
+    columns: slice | None = None,
+    accepted_extend: bool = False,
+) -> StepPlan:
+    """Plan one iteration of ``batch`` drafting ``k`` (arguments as ``plan_block``'s):
+    request b's accept length is 1 + #{j : U_b < T_bj}, U_b its draw of the cycle
+    ``batch.cycles[b]`` (the first column of ``accept_lengths``)."""
+    if columns is None:
+        if not isinstance(k, int):
+            raise ValueError("a tree's threshold columns must be given")
+        columns = slice(0, k)
+    thresholds = batch.thresholds[:, columns]
+    bits = counter_bits_step(batch.keys, batch.cycles)
+    lengths = (bits[:, None] < thresholds).sum(axis=1)
+    lengths += 1
+    tokens = int(lengths.sum())
+    context = float(batch.context.sum())
+    if accepted_extend and not (isinstance(k, int) and k == 0):
+        duration = cost.decode_ms_at(
+            batch.size,
+            k,
+            context,
+            drafter,
+            extend_tokens=expected_path(thresholds),
+            accepted_tokens=tokens,
+        )
+    else:
+        duration = cost.decode_ms_at(batch.size, k, context, drafter)
+    return StepPlan(k, lengths, tokens, duration)

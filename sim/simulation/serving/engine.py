@@ -50,7 +50,7 @@ from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree_acceptance import TreeAcceptance
 from sim.model.tree_rates import Shares
 from sim.simulation.engines.common import request_stream
-from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
+from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
 from sim.simulation.serving.records import Recorder, ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.workload import (
@@ -402,12 +402,24 @@ class Server:
         """Draft of a decode iteration of ``batch`` requests (the controller's k, if adaptive)."""
         return self.k_of[batch] if self.controller is None else self.controller.k_for_batch(batch)
 
-    def plan_decode(self) -> BlockPlan:
+    def plan_decode(self) -> BlockPlan | StepPlan:
+        """The next decode iterations: a block, or one iteration alone (``plan_step``, the
+        same numbers as a block of one with less work: many users' batches finish a
+        request nearly every iteration)."""
         b = self.batch.size
         k = self.k_now(b)
         size = self.block_size(k)
         if self.controller is not None:  # no further than the controller keeps its k
             size = min(size, self.controller.horizon(b))
+        if size == 1:
+            return plan_step(
+                self.batch,
+                k,
+                self.cost,
+                self.drafter,
+                columns=self.columns.get(k) if is_tree(k) else None,
+                accepted_extend=self.accepted_extend,
+            )
         return self._plan(k, size)
 
     def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
@@ -428,17 +440,10 @@ class Server:
         first_end, last_end = float(ends[0]), float(ends[-1])
         self.iteration_ms = last_end / n - start_ms / n
         # deliveries: every request gets its tokens at the end of every iteration
-        last = batch.last_ms
-        if last.min() < 0:  # requests without a first token yet get it now
-            fresh = last < 0
-            for rid in batch.ids[fresh].tolist():
-                rec.live[rid].first_token_ms = first_end
-            rec.gaps(first_end - last[~fresh], 1.0)
-        else:
-            rec.gaps(first_end - last, 1.0)
+        self._deliver(first_end)
         if n > 1:
             rec.gaps(durations[1:], float(b))
-        last.fill(last_end)
+        batch.last_ms.fill(last_end)
         need = batch.need
         need -= emitted
         delivered = plan.per_iteration[:n].copy()
@@ -455,17 +460,65 @@ class Server:
         rec.cycle_tokens += int(plan.total[n - 1])
         batch.context += emitted
         batch.cycles += n
+        self._advance(emitted, lowest, last_end)
+
+    def step_done(self, plan: StepPlan, start_ms: float) -> None:
+        """Commit one iteration planned by ``plan_step`` (started at ``start_ms``): what
+        ``decode_done`` does with a block of one, in scalars."""
+        batch, rec = self.batch, self.rec
+        b = batch.size
+        duration = plan.duration_ms
+        end = duration + start_ms
+        self.iteration_ms = end - start_ms
+        self._deliver(end)
+        batch.last_ms.fill(end)
+        need = batch.need
+        emitted = plan.lengths
+        need -= emitted
+        lowest = int(need.min())
+        delivered = plan.tokens
+        if lowest < 0:  # the last cycle of a finishing request overshoots its count
+            delivered += int(need[need < 0].sum())
+        rec.decode_step_done(b, start_ms, end, duration, self.held_tokens(), delivered)
+        if self.controller is not None:  # accepted drafts per request, (B, 1)
+            k = plan.k
+            assert isinstance(k, int)  # the controller's own k_for_batch: a chain
+            self.controller.observe(b, k, (emitted - 1)[:, None])
+        rec.request_cycles += b
+        rec.cycle_tokens += plan.tokens
+        batch.context += emitted
+        batch.cycles += 1
+        self._advance(emitted, lowest, end)
+
+    def _deliver(self, end_ms: float) -> None:
+        """The delivery gaps of an iteration ending at ``end_ms`` (requests without a first
+        token get it then)."""
+        batch, rec = self.batch, self.rec
+        last = batch.last_ms
+        if last.min() < 0:  # requests without a first token yet get it now
+            fresh = last < 0
+            for rid in batch.ids[fresh].tolist():
+                rec.live[rid].first_token_ms = end_ms
+            rec.gaps(end_ms - last[~fresh], 1.0)
+        else:
+            rec.gaps(end_ms - last, 1.0)
+
+    def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:
+        """After iterations in which the rows emitted ``emitted`` (B,) tokens, ending at
+        ``end_ms`` (``lowest``: the least tokens still needed): finished requests leave
+        and free their KV, the survivors' growth is reserved."""
+        batch, rec = self.batch, self.rec
         growth = emitted
         if lowest <= 0:
-            finished = need <= 0
+            finished = batch.need <= 0
             freed = 0
             for row in np.flatnonzero(finished).tolist():
                 req = rec.live[int(batch.ids[row])]
                 req.generated = req.output_tokens
                 req.cycles = int(batch.cycles[row])
-                req.last_delivery_ms = last_end
+                req.last_delivery_ms = end_ms
                 freed += int(batch.context[row] - emitted[row]) + self.lookahead
-                self._complete(req, last_end)
+                self._complete(req, end_ms)
             if self.kv is not None and freed:
                 self.kv.put(freed)
             alive = ~finished
@@ -613,18 +666,22 @@ def scheduler_process(env: simpy.Environment, server: Server):
             rec.tokens_delivered += tokens if start >= rec.window_start_ms else 0
         else:
             plan = server.plan_decode()
-            n = plan.iterations
-            waiting = server.queue.items  # the store's own list: arrivals show up here
-            durations = plan.durations_ms.tolist()
-            done = server.uncut_iterations(durations)
-            for delay in jumps(env.now, durations[:done]):  # iterations no arrival can cut
-                yield env.timeout(delay)
-            for duration in durations[done:]:
-                yield env.timeout(duration)
-                done += 1
-                if waiting and done < n and server.admissible():
-                    break
-            server.decode_done(plan, done, start)
+            if isinstance(plan, StepPlan):  # one iteration: one timeout, nothing to cut
+                yield env.timeout(jumps(env.now, [plan.duration_ms])[0])
+                server.step_done(plan, start)
+            else:
+                n = plan.iterations
+                waiting = server.queue.items  # the store's own list: arrivals show up here
+                durations = plan.durations_ms.tolist()
+                done = server.uncut_iterations(durations)
+                for delay in jumps(env.now, durations[:done]):  # iterations no arrival can cut
+                    yield env.timeout(delay)
+                for duration in durations[done:]:
+                    yield env.timeout(duration)
+                    done += 1
+                    if waiting and done < n and server.admissible():
+                        break
+                server.decode_done(plan, done, start)
         if server.completions != completed:
             yield env.timeout(0)  # users answered at this instant send before the next step
 

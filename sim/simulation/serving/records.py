@@ -420,6 +420,24 @@ class Recorder:
         self.kv_peak = max(self.kv_peak, int(peak.max()))
         self.tokens_delivered += int(delivered.sum())
 
+    def decode_step_done(
+        self,
+        batch: int,
+        start_ms: float,
+        end_ms: float,
+        duration_ms: float,
+        held_tokens: int,
+        delivered: int,
+    ) -> None:
+        """``decode_iterations_done`` of one iteration, in scalars (the same bits)."""
+        self.decode_iterations += 1
+        if start_ms < self.window_start_ms and end_ms - duration_ms < self.window_start_ms:
+            return
+        self.batch_time_ms[batch] += duration_ms
+        self.kv_token_ms += held_tokens * duration_ms
+        self.kv_peak = max(self.kv_peak, held_tokens)
+        self.tokens_delivered += delivered
+
     def prefill_done(self, start_ms: float, duration_ms: float, held_tokens: int, tokens: int):
         self.prefill_iterations += 1
         if start_ms < self.window_start_ms:

@@ -61,6 +61,7 @@ from sim.simulation.serving.workload import (
     SourceStreams,
     Trace,
     Workload,
+    refill_together,
 )
 
 __all__ = ["ServingPlan", "ServingStreams", "run_replication"]
@@ -151,18 +152,20 @@ class ServingStreams:
     rates: np.random.Generator
     keys: np.random.Generator
 
-    def source(self, index: int | None) -> tuple[SourceStreams, np.random.Generator]:
-        """(request streams, arrival stream) of user ``index``, or of the open stream."""
+    def source(self, index: int | None) -> SourceStreams:
+        """The request streams of user ``index``, or of the open stream."""
         if index is None:
-            return SourceStreams(self.lengths, self.rates, self.keys), self.arrivals
-        return (
-            SourceStreams(
-                request_stream(self.lengths, index),
-                request_stream(self.rates, index),
-                request_stream(self.keys, index),
-            ),
-            request_stream(self.arrivals, index),
+            return SourceStreams(self.lengths, self.rates, self.keys)
+        return SourceStreams(
+            request_stream(self.lengths, index),
+            request_stream(self.rates, index),
+            request_stream(self.keys, index),
         )
+
+    def arrival(self, index: int | None) -> np.random.Generator:
+        """The arrival stream (think times) of user ``index``, or of the open stream (gaps):
+        derived only where it is used (a stream costs a PCG64 jump)."""
+        return self.arrivals if index is None else request_stream(self.arrivals, index)
 
 
 @dataclass
@@ -731,17 +734,21 @@ def run_replication(
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
     if isinstance(arrivals, ClosedLoop):
-        for user in range(arrivals.users):
-            source_streams, think = streams.source(user)
-            source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
+        sources = [
+            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees)
+            for user in range(arrivals.users)
+        ]
+        refill_together(sources)  # every user's first block of rates in one pass
+        for user, source in enumerate(sources):
             if arrivals.think_ms > 0:
+                think = streams.arrival(user)
                 env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
             else:
                 send_next(server, source)
     else:
-        source_streams, gaps = streams.source(None)
-        source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
+        source = RequestSource(plan.workload, plan.acceptance, streams.source(None), server.trees)
         if isinstance(arrivals, Poisson):
+            gaps = streams.arrival(None)
             env.process(poisson_arrivals(env, server, source, gaps, arrivals.rate_per_s))
         else:
             env.process(trace_arrivals(env, server, source, arrivals))

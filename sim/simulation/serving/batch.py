@@ -299,10 +299,11 @@ def plan_step(
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
     bits = counter_bits_step(batch.keys, batch.cycles)
-    lengths = (bits[:, None] < thresholds).sum(axis=1)
+    # ufuncs' reduce: the arrays' sum and min without their Python wrappers
+    lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
     lengths += 1
-    tokens = int(lengths.sum())
-    context = float(batch.context.sum())
+    tokens = int(np.add.reduce(lengths))
+    context = float(np.add.reduce(batch.context))
     if accepted_extend and not (isinstance(k, int) and k == 0):
         duration = cost.decode_ms_at(
             batch.size,

@@ -216,6 +216,9 @@ class Server:
         self.stop = env.event()
         self.upcoming: list[float] = []  # announced arrival times (heap)
         self.completions = 0
+        # a completion resumes other processes (a thinking user, an open request, the
+        # horizon) at its instant: they run before the scheduler's next step
+        self.others_wait = True
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
 
     # ----- arrivals and admission
@@ -340,7 +343,8 @@ class Server:
 
     def held_tokens(self) -> int:
         """KV tokens held now: decode contexts + lookahead, and prefilling requests."""
-        return int(self.batch.context.sum()) + self.batch.size * self.lookahead + self.prefill_hold
+        batch = self.batch
+        return int(np.add.reduce(batch.context)) + batch.size * self.lookahead + self.prefill_hold
 
     # ----- decode
 
@@ -356,7 +360,7 @@ class Server:
         next (many users: a completion nearly every iteration, and a longer plan would be
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
-        shortest = int(self.batch.need.min())
+        shortest = int(np.minimum.reduce(self.batch.need))
         if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
             return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
@@ -478,7 +482,7 @@ class Server:
         need = batch.need
         emitted = plan.lengths
         need -= emitted
-        lowest = int(need.min())
+        lowest = int(np.minimum.reduce(need))
         delivered = plan.tokens
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered += int(need[need < 0].sum())
@@ -489,8 +493,9 @@ class Server:
             self.controller.observe(b, k, (emitted - 1)[:, None])
         rec.request_cycles += b
         rec.cycle_tokens += plan.tokens
-        batch.context += emitted
-        batch.cycles += 1
+        context, cycles = batch.context, batch.cycles
+        context += emitted
+        cycles += 1
         self._advance(emitted, lowest, end)
 
     def _deliver(self, end_ms: float) -> None:
@@ -498,7 +503,7 @@ class Server:
         token get it then)."""
         batch, rec = self.batch, self.rec
         last = batch.last_ms
-        if last.min() < 0:  # requests without a first token yet get it now
+        if np.minimum.reduce(last) < 0:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
@@ -685,7 +690,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
                     if waiting and done < n and server.admissible():
                         break
                 server.decode_done(plan, done, start)
-        if server.completions != completed:
+        if server.completions != completed and (server.others_wait or server.stop.triggered):
             yield env.timeout(0)  # users answered at this instant send before the next step
 
 
@@ -733,6 +738,10 @@ def run_replication(
     )
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
+    # users without think time send their next request from the completion itself
+    server.others_wait = not (
+        isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None
+    )
     if isinstance(arrivals, ClosedLoop):
         sources = [
             RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees)

@@ -167,7 +167,8 @@ _BITS = float(2**32)
 def expected_path(thresholds: np.ndarray) -> int:
     """The batch's expected tokens per cycle per request, rounded (>= 1): 1 + the mean
     over rows of sum_j T_j / 2^32 (``thresholds`` (B, d))."""
-    mean = 1.0 + float(thresholds.sum(dtype=np.float64)) / (_BITS * thresholds.shape[0])
+    total = np.add.reduce(thresholds, axis=None, dtype=np.float64)
+    mean = 1.0 + float(total) / (_BITS * thresholds.shape[0])
     return max(1, int(np.floor(mean + 0.5)))
 
 
@@ -236,7 +237,7 @@ def plan_block(
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
     lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
-    per_iteration = lengths.sum(axis=0, dtype=np.int64)  # (K,)
+    per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
     total = np.cumsum(per_iteration)
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
@@ -250,7 +251,7 @@ def plan_block(
     if growth[n - 1] > kv_free_tokens:  # growth is increasing: cut at its first excess
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
-    context = float(batch.context.sum()) + growth
+    context = float(np.add.reduce(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
         durations = cost.decode_ms(

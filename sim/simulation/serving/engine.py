@@ -454,7 +454,7 @@ class Server:
         need = batch.need
         need -= emitted
         delivered = plan.per_iteration[:n].copy()
-        lowest = int(need.min())
+        lowest = int(np.minimum.reduce(need))
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered[-1] += int(need[need < 0].sum())
         held = self.held_tokens() + plan.growth[:n]
@@ -465,8 +465,9 @@ class Server:
             self.controller.observe(b, k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
-        batch.context += emitted
-        batch.cycles += n
+        context, cycles = batch.context, batch.cycles
+        context += emitted
+        cycles += n
         self._advance(emitted, lowest, last_end)
 
     def step_done(self, plan: StepPlan, start_ms: float) -> None:

@@ -415,10 +415,10 @@ class Recorder:
             peak = held_tokens[inside]
         else:
             peak = held_tokens
-        self.batch_time_ms[batch] += durations_ms.sum()
+        self.batch_time_ms[batch] += np.add.reduce(durations_ms)
         self.kv_token_ms += float(held_tokens @ durations_ms)
-        self.kv_peak = max(self.kv_peak, int(peak.max()))
-        self.tokens_delivered += int(delivered.sum())
+        self.kv_peak = max(self.kv_peak, int(np.maximum.reduce(peak)))
+        self.tokens_delivered += int(np.add.reduce(delivered))
 
     def decode_step_done(
         self,

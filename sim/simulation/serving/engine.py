@@ -721,6 +721,13 @@ def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:
     return delays
 
 
+def others_wait(arrivals: ClosedLoop | Poisson | Trace, horizon_ms: float | None) -> bool:
+    """Whether a process other than the scheduler may resume at a completion's instant: a
+    waiting request's process, a thinking user, the horizon. Not so in a closed loop
+    without think time and without a horizon (its users send from the completion itself)."""
+    return not (isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None)
+
+
 def run_replication(
     plan: ServingPlan,
     policy: SpeculationPolicy,
@@ -739,10 +746,7 @@ def run_replication(
     )
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
-    # users without think time send their next request from the completion itself
-    server.others_wait = not (
-        isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None
-    )
+    server.others_wait = others_wait(arrivals, horizon_ms)
     if isinstance(arrivals, ClosedLoop):
         sources = [
             RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees)

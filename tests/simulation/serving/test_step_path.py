@@ -10,7 +10,7 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.model.tree_acceptance import TreeDraft
-from sim.simulation.serving import ClosedLoop, LogNormal, Poisson
+from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
 from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
 from sim.simulation.serving.engine import Server, run_replication
 from sim.simulation.serving.simulate import serving_streams
@@ -114,4 +114,18 @@ def test_the_step_path_gives_the_block_paths_records(load, monkeypatch):
     _blocks_of_one(monkeypatch)
     slow = run()
     assert fast.decode_iterations > 0
+    _records_equal(fast, slow)
+
+
+def test_a_closed_loop_without_think_time_needs_no_zero_timeout(monkeypatch):
+    """A closed loop without think time sends from the completion itself, so no process
+    waits for the instant after it: the records with the zero timeout kept are the same."""
+    p = LOADS["closed"]()
+
+    def run():
+        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(6)))
+
+    fast = run()
+    monkeypatch.setattr(engine, "others_wait", lambda arrivals, horizon_ms: True)
+    slow = run()
     _records_equal(fast, slow)

@@ -154,10 +154,8 @@ def accept_lengths(
     against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
     columns (d < 127)."""
     bits = counter_bits_block(keys, cycles, iterations)
-    lengths = np.ones(bits.shape, dtype=np.int8)
-    for j in range(thresholds.shape[1]):
-        lengths += bits < thresholds[:, j : j + 1]
-    return lengths
+    passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
+    return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
 
 
 #: 2^32: the thresholds' scale (a draw is a 32-bit integer).

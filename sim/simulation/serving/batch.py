@@ -236,13 +236,13 @@ def plan_block(
     thresholds = batch.thresholds[:, columns]
     lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
     per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
-    total = np.cumsum(per_iteration)
+    total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
     close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
     if close.size and max_iterations > 1:  # one iteration is planned whoever finishes
-        emitted = np.cumsum(lengths[close], axis=1, dtype=np.int64)
-        finishing = (emitted >= batch.need[close, None]).any(axis=0)
+        emitted = np.add.accumulate(lengths[close], axis=1, dtype=np.int64)
+        finishing = np.logical_or.reduce(emitted >= batch.need[close, None], axis=0)
         if finishing.any():
             n = int(np.argmax(finishing)) + 1
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
@@ -263,7 +263,7 @@ def plan_block(
         )
     else:
         durations = cost.decode_ms(b, k, context, prefill, drafter)
-    ends = np.cumsum(durations)
+    ends = np.add.accumulate(durations)
     return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])
 
 

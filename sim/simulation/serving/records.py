@@ -228,21 +228,20 @@ class _Rows:
     stats: dict[str, StreamedStat] = field(
         default_factory=lambda: {m: StreamedStat() for m in (*REQUEST_METRICS, "preemptions")}
     )
-    chunk: np.ndarray = field(default_factory=lambda: np.empty((CHUNK, len(_COLUMNS))))
-    filled: int = 0
+    chunk: list[tuple[float, ...]] = field(default_factory=list)  # made an array per chunk
     kept: list[np.ndarray] = field(default_factory=list)
     kept_rows: int = 0
     stride: int = 1
 
     def add(self, row: tuple[float, ...]) -> None:
-        self.chunk[self.filled] = row
-        self.filled += 1
-        if self.filled == CHUNK:
+        chunk = self.chunk
+        chunk.append(row)
+        if len(chunk) == CHUNK:
             self.flush()
 
     def flush(self) -> None:
-        rows = self.chunk[: self.filled]
-        self.filled = 0
+        rows = np.array(self.chunk, dtype=np.float64).reshape(-1, len(_COLUMNS))
+        self.chunk = []
         if not rows.shape[0]:
             return
         cols = dict(zip(_COLUMNS, rows.T, strict=True))

@@ -77,8 +77,14 @@ class DecodeBatch:
     def __init__(self, columns: int, capacity: int = 16):
         self.columns = columns
         self.size = 0
-        self._table = np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64)
+        self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
+
+    def _allocate(self, table: np.ndarray) -> None:
+        """Use ``table``, with its key and last-delivery columns reinterpreted once."""
+        self._table = table
+        self._all_keys = table[:, 1].view(np.uint64)
+        self._all_last_ms = table[:, 5].view(np.float64)
 
     def __getattr__(self, name: str) -> object:
         """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
@@ -124,15 +130,15 @@ class DecodeBatch:
         if b == table.shape[0]:
             grown = np.empty((2 * b, table.shape[1]), dtype=np.int64)
             grown[:b] = table
-            self._table = table = grown
-        row = table[b]
-        row[0] = rid
-        row[1:2].view(np.uint64)[0] = key
-        row[2] = need
-        row[3] = context
-        row[4] = cycles
-        row[5:6].view(np.float64)[0] = last_ms
-        row[self._THRESHOLDS :] = thresholds[: self.columns]
+            self._allocate(grown)
+            table = grown
+        table[b, 0] = rid
+        self._all_keys[b] = key
+        table[b, 2] = need
+        table[b, 3] = context
+        table[b, 4] = cycles
+        self._all_last_ms[b] = last_ms
+        table[b, self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
         d = self.__dict__
         if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)

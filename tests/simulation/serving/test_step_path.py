@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sim.model.policy import FixedK
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
 from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
 from sim.simulation.serving.engine import Server, run_replication

@@ -668,9 +668,9 @@ def scheduler_process(env: simpy.Environment, server: Server):
             tokens = server.prefill_done(chunks, env.now)
             rec.prefill_done(start, duration, held, tokens)
         elif server.prefilling:
-            plan, chunks = server.plan_mixed()
-            yield env.timeout(plan.durations_ms[0])
-            server.decode_done(plan, 1, start)  # before new decoders join the batch
+            mixed, chunks = server.plan_mixed()
+            yield env.timeout(mixed.durations_ms[0])
+            server.decode_done(mixed, 1, start)  # before new decoders join the batch
             tokens = server.prefill_done(chunks, env.now)
             rec.tokens_delivered += tokens if start >= rec.window_start_ms else 0
         else:

@@ -325,9 +325,10 @@ def crossover(
 
     The whole grid (baseline and every k at every load) runs first, in parallel through
     the evaluator's executor; ``refine`` then narrows each crossing (and its interval's
-    ends) between grid loads (sim/studies/serving/break_even.py: first by the loads any metric's
-    search at that k has already run, then by probes around the interpolated crossing),
-    simulating the loads in between one at a time. ``draws``:
+    ends) between grid loads (sim/studies/serving/break_even.py: first by the loads any
+    metric's search at that k has already run, then users by bisection and rates by
+    probes around the interpolated crossing), simulating the loads in between one at a
+    time. ``draws``:
     each crossing's 90% interval from inputs and model (``crossing_interval90``).
     """
     ks = sorted(set(num_steps))

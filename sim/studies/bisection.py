@@ -182,7 +182,6 @@ def first_passing(
     hint: float,
     step: float,
     xtol: float,
-    guided: bool = False,
 ) -> float | None:
     """The least-effort lever value ``x`` with ``stat(summary(x)) >= threshold``.
 
@@ -190,15 +189,6 @@ def first_passing(
     Brackets outward from ``hint`` with doubling steps (starting at ``step``) using every
     point already seen, then bisects to ``xtol`` (to 1 for integer levers). None when the
     best end of the domain does not pass.
-
-    ``guided``: instead of bisecting, each round interpolates the statistic linearly
-    between the bracket's ends to where it meets the threshold and evaluates the two
-    lever values around that guess that would end the search if it is right (the
-    integers either side; else the guess -+ 0.45 ``xtol``), with a bisection step after
-    any round that does not halve the bracket (sim/studies/serving/break_even.py ``_refine``
-    does the same on a load axis). The answer has the same guarantee (within ``xtol`` of
-    a crossing inside the bracket), at about two evaluations where the statistic is
-    nearly linear across the bracket.
     """
     s = probe.sign
 
@@ -250,36 +240,13 @@ def first_passing(
         else:
             bad = u
     tol = 1.0 if probe.integer else xtol
-    bisect = not guided
     while good - bad > tol:
-        width = good - bad
-        if bisect:
-            mid = math.floor((bad + good) / 2) if probe.integer else (bad + good) / 2
-            pair: tuple[float, ...] = (mid,)
+        mid = math.floor((bad + good) / 2) if probe.integer else (bad + good) / 2
+        if passes(mid):
+            good = mid
         else:
-            x = _interpolated(stat(probe.at(s * bad)), stat(probe.at(s * good)), threshold)
-            x = bad + x * (good - bad)
-            if probe.integer:
-                lo = min(max(math.floor(x), bad + 1), good - 1)
-                pair = (lo, lo + 1)
-            else:
-                pair = (x - 0.45 * tol, x + 0.45 * tol)
-        for u in pair:
-            if bad < u < good and good - bad > tol:
-                if passes(u):
-                    good = u
-                else:
-                    bad = u
-        bisect = not guided or good - bad > width / 2
+            bad = mid
     return s * good
-
-
-def _interpolated(at_bad: float, at_good: float, threshold: float) -> float:
-    """Where between a failing (0) and a passing (1) end a statistic with those values
-    meets ``threshold``, linearly; 0.5 when that is not defined (a NaN end)."""
-    if not (math.isfinite(at_bad) and math.isfinite(at_good)) or at_good == at_bad:
-        return 0.5
-    return min(1.0, max(0.0, (threshold - at_bad) / (at_good - at_bad)))
 
 
 @dataclass(frozen=True, slots=True)

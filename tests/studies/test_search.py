@@ -81,48 +81,6 @@ def test_first_passing_finds_the_least_effort_point(
     assert abs(x - root) <= 1e-4 + 1e-12
 
 
-@given(
-    root=st.floats(0.0, 1.0),
-    hint=st.floats(0.0, 1.0),
-    step=st.floats(1e-3, 0.5),
-    sign=st.sampled_from([1, -1]),
-    steep=st.booleans(),
-)
-@settings(max_examples=80, deadline=None)
-def test_guided_first_passing_keeps_the_guarantee(
-    root: float, hint: float, step: float, sign: int, steep: bool
-) -> None:
-    """Guided probes: within xtol of the crossing on its good side, on a linear statistic
-    and on a step (where interpolation guesses badly and the bisection steps carry it)."""
-
-    def evaluate(x: float) -> dict[str, Any]:
-        gap = (x - root) * sign
-        return {"v": float(gap >= 0.0) if steep else 0.5 + gap}
-
-    probe = Probe(evaluate, sign, 0.0, 1.0)
-    x = first_passing(probe, lambda s: s["v"], 0.5, hint=hint, step=step, xtol=1e-4, guided=True)
-    assert x is not None
-    assert evaluate(x)["v"] >= 0.5
-    assert abs(x - root) <= 1e-4 + 1e-12
-
-
-def test_guided_first_passing_needs_fewer_evaluations_on_a_linear_statistic() -> None:
-    """v = x on [0, 1], threshold 0.3771, hint 0.9 and step 0.5: both modes bracket the
-    same way, to [0, 0.4] (0.9 passes, 0.4 passes, -0.6 -> 0 fails: three evaluations);
-    bisection then needs 12 halvings to 1e-4, the guided search one pair (0.3771 -+
-    0.45e-4, the first fails, the second passes)."""
-    counts = {}
-    for guided in (False, True):
-        probe = Probe(lambda x: {"v": x}, 1, 0.0, 1.0)
-        x = first_passing(
-            probe, lambda s: s["v"], 0.3771, hint=0.9, step=0.5, xtol=1e-4, guided=guided
-        )
-        assert x is not None and 0.3771 <= x <= 0.3771 + 1e-4
-        counts[guided] = len(probe.seen)
-    assert counts[True] == 5
-    assert counts[False] == 15
-
-
 def test_first_passing_is_none_when_the_best_end_fails() -> None:
     probe = Probe(lambda x: {"v": x}, 1, 0.0, 1.0)
     assert first_passing(probe, lambda s: s["v"], 2.0, hint=0.5, step=0.1, xtol=1e-3) is None

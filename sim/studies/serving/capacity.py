@@ -2,16 +2,14 @@
 TTFT and TPOT limits, with and without speculation, per k.
 
 SLO attainment (the share of measured requests whose TTFT and TPOT are within the limits,
-sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson arrivals
-are unit exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
+sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson arrivals are unit
+exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 ``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
-time: common random numbers along the rate, as the acceptance search has along alpha. The
-capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
-bracket outward from a hint with doubling steps, then narrow by probes around the rate
-where attainment, interpolated linearly in log rate between the bracket's ends, meets the
-share: ``guided``) on log rate to a relative tolerance ``rtol``; its 95% interval inverts
-the attainment's band (the rates at which the upper and lower 95% bounds of attainment
-cross the required share).
+time: common random numbers along the rate, as the acceptance search has along alpha.
+The capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
+bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
+tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
+upper and lower 95% bounds of attainment cross the required share).
 
 The hint is the rate one request at a time would sustain (a lone user's output tok/s
 over the mean output length), which brackets quickly for both plain decoding and
@@ -181,7 +179,7 @@ def policy_capacity(
     kw = {"hint": math.log(hint_per_s), "step": math.log(2.0), "xtol": math.log1p(rtol)}
 
     def root(which: str) -> float | None:
-        x = first_passing(probe, lambda p: _stat(p, which), share, guided=True, **kw)
+        x = first_passing(probe, lambda p: _stat(p, which), share, **kw)
         return None if x is None else math.exp(x)
 
     value = root("mean")

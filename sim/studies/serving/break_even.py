@@ -7,8 +7,7 @@ numbers and the estimate moves smoothly with x.
 
 * Crossings of the estimate: each pair of neighbouring grid loads on which g - 1 changes
   sign, narrowed to neighbouring integers for a closed loop (to a relative ``rtol`` for a
-  rate), first by the loads already simulated, then by bisection (users) or by probes
-  around the crossing interpolated from the bracket's ends (rates; ``_refine``), the
+  rate), first by the loads already simulated, then by bisection (``_refine``), the
   crossing itself interpolated linearly between the last two loads. ``stops paying``: g
   falls through 1 as load rises; ``starts paying``: it rises through 1.
 * Its interval inverts the band, as sim/studies/bisection.py does for a target: the ends are
@@ -22,13 +21,22 @@ The interval reflects Monte Carlo noise only, not model error.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sim.simulation.serving.metrics import Ratio
 
-__all__ = ["STARTS", "STOPS", "Crossing", "find_crossings"]
+__all__ = [
+    "STARTS",
+    "STOPS",
+    "Crossing",
+    "bisection_steps",
+    "cell_loads",
+    "find_crossings",
+    "refinement_bound",
+]
 
 STOPS, STARTS = "stops paying", "starts paying"
 #: Which bound of the band crosses first (at the lower load) for each direction.
@@ -97,16 +105,6 @@ def _narrowed(
     return a, b
 
 
-def _guess(fa: float, fb: float, a: float, b: float) -> float:
-    """Where stat crosses 1 between a and b, interpolated linearly from the values ``fa``
-    and ``fb`` at the ends (as the crossing itself is); the midpoint when they do not
-    bracket 1 (a NaN end)."""
-    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == fb:
-        return (a + b) / 2.0
-    t = min(1.0, max(0.0, (fa - 1.0) / (fa - fb)))
-    return a + t * (b - a)
-
-
 def _refine(
     curve: Callable[[float], Ratio],
     which: str,
@@ -122,17 +120,12 @@ def _refine(
     linearly between the last two.
 
     First to the loads already simulated (``seen``, ``_narrowed``; ``last``: to the last
-    sign change among them, not the first). Then a user count is bisected (integer
-    midpoints); a rate by guided probes: the crossing guessed by interpolating stat
-    linearly between the ends (``_guess``) and the two rates around the guess that would
-    end the search if it is right (the guess divided and multiplied by sqrt(1 + 0.9
-    ``rtol``)) simulated, with a geometric bisection step after any round that does not
-    halve the bracket (a probe outside it included): two rates on a curve nearly linear
-    between the ends, at most about twice bisection's otherwise. Users are not guided:
-    their brackets between grid loads are a few users wide, where pairs of probes ran
-    more loads than bisection (on the shipped serving scenario, crossover 72 for 71 and
-    best-k 131 for 127). Every probe keeps the sign change inside the bracket, so on a
-    curve that crosses once between a and b the bracket ends around the same crossing.
+    sign change among them, not the first), then by bisection (integer or geometric
+    midpoints). Narrowing only removes bisection steps, so ``refinement_bound`` still
+    bounds the loads simulated. Guided probes around the interpolated crossing were
+    tried: on users they ran more loads than bisection (brackets 1-8 users wide: crossover
+    72 for 71, best-k 131 for 127 on the shipped serving scenario), and on rates fewer
+    (58 for 62) but beyond the bisection bound the progress bar announces.
     """
 
     def done(a: float, b: float) -> bool:
@@ -147,21 +140,72 @@ def _refine(
             return a, b
         return (x, b) if (_stat(curve(x), which) >= 1.0) == side_a else (a, x)
 
-    bisect = integer
     while rtol is not None and not done(a, b):
-        width = b - a
-        if bisect:
-            mid = float((int(a) + int(b)) // 2) if integer else math.sqrt(a * b)
-            a, b = probe(mid, a, b)
-        else:  # a rate: neighbours whose gap is 0.9 rtol of the lower
-            x = _guess(_stat(curve(a), which), _stat(curve(b), which), a, b)
-            for p in (x / math.sqrt(1.0 + 0.9 * rtol), x * math.sqrt(1.0 + 0.9 * rtol)):
-                if not done(a, b):
-                    a, b = probe(p, a, b)
-        bisect = integer or b - a > width / 2
+        mid = float((int(a) + int(b)) // 2) if integer else math.sqrt(a * b)
+        a, b = probe(mid, a, b)
     fa, fb = _stat(curve(a), which), _stat(curve(b), which)
     t = (fa - 1.0) / (fa - fb) if fa != fb else 0.5
     return a + min(1.0, max(0.0, t)) * (b - a), (a, b)
+
+
+def bisection_steps(a: float, b: float, *, integer: bool, rtol: float | None) -> int:
+    """Midpoints ``_refine`` simulates between ``a`` < ``b`` at most: integers halve the
+    width ``b - a`` down to 1, ceil(log2(b - a)) steps; rates bisect geometrically,
+    halving log(b / a) down to log(1 + rtol), ceil(log2(log(b / a) / log1p(rtol)))
+    steps; none without refinement (``rtol`` None) or within the tolerance already."""
+    if rtol is None:
+        return 0
+    if integer:
+        return max(0, math.ceil(math.log2(b - a))) if b - a > 1 else 0
+    if b - a <= rtol * a:
+        return 0
+    return max(1, math.ceil(math.log2(math.log(b / a) / math.log1p(rtol))))
+
+
+def refinement_bound(
+    xs: Sequence[float],
+    curves: Sequence[Callable[[float], Ratio]],
+    *,
+    integer: bool,
+    rtol: float | None = 0.02,
+) -> int:
+    """The most distinct loads ``find_crossings(xs, curve, ...)`` simulates between grid
+    loads for all of ``curves`` (metrics of the same runs: a load simulated for one is
+    there for all), from the grid alone (the curves at the grid loads, already simulated).
+
+    A bisection runs in a cell only where its statistic (the estimate, or a bound of its
+    95% band, of a curve that crosses at all) changes side; ``m`` bisections of a cell
+    share its first midpoint, then split: step j visits at most min(2^(j-1), m) loads,
+    over the cell's ``bisection_steps``, and never more than the integers inside it."""
+    if rtol is None:
+        return 0
+    grid = sorted(set(xs))
+    total = 0
+    for a, b in itertools.pairwise(grid):
+        m = 0
+        for curve in curves:
+            fine = [x for x in grid if math.isfinite(curve(x).mean)]
+            crosses = any(
+                (curve(u).mean >= 1.0) != (curve(v).mean >= 1.0)
+                for u, v in itertools.pairwise(fine)
+            )
+            if crosses and a in fine and b in fine:
+                m += sum(
+                    (_stat(curve(a), w) >= 1.0) != (_stat(curve(b), w) >= 1.0)
+                    for w in ("mean", "lo", "hi")
+                )
+        total += cell_loads(a, b, m, integer=integer, rtol=rtol)
+    return total
+
+
+def cell_loads(a: float, b: float, bisections: int, *, integer: bool, rtol: float | None) -> int:
+    """The most distinct loads ``bisections`` bisections of the cell (a, b) simulate:
+    they share the first midpoint, then split, step j visiting at most
+    min(2^(j-1), bisections) loads over the cell's ``bisection_steps``; integers never
+    more than those inside the cell."""
+    steps = bisection_steps(a, b, integer=integer, rtol=rtol)
+    loads = sum(min(2 ** (j - 1), bisections) for j in range(1, steps + 1))
+    return min(loads, max(0, math.ceil(b) - math.floor(a) - 1)) if integer else loads
 
 
 def _band_end(

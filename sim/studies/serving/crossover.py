@@ -21,7 +21,7 @@ No plotting (sim/report/decision_plots.py), no files, no text
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving.break_even import STOPS, Crossing, find_crossings
+from sim.studies.serving.break_even import STOPS, Crossing, find_crossings, refinement_bound
 from sim.studies.serving.draws import DrawnPoints, interval90
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
@@ -326,10 +326,9 @@ def crossover(
     The whole grid (baseline and every k at every load) runs first, in parallel through
     the evaluator's executor; ``refine`` then narrows each crossing (and its interval's
     ends) between grid loads (sim/studies/serving/break_even.py: first by the loads any
-    metric's search at that k has already run, then users by bisection and rates by
-    probes around the interpolated crossing), simulating the loads in between one at a
-    time. ``draws``:
-    each crossing's 90% interval from inputs and model (``crossing_interval90``).
+    metric's search at that k has already run, then by bisection), simulating the loads
+    in between one at a time. ``draws``: each crossing's 90% interval from inputs and
+    model (``crossing_interval90``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -356,15 +355,35 @@ def crossover(
     }
     checks = [evaluator.check(x, {str(p.max_k): p for p in policies}) for x in grid]
     overloads = tuple(c for c in checks if c is not None and not c.stable)
+
+    def curve_of(k: int, metric: str) -> Callable[[float], Ratio]:
+        spec = FixedK(k)
+
+        def curve(x: float) -> Ratio:
+            load = grid[0].at(x)
+            return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
+
+        return curve
+
+    if refine:  # each midpoint simulates k and plain decoding: the bisections' bound
+        evaluator.expect(
+            2
+            * sum(
+                refinement_bound(
+                    [float(load.value) for load in paired[k]],
+                    [curve_of(k, metric) for metric in metrics],
+                    integer=grid[0].integer,
+                    rtol=rtol,
+                )
+                for k in ks
+            )
+        )
     curves = []
     for k in ks:
         spec = FixedK(k)
         overloaded = _overloaded(evaluator, grid, k)
         for metric in metrics:
-
-            def curve(x: float, metric: str = metric, spec: FixedK = spec) -> Ratio:
-                load = grid[0].at(x)
-                return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
+            curve = curve_of(k, metric)
 
             def simulated(spec: FixedK = spec) -> list[float]:
                 """Loads where ``spec`` and plain decoding have both run."""

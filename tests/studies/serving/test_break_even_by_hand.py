@@ -15,24 +15,13 @@ def _curve(x: float) -> Ratio:
     return Ratio(g, (g - 0.1, g + 0.1))
 
 
-def test_rate_crossing_is_probed_around_the_interpolated_guess():
-    """break_even.py _refine: on [1, 16] g falls from 1.75 to -2, so the linear guess is
-    1 + 15 x 0.75 / 3.75 = 4; the probes 4 / sqrt(1 + 0.9 x 0.5) = 3.322 (g = 1.17, passes)
-    and 4 x sqrt(1.45) = 4.817 (g = 0.80) leave a bracket 1.495 wide, within 0.5 x 3.322:
-    two simulated loads where bisection takes three (4, 8, sqrt(32))."""
-    calls: list[float] = []
-
-    def curve(x: float) -> Ratio:
-        calls.append(x)
-        return _curve(x)
-
-    (c,) = find_crossings([1.0, 16.0], curve, integer=False, rtol=0.5)
+def test_rate_crossing_is_bisected_geometrically():
+    """break_even.py _refine: rate mids are sqrt(a b): [1, 16] -> 4 (passes) -> 8 -> sqrt(32), stop
+    at 1.657 <= 0.5 x 4."""
+    (c,) = find_crossings([1.0, 16.0], _curve, integer=False, rtol=0.5)
     assert c.direction == STOPS
-    assert c.bracket == pytest.approx((4.0 / math.sqrt(1.45), 4.0 * math.sqrt(1.45)))
+    assert c.bracket == pytest.approx((4.0, math.sqrt(32.0)))
     assert c.at == pytest.approx(4.0)
-    # two new loads for the estimate and two for each end of its band (g -+ 0.1 = 1 at
-    # 3.6 and 4.4), where bisection takes three each
-    assert len({x for x in calls if x not in (1.0, 16.0)}) == 6
 
 
 def test_loads_already_simulated_narrow_the_bracket_first():

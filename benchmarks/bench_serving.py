@@ -22,11 +22,13 @@
    and at 1 user (goal: 1e6 within 1.2x of 1e4).
 
 Each figure is the best of a few repeats of CPU time (the machine may be shared). Not part of the
-test suite.
+test suite. ``--only iterations|realistic|slope|peer|memory`` (repeatable) runs those
+sections; ``--rounds N`` sets the alternating rounds of the peer rows (default 3).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -149,15 +151,15 @@ def peer_plan(users: int, requests: int, output: int = 128) -> ServingPlan:
     )
 
 
-def peer_row(users: int, requests: int) -> tuple[float, float, float, float]:
+def peer_row(users: int, requests: int, rounds: int = 3) -> tuple[float, float, float, float]:
     """(specsim CPU per request, plain loop's, specsim mean E2E, plain's): the best of
-    three alternating runs each."""
+    ``rounds`` alternating runs each."""
     from plain_serving_loop import plain_loop
 
     plan = peer_plan(users, requests)
     k = plan.max_k
     ours, theirs = [], []
-    for _ in range(3):
+    for _ in range(rounds):
         t0 = time.process_time()
         run = simulate_serving(plan, {"k": FixedK(k)}, replications=1, seed=1)
         ours.append(time.process_time() - t0)
@@ -189,62 +191,77 @@ def peak_memory_bytes(users: int, requests: int) -> int:
     return int(json.loads(out.stdout.strip().splitlines()[-1])["peak"])
 
 
+SECTIONS = ("iterations", "realistic", "slope", "peer", "memory")
+
+
 def main() -> None:
-    bare = bare_simpy_s_per_event()
-    print(f"bare SimPy timeout loop: {1 / bare:,.0f} events/s")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these")
+    parser.add_argument("--rounds", type=int, default=3, help="peer rows' alternating rounds")
+    args = parser.parse_args()
+    only = set(args.only or SECTIONS)
+    bare = bare_simpy_s_per_event() if only & {"iterations", "realistic"} else 0.0
     k = load_scenario(SEED_SCENARIO).num_steps
-    print(
-        f"serving engine, seed scenario at k = {k}, decode iterations/s "
-        f"(ratio, goal >= {GOAL_RATIO}):"
-    )
-    for users in BATCHES:
-        per = iteration_seconds(users, k)
-        ratio = bare / per
-        flag = "ok" if ratio >= GOAL_RATIO else "BELOW GOAL"
-        print(f"  batch {users:>4}: {1 / per:>10,.0f} it/s   ratio {ratio:.2f}   {flag}")
-    print("realistic serve (serving scenario, prefill, both policies), per decode iteration:")
-    for users, requests in REALISTIC:
-        per, iterations = realistic_seconds(users, requests)
+    if "iterations" in only:
+        print(f"bare SimPy timeout loop: {1 / bare:,.0f} events/s")
         print(
-            f"  {users:>4} users: {per * 1e6:>7.1f} us ({iterations:,} iterations)   "
-            f"ratio {bare / per:.3f}"
+            f"serving engine, seed scenario at k = {k}, decode iterations/s "
+            f"(ratio, goal >= {GOAL_RATIO}):"
         )
-    sizes = (100, 200, 400, 800)
-    times = []
-    for q in sizes:
-        plan = seed_plan(16, 256, q, "model")
-        t0 = time.process_time()
-        simulate_serving(plan, {"baseline": FixedK(0), "spec": FixedK(k)}, replications=1, seed=2)
-        times.append(time.process_time() - t0)
-    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
-    print(
-        "run time vs simulated requests (16 users, 256 output tokens, prefill, both policies): "
-        + ", ".join(f"{q}: {t:.2f} s" for q, t in zip(sizes, times, strict=True))
-        + f"; log-log slope {slope:.2f} (goal about 1)"
-    )
-    print("serving vs a plain SimPy continuous-batching loop (lognormal outputs, no prefill):")
-    print("  CPU per simulated request, specsim / plain (goal <= 1); mean E2E of each")
-    for users, requests in PEER_ROWS:
-        ours, theirs, e2e, plain_e2e = peer_row(users, requests)
-        flag = "ok" if ours <= theirs else "ABOVE GOAL"
-        agree = abs(e2e / plain_e2e - 1)
-        print(
-            f"  {users:>5} users: {ours * 1e6:>8.1f} us vs {theirs * 1e6:>8.1f} us   "
-            f"ratio {ours / theirs:.2f} {flag}   E2E {e2e:,.0f} vs {plain_e2e:,.0f} ms "
-            f"({agree:.2%} apart{'' if agree <= 0.01 else ', MORE THAN 1%'})"
-        )
-    print("peak memory (subprocess VmHWM), goal: 1e6 requests within 1.2x of 1e4:")
-    for users in MEMORY_USERS:
-        peaks = [peak_memory_bytes(users, n) for n in MEMORY_REQUESTS]
-        ratio = peaks[-1] / peaks[0]
-        print(
-            f"  {users:>5} users: "
-            + ", ".join(
-                f"{n:.0e}: {p / 2**20:,.0f} MiB"
-                for n, p in zip(MEMORY_REQUESTS, peaks, strict=True)
+        for users in BATCHES:
+            per = iteration_seconds(users, k)
+            ratio = bare / per
+            flag = "ok" if ratio >= GOAL_RATIO else "BELOW GOAL"
+            print(f"  batch {users:>4}: {1 / per:>10,.0f} it/s   ratio {ratio:.2f}   {flag}")
+    if "realistic" in only:
+        print("realistic serve (serving scenario, prefill, both policies), per decode iteration:")
+        for users, requests in REALISTIC:
+            per, iterations = realistic_seconds(users, requests)
+            print(
+                f"  {users:>4} users: {per * 1e6:>7.1f} us ({iterations:,} iterations)   "
+                f"ratio {bare / per:.3f}"
             )
-            + f"   1e6 / 1e4 {ratio:.2f} {'ok' if ratio <= 1.2 else 'ABOVE GOAL'}"
+    if "slope" in only:
+        sizes = (100, 200, 400, 800)
+        times = []
+        for q in sizes:
+            plan = seed_plan(16, 256, q, "model")
+            t0 = time.process_time()
+            policies = {"baseline": FixedK(0), "spec": FixedK(k)}
+            simulate_serving(plan, policies, replications=1, seed=2)
+            times.append(time.process_time() - t0)
+        slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+        print(
+            "run time vs simulated requests (16 users, 256 output tokens, prefill, both "
+            "policies): "
+            + ", ".join(f"{q}: {t:.2f} s" for q, t in zip(sizes, times, strict=True))
+            + f"; log-log slope {slope:.2f} (goal about 1)"
         )
+    if "peer" in only:
+        print("serving vs a plain SimPy continuous-batching loop (lognormal outputs, no prefill):")
+        print("  CPU per simulated request, specsim / plain (goal <= 1); mean E2E of each")
+        for users, requests in PEER_ROWS:
+            ours, theirs, e2e, plain_e2e = peer_row(users, requests, args.rounds)
+            flag = "ok" if ours <= theirs else "ABOVE GOAL"
+            agree = abs(e2e / plain_e2e - 1)
+            print(
+                f"  {users:>5} users: {ours * 1e6:>8.1f} us vs {theirs * 1e6:>8.1f} us   "
+                f"ratio {ours / theirs:.2f} {flag}   E2E {e2e:,.0f} vs {plain_e2e:,.0f} ms "
+                f"({agree:.2%} apart{'' if agree <= 0.01 else ', MORE THAN 1%'})"
+            )
+    if "memory" in only:
+        print("peak memory (subprocess VmHWM), goal: 1e6 requests within 1.2x of 1e4:")
+        for users in MEMORY_USERS:
+            peaks = [peak_memory_bytes(users, n) for n in MEMORY_REQUESTS]
+            ratio = peaks[-1] / peaks[0]
+            print(
+                f"  {users:>5} users: "
+                + ", ".join(
+                    f"{n:.0e}: {p / 2**20:,.0f} MiB"
+                    for n, p in zip(MEMORY_REQUESTS, peaks, strict=True)
+                )
+                + f"   1e6 / 1e4 {ratio:.2f} {'ok' if ratio <= 1.2 else 'ABOVE GOAL'}"
+            )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ verify, a prompt chunk per prefill), reads the KV cache of ``kv_tokens`` C conte
 query-key pairs (summed over requests: new tokens x context). Per tensor-parallel rank:
 
     memory_ms = (weight bytes read over T tokens / gpus + kv_bytes_per_token x C) / bandwidth
-    flop_ms   = (2 x active params x T / gpus + attention_flops_per_pair x P) / peak
+    flop_ms   = 2 x active params x T / gpus / (GEMM_FLOP_EFFICIENCY x peak)
+                + attention_flops_per_pair x P / peak
     work_ms   = memory_ms + flop_ms
     compute_ms = curve(work_ms)
 
@@ -31,7 +32,8 @@ time is the one that makes the critical path equal the measurement
 and beyond the last point it keeps the last segment's slope. With one measured point (the
 batch-1 pass) the slope is ``DEFAULT_SLOPE`` = 1: the time the measurement spends above the
 work is a fixed overhead and growth costs the extra bytes at peak bandwidth and the extra
-FLOPs at peak throughput. Public measurements put the real slope on both sides of 1, so 1
+weight FLOPs at the GEMMs' efficiency (``GEMM_FLOP_EFFICIENCY``, 0.75 of peak, from public
+linear-layer profiles). Public measurements put the real slope on both sides of 1, so 1
 stays, as the middle of the evidence rather than a bound (``DEFAULT_SLOPE``). A second
 point at another batch size fixes the slope (1 / the achieved fraction of peak). A pass is
 exact at every measured point. ``kv_bytes_per_token`` and ``attention_flops_per_pair`` are per
@@ -39,7 +41,9 @@ rank (MLA's latent KV is replicated on every tensor-parallel rank; GQA heads are
 
 Routed experts under a fused-MoE kernel (``PassPhysics.moe_kernel``, sim/hardware/
 experts.py): their reads enter the work as the kernel costs them, per distinct expert a
-fixed ``expert_us`` plus its bytes at ``hbm_efficiency`` x peak, instead of bytes at peak;
+fixed ``expert_us`` plus its bytes at ``hbm_efficiency`` x peak, instead of bytes at peak,
+and the FLOPs of their token-expert pairs at ``pair_flop_efficiency`` x peak (public
+fused-MoE curves past the union's saturation: 0.22-0.80 of peak), instead of at peak;
 and the union counts each sequence's consecutive tokens as overlapping
 (``expert_overlap``, ``sequence_union_tokens``) when the caller says how many sequences
 the tokens belong to. Beyond the last measured point a MoE pass's curve grows at most at
@@ -68,6 +72,7 @@ from sim.hardware.roofline import Weights
 
 __all__ = [
     "DEFAULT_SLOPE",
+    "GEMM_FLOP_EFFICIENCY",
     "SLOPE_RANGE",
     "BatchedPass",
     "ComputeCurve",
@@ -153,10 +158,17 @@ DEFAULT_SLOPE = 1.0
 #: The plausible range that evidence spans (a load sweep that cannot identify the slope
 #: carries it as this range: sim/calibration/load_fit.py).
 SLOPE_RANGE: tuple[float, float] = (0.1, 1.35)
+#: The fraction of the GPU's dense BF16 peak a pass's weight GEMMs reach once FLOPs bound
+#: them (a prompt chunk, a verify over many tokens): the smooth roofline fitted to vidur's
+#: 40 linear-layer profiles above (1,024-4,096 tokens at 1.0-1.35x the FLOPs at peak) puts
+#: them at 0.75 of peak. Work counts their FLOPs at this efficiency (memory at peak
+#: bandwidth, attention FLOPs at peak), so the slope above applies to both alike.
+GEMM_FLOP_EFFICIENCY = 0.75
 #:
 #: Tried as the default, 1 / 0.77 moved the serving validation's SGLang curves toward the
 #: measurements and its vLLM RTX 3090 curves away (README, "How far to trust it"), so it
-#: is not used.
+#: is not used: the slope scales the extra bytes too, which those profiles do not measure.
+#: The FLOPs alone take the profiles' efficiency instead (``GEMM_FLOP_EFFICIENCY``).
 
 
 @dataclass(frozen=True)
@@ -313,6 +325,19 @@ class BatchedPass:
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
         return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
 
+    def _flops(self, tokens: int) -> float:
+        """FLOPs of a pass over ``tokens`` tokens (all ranks together) in peak-equivalents:
+        2 x active params x tokens at ``GEMM_FLOP_EFFICIENCY``, the routed experts' share
+        (the token-expert pairs) at the fused-MoE kernel's ``pair_flop_efficiency`` instead
+        when one runs them."""
+        p, w = self.physics, self.physics.weights
+        flops = w.flops(tokens)
+        if p.moe_kernel is None or not w.is_moe:
+            return flops / GEMM_FLOP_EFFICIENCY
+        assert w.experts_per_token and w.expert_params
+        pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
+        return (flops - pairs) / GEMM_FLOP_EFFICIENCY + pairs / p.moe_kernel.pair_flop_efficiency
+
     def _token_terms(
         self, tokens: int, sequences: int | None = None
     ) -> tuple[float, float, Envelope]:
@@ -325,7 +350,7 @@ class BatchedPass:
         if terms is None:
             p = self.physics
             memory_ms = self._memory_ms(tokens, sequences)
-            flop_ms = p.weights.flops(tokens) / self._gpus / self._flops_per_ms
+            flop_ms = self._flops(tokens) / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))

@@ -15,6 +15,11 @@ bytes at a fraction of peak bandwidth:
 
 The constants are fitted on public ``benchmark_moe.py`` curves (``H100_FUSED_MOE``); the
 validation case "fused-MoE kernel time against tokens" scores them on other curves.
+
+Past the union's saturation (every expert read) the kernel's time keeps growing with the
+token-expert pairs it multiplies: their FLOPs (2 x the expert's parameters per rank a pair)
+run at ``pair_flop_efficiency`` x the GPU's dense BF16 peak, well below the peak the rest
+of a pass's FLOPs are priced at (``PAIR_FLOP_EFFICIENCY``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "H100_FUSED_MOE",
+    "PAIR_FLOP_EFFICIENCY",
+    "PAIR_FLOP_EFFICIENCY_RANGE",
     "SERVING_STEP_SKEW",
     "SKEW_RANGE",
     "STEP_EXPERT_OVERLAP",
@@ -137,18 +144,37 @@ def sequence_union_tokens(
     return b * (1.0 + (m - 1.0) * (1.0 - overlap))
 
 
+#: The fraction of the GPU's dense BF16 peak at which a fused-MoE kernel multiplies its
+#: token-expert pairs once every expert is read: 1 / the slope of kernel time against the
+#: pairs' FLOPs at peak beyond 256 tokens (sim/validation/moe_kernel_cases.py
+#: ``pair_flop_efficiency``) on the two public H100 curves ``H100_FUSED_MOE`` is fitted on
+#: (vllm-project/vllm PR #24700): 0.80 for Mixtral-8x7B BF16 TP2 (8 large experts, 88M
+#: parameters each a rank, its tuned config) and 0.22 for Qwen3-30B-A3B FP8 TP1 (128 small
+#: experts, 4.7M, main's default config). Dense GEMMs of a few thousand rows reach 0.75
+#: (``sim/hardware/batched.py`` SLOPE_RANGE); many small per-expert GEMMs reach less. The
+#: range is that evidence; the default its geometric middle, as ``DEFAULT_SLOPE`` is the
+#: middle of its own (the shape and the kernel's config move it across the range).
+PAIR_FLOP_EFFICIENCY_RANGE: tuple[float, float] = (0.22, 0.80)
+PAIR_FLOP_EFFICIENCY = 0.42
+
+
 @dataclass(frozen=True, slots=True)
 class FusedMoeKernel:
     """Time of one MoE layer's fused kernel: ``layer_us`` + per distinct expert
-    (``expert_us`` + its bytes per rank at ``hbm_efficiency`` x the GPU's bandwidth)."""
+    (``expert_us`` + its bytes per rank at ``hbm_efficiency`` x the GPU's bandwidth) + the
+    FLOPs of its token-expert pairs at ``pair_flop_efficiency`` x the GPU's dense peak
+    (priced by the pass, sim/hardware/batched.py; 1: at peak)."""
 
     layer_us: float
     expert_us: float
     hbm_efficiency: float
+    pair_flop_efficiency: float = 1.0
 
     def __post_init__(self) -> None:
         if self.layer_us < 0 or self.expert_us < 0 or not 0 < self.hbm_efficiency <= 1:
             raise ValueError("need layer_us, expert_us >= 0 and 0 < hbm_efficiency <= 1")
+        if not 0 < self.pair_flop_efficiency <= 1:
+            raise ValueError(f"need 0 < pair_flop_efficiency <= 1, got {self.pair_flop_efficiency}")
 
     def per_expert_us(self, expert_bytes: float, bandwidth_gbps: float) -> float:
         """Microseconds one more distinct expert of ``expert_bytes`` (per rank) costs."""
@@ -167,5 +193,8 @@ class FusedMoeKernel:
 #: Mixtral-8x7B BF16 TP2 with its tuned config (E=8, top-2, 176 MB per expert per rank) and
 #: Qwen3-30B-A3B FP8 TP1 with main's default config (E=128, top-8, 4.7 MB per expert), 1 to
 #: 128 tokens each (the memory-bound range). 32.4 us per layer, 0.345 us per distinct
-#: expert, 93.4% of peak bandwidth; every fitted point within 6%.
-H100_FUSED_MOE = FusedMoeKernel(layer_us=32.38, expert_us=0.345, hbm_efficiency=0.934)
+#: expert, 93.4% of peak bandwidth; every fitted point within 6%. Beyond 128 tokens the
+#: same curves give the pairs' FLOP efficiency (``PAIR_FLOP_EFFICIENCY``).
+H100_FUSED_MOE = FusedMoeKernel(
+    layer_us=32.38, expert_us=0.345, hbm_efficiency=0.934, pair_flop_efficiency=PAIR_FLOP_EFFICIENCY
+)

@@ -409,6 +409,25 @@ class IterationCost:
             total = total + c.extend_per_token_ms * (mean_path - c.extend_tokens)
         return total
 
+    def decode_ms_at(
+        self,
+        batch: int,
+        draft: Draft,
+        context_tokens: float,
+        drafter: bool = False,
+        *,
+        extend_tokens: int | None = None,
+        accepted_tokens: int | None = None,
+    ) -> float:
+        """``decode_ms`` of one decode iteration (no prompt chunks) at one context sum, in
+        Python floats: the same operations in the same order, so the same bits."""
+        total = self.decode_curve(batch, draft, extend_tokens, drafter).ms_at(context_tokens)
+        c = self.batch1_cycle(draft)
+        if accepted_tokens is not None and c.extend_per_token_ms and not self._off(draft):
+            mean_path = float(accepted_tokens) / batch
+            total = total + c.extend_per_token_ms * (mean_path - c.extend_tokens)
+        return total
+
     def decode_curve(
         self, batch: int, draft: Draft, extend_tokens: int | None = None, drafter: bool = False
     ) -> DecodeCurve:

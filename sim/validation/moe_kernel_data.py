@@ -26,6 +26,7 @@ class KernelCurve:
     expert_bytes: float
     gpu: str
     us: dict[int, float]
+    bytes_per_param: float = 1.0
 
 
 _DATA = read_table("moe_kernels")
@@ -36,7 +37,7 @@ def _kernel_curve(row: dict) -> KernelCurve:
     expert_bytes = math.prod(row["expert_shape"]) * row["bytes_per_param"] / row["tp"]
     return KernelCurve(
         row["name"], row["source"], row["experts"], row["per_token"], expert_bytes, row["gpu"],
-        curve(row["us"]),
+        curve(row["us"]), float(row["bytes_per_param"]),
     )  # fmt: skip
 
 
@@ -48,6 +49,20 @@ QWEN3_235B_FP8_TP8_H200 = _CURVES["QWEN3_235B_FP8_TP8_H200"]
 #: Calibration (fitted together) and scored curves.
 CALIBRATION = tuple(_CURVES[r["key"]] for r in _DATA["curve"] if r["role"] == "calibration")
 SCORED = tuple(_CURVES[r["key"]] for r in _DATA["curve"] if r["role"] == "scored")
+
+#: The calibration runs beyond 128 tokens, where every expert is read (Mixtral's 8 from 8
+#: tokens, Qwen3's 128 from about 64): the time grows with the token-expert pairs
+#: multiplied, which gives their FLOP efficiency (sim/hardware/experts.py
+#: ``PAIR_FLOP_EFFICIENCY``), by curve name.
+SATURATED_US: dict[str, dict[int, float]] = {
+    _CURVES[r["key"]].name: curve(r["saturated_us"]) for r in _DATA["curve"] if "saturated_us" in r
+}
+
+#: vllm-project/vllm PR #44152: one expert GEMM of Mixtral's shape on an H20 (ms against
+#: tokens), held out from the pair efficiency's fit.
+H20_GEMM_URL: str = _DATA["h20_gemm"]["source"]
+H20_MIXTRAL_GEMM1_MS: dict[int, float] = curve(_DATA["h20_gemm"]["ms"])
+H20_MIXTRAL_GEMM1_PARAMS: int = math.prod(_DATA["h20_gemm"]["params"])
 
 #: vllm-project/vllm issue #32832: the two triton MoE kernels of a serving step, H200 TP8:
 #: (name, experts, per token, expert bytes per rank, us).

@@ -2,7 +2,7 @@
 
 The Kimi serving case (docs/validation.md, Kimi-K2.5 on 8x RTX PRO 6000) misses the growth
 of the measured verify at high load: from 64 to 128 users its cycle grows by about 0.2 ms
-per verify token, the model's by about 0.09 (FLOPs at peak and PCIe all-reduces). This
+per verify token, the model's by about 0.12 (FLOPs and PCIe all-reduces). This
 module prices the candidates named for that gap, per token of a pass, each from a cited
 public figure, so that the case's note can say how much of the gap they hold. None is added
 to the pass model: each would also slow plain decoding, which the model already prices too
@@ -25,8 +25,9 @@ slow from 32 users (the note gives the numbers).
   vLLM Marlin W4A16 column on an H20 (E = 512, hidden 4,096, intermediate 1,024, top-10:
   2.227 ms at 256 tokens, 5.646 ms at 1,024; 509 of 512 experts are read at 256 tokens, so
   the growth is compute): ``MARLIN_PEAK_FRACTION`` of the H20's peak. Priced as the
-  expert FLOPs at that fraction less the same FLOPs at peak (which the model already
-  charges); the lower end with FP8 activations at twice the BF16 rate (the Kimi report's
+  expert FLOPs at that fraction less the same FLOPs at the fused-MoE kernel's efficiency
+  the model already charges (sim/hardware/experts.py ``PAIR_FLOP_EFFICIENCY``), at least 0;
+  the lower end with FP8 activations at twice the BF16 rate (the Kimi report's
   ``VLLM_MARLIN_INPUT_DTYPE=fp8``).
 
 The EAGLE row of the EAGLE-3 paper's SGLang table (and its crossover) misses in the other
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.hardware.experts import PAIR_FLOP_EFFICIENCY
 from sim.hardware.gpus import gpu_preset
 
 __all__ = [
@@ -103,13 +105,17 @@ MARLIN_PEAK_FRACTION = marlin_peak_fraction()
 def moe_compute_extra_us(
     expert_flops_per_token: float, peak_tflops: float, fp8_activations: bool = False
 ) -> float:
-    """Microseconds per token the MoE kernel's compute adds beyond its FLOPs at peak:
+    """Microseconds per token the MoE kernel's compute adds beyond what the model charges:
     ``expert_flops_per_token`` (per rank) at ``MARLIN_PEAK_FRACTION`` of the peak (twice
-    the peak with FP8 activations) less the same FLOPs at ``peak_tflops``."""
+    the peak with FP8 activations) less the same FLOPs at ``PAIR_FLOP_EFFICIENCY`` x
+    ``peak_tflops``, at least 0."""
     if expert_flops_per_token < 0 or peak_tflops <= 0:
         raise ValueError("need expert FLOPs >= 0 and a positive peak")
     rate = peak_tflops * (2.0 if fp8_activations else 1.0) * MARLIN_PEAK_FRACTION
-    return expert_flops_per_token / (rate * 1e6) - expert_flops_per_token / (peak_tflops * 1e6)
+    charged = peak_tflops * PAIR_FLOP_EFFICIENCY
+    return max(
+        0.0, expert_flops_per_token / (rate * 1e6) - expert_flops_per_token / (charged * 1e6)
+    )
 
 
 @dataclass(frozen=True, slots=True)

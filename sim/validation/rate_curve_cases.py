@@ -35,8 +35,9 @@ __all__ = ["rate_curve_cases"]
 #: Qwen/Qwen3-32B config.json: 64 layers, hidden 5120, 64 query heads and 8 KV heads of 128,
 #: intermediate 25600, vocabulary 151936, untied head. Per layer: q 5120 x 8192, k and v
 #: 5120 x 1024 each, o 8192 x 5120 (94.4M), MLP 3 x 5120 x 25600 (393.2M): 487.6M. KV per
-#: token: 8 x 128 x 2 x 2 bytes x 64 layers; attention FLOPs per (query, key) pair:
-#: 64 x 128 x 2 x 2 x 64. Drafter (ASSUMED, its config is not in the report): one EAGLE-3
+#: token and rank (the scenario's unit, sim/scenario/schema.py; TP 2 splits the heads):
+#: 8 / 2 x 128 x 2 x 2 bytes x 64 layers; attention FLOPs per (query, key) pair and rank:
+#: 64 / 2 x 128 x 2 x 2 x 64. Drafter (ASSUMED, its config is not in the report): one EAGLE-3
 #: decoder layer over the 2 x 5120 fused input (q, k, v from 10240: 104.9M; o 41.9M; MLP
 #: 393.2M), the 3 x 5120 -> 5120 fusion (78.6M) and a 32,000-token head (163.8M): 0.78B.
 QWEN3_32B_MODEL: dict[str, Any] = {
@@ -47,8 +48,8 @@ QWEN3_32B_MODEL: dict[str, Any] = {
     "lm_head_params": 777.9e6,
     "kernels_per_layer": 11,
     "draft_params": 0.78e9,
-    "kv_bytes_per_token": 262144.0,
-    "attention_flops_per_pair": 2097152.0,
+    "kv_bytes_per_token": 131072.0,
+    "attention_flops_per_pair": 1048576.0,
 }
 #: The report's lengths: normal, mean 2048 (sd 1024, 10-4096) in and 256 (sd 128, 10-512)
 #: out; the simulator draws lognormal lengths with the same coefficient of variation 0.5

@@ -25,7 +25,7 @@ from scipy import optimize
 
 from sim.binding.bind import scenario_rates, serving_cost
 from sim.hardware.batched import BatchedPass
-from sim.hardware.experts import SERVING_STEP_SKEW
+from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
@@ -545,7 +545,8 @@ def sglang_miss() -> str:
     return (
         "The host's work per request adds to SGLang's speculative iterations as the batch "
         "grows (its overlap scheduler is off with EAGLE) and hides behind the GPU in plain "
-        "decoding; the verify's growth is priced at peak FLOPs (slope 1, within the "
+        "decoding; the verify's growth is priced at its weight FLOPs at 0.75 of peak (the "
+        "GEMMs' efficiency in public linear-layer profiles) with slope 1 (within the "
         "0.1-1.35 that GEMM and step measurements give). Where it misses: from batch 8 to "
         "32 the measured speedup still falls faster than predicted, most for the EAGLE row. "
         "The two rows run on one server with the same target passes (the drafters' costs "
@@ -604,7 +605,8 @@ def kimi_miss(rows: Sequence[Row], scenario: Scenario) -> str:
         f"cycle (at the fitted accept length {al:.2f}) grows by {verify_per_token:.2f} ms per "
         f"verify token, about what plain decoding pays per token ({decode_per_token:.2f} "
         f"ms), while the model's cycle, its expert union saturated, grows by "
-        f"{model_per_token:.2f} ms (FLOPs at peak and PCIe all-reduces); host work is hidden "
+        f"{model_per_token:.2f} ms (FLOPs at the GEMMs' and the fused-MoE kernel's "
+        "efficiency, and PCIe all-reduces); host work is hidden "
         "on both sides (vLLM >= 0.14 schedules asynchronously with EAGLE-3). "
         + _candidates_note(
             rows, scenario, cost, 1000.0 * (verify_per_token - model_per_token), context
@@ -670,10 +672,12 @@ def _candidates_note(
         f"{c.sampling_us[1]:.1f} us a row (0 when greedy, {c.sampling_us[0]:.1f} with "
         f"FlashInfer's top-p kernel, {c.sampling_us[1]:.1f} sorting; vllm-project/vllm PR "
         "#40376's 32k-vocabulary timings scaled to this vocabulary; the report does not "
-        "publish its sampling parameters), the Marlin MoE kernel's compute below peak "
-        f"{c.moe_us[0]:.1f}-{c.moe_us[1]:.1f} us (its marginal token-expert pairs reach "
-        f"{100 * MARLIN_PEAK_FRACTION:.0f}% of peak on an H20, FlagGems PR #3609; the lower "
-        "end with the report's FP8 activations). Each would also slow plain decoding, "
+        "publish its sampling parameters), the Marlin MoE kernel's compute below what the "
+        f"model charges {c.moe_us[0]:.1f}-{c.moe_us[1]:.1f} us (its marginal token-expert "
+        f"pairs reach {100 * MARLIN_PEAK_FRACTION:.0f}% of peak on an H20, FlagGems PR "
+        f"#3609, the model charges them at the fused-MoE kernel's "
+        f"{100 * PAIR_FLOP_EFFICIENCY:.0f}%; the lower end with the "
+        "report's FP8 activations). Each would also slow plain decoding, "
         "which the model already prices too slow from 32 users: added to every token of "
         "an iteration (its time scaled to first order) they would move "
         f"{moved[low][0]} of the rows beyond the calibrated passes toward the measurement "

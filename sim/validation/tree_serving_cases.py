@@ -176,7 +176,8 @@ def case_vllm_22752_batched() -> Case:
             "The per-cycle overhead (about three quarters of the batch-1 cycle) is kept "
             "constant with the batch but for the host's 20 us per running request, serial in "
             "every iteration of vLLM then (sim/model/host_work.py); the verify and drafter "
-            "passes grow by the hardware model (weights read once, FLOPs at peak), so the "
+            "passes grow by the hardware model (weights read once, FLOPs at 0.75 of peak), "
+            "so the "
             "model's iterations grow too slowly with the batch where the measurement's grow "
             "faster.",
         ),

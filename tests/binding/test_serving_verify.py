@@ -32,9 +32,10 @@ def test_a_launch_bound_eager_verify_absorbs_a_batch_until_its_gpu_work_catches_
     shape = hw.shape("verify", 3, hw.current)
     cpu_floor = critical_path_ms(pass_schedule(shape, hw.current, hw.geom)[0], 0.0)
     assert compute < cpu_floor - 10.0
-    # 2-8 users ride on the launches (only their larger all-reduce messages cost more: the
-    # skewed expert union keeps 8 users' GPU work below the launches)
-    for batch in (2, 4, 8):
+    # 2-6 users ride on the launches (only their larger all-reduce messages cost more: the
+    # skewed expert union keeps their GPU work below the launches); 8 users' just reaches them
+    for batch in (2, 4, 6):
         assert at(1) <= at(batch) < at(1) + 0.05
+    assert at(1) + 0.05 < at(8) < at(1) + 1.0
     # by 16 users the GPU work exceeds the 30 ms of launches and the pass grows
     assert at(32) > at(16) > at(1) + 1.0

@@ -10,6 +10,7 @@ import pytest
 from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.hardware.batched import (
+    GEMM_FLOP_EFFICIENCY,
     BatchedPass,
     ComputeCurve,
     MeasuredPass,
@@ -67,12 +68,13 @@ def test_moe_weights_grow_with_the_expert_union():
     w = p.weights
     gpu = p.hardware.gpu
 
-    def per_rank_ms(t: int) -> float:  # weight bytes at peak bandwidth + FLOPs at peak
+    def per_rank_ms(t: int) -> float:  # weight bytes at peak bandwidth + FLOPs at 0.75
         memory = w.bytes_read(t) / (gpu.memory_bandwidth_gbps * 1e6)
-        return (memory + w.flops(t) / (gpu.bf16_tflops * 1e9)) / p.hardware.gpus
+        flops = w.flops(t) / (GEMM_FLOP_EFFICIENCY * gpu.bf16_tflops * 1e9)
+        return (memory + flops) / p.hardware.gpus
 
     # one point: the measured time above the work is fixed, growth costs the extra
-    # weight bytes at peak bandwidth and the extra FLOPs at peak
+    # weight bytes at peak bandwidth and the extra FLOPs at the GEMMs' efficiency
     for t in (2, 8, 32):
         grown = float(bp.compute_ms(t, 0.0, 0.0) - bp.compute_ms(1, 0.0, 0.0))
         assert grown == pytest.approx(per_rank_ms(t) - per_rank_ms(1), rel=1e-9)
@@ -106,7 +108,7 @@ def test_memory_then_compute_bound_beyond_the_knee():
     gpu = p.hardware.gpu
     w = p.weights
     memory_ms = w.bytes_read(1) / (gpu.memory_bandwidth_gbps * 1e6)
-    per_token_ms = w.flops(1) / (gpu.bf16_tflops * 1e9)
+    per_token_ms = w.flops(1) / (GEMM_FLOP_EFFICIENCY * gpu.bf16_tflops * 1e9)
     knee = memory_ms / per_token_ms
     for t in (1, int(knee / 4), int(knee * 4)):
         assert float(bp.work_ms(t, 0.0, 0.0)) == pytest.approx(memory_ms + t * per_token_ms)
@@ -176,6 +178,32 @@ def test_kernel_costed_experts_and_correlated_union_by_hand():
     )
     with pytest.raises(ValueError):
         bp._token_terms(4, 8)
+
+
+def test_pair_flops_of_routed_experts_run_at_the_kernels_efficiency_by_hand():
+    base = physics(SEED)
+    p = dataclasses.replace(
+        base, moe_kernel=FusedMoeKernel(30.0, 0.5, 0.8, pair_flop_efficiency=0.25)
+    )
+    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    w, gpu, gpus = p.weights, p.hardware.gpu, p.hardware.gpus
+    peak_per_ms = gpu.bf16_tflops * 1e9
+    for tokens in (1, 64, 512):
+        pairs = 2 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
+        dense = (w.flops(tokens) - pairs) / GEMM_FLOP_EFFICIENCY
+        assert bp._token_terms(tokens)[1] == pytest.approx(
+            (dense + pairs / 0.25) / gpus / peak_per_ms, rel=1e-12
+        )
+    # a kernel at the GEMMs' efficiency, or no kernel: 2 x active params at that efficiency
+    alike = dataclasses.replace(
+        p, moe_kernel=FusedMoeKernel(30.0, 0.5, 0.8, pair_flop_efficiency=GEMM_FLOP_EFFICIENCY)
+    )
+    for physics_ in (alike, base):
+        flat = BatchedPass(physics_, bp.curve)
+        expected = w.flops(64) / GEMM_FLOP_EFFICIENCY / gpus / peak_per_ms
+        assert flat._token_terms(64)[1] == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="pair_flop_efficiency"):
+        FusedMoeKernel(30.0, 0.5, 0.8, pair_flop_efficiency=0.0)
 
 
 def test_a_single_point_follows_a_kin_curve():

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from sim.hardware.experts import H100_FUSED_MOE, FusedMoeKernel, expected_distinct_experts
+from sim.hardware.experts import (
+    H100_FUSED_MOE,
+    PAIR_FLOP_EFFICIENCY,
+    PAIR_FLOP_EFFICIENCY_RANGE,
+    FusedMoeKernel,
+    expected_distinct_experts,
+)
 from sim.validation import moe_kernel_data as pub
 from sim.validation.growth_cases import QWEN3_30B_A3B, batch_growth_case, kernel_growth_ms
-from sim.validation.moe_kernel_cases import fit_fused_moe, kernel_case
+from sim.validation.moe_kernel_cases import (
+    fit_fused_moe,
+    kernel_case,
+    pair_efficiency_case,
+    pair_flop_efficiency,
+)
 
 
 def test_the_fit_on_the_calibration_curves_gives_the_shipped_constants():
@@ -45,3 +56,27 @@ def test_case_15_growth_is_the_kernel_per_expert_cost_by_hand():
     assert kernel_growth_ms(w, 8, gpus) == pytest.approx(expected, rel=1e-3)
     rows = batch_growth_case().rows
     assert len(rows) == 4 and all(r.interval90 is not None for r in rows)
+
+
+def test_the_pair_efficiency_range_is_the_calibration_curves_past_saturation():
+    found = sorted(pair_flop_efficiency(c, pub.SATURATED_US[c.name]) for c in pub.CALIBRATION)
+    assert found == pytest.approx(list(PAIR_FLOP_EFFICIENCY_RANGE), abs=0.005)
+    low, high = PAIR_FLOP_EFFICIENCY_RANGE
+    assert (low * high) ** 0.5 == pytest.approx(PAIR_FLOP_EFFICIENCY, abs=0.005)
+    assert H100_FUSED_MOE.pair_flop_efficiency == PAIR_FLOP_EFFICIENCY
+
+
+def test_pair_efficiency_is_exact_on_a_line_the_model_generates():
+    curve = pub.QWEN3_30B_FP8_TP1_H100
+    pair_us = 2 * curve.expert_bytes / (989.0 * 1e6)  # FP8: one byte a parameter, H100
+    made = {m: 300.0 + m * curve.per_token * pair_us / 0.37 for m in (256, 1024, 4096)}
+    assert pair_flop_efficiency(curve, made) == pytest.approx(0.37, rel=1e-9)
+
+
+def test_the_efficiency_case_scores_a_curve_it_did_not_fit():
+    case = pair_efficiency_case()
+    assert len(case.rows) == 2 and all("H20" in r.figure for r in case.rows)
+    assert all(c.name not in r.figure for c in pub.CALIBRATION for r in case.rows)
+    marlin = case.rows[1]  # FlagGems #3609's Marlin kernel: 0.38 of peak, inside the range
+    assert marlin.interval90 is not None
+    assert marlin.interval90[0] < marlin.measured < marlin.interval90[1]

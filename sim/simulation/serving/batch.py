@@ -35,9 +35,17 @@ import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
-from sim.simulation.serving.counter_rng import counter_bits_block
+from sim.simulation.serving.counter_rng import counter_bits_block, counter_bits_step
 
-__all__ = ["BlockPlan", "DecodeBatch", "accept_lengths", "expected_path", "plan_block"]
+__all__ = [
+    "BlockPlan",
+    "DecodeBatch",
+    "StepPlan",
+    "accept_lengths",
+    "expected_path",
+    "plan_block",
+    "plan_step",
+]
 
 
 class DecodeBatch:
@@ -69,8 +77,14 @@ class DecodeBatch:
     def __init__(self, columns: int, capacity: int = 16):
         self.columns = columns
         self.size = 0
-        self._table = np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64)
+        self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
+
+    def _allocate(self, table: np.ndarray) -> None:
+        """Use ``table``, with its key and last-delivery columns reinterpreted once."""
+        self._table = table
+        self._all_keys = table[:, 1].view(np.uint64)
+        self._all_last_ms = table[:, 5].view(np.float64)
 
     def __getattr__(self, name: str) -> object:
         """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
@@ -116,15 +130,15 @@ class DecodeBatch:
         if b == table.shape[0]:
             grown = np.empty((2 * b, table.shape[1]), dtype=np.int64)
             grown[:b] = table
-            self._table = table = grown
-        row = table[b]
-        row[0] = rid
-        row[1:2].view(np.uint64)[0] = key
-        row[2] = need
-        row[3] = context
-        row[4] = cycles
-        row[5:6].view(np.float64)[0] = last_ms
-        row[self._THRESHOLDS :] = thresholds[: self.columns]
+            self._allocate(grown)
+            table = grown
+        table[b, 0] = rid
+        self._all_keys[b] = key
+        table[b, 2] = need
+        table[b, 3] = context
+        table[b, 4] = cycles
+        self._all_last_ms[b] = last_ms
+        table[b, self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
         d = self.__dict__
         if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
@@ -146,10 +160,8 @@ def accept_lengths(
     against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
     columns (d < 127)."""
     bits = counter_bits_block(keys, cycles, iterations)
-    lengths = np.ones(bits.shape, dtype=np.int8)
-    for j in range(thresholds.shape[1]):
-        lengths += bits < thresholds[:, j : j + 1]
-    return lengths
+    passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
+    return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
 
 
 #: 2^32: the thresholds' scale (a draw is a 32-bit integer).
@@ -159,7 +171,8 @@ _BITS = float(2**32)
 def expected_path(thresholds: np.ndarray) -> int:
     """The batch's expected tokens per cycle per request, rounded (>= 1): 1 + the mean
     over rows of sum_j T_j / 2^32 (``thresholds`` (B, d))."""
-    mean = 1.0 + float(thresholds.sum(dtype=np.float64)) / (_BITS * thresholds.shape[0])
+    total = np.add.reduce(thresholds, axis=None, dtype=np.float64)
+    mean = 1.0 + float(total) / (_BITS * thresholds.shape[0])
     return max(1, int(np.floor(mean + 0.5)))
 
 
@@ -228,21 +241,21 @@ def plan_block(
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
     lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
-    per_iteration = lengths.sum(axis=0, dtype=np.int64)  # (K,)
-    total = np.cumsum(per_iteration)
+    per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
+    total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
     # only requests that could reach their count within the block (L <= k + 1) are checked
     close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
     if close.size and max_iterations > 1:  # one iteration is planned whoever finishes
-        emitted = np.cumsum(lengths[close], axis=1, dtype=np.int64)
-        finishing = (emitted >= batch.need[close, None]).any(axis=0)
+        emitted = np.add.accumulate(lengths[close], axis=1, dtype=np.int64)
+        finishing = np.logical_or.reduce(emitted >= batch.need[close, None], axis=0)
         if finishing.any():
             n = int(np.argmax(finishing)) + 1
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
     if growth[n - 1] > kv_free_tokens:  # growth is increasing: cut at its first excess
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
-    context = float(batch.context.sum()) + growth
+    context = float(np.add.reduce(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
         durations = cost.decode_ms(
@@ -256,5 +269,55 @@ def plan_block(
         )
     else:
         durations = cost.decode_ms(b, k, context, prefill, drafter)
-    ends = np.cumsum(durations)
+    ends = np.add.accumulate(durations)
     return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """One decode iteration of a fixed batch drafting ``k`` (a Draft): ``lengths`` int64
+    (B,), the tokens request b emits; ``tokens``, their sum; ``duration_ms``. The same
+    numbers as ``plan_block`` with one iteration, in Python scalars where it had arrays
+    of one element."""
+
+    k: Draft
+    lengths: np.ndarray
+    tokens: int
+    duration_ms: float
+
+
+def plan_step(
+    batch: DecodeBatch,
+    k: Draft,
+    cost: IterationCost,
+    drafter: bool = False,
+    *,
+    columns: slice | None = None,
+    accepted_extend: bool = False,
+) -> StepPlan:
+    """Plan one iteration of ``batch`` drafting ``k`` (arguments as ``plan_block``'s):
+    request b's accept length is 1 + #{j : U_b < T_bj}, U_b its draw of the cycle
+    ``batch.cycles[b]`` (the first column of ``accept_lengths``)."""
+    if columns is None:
+        if not isinstance(k, int):
+            raise ValueError("a tree's threshold columns must be given")
+        columns = slice(0, k)
+    thresholds = batch.thresholds[:, columns]
+    bits = counter_bits_step(batch.keys, batch.cycles)
+    # ufuncs' reduce: the arrays' sum and min without their Python wrappers
+    lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
+    lengths += 1
+    tokens = int(np.add.reduce(lengths))
+    context = float(np.add.reduce(batch.context))
+    if accepted_extend and not (isinstance(k, int) and k == 0):
+        duration = cost.decode_ms_at(
+            batch.size,
+            k,
+            context,
+            drafter,
+            extend_tokens=expected_path(thresholds),
+            accepted_tokens=tokens,
+        )
+    else:
+        duration = cost.decode_ms_at(batch.size, k, context, drafter)
+    return StepPlan(k, lengths, tokens, duration)

@@ -20,7 +20,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["GAMMA", "counter_bits", "counter_bits_block", "draw_keys"]
+__all__ = ["GAMMA", "counter_bits", "counter_bits_block", "counter_bits_step", "draw_keys"]
 
 #: SplitMix64's Weyl increment (the odd integer nearest 2^64 / golden ratio).
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -50,6 +50,16 @@ def counter_bits_block(keys: np.ndarray, first: np.ndarray, count: int) -> np.nd
     offsets *= GAMMA
     offsets += keys.astype(np.uint64, copy=False)
     return _mix_high(offsets[:, None] + _steps(count)[None, :])
+
+
+def counter_bits_step(keys: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """``counter_bits(keys, cycles)`` (shape (B,)): each request's draw of cycle ``cycles``,
+    the first column of ``counter_bits_block``."""
+    z = cycles.astype(np.uint64)
+    z += np.uint64(1)
+    z *= GAMMA
+    z += keys.astype(np.uint64, copy=False)
+    return _mix_high(z)
 
 
 @functools.lru_cache(maxsize=64)

@@ -50,7 +50,7 @@ from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream
-from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
+from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
 from sim.simulation.serving.records import Recorder, ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.workload import (
@@ -61,6 +61,7 @@ from sim.simulation.serving.workload import (
     SourceStreams,
     Trace,
     Workload,
+    refill_together,
 )
 
 __all__ = ["ServingPlan", "ServingStreams", "run_replication"]
@@ -151,18 +152,20 @@ class ServingStreams:
     rates: np.random.Generator
     keys: np.random.Generator
 
-    def source(self, index: int | None) -> tuple[SourceStreams, np.random.Generator]:
-        """(request streams, arrival stream) of user ``index``, or of the open stream."""
+    def source(self, index: int | None) -> SourceStreams:
+        """The request streams of user ``index``, or of the open stream."""
         if index is None:
-            return SourceStreams(self.lengths, self.rates, self.keys), self.arrivals
-        return (
-            SourceStreams(
-                request_stream(self.lengths, index),
-                request_stream(self.rates, index),
-                request_stream(self.keys, index),
-            ),
-            request_stream(self.arrivals, index),
+            return SourceStreams(self.lengths, self.rates, self.keys)
+        return SourceStreams(
+            request_stream(self.lengths, index),
+            request_stream(self.rates, index),
+            request_stream(self.keys, index),
         )
+
+    def arrival(self, index: int | None) -> np.random.Generator:
+        """The arrival stream (think times) of user ``index``, or of the open stream (gaps):
+        derived only where it is used (a stream costs a PCG64 jump)."""
+        return self.arrivals if index is None else request_stream(self.arrivals, index)
 
 
 @dataclass
@@ -213,6 +216,9 @@ class Server:
         self.stop = env.event()
         self.upcoming: list[float] = []  # announced arrival times (heap)
         self.completions = 0
+        # a completion resumes other processes (a thinking user, an open request, the
+        # horizon) at its instant: they run before the scheduler's next step
+        self.others_wait = True
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
 
     # ----- arrivals and admission
@@ -337,7 +343,8 @@ class Server:
 
     def held_tokens(self) -> int:
         """KV tokens held now: decode contexts + lookahead, and prefilling requests."""
-        return int(self.batch.context.sum()) + self.batch.size * self.lookahead + self.prefill_hold
+        batch = self.batch
+        return int(np.add.reduce(batch.context)) + batch.size * self.lookahead + self.prefill_hold
 
     # ----- decode
 
@@ -353,7 +360,7 @@ class Server:
         next (many users: a completion nearly every iteration, and a longer plan would be
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
-        shortest = int(self.batch.need.min())
+        shortest = int(np.minimum.reduce(self.batch.need))
         if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
             return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
@@ -402,12 +409,24 @@ class Server:
         """Draft of a decode iteration of ``batch`` requests (the controller's k, if adaptive)."""
         return self.k_of[batch] if self.controller is None else self.controller.k_for_batch(batch)
 
-    def plan_decode(self) -> BlockPlan:
+    def plan_decode(self) -> BlockPlan | StepPlan:
+        """The next decode iterations: a block, or one iteration alone (``plan_step``, the
+        same numbers as a block of one with less work: many users' batches finish a
+        request nearly every iteration)."""
         b = self.batch.size
         k = self.k_now(b)
         size = self.block_size(k)
         if self.controller is not None:  # no further than the controller keeps its k
             size = min(size, self.controller.horizon(b))
+        if size == 1:
+            return plan_step(
+                self.batch,
+                k,
+                self.cost,
+                self.drafter,
+                columns=self.columns.get(k) if is_tree(k) else None,
+                accepted_extend=self.accepted_extend,
+            )
         return self._plan(k, size)
 
     def plan_mixed(self) -> tuple[BlockPlan, list[tuple[Prefilling, int]]]:
@@ -428,21 +447,14 @@ class Server:
         first_end, last_end = float(ends[0]), float(ends[-1])
         self.iteration_ms = last_end / n - start_ms / n
         # deliveries: every request gets its tokens at the end of every iteration
-        last = batch.last_ms
-        if last.min() < 0:  # requests without a first token yet get it now
-            fresh = last < 0
-            for rid in batch.ids[fresh].tolist():
-                rec.live[rid].first_token_ms = first_end
-            rec.gaps(first_end - last[~fresh], 1.0)
-        else:
-            rec.gaps(first_end - last, 1.0)
+        self._deliver(first_end)
         if n > 1:
             rec.gaps(durations[1:], float(b))
-        last.fill(last_end)
+        batch.last_ms.fill(last_end)
         need = batch.need
         need -= emitted
         delivered = plan.per_iteration[:n].copy()
-        lowest = int(need.min())
+        lowest = int(np.minimum.reduce(need))
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered[-1] += int(need[need < 0].sum())
         held = self.held_tokens() + plan.growth[:n]
@@ -453,19 +465,69 @@ class Server:
             self.controller.observe(b, k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
-        batch.context += emitted
-        batch.cycles += n
+        context, cycles = batch.context, batch.cycles
+        context += emitted
+        cycles += n
+        self._advance(emitted, lowest, last_end)
+
+    def step_done(self, plan: StepPlan, start_ms: float) -> None:
+        """Commit one iteration planned by ``plan_step`` (started at ``start_ms``): what
+        ``decode_done`` does with a block of one, in scalars."""
+        batch, rec = self.batch, self.rec
+        b = batch.size
+        duration = plan.duration_ms
+        end = duration + start_ms
+        self.iteration_ms = end - start_ms
+        self._deliver(end)
+        batch.last_ms.fill(end)
+        need = batch.need
+        emitted = plan.lengths
+        need -= emitted
+        lowest = int(np.minimum.reduce(need))
+        delivered = plan.tokens
+        if lowest < 0:  # the last cycle of a finishing request overshoots its count
+            delivered += int(need[need < 0].sum())
+        rec.decode_step_done(b, start_ms, end, duration, self.held_tokens(), delivered)
+        if self.controller is not None:  # accepted drafts per request, (B, 1)
+            k = plan.k
+            assert isinstance(k, int)  # the controller's own k_for_batch: a chain
+            self.controller.observe(b, k, (emitted - 1)[:, None])
+        rec.request_cycles += b
+        rec.cycle_tokens += plan.tokens
+        context, cycles = batch.context, batch.cycles
+        context += emitted
+        cycles += 1
+        self._advance(emitted, lowest, end)
+
+    def _deliver(self, end_ms: float) -> None:
+        """The delivery gaps of an iteration ending at ``end_ms`` (requests without a first
+        token get it then)."""
+        batch, rec = self.batch, self.rec
+        last = batch.last_ms
+        if np.minimum.reduce(last) < 0:  # requests without a first token yet get it now
+            fresh = last < 0
+            for rid in batch.ids[fresh].tolist():
+                rec.live[rid].first_token_ms = end_ms
+            rec.gaps(end_ms - last[~fresh], 1.0)
+        else:
+            rec.gaps(end_ms - last, 1.0)
+
+    def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:
+        """After iterations in which the rows emitted ``emitted`` (B,) tokens, ending at
+        ``end_ms`` (``lowest``: the least tokens still needed): finished requests leave
+        and free their KV, the survivors' growth is reserved."""
+        batch, rec = self.batch, self.rec
         growth = emitted
         if lowest <= 0:
-            finished = need <= 0
+            finished = batch.need <= 0
             freed = 0
             for row in np.flatnonzero(finished).tolist():
                 req = rec.live[int(batch.ids[row])]
                 req.generated = req.output_tokens
                 req.cycles = int(batch.cycles[row])
-                req.last_delivery_ms = last_end
+                req.last_delivery_ms = end_ms
                 freed += int(batch.context[row] - emitted[row]) + self.lookahead
-                self._complete(req, last_end)
+                self._complete(req, end_ms)
             if self.kv is not None and freed:
                 self.kv.put(freed)
             alive = ~finished
@@ -613,19 +675,23 @@ def scheduler_process(env: simpy.Environment, server: Server):
             rec.tokens_delivered += tokens if start >= rec.window_start_ms else 0
         else:
             plan = server.plan_decode()
-            n = plan.iterations
-            waiting = server.queue.items  # the store's own list: arrivals show up here
-            durations = plan.durations_ms.tolist()
-            done = server.uncut_iterations(durations)
-            for delay in jumps(env.now, durations[:done]):  # iterations no arrival can cut
-                yield env.timeout(delay)
-            for duration in durations[done:]:
-                yield env.timeout(duration)
-                done += 1
-                if waiting and done < n and server.admissible():
-                    break
-            server.decode_done(plan, done, start)
-        if server.completions != completed:
+            if isinstance(plan, StepPlan):  # one iteration: one timeout, nothing to cut
+                yield env.timeout(jumps(env.now, [plan.duration_ms])[0])
+                server.step_done(plan, start)
+            else:
+                n = plan.iterations
+                waiting = server.queue.items  # the store's own list: arrivals show up here
+                durations = plan.durations_ms.tolist()
+                done = server.uncut_iterations(durations)
+                for delay in jumps(env.now, durations[:done]):  # iterations no arrival can cut
+                    yield env.timeout(delay)
+                for duration in durations[done:]:
+                    yield env.timeout(duration)
+                    done += 1
+                    if waiting and done < n and server.admissible():
+                        break
+                server.decode_done(plan, done, start)
+        if server.completions != completed and (server.others_wait or server.stop.triggered):
             yield env.timeout(0)  # users answered at this instant send before the next step
 
 
@@ -655,6 +721,13 @@ def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:
     return delays
 
 
+def others_wait(arrivals: ClosedLoop | Poisson | Trace, horizon_ms: float | None) -> bool:
+    """Whether a process other than the scheduler may resume at a completion's instant: a
+    waiting request's process, a thinking user, the horizon. Not so in a closed loop
+    without think time and without a horizon (its users send from the completion itself)."""
+    return not (isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None)
+
+
 def run_replication(
     plan: ServingPlan,
     policy: SpeculationPolicy,
@@ -673,18 +746,23 @@ def run_replication(
     )
     server = Server(env, plan, policy, rec)
     arrivals = plan.workload.arrivals
+    server.others_wait = others_wait(arrivals, horizon_ms)
     if isinstance(arrivals, ClosedLoop):
-        for user in range(arrivals.users):
-            source_streams, think = streams.source(user)
-            source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
+        sources = [
+            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees)
+            for user in range(arrivals.users)
+        ]
+        refill_together(sources)  # every user's first block of rates in one pass
+        for user, source in enumerate(sources):
             if arrivals.think_ms > 0:
+                think = streams.arrival(user)
                 env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
             else:
                 send_next(server, source)
     else:
-        source_streams, gaps = streams.source(None)
-        source = RequestSource(plan.workload, plan.acceptance, source_streams, server.trees)
+        source = RequestSource(plan.workload, plan.acceptance, streams.source(None), server.trees)
         if isinstance(arrivals, Poisson):
+            gaps = streams.arrival(None)
             env.process(poisson_arrivals(env, server, source, gaps, arrivals.rate_per_s))
         else:
             env.process(trace_arrivals(env, server, source, arrivals))

@@ -228,21 +228,20 @@ class _Rows:
     stats: dict[str, StreamedStat] = field(
         default_factory=lambda: {m: StreamedStat() for m in (*REQUEST_METRICS, "preemptions")}
     )
-    chunk: np.ndarray = field(default_factory=lambda: np.empty((CHUNK, len(_COLUMNS))))
-    filled: int = 0
+    chunk: list[tuple[float, ...]] = field(default_factory=list)  # made an array per chunk
     kept: list[np.ndarray] = field(default_factory=list)
     kept_rows: int = 0
     stride: int = 1
 
     def add(self, row: tuple[float, ...]) -> None:
-        self.chunk[self.filled] = row
-        self.filled += 1
-        if self.filled == CHUNK:
+        chunk = self.chunk
+        chunk.append(row)
+        if len(chunk) == CHUNK:
             self.flush()
 
     def flush(self) -> None:
-        rows = self.chunk[: self.filled]
-        self.filled = 0
+        rows = np.array(self.chunk, dtype=np.float64).reshape(-1, len(_COLUMNS))
+        self.chunk = []
         if not rows.shape[0]:
             return
         cols = dict(zip(_COLUMNS, rows.T, strict=True))
@@ -415,10 +414,28 @@ class Recorder:
             peak = held_tokens[inside]
         else:
             peak = held_tokens
-        self.batch_time_ms[batch] += durations_ms.sum()
+        self.batch_time_ms[batch] += np.add.reduce(durations_ms)
         self.kv_token_ms += float(held_tokens @ durations_ms)
-        self.kv_peak = max(self.kv_peak, int(peak.max()))
-        self.tokens_delivered += int(delivered.sum())
+        self.kv_peak = max(self.kv_peak, int(np.maximum.reduce(peak)))
+        self.tokens_delivered += int(np.add.reduce(delivered))
+
+    def decode_step_done(
+        self,
+        batch: int,
+        start_ms: float,
+        end_ms: float,
+        duration_ms: float,
+        held_tokens: int,
+        delivered: int,
+    ) -> None:
+        """``decode_iterations_done`` of one iteration, in scalars (the same bits)."""
+        self.decode_iterations += 1
+        if start_ms < self.window_start_ms and end_ms - duration_ms < self.window_start_ms:
+            return
+        self.batch_time_ms[batch] += duration_ms
+        self.kv_token_ms += held_tokens * duration_ms
+        self.kv_peak = max(self.kv_peak, held_tokens)
+        self.tokens_delivered += delivered
 
     def prefill_done(self, start_ms: float, duration_ms: float, held_tokens: int, tokens: int):
         self.prefill_iterations += 1

@@ -45,6 +45,7 @@ __all__ = [
     "Trace",
     "Workload",
     "acceptance_thresholds",
+    "refill_together",
 ]
 
 #: Requests whose class and rates are drawn at once (a speed knob only: the draws are
@@ -260,17 +261,25 @@ class RequestSource:
             cumulative[0] if len(cumulative) == 1 else np.concatenate(cumulative, axis=1)
         )
 
-    def _refill(self) -> None:
-        u = self._streams.rates.random((RATE_BLOCK, 2))
+    def _draw_block(self) -> np.ndarray:
+        """The next block's uniforms (RATE_BLOCK, 2): class, then rates."""
+        return self._streams.rates.random((RATE_BLOCK, 2))
+
+    def _rows(self, u: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
+        """(class, rate uniform, thresholds) of each row of uniforms ``u`` (n, 2); the
+        thresholds computed in one pass per class (row by row arithmetic: any grouping of
+        rows gives the same values)."""
         cut = np.cumsum(self._acceptance.weights)[:-1]
         cls = np.searchsorted(cut, u[:, 0], side="right")
-        rows = np.empty(RATE_BLOCK, dtype=object)
+        rows = np.empty(u.shape[0], dtype=object)
         for c in np.unique(cls).tolist():
             at = np.flatnonzero(cls == c)
             for i, t in zip(at.tolist(), self._thresholds(c, u[at, 1]), strict=True):
                 rows[i] = t
-        drawn = zip(cls.tolist(), u[:, 1].tolist(), rows.tolist(), strict=True)
-        self._drawn = list(drawn)[::-1]
+        return list(zip(cls.tolist(), u[:, 1].tolist(), rows.tolist(), strict=True))
+
+    def _refill(self) -> None:
+        self._drawn = self._rows(self._draw_block())[::-1]
 
     def _class_and_thresholds(self, given: int) -> tuple[int, np.ndarray]:
         if not self._drawn:
@@ -292,3 +301,15 @@ class RequestSource:
         if not self._keys:
             self._keys = list(draw_keys(self._streams.keys, KEY_BLOCK)[::-1])
         return Request(n_in, n_out, cls, thresholds, self._keys.pop())
+
+
+def refill_together(sources: list[RequestSource]) -> None:
+    """Draw the next block of classes and rates of every source in ``sources`` (sources of
+    one workload, acceptance model and trees, e.g. a closed loop's users), their thresholds
+    computed together: the same rows as each source's own refill, in one pass per class."""
+    if not sources:
+        return
+    blocks = [source._draw_block() for source in sources]
+    rows = sources[0]._rows(np.concatenate(blocks))
+    for i, source in enumerate(sources):
+        source._drawn = rows[i * RATE_BLOCK : (i + 1) * RATE_BLOCK][::-1]

@@ -10,7 +10,14 @@ from sim.binding.bind import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
 from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.counter_rng import draw_keys
-from sim.simulation.serving.workload import KEY_BLOCK, RequestSource, SourceStreams
+from sim.simulation.serving.workload import (
+    KEY_BLOCK,
+    RATE_BLOCK,
+    RequestSource,
+    SourceStreams,
+    refill_together,
+)
+from tests.helpers import MIXED
 from tests.simulation.serving.helpers import scenario
 
 
@@ -30,6 +37,37 @@ def test_one_length_is_a_sample_of_one(lengths):
     assert drawn == [int(lengths.sample(many, 1)[0]) for _ in range(3000)]
     assert all(type(v) is int for v in drawn)
     assert one.random() == many.random()  # the same draws consumed
+
+
+def test_users_refilled_together_draw_the_requests_they_draw_alone():
+    """Classes, rates and thresholds of a mix's requests, every user's first block drawn
+    at once: each user's requests are those it draws alone, to the bit."""
+    acceptance = acceptance_model(scenario(MIXED).acceptance, 3)
+    workload = Workload(ClosedLoop(5), LogNormal(50.0, 0.5, 400), requests=10)
+
+    def users() -> list[RequestSource]:
+        return [
+            RequestSource(
+                workload,
+                acceptance,
+                SourceStreams(*(np.random.default_rng((u, s)) for s in range(3))),
+            )
+            for u in range(5)
+        ]
+
+    together, alone = users(), users()
+    refill_together(together)
+    for a, b in zip(together, alone, strict=True):
+        for _ in range(RATE_BLOCK + 3):  # past the first block: the streams agree
+            x, y = a.next(), b.next()
+            assert (x.request_class, x.output_tokens, x.key) == (
+                y.request_class,
+                y.output_tokens,
+                y.key,
+            )
+            assert np.array_equal(x.thresholds, y.thresholds)
+    classes = {a.next().request_class for a in together for _ in range(RATE_BLOCK)}
+    assert classes == {0, 1}  # both classes drawn
 
 
 def test_keys_in_blocks_are_one_raw_draw_per_request():

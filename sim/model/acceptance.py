@@ -113,27 +113,45 @@ def quadrature_weights() -> np.ndarray:
     return _quadrature_nodes()[1]
 
 
-#: Gauss-Legendre nodes a panel of the drawn scenarios' rule (``drawn_quadrature``): at
-#: most 8 on each of ``quadrature_edges``' panels (the exact rule's fewer towards u = 0
-#: kept), 273 nodes for 710. An uncertainty study re-integrates every class of a mix or
-#: per-request spread in each distinct draw of its acceptance inputs; a draw's answer only
-#: has to be exact to well within the spread of the draws (an interval's width: 1e-3
-#: relative and wider). What the closed forms take from the rates is the accept length at
-#: each k, E[c_0] + ... + E[c_k]: by this rule within 5e-5 relative of the exact rule's at
-#: every k up to 32 (the worst at concentration 0.3, the widest spread tested; 1e-6 from
-#: concentration 3 up), tests/model/test_quadrature.py. A deep E[c_i] that is negligible
-#: against the accept length (below 1e-8 of it) can be far off relatively: the rule is
-#: for answers, not for the deep rates themselves.
+#: Gauss-Legendre nodes a panel of the drawn scenarios' rule (``drawn_quadrature``): at most 8 on
+#: each of ``quadrature_edges``' panels (the exact rule's fewer towards u = 0 kept), and the end
+#: panels merged (``DRAWN_END``): 148 nodes for 710. An uncertainty study re-integrates every class
+#: of a mix or per-request spread in each distinct draw of its acceptance inputs; a draw's answer
+#: only has to be exact to well within the spread of the draws (an interval's width: 1e-3 relative
+#: and wider). What the closed forms take from the rates is the accept length at each k, E[c_0] +
+#: ... + E[c_k]: by this rule within 5e-5 relative of the exact rule's at every k up to 32 (the
+#: worst at concentration 0.3, the widest spread tested; 1e-6 from concentration 3 up),
+#: tests/model/test_quadrature.py. A deep E[c_i] that is negligible against the accept length (below
+#: 1e-8 of it) can be far off relatively: the rule is for answers, not for the deep rates
+#: themselves.
 DRAWN_PANEL_NODES = 8
+
+
+#: Where the drawn scenarios' rule stops grading towards u = 0 and 1: the panels below
+#: ``DRAWN_END`` (and above 1 - ``DRAWN_END``) become one panel of ``DRAWN_END_NODES``
+#: nodes. Every integrand the closed forms take (the c_i, products of rates in [0, 1]) is
+#: bounded by 1 and nondecreasing in u, so a panel of width 1e-6 holds at most 1e-6 of it
+#: and any rule on it errs by less: within 1e-6 of the accept length (>= 1), 1/40 of the
+#: rule's own bound. Those panels held 130 of the 273 nodes, the costliest to invert.
+DRAWN_END = 1e-6
+DRAWN_END_NODES = 2
 
 
 @functools.cache
 def drawn_quadrature() -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights (on (0, 1)) of the drawn scenarios' rule: the exact rule's
-    panels with at most ``DRAWN_PANEL_NODES`` nodes each (read-only)."""
+    panels between ``DRAWN_END`` and 1 - ``DRAWN_END`` with at most ``DRAWN_PANEL_NODES``
+    nodes each, and one panel of ``DRAWN_END_NODES`` at each end (read-only)."""
     edges = quadrature_edges()
     exact = [*LEFT_PANEL_NODES, *[PANEL_NODES] * (edges.size - 1 - len(LEFT_PANEL_NODES))]
-    nodes, weights = gauss_legendre_panels(edges, [min(n, DRAWN_PANEL_NODES) for n in exact])
+    inner = [
+        (lo, hi, min(n, DRAWN_PANEL_NODES))
+        for lo, hi, n in zip(edges[:-1], edges[1:], exact, strict=True)
+        if lo >= DRAWN_END and hi <= 1.0 - DRAWN_END
+    ]
+    cuts = np.array([0.0, *(lo for lo, _, _ in inner), inner[-1][1], 1.0])
+    counts = [DRAWN_END_NODES, *(n for _, _, n in inner), DRAWN_END_NODES]
+    nodes, weights = gauss_legendre_panels(cuts, counts)
     nodes.setflags(write=False)
     weights.setflags(write=False)
     return nodes, weights

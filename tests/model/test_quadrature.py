@@ -12,6 +12,8 @@ import pytest
 
 from sim.binding.bind import acceptance_model
 from sim.model.acceptance import (
+    DRAWN_END,
+    LEFT_PANEL_NODES,
     PANEL_NODES,
     RateClass,
     Spread,
@@ -104,7 +106,26 @@ def test_the_drawn_scenarios_rule_keeps_every_accept_length() -> None:
 
 
 def test_the_drawn_rule_is_the_exact_rule_thinned() -> None:
-    """Fewer nodes, the same panels: on a smooth integrand both are exact (u^3)."""
+    """Fewer nodes, the same panels between 1e-6 and 1 - 1e-6 and one panel beyond each:
+    on a smooth integrand both are exact (u^3)."""
     nodes, weights = drawn_quadrature()
     assert nodes.size < quadrature_weights().size
     assert weights @ nodes**3 == pytest.approx(0.25, rel=1e-14)
+
+
+def test_the_merged_end_panels_move_an_accept_length_by_less_than_their_width() -> None:
+    """The drawn rule against the same rule graded all the way to 0 and 1 (273 nodes): the
+    c_i are bounded by 1, so the two panels of width ``DRAWN_END`` move E[c_0 + ... + c_k]
+    by less than 2 x ``DRAWN_END``, and so relatively at most that (accept length >= 1)."""
+    edges = quadrature_edges()
+    exact = [*LEFT_PANEL_NODES, *[PANEL_NODES] * (edges.size - 1 - len(LEFT_PANEL_NODES))]
+    graded, graded_w = gauss_legendre_panels(edges, [min(n, 8) for n in exact])
+    nodes, weights = drawn_quadrature()
+    assert nodes.size < graded.size
+    for c in _classes():
+        rates = [c.rates_from_uniform(u) for u in (graded, nodes)]
+        full, merged = (
+            np.cumsum(w @ np.concatenate([np.ones((r.shape[0], 1)), cumulative_rates(r)], axis=1))
+            for w, r in zip((graded_w, weights), rates, strict=True)
+        )
+        assert np.abs(merged - full).max() < 2 * DRAWN_END, c

@@ -187,7 +187,16 @@ def refined_ends(
             load = Load("concurrency", x)
             return gain(evaluator(load, upper), evaluator(load, lower), objective)
 
-        found = find_crossings([float(a.users), float(b.users)], curve, integer=True)
+        def simulated(lower: FixedK = lower, upper: FixedK = upper) -> list[float]:
+            return [
+                float(load.value)
+                for load, p in evaluator.memo
+                if p == upper and load.kind == "concurrency" and (load, lower) in evaluator.memo
+            ]
+
+        found = find_crossings(
+            [float(a.users), float(b.users)], curve, integer=True, seen=simulated
+        )
         if len(found) == 1:
             ends[i] = max(a.users, math.floor(found[0].at))
         else:

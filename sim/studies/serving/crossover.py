@@ -324,9 +324,11 @@ def crossover(
     """Gain curves and crossovers of every metric at every k over ``loads``.
 
     The whole grid (baseline and every k at every load) runs first, in parallel through
-    the evaluator's executor; ``refine`` then bisects each crossing (and its interval's
-    ends) between grid loads, simulating the loads in between one at a time. ``draws``:
-    each crossing's 90% interval from inputs and model (``crossing_interval90``).
+    the evaluator's executor; ``refine`` then narrows each crossing (and its interval's
+    ends) between grid loads (sim/studies/serving/break_even.py: first by the loads any
+    metric's search at that k has already run, then by bisection), simulating the loads
+    in between one at a time. ``draws``: each crossing's 90% interval from inputs and
+    model (``crossing_interval90``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -382,14 +384,20 @@ def crossover(
         overloaded = _overloaded(evaluator, grid, k)
         for metric in metrics:
             curve = curve_of(k, metric)
+
+            def simulated(spec: FixedK = spec) -> list[float]:
+                """Loads where ``spec`` and plain decoding have both run."""
+                return sorted(
+                    float(load.value)
+                    for load, p in evaluator.memo
+                    if p == spec and load.kind == kind and (load, BASELINE) in evaluator.memo
+                )
+
             xs = [float(load.value) for load in paired[k]]
             found = find_crossings(
-                xs, curve, integer=grid[0].integer, rtol=rtol if refine else None
+                xs, curve, integer=grid[0].integer, rtol=rtol if refine else None, seen=simulated
             )
-            seen = sorted(
-                {float(load.value) for load, p in evaluator.memo if p == spec and load.kind == kind}
-            )
-            pts = [x for x in seen if (grid[0].at(x), BASELINE) in evaluator.memo]
+            pts = simulated()
             intervals: tuple[tuple[float | None, float | None], ...] = ()
             nearest = None
             if draws is not None and xs:  # no draws: the Monte Carlo interval

@@ -22,3 +22,18 @@ def test_rate_crossing_is_bisected_geometrically():
     assert c.direction == STOPS
     assert c.bracket == pytest.approx((4.0, math.sqrt(32.0)))
     assert c.at == pytest.approx(4.0)
+
+
+def test_loads_already_simulated_narrow_the_bracket_first():
+    """User counts simulated before (9, 10 and 11 around g = 2 - x / 10's crossing at 10:
+    g(10) = 1 passes, g(11) = 0.9 fails) end the search without a new load."""
+    calls: list[float] = []
+
+    def curve(x: float) -> Ratio:
+        calls.append(x)
+        g = 2.0 - x / 10.0
+        return Ratio(g, (g - 0.001, g + 0.001))
+
+    (c,) = find_crossings([8.0, 16.0], curve, integer=True, seen=lambda: [9.0, 10.0, 11.0])
+    assert c.bracket == (10.0, 11.0)
+    assert set(calls) <= {8.0, 9.0, 10.0, 11.0, 16.0}

@@ -27,13 +27,11 @@ from sim.binding.bound import Bound, as_bound
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,
     EFFICIENCY_REASON,
-    scenario_hardware,
 )
 from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
-from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 
 #: Model fields the hardware model reads when it derives or re-composes a pass.
@@ -109,13 +107,7 @@ def derived_slope_range(scenario: Scenario, hw: PassModel) -> tuple[float, float
     ``hw``: the scenario's pass model)."""
     if hw.verify_slope[1] != "derived":
         return None
-    lo_eff, hi_eff = efficiency_range(scenario)
-    ends = []
-    for eff in (hi_eff, lo_eff):
-        other = with_overrides(
-            scenario, {"hardware.bandwidth_efficiency": eff}, source="provenance"
-        )
-        ends.append(scenario_hardware(other).verify_slope[0])
+    ends = [hw.with_efficiency(eff).verify_slope[0] for eff in efficiency_range(scenario)]
     return (min(ends), max(ends))
 
 
@@ -226,13 +218,6 @@ def kernel_count_range(scenario: Scenario) -> tuple[int, int] | None:
     return (int(entry.range[0]), int(entry.range[1]))
 
 
-def launch_at_kernels(scenario: Scenario, kernels: int) -> float:
-    """The per-kernel CPU cost (us) on the hardware asked about at ``kernels`` a layer."""
-    model = scenario.model.model_copy(update={"kernels_per_layer": kernels})
-    # a copy, not a re-validation: the count is inside the range the file already passed
-    return scenario_hardware(scenario.model_copy(update={"model": model})).current.launch_us
-
-
 def launch_origin(scenario: Scenario, hw: PassModel) -> tuple[str, str]:
     """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
     origin, reason = scenario.given_origin("hardware.launch_us")
@@ -259,7 +244,7 @@ def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:
-        ends = [launch_at_kernels(scenario, k) for k in counts]
+        ends = [hw.launch_us_at_kernels(k) for k in counts]
         span = (min(ends), max(ends))
         reason += f"; {span[1]:.4g}-{span[0]:.4g} us at {counts[0]}-{counts[1]} kernels"
     return Assumption(

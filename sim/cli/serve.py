@@ -156,7 +156,7 @@ def serve(
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.setup import BASELINE, with_load
-    from sim.studies.serve import serve as serve_scenario
+    from sim.studies import serve as serving
     from sim.studies.serving_draws import serve_intervals
 
     given = [
@@ -178,7 +178,7 @@ def serve(
     sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
     with ProgressBar(enabled=not quiet) as progress:
-        served = serve_scenario(
+        served = serving.serve(
             sc,
             workers=workers,
             base_dir=Path(scenario).resolve().parent,
@@ -196,7 +196,7 @@ def serve(
     body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
     if draws:
         body["interval90"] = serve_intervals(
-            sc,
+            served.bound,
             served.run.records,
             slo=served.setup.slo,
             seed=served.setup.seed,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sim.binding.bound import Bound, bind
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -58,6 +59,7 @@ class Served:
     run: ServingRun | None
     summary: ServingSummary | None
     check: LoadCheck | None
+    bound: Bound  # the scenario served, bound once
 
     @property
     def stable(self) -> bool:
@@ -65,7 +67,7 @@ class Served:
 
 
 def serve(
-    scenario: Scenario,
+    model: Bound | Scenario,
     *,
     concurrency: int | None = None,
     rate_per_s: float | None = None,
@@ -83,7 +85,10 @@ def serve(
     ``concurrency``, ``rate_per_s``, ``trace``), speculation and plain decoding on the same
     arrivals. ``base_dir``: where the scenario's relative paths (a trace) start. Before any
     run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
-    each to follow) are checked against sim/simulation/budget.py's limits."""
+    each to follow) are checked against sim/simulation/budget.py's limits. A scenario is
+    bound once (a ``Bound`` is taken as it is unless the load or sample changes it);
+    ``Served.bound`` holds it for the intervals' draws."""
+    scenario = model.scenario if isinstance(model, Bound) else model
     if concurrency is not None or rate_per_s is not None or trace is not None:
         scenario = with_load(
             scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
@@ -92,7 +97,8 @@ def serve(
         scenario, replications=replications, requests=requests, seed=seed, source=source
     )
     base = Path(base_dir) if base_dir is not None else None
-    setup = serving_setup(scenario, base_dir=base, source=source)
+    bound = model if isinstance(model, Bound) and model.scenario is scenario else bind(scenario)
+    setup = serving_setup(bound, base_dir=base, source=source)
     workload = setup.plan.workload
     check_serving_size(
         len(setup.policies),
@@ -102,7 +108,7 @@ def serve(
     )
     check = check_open_load(setup.plan, setup.policies)
     if check is not None and not check.stable:
-        return Served(setup, None, None, check)
+        return Served(setup, None, None, check, bound)
     run = simulate_serving(
         setup.plan,
         setup.policies,
@@ -111,7 +117,8 @@ def serve(
         workers=workers,
         progress=progress,
     )
-    return Served(setup, run, summarize_serving(run.records, setup.slo, baseline=BASELINE), check)
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    return Served(setup, run, summary, check, bound)
 
 
 def serving_study(

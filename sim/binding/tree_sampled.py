@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.binding.bind import acceptance_model, bound_cycle_cost, rank_shares
-from sim.binding.bound import Bound, as_bound
+from sim.binding.bound import Bound
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
@@ -243,7 +243,7 @@ class SampledTree:
 
 
 def sampled_tree(
-    model: Bound | Scenario,
+    bound: Bound,
     draws: np.ndarray | None = None,
     *,
     inputs: tuple[UncertainInput, ...] | None = None,
@@ -254,9 +254,8 @@ def sampled_tree(
     tables spanning ``draws`` (n, F) (default: the nominal values only), the drawn rates
     over at least ``max_steps`` positions (the chain's); a mix's or a spread's tree takes
     its draws' populations instead, kept in ``populations`` when given (scenarios that
-    differ elsewhere share them). A scenario is bound here, once: the nominal tree and
-    cycle are the ``Bound``'s; each response re-validates the scenario at other values."""
-    bound = as_bound(model)
+    differ elsewhere share them). The nominal tree and cycle are the ``Bound``'s; each
+    response re-validates the scenario at other values and binds it."""
     scenario = bound.scenario
     inputs = uncertain_inputs(bound) if inputs is None else inputs
     if draws is None:

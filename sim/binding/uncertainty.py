@@ -42,7 +42,7 @@ from sim.binding.bind import (
     measured_depth,
     pass_times,
 )
-from sim.binding.bound import Bound, as_bound
+from sim.binding.bound import Bound
 from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
 from sim.binding.priors import DecayPrior, shape_error
 from sim.errors import SpecsimError
@@ -217,11 +217,11 @@ def _value(scenario: Scenario, dotted: str) -> float:
 # --------------------------------------------------------------------------- inputs
 
 
-def clipping_notes(model: Bound | Scenario) -> dict[str, str]:
+def clipping_notes(bound: Bound) -> dict[str, str]:
     """Per field (a list field's base name), the notes of its inputs whose stated error or
     range the field's valid values clip (``UncertainInput.clipping_note``)."""
     out: dict[str, str] = {}
-    for inp in uncertain_inputs(model):
+    for inp in uncertain_inputs(bound):
         note = inp.clipping_note()
         if note is not None:
             base = inp.field.split("[", 1)[0]
@@ -229,11 +229,9 @@ def clipping_notes(model: Bound | Scenario) -> dict[str, str]:
     return out
 
 
-def uncertain_inputs(model: Bound | Scenario) -> tuple[UncertainInput, ...]:
+def uncertain_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
     """Every uncertain input of a bound scenario (see the module docstring), in a fixed
-    order; its acceptance shape and hardware model read from the ``Bound`` (a scenario is
-    bound here, once)."""
-    bound = as_bound(model)
+    order; its acceptance shape and hardware model read from the ``Bound``."""
     scenario = bound.scenario
     out: list[UncertainInput] = []
     for dotted, entry in scenario.uncertainty.entries().items():
@@ -722,7 +720,7 @@ class SampledScenario:
 
 
 def sampled_scenario(
-    model: Bound | Scenario,
+    bound: Bound,
     draws: np.ndarray | None = None,
     max_steps: int = MAX_STEPS,
     drawn: Drawn | None = None,
@@ -730,7 +728,6 @@ def sampled_scenario(
     """Inputs and response tables of a bound scenario, the tables spanning ``draws``
     (default: nominal only) around its pass times; a mix's or a spread's drawn rates kept
     in ``drawn`` when given (studies of scenarios that differ elsewhere share them)."""
-    bound = as_bound(model)
     scenario = bound.scenario
     inputs = uncertain_inputs(bound)
     base = pass_vector(bound.passes, max_steps)
@@ -770,11 +767,10 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[], tuple[float, float, str]]] = {
 }
 
 
-def serving_inputs(model: Bound | Scenario) -> tuple[UncertainInput, ...]:
+def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
     """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
     cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
     the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
-    bound = as_bound(model)
     scenario = bound.scenario
     out = list(uncertain_inputs(bound))
     stated = {u.field for u in out} | set(scenario.uncertainty.entries())

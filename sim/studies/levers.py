@@ -320,7 +320,7 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
 def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
     estimate stated at the optimistic end of the range given for it)."""
-    return off_centre(uncertain_inputs(scenario))
+    return off_centre(uncertain_inputs(bind(scenario)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,7 +140,7 @@ def serving_study(
     sc = with_sample(scenario, replications=replications, requests=requests, seed=seed)
     builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(sc, setup.seed))
+    builder = replace(builder, draws=input_draws(bind(sc), setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

@@ -71,14 +71,12 @@ INTERVAL_LABEL = "90% interval from inputs and model"
 Overrides = tuple[tuple[str, Any], ...]
 
 
-def input_draws(model: Bound | Scenario, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
+def input_draws(bound: Bound, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
     """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs (none
     without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``."""
     # lazy: the uncertainty layer only when a study draws
-    from sim.binding.bound import as_bound
     from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
 
-    bound = as_bound(model)
     scenario = bound.scenario
     inputs = serving_inputs(bound)
     if not inputs or draws < 1:
@@ -87,12 +85,12 @@ def input_draws(model: Bound | Scenario, seed: int, draws: int = DRAWS) -> tuple
     return tuple(tuple(draw_overrides(scenario, inputs, row).items()) for row in values)
 
 
-def describe_inputs(model: Bound | Scenario) -> list[dict[str, Any]]:
+def describe_inputs(bound: Bound) -> list[dict[str, Any]]:
     """The drawn inputs for a document: field, origin, reason, and range or stderr."""
     from sim.binding.uncertainty import serving_inputs  # lazy: as in input_draws
 
     out = []
-    for inp in serving_inputs(model):
+    for inp in serving_inputs(bound):
         row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
         if inp.kind == "normal":
             row["stderr"] = inp.stderr
@@ -216,16 +214,14 @@ def ratio_interval(r: Ratio, draws: np.ndarray) -> list[float] | None:
     return interval90(draws.tolist(), r.ci95)
 
 
-def doc(
-    model: Bound | Scenario, draws: Sequence[Overrides], replications: int
-) -> Mapping[str, Any]:
+def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
     """What a document says about its intervals: the label, draws, replications per draw
     and the inputs drawn."""
     return {
         "label": INTERVAL_LABEL,
         "draws": len(draws),
         "replications_per_draw": replications if draws else 0,
-        "inputs": describe_inputs(model),
+        "inputs": describe_inputs(bound),
     }
 
 
@@ -255,7 +251,7 @@ SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50
 
 
 def serve_intervals(
-    model: Bound | Scenario,
+    bound: Bound,
     records: Mapping[str, list[ServingRecord]],
     *,
     slo: Any,
@@ -276,13 +272,11 @@ def serve_intervals(
     of the nominal run, against the highest measured one (``beyond_note``). The draws
     perturb the bound scenario and bind each (``Served.bound``: the nominal's)."""
     # lazy: the serving setup only when serve draws
-    from sim.binding.bound import as_bound
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving_points import gain, level, policy_point
 
-    bound = as_bound(model)
     scenario = bound.scenario
     overrides = input_draws(bound, seed, draws)
     r = min(replications, min(len(v) for v in records.values()))

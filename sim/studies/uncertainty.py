@@ -816,5 +816,6 @@ def sampled_answers(
     """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
     interval of any quantity (draft lengths 1..``MAX_STEPS``)."""
     seed = scenario.simulation.seed if seed is None else seed
-    draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
-    return sampled_scenario(scenario, draws).model(draws)
+    bound = bind(scenario)
+    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
+    return sampled_scenario(bound, draws).model(draws)

@@ -155,9 +155,8 @@ def serve(
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
-    from sim.simulation.serving.setup import BASELINE, with_load
-    from sim.studies import serve as serving
-    from sim.studies.serving_draws import serve_intervals
+    from sim.simulation.serving.setup import with_load
+    from sim.studies.serving import serve as study
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -178,7 +177,7 @@ def serve(
     sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
     with ProgressBar(enabled=not quiet) as progress:
-        served = serving.serve(
+        served = study.serve(
             sc,
             workers=workers,
             base_dir=Path(scenario).resolve().parent,
@@ -194,18 +193,7 @@ def serve(
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
     body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
-    if draws:
-        body["interval90"] = serve_intervals(
-            served.bound,
-            served.run.records,
-            slo=served.setup.slo,
-            seed=served.setup.seed,
-            base_dir=Path(scenario).resolve().parent,
-            source=scenario,
-            workers=workers,
-            baseline=BASELINE,
-            batch=max(p.mean_batch.mean for p in served.summary.policies.values()),
-            draws=draws,
-        )
+    if served.interval90 is not None:
+        body["interval90"] = served.interval90
     render = render_serving if verbose else render_serving_screen
     emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

@@ -1,6 +1,6 @@
 """The chain-against-tree study's report: a JSON body, a text summary and its figures.
 
-Both come from the typed result (sim/studies/tree_load.py): per concurrency every policy's
+Both come from the typed result (sim/studies/serving/tree_load.py): per concurrency every policy's
 per-user and aggregate tok/s with 95% intervals, the paired ratio of each tree over each
 chain, where each tree stops beating each chain, and the best draft per load as a
 ``serving.draft_table``.
@@ -20,7 +20,7 @@ from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.tree_load import METRICS, Crossing, TreeLoadResult
+from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 
 __all__ = ["render_tree_load", "tree_load_figures", "tree_load_to_dict"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bound import Bound, bind
+from sim.binding.bound import bind
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -69,7 +69,7 @@ class Served:
 
 
 def serve(
-    model: Bound | Scenario,
+    scenario: Scenario,
     *,
     concurrency: int | None = None,
     rate_per_s: float | None = None,
@@ -89,10 +89,9 @@ def serve(
     run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
     each to follow) are checked against sim/simulation/budget.py's limits. With
     ``interval_draws`` > 0 a stable load's answer carries its 90% intervals from inputs
-    and model, each draw at the nominal run's first seeds. A scenario is bound once (a
-    ``Bound`` is taken as it is unless the load or sample changes it); the draws perturb
-    it and bind each."""
-    scenario = model.scenario if isinstance(model, Bound) else model
+    and model, each draw at the nominal run's first seeds. The scenario is bound once,
+    with its load and sample; the setup and the intervals read that ``Bound`` (the draws
+    perturb it and bind each)."""
     if concurrency is not None or rate_per_s is not None or trace is not None:
         scenario = with_load(
             scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
@@ -101,7 +100,7 @@ def serve(
         scenario, replications=replications, requests=requests, seed=seed, source=source
     )
     base = Path(base_dir) if base_dir is not None else None
-    bound = model if isinstance(model, Bound) and model.scenario is scenario else bind(scenario)
+    bound = bind(scenario)
     setup = serving_setup(bound, base_dir=base, source=source)
     workload = setup.plan.workload
     check_serving_size(

@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.scenario.load import load_scenario
 from sim.studies.analysis import analyze
@@ -137,7 +138,7 @@ def test_scenarios_sharing_the_seeds_measurements_share_how_well_they_are_known(
     from tests.conftest import ROOT, SEED
 
     def timing_inputs(sc) -> set[str]:
-        return {i.field for i in uncertain_inputs(sc) if i.field.startswith("timing.")}
+        return {i.field for i in uncertain_inputs(bind(sc)) if i.field.startswith("timing.")}
 
     seed = load_scenario(SEED)
     wanted = timing_inputs(seed)

@@ -25,7 +25,6 @@ from sim.binding.bind import (
     scenario_tree_cost,
 )
 from sim.binding.decompose import scenario_hardware
-from sim.binding.provenance import Assumption, assumptions
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import throughput_tok_s
@@ -95,10 +94,6 @@ class Bound:
         return self.passes.draft_extend_ms_per_token, float(
             self.num_steps + 1 if tokens is None else tokens
         )
-
-    def assumptions(self) -> tuple[Assumption, ...]:
-        """Every value the answers depend on, with its provenance (sim/binding/provenance.py)."""
-        return assumptions(self.scenario, self.passes, self.hardware)
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None

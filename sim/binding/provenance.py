@@ -22,18 +22,16 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from sim.binding.bind import acceptance_shape, implicit_tilt, pass_times
+from sim.binding.bind import AcceptanceShape, implicit_tilt
+from sim.binding.bound import Bound, as_bound
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,
     EFFICIENCY_REASON,
-    scenario_hardware,
 )
 from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
-from sim.model.cycle import PassTimes
-from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 
 #: Model fields the hardware model reads when it derives or re-composes a pass.
@@ -109,13 +107,7 @@ def derived_slope_range(scenario: Scenario, hw: PassModel) -> tuple[float, float
     ``hw``: the scenario's pass model)."""
     if hw.verify_slope[1] != "derived":
         return None
-    lo_eff, hi_eff = efficiency_range(scenario)
-    ends = []
-    for eff in (hi_eff, lo_eff):
-        other = with_overrides(
-            scenario, {"hardware.bandwidth_efficiency": eff}, source="provenance"
-        )
-        ends.append(scenario_hardware(other).verify_slope[0])
+    ends = [hw.with_efficiency(eff).verify_slope[0] for eff in efficiency_range(scenario)]
     return (min(ends), max(ends))
 
 
@@ -126,15 +118,13 @@ def efficiency_range(scenario: Scenario) -> tuple[float, float]:
     return EFFICIENCY_RANGE
 
 
-def assumptions(
-    scenario: Scenario, passes: PassTimes | None = None, hw: PassModel | None = None
-) -> tuple[Assumption, ...]:
-    """Every value the scenario's answers depend on, with its provenance (``passes``,
-    ``hw``: its pass times and ``PassModel`` when the caller holds them, ``Bound``)."""
+def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
+    """Every value a bound scenario's answers depend on, with its provenance (its pass
+    times and ``PassModel`` read from the ``Bound``; a scenario is bound here, once)."""
+    bound = as_bound(model)
+    scenario, passes, hw = bound.scenario, bound.passes, bound.hardware
     timing = scenario.timing
     out: list[Assumption] = []
-    passes = pass_times(scenario) if passes is None else passes
-    hw = scenario_hardware(scenario) if hw is None else hw
     if scenario.num_steps >= 0:
         out.append(_entry(scenario, "speculation.num_steps", scenario.num_steps))
     names = PASS_NAMES if scenario.num_steps > 0 or scenario.acceptance else ("decode",)
@@ -170,7 +160,7 @@ def assumptions(
         out.append(_entry(scenario, "timing.verify_ms_per_extra_token", slope))
     for key in ("cycle_overhead_ms", "verify_growth", "verify_cuda_graph"):
         out.append(_entry(scenario, f"timing.{key}", getattr(timing, key)))
-    out += _acceptance_assumptions(scenario)
+    out += _acceptance_assumptions(scenario, bound.shape)
     if uses_hardware_model(hw):
         for key in ("gpus", "interconnect", "gpu"):
             out.append(_entry(scenario, f"hardware.{key}", getattr(scenario.hardware, key)))
@@ -190,14 +180,15 @@ def assumptions(
     elif eager_verify(hw) and scenario.model.kernels_per_layer is not None:
         out.append(launch_assumption(scenario, hw))
         out.append(_entry(scenario, "model.kernels_per_layer", scenario.model.kernels_per_layer))
-    return tuple(with_clipping_notes(scenario, out))
+    return tuple(with_clipping_notes(bound, out))
 
 
-def with_clipping_notes(scenario: Scenario, rows: list[Assumption]) -> list[Assumption]:
+def with_clipping_notes(bound: Bound, rows: list[Assumption]) -> list[Assumption]:
     """``rows`` with a note on every field whose stated error or range reaches past its
     valid values (its draws are clipped there, sim/binding/uncertainty.py), appended to
     the row's reason, or as a row of its own when the field has none."""
-    notes = clipping_notes(scenario)
+    scenario = bound.scenario
+    notes = clipping_notes(bound)
     if not notes:
         return rows
     out = []
@@ -227,13 +218,6 @@ def kernel_count_range(scenario: Scenario) -> tuple[int, int] | None:
     return (int(entry.range[0]), int(entry.range[1]))
 
 
-def launch_at_kernels(scenario: Scenario, kernels: int) -> float:
-    """The per-kernel CPU cost (us) on the hardware asked about at ``kernels`` a layer."""
-    model = scenario.model.model_copy(update={"kernels_per_layer": kernels})
-    # a copy, not a re-validation: the count is inside the range the file already passed
-    return scenario_hardware(scenario.model_copy(update={"model": model})).current.launch_us
-
-
 def launch_origin(scenario: Scenario, hw: PassModel) -> tuple[str, str]:
     """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
     origin, reason = scenario.given_origin("hardware.launch_us")
@@ -260,7 +244,7 @@ def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:
-        ends = [launch_at_kernels(scenario, k) for k in counts]
+        ends = [hw.launch_us_at_kernels(k) for k in counts]
         span = (min(ends), max(ends))
         reason += f"; {span[1]:.4g}-{span[0]:.4g} us at {counts[0]}-{counts[1]} kernels"
     return Assumption(
@@ -268,14 +252,13 @@ def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
     )
 
 
-def _acceptance_assumptions(scenario: Scenario) -> list[Assumption]:
+def _acceptance_assumptions(scenario: Scenario, shape: AcceptanceShape | None) -> list[Assumption]:
     spec = scenario.acceptance
-    if spec is None:
+    if spec is None or shape is None:
         return []
     out = [_entry(scenario, f"acceptance.{spec.anchor}", _anchor_value(spec))]
     if spec.measured_num_steps is not None and spec.anchor in ("alpha", "accept_length", "mix"):
         out.append(_entry(scenario, "acceptance.measured_num_steps", spec.measured_num_steps))
-    shape = acceptance_shape(spec)
     shape_origin, _ = scenario.given_origin("acceptance.shape")
     out.append(
         Assumption(

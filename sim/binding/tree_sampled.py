@@ -32,12 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.binding.bind import (
-    acceptance_model,
-    bound_cycle_cost,
-    rank_shares,
-    scenario_acceptance,
-)
+from sim.binding.bind import acceptance_model, bound_cycle_cost, rank_shares
+from sim.binding.bound import Bound
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
@@ -53,6 +49,7 @@ from sim.binding.uncertainty import (
     uncertain_inputs,
 )
 from sim.model.acceptance import AcceptanceModel
+from sim.model.cycle import CycleCost
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
@@ -65,9 +62,15 @@ __all__ = ["SampledTree", "TreeDraws", "sampled_tree", "tree_cycle_vector"]
 
 
 def tree_cycle_vector(scenario: Scenario) -> np.ndarray:
-    """The tree cycle's parts (6,): draft, verify, extend, overhead (ms), the extend's
-    growth per accepted token (ms) and the accept length the extend is taken at."""
-    cost = bound_cycle_cost(scenario)
+    """The tree cycle's parts (6,) of a scenario (a draw's, re-validated): draft, verify,
+    extend, overhead (ms), the extend's growth per accepted token (ms) and the accept
+    length the extend is taken at (``cycle_vector``)."""
+    return cycle_vector(bound_cycle_cost(scenario))
+
+
+def cycle_vector(cost: CycleCost) -> np.ndarray:
+    """A cycle's parts (6,): draft, verify, extend, overhead (ms), the extend's growth per
+    accepted token (ms) and the accept length the extend is taken at."""
     return np.array(
         [
             cost.draft_ms,
@@ -81,14 +84,14 @@ def tree_cycle_vector(scenario: Scenario) -> np.ndarray:
     )
 
 
-def tree_acceptance(scenario: Scenario) -> TreeAcceptance:
-    """The scenario's tree acceptance; a chain (topk 1) as the tree of topk 1, which is
-    its chain (sim/model/tree/build.py)."""
-    acc = scenario_acceptance(scenario)
+def tree_acceptance(bound: Bound) -> TreeAcceptance:
+    """The bound scenario's tree acceptance; a chain (topk 1) as the tree of topk 1, which
+    is its chain (sim/model/tree/build.py)."""
+    acc = bound.acceptance
     if isinstance(acc, TreeAcceptance):
         return acc
-    k = scenario.num_steps
-    return TreeAcceptance(acceptance_model(scenario.acceptance, k), (), TreeDraft(k, 1, k + 1))
+    k = bound.num_steps
+    return TreeAcceptance(acc, (), TreeDraft(k, 1, k + 1))
 
 
 def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndarray:
@@ -240,7 +243,7 @@ class SampledTree:
 
 
 def sampled_tree(
-    scenario: Scenario,
+    bound: Bound,
     draws: np.ndarray | None = None,
     *,
     inputs: tuple[UncertainInput, ...] | None = None,
@@ -251,18 +254,20 @@ def sampled_tree(
     tables spanning ``draws`` (n, F) (default: the nominal values only), the drawn rates
     over at least ``max_steps`` positions (the chain's); a mix's or a spread's tree takes
     its draws' populations instead, kept in ``populations`` when given (scenarios that
-    differ elsewhere share them)."""
-    inputs = uncertain_inputs(scenario) if inputs is None else inputs
+    differ elsewhere share them). The nominal tree and cycle are the ``Bound``'s; each
+    response re-validates the scenario at other values and binds it."""
+    scenario = bound.scenario
+    inputs = uncertain_inputs(bound) if inputs is None else inputs
     if draws is None:
         draws = nominal_row(inputs)
-    base = tree_cycle_vector(scenario)
+    base = cycle_vector(bound.cycle)
     responses = tuple(
         None
         if is_acceptance_input(inp.field)
         else pass_response(scenario, inp, draws[:, j], base, vector=tree_cycle_vector)
         for j, inp in enumerate(inputs)
     )
-    nominal = tree_acceptance(scenario)
+    nominal = tree_acceptance(bound)
     spec = scenario.acceptance
     measured = spec.measured_num_steps or 0 if spec is not None else 0
     needed = max(max_steps, nominal.top1.num_steps, measured)

@@ -42,7 +42,8 @@ from sim.binding.bind import (
     measured_depth,
     pass_times,
 )
-from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON, uses_derived_compute
+from sim.binding.bound import Bound
+from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
 from sim.binding.priors import DecayPrior, shape_error
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
@@ -216,11 +217,11 @@ def _value(scenario: Scenario, dotted: str) -> float:
 # --------------------------------------------------------------------------- inputs
 
 
-def clipping_notes(scenario: Scenario) -> dict[str, str]:
+def clipping_notes(bound: Bound) -> dict[str, str]:
     """Per field (a list field's base name), the notes of its inputs whose stated error or
     range the field's valid values clip (``UncertainInput.clipping_note``)."""
     out: dict[str, str] = {}
-    for inp in uncertain_inputs(scenario):
+    for inp in uncertain_inputs(bound):
         note = inp.clipping_note()
         if note is not None:
             base = inp.field.split("[", 1)[0]
@@ -228,8 +229,10 @@ def clipping_notes(scenario: Scenario) -> dict[str, str]:
     return out
 
 
-def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
-    """Every uncertain input of the scenario (see the module docstring), in a fixed order."""
+def uncertain_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
+    """Every uncertain input of a bound scenario (see the module docstring), in a fixed
+    order; its acceptance shape and hardware model read from the ``Bound``."""
+    scenario = bound.scenario
     out: list[UncertainInput] = []
     for dotted, entry in scenario.uncertainty.entries().items():
         section, key = dotted.split(".", 1)
@@ -258,21 +261,21 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
     # A field the file states (even with a zero range or stderr: "known exactly") is never
     # given a default spread below.
     fields = {u.field for u in out} | set(scenario.uncertainty.entries())
-    spec = scenario.acceptance
-    if spec is not None and "acceptance.decay" not in fields:
-        shape = acceptance_shape(spec)
-        if shape.prior is not None and shape.prior.high > shape.prior.low:
-            out.append(
-                UncertainInput(
-                    "acceptance.decay",
-                    shape.decay,
-                    "prior",
-                    "derived",
-                    shape.reason,
-                    prior=shape.prior,
-                    bounds=(1e-6, 1.0),
-                )
+    spec, shape = scenario.acceptance, bound.shape
+    prior = shape.prior if shape is not None else None
+    if prior is not None and prior.high > prior.low and "acceptance.decay" not in fields:
+        assert shape is not None
+        out.append(
+            UncertainInput(
+                "acceptance.decay",
+                shape.decay,
+                "prior",
+                "derived",
+                shape.reason,
+                prior=prior,
+                bounds=(1e-6, 1.0),
             )
+        )
     if spec is not None and implicit_tilt(spec) and "acceptance.tilt" not in fields:
         error = shape_error(spec.method)
         if error.sd > 0:
@@ -287,7 +290,7 @@ def uncertain_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
                     bounds=field_bounds(scenario, "acceptance.tilt"),
                 )
             )
-    if "hardware.bandwidth_efficiency" not in fields and uses_derived_compute(scenario):
+    if "hardware.bandwidth_efficiency" not in fields and bound.hardware.uses_derived_compute():
         low, high = EFFICIENCY_RANGE
         out.append(
             UncertainInput(
@@ -717,16 +720,17 @@ class SampledScenario:
 
 
 def sampled_scenario(
-    scenario: Scenario,
+    bound: Bound,
     draws: np.ndarray | None = None,
     max_steps: int = MAX_STEPS,
     drawn: Drawn | None = None,
 ) -> SampledScenario:
-    """Inputs and response tables, the tables spanning ``draws`` (default: nominal only);
-    a mix's or a spread's drawn rates kept in ``drawn`` when given (studies of scenarios
-    that differ elsewhere share them)."""
-    inputs = uncertain_inputs(scenario)
-    base = pass_vector(pass_times(scenario), max_steps)
+    """Inputs and response tables of a bound scenario, the tables spanning ``draws``
+    (default: nominal only) around its pass times; a mix's or a spread's drawn rates kept
+    in ``drawn`` when given (studies of scenarios that differ elsewhere share them)."""
+    scenario = bound.scenario
+    inputs = uncertain_inputs(bound)
+    base = pass_vector(bound.passes, max_steps)
     if draws is None:
         draws = nominal_row(inputs)
     responses = tuple(
@@ -763,11 +767,12 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[], tuple[float, float, str]]] = {
 }
 
 
-def serving_inputs(scenario: Scenario) -> tuple[UncertainInput, ...]:
+def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
     """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
     cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
     the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
-    out = list(uncertain_inputs(scenario))
+    scenario = bound.scenario
+    out = list(uncertain_inputs(bound))
     stated = {u.field for u in out} | set(scenario.uncertainty.entries())
     for field, make in SERVING_DEFAULT_RANGES.items():
         if field in stated or scenario.given_origin(field)[0] != "default":

@@ -1053,7 +1053,7 @@ def calibrate(
         ]
     # a fitted value whose error reaches past its field's valid values: later answers
     # clip its draws there (and say so); say it here too
-    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(scenario).values())
+    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(bind(scenario)).values())
     if model is not None:
         depth = _measured_depth(data)
         for note in (rising_note(scenario, depth), seam_note(scenario, depth)):

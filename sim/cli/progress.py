@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 if TYPE_CHECKING:
+    from sim.binding.bound import Bound
     from sim.scenario.schema import Scenario
 
 #: Seconds a run must have taken before the bar appears.
@@ -19,13 +20,15 @@ SHOW_AFTER_S = 1.0
 
 
 def announce_slow_intervals(
-    scenarios: Iterable[Scenario], enabled: bool = True, stream: TextIO | None = None
+    models: Iterable[Bound | Scenario], enabled: bool = True, stream: TextIO | None = None
 ) -> None:
     """One line on stderr (a terminal only, not with ``--quiet``) before the 90% intervals
     of chains whose acceptance is a workload mix or a per-request spread: each distinct
     draw of their acceptance inputs re-builds every class's Beta quadrature (some 500-650
-    draws on the shipped mix), which no bar follows."""
+    draws on the shipped mix), which no bar follows. ``models``: the bound scenarios (a
+    scenario is bound here)."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
+    from sim.binding.bound import as_bound
     from sim.binding.uncertainty import (
         acceptance_propagated,
         is_acceptance_input,
@@ -35,13 +38,13 @@ def announce_slow_intervals(
     out = stream or sys.stderr
     if not (enabled and out.isatty()):
         return
-    slow = [
-        sc
-        for sc in scenarios
-        if not sc.speculation.is_tree
-        and not acceptance_propagated(sc)
-        and any(is_acceptance_input(inp.field) for inp in uncertain_inputs(sc))
-    ]
+    slow = False
+    for model in models:
+        bound = as_bound(model)
+        sc = bound.scenario
+        if sc.speculation.is_tree or acceptance_propagated(sc):
+            continue
+        slow = slow or any(is_acceptance_input(inp.field) for inp in uncertain_inputs(bound))
     if slow:
         click.echo(
             "computing the 90% intervals: a mix or per-request spread re-builds its rates in"

@@ -86,7 +86,7 @@ def run(
 
     sc = with_targets(load_scenario(scenario, sets), targets)
     bound = bind(sc)  # what the scenario means, once: analysis, exact law and Monte Carlo
-    announce_slow_intervals([sc], enabled=not quiet)
+    announce_slow_intervals([bound], enabled=not quiet)
     analysis = analyze(bound, uncertainty=True)
     fallback = None
     if method != "monte-carlo":

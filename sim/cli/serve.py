@@ -156,7 +156,7 @@ def serve(
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
     from sim.simulation.serving.setup import with_load
-    from sim.studies.serving.serve import serve as serve_scenario
+    from sim.studies.serving import serve as study
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -177,7 +177,7 @@ def serve(
     sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
     sc = with_mc_settings(sc, replications, requests, seed)
     with ProgressBar(enabled=not quiet) as progress:
-        served = serve_scenario(
+        served = study.serve(
             sc,
             workers=workers,
             base_dir=Path(scenario).resolve().parent,

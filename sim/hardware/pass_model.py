@@ -34,7 +34,7 @@ A problem is a ``SpecsimError`` naming the scenario field behind it (``model.lay
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,7 +52,6 @@ from sim.hardware.passes import (
     calibrate_launch_us,
     calibrate_pass,
     compose_pass,
-    compute_scale,
     pass_schedule,
 )
 from sim.model.cycle import PassTimes
@@ -269,6 +268,23 @@ def draft_weights(model: ModelDims) -> Weights:
     )
 
 
+def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
+    """Factor from calibrated compute on ``ref`` to compute on ``cur``.
+
+    TP degree: compute per rank ~ 1 / gpus. GPU: compute ~ 1 / memory bandwidth.
+    """
+    scale = ref.gpus / cur.gpus
+    if (ref.gpu and ref.gpu.name) != (cur.gpu and cur.gpu.name):
+        if ref.gpu is None or cur.gpu is None:
+            raise SpecsimError(
+                "the GPU changed but the GPU the timings were measured on is not known; "
+                "set it in [timing.measured_on] (or [hardware] of the file)",
+                field="timing.measured_on.gpu",
+            )
+        scale *= ref.gpu.memory_bandwidth_gbps / cur.gpu.memory_bandwidth_gbps
+    return scale
+
+
 class PassModel:
     """Every pass of one configuration taken apart on its hardware (module docstring)."""
 
@@ -289,6 +305,17 @@ class PassModel:
                 self.current = self.current.with_launch_us(self.derived_launch_us)
             else:  # a what-if (another host CPU): the measured passes re-compose
                 self.at_reference = False
+
+    def with_efficiency(self, efficiency: float) -> PassModel:
+        """The same configuration with derived compute at another fraction of the GPU's
+        peak bandwidth (a what-if: the range of what derived compute gives)."""
+        return PassModel(replace(self.inputs, efficiency=efficiency))
+
+    def launch_us_at_kernels(self, kernels: int) -> float:
+        """The per-kernel CPU cost (us) on the hardware asked about with ``kernels`` kernels
+        a layer (a what-if inside the count's stated range)."""
+        model = replace(self.inputs.model, kernels_per_layer=kernels)
+        return PassModel(replace(self.inputs, model=model)).current.launch_us
 
     def _check_launch_not_stated(self, derived_us: float) -> None:
         """A file that states ``hardware.launch_us`` while its measured ungraphed verify
@@ -381,6 +408,12 @@ class PassModel:
             f"{largest:.4g} us",
             field="hardware.launch_us" if stated else "model.kernels_per_layer",
         )
+
+    @cached_property
+    def scale_to_current(self) -> float:
+        """Factor from compute calibrated where the timings were measured to compute on the
+        hardware asked about (``compute_scale``)."""
+        return compute_scale(self.reference, self.current)
 
     @cached_property
     def geom(self) -> Geometry:
@@ -543,7 +576,7 @@ class PassModel:
                 self._raise_launches_exceed(ref_shape, measured)
             raise
         origin = "measured" if self.at_reference else "recomposed"
-        return x_ref * compute_scale(self.reference, self.current), origin
+        return x_ref * self.scale_to_current, origin
 
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
@@ -551,7 +584,7 @@ class PassModel:
         if name == "verify" and self.verify_from_decode:
             x_ref = self._decode_grown_ref_ms(tokens)
             origin = "measured" if self.at_reference else "recomposed"
-            return x_ref * compute_scale(self.reference, self.current), origin
+            return x_ref * self.scale_to_current, origin
         if name == "verify" and times.verify_ms is not None and times.verify_growth == "experts":
             m0 = self.measured_verify_tokens
             x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")

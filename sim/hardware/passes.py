@@ -275,20 +275,3 @@ def _launch_us(
 ) -> float:
     schedule, _, _ = pass_schedule(shape, unit_hw, geom)
     return calibrate_cpu_scale(schedule, compute_ms, measured_ms)
-
-
-def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
-    """Factor from calibrated compute on ``ref`` to compute on ``cur``.
-
-    TP degree: compute per rank ~ 1 / gpus. GPU: compute ~ 1 / memory bandwidth.
-    """
-    scale = ref.gpus / cur.gpus
-    if (ref.gpu and ref.gpu.name) != (cur.gpu and cur.gpu.name):
-        if ref.gpu is None or cur.gpu is None:
-            raise SpecsimError(
-                "the GPU changed but the GPU the timings were measured on is not known; "
-                "set it in [timing.measured_on] (or [hardware] of the file)",
-                field="timing.measured_on.gpu",
-            )
-        scale *= ref.gpu.memory_bandwidth_gbps / cur.gpu.memory_bandwidth_gbps
-    return scale

@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.binding.bind import AcceptanceShape, profile_factors
 from sim.binding.bound import Bound, as_bound
-from sim.binding.provenance import Assumption
+from sim.binding.provenance import Assumption, assumptions
 from sim.model.closed_forms import (
     TargetAnswer,
     answer_target,
@@ -89,8 +89,8 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
         targets=tuple(answer_target(t, passes, k, factors=factors) for t in scenario.target_tok_s),
         tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
-        assumptions=bound.assumptions(),
-        uncertainty=answer_uncertainty(scenario) if uncertainty else None,
+        assumptions=assumptions(bound),
+        uncertainty=answer_uncertainty(bound) if uncertainty else None,
     )
 
 

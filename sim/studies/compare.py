@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.binding.bound import bind
 from sim.binding.provenance import effective_hardware, override_entries
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -43,12 +44,14 @@ def compare_one(
     workers: int = 1,
     fidelity: str = "cycle",
 ) -> dict[str, Any]:
-    """One column of the comparison (plain, JSON-ready)."""
+    """One column of the comparison (plain, JSON-ready): the scenario at the comparison's
+    targets, bound once for its analysis and its Monte Carlo."""
     if targets:
         scenario = with_overrides(scenario, {"targets.tok_s": [float(t) for t in targets]})
-    analysis = analyze(scenario, uncertainty=True)
+    bound = bind(scenario)
+    analysis = analyze(bound, uncertainty=True)
     unc = {u.tok_s: u for u in analysis.uncertainty.targets} if analysis.uncertainty else {}
-    result = simulate(scenario, engine=engine, fidelity=fidelity, workers=workers)
+    result = simulate(bound, engine=engine, fidelity=fidelity, workers=workers)
     summary = summarize(result, targets)
     p_at = {float(t.tok_s): t for t in summary.targets}
     rows = []

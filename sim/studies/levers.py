@@ -34,7 +34,6 @@ from sim.binding.decompose import scenario_hardware
 from sim.binding.provenance import (
     eager_verify,
     kernel_count_range,
-    launch_at_kernels,
     launch_origin,
 )
 from sim.binding.uncertainty import uncertain_inputs
@@ -287,7 +286,7 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
         return None
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
     field = "model.kernels_per_layer"
-    launch = tuple(launch_at_kernels(scenario, k) for k in counts)
+    launch = tuple(hw.launch_us_at_kernels(k) for k in counts)
     origin = launch_origin(scenario, hw)[0]  # the count moves the cost, not how it is got
     tok_s = {
         lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
@@ -321,7 +320,7 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
 def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
     estimate stated at the optimistic end of the range given for it)."""
-    return off_centre(uncertain_inputs(scenario))
+    return off_centre(uncertain_inputs(bind(scenario)))
 
 
 @dataclass(frozen=True, slots=True)

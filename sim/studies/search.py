@@ -30,12 +30,11 @@ import numpy as np
 
 from sim.binding.bind import (
     acceptance_model,
-    acceptance_shape,
     anchored_factors,
     pass_times,
     tree_draft,
 )
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel, Spread
@@ -351,10 +350,10 @@ def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
     )
 
 
-def acceptance_note(scenario: Scenario) -> str:
-    if not _is_plain_alpha(scenario):
+def acceptance_note(bound: Bound) -> str:
+    if not _is_plain_alpha(bound.scenario):
         return ACCEPTANCE_NOTE_PROFILE
-    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
+    shape = bound.shape
     if shape is None or shape.shape in ("flat", "repeat") or shape.decay == 1.0:
         return ACCEPTANCE_NOTE_ALPHA
     return ACCEPTANCE_NOTE_SHAPE.format(shape=f"{shape.shape}, decay {shape.decay:.3f}")
@@ -667,6 +666,7 @@ def search_acceptance(
     if not ks or ks[0] < 1:
         raise SpecsimError("draft lengths must be >= 1", param="num_steps")
     base = pin_verify_tokens(scenario)
+    bound = bind(base)  # the pinned scenario, bound once: pass times, curves, provenance
     criteria = tuple(Criterion(t, quantile) for t in targets)
     run = simulate or MonteCarloStats(engine, fidelity)
     by_k: dict[int, list[KResult]] = {}
@@ -678,7 +678,7 @@ def search_acceptance(
             by_k[k], evaluations, refused = rows, evaluations + n, refused + m
     else:
         evaluator = Evaluator(run, targets)
-        passes = pass_times(base)
+        passes = bound.passes
         levers = acceptance_levers(base, ks)
         for k in ks:
             times = _own_cycle_times(run, levers[k].base)
@@ -687,7 +687,7 @@ def search_acceptance(
     # a tree scenario is searched as chains of its top-1 rates (its trees: --topk,
     # sim/studies/tree_search.py); the intervals are those chains' (answer_uncertainty)
     unc = (
-        answer_uncertainty(base, targets, num_steps=ks, by_num_steps=True)
+        answer_uncertainty(bound, targets, num_steps=ks, by_num_steps=True)
         if uncertainty and quantile is None
         else None
     )
@@ -709,16 +709,16 @@ def search_acceptance(
         "requests": base.workload.requests,
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
-        "current": current_operating_point(base, levers.get(base.num_steps)),
+        "current": current_operating_point(bound, levers.get(base.num_steps)),
         "hardware": effective_hardware(base),
         "overrides": override_entries(base),
-        "assumptions": [a.to_dict() for a in assumptions(base)],
+        "assumptions": [a.to_dict() for a in assumptions(bound)],
         "uncertainty": unc.to_dict() if unc else None,
     }
     settings["closed_form_curves"] = closed_form_curves(
-        base, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
+        base, bound.passes, ks, np.linspace(0.5 * min(targets), 1.25 * max(targets), 61), levers
     )
-    note = acceptance_note(base)
+    note = acceptance_note(bound)
     if base.speculation.is_tree:
         note = (
             f"the scenario drafts a {_draft_label(base)}: searched as chains "
@@ -739,11 +739,12 @@ def _with_interval(row: KResult, unc: TargetUncertainty | None) -> KResult:
 
 
 def current_operating_point(
-    scenario: Scenario, lever: AcceptanceLever | None = None
+    bound: Bound, lever: AcceptanceLever | None = None
 ) -> dict[str, Any] | None:
-    """The scenario as it is: its k, its alpha (as the search reports alpha) and the
+    """The bound scenario as it is: its k, its alpha (as the search reports alpha) and the
     closed-form tok/s; None for plain decoding. ``lever``: the one at the scenario's own k,
     if already built."""
+    scenario = bound.scenario
     if scenario.num_steps == 0 or scenario.acceptance is None:
         return None
     lever = lever or acceptance_lever(scenario, scenario.num_steps)
@@ -753,7 +754,7 @@ def current_operating_point(
         "draft": _draft_label(scenario),  # a tree's tok/s is the tree's
         "alpha": lever.alpha(x_now),
         "first_rate": lever.first_rate(x_now),
-        "closed_form_tok_s": bind(scenario).closed_form_tok_s,
+        "closed_form_tok_s": bound.closed_form_tok_s,
     }
 
 
@@ -765,6 +766,7 @@ def _draft_label(scenario: Scenario) -> str:
 
 def closed_form_curves(
     scenario: Scenario,
+    passes: PassTimes,
     num_steps: Iterable[int],
     tok_s: np.ndarray,
     levers: dict[int, AcceptanceLever] | None = None,
@@ -772,11 +774,10 @@ def closed_form_curves(
     """Closed-form required alpha against target tok/s per k (reachable points only).
 
     ``tok_s`` has shape (n,); each curve holds the targets reachable at that k and the
-    alpha (scaled-profile mean) they need. For the required-rate plot. ``levers`` (by k)
-    are reused where given.
+    alpha (scaled-profile mean) they need. For the required-rate plot. ``passes``: the
+    scenario's pass times (its ``Bound``'s); ``levers`` (by k) are reused where given.
     """
     levers = levers or {}
-    passes = pass_times(scenario)
     out: dict[str, dict[str, list[float]]] = {}
     for k in num_steps:
         lever = levers.get(k) or acceptance_lever(scenario, k)

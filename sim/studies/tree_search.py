@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bind import acceptance_model, rank_shares, tree_cost
+from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import (
@@ -110,7 +111,7 @@ def search_draws(base: Scenario, samples: int = SAMPLES) -> SearchDraws:
     chain = base
     if base.speculation.is_tree:
         chain = with_overrides(base, {"speculation.topk": 1}, source="uncertainty")
-    inputs = uncertain_inputs(chain)
+    inputs = uncertain_inputs(bind(chain))
     seed = chain.simulation.seed
     return SearchDraws(inputs, draw_inputs(chain, inputs, samples, seed), seed)
 
@@ -312,7 +313,7 @@ def _refine(
         over["speculation.num_draft_tokens"] = n
     scenario = with_overrides(base, over, source="search")
     if draws is not None:
-        sampled = sampled_tree(scenario, draws.values, inputs=draws.inputs)
+        sampled = sampled_tree(bind(scenario), draws.values, inputs=draws.inputs)
         u = None if f is None else f * x0
         roots = required_top1_draws(sampled, draws.values, target, cycle_ms, u)
         refined = replace(refined, top1_interval90=_interval(roots.top1))

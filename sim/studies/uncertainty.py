@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, as_bound, bind
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
@@ -450,7 +450,7 @@ def _nan_none(x: float) -> float | None:
 
 
 def answer_uncertainty(
-    scenario: Scenario,
+    model: Bound | Scenario,
     targets: Sequence[float] | None = None,
     *,
     samples: int = SAMPLES,
@@ -472,20 +472,22 @@ def answer_uncertainty(
     tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
     rebuilt from each draw's rates (sim/binding/tree_sampled.py, ``TREE_NOTE``); under a
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
-    on scenarios that differ elsewhere share them)."""
-    if scenario.speculation.is_tree:
-        chain = with_overrides(scenario, {"speculation.topk": 1}, source="uncertainty")
+    on scenarios that differ elsewhere share them). A scenario is bound here, once; the
+    draws perturb it and bind each (sim/binding/uncertainty.py)."""
+    bound = as_bound(model)
+    if bound.scenario.speculation.is_tree:
+        chain = with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty")
         unc, ss, draws = _chain_uncertainty(
-            chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+            bind(chain), targets, samples, seed, max_steps, num_steps, by_num_steps, populations
         )
-        return _tree_uncertainty(scenario, unc, ss, draws, populations)
+        return _tree_uncertainty(bound, unc, ss, draws, populations)
     return _chain_uncertainty(
-        scenario, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+        bound, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
     )[0]
 
 
 def _tree_uncertainty(
-    scenario: Scenario,
+    bound: Bound,
     chain: UncertaintyResult,
     ss: SampledScenario,
     draws: np.ndarray,
@@ -495,7 +497,8 @@ def _tree_uncertainty(
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
     from sim.studies.tree_analysis import best_tree_acceptance  # lazy: trees only
 
-    sampled = _sampled_tree(scenario, ss, draws, populations)
+    scenario = bound.scenario
+    sampled = _sampled_tree(bound, ss, draws, populations)
     assert sampled is not None
     tree = sampled.answers(draws)
     best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
@@ -514,7 +517,7 @@ def _tree_uncertainty(
 
 
 def _chain_uncertainty(
-    scenario: Scenario,
+    bound: Bound,
     targets: Sequence[float] | None,
     samples: int,
     seed: int | None,
@@ -525,6 +528,7 @@ def _chain_uncertainty(
 ) -> tuple[UncertaintyResult, SampledScenario, np.ndarray]:
     """``answer_uncertainty`` of a chain, with its sampled scenario and its draws (n, F);
     a mix's or a spread's drawn rates kept in ``drawn`` when given."""
+    scenario = bound.scenario
     seed = scenario.simulation.seed if seed is None else seed
     tgts = [float(t) for t in (targets if targets is not None else scenario.target_tok_s)]
     if num_steps is None and scenario.num_steps > max_steps:
@@ -532,8 +536,8 @@ def _chain_uncertainty(
         num_steps = range(1, max_steps + 1)
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
-    draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
-    ss = sampled_scenario(scenario, draws, max_steps, drawn)
+    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
+    ss = sampled_scenario(bound, draws, max_steps, drawn)
     # every row through the closed forms' inputs at once: the nominal row, the draws, the
     # drivers' ends, then each input measured (its first MEASURE_SAMPLES draws with it
     # fixed at its estimate); rows are independent, so this is one pass, not 2 + F
@@ -674,8 +678,9 @@ def lever_uncertainty(
     v0 = float(field_value(scenario, field))
     base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
     k = base.num_steps
-    draws = draw_inputs(base, uncertain_inputs(base), samples, seed)
-    ss = sampled_scenario(base, draws)
+    nominal = bind(base)  # the lever at its own value, bound once
+    draws = draw_inputs(base, uncertain_inputs(nominal), samples, seed)
+    ss = sampled_scenario(nominal, draws)
     integer = isinstance(field_value(scenario, field), int)
     grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
     if integer:
@@ -699,7 +704,7 @@ def lever_uncertainty(
     nominal_values = nominal_row(ss.inputs)
     at_v0 = int(np.argmin(np.abs(grid - v0)))
 
-    tree = _sampled_tree(base, ss, draws)
+    tree = _sampled_tree(nominal, ss, draws)
     trees: dict[bytes, TreeDraws] = {}  # the tree's draws by their values (every target's)
 
     def tok_table(values: np.ndarray) -> np.ndarray:
@@ -773,11 +778,14 @@ def lever_uncertainty(
 
 
 def _sampled_tree(
-    base: Scenario, ss: SampledScenario, draws: np.ndarray, populations: Populations | None = None
+    base: Bound,
+    ss: SampledScenario,
+    draws: np.ndarray,
+    populations: Populations | None = None,
 ) -> SampledTree | None:
     """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs (None:
     a chain)."""
-    if not base.speculation.is_tree:
+    if not base.scenario.speculation.is_tree:
         return None
     from sim.binding.tree_sampled import sampled_tree  # lazy: trees only
 
@@ -808,5 +816,6 @@ def sampled_answers(
     """The closed forms' inputs in every draw of the scenario's uncertain inputs, for the
     interval of any quantity (draft lengths 1..``MAX_STEPS``)."""
     seed = scenario.simulation.seed if seed is None else seed
-    draws = draw_inputs(scenario, uncertain_inputs(scenario), samples, seed)
-    return sampled_scenario(scenario, draws).model(draws)
+    bound = bind(scenario)
+    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
+    return sampled_scenario(bound, draws).model(draws)

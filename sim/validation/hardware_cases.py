@@ -13,7 +13,6 @@ from dataclasses import replace
 import numpy as np
 
 from sim.binding.decompose import scenario_hardware
-from sim.binding.provenance import launch_at_kernels
 from sim.hardware.allreduce import allreduce_time, custom_allreduce_us, nccl_tests_time_us
 from sim.hardware.eager import (
     DEFAULT_EAGER_COSTS,
@@ -256,7 +255,8 @@ def _held_out_note(rows: list[Row], seed: Scenario) -> str:
         if p.same_kernels and p is not dsv3 and abs(r.error) <= 0.15
     )
     kimi_low, kimi_high = sglang_kimi_kernels()
-    seed_us = (launch_at_kernels(seed, kimi_high), launch_at_kernels(seed, kimi_low))
+    seed_hw = scenario_hardware(seed)
+    seed_us = (seed_hw.launch_us_at_kernels(kimi_high), seed_hw.launch_us_at_kernels(kimi_low))
     return (
         f"Held out (added after every choice of the eager model was fixed, issue 14's search "
         f"for more public pairs): {len(within)} of {len(held)} within 15% ({parts}). The "
@@ -283,6 +283,7 @@ def _counted_kimi_note(seed: Scenario) -> str:
     low, high = sglang_kimi_kernels()
     at_low, at_high = (_seed_verify_ms(seed, k) for k in (low, high))
     measured = seed.timing.verify_ms or 0.0
+    seed_hw = scenario_hardware(seed)
     old = 18  # the count the seed scenario assumed before it was counted
     return (
         "The seed row is not public (the user's own measurement). Counted from SGLang's "
@@ -293,7 +294,7 @@ def _counted_kimi_note(seed: Scenario) -> str:
         f"that puts the seed's ungraphed verify at {at_low:.1f}-{at_high:.1f} ms "
         f"({100 * (at_low / measured - 1):+.0f}% to {100 * (at_high / measured - 1):+.0f}%; "
         f"the row is the scenario's count), and the measured {measured:g} ms implies "
-        f"{launch_at_kernels(seed, high):.1f}-{launch_at_kernels(seed, low):.1f} us a "
+        f"{seed_hw.launch_us_at_kernels(high):.1f}-{seed_hw.launch_us_at_kernels(low):.1f} us a "
         f"kernel (the public cost is {EAGER_KERNEL_US:.1f}), which the seed scenario derives "
         "at its count (its graphed-verify what-if does not depend on either: the graphed "
         "verify's GPU work comes from the graphed decode). The count the scenario assumed "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bound import bind
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import draw_inputs, nominal_row, uncertain_inputs
 from sim.scenario.load import load_scenario, with_overrides
@@ -39,8 +40,10 @@ def _exact_seed(write_scenario, extra: str = "", drop: str = ""):
 def test_the_nominal_draw_is_the_nominal_answer(path) -> None:
     tree = with_overrides(load_scenario(path), TREE)
     nominal = analyze(tree)
-    inputs = uncertain_inputs(tree)
-    at = sampled_tree(tree, draw_inputs(tree, inputs, SAMPLES, 1)).answers(nominal_row(inputs))
+    inputs = uncertain_inputs(bind(tree))
+    at = sampled_tree(bind(tree), draw_inputs(tree, inputs, SAMPLES, 1)).answers(
+        nominal_row(inputs)
+    )
     assert at.tok_s[0] == pytest.approx(nominal.throughput_tok_s, rel=1e-12)
     assert at.accept_length[0] == pytest.approx(nominal.accept_length, rel=1e-12)
 
@@ -89,9 +92,9 @@ def test_a_wider_stated_range_widens_the_interval(write_scenario, line, widths) 
 def test_the_tree_of_topk_1_is_the_chain() -> None:
     chain = with_overrides(load_scenario(SEED), {"speculation.num_steps": 3})
     unc = answer_uncertainty(chain, [])
-    inputs = uncertain_inputs(chain)
+    inputs = uncertain_inputs(bind(chain))
     draws = draw_inputs(chain, inputs, SAMPLES, chain.simulation.seed)
-    at = sampled_tree(chain, draws).answers(draws)
+    at = sampled_tree(bind(chain), draws).answers(draws)
     lo, hi = np.quantile(at.tok_s, [0.05, 0.95])
     assert lo == pytest.approx(unc.tok_s_interval90.low, rel=1e-12)
     assert hi == pytest.approx(unc.tok_s_interval90.high, rel=1e-12)
@@ -103,7 +106,7 @@ def test_the_tree_of_topk_1_is_the_chain() -> None:
 def test_the_tree_is_solved_in_the_chains_draws() -> None:
     tree = with_overrides(load_scenario(SEED), TREE)
     chain = with_overrides(tree, {"speculation.topk": 1})
-    assert uncertain_inputs(tree) == uncertain_inputs(chain)
+    assert uncertain_inputs(bind(tree)) == uncertain_inputs(bind(chain))
     unc, chain_unc = answer_uncertainty(tree, []), answer_uncertainty(chain, [])
     assert unc.inputs == chain_unc.inputs and unc.seed == chain_unc.seed
     assert unc.tok_s_interval90 != chain_unc.tok_s_interval90  # the tree's own

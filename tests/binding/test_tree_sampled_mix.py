@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import acceptance_shape
+from sim.binding.bound import bind
 from sim.binding.tree_sampled import drawn_population, sampled_tree
 from sim.binding.uncertainty import draw_inputs, is_acceptance_input, uncertain_inputs
 from sim.scenario.load import load_scenario, with_overrides
@@ -68,7 +69,7 @@ def _tree(write_scenario, text: str, name: str = "mix.toml", **over):
 
 def test_the_interval_holds_the_nominal_answer_under_a_mix_and_spread(write_scenario) -> None:
     tree = _tree(write_scenario, _mix_text())
-    assert {i.field for i in uncertain_inputs(tree)} == {
+    assert {i.field for i in uncertain_inputs(bind(tree))} == {
         "timing.verify_ms", "timing.cycle_overhead_ms", "acceptance.std",
     }  # fmt: skip
     a = analyze(tree, uncertainty=True)
@@ -116,7 +117,7 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     a = _tree(write_scenario, single, "one.toml")
     b = _tree(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
-    assert uncertain_inputs(a) == uncertain_inputs(b)
+    assert uncertain_inputs(bind(a)) == uncertain_inputs(bind(b))
     # 64 draws: each rebuilds the chain's rates (its targets') over 32 positions too
     ua, ub = answer_uncertainty(a, [], samples=64), answer_uncertainty(b, [], samples=64)
     for name in ("tok_s_interval90", "accept_length_interval90", "best_tree_tok_s_interval90"):
@@ -130,8 +131,8 @@ def test_the_nominal_row_rebuilds_the_nominal_population() -> None:
     """Re-validating the scenario at the nominal acceptance inputs (a draw equal to them
     bit for bit is the nominal population itself) gives the nominal classes."""
     tree = with_overrides(load_scenario(MIX), TREE)
-    inputs = uncertain_inputs(tree)
-    sampled = sampled_tree(tree, draw_inputs(tree, inputs, 16, 1))
+    inputs = uncertain_inputs(bind(tree))
+    sampled = sampled_tree(bind(tree), draw_inputs(tree, inputs, 16, 1))
     acc = [i for i in inputs if is_acceptance_input(i.field)]
     assert acc
     row = np.array([i.nominal for i in acc])
@@ -147,9 +148,9 @@ def test_a_draw_is_the_nominal_answer_at_its_acceptance_inputs() -> None:
     inputs set to the draw's values (the classes and spread re-built, E[L] over requests:
     no tabulated shift)."""
     tree = with_overrides(load_scenario(MIX), TREE)
-    inputs = uncertain_inputs(tree)
+    inputs = uncertain_inputs(bind(tree))
     draws = draw_inputs(tree, inputs, 16, 3)
-    sampled = sampled_tree(tree, draws)
+    sampled = sampled_tree(bind(tree), draws)
     al, _ = sampled.accept_lengths(draws)
     col = {i.field: j for j, i in enumerate(inputs)}
     assert {f for f in col if is_acceptance_input(f)} == {"acceptance.decay", "acceptance.tilt"}

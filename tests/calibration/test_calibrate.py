@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bound import bind
 from sim.binding.decompose import measured_pass_times
 from sim.calibration.calibrate import calibrate
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
@@ -329,7 +330,7 @@ def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
     text = out.read_text()
     assert 'origin = "calibrated"' in text and "[uncertainty.correlation]" in text
     again = load_scenario(out)
-    kinds = {u.field: (u.kind, u.origin) for u in uncertain_inputs(again)}
+    kinds = {u.field: (u.kind, u.origin) for u in uncertain_inputs(bind(again))}
     assert kinds["timing.verify_ms"] == ("normal", "calibrated")
     assert kinds["acceptance.decay"] == ("normal", "calibrated")
     corr = again.uncertainty.correlation

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.bind import acceptance_model
+from sim.binding.bound import bind
 from sim.calibration.importers.per_request import RequestCounts, read_per_request
 from sim.calibration.spread_fit import KAPPA_BOUNDS, fit_spread, latent_log_weights
 from sim.cli import main
@@ -250,7 +251,7 @@ def test_the_written_spread_is_an_uncertain_input_of_later_answers(tmp_path: Pat
     args = ["calibrate", "--scenario", LLAMA, "--set", "speculation.num_steps=3",
             "--per-request", str(SGLANG_EXPORT), "--out", str(out)]  # fmt: skip
     assert CliRunner().invoke(main, args).exit_code == 0
-    inputs = {u.field: u for u in uncertain_inputs(load_scenario(out))}
+    inputs = {u.field: u for u in uncertain_inputs(bind(load_scenario(out)))}
     spread = inputs["acceptance.concentration"]
     assert spread.origin == "measured" and spread.kind == "normal" and spread.stderr > 0
 

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from sim.binding.bound import bind
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
@@ -51,7 +52,7 @@ def sampled_row(base, row, values):
     if row.topk > 1:
         over["speculation.num_draft_tokens"] = row.num_draft_tokens
     draws = search_draws(base)
-    return sampled_tree(with_overrides(base, over), values, inputs=draws.inputs)
+    return sampled_tree(bind(with_overrides(base, over)), values, inputs=draws.inputs)
 
 
 def test_the_nominal_row_solves_to_the_nominal_answer(flat, found) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from sim.studies.serving.evaluator import (
     run_point,
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint
+
+if TYPE_CHECKING:
+    from sim.binding.bound import Bound
 
 __all__ = [
     "DRAWS",
@@ -67,25 +70,26 @@ INTERVAL_LABEL = "90% interval from inputs and model"
 Overrides = tuple[tuple[str, Any], ...]
 
 
-def input_draws(scenario: Scenario, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
-    """The overrides of ``draws`` Sobol draws of the scenario's serving inputs (none
+def input_draws(bound: Bound, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
+    """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs (none
     without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``."""
     # lazy: the uncertainty layer only when a study draws
     from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
 
-    inputs = serving_inputs(scenario)
+    scenario = bound.scenario
+    inputs = serving_inputs(bound)
     if not inputs or draws < 1:
         return ()
     values = draw_inputs(scenario, inputs, draws, seed)
     return tuple(tuple(draw_overrides(scenario, inputs, row).items()) for row in values)
 
 
-def describe_inputs(scenario: Scenario) -> list[dict[str, Any]]:
+def describe_inputs(bound: Bound) -> list[dict[str, Any]]:
     """The drawn inputs for a document: field, origin, reason, and range or stderr."""
     from sim.binding.uncertainty import serving_inputs  # lazy: as in input_draws
 
     out = []
-    for inp in serving_inputs(scenario):
+    for inp in serving_inputs(bound):
         row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
         if inp.kind == "normal":
             row["stderr"] = inp.stderr
@@ -209,14 +213,14 @@ def ratio_interval(r: Ratio, draws: np.ndarray) -> list[float] | None:
     return interval90(draws.tolist(), r.ci95)
 
 
-def doc(scenario: Scenario, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
+def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
     """What a document says about its intervals: the label, draws, replications per draw
     and the inputs drawn."""
     return {
         "label": INTERVAL_LABEL,
         "draws": len(draws),
         "replications_per_draw": replications if draws else 0,
-        "inputs": describe_inputs(scenario),
+        "inputs": describe_inputs(bound),
     }
 
 
@@ -246,7 +250,7 @@ SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50
 
 
 def serve_intervals(
-    scenario: Scenario,
+    bound: Bound,
     records: Mapping[str, list[ServingRecord]],
     *,
     slo: Any,
@@ -264,14 +268,16 @@ def serve_intervals(
     speedup over ``baseline``, each the draws' answers (every draw ``replications``
     replications at the nominal run's first seeds, the nominal moved by the paired shift)
     joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
-    of the nominal run, against the highest measured one (``beyond_note``)."""
+    of the nominal run, against the highest measured one (``beyond_note``). The draws
+    perturb the bound scenario and bind each (``Served.bound``: the nominal's)."""
     # lazy: the serving setup only when serve draws
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
-    overrides = input_draws(scenario, seed, draws)
+    scenario = bound.scenario
+    overrides = input_draws(bound, seed, draws)
     r = min(replications, min(len(v) for v in records.values()))
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
     first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
@@ -310,7 +316,7 @@ def serve_intervals(
             speedup[name][m] = interval90(values, g.ci95)
     note = beyond_note(scenario, batch)
     return {
-        **doc(scenario, overrides, r),
+        **doc(bound, overrides, r),
         "draws_run": len(drawn),
         "levels": levels,
         "speedup": speedup,

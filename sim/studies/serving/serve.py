@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sim.binding.bound import bind
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -88,7 +89,9 @@ def serve(
     run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
     each to follow) are checked against sim/simulation/budget.py's limits. With
     ``interval_draws`` > 0 a stable load's answer carries its 90% intervals from inputs
-    and model, each draw at the nominal run's first seeds."""
+    and model, each draw at the nominal run's first seeds. The scenario is bound once,
+    with its load and sample; the setup and the intervals read that ``Bound`` (the draws
+    perturb it and bind each)."""
     if concurrency is not None or rate_per_s is not None or trace is not None:
         scenario = with_load(
             scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
@@ -97,7 +100,8 @@ def serve(
         scenario, replications=replications, requests=requests, seed=seed, source=source
     )
     base = Path(base_dir) if base_dir is not None else None
-    setup = serving_setup(scenario, base_dir=base, source=source)
+    bound = bind(scenario)
+    setup = serving_setup(bound, base_dir=base, source=source)
     workload = setup.plan.workload
     check_serving_size(
         len(setup.policies),
@@ -120,7 +124,7 @@ def serve(
     interval90 = None
     if interval_draws:
         interval90 = serve_intervals(
-            scenario,
+            bound,
             run.records,
             slo=setup.slo,
             seed=setup.seed,
@@ -153,7 +157,7 @@ def serving_study(
     sc = with_sample(scenario, replications=replications, requests=requests, seed=seed)
     builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(sc, setup.seed))
+    builder = replace(builder, draws=input_draws(bind(sc), setup.seed))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from sim.binding.bound import bind
 from sim.binding.uncertainty import serving_inputs
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
@@ -53,12 +54,12 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
     bare = scenario_from_dict(raw, source="test")
-    assert [u.field for u in serving_inputs(bare)] == []
-    assert input_draws(bare, seed=1) == ()
+    assert [u.field for u in serving_inputs(bind(bare))] == []
+    assert input_draws(bind(bare), seed=1) == ()
     # the shipped one draws its [uncertainty] entries and the default host work
-    fields = [u.field for u in serving_inputs(sc)]
+    fields = [u.field for u in serving_inputs(bind(sc))]
     assert "timing.verify_ms" in fields and "serving.host_us_per_request" in fields
-    draws = input_draws(sc, seed=1)
+    draws = input_draws(bind(sc), seed=1)
     assert len(draws) == 8
     host = [dict(d)["serving.host_us_per_request"] for d in draws]
     assert 7.0 <= min(host) < max(host) <= 38.0
@@ -86,7 +87,7 @@ def test_a_crossing_interval_contains_the_crossing() -> None:
     builder = ScenarioPlans.of(sc)
     from dataclasses import replace
 
-    builder = replace(builder, draws=input_draws(sc, seed=5))
+    builder = replace(builder, draws=input_draws(bind(sc), seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, executor=LocalExecutor(1))
     draws = DrawnPoints(ev, builder.draws)
     grid = load_grid("concurrency", [1, 2, 4, 8])
@@ -116,7 +117,9 @@ def _serve(sc, draws: int = 8):
 
     setup = serving_setup(sc)
     run = simulate_serving(setup.plan, setup.policies, replications=3, seed=setup.seed)
-    got = serve_intervals(sc, run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws)
+    got = serve_intervals(
+        bind(sc), run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws
+    )
     return run, setup, got
 
 
@@ -203,7 +206,7 @@ def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() ->
     sc = with_overrides(
         load_scenario(SERVING), {"workload.requests": 30, "simulation.replications": 3}
     )
-    builder = replace(ScenarioPlans.of(sc), draws=input_draws(sc, seed=5))
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)
     draws = DrawnPoints(ev, builder.draws)
     result = capacity(ev, [2], draws=draws)

@@ -4,7 +4,7 @@ The figures are in sim/validation/data/batch1_runs.toml (with serving_curves.tom
 eager_pairs.toml for the two read from there) and the cross-run accept lengths in
 sim/binding/data/cross_run.toml, each with its source; this module builds the runs from
 them. Each figure is used either to calibrate a scenario or to score one, never both
-(sim/validation.py enforces the split).
+(sim/validation/cases.py enforces the split).
 Printed precision matters: a figure printed with d decimals carries a rounding error of
 0.5 x 10^-d, whose standard deviation 10^-d / sqrt(12) is the sigma used when fitting it.
 """

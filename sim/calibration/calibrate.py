@@ -169,8 +169,8 @@ class Calibration:
         for i, v in enumerate(fitted):
             h = 1e-5 * max(abs(v.value), 1.0)
             lo, hi = v.value - h, v.value + h
-            if v.field.startswith("acceptance."):
-                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            if v.field.startswith("acceptance.") and v.field != "acceptance.concentration":
+                lo, hi = max(lo, 0.0), min(hi, 1.0)  # a rate
             up = predict(self.with_values({v.field: hi}))
             down = predict(self.with_values({v.field: lo}))
             grad[i] = (up - down) / (hi - lo)

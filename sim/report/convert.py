@@ -3,8 +3,11 @@ line with the values in one column, and the assumption the conversion rests on."
 
 from __future__ import annotations
 
-from sim.model.metrics import AcceptanceForms
-from sim.model.tree.metrics import TreeForms
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the tree's forms import scipy: a chain's conversion does not (start-up)
+    from sim.model.metrics import AcceptanceForms
+    from sim.model.tree.metrics import TreeForms
 
 __all__ = ["LABEL_WIDTH", "render_forms", "render_tree_forms"]
 

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sim.hardware.allreduce import AllReduceTime
 from sim.report.format import count
 from sim.report.uncertainty import off_centre_text
+
+if TYPE_CHECKING:
+    from sim.hardware.allreduce import AllReduceTime
 
 
 def _ar_text(p: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,10 +303,11 @@ def replay(
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
     the phase trace; its acceptance model must have the phases' classes and cover every
-    policy's largest k)."""
+    policy's largest k); ``progress(done, total)`` after each replication."""
     if reference not in policies:
         raise ValueError(f"the reference {reference!r} is not among the policies")
     w = plan.workload
@@ -319,7 +320,12 @@ def replay(
     workload = Workload(trace, Fixed(1), Fixed(0), requests=trace.size, warmup=0)
     replayed = dataclasses.replace(plan, workload=workload)
     run = simulate_serving(
-        replayed, dict(policies), replications=replications, seed=seed, executor=executor
+        replayed,
+        dict(policies),
+        replications=replications,
+        seed=seed,
+        executor=executor,
+        progress=progress,
     )
     n = len(phases)
     per_rep = {
@@ -501,6 +507,7 @@ def controller_study(
         scenario=builder.base["name"],
         settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
         assumptions=(*notes, *assumed),
+        progress=evaluator.progress,
     )
     method = (builder.base.get("acceptance") or {}).get("method")
     tables = {n: p for n, p in policies.items() if isinstance(p, KTable)}

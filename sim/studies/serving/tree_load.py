@@ -41,6 +41,7 @@ from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.parallel import Executor
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
+from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
@@ -55,6 +56,9 @@ __all__ = [
     "table_row",
     "tree_load_study",
 ]
+
+#: Closed-loop concurrencies when none are given (the command's default).
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 
 #: The metrics compared, per-user first.
 METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s")
@@ -258,6 +262,27 @@ def tree_load_study(
     drafts.update({draft_name(t): t for t in tree_list})
     policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
     base = scenario
+    # the size before any run: every draft at every load, each load's requests those of
+    # the top one (its warm-up the longest), so that the estimate errs long
+    top = serving_setup(
+        with_load(base, concurrency=grid[-1], source=source),
+        base_dir=base_dir,
+        source=source,
+        policies=policies,
+    )
+    w = top.plan.workload
+    check_serving_size(
+        len(grid) * len(drafts),
+        top.replications,
+        w.requests + w.warmup,
+        workers,
+        what="draft x load simulations",
+        grown={
+            "concurrencies": (len(grid) / len(DEFAULT_CONCURRENCIES), "loads"),
+            # a load's warm-up is as many requests as its users
+            "concurrency": (w.warmup / w.requests, "users"),
+        },
+    )
     points = []
     assumptions: tuple[str, ...] = ()
     for i, c in enumerate(grid):

@@ -1,7 +1,7 @@
 """The package is a stack of floors: a folder imports only from folders below it.
 
 Floors, lowest first (README, "Architecture"): the basement modules (errors, files,
-records, documents, parallel), then model, hardware, scenario, binding, simulation,
+records, tables, documents, parallel), then model, hardware, scenario, binding, simulation,
 calibration, studies, validation, report, cli. No import circles, and no import inside
 a function except the lazy imports of start-up time, which say so in a comment.
 """
@@ -19,6 +19,7 @@ FLOORS = {
     "errors": 0,
     "files": 0,
     "records": 0,
+    "tables": 0,
     "documents": 1,
     "model": 2,
     "hardware": 3,

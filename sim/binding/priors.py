@@ -37,6 +37,7 @@ from sim.model.shapes import (
     shape_factors,
     tilted,
 )
+from sim.tables import read_package_table
 
 # The decay priors and the cross-run shape error are fitted from the published data below
 # when a process first asks for them, and cached for the rest of the process.
@@ -70,140 +71,14 @@ class PublishedProfile:
         )
 
 
-#: Per-position profiles, copied from their sources (cumulative rates c_1..c_n).
-PROFILES: tuple[PublishedProfile, ...] = (
-    # --- EAGLE-3 (chain drafting)
+#: Per-position profiles, copied from their sources (cumulative rates c_1..c_n), in
+#: sim/binding/data/profiles.toml with each one's source and figure: EAGLE-3 chains, then
+#: MTP heads used as drafters.
+PROFILES: tuple[PublishedProfile, ...] = tuple(
     PublishedProfile(
-        "MiniCPM3 + EAGLE-3, RTX 4090, 200 samples",
-        "eagle3",
-        "https://github.com/vllm-project/vllm/pull/24243",
-        (0.58, 0.34, 0.22, 0.15, 0.11),
-        2,
-    ),
-    PublishedProfile(
-        "gpt-oss + EAGLE-3 (existing drafter), num_spec_tokens 5",
-        "eagle3",
-        "https://github.com/vllm-project/vllm/pull/42764",
-        (0.622, 0.356, 0.203, 0.119, 0.060),
-        3,
-    ),
-    PublishedProfile(
-        "gpt-oss + EAGLE-3.1 (post-norm drafter), num_spec_tokens 5",
-        "eagle3",
-        "https://github.com/vllm-project/vllm/pull/42764",
-        (0.610, 0.342, 0.202, 0.120, 0.072),
-        3,
-    ),
-    PublishedProfile(
-        "gpt-oss-120b + lmsys EAGLE-3, vLLM 0.17.1, H100",
-        "eagle3",
-        "https://huggingface.co/datasets/aimosprite/inference-bench-results "
-        "(eagle3_tree_validate/notes.md)",
-        (0.58, 0.31, 0.16, 0.08, 0.04, 0.02),
-        2,
-    ),
-    PublishedProfile(
-        "Qwen3-30B-A3B + EAGLE-3, k=5, RedHatAI speculator_benchmarks",
-        "eagle3",
-        "https://github.com/vllm-project/speculators/pull/610",
-        (0.5858, 0.2991, 0.1491, 0.0790, 0.0423),
-        4,
-    ),
-    PublishedProfile(
-        "Qwen3-30B-A3B + EAGLE-3.1 fc-norm, k=5, RedHatAI speculator_benchmarks",
-        "eagle3",
-        "https://github.com/vllm-project/speculators/pull/610",
-        (0.5890, 0.3028, 0.1558, 0.0846, 0.0481),
-        4,
-    ),
-    PublishedProfile(
-        "MiniMax-M3 + EAGLE-3, B300, 3 spec tokens (printed as approximate)",
-        "eagle3",
-        "https://github.com/SemiAnalysisAI/InferenceX/pull/1737",
-        (0.72, 0.50, 0.36),
-        2,
-    ),
-    PublishedProfile(
-        "Qwen3-30B-A3B + EAGLE-3, vLLM-Ascend, K=3",
-        "eagle3",
-        "https://github.com/vllm-project/vllm-ascend/issues/5825",
-        (0.62, 0.40, 0.27),
-        2,
-    ),
-    # SpecDecode-Bench/simulator @ 2fdccbd61b62be339fb85fd90caf43f5e8392aa6,
-    # data/llama3.1-8B/combined_{gsm8k,sharegpt,instructcoder,cnn}.jsonl, field
-    # acc_eagle.acc_len, walked cycle by cycle with K = 8 (positions 1-7; arXiv 2601.11580).
-    PublishedProfile(
-        "Llama-3.1-8B + EAGLE-3, H100, gsm8k (SpecDecode-Bench traces)",
-        "eagle3",
-        "https://github.com/SpecDecode-Bench/simulator",
-        (0.663, 0.427, 0.269, 0.175, 0.108, 0.070, 0.046),
-        3,
-    ),
-    PublishedProfile(
-        "Llama-3.1-8B + EAGLE-3, H100, sharegpt (SpecDecode-Bench traces)",
-        "eagle3",
-        "https://github.com/SpecDecode-Bench/simulator",
-        (0.595, 0.347, 0.221, 0.151, 0.110, 0.082, 0.062),
-        3,
-    ),
-    PublishedProfile(
-        "Llama-3.1-8B + EAGLE-3, H100, instructcoder (SpecDecode-Bench traces)",
-        "eagle3",
-        "https://github.com/SpecDecode-Bench/simulator",
-        (0.591, 0.366, 0.250, 0.186, 0.142, 0.112, 0.089),
-        3,
-    ),
-    PublishedProfile(
-        "Llama-3.1-8B + EAGLE-3, H100, cnn (SpecDecode-Bench traces)",
-        "eagle3",
-        "https://github.com/SpecDecode-Bench/simulator",
-        (0.628, 0.390, 0.249, 0.164, 0.112, 0.081, 0.058),
-        3,
-    ),
-    # --- MTP heads used as drafters
-    PublishedProfile(
-        "DeepSeek-V4 MTP, K=2 (one layer reused), concurrency 1",
-        "mtp",
-        "https://github.com/vllm-project/vllm/pull/41044",
-        (0.7694, 0.3807),
-        4,
-    ),
-    PublishedProfile(
-        "multi-layer MTP speculator (MRV2), K=8, GSM8K",
-        "mtp",
-        "https://github.com/vllm-project/vllm/pull/48892",
-        (0.7568, 0.6011, 0.4976, 0.4113, 0.3538, 0.2980, 0.2608, 0.2229),
-        4,
-    ),
-    PublishedProfile(
-        "Gemma-4 26B-A4B NVFP4 MTP drafter, K=4, DGX Spark",
-        "mtp",
-        "https://github.com/eugr/spark-vllm-docker/issues/343",
-        (0.844, 0.599, 0.385, 0.271),
-        3,
-    ),
-    PublishedProfile(
-        "Gemma-4 26B-A4B NVFP4 MTP drafter, K=2, DGX Spark",
-        "mtp",
-        "https://github.com/eugr/spark-vllm-docker/issues/343",
-        (0.766, 0.545),
-        3,
-    ),
-    PublishedProfile(
-        "GLM-5 w4a8 MTP, K=3, vLLM-Ascend (engine pid 2523786)",
-        "mtp",
-        "https://github.com/vllm-project/vllm-ascend/issues/9803",
-        (0.938, 0.769, 0.572),
-        3,
-    ),
-    PublishedProfile(
-        "GLM-5 w4a8 MTP, K=3, vLLM-Ascend (engine pid 2523785)",
-        "mtp",
-        "https://github.com/vllm-project/vllm-ascend/issues/9803",
-        (0.877, 0.749, 0.610),
-        3,
-    ),
+        row["name"], row["method"], row["source"], tuple(row["cumulative"]), row["decimals"]
+    )
+    for row in read_package_table("sim.binding", "profiles")["profiles"]
 )
 
 #: Methods without a published chain per-position profile take the pooled prior.

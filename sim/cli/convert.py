@@ -117,29 +117,9 @@ def convert(
     if as_json:
         echo_document("convert", forms.as_dict())
         return
-    fmt = ", ".join
-    _echo_rows(
-        ("num_steps (k)", str(forms.num_steps)),
-        ("conditional per-position", fmt(f"{a:.4f}" for a in forms.per_position)),
-        ("vLLM cumulative", fmt(f"{c:.4f}" for c in forms.cumulative)),
-        ("vLLM draft accept. rate", f"{forms.draft_acceptance_rate:.4f}"),
-        ("SGLang accept rate", f"{forms.sglang_accept_rate:.4f}"),
-        ("accept length", f"{forms.accept_length:.4f}"),
-        ("equal-rate alpha", f"{forms.alpha:.4f}"),
-    )
-    if forms.assumption:
-        click.echo(f"assumption: {forms.assumption}")
+    from sim.report.convert import render_forms  # lazy: start-up
 
-
-#: Width of the label column of convert's text: every value starts in the same column.
-LABEL_WIDTH = 25
-
-
-def _echo_rows(*rows: tuple[str, str]) -> None:
-    """Print (label, value) rows with the values in one column (labels are at most
-    ``LABEL_WIDTH`` - 1 characters)."""
-    for label, value in rows:
-        click.echo(f"{label:<{LABEL_WIDTH}}{value}")
+    click.echo(render_forms(forms))
 
 
 def _convert_tree(
@@ -183,26 +163,6 @@ def _convert_tree(
     if as_json:
         echo_document("convert", forms.as_dict())
         return
-    fmt = ", ".join
-    rows = [
-        (
-            "tree",
-            f"num_steps {forms.num_steps}, topk {forms.topk}, "
-            f"num_draft_tokens {forms.num_draft_tokens}",
-        ),
-        ("accept length", f"{forms.accept_length:.4f}"),
-        ("top-1 rate", f"{forms.top1:.4f}"),
-        ("rank rates (depth 1)", fmt(f"{q:.4f}" for q in forms.rank_rates)),
-        ("drafts per depth", str(forms.drafts_per_depth)),
-        ("chain-equivalent rates", fmt(f"{a:.4f}" for a in forms.chain_equivalent)),
-    ]
-    if forms.chain_alpha is not None:
-        rows.append(
-            (
-                f"read as a chain (k={forms.num_steps})",
-                f"alpha {forms.chain_alpha:.4f}: "
-                f"{forms.chain_alpha - forms.top1:+.4f} against the tree's top-1 rate",
-            )
-        )
-    _echo_rows(*rows)
-    click.echo(f"assumption: {forms.assumption}")
+    from sim.report.convert import render_tree_forms  # lazy: start-up
+
+    click.echo(render_tree_forms(forms))

@@ -95,6 +95,6 @@ def allreduce(
     if as_json:
         echo_document("allreduce", {**result.as_dict(), **({"note": note} if note else {})})
     else:
-        click.echo(f"{result.us:.3f} us  {result.algorithm}/{result.protocol}")
-        if note:
-            click.echo(f"note: {note}")
+        from sim.report.hardware import render_allreduce  # lazy: start-up
+
+        click.echo(render_allreduce(result, note))

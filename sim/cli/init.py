@@ -105,8 +105,10 @@ def init_command(
     Each value says where it came from: a flag, a config.json field, or a named default.
     """
     # lazy: the library is imported when the command runs, not for --help (start-up)
-    from sim.calibration.init_scenario import InitRequest, init_and_calibrate
-    from sim.cli.calibrate import MIN_REL_ERROR, _per_request_files, _real_runs, _with_spread
+    from sim.calibration.init_scenario import InitRequest
+    from sim.calibration.inputs import CalibrationInputs
+    from sim.calibration.run import run_init
+    from sim.cli.calibrate import MIN_REL_ERROR
     from sim.errors import SpecsimError
     from sim.files import atomic_write_text
     from sim.report.calibrate import format_calibration
@@ -121,20 +123,8 @@ def init_command(
         engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
         name=name, model_id=model_id,
     )  # fmt: skip
-    data = _real_runs(
-        baseline_tok_s, points, vllm_metrics, None, False, vllm_bench, sglang_bench,
-        sglang_log, None, num_steps, rel_error, num_steps,
-    )  # fmt: skip
-    spread_files = _per_request_files(per_request, per_request_format, num_steps)
-    if spread_files:
-        # lazy: the per-request reader only when a file is given (start-up)
-        from sim.calibration.spread import per_request_measurement
-
-        for file in spread_files:
-            data += per_request_measurement(file)
-    init, cal = init_and_calibrate(req, data, prefer=prefer)
-    if spread_files and cal is not None:
-        cal = _with_spread(cal, spread_files)[1]
+    inputs = CalibrationInputs.from_options(click.get_current_context().params)
+    init, cal = run_init(req, inputs, prefer=prefer)
     atomic_write_text(out, init_toml(init, cal, config))
     if quiet:
         return

@@ -12,15 +12,11 @@ from sim.cli.options import echo_document, json_option
 @json_option
 def keys(as_json: bool) -> None:
     """Every scenario key: type, unit, default and bounds (--json: the JSON Schema)."""
-    from sim.scenario.keys import json_schema, scenario_keys  # lazy: start-up
+    # lazy: start-up
+    from sim.report.keys import render_keys
+    from sim.scenario.keys import json_schema, scenario_keys
 
     if as_json:
         echo_document("schema", json_schema())  # kind/specsim_version: extra JSON Schema keywords
         return
-    rows = [k for k in scenario_keys()]
-    width = max(len(k.key) for k in rows)
-    for k in rows:
-        default = "required" if k.required else ("-" if k.default is None else repr(k.default))
-        unit = f" [{k.unit}]" if k.unit else ""
-        bounds = f"  ({k.bounds})" if k.bounds else ""
-        click.echo(f"{k.key:<{width}}  {k.type}{unit}; default {default}{bounds}")
+    click.echo(render_keys(scenario_keys()))

@@ -25,7 +25,6 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
-from sim.report.format import count
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:
@@ -105,7 +104,7 @@ def sweep(
     from sim.parallel import make_executor
     from sim.scenario.load import load_scenario
     from sim.studies.grid import expand_grid, parse_grid
-    from sim.studies.sweep import NOT_STEADY, run_sweep
+    from sim.studies.sweep import run_sweep
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
     bind(scn)  # what the scenario means: the hardware model checks it here
@@ -161,30 +160,6 @@ def sweep(
     if as_json:
         echo_json({**doc, "computed": outcome.computed, "reused": outcome.reused})
         return
-    click.echo(
-        f"sweep: {count(outcome.total, 'point')} ({outcome.computed} computed, "
-        f"{outcome.reused} reused) "
-        f"-> {out_dir}/sweep.csv, {out_dir}/sweep.json"
-    )
-    not_steady = [r for r in outcome.rows if any(k.endswith(NOT_STEADY) for k in r)]
-    if not_steady:
-        click.echo(
-            f"NOT STEADY: {len(not_steady)} point{'s' if len(not_steady) > 1 else ''} (a "
-            f"policy's *{NOT_STEADY} in the tables) where the requests in the system grew "
-            "through the measurement window in some replications: above what the server "
-            "answers, or a run too short to fill; their latencies are transient (more "
-            "--requests tell which)"
-        )
-    unstable = [r for r in outcome.rows if r.get("stable") is False]
-    if unstable:
-        from sim.simulation.serving.overload import NO_STEADY_STATE, above  # lazy: start-up
+    from sim.report.sweep import render_sweep  # lazy: start-up
 
-        rates = sorted({float(r["offered_rate_per_s"]) for r in unstable})
-        names = sorted({n for r in unstable for n in str(r["unstable"]).split(";")})
-        click.echo(
-            f"UNSTABLE: {len(unstable)} point{'s' if len(unstable) > 1 else ''} (stable = "
-            f"false in the tables, with each policy's service bound): "
-            f"{above(rates[0], names)}"
-            + (f" (and {', '.join(f'{x:g}' for x in rates[1:])} requests/s)" if rates[1:] else "")
-            + f": {NO_STEADY_STATE}"
-        )
+    click.echo(render_sweep(outcome, out_dir))

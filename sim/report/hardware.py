@@ -1,11 +1,15 @@
-"""Text of ``specsim hardware`` (a scenario's passes) and ``specsim hardware --list``."""
+"""Text of ``specsim hardware`` (a scenario's passes), ``specsim hardware --list`` and
+``specsim allreduce``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.report.format import count
 from sim.report.uncertainty import off_centre_text
+
+if TYPE_CHECKING:
+    from sim.hardware.allreduce import AllReduceTime
 
 
 def _ar_text(p: dict[str, Any]) -> str:
@@ -183,3 +187,12 @@ def kernel_sweep_lines(sweep: dict[str, Any]) -> list[str]:
             f"range{where}: {sweep['gpu_work_note']}"
         )
     return lines
+
+
+def render_allreduce(result: AllReduceTime, note: str | None) -> str:
+    """``specsim allreduce``: the time (us) with the algorithm and protocol chosen, and the
+    interconnect's note on the GPU count where it has one."""
+    lines = [f"{result.us:.3f} us  {result.algorithm}/{result.protocol}"]
+    if note:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)

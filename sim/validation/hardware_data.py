@@ -1,6 +1,8 @@
 """Published hardware figures the hardware model is scored on: nccl-tests all-reduce points
-(read from sim/validation/data/nccl_points.toml, each with its source and setting) and
-graphed-vs-eager decode pairs.
+(sim/validation/data/nccl_points.toml), graphed-vs-eager decode pairs
+(eager_pairs.toml) and the kernels an eager layer issues, counted from the engines' source
+(layer_kernels.toml), each with its source and setting; what is derived from them (kernels
+a layer, GPU floors, the pairs built from a report's speeds) is computed here.
 
 Figures are copied from the sources (times in microseconds or milliseconds as named);
 settings the source does not state are marked as assumptions where they are used.
@@ -9,6 +11,7 @@ settings the source does not state are marked as assumptions where they are used
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.mla import MlaDims, prefill_context_ms
@@ -213,23 +216,6 @@ LLAMA2_7B_WEIGHTS = Weights(layers=32, layer_params=202_375_168, lm_head_params=
 KIMI_DRAFTER_WEIGHTS = Weights(layers=1, layer_params=2.004e9)
 
 
-PIE_348 = EagerPair(
-    key="pie-348",
-    title="Qwen2.5-72B-Instruct-AWQ, 1x A100-SXM4-80GB, vLLM model code run by pie, single "
-    "sequence (FULL_DECODE_ONLY graphs vs eager)",
-    source="https://github.com/pie-project/pie/pull/348",
-    layers=80,
-    kernels_per_layer=15,
-    gpus=1,
-    interconnect=None,
-    hidden_size=8192,
-    tokens=1,
-    graphed_ms=15.39,
-    eager_ms=22.68,
-    allreduces_per_layer=0,
-    note="'~1200 individual CUDA kernels (80 layers x ~15 kernels/layer)' (the source)",
-)
-
 #: Kernels of a dense decoder layer, from pie #348's count ("~15 kernels/layer"), used for
 #: the other dense models (an assumption: the sources do not count their own).
 DENSE_KERNELS_PER_LAYER = 15
@@ -253,86 +239,32 @@ class LayerOps:
     source: str
 
 
-SGLANG_DEEPSEEK_V2 = "sgl-project/sglang python/sglang/srt/models/deepseek_v2.py (00114aef)"
+_KERNELS = read_table("layer_kernels")
+_CITATIONS: dict[str, str] = _KERNELS["citations"]
+
+
+def _ops(name: str) -> tuple[LayerOps, ...]:
+    """A ``layer_kernels.toml`` table's ops, their ``{NAME}`` citations written out."""
+    return tuple(
+        LayerOps(op, low, high, where.format_map(_CITATIONS))
+        for op, low, high, where in _KERNELS[name]["ops"]
+    )
+
+
+SGLANG_DEEPSEEK_V2 = _CITATIONS["SGLANG_DEEPSEEK_V2"]
 #: A Kimi-K2.5 MoE layer (DeepSeek-V3 architecture, 384 routed experts of INT4 through
 #: Marlin, BF16 attention) run eagerly by SGLang at tensor parallel 8: the kernels each op
-#: of the forward issues, read from SGLang's source (forward_absorb_prepare / _core,
-#: DeepseekV2MoE.forward_normal, LayerCommunicator; fused_marlin_moe; topk.py).
-SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = (
-    LayerOps("input RMSNorm (fused residual add)", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps("fused_qkv_a_proj_with_mqa GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps("q_a_layernorm, kv_a_layernorm", 2, 2, SGLANG_DEEPSEEK_V2),
-    LayerOps("q_b_proj GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps("q_nope x w_kc bmm (BF16)", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps(
-        "rotary on q_pe, k_pe",
-        1,
-        8,
-        "1 fused kernel, or ~8 in the PyTorch-native DeepseekScalingRotaryEmbedding "
-        "(vllm-project/vllm PR #51480)",
-    ),
-    LayerOps(
-        "cat q, cat k",
-        0,
-        2,
-        f"{SGLANG_DEEPSEEK_V2}: triton backend only (flashinfer/fa3 take q_rope apart)",
-    ),
-    LayerOps("KV-cache write + attention kernels", 2, 3, "RadixAttention backend"),
-    LayerOps("attention x w_vc bmm, transpose/flatten copy", 2, 2, SGLANG_DEEPSEEK_V2),
-    LayerOps("o_proj GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps("all-reduce, post-attention RMSNorm", 2, 2, SGLANG_DEEPSEEK_V2),
-    LayerOps(
-        "shared expert gate_up, silu_and_mul, down",
-        3,
-        3,
-        f"{SGLANG_DEEPSEEK_V2}: shared-expert fusion needs 256 routed experts",
-    ),
-    LayerOps("router gate GEMM", 1, 1, SGLANG_DEEPSEEK_V2),
-    LayerOps(
-        "top-k",
-        1,
-        4,
-        "sgl-project/sglang python/sglang/srt/layers/moe/topk.py: kimi_k2_moe_fused_gate "
-        "(000328a8), or the compiled biased_grouped_topk_impl",
-    ),
-    LayerOps(
-        "fused_marlin_moe: align (fill + 1-2 kernels), workspace zeros, 2 GEMMs, "
-        "silu_and_mul, sum-reduce",
-        7,
-        8,
-        "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/"
-        "fused_marlin_moe.py (027f557a), moe_align_block_size.py (0fd46783)",
-    ),
-    LayerOps("routed + shared add, all-reduce", 2, 2, SGLANG_DEEPSEEK_V2),
-)
-
-
-SGLANG_FUSED_MOE = (
-    "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py "
-    "invoke_fused_moe_kernel: block FP8 quantizes its input (sglang_per_token_group_quant_fp8) "
-    "before each of the two expert GEMMs"
-)
-SGLANG_FP8_LINEAR = (
-    "sgl-project/sglang python/sglang/srt/layers/quantization/fp8_utils.py "
-    "apply_w8a8_block_fp8_linear: per_token_group_quant_fp8, then fp8_blockwise_scaled_mm "
-    "(or the Triton w8a8_block_fp8_matmul)"
-)
+#: of the forward issues, read from SGLang's source (sim/validation/data/layer_kernels.toml).
+SGLANG_KIMI_LAYER_OPS: tuple[LayerOps, ...] = _ops("sglang_kimi_layer")
+SGLANG_FUSED_MOE = _CITATIONS["SGLANG_FUSED_MOE"]
+SGLANG_FP8_LINEAR = _CITATIONS["SGLANG_FP8_LINEAR"]
 #: A DeepSeek-V3 MoE layer (block-FP8 weights, 256 routed experts through the Triton fused
 #: MoE) run eagerly by SGLang at tensor parallel 8: the Kimi-K2.5 layer above with the
 #: Marlin MoE replaced by the Triton FP8 one and one activation-quant kernel before each of
-#: the five block-FP8 linears outside the experts (fused_qkv_a_proj_with_mqa, q_b_proj,
-#: o_proj, the shared expert's gate_up and down; the router gate is unquantized, and the
-#: absorbed w_kc / w_vc bmm run in BF16, sgl-project/sglang issue #2591 "Use BF16 for bmm").
+#: the five block-FP8 linears outside the experts.
 SGLANG_DEEPSEEK_V3_FP8_LAYER_OPS: tuple[LayerOps, ...] = (
     *(op for op in SGLANG_KIMI_LAYER_OPS if not op.op.startswith("fused_marlin_moe")),
-    LayerOps(
-        "fused MoE (Triton, block FP8): align (fill, zeros, align kernel), 2 x (activation "
-        "quant + GEMM), silu_and_mul, sum-reduce",
-        7,
-        9,
-        SGLANG_FUSED_MOE,
-    ),
-    LayerOps("activation quant before the five block-FP8 linears", 5, 5, SGLANG_FP8_LINEAR),
+    *_ops("sglang_deepseek_v3_fp8_layer"),
 )
 
 
@@ -341,51 +273,16 @@ def layer_kernels(ops: tuple[LayerOps, ...]) -> tuple[int, int]:
     return sum(op.low for op in ops), sum(op.high for op in ops)
 
 
-VLLM_MLA_ATTENTION = (
-    "vllm-project/vllm vllm/model_executor/layers/attention/mla_attention.py (0014ca6b) "
-    "forward / forward_impl, decode branch"
-)
-VLLM_TRITON_MLA_PRE_FIX = (
-    "TRITON_MLA forward_mqa before FULL CUDA graphs: the lines voipmonitor/rtx6kpro "
-    "models/kimi-k26-mtp-long-ctx-wip/patches/triton_mla_full_cg_WIN.patch removes "
-    "(vllm-project/vllm vllm/v1/attention/backends/mla/triton_mla.py, 0155494b)"
-)
+VLLM_MLA_ATTENTION = _CITATIONS["VLLM_MLA_ATTENTION"]
+VLLM_TRITON_MLA_PRE_FIX = _CITATIONS["VLLM_TRITON_MLA_PRE_FIX"]
 #: vLLM's MLA attention op on the decode path (one query token a request), the region
 #: vLLM's PIECEWISE graphs run eager, with TRITON_MLA as it was before it could be captured
 #: whole: the kernels each op issues, read from the source (low, high where a copy depends
 #: on the layout or the version).
-VLLM_MLA_DECODE_OPS: tuple[LayerOps, ...] = (
-    LayerOps("KV-cache write (concat_and_cache_mla)", 1, 1, VLLM_MLA_ATTENTION),
-    LayerOps("q_nope x W_UK_T bmm", 1, 1, VLLM_MLA_ATTENTION),
-    LayerOps("cat(q_nope W_UK, q_pe)", 1, 1, f"{VLLM_MLA_ATTENTION}; {VLLM_TRITON_MLA_PRE_FIX}"),
-    LayerOps("o, lse torch.zeros", 2, 2, VLLM_TRITON_MLA_PRE_FIX),
-    LayerOps("decode attention stage 1 + stage 2 (Triton)", 2, 2, VLLM_TRITON_MLA_PRE_FIX),
-    LayerOps(
-        "v up-projection bmm (+ a copy when its output view is strided)",
-        1,
-        2,
-        VLLM_MLA_ATTENTION,
-    ),
-)
+VLLM_MLA_DECODE_OPS: tuple[LayerOps, ...] = _ops("vllm_mla_decode")
 #: What decode context parallelism (DCP) adds to that op: the query all-gathered over the
 #: DCP group along the head dimension, and the partial outputs merged by their LSE.
-VLLM_MLA_DCP_OPS: tuple[LayerOps, ...] = (
-    LayerOps(
-        "all-gather q over heads (NCCL) + the reshape copy of a dim-1 gather",
-        2,
-        2,
-        f"{VLLM_MLA_ATTENTION}; vllm/distributed/device_communicators "
-        "base_device_communicator.all_gather",
-    ),
-    LayerOps(
-        "cp_lse_ag_out_rs: all-gather LSE (NCCL), LSE correction (Triton), movedim copy + "
-        "reduce-scatter (NCCL), and a copy back where the version makes it contiguous",
-        4,
-        5,
-        "vllm-project/vllm vllm/v1/attention/ops/common.py cp_lse_ag_out_rs; "
-        "cuda_communicator.reduce_scatter",
-    ),
-)
+VLLM_MLA_DCP_OPS: tuple[LayerOps, ...] = _ops("vllm_mla_dcp")
 
 
 def vllm_mla_decode_kernels(dcp: bool) -> tuple[int, int]:
@@ -411,17 +308,17 @@ def piecewise_layer_kernels(attention_kernels: int) -> int:
 #: #42251: RMSNorm's vllm_c path since v0.20; the issue ran v0.29).
 QWEN25_OMNI_UNFUSED_KERNELS = 6 - 1
 
-VOIPMONITOR_SOURCE = "voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md"
+_EAGER = read_table("eager_pairs")
+_VOIPMONITOR = _EAGER["voipmonitor"]
+VOIPMONITOR_SOURCE: str = _VOIPMONITOR["cited_as"]
 #: voipmonitor/rtx6kpro models/kimi-k26-mtp-long-ctx-wip/README.md, single stream, tok/s
 #: before (PIECEWISE, TRITON_MLA's attention eager) and after (FULL CUDA graphs) by
-#: context: 2,000 75.0 -> 116.6; 10,000 32.2 -> 112.8; 30,000 25.3 -> 107.5.
+#: context (sim/validation/data/eager_pairs.toml).
 VOIPMONITOR_TOK_S: dict[int, tuple[float, float]] = {
-    2000: (75.0, 116.6),
-    10000: (32.2, 112.8),
-    30000: (25.3, 107.5),
+    int(context): (before, after) for context, before, after in _VOIPMONITOR["tok_s"]
 }
 #: The graphed cycle at 2k context: the report's interarrival "~19-21 ms p50".
-VOIPMONITOR_GRAPHED_CYCLE_MS = 20.0
+VOIPMONITOR_GRAPHED_CYCLE_MS: float = _VOIPMONITOR["graphed_cycle_ms"]
 #: Kernels of the eager attention op down vLLM's MLA prefill path, one context chunk
 #: (vllm-project/vllm vllm/v1/attention/backends/mla/common.py, ``forward`` /
 #: ``_forward_prefill`` / ``_compute_prefill_context``): concat_and_cache_mla; for the
@@ -479,12 +376,12 @@ def voipmonitor_pair(context_tokens: int) -> EagerPair:
 
 #: The same report's graphing-only pair: one user, no speculation, context 0, TP 8 with
 #: decode context parallelism 8, the 1-token decode down the decode path on both sides.
-#: "User's pre-work baseline" (unmodified triton_mla.py, PIECEWISE, attention eager) 51.7
-#: tok/s; "Phase 3 regression report (user bench on Phase 1 image ...)" (FULL graphs)
-#: 69.7 tok/s ("Single-stream up +35 %"). The pre-work run's CLI differed (max-model-len
-#: 150000, max-num-batched-tokens 4096, --language-model-only); the same report shows
-#: those move one user at context 0 by about 1% (73.6 vs 74.5 tok/s, Phase 5 vs Phase 6).
-VOIPMONITOR_NO_MTP_TOK_S = (51.7, 69.7)
+#: "User's pre-work baseline" (unmodified triton_mla.py, PIECEWISE, attention eager) and
+#: "Phase 3 regression report (user bench on Phase 1 image ...)" (FULL graphs), tok/s. The
+#: pre-work run's CLI differed (max-model-len 150000, max-num-batched-tokens 4096,
+#: --language-model-only); the same report shows those move one user at context 0 by about
+#: 1% (73.6 vs 74.5 tok/s, Phase 5 vs Phase 6).
+VOIPMONITOR_NO_MTP_TOK_S: tuple[float, float] = tuple(_VOIPMONITOR["no_mtp_tok_s"])
 
 
 def voipmonitor_no_mtp_pair() -> EagerPair:
@@ -519,15 +416,15 @@ def voipmonitor_no_mtp_pair() -> EagerPair:
 #: deepspeedai/DeepSpeed PR #8352: GPT-2 BF16 on one H200, batch 1, prompt 128, 32
 #: tokens, greedy; mean latency per request (ms), eager vs graphed. A request is taken as
 #: 32 steps (its prefill counted as one more step).
-DEEPSPEED_8352 = "https://github.com/deepspeedai/DeepSpeed/pull/8352"
-DEEPSPEED_8352_TOKENS = 32
+_DEEPSPEED = _EAGER["deepspeed_8352"]
+DEEPSPEED_8352: str = _DEEPSPEED["source"]
+DEEPSPEED_8352_TOKENS: int = _DEEPSPEED["request_tokens"]
 
-#: sgl-project/sglang PR #5090 ("Sanity Check with Deepseek V3 (Send One)", the PR's timings
-#: "on H200"): "Deepseek V3 with flashinfer + cuda graph: speed=41.59 token/s", "Deepseek V3
-#: with flashinfer + disabled cuda graph: speed=4.60 token/s" (send_one.py: one request,
-#: output tokens / request latency).
-SGLANG_5090 = "https://github.com/sgl-project/sglang/pull/5090"
-SGLANG_5090_TOK_S = (4.60, 41.59)
+#: sgl-project/sglang PR #5090 ("Sanity Check with Deepseek V3 (Send One)", on H200):
+#: DeepSeek-V3 tok/s with flashinfer, cuda graph disabled and enabled (send_one.py: one
+#: request, output tokens / request latency).
+SGLANG_5090: str = _EAGER["sglang_5090"]["source"]
+SGLANG_5090_TOK_S: tuple[float, float] = tuple(_EAGER["sglang_5090"]["tok_s"])
 
 
 def sglang_5090_pair() -> EagerPair:
@@ -558,103 +455,72 @@ def sglang_5090_pair() -> EagerPair:
     )
 
 
-#: vllm-project/vllm PR #1440 (Oct 2023, before vLLM used torch.compile): "I'm getting about
-#: 1.05s for 5 input 100 output token with CUDA graph batch size = 1; vs about 1.2s without
-#: CUDA graph, on llama 2 7b no tensor parallelism". The GPU is not named.
-VLLM_1440 = "https://github.com/vllm-project/vllm/pull/1440"
-VLLM_1440_TOKENS = 100
+#: Weights a pair's GPU floor names (``floor_weights`` in eager_pairs.toml).
+FLOOR_WEIGHTS: dict[str, Weights] = {
+    "OPT-175B": OPT_175B_WEIGHTS,
+    "Qwen2.5-Omni-7B": QWEN25_OMNI_7B_WEIGHTS,
+    "Kimi-K2.5": KIMI_WEIGHTS,
+}
+
+
+def _kernels(row: dict[str, Any]) -> dict[str, Any]:
+    """The kernel counts of a pair's ``kernels`` (and ``unfused``) name, counted in code."""
+    if row["kernels"] == "dense":
+        counts: dict[str, Any] = {"kernels_per_layer": DENSE_KERNELS_PER_LAYER}
+    else:  # "vllm-mla-piecewise"
+        attention = vllm_mla_decode_kernels(False)[0]
+        counts = {
+            "kernels_per_layer": max(
+                VLLM_KIMI_KERNELS_PER_LAYER, piecewise_layer_kernels(attention)
+            ),
+            "attention_kernels": attention,
+        }
+    if row.get("unfused") == "qwen2.5-omni-mrope":
+        counts["unfused_kernels_per_layer"] = QWEN25_OMNI_UNFUSED_KERNELS
+    return counts
+
+
+def _pair(row: dict[str, Any]) -> EagerPair:
+    """One ``[[pairs]]`` row: its times per step (a request's over its tokens), its kernel
+    counts and, where it names weights and a GPU, its GPU floor."""
+    if "request_tokens" in row:
+        graphed_ms = row["graphed_request_ms"] / row["request_tokens"]
+        eager_ms = row["eager_request_ms"] / row["request_tokens"]
+    else:
+        graphed_ms, eager_ms = row["graphed_ms"], row["eager_ms"]
+    optional: dict[str, Any] = {
+        name: row[name]
+        for name in ("mode", "library", "same_kernels", "allreduces_per_layer", "held_out", "note")
+        if name in row
+    }
+    if "floor_weights" in row:
+        optional["gpu_floor_ms"] = gpu_floor_ms(
+            FLOOR_WEIGHTS[row["floor_weights"]], row["tokens"], row["floor_gpu"], row["gpus"]
+        )
+    named = ("key", "title", "source", "layers", "gpus", "hidden_size", "tokens")
+    return EagerPair(
+        **{name: row[name] for name in named},
+        interconnect=row.get("interconnect"),
+        graphed_ms=graphed_ms,
+        eager_ms=eager_ms,
+        **_kernels(row),
+        **optional,
+    )
+
+
+_PAIRS = {row["key"]: _pair(row) for row in _EAGER["pairs"]}
+PIE_348 = _PAIRS["pie-348"]
+VLLM_1440: str = _PAIRS["vllm-1440"].source
+VLLM_1440_TOKENS: int = next(
+    row["request_tokens"] for row in _EAGER["pairs"] if row["key"] == "vllm-1440"
+)
 
 EAGER_PAIRS: tuple[EagerPair, ...] = (
-    EagerPair(
-        key="sglang-1401-triton",
-        title="Llama-3-8B, 1 GPU, SGLang bench_latency bs 1, triton attention "
-        "(--disable-cuda-graph vs graphed)",
-        source="https://github.com/sgl-project/sglang/pull/1401",
-        layers=32,
-        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
-        gpus=1,
-        interconnect=None,
-        hidden_size=4096,
-        tokens=1,
-        graphed_ms=7.06,
-        eager_ms=9.28,
-        allreduces_per_layer=0,
-    ),
-    EagerPair(
-        key="sglang-1401-flashinfer",
-        title="Llama-3-8B, 1 GPU, SGLang bench_latency bs 1, flashinfer attention "
-        "(--disable-cuda-graph vs graphed)",
-        source="https://github.com/sgl-project/sglang/pull/1401",
-        layers=32,
-        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
-        gpus=1,
-        interconnect=None,
-        hidden_size=4096,
-        tokens=1,
-        graphed_ms=7.35,
-        eager_ms=8.23,
-        allreduces_per_layer=0,
-    ),
-    EagerPair(
-        key="metaseq-270",
-        title="OPT-175B, 8x A100 (Azure) tensor parallel, metaseq, n_best 1 (CUDA graph vs not)",
-        source="https://github.com/facebookresearch/metaseq/pull/270",
-        layers=96,
-        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
-        gpus=8,
-        interconnect="nvlink3",
-        hidden_size=12288,
-        tokens=1,
-        graphed_ms=66.0,
-        eager_ms=95.0,
-        library="nccl",
-        same_kernels=False,
-        gpu_floor_ms=gpu_floor_ms(OPT_175B_WEIGHTS, 1, "A100", 8),
-        note="'~95 ms/token' vs '~66 ms/token'; the graph PR also reworked the decoding "
-        "path (its kernels are not known to be the same); its one graph covers 2048 "
-        "positions of attention. Azure A100s taken at the 80 GB part's 2,039 GB/s",
-    ),
-    EagerPair(
-        key="vllm-omni-7960",
-        title="Qwen2.5-Omni-7B thinker, A800, vLLM-omni, enforce_eager true vs false",
-        source="https://github.com/vllm-project/vllm-omni/issues/7960",
-        layers=28,
-        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
-        gpus=1,
-        interconnect=None,
-        hidden_size=3584,
-        tokens=1,
-        graphed_ms=13.0,
-        eager_ms=22.5,
-        allreduces_per_layer=0,
-        same_kernels=False,
-        unfused_kernels_per_layer=QWEN25_OMNI_UNFUSED_KERNELS,
-        gpu_floor_ms=gpu_floor_ms(QWEN25_OMNI_7B_WEIGHTS, 1, "A100", 1),
-        note="TPOT '~22-23 -> ~13 ms' (22.5 taken); vLLM's enforce_eager also turns "
-        "torch.compile off, so the eager side runs unfused kernels; A800 80GB = A100 "
-        "80GB's 2,039 GB/s (the A800 differs in NVLink only)",
-    ),
-    EagerPair(
-        key="vllm-42885",
-        title="Kimi-K2.6, 8x A100 TP 8, vLLM, 16 concurrent decodes (PIECEWISE vs "
-        "FULL_AND_PIECEWISE for TRITON_MLA)",
-        source="https://github.com/vllm-project/vllm/pull/42885",
-        layers=61,
-        kernels_per_layer=max(
-            VLLM_KIMI_KERNELS_PER_LAYER, piecewise_layer_kernels(vllm_mla_decode_kernels(False)[0])
-        ),
-        gpus=8,
-        interconnect="nvlink3",
-        hidden_size=7168,
-        tokens=16,
-        graphed_ms=28.9,
-        eager_ms=32.0,
-        mode="piecewise",
-        attention_kernels=vllm_mla_decode_kernels(False)[0],
-        library="custom",
-        gpu_floor_ms=gpu_floor_ms(KIMI_WEIGHTS, 16, "A100", 8),
-        note="TPOT median; 16 decodes in flight, so every all-reduce carries 16 tokens",
-    ),
+    _PAIRS["sglang-1401-triton"],
+    _PAIRS["sglang-1401-flashinfer"],
+    _PAIRS["metaseq-270"],
+    _PAIRS["vllm-omni-7960"],
+    _PAIRS["vllm-42885"],
     voipmonitor_pair(2000),
     voipmonitor_no_mtp_pair(),
     *(
@@ -679,30 +545,8 @@ EAGER_PAIRS: tuple[EagerPair, ...] = (
             "the pass's weights take 0.05 ms to read, so the graphed step is nearly all "
             "the engine's host work",
         )
-        for engine, how, eager, graphed in (
-            ("vLLM", "enforce_eager vs the compiled, graphed path", 154.1, 41.8),
-            ("SGLang", "eager vs CUDA graph", 156.0, 33.2),
-        )
+        for engine, how, eager, graphed in _DEEPSPEED["runs"]
     ),
     sglang_5090_pair(),
-    EagerPair(
-        key="vllm-1440",
-        title="Llama-2-7B, 1 GPU, vLLM (Oct 2023, PR #1440's CUDA graph per batch size), "
-        "batch 1, 5 input + 100 output tokens (graph vs not)",
-        source=VLLM_1440,
-        layers=32,
-        kernels_per_layer=DENSE_KERNELS_PER_LAYER,
-        gpus=1,
-        interconnect=None,
-        hidden_size=4096,
-        tokens=1,
-        graphed_ms=1050.0 / VLLM_1440_TOKENS,
-        eager_ms=1200.0 / VLLM_1440_TOKENS,
-        allreduces_per_layer=0,
-        held_out=True,
-        note="'about 1.05s' vs 'about 1.2s' for a request of 100 output tokens, taken as 100 "
-        "steps (the 5-token prefill, eager on both sides, counted as one); the vLLM of "
-        "then had no torch.compile, so the two sides run the same kernels; the GPU is not "
-        "named (no floor)",
-    ),
+    _PAIRS["vllm-1440"],
 )

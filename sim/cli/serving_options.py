@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StudyArgs",
     "build_study",
+    "draws_option",
     "loads_option",
     "parse_loads",
     "serving_study_options",
@@ -97,6 +98,19 @@ def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         metavar="LIST",
         help="Closed-loop user counts to simulate, e.g. 1,2,4,8,16 [default: 1,2,4,...,64].",
+    )(fn)
+
+
+def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--draws N: Sobol draws of the uncertain inputs for the 90% intervals from inputs and
+    model (sim/studies/serving_draws.py ``DRAWS`` by default; 0: Monte Carlo only)."""
+    return click.option(
+        "--draws",
+        type=click.IntRange(min=0),
+        default=8,
+        show_default=True,
+        help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
+        "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
     )(fn)
 
 

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from sim.errors import SpecsimError
@@ -44,6 +46,19 @@ from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
+from sim.studies.serving_draws import (
+    DRAW_REPLICATIONS,
+    beyond_note,
+    doc,
+    highest_measured_batch,
+    input_draws,
+)
+from sim.studies.tree_load_draws import (
+    PairArrays,
+    crossing_interval,
+    drawn_ratios,
+    ratio_interval,
+)
 
 __all__ = [
     "Crossing",
@@ -124,6 +139,14 @@ class LoadPoint:
     accept_length: dict[str, Ratio]
     mean_batch: Ratio
     vs_chain: dict[str, dict[str, dict[str, Ratio]]]
+    #: ``vs_chain``'s 90% intervals from inputs and model (sim/studies/tree_load_draws.py;
+    #: without draws: the Monte Carlo 95% interval), same keys.
+    vs_chain_interval90: dict[str, dict[str, dict[str, list[float] | None]]] = field(
+        default_factory=dict
+    )
+    #: The largest policy's mean decode batch is above the largest batch the scenario's
+    #: costs are measured at (sim/studies/serving_draws.py ``beyond_note``).
+    beyond_measured: bool = False
 
     @property
     def best(self) -> str:
@@ -142,6 +165,9 @@ class Crossing:
     first_loss: int | None
     at: float | None
     wins_again: tuple[int, ...] = ()
+    #: The crossing's 90% interval from inputs and model (sim/studies/tree_load_draws.py
+    #: ``crossing_interval``; an end None: off the grid); None: not computed.
+    interval90: tuple[float | None, float | None] | None = None
 
     @property
     def never_wins(self) -> bool:
@@ -165,6 +191,10 @@ class TreeLoadResult:
     seed: int
     assumptions: tuple[str, ...]
     crossings: tuple[Crossing, ...] = field(default=())
+    #: What the intervals took (sim/studies/serving_draws.py ``doc``: label, draws,
+    #: replications a draw, the inputs drawn) with ``draws_run``, and the note of loads
+    #: beyond the highest measured batch.
+    intervals: dict[str, Any] = field(default_factory=dict)
 
     @property
     def trees(self) -> tuple[str, ...]:
@@ -222,13 +252,16 @@ def tree_load_study(
     base_dir: Path | None = None,
     source: str = "scenario",
     progress: Progress | None = None,
+    draws: int = 0,
 ) -> TreeLoadResult:
     """Chains and trees of ``scenario`` against concurrency (see the module docstring).
 
     ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
     scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
     drafts one). At least one tree and one chain; the scenario's acceptance (with a rank
-    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's.
+    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's. ``draws``:
+    Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
+    every ratio and crossing (sim/studies/tree_load_draws.py; 0: Monte Carlo only).
     """
     own = scenario_draft(scenario)
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
@@ -257,14 +290,28 @@ def tree_load_study(
     drafts.update({draft_name(k): k for k in chain_list})
     drafts.update({draft_name(t): t for t in tree_list})
     policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
+    by = {n: BASELINE if n == "off" else n for n in drafts}
+    tree_names = [n for n, d in drafts.items() if is_tree(d)]
+    chain_names = [n for n, d in drafts.items() if not is_tree(d) and d != 0]
     base = scenario
+    setups: list[Any] = []
+    nominal: dict[int, PairArrays] = {}
+    top = highest_measured_batch(base)
+
+    def ratios(records: Any) -> PairArrays:
+        """Per replication tree / chain of each metric (R,)."""
+        summary = summarize_serving(records, setups[0].slo, baseline=None)
+        per = {n: summary.policies[by[n]].per_replication for n in drafts}
+        return {
+            t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
+            for t in tree_names
+        }
+
     points = []
-    assumptions: tuple[str, ...] = ()
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
         setup = serving_setup(sc, base_dir=base_dir, source=source, policies=policies)
-        if i == 0:
-            assumptions = setup.assumptions
+        setups.append(setup)
         run = simulate_serving(
             setup.plan,
             setup.policies,
@@ -274,16 +321,12 @@ def tree_load_study(
             executor=executor,
         )
         summary = summarize_serving(run.records, setup.slo, baseline=None)
-        by = {n: BASELINE if n == "off" else n for n in drafts}
         per = {n: summary.policies[by[n]] for n in drafts}
-        vs: dict[str, dict[str, dict[str, Ratio]]] = {}
-        for t in (n for n, d in drafts.items() if is_tree(d)):
-            vs[t] = {}
-            for ch in (n for n, d in drafts.items() if not is_tree(d) and d != 0):
-                vs[t][ch] = {
-                    m: Ratio.across(per[t].per_replication[m] / per[ch].per_replication[m])
-                    for m in METRICS
-                }
+        nominal[c] = ratios(run.records)
+        vs = {
+            t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
+            for t, d in nominal[c].items()
+        }
         points.append(
             LoadPoint(
                 concurrency=c,
@@ -292,16 +335,61 @@ def tree_load_study(
                 accept_length={n: per[n].accept_length for n in drafts},
                 mean_batch=per["off"].mean_batch,
                 vs_chain=vs,
+                beyond_measured=max(p.mean_batch.mean for p in per.values()) > top,
             )
         )
         if progress:
             progress(i + 1, len(grid))
-    crossings = tuple(
-        _crossing(t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points])
-        for t in points[0].vs_chain
-        for ch in points[0].vs_chain[t]
-        for m in METRICS
+    overrides = input_draws(base, setups[0].seed, draws)
+    r = min(DRAW_REPLICATIONS, setups[0].replications)
+    drawn = drawn_ratios(
+        base,
+        grid,
+        overrides,
+        policies,
+        nominal,
+        ratios,
+        replications=r,
+        workers=workers,
+        executor=executor,
+        base_dir=base_dir,
+        source=source,
     )
+    points = [
+        replace(
+            p,
+            vs_chain_interval90={
+                t: {
+                    ch: {
+                        m: ratio_interval(drawn.at[p.concurrency][t][ch][m], x.ci95)
+                        for m, x in ms.items()
+                    }
+                    for ch, ms in d.items()
+                }
+                for t, d in p.vs_chain.items()
+            },
+        )
+        for p in points
+    ]
+    crossings = []
+    for t in tree_names:
+        for ch in chain_names:
+            for m in METRICS:
+                nominal_cross = _crossing(
+                    t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points]
+                )
+                table = np.array([drawn.at[c][t][ch][m] for c in grid])  # (loads, D)
+
+                def at(values: Sequence[float], t: str = t, ch: str = ch, m: str = m) -> Any:
+                    x = _crossing(t, ch, m, grid, values)
+                    return x.last_win, x.at
+
+                ends = crossing_interval(
+                    table, (nominal_cross.last_win, nominal_cross.first_loss), at
+                )
+                crossings.append(replace(nominal_cross, interval90=(ends[0], ends[1])))
+    beyond = [p for p in points if p.beyond_measured]
+    note = beyond_note(base, beyond[0].mean_batch.mean) if beyond else None
     return TreeLoadResult(
         scenario=scenario.name,
         concurrencies=grid,
@@ -311,12 +399,18 @@ def tree_load_study(
         requests=base.workload.requests,
         seed=base.simulation.seed,
         assumptions=(
-            *assumptions,
+            *setups[0].assumptions,
             "drafts compared on the same users and acceptance draws at every load; the verify "
             f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
             "tokens per request",
         ),
-        crossings=crossings,
+        crossings=tuple(crossings),
+        intervals={
+            **doc(base, overrides, r),
+            "draws_run": drawn.run,
+            "highest_measured_batch": top,
+            **({"note": note} if note else {}),
+        },
     )
 
 

@@ -151,6 +151,7 @@ class StudyArgs:
     tpot_slo_ms: float | None = None
     executor: str = "local"
     scheduler: str | None = None
+    draws: int = 8
 
     def run(
         self,
@@ -206,6 +207,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
         decorated: Callable[..., Any] = command
         for option in (
+            draws_option,
             verbose_option,
             format_option,
             plot_option,
@@ -257,6 +259,7 @@ def build_study(
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,
         progress=progress,
+        draws=args.draws,
     )
     if simulations is not None:  # nothing has run yet
         setup = builder.setup(None, builder.default_steps)

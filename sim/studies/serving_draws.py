@@ -172,21 +172,28 @@ class DrawnPoints:
             got[key] = point
 
     def gains(
-        self, load: Load, k: int, metric: str, which: Sequence[int] | None = None
+        self,
+        load: Load,
+        k: int,
+        metric: str,
+        which: Sequence[int] | None = None,
+        versus: int = 0,
     ) -> np.ndarray:
-        """Each draw's paired gain of k over plain decoding at ``load`` (D,): the nominal
-        gain shifted (``shifted``); NaN for a rejected draw and one not in ``which``."""
-        self.ensure([(load, FixedK(k)), (load, BASELINE)], which)
+        """Each draw's paired gain of k over k = ``versus`` (default plain decoding) at
+        ``load`` (D,): the nominal gain shifted (``shifted``); NaN for a rejected draw and
+        one not in ``which``."""
+        other = BASELINE if versus == 0 else FixedK(versus)
+        self.ensure([(load, FixedK(k)), (load, other)], which)
         ev = self.evaluator
-        spec, base = ev(load, FixedK(k)), ev(load, BASELINE)
+        spec, base = ev(load, FixedK(k)), ev(load, other)
         r = self.replications
         nominal = paired_gain(spec.values[metric], base.values[metric], metric)
         out = np.full(len(self.draws), np.nan)
         for i, got in enumerate(self.points):
-            if got is None or (load, FixedK(k)) not in got:
+            if got is None or (load, FixedK(k)) not in got or (load, other) not in got:
                 continue
             g = paired_gain(
-                got[(load, FixedK(k))].values[metric], got[(load, BASELINE)].values[metric], metric
+                got[(load, FixedK(k))].values[metric], got[(load, other)].values[metric], metric
             )
             out[i] = shifted(float(np.mean(nominal)), g, nominal[:r])
         return out

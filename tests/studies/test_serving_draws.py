@@ -49,7 +49,8 @@ def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
 def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     sc = load_scenario(SERVING)
     raw = sc.model_dump(exclude_none=True)
-    raw["serving"]["host_us_per_request"] = 20.0  # given: no default range
+    # given: no default range (the kernel slope's and the expert skew's defaults, given)
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
     bare = scenario_from_dict(raw, source="test")
@@ -62,6 +63,13 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     assert len(draws) == 8
     host = [dict(d)["serving.host_us_per_request"] for d in draws]
     assert 7.0 <= min(host) < max(host) <= 38.0
+    # and the batched terms a batch-1 calibration cannot identify: the kernel slope, and on
+    # this MoE target the expert skew, each over its published range
+    slope = [dict(d)["serving.kernel_slope"] for d in draws]
+    skew = [dict(d)["serving.expert_skew"] for d in draws]
+    assert 0.1 <= min(slope) < max(slope) <= 1.35 and 0.0 <= min(skew) < max(skew) <= 1.3
+    dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert "serving.expert_skew" not in [u.field for u in serving_inputs(dense)]
     assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
 
 
@@ -142,7 +150,7 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
 
     sc = _short(load_scenario(SERVING))
     raw = sc.model_dump(exclude_none=True)
-    raw["serving"]["host_us_per_request"] = 20.0
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))
@@ -200,8 +208,17 @@ def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() ->
 
     from sim.studies.capacity import capacity, drawn_capacities
 
+    # the kernel slope and the expert skew given: their published ranges move the
+    # capacity past the rates the search brackets (an open end), which is not what this
+    # checks
     sc = with_overrides(
-        load_scenario(SERVING), {"workload.requests": 30, "simulation.replications": 3}
+        load_scenario(SERVING),
+        {
+            "workload.requests": 30,
+            "simulation.replications": 3,
+            "serving.kernel_slope": 1.0,
+            "serving.expert_skew": 0.65,
+        },
     )
     builder = replace(ScenarioPlans.of(sc), draws=input_draws(sc, seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)

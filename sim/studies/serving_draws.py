@@ -55,6 +55,7 @@ __all__ = [
     "describe_inputs",
     "input_draws",
     "interval90",
+    "prediction_half_width",
     "shifted",
 ]
 
@@ -95,14 +96,32 @@ def describe_inputs(scenario: Scenario) -> list[dict[str, Any]]:
     return out
 
 
+def prediction_half_width(values: np.ndarray) -> float:
+    """Half the 90% prediction interval of one more draw from the distribution ``values``
+    (n,) were drawn from, normal: t(0.95, n - 1) x s x sqrt(1 + 1/n) (s the sample standard
+    deviation; 0 for fewer than two values). n draws' own 5-95% quantiles are a sample's:
+    they hold a new draw about (n - 1) / (n + 1) of the time at most (7 in 9 at 8 draws)."""
+    n = values.size
+    if n < 2:
+        return 0.0
+    from scipy.special import stdtrit  # lazy: scipy.special at import is slow
+
+    s = float(np.std(values, ddof=1))
+    return float(stdtrit(n - 1, 0.95)) * s * float(np.sqrt(1.0 + 1.0 / n))
+
+
 def interval90(values: Sequence[float], ci95: tuple[float, float] | None) -> list[float] | None:
-    """[5%, 95%] of the draws' answers ``values`` joined with the Monte Carlo ``ci95`` of
-    the nominal answer; NaN answers (a draw the scenario rejects) are left out; None when
-    there is neither."""
+    """The 90% interval of the answer: the draws' answers ``values``' 5-95% quantiles
+    joined with their normal prediction interval (mean +- ``prediction_half_width``: where
+    one more draw of the inputs would fall) and with the Monte Carlo ``ci95`` of the
+    nominal answer; NaN answers (a draw the scenario rejects) are left out; None when there
+    is neither."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
     ends: list[float] = []
     if v.size:
         ends += [float(q) for q in np.quantile(v, [0.05, 0.95])]
+        half = prediction_half_width(v)
+        ends += [float(v.mean()) - half, float(v.mean()) + half]
     if ci95 is not None:
         ends += [float(ci95[0]), float(ci95[1])]
     return [min(ends), max(ends)] if ends else None

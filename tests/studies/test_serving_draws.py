@@ -18,6 +18,7 @@ from sim.studies.serving_draws import (
     DrawnPoints,
     input_draws,
     interval90,
+    prediction_half_width,
     serve_intervals,
     shifted,
 )
@@ -32,10 +33,31 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 def test_no_draws_leave_the_monte_carlo_interval() -> None:
     assert interval90([], (0.9, 1.1)) == [0.9, 1.1]
     assert interval90([float("nan")], None) is None
-    # draws inside the Monte Carlo interval do not narrow it; draws outside widen it
-    assert interval90([1.0, 1.05], (0.9, 1.1)) == [0.9, 1.1]
-    lo, hi = interval90(list(np.linspace(0.5, 1.5, 101)), (0.9, 1.1))
-    assert lo == pytest.approx(0.55) and hi == pytest.approx(1.45)
+    # draws never narrow the Monte Carlo interval; draws spread wider widen it, to where
+    # one more draw would fall (the normal prediction interval of the draws)
+    lo, hi = interval90([1.0, 1.01, 1.0, 1.01], (0.9, 1.1))
+    assert lo == 0.9 and hi == 1.1
+    values = np.linspace(0.5, 1.5, 101)
+    lo, hi = interval90(list(values), (0.9, 1.1))
+    half = prediction_half_width(values)
+    assert (lo, hi) == (pytest.approx(1.0 - half), pytest.approx(1.0 + half))
+    assert lo < 0.55 and hi > 1.45  # beyond the draws' own 5-95% quantiles
+
+
+def test_the_prediction_interval_holds_one_more_draw_90_percent_of_the_time() -> None:
+    """The exact law: for n normal draws, mean +- t(0.95, n-1) s sqrt(1 + 1/n) holds one
+    more draw from the same normal with probability 0.90; the draws' own 5-95% quantiles
+    hold it less often (about (n - 1) / (n + 1) at most)."""
+    rng = np.random.default_rng(11)
+    trials, n = 4000, 8
+    draws = rng.normal(size=(trials, n))
+    new = rng.normal(size=trials)
+    half = np.array([prediction_half_width(d) for d in draws])
+    inside = np.abs(new - draws.mean(axis=1)) <= half
+    se = math.sqrt(0.9 * 0.1 / trials)
+    assert abs(inside.mean() - 0.90) < 4 * se
+    q = np.quantile(draws, [0.05, 0.95], axis=1)
+    assert ((q[0] <= new) & (new <= q[1])).mean() < (n - 1) / (n + 1) + 4 * se
 
 
 def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:

@@ -380,7 +380,7 @@ def crossover(
                 if not found:
                     at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
                     g = draws.gains(grid[0].at(at), k, metric)
-                    nearest = (at, interval90(g.tolist(), curve(at).ci95))
+                    nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
             curves.append(
                 MetricCurve(
                     metric=metric,

@@ -110,18 +110,26 @@ def prediction_half_width(values: np.ndarray) -> float:
     return float(stdtrit(n - 1, 0.95)) * s * float(np.sqrt(1.0 + 1.0 / n))
 
 
-def interval90(values: Sequence[float], ci95: tuple[float, float] | None) -> list[float] | None:
+def interval90(
+    values: Sequence[float], ci95: tuple[float, float] | None, positive: bool = False
+) -> list[float] | None:
     """The 90% interval of the answer: the draws' answers ``values``' 5-95% quantiles
     joined with their normal prediction interval (mean +- ``prediction_half_width``: where
-    one more draw of the inputs would fall) and with the Monte Carlo ``ci95`` of the
-    nominal answer; NaN answers (a draw the scenario rejects) are left out; None when there
-    is neither."""
+    one more draw of the inputs would fall; ``positive``: a level or a ratio, whose draws
+    are all > 0, takes it on the log scale, so that it stays above 0 and skews as the
+    draws do) and with the Monte Carlo ``ci95`` of the nominal answer; NaN answers (a draw
+    the scenario rejects) are left out; None when there is neither."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
     ends: list[float] = []
     if v.size:
         ends += [float(q) for q in np.quantile(v, [0.05, 0.95])]
-        half = prediction_half_width(v)
-        ends += [float(v.mean()) - half, float(v.mean()) + half]
+        if positive and np.all(v > 0):
+            logs = np.log(v)
+            half = prediction_half_width(logs)
+            ends += [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
+        else:
+            half = prediction_half_width(v)
+            ends += [float(v.mean()) - half, float(v.mean()) + half]
     if ci95 is not None:
         ends += [float(ci95[0]), float(ci95[1])]
     return [min(ends), max(ends)] if ends else None
@@ -232,7 +240,7 @@ class DrawnPoints:
 
 def ratio_interval(r: Ratio, draws: np.ndarray) -> list[float] | None:
     """``interval90`` of a Ratio's draws joined with its own 95% interval."""
-    return interval90(draws.tolist(), r.ci95)
+    return interval90(draws.tolist(), r.ci95, positive=True)
 
 
 def doc(scenario: Scenario, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
@@ -320,7 +328,7 @@ def serve_intervals(
                 shifted(float(np.mean(point.values[m])), d[name].values[m], first[name].values[m])
                 for d in drawn
             ]
-            levels[name][m] = interval90(values, level(point, m).ci95)
+            levels[name][m] = interval90(values, level(point, m).ci95, positive=True)
     speedup: dict[str, dict[str, list[float] | None]] = {}
     for name, point in nominal.items():
         if name == baseline or baseline not in nominal:
@@ -333,7 +341,7 @@ def serve_intervals(
                 shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
                 for d in drawn
             ]
-            speedup[name][m] = interval90(values, g.ci95)
+            speedup[name][m] = interval90(values, g.ci95, positive=True)
     note = beyond_note(scenario, batch)
     return {
         **doc(scenario, overrides, r),

@@ -157,4 +157,4 @@ def crossing_interval(
 
 def ratio_interval(values: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
     """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo interval."""
-    return interval90(values.tolist(), ci95)
+    return interval90(values.tolist(), ci95, positive=True)

@@ -44,6 +44,15 @@ def test_no_draws_leave_the_monte_carlo_interval() -> None:
     assert lo < 0.55 and hi > 1.45  # beyond the draws' own 5-95% quantiles
 
 
+def test_a_level_or_ratio_takes_its_prediction_interval_on_the_log_scale() -> None:
+    """Skewed positive draws (a saturated load's TPOT): the linear prediction interval
+    reaches below 0, the log-scale one stays above it and holds every draw."""
+    values = [20.0, 25.0, 30.0, 60.0, 200.0, 400.0, 35.0, 28.0]
+    assert interval90(values, None)[0] < 0
+    lo, hi = interval90(values, None, positive=True)
+    assert 0 < lo < min(values) and hi > max(values)
+
+
 def test_the_prediction_interval_holds_one_more_draw_90_percent_of_the_time() -> None:
     """The exact law: for n normal draws, mean +- t(0.95, n-1) s sqrt(1 + 1/n) holds one
     more draw from the same normal with probability 0.90; the draws' own 5-95% quantiles

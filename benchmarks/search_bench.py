@@ -51,7 +51,7 @@ _BISECTION_SNIPPET = _MC_SNIPPET.replace(
     "res = search_acceptance(sc, [150.0, 200.0], range(1, 17), simulate=Plain())",
 ).replace(
     "sc = load_scenario(",
-    "from sim.studies.rootfind import MonteCarloStats\n"
+    "from sim.studies.bisection import MonteCarloStats\n"
     "class Plain:\n"
     "    def __init__(self):\n"
     "        self.run = MonteCarloStats('fast')\n"
@@ -64,7 +64,7 @@ _CF_NEW = """
 import json, time
 from sim.scenario.schema import Scenario
 from sim.scenario.load import load_scenario
-from sim.studies.rootfind import closed_form_stats as closed_form
+from sim.studies.bisection import closed_form_stats as closed_form
 from sim.studies.search import search_acceptance
 """
 _CF_OLD = """

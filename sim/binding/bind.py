@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from sim.model.batched_cost import IterationCost
     from sim.model.layer_cycletime import LayerCycleTimes
     from sim.model.tree import Tree
-    from sim.model.tree_acceptance import Acceptance, TreeDraft
-    from sim.model.tree_rates import Shares
+    from sim.model.tree.acceptance import Acceptance, TreeDraft
+    from sim.model.tree.rates import Shares
 
 # Trees, the layer-level pass and the batched (serving) costs are imported where they are
 # used: a chain scenario's ``specsim run`` never needs them (start-up).
@@ -320,11 +320,11 @@ def _acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> Acceptance
 
 
 def rank_shares(spec: AcceptanceSpec, topk: int) -> Shares:
-    """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree_rates.py):
+    """Residual shares h_2..h_topk of the scenario's rank shape (sim/model/tree/rates.py):
     from ``rank_rates`` or ``rank_profile``, extended geometrically when asked; for
     ``rank_rates_by_depth`` one row of shares per listed depth (the last repeats). () for
     topk = 1 or no rank shape (a chain needs none)."""
-    from sim.model.tree_rates import extend_shares, residual_shares  # lazy: trees only
+    from sim.model.tree.rates import extend_shares, residual_shares  # lazy: trees only
 
     shape = spec.rank_shape()
     if topk == 1 or shape is None:
@@ -344,7 +344,7 @@ def rank_shares(spec: AcceptanceSpec, topk: int) -> Shares:
 def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
     """The tree a tree scenario drafts: the static ``[speculation.tree]``, else SGLang's
     (num_steps, topk, num_draft_tokens)."""
-    from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
+    from sim.model.tree.acceptance import TreeDraft  # lazy: trees only
 
     sp = scenario.speculation
     static = sp.static_tree
@@ -366,7 +366,7 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     if not sp.is_tree:
         return top1
     assert scenario.acceptance is not None
-    from sim.model.tree_acceptance import TreeAcceptance  # lazy: trees only
+    from sim.model.tree.acceptance import TreeAcceptance  # lazy: trees only
 
     shares = rank_shares(scenario.acceptance, sp.rank_width)
     return TreeAcceptance(top1, shares, tree_draft(scenario))
@@ -464,11 +464,11 @@ def tree_cost(
     hw: PassModel,
 ) -> CycleCost:
     """The SGLang tree cycle of (num_steps, topk, num_draft_tokens) on ``passes``; topk = 1
-    is the chain cycle exactly (sim/model/tree_cost.py). ``hw``: the scenario's hardware
+    is the chain cycle exactly (sim/model/tree/cost.py). ``hw``: the scenario's hardware
     model (its drafter table)."""
     if topk == 1:
         return chain_cycle_cost(passes, num_steps)
-    from sim.model.tree_cost import tree_cycle_cost  # lazy: trees only
+    from sim.model.tree.cost import tree_cycle_cost  # lazy: trees only
 
     return tree_cycle_cost(
         passes,

@@ -36,7 +36,7 @@ from sim.model.rates import mean_accept_length
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
-    from sim.model.tree_acceptance import Acceptance
+    from sim.model.tree.acceptance import Acceptance
 
 #: Scenario sections whose values the hardware model reads: a problem it finds is
 #: reported as ``FILE (--set)`` when the last step that made the scenario set one of them.

@@ -3,7 +3,7 @@ each draw's rates, its cycle from each draw's pass times.
 
 The chain's per-draw closed forms (sim/model/sampled.py) read the accept length off the
 drafter's conditional rates; a tree's is no function of those alone: the tree SGLang
-builds depends on the rates (sim/model/tree_build.py), so every draw gets its own tree,
+builds depends on the rates (sim/model/tree/build.py), so every draw gets its own tree,
 built by the functions the nominal answer uses (``SampledTree.answers``):
 
 * top-1 rates by depth: the draw's conditional rates (``sampled_acceptance``, the rates
@@ -14,7 +14,7 @@ built by the functions the nominal answer uses (``SampledTree.answers``):
   distinct draw of the acceptance inputs: the scenario re-validated at them, every class's
   mean top-1 rates and spread, the tree built at the population's mean rates, E[L] over
   requests (each class's Beta quadrature, mixed with the class weights);
-* the tree's cycle (sim/model/tree_cost.py): drafter passes over topk beams, the verify
+* the tree's cycle (sim/model/tree/cost.py): drafter passes over topk beams, the verify
   over num_draft_tokens, the draft extend and the overhead, each input's effect on them
   tabulated (the tree scenario re-validated at a few values of the input, interpolated
   and added up: exact for the timing fields, which move one pass each linearly), the
@@ -56,9 +56,9 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
-from sim.model.tree_rates import Shares
-from sim.model.tree_theory import depth_survival
+from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree.rates import Shares
+from sim.model.tree.theory import depth_survival
 from sim.scenario.schema import Scenario
 
 __all__ = ["SampledTree", "TreeDraws", "sampled_tree", "tree_cycle_vector"]
@@ -83,7 +83,7 @@ def tree_cycle_vector(scenario: Scenario) -> np.ndarray:
 
 def tree_acceptance(scenario: Scenario) -> TreeAcceptance:
     """The scenario's tree acceptance; a chain (topk 1) as the tree of topk 1, which is
-    its chain (sim/model/tree_build.py)."""
+    its chain (sim/model/tree/build.py)."""
     acc = scenario_acceptance(scenario)
     if isinstance(acc, TreeAcceptance):
         return acc

@@ -240,7 +240,7 @@ def point_tok_s(
     hw: PassModel | None = None,
 ) -> float:
     """1000 AL / T_cycle(k) for a speculative point on ``passes``; a tree point's cycle is
-    the tree's (sim/model/tree_cost.py), its drafter passes over topk beams priced as the
+    the tree's (sim/model/tree/cost.py), its drafter passes over topk beams priced as the
     ``scenario`` prices them (needed for a tree point; ``hw``: its hardware model when the
     caller holds it)."""
     if point.is_tree:
@@ -757,12 +757,12 @@ def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
 
 def _fit_tree_acceptance(base: Scenario, points: Sequence[SpecPoint]) -> _Block | None:
     """The top-1 rate (flat over depth) at which SGLang's tree of each tree row has the
-    row's accept length, by the closed form (sim/model/tree_required.py ``accept_length``:
+    row's accept length, by the closed form (sim/model/tree/required.py ``accept_length``:
     the tree built at the rank rates, E[L] = 1 + the sum of its path products), the ranks
     below by the base's residual shares; the scenario drafts the first row's tree. None
     when the base gives no rank shape."""
     from sim.binding.bind import rank_shares  # lazy: tree rows only
-    from sim.model.tree_required import RankShape, accept_length
+    from sim.model.tree.required import RankShape, accept_length
 
     spec = base.acceptance
     widest = max(p.topk for p in points)

@@ -142,7 +142,7 @@ class LoadFit:
 
 def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> Draft:
     """The draft a run verifies: its own (bench_speculative rows), else the scenario's."""
-    from sim.model.tree_acceptance import TreeDraft  # lazy: trees only
+    from sim.model.tree.acceptance import TreeDraft  # lazy: trees only
 
     if not speculative:
         return 0

@@ -9,8 +9,8 @@ import click
 from sim.cli.serving_options import StudyArgs, parse_loads, serving_study_options, slo_options
 
 if TYPE_CHECKING:
-    from sim.studies.best_k import BestKResult
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.best_k import BestKResult
+    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
 
@@ -56,9 +56,9 @@ def best_k(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
     from sim.report.best_k import render_best_k
-    from sim.studies.best_k import best_k as run_best_k
-    from sim.studies.serving_draws import DrawnPoints
-    from sim.studies.serving_runs import study_settings
+    from sim.studies.serving.best_k import best_k as run_best_k
+    from sim.studies.serving.draws import DrawnPoints
+    from sim.studies.serving.evaluator import study_settings
 
     loads = parse_loads(concurrency, None)
     ks = parse_num_steps(num_steps)

@@ -11,8 +11,8 @@ from sim.cli.options import FiniteFloatRange
 from sim.cli.serving_options import StudyArgs, serving_study_options, slo_options
 
 if TYPE_CHECKING:
-    from sim.studies.capacity import CapacityResult
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.capacity import CapacityResult
+    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
 @click.command()
@@ -49,10 +49,10 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
     from sim.report.capacity import render_capacity
-    from sim.studies.capacity import capacity as run_capacity
-    from sim.studies.serving_draws import DrawnPoints
-    from sim.studies.serving_points import Load
-    from sim.studies.serving_runs import study_settings
+    from sim.studies.serving.capacity import capacity as run_capacity
+    from sim.studies.serving.draws import DrawnPoints
+    from sim.studies.serving.evaluator import study_settings
+    from sim.studies.serving.paired_metrics import Load
 
     ks = parse_num_steps(num_steps)
 

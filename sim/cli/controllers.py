@@ -10,16 +10,16 @@ import click
 from sim.cli.serving_options import StudyArgs, serving_study_options
 
 if TYPE_CHECKING:
-    from sim.studies.controllers import Phase, ReplayResult
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.controllers import Phase, ReplayResult
+    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
 def parse_phase(text: str) -> Phase:
     """``REQUESTS,RATE,CLASS=SHARE,...`` -> a phase (SpecsimError naming --phase)."""
     # lazy: start-up
     from sim.errors import SpecsimError
-    from sim.studies.controllers import Phase
     from sim.studies.grid import split_list
+    from sim.studies.serving.controllers import Phase
 
     parts = split_list(text, source="--phase")
     try:
@@ -70,7 +70,7 @@ def controllers(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
     from sim.report.controllers import render_controllers
-    from sim.studies.controllers import controller_study
+    from sim.studies.serving.controllers import controller_study
 
     ks = parse_num_steps(num_steps)
     parsed = [parse_phase(p) for p in phases]

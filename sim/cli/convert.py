@@ -50,7 +50,7 @@ def _floats(text: str, source: str) -> list[float]:
     help="SGLang num_draft_tokens of the tree (topk > 1).",
 )
 @click.option("--rank-rates", help="Rank profile p1,p2,... shaping ranks 2..topk of a tree.")
-@click.option("--rank-profile", help="A published rank profile (sim/model/tree_presets.py).")
+@click.option("--rank-profile", help="A published rank profile (sim/model/tree/presets.py).")
 @json_option
 def convert(
     alpha: float | None,
@@ -152,9 +152,9 @@ def _convert_tree(
     as_json: bool,
 ) -> None:
     # lazy: the model is imported when the command runs, not for --help (start-up)
-    from sim.model.tree_metrics import from_tree_accept_length
-    from sim.model.tree_presets import rank_profile as preset
-    from sim.model.tree_rates import residual_shares
+    from sim.model.tree.metrics import from_tree_accept_length
+    from sim.model.tree.presets import rank_profile as preset
+    from sim.model.tree.rates import residual_shares
 
     if accept_length is None:
         raise SpecsimError("--topk > 1 converts an --accept-length", source="--accept-length")

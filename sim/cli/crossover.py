@@ -9,16 +9,16 @@ import click
 from sim.cli.serving_options import StudyArgs, loads_option, parse_loads, serving_study_options
 
 if TYPE_CHECKING:
-    from sim.studies.crossover import CrossoverResult
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.crossover import CrossoverResult
+    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
 def parse_metrics(text: str | None) -> tuple[str, ...]:
     # lazy: start-up
     from sim.errors import SpecsimError
-    from sim.studies.crossover import CROSSOVER_METRICS
     from sim.studies.grid import split_list
-    from sim.studies.serving_points import METRICS
+    from sim.studies.serving.crossover import CROSSOVER_METRICS
+    from sim.studies.serving.paired_metrics import METRICS
 
     if text is None:
         return CROSSOVER_METRICS
@@ -76,9 +76,9 @@ def crossover(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
     from sim.report.crossover import render_crossover, render_crossover_screen
-    from sim.studies.crossover import crossover as run_crossover
-    from sim.studies.serving_draws import DrawnPoints
-    from sim.studies.serving_runs import study_settings
+    from sim.studies.serving.crossover import crossover as run_crossover
+    from sim.studies.serving.draws import DrawnPoints
+    from sim.studies.serving.evaluator import study_settings
 
     loads = parse_loads(concurrency, rate)
     ks = parse_num_steps(num_steps)

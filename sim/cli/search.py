@@ -142,8 +142,8 @@ def search(
     from sim.report.search import render_lever, render_search
     from sim.scenario.load import load_scenario
     from sim.studies.search import search_acceptance
-    from sim.studies.serving_points import Load
-    from sim.studies.serving_search import search_at_load
+    from sim.studies.serving.paired_metrics import Load
+    from sim.studies.serving.search import search_at_load
     from sim.studies.solve import solve_lever
 
     scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
@@ -182,7 +182,7 @@ def search(
     elif topks is not None:
         # lazy: the library is imported when a command runs (start-up)
         from sim.report.tree_search import render_tree_search
-        from sim.studies.rootfind import MonteCarloStats
+        from sim.studies.bisection import MonteCarloStats
         from sim.studies.tree_search import DRAFT_TOKENS, search_trees
 
         if quantile is not None:

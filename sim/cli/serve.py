@@ -148,9 +148,8 @@ def serve(
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario
-    from sim.simulation.serving.setup import BASELINE, with_load
-    from sim.studies.serve import serve as serve_scenario
-    from sim.studies.serving_draws import serve_intervals
+    from sim.simulation.serving.setup import with_load
+    from sim.studies.serving.serve import serve as serve_scenario
 
     given = [
         n for n, v in (("--concurrency", concurrency), ("--rate", rate), ("--trace", trace)) if v
@@ -187,18 +186,7 @@ def serve(
         emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
         return
     body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
-    if draws:
-        body["interval90"] = serve_intervals(
-            sc,
-            served.run.records,
-            slo=served.setup.slo,
-            seed=served.setup.seed,
-            base_dir=Path(scenario).resolve().parent,
-            source=scenario,
-            workers=workers,
-            baseline=BASELINE,
-            batch=max(p.mean_batch.mean for p in served.summary.policies.values()),
-            draws=draws,
-        )
+    if served.interval90 is not None:
+        body["interval90"] = served.interval90
     render = render_serving if verbose else render_serving_screen
     emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)

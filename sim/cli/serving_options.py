@@ -3,7 +3,7 @@
 Each command builds its study from the scenario the same way: ``--set`` and the Monte
 Carlo options applied, SLO limits from the flags (they become ``serving.*_slo_ms``
 overrides, so the document's settings show them), then a ``PointEvaluator`` over
-``ScenarioPlans`` (sim/studies/serving_runs.py). Importing this module imports no
+``ScenarioPlans`` (sim/studies/serving/evaluator.py). Importing this module imports no
 simulation code (start-up).
 """
 
@@ -37,8 +37,8 @@ from sim.cli.options import (
 from sim.cli.progress import ProgressBar
 
 if TYPE_CHECKING:
-    from sim.studies.serving_points import Load
-    from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+    from sim.studies.serving.paired_metrics import Load
 
 __all__ = [
     "StudyArgs",
@@ -66,7 +66,7 @@ def parse_loads(concurrency: str | None, rate: str | None, default_top: int = 64
     ``default_top`` users)."""
     # lazy: start-up
     from sim.errors import SpecsimError
-    from sim.studies.crossover import default_loads, load_grid
+    from sim.studies.serving.crossover import default_loads, load_grid
 
     if concurrency is not None and rate is not None:
         raise click.UsageError("give at most one of --concurrency, --rate")
@@ -103,7 +103,7 @@ def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--draws N: Sobol draws of the uncertain inputs for the 90% intervals from inputs and
-    model (sim/studies/serving_draws.py ``DRAWS`` by default; 0: Monte Carlo only)."""
+    model (sim/studies/serving/draws.py ``DRAWS`` by default; 0: Monte Carlo only)."""
     return click.option(
         "--draws",
         type=click.IntRange(min=0),
@@ -240,7 +240,7 @@ def build_study(
     from sim.parallel import make_executor, resolve_workers
     from sim.scenario.load import load_scenario, with_overrides
     from sim.simulation.budget import check_serving_size
-    from sim.studies.serve import serving_study
+    from sim.studies.serving.serve import serving_study
 
     sc = with_mc_settings(
         load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed

@@ -92,7 +92,7 @@ def tree_load(
     from sim.parallel import make_executor, resolve_workers
     from sim.report.tree_load import render_tree_load, tree_load_to_dict
     from sim.scenario.load import load_scenario
-    from sim.studies.tree_load import parse_tree, tree_load_study
+    from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)

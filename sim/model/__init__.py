@@ -8,9 +8,7 @@ expectations), ``closed_forms`` (renewal-reward throughput, ceilings, required a
 vocabularies), ``cycle`` (pass times and the SGLang chain cycle), ``cycletime`` and
 ``layer_cycletime`` (the cycle-time models the engines draw durations from).
 
-Trees (topk > 1): ``tree`` (the tree as data), ``tree_build`` (SGLang's beam tree and the
-best tree), ``tree_pool`` (the beam run as arrays), ``tree_theory`` (rank-wise closed
-forms), ``tree_samplers`` (per-depth categorical draws), ``tree_rates`` and
-``tree_presets`` (rank profiles), ``tree_acceptance`` (requests over a tree), ``tree_cost``
-(the tree cycle), ``tree_required`` and ``tree_metrics`` (required and implied top-1 rates).
+Trees (topk > 1): the ``tree`` folder (sim/model/tree/): the tree as data, SGLang's beam
+tree and the best tree, rank-wise closed forms and samplers, rank profiles, requests over a
+tree, the tree cycle, required and implied top-1 rates.
 """

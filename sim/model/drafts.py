@@ -5,7 +5,7 @@ A ``Draft`` is one of
 * an ``int`` k: a chain of k drafts (``--speculative-eagle-topk 1``); k = 0 is plain
   decoding;
 * a ``TreeDraft`` (num_steps, topk, num_draft_tokens): the tree SGLang's EAGLE worker
-  builds by beam search (sim/model/tree_build.py);
+  builds by beam search (sim/model/tree/build.py);
 * a ``Tree``: a static tree verified every cycle (vLLM's ``speculative_token_tree``).
 
 The functions below say what each costs a server per request: the drafter decode passes
@@ -39,8 +39,8 @@ from collections.abc import Sequence
 
 from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeDraft
-from sim.model.tree_cost import draft_over_ms, tree_cycle_cost
+from sim.model.tree.acceptance import TreeDraft
+from sim.model.tree.cost import draft_over_ms, tree_cycle_cost
 
 __all__ = [
     "Draft",

@@ -9,7 +9,7 @@ from typing import Any
 from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
-from sim.studies.serving_draws import INTERVAL_LABEL
+from sim.studies.serving.draws import INTERVAL_LABEL
 
 __all__ = ["render_controllers"]
 

@@ -59,7 +59,7 @@ def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
     ]
     if "hardware" in doc:
         lines[1:1] = header_lines(doc["hardware"], doc.get("overrides", []))
-    if doc.get("load"):  # searched at a serving load (sim/studies/serving_search.py)
+    if doc.get("load"):  # searched at a serving load (sim/studies/serving/search.py)
         lines.append(f"  load: {doc['load']['label']}; {doc['note']}")
     methods = {r.get("method") for t in doc["targets"] for r in t["per_num_steps"]}
     if "exact" in methods:

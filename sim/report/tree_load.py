@@ -1,6 +1,6 @@
 """The chain-against-tree study's report: a JSON body, a text summary and its figures.
 
-Both come from the typed result (sim/studies/tree_load.py): per concurrency every policy's
+Both come from the typed result (sim/studies/serving/tree_load.py): per concurrency every policy's
 per-user and aggregate tok/s with 95% intervals, the paired ratio of each tree over each
 chain, where each tree stops beating each chain, and the best draft per load as a
 ``serving.draft_table``.
@@ -20,9 +20,9 @@ from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving_draws import INTERVAL_LABEL
-from sim.studies.tree_load import METRICS, Crossing, TreeLoadResult
-from sim.studies.tree_load_draws import sign_of
+from sim.studies.serving.draws import INTERVAL_LABEL
+from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
+from sim.studies.serving.tree_load_draws import sign_of
 
 __all__ = ["render_tree_load", "tree_load_figures", "tree_load_to_dict"]
 
@@ -53,7 +53,7 @@ def _crossing(c: Crossing) -> dict[str, Any]:
 
 def _pair_doc(r: Ratio, interval: list[float] | None) -> dict[str, Any]:
     """A tree / chain ratio: mean, Monte Carlo 95% interval, 90% interval from inputs and
-    model and the sign it decides (sim/studies/tree_load_draws.py ``sign_of``)."""
+    model and the sign it decides (sim/studies/serving/tree_load_draws.py ``sign_of``)."""
     return {**_ratio(r), "interval90": interval, "sign": sign_of(interval)}
 
 

@@ -230,7 +230,7 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
 
     A tree needs ranks 1..topk: ``acceptance.rank_rates`` or ``acceptance.rank_profile``
     at least topk long, or ``acceptance.rank_extend = "geometric"`` with a shape of at
-    least three ranks whose shares fall (sim/model/tree_rates.py).
+    least three ranks whose shares fall (sim/model/tree/rates.py).
     """
     sp = scenario.speculation
     spec, topk = scenario.acceptance, sp.rank_width
@@ -257,7 +257,7 @@ def tree_rank_problem(scenario: Scenario) -> tuple[str, str] | None:
     if len(shape) < 3:
         return (field, f"cannot extend {shape} geometrically: it needs at least three rates")
     # lazy: only a tree's ranks need it (start-up)
-    from sim.model.tree_rates import extend_shares, residual_shares
+    from sim.model.tree.rates import extend_shares, residual_shares
 
     try:
         extend_shares(residual_shares(shape), topk)
@@ -358,13 +358,13 @@ def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
 def read_growmap(raw: dict[str, Any], base_dir: Path, source: str) -> dict[str, Any]:
     """``raw`` with ``speculation.tree.growmap`` (a Sequoia growmap saved as JSON, relative
     to ``base_dir``) read into ``speculation.tree.paths``, ``source`` saying which file
-    (sim/model/tree_inputs.py ``growmap_paths``); SpecsimError naming the field otherwise."""
+    (sim/model/tree/inputs.py ``growmap_paths``); SpecsimError naming the field otherwise."""
     spec = raw.get("speculation")
     tree = spec.get("tree") if isinstance(spec, dict) else None
     name = tree.get("growmap") if isinstance(tree, dict) else None
     if not isinstance(name, str) or not isinstance(tree, dict):
         return raw
-    from sim.model.tree_inputs import growmap_paths  # lazy: static trees only
+    from sim.model.tree.inputs import growmap_paths  # lazy: static trees only
 
     field = "speculation.tree.growmap"
     file = base_dir / name

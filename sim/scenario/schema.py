@@ -38,7 +38,7 @@ from sim.scenario.origins import Origins
 if TYPE_CHECKING:
     from sim.model.tree import Tree
 
-# The draft-policy and tree modules (sim.model.policy, sim.model.tree_presets) are imported
+# The draft-policy and tree modules (sim.model.policy, sim.model.tree.presets) are imported
 # where a validator needs them: a chain scenario never does, and importing them (and the
 # tree modules they import) cost every ``run`` about 10 ms of start-up.
 
@@ -321,7 +321,7 @@ class TimingSpec(Section):
 
 class TreeSpec(Section):
     """``[speculation.tree]``: a static draft tree verified every cycle, as vLLM's
-    ``speculative_token_tree`` and EAGLE-1 configure one (sim/model/tree_inputs.py).
+    ``speculative_token_tree`` and EAGLE-1 configure one (sim/model/tree/inputs.py).
 
     Exactly one of ``paths`` (rank paths from the root: ``[[0], [1], [0, 0]]``, rank 0 the
     drafter's top-1 guess), ``vllm`` (vLLM's own string, ``"[(0,), (1,), (0, 0)]"``),
@@ -346,7 +346,7 @@ class TreeSpec(Section):
     @field_validator("paths")
     @classmethod
     def _paths_make_a_tree(cls, value: list[list[int]] | None) -> list[list[int]] | None:
-        from sim.model.tree_inputs import tree_from_paths  # lazy: start-up
+        from sim.model.tree.inputs import tree_from_paths  # lazy: start-up
 
         if value is not None:
             tree_from_paths(value)  # ValueError naming the path
@@ -355,7 +355,7 @@ class TreeSpec(Section):
     @field_validator("vllm")
     @classmethod
     def _vllm_tree(cls, value: str | None) -> str | None:
-        from sim.model.tree_inputs import parse_vllm_tree  # lazy: start-up
+        from sim.model.tree.inputs import parse_vllm_tree  # lazy: start-up
 
         if value is not None:
             parse_vllm_tree(value)
@@ -364,7 +364,7 @@ class TreeSpec(Section):
     @field_validator("preset")
     @classmethod
     def _known_preset(cls, value: str | None) -> str | None:
-        from sim.model.tree_inputs import TREE_PRESETS  # lazy: start-up
+        from sim.model.tree.inputs import TREE_PRESETS  # lazy: start-up
 
         if value is not None and value not in TREE_PRESETS:
             raise ValueError(str(UnknownNameError("tree preset", value, sorted(TREE_PRESETS))))
@@ -380,7 +380,7 @@ class TreeSpec(Section):
     def rank_paths(self) -> tuple[tuple[int, ...], ...]:
         """The tree's rank paths as given (ValueError for a growmap not yet read)."""
         # lazy: only a static tree needs them (start-up)
-        from sim.model.tree_inputs import parse_vllm_tree, preset_paths
+        from sim.model.tree.inputs import parse_vllm_tree, preset_paths
 
         if self.paths is not None:
             return tuple(tuple(p) for p in self.paths)
@@ -393,8 +393,8 @@ class TreeSpec(Section):
         )
 
     def tree(self) -> "Tree":
-        """The ``Tree`` (sim/model/tree.py) these paths make (built once per path list)."""
-        from sim.model.tree_inputs import tree_from_paths  # lazy: start-up
+        """The ``Tree`` (sim/model/tree/nodes.py) these paths make (built once per path list)."""
+        from sim.model.tree.inputs import tree_from_paths  # lazy: start-up
 
         return tree_from_paths(self.rank_paths())
 
@@ -405,7 +405,7 @@ class SpeculationSpec(Section):
 
     ``topk = 1`` is a chain: SGLang sets ``num_draft_tokens`` to ``num_steps + 1`` (and says
     so); the same adjustment is applied here (``draft_tokens``) and said (``adjustments``).
-    ``topk > 1`` is a tree (sim/model/tree_build.py): ``num_draft_tokens`` is required, and SGLang's
+    ``topk > 1`` is a tree (sim/model/tree/build.py): ``num_draft_tokens`` is required, and SGLang's
     ``torch.topk`` over its ``topk + (num_steps - 1) topk^2`` candidates must be able to pick
     ``num_draft_tokens - 1`` of them. SGLang does not refuse ``topk > num_draft_tokens - 1``
     (no such check in its server arguments), so neither does specsim: the tree then verifies
@@ -577,12 +577,12 @@ class AcceptanceSpec(Heterogeneity):
     vary per request (Beta around the mean); at the top level of a mix they are the
     default of classes that set neither.
 
-    Trees (``speculation.topk > 1``; sim/model/tree_theory.py) need the other ranks too:
+    Trees (``speculation.topk > 1``; sim/model/tree/theory.py) need the other ranks too:
     ``rank_rates = [q_1, ..., q_W]`` gives P(the target's token is the drafter's rank-r guess
     | its parent was accepted) at every depth (q_1 then plays the role of the first rate), or
-    ``rank_profile`` names a published profile (sim/model/tree_presets.py) whose shape the
+    ``rank_profile`` names a published profile (sim/model/tree/presets.py) whose shape the
     ranks 2..W take while the other anchors give the top-1 rate. Either way the ranks
-    below the first follow the top-1 rate by residual shares (sim/model/tree_rates.py:
+    below the first follow the top-1 rate by residual shares (sim/model/tree/rates.py:
     q_r = (1 - q_1) h_r, h_r = p_r / (1 - p_1)), so a search or a per-depth top-1 rate keeps
     the profile's shape. ``rank_rates_by_depth = [[q_1, ..., q_W], ...]`` gives the rank
     rates measured at each depth (row d at depth d + 1, the last row repeating below): the
@@ -650,7 +650,7 @@ class AcceptanceSpec(Heterogeneity):
     @classmethod
     def _known_profile(cls, value: str | None) -> str | None:
         # lazy: only a tree's rank profile needs it (start-up)
-        from sim.model.tree_presets import RANK_PROFILES
+        from sim.model.tree.presets import RANK_PROFILES
 
         if value is not None and value not in RANK_PROFILES:
             raise ValueError(str(UnknownNameError("rank profile", value, sorted(RANK_PROFILES))))
@@ -719,7 +719,7 @@ class AcceptanceSpec(Heterogeneity):
             return list(self.rank_rates_by_depth[0])
         if self.rank_profile is not None:
             # lazy: only a tree's rank profile needs it (start-up)
-            from sim.model.tree_presets import rank_profile
+            from sim.model.tree.presets import rank_profile
 
             return list(rank_profile(self.rank_profile).rates)
         return None

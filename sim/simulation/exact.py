@@ -37,7 +37,7 @@ from sim.simulation.simulate import bind_named, bound_cycle_times
 from sim.simulation.summary import Summary, TargetProbability
 
 if TYPE_CHECKING:
-    from sim.model.tree_acceptance import Acceptance
+    from sim.model.tree.acceptance import Acceptance
 
 
 def exact_obstacle(acceptance: Acceptance, cycle_times: CycleTimeModel) -> str | None:

@@ -11,7 +11,7 @@ from sim.model.cycle import PHASES
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
-    from sim.model.tree_acceptance import Acceptance
+    from sim.model.tree.acceptance import Acceptance
     from sim.simulation.stream import StreamStats
 
 

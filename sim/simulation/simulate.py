@@ -34,7 +34,7 @@ from sim.simulation.results import MonteCarloResult
 from sim.simulation.seeding import SeedWords, block_seed_words, words_match_numpy
 
 if TYPE_CHECKING:
-    from sim.model.tree_acceptance import Acceptance
+    from sim.model.tree.acceptance import Acceptance
     from sim.simulation.stream import StreamStats
 
 # The streamed statistics (sim.simulation.stream) are imported when a run streams: a run

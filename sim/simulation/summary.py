@@ -228,7 +228,7 @@ class Stats:
     interval): mean per-request tok/s with its 95% interval, the pooled accept length and
     P(tok/s >= target) per target. ``Summary`` carries the same fields and more.
     ``simulated``: False for the stand-in of a point that was refused without a run (a
-    load above its service bound, sim/studies/serving_search.py ``unstable_stats``)."""
+    load above its service bound, sim/studies/serving/search.py ``unstable_stats``)."""
 
     tok_s_mean: float
     tok_s_ci95: tuple[float, float]

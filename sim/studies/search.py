@@ -9,7 +9,7 @@ For each target and draft length k the search finds the lowest acceptance at whi
 
 The closed forms (sim/model/closed_forms.py ``answer_at_k``) give the starting point, Monte
 Carlo bisection on common random numbers the answer and its 95% interval
-(sim/studies/rootfind.py).
+(sim/studies/bisection.py).
 
 Acceptance profiles. With one rate ``alpha`` the lever is alpha. With per-position rates,
 a workload mix or per-request heterogeneity the search scales every mean rate by one
@@ -52,8 +52,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
 from sim.simulation.exact import exact_obstacle
 from sim.simulation.summary import Stats
-from sim.studies.exact_root import ExactLever, exact_root
-from sim.studies.rootfind import (
+from sim.studies.bisection import (
     ALPHA_XTOL,
     Criterion,
     Evaluator,
@@ -63,6 +62,7 @@ from sim.studies.rootfind import (
     checked_targets,
     solve_root,
 )
+from sim.studies.exact_search import ExactLever, exact_root
 from sim.studies.uncertainty import TargetUncertainty, answer_uncertainty
 
 # --------------------------------------------------------------------------- acceptance lever
@@ -511,7 +511,7 @@ def _search_k(
     ``cycle_times``: the Monte Carlo's own cycle-time model, when ``evaluator`` runs the
     scenario's Monte Carlo; if the per-request law is then exact (one shared profile, fixed
     cycles), roots are found on it and the Monte Carlo only checks them and gives the
-    interval (sim/studies/exact_root.py); otherwise bisection on the Monte Carlo.
+    interval (sim/studies/exact_search.py); otherwise bisection on the Monte Carlo.
     """
     num_steps = lever.num_steps
     cost = chain_cycle_cost(passes, num_steps)

@@ -4,7 +4,7 @@ tok/s target with everything else fixed ("how fast must verify be at alpha 0.7?"
 The field's valid range comes from the scenario's own validation, the direction (does
 raising it help?) from the closed form, or from two Monte Carlo runs when the closed form
 ignores the field; the closed form also gives the starting bracket, and Monte Carlo
-bisection on common random numbers the answer with its 95% interval (sim/rootfind.py).
+bisection on common random numbers the answer with its 95% interval (sim/studies/bisection.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sim.errors import SpecsimError
 from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
-from sim.studies.rootfind import (
+from sim.studies.bisection import (
     LEVER_RTOL,
     Criterion,
     Evaluator,

@@ -4,10 +4,10 @@
 SGLang's tree for the scenario's (num_steps, topk, num_draft_tokens) at its rates (or the
 static tree as given, its width and node count in place of topk and num_draft_tokens), and the
 best tree of the same budget (num_draft_tokens - 1 drafts), depth (num_steps) and width
-(topk) side by side (sim/model/tree_build.py): E[L] over requests, tok/s by renewal-reward
-(1000 E[L] / E[T_cycle]) on the tree cycle (sim/model/tree_cost.py), and for each target
+(topk) side by side (sim/model/tree/build.py): E[L] over requests, tok/s by renewal-reward
+(1000 E[L] / E[T_cycle]) on the tree cycle (sim/model/tree/cost.py), and for each target
 the top-1 rate at depth 1 that reaches it, with the rank profile's shape and the per-depth
-top-1 profile kept (every top-1 mean scaled by one factor; sim/model/tree_required.py).
+top-1 profile kept (every top-1 mean scaled by one factor; sim/model/tree/required.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from sim.binding.bound import Bound
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance
-from sim.model.tree_required import required_scale
+from sim.model.tree.acceptance import OptimalDraft, TreeAcceptance
+from sim.model.tree.required import required_scale
 from sim.scenario.schema import Scenario
 
 __all__ = ["TreeAnalysis", "TreeTarget", "analyze_tree", "best_tree_acceptance"]

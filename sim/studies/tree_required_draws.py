@@ -4,7 +4,7 @@ inputs: the 90% interval of ``specsim search --topk``'s answers.
 The nominal answer (sim/studies/tree_search.py ``_refine``) is the lowest factor f on the
 top-1 mean rates at which E[L] of SGLang's tree, rebuilt at the scaled rates, reaches the
 accept length the target needs on the configuration's cycle, E[L] >= target x T / 1000
-(sim/model/tree_required.py ``required_scale``). In a draw (sim/binding/tree_sampled.py):
+(sim/model/tree/required.py ``required_scale``). In a draw (sim/binding/tree_sampled.py):
 
 * the top-1 rates by depth are the draw's conditional rates r_d (``sampled_acceptance``,
   those of the chain's draws); the lever u is the draw's depth-1 top-1 rate, the rates
@@ -21,7 +21,7 @@ accept length the target needs on the configuration's cycle, E[L] >= target x T 
   nominal row needs exactly the nominal accept length.
 
 Per draw, E[L](u) of SGLang's tree rises with u where the top-1 guess is the likeliest
-(sim/model/tree_required.py). Checked on the seed with the Sequoia rank profile (flat and
+(sim/model/tree/required.py). Checked on the seed with the Sequoia rank profile (flat and
 decaying top-1 rates; 16 of the draws x 6 configurations from 3/4/8 to 16/4/64, 401 rates
 each): E[L] fell between neighbouring rates only below a depth-1 rate of 0.025, where E[L]
 is within 0.01 of 1; there the crossing found next to the window may not be the lowest
@@ -47,10 +47,10 @@ from sim.binding.uncertainty import acceptance_propagated, acceptance_rows, samp
 from sim.model.acceptance import quadrature_weights
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeAcceptance
-from sim.model.tree_rates import Shares, residual_rank_rates
-from sim.model.tree_required import max_scale
-from sim.model.tree_theory import depth_survival
+from sim.model.tree.acceptance import TreeAcceptance
+from sim.model.tree.rates import Shares, residual_rank_rates
+from sim.model.tree.required import max_scale
+from sim.model.tree.theory import depth_survival
 
 __all__ = ["DrawnRoots", "drawn_accept_lengths", "required_top1_draws"]
 

@@ -5,12 +5,12 @@ budget next to SGLang's.
 The lever is the top-1 rate at depth 1, x (the role alpha plays for a chain): every top-1
 mean rate moves with it in proportion (the scenario's per-depth top-1 profile and its mix
 keep their shape) and the lower ranks follow by the residual shares of the scenario's rank
-profile (sim/model/tree_rates.py). SGLang's tree is rebuilt at every x (a calibrated
-drafter, sim/model/tree_build.py).
+profile (sim/model/tree/rates.py). SGLang's tree is rebuilt at every x (a calibrated
+drafter, sim/model/tree/build.py).
 
-Method (closed forms; sim/model/tree_required.py):
+Method (closed forms; sim/model/tree/required.py):
 
-1. Each configuration's cycle (sim/model/tree_cost.py: num_steps - 1 drafter passes over
+1. Each configuration's cycle (sim/model/tree/cost.py: num_steps - 1 drafter passes over
    topk beams, a verify over num_draft_tokens tokens, the draft extend) gives the accept
    length a target needs, E[L] >= target x T / 1000 (renewal-reward).
 2. A table over all configurations at once, from one beam run per grid point and topk, at
@@ -19,7 +19,7 @@ Method (closed forms; sim/model/tree_required.py):
    bisection on E[L] over requests (with the scenario's classes and Beta spread), and the
    best tree of the same budget, depth and width is solved beside the best one.
 4. Optionally (``simulate``) both refined answers are solved again by Monte Carlo
-   bisection on common random numbers (sim/studies/rootfind.py), hinted by the closed
+   bisection on common random numbers (sim/studies/bisection.py), hinted by the closed
    form: the per-request mean tok/s over the scenario's output_tokens (the last cycle's
    overshoot counts), with a 95% interval from the Monte Carlo noise.
 
@@ -47,12 +47,12 @@ from sim.binding.uncertainty import (
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes
-from sim.model.tree_acceptance import OptimalDraft, TreeAcceptance, TreeDraft
-from sim.model.tree_build import candidate_count
-from sim.model.tree_required import RankShape, required_scale, required_top1_table
+from sim.model.tree.acceptance import OptimalDraft, TreeAcceptance, TreeDraft
+from sim.model.tree.build import candidate_count
+from sim.model.tree.required import RankShape, required_scale, required_top1_table
 from sim.scenario.load import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.rootfind import (
+from sim.studies.bisection import (
     ALPHA_XTOL,
     Criterion,
     Evaluator,

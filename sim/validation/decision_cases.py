@@ -5,7 +5,7 @@ For each published concurrency curve of the serving validation (sim/validation/
 serving_cases.py: the EAGLE-3 paper's Tables 3 and 5, and the voipmonitor/rtx6kpro report
 of Kimi-K2.5 on 8x RTX PRO 6000, where speculation loses at 128 users) the same calibrated
 scenario (batch 1 and at most one more figure, as there) runs the crossover study
-(sim/studies/crossover.py) on the published batch sizes, for aggregate tok/s (the
+(sim/studies/serving/crossover.py) on the published batch sizes, for aggregate tok/s (the
 papers' "throughput"):
 
 * **crossover**: where the published speedup falls through 1 (linear interpolation
@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from sim.model.host_work import US_PER_REQUEST_RANGE
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.crossover import crossover, load_grid
-from sim.studies.serving_runs import PointEvaluator, ScenarioPlans
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
 from sim.validation.serving_cases import (

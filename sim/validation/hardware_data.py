@@ -1,5 +1,6 @@
 """Published hardware figures the hardware model is scored on: nccl-tests all-reduce points
-and graphed-vs-eager decode pairs, each with its source and setting.
+(read from sim/validation/data/nccl_points.toml, each with its source and setting) and
+graphed-vs-eager decode pairs.
 
 Figures are copied from the sources (times in microseconds or milliseconds as named);
 settings the source does not state are marked as assumptions where they are used.
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.mla import MlaDims, prefill_context_ms
 from sim.hardware.roofline import Weights, roofline_ms
+from sim.validation.data_files import curve, read_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,196 +35,69 @@ class NcclPoint:
     note: str = ""
 
 
-STAS00_NETWORK = "stas00/ml-engineering network/README.md (nccl-tests -g 8, out-of-place)"
-MOONCAKE_3484 = "https://github.com/kvcache-ai/Mooncake/pull/3484 (nccl-tests 2.19.7)"
-RTX6KPRO_WRX90 = (
-    "voipmonitor/rtx6kpro hardware/wrx90-cpayne-8gpu-root-topology-comparison.md "
-    "(torch.distributed, NCCL 2.27.5, ring forced, shared root)"
-)
-RTX6KPRO_ASUS = (
-    "voipmonitor/rtx6kpro hardware/asus-esc8000a-e13p-broadcom-switches.md (lukealonso/p2pmark "
-    "3c39f36 --allreduce, fp16, 2x EPYC 9575F)"
-)
+_NCCL = read_table("nccl_points")
+_SOURCES: dict[str, str] = {key: s["text"] for key, s in _NCCL["sources"].items()}
+STAS00_NETWORK = _SOURCES["STAS00_NETWORK"]
+MOONCAKE_3484 = _SOURCES["MOONCAKE_3484"]
+RTX6KPRO_WRX90 = _SOURCES["RTX6KPRO_WRX90"]
+RTX6KPRO_ASUS = _SOURCES["RTX6KPRO_ASUS"]
 #: p2pmark's NCCL timing (https://github.com/lukealonso/p2pmark p2pmark.cu at 3c39f36,
 #: ``bench_nccl_ar``): one process opens every GPU with ``ncclCommInitAll`` and one thread
 #: issues each iteration's ``ncclAllReduce`` for all of them inside ``ncclGroupStart`` /
 #: ``ncclGroupEnd``, 2000 iterations back to back (200 above 1 MB), no sync between them:
 #: the loop of nccl-tests ``-g N``.
-P2PMARK_GPUS_PER_PROCESS_NOTE = "p2pmark: one thread drives every GPU (nccl-tests -g N)"
-OCI_GPU_CLUSTER = (
-    "oracle-japan/ocitutorials tutorials/_intermediates/spinup-gpu-cluster.md (nccl-tests -g 8 "
-    "-t 1, BM.GPU4.8: 8x A100-SXM4-40GB, horovod/horovod container, NCCL version not printed)"
-)
-NCCL_1530 = "https://github.com/NVIDIA/nccl/issues/1530 (nccl-tests -g 8)"
-NCCL_1439 = "https://github.com/NVIDIA/nccl/issues/1439 (nccl-tests -g 8, out-of-place)"
-TINYGRAD_36 = "https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (nccl-tests -g 4)"
-HPE_30 = "https://github.com/crickett-hpe/hpc-ai-envs/pull/30 (rccl-tests develop:83d38d9)"
+P2PMARK_GPUS_PER_PROCESS_NOTE: str = _NCCL["p2pmark"]["note"]
+OCI_GPU_CLUSTER = _SOURCES["OCI_GPU_CLUSTER"]
+NCCL_1530 = _SOURCES["NCCL_1530"]
+NCCL_1439 = _SOURCES["NCCL_1439"]
+TINYGRAD_36 = _SOURCES["TINYGRAD_36"]
+HPE_30 = _SOURCES["HPE_30"]
 
 GIB = 1 << 30
 
-NCCL_POINTS: tuple[NcclPoint, ...] = (
-    # NVLink3: 8x A100 SXM, one process for 8 GPUs.
-    *(
-        NcclPoint("8x A100 NVLink3", "nvlink3", 8, b, t, STAS00_NETWORK, gpus_per_process=8)
-        for b, t in (
-            (32_768, 43.83),
-            (262_144, 61.38),
-            (1_048_576, 101.9),
-            (8_388_608, 133.5),
-            (67_108_864, 684.6),
-            (GIB, 8203.9),
-        )
-    ),
-    # NVLink3 again: 8x A100-SXM4-40GB (OCI BM.GPU4.8), one process for 8 GPUs. Held out.
-    *(
-        NcclPoint("8x A100 NVLink3 (OCI)", "nvlink3", 8, b, t, OCI_GPU_CLUSTER, gpus_per_process=8)
-        for b, t in (
-            (64, 32.01),
-            (32_768, 32.02),
-            (262_144, 45.21),
-            (1_048_576, 76.71),
-            (4_194_304, 134.5),
-            (8_388_608, 185.8),
-            (67_108_864, 589.5),
-            (GIB, 8166.8),
-        )
-    ),
-    # NVLink4: 8x H20 (NVLink 900 GB/s); the measured peak busbw (357.7 GB/s at 1 GB) is a
-    # ring's, so NVLS was not in use: scored with NVLS off.
-    *(
+
+def _series_points(series: dict) -> tuple[NcclPoint, ...]:
+    """One setting's points: ``points`` as printed (us); ``busbw_points`` from a printed bus
+    bandwidth (GB/s): time = bytes x 2 (g - 1) / g / busbw."""
+    note = series.get("note", "")
+    if series.get("note_p2pmark"):
+        note = f"{note}; {P2PMARK_GPUS_PER_PROCESS_NOTE}"
+    gpus = series["gpus"]
+    times = [(int(b), float(t)) for b, t in series["points"]]
+    times += [
+        (int(b), b * 2 * (gpus - 1) / gpus / (busbw_gbps * 1e9) * 1e6)
+        for b, busbw_gbps in series.get("busbw_points", ())
+    ]
+    return tuple(
         NcclPoint(
-            "8x H20 NVLink4",
-            "nvlink4",
-            8,
+            series["setting"],
+            series["interconnect"],
+            gpus,
             b,
             t,
-            MOONCAKE_3484,
-            note="NVLS off (ring-level peak busbw); one GPU a process assumed",
+            _SOURCES[series["source"]],
+            gpus_per_process=series["gpus_per_process"],
+            note=note,
         )
-        for b, t in (
-            (32_768, 18.66),
-            (65_536, 18.95),
-            (131_072, 19.25),
-            (262_144, 19.54),
-            (524_288, 20.39),
-            (1_048_576, 27.76),
-            (2_097_152, 40.66),
-            (4_194_304, 53.24),
-            (8_388_608, 81.16),
-            (134_217_728, 700.25),
-            (GIB, 5252.64),
-        )
-    ),
-    # PCIe Gen5 with P2P: 8x RTX PRO 6000 behind PCIe switches; 1 GB from its busbw.
-    *(
-        NcclPoint("8x RTX PRO 6000 PCIe Gen5, P2P", "pcie-gen5", 8, b, t, RTX6KPRO_WRX90)
-        for b, t in (
-            (4096, 17.34),
-            (262_144, 24.96),
-            (1_048_576, 79.98),
-            (4_194_304, 182.44),
-            (GIB, GIB * 2 * 7 / 8 / 46.48e9 * 1e6),  # busbw 46.48 GB/s
-        )
-    ),
-    # PCIe Gen5 without P2P: "By default, NCCL uses SHM for NODE pairs" (the source; the
-    # same box reaches 39.3 GB/s on 4 GPUs only with NCCL_P2P_LEVEL=SYS). Timed by p2pmark,
-    # one thread for every GPU (P2PMARK_GPUS_PER_PROCESS_NOTE).
-    *(
-        NcclPoint(
-            "8x RTX PRO 6000 PCIe Gen5, 2 sockets, no P2P",
-            "pcie-gen5-host-bounce",
-            8,
-            b,
-            t,
-            RTX6KPRO_ASUS,
-            gpus_per_process=8,
-            note="SHM between GPUs under different switches or sockets (NCCL's default P2P "
-            "level: 'By default, NCCL uses SHM for NODE pairs', the source); "
-            + P2PMARK_GPUS_PER_PROCESS_NOTE,
-        )
-        for b, t in ((256, 27.1), (4096, 57.2), (65_536, 67.8), (33_554_432, 2715.0))
-    ),
-    # The same box, 4 GPUs of one NUMA node (CUDA_VISIBLE_DEVICES=0,1,2,3), two virtual
-    # switches apart: SHM between NODE pairs by default, as above. Held out.
-    *(
-        NcclPoint(
-            "4x RTX PRO 6000 PCIe Gen5, 1 socket, no P2P",
-            "pcie-gen5-host-bounce",
-            4,
-            b,
-            t,
-            RTX6KPRO_ASUS,
-            gpus_per_process=4,
-            note="SHM between the NUMA node's two virtual switches (NODE pairs, NCCL's "
-            "default P2P level, the source); " + P2PMARK_GPUS_PER_PROCESS_NOTE,
-        )
-        for b, t in (
-            (256, 14.1),
-            (32_768, 15.4),
-            (524_288, 72.0),
-            (1_048_576, 86.5),
-            (33_554_432, 1628.0),
-        )
-    ),
-    # PCIe Gen4 without P2P: 8x RTX 4090 (P2P disabled on GeForce), one process.
-    NcclPoint(
-        "8x RTX 4090 PCIe Gen4, no P2P",
-        "pcie-gen4-host-bounce",
-        8,
-        8,
-        42.14,
-        NCCL_1530,
-        gpus_per_process=8,
-    ),
-    # PCIe Gen4 without P2P: 8x RTX 3090 (GeForce: no P2P over PCIe ASSUMED, as the 4090s),
-    # one process for the 8 GPUs (nccl-tests -g 8), the sweep's smallest message.
-    NcclPoint(
-        "8x RTX 3090 PCIe Gen4, no P2P",
-        "pcie-gen4-host-bounce",
-        8,
-        8,
-        54.18,
-        NCCL_1439,
-        gpus_per_process=8,
-    ),
-    # PCIe Gen4 with P2P: 4x RTX 4090 with P2P kernel modules, one process.
-    *(
-        NcclPoint(
-            "4x RTX 4090 PCIe Gen4, P2P", "pcie-gen4", 4, b, t, TINYGRAD_36, gpus_per_process=4
-        )
-        for b, t in ((268_435_456, 15654.0), (GIB, 62077.0))
-    ),
-    # xGMI: 8x MI300X, RCCL.
-    NcclPoint("8x MI300X xGMI (RCCL)", "xgmi-mi300x", 8, 8_388_608, 91.10, HPE_30),
+        for b, t in times
+    )
+
+
+#: The scored all-reduce points, setting by setting (sim/validation/data/nccl_points.toml).
+NCCL_POINTS: tuple[NcclPoint, ...] = tuple(
+    p for series in _NCCL["series"] for p in _series_points(series)
 )
 
 #: stas00/ml-engineering's 8x A100 sweep (nccl-tests -g 8) from 32 KB to 4 MB, us: the
 #: scored rows' neighbours, kept to show the shape of the mid-size excess (not scored).
-STAS00_A100_SWEEP_US: dict[int, float] = {
-    32_768: 43.83,
-    65_536: 46.80,
-    131_072: 51.76,
-    262_144: 61.38,
-    524_288: 80.40,
-    1_048_576: 101.9,
-    2_097_152: 101.4,
-    4_194_304: 101.5,
-}
+STAS00_A100_SWEEP_US: dict[int, float] = curve(_NCCL["stas00_a100_sweep"]["points"])
 #: NCCL's ring LL channel tuning (NVIDIA/nccl src/enqueue.cc: channels drop while
 #: nBytes < nc x nt x threadThreshold; LL: nt = 512 threads, threshold 8 x nRanks bytes,
 #: src/graph/tuning.cc): bytes a channel must have on 8 ranks before NCCL opens another.
 NCCL_LL_BYTES_PER_CHANNEL_8_RANKS = 512 * 8 * 8
 
 #: The figures the interconnect presets took their bus bandwidths from (not scored).
-NCCL_PRESET_SOURCES: tuple[str, ...] = (
-    "nvlink3: 8x A100 busbw 234.9 GB/s at 16 GB (stas00/ml-engineering, same sweep, 16x "
-    "the largest scored size)",
-    "nvlink4: 8x H100 ring busbw ~370 GB/s (NVIDIA/nccl-tests #212)",
-    "pcie-gen4 / pcie-gen5: NCCL topology's x16 link speeds, 24 / 48 GB/s",
-    "pcie-gen4-host-bounce: Intel SPR CPU link ~22 GB/s (docs/reference.md §All-reduce)",
-    "pcie-gen5-host-bounce: 8x RTX 5090 busbw 28 GB/s at 1-8 GB (NVIDIA/nccl #1639)",
-    "xgmi-mi300x: 8x MI300X busbw 312.9 GB/s at 4 GiB (stas00/ml-engineering)",
-)
+NCCL_PRESET_SOURCES: tuple[str, ...] = tuple(_NCCL["preset_sources"]["figures"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,17 @@
 """Public fused-MoE kernel times against tokens (one MoE layer, random routing).
 
-Each curve is ``benchmark_moe.py`` (vLLM benchmarks/kernels) or SGLang's
-``tuning_fused_moe_triton.py`` output: the time of one layer's fused MoE (both expert GEMMs,
-activation, top-k sum) over M tokens whose gating logits are random, i.e. near-uniform
-independent routing, which the union law assumes. Copied from the cited threads.
+The curves, their sources and settings are in sim/validation/data/moe_kernels.toml: each
+is the time of one layer's fused MoE (both expert GEMMs, activation, top-k sum) over M
+tokens whose gating logits are random, i.e. near-uniform independent routing, which the
+union law assumes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from sim.validation.data_files import curve, read_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,78 +28,31 @@ class KernelCurve:
     us: dict[int, float]
 
 
-#: vllm-project/vllm PR #24700 ("Improve default fused moe configs", H100): Mixtral-8x7B
-#: BF16 TP2 with its tuned config (E=8, N=7168): an expert is 3 x 4096 x 14336 BF16
-#: parameters, 176 MB per rank at TP2.
-MIXTRAL_BF16_TP2_H100 = KernelCurve(
-    "Mixtral-8x7B BF16 TP2, vLLM tuned config, H100",
-    "https://github.com/vllm-project/vllm/pull/24700",
-    8,
-    2,
-    3 * 4096 * 14336 * 2 / 2,
-    "H100",
-    {
-        1: 144.03,
-        2: 229.28,
-        4: 351.10,
-        8: 434.98,
-        16: 471.49,
-        24: 478.27,
-        32: 487.35,
-        48: 487.85,
-        64: 483.14,
-        96: 494.42,
-        128: 491.39,
-    },
-)
+_DATA = read_table("moe_kernels")
 
-#: Same PR: Qwen3-30B-A3B FP8 (fp8_w8a8) TP1, main's default config: an expert is
-#: 3 x 2048 x 768 FP8 parameters (4.7 MB).
-QWEN3_30B_FP8_TP1_H100 = KernelCurve(
-    "Qwen3-30B-A3B FP8 TP1, vLLM main default config, H100",
-    "https://github.com/vllm-project/vllm/pull/24700",
-    128,
-    8,
-    3 * 2048 * 768 * 1.0,
-    "H100",
-    {
-        1: 44.54,
-        2: 59.94,
-        4: 90.46,
-        8: 129.77,
-        16: 185.40,
-        24: 215.99,
-        32: 238.37,
-        48: 257.83,
-        64: 262.73,
-        96: 270.98,
-        128: 273.72,
-    },
-)
 
-#: sgl-project/sglang PR #11730 ("add tuned fuse moe kernel for qwen3 235b fp8 on h200"),
-#: "Without tuned kernel": Qwen3-235B-A22B FP8 TP8 on H200 (E=128, top-8; an expert is
-#: 3 x 4096 x 1536 FP8 parameters, 2.36 MB per rank at TP8).
-QWEN3_235B_FP8_TP8_H200 = KernelCurve(
-    "Qwen3-235B-A22B FP8 TP8, SGLang default config, H200",
-    "https://github.com/sgl-project/sglang/pull/11730",
-    128,
-    8,
-    3 * 4096 * 1536 * 1.0 / 8,
-    "H200",
-    {1: 31.70, 2: 36.56, 4: 49.67, 8: 66.87, 16: 92.36, 24: 117.38, 32: 124.99},
-)
+def _kernel_curve(row: dict) -> KernelCurve:
+    """An expert's bytes per rank: its shape's parameters x bytes per parameter / tp."""
+    expert_bytes = math.prod(row["expert_shape"]) * row["bytes_per_param"] / row["tp"]
+    return KernelCurve(
+        row["name"], row["source"], row["experts"], row["per_token"], expert_bytes, row["gpu"],
+        curve(row["us"]),
+    )  # fmt: skip
+
+
+_CURVES = {row["key"]: _kernel_curve(row) for row in _DATA["curve"]}
+MIXTRAL_BF16_TP2_H100 = _CURVES["MIXTRAL_BF16_TP2_H100"]
+QWEN3_30B_FP8_TP1_H100 = _CURVES["QWEN3_30B_FP8_TP1_H100"]
+QWEN3_235B_FP8_TP8_H200 = _CURVES["QWEN3_235B_FP8_TP8_H200"]
 
 #: Calibration (fitted together) and scored curves.
-CALIBRATION = (MIXTRAL_BF16_TP2_H100, QWEN3_30B_FP8_TP1_H100)
-SCORED = (QWEN3_235B_FP8_TP8_H200,)
+CALIBRATION = tuple(_CURVES[r["key"]] for r in _DATA["curve"] if r["role"] == "calibration")
+SCORED = tuple(_CURVES[r["key"]] for r in _DATA["curve"] if r["role"] == "scored")
 
-#: vllm-project/vllm issue #32832 (nsys of a serving generation step, H200, TP8, conc 16,
-#: real routing): "2 triton MoE kernels take about 109us" for DeepSeek-V3.1 (block FP8,
-#: 256 experts, top-8, intermediate 2048 -> 3 x 7168 x 256 per rank) and "234us" for
-#: Kimi-K2-Instruct (w4a16 INT4, 384 experts, top-8, same shapes at 0.5 byte).
-SERVING_STEP_URL = "https://github.com/vllm-project/vllm/issues/32832"
-SERVING_STEP: tuple[tuple[str, int, int, float, float], ...] = (
-    ("DeepSeek-V3.1 FP8 TP8, vLLM, H200, conc 16", 256, 8, 3 * 7168 * 256 * 1.0, 109.0),
-    ("Kimi-K2 INT4 TP8, vLLM, H200, conc 16", 384, 8, 3 * 7168 * 256 * 0.5, 234.0),
+#: vllm-project/vllm issue #32832: the two triton MoE kernels of a serving step, H200 TP8:
+#: (name, experts, per token, expert bytes per rank, us).
+SERVING_STEP_URL: str = _DATA["serving_step"]["source"]
+SERVING_STEP: tuple[tuple[str, int, int, float, float], ...] = tuple(
+    (name, experts, per_token, math.prod(_DATA["serving_step"]["shape"]) * bytes_per_param, us)
+    for name, experts, per_token, bytes_per_param, us in _DATA["serving_step"]["steps"]
 )

@@ -3,9 +3,9 @@
 For each published pair (a chain and a tree measured with the same target, drafter, engine
 and data; sim/validation/tree_data.py) the top-1 rate is calibrated on the chain's accept
 length (one equal conditional rate, Leviathan et al. 2023), the ranks below it take the
-residual shares of a published rank profile (sim/model/tree_presets.py: a prior, never
+residual shares of a published rank profile (sim/model/tree/presets.py: a prior, never
 fitted to these cases), and the tree's accept length is predicted by the closed form of
-sim/model/tree_theory.py on the published tree. The chain figure is never scored. The ± is
+sim/model/tree/theory.py on the published tree. The chain figure is never scored. The ± is
 the prediction's spread from the printing precision of the calibration figure; the rank
 profile's own uncertainty is shown by a second profile in the notes.
 """
@@ -20,10 +20,10 @@ from sim.binding.bind import draft_pass_table_ms
 from sim.binding.decompose import scenario_hardware
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree import Tree
-from sim.model.tree_metrics import from_tree_accept_length
-from sim.model.tree_presets import rank_profile
-from sim.model.tree_rates import residual_rank_rates
-from sim.model.tree_theory import tree_accept_length
+from sim.model.tree.metrics import from_tree_accept_length
+from sim.model.tree.presets import rank_profile
+from sim.model.tree.rates import residual_rank_rates
+from sim.model.tree.theory import tree_accept_length
 from sim.scenario.load import load_scenario
 from sim.validation import tree_data as pub
 from sim.validation.cases import Case, Row

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from sim.model.tree_metrics import from_tree_accept_length
-from sim.model.tree_required import RankShape, accept_length
+from sim.model.tree.metrics import from_tree_accept_length
+from sim.model.tree.required import RankShape, accept_length
 from tests.cli.test_errors import assert_one_line_error, run_cli
 
 ARGS = ["--num-steps", "5", "--topk", "4", "--num-draft-tokens", "16"]

@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from sim.cli import main
-from tests.studies.serving_helpers import LLAMA
+from tests.studies.serving.helpers import LLAMA
 
 SMALL = [
     "--set",

@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from sim.cli import main
-from tests.studies.serving_helpers import LLAMA, SCENARIOS
+from tests.studies.serving.helpers import LLAMA, SCENARIOS
 
 SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.studies.grid import split_list
-from tests.studies.serving_helpers import LLAMA
+from tests.studies.serving.helpers import LLAMA
 
 SMALL = ["--replications", "1", "--requests", "3", "-q"]
 TREE = ["--accept-length", "3", "--topk", "3", "--num-steps", "4", "--num-draft-tokens", "8"]

@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import sim.studies.serving_runs as serving_runs
-import sim.studies.serving_search as serving_search
+import sim.studies.serving.evaluator as evaluator
+import sim.studies.serving.search as serving_search
 import sim.studies.sweep as sweep_module
 from sim.cli import main
 from tests.conftest import ROOT
-from tests.studies.serving_helpers import LLAMA
+from tests.studies.serving.helpers import LLAMA
 
 SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 LLAMA_SMALL = ["workload.output_tokens=32", "workload.requests=8", "simulation.replications=2"]
@@ -27,7 +27,7 @@ def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("an overloaded point was simulated")
 
-    for module in (serving_runs, serving_search, sweep_module):
+    for module in (evaluator, serving_search, sweep_module):
         monkeypatch.setattr(module, "simulate_serving", refuse)
 
 

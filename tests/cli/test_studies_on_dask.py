@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
-from tests.studies.serving_helpers import LLAMA, SCENARIOS
+from tests.studies.serving.helpers import LLAMA, SCENARIOS
 
 SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
 SMALL = ["--set", "workload.output_tokens=24", "--requests", "6", "--replications", "2", "-q"]

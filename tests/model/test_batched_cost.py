@@ -10,8 +10,8 @@ from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, Serv
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeDraft
-from sim.model.tree_cost import tree_cycle_cost
+from sim.model.tree.acceptance import TreeDraft
+from sim.model.tree.cost import tree_cycle_cost
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 

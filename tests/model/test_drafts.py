@@ -16,7 +16,7 @@ from sim.model.drafts import (
     verify_tokens,
 )
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 
 #: The tree of vllm-project/vllm PR 22752 (two children of the root, three of each).
 VLLM_TREE = Tree.from_rank_paths([(0,), (1,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)])

@@ -7,7 +7,7 @@ import pytest
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 
 VLLM_TREE = Tree.from_rank_paths([(0,), (1,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)])
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sim.report.crossover import crossing_text, settings_line
-from sim.studies.crossings import find_crossings
-from tests.studies.test_crossings import linear
+from sim.studies.serving.break_even import find_crossings
+from tests.studies.serving.test_break_even import linear
 
 
 def test_user_crossing_is_the_fewest_users_past_it_with_whole_ends():

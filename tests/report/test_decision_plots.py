@@ -13,14 +13,14 @@ from sim.report.decision_plots import BASE_COLOR, k_color
 from sim.report.figures import figures_for
 from sim.simulation.serving import Poisson
 from sim.simulation.serving.metrics import SloSpec
-from sim.studies.best_k import best_k
-from sim.studies.capacity import capacity
-from sim.studies.controllers import default_phases, replay
-from sim.studies.crossover import crossover, load_grid
-from sim.studies.serving_runs import PointEvaluator
+from sim.studies.serving.best_k import best_k
+from sim.studies.serving.capacity import capacity
+from sim.studies.serving.controllers import default_phases, replay
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.evaluator import PointEvaluator
 from tests.simulation.serving.helpers import plan
-from tests.studies.serving_helpers import CodePlans
-from tests.studies.test_controllers_replay import MIX
+from tests.studies.serving.helpers import CodePlans
+from tests.studies.serving.test_controllers_replay import MIX
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from sim.binding.bound import bind
 from sim.cli import main
-from sim.model.tree_inputs import EAGLE1_DEFAULT, tree_from_paths
+from sim.model.tree.inputs import EAGLE1_DEFAULT, tree_from_paths
 from sim.scenario.load import load_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trees"

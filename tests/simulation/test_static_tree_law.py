@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.model.tree_inputs import EAGLE1_DEFAULT
-from sim.model.tree_presets import rank_profile
+from sim.model.tree.inputs import EAGLE1_DEFAULT
+from sim.model.tree.presets import rank_profile
 from sim.scenario.load import load_scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import accept_count_totals

@@ -10,8 +10,8 @@ import pytest
 
 from sim.binding.bind import cycle_cost, scenario_acceptance
 from sim.model.renewal import request_tok_s_distribution
-from sim.model.tree_acceptance import TreeAcceptance
-from sim.model.tree_theory import tree_accept_pmf
+from sim.model.tree.acceptance import TreeAcceptance
+from sim.model.tree.theory import tree_accept_pmf
 from sim.simulation.simulate import simulate
 from tests.helpers import MIXED, make
 

@@ -20,7 +20,7 @@ from sim.model.closed_forms import answer_at_k, leviathan_accept_length
 from sim.model.shapes import first_rate_for_accept_length
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.summary import Stats
-from sim.studies.rootfind import (
+from sim.studies.bisection import (
     ALPHA_XTOL,
     MonteCarloStats,
     Probe,

@@ -7,18 +7,18 @@ import pytest
 
 from sim.model.acceptance import AcceptanceModel, RateClass
 from sim.simulation.summary import Stats
-from sim.studies.exact_root import ExactLever, cycles_reaching, exact_root
-from sim.studies.rootfind import Criterion
+from sim.studies.bisection import Criterion
+from sim.studies.exact_search import ExactLever, cycles_reaching, exact_root
 
 
 def test_cycles_reaching_counts_an_exact_tie():
-    """exact_root.py: the most m with 1000 N / (m T) >= target; at target = 1000 / 1.9 (N = 1, T =
+    """exact_search.py: the most m with 1000 N / (m T) >= target; at target = 1000 / 1.9 (N = 1, T =
     1.9) m = 1."""
     assert cycles_reaching(1, 1.9, 1000.0 / 1.9) == 1
 
 
 def test_interval_ends_invert_an_asymmetric_band():
-    """exact_root.py docstring: ends at g = thr - (hi - g*) = 115 (optimistic) and g = thr + (g* -
+    """exact_search.py docstring: ends at g = thr - (hi - g*) = 115 (optimistic) and g = thr + (g* -
     lo) = 121 (pessimistic), to the secant shortcut's accuracy."""
     lever = ExactLever(
         lambda x: AcceptanceModel(3, (RateClass("all", 1.0, np.full(3, x)),)),

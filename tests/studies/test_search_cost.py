@@ -21,7 +21,7 @@ from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.rootfind import ALPHA_XTOL, closed_form_stats
+from sim.studies.bisection import ALPHA_XTOL, closed_form_stats
 from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance
 from sim.studies.uncertainty import answer_uncertainty
 

@@ -14,8 +14,8 @@ from sim.binding.bind import closed_form_tok_s
 from sim.cli import main
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
+from sim.studies.bisection import closed_form_stats
 from sim.studies.levers import lever_table
-from sim.studies.rootfind import closed_form_stats
 from sim.studies.solve import solve_lever
 from tests.conftest import ROOT, SEED
 

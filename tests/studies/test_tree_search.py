@@ -11,9 +11,9 @@ from sim.binding.bind import acceptance_model, pass_times, rank_shares, tree_cos
 from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k
-from sim.model.tree_acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
 from sim.scenario.load import load_scenario, pin_verify_tokens
-from sim.studies.rootfind import closed_form_stats
+from sim.studies.bisection import closed_form_stats
 from sim.studies.tree_search import search_trees, tree_configs
 from tests.cli.test_errors import run_cli
 

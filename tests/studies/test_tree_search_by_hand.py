@@ -13,7 +13,7 @@ SETS = ["acceptance.rank_rates=[0.7, 0.15, 0.06, 0.03]"]
 
 
 def test_num_draft_tokens_up_to_the_candidates_plus_the_root():
-    """tree_build.py: 2 + (2 - 1) x 4 = 6 candidates at (2 steps, topk 2), so num_draft_tokens
+    """model/tree/build.py: 2 + (2 - 1) x 4 = 6 candidates at (2 steps, topk 2), so num_draft_tokens
     <= 7."""
     assert tree_configs([2], [2], [6, 7, 8]) == [(2, 2, 6), (2, 2, 7)]
 
@@ -27,7 +27,7 @@ def test_best_per_topk_takes_the_lowest_rate():
 
 
 def test_depth_scale_is_the_scenarios_decay_of_the_top1_rate():
-    """tree_required.py RankShape: g_d = mean top-1 rate at depth d / at depth 1, from the
+    """model/tree/required.py RankShape: g_d = mean top-1 rate at depth d / at depth 1, from the
     scenario's shape."""
     sc = load_scenario(SEED, ["acceptance.rank_profile=sequoia-jf68m-llama2-7b"])
     res = search_trees(sc, [100.0], [1, 2, 3], [1, 2], [4])

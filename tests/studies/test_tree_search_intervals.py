@@ -14,7 +14,7 @@ import pytest
 from sim.binding.tree_sampled import sampled_tree
 from sim.binding.uncertainty import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
-from sim.studies.rootfind import closed_form_stats
+from sim.studies.bisection import closed_form_stats
 from sim.studies.search import search_acceptance
 from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees

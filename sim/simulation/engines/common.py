@@ -21,7 +21,7 @@ from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
 
 if TYPE_CHECKING:
-    from sim.model.tree_acceptance import Acceptance
+    from sim.model.tree.acceptance import Acceptance
 
 
 @dataclass(frozen=True, slots=True)

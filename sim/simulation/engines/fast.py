@@ -293,7 +293,7 @@ def _run_block(
     shared = not model.heterogeneous
     if shared:  # every request has the class's rates: no per-request draws are needed
         request_class = np.zeros((b_n, q_n), dtype=np.int64)
-        # a chain's own rates; a tree's chain-equivalent law (sim/model/tree_acceptance.py)
+        # a chain's own rates; a tree's chain-equivalent law (sim/model/tree/acceptance.py)
         law = shared_law(tuple(model.chain_rates(model.mean_rates()[None, :])[0].tolist()))
         mean_l, var_l, t_all, pos_all, depth = law
     else:

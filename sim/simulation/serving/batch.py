@@ -16,7 +16,7 @@ Accept length of request b in its c-th cycle at draft length k: with the request
 integer thresholds T_1..T_kmax (``workload.acceptance_thresholds``) and its 32-bit draw U,
 L = 1 + #{j <= k : U < T_j}: the inverse cdf of the chain (P(L >= j + 1) = c_j), monotone
 in k and in the rates for a fixed draw. A tree's cycle has the law of a chain whose
-cumulative rates are the tree's depth survival S_d = P(L >= d + 1) (sim/model/tree_theory.py),
+cumulative rates are the tree's depth survival S_d = P(L >= d + 1) (sim/model/tree/theory.py),
 so a tree is the same draw against the request's own S_1..S_D: its threshold columns
 (``DecodeBatch.thresholds`` holds the chain's columns and then each tree's; ``columns``
 selects a draft's). The same (key, cycle) draw serves every draft, so a chain and a tree

@@ -47,8 +47,8 @@ from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
-from sim.model.tree_acceptance import TreeAcceptance
-from sim.model.tree_rates import Shares
+from sim.model.tree.acceptance import TreeAcceptance
+from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, plan_block
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -82,7 +82,7 @@ class ServingPlan:
     ``acceptance`` is the acceptance model at the largest draft length any policy run on
     this plan uses (policies with fewer drafts use the first rates of each request; for a
     tree, its top-1 rates by depth). ``rank_shares``: the residual shares h_2..h_W of the
-    ranks below the top-1 (sim/model/tree_rates.py), needed by policies that draft trees;
+    ranks below the top-1 (sim/model/tree/rates.py), needed by policies that draft trees;
     ``draft_extend``: ``accepted`` (the draft extend runs over each request's accepted
     path: SGLang's eager extend, vLLM's proposer) or ``padded`` (every request at the
     verify's width, as SGLang's CUDA-graphed draft extend runs).

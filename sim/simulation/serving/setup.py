@@ -23,7 +23,7 @@ from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree import Tree
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan

@@ -29,7 +29,7 @@ import numpy as np
 from sim.model.acceptance import AcceptanceModel
 from sim.model.rates import cumulative_rates
 from sim.model.samplers import bit_thresholds
-from sim.model.tree_acceptance import TreeAcceptance
+from sim.model.tree.acceptance import TreeAcceptance
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.lengths import Fixed, LengthDistribution
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from sim.binding.bind import acceptance_model, pass_times, rank_shares
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import with_overrides
 from sim.simulation.serving import (
     ClosedLoop,

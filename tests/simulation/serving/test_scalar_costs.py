@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sim.model import batched_cost
 from sim.model.batched_cost import SCALAR_VALUES, LinearCurve, PrefillLoad
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from sim.simulation.serving.setup import serving_setup
 from tests.conftest import ROOT

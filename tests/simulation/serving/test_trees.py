@@ -8,7 +8,7 @@ from scipy import stats
 
 from sim.model.policy import FixedK, KTable
 from sim.model.renewal import request_tok_s_distribution
-from sim.model.tree_acceptance import TreeDraft
+from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, simulate_serving
 from sim.simulation.serving.metrics import request_metrics, summarize_serving
 from sim.simulation.simulate import simulate
@@ -58,7 +58,7 @@ def test_concurrency_one_tree_is_the_batch_one_tree_engine(acceptance, engine):
 )
 def test_pooled_accept_length_is_the_closed_form_tree_accept_length(acceptance):
     """Tokens per cycle pooled over every cycle against the closed form of the tree pooled
-    as cycles pool (1 / E[1 / AL] over requests; sim/model/tree_acceptance.py). By Wald's
+    as cycles pool (1 / E[1 / AL] over requests; sim/model/tree/acceptance.py). By Wald's
     identity a request's tokens over its cycles estimates E[L] of its cycles; with equal
     lengths the requests weigh by their cycles. Within 4 SE across replications."""
     p = tree_plan(ClosedLoop(4), TREE, acceptance=acceptance, requests=200, warmup=4)

@@ -1,0 +1,12 @@
+"""The serving decisions: a server under load and what to configure on it.
+
+Modules: ``serve`` (a scenario's server under load in one call, and the study evaluator),
+``paired_metrics`` (loads, the metrics at a load, paired gains and differences),
+``evaluator`` (plan builders and the memoizing point evaluator), ``break_even`` (where a
+paired gain crosses 1 along a load axis, with its 95% interval), ``crossover`` (up to which
+load speculation pays, per metric and k), ``best_k`` (the best k per batch size as engine
+configuration), ``capacity`` and ``capacity_ratio`` (the highest rate meeting SLOs, and its
+paired ratio), ``search`` (the acceptance a drafter needs at a load), ``controllers``
+(adaptive controllers replayed on phase-changing workloads), ``tree_load`` (chain against
+tree as concurrency grows), ``draws`` (90% intervals from inputs and model).
+"""

@@ -1,0 +1,521 @@
+"""The best draft length per batch size, as the engine configuration users paste, checked by
+simulating it.
+
+1. **Select.** At each closed-loop concurrency C of a grid, every fixed k (0 = plain
+   decoding) runs on common random numbers; the best k maximises the objective's mean
+   (per-user tok/s, aggregate tok/s, or goodput: requests per second meeting the TTFT and
+   TPOT limits). k whose paired difference from the best has a 95% interval containing 0
+   are reported as tied.
+2. **Engine forms.** In a closed loop without think time the decode batch is about C, so
+   the best k at C becomes the k of the batch sizes nearest C. Where the best k changes
+   between two grid loads the boundary is the concurrency at which the two k tie (their
+   paired gain bisected on common random numbers), otherwise the geometric midpoint: a
+   vLLM ``num_speculative_tokens_per_batch_size`` table of ``[start_bs, end_bs, K]`` rows
+   (vllm docs/features/speculative_decoding/dynamic_speculative_decoding.md;
+   sim/model/policy.py ``KTable``), and an SGLang-style threshold: one k up to a batch
+   size, plain decoding above (``DisableAbove``; SGLang PR 13376's
+   ``--speculative-batch-size-threshold``, vLLM V0's ``speculative_disable_by_batch_size``).
+   The threshold's k is the one whose objective, relative to the best at each load, is
+   highest on average over the loads below the threshold. A threshold cannot express
+   speculation that only starts paying at high load; then there is none, and the reason
+   is given.
+3. **Check, out of sample.** The table, the threshold and every fixed k run again at the
+   grid loads and at the geometric midpoints between them, at another seed (``seed + 1``):
+   at each load the paired difference table - fixed k with its 95% interval. The table
+   "beats every fixed k within CI" when no fixed k is significantly better than it at any
+   load.
+
+No plotting (sim/report/serving_decisions_plots.py), no text (sim/report/best_k.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sim.errors import SpecsimError
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
+from sim.simulation.serving.metrics import Ratio
+from sim.studies.engine_configs import engine_configs
+from sim.studies.serving.break_even import find_crossings
+from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.paired_metrics import (
+    METRICS,
+    Load,
+    PolicyPoint,
+    difference,
+    gain,
+    level,
+    paired_difference,
+    ratio_doc,
+)
+
+__all__ = [
+    "OBJECTIVES",
+    "BestKResult",
+    "Check",
+    "LoadChoice",
+    "best_k",
+    "best_k_table",
+    "check_loads",
+    "disable_threshold",
+    "table_rows",
+]
+
+#: Objectives a best-k table can maximise.
+OBJECTIVES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodput_req_s")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadChoice:
+    """The selection at one concurrency: every k's objective and the best."""
+
+    users: int
+    levels: dict[int, Ratio]
+    best: int
+    tied: tuple[int, ...]
+    #: k tied with the best inside the 90% interval from inputs and model of their paired
+    #: difference (``input_ties``), and that interval by k (objective's unit, k - best).
+    tied_by_inputs: tuple[int, ...] = ()
+    interval90: dict[int, list[float] | None] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "users": self.users,
+            "best_num_steps": self.best,
+            "tied": list(self.tied),
+            "objective": {str(k): ratio_doc(r) for k, r in self.levels.items()},
+        }
+        if self.interval90 is not None:
+            out["tied_within_inputs"] = list(self.tied_by_inputs)
+            out["advantage_over_best_interval90"] = {str(k): v for k, v in self.interval90.items()}
+        return out
+
+
+def midpoint_ends(choices: Sequence[LoadChoice]) -> list[int]:
+    """The last batch size of each grid load's range: the geometric midpoint (rounded
+    down) of neighbouring loads; the last load's own value."""
+    ends = [math.floor(math.sqrt(a.users * b.users)) for a, b in itertools.pairwise(choices)]
+    return [*ends, choices[-1].users]
+
+
+def table_rows(
+    choices: Sequence[LoadChoice], ends: Sequence[int] | None = None
+) -> tuple[tuple[int, int, int], ...]:
+    """vLLM ``[start_bs, end_bs, K]`` rows from the best k at increasing concurrencies:
+    the batch sizes up to ``ends[i]`` (default ``midpoint_ends``) after the previous range
+    take load i's k, equal neighbouring rows merged; the last row ends at the last grid
+    load (vLLM uses the last K beyond it)."""
+    ends = list(ends) if ends is not None else midpoint_ends(choices)
+    rows: list[list[int]] = []
+    start = 1
+    for c, given_end in zip(choices, ends, strict=True):
+        end = max(start, given_end)
+        if rows and rows[-1][2] == c.best:
+            rows[-1][1] = end
+        else:
+            rows.append([start, end, c.best])
+        start = end + 1
+    return tuple((a, b, k) for a, b, k in rows)
+
+
+def disable_threshold(
+    choices: Sequence[LoadChoice], rows: Sequence[tuple[int, int, int]]
+) -> tuple[DisableAbove | FixedK | None, str]:
+    """The SGLang-style form of the selection and what it means in words.
+
+    Speculation on up to the end of the first run of rows with k > 0 and off beyond, if
+    the best k stays 0 from there on; FixedK when it never turns off; None (with the
+    reason) when plain decoding is best at batch 1 or speculation turns on again.
+    """
+    if rows[0][2] == 0:
+        return None, (
+            "plain decoding is best at batch size 1: a disable-above threshold cannot express "
+            "speculation that only pays at higher load (use the table)"
+        )
+    first_off = next((i for i, r in enumerate(rows) if r[2] == 0), None)
+    if first_off is not None and any(r[2] > 0 for r in rows[first_off:]):
+        return None, (
+            "speculation pays again after a plain-decoding range: a single threshold "
+            "cannot express it (use the table)"
+        )
+    limit = rows[first_off - 1][1] if first_off is not None else None
+    on = [c for c in choices if limit is None or c.users <= limit]
+    ks = sorted({k for c in on for k in c.levels if k > 0})
+
+    def score(k: int) -> float:
+        return sum(c.levels[k].mean / c.levels[c.best].mean for c in on) / len(on)
+
+    k_best = max(ks, key=lambda k: (score(k), -k))
+    if limit is None:
+        return FixedK(k_best), f"speculation pays at every load: k = {k_best} throughout"
+    return DisableAbove(k_best, limit), (
+        f"k = {k_best} up to batch size {limit}, plain decoding above "
+        f"(SGLang --speculative-batch-size-threshold {limit}; vLLM V0 "
+        f"speculative_disable_by_batch_size {limit + 1})"
+    )
+
+
+def refined_ends(
+    evaluator: PointEvaluator, choices: Sequence[LoadChoice], objective: str
+) -> tuple[list[int], list[str]]:
+    """``midpoint_ends`` with each boundary between two different best k moved to where
+    their paired gain crosses 1 (bisected between the two grid loads on common random
+    numbers, sim/studies/serving/break_even.py); a boundary stays at the midpoint when the gain
+    does not cross once (noise, or a third k best in between), said in the notes."""
+    ends = midpoint_ends(choices)
+    notes = []
+    for i, (a, b) in enumerate(itertools.pairwise(choices)):
+        if a.best == b.best:
+            continue
+        lower, upper = FixedK(a.best), FixedK(b.best)
+
+        def curve(x: float, lower: FixedK = lower, upper: FixedK = upper) -> Ratio:
+            load = Load("concurrency", x)
+            return gain(evaluator(load, upper), evaluator(load, lower), objective)
+
+        found = find_crossings([float(a.users), float(b.users)], curve, integer=True)
+        if len(found) == 1:
+            ends[i] = max(a.users, math.floor(found[0].at))
+        else:
+            notes.append(
+                f"k {a.best} -> {b.best} between {a.users} and {b.users} users: no single "
+                "crossing, boundary at the geometric midpoint"
+            )
+    return ends, notes
+
+
+def _row_k(table: Sequence[tuple[int, int, int]], users: int) -> int | None:
+    """The k a vLLM table's row ``[lo, hi, k]`` gives a batch of ``users`` (None: none)."""
+    return next((k for lo, hi, k in table if lo <= users <= hi), None)
+
+
+def check_loads(users: Sequence[int]) -> list[int]:
+    """The grid and the geometric midpoints between neighbouring grid loads (integers)."""
+    out = set(users)
+    for a, b in itertools.pairwise(users):
+        mid = round(math.sqrt(a * b))
+        if a < mid < b:
+            out.add(mid)
+    return sorted(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One policy at one load of the check: its objective and its paired advantage over
+    each fixed k (> 0: the policy is better)."""
+
+    users: int
+    objective: Ratio
+    advantage: dict[int, Ratio]
+
+    def worse_than(self) -> list[int]:
+        """Fixed k significantly better than the policy here (interval below 0)."""
+        return [k for k, r in self.advantage.items() if r.ci95 is not None and r.ci95[1] < 0.0]
+
+    def better_than(self) -> list[int]:
+        return [k for k, r in self.advantage.items() if r.ci95 is not None and r.ci95[0] > 0.0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "users": self.users,
+            "objective": ratio_doc(self.objective),
+            "advantage_over": {str(k): ratio_doc(r) for k, r in self.advantage.items()},
+            "significantly_worse_than": self.worse_than(),
+            "significantly_better_than": self.better_than(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BestKResult:
+    scenario: str
+    objective: str
+    num_steps: tuple[int, ...]
+    choices: tuple[LoadChoice, ...]
+    table: tuple[tuple[int, int, int], ...]
+    threshold: DisableAbove | FixedK | None
+    threshold_note: str
+    check_seed: int
+    checks: dict[str, tuple[Check, ...]]
+    fixed: dict[int, tuple[Ratio, ...]]
+    runs: int
+    settings: dict[str, Any]
+    assumptions: tuple[str, ...]
+    #: The scenario's draft method (acceptance.method), named in the engine configs.
+    draft_method: str | None = None
+
+    @property
+    def beats_every_fixed_k(self) -> bool:
+        """No fixed k is significantly better than the table at any load of the check."""
+        return not any(c.worse_than() for c in self.checks["table"])
+
+    def verdict(self, name: str = "table") -> dict[str, Any]:
+        checks = self.checks[name]
+        ks = sorted(checks[0].advantage)
+        shortfalls = [
+            (-c.advantage[k].mean / self.fixed[k][i].mean, k, c.users)
+            for i, c in enumerate(checks)
+            for k in c.worse_than()
+            if self.fixed[k][i].mean
+        ]
+        worst = max(shortfalls, default=None)
+        own = (
+            {
+                str(k): [
+                    c.users
+                    for c in checks
+                    if k in c.worse_than() and _row_k(self.table, c.users) == k
+                ]
+                for k in ks
+            }
+            if name == "table"
+            else {}
+        )
+        return {
+            "beats_every_fixed_k_within_ci": not any(c.worse_than() for c in checks),
+            "worst_shortfall": (
+                None
+                if worst is None
+                else {"relative": worst[0], "num_steps": worst[1], "users": worst[2]}
+            ),
+            "significantly_better_at": {
+                str(k): [c.users for c in checks if k in c.better_than()] for k in ks
+            },
+            "significantly_worse_at": {
+                str(k): [c.users for c in checks if k in c.worse_than()] for k in ks
+            },
+            # loads where the fixed k that beats the table is the table's own k there (the
+            # table's server pays for having speculation configured; no boundary to move)
+            "worse_where_the_table_runs_that_k": {k: u for k, u in own.items() if u},
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        spec = METRICS[self.objective]
+        t = self.threshold
+        return {
+            "scenario": self.scenario,
+            "objective": self.objective,
+            "objective_label": spec.label,
+            "objective_unit": spec.unit,
+            "num_steps": list(self.num_steps),
+            **self.settings,
+            "selection": [c.to_dict() for c in self.choices],
+            "vllm_table": [list(r) for r in self.table],
+            "vllm_speculative_config": {
+                "num_speculative_tokens": max(r[2] for r in self.table),
+                "num_speculative_tokens_per_batch_size": [list(r) for r in self.table],
+            },
+            "sglang_threshold": (
+                None
+                if t is None
+                else {
+                    "num_steps": t.k,
+                    "disable_above_batch": getattr(t, "max_batch", None),
+                }
+            ),
+            "sglang_threshold_note": self.threshold_note,
+            "engine_configs": engine_configs(self.table, self.draft_method),
+            "check": {
+                "seed": self.check_seed,
+                "users": [c.users for c in self.checks["table"]],
+                "fixed": {
+                    str(k): [ratio_doc(r) for r in rs] for k, rs in sorted(self.fixed.items())
+                },
+                "policies": {
+                    name: {"points": [c.to_dict() for c in cs], **self.verdict(name)}
+                    for name, cs in self.checks.items()
+                },
+            },
+            "runs": self.runs,
+            "assumptions": list(self.assumptions),
+        }
+
+
+#: The k a best-k selection draws besides the best: the runner-up and every k whose
+#: objective is within this share of the best's (a k further behind is not near a tie).
+CONTENDER_SHARE = 0.05
+
+
+def _select(
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    ks: Sequence[int],
+    objective: str,
+    draws: DrawnPoints | None = None,
+) -> list[LoadChoice]:
+    loads = [Load("concurrency", c) for c in users]
+    evaluator.ensure([(load, FixedK(k)) for load in loads for k in ks])
+    out = []
+    for load in loads:
+        points = {k: evaluator(load, FixedK(k)) for k in ks}
+        levels = {k: level(p, objective) for k, p in points.items()}
+        best = max(ks, key=lambda k: (levels[k].mean, -k))
+        tied = tuple(
+            k
+            for k in ks
+            if k != best
+            and (r := difference(points[k], points[best], objective)).ci95 is not None
+            and r.ci95[1] >= 0.0
+        )
+        choice = LoadChoice(int(load.value), levels, best, tied)
+        if draws is not None:
+            choice = input_ties(draws, load, choice, points, objective)
+        out.append(choice)
+    return out
+
+
+def input_ties(
+    draws: DrawnPoints,
+    load: Load,
+    choice: LoadChoice,
+    points: dict[int, PolicyPoint],
+    objective: str,
+) -> LoadChoice:
+    """``choice`` with the k tied with the best inside the 90% interval from inputs and
+    model (sim/studies/serving/draws.py) of their paired difference k - best: the
+    contenders (``CONTENDER_SHARE``) and the best in every draw, each draw's difference
+    the nominal one moved by the paired shift, 5-95% over the draws joined with the
+    difference's 95% interval; a k whose interval reaches 0 is a tie."""
+    best, levels = choice.best, choice.levels
+    ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
+    top = abs(levels[best].mean)
+    near = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
+    contenders = sorted(set(ranked[:1]) | set(near))
+    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
+    higher = METRICS[objective].higher_is_better
+    r = draws.replications
+    intervals: dict[int, list[float] | None] = {}
+    for k in contenders:
+        nominal = difference(points[k], points[best], objective)
+        own = paired_difference(points[k].values[objective], points[best].values[objective], higher)
+        values = []
+        for got in draws.points:
+            if got is None:
+                continue
+            a, b = (
+                got[(load, FixedK(k))].values[objective],
+                got[(load, FixedK(best))].values[objective],
+            )
+            values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+        intervals[k] = interval90(values, nominal.ci95)
+    tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
+    return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)
+
+
+def _check(
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    ks: Sequence[int],
+    objective: str,
+    policies: dict[str, SpeculationPolicy],
+) -> tuple[dict[str, tuple[Check, ...]], dict[int, tuple[Ratio, ...]]]:
+    loads = [Load("concurrency", c) for c in users]
+    all_policies = [*policies.values(), *(FixedK(k) for k in ks)]
+    evaluator.ensure([(load, p) for load in loads for p in all_policies])
+    checks = {}
+    for name, policy in policies.items():
+        rows = []
+        for load in loads:
+            mine = evaluator(load, policy)
+            rows.append(
+                Check(
+                    int(load.value),
+                    level(mine, objective),
+                    {k: difference(mine, evaluator(load, FixedK(k)), objective) for k in ks},
+                )
+            )
+        checks[name] = tuple(rows)
+    fixed = {k: tuple(level(evaluator(load, FixedK(k)), objective) for load in loads) for k in ks}
+    return checks, fixed
+
+
+def best_k_table(
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    num_steps: Sequence[int],
+    objective: str = "per_user_tok_s",
+    refine: bool = True,
+    draws: DrawnPoints | None = None,
+) -> tuple[tuple[tuple[int, int, int], ...], list[LoadChoice], list[str]]:
+    """Steps 1 and 2 without the check: (table rows, selection, notes); ``draws``: ties
+    within the 90% interval from inputs and model too (``input_ties``)."""
+    ks = sorted({0, *num_steps})
+    choices = _select(evaluator, sorted(set(users)), ks, objective, draws)
+    ends, notes = refined_ends(evaluator, choices, objective) if refine else (None, [])
+    return table_rows(choices, ends), choices, notes
+
+
+def best_k(
+    evaluator: PointEvaluator,
+    users: Sequence[int],
+    num_steps: Sequence[int],
+    *,
+    objective: str = "per_user_tok_s",
+    refine: bool = True,
+    check: PointEvaluator | None = None,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+    draws: DrawnPoints | None = None,
+    draft_method: str | None = None,
+) -> BestKResult:
+    """Select the best k (0 and ``num_steps``) at each of ``users``, build the engine forms
+    and check them at another seed (``check``: an evaluator of the same plans at that
+    seed; default ``evaluator``'s builder at ``evaluator.seed + 1``). ``refine``: move each
+    boundary between two best k to where they tie (``refined_ends``); otherwise
+    boundaries sit at the geometric midpoints of the grid. ``draws``: each selection's
+    ties within the 90% interval from inputs and model (``input_ties``)."""
+    if objective not in OBJECTIVES:
+        raise SpecsimError(
+            f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
+        )
+    if (
+        METRICS[objective].needs_slo
+        and evaluator.slo.ttft_ms is None
+        and (evaluator.slo.tpot_ms is None)
+    ):
+        raise SpecsimError(
+            "goodput needs a TTFT or TPOT limit (serving.ttft_slo_ms / tpot_slo_ms)",
+            param="objective",
+        )
+    grid = sorted(set(int(u) for u in users))
+    if len(grid) < 1 or grid[0] < 1:
+        raise SpecsimError("concurrencies must be >= 1", param="concurrency")
+    ks = sorted({0, *num_steps})
+    if len(ks) < 2 or ks[0] < 0:
+        raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
+    rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine, draws)
+    threshold, note = disable_threshold(choices, rows)
+    policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
+    same = len(rows) == 1 and threshold == FixedK(rows[0][2])
+    if threshold is not None and not same:  # a one-row table is its own threshold
+        policies["threshold"] = threshold
+    checker = check or PointEvaluator(
+        evaluator.builder,
+        replications=evaluator.replications,
+        seed=evaluator.seed + 1,
+        slo=evaluator.slo,
+        executor=evaluator.executor,
+        progress=evaluator.progress,
+    )
+    checks, fixed = _check(checker, check_loads(grid), ks, objective, policies)
+    return BestKResult(
+        scenario=scenario,
+        objective=objective,
+        num_steps=tuple(ks),
+        choices=tuple(choices),
+        table=rows,
+        threshold=threshold,
+        threshold_note=note,
+        check_seed=checker.seed,
+        checks=checks,
+        fixed=fixed,
+        runs=evaluator.runs + checker.runs,
+        settings=dict(settings or {}),
+        assumptions=(*assumptions, *notes),
+        draft_method=draft_method,
+    )

@@ -1,0 +1,419 @@
+"""Capacity under SLOs: the highest Poisson rate at which a share of requests meets the
+TTFT and TPOT limits, with and without speculation, per k.
+
+SLO attainment (the share of measured requests whose TTFT and TPOT are within the limits,
+sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson arrivals are unit
+exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
+``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
+time: common random numbers along the rate, as the acceptance search has along alpha.
+The capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
+bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
+tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
+upper and lower 95% bounds of attainment cross the required share).
+
+The hint is the rate one request at a time would sustain (a lone user's output tok/s
+over the mean output length), which brackets quickly for both plain decoding and
+speculation. Each replication measures a finite number of requests: far beyond capacity
+the queue grows through the run, so attainment there depends on the run length (the
+capacity itself, where attainment is still high, does not much).
+
+Above the most requests a second a policy can answer (``service_bound``,
+sim/simulation/serving/stability.py, an upper bound from the cost model) a load has no
+steady state: its queue, and so every request's TTFT, grows without end, and the share
+meeting a TTFT limit falls to 0 as the run grows. With a TTFT limit, a rate above the
+bound therefore fails the SLO and is not simulated (it would only measure how the first
+requests of a growing queue fare, slowly). With a TPOT limit alone it is simulated, since
+a request's decoding speed stays finite while it waits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK
+from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.studies.bisection import Probe, first_passing
+from sim.studies.serving.capacity_ratio import paired_ratio_ci95
+from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.evaluator import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
+
+__all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
+
+#: How far the root finder may look on either side of the hint (a factor on the rate).
+SPAN = 4096.0
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyCapacity:
+    """One policy's capacity (None: the share is not met even at the lowest rate tried)
+    with its 95% interval, and every rate simulated with its attainment. ``at_least``:
+    the share is met even at the highest rate tried (``rate_per_s``), so the capacity is
+    that rate or more, not a crossing. ``log_rates`` (P,): every rate the search tried,
+    increasing, and ``attainment`` (P, R) each replication's SLO attainment there (0 at a
+    rate above the service bound, not simulated), for the paired interval of a ratio of
+    capacities (sim/studies/serving/capacity_ratio.py)."""
+
+    num_steps: int
+    rate_per_s: float | None
+    ci95: tuple[float | None, float | None]
+    curve: tuple[tuple[float, Ratio, Ratio], ...]  # (rate, attainment, aggregate tok/s)
+    at_least: bool = False
+    service_bound_per_s: float = math.inf
+    unstable_rates: tuple[float, ...] = ()  # rates above the bound, failing unsimulated
+    capped: bool = False  # every simulated rate above the capacity passed: the bound set it
+    log_rates: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False)
+    attainment: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), compare=False)
+
+    @property
+    def crossing(self) -> bool:
+        """The capacity is a crossing of the share (not unmet, not a lower bound)."""
+        return self.rate_per_s is not None and not self.at_least
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_steps": self.num_steps,
+            "rate_per_s": self.rate_per_s,
+            "at_least": self.at_least,
+            "ci95": list(self.ci95),
+            "curve": [
+                {"rate_per_s": r, "attainment": ratio_doc(a), "aggregate_tok_s": ratio_doc(t)}
+                for r, a, t in self.curve
+            ],
+            "service_bound_per_s": self.service_bound_per_s,
+            "unstable_rates": list(self.unstable_rates),
+            "capped_by_service_bound": self.capped,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityResult:
+    """Every policy's capacity, plain decoding first; ``gain_ci95[i]``: the paired 95%
+    interval of policy i's capacity over plain decoding's (None where that ratio has none:
+    no gain, one replication, or a leave-one-out capacity without a crossing)."""
+
+    scenario: str
+    share: float
+    policies: tuple[PolicyCapacity, ...]
+    runs: int
+    settings: dict[str, Any]
+    assumptions: tuple[str, ...]
+    gain_ci95: tuple[tuple[float, float] | None, ...]
+    #: Per policy, the capacity's and its gain's 90% intervals from inputs and model
+    #: (``capacity_intervals``; None: not drawn or no crossing).
+    interval90: tuple[dict[str, list[float | None] | None], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        base = self.policies[0]
+        drawn = self.interval90 or tuple({} for _ in self.policies)
+        return {
+            "scenario": self.scenario,
+            "share": self.share,
+            **self.settings,
+            "policies": [
+                {
+                    **p.to_dict(),
+                    "capacity_gain": _gain(p, base),
+                    "capacity_gain_ci95": None if ci is None else list(ci),
+                    **iv,
+                }
+                for p, ci, iv in zip(self.policies, self.gain_ci95, drawn, strict=True)
+            ],
+            "runs": self.runs,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _gain(p: PolicyCapacity, base: PolicyCapacity) -> float | None:
+    """Capacity over plain decoding's; None unless both are crossings (a lower bound
+    over a lower bound is no ratio)."""
+    if not (p.crossing and base.crossing and base.rate_per_s):
+        return None
+    return p.rate_per_s / base.rate_per_s  # type: ignore[operator]
+
+
+def gain_ci95(p: PolicyCapacity, base: PolicyCapacity, share: float) -> tuple[float, float] | None:
+    """The paired 95% interval of ``_gain(p, base)`` (sim/studies/serving/capacity_ratio.py)."""
+    gain = _gain(p, base)
+    if gain is None:
+        return None
+    top, bottom = (p.log_rates, p.attainment), (base.log_rates, base.attainment)
+    return paired_ratio_ci95(gain, top, bottom, share)
+
+
+def _stat(point: PolicyPoint | None, which: str) -> float:
+    if point is None:  # above the service bound: no share meets a TTFT limit for long
+        return 0.0
+    r = level(point, "slo_attainment")
+    if which == "mean":
+        return r.mean
+    if r.ci95 is None:
+        return r.mean
+    return r.ci95[0] if which == "lo" else r.ci95[1]
+
+
+def policy_capacity(
+    evaluator: PointEvaluator, k: int, share: float, hint_per_s: float, rtol: float
+) -> PolicyCapacity:
+    """Capacity of FixedK(k) (k = 0: plain decoding)."""
+    policy = FixedK(k) if k else BASELINE
+    found = evaluator.bound(Load("rate", hint_per_s), policy)
+    assert found is not None  # a rate's bound
+    bound = found.rate_per_s
+    skip_above = bound if evaluator.slo.ttft_ms is not None else math.inf
+
+    def at(log_rate: float) -> PolicyPoint | None:
+        rate = math.exp(log_rate)
+        if rate > skip_above:  # no steady state: fails a TTFT limit (module docstring)
+            return None
+        return evaluator(Load("rate", rate), policy)
+
+    lo, hi = math.log(hint_per_s / SPAN), math.log(hint_per_s * SPAN)
+    probe = Probe(at, -1, lo, hi)  # lowering the rate helps
+    kw = {"hint": math.log(hint_per_s), "step": math.log(2.0), "xtol": math.log1p(rtol)}
+
+    def root(which: str) -> float | None:
+        x = first_passing(probe, lambda p: _stat(p, which), share, **kw)
+        return None if x is None else math.exp(x)
+
+    value = root("mean")
+    top = math.exp(hi)  # the highest rate tried: passing there bounds nothing
+    at_least = value is not None and math.isclose(value, top, rel_tol=1e-12)
+    ends: tuple[float | None, float | None] = (None, None)
+    # one replication has no band (its attainment has no interval): no interval, rather
+    # than the capacity itself at both ends
+    if evaluator.replications > 1:
+        ends = (root("lo"), root("hi"))
+        if at_least:  # no crossing above: the upper end is unknown
+            ends = (ends[0], None)
+        elif value is not None and ends[1] is None:
+            ends = (ends[0], value)
+    curve = tuple(
+        (
+            math.exp(x),
+            level(p, "slo_attainment"),
+            level(p, "aggregate_tok_s"),
+        )
+        for x, p in sorted(probe.seen.items())
+        if p is not None
+    )
+    unstable = tuple(math.exp(x) for x, p in sorted(probe.seen.items()) if p is None)
+    capped = (
+        value is not None
+        and bool(unstable)
+        and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
+    )
+    tried = sorted(probe.seen.items())
+    none = np.zeros(evaluator.replications)  # above the bound: fails, not simulated
+    attainment = np.array(
+        [none if p is None else p.values["slo_attainment"] for _, p in tried], dtype=float
+    ).reshape(len(tried), evaluator.replications)
+    log_rates = np.array([x for x, _ in tried], dtype=float)
+    return PolicyCapacity(
+        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment
+    )
+
+
+def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
+    return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityTask:
+    """One policy's capacity search, for a worker process (picklable)."""
+
+    builder: PlanBuilder
+    replications: int
+    seed: int
+    slo: SloSpec
+    num_steps: int
+    share: float
+    hint_per_s: float
+    rtol: float
+
+
+def run_capacity(task: CapacityTask) -> tuple[PolicyCapacity, int]:
+    """(capacity, simulations run) of one policy, in this process."""
+    ev = PointEvaluator(task.builder, replications=task.replications, seed=task.seed, slo=task.slo)
+    out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
+    return out, ev.runs
+
+
+def capacity(
+    evaluator: PointEvaluator,
+    num_steps: Sequence[int],
+    *,
+    share: float = 0.9,
+    rtol: float = 0.02,
+    hint_per_s: float | None = None,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+    draws: DrawnPoints | None = None,
+) -> CapacityResult:
+    """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
+    seed and replications); the policies' searches run in parallel through the
+    evaluator's executor, each in one process (results do not depend on it). ``draws``:
+    each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``)."""
+    if not 0.0 < share < 1.0:
+        raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
+    if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
+        raise SpecsimError(
+            "capacity needs a TTFT or TPOT limit (serving.ttft_slo_ms / tpot_slo_ms)",
+            param="ttft_slo_ms",
+        )
+    ks = sorted(set(num_steps))
+    if not ks or ks[0] < 1:
+        raise SpecsimError("draft lengths must be >= 1", param="num_steps")
+    if hint_per_s is None:
+        alone = evaluator(Load("concurrency", 1), BASELINE)  # output tok/s of one user
+        tok_s = float(alone.values["aggregate_tok_s"].mean())
+        hint_per_s = tok_s / max(1.0, _mean_output(evaluator))
+    tasks = [
+        CapacityTask(
+            evaluator.builder,
+            evaluator.replications,
+            evaluator.seed,
+            evaluator.slo,
+            k,
+            share,
+            hint_per_s,
+            rtol,
+        )
+        for k in [0, *ks]
+    ]
+    found: dict[int, tuple[PolicyCapacity, int]] = {}
+    for done, (i, out) in enumerate(evaluator.executor.map_unordered(run_capacity, tasks), 1):
+        found[i] = out
+        if evaluator.progress:
+            evaluator.progress(done, len(tasks))
+    policies = tuple(found[i][0] for i in range(len(tasks)))
+    gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
+    return CapacityResult(
+        scenario=scenario,
+        share=share,
+        policies=policies,
+        runs=evaluator.runs + sum(n for _, n in found.values()),
+        settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol},
+        assumptions=tuple(assumptions),
+        gain_ci95=gains,
+        interval90=() if draws is None else capacity_intervals(draws, policies, gains, share),
+    )
+
+
+def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.ndarray:
+    """Each draw's capacity of policy ``p`` (D,): its SLO attainment (the nominal moved by
+    the paired shift) at the simulated rates around the nominal capacity, and outwards
+    rate by rate where a draw passes or fails at both, its crossing of ``share``
+    interpolated linearly in log rate; -inf below the rates tried, inf above, NaN for a
+    draw the scenario rejects or a policy without a crossing."""
+    out = np.full(len(draws.draws), np.nan)
+    if not p.crossing:
+        return out
+    policy = FixedK(p.num_steps) if p.num_steps else BASELINE
+    unstable = set(p.unstable_rates)
+    rows = [j for j, x in enumerate(p.log_rates) if math.exp(x) not in unstable]
+    logs = [float(p.log_rates[j]) for j in rows]
+    if len(logs) < 2:
+        return out
+    r = draws.replications
+    cache: dict[int, np.ndarray] = {}
+
+    def att(i: int, which: list[int]) -> np.ndarray:
+        load = Load("rate", math.exp(logs[i]))
+        draws.ensure([(load, policy)], which)
+        nominal = p.attainment[rows[i]]
+        got = cache.setdefault(i, np.full(len(draws.draws), np.nan))
+        for d in which:
+            pts = draws.points[d]
+            if pts is not None and (load, policy) in pts:
+                drawn = pts[(load, policy)].values["slo_attainment"]
+                got[d] = shifted(float(nominal.mean()), drawn, nominal[:r])
+        return got
+
+    x0 = math.log(p.rate_per_s)  # type: ignore[arg-type]
+    i = max(0, min(len(logs) - 2, max((j for j, x in enumerate(logs) if x <= x0), default=0)))
+    everyone = list(range(len(draws.draws)))
+    att(i, everyone)
+    att(i + 1, everyone)
+    span = {d: (i, i + 1) for d in everyone}
+    while span:
+        nxt: dict[int, tuple[int, int]] = {}
+        for d, (lo, hi) in span.items():
+            a = np.array([cache[j][d] for j in range(lo, hi + 1)])
+            if not np.all(np.isfinite(a)):
+                continue
+            passing = a >= share
+            if not passing[0]:  # fails at the lowest: below
+                if lo > 0:
+                    nxt[d] = (lo - 1, hi)
+                else:
+                    out[d] = -math.inf
+                continue
+            j = next((j for j in range(len(a) - 1) if passing[j] and not passing[j + 1]), None)
+            if j is None:  # passes at the highest: above
+                if hi < len(logs) - 1:
+                    nxt[d] = (lo, hi + 1)
+                else:
+                    out[d] = math.inf
+                continue
+            t = (a[j] - share) / (a[j] - a[j + 1])
+            out[d] = math.exp(logs[lo + j] + t * (logs[lo + j + 1] - logs[lo + j]))
+        span = nxt
+        for j in sorted({e for pair in span.values() for e in pair} - set(cache)):
+            att(j, [d for d, pair in span.items() if j in pair])
+    return out
+
+
+def capacity_intervals(
+    draws: DrawnPoints,
+    policies: Sequence[PolicyCapacity],
+    gains: Sequence[tuple[float, float] | None],
+    share: float,
+) -> tuple[dict[str, list[float | None] | None], ...]:
+    """Per policy: ``capacity_interval90`` (the draws' capacities, 5-95%, joined with the
+    capacity's 95% interval; an end None lies beyond the rates tried) and
+    ``capacity_gain_interval90`` (each draw's capacity over plain decoding's in the same
+    draw, joined with the gain's paired 95% interval)."""
+    caps = [drawn_capacities(draws, p, share) for p in policies]
+    out = []
+    for p, cap, gain_ci in zip(policies, caps, gains, strict=True):
+        row: dict[str, list[float | None] | None] = {}
+        if p.crossing:
+            row["capacity_interval90"] = _open_interval(cap, p.ci95)
+        base = caps[0]
+        g = _gain(p, policies[0])
+        if g is not None and p is not policies[0]:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = cap / base
+            ok = np.isfinite(ratio)
+            ends = interval90(ratio[ok].tolist(), gain_ci, positive=True)
+            row["capacity_gain_interval90"] = None if ends is None else [*ends]
+        out.append(row)
+    return tuple(out)
+
+
+def _open_interval(
+    values: np.ndarray, ci95: tuple[float | None, float | None]
+) -> list[float | None]:
+    """5-95% of ``values`` (inf: beyond the rates tried) joined with ``ci95``; an end
+    beyond is None."""
+    v = values[~np.isnan(values)]
+    ends: list[float] = []
+    if v.size:
+        ends += [float(q) for q in np.quantile(v, [0.05, 0.95], method="inverted_cdf")]
+    lo_mc, hi_mc = ci95
+    ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
+    lo, hi = min(ends), max(ends)
+    return [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
+
+
+def _mean_output(evaluator: PointEvaluator) -> float:
+    plan = evaluator.builder(Load("concurrency", 1), evaluator.builder.default_steps)
+    return float(plan.workload.output_tokens.mean)

@@ -1,0 +1,352 @@
+"""90% intervals of serving answers from inputs and model: drawn scenarios on common
+random numbers.
+
+A serving answer (a paired gain at a load, where speculation stops paying, the best k)
+moves with the scenario's uncertain inputs (sim/binding/uncertainty.py
+``serving_inputs``: every ``[uncertainty]`` entry with its range or stderr, batched cost
+terms a calibration left unidentified included once the scenario carries them so, the
+acceptance decay prior, the shape's tilt, the derived-compute efficiency, and the default
+batched terms of ``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
+re-run whole at every draw; it is made affordable three ways:
+
+* ``DRAWS`` scrambled Sobol draws of the inputs (sim/binding/uncertainty.py
+  ``draw_inputs``), each a set of overrides of the scenario (``draw_overrides``);
+* each draw runs only ``DRAW_REPLICATIONS`` replications, on the seeds of the nominal run's
+  first replications (common random numbers: the same users, arrivals, lengths and
+  acceptance uniforms), and only at the loads that decide the answer (a crossing's
+  neighbouring grid loads; the one load of ``serve``);
+* a draw's answer is the nominal answer moved by the paired shift, the mean over those
+  replications of (draw - nominal): a control variate, the Monte Carlo noise the two
+  share cancels, so two replications measure a shift that one draw would need the whole
+  run for.
+
+The 90% interval is the 5% and 95% quantiles of the draws' answers joined with the nominal
+answer's own Monte Carlo 95% interval (``interval90``): a scenario without uncertain
+inputs gets the Monte Carlo interval alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK
+from sim.scenario.schema import Scenario
+from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.records import ServingRecord
+from sim.studies.serving.evaluator import (
+    BASELINE,
+    PointEvaluator,
+    PointTask,
+    ScenarioPlans,
+    run_point,
+)
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint
+
+__all__ = [
+    "DRAWS",
+    "DRAW_REPLICATIONS",
+    "INTERVAL_LABEL",
+    "DrawnPoints",
+    "describe_inputs",
+    "input_draws",
+    "interval90",
+    "prediction_half_width",
+    "shifted",
+]
+
+#: Sobol draws of the uncertain inputs a serving answer takes (a power of 2).
+DRAWS = 8
+#: Replications each draw runs at a deciding load (the nominal run's first seeds).
+DRAW_REPLICATIONS = 2
+INTERVAL_LABEL = "90% interval from inputs and model"
+
+Overrides = tuple[tuple[str, Any], ...]
+
+
+def input_draws(scenario: Scenario, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
+    """The overrides of ``draws`` Sobol draws of the scenario's serving inputs (none
+    without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``."""
+    # lazy: the uncertainty layer only when a study draws
+    from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
+
+    inputs = serving_inputs(scenario)
+    if not inputs or draws < 1:
+        return ()
+    values = draw_inputs(scenario, inputs, draws, seed)
+    return tuple(tuple(draw_overrides(scenario, inputs, row).items()) for row in values)
+
+
+def describe_inputs(scenario: Scenario) -> list[dict[str, Any]]:
+    """The drawn inputs for a document: field, origin, reason, and range or stderr."""
+    from sim.binding.uncertainty import serving_inputs  # lazy: as in input_draws
+
+    out = []
+    for inp in serving_inputs(scenario):
+        row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
+        if inp.kind == "normal":
+            row["stderr"] = inp.stderr
+        else:
+            row["range"] = list(inp.ends() if inp.kind == "prior" else (inp.low, inp.high))
+        out.append(row)
+    return out
+
+
+def prediction_half_width(values: np.ndarray) -> float:
+    """Half the 90% prediction interval of one more draw from the distribution ``values``
+    (n,) were drawn from, normal: t(0.95, n - 1) x s x sqrt(1 + 1/n) (s the sample standard
+    deviation; 0 for fewer than two values). n draws' own 5-95% quantiles are a sample's:
+    they hold a new draw about (n - 1) / (n + 1) of the time at most (7 in 9 at 8 draws)."""
+    n = values.size
+    if n < 2:
+        return 0.0
+    from scipy.special import stdtrit  # lazy: scipy.special at import is slow
+
+    s = float(np.std(values, ddof=1))
+    return float(stdtrit(n - 1, 0.95)) * s * float(np.sqrt(1.0 + 1.0 / n))
+
+
+def interval90(
+    values: Sequence[float], ci95: tuple[float, float] | None, positive: bool = False
+) -> list[float] | None:
+    """The 90% interval of the answer: the draws' answers ``values``' 5-95% quantiles
+    joined with their normal prediction interval (mean +- ``prediction_half_width``: where
+    one more draw of the inputs would fall; ``positive``: a level or a ratio, whose draws
+    are all > 0, takes it on the log scale, so that it stays above 0 and skews as the
+    draws do) and with the Monte Carlo ``ci95`` of the nominal answer; NaN answers (a draw
+    the scenario rejects) are left out; None when there is neither."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    ends: list[float] = []
+    if v.size:
+        ends += [float(q) for q in np.quantile(v, [0.05, 0.95])]
+        if positive and np.all(v > 0):
+            logs = np.log(v)
+            half = prediction_half_width(logs)
+            ends += [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
+        else:
+            half = prediction_half_width(v)
+            ends += [float(v.mean()) - half, float(v.mean()) + half]
+    if ci95 is not None:
+        ends += [float(ci95[0]), float(ci95[1])]
+    return [min(ends), max(ends)] if ends else None
+
+
+def shifted(nominal: float, drawn: np.ndarray, first: np.ndarray) -> float:
+    """The nominal answer moved by the paired shift: ``nominal`` + mean(``drawn`` -
+    ``first``), ``drawn`` (r,) a draw's replications and ``first`` (r,) the nominal run's
+    replications on the same seeds."""
+    return float(nominal + np.mean(np.asarray(drawn) - np.asarray(first)))
+
+
+def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+    """Per replication gain of ``a`` over ``b`` (> 1: ``a`` better; as
+    sim/studies/serving/paired_metrics.py ``gain``)."""
+    num, den = (a, b) if METRICS[metric].higher_is_better else (b, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+Key = tuple[Load, Any]
+
+
+@dataclass
+class DrawnPoints:
+    """The study's (load, policy) points in every draw: ``points[i][key]`` a
+    ``PolicyPoint`` of ``DRAW_REPLICATIONS`` replications of draw i (None: the scenario
+    rejects the draw). Run through the evaluator's executor, every draw and point at once."""
+
+    evaluator: PointEvaluator
+    draws: tuple[Overrides, ...]
+    replications: int = DRAW_REPLICATIONS
+
+    def __post_init__(self) -> None:
+        self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
+        self.replications = min(self.replications, self.evaluator.replications)
+
+    def ensure(self, keys: Sequence[Key], which: Sequence[int] | None = None) -> None:
+        """Run ``keys`` in the draws ``which`` (default: every draw) not yet run there, in
+        one batch through the evaluator's executor."""
+        ev = self.evaluator
+        todo: list[tuple[int, Key]] = []
+        tasks: list[PointTask] = []
+        for i in range(len(self.draws)) if which is None else which:
+            ov, got = self.draws[i], self.points[i]
+            if got is None:
+                continue
+            plans = ev.builder
+            assert isinstance(plans, ScenarioPlans)  # a scenario's plans are drawn
+            builder = replace(plans, drawn=ov, draws=())
+            try:
+                builder.scenario(None, builder.default_steps)
+            except SpecsimError:
+                self.points[i] = None  # outside what the scenario allows
+                continue
+            for key in dict.fromkeys(keys):
+                if key not in got:
+                    load, policy = key
+                    todo.append((i, key))
+                    tasks.append(
+                        PointTask(builder, load, policy, self.replications, ev.seed, ev.slo)
+                    )
+        for j, point in ev.executor.map_unordered(run_point, tasks):
+            i, key = todo[j]
+            got = self.points[i]
+            assert got is not None
+            got[key] = point
+
+    def gains(
+        self,
+        load: Load,
+        k: int,
+        metric: str,
+        which: Sequence[int] | None = None,
+        versus: int = 0,
+    ) -> np.ndarray:
+        """Each draw's paired gain of k over k = ``versus`` (default plain decoding) at
+        ``load`` (D,): the nominal gain shifted (``shifted``); NaN for a rejected draw and
+        one not in ``which``."""
+        other = BASELINE if versus == 0 else FixedK(versus)
+        self.ensure([(load, FixedK(k)), (load, other)], which)
+        ev = self.evaluator
+        spec, base = ev(load, FixedK(k)), ev(load, other)
+        r = self.replications
+        nominal = paired_gain(spec.values[metric], base.values[metric], metric)
+        out = np.full(len(self.draws), np.nan)
+        for i, got in enumerate(self.points):
+            if got is None or (load, FixedK(k)) not in got or (load, other) not in got:
+                continue
+            g = paired_gain(
+                got[(load, FixedK(k))].values[metric], got[(load, other)].values[metric], metric
+            )
+            out[i] = shifted(float(np.mean(nominal)), g, nominal[:r])
+        return out
+
+    def levels(self, load: Load, policy: Any, metric: str) -> np.ndarray:
+        """Each draw's level of ``metric`` for ``policy`` at ``load`` (D,), shifted."""
+        self.ensure([(load, policy)])
+        nominal = self.evaluator(load, policy).values[metric]
+        r = self.replications
+        out = np.full(len(self.draws), np.nan)
+        for i, got in enumerate(self.points):
+            if got is not None:
+                drawn = got[(load, policy)].values[metric]
+                out[i] = shifted(float(np.mean(nominal)), drawn, nominal[:r])
+        return out
+
+
+def ratio_interval(r: Ratio, draws: np.ndarray) -> list[float] | None:
+    """``interval90`` of a Ratio's draws joined with its own 95% interval."""
+    return interval90(draws.tolist(), r.ci95, positive=True)
+
+
+def doc(scenario: Scenario, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
+    """What a document says about its intervals: the label, draws, replications per draw
+    and the inputs drawn."""
+    return {
+        "label": INTERVAL_LABEL,
+        "draws": len(draws),
+        "replications_per_draw": replications if draws else 0,
+        "inputs": describe_inputs(scenario),
+    }
+
+
+def highest_measured_batch(scenario: Scenario) -> int:
+    """The largest batch the scenario's costs are measured at: its ``[[timing.points]]``'
+    batches, 1 (the batch-1 ``[timing]``) without any."""
+    return max([1, *(p.batch for p in scenario.timing.points or ())])
+
+
+def beyond_note(scenario: Scenario, batch: float) -> str | None:
+    """The note of an answer at a decode batch above the highest measured one (None: not
+    above it): the batched costs there are the hardware model's, their spread drawn only
+    where the scenario states it."""
+    top = highest_measured_batch(scenario)
+    if batch <= top:
+        return None
+    return (
+        f"beyond the highest measured batch ({top}): at batch {batch:.3g} the batched costs "
+        "are the hardware model's extrapolation; the interval holds the spread the scenario "
+        "states for them, not a measurement there"
+    )
+
+
+#: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py
+#: ``METRICS`` names), levels of each policy and the paired speedup.
+SERVE_METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "tpot_p50_ms")
+
+
+def serve_intervals(
+    scenario: Scenario,
+    records: Mapping[str, list[ServingRecord]],
+    *,
+    slo: Any,
+    seed: int,
+    base_dir: Any = None,
+    source: str = "scenario",
+    workers: int = 1,
+    baseline: str = "baseline",
+    batch: float = 1.0,
+    draws: int = DRAWS,
+    replications: int = DRAW_REPLICATIONS,
+) -> dict[str, Any]:
+    """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
+    (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
+    speedup over ``baseline``, each the draws' answers (every draw ``replications``
+    replications at the nominal run's first seeds, the nominal moved by the paired shift)
+    joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
+    of the nominal run, against the highest measured one (``beyond_note``)."""
+    # lazy: the serving setup only when serve draws
+    from sim.scenario.load import with_overrides
+    from sim.simulation.serving.setup import serving_setup
+    from sim.simulation.serving.simulate import simulate_serving
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
+
+    overrides = input_draws(scenario, seed, draws)
+    r = min(replications, min(len(v) for v in records.values()))
+    nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
+    first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
+    drawn: list[dict[str, PolicyPoint]] = []
+    for ov in overrides:
+        try:
+            sc = with_overrides(scenario, dict(ov), source="uncertainty")
+            setup = serving_setup(sc, base_dir=base_dir, source=source)
+        except SpecsimError:
+            continue  # outside what the scenario allows
+        run = simulate_serving(
+            setup.plan, setup.policies, replications=r, seed=seed, workers=workers
+        )
+        drawn.append({name: policy_point(recs, slo) for name, recs in run.records.items()})
+    levels: dict[str, dict[str, list[float] | None]] = {}
+    for name, point in nominal.items():
+        levels[name] = {}
+        for m in SERVE_METRICS:
+            values = [
+                shifted(float(np.mean(point.values[m])), d[name].values[m], first[name].values[m])
+                for d in drawn
+            ]
+            levels[name][m] = interval90(values, level(point, m).ci95, positive=True)
+    speedup: dict[str, dict[str, list[float] | None]] = {}
+    for name, point in nominal.items():
+        if name == baseline or baseline not in nominal:
+            continue
+        speedup[name] = {}
+        for m in SERVE_METRICS:
+            g = gain(point, nominal[baseline], m)
+            own = paired_gain(first[name].values[m], first[baseline].values[m], m)
+            values = [
+                shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
+                for d in drawn
+            ]
+            speedup[name][m] = interval90(values, g.ci95, positive=True)
+    note = beyond_note(scenario, batch)
+    return {
+        **doc(scenario, overrides, r),
+        "draws_run": len(drawn),
+        "levels": levels,
+        "speedup": speedup,
+        **({"note": note} if note else {}),
+    }

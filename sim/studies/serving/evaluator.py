@@ -1,0 +1,314 @@
+"""Running policies at loads: plan builders and a memoizing evaluator.
+
+A ``PlanBuilder`` turns (load, num_steps) into a ``ServingPlan``. ``ScenarioPlans`` does it
+the way ``sweep`` does for a serving point: the scenario with ``serving.concurrency`` (or
+``serving.rate_per_s``) and ``speculation.num_steps`` overridden, then
+``serving_setup`` (sim/simulation/serving/setup.py), so a study's point and the sweep's
+point at the same fields and seed are the same simulation.
+
+``PointEvaluator`` runs (load, policy) pairs at one seed and number of replications and
+keeps every result, so studies that revisit a load (bisection, band inversion, several
+metrics, several k) never run it twice; the baseline (k = 0) of a load is one run shared by
+every k. Batches of new points run through the one executor (sim/parallel.py), each point
+in one process with its own seed: results never depend on the worker count.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sim.errors import SpecsimError
+from sim.model.policy import FixedK, SpeculationPolicy
+from sim.parallel import Executor, LocalExecutor
+from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.metrics import SloSpec
+from sim.simulation.serving.setup import ServingSetup, serving_setup
+from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
+
+__all__ = [
+    "BASELINE",
+    "PlanBuilder",
+    "PointEvaluator",
+    "PointTask",
+    "ScenarioPlans",
+    "plan_steps",
+    "run_point",
+]
+
+#: The plain-decoding policy every gain is measured against.
+BASELINE = FixedK(0)
+#: Keys of the scenario's serving section that the decision studies set themselves: the
+#: load and the speculation policy.
+STUDY_KEYS: tuple[str, ...] = (
+    "concurrency",
+    "rate_per_s",
+    "trace",
+    "trace_format",
+    "trace_rate_scale",
+    "trace_window_s",
+    "k_table",
+    "disable_above_batch",
+)
+
+
+class PlanBuilder(Protocol):
+    """(load, num_steps) -> the serving plan; ``default_steps``: the plan the baseline
+    runs on (any k gives the baseline the same records; the scenario's own k is used)."""
+
+    @property
+    def default_steps(self) -> int: ...
+
+    def __call__(self, load: Load, num_steps: int) -> ServingPlan: ...
+
+
+def plan_steps(policy: SpeculationPolicy, builder: PlanBuilder) -> int:
+    """The num_steps of the plan a policy runs on: its largest k (the baseline's: the
+    builder's default)."""
+    return policy.max_k if policy.max_k > 0 else builder.default_steps
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioPlans:
+    """Plans of a scenario at any load and k (picklable: the scenario as a mapping).
+
+    ``base`` is the scenario's mapping with its verify tokens pinned (the measured verify
+    stays the measured one at every k, as in search and sweep) and without its own load,
+    k table or disable threshold (the studies set the load and choose the policy).
+    ``base_dir``: where the scenario's relative paths (an empirical lengths trace) start.
+    """
+
+    base: dict[str, Any]
+    source: str = "scenario"
+    base_dir: str | None = None
+    #: Overrides of one draw of the uncertain inputs (sim/studies/serving/draws.py),
+    #: applied at every load and k; empty: the scenario as given.
+    drawn: tuple[tuple[str, Any], ...] = ()
+    #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
+    #: loaded (sim/studies/serving/draws.py ``input_draws``); empty: none.
+    draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
+
+    @staticmethod
+    def of(
+        scenario: Scenario, *, source: str = "scenario", base_dir: str | Path | None = None
+    ) -> ScenarioPlans:
+        if scenario.num_steps < 1 or scenario.acceptance is None:
+            raise SpecsimError(
+                "the scenario does not speculate (speculation.num_steps 0 or no [acceptance]): "
+                "nothing to compare with plain decoding",
+                source=source,
+                field="speculation.num_steps",
+            )
+        if scenario.speculation.is_tree:
+            # the studies vary a chain's k (FixedK(k)): on a tree scenario they ran chains of
+            # its top-1 rates without a word, and refused a k the tree cannot have
+            sp, field = scenario.speculation, "speculation.topk"
+            raise SpecsimError(
+                f"{sp.topk}: the scenario drafts a tree ({sp.num_steps}/{sp.topk}/"
+                f"{sp.num_draft_tokens}), and crossover, best-k, capacity and controllers "
+                "compare chains of k drafts with plain decoding: compare the tree with "
+                "`specsim tree-load` or `specsim serve`, or study chains of its top-1 rates "
+                "with --set speculation.topk=1",
+                source=f"{source} ({via})"
+                if (via := scenario.origins.overrides.get(field))
+                else source,
+                field=field,
+            )
+        raw = pin_verify_tokens(scenario).model_dump(exclude_none=True)
+        raw = copy.deepcopy(raw)
+        for key in STUDY_KEYS:
+            raw.get("serving", {}).pop(key, None)
+        return ScenarioPlans(raw, source, None if base_dir is None else str(base_dir))
+
+    @property
+    def default_steps(self) -> int:
+        return int(self.base["speculation"]["num_steps"])
+
+    def scenario(self, load: Load | None, num_steps: int) -> Scenario:
+        """The base scenario at ``load`` (None: its own) and ``num_steps``."""
+        base = scenario_from_dict(self.base, source=self.source)
+        over: dict[str, Any] = {**dict(self.drawn), "speculation.num_steps": num_steps}
+        if load is not None:
+            over.update(load.overrides())
+        return with_overrides(base, over, source=self.source)
+
+    def setup(self, load: Load | None, num_steps: int) -> ServingSetup:
+        base_dir = Path(self.base_dir) if self.base_dir else None
+        return serving_setup(self.scenario(load, num_steps), base_dir=base_dir, source=self.source)
+
+    def __call__(self, load: Load, num_steps: int) -> ServingPlan:
+        return self.setup(load, num_steps).plan
+
+
+@dataclass(frozen=True, slots=True)
+class PointTask:
+    """One policy at one load (picklable)."""
+
+    builder: PlanBuilder
+    load: Load
+    policy: SpeculationPolicy
+    replications: int
+    seed: int
+    slo: SloSpec
+    keep_samples: bool = False
+
+
+def run_point(
+    task: PointTask,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PolicyPoint:
+    """Simulate one task: its replications in this process, or through ``executor``
+    (identical results); ``progress(done, total)`` after each replication."""
+    plan = task.builder(task.load, plan_steps(task.policy, task.builder))
+    try:
+        run = simulate_serving(
+            plan,
+            {"policy": task.policy},
+            replications=task.replications,
+            seed=task.seed,
+            executor=executor,
+            progress=progress,
+        )
+    except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
+        raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None
+    return policy_point(run.records["policy"], task.slo, task.keep_samples)
+
+
+Key = tuple[Load, SpeculationPolicy]
+
+
+class PointEvaluator:
+    """Memoized (load, policy) -> ``PolicyPoint`` at one seed and replication count.
+
+    ``progress(done, total)`` is called as each batch's points finish, and while points
+    run one at a time (a bisection's steps: the total is not known ahead) as each of
+    their replications finishes, with the replications run so far since the last batch
+    and total None; ``runs`` counts the simulations run. ``keep_samples``: loads whose
+    points keep pooled latency samples.
+    ``check(load, policies)``: whether an open load is above what a policy answers
+    (sim/simulation/serving/stability.py), which a study asks before simulating a rate: a
+    point above its policy's bound has no steady state to measure.
+    """
+
+    def __init__(
+        self,
+        builder: PlanBuilder,
+        *,
+        replications: int,
+        seed: int,
+        slo: SloSpec | None = None,
+        executor: Executor | None = None,
+        progress: Callable[[int, int | None], None] | None = None,
+        keep_samples: Iterable[Load] = (),
+    ):
+        if replications < 1:
+            raise SpecsimError(f"must be >= 1, got {replications}", param="replications")
+        self.builder = builder
+        self.replications = replications
+        self.seed = seed
+        self.slo = slo or SloSpec()
+        self.executor = executor or LocalExecutor(1)
+        self.progress = progress
+        self.keep_samples = set(keep_samples)
+        self.memo: dict[Key, PolicyPoint] = {}
+        self.bounds: dict[Key, ServiceBound] = {}
+        self._one_by_one = 0  # replications run one point at a time since the last batch
+
+    @property
+    def runs(self) -> int:
+        return len(self.memo)
+
+    def bound(self, load: Load, policy: SpeculationPolicy) -> ServiceBound | None:
+        """The most requests a second ``policy`` answers on the plan at ``load`` (None for
+        a closed loop, which is always stable; computed once, nothing simulated)."""
+        if load.integer:
+            return None
+        key = (load, policy)
+        if key not in self.bounds:
+            plan = self.builder(load, plan_steps(policy, self.builder))
+            self.bounds[key] = service_bound(plan, policy)
+        return self.bounds[key]
+
+    def check(self, load: Load, policies: Mapping[str, SpeculationPolicy]) -> LoadCheck | None:
+        """The rate of ``load`` against each policy's bound (by name); None for a closed
+        loop."""
+        if load.integer:
+            return None
+        found = {name: self.bound(load, p) for name, p in policies.items()}
+        return LoadCheck(float(load.value), {n: b for n, b in found.items() if b is not None})
+
+    def stable(self, load: Load, policy: SpeculationPolicy) -> bool:
+        """False when ``load`` is a rate above ``policy``'s bound."""
+        b = self.bound(load, policy)
+        return b is None or float(load.value) <= b.rate_per_s
+
+    def _task(self, load: Load, policy: SpeculationPolicy) -> PointTask:
+        return PointTask(
+            self.builder,
+            load,
+            policy,
+            self.replications,
+            self.seed,
+            self.slo,
+            load in self.keep_samples,
+        )
+
+    def ensure(self, keys: Sequence[Key]) -> None:
+        """Run every (load, policy) not yet run, in parallel through the executor."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        if not missing:
+            return
+        tasks = [self._task(load, policy) for load, policy in missing]
+        if len(tasks) == 1:  # one point (a bisection step): its replications in parallel
+            self.memo[missing[0]] = run_point(tasks[0], self.executor, self._replication_done)
+            self._one_by_one += tasks[0].replications
+            return
+        self._one_by_one = 0
+        for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
+            self.memo[missing[i]] = point
+            if self.progress:
+                self.progress(done, len(tasks))
+
+    def _replication_done(self, done: int, total: int) -> None:
+        """One replication of a point run alone finished: the count so far, no total."""
+        if self.progress:
+            self.progress(self._one_by_one + done, None)
+
+    def __call__(self, load: Load, policy: SpeculationPolicy) -> PolicyPoint:
+        key = (load, policy)
+        if key not in self.memo:
+            self.ensure([key])
+        return self.memo[key]
+
+
+def study_settings(builder: ScenarioPlans, load: Load) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The settings a study's document records (seed, replications, requests, lengths,
+    scheduler, SLOs) and the setup's assumptions at ``load`` (its load line left out:
+    a study names its own loads). Warm-up grows with the concurrency; it is given here at
+    ``load``."""
+    setup = builder.setup(load, builder.default_steps)
+    plan = setup.plan
+    w, sched = plan.workload, plan.scheduler
+    settings: dict[str, Any] = {
+        "seed": setup.seed,
+        "replications": setup.replications,
+        "requests": w.requests,
+        "warmup_requests": w.warmup,
+        "input_tokens_mean": w.input_tokens.mean,
+        "output_tokens_mean": w.output_tokens.mean,
+        "max_running_requests": sched.max_running_requests,
+        "batching": sched.batching,
+        "prefill": sched.prefill,
+        "kv_capacity_tokens": sched.kv_capacity_tokens,
+        "slo": {"ttft_ms": setup.slo.ttft_ms, "tpot_ms": setup.slo.tpot_ms},
+    }
+    notes = tuple(a for a in setup.assumptions if not a.startswith(("load:", "warm-up:")))
+    return settings, notes

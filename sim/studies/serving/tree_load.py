@@ -1,0 +1,419 @@
+"""Chain against tree as concurrency grows: where a draft tree stops beating the chain.
+
+At each concurrency C of a grid (a closed loop of C users) the serving simulation runs
+plain decoding, every chain and every tree asked for on the same users, arrivals, lengths
+and per-request acceptance draws (common random numbers, sim/simulation/serving/simulate.py;
+one seed for every C, so neighbouring loads share their users too). Per policy: per-user
+and aggregate tok/s with 95% intervals across replications; per (tree, chain) pair: the
+paired ratio tree / chain of replication means. A tree beats a chain at C when that ratio
+is above 1.
+
+The crossover of a pair: the first grid concurrency at which the ratio's mean falls below 1
+after being above it (``first_loss``), the last one above it before (``last_win``), and the
+concurrency at which the ratio interpolated linearly against log C crosses 1 (``at``). The
+interval is the grid's: the ratio is smooth in C and a finer grid narrows it. A tree that
+loses already at the smallest C, or wins at every C on the grid, has no crossover there
+(``never_wins`` / ``always_wins``). The ratio need not be monotone (on an MoE the tree's
+extra verify tokens read extra experts only until the batch reads nearly all of them), so
+loads beyond the first loss where the tree wins again are listed (``wins_again``).
+
+The best draft per load: at each C the policy with the largest mean per-user tok/s, and
+from those a ``serving.draft_table`` (``[start_bs, end_bs, num_steps, topk,
+num_draft_tokens]`` rows, boundaries at the geometric midpoints between grid loads): the
+decode batch of a closed loop of C users is about C (less while prompts prefill), so the
+table keys the winner of load C to batch sizes around C. It is a recommendation from this
+grid, not a simulated policy; ``specsim serve --set serving.draft_table=...`` runs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from sim.errors import SpecsimError
+from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
+from sim.model.policy import FixedK
+from sim.model.tree import Tree
+from sim.model.tree.acceptance import TreeDraft
+from sim.parallel import Executor
+from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
+from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
+from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
+from sim.simulation.serving.simulate import simulate_serving
+from sim.studies.serving.draws import (
+    DRAW_REPLICATIONS,
+    beyond_note,
+    doc,
+    highest_measured_batch,
+    input_draws,
+)
+from sim.studies.serving.tree_load_draws import (
+    PairArrays,
+    crossing_interval,
+    drawn_ratios,
+    ratio_interval,
+)
+
+__all__ = [
+    "Crossing",
+    "LoadPoint",
+    "TreeLoadResult",
+    "check_chains",
+    "draft_name",
+    "parse_tree",
+    "table_row",
+    "tree_load_study",
+]
+
+#: The metrics compared, per-user first.
+METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s")
+
+Progress = Callable[[int, int], None]
+
+
+def parse_tree(text: str) -> TreeDraft:
+    """``num_steps/topk/num_draft_tokens`` (e.g. ``5/4/8``) as SGLang's tree, validated as
+    ``[speculation]`` is (SpecsimError naming ``--tree`` otherwise)."""
+    parts = text.replace(",", "/").split("/")
+    try:
+        steps, topk, n = (int(p) for p in parts)
+    except ValueError:
+        raise SpecsimError(
+            f"{text!r}: a tree is num_steps/topk/num_draft_tokens, e.g. 5/4/8", param="trees"
+        ) from None
+    if topk < 2:
+        raise SpecsimError(f"{text!r}: topk 1 is a chain (give it as a chain)", param="trees")
+    try:
+        SpeculationSpec(num_steps=steps, topk=topk, num_draft_tokens=n)
+    except ValidationError as exc:
+        msg = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise SpecsimError(f"{text!r}: {msg}", param="trees") from None
+    return TreeDraft(steps, topk, n)
+
+
+def check_chains(chains: Sequence[int]) -> None:
+    """SpecsimError naming ``--chain`` unless there is a chain and every length is within
+    the bound on ``speculation.num_steps`` (1 to ``MAX_NUM_STEPS``)."""
+    if not chains:
+        raise SpecsimError("give at least one chain length", param="chains")
+    for k in chains:
+        if not 1 <= k <= MAX_NUM_STEPS:
+            raise SpecsimError(
+                f"{k} is not in the range 1<=x<={MAX_NUM_STEPS} (the bound on "
+                "speculation.num_steps)",
+                param="chains",
+            )
+
+
+def draft_name(draft: Draft) -> str:
+    """A short policy name: ``off``, ``chain 3``, ``tree 5/4/8``."""
+    if isinstance(draft, int):
+        return "off" if draft == 0 else f"chain {draft}"
+    return describe_draft(draft)
+
+
+def table_row(start: int, end: int, draft: Draft) -> list[int]:
+    """A ``serving.draft_table`` row for ``draft`` (a chain or an SGLang tree)."""
+    if isinstance(draft, int):
+        return [start, end, draft, 1, draft + 1]
+    if isinstance(draft, TreeDraft):
+        return [start, end, draft.num_steps, draft.topk, draft.num_draft_tokens]
+    raise ValueError("a static tree has no draft_table row")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPoint:
+    """One concurrency: per policy (by name) the mean per-user and aggregate tok/s and
+    accept length with their intervals, the mean decode batch, and per (tree, chain) pair
+    the paired ratios ``vs_chain[tree][chain][metric]``."""
+
+    concurrency: int
+    per_user_tok_s: dict[str, Ratio]
+    aggregate_tok_s: dict[str, Ratio]
+    accept_length: dict[str, Ratio]
+    mean_batch: Ratio
+    vs_chain: dict[str, dict[str, dict[str, Ratio]]]
+    #: ``vs_chain``'s 90% intervals from inputs and model (sim/studies/serving/tree_load_draws.py;
+    #: without draws: the Monte Carlo 95% interval), same keys.
+    vs_chain_interval90: dict[str, dict[str, dict[str, list[float] | None]]] = field(
+        default_factory=dict
+    )
+    #: The largest policy's mean decode batch is above the largest batch the scenario's
+    #: costs are measured at (sim/studies/serving/draws.py ``beyond_note``).
+    beyond_measured: bool = False
+
+    @property
+    def best(self) -> str:
+        """The policy with the largest mean per-user tok/s here."""
+        return max(self.per_user_tok_s, key=lambda n: self.per_user_tok_s[n].mean)
+
+
+@dataclass(frozen=True, slots=True)
+class Crossing:
+    """Where ``tree`` stops beating ``chain`` on ``metric`` (see the module docstring)."""
+
+    tree: str
+    chain: str
+    metric: str
+    last_win: int | None
+    first_loss: int | None
+    at: float | None
+    wins_again: tuple[int, ...] = ()
+    #: The crossing's 90% interval from inputs and model (sim/studies/serving/tree_load_draws.py
+    #: ``crossing_interval``; an end None: off the grid); None: not computed.
+    interval90: tuple[float | None, float | None] | None = None
+
+    @property
+    def never_wins(self) -> bool:
+        return self.last_win is None
+
+    @property
+    def always_wins(self) -> bool:
+        return self.last_win is not None and self.first_loss is None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLoadResult:
+    """The study over a grid of concurrencies (see the module docstring)."""
+
+    scenario: str
+    concurrencies: tuple[int, ...]
+    drafts: dict[str, Draft]
+    points: tuple[LoadPoint, ...]
+    replications: int
+    requests: int
+    seed: int
+    assumptions: tuple[str, ...]
+    crossings: tuple[Crossing, ...] = field(default=())
+    #: What the intervals took (sim/studies/serving/draws.py ``doc``: label, draws,
+    #: replications a draw, the inputs drawn) with ``draws_run``, and the note of loads
+    #: beyond the highest measured batch.
+    intervals: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def trees(self) -> tuple[str, ...]:
+        return tuple(n for n, d in self.drafts.items() if is_tree(d))
+
+    @property
+    def chains(self) -> tuple[str, ...]:
+        return tuple(n for n, d in self.drafts.items() if not is_tree(d) and d != 0)
+
+    def best_table(self) -> list[list[int]] | None:
+        """``serving.draft_table`` rows of the best policy per load (static trees and ties
+        merged; see the module docstring); None when a static tree (``[speculation.tree]``)
+        is best at some load: a table row names SGLang's trees and chains only."""
+        rows: list[list[int]] = []
+        grid = self.concurrencies
+        if any(isinstance(self.drafts[p.best], Tree) for p in self.points):
+            return None
+        for i, point in enumerate(self.points):
+            draft = self.drafts[point.best]
+            start = 1 if i == 0 else rows[-1][1] + 1
+            end = 1024 if i == len(grid) - 1 else max(start, int(math.sqrt(grid[i] * grid[i + 1])))
+            if rows and table_row(0, 0, draft)[2:] == rows[-1][2:]:
+                rows[-1][1] = end
+            else:
+                rows.append(table_row(start, end, draft))
+        return rows
+
+
+def _crossing(
+    tree: str, chain: str, metric: str, grid: Sequence[int], ratios: Sequence[float]
+) -> Crossing:
+    last_win: int | None = None
+    for i, (c, r) in enumerate(zip(grid, ratios, strict=True)):
+        if r > 1.0:
+            last_win = c
+            continue
+        again = tuple(g for g, x in zip(grid[i + 1 :], ratios[i + 1 :], strict=True) if x > 1.0)
+        if last_win is None:
+            return Crossing(tree, chain, metric, None, c, None, again)
+        a, b = math.log(grid[i - 1]), math.log(c)
+        ra = ratios[i - 1]
+        at = math.exp(a + (ra - 1.0) / (ra - r) * (b - a)) if ra != r else float(c)
+        return Crossing(tree, chain, metric, last_win, c, at, again)
+    return Crossing(tree, chain, metric, last_win, None, None)
+
+
+def tree_load_study(
+    scenario: Scenario,
+    concurrencies: Sequence[int],
+    *,
+    chains: Sequence[int] | None = None,
+    trees: Sequence[TreeDraft | Tree] = (),
+    workers: int = 1,
+    executor: Executor | None = None,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+    progress: Progress | None = None,
+    draws: int = 0,
+) -> TreeLoadResult:
+    """Chains and trees of ``scenario`` against concurrency (see the module docstring).
+
+    ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
+    scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
+    drafts one). At least one tree and one chain; the scenario's acceptance (with a rank
+    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's. ``draws``:
+    Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
+    every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
+    """
+    own = scenario_draft(scenario)
+    tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
+    if not tree_list:
+        raise SpecsimError(
+            "no tree to compare: the scenario drafts a chain; give a tree (num_steps/topk/"
+            "num_draft_tokens)",
+            param="trees",
+        )
+    steps = scenario.num_steps if isinstance(own, int) else acceptance_depth(own)
+    chain_list = list(chains) if chains is not None else [steps]
+    check_chains(chain_list)
+    if not concurrencies or any(c < 1 for c in concurrencies):
+        raise SpecsimError("give concurrencies >= 1", param="concurrencies")
+    if scenario.acceptance is None:
+        raise SpecsimError("needed to draft", source=source, field="acceptance")
+    if scenario.acceptance.rank_shape() is None:
+        raise SpecsimError(
+            "a tree needs the ranks below the top-1: give acceptance.rank_profile or "
+            "acceptance.rank_rates",
+            source=source,
+            field="acceptance.rank_profile",
+        )
+    grid = tuple(sorted(set(int(c) for c in concurrencies)))
+    drafts: dict[str, Draft] = {"off": 0}
+    drafts.update({draft_name(k): k for k in chain_list})
+    drafts.update({draft_name(t): t for t in tree_list})
+    policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
+    by = {n: BASELINE if n == "off" else n for n in drafts}
+    tree_names = [n for n, d in drafts.items() if is_tree(d)]
+    chain_names = [n for n, d in drafts.items() if not is_tree(d) and d != 0]
+    base = scenario
+    setups: list[Any] = []
+    nominal: dict[int, PairArrays] = {}
+    top = highest_measured_batch(base)
+
+    def ratios(records: Any) -> PairArrays:
+        """Per replication tree / chain of each metric (R,)."""
+        summary = summarize_serving(records, setups[0].slo, baseline=None)
+        per = {n: summary.policies[by[n]].per_replication for n in drafts}
+        return {
+            t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
+            for t in tree_names
+        }
+
+    points = []
+    for i, c in enumerate(grid):
+        sc = with_load(base, concurrency=c, source=source)
+        setup = serving_setup(sc, base_dir=base_dir, source=source, policies=policies)
+        setups.append(setup)
+        run = simulate_serving(
+            setup.plan,
+            setup.policies,
+            replications=setup.replications,
+            seed=setup.seed,
+            workers=workers,
+            executor=executor,
+        )
+        summary = summarize_serving(run.records, setup.slo, baseline=None)
+        per = {n: summary.policies[by[n]] for n in drafts}
+        nominal[c] = ratios(run.records)
+        vs = {
+            t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
+            for t, d in nominal[c].items()
+        }
+        points.append(
+            LoadPoint(
+                concurrency=c,
+                per_user_tok_s={n: _ratio_of(per[n].metrics["per_user_tok_s"]) for n in drafts},
+                aggregate_tok_s={n: per[n].aggregate_tok_s for n in drafts},
+                accept_length={n: per[n].accept_length for n in drafts},
+                mean_batch=per["off"].mean_batch,
+                vs_chain=vs,
+                beyond_measured=max(p.mean_batch.mean for p in per.values()) > top,
+            )
+        )
+        if progress:
+            progress(i + 1, len(grid))
+    overrides = input_draws(base, setups[0].seed, draws)
+    r = min(DRAW_REPLICATIONS, setups[0].replications)
+    drawn = drawn_ratios(
+        base,
+        grid,
+        overrides,
+        policies,
+        nominal,
+        ratios,
+        replications=r,
+        workers=workers,
+        executor=executor,
+        base_dir=base_dir,
+        source=source,
+    )
+    points = [
+        replace(
+            p,
+            vs_chain_interval90={
+                t: {
+                    ch: {
+                        m: ratio_interval(drawn.at[p.concurrency][t][ch][m], x.ci95)
+                        for m, x in ms.items()
+                    }
+                    for ch, ms in d.items()
+                }
+                for t, d in p.vs_chain.items()
+            },
+        )
+        for p in points
+    ]
+    crossings = []
+    for t in tree_names:
+        for ch in chain_names:
+            for m in METRICS:
+                nominal_cross = _crossing(
+                    t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points]
+                )
+                table = np.array([drawn.at[c][t][ch][m] for c in grid])  # (loads, D)
+
+                def at(values: Sequence[float], t: str = t, ch: str = ch, m: str = m) -> Any:
+                    x = _crossing(t, ch, m, grid, values)
+                    return x.last_win, x.at
+
+                ends = crossing_interval(
+                    table, (nominal_cross.last_win, nominal_cross.first_loss), at
+                )
+                crossings.append(replace(nominal_cross, interval90=(ends[0], ends[1])))
+    beyond = [p for p in points if p.beyond_measured]
+    note = beyond_note(base, beyond[0].mean_batch.mean) if beyond else None
+    return TreeLoadResult(
+        scenario=scenario.name,
+        concurrencies=grid,
+        drafts=drafts,
+        points=tuple(points),
+        replications=base.simulation.replications,
+        requests=base.workload.requests,
+        seed=base.simulation.seed,
+        assumptions=(
+            *setups[0].assumptions,
+            "drafts compared on the same users and acceptance draws at every load; the verify "
+            f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
+            "tokens per request",
+        ),
+        crossings=tuple(crossings),
+        intervals={
+            **doc(base, overrides, r),
+            "draws_run": drawn.run,
+            "highest_measured_batch": top,
+            **({"note": note} if note else {}),
+        },
+    )
+
+
+def _ratio_of(e: Estimate) -> Ratio:
+    """An estimate's mean and interval."""
+    return Ratio(e.mean, e.ci95)

@@ -1,0 +1,267 @@
+"""90% intervals of serving answers from inputs and model (sim/studies/serving/draws.py):
+the draws' overrides, the paired shift, and the crossover's crossing interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.binding.uncertainty import serving_inputs
+from sim.model.policy import FixedK
+from sim.parallel import LocalExecutor
+from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.studies.serving.best_k import LoadChoice, input_ties
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.draws import (
+    DrawnPoints,
+    input_draws,
+    interval90,
+    prediction_half_width,
+    serve_intervals,
+    shifted,
+)
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from tests.conftest import ROOT
+from tests.studies.serving.helpers import CodePlans
+
+SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+
+
+def test_no_draws_leave_the_monte_carlo_interval() -> None:
+    assert interval90([], (0.9, 1.1)) == [0.9, 1.1]
+    assert interval90([float("nan")], None) is None
+    # draws never narrow the Monte Carlo interval; draws spread wider widen it, to where
+    # one more draw would fall (the normal prediction interval of the draws)
+    lo, hi = interval90([1.0, 1.01, 1.0, 1.01], (0.9, 1.1))
+    assert lo == 0.9 and hi == 1.1
+    values = np.linspace(0.5, 1.5, 101)
+    lo, hi = interval90(list(values), (0.9, 1.1))
+    half = prediction_half_width(values)
+    assert (lo, hi) == (pytest.approx(1.0 - half), pytest.approx(1.0 + half))
+    assert lo < 0.55 and hi > 1.45  # beyond the draws' own 5-95% quantiles
+
+
+def test_a_level_or_ratio_takes_its_prediction_interval_on_the_log_scale() -> None:
+    """Skewed positive draws (a saturated load's TPOT): the linear prediction interval
+    reaches below 0, the log-scale one stays above it and holds every draw."""
+    values = [20.0, 25.0, 30.0, 60.0, 200.0, 400.0, 35.0, 28.0]
+    assert interval90(values, None)[0] < 0
+    lo, hi = interval90(values, None, positive=True)
+    assert 0 < lo < min(values) and hi > max(values)
+
+
+def test_the_prediction_interval_holds_one_more_draw_90_percent_of_the_time() -> None:
+    """The exact law: for n normal draws, mean +- t(0.95, n-1) s sqrt(1 + 1/n) holds one
+    more draw from the same normal with probability 0.90; the draws' own 5-95% quantiles
+    hold it less often (about (n - 1) / (n + 1) at most)."""
+    rng = np.random.default_rng(11)
+    trials, n = 4000, 8
+    draws = rng.normal(size=(trials, n))
+    new = rng.normal(size=trials)
+    half = np.array([prediction_half_width(d) for d in draws])
+    inside = np.abs(new - draws.mean(axis=1)) <= half
+    se = math.sqrt(0.9 * 0.1 / trials)
+    assert abs(inside.mean() - 0.90) < 4 * se
+    q = np.quantile(draws, [0.05, 0.95], axis=1)
+    assert ((q[0] <= new) & (new <= q[1])).mean() < (n - 1) / (n + 1) + 4 * se
+
+
+def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
+    """On common random numbers the noise the draw shares with the nominal run cancels:
+    a draw that is the nominal plus 0.1 on every replication is the nominal mean + 0.1."""
+    rng = np.random.default_rng(3)
+    first = rng.normal(1.0, 0.2, size=2)
+    assert shifted(1.02, first + 0.1, first) == pytest.approx(1.12, rel=1e-12)
+
+
+def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
+    sc = load_scenario(SERVING)
+    raw = sc.model_dump(exclude_none=True)
+    # given: no default range (the kernel slope's and the expert skew's defaults, given)
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
+    raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
+    raw["uncertainty"] = {}
+    bare = scenario_from_dict(raw, source="test")
+    assert [u.field for u in serving_inputs(bare)] == []
+    assert input_draws(bare, seed=1) == ()
+    # the shipped one draws its [uncertainty] entries and the default host work
+    fields = [u.field for u in serving_inputs(sc)]
+    assert "timing.verify_ms" in fields and "serving.host_us_per_request" in fields
+    draws = input_draws(sc, seed=1)
+    assert len(draws) == 8
+    host = [dict(d)["serving.host_us_per_request"] for d in draws]
+    assert 7.0 <= min(host) < max(host) <= 38.0
+    # and the batched terms a batch-1 calibration cannot identify: the kernel slope, and on
+    # this MoE target the expert skew, each over its published range
+    slope = [dict(d)["serving.kernel_slope"] for d in draws]
+    skew = [dict(d)["serving.expert_skew"] for d in draws]
+    assert 0.1 <= min(slope) < max(slope) <= 1.35 and 0.0 <= min(skew) < max(skew) <= 1.3
+    dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert "serving.expert_skew" not in [u.field for u in serving_inputs(dense)]
+    assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
+
+
+def test_without_draws_a_crossing_keeps_its_monte_carlo_interval() -> None:
+    ev = PointEvaluator(CodePlans(), replications=3, seed=7, executor=LocalExecutor(1))
+    grid = load_grid("concurrency", [1, 8, 32])
+    result = crossover(ev, grid, [3], metrics=["per_user_tok_s"], draws=DrawnPoints(ev, ()))
+    (curve,) = result.curves
+    (c,) = curve.crossings
+    users = tuple(math.ceil(x) for x in c.ci95)  # the fewest users on the new side
+    assert curve.interval90 == (users,)
+    assert curve.to_dict()["crossings"][0]["interval90"] == list(users)
+
+
+def test_a_crossing_interval_contains_the_crossing() -> None:
+    """The shipped serving scenario, short runs: speculation at k = 2 starts paying at a
+    few users; the 90% interval from inputs and model holds the crossing and is wider than
+    its Monte Carlo interval (the inputs move it more than 2 replications' noise)."""
+    sc = with_overrides(
+        load_scenario(SERVING), {"workload.requests": 40, "simulation.replications": 3}
+    )
+    builder = ScenarioPlans.of(sc)
+    from dataclasses import replace
+
+    builder = replace(builder, draws=input_draws(sc, seed=5))
+    ev = PointEvaluator(builder, replications=3, seed=5, executor=LocalExecutor(1))
+    draws = DrawnPoints(ev, builder.draws)
+    grid = load_grid("concurrency", [1, 2, 4, 8])
+    result = crossover(ev, grid, [2], metrics=["per_user_tok_s"], refine=False, draws=draws)
+    (curve,) = result.curves
+    (c,) = curve.crossings
+    lo, hi = curve.interval90[0]
+    assert lo is not None and hi is not None
+    assert lo <= math.ceil(c.at) <= hi  # users: the fewest on the new side
+    # each draw ran 2 replications of both policies at the two loads around the crossing
+    # (2 and 4 users), and further loads only where it crosses beyond them
+    ran = [p for p in draws.points if p is not None]
+    assert len(ran) == 8
+    for p in ran:
+        assert {(grid[j], q) for j in (1, 2) for q in (BASELINE, FixedK(2))} <= set(p)
+        assert all(point.replications == 2 for point in p.values())
+    assert sum(len(p) for p in ran) < 8 * 2 * 4
+
+
+def _short(sc):
+    return with_overrides(sc, {"workload.requests": 30, "simulation.replications": 3})
+
+
+def _serve(sc, draws: int = 8):
+    from sim.simulation.serving.setup import serving_setup
+    from sim.simulation.serving.simulate import simulate_serving
+
+    setup = serving_setup(sc)
+    run = simulate_serving(setup.plan, setup.policies, replications=3, seed=setup.seed)
+    got = serve_intervals(sc, run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws)
+    return run, setup, got
+
+
+def test_serve_intervals_contain_the_nominal_and_name_the_extrapolation() -> None:
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
+
+    run, setup, got = _serve(_short(load_scenario(SERVING)))
+    assert got["draws"] == got["draws_run"] == 8 and got["replications_per_draw"] == 2
+    points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
+    for name, point in points.items():
+        for m, (lo, hi) in got["levels"][name].items():
+            nominal = level(point, m)
+            assert lo <= nominal.mean <= hi
+            assert lo <= nominal.ci95[0] and nominal.ci95[1] <= hi  # joined with the MC
+    lo, hi = got["speedup"]["speculative"]["per_user_tok_s"]
+    g = gain(points["speculative"], points["baseline"], "per_user_tok_s")
+    assert lo <= g.mean <= hi and hi - lo > g.ci95[1] - g.ci95[0]  # the inputs move it
+    assert "beyond the highest measured batch (8)" in got["note"]
+
+
+def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None:
+    from sim.studies.serving.paired_metrics import gain, level, policy_point
+
+    sc = _short(load_scenario(SERVING))
+    raw = sc.model_dump(exclude_none=True)
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
+    raw["acceptance"].update(shape="flat", tilt=1.0)
+    raw["uncertainty"] = {}
+    run, setup, got = _serve(scenario_from_dict(raw, source="test"))
+    assert got["draws"] == got["draws_run"] == 0 and got["inputs"] == []
+    points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
+    for name, point in points.items():
+        for m, ends in got["levels"][name].items():
+            assert ends == list(level(point, m).ci95)
+    g = gain(points["speculative"], points["baseline"], "aggregate_tok_s")
+    assert got["speedup"]["speculative"]["aggregate_tok_s"] == list(g.ci95)
+
+
+class _FakeDraws:
+    """Draws whose points are given: ``ensure`` runs nothing."""
+
+    replications = 2
+
+    def __init__(self, points):
+        self.points = points
+
+    def ensure(self, keys, which=None) -> None:
+        assert all(key in p for p in self.points for key in keys)
+
+
+def _point(values) -> PolicyPoint:
+    return PolicyPoint({"per_user_tok_s": np.array(values, dtype=float)}, np.ones(1), {})
+
+
+@pytest.mark.parametrize("spread, tied", [(0.3, True), (0.05, False)])
+def test_best_k_calls_a_difference_inside_the_inputs_interval_a_tie(spread, tied) -> None:
+    """k = 2 beats k = 1 by 0.2 tok/s on every replication (a Monte Carlo interval of
+    zero width: significant); draws that move k = 1 by +-``spread`` relative to k = 2 make
+    it a tie when the spread reaches past the 0.2 (and not when it does not)."""
+    load = Load("concurrency", 8)
+    points = {1: _point([10.0, 10.1, 10.0, 10.1]), 2: _point([10.2, 10.3, 10.2, 10.3])}
+    levels = {k: level(p, "per_user_tok_s") for k, p in points.items()}
+    choice = LoadChoice(8, levels, best=2, tied=())
+    drawn = [
+        {
+            (load, FixedK(1)): _point([10.0 + s, 10.1 + s]),
+            (load, FixedK(2)): _point([10.2, 10.3]),
+        }
+        for s in np.linspace(-spread, spread, 8)
+    ]
+    got = input_ties(_FakeDraws(drawn), load, choice, points, "per_user_tok_s")
+    lo, hi = got.interval90[1]
+    assert lo <= -0.2 <= hi
+    assert (1 in got.tied_by_inputs) is tied
+    assert got.to_dict()["tied_within_inputs"] == ([1] if tied else [])
+
+
+@pytest.mark.slow  # about a minute on the shared 2-core machine
+def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() -> None:
+    from dataclasses import replace
+
+    from sim.studies.serving.capacity import capacity, drawn_capacities
+
+    # the kernel slope and the expert skew given: their published ranges move the
+    # capacity past the rates the search brackets (an open end), which is not what this
+    # checks
+    sc = with_overrides(
+        load_scenario(SERVING),
+        {
+            "workload.requests": 30,
+            "simulation.replications": 3,
+            "serving.kernel_slope": 1.0,
+            "serving.expert_skew": 0.65,
+        },
+    )
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(sc, seed=5))
+    ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)
+    draws = DrawnPoints(ev, builder.draws)
+    result = capacity(ev, [2], draws=draws)
+    for p, row in zip(result.policies, result.interval90, strict=True):
+        assert p.crossing
+        lo, hi = row["capacity_interval90"]
+        assert lo is not None and hi is not None and lo <= p.rate_per_s <= hi
+        caps = drawn_capacities(draws, p, result.share)  # cached: nothing new runs
+        assert np.isfinite(caps).all()
+        assert np.all((caps > p.rate_per_s / 2) & (caps < p.rate_per_s * 2))
+    lo, hi = result.interval90[1]["capacity_gain_interval90"]
+    gain = result.policies[1].rate_per_s / result.policies[0].rate_per_s
+    assert lo <= gain <= hi

@@ -1,0 +1,71 @@
+"""The chain-against-tree study: crossings, the best-draft table, a small real run."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.errors import SpecsimError
+from sim.model.tree.acceptance import TreeDraft
+from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.studies.serving.tree_load import _crossing, parse_tree, table_row, tree_load_study
+from tests.conftest import ROOT
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+SMALL = [
+    "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+    "workload.output_tokens=64",
+    "workload.requests=16",
+    "simulation.replications=2",
+]
+
+
+def test_crossing_interpolates_in_log_concurrency():
+    c = _crossing("t", "c", "per_user_tok_s", [1, 4, 16], [1.2, 1.1, 0.9])
+    assert (c.last_win, c.first_loss) == (4, 16)
+    assert c.at == pytest.approx(8.0)  # halfway between log 4 and log 16
+    never = _crossing("t", "c", "m", [1, 4], [0.9, 0.8])
+    assert never.never_wins and never.first_loss == 1 and never.at is None
+    always = _crossing("t", "c", "m", [1, 4], [1.3, 1.1])
+    assert always.always_wins and always.first_loss is None
+    again = _crossing("t", "c", "m", [1, 4, 16, 64], [1.1, 0.9, 1.01, 0.95])
+    assert (again.first_loss, again.wins_again) == (4, (16,))
+
+
+def test_parse_tree_and_rows():
+    assert parse_tree("5/4/8") == TreeDraft(5, 4, 8)
+    for bad in ("5/4", "5/1/6", "5/4/200", "a/b/c"):
+        with pytest.raises(SpecsimError) as err:
+            parse_tree(bad)
+        assert err.value.param == "trees"
+    assert table_row(1, 8, 3) == [1, 8, 3, 1, 4]
+    assert table_row(9, 64, TreeDraft(5, 4, 8)) == [9, 64, 5, 4, 8]
+    assert table_row(65, 1024, 0) == [65, 1024, 0, 1, 1]
+
+
+def test_a_wide_tree_wins_alone_and_loses_to_the_chain_at_64_users():
+    """Llama-3.1-8B on one H100: the 32-token tree beats the chain of 5 at one user (its
+    verify barely grows at batch 1) and loses at 64 (the verify over 64 x 32 tokens is
+    compute-bound)."""
+    sc = load_scenario(LLAMA, SMALL)
+    result = tree_load_study(sc, [1, 64], chains=[5], trees=[TreeDraft(6, 8, 32)])
+    ratios = [p.vs_chain["tree 6/8/32"]["chain 5"]["per_user_tok_s"] for p in result.points]
+    assert ratios[0].ci95 is not None and ratios[0].ci95[0] > 1.0
+    assert ratios[1].ci95 is not None and ratios[1].ci95[1] < 1.0
+    (cross,) = [c for c in result.crossings if c.metric == "per_user_tok_s"]
+    assert (cross.last_win, cross.first_loss) == (1, 64) and 1 < cross.at < 64
+    table = result.best_table()
+    assert table[0] == [1, 8, 6, 8, 32] and table[-1][:2] == [9, 1024]
+    for p in result.points:  # the same users: plain decoding is one curve for all
+        assert p.accept_length["off"].mean == 1.0
+
+
+def test_refusals():
+    chain_only = load_scenario(LLAMA, SMALL)
+    with pytest.raises(SpecsimError, match="no tree to compare"):
+        tree_load_study(chain_only, [1])
+    raw = chain_only.model_dump(exclude_none=True)
+    del raw["acceptance"]["rank_profile"]
+    no_ranks = scenario_from_dict(raw, source="test")
+    with pytest.raises(SpecsimError) as err:
+        tree_load_study(no_ranks, [1], trees=[TreeDraft(5, 4, 8)])
+    assert err.value.field == "acceptance.rank_profile"

@@ -7,7 +7,7 @@ divided by the measurement's standard error:
   docs/reference.md §Cycle). A baseline figure gives ``decode_ms = 1000 / tok_s``;
   a speculative figure at
   num_steps k with measured accept length AL gives ``tok_s = 1000 AL / T_cycle(k)``
-  (renewal-reward, sim/theory.py), where
+  (renewal-reward, sim/model/closed_forms.py), where
   ``T_cycle(k) = (k - 1) draft_step_ms + verify_ms + (k + 1 - verify_tokens)
   verify_ms_per_extra_token + draft_extend_ms + cycle_overhead_ms``.
   T_cycle is linear in k, so tok/s figures determine at most an intercept and a slope:
@@ -169,8 +169,8 @@ class Calibration:
         for i, v in enumerate(fitted):
             h = 1e-5 * max(abs(v.value), 1.0)
             lo, hi = v.value - h, v.value + h
-            if v.field.startswith("acceptance."):
-                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            if v.field.startswith("acceptance.") and v.field != "acceptance.concentration":
+                lo, hi = max(lo, 0.0), min(hi, 1.0)  # a rate
             up = predict(self.with_values({v.field: hi}))
             down = predict(self.with_values({v.field: lo}))
             grad[i] = (up - down) / (hi - lo)

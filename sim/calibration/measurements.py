@@ -184,17 +184,75 @@ def point_measurement(
 
 
 def parse_point(text: str, rel_error: float, source: str = "--point") -> Measurements:
-    """``'K:AL:TOKS'`` (num_steps, accept length, speculative tok/s) as a measurement."""
+    """``'K:AL:TOKS'`` (num_steps, accept length, speculative tok/s) as a measurement, or
+    ``'K/TOPK/NDT:AL:TOKS'``, an SGLang tree row (num_steps, topk, num_draft_tokens: the
+    label calibrate prints, ``tree 5/4/8``): its tok/s on the tree's cycle, its accept
+    length through the tree's closed form (docs/trees.md), as ``--sglang-bench`` tree rows."""
     parts = text.split(":")
+    shape = parts[0].split("/") if parts else []
     try:
-        if len(parts) != 3:
+        if len(parts) != 3 or len(shape) not in (1, 3):
             raise ValueError
-        k, al, tok_s = int(parts[0]), float(parts[1]), float(parts[2])
+        k, al, tok_s = int(shape[0]), float(parts[1]), float(parts[2])
+        topk, ndt = (int(shape[1]), int(shape[2])) if len(shape) == 3 else (1, None)
     except ValueError:
         raise SpecsimError(
-            f"expected NUM_STEPS:ACCEPT_LENGTH:TOK_S (e.g. 2:2.0:60), got {text!r}", source=source
+            f"expected NUM_STEPS:ACCEPT_LENGTH:TOK_S (e.g. 2:2.0:60) or, for an SGLang tree, "
+            f"NUM_STEPS/TOPK/NUM_DRAFT_TOKENS:ACCEPT_LENGTH:TOK_S (e.g. 5/4/8:3.7:219), got "
+            f"{text!r}",
+            source=source,
         ) from None
-    return point_measurement(k, al, tok_s, rel_error, f"{source} {text}")
+    where = f"{source} {text}"
+    if len(shape) == 1:
+        return point_measurement(k, al, tok_s, rel_error, where)
+    return tree_point_measurement(k, topk, ndt, al, tok_s, rel_error, where)
+
+
+def tree_point_measurement(
+    num_steps: int,
+    topk: int,
+    num_draft_tokens: int | None,
+    accept_length: float,
+    tok_s: float,
+    rel_error: float,
+    source: str,
+) -> Measurements:
+    """An SGLang tree row (topk > 1) given as figures; topk 1 is a chain, whose
+    num_draft_tokens SGLang sets to num_steps + 1."""
+    # lazy: the speculation section's own rules check the tree's shape (start-up)
+    from pydantic import ValidationError
+
+    from sim.scenario.schema import SpeculationSpec
+
+    if topk == 1:
+        if num_draft_tokens != num_steps + 1:
+            raise SpecsimError(
+                f"topk 1 is a chain: SGLang sets num_draft_tokens to num_steps + 1 = "
+                f"{num_steps + 1}, not {num_draft_tokens} (give K:AL:TOKS)",
+                source=source,
+            )
+        return point_measurement(num_steps, accept_length, tok_s, rel_error, source)
+    try:
+        SpeculationSpec(num_steps=num_steps, topk=topk, num_draft_tokens=num_draft_tokens)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise SpecsimError(msg, source=source, field=field) from None
+    _check_positive(tok_s, "tok/s", source)
+    depth = min(num_steps + 1, num_draft_tokens or 0)
+    if not 1.0 <= accept_length <= depth:
+        raise SpecsimError(
+            f"accept length {accept_length} is outside [1, {depth}] (a tree of "
+            f"{num_draft_tokens} tokens, {num_steps} deep: at most min(num_steps + 1, "
+            "num_draft_tokens))",
+            source=source,
+        )
+    point = SpecPoint(
+        num_steps, accept_length, tok_s, rel_error * tok_s, rel_error * accept_length, source,
+        topk=topk, num_draft_tokens=num_draft_tokens,
+    )  # fmt: skip
+    return Measurements(points=(point,))
 
 
 def cumulative_checks(

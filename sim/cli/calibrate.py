@@ -44,6 +44,24 @@ TIMING_RUN_HELP = (
 )
 
 
+PER_REQUEST_OPTION = click.option(
+    "--per-request",
+    "per_request",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Per-request speculative counts (repeatable): SGLang /generate responses or "
+    "--export-metrics-to-file records (meta_info spec_verify_ct, ...), or vLLM responses "
+    "with metrics.speculative_decoding (--per-request-spec-decode-metrics). Fits the "
+    "per-request spread of acceptance (docs/per-request.md).",
+)
+PER_REQUEST_FORMAT_OPTION = click.option(
+    "--per-request-format",
+    type=click.Choice(("auto", "sglang", "vllm")),
+    default="auto",
+    show_default=True,
+    help="Format of the --per-request files (auto: by their keys).",
+)
+
 #: Options calibrate shares with init (figures, files, their error, which server wins).
 BASELINE_OPTION = click.option(
     "--baseline-tok-s",
@@ -56,7 +74,8 @@ POINT_OPTION = click.option(
     multiple=True,
     metavar="K:AL:TOKS",
     help="Measured speculative tok/s at num_steps K with accept length AL "
-    "(repeat for several num_steps).",
+    "(repeat for several num_steps); K/TOPK/NDT:AL:TOKS is an SGLang tree row (num_steps, "
+    "topk, num_draft_tokens; docs/trees.md).",
 )
 VLLM_METRICS_OPTION = click.option(
     "--vllm-metrics",
@@ -177,6 +196,8 @@ PREFER_OPTION = click.option(
     "JSON): fits the batched terms (serving.host_us_per_request, serving.kernel_slope) to "
     "their decode time per token after the batch-1 fit.",
 )
+@PER_REQUEST_OPTION
+@PER_REQUEST_FORMAT_OPTION
 @click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")
 @json_option
 def calibrate_command(
@@ -199,6 +220,8 @@ def calibrate_command(
     prefer: str | None,
     out: str | None,
     load_sweeps: tuple[str, ...],
+    per_request: tuple[str, ...],
+    per_request_format: str,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -207,6 +230,7 @@ def calibrate_command(
     from sim.binding.bound import bind
     from sim.calibration.calibrate import calibrate
     from sim.calibration.measurements import Measurements
+    from sim.calibration.spread import per_request_measurement
     from sim.errors import SpecsimError
     from sim.files import atomic_write_text
     from sim.report.calibrate import calibrated_toml, format_calibration, format_imported
@@ -238,6 +262,12 @@ def calibrate_command(
         sglang_bench, sglang_log, sglang_server_args, num_steps, rel_error,
         base.num_steps if base is not None else None,
     )  # fmt: skip
+    spread_files = _per_request_files(
+        per_request, per_request_format, num_steps if num_steps is not None else (
+            base.num_steps if base is not None else None)
+    )  # fmt: skip
+    for file in spread_files:
+        real += per_request_measurement(file)
     data: Measurements = real
     if timing_runs:
         timing = Measurements()
@@ -254,12 +284,17 @@ def calibrate_command(
         if data.empty and not data.imported:
             raise SpecsimError("nothing to read: give a file or a figure", source="calibrate")
         body = {"imported": list(data.imported), "notes": list(data.notes), **_summary(data)}
+        if spread_files:
+            body["per_request_spread"] = _fit_files(spread_files)[0].as_dict()
         if as_json:
             echo_document("import", body)
         else:
             click.echo(format_imported(body))
         return
     result = calibrate(base, data, fit_timing=fields, acceptance=acceptance, prefer=prefer)
+    spread = None
+    if spread_files:
+        spread, result = _with_spread(result, spread_files)
     load = _load_fit(result, load_sweeps) if load_sweeps else None
     if load is not None:
         result = replace(result, scenario=load.scenario)
@@ -267,6 +302,8 @@ def calibrate_command(
         atomic_write_text(out, calibrated_toml(result, base_path or ""))
     if as_json:
         extra = {"load_fit": load.as_dict()} if load is not None else {}
+        if spread is not None:
+            extra["per_request_spread"] = spread.as_dict()
         echo_document("calibrate", {**result.as_dict(), **extra, "out": out})
         return
     click.echo(format_calibration(result))
@@ -277,6 +314,42 @@ def calibrate_command(
         click.echo(format_load_fit(load))
     if out and not quiet:
         click.echo(f"wrote {out}")
+
+
+def _per_request_files(paths, fmt, num_steps):
+    """The per-request files read (sim/calibration/importers/per_request.py)."""
+    if not paths:
+        return []
+    # lazy: the reader only when a file is given (start-up)
+    from sim.calibration.importers.per_request import read_per_request
+
+    return [read_per_request(p, fmt, num_steps) for p in paths]
+
+
+def _with_spread(result, files):
+    """The per-request spread of all files' requests, fitted and written into ``result``."""
+    # lazy: the fit only when a per-request file is given (start-up)
+    from sim.calibration.spread import with_spread
+
+    fit, source = _fit_files(files)
+    return fit, with_spread(result, fit, source)
+
+
+def _fit_files(files):
+    """The per-request spread fitted to all files' requests, and their names."""
+    # lazy: the fit only when a per-request file is given (start-up)
+    from sim.calibration.spread_fit import fit_spread
+    from sim.errors import SpecsimError
+
+    ks = {f.num_steps for f in files}
+    source = ", ".join(f.source for f in files)
+    if len(ks) > 1:
+        raise SpecsimError(
+            f"the files ran at num_steps {sorted(ks)}: one spread is fitted at one num_steps",
+            source="--per-request",
+        )
+    requests = [r for f in files for r in f.requests]
+    return fit_spread(requests, ks.pop(), source=source), source
 
 
 def _load_fit(result, paths):

@@ -7,6 +7,8 @@ import click
 
 from sim.cli.calibrate import (
     BASELINE_OPTION,
+    PER_REQUEST_FORMAT_OPTION,
+    PER_REQUEST_OPTION,
     POINT_OPTION,
     PREFER_OPTION,
     REL_ERROR_OPTION,
@@ -79,6 +81,8 @@ from sim.cli.options import output_file_checked
 @VLLM_METRICS_OPTION
 @SGLANG_BENCH_OPTION
 @SGLANG_LOG_OPTION
+@PER_REQUEST_OPTION
+@PER_REQUEST_FORMAT_OPTION
 @REL_ERROR_OPTION
 @PREFER_OPTION
 @click.option(
@@ -92,8 +96,8 @@ from sim.cli.options import output_file_checked
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
     drafter, num_steps, draft_params, draft_config, accept_length, model_id, name,
-    baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, rel_error,
-    prefer, out, quiet,
+    baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
+    per_request_format, rel_error, prefer, out, quiet,
 ) -> None:  # fmt: skip
     """Write a commented scenario of a server from its model's config.json, GPU, engine and
     drafter; with measured figures, calibrated to them.
@@ -102,7 +106,7 @@ def init_command(
     """
     # lazy: the library is imported when the command runs, not for --help (start-up)
     from sim.calibration.init_scenario import InitRequest, init_and_calibrate
-    from sim.cli.calibrate import MIN_REL_ERROR, _real_runs
+    from sim.cli.calibrate import MIN_REL_ERROR, _per_request_files, _real_runs, _with_spread
     from sim.errors import SpecsimError
     from sim.files import atomic_write_text
     from sim.report.calibrate import format_calibration
@@ -121,7 +125,16 @@ def init_command(
         baseline_tok_s, points, vllm_metrics, None, False, vllm_bench, sglang_bench,
         sglang_log, None, num_steps, rel_error, num_steps,
     )  # fmt: skip
+    spread_files = _per_request_files(per_request, per_request_format, num_steps)
+    if spread_files:
+        # lazy: the per-request reader only when a file is given (start-up)
+        from sim.calibration.spread import per_request_measurement
+
+        for file in spread_files:
+            data += per_request_measurement(file)
     init, cal = init_and_calibrate(req, data, prefer=prefer)
+    if spread_files and cal is not None:
+        cal = _with_spread(cal, spread_files)[1]
     atomic_write_text(out, init_toml(init, cal, config))
     if quiet:
         return

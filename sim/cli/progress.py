@@ -50,7 +50,7 @@ def announce_slow_intervals(
 
 
 class ProgressBar:
-    """``progress(done, total)`` callback for ``sim.montecarlo.simulate`` and the serving
+    """``progress(done, total)`` callback for ``sim.simulation.simulate.simulate`` and the serving
     studies.
 
     Draws nothing when ``enabled`` is false (``--quiet``) or stderr is not a terminal, and

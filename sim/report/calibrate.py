@@ -73,7 +73,10 @@ def calibrated_toml(
     comments: dict[str, str] = {}
     per_position = [v for v in cal.fitted if v.field.startswith("acceptance.per_position")]
     for v in cal.fitted:
-        if not v.field.startswith("acceptance.per_position"):
+        if v.reason and v.reason.startswith("measured"):
+            shown = f"{v.value:.6g} ± {v.stderr:.2g}" if v.stderr is not None else f"{v.value:.6g}"
+            comments[v.field] = f"{v.reason}: {shown}"
+        elif not v.field.startswith("acceptance.per_position"):
             comments[v.field] = f"calibrated: {v.value:.6g} ± {v.stderr:.2g} (base {v.base})"
     if per_position:
         comments["acceptance.per_position"] = "calibrated: " + ", ".join(
@@ -85,6 +88,21 @@ def calibrated_toml(
     for key, text in (base_comments or {}).items():
         comments[key] = f"{text}\n{comments[key]}" if key in comments else text
     return dumps_scenario(cal.scenario, header=header, comments=comments)
+
+
+def format_spread(spread: dict) -> str:
+    """One line of a per-request spread fit (sim/calibration/spread_fit.py ``as_dict``)."""
+    se = spread["concentration_stderr"]
+    lo, hi = spread["concentration_interval95"]
+    mean_se = spread["mean_stderr"]
+    return (
+        f"per-request    mean rate {spread['mean']:.4f}"
+        + (f" ± {mean_se:.2g}" if mean_se is not None else "")
+        + f", concentration {spread['concentration']:.4g}"
+        + (f" ± {se:.2g}" if se is not None else "")
+        + f" (95% [{lo:.4g}, {'open' if hi is None else f'{hi:.4g}'}]), rate sd "
+        + f"{spread['rate_sd']:.4f} over {spread['requests']} requests at k {spread['num_steps']}"
+    )
 
 
 def format_imported(body: dict) -> str:
@@ -108,6 +126,9 @@ def format_imported(body: dict) -> str:
         lines.append(
             f"cumulative c{c['position']:<2} {c['rate']:10.4f} ± {c['sigma']:.2g}   [{c['source']}]"
         )
+    spread = body.get("per_request_spread")
+    if spread is not None:
+        lines.append(format_spread(spread))
     if not lines:
         lines.append("no figure to fit in these files")
     lines.extend(f"note: {n}" for n in body["notes"])

@@ -299,7 +299,7 @@ class TimingSpec(Section):
     measured_on: MeasuredOn | None = None
     #: Pass-time jitter for the Monte Carlo engines: each phase of each cycle lasts a
     #: gamma-distributed time with the phase's mean and this coefficient of variation
-    #: (std / mean); 0 means every cycle takes exactly its mean (see sim/cycletime.py).
+    #: (std / mean); 0 means every cycle takes exactly its mean (see sim/model/cycletime.py).
     #: Below 1: a gamma of shape a = 1/cv^2 has E[1/X] = 1/((a - 1) scale) only for a > 1,
     #: so the mean per-request tok/s of a one-cycle request is finite only for cv < 1
     #: (at cv = 10 a one-token request averaged 2.5e92 tok/s).

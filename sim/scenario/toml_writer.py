@@ -5,7 +5,7 @@ TOML: strings with the spec's escapes, floats that stay floats, tables, arrays o
 This module only adds what it lacks: a header comment and a comment before any dotted
 key or table, inserted line by line into tomli-w's output (it writes one ``key = value``
 or ``[table]`` header a line). Output round-trips through tomllib (tests check this
-through sim.scenario.load_scenario).
+through sim.scenario.load.load_scenario).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Validation cases: published figures, calibrated on some and scored on the others.
 
-Each case builder calibrates a scenario (sim/calibrate.py, the library behind ``specsim
-calibrate``) on some figures of sim/validation_data.py and scores it on the *other*
+Each case builder calibrates a scenario (sim/calibration/calibrate.py, the library behind ``specsim
+calibrate``) on some figures of sim/validation/data.py and scores it on the *other*
 figures: every ``Case`` lists what it was calibrated on and each scored ``Row`` must name
 a figure outside that set (``Case.__post_init__`` checks it).
 """
@@ -71,7 +71,7 @@ LLAMA8B_H100_PRIOR: dict[str, object] = {
 
 
 #: Monte Carlo behind the spreads: replications x requests of the scenario's
-#: workload.output_tokens, from this root seed (sim.montecarlo spawns the streams).
+#: workload.output_tokens, from this root seed (sim/simulation/simulate.py spawns the streams).
 MC_REPLICATIONS = 10
 MC_REQUESTS = 100
 MC_SEED = 20261130
@@ -389,7 +389,7 @@ def case_vllm_20780() -> tuple[Case, Calibration]:
         calibrated_on=calibrated_on,
         rows=tuple(rows),
         setup=(
-            f"base: LLAMA8B_H100_PRIOR in sim/validation.py; calibrated on vanilla TPOT "
+            f"base: LLAMA8B_H100_PRIOR in sim/validation/cases.py; calibrated on vanilla TPOT "
             f"{pub.VLLM_20780_VANILLA_TPOT_MS} ms, tok/s at k=2 and k=7 (with their measured "
             "AL) and AL at k=2",
             f"fitted: {_fitted_summary(cal)}",

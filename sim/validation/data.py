@@ -1,7 +1,7 @@
 """Published speculative-decoding figures that specsim's validation report reconstructs.
 
 Each figure is copied from its public source (cited next to it) and is used either to
-calibrate a scenario or to score one, never both (sim/validation.py enforces the split).
+calibrate a scenario or to score one, never both (sim/validation/cases.py enforces the split).
 Printed precision matters: a figure printed with d decimals carries a rounding error of
 0.5 x 10^-d, whose standard deviation 10^-d / sqrt(12) is the sigma used when fitting it.
 """

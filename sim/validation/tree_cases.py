@@ -81,7 +81,8 @@ def case_eagle1_llama2() -> Case:
         calibrated_on=("EAGLE #132 chain tau",),
         rows=(row,),
         setup=(
-            f"calibrated (closed form, not sim.calibrate): top-1 rate {alpha:.4f} (flat) from "
+            "calibrated (closed form, not sim.calibration.calibrate): "
+            f"top-1 rate {alpha:.4f} (flat) from "
             "the chain of 5's tau "
             f"{chain.accept_length}; ranks 2..4 by the residual shares of {PRIOR} (prior)",
             f"tree: the EAGLE-1 default static tree, {len(tree.tree)} drafts, depth 5",

@@ -12,7 +12,8 @@ def _counters(drafts, draft_tokens, accepted, per_pos):
 
 
 def test_position_no_draft_reached_gets_rate_zero():
-    """vllm_metrics.py conditional: c = (0.5, 0, 0); a_3 has c_2 = 0 and is 0, as in sim.metrics."""
+    """vllm_metrics.py conditional: c = (0.5, 0, 0); a_3 has c_2 = 0 and is 0, as in
+    sim/model/metrics.py."""
     c = _counters(10.0, 30.0, 5.0, (5.0, 0.0, 0.0))
     assert c.conditional == pytest.approx((0.5, 0.0, 0.0))
 

@@ -60,3 +60,34 @@ def test_without_a_rank_shape_the_row_times_the_cycle_only(tmp_path):
     assert result.exit_code == 0, result.output
     assert "tok/s at tree 5/4/8" in result.output
     assert "tree rows' accept lengths need the ranks below the top-1" in result.output
+
+
+def test_a_tree_row_given_as_point_figures_calibrates_as_the_bench_row(tmp_path):
+    from sim.scenario.load import load_scenario
+
+    out = tmp_path / "points.toml"
+    args = ["calibrate", "--scenario", str(DATA / "sglang-tree-base.toml")]
+    args += ["--baseline-tok-s", str(BASELINE), "--point", f"5/4/8:{TREE_AL}:{TREE_TOK_S}"]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    by_points, by_bench = load_scenario(out), load_scenario(calibrated(tmp_path))
+    # the same figures with the same relative error: the same fit, only the sources differ
+    assert by_points.timing == by_bench.timing
+    assert by_points.acceptance == by_bench.acceptance
+    assert by_points.speculation == by_bench.speculation
+
+
+@pytest.mark.parametrize(
+    ("point", "words"),
+    [
+        ("5/4/99:3.6:200", "num_draft_tokens"),  # more than the tree's 4 + 4 x 16 candidates
+        ("5/4/8:6.5:200", "accept length"),  # deeper than num_steps + 1
+        ("5/1/7:3.0:200", "chain"),  # topk 1 with num_draft_tokens not num_steps + 1
+        ("5/4:3.0:200", "NUM_STEPS/TOPK/NUM_DRAFT_TOKENS"),
+    ],
+)
+def test_an_impossible_tree_point_is_one_line(point, words):
+    args = ["calibrate", "--scenario", str(DATA / "sglang-tree-base.toml"), "--point", point]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert words in result.output and "Traceback" not in result.output

@@ -1040,6 +1040,80 @@ for _name, (_flag, _text, _needle) in IMPOSSIBLE.items():
 
     CASES.append((f"cal-{_name}", _make, _needle))
 
+
+def _sgl(verify: object, tokens: object, **extra: object) -> str:
+    """One SGLang /generate response line with the given per-request counts."""
+    import json
+
+    meta = {"id": "r1", "completion_tokens": tokens, "spec_verify_ct": verify, **extra}
+    return json.dumps({"text": "x", "meta_info": meta}) + "\n"
+
+
+def _vllm_sd(**stats: object) -> str:
+    """One vLLM response line with metrics.speculative_decoding ``stats`` over defaults."""
+    import json
+
+    sd = {"num_spec_steps": 2, "num_accepted_draft_tokens": 3, "num_draft_tokens": 6,
+          "num_spec_tokens": 3, "acceptance_histogram": [0, 1, 1, 0], **stats}  # fmt: skip
+    return json.dumps({"id": "c", "metrics": {"speculative_decoding": sd}}) + "\n"
+
+
+# per-request speculative counts (sim/calibration/importers/per_request.py)
+PER_REQUEST = {
+    "empty": ("", "empty file"),
+    "garbage": ("{not json\n", "JSON"),
+    "array-of-numbers": ("[1, 2]", "item 0"),
+    "no-spec-counts": ('{"text": "x", "meta_info": {"completion_tokens": 5}}\n', "speculative"),
+    "nan": ('{"meta_info": {"spec_verify_ct": NaN, "completion_tokens": 3}}\n', "finite"),
+    "verify-negative": (_sgl(-3, 10), "spec_verify_ct"),
+    "verify-fraction": (_sgl(2.5, 10), "spec_verify_ct"),
+    "verify-huge": (_sgl(10**300, 10), "spec_verify_ct"),
+    "verify-0-with-tokens": (_sgl(0, 40), "spec_verify_ct 0"),
+    "tokens-below-verify": (_sgl(10, 5), "completion_tokens"),
+    "al-above-k-plus-1": (_sgl(3, 30, spec_num_proposed_drafts=9), "accept length"),
+    "histogram-sum": (_sgl(3, 8, spec_correct_drafts_histogram=[1, 1]), "histogram"),
+    "histogram-too-long": (_sgl(2, 5, spec_correct_drafts_histogram=[0, 0, 0, 0, 0, 2]), "list"),
+    "tokens-above-histogram": (_sgl(2, 30, spec_correct_drafts_histogram=[1, 1]), "completion"),
+    "log-json-broken": ('[2026-12-04 11:00:00] {"event": "request.finished", "out": {\n', "line 1"),
+    "log-json-no-meta": ('[t] {"event": "request.finished", "out": {}}\n', "meta_info"),
+    "log-text-float-count": (
+        "[t] Finish: obj=X(), out={'meta_info': {'completion_tokens': 9.5, 'spec_verify_ct': 3}}\n",
+        "completion_tokens",
+    ),
+    "one-request": (_sgl(4, 9), "at least 2"),
+    "proposed-0": (_sgl(4, 9, spec_num_proposed_drafts=0), "drafts a verify step"),
+    "all-accepted": (_sgl(2, 9, spec_num_proposed_drafts=6) * 2, "every one accepted"),
+    "vllm-accepted-above-drafted": (_vllm_sd(num_accepted_draft_tokens=7), "accepted drafts"),
+    "vllm-drafts-above-k": (_vllm_sd(num_draft_tokens=9), "num_spec_tokens"),
+    "vllm-histogram-sum": (_vllm_sd(acceptance_histogram=[0, 1, 0, 0]), "histogram"),
+    "vllm-k-0": (_vllm_sd(num_spec_tokens=0), "num_spec_tokens"),
+    "vllm-steps-0-accepted": (_vllm_sd(num_spec_steps=0), "num_spec_steps 0"),
+    "vllm-per-step-length": (
+        _vllm_sd(per_step_accepted=[1, 2, 0], per_step_drafted=[3, 3, 3]),
+        "per-step",
+    ),
+}
+for _name, (_text, _needle) in PER_REQUEST.items():
+
+    def _make(tmp: Path, text=_text) -> list[str]:
+        (tmp / "req.jsonl").write_text(text)
+        return _cal(tmp, "--per-request", str(tmp / "req.jsonl"))
+
+    CASES.append((f"cal-per-request-{_name}", _make, _needle))
+
+CASES += [
+    (
+        "cal-per-request-missing",
+        lambda t: _cal(t, "--per-request", str(t / "none.jsonl")),
+        "no such file",
+    ),
+    (
+        "cal-per-request-format",
+        lambda t: _cal(t, "--per-request", "x.jsonl", "--per-request-format", "trtllm"),
+        "--per-request-format",
+    ),
+]
+
 CASES += [
     ("cal-baseline-1e-300", lambda t: _cal(t, "--baseline-tok-s", "1e-300"), "baseline tok/s"),
     (

@@ -81,7 +81,7 @@ class SpecDecodeCounters:
     def conditional(self) -> tuple[float | None, ...]:
         """a_i = c_i / c_(i-1), shape (k,); None where c_i or c_(i-1) is missing.
 
-        A position no draft reached (c_(i-1) = 0) gets rate 0, as in sim.metrics.
+        A position no draft reached (c_(i-1) = 0) gets rate 0, as in sim/model/metrics.py.
         """
         out: list[float | None] = []
         prev: float | None = 1.0

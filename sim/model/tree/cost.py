@@ -11,7 +11,7 @@ decode`` runs the drafter over the accepted tokens) is
     + one drafter draft-extend over the accepted path + the fixed per-cycle overhead.
 
 With topk = 1 and num_draft_tokens = num_steps + 1 this is the chain cycle of
-sim/costs.py term by term (``draft_over_ms(step, 1) == step``), so the result is identical.
+sim/model/cycle.py term by term (``draft_over_ms(step, 1) == step``), so the result is identical.
 
 The drafter pass over m tokens, ``draft_over_ms``: the measured one-token step plus a
 growth per extra token, or a table of pass times over m = 1.. tokens (from the hardware

@@ -27,10 +27,10 @@ The cycle emits L = accepted drafts + 1 tokens (the target's correction or bonus
     P(L >= d + 1) = S_d = sum of the path products of the depth-d nodes  (S_0 = 1),
     P(L = d + 1) = S_d - S_(d+1).
 
-For a chain (every rank 0) S_d = q_1 ... q_d, the chain formulas of sim/theory.py; and any
-tree's L has the law of a chain with conditional rates S_d / S_(d-1) (``chain_equivalent_
-rates``), which is how the chain machinery (renewal, per-request heterogeneity, the fast
-engine's inverse-cdf draw) carries over to trees exactly.
+For a chain (every rank 0) S_d = q_1 ... q_d, the chain formulas of
+sim/model/closed_forms.py; and any tree's L has the law of a chain with conditional rates
+S_d / S_(d-1) (``chain_equivalent_rates``), which is how the chain machinery (renewal,
+per-request heterogeneity, the fast engine's inverse-cdf draw) carries over to trees exactly.
 
 Shapes. ``q`` is (..., D, W): D >= the tree's depth rows (depth 1..D), W >= its width
 columns, leading axes for requests. 0 <= q <= 1 and every row sums to at most 1.
@@ -104,7 +104,7 @@ def tree_accept_pmf(tree: Tree, q: ArrayLike) -> np.ndarray:
 
 def tree_accept_length(tree: Tree, q: ArrayLike) -> np.ndarray | float:
     """E[L] = 1 + sum of the non-root path products, shape (...) (a float for one q)."""
-    # 1 + sum of the drafts' products, summed as sim/theory.py sums a chain's cumulative
+    # 1 + sum of the drafts' products, summed as sim/model/closed_forms.py sums a chain's cumulative
     # rates, so that a chain gives the identical float
     total = 1.0 + node_probabilities(tree, q)[..., 1:].sum(axis=-1)
     return float(total) if total.ndim == 0 else total

@@ -6,7 +6,7 @@ Arrival patterns:
   after an optional exponential think time (the shape of ``vllm bench serve
   --max-concurrency C`` and of SGLang's bench_serving with a concurrency cap);
 * ``Poisson``: open arrivals at ``rate_per_s``;
-* ``Trace``: replayed arrival times and lengths (sim/simulation/serving/trace.py reads them).
+* ``Trace``: replayed arrival times and lengths (sim/simulation/serving/traces/ reads them).
 
 A request is drawn by a ``RequestSource``: its input and output lengths (from the
 workload's length distributions, or the trace's row), its acceptance class and per-request

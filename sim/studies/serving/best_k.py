@@ -25,7 +25,7 @@ simulating it.
    "beats every fixed k within CI" when no fixed k is significantly better than it at any
    load.
 
-No plotting (sim/report/serving_decisions_plots.py), no text (sim/report/best_k.py).
+No plotting (sim/report/decision_plots.py), no text (sim/report/best_k.py).
 """
 
 from __future__ import annotations

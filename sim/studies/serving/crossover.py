@@ -14,7 +14,7 @@ speculation at k is above its bound and plain decoding is not, plain decoding wi
 rate (and the reverse); where both are, neither can carry the load (``Overloaded``). The
 crossings are sought on the rates where both are stable.
 
-No plotting (sim/report/serving_decisions_plots.py), no files, no text
+No plotting (sim/report/decision_plots.py), no files, no text
 (sim/report/crossover.py).
 """
 

@@ -47,7 +47,7 @@ def test_concurrency_one_without_prefill_is_the_batch_one_engine(acceptance, eng
 def test_closed_loop_per_user_rate_is_the_finite_n_renewal_law(users, k):
     """Equal lengths, no prefill, passes without a KV term: every iteration runs at batch C
     and costs T_C, so a request of N tokens lasting n cycles runs at 1000 N / (n T_C) with n
-    the first passage of the accept lengths (sim/renewal.py): exact, not asymptotic."""
+    the first passage of the accept lengths (sim/model/renewal.py): exact, not asymptotic."""
     n_tok = 60
     p = plan(ClosedLoop(users), k=k, output=n_tok, requests=300, warmup=users)
     run = simulate_serving(p, {"policy": FixedK(k)}, replications=3, seed=11)

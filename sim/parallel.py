@@ -180,14 +180,23 @@ class DaskExecutor:
     Workers must be able to import ``sim`` (install specsim on them). Results are identical
     to the local pool's: every point carries its own seed. Each task first undoes the
     nanny's ``MALLOC_TRIM_THRESHOLD_`` in its worker (``protect_malloc``).
+
+    A cluster that loses its scheduler, or its last worker for longer than
+    ``no_workers_s`` (Dask's own ``distributed.scheduler.no-workers-timeout`` when set,
+    e.g. ``DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT=5s``; otherwise
+    ``NO_WORKERS_S``), ends the run with a SpecsimError saying the finished points are
+    kept; a worker its nanny restarts in time only re-runs its task.
     """
 
     scheduler: Any
     timeout_s: float = 10.0
+    no_workers_s: float | None = None
+    #: Seconds between looks at the cluster while no task finishes.
+    poll_s: float = 1.0
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
         try:
-            from distributed import Client, as_completed
+            from distributed import Client
         except ImportError:
             raise SpecsimError(
                 "the Dask executor needs dask.distributed: pip install 'specsim-llm[dask]'",
@@ -211,7 +220,7 @@ class DaskExecutor:
             futures = client.map(task, list(items), pure=False)
             index = {fut.key: i for i, fut in enumerate(futures)}
             try:
-                for fut in as_completed(futures):
+                for fut in _completed(client, futures, self._no_workers_s(), self.poll_s):
                     yield index[fut.key], fut.result()
             except lost as exc:
                 raise SpecsimError(
@@ -227,6 +236,50 @@ class DaskExecutor:
             if own:
                 with contextlib.suppress(*gone):
                     client.close()
+
+    def _no_workers_s(self) -> float:
+        if self.no_workers_s is not None:
+            return self.no_workers_s
+        import dask  # lazy: only a Dask run needs it (start-up)
+
+        configured = dask.config.get("distributed.scheduler.no-workers-timeout", None)
+        return NO_WORKERS_S if configured is None else dask.utils.parse_timedelta(configured)
+
+
+#: Seconds a Dask run waits for a worker when its cluster has none left (a nanny restarts
+#: a killed worker in a few seconds; an adaptive cluster may take longer to scale up).
+NO_WORKERS_S = 60.0
+
+
+def _completed(
+    client: Any, futures: list[Any], no_workers_s: float, poll_s: float
+) -> Iterator[Any]:
+    """``futures`` as they finish; SpecsimError once the cluster has had no worker for
+    ``no_workers_s`` seconds (its tasks would wait for one forever)."""
+    import time  # lazy: start-up
+
+    from distributed import wait
+
+    pending = set(futures)
+    alone_since: float | None = None
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=poll_s, return_when="FIRST_COMPLETED")
+        except TimeoutError:  # nothing finished in poll_s
+            done = set()
+        yield from done
+        if done or client.nthreads():
+            alone_since = None
+            continue
+        now = time.monotonic()
+        alone_since = now if alone_since is None else alone_since
+        if now - alone_since >= no_workers_s:
+            raise SpecsimError(
+                f"lost the Dask cluster's workers (none for {no_workers_s:g} s, "
+                f"{len(pending)} task{'' if len(pending) == 1 else 's'} left); the finished "
+                "points are kept: run the same command again to resume",
+                param="scheduler",
+            )
 
 
 def _quiet_dask_logs() -> None:

@@ -75,3 +75,18 @@ def test_make_executor_defaults_a_local_pool_to_the_default_workers(monkeypatch)
 
     monkeypatch.setenv(WORKERS_ENV, "2")
     assert make_executor("local", workers=None) == LocalExecutor(2)
+
+
+def test_a_dask_cluster_without_workers_ends_the_run_with_one_error():
+    """Tasks on a cluster with no worker would wait forever: after ``no_workers_s`` the
+    run ends with the error a lost cluster gives (the finished points are kept)."""
+    distributed = pytest.importorskip("distributed")
+    from sim.parallel import DaskExecutor
+
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        executor = DaskExecutor(client, no_workers_s=0.5, poll_s=0.1)
+        with pytest.raises(SpecsimError, match=r"workers \(none for 0.5 s, 3 tasks left\)"):
+            list(executor.map_unordered(_slow_square, [1, 2, 3]))

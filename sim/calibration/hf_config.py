@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import SpecsimError
+from sim.files import json_depth, read_bounded_text
 
 #: Bytes per parameter by ``torch_dtype``.
 DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0, "float8_e4m3fn": 1.0}
@@ -59,6 +60,21 @@ class HfModel:
         return self.values[name].value
 
 
+#: Deepest nesting of a config.json read (a real one nests two or three levels).
+MAX_CONFIG_DEPTH = 32
+
+#: The largest count or dimension a config.json field read here can hold (the largest
+#: published are vocabularies of some 260k and FFN widths of some 100k): a value above it
+#: is not a model's, and would overflow the parameter counts.
+MAX_CONFIG_INT = 2**24
+
+#: Fields a model cannot have zero of (the head count divides the hidden size).
+_POSITIVE = frozenset(
+    {"num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model",
+     "num_attention_heads", "n_head", "vocab_size"}
+)  # fmt: skip
+
+
 def _int(cfg: dict[str, Any], *names: str, source: str, required: bool = True) -> int | None:
     for name in names:
         value = cfg.get(name)
@@ -66,6 +82,16 @@ def _int(cfg: dict[str, Any], *names: str, source: str, required: bool = True) -
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise SpecsimError(
                     f"must be a non-negative integer, got {value!r}", source=source, field=name
+                )
+            if value > MAX_CONFIG_INT or (value == 0 and name in _POSITIVE):
+                low = 1 if name in _POSITIVE else 0
+                got = (
+                    value if value.bit_length() < 64 else f"an integer of {len(str(value))} digits"
+                )
+                raise SpecsimError(
+                    f"must be an integer from {low} to {MAX_CONFIG_INT:,}, got {got}",
+                    source=source,
+                    field=name,
                 )
             return value
     if required:
@@ -113,12 +139,15 @@ def _bytes_per_param(cfg: dict[str, Any], source: str) -> Derived:
 def read_json(path: str | Path) -> dict[str, Any]:
     """A config.json as a mapping; SpecsimError naming the file if it is not one."""
     source = str(path)
+    text = read_bounded_text(path)  # a regular file of bounded size (SpecsimError)
+    if json_depth(text) > MAX_CONFIG_DEPTH:
+        raise SpecsimError(
+            f"not a config.json: nested deeper than {MAX_CONFIG_DEPTH}", source=source
+        )
     try:
-        raw = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise SpecsimError(f"cannot read: {exc.strerror or exc}", source=source) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecsimError(f"not JSON: {exc}", source=source) from None
+        raw = json.loads(text)
+    except ValueError as exc:  # not JSON, or an integer of more digits than Python reads
+        raise SpecsimError(f"not JSON: {str(exc)[:200]}", source=source) from None
     if not isinstance(raw, dict):
         raise SpecsimError("not a config.json object", source=source)
     return raw

@@ -273,8 +273,39 @@ def _guidellm(doc: dict[str, Any], source: str) -> list[LoadPoint]:
     return out
 
 
+#: What a run's figures can be (a value outside is not a measurement, refused rather
+#: than fitted): a TPOT from a microsecond to a minute a token, a load from a millionth
+#: of a request in flight to a million, an accept length up to 4,097 (4,096 drafts).
+TPOT_MS_RANGE = (1e-3, 6e4)
+LOAD_RANGE = (1e-6, 1e6)
+MAX_ACCEPT_LENGTH = 4097.0
+
+
+def check_point(point: LoadPoint) -> LoadPoint:
+    """``point`` when its figures can be measurements (SpecsimError naming the run and
+    the figure otherwise)."""
+    checks = (
+        ("TPOT (ms)", point.tpot_ms, TPOT_MS_RANGE),
+        (point.load_kind, point.load, LOAD_RANGE),
+        ("accept length", point.accept_length, (1.0, MAX_ACCEPT_LENGTH)),
+    )
+    for name, value, (lo, hi) in checks:
+        if value is not None and not lo <= value <= hi:
+            raise SpecsimError(
+                f"{value:.4g} is not a measurement (expected {lo:g} to {hi:g})",
+                source=point.source,
+                field=f"{point.where}: {name}",
+            )
+    return point
+
+
 def parse_load_sweep(text: str, *, source: str = "<sweep>") -> tuple[LoadPoint, ...]:
-    """Every run in one file of any of ``FORMATS`` (told apart by their keys)."""
+    """Every run in one file of any of ``FORMATS`` (told apart by their keys), each
+    checked to be a measurement (``check_point``)."""
+    return tuple(check_point(p) for p in _parse(text, source))
+
+
+def _parse(text: str, source: str) -> tuple[LoadPoint, ...]:
     stripped = text.lstrip()
     if stripped.startswith("{") and '"benchmarks"' in text:
         doc = load_object(text.strip(), source)

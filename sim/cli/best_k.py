@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sim.cli.serving_options import StudyArgs, parse_loads, serving_study_options, slo_options
+from sim.cli.serving_options import (
+    StudyArgs,
+    grown_by,
+    parse_loads,
+    serving_study_options,
+    slo_options,
+)
 
 if TYPE_CHECKING:
     from sim.studies.serving.best_k import BestKResult
@@ -78,4 +84,10 @@ def best_k(
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
         )
 
-    args.run("best_k", render_best_k, study, simulations=len(loads) * (len(ks) + 1))
+    args.run(
+        "best_k",
+        render_best_k,
+        study,
+        simulations=len(loads) * (len(ks) + 1),
+        grown=grown_by(loads, ks),
+    )

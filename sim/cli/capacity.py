@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sim.cli.options import FiniteFloatRange
-from sim.cli.serving_options import StudyArgs, serving_study_options, slo_options
+from sim.cli.serving_options import DEFAULT_KS, StudyArgs, serving_study_options, slo_options
 
 if TYPE_CHECKING:
     from sim.studies.serving.capacity import CapacityResult
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--share",
-    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
+    # below a thousandth no run of the scenario's requests tells one share from none
+    type=FiniteFloatRange(0.001, 1.0, max_open=True),
     default=0.9,
     show_default=True,
     help="Fraction of requests that must meet the SLO limits.",
@@ -50,6 +51,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
     from sim.cli.search import parse_num_steps
     from sim.report.capacity import render_capacity
     from sim.studies.serving.capacity import capacity as run_capacity
+    from sim.studies.serving.capacity import search_points
     from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import study_settings
     from sim.studies.serving.paired_metrics import Load
@@ -69,4 +71,11 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
             draws=DrawnPoints(evaluator, builder.draws),
         )
 
-    args.run("capacity", render_capacity, study)
+    # plain decoding and each k search at most search_points rates; one user's run first
+    args.run(
+        "capacity",
+        render_capacity,
+        study,
+        simulations=1 + (len(ks) + 1) * search_points(rtol),
+        grown={"num_steps": (len(ks) / DEFAULT_KS, "draft lengths")},
+    )

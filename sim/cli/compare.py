@@ -13,6 +13,7 @@ from sim.cli.options import (
     quiet_option,
     set_option,
     target_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
@@ -28,6 +29,7 @@ from sim.cli.progress import announce_slow_intervals
 @monte_carlo_options
 @workers_option("replications of each run")
 @quiet_option
+@verbose_option
 @json_option
 @plot_option
 @format_option
@@ -49,17 +51,21 @@ def compare(
     seed: int | None,
     workers: int,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
     plot_dir: str | None,
     fmt: str,
     levers: bool,
 ) -> None:
     """Baseline, speculative tok/s with CI, accept length, cycle breakdown and required
-    alpha per target for each SCENARIO (--set applies to all), ratios to the first."""
+    alpha per target for each SCENARIO (--set applies to all), ratios to the first.
+
+    The text is a first screen: the answer, what it rests on and how far it moves
+    (--verbose: the full table)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.documents import document
-    from sim.report.compare import render_comparison
+    from sim.report.compare import render_comparison, render_comparison_screen
     from sim.scenario.load import load_scenario
     from sim.studies.compare import compare_scenarios, unique_labels
 
@@ -99,10 +105,15 @@ def compare(
         echo_written(save_figures(figures_for(document("compare", doc)), plot_dir, fmt), quiet)
     if as_json:
         echo_document("compare", doc)
-    else:
-        click.echo(render_comparison(doc))
-        if lever_doc is not None:
-            from sim.report.hardware import render_levers
+    elif lever_doc is not None:  # the levers' table is the answer; --verbose adds the columns
+        from sim.report.hardware import render_levers
+        from sim.report.screen import fit_width
 
+        if verbose:
+            click.echo(render_comparison(doc))
             click.echo("")
             click.echo(render_levers(lever_doc))
+        else:
+            click.echo("\n".join(fit_width(render_levers(lever_doc, verbose).splitlines())))
+    else:
+        click.echo(render_comparison(doc) if verbose else render_comparison_screen(doc))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sim.cli.serving_options import StudyArgs, serving_study_options
+from sim.cli.serving_options import DEFAULT_KS, StudyArgs, serving_study_options
 
 if TYPE_CHECKING:
     from sim.studies.serving.controllers import Phase, ReplayResult
@@ -86,4 +86,9 @@ def controllers(
         study,
         simulations=len(ks) + 4,
         requests=sum(p.requests for p in parsed) if parsed else None,
+        grown={
+            # against the default phases' 2 x 60 requests
+            "phases": (sum(p.requests for p in parsed) / 120, "requests"),
+            "num_steps": (len(ks) / DEFAULT_KS, "draft lengths"),
+        },
     )

@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sim.cli.serving_options import StudyArgs, loads_option, parse_loads, serving_study_options
+from sim.cli.serving_options import (
+    StudyArgs,
+    grown_by,
+    loads_option,
+    parse_loads,
+    serving_study_options,
+)
 
 if TYPE_CHECKING:
     from sim.studies.serving.crossover import CrossoverResult
@@ -105,4 +111,5 @@ def crossover(
         study,
         screen=render_crossover_screen,
         simulations=len(loads) * (len(ks) + 1),
+        grown=grown_by(loads, ks, rate),
     )

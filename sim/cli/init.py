@@ -17,7 +17,7 @@ from sim.cli.calibrate import (
     VLLM_BENCH_OPTION,
     VLLM_METRICS_OPTION,
 )
-from sim.cli.options import output_file_checked
+from sim.cli.options import FiniteFloatRange, output_file_checked
 
 
 @click.command("init")
@@ -60,7 +60,7 @@ from sim.cli.options import output_file_checked
 )
 @click.option(
     "--draft-params",
-    type=click.FloatRange(min=1.0, max=1e13),
+    type=FiniteFloatRange(min=1.0, max=1e13),
     help="Drafter parameters read a pass [default: derived from the config].",
 )
 @click.option(
@@ -70,7 +70,7 @@ from sim.cli.options import output_file_checked
 )
 @click.option(
     "--accept-length",
-    type=click.FloatRange(min=1.0, max=65.0),
+    type=FiniteFloatRange(min=1.0, max=65.0),
     help="Mean accept length measured at --num-steps (bonus token included).",
 )
 @click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")

@@ -131,8 +131,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
     text = read_bounded_text(p)
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecsimError(f"not a JSON result document: {exc}", source=str(p)) from None
+    except ValueError as exc:  # not JSON, or an integer of more digits than Python reads
+        raise SpecsimError(f"not a JSON result document: {str(exc)[:200]}", source=str(p)) from None
     except RecursionError:
         raise SpecsimError("not a result document: nested too deeply", source=str(p)) from None
     if not isinstance(doc, dict):

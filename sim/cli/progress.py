@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import time
 from collections.abc import Iterable
@@ -49,6 +50,29 @@ def announce_slow_intervals(
         )
 
 
+def duration_text(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min`` (rounded up to the unit shown last)."""
+    s = max(0, math.ceil(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    m = math.ceil(s / 60)
+    return f"{m // 60} h {m % 60} min"
+
+
+def status_text(done: int, total: int, elapsed_s: float) -> str:
+    """``12/40, about 3 min 5 s left``: the count and the time left at the pace so far
+    (``elapsed_s`` / ``done`` a step, times the steps left); the count alone before the
+    first step, ``done`` when nothing is left."""
+    if done >= total:
+        return f"{done}/{total}, done"
+    if done <= 0:
+        return f"{done}/{total}"
+    left = elapsed_s / done * (total - done)
+    return f"{done}/{total}, about {duration_text(left)} left"
+
+
 class ProgressBar:
     """``progress(done, total)`` callback for ``sim.simulation.simulate.simulate`` and the serving
     studies.
@@ -58,9 +82,11 @@ class ProgressBar:
     in batches (best-k's selection, then its check) reports each batch from 1 to its own
     total: a count that restarts, or a new total, closes the bar and opens the next
     ("simulating, stage 2"), so that a finished bar is never left standing while the
-    command works on. A total of None is a count without an end (a study's bisection
-    simulating one load at a time, each replication counted): the bar moves and counts
-    but shows no percentage. Use as a context manager.
+    command works on. Beside the bar, ``status_text``: the count out of the total and the
+    time left at the pace so far (a bisection's total is its bound: it may end early). A
+    total of None is a count without an end: the bar moves and counts but shows no
+    percentage (no study passes one now; kept for callers that cannot bound their work).
+    Use as a context manager.
     """
 
     def __init__(self, enabled: bool = True, stream: TextIO | None = None):
@@ -72,6 +98,7 @@ class ProgressBar:
         self._done = 0
         self._total: int | None = -1  # none yet (None: a count without a total)
         self._stage = 0
+        self._stage_start = self._start
 
     def __call__(self, done: int, total: int | None) -> None:
         if not self._enabled:
@@ -80,6 +107,7 @@ class ProgressBar:
             self._close()
             self._stage += 1
             self._total = total
+            self._stage_start = time.monotonic()
         self._done = done
         if self._bar is None:
             if time.monotonic() - self._start < SHOW_AFTER_S:
@@ -91,10 +119,19 @@ class ProgressBar:
                     itertools.count(), label=label, file=self._stream, show_pos=True
                 )
             else:
-                self._bar = click.progressbar(length=total, label=label, file=self._stream)
+                self._bar = click.progressbar(
+                    length=total,
+                    label=label,
+                    file=self._stream,
+                    show_eta=False,  # status_text's estimate instead (testable, per stage)
+                    item_show_func=lambda text: text,
+                )
             self._bar.__enter__()
             self._shown = 0
-        self._bar.update(done - self._shown)
+        text = None
+        if total is not None:
+            text = status_text(done, total, time.monotonic() - self._stage_start)
+        self._bar.update(done - self._shown, text)
         self._shown = done
 
     def _close(self, *exc: object) -> None:

@@ -41,9 +41,11 @@ if TYPE_CHECKING:
     from sim.studies.serving.paired_metrics import Load
 
 __all__ = [
+    "DEFAULT_KS",
     "StudyArgs",
     "build_study",
     "draws_option",
+    "grown_by",
     "loads_option",
     "parse_loads",
     "serving_study_options",
@@ -83,6 +85,21 @@ def parse_loads(concurrency: str | None, rate: str | None, default_top: int = 64
         return load_grid(kind, values)
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=flag) from None
+
+
+#: Loads of the default grid (1, 2, 4, ..., 64 users) and draft lengths of ``1:4``.
+DEFAULT_LOADS, DEFAULT_KS = 7, 4
+
+
+def grown_by(
+    loads: list[Load], ks: list[int], rate: str | None = None
+) -> dict[str, tuple[float, str]]:
+    """How many times the default grid's size the load list and ``--num-steps`` make a
+    study (``check_serving_size``'s ``grown``)."""
+    return {
+        "rate" if rate is not None else "concurrency": (len(loads) / DEFAULT_LOADS, "loads"),
+        "num_steps": (len(ks) / DEFAULT_KS, "draft lengths"),
+    }
 
 
 def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -162,6 +179,7 @@ class StudyArgs:
         *,
         simulations: int | None = None,
         requests: int | None = None,
+        grown: dict[str, tuple[float, str]] | None = None,
     ) -> None:
         """Build the study (with a progress bar unless ``--quiet``), run ``study`` on its
         plan builder and evaluator, then print (and plot) the result's document: its first
@@ -169,9 +187,11 @@ class StudyArgs:
         or with ``--verbose`` every table (``render``). ``simulations``: the serving runs
         (load x policy) the study makes, checked against the memory and time limits before
         any runs (``requests``: each run's requests, when not the scenario's warm-up +
-        requests)."""
+        requests); ``grown``: the command's own options against their defaults
+        (``check_serving_size``), so that a size error names the option that made the work
+        large."""
         with ProgressBar(enabled=not self.quiet) as progress:
-            builder, evaluator = build_study(self, progress, simulations, requests)
+            builder, evaluator = build_study(self, progress, simulations, requests, grown)
             result = study(builder, evaluator)
         if not self.verbose:
             # lazy: the report layer when a command runs, not for --help (start-up)
@@ -232,6 +252,7 @@ def build_study(
     progress: Callable[[int, int | None], None] | None,
     simulations: int | None = None,
     requests: int | None = None,
+    grown: dict[str, tuple[float, str]] | None = None,
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder and an evaluator at its seed and replications (the
     study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
@@ -242,9 +263,8 @@ def build_study(
     from sim.simulation.budget import check_serving_size
     from sim.studies.serving.serve import serving_study
 
-    sc = with_mc_settings(
-        load_scenario(args.scenario, args.sets), args.replications, args.requests, args.seed
-    )
+    raw = load_scenario(args.scenario, args.sets)
+    sc = with_mc_settings(raw, args.replications, args.requests, args.seed)
     bind(sc)  # what the scenario means: the hardware model checks it here
     for flag, field, value in (
         ("--ttft-slo-ms", "serving.ttft_slo_ms", args.ttft_slo_ms),
@@ -264,11 +284,19 @@ def build_study(
     if simulations is not None:  # nothing has run yet
         setup = builder.setup(None, builder.default_steps)
         workload = setup.plan.workload
+        mine = dict(grown or {})
+        for given, written, what in (
+            (args.replications, raw.simulation.replications, "replications"),
+            (args.requests, raw.workload.requests, "requests"),
+        ):
+            if given is not None:
+                mine[what] = (given / written, what)
         check_serving_size(
             simulations,
             setup.replications,
             requests if requests is not None else workload.requests + workload.warmup,
             workers,
+            grown=mine,
         )
     return builder, evaluator
 

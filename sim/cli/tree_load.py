@@ -17,13 +17,15 @@ from sim.cli.options import (
     scenario_argument,
     seed_option,
     set_option,
+    verbose_option,
     with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import draws_option, emit
 
-#: Closed-loop concurrencies when none are given.
+#: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load's
+#: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
 DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 
 
@@ -62,6 +64,7 @@ DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
 @workers_option("replications", auto=True)
 @executor_options
 @quiet_option
+@verbose_option
 @plot_option
 @format_option
 def tree_load(
@@ -79,6 +82,7 @@ def tree_load(
     executor: str,
     scheduler: str | None,
     quiet: bool,
+    verbose: bool,
     plot_dir: str | None,
     fmt: str,
 ) -> None:
@@ -90,7 +94,11 @@ def tree_load(
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
     from sim.parallel import make_executor, resolve_workers
-    from sim.report.tree_load import render_tree_load, tree_load_to_dict
+    from sim.report.tree_load import (
+        render_tree_load,
+        render_tree_load_screen,
+        tree_load_to_dict,
+    )
     from sim.scenario.load import load_scenario
     from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
@@ -115,7 +123,7 @@ def tree_load(
     emit(
         "tree-load",
         tree_load_to_dict(result),
-        render_tree_load,
+        render_tree_load if verbose else render_tree_load_screen,
         as_json=as_json,
         plot_dir=plot_dir,
         fmt=fmt,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sim.binding.bind import AcceptanceShape
@@ -175,6 +176,8 @@ def render_analysis(analysis: Analysis, verbose: bool = False) -> str:
     for ln in head:
         if "90% interval from inputs and model:" in ln:
             ln = "    " + ln.strip()
+        # a mix's effective rates by position are an average over requests: --verbose
+        ln = re.sub(r"\(expected over requests: effective [^)]*\)", "(over the mix)", ln)
         lines.append(ln)
     if analysis.targets:
         doc = analysis_to_dict(analysis)

@@ -7,6 +7,7 @@ from typing import Any
 
 from sim.model.cycle import PHASES
 from sim.report.format import fmt_alpha
+from sim.report.screen import fit_width
 from sim.report.uncertainty import fmt_interval, off_centre_text
 
 
@@ -120,6 +121,82 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
             "are not shown: give them with --target)"
         )
     return "\n".join(out)
+
+
+#: Scenarios a first screen lists one by one (``--verbose``: every one).
+SCREEN_SCENARIOS = 6
+
+
+def render_comparison_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim compare``: each scenario's speculative tok/s with its
+    ratio to the first and its 90% interval (the answer and how far it moves), what it
+    rests on (hardware, k, accept length, the cycle's largest phase, overrides), each
+    target in a line per scenario, and the notes in a line each; at most
+    ``SCREEN_SCENARIOS`` scenarios (the best, the first kept), ``--verbose`` for the
+    full table."""
+    cols = doc["scenarios"]
+    shown = [cols[0], *sorted(cols[1:], key=lambda c: -c["tok_s_mean"])[: SCREEN_SCENARIOS - 1]]
+    shown = [c for c in cols if any(c is s for s in shown)]  # in the given order
+    width = min(32, max(len(c["label"]) for c in shown))
+
+    def name(c: Mapping[str, Any]) -> str:
+        label = c["label"] if len(c["label"]) <= width else c["label"][: width - 3] + "..."
+        return label.ljust(width)
+
+    cells = []
+    for c in shown:
+        ratio = "" if c is cols[0] else f" (x{c['ratios']['tok_s_mean']:.2f})"
+        unc = c.get("tok_s_interval90")
+        moves = f"{unc[0]:.1f}-{unc[1]:.1f}" if unc and None not in unc else "-"
+        cells.append((f"{c['tok_s_mean']:.1f}{ratio}", moves))
+    w_tok = max(len(a) for a, _ in cells)
+    w_unc = max(len(b) for _, b in cells)
+    lines = [f"speculative tok/s, ratio to {cols[0]['label']}, 90% from inputs and model:"]
+    for c, (tok, moves) in zip(shown, cells, strict=True):
+        lines.append(
+            f"  {name(c)}  {tok:<{w_tok}}  90% {moves:<{w_unc}}  speedup {c['speedup']:.2f} "
+            f"over plain {c['baseline_tok_s']:.1f}"
+        )
+    if len(shown) < len(cols):
+        lines.append(f"  ({len(cols) - len(shown)} more scenarios: --verbose)")
+    hw = {id(c): _hardware(c).removesuffix(" (re-composed)") for c in shown}
+    w_hw = max(len(h) for h in hw.values())
+    lines += [
+        "",
+        f"rests on:{'':<{width - 5}}{'hardware':<{w_hw}}    k  accept  cycle ms  largest part",
+    ]
+    for c in shown:
+        phase, ms = max(c["cycle_ms"].items(), key=lambda kv: kv[1])
+        over = _overrides(c)
+        lines.append(
+            f"  {name(c)}  {hw[id(c)]:<{w_hw}}  {c['num_steps']:>3}  {c['accept_length']:>6.2f}"
+            f"  {c['cycle_ms_mean']:>8.1f}  {phase} {ms:.1f}" + ("" if over == "-" else f"; {over}")
+        )
+    if doc["targets"]:
+        cells = {
+            id(c): [
+                (f"k={_best(row)}" if row["reachable"] else "unreachable")
+                + f" (flat {fmt_alpha(row.get('flat_alpha_at_best'))})"
+                for row in c["targets"]
+            ]
+            for c in shown
+        }
+        w_t = max(14, *(len(x) for row in cells.values() for x in row))
+        heads = "".join(f"  {f'{t:g} tok/s':<{w_t}}" for t in doc["targets"])
+        lines += ["", "first-position rate needed at the best k (flat rates):"]
+        lines.append(f"  {'':<{width}}{heads}")
+        for c in shown:
+            lines.append(f"  {name(c)}" + "".join(f"  {x:<{w_t}}" for x in cells[id(c)]))
+    full = render_comparison(doc).splitlines()
+    notes = full[next(i for i, n in enumerate(full) if n.startswith("(Monte Carlo")) + 1 :]
+    if notes:
+        lines.append("")
+    for note in notes:
+        text = note.strip("()")
+        cut = text.find(": ", text.find(" ") + 1)  # the note's claim, not its reasons
+        lines.append(text if cut < 0 else text[:cut])
+    lines.append("(--verbose: the full table, intervals' reasons and notes; --json: every field)")
+    return "\n".join(ln.rstrip() for ln in fit_width(lines))
 
 
 def _best(row: Mapping[str, Any]) -> str:

@@ -90,8 +90,10 @@ def _tok(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def render_levers(table: dict[str, Any]) -> str:
-    """The levers side by side, plain decoding the reference row, ranked below."""
+def render_levers(table: dict[str, Any], verbose: bool = True) -> str:
+    """The levers side by side, plain decoding the reference row, ranked below; the
+    variants behind the variants column and the kernel-count sweep only when
+    ``verbose`` (else a line saying where they are)."""
     rows = table["levers"]
     ref = next(r for r in rows if r["reference"])
     lines = [
@@ -124,6 +126,10 @@ def render_levers(table: dict[str, Any]) -> str:
         lines.append("ranked (one lever at a time): none applies here")
     lines += [f"note: {n}" for n in table.get("notes") or []]
     lines += off_centre_lines(rows, table.get("off_centre_inputs") or [])
+    if not verbose:
+        sweep = " and the levers across the kernel count" if table.get("kernels") else ""
+        lines.append(f"(--verbose: the variants behind the variants column{sweep})")
+        return "\n".join(lines)
     lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
     if table.get("kernels"):

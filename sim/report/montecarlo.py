@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.model.cycle import PHASES
 from sim.report.format import count
+from sim.report.screen import wrap
 from sim.simulation.results import MonteCarloResult, kept
 from sim.simulation.summary import Summary
 
@@ -157,9 +158,11 @@ def _summary_lines(s: Summary, head: str) -> list[str]:
 def _class_and_target_lines(s: Summary) -> list[str]:
     """Each class's share and mean, then P(tok/s >= target) with its interval."""
     lines = []
-    for c in s.classes:
-        lines.append(
-            f"  class {c.name:<13} {c.share:6.1%} of requests, mean {c.mean_tok_s:.2f} tok/s"
+    if s.classes:  # one line: each class's share of requests at its mean tok/s
+        lines += wrap(
+            "; ".join(f"{c.name} {c.share:.1%} at {c.mean_tok_s:.2f} tok/s" for c in s.classes),
+            indent="  by class (share)    ",
+            more=" " * 22,
         )
     for t in s.targets:
         tlo, thi = t.ci95

@@ -94,23 +94,26 @@ def target_lines(
             f"with {shape_phrase}: needs first-position rate 1.000 — not reachable; "
             f"{flat_text}; reachable if rates fall less than the shape (5-95%: {interval})"
         )
-    elif shaped:
+    elif shaped:  # its 90% interval goes with what moves it, on the next line
+        flat_short = f"flat rates: {rate(flat)} (k={flat_k})" if flat is not None else "flat: no k"
         text = (
-            f"best num_steps {best_k}: first-position rate {rate(t['first_rate_at_best'])} "
-            f"(90%: {interval}), mean {rate(t['mean_rate_at_best'])} over the chain; " + flat_text
+            f"best num_steps {best_k}: first-position rate {rate(t['first_rate_at_best'])}, "
+            f"chain mean {rate(t['mean_rate_at_best'])}; {flat_short}"
         )
     else:
         text = f"best num_steps {best_k}: rate {rate(t['first_rate_at_best'])} (90%: {interval})"
     lines += wrap(text, indent="    ", more="    ")
     drivers = unc.get("drivers") or []
+    moved = f"90%: {interval}" if shaped and best_k is not None and t["reachable"] else ""
     if drivers:
         d = drivers[0]
-        lines += wrap(
+        moved += "; " if moved else ""
+        moved += (
             f"moves most with {d['field']}: {d['input_low']:.4g} .. {d['input_high']:.4g} "
-            f"-> {rate(d['low'])} .. {rate(d['high'])}",
-            indent="    ",
-            more="      ",
+            f"-> {rate(d['low'])} .. {rate(d['high'])}"
         )
+    if moved:
+        lines += wrap(moved, indent="    ", more="      ")
     return lines
 
 

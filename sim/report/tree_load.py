@@ -18,13 +18,19 @@ from sim.model.drafts import describe_draft
 from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
+from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.draws import INTERVAL_LABEL
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
 
-__all__ = ["render_tree_load", "tree_load_figures", "tree_load_to_dict"]
+__all__ = [
+    "render_tree_load",
+    "render_tree_load_screen",
+    "tree_load_figures",
+    "tree_load_to_dict",
+]
 
 LABELS = {"per_user_tok_s": "per-user tok/s", "aggregate_tok_s": "aggregate tok/s"}
 COLORS = ("#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974", "#64B5CD", "#DD8452")
@@ -144,7 +150,7 @@ def _crossing_text(c: Mapping[str, Any], top: int) -> str:
         lo, hi = c["interval90"]
         low = f"{lo:.3g}" if lo is not None else f"below {min(top, c['first_loss'] or top)}"
         high = f"{hi:.3g}" if hi is not None else f"above {top}"
-        text += f"\n    crossing, {INTERVAL_LABEL}: [{low}, {high}] users"
+        text += f"; 90% from inputs and model [{low}, {high}]"
     return text
 
 
@@ -157,19 +163,23 @@ def _pair_cell(r: Mapping[str, Any]) -> str:
     return f"{r['mean']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] {r['sign']}"
 
 
-def render_tree_load(doc: Mapping[str, Any]) -> str:
-    """The text summary of a ``tree-load`` document."""
-    names = list(doc["policies"])
-    lines = [
+def _head(doc: Mapping[str, Any]) -> list[str]:
+    return [
         f"{doc['scenario']}: chain against tree under load; closed loops of "
         f"{', '.join(map(str, doc['concurrencies']))} "
         f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
         f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
         f"per load, seed {doc['seed']}",
-        "policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items()),
-        "",
-        "per-user tok/s (mean ±95% CI half-width)",
     ]
+
+
+def _policies(doc: Mapping[str, Any]) -> list[str]:
+    return ["policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items())]
+
+
+def _per_user_table(doc: Mapping[str, Any]) -> list[str]:
+    names = list(doc["policies"])
+    lines = ["per-user tok/s (mean ±95% CI half-width)"]
     width = max(14, *(len(n) + 2 for n in names))
     lines.append("users  batch " + "".join(f"{n:>{width}}" for n in names) + "   best")
     for p in doc["points"]:
@@ -178,11 +188,14 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
             + "".join(f"{_mean_ci(p['per_user_tok_s'][n]):>{width}}" for n in names)
             + f"   {p['best']}"
         )
+    return lines
+
+
+def _ratio_table(doc: Mapping[str, Any]) -> list[str]:
     iv = doc.get("interval90") or {}
-    lines += [
-        "",
+    lines = [
         "tree / chain, paired per replication (per-user tok/s; > 1: the tree wins)"
-        + (f"; [{INTERVAL_LABEL}] and its sign" if iv.get("draws") else ""),
+        + (f"; [{INTERVAL_LABEL}] and its sign" if iv.get("draws") else "")
     ]
     pairs = [(t, ch) for t in doc["trees"] for ch in doc["chains"]]
     cell = 34 if iv else 24
@@ -194,16 +207,31 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
             r = p["tree_over_chain"][t][ch]["per_user_tok_s"]
             row += f"{_pair_cell(r):>{max(cell, len(t) + len(ch) + 5)}}"
         lines.append(row + ("  *" if p.get("beyond_measured_batch") else ""))
-    lines += _interval_notes(iv, any(p.get("beyond_measured_batch") for p in doc["points"]))
+    return [*lines, *_notes(doc)]
+
+
+def _notes(doc: Mapping[str, Any]) -> list[str]:
+    """What the intervals drew and the mark of loads beyond the measured batches."""
+    iv = doc.get("interval90") or {}
+    return _interval_notes(iv, any(p.get("beyond_measured_batch") for p in doc["points"]))
+
+
+def _crossings(doc: Mapping[str, Any]) -> list[str]:
     top = max(doc["concurrencies"])
-    lines += ["", "where the tree stops beating the chain:"]
-    lines += [
-        "  " + _crossing_text(c, top) for c in doc["crossings"] if c["metric"] == "per_user_tok_s"
+    return [
+        "where the tree stops beating the chain:",
+        *(
+            "  " + _crossing_text(c, top)
+            for c in doc["crossings"]
+            if c["metric"] == "per_user_tok_s"
+        ),
     ]
-    lines += [
-        "",
-        "best draft per load as serving.draft_table (num_steps, topk, num_draft_tokens; "
-        "a recommendation from this grid):",
+
+
+def _draft_table(doc: Mapping[str, Any]) -> list[str]:
+    return [
+        "best draft per load as serving.draft_table ([from, to users, num_steps, topk, "
+        "num_draft_tokens]):",
         "  "
         + (
             str(doc["best_draft_table"]).replace(" ", "")
@@ -211,10 +239,45 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
             else "none: a static tree is best at some load, and a draft_table row names chains "
             "and SGLang's trees only (vLLM verifies its speculative_token_tree at every batch)"
         ),
+    ]
+
+
+def render_tree_load(doc: Mapping[str, Any]) -> str:
+    """The text of ``specsim tree-load --verbose``: every table, the crossings, the best
+    draft table and every assumption."""
+    lines = [
+        *_head(doc),
+        *_policies(doc),
+        "",
+        *_per_user_table(doc),
+        "",
+        *_ratio_table(doc),
+        "",
+        *_crossings(doc),
+        "",
+        *_draft_table(doc),
         "assumptions:",
         *(f"  - {a}" for a in doc["assumptions"]),
     ]
     return "\n".join(lines)
+
+
+def render_tree_load_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim tree-load``: where each tree stops beating each chain
+    (the answer), the best draft per load, the per-user tok/s with their 95% intervals
+    (what it rests on, and how far it moves), one line naming the assumptions; at most
+    ``WIDTH`` characters a line (``--verbose``: the paired ratios and every assumption)."""
+    lines = [
+        *_head(doc),
+        *_crossings(doc),
+        *_draft_table(doc),
+        "",
+        *_per_user_table(doc),
+        "",
+        *assumptions_line(doc["assumptions"]),
+        "(--verbose: the paired tree / chain ratios and every assumption; --json: every field)",
+    ]
+    return "\n".join(fit_width(lines))
 
 
 def _users_axis(ax: Any, x: np.ndarray) -> None:

@@ -372,8 +372,10 @@ def read_growmap(raw: dict[str, Any], base_dir: Path, source: str) -> dict[str, 
         data = json.loads(read_bounded_text(file, limit=MAX_SCENARIO_BYTES))
     except SpecsimError as exc:
         raise SpecsimError(f"{name}: {exc.message}", source=source, field=field) from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SpecsimError(f"{name} is not JSON: {exc}", source=source, field=field) from None
+    except (ValueError, RecursionError) as exc:  # ValueError: also a 5,000-digit integer
+        raise SpecsimError(
+            f"{name} is not JSON: {str(exc)[:200]}", source=source, field=field
+        ) from None
     if not isinstance(data, dict):
         raise SpecsimError(f"{name}: a growmap is a JSON object", source=source, field=field)
     try:

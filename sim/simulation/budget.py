@@ -10,6 +10,7 @@ a k = 3, alpha 0.7, jitter 0.2 scenario of 200 requests x 512 tokens gave 59 M t
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from sim.errors import SpecsimError
 
@@ -91,28 +92,45 @@ def check_serving_size(
     *,
     what: str = "simulations",
     source: str | None = None,
+    grown: Mapping[str, tuple[float, str]] | None = None,
 ) -> None:
     """SpecsimError with the estimate when a serving study would not fit in memory or
     would run past ``MAX_RUN_HOURS``: ``simulations`` serving runs (load x policy) of
     ``replications`` x ``requests`` (warm-up included) each, ``workers`` processes. The
-    message says what to lower."""
+    message says what to lower.
+
+    ``grown``: where each factor came from, ``{parameter: (times its default, what to
+    lower)}`` (``{"concurrency": (14285.7, "loads")}``): the error names the parameter
+    that grew the most (of those that feed the limit exceeded, more than its default),
+    else ``source``, else the ``requests`` parameter."""
+    grown = dict(grown or {})
+
+    def blame(of: tuple[str, ...]) -> tuple[str | None, str | None, str]:
+        """(source, parameter, what to lower) of the error."""
+        found = [(f, name, what) for name, (f, what) in grown.items() if what in of and f > 1]
+        if not found:
+            return source, None if source else "requests", ", ".join(of[:-1]) + " or " + of[-1]
+        _, name, what = max(found, key=lambda t: t[0])
+        return None, name, what
+
     need = replications * requests * SERVING_BYTES_PER_REQUEST
     if need > MAX_SERVING_BYTES:
+        where, param, lower = blame(("requests", "replications", "users"))
         raise SpecsimError(
             f"{replications} replication{'' if replications == 1 else 's'} x {requests:,} "
             f"requests would hold about {need / 1024**3:.1f} GiB of simulated requests "
-            f"(limit {MAX_SERVING_BYTES / 1024**3:.0f} GiB): use fewer requests or "
-            "replications",
-            source=source,
-            param=None if source else "requests",
+            f"(limit {MAX_SERVING_BYTES / 1024**3:.0f} GiB): use fewer {lower}",
+            source=where,
+            param=param,
         )
     parallel = 1 if workers <= 1 else min(workers, os.cpu_count() or 1)
     hours = simulations * replications * requests / SERVING_REQUESTS_PER_S / parallel / 3600.0
     if hours > MAX_RUN_HOURS:
+        where, param, lower = blame(("loads", "draft lengths", "users", "replications", "requests"))
         raise SpecsimError(
             f"{simulations:,} {what} x {replications} replications x {requests:,} requests "
-            f"would take about {hours:.3g} hours (limit {MAX_RUN_HOURS:g} h): use fewer loads, "
-            "draft lengths, replications or requests",
-            source=source,
-            param=None if source else "requests",
+            f"would take about {hours:.3g} hours (limit {MAX_RUN_HOURS:g} h): use fewer "
+            f"{lower}",
+            source=where,
+            param=param,
         )

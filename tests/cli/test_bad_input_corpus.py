@@ -8,6 +8,7 @@ left behind. Cases fail before any simulation runs, so the corpus is fast.
 
 from __future__ import annotations
 
+import json
 import os
 import zlib
 from collections.abc import Callable
@@ -724,6 +725,8 @@ def _(t):
 SERVING = str(
     Path(__file__).resolve().parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 )
+#: A scenario with ranks below the top-1 (tree-load can draft a tree on it).
+LLAMA_TREE = str(Path(SERVING).parent / "llama31-8b-1xh100-eagle3.toml")
 TRACE_HEADER = "arrival_s,input_tokens,output_tokens\n"
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 MOONCAKE = '{"timestamp": 0, "input_length": 1, "output_length": 1}\n'
@@ -761,7 +764,34 @@ SERVING_OPTIONS = [
     ("serve-set-table-word", ["serve", SERVING, "--set", "serving.k_table=x"], "serving.k_table"),
     ("crossover-rate-tiny", ["crossover", SERVING, "--rate", "1e-300,1"], "--rate"),
     ("crossover-rate-nan", ["crossover", SERVING, "--rate", "nan,1"], "--rate"),
-    ("crossover-conc-huge", ["crossover", SERVING, "--concurrency", "1:100000"], "hours"),
+    # a size error names the option that made the work large, and what to lower
+    (
+        "crossover-conc-huge",
+        ["crossover", SERVING, "--concurrency", "1:100000"],
+        "--concurrency: 500,000 simulations",
+    ),
+    ("crossover-rate-many", ["crossover", SERVING, "--rate", "0.1:20000"], "--rate: 100,000 sim"),
+    (
+        "crossover-replications-huge",
+        ["crossover", SERVING, "--replications", "100000"],
+        "--replications: 100000 replications",
+    ),
+    ("best-k-conc-many", ["best-k", SERVING, "--concurrency", "1:50000"], "--concurrency: 250,0"),
+    (
+        "controllers-replications-huge",
+        ["controllers", SERVING, "--replications", "100000"],
+        "use fewer replications",
+    ),
+    (
+        "tree-load-conc-huge",
+        ["tree-load", LLAMA_TREE, "--tree", "5/4/8", "--concurrency", "1,2,100000"],
+        "--concurrency: 20 replications x 100,100 requests",
+    ),
+    (
+        "tree-load-conc-many",
+        ["tree-load", LLAMA_TREE, "--tree", "5/4/8", "--concurrency", "1:3000"],
+        "use fewer loads",
+    ),
     ("crossover-one-load", ["crossover", SERVING, "--concurrency", "4"], "two loads"),
     (
         "crossover-dup-metric",
@@ -1122,6 +1152,104 @@ CASES += [
         "--point",
     ),
     ("cal-point-1e300", lambda t: _cal(t, "--point", "2:2:1e300"), "--point"),
+]
+
+
+# ------------------------------------------------------------------ extremes over the serving era
+# A generated corpus (1e-300, 1e300, nan, inf, -0 in every numeric option of serve,
+# crossover, best-k, capacity, controllers, tree-load, sweep --grid, calibrate and init;
+# malformed TOML; empty, huge and binary trace and bench files: 153 cases) was run, each in
+# an empty directory with stdin closed and 15 s: these are the ones it found mishandled
+# (a traceback, exit 0 with a file written, or no end in 15 s).
+QUICKSTART = Path(__file__).resolve().parents[1] / "data" / "quickstart"
+INIT = ["init", "--gpu", "H100", "--gpus", "4", "--engine", "vllm", "--out", "{tmp}/o.toml"]
+
+
+def _sweep_rows(*rows: tuple[float, float]) -> str:
+    return "".join(
+        json.dumps({"backend": "vllm", "max_concurrency": b, "completed": 64,
+                    "mean_tpot_ms": t, "mean_e2e_latency_ms": 1.0, "accept_length": None}) + "\n"
+        for b, t in rows
+    )  # fmt: skip
+
+
+def _config(**edit: object) -> str:
+    cfg = json.loads((QUICKSTART / "config.json").read_text())
+    text = json.dumps({**cfg, **{k: v for k, v in edit.items() if not isinstance(v, str)}})
+    for k, v in edit.items():  # a literal too large for json.dumps to write as a number
+        if isinstance(v, str):
+            text = text.replace(f'"{k}": {cfg[k]}', f'"{k}": {v}')
+    return text
+
+
+def _bench(**edit: object) -> str:
+    return json.dumps({**json.loads((QUICKSTART / "bench_eagle3.json").read_text()), **edit})
+
+
+def _with_file(text: str, args: list[str]) -> Case:
+    def build(tmp: Path) -> list[str]:
+        (tmp / "in.json").write_text(text)
+        return [a.format(tmp=tmp, f=tmp / "in.json") for a in args]
+
+    return build
+
+
+LOAD_SWEEP = ["calibrate", "--scenario", "{tmp}/good.toml", "--baseline-tok-s", "88.5",
+              "--load-sweep", "{f}"]  # fmt: skip
+CASES += [
+    ("capacity-share-1e-300", lambda t: ["capacity", SERVING, "--share", "1e-300"], "--share"),
+    (
+        "load-sweep-tpot-1e-300",
+        _with_file(_sweep_rows((1, 1e-300), (8, 20.0), (32, 30.0)), LOAD_SWEEP),
+        "line 1: TPOT (ms): 1e-300 is not a measurement",
+    ),
+    (
+        "load-sweep-tpot-1e300",
+        _with_file(_sweep_rows((1, 11.3), (8, 1e300), (32, 30.0)), LOAD_SWEEP),
+        "line 2: TPOT (ms)",
+    ),
+    (
+        "load-sweep-users-1e300",
+        _with_file(_sweep_rows((1, 11.3), (1e300, 20.0), (32, 30.0)), LOAD_SWEEP),
+        "line 2: concurrency",
+    ),
+    (
+        "init-draft-params-nan",
+        _with_file(
+            "", [*INIT, "--config", str(QUICKSTART / "config.json"), "--draft-params", "nan"]
+        ),
+        "--draft-params",
+    ),
+    (
+        "init-accept-length-nan",
+        _with_file(
+            "", [*INIT, "--config", str(QUICKSTART / "config.json"), "--accept-length", "nan"]
+        ),
+        "--accept-length",
+    ),
+    (
+        "init-config-no-heads",
+        _with_file(_config(num_attention_heads=0), [*INIT, "--config", "{f}"]),
+        "num_attention_heads: must be an integer from 1",
+    ),
+    (
+        "init-config-ffn-401-digits",
+        _with_file(_config(intermediate_size="1" + "0" * 400), [*INIT, "--config", "{f}"]),
+        "intermediate_size: must be an integer from 0 to 16,777,216, got an integer of 401",
+    ),
+    (
+        "init-config-ffn-5001-digits",
+        _with_file(_config(intermediate_size="1" + "0" * 5000), [*INIT, "--config", "{f}"]),
+        "not JSON",
+    ),
+    (
+        "init-bench-users-1e300",
+        _with_file(
+            _bench(max_concurrency=1e300),
+            [*INIT, "--config", str(QUICKSTART / "config.json"), "--vllm-bench", "{f}"],
+        ),
+        "max_concurrency: 1e+300 is not a request count",
+    ),
 ]
 
 

@@ -108,19 +108,21 @@ def _with_bar(monkeypatch, stream: io.StringIO, *args: str):
     return json.loads(res.output), calls
 
 
-def test_the_bar_advances_through_the_bisections(monkeypatch):
+def test_the_bar_advances_through_the_bisections_towards_their_bound(monkeypatch):
     """The grid (2 loads x 2 policies) runs as one batch with its bar; the bisections then
     simulate one load at a time (8 points here, 2 replications each): the bar advances per
-    replication through them (it stood still there), counting up without a total."""
+    replication through them out of their bound, known before they start: the 6 users
+    between 1 and 8 (every metric's bisections share their loads), 2 policies each, 2
+    replications: 24, with the time left beside the count."""
     tty = FakeTty()
     doc, calls = _with_bar(monkeypatch, tty)
-    grid = [c for c in calls if c[1] is not None]
-    assert grid == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    one_by_one = [c for c in calls if c[1] is None]
+    assert calls[:4] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    one_by_one = calls[4:]
     assert doc["runs"] == 12
-    assert one_by_one == [(i, None) for i in range(1, 2 * (12 - 4) + 1)]
+    assert one_by_one == [(i, 24) for i in range(1, 2 * (12 - 4) + 1)]
+    assert all(total is not None for _, total in calls)
     out = tty.getvalue()
-    assert "simulating" in out and "one load at a time" in out and "16" in out
+    assert "simulating, stage 2" in out and "16/24, about" in out and " left" in out
 
 
 def test_no_bar_with_quiet_or_when_piped(monkeypatch):

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.cli import progress as progress_mod
+from tests.conftest import ROOT
 from tests.helpers import MIXED
 
 FAST = ["--replications", "4", "--requests", "30"]
@@ -187,7 +188,6 @@ def test_method_auto_says_which_monte_carlo_options_the_exact_law_left_unused(se
 def test_a_name_that_reads_as_tex_is_drawn_as_written(tmp_path):
     """Matplotlib takes text between two '$' for TeX; "price $x^^$ tag" is not valid TeX and
     made `run --plot` fail with a traceback. Names are drawn as written."""
-    from tests.conftest import ROOT
 
     text = (ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml").read_text()
     lines = [
@@ -230,7 +230,6 @@ def test_a_draft_length_beyond_the_best_k_search_runs(seed_path):
 def test_the_best_tree_line_carries_its_interval():
     """A tree scenario: the best tree's line is followed by its 90% interval, as the
     speculative (SGLang's tree) line is; both labels' tree columns line up."""
-    from tests.conftest import ROOT
 
     llama = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
     tree = ["--set", "speculation.topk=4", "--set", "speculation.num_draft_tokens=8"]
@@ -275,3 +274,19 @@ def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
     for stream, enabled in [(FakeTty(), False), (io.StringIO(), True)]:
         progress_mod.announce_slow_intervals([mix], enabled=enabled, stream=stream)
         assert stream.getvalue() == ""
+
+
+@pytest.mark.slow  # the mix's 90% intervals re-build its rates in each draw (20-40 s)
+def test_the_chain_mix_answer_fits_30_lines():
+    """The chain-mix scenario's answer: three targets, two classes, a per-request spread, in
+    at most 30 lines of at most 100 characters (it printed 36); the mix's effective rates
+    by position are under --verbose."""
+    from sim.report.screen import fits
+
+    mix = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml")
+    result = CliRunner().invoke(main, ["run", mix, "--replications", "4", "-q"])
+    assert result.exit_code == 0, result.output
+    assert fits(result.output, lines=30), result.output
+    assert "by class (share)    chat" in result.output and "(over the mix)" in result.output
+    verbose = CliRunner().invoke(main, ["run", mix, "--replications", "4", "-q", "--verbose"])
+    assert "expected over requests: effective per-position" in verbose.output

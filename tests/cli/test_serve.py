@@ -394,3 +394,15 @@ def test_one_token_outputs_have_no_decode_time_to_share():
     )
     for policy in ("speculative", "baseline"):
         assert doc[policy]["decode_batch_time_share"] == []
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_one_token_answers_have_no_decode_speed_and_no_warning(tmp_path: Path, as_json: bool):
+    """Requests of one output token have no decode speed: per-user tok/s is NaN (null in
+    the JSON), said without numpy's 'Mean of empty slice' warning on stderr."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0,1,1\n-0,4,1\n")
+    args = ["serve", str(SERVING), "--trace", str(trace), "--replications", "2", "-q"]
+    result = CliRunner().invoke(main, [*args, *(["--json"] if as_json else [])])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""

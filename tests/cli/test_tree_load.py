@@ -52,6 +52,24 @@ def test_json_document_and_text(tmp_path):
     assert "closed loops of 1 user;" in text  # one user, not "1 users"
 
 
+def test_the_first_screen_fits_and_verbose_has_the_rest():
+    """The answer (where each tree stops beating each chain, the best draft per load), the
+    per-user tok/s with their intervals and one line of assumptions: at most 25 lines of
+    at most 100 characters with two trees over the default seven loads; --verbose adds
+    the paired ratios and every assumption."""
+    from sim.report.screen import fits
+
+    two = [*SMALL[:-4], "--tree", "5/4/8", "--tree", "6/8/32"]  # the default loads
+    code, text = run(LLAMA, *two)
+    assert code == 0, text
+    rows = text.splitlines()
+    assert fits(text, lines=25), (len(rows), max(map(len, rows)))
+    assert rows[2] == "where the tree stops beating the chain:"
+    assert "tree / chain, paired" not in text and "assumptions:" not in text
+    code, full = run(LLAMA, *two, "--verbose")
+    assert code == 0 and "tree / chain, paired" in full and "assumptions:" in full
+
+
 @pytest.mark.parametrize(
     ("args", "flag"),
     [
@@ -109,7 +127,7 @@ def test_text_and_json_give_the_same_intervals():
     assert code == 0, out
     doc = json.loads(out[out.index("{") :])
     assert doc["interval90"]["draws"] == 2 and doc["interval90"]["replications_per_draw"] == 2
-    code, text = run(LLAMA, *SMALL, "--draws", "2")
+    code, text = run(LLAMA, *SMALL, "--draws", "2", "--verbose")
     assert code == 0, text
     for p in doc["points"]:
         r = p["tree_over_chain"]["tree 5/4/8"]["chain 5"]["per_user_tok_s"]

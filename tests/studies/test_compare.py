@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.report.compare import render_comparison
+from sim.report.screen import fits
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.compare import compare_scenarios, unique_labels
 from tests.conftest import seed_text_without_uncertainty
@@ -45,8 +46,15 @@ def test_cli_compare_text_json_and_plot(seed_path: Path, tmp_path: Path) -> None
     text = CliRunner().invoke(main, [*args, "--plot", str(tmp_path / "fig")])
     assert text.exit_code == 0, text.output
     assert "kimi-k25-8xpcie-eagle3" in text.output and "nvlink" in text.output
-    assert "(x1." in text.output and "ratios to kimi-k25-8xpcie-eagle3" in text.output
+    assert "(x1." in text.output and "ratio to kimi-k25-8xpcie-eagle3" in text.output
     assert (tmp_path / "fig" / "compare-throughput.png").exists()
+    # the first screen: the answer, what it rests on, how far it moves; the table verbose
+    screen = "\n".join(ln for ln in text.output.splitlines() if not ln.startswith("wrote "))
+    assert fits(screen, lines=25), screen
+    for needed in ("90% ", "rests on:", "speedup", "first-position rate needed", "150 tok/s"):
+        assert needed in text.output
+    verbose = CliRunner().invoke(main, [*args, "--verbose"])
+    assert "Monte Carlo 95% CI" in verbose.output and "Monte Carlo 95% CI" not in text.output
     doc = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
     assert [c["label"] for c in doc["scenarios"]] == ["kimi-k25-8xpcie-eagle3", "nvlink"]
 

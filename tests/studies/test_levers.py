@@ -107,8 +107,10 @@ def test_drafter_range_spans_its_published_accept_lengths(table):
     assert leviathan_accept_length(0.5, 3) < KIMI_K2_DRAFTER.typical_accept_length
 
 
-@pytest.mark.slow  # three whole levers studies (about 9 s)
+@pytest.mark.slow  # four whole levers studies
 def test_hardware_and_compare_print_the_levers():
+    from sim.report.screen import fits
+
     text = CliRunner().invoke(main, ["hardware", str(SEED)])
     assert text.exit_code == 0 and "levers for" in text.output and "(reference)" in text.output
     doc = json.loads(CliRunner().invoke(main, ["hardware", str(SEED), "--json"]).output)
@@ -117,7 +119,11 @@ def test_hardware_and_compare_print_the_levers():
     args += ["--target", "150"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "graph the verify" in result.output and "ratios to plain decoding" in result.output
+    assert "graph the verify" in result.output and "levers for" in result.output
+    assert fits(result.output, lines=25), result.output  # the variants under --verbose
+    verbose = CliRunner().invoke(main, [*args, "--verbose"])
+    assert "ratios to plain decoding" in verbose.output
+    assert "variants behind the variants column:" in verbose.output
 
 
 def test_compare_levers_takes_exactly_one_scenario():

@@ -71,7 +71,7 @@ def test_the_hardware_levers_of_a_tree(tree) -> None:
 
 def test_compare_says_a_column_is_a_tree() -> None:
     small = ["--replications", "2", "--requests", "5", "-q"]
-    res = CliRunner().invoke(main, ["compare", str(SEED), str(SEED), *SETS, *small])
+    res = CliRunner().invoke(main, ["compare", str(SEED), str(SEED), *SETS, *small, "--verbose"])
     assert res.exit_code == 0, res.output
     assert res.output.count("drafts a tree 3/4/8: its required acceptance is a chain's") == 2
     assert "no 90% interval" not in res.output

@@ -31,6 +31,10 @@ from sim.errors import SpecsimError
 ACCEPT_LENGTH = "spec_decode_acceptance_length"
 
 
+#: Most requests a run can have in flight (``max_concurrency``): a million.
+MAX_CONCURRENCY = 1_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class VllmBenchRun:
     """One ``vllm bench serve`` result; speculative fields None for a run without them."""
@@ -119,6 +123,15 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
             field="spec_decode_acceptance_rate",
         )
     conc = record.get("max_concurrency")
+    # absent or null: no limit (vLLM's default); otherwise a count of requests
+    if conc is not None and not (
+        isinstance(conc, int) and not isinstance(conc, bool) and 1 <= conc <= MAX_CONCURRENCY
+    ):
+        raise SpecsimError(
+            f"{conc!r} is not a request count from 1 to {MAX_CONCURRENCY:,}",
+            source=source,
+            field="max_concurrency",
+        )
     tpot = opt("mean_tpot_ms")
     if tpot is not None:
         check_step_ms(tpot, source, "mean_tpot_ms")

@@ -40,7 +40,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving.break_even import find_crossings
+from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, shifted
 from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import (
@@ -169,6 +169,15 @@ def refined_ends(
     does not cross once (noise, or a third k best in between), said in the notes."""
     ends = midpoint_ends(choices)
     notes = []
+    # each boundary bisects one grid cell (its estimate and its band's two ends), two
+    # policies a midpoint: the bisections' bound, for the progress total
+    evaluator.expect(
+        sum(
+            2 * cell_loads(a.users, b.users, 3, integer=True, rtol=0.02)
+            for a, b in itertools.pairwise(choices)
+            if a.best != b.best
+        )
+    )
     for i, (a, b) in enumerate(itertools.pairwise(choices)):
         if a.best == b.best:
             continue

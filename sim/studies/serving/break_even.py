@@ -21,13 +21,22 @@ The interval reflects Monte Carlo noise only, not model error.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sim.simulation.serving.metrics import Ratio
 
-__all__ = ["STARTS", "STOPS", "Crossing", "find_crossings"]
+__all__ = [
+    "STARTS",
+    "STOPS",
+    "Crossing",
+    "bisection_steps",
+    "cell_loads",
+    "find_crossings",
+    "refinement_bound",
+]
 
 STOPS, STARTS = "stops paying", "starts paying"
 #: Which bound of the band crosses first (at the lower load) for each direction.
@@ -95,6 +104,66 @@ def _refine(
     fa, fb = _stat(curve(a), which), _stat(curve(b), which)
     t = (fa - 1.0) / (fa - fb) if fa != fb else 0.5
     return a + min(1.0, max(0.0, t)) * (b - a), (a, b)
+
+
+def bisection_steps(a: float, b: float, *, integer: bool, rtol: float | None) -> int:
+    """Midpoints ``_refine`` simulates between ``a`` < ``b`` at most: integers halve the
+    width ``b - a`` down to 1, ceil(log2(b - a)) steps; rates bisect geometrically,
+    halving log(b / a) down to log(1 + rtol), ceil(log2(log(b / a) / log1p(rtol)))
+    steps; none without refinement (``rtol`` None) or within the tolerance already."""
+    if rtol is None:
+        return 0
+    if integer:
+        return max(0, math.ceil(math.log2(b - a))) if b - a > 1 else 0
+    if b - a <= rtol * a:
+        return 0
+    return max(1, math.ceil(math.log2(math.log(b / a) / math.log1p(rtol))))
+
+
+def refinement_bound(
+    xs: Sequence[float],
+    curves: Sequence[Callable[[float], Ratio]],
+    *,
+    integer: bool,
+    rtol: float | None = 0.02,
+) -> int:
+    """The most distinct loads ``find_crossings(xs, curve, ...)`` simulates between grid
+    loads for all of ``curves`` (metrics of the same runs: a load simulated for one is
+    there for all), from the grid alone (the curves at the grid loads, already simulated).
+
+    A bisection runs in a cell only where its statistic (the estimate, or a bound of its
+    95% band, of a curve that crosses at all) changes side; ``m`` bisections of a cell
+    share its first midpoint, then split: step j visits at most min(2^(j-1), m) loads,
+    over the cell's ``bisection_steps``, and never more than the integers inside it."""
+    if rtol is None:
+        return 0
+    grid = sorted(set(xs))
+    total = 0
+    for a, b in itertools.pairwise(grid):
+        m = 0
+        for curve in curves:
+            fine = [x for x in grid if math.isfinite(curve(x).mean)]
+            crosses = any(
+                (curve(u).mean >= 1.0) != (curve(v).mean >= 1.0)
+                for u, v in itertools.pairwise(fine)
+            )
+            if crosses and a in fine and b in fine:
+                m += sum(
+                    (_stat(curve(a), w) >= 1.0) != (_stat(curve(b), w) >= 1.0)
+                    for w in ("mean", "lo", "hi")
+                )
+        total += cell_loads(a, b, m, integer=integer, rtol=rtol)
+    return total
+
+
+def cell_loads(a: float, b: float, bisections: int, *, integer: bool, rtol: float | None) -> int:
+    """The most distinct loads ``bisections`` bisections of the cell (a, b) simulate:
+    they share the first midpoint, then split, step j visiting at most
+    min(2^(j-1), bisections) loads over the cell's ``bisection_steps``; integers never
+    more than those inside the cell."""
+    steps = bisection_steps(a, b, integer=integer, rtol=rtol)
+    loads = sum(min(2 ** (j - 1), bisections) for j in range(1, steps + 1))
+    return min(loads, max(0, math.ceil(b) - math.floor(a) - 1)) if integer else loads
 
 
 def _band_end(

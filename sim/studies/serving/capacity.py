@@ -220,6 +220,17 @@ def policy_capacity(
     )
 
 
+def search_points(rtol: float) -> int:
+    """The most rates one policy's search simulates: three roots (the estimate and its
+    band's two ends), each expanding from the hint in doubling steps of log 2 across the
+    domain's log(SPAN^2) (at most ceil(log2(log(SPAN^2) / log 2)) + 1 steps), then
+    bisecting the last bracket, at most the domain, to log1p(rtol)."""
+    width = 2.0 * math.log(SPAN)
+    expand = math.ceil(math.log2(width / math.log(2.0))) + 1
+    bisect = math.ceil(math.log2(width / math.log1p(rtol)))
+    return 3 * (expand + bisect)
+
+
 def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
     return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,6 +336,7 @@ def replay_values(
     replications: int,
     seed: int,
     executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[PhaseValues, dict[str, np.ndarray], Trace, int]:
     """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
     the phase trace): per policy each replication's ``PHASE_METRICS`` per phase, each
@@ -351,7 +352,12 @@ def replay_values(
     workload = Workload(trace, Fixed(1), Fixed(0), requests=trace.size, warmup=0)
     replayed = dataclasses.replace(plan, workload=workload)
     run = simulate_serving(
-        replayed, dict(policies), replications=replications, seed=seed, executor=executor
+        replayed,
+        dict(policies),
+        replications=replications,
+        seed=seed,
+        executor=executor,
+        progress=progress,
     )
     n = len(phases)
     per_rep = {
@@ -400,14 +406,21 @@ def replay(
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
     the phase trace; its acceptance model must have the phases' classes and cover every
-    policy's largest k)."""
+    policy's largest k); ``progress(done, total)`` after each replication."""
     if reference not in policies:
         raise ValueError(f"the reference {reference!r} is not among the policies")
     per_rep, overall_reps, trace, max_batch = replay_values(
-        plan, phases, policies, replications=replications, seed=seed, executor=executor
+        plan,
+        phases,
+        policies,
+        replications=replications,
+        seed=seed,
+        executor=executor,
+        progress=progress,
     )
     n = len(phases)
     diffs = advantages(per_rep, reference)
@@ -586,6 +599,7 @@ def controller_study(
         scenario=builder.base["name"],
         settings={k: v for k, v in settings.items() if k in ("batching", "max_running_requests")},
         assumptions=(*notes, *assumed),
+        progress=evaluator.progress,
     )
     method = (builder.base.get("acceptance") or {}).get("method")
     tables = {n: p for n, p in policies.items() if isinstance(p, KTable)}

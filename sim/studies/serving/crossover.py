@@ -21,7 +21,7 @@ No plotting (sim/report/decision_plots.py), no files, no text
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving.break_even import STOPS, Crossing, find_crossings
+from sim.studies.serving.break_even import STOPS, Crossing, find_crossings, refinement_bound
 from sim.studies.serving.draws import DrawnPoints, interval90
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
@@ -353,16 +353,35 @@ def crossover(
     }
     checks = [evaluator.check(x, {str(p.max_k): p for p in policies}) for x in grid]
     overloads = tuple(c for c in checks if c is not None and not c.stable)
+
+    def curve_of(k: int, metric: str) -> Callable[[float], Ratio]:
+        spec = FixedK(k)
+
+        def curve(x: float) -> Ratio:
+            load = grid[0].at(x)
+            return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
+
+        return curve
+
+    if refine:  # each midpoint simulates k and plain decoding: the bisections' bound
+        evaluator.expect(
+            2
+            * sum(
+                refinement_bound(
+                    [float(load.value) for load in paired[k]],
+                    [curve_of(k, metric) for metric in metrics],
+                    integer=grid[0].integer,
+                    rtol=rtol,
+                )
+                for k in ks
+            )
+        )
     curves = []
     for k in ks:
         spec = FixedK(k)
         overloaded = _overloaded(evaluator, grid, k)
         for metric in metrics:
-
-            def curve(x: float, metric: str = metric, spec: FixedK = spec) -> Ratio:
-                load = grid[0].at(x)
-                return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
-
+            curve = curve_of(k, metric)
             xs = [float(load.value) for load in paired[k]]
             found = find_crossings(
                 xs, curve, integer=grid[0].integer, rtol=rtol if refine else None

@@ -189,9 +189,10 @@ class PointEvaluator:
     """Memoized (load, policy) -> ``PolicyPoint`` at one seed and replication count.
 
     ``progress(done, total)`` is called as each batch's points finish, and while points
-    run one at a time (a bisection's steps: the total is not known ahead) as each of
-    their replications finishes, with the replications run so far since the last batch
-    and total None; ``runs`` counts the simulations run. ``keep_samples``: loads whose
+    run one at a time (a bisection's steps) as each of their replications finishes, with
+    the replications run so far since the last batch out of the most a study announced
+    with ``expect`` (a bisection's bound), or this point's own when it runs past it;
+    ``runs`` counts the simulations run. ``keep_samples``: loads whose
     points keep pooled latency samples.
     ``check(load, policies)``: whether an open load is above what a policy answers
     (sim/simulation/serving/stability.py), which a study asks before simulating a rate: a
@@ -221,6 +222,7 @@ class PointEvaluator:
         self.memo: dict[Key, PolicyPoint] = {}
         self.bounds: dict[Key, ServiceBound] = {}
         self._one_by_one = 0  # replications run one point at a time since the last batch
+        self._planned = 0  # the most replications those points run (``expect``)
 
     @property
     def runs(self) -> int:
@@ -271,16 +273,24 @@ class PointEvaluator:
             self.memo[missing[0]] = run_point(tasks[0], self.executor, self._replication_done)
             self._one_by_one += tasks[0].replications
             return
-        self._one_by_one = 0
+        self._one_by_one = self._planned = 0
         for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
             self.memo[missing[i]] = point
             if self.progress:
                 self.progress(done, len(tasks))
 
+    def expect(self, points: int) -> None:
+        """At most ``points`` more (load, policy) points will run one at a time (a
+        bisection's bound, ``sim.studies.serving.break_even.refinement_bound``): the progress
+        total of what follows."""
+        self._planned = self._one_by_one + max(0, points) * self.replications
+
     def _replication_done(self, done: int, total: int) -> None:
-        """One replication of a point run alone finished: the count so far, no total."""
+        """One replication of a point run alone finished: the count so far out of the
+        announced bound (or out of this point's end, when nothing announced covers it)."""
         if self.progress:
-            self.progress(self._one_by_one + done, None)
+            so_far = self._one_by_one + done
+            self.progress(so_far, max(self._planned, self._one_by_one + total))
 
     def __call__(self, load: Load, policy: SpeculationPolicy) -> PolicyPoint:
         key = (load, policy)

@@ -156,6 +156,13 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(np.quantile(v, q)) if v.size else float("nan")
 
 
+def _mean(values: np.ndarray) -> float:
+    """The mean of the finite values; NaN when none is (one-token outputs have no decode
+    speed), without numpy's empty-slice warning on stderr."""
+    v = values[~np.isnan(values)]
+    return float(v.mean()) if v.size else float("nan")
+
+
 def replication_metrics(rec: ServingRecord, slo: SloSpec) -> dict[str, float]:
     """Every metric of ``METRICS`` for one replication (SLO metrics only with limits).
 
@@ -166,7 +173,7 @@ def replication_metrics(rec: ServingRecord, slo: SloSpec) -> dict[str, float]:
     """
     m = request_metrics(rec)
     out = {
-        "per_user_tok_s": float(np.nanmean(m["per_user_tok_s"])),
+        "per_user_tok_s": _mean(m["per_user_tok_s"]),
         "aggregate_tok_s": 1000.0 * rec.tokens_delivered / rec.window_ms,
         "tpot_p50_ms": _quantile(m["tpot_ms"], 0.5),
         "tpot_p99_ms": _quantile(m["tpot_ms"], 0.99),

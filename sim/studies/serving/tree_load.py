@@ -43,6 +43,7 @@ from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.parallel import Executor
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
+from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
@@ -70,6 +71,9 @@ __all__ = [
     "table_row",
     "tree_load_study",
 ]
+
+#: Closed-loop concurrencies when none are given (the command's default).
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 
 #: The metrics compared, per-user first.
 METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s")
@@ -294,6 +298,27 @@ def tree_load_study(
     tree_names = [n for n, d in drafts.items() if is_tree(d)]
     chain_names = [n for n, d in drafts.items() if not is_tree(d) and d != 0]
     base = scenario
+    # the size before any run: every draft at every load, each load's requests those of
+    # the top one (its warm-up the longest), so that the estimate errs long
+    largest = serving_setup(
+        with_load(base, concurrency=grid[-1], source=source),
+        base_dir=base_dir,
+        source=source,
+        policies=policies,
+    )
+    w = largest.plan.workload
+    check_serving_size(
+        len(grid) * len(drafts),
+        largest.replications,
+        w.requests + w.warmup,
+        workers,
+        what="draft x load simulations",
+        grown={
+            "concurrencies": (len(grid) / len(DEFAULT_CONCURRENCIES), "loads"),
+            # a load's warm-up is as many requests as its users
+            "concurrency": (w.warmup / w.requests, "users"),
+        },
+    )
     setups: list[Any] = []
     nominal: dict[int, PairArrays] = {}
     top = highest_measured_batch(base)

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= scenarios/kimi-k25-8xpcie-eagle3.toml
 
-.PHONY: run test test-slow test-all test-blas test-latest lock lint bench validate clean
+.PHONY: run test test-slow test-all test-blas test-latest lock lint bench validate coverage clean
 
 RUN_STAMP := $(VENV)/.installed-run-stamp
 
@@ -77,6 +77,12 @@ bench: $(STAMP)
 # and closed-form checks; fails if a closed-form check fails.
 validate: $(STAMP)
 	$(BIN)/python -m sim.validation
+
+# Coverage of the serving answers' 90% intervals (docs/serving-intervals.md): on synthetic
+# truths drawn from the model's own ranges, then on the public serving curves (slow).
+coverage: $(STAMP)
+	$(BIN)/python -m sim.validation.interval_coverage
+	$(BIN)/python -m sim.validation.interval_public
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim tests

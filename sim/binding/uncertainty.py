@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from sim.binding.bind import (
     acceptance_shape,
@@ -745,25 +744,53 @@ def sampled_scenario(
 # --------------------------------------------------------------------------- serving inputs
 
 
-def _host_work_range() -> tuple[float, float, str]:
-    from sim.model.host_work import US_PER_REQUEST_RANGE  # lazy: serving studies only
+DefaultRange = tuple[float, float, float, str]
+
+
+def _host_work_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE  # lazy
 
     low, high = US_PER_REQUEST_RANGE
-    return (
-        low,
-        high,
-        "the default host work per running request: public measurements put it at "
-        f"{low:g}-{high:g} us (sim/model/host_work.py)",
+    why = f"the default host work per running request: public measurements put it at {low:g}-"
+    return DEFAULT_US_PER_REQUEST, low, high, why + f"{high:g} us (sim/model/host_work.py)"
+
+
+def _kernel_slope_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE  # lazy: serving only
+
+    low, high = SLOPE_RANGE
+    why = (
+        "the default growth of a pass measured at batch 1 only (and beyond its last measured "
+        f"point): public kernel profiles put it at {low:g}-{high:g} ms per ms of work at peak "
+        "(sim/hardware/batched.py); a batch-1 calibration cannot identify it"
     )
+    return DEFAULT_SLOPE, low, high, why
+
+
+def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
+    if not scenario.model.experts:
+        return None  # a dense target routes no experts
+    from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE  # lazy: serving only
+
+    low, high = SKEW_RANGE
+    why = (
+        "the default skew of expert popularity in a batched step: uniform routing to the one "
+        f"public serving trace, {low:g}-{high:g} (sim/hardware/experts.py); a batch-1 "
+        "calibration cannot identify it"
+    )
+    return SERVING_STEP_SKEW, low, high, why
 
 
 #: Batched cost terms a serving answer draws over their published range when the scenario
-#: neither gives the field nor states its uncertainty: field -> (low, high, reason). A
-#: batched term that a calibration leaves unidentified enters the same way when the
-#: scenario carries it as an ``[uncertainty]`` range (``uncertain_inputs``); a default
-#: term with a published range is added here.
-SERVING_DEFAULT_RANGES: dict[str, Callable[[], tuple[float, float, str]]] = {
+#: neither gives the field nor states its uncertainty: field -> f(scenario) -> (the model's
+#: default, low, high, reason), None where the term does not apply. A batched term that a
+#: calibration leaves unidentified enters the same way when the scenario carries it as an
+#: ``[uncertainty]`` range (``uncertain_inputs``); a default term with a published range is
+#: added here. Every one of them is a term a batch-1 calibration cannot identify.
+SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float, str] | None]] = {
     "serving.host_us_per_request": _host_work_range,
+    "serving.kernel_slope": _kernel_slope_range,
+    "serving.expert_skew": _expert_skew_range,
 }
 
 
@@ -777,22 +804,21 @@ def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
     for field, make in SERVING_DEFAULT_RANGES.items():
         if field in stated or scenario.given_origin(field)[0] != "default":
             continue
+        found = make(scenario)
+        if found is None:
+            continue
+        default, low, high, reason = found
         section, key = field.split(".", 1)
-        if getattr(scenario, section) is None:  # no such section: every field its default
-            nominal = float(_section_type(section).model_fields[key].default)
-            bounds = (-math.inf, math.inf)
+        part = getattr(scenario, section)
+        if part is None:  # no such section: every field its default
+            nominal, bounds = default, (-math.inf, math.inf)
         else:
-            nominal, bounds = _value(scenario, field), field_bounds(scenario, field)
-        low, high, reason = make()
+            value = getattr(part, key)
+            nominal = default if value is None else float(value)
+            bounds = field_bounds(scenario, field)
         out.append(
             UncertainInput(
                 field, nominal, "uniform", "assumed", reason, low=low, high=high, bounds=bounds
             )
         )
     return tuple(out)
-
-
-def _section_type(section: str) -> type[BaseModel]:
-    """The model class of an optional section of the scenario (``ServingSpec``)."""
-    annotation = Scenario.model_fields[section].annotation
-    return next(a for a in typing.get_args(annotation) if a is not type(None))

@@ -122,7 +122,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         (
             "Where a draft tree stops beating the chain as concurrency grows: plain decoding, "
             "each chain and each tree on the same users at every load (serving simulation), the "
-            "paired tree / chain ratio, the crossover and the best draft per load."
+            "paired tree / chain ratio with its 90% interval from inputs and model, the "
+            "crossover and the best draft per load."
         ),
     ),
     "validate": (

@@ -25,7 +25,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import emit
+from sim.cli.serving_options import draws_option, emit
 
 if TYPE_CHECKING:
     from sim.scenario.schema import Scenario
@@ -111,14 +111,7 @@ def with_trace_settings(
     metavar="START:END",
     help="Replay only the requests arriving in [START, END) seconds of the trace's clock.",
 )
-@click.option(
-    "--draws",
-    type=click.IntRange(min=0),
-    default=8,
-    show_default=True,
-    help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
-    "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
-)
+@draws_option
 @set_option
 @json_option
 @seed_option

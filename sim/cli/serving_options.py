@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_KS",
     "StudyArgs",
     "build_study",
+    "draws_option",
     "grown_by",
     "loads_option",
     "parse_loads",
@@ -117,6 +118,19 @@ def loads_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--draws N: Sobol draws of the uncertain inputs for the 90% intervals from inputs and
+    model (sim/studies/serving/draws.py ``DRAWS`` by default; 0: Monte Carlo only)."""
+    return click.option(
+        "--draws",
+        type=click.IntRange(min=0),
+        default=8,
+        show_default=True,
+        help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
+        "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
+    )(fn)
+
+
 def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
     fn = click.option(
@@ -154,6 +168,7 @@ class StudyArgs:
     tpot_slo_ms: float | None = None
     executor: str = "local"
     scheduler: str | None = None
+    draws: int = 8
 
     def run(
         self,
@@ -212,6 +227,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
         decorated: Callable[..., Any] = command
         for option in (
+            draws_option,
             verbose_option,
             format_option,
             plot_option,
@@ -263,6 +279,7 @@ def build_study(
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,
         progress=progress,
+        draws=args.draws,
     )
     if simulations is not None:  # nothing has run yet
         setup = builder.setup(None, builder.default_steps)

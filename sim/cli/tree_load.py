@@ -22,7 +22,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import emit
+from sim.cli.serving_options import draws_option, emit
 
 #: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load's
 #: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
@@ -55,6 +55,7 @@ DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
     metavar="K",
     help="A chain of K drafts (repeatable) [default: the scenario's num_steps].",
 )
+@draws_option
 @set_option
 @json_option
 @seed_option
@@ -71,6 +72,7 @@ def tree_load(
     concurrencies: str,
     trees: tuple[str, ...],
     chains: tuple[int, ...],
+    draws: int,
     sets: tuple[str, ...],
     as_json: bool,
     seed: int | None,
@@ -86,7 +88,8 @@ def tree_load(
 ) -> None:
     """Where a draft tree stops beating the chain as concurrency grows: plain decoding,
     each chain and each tree on the same users at every load (serving simulation), the
-    paired tree / chain ratio, the crossover and the best draft per load."""
+    paired tree / chain ratio with its 90% interval from inputs and model, the crossover
+    and the best draft per load."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
@@ -115,6 +118,7 @@ def tree_load(
             base_dir=Path(scenario).resolve().parent,
             source=scenario,
             progress=progress,
+            draws=draws,
         )
     emit(
         "tree-load",

@@ -9,6 +9,7 @@ from typing import Any
 from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.studies.serving.draws import INTERVAL_LABEL
 
 __all__ = ["render_controllers"]
 
@@ -25,6 +26,41 @@ def _signed(x: float) -> str:
     return ("-" if x < 0 else "+") + sig(abs(x))
 
 
+def _drawn(doc: Mapping[str, Any]) -> bool:
+    """Whether the document's intervals drew any inputs."""
+    return bool((doc.get("interval90") or {}).get("draws_run"))
+
+
+def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Where the static best-k table switches k, with its intervals, and what the
+    intervals drew; loads beyond the measured batch marked."""
+    iv = doc.get("interval90") or {}
+    out = []
+    switches = doc.get("table_switches") or []
+    if switches:
+        out += ["", f"where the {doc['reference']} switches k (per-user tok/s):"]
+    for sw in switches:
+        a, b = sw["between"]
+        head = f"  k {sw['from_k']} -> {sw['to_k']} between {a} and {b} users"
+        if sw["at"] is None:
+            out.append(head + ": no single crossing (boundary at the geometric midpoint)")
+            continue
+        label = INTERVAL_LABEL if _drawn(doc) else "95% interval"
+        star = "  *" if sw["beyond"] else ""
+        out.append(
+            f"{head}: from {sw['at']:g} users; {label} {fmt_interval(sw['interval90'])}{star}"
+        )
+    if iv.get("draws"):
+        names = ", ".join(i["field"] for i in iv.get("inputs", []))
+        out.append(
+            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
+            f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
+        )
+    if iv.get("note"):
+        out.append(f"  * {iv['note']}")
+    return out
+
+
 def render_controllers(doc: Mapping[str, Any]) -> str:
     ref = doc["reference"]
     lines = [
@@ -32,7 +68,8 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         f"{count(doc['replications'], 'replication')} of "
         f"{count(doc['requests'], 'request')} ({doc['input_tokens']} prompt / "
         f"{doc['output_tokens']} output tokens), seed {doc['seed']}",
-        f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)",
+        f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)"
+        + (f"; then the {INTERVAL_LABEL} (+ or - when it excludes 0)" if _drawn(doc) else ""),
     ]
     for i, phase in enumerate(doc["phases"]):
         lines += ["", f"phase {i + 1}: {phase['label']}"]
@@ -56,6 +93,9 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
                     if name == ref
                     else f"{_signed(adv['mean'])} {fmt_interval(adv['ci95'])}{mark}"
                 )
+                iv = (pol.get("advantage_interval90") or {}).get(metric)
+                if a and iv and _drawn(doc):
+                    a += f"  {fmt_interval(iv[i])}{_sign(iv[i])}"
                 lines.append(f"    {name:<20}{sig(lv['mean'], 4):>10}   {a}")
     lines += ["", "policies:"]
     for name, pol in doc["policies"].items():
@@ -77,7 +117,11 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
                 + (", significant)" if w["significant"] else ", within noise)")
             )
         )
+        if "interval90" in w and w["best"] != ref and _drawn(doc):
+            within = "outside" if w["better_within_inputs"] else "inside"
+            tail += f"; 0 {within} its {INTERVAL_LABEL} {fmt_interval(w['interval90'])}"
         lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
+    lines += _switch_lines(doc)
     for name, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"{name} {configs['table']} as engine configs:"]
         lines += engine_config_lines(configs)[1:]

@@ -21,7 +21,9 @@ from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
+from sim.studies.serving.draws import INTERVAL_LABEL
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
+from sim.studies.serving.tree_load_draws import sign_of
 
 __all__ = [
     "render_tree_load",
@@ -51,7 +53,14 @@ def _crossing(c: Crossing) -> dict[str, Any]:
         "never_wins": c.never_wins,
         "always_wins": c.always_wins,
         "wins_again": list(c.wins_again),
+        **({"interval90": list(c.interval90)} if c.interval90 is not None else {}),
     }
+
+
+def _pair_doc(r: Ratio, interval: list[float] | None) -> dict[str, Any]:
+    """A tree / chain ratio: mean, Monte Carlo 95% interval, 90% interval from inputs and
+    model and the sign it decides (sim/studies/serving/tree_load_draws.py ``sign_of``)."""
+    return {**_ratio(r), "interval90": interval, "sign": sign_of(interval)}
 
 
 def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
@@ -73,14 +82,22 @@ def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
                 **{m: {n: _ratio(r) for n, r in getattr(p, m).items()} for m in METRICS},
                 "accept_length": {n: _ratio(r) for n, r in p.accept_length.items()},
                 "tree_over_chain": {
-                    t: {ch: {m: _ratio(r) for m, r in ms.items()} for ch, ms in d.items()}
+                    t: {
+                        ch: {
+                            m: _pair_doc(r, p.vs_chain_interval90.get(t, {}).get(ch, {}).get(m))
+                            for m, r in ms.items()
+                        }
+                        for ch, ms in d.items()
+                    }
                     for t, d in p.vs_chain.items()
                 },
+                "beyond_measured_batch": p.beyond_measured,
             }
             for p in result.points
         ],
         "crossings": [_crossing(c) for c in result.crossings],
         "best_draft_table": result.best_table(),
+        "interval90": result.intervals,
         "assumptions": list(result.assumptions),
     }
 
@@ -94,6 +111,22 @@ def _mean_ci(r: Mapping[str, Any], digits: int = 1) -> str:
     return f"{mean:.{digits}f} ±{(ci[1] - ci[0]) / 2:.{digits}f}"
 
 
+def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
+    """What the intervals drew, and the mark of loads beyond the measured batches."""
+    out = []
+    if iv.get("draws"):
+        names = ", ".join(i["field"] for i in iv.get("inputs", []))
+        out.append(
+            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
+            f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
+        )
+    elif iv:
+        out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")
+    if beyond:
+        out.append(f"  * {iv.get('note', 'beyond the highest measured batch')}")
+    return out
+
+
 def _users(n: int) -> str:
     return f"{n} user{'' if n == 1 else 's'}"
 
@@ -103,15 +136,31 @@ def _crossing_text(c: Mapping[str, Any], top: int) -> str:
     again = c.get("wins_again") or []
     tail = f"; wins again at {', '.join(map(str, again))}" if again else ""
     if c["never_wins"]:
-        return head + f"the tree does not beat the chain from {_users(c['first_loss'])} on" + tail
-    if c["always_wins"]:
-        return head + f"the tree beats the chain at every concurrency up to {top}"
-    return (
-        head
-        + f"the tree beats the chain up to {_users(c['last_win'])} and loses from "
-        + f"{_users(c['first_loss'])}; crossover ~{c['at']:.1f} users (log-interpolated)"
-        + tail
-    )
+        text = head + f"the tree does not beat the chain from {_users(c['first_loss'])} on" + tail
+    elif c["always_wins"]:
+        text = head + f"the tree beats the chain at every concurrency up to {top}"
+    else:
+        text = (
+            head
+            + f"the tree beats the chain up to {_users(c['last_win'])} and loses from "
+            + f"{_users(c['first_loss'])}; crossover ~{c['at']:.1f} users (log-interpolated)"
+            + tail
+        )
+    if c.get("interval90") is not None:
+        lo, hi = c["interval90"]
+        low = f"{lo:.3g}" if lo is not None else f"below {min(top, c['first_loss'] or top)}"
+        high = f"{hi:.3g}" if hi is not None else f"above {top}"
+        text += f"; 90% from inputs and model [{low}, {high}]"
+    return text
+
+
+def _pair_cell(r: Mapping[str, Any]) -> str:
+    """``1.083 [1.02, 1.15] wins``: the mean, the 90% interval from inputs and model and its
+    sign (the Monte Carlo half-width without an interval)."""
+    iv = r.get("interval90")
+    if iv is None:
+        return _mean_ci(r, 3)
+    return f"{r['mean']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] {r['sign']}"
 
 
 def _head(doc: Mapping[str, Any]) -> list[str]:
@@ -143,17 +192,28 @@ def _per_user_table(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _ratio_table(doc: Mapping[str, Any]) -> list[str]:
-    lines = ["tree / chain, paired per replication (per-user tok/s; > 1: the tree wins)"]
+    iv = doc.get("interval90") or {}
+    lines = [
+        "tree / chain, paired per replication (per-user tok/s; > 1: the tree wins)"
+        + (f"; [{INTERVAL_LABEL}] and its sign" if iv.get("draws") else "")
+    ]
     pairs = [(t, ch) for t in doc["trees"] for ch in doc["chains"]]
-    head = "".join(f"{t + ' / ' + ch:>{max(24, len(t) + len(ch) + 5)}}" for t, ch in pairs)
+    cell = 34 if iv else 24
+    head = "".join(f"{t + ' / ' + ch:>{max(cell, len(t) + len(ch) + 5)}}" for t, ch in pairs)
     lines.append("users" + head)
     for p in doc["points"]:
         row = f"{p['concurrency']:>5}"
         for t, ch in pairs:
             r = p["tree_over_chain"][t][ch]["per_user_tok_s"]
-            row += f"{_mean_ci(r, 3):>{max(24, len(t) + len(ch) + 5)}}"
-        lines.append(row)
-    return lines
+            row += f"{_pair_cell(r):>{max(cell, len(t) + len(ch) + 5)}}"
+        lines.append(row + ("  *" if p.get("beyond_measured_batch") else ""))
+    return [*lines, *_notes(doc)]
+
+
+def _notes(doc: Mapping[str, Any]) -> list[str]:
+    """What the intervals drew and the mark of loads beyond the measured batches."""
+    iv = doc.get("interval90") or {}
+    return _interval_notes(iv, any(p.get("beyond_measured_batch") for p in doc["points"]))
 
 
 def _crossings(doc: Mapping[str, Any]) -> list[str]:

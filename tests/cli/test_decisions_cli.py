@@ -190,3 +190,29 @@ def test_controllers_text_has_no_trailing_blanks():
     assert res.exit_code == 0, res.output
     assert "best-k table" in res.output
     assert [ln for ln in res.output.splitlines() if ln != ln.rstrip()] == []
+
+
+def test_controllers_text_and_json_give_the_same_intervals():
+    """--draws 2: each advantage's 90% interval from inputs and model, in the text as in
+    the document."""
+    from sim.report.crossover import fmt_interval
+
+    phase = ["--phase", "6,1,chat=0.9,code=0.1", "--phase", "6,4,chat=0.1,code=0.9"]
+    base = [
+        "controllers",
+        str(SEED),
+        "--set",
+        MIX,
+        *SMALL,
+        *phase,
+        "--k-table",
+        "[[1,4,2],[5,64,1]]",
+    ]
+    res = CliRunner().invoke(main, [*base, "--draws", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["interval90"]["draws"] == 2 and doc["table_switches"] == []  # a given table
+    text = CliRunner().invoke(main, [*base, "--draws", "2", "-v"]).output
+    iv = doc["policies"]["k = 1"]["advantage_interval90"]["per_user_tok_s"]
+    assert all(fmt_interval(x) in text for x in iv)
+    assert "90% interval from inputs and model" in text

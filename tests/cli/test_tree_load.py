@@ -118,3 +118,24 @@ def test_chain_lengths_up_to_the_bound_are_accepted():
         with pytest.raises(SpecsimError) as caught:
             check_chains(bad)
         assert caught.value.param == "chains"
+
+
+def test_text_and_json_give_the_same_intervals():
+    """--draws: each tree / chain ratio's 90% interval from inputs and model and its sign,
+    the same in the text as in the document; --draws 0: none drawn."""
+    code, out = run(LLAMA, *SMALL, "--draws", "2", "--json")
+    assert code == 0, out
+    doc = json.loads(out[out.index("{") :])
+    assert doc["interval90"]["draws"] == 2 and doc["interval90"]["replications_per_draw"] == 2
+    code, text = run(LLAMA, *SMALL, "--draws", "2", "--verbose")
+    assert code == 0, text
+    for p in doc["points"]:
+        r = p["tree_over_chain"]["tree 5/4/8"]["chain 5"]["per_user_tok_s"]
+        lo, hi = r["interval90"]
+        assert lo <= r["mean"] <= hi and r["sign"] in ("wins", "loses", "undecided")
+        assert f"{r['mean']:.3f} [{lo:.3f}, {hi:.3f}] {r['sign']}" in text
+    (cross,) = [c for c in doc["crossings"] if c["metric"] == "per_user_tok_s"]
+    assert len(cross["interval90"]) == 2 and "90% interval from inputs and model" in text
+    assert doc["points"][1]["beyond_measured_batch"] and "beyond the highest measured" in text
+    code, out = run(LLAMA, *SMALL, "--draws", "0", "--json")
+    assert json.loads(out[out.index("{") :])["interval90"]["draws"] == 0

@@ -404,7 +404,7 @@ def capacity_intervals(
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = cap / base
             ok = np.isfinite(ratio)
-            ends = interval90(ratio[ok].tolist(), gain_ci)
+            ends = interval90(ratio[ok].tolist(), gain_ci, positive=True)
             row["capacity_gain_interval90"] = None if ends is None else [*ends]
         out.append(row)
     return tuple(out)

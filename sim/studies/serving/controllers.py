@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.acceptance import RateClass
 from sim.model.controllers import SGLangAdaptive, VllmGoodput
@@ -219,6 +220,22 @@ class ReplayResult:
     #: The static tables (the reference, vLLM's offline DSD table) as each engine
     #: accepts them (sim/studies/engine_configs.py), by policy name.
     engine_configs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Per policy and metric the advantage over the reference per replication (R, phases).
+    advantage_reps: dict[str, dict[str, np.ndarray]] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
+    #: Per policy and metric, per phase the advantage's 90% interval from inputs and model
+    #: (sim/studies/serving/controller_draws.py); empty: not computed.
+    versus_interval90: dict[str, dict[str, tuple[list[float] | None, ...]]] = dataclasses.field(
+        default_factory=dict
+    )
+    #: Where the static best-k table switches k, each with its 90% interval from inputs
+    #: and model (sim/studies/serving/controller_draws.py ``switch_intervals``).
+    switches: tuple[dict[str, Any], ...] = ()
+    #: What the intervals took (sim/studies/serving/draws.py ``doc``) and ``draws_run``.
+    intervals: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The largest decode batch any policy ran in the replay.
+    max_batch: int = 0
 
     def winners(self) -> list[dict[str, Any]]:
         """Per phase and metric, the best policy by its mean (and whether it is
@@ -238,6 +255,7 @@ class ReplayResult:
 
                 best = max(self.levels, key=key)
                 adv = self.versus[best][metric][p]
+                iv = self.versus_interval90.get(best, {}).get(metric, (None,) * (p + 1))[p]
                 out.append(
                     {
                         "phase": p,
@@ -246,6 +264,11 @@ class ReplayResult:
                         "best": best,
                         "advantage_over_reference": ratio_doc(adv),
                         "significant": adv.ci95 is not None and adv.ci95[0] > 0,
+                        **(
+                            {"interval90": iv, "better_within_inputs": iv[0] > 0}
+                            if iv is not None
+                            else {}
+                        ),
                     }
                 )
         return out
@@ -283,33 +306,43 @@ class ReplayResult:
                     "advantage_over_reference": {
                         m: [ratio_doc(r) for r in self.versus[name][m]] for m in PHASE_METRICS
                     },
+                    **(
+                        {
+                            "advantage_interval90": {
+                                m: list(self.versus_interval90[name][m]) for m in PHASE_METRICS
+                            }
+                        }
+                        if name in self.versus_interval90
+                        else {}
+                    ),
                 }
                 for name, desc in self.policies.items()
             },
             "winners": self.winners(),
+            "table_switches": list(self.switches),
+            "interval90": self.intervals,
             "assumptions": list(self.assumptions),
         }
 
 
-def replay(
+#: Per policy, one dict a replication of each metric's value per phase (phases,).
+PhaseValues = dict[str, list[dict[str, np.ndarray]]]
+
+
+def replay_values(
     plan: ServingPlan,
     phases: Sequence[Phase],
     policies: Mapping[str, SpeculationPolicy],
     *,
-    reference: str,
     replications: int,
     seed: int,
     executor: Executor | None = None,
-    scenario: str = "scenario",
-    settings: dict[str, Any] | None = None,
-    assumptions: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
-) -> ReplayResult:
+) -> tuple[PhaseValues, dict[str, np.ndarray], Trace, int]:
     """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
-    the phase trace; its acceptance model must have the phases' classes and cover every
-    policy's largest k); ``progress(done, total)`` after each replication."""
-    if reference not in policies:
-        raise ValueError(f"the reference {reference!r} is not among the policies")
+    the phase trace): per policy each replication's ``PHASE_METRICS`` per phase, each
+    replication's aggregate tok/s over the whole trace (R,), the trace, and the largest
+    decode batch any policy ran."""
     w = plan.workload
     trace, phase_of = phase_trace(
         phases,
@@ -331,21 +364,78 @@ def replay(
     per_rep = {
         name: [_phase_values(r, phase_of, n) for r in recs] for name, recs in run.records.items()
     }
+    overall = {
+        name: np.array([1000.0 * r.tokens_delivered / r.window_ms for r in recs])
+        for name, recs in run.records.items()
+    }
+    top = max(
+        (
+            int(np.flatnonzero(r.batch_time_ms)[-1])
+            for recs in run.records.values()
+            for r in recs
+            if np.any(r.batch_time_ms)
+        ),
+        default=0,
+    )
+    return per_rep, overall, trace, top
+
+
+def advantages(per_rep: PhaseValues, reference: str) -> dict[str, dict[str, np.ndarray]]:
+    """Per policy and metric the paired advantage over ``reference`` (R, phases): > 0 the
+    policy does better (sim/studies/serving/paired_metrics.py ``paired_difference``)."""
+    ref = {m: np.stack([r[m] for r in per_rep[reference]]) for m in PHASE_METRICS}
+    return {
+        name: {
+            m: paired_difference(
+                np.stack([r[m] for r in reps]), ref[m], METRICS[m].higher_is_better
+            )
+            for m in PHASE_METRICS
+        }
+        for name, reps in per_rep.items()
+    }
+
+
+def replay(
+    plan: ServingPlan,
+    phases: Sequence[Phase],
+    policies: Mapping[str, SpeculationPolicy],
+    *,
+    reference: str,
+    replications: int,
+    seed: int,
+    executor: Executor | None = None,
+    scenario: str = "scenario",
+    settings: dict[str, Any] | None = None,
+    assumptions: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Replay ``phases`` under every policy on ``plan``'s server (its workload replaced by
+    the phase trace; its acceptance model must have the phases' classes and cover every
+    policy's largest k); ``progress(done, total)`` after each replication."""
+    if reference not in policies:
+        raise ValueError(f"the reference {reference!r} is not among the policies")
+    per_rep, overall_reps, trace, max_batch = replay_values(
+        plan,
+        phases,
+        policies,
+        replications=replications,
+        seed=seed,
+        executor=executor,
+        progress=progress,
+    )
+    n = len(phases)
+    diffs = advantages(per_rep, reference)
     levels: dict[str, dict[str, tuple[Ratio, ...]]] = {}
     versus: dict[str, dict[str, tuple[Ratio, ...]]] = {}
-    overall: dict[str, Ratio] = {}
     for name, reps in per_rep.items():
         levels[name], versus[name] = {}, {}
         for metric in PHASE_METRICS:
             mine = np.stack([r[metric] for r in reps])  # (R, phases)
-            ref = np.stack([r[metric] for r in per_rep[reference]])
-            diff = paired_difference(mine, ref, METRICS[metric].higher_is_better)
             levels[name][metric] = tuple(Ratio.across(mine[:, p]) for p in range(n))
             # a signed difference (better than the reference by): its interval is not clipped
-            versus[name][metric] = tuple(Ratio.across(diff[:, p], mean_interval) for p in range(n))
-        overall[name] = Ratio.across(
-            np.array([1000.0 * r.tokens_delivered / r.window_ms for r in run.records[name]])
-        )
+            versus[name][metric] = tuple(
+                Ratio.across(diffs[name][metric][:, p], mean_interval) for p in range(n)
+            )
     return ReplayResult(
         scenario=scenario,
         phases=tuple(phases),
@@ -353,7 +443,7 @@ def replay(
         reference=reference,
         levels=levels,
         versus=versus,
-        overall=overall,
+        overall={name: Ratio.across(v) for name, v in overall_reps.items()},
         settings={
             **dict(settings or {}),
             "seed": seed,
@@ -363,6 +453,8 @@ def replay(
             "output_tokens": int(trace.output_tokens[0]),
         },
         assumptions=tuple(assumptions),
+        advantage_reps=diffs,
+        max_batch=max_batch,
     )
 
 
@@ -456,6 +548,7 @@ def controller_study(
     and the phases (default: ``default_phases``)."""
     notes: list[str] = []
     table: KTable | None = None
+    choices: list[Any] = []
     if k_table is not None:
         try:
             table = KTable(_integer_rows(json.loads(k_table)))  # type: ignore[arg-type]
@@ -479,7 +572,7 @@ def controller_study(
             f"rate {req_s:.3g} requests/s)"
         )
     if table is None:
-        rows, _, more = best_k_table(evaluator, TABLE_USERS, num_steps)
+        rows, choices, more = best_k_table(evaluator, TABLE_USERS, num_steps)
         table = KTable(rows)
         notes.append(
             "static table: best k for per-user tok/s on the scenario's whole mix at "
@@ -515,4 +608,87 @@ def controller_study(
         n: {"table": [list(r) for r in t.rows], **engine_configs(t.rows, method)}
         for n, t in tables.items()
     }
-    return dataclasses.replace(result, engine_configs=configs)
+    result = dataclasses.replace(result, engine_configs=configs)
+    return _with_intervals(
+        result, builder, evaluator, phases, choices, max_k, table, num_steps, context
+    )
+
+
+def _with_intervals(
+    result: ReplayResult,
+    builder: ScenarioPlans,
+    evaluator: PointEvaluator,
+    phases: Sequence[Phase],
+    choices: Sequence[Any],
+    max_k: int,
+    table: KTable,
+    ks: Sequence[int],
+    context: float,
+) -> ReplayResult:
+    """``result`` with its 90% intervals from inputs and model (sim/studies/
+    controller_draws.py): each advantage per phase, each switch of the best-k table."""
+    # lazy: the draws only when the replay has run
+    from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
+    from sim.studies.serving.draws import (
+        DRAW_REPLICATIONS,
+        DrawnPoints,
+        beyond_note,
+        doc,
+        highest_measured_batch,
+    )
+
+    scenario = builder.scenario(None, builder.default_steps)
+    r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))
+
+    def policies_of(plan: ServingPlan) -> dict[str, SpeculationPolicy]:
+        return standard_policies(plan, table, ks, builder.default_steps, context, result.reference)
+
+    def replayed(
+        plan: ServingPlan, policies: Mapping[str, SpeculationPolicy], reps: int
+    ) -> dict[str, dict[str, np.ndarray]]:
+        per_rep, _, _, _ = replay_values(
+            plan,
+            phases,
+            policies,
+            replications=reps,
+            seed=int(result.settings["seed"]),
+            executor=evaluator.executor,
+        )
+        return advantages(per_rep, result.reference)
+
+    versus, ran = advantage_intervals(
+        builder,
+        builder.draws,
+        max_k,
+        replayed,
+        policies_of,
+        result.advantage_reps,
+        result.versus,
+        replications=r,
+    )
+    top = highest_measured_batch(scenario)
+    switches = (
+        switch_intervals(
+            evaluator,
+            DrawnPoints(evaluator, builder.draws),
+            [c.users for c in choices],
+            [c.best for c in choices],
+            "per_user_tok_s",
+            top,
+        )
+        if choices
+        else ()
+    )
+    note = beyond_note(scenario, result.max_batch)
+    return dataclasses.replace(
+        result,
+        versus_interval90=versus,
+        switches=switches,
+        intervals={
+            **doc(bind(scenario), builder.draws, r),
+            "draws_run": ran,
+            "highest_measured_batch": top,
+            "replay_max_batch": result.max_batch,
+            **({"note": note} if note else {}),
+        },
+    )

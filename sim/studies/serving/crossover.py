@@ -407,7 +407,7 @@ def crossover(
                 if not found:
                     at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
                     g = draws.gains(grid[0].at(at), k, metric)
-                    nearest = (at, interval90(g.tolist(), curve(at).ci95))
+                    nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
             curves.append(
                 MetricCurve(
                     metric=metric,
@@ -445,14 +445,15 @@ def crossover(
 
 
 def crossing_interval90(
-    draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing
+    draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing, versus: int = 0
 ) -> tuple[float | None, float | None]:
     """The 90% interval from inputs and model of crossing ``c``: each draw's gains at the
     two grid loads around it, and for a draw that does not cross between them the next
     grid load outwards on the side it crosses, until it does (past the grid: an open
     end); its crossing in the same direction interpolated linearly; 5-95% over the draws,
     joined with the crossing's Monte Carlo interval; for users each end the fewest users
-    on the new side (rounded up)."""
+    on the new side (rounded up). ``versus``: the gain of k over this k (default plain
+    decoding), as a best-k table's switch between two k."""
     xs = [float(x.value) for x in grid]
     below = [j for j, x in enumerate(xs) if x <= c.at]
     i = min(below[-1] if below else 0, len(xs) - 2)
@@ -460,7 +461,7 @@ def crossing_interval90(
     gains: dict[int, np.ndarray] = {}
 
     def at(j: int, which: list[int]) -> np.ndarray:
-        got = draws.gains(grid[j], k, metric, which)
+        got = draws.gains(grid[j], k, metric, which, versus)
         if j in gains:
             got = np.where(np.isnan(got), gains[j], got)
         gains[j] = got

@@ -26,7 +26,7 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.draws import input_draws, serve_intervals
+from sim.studies.serving.draws import DRAWS, input_draws, serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
@@ -149,15 +149,16 @@ def serving_study(
     base_dir: str | Path | None = None,
     source: str = "scenario",
     progress: Callable[[int, int | None], None] | None = None,
+    draws: int = DRAWS,
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder (with the input draws of its 90% intervals) and a
     point evaluator at its seed, replications and SLO: what ``crossover``, ``best_k`` and
     ``capacity`` take. ``executor``: where points run (default a local pool of
-    ``workers``)."""
+    ``workers``); ``draws``: Sobol draws of the uncertain inputs (0: none)."""
     sc = with_sample(scenario, replications=replications, requests=requests, seed=seed)
     builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(bind(sc), setup.seed))
+    builder = replace(builder, draws=input_draws(bind(sc), setup.seed, draws))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

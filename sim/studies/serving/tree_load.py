@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
@@ -45,6 +48,19 @@ from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
 from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
+from sim.studies.serving.draws import (
+    DRAW_REPLICATIONS,
+    beyond_note,
+    doc,
+    highest_measured_batch,
+    input_draws,
+)
+from sim.studies.serving.tree_load_draws import (
+    PairArrays,
+    crossing_interval,
+    drawn_ratios,
+    ratio_interval,
+)
 
 __all__ = [
     "Crossing",
@@ -128,6 +144,14 @@ class LoadPoint:
     accept_length: dict[str, Ratio]
     mean_batch: Ratio
     vs_chain: dict[str, dict[str, dict[str, Ratio]]]
+    #: ``vs_chain``'s 90% intervals from inputs and model (sim/studies/serving/tree_load_draws.py;
+    #: without draws: the Monte Carlo 95% interval), same keys.
+    vs_chain_interval90: dict[str, dict[str, dict[str, list[float] | None]]] = field(
+        default_factory=dict
+    )
+    #: The largest policy's mean decode batch is above the largest batch the scenario's
+    #: costs are measured at (sim/studies/serving/draws.py ``beyond_note``).
+    beyond_measured: bool = False
 
     @property
     def best(self) -> str:
@@ -146,6 +170,9 @@ class Crossing:
     first_loss: int | None
     at: float | None
     wins_again: tuple[int, ...] = ()
+    #: The crossing's 90% interval from inputs and model (sim/studies/serving/tree_load_draws.py
+    #: ``crossing_interval``; an end None: off the grid); None: not computed.
+    interval90: tuple[float | None, float | None] | None = None
 
     @property
     def never_wins(self) -> bool:
@@ -169,6 +196,10 @@ class TreeLoadResult:
     seed: int
     assumptions: tuple[str, ...]
     crossings: tuple[Crossing, ...] = field(default=())
+    #: What the intervals took (sim/studies/serving/draws.py ``doc``: label, draws,
+    #: replications a draw, the inputs drawn) with ``draws_run``, and the note of loads
+    #: beyond the highest measured batch.
+    intervals: dict[str, Any] = field(default_factory=dict)
 
     @property
     def trees(self) -> tuple[str, ...]:
@@ -226,13 +257,16 @@ def tree_load_study(
     base_dir: Path | None = None,
     source: str = "scenario",
     progress: Progress | None = None,
+    draws: int = 0,
 ) -> TreeLoadResult:
     """Chains and trees of ``scenario`` against concurrency (see the module docstring).
 
     ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
     scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
     drafts one). At least one tree and one chain; the scenario's acceptance (with a rank
-    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's.
+    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's. ``draws``:
+    Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
+    every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
     """
     own = scenario_draft(scenario)
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
@@ -261,19 +295,22 @@ def tree_load_study(
     drafts.update({draft_name(k): k for k in chain_list})
     drafts.update({draft_name(t): t for t in tree_list})
     policies = {name: FixedK(d) for name, d in drafts.items() if name != "off"}
+    by = {n: BASELINE if n == "off" else n for n in drafts}
+    tree_names = [n for n, d in drafts.items() if is_tree(d)]
+    chain_names = [n for n, d in drafts.items() if not is_tree(d) and d != 0]
     base = scenario
     # the size before any run: every draft at every load, each load's requests those of
     # the top one (its warm-up the longest), so that the estimate errs long
-    top = serving_setup(
+    largest = serving_setup(
         with_load(base, concurrency=grid[-1], source=source),
         base_dir=base_dir,
         source=source,
         policies=policies,
     )
-    w = top.plan.workload
+    w = largest.plan.workload
     check_serving_size(
         len(grid) * len(drafts),
-        top.replications,
+        largest.replications,
         w.requests + w.warmup,
         workers,
         what="draft x load simulations",
@@ -283,13 +320,24 @@ def tree_load_study(
             "concurrency": (w.warmup / w.requests, "users"),
         },
     )
+    setups: list[Any] = []
+    nominal: dict[int, PairArrays] = {}
+    top = highest_measured_batch(base)
+
+    def ratios(records: Any) -> PairArrays:
+        """Per replication tree / chain of each metric (R,)."""
+        summary = summarize_serving(records, setups[0].slo, baseline=None)
+        per = {n: summary.policies[by[n]].per_replication for n in drafts}
+        return {
+            t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
+            for t in tree_names
+        }
+
     points = []
-    assumptions: tuple[str, ...] = ()
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
         setup = serving_setup(sc, base_dir=base_dir, source=source, policies=policies)
-        if i == 0:
-            assumptions = setup.assumptions
+        setups.append(setup)
         run = simulate_serving(
             setup.plan,
             setup.policies,
@@ -299,16 +347,12 @@ def tree_load_study(
             executor=executor,
         )
         summary = summarize_serving(run.records, setup.slo, baseline=None)
-        by = {n: BASELINE if n == "off" else n for n in drafts}
         per = {n: summary.policies[by[n]] for n in drafts}
-        vs: dict[str, dict[str, dict[str, Ratio]]] = {}
-        for t in (n for n, d in drafts.items() if is_tree(d)):
-            vs[t] = {}
-            for ch in (n for n, d in drafts.items() if not is_tree(d) and d != 0):
-                vs[t][ch] = {
-                    m: Ratio.across(per[t].per_replication[m] / per[ch].per_replication[m])
-                    for m in METRICS
-                }
+        nominal[c] = ratios(run.records)
+        vs = {
+            t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
+            for t, d in nominal[c].items()
+        }
         points.append(
             LoadPoint(
                 concurrency=c,
@@ -317,16 +361,62 @@ def tree_load_study(
                 accept_length={n: per[n].accept_length for n in drafts},
                 mean_batch=per["off"].mean_batch,
                 vs_chain=vs,
+                beyond_measured=max(p.mean_batch.mean for p in per.values()) > top,
             )
         )
         if progress:
             progress(i + 1, len(grid))
-    crossings = tuple(
-        _crossing(t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points])
-        for t in points[0].vs_chain
-        for ch in points[0].vs_chain[t]
-        for m in METRICS
+    base_bound = bind(base)
+    overrides = input_draws(base_bound, setups[0].seed, draws)
+    r = min(DRAW_REPLICATIONS, setups[0].replications)
+    drawn = drawn_ratios(
+        base,
+        grid,
+        overrides,
+        policies,
+        nominal,
+        ratios,
+        replications=r,
+        workers=workers,
+        executor=executor,
+        base_dir=base_dir,
+        source=source,
     )
+    points = [
+        replace(
+            p,
+            vs_chain_interval90={
+                t: {
+                    ch: {
+                        m: ratio_interval(drawn.at[p.concurrency][t][ch][m], x.ci95)
+                        for m, x in ms.items()
+                    }
+                    for ch, ms in d.items()
+                }
+                for t, d in p.vs_chain.items()
+            },
+        )
+        for p in points
+    ]
+    crossings = []
+    for t in tree_names:
+        for ch in chain_names:
+            for m in METRICS:
+                nominal_cross = _crossing(
+                    t, ch, m, grid, [p.vs_chain[t][ch][m].mean for p in points]
+                )
+                table = np.array([drawn.at[c][t][ch][m] for c in grid])  # (loads, D)
+
+                def at(values: Sequence[float], t: str = t, ch: str = ch, m: str = m) -> Any:
+                    x = _crossing(t, ch, m, grid, values)
+                    return x.last_win, x.at
+
+                ends = crossing_interval(
+                    table, (nominal_cross.last_win, nominal_cross.first_loss), at
+                )
+                crossings.append(replace(nominal_cross, interval90=(ends[0], ends[1])))
+    beyond = [p for p in points if p.beyond_measured]
+    note = beyond_note(base, beyond[0].mean_batch.mean) if beyond else None
     return TreeLoadResult(
         scenario=scenario.name,
         concurrencies=grid,
@@ -336,12 +426,18 @@ def tree_load_study(
         requests=base.workload.requests,
         seed=base.simulation.seed,
         assumptions=(
-            *assumptions,
+            *setups[0].assumptions,
             "drafts compared on the same users and acceptance draws at every load; the verify "
             f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
             "tokens per request",
         ),
-        crossings=crossings,
+        crossings=tuple(crossings),
+        intervals={
+            **doc(base_bound, overrides, r),
+            "draws_run": drawn.run,
+            "highest_measured_batch": top,
+            **({"note": note} if note else {}),
+        },
     )
 
 

@@ -19,6 +19,7 @@ from sim.studies.serving.draws import (
     DrawnPoints,
     input_draws,
     interval90,
+    prediction_half_width,
     serve_intervals,
     shifted,
 )
@@ -33,10 +34,40 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 def test_no_draws_leave_the_monte_carlo_interval() -> None:
     assert interval90([], (0.9, 1.1)) == [0.9, 1.1]
     assert interval90([float("nan")], None) is None
-    # draws inside the Monte Carlo interval do not narrow it; draws outside widen it
-    assert interval90([1.0, 1.05], (0.9, 1.1)) == [0.9, 1.1]
-    lo, hi = interval90(list(np.linspace(0.5, 1.5, 101)), (0.9, 1.1))
-    assert lo == pytest.approx(0.55) and hi == pytest.approx(1.45)
+    # draws never narrow the Monte Carlo interval; draws spread wider widen it, to where
+    # one more draw would fall (the normal prediction interval of the draws)
+    lo, hi = interval90([1.0, 1.01, 1.0, 1.01], (0.9, 1.1))
+    assert lo == 0.9 and hi == 1.1
+    values = np.linspace(0.5, 1.5, 101)
+    lo, hi = interval90(list(values), (0.9, 1.1))
+    half = prediction_half_width(values)
+    assert (lo, hi) == (pytest.approx(1.0 - half), pytest.approx(1.0 + half))
+    assert lo < 0.55 and hi > 1.45  # beyond the draws' own 5-95% quantiles
+
+
+def test_a_level_or_ratio_takes_its_prediction_interval_on_the_log_scale() -> None:
+    """Skewed positive draws (a saturated load's TPOT): the linear prediction interval
+    reaches below 0, the log-scale one stays above it and holds every draw."""
+    values = [20.0, 25.0, 30.0, 60.0, 200.0, 400.0, 35.0, 28.0]
+    assert interval90(values, None)[0] < 0
+    lo, hi = interval90(values, None, positive=True)
+    assert 0 < lo < min(values) and hi > max(values)
+
+
+def test_the_prediction_interval_holds_one_more_draw_90_percent_of_the_time() -> None:
+    """The exact law: for n normal draws, mean +- t(0.95, n-1) s sqrt(1 + 1/n) holds one
+    more draw from the same normal with probability 0.90; the draws' own 5-95% quantiles
+    hold it less often (about (n - 1) / (n + 1) at most)."""
+    rng = np.random.default_rng(11)
+    trials, n = 4000, 8
+    draws = rng.normal(size=(trials, n))
+    new = rng.normal(size=trials)
+    half = np.array([prediction_half_width(d) for d in draws])
+    inside = np.abs(new - draws.mean(axis=1)) <= half
+    se = math.sqrt(0.9 * 0.1 / trials)
+    assert abs(inside.mean() - 0.90) < 4 * se
+    q = np.quantile(draws, [0.05, 0.95], axis=1)
+    assert ((q[0] <= new) & (new <= q[1])).mean() < (n - 1) / (n + 1) + 4 * se
 
 
 def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
@@ -50,7 +81,8 @@ def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
 def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     sc = load_scenario(SERVING)
     raw = sc.model_dump(exclude_none=True)
-    raw["serving"]["host_us_per_request"] = 20.0  # given: no default range
+    # given: no default range (the kernel slope's and the expert skew's defaults, given)
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
     bare = scenario_from_dict(raw, source="test")
@@ -63,6 +95,13 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     assert len(draws) == 8
     host = [dict(d)["serving.host_us_per_request"] for d in draws]
     assert 7.0 <= min(host) < max(host) <= 38.0
+    # and the batched terms a batch-1 calibration cannot identify: the kernel slope, and on
+    # this MoE target the expert skew, each over its published range
+    slope = [dict(d)["serving.kernel_slope"] for d in draws]
+    skew = [dict(d)["serving.expert_skew"] for d in draws]
+    assert 0.1 <= min(slope) < max(slope) <= 1.35 and 0.0 <= min(skew) < max(skew) <= 1.3
+    dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert "serving.expert_skew" not in [u.field for u in serving_inputs(bind(dense))]
     assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
 
 
@@ -145,7 +184,7 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
 
     sc = _short(load_scenario(SERVING))
     raw = sc.model_dump(exclude_none=True)
-    raw["serving"]["host_us_per_request"] = 20.0
+    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))
@@ -203,8 +242,17 @@ def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() ->
 
     from sim.studies.serving.capacity import capacity, drawn_capacities
 
+    # the kernel slope and the expert skew given: their published ranges move the
+    # capacity past the rates the search brackets (an open end), which is not what this
+    # checks
     sc = with_overrides(
-        load_scenario(SERVING), {"workload.requests": 30, "simulation.replications": 3}
+        load_scenario(SERVING),
+        {
+            "workload.requests": 30,
+            "simulation.replications": 3,
+            "serving.kernel_slope": 1.0,
+            "serving.expert_skew": 0.65,
+        },
     )
     builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)

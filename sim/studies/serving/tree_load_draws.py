@@ -1,0 +1,160 @@
+"""90% intervals from inputs and model for ``tree-load``: each tree / chain ratio, its sign,
+and where the tree stops beating the chain.
+
+The draws are those of every serving answer (sim/studies/serving/draws.py: ``input_draws``,
+scrambled Sobol draws of the scenario's uncertain inputs and of the default batched terms
+over their published ranges). Each draw runs every grid concurrency with ``replications``
+replications on the seeds of the nominal run's first replications (common random numbers:
+the same users, lengths and acceptance uniforms), every draft at once as the nominal does.
+A draw's ratio at a load is the nominal ratio moved by the paired shift
+(``serving_draws.shifted``): mean over those replications of (draw - nominal).
+
+* A ratio's interval: the 5%-95% quantiles of the draws' ratios joined with the nominal
+  ratio's Monte Carlo 95% interval (``serving_draws.interval90``); the sign is ``wins``
+  (the interval above 1), ``loses`` (below 1) or ``undecided`` (it holds 1).
+* A crossing's interval: each draw's crossing found on its shifted ratios over the grid as
+  the nominal's is (``tree_load._crossing``: log-linear between the last win and the
+  first loss), a draw that never wins counted below the first load and one that always
+  wins above the last; 5%-95% over the draws (``inverted_cdf``: quantiles that are draws'
+  values) joined with the nominal's grid interval [last win, first loss]. An end beyond
+  the grid is None.
+
+Every grid load is run in every draw: the sign is the answer at each load, so each load
+decides. The cost is ``draws x replications`` replications a load on top of the nominal's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SpecsimError
+from sim.model.policy import SpeculationPolicy
+from sim.parallel import Executor
+from sim.scenario.schema import Scenario
+from sim.studies.serving.draws import Overrides, interval90, shifted
+
+__all__ = ["RatioDraws", "crossing_interval", "drawn_ratios", "sign_of"]
+
+#: ratios[tree][chain][metric]: one value a replication (R,) or a draw (D,).
+PairArrays = dict[str, dict[str, dict[str, np.ndarray]]]
+Ratios = Callable[[Mapping[str, Any]], PairArrays]
+
+WINS, LOSES, UNDECIDED = "wins", "loses", "undecided"
+
+
+def sign_of(interval: Sequence[float] | None) -> str:
+    """``wins`` when the interval lies above 1, ``loses`` below, else ``undecided``."""
+    if interval is None:
+        return UNDECIDED
+    lo, hi = interval
+    return WINS if lo > 1.0 else LOSES if hi < 1.0 else UNDECIDED
+
+
+@dataclass(frozen=True, slots=True)
+class RatioDraws:
+    """Each draw's shifted ratios ``at[c][tree][chain][metric]`` (D,) at grid load c (NaN
+    for a draw the scenario rejects); ``run``: the draws that ran."""
+
+    at: dict[int, PairArrays]
+    run: int
+
+
+def drawn_ratios(
+    base: Scenario,
+    grid: Sequence[int],
+    draws: Sequence[Overrides],
+    policies: Mapping[str, SpeculationPolicy],
+    nominal: Mapping[int, PairArrays],
+    ratios: Ratios,
+    *,
+    replications: int,
+    workers: int = 1,
+    executor: Executor | None = None,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+) -> RatioDraws:
+    """Run every draw at every grid load (``replications`` replications at the scenario's
+    seed) and shift the nominal ratios ``nominal[c]`` (R,) by each draw's paired change;
+    ``ratios``: a run's records (by policy name) -> its per-replication ratios."""
+    # lazy: the serving setup only when tree-load draws
+    from sim.scenario.load import with_overrides
+    from sim.simulation.serving.setup import serving_setup, with_load
+    from sim.simulation.serving.simulate import simulate_serving
+
+    out: dict[int, PairArrays] = {
+        c: {
+            t: {ch: {m: np.full(len(draws), np.nan) for m in ms} for ch, ms in d.items()}
+            for t, d in nominal[c].items()
+        }
+        for c in grid
+    }
+    ran = 0
+    for i, ov in enumerate(draws):
+        try:
+            drawn = with_overrides(base, dict(ov), source="uncertainty")
+            setups = [
+                serving_setup(
+                    with_load(drawn, concurrency=c, source=source),
+                    base_dir=base_dir,
+                    source=source,
+                    policies=policies,
+                )
+                for c in grid
+            ]
+        except SpecsimError:
+            continue  # outside what the scenario allows
+        ran += 1
+        for c, setup in zip(grid, setups, strict=True):
+            run = simulate_serving(
+                setup.plan,
+                setup.policies,
+                replications=replications,
+                seed=setup.seed,
+                workers=workers,
+                executor=executor,
+            )
+            got = ratios(run.records)
+            for t, d in got.items():
+                for ch, ms in d.items():
+                    for m, values in ms.items():
+                        first = nominal[c][t][ch][m]
+                        out[c][t][ch][m][i] = shifted(
+                            float(np.mean(first)), values, first[:replications]
+                        )
+    return RatioDraws(out, ran)
+
+
+def crossing_interval(
+    drawn: np.ndarray,
+    nominal: tuple[int | None, int | None],
+    crossing_at: Callable[[Sequence[float]], tuple[int | None, float | None]],
+) -> list[float | None]:
+    """The 90% interval of a crossing: ``drawn`` (loads, D) each draw's ratios over the
+    grid, ``crossing_at(ratios)`` its (last win, at) as the nominal's is found;
+    a draw that never wins counts as -inf, one that always wins as +inf; 5-95% over the
+    draws joined with the nominal's [last win, first loss] (``nominal``, None for an end
+    off the grid); an end off the grid is None."""
+    values = []
+    for d in range(drawn.shape[1]):
+        col = drawn[:, d]
+        if not np.all(np.isfinite(col)):
+            continue  # a draw the scenario rejects
+        last, at = crossing_at(col.tolist())
+        values.append(at if at is not None else (-math.inf if last is None else math.inf))
+    lo_n, hi_n = nominal
+    ends = [-math.inf if lo_n is None else float(lo_n), math.inf if hi_n is None else float(hi_n)]
+    if values:
+        ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
+    low, high = min(ends), max(ends)
+    return [low if math.isfinite(low) else None, high if math.isfinite(high) else None]
+
+
+def ratio_interval(values: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
+    """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo interval."""
+    return interval90(values.tolist(), ci95, positive=True)

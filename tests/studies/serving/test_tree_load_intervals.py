@@ -1,0 +1,107 @@
+"""tree-load's 90% intervals from inputs and model (sim/studies/serving/tree_load_draws.py): each
+tree / chain ratio and its sign, the crossing, and the loads beyond the measured batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.model.tree.acceptance import TreeDraft
+from sim.report.tree_load import tree_load_to_dict
+from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.studies.serving.tree_load import tree_load_study
+from sim.studies.serving.tree_load_draws import crossing_interval, sign_of
+from tests.conftest import ROOT
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+SMALL = [
+    "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
+    "workload.output_tokens=64",
+    "workload.requests=16",
+    "simulation.replications=3",
+]
+TREE = TreeDraft(6, 8, 32)
+
+
+def _study(sc, draws: int = 4, **kw):
+    return tree_load_study(sc, [1, 8, 64], chains=[5], trees=[TREE], draws=draws, **kw)
+
+
+def _certain():
+    """The Llama scenario with every uncertain input pinned: nothing to draw."""
+    raw = load_scenario(LLAMA, SMALL).model_dump(exclude_none=True)
+    raw.setdefault("serving", {}).update(host_us_per_request=20.0, kernel_slope=1.0)
+    raw["acceptance"].update(shape="flat", tilt=1.0)
+    raw["uncertainty"] = {"hardware": raw["uncertainty"]["hardware"]}  # range [1, 1]
+    return scenario_from_dict(raw, source="test")
+
+
+def test_every_interval_holds_the_nominal_and_is_wider_than_monte_carlo():
+    # alpha known to +-0.05 (the shipped +-0.004 hides under 3 replications' noise)
+    result = _study(load_scenario(LLAMA, [*SMALL, "uncertainty.acceptance.alpha.stderr=0.05"]))
+    assert result.intervals["draws"] == result.intervals["draws_run"] == 4
+    widened = 0
+    for p in result.points:
+        for m, r in p.vs_chain["tree 6/8/32"]["chain 5"].items():
+            lo, hi = p.vs_chain_interval90["tree 6/8/32"]["chain 5"][m]
+            assert lo <= r.mean <= hi and lo <= r.ci95[0] and r.ci95[1] <= hi
+            widened += (hi - lo) > (r.ci95[1] - r.ci95[0]) + 1e-12
+    assert widened > 0  # the inputs move the ratio beyond its Monte Carlo interval
+    for c in result.crossings:
+        lo, hi = c.interval90
+        if c.at is not None:
+            assert (lo is None or lo <= c.at) and (hi is None or c.at <= hi)
+    # the batched costs are measured at batch 1 only: 8 and 64 users are beyond them
+    assert [p.beyond_measured for p in result.points] == [False, True, True]
+    assert "beyond the highest measured batch (1)" in result.intervals["note"]
+
+
+def test_without_uncertain_inputs_the_interval_is_the_monte_carlo_one():
+    for sc, draws in ((_certain(), 8), (load_scenario(LLAMA, SMALL), 0)):
+        result = _study(sc, draws=draws)
+        assert result.intervals["draws"] == 0 and result.intervals["replications_per_draw"] == 0
+        for p in result.points:
+            for m, r in p.vs_chain["tree 6/8/32"]["chain 5"].items():
+                assert p.vs_chain_interval90["tree 6/8/32"]["chain 5"][m] == list(r.ci95)
+        for c in result.crossings:  # the grid's own interval: last win to first loss
+            assert c.interval90 == (c.last_win, c.first_loss)
+
+
+@pytest.mark.slow
+def test_same_seed_same_document_whatever_the_workers():
+    from sim.parallel import LocalExecutor
+
+    sc = load_scenario(LLAMA, SMALL)
+    one = tree_load_to_dict(_study(sc))
+    again = tree_load_to_dict(_study(sc))
+    two = tree_load_to_dict(_study(sc, workers=2, executor=LocalExecutor(2)))
+    assert one == again == two
+
+
+def test_sign_and_crossing_interval_by_hand():
+    assert [sign_of(x) for x in ([1.01, 1.2], [0.8, 0.99], [0.9, 1.1], None)] == [
+        "wins",
+        "loses",
+        "undecided",
+        "undecided",
+    ]
+
+    def at(values):  # crossing of a ratio over loads 1, 10, 100 (linear here, by hand)
+        xs = [1.0, 10.0, 100.0]
+        for i in range(2):
+            if values[i] > 1.0 >= values[i + 1]:
+                return xs[i], xs[i] + (values[i] - 1) / (values[i] - values[i + 1]) * 9 * xs[i]
+        return (xs[-1], None) if values[-1] > 1.0 else (None, None)
+
+    # 20 draws: one never wins, one always wins, 18 cross between 1 and 10
+    cols = [[0.9, 0.8, 0.7], [1.2, 1.1, 1.05]] + [[1.1, 1.1 - 0.01 * k, 0.5] for k in range(18)]
+    table = np.array(cols).T  # (loads, draws)
+    lo, hi = crossing_interval(table, (10, 100), at)
+    # 5% of 20 draws (inverted cdf) is the 1st value, the draw that never wins: off the grid;
+    # 95% the 19th, the latest crossing (< 10): inside the nominal grid interval, which stays
+    assert lo is None and hi == 100
+    lo, hi = crossing_interval(table[:, 2:], (10, 100), at)
+    assert 1 < lo < 10 and hi == 100  # the earliest drawn crossing widens the low end
+    assert crossing_interval(table[:, 2:3], (10, 100), at) == [10, 100]  # crossing at 25: inside
+    # draws the scenario rejects (NaN) leave the nominal's interval
+    assert crossing_interval(np.full((3, 2), np.nan), (1, 10), at) == [1, 10]

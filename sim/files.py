@@ -277,12 +277,13 @@ def read_bounded_bytes(path: str | Path, *, limit: int = MAX_INPUT_BYTES) -> byt
 def read_bounded_text(
     path: str | Path, *, limit: int = MAX_INPUT_BYTES, errors: str = "strict"
 ) -> str:
-    """A text file's contents (UTF-8; ``errors="replace"`` for logs) up to ``limit`` bytes;
-    SpecsimError naming the file otherwise (see ``read_bounded_bytes``)."""
+    """A text file's contents (UTF-8, a leading byte-order mark dropped; ``errors="replace"``
+    for logs) up to ``limit`` bytes; SpecsimError naming the file otherwise (see
+    ``read_bounded_bytes``)."""
     source = str(path)
     data = read_bounded_bytes(path, limit=limit)
     try:
-        return data.decode("utf-8", errors=errors)
+        return data.decode("utf-8-sig", errors=errors)
     except UnicodeDecodeError as exc:
         raise SpecsimError(
             f"not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -84,3 +85,18 @@ def test_one_token_requests_with_the_largest_jitter_stay_finite(tmp_path: Path) 
         assert result.exit_code == 0, result.output
         doc = json.loads(result.stdout)
         assert doc["kind"] == "run"
+
+
+@pytest.mark.parametrize("name", ["azure_llm_trace_2023_conv.csv", "mooncake_trace.jsonl"])
+def test_a_byte_order_mark_is_dropped_before_parsing(tmp_path: Path, name: str) -> None:
+    """Files saved by spreadsheet tools start with U+FEFF; the header (CSV) or the first
+    object (JSON lines) must still be found: the trace reads exactly as without it."""
+    from sim.simulation.serving.traces import read_trace
+
+    plain = Path(__file__).parent / "data" / "formats" / name
+    marked = tmp_path / name
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert read_bounded_text(marked) == read_bounded_text(plain)
+    got, want = read_trace(marked).trace, read_trace(plain).trace
+    for name in ("arrival_ms", "input_tokens", "output_tokens", "request_class"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))

@@ -20,9 +20,10 @@ re-run whole at every draw; it is made affordable three ways:
   share cancels, so two replications measure a shift that one draw would need the whole
   run for.
 
-The 90% interval is the 5% and 95% quantiles of the draws' answers joined with the nominal
-answer's own Monte Carlo 95% interval (``interval90``): a scenario without uncertain
-inputs gets the Monte Carlo interval alone.
+The 90% interval joins the draws' 5% and 95% quantiles, their normal prediction interval
+(where one more draw would fall: 8 draws' own quantiles hold a new draw at most 7 times
+in 9) and the nominal answer's own Monte Carlo 95% interval (``interval90``): a scenario
+without uncertain inputs gets the Monte Carlo interval alone.
 """
 
 from __future__ import annotations

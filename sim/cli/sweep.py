@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -120,7 +121,13 @@ def sweep(
         done += n
         bar(done, total)
 
+    owner = os.getpid()
+
     def terminate(signum: int, frame: object) -> None:
+        if os.getpid() != owner:  # a forked pool worker inherited this handler: die quietly
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise KeyboardInterrupt  # SIGTERM: stop like Ctrl-C (finished points kept, tables written)
 
     previous = signal.signal(signal.SIGTERM, terminate)

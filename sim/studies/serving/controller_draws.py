@@ -11,8 +11,8 @@ carried by the study's ``ScenarioPlans.draws``).
   vLLM's offline profile is re-measured on the drawn server, as vLLM's generate_config.py
   profiles the server it runs on; SGLang's adaptive controller needs no profile. A draw's
   advantage per phase is the nominal advantage moved by the paired shift
-  (``serving_draws.shifted``); the interval is 5-95% over the draws joined with the
-  nominal's Monte Carlo 95% interval.
+  (``draws.shifted``); the interval is ``draws.interval90`` of the draws (their 5-95%
+  and their normal prediction interval) joined with the nominal's Monte Carlo 95% interval.
 * **Switching threshold.** Where the best-k table's k changes between two grid loads, the
   nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k.py
   ``refined_ends``); its interval is crossover's (sim/studies/serving/crossover.py

@@ -37,7 +37,6 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.scenario.schema import Scenario
-from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving.evaluator import (
     BASELINE,
@@ -60,6 +59,7 @@ __all__ = [
     "input_draws",
     "interval90",
     "prediction_half_width",
+    "ratio_interval",
     "shifted",
 ]
 
@@ -243,9 +243,9 @@ class DrawnPoints:
         return out
 
 
-def ratio_interval(r: Ratio, draws: np.ndarray) -> list[float] | None:
-    """``interval90`` of a Ratio's draws joined with its own 95% interval."""
-    return interval90(draws.tolist(), r.ci95, positive=True)
+def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
+    """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo 95% interval."""
+    return interval90(draws.tolist(), ci95, positive=True)
 
 
 def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:

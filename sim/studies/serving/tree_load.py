@@ -54,12 +54,12 @@ from sim.studies.serving.draws import (
     doc,
     highest_measured_batch,
     input_draws,
+    ratio_interval,
 )
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
     crossing_interval,
     drawn_ratios,
-    ratio_interval,
 )
 
 __all__ = [

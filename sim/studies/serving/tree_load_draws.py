@@ -7,10 +7,10 @@ over their published ranges). Each draw runs every grid concurrency with ``repli
 replications on the seeds of the nominal run's first replications (common random numbers:
 the same users, lengths and acceptance uniforms), every draft at once as the nominal does.
 A draw's ratio at a load is the nominal ratio moved by the paired shift
-(``serving_draws.shifted``): mean over those replications of (draw - nominal).
+(``draws.shifted``): mean over those replications of (draw - nominal).
 
-* A ratio's interval: the 5%-95% quantiles of the draws' ratios joined with the nominal
-  ratio's Monte Carlo 95% interval (``serving_draws.interval90``); the sign is ``wins``
+* A ratio's interval: the draws' 5%-95% quantiles and normal prediction interval joined
+  with the nominal ratio's Monte Carlo 95% interval (``draws.ratio_interval``); the sign is ``wins``
   (the interval above 1), ``loses`` (below 1) or ``undecided`` (it holds 1).
 * A crossing's interval: each draw's crossing found on its shifted ratios over the grid as
   the nominal's is (``tree_load._crossing``: log-linear between the last win and the
@@ -37,7 +37,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import Overrides, interval90, shifted
+from sim.studies.serving.draws import Overrides, shifted
 
 __all__ = ["RatioDraws", "crossing_interval", "drawn_ratios", "sign_of"]
 
@@ -153,8 +153,3 @@ def crossing_interval(
         ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
     low, high = min(ends), max(ends)
     return [low if math.isfinite(low) else None, high if math.isfinite(high) else None]
-
-
-def ratio_interval(values: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
-    """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo interval."""
-    return interval90(values.tolist(), ci95, positive=True)

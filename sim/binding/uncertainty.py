@@ -781,6 +781,26 @@ def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
     return SERVING_STEP_SKEW, low, high, why
 
 
+def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.binding.kv_capacity import derived_engine  # lazy: serving only
+
+    engine = derived_engine(scenario)
+    if engine is None:
+        return None  # a given capacity, or none derived
+    from sim.binding.kv_capacity import memory_gib
+    from sim.hardware.memory import RESERVE_SHARE_RANGE, reserve_range_gib
+
+    default, low, high = reserve_range_gib(engine, memory_gib(scenario))
+    shares = RESERVE_SHARE_RANGE[engine]
+    why = (
+        f"the memory {engine} keeps per GPU beyond the weights and the KV cache (activations, "
+        f"CUDA graphs, communicators), which sizes the derived KV capacity: {low:g}-{high:g} "
+        f"GiB ({100 * shares[0]:g}-{100 * shares[1]:g}% of the GPU's memory in its startup "
+        "logs, sim/hardware/memory.py); a batch-1 calibration cannot identify it"
+    )
+    return default, low, high, why
+
+
 #: Batched cost terms a serving answer draws over their published range when the scenario
 #: neither gives the field nor states its uncertainty: field -> f(scenario) -> (the model's
 #: default, low, high, reason), None where the term does not apply. A batched term that a
@@ -791,6 +811,7 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float
     "serving.host_us_per_request": _host_work_range,
     "serving.kernel_slope": _kernel_slope_range,
     "serving.expert_skew": _expert_skew_range,
+    "serving.kv_reserve_gib": _kv_reserve_range,
 }
 
 

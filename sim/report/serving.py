@@ -190,8 +190,10 @@ def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) 
             "batching": sched.batching,
             "token_budget": sched.token_budget,
             "kv_capacity_tokens": sched.kv_capacity_tokens,
+            "plain_kv_capacity_tokens": sched.plain_kv_capacity_tokens,
             "prefill": sched.prefill,
         },
+        "kv_capacity": setup.kv_capacity.to_dict() if setup.kv_capacity else None,
         "policies": {name: p.describe() for name, p in setup.policies.items()},
         "slo": {
             "tok_s": list(setup.slo.tok_s),
@@ -231,6 +233,7 @@ def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]
 def _header(doc: dict[str, Any]) -> list[str]:
     sched = doc["scheduler"]
     kv = sched["kv_capacity_tokens"]
+    plain = sched.get("plain_kv_capacity_tokens")
     return [
         f"{doc['scenario']}: {doc['load']}; {count(doc['replications'], 'replication')} x "
         f"{count(doc['requests'], 'measured request')} ({doc['warmup_requests']} warm-up), "
@@ -240,6 +243,7 @@ def _header(doc: dict[str, Any]) -> list[str]:
         f"{sched['max_running_requests']} running, {sched['token_budget']} tokens per "
         "iteration, KV "
         + (f"{kv} tokens" if kv else "unlimited")
+        + (f" ({plain} without the drafter)" if plain and plain != kv else "")
         + f", prefill {sched['prefill']}",
         "",
     ]

@@ -25,6 +25,7 @@ UNITS: tuple[tuple[str, str], ...] = (
     (".ms", "ms"),
     ("_us", "us"),
     ("_gbps", "GB/s"),
+    ("_gib", "GiB"),
     ("tok_s", "tokens/s"),
     ("_bytes", "bytes"),
     ("_params", "parameters"),

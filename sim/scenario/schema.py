@@ -796,7 +796,12 @@ class ServingSpec(Section):
     ``batching`` (``prefill_first``: SGLang's default; ``chunked``: vLLM's chunked prefill
     mixed with decode), ``token_budget`` (tokens per iteration: vLLM
     ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``), ``kv_capacity_tokens``
-    (KV cache size in tokens, SGLang's ``max_total_num_tokens``; None: unlimited),
+    (KV cache size in tokens, SGLang's ``max_total_num_tokens``, vLLM's "GPU KV cache
+    size"; None: derived from the scenario's own GPU memory, weights, TP and
+    ``server.engine`` (vLLM's rule when not given), unlimited where they are missing,
+    sim/binding/kv_capacity.py), ``kv_reserve_gib`` (GiB per GPU the engine keeps beyond
+    the weights and the KV cache, for activations, CUDA graphs and communicators; None:
+    the engine's default, drawn over its published range, sim/hardware/memory.py),
     ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
 
     Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
@@ -841,6 +846,7 @@ class ServingSpec(Section):
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
     token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
     kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
+    kv_reserve_gib: Annotated[float, Field(ge=0.0, le=10_000.0)] | None = None
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
     k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None

@@ -99,6 +99,7 @@ def _base() -> Scenario:
         {
             "name": "llmd-qwen3-32b-2xh200-eagle3",
             "model": QWEN3_32B_MODEL,
+            "server": {"engine": "vllm"},
             "hardware": {"gpus": 2, "interconnect": "nvlink4", "gpu": "H200"},
             "timing": {
                 "decode_ms": 10.0,  # replaced by the fit below

@@ -195,6 +195,8 @@ def _llama_scenario(
         {
             "name": name,
             "model": LLAMA8B_MODEL,
+            # the engine's memory rule sizes the KV cache (sim/binding/kv_capacity.py)
+            "server": {"engine": "sglang" if batching == "prefill_first" else "vllm"},
             "hardware": {"gpus": 1, "interconnect": "nvlink4", "gpu": gpu},
             "timing": {"verify_cuda_graph": True, "context_tokens": MT_BENCH_CONTEXT, **timing},
             "speculation": {"num_steps": k},
@@ -401,6 +403,7 @@ def kimi_scenario() -> tuple[Scenario, float, float]:
     raw = {
         "name": "kimi-k25-rtx6kpro-vllm",
         "model": KIMI_MODEL,
+        "server": {"engine": "vllm"},
         "hardware": {"gpus": 8, "interconnect": "pcie-gen5", "gpu": "RTX-PRO-6000"},
         "timing": {
             "decode_ms": decode_ms,

@@ -50,6 +50,7 @@ def _scenario(alpha: float, overhead_ms: float) -> Scenario:
         {
             "name": "vllm-22752-llama31-8b-h100",
             "model": {**LLAMA8B_MODEL, "draft_params": EAGLE1_DRAFT_PARAMS},
+            "server": {"engine": "vllm"},
             "hardware": {"gpus": 1, "interconnect": "nvlink4", "gpu": "H100"},
             "timing": {
                 "verify_cuda_graph": True,

@@ -133,7 +133,7 @@ class ServingPlan:
             if is_tree(draft):
                 self.tree_acceptance(draft)
         self.scheduler.check_policy(policy)
-        cap = self.scheduler.kv_capacity_tokens
+        cap = self.scheduler.kv_capacity(policy)
         need = self.workload.max_request_tokens + self.lookahead(policy) + 1
         if cap is not None and need > cap:
             raise ValueError(
@@ -190,7 +190,7 @@ class Server:
         self.cost = plan.cost
         self.rec = rec
         self.queue = simpy.PriorityStore(env)
-        cap = self.config.kv_capacity_tokens
+        cap = self.config.kv_capacity(policy)
         self.kv = None if cap is None else simpy.Container(env, capacity=cap, init=cap)
         self.k_of = k_lookup(policy, self.config.max_running_requests)
         # threshold columns: the chain's max_k, then each tree the policy drafts
@@ -740,7 +740,7 @@ def run_replication(
     env = simpy.Environment()
     rec = Recorder(
         plan.scheduler.max_running_requests,
-        plan.scheduler.kv_capacity_tokens,
+        plan.scheduler.kv_capacity(policy),
         plan.workload.warmup,
         plan.workload.requests,
     )

@@ -29,6 +29,8 @@ class SchedulerConfig:
     ``kv_capacity_tokens``: KV cache size in tokens (None: unlimited); each running request
     holds its context plus the policy's lookahead slots (``max_k + 1`` for a chain: the
     verify pass's tokens; sim/model/drafts.py ``lookahead_tokens``);
+    ``plain_kv_capacity_tokens``: the KV cache of a policy that never drafts (a server
+    without the drafter's weights and KV; None: ``kv_capacity_tokens``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
     cost time, and the prefill emits its first token; a request without one decodes from
     admission) or ``skip`` (every request decodes from admission, no prefill pass and no
@@ -41,18 +43,30 @@ class SchedulerConfig:
     token_budget: int = DEFAULT_TOKEN_BUDGET
     kv_capacity_tokens: int | None = None
     prefill: Literal["model", "skip"] = "model"
+    plain_kv_capacity_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
         if self.token_budget < 1:
             raise ValueError(f"token_budget must be >= 1, got {self.token_budget}")
-        if self.kv_capacity_tokens is not None and self.kv_capacity_tokens < 1:
-            raise ValueError(f"kv_capacity_tokens must be >= 1, got {self.kv_capacity_tokens}")
+        for name in ("kv_capacity_tokens", "plain_kv_capacity_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.plain_kv_capacity_tokens is not None and self.kv_capacity_tokens is None:
+            raise ValueError("plain_kv_capacity_tokens needs kv_capacity_tokens")
         if self.batching not in ("prefill_first", "chunked"):
             raise ValueError(f"unknown batching {self.batching!r}")
         if self.prefill not in ("model", "skip"):
             raise ValueError(f"unknown prefill {self.prefill!r}")
+
+    def kv_capacity(self, policy: SpeculationPolicy) -> int | None:
+        """The KV cache ``policy`` runs with: ``plain_kv_capacity_tokens`` for a policy
+        that never drafts (when set), else ``kv_capacity_tokens``."""
+        if policy.max_k == 0 and self.plain_kv_capacity_tokens is not None:
+            return self.plain_kv_capacity_tokens
+        return self.kv_capacity_tokens
 
     def check_policy(self, policy: SpeculationPolicy) -> None:
         """Chunked batching must fit every decode request's k + 1 tokens (a tree's nodes)

@@ -17,6 +17,7 @@ from scipy.special import ndtri
 
 from sim.binding.bind import acceptance_model, host_work_note, rank_shares, serving_cost
 from sim.binding.bound import Bound, as_bound
+from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
 from sim.hardware.batched import MeasuredPass
 from sim.model.batched_cost import pass_load
@@ -54,7 +55,8 @@ class ServingSetup:
     """Everything ``simulate_serving`` needs for a scenario, and what it assumed.
 
     ``policies``: ``baseline`` (plain decoding) and, when the scenario speculates,
-    ``speculative`` (its policy); ``load``: the arrival pattern in words.
+    ``speculative`` (its policy); ``load``: the arrival pattern in words; ``kv_capacity``:
+    where the plan's KV capacity comes from (given, derived with its range, unlimited).
     """
 
     plan: ServingPlan
@@ -64,6 +66,7 @@ class ServingSetup:
     seed: int
     load: str
     assumptions: tuple[str, ...]
+    kv_capacity: KvCapacity | None = None
 
 
 def _resolve(path: str, base_dir: Path | None) -> Path:
@@ -359,15 +362,19 @@ def serving_setup(
     )
 
     # ----- scheduler and policies
+    try:
+        kv_cap = kv_capacity(scenario, speculates)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
     scheduler = SchedulerConfig(
         max_running_requests=serving.max_running_requests,
         batching=serving.batching,
         token_budget=serving.token_budget,
-        kv_capacity_tokens=serving.kv_capacity_tokens,
+        kv_capacity_tokens=kv_cap.tokens,
         prefill=serving.prefill,
+        plain_kv_capacity_tokens=kv_cap.plain,
     )
-    if serving.kv_capacity_tokens is None:
-        notes.append("KV capacity: unlimited (no serving.kv_capacity_tokens)")
+    notes.append(kv_cap.note)
     notes.append(host_work_note(scenario))
     if timing.jitter_cv:
         notes.append(
@@ -405,6 +412,7 @@ def serving_setup(
         seed=scenario.simulation.seed,
         load=load,
         assumptions=tuple(notes),
+        kv_capacity=kv_cap,
     )
 
 

@@ -168,8 +168,9 @@ def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
     decode_tokens = max(output_mean - (1.0 if prefill else 0.0), 0.0)
     drafter = policy.max_k > 0
     largest = config.max_running_requests
-    if config.kv_capacity_tokens is not None:
-        largest = min(largest, config.kv_capacity_tokens // (shortest + plan.lookahead(policy)))
+    capacity = config.kv_capacity(policy)
+    if capacity is not None:
+        largest = min(largest, capacity // (shortest + plan.lookahead(policy)))
     largest = max(largest, 1)
     adaptive = isinstance(policy, AdaptivePolicy)
     best: tuple[float, int, Draft, float, float] | None = None

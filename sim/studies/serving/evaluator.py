@@ -318,6 +318,7 @@ def study_settings(builder: ScenarioPlans, load: Load) -> tuple[dict[str, Any], 
         "batching": sched.batching,
         "prefill": sched.prefill,
         "kv_capacity_tokens": sched.kv_capacity_tokens,
+        "plain_kv_capacity_tokens": sched.plain_kv_capacity_tokens,
         "slo": {"ttft_ms": setup.slo.ttft_ms, "tpot_ms": setup.slo.tpot_ms},
     }
     notes = tuple(a for a in setup.assumptions if not a.startswith(("load:", "warm-up:")))

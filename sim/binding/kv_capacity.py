@@ -1,0 +1,199 @@
+"""A scenario's KV cache in tokens: given (``serving.kv_capacity_tokens``) or derived from
+its own GPU's memory, model, tensor-parallel degree and engine (sim/hardware/memory.py).
+
+Only the scenario's values enter: the GPU preset's memory (``hardware.gpu``), the
+weights its model geometry gives (every layer and expert, the LM head and an input
+embedding of the head's size), the drafter's ``draft_params`` and KV, ``hardware.gpus``
+ranks, and ``server.engine`` (vLLM's rule when not given, said so). The reserve the
+engine keeps beyond the weights and the KV cache is not identified by a batch-1
+calibration: ``serving.kv_reserve_gib`` when given, else the engine's default with its
+published range (``reserve_range_gib``), drawn in the serving intervals.
+
+Plain decoding runs on a server without the drafter: its capacity is derived apart
+(``plain``), as a user who compares both would measure it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.errors import SpecsimError
+from sim.hardware.gpus import GPU_PRESETS
+from sim.hardware.memory import (
+    ENGINE_RULES,
+    Engine,
+    KvMemory,
+    engine_kv_memory,
+    reserve_range_gib,
+)
+from sim.scenario.schema import Scenario
+
+__all__ = [
+    "KvCapacity",
+    "derive_kv_capacity",
+    "derived_engine",
+    "kv_capacity",
+    "reserve_gib",
+    "stored_weight_bytes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class KvCapacity:
+    """The KV capacity a serving plan runs with. ``tokens``: for policies that draft (the
+    speculative server); ``plain``: for plain decoding (None: ``tokens``); ``origin``:
+    ``given``, ``derived`` or ``unlimited``; ``range``: the speculative server's tokens at
+    the ends of the reserve's range (derived with a default reserve only); ``memory`` the
+    speculative server's arithmetic; ``note``: one line for the assumptions."""
+
+    tokens: int | None
+    plain: int | None
+    origin: str
+    note: str
+    range: tuple[int, int] | None = None
+    memory: KvMemory | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tokens": self.tokens,
+            "plain_tokens": self.plain,
+            "origin": self.origin,
+            "range": list(self.range) if self.range else None,
+        }
+
+
+def stored_weight_bytes(scenario: Scenario) -> float | None:
+    """Bytes of the target's weights on the GPUs (all ranks): every layer, every routed
+    expert, the LM head and an input embedding of the head's size (an untied head,
+    ASSUMED); None without ``model.layers`` and ``model.layer_params``."""
+    m = scenario.model
+    if m.layers is None or m.layer_params is None:
+        return None
+    moe = bool(m.experts and m.expert_params)
+    moe_layers = m.layers - m.dense_layers if moe else 0
+    dense = m.layers - moe_layers
+    params = moe_layers * m.layer_params + dense * (m.dense_layer_params or m.layer_params)
+    total = (params + 2 * m.lm_head_params) * m.weight_bytes_per_param
+    if moe:
+        assert m.experts is not None and m.expert_params is not None
+        per = m.expert_bytes_per_param or m.weight_bytes_per_param
+        total += moe_layers * m.experts * m.expert_params * per
+    return total
+
+
+def _missing(scenario: Scenario) -> str | None:
+    """Why no capacity can be derived (None: it can)."""
+    m, hw = scenario.model, scenario.hardware
+    if hw.gpu is None:
+        return "no hardware.gpu (its memory)"
+    if m.kv_bytes_per_token is None or m.kv_bytes_per_token <= 0:
+        return "no model.kv_bytes_per_token"
+    if stored_weight_bytes(scenario) is None:
+        return "no model.layers and model.layer_params (the weights)"
+    engine = scenario.server.engine
+    if engine is not None and engine not in ENGINE_RULES:
+        return f"no memory rule for server.engine = {engine!r} (vllm and sglang have one)"
+    return None
+
+
+def derived_engine(scenario: Scenario) -> Engine | None:
+    """The engine whose rule derives the scenario's KV capacity (None: the capacity is
+    given, or none can be derived)."""
+    serving = scenario.serving
+    if serving is not None and serving.kv_capacity_tokens is not None:
+        return None
+    return None if _missing(scenario) is not None else _engine(scenario)
+
+
+def _engine(scenario: Scenario) -> Engine:
+    engine = scenario.server.engine
+    return engine if engine in ENGINE_RULES else "vllm"  # type: ignore[return-value]
+
+
+def memory_gib(scenario: Scenario) -> float:
+    """One GPU's memory (GiB): the preset's (``_missing`` must be None)."""
+    assert scenario.hardware.gpu is not None
+    return GPU_PRESETS[scenario.hardware.gpu].memory_gb
+
+
+def reserve_gib(scenario: Scenario) -> tuple[float, bool]:
+    """(the reserve in GiB per GPU, whether it is the engine's default)."""
+    given = scenario.serving.kv_reserve_gib if scenario.serving is not None else None
+    if given is not None:
+        return given, False
+    return reserve_range_gib(_engine(scenario), memory_gib(scenario))[0], True
+
+
+def derive_kv_capacity(scenario: Scenario, reserve: float, speculative: bool) -> KvMemory:
+    """The engine's division of one GPU at ``reserve`` GiB (``_missing`` must be None)."""
+    m, hw = scenario.model, scenario.hardware
+    assert hw.gpu is not None and m.kv_bytes_per_token is not None and m.layers
+    weights = stored_weight_bytes(scenario)
+    assert weights is not None
+    drafter_kv = (
+        m.draft_kv_bytes_per_token
+        if m.draft_kv_bytes_per_token is not None
+        else m.kv_bytes_per_token * m.draft_layers / m.layers
+    )
+    return engine_kv_memory(
+        _engine(scenario),
+        memory_gib=memory_gib(scenario),
+        gpus=hw.gpus,
+        weight_bytes=weights,
+        drafter_bytes=(m.draft_params or 0.0) * m.weight_bytes_per_param,
+        kv_bytes_per_token=m.kv_bytes_per_token,
+        drafter_kv_bytes_per_token=drafter_kv,
+        reserve_gib=reserve,
+        speculative=speculative,
+    )
+
+
+def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
+    """The scenario's KV capacity (``speculates``: some policy drafts): given, derived
+    from its own GPU, model, TP and engine, or unlimited when it cannot be derived."""
+    serving = scenario.serving
+    given = serving.kv_capacity_tokens if serving is not None else None
+    if given is not None:
+        return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
+    why = _missing(scenario)
+    if why is not None:
+        return KvCapacity(
+            None,
+            None,
+            "unlimited",
+            f"KV capacity: unlimited (no serving.kv_capacity_tokens; none derived: {why})",
+        )
+    reserve, default = reserve_gib(scenario)
+    engine = _engine(scenario)
+    spec = derive_kv_capacity(scenario, reserve, speculates)
+    plain = derive_kv_capacity(scenario, reserve, False) if speculates else spec
+    span = None
+    _, low, high = reserve_range_gib(engine, memory_gib(scenario))
+    if default:
+        ends = [derive_kv_capacity(scenario, r, speculates).tokens for r in (high, low)]
+        span = (ends[0], ends[1])
+    named = (
+        f"server.engine = {engine}"
+        if scenario.server.engine
+        else "server.engine not given: vLLM's rule ASSUMED"
+    )
+    reserve_text = (
+        f"reserve {reserve:g} GiB a GPU, the default within {low:g}-{high:g} from startup "
+        "logs (sim/hardware/memory.py)"
+        if default
+        else f"reserve {reserve:g} GiB a GPU (serving.kv_reserve_gib)"
+    )
+    note = (
+        f"KV capacity: derived, {spec.tokens:,} tokens"
+        + (f" [{span[0]:,}, {span[1]:,}] over the reserve's range" if span else "")
+        + (f", {plain.tokens:,} for plain decoding (no drafter)" if speculates else "")
+        + f": {spec.describe()} ({named}; {reserve_text}; {scenario.hardware.gpus} GPU(s) "
+        f"of {scenario.hardware.gpu})"
+    )
+    if spec.tokens < 1:
+        raise SpecsimError(
+            f"the derived KV cache is empty: {spec.describe()} ({named}); give the server's "
+            "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
+            field="serving.kv_capacity_tokens",
+        )
+    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec)

@@ -1,0 +1,143 @@
+"""A scenario's KV capacity: given, or derived from its own GPU, weights, TP and engine
+(sim/binding/kv_capacity.py), with the reserve drawn in the serving intervals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim.binding.bound import bind
+from sim.binding.kv_capacity import kv_capacity, stored_weight_bytes
+from sim.binding.uncertainty import serving_inputs
+from sim.errors import SpecsimError
+from sim.hardware.memory import GIB, reserve_range_gib, sglang_mem_fraction_static
+from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.serving.setup import serving_setup
+
+#: Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json): 32 layers of 218.1M, a 525.3M head
+#: and an embedding of the same size: 8.03B parameters, BF16.
+LLAMA: dict[str, Any] = {
+    "layers": 32,
+    "hidden_size": 4096,
+    "layer_params": 218.1e6,
+    "lm_head_params": 525.3e6,
+    "draft_params": 0.424e9,
+    "kv_bytes_per_token": 131072.0,
+}
+
+
+WEIGHTS_GIB = (32 * 218.1e6 + 2 * 525.3e6) * 2 / GIB
+
+
+def _scenario(**over: Any) -> Scenario:
+    raw: dict[str, Any] = {
+        "name": "kv",
+        "model": LLAMA,
+        "hardware": {"gpus": 1, "gpu": "H100", "interconnect": "nvlink4"},
+        "timing": {"decode_ms": 6.3, "context_tokens": 400, "verify_cuda_graph": True},
+        "speculation": {"num_steps": 3},
+        "acceptance": {"alpha": 0.7},
+        "workload": {"input_tokens": 128, "output_tokens": 256},
+        "serving": {"concurrency": 4},
+    }
+    for key, value in over.items():
+        raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+    return scenario_from_dict(raw, source="test")
+
+
+def test_the_weights_are_the_models_own():
+    params = 32 * 218.1e6 + 2 * 525.3e6  # every layer, the head and the embedding
+    assert stored_weight_bytes(_scenario()) == pytest.approx(params * 2, rel=1e-12)
+
+
+def test_vllm_rule_by_hand_with_the_default_reserve():
+    sc = _scenario(server={"engine": "vllm"})
+    cap = kv_capacity(sc, speculates=True)
+    reserve = reserve_range_gib("vllm", 80.0)[0]
+    weights, drafter = WEIGHTS_GIB, 0.424e9 * 2 / GIB
+    kv_gib = 80 * 0.9 - weights - drafter - reserve
+    per_token = 131072 + 131072 / 32  # the drafter's one layer
+    assert cap.origin == "derived"
+    assert abs(cap.tokens - kv_gib * GIB / per_token) <= 1 + 1e-3 * cap.tokens
+    # plain decoding: no drafter weights, no drafter KV
+    plain = (80 * 0.9 - weights - reserve) * GIB / 131072
+    assert abs(cap.plain - plain) <= 1 + 1e-3 * plain
+    # the range: the reserve's ends
+    low, high = cap.range
+    assert low < cap.tokens < high
+
+
+def test_sglang_rule_keeps_the_drafter_outside_its_fraction():
+    sc = _scenario(server={"engine": "sglang"})
+    cap = kv_capacity(sc, speculates=True)
+    frac = sglang_mem_fraction_static(80 * 1024, 1, True)
+    reserve = reserve_range_gib("sglang", 80.0)[0]
+    expected = (80 * frac - WEIGHTS_GIB - reserve) * GIB / 131072
+    assert abs(cap.tokens - expected) <= 1 + 1e-3 * expected
+    assert cap.plain > cap.tokens  # without the drafter SGLang's fraction is larger
+
+
+def test_without_an_engine_vllm_is_assumed_and_said():
+    cap = kv_capacity(_scenario(), speculates=True)
+    assert cap.origin == "derived" and "vLLM's rule ASSUMED" in cap.note
+
+
+def test_a_given_capacity_or_reserve_is_used():
+    given = kv_capacity(_scenario(serving={"kv_capacity_tokens": 5000}), speculates=True)
+    assert (given.tokens, given.plain, given.origin) == (5000, None, "given")
+    a = kv_capacity(_scenario(serving={"kv_reserve_gib": 1.0}), speculates=False)
+    b = kv_capacity(_scenario(serving={"kv_reserve_gib": 3.0}), speculates=False)
+    assert a.range is None  # a given reserve: no range
+    assert a.tokens - b.tokens == pytest.approx(2 * GIB / 131072, abs=2)
+
+
+@pytest.mark.parametrize(
+    ("over", "why"),
+    [
+        (
+            {
+                "hardware": {"gpus": 1, "interconnect": "nvlink4", "gpu": None},
+                "timing": {"verify_ms": 7.0, "draft_step_ms": 0.5, "draft_extend_ms": 0.5},
+            },
+            "hardware.gpu",
+        ),
+        ({"model": {"kv_bytes_per_token": None}}, "kv_bytes_per_token"),
+        ({"server": {"engine": "trtllm"}}, "no memory rule"),
+    ],
+)
+def test_unlimited_where_the_scenario_cannot_size_it(over, why):
+    cap = kv_capacity(_scenario(**over), speculates=True)
+    assert cap.tokens is None and cap.origin == "unlimited" and why in cap.note
+
+
+def test_weights_that_do_not_fit_are_an_error_naming_the_field():
+    sc = _scenario(hardware={"gpus": 1, "interconnect": "pcie-gen4", "gpu": "RTX-3090"},
+                   model={**LLAMA, "layer_params": 700e6})  # fmt: skip
+    with pytest.raises(SpecsimError) as err:
+        kv_capacity(sc, speculates=True)
+    assert err.value.field == "serving.kv_capacity_tokens"
+
+
+def test_the_plan_gives_plain_decoding_its_own_capacity():
+    setup = serving_setup(_scenario(server={"engine": "vllm"}))
+    sched = setup.plan.scheduler
+    assert sched.plain_kv_capacity_tokens > sched.kv_capacity_tokens
+    base, spec = (setup.policies[n] for n in ("baseline", "speculative"))
+    assert sched.kv_capacity(base) == sched.plain_kv_capacity_tokens
+    assert sched.kv_capacity(spec) == sched.kv_capacity_tokens
+    assert any(a.startswith("KV capacity: derived") for a in setup.assumptions)
+
+
+def test_the_reserve_is_drawn_only_when_the_capacity_is_derived_by_default():
+    fields = {u.field for u in serving_inputs(bind(_scenario()))}
+    assert "serving.kv_reserve_gib" in fields
+    for sc in (
+        _scenario(serving={"kv_capacity_tokens": 9000}),
+        _scenario(serving={"kv_reserve_gib": 2.0}),
+        _scenario(model={"kv_bytes_per_token": None}),
+    ):
+        assert "serving.kv_reserve_gib" not in {u.field for u in serving_inputs(bind(sc))}
+    drawn = with_overrides(_scenario(), {"serving.kv_reserve_gib": 8.0}, source="test")
+    assert kv_capacity(drawn, True).tokens < kv_capacity(_scenario(), True).tokens

@@ -107,7 +107,7 @@ def derived_engine(scenario: Scenario) -> Engine | None:
 
 def _engine(scenario: Scenario) -> Engine:
     engine = scenario.server.engine
-    return engine if engine in ENGINE_RULES else "vllm"  # type: ignore[return-value]
+    return "sglang" if engine == "sglang" else "vllm"
 
 
 def memory_gib(scenario: Scenario) -> float:

@@ -48,6 +48,7 @@ from sim.validation.hardware_cases import (
 )
 from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.moe_kernel_cases import moe_kernel_cases
+from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
 from sim.validation.rate_curve_cases import rate_curve_cases
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
@@ -120,6 +121,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(load_fit_cases() if serving else ()),
         *(rate_curve_cases() if serving else ()),
         *moe_kernel_cases(),
+        *(moe_tree_serving_cases() if serving else ()),
     )
     return Report(
         cases,

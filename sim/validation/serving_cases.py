@@ -564,8 +564,11 @@ def sglang_miss() -> str:
 
 VLLM_MISS = (
     "The model reproduces the decline and, for EAGLE, the crossing below 1.0 between batch "
-    "24 and 32; it misses most at batch 56, where the measured speedups drop sharply (the "
-    "24 GB card nears its KV capacity there, which this case does not model: no KV limit). "
+    "24 and 32; it misses most at batch 56, where the measured speedups drop sharply. The "
+    "24 GB card nears its KV capacity there: the capacity derived by vLLM's rule (its "
+    "reserve for activations at the default share of the GPU) does not bind at 56 users; "
+    "at the reserve's upper end it does, and preemption lowers both speedups toward the "
+    "measured drop (docs/kv-capacity.md). "
     "The host work, serial in every iteration of vLLM then, adds to both sides of the ratio "
     "and raises it a little at high load."
 )

@@ -46,3 +46,22 @@ LLMD_QWEN3_TTFT_P50_S: Mapping[str, Mapping[int, float]] = curves(_DATA["llmd_qw
 LLMD_QWEN3_LATENCY_P50_S: Mapping[str, Mapping[int, float]] = curves(
     _DATA["llmd_qwen3"]["latency_p50_s"]
 )
+
+# Tencent/AngelSlim #163: Qwen3-30B-A3B on 4x H100 (TP 4), SGLang, MT-bench, plain decoding
+# and an EAGLE-3 tree (4 steps, topk 4, 16 draft tokens): output tok/s and the tree's accept
+# length by batch size.
+ANGELSLIM_URL: str = _DATA["angelslim_qwen3_30b"]["source"]
+ANGELSLIM_TOK_S: Mapping[str, Mapping[int, float]] = curves(
+    _DATA["angelslim_qwen3_30b"]["output_tok_s"]
+)
+ANGELSLIM_AL: Mapping[int, float] = curves(_DATA["angelslim_qwen3_30b"]["accept_length"])[
+    "tree 4/4/16"
+]
+
+# sgl-project/SpecForge #339: Qwen3-30B-A3B on 2x H100 (TP 2), SGLang, MT-bench, plain
+# decoding at batch 1-64 and an EAGLE-3 chain of 3 at batch 1 and 4.
+SPECFORGE_URL: str = _DATA["specforge_qwen3_30b"]["source"]
+SPECFORGE_TOK_S: Mapping[str, Mapping[int, float]] = curves(
+    _DATA["specforge_qwen3_30b"]["output_tok_s"]
+)
+SPECFORGE_AL: Mapping[int, float] = curves(_DATA["specforge_qwen3_30b"]["accept_length"])["chain 3"]

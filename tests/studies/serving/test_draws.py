@@ -10,6 +10,7 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.uncertainty import serving_inputs
+from sim.hardware.memory import reserve_range_gib
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
@@ -81,8 +82,11 @@ def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
 def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     sc = load_scenario(SERVING)
     raw = sc.model_dump(exclude_none=True)
-    # given: no default range (the kernel slope's and the expert skew's defaults, given)
-    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
+    # given: no default range (the kernel slope's, the expert skew's and the KV reserve's
+    # defaults, given)
+    raw["serving"].update(
+        host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65, kv_reserve_gib=0.9
+    )
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
     bare = scenario_from_dict(raw, source="test")
@@ -100,6 +104,10 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     slope = [dict(d)["serving.kernel_slope"] for d in draws]
     skew = [dict(d)["serving.expert_skew"] for d in draws]
     assert 0.1 <= min(slope) < max(slope) <= 1.35 and 0.0 <= min(skew) < max(skew) <= 1.3
+    # the KV capacity derived by SGLang's rule: its reserve over SGLang's range on this GPU
+    reserve = [dict(d)["serving.kv_reserve_gib"] for d in draws]
+    _, low, high = reserve_range_gib("sglang", 96.0)
+    assert low <= min(reserve) < max(reserve) <= high
     dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
     assert "serving.expert_skew" not in [u.field for u in serving_inputs(bind(dense))]
     assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
@@ -184,7 +192,9 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
 
     sc = _short(load_scenario(SERVING))
     raw = sc.model_dump(exclude_none=True)
-    raw["serving"].update(host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65)
+    raw["serving"].update(
+        host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65, kv_reserve_gib=0.9
+    )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))

@@ -1,0 +1,290 @@
+"""A MoE under load in the validation report: Qwen3-30B-A3B on H100s with SGLang, plain
+decoding against EAGLE-3, two public curves (sim/validation/serving_data.py): 4x H100 with a
+tree (4 steps, topk 4, 16 draft tokens) at batch 1-64 (``ANGELSLIM_*``) and 2x H100 with a
+chain of 3 at batch 1 and 4, plain decoding to 64 (``SPECFORGE_*``); calibrated on batch 1
+only.
+
+What a user with the batch-1 rows would do: the plain batch-1 throughput gives the decode
+pass; the speculative arm's batch-1 accept length gives its acceptance (a tree's top-1
+rate, ranks below it by the residual shares of the Sequoia profile, a prior:
+sim/validation/tree_cases.py ``PRIOR``; a chain's one conditional rate); its batch-1
+throughput gives the per-cycle overhead the derived drafter and verify passes leave
+unexplained. Every other batch is simulated (closed loop of B users, prefill and scheduling
+included) and both arms' aggregate tok/s are scored, never used to calibrate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from sim.model.closed_forms import alpha_for_accept_length
+from sim.model.tree.metrics import from_tree_accept_length
+from sim.model.tree.presets import rank_profile
+from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.schema import Scenario
+from sim.simulation.serving.metrics import summarize_serving
+from sim.simulation.serving.setup import (
+    BASELINE,
+    SPECULATIVE,
+    scenario_draft,
+    serving_setup,
+    with_load,
+)
+from sim.simulation.serving.simulate import simulate_serving
+from sim.validation import serving_data as pub
+from sim.validation.cases import Case, Row
+from sim.validation.data_files import read_table
+from sim.validation.serving_cases import (
+    MT_BENCH_CONTEXT,
+    MT_BENCH_WORKLOAD,
+    SERVING_REPLICATIONS,
+    SERVING_SEED,
+)
+from sim.validation.tree_cases import PRIOR
+
+__all__ = ["moe_tree_serving_cases"]
+
+_WEIGHTS = read_table("moe_growth")["qwen3_30b_a3b"]
+
+#: Qwen3-30B-A3B (config.json, sim/validation/data/moe_growth.toml): 48 layers, hidden 2048,
+#: 128 experts (8 a token) of 4.72M, 4 KV heads of 128. KV per token and rank (TP 4: one KV
+#: head a rank): 1 x 128 x 2 (K, V) x 2 bytes x 48 layers; attention FLOPs per (query, key)
+#: pair and rank: 32 / 4 heads x 128 x 2 x 2 x 48. Drafter ASSUMED (AngelSlim's EAGLE-3 for
+#: Qwen3-a3B, its config not in the issue): one decoder layer over the 2 x 2048 fused input
+#: (q 4096 x 4096, k and v 4096 x 512, o 4096 x 2048: 29.4M; a dense MLP 3 x 2048 x 6144:
+#: 37.7M), the 3 x 2048 -> 2048 fusion (12.6M) and a 32,000-token head (65.5M): 0.145B.
+QWEN3_30B_MODEL: dict[str, Any] = {
+    "name": "Qwen3-30B-A3B",
+    "layers": _WEIGHTS["layers"],
+    "hidden_size": 2048,
+    "experts": _WEIGHTS["experts"],
+    "experts_per_token": _WEIGHTS["experts_per_token"],
+    # every pass here is CUDA-graphed (SGLang), so the count does not enter the case
+    "kernels_per_layer": 14,
+    "layer_params": _WEIGHTS["layer_params"],
+    "lm_head_params": _WEIGHTS["lm_head_params"],
+    "expert_params": _WEIGHTS["expert_params"],
+    "weight_bytes_per_param": _WEIGHTS["weight_bytes_per_param"],
+    "draft_params": 0.145e9,
+    "kv_bytes_per_token": 24576.0,
+    "attention_flops_per_pair": 196608.0,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MoeCurve:
+    """One published Qwen3-30B-A3B curve: plain decoding and one speculative arm (``arm``)
+    by batch size, the arm's accept length by batch size, its draft and the GPUs."""
+
+    label: str
+    url: str
+    gpus: int
+    tok_s: Mapping[str, Mapping[int, float]]
+    accept_length: Mapping[int, float]
+    arm: str
+    draft: tuple[int, int, int]  # num_steps, topk, num_draft_tokens
+
+    @property
+    def tree(self) -> bool:
+        return self.draft[1] > 1
+
+    def scored(self) -> tuple[int, ...]:
+        return tuple(b for b in sorted(self.tok_s["baseline"]) if b != 1)
+
+
+ANGELSLIM = MoeCurve(
+    "AngelSlim #163",
+    pub.ANGELSLIM_URL,
+    4,
+    pub.ANGELSLIM_TOK_S,
+    pub.ANGELSLIM_AL,
+    "tree 4/4/16",
+    (4, 4, 16),
+)
+SPECFORGE = MoeCurve(
+    "SpecForge #339",
+    pub.SPECFORGE_URL,
+    2,
+    pub.SPECFORGE_TOK_S,
+    pub.SPECFORGE_AL,
+    "chain 3",
+    (3, 1, 4),
+)
+
+
+def _tree_accept_length(curve: MoeCurve, top1: float) -> float:
+    """The accept length of the tree the serving plan builds at top-1 rate ``top1``."""
+    sc = _scenario(curve, {"alpha": top1, "rank_profile": PRIOR}, 0.0)
+    plan = serving_setup(sc, source="validation").plan
+    return plan.tree_acceptance(scenario_draft(sc)).mean_accept_length()
+
+
+def _acceptance(curve: MoeCurve) -> tuple[dict[str, Any], float]:
+    """The acceptance the batch-1 accept length gives: a tree's top-1 rate (ranks below
+    by ``PRIOR``'s residual shares) solved on the tree the serving plan builds, or a
+    chain's one equal conditional rate."""
+    steps, topk, tokens = curve.draft
+    al = curve.accept_length[1]
+    if curve.tree:
+        shares = tuple(rank_profile(PRIOR).shares()[: topk - 1])
+        start = from_tree_accept_length(al, steps, topk, tokens, shares, PRIOR).top1
+        top1 = optimize.brentq(
+            lambda x: _tree_accept_length(curve, x) - al,
+            0.8 * start,
+            min(1.2 * start, 0.999),
+            xtol=1e-6,
+        )
+        return {"alpha": top1, "rank_profile": PRIOR}, top1
+    alpha = alpha_for_accept_length(al, steps)
+    assert alpha is not None
+    return {"alpha": alpha}, alpha
+
+
+def _scenario(curve: MoeCurve, acceptance: dict[str, Any], overhead_ms: float) -> Scenario:
+    steps, topk, tokens = curve.draft
+    return scenario_from_dict(
+        {
+            "name": f"qwen3-30b-a3b-{curve.gpus}xh100-sglang",
+            "model": QWEN3_30B_MODEL,
+            "server": {"engine": "sglang", "tensor_parallel": curve.gpus},
+            "hardware": {"gpus": curve.gpus, "interconnect": "nvlink4", "gpu": "H100"},
+            "timing": {
+                "decode_ms": 1000.0 / curve.tok_s["baseline"][1],
+                "verify_cuda_graph": True,
+                "context_tokens": MT_BENCH_CONTEXT,
+                "cycle_overhead_ms": overhead_ms,
+            },
+            "speculation": {"num_steps": steps, "topk": topk, "num_draft_tokens": tokens},
+            "acceptance": acceptance,
+            "workload": MT_BENCH_WORKLOAD,
+            # SGLang: prefill first; its overlap scheduler hides host work in plain decoding
+            # only (off with EAGLE)
+            "serving": {"batching": "prefill_first", "host_overlap": "baseline"},
+        },
+        source=f"sim.validation.moe_tree_serving_cases ({curve.label})",
+    )
+
+
+def calibrated(curve: MoeCurve) -> tuple[Scenario, float, float, float]:
+    """The scenario calibrated on batch 1, its fitted rate (a tree's top-1, a chain's
+    alpha), the arm's measured batch-1 cycle (ms) and the cycle the derived passes give
+    without overhead (ms)."""
+    acceptance, rate = _acceptance(curve)
+    bare = _scenario(curve, acceptance, 0.0)
+    setup = serving_setup(bare, source="validation")
+    derived_ms = float(
+        setup.plan.cost.decode_ms(1, scenario_draft(bare), np.array([MT_BENCH_CONTEXT]))[0]
+    )
+    cycle_ms = 1000.0 * curve.accept_length[1] / curve.tok_s[curve.arm][1]
+    fitted = _scenario(curve, acceptance, max(cycle_ms - derived_ms, 0.0))
+    return fitted, rate, cycle_ms, derived_ms
+
+
+def _simulate(scenario: Scenario, batch: int) -> dict[str, Any]:
+    sc = with_load(scenario, concurrency=batch, source="validation")
+    sc = with_overrides(sc, {"workload.requests": max(60, 3 * batch)}, source="validation")
+    setup = serving_setup(sc, source="validation")
+    run = simulate_serving(
+        setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
+    )
+    summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]
+
+    def sd(r: Any) -> float:
+        return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
+
+    return {
+        "baseline": (base.aggregate_tok_s.mean, sd(base.aggregate_tok_s)),
+        "spec": (spec.aggregate_tok_s.mean, sd(spec.aggregate_tok_s)),
+        "al": spec.accept_length.mean,
+    }
+
+
+def case_qwen3_30b(curve: MoeCurve) -> Case:
+    """A Qwen3-30B-A3B curve on SGLang: plain and speculative aggregate tok/s by batch."""
+    fitted, rate, cycle_ms, derived_ms = calibrated(curve)
+    steps, topk, tokens = curve.draft
+    kind = (
+        f"tree ({steps} steps, topk {topk}, {tokens} draft tokens)"
+        if curve.tree
+        else (f"chain of {steps}")
+    )
+    rows: list[Row] = []
+    sides: list[str] = []
+    right = decided = 0
+    for batch in curve.scored():
+        p = _simulate(fitted, batch)
+        arms = [("baseline", "no speculation", p["baseline"])]
+        if batch in curve.tok_s[curve.arm]:
+            arms.append((curve.arm, curve.arm, p["spec"]))
+        for arm, what, (mean, sd) in arms:
+            rows.append(
+                Row(
+                    f"aggregate tok/s ({what})",
+                    f"{curve.label} {arm} bs={batch}",
+                    f"closed loop of {batch} users",
+                    curve.tok_s[arm][batch],
+                    mean,
+                    sd,
+                )
+            )
+        if batch in curve.tok_s[curve.arm]:
+            measured = curve.tok_s[curve.arm][batch] / curve.tok_s["baseline"][batch]
+            predicted = p["spec"][0] / p["baseline"][0]
+            decided += 1
+            right += (measured > 1.0) == (predicted > 1.0)
+            sides.append(
+                f"bs={batch}: measured {measured:.2f}, specsim {predicted:.2f} (AL "
+                f"{p['al']:.2f} against {curve.accept_length[batch]})"
+            )
+    errors = np.array([abs(r.error) for r in rows])
+    plain = curve.tok_s["baseline"]
+    top = max(plain)
+    return Case(
+        f"{curve.label}: Qwen3-30B-A3B on {curve.gpus}x H100, SGLang, EAGLE-3 {kind} against "
+        "plain decoding, aggregate tok/s against batch size",
+        (curve.url,),
+        (
+            f"{curve.label} baseline bs=1",
+            f"{curve.label} {curve.arm} bs=1",
+            f"{curve.label} {curve.arm} bs=1 AL",
+        ),
+        tuple(rows),
+        setup=(
+            f"Qwen3-30B-A3B (config.json: 48 layers, 128 experts of 4.72M, 8 a token) on "
+            f"{curve.gpus}x H100 (preset), TP {curve.gpus} over NVLink4, SGLang prefill-first, "
+            "verify graphed; KV capacity derived by SGLang's rule",
+            f"calibrated on batch 1 only: decode {1000.0 / plain[1]:.3f} ms ({plain[1]} tok/s "
+            f"plain); {'top-1 rate' if curve.tree else 'one conditional rate'} {rate:.4f} "
+            f"from the AL {curve.accept_length[1]}"
+            + (f" (ranks 2..{topk} by {PRIOR}, a prior)" if curve.tree else "")
+            + f"; per-cycle overhead {max(cycle_ms - derived_ms, 0.0):.2f} ms so that the "
+            f"batch-1 cycle is {cycle_ms:.2f} ms ({curve.tok_s[curve.arm][1]} tok/s; the "
+            f"derived passes give {derived_ms:.2f} ms)",
+            "ASSUMED: the drafter (0.145B a pass: one EAGLE-3 layer and a 32k head), "
+            "MT-bench lengths ~128 / ~512 tokens lognormal; bench_eagle3.py's batch size as a "
+            f"closed loop of B users; {SERVING_REPLICATIONS} replications x max(60, 3B) "
+            f"requests, seed {SERVING_SEED}; the ± is the Monte Carlo standard error",
+        ),
+        notes=(
+            "Speculative / plain tok/s: "
+            + "; ".join(sides)
+            + f". The side (pays or not) right at {right} of {decided} batches. Median "
+            f"|error| {100 * np.median(errors):.0f}%, max {100 * errors.max():.0f}%, "
+            f"{int((errors <= 0.10).sum())} of {errors.size} within 10%. Plain decoding "
+            f"measured scales {plain[top] / plain[1]:.1f}x from batch 1 to {top}; the model's "
+            "MoE pass, calibrated at batch 1, grows far less with the batch than this "
+            "benchmark's step does (case 15: 28-42% under-predicted at batch 4-8), so every "
+            "figure beyond batch 1 is over-predicted; what the benchmark's batch and "
+            "throughput count (its prompts, its timing) is not published.",
+        ),
+    )
+
+
+def moe_tree_serving_cases() -> tuple[Case, ...]:
+    return (case_qwen3_30b(ANGELSLIM), case_qwen3_30b(SPECFORGE))

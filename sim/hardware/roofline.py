@@ -15,6 +15,7 @@ of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.hardware.experts import expected_distinct_experts
@@ -114,10 +115,8 @@ def roofline_ms(
 ) -> float:
     """max(bytes / bandwidth, flops / peak) per rank, milliseconds (at ``efficiency`` x
     peak)."""
-    return max(
-        weight_read_ms(weights, tokens, gpu, gpus, efficiency),
-        flop_ms(weights, tokens, gpu, gpus, efficiency),
-    )
+    flops = flop_ms(weights, tokens, gpu, gpus, efficiency)
+    return max(weight_read_ms(weights, tokens, gpu, gpus, efficiency), flops)
 
 
 def growth_ms(
@@ -137,10 +136,20 @@ def growth_ms(
     stay as measured (at batch 1 they are most of it). Reads and FLOPs are added, not
     overlapped as in the roofline: an upper estimate at a given efficiency.
     """
-    reads = weight_read_ms(weights, tokens_to, gpu, gpus, efficiency) - weight_read_ms(
-        weights, tokens_from, gpu, gpus, efficiency
-    )
-    math = flop_ms(weights, tokens_to, gpu, gpus, efficiency) - flop_ms(
-        weights, tokens_from, gpu, gpus, efficiency
-    )
-    return reads + math
+    return growth_table_ms(weights, tokens_from, (tokens_to,), gpu, gpus, efficiency)[0]
+
+
+def growth_table_ms(
+    weights: Weights,
+    tokens_from: int,
+    tokens_to: Sequence[int],
+    gpu: GpuPreset,
+    gpus: int,
+    efficiency: float = 1.0,
+) -> tuple[float, ...]:
+    """``growth_ms`` from ``tokens_from`` to each of ``tokens_to``, in order (one weight
+    read and one FLOP count for each token count)."""
+    counts = (tokens_from, *tokens_to)
+    math = [flop_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    reads = [weight_read_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    return tuple((reads[i] - reads[0]) + (math[i] - math[0]) for i in range(1, len(counts)))

@@ -316,26 +316,7 @@ class PassModel:
     def verify_compute_from_decode_ms(self, tokens: int) -> float:
         """The verify's compute over ``tokens`` on the reference hardware as the graphed
         decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
-        return self._decode_grown_ref_table((tokens,))[0]
-
-    def _decode_grown_ref_table(self, tokens: Sequence[int]) -> list[float]:
-        """Verify compute over each of ``tokens`` on the reference hardware, from the
-        graphed decode's calibrated compute: plus ``verify_ms_per_extra_token`` per extra
-        token when given, else (and with ``verify_growth = experts``) plus the weight reads
-        and FLOPs of the extra tokens (sim/hardware/roofline.py ``growth_ms``): only that
-        share of a batch-1 pass grows with tokens."""
-        times = self.times
-        if times.decode_ms is None:
-            raise SpecsimError(
-                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
-            )
-        shape = self.shape("decode", 1, self.reference)
-        x = calibrate_pass(shape, self.reference, self.geom, times.decode_ms, "timing.decode_ms")
-        slope = times.verify_ms_per_extra_token
-        if times.verify_growth == "experts" or slope is None:
-            grown = self._growth(1, tokens, self.reference, "verify_compute = 'decode'")
-            return [x + g for g in grown]
-        return [x + (m - 1) * slope for m in tokens]
+        return self._compute_table("verify", (tokens,), decode_on_reference=True)[0][0]
 
     def _launch_us_from_verify(self) -> float | None:
         """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
@@ -352,7 +333,7 @@ class PassModel:
             return None
         m0 = self.measured_verify_tokens
         shape = self.shape("verify", m0, self.reference)
-        compute_ms = self._decode_grown_ref_table((m0,))[0]
+        compute_ms = self.verify_compute_from_decode_ms(m0)
         try:
             derived_us = calibrate_launch_us(
                 shape, self.reference, self.geom, compute_ms, times.verify_ms
@@ -413,18 +394,6 @@ class PassModel:
     def efficiency(self) -> float:
         return self.inputs.efficiency
 
-    def _growth(
-        self, tokens_from: int, tokens_to: Sequence[int], hw: HardwarePoint, what: str
-    ) -> tuple[float, ...]:
-        """Extra weight-read and FLOP time of a target pass over more tokens on ``hw``, for
-        each of ``tokens_to``."""
-        if hw.gpu is None:
-            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
-        weights = target_weights(self.model)
-        from sim.hardware.roofline import growth_table_ms  # lazy: derived passes only
-
-        return growth_table_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
-
     @cached_property
     def verify_slope(self) -> tuple[float, str, str]:
         """(ms per extra verified token, origin, reason) of the measured verify pass.
@@ -482,29 +451,21 @@ class PassModel:
             missing.append("hardware.gpu")
         if missing:
             return "needs " + ", ".join(missing)
-        m0 = self.measured_verify_tokens
-        ref = self.reference
+        m0, ref = self.measured_verify_tokens, self.reference
+        tokens = (m0, m0 + 1)
         try:
             if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
-                computes = self._decode_grown_ref_table((m0, m0 + 1))
+                computes, _ = self._compute_table("verify", tokens, decode_on_reference=True)
             else:
-                x_m0 = calibrate_pass(
-                    self.shape("verify", m0, ref),
-                    ref,
-                    self.geom,
-                    times.verify_ms,
-                    "timing.verify_ms",
-                )
-                computes = [x_m0, x_m0 + self._growth(m0, (m0 + 1,), ref, "the verify slope")[0]]
+                x_m0 = self._on_reference("verify", (m0,), (times.verify_ms,), None)[0]
+                grow = (ref, m0, "the verify slope")
+                computes = [x_m0, x_m0 + self._weights_table("verify", (m0 + 1,), grow)[0]]
             t0, t1 = (
-                compose_pass(self.shape("verify", m, ref), ref, self.geom, x, "derived").total_ms
-                for m, x in zip((m0, m0 + 1), computes, strict=True)
+                b.total_ms for b in self._composed("verify", tokens, computes, "derived", ref)
             )
         except SpecsimError as exc:
             return exc.message
-        if self.verify_from_decode:
-            return max(t1 - t0, 0.0)
-        return max(t1 - times.verify_ms, 0.0)
+        return max(t1 - (t0 if self.verify_from_decode else times.verify_ms), 0.0)
 
     def _measured_ms(self, name: str, tokens: int) -> float | None:
         times = self.times
@@ -515,16 +476,20 @@ class PassModel:
             return times.verify_ms + (tokens - self.measured_verify_tokens) * slope
         return getattr(times, f"{name}_ms")
 
-    def _calibrated_table(self, name: str, tokens: Sequence[int]) -> list[float]:
-        """Compute ms on the current hardware of the measured pass ``name`` over each of
-        ``tokens``: calibrated where the timings were measured, then rescaled."""
+    def _on_reference(
+        self,
+        name: str,
+        tokens: Sequence[int],
+        measured_ms: Sequence[float],
+        launch_stated: bool | None,
+    ) -> list[float]:
+        """The compute (ms) that makes the pass ``name`` over each of ``tokens`` take its
+        ``measured_ms`` where the timings were measured (sim/hardware/passes.py
+        ``calibrate_pass``; ``launch_stated``: check an ungraphed pass's launches first)."""
         field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
         m0, ref = self.measured_verify_tokens, self.reference
-        stated = self.inputs.launch_us is not None
         x_ref = []
-        for m in tokens:
-            measured = self._measured_ms(name, m)
-            assert measured is not None
+        for m, measured in zip(tokens, measured_ms, strict=True):
             given = None
             if name == "verify" and m != m0:  # the user gave another: verify_ms is set
                 given = (  # and ``measured`` came from it
@@ -532,42 +497,94 @@ class PassModel:
                     f"{self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
                 )
             shape = self.shape(name, m, ref)
-            x_ref.append(calibrate_pass(shape, ref, self.geom, measured, field, given, stated))
-        return [x * self.scale_to_current for x in x_ref]
-
-    def _compute_table(self, name: str, tokens: Sequence[int]) -> tuple[list[float], str]:
-        """(compute ms on the current hardware of the pass ``name`` over each of
-        ``tokens``, origin): the verify's from the graphed decode's (``verify_compute =
-        'decode'``), a measured verify's plus its experts growth (``verify_growth =
-        'experts'``), a measured pass calibrated, a verify derived from the measured
-        decode plus its growth, else the roofline of the weights on the GPU."""
-        times = self.times
-        measured = "measured" if self.at_reference else "recomposed"
-        if name == "verify" and self.verify_from_decode:
-            scale = self.scale_to_current
-            return [x * scale for x in self._decode_grown_ref_table(tokens)], measured
-        if name == "verify" and times.verify_ms is not None and times.verify_growth == "experts":
-            m0 = self.measured_verify_tokens
-            x_m0 = self._calibrated_table("verify", (m0,))[0]
-            growth = self._growth(m0, tokens, self.current, "verify_growth = experts")
-            return [x_m0 + g for g in growth], measured
-        if self._measured_ms(name, self.default_tokens(name)) is not None:
-            return self._calibrated_table(name, tokens), measured
-        if name == "verify" and times.decode_ms is not None:
-            x_decode = self._calibrated_table("decode", (1,))[0]
-            growth = self._growth(1, tokens, self.current, "a verify derived from decode")
-            return [x_decode + g for g in growth], "derived"
-        gpu = self.current.gpu
-        if gpu is None:
-            raise SpecsimError(
-                f"needed to derive the {name} pass (no measured time)", field="hardware.gpu"
+            x_ref.append(
+                calibrate_pass(shape, ref, self.geom, measured, field, given, launch_stated)
             )
-        target = name in ("decode", "verify")
-        weights = target_weights(self.model) if target else draft_weights(self.model)
-        from sim.hardware.roofline import roofline_ms  # lazy: derived passes only (start-up)
+        return x_ref
 
-        gpus, efficiency = self.current.gpus, self.efficiency
-        return [roofline_ms(weights, m, gpu, gpus, efficiency) for m in tokens], "derived"
+    def _compute_table(
+        self, name: str, tokens: Sequence[int], *, decode_on_reference: bool = False
+    ) -> tuple[list[float], str]:
+        """(compute ms on the current hardware of the pass ``name`` over each of
+        ``tokens``, origin), in two steps: the measured pass it rests on calibrated where
+        the timings were measured, then what grows with tokens (sim/hardware/roofline.py).
+
+        - the verify under ``verify_compute = 'decode'``: the graphed decode's compute
+          plus ``verify_ms_per_extra_token`` per extra token when given, else (and with
+          ``verify_growth = experts``) plus the weight reads and FLOPs of the extra tokens
+          (only that share of a batch-1 pass grows with tokens), on the reference, then
+          rescaled (``decode_on_reference``: this, not rescaled, whatever
+          ``verify_compute`` says);
+        - a measured verify with ``verify_growth = 'experts'``: its compute plus the growth
+          from its measured tokens on the current hardware;
+        - a measured pass: its time at each token count calibrated, then rescaled;
+        - an unmeasured verify with a measured decode: the decode's plus its growth;
+        - anything else: the roofline of the weights on the current GPU.
+        """
+        times, verify, m0 = self.times, name == "verify", self.measured_verify_tokens
+        origin = "measured" if self.at_reference else "recomposed"
+        from_decode = verify and (self.verify_from_decode or decode_on_reference)
+        experts = verify and times.verify_ms is not None and times.verify_growth == "experts"
+        base, at = name, tokens  # the measured pass the compute rests on, and its tokens
+        grow: tuple[HardwarePoint, int, str] | None = None  # growth: where, from, why
+        if from_decode:
+            if times.decode_ms is None:
+                raise SpecsimError(
+                    "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+                )
+            base, at = "decode", (1,)
+            if times.verify_growth == "experts" or times.verify_ms_per_extra_token is None:
+                grow = (self.reference, 1, "verify_compute = 'decode'")
+        elif experts:
+            base, at = "verify", (m0,)
+            grow = (self.current, m0, "verify_growth = experts")
+        elif self._measured_ms(name, self.default_tokens(name)) is None:
+            if not verify or times.decode_ms is None:
+                return self._weights_table(name, tokens, None), "derived"
+            origin, base, at = "derived", "decode", (1,)
+            grow = (self.current, 1, "a verify derived from decode")
+        measured = [self._measured_ms(base, m) or 0.0 for m in at]  # each one measured
+        stated = None if from_decode else self.inputs.launch_us is not None
+        x_ref = self._on_reference(base, at, measured, stated)
+        if from_decode:
+            slope = times.verify_ms_per_extra_token or 0.0  # given unless it grows
+            growth = [(m - 1) * slope for m in tokens]
+            if grow is not None:
+                growth = self._weights_table(name, tokens, grow)
+            grown = [x_ref[0] + g for g in growth]
+            if decode_on_reference:
+                return grown, origin
+            scale = self.scale_to_current
+            return [x * scale for x in grown], origin
+        scale = self.scale_to_current
+        if grow is None:
+            return [x * scale for x in x_ref], origin
+        growth = self._weights_table(name, tokens, grow)
+        return [x_ref[0] * scale + g for g in growth], origin
+
+    def _weights_table(
+        self, name: str, tokens: Sequence[int], grow: tuple[HardwarePoint, int, str] | None
+    ) -> list[float]:
+        """What the weights read and the FLOPs done take (sim/hardware/roofline.py), for
+        each of ``tokens``: ``grow`` = (hardware, tokens from, what for): the extra time of
+        a target pass over more tokens there (``growth_ms``); None: the pass ``name``
+        derived whole on the current GPU (``roofline_ms``)."""
+        from sim.hardware.roofline import growth_table_ms, roofline_ms  # lazy: derived only
+
+        if grow is None:
+            gpu, gpus = self.current.gpu, self.current.gpus
+            if gpu is None:
+                raise SpecsimError(
+                    f"needed to derive the {name} pass (no measured time)", field="hardware.gpu"
+                )
+            target = name in ("decode", "verify")
+            weights = target_weights(self.model) if target else draft_weights(self.model)
+            return [roofline_ms(weights, m, gpu, gpus, self.efficiency) for m in tokens]
+        hw, tokens_from, what = grow
+        if hw.gpu is None:
+            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
+        weights = target_weights(self.model)
+        return list(growth_table_ms(weights, tokens_from, tokens, hw.gpu, hw.gpus, self.efficiency))
 
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
@@ -575,11 +592,17 @@ class PassModel:
         return xs[0], origin
 
     def _composed(
-        self, name: str, tokens: Sequence[int], computes: Sequence[float], origin: str
+        self,
+        name: str,
+        tokens: Sequence[int],
+        computes: Sequence[float],
+        origin: str,
+        hw: HardwarePoint | None = None,
     ) -> list[PassBreakdown]:
-        """The pass ``name`` on the current hardware over each of ``tokens`` with the
-        given compute."""
-        hw, geom = self.current, self.geom
+        """The pass ``name`` on ``hw`` (default: the current hardware) over each of
+        ``tokens`` with the given compute."""
+        hw = hw or self.current
+        geom = self.geom
         return [
             compose_pass(self.shape(name, m, hw), hw, geom, x, origin)
             for m, x in zip(tokens, computes, strict=True)
@@ -611,10 +634,10 @@ class PassModel:
         KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
         for a Llama-8B-sized drafter layer)."""
         tokens = range(1, max_tokens + 1)
-        x1, origin = self.compute_ms("draft_step", 1)
-        computes = [x1] * max_tokens
-        if origin == "derived":
-            computes, _ = self._compute_table("draft_step", tokens)
+        derived = self.times.draft_step_ms is None
+        computes, origin = self._compute_table("draft_step", tokens if derived else (1,))
+        if not derived:
+            computes = computes * max_tokens
         return tuple(b.total_ms for b in self._composed("draft_step", tokens, computes, origin))
 
     def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:

@@ -307,13 +307,20 @@ class BatchedPass:
         self.__dict__.update(state)
         self._per_tokens = shared_terms(self.physics)
 
-    def _memory_ms(self, tokens: int, sequences: int | None) -> float:
-        """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``
-        sequences (None: independent tokens)."""
+    def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
+        """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
+        tokens of ``sequences`` sequences (None: independent tokens). FLOPs: 2 x active
+        params x tokens (all ranks together) at ``GEMM_FLOP_EFFICIENCY``, the routed
+        experts' share (the token-expert pairs) at the fused-MoE kernel's
+        ``pair_flop_efficiency`` instead when one runs them; reads: the routed experts'
+        through that kernel (their union over the sequences, skewed), else every weight
+        the tokens use."""
         p, w = self.physics, self.physics.weights
+        flops = w.flops(tokens)
         if p.moe_kernel is None or not w.is_moe:
-            return w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
-        assert w.experts and w.experts_per_token
+            memory_ms = w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            return memory_ms, flops / GEMM_FLOP_EFFICIENCY
+        assert w.experts and w.experts_per_token and w.expert_params
         union = float(tokens)
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
@@ -323,20 +330,10 @@ class BatchedPass:
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
-        return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
-
-    def _flops(self, tokens: int) -> float:
-        """FLOPs of a pass over ``tokens`` tokens (all ranks together) in peak-equivalents:
-        2 x active params x tokens at ``GEMM_FLOP_EFFICIENCY``, the routed experts' share
-        (the token-expert pairs) at the fused-MoE kernel's ``pair_flop_efficiency`` instead
-        when one runs them."""
-        p, w = self.physics, self.physics.weights
-        flops = w.flops(tokens)
-        if p.moe_kernel is None or not w.is_moe:
-            return flops / GEMM_FLOP_EFFICIENCY
-        assert w.experts_per_token and w.expert_params
+        memory_ms = w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
         pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
-        return (flops - pairs) / GEMM_FLOP_EFFICIENCY + pairs / p.moe_kernel.pair_flop_efficiency
+        gemm = (flops - pairs) / GEMM_FLOP_EFFICIENCY
+        return memory_ms, gemm + pairs / p.moe_kernel.pair_flop_efficiency
 
     def _token_terms(
         self, tokens: int, sequences: int | None = None
@@ -349,8 +346,8 @@ class BatchedPass:
         terms = self._per_tokens.get(key)
         if terms is None:
             p = self.physics
-            memory_ms = self._memory_ms(tokens, sequences)
-            flop_ms = self._flops(tokens) / self._gpus / self._flops_per_ms
+            memory_ms, flops = self._weight_terms(tokens, sequences)
+            flop_ms = flops / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, p.graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))

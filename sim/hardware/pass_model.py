@@ -569,22 +569,19 @@ class PassModel:
         each of ``tokens``: ``grow`` = (hardware, tokens from, what for): the extra time of
         a target pass over more tokens there (``growth_ms``); None: the pass ``name``
         derived whole on the current GPU (``roofline_ms``)."""
-        from sim.hardware.roofline import growth_table_ms, roofline_ms  # lazy: derived only
+        from sim.hardware.roofline import compute_table_ms  # lazy: derived passes only
 
-        if grow is None:
-            gpu, gpus = self.current.gpu, self.current.gpus
-            if gpu is None:
+        hw, tokens_from, what = grow or (self.current, None, "")
+        if hw.gpu is None:
+            if grow is None:
                 raise SpecsimError(
                     f"needed to derive the {name} pass (no measured time)", field="hardware.gpu"
                 )
-            target = name in ("decode", "verify")
-            weights = target_weights(self.model) if target else draft_weights(self.model)
-            return [roofline_ms(weights, m, gpu, gpus, self.efficiency) for m in tokens]
-        hw, tokens_from, what = grow
-        if hw.gpu is None:
             raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
-        weights = target_weights(self.model)
-        return list(growth_table_ms(weights, tokens_from, tokens, hw.gpu, hw.gpus, self.efficiency))
+        target = grow is not None or name in ("decode", "verify")
+        weights = target_weights(self.model) if target else draft_weights(self.model)
+        table = compute_table_ms(weights, tokens, hw.gpu, hw.gpus, self.efficiency, tokens_from)
+        return list(table)
 
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""

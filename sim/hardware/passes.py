@@ -305,7 +305,8 @@ def calibrate_launch_us(
     is not used): every CPU issue cost scales with it, so the exact inversion of
     sim/hardware/launch.py applies to the schedule at 1 us a kernel (memoised). Raises
     ValueError when the GPU work alone exceeds ``measured_ms``."""
-    return _launch_us(shape, hw.with_launch_us(1.0), geom, compute_ms, measured_ms)
+    unit_hw = hw.with_launch_us(1.0)
+    return _launch_us(shape, unit_hw, geom, compute_ms, measured_ms)
 
 
 @lru_cache(maxsize=MEMO_SIZE, typed=True)

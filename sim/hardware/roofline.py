@@ -115,8 +115,7 @@ def roofline_ms(
 ) -> float:
     """max(bytes / bandwidth, flops / peak) per rank, milliseconds (at ``efficiency`` x
     peak)."""
-    flops = flop_ms(weights, tokens, gpu, gpus, efficiency)
-    return max(weight_read_ms(weights, tokens, gpu, gpus, efficiency), flops)
+    return compute_table_ms(weights, (tokens,), gpu, gpus, efficiency)[0]
 
 
 def growth_ms(
@@ -136,20 +135,23 @@ def growth_ms(
     stay as measured (at batch 1 they are most of it). Reads and FLOPs are added, not
     overlapped as in the roofline: an upper estimate at a given efficiency.
     """
-    return growth_table_ms(weights, tokens_from, (tokens_to,), gpu, gpus, efficiency)[0]
+    return compute_table_ms(weights, (tokens_to,), gpu, gpus, efficiency, tokens_from)[0]
 
 
-def growth_table_ms(
+def compute_table_ms(
     weights: Weights,
-    tokens_from: int,
-    tokens_to: Sequence[int],
+    tokens: Sequence[int],
     gpu: GpuPreset,
     gpus: int,
     efficiency: float = 1.0,
+    tokens_from: int | None = None,
 ) -> tuple[float, ...]:
-    """``growth_ms`` from ``tokens_from`` to each of ``tokens_to``, in order (one weight
-    read and one FLOP count for each token count)."""
-    counts = (tokens_from, *tokens_to)
+    """For each of ``tokens``, in order: ``roofline_ms`` (the whole pass derived from its
+    weights), or with ``tokens_from`` the ``growth_ms`` from there. Each token count's
+    weight reads and FLOPs are computed once."""
+    counts = tuple(tokens) if tokens_from is None else (tokens_from, *tokens)
     math = [flop_ms(weights, m, gpu, gpus, efficiency) for m in counts]
     reads = [weight_read_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    if tokens_from is None:
+        return tuple(max(r, f) for r, f in zip(reads, math, strict=True))
     return tuple((reads[i] - reads[0]) + (math[i] - math[0]) for i in range(1, len(counts)))

@@ -421,6 +421,9 @@ class BatchedPass:
 
 def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
     """(work ms, calibrated compute ms) of a measured point."""
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
+    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
@@ -435,12 +438,9 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
             f"{exc.args[0]} of communication and launch ({point.source})",
             field=point.field or field,
         ) from None
-    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     # the GPU work of its context alone (KV reads and attention at peak) must fit the GPU
     # time the measurement leaves: a pass "measured" faster extrapolated to negative
     # compute at shorter contexts (a serving run failed on a negative SimPy delay)
-    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     if context > compute:
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass leaves {compute:.4g} ms of GPU work, "

@@ -27,6 +27,14 @@ Passes without a measured time are derived: a missing verify from the calibrated
 compute plus the extra weight reads (more distinct experts over more tokens), anything
 else from the model's weights and the GPU preset (sim/hardware/roofline.py).
 
+The order of the work, each lower module entered from one place: the hardware points
+(interconnects.py, then gpus.py), once; the per-kernel CPU cost an ungraphed measured
+verify fixes, once; then, for any pass over any token counts at once
+(``_compute_table``), the measured pass it rests on calibrated where the timings were
+measured (``_on_reference``: passes.py, which builds the schedule through allreduce.py,
+eager.py and launch.py), then what the weights add (``_weights_table``: roofline.py and
+experts.py), then the pass composed (``_composed``: passes.py).
+
 A problem is a ``SpecsimError`` naming the scenario field behind it (``model.layers``,
 ``timing.verify_ms``, ...); sim/binding/decompose.py reads a scenario into the inputs.
 """
@@ -273,12 +281,12 @@ def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
 class PassModel:
     """Every pass of one configuration taken apart on its hardware (module docstring).
 
-    Built in one pass over the lower modules: the hardware points resolved once
-    (``hardware_points``), then, where the timings fix it, the per-kernel CPU cost of an
-    eager verify (``_launch_us_from_verify``). Each pass's compute comes from one place,
-    ``_compute_table`` (a measured time calibrated on the reference, the decode's grown,
-    or the roofline), over any number of token counts at once; the pass times, the verify
-    and drafter tables and every breakdown compose it with their all-reduces and launches.
+    Built once: the hardware points resolved (``hardware_points``), then, where the
+    timings fix it, the per-kernel CPU cost of an eager verify (``_launch_us_from_verify``).
+    Each pass's compute comes from one place, ``_compute_table`` (a measured time
+    calibrated on the reference, the decode's grown, or the roofline), over any number of
+    token counts at once; the pass times, the verify and drafter tables and every
+    breakdown compose it with their all-reduces and launches.
     """
 
     def __init__(self, inputs: PassInputs):
@@ -547,9 +555,10 @@ class PassModel:
         stated = None if from_decode else self.inputs.launch_us is not None
         x_ref = self._on_reference(base, at, measured, stated)
         if from_decode:
-            slope = times.verify_ms_per_extra_token or 0.0  # given unless it grows
-            growth = [(m - 1) * slope for m in tokens]
-            if grow is not None:
+            if grow is None:  # the given slope
+                slope = times.verify_ms_per_extra_token or 0.0
+                growth = [(m - 1) * slope for m in tokens]
+            else:
                 growth = self._weights_table(name, tokens, grow)
             grown = [x_ref[0] + g for g in growth]
             if decode_on_reference:

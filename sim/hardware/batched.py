@@ -346,13 +346,20 @@ class BatchedPass:
         self.__dict__.update(state)
         self._per_tokens = shared_terms(self.physics)
 
-    def _memory_ms(self, tokens: int, sequences: int | None) -> float:
-        """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``
-        sequences (None: independent tokens)."""
+    def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
+        """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
+        tokens of ``sequences`` sequences (None: independent tokens). FLOPs: 2 x active
+        params x tokens (all ranks together) at ``GEMM_FLOP_EFFICIENCY``, the routed
+        experts' share (the token-expert pairs) at the fused-MoE kernel's
+        ``pair_flop_efficiency`` instead when one runs them; reads: the routed experts'
+        through that kernel (their union over the sequences, skewed), else every weight
+        the tokens use."""
         p, w = self.physics, self.physics.weights
+        flops = w.flops(tokens)
         if p.moe_kernel is None or not w.is_moe:
-            return w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
-        assert w.experts and w.experts_per_token
+            memory_ms = w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            return memory_ms, flops / GEMM_FLOP_EFFICIENCY
+        assert w.experts and w.experts_per_token and w.expert_params
         union = float(tokens)
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
@@ -362,20 +369,10 @@ class BatchedPass:
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
-        return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
-
-    def _flops(self, tokens: int) -> float:
-        """FLOPs of a pass over ``tokens`` tokens (all ranks together) in peak-equivalents:
-        2 x active params x tokens at ``GEMM_FLOP_EFFICIENCY``, the routed experts' share
-        (the token-expert pairs) at the fused-MoE kernel's ``pair_flop_efficiency`` instead
-        when one runs them."""
-        p, w = self.physics, self.physics.weights
-        flops = w.flops(tokens)
-        if p.moe_kernel is None or not w.is_moe:
-            return flops / GEMM_FLOP_EFFICIENCY
-        assert w.experts_per_token and w.expert_params
+        memory_ms = w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
         pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
-        return (flops - pairs) / GEMM_FLOP_EFFICIENCY + pairs / p.moe_kernel.pair_flop_efficiency
+        gemm = (flops - pairs) / GEMM_FLOP_EFFICIENCY
+        return memory_ms, gemm + pairs / p.moe_kernel.pair_flop_efficiency
 
     def graphed(self, tokens: int, sequences: int | None = None) -> bool:
         """``replays_graph`` of this pass's physics."""
@@ -392,8 +389,8 @@ class BatchedPass:
         terms = self._per_tokens.get(key)
         if terms is None:
             p = self.physics
-            memory_ms = self._memory_ms(tokens, sequences)
-            flop_ms = self._flops(tokens) / self._gpus / self._flops_per_ms
+            memory_ms, flops = self._weight_terms(tokens, sequences)
+            flop_ms = flops / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, self.graphed(tokens, sequences))
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
@@ -467,6 +464,9 @@ class BatchedPass:
 
 def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
     """(work ms, calibrated compute ms) of a measured point."""
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
+    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     graphed = replays_graph(physics, point.tokens, point.sequences)
     shape = PassShape(physics.name, point.tokens, physics.layers, graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
@@ -482,12 +482,9 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
             f"{exc.args[0]} of communication and launch ({point.source})",
             field=point.field or field,
         ) from None
-    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     # the GPU work of its context alone (KV reads and attention at peak) must fit the GPU
     # time the measurement leaves: a pass "measured" faster extrapolated to negative
     # compute at shorter contexts (a serving run failed on a negative SimPy delay)
-    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     if context > compute:
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass leaves {compute:.4g} ms of GPU work, "

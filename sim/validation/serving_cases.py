@@ -186,7 +186,11 @@ SGLANG_OVERLAP, VLLM_2025_OVERLAP = "baseline", "none"
 def graph_capture(engine: str) -> dict[str, int]:
     """The CUDA-graph capture limits of ``engine`` (a key of
     sim/calibration/engine_defaults.py ``GRAPH_CAPTURE``) as serving fields."""
-    return {d.field.removeprefix("serving."): int(d.value) for d in GRAPH_CAPTURE[engine]}
+    limits = {}
+    for d in GRAPH_CAPTURE[engine]:
+        assert isinstance(d.value, int), d
+        limits[d.field.removeprefix("serving.")] = d.value
+    return limits
 
 
 #: The engine versions the curves name: SGLang v0.4.4 (EAGLE-3 paper, section 4.3); vLLM

@@ -214,7 +214,7 @@ def _llama_scenario(
             "name": name,
             "model": LLAMA8B_MODEL,
             # the engine's memory rule sizes the KV cache (sim/binding/kv_capacity.py)
-            "server": {"engine": "sglang" if batching == "prefill_first" else "vllm"},
+            "server": {"engine": engine.split()[0]},
             "hardware": {"gpus": 1, "interconnect": "nvlink4", "gpu": gpu},
             "timing": {"verify_cuda_graph": True, "context_tokens": MT_BENCH_CONTEXT, **timing},
             "speculation": {"num_steps": k},

@@ -54,6 +54,9 @@ RATE_BLOCK = 16
 #: Acceptance keys drawn at once (a speed knob only: each is one raw 64-bit draw, so a
 #: block is the same keys in the same order).
 KEY_BLOCK = 16
+#: Output lengths drawn at once when the input length is fixed (a speed knob only: a
+#: length distribution's ``sample(rng, n)`` is n of its ``sample_one`` in order).
+LENGTH_BLOCK = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +235,8 @@ class RequestSource:
     ``next(trace_row)`` returns the next request; with ``trace_row`` its lengths and class
     come from the trace (-1 class: drawn by weight). Class and rates are drawn in blocks of
     ``RATE_BLOCK`` (two uniforms per request whatever the class; the block's thresholds
-    computed at once for the drawn classes), keys in blocks of ``KEY_BLOCK`` (one raw draw each).
+    computed at once for the drawn classes), keys in blocks of ``KEY_BLOCK`` (one raw draw each),
+    and, when the input length is fixed, output lengths in blocks of ``LENGTH_BLOCK``.
     A request's thresholds are the chain's (kmax columns) followed by each of ``trees``'s
     (its depth columns), so the same draws serve every draft.
     """
@@ -250,6 +254,10 @@ class RequestSource:
         self._trees = trees
         self._drawn: list[tuple[int, float, np.ndarray]] = []
         self._keys: list[np.uint64] = []
+        # a fixed input draws nothing: the output lengths are the stream's only draws
+        inputs = workload.input_tokens
+        self._input = inputs.tokens if isinstance(inputs, Fixed) else None
+        self._outputs: list[int] = []
 
     def _thresholds(self, cls: int, u: np.ndarray) -> np.ndarray:
         """Thresholds (n, columns) of requests of class ``cls`` with Beta uniforms ``u`` (n,):
@@ -291,7 +299,12 @@ class RequestSource:
 
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
-        if trace_row is None:
+        if trace_row is None and self._input is not None:
+            if not self._outputs:
+                lengths = self._workload.output_tokens.sample(self._streams.lengths, LENGTH_BLOCK)
+                self._outputs = lengths.tolist()[::-1]
+            n_in, n_out, given = self._input, self._outputs.pop(), -1
+        elif trace_row is None:
             n_in = self._workload.input_tokens.sample_one(self._streams.lengths)
             n_out = self._workload.output_tokens.sample_one(self._streams.lengths)
             given = -1

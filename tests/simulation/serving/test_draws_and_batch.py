@@ -1,5 +1,5 @@
-"""One length at a time and acceptance keys in blocks are the same draws as before
-(``sample(rng, 1)``, one key per request); the decode batch's table keeps its rows."""
+"""One length at a time, lengths and acceptance keys in blocks are the same draws as
+before (``sample(rng, 1)``, one key per request); the decode batch's table keeps its rows."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.counter_rng import draw_keys
 from sim.simulation.serving.workload import (
     KEY_BLOCK,
+    LENGTH_BLOCK,
     RATE_BLOCK,
     RequestSource,
     SourceStreams,
@@ -37,6 +38,11 @@ def test_one_length_is_a_sample_of_one(lengths):
     assert drawn == [int(lengths.sample(many, 1)[0]) for _ in range(3000)]
     assert all(type(v) is int for v in drawn)
     assert one.random() == many.random()  # the same draws consumed
+    in_blocks = np.random.default_rng(5)
+    blocks = [
+        lengths.sample(in_blocks, LENGTH_BLOCK).tolist() for _ in range(3000 // LENGTH_BLOCK + 1)
+    ]
+    assert [v for block in blocks for v in block][:3000] == drawn  # drawn LENGTH_BLOCK at once
 
 
 def test_users_refilled_together_draw_the_requests_they_draw_alone():

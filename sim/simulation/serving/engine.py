@@ -62,6 +62,7 @@ from sim.simulation.serving.workload import (
     Trace,
     Workload,
     refill_together,
+    source_block,
 )
 
 __all__ = ["ServingPlan", "ServingStreams", "run_replication"]
@@ -748,8 +749,9 @@ def run_replication(
     arrivals = plan.workload.arrivals
     server.others_wait = others_wait(arrivals, horizon_ms)
     if isinstance(arrivals, ClosedLoop):
+        block = source_block(plan.workload, arrivals.users)
         sources = [
-            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees)
+            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees, block)
             for user in range(arrivals.users)
         ]
         refill_together(sources)  # every user's first block of rates in one pass
@@ -760,7 +762,13 @@ def run_replication(
             else:
                 send_next(server, source)
     else:
-        source = RequestSource(plan.workload, plan.acceptance, streams.source(None), server.trees)
+        source = RequestSource(
+            plan.workload,
+            plan.acceptance,
+            streams.source(None),
+            server.trees,
+            source_block(plan.workload, 1),
+        )
         if isinstance(arrivals, Poisson):
             gaps = streams.arrival(None)
             env.process(poisson_arrivals(env, server, source, gaps, arrivals.rate_per_s))

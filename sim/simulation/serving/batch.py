@@ -35,7 +35,7 @@ import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
-from sim.simulation.serving.counter_rng import counter_bits_block, counter_bits_step
+from sim.simulation.serving.counter_rng import weyl_bits, weyl_bits_block, weyl_step, weyl_term
 
 __all__ = [
     "BlockPlan",
@@ -51,40 +51,52 @@ __all__ = [
 class DecodeBatch:
     """The requests decoding now, in admission order, as parallel arrays (B rows):
 
-    ``ids`` int64 (request index in the replication), ``keys`` uint64, ``thresholds``
-    int64 (B, columns: the chain's kmax, then each tree's depths), ``need`` int64 (tokens
-    still to emit), ``context`` int64 (tokens held in KV, without lookahead), ``cycles``
-    int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery; -1 before
-    the first token).
+    ``ids`` int64 (request index in the replication), ``weyl`` uint64 (the Weyl term of
+    the row's next cycle, key + (cycles + 1) x gamma: counter_rng.py ``weyl_terms``),
+    ``thresholds`` int64 (B, columns: the chain's kmax, then each tree's depths), ``need``
+    int64 (tokens still to emit), ``context`` int64 (tokens held in KV, without lookahead),
+    ``cycles`` int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery;
+    -1 before the first token); ``fresh``: how many rows have no first token yet.
 
     All are views of the first B rows of one preallocated int64 table (a column each,
-    ``keys`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
+    ``weyl`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
     admission writes one row and a completion compacts the table in place; assigning to
     one of them writes into its rows.
     """
 
     ids: np.ndarray
-    keys: np.ndarray
+    weyl: np.ndarray
     need: np.ndarray
     context: np.ndarray
     cycles: np.ndarray
     last_ms: np.ndarray
     thresholds: np.ndarray
 
-    _FIELDS = ("ids", "keys", "need", "context", "cycles", "last_ms", "thresholds")
+    _FIELDS = ("ids", "weyl", "need", "context", "cycles", "last_ms", "thresholds")
     _THRESHOLDS = 6  # first column of the thresholds
+    #: Rows removed by shifting the rows after them (more: one masked copy).
+    _SHIFTS = 4
 
     def __init__(self, columns: int, capacity: int = 16):
         self.columns = columns
         self.size = 0
+        self.fresh = 0
         self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
 
     def _allocate(self, table: np.ndarray) -> None:
-        """Use ``table``, with its key and last-delivery columns reinterpreted once."""
+        """Use ``table``: its columns as whole-height views, made once (the fields are
+        their first B rows)."""
         self._table = table
-        self._all_keys = table[:, 1].view(np.uint64)
-        self._all_last_ms = table[:, 5].view(np.float64)
+        self._columns = (
+            table[:, 0],
+            table[:, 1].view(np.uint64),
+            table[:, 2],
+            table[:, 3],
+            table[:, 4],
+            table[:, 5].view(np.float64),
+            table[:, self._THRESHOLDS :],
+        )
 
     def __getattr__(self, name: str) -> object:
         """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
@@ -94,15 +106,10 @@ class DecodeBatch:
         raise AttributeError(name)
 
     def _views(self) -> None:
-        rows = self._table[: self.size]
-        put = object.__setattr__
-        put(self, "ids", rows[:, 0])
-        put(self, "keys", rows[:, 1].view(np.uint64))
-        put(self, "need", rows[:, 2])
-        put(self, "context", rows[:, 3])
-        put(self, "cycles", rows[:, 4])
-        put(self, "last_ms", rows[:, 5].view(np.float64))
-        put(self, "thresholds", rows[:, self._THRESHOLDS :])
+        b = self.size
+        d = self.__dict__
+        for name, column in zip(DecodeBatch._FIELDS, self._columns, strict=True):
+            d[name] = column[:b]
 
     def __setattr__(self, name: str, value: object) -> None:
         if name in DecodeBatch._FIELDS:
@@ -124,7 +131,7 @@ class DecodeBatch:
         cycles: int,
         last_ms: float,
     ) -> None:
-        """Add one request as the newest row."""
+        """Add one request (its acceptance ``key``, ``cycles`` run) as the newest row."""
         b = self.size
         table = self._table
         if b == table.shape[0]:
@@ -133,17 +140,25 @@ class DecodeBatch:
             self._allocate(grown)
             table = grown
         table[b, 0] = rid
-        self._all_keys[b] = key
+        self._columns[1][b] = weyl_term(int(key), cycles)
         table[b, 2] = need
         table[b, 3] = context
         table[b, 4] = cycles
-        self._all_last_ms[b] = last_ms
+        self._columns[5][b] = last_ms
         table[b, self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
+        if last_ms < 0:
+            self.fresh += 1
         d = self.__dict__
         if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
             for name in DecodeBatch._FIELDS:
                 del d[name]
+
+    def advance(self, iterations: int) -> None:
+        """Every row ran ``iterations`` more cycles."""
+        cycles, weyl = self.cycles, self.weyl
+        cycles += iterations
+        weyl += weyl_step(iterations)
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (bool mask of shape (B,)), order unchanged."""
@@ -152,14 +167,30 @@ class DecodeBatch:
         self.size = kept.shape[0]
         self._views()
 
+    def remove(self, rows: list[int]) -> None:
+        """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
+        after each removed one shifted up (a few rows), or one masked copy."""
+        if len(rows) > self._SHIFTS:
+            keep = np.ones(self.size, dtype=bool)
+            keep[rows] = False
+            self.keep(keep)
+            return
+        table, size = self._table, self.size
+        to = rows[0]
+        for i, row in enumerate(rows):
+            until = rows[i + 1] if i + 1 < len(rows) else size
+            if until > row + 1:
+                table[to : to + until - row - 1] = table[row + 1 : until]
+                to += until - row - 1
+        self.size = to
+        self._views()
 
-def accept_lengths(
-    keys: np.ndarray, cycles: np.ndarray, thresholds: np.ndarray, iterations: int
-) -> np.ndarray:
-    """Tokens per cycle, int8 (B, iterations): request b's cycles ``cycles[b]`` onwards
-    against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
-    columns (d < 127)."""
-    bits = counter_bits_block(keys, cycles, iterations)
+
+def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) -> np.ndarray:
+    """Tokens per cycle, int8 (B, iterations): request b's next cycles (``weyl`` (B,), the
+    Weyl terms of their first: ``DecodeBatch.weyl``) against its thresholds
+    ``thresholds`` (B, d): a chain's first k columns or a tree's columns (d < 127)."""
+    bits = weyl_bits_block(weyl, iterations)
     passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
     return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
 
@@ -240,7 +271,7 @@ def plan_block(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
+    lengths = accept_lengths(batch.weyl, thresholds, max_iterations)
     per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
     total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
@@ -303,7 +334,7 @@ def plan_step(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    bits = counter_bits_step(batch.keys, batch.cycles)
+    bits = weyl_bits(batch.weyl)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
     lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
     lengths += 1

@@ -40,7 +40,6 @@ from typing import Literal
 
 import numpy as np
 import simpy
-from simpy.resources.store import PriorityItem
 
 from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
@@ -75,6 +74,9 @@ MIN_BLOCK = 4
 MAX_BLOCK = 512
 #: Queue priorities: preempted requests are readmitted before new arrivals.
 PREEMPTED, WAITING = 0, 1
+#: A waiting request in the queue: (priority, request id, request). Ids are unique, so
+#: the heap orders by (priority, id) and never compares requests.
+Waiting = tuple[int, int, Request]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,7 @@ class Server:
             req.done = self.env.event()
         self.rec.arrive(req, self.env.now)
 
-    def enqueue(self, item: PriorityItem) -> None:
+    def enqueue(self, item: Waiting) -> None:
         """Put ``item`` in the waiting queue: a put event only when the scheduler waits
         for one (an unbounded store's put is immediate; nothing else waits on it)."""
         if self.queue.get_queue:
@@ -258,7 +260,7 @@ class Server:
         items = self.queue.items
         if not items or self.batch.size + len(self.prefilling) >= self.max_running:
             return False
-        return self.kv is None or self.hold(items[0].item) <= self.kv.level
+        return self.kv is None or self.hold(items[0][2]) <= self.kv.level
 
     def admit(self, req: Request) -> None:
         hold = self.hold(req)
@@ -466,9 +468,9 @@ class Server:
             self.controller.observe(b, k, plan.lengths[:, :n].astype(np.int64) - 1)
         rec.request_cycles += b * n
         rec.cycle_tokens += int(plan.total[n - 1])
-        context, cycles = batch.context, batch.cycles
+        context = batch.context
         context += emitted
-        cycles += n
+        batch.advance(n)
         self._advance(emitted, lowest, last_end)
 
     def step_done(self, plan: StepPlan, start_ms: float) -> None:
@@ -495,9 +497,9 @@ class Server:
             self.controller.observe(b, k, (emitted - 1)[:, None])
         rec.request_cycles += b
         rec.cycle_tokens += plan.tokens
-        context, cycles = batch.context, batch.cycles
+        context = batch.context
         context += emitted
-        cycles += 1
+        batch.advance(1)
         self._advance(emitted, lowest, end)
 
     def _deliver(self, end_ms: float) -> None:
@@ -505,11 +507,12 @@ class Server:
         token get it then)."""
         batch, rec = self.batch, self.rec
         last = batch.last_ms
-        if np.minimum.reduce(last) < 0:  # requests without a first token yet get it now
+        if batch.fresh:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
             rec.gaps(end_ms - last[~fresh], 1.0)
+            batch.fresh = 0
         else:
             rec.gaps(end_ms - last, 1.0)
 
@@ -521,19 +524,21 @@ class Server:
         growth = emitted
         if lowest <= 0:
             finished = batch.need <= 0
-            freed = 0
-            for row in np.flatnonzero(finished).tolist():
-                req = rec.live[int(batch.ids[row])]
+            rows = np.flatnonzero(finished)
+            live = rec.live
+            for rid, cycles in zip(
+                batch.ids[rows].tolist(), batch.cycles[rows].tolist(), strict=True
+            ):
+                req = live[rid]
                 req.generated = req.output_tokens
-                req.cycles = int(batch.cycles[row])
+                req.cycles = cycles
                 req.last_delivery_ms = end_ms
-                freed += int(batch.context[row] - emitted[row]) + self.lookahead
                 self._complete(req, end_ms)
-            if self.kv is not None and freed:
-                self.kv.put(freed)
-            alive = ~finished
-            batch.keep(alive)
-            growth = emitted[alive]
+            if self.kv is not None:  # their KV: context before the iteration and lookahead
+                held = batch.context[rows] - emitted[rows]
+                self.kv.put(int(np.add.reduce(held)) + self.lookahead * rows.shape[0])
+            growth = emitted[~finished]
+            batch.remove(rows.tolist())
         if self.kv is not None:
             self._reserve_growth(growth)
 
@@ -565,7 +570,7 @@ class Server:
             req.last_delivery_ms = float(batch.last_ms[row])
             req.preemptions += 1
             self.rec.preemptions += 1
-            self.enqueue(PriorityItem((PREEMPTED, req.id), req))
+            self.enqueue((PREEMPTED, req.id, req))
         keep = np.zeros(batch.size, dtype=bool)
         keep[:first_row] = True
         batch.keep(keep)
@@ -578,7 +583,7 @@ def submit(server: Server, req: Request) -> None:
     """A request arrives and joins the waiting queue (an unbounded store: the put is
     immediate)."""
     server.arrive(req)
-    server.enqueue(PriorityItem((WAITING, req.id), req))
+    server.enqueue((WAITING, req.id, req))
 
 
 def request_process(env: simpy.Environment, server: Server, req: Request):
@@ -657,9 +662,9 @@ def scheduler_process(env: simpy.Environment, server: Server):
         completed = server.completions
         if server.idle:
             item = yield server.queue.get()
-            server.admit(item.item)
+            server.admit(item[2])
         while server.admissible():  # the head is there: taken without an event
-            server.admit(heapq.heappop(server.queue.items).item)
+            server.admit(heapq.heappop(server.queue.items)[2])
         start = env.now
         if server.prefilling and (server.prefill_first or server.batch.size == 0):
             chunks, load = server.prefill_chunks(server.config.token_budget)

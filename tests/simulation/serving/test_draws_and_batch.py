@@ -9,7 +9,7 @@ import pytest
 from sim.binding.bind import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
 from sim.simulation.serving.batch import DecodeBatch
-from sim.simulation.serving.counter_rng import draw_keys
+from sim.simulation.serving.counter_rng import draw_keys, weyl_term
 from sim.simulation.serving.workload import (
     KEY_BLOCK,
     LENGTH_BLOCK,
@@ -101,8 +101,8 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
     def check(expected):
         assert batch.size == len(expected)
         assert batch.ids.tolist() == [r[0] for r in expected]
-        assert batch.keys.dtype == np.uint64 and batch.keys.tolist() == [
-            int(r[1]) for r in expected
+        assert batch.weyl.dtype == np.uint64 and batch.weyl.tolist() == [
+            weyl_term(int(r[1]), r[5]) for r in expected
         ]
         assert batch.thresholds.tolist() == [r[2] for r in expected]
         assert batch.need.tolist() == [r[3] for r in expected]
@@ -121,5 +121,23 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
     batch.need = batch.need - 1
     rows = [(r[0], r[1], r[2], r[3] - 1, r[4] + j, r[5], 2.5) for j, r in enumerate(rows)]
     check(rows)
+    batch.advance(3)  # three more cycles: the next draws are those of cycle + 3
+    rows = [(*r[:5], r[5] + 3, r[6]) for r in rows]
+    check(rows)
     batch.keep(np.zeros(batch.size, dtype=bool))
     check([])
+
+
+@pytest.mark.parametrize("removed", [[0], [2, 3], [1, 4, 8], [0, 2, 5, 6, 7, 8], list(range(9))])
+def test_removing_rows_keeps_the_others_in_order(removed):
+    """``remove`` (shifts for a few rows, a masked copy for more) keeps the rows ``keep``
+    keeps."""
+    shifted, masked = DecodeBatch(2, capacity=4), DecodeBatch(2, capacity=4)
+    for batch in (shifted, masked):
+        for i in range(9):
+            batch.append(i, np.uint64(7 * i), np.array([i, -i]), 10 + i, 20 * i, i, 0.5 * i)
+    shifted.remove(removed)
+    masked.keep(np.array([i not in removed for i in range(9)]))
+    assert shifted.size == masked.size == 9 - len(removed)
+    assert np.array_equal(shifted._table[: shifted.size], masked._table[: masked.size])
+    assert shifted.ids.tolist() == [i for i in range(9) if i not in removed]

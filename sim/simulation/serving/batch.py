@@ -29,6 +29,7 @@ fixed while the batch is, so a block's plan does not depend on where it is cut.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,20 @@ __all__ = [
 ]
 
 
+def _float_bits(x: float) -> int:
+    """The 64 bits of float ``x`` as a signed integer (a float column's entry)."""
+    return int(_BITS_OF(_FLOAT_OF(x))[0])
+
+
+_FLOAT_OF, _BITS_OF = struct.Struct("<d").pack, struct.Struct("<q").unpack
+_NO_TIME = _float_bits(-1.0)
+
+
+def _signed(x: int) -> int:
+    """An unsigned 64-bit integer as the signed one with the same bits."""
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
 class DecodeBatch:
     """The requests decoding now, in admission order, as parallel arrays (B rows):
 
@@ -56,7 +71,10 @@ class DecodeBatch:
     ``thresholds`` int64 (B, columns: the chain's kmax, then each tree's depths), ``need``
     int64 (tokens still to emit), ``context`` int64 (tokens held in KV, without lookahead),
     ``cycles`` int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery;
-    -1 before the first token); ``fresh``: how many rows have no first token yet.
+    -1 before the first token); ``fresh``: how many rows have no first token yet. A
+    server that holds its requests as rows (engine.py ``Server.held``) keeps in the same
+    table each row's ``arrival_ms`` and ``first_ms`` (float64), ``inputs``, ``outputs``,
+    ``classes`` and ``users`` (int64): ``held_columns``.
 
     All are views of the first B rows of one preallocated int64 table (a column each,
     ``weyl`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
@@ -73,7 +91,7 @@ class DecodeBatch:
     thresholds: np.ndarray
 
     _FIELDS = ("ids", "weyl", "need", "context", "cycles", "last_ms", "thresholds")
-    _THRESHOLDS = 6  # first column of the thresholds
+    _THRESHOLDS = 12  # first column of the thresholds (6 to 11: the held requests' columns)
     #: Rows removed by shifting the rows after them (more: one masked copy).
     _SHIFTS = 4
 
@@ -96,6 +114,12 @@ class DecodeBatch:
             table[:, 4],
             table[:, 5].view(np.float64),
             table[:, self._THRESHOLDS :],
+            table[:, 6].view(np.float64),
+            table[:, 7].view(np.float64),
+            table[:, 8],
+            table[:, 9],
+            table[:, 10],
+            table[:, 11],
         )
 
     def __getattr__(self, name: str) -> object:
@@ -108,7 +132,7 @@ class DecodeBatch:
     def _views(self) -> None:
         b = self.size
         d = self.__dict__
-        for name, column in zip(DecodeBatch._FIELDS, self._columns, strict=True):
+        for name, column in zip(DecodeBatch._FIELDS, self._columns[:7], strict=True):
             d[name] = column[:b]
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -133,12 +157,7 @@ class DecodeBatch:
     ) -> None:
         """Add one request (its acceptance ``key``, ``cycles`` run) as the newest row."""
         b = self.size
-        table = self._table
-        if b == table.shape[0]:
-            grown = np.empty((2 * b, table.shape[1]), dtype=np.int64)
-            grown[:b] = table
-            self._allocate(grown)
-            table = grown
+        table = self._room(1)
         table[b, 0] = rid
         self._columns[1][b] = weyl_term(int(key), cycles)
         table[b, 2] = need
@@ -149,8 +168,75 @@ class DecodeBatch:
         self.size = b + 1
         if last_ms < 0:
             self.fresh += 1
+        self._drop_views()
+
+    def extend_held(
+        self,
+        rids: list[int],
+        keys: list[np.uint64],
+        thresholds: list[np.ndarray],
+        inputs: list[int],
+        outputs: list[int],
+        classes: list[int],
+        users: list[int],
+        now_ms: float,
+    ) -> None:
+        """Add m requests arriving now (``now_ms``) that decode at once, as the newest rows
+        with their held columns (``users``: each one's sender): what m ``append`` calls
+        write (``need`` their outputs, ``context`` their inputs, no cycle run, no token
+        yet), in three array writes whatever m."""
+        b = self.size
+        m = len(rids)
+        table = self._room(m)
+        now, none = _float_bits(now_ms), _NO_TIME
+        table[b : b + m, : self._THRESHOLDS] = [
+            [rid, _signed(weyl_term(int(key), 0)), out, inp, 0, none, now, none, inp, out, c, u]
+            for rid, key, inp, out, c, u in zip(
+                rids, keys, inputs, outputs, classes, users, strict=True
+            )
+        ]
+        if m == 1:
+            table[b, self._THRESHOLDS :] = thresholds[0][: self.columns]
+        else:
+            table[b : b + m, self._THRESHOLDS :] = np.stack(thresholds)[:, : self.columns]
+        self.size = b + m
+        self.fresh += m
+        self._drop_views()
+
+    def held_rows(
+        self, rows: np.ndarray
+    ) -> list[tuple[int, int, float, float, int, int, int, int]]:
+        """(id, cycles, arrival_ms, first_ms, input, output, class, user) of each of
+        ``rows`` (indices), from the held columns."""
+        sub = self._table[rows, : self._THRESHOLDS]
+        ints = sub.tolist()
+        times = sub[:, 6:8].view(np.float64).tolist()
+        return [
+            (r[0], r[4], t[0], t[1], r[8], r[9], r[10], r[11])
+            for r, t in zip(ints, times, strict=True)
+        ]
+
+    def mark_first(self, end_ms: float) -> None:
+        """The rows without a first token get it at ``end_ms``: held rows, the newest
+        ``fresh`` (rows join at the end, and every delivery reaches every row)."""
+        self._columns[8][self.size - self.fresh : self.size] = end_ms
+
+    def _room(self, m: int) -> np.ndarray:
+        """The table, grown (doubling) to hold ``m`` more rows."""
+        table = self._table
+        if self.size + m > table.shape[0]:
+            height = table.shape[0]
+            while self.size + m > height:
+                height *= 2
+            grown = np.empty((height, table.shape[1]), dtype=np.int64)
+            grown[: self.size] = table[: self.size]
+            self._allocate(grown)
+        return self._table
+
+    def _drop_views(self) -> None:
+        """Forget the views (rebuilt when next used: admissions come in runs)."""
         d = self.__dict__
-        if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
+        if "ids" in d:
             for name in DecodeBatch._FIELDS:
                 del d[name]
 

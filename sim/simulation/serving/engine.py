@@ -223,6 +223,57 @@ class Server:
         # horizon) at its instant: they run before the scheduler's next step
         self.others_wait = True
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
+        # requests held as rows of the decode batch, not objects (``hold_requests``)
+        self.held = False
+        self.senders: list[RequestSource] = []
+
+    def hold_requests(self, senders: list[RequestSource]) -> None:
+        """Hold requests as rows of the decode batch (``senders``: the closed loop's
+        users). Only where every request decodes from its arrival to its answer: a closed
+        loop without think time whose users all fit in the running slots, no KV limit, no
+        prefill, no horizon (``holds_rows``)."""
+        self.held = True
+        self.senders = senders
+
+    def send_held(self, users: list[int]) -> None:
+        """``users`` send their next requests now; they join the batch at once (what
+        ``send_next`` and the next admission do with request objects, in the same order)."""
+        now = self.env.now
+        drawn = [self.senders[u].next_drawn() for u in users]
+        self.batch.extend_held(
+            [self.rec.arrive_id(now) for _ in users],
+            [d[4] for d in drawn],
+            [d[3] for d in drawn],
+            [d[0] for d in drawn],
+            [d[1] for d in drawn],
+            [d[2] for d in drawn],
+            users,
+            now,
+        )
+
+    def _finish_held(self, rows: np.ndarray, end_ms: float) -> list[int]:
+        """Held rows ``rows`` finished at ``end_ms``: recorded and answered (``_complete``);
+        the users who send their next request now (all but those after the stop)."""
+        rec = self.rec
+        senders: list[int] = []
+        for rid, cycles, arrival, first, n_in, n_out, cls, user in self.batch.held_rows(rows):
+            self.completions += 1
+            measured = rec.leave_decoded(rid, arrival, first, end_ms, n_in, n_out, cls, cycles)
+            if not self.stop.triggered:
+                senders.append(user)
+            if measured:
+                self.measured_left -= 1
+                if self.measured_left == 0:
+                    self.stop.succeed()
+        return senders
+
+    def leave_held(self) -> int:
+        """The held rows still in the system leave at the end (unanswered, in arrival
+        order; ``cycles`` 0 as an unanswered request object's); how many."""
+        rows = self.batch.held_rows(np.arange(self.batch.size))
+        for rid, _, arrival, first, n_in, n_out, cls, _ in rows:
+            self.rec.leave_decoded(rid, arrival, first, -1.0, n_in, n_out, cls, 0)
+        return len(rows)
 
     # ----- arrivals and admission
 
@@ -263,31 +314,57 @@ class Server:
         return self.kv is None or self.hold(items[0][2]) <= self.kv.level
 
     def admit(self, req: Request) -> None:
-        hold = self.hold(req)
+        if self._admit(req):
+            self._start_decoding([req])
+
+    def admit_waiting(self) -> None:
+        """Admit the waiting requests FIFO while ``admissible``; those that decode at once
+        join the batch together, in admission order."""
+        items = self.queue.items
+        room = self.max_running - self.batch.size - len(self.prefilling)
+        joining: list[Request] = []
+        while items and room > 0:
+            req = items[0][2]
+            if self.kv is not None and self.hold(req) > self.kv.level:
+                break
+            heapq.heappop(items)
+            room -= 1
+            if self._admit(req):
+                joining.append(req)
+        if joining:
+            self._start_decoding(joining)
+
+    def _admit(self, req: Request) -> bool:
+        """Take ``req``'s KV; start its prefill, or return True: it decodes now."""
         if self.kv is not None:
+            hold = self.hold(req)
             assert hold <= self.kv.level, "admitted a request the KV cache cannot hold"
             self.kv.get(hold)
         if req.admitted_ms < 0:
             req.admitted_ms = self.env.now
         if self.needs_prefill(req):
             self.prefilling.append(Prefilling(req, 0, req.context_tokens))
-            self.prefill_hold += hold
-        else:
-            self._start_decoding(req)
+            self.prefill_hold += self.hold(req)
+            return False
+        return True
 
-    def _start_decoding(self, req: Request) -> None:
-        if req.decode_start_ms < 0:
-            req.decode_start_ms = self.env.now
-            req.decode_from = req.generated
-        self.batch.append(
-            req.id,
-            req.key,
-            req.thresholds,
-            req.output_tokens - req.generated,
-            req.context_tokens,
-            req.cycles,
-            req.last_delivery_ms,
-        )
+    def _start_decoding(self, reqs: list[Request]) -> None:
+        """``reqs`` join the decode batch as its newest rows, in order."""
+        now = self.env.now
+        for req in reqs:
+            if req.decode_start_ms < 0:
+                req.decode_start_ms = now
+                req.decode_from = req.generated
+        for req in reqs:
+            self.batch.append(
+                req.id,
+                req.key,
+                req.thresholds,
+                req.output_tokens - req.generated,
+                req.context_tokens,
+                req.cycles,
+                req.last_delivery_ms,
+            )
 
     def _complete(self, req: Request, now: float) -> None:
         self.completions += 1
@@ -341,7 +418,7 @@ class Server:
                     self.kv.put(req.context_tokens + self.lookahead)
                 self._complete(req, end_ms)
             else:
-                self._start_decoding(req)
+                self._start_decoding([req])
         return emitted
 
     def held_tokens(self) -> int:
@@ -507,7 +584,11 @@ class Server:
         token get it then)."""
         batch, rec = self.batch, self.rec
         last = batch.last_ms
-        if batch.fresh:  # requests without a first token yet get it now
+        if batch.fresh and self.held:  # the newest rows, without a first token yet
+            batch.mark_first(end_ms)
+            rec.gaps(end_ms - last[: batch.size - batch.fresh], 1.0)
+            batch.fresh = 0
+        elif batch.fresh:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
@@ -525,6 +606,12 @@ class Server:
         if lowest <= 0:
             finished = batch.need <= 0
             rows = np.flatnonzero(finished)
+            if self.held:
+                senders = self._finish_held(rows, end_ms)
+                batch.remove(rows.tolist())
+                if senders:
+                    self.send_held(senders)
+                return
             live = rec.live
             for rid, cycles in zip(
                 batch.ids[rows].tolist(), batch.cycles[rows].tolist(), strict=True
@@ -663,8 +750,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
         if server.idle:
             item = yield server.queue.get()
             server.admit(item[2])
-        while server.admissible():  # the head is there: taken without an event
-            server.admit(heapq.heappop(server.queue.items)[2])
+        server.admit_waiting()  # the head is there: taken without an event
         start = env.now
         if server.prefilling and (server.prefill_first or server.batch.size == 0):
             chunks, load = server.prefill_chunks(server.config.token_budget)
@@ -734,6 +820,20 @@ def others_wait(arrivals: ClosedLoop | Poisson | Trace, horizon_ms: float | None
     return not (isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None)
 
 
+def holds_rows(plan: ServingPlan, horizon_ms: float | None) -> bool:
+    """Whether a replication can hold its requests as rows of the decode batch
+    (``Server.hold_requests``): every request decodes from its arrival to its answer."""
+    arrivals, config = plan.workload.arrivals, plan.scheduler
+    return (
+        isinstance(arrivals, ClosedLoop)
+        and arrivals.think_ms == 0
+        and arrivals.users <= config.max_running_requests
+        and config.kv_capacity_tokens is None
+        and (config.prefill == "skip" or plan.workload.input_tokens.max_tokens == 0)
+        and horizon_ms is None
+    )
+
+
 def run_replication(
     plan: ServingPlan,
     policy: SpeculationPolicy,
@@ -760,7 +860,10 @@ def run_replication(
             for user in range(arrivals.users)
         ]
         refill_together(sources)  # every user's first block of rates in one pass
-        for user, source in enumerate(sources):
+        if holds_rows(plan, horizon_ms):
+            server.hold_requests(sources)
+            server.send_held(list(range(arrivals.users)))
+        for user, source in enumerate(sources if not server.held else ()):
             if arrivals.think_ms > 0:
                 think = streams.arrival(user)
                 env.process(closed_loop_user(env, server, source, think, arrivals.think_ms))
@@ -782,4 +885,4 @@ def run_replication(
     env.process(scheduler_process(env, server))
     until = server.stop if horizon_ms is None else server.stop | env.timeout(horizon_ms)
     env.run(until=until)
-    return rec.record(env.now)
+    return rec.record(env.now, server.leave_held if server.held else None)

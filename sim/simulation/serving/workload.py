@@ -313,6 +313,12 @@ class RequestSource:
 
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
+        return Request(*self.next_drawn(trace_row))
+
+    def next_drawn(
+        self, trace_row: tuple[int, int, int] | None = None
+    ) -> tuple[int, int, int, np.ndarray, np.uint64]:
+        """What ``next`` draws: (input tokens, output tokens, class, thresholds, key)."""
         if trace_row is None and self._input is not None:
             if not self._outputs:
                 block = self._block or LENGTH_BLOCK
@@ -328,7 +334,7 @@ class RequestSource:
         cls, thresholds = self._class_and_thresholds(given)
         if not self._keys:
             self._keys = list(draw_keys(self._streams.keys, self._block or KEY_BLOCK)[::-1])
-        return Request(n_in, n_out, cls, thresholds, self._keys.pop())
+        return n_in, n_out, cls, thresholds, self._keys.pop()
 
 
 def refill_together(sources: list[RequestSource]) -> None:

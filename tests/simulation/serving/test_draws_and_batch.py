@@ -139,5 +139,28 @@ def test_removing_rows_keeps_the_others_in_order(removed):
     shifted.remove(removed)
     masked.keep(np.array([i not in removed for i in range(9)]))
     assert shifted.size == masked.size == 9 - len(removed)
-    assert np.array_equal(shifted._table[: shifted.size], masked._table[: masked.size])
+    for name in DecodeBatch._FIELDS:
+        assert np.array_equal(getattr(shifted, name), getattr(masked, name)), name
     assert shifted.ids.tolist() == [i for i in range(9) if i not in removed]
+
+
+def test_held_rows_are_the_rows_append_writes():
+    """``extend_held`` (a run of arrivals that decode at once, growing past the capacity)
+    writes the rows ``append`` writes, and its held columns."""
+    rows = [
+        (i, np.uint64(2**64 - 1 - 3 * i), np.array([i, 2 * i, 5]), 9 + i, 4 * i) for i in range(7)
+    ]
+    one, held = DecodeBatch(2, capacity=2), DecodeBatch(2, capacity=2)
+    for rid, key, thresholds, n_out, n_in in rows:
+        one.append(rid, key, thresholds, n_out, n_in, 0, -1.0)
+    for part in (rows[:1], rows[1:]):
+        rid, key, thresholds, n_out, n_in = (list(c) for c in zip(*part, strict=True))
+        held.extend_held(rid, key, thresholds, n_in, n_out, [1] * len(part), rid, 2.5)
+    assert held.size == one.size == 7 and held.fresh == one.fresh == 7
+    for name in DecodeBatch._FIELDS:
+        assert np.array_equal(getattr(held, name), getattr(one, name)), name
+    held.mark_first(4.0)
+    assert held.held_rows(np.array([0, 6])) == [
+        (0, 0, 2.5, 4.0, 0, 9, 1, 0),
+        (6, 0, 2.5, 4.0, 24, 15, 1, 6),
+    ]

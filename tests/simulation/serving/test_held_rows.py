@@ -55,11 +55,19 @@ def test_held_rows_give_the_records_of_request_objects(load, monkeypatch):
     def run():
         return run_replication(p, policy, serving_streams(np.random.SeedSequence(9)))
 
+    monkeypatch.setattr(engine, "rows_pay", lambda plan: True)
     held = run()
     monkeypatch.setattr(engine, "holds_rows", lambda plan, horizon_ms: False)
     objects = run()
     assert held.measured > 0 and held.unfinished_at_end > 0
     records_equal(held, objects)
+
+
+def test_rows_are_held_where_many_requests_finish_in_every_iteration():
+    """A speed knob: at least ``HELD_USERS_PER_TOKEN`` users per output token."""
+    assert not engine.rows_pay(plan(ClosedLoop(128), output=128))
+    assert engine.rows_pay(plan(ClosedLoop(256), output=128))
+    assert not engine.rows_pay(plan(Poisson(10.0), output=1))
 
 
 def test_only_runs_where_every_request_decodes_from_its_arrival_hold_rows():

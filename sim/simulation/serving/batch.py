@@ -71,7 +71,10 @@ class DecodeBatch:
     ``thresholds`` int64 (B, columns: the chain's kmax, then each tree's depths), ``need``
     int64 (tokens still to emit), ``context`` int64 (tokens held in KV, without lookahead),
     ``cycles`` int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery;
-    -1 before the first token); ``fresh``: how many rows have no first token yet. A
+    -1 before the first token); ``fresh``: how many rows have no first token yet, and
+    ``fresh_newest``: they are the newest rows (rows join at the end, and a delivery
+    reaches every row, ``delivered``; a row with a token joining after one without breaks
+    it until the next delivery). A
     server that holds its requests as rows (engine.py ``Server.held``) keeps in the same
     table each row's ``arrival_ms`` and ``first_ms`` (float64), ``inputs``, ``outputs``,
     ``classes`` and ``users`` (int64): ``held_columns``.
@@ -99,6 +102,7 @@ class DecodeBatch:
         self.columns = columns
         self.size = 0
         self.fresh = 0
+        self.fresh_newest = True  # the fresh rows are the newest ``fresh`` rows
         self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
 
@@ -168,7 +172,14 @@ class DecodeBatch:
         self.size = b + 1
         if last_ms < 0:
             self.fresh += 1
+        elif self.fresh:  # a row with a first token after a fresh one
+            self.fresh_newest = False
         self._drop_views()
+
+    def delivered(self) -> None:
+        """Every row got a token: none is fresh any more."""
+        self.fresh = 0
+        self.fresh_newest = True
 
     def extend_held(
         self,

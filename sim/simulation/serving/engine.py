@@ -587,13 +587,19 @@ class Server:
         if batch.fresh and self.held:  # the newest rows, without a first token yet
             batch.mark_first(end_ms)
             rec.gaps(end_ms - last[: batch.size - batch.fresh], 1.0)
-            batch.fresh = 0
+            batch.delivered()
+        elif batch.fresh and batch.fresh_newest:  # the newest rows, without a first token
+            since = batch.size - batch.fresh
+            for rid in batch.ids[since:].tolist():
+                rec.live[rid].first_token_ms = end_ms
+            rec.gaps(end_ms - last[:since], 1.0)
+            batch.delivered()
         elif batch.fresh:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
             rec.gaps(end_ms - last[~fresh], 1.0)
-            batch.fresh = 0
+            batch.delivered()
         else:
             rec.gaps(end_ms - last, 1.0)
 
@@ -624,7 +630,7 @@ class Server:
             if self.kv is not None:  # their KV: context before the iteration and lookahead
                 held = batch.context[rows] - emitted[rows]
                 self.kv.put(int(np.add.reduce(held)) + self.lookahead * rows.shape[0])
-            growth = emitted[~finished]
+                growth = emitted[~finished]
             batch.remove(rows.tolist())
         if self.kv is not None:
             self._reserve_growth(growth)

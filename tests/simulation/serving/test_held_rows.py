@@ -11,6 +11,7 @@ from sim.model.controllers import SGLangAdaptive
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
+from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.engine import holds_rows, run_replication
 from sim.simulation.serving.simulate import serving_streams
 from tests.helpers import MIXED
@@ -79,3 +80,29 @@ def test_only_runs_where_every_request_decodes_from_its_arrival_hold_rows():
     assert not holds_rows(plan(ClosedLoop(8), kv_capacity_tokens=10_000, **closed), None)
     assert not holds_rows(plan(ClosedLoop(8), input_tokens=50, prefill="model", **closed), None)
     assert not holds_rows(plan(Poisson(10.0), **closed), None)
+
+
+def test_first_tokens_of_the_newest_rows_are_those_of_a_search(monkeypatch):
+    """Rows without a first token are found as the newest ones while no row with a token
+    joined after them (``DecodeBatch.fresh_newest``), else by their -1: requests that
+    prefill and requests without a prompt that decode at once, mixed, with a KV cache that
+    preempts, give the records of the search alone."""
+    p = plan(
+        ClosedLoop(24),
+        output=LogNormal(40.0, 0.6, 300),
+        input_tokens=LogNormal(2.0, 1.5, 60, min_tokens=0),  # a prompt of 0 tokens often
+        requests=200,
+        prefill="model",
+        kv_capacity_tokens=700,
+        curves=WITH_KV,
+    )
+
+    def run():
+        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(3)))
+
+    newest = run()
+    never = property(lambda self: False, lambda self, value: None)
+    monkeypatch.setattr(DecodeBatch, "fresh_newest", never, raising=False)
+    searched = run()
+    assert newest.preemptions_total > 0
+    records_equal(newest, searched)

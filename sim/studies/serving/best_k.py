@@ -41,7 +41,7 @@ from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
-from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts, shifted
 from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import (
     METRICS,
@@ -51,8 +51,10 @@ from sim.studies.serving.paired_metrics import (
     gain,
     level,
     paired_difference,
+    paired_values,
     ratio_doc,
 )
+from sim.studies.serving.sequential import Leader, Pairs, describe
 
 __all__ = [
     "OBJECTIVES",
@@ -185,6 +187,7 @@ def refined_ends(
 
         def curve(x: float, lower: FixedK = lower, upper: FixedK = upper) -> Ratio:
             load = Load("concurrency", x)
+            evaluator.ensure([(load, upper), (load, lower)], step=True)  # a pair: one step
             return gain(evaluator(load, upper), evaluator(load, lower), objective)
 
         def simulated(lower: FixedK = lower, upper: FixedK = upper) -> list[float]:
@@ -409,7 +412,7 @@ def input_ties(
     intervals: dict[int, list[float] | None] = {}
     for k in contenders:
         nominal = difference(points[k], points[best], objective)
-        own = paired_difference(points[k].values[objective], points[best].values[objective], higher)
+        own = paired_difference(*paired_values(points[k], points[best], objective), higher)
         values = []
         for got in draws.points:
             if got is None:
@@ -480,13 +483,17 @@ def best_k(
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
     draft_method: str | None = None,
+    sequential: bool = True,
 ) -> BestKResult:
     """Select the best k (0 and ``num_steps``) at each of ``users``, build the engine forms
     and check them at another seed (``check``: an evaluator of the same plans at that
     seed; default ``evaluator``'s builder at ``evaluator.seed + 1``). ``refine``: move each
     boundary between two best k to where they tie (``refined_ends``); otherwise
     boundaries sit at the geometric midpoints of the grid. ``draws``: each selection's
-    ties within the 90% interval from inputs and model (``input_ties``)."""
+    ties within the 90% interval from inputs and model (``input_ties``). ``sequential``:
+    a point stops at its first replications where its comparisons are settled
+    (sim/studies/serving/sequential.py: at a selection load each k against the leader,
+    ``Leader``; in the check each engine form against every fixed k, ``Pairs``)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -506,6 +513,8 @@ def best_k(
     ks = sorted({0, *num_steps})
     if len(ks) < 2 or ks[0] < 0:
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
+    if sequential:
+        evaluator.rule = Leader(objective, order=lambda p: -p.max_k)  # ties: the shorter k
     rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine, draws)
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
@@ -520,7 +529,12 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
     )
+    if sequential:
+        pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)
+        checker.rule = Pairs(objective, pairs)
     checks, fixed = _check(checker, check_loads(grid), ks, objective, policies)
+    counts = replication_counts(evaluator, draws)
+    counts["replications_run"] += checker.replications_run
     return BestKResult(
         scenario=scenario,
         objective=objective,
@@ -533,7 +547,11 @@ def best_k(
         checks=checks,
         fixed=fixed,
         runs=evaluator.runs + checker.runs,
-        settings=dict(settings or {}),
-        assumptions=(*assumptions, *notes),
+        settings={**dict(settings or {}), **counts},
+        assumptions=(
+            *assumptions,
+            *notes,
+            *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+        ),
         draft_method=draft_method,
     )

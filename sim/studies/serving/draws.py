@@ -45,7 +45,7 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
-from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
@@ -60,6 +60,7 @@ __all__ = [
     "interval90",
     "prediction_half_width",
     "ratio_interval",
+    "replication_counts",
     "shifted",
 ]
 
@@ -172,6 +173,11 @@ class DrawnPoints:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
 
+    @property
+    def replications_run(self) -> int:
+        """Replications every draw's points ran together."""
+        return sum(p.replications for got in self.points if got for p in got.values())
+
     def ensure(self, keys: Sequence[Key], which: Sequence[int] | None = None) -> None:
         """Run ``keys`` in the draws ``which`` (default: every draw) not yet run there, in
         one batch through the evaluator's executor."""
@@ -219,7 +225,7 @@ class DrawnPoints:
         ev = self.evaluator
         spec, base = ev(load, FixedK(k)), ev(load, other)
         r = self.replications
-        nominal = paired_gain(spec.values[metric], base.values[metric], metric)
+        nominal = paired_gain(*paired_values(spec, base, metric), metric)
         out = np.full(len(self.draws), np.nan)
         for i, got in enumerate(self.points):
             if got is None or (load, FixedK(k)) not in got or (load, other) not in got:
@@ -241,6 +247,18 @@ class DrawnPoints:
                 drawn = got[(load, policy)].values[metric]
                 out[i] = shifted(float(np.mean(nominal)), drawn, nominal[:r])
         return out
+
+
+def replication_counts(
+    evaluator: PointEvaluator, draws: DrawnPoints | None = None
+) -> dict[str, int]:
+    """What a study's document says it simulated: the replications of its (load, policy)
+    points and of its interval's draws (every replication one serving run of the
+    scenario's requests)."""
+    return {
+        "replications_run": evaluator.replications_run,
+        "draw_replications_run": 0 if draws is None else draws.replications_run,
+    }
 
 
 def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:

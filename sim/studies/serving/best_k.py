@@ -36,12 +36,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
-from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
 from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import (
     METRICS,
@@ -372,21 +374,31 @@ def _select(
     evaluator.ensure([(load, FixedK(k)) for load in loads for k in ks])
     out = []
     for load in loads:
-        points = {k: evaluator(load, FixedK(k)) for k in ks}
-        levels = {k: level(p, objective) for k, p in points.items()}
-        best = max(ks, key=lambda k: (levels[k].mean, -k))
-        tied = tuple(
-            k
-            for k in ks
-            if k != best
-            and (r := difference(points[k], points[best], objective)).ci95 is not None
-            and r.ci95[1] >= 0.0
-        )
-        choice = LoadChoice(int(load.value), levels, best, tied)
-        if draws is not None:
-            choice = input_ties(draws, load, choice, points, objective)
+        while True:  # again when the draws ran a point's other replications
+            points = {k: evaluator(load, FixedK(k)) for k in ks}
+            choice = _choice(load, points, objective)
+            if draws is not None:
+                choice = input_ties(draws, load, choice, points, objective)
+            if all(evaluator(load, FixedK(k)) is p for k, p in points.items()):
+                break
         out.append(choice)
     return out
+
+
+def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadChoice:
+    """The best k at ``load`` and the k tied with it (their difference's 95% interval
+    reaches 0)."""
+    ks = sorted(points)
+    levels = {k: level(p, objective) for k, p in points.items()}
+    best = max(ks, key=lambda k: (levels[k].mean, -k))
+    tied = tuple(
+        k
+        for k in ks
+        if k != best
+        and (r := difference(points[k], points[best], objective)).ci95 is not None
+        and r.ci95[1] >= 0.0
+    )
+    return LoadChoice(int(load.value), levels, best, tied)
 
 
 def input_ties(
@@ -404,24 +416,27 @@ def input_ties(
     best, levels = choice.best, choice.levels
     ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
     top = abs(levels[best].mean)
-    near = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
-    contenders = sorted(set(ranked[:1]) | set(near))
+    close = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
+    contenders = sorted(set(ranked[:1]) | set(close))
     draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
     higher = METRICS[objective].higher_is_better
     r = draws.replications
     intervals: dict[int, list[float] | None] = {}
     for k in contenders:
-        nominal = difference(points[k], points[best], objective)
-        own = paired_difference(*paired_values(points[k], points[best], objective), higher)
-        values = []
-        for got in draws.points:
-            if got is None:
-                continue
-            a, b = (
-                got[(load, FixedK(k))].values[objective],
-                got[(load, FixedK(best))].values[objective],
-            )
-            values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+        keys = [(load, FixedK(k)), (load, FixedK(best))]
+        a_pt, b_pt = points[k], points[best]
+        while True:  # the nominal points in full where a draw's difference is near 0
+            nominal = difference(a_pt, b_pt, objective)
+            own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
+            values = []
+            for got in draws.points:
+                if got is None:
+                    continue
+                a, b = got[keys[0]].values[objective], got[keys[1]].values[objective]
+                values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+            if not (near(np.array(values), own, 0.0) and draws.evaluator.complete(keys)):
+                break
+            a_pt, b_pt = (draws.evaluator(*key) for key in keys)
         intervals[k] = interval90(values, nominal.ci95)
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
     return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)

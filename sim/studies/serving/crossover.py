@@ -401,20 +401,28 @@ def crossover(
                 )
 
             xs = [float(load.value) for load in paired[k]]
-            found = find_crossings(
-                xs, curve, integer=grid[0].integer, rtol=rtol if refine else None, seen=simulated
-            )
-            pts = simulated()
-            intervals: tuple[tuple[float | None, float | None], ...] = ()
-            nearest = None
-            if draws is not None and xs:  # no draws: the Monte Carlo interval
-                intervals = tuple(
-                    crossing_interval90(draws, paired[k], k, metric, c) for c in found
+            while True:  # again when the draws ran a nominal point's other replications
+                found = find_crossings(
+                    xs,
+                    curve,
+                    integer=grid[0].integer,
+                    rtol=rtol if refine else None,
+                    seen=simulated,
                 )
-                if not found:
-                    at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
-                    g = draws.gains(grid[0].at(at), k, metric)
-                    nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
+                ran = evaluator.replications_run
+                intervals: tuple[tuple[float | None, float | None], ...] = ()
+                nearest = None
+                if draws is not None and xs:  # no draws: the Monte Carlo interval
+                    intervals = tuple(
+                        crossing_interval90(draws, paired[k], k, metric, c) for c in found
+                    )
+                    if not found:
+                        at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
+                        g = draws.gains(grid[0].at(at), k, metric)
+                        nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
+                if evaluator.replications_run == ran:
+                    break
+            pts = simulated()
             curves.append(
                 MetricCurve(
                     metric=metric,

@@ -314,6 +314,19 @@ class PointEvaluator:
             tasks.append(self._task(load, p, have, self.replications - have))
         self._run(tasks, step)
 
+    def complete(self, keys: Sequence[Key]) -> bool:
+        """Run the rest of the replications of every point of ``keys`` that stopped early,
+        whatever the rule says (a study that finds it needs them: the draws of an
+        interval near its reference); whether any ran. Points not run yet are not run."""
+        tasks = []
+        for load, p in dict.fromkeys(keys):
+            point = self.memo.get((load, p))
+            if point is not None and point.replications < self.replications:
+                have = point.replications
+                tasks.append(self._task(load, p, have, self.replications - have))
+        self._run(tasks, step=True)
+        return bool(tasks)
+
     def _run(self, tasks: list[PointTask], step: bool) -> None:
         """Run ``tasks`` and keep (or extend) their points: a step's points one after the
         other, each one's replications in parallel (the bar advances per replication),

@@ -16,8 +16,10 @@ over the per-replication values v (n,) of every comparison the point enters at i
 required share), each paired on the replications both points have. A comparison with a
 value that is not finite is never settled. t(0.975, 3) = 3.18 < 4, so a comparison settled
 at 4 replications has a 95% interval on one side of the reference by a margin; a point
-whose comparisons are not all settled runs all R, so every interval that decides an
-answer (a crossing's band, a tie, a capacity's band) is the full R's, as before.
+whose comparisons are not all settled runs all R, so the points near a crossing, a tie
+or the required share (the ones a band's end or an interpolation reads) have the full
+R's intervals, as before. Where a draw of an interval's inputs lands near the
+reference the study runs a stopped point's other replications too (draws.py ``near``).
 
 Deterministic: decisions are taken on whole batches of points, in the study's own order,
 on the values of the replications run (never on the order results arrive), so a seed
@@ -31,7 +33,7 @@ metric), ``Leader`` (best-k's selection: each k against the k with the best mean
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -193,14 +195,9 @@ def merge(a: PolicyPoint, b: PolicyPoint) -> PolicyPoint:
 def describe(first: int, replications: int) -> str:
     """The assumption a document states for sequential replications."""
     return (
-        f"replications: sequential, {first} first and the other {replications - first} only "
-        f"at points whose comparisons are not settled (a paired gain, difference or share "
-        f"more than {SETTLED_SE:g} standard errors from 1, 0 or the share: its 95% interval "
-        "already on one side); every interval that decides an answer has all "
-        f"{replications} (--all-replications runs {replications} everywhere)"
+        f"replications: sequential, {first} at every point first, the other "
+        f"{replications - first} only at points where a comparison they enter (a paired "
+        f"gain, difference or SLO attainment against 1, 0 or the share) lies within "
+        f"{SETTLED_SE:g} standard errors of it; a point stopped early is on one side of it "
+        f"by its 95% interval (--all-replications runs {replications} everywhere)"
     )
-
-
-def count(points: Sequence[PolicyPoint]) -> int:
-    """Replications the points ran."""
-    return sum(p.replications for p in points)

@@ -425,7 +425,7 @@ def input_ties(
     for k in contenders:
         keys = [(load, FixedK(k)), (load, FixedK(best))]
         a_pt, b_pt = points[k], points[best]
-        while True:  # the nominal points in full where a draw's difference is near 0
+        while True:  # the nominal points in full where a draw or an end is near 0
             nominal = difference(a_pt, b_pt, objective)
             own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
             values = []
@@ -434,10 +434,12 @@ def input_ties(
                     continue
                 a, b = got[keys[0]].values[objective], got[keys[1]].values[objective]
                 values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
-            if not (near(np.array(values), own, 0.0) and draws.evaluator.complete(keys)):
+            ends = interval90(values, nominal.ci95)
+            reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
+            if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
                 break
             a_pt, b_pt = (draws.evaluator(*key) for key in keys)
-        intervals[k] = interval90(values, nominal.ci95)
+        intervals[k] = ends
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
     return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)
 

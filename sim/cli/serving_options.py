@@ -48,6 +48,7 @@ __all__ = [
     "grown_by",
     "loads_option",
     "parse_loads",
+    "sequential_option",
     "serving_study_options",
     "slo_options",
 ]
@@ -131,6 +132,20 @@ def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def sequential_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--all-replications: every point runs every replication (sequential replications,
+    sim/studies/serving/sequential.py, off)."""
+    return click.option(
+        "--all-replications",
+        "all_replications",
+        is_flag=True,
+        default=False,
+        help="Run every replication at every point. By default a point stops after its "
+        "first 4 where every comparison it enters lies more than 4 standard errors on one "
+        "side (of 1, 0 or the share); the points that decide an answer run them all.",
+    )(fn)
+
+
 def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
     fn = click.option(
@@ -169,6 +184,7 @@ class StudyArgs:
     executor: str = "local"
     scheduler: str | None = None
     draws: int = 8
+    all_replications: bool = False
 
     def run(
         self,
@@ -214,10 +230,13 @@ class StudyArgs:
 _STUDY_PARAMS = tuple(f.name for f in fields(StudyArgs))
 
 
-def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def serving_study_options(
+    what: str, sequential: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """SCENARIO, --set, the Monte Carlo options, --workers, --quiet, --json, --plot, --format;
     the command receives them (and --ttft-slo-ms / --tpot-slo-ms when it declares
-    ``slo_options``) as one ``StudyArgs``, its first argument."""
+    ``slo_options``) as one ``StudyArgs``, its first argument. ``sequential``: the command
+    stops replications where its comparisons are settled, and takes --all-replications."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -227,6 +246,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
         decorated: Callable[..., Any] = command
         for option in (
+            *((sequential_option,) if sequential else ()),
             draws_option,
             verbose_option,
             format_option,

@@ -88,17 +88,23 @@ def simulate_serving(
     progress: Progress | None = None,
     horizon_ms: float | None = None,
     executor: Executor | None = None,
+    first: int = 0,
 ) -> ServingRun:
     """Run ``replications`` replications of ``plan`` under each policy.
 
     ``policies`` maps names to policies (e.g. ``{"baseline": FixedK(0), "k=3": FixedK(3)}``);
     SpecsimError if one cannot run on the plan. ``workers`` > 1 runs replications in that
     many processes, or ``executor`` (sim/parallel.py) runs them: identical results either
-    way. ``progress(done, total)`` after each replication.
+    way. ``progress(done, total)`` after each replication. ``first``: the index of the
+    first replication run (replications ``first`` to ``first + replications - 1`` of the
+    seed, each the same whatever ``first`` is: child i of ``SeedSequence(seed)`` does not
+    depend on how many are spawned), so a run continued later pairs with the one before.
     """
     for name, value in (("replications", replications), ("workers", workers)):
         if value < 1:
             raise SpecsimError(f"must be at least 1, got {value}", param=name)
+    if first < 0:
+        raise SpecsimError(f"must be >= 0, got {first}", param="first")
     if seed < 0:
         raise SpecsimError(f"must be >= 0, got {seed}", param="seed")
     if not policies:
@@ -108,7 +114,7 @@ def simulate_serving(
             plan.check(policy)
         except ValueError as exc:
             raise SpecsimError(f"{exc} ({name})", param="policies") from None
-    children = np.random.SeedSequence(seed).spawn(replications)
+    children = np.random.SeedSequence(seed).spawn(first + replications)[first:]
     task = functools.partial(_replicate, plan, dict(policies), horizon_ms=horizon_ms)
     results: dict[int, dict[str, ServingRecord]] = {}
     for i, result in (executor or LocalExecutor(workers)).map_unordered(task, children):

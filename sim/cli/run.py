@@ -15,8 +15,8 @@ from sim.cli.options import (
     scenario_argument,
     set_option,
     target_option,
+    target_setting,
     verbose_option,
-    with_targets,
     workers_option,
 )
 from sim.cli.progress import ProgressBar, announce_slow_intervals
@@ -84,7 +84,7 @@ def run(
     from sim.simulation.summary import summarize
     from sim.studies.analysis import analyze
 
-    sc = with_targets(load_scenario(scenario, sets), targets)
+    sc = load_scenario(scenario, sets, [target_setting(targets)])
     bound = bind(sc)  # what the scenario means, once: analysis, exact law and Monte Carlo
     announce_slow_intervals([bound], enabled=not quiet)
     analysis = analyze(bound, uncertainty=True)

@@ -24,7 +24,7 @@ from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
-from sim.scenario.load import scenario_from_dict
+from sim.scenario.load import with_load
 from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
@@ -405,42 +405,6 @@ def serving_setup(
         seed=scenario.simulation.seed,
         load=load,
         assumptions=tuple(notes),
-    )
-
-
-def with_load(
-    scenario: Scenario,
-    *,
-    concurrency: int | None = None,
-    rate_per_s: float | None = None,
-    trace: str | None = None,
-    source: str = "load",
-) -> Scenario:
-    """``scenario`` with its ``[serving]`` load replaced by the one given (validated).
-
-    Provenance is kept: the load keys given are set by ``source``; every other field keeps
-    how the scenario got it (given by the file, set by ``--set``, or the default), so the
-    assumptions name a default as a default (they said 'set by --rate' of every
-    ``[serving]`` default, the host work's included)."""
-    raw = scenario.model_dump(exclude_none=True)
-    loads = ("concurrency", "rate_per_s", "trace")
-    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
-    dropped = loads if trace is not None else (*loads, *trace_keys)
-    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
-    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
-        if value is not None:
-            serving[key] = value
-    raw["serving"] = serving
-    load_keys = {f"serving.{k}" for k in loads}
-    return scenario_from_dict(
-        raw,
-        source=source,
-        overridden=[f"serving.{k}" for k in loads if k in serving],
-        given=scenario.origins.given - load_keys,
-        previous_overrides={
-            k: v for k, v in scenario.origins.overrides.items() if k not in load_keys
-        },
-        file=scenario.origins.file,
     )
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.binding.bound import Bound
 from sim.errors import SpecsimError
-from sim.model.renewal import RequestLaw
-from sim.simulation.exact import scenario_exact
 from sim.simulation.results import MonteCarloResult
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import Summary, summarize
+
+if TYPE_CHECKING:
+    from sim.model.renewal import RequestLaw
 
 __all__ = ["Distribution", "request_distribution"]
 
@@ -59,6 +60,8 @@ def request_distribution(
     ``method="exact"``; ``auto`` notes it and simulates."""
     fallback = None
     if method != "monte-carlo":
+        from sim.simulation.exact import scenario_exact  # its renewal law: only here
+
         try:
             exact, law = scenario_exact(bound, fidelity=fidelity, seed=seed)
         except SpecsimError as exc:

@@ -60,7 +60,7 @@ def request_distribution(
     ``method="exact"``; ``auto`` notes it and simulates."""
     fallback = None
     if method != "monte-carlo":
-        from sim.simulation.exact import scenario_exact  # its renewal law: only here
+        from sim.simulation.exact import scenario_exact  # lazy: its renewal law, exact/auto only
 
         try:
             exact, law = scenario_exact(bound, fidelity=fidelity, seed=seed)

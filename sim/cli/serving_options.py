@@ -31,7 +31,6 @@ from sim.cli.options import (
     seed_option,
     set_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -279,19 +278,18 @@ def build_study(
     # lazy: start-up
     from sim.binding.bound import bind
     from sim.parallel import make_executor, resolve_workers
-    from sim.scenario.load import load_scenario, with_overrides
+    from sim.scenario.load import load_scenario, sample_settings, with_settings
     from sim.simulation.budget import check_serving_size
     from sim.studies.serving.serve import serving_study
 
-    raw = load_scenario(args.scenario, args.sets)
-    sc = with_mc_settings(raw, args.replications, args.requests, args.seed)
-    bind(sc)  # what the scenario means: the hardware model checks it here
-    for flag, field, value in (
+    settings = [
+        *sample_settings(args.replications, args.requests, args.seed),
         ("--ttft-slo-ms", "serving.ttft_slo_ms", args.ttft_slo_ms),
         ("--tpot-slo-ms", "serving.tpot_slo_ms", args.tpot_slo_ms),
-    ):
-        if value is not None:  # an error names the flag, as --rate's names --rate
-            sc = with_overrides(sc, {field: value}, source=flag)
+    ]  # an error names the flag, as --rate's names --rate
+    raw = load_scenario(args.scenario, args.sets)
+    sc = with_settings(raw, settings)
+    bind(sc)  # what the scenario means: the hardware model checks it here
     workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
         sc,

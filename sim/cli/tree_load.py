@@ -18,7 +18,6 @@ from sim.cli.options import (
     seed_option,
     set_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -99,11 +98,11 @@ def tree_load(
         render_tree_load_screen,
         tree_load_to_dict,
     )
-    from sim.scenario.load import load_scenario
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
     grid = parse_int_list(concurrencies, "--concurrency")
-    sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    sc = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
     bind(sc)  # what the scenario means: the hardware model checks it here
     workers = resolve_workers(executor, workers)
     run = make_executor(executor, workers=workers, scheduler=scheduler)

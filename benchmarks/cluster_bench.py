@@ -6,9 +6,12 @@ The cluster is started the way docs/cluster.md says (``dask scheduler``, then tw
 whole ``specsim`` process, once with ``--workers 1`` (one local process) and once with
 ``--executor dask --scheduler ADDRESS``, in interleaved rounds (the order alternates):
 
-- a 40-point sweep of the serving scenario (``acceptance.alpha`` 0.50 to 0.89, each point
-  a serving run of both policies), the tables compared byte for byte;
-- ``crossover`` on the serving scenario at its defaults, the JSON compared byte for byte.
+- a 40-point serving sweep of the serving scenario (``acceptance.alpha`` 0.50 to 0.89 at
+  16 users, each point both policies on 4 replications), the tables compared byte for
+  byte;
+- ``crossover`` on the serving scenario at its defaults but 100 requests a replication
+  (half the default: the same batches and bisection steps, each task half as long, so the
+  cluster's fixed costs weigh twice as much), the JSON compared byte for byte.
 
 Printed: each wall time (``time.perf_counter``: the point of a cluster is wall time), the
 ratio local / cluster (goal >= 1.5) from the medians and from the minima, the CPU seconds
@@ -38,9 +41,16 @@ SCENARIO = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 BIN = Path(sys.executable).parent
 SPECSIM = [sys.executable, "-m", "sim"]
 GOAL = 1.5
+#: crossover's options: the defaults but half the requests (module docstring).
+CROSSOVER = ["--requests", "100"]
 #: The workers' environment of docs/cluster.md (the statistical profiler off).
 WORKER_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
-SWEEP_GRID = "acceptance.alpha=0.50:0.89:0.01"
+#: A serving sweep (a ``serving.*`` axis): 40 acceptance rates at 16 users, each point
+#: both policies on 4 replications of the scenario's 200 requests.
+SWEEP = [
+    "--grid", "serving.concurrency=16", "--grid", "acceptance.alpha=0.50:0.89:0.01",
+    "--replications", "4",
+]  # fmt: skip
 
 
 def _free_port() -> int:
@@ -132,6 +142,7 @@ def main() -> None:
         f"2-worker Dask cluster on localhost / one local process (nproc {os.cpu_count()}, "
         f"load average {os.getloadavg()[0]:.1f} at the start):"
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
     address, procs = start_cluster(2)
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -158,10 +169,10 @@ def row(
             if study == "sweep":
                 store = tmp / f"store-{kind}"
                 shutil.rmtree(store, ignore_errors=True)
-                argv = [*SPECSIM, "sweep", str(SCENARIO), "--grid", SWEEP_GRID, "--out",
-                        str(store), "-q", *extra]  # fmt: skip
+                argv = [*SPECSIM, "sweep", str(SCENARIO), *SWEEP, "--out", str(store), "-q",
+                        *extra]  # fmt: skip
             else:
-                argv = [*SPECSIM, "crossover", str(SCENARIO), "--json", "-q", *extra]
+                argv = [*SPECSIM, "crossover", str(SCENARIO), *CROSSOVER, "--json", "-q", *extra]
             with out.open("wb") as f:
                 wall, own, farm = timed(argv, procs if kind == "dask" else [], f)
             walls[kind].append(wall)
@@ -171,7 +182,7 @@ def row(
     same = len(outputs["local"] | outputs["dask"]) == 1
     med = statistics.median(walls["local"]) / statistics.median(walls["dask"])
     low = min(walls["local"]) / min(walls["dask"])
-    what = "40-point sweep (serving scenario)" if study == "sweep" else "crossover (defaults)"
+    what = "40-point serving sweep" if study == "sweep" else "crossover (100 requests)"
     print(
         f"  {what}: local / cluster wall {med:.2f} (minima {low:.2f}), goal >= {GOAL}: "
         f"{'met' if med >= GOAL else 'MISSED'}; output "

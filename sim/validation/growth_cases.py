@@ -21,45 +21,42 @@ from sim.hardware.experts import H100_FUSED_MOE, expected_distinct_experts
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.roofline import Weights, flop_ms, growth_ms
 from sim.validation.cases import Case, Row
+from sim.validation.data_files import curve, read_table
 
-# Qwen/Qwen3-30B-A3B config.json (Hugging Face): 48 layers, hidden 2048, 128 routed
-# experts with 8 per token, moe_intermediate_size 768, 32 query / 4 KV heads of dim 128,
-# vocabulary 151,936 (untied LM head); BF16. Per layer outside the experts: q, k, v, o
-# projections 2048 x (4096 + 512 + 512) + 4096 x 2048 = 18.87M, router 2048 x 128 = 0.26M.
+_DATA = read_table("moe_growth")
+
+#: Qwen3-30B-A3B's weights, from its config.json (sim/validation/data/moe_growth.toml).
 QWEN3_30B_A3B = Weights(
-    layers=48,
-    layer_params=18.87e6 + 0.26e6,
-    lm_head_params=151_936 * 2048,
-    weight_bytes_per_param=2.0,
-    experts=128,
-    experts_per_token=8,
-    expert_params=3 * 2048 * 768,
+    **{
+        field: _DATA["qwen3_30b_a3b"][field]
+        for field in (
+            "layers",
+            "layer_params",
+            "lm_head_params",
+            "weight_bytes_per_param",
+            "experts",
+            "experts_per_token",
+            "expert_params",
+        )
+    }
 )
 
-# Decode step time at batch b, derived as b / (output tok/s) from SGLang runs without
-# speculation (Tencent/AngelSlim issue #163: H100 x4, TP4; sgl-project/SpecForge issue
-# #339: H100 x2, TP2); the throughput columns are taken as aggregate output tok/s.
-BATCH_CURVES: tuple[tuple[str, str, int, dict[int, float]], ...] = (
+#: (name, source, GPUs, {batch: decode step in seconds}): b / (output tok/s) of SGLang runs
+#: without speculation.
+BATCH_CURVES: tuple[tuple[str, str, int, dict[int, float]], ...] = tuple(
     (
-        "Qwen3-30B-A3B, SGLang, 4x H100 TP4",
-        "https://github.com/Tencent/AngelSlim/issues/163",
-        4,
-        {1: 1 / 218.89, 4: 4 / 507.49, 8: 8 / 677.14},
-    ),
-    (
-        "Qwen3-30B-A3B, SGLang, 2x H100 TP2",
-        "https://github.com/sgl-project/SpecForge/issues/339",
-        2,
-        {1: 1 / 222.47, 4: 4 / 566.21, 8: 8 / 733.61},
-    ),
+        table["name"],
+        table["source"],
+        int(table["gpus"]),
+        {b: b / tok_s for b, tok_s in curve(table["output_tok_s"]).items()},
+    )
+    for table in _DATA["batch_curves"]
 )
 
-# waybarrios/vllm-mlx PR #763 (issue #699): Nemotron 3.5 Lightning 30B-A3B (6 of 128
-# experts, 23 MoE layers) on an M5 Max: "A verify forward of width w costs 8.47 / 13.49 /
-# 15.64 / 20.67 / 28.13 ms at w = 1 / 2 / 3 / 5 / 8".
-NEMOTRON_URL = "https://github.com/waybarrios/vllm-mlx/pull/763"
-NEMOTRON_VERIFY_MS = {1: 8.47, 2: 13.49, 3: 15.64, 5: 20.67, 8: 28.13}
-NEMOTRON_EXPERTS, NEMOTRON_PER_TOKEN = 128, 6
+NEMOTRON_URL = _DATA["nemotron_verify"]["source"]
+NEMOTRON_VERIFY_MS = curve(_DATA["nemotron_verify"]["verify_ms"])
+NEMOTRON_EXPERTS = int(_DATA["nemotron_verify"]["experts"])
+NEMOTRON_PER_TOKEN = int(_DATA["nemotron_verify"]["experts_per_token"])
 
 
 #: Worst relative residual of the kernel fit on its calibration curves

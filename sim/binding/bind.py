@@ -749,7 +749,9 @@ def serving_cost(
     draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
     32 in issue 30's evidence);
     the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
-    ``SERVING_STEP_SKEW``).
+    ``SERVING_STEP_SKEW``); the CUDA-graph capture limits (a graphed pass beyond them runs
+    eagerly) from ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the verify's
+    and the drafter's from ``serving.graph_max_batch_speculative`` when given).
     ``hw``, ``passes``: the scenario's hardware model and its batch-1 pass times when the
     caller holds them (``Bound``; else the scenario is read into the model once here).
     """
@@ -772,6 +774,18 @@ def serving_cost(
     slope = DEFAULT_SLOPE if given is None else given
     skew = scenario.serving.expert_skew if scenario.serving is not None else None
     skew = SERVING_STEP_SKEW if skew is None else skew
+    serving = scenario.serving
+    max_tokens = serving.graph_max_tokens if serving is not None else None
+    max_rows = serving.graph_max_batch if serving is not None else None
+    spec_rows = serving.graph_max_batch_speculative if serving is not None else None
+    spec_rows = max_rows if spec_rows is None else spec_rows
+    limited = (max_tokens, max_rows, spec_rows) != (None, None, None)
+    if limited and geom.kernels_per_layer is None:
+        raise SpecsimError(
+            "needed with serving.graph_max_tokens or serving.graph_max_batch: a pass beyond "
+            "the CUDA-graph capture limit runs eagerly and pays each kernel's launch",
+            field="model.kernels_per_layer",
+        )
     weights = {False: hw.target_weights()}
     if speculative:
         weights[True] = hw.draft_weights()
@@ -796,6 +810,8 @@ def serving_cost(
             moe_kernel=H100_FUSED_MOE,
             expert_overlap=STEP_EXPERT_OVERLAP,
             expert_skew=skew,
+            graph_max_tokens=max_tokens,
+            graph_max_rows=max_rows if name in ("decode", "prefill") else spec_rows,
         )
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own

@@ -77,7 +77,8 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
 def scenario_hardware(scenario: Scenario) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
     a SpecsimError names the scenario field behind a problem."""
-    return PassModel(pass_inputs(scenario))
+    inputs = pass_inputs(scenario)
+    return PassModel(inputs)
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:

@@ -121,3 +121,48 @@ ENGINES: dict[str, Engine] = {
         ),
     ),
 }
+
+
+#: CUDA-graph capture limits per engine and version (``serving.graph_max_tokens``,
+#: ``graph_max_batch``, ``graph_max_batch_speculative``; sim/hardware/batched.py): a pass
+#: beyond them runs eagerly. Not written by ``specsim init`` (an eager pass needs
+#: ``model.kernels_per_layer``, which init does not know); a scenario states them.
+GRAPH_CAPTURE: dict[str, tuple[EngineDefault, ...]] = {
+    "vllm 0.8": (
+        EngineDefault(
+            "serving.graph_max_tokens",
+            512,
+            "vLLM V1 captures [1, 2, 4] + range(8, 513, 8) tokens by default (vllm/config.py "
+            "VllmConfig._set_cudagraph_sizes; max_capture_size 512); a batch of more tokens "
+            "runs without graphs",
+        ),
+    ),
+    "vllm 0.14": (
+        EngineDefault(
+            "serving.graph_max_tokens",
+            512,
+            "vllm/config/vllm.py _set_cudagraph_sizes: max_cudagraph_capture_size = "
+            "min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512, "
+            "max_num_batched_tokens); cudagraph_dispatcher.py runs a batch of more tokens "
+            "with CUDAGraphMode.NONE",
+        ),
+    ),
+    "sglang 0.4.4": (
+        EngineDefault(
+            "serving.graph_max_batch",
+            160,
+            "server_args.py: cuda_graph_max_bs = 160 on GPUs of 25 GB or more (8 below at TP "
+            "< 4, 80 at TP >= 4); cuda_graph_runner.py captures [1, 2, 4] + 8..160 and "
+            "CudaGraphRunner.can_run sends a larger batch down the eager path",
+        ),
+        EngineDefault(
+            "serving.graph_max_batch_speculative",
+            32,
+            "v0.4.4 and v0.4.4.post1 with EAGLE: get_batch_sizes_to_capture captures "
+            "range(1, 33) and server_args.py sets disable_cuda_graph_padding (only those "
+            "sizes replay); from v0.4.4.post3 the list reaches max_running_requests (32, "
+            "then 48 from v0.4.5), so a speculating server runs graphed at every batch it "
+            "admits",
+        ),
+    ),
+}

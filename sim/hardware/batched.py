@@ -52,6 +52,22 @@ small batches holds costs the kernel benchmarks do not show recurring, and exten
 linearly over-prices large batches. A pass measured at batch 1 only can follow the curve
 of a pass on the same weights (``calibrated_pass(follow=...)``): the same marginal cost
 per unit of work, shifted through its own point.
+
+CUDA-graph capture. An engine replays a graph only for the batch shapes it captured at
+start-up; a pass beyond the largest runs eagerly, so its critical path carries the
+per-kernel CPU launch work of an ungraphed pass (sim/hardware/launch.py) and eager
+all-reduces, at the same compute. ``PassPhysics.graph_max_tokens`` (vLLM V1 captures by
+token count: ``max_cudagraph_capture_size`` = min(max_num_seqs x (1 + k) x 2, 512,
+max_num_batched_tokens), and ``cudagraph_dispatcher.py`` runs a batch of more tokens with
+``CUDAGraphMode.NONE``; vllm/config/vllm.py ``_set_cudagraph_sizes``) and
+``graph_max_rows`` (SGLang captures by batch size: ``cuda_graph_max_bs``, 160 on GPUs of
+25 GB or more, 8 below at TP < 4, python/sglang/srt/server_args.py; a larger batch fails
+``CudaGraphRunner.can_run`` and runs eagerly) say where; the defaults per engine and
+version are in sim/calibration/engine_defaults.py. The step is in the pass's shape only:
+work and compute are those of the same tokens, so a pass within the limits, batch 1's
+included, is unchanged. Where the GPU work exceeds the launch work (a large model, many
+tokens) the step costs about one kernel's launch; it matters for launch-bound passes
+(small models, the drafter's one-layer passes over many rows).
 """
 
 from __future__ import annotations
@@ -80,6 +96,7 @@ __all__ = [
     "MeasuredPass",
     "PassPhysics",
     "calibrated_pass",
+    "replays_graph",
 ]
 
 
@@ -92,7 +109,11 @@ class PassPhysics:
     how routed experts cost (None: their bytes at peak bandwidth); ``expert_overlap``: the
     share of a token's experts its sequence's previous token chose too (0: independent);
     ``expert_skew``: the Zipf exponent of expert popularity (0: uniform routing;
-    sim/hardware/experts.py ``skewed_distinct_experts``).
+    sim/hardware/experts.py ``skewed_distinct_experts``); ``graph_max_tokens`` /
+    ``graph_max_rows``: the CUDA-graph capture limit, the most tokens / rows (requests x
+    beams) a graphed pass replays as a graph (None: no limit): a pass beyond either runs
+    eagerly, paying the per-kernel launch costs of an ungraphed pass (module docstring,
+    CUDA-graph capture).
     """
 
     name: str
@@ -106,8 +127,14 @@ class PassPhysics:
     moe_kernel: FusedMoeKernel | None = None
     expert_overlap: float = 0.0
     expert_skew: float = 0.0
+    graph_max_tokens: int | None = None
+    graph_max_rows: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("graph_max_tokens", "graph_max_rows"):
+            limit = getattr(self, name)
+            if limit is not None and limit < 1:
+                raise ValueError(f"{name} must be >= 1, got {limit}")
         if self.expert_skew < 0:
             raise ValueError(f"expert_skew must be >= 0, got {self.expert_skew}")
         if not 0.0 <= self.expert_overlap < 1.0:
@@ -118,6 +145,18 @@ class PassPhysics:
             )
         if self.kv_bytes_per_token < 0 or self.attention_flops_per_pair < 0:
             raise ValueError("kv_bytes_per_token and attention_flops_per_pair must be >= 0")
+
+
+def replays_graph(physics: PassPhysics, tokens: int, sequences: int | None = None) -> bool:
+    """Whether a pass over ``tokens`` tokens of ``sequences`` rows (None: independent tokens,
+    one row each) replays a CUDA graph: ``physics.graphed`` and within both capture limits
+    (module docstring, CUDA-graph capture)."""
+    rows = tokens if sequences is None else sequences
+    return (
+        physics.graphed
+        and (physics.graph_max_tokens is None or tokens <= physics.graph_max_tokens)
+        and (physics.graph_max_rows is None or rows <= physics.graph_max_rows)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,13 +351,20 @@ class BatchedPass:
         self.__dict__.update(state)
         self._per_tokens = shared_terms(self.physics)
 
-    def _memory_ms(self, tokens: int, sequences: int | None) -> float:
-        """Weight-read ms per rank of a pass over ``tokens`` tokens of ``sequences``
-        sequences (None: independent tokens)."""
+    def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
+        """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
+        tokens of ``sequences`` sequences (None: independent tokens). FLOPs: 2 x active
+        params x tokens (all ranks together) at ``GEMM_FLOP_EFFICIENCY``, the routed
+        experts' share (the token-expert pairs) at the fused-MoE kernel's
+        ``pair_flop_efficiency`` instead when one runs them; reads: the routed experts'
+        through that kernel (their union over the sequences, skewed), else every weight
+        the tokens use."""
         p, w = self.physics, self.physics.weights
+        flops = w.flops(tokens)
         if p.moe_kernel is None or not w.is_moe:
-            return w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
-        assert w.experts and w.experts_per_token
+            memory_ms = w.bytes_read(tokens) / self._gpus / self._bytes_per_ms
+            return memory_ms, flops / GEMM_FLOP_EFFICIENCY
+        assert w.experts and w.experts_per_token and w.expert_params
         union = float(tokens)
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
@@ -328,20 +374,14 @@ class BatchedPass:
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
         experts_ms = w.moe_layers * distinct * per_expert_us / 1e3
-        return w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
-
-    def _flops(self, tokens: int) -> float:
-        """FLOPs of a pass over ``tokens`` tokens (all ranks together) in peak-equivalents:
-        2 x active params x tokens at ``GEMM_FLOP_EFFICIENCY``, the routed experts' share
-        (the token-expert pairs) at the fused-MoE kernel's ``pair_flop_efficiency`` instead
-        when one runs them."""
-        p, w = self.physics, self.physics.weights
-        flops = w.flops(tokens)
-        if p.moe_kernel is None or not w.is_moe:
-            return flops / GEMM_FLOP_EFFICIENCY
-        assert w.experts_per_token and w.expert_params
+        memory_ms = w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
         pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
-        return (flops - pairs) / GEMM_FLOP_EFFICIENCY + pairs / p.moe_kernel.pair_flop_efficiency
+        gemm = (flops - pairs) / GEMM_FLOP_EFFICIENCY
+        return memory_ms, gemm + pairs / p.moe_kernel.pair_flop_efficiency
+
+    def graphed(self, tokens: int, sequences: int | None = None) -> bool:
+        """``replays_graph`` of this pass's physics."""
+        return replays_graph(self.physics, tokens, sequences)
 
     def _token_terms(
         self, tokens: int, sequences: int | None = None
@@ -354,9 +394,9 @@ class BatchedPass:
         terms = self._per_tokens.get(key)
         if terms is None:
             p = self.physics
-            memory_ms = self._memory_ms(tokens, sequences)
-            flop_ms = self._flops(tokens) / self._gpus / self._flops_per_ms
-            shape = PassShape(p.name, tokens, p.layers, p.graphed)
+            memory_ms, flops = self._weight_terms(tokens, sequences)
+            flop_ms = flops / self._gpus / self._flops_per_ms
+            shape = PassShape(p.name, tokens, p.layers, self.graphed(tokens, sequences))
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
             if len(self._per_tokens) >= SHARED_ENTRIES:
@@ -429,7 +469,11 @@ class BatchedPass:
 
 def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
     """(work ms, calibrated compute ms) of a measured point."""
-    shape = PassShape(physics.name, point.tokens, physics.layers, physics.graphed)
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
+    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
+    graphed = replays_graph(physics, point.tokens, point.sequences)
+    shape = PassShape(physics.name, point.tokens, physics.layers, graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
         compute = (
@@ -443,12 +487,9 @@ def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tup
             f"{exc.args[0]} of communication and launch ({point.source})",
             field=point.field or field,
         ) from None
-    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     # the GPU work of its context alone (KV reads and attention at peak) must fit the GPU
     # time the measurement leaves: a pass "measured" faster extrapolated to negative
     # compute at shorter contexts (a serving run failed on a negative SimPy delay)
-    context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     if context > compute:
         raise SpecsimError(
             f"{point.ms:.4g} ms for the {physics.name} pass leaves {compute:.4g} ms of GPU work, "

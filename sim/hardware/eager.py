@@ -221,27 +221,10 @@ def _eager_template(
             idx = np.flatnonzero(compute[layer * per_layer : (layer + 1) * per_layer])
             sync[layer * per_layer + idx[-costs.syncs_per_layer :]] = True
     schedule = replace(base, cpu_ms=cpu, host_sync=sync, sync_ms=costs.sync_us / 1000.0)
-    if unfused_kernels:
-        schedule = _with_unfused(schedule, layers, unfused_kernels, costs)
+    if unfused_kernels:  # the unfused ops: no compute share, their own GPU and CPU time
+        gpu_ms, cpu_ms = costs.native_op_gpu_us / 1000.0, costs.native_op_us / 1000.0
+        schedule = schedule.with_head_kernels(layers, unfused_kernels, gpu_ms, cpu_ms)
     return schedule.read_only()
-
-
-def _with_unfused(
-    schedule: KernelSchedule, layers: int, per_layer: int, costs: EagerCosts
-) -> KernelSchedule:
-    """``schedule`` with ``per_layer`` unfused-op kernels at the head of every layer: no
-    compute share, ``native_op_gpu_us`` of fixed GPU time, ``native_op_us`` of CPU."""
-    n = schedule.num_kernels
-    at = np.repeat(np.arange(layers) * (n // layers), per_layer)
-    return KernelSchedule(
-        compute_share=np.insert(schedule.compute_share, at, 0.0),
-        fixed_ms=np.insert(schedule.fixed_ms, at, costs.native_op_gpu_us / 1000.0),
-        is_allreduce=np.insert(schedule.is_allreduce, at, False),
-        segment=np.insert(schedule.segment, at, schedule.segment[at]),
-        cpu_ms=np.insert(schedule.cpu_ms, at, costs.native_op_us / 1000.0),
-        host_sync=np.insert(schedule.host_sync, at, False),
-        sync_ms=schedule.sync_ms,
-    )
 
 
 def with_layer_gpu_ms(

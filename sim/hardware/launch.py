@@ -77,6 +77,24 @@ class KernelSchedule:
         object.__setattr__(schedule, "fixed_ms", fixed)
         return schedule
 
+    def with_head_kernels(
+        self, layers: int, per_layer: int, fixed_ms: float, cpu_ms: float
+    ) -> KernelSchedule:
+        """This schedule with ``per_layer`` more kernels at the head of each of its
+        ``layers`` layers: no compute share, ``fixed_ms`` of GPU time and ``cpu_ms`` of CPU
+        to issue each, no all-reduce and no sync (unfused ops, sim/hardware/eager.py)."""
+        n = self.num_kernels
+        at = np.repeat(np.arange(layers) * (n // layers), per_layer)
+        return KernelSchedule(
+            compute_share=np.insert(self.compute_share, at, 0.0),
+            fixed_ms=np.insert(self.fixed_ms, at, fixed_ms),
+            is_allreduce=np.insert(self.is_allreduce, at, False),
+            segment=np.insert(self.segment, at, self.segment[at]),
+            cpu_ms=np.insert(self.cpu_ms, at, cpu_ms),
+            host_sync=np.insert(self.host_sync, at, False),
+            sync_ms=self.sync_ms,
+        )
+
     def read_only(self) -> KernelSchedule:
         """This schedule with its arrays (and ``_fixed_free``'s) made read-only, to share
         it safely."""

@@ -27,22 +27,29 @@ Passes without a measured time are derived: a missing verify from the calibrated
 compute plus the extra weight reads (more distinct experts over more tokens), anything
 else from the model's weights and the GPU preset (sim/hardware/roofline.py).
 
+The order of the work, each lower module entered from one place: the hardware points
+(interconnects.py, then gpus.py), once; the per-kernel CPU cost an ungraphed measured
+verify fixes, once; then, for any pass over any token counts at once
+(``_compute_table``), the measured pass it rests on calibrated where the timings were
+measured (``_on_reference``: passes.py, which builds the schedule through allreduce.py,
+eager.py and launch.py), then what the weights add (``_weights_table``: roofline.py and
+experts.py), then the pass composed (``_composed``: passes.py).
+
 A problem is a ``SpecsimError`` naming the scenario field behind it (``model.layers``,
 ``timing.verify_ms``, ...); sim/binding/decompose.py reads a scenario into the inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.eager import EAGER_KERNEL_US
-from sim.hardware.gpus import GpuPreset, gpu_preset
-from sim.hardware.interconnects import InlineInterconnect, Interconnect, resolve_interconnect
-from sim.hardware.launch import calibrate_cpu_scale
+from sim.hardware.gpus import gpu_preset
+from sim.hardware.interconnects import InlineInterconnect, resolve_interconnect
 from sim.hardware.passes import (
     PASS_NAMES,
     Geometry,
@@ -52,7 +59,6 @@ from sim.hardware.passes import (
     calibrate_launch_us,
     calibrate_pass,
     compose_pass,
-    pass_schedule,
 )
 from sim.model.cycle import PassTimes
 
@@ -174,46 +180,33 @@ class PassInputs:
     interconnects: Mapping[str, InlineInterconnect] = field(default_factory=dict)
 
 
-def _interconnect(inputs: PassInputs, spec: PointSpec) -> Interconnect:
-    try:
-        return resolve_interconnect(spec.interconnect, inputs.interconnects)
-    except (UnknownNameError, ValueError) as exc:
-        raise SpecsimError(str(exc), field=f"{spec.section}.interconnect") from None
-
-
-def _gpu(spec: PointSpec) -> GpuPreset | None:
-    if spec.gpu is None:
-        return None
-    try:
-        return gpu_preset(spec.gpu)
-    except UnknownNameError as exc:
-        raise SpecsimError(str(exc), field=f"{spec.section}.gpu") from None
-
-
 def hardware_points(inputs: PassInputs) -> tuple[HardwarePoint, HardwarePoint]:
-    """(the hardware asked about, the hardware the timings were measured on), resolved;
-    the reference takes the current per-kernel CPU cost."""
-    spec = inputs.current
+    """(the hardware asked about, the hardware the timings were measured on), resolved
+    (each interconnect, then its GPU preset); the reference takes the current per-kernel
+    CPU cost. A name that resolves to nothing is a SpecsimError naming its section."""
+    specs = [inputs.current] if inputs.reference is None else [inputs.current, inputs.reference]
     launch_us = EAGER_KERNEL_US if inputs.launch_us is None else inputs.launch_us
-    current = HardwarePoint(
-        interconnect=_interconnect(inputs, spec),
-        gpus=spec.gpus,
-        gpu=_gpu(spec),
-        verify_cuda_graph=spec.verify_cuda_graph,
-        launch_us=launch_us,
-        allreduce=spec.allreduce,
-    )
-    ref = inputs.reference
-    if ref is None:
-        return current, current
-    return current, HardwarePoint(
-        interconnect=_interconnect(inputs, ref),
-        gpus=ref.gpus,
-        gpu=_gpu(ref),
-        verify_cuda_graph=ref.verify_cuda_graph,
-        launch_us=current.launch_us,
-        allreduce=ref.allreduce,
-    )
+    points = []
+    for spec in specs:
+        try:
+            interconnect = resolve_interconnect(spec.interconnect, inputs.interconnects)
+        except (UnknownNameError, ValueError) as exc:
+            raise SpecsimError(str(exc), field=f"{spec.section}.interconnect") from None
+        try:
+            gpu = None if spec.gpu is None else gpu_preset(spec.gpu)
+        except UnknownNameError as exc:
+            raise SpecsimError(str(exc), field=f"{spec.section}.gpu") from None
+        points.append(
+            HardwarePoint(
+                interconnect=interconnect,
+                gpus=spec.gpus,
+                gpu=gpu,
+                verify_cuda_graph=spec.verify_cuda_graph,
+                launch_us=launch_us,
+                allreduce=spec.allreduce,
+            )
+        )
+    return points[0], points[-1]
 
 
 def geometry(model: ModelDims) -> Geometry:
@@ -286,7 +279,15 @@ def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
 
 
 class PassModel:
-    """Every pass of one configuration taken apart on its hardware (module docstring)."""
+    """Every pass of one configuration taken apart on its hardware (module docstring).
+
+    Built once: the hardware points resolved (``hardware_points``), then, where the
+    timings fix it, the per-kernel CPU cost of an eager verify (``_launch_us_from_verify``).
+    Each pass's compute comes from one place, ``_compute_table`` (a measured time
+    calibrated on the reference, the decode's grown, or the roofline), over any number of
+    token counts at once; the pass times, the verify and drafter tables and every
+    breakdown compose it with their all-reduces and launches.
+    """
 
     def __init__(self, inputs: PassInputs):
         self.inputs = inputs
@@ -299,7 +300,6 @@ class PassModel:
         #: the stated ``launch_us`` or its default applies).
         self.derived_launch_us = self._launch_us_from_verify()
         if self.derived_launch_us is not None:
-            self._check_launch_not_stated(self.derived_launch_us)
             self.reference = self.reference.with_launch_us(self.derived_launch_us)
             if not inputs.launch_overridden:
                 self.current = self.current.with_launch_us(self.derived_launch_us)
@@ -317,23 +317,6 @@ class PassModel:
         model = replace(self.inputs.model, kernels_per_layer=kernels)
         return PassModel(replace(self.inputs, model=model)).current.launch_us
 
-    def _check_launch_not_stated(self, derived_us: float) -> None:
-        """A file that states ``hardware.launch_us`` while its measured ungraphed verify
-        fixes it says two things about one quantity: SpecsimError naming the field. (A
-        what-if of it keeps the derived cost for the timings; the hardware asked about
-        takes the override.)"""
-        stated = self.inputs.launch_us
-        if stated is None or not self.inputs.launch_stated:
-            return
-        raise SpecsimError(
-            f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
-            "timing.verify_compute = 'decode' fixes the per-kernel CPU cost at "
-            f"{derived_us:.4g} us ({self.geom.kernels_per_layer} kernels a layer): leave "
-            "it out, or set timing.verify_compute = 'measured' to take the verify's GPU "
-            "work from its time at this cost instead",
-            field="hardware.launch_us",
-        )
-
     @property
     def verify_from_decode(self) -> bool:
         return self.times.verify_compute == "decode"
@@ -341,29 +324,16 @@ class PassModel:
     def verify_compute_from_decode_ms(self, tokens: int) -> float:
         """The verify's compute over ``tokens`` on the reference hardware as the graphed
         decode's plus its growth (what ``verify_compute = 'decode'`` uses)."""
-        return self._decode_grown_ref_ms(tokens)
-
-    def _decode_grown_ref_ms(self, tokens: int) -> float:
-        """Verify compute over ``tokens`` on the reference hardware, from the graphed
-        decode's calibrated compute: plus ``verify_ms_per_extra_token`` per extra token
-        when given, else (and with ``verify_growth = experts``) plus the weight reads and
-        FLOPs of the extra tokens (sim/hardware/roofline.py ``growth_ms``): only that share
-        of a batch-1 pass grows with tokens."""
-        times = self.times
-        if times.decode_ms is None:
-            raise SpecsimError(
-                "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
-            )
-        shape = self.shape("decode", 1, self.reference)
-        x = calibrate_pass(shape, self.reference, self.geom, times.decode_ms, "timing.decode_ms")
-        if times.verify_growth == "experts" or times.verify_ms_per_extra_token is None:
-            return x + self._growth(1, tokens, self.reference, "verify_compute = 'decode'")
-        return x + (tokens - 1) * times.verify_ms_per_extra_token
+        return self._compute_table("verify", (tokens,), decode_on_reference=True)[0][0]
 
     def _launch_us_from_verify(self) -> float | None:
         """Under ``verify_compute = 'decode'`` with an ungraphed measured verify: the
         per-kernel CPU cost that makes the eager verify, with the decode-derived GPU work,
-        take ``verify_ms`` on the hardware it was measured on (None otherwise)."""
+        take ``verify_ms`` on the hardware it was measured on (None otherwise).
+
+        A file that also states ``hardware.launch_us`` says two things about one
+        quantity: SpecsimError naming the field. (A what-if of it keeps the derived cost
+        for the timings; the hardware asked about takes the override.)"""
         times = self.times
         if not self.verify_from_decode or times.verify_ms is None:
             return None
@@ -371,9 +341,9 @@ class PassModel:
             return None
         m0 = self.measured_verify_tokens
         shape = self.shape("verify", m0, self.reference)
-        compute_ms = self._decode_grown_ref_ms(m0)
+        compute_ms = self.verify_compute_from_decode_ms(m0)
         try:
-            return calibrate_launch_us(
+            derived_us = calibrate_launch_us(
                 shape, self.reference, self.geom, compute_ms, times.verify_ms
             )
         except ValueError as exc:
@@ -383,31 +353,17 @@ class PassModel:
                 f"{exc}",
                 field="timing.verify_ms",
             ) from None
-
-    def _raise_launches_exceed(self, shape: PassShape, measured_ms: float) -> None:
-        """SpecsimError for an ungraphed measured pass whose launches alone, at the stated
-        (or public) per-kernel cost, take longer than it: names the stated field behind
-        the cost, and the largest cost the measurement allows (no-op when the launches
-        fit and something else is wrong)."""
-        schedule = pass_schedule(shape, self.reference, self.geom)[0]
-        if schedule.launch_work_ms <= measured_ms:
-            return
-        unit = pass_schedule(shape, self.reference.with_launch_us(1.0), self.geom)[0]
-        try:
-            largest = calibrate_cpu_scale(unit, 0.0, measured_ms)
-        except ValueError:
-            largest = 0.0
-        stated = self.inputs.launch_us is not None
-        cost = "stated" if stated else "the public default"
-        raise SpecsimError(
-            f"{shape.layers} layers x {self.geom.kernels_per_layer} kernels at "
-            f"{self.reference.launch_us:.4g} us a kernel ({cost}) take "
-            f"{schedule.launch_work_ms:.4g} ms to launch, more than the measured ungraphed "
-            f"{shape.name} ({measured_ms:.4g} ms): set timing.verify_compute = 'decode' to "
-            "derive the per-kernel cost from it, or a hardware.launch_us of at most "
-            f"{largest:.4g} us",
-            field="hardware.launch_us" if stated else "model.kernels_per_layer",
-        )
+        stated = self.inputs.launch_us
+        if stated is not None and self.inputs.launch_stated:
+            raise SpecsimError(
+                f"stated as {stated:g} us, but the ungraphed timing.verify_ms with "
+                "timing.verify_compute = 'decode' fixes the per-kernel CPU cost at "
+                f"{derived_us:.4g} us ({self.geom.kernels_per_layer} kernels a layer): leave "
+                "it out, or set timing.verify_compute = 'measured' to take the verify's GPU "
+                "work from its time at this cost instead",
+                field="hardware.launch_us",
+            )
+        return derived_us
 
     @cached_property
     def scale_to_current(self) -> float:
@@ -445,15 +401,6 @@ class PassModel:
     @property
     def efficiency(self) -> float:
         return self.inputs.efficiency
-
-    def _growth(self, tokens_from: int, tokens_to: int, hw: HardwarePoint, what: str) -> float:
-        """Extra weight-read and FLOP time of a target pass over more tokens on ``hw``."""
-        if hw.gpu is None:
-            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
-        weights = target_weights(self.model)
-        from sim.hardware.roofline import growth_ms  # lazy: derived passes only (start-up)
-
-        return growth_ms(weights, tokens_from, tokens_to, hw.gpu, hw.gpus, self.efficiency)
 
     @cached_property
     def verify_slope(self) -> tuple[float, str, str]:
@@ -494,7 +441,10 @@ class PassModel:
         )
 
     def _derived_slope(self) -> float | str:
-        """The derived slope (ms per token), or why it cannot be derived."""
+        """The derived slope (ms per token), or why it cannot be derived: the verify
+        over m0 and m0 + 1 tokens on the reference, its compute the decode's grown
+        (``verify_compute = 'decode'``) or the measured verify's calibrated compute plus
+        one token's growth, less the time at m0."""
         times, model = self.times, self.model
         if times.verify_ms is None:
             return "no measured verify pass"
@@ -509,38 +459,21 @@ class PassModel:
             missing.append("hardware.gpu")
         if missing:
             return "needs " + ", ".join(missing)
-        m0 = self.measured_verify_tokens
-        if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
-            try:
-                t0, t1 = (
-                    compose_pass(
-                        self.shape("verify", m, self.reference),
-                        self.reference,
-                        self.geom,
-                        self._decode_grown_ref_ms(m),
-                        "derived",
-                    ).total_ms
-                    for m in (m0, m0 + 1)
-                )
-            except SpecsimError as exc:
-                return exc.message
-            return max(t1 - t0, 0.0)
+        m0, ref = self.measured_verify_tokens, self.reference
+        tokens = (m0, m0 + 1)
         try:
-            ref_shape = self.shape("verify", m0, self.reference)
-            x_m0 = calibrate_pass(
-                ref_shape, self.reference, self.geom, times.verify_ms, "timing.verify_ms"
-            )
-            x_m1 = x_m0 + self._growth(m0, m0 + 1, self.reference, "the verify slope")
-            longer = compose_pass(
-                self.shape("verify", m0 + 1, self.reference),
-                self.reference,
-                self.geom,
-                x_m1,
-                "derived",
+            if self.verify_from_decode:  # the decode's GPU work, grown, under the eager launch
+                computes, _ = self._compute_table("verify", tokens, decode_on_reference=True)
+            else:
+                x_m0 = self._on_reference("verify", (m0,), (times.verify_ms,), None)[0]
+                grow = (ref, m0, "the verify slope")
+                computes = [x_m0, x_m0 + self._weights_table("verify", (m0 + 1,), grow)[0]]
+            t0, t1 = (
+                b.total_ms for b in self._composed("verify", tokens, computes, "derived", ref)
             )
         except SpecsimError as exc:
             return exc.message
-        return max(longer.total_ms - times.verify_ms, 0.0)
+        return max(t1 - (t0 if self.verify_from_decode else times.verify_ms), 0.0)
 
     def _measured_ms(self, name: str, tokens: int) -> float | None:
         times = self.times
@@ -551,61 +484,135 @@ class PassModel:
             return times.verify_ms + (tokens - self.measured_verify_tokens) * slope
         return getattr(times, f"{name}_ms")
 
-    def _require_gpu(self, what: str) -> GpuPreset:
-        if self.current.gpu is None:
-            raise SpecsimError(f"needed to derive {what} (no measured time)", field="hardware.gpu")
-        return self.current.gpu
-
-    def _calibrated_ms(self, name: str, tokens: int) -> tuple[float, str] | None:
-        """(compute ms, origin) from the measured time of a pass, or None if not measured."""
-        measured = self._measured_ms(name, tokens)
-        if measured is None:
-            return None
+    def _on_reference(
+        self,
+        name: str,
+        tokens: Sequence[int],
+        measured_ms: Sequence[float],
+        launch_stated: bool | None,
+    ) -> list[float]:
+        """The compute (ms) that makes the pass ``name`` over each of ``tokens`` take its
+        ``measured_ms`` where the timings were measured (sim/hardware/passes.py
+        ``calibrate_pass``; ``launch_stated``: check an ungraphed pass's launches first)."""
         field = "timing.verify_ms" if name == "verify" else f"timing.{name}_ms"
-        ref_shape = self.shape(name, tokens, self.reference)
-        given = None
-        if name == "verify" and tokens != self.measured_verify_tokens:  # the user gave another
-            given = (  # verify_ms is set: ``measured`` came from it
-                f"{self.times.verify_ms:.4g} ms over {self.measured_verify_tokens} "
-                f"tokens at {self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
+        m0, ref = self.measured_verify_tokens, self.reference
+        x_ref = []
+        for m, measured in zip(tokens, measured_ms, strict=True):
+            given = None
+            if name == "verify" and m != m0:  # the user gave another: verify_ms is set
+                given = (  # and ``measured`` came from it
+                    f"{self.times.verify_ms:.4g} ms over {m0} tokens at "
+                    f"{self.verify_slope[0]:.4g} ms a token, i.e. {measured:.4g} ms"
+                )
+            shape = self.shape(name, m, ref)
+            x_ref.append(
+                calibrate_pass(shape, ref, self.geom, measured, field, given, launch_stated)
             )
-        try:
-            x_ref = calibrate_pass(ref_shape, self.reference, self.geom, measured, field, given)
-        except SpecsimError:
-            if not ref_shape.graphed:
-                self._raise_launches_exceed(ref_shape, measured)
-            raise
+        return x_ref
+
+    def _compute_table(
+        self, name: str, tokens: Sequence[int], *, decode_on_reference: bool = False
+    ) -> tuple[list[float], str]:
+        """(compute ms on the current hardware of the pass ``name`` over each of
+        ``tokens``, origin), in two steps: the measured pass it rests on calibrated where
+        the timings were measured, then what grows with tokens (sim/hardware/roofline.py).
+
+        - the verify under ``verify_compute = 'decode'``: the graphed decode's compute
+          plus ``verify_ms_per_extra_token`` per extra token when given, else (and with
+          ``verify_growth = experts``) plus the weight reads and FLOPs of the extra tokens
+          (only that share of a batch-1 pass grows with tokens), on the reference, then
+          rescaled (``decode_on_reference``: this, not rescaled, whatever
+          ``verify_compute`` says);
+        - a measured verify with ``verify_growth = 'experts'``: its compute plus the growth
+          from its measured tokens on the current hardware;
+        - a measured pass: its time at each token count calibrated, then rescaled;
+        - an unmeasured verify with a measured decode: the decode's plus its growth;
+        - anything else: the roofline of the weights on the current GPU.
+        """
+        times, verify, m0 = self.times, name == "verify", self.measured_verify_tokens
         origin = "measured" if self.at_reference else "recomposed"
-        return x_ref * self.scale_to_current, origin
+        from_decode = verify and (self.verify_from_decode or decode_on_reference)
+        experts = verify and times.verify_ms is not None and times.verify_growth == "experts"
+        base, at = name, tokens  # the measured pass the compute rests on, and its tokens
+        grow: tuple[HardwarePoint, int, str] | None = None  # growth: where, from, why
+        if from_decode:
+            if times.decode_ms is None:
+                raise SpecsimError(
+                    "needed by timing.verify_compute = 'decode'", field="timing.decode_ms"
+                )
+            base, at = "decode", (1,)
+            if times.verify_growth == "experts" or times.verify_ms_per_extra_token is None:
+                grow = (self.reference, 1, "verify_compute = 'decode'")
+        elif experts:
+            base, at = "verify", (m0,)
+            grow = (self.current, m0, "verify_growth = experts")
+        elif self._measured_ms(name, self.default_tokens(name)) is None:
+            if not verify or times.decode_ms is None:
+                return self._weights_table(name, tokens, None), "derived"
+            origin, base, at = "derived", "decode", (1,)
+            grow = (self.current, 1, "a verify derived from decode")
+        measured = [self._measured_ms(base, m) or 0.0 for m in at]  # each one measured
+        stated = None if from_decode else self.inputs.launch_us is not None
+        x_ref = self._on_reference(base, at, measured, stated)
+        if from_decode:
+            if grow is None:  # the given slope
+                slope = times.verify_ms_per_extra_token or 0.0
+                growth = [(m - 1) * slope for m in tokens]
+            else:
+                growth = self._weights_table(name, tokens, grow)
+            grown = [x_ref[0] + g for g in growth]
+            if decode_on_reference:
+                return grown, origin
+            scale = self.scale_to_current
+            return [x * scale for x in grown], origin
+        scale = self.scale_to_current
+        if grow is None:
+            return [x * scale for x in x_ref], origin
+        growth = self._weights_table(name, tokens, grow)
+        return [x_ref[0] * scale + g for g in growth], origin
+
+    def _weights_table(
+        self, name: str, tokens: Sequence[int], grow: tuple[HardwarePoint, int, str] | None
+    ) -> list[float]:
+        """What the weights read and the FLOPs done take (sim/hardware/roofline.py), for
+        each of ``tokens``: ``grow`` = (hardware, tokens from, what for): the extra time of
+        a target pass over more tokens there (``growth_ms``); None: the pass ``name``
+        derived whole on the current GPU (``roofline_ms``)."""
+        from sim.hardware.roofline import compute_table_ms  # lazy: derived passes only
+
+        hw, tokens_from, what = grow or (self.current, None, "")
+        if hw.gpu is None:
+            if grow is None:
+                raise SpecsimError(
+                    f"needed to derive the {name} pass (no measured time)", field="hardware.gpu"
+                )
+            raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
+        target = grow is not None or name in ("decode", "verify")
+        weights = target_weights(self.model) if target else draft_weights(self.model)
+        table = compute_table_ms(weights, tokens, hw.gpu, hw.gpus, self.efficiency, tokens_from)
+        return list(table)
 
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
         """(compute ms on the current hardware, origin) of a pass over ``tokens`` tokens."""
-        times = self.times
-        if name == "verify" and self.verify_from_decode:
-            x_ref = self._decode_grown_ref_ms(tokens)
-            origin = "measured" if self.at_reference else "recomposed"
-            return x_ref * self.scale_to_current, origin
-        if name == "verify" and times.verify_ms is not None and times.verify_growth == "experts":
-            m0 = self.measured_verify_tokens
-            x_m0, origin = self._calibrated_ms("verify", m0) or (0.0, "")
-            growth = self._growth(m0, tokens, self.current, "verify_growth = experts")
-            return x_m0 + growth, origin
-        calibrated = self._calibrated_ms(name, tokens)
-        if calibrated is not None:
-            return calibrated
-        if name == "verify" and times.decode_ms is not None:
-            x_decode, _ = self.compute_ms("decode", 1)
-            growth = self._growth(1, tokens, self.current, "a verify derived from decode")
-            return x_decode + growth, "derived"
-        gpu = self._require_gpu(f"the {name} pass")
-        weights = (
-            target_weights(self.model)
-            if name in ("decode", "verify")
-            else draft_weights(self.model)
-        )
-        from sim.hardware.roofline import roofline_ms  # lazy: derived passes only (start-up)
+        xs, origin = self._compute_table(name, (tokens,))
+        return xs[0], origin
 
-        return roofline_ms(weights, tokens, gpu, self.current.gpus, self.efficiency), "derived"
+    def _composed(
+        self,
+        name: str,
+        tokens: Sequence[int],
+        computes: Sequence[float],
+        origin: str,
+        hw: HardwarePoint | None = None,
+    ) -> list[PassBreakdown]:
+        """The pass ``name`` on ``hw`` (default: the current hardware) over each of
+        ``tokens`` with the given compute."""
+        hw = hw or self.current
+        geom = self.geom
+        return [
+            compose_pass(self.shape(name, m, hw), hw, geom, x, origin)
+            for m, x in zip(tokens, computes, strict=True)
+        ]
 
     def breakdown(
         self, name: str, tokens: int | None = None, hw: HardwarePoint | None = None
@@ -615,10 +622,10 @@ class PassModel:
         rescaled)."""
         m = self.default_tokens(name) if tokens is None else tokens
         x, origin = self.compute_ms(name, m)
-        target_hw = hw or self.current
-        if hw is not None:
-            x *= compute_scale(self.current, hw)
-        return compose_pass(self.shape(name, m, target_hw), target_hw, self.geom, x, origin)
+        if hw is None:
+            return self._composed(name, (m,), (x,), origin)[0]
+        x *= compute_scale(self.current, hw)
+        return compose_pass(self.shape(name, m, hw), hw, self.geom, x, origin)
 
     def breakdowns(self) -> dict[str, PassBreakdown]:
         """Every pass the configuration uses (draft passes only when speculating)."""
@@ -632,22 +639,18 @@ class PassModel:
         over only far beyond them) composed with the all-reduces and launches of m tokens.
         KV reads of the beams are left out (about 5% of the pass at topk 8 and 2k context
         for a Llama-8B-sized drafter layer)."""
-        x1, origin = self.compute_ms("draft_step", 1)
-        out = []
-        for m in range(1, max_tokens + 1):
-            x = x1
-            if origin == "derived":
-                x, _ = self.compute_ms("draft_step", m)
-            out.append(
-                compose_pass(
-                    self.shape("draft_step", m, self.current), self.current, self.geom, x, origin
-                ).total_ms
-            )
-        return tuple(out)
+        tokens = range(1, max_tokens + 1)
+        derived = self.times.draft_step_ms is None
+        computes, origin = self._compute_table("draft_step", tokens if derived else (1,))
+        if not derived:
+            computes = computes * max_tokens
+        return tuple(b.total_ms for b in self._composed("draft_step", tokens, computes, origin))
 
     def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
         """Verify pass time over m = 1..max_tokens tokens."""
-        return tuple(self.breakdown("verify", m).total_ms for m in range(1, max_tokens + 1))
+        tokens = range(1, max_tokens + 1)
+        computes, origin = self._compute_table("verify", tokens)
+        return tuple(b.total_ms for b in self._composed("verify", tokens, computes, origin))
 
     def geometry_known(self) -> bool:
         """True when the launch and communication floors of the measured passes can be

@@ -228,34 +228,73 @@ def calibrate_pass(
     measured_ms: float,
     field: str,
     given: str | None = None,
+    launch_stated: bool | None = None,
 ) -> float:
     """Compute time (ms) that reproduces ``measured_ms`` on ``hw``; SpecsimError below floor
-    (``given``: how the measured time came from what the user gave, if not given as is)."""
-    compute_ms = _calibrated_compute_ms(shape, _as_key(shape, hw), geom, measured_ms)
-    if compute_ms is None:
-        schedule, _, _ = pass_schedule(shape, hw, geom)
-        tokens = f"{shape.tokens} token{'s' if shape.tokens != 1 else ''}"
-        raise SpecsimError(
-            f"{given or f'{measured_ms:.4g} ms'} (over {tokens}) is less than the modelled "
-            f"communication {schedule.fixed_total_ms:.4g} ms plus launch "
-            f"{schedule.launch_work_ms:.4g} ms (critical path {floor_ms(schedule):.4g} ms) on "
-            f"{hw.gpus}x {hw.interconnect.name}; check the timing, model.kernels_per_layer, "
-            "hardware.launch_us or timing.measured_on",
-            field=field,
-        )
-    return compute_ms
+    (``given``: how the measured time came from what the user gave, if not given as is).
+
+    ``launch_stated`` (not None): an ungraphed pass below its floor is first checked for
+    launches that alone, at ``hw.launch_us`` (stated in the file when True, the public
+    default when False), take longer than ``measured_ms``: that error names the field
+    behind the cost and the largest cost the measurement allows."""
+    key = _as_key(shape, hw)
+    compute_ms, schedule = _calibrated_compute_ms(shape, key, geom, measured_ms)
+    if compute_ms is not None:
+        return compute_ms
+    if launch_stated is not None and not shape.graphed:
+        _raise_launches_exceed(shape, hw, geom, schedule, measured_ms, launch_stated)
+    tokens = f"{shape.tokens} token{'s' if shape.tokens != 1 else ''}"
+    raise SpecsimError(
+        f"{given or f'{measured_ms:.4g} ms'} (over {tokens}) is less than the modelled "
+        f"communication {schedule.fixed_total_ms:.4g} ms plus launch "
+        f"{schedule.launch_work_ms:.4g} ms (critical path {floor_ms(schedule):.4g} ms) on "
+        f"{hw.gpus}x {hw.interconnect.name}; check the timing, model.kernels_per_layer, "
+        "hardware.launch_us or timing.measured_on",
+        field=field,
+    )
+
+
+def _raise_launches_exceed(
+    shape: PassShape,
+    hw: HardwarePoint,
+    geom: Geometry,
+    schedule: KernelSchedule,
+    measured_ms: float,
+    stated: bool,
+) -> None:
+    """SpecsimError for an ungraphed measured pass whose launches alone, at ``hw``'s
+    per-kernel cost, take longer than it: names the field behind the cost (``stated``:
+    ``hardware.launch_us``, else the kernel count) and the largest cost the measurement
+    allows (no-op when the launches fit and something else is wrong)."""
+    if schedule.launch_work_ms <= measured_ms:
+        return
+    try:
+        largest = calibrate_launch_us(shape, hw, geom, 0.0, measured_ms)
+    except ValueError:
+        largest = 0.0
+    cost = "stated" if stated else "the public default"
+    raise SpecsimError(
+        f"{shape.layers} layers x {geom.kernels_per_layer} kernels at "
+        f"{hw.launch_us:.4g} us a kernel ({cost}) take "
+        f"{schedule.launch_work_ms:.4g} ms to launch, more than the measured ungraphed "
+        f"{shape.name} ({measured_ms:.4g} ms): set timing.verify_compute = 'decode' to "
+        "derive the per-kernel cost from it, or a hardware.launch_us of at most "
+        f"{largest:.4g} us",
+        field="hardware.launch_us" if stated else "model.kernels_per_layer",
+    )
 
 
 @lru_cache(maxsize=MEMO_SIZE, typed=True)
 def _calibrated_compute_ms(
     shape: PassShape, hw: HardwarePoint, geom: Geometry, measured_ms: float
-) -> float | None:
-    """``calibrate_compute_ms`` of the pass's schedule; None below its floor (memoised)."""
+) -> tuple[float | None, KernelSchedule]:
+    """(``calibrate_compute_ms`` of the pass's schedule, None below its floor; the
+    schedule), memoised."""
     schedule, _, _ = pass_schedule(shape, hw, geom)
     try:
-        return calibrate_compute_ms(schedule, measured_ms)
+        return calibrate_compute_ms(schedule, measured_ms), schedule
     except ValueError:
-        return None
+        return None, schedule
 
 
 def calibrate_launch_us(
@@ -266,7 +305,8 @@ def calibrate_launch_us(
     is not used): every CPU issue cost scales with it, so the exact inversion of
     sim/hardware/launch.py applies to the schedule at 1 us a kernel (memoised). Raises
     ValueError when the GPU work alone exceeds ``measured_ms``."""
-    return _launch_us(shape, hw.with_launch_us(1.0), geom, compute_ms, measured_ms)
+    unit_hw = hw.with_launch_us(1.0)
+    return _launch_us(shape, unit_hw, geom, compute_ms, measured_ms)
 
 
 @lru_cache(maxsize=MEMO_SIZE, typed=True)

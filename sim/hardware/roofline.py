@@ -15,6 +15,7 @@ of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.hardware.experts import expected_distinct_experts
@@ -114,10 +115,7 @@ def roofline_ms(
 ) -> float:
     """max(bytes / bandwidth, flops / peak) per rank, milliseconds (at ``efficiency`` x
     peak)."""
-    return max(
-        weight_read_ms(weights, tokens, gpu, gpus, efficiency),
-        flop_ms(weights, tokens, gpu, gpus, efficiency),
-    )
+    return compute_table_ms(weights, (tokens,), gpu, gpus, efficiency)[0]
 
 
 def growth_ms(
@@ -137,10 +135,23 @@ def growth_ms(
     stay as measured (at batch 1 they are most of it). Reads and FLOPs are added, not
     overlapped as in the roofline: an upper estimate at a given efficiency.
     """
-    reads = weight_read_ms(weights, tokens_to, gpu, gpus, efficiency) - weight_read_ms(
-        weights, tokens_from, gpu, gpus, efficiency
-    )
-    math = flop_ms(weights, tokens_to, gpu, gpus, efficiency) - flop_ms(
-        weights, tokens_from, gpu, gpus, efficiency
-    )
-    return reads + math
+    return compute_table_ms(weights, (tokens_to,), gpu, gpus, efficiency, tokens_from)[0]
+
+
+def compute_table_ms(
+    weights: Weights,
+    tokens: Sequence[int],
+    gpu: GpuPreset,
+    gpus: int,
+    efficiency: float = 1.0,
+    tokens_from: int | None = None,
+) -> tuple[float, ...]:
+    """For each of ``tokens``, in order: ``roofline_ms`` (the whole pass derived from its
+    weights), or with ``tokens_from`` the ``growth_ms`` from there. Each token count's
+    weight reads and FLOPs are computed once."""
+    counts = tuple(tokens) if tokens_from is None else (tokens_from, *tokens)
+    math = [flop_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    reads = [weight_read_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    if tokens_from is None:
+        return tuple(max(r, f) for r, f in zip(reads, math, strict=True))
+    return tuple((reads[i] - reads[0]) + (math[i] - math[0]) for i in range(1, len(counts)))

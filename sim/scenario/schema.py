@@ -825,6 +825,14 @@ class ServingSpec(Section):
     the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
     from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
     fits them with ``host_us_per_request`` from measured concurrency sweeps.
+
+    CUDA-graph capture (sim/hardware/batched.py): ``graph_max_tokens``, the most tokens a
+    graphed pass replays as a graph (vLLM's ``max_cudagraph_capture_size``, 512 by default)
+    and ``graph_max_batch``, the most requests (SGLang's ``cuda_graph_max_bs``, 160 on GPUs
+    of 25 GB or more), and ``graph_max_batch_speculative``, the same for the verify and
+    drafter passes when it differs (SGLang v0.4.4 captures batch sizes 1-32 for EAGLE;
+    None: ``graph_max_batch``); a decode, verify or drafter pass beyond them runs eagerly,
+    paying per-kernel launch costs (``model.kernels_per_layer``). None: no limit.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -850,6 +858,9 @@ class ServingSpec(Section):
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
+    graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
+    graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
 

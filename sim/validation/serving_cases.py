@@ -24,6 +24,7 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bind import scenario_rates, serving_cost
+from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.hardware.batched import BatchedPass
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
 from sim.model.rates import mean_accept_length
@@ -182,6 +183,22 @@ def _ratio_rows(
 SGLANG_OVERLAP, VLLM_2025_OVERLAP = "baseline", "none"
 
 
+def graph_capture(engine: str) -> dict[str, int]:
+    """The CUDA-graph capture limits of ``engine`` (a key of
+    sim/calibration/engine_defaults.py ``GRAPH_CAPTURE``) as serving fields."""
+    limits = {}
+    for d in GRAPH_CAPTURE[engine]:
+        assert isinstance(d.value, int), d
+        limits[d.field.removeprefix("serving.")] = d.value
+    return limits
+
+
+#: The engine versions the curves name: SGLang v0.4.4 (EAGLE-3 paper, section 4.3); vLLM
+#: V1 as of the paper (March 2025: the 0.8 capture list); vLLM >= 0.14 for the rtx6kpro
+#: report's 2026-04 image.
+SGLANG_PAPER, VLLM_PAPER, VLLM_2026 = "sglang 0.4.4", "vllm 0.8", "vllm 0.14"
+
+
 def _llama_scenario(
     name: str,
     gpu: str,
@@ -190,6 +207,7 @@ def _llama_scenario(
     timing: dict[str, Any],
     batching: str,
     overlap: str,
+    engine: str,
 ) -> Scenario:
     return scenario_from_dict(
         {
@@ -200,7 +218,7 @@ def _llama_scenario(
             "speculation": {"num_steps": k},
             "acceptance": acceptance,
             "workload": MT_BENCH_WORKLOAD,
-            "serving": {"batching": batching, "host_overlap": overlap},
+            "serving": {"batching": batching, "host_overlap": overlap, **graph_capture(engine)},
         },
         source=f"sim.validation.serving_cases ({name})",
     )
@@ -220,6 +238,7 @@ def sglang_scenarios() -> tuple[Scenario, Scenario]:
         {"decode_ms": decode_ms},
         "prefill_first",
         SGLANG_OVERLAP,
+        SGLANG_PAPER,
     )
     fitted = _fit(base, "timing.cycle_overhead_ms", 0.0, 50.0, table["EAGLE-3"][2], 2)
     # EAGLE (the first drafter): its chain-3 acceptance is not published; fit one rate on bs=2
@@ -308,6 +327,7 @@ def vllm_scenarios() -> tuple[Scenario, Scenario]:
         {},
         "chunked",
         VLLM_2025_OVERLAP,
+        VLLM_PAPER,
     )
     fitted = _fit(base, "timing.cycle_overhead_ms", 0.0, 80.0, table["EAGLE-3"][2], 2)
     return fitted, _with_one_rate(fitted, table["EAGLE"], 2)
@@ -421,7 +441,12 @@ def kimi_scenario() -> tuple[Scenario, float, float]:
         "workload": MT_BENCH_WORKLOAD,
         # the report's vLLM image (2026-04) schedules asynchronously with EAGLE-3 (on by
         # default since vLLM 0.14, vllm-project/vllm PR #31998): host work hidden in both
-        "serving": {"batching": "chunked", "token_budget": 8192, "host_overlap": "both"},
+        "serving": {
+            "batching": "chunked",
+            "token_budget": 8192,
+            "host_overlap": "both",
+            **graph_capture(VLLM_2026),
+        },
     }
     derived = scenario_from_dict(raw, source="sim.validation.serving_cases (kimi)")
     # batch 1 with speculation: the report times the iteration (streamed interarrival p50,
@@ -521,9 +546,20 @@ def _noted(case: Case, why: str) -> Case:
 
 
 def _host_line(scenario: Scenario) -> str:
-    """The case's host work, for its setup."""
+    """The case's host work and CUDA-graph capture limits, for its setup."""
     serving = scenario.serving
     assert serving is not None
+    limits = ", ".join(
+        f"{name} {value}"
+        for name in ("graph_max_tokens", "graph_max_batch", "graph_max_batch_speculative")
+        if (value := getattr(serving, name)) is not None
+    )
+    capture = (
+        f"; CUDA-graph capture ({limits}, the engine's defaults: "
+        "sim/calibration/engine_defaults.py GRAPH_CAPTURE): beyond, a pass runs eagerly"
+        if limits
+        else ""
+    )
     return (
         f"host work: {serving.host_us_per_request:g} us per running request per iteration "
         f"(assumed; 7-38 in public measurements, sim/model/host_work.py), "
@@ -534,6 +570,7 @@ def _host_line(scenario: Scenario) -> str:
             "both": "hidden behind the GPU in every iteration (vLLM >= 0.14 schedules "
             "asynchronously with EAGLE-3)",
         }[serving.host_overlap]
+        + capture
     )
 
 

@@ -18,6 +18,7 @@ from sim.hardware.batched import (
     calibrated_pass,
 )
 from sim.hardware.experts import FusedMoeKernel
+from sim.hardware.passes import PassShape, pass_schedule
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT, SEED
 
@@ -252,3 +253,66 @@ def test_a_physics_key_refuses_arrays():
     assert physics_key(p) != physics_key(dataclasses.replace(p, layers=p.layers + 1))
     with pytest.raises(ValueError, match="arrays"):
         physics_key(dataclasses.replace(p, name=np.arange(2000)))  # type: ignore[arg-type]
+
+
+def _capture_pair(limit: dict, name: str = "verify"):
+    """The Llama pass calibrated at batch 1 with a capture ``limit`` and without one, and
+    the same pass ungraphed on the limited pass's curve."""
+    sets = ("model.kernels_per_layer=11",)
+    point = [MeasuredPass(4, 4 * 385.0, 4 * 384.0 + 10, 7.5, "batch-1 verify", sequences=1)]
+    free = calibrated_pass(physics(LLAMA, name, sets=sets, kv=131072.0), point)
+    limited = calibrated_pass(
+        dataclasses.replace(physics(LLAMA, name, sets=sets, kv=131072.0), **limit), point
+    )
+    eager = BatchedPass(physics(LLAMA, name, graphed=False, sets=sets, kv=131072.0), limited.curve)
+    return free, limited, eager
+
+
+def test_within_the_capture_limits_a_pass_is_unchanged_to_the_bit():
+    free, limited, _ = _capture_pair({"graph_max_tokens": 512, "graph_max_rows": 32})
+    for rows in (1, 8, 32):  # 4 tokens a row: up to 128 tokens, 32 rows
+        tokens, kv, pairs = 4 * rows, rows * 389.0, rows * 1546.0
+        assert limited.graphed(tokens, rows)
+        assert float(limited.pass_ms(tokens, kv, pairs, rows)) == float(
+            free.pass_ms(tokens, kv, pairs, rows)
+        )
+
+
+@pytest.mark.parametrize(
+    ("limit", "rows"),
+    [({"graph_max_tokens": 512}, 129), ({"graph_max_rows": 32}, 33)],
+)
+def test_beyond_the_capture_limit_a_pass_runs_eagerly_at_the_same_compute(limit, rows):
+    # vLLM captures by tokens (512: 128 verify rows of 4), SGLang by batch size: one row
+    # more and the pass is the ungraphed pass over the same work (launch work on the CPU's
+    # critical path, eager all-reduces), never cheaper than the graphed one
+    free, limited, eager = _capture_pair(limit)
+    tokens, kv, pairs = 4 * rows, rows * 389.0, rows * 1546.0
+    assert not limited.graphed(tokens, rows)
+    assert float(limited.compute_ms(tokens, kv, pairs, rows)) == float(
+        free.compute_ms(tokens, kv, pairs, rows)
+    )
+    ms = float(limited.pass_ms(tokens, kv, pairs, rows))
+    assert ms == float(eager.pass_ms(tokens, kv, pairs, rows))
+    assert ms >= float(free.pass_ms(tokens, kv, pairs, rows))
+
+
+def test_an_eager_pass_beyond_the_limit_pays_its_launch_work_when_launch_bound():
+    # the drafter's kind of pass: one layer's kernels at few tokens is launch-bound, so
+    # eager it takes at least every kernel's CPU issue time (the critical path ends after
+    # the last kernel is issued), where the graph replays it at GPU speed
+    sets = ("model.kernels_per_layer=11",)
+    base = physics(LLAMA, "draft_step", sets=sets)
+    small = dataclasses.replace(base, layers=1, graph_max_rows=2)
+    point = [MeasuredPass(1, 385.0, 385.0, 0.05, "made-up one-layer pass", sequences=1)]
+    bp = calibrated_pass(small, point)
+    graphed_ms = float(bp.pass_ms(2, 2 * 385.0, 2 * 385.0, 2))
+    eager_ms = float(bp.pass_ms(3, 3 * 385.0, 3 * 385.0, 3))
+    shape = PassShape(small.name, 3, small.layers, graphed=False)
+    launch_ms = float(pass_schedule(shape, small.hardware, small.geometry)[0].cpu_ms.sum())
+    assert graphed_ms < launch_ms <= eager_ms
+
+
+def test_a_capture_limit_below_one_is_refused():
+    with pytest.raises(ValueError, match="graph_max_tokens"):
+        dataclasses.replace(physics(LLAMA), graph_max_tokens=0)

@@ -205,9 +205,14 @@ class StudyArgs:
         requests); ``grown``: the command's own options against their defaults
         (``check_serving_size``), so that a size error names the option that made the work
         large."""
+        from sim.parallel import close_executor  # lazy: start-up
+
         with ProgressBar(enabled=not self.quiet) as progress:
             builder, evaluator = build_study(self, progress, simulations, requests, grown)
-            result = study(builder, evaluator)
+            try:
+                result = study(builder, evaluator)
+            finally:
+                close_executor(evaluator.executor)
         if not self.verbose:
             # lazy: the report layer when a command runs, not for --help (start-up)
             from sim.report.screen import first_screen

@@ -101,7 +101,7 @@ def sweep(
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
-    from sim.parallel import make_executor
+    from sim.parallel import close_executor, make_executor
     from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.grid import expand_grid, parse_grid
     from sim.studies.sweep import run_sweep
@@ -154,6 +154,7 @@ def sweep(
         sys.exit(130)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        close_executor(run)
     from sim.cli.plot import read_document  # lazy: start-up
 
     doc = read_document(out_dir)

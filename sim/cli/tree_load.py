@@ -92,7 +92,7 @@ def tree_load(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
-    from sim.parallel import make_executor, resolve_workers
+    from sim.parallel import close_executor, make_executor, resolve_workers
     from sim.report.tree_load import (
         render_tree_load,
         render_tree_load_screen,
@@ -106,19 +106,22 @@ def tree_load(
     bind(sc)  # what the scenario means: the hardware model checks it here
     workers = resolve_workers(executor, workers)
     run = make_executor(executor, workers=workers, scheduler=scheduler)
-    with ProgressBar(enabled=not quiet) as progress:
-        result = tree_load_study(
-            sc,
-            grid,
-            chains=list(chains) or None,
-            trees=[parse_tree(t) for t in trees],
-            workers=workers,
-            executor=run,
-            base_dir=Path(scenario).resolve().parent,
-            source=scenario,
-            progress=progress,
-            draws=draws,
-        )
+    try:
+        with ProgressBar(enabled=not quiet) as progress:
+            result = tree_load_study(
+                sc,
+                grid,
+                chains=list(chains) or None,
+                trees=[parse_tree(t) for t in trees],
+                workers=workers,
+                executor=run,
+                base_dir=Path(scenario).resolve().parent,
+                source=scenario,
+                progress=progress,
+                draws=draws,
+            )
+    finally:
+        close_executor(run)
     emit(
         "tree-load",
         tree_load_to_dict(result),

@@ -14,7 +14,8 @@ depend on ``workers``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,32 @@ def _replicate(
     }
 
 
+def _replicate_block(
+    plan: ServingPlan,
+    policies: Mapping[str, SpeculationPolicy],
+    children: Sequence[np.random.SeedSequence],
+    *,
+    horizon_ms: float | None,
+) -> list[dict[str, ServingRecord]]:
+    """``_replicate`` of each child in turn (one task of an executor)."""
+    return [_replicate(plan, policies, child, horizon_ms=horizon_ms) for child in children]
+
+
+#: Tasks a parallel executor gets per slot when replications are cut into blocks: more
+#: than one, so that a slow slot (a shared machine) does not hold back the end.
+BLOCKS_PER_SLOT = 2
+
+
+def replication_blocks(replications: int, width: int) -> list[tuple[int, int]]:
+    """[lo, hi) of the blocks of replications that run as one task each: one replication a
+    block in one process (progress after each), otherwise ``BLOCKS_PER_SLOT`` blocks a slot
+    of ``width`` (a point's ten replications on two workers: four tasks, not ten, each a
+    task's fixed cost of the executor: sending the plan, scheduling, returning)."""
+    parts = replications if width <= 1 else min(replications, BLOCKS_PER_SLOT * width)
+    edges = [replications * j // parts for j in range(parts + 1)]
+    return list(itertools.pairwise(edges))
+
+
 def simulate_serving(
     plan: ServingPlan,
     policies: Mapping[str, SpeculationPolicy],
@@ -115,10 +142,13 @@ def simulate_serving(
         except ValueError as exc:
             raise SpecsimError(f"{exc} ({name})", param="policies") from None
     children = np.random.SeedSequence(seed).spawn(first + replications)[first:]
-    task = functools.partial(_replicate, plan, dict(policies), horizon_ms=horizon_ms)
+    run = executor or LocalExecutor(workers)
+    blocks = replication_blocks(replications, run.width())
+    task = functools.partial(_replicate_block, plan, dict(policies), horizon_ms=horizon_ms)
     results: dict[int, dict[str, ServingRecord]] = {}
-    for i, result in (executor or LocalExecutor(workers)).map_unordered(task, children):
-        results[i] = result
+    parts = [children[lo:hi] for lo, hi in blocks]
+    for b, block in run.map_unordered(task, parts):
+        results.update(zip(range(*blocks[b]), block, strict=True))
         if progress:
             progress(len(results), replications)
     records = {name: [results[i][name] for i in range(replications)] for name in policies}

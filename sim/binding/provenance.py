@@ -32,6 +32,7 @@ from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
+from sim.scenario.origins import FieldOrigins
 from sim.scenario.schema import Scenario
 
 #: Model fields the hardware model reads when it derives or re-composes a pass.
@@ -84,17 +85,9 @@ def _get(scenario: Scenario, dotted: str) -> Any:
     return node
 
 
-def _entry(scenario: Scenario, dotted: str, value: Any) -> Assumption:
-    origin, reason = scenario.given_origin(dotted)
-    entry = scenario.uncertainty.entries().get(dotted) if origin != "override" else None
-    return Assumption(
-        dotted,
-        value,
-        origin,
-        stderr=entry.stderr if entry is not None else None,
-        range=tuple(entry.range) if entry is not None and entry.range is not None else None,  # type: ignore[arg-type]
-        reason=reason,
-    )
+def _entry(origins: FieldOrigins, dotted: str, value: Any) -> Assumption:
+    found = origins[dotted]
+    return Assumption(dotted, value, found.origin, found.stderr, found.range, found.reason)
 
 
 def uses_hardware_model(hw: PassModel) -> bool:
@@ -124,9 +117,10 @@ def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
     bound = as_bound(model)
     scenario, passes, hw = bound.scenario, bound.passes, bound.hardware
     timing = scenario.timing
+    origins = scenario.field_origins()
     out: list[Assumption] = []
     if scenario.num_steps >= 0:
-        out.append(_entry(scenario, "speculation.num_steps", scenario.num_steps))
+        out.append(_entry(origins, "speculation.num_steps", scenario.num_steps))
     names = PASS_NAMES if scenario.num_steps > 0 or scenario.acceptance else ("decode",)
     for name in names:
         dotted = f"timing.{name}_ms"
@@ -143,8 +137,8 @@ def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
                 )
             )
         else:
-            out.append(_entry(scenario, dotted, value))
-    out.append(_entry(scenario, "timing.verify_tokens", hw.measured_verify_tokens))
+            out.append(_entry(origins, dotted, value))
+    out.append(_entry(origins, "timing.verify_tokens", hw.measured_verify_tokens))
     slope, slope_origin, slope_reason = hw.verify_slope
     if timing.verify_ms_per_extra_token is None:
         out.append(
@@ -157,16 +151,16 @@ def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
             )
         )
     else:
-        out.append(_entry(scenario, "timing.verify_ms_per_extra_token", slope))
+        out.append(_entry(origins, "timing.verify_ms_per_extra_token", slope))
     for key in ("cycle_overhead_ms", "verify_growth", "verify_cuda_graph"):
-        out.append(_entry(scenario, f"timing.{key}", getattr(timing, key)))
-    out += _acceptance_assumptions(scenario, bound.shape)
+        out.append(_entry(origins, f"timing.{key}", getattr(timing, key)))
+    out += _acceptance_assumptions(scenario, bound.shape, origins)
     if uses_hardware_model(hw):
         for key in ("gpus", "interconnect", "gpu"):
-            out.append(_entry(scenario, f"hardware.{key}", getattr(scenario.hardware, key)))
-        out.append(launch_assumption(scenario, hw))
+            out.append(_entry(origins, f"hardware.{key}", getattr(scenario.hardware, key)))
+        out.append(launch_assumption(scenario, hw, origins))
         eff = _entry(
-            scenario, "hardware.bandwidth_efficiency", scenario.hardware.bandwidth_efficiency
+            origins, "hardware.bandwidth_efficiency", scenario.hardware.bandwidth_efficiency
         )
         if eff.origin == "default":
             eff = Assumption(
@@ -176,17 +170,20 @@ def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
         for key in MODEL_FIELDS:
             value = getattr(scenario.model, key)
             if value is not None:
-                out.append(_entry(scenario, f"model.{key}", value))
+                out.append(_entry(origins, f"model.{key}", value))
     elif eager_verify(hw) and scenario.model.kernels_per_layer is not None:
-        out.append(launch_assumption(scenario, hw))
-        out.append(_entry(scenario, "model.kernels_per_layer", scenario.model.kernels_per_layer))
-    return tuple(with_clipping_notes(bound, out))
+        out.append(launch_assumption(scenario, hw, origins))
+        out.append(_entry(origins, "model.kernels_per_layer", scenario.model.kernels_per_layer))
+    return tuple(with_clipping_notes(bound, out, origins))
 
 
-def with_clipping_notes(bound: Bound, rows: list[Assumption]) -> list[Assumption]:
+def with_clipping_notes(
+    bound: Bound, rows: list[Assumption], origins: FieldOrigins
+) -> list[Assumption]:
     """``rows`` with a note on every field whose stated error or range reaches past its
     valid values (its draws are clipped there, sim/binding/uncertainty.py), appended to
-    the row's reason, or as a row of its own when the field has none."""
+    the row's reason, or as a row of its own when the field has none (its origin from
+    ``origins``, the scenario's ``field_origins``)."""
     scenario = bound.scenario
     notes = clipping_notes(bound)
     if not notes:
@@ -199,7 +196,7 @@ def with_clipping_notes(bound: Bound, rows: list[Assumption]) -> list[Assumption
             row = Assumption(row.field, row.value, row.origin, row.stderr, row.range, reason)
         out.append(row)
     for field, note in notes.items():
-        row = _entry(scenario, field, _get(scenario, field))
+        row = _entry(origins, field, _get(scenario, field))
         out.append(Assumption(row.field, row.value, row.origin, row.stderr, row.range, note))
     return out
 
@@ -218,9 +215,11 @@ def kernel_count_range(scenario: Scenario) -> tuple[int, int] | None:
     return (int(entry.range[0]), int(entry.range[1]))
 
 
-def launch_origin(scenario: Scenario, hw: PassModel) -> tuple[str, str]:
-    """(origin, reason) of the per-kernel CPU cost on the hardware asked about."""
-    origin, reason = scenario.given_origin("hardware.launch_us")
+def launch_origin(scenario: Scenario, hw: PassModel, origins: FieldOrigins) -> tuple[str, str]:
+    """(origin, reason) of the per-kernel CPU cost on the hardware asked about (``origins``:
+    the scenario's ``field_origins``)."""
+    given = origins["hardware.launch_us"]
+    origin, reason = given.origin, given.reason
     if origin == "override":
         return origin, reason
     if hw.derived_launch_us is not None:
@@ -237,10 +236,10 @@ def launch_origin(scenario: Scenario, hw: PassModel) -> tuple[str, str]:
     return origin, reason
 
 
-def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
+def launch_assumption(scenario: Scenario, hw: PassModel, origins: FieldOrigins) -> Assumption:
     """``hardware.launch_us`` as the answer uses it: stated, the public default, or derived
     from the measured ungraphed verify, then with its range over the kernel count's."""
-    origin, reason = launch_origin(scenario, hw)
+    origin, reason = launch_origin(scenario, hw, origins)
     counts = kernel_count_range(scenario)
     span = None
     if origin == "derived" and counts is not None:
@@ -252,14 +251,16 @@ def launch_assumption(scenario: Scenario, hw: PassModel) -> Assumption:
     )
 
 
-def _acceptance_assumptions(scenario: Scenario, shape: AcceptanceShape | None) -> list[Assumption]:
+def _acceptance_assumptions(
+    scenario: Scenario, shape: AcceptanceShape | None, origins: FieldOrigins
+) -> list[Assumption]:
     spec = scenario.acceptance
     if spec is None or shape is None:
         return []
-    out = [_entry(scenario, f"acceptance.{spec.anchor}", _anchor_value(spec))]
+    out = [_entry(origins, f"acceptance.{spec.anchor}", _anchor_value(spec))]
     if spec.measured_num_steps is not None and spec.anchor in ("alpha", "accept_length", "mix"):
-        out.append(_entry(scenario, "acceptance.measured_num_steps", spec.measured_num_steps))
-    shape_origin, _ = scenario.given_origin("acceptance.shape")
+        out.append(_entry(origins, "acceptance.measured_num_steps", spec.measured_num_steps))
+    shape_origin = origins["acceptance.shape"].origin
     out.append(
         Assumption(
             "acceptance.shape",
@@ -270,7 +271,7 @@ def _acceptance_assumptions(scenario: Scenario, shape: AcceptanceShape | None) -
     )
     if shape.shape in ("geometric", "step"):
         if spec.decay is not None:
-            out.append(_entry(scenario, "acceptance.decay", spec.decay))
+            out.append(_entry(origins, "acceptance.decay", spec.decay))
         else:
             prior = shape.prior
             out.append(
@@ -283,7 +284,7 @@ def _acceptance_assumptions(scenario: Scenario, shape: AcceptanceShape | None) -
                 )
             )
     if spec.tilt is not None:
-        out.append(_entry(scenario, "acceptance.tilt", spec.tilt))
+        out.append(_entry(origins, "acceptance.tilt", spec.tilt))
     elif implicit_tilt(spec):
         error = shape_error(spec.method)
         out.append(
@@ -295,10 +296,10 @@ def _acceptance_assumptions(scenario: Scenario, shape: AcceptanceShape | None) -
                 reason=error.reason,
             )
         )
-    out.append(_entry(scenario, "acceptance.method", spec.method))
+    out.append(_entry(origins, "acceptance.method", spec.method))
     for key in ("concentration", "std"):
         if getattr(spec, key) is not None:
-            out.append(_entry(scenario, f"acceptance.{key}", getattr(spec, key)))
+            out.append(_entry(origins, f"acceptance.{key}", getattr(spec, key)))
     return out
 
 

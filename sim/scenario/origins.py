@@ -43,3 +43,42 @@ class Origins:
         if any(under(k) and via == "--set" for k, via in self.overrides.items()):
             return f"{named} (--set)"
         return named
+
+
+@dataclass(frozen=True, slots=True)
+class FieldOrigin:
+    """Where one dotted field's value comes from, by how the scenario got it (no
+    derivation): ``origin`` (override | measured | assumed | calibrated | default), the
+    reason, and the ``[uncertainty]`` entry's ``stderr`` and ``range`` when it has one."""
+
+    origin: str
+    reason: str
+    stderr: float | list[float] | None = None
+    range: tuple[float, float] | None = None
+
+
+#: A field neither set afterwards, described under ``[uncertainty]`` nor given.
+DEFAULT_ORIGIN = FieldOrigin("default", "not given: the default")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldOrigins:
+    """Every field's ``FieldOrigin``, read once from a scenario (``Scenario.field_origins``):
+    ``known`` holds the fields set afterwards, described under ``[uncertainty]`` or given
+    (a table or list of tables under each of its given entries' prefixes); any other field
+    is ``DEFAULT_ORIGIN``."""
+
+    known: Mapping[str, FieldOrigin]
+
+    def __getitem__(self, dotted: str) -> FieldOrigin:
+        return self.known.get(dotted, DEFAULT_ORIGIN)
+
+
+def given_prefixes(given: Iterable[str]) -> set[str]:
+    """Every given dotted field and each table holding one (``a.b[0].c`` gives ``a``,
+    ``a.b`` and ``a.b[0]``): the fields the file gave, itself or by its entries."""
+    out: set[str] = set()
+    for dotted in given:
+        out.add(dotted)
+        out.update(dotted[:i] for i, ch in enumerate(dotted) if ch in ".[")
+    return out

@@ -33,7 +33,7 @@ from sim.hardware.interconnects import (
     resolve_interconnect,
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
-from sim.scenario.origins import Origins
+from sim.scenario.origins import FieldOrigin, FieldOrigins, Origins, given_prefixes
 
 if TYPE_CHECKING:
     from sim.model.tree import Tree
@@ -1075,18 +1075,22 @@ class Scenario(Section):
     def given_origin(self, dotted: str) -> tuple[str, str]:
         """(origin, reason) of a field by how the scenario got it (no derivation): set
         afterwards, described under ``[uncertainty]``, given by the file, or the default."""
-        via = self.origins.overrides.get(dotted)
-        if via is not None:
-            return "override", f"set by {via}"
-        entry = self.uncertainty.entries().get(dotted)
-        if entry is not None:
-            return entry.resolved_origin, entry.reason
-        given = self.origins.given
-        if dotted in given or any(  # a table or list of tables: given by its entries
-            g.startswith((f"{dotted}.", f"{dotted}[")) for g in given
-        ):
-            return "measured", "given in the scenario"
-        return "default", "not given: the default"
+        found = self.field_origins()[dotted]
+        return found.origin, found.reason
+
+    def field_origins(self) -> FieldOrigins:
+        """Every field's origin at once, as ``given_origin`` reads one: set afterwards
+        (``override``), described under ``[uncertainty]`` (its origin, reason, stderr and
+        range), given by the file (``measured``), else the default."""
+        known = dict.fromkeys(
+            given_prefixes(self.origins.given), FieldOrigin("measured", "given in the scenario")
+        )
+        for dotted, entry in self.uncertainty.entries().items():
+            span = (entry.range[0], entry.range[1]) if entry.range is not None else None
+            known[dotted] = FieldOrigin(entry.resolved_origin, entry.reason, entry.stderr, span)
+        for dotted, via in self.origins.overrides.items():
+            known[dotted] = FieldOrigin("override", f"set by {via}")
+        return FieldOrigins(known)
 
     name: Annotated[str, Field(max_length=200)]
     description: Annotated[str, Field(max_length=10_000)] = ""

@@ -287,7 +287,8 @@ def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | N
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
     field = "model.kernels_per_layer"
     launch = tuple(hw.launch_us_at_kernels(k) for k in counts)
-    origin = launch_origin(scenario, hw)[0]  # the count moves the cost, not how it is got
+    # the count moves the cost, not how it is got
+    origin = launch_origin(scenario, hw, scenario.field_origins())[0]
     tok_s = {
         lever.name: tuple(_try_tok_s(scenario, {**lever.overrides, field: k})[0] for k in counts)
         for lever in levers

@@ -64,7 +64,7 @@ def test_breakdown_parts_at_the_seed(seed):
     # Launch-bound: 30 ms = 1708 kernels x c + the last all-reduce, which fixes c.
     c_ms = (30.0 - v.allreduce.us / 1000) / (kernels * 61)
     assert hw.current.launch_us == pytest.approx(c_ms * 1000, rel=1e-9)
-    assert launch_origin(seed, hw)[0] == "derived"
+    assert launch_origin(seed, hw, seed.field_origins())[0] == "derived"
     assert v.launch_ms == pytest.approx(kernels * 61 * c_ms, rel=1e-9)
     assert v.launch_bound and v.total_ms == pytest.approx(30.0, rel=1e-12)
 
@@ -101,7 +101,7 @@ def test_a_launch_cost_override_is_a_what_if_on_the_measured_verify(seed):
     s = with_overrides(seed, {"hardware.launch_us": 8.0})
     hw = scenario_hardware(s)
     assert hw.reference.launch_us == pytest.approx(scenario_hardware(seed).current.launch_us)
-    assert hw.current.launch_us == 8.0 and launch_origin(s, hw)[0] == "override"
+    assert hw.current.launch_us == 8.0 and launch_origin(s, hw, s.field_origins())[0] == "override"
     v = hw.breakdown("verify")
     assert v.launch_ms == pytest.approx(28 * 61 * 8.0 / 1000, rel=1e-9)
     assert v.total_ms < 30.0

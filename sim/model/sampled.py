@@ -606,3 +606,75 @@ class SampledModel:
             keep = np.array([np.ones(self.max_steps, bool) if c is None else c for c in columns])
             need = np.where(np.repeat(keep, n, axis=0), need, np.nan)
         return need, np.tile(self.factors, (blocks, 1))
+
+
+def allowed_steps(ks: Sequence[int], max_steps: int) -> np.ndarray:
+    """The draft lengths ``ks`` as a mask of 1..``max_steps`` (K,)."""
+    keep = np.zeros(max_steps, dtype=bool)
+    keep[[k - 1 for k in ks if 1 <= k <= max_steps]] = True
+    return keep
+
+
+def study_window(best_k: np.ndarray, max_steps: int, ks: Sequence[int] | None) -> np.ndarray | None:
+    """The draft lengths (K,) the one-at-a-time studies solve: those of ``ks`` (None:
+    all) near the draws' best k (``best_k`` (n,), 0 out of reach), or all of ``ks`` when
+    no draw reaches the target (None: every one)."""
+    allowed = None if ks is None else allowed_steps(ks, max_steps)
+    reachable = best_k > 0
+    if not reachable.any():
+        return allowed
+    lo_k, hi_k = int(best_k[reachable].min()), int(best_k[reachable].max())
+    window = np.zeros(max_steps, dtype=bool)
+    window[max(lo_k - 3, 0) : hi_k + 2] = True
+    return window if allowed is None else window & allowed
+
+
+@dataclass(frozen=True, slots=True)
+class ChainAnswers:
+    """Everything a chain's 90% intervals read from its sampled model, solved at once
+    (``chain_answers``); n draws, T targets.
+
+    ``tok_s`` / ``accept_length`` (n,): the draws' answers at the scenario's k;
+    ``bests``: each target's ``Requirement.at_best`` over the nominal row then the draws
+    (1 + n,); ``solved``: each target's ``Requirement`` at every k over the same rows
+    (only when asked for per k, else empty); ``firsts``: each target's first-position
+    rate at its best k in each study row (the rows after the draws).
+    """
+
+    tok_s: np.ndarray
+    accept_length: np.ndarray
+    bests: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]
+    solved: tuple[Requirement, ...]
+    firsts: tuple[np.ndarray, ...]
+
+
+def chain_answers(
+    every: SampledModel,
+    draws: int,
+    targets: Sequence[float],
+    num_steps: int,
+    ks: Sequence[int] | None,
+    by_num_steps: bool,
+) -> ChainAnswers:
+    """The answers of ``every``'s rows: the nominal row, ``draws`` draws, then the
+    one-at-a-time studies' rows. The nominal row and the draws are solved at their best k
+    among ``ks`` (None: every k; at every k too for ``by_num_steps``); the studies, which
+    read only the first rate at the best k, only near the draws' best k
+    (``study_window``)."""
+    head = every.rows(slice(0, 1 + draws))
+    allowed = None if ks is None else allowed_steps(ks, every.max_steps)
+    solved: tuple[Requirement, ...] = ()
+    if by_num_steps:
+        solved = head.requirements(targets)
+        bests = tuple(r.only(allowed).at_best() for r in solved)
+    else:
+        bests = head.requirements_at_best(targets, [allowed] * len(targets))
+    windows = [study_window(b[0][1:], every.max_steps, ks) for b in bests]
+    studies = every.rows(slice(1 + draws, None))
+    firsts = tuple(
+        b[1] for b in studies.requirements_at_best(targets, windows, flat=False, mean=False)
+    )
+    sampled = every.rows(slice(1, 1 + draws))
+    return ChainAnswers(
+        sampled.tok_s(num_steps), sampled.accept_length(num_steps), bests, solved, firsts
+    )

@@ -39,7 +39,7 @@ from sim.binding.uncertainty import (
     sampled_scenario,
     uncertain_inputs,
 )
-from sim.model.sampled import SampledModel
+from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.load import field_value, with_overrides
 from sim.scenario.schema import Scenario
 
@@ -348,29 +348,6 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
 # --------------------------------------------------------------------------- the study
 
 
-def _allowed(ks: Sequence[int], max_steps: int) -> np.ndarray:
-    """The draft lengths ``ks`` as a mask of 1..``max_steps`` (K,)."""
-    keep = np.zeros(max_steps, dtype=bool)
-    keep[[k - 1 for k in ks if 1 <= k <= max_steps]] = True
-    return keep
-
-
-def _study_window(
-    best_k: np.ndarray, max_steps: int, ks: Sequence[int] | None
-) -> np.ndarray | None:
-    """The draft lengths (K,) the one-at-a-time studies solve: those of ``ks`` (None:
-    all) near the draws' best k (``best_k`` (n,), 0 out of reach), or all of ``ks`` when
-    no draw reaches the target (None: every one)."""
-    allowed = None if ks is None else _allowed(ks, max_steps)
-    reachable = best_k > 0
-    if not reachable.any():
-        return allowed
-    lo_k, hi_k = int(best_k[reachable].min()), int(best_k[reachable].max())
-    window = np.zeros(max_steps, dtype=bool)
-    window[max(lo_k - 3, 0) : hi_k + 2] = True
-    return window if allowed is None else window & allowed
-
-
 def _target_uncertainty(
     scenario: Scenario,
     ss: SampledScenario,
@@ -552,25 +529,15 @@ def _chain_uncertainty(
             measure.append((j, slice(start, start + few.shape[0])))
             start += few.shape[0]
     every = ss.model(np.concatenate(blocks))
-    sampled = every.rows(slice(1, 1 + draws.shape[0]))
-    # what each target needs, every target at once: the nominal row and the draws first,
-    # at their best k (and at every k for ``by_num_steps``); then the one-at-a-time
-    # studies, which read only the first rate at the best k: only near the draws' best k
-    head = every.rows(slice(0, 1 + draws.shape[0]))
-    allowed = None if num_steps is None else _allowed(num_steps, every.max_steps)
+    k = scenario.num_steps
+    chain = chain_answers(every, draws.shape[0], tgts, k, num_steps, by_num_steps)
     if by_num_steps:
-        solved = head.requirements(tgts)
-        bests = [r.only(allowed).at_best() for r in solved]
         per_k = [
-            tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1])) for r in solved
+            tuple(_interval(r.first_rate[1:, j]) for j in range(r.need.shape[1]))
+            for r in chain.solved
         ]
     else:
-        bests = list(head.requirements_at_best(tgts, [allowed] * len(tgts)))
         per_k = [()] * len(tgts)
-    windows = [_study_window(b[0][1:], every.max_steps, num_steps) for b in bests]
-    studies = every.rows(slice(1 + draws.shape[0], None))
-    firsts = [b[1] for b in studies.requirements_at_best(tgts, windows, flat=False, mean=False)]
-    k = scenario.num_steps
     notes = []
     if not acceptance_propagated(scenario):
         notes.append(MIX_NOTE)
@@ -581,11 +548,11 @@ def _chain_uncertainty(
         seed=seed,
         num_steps=k,
         inputs=ss.inputs,
-        tok_s_interval90=_interval(sampled.tok_s(k), cap=None),
-        accept_length_interval90=_interval(sampled.accept_length(k), cap=None),
+        tok_s_interval90=_interval(chain.tok_s, cap=None),
+        accept_length_interval90=_interval(chain.accept_length, cap=None),
         targets=tuple(
             _target_uncertainty(scenario, ss, *answers, measure)
-            for answers in zip(tgts, bests, per_k, firsts, strict=True)
+            for answers in zip(tgts, chain.bests, per_k, chain.firsts, strict=True)
         ),
         notes=tuple(notes),
     )

@@ -381,6 +381,41 @@ def nominal_row(inputs: Sequence[UncertainInput]) -> np.ndarray:
     return np.array([[inp.nominal for inp in inputs]], dtype=float).reshape(1, len(inputs))
 
 
+def driver_rows(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
+    """Rows (2F, F): each input at its 5% then its 95% end, the others nominal (correlated
+    normal inputs at their conditional values)."""
+    if not inputs:
+        return np.zeros((0, 0))
+    corr = correlation_matrix(scenario, inputs)
+    nominal = nominal_row(inputs)
+    rows = [
+        conditioned(inputs, corr, nominal, j, end)[0]
+        for j, inp in enumerate(inputs)
+        for end in inp.ends()
+    ]
+    return np.array(rows).reshape(-1, len(inputs))
+
+
+def study_rows(
+    scenario: Scenario, inputs: Sequence[UncertainInput], draws: np.ndarray, few: int
+) -> tuple[np.ndarray, list[tuple[int, slice]]]:
+    """Every row an uncertainty study solves, one block under the other: the nominal row,
+    ``draws`` (n, F), the drivers' ends (``driver_rows``), then for each input j its
+    first ``few`` draws with it fixed at its nominal value (``conditioned``; none when
+    ``few`` is 0); with each input's (j, rows) of that last part."""
+    blocks = [nominal_row(inputs), draws, driver_rows(scenario, inputs)]
+    measure = []
+    if few and inputs:
+        corr = correlation_matrix(scenario, inputs)
+        some = draws[:few]
+        start = blocks[2].shape[0]
+        for j, inp in enumerate(inputs):
+            blocks.append(conditioned(inputs, corr, some, j, inp.nominal))
+            measure.append((j, slice(start, start + some.shape[0])))
+            start += some.shape[0]
+    return np.concatenate(blocks), measure
+
+
 # --------------------------------------------------------------------------- pass responses
 
 #: Pass-time vector: decode, drafter step (with its per-step overhead), draft extend,

@@ -35,8 +35,10 @@ from sim.binding.uncertainty import (
     conditioned,
     correlation_matrix,
     draw_inputs,
+    driver_rows,
     nominal_row,
     sampled_scenario,
+    study_rows,
     uncertain_inputs,
 )
 from sim.model.sampled import SampledModel, chain_answers
@@ -407,21 +409,6 @@ def _target_uncertainty(
     )
 
 
-def driver_rows(scenario: Scenario, inputs: Sequence[UncertainInput]) -> np.ndarray:
-    """Rows (2F, F): each input at its 5% then its 95% end, the others nominal (correlated
-    normal inputs at their conditional values)."""
-    if not inputs:
-        return np.zeros((0, 0))
-    corr = correlation_matrix(scenario, inputs)
-    nominal = nominal_row(inputs)
-    rows = [
-        conditioned(inputs, corr, nominal, j, end)[0]
-        for j, inp in enumerate(inputs)
-        for end in inp.ends()
-    ]
-    return np.array(rows).reshape(-1, len(inputs))
-
-
 def _nan_none(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
@@ -515,20 +502,12 @@ def _chain_uncertainty(
         max_steps = max(max(num_steps), scenario.num_steps, 1)
     draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
     ss = sampled_scenario(bound, draws, max_steps, drawn)
-    # every row through the closed forms' inputs at once: the nominal row, the draws, the
-    # drivers' ends, then each input measured (its first MEASURE_SAMPLES draws with it
-    # fixed at its estimate); rows are independent, so this is one pass, not 2 + F
-    blocks = [nominal_row(ss.inputs), draws, driver_rows(scenario, ss.inputs)]
-    measure = []
-    if tgts and ss.inputs:
-        corr = correlation_matrix(scenario, ss.inputs)
-        few = draws[:MEASURE_SAMPLES]
-        start = blocks[2].shape[0]
-        for j, inp in enumerate(ss.inputs):
-            blocks.append(conditioned(ss.inputs, corr, few, j, inp.nominal))
-            measure.append((j, slice(start, start + few.shape[0])))
-            start += few.shape[0]
-    every = ss.model(np.concatenate(blocks))
+    propagated = acceptance_propagated(scenario)
+    # every row through the closed forms' inputs at once (rows are independent, so this
+    # is one pass, not 2 + F): the nominal row, the draws, the drivers' ends, then each
+    # input measured (its first MEASURE_SAMPLES draws with it fixed at its estimate)
+    rows, measure = study_rows(scenario, ss.inputs, draws, MEASURE_SAMPLES if tgts else 0)
+    every = ss.model(rows)
     k = scenario.num_steps
     chain = chain_answers(every, draws.shape[0], tgts, k, num_steps, by_num_steps)
     if by_num_steps:
@@ -539,7 +518,7 @@ def _chain_uncertainty(
     else:
         per_k = [()] * len(tgts)
     notes = []
-    if not acceptance_propagated(scenario):
+    if not propagated:
         notes.append(MIX_NOTE)
     if not ss.inputs:
         notes.append("no uncertain input: every interval is the nominal answer")

@@ -16,7 +16,7 @@ included) and both arms' aggregate tok/s are scored, never used to calibrate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from scipy import optimize
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree.metrics import from_tree_accept_length
 from sim.model.tree.presets import rank_profile
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import (
@@ -36,6 +36,7 @@ from sim.simulation.serving.setup import (
     with_load,
 )
 from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
 from sim.validation.data_files import read_table
@@ -50,6 +51,17 @@ from sim.validation.tree_cases import PRIOR
 __all__ = ["moe_tree_serving_cases"]
 
 _WEIGHTS = read_table("moe_growth")["qwen3_30b_a3b"]
+
+#: The benchmark both issues ran: SpecForge's benchmarks/bench_eagle3.py with
+#: ``--benchmark-list mtbench:20`` (sgl-project/SpecForge at 3e0cda08, 2025-12-01, the
+#: version both issues' dates fall on; unchanged in these lines to a6b6b02): the first 20
+#: MT-bench questions (benchmarker/mtbench.py), each a two-turn program (the second
+#: question sent with the first answer, utils.create_multi_turn_sgl_function), run by
+#: SGLang's ``run_batch(..., num_threads=batch_size, max_new_tokens=2048, temperature=0)``
+#: (benchmarker/base.py) on a server launched with ``--max-running-requests batch_size``;
+#: throughput = both turns' completion tokens / the wall time of the whole run_batch
+#: (utils.compute_metrics). So at most min(batch, 20) conversations are in flight.
+BENCH_JOB = (20, 2)  # conversations, turns
 
 #: Qwen3-30B-A3B (config.json, sim/validation/data/moe_growth.toml): 48 layers, hidden 2048,
 #: 128 experts (8 a token) of 4.72M, 4 KV heads of 128. KV per token and rank (TP 4: one KV
@@ -186,11 +198,20 @@ def calibrated(curve: MoeCurve) -> tuple[Scenario, float, float, float]:
 
 
 def _simulate(scenario: Scenario, batch: int) -> dict[str, Any]:
+    """The benchmark's run at ``batch`` (``BENCH_JOB``): ``batch`` threads over the job's
+    two-turn conversations, throughput over the whole job (prefill and tail included)."""
     sc = with_load(scenario, concurrency=batch, source="validation")
-    sc = with_overrides(sc, {"workload.requests": max(60, 3 * batch)}, source="validation")
     setup = serving_setup(sc, source="validation")
+    conversations, turns = BENCH_JOB
+    job = Workload(
+        ClosedLoop(batch, 0.0, conversations, turns),
+        setup.plan.workload.output_tokens,
+        setup.plan.workload.input_tokens,
+        requests=conversations * turns,
+    )
+    plan = replace(setup.plan, workload=job)
     run = simulate_serving(
-        setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
+        plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]
@@ -227,7 +248,8 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
                 Row(
                     f"aggregate tok/s ({what})",
                     f"{curve.label} {arm} bs={batch}",
-                    f"closed loop of {batch} users",
+                    f"{min(batch, BENCH_JOB[0])} threads over {BENCH_JOB[0]} two-turn "
+                    "conversations",
                     curve.tok_s[arm][batch],
                     mean,
                     sd,
@@ -267,9 +289,14 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
             f"batch-1 cycle is {cycle_ms:.2f} ms ({curve.tok_s[curve.arm][1]} tok/s; the "
             f"derived passes give {derived_ms:.2f} ms)",
             "ASSUMED: the drafter (0.145B a pass: one EAGLE-3 layer and a 32k head), "
-            "MT-bench lengths ~128 / ~512 tokens lognormal; bench_eagle3.py's batch size as a "
-            f"closed loop of B users; {SERVING_REPLICATIONS} replications x max(60, 3B) "
-            f"requests, seed {SERVING_SEED}; the ± is the Monte Carlo standard error",
+            "MT-bench lengths ~128 / ~512 tokens lognormal for each turn (the second turn's "
+            "context, the first prompt and answer, not carried: the engine has no prefix "
+            "cache; the answers' real lengths under max_new_tokens 2048 not published)",
+            f"the benchmark as run (BENCH_JOB): batch B as min(B, {BENCH_JOB[0]}) threads over "
+            f"{BENCH_JOB[0]} conversations of {BENCH_JOB[1]} turns, a turn sent when the "
+            "previous one is answered; tok/s = all output tokens / the whole job's time "
+            f"(prefill and tail included); {SERVING_REPLICATIONS} replications, seed "
+            f"{SERVING_SEED}; the ± is the Monte Carlo standard error",
         ),
         notes=(
             "Speculative / plain tok/s: "
@@ -279,9 +306,9 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
             f"{int((errors <= 0.10).sum())} of {errors.size} within 10%. Plain decoding "
             f"measured scales {plain[top] / plain[1]:.1f}x from batch 1 to {top}; the model's "
             "MoE pass, calibrated at batch 1, grows far less with the batch than this "
-            "benchmark's step does (case 15: 28-42% under-predicted at batch 4-8), so every "
-            "figure beyond batch 1 is over-predicted; what the benchmark's batch and "
-            "throughput count (its prompts, its timing) is not published.",
+            f"benchmark's step does (case 15: 28-42% under-predicted at batch 4-8); at batch "
+            f"32 and 64 the benchmark cannot hold more than {BENCH_JOB[0]} conversations, "
+            "which the simulated job keeps too.",
         ),
     )
 

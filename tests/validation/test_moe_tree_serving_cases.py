@@ -8,7 +8,7 @@ import pytest
 from sim.simulation.serving.setup import scenario_draft, serving_setup
 from sim.validation.moe_tree_serving_cases import (
     ANGELSLIM,
-    BENCH_JOB,
+    CONVERSATIONS,
     SPECFORGE,
     _simulate,
     calibrated,
@@ -44,7 +44,7 @@ def test_the_benchmark_holds_no_more_than_its_20_conversations_whatever_the_batc
     # bench_eagle3.py --benchmark-list mtbench:20: 20 two-turn programs over batch threads,
     # so batch 32 and 64 run the same job (the same users' draws, the same seed)
     sc, _, _, _ = calibrated(SPECFORGE)
-    assert BENCH_JOB == (20, 2)
-    at_32, at_64, at_16 = (_simulate(sc, b) for b in (32, 64, 16))
+    assert CONVERSATIONS[SPECFORGE.label] == 20
+    at_32, at_64, at_16 = (_simulate(sc, SPECFORGE.label, b) for b in (32, 64, 16))
     assert at_32 == at_64
     assert at_16["baseline"][0] < at_32["baseline"][0]

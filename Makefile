@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_serving.py
 	$(BIN)/python benchmarks/bench_studies.py
 	$(BIN)/python benchmarks/bench_parsers.py
+	$(BIN)/python benchmarks/cluster_bench.py
 
 # Rebuild docs/validation.md: published cases (calibrated on some figures, scored on others)
 # and closed-form checks; fails if a closed-form check fails.

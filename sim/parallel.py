@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sim.errors import SpecsimError
@@ -32,11 +32,22 @@ R = TypeVar("R")
 
 
 class Executor(Protocol):
-    """Runs ``fn`` over items in any order, yielding ``(index, result)`` as each finishes."""
+    """Runs ``fn`` over items in any order, yielding ``(index, result)`` as each finishes;
+    ``width()``: how many items it runs at once (to cut work into enough tasks)."""
 
     def map_unordered(
         self, fn: Callable[[T], R], items: Sequence[T]
     ) -> Iterator[tuple[int, R]]: ...
+
+    def width(self) -> int: ...
+
+
+def close_executor(executor: Executor) -> None:
+    """End what ``executor`` keeps open between calls (a Dask executor's connection to its
+    scheduler); nothing for the local pool. Commands call it once their study is done."""
+    close = getattr(executor, "close", None)
+    if close is not None:
+        close()
 
 
 def _pool_context() -> multiprocessing.context.BaseContext | None:
@@ -110,6 +121,9 @@ class LocalExecutor:
 
     workers: int = 1
 
+    def width(self) -> int:
+        return max(1, self.workers)
+
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
         if self.workers <= 1 or len(items) <= 1:
             for i, item in enumerate(items):
@@ -165,6 +179,23 @@ def protect_malloc() -> bool:
     return bool(ok)
 
 
+class _Connection:
+    """The Dask client a ``DaskExecutor`` opened from an address, kept for every later call
+    of the same command (a study makes hundreds of batches: a client a batch cost the
+    scheduler and the client a connection each)."""
+
+    __slots__ = ("client",)
+
+    def __init__(self) -> None:
+        self.client: Any = None
+
+    def close(self, gone: tuple[type[BaseException], ...]) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(*gone):
+                client.close()
+
+
 def _protected(fn: Callable[[T], R], item: T) -> R:
     """``fn(item)`` in a Dask worker after ``protect_malloc`` (one call to mallopt a task)."""
     protect_malloc()
@@ -193,8 +224,13 @@ class DaskExecutor:
     no_workers_s: float | None = None
     #: Seconds between looks at the cluster while no task finishes.
     poll_s: float = 1.0
+    #: The client opened from an address (``close`` ends it), shared by every call.
+    _connection: _Connection = field(
+        default_factory=_Connection, compare=False, repr=False, hash=False
+    )
 
-    def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
+    def _client(self) -> Any:
+        """The scheduler given as a client, or the one client opened from its address."""
         try:
             from distributed import Client
         except ImportError:
@@ -203,18 +239,37 @@ class DaskExecutor:
                 param="executor",
             ) from None
         _quiet_dask_logs()
-        own = not isinstance(self.scheduler, Client)
-        if own:
+        if isinstance(self.scheduler, Client):
+            return self.scheduler
+        if self._connection.client is None:
             try:
-                client = Client(self.scheduler, timeout=self.timeout_s)
+                self._connection.client = Client(self.scheduler, timeout=self.timeout_s)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise SpecsimError(
                     f"cannot reach the Dask scheduler: {exc}", param="scheduler"
                 ) from None
-        else:
-            client = self.scheduler
+        return self._connection.client
+
+    def close(self) -> None:
+        """Close the client opened from the scheduler's address (a client given as the
+        scheduler is its owner's to close); the next call opens a new one."""
+        self._connection.close((*_cluster_lost_errors(), RuntimeError))
+
+    def __enter__(self) -> DaskExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def width(self) -> int:
+        """The cluster's worker threads now (at least 1)."""
+        return max(1, sum(self._client().nthreads().values()))
+
+    def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
+        client = self._client()
         lost = _cluster_lost_errors()
         gone: tuple[type[BaseException], ...] = (*lost, RuntimeError)  # nothing to undo
+        failed = True
         try:
             task = functools.partial(_protected, fn)
             futures = client.map(task, list(items), pure=False)
@@ -222,6 +277,7 @@ class DaskExecutor:
             try:
                 for fut in _completed(client, futures, self._no_workers_s(), self.poll_s):
                     yield index[fut.key], fut.result()
+                failed = False
             except lost as exc:
                 raise SpecsimError(
                     f"lost the Dask cluster ({type(exc).__name__}: "
@@ -233,9 +289,8 @@ class DaskExecutor:
                 with contextlib.suppress(*gone):  # the scheduler is gone: nothing to cancel
                     client.cancel(futures)
         finally:
-            if own:
-                with contextlib.suppress(*gone):
-                    client.close()
+            if failed:  # a client that lost its cluster is not kept for the next call
+                self._connection.close(gone)
 
     def _no_workers_s(self) -> float:
         if self.no_workers_s is not None:

@@ -90,3 +90,20 @@ def test_a_dask_cluster_without_workers_ends_the_run_with_one_error():
         executor = DaskExecutor(client, no_workers_s=0.5, poll_s=0.1)
         with pytest.raises(SpecsimError, match=r"workers \(none for 0.5 s, 3 tasks left\)"):
             list(executor.map_unordered(_slow_square, [1, 2, 3]))
+
+
+def test_a_dask_executor_keeps_one_client_for_every_call_until_closed():
+    distributed = pytest.importorskip("distributed")
+    from sim.parallel import DaskExecutor
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        executor = DaskExecutor(cluster.scheduler_address)
+        assert executor.width() == 2
+        assert dict(executor.map_unordered(_slow_square, [1, 2])) == {0: 1, 1: 4}
+        first = executor._connection.client
+        assert dict(executor.map_unordered(_slow_square, [3])) == {0: 9}
+        assert executor._connection.client is first  # not a client a batch
+        executor.close()
+        assert executor._connection.client is None and first.status == "closed"

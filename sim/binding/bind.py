@@ -16,14 +16,12 @@ written down once:
   derived by the hardware model, sim/hardware/pass_model.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
   model the Monte Carlo engines draw durations from;
-* the same passes at batch > 1 (serving) -> ``IterationCost`` (sim/model/batched_cost.py)
-  over the batched hardware model (sim/hardware/batched.py), ``serving_cost``.
+* the same passes at batch > 1 (serving): sim/binding/serving.py, from the ``Bound``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -51,9 +49,7 @@ from sim.model.shapes import (
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 if TYPE_CHECKING:
-    from sim.hardware.batched import BatchedPass, MeasuredPass
     from sim.hardware.layer import LayerPass
-    from sim.model.batched_cost import IterationCost
     from sim.model.layer_cycletime import LayerCycleTimes
     from sim.model.tree import Tree
     from sim.model.tree.acceptance import Acceptance, TreeDraft
@@ -637,219 +633,4 @@ def cycle_time_model(
         return layer_cycle_times(scenario, rng)
     raise SpecsimError(
         f"unknown fidelity {fidelity!r}; choose one of {', '.join(FIDELITIES)}", param="fidelity"
-    )
-
-
-# --------------------------------------------------------------------------- serving
-
-#: Pass kinds of a serving iteration, and whether each runs on the drafter.
-SERVING_PASSES: dict[str, bool] = {
-    "decode": False,
-    "verify": False,
-    "prefill": False,
-    "draft_step": True,
-    "draft_extend": True,
-    "draft_prefill": True,
-}
-
-
-def batch1_points(
-    passes: PassTimes, num_steps: int, context_tokens: float
-) -> dict[str, MeasuredPass]:
-    """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
-    and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
-    # lazy: serving only
-    from sim.hardware.batched import MeasuredPass
-    from sim.model.batched_cost import pass_load
-
-    shapes = {
-        "decode": (1, passes.decode_ms),
-        "verify": (passes.verify_tokens, passes.verify_ms),
-        "draft_step": (1, passes.draft_step_ms),
-        "draft_extend": (num_steps + 1, passes.draft_extend_ms),
-    }
-    out = {}
-    for name, (m, ms) in shapes.items():
-        tokens, kv, pairs = pass_load(1, m, context_tokens)
-        out[name] = MeasuredPass(
-            tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1", sequences=1
-        )
-    return out
-
-
-def host_work_note(scenario: Scenario) -> str:
-    """One line for a serving report: the host work per request, where its value comes
-    from, and which iterations hide it (sim/model/host_work.py)."""
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
-    from sim.scenario.schema import ServingSpec
-
-    serving = scenario.serving or ServingSpec()
-    low, high = US_PER_REQUEST_RANGE
-    origin, reason = scenario.given_origin("serving.host_us_per_request")
-    if origin == "override":
-        said = reason
-    elif serving.host_us_per_request == DEFAULT_US_PER_REQUEST:
-        said = f"assumed, the default; public measurements put it at {low:g}-{high:g} us"
-    else:
-        said = "given in the scenario"
-    hides = {
-        "baseline": "hidden behind the GPU in plain decoding only, serial in a speculating "
-        "server's iterations (SGLang, TensorRT-LLM)",
-        "both": "hidden behind the GPU in every iteration (vLLM >= 0.14)",
-        "none": "serial in every iteration (vLLM before 0.14)",
-    }[serving.host_overlap]
-    return (
-        f"host work: {serving.host_us_per_request:g} us per running request per iteration "
-        f"beyond the first ({said}), {hides} (serving.host_overlap = "
-        f"'{serving.host_overlap}')"
-    )
-
-
-def serving_cost(
-    scenario: Scenario,
-    *,
-    kv_bytes_per_token: float = 0.0,
-    attention_flops_per_pair: float = 0.0,
-    reference_context_tokens: float = 0.0,
-    points: Mapping[str, Sequence[MeasuredPass]] | None = None,
-    speculative: bool = True,
-    draft_kv_bytes_per_token: float | None = None,
-    max_beams: int = 1,
-    passes: PassTimes | None = None,
-    hw: PassModel | None = None,
-) -> IterationCost:
-    """The scenario's batched iteration cost (sim/model/batched_cost.py).
-
-    Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
-    scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
-    sizes, per kind). A pass measured at batch 1 only follows the curve fitted to the
-    measured points of a pass on the same weights (the verify the decode's, shifted
-    through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
-    as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
-    distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
-    their experts, and experts are popular by a Zipf law, ``serving.expert_skew``), and
-    every pass grows beyond its last measured point at most at the kernel slope
-    (sim/hardware/batched.py). A prefill without a measured point takes
-    the calibration curve of the decode pass (the drafter's, of the draft extend): the
-    same weights on the same GPU, an assumption a measured prefill point replaces. Decode
-    and draft passes are graphed (SGLang captures them), the verify as
-    ``timing.verify_cuda_graph`` says, prefills are not. ``kv_bytes_per_token`` /
-    ``attention_flops_per_pair`` are per tensor-parallel rank for the target; the
-    drafter's scale by its share of decoder layers unless ``draft_kv_bytes_per_token`` is
-    given. ``reference_context_tokens``: the context at which the batch-1 times hold.
-    ``speculative``: build the drafter's passes (they need ``model.draft_params``).
-    ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
-    beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
-    The host's per-request work and the iterations that hide it come from
-    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
-    the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
-    (None: ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured
-    point: a steep segment between small measured batches holds costs that do not recur
-    per token (host work, launch-bound kernels), and a tree's verify over batch x
-    draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
-    32 in issue 30's evidence);
-    the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
-    ``SERVING_STEP_SKEW``); the CUDA-graph capture limits (a graphed pass beyond them runs
-    eagerly) from ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the verify's
-    and the drafter's from ``serving.graph_max_batch_speculative`` when given).
-    ``hw``, ``passes``: the scenario's hardware model and its batch-1 pass times when the
-    caller holds them (``Bound``; else the scenario is read into the model once here).
-    """
-    # lazy: serving only
-    from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
-    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
-    from sim.model.batched_cost import IterationCost, ServingCurves
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
-
-    hw = scenario_hardware(scenario) if hw is None else hw
-    batch1 = hw.pass_times() if passes is None else passes
-    geom = hw.geom
-    draft_share = geom.draft_layers / geom.layers
-    anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
-    if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
-        compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
-        anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
-    extra = dict(points or {})
-    given = scenario.serving.kernel_slope if scenario.serving is not None else None
-    slope = DEFAULT_SLOPE if given is None else given
-    skew = scenario.serving.expert_skew if scenario.serving is not None else None
-    skew = SERVING_STEP_SKEW if skew is None else skew
-    serving = scenario.serving
-    max_tokens = serving.graph_max_tokens if serving is not None else None
-    max_rows = serving.graph_max_batch if serving is not None else None
-    spec_rows = serving.graph_max_batch_speculative if serving is not None else None
-    spec_rows = max_rows if spec_rows is None else spec_rows
-    limited = (max_tokens, max_rows, spec_rows) != (None, None, None)
-    if limited and geom.kernels_per_layer is None:
-        raise SpecsimError(
-            "needed with serving.graph_max_tokens or serving.graph_max_batch: a pass beyond "
-            "the CUDA-graph capture limit runs eagerly and pays each kernel's launch",
-            field="model.kernels_per_layer",
-        )
-    weights = {False: hw.target_weights()}
-    if speculative:
-        weights[True] = hw.draft_weights()
-    built: dict[str, BatchedPass] = {}
-    for name, drafter in SERVING_PASSES.items():
-        if drafter and not speculative:
-            continue
-        share = draft_share if drafter else 1.0
-        physics = PassPhysics(
-            name=name,
-            weights=weights[drafter],
-            layers=geom.draft_layers if drafter else geom.layers,
-            hardware=hw.current,
-            geometry=geom,
-            graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
-            kv_bytes_per_token=(
-                draft_kv_bytes_per_token
-                if drafter and draft_kv_bytes_per_token is not None
-                else kv_bytes_per_token * share
-            ),
-            attention_flops_per_pair=attention_flops_per_pair * share,
-            moe_kernel=H100_FUSED_MOE,
-            expert_overlap=STEP_EXPERT_OVERLAP,
-            expert_skew=skew,
-            graph_max_tokens=max_tokens,
-            graph_max_rows=max_rows if name in ("decode", "prefill") else spec_rows,
-        )
-        own = list(extra.get(name, ()))
-        measured = ([anchors[name]] if name in anchors else []) + own
-        # a pass measured at batch 1 only follows the curve fitted for another pass on the
-        # same weights (the verify the decode's, the drafter's passes each other's)
-        kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
-        follow = kin[0].curve if kin and not own else None
-        if measured:
-            built[name] = calibrated_pass(
-                physics,
-                measured,
-                field=f"timing.{name}_ms",
-                slope=slope,
-                max_tail_slope=slope,
-                follow=follow,
-            )
-        else:  # a prefill without a measurement: the curve of a pass on the same weights
-            source = built["draft_extend" if drafter else "decode"]
-            built[name] = BatchedPass(physics, source.curve)
-    curves = ServingCurves(
-        decode=built["decode"],
-        verify=built["verify"],
-        prefill=built["prefill"],
-        draft_step=built.get("draft_step"),
-        draft_extend=built.get("draft_extend"),
-        draft_prefill=built.get("draft_prefill"),
-    )
-    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
-    host = (
-        HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
-        if scenario.serving is not None
-        else HostWork(DEFAULT_US_PER_REQUEST)
-    )
-    return IterationCost(
-        batch1,
-        curves,
-        reference_context_tokens,
-        draft_table_ms=table,
-        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        host=host,
     )

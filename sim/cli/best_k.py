@@ -22,7 +22,7 @@ OBJECTIVE_NAMES: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s", "goodpu
 
 
 @click.command("best-k")
-@serving_study_options("simulations")
+@serving_study_options("simulations", sequential=True)
 @click.option(
     "--concurrency",
     default=None,
@@ -82,6 +82,7 @@ def best_k(
             assumptions=notes,
             draws=DrawnPoints(evaluator, builder.draws),
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
+            sequential=not args.all_replications,
         )
 
     args.run(

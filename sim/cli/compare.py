@@ -14,7 +14,6 @@ from sim.cli.options import (
     set_option,
     target_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import announce_slow_intervals
@@ -66,12 +65,11 @@ def compare(
     from sim.binding.bound import bind
     from sim.documents import document
     from sim.report.compare import render_comparison, render_comparison_screen
-    from sim.scenario.load import load_scenario
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.compare import compare_scenarios, unique_labels
 
-    loaded = [
-        with_mc_settings(load_scenario(p, sets), replications, requests, seed) for p in scenarios
-    ]
+    settings = sample_settings(replications, requests, seed)
+    loaded = [load_scenario(p, sets, settings) for p in scenarios]
     for sc in loaded:
         bind(sc)  # what each scenario means: the hardware model checks it here
     entries = list(zip(unique_labels(scenarios), loaded, strict=True))

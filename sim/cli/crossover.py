@@ -42,7 +42,7 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
 
 
 @click.command()
-@serving_study_options("simulations")
+@serving_study_options("simulations", sequential=True)
 @loads_option
 @click.option(
     "--num-steps",
@@ -103,6 +103,7 @@ def crossover(
             assumptions=notes,
             draws=DrawnPoints(evaluator, builder.draws),
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
+            sequential=not args.all_replications,
         )
 
     args.run(

@@ -222,31 +222,10 @@ def monte_carlo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def with_mc_settings(
-    scenario: Scenario, replications: int | None, requests: int | None, seed: int | None
-) -> Scenario:
-    """The scenario with --replications/--requests/--seed applied (validated like --set),
-    each field set by its option's name (assumptions and errors name the option)."""
-    from sim.scenario.load import with_overrides  # lazy: start-up
-
-    given = (
-        ("--replications", "simulation.replications", replications),
-        ("--requests", "workload.requests", requests),
-        ("--seed", "simulation.seed", seed),
-    )
-    for option, dotted, value in given:
-        if value is not None:
-            scenario = with_overrides(scenario, {dotted: value}, source=option)
-    return scenario
-
-
-def with_targets(scenario: Scenario, targets: tuple[float, ...]) -> Scenario:
-    """The scenario with ``--target`` values as its [targets] (unchanged without any)."""
-    if not targets:
-        return scenario
-    from sim.scenario.load import with_overrides  # lazy: start-up
-
-    return with_overrides(scenario, {"targets.tok_s": list(targets)}, source="--target")
+def target_setting(targets: tuple[float, ...]) -> tuple[str, str, Any]:
+    """``--target`` values as the scenario's [targets] setting (None without any: the
+    scenario's own targets)."""
+    return ("--target", "targets.tok_s", list(targets) if targets else None)
 
 
 def targets_or_scenario(targets: tuple[float, ...], scenario: Scenario) -> tuple[float, ...]:

@@ -15,12 +15,13 @@ from sim.cli.options import (
     scenario_argument,
     set_option,
     target_option,
+    target_setting,
     verbose_option,
-    with_targets,
     workers_option,
 )
 from sim.cli.progress import ProgressBar, announce_slow_intervals
 
+#: sim/simulation/distribution.py ``request_distribution``'s methods.
 METHODS = ("monte-carlo", "exact", "auto")
 
 #: Options that only shape a Monte Carlo sample: the exact law has none to shape.
@@ -76,86 +77,60 @@ def run(
     and as a Monte Carlo distribution over requests."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
-    from sim.errors import SpecsimError
     from sim.report.analysis import analysis_to_dict, render_analysis
     from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
     from sim.scenario.load import load_scenario
-    from sim.simulation.simulate import simulate
-    from sim.simulation.summary import summarize
+    from sim.simulation.distribution import request_distribution
     from sim.studies.analysis import analyze
 
-    sc = with_targets(load_scenario(scenario, sets), targets)
+    sc = load_scenario(scenario, sets, [target_setting(targets)])
     bound = bind(sc)  # what the scenario means, once: analysis, exact law and Monte Carlo
     announce_slow_intervals([bound], enabled=not quiet)
     analysis = analyze(bound, uncertainty=True)
-    fallback = None
-    if method != "monte-carlo":
-        from sim.simulation.exact import scenario_exact  # its renewal law: only here
-
-        try:
-            exact, law = scenario_exact(bound, fidelity=fidelity, seed=seed)
-        except SpecsimError as exc:
-            if method == "exact":
-                raise
-            fallback = f"  (--method auto: {exc.message}; this is the Monte Carlo)"
-        else:
-            unused = given_on_command_line(click.get_current_context(), MONTE_CARLO_ONLY)
-            if unused and method == "exact":
-                raise SpecsimError(
-                    "the exact law draws no Monte Carlo sample, so "
-                    f"{', '.join(unused)} would change nothing: drop "
-                    f"{'them' if len(unused) > 1 else 'it'} or use --method monte-carlo",
-                    source=unused[0],
-                )
-            body = merge_montecarlo(analysis_to_dict(analysis), exact)
-            if plot_dir:
-                from sim.cli.plot import echo_written, save_figures  # lazy: matplotlib
-                from sim.report.figures import run_figures
-
-                # the law's support and probabilities: the distribution itself
-                figures = run_figures(body, law.values, law.probs, "share of requests (exact law)")
-                echo_written(save_figures(figures, plot_dir, fmt), quiet)
-            if as_json:
-                echo_document("run", body)
-            else:
-                click.echo(render_analysis(analysis, verbose))
-                click.echo(render_exact(exact, law, verbose))
-                if unused:
-                    click.echo(f"  (--method auto: the law is exact; {', '.join(unused)} unused)")
-            return
     with ProgressBar(enabled=not quiet) as progress:
-        try:
-            result = simulate(
-                bound,
-                engine=engine,
-                fidelity=fidelity,
-                replications=replications,
-                requests=requests,
-                seed=seed,
-                workers=workers,
-                progress=progress,
-            )
-        except SpecsimError as exc:
-            if exc.field is None:
-                raise
-            raise SpecsimError(exc.message, source=scenario, field=exc.field) from None
-    summary = summarize(result)
-    body = merge_montecarlo(analysis_to_dict(analysis), summary)
+        dist = request_distribution(
+            bound,
+            method=method,
+            engine=engine,
+            fidelity=fidelity,
+            replications=replications,
+            requests=requests,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            monte_carlo_options=given_on_command_line(
+                click.get_current_context(), MONTE_CARLO_ONLY
+            ),
+            source=scenario,
+        )
+    body = merge_montecarlo(analysis_to_dict(analysis), dist.summary)
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures
         from sim.report.figures import run_figures
 
-        if result.stream is not None:  # streamed: no per-request array, its log histogram
-            middles, counts = result.stream.histogram.nonzero()
+        if dist.law is not None:  # the law's support and probabilities: the distribution
+            figures = run_figures(
+                body, dist.law.values, dist.law.probs, "share of requests (exact law)"
+            )
+        elif dist.result is not None and dist.result.stream is not None:
+            # streamed: no per-request array, its log histogram
+            middles, counts = dist.result.stream.histogram.nonzero()
             figures = run_figures(body, middles, counts)
         else:
-            figures = run_figures(body, result.tok_s)
+            assert dist.result is not None
+            figures = run_figures(body, dist.result.tok_s)
         echo_written(save_figures(figures, plot_dir, fmt), quiet)
     if as_json:
         echo_document("run", body)
-    else:
-        click.echo(render_analysis(analysis, verbose))
-        click.echo(render_montecarlo(summary, result, verbose))
-        if fallback:
-            click.echo(fallback)
+        return
+    click.echo(render_analysis(analysis, verbose))
+    if dist.law is not None:
+        click.echo(render_exact(dist.summary, dist.law, verbose))
+        if dist.unused:
+            click.echo(f"  (--method auto: the law is exact; {', '.join(dist.unused)} unused)")
+        return
+    assert dist.result is not None
+    click.echo(render_montecarlo(dist.summary, dist.result, verbose))
+    if dist.fallback:
+        click.echo(f"  ({dist.fallback})")

@@ -20,7 +20,6 @@ from sim.cli.options import (
     target_option,
     targets_or_scenario,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 
@@ -140,13 +139,13 @@ def search(
     from sim.documents import plotted
     from sim.errors import SpecsimError
     from sim.report.search import render_lever, render_search
-    from sim.scenario.load import load_scenario
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.search import search_acceptance
     from sim.studies.serving.paired_metrics import Load
     from sim.studies.serving.search import search_at_load
     from sim.studies.solve import solve_lever
 
-    scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
     bind(scn)  # what the scenario means: the hardware model checks it here
     tgts = targets_or_scenario(targets, scn)
     if draft_tokens is not None and (topks is None or solve_field is not None):

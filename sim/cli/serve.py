@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -21,14 +20,10 @@ from sim.cli.options import (
     seed_option,
     set_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
 from sim.cli.serving_options import draws_option, emit
-
-if TYPE_CHECKING:
-    from sim.scenario.schema import Scenario
 
 
 def parse_window(text: str) -> list[float]:
@@ -49,23 +44,6 @@ def parse_window(text: str) -> list[float]:
             f"need 0 <= START < END, finite, got {text[:60]!r}", source="--trace-window"
         )
     return [start, end]
-
-
-def with_trace_settings(
-    sc: Scenario, trace_format: str | None, rate_scale: float | None, trace_window: str | None
-) -> Scenario:
-    """``sc`` with --trace-format, --rate-scale and --trace-window applied (each an
-    override its flag names)."""
-    from sim.scenario.load import with_overrides  # lazy: start-up
-
-    for flag, field, value in (
-        ("--trace-format", "serving.trace_format", trace_format),
-        ("--rate-scale", "serving.trace_rate_scale", rate_scale),
-        ("--trace-window", "serving.trace_window_s", trace_window and parse_window(trace_window)),
-    ):
-        if value is not None:
-            sc = with_overrides(sc, {field: value}, source=flag)
-    return sc
 
 
 @click.command()
@@ -147,8 +125,7 @@ def serve(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
     from sim.report.serving_screen import render_serving_screen
-    from sim.scenario.load import load_scenario
-    from sim.simulation.serving.setup import with_load
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.serving import serve as study
 
     given = [
@@ -158,17 +135,20 @@ def serve(
         raise click.UsageError(
             f"give at most one of --concurrency, --rate, --trace (got {', '.join(given)})"
         )
-    sc = load_scenario(scenario, sets)
-    if given:
-        sc = with_load(
-            sc,
-            concurrency=concurrency,
-            rate_per_s=rate,
-            trace=os.path.abspath(trace) if trace else None,
-            source=given[0],
-        )
-    sc = with_trace_settings(sc, trace_format, rate_scale, trace_window)
-    sc = with_mc_settings(sc, replications, requests, seed)
+    window = parse_window(trace_window) if trace_window else None
+    sc = load_scenario(
+        scenario,
+        sets,
+        [
+            ("--concurrency", "serving.concurrency", concurrency),
+            ("--rate", "serving.rate_per_s", rate),
+            ("--trace", "serving.trace", os.path.abspath(trace) if trace else None),
+            ("--trace-format", "serving.trace_format", trace_format),
+            ("--rate-scale", "serving.trace_rate_scale", rate_scale),
+            ("--trace-window", "serving.trace_window_s", window),
+            *sample_settings(replications, requests, seed),
+        ],
+    )
     with ProgressBar(enabled=not quiet) as progress:
         served = study.serve(
             sc,

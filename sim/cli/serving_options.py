@@ -31,7 +31,6 @@ from sim.cli.options import (
     seed_option,
     set_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -48,6 +47,7 @@ __all__ = [
     "grown_by",
     "loads_option",
     "parse_loads",
+    "sequential_option",
     "serving_study_options",
     "slo_options",
 ]
@@ -131,6 +131,20 @@ def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def sequential_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--all-replications: every point runs every replication (sequential replications,
+    sim/studies/serving/sequential.py, off)."""
+    return click.option(
+        "--all-replications",
+        "all_replications",
+        is_flag=True,
+        default=False,
+        help="Run every replication at every point. By default a point stops after its "
+        "first 4 where every comparison it enters lies more than 4 standard errors on one "
+        "side (of 1, 0 or the share); the points that decide an answer run them all.",
+    )(fn)
+
+
 def slo_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--ttft-slo-ms / --tpot-slo-ms (default: serving.ttft_slo_ms / tpot_slo_ms)."""
     fn = click.option(
@@ -169,6 +183,7 @@ class StudyArgs:
     executor: str = "local"
     scheduler: str | None = None
     draws: int = 8
+    all_replications: bool = False
 
     def run(
         self,
@@ -190,9 +205,14 @@ class StudyArgs:
         requests); ``grown``: the command's own options against their defaults
         (``check_serving_size``), so that a size error names the option that made the work
         large."""
+        from sim.parallel import close_executor  # lazy: start-up
+
         with ProgressBar(enabled=not self.quiet) as progress:
             builder, evaluator = build_study(self, progress, simulations, requests, grown)
-            result = study(builder, evaluator)
+            try:
+                result = study(builder, evaluator)
+            finally:
+                close_executor(evaluator.executor)
         if not self.verbose:
             # lazy: the report layer when a command runs, not for --help (start-up)
             from sim.report.screen import first_screen
@@ -214,10 +234,13 @@ class StudyArgs:
 _STUDY_PARAMS = tuple(f.name for f in fields(StudyArgs))
 
 
-def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def serving_study_options(
+    what: str, sequential: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """SCENARIO, --set, the Monte Carlo options, --workers, --quiet, --json, --plot, --format;
     the command receives them (and --ttft-slo-ms / --tpot-slo-ms when it declares
-    ``slo_options``) as one ``StudyArgs``, its first argument."""
+    ``slo_options``) as one ``StudyArgs``, its first argument. ``sequential``: the command
+    stops replications where its comparisons are settled, and takes --all-replications."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -227,6 +250,7 @@ def serving_study_options(what: str) -> Callable[[Callable[..., Any]], Callable[
 
         decorated: Callable[..., Any] = command
         for option in (
+            *((sequential_option,) if sequential else ()),
             draws_option,
             verbose_option,
             format_option,
@@ -259,19 +283,18 @@ def build_study(
     # lazy: start-up
     from sim.binding.bound import bind
     from sim.parallel import make_executor, resolve_workers
-    from sim.scenario.load import load_scenario, with_overrides
+    from sim.scenario.load import load_scenario, sample_settings, with_settings
     from sim.simulation.budget import check_serving_size
     from sim.studies.serving.serve import serving_study
 
-    raw = load_scenario(args.scenario, args.sets)
-    sc = with_mc_settings(raw, args.replications, args.requests, args.seed)
-    bind(sc)  # what the scenario means: the hardware model checks it here
-    for flag, field, value in (
+    settings = [
+        *sample_settings(args.replications, args.requests, args.seed),
         ("--ttft-slo-ms", "serving.ttft_slo_ms", args.ttft_slo_ms),
         ("--tpot-slo-ms", "serving.tpot_slo_ms", args.tpot_slo_ms),
-    ):
-        if value is not None:  # an error names the flag, as --rate's names --rate
-            sc = with_overrides(sc, {field: value}, source=flag)
+    ]  # an error names the flag, as --rate's names --rate
+    raw = load_scenario(args.scenario, args.sets)
+    sc = with_settings(raw, settings)
+    bind(sc)  # what the scenario means: the hardware model checks it here
     workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
         sc,

@@ -22,7 +22,6 @@ from sim.cli.options import (
     set_option,
     target_option,
     targets_or_scenario,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -102,12 +101,12 @@ def sweep(
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
-    from sim.parallel import make_executor
-    from sim.scenario.load import load_scenario
+    from sim.parallel import close_executor, make_executor
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.grid import expand_grid, parse_grid
     from sim.studies.sweep import run_sweep
 
-    scn = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
     bind(scn)  # what the scenario means: the hardware model checks it here
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
@@ -155,6 +154,7 @@ def sweep(
         sys.exit(130)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        close_executor(run)
     from sim.cli.plot import read_document  # lazy: start-up
 
     doc = read_document(out_dir)

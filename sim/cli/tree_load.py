@@ -18,7 +18,6 @@ from sim.cli.options import (
     seed_option,
     set_option,
     verbose_option,
-    with_mc_settings,
     workers_option,
 )
 from sim.cli.progress import ProgressBar
@@ -93,33 +92,36 @@ def tree_load(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
-    from sim.parallel import make_executor, resolve_workers
+    from sim.parallel import close_executor, make_executor, resolve_workers
     from sim.report.tree_load import (
         render_tree_load,
         render_tree_load_screen,
         tree_load_to_dict,
     )
-    from sim.scenario.load import load_scenario
+    from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
     grid = parse_int_list(concurrencies, "--concurrency")
-    sc = with_mc_settings(load_scenario(scenario, sets), replications, requests, seed)
+    sc = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
     bind(sc)  # what the scenario means: the hardware model checks it here
     workers = resolve_workers(executor, workers)
     run = make_executor(executor, workers=workers, scheduler=scheduler)
-    with ProgressBar(enabled=not quiet) as progress:
-        result = tree_load_study(
-            sc,
-            grid,
-            chains=list(chains) or None,
-            trees=[parse_tree(t) for t in trees],
-            workers=workers,
-            executor=run,
-            base_dir=Path(scenario).resolve().parent,
-            source=scenario,
-            progress=progress,
-            draws=draws,
-        )
+    try:
+        with ProgressBar(enabled=not quiet) as progress:
+            result = tree_load_study(
+                sc,
+                grid,
+                chains=list(chains) or None,
+                trees=[parse_tree(t) for t in trees],
+                workers=workers,
+                executor=run,
+                base_dir=Path(scenario).resolve().parent,
+                source=scenario,
+                progress=progress,
+                draws=draws,
+            )
+    finally:
+        close_executor(run)
     emit(
         "tree-load",
         tree_load_to_dict(result),

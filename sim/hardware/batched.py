@@ -73,6 +73,7 @@ tokens) the step costs about one kernel's launch; it matters for launch-bound pa
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -287,6 +288,9 @@ class ComputeCurve:
 SHARED_PHYSICS = 32
 SHARED_ENTRIES = 1 << 16
 _SHARED_TERMS: dict[str, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}
+#: Taken while ``_SHARED_TERMS`` changes: two threads dropping its oldest key at once
+#: raised KeyError (seen with a two-thread Dask worker).
+_SHARED_LOCK = threading.Lock()
 
 
 def physics_key(physics: PassPhysics) -> str:
@@ -305,12 +309,13 @@ def shared_terms(
 ) -> dict[tuple[int, int | None], tuple[float, float, Envelope]]:
     """The token-count terms kept for ``physics`` (by ``physics_key``)."""
     key = physics_key(physics)
-    terms = _SHARED_TERMS.pop(key, None)
-    if terms is None:
-        terms = {}
-        while len(_SHARED_TERMS) >= SHARED_PHYSICS:
-            del _SHARED_TERMS[next(iter(_SHARED_TERMS))]
-    _SHARED_TERMS[key] = terms  # the newest last
+    with _SHARED_LOCK:  # a Dask worker with several threads builds plans concurrently
+        terms = _SHARED_TERMS.pop(key, None)
+        if terms is None:
+            terms = {}
+            while len(_SHARED_TERMS) >= SHARED_PHYSICS:
+                del _SHARED_TERMS[next(iter(_SHARED_TERMS))]
+        _SHARED_TERMS[key] = terms  # the newest last
     return terms
 
 

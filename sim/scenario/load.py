@@ -342,8 +342,16 @@ def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_scenario(path: str | Path, sets: Iterable[str] = ()) -> Scenario:
-    """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file."""
+def load_scenario(
+    path: str | Path, sets: Iterable[str] = (), settings: Iterable[Setting] = ()
+) -> Scenario:
+    """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file, then
+    apply a command's option ``settings`` (``with_settings``): every value the command
+    line gives, in one place."""
+    return with_settings(_load_file(path, sets), settings)
+
+
+def _load_file(path: str | Path, sets: Iterable[str]) -> Scenario:
     raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
     merged = read_growmap(apply_overrides(raw, overrides), Path(path).parent, str(path))
@@ -408,6 +416,78 @@ def with_overrides(
         overridden=overrides,
         given=scenario.origins.given - set(overrides),
         previous_overrides=scenario.origins.overrides,
+        file=scenario.origins.file,
+    )
+
+
+#: A command-line setting: (the option that sets it, the dotted field, its value or None).
+Setting = tuple[str, str, Any]
+
+#: The fields of a scenario's load: a setting of one replaces the ``[serving]`` load.
+LOAD_FIELDS: tuple[str, ...] = ("serving.concurrency", "serving.rate_per_s", "serving.trace")
+
+
+def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
+    """``scenario`` with each (option, dotted field, value) setting applied, validated as
+    ``--set`` is, each field set by its option's name (assumptions and errors name the
+    option); a None value is skipped. Load settings (``LOAD_FIELDS``) first replace the
+    scenario's load together (``with_load``), named by the first of their options; the
+    others follow in their order."""
+    given = [(option, dotted, value) for option, dotted, value in settings if value is not None]
+    load = {d.removeprefix("serving."): v for _, d, v in given if d in LOAD_FIELDS}
+    if load:
+        option = next(o for o, d, _ in given if d in LOAD_FIELDS)
+        scenario = with_load(scenario, **load, source=option)
+    for option, dotted, value in given:
+        if dotted not in LOAD_FIELDS:
+            scenario = with_overrides(scenario, {dotted: value}, source=option)
+    return scenario
+
+
+def sample_settings(
+    replications: int | None, requests: int | None, seed: int | None, source: str | None = None
+) -> list[Setting]:
+    """The Monte Carlo sample's settings: replications, measured requests and seed, each
+    set by its option (``--replications``, ``--requests``, ``--seed``) or by ``source``."""
+    return [
+        (source or "--replications", "simulation.replications", replications),
+        (source or "--requests", "workload.requests", requests),
+        (source or "--seed", "simulation.seed", seed),
+    ]
+
+
+def with_load(
+    scenario: Scenario,
+    *,
+    concurrency: int | None = None,
+    rate_per_s: float | None = None,
+    trace: str | None = None,
+    source: str = "load",
+) -> Scenario:
+    """``scenario`` with its ``[serving]`` load replaced by the one given (validated).
+
+    Provenance is kept: the load keys given are set by ``source``; every other field keeps
+    how the scenario got it (given by the file, set by ``--set``, or the default), so the
+    assumptions name a default as a default (they said 'set by --rate' of every
+    ``[serving]`` default, the host work's included)."""
+    raw = scenario.model_dump(exclude_none=True)
+    loads = ("concurrency", "rate_per_s", "trace")
+    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
+    dropped = loads if trace is not None else (*loads, *trace_keys)
+    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
+    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
+        if value is not None:
+            serving[key] = value
+    raw["serving"] = serving
+    load_keys = {f"serving.{k}" for k in loads}
+    return scenario_from_dict(
+        raw,
+        source=source,
+        overridden=[f"serving.{k}" for k in loads if k in serving],
+        given=scenario.origins.given - load_keys,
+        previous_overrides={
+            k: v for k, v in scenario.origins.overrides.items() if k not in load_keys
+        },
         file=scenario.origins.file,
     )
 

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from sim.binding.bind import scenario_rates, serving_cost
+from sim.binding.bind import scenario_rates
+from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.hardware.batched import BatchedPass
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
@@ -93,7 +95,7 @@ def _speedup_at(scenario: Scenario, batch: int) -> float:
     AL x T_decode(B) / T_cycle(B) (used to calibrate, not to score)."""
     k = scenario.num_steps
     cost = serving_cost(
-        scenario,
+        bind(scenario),
         kv_bytes_per_token=scenario.model.kv_bytes_per_token or 0.0,
         attention_flops_per_pair=scenario.model.attention_flops_per_pair or 0.0,
         reference_context_tokens=scenario.timing.context_tokens or 0.0,
@@ -406,7 +408,7 @@ RTX6KPRO_CYCLE_MS = 20.0
 def _kimi_cycle_ms(scenario: Scenario, context: float) -> float:
     """The batch-1 speculative cycle (ms) of the Kimi scenario at ``context``."""
     cost = serving_cost(
-        scenario,
+        bind(scenario),
         kv_bytes_per_token=KIMI_MODEL["kv_bytes_per_token"],
         attention_flops_per_pair=KIMI_MODEL["attention_flops_per_pair"],
         reference_context_tokens=context,

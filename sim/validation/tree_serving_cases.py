@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import serving_cost
+from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
@@ -109,7 +110,7 @@ def case_vllm_22752_batched() -> Case:
     assert alpha is not None
     bare = _scenario(alpha, 0.0)
     cost = serving_cost(
-        bare,
+        bind(bare),
         kv_bytes_per_token=LLAMA8B_MODEL["kv_bytes_per_token"],
         attention_flops_per_pair=LLAMA8B_MODEL["attention_flops_per_pair"],
         reference_context_tokens=CONTEXT,

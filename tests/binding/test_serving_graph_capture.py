@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import serving_cost
+from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario, scenario_from_dict
 from tests.conftest import ROOT
@@ -14,8 +15,8 @@ LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 
 
 def _cost(*sets: str):
-    scenario = load_scenario(LLAMA, sets)
-    return serving_cost(scenario, kv_bytes_per_token=131072.0, reference_context_tokens=384.0)
+    bound = bind(load_scenario(LLAMA, sets))
+    return serving_cost(bound, kv_bytes_per_token=131072.0, reference_context_tokens=384.0)
 
 
 def test_the_scenario_fields_reach_every_graphed_pass_and_leave_batch_one_exact():
@@ -50,7 +51,7 @@ def test_a_capture_limit_without_a_kernel_count_is_refused_by_name():
     del raw["model"]["kernels_per_layer"]
     scenario = scenario_from_dict(raw, source="test")
     with pytest.raises(SpecsimError) as err:
-        serving_cost(scenario)
+        serving_cost(bind(scenario))
     assert err.value.field == "model.kernels_per_layer"
 
 

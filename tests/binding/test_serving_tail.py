@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times, serving_cost
+from sim.binding.bind import pass_times
+from sim.binding.bound import bind
+from sim.binding.serving import measured_points, serving_cost
 from sim.scenario.load import load_scenario, with_overrides
-from sim.simulation.serving.setup import _points
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 
@@ -23,11 +24,11 @@ def _cost(slope: float | None):
         sets["serving.kernel_slope"] = slope
     sc = with_overrides(base, sets)
     return serving_cost(
-        sc,
+        bind(sc),
         kv_bytes_per_token=sc.model.kv_bytes_per_token or 0.0,
         attention_flops_per_pair=sc.model.attention_flops_per_pair or 0.0,
         reference_context_tokens=sc.timing.context_tokens or 0.0,
-        points=_points(sc),
+        points=measured_points(sc),
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import serving_cost
+from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
+from sim.binding.serving import serving_cost
 from sim.hardware.launch import critical_path_ms
 from sim.hardware.passes import pass_schedule
 from sim.scenario.load import load_scenario
@@ -19,7 +20,7 @@ def test_a_launch_bound_eager_verify_absorbs_a_batch_until_its_gpu_work_catches_
     same kernels) until the GPU work passes them, then grows with the decode's curve."""
     seed = load_scenario(SEED)
     hw = scenario_hardware(seed)
-    verify = serving_cost(seed).curves.verify
+    verify = serving_cost(bind(seed)).curves.verify
     zero = np.array([0.0])
 
     def at(batch: int) -> float:

@@ -45,6 +45,7 @@ def test_help_lists_every_command_once() -> None:
 #: Library parameters no flag sets, so no error of theirs reaches the command line as such.
 LIBRARY_ONLY = {
     "bracket": "the root finder's bracket, chosen by the code that calls it",
+    "first": "the replication a study's point continues from (sequential replications)",
     "loads": "parse_loads re-raises its errors naming --concurrency or --rate",
     "policies": "the policies a serving study builds for itself",
 }

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import pass_times, serving_cost
+from sim.binding.bind import pass_times
+from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, PrefillLoad, ServingCurves, pass_load
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.drafts import draft_cycle_cost
@@ -40,7 +42,9 @@ def test_batch_one_at_the_reference_context_is_the_batch_one_cycle_exactly(k, co
 @pytest.mark.parametrize("path", [SEED, ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"])
 def test_hardware_curves_are_exact_at_batch_one(path):
     scenario = load_scenario(path, ["model.draft_params=2.0e9"] if path == SEED else [])
-    cost = serving_cost(scenario, kv_bytes_per_token=70_000.0, reference_context_tokens=1000.0)
+    cost = serving_cost(
+        bind(scenario), kv_bytes_per_token=70_000.0, reference_context_tokens=1000.0
+    )
     for k in range(0, 7):
         assert (
             float(cost.decode_ms(1, k, np.array([1000.0]))[0])
@@ -70,7 +74,7 @@ def test_growth_is_the_curves_difference():
 
 def test_seed_verify_grows_faster_than_decode_with_batch():
     scenario = load_scenario(SEED, ["model.draft_params=2.0e9"])
-    cost = serving_cost(scenario)
+    cost = serving_cost(bind(scenario))
     plain = [float(cost.decode_ms(b, 0, np.array([0.0]))[0]) for b in (1, 8, 32)]
     spec = [float(cost.decode_ms(b, 2, np.array([0.0]))[0]) for b in (1, 8, 32)]
     assert plain == sorted(plain) and spec == sorted(spec)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.bind import serving_cost
+from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.host_work import OVERLAPS, HostWork
@@ -88,14 +89,14 @@ def test_the_scenario_sets_the_host_work():
             "serving.host_overlap=none",
         ],
     )
-    cost = serving_cost(sc)
+    cost = serving_cost(bind(sc))
     assert cost.host == HostWork(12.5, "none")
-    default = serving_cost(load_scenario(SEED, ["model.draft_params=2.0e9"]))
+    default = serving_cost(bind(load_scenario(SEED, ["model.draft_params=2.0e9"])))
     assert default.host.overlap == "baseline" and default.host.us_per_request == 20.0
 
 
 def test_the_report_line_says_the_value_its_origin_and_who_hides_it():
-    from sim.binding.bind import host_work_note
+    from sim.binding.serving import host_work_note
 
     default = host_work_note(load_scenario(SEED, []))
     assert "20 us per running request" in default

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.simulation.engines.common import request_stream
 from sim.simulation.seeding import SeedWords, block_seed_words, seed_words, words_match_numpy
 from sim.simulation.simulate import block_rngs, replication_rngs
 
@@ -91,3 +92,25 @@ def test_block_words_refuse_what_a_spawn_key_cannot_hold():
     for block, last in ((range(0, 2**32 + 1), 0), (range(0, 4), 2**32), (range(0, 4, 2), 1)):
         with pytest.raises(ValueError):
             block_seed_words(1, block, last)
+
+
+@pytest.mark.parametrize("request_index", [0, 1, 1023, 10**6])
+def test_a_request_stream_is_numpys_jumped_generator(request_index):
+    """``request_stream`` advances a copy of the state as ``jumped(r + 1)`` does: the same
+    state, and the same draws of every kind afterwards (the buffered 32-bit half too)."""
+    rng = np.random.default_rng(11)
+    rng.random(3)  # a stream already drawn from
+    rng.integers(0, 7, dtype=np.uint32)  # leaves a buffered half of a 64-bit draw
+    ours = request_stream(rng, request_index)
+    numpys = np.random.Generator(rng.bit_generator.jumped(request_index + 1))
+    assert ours.bit_generator.state == numpys.bit_generator.state
+    assert _draws(ours) == _draws(numpys)
+
+
+def _draws(g: np.random.Generator) -> tuple[list[float], list[int], list[float], list[int]]:
+    return (
+        g.random(4).tolist(),
+        g.integers(0, 2**64, size=3, dtype=np.uint64).tolist(),
+        g.lognormal(1.0, 0.5, 3).tolist(),
+        g.integers(0, 5, size=3, dtype=np.uint32).tolist(),
+    )

@@ -270,9 +270,8 @@ def test_dask_executor_gives_the_local_results(small, tmp_path: Path) -> None:
         distributed.Client(cluster) as client,
     ):
         via_client = run_sweep(small, axes, tmp_path / "dask", executor=DaskExecutor(client))
-        via_address = run_sweep(
-            small, axes, tmp_path / "dask2", executor=DaskExecutor(cluster.scheduler_address)
-        )
+        with DaskExecutor(cluster.scheduler_address) as executor:
+            via_address = run_sweep(small, axes, tmp_path / "dask2", executor=executor)
     assert via_client.rows == local.rows == via_address.rows
 
 

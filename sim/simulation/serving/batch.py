@@ -29,13 +29,14 @@ fixed while the batch is, so a block's plan does not depend on where it is cut.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
-from sim.simulation.serving.counter_rng import counter_bits_block, counter_bits_step
+from sim.simulation.serving.counter_rng import weyl_bits, weyl_bits_block, weyl_step, weyl_term
 
 __all__ = [
     "BlockPlan",
@@ -48,43 +49,82 @@ __all__ = [
 ]
 
 
+def _float_bits(x: float) -> int:
+    """The 64 bits of float ``x`` as a signed integer (a float column's entry)."""
+    return int(_BITS_OF(_FLOAT_OF(x))[0])
+
+
+_FLOAT_OF, _BITS_OF = struct.Struct("<d").pack, struct.Struct("<q").unpack
+_NO_TIME = _float_bits(-1.0)
+
+
+def _signed(x: int) -> int:
+    """An unsigned 64-bit integer as the signed one with the same bits."""
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
 class DecodeBatch:
     """The requests decoding now, in admission order, as parallel arrays (B rows):
 
-    ``ids`` int64 (request index in the replication), ``keys`` uint64, ``thresholds``
-    int64 (B, columns: the chain's kmax, then each tree's depths), ``need`` int64 (tokens
-    still to emit), ``context`` int64 (tokens held in KV, without lookahead), ``cycles``
-    int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery; -1 before
-    the first token).
+    ``ids`` int64 (request index in the replication), ``weyl`` uint64 (the Weyl term of
+    the row's next cycle, key + (cycles + 1) x gamma: counter_rng.py ``weyl_terms``),
+    ``thresholds`` int64 (B, columns: the chain's kmax, then each tree's depths), ``need``
+    int64 (tokens still to emit), ``context`` int64 (tokens held in KV, without lookahead),
+    ``cycles`` int64 (decode cycles run), ``last_ms`` float64 (time of the last delivery;
+    -1 before the first token); ``fresh``: how many rows have no first token yet, and
+    ``fresh_newest``: they are the newest rows (rows join at the end, and a delivery
+    reaches every row, ``delivered``; a row with a token joining after one without breaks
+    it until the next delivery). A
+    server that holds its requests as rows (engine.py ``Server.held``) keeps in the same
+    table each row's ``arrival_ms`` and ``first_ms`` (float64), ``inputs``, ``outputs``,
+    ``classes`` and ``users`` (int64): ``held_columns``.
 
     All are views of the first B rows of one preallocated int64 table (a column each,
-    ``keys`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
+    ``weyl`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
     admission writes one row and a completion compacts the table in place; assigning to
     one of them writes into its rows.
     """
 
     ids: np.ndarray
-    keys: np.ndarray
+    weyl: np.ndarray
     need: np.ndarray
     context: np.ndarray
     cycles: np.ndarray
     last_ms: np.ndarray
     thresholds: np.ndarray
 
-    _FIELDS = ("ids", "keys", "need", "context", "cycles", "last_ms", "thresholds")
-    _THRESHOLDS = 6  # first column of the thresholds
+    _FIELDS = ("ids", "weyl", "need", "context", "cycles", "last_ms", "thresholds")
+    _THRESHOLDS = 12  # first column of the thresholds (6 to 11: the held requests' columns)
+    #: Rows removed by shifting the rows after them (more: one masked copy).
+    _SHIFTS = 4
 
     def __init__(self, columns: int, capacity: int = 16):
         self.columns = columns
         self.size = 0
+        self.fresh = 0
+        self.fresh_newest = True  # the fresh rows are the newest ``fresh`` rows
         self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
 
     def _allocate(self, table: np.ndarray) -> None:
-        """Use ``table``, with its key and last-delivery columns reinterpreted once."""
+        """Use ``table``: its columns as whole-height views, made once (the fields are
+        their first B rows)."""
         self._table = table
-        self._all_keys = table[:, 1].view(np.uint64)
-        self._all_last_ms = table[:, 5].view(np.float64)
+        self._columns = (
+            table[:, 0],
+            table[:, 1].view(np.uint64),
+            table[:, 2],
+            table[:, 3],
+            table[:, 4],
+            table[:, 5].view(np.float64),
+            table[:, self._THRESHOLDS :],
+            table[:, 6].view(np.float64),
+            table[:, 7].view(np.float64),
+            table[:, 8],
+            table[:, 9],
+            table[:, 10],
+            table[:, 11],
+        )
 
     def __getattr__(self, name: str) -> object:
         """A view dropped by ``append`` (rebuilt at its first use after admissions)."""
@@ -94,15 +134,10 @@ class DecodeBatch:
         raise AttributeError(name)
 
     def _views(self) -> None:
-        rows = self._table[: self.size]
-        put = object.__setattr__
-        put(self, "ids", rows[:, 0])
-        put(self, "keys", rows[:, 1].view(np.uint64))
-        put(self, "need", rows[:, 2])
-        put(self, "context", rows[:, 3])
-        put(self, "cycles", rows[:, 4])
-        put(self, "last_ms", rows[:, 5].view(np.float64))
-        put(self, "thresholds", rows[:, self._THRESHOLDS :])
+        b = self.size
+        d = self.__dict__
+        for name, column in zip(DecodeBatch._FIELDS, self._columns[:7], strict=True):
+            d[name] = column[:b]
 
     def __setattr__(self, name: str, value: object) -> None:
         if name in DecodeBatch._FIELDS:
@@ -124,26 +159,103 @@ class DecodeBatch:
         cycles: int,
         last_ms: float,
     ) -> None:
-        """Add one request as the newest row."""
+        """Add one request (its acceptance ``key``, ``cycles`` run) as the newest row."""
         b = self.size
-        table = self._table
-        if b == table.shape[0]:
-            grown = np.empty((2 * b, table.shape[1]), dtype=np.int64)
-            grown[:b] = table
-            self._allocate(grown)
-            table = grown
+        table = self._room(1)
         table[b, 0] = rid
-        self._all_keys[b] = key
+        self._columns[1][b] = weyl_term(int(key), cycles)
         table[b, 2] = need
         table[b, 3] = context
         table[b, 4] = cycles
-        self._all_last_ms[b] = last_ms
+        self._columns[5][b] = last_ms
         table[b, self._THRESHOLDS :] = thresholds[: self.columns]
         self.size = b + 1
+        if last_ms < 0:
+            self.fresh += 1
+        elif self.fresh:  # a row with a first token after a fresh one
+            self.fresh_newest = False
+        self._drop_views()
+
+    def delivered(self) -> None:
+        """Every row got a token: none is fresh any more."""
+        self.fresh = 0
+        self.fresh_newest = True
+
+    def extend_held(
+        self,
+        rids: list[int],
+        keys: list[np.uint64],
+        thresholds: list[np.ndarray],
+        inputs: list[int],
+        outputs: list[int],
+        classes: list[int],
+        users: list[int],
+        now_ms: float,
+    ) -> None:
+        """Add m requests arriving now (``now_ms``) that decode at once, as the newest rows
+        with their held columns (``users``: each one's sender): what m ``append`` calls
+        write (``need`` their outputs, ``context`` their inputs, no cycle run, no token
+        yet), in three array writes whatever m."""
+        b = self.size
+        m = len(rids)
+        table = self._room(m)
+        now, none = _float_bits(now_ms), _NO_TIME
+        table[b : b + m, : self._THRESHOLDS] = [
+            [rid, _signed(weyl_term(int(key), 0)), out, inp, 0, none, now, none, inp, out, c, u]
+            for rid, key, inp, out, c, u in zip(
+                rids, keys, inputs, outputs, classes, users, strict=True
+            )
+        ]
+        if m == 1:
+            table[b, self._THRESHOLDS :] = thresholds[0][: self.columns]
+        else:
+            table[b : b + m, self._THRESHOLDS :] = np.stack(thresholds)[:, : self.columns]
+        self.size = b + m
+        self.fresh += m
+        self._drop_views()
+
+    def held_rows(
+        self, rows: np.ndarray
+    ) -> list[tuple[int, int, float, float, int, int, int, int]]:
+        """(id, cycles, arrival_ms, first_ms, input, output, class, user) of each of
+        ``rows`` (indices), from the held columns."""
+        sub = self._table[rows, : self._THRESHOLDS]
+        ints = sub.tolist()
+        times = sub[:, 6:8].view(np.float64).tolist()
+        return [
+            (r[0], r[4], t[0], t[1], r[8], r[9], r[10], r[11])
+            for r, t in zip(ints, times, strict=True)
+        ]
+
+    def mark_first(self, end_ms: float) -> None:
+        """The rows without a first token get it at ``end_ms``: held rows, the newest
+        ``fresh`` (rows join at the end, and every delivery reaches every row)."""
+        self._columns[8][self.size - self.fresh : self.size] = end_ms
+
+    def _room(self, m: int) -> np.ndarray:
+        """The table, grown (doubling) to hold ``m`` more rows."""
+        table = self._table
+        if self.size + m > table.shape[0]:
+            height = table.shape[0]
+            while self.size + m > height:
+                height *= 2
+            grown = np.empty((height, table.shape[1]), dtype=np.int64)
+            grown[: self.size] = table[: self.size]
+            self._allocate(grown)
+        return self._table
+
+    def _drop_views(self) -> None:
+        """Forget the views (rebuilt when next used: admissions come in runs)."""
         d = self.__dict__
-        if "ids" in d:  # the views are rebuilt when next used (admissions come in runs)
+        if "ids" in d:
             for name in DecodeBatch._FIELDS:
                 del d[name]
+
+    def advance(self, iterations: int) -> None:
+        """Every row ran ``iterations`` more cycles."""
+        cycles, weyl = self.cycles, self.weyl
+        cycles += iterations
+        weyl += weyl_step(iterations)
 
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (bool mask of shape (B,)), order unchanged."""
@@ -152,14 +264,30 @@ class DecodeBatch:
         self.size = kept.shape[0]
         self._views()
 
+    def remove(self, rows: list[int]) -> None:
+        """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
+        after each removed one shifted up (a few rows), or one masked copy."""
+        if len(rows) > self._SHIFTS:
+            keep = np.ones(self.size, dtype=bool)
+            keep[rows] = False
+            self.keep(keep)
+            return
+        table, size = self._table, self.size
+        to = rows[0]
+        for i, row in enumerate(rows):
+            until = rows[i + 1] if i + 1 < len(rows) else size
+            if until > row + 1:
+                table[to : to + until - row - 1] = table[row + 1 : until]
+                to += until - row - 1
+        self.size = to
+        self._views()
 
-def accept_lengths(
-    keys: np.ndarray, cycles: np.ndarray, thresholds: np.ndarray, iterations: int
-) -> np.ndarray:
-    """Tokens per cycle, int8 (B, iterations): request b's cycles ``cycles[b]`` onwards
-    against its thresholds ``thresholds`` (B, d): a chain's first k columns or a tree's
-    columns (d < 127)."""
-    bits = counter_bits_block(keys, cycles, iterations)
+
+def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) -> np.ndarray:
+    """Tokens per cycle, int8 (B, iterations): request b's next cycles (``weyl`` (B,), the
+    Weyl terms of their first: ``DecodeBatch.weyl``) against its thresholds
+    ``thresholds`` (B, d): a chain's first k columns or a tree's columns (d < 127)."""
+    bits = weyl_bits_block(weyl, iterations)
     passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
     return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
 
@@ -240,7 +368,7 @@ def plan_block(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    lengths = accept_lengths(batch.keys, batch.cycles, thresholds, max_iterations)
+    lengths = accept_lengths(batch.weyl, thresholds, max_iterations)
     per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
     total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
@@ -303,7 +431,7 @@ def plan_step(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    bits = counter_bits_step(batch.keys, batch.cycles)
+    bits = weyl_bits(batch.weyl)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
     lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
     lengths += 1

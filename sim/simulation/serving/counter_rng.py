@@ -20,13 +20,26 @@ import functools
 
 import numpy as np
 
-__all__ = ["GAMMA", "counter_bits", "counter_bits_block", "counter_bits_step", "draw_keys"]
+__all__ = [
+    "GAMMA",
+    "counter_bits",
+    "counter_bits_block",
+    "counter_bits_step",
+    "draw_keys",
+    "weyl_bits",
+    "weyl_bits_block",
+    "weyl_step",
+    "weyl_term",
+    "weyl_terms",
+]
 
 #: SplitMix64's Weyl increment (the odd integer nearest 2^64 / golden ratio).
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S32 = (np.uint64(s) for s in (30, 27, 31, 32))
+_GAMMA_INT = int(GAMMA)
+_MASK = 2**64 - 1
 
 
 def counter_bits(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
@@ -41,25 +54,47 @@ def counter_bits(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
     return _mix_high(np.ascontiguousarray(z))
 
 
+def weyl_terms(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
+    """key + (c + 1) gamma mod 2^64 (uint64, the shape of ``keys``): the Weyl term whose
+    mix is draw c of ``key`` (SplitMix64's state before its output function)."""
+    z = counters.astype(np.uint64)
+    # unsigned array arithmetic wraps modulo 2^64 without warnings (scalars would warn)
+    z += np.uint64(1)
+    z *= GAMMA
+    z += keys.astype(np.uint64, copy=False)
+    return z
+
+
+def weyl_term(key: int, counter: int) -> int:
+    """``weyl_terms`` of one key and counter, in Python integers."""
+    return (key + (counter + 1) * _GAMMA_INT) & _MASK
+
+
+def weyl_step(counters: int) -> np.uint64:
+    """What ``counters`` more draws add to a Weyl term (counters x gamma mod 2^64)."""
+    return np.uint64((counters * _GAMMA_INT) & _MASK)
+
+
+def weyl_bits(weyl: np.ndarray) -> np.ndarray:
+    """The draws whose Weyl terms are ``weyl`` (B,), 32-bit as int64 (``weyl`` unchanged)."""
+    return _mix_high(weyl.copy())
+
+
+def weyl_bits_block(weyl: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` successive draws from Weyl terms ``weyl`` (B,), shape (B, count)."""
+    return _mix_high(weyl[:, None] + _steps(count)[None, :])
+
+
 def counter_bits_block(keys: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
     """``counter_bits(keys[:, None], first[:, None] + arange(count))`` (shape (B, count)),
     computed with fewer array passes: each row's Weyl sequence starts at its own offset."""
-    # unsigned array arithmetic wraps modulo 2^64 without warnings (scalars would warn)
-    offsets = first.astype(np.uint64)
-    offsets += np.uint64(1)
-    offsets *= GAMMA
-    offsets += keys.astype(np.uint64, copy=False)
-    return _mix_high(offsets[:, None] + _steps(count)[None, :])
+    return weyl_bits_block(weyl_terms(keys, first), count)
 
 
 def counter_bits_step(keys: np.ndarray, cycles: np.ndarray) -> np.ndarray:
     """``counter_bits(keys, cycles)`` (shape (B,)): each request's draw of cycle ``cycles``,
     the first column of ``counter_bits_block``."""
-    z = cycles.astype(np.uint64)
-    z += np.uint64(1)
-    z *= GAMMA
-    z += keys.astype(np.uint64, copy=False)
-    return _mix_high(z)
+    return _mix_high(weyl_terms(keys, cycles))
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,6 +19,7 @@ running sums over the requests as they leave (``WindowTally``), exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -347,20 +348,25 @@ class Recorder:
         self.request_cycles = 0
         self.cycle_tokens = 0
         self.preemptions = 0
+        self._end_ms = -1.0  # the run's end, once known (``record``)
 
     def arrive(self, req: Request, now_ms: float) -> None:
         """A request arrives: its id (arrival order), whether it is measured; the first
         measured one opens the window."""
-        req.id = self.arrived
-        self.arrived += 1
+        req.id = rid = self.arrive_id(now_ms)
         req.arrival_ms = now_ms
-        self.live[req.id] = req
-        if self.first_measured <= req.id < self.first_measured + self.measured:
-            req.measured = True
-            if req.id == self.first_measured:
-                self.window_start_ms = now_ms
-                self.window.open(now_ms)
+        self.live[rid] = req
+        req.measured = self.first_measured <= rid < self.first_measured + self.measured
+
+    def arrive_id(self, now_ms: float) -> int:
+        """A request arrives at ``now_ms`` (held by the caller): its id, in arrival order."""
+        rid = self.arrived
+        self.arrived += 1
+        if rid == self.first_measured:
+            self.window_start_ms = now_ms
+            self.window.open(now_ms)
         self.window.arrive(now_ms)
+        return rid
 
     def leave(self, req: Request) -> None:
         """A request is answered: its row is recorded and it is released."""
@@ -368,6 +374,41 @@ class Recorder:
         self.window.leave(req.arrival_ms, req.finish_ms)
         if req.measured:
             self._row(req)
+
+    def leave_decoded(
+        self,
+        rid: int,
+        arrival_ms: float,
+        first_token_ms: float,
+        finish_ms: float,
+        input_tokens: int,
+        output_tokens: int,
+        request_class: int,
+        cycles: int,
+    ) -> bool:
+        """``leave`` of a request held by the caller that decoded from its arrival (admitted
+        and decoding then, no preemption; ``finish_ms`` -1: unanswered at the end). Whether
+        it was measured."""
+        self.window.leave(arrival_ms, finish_ms if finish_ms >= 0 else self._end_ms)
+        measured = self.first_measured <= rid < self.first_measured + self.measured
+        if measured:
+            self._rows.add(
+                (
+                    rid - self.first_measured,
+                    arrival_ms,
+                    arrival_ms,
+                    first_token_ms,
+                    arrival_ms,
+                    finish_ms,
+                    input_tokens,
+                    output_tokens,
+                    output_tokens,
+                    request_class,
+                    0,
+                    cycles,
+                )
+            )
+        return measured
 
     def _row(self, r: Request) -> None:
         decoded = r.output_tokens - r.decode_from if r.decode_start_ms >= 0 else 0
@@ -446,10 +487,13 @@ class Recorder:
         self.kv_peak = max(self.kv_peak, held_tokens)
         self.tokens_delivered += tokens
 
-    def record(self, end_ms: float) -> ServingRecord:
+    def record(self, end_ms: float, held: Callable[[], int] | None = None) -> ServingRecord:
         """The replication's record at ``end_ms``: requests still in the system leave at
-        the end (measured ones recorded unanswered, ``finish_ms`` -1)."""
-        unfinished = len(self.live)
+        the end (measured ones recorded unanswered, ``finish_ms`` -1). ``held``: the
+        caller's requests (``leave_decoded``) still in the system, made to leave first;
+        it returns how many there were (they arrived before ``live``'s)."""
+        self._end_ms = end_ms
+        unfinished = len(self.live) + (held() if held is not None else 0)
         for req in list(self.live.values()):
             self.window.leave(req.arrival_ms, end_ms)
             if req.measured:

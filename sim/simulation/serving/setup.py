@@ -1,7 +1,7 @@
 """A scenario's ``[serving]`` and ``[workload]`` as a serving plan, its policies and SLOs.
 
 What each key means is written once here (the cost model comes from
-``sim.binding.bind.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
+``sim.binding.serving.serving_cost``); ``ServingSetup.assumptions`` says, for the report,
 which inputs were given, which were defaulted and which were derived.
 """
 
@@ -15,18 +15,17 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtri
 
-from sim.binding.bind import acceptance_model, host_work_note, rank_shares, serving_cost
+from sim.binding.bind import acceptance_model
 from sim.binding.bound import Bound, as_bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
+from sim.binding.serving import serving_model
 from sim.errors import SpecsimError
-from sim.hardware.batched import MeasuredPass
-from sim.model.batched_cost import pass_load
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
-from sim.scenario.load import scenario_from_dict
-from sim.scenario.schema import Scenario, ServingSpec, TimingPoint, WorkloadSpec
+from sim.scenario.load import with_load
+from sim.scenario.schema import Scenario, ServingSpec, WorkloadSpec
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
@@ -159,31 +158,6 @@ def _widest(policies: dict[str, SpeculationPolicy], max_batch: int) -> tuple[int
     return max(map(rank_width, trees), default=1), max(map(max_beams, trees), default=1)
 
 
-def _points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
-    out: dict[str, list[MeasuredPass]] = {}
-    k = scenario.num_steps
-    points: list[TimingPoint] = scenario.timing.points or []
-    default_context = scenario.timing.context_tokens or 0.0
-    for i, p in enumerate(points):
-        m = p.tokens
-        if m is None:
-            m = {"verify": scenario.speculation.draft_tokens, "draft_extend": k + 1}.get(p.kind, 1)
-        context = default_context if p.context_tokens is None else p.context_tokens
-        tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
-        out.setdefault(p.kind, []).append(
-            MeasuredPass(
-                tokens,
-                float(kv),
-                float(pairs),
-                p.ms,
-                p.source,
-                f"timing.points[{i}]",
-                sequences=p.batch,
-            )
-        )
-    return out
-
-
 def serving_setup(
     model: Bound | Scenario,
     *,
@@ -200,7 +174,7 @@ def serving_setup(
     scenario = bound.scenario
     serving = scenario.serving or ServingSpec()
     w = scenario.workload
-    spec, timing = scenario.model, scenario.timing
+    timing = scenario.timing
     notes: list[str] = []
     k = scenario.num_steps
 
@@ -320,46 +294,12 @@ def serving_setup(
             "= 'padded': SGLang's CUDA-graphed draft extend)"
         )
 
-    # ----- cost
-    kv = spec.kv_bytes_per_token
-    attn = spec.attention_flops_per_pair
-    if (kv or attn) and timing.context_tokens is None:
-        raise SpecsimError(
-            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
-            "which the [timing] passes were measured",
-            source=source,
-            field="timing.context_tokens",
-        )
-    if kv is None:
-        notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
-    if attn is None:
-        notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
-    try:
-        cost = serving_cost(
-            scenario,
-            kv_bytes_per_token=kv or 0.0,
-            attention_flops_per_pair=attn or 0.0,
-            reference_context_tokens=timing.context_tokens or 0.0,
-            points=_points(scenario),
-            speculative=speculates,
-            draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
-            max_beams=beams,
-            passes=bound.passes,
-            hw=bound.hardware,
-        )
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source=source, field=exc.field) from None
-    measured = sorted({p.kind for p in timing.points or []})
-    notes.append(
-        "batched passes: the hardware model calibrated to the batch-1 [timing] passes"
-        + (f" and measured points for {', '.join(measured)}" if measured else "")
-        + (
-            ""
-            if "prefill" in measured
-            else "; prefill: no measured prefill, the decode pass's curve (assumed; the "
-            "compute-bound prefill is then priced at the decode pass's slope)"
-        )
+    # ----- cost, acceptance and rank shares: the Bound's, at the policies' widest draft
+    max_k = max(p.max_k for p in policies.values())
+    served = serving_model(
+        bound, speculative=speculates, max_beams=beams, max_k=max_k, widest=widest, source=source
     )
+    notes.extend(served.notes)
 
     # ----- scheduler and policies
     try:
@@ -375,20 +315,18 @@ def serving_setup(
         plain_kv_capacity_tokens=kv_cap.plain,
     )
     notes.append(kv_cap.note)
-    notes.append(host_work_note(scenario))
+    notes.append(served.host_note)
     if timing.jitter_cv:
         notes.append(
             f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
             "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
         )
-    max_k = max(p.max_k for p in policies.values())
-    shares = rank_shares(scenario.acceptance, widest) if scenario.acceptance and widest > 1 else ()
     plan = ServingPlan(
         workload,
         scheduler,
-        cost,
-        acceptance_model(scenario.acceptance, max_k),
-        rank_shares=shares,
+        served.cost,
+        served.acceptance,
+        rank_shares=served.rank_shares,
         draft_extend=serving.draft_extend,
     )
     for name, policy in policies.items():
@@ -413,42 +351,6 @@ def serving_setup(
         load=load,
         assumptions=tuple(notes),
         kv_capacity=kv_cap,
-    )
-
-
-def with_load(
-    scenario: Scenario,
-    *,
-    concurrency: int | None = None,
-    rate_per_s: float | None = None,
-    trace: str | None = None,
-    source: str = "load",
-) -> Scenario:
-    """``scenario`` with its ``[serving]`` load replaced by the one given (validated).
-
-    Provenance is kept: the load keys given are set by ``source``; every other field keeps
-    how the scenario got it (given by the file, set by ``--set``, or the default), so the
-    assumptions name a default as a default (they said 'set by --rate' of every
-    ``[serving]`` default, the host work's included)."""
-    raw = scenario.model_dump(exclude_none=True)
-    loads = ("concurrency", "rate_per_s", "trace")
-    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
-    dropped = loads if trace is not None else (*loads, *trace_keys)
-    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
-    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
-        if value is not None:
-            serving[key] = value
-    raw["serving"] = serving
-    load_keys = {f"serving.{k}" for k in loads}
-    return scenario_from_dict(
-        raw,
-        source=source,
-        overridden=[f"serving.{k}" for k in loads if k in serving],
-        given=scenario.origins.given - load_keys,
-        previous_overrides={
-            k: v for k, v in scenario.origins.overrides.items() if k not in load_keys
-        },
-        file=scenario.origins.file,
     )
 
 

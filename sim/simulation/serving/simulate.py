@@ -14,7 +14,8 @@ depend on ``workers``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,32 @@ def _replicate(
     }
 
 
+def _replicate_block(
+    plan: ServingPlan,
+    policies: Mapping[str, SpeculationPolicy],
+    children: Sequence[np.random.SeedSequence],
+    *,
+    horizon_ms: float | None,
+) -> list[dict[str, ServingRecord]]:
+    """``_replicate`` of each child in turn (one task of an executor)."""
+    return [_replicate(plan, policies, child, horizon_ms=horizon_ms) for child in children]
+
+
+#: Tasks a parallel executor gets per slot when replications are cut into blocks: more
+#: than one, so that a slow slot (a shared machine) does not hold back the end.
+BLOCKS_PER_SLOT = 2
+
+
+def replication_blocks(replications: int, width: int) -> list[tuple[int, int]]:
+    """[lo, hi) of the blocks of replications that run as one task each: one replication a
+    block in one process (progress after each), otherwise ``BLOCKS_PER_SLOT`` blocks a slot
+    of ``width`` (a point's ten replications on two workers: four tasks, not ten, each a
+    task's fixed cost of the executor: sending the plan, scheduling, returning)."""
+    parts = replications if width <= 1 else min(replications, BLOCKS_PER_SLOT * width)
+    edges = [replications * j // parts for j in range(parts + 1)]
+    return list(itertools.pairwise(edges))
+
+
 def simulate_serving(
     plan: ServingPlan,
     policies: Mapping[str, SpeculationPolicy],
@@ -88,17 +115,23 @@ def simulate_serving(
     progress: Progress | None = None,
     horizon_ms: float | None = None,
     executor: Executor | None = None,
+    first: int = 0,
 ) -> ServingRun:
     """Run ``replications`` replications of ``plan`` under each policy.
 
     ``policies`` maps names to policies (e.g. ``{"baseline": FixedK(0), "k=3": FixedK(3)}``);
     SpecsimError if one cannot run on the plan. ``workers`` > 1 runs replications in that
     many processes, or ``executor`` (sim/parallel.py) runs them: identical results either
-    way. ``progress(done, total)`` after each replication.
+    way. ``progress(done, total)`` after each replication. ``first``: the index of the
+    first replication run (replications ``first`` to ``first + replications - 1`` of the
+    seed, each the same whatever ``first`` is: child i of ``SeedSequence(seed)`` does not
+    depend on how many are spawned), so a run continued later pairs with the one before.
     """
     for name, value in (("replications", replications), ("workers", workers)):
         if value < 1:
             raise SpecsimError(f"must be at least 1, got {value}", param=name)
+    if first < 0:
+        raise SpecsimError(f"must be >= 0, got {first}", param="first")
     if seed < 0:
         raise SpecsimError(f"must be >= 0, got {seed}", param="seed")
     if not policies:
@@ -108,11 +141,14 @@ def simulate_serving(
             plan.check(policy)
         except ValueError as exc:
             raise SpecsimError(f"{exc} ({name})", param="policies") from None
-    children = np.random.SeedSequence(seed).spawn(replications)
-    task = functools.partial(_replicate, plan, dict(policies), horizon_ms=horizon_ms)
+    children = np.random.SeedSequence(seed).spawn(first + replications)[first:]
+    run = executor or LocalExecutor(workers)
+    blocks = replication_blocks(replications, run.width())
+    task = functools.partial(_replicate_block, plan, dict(policies), horizon_ms=horizon_ms)
     results: dict[int, dict[str, ServingRecord]] = {}
-    for i, result in (executor or LocalExecutor(workers)).map_unordered(task, children):
-        results[i] = result
+    parts = [children[lo:hi] for lo, hi in blocks]
+    for b, block in run.map_unordered(task, parts):
+        results.update(zip(range(*blocks[b]), block, strict=True))
         if progress:
             progress(len(results), replications)
     records = {name: [results[i][name] for i in range(replications)] for name in policies}

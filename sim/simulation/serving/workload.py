@@ -58,6 +58,20 @@ RATE_BLOCK = 16
 #: Acceptance keys drawn at once (a speed knob only: each is one raw 64-bit draw, so a
 #: block is the same keys in the same order).
 KEY_BLOCK = 16
+#: Output lengths drawn at once when the input length is fixed (a speed knob only: a
+#: length distribution's ``sample(rng, n)`` is n of its ``sample_one`` in order).
+LENGTH_BLOCK = 16
+#: The most requests' classes, rates, keys and lengths a source draws at once.
+MAX_BLOCK = 64
+
+
+def source_block(workload: Workload, users: int) -> int:
+    """Requests a closed-loop user's source draws at once (rates, keys, output lengths):
+    about as many as it sends in the run (the measured and warm-up requests and those still
+    in flight at the end, shared by the users), between ``RATE_BLOCK`` and ``MAX_BLOCK``.
+    A speed knob only (every block is the same draws in the same order)."""
+    sends = -(-(workload.requests + workload.warmup + users) // users)
+    return min(MAX_BLOCK, max(RATE_BLOCK, sends + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,8 +268,10 @@ class RequestSource:
 
     ``next(trace_row)`` returns the next request; with ``trace_row`` its lengths and class
     come from the trace (-1 class: drawn by weight). Class and rates are drawn in blocks of
-    ``RATE_BLOCK`` (two uniforms per request whatever the class; the block's thresholds
-    computed at once for the drawn classes), keys in blocks of ``KEY_BLOCK`` (one raw draw each).
+    ``block`` requests (default ``RATE_BLOCK``; two uniforms per request whatever the class;
+    the block's thresholds computed at once for the drawn classes), keys in blocks of
+    ``block`` (default ``KEY_BLOCK``; one raw draw each), and, when the input length is
+    fixed, output lengths in blocks of ``block`` (default ``LENGTH_BLOCK``).
     A request's thresholds are the chain's (kmax columns) followed by each of ``trees``'s
     (its depth columns), so the same draws serve every draft.
     """
@@ -266,13 +282,19 @@ class RequestSource:
         acceptance: AcceptanceModel,
         streams: SourceStreams,
         trees: tuple[TreeAcceptance, ...] = (),
+        block: int | None = None,
     ):
+        self._block = block
         self._workload = workload
         self._acceptance = acceptance
         self._streams = streams
         self._trees = trees
         self._drawn: list[tuple[int, float, np.ndarray]] = []
         self._keys: list[np.uint64] = []
+        # a fixed input draws nothing: the output lengths are the stream's only draws
+        inputs = workload.input_tokens
+        self._input = inputs.tokens if isinstance(inputs, Fixed) else None
+        self._outputs: list[int] = []
 
     def _thresholds(self, cls: int, u: np.ndarray) -> np.ndarray:
         """Thresholds (n, columns) of requests of class ``cls`` with Beta uniforms ``u`` (n,):
@@ -286,7 +308,7 @@ class RequestSource:
 
     def _draw_block(self) -> np.ndarray:
         """The next block's uniforms (RATE_BLOCK, 2): class, then rates."""
-        return self._streams.rates.random((RATE_BLOCK, 2))
+        return self._streams.rates.random((self._block or RATE_BLOCK, 2))
 
     def _rows(self, u: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
         """(class, rate uniform, thresholds) of each row of uniforms ``u`` (n, 2); the
@@ -314,7 +336,19 @@ class RequestSource:
 
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
-        if trace_row is None:
+        return Request(*self.next_drawn(trace_row))
+
+    def next_drawn(
+        self, trace_row: tuple[int, int, int] | None = None
+    ) -> tuple[int, int, int, np.ndarray, np.uint64]:
+        """What ``next`` draws: (input tokens, output tokens, class, thresholds, key)."""
+        if trace_row is None and self._input is not None:
+            if not self._outputs:
+                block = self._block or LENGTH_BLOCK
+                lengths = self._workload.output_tokens.sample(self._streams.lengths, block)
+                self._outputs = lengths.tolist()[::-1]
+            n_in, n_out, given = self._input, self._outputs.pop(), -1
+        elif trace_row is None:
             n_in = self._workload.input_tokens.sample_one(self._streams.lengths)
             n_out = self._workload.output_tokens.sample_one(self._streams.lengths)
             given = -1
@@ -322,8 +356,8 @@ class RequestSource:
             n_in, n_out, given = trace_row
         cls, thresholds = self._class_and_thresholds(given)
         if not self._keys:
-            self._keys = list(draw_keys(self._streams.keys, KEY_BLOCK)[::-1])
-        return Request(n_in, n_out, cls, thresholds, self._keys.pop())
+            self._keys = list(draw_keys(self._streams.keys, self._block or KEY_BLOCK)[::-1])
+        return n_in, n_out, cls, thresholds, self._keys.pop()
 
 
 def refill_together(sources: list[RequestSource]) -> None:
@@ -335,4 +369,5 @@ def refill_together(sources: list[RequestSource]) -> None:
     blocks = [source._draw_block() for source in sources]
     rows = sources[0]._rows(np.concatenate(blocks))
     for i, source in enumerate(sources):
-        source._drawn = rows[i * RATE_BLOCK : (i + 1) * RATE_BLOCK][::-1]
+        size = source._block or RATE_BLOCK
+        source._drawn = rows[i * size : (i + 1) * size][::-1]

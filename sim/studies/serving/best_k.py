@@ -36,12 +36,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
-from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
 from sim.studies.serving.evaluator import PointEvaluator
 from sim.studies.serving.paired_metrics import (
     METRICS,
@@ -51,8 +53,10 @@ from sim.studies.serving.paired_metrics import (
     gain,
     level,
     paired_difference,
+    paired_values,
     ratio_doc,
 )
+from sim.studies.serving.sequential import Leader, Pairs, describe
 
 __all__ = [
     "OBJECTIVES",
@@ -185,6 +189,7 @@ def refined_ends(
 
         def curve(x: float, lower: FixedK = lower, upper: FixedK = upper) -> Ratio:
             load = Load("concurrency", x)
+            evaluator.ensure([(load, upper), (load, lower)], step=True)  # a pair: one step
             return gain(evaluator(load, upper), evaluator(load, lower), objective)
 
         def simulated(lower: FixedK = lower, upper: FixedK = upper) -> list[float]:
@@ -369,21 +374,31 @@ def _select(
     evaluator.ensure([(load, FixedK(k)) for load in loads for k in ks])
     out = []
     for load in loads:
-        points = {k: evaluator(load, FixedK(k)) for k in ks}
-        levels = {k: level(p, objective) for k, p in points.items()}
-        best = max(ks, key=lambda k: (levels[k].mean, -k))
-        tied = tuple(
-            k
-            for k in ks
-            if k != best
-            and (r := difference(points[k], points[best], objective)).ci95 is not None
-            and r.ci95[1] >= 0.0
-        )
-        choice = LoadChoice(int(load.value), levels, best, tied)
-        if draws is not None:
-            choice = input_ties(draws, load, choice, points, objective)
+        while True:  # again when the draws ran a point's other replications
+            points = {k: evaluator(load, FixedK(k)) for k in ks}
+            choice = _choice(load, points, objective)
+            if draws is not None:
+                choice = input_ties(draws, load, choice, points, objective)
+            if all(evaluator(load, FixedK(k)) is p for k, p in points.items()):
+                break
         out.append(choice)
     return out
+
+
+def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadChoice:
+    """The best k at ``load`` and the k tied with it (their difference's 95% interval
+    reaches 0)."""
+    ks = sorted(points)
+    levels = {k: level(p, objective) for k, p in points.items()}
+    best = max(ks, key=lambda k: (levels[k].mean, -k))
+    tied = tuple(
+        k
+        for k in ks
+        if k != best
+        and (r := difference(points[k], points[best], objective)).ci95 is not None
+        and r.ci95[1] >= 0.0
+    )
+    return LoadChoice(int(load.value), levels, best, tied)
 
 
 def input_ties(
@@ -401,25 +416,30 @@ def input_ties(
     best, levels = choice.best, choice.levels
     ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
     top = abs(levels[best].mean)
-    near = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
-    contenders = sorted(set(ranked[:1]) | set(near))
+    close = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
+    contenders = sorted(set(ranked[:1]) | set(close))
     draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
     higher = METRICS[objective].higher_is_better
     r = draws.replications
     intervals: dict[int, list[float] | None] = {}
     for k in contenders:
-        nominal = difference(points[k], points[best], objective)
-        own = paired_difference(points[k].values[objective], points[best].values[objective], higher)
-        values = []
-        for got in draws.points:
-            if got is None:
-                continue
-            a, b = (
-                got[(load, FixedK(k))].values[objective],
-                got[(load, FixedK(best))].values[objective],
-            )
-            values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
-        intervals[k] = interval90(values, nominal.ci95)
+        keys = [(load, FixedK(k)), (load, FixedK(best))]
+        a_pt, b_pt = points[k], points[best]
+        while True:  # the nominal points in full where a draw or an end is near 0
+            nominal = difference(a_pt, b_pt, objective)
+            own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
+            values = []
+            for got in draws.points:
+                if got is None:
+                    continue
+                a, b = got[keys[0]].values[objective], got[keys[1]].values[objective]
+                values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+            ends = interval90(values, nominal.ci95)
+            reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
+            if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
+                break
+            a_pt, b_pt = (draws.evaluator(*key) for key in keys)
+        intervals[k] = ends
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
     return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)
 
@@ -480,13 +500,17 @@ def best_k(
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
     draft_method: str | None = None,
+    sequential: bool = True,
 ) -> BestKResult:
     """Select the best k (0 and ``num_steps``) at each of ``users``, build the engine forms
     and check them at another seed (``check``: an evaluator of the same plans at that
     seed; default ``evaluator``'s builder at ``evaluator.seed + 1``). ``refine``: move each
     boundary between two best k to where they tie (``refined_ends``); otherwise
     boundaries sit at the geometric midpoints of the grid. ``draws``: each selection's
-    ties within the 90% interval from inputs and model (``input_ties``)."""
+    ties within the 90% interval from inputs and model (``input_ties``). ``sequential``:
+    a point stops at its first replications where its comparisons are settled
+    (sim/studies/serving/sequential.py: at a selection load each k against the leader,
+    ``Leader``; in the check each engine form against every fixed k, ``Pairs``)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -506,6 +530,8 @@ def best_k(
     ks = sorted({0, *num_steps})
     if len(ks) < 2 or ks[0] < 0:
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
+    if sequential:
+        evaluator.rule = Leader(objective, order=lambda p: -p.max_k)  # ties: the shorter k
     rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine, draws)
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
@@ -520,7 +546,12 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
     )
+    if sequential:
+        pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)
+        checker.rule = Pairs(objective, pairs)
     checks, fixed = _check(checker, check_loads(grid), ks, objective, policies)
+    counts = replication_counts(evaluator, draws)
+    counts["replications_run"] += checker.replications_run
     return BestKResult(
         scenario=scenario,
         objective=objective,
@@ -533,7 +564,11 @@ def best_k(
         checks=checks,
         fixed=fixed,
         runs=evaluator.runs + checker.runs,
-        settings=dict(settings or {}),
-        assumptions=(*assumptions, *notes),
+        settings={**dict(settings or {}), **counts},
+        assumptions=(
+            *assumptions,
+            *notes,
+            *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+        ),
         draft_method=draft_method,
     )

@@ -40,9 +40,10 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, first_passing
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts, shifted
 from sim.studies.serving.evaluator import BASELINE, PlanBuilder, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
+from sim.studies.serving.sequential import FIRST, Share, describe
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -210,10 +211,12 @@ def policy_capacity(
         and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
     )
     tried = sorted(probe.seen.items())
-    none = np.zeros(evaluator.replications)  # above the bound: fails, not simulated
-    attainment = np.array(
-        [none if p is None else p.values["slo_attainment"] for _, p in tried], dtype=float
-    ).reshape(len(tried), evaluator.replications)
+    # above the bound: fails, not simulated; replications a point did not run (sequential
+    # replications stopped it early): NaN
+    attainment = np.full((len(tried), evaluator.replications), np.nan)
+    for row, (_, p) in enumerate(tried):
+        got = np.zeros(evaluator.replications) if p is None else p.values["slo_attainment"]
+        attainment[row, : got.size] = got
     log_rates = np.array([x for x, _ in tried], dtype=float)
     return PolicyCapacity(
         k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment
@@ -247,13 +250,19 @@ class CapacityTask:
     share: float
     hint_per_s: float
     rtol: float
+    sequential: bool = False
 
 
-def run_capacity(task: CapacityTask) -> tuple[PolicyCapacity, int]:
-    """(capacity, simulations run) of one policy, in this process."""
-    ev = PointEvaluator(task.builder, replications=task.replications, seed=task.seed, slo=task.slo)
+def run_capacity(task: CapacityTask) -> tuple[PolicyCapacity, int, int]:
+    """(capacity, simulations run, their replications) of one policy, in this process;
+    ``task.sequential``: a rate stops at its first replications where its attainment is
+    settled against the share (sim/studies/serving/sequential.py ``Share``)."""
+    rule = Share("slo_attainment", task.share) if task.sequential else None
+    ev = PointEvaluator(
+        task.builder, replications=task.replications, seed=task.seed, slo=task.slo, rule=rule
+    )
     out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
-    return out, ev.runs
+    return out, ev.runs, ev.replications_run
 
 
 def capacity(
@@ -267,11 +276,18 @@ def capacity(
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
+    sequential: bool = False,
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
     seed and replications); the policies' searches run in parallel through the
     evaluator's executor, each in one process (results do not depend on it). ``draws``:
-    each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``)."""
+    each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``).
+    ``sequential``: each rate's point stops at its first replications where its
+    attainment is settled against the share (``run_capacity``). Off by default: the
+    draws shift the nominal attainment at every rate they reach, and at rates settled on
+    4 replications that moved three upper ends of the 90% intervals past the rates tried
+    on the shipped serving scenario (crossover and best-k run a stopped point's other
+    replications where a draw lands near the reference; capacity does not yet)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -296,25 +312,31 @@ def capacity(
             share,
             hint_per_s,
             rtol,
+            sequential,
         )
         for k in [0, *ks]
     ]
-    found: dict[int, tuple[PolicyCapacity, int]] = {}
+    found: dict[int, tuple[PolicyCapacity, int, int]] = {}
     for done, (i, out) in enumerate(evaluator.executor.map_unordered(run_capacity, tasks), 1):
         found[i] = out
         if evaluator.progress:
             evaluator.progress(done, len(tasks))
     policies = tuple(found[i][0] for i in range(len(tasks)))
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
+    intervals = () if draws is None else capacity_intervals(draws, policies, gains, share)
+    counts = replication_counts(evaluator, draws)
+    counts["replications_run"] += sum(n for _, _, n in found.values())
+    stops = sequential and evaluator.replications > FIRST
+    notes = (describe(FIRST, evaluator.replications),) if stops else ()
     return CapacityResult(
         scenario=scenario,
         share=share,
         policies=policies,
-        runs=evaluator.runs + sum(n for _, n in found.values()),
-        settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol},
-        assumptions=tuple(assumptions),
+        runs=evaluator.runs + sum(n for _, n, _ in found.values()),
+        settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol, **counts},
+        assumptions=(*assumptions, *notes),
         gain_ci95=gains,
-        interval90=() if draws is None else capacity_intervals(draws, policies, gains, share),
+        interval90=intervals,
     )
 
 
@@ -345,7 +367,7 @@ def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.
             pts = draws.points[d]
             if pts is not None and (load, policy) in pts:
                 drawn = pts[(load, policy)].values["slo_attainment"]
-                got[d] = shifted(float(nominal.mean()), drawn, nominal[:r])
+                got[d] = shifted(float(np.nanmean(nominal)), drawn, nominal[:r])
         return got
 
     x0 = math.log(p.rate_per_s)  # type: ignore[arg-type]

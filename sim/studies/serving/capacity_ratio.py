@@ -49,9 +49,16 @@ def _jackknife_crossings(
     log_rates: np.ndarray, attainment: np.ndarray, share: float
 ) -> np.ndarray | None:
     """Crossing log rate with each replication left out, shape (R,); ``attainment`` has
-    shape (P, R). None if some leave-one-out curve does not cross."""
+    shape (P, R), NaN for a replication a rate did not run (sequential replications,
+    sim/studies/serving/sequential.py: a rate whose attainment was settled against the
+    share; leaving that replication out leaves the mean of those it ran). None if some
+    leave-one-out curve does not cross."""
     r = attainment.shape[1]
-    others = (attainment.sum(axis=1, keepdims=True) - attainment) / (r - 1)  # (P, R)
+    ran = np.isfinite(attainment)  # a rate settled early (NaN) keeps the mean of its own
+    n = ran.sum(axis=1, keepdims=True)
+    total = np.where(ran, attainment, 0.0).sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others = np.where(ran, (total - np.where(ran, attainment, 0.0)) / (n - 1), total / n)
     out = [crossing_log_rate(log_rates, others[:, i], share) for i in range(r)]
     if any(x is None for x in out):
         return None

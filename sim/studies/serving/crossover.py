@@ -34,9 +34,10 @@ from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import STOPS, Crossing, find_crossings, refinement_bound
-from sim.studies.serving.draws import DrawnPoints, interval90
+from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
+from sim.studies.serving.sequential import GainsAgainst, describe
 
 __all__ = [
     "CROSSOVER_METRICS",
@@ -320,6 +321,7 @@ def crossover(
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
     draft_method: str | None = None,
+    sequential: bool = True,
 ) -> CrossoverResult:
     """Gain curves and crossovers of every metric at every k over ``loads``.
 
@@ -328,7 +330,9 @@ def crossover(
     ends) between grid loads (sim/studies/serving/break_even.py: first by the loads any
     metric's search at that k has already run, then by bisection), simulating the loads
     in between one at a time. ``draws``: each crossing's 90% interval from inputs and
-    model (``crossing_interval90``).
+    model (``crossing_interval90``). ``sequential``: a (load, k) pair stops at its first
+    replications where every metric's gain is settled against 1
+    (sim/studies/serving/sequential.py ``GainsAgainst``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -339,6 +343,8 @@ def crossover(
     grid = list(loads)
     kind = grid[0].kind
     policies = [BASELINE, *(FixedK(k) for k in ks)]
+    if sequential:
+        evaluator.rule = GainsAgainst(BASELINE, tuple(metrics))
     # a rate above a policy's bound is not simulated; a pair runs where both are stable
     paired = {k: [x for x in grid if _both_stable(evaluator, x, k)] for k in ks}
     needed = {(x, p) for k in ks for x in paired[k] for p in (BASELINE, FixedK(k))}
@@ -361,6 +367,7 @@ def crossover(
 
         def curve(x: float) -> Ratio:
             load = grid[0].at(x)
+            evaluator.ensure([(load, spec), (load, BASELINE)], step=True)  # a pair: one step
             return gain(evaluator(load, spec), evaluator(load, BASELINE), metric)
 
         return curve
@@ -394,20 +401,28 @@ def crossover(
                 )
 
             xs = [float(load.value) for load in paired[k]]
-            found = find_crossings(
-                xs, curve, integer=grid[0].integer, rtol=rtol if refine else None, seen=simulated
-            )
-            pts = simulated()
-            intervals: tuple[tuple[float | None, float | None], ...] = ()
-            nearest = None
-            if draws is not None and xs:  # no draws: the Monte Carlo interval
-                intervals = tuple(
-                    crossing_interval90(draws, paired[k], k, metric, c) for c in found
+            while True:  # again when the draws ran a nominal point's other replications
+                found = find_crossings(
+                    xs,
+                    curve,
+                    integer=grid[0].integer,
+                    rtol=rtol if refine else None,
+                    seen=simulated,
                 )
-                if not found:
-                    at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
-                    g = draws.gains(grid[0].at(at), k, metric)
-                    nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
+                ran = evaluator.replications_run
+                intervals: tuple[tuple[float | None, float | None], ...] = ()
+                nearest = None
+                if draws is not None and xs:  # no draws: the Monte Carlo interval
+                    intervals = tuple(
+                        crossing_interval90(draws, paired[k], k, metric, c) for c in found
+                    )
+                    if not found:
+                        at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
+                        g = draws.gains(grid[0].at(at), k, metric)
+                        nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
+                if evaluator.replications_run == ran:
+                    break
+            pts = simulated()
             curves.append(
                 MetricCurve(
                     metric=metric,
@@ -422,6 +437,7 @@ def crossover(
                     nearest=nearest,
                 )
             )
+    notes = (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
     return CrossoverResult(
         scenario=scenario,
         load_kind=kind,
@@ -430,8 +446,8 @@ def crossover(
         curves=tuple(curves),
         distributions=distributions,
         runs=evaluator.runs,
-        settings=dict(settings or {}),
-        assumptions=tuple(assumptions),
+        settings={**dict(settings or {}), **replication_counts(evaluator, draws)},
+        assumptions=(*assumptions, *notes),
         overloads=overloads,
         draft_method=draft_method,
         not_steady=tuple(

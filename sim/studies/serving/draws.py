@@ -45,7 +45,8 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
-from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
+from sim.studies.serving.sequential import SETTLED_SE
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
@@ -60,6 +61,7 @@ __all__ = [
     "interval90",
     "prediction_half_width",
     "ratio_interval",
+    "replication_counts",
     "shifted",
 ]
 
@@ -147,6 +149,18 @@ def shifted(nominal: float, drawn: np.ndarray, first: np.ndarray) -> float:
     return float(nominal + np.mean(np.asarray(drawn) - np.asarray(first)))
 
 
+def near(drawn: np.ndarray, nominal: np.ndarray, reference: float) -> bool:
+    """Whether a draw's answer ``drawn`` (D,) lies within ``SETTLED_SE`` standard errors of
+    the nominal's replications ``nominal`` (n,) from ``reference``: the draws then read
+    the nominal mean's last digits, and a nominal point stopped at its first replications
+    (sim/studies/serving/sequential.py) runs the rest (``PointEvaluator.complete``)."""
+    ok = np.isfinite(drawn)
+    if nominal.size < 2 or not ok.any():
+        return False
+    se = float(np.std(nominal, ddof=1)) / np.sqrt(nominal.size)
+    return bool(np.any(np.abs(drawn[ok] - reference) <= SETTLED_SE * se))
+
+
 def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
     """Per replication gain of ``a`` over ``b`` (> 1: ``a`` better; as
     sim/studies/serving/paired_metrics.py ``gain``)."""
@@ -171,6 +185,11 @@ class DrawnPoints:
     def __post_init__(self) -> None:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
+
+    @property
+    def replications_run(self) -> int:
+        """Replications every draw's points ran together."""
+        return sum(p.replications for got in self.points if got for p in got.values())
 
     def ensure(self, keys: Sequence[Key], which: Sequence[int] | None = None) -> None:
         """Run ``keys`` in the draws ``which`` (default: every draw) not yet run there, in
@@ -215,20 +234,20 @@ class DrawnPoints:
         ``load`` (D,): the nominal gain shifted (``shifted``); NaN for a rejected draw and
         one not in ``which``."""
         other = BASELINE if versus == 0 else FixedK(versus)
-        self.ensure([(load, FixedK(k)), (load, other)], which)
+        keys = [(load, FixedK(k)), (load, other)]
+        self.ensure(keys, which)
         ev = self.evaluator
-        spec, base = ev(load, FixedK(k)), ev(load, other)
-        r = self.replications
-        nominal = paired_gain(spec.values[metric], base.values[metric], metric)
-        out = np.full(len(self.draws), np.nan)
-        for i, got in enumerate(self.points):
-            if got is None or (load, FixedK(k)) not in got or (load, other) not in got:
-                continue
-            g = paired_gain(
-                got[(load, FixedK(k))].values[metric], got[(load, other)].values[metric], metric
-            )
-            out[i] = shifted(float(np.mean(nominal)), g, nominal[:r])
-        return out
+        while True:
+            spec, base = ev(*keys[0]), ev(*keys[1])
+            nominal = paired_gain(*paired_values(spec, base, metric), metric)
+            out = np.full(len(self.draws), np.nan)
+            for i, got in enumerate(self.points):
+                if got is None or keys[0] not in got or keys[1] not in got:
+                    continue
+                g = paired_gain(got[keys[0]].values[metric], got[keys[1]].values[metric], metric)
+                out[i] = shifted(float(np.mean(nominal)), g, nominal[: self.replications])
+            if not (near(out, nominal, 1.0) and ev.complete(keys)):
+                return out
 
     def levels(self, load: Load, policy: Any, metric: str) -> np.ndarray:
         """Each draw's level of ``metric`` for ``policy`` at ``load`` (D,), shifted."""
@@ -241,6 +260,18 @@ class DrawnPoints:
                 drawn = got[(load, policy)].values[metric]
                 out[i] = shifted(float(np.mean(nominal)), drawn, nominal[:r])
         return out
+
+
+def replication_counts(
+    evaluator: PointEvaluator, draws: DrawnPoints | None = None
+) -> dict[str, int]:
+    """What a study's document says it simulated: the replications of its (load, policy)
+    points and of its interval's draws (every replication one serving run of the
+    scenario's requests)."""
+    return {
+        "replications_run": evaluator.replications_run,
+        "draw_replications_run": 0 if draws is None else draws.replications_run,
+    }
 
 
 def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:

@@ -32,6 +32,7 @@ from sim.simulation.serving.setup import ServingSetup, serving_setup
 from sim.simulation.serving.simulate import simulate_serving
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
+from sim.studies.serving.sequential import FIRST, Rule, merge
 
 __all__ = [
     "BASELINE",
@@ -149,7 +150,8 @@ class ScenarioPlans:
 
 @dataclass(frozen=True, slots=True)
 class PointTask:
-    """One policy at one load (picklable)."""
+    """One policy at one load (picklable): replications ``first`` to ``first +
+    replications - 1`` of the seed."""
 
     builder: PlanBuilder
     load: Load
@@ -158,6 +160,7 @@ class PointTask:
     seed: int
     slo: SloSpec
     keep_samples: bool = False
+    first: int = 0
 
 
 def run_point(
@@ -176,6 +179,7 @@ def run_point(
             seed=task.seed,
             executor=executor,
             progress=progress,
+            first=task.first,
         )
     except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
         raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None
@@ -189,14 +193,21 @@ class PointEvaluator:
     """Memoized (load, policy) -> ``PolicyPoint`` at one seed and replication count.
 
     ``progress(done, total)`` is called as each batch's points finish, and while points
-    run one at a time (a bisection's steps) as each of their replications finishes, with
-    the replications run so far since the last batch out of the most a study announced
-    with ``expect`` (a bisection's bound), or this point's own when it runs past it;
-    ``runs`` counts the simulations run. ``keep_samples``: loads whose
-    points keep pooled latency samples.
+    run step by step (a bisection's steps: ``ensure(..., step=True)`` and single points)
+    as each of their replications finishes, with the replications run so far since the
+    last batch out of the most a study announced with ``expect`` (a bisection's bound), or
+    this step's own when it runs past it; ``runs`` counts the (load, policy) points run and
+    ``replications_run`` their replications. ``keep_samples``: loads whose points keep
+    pooled latency samples.
     ``check(load, policies)``: whether an open load is above what a policy answers
     (sim/simulation/serving/stability.py), which a study asks before simulating a rate: a
     point above its policy's bound has no steady state to measure.
+
+    ``rule`` (sim/studies/serving/sequential.py): sequential replications. Every point
+    runs ``first`` replications; then, for every point a call asked for, the rule says
+    from all the points run at its load whether its comparisons are settled, and the
+    points that are not run the rest up to ``replications`` (one batch, decided before
+    any of it runs). None, or ``first`` >= ``replications``: every point runs all of them.
     """
 
     def __init__(
@@ -209,6 +220,8 @@ class PointEvaluator:
         executor: Executor | None = None,
         progress: Callable[[int, int | None], None] | None = None,
         keep_samples: Iterable[Load] = (),
+        rule: Rule | None = None,
+        first: int = FIRST,
     ):
         if replications < 1:
             raise SpecsimError(f"must be >= 1, got {replications}", param="replications")
@@ -219,14 +232,25 @@ class PointEvaluator:
         self.executor = executor or LocalExecutor(1)
         self.progress = progress
         self.keep_samples = set(keep_samples)
+        self.rule = rule
+        self.first = first
         self.memo: dict[Key, PolicyPoint] = {}
         self.bounds: dict[Key, ServiceBound] = {}
-        self._one_by_one = 0  # replications run one point at a time since the last batch
-        self._planned = 0  # the most replications those points run (``expect``)
+        self._one_by_one = 0  # replications run step by step since the last batch
+        self._planned = 0  # the most replications those steps run (``expect``)
 
     @property
     def runs(self) -> int:
         return len(self.memo)
+
+    @property
+    def replications_run(self) -> int:
+        return sum(p.replications for p in self.memo.values())
+
+    @property
+    def sequential(self) -> bool:
+        """Whether points stop at ``first`` replications where the rule allows."""
+        return self.rule is not None and self.first < self.replications
 
     def bound(self, load: Load, policy: SpeculationPolicy) -> ServiceBound | None:
         """The most requests a second ``policy`` answers on the plan at ``load`` (None for
@@ -252,37 +276,82 @@ class PointEvaluator:
         b = self.bound(load, policy)
         return b is None or float(load.value) <= b.rate_per_s
 
-    def _task(self, load: Load, policy: SpeculationPolicy) -> PointTask:
+    def _task(self, load: Load, policy: SpeculationPolicy, first: int, count: int) -> PointTask:
         return PointTask(
             self.builder,
             load,
             policy,
-            self.replications,
+            count,
             self.seed,
             self.slo,
             load in self.keep_samples,
+            first,
         )
 
-    def ensure(self, keys: Sequence[Key]) -> None:
-        """Run every (load, policy) not yet run, in parallel through the executor."""
-        missing = list(dict.fromkeys(k for k in keys if k not in self.memo))
-        if not missing:
+    def ensure(self, keys: Sequence[Key], *, step: bool = False) -> None:
+        """Run every (load, policy) not yet run, in parallel through the executor; with a
+        ``rule``, then the rest of the replications of those of ``keys`` not settled.
+        ``step``: a bisection's step (its replications count against ``expect``'s
+        bound) rather than a batch of its own."""
+        keys = list(dict.fromkeys(keys))
+        missing = [k for k in keys if k not in self.memo]
+        count = self.first if self.sequential else self.replications
+        self._run([self._task(load, p, 0, count) for load, p in missing], step)
+        if not self.sequential:
             return
-        tasks = [self._task(load, policy) for load, policy in missing]
-        if len(tasks) == 1:  # one point (a bisection step): its replications in parallel
-            self.memo[missing[0]] = run_point(tasks[0], self.executor, self._replication_done)
-            self._one_by_one += tasks[0].replications
+        assert self.rule is not None
+        at: dict[Load, dict[SpeculationPolicy, PolicyPoint]] = {}
+        for (load, p), point in self.memo.items():
+            at.setdefault(load, {})[p] = point
+        grow = [
+            (load, p)
+            for load, p in keys
+            if self.memo[(load, p)].replications < self.replications and not self.rule(at[load], p)
+        ]
+        tasks = []
+        for load, p in grow:
+            have = self.memo[(load, p)].replications
+            tasks.append(self._task(load, p, have, self.replications - have))
+        self._run(tasks, step)
+
+    def complete(self, keys: Sequence[Key]) -> bool:
+        """Run the rest of the replications of every point of ``keys`` that stopped early,
+        whatever the rule says (a study that finds it needs them: the draws of an
+        interval near its reference); whether any ran. Points not run yet are not run."""
+        tasks = []
+        for load, p in dict.fromkeys(keys):
+            point = self.memo.get((load, p))
+            if point is not None and point.replications < self.replications:
+                have = point.replications
+                tasks.append(self._task(load, p, have, self.replications - have))
+        self._run(tasks, step=True)
+        return bool(tasks)
+
+    def _run(self, tasks: list[PointTask], step: bool) -> None:
+        """Run ``tasks`` and keep (or extend) their points: a step's points one after the
+        other, each one's replications in parallel (the bar advances per replication),
+        a batch's points in parallel, one process each."""
+        if not tasks:
+            return
+        if step or len(tasks) == 1:
+            for task in tasks:
+                self._keep(task, run_point(task, self.executor, self._replication_done))
+                self._one_by_one += task.replications
             return
         self._one_by_one = self._planned = 0
         for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
-            self.memo[missing[i]] = point
+            self._keep(tasks[i], point)
             if self.progress:
                 self.progress(done, len(tasks))
 
+    def _keep(self, task: PointTask, point: PolicyPoint) -> None:
+        key = (task.load, task.policy)
+        self.memo[key] = merge(self.memo[key], point) if task.first else point
+
     def expect(self, points: int) -> None:
-        """At most ``points`` more (load, policy) points will run one at a time (a
-        bisection's bound, ``sim.studies.serving.break_even.refinement_bound``): the progress
-        total of what follows."""
+        """At most ``points`` more (load, policy) points will run step by step (a
+        bisection's bound, ``sim.studies.serving.break_even.refinement_bound``): the
+        progress total of what follows."""
         self._planned = self._one_by_one + max(0, points) * self.replications
 
     def _replication_done(self, done: int, total: int) -> None:
@@ -295,7 +364,7 @@ class PointEvaluator:
     def __call__(self, load: Load, policy: SpeculationPolicy) -> PolicyPoint:
         key = (load, policy)
         if key not in self.memo:
-            self.ensure([key])
+            self.ensure([key], step=True)
         return self.memo[key]
 
 

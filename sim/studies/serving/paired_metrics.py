@@ -46,6 +46,7 @@ __all__ = [
     "gain",
     "level",
     "paired_difference",
+    "paired_values",
     "policy_point",
     "ratio_doc",
     "replication_metrics",
@@ -255,10 +256,20 @@ def level(point: PolicyPoint, metric: str) -> Ratio:
     )
 
 
+def paired_values(a: PolicyPoint, b: PolicyPoint, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two points' values of ``metric`` on the replications both ran: their first n
+    (replication i is the same seed in both; a point stopped early by sequential
+    replications, sim/studies/serving/sequential.py, has fewer)."""
+    x, y = a.values[metric], b.values[metric]
+    n = min(x.size, y.size)
+    return x[:n], y[:n]
+
+
 def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
     """Paired gain of ``a`` over ``b``: a / b per replication for metrics where more is
-    better, b / a for latencies (> 1: ``a`` is better), averaged with its 95% interval."""
-    x, y = a.values[metric], b.values[metric]
+    better, b / a for latencies (> 1: ``a`` is better), averaged with its 95% interval
+    (over the replications both ran, ``paired_values``)."""
+    x, y = paired_values(a, b, metric)
     num, den = (x, y) if METRICS[metric].higher_is_better else (y, x)
     if not np.all(den > 0):
         return Ratio(float("nan"), None)
@@ -283,6 +294,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> n
 
 
 def difference(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
-    """Paired advantage of ``a`` over ``b`` in the metric's unit (> 0: ``a`` is better)."""
-    d = paired_difference(a.values[metric], b.values[metric], METRICS[metric].higher_is_better)
+    """Paired advantage of ``a`` over ``b`` in the metric's unit (> 0: ``a`` is better),
+    over the replications both ran (``paired_values``)."""
+    d = paired_difference(*paired_values(a, b, metric), METRICS[metric].higher_is_better)
     return _ratio(d, mean_interval)  # signed

@@ -19,35 +19,15 @@ from typing import Any
 
 from sim.binding.bound import bind
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.load import with_overrides
+from sim.scenario.load import sample_settings, with_settings
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import ServingSummary, summarize_serving
-from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup, with_load
+from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
 from sim.studies.serving.draws import DRAWS, input_draws, serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
-
-
-def with_sample(
-    scenario: Scenario,
-    *,
-    replications: int | None = None,
-    requests: int | None = None,
-    seed: int | None = None,
-    source: str = "api",
-) -> Scenario:
-    """``scenario`` with its replications, measured requests and seed replaced where given
-    (validated as ``--set`` is; None keeps the scenario's)."""
-    for dotted, value in (
-        ("simulation.replications", replications),
-        ("workload.requests", requests),
-        ("simulation.seed", seed),
-    ):
-        if value is not None:
-            scenario = with_overrides(scenario, {dotted: value}, source=source)
-    return scenario
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +72,13 @@ def serve(
     and model, each draw at the nominal run's first seeds. The scenario is bound once,
     with its load and sample; the setup and the intervals read that ``Bound`` (the draws
     perturb it and bind each)."""
-    if concurrency is not None or rate_per_s is not None or trace is not None:
-        scenario = with_load(
-            scenario, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace, source="load"
-        )
-    scenario = with_sample(
-        scenario, replications=replications, requests=requests, seed=seed, source=source
-    )
+    settings = [
+        ("load", "serving.concurrency", concurrency),
+        ("load", "serving.rate_per_s", rate_per_s),
+        ("load", "serving.trace", trace),
+        *sample_settings(replications, requests, seed, source),
+    ]
+    scenario = with_settings(scenario, settings)
     base = Path(base_dir) if base_dir is not None else None
     bound = bind(scenario)
     setup = serving_setup(bound, base_dir=base, source=source)
@@ -155,7 +135,7 @@ def serving_study(
     point evaluator at its seed, replications and SLO: what ``crossover``, ``best_k`` and
     ``capacity`` take. ``executor``: where points run (default a local pool of
     ``workers``); ``draws``: Sobol draws of the uncertain inputs (0: none)."""
-    sc = with_sample(scenario, replications=replications, requests=requests, seed=seed)
+    sc = with_settings(scenario, sample_settings(replications, requests, seed, "api"))
     builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
     builder = replace(builder, draws=input_draws(bind(sc), setup.seed, draws))

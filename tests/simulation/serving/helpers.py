@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import numpy as np
 
 from sim.binding.bind import acceptance_model, pass_times, rank_shares
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
@@ -119,3 +122,15 @@ def tree_plan(
         rank_shares=rank_shares(sc.acceptance, draft.topk),
         draft_extend=draft_extend,  # type: ignore[arg-type]
     )
+
+
+def records_equal(a, b) -> None:
+    """Two replications' records are the same, field by field and bit for bit."""
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        elif f.name in ("request_stats", "itl_stats"):
+            assert repr(x) == repr(y), f.name
+        else:
+            assert x == y, f.name

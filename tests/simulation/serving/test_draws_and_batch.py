@@ -1,5 +1,5 @@
-"""One length at a time and acceptance keys in blocks are the same draws as before
-(``sample(rng, 1)``, one key per request); the decode batch's table keeps its rows."""
+"""One length at a time, lengths and acceptance keys in blocks are the same draws as
+before (``sample(rng, 1)``, one key per request); the decode batch's table keeps its rows."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 from sim.binding.bind import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
 from sim.simulation.serving.batch import DecodeBatch
-from sim.simulation.serving.counter_rng import draw_keys
+from sim.simulation.serving.counter_rng import draw_keys, weyl_term
 from sim.simulation.serving.workload import (
     KEY_BLOCK,
+    LENGTH_BLOCK,
     RATE_BLOCK,
     RequestSource,
     SourceStreams,
@@ -37,6 +38,11 @@ def test_one_length_is_a_sample_of_one(lengths):
     assert drawn == [int(lengths.sample(many, 1)[0]) for _ in range(3000)]
     assert all(type(v) is int for v in drawn)
     assert one.random() == many.random()  # the same draws consumed
+    in_blocks = np.random.default_rng(5)
+    blocks = [
+        lengths.sample(in_blocks, LENGTH_BLOCK).tolist() for _ in range(3000 // LENGTH_BLOCK + 1)
+    ]
+    assert [v for block in blocks for v in block][:3000] == drawn  # drawn LENGTH_BLOCK at once
 
 
 def test_users_refilled_together_draw_the_requests_they_draw_alone():
@@ -95,8 +101,8 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
     def check(expected):
         assert batch.size == len(expected)
         assert batch.ids.tolist() == [r[0] for r in expected]
-        assert batch.keys.dtype == np.uint64 and batch.keys.tolist() == [
-            int(r[1]) for r in expected
+        assert batch.weyl.dtype == np.uint64 and batch.weyl.tolist() == [
+            weyl_term(int(r[1]), r[5]) for r in expected
         ]
         assert batch.thresholds.tolist() == [r[2] for r in expected]
         assert batch.need.tolist() == [r[3] for r in expected]
@@ -115,5 +121,46 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
     batch.need = batch.need - 1
     rows = [(r[0], r[1], r[2], r[3] - 1, r[4] + j, r[5], 2.5) for j, r in enumerate(rows)]
     check(rows)
+    batch.advance(3)  # three more cycles: the next draws are those of cycle + 3
+    rows = [(*r[:5], r[5] + 3, r[6]) for r in rows]
+    check(rows)
     batch.keep(np.zeros(batch.size, dtype=bool))
     check([])
+
+
+@pytest.mark.parametrize("removed", [[0], [2, 3], [1, 4, 8], [0, 2, 5, 6, 7, 8], list(range(9))])
+def test_removing_rows_keeps_the_others_in_order(removed):
+    """``remove`` (shifts for a few rows, a masked copy for more) keeps the rows ``keep``
+    keeps."""
+    shifted, masked = DecodeBatch(2, capacity=4), DecodeBatch(2, capacity=4)
+    for batch in (shifted, masked):
+        for i in range(9):
+            batch.append(i, np.uint64(7 * i), np.array([i, -i]), 10 + i, 20 * i, i, 0.5 * i)
+    shifted.remove(removed)
+    masked.keep(np.array([i not in removed for i in range(9)]))
+    assert shifted.size == masked.size == 9 - len(removed)
+    for name in DecodeBatch._FIELDS:
+        assert np.array_equal(getattr(shifted, name), getattr(masked, name)), name
+    assert shifted.ids.tolist() == [i for i in range(9) if i not in removed]
+
+
+def test_held_rows_are_the_rows_append_writes():
+    """``extend_held`` (a run of arrivals that decode at once, growing past the capacity)
+    writes the rows ``append`` writes, and its held columns."""
+    rows = [
+        (i, np.uint64(2**64 - 1 - 3 * i), np.array([i, 2 * i, 5]), 9 + i, 4 * i) for i in range(7)
+    ]
+    one, held = DecodeBatch(2, capacity=2), DecodeBatch(2, capacity=2)
+    for rid, key, thresholds, n_out, n_in in rows:
+        one.append(rid, key, thresholds, n_out, n_in, 0, -1.0)
+    for part in (rows[:1], rows[1:]):
+        rid, key, thresholds, n_out, n_in = (list(c) for c in zip(*part, strict=True))
+        held.extend_held(rid, key, thresholds, n_in, n_out, [1] * len(part), rid, 2.5)
+    assert held.size == one.size == 7 and held.fresh == one.fresh == 7
+    for name in DecodeBatch._FIELDS:
+        assert np.array_equal(getattr(held, name), getattr(one, name)), name
+    held.mark_first(4.0)
+    assert held.held_rows(np.array([0, 6])) == [
+        (0, 0, 2.5, 4.0, 0, 9, 1, 0),
+        (6, 0, 2.5, 4.0, 24, 15, 1, 6),
+    ]

@@ -3,6 +3,8 @@ determinism whatever the worker count."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,7 +21,7 @@ from sim.simulation.serving import (
     simulate_serving,
 )
 from sim.simulation.serving.engine import Server, ServingPlan, run_replication
-from sim.simulation.serving.simulate import serving_streams
+from sim.simulation.serving.simulate import replication_blocks, serving_streams
 from tests.simulation.serving.helpers import WITH_KV, plan
 
 
@@ -178,13 +180,25 @@ def test_same_seed_same_numbers_whatever_the_workers():
         Poisson(25.0), input_tokens=30, output=30, requests=40, prefill="model", curves=WITH_KV
     )
     policies = {"baseline": FixedK(0), "k2": FixedK(2)}
-    one = simulate_serving(p, policies, replications=3, seed=12, workers=1)
-    two = simulate_serving(p, policies, replications=3, seed=12, workers=2)
-    for name in policies:
-        for x, y in zip(one.records[name], two.records[name], strict=True):
-            np.testing.assert_array_equal(x.finish_ms, y.finish_ms)
-            np.testing.assert_array_equal(x.itl_ms, y.itl_ms)
-            assert x.tokens_delivered == y.tokens_delivered
+    one = simulate_serving(p, policies, replications=5, seed=12, workers=1)
+    for workers in (2, 3):  # blocks of replications: 4 (1, 1, 1, 2) and 5 tasks
+        many = simulate_serving(p, policies, replications=5, seed=12, workers=workers)
+        for name in policies:
+            for x, y in zip(one.records[name], many.records[name], strict=True):
+                np.testing.assert_array_equal(x.finish_ms, y.finish_ms)
+                np.testing.assert_array_equal(x.itl_ms, y.itl_ms)
+                assert x.tokens_delivered == y.tokens_delivered
+
+
+def test_replications_run_in_blocks_two_a_slot_and_one_by_one_alone():
+    assert replication_blocks(10, 1) == [(i, i + 1) for i in range(10)]
+    assert replication_blocks(10, 2) == [(0, 2), (2, 5), (5, 7), (7, 10)]
+    assert replication_blocks(3, 8) == [(0, 1), (1, 2), (2, 3)]
+    for n, width in ((1, 2), (7, 3), (100, 16)):
+        blocks = replication_blocks(n, width)
+        assert blocks[0][0] == 0 and blocks[-1][1] == n
+        assert all(hi > lo for lo, hi in blocks)
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
 
 
 def test_a_policy_beyond_the_acceptance_model_is_refused():

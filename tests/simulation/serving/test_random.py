@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.simulation.serving.counter_rng import counter_bits, counter_bits_block, draw_keys
+from sim.simulation.serving.counter_rng import (
+    counter_bits,
+    counter_bits_block,
+    draw_keys,
+    weyl_bits,
+    weyl_bits_block,
+    weyl_step,
+    weyl_term,
+    weyl_terms,
+)
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.workload import acceptance_thresholds
 
@@ -28,6 +37,14 @@ def test_bits_are_splitmix64():
     np.testing.assert_array_equal(
         got, counter_bits(keys[:, None], np.array([0, 5, 2**33, 7])[:, None] + np.arange(6))
     )
+    # from the Weyl terms a decode batch keeps, advanced 3 draws at a time
+    weyl = weyl_terms(keys, np.array([0, 5, 2**33, 7]))
+    assert weyl.tolist() == [
+        weyl_term(int(k), c) for k, c in zip(keys, [0, 5, 2**33, 7], strict=True)
+    ]
+    np.testing.assert_array_equal(weyl_bits(weyl), got[:, 0])
+    weyl += weyl_step(3)
+    np.testing.assert_array_equal(weyl_bits_block(weyl, 3), got[:, 3:])
 
 
 def test_bits_are_uniform_and_independent_across_keys_and_cycles():

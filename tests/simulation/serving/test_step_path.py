@@ -3,8 +3,6 @@ the numbers of a block of one iteration (``plan_block``, ``decode_done``), bit f
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
 from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
 from sim.simulation.serving.engine import Server, run_replication
 from sim.simulation.serving.simulate import serving_streams
-from tests.simulation.serving.helpers import WITH_KV, plan, tree_plan
+from tests.simulation.serving.helpers import WITH_KV, plan, records_equal, tree_plan
 
 TREE = TreeDraft(3, 2, 6)
 ALPHA = {"alpha": 0.7, "rank_profile": "sequoia-jf68m-llama2-7b"}
@@ -48,17 +46,6 @@ def test_a_step_is_a_block_of_one(rows, k, extend):
     assert np.array_equal(step.lengths, block.lengths[:, 0])
     assert step.tokens == int(block.total[0])
     assert step.duration_ms == float(block.durations_ms[0])
-
-
-def _records_equal(a, b) -> None:
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
-        elif f.name in ("request_stats", "itl_stats"):
-            assert repr(x) == repr(y), f.name
-        else:
-            assert x == y, f.name
 
 
 def _blocks_of_one(monkeypatch) -> None:
@@ -114,7 +101,7 @@ def test_the_step_path_gives_the_block_paths_records(load, monkeypatch):
     _blocks_of_one(monkeypatch)
     slow = run()
     assert fast.decode_iterations > 0
-    _records_equal(fast, slow)
+    records_equal(fast, slow)
 
 
 def test_a_closed_loop_without_think_time_needs_no_zero_timeout(monkeypatch):
@@ -128,4 +115,4 @@ def test_a_closed_loop_without_think_time_needs_no_zero_timeout(monkeypatch):
     fast = run()
     monkeypatch.setattr(engine, "others_wait", lambda arrivals, horizon_ms: True)
     slow = run()
-    _records_equal(fast, slow)
+    records_equal(fast, slow)

@@ -1,0 +1,204 @@
+"""``make bench``: a 2-worker Dask cluster on this machine against one local process.
+
+The cluster is started the way docs/cluster.md says (``dask scheduler``, then two
+``dask worker ADDRESS --nthreads 1 --no-nanny`` with the workers' profiler off), on
+127.0.0.1 with a free port, and stopped by PID at the end. Two workloads, each run as a
+whole ``specsim`` process, once with ``--workers 1`` (one local process) and once with
+``--executor dask --scheduler ADDRESS``, in interleaved rounds (the order alternates):
+
+- a 40-point serving sweep of the serving scenario (``acceptance.alpha`` 0.50 to 0.89 at
+  16 users, each point both policies on 4 replications), the tables compared byte for
+  byte;
+- ``crossover`` on the serving scenario at its defaults but 100 requests a replication
+  (half the default: the same batches and bisection steps, each task half as long, so the
+  cluster's fixed costs weigh twice as much), the JSON compared byte for byte.
+
+Printed: each wall time (``time.perf_counter``: the point of a cluster is wall time), the
+ratio local / cluster (goal >= 1.5) from the medians and from the minima, the CPU seconds
+of the client, the workers and the scheduler (from /proc), ``nproc`` and the load average
+before and after. On a shared machine the other jobs' load moves wall times; the CPU
+columns say whether the cluster spends more CPU than the local process for the same work.
+Not part of the test suite. ``--rounds N`` (default 2), ``--only sweep|crossover``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+BIN = Path(sys.executable).parent
+SPECSIM = [sys.executable, "-m", "sim"]
+GOAL = 1.5
+#: crossover's options: the defaults but half the requests (module docstring).
+CROSSOVER = ["--requests", "100"]
+#: The workers' environment of docs/cluster.md (the statistical profiler off).
+WORKER_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+#: A serving sweep (a ``serving.*`` axis): 40 acceptance rates at 16 users, each point
+#: both policies on 4 replications of the scenario's 200 requests.
+SWEEP = [
+    "--grid", "serving.concurrency=16", "--grid", "acceptance.alpha=0.50:0.89:0.01",
+    "--replications", "4",
+]  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen[bytes]]]:
+    """A scheduler and ``workers`` one-thread workers without nanny, joined."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--no-dashboard"], **quiet,  # type: ignore[call-overload]
+        )
+    ]  # fmt: skip
+    try:
+        for _ in range(workers):
+            procs.append(
+                subprocess.Popen(
+                    [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny",
+                     "--no-dashboard", "--host", "127.0.0.1"],
+                    env={**os.environ, **WORKER_ENV}, **quiet,  # type: ignore[call-overload]
+                )
+            )  # fmt: skip
+        _wait_for_workers(address, workers)
+    except BaseException:
+        stop(procs)
+        raise
+    return address, procs
+
+
+def _wait_for_workers(address: str, n: int, timeout_s: float = 120.0) -> None:
+    from distributed import Client
+
+    deadline = time.monotonic() + timeout_s
+    with Client(address, timeout=timeout_s) as client:
+        while len(client.scheduler_info()["workers"]) < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{n} workers did not join {address}")
+            time.sleep(0.2)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
+def timed(
+    argv: list[str], cluster: list[subprocess.Popen[bytes]], stdout: object
+) -> tuple[float, float, float]:
+    """(wall s, this command's CPU s, the cluster processes' CPU s) of one ``specsim``
+    process, its standard output into ``stdout`` (an open file)."""
+    env = {k: v for k, v in os.environ.items() if k != "SPECSIM_WORKERS"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    farm0 = sum(_cpu_s(p.pid) for p in cluster)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, env=env, cwd=ROOT, stdout=stdout)  # type: ignore[call-overload]
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    farm = sum(_cpu_s(p.pid) for p in cluster) - farm0
+    own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, own, farm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", choices=("sweep", "crossover"), action="append")
+    args = parser.parse_args()
+    only = set(args.only or ("sweep", "crossover"))
+    print(
+        f"2-worker Dask cluster on localhost / one local process (nproc {os.cpu_count()}, "
+        f"load average {os.getloadavg()[0]:.1f} at the start):"
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
+    address, procs = start_cluster(2)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for study in ("sweep", "crossover"):
+                if study in only:
+                    row(study, address, procs, Path(tmp), args.rounds)
+    finally:
+        stop(procs)
+    print(f"  load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def row(
+    study: str, address: str, procs: list[subprocess.Popen[bytes]], tmp: Path, rounds: int
+) -> None:
+    """Interleaved rounds of one workload locally and on the cluster; one printed row."""
+    dask = ["--executor", "dask", "--scheduler", address]
+    walls: dict[str, list[float]] = {"local": [], "dask": []}
+    cpus: dict[str, list[tuple[float, float]]] = {"local": [], "dask": []}
+    outputs: dict[str, set[bytes]] = {"local": set(), "dask": set()}
+    for r in range(rounds):
+        for kind in ("local", "dask") if r % 2 == 0 else ("dask", "local"):
+            extra = ["--workers", "1"] if kind == "local" else dask
+            out = tmp / f"{study}-{kind}.out"
+            if study == "sweep":
+                store = tmp / f"store-{kind}"
+                shutil.rmtree(store, ignore_errors=True)
+                argv = [*SPECSIM, "sweep", str(SCENARIO), *SWEEP, "--out", str(store), "-q",
+                        *extra]  # fmt: skip
+            else:
+                argv = [*SPECSIM, "crossover", str(SCENARIO), *CROSSOVER, "--json", "-q", *extra]
+            with out.open("wb") as f:
+                wall, own, farm = timed(argv, procs if kind == "dask" else [], f)
+            walls[kind].append(wall)
+            cpus[kind].append((own, farm))
+            data = (store / "sweep.csv").read_bytes() if study == "sweep" else out.read_bytes()
+            outputs[kind].add(data)
+    same = len(outputs["local"] | outputs["dask"]) == 1
+    med = statistics.median(walls["local"]) / statistics.median(walls["dask"])
+    low = min(walls["local"]) / min(walls["dask"])
+    what = "40-point serving sweep" if study == "sweep" else "crossover (100 requests)"
+    print(
+        f"  {what}: local / cluster wall {med:.2f} (minima {low:.2f}), goal >= {GOAL}: "
+        f"{'met' if med >= GOAL else 'MISSED'}; output "
+        f"{'identical' if same else 'DIFFERS'}"
+    )
+    local_cpu = statistics.median(c[0] for c in cpus["local"])
+    client = statistics.median(c[0] for c in cpus["dask"])
+    farm = statistics.median(c[1] for c in cpus["dask"])
+    print(
+        f"    local {', '.join(f'{w:.1f}' for w in walls['local'])} s wall, "
+        f"{local_cpu:.1f} s CPU; cluster {', '.join(f'{w:.1f}' for w in walls['dask'])} s wall, "
+        f"CPU {client:.1f} s client + {farm:.1f} s workers and scheduler "
+        f"({(client + farm) / local_cpu:.2f}x the local CPU); load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

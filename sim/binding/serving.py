@@ -1,0 +1,334 @@
+"""A bound scenario's passes at batch > 1: the batched iteration cost a serving plan runs
+on (``serving_cost``, sim/model/batched_cost.py over sim/hardware/batched.py), built from
+the ``Bound``'s own hardware model and batch-1 pass times, and with it what else a serving
+plan reads from the bound scenario (``serving_model``: its acceptance over the policies'
+drafts, rank shares, notes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from sim.binding.bind import acceptance_model, draft_pass_table_ms, rank_shares
+from sim.binding.bound import Bound
+from sim.errors import SpecsimError
+from sim.model.acceptance import AcceptanceModel
+from sim.model.cycle import PassTimes
+from sim.scenario.schema import Scenario, TimingPoint
+
+if TYPE_CHECKING:
+    from sim.hardware.batched import BatchedPass, MeasuredPass
+    from sim.model.batched_cost import IterationCost
+    from sim.model.tree.rates import Shares
+
+
+#: Pass kinds of a serving iteration, and whether each runs on the drafter.
+SERVING_PASSES: dict[str, bool] = {
+    "decode": False,
+    "verify": False,
+    "prefill": False,
+    "draft_step": True,
+    "draft_extend": True,
+    "draft_prefill": True,
+}
+
+
+def batch1_points(
+    passes: PassTimes, num_steps: int, context_tokens: float
+) -> dict[str, MeasuredPass]:
+    """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
+    and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
+    # lazy: serving only
+    from sim.hardware.batched import MeasuredPass
+    from sim.model.batched_cost import pass_load
+
+    shapes = {
+        "decode": (1, passes.decode_ms),
+        "verify": (passes.verify_tokens, passes.verify_ms),
+        "draft_step": (1, passes.draft_step_ms),
+        "draft_extend": (num_steps + 1, passes.draft_extend_ms),
+    }
+    out = {}
+    for name, (m, ms) in shapes.items():
+        tokens, kv, pairs = pass_load(1, m, context_tokens)
+        out[name] = MeasuredPass(
+            tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1", sequences=1
+        )
+    return out
+
+
+def host_work_note(scenario: Scenario) -> str:
+    """One line for a serving report: the host work per request, where its value comes
+    from, and which iterations hide it (sim/model/host_work.py)."""
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
+    from sim.scenario.schema import ServingSpec
+
+    serving = scenario.serving or ServingSpec()
+    low, high = US_PER_REQUEST_RANGE
+    origin, reason = scenario.given_origin("serving.host_us_per_request")
+    if origin == "override":
+        said = reason
+    elif serving.host_us_per_request == DEFAULT_US_PER_REQUEST:
+        said = f"assumed, the default; public measurements put it at {low:g}-{high:g} us"
+    else:
+        said = "given in the scenario"
+    hides = {
+        "baseline": "hidden behind the GPU in plain decoding only, serial in a speculating "
+        "server's iterations (SGLang, TensorRT-LLM)",
+        "both": "hidden behind the GPU in every iteration (vLLM >= 0.14)",
+        "none": "serial in every iteration (vLLM before 0.14)",
+    }[serving.host_overlap]
+    return (
+        f"host work: {serving.host_us_per_request:g} us per running request per iteration "
+        f"beyond the first ({said}), {hides} (serving.host_overlap = "
+        f"'{serving.host_overlap}')"
+    )
+
+
+def serving_cost(
+    bound: Bound,
+    *,
+    kv_bytes_per_token: float = 0.0,
+    attention_flops_per_pair: float = 0.0,
+    reference_context_tokens: float = 0.0,
+    points: Mapping[str, Sequence[MeasuredPass]] | None = None,
+    speculative: bool = True,
+    draft_kv_bytes_per_token: float | None = None,
+    max_beams: int = 1,
+) -> IterationCost:
+    """The bound scenario's batched iteration cost (sim/model/batched_cost.py).
+
+    Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
+    scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
+    sizes, per kind). A pass measured at batch 1 only follows the curve fitted to the
+    measured points of a pass on the same weights (the verify the decode's, shifted
+    through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
+    as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
+    distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
+    their experts, and experts are popular by a Zipf law, ``serving.expert_skew``), and
+    every pass grows beyond its last measured point at most at the kernel slope
+    (sim/hardware/batched.py). A prefill without a measured point takes
+    the calibration curve of the decode pass (the drafter's, of the draft extend): the
+    same weights on the same GPU, an assumption a measured prefill point replaces. Decode
+    and draft passes are graphed (SGLang captures them), the verify as
+    ``timing.verify_cuda_graph`` says, prefills are not. ``kv_bytes_per_token`` /
+    ``attention_flops_per_pair`` are per tensor-parallel rank for the target; the
+    drafter's scale by its share of decoder layers unless ``draft_kv_bytes_per_token`` is
+    given. ``reference_context_tokens``: the context at which the batch-1 times hold.
+    ``speculative``: build the drafter's passes (they need ``model.draft_params``).
+    ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
+    beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
+    The host's per-request work and the iterations that hide it come from
+    ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
+    the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
+    (None: ``DEFAULT_SLOPE``), which also caps any pass's growth beyond its last measured
+    point: a steep segment between small measured batches holds costs that do not recur
+    per token (host work, launch-bound kernels), and a tree's verify over batch x
+    draft tokens, far beyond the decode's measured tokens, extrapolated it (+132% at batch
+    32 in issue 30's evidence);
+    the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
+    ``SERVING_STEP_SKEW``); the CUDA-graph capture limits (a graphed pass beyond them runs
+    eagerly) from ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the verify's
+    and the drafter's from ``serving.graph_max_batch_speculative`` when given).
+    The hardware model and the batch-1 pass times are the ``Bound``'s (``bound.hardware``,
+    ``bound.passes``): nothing is decomposed again here.
+    """
+    # lazy: serving only
+    from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
+    from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
+    from sim.model.batched_cost import IterationCost, ServingCurves
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
+
+    scenario, hw, batch1 = bound.scenario, bound.hardware, bound.passes
+    geom = hw.geom
+    draft_share = geom.draft_layers / geom.layers
+    anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
+    if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
+        compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
+        anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
+    extra = dict(points or {})
+    given = scenario.serving.kernel_slope if scenario.serving is not None else None
+    slope = DEFAULT_SLOPE if given is None else given
+    skew = scenario.serving.expert_skew if scenario.serving is not None else None
+    skew = SERVING_STEP_SKEW if skew is None else skew
+    serving = scenario.serving
+    max_tokens = serving.graph_max_tokens if serving is not None else None
+    max_rows = serving.graph_max_batch if serving is not None else None
+    spec_rows = serving.graph_max_batch_speculative if serving is not None else None
+    spec_rows = max_rows if spec_rows is None else spec_rows
+    limited = (max_tokens, max_rows, spec_rows) != (None, None, None)
+    if limited and geom.kernels_per_layer is None:
+        raise SpecsimError(
+            "needed with serving.graph_max_tokens or serving.graph_max_batch: a pass beyond "
+            "the CUDA-graph capture limit runs eagerly and pays each kernel's launch",
+            field="model.kernels_per_layer",
+        )
+    weights = {False: hw.target_weights()}
+    if speculative:
+        weights[True] = hw.draft_weights()
+    built: dict[str, BatchedPass] = {}
+    for name, drafter in SERVING_PASSES.items():
+        if drafter and not speculative:
+            continue
+        share = draft_share if drafter else 1.0
+        physics = PassPhysics(
+            name=name,
+            weights=weights[drafter],
+            layers=geom.draft_layers if drafter else geom.layers,
+            hardware=hw.current,
+            geometry=geom,
+            graphed=hw.current.verify_cuda_graph if name == "verify" else "prefill" not in name,
+            kv_bytes_per_token=(
+                draft_kv_bytes_per_token
+                if drafter and draft_kv_bytes_per_token is not None
+                else kv_bytes_per_token * share
+            ),
+            attention_flops_per_pair=attention_flops_per_pair * share,
+            moe_kernel=H100_FUSED_MOE,
+            expert_overlap=STEP_EXPERT_OVERLAP,
+            expert_skew=skew,
+            graph_max_tokens=max_tokens,
+            graph_max_rows=max_rows if name in ("decode", "prefill") else spec_rows,
+        )
+        own = list(extra.get(name, ()))
+        measured = ([anchors[name]] if name in anchors else []) + own
+        # a pass measured at batch 1 only follows the curve fitted for another pass on the
+        # same weights (the verify the decode's, the drafter's passes each other's)
+        kin = [built[n] for n in built if SERVING_PASSES[n] == drafter and extra.get(n)]
+        follow = kin[0].curve if kin and not own else None
+        if measured:
+            built[name] = calibrated_pass(
+                physics,
+                measured,
+                field=f"timing.{name}_ms",
+                slope=slope,
+                max_tail_slope=slope,
+                follow=follow,
+            )
+        else:  # a prefill without a measurement: the curve of a pass on the same weights
+            source = built["draft_extend" if drafter else "decode"]
+            built[name] = BatchedPass(physics, source.curve)
+    curves = ServingCurves(
+        decode=built["decode"],
+        verify=built["verify"],
+        prefill=built["prefill"],
+        draft_step=built.get("draft_step"),
+        draft_extend=built.get("draft_extend"),
+        draft_prefill=built.get("draft_prefill"),
+    )
+    table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
+    host = (
+        HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
+        if scenario.serving is not None
+        else HostWork(DEFAULT_US_PER_REQUEST)
+    )
+    return IterationCost(
+        batch1,
+        curves,
+        reference_context_tokens,
+        draft_table_ms=table,
+        draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
+        host=host,
+    )
+
+
+def measured_points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
+    """The scenario's ``timing.points`` as measured passes by kind: each point's tokens
+    (default: the verify's draft tokens, the draft extend's k + 1, else 1), KV and
+    attention pairs over batch x its context (default ``timing.context_tokens``)."""
+    # lazy: serving only
+    from sim.hardware.batched import MeasuredPass
+    from sim.model.batched_cost import pass_load
+
+    out: dict[str, list[MeasuredPass]] = {}
+    k = scenario.num_steps
+    points: list[TimingPoint] = scenario.timing.points or []
+    default_context = scenario.timing.context_tokens or 0.0
+    for i, p in enumerate(points):
+        m = p.tokens
+        if m is None:
+            m = {"verify": scenario.speculation.draft_tokens, "draft_extend": k + 1}.get(p.kind, 1)
+        context = default_context if p.context_tokens is None else p.context_tokens
+        tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
+        out.setdefault(p.kind, []).append(
+            MeasuredPass(
+                tokens,
+                float(kv),
+                float(pairs),
+                p.ms,
+                p.source,
+                f"timing.points[{i}]",
+                sequences=p.batch,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ServingModel:
+    """What a serving plan takes from a bound scenario: the batched iteration ``cost``,
+    the ``acceptance`` model over the policies' longest draft, the ``rank_shares`` of
+    their widest tree (empty without one), and the notes for the assumptions (``notes``
+    on the cost, ``host_note`` on the host work)."""
+
+    cost: IterationCost
+    acceptance: AcceptanceModel
+    rank_shares: Shares | tuple[()]
+    notes: tuple[str, ...]
+    host_note: str
+
+
+def serving_model(
+    bound: Bound, *, speculative: bool, max_beams: int, max_k: int, widest: int, source: str
+) -> ServingModel:
+    """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
+    scenario's ``[model]`` KV and attention terms at ``timing.context_tokens`` and its
+    ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
+    drafter pass), the acceptance model up to ``max_k`` positions and the rank shares of
+    ``widest`` ranks. Errors name ``source`` (the scenario's file)."""
+    scenario = bound.scenario
+    spec, timing = scenario.model, scenario.timing
+    notes = []
+    kv = spec.kv_bytes_per_token
+    attn = spec.attention_flops_per_pair
+    if (kv or attn) and timing.context_tokens is None:
+        raise SpecsimError(
+            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
+            "which the [timing] passes were measured",
+            source=source,
+            field="timing.context_tokens",
+        )
+    if kv is None:
+        notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
+    if attn is None:
+        notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
+    try:
+        cost = serving_cost(
+            bound,
+            kv_bytes_per_token=kv or 0.0,
+            attention_flops_per_pair=attn or 0.0,
+            reference_context_tokens=timing.context_tokens or 0.0,
+            points=measured_points(scenario),
+            speculative=speculative,
+            draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
+            max_beams=max_beams,
+        )
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
+    measured = sorted({p.kind for p in timing.points or []})
+    notes.append(
+        "batched passes: the hardware model calibrated to the batch-1 [timing] passes"
+        + (f" and measured points for {', '.join(measured)}" if measured else "")
+        + (
+            ""
+            if "prefill" in measured
+            else "; prefill: no measured prefill, the decode pass's curve (assumed; the "
+            "compute-bound prefill is then priced at the decode pass's slope)"
+        )
+    )
+    acc = scenario.acceptance
+    shares = rank_shares(acc, widest) if acc and widest > 1 else ()
+    return ServingModel(
+        cost, acceptance_model(acc, max_k), shares, tuple(notes), host_work_note(scenario)
+    )

@@ -1,0 +1,203 @@
+"""Sequential replications: a study's point runs its first replications, and the rest only
+where the comparison it enters is not settled.
+
+The decision studies (crossover, best-k, capacity) compare policies at loads on common
+random numbers (sim/studies/serving/paired_metrics.py). Far from a crossing, a tie or the
+required share, a few replications already say on which side a comparison lies; the
+replications beyond them only narrow an interval no answer reads. So a point runs
+``FIRST`` replications (replications 0 to ``FIRST`` - 1 of the seed) and then the
+remaining R - ``FIRST`` (replications ``FIRST`` to R - 1, sim/simulation/serving/simulate.py
+``first``) unless its comparisons are settled:
+
+    settled  <=>  |mean(v) - reference| > ``SETTLED_SE`` x sd(v) / sqrt(n)
+
+over the per-replication values v (n,) of every comparison the point enters at its load
+(a paired gain against 1, a paired difference against 0, an SLO attainment against the
+required share), each paired on the replications both points have. A comparison with a
+value that is not finite is never settled. t(0.975, 3) = 3.18 < 4, so a comparison settled
+at 4 replications has a 95% interval on one side of the reference by a margin; a point
+whose comparisons are not all settled runs all R, so the points near a crossing, a tie
+or the required share (the ones a band's end or an interpolation reads) have the full
+R's intervals, as before. Where a draw of an interval's inputs lands near the
+reference the study runs a stopped point's other replications too (draws.py ``near``).
+
+Deterministic: decisions are taken on whole batches of points, in the study's own order,
+on the values of the replications run (never on the order results arrive), so a seed
+gives the same points, replications and answer for any worker count or executor.
+
+Rules (``Rule``): ``GainsAgainst`` (crossover: each k against plain decoding, every
+metric), ``Leader`` (best-k's selection: each k against the k with the best mean),
+``Pairs`` (best-k's check: each engine form against every fixed k) and ``Share``
+(capacity: a point's attainment against the share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from sim.model.policy import SpeculationPolicy
+from sim.studies.serving.paired_metrics import (
+    METRICS,
+    PolicyPoint,
+    paired_difference,
+    paired_values,
+)
+
+__all__ = [
+    "FIRST",
+    "SETTLED_SE",
+    "GainsAgainst",
+    "Leader",
+    "Pairs",
+    "Rule",
+    "Share",
+    "describe",
+    "merge",
+    "settled",
+]
+
+#: Replications every point runs before its rule is asked.
+FIRST = 4
+#: Standard errors between a settled comparison's mean and its reference.
+SETTLED_SE = 4.0
+
+Points = Mapping[SpeculationPolicy, PolicyPoint]
+
+
+def settled(values: np.ndarray, reference: float) -> bool:
+    """Whether the mean of ``values`` (n,) lies more than ``SETTLED_SE`` standard errors
+    from ``reference`` (False for fewer than two values or a value that is not finite;
+    values that do not vary are settled unless they equal the reference)."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        return False
+    se = float(v.std(ddof=1)) / np.sqrt(v.size)
+    return abs(float(v.mean()) - reference) > SETTLED_SE * se
+
+
+def gain_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
+    """The paired gain of ``a`` over ``b`` (paired_metrics.py ``gain``) settled against 1."""
+    x, y = paired_values(a, b, metric)
+    num, den = (x, y) if METRICS[metric].higher_is_better else (y, x)
+    if not np.all(den > 0):
+        return False
+    return settled(num / den, 1.0)
+
+
+def difference_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
+    """The paired difference ``a`` - ``b`` (paired_metrics.py ``difference``) settled
+    against 0."""
+    x, y = paired_values(a, b, metric)
+    return settled(paired_difference(x, y, METRICS[metric].higher_is_better), 0.0)
+
+
+class Rule(Protocol):
+    """Whether ``policy``'s point is settled, given every point run at its load."""
+
+    def __call__(self, points: Points, policy: SpeculationPolicy) -> bool: ...
+
+
+def _pairs_settled(
+    points: Points,
+    policy: SpeculationPolicy,
+    pairs: Iterable[tuple[SpeculationPolicy, SpeculationPolicy]],
+    test: Callable[[PolicyPoint, PolicyPoint], bool],
+) -> bool:
+    """Every pair naming ``policy`` whose other point has run is settled (``test(a, b)``);
+    a point that pairs with nothing run yet is not."""
+    mine = [(a, b) for a, b in pairs if policy in (a, b) and a in points and b in points]
+    return bool(mine) and all(test(points[a], points[b]) for a, b in mine)
+
+
+@dataclass(frozen=True, slots=True)
+class GainsAgainst:
+    """Each policy against ``reference`` (crossover: every k against plain decoding), the
+    paired gain of every metric of ``metrics`` against 1; ``reference`` is settled when
+    every policy run beside it is."""
+
+    reference: SpeculationPolicy
+    metrics: tuple[str, ...]
+
+    def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
+        pairs = [(p, self.reference) for p in points if p != self.reference]
+        return _pairs_settled(
+            points,
+            policy,
+            pairs,
+            lambda a, b: all(gain_settled(a, b, m) for m in self.metrics),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    """Each policy against the one with the best mean ``metric`` at the load (best-k's
+    selection; ties to the first in ``order``), the paired difference against 0; the
+    leader is settled when every other policy is."""
+
+    metric: str
+    order: Callable[[SpeculationPolicy], Any] = lambda p: 0
+
+    def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
+        sign = 1.0 if METRICS[self.metric].higher_is_better else -1.0
+
+        def rank(p: SpeculationPolicy) -> tuple[float, Any]:
+            return sign * float(points[p].values[self.metric].mean()), self.order(p)
+
+        best = max(points, key=rank)
+        pairs = [(p, best) for p in points if p != best]
+        return _pairs_settled(
+            points, policy, pairs, lambda a, b: difference_settled(a, b, self.metric)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Pairs:
+    """Fixed pairs of policies (best-k's check: each engine form against every fixed k),
+    the paired difference of ``metric`` against 0."""
+
+    metric: str
+    pairs: tuple[tuple[SpeculationPolicy, SpeculationPolicy], ...]
+
+    def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
+        return _pairs_settled(
+            points, policy, self.pairs, lambda a, b: difference_settled(a, b, self.metric)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A point alone: its ``metric`` (capacity: SLO attainment) against ``share``."""
+
+    metric: str
+    share: float
+
+    def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
+        return settled(points[policy].values[self.metric], self.share)
+
+
+def merge(a: PolicyPoint, b: PolicyPoint) -> PolicyPoint:
+    """One point of ``a``'s replications followed by ``b``'s (the same policy and load, ``b``
+    continuing the seed where ``a`` stopped): the point the two runs make together."""
+    values = {m: np.concatenate([v, b.values[m]]) for m, v in a.values.items()}
+    samples = {m: np.concatenate([v, b.samples[m]]) for m, v in a.samples.items()}
+    return PolicyPoint(
+        values,
+        np.concatenate([a.mean_batch, b.mean_batch]),
+        samples,
+        a.not_steady + b.not_steady,
+    )
+
+
+def describe(first: int, replications: int) -> str:
+    """The assumption a document states for sequential replications."""
+    return (
+        f"replications: sequential, {first} at every point first, the other "
+        f"{replications - first} only at points where a comparison they enter (a paired "
+        f"gain, difference or SLO attainment against 1, 0 or the share) lies within "
+        f"{SETTLED_SE:g} standard errors of it; a point stopped early is on one side of it "
+        f"by its 95% interval (--all-replications runs {replications} everywhere)"
+    )

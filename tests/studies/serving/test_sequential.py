@@ -1,0 +1,108 @@
+"""Sequential replications: a point stops at its first replications only where the
+comparisons it enters are settled, continues the same seed otherwise, and the answer
+does not depend on the worker count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.model.policy import FixedK
+from sim.parallel import LocalExecutor
+from sim.studies.serving.capacity_ratio import _jackknife_crossings
+from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.sequential import SETTLED_SE, GainsAgainst, Pairs, settled
+from tests.studies.serving.helpers import CodePlans
+
+
+def test_a_mean_is_settled_beyond_four_standard_errors_of_the_reference():
+    v = np.array([1.10, 1.12, 1.08, 1.11])
+    se = v.std(ddof=1) / 2.0
+    assert settled(v, 1.0)  # 0.1 from 1, se ~0.009
+    assert not settled(v, float(v.mean()) - 0.99 * SETTLED_SE * se)
+    assert settled(v, float(v.mean()) - 1.01 * SETTLED_SE * se)
+    assert not settled(np.array([1.1]), 1.0)  # one value: no standard error
+    assert not settled(np.array([1.1, np.nan, 1.2]), 1.0)
+    assert settled(np.ones(4), 0.9) and not settled(np.ones(4), 1.0)  # a plateau
+
+
+def evaluator(replications: int, workers: int = 1, rule=None, first: int = 3) -> PointEvaluator:
+    return PointEvaluator(
+        CodePlans(),
+        replications=replications,
+        seed=7,
+        executor=LocalExecutor(workers),
+        rule=rule,
+        first=first,
+    )
+
+
+def test_a_point_continued_is_the_point_run_at_once():
+    never = Pairs("per_user_tok_s", ())  # pairs nothing: never settled, always continued
+    load = Load("concurrency", 4)
+    keys = [(load, FixedK(3)), (load, BASELINE)]
+    seq, whole = evaluator(5, rule=never), evaluator(5)
+    seq.ensure(keys)
+    whole.ensure(keys)
+    for key in keys:
+        a, b = seq.memo[key], whole.memo[key]
+        assert a.replications == b.replications == 5
+        for m, v in a.values.items():
+            np.testing.assert_array_equal(v, b.values[m])
+        np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
+
+
+def test_far_from_the_crossing_a_pair_stops_and_near_it_runs_every_replication():
+    # CodePlans: k = 3 pays ~1.2x at 1 user and stops paying near 22 users
+    metrics = ("per_user_tok_s",)
+    grid = load_grid("concurrency", [1, 8, 32])
+    seq = evaluator(8, rule=None, first=4)
+    result = crossover(seq, grid, [3], metrics=metrics)
+    whole = evaluator(8)
+    full = crossover(whole, grid, [3], metrics=metrics, sequential=False)
+    (c,) = result.curves[0].crossings
+    (f,) = full.curves[0].crossings
+    assert c.bracket == f.bracket  # the same neighbouring user counts
+    assert c.ci95_brackets == f.ci95_brackets
+    counts = {key: p.replications for key, p in seq.memo.items()}
+    one = Load("concurrency", 1)
+    assert counts[(one, FixedK(3))] == counts[(one, BASELINE)] == 4  # gain ~1.2: settled
+    for x in c.bracket:  # around the crossing: all 8
+        assert counts[(Load("concurrency", x), FixedK(3))] == 8
+    # every gain the study reports is paired on the replications both points ran
+    for x, g in zip(result.curves[0].loads, result.curves[0].gain, strict=True):
+        load = Load("concurrency", x)
+        a, b = seq(load, FixedK(3)), seq(load, BASELINE)
+        assert g == gain(a, b, "per_user_tok_s")
+        if a.replications == 4:  # stopped: settled on its 4
+            assert GainsAgainst(BASELINE, metrics)({FixedK(3): a, BASELINE: b}, FixedK(3))
+    assert seq.replications_run < whole.replications_run
+    assert "replications: sequential" in result.assumptions[-1]
+    assert result.settings["replications_run"] == seq.replications_run
+
+
+@pytest.mark.parametrize("metrics", [("aggregate_tok_s", "tpot_p50_ms")])
+def test_results_do_not_depend_on_workers(metrics):
+    grid = load_grid("concurrency", [1, 6, 24])
+    one = crossover(evaluator(6, workers=1), grid, [2, 3], metrics=metrics)
+    two = crossover(evaluator(6, workers=2), grid, [2, 3], metrics=metrics)
+    assert one.to_dict() == two.to_dict()
+
+
+def test_a_rate_settled_early_keeps_the_mean_of_its_own_replications_in_the_jackknife():
+    # rate 0 passes in all 4 replications it ran (NaN: the 4 it did not); the jackknife
+    # leaves each replication out of the rest as if the row were constant at 1.0
+    att = np.array(
+        [
+            [1.0, 1.0, 1.0, 1.0, np.nan, np.nan],
+            [0.95, 0.93, 0.96, 0.94, 0.92, 0.97],
+            [0.7, 0.8, 0.75, 0.72, 0.78, 0.74],
+        ]
+    )
+    logs = np.log([1.0, 2.0, 4.0])
+    filled = np.where(np.isnan(att), 1.0, att)
+    np.testing.assert_allclose(
+        _jackknife_crossings(logs, att, 0.9), _jackknife_crossings(logs, filled, 0.9)
+    )

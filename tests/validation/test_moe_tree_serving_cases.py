@@ -8,7 +8,9 @@ import pytest
 from sim.simulation.serving.setup import scenario_draft, serving_setup
 from sim.validation.moe_tree_serving_cases import (
     ANGELSLIM,
+    CONVERSATIONS,
     SPECFORGE,
+    _simulate,
     calibrated,
 )
 from sim.validation.serving_cases import MT_BENCH_CONTEXT
@@ -36,3 +38,13 @@ def test_the_tree_is_sglangs_and_its_top1_gives_the_batch_1_accept_length():
     assert 0 < top1 < 1 and tree.depth == 4
     # the top-1 rate is solved (brentq to 1e-6 on the rate) on the tree the plan builds
     assert tree.mean_accept_length() == pytest.approx(ANGELSLIM.accept_length[1], abs=1e-4)
+
+
+def test_the_benchmark_holds_no_more_than_its_20_conversations_whatever_the_batch():
+    # bench_eagle3.py --benchmark-list mtbench:20: 20 two-turn programs over batch threads,
+    # so batch 32 and 64 run the same job (the same users' draws, the same seed)
+    sc, _, _, _ = calibrated(SPECFORGE)
+    assert CONVERSATIONS[SPECFORGE.label] == 20
+    at_32, at_64, at_16 = (_simulate(sc, SPECFORGE.label, b) for b in (32, 64, 16))
+    assert at_32 == at_64
+    assert at_16["baseline"][0] < at_32["baseline"][0]

@@ -50,6 +50,7 @@ from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
+from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.records import Recorder, ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.workload import (
@@ -216,6 +217,12 @@ class Server:
         self.skip_prefill = self.config.prefill == "skip"
         self.max_running = self.config.max_running_requests
         self.measured_left = plan.workload.requests
+        arrivals = plan.workload.arrivals
+        self.job = (
+            JobPool(arrivals.conversations, arrivals.turns)
+            if isinstance(arrivals, ClosedLoop) and arrivals.conversations is not None
+            else None
+        )
         self.stop = env.event()
         self.upcoming: list[float] = []  # announced arrival times (heap)
         self.completions = 0
@@ -689,7 +696,10 @@ def send_next(server: Server, source: RequestSource) -> None:
     """A closed-loop user without think time sends its next request the instant its
     answer is done: the same arrivals, in the same order, as a process per user that
     resumes on the answer (those answered before the run's stop event send, the others
-    do not), without the process and its events."""
+    do not), without the process and its events. In a finite job (``server.job``) only
+    while its conversations last."""
+    if server.job is not None and not server.job.take(source):
+        return
     req = source.next()
     req.source = source
     submit(server, req)
@@ -704,8 +714,9 @@ def closed_loop_user(
 ):
     """A user sending one request at a time, with exponential think times between; the
     user's process is its requests' process (it resumes the instant its answer is done,
-    so without think time its next request is waiting before the next iteration)."""
-    while True:
+    so without think time its next request is waiting before the next iteration); in a
+    finite job (``server.job``) only while its conversations last."""
+    while server.job is None or server.job.take(source):
         if think_ms > 0:
             pause = think_rng.exponential(think_ms)
             server.expect_arrival(env.now + pause)

@@ -4,7 +4,11 @@ Arrival patterns:
 
 * ``ClosedLoop``: C users, each sending its next request when its last one finished,
   after an optional exponential think time (the shape of ``vllm bench serve
-  --max-concurrency C`` and of SGLang's bench_serving with a concurrency cap);
+  --max-concurrency C`` and of SGLang's bench_serving with a concurrency cap); with
+  ``conversations`` a finite job instead: C users share that many conversations of
+  ``turns`` requests each, a user sending a conversation's turns one after another and
+  taking the next conversation when its last turn is answered, until none is left (the
+  shape of SGLang's frontend ``run_batch(num_threads=C)`` over multi-turn programs);
 * ``Poisson``: open arrivals at ``rate_per_s``;
 * ``Trace``: replayed arrival times and lengths (sim/simulation/serving/traces/ reads them).
 
@@ -73,16 +77,29 @@ def source_block(workload: Workload, users: int) -> int:
 @dataclass(frozen=True, slots=True)
 class ClosedLoop:
     """``users`` concurrent users; ``think_ms``: mean exponential pause between a
-    request's end and the user's next request (0: none)."""
+    request's end and the user's next request (0: none). ``conversations``: a finite job
+    of that many conversations of ``turns`` requests each, shared by the users (None:
+    users send without end)."""
 
     users: int
     think_ms: float = 0.0
+    conversations: int | None = None
+    turns: int = 1
 
     def __post_init__(self) -> None:
         if self.users < 1:
             raise ValueError(f"a closed loop needs at least 1 user, got {self.users}")
         if self.think_ms < 0:
             raise ValueError(f"think_ms must be >= 0, got {self.think_ms}")
+        if self.conversations is not None and self.conversations < 1:
+            raise ValueError(f"a finite job needs >= 1 conversation, got {self.conversations}")
+        if self.turns < 1:
+            raise ValueError(f"a conversation needs at least 1 turn, got {self.turns}")
+
+    @property
+    def job_requests(self) -> int | None:
+        """A finite job's requests (conversations x turns), None without end."""
+        return None if self.conversations is None else self.conversations * self.turns
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +170,12 @@ class Workload:
                 raise ValueError("every request of a trace needs at least 1 output token")
         elif self.output_tokens.min_tokens < 1:
             raise ValueError("requests need at least 1 output token")
+        job = self.arrivals.job_requests if isinstance(self.arrivals, ClosedLoop) else None
+        if job is not None and self.requests + self.warmup != job:
+            raise ValueError(
+                f"a finite job is measured whole: requests + warmup must be {job} "
+                f"(conversations x turns), got {self.requests + self.warmup}"
+            )
         if isinstance(self.arrivals, Trace) and self.requests + self.warmup > self.arrivals.size:
             raise ValueError(
                 f"requests + warmup = {self.requests + self.warmup} exceeds the trace's "

@@ -1,0 +1,34 @@
+"""Every field's origin, read at once (``Scenario.field_origins``): set afterwards beats an
+``[uncertainty]`` entry, which beats given by the file, which beats the default."""
+
+from __future__ import annotations
+
+from sim.scenario.load import load_scenario, with_overrides
+
+
+def test_an_uncertainty_entry_gives_its_origin_reason_and_range(seed_path):
+    origins = load_scenario(seed_path).field_origins()
+    verify = origins["timing.verify_ms"]
+    assert (verify.origin, verify.range, verify.stderr) == ("measured", (29.0, 31.0), None)
+    assert verify.reason.startswith("profiled ~30 ms")
+    step = origins["timing.draft_step_ms"]
+    assert (step.origin, step.stderr, step.range) == ("assumed", 0.3, None)
+
+
+def test_given_fields_and_the_tables_holding_them_are_measured(seed_path):
+    origins = load_scenario(seed_path).field_origins()
+    assert origins["model.allreduces_per_layer"].origin == "measured"
+    assert origins["model"].origin == "measured"  # a table, given by its entries
+
+
+def test_a_field_not_given_is_the_default(seed_path):
+    found = load_scenario(seed_path).field_origins()["hardware.bandwidth_efficiency"]
+    assert (found.origin, found.reason) == ("default", "not given: the default")
+
+
+def test_an_override_beats_the_entry_and_drops_its_spread(seed_path):
+    scenario = with_overrides(load_scenario(seed_path), {"timing.verify_ms": 25.0})
+    found = scenario.field_origins()["timing.verify_ms"]
+    assert (found.origin, found.stderr, found.range) == ("override", None, None)
+    assert found.reason == "set by override"
+    assert scenario.given_origin("timing.verify_ms") == ("override", "set by override")

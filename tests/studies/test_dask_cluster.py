@@ -4,12 +4,10 @@ local pool's byte for byte. Bounded in time; every process is ended by its PID."
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,36 +15,17 @@ import pytest
 from tests.conftest import MINIMAL
 
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.kill(p.pid, signal.SIGKILL)
-            p.wait(timeout=5)
-
-
-def _wait_for_workers(address: str, n: int, timeout_s: float = 60.0) -> None:
-    from distributed import Client
-
-    deadline = time.monotonic() + timeout_s
-    with Client(address, timeout=timeout_s) as client:
-        while len(client.scheduler_info()["workers"]) < n:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{n} workers did not join {address}")
-            time.sleep(0.2)
+# the cluster bench's process helpers (free port, joined workers, ending by PID), shared
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "cluster_bench.py"
+_SPEC = importlib.util.spec_from_file_location("cluster_bench", _PATH)
+assert _SPEC and _SPEC.loader
+cluster_bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(cluster_bench)
+_free_port, _wait_for_workers, _stop = (
+    cluster_bench._free_port,
+    cluster_bench._wait_for_workers,
+    cluster_bench.stop,
+)
 
 
 def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:

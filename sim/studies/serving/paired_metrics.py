@@ -46,6 +46,7 @@ __all__ = [
     "gain",
     "level",
     "paired_difference",
+    "paired_gains",
     "paired_values",
     "policy_point",
     "ratio_doc",
@@ -265,15 +266,21 @@ def paired_values(a: PolicyPoint, b: PolicyPoint, metric: str) -> tuple[np.ndarr
     return x[:n], y[:n]
 
 
-def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
-    """Paired gain of ``a`` over ``b``: a / b per replication for metrics where more is
-    better, b / a for latencies (> 1: ``a`` is better), averaged with its 95% interval
-    (over the replications both ran, ``paired_values``)."""
+def paired_gains(a: PolicyPoint, b: PolicyPoint, metric: str) -> np.ndarray | None:
+    """Gain of ``a`` over ``b`` per replication both ran (n,): a / b for metrics where more
+    is better, b / a for latencies (> 1: ``a`` is better); None when a denominator is not
+    positive."""
     x, y = paired_values(a, b, metric)
     num, den = (x, y) if METRICS[metric].higher_is_better else (y, x)
     if not np.all(den > 0):
-        return Ratio(float("nan"), None)
-    return _ratio(num / den)
+        return None
+    return num / den
+
+
+def gain(a: PolicyPoint, b: PolicyPoint, metric: str) -> Ratio:
+    """Paired gain of ``a`` over ``b`` (``paired_gains``) averaged with its 95% interval."""
+    gains = paired_gains(a, b, metric)
+    return Ratio(float("nan"), None) if gains is None else _ratio(gains)
 
 
 #: A paired difference within this share of the values compared is rounding noise: the

@@ -44,6 +44,7 @@ from sim.studies.serving.paired_metrics import (
     METRICS,
     PolicyPoint,
     paired_difference,
+    paired_gains,
     paired_values,
 )
 
@@ -80,12 +81,10 @@ def settled(values: np.ndarray, reference: float) -> bool:
 
 
 def gain_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
-    """The paired gain of ``a`` over ``b`` (paired_metrics.py ``gain``) settled against 1."""
-    x, y = paired_values(a, b, metric)
-    num, den = (x, y) if METRICS[metric].higher_is_better else (y, x)
-    if not np.all(den > 0):
-        return False
-    return settled(num / den, 1.0)
+    """The paired gain of ``a`` over ``b`` (paired_metrics.py ``paired_gains``) settled
+    against 1."""
+    gains = paired_gains(a, b, metric)
+    return gains is not None and settled(gains, 1.0)
 
 
 def difference_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:

@@ -851,10 +851,10 @@ def holds_rows(plan: ServingPlan, horizon_ms: float | None) -> bool:
     )
 
 
-#: Closed-loop users per output token (mean) from which held rows are faster than request
-#: objects: about five completions an iteration (measured on 128-token outputs, paired in
-#: one process: objects 5% faster at 128 users, even at 256, rows 5% faster at 512 and 14%
-#: at 1,024). A speed knob only: both give the same records.
+#: Closed-loop users per output token (mean) from which requests are held as rows of the
+#: decode batch instead of objects: about five completions an iteration, where rows cost
+#: less (docs/speed.md, "Serving against a plain SimPy loop"). A speed knob only: both
+#: give the same records.
 HELD_USERS_PER_TOKEN = 2.0
 
 

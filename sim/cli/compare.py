@@ -81,7 +81,8 @@ def compare(
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
         entries = lever_scenarios(loaded[0])
-    announce_slow_intervals([sc for _, sc in entries], enabled=not quiet)
+    # bound only when the line can be shown (a terminal, not --quiet)
+    announce_slow_intervals((bind(sc) for _, sc in entries), enabled=not quiet)
     doc = compare_scenarios(
         entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers
     ).to_dict()

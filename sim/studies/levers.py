@@ -427,7 +427,7 @@ def _interval90(applied: Scenario, populations: Populations) -> tuple[float, flo
     """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
     is missing); a tree's drawn populations under a mix or a spread kept in
     ``populations`` (the levers that leave acceptance alone share them)."""
-    spread = answer_uncertainty(applied, [], populations=populations).tok_s_interval90
+    spread = answer_uncertainty(bind(applied), [], populations=populations).tok_s_interval90
     if spread is None or spread.low is None or spread.high is None:
         return None
     return (spread.low, spread.high)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from sim.binding.bound import bind
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree.metrics import from_tree_accept_length
 from sim.model.tree.presets import rank_profile
@@ -184,7 +185,7 @@ def workload(curve: MoeCurve) -> tuple[dict[str, Any], float]:
 def _tree_accept_length(curve: MoeCurve, top1: float) -> float:
     """The accept length of the tree the serving plan builds at top-1 rate ``top1``."""
     sc = _scenario(curve, {"alpha": top1, "rank_profile": PRIOR}, 0.0)
-    plan = serving_setup(sc, source="validation").plan
+    plan = serving_setup(bind(sc), source="validation").plan
     return plan.tree_acceptance(scenario_draft(sc)).mean_accept_length()
 
 
@@ -251,7 +252,7 @@ def calibrated(curve: MoeCurve) -> tuple[Scenario, float, float, float]:
     acceptance, rate = _acceptance(curve)
     host_us = host_us_per_request()
     bare = _scenario(curve, acceptance, 0.0, host_us)
-    setup = serving_setup(bare, source="validation")
+    setup = serving_setup(bind(bare), source="validation")
     derived_ms = float(
         setup.plan.cost.decode_ms(1, scenario_draft(bare), np.array([workload(curve)[1]]))[0]
     )
@@ -283,7 +284,7 @@ def _simulate(scenario: Scenario, label: str, batch: int) -> dict[str, Any]:
     ``CONVERSATIONS[label]`` two-turn conversations, throughput over the whole job
     (prefill and tail included)."""
     sc = with_load(scenario, concurrency=batch, source="validation")
-    setup = serving_setup(sc, source="validation")
+    setup = serving_setup(bind(sc), source="validation")
     conversations = CONVERSATIONS[label]
     job = Workload(
         ClosedLoop(batch, 0.0, conversations, TURNS),

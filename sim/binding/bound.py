@@ -12,7 +12,8 @@ against the scenario's file, as its loader reports a problem of the file itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +34,7 @@ from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
+from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -98,6 +100,12 @@ class Bound:
         return self.passes.draft_extend_ms_per_token, float(
             self.num_steps + 1 if tokens is None else tokens
         )
+
+    def with_targets(self, tok_s: Sequence[float], source: str = "override") -> Bound:
+        """The same bound model answering ``tok_s`` (``targets.tok_s`` set by ``source``):
+        no binding step reads the targets, so nothing is bound again."""
+        targets = {"targets.tok_s": [float(t) for t in tok_s]}
+        return replace(self, scenario=with_overrides(self.scenario, targets, source=source))
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None

@@ -30,6 +30,7 @@ fixed while the batch is, so a block's plan does not depend on where it is cut.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,13 +184,13 @@ class DecodeBatch:
 
     def extend_held(
         self,
-        rids: list[int],
-        keys: list[np.uint64],
-        thresholds: list[np.ndarray],
-        inputs: list[int],
-        outputs: list[int],
-        classes: list[int],
-        users: list[int],
+        rids: Sequence[int],
+        keys: Sequence[np.uint64],
+        thresholds: Sequence[np.ndarray],
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        classes: Sequence[int],
+        users: Sequence[int],
         now_ms: float,
     ) -> None:
         """Add m requests arriving now (``now_ms``) that decode at once, as the newest rows
@@ -208,8 +209,9 @@ class DecodeBatch:
         ]
         if m == 1:
             table[b, self._THRESHOLDS :] = thresholds[0][: self.columns]
-        else:
-            table[b : b + m, self._THRESHOLDS :] = np.stack(thresholds)[:, : self.columns]
+        else:  # ``np.stack`` of the rows, in one call
+            rows = np.concatenate(thresholds).reshape(m, -1)
+            table[b : b + m, self._THRESHOLDS :] = rows[:, : self.columns]
         self.size = b + m
         self.fresh += m
         self._drop_views()
@@ -290,6 +292,23 @@ def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) ->
     bits = weyl_bits_block(weyl, iterations)
     passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
     return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
+
+
+#: Threshold columns up to which, or rows from which, ``step_lengths`` compares column
+#: by column (a row reduce over a few columns costs a call per row; a speed knob only).
+STEP_COLUMNS, STEP_ROWS = 3, 256
+
+
+def step_lengths(bits: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """1 + #{j : bits_b < T_bj}, int64 (B,): each row's accept length from its draw
+    ``bits`` (B,) and ``thresholds`` (B, d)."""
+    b, d = thresholds.shape
+    if d > STEP_COLUMNS and b < STEP_ROWS:
+        return np.add.reduce(bits[:, None] < thresholds, axis=1, initial=1)
+    lengths = np.ones(b, dtype=np.int64)
+    for j in range(d):
+        lengths += bits < thresholds[:, j]
+    return lengths
 
 
 #: 2^32: the thresholds' scale (a draw is a 32-bit integer).
@@ -431,10 +450,8 @@ def plan_step(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    bits = weyl_bits(batch.weyl)
+    lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
-    lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
-    lengths += 1
     tokens = int(np.add.reduce(lengths))
     context = float(np.add.reduce(batch.context))
     if accepted_extend and not (isinstance(k, int) and k == 0):

@@ -230,6 +230,7 @@ class Server:
         # horizon) at its instant: they run before the scheduler's next step
         self.others_wait = True
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
+        self.most_tokens: dict[Draft, int] = {}  # max_tokens of each draft run
         # requests held as rows of the decode batch, not objects (``hold_requests``)
         self.held = False
         self.senders: list[RequestSource] = []
@@ -246,17 +247,12 @@ class Server:
         """``users`` send their next requests now; they join the batch at once (what
         ``send_next`` and the next admission do with request objects, in the same order)."""
         now = self.env.now
-        drawn = [self.senders[u].next_drawn() for u in users]
-        self.batch.extend_held(
-            [self.rec.arrive_id(now) for _ in users],
-            [d[4] for d in drawn],
-            [d[3] for d in drawn],
-            [d[0] for d in drawn],
-            [d[1] for d in drawn],
-            [d[2] for d in drawn],
-            users,
-            now,
+        senders, arrive = self.senders, self.rec.arrive_id
+        inputs, outputs, classes, thresholds, keys = zip(
+            *[senders[u].next_drawn() for u in users], strict=True
         )
+        rids = [arrive(now) for _ in users]
+        self.batch.extend_held(rids, keys, thresholds, inputs, outputs, classes, users, now)
 
     def _finish_held(self, rows: np.ndarray, end_ms: float) -> list[int]:
         """Held rows ``rows`` finished at ``end_ms``: recorded and answered (``_complete``);
@@ -448,10 +444,13 @@ class Server:
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
         shortest = int(np.minimum.reduce(self.batch.need))
-        if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
+        most = self.most_tokens.get(k)
+        if most is None:
+            most = self.most_tokens[k] = max_tokens(k)
+        if shortest <= most:  # a request may finish now: one iteration, no more
             return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
-        size = max(MIN_BLOCK, min(widest, 2 * shortest // max_tokens(k) + 1))
+        size = max(MIN_BLOCK, min(widest, 2 * shortest // most + 1))
         if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:
             ahead = (self.upcoming[0] - self.env.now) / self.iteration_ms
             size = max(1, min(size, int(ahead) + 1))
@@ -785,7 +784,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
         else:
             plan = server.plan_decode()
             if isinstance(plan, StepPlan):  # one iteration: one timeout, nothing to cut
-                yield env.timeout(jumps(env.now, [plan.duration_ms])[0])
+                yield env.timeout(jump(env.now, plan.duration_ms))
                 server.step_done(plan, start)
             else:
                 n = plan.iterations
@@ -802,6 +801,14 @@ def scheduler_process(env: simpy.Environment, server: Server):
                 server.decode_done(plan, done, start)
         if server.completions != completed and (server.others_wait or server.stop.triggered):
             yield env.timeout(0)  # users answered at this instant send before the next step
+
+
+def jump(now_ms: float, duration_ms: float) -> float:
+    """``jumps`` of one duration: the delay of the one timeout that ends where a timeout
+    of ``duration_ms`` from ``now_ms`` ends."""
+    end = now_ms + duration_ms
+    delay = end - now_ms
+    return delay if now_ms + delay == end else jumps(now_ms, [duration_ms])[0]
 
 
 def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:

@@ -539,9 +539,10 @@ class Server:
         batch.last_ms.fill(last_end)
         need = batch.need
         need -= emitted
-        delivered = plan.per_iteration[:n].copy()
+        delivered = plan.per_iteration[:n]
         lowest = int(np.minimum.reduce(need))
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
+            delivered = delivered.copy()
             delivered[-1] += int(need[need < 0].sum())
         held = self.held_tokens() + plan.growth[:n]
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
@@ -572,8 +573,10 @@ class Server:
         lowest = int(np.minimum.reduce(need))
         delivered = plan.tokens
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
-            delivered += int(need[need < 0].sum())
-        rec.decode_step_done(b, start_ms, end, duration, self.held_tokens(), delivered)
+            delivered += int(np.add.reduce(need, where=need < 0))
+        # KV held: the contexts before the step (``held_tokens`` then), lookahead, prefills
+        held = plan.context_tokens + b * self.lookahead + self.prefill_hold
+        rec.decode_step_done(b, start_ms, end, duration, held, delivered)
         if self.controller is not None:  # accepted drafts per request, (B, 1)
             k = plan.k
             assert isinstance(k, int)  # the controller's own k_for_batch: a chain
@@ -617,7 +620,7 @@ class Server:
         growth = emitted
         if lowest <= 0:
             finished = batch.need <= 0
-            rows = np.flatnonzero(finished)
+            rows = finished.nonzero()[0]
             if self.held:
                 senders = self._finish_held(rows, end_ms)
                 batch.remove(rows.tolist())

@@ -247,27 +247,30 @@ class Server:
         """``users`` send their next requests now; they join the batch at once (what
         ``send_next`` and the next admission do with request objects, in the same order)."""
         now = self.env.now
-        senders, arrive = self.senders, self.rec.arrive_id
+        senders, arrive = self.senders, self.rec.arrive_ids
         inputs, outputs, classes, thresholds, keys = zip(
             *[senders[u].next_drawn() for u in users], strict=True
         )
-        rids = [arrive(now) for _ in users]
+        rids = arrive(now, len(users))
         self.batch.extend_held(rids, keys, thresholds, inputs, outputs, classes, users, now)
 
     def _finish_held(self, rows: np.ndarray, end_ms: float) -> list[int]:
         """Held rows ``rows`` finished at ``end_ms``: recorded and answered (``_complete``);
         the users who send their next request now (all but those after the stop)."""
-        rec = self.rec
+        leave = self.rec.leave_decoded
         senders: list[int] = []
-        for rid, cycles, arrival, first, n_in, n_out, cls, user in self.batch.held_rows(rows):
-            self.completions += 1
-            measured = rec.leave_decoded(rid, arrival, first, end_ms, n_in, n_out, cls, cycles)
-            if not self.stop.triggered:
+        stopped = self.stop.triggered
+        held = self.batch.held_rows(rows)
+        for rid, cycles, arrival, first, n_in, n_out, cls, user in held:
+            measured = leave(rid, arrival, first, end_ms, n_in, n_out, cls, cycles)
+            if not stopped:
                 senders.append(user)
             if measured:
                 self.measured_left -= 1
                 if self.measured_left == 0:
                     self.stop.succeed()
+                    stopped = True
+        self.completions += len(held)
         return senders
 
     def leave_held(self) -> int:

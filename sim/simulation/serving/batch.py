@@ -264,7 +264,7 @@ class DecodeBatch:
         kept = self._table[: self.size][rows]
         self._table[: kept.shape[0]] = kept
         self.size = kept.shape[0]
-        self._views()
+        self._drop_views()
 
     def remove(self, rows: list[int]) -> None:
         """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
@@ -282,7 +282,7 @@ class DecodeBatch:
                 table[to : to + until - row - 1] = table[row + 1 : until]
                 to += until - row - 1
         self.size = to
-        self._views()
+        self._drop_views()
 
 
 def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) -> np.ndarray:
@@ -303,10 +303,10 @@ def step_lengths(bits: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """1 + #{j : bits_b < T_bj}, int64 (B,): each row's accept length from its draw
     ``bits`` (B,) and ``thresholds`` (B, d)."""
     b, d = thresholds.shape
-    if d > STEP_COLUMNS and b < STEP_ROWS:
+    if d == 0 or (d > STEP_COLUMNS and b < STEP_ROWS):
         return np.add.reduce(bits[:, None] < thresholds, axis=1, initial=1)
-    lengths = np.ones(b, dtype=np.int64)
-    for j in range(d):
+    lengths = np.add(bits < thresholds[:, 0], 1, dtype=np.int64)
+    for j in range(1, d):
         lengths += bits < thresholds[:, j]
     return lengths
 

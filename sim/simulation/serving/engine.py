@@ -48,7 +48,7 @@ from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verif
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
-from sim.simulation.engines.common import request_stream
+from sim.simulation.engines.common import request_stream, request_streams
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
 from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -165,6 +165,13 @@ class ServingStreams:
             request_stream(self.rates, index),
             request_stream(self.keys, index),
         )
+
+    def sources(self, users: int) -> list[SourceStreams]:
+        """``source(u)`` of users 0 .. ``users`` - 1, each replication stream read once."""
+        lengths, rates, keys = (
+            request_streams(s, range(users)) for s in (self.lengths, self.rates, self.keys)
+        )
+        return [SourceStreams(*s) for s in zip(lengths, rates, keys, strict=True)]
 
     def arrival(self, index: int | None) -> np.random.Generator:
         """The arrival stream (think times) of user ``index``, or of the open stream (gaps):
@@ -901,8 +908,8 @@ def run_replication(
     if isinstance(arrivals, ClosedLoop):
         block = source_block(plan.workload, arrivals.users)
         sources = [
-            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees, block)
-            for user in range(arrivals.users)
+            RequestSource(plan.workload, plan.acceptance, own, server.trees, block)
+            for own in streams.sources(arrivals.users)
         ]
         refill_together(sources)  # every user's first block of rates in one pass
         if holds_rows(plan, horizon_ms) and rows_pay(plan):

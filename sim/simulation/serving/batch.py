@@ -323,6 +323,8 @@ def expected_path(thresholds: np.ndarray) -> int:
     return max(1, int(np.floor(mean + 0.5)))
 
 
+_NO_LIMIT = float("inf")
+
 #: Batch rows from which ``plan_block`` looks for a completion only among the requests
 #: close to their count (fewer: all rows, one indexing less; a speed knob only).
 CLOSE_ROWS = 64
@@ -409,7 +411,8 @@ def plan_block(
         if finishing[first]:
             n = first + 1
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
-    if growth[n - 1] > kv_free_tokens:  # growth is increasing: cut at its first excess
+    # growth is increasing: cut at its first excess (none without a KV limit)
+    if kv_free_tokens < _NO_LIMIT and growth[n - 1] > kv_free_tokens:
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
     context = float(np.add.reduce(batch.context)) + growth

@@ -554,7 +554,9 @@ class Server:
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered = delivered.copy()
             delivered[-1] += int(need[need < 0].sum())
-        held = self.held_tokens() + plan.growth[:n]
+        # KV held in each iteration: the contexts before it (the plan's context sums, whole
+        # numbers in floats), the lookahead, the prefills (``held_tokens`` + growth)
+        held = plan.context[:n] + (b * self.lookahead + self.prefill_hold)
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
         if self.controller is not None:  # accepted drafts per request and iteration (B, n)
             k = plan.k

@@ -122,7 +122,7 @@ def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
     scenario = load_scenario(
         SERVING_SCENARIO, [f"serving.concurrency={users}", f"workload.requests={requests}"]
     )
-    setup = serving_setup(scenario)
+    setup = serving_setup(bind(scenario))
 
     def run() -> tuple[float, int]:
         t0 = time.process_time()

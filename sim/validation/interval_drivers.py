@@ -116,6 +116,12 @@ def swing_lines(swings: Sequence[Swing]) -> list[str]:
     return lines
 
 
+def _ends(specs: Sequence[FigureSpec], curve: str) -> list[FigureSpec]:
+    """A curve's lowest, middle and highest scored load."""
+    own = [s for s in specs if s.curve == curve]
+    return [own[i] for i in sorted({0, len(own) // 2, len(own) - 1})]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -123,9 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="each input over its own range, the calibrated terms held at their fit",
     )
+    parser.add_argument(
+        "--few", action="store_true", help="per curve its lowest, middle and highest load only"
+    )
     args = parser.parse_args(argv)
+    specs = figure_specs()
+    if args.few:
+        specs = [s for c in dict.fromkeys(s.curve for s in specs) for s in _ends(specs, c)]
     swings: list[Swing] = []
-    for spec in figure_specs():
+    for spec in specs:
         for s in figure_swings(spec, not args.unconditioned):
             print(f"{s.curve} | {s.label} | {s.field} | {s.low:.4f} | {s.high:.4f}", flush=True)
             swings.append(s)

@@ -29,7 +29,8 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAWS, Refit, serve_intervals
+from sim.studies.serving.draws import DRAWS, SERVE_METRICS, Refit, serve_intervals
+from sim.studies.serving.paired_metrics import gain, policy_point
 from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
@@ -115,6 +116,7 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
         setup.plan, setup.policies, replications=spec.replications, seed=spec.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    points = {name: policy_point(recs, setup.slo) for name, recs in run.records.items()}
     iv = serve_intervals(
         bind(sc),
         run.records,
@@ -125,6 +127,10 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
         draws=draws,
         refit=spec.refit if conditioned else None,
     )
+    # the nominal speed-ups as the intervals pair them (a TPOT p50's included)
+    iv["nominal_speedup"] = {
+        m: gain(points[SPECULATIVE], points[BASELINE], m).mean for m in SERVE_METRICS
+    }
     return iv, summary
 
 
@@ -162,7 +168,7 @@ def _figure(
     counted: bool = True,
 ) -> Figure:
     if what == SPEEDUP:
-        nominal = summary.speedup[SPECULATIVE][m].mean
+        nominal = iv["nominal_speedup"][m]
         ends = iv["speedup"][SPECULATIVE][m]
     else:
         pol = summary.policies[what]
@@ -195,6 +201,10 @@ def _paper_curves() -> Iterator[tuple[str, Scenario, Mapping[int, float], int, R
 
 
 KIMI = "Kimi-K2.5 8x RTX PRO 6000 (vLLM)"
+#: Replications of the llm-d rates here: the case's 2 give a Monte Carlo 95% interval
+#: t(0.975, 1) = 12.7 standard errors wide, which alone made its TPOT intervals about 2x
+#: the prediction wide; 4 (t(0.975, 3) = 3.2) measure the same prediction more closely.
+RATE_INTERVAL_REPLICATIONS = 4
 LLMD = "llm-d Qwen3-32B 2x H200 (vLLM)"
 
 
@@ -236,7 +246,7 @@ def figure_specs() -> list[FigureSpec]:
                 llmd,
                 (("rate_per_s", float(qps)),),
                 rc.STAGE_S * qps,
-                rc.RATE_REPLICATIONS,
+                max(rc.RATE_REPLICATIONS, RATE_INTERVAL_REPLICATIONS),
                 rc.RATE_SEED,
                 tuple(figs),
                 llmd_fit,
@@ -254,18 +264,26 @@ def figure_specs() -> list[FigureSpec]:
     return out
 
 
-def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure]:
-    """Every scored figure of the public serving curves with its interval (``conditioned``:
-    the draws conditioned on each curve's calibration figures; False: every input over its
-    own range, the calibrated terms held at their nominal fit)."""
-    out: list[Figure] = []
-    for spec in figure_specs():
-        iv, summary = _predict(spec, draws, conditioned)
-        for label, what, metric, _, measured in spec.figures:
-            out.append(_figure(spec.curve, label, measured, iv, summary, what, metric))
-        for label, what, metric, _, measured in spec.gains:
-            out.append(_figure(spec.curve, label, measured, iv, summary, what, metric, False))
+def spec_figures(spec: FigureSpec, draws: int = DRAWS, conditioned: bool = True) -> list[Figure]:
+    """The figures of one load with their intervals (``conditioned``: the draws
+    conditioned on the curve's calibration figures; False: every input over its own
+    range, the calibrated terms held at their nominal fit)."""
+    iv, summary = _predict(spec, draws, conditioned)
+    out = [
+        _figure(spec.curve, label, measured, iv, summary, what, metric)
+        for label, what, metric, _, measured in spec.figures
+    ]
+    out += [
+        _figure(spec.curve, label, measured, iv, summary, what, metric, False)
+        for label, what, metric, _, measured in spec.gains
+    ]
     return out
+
+
+def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure]:
+    """Every scored figure of the public serving curves with its interval
+    (``spec_figures``)."""
+    return [f for spec in figure_specs() for f in spec_figures(spec, draws, conditioned)]
 
 
 def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:
@@ -273,7 +291,9 @@ def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:
     width = float(np.median([f.width for f in sel]))
     share = f" ({n_in / len(sel):.0%})" if name == "all" else ""
     inputs = ", ".join(sel[0].inputs) if drawn else ""
-    return f"| {name} | {len(sel)} | {n_in}{share} | {width:.3f} | {inputs} |"
+    return f"| {name} | {len(sel)} | {n_in}{share} | {width:.3f} |" + (
+        f" {inputs} |" if inputs else " |"
+    )
 
 
 def summary_lines(figures: Sequence[Figure]) -> list[str]:
@@ -314,7 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="draw every input over its own range, the calibrated terms held at their fit",
     )
     args = parser.parse_args(argv)
-    print("\n".join(summary_lines(public_coverage(args.draws, not args.unconditioned))))
+    figures: list[Figure] = []
+    for spec in figure_specs():  # each load's rows as they come: the whole run is long
+        for f in spec_figures(spec, args.draws, not args.unconditioned):
+            lo, hi = f.interval
+            print(f"# {f.curve} | {f.label} | {f.measured:.4g} | {f.nominal:.4g} | "
+                  f"[{lo:.4g}, {hi:.4g}]", flush=True)  # fmt: skip
+            figures.append(f)
+    print("\n".join(summary_lines(figures)))
     return 0
 
 

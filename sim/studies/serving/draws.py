@@ -55,6 +55,7 @@ __all__ = [
     "DRAWS",
     "DRAW_REPLICATIONS",
     "INTERVAL_LABEL",
+    "SERVE_METRICS",
     "DrawnPoints",
     "Refit",
     "describe_inputs",

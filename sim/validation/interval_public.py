@@ -111,14 +111,15 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
     """The spec's simulation with its 90% intervals (``conditioned``: the draws conditioned
     on the calibration figures by the spec's refit), and the run's summary."""
     sc = scenario_at(spec)
-    setup = serving_setup(sc, source="validation")
+    bound = bind(sc)
+    setup = serving_setup(bound, source="validation")
     run = simulate_serving(
         setup.plan, setup.policies, replications=spec.replications, seed=spec.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     points = {name: policy_point(recs, setup.slo) for name, recs in run.records.items()}
     iv = serve_intervals(
-        bind(sc),
+        bound,
         run.records,
         slo=setup.slo,
         seed=spec.seed,

@@ -363,6 +363,7 @@ def serve_intervals(
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
     bound scenario and bind each (``Served.bound``: the nominal's)."""
     # lazy: the serving setup only when serve draws
+    from sim.binding.bound import bind
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
@@ -377,7 +378,7 @@ def serve_intervals(
     for ov in overrides:
         try:
             sc = with_overrides(scenario, dict(ov), source="uncertainty")
-            setup = serving_setup(sc, base_dir=base_dir, source=source)
+            setup = serving_setup(bind(sc), base_dir=base_dir, source=source)
         except SpecsimError:
             continue  # outside what the scenario allows
         run = simulate_serving(

@@ -8,7 +8,12 @@ the RTX PRO 6000 Kimi curve on batch 1 and plain decoding at 8; llm-d's Qwen3-32
 replications and seed, now with ``serve``'s 90% interval from inputs and model
 (sim/studies/serving/draws.py ``serve_intervals``). A figure is covered when the published
 value lies inside the interval of the same quantity: the paired speedup of aggregate tok/s
-(the paper tables), a policy's aggregate tok/s (Kimi), a policy's TPOT p50 (llm-d).
+(the paper tables), a policy's aggregate tok/s (Kimi), a policy's TPOT p50 (llm-d); the
+gains (the paper's speed-ups, and the ratio of two published levels: Kimi's speculative
+over plain tok/s, llm-d's plain over speculative TPOT p50) are also scored apart, with how
+many intervals would separate a 10% gain from none. The draws are conditioned on each
+curve's calibration figures (sim/validation/calibration_refits.py; ``--unconditioned``:
+every input over its own range, the calibrated terms held at their nominal fit).
 
 ``python -m sim.validation.interval_public`` (``make coverage``) prints the table
 docs/serving-intervals.md quotes.
@@ -203,8 +208,8 @@ def _paper_curves() -> Iterator[tuple[str, Scenario, Mapping[int, float], int, R
 
 KIMI = "Kimi-K2.5 8x RTX PRO 6000 (vLLM)"
 #: Replications of the llm-d rates here: the case's 2 give a Monte Carlo 95% interval
-#: t(0.975, 1) = 12.7 standard errors wide, which alone made its TPOT intervals about 2x
-#: the prediction wide; 4 (t(0.975, 3) = 3.2) measure the same prediction more closely.
+#: t(0.975, 1) = 12.7 standard errors wide; 4 (t(0.975, 3) = 3.2) measure the same
+#: prediction more closely.
 RATE_INTERVAL_REPLICATIONS = 4
 LLMD = "llm-d Qwen3-32B 2x H200 (vLLM)"
 

@@ -22,13 +22,14 @@ from sim.binding.bind import (
     AcceptanceShape,
     acceptance_shape,
     cycle_time_model,
+    profile_factors,
     scenario_acceptance,
     scenario_tree_cost,
 )
 from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.closed_forms import FactorsFn, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
@@ -55,9 +56,11 @@ class Bound:
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
-    ``shape``: the acceptance shape by position (None without acceptance); ``hardware``:
-    the scenario's passes taken apart on its hardware (sim/hardware/pass_model.py). Two
-    bound models are equal only when they are the same object (their scenarios compare).
+    ``shape``: the acceptance shape by position with its tilt (None without acceptance);
+    ``hardware``: the scenario's passes taken apart on its hardware
+    (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
+    scale at each k (sim/binding/bind.py ``profile_factors``). Two bound models are equal
+    only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -68,6 +71,7 @@ class Bound:
     cost: CycleCost
     shape: AcceptanceShape | None
     hardware: PassModel
+    factors: FactorsFn
 
     @property
     def num_steps(self) -> int:
@@ -135,7 +139,8 @@ def bind(scenario: Scenario) -> Bound:
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware)
+    factors = profile_factors(scenario.acceptance, shape)
+    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors)
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

@@ -284,7 +284,8 @@ class ComputeCurve:
 #: instances (a serving study builds a plan per load and k, whose passes meet the same
 #: prompt lengths again): physics key -> {(tokens, sequences): terms}. At most
 #: ``SHARED_PHYSICS`` keys (the oldest dropped) of ``SHARED_ENTRIES`` entries each
-#: (emptied when full).
+#: (emptied when full). Kept for the serving studies: docs/speed.md ("The pass terms shared
+#: across serving plans") measures what it saves them.
 SHARED_PHYSICS = 32
 SHARED_ENTRIES = 1 << 16
 _SHARED_TERMS: dict[str, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}

@@ -65,7 +65,7 @@ from sim.simulation.serving.workload import (
     source_block,
 )
 
-__all__ = ["ServingPlan", "ServingStreams", "run_replication"]
+__all__ = ["Drafting", "ServingPlan", "ServingStreams", "run_replication"]
 
 #: Decode iterations planned at once: at most ``BLOCK_ELEMENTS`` (requests x iterations)
 #: and between ``MIN_BLOCK`` and ``MAX_BLOCK`` iterations. A speed knob only: results do
@@ -123,27 +123,61 @@ class ServingPlan:
     def lookahead(self, policy: SpeculationPolicy) -> int:
         """KV slots a running request holds beyond its context under ``policy``: the most
         any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``)."""
-        drafts = policy_drafts(policy, self.scheduler.max_running_requests)
-        return max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
+        return _lookahead(policy, policy_drafts(policy, self.scheduler.max_running_requests))
 
-    def check(self, policy: SpeculationPolicy) -> None:
-        """ValueError when ``policy`` cannot run on this plan."""
+    def drafting(self, policy: SpeculationPolicy) -> Drafting:
+        """``policy`` worked out on this plan, once: its draft at every batch size, its
+        trees' acceptance (ValueError when the rank shares do not cover a tree's width),
+        its KV lookahead and the KV cache it runs with."""
+        by_batch = tuple(k_lookup(policy, self.scheduler.max_running_requests))
+        drafts = tuple(dict.fromkeys(by_batch[1:]))  # in first-use order (``policy_drafts``)
+        trees = tuple((d, self.tree_acceptance(d)) for d in drafts if is_tree(d))
+        cap = self.scheduler.kv_capacity(policy)
+        return Drafting(policy, by_batch, trees, _lookahead(policy, drafts), cap)
+
+    def check(self, policy: SpeculationPolicy) -> Drafting:
+        """``policy`` worked out on this plan (``drafting``); ValueError when it cannot run
+        on it."""
         if policy.max_k > self.max_k:
             raise ValueError(
                 f"the policy drafts up to {policy.max_k} tokens but the acceptance model "
                 f"covers {self.max_k}"
             )
-        for draft in policy_drafts(policy, self.scheduler.max_running_requests):
-            if is_tree(draft):
-                self.tree_acceptance(draft)
-        self.scheduler.check_policy(policy)
-        cap = self.scheduler.kv_capacity(policy)
-        need = self.workload.max_request_tokens + self.lookahead(policy) + 1
+        drafting = self.drafting(policy)
+        self.scheduler.check_drafts(drafting.by_batch)
+        cap = drafting.kv_capacity
+        need = self.workload.max_request_tokens + drafting.lookahead + 1
         if cap is not None and need > cap:
             raise ValueError(
                 f"the KV cache ({cap} tokens) is smaller than one request "
                 f"(up to {need} tokens with lookahead)"
             )
+        return drafting
+
+
+def _lookahead(policy: SpeculationPolicy, drafts: tuple[Draft, ...]) -> int:
+    """The most KV slots beyond its context any of ``policy``'s ``drafts`` reserves."""
+    return max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
+
+
+@dataclass(frozen=True, slots=True)
+class Drafting:
+    """A policy as a plan runs it, worked out once (``ServingPlan.drafting``):
+    ``by_batch`` the draft at every decode batch size 0..max_running_requests (index =
+    batch size, entry 0 unused: ``k_lookup``); ``trees`` each tree it drafts (first-use
+    order) with the requests' acceptance over it; ``lookahead`` the KV slots a running
+    request holds beyond its context; ``kv_capacity`` the KV cache it runs with (None:
+    unlimited)."""
+
+    policy: SpeculationPolicy
+    by_batch: tuple[Draft, ...]
+    trees: tuple[tuple[Draft, TreeAcceptance], ...]
+    lookahead: int
+    kv_capacity: int | None
+
+    def tree(self, draft: Draft) -> TreeAcceptance:
+        """The requests' acceptance over ``draft``, one of the policy's trees."""
+        return next(acc for d, acc in self.trees if d == draft)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +227,7 @@ class Server:
     """Scheduler state and bookkeeping of one replication (see the module docstring)."""
 
     def __init__(
-        self, env: simpy.Environment, plan: ServingPlan, policy: SpeculationPolicy, rec: Recorder
+        self, env: simpy.Environment, plan: ServingPlan, drafting: Drafting, rec: Recorder
     ):
         self.env = env
         self.plan = plan
@@ -201,15 +235,15 @@ class Server:
         self.cost = plan.cost
         self.rec = rec
         self.queue = simpy.PriorityStore(env)
-        cap = self.config.kv_capacity(policy)
+        policy = drafting.policy
+        cap = drafting.kv_capacity
         self.kv = None if cap is None else simpy.Container(env, capacity=cap, init=cap)
-        self.k_of = k_lookup(policy, self.config.max_running_requests)
+        self.k_of = list(drafting.by_batch)
         # threshold columns: the chain's max_k, then each tree the policy drafts
-        trees = [d for d in policy_drafts(policy, self.config.max_running_requests) if is_tree(d)]
-        self.trees = tuple(plan.tree_acceptance(d) for d in trees)
+        self.trees = tuple(acc for _, acc in drafting.trees)
         self.columns: dict[Draft, slice] = {}
         start = plan.max_k
-        for draft, acc in zip(trees, self.trees, strict=True):
+        for draft, acc in drafting.trees:
             self.columns[draft] = slice(start, start + acc.depth)
             start += acc.depth
         self.batch = DecodeBatch(start)
@@ -218,7 +252,7 @@ class Server:
         self.prefill_hold = 0  # KV held by prefilling requests
         # an adaptive policy (sim/model/controllers.py): a fresh controller per replication
         self.controller = policy.start() if isinstance(policy, AdaptivePolicy) else None
-        self.lookahead = plan.lookahead(policy)
+        self.lookahead = drafting.lookahead
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
         self.skip_prefill = self.config.prefill == "skip"
@@ -896,15 +930,15 @@ def run_replication(
 ) -> ServingRecord:
     """One replication under ``policy``: until every measured request is answered (or
     ``horizon_ms`` of simulated time)."""
-    plan.check(policy)
+    drafting = plan.check(policy)
     env = simpy.Environment()
     rec = Recorder(
         plan.scheduler.max_running_requests,
-        plan.scheduler.kv_capacity(policy),
+        drafting.kv_capacity,
         plan.workload.warmup,
         plan.workload.requests,
     )
-    server = Server(env, plan, policy, rec)
+    server = Server(env, plan, drafting, rec)
     arrivals = plan.workload.arrivals
     server.others_wait = others_wait(arrivals, horizon_ms)
     if isinstance(arrivals, ClosedLoop):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sim.model.drafts import verify_tokens
+from sim.model.drafts import Draft, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
@@ -69,17 +70,15 @@ class SchedulerConfig:
         return self.kv_capacity_tokens
 
     def check_policy(self, policy: SpeculationPolicy) -> None:
+        """``check_drafts`` of the policy's draft at every batch size."""
+        self.check_drafts(k_lookup(policy, self.max_running_requests))
+
+    def check_drafts(self, by_batch: Sequence[Draft]) -> None:
         """Chunked batching must fit every decode request's k + 1 tokens (a tree's nodes)
-        in the budget."""
+        in the budget; ``by_batch``: the draft at each batch size (index = batch size)."""
         if self.batching != "chunked":
             return
-        worst = max(
-            (
-                b * verify_tokens(k)
-                for b, k in enumerate(k_lookup(policy, self.max_running_requests))
-            ),
-            default=0,
-        )
+        worst = max((b * verify_tokens(k) for b, k in enumerate(by_batch)), default=0)
         if worst > self.token_budget:
             raise ValueError(
                 f"token_budget {self.token_budget} is below the {worst} decode tokens of a full "

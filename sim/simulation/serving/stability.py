@@ -44,7 +44,7 @@ from sim.model.batched_cost import PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, max_tokens
 from sim.model.policy import SpeculationPolicy
-from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.workload import Poisson, Trace
 
 __all__ = [
@@ -115,10 +115,10 @@ def batch_grid(largest: int) -> list[int]:
     return sorted(set(sizes))
 
 
-def _accept_length(plan: ServingPlan, draft: Draft) -> float:
+def _accept_length(plan: ServingPlan, drafting: Drafting, draft: Draft) -> float:
     """E[L] over requests of ``draft``: 1 at k = 0, the chain's or the tree's mean."""
     if is_tree(draft):
-        return plan.tree_acceptance(draft).mean_accept_length()
+        return drafting.tree(draft).mean_accept_length()
     k = int(draft)  # type: ignore[arg-type]
     return float(plan.acceptance.expected_cumulative()[: k + 1].sum())
 
@@ -167,20 +167,21 @@ def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
     prefill = config.prefill == "model"
     decode_tokens = max(output_mean - (1.0 if prefill else 0.0), 0.0)
     drafter = policy.max_k > 0
+    drafting = plan.drafting(policy)
     largest = config.max_running_requests
-    capacity = config.kv_capacity(policy)
+    capacity = drafting.kv_capacity
     if capacity is not None:
-        largest = min(largest, capacity // (shortest + plan.lookahead(policy)))
+        largest = min(largest, capacity // (shortest + drafting.lookahead))
     largest = max(largest, 1)
     adaptive = isinstance(policy, AdaptivePolicy)
     best: tuple[float, int, Draft, float, float] | None = None
     for b in batch_grid(largest):
-        top = policy.k_for_batch(b)
+        top = drafting.by_batch[b]
         drafts: list[Draft] = [top]
         if adaptive and isinstance(top, int | np.integer):  # a chain (its k_for_batch)
             drafts = list(range(int(top) + 1))
         for draft in drafts:
-            length = _accept_length(plan, draft)
+            length = _accept_length(plan, drafting, draft)
             ms = _least_iteration_ms(plan, b, draft, float(b * shortest), drafter)
             per_token = ms / (b * length)
             if best is None or per_token < best[0]:

@@ -33,7 +33,7 @@ def evaluator(replications: int, workers: int = 1, rule=None, first: int = 3) ->
         CodePlans(),
         replications=replications,
         seed=7,
-        executor=LocalExecutor(workers),
+        executor=LocalExecutor(workers, keep_pool=True),
         rule=rule,
         first=first,
     )
@@ -51,6 +51,26 @@ def test_a_point_continued_is_the_point_run_at_once():
         assert a.replications == b.replications == 5
         for m, v in a.values.items():
             np.testing.assert_array_equal(v, b.values[m])
+        np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
+
+
+def test_a_step_cut_into_blocks_on_two_workers_is_the_point_run_whole():
+    """A bisection step's pair runs as blocks of replications on the pool together (kept
+    samples too); merged in order they are each point run in one process."""
+    load = Load("concurrency", 4)
+    keys = [(load, FixedK(3)), (load, BASELINE)]
+    whole, blocks = evaluator(5), evaluator(5, workers=2)
+    for ev in (whole, blocks):
+        ev.keep_samples.add(load)
+        ev.ensure(keys, step=True)
+    blocks.executor.close()
+    for key in keys:
+        a, b = blocks.memo[key], whole.memo[key]
+        assert a.replications == b.replications == 5
+        for m, v in a.values.items():
+            np.testing.assert_array_equal(v, b.values[m])
+        for m, v in a.samples.items():
+            np.testing.assert_array_equal(v, b.samples[m])
         np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
 
 

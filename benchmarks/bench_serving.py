@@ -40,6 +40,7 @@ import numpy as np
 import simpy
 
 from sim.binding.bind import acceptance_model, serving_cost
+from sim.binding.bound import bind
 from sim.scenario.load import load_scenario
 from sim.simulation.serving import (
     ClosedLoop,
@@ -118,7 +119,7 @@ def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
     scenario = load_scenario(
         SERVING_SCENARIO, [f"serving.concurrency={users}", f"workload.requests={requests}"]
     )
-    setup = serving_setup(scenario)
+    setup = serving_setup(bind(scenario))
 
     def run() -> tuple[float, int]:
         t0 = time.process_time()

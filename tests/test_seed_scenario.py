@@ -15,7 +15,7 @@ from sim.studies.analysis import analyze
 
 @pytest.fixture
 def seed(seed_path):
-    return analyze(load_scenario(seed_path))
+    return analyze(bind(load_scenario(seed_path)))
 
 
 def test_baseline_is_82_to_83_tok_s(seed):

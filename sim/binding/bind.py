@@ -21,14 +21,14 @@ written down once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.binding.decompose import scenario_hardware, scenario_pass_times
-from sim.binding.priors import DecayPrior, decay_prior, shape_error
+from sim.binding.priors import DecayPrior, ShapeError, decay_prior, shape_error
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
@@ -73,7 +73,9 @@ class AcceptanceShape:
     (1 for flat and repeat); ``origin`` where it comes from (``measured``: given in the
     file, ``override``, ``derived``: chosen by held-out error on the listed rates or taken
     from the decay prior, ``default``); ``prior`` the draft method's prior when the decay
-    comes from it (its range is the decay's uncertainty).
+    comes from it (its range is the decay's uncertainty); ``tilt`` the tilt the rates take
+    (given, the method's nominal shape error when left to it, else 0); ``tilt_error`` the
+    method's shape error when the tilt is left to it (``implicit_tilt``), else None.
     """
 
     shape: str
@@ -81,6 +83,8 @@ class AcceptanceShape:
     origin: str
     reason: str
     prior: DecayPrior | None = None
+    tilt: float = 0.0
+    tilt_error: ShapeError | None = None
 
     def factors(self, num_steps: int) -> np.ndarray:
         """g_1..g_k of an anchored profile (a flat one for ``repeat``), shape (k,)."""
@@ -127,9 +131,16 @@ def _listed_choice(rates: list[float]) -> AcceptanceShape:
 
 
 def acceptance_shape(spec: AcceptanceSpec, origin: str = "measured") -> AcceptanceShape:
-    """The shape of ``spec``'s rates by position; ``origin`` of given keys (``measured`` or
-    ``override``). See ``AcceptanceSpec``: given, held-out choice on a listed profile of
-    three or more rates, else the decay prior of ``spec.method``."""
+    """The shape of ``spec``'s rates by position with its tilt; ``origin`` of given keys
+    (``measured`` or ``override``). See ``AcceptanceSpec``: given, held-out choice on a
+    listed profile of three or more rates, else the decay prior of ``spec.method``."""
+    error = shape_error(spec.method) if implicit_tilt(spec) else None
+    nominal = error.nominal if error is not None else 0.0
+    tilt = spec.tilt if spec.tilt is not None else nominal
+    return replace(_untilted_shape(spec, origin), tilt=tilt, tilt_error=error)
+
+
+def _untilted_shape(spec: AcceptanceSpec, origin: str) -> AcceptanceShape:
     if spec.shape in ("flat", "repeat"):
         return AcceptanceShape(spec.shape, 1.0, origin, f"acceptance.shape = {spec.shape!r}")
     if spec.rank_rates_by_depth is not None and spec.shape in ("auto", "repeat"):
@@ -216,34 +227,24 @@ def implicit_tilt(spec: AcceptanceSpec) -> bool:
     )
 
 
-def effective_tilt(spec: AcceptanceSpec) -> float:
-    """The tilt the rates take: given, the nominal shape error of the method when
-    implicit, else 0."""
-    if spec.tilt is not None:
-        return spec.tilt
-    return shape_error(spec.method).nominal if implicit_tilt(spec) else 0.0
-
-
 def anchored_factors(
     spec: AcceptanceSpec, num_steps: int, shape: AcceptanceShape | None = None
 ) -> np.ndarray:
     """The shape factors g_1..g_k of an anchored profile with its tilt, shape (k,)
     (``shape``: ``acceptance_shape(spec)``, when the caller has it)."""
-    g = (shape or acceptance_shape(spec)).factors(num_steps)
-    tilt = effective_tilt(spec)
-    if not tilt:
-        return g
+    shape = shape or acceptance_shape(spec)
     depth = measured_depth(spec, spec.measured_num_steps)
-    return g * tilt_factors(tilt, depth, num_steps)
+    g = shape.factors(num_steps)
+    return g * tilt_factors(shape.tilt, depth, num_steps) if shape.tilt else g
 
 
 def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
     """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
-    rates = anchored_rates(spec, acceptance_shape(spec), num_steps, spec.measured_num_steps)
-    tilt = effective_tilt(spec)
-    if not tilt:
+    shape = acceptance_shape(spec)
+    rates = anchored_rates(spec, shape, num_steps, spec.measured_num_steps)
+    if not shape.tilt:
         return rates
-    return tilted(rates, tilt, measured_depth(spec, spec.measured_num_steps))
+    return tilted(rates, shape.tilt, measured_depth(spec, spec.measured_num_steps))
 
 
 def _rate_class(
@@ -258,7 +259,7 @@ def _rate_class(
 ) -> RateClass:
     means = anchored_rates(cls, shape, num_steps, measured_num_steps)
     top = default or cls
-    tilt = effective_tilt(top) if isinstance(top, AcceptanceSpec) else 0.0
+    tilt = shape.tilt if isinstance(top, AcceptanceSpec) else 0.0  # the spec's shape
     if tilt:
         means = tilted(means, tilt, measured_depth(cls, measured_num_steps))
     spread: AcceptanceClass | AcceptanceSpec = cls
@@ -385,8 +386,9 @@ def conditional_rates(
     return acceptance_model(spec, num_steps).closed_form_rates(drawn)
 
 
-def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
-    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k.
+def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None = None) -> FactorsFn:
+    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k (``shape``:
+    ``acceptance_shape(spec)``, when the caller has it).
 
     An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
     listed profile, a mix or per-request spread the closed-form rates divided by their
@@ -401,7 +403,8 @@ def profile_factors(spec: AcceptanceSpec | None) -> FactorsFn:
         and spec.rank_rates_by_depth is None
         and not spec.heterogeneous
     )
-    shape = acceptance_shape(spec) if spec is not None and anchored else None  # once
+    if spec is not None and anchored:
+        shape = shape or acceptance_shape(spec)  # once
     integrated: dict[int, np.ndarray] = {}
 
     def factors(k: int) -> np.ndarray:
@@ -466,13 +469,14 @@ def tree_cost(
         return chain_cycle_cost(passes, num_steps)
     from sim.model.tree.cost import tree_cycle_cost  # lazy: trees only
 
+    table = draft_pass_table_ms(hw, topk)
     return tree_cycle_cost(
         passes,
         num_steps,
         topk,
         num_draft_tokens,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(hw, topk),
+        draft_table_ms=table,
     )
 
 
@@ -488,11 +492,12 @@ def scenario_tree_cost(scenario: Scenario, passes: PassTimes, hw: PassModel) -> 
         return tree_cost(scenario, sp.num_steps, sp.topk, sp.num_draft_tokens, passes, hw)
     from sim.model.drafts import draft_cycle_cost, max_beams  # lazy: trees only
 
+    table = draft_pass_table_ms(hw, max_beams(static))
     return draft_cycle_cost(
         passes,
         static,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
-        draft_table_ms=draft_pass_table_ms(hw, max_beams(static)),
+        draft_table_ms=table,
     )
 
 

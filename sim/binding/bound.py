@@ -12,7 +12,8 @@ against the scenario's file, as its loader reports a problem of the file itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,17 +22,19 @@ from sim.binding.bind import (
     AcceptanceShape,
     acceptance_shape,
     cycle_time_model,
+    profile_factors,
     scenario_acceptance,
     scenario_tree_cost,
 )
 from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.closed_forms import FactorsFn, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
+from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -53,9 +56,11 @@ class Bound:
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
-    ``shape``: the acceptance shape by position (None without acceptance); ``hardware``:
-    the scenario's passes taken apart on its hardware (sim/hardware/pass_model.py). Two
-    bound models are equal only when they are the same object (their scenarios compare).
+    ``shape``: the acceptance shape by position with its tilt (None without acceptance);
+    ``hardware``: the scenario's passes taken apart on its hardware
+    (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
+    scale at each k (sim/binding/bind.py ``profile_factors``). Two bound models are equal
+    only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -66,6 +71,7 @@ class Bound:
     cost: CycleCost
     shape: AcceptanceShape | None
     hardware: PassModel
+    factors: FactorsFn
 
     @property
     def num_steps(self) -> int:
@@ -94,6 +100,12 @@ class Bound:
         return self.passes.draft_extend_ms_per_token, float(
             self.num_steps + 1 if tokens is None else tokens
         )
+
+    def with_targets(self, tok_s: Sequence[float], source: str = "override") -> Bound:
+        """The same bound model answering ``tok_s`` (``targets.tok_s`` set by ``source``):
+        no binding step reads the targets, so nothing is bound again."""
+        targets = {"targets.tok_s": [float(t) for t in tok_s]}
+        return replace(self, scenario=with_overrides(self.scenario, targets, source=source))
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
@@ -127,7 +139,8 @@ def bind(scenario: Scenario) -> Bound:
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware)
+    factors = profile_factors(scenario.acceptance, shape)
+    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors)
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

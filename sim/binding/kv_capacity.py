@@ -19,21 +19,15 @@ from dataclasses import dataclass
 
 from sim.errors import SpecsimError
 from sim.hardware.gpus import GPU_PRESETS
-from sim.hardware.memory import (
-    ENGINE_RULES,
-    Engine,
-    KvMemory,
-    engine_kv_memory,
-    reserve_range_gib,
-)
+from sim.hardware.memory import ENGINE_RULES, Engine, KvMemory, ServerMemory
 from sim.scenario.schema import Scenario
 
 __all__ = [
     "KvCapacity",
-    "derive_kv_capacity",
     "derived_engine",
     "kv_capacity",
-    "reserve_gib",
+    "memory_gib",
+    "server_memory",
     "stored_weight_bytes",
 ]
 
@@ -116,35 +110,27 @@ def memory_gib(scenario: Scenario) -> float:
     return GPU_PRESETS[scenario.hardware.gpu].memory_gb
 
 
-def reserve_gib(scenario: Scenario) -> tuple[float, bool]:
-    """(the reserve in GiB per GPU, whether it is the engine's default)."""
-    given = scenario.serving.kv_reserve_gib if scenario.serving is not None else None
-    if given is not None:
-        return given, False
-    return reserve_range_gib(_engine(scenario), memory_gib(scenario))[0], True
-
-
-def derive_kv_capacity(scenario: Scenario, reserve: float, speculative: bool) -> KvMemory:
-    """The engine's division of one GPU at ``reserve`` GiB (``_missing`` must be None)."""
+def server_memory(scenario: Scenario) -> ServerMemory:
+    """What a derived KV capacity reads of the scenario, read once (``_missing`` must be
+    None): its engine, one GPU's memory, the GPUs, the target's stored weights, the
+    drafter's, and the KV bytes per token per rank of the target and of the drafter (the
+    drafter's: given, else the target's scaled by its share of decoder layers)."""
     m, hw = scenario.model, scenario.hardware
-    assert hw.gpu is not None and m.kv_bytes_per_token is not None and m.layers
     weights = stored_weight_bytes(scenario)
-    assert weights is not None
+    assert m.kv_bytes_per_token is not None and m.layers and weights is not None
     drafter_kv = (
         m.draft_kv_bytes_per_token
         if m.draft_kv_bytes_per_token is not None
         else m.kv_bytes_per_token * m.draft_layers / m.layers
     )
-    return engine_kv_memory(
+    return ServerMemory(
         _engine(scenario),
-        memory_gib=memory_gib(scenario),
-        gpus=hw.gpus,
-        weight_bytes=weights,
-        drafter_bytes=(m.draft_params or 0.0) * m.weight_bytes_per_param,
-        kv_bytes_per_token=m.kv_bytes_per_token,
-        drafter_kv_bytes_per_token=drafter_kv,
-        reserve_gib=reserve,
-        speculative=speculative,
+        memory_gib(scenario),
+        hw.gpus,
+        weights,
+        (m.draft_params or 0.0) * m.weight_bytes_per_param,
+        m.kv_bytes_per_token,
+        drafter_kv,
     )
 
 
@@ -163,17 +149,18 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             "unlimited",
             f"KV capacity: unlimited (no serving.kv_capacity_tokens; none derived: {why})",
         )
-    reserve, default = reserve_gib(scenario)
-    engine = _engine(scenario)
-    spec = derive_kv_capacity(scenario, reserve, speculates)
-    plain = derive_kv_capacity(scenario, reserve, False) if speculates else spec
+    server = server_memory(scenario)
+    middle, low, high = server.reserve_range_gib()
+    given_reserve = serving.kv_reserve_gib if serving is not None else None
+    default = given_reserve is None
+    reserve = middle if given_reserve is None else given_reserve  # per GPU, GiB
+    spec = server.kv(reserve, speculates)
+    plain = server.kv(reserve, False) if speculates else spec
     span = None
-    _, low, high = reserve_range_gib(engine, memory_gib(scenario))
     if default:
-        ends = [derive_kv_capacity(scenario, r, speculates).tokens for r in (high, low)]
-        span = (ends[0], ends[1])
+        span = (server.kv(high, speculates).tokens, server.kv(low, speculates).tokens)
     named = (
-        f"server.engine = {engine}"
+        f"server.engine = {server.engine}"
         if scenario.server.engine
         else "server.engine not given: vLLM's rule ASSUMED"
     )
@@ -187,7 +174,7 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         f"KV capacity: derived, {spec.tokens:,} tokens"
         + (f" [{span[0]:,}, {span[1]:,}] over the reserve's range" if span else "")
         + (f", {plain.tokens:,} for plain decoding (no drafter)" if speculates else "")
-        + f": {spec.describe()} ({named}; {reserve_text}; {scenario.hardware.gpus} GPU(s) "
+        + f": {spec.describe()} ({named}; {reserve_text}; {server.gpus} GPU(s) "
         f"of {scenario.hardware.gpu})"
     )
     if spec.tokens < 1:

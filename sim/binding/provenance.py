@@ -22,13 +22,12 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from sim.binding.bind import AcceptanceShape, implicit_tilt
-from sim.binding.bound import Bound, as_bound
+from sim.binding.bind import AcceptanceShape
+from sim.binding.bound import Bound
 from sim.binding.decompose import (
     EFFICIENCY_RANGE,
     EFFICIENCY_REASON,
 )
-from sim.binding.priors import shape_error
 from sim.binding.uncertainty import clipping_notes
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
@@ -111,10 +110,9 @@ def efficiency_range(scenario: Scenario) -> tuple[float, float]:
     return EFFICIENCY_RANGE
 
 
-def assumptions(model: Bound | Scenario) -> tuple[Assumption, ...]:
+def assumptions(bound: Bound) -> tuple[Assumption, ...]:
     """Every value a bound scenario's answers depend on, with its provenance (its pass
-    times and ``PassModel`` read from the ``Bound``; a scenario is bound here, once)."""
-    bound = as_bound(model)
+    times and ``PassModel`` read from the ``Bound``)."""
     scenario, passes, hw = bound.scenario, bound.passes, bound.hardware
     timing = scenario.timing
     origins = scenario.field_origins()
@@ -285,8 +283,8 @@ def _acceptance_assumptions(
             )
     if spec.tilt is not None:
         out.append(_entry(origins, "acceptance.tilt", spec.tilt))
-    elif implicit_tilt(spec):
-        error = shape_error(spec.method)
+    elif shape.tilt_error is not None:  # the tilt left to the method's shape error
+        error = shape.tilt_error
         out.append(
             Assumption(
                 "acceptance.tilt",

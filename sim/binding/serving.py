@@ -2,7 +2,7 @@
 on (``serving_cost``, sim/model/batched_cost.py over sim/hardware/batched.py), built from
 the ``Bound``'s own hardware model and batch-1 pass times, and with it what else a serving
 plan reads from the bound scenario (``serving_model``: its acceptance over the policies'
-drafts, rank shares, notes)."""
+drafts, rank shares, KV capacity, notes), built once per serving setup."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sim.binding.bind import acceptance_model, draft_pass_table_ms, rank_shares
 from sim.binding.bound import Bound
+from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PassTimes
@@ -267,16 +268,17 @@ def measured_points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
 
 @dataclass(frozen=True, slots=True)
 class ServingModel:
-    """What a serving plan takes from a bound scenario: the batched iteration ``cost``,
-    the ``acceptance`` model over the policies' longest draft, the ``rank_shares`` of
-    their widest tree (empty without one), and the notes for the assumptions (``notes``
-    on the cost, ``host_note`` on the host work)."""
+    """What a serving plan takes from a bound scenario, built once: the batched iteration
+    ``cost``, the ``acceptance`` model over the policies' longest draft, the
+    ``rank_shares`` of their widest tree (empty without one), the ``kv`` capacity the
+    scheduler runs with (sim/binding/kv_capacity.py), and the ``notes`` for the
+    assumptions (the cost's, then the KV capacity's and the host work's)."""
 
     cost: IterationCost
     acceptance: AcceptanceModel
     rank_shares: Shares | tuple[()]
+    kv: KvCapacity
     notes: tuple[str, ...]
-    host_note: str
 
 
 def serving_model(
@@ -285,8 +287,9 @@ def serving_model(
     """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
     scenario's ``[model]`` KV and attention terms at ``timing.context_tokens`` and its
     ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
-    drafter pass), the acceptance model up to ``max_k`` positions and the rank shares of
-    ``widest`` ranks. Errors name ``source`` (the scenario's file)."""
+    drafter pass), the acceptance model up to ``max_k`` positions, the rank shares of
+    ``widest`` ranks and the KV capacity (``speculative``: some policy drafts). Errors
+    name ``source`` (the scenario's file)."""
     scenario = bound.scenario
     spec, timing = scenario.model, scenario.timing
     notes = []
@@ -314,6 +317,7 @@ def serving_model(
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,
         )
+        capacity = kv_capacity(scenario, speculative)
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None
     measured = sorted({p.kind for p in timing.points or []})
@@ -327,8 +331,7 @@ def serving_model(
             "compute-bound prefill is then priced at the decode pass's slope)"
         )
     )
+    notes.extend((capacity.note, host_work_note(scenario)))
     acc = scenario.acceptance
     shares = rank_shares(acc, widest) if acc and widest > 1 else ()
-    return ServingModel(
-        cost, acceptance_model(acc, max_k), shares, tuple(notes), host_work_note(scenario)
-    )
+    return ServingModel(cost, acceptance_model(acc, max_k), shares, capacity, tuple(notes))

@@ -36,14 +36,12 @@ import numpy as np
 from sim.binding.bind import (
     acceptance_shape,
     conditional_rates,
-    effective_tilt,
-    implicit_tilt,
     measured_depth,
     pass_times,
 )
 from sim.binding.bound import Bound
 from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
-from sim.binding.priors import DecayPrior, shape_error
+from sim.binding.priors import DecayPrior
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
 from sim.model.sampled import SampledModel, distinct_rows, equal_rate_accept_length
@@ -260,7 +258,7 @@ def uncertain_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
     # A field the file states (even with a zero range or stderr: "known exactly") is never
     # given a default spread below.
     fields = {u.field for u in out} | set(scenario.uncertainty.entries())
-    spec, shape = scenario.acceptance, bound.shape
+    shape = bound.shape
     prior = shape.prior if shape is not None else None
     if prior is not None and prior.high > prior.low and "acceptance.decay" not in fields:
         assert shape is not None
@@ -275,20 +273,19 @@ def uncertain_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
                 bounds=(1e-6, 1.0),
             )
         )
-    if spec is not None and implicit_tilt(spec) and "acceptance.tilt" not in fields:
-        error = shape_error(spec.method)
-        if error.sd > 0:
-            out.append(
-                UncertainInput(
-                    "acceptance.tilt",
-                    error.nominal,
-                    "normal",
-                    "derived",
-                    error.reason,
-                    stderr=error.sd,
-                    bounds=field_bounds(scenario, "acceptance.tilt"),
-                )
+    error = shape.tilt_error if shape is not None else None  # the tilt left to the method's
+    if error is not None and "acceptance.tilt" not in fields and error.sd > 0:
+        out.append(
+            UncertainInput(
+                "acceptance.tilt",
+                error.nominal,
+                "normal",
+                "derived",
+                error.reason,
+                stderr=error.sd,
+                bounds=field_bounds(scenario, "acceptance.tilt"),
             )
+        )
     if "hardware.bandwidth_efficiency" not in fields and bound.hardware.uses_derived_compute():
         low, high = EFFICIENCY_RANGE
         out.append(
@@ -662,7 +659,7 @@ def sampled_acceptance(
         return rates, rates / first
     shape = acceptance_shape(spec)
     decay = get("acceptance.decay", shape.decay)
-    tilt = get("acceptance.tilt", effective_tilt(spec))
+    tilt = get("acceptance.tilt", shape.tilt)
     k0 = spec.measured_num_steps or max(scenario.num_steps, 1)
     depth = measured_depth(spec, k0)
     factor_shape = "flat" if shape.shape == "repeat" else shape.shape

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.binding.bind import scenario_rates, tree_draft
+from sim.binding.bound import bind
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Param, fit_identifiable
 from sim.errors import SpecsimError
@@ -171,7 +172,7 @@ def _speculative(scenario: Scenario, point: LoadPoint) -> bool:
 def _cost(scenario: Scenario) -> IterationCost:
     """The iteration cost the serving engine prices its passes with (the scenario's
     batch-1 passes and its measured points, sim/simulation/serving/setup.py)."""
-    return serving_setup(scenario, source="load sweep").plan.cost
+    return serving_setup(bind(scenario), source="load sweep").plan.cost
 
 
 def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.ndarray:

@@ -70,9 +70,8 @@ def compare(
 
     settings = sample_settings(replications, requests, seed)
     loaded = [load_scenario(p, sets, settings) for p in scenarios]
-    for sc in loaded:
-        bind(sc)  # what each scenario means: the hardware model checks it here
-    entries = list(zip(unique_labels(scenarios), loaded, strict=True))
+    # what each scenario means, bound once: the hardware model checks it here
+    entries = list(zip(unique_labels(scenarios), [bind(sc) for sc in loaded], strict=True))
     lever_doc = None
     if levers:
         from sim.errors import SpecsimError
@@ -81,7 +80,7 @@ def compare(
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
         entries = lever_scenarios(loaded[0])
-    announce_slow_intervals([sc for _, sc in entries], enabled=not quiet)
+    announce_slow_intervals([bound for _, bound in entries], enabled=not quiet)
     doc = compare_scenarios(
         entries, targets=targets, engine=engine, fidelity=fidelity, workers=workers
     ).to_dict()
@@ -93,7 +92,9 @@ def compare(
             else tuple(c["tok_s_interval90"])
             for c in doc["scenarios"]
         }
-        lever_doc = lever_table(loaded[0], intervals90=intervals).to_dict()
+        lever_doc = lever_table(
+            loaded[0], intervals90=intervals, levers_bound=dict(entries)
+        ).to_dict()
         doc["levers"] = lever_doc
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)

@@ -13,22 +13,19 @@ import click
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
-    from sim.scenario.schema import Scenario
 
 #: Seconds a run must have taken before the bar appears.
 SHOW_AFTER_S = 1.0
 
 
 def announce_slow_intervals(
-    models: Iterable[Bound | Scenario], enabled: bool = True, stream: TextIO | None = None
+    bounds: Iterable[Bound], enabled: bool = True, stream: TextIO | None = None
 ) -> None:
     """One line on stderr (a terminal only, not with ``--quiet``) before the 90% intervals
     of chains whose acceptance is a workload mix or a per-request spread: each distinct
     draw of their acceptance inputs re-builds every class's Beta quadrature (some 500-650
-    draws on the shipped mix), which no bar follows. ``models``: the bound scenarios (a
-    scenario is bound here)."""
+    draws on the shipped mix), which no bar follows. ``bounds``: the bound scenarios."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
-    from sim.binding.bound import as_bound
     from sim.binding.uncertainty import (
         acceptance_propagated,
         is_acceptance_input,
@@ -39,8 +36,7 @@ def announce_slow_intervals(
     if not (enabled and out.isatty()):
         return
     slow = False
-    for model in models:
-        bound = as_bound(model)
+    for bound in bounds:
         sc = bound.scenario
         if sc.speculation.is_tree or acceptance_propagated(sc):
             continue

@@ -293,11 +293,11 @@ def build_study(
         ("--tpot-slo-ms", "serving.tpot_slo_ms", args.tpot_slo_ms),
     ]  # an error names the flag, as --rate's names --rate
     raw = load_scenario(args.scenario, args.sets)
-    sc = with_settings(raw, settings)
-    bind(sc)  # what the scenario means: the hardware model checks it here
+    # what the scenario means, bound once: the hardware model checks it here
+    bound = bind(with_settings(raw, settings))
     workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
-        sc,
+        bound,
         executor=make_executor(args.executor, workers=workers, scheduler=args.scheduler),
         base_dir=Path(args.scenario).resolve().parent,
         source=args.scenario,

@@ -46,6 +46,7 @@ __all__ = [
     "RESERVE_SHARE_RANGE",
     "VLLM_GPU_MEMORY_UTILIZATION",
     "KvMemory",
+    "ServerMemory",
     "engine_kv_memory",
     "memory_fraction",
     "reserve_range_gib",
@@ -190,3 +191,38 @@ def engine_kv_memory(
         kv_bytes_per_token=kv_bytes_per_token,
         drafter_kv_bytes_per_token=drafter_kv_bytes_per_token if inside else 0.0,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMemory:
+    """A server's memory as its KV capacity reads it: the ``engine`` whose rule divides
+    each of ``gpus`` GPUs of ``memory_gib`` GiB, the target's stored ``weight_bytes``
+    (all ranks together), the drafter's ``drafter_bytes``, and the KV bytes per token per
+    tensor-parallel rank of the target and of the drafter."""
+
+    engine: Engine
+    memory_gib: float
+    gpus: int
+    weight_bytes: float
+    drafter_bytes: float
+    kv_bytes_per_token: float
+    drafter_kv_bytes_per_token: float
+
+    def reserve_range_gib(self) -> tuple[float, float, float]:
+        """(default, low, high) reserve in GiB per GPU (``reserve_range_gib``)."""
+        return reserve_range_gib(self.engine, self.memory_gib)
+
+    def kv(self, reserve_gib: float, speculative: bool) -> KvMemory:
+        """How the engine divides one GPU at ``reserve_gib`` GiB (``engine_kv_memory``;
+        ``speculative``: with the drafter)."""
+        return engine_kv_memory(
+            self.engine,
+            memory_gib=self.memory_gib,
+            gpus=self.gpus,
+            weight_bytes=self.weight_bytes,
+            drafter_bytes=self.drafter_bytes,
+            kv_bytes_per_token=self.kv_bytes_per_token,
+            drafter_kv_bytes_per_token=self.drafter_kv_bytes_per_token,
+            reserve_gib=reserve_gib,
+            speculative=speculative,
+        )

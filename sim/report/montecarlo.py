@@ -10,7 +10,7 @@ import numpy as np
 from sim.model.cycle import PHASES
 from sim.report.format import count
 from sim.report.screen import wrap
-from sim.simulation.results import MonteCarloResult, kept
+from sim.simulation.results import MonteCarloResult
 from sim.simulation.summary import Summary
 
 if TYPE_CHECKING:
@@ -112,9 +112,11 @@ def render_montecarlo(summary: Summary, result: MonteCarloResult, verbose: bool 
             f"seed {s.seed}" + ("; streamed)" if result.stream is not None else ")")
         )
         return "\n".join(compact_lines(s, head))
-    if result.stream is None:
-        return "\n".join(_summary_lines(s, head) + text_histogram(kept(result.tok_s).ravel()))
-    values, counts = result.stream.histogram.nonzero()
+    stream = result.stream
+    if stream is None:  # every request's tok/s kept
+        assert result.tok_s is not None
+        return "\n".join(_summary_lines(s, head) + text_histogram(result.tok_s.ravel()))
+    values, counts = stream.histogram.nonzero()
     head += "; streamed: percentiles and histogram within 1e-4 relative"
     bars = text_histogram(values, weights=counts.astype(float), counts=True)
     return "\n".join(_summary_lines(s, head) + bars)

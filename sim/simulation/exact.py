@@ -31,9 +31,8 @@ from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law
-from sim.scenario.schema import Scenario
 from sim.simulation.engines.common import phase_means
-from sim.simulation.simulate import bind_named, bound_cycle_times
+from sim.simulation.simulate import bound_cycle_times
 from sim.simulation.summary import Summary, TargetProbability
 
 if TYPE_CHECKING:
@@ -129,7 +128,7 @@ def exact_summary(
 
 
 def scenario_exact(
-    bound: Bound | Scenario,
+    bound: Bound,
     *,
     fidelity: str = "cycle",
     targets: Sequence[float] | None = None,
@@ -137,9 +136,7 @@ def scenario_exact(
 ) -> tuple[Summary, RequestLaw]:
     """The exact ``Summary`` of a scenario and its law; SpecsimError (``method``) naming the
     reason when it has none. ``targets`` default to the scenario's; ``seed`` (default the
-    scenario's) only draws the layer pass's pools at ``fidelity="layer"``. A scenario is
-    bound here, once."""
-    bound = bind_named(bound)
+    scenario's) only draws the layer pass's pools at ``fidelity="layer"``."""
     scenario = bound.scenario
     model = bound.acceptance
     seed = scenario.simulation.seed if seed is None else seed

@@ -64,10 +64,3 @@ class MonteCarloResult:
     @property
     def phases(self) -> tuple[str, ...]:
         return PHASES
-
-
-def kept(array: np.ndarray | None) -> np.ndarray:
-    """One of a result's per-request arrays, which a streamed result does not keep."""
-    if array is None:
-        raise ValueError("a streamed result keeps no per-request arrays (read its stream)")
-    return array

@@ -26,10 +26,17 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.cycle import PHASES
-from sim.simulation.results import MonteCarloResult, kept
+from sim.simulation.results import MonteCarloResult
 
 if TYPE_CHECKING:
     from sim.simulation.stream import Moments
+
+
+def kept(array: np.ndarray | None) -> np.ndarray:
+    """One of a result's per-request arrays, which a streamed result does not keep."""
+    if array is None:
+        raise ValueError("a streamed result keeps no per-request arrays (read its stream)")
+    return array
 
 
 def mean_ci95(values: np.ndarray) -> tuple[float, float, float]:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.binding.bind import AcceptanceShape, profile_factors
-from sim.binding.bound import Bound, as_bound
+from sim.binding.bind import AcceptanceShape
+from sim.binding.bound import Bound
 from sim.binding.provenance import Assumption, assumptions
 from sim.model.closed_forms import (
     TargetAnswer,
@@ -61,11 +61,10 @@ class Analysis:
         return self.throughput_tok_s / self.baseline_tok_s
 
 
-def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
-    """Closed-form analysis of a bound scenario (a scenario is bound here, once): accept
-    length, long-run tok/s, ceiling, break-even, targets, the inputs' provenance, and
-    (``uncertainty``) the answers' 90% intervals."""
-    bound = as_bound(model)
+def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
+    """Closed-form analysis of a bound scenario: accept length, long-run tok/s, ceiling,
+    break-even, targets, the inputs' provenance, and (``uncertainty``) the answers' 90%
+    intervals."""
     scenario = bound.scenario
     k = scenario.num_steps
     passes = bound.passes
@@ -74,7 +73,6 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
-    factors = profile_factors(scenario.acceptance)  # one for every target: k repeat
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -86,7 +84,9 @@ def analyze(model: Bound | Scenario, *, uncertainty: bool = False) -> Analysis:
         throughput_tok_s=throughput_tok_s(al, cost),
         ceiling_tok_s=ceiling,
         break_even_accept_length=break_even_accept_length(baseline, cost) if k > 0 else None,
-        targets=tuple(answer_target(t, passes, k, factors=factors) for t in scenario.target_tok_s),
+        targets=tuple(
+            answer_target(t, passes, k, factors=bound.factors) for t in scenario.target_tok_s
+        ),
         tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
         assumptions=assumptions(bound),

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound
 from sim.binding.provenance import effective_hardware, override_entries
-from sim.scenario.load import with_overrides
-from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from sim.studies.analysis import analyze
@@ -38,17 +36,17 @@ def unique_labels(paths: Sequence[str]) -> list[str]:
 
 def compare_one(
     label: str,
-    scenario: Scenario,
+    bound: Bound,
     targets: Sequence[float],
     engine: str,
     workers: int = 1,
     fidelity: str = "cycle",
 ) -> dict[str, Any]:
-    """One column of the comparison (plain, JSON-ready): the scenario at the comparison's
-    targets, bound once for its analysis and its Monte Carlo."""
+    """One column of the comparison (plain, JSON-ready): the bound scenario at the
+    comparison's targets, for its analysis and its Monte Carlo."""
     if targets:
-        scenario = with_overrides(scenario, {"targets.tok_s": [float(t) for t in targets]})
-    bound = bind(scenario)
+        bound = bound.with_targets(targets)
+    scenario = bound.scenario
     analysis = analyze(bound, uncertainty=True)
     unc = {u.tok_s: u for u in analysis.uncertainty.targets} if analysis.uncertainty else {}
     result = simulate(bound, engine=engine, fidelity=fidelity, workers=workers)
@@ -143,33 +141,33 @@ class Comparison:
 
 
 def targets_not_shown(
-    entries: Sequence[tuple[str, Scenario]], shown: Sequence[float]
+    entries: Sequence[tuple[str, Bound]], shown: Sequence[float]
 ) -> tuple[tuple[str, tuple[float, ...]], ...]:
     """Each scenario's own targets that are not among ``shown`` (label, those targets)."""
     out = []
-    for label, scn in entries:
-        own = tuple(float(t) for t in scn.target_tok_s if float(t) not in shown)
+    for label, bound in entries:
+        own = tuple(float(t) for t in bound.scenario.target_tok_s if float(t) not in shown)
         if own:
             out.append((label, own))
     return tuple(out)
 
 
 def compare_scenarios(
-    entries: Sequence[tuple[str, Scenario]],
+    entries: Sequence[tuple[str, Bound]],
     *,
     targets: Sequence[float] = (),
     engine: str = "fast",
     fidelity: str = "cycle",
     workers: int = 1,
 ) -> Comparison:
-    """All scenarios side by side; ``ratios`` of each to the first (first is 1.0).
+    """All bound scenarios side by side; ``ratios`` of each to the first (first is 1.0).
 
     ``targets`` default to the first scenario's, so every column answers the same targets.
     """
     if not entries:
         return Comparison(engine, fidelity, (), ())
-    tgts = [float(t) for t in (targets or entries[0][1].target_tok_s)]
-    cols = [compare_one(label, scn, tgts, engine, workers, fidelity) for label, scn in entries]
+    tgts = [float(t) for t in (targets or entries[0][1].scenario.target_tok_s)]
+    cols = [compare_one(label, b, tgts, engine, workers, fidelity) for label, b in entries]
     first = cols[0]
     for col in cols:
         col["ratios"] = {k: (col[k] / first[k] if first[k] else None) for k in RATIO_KEYS}

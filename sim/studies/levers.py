@@ -408,22 +408,26 @@ def _variant_values(
 
 def lever_scenarios(
     scenario: Scenario, levers: Sequence[Lever] | None = None
-) -> list[tuple[str, Scenario]]:
-    """(name, scenario) of every lever that makes a valid scenario, reference first."""
+) -> list[tuple[str, Bound]]:
+    """(name, bound scenario) of every lever that makes a valid scenario, reference first
+    (the hardware model may refuse one as well)."""
     out = []
     for lever in levers or default_levers(scenario):
         if not_applicable(scenario, lever) is not None:
             continue  # the same scenario as another column
         try:
-            applied = with_overrides(scenario, dict(lever.overrides), source="lever")
-            bind(applied)  # the hardware model may refuse it as well
+            out.append((lever.name, _applied(scenario, lever)))
         except SpecsimError:
             continue
-        out.append((lever.name, applied))
     return out
 
 
-def _interval90(applied: Scenario, populations: Populations) -> tuple[float, float] | None:
+def _applied(scenario: Scenario, lever: Lever) -> Bound:
+    """The scenario with the lever pulled, bound."""
+    return bind(with_overrides(scenario, dict(lever.overrides), source="lever"))
+
+
+def _interval90(applied: Bound, populations: Populations) -> tuple[float, float] | None:
     """The 90% tok/s interval from inputs and model of a lever's scenario (None if an end
     is missing); a tree's drawn populations under a mix or a spread kept in
     ``populations`` (the levers that leave acceptance alone share them)."""
@@ -439,12 +443,16 @@ def lever_table(
     variants: Sequence[Variant] = VARIANTS,
     drafter: Drafter | None = None,
     intervals90: Mapping[str, tuple[float, float] | None] | None = None,
+    levers_bound: Mapping[str, Bound] | None = None,
 ) -> LeverTable:
     """Every lever's closed-form tok/s as specified and its range over ``variants``.
 
     ``intervals90``: the levers' 90% intervals already computed on the same scenarios, by
     lever name (``compare --levers`` has them from its columns); the others are computed.
+    ``levers_bound``: the levers' scenarios already bound, by lever name (``lever_scenarios``);
+    the others are bound here.
     """
+    levers_bound = levers_bound or {}
     drafter = drafter or drafter_for(scenario)
     rows = []
     levers = tuple(levers or default_levers(scenario, drafter))
@@ -455,11 +463,14 @@ def lever_table(
             rows.append(LeverRow(lever, None, None, None, {}, None, None, not_applicable=why))
             continue
         try:
-            applied = with_overrides(scenario, dict(lever.overrides), source="lever")
-            bound = bind(applied)
-            tok_s = _bound_tok_s(bound)
-            cost = bound.cost
-            al = bound.closed_form_tok_s * cost.total_ms / 1000 if applied.num_steps else 1.0
+            applied = (
+                levers_bound[lever.name]
+                if lever.name in levers_bound
+                else _applied(scenario, lever)
+            )
+            tok_s = _bound_tok_s(applied)
+            cost = applied.cost
+            al = applied.closed_form_tok_s * cost.total_ms / 1000 if applied.num_steps else 1.0
         except SpecsimError as exc:
             rows.append(LeverRow(lever, None, None, None, {}, None, None, exc.message))
             continue

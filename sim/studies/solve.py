@@ -280,7 +280,7 @@ def solve_lever(
     settings = {
         "hardware": effective_hardware(base),
         "overrides": override_entries(base),
-        "assumptions": [a.to_dict() for a in assumptions(base)],
+        "assumptions": [a.to_dict() for a in assumptions(bind(base))],
         "seed": base.simulation.seed,
         "replications": base.simulation.replications,
         "requests": base.workload.requests,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
@@ -73,21 +73,21 @@ def evaluate_point(task: PointTask) -> dict[str, Any]:
     The Monte Carlo runs with the point's own ``simulation.seed`` in this process
     (``workers=1``): parallelism is across points, so results do not depend on it.
     """
-    scenario = point_scenario(task)
+    bound = bind(point_scenario(task))  # once: the closed forms and the Monte Carlo
     result = simulate(
-        scenario,
+        bound,
         engine=task.engine,
         fidelity=task.fidelity,
-        seed=scenario.simulation.seed,
+        seed=bound.scenario.simulation.seed,
         workers=1,
     )
     summary = summarize(result, task.targets)
-    return {**dict(task.overrides), **summary_row(scenario, summary, task.targets)}
+    return {**dict(task.overrides), **summary_row(bound, summary, task.targets)}
 
 
-def summary_row(scenario: Scenario, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
-    """Flat statistics of one point: closed forms, then the Monte Carlo summary."""
-    bound = bind(scenario)
+def summary_row(bound: Bound, summary: Summary, targets: Sequence[float]) -> dict[str, Any]:
+    """Flat statistics of one bound point: closed forms, then the Monte Carlo summary."""
+    scenario = bound.scenario
     cost = bound.cost  # a tree's own cycle for a tree point
     k = scenario.num_steps
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
@@ -157,7 +157,7 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     ``{policy}_not_steady_replications``, how many."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
-    setup = serving_setup(scenario, base_dir=base_dir, source=task.source)
+    setup = serving_setup(bind(scenario), base_dir=base_dir, source=task.source)
     sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
     row: dict[str, Any] = {
         **dict(task.overrides),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.binding.bound import Bound, as_bound, bind
+from sim.binding.bound import Bound, bind
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
@@ -414,7 +414,7 @@ def _nan_none(x: float) -> float | None:
 
 
 def answer_uncertainty(
-    model: Bound | Scenario,
+    bound: Bound,
     targets: Sequence[float] | None = None,
     *,
     samples: int = SAMPLES,
@@ -436,9 +436,8 @@ def answer_uncertainty(
     tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
     rebuilt from each draw's rates (sim/binding/tree_sampled.py, ``TREE_NOTE``); under a
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
-    on scenarios that differ elsewhere share them). A scenario is bound here, once; the
-    draws perturb it and bind each (sim/binding/uncertainty.py)."""
-    bound = as_bound(model)
+    on scenarios that differ elsewhere share them). The draws perturb the bound scenario
+    and bind each (sim/binding/uncertainty.py)."""
     if bound.scenario.speculation.is_tree:
         chain = with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty")
         unc, ss, draws = _chain_uncertainty(

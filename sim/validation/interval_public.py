@@ -74,11 +74,12 @@ def _predict(
     """The case's simulation at ``load`` with its 90% intervals, and the run's summary."""
     sc = with_load(scenario, source="validation", **load)
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
-    setup = serving_setup(sc, source="validation")
+    bound = bind(sc)
+    setup = serving_setup(bound, source="validation")
     run = simulate_serving(setup.plan, setup.policies, replications=replications, seed=seed)
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     iv = serve_intervals(
-        bind(sc),
+        bound,
         run.records,
         slo=setup.slo,
         seed=seed,

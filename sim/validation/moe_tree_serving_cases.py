@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from sim.binding.bound import bind
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.tree.metrics import from_tree_accept_length
 from sim.model.tree.presets import rank_profile
@@ -139,7 +140,7 @@ SPECFORGE = MoeCurve(
 def _tree_accept_length(curve: MoeCurve, top1: float) -> float:
     """The accept length of the tree the serving plan builds at top-1 rate ``top1``."""
     sc = _scenario(curve, {"alpha": top1, "rank_profile": PRIOR}, 0.0)
-    plan = serving_setup(sc, source="validation").plan
+    plan = serving_setup(bind(sc), source="validation").plan
     return plan.tree_acceptance(scenario_draft(sc)).mean_accept_length()
 
 
@@ -195,7 +196,7 @@ def calibrated(curve: MoeCurve) -> tuple[Scenario, float, float, float]:
     without overhead (ms)."""
     acceptance, rate = _acceptance(curve)
     bare = _scenario(curve, acceptance, 0.0)
-    setup = serving_setup(bare, source="validation")
+    setup = serving_setup(bind(bare), source="validation")
     derived_ms = float(
         setup.plan.cost.decode_ms(1, scenario_draft(bare), np.array([MT_BENCH_CONTEXT]))[0]
     )
@@ -209,7 +210,7 @@ def _simulate(scenario: Scenario, label: str, batch: int) -> dict[str, Any]:
     ``CONVERSATIONS[label]`` two-turn conversations, throughput over the whole job
     (prefill and tail included)."""
     sc = with_load(scenario, concurrency=batch, source="validation")
-    setup = serving_setup(sc, source="validation")
+    setup = serving_setup(bind(sc), source="validation")
     conversations = CONVERSATIONS[label]
     job = Workload(
         ClosedLoop(batch, 0.0, conversations, TURNS),

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from sim.binding.bound import bind
 from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
 from sim.scenario.load import scenario_from_dict, with_overrides
@@ -137,7 +138,7 @@ def _simulate(scenario: Scenario, qps: int) -> Mapping[str, float]:
     sc = with_load(scenario, rate_per_s=float(qps), source="validation")
     requests = STAGE_S * qps
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
-    setup = serving_setup(sc, source="validation")
+    setup = serving_setup(bind(sc), source="validation")
     run = simulate_serving(
         setup.plan, setup.policies, replications=RATE_REPLICATIONS, seed=RATE_SEED
     )

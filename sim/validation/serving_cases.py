@@ -138,7 +138,7 @@ def _simulate(scenario: Scenario, batch: int) -> Point:
     sc = with_load(scenario, concurrency=batch, source="validation")
     requests = max(60, 3 * batch)
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
-    setup = serving_setup(sc, source="validation")
+    setup = serving_setup(bind(sc), source="validation")
     run = simulate_serving(
         setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )
@@ -631,7 +631,7 @@ def kimi_miss(rows: Sequence[Row], scenario: Scenario) -> str:
     step = {b: 1000.0 * b / curves["no MTP"][b] for b in (half, top)}
     verify_per_token = (cycle[top] - cycle[half]) / ((k + 1) * (top - half))
     decode_per_token = (step[top] - step[half]) / (top - half)
-    cost = serving_setup(scenario, source="validation").plan.cost
+    cost = serving_setup(bind(scenario), source="validation").plan.cost
     context = np.array([128 + 512 / 2])
     model_cycle = {b: float(cost.decode_ms(b, k, b * context)[0]) for b in (half, top)}
     model_per_token = (model_cycle[top] - model_cycle[half]) / ((k + 1) * (top - half))
@@ -738,7 +738,7 @@ def eagle1_rows_note(rows: Sequence[Row], scenario: Scenario, batch: int = 16) -
     (sim/validation/per_token_candidates.py ``draft_row_us``)."""
     row = {int(r.figure.rsplit("=", 1)[1]): r for r in rows}[batch]
     k = scenario.num_steps
-    cost = serving_setup(scenario, source="validation").plan.cost
+    cost = serving_setup(bind(scenario), source="validation").plan.cost
     verify = cost.curves.verify
     assert isinstance(verify, BatchedPass)  # the hardware model prices this scenario
     gpu = verify.physics.hardware.gpu

@@ -86,7 +86,7 @@ def _simulate(scenario: Scenario, tree: Tree, batch: int) -> dict[str, Any]:
     sc = with_load(scenario, concurrency=batch, source="validation")
     sc = with_overrides(sc, {"workload.requests": max(60, 3 * batch)}, source="validation")
     policies = {"chain": FixedK(2), "tree": FixedK(tree)}
-    setup = serving_setup(sc, source="validation", policies=policies)
+    setup = serving_setup(bind(sc), source="validation", policies=policies)
     run = simulate_serving(
         setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )

@@ -22,7 +22,7 @@ RANGE = 'uncertainty.timing.cycle_overhead_ms={range=[-1.0, 2.0], origin="assume
 
 
 def _reason(sets: tuple[str, ...], field: str) -> str:
-    rows = assumptions(load_scenario(SEED, sets))
+    rows = assumptions(bind(load_scenario(SEED, sets)))
     return next(a.reason for a in rows if a.field == field)
 
 

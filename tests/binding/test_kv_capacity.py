@@ -121,7 +121,7 @@ def test_weights_that_do_not_fit_are_an_error_naming_the_field():
 
 
 def test_the_plan_gives_plain_decoding_its_own_capacity():
-    setup = serving_setup(_scenario(server={"engine": "vllm"}))
+    setup = serving_setup(bind(_scenario(server={"engine": "vllm"})))
     sched = setup.plan.scheduler
     assert sched.plain_kv_capacity_tokens > sched.kv_capacity_tokens
     base, spec = (setup.policies[n] for n in ("baseline", "speculative"))

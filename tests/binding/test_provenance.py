@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware, hardware_line
 from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
 
 
 def _by_field(scenario):
-    return {a.field: a for a in assumptions(scenario)}
+    return {a.field: a for a in assumptions(bind(scenario))}
 
 
 def test_every_origin(write_scenario) -> None:

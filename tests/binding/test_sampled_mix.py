@@ -53,7 +53,7 @@ def test_the_nominal_row_is_the_nominal_answer(scenario) -> None:
     ss = sampled_scenario(bind(sc))
     model = ss.model(nominal_row(ss.inputs))
     assert np.array_equal(model.rates[0], conditional_rates(sc.acceptance, ss.max_steps))
-    a = analyze(sc)
+    a = analyze(bind(sc))
     k = sc.num_steps
     assert model.accept_length(k)[0] == pytest.approx(a.accept_length, rel=1e-12)
     assert model.tok_s(k)[0] == pytest.approx(a.throughput_tok_s, rel=1e-12)
@@ -99,8 +99,8 @@ def test_inputs_known_exactly_collapse_the_interval(write_scenario) -> None:
     but timings uncertain: the accept length's interval is the nominal value."""
     sc = _mix(write_scenario, _mix_text(uncertainty=EXACT))
     assert not sc.speculation.is_tree
-    a = analyze(sc)
-    unc = answer_uncertainty(sc, [80.0], samples=FEW)
+    a = analyze(bind(sc))
+    unc = answer_uncertainty(bind(sc), [80.0], samples=FEW)
     assert unc.inputs == ()
     assert unc.tok_s_interval90.low == pytest.approx(a.throughput_tok_s, rel=1e-12)
     assert unc.tok_s_interval90.high == pytest.approx(a.throughput_tok_s, rel=1e-12)
@@ -108,7 +108,7 @@ def test_inputs_known_exactly_collapse_the_interval(write_scenario) -> None:
     assert unc.targets[0].interval90.width == 0.0
     exact_std = SYMMETRIC.replace("stderr = 0.005", "stderr = 0.0")
     sc = _mix(write_scenario, _mix_text(uncertainty=exact_std), "timings.toml")
-    unc = answer_uncertainty(sc, [], samples=FEW)
+    unc = answer_uncertainty(bind(sc), [], samples=FEW)
     assert unc.accept_length_interval90.low == pytest.approx(a.accept_length, rel=1e-12)
     assert unc.accept_length_interval90.high == pytest.approx(a.accept_length, rel=1e-12)
     assert unc.tok_s_interval90.width > 0.0
@@ -119,8 +119,8 @@ def test_the_spread_moves_the_interval_around_the_nominal_answer(write_scenario)
     interval straddles the nominal answer (a wider spread lowers the rates), and the
     note says the rates are re-built, not tabulated."""
     sc = _mix(write_scenario, _mix_text())
-    a = analyze(sc)
-    unc = answer_uncertainty(sc, [80.0], samples=FEW)
+    a = analyze(bind(sc))
+    unc = answer_uncertainty(bind(sc), [80.0], samples=FEW)
     lo, hi = unc.accept_length_interval90.to_list()
     assert lo < a.accept_length < hi
     assert not any("tabulated" in n for n in unc.notes)
@@ -137,7 +137,10 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     b = _mix(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert uncertain_inputs(bind(a)) == uncertain_inputs(bind(b))
-    ua, ub = answer_uncertainty(a, [], samples=FEW), answer_uncertainty(b, [], samples=FEW)
+    ua, ub = (
+        answer_uncertainty(bind(a), [], samples=FEW),
+        answer_uncertainty(bind(b), [], samples=FEW),
+    )
     pairs = [
         (ua.tok_s_interval90, ub.tok_s_interval90),
         (ua.accept_length_interval90, ub.accept_length_interval90),
@@ -162,7 +165,7 @@ def test_a_draw_the_scenario_rejects_is_missing(write_scenario) -> None:
     model = sampled_scenario(bind(sc), draws).model(draws)
     assert np.array_equal(np.isnan(model.rates).all(axis=1), rejected)
     assert not np.isnan(model.rates[~rejected]).any()
-    unc = answer_uncertainty(sc, [], samples=FEW)
+    unc = answer_uncertainty(bind(sc), [], samples=FEW)
     assert unc.tok_s_interval90.unreachable == pytest.approx(rejected.mean())
     tok = model.tok_s(sc.num_steps)[~rejected]
     assert unc.tok_s_interval90.low == pytest.approx(np.quantile(tok, 0.05), rel=1e-12)

@@ -39,7 +39,7 @@ def _exact_seed(write_scenario, extra: str = "", drop: str = ""):
 @pytest.mark.parametrize("path", [SEED, LLAMA, MIX], ids=["seed", "llama", "mix"])
 def test_the_nominal_draw_is_the_nominal_answer(path) -> None:
     tree = with_overrides(load_scenario(path), TREE)
-    nominal = analyze(tree)
+    nominal = analyze(bind(tree))
     inputs = uncertain_inputs(bind(tree))
     at = sampled_tree(bind(tree), draw_inputs(tree, inputs, SAMPLES, 1)).answers(
         nominal_row(inputs)
@@ -51,7 +51,7 @@ def test_the_nominal_draw_is_the_nominal_answer(path) -> None:
 @pytest.mark.parametrize("path", [SEED, LLAMA], ids=["seed", "llama"])
 def test_the_interval_holds_the_nominal_answer(path) -> None:
     tree = with_overrides(load_scenario(path), TREE)
-    a = analyze(tree, uncertainty=True)
+    a = analyze(bind(tree), uncertainty=True)
     unc = a.uncertainty
     assert unc is not None and TREE_NOTE in unc.notes
     lo, hi = unc.tok_s_interval90.to_list()
@@ -62,7 +62,7 @@ def test_the_interval_holds_the_nominal_answer(path) -> None:
 
 
 def test_inputs_known_exactly_give_a_zero_width_interval(write_scenario) -> None:
-    a = analyze(_exact_seed(write_scenario), uncertainty=True)
+    a = analyze(bind(_exact_seed(write_scenario)), uncertainty=True)
     unc = a.uncertainty
     assert unc is not None and unc.inputs == ()
     assert unc.tok_s_interval90.low == pytest.approx(a.throughput_tok_s, rel=1e-12)
@@ -84,14 +84,14 @@ def test_a_wider_stated_range_widens_the_interval(write_scenario, line, widths) 
     for w in widths:
         text = line.format(lo=w[0], hi=w[1]) if isinstance(w, tuple) else line.format(se=w)
         tree = _exact_seed(write_scenario, text + "\n", drop=text.split(" =")[0])
-        interval = answer_uncertainty(tree, []).tok_s_interval90
+        interval = answer_uncertainty(bind(tree), []).tok_s_interval90
         spans.append(interval.high - interval.low)
     assert 0.0 < spans[0] < spans[1] < spans[2]
 
 
 def test_the_tree_of_topk_1_is_the_chain() -> None:
     chain = with_overrides(load_scenario(SEED), {"speculation.num_steps": 3})
-    unc = answer_uncertainty(chain, [])
+    unc = answer_uncertainty(bind(chain), [])
     inputs = uncertain_inputs(bind(chain))
     draws = draw_inputs(chain, inputs, SAMPLES, chain.simulation.seed)
     at = sampled_tree(bind(chain), draws).answers(draws)
@@ -107,7 +107,7 @@ def test_the_tree_is_solved_in_the_chains_draws() -> None:
     tree = with_overrides(load_scenario(SEED), TREE)
     chain = with_overrides(tree, {"speculation.topk": 1})
     assert uncertain_inputs(bind(tree)) == uncertain_inputs(bind(chain))
-    unc, chain_unc = answer_uncertainty(tree, []), answer_uncertainty(chain, [])
+    unc, chain_unc = answer_uncertainty(bind(tree), []), answer_uncertainty(bind(chain), [])
     assert unc.inputs == chain_unc.inputs and unc.seed == chain_unc.seed
     assert unc.tok_s_interval90 != chain_unc.tok_s_interval90  # the tree's own
 
@@ -119,7 +119,7 @@ def test_the_best_tree_gets_its_own_interval_at_or_above_sglangs() -> None:
     and its interval holds its nominal answer. At 8/8/64 the two trees differ."""
     wide = {**TREE, "speculation.num_steps": 8, "speculation.topk": 8}
     tree = with_overrides(load_scenario(LLAMA), {**wide, "speculation.num_draft_tokens": 64})
-    a = analyze(tree, uncertainty=True)
+    a = analyze(bind(tree), uncertainty=True)
     unc = a.uncertainty
     assert a.tree is not None and a.tree.optimal.tree != a.tree.sglang.tree
     best, sglang = unc.best_tree_tok_s_interval90, unc.tok_s_interval90

@@ -72,7 +72,7 @@ def test_the_interval_holds_the_nominal_answer_under_a_mix_and_spread(write_scen
     assert {i.field for i in uncertain_inputs(bind(tree))} == {
         "timing.verify_ms", "timing.cycle_overhead_ms", "acceptance.std",
     }  # fmt: skip
-    a = analyze(tree, uncertainty=True)
+    a = analyze(bind(tree), uncertainty=True)
     unc = a.uncertainty
     assert unc is not None and a.tree is not None
     assert TREE_POPULATION_NOTE in unc.notes
@@ -86,7 +86,7 @@ def test_the_interval_holds_the_nominal_answer_under_a_mix_and_spread(write_scen
 
 def test_inputs_known_exactly_give_the_nominal_answer(write_scenario) -> None:
     tree = _tree(write_scenario, _mix_text(uncertainty=EXACT))
-    a = analyze(tree, uncertainty=True)
+    a = analyze(bind(tree), uncertainty=True)
     unc = a.uncertainty
     assert unc is not None and unc.inputs == ()
     assert unc.tok_s_interval90.low == pytest.approx(a.throughput_tok_s, rel=1e-12)
@@ -100,7 +100,7 @@ def test_a_zero_spread_stderr_leaves_only_the_timings_width(write_scenario) -> N
     length's interval is the nominal value and only the cycle moves tok/s."""
     exact_std = SYMMETRIC.replace("stderr = 0.005", "stderr = 0.0")
     tree = _tree(write_scenario, _mix_text(uncertainty=exact_std))
-    a = analyze(tree, uncertainty=True)
+    a = analyze(bind(tree), uncertainty=True)
     unc = a.uncertainty
     assert unc is not None
     assert unc.accept_length_interval90.low == pytest.approx(a.accept_length, rel=1e-12)
@@ -119,7 +119,10 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     assert b.acceptance is not None and b.acceptance.mix is not None
     assert uncertain_inputs(bind(a)) == uncertain_inputs(bind(b))
     # 64 draws: each rebuilds the chain's rates (its targets') over 32 positions too
-    ua, ub = answer_uncertainty(a, [], samples=64), answer_uncertainty(b, [], samples=64)
+    ua, ub = (
+        answer_uncertainty(bind(a), [], samples=64),
+        answer_uncertainty(bind(b), [], samples=64),
+    )
     for name in ("tok_s_interval90", "accept_length_interval90", "best_tree_tok_s_interval90"):
         ia, ib = getattr(ua, name), getattr(ub, name)
         assert ib.low == pytest.approx(ia.low, rel=1e-12)
@@ -156,13 +159,13 @@ def test_a_draw_is_the_nominal_answer_at_its_acceptance_inputs() -> None:
     assert {f for f in col if is_acceptance_input(f)} == {"acceptance.decay", "acceptance.tilt"}
     assert tree.acceptance is not None
     shape = acceptance_shape(tree.acceptance).shape  # the decay's shape, resolved
-    nominal = analyze(tree).accept_length
+    nominal = analyze(bind(tree)).accept_length
     for row in (0, 7):
         over = {
             "acceptance.shape": shape,
             "acceptance.decay": float(draws[row, col["acceptance.decay"]]),
             "acceptance.tilt": float(draws[row, col["acceptance.tilt"]]),
         }
-        at = analyze(with_overrides(tree, over)).accept_length
+        at = analyze(bind(with_overrides(tree, over))).accept_length
         assert al[row] == pytest.approx(at, rel=1e-12)
         assert abs(al[row] - nominal) > 1e-6

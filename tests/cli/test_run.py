@@ -249,6 +249,7 @@ def test_the_best_tree_line_carries_its_interval():
 def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
     """A chain whose mix or per-request spread has uncertain acceptance inputs re-builds
     its rates in every draw (20-40 s): one line says so, on a terminal, unless --quiet."""
+    from sim.binding.bound import bind
     from sim.scenario.load import load_scenario, with_overrides
 
     seed = load_scenario(seed_path)
@@ -269,10 +270,10 @@ def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
         ([tree], False),
     ]:
         tty = FakeTty()
-        progress_mod.announce_slow_intervals(scenarios, stream=tty)
+        progress_mod.announce_slow_intervals(map(bind, scenarios), stream=tty)
         assert ("re-builds its rates" in tty.getvalue()) is said
     for stream, enabled in [(FakeTty(), False), (io.StringIO(), True)]:
-        progress_mod.announce_slow_intervals([mix], enabled=enabled, stream=stream)
+        progress_mod.announce_slow_intervals([bind(mix)], enabled=enabled, stream=stream)
         assert stream.getvalue() == ""
 
 

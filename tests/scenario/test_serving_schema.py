@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
 from sim.simulation.serving.lengths import LogNormal
@@ -42,7 +43,7 @@ def test_kv_reads_need_the_reference_context(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(text)
     with pytest.raises(SpecsimError) as err:
-        serving_setup(load_scenario(path))
+        serving_setup(bind(load_scenario(path)))
     assert err.value.field == "timing.context_tokens"
 
 
@@ -52,24 +53,24 @@ def test_a_point_below_its_floor_names_its_entry():
         SERVING, ["timing.points=[{kind='decode', batch=8, ms=0.5, source='made-up'}]"]
     )
     with pytest.raises(SpecsimError) as err:
-        serving_setup(bad)
+        serving_setup(bind(bad))
     assert err.value.field == "timing.points[0]" and "made-up" in err.value.message
-    assert serving_setup(sc).plan.max_k == 2
+    assert serving_setup(bind(sc)).plan.max_k == 2
 
 
 def test_setup_reads_the_load_and_lengths():
-    setup = serving_setup(load_scenario(SERVING))
+    setup = serving_setup(bind(load_scenario(SERVING)))
     w = setup.plan.workload
     assert isinstance(w.arrivals, ClosedLoop) and w.arrivals.users == 16
     assert isinstance(w.output_tokens, LogNormal) and w.output_tokens.max_tokens > 512
     assert w.warmup == max(16, 200 // 10)
     assert set(setup.policies) == {"baseline", "speculative"}
-    rate = serving_setup(with_load(load_scenario(SERVING), rate_per_s=3.0))
+    rate = serving_setup(bind(with_load(load_scenario(SERVING), rate_per_s=3.0)))
     assert isinstance(rate.plan.workload.arrivals, Poisson)
     assert any("lognormal" in a for a in setup.assumptions)
 
 
 def test_k_table_is_clamped_to_num_steps_like_vllm():
     sc = load_scenario(SERVING, ["serving.k_table=[[1, 8, 5], [9, 64, 1], [65, 1024, 0]]"])
-    policy = serving_setup(sc).policies["speculative"]
+    policy = serving_setup(bind(sc)).policies["speculative"]
     assert [policy.k_for_batch(b) for b in (1, 8, 9, 65)] == [2, 2, 1, 0]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import acceptance_model, cycle_time_model
+from sim.binding.bound import bind
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.exact import exact_obstacle, exact_summary, scenario_exact
 from sim.simulation.simulate import simulate
@@ -79,14 +80,14 @@ def test_plain_scenario_has_an_exact_law():
 def test_an_extend_growing_with_l_keeps_the_law_exact(seed_path):
     """timing.draft_extend_ms_per_token: the joint law of (n, E) against the Monte Carlo."""
     sc = with_overrides(load_scenario(seed_path), {"timing.draft_extend_ms_per_token": 0.5})
-    ex, _ = scenario_exact(sc, targets=[59.0])
+    ex, _ = scenario_exact(bind(sc), targets=[59.0])
     mc = summarize(simulate(sc), [59.0])
     n = mc.replications * mc.requests
     assert abs(mc.tok_s_mean - ex.tok_s_mean) < 4 * ex.tok_s_std / math.sqrt(n)
     p = ex.targets[0].p_at_least
     assert abs(mc.targets[0].p_at_least - p) <= 4 * math.sqrt(p * (1 - p) / n)
     assert mc.cycle_ms["extend"] == pytest.approx(ex.cycle_ms["extend"], rel=0.01)
-    fixed, _ = scenario_exact(load_scenario(seed_path), targets=[59.0])
+    fixed, _ = scenario_exact(bind(load_scenario(seed_path)), targets=[59.0])
     # draft_extend_ms is quoted at L = k + 1: cycles that accept less extend for less time
     assert ex.tok_s_mean > fixed.tok_s_mean
 
@@ -94,7 +95,7 @@ def test_an_extend_growing_with_l_keeps_the_law_exact(seed_path):
 def test_exact_percentiles_are_the_laws_quantiles_by_their_definition():
     """Each reported percentile q of the exact summary is the least tok/s v with P(tok/s
     <= v) >= q: P(<= v) >= q > P(< v) on the law's own support."""
-    summary, law = scenario_exact(make({"alpha": 0.7}, k=3, tokens=60))
+    summary, law = scenario_exact(bind(make({"alpha": 0.7}, k=3, tokens=60)))
     values, probs = law.tok_s_values(), law.probs
     for q, v in ((0.05, summary.tok_s_p5), (0.5, summary.tok_s_p50), (0.95, summary.tok_s_p95)):
         assert probs[values <= v].sum() >= q - 1e-12

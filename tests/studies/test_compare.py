@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.report.compare import render_comparison
 from sim.report.screen import fits
@@ -21,7 +22,7 @@ SMALL = {"simulation.replications": 3, "workload.requests": 10, "workload.output
 def test_ratios_to_the_first(seed_path: Path) -> None:
     base = with_overrides(load_scenario(seed_path), SMALL)
     graphed = with_overrides(base, {"timing.verify_ms": 15.0})
-    doc = compare_scenarios([("ungraphed", base), ("graphed", graphed)]).to_dict()
+    doc = compare_scenarios([("ungraphed", bind(base)), ("graphed", bind(graphed))]).to_dict()
     a, b = doc["scenarios"]
     assert all(v == pytest.approx(1.0) for v in a["ratios"].values())
     assert b["ratios"]["tok_s_mean"] == pytest.approx(b["tok_s_mean"] / a["tok_s_mean"])
@@ -69,10 +70,12 @@ def test_a_later_scenarios_own_targets_are_named_when_not_shown(seed_path: Path)
     # vanish without a word
     base = with_overrides(load_scenario(seed_path), SMALL)
     other = with_overrides(base, {"targets.tok_s": [150.0, 400.0]})
-    doc = compare_scenarios([("seed", base), ("other", other)]).to_dict()
+    doc = compare_scenarios([("seed", bind(base)), ("other", bind(other))]).to_dict()
     assert doc["targets"] == [150.0, 200.0]
     assert doc["targets_not_shown"] == [{"scenario": "other", "tok_s": [400.0]}]
-    chosen = compare_scenarios([("seed", base), ("other", other)], targets=[100.0]).to_dict()
+    chosen = compare_scenarios(
+        [("seed", bind(base)), ("other", bind(other))], targets=[100.0]
+    ).to_dict()
     assert chosen["targets_not_shown"] == []  # --target chose them for every column
     assert "other's own 400 tok/s are not shown: give them with --target" in render_comparison(doc)
 
@@ -84,7 +87,7 @@ def test_a_closed_form_outside_its_interval_names_the_inputs_that_put_it_there(
     ranges, so its closed form sits above its own 90% interval: compare says why, as run
     does; the seed, inside its interval, gets no such line and no key."""
     h200 = seed_path.with_name("kimi-k25-8xh200-nvlink-eagle3.toml")
-    entries = [(p.stem, with_overrides(load_scenario(p), SMALL)) for p in (seed_path, h200)]
+    entries = [(p.stem, bind(with_overrides(load_scenario(p), SMALL))) for p in (seed_path, h200)]
     doc = compare_scenarios(entries).to_dict()
     seed_col, h200_col = doc["scenarios"]
     assert "off_centre" not in seed_col

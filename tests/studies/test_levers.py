@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.bind import baseline_tok_s, closed_form_tok_s
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import leviathan_accept_length
@@ -84,7 +85,7 @@ def test_every_lever_carries_its_interval_from_inputs_and_model(table):
     from sim.studies.uncertainty import answer_uncertainty
 
     rows = {r.lever.name: r for r in table.rows}
-    run = answer_uncertainty(load_scenario(SEED), []).tok_s_interval90
+    run = answer_uncertainty(bind(load_scenario(SEED)), []).tok_s_interval90
     assert rows["as is"].interval90 == pytest.approx((run.low, run.high))
     for r in table.rows:
         assert r.interval90 is not None and r.interval90[0] <= r.interval90[1]

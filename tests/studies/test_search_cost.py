@@ -65,7 +65,7 @@ def test_the_intervals_validate_per_uncertain_input_not_per_k(seed_path, validat
     with_intervals = validations[0]
     base = search.pin_verify_tokens(seed)
     validations[0] = 0
-    answer_uncertainty(base, TARGETS, num_steps=list(KS))
+    answer_uncertainty(bind_scenario(base), TARGETS, num_steps=list(KS))
     alone = validations[0]
     inputs = [u for u in uncertain_inputs(bind_scenario(base)) if not is_acceptance_input(u.field)]
     assert with_intervals == len(KS) + alone

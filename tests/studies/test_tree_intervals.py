@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.binding.bind import closed_form_tok_s
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
@@ -33,8 +34,10 @@ def tree():
 
 
 def test_the_targets_get_the_chains_intervals_and_the_tree_its_own(tree) -> None:
-    unc = analyze(tree, uncertainty=True).uncertainty
-    chain = analyze(with_overrides(tree, {"speculation.topk": 1}), uncertainty=True).uncertainty
+    unc = analyze(bind(tree), uncertainty=True).uncertainty
+    chain = analyze(
+        bind(with_overrides(tree, {"speculation.topk": 1})), uncertainty=True
+    ).uncertainty
     assert unc is not None and chain is not None
     assert [t.interval90 for t in unc.targets] == [t.interval90 for t in chain.targets]
     assert unc.tok_s_interval90 is not None and unc.accept_length_interval90 is not None
@@ -63,7 +66,9 @@ def test_the_hardware_levers_of_a_tree(tree) -> None:
     assert rows["plain decoding"]["tok_s"] == pytest.approx(1000 / 12.12)  # was not available
     lo, hi = rows["as is"]["interval90"]  # once the chain's, 59.3-65.4 around 66.2
     assert lo < rows["as is"]["tok_s"] < hi
-    assert lo == pytest.approx(analyze(tree, uncertainty=True).uncertainty.tok_s_interval90.low)
+    assert lo == pytest.approx(
+        analyze(bind(tree), uncertainty=True).uncertainty.tok_s_interval90.low
+    )
     assert any("SGLang's tree rebuilt" in n for n in table["notes"])
     res = CliRunner().invoke(main, ["hardware", str(SEED), *SETS])
     assert res.exit_code == 0 and "nan" not in res.output and "not available" not in res.output

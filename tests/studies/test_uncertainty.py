@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bind import cycle_cost, scenario_rates
+from sim.binding.bound import bind
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, scenario_from_dict
@@ -27,8 +28,8 @@ def _today(write_scenario, extra: str = ""):
 
 
 def test_zero_ranges_reproduce_todays_numbers_exactly(write_scenario) -> None:
-    plain = analyze(_today(write_scenario))
-    zero = analyze(_today(write_scenario, ZERO), uncertainty=True)
+    plain = analyze(bind(_today(write_scenario)))
+    zero = analyze(bind(_today(write_scenario, ZERO)), uncertainty=True)
     assert zero.throughput_tok_s == plain.throughput_tok_s
     for a, b in zip(zero.targets, plain.targets, strict=True):
         assert a.best == b.best and a.best_flat == b.best_flat
@@ -45,7 +46,7 @@ def test_zero_ranges_reproduce_todays_numbers_exactly(write_scenario) -> None:
 
 
 def test_nominal_answer_is_the_closed_form_of_the_seed() -> None:
-    a = analyze(load_scenario(SEED), uncertainty=True)
+    a = analyze(bind(load_scenario(SEED)), uncertainty=True)
     for t, u in zip(a.targets, a.uncertainty.targets, strict=True):
         assert u.best_num_steps == t.best.num_steps
         assert u.first_rate == pytest.approx(t.best.first_rate, abs=1e-9)
@@ -57,7 +58,7 @@ def test_nominal_answer_is_the_closed_form_of_the_seed() -> None:
 def test_drivers_and_the_next_measurement_of_the_seed() -> None:
     # 100 tok/s: at 150 the nominal answer is a first-position rate capped at 1 (the rates
     # past position 2 fall), where no input but the shape moves it
-    (t100,) = answer_uncertainty(load_scenario(SEED), [100.0]).targets
+    (t100,) = answer_uncertainty(bind(load_scenario(SEED)), [100.0]).targets
     fields = [d.field for d in t100.drivers]
     # the shape beyond num_steps 2 matters most: its decay and its shape error
     assert fields[0] in ("acceptance.decay", "acceptance.tilt")
@@ -116,7 +117,7 @@ def _coverage_trials(n_trials: int, samples: int, seed: int) -> float:
             "timing": {k: {"stderr": sigma[k]} for k in ("verify_ms", "draft_step_ms")},
             "acceptance": {"alpha": {"stderr": sigma["alpha"]}},
         }
-        unc = answer_uncertainty(scenario(measured, stated), [], samples=samples)
+        unc = answer_uncertainty(bind(scenario(measured, stated)), [], samples=samples)
         lo, hi = unc.tok_s_interval90.to_list()
         hits += lo <= true_tok <= hi
     return hits / n_trials
@@ -165,7 +166,7 @@ def test_the_shape_priors_spread_a_plain_decoding_scenarios_answers_too() -> Non
     [0.720, 1.000]; the answer does not depend on the scenario's own k."""
     seed = load_scenario(SEED)
     plain = load_scenario(SEED, ["speculation.num_steps=0"])
-    now, off = answer_uncertainty(seed), answer_uncertainty(plain)
+    now, off = answer_uncertainty(bind(seed)), answer_uncertainty(bind(plain))
     assert [t.interval90 for t in off.targets] == [t.interval90 for t in now.targets]
     assert {u.field for u in off.inputs} >= {"acceptance.decay", "acceptance.tilt"}
 

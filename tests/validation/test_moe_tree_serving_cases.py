@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.binding.bound import bind
 from sim.simulation.serving.setup import scenario_draft, serving_setup
 from sim.validation.moe_tree_serving_cases import (
     ANGELSLIM,
@@ -19,7 +20,7 @@ from sim.validation.serving_cases import MT_BENCH_CONTEXT
 @pytest.mark.parametrize("curve", [ANGELSLIM, SPECFORGE], ids=lambda c: c.label)
 def test_the_batch_1_cycle_is_the_measured_one_and_batch_1_is_never_scored(curve):
     sc, _, cycle_ms, derived_ms = calibrated(curve)
-    cost = serving_setup(sc, source="test").plan.cost
+    cost = serving_setup(bind(sc), source="test").plan.cost
     got = float(cost.decode_ms(1, scenario_draft(sc), np.array([MT_BENCH_CONTEXT]))[0])
     # the overhead is added to the derived cycle as it is: the sum to float precision
     assert got == pytest.approx(cycle_ms, rel=1e-9)
@@ -31,7 +32,7 @@ def test_the_batch_1_cycle_is_the_measured_one_and_batch_1_is_never_scored(curve
 
 def test_the_tree_is_sglangs_and_its_top1_gives_the_batch_1_accept_length():
     sc, top1, _, _ = calibrated(ANGELSLIM)
-    setup = serving_setup(sc, source="test")
+    setup = serving_setup(bind(sc), source="test")
     draft = scenario_draft(sc)
     tree = setup.plan.tree_acceptance(draft)
     assert (sc.speculation.num_steps, sc.speculation.topk) == (4, 4)

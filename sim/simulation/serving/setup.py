@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtri
 
-from sim.binding.bind import acceptance_model
-from sim.binding.bound import Bound, as_bound
-from sim.binding.kv_capacity import KvCapacity, kv_capacity
+from sim.binding.bound import Bound
+from sim.binding.kv_capacity import KvCapacity
 from sim.binding.serving import serving_model
 from sim.errors import SpecsimError
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
@@ -150,38 +149,19 @@ def _policy(scenario: Scenario, serving: ServingSpec, source: str) -> Speculatio
     return FixedK(draft)
 
 
-def _widest(policies: dict[str, SpeculationPolicy], max_batch: int) -> tuple[int, int]:
-    """(the most ranks, the most drafter beams per request) any policy's trees need (1, 1
-    without trees)."""
-    drafts = [d for p in policies.values() for d in policy_drafts(p, max_batch)]
+def _widest(drafts: list[Draft]) -> tuple[int, int]:
+    """(the most ranks, the most drafter beams per request) any of ``drafts``' trees need
+    (1, 1 without trees)."""
     trees = [d for d in drafts if is_tree(d)]
     return max(map(rank_width, trees), default=1), max(map(max_beams, trees), default=1)
 
 
-def serving_setup(
-    model: Bound | Scenario,
-    *,
-    base_dir: Path | None = None,
-    source: str = "scenario",
-    policies: Mapping[str, SpeculationPolicy] | None = None,
-) -> ServingSetup:
-    """The serving plan of ``scenario`` (``base_dir``: where relative trace paths start;
-    ``source``: the name errors give the scenario). ``policies``: run these (by name)
-    beside the baseline instead of the scenario's own policy (a study comparing drafts:
-    the plan then covers every depth, width and lookahead they use). A scenario is bound
-    here, once."""
-    bound = as_bound(model)
-    scenario = bound.scenario
-    serving = scenario.serving or ServingSpec()
-    w = scenario.workload
-    timing = scenario.timing
-    notes: list[str] = []
-    k = scenario.num_steps
-
-    # ----- load
-    users = None
+def _arrivals(
+    bound: Bound, serving: ServingSpec, base_dir: Path | None, notes: list[str]
+) -> tuple[ClosedLoop | Poisson | Trace, str]:
+    """The scenario's arrivals (a trace, Poisson or a closed loop) and the load in words."""
     if serving.trace is not None:
-        names = acceptance_model(scenario.acceptance, max(k, 1)).class_names if k else ()
+        names = bound.acceptance.class_names if bound.num_steps else ()
         window = serving.trace_window_s
         read = read_trace(
             _resolve(serving.trace, base_dir),
@@ -197,79 +177,90 @@ def serving_setup(
             f"{trace.size} "
             f"request{'s' * (trace.size != 1)})"
         )
-        arrivals: ClosedLoop | Poisson | Trace = trace
-    elif serving.rate_per_s is not None:
-        arrivals = Poisson(serving.rate_per_s)
-        load = f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
-    else:
-        users = serving.concurrency or 1
-        arrivals = ClosedLoop(users, serving.think_time_ms)
-        load = f"closed loop of {users} user{'s' if users > 1 else ''}" + (
-            f", think time {serving.think_time_ms:g} ms" if serving.think_time_ms else ""
+        return trace, load
+    if serving.rate_per_s is not None:
+        return Poisson(serving.rate_per_s), f"Poisson arrivals at {serving.rate_per_s:g} requests/s"
+    users = serving.concurrency or 1
+    load = f"closed loop of {users} user{'s' if users > 1 else ''}" + (
+        f", think time {serving.think_time_ms:g} ms" if serving.think_time_ms else ""
+    )
+    if serving.concurrency is None:
+        notes.append("load: no serving.concurrency, rate_per_s or trace given; one user")
+    return ClosedLoop(users, serving.think_time_ms), load
+
+
+def _trace_workload(
+    scenario: Scenario, arrivals: Trace, trace_name: str | None, source: str, notes: list[str]
+) -> tuple[Workload, str | None]:
+    """A trace's workload (its rows' lengths; ``--requests`` replays its first rows) and
+    the load in words when only the first rows are replayed."""
+    w = scenario.workload
+    warmup = w.warmup_requests if w.warmup_requests is not None else arrivals.size // 10
+    if warmup >= arrivals.size:
+        raise SpecsimError(
+            f"warmup_requests ({warmup}) leaves none of the trace's {arrivals.size} "
+            f"request{'s' * (arrivals.size != 1)}",
+            source=source,
+            field="workload.warmup_requests",
         )
-        if serving.concurrency is None:
-            notes.append("load: no serving.concurrency, rate_per_s or trace given; one user")
-
-    # ----- requests
-    if isinstance(arrivals, Trace):
-        warmup = w.warmup_requests if w.warmup_requests is not None else arrivals.size // 10
-        if warmup >= arrivals.size:
-            raise SpecsimError(
-                f"warmup_requests ({warmup}) leaves none of the trace's {arrivals.size} "
-                f"request{'s' * (arrivals.size != 1)}",
-                source=source,
-                field="workload.warmup_requests",
-            )
-        inp: LengthDistribution = Fixed(0)  # unused: lengths come from the rows
-        out: LengthDistribution = Fixed(1)
-        rows = arrivals.size
-        if "workload.requests" in scenario.origins.overrides:  # --requests, --set: the first rows
-            requests = w.requests
-            if warmup + requests > rows:
-                raise SpecsimError(
-                    f"{requests} measured requests after {warmup} warm-up need "
-                    f"{warmup + requests} rows; the trace {serving.trace} has {rows}",
-                    source=scenario.origins.overrides["workload.requests"],
-                    field="workload.requests",
-                )
-            arrivals = arrivals.head(warmup + requests)
-            load = f"trace {serving.trace} (the first {arrivals.size} of its {rows} requests)"
-            notes.append(
-                f"lengths: from the trace; {warmup} warm-up and {requests} measured requests: "
-                f"the trace's first {arrivals.size} of {rows} rows replayed (workload.requests "
-                f"set by {scenario.origins.overrides['workload.requests']})"
-            )
-        else:
-            requests = rows - warmup
-            notes.append(
-                f"lengths: from the trace; {warmup} warm-up and {requests} measured requests"
-            )
-            if "workload.requests" in scenario.origins.given:
-                notes.append(
-                    f"requests: workload.requests ({w.requests}) does not apply to a trace: "
-                    "every row is replayed (--requests N replays its first warm-up + N rows)"
-                )
-    else:
-        inp, out = _lengths(w, base_dir, notes)
+    rows = arrivals.size
+    load = None
+    overrides = scenario.origins.overrides
+    if "workload.requests" in overrides:  # --requests, --set: the first rows
         requests = w.requests
-        if w.warmup_requests is not None:
-            warmup = w.warmup_requests
-        else:
-            warmup = max(users or 0, requests // 10)
-            noun = "request" if warmup == 1 else "requests"
-            notes.append(f"warm-up: {warmup} {noun} discarded (default)")
-    workload = Workload(arrivals, out, inp, requests=requests, warmup=warmup)
+        if warmup + requests > rows:
+            raise SpecsimError(
+                f"{requests} measured requests after {warmup} warm-up need "
+                f"{warmup + requests} rows; the trace {trace_name} has {rows}",
+                source=overrides["workload.requests"],
+                field="workload.requests",
+            )
+        arrivals = arrivals.head(warmup + requests)
+        load = f"trace {trace_name} (the first {arrivals.size} of its {rows} requests)"
+        notes.append(
+            f"lengths: from the trace; {warmup} warm-up and {requests} measured requests: "
+            f"the trace's first {arrivals.size} of {rows} rows replayed (workload.requests "
+            f"set by {overrides['workload.requests']})"
+        )
+    else:
+        requests = rows - warmup
+        notes.append(f"lengths: from the trace; {warmup} warm-up and {requests} measured requests")
+        if "workload.requests" in scenario.origins.given:
+            notes.append(
+                f"requests: workload.requests ({w.requests}) does not apply to a trace: "
+                "every row is replayed (--requests N replays its first warm-up + N rows)"
+            )
+    # the lengths come from the rows: the workload's distributions are unused
+    return Workload(arrivals, Fixed(1), Fixed(0), requests=requests, warmup=warmup), load
 
-    # ----- policies
-    given = policies
-    policies = {BASELINE: FixedK(0)}
-    if given is not None:
-        policies.update(given)
-    elif k > 0:
-        policies[SPECULATIVE] = _policy(scenario, serving, source)
-    speculates = any(p.max_k > 0 for p in policies.values())
-    widest, beams = _widest(policies, serving.max_running_requests)
-    drafts = [d for p in policies.values() for d in policy_drafts(p, serving.max_running_requests)]
+
+def _workload(
+    scenario: Scenario,
+    arrivals: ClosedLoop | Poisson | Trace,
+    base_dir: Path | None,
+    source: str,
+    notes: list[str],
+) -> tuple[Workload, str | None]:
+    """The requests of ``arrivals``: lengths, measured and warm-up counts (and the load in
+    words when a trace is cut to its first rows)."""
+    if isinstance(arrivals, Trace):
+        trace_name = scenario.serving.trace if scenario.serving is not None else None
+        return _trace_workload(scenario, arrivals, trace_name, source, notes)
+    w = scenario.workload
+    inp, out = _lengths(w, base_dir, notes)
+    warmup = w.warmup_requests
+    if warmup is None:
+        users = arrivals.users if isinstance(arrivals, ClosedLoop) else 0
+        warmup = max(users, w.requests // 10)
+        notes.append(
+            f"warm-up: {warmup} {'request' if warmup == 1 else 'requests'} discarded (default)"
+        )
+    return Workload(arrivals, out, inp, requests=w.requests, warmup=warmup), None
+
+
+def _draft_notes(drafts: list[Draft], serving: ServingSpec, speculates: bool) -> list[str]:
+    """What the policies' drafts assume: static trees, SGLang's trees, the draft extend."""
+    notes = []
     if any(isinstance(d, Tree) for d in drafts):
         notes.append(
             "static tree: verified as given every iteration; per iteration the drafter runs "
@@ -293,42 +284,16 @@ def serving_setup(
             else "draft extend: padded to the verify's width per request (serving.draft_extend "
             "= 'padded': SGLang's CUDA-graphed draft extend)"
         )
+    return notes
 
-    # ----- cost, acceptance and rank shares: the Bound's, at the policies' widest draft
-    max_k = max(p.max_k for p in policies.values())
-    served = serving_model(
-        bound, speculative=speculates, max_beams=beams, max_k=max_k, widest=widest, source=source
-    )
-    notes.extend(served.notes)
 
-    # ----- scheduler and policies
-    try:
-        kv_cap = kv_capacity(scenario, speculates)
-    except SpecsimError as exc:
-        raise SpecsimError(exc.message, source=source, field=exc.field) from None
-    scheduler = SchedulerConfig(
-        max_running_requests=serving.max_running_requests,
-        batching=serving.batching,
-        token_budget=serving.token_budget,
-        kv_capacity_tokens=kv_cap.tokens,
-        prefill=serving.prefill,
-        plain_kv_capacity_tokens=kv_cap.plain,
-    )
-    notes.append(kv_cap.note)
-    notes.append(served.host_note)
-    if timing.jitter_cv:
-        notes.append(
-            f"timing.jitter_cv = {timing.jitter_cv:g} is not applied: serving iteration times "
-            "are deterministic given the batch (jitter is a batch-1 Monte Carlo setting)"
-        )
-    plan = ServingPlan(
-        workload,
-        scheduler,
-        served.cost,
-        served.acceptance,
-        rank_shares=served.rank_shares,
-        draft_extend=serving.draft_extend,
-    )
+def _check_policies(
+    plan: ServingPlan,
+    policies: Mapping[str, SpeculationPolicy],
+    serving: ServingSpec,
+    source: str,
+) -> None:
+    """SpecsimError naming the field to change when a policy cannot run on ``plan``."""
     for name, policy in policies.items():
         try:
             plan.check(policy)
@@ -341,16 +306,74 @@ def serving_setup(
             else:
                 field = "serving.token_budget"
             raise SpecsimError(f"{text} ({name})", source=source, field=field) from None
-    slo = SloSpec(tuple(scenario.target_tok_s), serving.ttft_slo_ms, serving.tpot_slo_ms)
+
+
+def serving_setup(
+    bound: Bound,
+    *,
+    base_dir: Path | None = None,
+    source: str = "scenario",
+    policies: Mapping[str, SpeculationPolicy] | None = None,
+) -> ServingSetup:
+    """The serving plan of the bound scenario (``base_dir``: where relative trace paths
+    start; ``source``: the name errors give the scenario). ``policies``: run these (by
+    name) beside the baseline instead of the scenario's own policy (a study comparing
+    drafts: the plan then covers every depth, width and lookahead they use). The batched
+    cost, acceptance, rank shares and KV capacity are the bound scenario's serving model
+    (sim/binding/serving.py ``serving_model``), built here once."""
+    scenario = bound.scenario
+    serving = scenario.serving or ServingSpec()
+    notes: list[str] = []
+    arrivals, load = _arrivals(bound, serving, base_dir, notes)
+    workload, cut = _workload(scenario, arrivals, base_dir, source, notes)
+    run = {BASELINE: FixedK(0), **(policies or {})}
+    if policies is None and scenario.num_steps > 0:
+        run[SPECULATIVE] = _policy(scenario, serving, source)
+    speculates = any(p.max_k > 0 for p in run.values())
+    drafts = [d for p in run.values() for d in policy_drafts(p, serving.max_running_requests)]
+    notes.extend(_draft_notes(drafts, serving, speculates))
+    widest, beams = _widest(drafts)
+    served = serving_model(
+        bound,
+        speculative=speculates,
+        max_beams=beams,
+        max_k=max(p.max_k for p in run.values()),
+        widest=widest,
+        source=source,
+    )
+    notes.extend(served.notes)
+    if scenario.timing.jitter_cv:
+        notes.append(
+            f"timing.jitter_cv = {scenario.timing.jitter_cv:g} is not applied: serving "
+            "iteration times are deterministic given the batch (jitter is a batch-1 Monte "
+            "Carlo setting)"
+        )
+    scheduler = SchedulerConfig(
+        max_running_requests=serving.max_running_requests,
+        batching=serving.batching,
+        token_budget=serving.token_budget,
+        kv_capacity_tokens=served.kv.tokens,
+        prefill=serving.prefill,
+        plain_kv_capacity_tokens=served.kv.plain,
+    )
+    plan = ServingPlan(
+        workload,
+        scheduler,
+        served.cost,
+        served.acceptance,
+        rank_shares=served.rank_shares,
+        draft_extend=serving.draft_extend,
+    )
+    _check_policies(plan, run, serving, source)
     return ServingSetup(
         plan=plan,
-        policies=policies,
-        slo=slo,
+        policies=run,
+        slo=SloSpec(tuple(scenario.target_tok_s), serving.ttft_slo_ms, serving.tpot_slo_ms),
         replications=scenario.simulation.replications,
         seed=scenario.simulation.seed,
-        load=load,
+        load=cut or load,
         assumptions=tuple(notes),
-        kv_capacity=kv_cap,
+        kv_capacity=served.kv,
     )
 
 

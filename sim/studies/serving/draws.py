@@ -337,6 +337,7 @@ def serve_intervals(
     of the nominal run, against the highest measured one (``beyond_note``). The draws
     perturb the bound scenario and bind each (``Served.bound``: the nominal's)."""
     # lazy: the serving setup only when serve draws
+    from sim.binding.bound import bind
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
@@ -351,7 +352,7 @@ def serve_intervals(
     for ov in overrides:
         try:
             sc = with_overrides(scenario, dict(ov), source="uncertainty")
-            setup = serving_setup(sc, base_dir=base_dir, source=source)
+            setup = serving_setup(bind(sc), base_dir=base_dir, source=source)
         except SpecsimError:
             continue  # outside what the scenario allows
         run = simulate_serving(

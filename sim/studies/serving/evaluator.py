@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
@@ -143,7 +144,9 @@ class ScenarioPlans:
 
     def setup(self, load: Load | None, num_steps: int) -> ServingSetup:
         base_dir = Path(self.base_dir) if self.base_dir else None
-        return serving_setup(self.scenario(load, num_steps), base_dir=base_dir, source=self.source)
+        return serving_setup(
+            bind(self.scenario(load, num_steps)), base_dir=base_dir, source=self.source
+        )
 
     def __call__(self, load: Load, num_steps: int) -> ServingPlan:
         return self.setup(load, num_steps).plan

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
@@ -212,7 +213,7 @@ class ServingStats:
             over: dict[str, Any] = {self.load.field.split(".", 1)[1]: self.load.value}
             at_load = with_load(scenario, source="search", **over)
             base = Path(self.base_dir) if self.base_dir else None
-            self._plans[key] = serving_setup(at_load, base_dir=base, source="search").plan
+            self._plans[key] = serving_setup(bind(at_load), base_dir=base, source="search").plan
         return self._plans[key]
 
     def plan_at(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServingPlan:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bound import bind
+from sim.binding.bound import Bound, bind
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import sample_settings, with_settings
 from sim.scenario.schema import Scenario
@@ -119,7 +119,7 @@ def serve(
 
 
 def serving_study(
-    scenario: Scenario,
+    model: Bound | Scenario,
     *,
     replications: int | None = None,
     requests: int | None = None,
@@ -133,12 +133,16 @@ def serving_study(
 ) -> tuple[ScenarioPlans, PointEvaluator]:
     """The scenario's plan builder (with the input draws of its 90% intervals) and a
     point evaluator at its seed, replications and SLO: what ``crossover``, ``best_k`` and
-    ``capacity`` take. ``executor``: where points run (default a local pool of
-    ``workers``); ``draws``: Sobol draws of the uncertain inputs (0: none)."""
+    ``capacity`` take. ``model``: the bound scenario (bound here when a scenario, or when
+    ``replications``, ``requests`` or ``seed`` change it); ``executor``: where points run
+    (default a local pool of ``workers``); ``draws``: Sobol draws of the uncertain inputs
+    (0: none)."""
+    scenario = model.scenario if isinstance(model, Bound) else model
     sc = with_settings(scenario, sample_settings(replications, requests, seed, "api"))
-    builder = ScenarioPlans.of(sc, source=source, base_dir=base_dir)
+    bound = model if isinstance(model, Bound) and sc is scenario else bind(sc)
+    builder = ScenarioPlans.of(bound.scenario, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(bind(sc), setup.seed, draws))
+    builder = replace(builder, draws=input_draws(bound, setup.seed, draws))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

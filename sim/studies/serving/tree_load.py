@@ -302,7 +302,7 @@ def tree_load_study(
     # the size before any run: every draft at every load, each load's requests those of
     # the top one (its warm-up the longest), so that the estimate errs long
     largest = serving_setup(
-        with_load(base, concurrency=grid[-1], source=source),
+        bind(with_load(base, concurrency=grid[-1], source=source)),
         base_dir=base_dir,
         source=source,
         policies=policies,
@@ -336,7 +336,7 @@ def tree_load_study(
     points = []
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
-        setup = serving_setup(sc, base_dir=base_dir, source=source, policies=policies)
+        setup = serving_setup(bind(sc), base_dir=base_dir, source=source, policies=policies)
         setups.append(setup)
         run = simulate_serving(
             setup.plan,

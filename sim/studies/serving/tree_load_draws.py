@@ -83,6 +83,7 @@ def drawn_ratios(
     seed) and shift the nominal ratios ``nominal[c]`` (R,) by each draw's paired change;
     ``ratios``: a run's records (by policy name) -> its per-replication ratios."""
     # lazy: the serving setup only when tree-load draws
+    from sim.binding.bound import bind
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
@@ -100,7 +101,7 @@ def drawn_ratios(
             drawn = with_overrides(base, dict(ov), source="uncertainty")
             setups = [
                 serving_setup(
-                    with_load(drawn, concurrency=c, source=source),
+                    bind(with_load(drawn, concurrency=c, source=source)),
                     base_dir=base_dir,
                     source=source,
                     policies=policies,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.binding.bound import bind
 from sim.model import batched_cost
 from sim.model.batched_cost import SCALAR_VALUES, LinearCurve, PrefillLoad
 from sim.model.tree.acceptance import TreeDraft
@@ -26,7 +27,7 @@ def cost(path):
     """The serving cost of a shipped scenario (hardware curves: measured points, eager
     and graphed passes, MoE and dense)."""
     if path not in _COSTS:
-        _COSTS[path] = serving_setup(load_scenario(path)).plan.cost
+        _COSTS[path] = serving_setup(bind(load_scenario(path))).plan.cost
     return _COSTS[path]
 
 

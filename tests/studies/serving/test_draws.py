@@ -162,7 +162,7 @@ def _serve(sc, draws: int = 8):
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
 
-    setup = serving_setup(sc)
+    setup = serving_setup(bind(sc))
     run = simulate_serving(setup.plan, setup.policies, replications=3, seed=setup.seed)
     got = serve_intervals(
         bind(sc), run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws

@@ -12,6 +12,7 @@ import pytest
 import sim.studies.serving.evaluator as evaluator
 import sim.studies.serving.search as serving_search
 import sim.studies.sweep as sweep_module
+from sim.binding.bound import bind
 from sim.documents import document
 from sim.model.policy import FixedK
 from sim.report.crossover import render_crossover
@@ -218,7 +219,7 @@ def test_a_sweep_point_above_a_bound_is_marked_not_simulated(counted):
     assert counted.calls == []
     assert row["stable"] is False and row["offered_rate_per_s"] == 1e6
     assert row["unstable"] == "baseline;speculative"
-    setup = serving_setup(small_scenario("serving.rate_per_s=1e6"))
+    setup = serving_setup(bind(small_scenario("serving.rate_per_s=1e6")))
     check = check_open_load(setup.plan, setup.policies)
     for name, b in check.bounds.items():
         assert row[f"{name}_service_bound_per_s"] == b.rate_per_s
@@ -250,7 +251,7 @@ def test_a_sweep_point_serve_calls_not_steady_says_so():
     task = PointTask(base, {"serving.rate_per_s": 150.0}, "fast", (100.0,), "test")
     row = evaluate_serving_point(task)
     assert "stable" not in row  # under both bounds: simulated
-    setup = serving_setup(point_scenario(task), source="test")
+    setup = serving_setup(bind(point_scenario(task)), source="test")
     run = simulate_serving(
         setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
     )

@@ -39,8 +39,9 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.binding.bind import acceptance_model, serving_cost
+from sim.binding.bind import acceptance_model
 from sim.binding.bound import bind
+from sim.binding.serving import serving_cost
 from sim.scenario.load import load_scenario
 from sim.simulation.serving import (
     ClosedLoop,
@@ -88,7 +89,9 @@ def seed_plan(users: int, output: int, requests: int, prefill: str) -> ServingPl
     return ServingPlan(
         workload=Workload(ClosedLoop(users), Fixed(output), Fixed(512), requests=requests),
         scheduler=SchedulerConfig(max_running_requests=users, prefill=prefill),
-        cost=serving_cost(scenario, kv_bytes_per_token=70_272.0, reference_context_tokens=2048),
+        cost=serving_cost(
+            bind(scenario), kv_bytes_per_token=70_272.0, reference_context_tokens=2048
+        ),
         acceptance=acceptance_model(scenario.acceptance, scenario.num_steps),
     )
 
@@ -146,7 +149,9 @@ def peer_plan(users: int, requests: int, output: int = 128) -> ServingPlan:
             ClosedLoop(users), LogNormal(output, 0.5, 8 * output), Fixed(512), requests=requests
         ),
         scheduler=SchedulerConfig(max_running_requests=users, prefill="skip"),
-        cost=serving_cost(scenario, kv_bytes_per_token=70_272.0, reference_context_tokens=2048),
+        cost=serving_cost(
+            bind(scenario), kv_bytes_per_token=70_272.0, reference_context_tokens=2048
+        ),
         acceptance=acceptance_model(scenario.acceptance, scenario.num_steps),
         draft_extend="padded",
     )

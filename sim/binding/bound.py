@@ -128,6 +128,8 @@ def bind(scenario: Scenario) -> Bound:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
     acceptance = scenario_acceptance(scenario)
+    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
+    factors = profile_factors(scenario.acceptance, shape)
     sp = scenario.speculation
     if sp.is_tree:
         cycle = scenario_tree_cost(scenario, passes, hardware)
@@ -138,8 +140,6 @@ def bind(scenario: Scenario) -> Bound:
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
-    factors = profile_factors(scenario.acceptance, shape)
     return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors)
 
 

@@ -344,19 +344,3 @@ def effective_hardware(scenario: Scenario) -> dict[str, Any]:
         else dict(here)
     )
     return {**here, "measured_on": measured, "recomposed": measured != here}
-
-
-def hardware_line(scenario: Scenario | dict[str, Any]) -> str:
-    """One line for report headers: the effective hardware and what it was measured on
-    (from a scenario or its ``effective_hardware`` document)."""
-    eff = scenario if isinstance(scenario, dict) else effective_hardware(scenario)
-
-    def text(h: dict[str, Any]) -> str:
-        gpu = h["gpu"] or "GPUs (model not given)"
-        graph = "graphed" if h["verify_cuda_graph"] else "ungraphed"
-        return f"{h['gpus']}x {gpu} on {h['interconnect']}, verify {graph}"
-
-    line = f"hardware: {text(eff)}"
-    if eff["recomposed"]:
-        line += f" (timings measured on {text(eff['measured_on'])}; passes re-composed)"
-    return line

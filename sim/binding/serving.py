@@ -80,10 +80,17 @@ def host_work_note(scenario: Scenario) -> str:
         "both": "hidden behind the GPU in every iteration (vLLM >= 0.14)",
         "none": "serial in every iteration (vLLM before 0.14)",
     }[serving.host_overlap]
+    share = (
+        f"; {serving.host_batch1_share:g} of the batch-1 iteration is host work "
+        "(serving.host_batch1_share), so the overlap hides only what the GPU's own growth "
+        "covers"
+        if serving.host_batch1_share
+        else ""
+    )
     return (
         f"host work: {serving.host_us_per_request:g} us per running request per iteration "
         f"beyond the first ({said}), {hides} (serving.host_overlap = "
-        f"'{serving.host_overlap}')"
+        f"'{serving.host_overlap}'){share}"
     )
 
 
@@ -220,7 +227,11 @@ def serving_cost(
     )
     table = draft_pass_table_ms(hw, max_beams) if speculative and max_beams > 1 else None
     host = (
-        HostWork(scenario.serving.host_us_per_request, scenario.serving.host_overlap)
+        HostWork(
+            scenario.serving.host_us_per_request,
+            scenario.serving.host_overlap,
+            scenario.serving.host_batch1_share,
+        )
         if scenario.serving is not None
         else HostWork(DEFAULT_US_PER_REQUEST)
     )

@@ -37,18 +37,21 @@ from sim.binding.bind import (
     acceptance_shape,
     conditional_rates,
     measured_depth,
-    pass_times,
 )
 from sim.binding.bound import Bound
-from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
+from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON, scenario_pass_times
 from sim.binding.priors import DecayPrior
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
-from sim.model.sampled import SampledModel, distinct_rows, equal_rate_accept_length
+from sim.model.sampled import (
+    SampledModel,
+    distinct_rows,
+    equal_rate_accept_length,
+    scales_of_rows,
+)
 from sim.model.shapes import (
     continue_rates,
     rates_for_positions,
-    scale_for_accept_length,
     shape_factors,
     tilt_factors,
     tilted,
@@ -503,7 +506,7 @@ def pass_response(
             continue
         try:
             other = with_overrides(scenario, {inp.field: value}, source="uncertainty")
-            passes = pass_times(other)  # the hardware model may refuse the value as well
+            passes = scenario_pass_times(other)  # the hardware model may refuse it as well
         except SpecsimError:
             continue  # outside what the scenario allows: draws there take the nearest node
         kept.append(x)
@@ -691,18 +694,6 @@ def sampled_acceptance(
         a1 = scales_of_rows(al0, factors[:, :k0])
     rates = tilted(rates_for_positions(factor_shape, a1, decay, max_steps), tilt, depth)
     return rates, factors * tilt_factors(tilt, depth, max_steps)
-
-
-def scales_of_rows(need: np.ndarray, factors: np.ndarray) -> np.ndarray:
-    """``scale_for_accept_length(need, factors)`` for needs (n,) and factors (n, k), each
-    distinct (need, factors) row solved once: its bisection is elementwise and each row's
-    accept length sums that row alone, so a row's bits do not depend on the others (an
-    uncertainty study's rows repeat: the measure rows of an input other than acceptance
-    hold the draws' acceptance, 1,557 rows and 471 distinct on the seed)."""
-    if need.shape[0] < 2:
-        return scale_for_accept_length(need, factors)
-    first, again = distinct_rows(np.column_stack([need, factors]))
-    return scale_for_accept_length(need[first], factors[first])[again]
 
 
 def acceptance_propagated(scenario: Scenario) -> bool:

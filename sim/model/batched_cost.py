@@ -233,7 +233,10 @@ class DecodeCurve:
             total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:  # as HostWork.extra_ms
             host = self.host.growth_ms(self.batch)
-            total += host if self.host.serial(self.speculating) else max(host - total, 0.0)
+            if self.host.serial(self.speculating):
+                total += host
+            else:
+                total += max(self.host.batch1_share * self.anchor_ms + host - total, 0.0)
         return total
 
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:
@@ -248,7 +251,7 @@ class DecodeCurve:
             growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
             total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:
-            total += self.host.extra_ms(self.batch, self.speculating, total)
+            total += self.host.extra_ms(self.batch, self.speculating, total, self.anchor_ms)
         return total
 
 
@@ -373,7 +376,7 @@ class IterationCost:
         if batch > 1:
             speculating = drafter or not self._off(draft)
             overhead = overhead + self.host.extra_ms(
-                batch, speculating, draft_ms + verify + extend + overhead
+                batch, speculating, draft_ms + verify + extend + overhead, c.total_ms
             )
         return draft_ms, verify, extend, overhead
 

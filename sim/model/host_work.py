@@ -42,6 +42,17 @@ How much per request (``DEFAULT_US_PER_REQUEST``, assumed, ``US_PER_REQUEST_RANG
 The central value was settled from this evidence after a screen of 10-80 us on the serving
 validation's curves (docs/validation.md discloses it). Only the growth beyond one request
 is added: the batch-1 pass times already hold the batch-1 host work.
+
+How much of the batch-1 iteration is host work (``batch1_share``, default 0): an overlapped
+iteration lasts as long as the longer of its GPU work and its host work, so its host
+work shows once h (b - 1) + share x T1 passes the iteration's GPU time T(b), T1 the batch-1
+iteration. At share 0 (the default: the batch-1 iteration is GPU-bound, its host work
+hidden) the growth shows only once it alone passes T(b); at share 1 (a host-bound server:
+the batch-1 iteration is the host's loop) every request's host work beyond the GPU's own
+growth shows. The share is the user's or a load sweep's to set: an engine whose batch-1
+steps do not change with the tensor-parallel size although the weights a GPU reads halve
+is host-bound (docs/moe-growth.md: SGLang runs of Qwen3-30B-A3B at TP 2 and TP 4, 4.49 and
+4.57 ms, growing about 1 ms per running request at both).
 """
 
 from __future__ import annotations
@@ -70,17 +81,21 @@ OVERLAPS: tuple[str, ...] = ("baseline", "both", "none")
 
 @dataclass(frozen=True, slots=True)
 class HostWork:
-    """Host work per running request per iteration (``us_per_request``) and which
-    iterations overlap it with the GPU (``overlap``, one of ``OVERLAPS``)."""
+    """Host work per running request per iteration (``us_per_request``), which iterations
+    overlap it with the GPU (``overlap``, one of ``OVERLAPS``) and the share of the batch-1
+    iteration that is host work (``batch1_share``, in [0, 1]; module docstring)."""
 
     us_per_request: float = 0.0
     overlap: Overlap = "baseline"
+    batch1_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.us_per_request < 0:
             raise ValueError(f"us_per_request must be >= 0, got {self.us_per_request}")
         if self.overlap not in OVERLAPS:
             raise ValueError(f"overlap must be one of {OVERLAPS}, got {self.overlap!r}")
+        if not 0.0 <= self.batch1_share <= 1.0:
+            raise ValueError(f"batch1_share must be in [0, 1], got {self.batch1_share}")
 
     def serial(self, speculating: bool) -> bool:
         """True when an iteration of a server that speculates (``speculating``) or not
@@ -95,12 +110,16 @@ class HostWork:
             raise ValueError(f"an iteration has at least one request, got {batch}")
         return self.us_per_request * (batch - 1) / 1000.0
 
-    def extra_ms(self, batch: int, speculating: bool, iteration_ms: ArrayLike) -> np.ndarray:
+    def extra_ms(
+        self, batch: int, speculating: bool, iteration_ms: ArrayLike, batch1_ms: float = 0.0
+    ) -> np.ndarray:
         """What the host work adds to iterations of ``iteration_ms`` (any shape, same shape
-        out): its growth beyond one request when serial, else only the part of that growth
-        the iteration's own time does not cover; 0 at one request either way."""
+        out): its growth beyond one request when serial, else only the part of the host's
+        iteration, ``batch1_share`` x ``batch1_ms`` (the batch-1 iteration) + that growth,
+        the iteration's own time does not cover; 0 at one request either way (an iteration
+        is never shorter than the batch-1 one it grows from)."""
         gpu = np.asarray(iteration_ms, dtype=float)
         growth = self.growth_ms(batch)
         if self.serial(speculating):
             return np.full(gpu.shape, growth)
-        return np.maximum(growth - gpu, 0.0)
+        return np.maximum(self.batch1_share * batch1_ms + growth - gpu, 0.0)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.model.shapes import scale_for_accept_length
+
 #: Newton iterations (each (draw, k) pair stops once its accept length is met to ``_TOL``).
 _ITERATIONS = 40
 _TOL = 1e-11
@@ -129,6 +131,18 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     whole = flat.view(np.dtype((np.void, flat.shape[1] * flat.itemsize))).reshape(-1)
     _, first, again = np.unique(whole, return_index=True, return_inverse=True)
     return first, again.reshape(-1)
+
+
+def scales_of_rows(need: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """``scale_for_accept_length(need, factors)`` for needs (n,) and factors (n, k), each
+    distinct (need, factors) row solved once: its bisection is elementwise and each row's
+    accept length sums that row alone, so a row's bits do not depend on the others (an
+    uncertainty study's rows repeat: the measure rows of an input other than acceptance
+    hold the draws' acceptance, 1,557 rows and 471 distinct on the seed)."""
+    if need.shape[0] >= 2:
+        first, again = distinct_rows(np.column_stack([need, factors]))
+        return scale_for_accept_length(need[first], factors[first])[again]
+    return scale_for_accept_length(need, factors)
 
 
 #: Pairs' rows are summed in NumPy's order for K terms, replicated below for K <= 128.

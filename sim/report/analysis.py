@@ -6,17 +6,10 @@ import re
 from typing import Any
 
 from sim.binding.bind import AcceptanceShape
-from sim.binding.provenance import effective_hardware, override_entries
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
 from sim.report.format import fmt_alpha
-from sim.report.screen import (
-    fit_width,
-    measure_next_lines,
-    rests_on_line,
-    target_lines,
-    wrap,
-)
+from sim.report.screen import answer_lines, fit_width, wrap
 from sim.report.uncertainty import (
     LISTED_ORIGINS,
     answer_line,
@@ -93,8 +86,8 @@ def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
     by_target = {t.tok_s: t for t in unc.targets} if unc else {}
     return {
         "scenario": analysis.scenario.name,
-        "hardware": effective_hardware(analysis.scenario),
-        "overrides": override_entries(analysis.scenario),
+        "hardware": analysis.hardware,
+        "overrides": analysis.overrides,
         "num_steps": analysis.num_steps,
         "baseline_tok_s": analysis.baseline_tok_s,
         "analytic": {
@@ -186,11 +179,8 @@ def render_analysis(analysis: Analysis, verbose: bool = False) -> str:
         if shaped and analysis.shape is not None:
             what += f"; rates fall with position: {analysis.shape.shape}, "
             what += f"decay {analysis.shape.decay:.3f}"
-        lines += ["", f"What reaches each target ({what})"]
-        for t in doc["targets"]:
-            lines += target_lines(t, k, shaped, shape_phrase(analysis.shape))
-        lines += measure_next_lines(doc["targets"])
-        lines += rests_on_line(doc["assumptions"], LISTED_ORIGINS)
+        phrase = shape_phrase(analysis.shape)
+        lines += answer_lines(doc, k, shaped, phrase, what, LISTED_ORIGINS)
     return "\n".join(fit_width(lines))
 
 
@@ -200,7 +190,7 @@ def render_analysis_verbose(analysis: Analysis) -> str:
     k = analysis.num_steps
     cost = analysis.cost
     lines = [f"{sc.name}" + (f": {sc.description}" if sc.description else "")]
-    lines += header_lines(effective_hardware(sc), override_entries(sc))
+    lines += header_lines(analysis.hardware, analysis.overrides)
     tree = analysis.tree
     label = f"k={k}" if tree is None else f"tree {k}/{tree.topk}/{tree.num_draft_tokens}"
     if tree is not None and tree.static_source is not None:

@@ -117,6 +117,24 @@ def target_lines(
     return lines
 
 
+def answer_lines(
+    doc: Mapping[str, Any],
+    num_steps: int,
+    shaped: bool,
+    shape_phrase: str,
+    what: str,
+    listed: Sequence[str],
+) -> list[str]:
+    """The first screen's answer to every target of a ``run`` document: what reaches each
+    (``target_lines``, ``what`` says how it is computed), what to measure next, and the
+    inputs of ``listed`` origins it rests on."""
+    lines = ["", f"What reaches each target ({what})"]
+    for t in doc["targets"]:
+        lines += target_lines(t, num_steps, shaped, shape_phrase)
+    lines += measure_next_lines(doc["targets"])
+    return lines + rests_on_line(doc["assumptions"], listed)
+
+
 def measure_next_lines(targets: Iterable[Mapping[str, Any]]) -> list[str]:
     """The next measurement, once when every target names the same one."""
     whats: list[str] = []

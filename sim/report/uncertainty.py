@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sim.binding.provenance import Assumption, hardware_line
+from sim.binding.provenance import Assumption
 from sim.studies.uncertainty import INTERVAL_LABEL, Interval, TargetUncertainty
 
 #: Origins that the text report lists (values measured exactly are in --json only).
@@ -46,12 +46,27 @@ def _value(v: Any) -> str:
     return str(v)
 
 
+def hardware_line(hardware: Mapping[str, Any]) -> str:
+    """One line for report headers: the effective hardware and what it was measured on
+    (an ``effective_hardware`` document, sim/binding/provenance.py)."""
+
+    def text(h: Mapping[str, Any]) -> str:
+        gpu = h["gpu"] or "GPUs (model not given)"
+        graph = "graphed" if h["verify_cuda_graph"] else "ungraphed"
+        return f"{h['gpus']}x {gpu} on {h['interconnect']}, verify {graph}"
+
+    line = f"hardware: {text(hardware)}"
+    if hardware["recomposed"]:
+        line += f" (timings measured on {text(hardware['measured_on'])}; passes re-composed)"
+    return line
+
+
 def header_lines(
     hardware: Mapping[str, Any], overrides: Sequence[Mapping[str, Any]], indent: str = "  "
 ) -> list[str]:
     """The effective hardware and the overrides (``effective_hardware``,
     ``override_entries``), for every report's header."""
-    lines = [indent + hardware_line(dict(hardware))]
+    lines = [indent + hardware_line(hardware)]
     if overrides:
         parts = [f"{o['field']} = {_value(o['value'])} ({o['via']})" for o in overrides]
         lines.append(indent + "overrides: " + "; ".join(parts))

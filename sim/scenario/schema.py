@@ -821,7 +821,9 @@ class ServingSpec(Section):
     and ``host_overlap``, which iterations hide it behind the GPU: ``baseline`` (plain
     decoding only: SGLang and TensorRT-LLM turn their overlap scheduler off for speculative
     decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
-    or ``none`` (vLLM before 0.14).
+    or ``none`` (vLLM before 0.14); ``host_batch1_share``, the share of the batch-1
+    iteration that is host work (default 0: a GPU-bound batch 1; 1: a host-bound server,
+    whose every request's host work shows past the GPU's growth even where overlapped).
 
     Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
     at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
@@ -862,6 +864,7 @@ class ServingSpec(Section):
     draft_extend: Literal["accepted", "padded"] = "accepted"
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
+    host_batch1_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None

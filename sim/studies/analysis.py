@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.binding.bind import AcceptanceShape
 from sim.binding.bound import Bound
-from sim.binding.provenance import Assumption, assumptions
+from sim.binding.provenance import (
+    Assumption,
+    assumptions,
+    effective_hardware,
+    override_entries,
+)
 from sim.model.closed_forms import (
     TargetAnswer,
     answer_target,
@@ -51,6 +56,11 @@ class Analysis:
     shape: AcceptanceShape | None = None
     assumptions: tuple[Assumption, ...] = ()
     uncertainty: UncertaintyResult | None = None
+    #: The hardware the answer is for and the one its timings were measured on, and the
+    #: overridden fields (sim/binding/provenance.py ``effective_hardware``,
+    #: ``override_entries``): every report's header.
+    hardware: dict[str, Any] = field(default_factory=dict)
+    overrides: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def num_steps(self) -> int:
@@ -90,6 +100,8 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
         tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
         shape=bound.shape,
         assumptions=assumptions(bound),
+        hardware=effective_hardware(scenario),
+        overrides=override_entries(scenario),
         uncertainty=answer_uncertainty(bound) if uncertainty else None,
     )
 

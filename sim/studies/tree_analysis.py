@@ -103,7 +103,10 @@ def _tree_dict(tree: Tree) -> dict[str, Any]:
     }
 
 
-def _top1(model: TreeAcceptance, factor: float | None) -> float | None:
+def _required_top1(model: TreeAcceptance, need: float) -> float | None:
+    """The top-1 rate at which ``model``'s tree reaches the accept length ``need`` (its
+    rates scaled, ``required_scale``), capped at 1; None out of reach."""
+    factor = required_scale(model, need)
     if factor is None:
         return None
     return float(min(1.0, factor * float(model.top1.mean_rates()[0])))
@@ -135,8 +138,8 @@ def analyze_tree(bound: Bound) -> TreeAnalysis:
             TreeTarget(
                 t,
                 need,
-                _top1(sglang, required_scale(sglang, need)),
-                _top1(optimal, required_scale(optimal, need)),
+                _required_top1(sglang, need),
+                _required_top1(optimal, need),
             )
         )
     source = None

@@ -439,9 +439,9 @@ def answer_uncertainty(
     on scenarios that differ elsewhere share them). The draws perturb the bound scenario
     and bind each (sim/binding/uncertainty.py)."""
     if bound.scenario.speculation.is_tree:
-        chain = with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty")
+        chain = bind(with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty"))
         unc, ss, draws = _chain_uncertainty(
-            bind(chain), targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+            chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
         )
         return _tree_uncertainty(bound, unc, ss, draws, populations)
     return _chain_uncertainty(

@@ -57,6 +57,10 @@ ANGELSLIM_TOK_S: Mapping[str, Mapping[int, float]] = curves(
 ANGELSLIM_AL: Mapping[int, float] = curves(_DATA["angelslim_qwen3_30b"]["accept_length"])[
     "tree 4/4/16"
 ]
+#: The plain rows' job wall time (s): at batch 1, x the throughput, the job's output tokens.
+ANGELSLIM_LATENCY_S: Mapping[int, float] = curves(_DATA["angelslim_qwen3_30b"]["latency_s"])[
+    "baseline"
+]
 
 # sgl-project/SpecForge #339: Qwen3-30B-A3B on 2x H100 (TP 2), SGLang, MT-bench, plain
 # decoding at batch 1-64 and an EAGLE-3 chain of 3 at batch 1 and 4.

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.provenance import assumptions, effective_hardware, hardware_line
+from sim.binding.provenance import assumptions, effective_hardware
+from sim.report.uncertainty import hardware_line
 from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
 
@@ -63,7 +64,8 @@ def test_an_override_drops_the_stated_error_and_shows_in_the_header() -> None:
     assert "timing.verify_ms" not in s.uncertainty.entries()
     hw = effective_hardware(s)
     assert hw["interconnect"] == "nvlink4" and hw["recomposed"]
-    assert "re-composed" in hardware_line(s) and "pcie-gen4" in hardware_line(s)
+    line = hardware_line(hw)
+    assert "re-composed" in line and "pcie-gen4" in line
 
 
 def test_a_study_override_is_named_by_its_source() -> None:

@@ -12,10 +12,10 @@ from sim.binding.uncertainty import (
     draw_inputs,
     nominal_row,
     sampled_scenario,
-    scales_of_rows,
     uncertain_inputs,
 )
 from sim.errors import SpecsimError
+from sim.model.sampled import scales_of_rows
 from sim.model.shapes import scale_for_accept_length, shape_factors
 from sim.scenario.load import load_scenario, with_overrides
 from tests.conftest import MINIMAL, SEED

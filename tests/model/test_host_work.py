@@ -73,7 +73,45 @@ def test_overlapped_host_work_shows_once_it_exceeds_the_iteration():
     assert got == pytest.approx(1.0 + (6.3 - 1.0))
 
 
+def test_a_host_bound_batch_1_shows_every_requests_host_work_past_the_gpus_growth():
+    # share 1: the batch-1 iteration (T1) is the host's loop, so an overlapped iteration
+    # lasts max(T(b), T1 + h (b - 1)): the host growth shows beyond the GPU's own growth
+    host = HostWork(100.0, "baseline", batch1_share=1.0)
+    t1, gpu = 4.0, np.array([4.2, 4.6, 9.0])  # iterations whose GPU growth is 0.2, 0.6, 5
+    got = host.extra_ms(5, False, gpu, batch1_ms=t1)  # host: 4 + 0.4 ms
+    assert got == pytest.approx([0.2, 0.0, 0.0])
+    # half of T1 on the host: 2 + 0.4 ms, below every iteration here
+    assert HostWork(100.0, "baseline", 0.5).extra_ms(5, False, gpu, t1).tolist() == [0.0] * 3
+    # serial iterations pay the growth alone: the batch-1 host time is in T1 already
+    assert host.extra_ms(5, True, gpu, t1).tolist() == [0.4] * 3
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("overlap", OVERLAPS)
+def test_one_request_is_the_batch_one_cycle_exactly_whatever_the_share(share, overlap):
+    cost = IterationCost(PASSES, LINEAR, host=HostWork(900.0, overlap, share))
+    for k in (0, 3):
+        got = cost.decode_ms(1, k, np.array([0.0]), drafter=k > 0)
+        assert got.tolist() == [cycle_cost(PASSES, k).total_ms]
+
+
+def test_a_host_bound_iteration_grows_by_the_host_work_where_it_passes_the_gpus_growth():
+    tiny = ServingCurves(*(LinearCurve(0.0) for _ in range(6)))  # no GPU growth at all
+    passes = PassTimes(4.0, 1.0, 2, 0.0, 0.1, 0.1, 0.0)
+    for share, want in ((0.0, 4.0), (1.0, 4.0 + 3 * 0.9)):
+        cost = IterationCost(passes, tiny, host=HostWork(900.0, "baseline", share))
+        # plain decoding, overlapped: 4 requests add 2.7 ms of host work; at share 0 it
+        # hides behind the 4 ms iteration, at share 1 it adds to the host's 4 ms
+        got = float(cost.decode_ms(4, 0, np.array([0.0]))[0])
+        assert got == pytest.approx(want)
+        # the per-phase path and the scalar path agree
+        phases = cost.decode_phases(4, 0, np.array([0.0]))
+        assert float(sum(p[0] for p in phases)) == pytest.approx(want)
+
+
 def test_bad_values_are_refused():
+    with pytest.raises(ValueError, match="batch1_share"):
+        HostWork(1.0, "both", 1.5)
     with pytest.raises(ValueError, match="us_per_request"):
         HostWork(-1.0)
     with pytest.raises(ValueError, match="overlap"):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.simulation.engines.common import request_stream
+from sim.simulation.engines.common import request_stream, request_streams
 from sim.simulation.seeding import SeedWords, block_seed_words, seed_words, words_match_numpy
 from sim.simulation.simulate import block_rngs, replication_rngs
 
@@ -105,6 +105,16 @@ def test_a_request_stream_is_numpys_jumped_generator(request_index):
     numpys = np.random.Generator(rng.bit_generator.jumped(request_index + 1))
     assert ours.bit_generator.state == numpys.bit_generator.state
     assert _draws(ours) == _draws(numpys)
+
+
+def test_request_streams_are_each_requests_stream():
+    """``request_streams`` (the state read once): ``request_stream`` of each request."""
+    rng = np.random.default_rng(12)
+    rng.random(5)
+    together = request_streams(rng, [0, 3, 1, 1024])
+    for r, ours in zip([0, 3, 1, 1024], together, strict=True):
+        assert ours.bit_generator.state == request_stream(rng, r).bit_generator.state
+    assert _draws(together[1]) == _draws(request_stream(rng, 3))
 
 
 def _draws(g: np.random.Generator) -> tuple[list[float], list[int], list[float], list[int]]:

@@ -12,7 +12,13 @@ from sim.hardware.experts import (
     expected_distinct_experts,
 )
 from sim.validation import moe_kernel_data as pub
-from sim.validation.growth_cases import QWEN3_30B_A3B, batch_growth_case, kernel_growth_ms
+from sim.validation.growth_cases import (
+    BATCH_CURVES,
+    QWEN3_30B_A3B,
+    batch_growth_case,
+    kernel_growth_ms,
+    per_request_growth_ms,
+)
 from sim.validation.moe_kernel_cases import (
     fit_fused_moe,
     kernel_case,
@@ -56,6 +62,25 @@ def test_case_15_growth_is_the_kernel_per_expert_cost_by_hand():
     assert kernel_growth_ms(w, 8, gpus) == pytest.approx(expected, rel=1e-3)
     rows = batch_growth_case().rows
     assert len(rows) == 4 and all(r.interval90 is not None for r in rows)
+
+
+def test_per_request_growth_is_the_step_difference_over_the_extra_sequences():
+    assert per_request_growth_ms({1: 4.0, 4: 7.0, 8: 15.0}) == {(1, 4): 1.0, (4, 8): 2.0}
+    assert per_request_growth_ms({2: 3.0}) == {}
+
+
+def test_the_measured_growth_does_not_halve_with_the_ranks_where_the_kernel_models_does():
+    # case 15's finding: the expert reads a rank pays halve from TP 2 to TP 4, the growth
+    # AngelSlim #163 (TP 4) and SpecForge #339 (TP 2) measured per running request does not
+    slopes = {}
+    for _, _, gpus, steps in BATCH_CURVES:
+        measured = per_request_growth_ms({b: 1000.0 * t for b, t in steps.items()})
+        model = per_request_growth_ms({b: kernel_growth_ms(QWEN3_30B_A3B, b, gpus) for b in steps})
+        slopes[gpus] = (measured[(4, 8)], model[(4, 8)])
+    (tp4_measured, tp4_model), (tp2_measured, tp2_model) = slopes[4], slopes[2]
+    assert tp4_model < 0.7 * tp2_model
+    assert tp4_measured >= tp2_measured
+    assert "per-request work" in batch_growth_case().notes[-1]
 
 
 def test_the_pair_efficiency_range_is_the_calibration_curves_past_saturation():

@@ -11,7 +11,7 @@ request's time ends with that cycle, its tok/s counts only the ``output_tokens``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast, overload
 
@@ -156,15 +156,24 @@ def request_stream(rng: np.random.Generator, request: int) -> np.random.Generato
     ``PCG64_JUMP``) without seeding the copy first, a third of the cost. Seeds become
     generators in sim/simulation/simulate.py only; this only derives.
     """
+    return request_streams(rng, range(request, request + 1))[0]
+
+
+def request_streams(rng: np.random.Generator, requests: Iterable[int]) -> list[np.random.Generator]:
+    """``request_stream(rng, r)`` of each of ``requests``, reading ``rng``'s state once."""
     bits = rng.bit_generator
     if not isinstance(bits, np.random.PCG64):  # the replication streams are PCG64 (simulate.py)
         raise TypeError(f"request streams jump a PCG64, not a {type(bits).__name__}")
-    # NumPy takes any ISeedSequence as a seed (its documented interface; the stubs name
-    # only SeedSequence)
-    jumped = np.random.PCG64(cast(np.random.SeedSequence, _STATE_SET_NEXT))
-    jumped.state = bits.state
-    jumped.advance(PCG64_JUMP * (request + 1))
-    return np.random.Generator(jumped)
+    state = bits.state
+    out = []
+    for request in requests:
+        # NumPy takes any ISeedSequence as a seed (its documented interface; the stubs name
+        # only SeedSequence)
+        jumped = np.random.PCG64(cast(np.random.SeedSequence, _STATE_SET_NEXT))
+        jumped.state = state
+        jumped.advance(PCG64_JUMP * (request + 1))
+        out.append(np.random.Generator(jumped))
+    return out
 
 
 @overload

@@ -30,6 +30,7 @@ fixed while the batch is, so a block's plan does not depend on where it is cut.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,13 +184,13 @@ class DecodeBatch:
 
     def extend_held(
         self,
-        rids: list[int],
-        keys: list[np.uint64],
-        thresholds: list[np.ndarray],
-        inputs: list[int],
-        outputs: list[int],
-        classes: list[int],
-        users: list[int],
+        rids: Sequence[int],
+        keys: Sequence[np.uint64],
+        thresholds: Sequence[np.ndarray],
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        classes: Sequence[int],
+        users: Sequence[int],
         now_ms: float,
     ) -> None:
         """Add m requests arriving now (``now_ms``) that decode at once, as the newest rows
@@ -208,8 +209,9 @@ class DecodeBatch:
         ]
         if m == 1:
             table[b, self._THRESHOLDS :] = thresholds[0][: self.columns]
-        else:
-            table[b : b + m, self._THRESHOLDS :] = np.stack(thresholds)[:, : self.columns]
+        else:  # ``np.stack`` of the rows, in one call
+            rows = np.concatenate(thresholds).reshape(m, -1)
+            table[b : b + m, self._THRESHOLDS :] = rows[:, : self.columns]
         self.size = b + m
         self.fresh += m
         self._drop_views()
@@ -262,7 +264,7 @@ class DecodeBatch:
         kept = self._table[: self.size][rows]
         self._table[: kept.shape[0]] = kept
         self.size = kept.shape[0]
-        self._views()
+        self._drop_views()
 
     def remove(self, rows: list[int]) -> None:
         """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
@@ -280,7 +282,7 @@ class DecodeBatch:
                 table[to : to + until - row - 1] = table[row + 1 : until]
                 to += until - row - 1
         self.size = to
-        self._views()
+        self._drop_views()
 
 
 def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) -> np.ndarray:
@@ -290,6 +292,23 @@ def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) ->
     bits = weyl_bits_block(weyl, iterations)
     passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
     return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
+
+
+#: Threshold columns up to which, or rows from which, ``step_lengths`` compares column
+#: by column (a row reduce over a few columns costs a call per row; a speed knob only).
+STEP_COLUMNS, STEP_ROWS = 3, 256
+
+
+def step_lengths(bits: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """1 + #{j : bits_b < T_bj}, int64 (B,): each row's accept length from its draw
+    ``bits`` (B,) and ``thresholds`` (B, d)."""
+    b, d = thresholds.shape
+    if d == 0 or (d > STEP_COLUMNS and b < STEP_ROWS):
+        return np.add.reduce(bits[:, None] < thresholds, axis=1, initial=1)
+    lengths = np.add(bits < thresholds[:, 0], 1, dtype=np.int64)
+    for j in range(1, d):
+        lengths += bits < thresholds[:, j]
+    return lengths
 
 
 #: 2^32: the thresholds' scale (a draw is a 32-bit integer).
@@ -302,6 +321,13 @@ def expected_path(thresholds: np.ndarray) -> int:
     total = np.add.reduce(thresholds, axis=None, dtype=np.float64)
     mean = 1.0 + float(total) / (_BITS * thresholds.shape[0])
     return max(1, int(np.floor(mean + 0.5)))
+
+
+_NO_LIMIT = float("inf")
+
+#: Batch rows from which ``plan_block`` looks for a completion only among the requests
+#: close to their count (fewer: all rows, one indexing less; a speed knob only).
+CLOSE_ROWS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +358,7 @@ class BlockPlan:
 
     def emitted(self, n: int) -> np.ndarray:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
-        return self.lengths[:, :n].sum(axis=1, dtype=np.int64)
+        return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
 def plan_block(
@@ -372,15 +398,21 @@ def plan_block(
     per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
     total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
-    # only requests that could reach their count within the block (L <= k + 1) are checked
-    close = np.flatnonzero(batch.need <= max_tokens(k) * max_iterations)
-    if close.size and max_iterations > 1:  # one iteration is planned whoever finishes
-        emitted = np.add.accumulate(lengths[close], axis=1, dtype=np.int64)
-        finishing = np.logical_or.reduce(emitted >= batch.need[close, None], axis=0)
-        if finishing.any():
-            n = int(np.argmax(finishing)) + 1
+    if max_iterations > 1:  # one iteration is planned whoever finishes
+        need = batch.need
+        if b > CLOSE_ROWS:  # only requests that could reach their count (L <= k + 1)
+            close = (need <= max_tokens(k) * max_iterations).nonzero()[0]
+            lengths_close, need = lengths[close], need[close]
+        else:
+            lengths_close = lengths
+        emitted = np.add.accumulate(lengths_close, axis=1, dtype=np.int64)
+        finishing = np.logical_or.reduce(emitted >= need[:, None], axis=0)
+        first = int(finishing.argmax())
+        if finishing[first]:
+            n = first + 1
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
-    if growth[n - 1] > kv_free_tokens:  # growth is increasing: cut at its first excess
+    # growth is increasing: cut at its first excess (none without a KV limit)
+    if kv_free_tokens < _NO_LIMIT and growth[n - 1] > kv_free_tokens:
         n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
     context = float(np.add.reduce(batch.context)) + growth
@@ -404,14 +436,16 @@ def plan_block(
 @dataclass(frozen=True, slots=True)
 class StepPlan:
     """One decode iteration of a fixed batch drafting ``k`` (a Draft): ``lengths`` int64
-    (B,), the tokens request b emits; ``tokens``, their sum; ``duration_ms``. The same
-    numbers as ``plan_block`` with one iteration, in Python scalars where it had arrays
-    of one element."""
+    (B,), the tokens request b emits; ``tokens``, their sum; ``duration_ms``;
+    ``context_tokens``, the batch's context sum before it. The same numbers as
+    ``plan_block`` with one iteration, in Python scalars where it had arrays of one
+    element."""
 
     k: Draft
     lengths: np.ndarray
     tokens: int
     duration_ms: float
+    context_tokens: int
 
 
 def plan_step(
@@ -431,12 +465,11 @@ def plan_step(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    bits = weyl_bits(batch.weyl)
+    lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
-    lengths = np.add.reduce(bits[:, None] < thresholds, axis=1)
-    lengths += 1
     tokens = int(np.add.reduce(lengths))
-    context = float(np.add.reduce(batch.context))
+    held = int(np.add.reduce(batch.context))
+    context = float(held)
     if accepted_extend and not (isinstance(k, int) and k == 0):
         duration = cost.decode_ms_at(
             batch.size,
@@ -448,4 +481,4 @@ def plan_step(
         )
     else:
         duration = cost.decode_ms_at(batch.size, k, context, drafter)
-    return StepPlan(k, lengths, tokens, duration)
+    return StepPlan(k, lengths, tokens, duration, held)

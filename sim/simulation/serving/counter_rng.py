@@ -76,8 +76,11 @@ def weyl_step(counters: int) -> np.uint64:
 
 
 def weyl_bits(weyl: np.ndarray) -> np.ndarray:
-    """The draws whose Weyl terms are ``weyl`` (B,), 32-bit as int64 (``weyl`` unchanged)."""
-    return _mix_high(weyl.copy())
+    """The draws whose Weyl terms are ``weyl`` (B,), 32-bit as int64 (``weyl`` unchanged):
+    ``_mix_high`` of a copy, its first step writing the copy."""
+    z = np.right_shift(weyl, _S30)
+    np.bitwise_xor(z, weyl, out=z)
+    return _mix_rest(z, np.empty_like(z))
 
 
 def weyl_bits_block(weyl: np.ndarray, count: int) -> np.ndarray:
@@ -110,6 +113,11 @@ def _mix_high(z: np.ndarray) -> np.ndarray:
     t = np.empty_like(z)
     np.right_shift(z, _S30, out=t)
     np.bitwise_xor(z, t, out=z)
+    return _mix_rest(z, t)
+
+
+def _mix_rest(z: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``_mix_high`` after its first xor-shift (``t``: scratch of z's shape)."""
     np.multiply(z, _M1, out=z)
     np.right_shift(z, _S27, out=t)
     np.bitwise_xor(z, t, out=z)
@@ -121,5 +129,7 @@ def _mix_high(z: np.ndarray) -> np.ndarray:
 
 
 def draw_keys(rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` uint64 seeds from ``rng`` (one raw 64-bit draw each)."""
-    return rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+    """``n`` uint64 seeds from ``rng``: its bit generator's next ``n`` raw 64-bit outputs
+    (``rng.integers(0, 2**64, n, dtype=np.uint64)`` gives the same, at over ten times the
+    cost for a few keys: tests/simulation/serving/test_random.py)."""
+    return rng.bit_generator.random_raw(n)

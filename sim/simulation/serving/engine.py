@@ -48,7 +48,7 @@ from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verif
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
-from sim.simulation.engines.common import request_stream
+from sim.simulation.engines.common import request_stream, request_streams
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
 from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -166,6 +166,13 @@ class ServingStreams:
             request_stream(self.keys, index),
         )
 
+    def sources(self, users: int) -> list[SourceStreams]:
+        """``source(u)`` of users 0 .. ``users`` - 1, each replication stream read once."""
+        lengths, rates, keys = (
+            request_streams(s, range(users)) for s in (self.lengths, self.rates, self.keys)
+        )
+        return [SourceStreams(*s) for s in zip(lengths, rates, keys, strict=True)]
+
     def arrival(self, index: int | None) -> np.random.Generator:
         """The arrival stream (think times) of user ``index``, or of the open stream (gaps):
         derived only where it is used (a stream costs a PCG64 jump)."""
@@ -230,6 +237,7 @@ class Server:
         # horizon) at its instant: they run before the scheduler's next step
         self.others_wait = True
         self.iteration_ms = 1.0  # mean duration of the last block's iterations
+        self.most_tokens: dict[Draft, int] = {}  # max_tokens of each draft run
         # requests held as rows of the decode batch, not objects (``hold_requests``)
         self.held = False
         self.senders: list[RequestSource] = []
@@ -246,32 +254,30 @@ class Server:
         """``users`` send their next requests now; they join the batch at once (what
         ``send_next`` and the next admission do with request objects, in the same order)."""
         now = self.env.now
-        drawn = [self.senders[u].next_drawn() for u in users]
-        self.batch.extend_held(
-            [self.rec.arrive_id(now) for _ in users],
-            [d[4] for d in drawn],
-            [d[3] for d in drawn],
-            [d[0] for d in drawn],
-            [d[1] for d in drawn],
-            [d[2] for d in drawn],
-            users,
-            now,
+        senders, arrive = self.senders, self.rec.arrive_ids
+        inputs, outputs, classes, thresholds, keys = zip(
+            *[senders[u].next_drawn() for u in users], strict=True
         )
+        rids = arrive(now, len(users))
+        self.batch.extend_held(rids, keys, thresholds, inputs, outputs, classes, users, now)
 
     def _finish_held(self, rows: np.ndarray, end_ms: float) -> list[int]:
         """Held rows ``rows`` finished at ``end_ms``: recorded and answered (``_complete``);
         the users who send their next request now (all but those after the stop)."""
-        rec = self.rec
+        leave = self.rec.leave_decoded
         senders: list[int] = []
-        for rid, cycles, arrival, first, n_in, n_out, cls, user in self.batch.held_rows(rows):
-            self.completions += 1
-            measured = rec.leave_decoded(rid, arrival, first, end_ms, n_in, n_out, cls, cycles)
-            if not self.stop.triggered:
+        stopped = self.stop.triggered
+        held = self.batch.held_rows(rows)
+        for rid, cycles, arrival, first, n_in, n_out, cls, user in held:
+            measured = leave(rid, arrival, first, end_ms, n_in, n_out, cls, cycles)
+            if not stopped:
                 senders.append(user)
             if measured:
                 self.measured_left -= 1
                 if self.measured_left == 0:
                     self.stop.succeed()
+                    stopped = True
+        self.completions += len(held)
         return senders
 
     def leave_held(self) -> int:
@@ -448,10 +454,13 @@ class Server:
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
         shortest = int(np.minimum.reduce(self.batch.need))
-        if shortest <= max_tokens(k):  # a request may finish now: one iteration, no more
+        most = self.most_tokens.get(k)
+        if most is None:
+            most = self.most_tokens[k] = max_tokens(k)
+        if shortest <= most:  # a request may finish now: one iteration, no more
             return 1
         widest = max(MIN_BLOCK, min(MAX_BLOCK, BLOCK_ELEMENTS // self.batch.size))
-        size = max(MIN_BLOCK, min(widest, 2 * shortest // max_tokens(k) + 1))
+        size = max(MIN_BLOCK, min(widest, 2 * shortest // most + 1))
         if self.upcoming and self.batch.size + len(self.prefilling) < self.max_running:
             ahead = (self.upcoming[0] - self.env.now) / self.iteration_ms
             size = max(1, min(size, int(ahead) + 1))
@@ -540,11 +549,14 @@ class Server:
         batch.last_ms.fill(last_end)
         need = batch.need
         need -= emitted
-        delivered = plan.per_iteration[:n].copy()
+        delivered = plan.per_iteration[:n]
         lowest = int(np.minimum.reduce(need))
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
+            delivered = delivered.copy()
             delivered[-1] += int(need[need < 0].sum())
-        held = self.held_tokens() + plan.growth[:n]
+        # KV held in each iteration: the contexts before it (the plan's context sums, whole
+        # numbers in floats), the lookahead, the prefills (``held_tokens`` + growth)
+        held = plan.context[:n] + (b * self.lookahead + self.prefill_hold)
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
         if self.controller is not None:  # accepted drafts per request and iteration (B, n)
             k = plan.k
@@ -573,8 +585,10 @@ class Server:
         lowest = int(np.minimum.reduce(need))
         delivered = plan.tokens
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
-            delivered += int(need[need < 0].sum())
-        rec.decode_step_done(b, start_ms, end, duration, self.held_tokens(), delivered)
+            delivered += int(np.add.reduce(need, where=need < 0))
+        # KV held: the contexts before the step (``held_tokens`` then), lookahead, prefills
+        held = plan.context_tokens + b * self.lookahead + self.prefill_hold
+        rec.decode_step_done(b, start_ms, end, duration, held, delivered)
         if self.controller is not None:  # accepted drafts per request, (B, 1)
             k = plan.k
             assert isinstance(k, int)  # the controller's own k_for_batch: a chain
@@ -618,7 +632,7 @@ class Server:
         growth = emitted
         if lowest <= 0:
             finished = batch.need <= 0
-            rows = np.flatnonzero(finished)
+            rows = finished.nonzero()[0]
             if self.held:
                 senders = self._finish_held(rows, end_ms)
                 batch.remove(rows.tolist())
@@ -785,7 +799,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
         else:
             plan = server.plan_decode()
             if isinstance(plan, StepPlan):  # one iteration: one timeout, nothing to cut
-                yield env.timeout(jumps(env.now, [plan.duration_ms])[0])
+                yield env.timeout(jump(env.now, plan.duration_ms))
                 server.step_done(plan, start)
             else:
                 n = plan.iterations
@@ -802,6 +816,14 @@ def scheduler_process(env: simpy.Environment, server: Server):
                 server.decode_done(plan, done, start)
         if server.completions != completed and (server.others_wait or server.stop.triggered):
             yield env.timeout(0)  # users answered at this instant send before the next step
+
+
+def jump(now_ms: float, duration_ms: float) -> float:
+    """``jumps`` of one duration: the delay of the one timeout that ends where a timeout
+    of ``duration_ms`` from ``now_ms`` ends."""
+    end = now_ms + duration_ms
+    delay = end - now_ms
+    return delay if now_ms + delay == end else jumps(now_ms, [duration_ms])[0]
 
 
 def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:
@@ -888,8 +910,8 @@ def run_replication(
     if isinstance(arrivals, ClosedLoop):
         block = source_block(plan.workload, arrivals.users)
         sources = [
-            RequestSource(plan.workload, plan.acceptance, streams.source(user), server.trees, block)
-            for user in range(arrivals.users)
+            RequestSource(plan.workload, plan.acceptance, own, server.trees, block)
+            for own in streams.sources(arrivals.users)
         ]
         refill_together(sources)  # every user's first block of rates in one pass
         if holds_rows(plan, horizon_ms) and rows_pay(plan):

@@ -112,8 +112,10 @@ class LogNormal:
         return float(values @ (upper - lower))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        x = rng.lognormal(self.mu, self.sigma, size=n)
-        return np.clip(np.rint(x), self.min_tokens, self.max_tokens).astype(np.int64)
+        x = np.rint(rng.lognormal(self.mu, self.sigma, size=n))
+        np.maximum(x, self.min_tokens, out=x)  # np.clip's values without its wrapper
+        np.minimum(x, self.max_tokens, out=x)
+        return x.astype(np.int64)
 
     def sample_one(self, rng: np.random.Generator) -> int:
         # clipping to integer bounds before rounding (half to even, as np.rint) is the same

@@ -125,6 +125,17 @@ class WindowTally:
         else:
             self.last_arrival_ms, self.at_last = at_ms, 1
 
+    def arrive_many(self, at_ms: float, m: int) -> None:
+        """``m`` calls of ``arrive(at_ms)``."""
+        if m <= 0:
+            return
+        if at_ms >= self.lo:
+            self.arrivals += m
+        if at_ms == self.last_arrival_ms:
+            self.at_last += m
+        else:
+            self.last_arrival_ms, self.at_last = at_ms, m
+
     def leave(self, arrival_ms: float, finish_ms: float) -> None:
         lo = self.lo
         if finish_ms <= lo:  # gone before the window opened (or it never did)
@@ -367,6 +378,21 @@ class Recorder:
             self.window.open(now_ms)
         self.window.arrive(now_ms)
         return rid
+
+    def arrive_ids(self, now_ms: float, m: int) -> range:
+        """``m`` requests arrive at ``now_ms`` (held by the caller): their ids, what ``m``
+        calls of ``arrive_id`` give."""
+        first = self.arrived
+        self.arrived += m
+        before = self.first_measured - first  # arrivals before the window opens
+        if 0 <= before < m:
+            self.window.arrive_many(now_ms, before)
+            self.window_start_ms = now_ms
+            self.window.open(now_ms)
+            self.window.arrive_many(now_ms, m - before)
+        else:
+            self.window.arrive_many(now_ms, m)
+        return range(first, first + m)
 
     def leave(self, req: Request) -> None:
         """A request is answered: its row is recorded and it is released."""

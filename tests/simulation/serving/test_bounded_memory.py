@@ -55,6 +55,22 @@ def test_merged_sketches_are_the_sketch_of_the_pooled_sample():
     _within(both.quantiles(QS), weighted_quantiles(np.concatenate([a, b]), np.ones(1100), QS))
 
 
+def test_unit_weights_fill_the_buckets_a_weighted_sample_of_ones_fills():
+    """Unit weights are counted (``_Buckets.add``): the same bucket weights, bit for bit,
+    as the weighted sums of ones, and mixed weights as before."""
+    rng = np.random.default_rng(8)
+    values = rng.lognormal(3.0, 0.5, 5000)
+    counted, summed, mixed = QuantileSketch(), QuantileSketch(), QuantileSketch()
+    counted.add(values), counted.add(values, np.ones(values.size))
+    for sketch, w in ((summed, np.ones(values.size)), (mixed, np.full(values.size, 2.0))):
+        keys = QuantileSketch._keys(values)
+        sketch._positive.add(np.concatenate([keys, keys]), np.concatenate([w, w]))
+    assert counted == summed
+    doubled = QuantileSketch()
+    doubled.add(values, np.full(values.size, 2.0)), doubled.add(values, np.full(values.size, 2.0))
+    assert doubled == mixed
+
+
 def test_streamed_stat_mean_is_exact_and_skips_nan():
     stat = StreamedStat()
     stat.add(np.array([1.0, np.nan, 3.0]))

@@ -47,6 +47,17 @@ def test_bits_are_splitmix64():
     np.testing.assert_array_equal(weyl_bits_block(weyl, 3), got[:, 3:])
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2**40 + 3])
+def test_keys_are_the_generators_uniform_64_bit_integers(seed):
+    """``draw_keys`` takes raw outputs: what ``integers(0, 2**64, dtype=uint64)`` draws."""
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    for n in (1, 16, 64, 1):
+        np.testing.assert_array_equal(
+            draw_keys(a, n), b.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        )
+    assert a.random() == b.random()  # the streams stay in step
+
+
 def test_bits_are_uniform_and_independent_across_keys_and_cycles():
     keys = draw_keys(np.random.default_rng(4), 200)
     u = counter_bits_block(keys, np.zeros(200, dtype=np.int64), 500) / 2.0**32  # (200, 500)

@@ -34,13 +34,14 @@ def _batch(rng: np.random.Generator, rows: int, columns: int) -> DecodeBatch:
     return batch
 
 
-@pytest.mark.parametrize("rows", [1, 7, 130])
-@pytest.mark.parametrize("k", [0, 1, 3])
+@pytest.mark.parametrize("rows", [1, 7, 130, 300])
+@pytest.mark.parametrize("k", [0, 1, 3, 6])
 @pytest.mark.parametrize("extend", [False, True])
 def test_a_step_is_a_block_of_one(rows, k, extend):
-    """Accept lengths, tokens and duration: those of ``plan_block`` at one iteration."""
-    p = plan(ClosedLoop(rows), k=3, curves=WITH_KV)
-    batch = _batch(np.random.default_rng(rows + 10 * k), rows, 3)
+    """Accept lengths, tokens and duration: those of ``plan_block`` at one iteration
+    (whether the step compares column by column or reduces rows)."""
+    p = plan(ClosedLoop(rows), k=6, curves=WITH_KV)
+    batch = _batch(np.random.default_rng(rows + 10 * k), rows, 6)
     block = plan_block(batch, k, 1, float("inf"), p.cost, None, True, accepted_extend=extend)
     step = plan_step(batch, k, p.cost, True, accepted_extend=extend)
     assert np.array_equal(step.lengths, block.lengths[:, 0])

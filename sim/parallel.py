@@ -115,26 +115,84 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)
 
 
+class _Pool:
+    """The process pool a ``LocalExecutor`` keeps between calls (``keep_pool``): one pool
+    for a whole study instead of one a batch. Pickles as an empty holder (a task that
+    carries its executor gets none of the parent's processes)."""
+
+    __slots__ = ("pool", "size")
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+        self.size = 0
+
+    def __reduce__(self) -> tuple[type[_Pool], tuple[()]]:
+        return _Pool, ()
+
+    def get(self, workers: int) -> ProcessPoolExecutor:
+        """The kept pool, started (or widened to ``workers``) on first use."""
+        if self.pool is not None and self.size < workers:
+            self.close()
+        if self.pool is None:
+            self.pool, self.size = _new_pool(workers), workers
+        return self.pool
+
+    def drop(self) -> None:
+        """Forget the pool without waiting (``_stop_pool`` has ended it)."""
+        self.pool, self.size = None, 0
+
+    def close(self) -> None:
+        pool, self.pool, self.size = self.pool, None, 0
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=_pool_context(), initializer=_worker_init
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class LocalExecutor:
-    """The default: a local process pool of ``workers`` processes (1: in this process)."""
+    """The default: a local process pool of ``workers`` processes (1: in this process).
+
+    ``keep_pool``: the pool started by the first call is kept for every later one (a
+    study's hundreds of batches and bisection steps then start ``workers`` processes
+    once, not a pool each) until ``close``; the commands that make their executor with
+    ``make_executor`` close it when their study ends. Off, each call starts and ends its
+    own pool. Results never depend on it."""
 
     workers: int = 1
+    keep_pool: bool = field(default=False, compare=False)
+    _pool: _Pool = field(default_factory=_Pool, compare=False, repr=False, hash=False)
 
     def width(self) -> int:
         return max(1, self.workers)
+
+    def close(self) -> None:
+        """End the kept pool (nothing without one); the next call starts a new one."""
+        self._pool.close()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
         if self.workers <= 1 or len(items) <= 1:
             for i, item in enumerate(items):
                 yield i, fn(item)
             return
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-        ctx = _pool_context()
-        pool = ProcessPoolExecutor(
-            max_workers=min(self.workers, len(items)), mp_context=ctx, initializer=_worker_init
-        )
+        if self.keep_pool:
+            pool = self._pool.get(self.workers)
+        else:
+            pool = _new_pool(min(self.workers, len(items)))
         finished = False
         try:
             pending: dict[Future[R], int] = {pool.submit(fn, it): i for i, it in enumerate(items)}
@@ -145,9 +203,12 @@ class LocalExecutor:
             finished = True
         finally:
             if finished:
-                pool.shutdown(wait=True)
+                if not self.keep_pool:
+                    pool.shutdown(wait=True)
             else:  # interrupted, an error, or the consumer stopped: do not wait for the rest
                 _stop_pool(pool)
+                if self.keep_pool:
+                    self._pool.drop()
 
 
 #: glibc mallopt parameters (malloc.h) and the values restored in a Dask worker: the
@@ -439,7 +500,7 @@ def make_executor(kind: str, *, workers: int | None = 1, scheduler: str | None =
             raise SpecsimError(
                 "only the dask executor has a scheduler: add --executor dask", param="scheduler"
             )
-        return LocalExecutor(resolve_workers(kind, workers))
+        return LocalExecutor(resolve_workers(kind, workers), keep_pool=True)
     if kind == "dask":
         if not scheduler:
             raise SpecsimError("the dask executor needs a scheduler address", param="scheduler")

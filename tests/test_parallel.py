@@ -49,6 +49,26 @@ def test_a_finished_map_returns_every_result_once() -> None:
     assert got == {i: i * i for i in range(6)}
 
 
+def _pid(_: int) -> int:
+    time.sleep(0.05)
+    return os.getpid()
+
+
+def test_a_kept_pool_runs_every_call_on_the_same_workers_until_closed() -> None:
+    children_before = set(multiprocessing.active_children())
+    executor = LocalExecutor(workers=2, keep_pool=True)
+    first = {pid for _, pid in executor.map_unordered(_pid, list(range(6)))}
+    second = {pid for _, pid in executor.map_unordered(_pid, list(range(6)))}
+    assert first and second <= first  # no new processes for the second call
+    assert os.getpid() not in first
+    executor.close()
+    assert set(multiprocessing.active_children()) <= children_before
+    third = {pid for _, pid in executor.map_unordered(_pid, list(range(6)))}
+    assert not third & first  # a new pool after close
+    executor.close()
+    assert set(multiprocessing.active_children()) <= children_before
+
+
 def test_default_workers_follow_the_environment_then_the_cpu_affinity(monkeypatch):
     from sim.parallel import WORKERS_ENV, default_workers, resolve_workers
 
@@ -74,7 +94,9 @@ def test_make_executor_defaults_a_local_pool_to_the_default_workers(monkeypatch)
     from sim.parallel import WORKERS_ENV, LocalExecutor, make_executor
 
     monkeypatch.setenv(WORKERS_ENV, "2")
-    assert make_executor("local", workers=None) == LocalExecutor(2)
+    made = make_executor("local", workers=None)
+    assert made == LocalExecutor(2)
+    assert isinstance(made, LocalExecutor) and made.keep_pool  # one pool for the study
 
 
 def test_a_dask_cluster_without_workers_ends_the_run_with_one_error():

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@serving_study_options("draft lengths")
+@serving_study_options("draft lengths", sequential=True)
 @click.option(
     "--num-steps",
     "num_steps",
@@ -69,6 +69,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
             settings=settings,
             assumptions=notes,
             draws=DrawnPoints(evaluator, builder.draws),
+            sequential=not args.all_replications,
         )
 
     # plain decoding and each k search at most search_points rates; one user's run first

@@ -1,5 +1,6 @@
 """``--all-replications``: crossover and best-k stop settled points after 4 replications
-by default and say so; the flag runs every replication; capacity has no such flag."""
+by default and say so, and capacity stops rates settled against the share; the flag
+runs every replication."""
 
 from __future__ import annotations
 
@@ -29,6 +30,16 @@ def test_settled_points_stop_early_and_the_document_says_so():
     assert not any(a.startswith("replications: sequential") for a in full["assumptions"])
 
 
-def test_capacity_has_no_sequential_flag():
-    res = CliRunner().invoke(main, ["capacity", str(LLAMA), "--all-replications"])
-    assert res.exit_code == 2 and "--all-replications" in res.output
+def test_capacity_stops_settled_rates_early_and_the_flag_runs_every_replication():
+    args = ["capacity", str(LLAMA), *SMALL, "--num-steps", "2", "--tpot-slo-ms", "8"]
+    args += ["--draws", "0", "--json", "-q"]
+    docs = []
+    for extra in ([], ["--all-replications"]):
+        res = CliRunner().invoke(main, [*args, *extra])
+        assert res.exit_code == 0, res.output
+        docs.append(json.loads(res.output))
+    seq, full = docs
+    assert full["replications_run"] == 6 * full["runs"]  # every rate's 6
+    assert seq["replications_run"] < 6 * seq["runs"]  # some rates stopped at 4
+    assert any(a.startswith("replications: sequential") for a in seq["assumptions"])
+    assert not any(a.startswith("replications: sequential") for a in full["assumptions"])

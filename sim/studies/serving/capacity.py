@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,10 +40,16 @@ from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, first_passing
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts, shifted
-from sim.studies.serving.evaluator import BASELINE, PlanBuilder, PointEvaluator
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
+from sim.studies.serving.evaluator import (
+    BASELINE,
+    PlanBuilder,
+    PointEvaluator,
+    PointTask,
+    run_point,
+)
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving.sequential import FIRST, Share, describe
+from sim.studies.serving.sequential import FIRST, Share, describe, merge
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -71,6 +77,9 @@ class PolicyCapacity:
     capped: bool = False  # every simulated rate above the capacity passed: the bound set it
     log_rates: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False)
     attainment: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), compare=False)
+    #: (P,) the point simulated at each of ``log_rates`` (None: above the bound), for the
+    #: draws that complete a rate stopped early (``drawn_capacities``).
+    points: tuple[PolicyPoint | None, ...] = field(default=(), compare=False)
 
     @property
     def crossing(self) -> bool:
@@ -195,15 +204,7 @@ def policy_capacity(
             ends = (ends[0], None)
         elif value is not None and ends[1] is None:
             ends = (ends[0], value)
-    curve = tuple(
-        (
-            math.exp(x),
-            level(p, "slo_attainment"),
-            level(p, "aggregate_tok_s"),
-        )
-        for x, p in sorted(probe.seen.items())
-        if p is not None
-    )
+    curve = _curve(sorted(probe.seen.items()))
     unstable = tuple(math.exp(x) for x, p in sorted(probe.seen.items()) if p is None)
     capped = (
         value is not None
@@ -218,8 +219,20 @@ def policy_capacity(
         got = np.zeros(evaluator.replications) if p is None else p.values["slo_attainment"]
         attainment[row, : got.size] = got
     log_rates = np.array([x for x, _ in tried], dtype=float)
+    points = tuple(p for _, p in tried)
     return PolicyCapacity(
-        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment
+        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment, points
+    )
+
+
+def _curve(
+    tried: Sequence[tuple[float, PolicyPoint | None]],
+) -> tuple[tuple[float, Ratio, Ratio], ...]:
+    """(rate, attainment, aggregate tok/s) at each simulated log rate of ``tried``."""
+    return tuple(
+        (math.exp(x), level(p, "slo_attainment"), level(p, "aggregate_tok_s"))
+        for x, p in tried
+        if p is not None
     )
 
 
@@ -276,18 +289,16 @@ def capacity(
     settings: dict[str, Any] | None = None,
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
-    sequential: bool = False,
+    sequential: bool = True,
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
     seed and replications); the policies' searches run in parallel through the
     evaluator's executor, each in one process (results do not depend on it). ``draws``:
     each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``).
     ``sequential``: each rate's point stops at its first replications where its
-    attainment is settled against the share (``run_capacity``). Off by default: the
-    draws shift the nominal attainment at every rate they reach, and at rates settled on
-    4 replications that moved three upper ends of the 90% intervals past the rates tried
-    on the shipped serving scenario (crossover and best-k run a stopped point's other
-    replications where a draw lands near the reference; capacity does not yet)."""
+    attainment is settled against the share (``run_capacity``); where a draw's shifted
+    attainment at such a rate lands near the share, the rate runs its other
+    replications before the draws are read (``completed_draws``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -322,10 +333,17 @@ def capacity(
         if evaluator.progress:
             evaluator.progress(done, len(tasks))
     policies = tuple(found[i][0] for i in range(len(tasks)))
+    caps: list[np.ndarray] = []
+    completed = 0
+    if draws is not None:  # first: the draws may complete rates stopped early
+        drawn = [completed_draws(draws, p, share) for p in policies]
+        caps = [c for c, _, _ in drawn]
+        policies = tuple(p for _, p, _ in drawn)
+        completed = sum(n for _, _, n in drawn)
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
-    intervals = () if draws is None else capacity_intervals(draws, policies, gains, share)
+    intervals = () if draws is None else capacity_intervals(policies, caps, gains)
     counts = replication_counts(evaluator, draws)
-    counts["replications_run"] += sum(n for _, _, n in found.values())
+    counts["replications_run"] += sum(n for _, _, n in found.values()) + completed
     stops = sequential and evaluator.replications > FIRST
     notes = (describe(FIRST, evaluator.replications),) if stops else ()
     return CapacityResult(
@@ -345,29 +363,73 @@ def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.
     the paired shift) at the simulated rates around the nominal capacity, and outwards
     rate by rate where a draw passes or fails at both, its crossing of ``share``
     interpolated linearly in log rate; -inf below the rates tried, inf above, NaN for a
-    draw the scenario rejects or a policy without a crossing."""
+    draw the scenario rejects or a policy without a crossing (``completed_draws``, whose
+    rates stopped early are already complete where a draw needs them)."""
+    return completed_draws(draws, p, share)[0]
+
+
+def completed_draws(
+    draws: DrawnPoints, p: PolicyCapacity, share: float
+) -> tuple[np.ndarray, PolicyCapacity, int]:
+    """``drawn_capacities``, and ``p`` with the rates it stopped early (sequential
+    replications) that a draw needs run in full, and how many replications that took.
+
+    A draw's attainment at a rate is the nominal mean moved by the paired shift, so where
+    it lands within ``SETTLED_SE`` nominal standard errors of the share
+    (sim/studies/serving/draws.py ``near``) the nominal mean's own noise decides whether
+    the draw passes there: a rate stopped at its first replications then runs the rest
+    (as crossover's and best-k's draws do) and every draw is read again on the full
+    mean; ``p``'s attainment, points and curve hold them (its capacity and 95% interval
+    are the search's)."""
     out = np.full(len(draws.draws), np.nan)
     if not p.crossing:
-        return out
+        return out, p, 0
     policy = FixedK(p.num_steps) if p.num_steps else BASELINE
     unstable = set(p.unstable_rates)
     rows = [j for j, x in enumerate(p.log_rates) if math.exp(x) not in unstable]
     logs = [float(p.log_rates[j]) for j in rows]
     if len(logs) < 2:
-        return out
+        return out, p, 0
+    ev = draws.evaluator
     r = draws.replications
+    attainment = p.attainment.copy()
+    points = list(p.points)
+    extra = 0
     cache: dict[int, np.ndarray] = {}
+
+    def complete(i: int) -> bool:
+        """Run the replications rate ``i`` stopped before (False: it ran them all)."""
+        nonlocal extra
+        point = points[rows[i]] if points else None
+        if point is None or point.replications >= ev.replications:
+            return False
+        have = point.replications
+        load = Load("rate", math.exp(logs[i]))
+        task = PointTask(ev.builder, load, policy, ev.replications - have, ev.seed, ev.slo,
+                         first=have)  # fmt: skip
+        full = merge(point, run_point(task, ev.executor))
+        points[rows[i]] = full
+        attainment[rows[i]] = full.values["slo_attainment"]
+        extra += ev.replications - have
+        return True
 
     def att(i: int, which: list[int]) -> np.ndarray:
         load = Load("rate", math.exp(logs[i]))
         draws.ensure([(load, policy)], which)
-        nominal = p.attainment[rows[i]]
         got = cache.setdefault(i, np.full(len(draws.draws), np.nan))
-        for d in which:
-            pts = draws.points[d]
-            if pts is not None and (load, policy) in pts:
-                drawn = pts[(load, policy)].values["slo_attainment"]
-                got[d] = shifted(float(np.nanmean(nominal)), drawn, nominal[:r])
+
+        def read(ds: list[int]) -> None:
+            nominal = attainment[rows[i]]
+            for d in ds:
+                pts = draws.points[d]
+                if pts is not None and (load, policy) in pts:
+                    drawn = pts[(load, policy)].values["slo_attainment"]
+                    got[d] = shifted(float(np.nanmean(nominal)), drawn, nominal[:r])
+
+        read(which)
+        nominal = attainment[rows[i]]
+        if near(got[which], nominal[np.isfinite(nominal)], share) and complete(i):
+            read(which)
         return got
 
     x0 = math.log(p.rate_per_s)  # type: ignore[arg-type]
@@ -401,20 +463,21 @@ def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.
         span = nxt
         for j in sorted({e for pair in span.values() for e in pair} - set(cache)):
             att(j, [d for d, pair in span.items() if j in pair])
-    return out
+    if extra:
+        tried = list(zip(p.log_rates.tolist(), points, strict=True))
+        p = replace(p, attainment=attainment, points=tuple(points), curve=_curve(tried))
+    return out, p, extra
 
 
 def capacity_intervals(
-    draws: DrawnPoints,
     policies: Sequence[PolicyCapacity],
+    caps: Sequence[np.ndarray],
     gains: Sequence[tuple[float, float] | None],
-    share: float,
 ) -> tuple[dict[str, list[float | None] | None], ...]:
-    """Per policy: ``capacity_interval90`` (the draws' capacities, 5-95%, joined with the
-    capacity's 95% interval; an end None lies beyond the rates tried) and
-    ``capacity_gain_interval90`` (each draw's capacity over plain decoding's in the same
-    draw, joined with the gain's paired 95% interval)."""
-    caps = [drawn_capacities(draws, p, share) for p in policies]
+    """Per policy: ``capacity_interval90`` (the draws' capacities ``caps`` (D,) each,
+    5-95%, joined with the capacity's 95% interval; an end None lies beyond the rates
+    tried) and ``capacity_gain_interval90`` (each draw's capacity over plain decoding's
+    in the same draw, joined with the gain's paired 95% interval)."""
     out = []
     for p, cap, gain_ci in zip(policies, caps, gains, strict=True):
         row: dict[str, list[float | None] | None] = {}

@@ -16,8 +16,9 @@ in one process with its own seed: results never depend on the worker count.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +31,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import replication_blocks, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 from sim.studies.serving.sequential import FIRST, Rule, merge
@@ -331,21 +332,46 @@ class PointEvaluator:
         return bool(tasks)
 
     def _run(self, tasks: list[PointTask], step: bool) -> None:
-        """Run ``tasks`` and keep (or extend) their points: a step's points one after the
-        other, each one's replications in parallel (the bar advances per replication),
-        a batch's points in parallel, one process each."""
+        """Run ``tasks`` and keep (or extend) their points: a batch's points in parallel,
+        one process each; a step's points (a bisection's pair, a single point) cut into
+        blocks of replications (sim/simulation/serving/simulate.py ``replication_blocks``)
+        that run in parallel together, the bar advancing as each block ends. A point's
+        blocks merged in order are the point run whole (every replication its own seed)."""
         if not tasks:
             return
         if step or len(tasks) == 1:
-            for task in tasks:
-                self._keep(task, run_point(task, self.executor, self._replication_done))
-                self._one_by_one += task.replications
+            self._run_blocks(tasks)
             return
         self._one_by_one = self._planned = 0
         for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
             self._keep(tasks[i], point)
             if self.progress:
                 self.progress(done, len(tasks))
+
+    def _run_blocks(self, tasks: list[PointTask]) -> None:
+        width = self.executor.width()
+        if width <= 1:  # in this process: one plan a point, the bar after each replication
+            for task in tasks:
+                self._keep(task, run_point(task, self.executor, self._replication_done))
+                self._one_by_one += task.replications
+            return
+        blocks = [
+            (t, replace(task, first=task.first + lo, replications=hi - lo))
+            for t, task in enumerate(tasks)
+            for lo, hi in replication_blocks(task.replications, width)
+        ]
+        parts: dict[int, PolicyPoint] = {}
+        total = sum(task.replications for task in tasks)
+        done = 0
+        for b, point in self.executor.map_unordered(run_point, [blk for _, blk in blocks]):
+            parts[b] = point
+            done += blocks[b][1].replications
+            self._replication_done(done, total)
+        for t, task in enumerate(tasks):
+            mine = [parts[b] for b, (owner, _) in enumerate(blocks) if owner == t]
+            point = functools.reduce(merge, mine)
+            self._keep(task, point)
+        self._one_by_one += total
 
     def _keep(self, task: PointTask, point: PolicyPoint) -> None:
         key = (task.load, task.policy)

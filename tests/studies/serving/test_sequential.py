@@ -9,11 +9,13 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
+from sim.simulation.serving.metrics import SloSpec
+from sim.studies.serving.capacity import capacity, completed_draws
 from sim.studies.serving.capacity_ratio import _jackknife_crossings
 from sim.studies.serving.crossover import crossover, load_grid
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
-from sim.studies.serving.paired_metrics import Load, gain
-from sim.studies.serving.sequential import SETTLED_SE, GainsAgainst, Pairs, settled
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, PointTask, run_point
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, level
+from sim.studies.serving.sequential import FIRST, SETTLED_SE, GainsAgainst, Pairs, settled
 from tests.studies.serving.helpers import CodePlans
 
 
@@ -33,7 +35,7 @@ def evaluator(replications: int, workers: int = 1, rule=None, first: int = 3) ->
         CodePlans(),
         replications=replications,
         seed=7,
-        executor=LocalExecutor(workers),
+        executor=LocalExecutor(workers, keep_pool=True),
         rule=rule,
         first=first,
     )
@@ -51,6 +53,26 @@ def test_a_point_continued_is_the_point_run_at_once():
         assert a.replications == b.replications == 5
         for m, v in a.values.items():
             np.testing.assert_array_equal(v, b.values[m])
+        np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
+
+
+def test_a_step_cut_into_blocks_on_two_workers_is_the_point_run_whole():
+    """A bisection step's pair runs as blocks of replications on the pool together (kept
+    samples too); merged in order they are each point run in one process."""
+    load = Load("concurrency", 4)
+    keys = [(load, FixedK(3)), (load, BASELINE)]
+    whole, blocks = evaluator(5), evaluator(5, workers=2)
+    for ev in (whole, blocks):
+        ev.keep_samples.add(load)
+        ev.ensure(keys, step=True)
+    blocks.executor.close()
+    for key in keys:
+        a, b = blocks.memo[key], whole.memo[key]
+        assert a.replications == b.replications == 5
+        for m, v in a.values.items():
+            np.testing.assert_array_equal(v, b.values[m])
+        for m, v in a.samples.items():
+            np.testing.assert_array_equal(v, b.samples[m])
         np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
 
 
@@ -106,3 +128,59 @@ def test_a_rate_settled_early_keeps_the_mean_of_its_own_replications_in_the_jack
     np.testing.assert_allclose(
         _jackknife_crossings(logs, att, 0.9), _jackknife_crossings(logs, filled, 0.9)
     )
+
+
+class _ShiftedDraws:
+    """Four draws of ``replications`` 2 whose attainment at a rate is the nominal's first
+    two replications moved by ``shift(rate, nominal)``: nothing is simulated for them."""
+
+    replications = 2
+
+    def __init__(self, evaluator, rows, shift):
+        self.evaluator, self.rows, self.shift = evaluator, rows, shift
+        self.draws = ((),) * 4
+        self.points = [{} for _ in self.draws]
+
+    def ensure(self, keys, which=None):
+        for d in range(4) if which is None else which:
+            for load, policy in keys:
+                nominal = self.rows[float(load.value)]
+                values = nominal[:2] + self.shift(float(load.value), nominal)
+                point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
+                self.points[d].setdefault((load, policy), point)
+
+
+def test_a_capacity_draw_near_the_share_at_a_stopped_rate_runs_its_other_replications():
+    """Capacity with sequential replications: a rate settled on its first 4 (its
+    attainment far from the share) that a draw lands on near the share runs its other
+    replications (the rate run whole), and the draws read its full mean; rates no draw
+    lands near keep their 4."""
+    slo = SloSpec(tpot_ms=14.0)  # CodePlans: k = 3's capacity near 89 requests/s
+    ev = PointEvaluator(CodePlans(), replications=6, seed=7, slo=slo)
+    p = capacity(ev, [3], sequential=True).policies[1]
+    rates = np.exp(p.log_rates)
+    rows = {float(r): row for r, row in zip(rates, p.attainment, strict=True)}
+    stopped = [r for r, row in rows.items() if np.isnan(row).any()]
+    far = min(r for r in stopped if r > p.rate_per_s)  # attainment ~0.5: settled on 4
+    assert far > p.rate_per_s and np.isfinite(rows[far]).sum() == FIRST
+
+    def shift(rate: float, nominal: np.ndarray) -> float:
+        # every draw passes up to the far rate and fails there within 4 of its standard
+        # errors of the share
+        return (0.95 if rate < far else 0.8) - np.nanmean(nominal)
+
+    draws = _ShiftedDraws(ev, rows, shift)
+    caps, done, extra = completed_draws(draws, p, 0.9)
+    j = int(np.flatnonzero(rates == far)[0])
+    whole = run_point(PointTask(CodePlans(), Load("rate", far), FixedK(3), 6, 7, slo))
+    np.testing.assert_array_equal(done.attainment[j], whole.values["slo_attainment"])
+    assert extra == 6 - FIRST
+    assert np.isfinite(caps).all()
+    for i, row in enumerate(done.attainment):  # the others as they were
+        if i != j:
+            np.testing.assert_array_equal(row, p.attainment[i])
+    curve = {r: a for r, a, _ in done.curve}
+    assert curve[far] == level(whole, "slo_attainment")
+    # and without the draw near the share, nothing runs
+    calm = _ShiftedDraws(ev, rows, lambda rate, nominal: 0.0)
+    assert completed_draws(calm, p, 0.9)[2] == 0

@@ -34,12 +34,10 @@ from sim.binding.uncertainty import (
     acceptance_propagated,
     conditioned,
     correlation_matrix,
-    draw_inputs,
     driver_rows,
     nominal_row,
-    sampled_scenario,
+    sampled_draws,
     study_rows,
-    uncertain_inputs,
 )
 from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.load import field_value, with_overrides
@@ -499,8 +497,7 @@ def _chain_uncertainty(
         num_steps = range(1, max_steps + 1)
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
-    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
-    ss = sampled_scenario(bound, draws, max_steps, drawn)
+    ss, draws = sampled_draws(bound, samples, seed, max_steps, drawn)
     propagated = acceptance_propagated(scenario)
     # every row through the closed forms' inputs at once (rows are independent, so this
     # is one pass, not 2 + F): the nominal row, the draws, the drivers' ends, then each
@@ -624,8 +621,7 @@ def lever_uncertainty(
     base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
     k = base.num_steps
     nominal = bind(base)  # the lever at its own value, bound once
-    draws = draw_inputs(base, uncertain_inputs(nominal), samples, seed)
-    ss = sampled_scenario(nominal, draws)
+    ss, draws = sampled_draws(nominal, samples, seed)
     integer = isinstance(field_value(scenario, field), int)
     grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
     if integer:
@@ -762,5 +758,5 @@ def sampled_answers(
     interval of any quantity (draft lengths 1..``MAX_STEPS``)."""
     seed = scenario.simulation.seed if seed is None else seed
     bound = bind(scenario)
-    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
-    return sampled_scenario(bound, draws).model(draws)
+    ss, draws = sampled_draws(bound, samples, seed)
+    return ss.model(draws)

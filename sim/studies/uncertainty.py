@@ -214,18 +214,6 @@ def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
     return tuple(out)
 
 
-def off_centre_outside(
-    value: float, interval: Sequence[float | None], inputs: Sequence[UncertainInput]
-) -> tuple[OffCentre, ...]:
-    """Why ``value`` (an answer as specified) lies outside its own 90% ``interval``: the
-    ``inputs`` specified outside the 5-95% of their ranges; empty when it lies inside (or
-    an end is missing) or no input is off centre."""
-    lo, hi = interval
-    if lo is None or hi is None or lo <= value <= hi:
-        return ()
-    return off_centre(inputs)
-
-
 @dataclass(frozen=True, slots=True)
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""
@@ -244,6 +232,9 @@ class UncertaintyResult:
     #: run`` prints beside SGLang's): its tok/s and accept length, rebuilt in every draw
     best_tree_tok_s_interval90: Interval | None = None
     best_tree_accept_length_interval90: Interval | None = None
+    #: the ``inputs`` specified outside the 5-95% of their own ranges (``off_centre``): an
+    #: answer as specified that lies outside its 90% interval lies there because of them
+    off_centre_inputs: tuple[OffCentre, ...] = ()
 
     def target(self, tok_s: float) -> TargetUncertainty | None:
         return next((t for t in self.targets if t.tok_s == tok_s), None)
@@ -530,6 +521,7 @@ def _chain_uncertainty(
             for answers in zip(tgts, chain.bests, per_k, chain.firsts, strict=True)
         ),
         notes=tuple(notes),
+        off_centre_inputs=off_centre(ss.inputs),
     )
     return result, ss, draws
 

@@ -8,7 +8,12 @@ the RTX PRO 6000 Kimi curve on batch 1 and plain decoding at 8; llm-d's Qwen3-32
 replications and seed, now with ``serve``'s 90% interval from inputs and model
 (sim/studies/serving/draws.py ``serve_intervals``). A figure is covered when the published
 value lies inside the interval of the same quantity: the paired speedup of aggregate tok/s
-(the paper tables), a policy's aggregate tok/s (Kimi), a policy's TPOT p50 (llm-d).
+(the paper tables), a policy's aggregate tok/s (Kimi), a policy's TPOT p50 (llm-d); the
+gains (the paper's speed-ups, and the ratio of two published levels: Kimi's speculative
+over plain tok/s, llm-d's plain over speculative TPOT p50) are also scored apart, with how
+many intervals would separate a 10% gain from none. The draws are conditioned on each
+curve's calibration figures (sim/validation/calibration_refits.py; ``--unconditioned``:
+every input over its own range, the calibrated terms held at their nominal fit).
 
 ``python -m sim.validation.interval_public`` (``make coverage``) prints the table
 docs/serving-intervals.md quotes.
@@ -29,18 +34,29 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAWS, serve_intervals
+from sim.studies.serving.draws import DRAWS, SERVE_METRICS, Refit, serve_intervals
+from sim.studies.serving.paired_metrics import gain, policy_point
 from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
+from sim.validation.calibration_refits import kimi_refit, llmd_refit, memo, paper_refits
 
-__all__ = ["Figure", "public_coverage", "summary_lines"]
+__all__ = [
+    "Figure",
+    "FigureSpec",
+    "figure_specs",
+    "public_coverage",
+    "scenario_at",
+    "summary_lines",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Figure:
     """One scored public figure: its curve, label, published value, the nominal
-    prediction and its 90% interval from inputs and model; ``inputs``: the fields drawn."""
+    prediction and its 90% interval from inputs and model; ``inputs``: the fields drawn;
+    ``gain``: a paired speed-up (the decision), ``counted``: among the published figures
+    (False: a gain of two published levels, scored as a gain only)."""
 
     curve: str
     label: str
@@ -48,6 +64,8 @@ class Figure:
     nominal: float
     interval: tuple[float, float]
     inputs: tuple[str, ...]
+    gain: bool = False
+    counted: bool = True
 
     @property
     def inside(self) -> bool:
@@ -58,134 +76,237 @@ class Figure:
         """Interval width relative to the nominal prediction."""
         return (self.interval[1] - self.interval[0]) / self.nominal
 
+    @property
+    def separates(self) -> bool:
+        """Whether an interval this wide (relative) around a 10% gain leaves out no gain:
+        1.1 (1 - width / 2) > 1, a width below 0.18."""
+        return 1.1 * (1.0 - self.width / 2.0) > 1.0
+
 
 #: (what a figure is: speedup or a policy's level, the metric)
 SPEEDUP = "speedup"
 
 
-def _predict(
-    scenario: Scenario,
-    load: dict[str, Any],
-    requests: int,
-    replications: int,
-    seed: int,
-    draws: int,
-) -> tuple[dict[str, Any], Any]:
-    """The case's simulation at ``load`` with its 90% intervals, and the run's summary."""
-    sc = with_load(scenario, source="validation", **load)
-    sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
+@dataclass(frozen=True, slots=True)
+class FigureSpec:
+    """The scored figures of one curve at one load, as its case simulates them: the
+    calibrated scenario, the load, requests, replications and seed; ``figures`` (label,
+    what: ``SPEEDUP`` or a policy, metric, baseline policy, published value); ``refit``
+    the case's calibration re-solved in a draw (sim/validation/calibration_refits.py);
+    ``gains``: speed-ups of two published levels, scored as gains only."""
+
+    curve: str
+    scenario: Scenario
+    load: tuple[tuple[str, Any], ...]
+    requests: int
+    replications: int
+    seed: int
+    figures: tuple[tuple[str, str, str, str, float], ...]
+    refit: Refit | None = None
+    gains: tuple[tuple[str, str, str, str, float], ...] = ()
+
+
+def scenario_at(spec: FigureSpec) -> Scenario:
+    """The spec's scenario at its load and number of requests."""
+    sc = with_load(spec.scenario, source="validation", **dict(spec.load))
+    return with_overrides(sc, {"workload.requests": spec.requests}, source="validation")
+
+
+def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str, Any], Any]:
+    """The spec's simulation with its 90% intervals (``conditioned``: the draws conditioned
+    on the calibration figures by the spec's refit), and the run's summary."""
+    sc = scenario_at(spec)
     bound = bind(sc)
     setup = serving_setup(bound, source="validation")
-    run = simulate_serving(setup.plan, setup.policies, replications=replications, seed=seed)
+    run = simulate_serving(
+        setup.plan, setup.policies, replications=spec.replications, seed=spec.seed
+    )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
+    points = {name: policy_point(recs, setup.slo) for name, recs in run.records.items()}
     iv = serve_intervals(
         bound,
         run.records,
         slo=setup.slo,
-        seed=seed,
+        seed=spec.seed,
         baseline=BASELINE,
         batch=max(p.mean_batch.mean for p in summary.policies.values()),
         draws=draws,
+        refit=spec.refit if conditioned else None,
     )
+    # the nominal speed-ups as the intervals pair them (a TPOT p50's included)
+    iv["nominal_speedup"] = {
+        m: gain(points[SPECULATIVE], points[BASELINE], m).mean for m in SERVE_METRICS
+    }
     return iv, summary
 
 
-def _closed(scenario: Scenario, batch: int, draws: int) -> tuple[dict[str, Any], Any]:
-    """``_predict`` at a closed loop of ``batch`` users as sim/validation/serving_cases.py
-    simulates it: max(60, 3 batch) requests, its replications and seed."""
-    return _predict(
+def _closed(
+    curve: str,
+    scenario: Scenario,
+    batch: int,
+    figures: tuple[tuple[str, str, str, str, float], ...],
+    refit: Refit,
+    gains: tuple[tuple[str, str, str, str, float], ...] = (),
+) -> FigureSpec:
+    """A closed loop of ``batch`` users as sim/validation/serving_cases.py simulates it:
+    max(60, 3 batch) requests, its replications and seed."""
+    return FigureSpec(
+        curve,
         scenario,
-        {"concurrency": batch},
+        (("concurrency", batch),),
         max(60, 3 * batch),
         sv.SERVING_REPLICATIONS,
         sv.SERVING_SEED,
-        draws,
+        figures,
+        refit,
+        gains,
     )
 
 
 def _figure(
-    curve: str, label: str, measured: float, iv: dict[str, Any], summary: Any, what: str, m: str
+    curve: str,
+    label: str,
+    measured: float,
+    iv: dict[str, Any],
+    summary: Any,
+    what: str,
+    m: str,
+    counted: bool = True,
 ) -> Figure:
     if what == SPEEDUP:
-        nominal = summary.speedup[SPECULATIVE][m].mean
+        nominal = iv["nominal_speedup"][m]
         ends = iv["speedup"][SPECULATIVE][m]
     else:
         pol = summary.policies[what]
         nominal = pol.aggregate_tok_s.mean if m == "aggregate_tok_s" else pol.metrics["tpot_ms"].p50
         ends = iv["levels"][what][m]
     inputs = tuple(i["field"] for i in iv["inputs"])
-    return Figure(curve, label, float(measured), float(nominal), (ends[0], ends[1]), inputs)
+    return Figure(
+        curve,
+        label,
+        float(measured),
+        float(nominal),
+        (ends[0], ends[1]),
+        inputs,
+        what == SPEEDUP,
+        counted,
+    )
 
 
-def _paper_curves() -> Iterator[tuple[str, Scenario, Mapping[int, float], int]]:
-    """(curve, calibrated scenario, published speedups by batch, calibration batch)."""
+def _paper_curves() -> Iterator[tuple[str, Scenario, Mapping[int, float], int, Refit]]:
+    """(curve, calibrated scenario, published speedups by batch, calibration batch, refit)."""
     sg3, sg1 = sv.sglang_scenarios()
     vl3, vl1 = sv.vllm_scenarios()
     t3, t5 = pub.EAGLE3_SGLANG_TABLE3, pub.EAGLE3_VLLM_TABLE5
-    yield "EAGLE-3 paper T3 EAGLE-3 (SGLang, H100)", sg3, t3["EAGLE-3"], 2
-    yield "EAGLE-3 paper T3 EAGLE (SGLang, H100)", sg1, t3["EAGLE"], 2
-    yield "EAGLE-3 paper T5 EAGLE-3 (vLLM, RTX 3090)", vl3, t5["EAGLE-3"], 2
-    yield "EAGLE-3 paper T5 EAGLE (vLLM, RTX 3090)", vl1, t5["EAGLE"], 2
+    sg3_refit, sg1_refit = paper_refits(sg3, sg1, t3, sv.SGLANG_OVERHEAD_HIGH_MS)
+    vl3_refit, vl1_refit = paper_refits(vl3, vl1, t5, sv.VLLM_OVERHEAD_HIGH_MS)
+    yield "EAGLE-3 paper T3 EAGLE-3 (SGLang, H100)", sg3, t3["EAGLE-3"], 2, memo(sg3_refit)
+    yield "EAGLE-3 paper T3 EAGLE (SGLang, H100)", sg1, t3["EAGLE"], 2, memo(sg1_refit)
+    yield "EAGLE-3 paper T5 EAGLE-3 (vLLM, RTX 3090)", vl3, t5["EAGLE-3"], 2, memo(vl3_refit)
+    yield "EAGLE-3 paper T5 EAGLE (vLLM, RTX 3090)", vl1, t5["EAGLE"], 2, memo(vl1_refit)
 
 
-def public_coverage(draws: int = DRAWS) -> list[Figure]:
-    """Every scored figure of the public serving curves with its interval."""
-    out: list[Figure] = []
-    for curve, sc, table, cal in _paper_curves():
+KIMI = "Kimi-K2.5 8x RTX PRO 6000 (vLLM)"
+#: Replications of the llm-d rates here: the case's 2 give a Monte Carlo 95% interval
+#: t(0.975, 1) = 12.7 standard errors wide; 4 (t(0.975, 3) = 3.2) measure the same
+#: prediction more closely.
+RATE_INTERVAL_REPLICATIONS = 4
+LLMD = "llm-d Qwen3-32B 2x H200 (vLLM)"
+
+
+def figure_specs() -> list[FigureSpec]:
+    """Every load of the public serving curves with the figures scored there."""
+    out: list[FigureSpec] = []
+    for curve, sc, table, cal, refit in _paper_curves():
         for batch, measured in table.items():
-            if batch == cal:
-                continue
-            iv, summary = _closed(sc, batch, draws)
-            label = f"bs={batch}"
-            out.append(_figure(curve, label, measured, iv, summary, SPEEDUP, "aggregate_tok_s"))
+            if batch != cal:
+                fig = (f"bs={batch}", SPEEDUP, "aggregate_tok_s", BASELINE, measured)
+                out.append(_closed(curve, sc, batch, (fig,), refit))
     kimi, _, _ = sv.kimi_scenario()
+    kimi_fit = memo(kimi_refit(kimi))
     curves = pub.RTX6KPRO_AGGREGATE_TOK_S
     for batch in sorted(curves["MTP=3"]):
         if batch == 1:
             continue
-        iv, summary = _closed(kimi, batch, draws)
-        name = "Kimi-K2.5 8x RTX PRO 6000 (vLLM)"
-        out.append(
-            _figure(
-                name, f"MTP=3 conc={batch}", curves["MTP=3"][batch], iv, summary,
-                SPECULATIVE, "aggregate_tok_s",
-            )
-        )  # fmt: skip
-        if batch != 8:
-            out.append(
-                _figure(
-                    name, f"no MTP conc={batch}", curves["no MTP"][batch], iv, summary,
-                    BASELINE, "aggregate_tok_s",
-                )
-            )  # fmt: skip
+        figs = [(f"MTP=3 conc={batch}", SPECULATIVE, "aggregate_tok_s", BASELINE,
+                 curves["MTP=3"][batch])]  # fmt: skip
+        gains = []
+        if batch != 8:  # plain decoding at 8 users calibrates the decode's growth
+            figs.append((f"no MTP conc={batch}", BASELINE, "aggregate_tok_s", BASELINE,
+                         curves["no MTP"][batch]))  # fmt: skip
+            gains.append((f"MTP=3 / no MTP conc={batch}", SPEEDUP, "aggregate_tok_s",
+                          BASELINE, curves["MTP=3"][batch] / curves["no MTP"][batch]))  # fmt: skip
+        out.append(_closed(KIMI, kimi, batch, tuple(figs), kimi_fit, tuple(gains)))
     llmd = rc.llmd_scenario()
+    llmd_fit = memo(llmd_refit(llmd))
+    tpot = pub.LLMD_QWEN3_TPOT_P50_MS
     for qps in rc.SCORED_QPS:
-        iv, summary = _predict(
-            llmd,
-            {"rate_per_s": float(qps)},
-            rc.STAGE_S * qps,
-            rc.RATE_REPLICATIONS,
-            rc.RATE_SEED,
-            draws,
-        )
-        for arm, policy in (("baseline", BASELINE), ("EAGLE-3", SPECULATIVE)):
-            out.append(
-                _figure(
-                    "llm-d Qwen3-32B 2x H200 (vLLM)",
-                    f"{arm} {qps} QPS TPOT p50",
-                    pub.LLMD_QWEN3_TPOT_P50_MS[arm][qps],
-                    iv,
-                    summary,
-                    policy,
-                    "tpot_p50_ms",
-                )
+        figs = [
+            (f"{arm} {qps} QPS TPOT p50", policy, "tpot_p50_ms", BASELINE,
+             pub.LLMD_QWEN3_TPOT_P50_MS[arm][qps])
+            for arm, policy in (("baseline", BASELINE), ("EAGLE-3", SPECULATIVE))
+        ]  # fmt: skip
+        out.append(
+            FigureSpec(
+                LLMD,
+                llmd,
+                (("rate_per_s", float(qps)),),
+                rc.STAGE_S * qps,
+                max(rc.RATE_REPLICATIONS, RATE_INTERVAL_REPLICATIONS),
+                rc.RATE_SEED,
+                tuple(figs),
+                llmd_fit,
+                (
+                    (
+                        f"TPOT speed-up {qps} QPS",
+                        SPEEDUP,
+                        "tpot_p50_ms",
+                        BASELINE,
+                        tpot["baseline"][qps] / tpot["EAGLE-3"][qps],
+                    ),
+                ),
             )
+        )
     return out
+
+
+def spec_figures(spec: FigureSpec, draws: int = DRAWS, conditioned: bool = True) -> list[Figure]:
+    """The figures of one load with their intervals (``conditioned``: the draws
+    conditioned on the curve's calibration figures; False: every input over its own
+    range, the calibrated terms held at their nominal fit)."""
+    iv, summary = _predict(spec, draws, conditioned)
+    out = [
+        _figure(spec.curve, label, measured, iv, summary, what, metric)
+        for label, what, metric, _, measured in spec.figures
+    ]
+    out += [
+        _figure(spec.curve, label, measured, iv, summary, what, metric, False)
+        for label, what, metric, _, measured in spec.gains
+    ]
+    return out
+
+
+def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure]:
+    """Every scored figure of the public serving curves with its interval
+    (``spec_figures``)."""
+    return [f for spec in figure_specs() for f in spec_figures(spec, draws, conditioned)]
+
+
+def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:
+    n_in = sum(f.inside for f in sel)
+    width = float(np.median([f.width for f in sel]))
+    share = f" ({n_in / len(sel):.0%})" if name == "all" else ""
+    inputs = ", ".join(sel[0].inputs) if drawn else ""
+    return f"| {name} | {len(sel)} | {n_in}{share} | {width:.3f} |" + (
+        f" {inputs} |" if inputs else " |"
+    )
 
 
 def summary_lines(figures: Sequence[Figure]) -> list[str]:
     """Per figure: published, nominal, interval, inside; then per curve and overall the
-    share covered and the median relative width."""
+    share covered and the median relative width of the published figures; then the same
+    for the gains (the paired speed-ups: the published ones and those of two published
+    levels) with how many intervals are narrow enough to separate a 10% gain from none."""
     lines = ["| curve | figure | published | specsim | 90% interval | inside |",
              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for f in figures:
@@ -194,26 +315,39 @@ def summary_lines(figures: Sequence[Figure]) -> list[str]:
             f"| {f.curve} | {f.label} | {f.measured:.4g} | {f.nominal:.4g} | "
             f"[{lo:.4g}, {hi:.4g}] | {'yes' if f.inside else 'no'} |"
         )
+    counted = [f for f in figures if f.counted]
     lines += ["", "| curve | figures | inside | median width (rel.) | drawn |",
               "| --- | --- | --- | --- | --- |"]  # fmt: skip
-    for curve in dict.fromkeys(f.curve for f in figures):
-        sel = [f for f in figures if f.curve == curve]
-        n_in = sum(f.inside for f in sel)
-        width = float(np.median([f.width for f in sel]))
-        lines.append(
-            f"| {curve} | {len(sel)} | {n_in} | {width:.3f} | {', '.join(sel[0].inputs)} |"
-        )
-    n_in = sum(f.inside for f in figures)
-    width = float(np.median([f.width for f in figures]))
-    lines.append(f"| all | {len(figures)} | {n_in} ({n_in / len(figures):.0%}) | {width:.3f} | |")
+    for curve in dict.fromkeys(f.curve for f in counted):
+        lines.append(_curve_line(curve, [f for f in counted if f.curve == curve], True))
+    lines.append(_curve_line("all", counted, False))
+    gains = [f for f in figures if f.gain]
+    lines += ["", "| gains of | figures | inside | median width (rel.) | separate 10% |",
+              "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for curve in [*dict.fromkeys(f.curve for f in gains), "all"]:
+        sel = [f for f in gains if curve in ("all", f.curve)]
+        line = _curve_line(curve, sel, False)
+        lines.append(line[: line.rindex("|", 0, -1)] + f"| {sum(f.separates for f in sel)} |")
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
+    parser.add_argument(
+        "--unconditioned",
+        action="store_true",
+        help="draw every input over its own range, the calibrated terms held at their fit",
+    )
     args = parser.parse_args(argv)
-    print("\n".join(summary_lines(public_coverage(args.draws))))
+    figures: list[Figure] = []
+    for spec in figure_specs():  # each load's rows as they come: the whole run is long
+        for f in spec_figures(spec, args.draws, not args.unconditioned):
+            lo, hi = f.interval
+            print(f"# {f.curve} | {f.label} | {f.measured:.4g} | {f.nominal:.4g} | "
+                  f"[{lo:.4g}, {hi:.4g}]", flush=True)  # fmt: skip
+            figures.append(f)
+    print("\n".join(summary_lines(figures)))
     return 0
 
 

@@ -130,7 +130,12 @@ def _fit_field(scenario: Scenario, field: str, lo: float, hi: float, point: Load
 def llmd_scenario() -> Scenario:
     """The scenario calibrated on the 1-QPS stage: decode_ms on the baseline TPOT, then one
     conditional rate on the EAGLE-3 TPOT."""
-    decode = _fit_field(_base(), "timing.decode_ms", 1.0, 60.0, _point("baseline", CALIBRATION_QPS))
+    return llmd_calibrated(_base())
+
+
+def llmd_calibrated(base: Scenario) -> Scenario:
+    """``base`` calibrated on the 1-QPS stage, as ``llmd_scenario``."""
+    decode = _fit_field(base, "timing.decode_ms", 1.0, 60.0, _point("baseline", CALIBRATION_QPS))
     return _fit_field(decode, "acceptance.alpha", 0.02, 0.99, _point("EAGLE-3", CALIBRATION_QPS))
 
 

@@ -28,7 +28,7 @@ without uncertain inputs gets the Monte Carlo interval alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,9 @@ __all__ = [
     "DRAWS",
     "DRAW_REPLICATIONS",
     "INTERVAL_LABEL",
+    "SERVE_METRICS",
     "DrawnPoints",
+    "Refit",
     "describe_inputs",
     "input_draws",
     "interval90",
@@ -74,9 +76,22 @@ INTERVAL_LABEL = "90% interval from inputs and model"
 Overrides = tuple[tuple[str, Any], ...]
 
 
-def input_draws(bound: Bound, seed: int, draws: int = DRAWS) -> tuple[Overrides, ...]:
+#: Re-solves a calibrated scenario's fitted terms in one draw: from the draw's overrides
+#: of the scenario, the values of the fitted fields that reproduce the calibration figures
+#: under them (as re-running the calibration with the drawn inputs would).
+Refit = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def input_draws(
+    bound: Bound, seed: int, draws: int = DRAWS, refit: Refit | None = None
+) -> tuple[Overrides, ...]:
     """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs (none
-    without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``."""
+    without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``.
+
+    ``refit``: the draws are conditioned on the calibration figures: each draw's fitted
+    fields re-solved so that the drawn scenario reproduces them (``Refit``); a draw under
+    which no value reproduces them (the fit finds no root, or the scenario rejects the
+    value) is left out, as the data rule it out."""
     # lazy: the uncertainty layer only when a study draws
     from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
 
@@ -85,7 +100,16 @@ def input_draws(bound: Bound, seed: int, draws: int = DRAWS) -> tuple[Overrides,
     if not inputs or draws < 1:
         return ()
     values = draw_inputs(scenario, inputs, draws, seed)
-    return tuple(tuple(draw_overrides(scenario, inputs, row).items()) for row in values)
+    out = []
+    for row in values:
+        over = draw_overrides(scenario, inputs, row)
+        if refit is not None:
+            try:
+                over = {**over, **refit(over)}
+            except (SpecsimError, ValueError):
+                continue  # no value of the fitted terms reproduces the calibration here
+        out.append(tuple(over.items()))
+    return tuple(out)
 
 
 def describe_inputs(bound: Bound) -> list[dict[str, Any]]:
@@ -328,14 +352,16 @@ def serve_intervals(
     batch: float = 1.0,
     draws: int = DRAWS,
     replications: int = DRAW_REPLICATIONS,
+    refit: Refit | None = None,
 ) -> dict[str, Any]:
     """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
     (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
     speedup over ``baseline``, each the draws' answers (every draw ``replications``
     replications at the nominal run's first seeds, the nominal moved by the paired shift)
     joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
-    of the nominal run, against the highest measured one (``beyond_note``). The draws
-    perturb the bound scenario and bind each (``Served.bound``: the nominal's)."""
+    of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
+    draws conditioned on the calibration figures (``input_draws``). The draws perturb the
+    bound scenario and bind each (``Served.bound``: the nominal's)."""
     # lazy: the serving setup only when serve draws
     from sim.binding.bound import bind
     from sim.scenario.load import with_overrides
@@ -344,7 +370,7 @@ def serve_intervals(
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     scenario = bound.scenario
-    overrides = input_draws(bound, seed, draws)
+    overrides = input_draws(bound, seed, draws, refit)
     r = min(replications, min(len(v) for v in records.values()))
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
     first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}

@@ -278,3 +278,27 @@ def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() ->
     lo, hi = result.interval90[1]["capacity_gain_interval90"]
     gain = result.policies[1].rate_per_s / result.policies[0].rate_per_s
     assert lo <= gain <= hi
+
+
+def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
+    """With a refit, each draw carries the fitted fields it returns for that draw's
+    overrides; a draw under which the fit finds no value is left out (the data rule it
+    out), and the others keep their order and values."""
+    sc = load_scenario(SERVING)
+    free = input_draws(bind(sc), seed=1)
+    seen: list[dict] = []
+
+    def refit(over):  # the overhead as a function of the drawn host work
+        seen.append(dict(over))
+        host = float(over["serving.host_us_per_request"])
+        if host > 30.0:
+            raise ValueError("no root")
+        return {"timing.cycle_overhead_ms": host / 10.0}
+
+    fitted = input_draws(bind(sc), seed=1, refit=refit)
+    assert [dict(d) for d in free] == seen  # the refit sees each draw's overrides
+    kept = [dict(d) for d in free if dict(d)["serving.host_us_per_request"] <= 30.0]
+    assert 0 < len(kept) < len(free)
+    assert [dict(d) for d in fitted] == [
+        {**d, "timing.cycle_overhead_ms": d["serving.host_us_per_request"] / 10.0} for d in kept
+    ]

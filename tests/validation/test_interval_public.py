@@ -1,0 +1,44 @@
+"""The public curves' interval scoring (sim/validation/interval_public.py): which figures
+are scored, and what it calls narrow enough to decide."""
+
+from __future__ import annotations
+
+from sim.validation import rate_curve_cases as rc
+from sim.validation.interval_public import KIMI, LLMD, Figure, figure_specs, summary_lines
+
+
+def _figure(width: float, measured: float = 1.1, gain: bool = True) -> Figure:
+    half = 1.1 * width / 2
+    return Figure("c", "f", measured, 1.1, (1.1 - half, 1.1 + half), (), gain)
+
+
+def test_an_interval_separates_a_10_percent_gain_below_a_width_of_0_18() -> None:
+    """Around a 1.10 gain an interval of relative width w leaves out 1.0 when
+    1.1 (1 - w / 2) > 1: w < 2 / 11 = 0.1818."""
+    assert _figure(0.18).separates and not _figure(0.19).separates
+    assert _figure(0.18).interval[0] > 1.0 > _figure(0.19).interval[0]
+
+
+def test_the_summary_scores_the_gains_apart() -> None:
+    figures = [_figure(0.1), _figure(0.3, measured=2.0), _figure(0.05, gain=False)]
+    lines = summary_lines(figures)
+    assert "| all | 3 | 2 (67%) | 0.100 | |" in lines
+    gains = lines[
+        lines.index("| gains of | figures | inside | median width (rel.) | separate 10% |") :
+    ]
+    assert gains[-1] == "| all | 2 | 1 (50%) | 0.200 | 1 |"
+
+
+def test_no_calibration_figure_is_scored() -> None:
+    """Each curve is calibrated on its lowest load (the paper tables on batch 2, Kimi on
+    batch 1 and plain decoding at 8 users, llm-d on 1 QPS): none of those is a figure."""
+    specs = figure_specs()
+    paper = [s for s in specs if s.curve not in (KIMI, LLMD)]
+    assert all(dict(s.load)["concurrency"] != 2 for s in paper)
+    kimi = [s for s in specs if s.curve == KIMI]
+    assert all(dict(s.load)["concurrency"] != 1 for s in kimi)
+    at8 = [f[0] for s in kimi if dict(s.load)["concurrency"] == 8 for f in s.figures + s.gains]
+    assert at8 == ["MTP=3 conc=8"]
+    llmd = [dict(s.load)["rate_per_s"] for s in specs if s.curve == LLMD]
+    assert llmd == [float(q) for q in rc.SCORED_QPS] and rc.CALIBRATION_QPS not in llmd
+    assert all(s.refit is not None for s in specs)

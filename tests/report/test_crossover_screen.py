@@ -7,6 +7,7 @@ from typing import Any
 
 from sim.report.crossover import render_crossover, render_crossover_screen
 from sim.report.screen import fits
+from tests.report.study_settings import SETTINGS
 
 USERS = (1, 2, 3, 4, 5, 6, 8, 16, 32, 64)
 KS = (1, 2, 3, 4)
@@ -58,13 +59,7 @@ def _doc() -> dict[str, Any]:
         "grid": [float(u) for u in USERS],
         "num_steps": list(KS),
         "metrics": METRICS,
-        "seed": 1,
-        "replications": 10,
-        "requests": 200,
-        "warmup_requests": 20,
-        "input_tokens_mean": 1024,
-        "output_tokens_mean": 512,
-        "batching": "prefill_first",
+        **SETTINGS,
         "slo": {"ttft_ms": 2000, "tpot_ms": 40},
         "runs": 81,
         "assumptions": [f"topic {i}: why" for i in range(6)],

@@ -616,22 +616,27 @@ def cycle_time_model(
     *,
     fidelity: str = "cycle",
     rng: np.random.Generator | None = None,
-    cycle: CycleCost | None = None,
 ) -> CycleTimeModel:
     """The cycle-time model of a scenario at a pass-time fidelity (``FIDELITIES``).
 
     ``cycle``: the cost model plus ``timing.jitter_cv``; ``layer``: pools of layer-level
     SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
-    ``cycle`` (argument): the scenario's ``bound_cycle_cost`` when the caller holds it
-    (``Bound.cycle``).
+    A ``Bound`` holds its cycle (``Bound.cycle_time_model``).
     """
     if fidelity == "cycle":
         # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
         # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
         # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
-        if cycle is None:
-            cycle = bound_cycle_cost(scenario)
-        return CostCycleTimes(cycle, scenario.timing.jitter_cv)
+        return CostCycleTimes(bound_cycle_cost(scenario), scenario.timing.jitter_cv)
+    return drawn_cycle_times(scenario, fidelity, rng)
+
+
+def drawn_cycle_times(
+    scenario: Scenario, fidelity: str, rng: np.random.Generator | None
+) -> CycleTimeModel:
+    """The cycle-time model of a fidelity other than ``cycle``: ``layer``'s pools of
+    layer-level SimPy pass times drawn with ``rng`` (required); SpecsimError for a fidelity
+    not in ``FIDELITIES``."""
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")

@@ -21,7 +21,7 @@ import numpy as np
 from sim.binding.bind import (
     AcceptanceShape,
     acceptance_shape,
-    cycle_time_model,
+    drawn_cycle_times,
     profile_factors,
     scenario_acceptance,
     scenario_tree_cost,
@@ -32,7 +32,7 @@ from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import FactorsFn, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
-from sim.model.cycletime import CycleTimeModel
+from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -110,8 +110,11 @@ class Bound:
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
     ) -> CycleTimeModel:
-        """The cycle-time model at a pass-time fidelity (sim/binding/bind.py)."""
-        return cycle_time_model(self.scenario, fidelity=fidelity, rng=rng, cycle=self.cycle)
+        """The cycle-time model at a pass-time fidelity: at ``cycle`` the held cycle plus
+        ``timing.jitter_cv``; else drawn (``drawn_cycle_times``, sim/binding/bind.py)."""
+        if fidelity == "cycle":
+            return CostCycleTimes(self.cycle, self.scenario.timing.jitter_cv)
+        return drawn_cycle_times(self.scenario, fidelity, rng)
 
 
 def bind(scenario: Scenario) -> Bound:

@@ -750,11 +750,31 @@ def sampled_scenario(
     """Inputs and response tables of a bound scenario, the tables spanning ``draws``
     (default: nominal only) around its pass times; a mix's or a spread's drawn rates kept
     in ``drawn`` when given (studies of scenarios that differ elsewhere share them)."""
-    scenario = bound.scenario
     inputs = uncertain_inputs(bound)
+    return _sampled(
+        bound, inputs, nominal_row(inputs) if draws is None else draws, max_steps, drawn
+    )
+
+
+def sampled_draws(
+    bound: Bound, samples: int, seed: int, max_steps: int = MAX_STEPS, drawn: Drawn | None = None
+) -> tuple[SampledScenario, np.ndarray]:
+    """``samples`` draws (n, F) of the bound scenario's uncertain inputs (``draw_inputs``)
+    and its ``sampled_scenario`` spanning them, the inputs found once."""
+    inputs = uncertain_inputs(bound)
+    draws = draw_inputs(bound.scenario, inputs, samples, seed)
+    return _sampled(bound, inputs, draws, max_steps, drawn), draws
+
+
+def _sampled(
+    bound: Bound,
+    inputs: tuple[UncertainInput, ...],
+    draws: np.ndarray,
+    max_steps: int,
+    drawn: Drawn | None,
+) -> SampledScenario:
+    scenario = bound.scenario
     base = pass_vector(bound.passes, max_steps)
-    if draws is None:
-        draws = nominal_row(inputs)
     responses = tuple(
         None if is_acceptance_input(inp.field) else pass_response(scenario, inp, draws[:, j], base)
         for j, inp in enumerate(inputs)

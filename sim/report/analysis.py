@@ -21,7 +21,7 @@ from sim.report.uncertainty import (
     off_centre_text,
 )
 from sim.studies.analysis import Analysis
-from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty, off_centre_outside
+from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty
 
 ALPHA_MEANING = "alpha = the equal conditional per-position acceptance rate (Leviathan's alpha)"
 RATES_MEANING = (
@@ -243,8 +243,8 @@ def render_analysis_verbose(analysis: Analysis) -> str:
             f"accept length {fmt_interval(unc.accept_length_interval90, '.2f')}",
         )
         tok_s = analysis.throughput_tok_s
-        off = off_centre_outside(tok_s, (lo, hi), unc.inputs)
-        if off:
+        off = unc.off_centre_inputs
+        if off and lo is not None and hi is not None and not lo <= tok_s <= hi:
             lines.insert(
                 at + 1,
                 f"                         {tok_s:.1f} lies outside it: inputs specified outside "

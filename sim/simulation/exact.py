@@ -32,7 +32,7 @@ from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import RequestLaw, cycles_and_emitted_law, cycles_law
 from sim.simulation.engines.common import phase_means
-from sim.simulation.simulate import bound_cycle_times
+from sim.simulation.simulate import bind_for_run
 from sim.simulation.summary import Summary, TargetProbability
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def scenario_exact(
     scenario = bound.scenario
     model = bound.acceptance
     seed = scenario.simulation.seed if seed is None else seed
-    times = bound_cycle_times(bound, fidelity, seed)
+    _, times = bind_for_run(bound, fidelity, seed)
     growth = bound.extend_growth if scenario.num_steps > 0 else (0.0, 0.0)
     reason = exact_obstacle(model, times)
     if reason is not None:

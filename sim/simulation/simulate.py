@@ -98,27 +98,25 @@ def model_rng(seed: int) -> np.random.Generator:
     )
 
 
-def bound_cycle_times(model: Bound | Scenario, fidelity: str, seed: int) -> CycleTimeModel:
-    """The cycle-time model ``simulate`` takes for a bound scenario (a scenario is bound
-    here) at ``fidelity`` and ``seed`` (the layer pass's pools are drawn from
-    ``model_rng(seed)``); a field it finds wanting is named with the scenario's file."""
-    rng = model_rng(seed) if fidelity == "layer" else None
+def bind_for_run(
+    model: Bound | Scenario, fidelity: str, seed: int, cycle_times: CycleTimeModel | None = None
+) -> tuple[Bound, CycleTimeModel]:
+    """The ``Bound`` of ``model`` (a scenario is bound here, once) and the cycle-time model
+    ``simulate`` takes at ``fidelity`` and ``seed`` (the layer pass's pools are drawn from
+    ``model_rng(seed)``; ``cycle_times``, when given, is kept); a field either finds wanting
+    is named with the scenario's file."""
     try:
-        return as_bound(model).cycle_time_model(fidelity=fidelity, rng=rng)
+        bound = as_bound(model)
+        if cycle_times is None:
+            rng = model_rng(seed) if fidelity == "layer" else None
+            cycle_times = bound.cycle_time_model(fidelity=fidelity, rng=rng)
     except SpecsimError as exc:
         raise in_its_file(exc, _scenario_of(model)) from None
+    return bound, cycle_times
 
 
 def _scenario_of(model: Bound | Scenario) -> Scenario:
     return model.scenario if isinstance(model, Bound) else model
-
-
-def bind_named(model: Bound | Scenario) -> Bound:
-    """``as_bound(model)``, a field it finds wanting named with the scenario's file."""
-    try:
-        return as_bound(model)
-    except SpecsimError as exc:
-        raise in_its_file(exc, _scenario_of(model)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +243,7 @@ def simulate(
     k = scenario.num_steps
     streamed = r_n * q_n > STREAM_ABOVE if stream is None else stream
     check_run_size(r_n, q_n, scenario.workload.output_tokens, k, engine, workers, streamed)
-    bound = bind_named(model)
-    if cycle_times is None:
-        cycle_times = bound_cycle_times(bound, fidelity, seed)
+    bound, cycle_times = bind_for_run(model, fidelity, seed, cycle_times)
     speculating = scenario.num_steps > 0
     per_token, extend_tokens = bound.extend_growth if speculating else (0.0, 0.0)
     chosen = acceptance or bound.acceptance

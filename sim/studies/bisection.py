@@ -31,7 +31,7 @@ from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.model.tree.acceptance import Acceptance
 from sim.scenario.schema import Scenario
-from sim.simulation.simulate import bound_cycle_times, simulate
+from sim.simulation.simulate import bind_for_run, simulate
 from sim.simulation.summary import Stats, quick_stats
 
 #: Bisection tolerance on alpha (conditional rates are reported to 3 decimals).
@@ -71,7 +71,7 @@ class MonteCarloStats:
 
     def cycle_times(self, scenario: Scenario) -> CycleTimeModel:
         """The cycle-time model these runs use for ``scenario`` (at its own seed)."""
-        return bound_cycle_times(scenario, self.fidelity, scenario.simulation.seed)
+        return bind_for_run(scenario, self.fidelity, scenario.simulation.seed)[1]
 
 
 def checked_targets(targets: Sequence[float], quantile: float | None) -> list[float]:

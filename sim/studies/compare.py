@@ -19,7 +19,6 @@ from sim.binding.provenance import effective_hardware, override_entries
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import off_centre_outside
 
 #: Quantities given a ratio to the first scenario.
 RATIO_KEYS = ("baseline_tok_s", "tok_s_mean", "accept_length", "cycle_ms_mean", "speedup")
@@ -104,8 +103,10 @@ def compare_one(
 def _outside(tok_s: float, interval: list | None, unc: Any) -> dict[str, Any]:
     """When the closed-form tok/s lies outside its own 90% interval: the inputs specified
     outside the 5-95% of their ranges, which put it there (``off_centre``; empty: no key)."""
-    off = off_centre_outside(tok_s, interval, unc.inputs) if interval is not None else ()
-    return {"off_centre": [o.to_dict() for o in off]} if off else {}
+    lo, hi = (None, None) if interval is None else interval
+    if lo is None or hi is None or lo <= tok_s <= hi or not unc.off_centre_inputs:
+        return {}
+    return {"off_centre": [o.to_dict() for o in unc.off_centre_inputs]}
 
 
 ALPHA_MEANING = (

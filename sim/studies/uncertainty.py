@@ -34,12 +34,10 @@ from sim.binding.uncertainty import (
     acceptance_propagated,
     conditioned,
     correlation_matrix,
-    draw_inputs,
     driver_rows,
     nominal_row,
-    sampled_scenario,
+    sampled_draws,
     study_rows,
-    uncertain_inputs,
 )
 from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.load import field_value, with_overrides
@@ -216,18 +214,6 @@ def off_centre(inputs: Sequence[UncertainInput]) -> tuple[OffCentre, ...]:
     return tuple(out)
 
 
-def off_centre_outside(
-    value: float, interval: Sequence[float | None], inputs: Sequence[UncertainInput]
-) -> tuple[OffCentre, ...]:
-    """Why ``value`` (an answer as specified) lies outside its own 90% ``interval``: the
-    ``inputs`` specified outside the 5-95% of their ranges; empty when it lies inside (or
-    an end is missing) or no input is off centre."""
-    lo, hi = interval
-    if lo is None or hi is None or lo <= value <= hi:
-        return ()
-    return off_centre(inputs)
-
-
 @dataclass(frozen=True, slots=True)
 class UncertaintyResult:
     """The answers of a scenario with their 90% intervals from inputs and model."""
@@ -246,6 +232,9 @@ class UncertaintyResult:
     #: run`` prints beside SGLang's): its tok/s and accept length, rebuilt in every draw
     best_tree_tok_s_interval90: Interval | None = None
     best_tree_accept_length_interval90: Interval | None = None
+    #: the ``inputs`` specified outside the 5-95% of their own ranges (``off_centre``): an
+    #: answer as specified that lies outside its 90% interval lies there because of them
+    off_centre_inputs: tuple[OffCentre, ...] = ()
 
     def target(self, tok_s: float) -> TargetUncertainty | None:
         return next((t for t in self.targets if t.tok_s == tok_s), None)
@@ -499,8 +488,7 @@ def _chain_uncertainty(
         num_steps = range(1, max_steps + 1)
     if num_steps is not None:
         max_steps = max(max(num_steps), scenario.num_steps, 1)
-    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
-    ss = sampled_scenario(bound, draws, max_steps, drawn)
+    ss, draws = sampled_draws(bound, samples, seed, max_steps, drawn)
     propagated = acceptance_propagated(scenario)
     # every row through the closed forms' inputs at once (rows are independent, so this
     # is one pass, not 2 + F): the nominal row, the draws, the drivers' ends, then each
@@ -533,6 +521,7 @@ def _chain_uncertainty(
             for answers in zip(tgts, chain.bests, per_k, chain.firsts, strict=True)
         ),
         notes=tuple(notes),
+        off_centre_inputs=off_centre(ss.inputs),
     )
     return result, ss, draws
 
@@ -624,8 +613,7 @@ def lever_uncertainty(
     base = with_overrides(scenario, {field: field_value(scenario, field)}, source="uncertainty")
     k = base.num_steps
     nominal = bind(base)  # the lever at its own value, bound once
-    draws = draw_inputs(base, uncertain_inputs(nominal), samples, seed)
-    ss = sampled_scenario(nominal, draws)
+    ss, draws = sampled_draws(nominal, samples, seed)
     integer = isinstance(field_value(scenario, field), int)
     grid = _lever_grid(v0, [h for h in hints if h is not None], domain)
     if integer:
@@ -762,5 +750,5 @@ def sampled_answers(
     interval of any quantity (draft lengths 1..``MAX_STEPS``)."""
     seed = scenario.simulation.seed if seed is None else seed
     bound = bind(scenario)
-    draws = draw_inputs(scenario, uncertain_inputs(bound), samples, seed)
-    return sampled_scenario(bound, draws).model(draws)
+    ss, draws = sampled_draws(bound, samples, seed)
+    return ss.model(draws)

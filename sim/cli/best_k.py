@@ -61,7 +61,7 @@ def best_k(
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
-    from sim.report.best_k import render_best_k
+    from sim.report.best_k import render_best_k, render_best_k_screen
     from sim.studies.serving.best_k import best_k as run_best_k
     from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import study_settings
@@ -89,6 +89,7 @@ def best_k(
         "best_k",
         render_best_k,
         study,
+        screen=render_best_k_screen,
         simulations=len(loads) * (len(ks) + 1),
         grown=grown_by(loads, ks),
     )

@@ -3,14 +3,16 @@ of the table against every fixed k at another seed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.screen import first_screen
 
-__all__ = ["render_best_k"]
+__all__ = ["render_best_k", "render_best_k_screen"]
 
 
 def _cell(r: Mapping[str, Any] | None, digits: int = 4) -> str:
@@ -24,15 +26,28 @@ def _at(k: object, users: list[int]) -> str:
     return f"k={k} at {', '.join(map(str, users))} user{'' if list(users) == [1] else 's'}"
 
 
-def render_best_k(doc: Mapping[str, Any]) -> str:
+def _runs_k(doc: Mapping[str, Any], name: str, users: int) -> int | None:
+    """The k policy ``name`` of the check runs at a batch of ``users`` (None: not known):
+    the table's row for that batch size, or the threshold's k up to its batch limit."""
+    if name == "table":
+        return next((k for lo, hi, k in doc["vllm_table"] if lo <= users <= hi), None)
+    t = doc.get("sglang_threshold")
+    if name != "threshold" or t is None:
+        return None
+    limit = t.get("disable_above_batch")
+    return int(t["num_steps"]) if limit is None or users <= limit else 0
+
+
+def _head_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The title, the settings and the selection table."""
     ks = doc["num_steps"]
     unit = f" ({doc['objective_unit']})" if doc["objective_unit"] else ""
     lines = [
         f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
         settings_line(doc),
         "",
-        "selection (closed loop; * best, = tied with the best within the 95% interval, "
-        "~ within the 90% interval from inputs and model):",
+        "selection (closed loop; * best, = tied with it at 95%, ~ tied within 90% from inputs "
+        "and model):",
         "  users  " + "".join(f"{'k=' + str(k):>12}" for k in ks),
     ]
     for c in doc["selection"]:
@@ -49,29 +64,137 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
             )
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
-    lines += ["", *engine_config_lines(doc["engine_configs"])]
+    return lines
+
+
+def _worst(pol: Mapping[str, Any]) -> str:
+    worst = pol.get("worst_shortfall")
+    if not worst:
+        return ""
+    return (
+        f"{100 * worst['relative']:.2f}% below k={worst['num_steps']} at "
+        f"{count(worst['users'], 'user')}"
+    )
+
+
+def _verdict_line(name: str, pol: Mapping[str, Any]) -> str:
+    """What the check found for one policy, in a sentence: no fixed k significantly
+    better, or which are, told apart from the loads where the table runs that k itself."""
+    if pol["beats_every_fixed_k_within_ci"]:
+        return f"  {name}: beats or ties every fixed k at every load"
+    own = pol.get("worse_where_the_table_runs_that_k") or {}
+    other = {
+        k: [u for u in users if u not in own.get(k, ())]
+        for k, users in pol["significantly_worse_at"].items()
+    }
+    worst = _worst(pol)
+    if not any(other.values()):
+        where = " and ".join(_at(k, users) for k, users in own.items())
+        return (
+            f"  {name}: no fixed k significantly better except where it runs that k itself: "
+            f"{where} (worst {worst}: the cost of a server with speculation configured)"
+        )
+    text = "some fixed k is significantly better at: " + "; ".join(
+        _at(k, users) for k, users in other.items() if users
+    )
+    if own:
+        text += (
+            " (and where it runs that k itself: "
+            + " and ".join(_at(k, users) for k, users in own.items())
+            + ")"
+        )
+    return f"  {name}: {text}" + (f"; worst {worst}" if worst else "")
+
+
+def _engine_screen_lines(configs: Mapping[str, Any]) -> list[str]:
+    """Each engine's form in a line or two: what to paste, or why none expresses it."""
+    vllm, sglang, trt = configs["vllm"], configs["sglang"], configs["trtllm"]
+    lines = ["engine configs (add your draft model path; --verbose: the schemas checked against):"]
+    lines.append(
+        "  vLLM: --speculative-config '" + json.dumps(vllm["speculative_config"]) + "'"
+        if "speculative_config" in vllm
+        else f"  vLLM: {vllm['note']}"
+    )
+    lines.append(
+        "  SGLang: " + " ".join(sglang["flags"])
+        if "flags" in sglang
+        else f"  SGLang: {sglang['note']}"
+    )
+    lines.append(
+        "  TensorRT-LLM: speculative_config: " + json.dumps(trt["speculative_config"])
+        if "speculative_config" in trt
+        else f"  TensorRT-LLM: {trt['note']}"
+    )
+    return lines
+
+
+def render_best_k_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim best-k``: the selection, the engine forms and what
+    the check at another seed found, in a line per policy (``--verbose``: the check's
+    table, every engine's schema and every assumption)."""
+    check = doc["check"]
+    lines = [*_head_lines(doc), "", *_engine_screen_lines(doc["engine_configs"])]
+    lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
+    lines += [
+        "",
+        f"check at seed {check['seed']}, {count(len(check['users']), 'load')}, paired against "
+        "each fixed k (95%; --verbose: the table):",
+    ]
+    lines += [_verdict_line(name, pol) for name, pol in check["policies"].items()]
+    if doc.get("assumptions"):
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
+    lines.append(f"({count(doc['runs'], 'policy run')})")
+    return first_screen("\n".join(ln.rstrip() for ln in lines), doc.get("assumptions", ()))
+
+
+def _check_lines(doc: Mapping[str, Any], name: str, pol: Mapping[str, Any]) -> list[str]:
+    """One policy's check: its objective and its advantage over each fixed k at each load,
+    marked + / - where significant, = where the policy runs that k itself."""
+    ks = doc["num_steps"]
+    rows = []
+    for p in pol["points"]:
+        cells = []
+        for k in ks:
+            a = p["advantage_over"][str(k)]
+            sign = (
+                "="
+                if _runs_k(doc, name, p["users"]) == k
+                else "+"
+                if k in p["significantly_better_than"]
+                else "-"
+                if k in p["significantly_worse_than"]
+                else " "
+            )
+            cells.append(f"{_cell(a, 3)} {fmt_interval(a['ci95'])}{sign}")
+        rows.append((p, cells))
+    width = max([12, *(len(c) for _, cells in rows for c in cells)])
+    lines = [
+        f"  {name}:",
+        "    users  objective " + "".join(f" {'vs k=' + str(k):>{width}}" for k in ks),
+    ]
+    for p, cells in rows:
+        # a wide interval still leaves a space before it
+        lines.append(
+            f"    {p['users']:>5}  {_cell(p['objective']):>9} "
+            + "".join(f" {c:>{width}}" for c in cells)
+        )
+    return lines
+
+
+def render_best_k(doc: Mapping[str, Any]) -> str:
+    """The text of ``specsim best-k --verbose``: the selection, every engine form with its
+    schema, the check's table per policy with its verdict, and every assumption."""
+    lines = [*_head_lines(doc), "", *engine_config_lines(doc["engine_configs"])]
     lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
     check = doc["check"]
     lines += [
         "",
         f"check at seed {check['seed']} (grid and midpoints): advantage of each policy over "
-        "each fixed k, paired, 95% interval (+ significantly better, - significantly worse)",
+        "each fixed k, paired, 95% interval (+ significantly better, - significantly worse, "
+        "= the policy runs that k there: the difference is its server's own cost)",
     ]
     for name, pol in check["policies"].items():
-        lines.append(f"  {name}:")
-        lines.append("    users  objective  " + "".join(f"{'vs k=' + str(k):>26}" for k in ks))
-        for p in pol["points"]:
-            row = f"    {p['users']:>5}  {_cell(p['objective']):>9}  "
-            for k in ks:
-                a = p["advantage_over"][str(k)]
-                sign = (
-                    "+"
-                    if k in p["significantly_better_than"]
-                    else ("-" if k in p["significantly_worse_than"] else " ")
-                )
-                text = f"{_cell(a, 3)} {fmt_interval(a['ci95'])}{sign}"
-                row += f" {text:>25}"  # a wide interval still leaves a space before it
-            lines.append(row)
+        lines += _check_lines(doc, name, pol)
         verdict = (
             "beats or ties every fixed k at every load (no fixed k significantly better)"
             if pol["beats_every_fixed_k_within_ci"]
@@ -80,12 +203,9 @@ def render_best_k(doc: Mapping[str, Any]) -> str:
                 _at(k, users) for k, users in pol["significantly_worse_at"].items() if users
             )
         )
-        worst = pol.get("worst_shortfall")
+        worst = _worst(pol)
         if worst:
-            verdict += (
-                f" (worst: {100 * worst['relative']:.2f}% below k={worst['num_steps']} at "
-                f"{count(worst['users'], 'user')})"
-            )
+            verdict += f" (worst: {worst})"
         lines.append(f"    -> {verdict}")
         own = pol.get("worse_where_the_table_runs_that_k") or {}
         if own:

@@ -3,7 +3,7 @@ speculation stops (or starts) paying, with 95% intervals."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sim.report.engine_configs import engine_config_lines
@@ -12,6 +12,10 @@ from sim.report.screen import first_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
+
+#: Width of a gain cell: "1.191 [1.188, 1.194]" (four k fit 100 columns beside the users
+#: and plain decoding's level).
+CELL = 20
 
 
 def load_unit(kind: str) -> str:
@@ -149,102 +153,155 @@ def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_crossover_screen(doc: Mapping[str, Any]) -> str:
-    """The first screen of ``specsim crossover``: the first metric's gains by load and k
-    with its crossings, the other metrics' crossings in a line each, one line of
-    assumptions (``--verbose``: every metric's table and every assumption)."""
-    first = next(iter(doc["metrics"]))
-    full = render_crossover(doc, metrics=(first,))
-    kind = doc["load_kind"]
-    others = []
-    for metric, meta in doc["metrics"].items():
-        if metric == first:
-            continue
-        parts = []
-        for c in (c for c in doc["curves"] if c["metric"] == metric):
-            # each crossing without its bracket and interval (in --verbose and the JSON)
-            text = (
-                ", ".join(crossing_text(x, kind).split(" (")[0] for x in c["crossings"])
-                if c["crossings"]
-                else c["summary"]
-            )
-            parts.append(f"k={c['num_steps']} {text}")
-        others.append(f"  {meta['label']}: " + "; ".join(parts))
-    if others:
-        lines = full.splitlines()
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("  k=")) + len(doc["num_steps"])
-        lines[at:at] = ["", "other metrics (--verbose: their tables):", *others]
-        full = "\n".join(lines)
-    return first_screen(full, doc.get("assumptions", ()))
+def _crossing_lines(c: Mapping[str, Any], kind: str, k: int) -> list[str]:
+    """One k's crossings in words, each with its 90% interval from inputs and model, and
+    the gain nearest 1 (``--verbose``)."""
+    unit = load_unit(kind)
+    text = (
+        "; ".join(crossing_text(x, kind) for x in c["crossings"])
+        if c["crossings"]
+        else c["summary"]
+    )
+    if c["crossings"] and c.get("overload_summary"):
+        text += f"; {c['overload_summary']}"
+    lines = [f"  k={k}: {text}"]
+    for x in c["crossings"]:
+        words = interval90_words(x, kind)
+        if words:
+            lines.append(f"       {words}")
+    if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
+        n = c["nearest_one"]
+        lo, hi = n["gain_interval90"]
+        lines.append(
+            f"       gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
+            f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
+        )
+    return lines
 
 
-def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:
-    """The text of ``specsim crossover --verbose``: every metric's gains by load and k
-    (``metrics``: only these), the crossings, overloads and the assumptions."""
+def _short_crossing(x: Mapping[str, Any], kind: str) -> str:
+    """A crossing in a few words for the first screen: where, its 95% interval and its 90%
+    interval from inputs and model (the bracket of user counts is in the table above)."""
+    unit = load_unit(kind)
+    end = lambda v: "?" if v is None else f"{v:.3g}"  # noqa: E731
+    if kind != "concurrency":
+        lo, hi = x["ci95"]
+        text = f"{x['direction']} at {x['at']:.3g} {unit} (95%: {end(lo)} .. {end(hi)}"
+    else:
+        a, b = x["bracket"]
+        lo, hi = (_fewest(e) for e in x.get("ci95_brackets") or (None, None))
+        where = f"between {a:.0f} and {b:.0f}" if b - a > 1 else f"from {b:.0f}"
+        text = f"{x['direction']} {where} {unit} (95%: {lo} .. {hi}"
+    if "interval90" in x:
+        lo90, hi90 = x["interval90"]
+        text += f"; 90% from inputs and model: {end(lo90)} .. {end(hi90)}"
+    return text + ")"
+
+
+def _short_crossing_lines(c: Mapping[str, Any], kind: str, k: int) -> list[str]:
+    """One k's crossings on the first screen, one line each k (wrapped when long)."""
+    if not c["crossings"]:
+        return [f"  k={k}: {c['summary']}"]
+    text = "; ".join(_short_crossing(x, kind) for x in c["crossings"])
+    if c.get("overload_summary"):
+        text += f"; {c['overload_summary']}"
+    return [f"  k={k}: {text}"]
+
+
+def _metric_lines(
+    doc: Mapping[str, Any], metric: str, crossings: Callable[..., list[str]]
+) -> list[str]:
+    """One metric's table (a row per load: plain decoding's level, then each k's gain and
+    its 95% interval) and each k's crossings (``crossings``: in full or short)."""
     kind = doc["load_kind"]
     unit = load_unit(kind)
     ks = doc["num_steps"]
-    grid = doc["grid"]
+    meta = doc["metrics"][metric]
+    by_k = {c["num_steps"]: c for c in doc["curves"] if c["metric"] == metric}
+    loads = sorted({p["load"] for c in by_k.values() for p in c["points"]})
+    level = f"k=0 in {meta['unit']}" if meta["unit"] else "k=0 level"
     lines = [
-        f"crossover: {doc['scenario']}, {'closed loop' if kind == 'concurrency' else 'Poisson'} "
-        f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {unit}, k = "
-        + ", ".join(str(k) for k in ks),
-        settings_line(doc),
-        "gain = speculation at k over plain decoding on the same arrivals, replication by "
-        "replication (> 1: speculation pays; for latencies baseline / speculative); "
-        "95% intervals over replications",
+        "",
+        f"{meta['label']}: {level}, each k's gain over it and its 95% interval",
+        (f"  {unit:>5}  {'k=0':>6}  " + " ".join(f"{'k=' + str(k):<{CELL}}" for k in ks)).rstrip(),
     ]
-    curves = doc["curves"]
-    for metric, meta in doc["metrics"].items():
-        if metrics is not None and metric not in metrics:
-            continue
-        unit_m = f" ({meta['unit']})" if meta["unit"] else ""
-        lines += ["", f"{meta['label']}{unit_m}: gain by k"]
-        by_k = {c["num_steps"]: c for c in curves if c["metric"] == metric}
-        loads = sorted({p["load"] for c in by_k.values() for p in c["points"]})
-        header = f"  {unit:>7}  " + "".join(f"{'k=' + str(k):<22}" for k in ks)
-        base_col = f"{'no speculation':>18}"
-        lines.append(header + base_col)
-        for x in loads:
-            row = f"  {fmt_load(x, kind):>7}  "
-            base = None
-            for k in ks:
-                pt = next((p for p in by_k[k]["points"] if p["load"] == x), None)
-                if pt is None or pt["gain"]["mean"] is None:
-                    row += f"{'':<22}"
-                    continue
-                g = pt["gain"]
-                cell = f"{g['mean']:.3f} {fmt_interval(g['ci95'], decimals=3)}"
-                row += f"{cell:<22}"
-                base = pt["baseline"]["mean"]
-            row += f"{'' if base is None else sig(base, 4):>18}"
-            lines.append(row.rstrip())
+    for x in loads:
+        base = None
+        cells = []
         for k in ks:
-            c = by_k[k]
-            text = (
-                "; ".join(crossing_text(x, kind) for x in c["crossings"])
-                if c["crossings"]
-                else c["summary"]
-            )
-            if c["crossings"] and c.get("overload_summary"):
-                text += f"; {c['overload_summary']}"
-            lines.append(f"  k={k}: {text}")
-            for x in c["crossings"]:
-                words = interval90_words(x, kind)
-                if words:
-                    lines.append(f"       {words}")
-            if c.get("nearest_one") and c["nearest_one"]["gain_interval90"]:
-                n = c["nearest_one"]
-                lo, hi = n["gain_interval90"]
-                lines.append(
-                    f"       gain nearest 1 at {fmt_load(n['load'], kind)} {unit}: "
-                    f"90% from inputs and model [{lo:.3f}, {hi:.3f}]"
-                )
-    lines += _overload_lines(doc)
+            pt = next((p for p in by_k[k]["points"] if p["load"] == x), None)
+            if pt is None or pt["gain"]["mean"] is None:
+                cells.append(" " * CELL)
+                continue
+            g = pt["gain"]
+            cells.append(f"{g['mean']:.3f} {fmt_interval(g['ci95'], decimals=3)}".ljust(CELL))
+            base = pt["baseline"]["mean"]
+        level_cell = "" if base is None else sig(base, 4)
+        lines.append(f"  {fmt_load(x, kind):>5}  {level_cell:>6}  {' '.join(cells)}".rstrip())
+    for k in ks:
+        lines += crossings(by_k[k], kind, k)
+    return lines
+
+
+def _other_metric_line(doc: Mapping[str, Any], metric: str) -> str:
+    """A metric's crossings in one line: the k with the same crossings together."""
+    kind = doc["load_kind"]
+    groups: dict[str, list[str]] = {}
+    for c in (c for c in doc["curves"] if c["metric"] == metric):
+        # each crossing without its bracket and interval (in --verbose and the JSON)
+        text = (
+            ", ".join(crossing_text(x, kind).split(" (")[0] for x in c["crossings"])
+            if c["crossings"]
+            else c["summary"]
+        )
+        groups.setdefault(text, []).append(str(c["num_steps"]))
+    parts = [f"k={','.join(ks)} {text}" for text, ks in groups.items()]
+    return f"  {doc['metrics'][metric]['label']}: " + "; ".join(parts)
+
+
+def _header_lines(doc: Mapping[str, Any]) -> list[str]:
+    kind = doc["load_kind"]
+    grid = doc["grid"]
+    return [
+        f"crossover: {doc['scenario']}, {'closed loop' if kind == 'concurrency' else 'Poisson'} "
+        f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {load_unit(kind)}, k = "
+        + ", ".join(str(k) for k in doc["num_steps"]),
+        settings_line(doc),
+        "gain = k over plain decoding (k=0), paired on the same arrivals (> 1: pays; "
+        "latencies: k=0 / k)",
+    ]
+
+
+def _tail_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Overloads, engine configs, assumptions and the count of runs."""
+    lines = _overload_lines(doc)
     for k, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
         lines += engine_config_lines(configs)[1:]
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     lines.append(f"({doc['runs']} policy runs)")
-    return "\n".join(lines)
+    return lines
+
+
+def render_crossover_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim crossover``: the first metric's table with each k's
+    crossings in a line, the other metrics' crossings in a line each, one line of
+    assumptions (``--verbose``: every metric's table, every crossing's bracket, every
+    assumption)."""
+    first, *rest = doc["metrics"]
+    lines = [*_header_lines(doc), *_metric_lines(doc, first, _short_crossing_lines)]
+    if rest:
+        lines += ["", "other metrics (--verbose: their tables):"]
+        lines += [_other_metric_line(doc, m) for m in rest]
+    return first_screen("\n".join(lines + _tail_lines(doc)), doc.get("assumptions", ()))
+
+
+def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:
+    """The text of ``specsim crossover --verbose``: every metric's gains by load and k
+    (``metrics``: only these), the crossings, overloads and the assumptions."""
+    lines = _header_lines(doc)
+    for metric in doc["metrics"]:
+        if metrics is None or metric in metrics:
+            lines += _metric_lines(doc, metric, _crossing_lines)
+    return "\n".join(lines + _tail_lines(doc))

@@ -58,7 +58,10 @@ def test_text_and_rates():
     res = invoke("--rate", "1,8", "--num-steps", "2", "--metric", "per_user_tok_s", "--no-refine")
     assert res.exit_code == 0, res.output
     assert "Poisson" in res.output and "req/s" in res.output
-    assert "per-user decode speed (tok/s): gain by k" in res.output
+    assert (
+        "per-user decode speed: k=0 in tok/s, each k's gain over it and its 95% interval"
+        in res.output
+    )
     assert "k=2:" in res.output
 
 

@@ -1,0 +1,111 @@
+"""The first screen of ``specsim crossover``: the headline metric's table with every k's
+crossing under it, the other metrics after, in about 30 lines of at most 100 characters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.report.crossover import render_crossover, render_crossover_screen
+from sim.report.screen import fits
+from tests.report.study_settings import SETTINGS
+
+USERS = (1, 2, 3, 4, 5, 6, 8, 16, 32, 64)
+KS = (1, 2, 3, 4)
+METRICS = {
+    "per_user_tok_s": {"label": "per-user decode speed", "unit": "tok/s"},
+    "aggregate_tok_s": {"label": "server output throughput", "unit": "tok/s"},
+    "tpot_p50_ms": {"label": "median time per output token", "unit": "ms"},
+    "tpot_p99_ms": {"label": "99th-percentile time per output token", "unit": "ms"},
+}
+
+
+def _crossing(start: int) -> dict[str, Any]:
+    return {
+        "direction": "starts paying",
+        "at": start - 0.5,
+        "ci95": [start - 0.6, start - 0.4],
+        "bracket": [start - 1.0, float(start)],
+        "ci95_brackets": [[start - 1.0, float(start)], [start - 1.0, float(start)]],
+        "interval90": [start - 1, start + 1],
+    }
+
+
+def _curve(metric: str, k: int) -> dict[str, Any]:
+    start = 6 if k == 1 else 4
+    points = [
+        {
+            "load": float(u),
+            "gain": {
+                "mean": 0.6 + 0.1 * u**0.5,
+                "ci95": [0.59 + 0.1 * u**0.5, 0.61 + 0.1 * u**0.5],
+            },
+            "baseline": {"mean": 80.0 / u**0.5},
+        }
+        for u in USERS
+    ]
+    return {
+        "metric": metric,
+        "num_steps": k,
+        "points": points,
+        "crossings": [_crossing(start)],
+        "summary": f"starts paying at {start - 0.5}",
+    }
+
+
+def _doc() -> dict[str, Any]:
+    return {
+        "scenario": "s",
+        "load_kind": "concurrency",
+        "grid": [float(u) for u in USERS],
+        "num_steps": list(KS),
+        "metrics": METRICS,
+        **SETTINGS,
+        "slo": {"ttft_ms": 2000, "tpot_ms": 40},
+        "runs": 81,
+        "assumptions": [f"topic {i}: why" for i in range(6)],
+        "curves": [_curve(m, k) for m in METRICS for k in KS],
+    }
+
+
+def test_every_k_crossing_sits_under_the_headline_table_before_the_other_metrics():
+    """The screen once put the other metrics' block after k=2's crossing, so k=3's and
+    k=4's crossings of the headline metric read as if they belonged to the others."""
+    lines = render_crossover_screen(_doc()).splitlines()
+    others = lines.index("other metrics (--verbose: their tables):")
+    crossings = [i for i, ln in enumerate(lines) if ln.startswith("  k=")]
+    assert len(crossings) == len(KS) and max(crossings) < others
+    assert [lines[i].split(":")[0].strip() for i in crossings] == [f"k={k}" for k in KS]
+    assert lines[crossings[0]] == (
+        "  k=1: starts paying from 6 users (95%: 6 .. 6; 90% from inputs and model: 5 .. 7)"
+    )
+
+
+def test_plain_decodings_level_is_a_column_so_each_load_is_one_line():
+    """Plain decoding's level stood on a line of its own under each row; it is the first
+    column now, and the screen fits 30 lines of 100 characters."""
+    text = render_crossover_screen(_doc())
+    lines = text.splitlines()
+    assert lines[
+        lines.index(
+            "per-user decode speed: k=0 in tok/s, each k's gain over it and its 95% interval"
+        )
+        + 1
+    ] == ("  users     k=0  k=1                  k=2                  k=3                  k=4")
+    rows = [ln for ln in lines if ln[:7].strip().isdigit()]
+    assert [r.split()[:2] for r in rows[:2]] == [["1", "80.00"], ["2", "56.57"]]
+    assert len(rows) == len(USERS) and all(len(r.split()) == 2 + 3 * len(KS) for r in rows)
+    assert fits(text) and len(lines) == 30
+
+
+def test_the_other_metrics_group_the_k_with_the_same_crossing():
+    lines = render_crossover_screen(_doc()).splitlines()
+    assert (
+        "  median time per output token: k=1 starts paying from 6 users; k=2,3,4 starts paying "
+        "from 4 users"
+    ) in lines
+
+
+def test_verbose_keeps_every_table_with_its_crossings_in_full():
+    text = render_crossover(_doc())
+    assert text.count("each k's gain over it and its 95% interval") == len(METRICS)
+    assert text.count("(gain >= 1 there, < 1 at 3); 95% from 4 .. 4 users") == 3 * len(METRICS)

@@ -11,6 +11,7 @@ from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.screen import first_screen
+from sim.studies.serving.best_k import table_row_k
 
 __all__ = ["render_best_k", "render_best_k_screen"]
 
@@ -30,7 +31,7 @@ def _runs_k(doc: Mapping[str, Any], name: str, users: int) -> int | None:
     """The k policy ``name`` of the check runs at a batch of ``users`` (None: not known):
     the table's row for that batch size, or the threshold's k up to its batch limit."""
     if name == "table":
-        return next((k for lo, hi, k in doc["vllm_table"] if lo <= users <= hi), None)
+        return table_row_k(doc["vllm_table"], users)
     t = doc.get("sglang_threshold")
     if name != "threshold" or t is None:
         return None

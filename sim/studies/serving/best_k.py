@@ -67,6 +67,7 @@ __all__ = [
     "best_k_table",
     "check_loads",
     "disable_threshold",
+    "table_row_k",
     "table_rows",
 ]
 
@@ -212,7 +213,7 @@ def refined_ends(
     return ends, notes
 
 
-def _row_k(table: Sequence[tuple[int, int, int]], users: int) -> int | None:
+def table_row_k(table: Sequence[tuple[int, int, int]], users: int) -> int | None:
     """The k a vLLM table's row ``[lo, hi, k]`` gives a batch of ``users`` (None: none)."""
     return next((k for lo, hi, k in table if lo <= users <= hi), None)
 
@@ -291,7 +292,7 @@ class BestKResult:
                 str(k): [
                     c.users
                     for c in checks
-                    if k in c.worse_than() and _row_k(self.table, c.users) == k
+                    if k in c.worse_than() and table_row_k(self.table, c.users) == k
                 ]
                 for k in ks
             }

@@ -118,15 +118,10 @@ class WindowTally:
         self.lo = at_ms
 
     def arrive(self, at_ms: float) -> None:
-        if at_ms >= self.lo:
-            self.arrivals += 1
-        if at_ms == self.last_arrival_ms:
-            self.at_last += 1
-        else:
-            self.last_arrival_ms, self.at_last = at_ms, 1
+        self.arrive_many(at_ms, 1)
 
     def arrive_many(self, at_ms: float, m: int) -> None:
-        """``m`` calls of ``arrive(at_ms)``."""
+        """``m`` requests arrive at ``at_ms``."""
         if m <= 0:
             return
         if at_ms >= self.lo:
@@ -371,17 +366,11 @@ class Recorder:
 
     def arrive_id(self, now_ms: float) -> int:
         """A request arrives at ``now_ms`` (held by the caller): its id, in arrival order."""
-        rid = self.arrived
-        self.arrived += 1
-        if rid == self.first_measured:
-            self.window_start_ms = now_ms
-            self.window.open(now_ms)
-        self.window.arrive(now_ms)
-        return rid
+        return self.arrive_ids(now_ms, 1)[0]
 
     def arrive_ids(self, now_ms: float, m: int) -> range:
-        """``m`` requests arrive at ``now_ms`` (held by the caller): their ids, what ``m``
-        calls of ``arrive_id`` give."""
+        """``m`` requests arrive at ``now_ms`` (held by the caller): their ids, in arrival
+        order; the first measured one opens the window."""
         first = self.arrived
         self.arrived += m
         before = self.first_measured - first  # arrivals before the window opens

@@ -119,3 +119,10 @@ def test_arrivals_counted_together_are_those_counted_one_by_one(first):
     assert [i for t, m in groups for i in together.arrive_ids(t, m)] == ids
     assert one.window == together.window
     assert one.window_start_ms == together.window_start_ms
+    times = [t for t, m in groups for _ in range(m)]  # what the counts must be
+    lo = times[first] if first < len(times) else float("inf")
+    assert together.window.lo == lo
+    # counted from the arrival that opens the window (those before it are carried)
+    assert together.window.arrivals == max(len(times) - first, 0)
+    assert (together.window.last_arrival_ms, together.window.at_last) == (2.0, 6)
+    assert ids == list(range(len(times)))

@@ -45,7 +45,6 @@ from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
     PointEvaluator,
-    PointTask,
     run_point,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
@@ -404,9 +403,7 @@ def completed_draws(
         if point is None or point.replications >= ev.replications:
             return False
         have = point.replications
-        load = Load("rate", math.exp(logs[i]))
-        task = PointTask(ev.builder, load, policy, ev.replications - have, ev.seed, ev.slo,
-                         first=have)  # fmt: skip
+        task = ev.rest_task(Load("rate", math.exp(logs[i])), policy, have)
         full = merge(point, run_point(task, ev.executor))
         points[rows[i]] = full
         attainment[rows[i]] = full.values["slo_attainment"]

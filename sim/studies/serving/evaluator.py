@@ -292,6 +292,11 @@ class PointEvaluator:
             first,
         )
 
+    def rest_task(self, load: Load, policy: SpeculationPolicy, have: int) -> PointTask:
+        """The task that runs a point's replications after its first ``have`` (merged
+        onto them with sim/studies/serving/sequential.py ``merge``)."""
+        return self._task(load, policy, have, self.replications - have)
+
     def ensure(self, keys: Sequence[Key], *, step: bool = False) -> None:
         """Run every (load, policy) not yet run, in parallel through the executor; with a
         ``rule``, then the rest of the replications of those of ``keys`` not settled.
@@ -312,10 +317,7 @@ class PointEvaluator:
             for load, p in keys
             if self.memo[(load, p)].replications < self.replications and not self.rule(at[load], p)
         ]
-        tasks = []
-        for load, p in grow:
-            have = self.memo[(load, p)].replications
-            tasks.append(self._task(load, p, have, self.replications - have))
+        tasks = [self.rest_task(load, p, self.memo[(load, p)].replications) for load, p in grow]
         self._run(tasks, step)
 
     def complete(self, keys: Sequence[Key]) -> bool:
@@ -326,8 +328,7 @@ class PointEvaluator:
         for load, p in dict.fromkeys(keys):
             point = self.memo.get((load, p))
             if point is not None and point.replications < self.replications:
-                have = point.replications
-                tasks.append(self._task(load, p, have, self.replications - have))
+                tasks.append(self.rest_task(load, p, point.replications))
         self._run(tasks, step=True)
         return bool(tasks)
 

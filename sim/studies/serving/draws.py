@@ -361,7 +361,7 @@ def serve_intervals(
     joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
     of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
-    bound scenario and bind each (``Served.bound``: the nominal's)."""
+    nominal run's bound scenario ``bound`` and bind each."""
     # lazy: the serving setup only when serve draws
     from sim.binding.bound import bind
     from sim.scenario.load import with_overrides

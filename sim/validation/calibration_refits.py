@@ -42,7 +42,7 @@ def paper_refits(
     speedup at batch 2 (sim/validation/serving_cases.py ``sglang_scenarios``)."""
 
     def overhead(sc: Scenario) -> dict[str, Any]:
-        fitted = sv._fit(sc, OVERHEAD, 0.0, high_ms, table["EAGLE-3"][2], 2)
+        fitted = sv.fit_speedup(sc, OVERHEAD, 0.0, high_ms, table["EAGLE-3"][2], 2)
         return {OVERHEAD: fitted.timing.cycle_overhead_ms}
 
     def refit3(over: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def paper_refits(
     def refit1(over: Mapping[str, Any]) -> dict[str, Any]:
         fitted = overhead(with_overrides(eagle3, _server(over), source="uncertainty"))
         sc = with_overrides(eagle, {**over, **fitted}, source="uncertainty")
-        sc = sv._fit(sc, ALPHA, 0.05, 0.99, table["EAGLE"][2], 2)
+        sc = sv.fit_speedup(sc, ALPHA, 0.05, 0.99, table["EAGLE"][2], 2)
         assert sc.acceptance is not None
         return {**fitted, ALPHA: sc.acceptance.alpha}
 

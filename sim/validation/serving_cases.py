@@ -46,7 +46,7 @@ from sim.validation.per_token_candidates import (
     per_token_candidates,
 )
 
-__all__ = ["serving_cases"]
+__all__ = ["fit_speedup", "serving_cases"]
 
 #: Monte Carlo of every scored point: replications x measured requests, one root seed.
 SERVING_REPLICATIONS = 3
@@ -113,7 +113,7 @@ def _speedup_at(scenario: Scenario, batch: int) -> float:
     )
 
 
-def _fit(
+def fit_speedup(
     scenario: Scenario, field: str, lo: float, hi: float, target: float, batch: int
 ) -> Scenario:
     """The scenario with ``field`` set so that the speedup at ``batch`` is ``target``."""
@@ -248,12 +248,12 @@ def sglang_scenarios() -> tuple[Scenario, Scenario]:
         SGLANG_OVERLAP,
         SGLANG_PAPER,
     )
-    fitted = _fit(
+    fitted = fit_speedup(
         base, "timing.cycle_overhead_ms", 0.0, SGLANG_OVERHEAD_HIGH_MS, table["EAGLE-3"][2], 2
     )
     # EAGLE (the first drafter): its chain-3 acceptance is not published; fit one rate on bs=2
     one_rate = _with_eagle1_drafter(fitted)
-    eagle = _fit(
+    eagle = fit_speedup(
         one_rate,
         "acceptance.alpha",
         0.05,
@@ -323,7 +323,7 @@ def _with_one_rate(scenario: Scenario, table: Mapping[int, float], batch: int) -
     """The scenario with the EAGLE-1 drafter and one conditional rate fitted to the
     speedup at ``batch``."""
     one_rate = _with_eagle1_drafter(scenario)
-    return _fit(one_rate, "acceptance.alpha", 0.05, 0.99, table[batch], batch)
+    return fit_speedup(one_rate, "acceptance.alpha", 0.05, 0.99, table[batch], batch)
 
 
 def vllm_scenarios() -> tuple[Scenario, Scenario]:
@@ -339,7 +339,7 @@ def vllm_scenarios() -> tuple[Scenario, Scenario]:
         VLLM_2025_OVERLAP,
         VLLM_PAPER,
     )
-    fitted = _fit(
+    fitted = fit_speedup(
         base, "timing.cycle_overhead_ms", 0.0, VLLM_OVERHEAD_HIGH_MS, table["EAGLE-3"][2], 2
     )
     return fitted, _with_one_rate(fitted, table["EAGLE"], 2)

@@ -11,7 +11,7 @@ from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import paper_refits
 
-#: brentq's xtol on the fitted field (serving_cases._fit): the tolerance of a refit.
+#: brentq's xtol on the fitted field (serving_cases.fit_speedup): the tolerance of a refit.
 XTOL = 1e-6
 
 

@@ -79,6 +79,20 @@ class Report:
     spreads: str
 
 
+def _at_resolution(value: float, tolerance: float) -> str:
+    """``value`` to a tenth of its check's ``tolerance``: digits below that are the
+    floating-point rounding of one machine's kernels, not the check's (a deviation of a
+    few ulps reads "< 1e-13" against a 1e-12 tolerance on every machine; an exact check,
+    tolerance 0, shows every digit)."""
+    if tolerance <= 0.0:  # an exact check: every digit is the check's
+        return f"{value:.6g}"
+    step = tolerance / 10.0
+    shown = round(value / step) * step
+    if shown == 0.0 and value != 0.0:
+        return f"< {step:.0e}"
+    return f"{shown:.6g}"
+
+
 def _spreads_statement() -> str:
     return (
         "The predictions above are closed-form long-run expectations (renewal-reward, "
@@ -318,7 +332,7 @@ def render_markdown(report: Report) -> str:
     ]
     for c in report.checks:
         out.append(
-            f"| {c.name} ({c.source}) | {c.expected:.6g} | {c.got:.6g} | "
+            f"| {c.name} ({c.source}) | {c.expected:.6g} | {_at_resolution(c.got, c.tolerance)} | "
             f"{c.tolerance:.2g} | {'yes' if c.passed else '**NO**'} |"
         )
     out += ["", "## Spreads", "", report.spreads, ""]

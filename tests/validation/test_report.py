@@ -88,3 +88,15 @@ def test_serving_cases() -> None:
     vllm = next(c for c in cases if "Table 5: EAGLE-3" in c.title)
     errors = sorted(abs(r.error) for r in vllm.rows)
     assert errors[len(errors) // 2] < 0.15
+
+
+def test_a_check_is_shown_to_a_tenth_of_its_tolerance() -> None:
+    """The report shows a closed-form check's value to a tenth of its tolerance, so two
+    BLAS kernels' last bits print the same line (a 1e-12 check at a few ulps: < 1e-13)."""
+    from sim.validation.report import _at_resolution
+
+    assert _at_resolution(4.88498e-15, 1e-12) == _at_resolution(5.32907e-15, 1e-12) == "< 1e-13"
+    assert _at_resolution(2.6049, 0.005) == "2.605"
+    assert _at_resolution(60.0601, 1.0) == "60.1"
+    assert _at_resolution(0.0, 1e-12) == "0"
+    assert _at_resolution(3.14159265, 0.0) == "3.14159"  # exact check: every digit shown

@@ -27,6 +27,7 @@ from sim.binding.bind import (
     scenario_tree_cost,
 )
 from sim.binding.decompose import scenario_hardware
+from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import FactorsFn, throughput_tok_s
@@ -59,8 +60,9 @@ class Bound:
     ``shape``: the acceptance shape by position with its tilt (None without acceptance);
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
-    scale at each k (sim/binding/bind.py ``profile_factors``). Two bound models are equal
-    only when they are the same object (their scenarios compare).
+    scale at each k (sim/binding/bind.py ``profile_factors``); ``inputs``: its uncertain
+    inputs (sim/binding/inputs.py), which the 90% intervals draw. Two bound models are
+    equal only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -72,6 +74,7 @@ class Bound:
     shape: AcceptanceShape | None
     hardware: PassModel
     factors: FactorsFn
+    inputs: tuple[UncertainInput, ...]
 
     @property
     def num_steps(self) -> int:
@@ -118,7 +121,8 @@ class Bound:
 
 
 def bind(scenario: Scenario) -> Bound:
-    """The scenario's ``Bound``: pass times, acceptance, rates and cycles, computed once.
+    """The scenario's ``Bound``: pass times, acceptance, rates, cycles and uncertain
+    inputs, computed once.
 
     A problem the hardware model finds is reported against the scenario's source (its
     file, or the study that set its values), ``(--set)`` when that step set a hardware,
@@ -143,7 +147,8 @@ def bind(scenario: Scenario) -> Bound:
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors)
+    inputs = uncertain_inputs(scenario, shape, hardware)
+    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors, inputs)
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

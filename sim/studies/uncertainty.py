@@ -26,18 +26,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.binding.bound import Bound, bind
-from sim.binding.uncertainty import (
-    MAX_STEPS,
-    Drawn,
-    SampledScenario,
+from sim.binding.inputs import (
     UncertainInput,
-    acceptance_propagated,
     conditioned,
     correlation_matrix,
     driver_rows,
     nominal_row,
-    sampled_draws,
     study_rows,
+)
+from sim.binding.uncertainty import (
+    MAX_STEPS,
+    Drawn,
+    SampledScenario,
+    acceptance_propagated,
+    sampled_draws,
 )
 from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.load import field_value, with_overrides

@@ -93,7 +93,8 @@ def input_draws(
     which no value reproduces them (the fit finds no root, or the scenario rejects the
     value) is left out, as the data rule it out."""
     # lazy: the uncertainty layer only when a study draws
-    from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
+    from sim.binding.inputs import draw_inputs
+    from sim.binding.uncertainty import draw_overrides, serving_inputs
 
     scenario = bound.scenario
     inputs = serving_inputs(bound)

@@ -21,10 +21,10 @@ import numpy as np
 from sim.binding.bind import (
     AcceptanceShape,
     acceptance_shape,
+    draft_binding,
     drawn_cycle_times,
     profile_factors,
-    scenario_acceptance,
-    scenario_tree_cost,
+    top1_acceptance,
 )
 from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, uncertain_inputs
@@ -32,7 +32,6 @@ from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import FactorsFn, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
-from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
@@ -134,14 +133,11 @@ def bind(scenario: Scenario) -> Bound:
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
-    acceptance = scenario_acceptance(scenario)
+    drafting = draft_binding(scenario)  # a chain or a tree, decided once
+    acceptance = drafting.acceptance(top1_acceptance(scenario))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
     factors = profile_factors(scenario.acceptance, shape)
-    sp = scenario.speculation
-    if sp.is_tree:
-        cycle = scenario_tree_cost(scenario, passes, hardware)
-    else:
-        cycle = chain_cycle_cost(passes, sp.num_steps)
+    cycle = drafting.cycle(passes, hardware)
     rates = acceptance.closed_form_rates()
     rates.flags.writeable = False
     cost = cycle

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.binding.bind import scenario_rates, tree_draft
+from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import bind
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Param, fit_identifiable
@@ -152,7 +152,7 @@ def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> Draft:
             assert point.topk is not None and point.num_draft_tokens is not None
             return TreeDraft(point.num_steps, point.topk, point.num_draft_tokens)
         return point.num_steps
-    return tree_draft(scenario) if scenario.speculation.is_tree else scenario.num_steps
+    return draft_binding(scenario).draft
 
 
 def _accept_length(scenario: Scenario, point: LoadPoint, speculative: bool) -> float:

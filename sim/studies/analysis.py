@@ -83,6 +83,11 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
+    tree = None  # a tree scenario (topk > 1): SGLang's and the best tree
+    if scenario.speculation.is_tree:
+        from sim.studies.tree_analysis import analyze_tree  # lazy: a chain needs none
+
+        tree = analyze_tree(bound)
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -97,17 +102,10 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
         targets=tuple(
             answer_target(t, passes, k, factors=bound.factors) for t in scenario.target_tok_s
         ),
-        tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
+        tree=tree,
         shape=bound.shape,
         assumptions=assumptions(bound),
         hardware=effective_hardware(scenario),
         overrides=override_entries(scenario),
         uncertainty=answer_uncertainty(bound) if uncertainty else None,
     )
-
-
-def _tree_analysis(bound: Bound) -> TreeAnalysis:
-    """SGLang's and the best tree of a tree scenario (lazy import: a chain needs none)."""
-    from sim.studies.tree_analysis import analyze_tree
-
-    return analyze_tree(bound)

@@ -49,6 +49,7 @@ from sim.model.shapes import (
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 if TYPE_CHECKING:
+    from sim.binding.tree_analysis import TreeAnalysis
     from sim.hardware.layer import LayerPass
     from sim.model.layer_cycletime import LayerCycleTimes
     from sim.model.tree import Tree
@@ -366,6 +367,10 @@ class ChainBinding:
     def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
         return chain_cycle_cost(passes, self.num_steps)
 
+    def tree_analysis(self, acceptance: Acceptance, cost: CycleCost) -> None:
+        """A chain has no tree to analyse."""
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class TreeBinding:
@@ -390,10 +395,20 @@ class TreeBinding:
     def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
         return scenario_tree_cost(self.scenario, passes, hw)
 
+    def tree_analysis(self, acceptance: Acceptance, cost: CycleCost) -> TreeAnalysis:
+        """SGLang's tree and the best tree at the bound ``acceptance`` and expected cycle
+        ``cost``, with the top-1 rate each target needs (sim/binding/tree_analysis.py)."""
+        from sim.binding.tree_analysis import analyze_tree  # lazy: trees only
+        from sim.model.tree.acceptance import TreeAcceptance
+
+        assert isinstance(acceptance, TreeAcceptance)
+        return analyze_tree(self.scenario, acceptance, cost)
+
 
 def draft_binding(scenario: Scenario) -> ChainBinding | TreeBinding:
     """How the scenario drafts, decided once: a chain or a tree. ``bind`` asks it for the
-    acceptance and the cycle, so nothing below it asks again which one it is."""
+    acceptance and the cycle and the ``Bound`` holds it (``Bound.drafting``), so the
+    analysis asks it for the tree's part instead of asking again which one it is."""
     sp = scenario.speculation
     return TreeBinding(scenario) if sp.is_tree else ChainBinding(sp.num_steps)
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from sim.binding.bind import (
     AcceptanceShape,
+    ChainBinding,
+    TreeBinding,
     acceptance_shape,
     draft_binding,
     drawn_cycle_times,
@@ -60,8 +62,9 @@ class Bound:
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
     scale at each k (sim/binding/bind.py ``profile_factors``); ``inputs``: its uncertain
-    inputs (sim/binding/inputs.py), which the 90% intervals draw. Two bound models are
-    equal only when they are the same object (their scenarios compare).
+    inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
+    drafts, a chain or a tree, decided once (sim/binding/bind.py ``draft_binding``). Two
+    bound models are equal only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -74,6 +77,7 @@ class Bound:
     hardware: PassModel
     factors: FactorsFn
     inputs: tuple[UncertainInput, ...]
+    drafting: ChainBinding | TreeBinding
 
     @property
     def num_steps(self) -> int:
@@ -107,7 +111,8 @@ class Bound:
         """The same bound model answering ``tok_s`` (``targets.tok_s`` set by ``source``):
         no binding step reads the targets, so nothing is bound again."""
         targets = {"targets.tok_s": [float(t) for t in tok_s]}
-        return replace(self, scenario=with_overrides(self.scenario, targets, source=source))
+        scenario = with_overrides(self.scenario, targets, source=source)
+        return replace(self, scenario=scenario, drafting=draft_binding(scenario))
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
@@ -144,7 +149,9 @@ def bind(scenario: Scenario) -> Bound:
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
     inputs = uncertain_inputs(scenario, shape, hardware)
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors, inputs)
+    return Bound(
+        scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors, inputs, drafting
+    )
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

@@ -28,7 +28,7 @@ from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
 
 if TYPE_CHECKING:
-    from sim.studies.tree_analysis import TreeAnalysis
+    from sim.binding.tree_analysis import TreeAnalysis
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +83,6 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
     rates = bound.rates  # a tree: its chain-equivalent rates (depth,)
     al = bound.accept_length
     ceiling = ceiling_tok_s(cost, rates.size + 1) if k > 0 else ceiling_tok_s(cost)
-    tree = None  # a tree scenario (topk > 1): SGLang's and the best tree
-    if scenario.speculation.is_tree:
-        from sim.studies.tree_analysis import analyze_tree  # lazy: a chain needs none
-
-        tree = analyze_tree(bound)
     return Analysis(
         scenario=scenario,
         passes=passes,
@@ -102,7 +97,7 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
         targets=tuple(
             answer_target(t, passes, k, factors=bound.factors) for t in scenario.target_tok_s
         ),
-        tree=tree,
+        tree=bound.drafting.tree_analysis(bound.acceptance, cost),
         shape=bound.shape,
         assumptions=assumptions(bound),
         hardware=effective_hardware(scenario),

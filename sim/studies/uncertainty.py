@@ -449,7 +449,7 @@ def _tree_uncertainty(
 ) -> UncertaintyResult:
     """``chain``'s answers (the targets') with the tree's own tok/s and accept length
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
-    from sim.studies.tree_analysis import best_tree_acceptance  # lazy: trees only
+    from sim.binding.tree_analysis import best_tree_acceptance  # lazy: trees only
 
     scenario = bound.scenario
     sampled = _sampled_tree(bound, ss, draws, populations)

@@ -356,7 +356,7 @@ def tree_load_study(
     def ratios(records: Any) -> PairArrays:
         """Per replication tree / chain of each metric (R,)."""
         summary = summarize_serving(records, setups[0].slo, baseline=None)
-        per = {n: summary.policies[by[n]].per_replication for n in drafts}
+        per = {n: summary.policies[n].per_replication for n in (*tree_names, *chain_names)}
         return {
             t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
             for t in tree_names

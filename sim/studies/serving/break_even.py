@@ -37,6 +37,7 @@ __all__ = [
     "cell_loads",
     "find_crossings",
     "refinement_bound",
+    "stopped_short",
 ]
 
 STOPS, STARTS = "stops paying", "starts paying"
@@ -243,6 +244,16 @@ def _band_end(
             )
             return (bracket[1] if late else bracket[0]) if short else at, bracket
     return None
+
+
+def stopped_short(c: Crossing, integer: bool, rtol: float | None) -> bool:
+    """Whether a bisection of crossing ``c`` (its estimate's or an end of its 95%
+    interval's) stopped before neighbouring integers or a relative width ``rtol`` (None:
+    no refinement, nothing stopped), inside ``find_crossings``' ``within``."""
+    if rtol is None:
+        return False
+    brackets = [c.bracket, *(b for b in c.ci95_brackets if b is not None)]
+    return any(b - a > 1 if integer else b - a > rtol * a for a, b in brackets)
 
 
 #: (a, b, direction) -> for a crossing of the estimate in the grid cell (a, b): the loads

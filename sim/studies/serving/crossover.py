@@ -33,7 +33,13 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving.break_even import STOPS, Crossing, find_crossings, refinement_bound
+from sim.studies.serving.break_even import (
+    STOPS,
+    Crossing,
+    find_crossings,
+    refinement_bound,
+    stopped_short,
+)
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
@@ -308,6 +314,16 @@ def _metric_doc(name: str) -> dict[str, Any]:
     return {"label": spec.label, "unit": spec.unit, "higher_is_better": spec.higher_is_better}
 
 
+#: The assumption of a document where a crossing's bisection stopped inside its draws'
+#: range (``crossover``'s ``within``).
+WITHIN_NOTE = (
+    "crossings: a bisection stops once its bracket lies inside the draws' 5-95% of that "
+    "crossing (the 90% interval is the one bisecting on gives); such a crossing is "
+    "interpolated in its wider bracket and its 95% interval runs to its brackets' outer "
+    "ends (--draws 0 bisects every crossing to neighbouring loads)"
+)
+
+
 def crossover(
     evaluator: PointEvaluator,
     loads: Sequence[Load],
@@ -392,6 +408,7 @@ def crossover(
             )
         )
     curves = []
+    short = False  # some crossing's bisection stopped inside its draws' range
     for k in ks:
         spec = FixedK(k)
         overloaded = _overloaded(evaluator, grid, k)
@@ -441,6 +458,8 @@ def crossover(
                 if evaluator.completed == ran:
                     break
             pts = simulated()
+            resolution = rtol if refine else None
+            short |= any(stopped_short(c, grid[0].integer, resolution) for c in found)
             curves.append(
                 MetricCurve(
                     metric=metric,
@@ -455,7 +474,11 @@ def crossover(
                     nearest=nearest,
                 )
             )
-    notes = (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
+    notes: tuple[str, ...] = (
+        (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
+    )
+    if short:
+        notes += (WITHIN_NOTE,)
     return CrossoverResult(
         scenario=scenario,
         load_kind=kind,

@@ -272,6 +272,7 @@ def find_crossings(
     rtol: float | None = 0.02,
     seen: Callable[[], Iterable[float]] = tuple,
     within: Within | None = None,
+    bands: bool = True,
 ) -> list[Crossing]:
     """Every crossing of the gain estimate through 1 on the increasing grid ``xs``.
 
@@ -282,7 +283,9 @@ def find_crossings(
     refinement before it simulates anything (``_refine``). ``within``: the bisections of
     a crossing and of its 95% interval's ends stop once their bracket lies inside the
     range it gives (``Within``): the crossing is then interpolated in a wider bracket and
-    an end of its 95% interval is its bracket's outer end.
+    an end of its 95% interval is its bracket's outer end. ``bands`` False: the 95%
+    interval is not sought (both ends None, nothing simulated for it), for a caller that
+    reads the estimate alone.
     """
     grid = [x for x in sorted(set(xs)) if math.isfinite(curve(x).mean)]
     out: list[Crossing] = []
@@ -294,8 +297,10 @@ def find_crossings(
         direction = STOPS if ga >= 1.0 else STARTS
         inside = None if within is None else within(a, b, direction)
         at, bracket, _ = _refine(curve, "mean", a, b, integer, rtol, seen(), inside=inside)
-        early = _band_end(curve, grid, i, _EARLY[direction], False, integer, rtol, seen, inside)
-        late = _band_end(curve, grid, i, _LATE[direction], True, integer, rtol, seen, inside)
+        early = late = None
+        if bands:
+            early = _band_end(curve, grid, i, _EARLY[direction], False, integer, rtol, seen, inside)
+            late = _band_end(curve, grid, i, _LATE[direction], True, integer, rtol, seen, inside)
         ends = (early[0] if early else None, late[0] if late else None)
         out.append(
             Crossing(

@@ -70,3 +70,22 @@ def test_a_bracket_inside_the_answers_own_interval_is_refined_no_further():
     calls.clear()
     (same,) = find_crossings([1.0, 32.0], curve, integer=True, within=lambda a, b, d: (9.5, 10.5))
     assert same == full
+
+
+def test_without_bands_only_the_estimate_is_bisected():
+    """best-k reads a boundary's estimate alone: ``bands=False`` bisects g = 2 - x / 10 on
+    [1, 32] to (10, 11) through 16, 8, 12, 10 and 11 (11 fails: g = 0.9) and simulates
+    nothing for the band's ends (9 and 11 with the band, reached through 9 as well)."""
+    calls: list[float] = []
+
+    def curve(x: float) -> Ratio:
+        calls.append(x)
+        g = 2.0 - x / 10.0
+        return Ratio(g, (g - 0.1, g + 0.1))
+
+    (c,) = find_crossings([1.0, 32.0], curve, integer=True, bands=False)
+    assert c.bracket == (10.0, 11.0) and c.ci95 == (None, None)
+    assert set(calls) == {1.0, 32.0, 16.0, 8.0, 12.0, 10.0, 11.0}
+    calls.clear()
+    find_crossings([1.0, 32.0], curve, integer=True)
+    assert 9.0 in calls

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
@@ -56,6 +57,7 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
             f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
             f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
         )
+        out += conditioning_lines(iv)
     if iv.get("note"):
         out.append(f"  * {iv['note']}")
     return out

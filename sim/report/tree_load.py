@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
+from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
@@ -120,6 +121,7 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
             f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
             f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
         )
+        out += conditioning_lines(iv)
     elif iv:
         out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")
     if beyond:

@@ -57,7 +57,6 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
             f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
             f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
         )
-        out += conditioning_lines(iv)
     if iv.get("note"):
         out.append(f"  * {iv['note']}")
     return out
@@ -72,6 +71,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         f"{doc['output_tokens']} output tokens), seed {doc['seed']}",
         f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)"
         + (f"; then the {INTERVAL_LABEL} (+ or - when it excludes 0)" if _drawn(doc) else ""),
+        *conditioning_lines(doc.get("interval90") or {}),
     ]
     for i, phase in enumerate(doc["phases"]):
         lines += ["", f"phase {i + 1}: {phase['label']}"]

@@ -121,7 +121,6 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
             f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
             f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
         )
-        out += conditioning_lines(iv)
     elif iv:
         out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")
     if beyond:
@@ -172,6 +171,7 @@ def _head(doc: Mapping[str, Any]) -> list[str]:
         f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
         f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
         f"per load, seed {doc['seed']}",
+        *conditioning_lines(doc.get("interval90") or {}),
     ]
 
 

@@ -180,3 +180,39 @@ def test_the_conditioned_interval_covers_the_truth(calibrated) -> None:
         assert lo <= summary.policies[name].metrics["per_user_tok_s"].mean <= hi, name
     lo, hi = iv["speedup"]["speculative"]["per_user_tok_s"]
     assert lo <= summary.speedup["speculative"]["per_user_tok_s"].mean <= hi
+
+
+def _numbers(tree, prefix=""):
+    """Every number of a nested mapping by its dotted path."""
+    if isinstance(tree, dict):
+        return {
+            k: v for key, sub in tree.items() for k, v in _numbers(sub, f"{prefix}{key}.").items()
+        }
+    if isinstance(tree, list):
+        return {
+            k: v for i, sub in enumerate(tree) for k, v in _numbers(sub, f"{prefix}{i}.").items()
+        }
+    return {prefix.rstrip("."): tree}
+
+
+def test_the_shipped_calibrated_scenario_is_what_calibrate_writes(tmp_path, monkeypatch) -> None:
+    # docs/load-calibration.md's example, re-run: the shipped copy must be its output
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "calibrated.toml"
+    code, text = _run("calibrate", "--scenario", "scenarios/llama31-8b-1xh100-eagle3.toml",
+                      "--set", 'serving.prefill="skip"', "--set", "workload.output_tokens=256",
+                      "--baseline-tok-s", "223.53", "--point", "5:4.7146:366.76",
+                      "--load-sweep", "scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl",
+                      "--out", str(out), "-q")  # fmt: skip
+    assert code == 0, text
+    shipped = load_scenario(ROOT / "scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml")
+    mine = load_scenario(out)
+    assert mine.serving.calibrated_on == shipped.serving.calibrated_on
+    assert mine.serving.calibrated_terms == shipped.serving.calibrated_terms
+    a, b = _numbers(mine.model_dump()), _numbers(shipped.model_dump())
+    assert a.keys() == b.keys()
+    for key, value in a.items():  # fitted values: the optimisers' tolerance, not last bits
+        if isinstance(value, float):
+            assert value == pytest.approx(b[key], rel=1e-6, abs=1e-12), key
+        else:
+            assert value == b[key], key

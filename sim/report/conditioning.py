@@ -23,6 +23,13 @@ def conditioning_line(cond: Mapping[str, Any]) -> str:
 
 
 def conditioning_lines(doc: Mapping[str, Any]) -> list[str]:
-    """The line of ``doc['conditioned_on']`` (none when the draws were not conditioned)."""
+    """The line of ``doc['conditioned_on']`` (none when the draws were not conditioned)
+    and of ``doc['beyond_measured']`` (the loads above the highest calibrated one)."""
     cond = doc.get("conditioned_on")
-    return [conditioning_line(cond)] if cond else []
+    lines = [conditioning_line(cond)] if cond else []
+    beyond = doc.get("beyond_measured")
+    if beyond:
+        unit = "users" if beyond["load_kind"] == "concurrency" else "req/s"
+        loads = ", ".join(f"{x:g}" for x in beyond["loads"])
+        lines.append(f"* {loads} {unit}: {beyond['note']}")
+    return lines

@@ -137,17 +137,40 @@ def test_beyond_the_highest_calibrated_load_serve_says_so(calibrated) -> None:
     assert "beyond the highest measured batch (32)" in " ".join(text.split())
 
 
-def test_crossover_says_its_intervals_are_conditioned(calibrated) -> None:
-    args = ["crossover", str(calibrated["out"]), "--concurrency", "1,8", "--num-steps", "3",
+def test_crossover_says_its_intervals_are_conditioned_and_which_loads_lie_beyond(
+    calibrated,
+) -> None:
+    args = ["crossover", str(calibrated["out"]), "--concurrency", "1,64", "--num-steps", "3",
             "--metric", "per_user_tok_s", "--replications", "2", "--requests", "16",
             "--draws", "2", "-q"]  # fmt: skip
     code, text = _run(*args)
     assert code == 0, text
     assert "intervals conditioned on 6 calibration figures" in text
+    assert "* 64 users: beyond the highest measured batch (32)" in text
     code, js = _run(*args, "--json")
-    assert json.loads(js)["conditioned_on"]["figures"] == 6
+    doc = json.loads(js)
+    assert doc["conditioned_on"]["figures"] == 6
+    assert doc["beyond_measured"]["loads"] == [64]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["best-k", "--concurrency", "1,8", "--num-steps", "2:3"],
+        pytest.param(
+            ["capacity", "--num-steps", "3", "--ttft-slo-ms", "200"], marks=pytest.mark.slow
+        ),
+    ],
+    ids=["best-k", "capacity"],
+)
+def test_best_k_and_capacity_say_their_intervals_are_conditioned(calibrated, command) -> None:
+    code, text = _run(command[0], str(calibrated["out"]), *command[1:], "--replications", "2",
+                      "--requests", "16", "--draws", "2", "-q")  # fmt: skip
+    assert code == 0, text
+    assert "intervals conditioned on 6 calibration figures" in text
+
+
+@pytest.mark.slow
 def test_tree_load_says_its_intervals_are_conditioned(calibrated) -> None:
     code, text = _run("tree-load", str(calibrated["out"]), "--tree", "3/2/6", "--chain", "3",
                       "--concurrency", "1,8", "--replications", "2", "--requests", "16",

@@ -25,3 +25,12 @@ def test_the_line_names_the_figures_their_loads_and_the_terms_refitted():
 def test_no_line_without_conditioning():
     assert conditioning_lines({}) == []
     assert conditioning_lines({"conditioned_on": COND}) == [conditioning_line(COND)]
+
+
+def test_loads_beyond_the_highest_calibrated_one_carry_the_note():
+    beyond = {"load_kind": "concurrency", "loads": [64, 128], "note": "beyond the highest (32)"}
+    assert conditioning_lines({"beyond_measured": beyond}) == [
+        "* 64, 128 users: beyond the highest (32)"
+    ]
+    rate = {**beyond, "load_kind": "rate", "loads": [2.5]}
+    assert conditioning_lines({"beyond_measured": rate}) == ["* 2.5 req/s: beyond the highest (32)"]

@@ -58,6 +58,7 @@ __all__ = [
     "SERVE_METRICS",
     "DrawnPoints",
     "Refit",
+    "beyond_calibrated",
     "conditioned_on",
     "describe_inputs",
     "input_draws",
@@ -318,18 +319,49 @@ def replication_counts(
 ) -> dict[str, Any]:
     """What a study's document says it simulated: the replications of its (load, policy)
     points and of its interval's draws (every replication one serving run of the
-    scenario's requests), and, when the draws were conditioned on the scenario's
-    calibration figures, ``conditioned_on`` (``conditioned_on``)."""
+    scenario's requests); for a scenario that records its calibration figures, whether
+    the draws were conditioned on them (``conditioned_on``) and which loads lie beyond the
+    highest calibrated one (``beyond_calibrated``)."""
     out: dict[str, Any] = {
         "replications_run": evaluator.replications_run,
         "draw_replications_run": 0 if draws is None else draws.replications_run,
     }
     plans = evaluator.builder
-    if draws is not None and isinstance(plans, ScenarioPlans):
-        cond = conditioned_on(plans.scenario(None, plans.default_steps), draws.draws)
+    if isinstance(plans, ScenarioPlans):
+        scenario = plans.scenario(None, plans.default_steps)
+        cond = conditioned_on(scenario, draws.draws) if draws is not None else None
         if cond:
             out["conditioned_on"] = cond
+        out.update(beyond_calibrated(scenario, evaluator))
     return out
+
+
+def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str, Any]:
+    """For a scenario that records the figures a load sweep calibrated it on
+    (``[[serving.calibrated_on]]``), the study's loads whose mean decode batch is above the
+    highest measured one (``highest_measured_batch``) and the note they carry
+    (``beyond_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or nothing
+    when none is, or the scenario records no figure."""
+    serving = scenario.serving
+    if serving is None or not serving.calibrated_on:
+        return {}
+    top = highest_measured_batch(scenario)
+    over: dict[Load, float] = {}
+    for (load, _), point in evaluator.memo.items():
+        batch = float(np.mean(point.mean_batch))
+        if batch > top:
+            over[load] = max(over.get(load, 0.0), batch)
+    if not over:
+        return {}
+    loads = sorted(over, key=lambda x: x.value)
+    return {
+        "beyond_measured": {
+            "load_kind": loads[0].kind,
+            "loads": [x.value for x in loads],
+            "highest_measured_batch": top,
+            "note": beyond_note(scenario, max(over.values())),
+        }
+    }
 
 
 def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:

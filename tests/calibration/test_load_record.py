@@ -15,6 +15,7 @@ from sim.calibration.load_fit import (
     tpot_sigma_ms,
 )
 from sim.calibration.load_record import (
+    figure_of,
     point_of,
     record_load_fit,
     recorded_refit,
@@ -23,6 +24,7 @@ from sim.calibration.load_record import (
 from sim.calibration.load_sweep import LoadPoint
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.schema import CalibrationFigure
 from sim.scenario.toml_writer import dumps_scenario
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
@@ -121,3 +123,22 @@ def test_a_drawn_fitted_term_keeps_its_own_deviation(recorded):
         }
     )
     assert moved[SLOPE_FIELD] == pytest.approx(base[SLOPE_FIELD] + step, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        # an open loop at 8 req/s placed at its mean in flight (sglang bench_serving)
+        LoadPoint("s.jsonl", "line 1", "sglang bench_serving", 6.4, "in flight", True, 7.5,
+                  tpot_se_ms=0.14, accept_length=3.1, rate_per_s=8.0, context_tokens=200.0),
+        # a static tree batch with its own draft (sglang bench_speculative)
+        LoadPoint("b.jsonl", "line 3", "sglang bench_speculative", 4.0, "batch", True, 3.2,
+                  accept_length=3.6, num_steps=5, topk=4, num_draft_tokens=8),
+        # guidellm does not say whether the server speculated
+        LoadPoint("g.json", "benchmarks[2]", "guidellm", 16.0, "concurrency", None, 11.0),
+    ],
+    ids=["rate", "tree-batch", "unknown-speculation"],
+)  # fmt: skip
+def test_every_kind_of_run_reads_back_as_the_fit_read_it(point):
+    figure = CalibrationFigure.model_validate(figure_of(point))
+    assert point_of(figure) == point

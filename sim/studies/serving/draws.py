@@ -63,6 +63,7 @@ __all__ = [
     "describe_inputs",
     "input_draws",
     "interval90",
+    "measured_loads",
     "prediction_half_width",
     "ratio_interval",
     "records_calibration",
@@ -383,12 +384,18 @@ def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[
     }
 
 
-def highest_measured_batch(scenario: Scenario) -> float:
-    """The largest batch the scenario's costs are measured at: its ``[[timing.points]]``'
-    batches and the loads of the figures a load sweep calibrated it on
-    (``[[serving.calibrated_on]]``), 1 (the batch-1 ``[timing]``) without any."""
+def measured_loads(scenario: Scenario) -> tuple[float, ...]:
+    """The decode batches the scenario's costs are measured at, ascending: 1 (the batch-1
+    ``[timing]``), its ``[[timing.points]]``' batches and the loads of the figures a load
+    sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding together)."""
     figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
-    return max([1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)])
+    found = {1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)}
+    return tuple(sorted(found))
+
+
+def highest_measured_batch(scenario: Scenario) -> float:
+    """The largest batch the scenario's costs are measured at (``measured_loads``)."""
+    return measured_loads(scenario)[-1]
 
 
 def beyond_note(scenario: Scenario, batch: float) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import block_diag
 from scipy.optimize import least_squares
 
 from sim.calibration.load_fit import (
@@ -48,10 +49,12 @@ __all__ = [
     "RecordedRefit",
     "conditioning",
     "figure_of",
+    "joined_correlation",
     "point_of",
     "record_load_fit",
     "recorded_refit",
     "refit_terms",
+    "term_correlation",
 ]
 
 #: The metric a load sweep is fitted to: a request's mean decode time per output token.
@@ -92,15 +95,33 @@ def point_of(figure: CalibrationFigure) -> LoadPoint:
 
 
 def record_load_fit(fit: LoadFit, *, source: str = "--load-sweep") -> Scenario:
-    """``fit.scenario`` with the figures it was fitted to and the terms they identified."""
-    return with_overrides(
-        fit.scenario,
-        {
-            FIGURES_FIELD: [figure_of(r.point) for r in fit.rows],
-            TERMS_FIELD: [name.removeprefix("serving.") for name in fit.identified],
-        },
-        source=source,
-    )
+    """``fit.scenario`` with the figures it was fitted to and the terms they identified,
+    and, when it identified several, their correlation (``term_correlation``) joined to the
+    scenario's ``[uncertainty.correlation]`` (block-diagonal: the batch-1 values were
+    fitted apart), so that a draw moves them together as the figures allow."""
+    over: dict[str, Any] = {
+        FIGURES_FIELD: [figure_of(r.point) for r in fit.rows],
+        TERMS_FIELD: [name.removeprefix("serving.") for name in fit.identified],
+    }
+    terms = list(fit.identified)
+    if len(terms) >= 2:
+        points = [r.point for r in fit.rows]
+        corr = term_correlation(fit.scenario, points, terms, source=source)
+        over["uncertainty.correlation"] = joined_correlation(fit.scenario, terms, corr)
+    return with_overrides(fit.scenario, over, source=source)
+
+
+def joined_correlation(scenario: Scenario, fields: list[str], corr: np.ndarray) -> dict[str, Any]:
+    """``[uncertainty.correlation]`` of ``scenario`` with ``fields``' block ``corr`` joined
+    (block-diagonal; any earlier entry of those fields dropped)."""
+    old = scenario.uncertainty.correlation
+    names, matrix = list(fields), np.asarray(corr, dtype=float)
+    if old is not None:
+        keep = [i for i, f in enumerate(old.fields) if f.split("[")[0] not in fields]
+        if len(keep) >= 2:
+            names += [old.fields[i] for i in keep]
+            matrix = block_diag(matrix, np.array(old.matrix)[np.ix_(keep, keep)])
+    return {"fields": names, "matrix": [[float(x) for x in row] for row in matrix]}
 
 
 def _value(scenario: Scenario, dotted: str) -> float:
@@ -117,6 +138,31 @@ def refit_terms(
     (every other field as it is): weighted least squares as the load fit's
     (sim/calibration/load_fit.py: residuals over ``tpot_sigma_ms``, within ``BOUNDS``),
     started at the scenario's values."""
+    x, _ = _solve(scenario, points, terms, source)
+    return dict(zip(terms, x.tolist(), strict=True))
+
+
+def term_correlation(
+    scenario: Scenario, points: Sequence[LoadPoint], terms: Sequence[str], *, source: str
+) -> np.ndarray:
+    """The correlation matrix (T, T) of the fitted ``terms`` at their least-squares values
+    under ``scenario``: (J^T J)^-1 normalised to a unit diagonal, J (len(points), T) the
+    weighted residuals' Jacobian at the solution (a scale of the covariance, such as the
+    reduced chi-square's, cancels)."""
+    _, jac = _solve(scenario, points, terms, source)
+    cov = np.linalg.pinv(jac.T @ jac)
+    se = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
+    corr = np.clip(cov / np.outer(se, se), -1.0, 1.0)
+    corr = 0.5 * (corr + corr.T)  # symmetric to the last bit
+    np.fill_diagonal(corr, 1.0)
+    return corr
+
+
+def _solve(
+    scenario: Scenario, points: Sequence[LoadPoint], terms: Sequence[str], source: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values (T,), Jacobian (len(points), T) of the weighted residuals there) of the least
+    squares of ``refit_terms``."""
     measured = np.array([p.tpot_ms for p in points], dtype=float)
     sigma = np.array([tpot_sigma_ms(p) for p in points])
     lower = np.array([BOUNDS[t][0] for t in terms])
@@ -137,7 +183,7 @@ def refit_terms(
         xtol=REFIT_TOL,
         ftol=REFIT_TOL,
     )
-    return dict(zip(terms, np.clip(result.x, lower, upper).tolist(), strict=True))
+    return np.clip(result.x, lower, upper), np.atleast_2d(result.jac)
 
 
 @dataclass(frozen=True, slots=True)

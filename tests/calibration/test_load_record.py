@@ -16,6 +16,7 @@ from sim.calibration.load_fit import (
 )
 from sim.calibration.load_record import (
     figure_of,
+    joined_correlation,
     point_of,
     record_load_fit,
     recorded_refit,
@@ -142,3 +143,26 @@ def test_a_drawn_fitted_term_keeps_its_own_deviation(recorded):
 def test_every_kind_of_run_reads_back_as_the_fit_read_it(point):
     figure = CalibrationFigure.model_validate(figure_of(point))
     assert point_of(figure) == point
+
+
+def test_terms_identified_together_carry_their_correlation():
+    # no overlap: the host work shows in plain decoding too, and a sweep to 128 users
+    # separates it from the kernel slope; the two still trade against each other
+    base = with_overrides(load_scenario(SCENARIO), {"serving.host_overlap": "none"})
+    fit = fit_load_sweep(base, _sweep(with_overrides(base, TRUTH)))
+    assert set(fit.identified) == {HOST_FIELD, SLOPE_FIELD}
+    corr = record_load_fit(fit).uncertainty.correlation
+    assert corr.fields == [HOST_FIELD, SLOPE_FIELD]
+    assert -1.0 < corr.matrix[0][1] < -0.5  # more host work, less kernel growth
+
+
+def test_the_terms_block_joins_the_batch_one_correlations():
+    shipped = load_scenario("scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml")
+    old = shipped.uncertainty.correlation
+    block = np.array([[1.0, -0.9], [-0.9, 1.0]])
+    got = joined_correlation(shipped, [HOST_FIELD, SLOPE_FIELD], block)
+    assert got["fields"] == [HOST_FIELD, SLOPE_FIELD, *old.fields]
+    matrix = np.array(got["matrix"])
+    assert np.array_equal(matrix[:2, :2], block)
+    assert np.array_equal(matrix[2:, 2:], np.array(old.matrix))
+    assert not matrix[:2, 2:].any()

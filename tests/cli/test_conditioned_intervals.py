@@ -11,6 +11,7 @@ mean and spread of TPOT and its accept length are written as ``vllm bench serve`
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -218,17 +219,24 @@ def _numbers(tree, prefix=""):
     return {prefix.rstrip("."): tree}
 
 
+#: docs/load-calibration.md's calibration, which wrote the shipped calibrated scenario (run
+#: it from the repository's root with --out SHIPPED when the fit changes what it writes).
+SHIPPED = "scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml"
+EXAMPLE = ("calibrate", "--scenario", "scenarios/llama31-8b-1xh100-eagle3.toml",
+           "--set", 'serving.prefill="skip"', "--set", "workload.output_tokens=256",
+           "--baseline-tok-s", "223.53", "--point", "5:4.7146:366.76",
+           "--load-sweep", "scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl")  # fmt: skip
+
+
+REGENERATE = f"stale: regenerate with `specsim {shlex.join(EXAMPLE)} --out {SHIPPED}`"
+
+
 def test_the_shipped_calibrated_scenario_is_what_calibrate_writes(tmp_path, monkeypatch) -> None:
-    # docs/load-calibration.md's example, re-run: the shipped copy must be its output
     monkeypatch.chdir(ROOT)
     out = tmp_path / "calibrated.toml"
-    code, text = _run("calibrate", "--scenario", "scenarios/llama31-8b-1xh100-eagle3.toml",
-                      "--set", 'serving.prefill="skip"', "--set", "workload.output_tokens=256",
-                      "--baseline-tok-s", "223.53", "--point", "5:4.7146:366.76",
-                      "--load-sweep", "scenarios/sweeps/llama31-8b-synthetic-vllm.jsonl",
-                      "--out", str(out), "-q")  # fmt: skip
+    code, text = _run(*EXAMPLE, "--out", str(out), "-q")
     assert code == 0, text
-    shipped = load_scenario(ROOT / "scenarios/sweeps/llama31-8b-1xh100-eagle3-calibrated.toml")
+    shipped = load_scenario(ROOT / SHIPPED)
     mine = load_scenario(out)
     assert mine.serving.calibrated_on == shipped.serving.calibrated_on
     assert mine.serving.calibrated_terms == shipped.serving.calibrated_terms
@@ -236,6 +244,6 @@ def test_the_shipped_calibrated_scenario_is_what_calibrate_writes(tmp_path, monk
     assert a.keys() == b.keys()
     for key, value in a.items():  # fitted values: the optimisers' tolerance, not last bits
         if isinstance(value, float):
-            assert value == pytest.approx(b[key], rel=1e-6, abs=1e-12), key
+            assert value == pytest.approx(b[key], rel=1e-6, abs=1e-12), (key, REGENERATE)
         else:
-            assert value == b[key], key
+            assert value == b[key], (key, REGENERATE)

@@ -41,7 +41,7 @@ from sim.calibration.load_fit import (
     tpot_sigma_ms,
 )
 from sim.calibration.load_sweep import LoadPoint
-from sim.scenario.load import with_overrides
+from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import CalibrationFigure, Scenario
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "recorded_refit",
     "refit_terms",
     "term_correlation",
+    "what_if",
 ]
 
 #: The metric a load sweep is fitted to: a request's mean decode time per output token.
@@ -98,7 +99,9 @@ def record_load_fit(fit: LoadFit, *, source: str = "--load-sweep") -> Scenario:
     """``fit.scenario`` with the figures it was fitted to and the terms they identified,
     and, when it identified several, their correlation (``term_correlation``) joined to the
     scenario's ``[uncertainty.correlation]`` (block-diagonal: the batch-1 values were
-    fitted apart), so that a draw moves them together as the figures allow."""
+    fitted apart), so that a draw moves them together as the figures allow. Like the
+    batch-1 calibration's, a new scenario: its values are its own (none set after loading,
+    as when the file it is written to is read back)."""
     over: dict[str, Any] = {
         FIGURES_FIELD: [figure_of(r.point) for r in fit.rows],
         TERMS_FIELD: [name.removeprefix("serving.") for name in fit.identified],
@@ -108,7 +111,8 @@ def record_load_fit(fit: LoadFit, *, source: str = "--load-sweep") -> Scenario:
         points = [r.point for r in fit.rows]
         corr = term_correlation(fit.scenario, points, terms, source=source)
         over["uncertainty.correlation"] = joined_correlation(fit.scenario, terms, corr)
-    return with_overrides(fit.scenario, over, source=source)
+    recorded = with_overrides(fit.scenario, over, source=source)
+    return scenario_from_dict(recorded.model_dump(exclude_none=True), source="calibrated scenario")
 
 
 def joined_correlation(scenario: Scenario, fields: list[str], corr: np.ndarray) -> dict[str, Any]:
@@ -208,11 +212,39 @@ class RecordedRefit:
         return out
 
 
+#: Fields a setting may change while the recorded figures still describe the server (the
+#: load, the sample, the lengths, SLOs and targets, the scheduler's admission, the policy
+#: by batch size, and the record itself): what else a ``--set`` changes (the hardware, the
+#: passes, the draft, the acceptance, a batched term) makes a what-if server the figures
+#: were not measured on, whose draws are then not conditioned on them.
+NEUTRAL_FIELDS: tuple[str, ...] = (
+    "simulation.", "targets.", "workload.", "serving.concurrency", "serving.rate_per_s",
+    "serving.trace", "serving.think_time_ms", "serving.max_running_requests",
+    "serving.batching", "serving.token_budget", "serving.kv_capacity_tokens",
+    "serving.kv_reserve_gib", "serving.prefill", "serving.disable_above_batch",
+    "serving.k_table", "serving.draft_table", "serving.ttft_slo_ms", "serving.tpot_slo_ms",
+    "serving.calibrated_",
+)  # fmt: skip
+
+
+def what_if(scenario: Scenario) -> dict[str, str]:
+    """The fields set after loading that change the server the recorded figures describe
+    (field -> what set it; ``NEUTRAL_FIELDS`` left out)."""
+    return {
+        name: via
+        for name, via in scenario.origins.overrides.items()
+        if not name.startswith(NEUTRAL_FIELDS)
+    }
+
+
 def recorded_refit(scenario: Scenario) -> RecordedRefit | None:
     """The refit of the terms a scenario records as calibrated, to the figures it records
-    (None: it records no calibrated term)."""
+    (None: it records no calibrated term, or a setting made it another server,
+    ``what_if``)."""
     serving = scenario.serving
     if serving is None or not serving.calibrated_on or not serving.calibrated_terms:
+        return None
+    if what_if(scenario):
         return None
     return RecordedRefit(
         scenario,
@@ -222,16 +254,24 @@ def recorded_refit(scenario: Scenario) -> RecordedRefit | None:
 
 
 def conditioning(scenario: Scenario) -> dict[str, Any] | None:
-    """What a document says about the conditioning of its draws (None: not conditioned):
-    the figures' count, metric, loads and files, and the terms re-fitted in every draw."""
-    refit = recorded_refit(scenario)
-    if refit is None:
+    """What a document says about the conditioning of its draws on the recorded figures
+    (None: the scenario records no calibrated term): the figures' count, metric, loads and
+    files, and the terms re-fitted in every draw (``refitted``), or, for a what-if
+    server, why they are not (``not_conditioned``: the settings that made it)."""
+    serving = scenario.serving
+    if serving is None or not serving.calibrated_on or not serving.calibrated_terms:
         return None
-    loads = [p.load for p in refit.points]
-    return {
-        "figures": len(refit.points),
+    loads = [f.load for f in serving.calibrated_on]
+    out: dict[str, Any] = {
+        "figures": len(serving.calibrated_on),
         "metric": METRIC,
         "loads": [min(loads), max(loads)],
-        "sources": sorted({p.source for p in refit.points}),
-        "refitted": list(refit.terms),
+        "sources": sorted({f.source for f in serving.calibrated_on}),
     }
+    changed = what_if(scenario)
+    if changed:
+        out["not_conditioned"] = "set after loading, " + ", ".join(
+            f"{name} ({via})" for name, via in changed.items()
+        )
+        return out
+    return {**out, "refitted": [f"serving.{t}" for t in serving.calibrated_terms]}

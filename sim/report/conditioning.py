@@ -15,6 +15,12 @@ def conditioning_line(cond: Mapping[str, Any]) -> str:
     n = cond["figures"]
     lo, hi = cond["loads"]
     loads = f"load {lo:g}" if lo == hi else f"loads {lo:g}-{hi:g}"
+    if "not_conditioned" in cond:
+        return (
+            f"intervals not conditioned on the {n} calibration figure{'s' * (n != 1)} "
+            f"(serving.calibrated_on): they describe the server as calibrated, and this one "
+            f"is a what-if ({cond['not_conditioned']})"
+        )
     return (
         f"intervals conditioned on {n} calibration figure{'s' * (n != 1)} "
         f"(serving.calibrated_on: {cond['metric']} at {loads}): "

@@ -15,6 +15,7 @@ from sim.calibration.load_fit import (
     tpot_sigma_ms,
 )
 from sim.calibration.load_record import (
+    conditioning,
     figure_of,
     joined_correlation,
     point_of,
@@ -166,3 +167,12 @@ def test_the_terms_block_joins_the_batch_one_correlations():
     assert np.array_equal(matrix[:2, :2], block)
     assert np.array_equal(matrix[2:, 2:], np.array(old.matrix))
     assert not matrix[:2, 2:].any()
+
+
+def test_a_setting_of_the_server_makes_a_what_if_the_figures_do_not_describe(recorded):
+    scenario = recorded[1]
+    assert recorded_refit(with_overrides(scenario, {"serving.concurrency": 16})) is not None
+    what_if = with_overrides(scenario, {"hardware.gpus": 2}, source="--set")
+    assert recorded_refit(what_if) is None
+    cond = conditioning(what_if)
+    assert "refitted" not in cond and cond["not_conditioned"].endswith("hardware.gpus (--set)")

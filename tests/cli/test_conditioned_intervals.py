@@ -180,6 +180,25 @@ def test_tree_load_says_its_intervals_are_conditioned(calibrated) -> None:
     assert "intervals conditioned on 6 calibration figures" in text
 
 
+@pytest.mark.parametrize("command", ["serve", "crossover"])
+def test_a_what_if_server_is_not_conditioned_on_figures_of_another(calibrated, command) -> None:
+    # the figures describe the server as calibrated: a --set of its passes makes another
+    # one, whose draws are not re-fitted to them; a --set of the scheduler does not
+    extra = ["--concurrency", "1,8", "--num-steps", "3", "--metric", "per_user_tok_s"]
+    common = [
+        *(["--concurrency", "8"] if command == "serve" else extra),
+        "--replications", "2", "--requests", "16", "--draws", "2",
+    ]  # fmt: skip
+    out = str(calibrated["out"])
+    code, text = _run(command, out, *common, "--set", "timing.decode_ms=5.0")
+    assert code == 0, text
+    assert "intervals not conditioned on the 6 calibration figures" in text
+    assert "timing.decode_ms (--set)" in text
+    code, text = _run(command, out, *common, "--set", "serving.max_running_requests=64")
+    assert code == 0, text
+    assert "intervals conditioned on 6 calibration figures" in text
+
+
 def test_without_draws_or_without_the_section_nothing_is_conditioned(calibrated) -> None:
     common = ["--concurrency", "4", "--replications", "2", "--requests", "16"]
     code, text = _run("serve", str(calibrated["out"]), *common, "--draws", "0")

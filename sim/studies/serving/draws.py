@@ -329,11 +329,9 @@ def replication_counts(
     }
     plans = evaluator.builder
     if isinstance(plans, ScenarioPlans):
-        scenario = plans.scenario(None, plans.default_steps)
-        cond = conditioned_on(scenario, draws.draws) if draws is not None else None
-        if cond:
-            out["conditioned_on"] = cond
-        out.update(beyond_calibrated(scenario, evaluator))
+        if draws is not None and draws.draws and plans.conditioning:
+            out["conditioned_on"] = plans.conditioning
+        out.update(beyond_calibrated(plans.scenario(None, plans.default_steps), evaluator))
     return out
 
 
@@ -370,11 +368,17 @@ def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[
     return interval90(draws.tolist(), ci95, positive=True)
 
 
-def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
+def doc(
+    bound: Bound,
+    draws: Sequence[Overrides],
+    replications: int,
+    conditioning: Mapping[str, Any] | None = None,
+) -> Mapping[str, Any]:
     """What a document says about its intervals: the label, draws, replications per draw
     and the inputs drawn; with draws of a scenario that records its calibration figures,
-    ``conditioned_on`` (sim/calibration/load_record.py ``conditioning``)."""
-    cond = conditioned_on(bound.scenario, draws)
+    ``conditioned_on`` (``conditioning``: what the draws were made with, default read from
+    ``bound``, the scenario they were drawn from)."""
+    cond = conditioning if conditioning is not None else conditioned_on(bound.scenario, draws)
     return {
         "label": INTERVAL_LABEL,
         "draws": len(draws),

@@ -126,7 +126,7 @@ def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
 
     def run() -> tuple[float, int]:
         t0 = time.process_time()
-        out = simulate_serving(setup.plan, setup.policies, replications=1, seed=1)
+        out = simulate_serving(setup.plan, setup.draftings, replications=1, seed=1)
         return time.process_time() - t0, sum(r[0].decode_iterations for r in out.records.values())
 
     run()

@@ -165,11 +165,11 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
         "topk": sp.topk,
         "num_draft_tokens": sp.draft_tokens,
     }
-    check = check_open_load(setup.plan, setup.policies)
+    check = check_open_load(setup.plan, setup.draftings)
     if check is not None and not check.stable:
         return {**row, **unstable_columns(check)}
     run = simulate_serving(
-        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+        setup.plan, setup.draftings, replications=setup.replications, seed=setup.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     for name, policy in summary.policies.items():

@@ -12,7 +12,7 @@ check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
 from sim.simulation.serving.records import ServingRecord
@@ -23,6 +23,7 @@ from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 __all__ = [
     "ClosedLoop",
     "DisableAbove",
+    "Drafting",
     "Empirical",
     "Fixed",
     "FixedK",

@@ -264,7 +264,7 @@ class PointEvaluator:
         key = (load, policy)
         if key not in self.bounds:
             plan = self.builder(load, plan_steps(policy, self.builder))
-            self.bounds[key] = service_bound(plan, policy)
+            self.bounds[key] = service_bound(plan, plan.drafting(policy))
         return self.bounds[key]
 
     def check(self, load: Load, policies: Mapping[str, SpeculationPolicy]) -> LoadCheck | None:

@@ -228,7 +228,7 @@ class ServingStats:
         return self._bound(self.plan_at(scenario, acceptance), scenario.num_steps)
 
     def _bound(self, plan: ServingPlan, num_steps: int) -> ServiceBound | None:
-        return None if self.load.integer else service_bound(plan, FixedK(num_steps))
+        return None if self.load.integer else service_bound(plan, plan.drafting(FixedK(num_steps)))
 
     def __call__(
         self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]

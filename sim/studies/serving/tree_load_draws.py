@@ -114,7 +114,7 @@ def drawn_ratios(
         for c, setup in zip(grid, setups, strict=True):
             run = simulate_serving(
                 setup.plan,
-                setup.policies,
+                setup.draftings,
                 replications=replications,
                 seed=setup.seed,
                 workers=workers,

@@ -110,7 +110,7 @@ def _run_watched(p: ServingPlan, policy, seed, watch: KvWatch):
 
     Server.__init__ = init
     try:
-        return run_replication(p, policy, serving_streams(np.random.SeedSequence(seed)))
+        return run_replication(p, p.check(policy), serving_streams(np.random.SeedSequence(seed)))
     finally:
         Server.__init__ = original
 

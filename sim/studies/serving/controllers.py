@@ -628,6 +628,7 @@ def _with_intervals(
     """``result`` with its 90% intervals from inputs and model (sim/studies/
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
+    from sim.binding.uncertainty import serving_inputs
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
     from sim.studies.serving.draws import (
         DRAW_REPLICATIONS,
@@ -685,7 +686,7 @@ def _with_intervals(
         versus_interval90=versus,
         switches=switches,
         intervals={
-            **doc(bind(scenario), builder.draws, r),
+            **doc(serving_inputs(bind(scenario)), builder.draws, r),
             "draws_run": ran,
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,

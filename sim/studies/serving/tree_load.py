@@ -37,6 +37,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from sim.binding.bound import bind
+from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
@@ -52,8 +53,8 @@ from sim.studies.serving.draws import (
     DRAW_REPLICATIONS,
     beyond_note,
     doc,
+    drawn_overrides,
     highest_measured_batch,
-    input_draws,
     ratio_interval,
 )
 from sim.studies.serving.tree_load_draws import (
@@ -340,7 +341,7 @@ def tree_load_study(
         setups.append(setup)
         run = simulate_serving(
             setup.plan,
-            setup.policies,
+            setup.draftings,
             replications=setup.replications,
             seed=setup.seed,
             workers=workers,
@@ -366,8 +367,8 @@ def tree_load_study(
         )
         if progress:
             progress(i + 1, len(grid))
-    base_bound = bind(base)
-    overrides = input_draws(base_bound, setups[0].seed, draws)
+    inputs = serving_inputs(bind(base))  # found once: drawn and described
+    overrides = drawn_overrides(base, inputs, setups[0].seed, draws)
     r = min(DRAW_REPLICATIONS, setups[0].replications)
     drawn = drawn_ratios(
         base,
@@ -433,7 +434,7 @@ def tree_load_study(
         ),
         crossings=tuple(crossings),
         intervals={
-            **doc(base_bound, overrides, r),
+            **doc(inputs, overrides, r),
             "draws_run": drawn.run,
             "highest_measured_batch": top,
             **({"note": note} if note else {}),

@@ -17,7 +17,7 @@ from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
-from sim.simulation.serving.simulate import ServingRun, simulate_serving
+from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 
 __all__ = [
@@ -43,4 +43,5 @@ __all__ = [
     "run_replication",
     "simulate_serving",
     "summarize_serving",
+    "work_out",
 ]

@@ -26,7 +26,7 @@ from sim.parallel import Executor, LocalExecutor
 from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.records import ServingRecord
 
-__all__ = ["ServingRun", "serving_streams", "simulate_serving"]
+__all__ = ["ServingRun", "serving_streams", "simulate_serving", "work_out"]
 
 Progress = Callable[[int, int], None]
 
@@ -105,9 +105,23 @@ def replication_blocks(replications: int, width: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
+def work_out(plan: ServingPlan, policies: Mapping[str, SpeculationPolicy]) -> dict[str, Drafting]:
+    """Each of ``policies`` (by name) worked out on ``plan`` once (``ServingPlan.check``),
+    as ``simulate_serving`` takes them; SpecsimError naming the policy when one cannot run
+    on the plan (a scenario's setup says which field to change instead:
+    ``ServingSetup.draftings``)."""
+    draftings = {}
+    for name, policy in policies.items():
+        try:
+            draftings[name] = plan.check(policy)
+        except ValueError as exc:
+            raise SpecsimError(f"{exc} ({name})", param="policies") from None
+    return draftings
+
+
 def simulate_serving(
     plan: ServingPlan,
-    policies: Mapping[str, SpeculationPolicy | Drafting],
+    draftings: Mapping[str, Drafting],
     *,
     replications: int,
     seed: int,
@@ -119,10 +133,9 @@ def simulate_serving(
 ) -> ServingRun:
     """Run ``replications`` replications of ``plan`` under each policy.
 
-    ``policies`` maps names to policies (e.g. ``{"baseline": FixedK(0), "k=3": FixedK(3)}``),
-    each worked out on the plan here (``ServingPlan.check``; SpecsimError if one cannot run
-    on it), or to policies already worked out on it (``ServingSetup.draftings``), run as
-    they are. ``workers`` > 1 runs replications in that many processes, or ``executor``
+    ``draftings`` maps names to policies worked out on the plan (``work_out(plan,
+    {"baseline": FixedK(0), "k=3": FixedK(3)})``, or a setup's ``ServingSetup.draftings``).
+    ``workers`` > 1 runs replications in that many processes, or ``executor``
     (sim/parallel.py) runs them: identical results either way. ``progress(done, total)``
     after each replication. ``first``: the index of the first replication run
     (replications ``first`` to ``first + replications - 1`` of the seed, each the same
@@ -136,21 +149,12 @@ def simulate_serving(
         raise SpecsimError(f"must be >= 0, got {first}", param="first")
     if seed < 0:
         raise SpecsimError(f"must be >= 0, got {seed}", param="seed")
-    if not policies:
+    if not draftings:
         raise SpecsimError("give at least one policy", param="policies")
-    draftings = {}
-    for name, policy in policies.items():
-        if isinstance(policy, Drafting):
-            draftings[name] = policy
-            continue
-        try:
-            draftings[name] = plan.check(policy)
-        except ValueError as exc:
-            raise SpecsimError(f"{exc} ({name})", param="policies") from None
     children = np.random.SeedSequence(seed).spawn(first + replications)[first:]
     run = executor or LocalExecutor(workers)
     blocks = replication_blocks(replications, run.width())
-    task = functools.partial(_replicate_block, plan, draftings, horizon_ms=horizon_ms)
+    task = functools.partial(_replicate_block, plan, dict(draftings), horizon_ms=horizon_ms)
     results: dict[int, dict[str, ServingRecord]] = {}
     parts = [children[lo:hi] for lo, hi in blocks]
     for b, block in run.map_unordered(task, parts):
@@ -158,5 +162,5 @@ def simulate_serving(
         if progress:
             progress(len(results), replications)
     records = {name: [results[i][name] for i in range(replications)] for name in draftings}
-    ran = {name: d.policy for name, d in draftings.items()}
-    return ServingRun(plan, ran, seed, records)
+    policies = {name: d.policy for name, d in draftings.items()}
+    return ServingRun(plan, policies, seed, records)

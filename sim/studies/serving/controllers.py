@@ -50,7 +50,7 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
 from sim.simulation.serving.records import ServingRecord
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.best_k import best_k_table
@@ -354,7 +354,7 @@ def replay_values(
     replayed = dataclasses.replace(plan, workload=workload)
     run = simulate_serving(
         replayed,
-        dict(policies),
+        work_out(replayed, dict(policies)),
         replications=replications,
         seed=seed,
         executor=executor,

@@ -31,7 +31,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup
-from sim.simulation.serving.simulate import replication_blocks, simulate_serving
+from sim.simulation.serving.simulate import replication_blocks, simulate_serving, work_out
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 from sim.studies.serving.sequential import FIRST, Rule, merge
@@ -178,7 +178,7 @@ def run_point(
     try:
         run = simulate_serving(
             plan,
-            {"policy": task.policy},
+            work_out(plan, {"policy": task.policy}),
             replications=task.replications,
             seed=task.seed,
             executor=executor,

@@ -53,7 +53,7 @@ from sim.simulation.serving.metrics import positive_interval, request_metrics, s
 from sim.simulation.serving.overload import above, at_most
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.stability import ServiceBound, service_bound
 from sim.simulation.summary import Stats, TargetProbability, wilson_ci95
 from sim.studies.search import AcceptanceLever, SearchResult, acceptance_levers, search_acceptance
@@ -244,7 +244,7 @@ class ServingStats:
             return unstable_stats(targets)  # no steady state: not simulated
         run = simulate_serving(
             plan,
-            {"speculative": FixedK(scenario.num_steps)},
+            work_out(plan, {"speculative": FixedK(scenario.num_steps)}),
             replications=scenario.simulation.replications,
             seed=scenario.simulation.seed,
         )

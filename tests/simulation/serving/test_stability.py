@@ -12,7 +12,15 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.model.batched_cost import PrefillLoad
-from sim.simulation.serving import ClosedLoop, Fixed, FixedK, Poisson, Trace, simulate_serving
+from sim.simulation.serving import (
+    ClosedLoop,
+    Fixed,
+    FixedK,
+    Poisson,
+    Trace,
+    simulate_serving,
+    work_out,
+)
 from sim.simulation.serving.stability import batch_grid, open_load_bounds, service_bound
 from tests.conftest import ROOT
 from tests.simulation.serving.helpers import plan
@@ -75,7 +83,7 @@ def test_a_saturated_server_answers_no_more_than_the_bound(k):
     p = plan(ClosedLoop(8), k=3, output=Fixed(80), requests=300, warmup=8)
     policy = FixedK(k)
     bound = service_bound(p, p.drafting(policy)).rate_per_s
-    rec = simulate_serving(p, {"p": policy}, replications=1, seed=3).records["p"][0]
+    rec = simulate_serving(p, work_out(p, {"p": policy}), replications=1, seed=3).records["p"][0]
     answered = 1000.0 * rec.tokens_delivered / 80 / rec.window_ms
     assert 0.9 * bound <= answered <= bound * (1 + 1e-12)
 

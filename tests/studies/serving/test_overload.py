@@ -254,7 +254,10 @@ def test_a_sweep_point_serve_calls_not_steady_says_so():
     assert "stable" not in row  # under both bounds: simulated
     setup = serving_setup(bind(point_scenario(task)), source="test")
     run = simulate_serving(
-        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+        setup.plan,
+        setup.draftings,
+        replications=setup.replications,
+        seed=setup.seed,
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     for name, policy in summary.policies.items():

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtri
@@ -31,6 +32,9 @@ from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+
+if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving.py
+    from sim.hardware.batched import PassTerms
 
 __all__ = [
     "BASELINE",
@@ -326,13 +330,16 @@ def serving_setup(
     base_dir: Path | None = None,
     source: str = "scenario",
     policies: Mapping[str, SpeculationPolicy] | None = None,
+    terms: PassTerms | None = None,
 ) -> ServingSetup:
     """The serving plan of the bound scenario (``base_dir``: where relative trace paths
     start; ``source``: the name errors give the scenario). ``policies``: run these (by
     name) beside the baseline instead of the scenario's own policy (a study comparing
     drafts: the plan then covers every depth, width and lookahead they use). The batched
     cost, acceptance, rank shares and KV capacity are the bound scenario's serving model
-    (sim/binding/serving.py ``serving_model``), built here once."""
+    (sim/binding/serving.py ``serving_model``), built here once; ``terms``: the token-count
+    terms its passes share with the other setups of a study (sim/hardware/batched.py
+    ``PassTerms``; None: a table of this setup's own)."""
     scenario = bound.scenario
     serving = scenario.serving or ServingSpec()
     notes: list[str] = []
@@ -353,6 +360,7 @@ def serving_setup(
         max_k=max(p.max_k for p in run.values()),
         widest=widest,
         source=source,
+        terms=terms,
     )
     notes.extend(served.notes)
     if scenario.timing.jitter_cv:

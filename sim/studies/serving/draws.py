@@ -380,6 +380,7 @@ def serve_intervals(
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind
     from sim.binding.uncertainty import serving_inputs
+    from sim.hardware.batched import PassTerms
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
@@ -392,10 +393,11 @@ def serve_intervals(
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
     first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
     drawn: list[dict[str, PolicyPoint]] = []
+    terms = PassTerms()  # the draws' plans share their passes' terms
     for ov in overrides:
         try:
             sc = with_overrides(scenario, dict(ov), source="uncertainty")
-            setup = serving_setup(bind(sc), base_dir=base_dir, source=source)
+            setup = serving_setup(bind(sc), base_dir=base_dir, source=source, terms=terms)
         except SpecsimError:
             continue  # outside what the scenario allows
         run = simulate_serving(

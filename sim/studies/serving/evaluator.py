@@ -18,12 +18,13 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.policy import FixedK, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
@@ -97,6 +98,10 @@ class ScenarioPlans:
     #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
     #: loaded (sim/studies/serving/draws.py ``input_draws``); empty: none.
     draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    #: The token-count terms of every plan's passes (sim/hardware/batched.py
+    #: ``PassTerms``): the plans of a study at each load and k meet the same prompt
+    #: lengths again. Pickled empty: a worker's task fills its own.
+    terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
     @staticmethod
     def of(
@@ -145,7 +150,10 @@ class ScenarioPlans:
     def setup(self, load: Load | None, num_steps: int) -> ServingSetup:
         base_dir = Path(self.base_dir) if self.base_dir else None
         return serving_setup(
-            bind(self.scenario(load, num_steps)), base_dir=base_dir, source=self.source
+            bind(self.scenario(load, num_steps)),
+            base_dir=base_dir,
+            source=self.source,
+            terms=self.terms,
         )
 
     def __call__(self, load: Load, num_steps: int) -> ServingPlan:

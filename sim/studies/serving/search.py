@@ -43,6 +43,7 @@ import numpy as np
 
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import Acceptance, TreeAcceptance
@@ -206,6 +207,8 @@ class ServingStats:
     load: Load
     base_dir: str | None = None
     _plans: dict[str, ServingPlan] = field(default_factory=dict, repr=False, compare=False)
+    #: The token-count terms the plans' passes share (sim/hardware/batched.py).
+    _terms: PassTerms = field(default_factory=PassTerms, repr=False, compare=False)
 
     def plan(self, scenario: Scenario) -> ServingPlan:
         key = scenario.model_dump_json()
@@ -213,7 +216,8 @@ class ServingStats:
             over: dict[str, Any] = {self.load.field.split(".", 1)[1]: self.load.value}
             at_load = with_load(scenario, source="search", **over)
             base = Path(self.base_dir) if self.base_dir else None
-            self._plans[key] = serving_setup(bind(at_load), base_dir=base, source="search").plan
+            setup = serving_setup(bind(at_load), base_dir=base, source="search", terms=self._terms)
+            self._plans[key] = setup.plan
         return self._plans[key]
 
     def plan_at(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServingPlan:

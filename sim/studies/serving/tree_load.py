@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from sim.binding.bound import bind
 from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
@@ -302,11 +303,13 @@ def tree_load_study(
     base = scenario
     # the size before any run: every draft at every load, each load's requests those of
     # the top one (its warm-up the longest), so that the estimate errs long
+    terms = PassTerms()  # the plans at every load share their passes' terms
     largest = serving_setup(
         bind(with_load(base, concurrency=grid[-1], source=source)),
         base_dir=base_dir,
         source=source,
         policies=policies,
+        terms=terms,
     )
     w = largest.plan.workload
     check_serving_size(
@@ -337,7 +340,9 @@ def tree_load_study(
     points = []
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
-        setup = serving_setup(bind(sc), base_dir=base_dir, source=source, policies=policies)
+        setup = serving_setup(
+            bind(sc), base_dir=base_dir, source=source, policies=policies, terms=terms
+        )
         setups.append(setup)
         run = simulate_serving(
             setup.plan,

@@ -345,6 +345,7 @@ def serving_setup(
     notes: list[str] = []
     arrivals, load = _arrivals(bound, serving, base_dir, notes)
     workload, cut = _workload(scenario, arrivals, base_dir, source, notes)
+    mean_tokens = _mean_tokens(workload)
     run = {BASELINE: FixedK(0), **(policies or {})}
     if policies is None and scenario.num_steps > 0:
         run[SPECULATIVE] = _policy(scenario, serving, source)
@@ -393,7 +394,7 @@ def serving_setup(
         seed=scenario.simulation.seed,
         load=cut or load,
         assumptions=tuple(notes),
-        mean_tokens=_mean_tokens(workload),
+        mean_tokens=mean_tokens,
         kv_capacity=served.kv,
     )
 

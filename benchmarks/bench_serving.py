@@ -53,6 +53,7 @@ from sim.simulation.serving import (
     Workload,
     simulate_serving,
     summarize_serving,
+    work_out,
 )
 from sim.simulation.serving.setup import serving_setup
 
@@ -104,7 +105,11 @@ def iteration_seconds(users: int, k: int) -> float:
     def run(iterations: int) -> tuple[float, int]:
         t0 = time.process_time()
         out = simulate_serving(
-            plan, {"k": FixedK(k)}, replications=1, seed=1, horizon_ms=iterations * cycle_ms
+            plan,
+            work_out(plan, {"k": FixedK(k)}),
+            replications=1,
+            seed=1,
+            horizon_ms=iterations * cycle_ms,
         )
         return time.process_time() - t0, out.records["k"][0].decode_iterations
 
@@ -126,7 +131,7 @@ def realistic_seconds(users: int, requests: int) -> tuple[float, int]:
 
     def run() -> tuple[float, int]:
         t0 = time.process_time()
-        out = simulate_serving(setup.plan, setup.policies, replications=1, seed=1)
+        out = simulate_serving(setup.plan, setup.draftings, replications=1, seed=1)
         return time.process_time() - t0, sum(r[0].decode_iterations for r in out.records.values())
 
     run()
@@ -169,7 +174,7 @@ def peer_row(
     ours, theirs = [], []
     for _ in range(rounds):
         t0 = time.process_time()
-        run = simulate_serving(plan, {"k": FixedK(k)}, replications=1, seed=1)
+        run = simulate_serving(plan, work_out(plan, {"k": FixedK(k)}), replications=1, seed=1)
         ours.append(time.process_time() - t0)
         t0 = time.process_time()
         plain = plain_loop(plan, k, users, seed=1)
@@ -183,9 +188,9 @@ _MEMORY_RUN = """
 import json, sys
 sys.path.insert(0, {bench!r})
 from bench_serving import peer_plan
-from sim.simulation.serving import FixedK, simulate_serving, summarize_serving
+from sim.simulation.serving import FixedK, simulate_serving, summarize_serving, work_out
 plan = peer_plan({users}, {requests}, output=16)
-run = simulate_serving(plan, {{"k": FixedK(plan.max_k)}}, replications=1, seed=1)
+run = simulate_serving(plan, work_out(plan, {{"k": FixedK(plan.max_k)}}), replications=1, seed=1)
 summarize_serving(run.records, baseline=None)
 peak = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
 print(json.dumps({{"peak": peak}}))
@@ -237,7 +242,7 @@ def main() -> None:
             plan = seed_plan(16, 256, q, "model")
             t0 = time.process_time()
             policies = {"baseline": FixedK(0), "spec": FixedK(k)}
-            simulate_serving(plan, policies, replications=1, seed=2)
+            simulate_serving(plan, work_out(plan, policies), replications=1, seed=2)
             times.append(time.process_time() - t0)
         slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
         print(

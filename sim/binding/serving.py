@@ -19,7 +19,7 @@ from sim.model.cycle import PassTimes
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
-    from sim.hardware.batched import BatchedPass, MeasuredPass
+    from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
     from sim.model.batched_cost import IterationCost
     from sim.model.tree.rates import Shares
 
@@ -110,6 +110,7 @@ def serving_cost(
     speculative: bool = True,
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
+    terms: PassTerms | None = None,
 ) -> IterationCost:
     """The bound scenario's batched iteration cost (sim/model/batched_cost.py).
 
@@ -133,6 +134,8 @@ def serving_cost(
     ``speculative``: build the drafter's passes (they need ``model.draft_params``).
     ``max_beams``: the widest drafter pass a tree drafts (its batch-1 time over 1..max_beams
     beams is tabulated as the batch-1 tree engines take it, ``draft_pass_table_ms``).
+    ``terms``: the passes' token-count terms, shared with the other costs its caller builds
+    (sim/hardware/batched.py ``PassTerms``; None: a table for this cost).
     The host's per-request work and the iterations that hide it come from
     ``serving.host_us_per_request`` and ``serving.host_overlap`` (sim/model/host_work.py);
     the growth slope of a pass measured at batch 1 only from ``serving.kernel_slope``
@@ -149,13 +152,20 @@ def serving_cost(
     ``bound.passes``): nothing is decomposed again here.
     """
     # lazy: serving only
-    from sim.hardware.batched import DEFAULT_SLOPE, BatchedPass, PassPhysics, calibrated_pass
+    from sim.hardware.batched import (
+        DEFAULT_SLOPE,
+        BatchedPass,
+        PassPhysics,
+        PassTerms,
+        calibrated_pass,
+    )
     from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     scenario, hw, batch1 = bound.scenario, bound.hardware, bound.passes
     geom = hw.geom
+    terms = PassTerms() if terms is None else terms
     draft_share = geom.draft_layers / geom.layers
     anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
     if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
@@ -219,10 +229,11 @@ def serving_cost(
                 slope=slope,
                 max_tail_slope=slope,
                 follow=follow,
+                terms=terms,
             )
         else:  # a prefill without a measurement: the curve of a pass on the same weights
             source = built["draft_extend" if drafter else "decode"]
-            built[name] = BatchedPass(physics, source.curve)
+            built[name] = BatchedPass(physics, source.curve, terms)
     curves = ServingCurves(
         decode=built["decode"],
         verify=built["verify"],
@@ -300,14 +311,21 @@ class ServingModel:
 
 
 def serving_model(
-    bound: Bound, *, speculative: bool, max_beams: int, max_k: int, widest: int, source: str
+    bound: Bound,
+    *,
+    speculative: bool,
+    max_beams: int,
+    max_k: int,
+    widest: int,
+    source: str,
+    terms: PassTerms | None = None,
 ) -> ServingModel:
     """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
     scenario's ``[model]`` KV and attention terms at ``timing.context_tokens`` and its
     ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
     drafter pass), the acceptance model up to ``max_k`` positions, the rank shares of
     ``widest`` ranks and the KV capacity (``speculative``: some policy drafts). Errors
-    name ``source`` (the scenario's file)."""
+    name ``source`` (the scenario's file); ``terms``: as ``serving_cost`` takes them."""
     scenario = bound.scenario
     spec, timing = scenario.model, scenario.timing
     notes = []
@@ -334,6 +352,7 @@ def serving_model(
             speculative=speculative,
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,
+            terms=terms,
         )
         capacity = kv_capacity(scenario, speculative)
     except SpecsimError as exc:

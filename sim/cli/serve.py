@@ -123,7 +123,7 @@ def serve(
     """Serve the scenario under concurrency: TTFT, TPOT, ITL, per-user and aggregate tok/s,
     with speculation and without it on the same arrivals (paired speedup)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.report.serving import render_serving, serving_to_dict, unstable_to_dict
+    from sim.report.serving import render_serving, served_to_dict
     from sim.report.serving_screen import render_serving_screen
     from sim.scenario.load import load_scenario, sample_settings
     from sim.studies.serving import serve as study
@@ -158,15 +158,17 @@ def serve(
             progress=progress,
             interval_draws=draws,
         )
-    if served.run is None or served.summary is None:  # above what the server answers
-        assert served.check is not None
-        body = unstable_to_dict(served.setup, sc.name, served.check)
-        if plot_dir and not quiet:
-            click.echo("no figures: the load is above what the server answers, nothing ran")
-        emit("serve", body, render_serving, as_json=as_json, plot_dir=None, fmt=fmt, quiet=quiet)
-        return
-    body = serving_to_dict(served.run, served.summary, served.setup, sc.name)
-    if served.interval90 is not None:
-        body["interval90"] = served.interval90
+    body = served_to_dict(served, sc.name)
+    ran = served.run is not None
+    if not ran and plot_dir and not quiet:  # above what the server answers
+        click.echo("no figures: the load is above what the server answers, nothing ran")
     render = render_serving if verbose else render_serving_screen
-    emit("serve", body, render, as_json=as_json, plot_dir=plot_dir, fmt=fmt, quiet=quiet)
+    emit(
+        "serve",
+        body,
+        render,
+        as_json=as_json,
+        plot_dir=plot_dir if ran else None,
+        fmt=fmt,
+        quiet=quiet,
+    )

@@ -335,18 +335,20 @@ def emit(
     quiet: bool = False,
 ) -> None:
     """Write the figures of ``doc`` (``--plot``; ``quiet``: without the "wrote" lines),
-    then print it as JSON or as text."""
+    then print it as JSON or as text (the figures and the JSON from one document of
+    ``kind``)."""
     # lazy: start-up
-    from sim.cli.options import echo_document
+    from sim.cli.options import echo_json
+    from sim.documents import document
 
+    full = document(kind, doc)
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures
-        from sim.documents import document
         from sim.report.figures import figures_for
 
-        echo_written(save_figures(figures_for(document(kind, doc)), plot_dir, fmt), quiet)
+        echo_written(save_figures(figures_for(full), plot_dir, fmt), quiet)
     if as_json:
-        echo_document(kind, doc)
+        echo_json(full)
     else:
         click.echo(render(doc))

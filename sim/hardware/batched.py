@@ -95,6 +95,7 @@ __all__ = [
     "ComputeCurve",
     "MeasuredPass",
     "PassPhysics",
+    "PassTerms",
     "calibrated_pass",
     "replays_graph",
 ]
@@ -284,18 +285,12 @@ class ComputeCurve:
         return np.where(x > rl, cl + high * (x - rl), out)
 
 
-#: Token-count terms kept for every pass of equal physics, shared by all ``BatchedPass``
-#: instances (a serving study builds a plan per load and k, whose passes meet the same
-#: prompt lengths again): physics key -> {(tokens, sequences): terms}. At most
-#: ``SHARED_PHYSICS`` keys (the oldest dropped) of ``SHARED_ENTRIES`` entries each
-#: (emptied when full). Kept for the serving studies: docs/speed.md ("The pass terms shared
-#: across serving plans") measures what it saves them.
+#: Physics a ``PassTerms`` keeps terms for (the oldest dropped) and entries per physics
+#: (emptied when full).
 SHARED_PHYSICS = 32
 SHARED_ENTRIES = 1 << 16
-_SHARED_TERMS: dict[str, dict[tuple[int, int | None], tuple[float, float, Envelope]]] = {}
-#: Taken while ``_SHARED_TERMS`` changes: two threads dropping its oldest key at once
-#: raised KeyError (seen with a two-thread Dask worker).
-_SHARED_LOCK = threading.Lock()
+
+Terms = dict[tuple[int, int | None], tuple[float, float, Envelope]]
 
 
 def physics_key(physics: PassPhysics) -> str:
@@ -309,19 +304,37 @@ def physics_key(physics: PassPhysics) -> str:
     return key
 
 
-def shared_terms(
-    physics: PassPhysics,
-) -> dict[tuple[int, int | None], tuple[float, float, Envelope]]:
-    """The token-count terms kept for ``physics`` (by ``physics_key``)."""
-    key = physics_key(physics)
-    with _SHARED_LOCK:  # a Dask worker with several threads builds plans concurrently
-        terms = _SHARED_TERMS.pop(key, None)
-        if terms is None:
-            terms = {}
-            while len(_SHARED_TERMS) >= SHARED_PHYSICS:
-                del _SHARED_TERMS[next(iter(_SHARED_TERMS))]
-        _SHARED_TERMS[key] = terms  # the newest last
-    return terms
+class PassTerms:
+    """The token-count terms of batched passes, a table per physics (``physics_key``):
+    {(tokens, sequences): terms}. What is built once holds one and hands it to every pass
+    it builds (a serving setup's cost, a study's plan builder: sim/studies/serving/
+    evaluator.py ``ScenarioPlans``, whose plans per load and k meet the same prompt
+    lengths again), so passes of equal physics compute each token count once. At most
+    ``SHARED_PHYSICS`` physics of ``SHARED_ENTRIES`` entries each. Pickled empty: a copy
+    in another process (a worker's task) starts a table of its own."""
+
+    __slots__ = ("_lock", "_tables")
+
+    def __init__(self) -> None:
+        self._tables: dict[str, Terms] = {}
+        # taken while the tables change: a Dask worker with several threads builds plans
+        # concurrently (two threads dropping the oldest physics at once raised KeyError)
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[PassTerms], tuple[()]]:
+        return PassTerms, ()
+
+    def of(self, physics: PassPhysics) -> Terms:
+        """The table kept for ``physics``, the newest kept."""
+        key = physics_key(physics)
+        with self._lock:
+            terms = self._tables.pop(key, None)
+            if terms is None:
+                terms = {}
+                while len(self._tables) >= SHARED_PHYSICS:
+                    del self._tables[next(iter(self._tables))]
+            self._tables[key] = terms  # the newest last
+        return terms
 
 
 class BatchedPass:
@@ -329,14 +342,16 @@ class BatchedPass:
 
     Everything that depends only on the token count (weight bytes read, which involves the
     expert union; FLOPs; the all-reduce; the critical-path envelope) is computed once per
-    token count and physics (``shared_terms``, across instances); the per-call work is a
-    few array operations over the KV-dependent terms, so a serving engine can evaluate many
+    token count and physics, in ``terms`` (a ``PassTerms`` its builder shares with the
+    other passes it builds; None: a table of its own); the per-call work is a few array
+    operations over the KV-dependent terms, so a serving engine can evaluate many
     iterations at once.
     """
 
-    def __init__(self, physics: PassPhysics, curve: ComputeCurve):
+    def __init__(self, physics: PassPhysics, curve: ComputeCurve, terms: PassTerms | None = None):
         self.physics = physics
         self.curve = curve
+        self._terms = PassTerms() if terms is None else terms
         gpu = physics.hardware.gpu
         assert gpu is not None
         gpus = physics.hardware.gpus
@@ -344,17 +359,18 @@ class BatchedPass:
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
-        self._per_tokens = shared_terms(physics)
+        self._per_tokens = self._terms.of(physics)
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled without its token-count terms: a worker process keeps its own table."""
+        """Pickled without its token-count terms (its ``PassTerms`` pickles empty, one
+        copy for the passes pickled with it): a worker process fills its own."""
         state = dict(self.__dict__)
         del state["_per_tokens"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._per_tokens = shared_terms(self.physics)
+        self._per_tokens = self._terms.of(self.physics)
 
     def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
         """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
@@ -472,9 +488,11 @@ class BatchedPass:
         return envelope.at(self.compute_ms(tokens, kv_tokens, pairs, sequences))
 
 
-def _point_compute(physics: PassPhysics, point: MeasuredPass, field: str) -> tuple[float, float]:
+def _point_compute(
+    physics: PassPhysics, point: MeasuredPass, field: str, terms: PassTerms
+) -> tuple[float, float]:
     """(work ms, calibrated compute ms) of a measured point."""
-    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])), terms)
     work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     graphed = replays_graph(physics, point.tokens, point.sequences)
@@ -514,18 +532,21 @@ def calibrated_pass(
     slope: float = DEFAULT_SLOPE,
     max_tail_slope: float | None = None,
     follow: ComputeCurve | None = None,
+    terms: PassTerms | None = None,
 ) -> BatchedPass:
     """The pass calibrated to ``points`` (at least one); ``slope`` beyond a single point,
     ``max_tail_slope`` the steepest growth beyond the last of several. ``follow``: with a
     single point, take this curve (a pass on the same weights) shifted through it instead
-    of a straight line at ``slope``.
+    of a straight line at ``slope``. ``terms``: the token-count terms it shares
+    (``PassTerms``; None: a table of its own).
 
     SpecsimError naming ``field`` when a point is below the modelled communication and
     launch floor, or two points have the same work.
     """
     if not points:
         raise ValueError("calibration needs at least one measured point")
-    pairs = sorted(_point_compute(physics, p, field) for p in points)
+    terms = PassTerms() if terms is None else terms
+    pairs = sorted(_point_compute(physics, p, field, terms) for p in points)
     roof = np.array([r for r, _ in pairs])
     if np.any(np.diff(roof) <= 0):
         raise SpecsimError(
@@ -540,10 +561,10 @@ def calibrated_pass(
     # the least work any pass of this kind does (one token, no context) must keep a
     # compute time >= 0: points whose slope, extended down, crosses 0 before it made a
     # serving run fail on a negative SimPy delay
-    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    bare = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])), terms)
     least = float(bare.work_ms(1, 0.0, 0.0)[()])
     if float(curve.at(np.array([least]))[0]) < 0.0:
-        lowest = min(points, key=lambda p: _point_compute(physics, p, field)[0])
+        lowest = min(points, key=lambda p: _point_compute(physics, p, field, terms)[0])
         raise SpecsimError(
             f"the measured {physics.name} passes ({len(points)}: "
             + ", ".join(f"{p.ms:.4g} ms over {p.tokens} token(s) reading {p.kv_tokens:.4g} "
@@ -553,4 +574,4 @@ def calibrated_pass(
             "at the context timing.context_tokens says?)",
             field=lowest.field or field,
         )  # fmt: skip
-    return BatchedPass(physics, curve)
+    return BatchedPass(physics, curve, terms)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,17 +24,18 @@ from sim.simulation.serving.metrics import (
     request_metrics,
 )
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
-from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup, mean_request_tokens
+from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup
 from sim.simulation.serving.simulate import ServingRun
-from sim.simulation.serving.stability import LoadCheck
+
+if TYPE_CHECKING:  # the study's result, only named here
+    from sim.studies.serving.serve import Served
 
 __all__ = [
     "finite",
     "ratio_dict",
     "render_serving",
     "render_unstable",
-    "serving_to_dict",
-    "unstable_to_dict",
+    "served_to_dict",
 ]
 
 #: Metrics of the JSON document and the text table, with their labels.
@@ -152,31 +153,32 @@ def _overload_lines(doc: dict[str, Any], names: list[str]) -> list[str]:
     return ["", *out] if out else []
 
 
-def serving_to_dict(
-    run: ServingRun, summary: ServingSummary, setup: ServingSetup, scenario: str
-) -> dict[str, Any]:
-    """The ``serve`` document's body (every number the text and the figures show)."""
+def served_to_dict(served: Served, scenario: str) -> dict[str, Any]:
+    """The ``serve`` document's body (every number the text and the figures show): the
+    settings, then each policy's metrics and the paired speedup with their 90% intervals
+    when ``served`` ran; when its Poisson load is above what a policy can answer
+    (sim/simulation/serving/stability.py: nothing simulated), ``stable`` false, each
+    policy's bound and the policies the load is above."""
+    setup, run, summary = served.setup, served.run, served.summary
+    if run is None or summary is None:
+        assert served.check is not None
+        body = _settings(setup, scenario, setup.replications, setup.seed)
+        body.update(served.check.to_dict())
+        return body
     body = _settings(setup, scenario, run.replications, run.seed)
-    for name in setup.policies:
+    for name in setup.draftings:
         body[name] = _policy_dict(run, summary, name)
     if SPECULATIVE in summary.speedup:
         body["speedup"] = {m: ratio_dict(r) for m, r in summary.speedup[SPECULATIVE].items()}
-    return body
-
-
-def unstable_to_dict(setup: ServingSetup, scenario: str, check: LoadCheck) -> dict[str, Any]:
-    """The ``serve`` document of a Poisson load above what at least one policy can answer
-    (sim/simulation/serving/stability.py): nothing simulated, ``stable`` false, each
-    policy's bound and the policies the load is above."""
-    body = _settings(setup, scenario, setup.replications, setup.seed)
-    body.update(check.to_dict())
+    if served.interval90 is not None:
+        body["interval90"] = served.interval90
     return body
 
 
 def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) -> dict[str, Any]:
     """The settings every ``serve`` document starts with."""
     sched = setup.plan.scheduler
-    n_in, n_out = mean_request_tokens(setup)
+    n_in, n_out = setup.mean_tokens
     return {
         "scenario": scenario,
         "load": setup.load,

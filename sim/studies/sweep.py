@@ -17,6 +17,7 @@ from typing import Any
 
 from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
@@ -51,6 +52,9 @@ class PointTask:
     #: The point's scenario as validated by ``run_sweep`` (a mapping): the worker
     #: validates it once instead of the base and then the overrides.
     point: dict[str, Any] | None = None
+    #: The token-count terms a serving point's passes share with the sweep's other points
+    #: run in the same process (sim/hardware/batched.py; pickled empty).
+    terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
 
 def point_scenario(task: PointTask) -> Scenario:
@@ -157,7 +161,7 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
     ``{policy}_not_steady_replications``, how many."""
     scenario = point_scenario(task)
     base_dir = Path(task.base_dir) if task.base_dir else None
-    setup = serving_setup(bind(scenario), base_dir=base_dir, source=task.source)
+    setup = serving_setup(bind(scenario), base_dir=base_dir, source=task.source, terms=task.terms)
     sp = scenario.speculation  # which draft the speculative columns are (as a batch-1 row)
     row: dict[str, Any] = {
         **dict(task.overrides),
@@ -165,11 +169,11 @@ def evaluate_serving_point(task: PointTask) -> dict[str, Any]:
         "topk": sp.topk,
         "num_draft_tokens": sp.draft_tokens,
     }
-    check = check_open_load(setup.plan, setup.policies)
+    check = check_open_load(setup.plan, setup.draftings)
     if check is not None and not check.stable:
         return {**row, **unstable_columns(check)}
     run = simulate_serving(
-        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+        setup.plan, setup.draftings, replications=setup.replications, seed=setup.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     for name, policy in summary.policies.items():
@@ -336,6 +340,7 @@ def run_sweep(
     keys = [point_key(p) for p in points]
     mine = range(len(points)) if shard is None else range(shard[0] - 1, len(points), shard[1])
     todo = [i for i in mine if keys[i] not in done]
+    terms = PassTerms()  # one table for the serving points this process runs
     tasks = [
         PointTask(
             base_dict,
@@ -346,6 +351,7 @@ def run_sweep(
             fidelity,
             base_dir,
             point=validated[i].model_dump(exclude_none=True),
+            terms=terms,
         )
         for i in todo
     ]

@@ -104,7 +104,7 @@ def _mean_tpot_ms(records: Sequence[ServingRecord]) -> tuple[float, float]:
 
 def _run(scenario: Scenario, users: int, replications: int, seed: int):
     setup = serving_setup(bind(with_load(scenario, concurrency=users, source="coverage")))
-    run = simulate_serving(setup.plan, setup.policies, replications=replications, seed=seed)
+    run = simulate_serving(setup.plan, setup.draftings, replications=replications, seed=seed)
     return setup, run
 
 

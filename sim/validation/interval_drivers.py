@@ -67,7 +67,7 @@ def _answer(what: str, metric: str, baseline: str) -> Callable[[dict[str, Any]],
 
 def _points(sc: Scenario, replications: int, seed: int, slo: Any = None) -> dict[str, Any]:
     setup = serving_setup(bind(sc), source="validation")
-    run = simulate_serving(setup.plan, setup.policies, replications=replications, seed=seed)
+    run = simulate_serving(setup.plan, setup.draftings, replications=replications, seed=seed)
     return {name: policy_point(recs, slo or setup.slo) for name, recs in run.records.items()}
 
 

@@ -119,7 +119,7 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
     bound = bind(sc)
     setup = serving_setup(bound, source="validation")
     run = simulate_serving(
-        setup.plan, setup.policies, replications=spec.replications, seed=spec.seed
+        setup.plan, setup.draftings, replications=spec.replications, seed=spec.seed
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     points = {name: policy_point(recs, setup.slo) for name, recs in run.records.items()}

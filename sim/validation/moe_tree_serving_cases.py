@@ -41,7 +41,7 @@ from sim.simulation.serving.setup import (
     serving_setup,
     with_load,
 )
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
@@ -301,7 +301,7 @@ def _simulate(scenario: Scenario, label: str, batch: int) -> dict[str, Any]:
     )
     plan = replace(setup.plan, workload=job)
     run = simulate_serving(
-        plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
+        plan, work_out(plan, setup.policies), replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]

@@ -145,7 +145,7 @@ def _simulate(scenario: Scenario, qps: int) -> Mapping[str, float]:
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
     setup = serving_setup(bind(sc), source="validation")
     run = simulate_serving(
-        setup.plan, setup.policies, replications=RATE_REPLICATIONS, seed=RATE_SEED
+        setup.plan, setup.draftings, replications=RATE_REPLICATIONS, seed=RATE_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     return {

@@ -144,7 +144,7 @@ def _simulate(scenario: Scenario, batch: int) -> Point:
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
     setup = serving_setup(bind(sc), source="validation")
     run = simulate_serving(
-        setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
+        setup.plan, setup.draftings, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     ratio = summary.speedup[SPECULATIVE]["aggregate_tok_s"]

@@ -88,7 +88,7 @@ def _simulate(scenario: Scenario, tree: Tree, batch: int) -> dict[str, Any]:
     policies = {"chain": FixedK(2), "tree": FixedK(tree)}
     setup = serving_setup(bind(sc), source="validation", policies=policies)
     run = simulate_serving(
-        setup.plan, setup.policies, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
+        setup.plan, setup.draftings, replications=SERVING_REPLICATIONS, seed=SERVING_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=None)
     chain, treed = (summary.policies[n] for n in ("chain", "tree"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from sim.hardware.batched import (
     ComputeCurve,
     MeasuredPass,
     PassPhysics,
+    PassTerms,
     calibrated_pass,
 )
 from sim.hardware.experts import FusedMoeKernel
@@ -228,19 +230,25 @@ def test_a_single_point_follows_a_kin_curve():
 
 
 def test_token_terms_are_shared_by_passes_of_equal_physics():
-    """A study builds a plan per load and k: passes of equal physics keep one table of
-    token-count terms (a second pass computes none again), others their own, and a
-    shared entry is what a fresh computation gives."""
+    """A study builds a plan per load and k: passes of equal physics built with one
+    ``PassTerms`` keep one table of token-count terms (a second pass computes none again),
+    others their own, a pass built without one a table of its own, and a shared entry is
+    what a fresh computation gives. Pickled, the table starts empty."""
     point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
-    first = calibrated_pass(physics(SEED, kv=70_272.0), point)
+    terms = PassTerms()
+    first = calibrated_pass(physics(SEED, kv=70_272.0), point, terms=terms)
     first.pass_ms(777, 5000.0, 4000.0)
-    again = calibrated_pass(physics(SEED, kv=70_272.0), point)
+    again = calibrated_pass(physics(SEED, kv=70_272.0), point, terms=terms)
     assert again._per_tokens is first._per_tokens and (777, None) in again._per_tokens
-    other = calibrated_pass(physics(SEED, kv=1.0), point)
+    other = calibrated_pass(physics(SEED, kv=1.0), point, terms=terms)
     assert other._per_tokens is not first._per_tokens
+    alone = calibrated_pass(physics(SEED, kv=70_272.0), point)
+    assert alone._per_tokens is not first._per_tokens
     shared = again.pass_ms(777, 5000.0, 4000.0)
-    again._per_tokens.clear()
-    assert again.pass_ms(777, 5000.0, 4000.0) == shared
+    assert alone.pass_ms(777, 5000.0, 4000.0) == shared
+    copied = pickle.loads(pickle.dumps(again))
+    assert (777, None) not in copied._per_tokens
+    assert copied.pass_ms(777, 5000.0, 4000.0) == shared
 
 
 def test_a_physics_key_refuses_arrays():

@@ -12,17 +12,18 @@ check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
-from sim.simulation.serving.simulate import ServingRun, simulate_serving
+from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 
 __all__ = [
     "ClosedLoop",
     "DisableAbove",
+    "Drafting",
     "Empirical",
     "Fixed",
     "FixedK",
@@ -42,4 +43,5 @@ __all__ = [
     "run_replication",
     "simulate_serving",
     "summarize_serving",
+    "work_out",
 ]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -125,25 +126,30 @@ class ServingPlan:
         any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``)."""
         return _lookahead(policy, policy_drafts(policy, self.scheduler.max_running_requests))
 
-    def drafting(self, policy: SpeculationPolicy) -> Drafting:
-        """``policy`` worked out on this plan, once: its draft at every batch size, its
-        trees' acceptance (ValueError when the rank shares do not cover a tree's width),
-        its KV lookahead and the KV cache it runs with."""
-        by_batch = tuple(k_lookup(policy, self.scheduler.max_running_requests))
-        drafts = tuple(dict.fromkeys(by_batch[1:]))  # in first-use order (``policy_drafts``)
+    def drafting(
+        self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None
+    ) -> Drafting:
+        """``policy`` worked out on this plan, once: its draft at every batch size
+        (``by_batch`` when its ``k_lookup`` is at hand), its trees' acceptance (ValueError
+        when the rank shares do not cover a tree's width), its KV lookahead and the KV
+        cache it runs with."""
+        if by_batch is None:
+            by_batch = k_lookup(policy, self.scheduler.max_running_requests)
+        lookup = tuple(by_batch)
+        drafts = tuple(dict.fromkeys(lookup[1:]))  # in first-use order (``policy_drafts``)
         trees = tuple((d, self.tree_acceptance(d)) for d in drafts if is_tree(d))
         cap = self.scheduler.kv_capacity(policy)
-        return Drafting(policy, by_batch, trees, _lookahead(policy, drafts), cap)
+        return Drafting(policy, lookup, trees, _lookahead(policy, drafts), cap)
 
-    def check(self, policy: SpeculationPolicy) -> Drafting:
+    def check(self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None) -> Drafting:
         """``policy`` worked out on this plan (``drafting``); ValueError when it cannot run
-        on it."""
+        on it. What a run takes: the engine runs a checked ``Drafting``."""
         if policy.max_k > self.max_k:
             raise ValueError(
                 f"the policy drafts up to {policy.max_k} tokens but the acceptance model "
                 f"covers {self.max_k}"
             )
-        drafting = self.drafting(policy)
+        drafting = self.drafting(policy, by_batch)
         self.scheduler.check_drafts(drafting.by_batch)
         cap = drafting.kv_capacity
         need = self.workload.max_request_tokens + drafting.lookahead + 1
@@ -924,13 +930,13 @@ def rows_pay(plan: ServingPlan) -> bool:
 
 def run_replication(
     plan: ServingPlan,
-    policy: SpeculationPolicy,
+    drafting: Drafting,
     streams: ServingStreams,
     horizon_ms: float | None = None,
 ) -> ServingRecord:
-    """One replication under ``policy``: until every measured request is answered (or
-    ``horizon_ms`` of simulated time)."""
-    drafting = plan.check(policy)
+    """One replication under ``drafting`` (a policy checked on ``plan``:
+    ``ServingPlan.check``): until every measured request is answered (or ``horizon_ms`` of
+    simulated time)."""
     env = simpy.Environment()
     rec = Recorder(
         plan.scheduler.max_running_requests,

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtri
@@ -20,17 +21,20 @@ from sim.binding.kv_capacity import KvCapacity
 from sim.binding.serving import serving_model
 from sim.errors import SpecsimError
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
-from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, policy_drafts
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, k_lookup
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import with_load
 from sim.scenario.schema import Scenario, ServingSpec, WorkloadSpec
-from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+
+if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving.py
+    from sim.hardware.batched import PassTerms
 
 __all__ = [
     "BASELINE",
@@ -52,19 +56,28 @@ LOGNORMAL_CAP_QUANTILE = 0.9999
 class ServingSetup:
     """Everything ``simulate_serving`` needs for a scenario, and what it assumed.
 
-    ``policies``: ``baseline`` (plain decoding) and, when the scenario speculates,
-    ``speculative`` (its policy); ``load``: the arrival pattern in words; ``kv_capacity``:
-    where the plan's KV capacity comes from (given, derived with its range, unlimited).
+    ``draftings``: ``baseline`` (plain decoding) and, when the scenario speculates,
+    ``speculative`` (its policy), each worked out and checked on the plan once
+    (``ServingPlan.check``: what ``simulate_serving`` and the load check take);
+    ``mean_tokens``: the requests' mean (input, output) tokens; ``load``: the arrival
+    pattern in words; ``kv_capacity``: where the plan's KV capacity comes from (given,
+    derived with its range, unlimited).
     """
 
     plan: ServingPlan
-    policies: dict[str, SpeculationPolicy]
+    draftings: dict[str, Drafting]
     slo: SloSpec
     replications: int
     seed: int
     load: str
     assumptions: tuple[str, ...]
+    mean_tokens: tuple[float, float]
     kv_capacity: KvCapacity | None = None
+
+    @property
+    def policies(self) -> dict[str, SpeculationPolicy]:
+        """The policies run, by name (each ``draftings`` entry's policy)."""
+        return {name: d.policy for name, d in self.draftings.items()}
 
 
 def _resolve(path: str, base_dir: Path | None) -> Path:
@@ -289,14 +302,16 @@ def _draft_notes(drafts: list[Draft], serving: ServingSpec, speculates: bool) ->
 
 def _check_policies(
     plan: ServingPlan,
-    policies: Mapping[str, SpeculationPolicy],
+    lookups: Mapping[str, tuple[SpeculationPolicy, list[Draft]]],
     serving: ServingSpec,
     source: str,
-) -> None:
-    """SpecsimError naming the field to change when a policy cannot run on ``plan``."""
-    for name, policy in policies.items():
+) -> dict[str, Drafting]:
+    """Each policy (with its ``k_lookup``) worked out on ``plan``; SpecsimError naming
+    the field to change when one cannot run on it."""
+    draftings = {}
+    for name, (policy, by_batch) in lookups.items():
         try:
-            plan.check(policy)
+            draftings[name] = plan.check(policy, by_batch)
         except ValueError as exc:
             text = str(exc)
             if "KV cache" in text:
@@ -306,6 +321,7 @@ def _check_policies(
             else:
                 field = "serving.token_budget"
             raise SpecsimError(f"{text} ({name})", source=source, field=field) from None
+    return draftings
 
 
 def serving_setup(
@@ -314,23 +330,28 @@ def serving_setup(
     base_dir: Path | None = None,
     source: str = "scenario",
     policies: Mapping[str, SpeculationPolicy] | None = None,
+    terms: PassTerms | None = None,
 ) -> ServingSetup:
     """The serving plan of the bound scenario (``base_dir``: where relative trace paths
     start; ``source``: the name errors give the scenario). ``policies``: run these (by
     name) beside the baseline instead of the scenario's own policy (a study comparing
     drafts: the plan then covers every depth, width and lookahead they use). The batched
     cost, acceptance, rank shares and KV capacity are the bound scenario's serving model
-    (sim/binding/serving.py ``serving_model``), built here once."""
+    (sim/binding/serving.py ``serving_model``), built here once; ``terms``: the token-count
+    terms its passes share with the other setups of a study (sim/hardware/batched.py
+    ``PassTerms``; None: a table of this setup's own)."""
     scenario = bound.scenario
     serving = scenario.serving or ServingSpec()
     notes: list[str] = []
     arrivals, load = _arrivals(bound, serving, base_dir, notes)
     workload, cut = _workload(scenario, arrivals, base_dir, source, notes)
+    mean_tokens = _mean_tokens(workload)
     run = {BASELINE: FixedK(0), **(policies or {})}
     if policies is None and scenario.num_steps > 0:
         run[SPECULATIVE] = _policy(scenario, serving, source)
     speculates = any(p.max_k > 0 for p in run.values())
-    drafts = [d for p in run.values() for d in policy_drafts(p, serving.max_running_requests)]
+    lookups = {n: (p, k_lookup(p, serving.max_running_requests)) for n, p in run.items()}
+    drafts = [d for _, by_batch in lookups.values() for d in dict.fromkeys(by_batch[1:])]
     notes.extend(_draft_notes(drafts, serving, speculates))
     widest, beams = _widest(drafts)
     served = serving_model(
@@ -340,6 +361,7 @@ def serving_setup(
         max_k=max(p.max_k for p in run.values()),
         widest=widest,
         source=source,
+        terms=terms,
     )
     notes.extend(served.notes)
     if scenario.timing.jitter_cv:
@@ -364,22 +386,22 @@ def serving_setup(
         rank_shares=served.rank_shares,
         draft_extend=serving.draft_extend,
     )
-    _check_policies(plan, run, serving, source)
     return ServingSetup(
         plan=plan,
-        policies=run,
+        draftings=_check_policies(plan, lookups, serving, source),
         slo=SloSpec(tuple(scenario.target_tok_s), serving.ttft_slo_ms, serving.tpot_slo_ms),
         replications=scenario.simulation.replications,
         seed=scenario.simulation.seed,
         load=cut or load,
         assumptions=tuple(notes),
+        mean_tokens=mean_tokens,
         kv_capacity=served.kv,
     )
 
 
-def mean_request_tokens(setup: ServingSetup) -> tuple[float, float]:
-    """Mean (input, output) tokens of the setup's requests."""
-    arrivals = setup.plan.workload.arrivals
+def _mean_tokens(workload: Workload) -> tuple[float, float]:
+    """Mean (input, output) tokens of the workload's requests (a trace's: its rows')."""
+    arrivals = workload.arrivals
     if isinstance(arrivals, Trace):
         return float(np.mean(arrivals.input_tokens)), float(np.mean(arrivals.output_tokens))
-    return setup.plan.workload.input_tokens.mean, setup.plan.workload.output_tokens.mean
+    return workload.input_tokens.mean, workload.output_tokens.mean

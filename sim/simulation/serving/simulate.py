@@ -23,10 +23,10 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
-from sim.simulation.serving.engine import ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
 from sim.simulation.serving.records import ServingRecord
 
-__all__ = ["ServingRun", "serving_streams", "simulate_serving"]
+__all__ = ["ServingRun", "serving_streams", "simulate_serving", "work_out"]
 
 Progress = Callable[[int, int], None]
 
@@ -67,27 +67,27 @@ class ServingRun:
 
 def _replicate(
     plan: ServingPlan,
-    policies: Mapping[str, SpeculationPolicy],
+    draftings: Mapping[str, Drafting],
     child: np.random.SeedSequence,
     *,
     horizon_ms: float | None,
 ) -> dict[str, ServingRecord]:
     """One replication of every policy, each on fresh streams from the same child."""
     return {
-        name: run_replication(plan, policy, serving_streams(child), horizon_ms)
-        for name, policy in policies.items()
+        name: run_replication(plan, drafting, serving_streams(child), horizon_ms)
+        for name, drafting in draftings.items()
     }
 
 
 def _replicate_block(
     plan: ServingPlan,
-    policies: Mapping[str, SpeculationPolicy],
+    draftings: Mapping[str, Drafting],
     children: Sequence[np.random.SeedSequence],
     *,
     horizon_ms: float | None,
 ) -> list[dict[str, ServingRecord]]:
     """``_replicate`` of each child in turn (one task of an executor)."""
-    return [_replicate(plan, policies, child, horizon_ms=horizon_ms) for child in children]
+    return [_replicate(plan, draftings, child, horizon_ms=horizon_ms) for child in children]
 
 
 #: Tasks a parallel executor gets per slot when replications are cut into blocks: more
@@ -105,9 +105,23 @@ def replication_blocks(replications: int, width: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
+def work_out(plan: ServingPlan, policies: Mapping[str, SpeculationPolicy]) -> dict[str, Drafting]:
+    """Each of ``policies`` (by name) worked out on ``plan`` once (``ServingPlan.check``),
+    as ``simulate_serving`` takes them; SpecsimError naming the policy when one cannot run
+    on the plan (a scenario's setup says which field to change instead:
+    ``ServingSetup.draftings``)."""
+    draftings = {}
+    for name, policy in policies.items():
+        try:
+            draftings[name] = plan.check(policy)
+        except ValueError as exc:
+            raise SpecsimError(f"{exc} ({name})", param="policies") from None
+    return draftings
+
+
 def simulate_serving(
     plan: ServingPlan,
-    policies: Mapping[str, SpeculationPolicy],
+    draftings: Mapping[str, Drafting],
     *,
     replications: int,
     seed: int,
@@ -119,13 +133,14 @@ def simulate_serving(
 ) -> ServingRun:
     """Run ``replications`` replications of ``plan`` under each policy.
 
-    ``policies`` maps names to policies (e.g. ``{"baseline": FixedK(0), "k=3": FixedK(3)}``);
-    SpecsimError if one cannot run on the plan. ``workers`` > 1 runs replications in that
-    many processes, or ``executor`` (sim/parallel.py) runs them: identical results either
-    way. ``progress(done, total)`` after each replication. ``first``: the index of the
-    first replication run (replications ``first`` to ``first + replications - 1`` of the
-    seed, each the same whatever ``first`` is: child i of ``SeedSequence(seed)`` does not
-    depend on how many are spawned), so a run continued later pairs with the one before.
+    ``draftings`` maps names to policies worked out on the plan (``work_out(plan,
+    {"baseline": FixedK(0), "k=3": FixedK(3)})``, or a setup's ``ServingSetup.draftings``).
+    ``workers`` > 1 runs replications in that many processes, or ``executor``
+    (sim/parallel.py) runs them: identical results either way. ``progress(done, total)``
+    after each replication. ``first``: the index of the first replication run
+    (replications ``first`` to ``first + replications - 1`` of the seed, each the same
+    whatever ``first`` is: child i of ``SeedSequence(seed)`` does not depend on how many
+    are spawned), so a run continued later pairs with the one before.
     """
     for name, value in (("replications", replications), ("workers", workers)):
         if value < 1:
@@ -134,22 +149,18 @@ def simulate_serving(
         raise SpecsimError(f"must be >= 0, got {first}", param="first")
     if seed < 0:
         raise SpecsimError(f"must be >= 0, got {seed}", param="seed")
-    if not policies:
+    if not draftings:
         raise SpecsimError("give at least one policy", param="policies")
-    for name, policy in policies.items():
-        try:
-            plan.check(policy)
-        except ValueError as exc:
-            raise SpecsimError(f"{exc} ({name})", param="policies") from None
     children = np.random.SeedSequence(seed).spawn(first + replications)[first:]
     run = executor or LocalExecutor(workers)
     blocks = replication_blocks(replications, run.width())
-    task = functools.partial(_replicate_block, plan, dict(policies), horizon_ms=horizon_ms)
+    task = functools.partial(_replicate_block, plan, dict(draftings), horizon_ms=horizon_ms)
     results: dict[int, dict[str, ServingRecord]] = {}
     parts = [children[lo:hi] for lo, hi in blocks]
     for b, block in run.map_unordered(task, parts):
         results.update(zip(range(*blocks[b]), block, strict=True))
         if progress:
             progress(len(results), replications)
-    records = {name: [results[i][name] for i in range(replications)] for name in policies}
-    return ServingRun(plan, dict(policies), seed, records)
+    records = {name: [results[i][name] for i in range(replications)] for name in draftings}
+    policies = {name: d.policy for name, d in draftings.items()}
+    return ServingRun(plan, policies, seed, records)

@@ -40,10 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.batched_cost import PrefillLoad
+from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, max_tokens
-from sim.model.policy import SpeculationPolicy
 from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.workload import Poisson, Trace
 
@@ -115,25 +114,16 @@ def batch_grid(largest: int) -> list[int]:
     return sorted(set(sizes))
 
 
-def _accept_length(plan: ServingPlan, drafting: Drafting, draft: Draft) -> float:
-    """E[L] over requests of ``draft``: 1 at k = 0, the chain's or the tree's mean."""
-    if is_tree(draft):
-        return drafting.tree(draft).mean_accept_length()
-    k = int(draft)  # type: ignore[arg-type]
-    return float(plan.acceptance.expected_cumulative()[: k + 1].sum())
-
-
 def _least_iteration_ms(
-    plan: ServingPlan, batch: int, draft: Draft, context: float, drafter: bool
+    cost: IterationCost, extend: int | None, batch: int, draft: Draft, context: float, drafter: bool
 ) -> float:
     """The least time of a decode iteration of ``batch`` requests whose contexts sum to
-    ``context`` (module docstring; the host work the cost model adds included)."""
-    cost = plan.cost
+    ``context`` (module docstring; the host work the cost model adds included); ``extend``:
+    the draft extend's tokens per request (1 over an accepted path, None padded)."""
     speculates = not (isinstance(draft, int) and draft == 0)
     s = np.array([context])
     if not speculates:
         return float(cost.decode_ms(batch, draft, s, None, drafter)[0])
-    extend = 1 if plan.draft_extend == "accepted" else None
     return min(
         float(
             cost.decode_ms(
@@ -150,30 +140,28 @@ def _least_iteration_ms(
     )
 
 
-def _cheapest_prefill_ms_per_token(plan: ServingPlan, drafter: bool) -> float:
-    budget = plan.scheduler.token_budget
-    sizes = [2**i for i in range(int(math.log2(budget)) + 1)] + [budget]
-    return min(plan.cost.prefill_ms(PrefillLoad(t, float(t), float(t)), drafter) / t for t in sizes)
-
-
-def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
-    """The bound for ``policy`` on ``plan`` (module docstring), whose requests draw their
-    lengths from its workload (ValueError for a trace: its requests are its own rows)."""
-    w, config = plan.workload, plan.scheduler
+def service_bound(plan: ServingPlan, drafting: Drafting) -> ServiceBound:
+    """The bound for a policy worked out on ``plan`` (``drafting``: ``ServingPlan.drafting``;
+    module docstring), whose requests draw their lengths from its workload (ValueError for
+    a trace: its requests are its own rows)."""
+    w, config, cost = plan.workload, plan.scheduler, plan.cost
     if isinstance(w.arrivals, Trace):
         raise ValueError("a trace's requests are its own: no bound from the workload's lengths")
     input_mean, output_mean = w.input_tokens.mean, w.output_tokens.mean
     shortest = w.input_tokens.min_tokens
     prefill = config.prefill == "model"
     decode_tokens = max(output_mean - (1.0 if prefill else 0.0), 0.0)
+    policy = drafting.policy
     drafter = policy.max_k > 0
-    drafting = plan.drafting(policy)
     largest = config.max_running_requests
     capacity = drafting.kv_capacity
     if capacity is not None:
         largest = min(largest, capacity // (shortest + drafting.lookahead))
     largest = max(largest, 1)
     adaptive = isinstance(policy, AdaptivePolicy)
+    extend = 1 if plan.draft_extend == "accepted" else None
+    trees = dict(drafting.trees)
+    chain = plan.acceptance.expected_cumulative()
     best: tuple[float, int, Draft, float, float] | None = None
     for b in batch_grid(largest):
         top = drafting.by_batch[b]
@@ -181,8 +169,12 @@ def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
         if adaptive and isinstance(top, int | np.integer):  # a chain (its k_for_batch)
             drafts = list(range(int(top) + 1))
         for draft in drafts:
-            length = _accept_length(plan, drafting, draft)
-            ms = _least_iteration_ms(plan, b, draft, float(b * shortest), drafter)
+            # E[L] over requests of ``draft``: 1 at k = 0, the chain's or the tree's mean
+            if is_tree(draft):
+                length = trees[draft].mean_accept_length()
+            else:
+                length = float(chain[: int(draft) + 1].sum())  # type: ignore[arg-type]
+            ms = _least_iteration_ms(cost, extend, b, draft, float(b * shortest), drafter)
             per_token = ms / (b * length)
             if best is None or per_token < best[0]:
                 best = (per_token, b, draft, length, ms)
@@ -191,21 +183,28 @@ def service_bound(plan: ServingPlan, policy: SpeculationPolicy) -> ServiceBound:
     decode_ms = decode_tokens * per_token
     prefill_ms = 0.0
     if prefill and config.batching == "prefill_first" and input_mean > 0:
-        prefill_ms = input_mean * _cheapest_prefill_ms_per_token(plan, drafter)
+        # the cheapest prefill per token over chunk sizes 1, 2, 4, ... and the budget
+        budget = config.token_budget
+        sizes = [2**i for i in range(int(math.log2(budget)) + 1)] + [budget]
+        cheapest = min(
+            cost.prefill_ms(PrefillLoad(t, float(t), float(t)), drafter) / t for t in sizes
+        )
+        prefill_ms = input_mean * cheapest
     total = decode_ms + prefill_ms
     rate = math.inf if total <= 0 else 1000.0 / total
     return ServiceBound(rate, b, draft, length, ms, decode_tokens, decode_ms, prefill_ms)
 
 
 def open_load_bounds(
-    plan: ServingPlan, policies: Mapping[str, SpeculationPolicy]
+    plan: ServingPlan, draftings: Mapping[str, Drafting]
 ) -> tuple[float, dict[str, ServiceBound]] | None:
-    """(offered rate, each policy's bound) for a Poisson load; None for a closed loop or
-    a trace (a finite list of requests always ends)."""
+    """(offered rate, each policy's bound) for a Poisson load (``draftings``: the policies
+    worked out on ``plan``, by name); None for a closed loop or a trace (a finite list of
+    requests always ends)."""
     arrivals = plan.workload.arrivals
     if not isinstance(arrivals, Poisson):
         return None
-    return arrivals.rate_per_s, {name: service_bound(plan, p) for name, p in policies.items()}
+    return arrivals.rate_per_s, {name: service_bound(plan, d) for name, d in draftings.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +236,9 @@ class LoadCheck:
         }
 
 
-def check_open_load(
-    plan: ServingPlan, policies: Mapping[str, SpeculationPolicy]
-) -> LoadCheck | None:
-    """The ``LoadCheck`` of ``plan``'s Poisson load under ``policies``; None for a closed
-    loop or a trace (always stable: ``open_load_bounds``)."""
-    found = open_load_bounds(plan, policies)
+def check_open_load(plan: ServingPlan, draftings: Mapping[str, Drafting]) -> LoadCheck | None:
+    """The ``LoadCheck`` of ``plan``'s Poisson load under the policies worked out on it
+    (``draftings``, by name); None for a closed loop or a trace (always stable:
+    ``open_load_bounds``)."""
+    found = open_load_bounds(plan, draftings)
     return None if found is None else LoadCheck(*found)

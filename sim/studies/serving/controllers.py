@@ -50,7 +50,7 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
 from sim.simulation.serving.records import ServingRecord
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import Trace, Workload
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.best_k import best_k_table
@@ -354,7 +354,7 @@ def replay_values(
     replayed = dataclasses.replace(plan, workload=workload)
     run = simulate_serving(
         replayed,
-        dict(policies),
+        work_out(replayed, dict(policies)),
         replications=replications,
         seed=seed,
         executor=executor,
@@ -628,6 +628,7 @@ def _with_intervals(
     """``result`` with its 90% intervals from inputs and model (sim/studies/
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
+    from sim.binding.uncertainty import serving_inputs
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
     from sim.studies.serving.draws import (
         DRAW_REPLICATIONS,
@@ -685,7 +686,7 @@ def _with_intervals(
         versus_interval90=versus,
         switches=switches,
         intervals={
-            **doc(bind(scenario), builder.draws, r, builder.conditioning),
+            **doc(serving_inputs(bind(scenario)), builder.draws, r, builder.conditioning),
             "draws_run": ran,
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,

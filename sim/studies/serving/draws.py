@@ -50,6 +50,7 @@ from sim.studies.serving.sequential import SETTLED_SE
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
+    from sim.binding.uncertainty import UncertainInput
 
 __all__ = [
     "DRAWS",
@@ -61,6 +62,7 @@ __all__ = [
     "beyond_calibrated",
     "conditioned_on",
     "describe_inputs",
+    "drawn_overrides",
     "input_draws",
     "interval90",
     "measured_loads",
@@ -108,8 +110,23 @@ def conditioned_on(scenario: Scenario, draws: Sequence[Overrides]) -> dict[str, 
 def input_draws(
     bound: Bound, seed: int, draws: int = DRAWS, refit: Refit | None = None
 ) -> tuple[Overrides, ...]:
-    """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs (none
-    without uncertain inputs or with ``draws`` 0); the Sobol scramble from ``seed``.
+    """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs
+    (sim/binding/uncertainty.py ``serving_inputs``): ``drawn_overrides`` of them."""
+    # lazy: the uncertainty layer only when a study draws
+    from sim.binding.uncertainty import serving_inputs
+
+    return drawn_overrides(bound.scenario, serving_inputs(bound), seed, draws, refit)
+
+
+def drawn_overrides(
+    scenario: Scenario,
+    inputs: Sequence[UncertainInput],
+    seed: int,
+    draws: int = DRAWS,
+    refit: Refit | None = None,
+) -> tuple[Overrides, ...]:
+    """The overrides of ``draws`` Sobol draws of the scenario's uncertain ``inputs`` (none
+    without inputs or with ``draws`` 0); the Sobol scramble from ``seed``.
 
     ``refit``: the draws are conditioned on the calibration figures: each draw's fitted
     fields re-solved so that the drawn scenario reproduces them (``Refit``); a draw under
@@ -118,10 +135,8 @@ def input_draws(
     the figures a load sweep fitted (sim/calibration/load_record.py ``recorded_refit``)."""
     # lazy: the uncertainty layer only when a study draws
     from sim.binding.inputs import draw_inputs
-    from sim.binding.uncertainty import draw_overrides, serving_inputs
+    from sim.binding.uncertainty import draw_overrides
 
-    scenario = bound.scenario
-    inputs = serving_inputs(bound)
     if not inputs or draws < 1:
         return ()
     if refit is None and records_calibration(scenario):
@@ -142,12 +157,10 @@ def input_draws(
     return tuple(out)
 
 
-def describe_inputs(bound: Bound) -> list[dict[str, Any]]:
+def describe_inputs(inputs: Sequence[UncertainInput]) -> list[dict[str, Any]]:
     """The drawn inputs for a document: field, origin, reason, and range or stderr."""
-    from sim.binding.uncertainty import serving_inputs  # lazy: as in input_draws
-
     out = []
-    for inp in serving_inputs(bound):
+    for inp in inputs:
         row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
         if inp.kind == "normal":
             row["stderr"] = inp.stderr
@@ -370,22 +383,21 @@ def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[
 
 
 def doc(
-    bound: Bound,
+    inputs: Sequence[UncertainInput],
     draws: Sequence[Overrides],
     replications: int,
     conditioning: Mapping[str, Any] | None = None,
 ) -> Mapping[str, Any]:
     """What a document says about its intervals: the label, draws, replications per draw
-    and the inputs drawn; with draws of a scenario that records its calibration figures,
-    ``conditioned_on`` (``conditioning``: what the draws were made with, default read from
-    ``bound``, the scenario they were drawn from)."""
-    cond = conditioning if conditioning is not None else conditioned_on(bound.scenario, draws)
+    and the inputs drawn (``inputs``: the uncertain inputs the draws were made of); with
+    draws of a scenario that records its calibration figures, ``conditioned_on``
+    (``conditioning``: what the draws were conditioned on, ``conditioned_on``)."""
     return {
         "label": INTERVAL_LABEL,
         "draws": len(draws),
         "replications_per_draw": replications if draws else 0,
-        "inputs": describe_inputs(bound),
-        **({"conditioned_on": cond} if cond else {}),
+        "inputs": describe_inputs(inputs),
+        **({"conditioned_on": conditioning} if conditioning else {}),
     }
 
 
@@ -445,27 +457,31 @@ def serve_intervals(
     of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
     nominal run's bound scenario ``bound`` and bind each."""
-    # lazy: the serving setup only when serve draws
+    # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind
+    from sim.binding.uncertainty import serving_inputs
+    from sim.hardware.batched import PassTerms
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     scenario = bound.scenario
-    overrides = input_draws(bound, seed, draws, refit)
+    inputs = serving_inputs(bound)  # found once: drawn here, described in the document
+    overrides = drawn_overrides(scenario, inputs, seed, draws, refit)
     r = min(replications, min(len(v) for v in records.values()))
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
     first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
     drawn: list[dict[str, PolicyPoint]] = []
+    terms = PassTerms()  # the draws' plans share their passes' terms
     for ov in overrides:
         try:
             sc = with_overrides(scenario, dict(ov), source="uncertainty")
-            setup = serving_setup(bind(sc), base_dir=base_dir, source=source)
+            setup = serving_setup(bind(sc), base_dir=base_dir, source=source, terms=terms)
         except SpecsimError:
             continue  # outside what the scenario allows
         run = simulate_serving(
-            setup.plan, setup.policies, replications=r, seed=seed, workers=workers
+            setup.plan, setup.draftings, replications=r, seed=seed, workers=workers
         )
         drawn.append({name: policy_point(recs, slo) for name, recs in run.records.items()})
     levels: dict[str, dict[str, list[float] | None]] = {}
@@ -492,7 +508,7 @@ def serve_intervals(
             speedup[name][m] = interval90(values, g.ci95, positive=True)
     note = beyond_note(scenario, batch)
     return {
-        **doc(bound, overrides, r),
+        **doc(inputs, overrides, r, conditioned_on(scenario, overrides)),
         "draws_run": len(drawn),
         "levels": levels,
         "speedup": speedup,

@@ -18,12 +18,13 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.policy import FixedK, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
@@ -31,7 +32,7 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup
-from sim.simulation.serving.simulate import replication_blocks, simulate_serving
+from sim.simulation.serving.simulate import replication_blocks, simulate_serving, work_out
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 from sim.studies.serving.sequential import FIRST, Rule, merge
@@ -100,6 +101,10 @@ class ScenarioPlans:
     #: What those draws were conditioned on (sim/studies/serving/draws.py
     #: ``conditioned_on``, read from the scenario as loaded); None: nothing.
     conditioning: dict[str, Any] | None = None
+    #: The token-count terms of every plan's passes (sim/hardware/batched.py
+    #: ``PassTerms``): the plans of a study at each load and k meet the same prompt
+    #: lengths again. Pickled empty: a worker's task fills its own.
+    terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
     @staticmethod
     def of(
@@ -148,7 +153,10 @@ class ScenarioPlans:
     def setup(self, load: Load | None, num_steps: int) -> ServingSetup:
         base_dir = Path(self.base_dir) if self.base_dir else None
         return serving_setup(
-            bind(self.scenario(load, num_steps)), base_dir=base_dir, source=self.source
+            bind(self.scenario(load, num_steps)),
+            base_dir=base_dir,
+            source=self.source,
+            terms=self.terms,
         )
 
     def __call__(self, load: Load, num_steps: int) -> ServingPlan:
@@ -181,7 +189,7 @@ def run_point(
     try:
         run = simulate_serving(
             plan,
-            {"policy": task.policy},
+            work_out(plan, {"policy": task.policy}),
             replications=task.replications,
             seed=task.seed,
             executor=executor,
@@ -270,7 +278,7 @@ class PointEvaluator:
         key = (load, policy)
         if key not in self.bounds:
             plan = self.builder(load, plan_steps(policy, self.builder))
-            self.bounds[key] = service_bound(plan, policy)
+            self.bounds[key] = service_bound(plan, plan.drafting(policy))
         return self.bounds[key]
 
     def check(self, load: Load, policies: Mapping[str, SpeculationPolicy]) -> LoadCheck | None:

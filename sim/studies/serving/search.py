@@ -43,6 +43,7 @@ import numpy as np
 
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import Acceptance, TreeAcceptance
@@ -53,7 +54,7 @@ from sim.simulation.serving.metrics import positive_interval, request_metrics, s
 from sim.simulation.serving.overload import above, at_most
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
-from sim.simulation.serving.simulate import simulate_serving
+from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.stability import ServiceBound, service_bound
 from sim.simulation.summary import Stats, TargetProbability, wilson_ci95
 from sim.studies.search import AcceptanceLever, SearchResult, acceptance_levers, search_acceptance
@@ -206,6 +207,8 @@ class ServingStats:
     load: Load
     base_dir: str | None = None
     _plans: dict[str, ServingPlan] = field(default_factory=dict, repr=False, compare=False)
+    #: The token-count terms the plans' passes share (sim/hardware/batched.py).
+    _terms: PassTerms = field(default_factory=PassTerms, repr=False, compare=False)
 
     def plan(self, scenario: Scenario) -> ServingPlan:
         key = scenario.model_dump_json()
@@ -213,7 +216,8 @@ class ServingStats:
             over: dict[str, Any] = {self.load.field.split(".", 1)[1]: self.load.value}
             at_load = with_load(scenario, source="search", **over)
             base = Path(self.base_dir) if self.base_dir else None
-            self._plans[key] = serving_setup(bind(at_load), base_dir=base, source="search").plan
+            setup = serving_setup(bind(at_load), base_dir=base, source="search", terms=self._terms)
+            self._plans[key] = setup.plan
         return self._plans[key]
 
     def plan_at(self, scenario: Scenario, acceptance: AcceptanceModel | None) -> ServingPlan:
@@ -228,7 +232,7 @@ class ServingStats:
         return self._bound(self.plan_at(scenario, acceptance), scenario.num_steps)
 
     def _bound(self, plan: ServingPlan, num_steps: int) -> ServiceBound | None:
-        return None if self.load.integer else service_bound(plan, FixedK(num_steps))
+        return None if self.load.integer else service_bound(plan, plan.drafting(FixedK(num_steps)))
 
     def __call__(
         self, scenario: Scenario, acceptance: Acceptance | None, targets: Sequence[float]
@@ -244,7 +248,7 @@ class ServingStats:
             return unstable_stats(targets)  # no steady state: not simulated
         run = simulate_serving(
             plan,
-            {"speculative": FixedK(scenario.num_steps)},
+            work_out(plan, {"speculative": FixedK(scenario.num_steps)}),
             replications=scenario.simulation.replications,
             seed=scenario.simulation.seed,
         )

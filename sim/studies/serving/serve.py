@@ -84,17 +84,17 @@ def serve(
     setup = serving_setup(bound, base_dir=base, source=source)
     workload = setup.plan.workload
     check_serving_size(
-        len(setup.policies),
+        len(setup.draftings),
         setup.replications + 2 * interval_draws,
         workload.requests + workload.warmup,
         workers,
     )
-    check = check_open_load(setup.plan, setup.policies)
+    check = check_open_load(setup.plan, setup.draftings)
     if check is not None and not check.stable:
         return Served(setup, None, None, check)
     run = simulate_serving(
         setup.plan,
-        setup.policies,
+        setup.draftings,
         replications=setup.replications,
         seed=setup.seed,
         workers=workers,

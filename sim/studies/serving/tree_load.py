@@ -37,7 +37,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from sim.binding.bound import bind
+from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
+from sim.hardware.batched import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
@@ -53,9 +55,10 @@ from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import (
     DRAW_REPLICATIONS,
     beyond_note,
+    conditioned_on,
     doc,
+    drawn_overrides,
     highest_measured_batch,
-    input_draws,
     ratio_interval,
 )
 from sim.studies.serving.tree_load_draws import (
@@ -330,11 +333,13 @@ def tree_load_study(
     base = scenario
     # the size before any run: every draft at every load, each load's requests those of
     # the top one (its warm-up the longest), so that the estimate errs long
+    terms = PassTerms()  # the plans at every load share their passes' terms
     largest = serving_setup(
         bind(with_load(base, concurrency=grid[-1], source=source)),
         base_dir=base_dir,
         source=source,
         policies=policies,
+        terms=terms,
     )
     w = largest.plan.workload
     check_serving_size(
@@ -365,11 +370,13 @@ def tree_load_study(
     points = []
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
-        setup = serving_setup(bind(sc), base_dir=base_dir, source=source, policies=policies)
+        setup = serving_setup(
+            bind(sc), base_dir=base_dir, source=source, policies=policies, terms=terms
+        )
         setups.append(setup)
         run = simulate_serving(
             setup.plan,
-            setup.policies,
+            setup.draftings,
             replications=setup.replications,
             seed=setup.seed,
             workers=workers,
@@ -395,8 +402,8 @@ def tree_load_study(
         )
         if progress:
             progress(i + 1, len(grid))
-    base_bound = bind(base)
-    overrides = input_draws(base_bound, setups[0].seed, draws)
+    inputs = serving_inputs(bind(base))  # found once: drawn and described
+    overrides = drawn_overrides(base, inputs, setups[0].seed, draws)
     r = min(DRAW_REPLICATIONS, setups[0].replications)
     drawn = drawn_ratios(
         base,
@@ -465,7 +472,7 @@ def tree_load_study(
         crossings=tuple(crossings),
         defaults=defaults,
         intervals={
-            **doc(base_bound, overrides, r),
+            **doc(inputs, overrides, r, conditioned_on(base, overrides)),
             "draws_run": drawn.run,
             "highest_measured_batch": top,
             **({"note": note} if note else {}),

@@ -85,10 +85,12 @@ def drawn_ratios(
     ``ratios``: a run's records (by policy name) -> its per-replication ratios."""
     # lazy: the serving setup only when tree-load draws
     from sim.binding.bound import bind
+    from sim.hardware.batched import PassTerms
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup, with_load
     from sim.simulation.serving.simulate import simulate_serving
 
+    terms = PassTerms()  # the draws' plans at every load share their passes' terms
     out: dict[int, PairArrays] = {
         c: {
             t: {ch: {m: np.full(len(draws), np.nan) for m in ms} for ch, ms in d.items()}
@@ -106,6 +108,7 @@ def drawn_ratios(
                     base_dir=base_dir,
                     source=source,
                     policies=policies,
+                    terms=terms,
                 )
                 for c in grid
             ]
@@ -115,7 +118,7 @@ def drawn_ratios(
         for c, setup in zip(grid, setups, strict=True):
             run = simulate_serving(
                 setup.plan,
-                {n: setup.policies[n] for n in policies},  # not plain decoding: no ratio uses it
+                {n: setup.draftings[n] for n in policies},  # not plain decoding: no ratio uses it
                 replications=replications,
                 seed=setup.seed,
                 workers=workers,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.model.policy import FixedK
-from sim.simulation.serving import ClosedLoop, simulate_serving
+from sim.simulation.serving import ClosedLoop, simulate_serving, work_out
 from tests.simulation.serving.helpers import plan
 
 
@@ -55,10 +55,10 @@ class Wrapped:
 
 def test_a_controller_answering_k_gives_the_fixed_k_records_whatever_its_horizon():
     p = plan(ClosedLoop(4), k=3, requests=12, output=50)
-    fixed = simulate_serving(p, {"f": FixedK(3)}, replications=2, seed=9).records["f"]
+    fixed = simulate_serving(p, work_out(p, {"f": FixedK(3)}), replications=2, seed=9).records["f"]
     for horizon in (1, 3, 1000):
         policy = Wrapped(3, horizon)
-        got = simulate_serving(p, {"a": policy}, replications=2, seed=9).records["a"]
+        got = simulate_serving(p, work_out(p, {"a": policy}), replications=2, seed=9).records["a"]
         for a, b in zip(got, fixed, strict=True):
             # blocks cut elsewhere sum the same durations in another order (last bits)
             assert np.allclose(a.finish_ms, b.finish_ms, rtol=1e-12, atol=0)

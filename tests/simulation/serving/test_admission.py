@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.simulation.serving import FixedK, simulate_serving
+from sim.simulation.serving import FixedK, simulate_serving, work_out
 from sim.simulation.serving.engine import Prefilling, Server
 from sim.simulation.serving.workload import Trace
 from tests.simulation.serving.helpers import plan
@@ -20,9 +20,8 @@ def test_an_arrival_joins_the_batch_at_the_next_iteration_boundary() -> None:
     iteration ends, not when it finishes. Request 0's last token comes at 90 + 10.05 =
     100.05; request 1 has 9 more alone: 100.05 + 90 = 190.05."""
     trace = Trace(np.array([0.0, 85.0]), np.array([0, 0]), np.array([10, 10]), np.array([-1, -1]))
-    run = simulate_serving(
-        plan(trace, k=0, output=10, requests=2), {"plain": FixedK(0)}, replications=1, seed=1
-    )
+    p = plan(trace, k=0, output=10, requests=2)
+    run = simulate_serving(p, work_out(p, {"plain": FixedK(0)}), replications=1, seed=1)
     rec = run.records["plain"][0]
     assert rec.admitted_ms.tolist() == pytest.approx([0.0, 90.0])
     assert rec.finish_ms.tolist() == pytest.approx([100.05, 190.05])

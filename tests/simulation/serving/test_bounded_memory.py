@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sim.model.policy import FixedK
-from sim.simulation.serving import LogNormal, Poisson, SloSpec, simulate_serving
+from sim.simulation.serving import LogNormal, Poisson, SloSpec, simulate_serving, work_out
 from sim.simulation.serving import records as records_module
 from sim.simulation.serving.engine import Server
 from sim.simulation.serving.metrics import (
@@ -93,7 +93,7 @@ def _run(monkeypatch, keep: int | None, gaps: int | None, live_peak: list[int]):
     monkeypatch.setattr(Server, "_complete", watched)
     p = plan(Poisson(40.0), output=LogNormal(40.0, 0.6, 200), requests=400, warmup=20)
     policies = {"baseline": FixedK(0), "k3": FixedK(3)}
-    return simulate_serving(p, policies, replications=2, seed=7)
+    return simulate_serving(p, work_out(p, policies), replications=2, seed=7)
 
 
 def test_a_sampled_run_keeps_exact_means_and_quantiles_within_the_bound(monkeypatch):
@@ -130,7 +130,9 @@ def test_little_and_backlog_counts_match_whole_run_arrays():
     """The streamed tally against the whole-run formulas on a busy open run (requests
     carried over the window's start, some unfinished at a horizon)."""
     p = plan(Poisson(120.0), output=LogNormal(60.0, 0.8, 300), requests=300, warmup=50)
-    rec = simulate_serving(p, {"k3": FixedK(3)}, replications=1, seed=2).records["k3"][0]
+    rec = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=1, seed=2).records["k3"][
+        0
+    ]
     lo, hi = rec.window_start_ms, rec.window_end_ms
     assert rec.window.carried > 0
     L, lam, W = little_terms(rec)

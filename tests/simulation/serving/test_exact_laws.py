@@ -8,7 +8,7 @@ from scipy import stats
 
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_pmf, request_tok_s_distribution
-from sim.simulation.serving import ClosedLoop, FixedK, Poisson, simulate_serving
+from sim.simulation.serving import ClosedLoop, FixedK, Poisson, simulate_serving, work_out
 from sim.simulation.serving.metrics import (
     little_terms,
     little_window_terms,
@@ -32,7 +32,7 @@ def _pooled(run, name, metric="per_user_tok_s"):
 def test_concurrency_one_without_prefill_is_the_batch_one_engine(acceptance, engine):
     """Same model, different streams: equal in distribution (KS) and in mean (4 SE)."""
     p = plan(ClosedLoop(1), acceptance=acceptance, requests=400)
-    run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=5)
+    run = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=2, seed=5)
     serving = _pooled(run, "k3")
     batch1 = simulate(scenario(acceptance), engine=engine, replications=4, requests=200, seed=9)
     fast = batch1.tok_s.ravel()
@@ -50,7 +50,7 @@ def test_closed_loop_per_user_rate_is_the_finite_n_renewal_law(users, k):
     the first passage of the accept lengths (sim/model/renewal.py): exact, not asymptotic."""
     n_tok = 60
     p = plan(ClosedLoop(users), k=k, output=n_tok, requests=300, warmup=users)
-    run = simulate_serving(p, {"policy": FixedK(k)}, replications=3, seed=11)
+    run = simulate_serving(p, work_out(p, {"policy": FixedK(k)}), replications=3, seed=11)
     t_c = float(p.cost.decode_ms(users, k, np.array([0.0]))[0])
     pmf = accept_length_pmf(np.full(k, 0.7))
     values, probs = request_tok_s_distribution(pmf, n_tok, t_c)
@@ -86,7 +86,9 @@ def test_littles_law_on_every_run(arrivals):
         curves=WITH_KV,
         prefill="model",
     )
-    run = simulate_serving(p, {"k0": FixedK(0), "k3": FixedK(3)}, replications=2, seed=3)
+    run = simulate_serving(
+        p, work_out(p, {"k0": FixedK(0), "k3": FixedK(3)}), replications=2, seed=3
+    )
     for records in run.records.values():
         for rec in records:
             in_system, rate, time_in = little_terms(rec)
@@ -102,7 +104,7 @@ def test_littles_law_holds_across_replications_on_a_long_run():
     on long runs the window's edges are small, and the two agree within 4 standard errors
     of their paired difference across replications (Poisson arrivals; 2000 requests)."""
     p = plan(Poisson(20.0), input_tokens=50, output=40, requests=2000, warmup=50, curves=WITH_KV)
-    run = simulate_serving(p, {"k3": FixedK(3)}, replications=6, seed=11)
+    run = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=6, seed=11)
     terms = np.array([little_terms(rec) for rec in run.records["k3"]])  # (R, 3)
     diff = terms[:, 0] - terms[:, 1] * terms[:, 2]
     se = diff.std(ddof=1) / np.sqrt(diff.size)
@@ -111,7 +113,9 @@ def test_littles_law_holds_across_replications_on_a_long_run():
 
 def test_closed_loop_without_think_time_holds_exactly_c_requests():
     p = plan(ClosedLoop(8), output=40, requests=200, warmup=8)
-    rec = simulate_serving(p, {"k3": FixedK(3)}, replications=1, seed=2).records["k3"][0]
+    rec = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=1, seed=2).records["k3"][
+        0
+    ]
     in_system, _, _ = little_terms(rec)
     assert in_system == pytest.approx(8.0, rel=1e-9)
 
@@ -119,17 +123,13 @@ def test_closed_loop_without_think_time_holds_exactly_c_requests():
 def test_poisson_at_vanishing_load_is_batch_one():
     """At 0.2 requests/s and ~1 s requests, almost every request runs alone."""
     p = plan(Poisson(0.05), output=60, requests=300, curves=WITH_KV)
-    run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=4)
+    run = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=2, seed=4)
     summary = summarize_serving(run.records, baseline=None).policies["k3"]
     assert 1.0 <= summary.mean_batch.mean < 1.02
     got = _pooled(run, "k3")
+    single = plan(ClosedLoop(1), output=60, requests=300, curves=WITH_KV)
     alone = _pooled(
-        simulate_serving(
-            plan(ClosedLoop(1), output=60, requests=300, curves=WITH_KV),
-            {"k3": FixedK(3)},
-            replications=2,
-            seed=4,
-        ),
+        simulate_serving(single, work_out(single, {"k3": FixedK(3)}), replications=2, seed=4),
         "k3",
     )
     se = np.hypot(got.std(ddof=1) / np.sqrt(got.size), alone.std(ddof=1) / np.sqrt(alone.size))
@@ -143,7 +143,7 @@ def test_more_drafts_never_need_more_cycles_for_the_same_request():
     monotone in k for a fixed draw."""
     p = plan(ClosedLoop(1), output=80, requests=100)
     run = simulate_serving(
-        p, {"k1": FixedK(1), "k2": FixedK(2), "k3": FixedK(3)}, replications=1, seed=8
+        p, work_out(p, {"k1": FixedK(1), "k2": FixedK(2), "k3": FixedK(3)}), replications=1, seed=8
     )
     c1, c2, c3 = (run.records[n][0].cycles for n in ("k1", "k2", "k3"))
     assert np.all(c3 <= c2) and np.all(c2 <= c1) and np.any(c3 < c1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving import ClosedLoop, FixedK, simulate_serving
+from sim.simulation.serving import ClosedLoop, FixedK, simulate_serving, work_out
 from sim.simulation.serving.job import JobPool
 from tests.simulation.serving.helpers import plan
 
@@ -28,7 +28,7 @@ def test_every_request_of_the_job_runs_and_never_more_than_the_job_holds(users, 
         requests=conversations * turns,
         max_running_requests=64,
     )
-    run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=3)
+    run = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=2, seed=3)
     for rec in run.records["k3"]:
         assert rec.tokens_delivered == conversations * turns * output
         busy = np.nonzero(rec.batch_time_ms)[0]

@@ -55,7 +55,7 @@ def test_held_rows_give_the_records_of_request_objects(load, monkeypatch):
     assert holds_rows(p, None)
 
     def run():
-        return run_replication(p, policy, serving_streams(np.random.SeedSequence(9)))
+        return run_replication(p, p.check(policy), serving_streams(np.random.SeedSequence(9)))
 
     monkeypatch.setattr(engine, "rows_pay", lambda plan: True)
     held = run()
@@ -99,7 +99,7 @@ def test_first_tokens_of_the_newest_rows_are_those_of_a_search(monkeypatch):
     )
 
     def run():
-        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(3)))
+        return run_replication(p, p.check(FixedK(3)), serving_streams(np.random.SeedSequence(3)))
 
     newest = run()
     never = property(lambda self: False, lambda self, value: None)

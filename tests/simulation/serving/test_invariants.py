@@ -19,6 +19,7 @@ from sim.simulation.serving import (
     Poisson,
     Trace,
     simulate_serving,
+    work_out,
 )
 from sim.simulation.serving.engine import Server, ServingPlan, run_replication
 from sim.simulation.serving.simulate import replication_blocks, serving_streams
@@ -110,7 +111,7 @@ def _run_watched(p: ServingPlan, policy, seed, watch: KvWatch):
 
     Server.__init__ = init
     try:
-        return run_replication(p, policy, serving_streams(np.random.SeedSequence(seed)))
+        return run_replication(p, p.check(policy), serving_streams(np.random.SeedSequence(seed)))
     finally:
         Server.__init__ = original
 
@@ -153,7 +154,9 @@ def test_same_arrivals_and_lengths_for_every_policy():
     )
     run = simulate_serving(
         p,
-        {"baseline": FixedK(0), "k3": FixedK(3), "table": KTable(((1, 4, 3), (5, 64, 1)))},
+        work_out(
+            p, {"baseline": FixedK(0), "k3": FixedK(3), "table": KTable(((1, 4, 3), (5, 64, 1)))}
+        ),
         replications=2,
         seed=7,
     )
@@ -168,7 +171,7 @@ def test_same_arrivals_and_lengths_for_every_policy():
 
 def test_closed_loop_users_keep_their_requests_across_policies():
     p = plan(ClosedLoop(6), output=LogNormal(40, 0.5, 200), requests=60)
-    run = simulate_serving(p, {"a": FixedK(0), "b": FixedK(3)}, replications=1, seed=3)
+    run = simulate_serving(p, work_out(p, {"a": FixedK(0), "b": FixedK(3)}), replications=1, seed=3)
     a, b = run.records["a"][0], run.records["b"][0]
     assert sorted(a.output_tokens.tolist()) != [] and a.output_tokens.sum() > 0
     # arrival order differs between policies, but the first request of each user is the same
@@ -180,9 +183,9 @@ def test_same_seed_same_numbers_whatever_the_workers():
         Poisson(25.0), input_tokens=30, output=30, requests=40, prefill="model", curves=WITH_KV
     )
     policies = {"baseline": FixedK(0), "k2": FixedK(2)}
-    one = simulate_serving(p, policies, replications=5, seed=12, workers=1)
+    one = simulate_serving(p, work_out(p, policies), replications=5, seed=12, workers=1)
     for workers in (2, 3):  # blocks of replications: 4 (1, 1, 1, 2) and 5 tasks
-        many = simulate_serving(p, policies, replications=5, seed=12, workers=workers)
+        many = simulate_serving(p, work_out(p, policies), replications=5, seed=12, workers=workers)
         for name in policies:
             for x, y in zip(one.records[name], many.records[name], strict=True):
                 np.testing.assert_array_equal(x.finish_ms, y.finish_ms)
@@ -204,10 +207,10 @@ def test_replications_run_in_blocks_two_a_slot_and_one_by_one_alone():
 def test_a_policy_beyond_the_acceptance_model_is_refused():
     p = plan(ClosedLoop(2), k=2)
     with pytest.raises(SpecsimError, match="acceptance model"):
-        simulate_serving(p, {"k4": FixedK(4)}, replications=1, seed=1)
+        simulate_serving(p, work_out(p, {"k4": FixedK(4)}), replications=1, seed=1)
 
 
 def test_kv_smaller_than_one_request_is_refused():
     p = plan(ClosedLoop(2), output=100, input_tokens=100, kv_capacity_tokens=150)
     with pytest.raises(SpecsimError, match="smaller than one request"):
-        simulate_serving(p, {"k3": FixedK(3)}, replications=1, seed=1)
+        simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=1, seed=1)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.simulation.serving import ClosedLoop, Empirical, FixedK, Poisson, simulate_serving
+from sim.simulation.serving import (
+    ClosedLoop,
+    Empirical,
+    FixedK,
+    Poisson,
+    simulate_serving,
+    work_out,
+)
 from sim.simulation.serving.metrics import (
     SloSpec,
     little_terms,
@@ -28,7 +35,9 @@ def test_weighted_quantiles_are_the_repeated_sample_quantiles():
 
 def test_definitions_on_a_run():
     p = plan(ClosedLoop(4), input_tokens=20, output=30, requests=40, prefill="model")
-    run = simulate_serving(p, {"baseline": FixedK(0), "k3": FixedK(3)}, replications=2, seed=1)
+    run = simulate_serving(
+        p, work_out(p, {"baseline": FixedK(0), "k3": FixedK(3)}), replications=2, seed=1
+    )
     rec = run.records["k3"][0]
     m = request_metrics(rec)
     np.testing.assert_allclose(m["tpot_ms"], (rec.finish_ms - rec.first_token_ms) / 29)
@@ -144,7 +153,9 @@ def test_share_valued_summaries_stay_in_0_1() -> None:
         ClosedLoop(8), input_tokens=20, output=30, requests=24, prefill="model",
         kv_capacity_tokens=4000,
     )  # fmt: skip
-    run = simulate_serving(p, {"baseline": FixedK(0), "k3": FixedK(3)}, replications=2, seed=3)
+    run = simulate_serving(
+        p, work_out(p, {"baseline": FixedK(0), "k3": FixedK(3)}), replications=2, seed=3
+    )
     slo = SloSpec(tok_s=(1.0, 88.0), ttft_ms=400.0, tpot_ms=12.0)
     policies = summarize_serving(run.records, slo).policies
     assert policies["k3"].slo_attainment.mean == pytest.approx((17 + 10) / 48)
@@ -178,7 +189,9 @@ def test_latency_summaries_have_no_negative_interval() -> None:
     metric's and every ratio's interval of every policy stays at or above 0 and holds its
     mean."""
     p = plan(Poisson(5.0), input_tokens=20, output=30, requests=24, prefill="model")
-    run = simulate_serving(p, {"baseline": FixedK(0), "k3": FixedK(3)}, replications=2, seed=3)
+    run = simulate_serving(
+        p, work_out(p, {"baseline": FixedK(0), "k3": FixedK(3)}), replications=2, seed=3
+    )
     summary = summarize_serving(run.records, SloSpec())
     assert summary.policies["k3"].metrics["queue_ms"].ci95[0] == 0.0
     for name, policy in summary.policies.items():
@@ -198,9 +211,9 @@ def test_a_one_token_request_has_no_decoding_speed() -> None:
         ClosedLoop(2), input_tokens=20, output=Empirical((1, 30)),
         requests=40, prefill="model",
     )  # fmt: skip
-    rec = simulate_serving(mixed, {"baseline": FixedK(0)}, replications=1, seed=2).records[
-        "baseline"
-    ][0]
+    rec = simulate_serving(
+        mixed, work_out(mixed, {"baseline": FixedK(0)}), replications=1, seed=2
+    ).records["baseline"][0]
     m = request_metrics(rec)
     one = rec.output_tokens == 1
     assert one.any() and (~one).any()
@@ -210,12 +223,12 @@ def test_a_one_token_request_has_no_decoding_speed() -> None:
 
     # a tok/s target is a share of the requests that decoded, as the mean speed is
     target = float(np.median(m["per_user_tok_s"][~one]))
-    run1 = simulate_serving(mixed, {"baseline": FixedK(0)}, replications=1, seed=2)
+    run1 = simulate_serving(mixed, work_out(mixed, {"baseline": FixedK(0)}), replications=1, seed=2)
     share = summarize_serving(run1.records, SloSpec(tok_s=(target,))).policies["baseline"]
     assert share.p_tok_s[target].mean == np.mean(m["per_user_tok_s"][~one] >= target)
 
     short = plan(ClosedLoop(2), input_tokens=20, output=1, requests=10, prefill="model")
-    run = simulate_serving(short, {"baseline": FixedK(0)}, replications=2, seed=2)
+    run = simulate_serving(short, work_out(short, {"baseline": FixedK(0)}), replications=2, seed=2)
     summary = summarize_serving(run.records).policies["baseline"]
     assert np.isnan(summary.metrics["per_user_tok_s"].mean)
     assert np.isnan(summary.mean_batch.mean)
@@ -241,7 +254,7 @@ def test_an_overload_is_flagged_and_a_light_load_is_not() -> None:
 
     def flagged(arrivals, **kw) -> list[bool]:
         p = plan(arrivals, input_tokens=20, output=30, requests=30, prefill="model", **kw)
-        run = simulate_serving(p, {"k3": FixedK(3)}, replications=2, seed=4)
+        run = simulate_serving(p, work_out(p, {"k3": FixedK(3)}), replications=2, seed=4)
         summary = summarize_serving(run.records, SloSpec()).policies["k3"]
         assert summary.overloaded == sum(b.overloaded for b in summary.backlogs)
         return [backlog(r).overloaded for r in run.records["k3"]]

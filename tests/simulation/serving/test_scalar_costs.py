@@ -110,9 +110,9 @@ def test_one_prompt_chunk_is_the_array_sum(chunk, prior):
 
 
 def test_a_used_cost_model_pickles_for_worker_processes():
-    """Once evaluated a cost model holds closures (the scalar terms) and a reference to
-    the process's token-count table: it pickles without either, and the copy rebuilds
-    the first and links to its own process's table (here the same one)."""
+    """Once evaluated a cost model holds closures (the scalar terms) and its token-count
+    table (``PassTerms``): it pickles without either, and the copy rebuilds the first and
+    starts a table of its own, one for all its passes, whose terms give the same bits."""
     c = cost(SERVING)
     s = np.array([30000.0])
     before = c.decode_curve(8, 2, 1).ms(s)
@@ -120,5 +120,6 @@ def test_a_used_cost_model_pickles_for_worker_processes():
     blob = pickle.dumps(c)
     clone = pickle.loads(blob)
     assert bits(clone.decode_curve(8, 2, 1).ms(s)) == bits(before)
-    assert clone.curves.prefill._per_tokens is c.curves.prefill._per_tokens
+    assert clone.curves.prefill._per_tokens is not c.curves.prefill._per_tokens
+    assert clone.curves.prefill._terms is clone.curves.decode._terms
     assert len(blob) < 200_000  # the terms (an envelope per token count) are not in it

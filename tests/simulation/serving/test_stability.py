@@ -12,7 +12,15 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.model.batched_cost import PrefillLoad
-from sim.simulation.serving import ClosedLoop, Fixed, FixedK, Poisson, Trace, simulate_serving
+from sim.simulation.serving import (
+    ClosedLoop,
+    Fixed,
+    FixedK,
+    Poisson,
+    Trace,
+    simulate_serving,
+    work_out,
+)
 from sim.simulation.serving.stability import batch_grid, open_load_bounds, service_bound
 from tests.conftest import ROOT
 from tests.simulation.serving.helpers import plan
@@ -33,7 +41,7 @@ def test_the_bound_by_hand_plain_decoding():
     least per token at the largest batch, 4: 10.15 / 4 = 2.5375 ms; 60 tokens each (no
     prefill) -> 152.25 ms of server time a request, 6.568 requests/s."""
     p = plan(Poisson(1.0), k=3, output=60, max_running_requests=4)
-    b = service_bound(p, FixedK(0))
+    b = service_bound(p, p.drafting(FixedK(0)))
     assert (b.batch, b.draft, b.accept_length) == (4, 0, 1.0)
     assert b.iteration_ms == pytest.approx(10.15)
     assert b.decode_ms == pytest.approx(60 * 10.15 / 4) and b.prefill_ms == 0.0
@@ -50,7 +58,7 @@ def test_the_bound_by_hand_speculating_with_prefill():
     p = plan(
         Poisson(1.0), k=3, output=60, input_tokens=100, max_running_requests=4, prefill="model"
     )
-    b = service_bound(p, FixedK(3))
+    b = service_bound(p, p.drafting(FixedK(3)))
     length = 1 + 0.7 + 0.7**2 + 0.7**3
     assert (b.batch, b.draft) == (4, 3) and b.accept_length == pytest.approx(length)
     t = p.cost.batch1_cycle(3).total_ms + 1.05
@@ -74,20 +82,23 @@ def test_a_saturated_server_answers_no_more_than_the_bound(k):
     past the token count)."""
     p = plan(ClosedLoop(8), k=3, output=Fixed(80), requests=300, warmup=8)
     policy = FixedK(k)
-    bound = service_bound(p, policy).rate_per_s
-    rec = simulate_serving(p, {"p": policy}, replications=1, seed=3).records["p"][0]
+    bound = service_bound(p, p.drafting(policy)).rate_per_s
+    rec = simulate_serving(p, work_out(p, {"p": policy}), replications=1, seed=3).records["p"][0]
     answered = 1000.0 * rec.tokens_delivered / 80 / rec.window_ms
     assert 0.9 * bound <= answered <= bound * (1 + 1e-12)
 
 
 def test_only_an_open_load_is_checked():
-    assert open_load_bounds(plan(ClosedLoop(3)), {"k": FixedK(3)}) is None
+    closed = plan(ClosedLoop(3))
+    assert open_load_bounds(closed, {"k": closed.drafting(FixedK(3))}) is None
     one = np.ones(4, dtype=np.int64)
-    trace = Trace(np.arange(4.0), 10 * one, 20 * one, -one)
-    assert open_load_bounds(plan(trace, requests=4), {"k": FixedK(3)}) is None
+    replay = plan(Trace(np.arange(4.0), 10 * one, 20 * one, -one), requests=4)
+    assert open_load_bounds(replay, {"k": replay.drafting(FixedK(3))}) is None
     with pytest.raises(ValueError, match="trace"):
-        service_bound(plan(trace, requests=4), FixedK(3))
-    rate, bounds = open_load_bounds(plan(Poisson(7.0)), {"k": FixedK(3), "off": FixedK(0)})
+        service_bound(replay, replay.drafting(FixedK(3)))
+    poisson = plan(Poisson(7.0))
+    draftings = {"k": poisson.drafting(FixedK(3)), "off": poisson.drafting(FixedK(0))}
+    rate, bounds = open_load_bounds(poisson, draftings)
     assert rate == 7.0 and set(bounds) == {"k", "off"}
 
 

@@ -96,7 +96,7 @@ def test_the_step_path_gives_the_block_paths_records(load, monkeypatch):
     policy = FixedK(TREE) if load == "tree" else FixedK(3)
 
     def run():
-        return run_replication(p, policy, serving_streams(np.random.SeedSequence(5)))
+        return run_replication(p, p.check(policy), serving_streams(np.random.SeedSequence(5)))
 
     fast = run()
     _blocks_of_one(monkeypatch)
@@ -111,7 +111,7 @@ def test_a_closed_loop_without_think_time_needs_no_zero_timeout(monkeypatch):
     p = LOADS["closed"]()
 
     def run():
-        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(6)))
+        return run_replication(p, p.check(FixedK(3)), serving_streams(np.random.SeedSequence(6)))
 
     fast = run()
     monkeypatch.setattr(engine, "others_wait", lambda arrivals, horizon_ms: True)

@@ -9,7 +9,7 @@ from scipy import stats
 from sim.model.policy import FixedK, KTable
 from sim.model.renewal import request_tok_s_distribution
 from sim.model.tree.acceptance import TreeDraft
-from sim.simulation.serving import ClosedLoop, simulate_serving
+from sim.simulation.serving import ClosedLoop, simulate_serving, work_out
 from sim.simulation.serving.metrics import request_metrics, summarize_serving
 from sim.simulation.simulate import simulate
 from tests.helpers import MIXED
@@ -45,7 +45,7 @@ def test_concurrency_one_tree_is_the_batch_one_tree_engine(acceptance, engine):
     whose last bits differ between engines (the serving clock accumulates sums), so values
     are compared to 1e-6 tok/s."""
     p = tree_plan(ClosedLoop(1), TREE, acceptance=acceptance, requests=400)
-    run = simulate_serving(p, {"tree": FixedK(TREE)}, replications=2, seed=5)
+    run = simulate_serving(p, work_out(p, {"tree": FixedK(TREE)}), replications=2, seed=5)
     serving = _pooled(run, "tree")
     sc = tree_scenario(acceptance, TREE)
     batch1 = simulate(sc, engine=engine, replications=4, requests=200, seed=9).tok_s.ravel()
@@ -62,7 +62,7 @@ def test_pooled_accept_length_is_the_closed_form_tree_accept_length(acceptance):
     identity a request's tokens over its cycles estimates E[L] of its cycles; with equal
     lengths the requests weigh by their cycles. Within 4 SE across replications."""
     p = tree_plan(ClosedLoop(4), TREE, acceptance=acceptance, requests=200, warmup=4)
-    run = simulate_serving(p, {"tree": FixedK(TREE)}, replications=6, seed=3)
+    run = simulate_serving(p, work_out(p, {"tree": FixedK(TREE)}), replications=6, seed=3)
     per_rep = np.array([r.cycle_tokens / r.request_cycles for r in run.records["tree"]])
     theory = p.tree_acceptance(TREE).cycle_mean_accept_length()
     assert abs(per_rep.mean() - theory) < 4 * per_rep.std(ddof=1) / np.sqrt(per_rep.size)
@@ -77,7 +77,7 @@ def test_closed_loop_tree_is_the_finite_n_renewal_law():
     sim/model/renewal.py with the tree's pmf."""
     users, n_tok = 4, 60
     p = tree_plan(ClosedLoop(users), TREE, acceptance=ALPHA, output=n_tok, requests=300)
-    run = simulate_serving(p, {"tree": FixedK(TREE)}, replications=3, seed=11)
+    run = simulate_serving(p, work_out(p, {"tree": FixedK(TREE)}), replications=3, seed=11)
     law = p.tree_acceptance(TREE)
     width = int(np.floor(law.mean_accept_length() + 0.5))
     t_c = float(p.cost.decode_ms(users, TREE, np.array([0.0]), extend_tokens=width)[0])
@@ -95,7 +95,9 @@ def test_a_tree_holding_the_chain_never_needs_more_cycles_than_the_chain():
     p = tree_plan(ClosedLoop(1), TREE, acceptance=MIX, output=80, requests=100)
     paths = set(p.tree_acceptance(TREE).tree.rank_paths())
     assert {(0,), (0, 0), (0, 0, 0)} <= paths
-    run = simulate_serving(p, {"chain": FixedK(3), "tree": FixedK(TREE)}, replications=1, seed=8)
+    run = simulate_serving(
+        p, work_out(p, {"chain": FixedK(3), "tree": FixedK(TREE)}), replications=1, seed=8
+    )
     chain, tree = (run.records[n][0].cycles for n in ("chain", "tree"))
     assert np.all(tree <= chain) and np.any(tree < chain)
 
@@ -108,7 +110,7 @@ def test_a_table_falls_back_from_the_tree_by_batch_size():
         "off above 3": KTable(((1, 3, TREE), (4, 64, 0))),
         "tree to 8": KTable(((1, 8, TREE), (9, 64, 2))),
     }
-    run = simulate_serving(p, policies, replications=1, seed=2)
+    run = simulate_serving(p, work_out(p, policies), replications=1, seed=2)
     off, tree = (r[0] for r in run.records.values())
     assert off.cycle_tokens == off.request_cycles
     assert tree.cycle_tokens / tree.request_cycles > 2.0
@@ -123,7 +125,9 @@ def test_padded_extend_costs_more_than_the_accepted_path():
     runs = {}
     for mode in ("accepted", "padded"):
         p = tree_plan(ClosedLoop(8), TREE, acceptance=ALPHA, requests=40, draft_extend=mode)
-        runs[mode] = simulate_serving(p, {"tree": FixedK(TREE)}, replications=1, seed=4)
+        runs[mode] = simulate_serving(
+            p, work_out(p, {"tree": FixedK(TREE)}), replications=1, seed=4
+        )
     acc, pad = (runs[m].records["tree"][0] for m in ("accepted", "padded"))
     assert np.array_equal(acc.cycles, pad.cycles)
     assert _pooled(runs["padded"], "tree").mean() < _pooled(runs["accepted"], "tree").mean()

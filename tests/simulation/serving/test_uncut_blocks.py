@@ -103,7 +103,7 @@ def test_one_event_per_uncut_run_gives_the_same_records(load, k, monkeypatch):
     )
 
     def run():
-        return run_replication(p, FixedK(k), serving_streams(np.random.SeedSequence(11)))
+        return run_replication(p, p.check(FixedK(k)), serving_streams(np.random.SeedSequence(11)))
 
     fast = run()
     monkeypatch.setattr(Server, "uncut_iterations", lambda self, durations: 0)
@@ -126,7 +126,7 @@ def test_one_iteration_plans_follow_the_block_paths_sample_path(monkeypatch, use
     p = plan(ClosedLoop(users), output=LogNormal(60.0, 0.6, 300), requests=4 * users)
 
     def run():
-        return run_replication(p, FixedK(3), serving_streams(np.random.SeedSequence(3)))
+        return run_replication(p, p.check(FixedK(3)), serving_streams(np.random.SeedSequence(3)))
 
     short = run()
     original = Server.block_size

@@ -102,7 +102,8 @@ def test_with_a_ttft_limit_rates_above_the_service_bound_fail_unsimulated():
 
     ev = PointEvaluator(BUILDER, replications=2, seed=5, slo=SloSpec(ttft_ms=1e6))
     cap = policy_capacity(ev, 0, 0.9, hint_per_s=5.0, rtol=0.02)
-    bound = service_bound(BUILDER(Load("rate", 5.0), 3), BASELINE).rate_per_s
+    plan = BUILDER(Load("rate", 5.0), 3)
+    bound = service_bound(plan, plan.drafting(BASELINE)).rate_per_s
     assert cap.service_bound_per_s == bound
     assert cap.unstable_rates and min(cap.unstable_rates) > bound
     assert cap.rate_per_s is not None and bound / 1.03 <= cap.rate_per_s <= bound

@@ -163,7 +163,7 @@ def _serve(sc, draws: int = 8):
     from sim.simulation.serving.simulate import simulate_serving
 
     setup = serving_setup(bind(sc))
-    run = simulate_serving(setup.plan, setup.policies, replications=3, seed=setup.seed)
+    run = simulate_serving(setup.plan, setup.draftings, replications=3, seed=setup.seed)
     got = serve_intervals(
         bind(sc), run.records, slo=setup.slo, seed=setup.seed, batch=16, draws=draws
     )

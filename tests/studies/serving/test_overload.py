@@ -54,8 +54,9 @@ def counted(monkeypatch):
 def bounds(builder, k: int) -> tuple[float, float]:
     """(plain decoding's, k's) service bound on ``builder``'s plans (requests/s)."""
     at = Load("rate", 1.0)
-    base = service_bound(builder(at, builder.default_steps), BASELINE).rate_per_s
-    return base, service_bound(builder(at, k), FixedK(k)).rate_per_s
+    plain, speculative = builder(at, builder.default_steps), builder(at, k)
+    base = service_bound(plain, plain.drafting(BASELINE)).rate_per_s
+    return base, service_bound(speculative, speculative.drafting(FixedK(k))).rate_per_s
 
 
 # --------------------------------------------------------------------------- crossover
@@ -220,7 +221,7 @@ def test_a_sweep_point_above_a_bound_is_marked_not_simulated(counted):
     assert row["stable"] is False and row["offered_rate_per_s"] == 1e6
     assert row["unstable"] == "baseline;speculative"
     setup = serving_setup(bind(small_scenario("serving.rate_per_s=1e6")))
-    check = check_open_load(setup.plan, setup.policies)
+    check = check_open_load(setup.plan, setup.draftings)
     for name, b in check.bounds.items():
         assert row[f"{name}_service_bound_per_s"] == b.rate_per_s
     assert row["serving.rate_per_s"] == 1e6 and row["num_steps"] == 5
@@ -253,7 +254,10 @@ def test_a_sweep_point_serve_calls_not_steady_says_so():
     assert "stable" not in row  # under both bounds: simulated
     setup = serving_setup(bind(point_scenario(task)), source="test")
     run = simulate_serving(
-        setup.plan, setup.policies, replications=setup.replications, seed=setup.seed
+        setup.plan,
+        setup.draftings,
+        replications=setup.replications,
+        seed=setup.seed,
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     for name, policy in summary.policies.items():

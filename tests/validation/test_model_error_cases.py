@@ -25,7 +25,7 @@ def _case(title: str, errors: dict[int, tuple[float, float]]) -> Case:
                     load=load,
                     calibrated_loads=(1.0,),
                     side=side,
-                )  # fmt: skip
+                )
             )
     return Case(title, ("-",), (f"{title} 1",), tuple(rows))
 

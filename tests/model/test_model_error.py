@@ -76,16 +76,16 @@ def test_figures_at_a_calibrated_load_do_not_identify_the_term():
         fit_model_error([Residual("a", 0.0, 0.1)])
 
 
-def test_widen_adds_in_quadrature_on_the_log_scale():
+def test_widen_joins_the_term_with_the_interval():
     assert model_error_sigma(0.1, math.log(8)) == pytest.approx(0.1 * math.log(8))
     lo, hi = widen(2.0, (1.0, 4.0), 0.0)
     assert (lo, hi) == pytest.approx((1.0, 4.0))
     lo, hi = widen(2.0, None, 0.1)
     assert lo == pytest.approx(2.0 * math.exp(-Z90 * 0.1))
     assert hi == pytest.approx(2.0 * math.exp(Z90 * 0.1))
-    lo, hi = widen(2.0, (2.0 / math.exp(0.3), 2.0 * math.exp(0.4)), 0.3 / Z90)
-    assert math.log(2.0 / lo) == pytest.approx(math.hypot(0.3, 0.3))
-    assert math.log(hi / 2.0) == pytest.approx(math.hypot(0.4, 0.3))
+    # each end the farther of the two: here the term below, the inputs above
+    lo, hi = widen(2.0, (1.9, 3.0), 0.2)
+    assert lo == pytest.approx(2.0 * math.exp(-Z90 * 0.2)) and hi == 3.0
 
 
 @pytest.mark.slow

@@ -6,9 +6,9 @@ batches M (its ``[[timing.points]]`` and batch 1) carries a log error of standar
 deviation s d, d = min over m in M of |ln(B / m)|: ``s`` is ``serving.model_error.level``
 for a policy's level (tok/s, TPOT), ``serving.model_error.gain`` for a paired ratio of two
 policies (a speed-up, one k over another), each by default the fit on the public
-concurrency curves (``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``). The term is added to
-the interval from the drawn inputs in quadrature on the log scale (``widen``): at a
-measured batch it is 0 and the interval is the inputs' alone.
+concurrency curves (``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``). The interval from the
+drawn inputs is joined with the term's [nominal exp(-1.645 s d), nominal exp(1.645 s d)]
+(``widen``): at a measured batch the term is 0 and the interval is the inputs' alone.
 """
 
 from __future__ import annotations

@@ -8,15 +8,14 @@ the setup made.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from sim.model.model_error import Z90
 from sim.report.format import count
+from sim.report.model_error import model_error_line
 from sim.simulation.serving.metrics import (
     Estimate,
     PolicySummary,
@@ -306,27 +305,10 @@ def _ends(pair: Sequence[float] | None, digits: int) -> str:
     return "-" if pair is None else f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
 
 
-def _factor(sigma: float) -> str:
-    return f"{math.exp(Z90 * sigma):.3g}"
-
-
-def model_error_line(term: dict[str, Any]) -> str:
-    """One line: whether the intervals include the model's error under load, how large
-    and from where (sim/studies/serving/model_error.py)."""
-    at = f"decode batch {term['decode_batch']:.3g}, measured " + ", ".join(
-        str(b) for b in term["measured_batches"]
-    )
-    if not term["included"]:
-        return f"model error: none at {at} ({term['origin']})"
-    return (
-        f"model error included: x/{_factor(term['level_sigma'])} levels, "
-        f"x/{_factor(term['gain_sigma'])} gains at {at} ({term['origin']})"
-    )
-
-
-def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
-    """serve's 90% intervals from inputs and model, a row per policy and the speedup
-    (none without ``interval90``)."""
+def interval90_lines(doc: dict[str, Any], names: Sequence[str], screen: bool = False) -> list[str]:
+    """serve's 90% intervals from inputs and model, a row per policy and the speedup,
+    and whether they include the model error (``screen``: only when they do, the block
+    then without its blank line before; none without ``interval90``)."""
     iv = doc.get("interval90")
     if not iv:
         return []
@@ -353,8 +335,11 @@ def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
             + [_ends(by.get(m), 3) for m, _ in _INTERVAL_METRICS]
         )
     lines = ["", *_table(rows, width=22)]
-    if iv.get("model_error"):
-        lines.append("  " + model_error_line(iv["model_error"]))
+    term = iv.get("model_error")
+    if term and (term["included"] or not screen):
+        lines.append("  " + model_error_line(term))
+        if screen:  # the screen keeps its 25 lines: no blank line before the block
+            lines.pop(0)
     if iv.get("note"):
         lines += textwrap.wrap(iv["note"], 100, initial_indent="  ", subsequent_indent="    ")
     return lines

@@ -320,17 +320,24 @@ def highest_measured_batch(scenario: Scenario) -> int:
     return max([1, *(p.batch for p in scenario.timing.points or ())])
 
 
-def beyond_note(scenario: Scenario, batch: float) -> str | None:
+def beyond_note(scenario: Scenario, batch: float, model_error: bool = False) -> str | None:
     """The note of an answer at a decode batch above the highest measured one (None: not
     above it): the batched costs there are the hardware model's, their spread drawn only
-    where the scenario states it."""
+    where the scenario states it (``model_error``: and the interval holds the model's error
+    there as the public curves measure it)."""
     top = highest_measured_batch(scenario)
     if batch <= top:
         return None
+    holds = (
+        "the spread the scenario states for them and the model's error there as public "
+        "curves measure it"
+        if model_error
+        else "the spread the scenario states for them"
+    )
     return (
         f"beyond the highest measured batch ({top}): at batch {batch:.3g} the batched costs "
-        "are the hardware model's extrapolation; the interval holds the spread the scenario "
-        "states for them, not a measurement there"
+        f"are the hardware model's extrapolation; the interval holds {holds}, not a "
+        "measurement there"
     )
 
 
@@ -413,7 +420,7 @@ def serve_intervals(
                 for d in drawn
             ]
             speedup[name][m] = term.gain(g.mean, interval90(values, g.ci95, positive=True))
-    note = beyond_note(scenario, batch)
+    note = beyond_note(scenario, batch, term.active)
     return {
         **doc(bound, overrides, r),
         "draws_run": len(drawn),

@@ -18,17 +18,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sim.model.model_error import (
     DEFAULT_CURVES,
     DEFAULT_GAIN_SIGMA,
     DEFAULT_LEVEL_SIGMA,
+    Z90,
     load_distance,
     model_error_sigma,
     widen,
 )
 from sim.scenario.schema import Scenario
 
-__all__ = ["ModelErrorTerm", "measured_batches", "model_error_term"]
+__all__ = [
+    "ModelErrorTerm",
+    "crossing_band",
+    "join_ends",
+    "measured_batches",
+    "model_error_term",
+]
 
 DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
 
@@ -52,6 +61,10 @@ class ModelErrorTerm:
 
     @property
     def distance(self) -> float:
+        """The log distance of the batch to the nearest measured one (0 without a decode
+        batch: answers of one-token requests)."""
+        if not math.isfinite(self.batch):
+            return 0.0
         return load_distance(max(self.batch, 1.0), self.measured)
 
     @property
@@ -81,7 +94,7 @@ class ModelErrorTerm:
             "level_per_log_batch": self.level_per_log_batch,
             "gain_per_log_batch": self.gain_per_log_batch,
             "origin": self.origin,
-            "decode_batch": self.batch,
+            "decode_batch": self.batch if math.isfinite(self.batch) else None,
             "measured_batches": list(self.measured),
             "log_distance": self.distance,
             "level_sigma": self.level_sigma,
@@ -119,3 +132,51 @@ def model_error_term(
         float(batch),
         measured_batches(scenario),
     )
+
+
+#: Points per grid interval at which ``crossing_band`` reads the interpolated band.
+_BAND_STEPS = 64
+
+
+def crossing_band(
+    loads: Sequence[float], gains: Sequence[float], sigmas: Sequence[float], at: float
+) -> tuple[float | None, float | None]:
+    """The loads around a crossing at ``at`` where the gain's model-error band holds 1:
+    the connected set of loads x with |ln g(x)| <= Z90 sigma(x), ln g and sigma
+    interpolated linearly in ln x between the grid ``loads`` (n,) (their nominal ``gains``
+    and the term's ``sigmas`` there). An end that reaches the first or last load is open
+    (None: the band may hold 1 beyond the loads run)."""
+    xs = np.log(np.asarray(loads, dtype=float))
+    lg = np.log(np.asarray(gains, dtype=float))
+    m = Z90 * np.asarray(sigmas, dtype=float)
+    fine = np.concatenate(
+        [np.linspace(xs[j], xs[j + 1], _BAND_STEPS, endpoint=False) for j in range(xs.size - 1)]
+        + [xs[-1:]]
+    )
+    inside = np.abs(np.interp(fine, xs, lg)) <= np.interp(fine, xs, m) + 1e-12
+    j = int(np.clip(np.searchsorted(fine, math.log(at)), 0, fine.size - 1))
+    if not inside[j] and j > 0 and inside[j - 1]:
+        j -= 1
+    if not inside[j]:
+        return (at, at)
+    lo = hi = j
+    while lo > 0 and inside[lo - 1]:
+        lo -= 1
+    while hi < fine.size - 1 and inside[hi + 1]:
+        hi += 1
+    return (
+        None if lo == 0 else float(math.exp(fine[lo])),
+        None if hi == fine.size - 1 else float(math.exp(fine[hi])),
+    )
+
+
+def join_ends(
+    a: tuple[float | None, float | None], b: tuple[float | None, float | None], integer: bool
+) -> tuple[float | None, float | None]:
+    """Two intervals joined (None: an open end, which stays open); for users each end the
+    fewest users on its side (rounded up)."""
+    lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    if integer:
+        lo, hi = (None if x is None else float(math.ceil(x - 1e-9)) for x in (lo, hi))
+    return (lo, hi)

@@ -22,6 +22,7 @@ docs/serving-intervals.md quotes.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bound import bind
+from sim.files import atomic_write_text
 from sim.model.model_error import (
     Residual,
     leave_one_group_out,
@@ -379,16 +381,10 @@ def summary_lines(figures: Sequence[Figure]) -> list[str]:
 
 
 def _save(path: str, figures: Sequence[Figure]) -> None:
-    import json
-
-    from sim.files import atomic_write_text
-
     atomic_write_text(path, json.dumps([asdict(f) for f in figures], indent=1) + "\n")
 
 
 def _load(path: str) -> list[Figure]:
-    import json
-
     with open(path, encoding="utf-8") as fh:
         rows = json.load(fh)
     return [

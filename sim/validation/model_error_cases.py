@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.model_error import (
+    DEFAULT_GAIN_SIGMA,
+    DEFAULT_LEVEL_SIGMA,
     Z90,
     ModelErrorFit,
     Residual,
@@ -129,8 +131,6 @@ def model_error_lines(cases: Sequence[Case]) -> list[str]:
     """The report's section: the fitted terms against the shipped defaults, and per curve
     and overall the coverage and median width of the Monte Carlo intervals before and after
     the model-error term fitted without the curve."""
-    from sim.model.model_error import DEFAULT_GAIN_SIGMA, DEFAULT_LEVEL_SIGMA
-
     figs = error_figures(cases)
     out = [
         "The model's error under load (sim/model/model_error.py): ln(measured / predicted) "

@@ -87,10 +87,16 @@ def host_work_note(scenario: Scenario) -> str:
         if serving.host_batch1_share
         else ""
     )
+    factor = (
+        f"; {serving.host_spec_factor:g} times that a request in an iteration that drafts "
+        "and verifies (serving.host_spec_factor)"
+        if serving.host_spec_factor != 1.0
+        else ""
+    )
     return (
         f"host work: {serving.host_us_per_request:g} us per running request per iteration "
         f"beyond the first ({said}), {hides} (serving.host_overlap = "
-        f"'{serving.host_overlap}'){share}"
+        f"'{serving.host_overlap}'){share}{factor}"
     )
 
 
@@ -231,6 +237,7 @@ def serving_cost(
             scenario.serving.host_us_per_request,
             scenario.serving.host_overlap,
             scenario.serving.host_batch1_share,
+            scenario.serving.host_spec_factor,
         )
         if scenario.serving is not None
         else HostWork(DEFAULT_US_PER_REQUEST)

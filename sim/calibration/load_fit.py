@@ -31,12 +31,29 @@ Jacobian; the singular values' ratio (condition number) is reported. A fitted te
 a 90% range (value +- 1.645 standard errors, within its bounds); a term the sweep cannot
 identify keeps the scenario's value and carries its plausible range. Both ranges are what
 an interval over serving answers draws from (``LoadFit.ranges``).
+
+The host work is not a smooth term: an engine that overlaps it with the GPU hides
+h (b - 1) (+ the host's share of the batch-1 iteration) until it passes the iteration's
+GPU time (sim/model/host_work.py), so at a small h no figure depends on it and a
+gradient fit started there never moves (the fit used to start at the default 20 us and
+report a host-bound server's ~700 us as not identified). The fit therefore starts h at
+the scenario's value and, when a scan over its bounds (``HOST_SCAN_US``, the other terms
+at that fit's values) finds a better value, again from there; the second fit replaces the
+first only if it identifies h (a fit that ends on the kink where h starts to show has no
+standard error) and lowers the chi-square by more than ``CHI2_90`` (x the reduced
+chi-square when that exceeds 1), so a sweep that hides h fits as before.
+Where h stays hidden the sweep still bounds it: the values of the scan whose chi-square
+(the other terms at their fitted values) is within the 90% threshold of the best
+(``CHI2_90`` = 2.706, one parameter; scaled by the reduced chi-square when that exceeds
+1), refined by bisection, are the range it leaves (``LoadFit.host_profile_us``); the
+range carried is that range cut to the plausible one, or that range alone when the two
+do not meet.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +61,7 @@ import numpy as np
 from sim.binding.bind import scenario_rates, tree_draft
 from sim.binding.bound import bind
 from sim.calibration.load_sweep import LoadPoint
-from sim.calibration.lsq import Param, fit_identifiable
+from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.errors import SpecsimError
 from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
@@ -75,9 +92,15 @@ REL_FLOOR = 0.03
 #: 90% two-sided normal quantile, for the ranges of fitted terms.
 Z90 = 1.6449
 #: Bounds of the fit, and each term's plausible range when the sweep cannot identify it.
-BOUNDS = {HOST_FIELD: (0.0, 1000.0), SLOPE_FIELD: (0.0, 5.0), SKEW_FIELD: (0.0, 4.0)}
+BOUNDS = {HOST_FIELD: (0.0, 5000.0), SLOPE_FIELD: (0.0, 5.0), SKEW_FIELD: (0.0, 4.0)}
 PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE, SKEW_FIELD: SKEW_RANGE}
 SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3}
+#: Values (us) of the host work's start scan and profile (0, then doubling to the bound).
+HOST_SCAN_US: tuple[float, ...] = (0.0, *(5.0 * 2.0**i for i in range(10)), BOUNDS[HOST_FIELD][1])
+#: Chi-square rise of a one-parameter 90% profile range.
+CHI2_90 = 2.706
+#: Bisection steps refining each end of the host work's profile range.
+PROFILE_STEPS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +122,11 @@ class LoadFit:
     """The fitted scenario's batched terms: ``values`` (every term), ``identified`` (the
     fitted ones, with ``stderr``), ``kept`` (term -> why the sweep cannot fix it),
     ``ranges`` (term -> (low, high): 90% for fitted terms, the plausible range for kept
-    ones), ``condition`` (ratio of the scaled Jacobian's extreme singular values over the
-    identified terms; inf when none), ``rows`` at the fitted values, ``max_load`` (the
-    highest load fitted: answers beyond it extrapolate), ``scenario`` (with the values)."""
+    ones, the host work's cut to what the sweep allows), ``condition`` (ratio of the scaled
+    Jacobian's extreme singular values over the identified terms; inf when none), ``rows``
+    at the fitted values, ``max_load`` (the highest load fitted: answers beyond it
+    extrapolate), ``scenario`` (with the values), ``host_profile_us`` (when the host work is
+    not identified: the 90% range of it the sweep allows, module docstring; else None)."""
 
     values: dict[str, float]
     identified: tuple[str, ...]
@@ -113,6 +138,7 @@ class LoadFit:
     max_load: float
     scenario: Scenario
     notes: tuple[str, ...] = field(default=())
+    host_profile_us: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -138,6 +164,7 @@ class LoadFit:
                 for r in self.rows
             ],
             "notes": list(self.notes),
+            "host_profile_us": None if self.host_profile_us is None else list(self.host_profile_us),
         }
 
 
@@ -230,6 +257,56 @@ def _sigma(point: LoadPoint) -> float:
     return math.sqrt(se * se + (REL_FLOOR * point.tpot_ms) ** 2)
 
 
+def _host_start(chi2: Callable[[dict[str, float]], float], base: dict[str, float]) -> float:
+    """The scan's value (``HOST_SCAN_US``) of least chi-square, the other terms at
+    ``base``; ``base``'s own host work unless a scanned value fits strictly better."""
+    best, best_chi2 = base[HOST_FIELD], chi2(base)
+    for host in HOST_SCAN_US:
+        c = chi2({**base, HOST_FIELD: host})
+        if c < best_chi2 * (1.0 - 1e-9):
+            best, best_chi2 = host, c
+    return best
+
+
+def _better_basin(other: Fit, fit: Fit) -> bool:
+    """True when ``other`` (the fit from the scan's host work) identifies the host work
+    (a nonzero standard error: a fit that ends on the kink where it starts to show has
+    none) and lowers the chi-square beyond the 90% threshold of one parameter (scaled by
+    ``other``'s reduced chi-square when that exceeds 1)."""
+    if other.stderr.get(HOST_FIELD, 0.0) <= 0.0:
+        return False
+    dof = other.n_obs - len(other.stderr)
+    scale = max(1.0, other.chi2 / dof) if dof > 0 else 1.0
+    return other.chi2 < fit.chi2 - CHI2_90 * scale
+
+
+def _host_profile(
+    chi2: Callable[[dict[str, float]], float], at: dict[str, float], threshold: float
+) -> tuple[float, float]:
+    """The host work's values (us) whose chi-square, the other terms at ``at``, is within
+    ``threshold``: the scanned ones, each end refined by bisection towards its rejected
+    neighbour (``PROFILE_STEPS``); ``at``'s own value when no scanned one is."""
+
+    def ok(host: float) -> bool:
+        return chi2({**at, HOST_FIELD: host}) <= threshold
+
+    scan = HOST_SCAN_US
+    inside = [i for i, h in enumerate(scan) if ok(h)]
+    if not inside:
+        return (at[HOST_FIELD], at[HOST_FIELD])
+
+    def refine(good: float, bad: float) -> float:
+        for _ in range(PROFILE_STEPS):
+            mid = 0.5 * (good + bad)
+            good, bad = (mid, bad) if ok(mid) else (good, mid)
+        return good
+
+    first, last = inside[0], inside[-1]
+    lo = scan[first] if first == 0 else refine(scan[first], scan[first - 1])
+    hi = scan[last] if last == len(scan) - 1 else refine(scan[last], scan[last + 1])
+    return (lo, hi)
+
+
 def fit_load_sweep(
     scenario: Scenario, points: Sequence[LoadPoint], *, source: str = "load sweep"
 ) -> LoadFit:
@@ -268,25 +345,45 @@ def fit_load_sweep(
     def residuals(values: dict[str, float]) -> np.ndarray:
         return (predicted_tpot_ms(with_values(values), usable) - measured) / sigma
 
-    params = [Param(n, base[n], *BOUNDS[n], SCALES[n]) for n in names]
-    probe = [max(base[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
-    excluded: dict[str, str] = {}
-    while True:  # drop the weakest term the sweep cannot pin down, refit with the rest
-        fit = fit_identifiable(
-            residuals, params, names, "load sweep", probe=probe, excluded=excluded
-        )
-        width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
-        span = {n: PLAUSIBLE[n][1] - PLAUSIBLE[n][0] for n in width}
-        weak = [n for n in width if width[n] > span[n]]
-        if not weak:
-            break
-        worst = max(weak, key=lambda n: width[n] / span[n])
-        excluded[worst] = (
-            f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a 90% "
-            f"range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
-            f"{PLAUSIBLE[worst][1]:g}"
-        )
+    def chi2(values: dict[str, float]) -> float:
+        r = residuals(values)
+        return float(r @ r)
+
+    def fit_from(host: float) -> Fit:
+        """The fit with the host work started at ``host``: drop the weakest term the
+        sweep cannot pin down, refit with the rest."""
+        start = {**base, HOST_FIELD: host}
+        params = [Param(n, start[n], *BOUNDS[n], SCALES[n]) for n in names]
+        probe = [max(start[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
+        excluded: dict[str, str] = {}
+        while True:
+            fit = fit_identifiable(
+                residuals, params, names, "load sweep", probe=probe, excluded=excluded
+            )
+            # a term is pinned when its 90% range is narrower than its plausible range, or
+            # than its own value when that lies far beyond the range (a host-bound server)
+            width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
+            span = {n: max(PLAUSIBLE[n][1] - PLAUSIBLE[n][0], abs(fit.values[n])) for n in width}
+            weak = [n for n in width if width[n] > span[n]]
+            if not weak:
+                return fit
+            worst = max(weak, key=lambda n: width[n] / span[n])
+            excluded[worst] = (
+                f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a "
+                f"90% range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
+                f"{PLAUSIBLE[worst][1]:g} and than its value"
+            )
+
+    given_host = base[HOST_FIELD]
+    fit = fit_from(given_host)
+    scanned = _host_start(chi2, {**base, **fit.values})
+    if scanned != fit.values[HOST_FIELD]:  # another basin of the host work may fit better
+        other = fit_from(scanned)
+        if _better_basin(other, fit):
+            fit = other
     identified = tuple(n for n in names if n in fit.stderr)
+    values = dict(fit.values)
+    kept = dict(fit.kept)
     ranges: dict[str, tuple[float, float]] = {}
     for n in names:
         if n in fit.stderr:
@@ -295,23 +392,34 @@ def fit_load_sweep(
             ranges[n] = (max(lo, fit.values[n] - half), min(hi, fit.values[n] + half))
         else:
             ranges[n] = PLAUSIBLE[n]
+    profile: tuple[float, float] | None = None
+    if HOST_FIELD not in identified:
+        dof = fit.n_obs - len(identified)
+        scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
+        profile = _host_profile(chi2, values, chi2(values) + CHI2_90 * scale)
+        low, high = (
+            max(profile[0], PLAUSIBLE[HOST_FIELD][0]),
+            min(profile[1], PLAUSIBLE[HOST_FIELD][1]),
+        )
+        ranges[HOST_FIELD] = (low, high) if low <= high else profile
+        if profile[0] <= given_host <= profile[1]:
+            values[HOST_FIELD] = given_host  # the sweep does not move the scenario's value
+        kept[HOST_FIELD] = (
+            f"{kept[HOST_FIELD]}; the sweep allows {profile[0]:.3g}-{profile[1]:.3g} us (90%)"
+        )
     condition = math.inf
     if identified:
         jac = np.column_stack(
             [
-                (
-                    residuals({**fit.values, n: fit.values[n] + 1e-3 * SCALES[n]})
-                    - residuals(fit.values)
-                )
-                / 1e-3
+                (residuals({**values, n: values[n] + 1e-3 * SCALES[n]}) - residuals(values)) / 1e-3
                 for n in identified
             ]
         )
         s = np.linalg.svd(jac, compute_uv=False)
         condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
     fitted = with_overrides(
-        with_values(fit.values),
-        _uncertainty(fit.values, fit.stderr, ranges, fit.kept),
+        with_values(values),
+        _uncertainty(values, fit.stderr, ranges, kept),
         source=source,
     )
     predicted = predicted_tpot_ms(fitted, usable)
@@ -324,14 +432,15 @@ def fit_load_sweep(
     if len(loads) < 2:
         notes.append("one load only: the growth with the batch is not measured")
     return LoadFit(
-        values=dict(fit.values),
+        values=dict(values),
         identified=identified,
         stderr=dict(fit.stderr),
-        kept=dict(fit.kept),
+        kept=dict(kept),
         ranges=ranges,
         condition=condition,
         rows=rows,
         max_load=max(loads),
         scenario=fitted,
         notes=tuple(notes),
+        host_profile_us=profile,
     )

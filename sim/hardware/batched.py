@@ -272,9 +272,13 @@ class ComputeCurve:
         """Compute ms at work times (any shape, same shape out)."""
         x = np.asarray(work_ms, dtype=float)
         r0, rl, c0, cl, low, high = self._ends
-        if x.ndim and x.size and x.min() > rl:  # all beyond the last point (a large batch)
-            return cl + high * (x - rl)
         r, c = self.work_ms, self.compute_ms
+        if x.ndim and x.size:
+            least = x.min()
+            if least > rl:  # all beyond the last point (a large batch)
+                return cl + high * (x - rl)
+            if least >= r0 and x.max() <= rl:  # all between the points: what ``where`` keeps
+                return np.interp(x, r, c)
         inside = np.interp(x, r, c)
         out = np.where(x < r0, c0 + low * (x - r0), inside)
         return np.where(x > rl, cl + high * (x - rl), out)

@@ -40,6 +40,14 @@ class Envelope:
         h = self.slopes.shape[0]
         if h == 1:
             return self.intercepts[0] + self.slopes[0] * x
+        if x.size > 1:  # every x on one segment (a block's few ms of compute): scalar lines
+            first = self._segment(float(x.min()))
+            if first is not None and first == self._segment(float(x.max())):
+                a, f = self.intercepts, self.slopes
+                below, above = max(first - 1, 0), min(first + 1, h - 1)
+                best = a[first] + f[first] * x
+                best = np.maximum(best, a[below] + f[below] * x)
+                return np.maximum(best, a[above] + f[above] * x)
         j = np.searchsorted(self.starts, x, side="right") - 1
         lo, hi = np.maximum(j - 1, 0), np.minimum(j + 1, h - 1)
         a, f = self.intercepts, self.slopes
@@ -50,6 +58,13 @@ class Envelope:
     @functools.cached_property
     def _lines(self) -> tuple[list[float], list[float], list[float]]:
         return self.intercepts.tolist(), self.slopes.tolist(), self.starts.tolist()
+
+    def _segment(self, x: float) -> int | None:
+        """The envelope segment ``at`` takes for ``x`` (``searchsorted`` of the starts,
+        side right, minus 1); None for NaN."""
+        if x != x:
+            return None
+        return bisect.bisect_right(self._lines[2], x) - 1
 
     def at_scalar(self, x: float) -> float:
         """``at`` of one compute time, in Python floats: the same operations on the same

@@ -207,6 +207,7 @@ class DecodeCurve:
     host: HostWork | None = None
     batch: int = 1
     speculating: bool = False
+    drafting: bool = False
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without ``_scalar_terms`` (closures; rebuilt on first use)."""
@@ -232,7 +233,7 @@ class DecodeCurve:
             growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
             total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:  # as HostWork.extra_ms
-            host = self.host.growth_ms(self.batch)
+            host = self.host.growth_ms(self.batch, self.drafting)
             if self.host.serial(self.speculating):
                 total += host
             else:
@@ -251,7 +252,9 @@ class DecodeCurve:
             growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
             total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:
-            total += self.host.extra_ms(self.batch, self.speculating, total, self.anchor_ms)
+            total += self.host.extra_ms(
+                self.batch, self.speculating, total, self.anchor_ms, self.drafting
+            )
         return total
 
 
@@ -376,7 +379,11 @@ class IterationCost:
         if batch > 1:
             speculating = drafter or not self._off(draft)
             overhead = overhead + self.host.extra_ms(
-                batch, speculating, draft_ms + verify + extend + overhead, c.total_ms
+                batch,
+                speculating,
+                draft_ms + verify + extend + overhead,
+                c.total_ms,
+                not self._off(draft),
             )
         return draft_ms, verify, extend, overhead
 
@@ -463,7 +470,14 @@ class IterationCost:
             )
             speculating = drafter or not self._off(draft)
             host = self.host if self.host.us_per_request else None
-            curve = DecodeCurve(self.batch1_cycle(draft).total_ms, terms, host, batch, speculating)
+            curve = DecodeCurve(
+                self.batch1_cycle(draft).total_ms,
+                terms,
+                host,
+                batch,
+                speculating,
+                not self._off(draft),
+            )
             self._plain[key] = curve
         return curve
 

@@ -43,6 +43,17 @@ The central value was settled from this evidence after a screen of 10-80 us on t
 validation's curves (docs/validation.md discloses it). Only the growth beyond one request
 is added: the batch-1 pass times already hold the batch-1 host work.
 
+A speculative iteration's work a request over a plain one's (``spec_factor``, default 1):
+the default 20 us above is a speculative iteration's and is charged to both kinds, so a
+scenario with the default needs no factor. A host work measured on plain decoding (a load
+sweep of plain runs, a host-bound server fitted on its plain rows) is a plain iteration's;
+a speculative iteration of SGLang's EAGLE worker then costs ``SGLANG_SPEC_FACTOR`` =
+20 / 7 (about 2.86) times it a request: the two values above, the speculative 20 us
+(three batches built a cycle and the verify's loop over every accepted token) over the
+7 us of a plain decode iteration (sgl-project/sglang PR #5608). Only iterations that
+draft and verify pay the factor; a speculating server's plain iterations pay the plain
+work. The factor changes nothing at one request.
+
 How much of the batch-1 iteration is host work (``batch1_share``, default 0): an overlapped
 iteration lasts as long as the longer of its GPU work and its host work, so its host
 work shows once h (b - 1) + share x T1 passes the iteration's GPU time T(b), T1 the batch-1
@@ -66,6 +77,8 @@ from numpy.typing import ArrayLike
 __all__ = [
     "DEFAULT_US_PER_REQUEST",
     "OVERLAPS",
+    "PLAIN_US_PER_REQUEST",
+    "SGLANG_SPEC_FACTOR",
     "US_PER_REQUEST_RANGE",
     "HostWork",
 ]
@@ -73,6 +86,10 @@ __all__ = [
 #: Host work per running request per speculative iteration (us), and its plausible range.
 DEFAULT_US_PER_REQUEST = 20.0
 US_PER_REQUEST_RANGE: tuple[float, float] = (7.0, 38.0)
+#: Host work per running request per plain decode iteration of SGLang (us; PR #5608).
+PLAIN_US_PER_REQUEST = 7.0
+#: SGLang's EAGLE worker: a request's host work in a speculative iteration over a plain one's.
+SGLANG_SPEC_FACTOR = DEFAULT_US_PER_REQUEST / PLAIN_US_PER_REQUEST
 
 Overlap = Literal["baseline", "both", "none"]
 #: Which iterations hide their host work behind the GPU (see the module docstring).
@@ -82,12 +99,15 @@ OVERLAPS: tuple[str, ...] = ("baseline", "both", "none")
 @dataclass(frozen=True, slots=True)
 class HostWork:
     """Host work per running request per iteration (``us_per_request``), which iterations
-    overlap it with the GPU (``overlap``, one of ``OVERLAPS``) and the share of the batch-1
-    iteration that is host work (``batch1_share``, in [0, 1]; module docstring)."""
+    overlap it with the GPU (``overlap``, one of ``OVERLAPS``), the share of the batch-1
+    iteration that is host work (``batch1_share``, in [0, 1]) and how many times a plain
+    iteration's work a request costs in an iteration that drafts and verifies
+    (``spec_factor``, default 1; module docstring)."""
 
     us_per_request: float = 0.0
     overlap: Overlap = "baseline"
     batch1_share: float = 0.0
+    spec_factor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.us_per_request < 0:
@@ -96,6 +116,8 @@ class HostWork:
             raise ValueError(f"overlap must be one of {OVERLAPS}, got {self.overlap!r}")
         if not 0.0 <= self.batch1_share <= 1.0:
             raise ValueError(f"batch1_share must be in [0, 1], got {self.batch1_share}")
+        if self.spec_factor < 0:
+            raise ValueError(f"spec_factor must be >= 0, got {self.spec_factor}")
 
     def serial(self, speculating: bool) -> bool:
         """True when an iteration of a server that speculates (``speculating``) or not
@@ -104,14 +126,24 @@ class HostWork:
             return True
         return self.overlap == "baseline" and speculating
 
-    def growth_ms(self, batch: int) -> float:
-        """Host work beyond one request's (ms) of an iteration over ``batch`` requests."""
+    def growth_ms(self, batch: int, drafting: bool = False) -> float:
+        """Host work beyond one request's (ms) of an iteration over ``batch`` requests;
+        ``drafting``: the iteration drafts and verifies (``spec_factor`` x the work a
+        request)."""
         if batch < 1:
             raise ValueError(f"an iteration has at least one request, got {batch}")
-        return self.us_per_request * (batch - 1) / 1000.0
+        us = self.us_per_request
+        if drafting and self.spec_factor != 1.0:
+            us = self.spec_factor * us
+        return us * (batch - 1) / 1000.0
 
     def extra_ms(
-        self, batch: int, speculating: bool, iteration_ms: ArrayLike, batch1_ms: float = 0.0
+        self,
+        batch: int,
+        speculating: bool,
+        iteration_ms: ArrayLike,
+        batch1_ms: float = 0.0,
+        drafting: bool = False,
     ) -> np.ndarray:
         """What the host work adds to iterations of ``iteration_ms`` (any shape, same shape
         out): its growth beyond one request when serial, else only the part of the host's
@@ -119,7 +151,7 @@ class HostWork:
         the iteration's own time does not cover; 0 at one request either way (an iteration
         is never shorter than the batch-1 one it grows from)."""
         gpu = np.asarray(iteration_ms, dtype=float)
-        growth = self.growth_ms(batch)
+        growth = self.growth_ms(batch, drafting)
         if self.serial(speculating):
             return np.full(gpu.shape, growth)
         return np.maximum(self.batch1_share * batch1_ms + growth - gpu, 0.0)

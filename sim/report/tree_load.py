@@ -74,6 +74,7 @@ def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
         "replications": result.replications,
         "requests": result.requests,
         "seed": result.seed,
+        "defaults": dict(result.defaults),
         "points": [
             {
                 "concurrency": p.concurrency,
@@ -173,6 +174,14 @@ def _head(doc: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _defaults(doc: Mapping[str, Any]) -> list[str]:
+    """One line naming what the study took as a named default (none: no line)."""
+    given = doc.get("defaults") or {}
+    if not given:
+        return []
+    return ["named defaults: " + "; ".join(given.values()) + " (--verbose: their sources)"]
+
+
 def _policies(doc: Mapping[str, Any]) -> list[str]:
     return ["policies: " + "; ".join(f"{n} = {d}" for n, d in doc["policies"].items())]
 
@@ -247,6 +256,7 @@ def render_tree_load(doc: Mapping[str, Any]) -> str:
     draft table and every assumption."""
     lines = [
         *_head(doc),
+        *_defaults(doc),
         *_policies(doc),
         "",
         *_per_user_table(doc),
@@ -269,6 +279,7 @@ def render_tree_load_screen(doc: Mapping[str, Any]) -> str:
     ``WIDTH`` characters a line (``--verbose``: the paired ratios and every assumption)."""
     lines = [
         *_head(doc),
+        *_defaults(doc),
         *_crossings(doc),
         *_draft_table(doc),
         "",

@@ -834,7 +834,11 @@ class ServingSpec(Section):
     decoding; the default), ``both`` (vLLM >= 0.14, asynchronous scheduling with EAGLE/MTP)
     or ``none`` (vLLM before 0.14); ``host_batch1_share``, the share of the batch-1
     iteration that is host work (default 0: a GPU-bound batch 1; 1: a host-bound server,
-    whose every request's host work shows past the GPU's growth even where overlapped).
+    whose every request's host work shows past the GPU's growth even where overlapped);
+    ``host_spec_factor``, how many times ``host_us_per_request`` a request costs the host
+    in an iteration that drafts and verifies (default 1; SGLang's EAGLE worker about 3:
+    sim/model/host_work.py ``SGLANG_SPEC_FACTOR``, for a host work measured on plain
+    decoding).
 
     Kernel growth (sim/hardware/batched.py): ``kernel_slope``, the compute ms a pass measured
     at batch 1 only adds per ms of extra work at the GPU's peak (1 / the achieved fraction of
@@ -879,6 +883,7 @@ class ServingSpec(Section):
     host_us_per_request: Annotated[float, Field(ge=0.0, le=1_000_000.0)] = DEFAULT_US_PER_REQUEST
     host_overlap: Literal["baseline", "both", "none"] = "baseline"
     host_batch1_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    host_spec_factor: Annotated[float, Field(ge=0.0, le=100.0)] = 1.0
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None

@@ -27,6 +27,7 @@ from scipy import optimize
 
 from sim.binding.bound import bind
 from sim.model.closed_forms import alpha_for_accept_length
+from sim.model.host_work import DEFAULT_US_PER_REQUEST, PLAIN_US_PER_REQUEST, SGLANG_SPEC_FACTOR
 from sim.model.tree.metrics import from_tree_accept_length
 from sim.model.tree.presets import rank_profile
 from sim.scenario.load import scenario_from_dict
@@ -220,7 +221,13 @@ def _scenario(
     host = (
         {}
         if host_us is None
-        else {"host_us_per_request": host_us, "host_batch1_share": HOST_BATCH1_SHARE}
+        else {
+            "host_us_per_request": host_us,
+            "host_batch1_share": HOST_BATCH1_SHARE,
+            # the host work is fitted on a plain row: SGLang's EAGLE worker's is the
+            # speculative iteration's per request over a plain one's
+            "host_spec_factor": SGLANG_SPEC_FACTOR,
+        }
     )
     return scenario_from_dict(
         {
@@ -386,7 +393,11 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
             "reads halve; docs/moe-growth.md): its iteration is the longer of the GPU's and "
             f"the host's, and the host's grows {host_us_per_request():.0f} us per running "
             f"request (serving.host_us_per_request, fitted so that the simulated job gives "
-            f"{HOST_FIT[0]}'s plain tok/s at batch {HOST_FIT[1]}; that row is not scored)",
+            f"{HOST_FIT[0]}'s plain tok/s at batch {HOST_FIT[1]}; that row is not scored); "
+            f"an iteration that drafts and verifies pays {SGLANG_SPEC_FACTOR:.2f} times it a "
+            "request (serving.host_spec_factor: SGLang's EAGLE worker, the default "
+            f"speculative {DEFAULT_US_PER_REQUEST:g} us over a plain iteration's "
+            f"{PLAIN_US_PER_REQUEST:g} us, sim/model/host_work.py; not fitted here)",
             "ASSUMED: the drafter (0.145B a pass: one EAGLE-3 layer and a 32k head), "
             "prompts ~128 tokens lognormal for each turn (the second turn's context, the "
             "first prompt and answer, not carried: the engine has no prefix cache); answers "
@@ -422,10 +433,11 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
             )
             + "the tail, the last conversations running alone, is in the time). Left out: "
             "the second turn's context (the first prompt and answer, prefix-cached by "
-            "SGLang). The step beyond batch 1 is under-predicted (case 15): in these runs it "
-            "grows by about 1 ms per running request at TP 2 and TP 4 alike, which the "
-            "expert reads (halved per rank at TP 4) do not explain; that per-request cost is "
-            "not priced (docs/moe-growth.md).",
+            "SGLang). The step beyond batch 1 grows by about 1 ms per running request at "
+            "TP 2 and TP 4 alike (case 15), which the expert reads (halved per rank at TP 4) "
+            "do not explain: it is priced as the host work above, fitted on one plain row, "
+            "and the speculative arm pays SGLang's factor on it; whether it is the server's "
+            "or the benchmark harness's is not identified (docs/moe-growth.md).",
         ),
     )
 

@@ -82,3 +82,36 @@ def test_one_load_identifies_nothing_and_says_so():
     # unidentified terms travel as their plausible ranges
     entry = fit.scenario.uncertainty.serving["kernel_slope"]
     assert (entry.origin, tuple(entry.range)) == ("assumed", SLOPE_RANGE)
+
+
+def test_a_host_bound_servers_host_work_is_found_far_from_the_default():
+    # a host-bound server (its batch-1 iteration is host work) whose host grows 700 us a
+    # request: at the default 20 us the growth hides behind the GPU's, so a fit started
+    # there saw no slope; the start scan finds it, and the fit recovers it
+    base = with_overrides(load_scenario(SCENARIO), {"serving.host_batch1_share": 1.0})
+    truth = with_overrides(base, {HOST_FIELD: 700.0})
+    fit = fit_load_sweep(base, _sweep(truth, [1, 4, 8, 16], [False]))
+    assert HOST_FIELD in fit.identified
+    # noiseless figures: the optimiser's tolerance
+    assert fit.values[HOST_FIELD] == pytest.approx(700.0, rel=1e-4)
+    lo, hi = fit.ranges[HOST_FIELD]
+    assert lo < 700.0 < hi
+    assert fit.host_profile_us is None
+
+
+def test_hidden_host_work_is_bounded_by_where_it_would_show():
+    # plain decoding behind an overlap: any host work below the GPU's iteration fits, and
+    # the sweep's own profile says up to where
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {"serving.host_overlap": "baseline"})
+    fit = fit_load_sweep(truth, _sweep(truth, [1, 8, 32], [False]))
+    assert HOST_FIELD not in fit.identified
+    assert fit.host_profile_us is not None
+    lo, hi = fit.host_profile_us
+    assert lo == 0.0 and 38.0 < hi < 5000.0
+    # at the profile's end the host's growth over 31 requests shows at batch 32
+    at_end = with_overrides(truth, {HOST_FIELD: 1.2 * hi})
+    pts = _sweep(truth, [32], [False])
+    assert predicted_tpot_ms(at_end, pts)[0] > 1.03 * pts[0].tpot_ms
+    assert "the sweep allows" in fit.kept[HOST_FIELD]
+    assert fit.values[HOST_FIELD] == truth.serving.host_us_per_request  # not moved

@@ -83,9 +83,49 @@ def test_bad_input_is_one_line(args, flag):
     assert code == 2 and out.strip().count("\n") == 0 and flag in out, out
 
 
-def test_a_chain_scenario_needs_a_tree():
-    code, out = run(LLAMA, "--set", "acceptance.rank_profile=sequoia-jf68m-llama2-7b", "-q")
-    assert code == 2 and "no tree to compare" in out
+SERVING = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+#: The shipped serving scenario at the command's defaults, only smaller.
+TINY = ["--requests", "6", "--replications", "2", "--draws", "2", "-q", "--concurrency", "1,4"]
+
+
+def test_a_chain_scenario_is_compared_with_sglangs_default_tree():
+    """The shipped serving scenario drafts a chain of 2 and gives no rank shape: at the
+    defaults its chain meets SGLang's default tree 5/4/8, whose ranks below the top-1 come
+    from the named prior; the answer says both, the same in the text and the document, on
+    a first screen of at most 25 lines."""
+    from sim.model.tree.presets import DEFAULT_RANK_PROFILE
+    from sim.report.screen import fits
+
+    code, out = run(SERVING, *TINY, "--json")
+    assert code == 0, out
+    doc = json.loads(out[out.index("{") :])
+    assert doc["trees"] == ["tree 5/4/8"] and doc["chains"] == ["chain 2"]
+    assert set(doc["defaults"]) == {"tree", "acceptance.rank_profile"}
+    assert "SGLang's default EAGLE tree" in doc["defaults"]["tree"]
+    assert DEFAULT_RANK_PROFILE in doc["defaults"]["acceptance.rank_profile"]
+    topics = [a.split(":", 1)[0] for a in doc["assumptions"]]
+    assert topics[:2] == ["default tree", "default rank profile"]
+    assert "auto_choose_speculative_params" in doc["assumptions"][0]
+    code, text = run(SERVING, *TINY)
+    assert code == 0, text
+    assert fits(text, lines=25), text
+    flat = " ".join(line.strip() for line in text.splitlines())
+    assert "named defaults: " + "; ".join(doc["defaults"].values()) in flat
+    cross = [c for c in doc["crossings"] if c["metric"] == "per_user_tok_s"]
+    assert len(cross) == 1 and "tree 5/4/8 vs chain 2 (per-user tok/s)" in flat
+    for p in doc["points"]:  # the table's means are the document's, to its one decimal
+        for name, r in p["per_user_tok_s"].items():
+            assert f"{r['mean']:.1f}" in flat, name
+
+
+def test_what_the_user_gives_is_not_defaulted():
+    """A --tree and a rank profile given: nothing named as a default."""
+    code, out = run(LLAMA, *SMALL, "--concurrency", "1", "--json")
+    assert code == 0, out
+    doc = json.loads(out[out.index("{") :])
+    assert doc["defaults"] == {}
+    code, text = run(LLAMA, *SMALL, "--concurrency", "1")
+    assert code == 0 and "named defaults" not in text
 
 
 @pytest.mark.parametrize("chain", ["100", "65"])

@@ -76,3 +76,31 @@ def test_envelope_of_arbitrary_lines(lines, x):
     expected = np.max(a[:, None] + f[:, None] * xs[None, :], axis=0)
     np.testing.assert_allclose(env.at(xs), expected, rtol=1e-9, atol=1e-9)
     assert np.all(np.diff(env.slopes) > 0) and env.starts[0] == 0.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 3)), min_size=2, max_size=30),
+    x=st.lists(st.floats(0.0, 20.0), min_size=2, max_size=40),
+    spread=st.floats(0.0, 1e-3),
+)
+def test_an_array_on_one_segment_is_each_value_alone(lines, x, spread):
+    """Values on one envelope segment (the arrays of a serving block, whose compute
+    times differ by little) take that segment's lines as scalars: the same bits as one
+    value at a time, and as values spread over several segments."""
+    env = upper_envelope(np.array([p[0] for p in lines]), np.array([p[1] for p in lines]))
+    near = x[0] + spread * np.arange(len(x))  # mostly one segment
+    for xs in (near, np.array(x)):
+        one_by_one = np.array([env.at_scalar(float(v)) for v in xs])
+        assert np.array_equal(env.at(xs), one_by_one)
+
+
+def test_a_compute_curve_between_its_points_is_the_interpolation():
+    """All work inside the points: ``ComputeCurve.at`` is the interpolation, the same
+    bits as value by value (which go through the points' ends too)."""
+    from sim.hardware.batched import ComputeCurve
+
+    curve = ComputeCurve(np.array([1.0, 2.5, 4.0]), np.array([3.0, 5.0, 9.5]))
+    rng = np.random.default_rng(7)
+    for xs in (rng.uniform(1.0, 4.0, 50), rng.uniform(0.0, 6.0, 50), np.array([1.0, 4.0])):
+        assert np.array_equal(curve.at(xs), [curve.at_scalar(float(v)) for v in xs])

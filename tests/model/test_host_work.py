@@ -116,6 +116,8 @@ def test_bad_values_are_refused():
         HostWork(-1.0)
     with pytest.raises(ValueError, match="overlap"):
         HostWork(1.0, "sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="spec_factor"):
+        HostWork(1.0, spec_factor=-0.5)
 
 
 def test_the_scenario_sets_the_host_work():
@@ -145,3 +147,52 @@ def test_the_report_line_says_the_value_its_origin_and_who_hides_it():
     )
     assert "5 us per running request" in set_line and "set by --set" in set_line
     assert "hidden behind the GPU in every iteration (vLLM >= 0.14)" in set_line
+    assert "host_spec_factor" not in set_line  # the default factor 1 goes unsaid
+    factor = host_work_note(load_scenario(SEED, ["serving.host_spec_factor=3"]))
+    assert "3 times that a request in an iteration that drafts and verifies" in factor
+
+
+def test_iterations_that_draft_pay_the_speculative_factor_and_only_they():
+    b, s = 16, np.array([4000.0])
+    plain = IterationCost(PASSES, LINEAR, host=HostWork(30.0, "none"))
+    cost = IterationCost(PASSES, LINEAR, host=HostWork(30.0, "none", spec_factor=3.0))
+    # a speculating server's plain iteration pays the plain work a request
+    for k, drafter, factor in ((0, False, 1.0), (0, True, 1.0), (3, True, 3.0)):
+        extra = float(cost.decode_ms(b, k, s, drafter=drafter)[0]) - float(
+            plain.decode_ms(b, k, s, drafter=drafter)[0]
+        )
+        assert extra == pytest.approx((factor - 1.0) * 15 * 30.0 / 1000.0, abs=1e-12)
+        # the per-phase path agrees with the scalar one
+        phases = cost.decode_phases(b, k, s, drafter=drafter)
+        assert float(sum(p[0] for p in phases)) == pytest.approx(
+            float(cost.decode_ms(b, k, s, drafter=drafter)[0]), rel=1e-12
+        )
+        # and so does the curve the serving engine prices its iterations with
+        assert float(cost.decode_curve(b, k, drafter=drafter).ms(s)[0]) == pytest.approx(
+            float(cost.decode_ms(b, k, s, drafter=drafter)[0]), rel=1e-12
+        )
+    assert HostWork(30.0, spec_factor=3.0).growth_ms(16, drafting=True) == pytest.approx(1.35)
+
+
+@pytest.mark.parametrize("overlap", OVERLAPS)
+def test_the_speculative_factor_changes_nothing_at_one_request(overlap):
+    cost = IterationCost(PASSES, LINEAR, host=HostWork(700.0, overlap, 1.0, spec_factor=20 / 7))
+    for k in (0, 3):
+        got = cost.decode_ms(1, k, np.array([0.0]), drafter=True)
+        assert got.tolist() == [cycle_cost(PASSES, k).total_ms]  # bit for bit
+
+
+def test_a_factor_of_one_is_the_host_work_without_one():
+    # the default: every figure made without the factor is unchanged, bit for bit
+    a = IterationCost(PASSES, LINEAR, host=HostWork(30.0, "baseline", 0.5))
+    b = IterationCost(PASSES, LINEAR, host=HostWork(30.0, "baseline", 0.5, spec_factor=1.0))
+    s = np.array([0.0, 900.0, 4000.0])
+    for batch, k in ((8, 0), (8, 3), (33, 3)):
+        assert (
+            a.decode_ms(batch, k, s, drafter=True).tolist()
+            == b.decode_ms(batch, k, s, drafter=True).tolist()
+        )
+        assert (
+            a.decode_curve(batch, k, drafter=True).ms(s).tolist()
+            == a.decode_ms(batch, k, s, drafter=True).tolist()
+        )

@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.model.tree.rates import residual_shares
 
-__all__ = ["RANK_PROFILES", "RankProfile", "rank_profile"]
+__all__ = ["DEFAULT_RANK_PROFILE", "RANK_PROFILES", "RankProfile", "rank_profile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,13 @@ RANK_PROFILES: dict[str, RankProfile] = {
         for size, cum in _MEDUSA_HEAD0.items()
     },
 }
+
+
+#: The profile a study drafting a tree takes when the scenario gives no rank shape (``tree-load``
+#: at its defaults on a chain scenario): the widest published one (32 ranks, so any topk of
+#: SGLang's trees is covered) and the prior the validation's tree cases use. A prior for the
+#: shape of the top-1's misses, not a measurement of the user's drafter: the answer says so.
+DEFAULT_RANK_PROFILE = "sequoia-jf68m-llama2-7b"
 
 
 def rank_profile(name: str) -> RankProfile:

@@ -42,7 +42,9 @@ from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, v
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
+from sim.model.tree.presets import DEFAULT_RANK_PROFILE
 from sim.parallel import Executor
+from sim.scenario.load import with_overrides
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
@@ -63,6 +65,7 @@ from sim.studies.serving.tree_load_draws import (
 )
 
 __all__ = [
+    "DEFAULT_TREE",
     "Crossing",
     "LoadPoint",
     "TreeLoadResult",
@@ -75,6 +78,14 @@ __all__ = [
 
 #: Closed-loop concurrencies when none are given (the command's default).
 DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
+
+#: The tree compared when neither the scenario nor ``--tree`` gives one: SGLang's default
+#: EAGLE tree, num_steps 5, topk 4, num_draft_tokens 8: what SGLang sets when none of
+#: ``--speculative-num-steps``, ``--speculative-eagle-topk``,
+#: ``--speculative-num-draft-tokens`` is given, for Llama and every architecture it does not
+#: list (sgl-project/sglang python/sglang/srt/server_args.py ``auto_choose_speculative_params``;
+#: for DeepSeek-V2/V3 architectures recent versions choose the chain 3/1/4 instead).
+DEFAULT_TREE = TreeDraft(5, 4, 8)
 
 #: The metrics compared, per-user first.
 METRICS: tuple[str, ...] = ("per_user_tok_s", "aggregate_tok_s")
@@ -200,6 +211,10 @@ class TreeLoadResult:
     #: replications a draw, the inputs drawn) with ``draws_run``, and the note of loads
     #: beyond the highest measured batch.
     intervals: dict[str, Any] = field(default_factory=dict)
+    #: What the study took as a named default because neither the scenario nor the options
+    #: gave it (``tree``, ``acceptance.rank_profile``), each with a short line saying what
+    #: it is (its source is among the ``assumptions``); empty when nothing was defaulted.
+    defaults: dict[str, str] = field(default_factory=dict)
 
     @property
     def trees(self) -> tuple[str, ...]:
@@ -263,18 +278,25 @@ def tree_load_study(
 
     ``chains``: chain lengths (default: the scenario's num_steps, or the tree's when the
     scenario drafts one); ``trees``: SGLang trees (default: the scenario's own, when it
-    drafts one). At least one tree and one chain; the scenario's acceptance (with a rank
-    shape: ``acceptance.rank_profile`` or ``rank_rates``) is every draft's. ``draws``:
+    drafts one, else ``DEFAULT_TREE``, SGLang's default). The scenario's acceptance is every
+    draft's; a tree's ranks below the top-1 take the scenario's rank shape
+    (``acceptance.rank_profile`` or ``rank_rates``), or ``DEFAULT_RANK_PROFILE``'s when it
+    gives none. What was defaulted is in the result's ``defaults``. ``draws``:
     Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
     every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
     """
     own = scenario_draft(scenario)
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
+    defaults: dict[str, str] = {}  # what was defaulted: a short line each
+    notes: list[str] = []  # and where it comes from, for the assumptions
     if not tree_list:
-        raise SpecsimError(
-            "no tree to compare: the scenario drafts a chain; give a tree (num_steps/topk/"
-            "num_draft_tokens)",
-            param="trees",
+        tree_list = [DEFAULT_TREE]
+        defaults["tree"] = f"{draft_name(DEFAULT_TREE)}, SGLang's default EAGLE tree"
+        notes.append(
+            f"default tree: {draft_name(DEFAULT_TREE)} (the scenario drafts a chain and no "
+            "--tree was given) is what SGLang sets when no speculative num_steps, topk or "
+            "num_draft_tokens is given (python/sglang/srt/server_args.py "
+            "auto_choose_speculative_params, Llama and unlisted architectures)"
         )
     steps = scenario.num_steps if isinstance(own, int) else acceptance_depth(own)
     chain_list = list(chains) if chains is not None else [steps]
@@ -284,11 +306,18 @@ def tree_load_study(
     if scenario.acceptance is None:
         raise SpecsimError("needed to draft", source=source, field="acceptance")
     if scenario.acceptance.rank_shape() is None:
-        raise SpecsimError(
-            "a tree needs the ranks below the top-1: give acceptance.rank_profile or "
-            "acceptance.rank_rates",
-            source=source,
-            field="acceptance.rank_profile",
+        scenario = with_overrides(
+            scenario, {"acceptance.rank_profile": DEFAULT_RANK_PROFILE}, source=source
+        )
+        defaults["acceptance.rank_profile"] = (
+            f"ranks below the top-1 from the {DEFAULT_RANK_PROFILE} prior, top-1 rates the chain's"
+        )
+        notes.append(
+            "default rank profile: a tree's acceptance is derived from the chain's (the "
+            "scenario gives no rank shape): its top-1 rate at each depth is the scenario's, "
+            f"the ranks below share the top-1's misses as {DEFAULT_RANK_PROFILE} does (a small "
+            "drafter's profile, not this drafter's; --set acceptance.rank_profile or "
+            "rank_rates replaces it)"
         )
     grid = tuple(sorted(set(int(c) for c in concurrencies)))
     drafts: dict[str, Draft] = {"off": 0}
@@ -327,7 +356,7 @@ def tree_load_study(
     def ratios(records: Any) -> PairArrays:
         """Per replication tree / chain of each metric (R,)."""
         summary = summarize_serving(records, setups[0].slo, baseline=None)
-        per = {n: summary.policies[by[n]].per_replication for n in drafts}
+        per = {n: summary.policies[n].per_replication for n in (*tree_names, *chain_names)}
         return {
             t: {ch: {m: per[t][m] / per[ch][m] for m in METRICS} for ch in chain_names}
             for t in tree_names
@@ -426,12 +455,15 @@ def tree_load_study(
         requests=base.workload.requests,
         seed=base.simulation.seed,
         assumptions=(
+            *notes,
             *setups[0].assumptions,
-            "drafts compared on the same users and acceptance draws at every load; the verify "
+            "common draws: drafts compared on the same users and acceptance draws at every "
+            "load; the verify "
             f"covers {', '.join(f'{n}: {verify_tokens(d)}' for n, d in drafts.items())} "
             "tokens per request",
         ),
         crossings=tuple(crossings),
+        defaults=defaults,
         intervals={
             **doc(base_bound, overrides, r),
             "draws_run": drawn.run,

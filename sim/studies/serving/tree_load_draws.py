@@ -5,7 +5,8 @@ The draws are those of every serving answer (sim/studies/serving/draws.py: ``inp
 scrambled Sobol draws of the scenario's uncertain inputs and of the default batched terms
 over their published ranges). Each draw runs every grid concurrency with ``replications``
 replications on the seeds of the nominal run's first replications (common random numbers:
-the same users, lengths and acceptance uniforms), every draft at once as the nominal does.
+the same users, lengths and acceptance uniforms), every chain and tree at once as the
+nominal does (not plain decoding, which no ratio uses).
 A draw's ratio at a load is the nominal ratio moved by the paired shift
 (``draws.shifted``): mean over those replications of (draw - nominal).
 
@@ -114,7 +115,7 @@ def drawn_ratios(
         for c, setup in zip(grid, setups, strict=True):
             run = simulate_serving(
                 setup.plan,
-                setup.policies,
+                {n: setup.policies[n] for n in policies},  # not plain decoding: no ratio uses it
                 replications=replications,
                 seed=setup.seed,
                 workers=workers,

@@ -59,13 +59,25 @@ def test_a_wide_tree_wins_alone_and_loses_to_the_chain_at_64_users():
         assert p.accept_length["off"].mean == 1.0
 
 
-def test_refusals():
-    chain_only = load_scenario(LLAMA, SMALL)
-    with pytest.raises(SpecsimError, match="no tree to compare"):
-        tree_load_study(chain_only, [1])
-    raw = chain_only.model_dump(exclude_none=True)
+def test_a_chain_without_ranks_meets_the_default_tree_on_the_default_profile():
+    """A chain scenario without a tree: SGLang's default tree 5/4/8; without a rank shape:
+    the named prior's ranks below the top-1. Both are named in ``defaults`` and in the
+    assumptions; the prior gives the same numbers as setting it by hand."""
+    from sim.model.tree.presets import DEFAULT_RANK_PROFILE
+    from sim.studies.serving.tree_load import DEFAULT_TREE
+
+    given = load_scenario(LLAMA, SMALL)
+    raw = given.model_dump(exclude_none=True)
     del raw["acceptance"]["rank_profile"]
     no_ranks = scenario_from_dict(raw, source="test")
-    with pytest.raises(SpecsimError) as err:
-        tree_load_study(no_ranks, [1], trees=[TreeDraft(5, 4, 8)])
-    assert err.value.field == "acceptance.rank_profile"
+    assert TreeDraft(5, 4, 8) == DEFAULT_TREE
+    defaulted = tree_load_study(no_ranks, [1])
+    assert set(defaulted.defaults) == {"tree", "acceptance.rank_profile"}
+    assert defaulted.trees == ("tree 5/4/8",)
+    assert DEFAULT_RANK_PROFILE in defaulted.defaults["acceptance.rank_profile"]
+    assert defaulted.assumptions[0].startswith("default tree: tree 5/4/8")
+    by_hand = tree_load_study(given, [1], trees=[DEFAULT_TREE])
+    assert by_hand.defaults == {}
+    assert defaulted.points == by_hand.points
+    only_ranks = tree_load_study(no_ranks, [1], trees=[TreeDraft(5, 4, 8)])
+    assert set(only_ranks.defaults) == {"acceptance.rank_profile"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
@@ -69,6 +70,17 @@ def _fewest(bracket: Sequence[float] | None) -> str:
     return "?" if bracket is None else f"{bracket[1]:.0f}"
 
 
+def _ends95(c: Mapping[str, Any]) -> tuple[str, str]:
+    """A user-count crossing's 95% interval: each end the fewest users past its band's
+    crossing (``_fewest``); an early end whose bracket was not refined to neighbouring
+    counts (its bisection stopped inside the 90% interval) the fewest it may be, one past
+    its bracket's lower load."""
+    early, late = c.get("ci95_brackets") or (None, None)
+    if early is not None and early[1] - early[0] > 1:
+        return f"{early[0] + 1:.0f}", _fewest(late)
+    return _fewest(early), _fewest(late)
+
+
 def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     """One crossing in words: for a rate the interpolated load and its 95% interval; for
     users, a whole number: the fewest users on the new side of 1 (the crossing lies
@@ -96,7 +108,7 @@ def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
     a, b = c["bracket"]
     starts = c["direction"] == "starts paying"
     new, old = ("gain >= 1", "< 1") if starts else ("gain < 1", ">= 1")
-    lo, hi = (_fewest(x) for x in c.get("ci95_brackets") or (None, None))
+    lo, hi = _ends95(c)
     if b - a > 1:  # not refined to neighbouring user counts
         where = f"between {a:.0f} and {b:.0f} {unit} (not refined)"
     else:
@@ -190,7 +202,7 @@ def _short_crossing(x: Mapping[str, Any], kind: str) -> str:
         text = f"{x['direction']} at {x['at']:.3g} {unit} (95%: {end(lo)} .. {end(hi)}"
     else:
         a, b = x["bracket"]
-        lo, hi = (_fewest(e) for e in x.get("ci95_brackets") or (None, None))
+        lo, hi = _ends95(x)
         where = f"between {a:.0f} and {b:.0f}" if b - a > 1 else f"from {b:.0f}"
         text = f"{x['direction']} {where} {unit} (95%: {lo} .. {hi}"
     if "interval90" in x:
@@ -268,6 +280,7 @@ def _header_lines(doc: Mapping[str, Any]) -> list[str]:
         f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {load_unit(kind)}, k = "
         + ", ".join(str(k) for k in doc["num_steps"]),
         settings_line(doc),
+        *conditioning_lines(doc),
         "gain = k over plain decoding (k=0), paired on the same arrivals (> 1: pays; "
         "latencies: k=0 / k)",
     ]

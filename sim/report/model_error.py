@@ -28,7 +28,7 @@ def model_error_line(term: dict[str, Any]) -> str:
     at = (
         ("no decode batch" if batch is None else f"decode batch {batch:.3g}")
         + ", measured "
-        + ", ".join(str(b) for b in term["measured_batches"])
+        + ", ".join(f"{b:g}" for b in term["measured_batches"])
     )
     if not term["included"]:
         why = "at a measured batch" if term["log_distance"] == 0 else "s = 0"

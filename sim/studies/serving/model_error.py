@@ -2,7 +2,8 @@
 the decode batches a scenario measured (sim/model/model_error.py).
 
 A serving answer at mean decode batch B of a scenario whose costs were measured at the
-batches M (its ``[[timing.points]]`` and batch 1) carries a log error of standard
+batches M (batch 1, its ``[[timing.points]]`` and its ``[[serving.calibrated_on]]``
+loads) carries a log error of standard
 deviation s d, d = min over m in M of |ln(B / m)|: ``s`` is ``serving.model_error.level``
 for a policy's level (tok/s, TPOT), ``serving.model_error.gain`` for a paired ratio of two
 policies (a speed-up, one k over another), each by default the fit on the public
@@ -30,6 +31,7 @@ from sim.model.model_error import (
     widen,
 )
 from sim.scenario.schema import Scenario
+from sim.studies.serving.draws import measured_loads
 
 __all__ = [
     "ModelErrorTerm",
@@ -42,10 +44,11 @@ __all__ = [
 DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
 
 
-def measured_batches(scenario: Scenario) -> tuple[int, ...]:
-    """The decode batches the scenario's costs are measured at: 1 (its batch-1
-    ``[timing]``) and its ``[[timing.points]]``' batches."""
-    return tuple(sorted({1, *(p.batch for p in scenario.timing.points or ())}))
+def measured_batches(scenario: Scenario) -> tuple[float, ...]:
+    """The decode batches the scenario's costs are measured at (sim/studies/serving/
+    draws.py ``measured_loads``: 1, its ``[[timing.points]]``' batches and the loads of its
+    ``[[serving.calibrated_on]]`` figures)."""
+    return tuple(float(b) for b in measured_loads(scenario))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ class ModelErrorTerm:
     gain_per_log_batch: float
     origin: str
     batch: float
-    measured: tuple[int, ...]
+    measured: tuple[float, ...]
 
     @property
     def distance(self) -> float:

@@ -20,7 +20,7 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 
 def test_the_term_grows_with_the_distance_to_the_measured_batches():
     sc = load_scenario(SERVING)
-    assert measured_batches(sc) == (1, 8)
+    assert measured_batches(sc) == (1.0, 8.0)
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
     assert not at8.active and at8.level(100.0, [90.0, 110.0]) == [90.0, 110.0]
     assert at32.origin == DEFAULT_ORIGIN and "9 public curves" in DEFAULT_ORIGIN

@@ -11,6 +11,7 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.model_error import model_error_line
 from sim.report.screen import first_screen
 from sim.studies.serving.best_k import table_row_k
 
@@ -67,6 +68,9 @@ def _head_lines(doc: Mapping[str, Any]) -> list[str]:
             )
             row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
         lines.append(row)
+    terms = [c["model_error"] for c in doc["selection"] if c.get("model_error")]
+    if terms:  # the widest term of the selection (the load farthest from a measured batch)
+        lines.append("  " + model_error_line(max(terms, key=lambda t: t["gain_sigma"])))
     return lines
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import settings_line
 from sim.report.format import sig
+from sim.report.model_error import model_error_line
 
 __all__ = ["render_capacity"]
 
@@ -61,6 +62,8 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
                 text += f"; vs plain decoding [{g[0]:.2f}, {g[1]:.2f}]"
             lines.append(text)
         lines.append("  (? : beyond the rates the search tried)")
+        if doc.get("model_error"):
+            lines.append("  " + model_error_line(doc["model_error"]))
     if doc.get("replications") == 1:
         lines.append("  (one replication: no 95% interval; give --replications 2 or more)")
     unmet = [p["num_steps"] for p in doc["policies"] if p["rate_per_s"] is None]

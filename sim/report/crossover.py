@@ -9,6 +9,7 @@ from typing import Any
 from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.model_error import model_error_line
 from sim.report.screen import first_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
@@ -288,6 +289,8 @@ def _header_lines(doc: Mapping[str, Any]) -> list[str]:
 def _tail_lines(doc: Mapping[str, Any]) -> list[str]:
     """Overloads, engine configs, assumptions and the count of runs."""
     lines = _overload_lines(doc)
+    if doc.get("model_error"):
+        lines += ["", model_error_line(doc["model_error"])]
     for k, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
         lines += engine_config_lines(configs)[1:]

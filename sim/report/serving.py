@@ -16,6 +16,7 @@ import numpy as np
 
 from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
+from sim.report.model_error import model_error_line
 from sim.simulation.serving.metrics import (
     Estimate,
     PolicySummary,
@@ -307,9 +308,10 @@ def _ends(pair: Sequence[float] | None, digits: int) -> str:
     return "-" if pair is None else f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
 
 
-def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
-    """serve's 90% intervals from inputs and model, a row per policy and the speedup
-    (none without ``interval90``)."""
+def interval90_lines(doc: dict[str, Any], names: Sequence[str], screen: bool = False) -> list[str]:
+    """serve's 90% intervals from inputs and model, a row per policy and the speedup,
+    and whether they include the model error (``screen``: only when they do, the block
+    then without its blank line before; none without ``interval90``)."""
     iv = doc.get("interval90")
     if not iv:
         return []
@@ -337,6 +339,11 @@ def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
             + [_ends(by.get(m), 3) for m, _ in _INTERVAL_METRICS]
         )
     lines = ["", *_table(rows, width=22)]
+    term = iv.get("model_error")
+    if term and (term["included"] or not screen):
+        lines.append("  " + model_error_line(term))
+        if screen:  # the screen keeps its 25 lines: no blank line before the block
+            lines.pop(0)
     if iv.get("note"):
         lines += textwrap.wrap(iv["note"], 100, initial_indent="  ", subsequent_indent="    ")
     return lines

@@ -51,7 +51,7 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
     if any(v is not None for v in values):
         cells = [_cell(v["mean"], v["ci95"], 3) if v else "-" for v in values]
         lines.append(_row(["SLO attainment", *cells], widths))
-    lines += interval90_lines(doc, names)
+    lines += interval90_lines(doc, names, screen=True)
     lines += _overload_lines(doc, names)
     lines += [
         "",

@@ -782,6 +782,17 @@ class WorkloadSpec(Section):
         return self
 
 
+class ModelErrorSpec(Section):
+    """The serving model's own error under load (sim/model/model_error.py): the standard
+    deviation of ln(measured / predicted) per unit log distance of the decode batch to the
+    nearest measured batch, ``level`` for a policy's tok/s or TPOT, ``gain`` for a paired
+    ratio of two policies (speculative over plain decoding, one k over another). None: the
+    default estimated on the public concurrency curves; 0: no model-error term."""
+
+    level: Annotated[float, Field(ge=0.0, le=5.0)] | None = None
+    gain: Annotated[float, Field(ge=0.0, le=5.0)] | None = None
+
+
 class CalibrationFigure(Section):
     """One figure a calibration fitted (``[[serving.calibrated_on]]``), as ``specsim
     calibrate --load-sweep`` writes it: the serving answers' intervals re-fit the terms
@@ -888,6 +899,9 @@ class ServingSpec(Section):
     ``calibrated_terms``, the terms they identified; the serving answers' intervals re-fit
     those terms to those figures in every draw (docs/load-calibration.md).
 
+    Model error (``[serving.model_error]``, ``ModelErrorSpec``): the term every serving
+    answer's 90% interval adds beyond the decode batches the scenario measured.
+
     CUDA-graph capture (sim/hardware/batched.py): ``graph_max_tokens``, the most tokens a
     graphed pass replays as a graph (vLLM's ``max_cudagraph_capture_size``, 512 by default)
     and ``graph_max_batch``, the most requests (SGLang's ``cuda_graph_max_bs``, 160 on GPUs
@@ -928,6 +942,7 @@ class ServingSpec(Section):
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+    model_error: ModelErrorSpec | None = None
     calibrated_on: (
         Annotated[list[CalibrationFigure], Field(min_length=1, max_length=MAX_CALIBRATION_FIGURES)]
         | None

@@ -119,6 +119,13 @@ class Row:
     #: length the flat extrapolation (one equal rate) beside it.
     interval90: tuple[float, float] | None = None
     flat: float | None = None
+    #: A serving figure's load (users of a closed loop, requests/s of an open one), the
+    #: loads its curve was calibrated on, and what it is: ``speculative`` or ``plain``
+    #: (a level) or ``gain`` (a paired ratio of two policies on one server); None: not a
+    #: load curve's figure (sim/validation/model_error_cases.py scores these).
+    load: float | None = None
+    calibrated_loads: tuple[float, ...] = ()
+    side: str | None = None
 
     @property
     def error(self) -> float:

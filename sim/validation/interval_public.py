@@ -22,13 +22,22 @@ docs/serving-intervals.md quotes.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from sim.binding.bound import bind
+from sim.files import atomic_write_text
+from sim.model.model_error import (
+    Residual,
+    leave_one_group_out,
+    load_distance,
+    model_error_sigma,
+    widen,
+)
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
@@ -40,6 +49,7 @@ from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import kimi_refit, llmd_refit, memo, paper_refits
+from sim.validation.serving_cases import KIMI_CALIBRATED_USERS
 
 __all__ = [
     "Figure",
@@ -66,6 +76,8 @@ class Figure:
     inputs: tuple[str, ...]
     gain: bool = False
     counted: bool = True
+    #: log distance of the figure's load to the nearest load its curve was calibrated on
+    distance: float = 0.0
 
     @property
     def inside(self) -> bool:
@@ -104,6 +116,12 @@ class FigureSpec:
     figures: tuple[tuple[str, str, str, str, float], ...]
     refit: Refit | None = None
     gains: tuple[tuple[str, str, str, str, float], ...] = ()
+    calibrated: tuple[float, ...] = ()
+
+    @property
+    def distance(self) -> float:
+        """The log distance of the load to the nearest calibrated one (``load_distance``)."""
+        return load_distance(float(self.load[0][1]), self.calibrated)
 
 
 def scenario_at(spec: FigureSpec) -> Scenario:
@@ -132,6 +150,7 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
         batch=max(p.mean_batch.mean for p in summary.policies.values()),
         draws=draws,
         refit=spec.refit if conditioned else None,
+        model_error=(0.0, 0.0),  # the inputs' interval: the term is added leave one curve out
     )
     # the nominal speed-ups as the intervals pair them (a TPOT p50's included)
     iv["nominal_speedup"] = {
@@ -147,6 +166,7 @@ def _closed(
     figures: tuple[tuple[str, str, str, str, float], ...],
     refit: Refit,
     gains: tuple[tuple[str, str, str, str, float], ...] = (),
+    calibrated: tuple[float, ...] = (2.0,),
 ) -> FigureSpec:
     """A closed loop of ``batch`` users as sim/validation/serving_cases.py simulates it:
     max(60, 3 batch) requests, its replications and seed."""
@@ -160,6 +180,7 @@ def _closed(
         figures,
         refit,
         gains,
+        calibrated,
     )
 
 
@@ -172,6 +193,7 @@ def _figure(
     what: str,
     m: str,
     counted: bool = True,
+    distance: float = 0.0,
 ) -> Figure:
     if what == SPEEDUP:
         nominal = iv["nominal_speedup"][m]
@@ -190,6 +212,7 @@ def _figure(
         inputs,
         what == SPEEDUP,
         counted,
+        distance,
     )
 
 
@@ -236,7 +259,9 @@ def figure_specs() -> list[FigureSpec]:
                          curves["no MTP"][batch]))  # fmt: skip
             gains.append((f"MTP=3 / no MTP conc={batch}", SPEEDUP, "aggregate_tok_s",
                           BASELINE, curves["MTP=3"][batch] / curves["no MTP"][batch]))  # fmt: skip
-        out.append(_closed(KIMI, kimi, batch, tuple(figs), kimi_fit, tuple(gains)))
+        out.append(
+            _closed(KIMI, kimi, batch, tuple(figs), kimi_fit, tuple(gains), KIMI_CALIBRATED_USERS)
+        )
     llmd = rc.llmd_scenario()
     llmd_fit = memo(llmd_refit(llmd))
     tpot = pub.LLMD_QWEN3_TPOT_P50_MS
@@ -265,6 +290,7 @@ def figure_specs() -> list[FigureSpec]:
                         tpot["baseline"][qps] / tpot["EAGLE-3"][qps],
                     ),
                 ),
+                (float(rc.CALIBRATION_QPS),),
             )
         )
     return out
@@ -275,12 +301,13 @@ def spec_figures(spec: FigureSpec, draws: int = DRAWS, conditioned: bool = True)
     conditioned on the curve's calibration figures; False: every input over its own
     range, the calibrated terms held at their nominal fit)."""
     iv, summary = _predict(spec, draws, conditioned)
+    d = spec.distance
     out = [
-        _figure(spec.curve, label, measured, iv, summary, what, metric)
+        _figure(spec.curve, label, measured, iv, summary, what, metric, True, d)
         for label, what, metric, _, measured in spec.figures
     ]
     out += [
-        _figure(spec.curve, label, measured, iv, summary, what, metric, False)
+        _figure(spec.curve, label, measured, iv, summary, what, metric, False, d)
         for label, what, metric, _, measured in spec.gains
     ]
     return out
@@ -290,6 +317,28 @@ def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure
     """Every scored figure of the public serving curves with its interval
     (``spec_figures``)."""
     return [f for spec in figure_specs() for f in spec_figures(spec, draws, conditioned)]
+
+
+def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
+    """The figures' intervals joined with the model-error term fitted leave one curve out
+    (sim/model/model_error.py): levels and gains apart, each curve's s fitted on the other
+    curves' nominal log errors ln(measured / nominal), as the shipped default is fitted,
+    the term taken at the figure's log distance to its curve's calibrated loads."""
+    out = list(figures)
+    for is_gain in (False, True):
+        idx = [i for i, f in enumerate(figures) if f.gain == is_gain]
+        loo = loo_terms([figures[i] for i in idx])
+        for i in idx:
+            f = figures[i]
+            sigma = model_error_sigma(loo[f.curve], f.distance)
+            out[i] = replace(f, interval=widen(f.nominal, f.interval, sigma))
+    return out
+
+
+def loo_terms(figures: Sequence[Figure]) -> dict[str, float]:
+    """Each curve's s fitted without it on ``figures`` (all levels or all gains)."""
+    res = [Residual(f.curve, f.distance, float(np.log(f.measured / f.nominal))) for f in figures]
+    return {c: fit.sigma_per_log_load for c, fit in leave_one_group_out(res).items()}
 
 
 def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:
@@ -331,6 +380,19 @@ def summary_lines(figures: Sequence[Figure]) -> list[str]:
     return lines
 
 
+def _save(path: str, figures: Sequence[Figure]) -> None:
+    atomic_write_text(path, json.dumps([asdict(f) for f in figures], indent=1) + "\n")
+
+
+def _load(path: str) -> list[Figure]:
+    with open(path, encoding="utf-8") as fh:
+        rows = json.load(fh)
+    return [
+        Figure(**{**r, "interval": tuple(r["interval"]), "inputs": tuple(r["inputs"])})
+        for r in rows
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
@@ -339,15 +401,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="draw every input over its own range, the calibrated terms held at their fit",
     )
+    parser.add_argument("--save", help="write the figures with their inputs' intervals (JSON)")
+    parser.add_argument("--load", help="score figures a --save wrote instead of simulating")
     args = parser.parse_args(argv)
     figures: list[Figure] = []
-    for spec in figure_specs():  # each load's rows as they come: the whole run is long
-        for f in spec_figures(spec, args.draws, not args.unconditioned):
-            lo, hi = f.interval
-            print(f"# {f.curve} | {f.label} | {f.measured:.4g} | {f.nominal:.4g} | "
-                  f"[{lo:.4g}, {hi:.4g}]", flush=True)  # fmt: skip
-            figures.append(f)
+    if args.load:
+        figures = _load(args.load)
+    else:
+        for spec in figure_specs():  # each load's rows as they come: the whole run is long
+            for f in spec_figures(spec, args.draws, not args.unconditioned):
+                lo, hi = f.interval
+                print(f"# {f.curve} | {f.label} | {f.measured:.4g} | {f.nominal:.4g} | "
+                      f"[{lo:.4g}, {hi:.4g}]", flush=True)  # fmt: skip
+                figures.append(f)
+    if args.save:
+        _save(args.save, figures)
+    print("## from the inputs\n")
     print("\n".join(summary_lines(figures)))
+    print("\n## joined with the model-error term, leave one curve out\n")
+    for is_gain, what in ((False, "levels"), (True, "gains")):
+        terms = loo_terms([f for f in figures if f.gain == is_gain])
+        print(f"s of the {what} without the curve: "
+              + "; ".join(f"{c}: {v:.3f}" for c, v in terms.items()))  # fmt: skip
+    print("\n".join(summary_lines(with_model_error(figures))))
     return 0
 
 

@@ -346,6 +346,9 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
                     curve.tok_s[arm][batch],
                     mean,
                     sd,
+                    load=batch,
+                    calibrated_loads=(1.0, HOST_FIT[1]) if curve.label == HOST_FIT[0] else (1.0,),
+                    side="plain" if arm == "baseline" else "speculative",
                 )
             )
         if batch in curve.tok_s[curve.arm]:

@@ -170,6 +170,9 @@ def case_llmd_qwen3() -> Case:
                     f"open loop at {qps} requests/s",
                     pub.LLMD_QWEN3_TPOT_P50_MS[arm][qps],
                     sim[arm],
+                    load=qps,
+                    calibrated_loads=(1.0,),
+                    side="plain" if arm == "baseline" else "speculative",
                 )
             )
         measured = pub.LLMD_QWEN3_TPOT_P50_MS

@@ -47,6 +47,7 @@ from sim.validation.hardware_cases import (
     case_nccl_points,
 )
 from sim.validation.load_fit_cases import load_fit_cases
+from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
 from sim.validation.rate_curve_cases import rate_curve_cases
@@ -323,6 +324,8 @@ def render_markdown(report: Report) -> str:
             )
         for note in case.notes:
             out += ["", note]
+    if any(r.load is not None for c in scored for r in c.rows):
+        out += ["", "## Model error under load", "", *model_error_lines(report.cases)]
     out += [
         "",
         "## Closed-form checks",

@@ -178,6 +178,9 @@ def _ratio_rows(
                 measured,
                 p.speedup,
                 p.speedup_sd,
+                load=batch,
+                calibrated_loads=tuple(skip),
+                side="gain",
             )
         )
     return tuple(rows)
@@ -491,6 +494,11 @@ def kimi_calibrated(derived: Scenario) -> tuple[Scenario, float, float]:
     return fitted, alpha, cycle_ms
 
 
+#: The Kimi curve's calibrated loads: batch 1 (both policies) and plain decoding at 8 users
+#: (the decode's growth).
+KIMI_CALIBRATED_USERS = (1.0, 8.0)
+
+
 def case_kimi_rtx6kpro() -> Case:
     """Kimi-K2.5 on 8x RTX PRO 6000, vLLM, 3 speculative tokens: aggregate tok/s against
     concurrency with and without speculation (voipmonitor/rtx6kpro)."""
@@ -511,6 +519,9 @@ def case_kimi_rtx6kpro() -> Case:
                 curves["MTP=3"][batch],
                 p.speculative_tok_s,
                 p.speedup_sd * p.baseline_tok_s,
+                load=batch,
+                calibrated_loads=KIMI_CALIBRATED_USERS,
+                side="speculative",
             )
         )
         if batch != 8:
@@ -522,6 +533,9 @@ def case_kimi_rtx6kpro() -> Case:
                     curves["no MTP"][batch],
                     p.baseline_tok_s,
                     p.baseline_sd,
+                    load=batch,
+                    calibrated_loads=KIMI_CALIBRATED_USERS,
+                    side="plain",
                 )
             )
     return Case(

@@ -133,6 +133,9 @@ def case_vllm_22752_batched() -> Case:
                 chain.tok_s,
                 p["chain"].mean,
                 _sd(p["chain"]),
+                load=bs,
+                calibrated_loads=(1.0,),
+                side="speculative",
             )
         )
         rows.append(
@@ -143,6 +146,9 @@ def case_vllm_22752_batched() -> Case:
                 measured_tree.tok_s / chain.tok_s,
                 p["ratio"],
                 p["ratio_sd"],
+                load=bs,
+                calibrated_loads=(1.0,),
+                side="gain",
             )
         )
         notes.append(

@@ -3,6 +3,8 @@ are scored, and what it calls narrow enough to decide."""
 
 from __future__ import annotations
 
+import pytest
+
 from sim.validation import rate_curve_cases as rc
 from sim.validation.interval_public import KIMI, LLMD, Figure, figure_specs, summary_lines
 
@@ -42,3 +44,22 @@ def test_no_calibration_figure_is_scored() -> None:
     llmd = [dict(s.load)["rate_per_s"] for s in specs if s.curve == LLMD]
     assert llmd == [float(q) for q in rc.SCORED_QPS] and rc.CALIBRATION_QPS not in llmd
     assert all(s.refit is not None for s in specs)
+
+
+def test_the_model_error_term_of_a_curve_is_fitted_without_it() -> None:
+    """A curve's interval takes the term fitted on the other curves: its own miss moves
+    only theirs; a figure at a calibrated load (distance 0) keeps its inputs' interval."""
+    import math
+
+    from sim.model.model_error import Z90
+    from sim.validation.interval_public import loo_terms, with_model_error
+
+    def fig(curve: str, measured: float, distance: float) -> Figure:
+        return Figure(curve, "f", measured, 1.0, (0.99, 1.01), (), True, True, distance)
+
+    figs = [fig("a", 1.1, 1.0), fig("b", 0.9, 1.0), fig("c", 3.0, 1.0), fig("c", 1.0, 0.0)]
+    terms = loo_terms(figs[:3])
+    assert terms["c"] == pytest.approx(math.sqrt((math.log(1.1) ** 2 + math.log(0.9) ** 2) / 2))
+    out = with_model_error(figs)
+    assert out[2].interval[1] == pytest.approx(math.exp(Z90 * terms["c"])) and not out[2].inside
+    assert out[3].interval == figs[3].interval

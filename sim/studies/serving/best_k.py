@@ -39,12 +39,14 @@ from typing import Any
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.model.model_error import Z90
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
-from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -87,6 +89,8 @@ class LoadChoice:
     #: difference (``input_ties``), and that interval by k (objective's unit, k - best).
     tied_by_inputs: tuple[int, ...] = ()
     interval90: dict[int, list[float] | None] | None = None
+    #: The model-error term those intervals include (``ModelErrorTerm.doc``; None: none).
+    model_error: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -98,6 +102,8 @@ class LoadChoice:
         if self.interval90 is not None:
             out["tied_within_inputs"] = list(self.tied_by_inputs)
             out["advantage_over_best_interval90"] = {str(k): v for k, v in self.interval90.items()}
+        if self.model_error is not None:
+            out["model_error"] = self.model_error
         return out
 
 
@@ -379,11 +385,22 @@ def _select(
             points = {k: evaluator(load, FixedK(k)) for k in ks}
             choice = _choice(load, points, objective)
             if draws is not None:
-                choice = input_ties(draws, load, choice, points, objective)
+                term = _term(draws, points)
+                choice = input_ties(draws, load, choice, points, objective, term)
             if all(evaluator(load, FixedK(k)) is p for k, p in points.items()):
                 break
         out.append(choice)
     return out
+
+
+def _term(draws: DrawnPoints, points: dict[int, PolicyPoint]) -> ModelErrorTerm | None:
+    """The scenario's model-error term at the load's decode batch (the largest of its k's
+    mean batches; None for plans built without a scenario)."""
+    plans = draws.evaluator.builder
+    if not isinstance(plans, ScenarioPlans):
+        return None
+    batch = max(float(p.mean_batch.mean()) for p in points.values())
+    return model_error_term(plans.scenario(None, plans.default_steps), batch)
 
 
 def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadChoice:
@@ -408,16 +425,22 @@ def input_ties(
     choice: LoadChoice,
     points: dict[int, PolicyPoint],
     objective: str,
+    term: ModelErrorTerm | None = None,
 ) -> LoadChoice:
     """``choice`` with the k tied with the best inside the 90% interval from inputs and
     model (sim/studies/serving/draws.py) of their paired difference k - best: the
     contenders (``CONTENDER_SHARE``) and the best in every draw, each draw's difference
     the nominal one moved by the paired shift, 5-95% over the draws joined with the
-    difference's 95% interval; a k whose interval reaches 0 is a tie."""
+    difference's 95% interval; a k whose interval reaches 0 is a tie. ``term``: the
+    intervals also hold the model's error of the ratio k / best at the load's decode
+    batch (sim/studies/serving/model_error.py, the gains' term: two policies on one
+    server), and a k within that band of the best is a contender too."""
     best, levels = choice.best, choice.levels
     ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
     top = abs(levels[best].mean)
-    close = [k for k in ranked if levels[best].mean - levels[k].mean <= CONTENDER_SHARE * top]
+    band = 0.0 if term is None else Z90 * term.gain_sigma
+    share = 1.0 - (1.0 - CONTENDER_SHARE) * math.exp(-band)
+    close = [k for k in ranked if levels[best].mean - levels[k].mean <= share * top]
     contenders = sorted(set(ranked[:1]) | set(close))
     draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
     higher = METRICS[objective].higher_is_better
@@ -440,9 +463,26 @@ def input_ties(
             if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
                 break
             a_pt, b_pt = (draws.evaluator(*key) for key in keys)
-        intervals[k] = ends
+        intervals[k] = ends if term is None else _with_term(ends, nominal.mean, top, term)
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
-    return replace(choice, tied_by_inputs=tied_inputs, interval90=intervals)
+    return replace(
+        choice,
+        tied_by_inputs=tied_inputs,
+        interval90=intervals,
+        model_error=None if term is None else term.doc(),
+    )
+
+
+def _with_term(
+    ends: list[float] | None, nominal: float, best: float, term: ModelErrorTerm
+) -> list[float] | None:
+    """A difference k - best's interval ``ends`` with the model error of the ratio
+    k / best = 1 + difference / best (the gains' term, ``ModelErrorTerm.gain``)."""
+    if ends is None or best <= 0 or 1.0 + nominal / best <= 0:
+        return ends
+    ratio = term.gain(1.0 + nominal / best, [max(1.0 + e / best, 1e-12) for e in ends])
+    assert ratio is not None
+    return [best * (r - 1.0) for r in ratio]
 
 
 def _check(

@@ -46,8 +46,10 @@ from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
     PointEvaluator,
+    ScenarioPlans,
     run_point,
 )
+from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving.sequential import FIRST, Share, describe, merge
 
@@ -118,6 +120,9 @@ class CapacityResult:
     #: Per policy, the capacity's and its gain's 90% intervals from inputs and model
     #: (``capacity_intervals``; None: not drawn or no crossing).
     interval90: tuple[dict[str, list[float | None] | None], ...] = ()
+    #: The model-error term those intervals include, at the largest decode batch of a
+    #: capacity (``ModelErrorTerm.doc``; None: no draws).
+    model_error: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         base = self.policies[0]
@@ -137,6 +142,7 @@ class CapacityResult:
             ],
             "runs": self.runs,
             "assumptions": list(self.assumptions),
+            **({"model_error": self.model_error} if self.model_error is not None else {}),
         }
 
 
@@ -379,7 +385,8 @@ def capacity(
         policies = tuple(p for _, p, _ in drawn)
         completed = sum(n for _, _, n in drawn)
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
-    intervals = () if draws is None else capacity_intervals(policies, caps, gains)
+    terms = _terms(draws, policies) if draws is not None else []
+    intervals = () if draws is None else capacity_intervals(policies, caps, gains, terms)
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += sum(n for _, _, n in found.values()) + completed
     stops = sequential and evaluator.replications > FIRST
@@ -393,6 +400,7 @@ def capacity(
         assumptions=(*assumptions, *notes),
         gain_ci95=gains,
         interval90=intervals,
+        model_error=_widest(terms),
     )
 
 
@@ -509,26 +517,70 @@ def capacity_intervals(
     policies: Sequence[PolicyCapacity],
     caps: Sequence[np.ndarray],
     gains: Sequence[tuple[float, float] | None],
+    terms: Sequence[ModelErrorTerm | None] = (),
 ) -> tuple[dict[str, list[float | None] | None], ...]:
     """Per policy: ``capacity_interval90`` (the draws' capacities ``caps`` (D,) each,
     5-95%, joined with the capacity's 95% interval; an end None lies beyond the rates
     tried) and ``capacity_gain_interval90`` (each draw's capacity over plain decoding's
-    in the same draw, joined with the gain's paired 95% interval)."""
+    in the same draw, joined with the gain's paired 95% interval). ``terms``: per policy
+    the model-error term at its capacity's decode batch (sim/studies/serving/model_error.py):
+    the capacity's interval takes the levels' term, the gain's the gains' term at the
+    larger batch of the policy and plain decoding."""
     out = []
-    for p, cap, gain_ci in zip(policies, caps, gains, strict=True):
+    terms = list(terms) or [None] * len(policies)
+    for p, cap, gain_ci, term in zip(policies, caps, gains, terms, strict=True):
         row: dict[str, list[float | None] | None] = {}
         if p.crossing:
-            row["capacity_interval90"] = _open_interval(cap, p.ci95)
+            ends = _open_interval(cap, p.ci95)
+            if term is not None and p.rate_per_s is not None:
+                ends = _open_widened(p.rate_per_s, ends, term.level)
+            row["capacity_interval90"] = ends
         base = caps[0]
         g = _gain(p, policies[0])
         if g is not None and p is not policies[0]:
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = cap / base
             ok = np.isfinite(ratio)
-            ends = interval90(ratio[ok].tolist(), gain_ci, positive=True)
-            row["capacity_gain_interval90"] = None if ends is None else [*ends]
+            got = interval90(ratio[ok].tolist(), gain_ci, positive=True)
+            pair = [t for t in (term, terms[0]) if t is not None]
+            if got is not None and pair:
+                widest = max(pair, key=lambda t: t.gain_sigma)
+                got = widest.gain(g, got)
+            row["capacity_gain_interval90"] = None if got is None else [*got]
         out.append(row)
     return tuple(out)
+
+
+def _open_widened(nominal: float, ends: list[float | None], widen: Any) -> list[float | None]:
+    """An interval whose ends may be open (None) widened by a term's ``level`` or
+    ``gain`` (an open end stays open)."""
+    lo, hi = ends
+    got = widen(nominal, [nominal if lo is None else lo, nominal if hi is None else hi])
+    return [None if lo is None else got[0], None if hi is None else got[1]]
+
+
+def _widest(terms: Sequence[ModelErrorTerm | None]) -> dict[str, Any] | None:
+    """The document of the widest term (None: none)."""
+    got = [t for t in terms if t is not None]
+    return max(got, key=lambda t: t.level_sigma).doc() if got else None
+
+
+def _terms(draws: DrawnPoints, policies: Sequence[PolicyCapacity]) -> list[ModelErrorTerm | None]:
+    """Per policy, the model-error term at the decode batch of its simulated rate
+    nearest its capacity (None: no capacity, or plans built without a scenario)."""
+    plans = draws.evaluator.builder
+    if not isinstance(plans, ScenarioPlans):
+        return [None] * len(policies)
+    scenario = plans.scenario(None, plans.default_steps)
+    out: list[ModelErrorTerm | None] = []
+    for p in policies:
+        close = [
+            (abs(lr - math.log(p.rate_per_s)), float(pt.mean_batch.mean()))
+            for lr, pt in zip(p.log_rates.tolist(), p.points, strict=False)
+            if pt is not None and p.rate_per_s is not None
+        ]
+        out.append(model_error_term(scenario, min(close)[1]) if close else None)
+    return out
 
 
 def _open_interval(

@@ -41,7 +41,13 @@ from sim.studies.serving.break_even import (
     stopped_short,
 )
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.model_error import (
+    ModelErrorTerm,
+    crossing_band,
+    join_ends,
+    model_error_term,
+)
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving.sequential import GainsAgainst, describe
 
@@ -238,6 +244,9 @@ class CrossoverResult:
     not_steady: tuple[tuple[float, int, int, int], ...] = ()
     #: The scenario's draft method (acceptance.method), named in the engine configs.
     draft_method: str | None = None
+    #: The model-error term the crossings' 90% intervals include (``ModelErrorTerm.doc``
+    #: at the largest decode batch run; None: no draws, Monte Carlo intervals only).
+    model_error: dict[str, Any] | None = None
 
     def curve(self, metric: str, k: int) -> MetricCurve:
         return next(c for c in self.curves if c.metric == metric and c.num_steps == k)
@@ -291,6 +300,7 @@ class CrossoverResult:
             "runs": self.runs,
             "assumptions": list(self.assumptions),
             "curves": [c.to_dict() for c in self.curves],
+            **({"model_error": self.model_error} if self.model_error is not None else {}),
             "distribution_levels": [float(q) for q in LEVELS],
             "distributions": [
                 {"load": x, "by_num_steps": by_k} for x, by_k in self.distributions.items()
@@ -408,6 +418,7 @@ def crossover(
             )
         )
     curves = []
+    term_at = _term_at(evaluator, grid, draws)
     short = False  # some crossing's bisection stopped inside its draws' range
     for k in ks:
         spec = FixedK(k)
@@ -449,12 +460,18 @@ def crossover(
                 nearest = None
                 if draws is not None and xs:  # no draws: the Monte Carlo interval
                     intervals = tuple(
-                        crossing_interval90(draws, paired[k], k, metric, c) for c in found
+                        join_ends(
+                            crossing_interval90(draws, paired[k], k, metric, c),
+                            _model_band(xs, curve, c.at, term_at),
+                            grid[0].integer,
+                        )
+                        for c in found
                     )
                     if not found:
                         at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
                         g = draws.gains(grid[0].at(at), k, metric)
-                        nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
+                        ends = interval90(g.tolist(), curve(at).ci95, positive=True)
+                        nearest = (at, term_at(at).gain(curve(at).mean, ends))
                 if evaluator.completed == ran:
                     break
             pts = simulated()
@@ -479,6 +496,7 @@ def crossover(
     )
     if short:
         notes += (WITHIN_NOTE,)
+    top = max((float(p.mean_batch.mean()) for p in evaluator.memo.values()), default=1.0)
     return CrossoverResult(
         scenario=scenario,
         load_kind=kind,
@@ -491,6 +509,7 @@ def crossover(
         assumptions=(*assumptions, *notes),
         overloads=overloads,
         draft_method=draft_method,
+        model_error=term_at(None, top).doc() if draws is not None else None,
         not_steady=tuple(
             sorted(
                 (float(load.value), p.max_k, point.not_steady, point.replications)
@@ -499,6 +518,41 @@ def crossover(
             )
         ),
     )
+
+
+def _term_at(
+    evaluator: PointEvaluator, grid: Sequence[Load], draws: DrawnPoints | None
+) -> Callable[..., ModelErrorTerm]:
+    """The scenario's model-error term at a load of the grid (at the larger mean decode
+    batch of the policies run there; ``batch`` given: at that batch)."""
+    scenario = None
+    if draws is not None and isinstance(evaluator.builder, ScenarioPlans):
+        scenario = evaluator.builder.scenario(None, evaluator.builder.default_steps)
+
+    def at(x: float | None, batch: float | None = None) -> ModelErrorTerm:
+        if batch is None:
+            assert x is not None
+            runs = [p for (load, _), p in evaluator.memo.items() if load == grid[0].at(x)]
+            batch = max((float(p.mean_batch.mean()) for p in runs), default=1.0)
+        if scenario is None:  # code-built plans: no scenario, no term
+            return ModelErrorTerm(0.0, 0.0, "none: no scenario", batch, (1.0,))
+        return model_error_term(scenario, batch)
+
+    return at
+
+
+def _model_band(
+    xs: Sequence[float],
+    curve: Callable[[float], Ratio],
+    at: float,
+    term_at: Callable[..., ModelErrorTerm],
+) -> tuple[float | None, float | None]:
+    """The loads around the crossing at ``at`` where the gain's model-error band holds 1
+    (sim/studies/serving/model_error.py ``crossing_band``)."""
+    gains = [curve(x).mean for x in xs]
+    if len(xs) < 2 or min(gains) <= 0:
+        return (at, at)
+    return crossing_band(xs, gains, [term_at(x).gain_sigma for x in xs], at)
 
 
 def crossing_interval90(

@@ -415,17 +415,24 @@ def highest_measured_batch(scenario: Scenario) -> float:
     return measured_loads(scenario)[-1]
 
 
-def beyond_note(scenario: Scenario, batch: float) -> str | None:
+def beyond_note(scenario: Scenario, batch: float, model_error: bool = False) -> str | None:
     """The note of an answer at a decode batch above the highest measured one (None: not
     above it): the batched costs there are the hardware model's, their spread drawn only
-    where the scenario states it."""
+    where the scenario states it (``model_error``: and the interval holds the model's error
+    there as the public curves measure it)."""
     top = highest_measured_batch(scenario)
     if batch <= top:
         return None
+    holds = (
+        "the spread the scenario states for them and the model's error there as public "
+        "curves measure it"
+        if model_error
+        else "the spread the scenario states for them"
+    )
     return (
         f"beyond the highest measured batch ({top:g}): at batch {batch:.3g} the batched costs "
-        "are the hardware model's extrapolation; the interval holds the spread the scenario "
-        "states for them, not a measurement there"
+        f"are the hardware model's extrapolation; the interval holds {holds}, not a "
+        "measurement there"
     )
 
 
@@ -448,6 +455,7 @@ def serve_intervals(
     draws: int = DRAWS,
     replications: int = DRAW_REPLICATIONS,
     refit: Refit | None = None,
+    model_error: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
     (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
@@ -456,7 +464,9 @@ def serve_intervals(
     joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
     of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
-    nominal run's bound scenario ``bound`` and bind each."""
+    nominal run's bound scenario ``bound`` and bind each. Each interval then takes the
+    model-error term at ``batch`` (sim/studies/serving/model_error.py: ``model_error``
+    (level, gain) per unit ln(batch), default the scenario's or the shipped one)."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind
     from sim.binding.uncertainty import serving_inputs
@@ -464,6 +474,7 @@ def serve_intervals(
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
+    from sim.studies.serving.model_error import model_error_term
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     scenario = bound.scenario
@@ -472,6 +483,7 @@ def serve_intervals(
     r = min(replications, min(len(v) for v in records.values()))
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
     first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
+    term = model_error_term(scenario, batch, model_error)
     drawn: list[dict[str, PolicyPoint]] = []
     terms = PassTerms()  # the draws' plans share their passes' terms
     for ov in overrides:
@@ -492,7 +504,8 @@ def serve_intervals(
                 shifted(float(np.mean(point.values[m])), d[name].values[m], first[name].values[m])
                 for d in drawn
             ]
-            levels[name][m] = interval90(values, level(point, m).ci95, positive=True)
+            lv = level(point, m)
+            levels[name][m] = term.level(lv.mean, interval90(values, lv.ci95, positive=True))
     speedup: dict[str, dict[str, list[float] | None]] = {}
     for name, point in nominal.items():
         if name == baseline or baseline not in nominal:
@@ -505,12 +518,13 @@ def serve_intervals(
                 shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
                 for d in drawn
             ]
-            speedup[name][m] = interval90(values, g.ci95, positive=True)
-    note = beyond_note(scenario, batch)
+            speedup[name][m] = term.gain(g.mean, interval90(values, g.ci95, positive=True))
+    note = beyond_note(scenario, batch, term.active)
     return {
         **doc(inputs, overrides, r, conditioned_on(scenario, overrides)),
         "draws_run": len(drawn),
         "levels": levels,
         "speedup": speedup,
+        "model_error": term.doc(),
         **({"note": note} if note else {}),
     }

@@ -11,6 +11,7 @@ import pytest
 from sim.binding.bound import bind
 from sim.binding.uncertainty import serving_inputs
 from sim.hardware.memory import reserve_range_gib
+from sim.model.model_error import Z90
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
@@ -197,14 +198,28 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}
+    raw["serving"]["model_error"] = {"level": 0.0, "gain": 0.0}
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))
     assert got["draws"] == got["draws_run"] == 0 and got["inputs"] == []
+    assert got["model_error"]["included"] is False
     points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
     for name, point in points.items():
         for m, ends in got["levels"][name].items():
             assert ends == list(level(point, m).ci95)
     g = gain(points["speculative"], points["baseline"], "aggregate_tok_s")
     assert got["speedup"]["speculative"]["aggregate_tok_s"] == list(g.ci95)
+    # with the model-error term: the Monte Carlo interval joined with the term's
+    raw["serving"]["model_error"] = {"level": 0.1, "gain": 0.05}
+    run, setup, got = _serve(scenario_from_dict(raw, source="test"))
+    term = got["model_error"]
+    assert term["included"] and term["origin"] == "serving.model_error"
+    assert term["level_sigma"] == pytest.approx(0.1 * term["log_distance"])
+    point = policy_point(run.records["speculative"], setup.slo)
+    mc = level(point, "aggregate_tok_s")
+    lo, hi = got["levels"]["speculative"]["aggregate_tok_s"]
+    m = Z90 * term["level_sigma"]
+    assert hi == pytest.approx(max(mc.ci95[1], mc.mean * math.exp(m)))
+    assert lo == pytest.approx(min(mc.ci95[0], mc.mean * math.exp(-m))) and lo < mc.ci95[0]
 
 
 class _FakeDraws:

@@ -1,0 +1,39 @@
+"""The line a serving answer's text gives its intervals' model-error term
+(sim/studies/serving/model_error.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sim.model.model_error import Z90
+
+__all__ = ["model_error_line"]
+
+
+def _factor(sigma: float) -> str:
+    return f"{math.exp(Z90 * sigma):.3g}"
+
+
+def _origin(term: dict[str, Any]) -> str:
+    origin = str(term["origin"])
+    return "default" if origin.startswith("default") else origin
+
+
+def model_error_line(term: dict[str, Any]) -> str:
+    """One line: whether the intervals include the model's error under load, how large
+    and from where (sim/studies/serving/model_error.py; the JSON's ``model_error`` has
+    its whole provenance)."""
+    batch = term["decode_batch"]
+    at = (
+        ("no decode batch" if batch is None else f"decode batch {batch:.3g}")
+        + ", measured "
+        + ", ".join(f"{b:g}" for b in term["measured_batches"])
+    )
+    if not term["included"]:
+        why = "at a measured batch" if term["log_distance"] == 0 else "s = 0"
+        return f"model error: not included ({why}: {at}; {_origin(term)})"
+    return (
+        f"model error included: x/{_factor(term['level_sigma'])} levels, "
+        f"x/{_factor(term['gain_sigma'])} gains ({at}; {_origin(term)})"
+    )

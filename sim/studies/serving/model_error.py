@@ -1,0 +1,185 @@
+"""The model-error term of a serving answer's 90% interval: the model's own error beyond
+the decode batches a scenario measured (sim/model/model_error.py).
+
+A serving answer at mean decode batch B of a scenario whose costs were measured at the
+batches M (batch 1, its ``[[timing.points]]`` and its ``[[serving.calibrated_on]]``
+loads) carries a log error of standard
+deviation s d, d = min over m in M of |ln(B / m)|: ``s`` is ``serving.model_error.level``
+for a policy's level (tok/s, TPOT), ``serving.model_error.gain`` for a paired ratio of two
+policies (a speed-up, one k over another), each by default the fit on the public
+concurrency curves (``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``). The interval from the
+drawn inputs is joined with the term's [nominal exp(-1.645 s d), nominal exp(1.645 s d)]
+(``widen``): at a measured batch the term is 0 and the interval is the inputs' alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.model.model_error import (
+    DEFAULT_CURVES,
+    DEFAULT_GAIN_SIGMA,
+    DEFAULT_LEVEL_SIGMA,
+    Z90,
+    load_distance,
+    model_error_sigma,
+    widen,
+)
+from sim.scenario.schema import Scenario
+from sim.studies.serving.draws import measured_loads
+
+__all__ = [
+    "ModelErrorTerm",
+    "crossing_band",
+    "join_ends",
+    "measured_batches",
+    "model_error_term",
+]
+
+DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
+
+
+def measured_batches(scenario: Scenario) -> tuple[float, ...]:
+    """The decode batches the scenario's costs are measured at (sim/studies/serving/
+    draws.py ``measured_loads``: 1, its ``[[timing.points]]``' batches and the loads of its
+    ``[[serving.calibrated_on]]`` figures)."""
+    return tuple(float(b) for b in measured_loads(scenario))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelErrorTerm:
+    """The term at one decode batch: s per unit ln(batch) for levels and gains, where they
+    come from, the batch, the measured batches and the log distance between them."""
+
+    level_per_log_batch: float
+    gain_per_log_batch: float
+    origin: str
+    batch: float
+    measured: tuple[float, ...]
+
+    @property
+    def distance(self) -> float:
+        """The log distance of the batch to the nearest measured one (0 without a decode
+        batch: answers of one-token requests)."""
+        if not math.isfinite(self.batch):
+            return 0.0
+        return load_distance(max(self.batch, 1.0), self.measured)
+
+    @property
+    def level_sigma(self) -> float:
+        return model_error_sigma(self.level_per_log_batch, self.distance)
+
+    @property
+    def gain_sigma(self) -> float:
+        return model_error_sigma(self.gain_per_log_batch, self.distance)
+
+    @property
+    def active(self) -> bool:
+        return self.level_sigma > 0 or self.gain_sigma > 0
+
+    def level(self, nominal: float, interval: Sequence[float] | None) -> list[float] | None:
+        """A level's 90% interval with the term (unchanged when the nominal is not > 0)."""
+        return _widened(nominal, interval, self.level_sigma)
+
+    def gain(self, nominal: float, interval: Sequence[float] | None) -> list[float] | None:
+        """A paired ratio's 90% interval with the gains' term."""
+        return _widened(nominal, interval, self.gain_sigma)
+
+    def doc(self) -> dict[str, Any]:
+        """What a document says about the term."""
+        return {
+            "included": self.active,
+            "level_per_log_batch": self.level_per_log_batch,
+            "gain_per_log_batch": self.gain_per_log_batch,
+            "origin": self.origin,
+            "decode_batch": self.batch if math.isfinite(self.batch) else None,
+            "measured_batches": list(self.measured),
+            "log_distance": self.distance,
+            "level_sigma": self.level_sigma,
+            "gain_sigma": self.gain_sigma,
+        }
+
+
+def _widened(nominal: float, interval: Sequence[float] | None, sigma: float) -> list[float] | None:
+    if interval is None or not (nominal > 0 and math.isfinite(nominal)) or sigma <= 0:
+        return None if interval is None else list(interval)
+    return list(widen(nominal, interval, sigma))
+
+
+def model_error_term(
+    scenario: Scenario, batch: float, per_log_batch: tuple[float, float] | None = None
+) -> ModelErrorTerm:
+    """The scenario's model-error term at mean decode batch ``batch``: s from
+    ``serving.model_error`` where given, else the defaults; ``per_log_batch`` (level, gain)
+    replaces both (the validation's leave-one-curve-out terms, 0 to leave it out)."""
+    given = scenario.serving.model_error if scenario.serving is not None else None
+    level = given.level if given is not None and given.level is not None else None
+    gain = given.gain if given is not None and given.gain is not None else None
+    if per_log_batch is not None:
+        level, gain = per_log_batch
+        origin = "given by the caller"
+    elif level is None and gain is None:
+        origin = DEFAULT_ORIGIN
+    else:
+        origin = "serving.model_error" + ("" if level is not None and gain is not None else (
+            f" (the other: {DEFAULT_ORIGIN})"))  # fmt: skip
+    return ModelErrorTerm(
+        DEFAULT_LEVEL_SIGMA if level is None else level,
+        DEFAULT_GAIN_SIGMA if gain is None else gain,
+        origin,
+        float(batch),
+        measured_batches(scenario),
+    )
+
+
+#: Points per grid interval at which ``crossing_band`` reads the interpolated band.
+_BAND_STEPS = 64
+
+
+def crossing_band(
+    loads: Sequence[float], gains: Sequence[float], sigmas: Sequence[float], at: float
+) -> tuple[float | None, float | None]:
+    """The loads around a crossing at ``at`` where the gain's model-error band holds 1:
+    the connected set of loads x with |ln g(x)| <= Z90 sigma(x), ln g and sigma
+    interpolated linearly in ln x between the grid ``loads`` (n,) (their nominal ``gains``
+    and the term's ``sigmas`` there). An end that reaches the first or last load is open
+    (None: the band may hold 1 beyond the loads run)."""
+    xs = np.log(np.asarray(loads, dtype=float))
+    lg = np.log(np.asarray(gains, dtype=float))
+    m = Z90 * np.asarray(sigmas, dtype=float)
+    fine = np.concatenate(
+        [np.linspace(xs[j], xs[j + 1], _BAND_STEPS, endpoint=False) for j in range(xs.size - 1)]
+        + [xs[-1:]]
+    )
+    inside = np.abs(np.interp(fine, xs, lg)) <= np.interp(fine, xs, m) + 1e-12
+    j = int(np.clip(np.searchsorted(fine, math.log(at)), 0, fine.size - 1))
+    if not inside[j] and j > 0 and inside[j - 1]:
+        j -= 1
+    if not inside[j]:
+        return (at, at)
+    lo = hi = j
+    while lo > 0 and inside[lo - 1]:
+        lo -= 1
+    while hi < fine.size - 1 and inside[hi + 1]:
+        hi += 1
+    return (
+        None if lo == 0 else float(math.exp(fine[lo])),
+        None if hi == fine.size - 1 else float(math.exp(fine[hi])),
+    )
+
+
+def join_ends(
+    a: tuple[float | None, float | None], b: tuple[float | None, float | None], integer: bool
+) -> tuple[float | None, float | None]:
+    """Two intervals joined (None: an open end, which stays open); for users each end the
+    fewest users on its side (rounded up)."""
+    lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    if integer:
+        lo, hi = (None if x is None else float(math.ceil(x - 1e-9)) for x in (lo, hi))
+    return (lo, hi)

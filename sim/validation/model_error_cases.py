@@ -1,0 +1,168 @@
+"""The serving model's error under load, estimated on the public concurrency curves and
+scored leave one curve out (sim/model/model_error.py).
+
+Every scored figure of a load curve (a ``Row`` with a ``load``: the EAGLE-3 paper's SGLang
+and vLLM tables, Kimi-K2.5 on 8x RTX PRO 6000, vLLM #22752's chain and tree, llm-d's
+Qwen3-32B, the AngelSlim and SpecForge MoE curves) gives a residual ln(measured /
+predicted) at its log distance to the nearest load its curve was calibrated on, with its
+Monte Carlo variance ((sd / predicted)^2) as the known part. Levels (a policy's tok/s or
+TPOT) and gains (a published speed-up or tree / chain ratio, and the ratio of a curve's two
+published levels at one load) are fitted apart. Each curve is scored with the term fitted
+on the other curves only; the term specsim ships is the fit on all of them
+(``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``), and the report says whether the shipped
+values still agree with the fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.model.model_error import (
+    DEFAULT_GAIN_SIGMA,
+    DEFAULT_LEVEL_SIGMA,
+    Z90,
+    ModelErrorFit,
+    Residual,
+    fit_model_error,
+    leave_one_group_out,
+    load_distance,
+    model_error_sigma,
+    widen,
+)
+from sim.validation.cases import Case, Row
+
+__all__ = ["ErrorFigure", "error_figures", "model_error_lines"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFigure:
+    """One scored load-curve figure: its curve, label, whether a gain, measured and
+    predicted values, Monte Carlo log standard deviation and log distance to the nearest
+    calibrated load."""
+
+    curve: str
+    label: str
+    gain: bool
+    measured: float
+    predicted: float
+    mc_log_sd: float
+    distance: float
+
+    def residual(self) -> Residual:
+        return Residual(
+            self.curve, self.distance, math.log(self.measured / self.predicted), self.mc_log_sd**2
+        )
+
+    def interval(self, sigma_per_log_load: float) -> tuple[float, float]:
+        """The Monte Carlo 90% interval widened by the model error at this distance."""
+        mc = Z90 * self.mc_log_sd
+        base = (self.predicted * math.exp(-mc), self.predicted * math.exp(mc))
+        return widen(self.predicted, base, model_error_sigma(sigma_per_log_load, self.distance))
+
+
+def _figure(
+    case: Case, r: Row, gain: bool, measured: float, predicted: float, var: float
+) -> ErrorFigure:
+    assert r.load is not None
+    return ErrorFigure(
+        case.title,
+        r.figure,
+        gain,
+        measured,
+        predicted,
+        math.sqrt(var),
+        load_distance(r.load, r.calibrated_loads),
+    )
+
+
+def error_figures(cases: Sequence[Case]) -> list[ErrorFigure]:
+    """The load-curve figures of the scored ``cases``: each level and published gain, and
+    the ratio speculative / plain of two published levels at one load (a derived gain, its
+    Monte Carlo variance the sum of the two levels')."""
+    out: list[ErrorFigure] = []
+    for case in cases:
+        if not case.scored:
+            continue
+        rows = [r for r in case.rows if r.load is not None and r.calibrated_loads]
+        for r in rows:
+            var = (r.sd / r.predicted) ** 2
+            out.append(_figure(case, r, r.side == "gain", r.measured, r.predicted, var))
+        at: dict[float, dict[str, Row]] = {}
+        for r in rows:
+            if r.side in ("speculative", "plain"):
+                assert r.load is not None
+                at.setdefault(r.load, {})[r.side] = r
+        for pair in at.values():
+            if len(pair) == 2:
+                s, p = pair["speculative"], pair["plain"]
+                var = (s.sd / s.predicted) ** 2 + (p.sd / p.predicted) ** 2
+                out.append(
+                    _figure(case, s, True, s.measured / p.measured, s.predicted / p.predicted, var)
+                )
+    return out
+
+
+def _coverage(figs: Sequence[ErrorFigure], sigma: Mapping[str, float]) -> tuple[int, float, int]:
+    """(inside, median relative width, how many separate a 10% gain from none) of the
+    figures' intervals with the model error ``sigma[curve]``."""
+    inside, widths = 0, []
+    for f in figs:
+        lo, hi = f.interval(sigma[f.curve])
+        inside += lo <= f.measured <= hi
+        widths.append((hi - lo) / f.predicted)
+    separates = sum(1.1 * (1.0 - w / 2.0) > 1.0 for w in widths)
+    return inside, float(np.median(widths)) if widths else float("nan"), separates
+
+
+def _fit_line(name: str, fit: ModelErrorFit, shipped: float) -> str:
+    agree = abs(fit.sigma_per_log_load - shipped) <= 0.0005
+    return (
+        f"- {name}: s = {fit.sigma_per_log_load:.3f} ± {fit.stderr:.3f} per unit ln(load) "
+        f"({fit.figures} figures away from a calibrated load, {fit.groups} curves); shipped "
+        f"{shipped:.3f} ({'the same' if agree else '**differs: update the default**'})"
+    )
+
+
+def model_error_lines(cases: Sequence[Case]) -> list[str]:
+    """The report's section: the fitted terms against the shipped defaults, and per curve
+    and overall the coverage and median width of the Monte Carlo intervals before and after
+    the model-error term fitted without the curve."""
+    figs = error_figures(cases)
+    out = [
+        "The model's error under load (sim/model/model_error.py): ln(measured / predicted) "
+        "~ N(0, v + (s d)^2), d the log distance of the figure's load to the nearest load "
+        "its curve was calibrated on, v its Monte Carlo variance; s fitted by maximum "
+        "likelihood, levels and gains apart. Each curve is scored with s fitted on the "
+        "other curves only (leave one curve out); the shipped default is the fit on all.",
+        "",
+    ]
+    for gain, name, shipped in ((False, "levels", DEFAULT_LEVEL_SIGMA),
+                                (True, "gains", DEFAULT_GAIN_SIGMA)):  # fmt: skip
+        sel = [f for f in figs if f.gain == gain]
+        out.append(_fit_line(name, fit_model_error([f.residual() for f in sel]), shipped))
+    out += [
+        "",
+        "| curve | kind | figures | inside, Monte Carlo only | with the term | median width "
+        "before | after | separate 10% before | after | s without the curve |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for gain, kind in ((False, "levels"), (True, "gains")):
+        sel = [f for f in figs if f.gain == gain]
+        loo = leave_one_group_out([f.residual() for f in sel])
+        s_loo = {c: fit.sigma_per_log_load for c, fit in loo.items()}
+        zero = dict.fromkeys(s_loo, 0.0)
+        for curve in [*dict.fromkeys(f.curve for f in sel), "all"]:
+            cf = [f for f in sel if curve in ("all", f.curve)]
+            n0, w0, sep0 = _coverage(cf, zero)
+            n1, w1, sep1 = _coverage(cf, s_loo)
+            s_txt = f"{s_loo[curve]:.3f}" if curve != "all" else "-"
+            seps = f" {sep0} | {sep1} |" if gain else " - | - |"
+            out.append(
+                f"| {curve} | {kind} | {len(cf)} | {n0} ({n0 / len(cf):.0%}) | "
+                f"{n1} ({n1 / len(cf):.0%}) | {w0:.3f} | {w1:.3f} |{seps} {s_txt} |"
+            )
+    return out

@@ -537,7 +537,10 @@ def fit_load_sweep(
     scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
     spec_profile: tuple[float, float] | None = None
     if SPEC_FIELD not in identified:  # before the host work's value may be put back
-        spec_profile = _spec_profile(chi2, values, scale, spec_memo)
+        drafts_batched = any(_speculative(scenario, p) and p.load > 1 for p in usable)
+        spec_profile = (  # the factor changes nothing at one request (host_work.py)
+            _spec_profile(chi2, values, scale, spec_memo) if drafts_batched else BOUNDS[SPEC_FIELD]
+        )
         low, high = _cut(spec_profile, PLAUSIBLE[SPEC_FIELD])
         # the factor is kept at its value: what is carried holds it
         ranges[SPEC_FIELD] = (min(low, values[SPEC_FIELD]), max(high, values[SPEC_FIELD]))

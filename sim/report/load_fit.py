@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from sim.calibration.load_fit import LoadFit
+from sim.calibration.load_fit import SPEC_FIELD, LoadFit
 
 __all__ = ["format_load_fit"]
 
@@ -16,9 +16,10 @@ def format_load_fit(fit: LoadFit) -> str:
     for name, value in fit.values.items():
         lo, hi = fit.ranges[name]
         if name in fit.identified:
+            on = f" on {fit.spec_factor_runs}" if name == SPEC_FIELD else ""
             lines.append(
                 f"  {name:32s} {value:10.4g} ± {fit.stderr[name]:.2g}   "
-                f"fitted, 90% range [{lo:.4g}, {hi:.4g}]"
+                f"fitted{on}, 90% range [{lo:.4g}, {hi:.4g}]"
             )
         else:
             lines.append(

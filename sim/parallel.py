@@ -120,22 +120,26 @@ class _Pool:
     for a whole study instead of one a batch. Pickles as an empty holder (a task that
     carries its executor gets none of the parent's processes)."""
 
-    __slots__ = ("pool", "size")
+    __slots__ = ("lock", "pool", "size")
 
     def __init__(self) -> None:
         self.pool: ProcessPoolExecutor | None = None
         self.size = 0
+        # several threads of one study may share the pool (capacity's interleaved
+        # searches): one of them starts it
+        self.lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type[_Pool], tuple[()]]:
         return _Pool, ()
 
     def get(self, workers: int) -> ProcessPoolExecutor:
         """The kept pool, started (or widened to ``workers``) on first use."""
-        if self.pool is not None and self.size < workers:
-            self.close()
-        if self.pool is None:
-            self.pool, self.size = _new_pool(workers), workers
-        return self.pool
+        with self.lock:
+            if self.pool is not None and self.size < workers:
+                self.close()
+            if self.pool is None:
+                self.pool, self.size = _new_pool(workers), workers
+            return self.pool
 
     def drop(self) -> None:
         """Forget the pool without waiting (``_stop_pool`` has ended it)."""
@@ -153,6 +157,17 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=workers, mp_context=_pool_context(), initializer=_worker_init
     )
+
+
+def drain(pending: dict[Future[R], int]) -> Iterator[tuple[int, R]]:
+    """(index, result) of each of ``pending`` (future -> index) as it finishes; an error
+    of one is raised when it is reached."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    while pending:
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for fut in done:
+            yield pending.pop(fut), fut.result()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,19 +202,13 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 yield i, fn(item)
             return
-        from concurrent.futures import FIRST_COMPLETED, wait
-
         if self.keep_pool:
             pool = self._pool.get(self.workers)
         else:
             pool = _new_pool(min(self.workers, len(items)))
         finished = False
         try:
-            pending: dict[Future[R], int] = {pool.submit(fn, it): i for i, it in enumerate(items)}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    yield pending.pop(fut), fut.result()
+            yield from drain({pool.submit(fn, it): i for i, it in enumerate(items)})
             finished = True
         finally:
             if finished:

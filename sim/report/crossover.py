@@ -68,6 +68,17 @@ def _fewest(bracket: Sequence[float] | None) -> str:
     return "?" if bracket is None else f"{bracket[1]:.0f}"
 
 
+def _ends95(c: Mapping[str, Any]) -> tuple[str, str]:
+    """A user-count crossing's 95% interval: each end the fewest users past its band's
+    crossing (``_fewest``); an early end whose bracket was not refined to neighbouring
+    counts (its bisection stopped inside the 90% interval) the fewest it may be, one past
+    its bracket's lower load."""
+    early, late = c.get("ci95_brackets") or (None, None)
+    if early is not None and early[1] - early[0] > 1:
+        return f"{early[0] + 1:.0f}", _fewest(late)
+    return _fewest(early), _fewest(late)
+
+
 def crossing_text(c: Mapping[str, Any], kind: str) -> str:
     """One crossing in words: for a rate the interpolated load and its 95% interval; for
     users, a whole number: the fewest users on the new side of 1 (the crossing lies
@@ -95,7 +106,7 @@ def _crossing_words(c: Mapping[str, Any], kind: str) -> str:
     a, b = c["bracket"]
     starts = c["direction"] == "starts paying"
     new, old = ("gain >= 1", "< 1") if starts else ("gain < 1", ">= 1")
-    lo, hi = (_fewest(x) for x in c.get("ci95_brackets") or (None, None))
+    lo, hi = _ends95(c)
     if b - a > 1:  # not refined to neighbouring user counts
         where = f"between {a:.0f} and {b:.0f} {unit} (not refined)"
     else:
@@ -189,7 +200,7 @@ def _short_crossing(x: Mapping[str, Any], kind: str) -> str:
         text = f"{x['direction']} at {x['at']:.3g} {unit} (95%: {end(lo)} .. {end(hi)}"
     else:
         a, b = x["bracket"]
-        lo, hi = (_fewest(e) for e in x.get("ci95_brackets") or (None, None))
+        lo, hi = _ends95(x)
         where = f"between {a:.0f} and {b:.0f}" if b - a > 1 else f"from {b:.0f}"
         text = f"{x['direction']} {where} {unit} (95%: {lo} .. {hi}"
     if "interval90" in x:

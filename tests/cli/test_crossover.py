@@ -113,19 +113,23 @@ def _with_bar(monkeypatch, stream: io.StringIO, *args: str):
 
 def test_the_bar_advances_through_the_bisections_towards_their_bound(monkeypatch):
     """The grid (2 loads x 2 policies) runs as one batch with its bar; the bisections then
-    simulate one load at a time (10 points here, 2 replications each): the bar advances per
-    replication through them out of their bound, known before they start: the 6 users
-    between 1 and 8 (every metric's bisections share their loads), 2 policies each, 2
-    replications: 24, with the time left beside the count."""
-    tty = FakeTty()
-    doc, calls = _with_bar(monkeypatch, tty)
-    assert calls[:4] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    one_by_one = calls[4:]
-    assert doc["runs"] == 14
-    assert one_by_one == [(i, 24) for i in range(1, 2 * (14 - 4) + 1)]
-    assert all(total is not None for _, total in calls)
-    out = tty.getvalue()
-    assert "simulating, stage 2" in out and "16/24, about" in out and " left" in out
+    simulate one load at a time (8 points here, 2 replications each; 10 when every
+    bisection goes to neighbouring user counts, ``--draws 0``: here one load's pair is
+    left out, its bracket inside the draws' range): the bar advances per replication
+    through them out of their bound, known before they start: the 6 users between 1 and 8
+    (every metric's bisections share their loads), 2 policies each, 2 replications: 24,
+    with the time left beside the count."""
+    for args, runs in (((), 12), (("--draws", "0"), 14)):
+        tty = FakeTty()
+        doc, calls = _with_bar(monkeypatch, tty, *args)
+        assert calls[:4] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+        one_by_one = calls[4:]
+        assert doc["runs"] == runs
+        assert one_by_one == [(i, 24) for i in range(1, 2 * (runs - 4) + 1)]
+        assert all(total is not None for _, total in calls)
+        out = tty.getvalue()
+        assert "simulating, stage 2" in out and f"{2 * (runs - 4)}/24, about" in out
+        assert " left" in out
 
 
 def test_no_bar_with_quiet_or_when_piped(monkeypatch):

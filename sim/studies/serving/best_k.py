@@ -174,11 +174,11 @@ def refined_ends(
     does not cross once (noise, or a third k best in between), said in the notes."""
     ends = midpoint_ends(choices)
     notes = []
-    # each boundary bisects one grid cell (its estimate and its band's two ends), two
-    # policies a midpoint: the bisections' bound, for the progress total
+    # each boundary bisects one grid cell (its estimate), two policies a midpoint: the
+    # bisections' bound, for the progress total
     evaluator.expect(
         sum(
-            2 * cell_loads(a.users, b.users, 3, integer=True, rtol=0.02)
+            2 * cell_loads(a.users, b.users, 1, integer=True, rtol=0.02)
             for a, b in itertools.pairwise(choices)
             if a.best != b.best
         )
@@ -200,8 +200,8 @@ def refined_ends(
                 if p == upper and load.kind == "concurrency" and (load, lower) in evaluator.memo
             ]
 
-        found = find_crossings(
-            [float(a.users), float(b.users)], curve, integer=True, seen=simulated
+        found = find_crossings(  # the boundary reads the estimate, not its 95% interval
+            [float(a.users), float(b.users)], curve, integer=True, seen=simulated, bands=False
         )
         if len(found) == 1:
             ends[i] = max(a.users, math.floor(found[0].at))

@@ -32,10 +32,12 @@ __all__ = [
     "STARTS",
     "STOPS",
     "Crossing",
+    "Within",
     "bisection_steps",
     "cell_loads",
     "find_crossings",
     "refinement_bound",
+    "stopped_short",
 ]
 
 STOPS, STARTS = "stops paying", "starts paying"
@@ -114,10 +116,12 @@ def _refine(
     rtol: float | None,
     seen: Iterable[float] = (),
     last: bool = False,
-) -> tuple[float, tuple[float, float]]:
+    inside: tuple[float, float] | None = None,
+) -> tuple[float, tuple[float, float], bool]:
     """Shrink [a, b] (0 < a < b, stat(a) and stat(b) on either side of 1) to neighbouring
     integers or to a relative width ``rtol`` (None: not at all); the crossing interpolated
-    linearly between the last two.
+    linearly between the last two, and whether the bisection stopped short of that
+    resolution because the bracket lies within ``inside`` (``Within``).
 
     First to the loads already simulated (``seen``, ``_narrowed``; ``last``: to the last
     sign change among them, not the first), then by bisection (integer or geometric
@@ -131,6 +135,9 @@ def _refine(
     def done(a: float, b: float) -> bool:
         return b - a <= 1 if integer else b - a <= rtol * a  # type: ignore[operator]
 
+    def enough(a: float, b: float) -> bool:
+        return inside is not None and inside[0] <= a and b <= inside[1]
+
     if rtol is not None:
         a, b = _narrowed(curve, which, a, b, seen, last)
     side_a = _stat(curve(a), which) >= 1.0
@@ -140,12 +147,13 @@ def _refine(
             return a, b
         return (x, b) if (_stat(curve(x), which) >= 1.0) == side_a else (a, x)
 
-    while rtol is not None and not done(a, b):
+    while rtol is not None and not done(a, b) and not enough(a, b):
         mid = float((int(a) + int(b)) // 2) if integer else math.sqrt(a * b)
         a, b = probe(mid, a, b)
     fa, fb = _stat(curve(a), which), _stat(curve(b), which)
     t = (fa - 1.0) / (fa - fb) if fa != fb else 0.5
-    return a + min(1.0, max(0.0, t)) * (b - a), (a, b)
+    short = rtol is not None and not done(a, b)
+    return a + min(1.0, max(0.0, t)) * (b - a), (a, b), short
 
 
 def bisection_steps(a: float, b: float, *, integer: bool, rtol: float | None) -> int:
@@ -217,22 +225,43 @@ def _band_end(
     integer: bool,
     rtol: float | None,
     seen: Callable[[], Iterable[float]],
+    inside: tuple[float, float] | None = None,
 ) -> tuple[float, tuple[float, float]] | None:
     """The crossing of bound ``which`` through 1 nearest to the estimate's bracket
     (xs[i], xs[i + 1]), with its own bracket: searched towards lower loads (``late``
-    False) or higher ones."""
+    False) or higher ones. A bisection stopped short within ``inside`` gives its
+    bracket's outer end (the lower load for the early end, the higher for the late one):
+    the interval is then wider than the inverted band, never narrower."""
     above = [_stat(curve(x), which) >= 1.0 for x in xs]
     if any(math.isnan(_stat(curve(x), which)) for x in xs):
         return None
-    if late:
-        for j in range(i + 1, len(xs)):
-            if above[j] != above[j - 1]:
-                return _refine(curve, which, xs[j - 1], xs[j], integer, rtol, seen())
-        return None
-    for j in range(i, -1, -1):
+    # the cells (j, j + 1) from the estimate's outwards: to higher loads, or to lower ones
+    for j in range(i, len(xs) - 1) if late else range(i, -1, -1):
         if above[j] != above[j + 1]:
-            return _refine(curve, which, xs[j], xs[j + 1], integer, rtol, seen(), last=True)
+            a, b = xs[j], xs[j + 1]
+            at, bracket, short = _refine(
+                curve, which, a, b, integer, rtol, seen(), last=not late, inside=inside
+            )
+            return (bracket[1] if late else bracket[0]) if short else at, bracket
     return None
+
+
+def stopped_short(c: Crossing, integer: bool, rtol: float | None) -> bool:
+    """Whether a bisection of crossing ``c`` (its estimate's or an end of its 95%
+    interval's) stopped before neighbouring integers or a relative width ``rtol`` (None:
+    no refinement, nothing stopped), inside ``find_crossings``' ``within``."""
+    if rtol is None:
+        return False
+    brackets = [c.bracket, *(b for b in c.ci95_brackets if b is not None)]
+    return any(b - a > 1 if integer else b - a > rtol * a for a, b in brackets)
+
+
+#: (a, b, direction) -> for a crossing of the estimate in the grid cell (a, b): the loads
+#: (low, high) within which its answer's own interval already lies wherever the crossing
+#: and its 95% interval's ends fall (crossover: the 5-95% of the draws' crossings, which
+#: the 90% interval holds), so that a bracket inside them is refined no further; None:
+#: refine to the resolution.
+Within = Callable[[float, float, str], tuple[float, float] | None]
 
 
 def find_crossings(
@@ -242,6 +271,8 @@ def find_crossings(
     integer: bool,
     rtol: float | None = 0.02,
     seen: Callable[[], Iterable[float]] = tuple,
+    within: Within | None = None,
+    bands: bool = True,
 ) -> list[Crossing]:
     """Every crossing of the gain estimate through 1 on the increasing grid ``xs``.
 
@@ -249,7 +280,12 @@ def find_crossings(
     refinement asks for loads between grid points). ``rtol`` None: no refinement, the
     crossings are interpolated between grid loads. Loads where the gain is not finite
     are skipped. ``seen()``: the loads ``curve`` has already simulated, which narrow each
-    refinement before it simulates anything (``_refine``).
+    refinement before it simulates anything (``_refine``). ``within``: the bisections of
+    a crossing and of its 95% interval's ends stop once their bracket lies inside the
+    range it gives (``Within``): the crossing is then interpolated in a wider bracket and
+    an end of its 95% interval is its bracket's outer end. ``bands`` False: the 95%
+    interval is not sought (both ends None, nothing simulated for it), for a caller that
+    reads the estimate alone.
     """
     grid = [x for x in sorted(set(xs)) if math.isfinite(curve(x).mean)]
     out: list[Crossing] = []
@@ -259,9 +295,12 @@ def find_crossings(
         if (ga >= 1.0) == (gb >= 1.0):
             continue
         direction = STOPS if ga >= 1.0 else STARTS
-        at, bracket = _refine(curve, "mean", a, b, integer, rtol, seen())
-        early = _band_end(curve, grid, i, _EARLY[direction], False, integer, rtol, seen)
-        late = _band_end(curve, grid, i, _LATE[direction], True, integer, rtol, seen)
+        inside = None if within is None else within(a, b, direction)
+        at, bracket, _ = _refine(curve, "mean", a, b, integer, rtol, seen(), inside=inside)
+        early = late = None
+        if bands:
+            early = _band_end(curve, grid, i, _EARLY[direction], False, integer, rtol, seen, inside)
+            late = _band_end(curve, grid, i, _LATE[direction], True, integer, rtol, seen, inside)
         ends = (early[0] if early else None, late[0] if late else None)
         out.append(
             Crossing(

@@ -29,7 +29,7 @@ a request's decoding speed stays finite while it waits.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
+from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, first_passing
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
@@ -265,16 +266,54 @@ class CapacityTask:
     sequential: bool = False
 
 
-def run_capacity(task: CapacityTask) -> tuple[PolicyCapacity, int, int]:
-    """(capacity, simulations run, their replications) of one policy, in this process;
+def run_capacity(
+    task: CapacityTask, executor: Executor | None = None
+) -> tuple[PolicyCapacity, int, int]:
+    """(capacity, simulations run, their replications) of one policy: its rates in this
+    process, or each rate's replications through ``executor`` (identical results);
     ``task.sequential``: a rate stops at its first replications where its attainment is
     settled against the share (sim/studies/serving/sequential.py ``Share``)."""
     rule = Share("slo_attainment", task.share) if task.sequential else None
     ev = PointEvaluator(
-        task.builder, replications=task.replications, seed=task.seed, slo=task.slo, rule=rule
+        task.builder,
+        replications=task.replications,
+        seed=task.seed,
+        slo=task.slo,
+        rule=rule,
+        executor=executor,
     )
     out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
     return out, ev.runs, ev.replications_run
+
+
+def _searches(
+    executor: Executor, tasks: Sequence[CapacityTask]
+) -> Iterator[tuple[int, tuple[PolicyCapacity, int, int]]]:
+    """Every policy's search (``run_capacity``), (index, result) as each ends.
+
+    One worker: one search after the other in this process. More: every search steps
+    at once, each in a thread of this process that sends its rates' replications
+    (in blocks, sim/studies/serving/evaluator.py) through the one ``executor``, so the
+    workers always hold the next steps of every policy (one search a process left a
+    worker idle once the shorter searches had ended). A search's steps depend only on
+    its own values, each replication carries its own seed: the same results either way.
+    """
+    if executor.width() <= 1:
+        yield from enumerate(map(run_capacity, tasks))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = ThreadPoolExecutor(max_workers=len(tasks))
+    finished = False
+    try:
+        yield from drain(
+            {threads.submit(run_capacity, t, executor): i for i, t in enumerate(tasks)}
+        )
+        finished = True
+    finally:
+        if not finished:  # an error or an interrupt: the other searches' next steps fail
+            close_executor(executor)
+        threads.shutdown(wait=finished, cancel_futures=True)
 
 
 def capacity(
@@ -291,10 +330,10 @@ def capacity(
     sequential: bool = True,
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
-    seed and replications); the policies' searches run in parallel through the
-    evaluator's executor, each in one process (results do not depend on it). ``draws``:
-    each capacity's and gain's 90% interval from inputs and model (``capacity_intervals``).
-    ``sequential``: each rate's point stops at its first replications where its
+    seed and replications); the policies' searches step together through the evaluator's
+    executor (``_searches``; results do not depend on it). ``draws``: each capacity's and
+    gain's 90% interval from inputs and model (``capacity_intervals``). ``sequential``:
+    each rate's point stops at its first replications where its
     attainment is settled against the share (``run_capacity``); where a draw's shifted
     attainment at such a rate lands near the share, the rate runs its other
     replications before the draws are read (``completed_draws``)."""
@@ -327,7 +366,7 @@ def capacity(
         for k in [0, *ks]
     ]
     found: dict[int, tuple[PolicyCapacity, int, int]] = {}
-    for done, (i, out) in enumerate(evaluator.executor.map_unordered(run_capacity, tasks), 1):
+    for done, (i, out) in enumerate(_searches(evaluator.executor, tasks), 1):
         found[i] = out
         if evaluator.progress:
             evaluator.progress(done, len(tasks))

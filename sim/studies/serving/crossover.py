@@ -33,7 +33,13 @@ from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
 from sim.simulation.serving.stability import LoadCheck
 from sim.studies.engine_configs import engine_configs
-from sim.studies.serving.break_even import STOPS, Crossing, find_crossings, refinement_bound
+from sim.studies.serving.break_even import (
+    STOPS,
+    Crossing,
+    find_crossings,
+    refinement_bound,
+    stopped_short,
+)
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
@@ -308,6 +314,16 @@ def _metric_doc(name: str) -> dict[str, Any]:
     return {"label": spec.label, "unit": spec.unit, "higher_is_better": spec.higher_is_better}
 
 
+#: The assumption of a document where a crossing's bisection stopped inside its draws'
+#: range (``crossover``'s ``within``).
+WITHIN_NOTE = (
+    "crossings: a bisection stops once its bracket lies inside the draws' 5-95% of that "
+    "crossing (the 90% interval is the one bisecting on gives); such a crossing is "
+    "interpolated in its wider bracket and its 95% interval runs to its brackets' outer "
+    "ends (--draws 0 bisects every crossing to neighbouring loads)"
+)
+
+
 def crossover(
     evaluator: PointEvaluator,
     loads: Sequence[Load],
@@ -322,6 +338,7 @@ def crossover(
     draws: DrawnPoints | None = None,
     draft_method: str | None = None,
     sequential: bool = True,
+    within: bool = True,
 ) -> CrossoverResult:
     """Gain curves and crossovers of every metric at every k over ``loads``.
 
@@ -332,7 +349,12 @@ def crossover(
     in between one at a time. ``draws``: each crossing's 90% interval from inputs and
     model (``crossing_interval90``). ``sequential``: a (load, k) pair stops at its first
     replications where every metric's gain is settled against 1
-    (sim/studies/serving/sequential.py ``GainsAgainst``).
+    (sim/studies/serving/sequential.py ``GainsAgainst``). ``within`` (with ``draws``):
+    a crossing's bisections stop once their bracket lies inside the draws' 5-95% of its
+    crossing (``draws_range``), which the 90% interval holds whatever the bisection finds
+    there: the 90% interval is the one bisecting to the resolution gives, the crossing is
+    interpolated in the wider bracket and its 95% interval's ends are their brackets' outer
+    ends (sim/studies/serving/break_even.py ``find_crossings``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -386,6 +408,7 @@ def crossover(
             )
         )
     curves = []
+    short = False  # some crossing's bisection stopped inside its draws' range
     for k in ks:
         spec = FixedK(k)
         overloaded = _overloaded(evaluator, grid, k)
@@ -401,15 +424,27 @@ def crossover(
                 )
 
             xs = [float(load.value) for load in paired[k]]
+
+            def inside(
+                a: float, b: float, direction: str, k: int = k, metric: str = metric
+            ) -> tuple[float, float] | None:
+                """The draws' 5-95% of a crossing in the cell (a, b): inside it, refining
+                cannot move the 90% interval (``find_crossings``' ``within``)."""
+                assert draws is not None
+                i = [float(load.value) for load in paired[k]].index(a)
+                ends = draws_range(draws, paired[k], k, metric, i, direction)
+                return (ends[0], ends[1]) if ends else None
+
             while True:  # again when the draws ran a nominal point's other replications
+                ran = evaluator.completed
                 found = find_crossings(
                     xs,
                     curve,
                     integer=grid[0].integer,
                     rtol=rtol if refine else None,
                     seen=simulated,
+                    within=inside if draws is not None and draws.draws and within else None,
                 )
-                ran = evaluator.replications_run
                 intervals: tuple[tuple[float | None, float | None], ...] = ()
                 nearest = None
                 if draws is not None and xs:  # no draws: the Monte Carlo interval
@@ -420,9 +455,11 @@ def crossover(
                         at = min(xs, key=lambda x: abs(curve(x).mean - 1.0))
                         g = draws.gains(grid[0].at(at), k, metric)
                         nearest = (at, interval90(g.tolist(), curve(at).ci95, positive=True))
-                if evaluator.replications_run == ran:
+                if evaluator.completed == ran:
                     break
             pts = simulated()
+            resolution = rtol if refine else None
+            short |= any(stopped_short(c, grid[0].integer, resolution) for c in found)
             curves.append(
                 MetricCurve(
                     metric=metric,
@@ -437,7 +474,11 @@ def crossover(
                     nearest=nearest,
                 )
             )
-    notes = (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
+    notes: tuple[str, ...] = (
+        (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
+    )
+    if short:
+        notes += (WITHIN_NOTE,)
     return CrossoverResult(
         scenario=scenario,
         load_kind=kind,
@@ -463,17 +504,39 @@ def crossover(
 def crossing_interval90(
     draws: DrawnPoints, grid: Sequence[Load], k: int, metric: str, c: Crossing, versus: int = 0
 ) -> tuple[float | None, float | None]:
-    """The 90% interval from inputs and model of crossing ``c``: each draw's gains at the
-    two grid loads around it, and for a draw that does not cross between them the next
-    grid load outwards on the side it crosses, until it does (past the grid: an open
-    end); its crossing in the same direction interpolated linearly; 5-95% over the draws,
-    joined with the crossing's Monte Carlo interval; for users each end the fewest users
-    on the new side (rounded up). ``versus``: the gain of k over this k (default plain
-    decoding), as a best-k table's switch between two k."""
+    """The 90% interval from inputs and model of crossing ``c``: the draws' crossings'
+    5-95% (``draws_range``) joined with the crossing's Monte Carlo interval; for users
+    each end the fewest users on the new side (rounded up). ``versus``: the gain of k
+    over this k (default plain decoding), as a best-k table's switch between two k."""
     xs = [float(x.value) for x in grid]
     below = [j for j, x in enumerate(xs) if x <= c.at]
     i = min(below[-1] if below else 0, len(xs) - 2)
-    stops = c.direction == STOPS
+    found = draws_range(draws, grid, k, metric, i, c.direction, versus)
+    lo_mc, hi_mc = c.ci95
+    ends = [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
+    low, high = min([*ends, *found]), max([*ends, *found])
+    if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
+        low, high = (math.ceil(x) if math.isfinite(x) else x for x in (low, high))
+    return (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
+
+
+def draws_range(
+    draws: DrawnPoints,
+    grid: Sequence[Load],
+    k: int,
+    metric: str,
+    i: int,
+    direction: str,
+    versus: int = 0,
+) -> tuple[float, ...]:
+    """The 5% and 95% quantiles of the draws' crossings of a crossing in ``direction``
+    found in the grid cell (grid[i], grid[i + 1]) (empty: no draw crosses): each draw's
+    gains at the cell's two loads, and for a draw that does not cross between them the
+    next grid load outwards on the side it crosses, until it does (past the grid: -inf or
+    inf); its crossing in the same direction interpolated linearly. It depends on the
+    cell alone, not on where in it the crossing is refined to."""
+    xs = [float(x.value) for x in grid]
+    stops = direction == STOPS
     gains: dict[int, np.ndarray] = {}
 
     def at(j: int, which: list[int]) -> np.ndarray:
@@ -506,16 +569,11 @@ def crossing_interval90(
         for j in sorted({lo for lo, _ in span.values()} | {hi for _, hi in span.values()}):
             need = [d for d, (lo, hi) in span.items() if j in (lo, hi)]
             at(j, need)
-    lo_mc, hi_mc = c.ci95
-    ends: list[float] = []
-    if found:  # quantiles that are draws' values: an open end stays infinite, never NaN
-        values = list(found.values())
-        ends += [float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf")]
-    ends += [-math.inf if lo_mc is None else lo_mc, math.inf if hi_mc is None else hi_mc]
-    low, high = min(ends), max(ends)
-    if grid[0].integer:  # users: the fewest on the new side, as the crossing itself
-        low, high = (math.ceil(x) if math.isfinite(x) else x for x in (low, high))
-    return (None if not math.isfinite(low) else low, None if not math.isfinite(high) else high)
+    if not found:
+        return ()
+    # quantiles that are draws' values: an open end stays infinite, never NaN
+    values = list(found.values())
+    return tuple(float(q) for q in np.quantile(values, [0.05, 0.95], method="inverted_cdf"))
 
 
 def _crossing_of(xs: Sequence[float], g: np.ndarray, stops: bool) -> float:

@@ -240,6 +240,9 @@ class PointEvaluator:
         self.first = first
         self.memo: dict[Key, PolicyPoint] = {}
         self.bounds: dict[Key, ServiceBound] = {}
+        #: Points whose other replications ``complete`` ran (a study reads its answer
+        #: again when this grows).
+        self.completed = 0
         self._one_by_one = 0  # replications run step by step since the last batch
         self._planned = 0  # the most replications those steps run (``expect``)
 
@@ -330,6 +333,7 @@ class PointEvaluator:
             if point is not None and point.replications < self.replications:
                 tasks.append(self.rest_task(load, p, point.replications))
         self._run(tasks, step=True)
+        self.completed += len(tasks)
         return bool(tasks)
 
     def _run(self, tasks: list[PointTask], step: bool) -> None:

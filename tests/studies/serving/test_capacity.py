@@ -151,3 +151,17 @@ def test_the_gain_has_a_paired_interval_inside_the_ratio_of_the_ends():
     text = render_capacity({**doc, "kind": "capacity"})
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("k = 3"))
     assert row.endswith(f"{k3['capacity_gain']:.2f}x  [{lo:.2f}, {hi:.2f}]"), row
+
+
+def test_searches_stepping_together_on_two_workers_give_the_one_worker_document():
+    """Two workers run every policy's search at once, each rate's replications in blocks
+    through the one kept pool (``_searches``): the same rates, replications and answer
+    as the searches run one after the other in this process."""
+    from sim.parallel import LocalExecutor
+
+    def run(executor: LocalExecutor) -> dict:
+        ev = PointEvaluator(BUILDER, replications=6, seed=5, slo=TPOT_11, executor=executor)
+        return capacity(ev, [1, 3], share=0.8, hint_per_s=5.0).to_dict()
+
+    with LocalExecutor(2, keep_pool=True) as two:
+        assert run(two) == run(LocalExecutor(1))

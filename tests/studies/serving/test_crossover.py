@@ -74,3 +74,50 @@ def test_baseline_runs_once_per_load():
 def test_bad_draft_lengths():
     with pytest.raises(SpecsimError):
         crossover(evaluator(), load_grid("concurrency", [1, 2]), [0])
+
+
+def test_bisections_inside_the_draws_range_stop_and_leave_the_90_interval_as_it_was():
+    """The Llama scenario at 1 and 8 users, k = 3 (24-token answers, 6 requests, 2
+    replications, the scenario's 8 draws): bisecting every crossing to neighbouring user
+    counts simulates 5 loads between the two; stopping each bisection once its bracket
+    lies inside the draws' 5-95% of its crossing simulates 4. Every crossing's 90%
+    interval is the same; a stopped crossing's 95% interval holds the full bisection's,
+    and the document says so."""
+    from dataclasses import replace
+
+    from sim.binding.bound import bind
+    from sim.scenario.load import load_scenario, with_overrides
+    from sim.studies.serving.break_even import stopped_short
+    from sim.studies.serving.crossover import WITHIN_NOTE
+    from sim.studies.serving.draws import DrawnPoints, input_draws
+    from sim.studies.serving.evaluator import ScenarioPlans
+    from tests.studies.serving.helpers import LLAMA
+
+    sc = with_overrides(
+        load_scenario(LLAMA),
+        {"workload.output_tokens": 24, "workload.requests": 6},
+    )
+    seed = sc.simulation.seed
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed))
+    grid = load_grid("concurrency", [1, 8])
+    out = {}
+    for within in (True, False):
+        ev = PointEvaluator(builder, replications=2, seed=seed, executor=LocalExecutor(1))
+        draws = DrawnPoints(ev, builder.draws)
+        out[within] = (crossover(ev, grid, [3], draws=draws, within=within), ev.runs)
+    (fast, fast_runs), (full, full_runs) = out[True], out[False]
+    assert (fast_runs, full_runs) == (12, 14)
+    stopped = 0
+    for a, b in zip(fast.curves, full.curves, strict=True):
+        assert a.interval90 == b.interval90
+        for c, d in zip(a.crossings, b.crossings, strict=True):
+            if stopped_short(c, True, 0.02):
+                stopped += 1
+                lo, hi = c.ci95
+                assert lo is not None and hi is not None
+                assert d.ci95[0] is not None and d.ci95[1] is not None
+                assert lo <= d.ci95[0] and d.ci95[1] <= hi
+            else:
+                assert c == d
+    assert stopped >= 1
+    assert WITHIN_NOTE in fast.assumptions and WITHIN_NOTE not in full.assumptions

@@ -61,7 +61,10 @@ carries the range the sweep allows: the values of the scan ``SPEC_SCAN`` whose
 chi-square, with h re-fitted at each (a scan over ``HOST_SCAN_US`` refined by a bounded
 Brent search; the other terms at their fitted values), is within the 90% threshold of the
 least found, refined by bisection (``LoadFit.spec_factor_profile``); the range carried is
-that cut to the plausible one, or that alone when they do not meet.
+that cut to the plausible one, or that alone when they do not meet. Only a fitted
+factor is written into the scenario (with its standard error and the runs it was fitted
+on): a factor left at its value gets no ``[uncertainty]`` range, since where the host work
+was fitted on speculative runs it holds f h, and a draw of f alone would count it twice.
 """
 
 from __future__ import annotations
@@ -119,12 +122,10 @@ BOUNDS = {
     SKEW_FIELD: (0.0, 4.0),
     SPEC_FIELD: (0.0, 100.0),  # the schema's
 }
-PLAUSIBLE = {
-    HOST_FIELD: US_PER_REQUEST_RANGE,
-    SLOPE_FIELD: SLOPE_RANGE,
-    SKEW_FIELD: SKEW_RANGE,
-    SPEC_FIELD: SPEC_FACTOR_RANGE,
-}
+#: (The batched cost terms an interval draws from when a sweep leaves them; the speculative
+#: factor is not one: module docstring.)
+PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE, SKEW_FIELD: SKEW_RANGE}
+_FIT_PLAUSIBLE = {**PLAUSIBLE, SPEC_FIELD: SPEC_FACTOR_RANGE}
 SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3, SPEC_FIELD: 0.3}
 #: Values (us) of the host work's start scan and profile (0, then doubling to the bound).
 HOST_SCAN_US: tuple[float, ...] = (0.0, *(5.0 * 2.0**i for i in range(10)), BOUNDS[HOST_FIELD][1])
@@ -478,7 +479,7 @@ def fit_load_sweep(
         ``spec``): drop the weakest term the sweep cannot pin down, refit with the rest."""
         start = {**base, HOST_FIELD: host, SPEC_FIELD: spec}
         params = [Param(n, start[n], *BOUNDS[n], SCALES[n]) for n in names]
-        probe = [max(start[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
+        probe = [max(start[n], 0.5 * sum(_FIT_PLAUSIBLE[n])) for n in names]
         excluded: dict[str, str] = {}
         while True:
             fit = fit_identifiable(
@@ -487,15 +488,18 @@ def fit_load_sweep(
             # a term is pinned when its 90% range is narrower than its plausible range, or
             # than its own value when that lies far beyond the range (a host-bound server)
             width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
-            span = {n: max(PLAUSIBLE[n][1] - PLAUSIBLE[n][0], abs(fit.values[n])) for n in width}
+            span = {
+                n: max(_FIT_PLAUSIBLE[n][1] - _FIT_PLAUSIBLE[n][0], abs(fit.values[n]))
+                for n in width
+            }
             weak = [n for n in width if width[n] > span[n]]
             if not weak:
                 return fit
             worst = max(weak, key=lambda n: width[n] / span[n])
             excluded[worst] = (
                 f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a "
-                f"90% range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
-                f"{PLAUSIBLE[worst][1]:g} and than its value"
+                f"90% range wider than its plausible range {_FIT_PLAUSIBLE[worst][0]:g}-"
+                f"{_FIT_PLAUSIBLE[worst][1]:g} and than its value"
             )
 
     given_host = base[HOST_FIELD]
@@ -531,7 +535,7 @@ def fit_load_sweep(
             half = Z90 * fit.stderr[n]
             ranges[n] = (max(lo, fit.values[n] - half), min(hi, fit.values[n] + half))
         else:
-            ranges[n] = PLAUSIBLE[n]
+            ranges[n] = _FIT_PLAUSIBLE[n]
     profile: tuple[float, float] | None = None
     dof = fit.n_obs - len(identified)
     scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
@@ -541,7 +545,7 @@ def fit_load_sweep(
         spec_profile = (  # the factor changes nothing at one request (host_work.py)
             _spec_profile(chi2, values, scale, spec_memo) if drafts_batched else BOUNDS[SPEC_FIELD]
         )
-        low, high = _cut(spec_profile, PLAUSIBLE[SPEC_FIELD])
+        low, high = _cut(spec_profile, _FIT_PLAUSIBLE[SPEC_FIELD])
         # the factor is kept at its value: what is carried holds it
         ranges[SPEC_FIELD] = (min(low, values[SPEC_FIELD]), max(high, values[SPEC_FIELD]))
         kept[SPEC_FIELD] = (
@@ -550,7 +554,7 @@ def fit_load_sweep(
         )
     if HOST_FIELD not in identified:
         profile = _host_profile(chi2, values, chi2(values) + CHI2_90 * scale)
-        ranges[HOST_FIELD] = _cut(profile, PLAUSIBLE[HOST_FIELD])
+        ranges[HOST_FIELD] = _cut(profile, _FIT_PLAUSIBLE[HOST_FIELD])
         if profile[0] <= given_host <= profile[1]:
             values[HOST_FIELD] = given_host  # the sweep does not move the scenario's value
         kept[HOST_FIELD] = (
@@ -566,10 +570,13 @@ def fit_load_sweep(
         )
         s = np.linalg.svd(jac, compute_uv=False)
         condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
+    # a factor the sweep does not fit stays as the scenario has it, without a range to draw:
+    # with the host work fitted (it took f h) a draw of f alone would count it twice
+    written = {n: v for n, v in values.items() if n != SPEC_FIELD or n in identified}
     fitted = with_overrides(
-        with_values(values),
+        with_values(written),
         _uncertainty(
-            values,
+            written,
             fit.stderr,
             ranges,
             kept,

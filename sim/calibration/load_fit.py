@@ -52,7 +52,7 @@ do not meet.
 The speculative host factor ``serving.host_spec_factor`` (f: a request's host work in an
 iteration that drafts and verifies over a plain iteration's, sim/model/host_work.py;
 plausible range ``SPEC_FACTOR_RANGE``) is fitted with the others only when the sweep has
-plain and speculative runs each at two or more loads (``spec_factor_runs``): the plain
+plain and speculative runs each at two or more loads (``_spec_factor_runs``): the plain
 runs' growth gives h, the speculative runs' growth f h. Without both (no plain runs, one
 load) the speculative growth cannot tell f from h, so f keeps the scenario's value and h
 absorbs the product, as before. The rank test also keeps f at its value when h is hidden
@@ -60,11 +60,14 @@ absorbs the product, as before. The rank test also keeps f at its value when h i
 carries the range the sweep allows: the values of the scan ``SPEC_SCAN`` whose
 chi-square, with h re-fitted at each (a scan over ``HOST_SCAN_US`` refined by a bounded
 Brent search; the other terms at their fitted values), is within the 90% threshold of the
-least found, refined by bisection (``LoadFit.spec_factor_profile``); the range carried is
-that cut to the plausible one, or that alone when they do not meet. Only a fitted
-factor is written into the scenario (with its standard error and the runs it was fitted
-on): a factor left at its value gets no ``[uncertainty]`` range, since where the host work
-was fitted on speculative runs it holds f h, and a draw of f alone would count it twice.
+least found, refined by bisection (``LoadFit.spec_factor_profile``); its ``ranges`` entry
+is that cut to the plausible one (that alone when they do not meet), widened to hold the
+kept value. When the first fit keeps f, it is fitted again from the scan's best factor
+(h re-fitted there) and that fit replaces the first as for the host work's basin. Only
+a fitted factor is written into the scenario (with its standard error and the runs it was
+fitted on): a factor left at its value gets no ``[uncertainty]`` range, since where the
+host work was fitted on speculative runs it holds f h, and a draw of f alone would count
+it twice.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def test_run_imports_what_it_uses(seed_path):
     assert "sim.cli.run" in loaded and "sim.cli.serve" not in loaded
     # a chain scenario in one process: no tree analysis, layer pass, serving costs or pool
     lazy = {
-        "sim.studies.tree_analysis",
+        "sim.binding.tree_analysis",
         "sim.report.tree",
         "sim.model.tree.required",
         "sim.hardware.layer",

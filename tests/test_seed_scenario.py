@@ -133,12 +133,11 @@ def test_scenarios_sharing_the_seeds_measurements_share_how_well_they_are_known(
     verify 30 ms) states their uncertainty as the seed does: without it a what-if such as
     the graphed verify printed a 90% interval of 115.4 - 115.4 tok/s, where the seed's own
     inputs give 106.1 - 115.8."""
-    from sim.binding.uncertainty import uncertain_inputs
     from sim.scenario.load import load_scenario
     from tests.conftest import ROOT, SEED
 
     def timing_inputs(sc) -> set[str]:
-        return {i.field for i in uncertain_inputs(bind(sc)) if i.field.startswith("timing.")}
+        return {i.field for i in bind(sc).inputs if i.field.startswith("timing.")}
 
     seed = load_scenario(SEED)
     wanted = timing_inputs(seed)

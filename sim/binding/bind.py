@@ -36,7 +36,7 @@ from sim.model.acceptance import AcceptanceModel, RateClass, Spread
 from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.cycle import cycle_cost as chain_cycle_cost
-from sim.model.cycletime import CostCycleTimes, CycleTimeModel
+from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.model.shapes import (
     continue_rates,
@@ -49,6 +49,7 @@ from sim.model.shapes import (
 from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
 
 if TYPE_CHECKING:
+    from sim.binding.tree_analysis import TreeAnalysis
     from sim.hardware.layer import LayerPass
     from sim.model.layer_cycletime import LayerCycleTimes
     from sim.model.tree import Tree
@@ -238,15 +239,6 @@ def anchored_factors(
     return g * tilt_factors(shape.tilt, depth, num_steps) if shape.tilt else g
 
 
-def spec_rates(spec: AcceptanceSpec, num_steps: int) -> np.ndarray:
-    """Mean rates a_1..a_k, shape (k,), of a single-class ``[acceptance]``."""
-    shape = acceptance_shape(spec)
-    rates = anchored_rates(spec, shape, num_steps, spec.measured_num_steps)
-    if not shape.tilt:
-        return rates
-    return tilted(rates, shape.tilt, measured_depth(spec, spec.measured_num_steps))
-
-
 def _rate_class(
     cls: AcceptanceClass | AcceptanceSpec,
     num_steps: int,
@@ -351,22 +343,83 @@ def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
 
 
+def top1_acceptance(scenario: Scenario) -> AcceptanceModel:
+    """The chain's ``acceptance_model`` at the scenario's num_steps, read-only (every holder
+    of a bound model shares it): a chain's acceptance, and a tree's top-1 rates."""
+    return _read_only(acceptance_model(scenario.acceptance, scenario.speculation.num_steps))
+
+
+@dataclass(frozen=True, slots=True)
+class ChainBinding:
+    """What a chain of k drafts (topk 1; k = 0 plain decoding) binds to: its acceptance is
+    the top-1 model at k, its cycle the chain's (sim/model/cycle.py ``cycle_cost``)."""
+
+    num_steps: int
+
+    @property
+    def draft(self) -> int:
+        """The chain as a draft (sim/model/drafts.py): its k."""
+        return self.num_steps
+
+    def acceptance(self, top1: AcceptanceModel) -> Acceptance:
+        return top1
+
+    def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
+        return chain_cycle_cost(passes, self.num_steps)
+
+    def tree_analysis(self, acceptance: Acceptance, cost: CycleCost) -> None:
+        """A chain has no tree to analyse."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeBinding:
+    """What a tree scenario (topk > 1, or a static ``[speculation.tree]``) binds to: SGLang's
+    tree of (num_steps, topk, num_draft_tokens) or the static tree; its acceptance the
+    top-1 model with the rank shares on that tree (``TreeAcceptance``), its cycle the
+    tree's (``scenario_tree_cost``)."""
+
+    scenario: Scenario
+
+    @property
+    def draft(self) -> TreeDraft | Tree:
+        return tree_draft(self.scenario)
+
+    def acceptance(self, top1: AcceptanceModel) -> Acceptance:
+        from sim.model.tree.acceptance import TreeAcceptance  # lazy: trees only
+
+        spec, sp = self.scenario.acceptance, self.scenario.speculation
+        assert spec is not None
+        return TreeAcceptance(top1, rank_shares(spec, sp.rank_width), self.draft)
+
+    def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
+        return scenario_tree_cost(self.scenario, passes, hw)
+
+    def tree_analysis(self, acceptance: Acceptance, cost: CycleCost) -> TreeAnalysis:
+        """SGLang's tree and the best tree at the bound ``acceptance`` and expected cycle
+        ``cost``, with the top-1 rate each target needs (sim/binding/tree_analysis.py)."""
+        from sim.binding.tree_analysis import analyze_tree  # lazy: trees only
+        from sim.model.tree.acceptance import TreeAcceptance
+
+        assert isinstance(acceptance, TreeAcceptance)
+        return analyze_tree(self.scenario, acceptance, cost)
+
+
+def draft_binding(scenario: Scenario) -> ChainBinding | TreeBinding:
+    """How the scenario drafts, decided once: a chain or a tree. ``bind`` asks it for the
+    acceptance and the cycle and the ``Bound`` holds it (``Bound.drafting``), so the
+    analysis asks it for the tree's part instead of asking again which one it is."""
+    sp = scenario.speculation
+    return TreeBinding(scenario) if sp.is_tree else ChainBinding(sp.num_steps)
+
+
 def scenario_acceptance(scenario: Scenario) -> Acceptance:
     """The acceptance model the engines and closed forms use: the chain's
     ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
     the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
     builds for (num_steps, topk, num_draft_tokens) at the population's mean rates. Built
     once per bound model (``Bound.acceptance``, sim/binding/bound.py)."""
-    sp = scenario.speculation
-    # read-only: every holder of the bound model shares it
-    top1 = _read_only(acceptance_model(scenario.acceptance, sp.num_steps))
-    if not sp.is_tree:
-        return top1
-    assert scenario.acceptance is not None
-    from sim.model.tree.acceptance import TreeAcceptance  # lazy: trees only
-
-    shares = rank_shares(scenario.acceptance, sp.rank_width)
-    return TreeAcceptance(top1, shares, tree_draft(scenario))
+    return draft_binding(scenario).acceptance(top1_acceptance(scenario))
 
 
 def conditional_rates(
@@ -506,12 +559,10 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     tree at its own configuration is the tree cycle), the draft extend at the pass times'
     own accept length; ``CycleCost.at_accept_length`` moves it to an E[L]. At the
     scenario's own k it is computed once per bound model (``Bound.cycle``)."""
-    sp = scenario.speculation
-    if num_steps is None and sp.is_tree:
-        hw = scenario_hardware(scenario)
-        return scenario_tree_cost(scenario, hw.pass_times(), hw)
-    k = scenario.num_steps if num_steps is None else num_steps
-    return chain_cycle_cost(pass_times(scenario), k)
+    if num_steps is not None:
+        return chain_cycle_cost(pass_times(scenario), num_steps)
+    hw = scenario_hardware(scenario)
+    return draft_binding(scenario).cycle(hw.pass_times(), hw)
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
@@ -599,44 +650,12 @@ def layer_cycle_times(
     )
 
 
-def extend_growth(scenario: Scenario) -> tuple[float, float]:
-    """(ms per accepted token, accept length) of the draft extend's growth with L: every
-    cycle-time model's extend mean is the pass times' extend, taken at that accept length
-    (``timing.draft_extend_tokens``, default num_steps + 1); the engines move each cycle's
-    extend to its own L (sim/simulation/engines/common.py)."""
-    passes = pass_times(scenario)
-    tokens = passes.draft_extend_tokens
-    return passes.draft_extend_ms_per_token, float(
-        scenario.num_steps + 1 if tokens is None else tokens
-    )
-
-
-def cycle_time_model(
-    scenario: Scenario,
-    *,
-    fidelity: str = "cycle",
-    rng: np.random.Generator | None = None,
-) -> CycleTimeModel:
-    """The cycle-time model of a scenario at a pass-time fidelity (``FIDELITIES``).
-
-    ``cycle``: the cost model plus ``timing.jitter_cv``; ``layer``: pools of layer-level
-    SimPy pass times drawn with ``rng`` (required; simulate hands in its model stream).
-    A ``Bound`` holds its cycle (``Bound.cycle_time_model``).
-    """
-    if fidelity == "cycle":
-        # the extend at the pass times' own accept length (``extend_growth``), not at E[L]:
-        # the engines shift it cycle by cycle; a tree's cycle is the tree's (its verify over
-        # num_draft_tokens, its drafter passes over topk beams), as in the closed forms
-        return CostCycleTimes(bound_cycle_cost(scenario), scenario.timing.jitter_cv)
-    return drawn_cycle_times(scenario, fidelity, rng)
-
-
 def drawn_cycle_times(
     scenario: Scenario, fidelity: str, rng: np.random.Generator | None
 ) -> CycleTimeModel:
-    """The cycle-time model of a fidelity other than ``cycle``: ``layer``'s pools of
-    layer-level SimPy pass times drawn with ``rng`` (required); SpecsimError for a fidelity
-    not in ``FIDELITIES``."""
+    """The cycle-time model of a fidelity other than ``cycle`` (``Bound.cycle_time_model``
+    holds the ``cycle`` one): ``layer``'s pools of layer-level SimPy pass times drawn with
+    ``rng`` (required); SpecsimError for a fidelity not in ``FIDELITIES``."""
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")

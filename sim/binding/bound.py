@@ -20,18 +20,20 @@ import numpy as np
 
 from sim.binding.bind import (
     AcceptanceShape,
+    ChainBinding,
+    TreeBinding,
     acceptance_shape,
+    draft_binding,
     drawn_cycle_times,
     profile_factors,
-    scenario_acceptance,
-    scenario_tree_cost,
+    top1_acceptance,
 )
 from sim.binding.decompose import scenario_hardware
+from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.closed_forms import FactorsFn, throughput_tok_s
 from sim.model.cycle import CycleCost, PassTimes
-from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
@@ -59,8 +61,10 @@ class Bound:
     ``shape``: the acceptance shape by position with its tilt (None without acceptance);
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
-    scale at each k (sim/binding/bind.py ``profile_factors``). Two bound models are equal
-    only when they are the same object (their scenarios compare).
+    scale at each k (sim/binding/bind.py ``profile_factors``); ``inputs``: its uncertain
+    inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
+    drafts, a chain or a tree, decided once (sim/binding/bind.py ``draft_binding``). Two
+    bound models are equal only when they are the same object (their scenarios compare).
     """
 
     scenario: Scenario
@@ -72,6 +76,8 @@ class Bound:
     shape: AcceptanceShape | None
     hardware: PassModel
     factors: FactorsFn
+    inputs: tuple[UncertainInput, ...]
+    drafting: ChainBinding | TreeBinding
 
     @property
     def num_steps(self) -> int:
@@ -105,7 +111,8 @@ class Bound:
         """The same bound model answering ``tok_s`` (``targets.tok_s`` set by ``source``):
         no binding step reads the targets, so nothing is bound again."""
         targets = {"targets.tok_s": [float(t) for t in tok_s]}
-        return replace(self, scenario=with_overrides(self.scenario, targets, source=source))
+        scenario = with_overrides(self.scenario, targets, source=source)
+        return replace(self, scenario=scenario, drafting=draft_binding(scenario))
 
     def cycle_time_model(
         self, *, fidelity: str = "cycle", rng: np.random.Generator | None = None
@@ -118,7 +125,8 @@ class Bound:
 
 
 def bind(scenario: Scenario) -> Bound:
-    """The scenario's ``Bound``: pass times, acceptance, rates and cycles, computed once.
+    """The scenario's ``Bound``: pass times, acceptance, rates, cycles and uncertain
+    inputs, computed once.
 
     A problem the hardware model finds is reported against the scenario's source (its
     file, or the study that set its values), ``(--set)`` when that step set a hardware,
@@ -130,20 +138,20 @@ def bind(scenario: Scenario) -> Bound:
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
-    acceptance = scenario_acceptance(scenario)
+    drafting = draft_binding(scenario)  # a chain or a tree, decided once
+    acceptance = drafting.acceptance(top1_acceptance(scenario))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
     factors = profile_factors(scenario.acceptance, shape)
-    sp = scenario.speculation
-    if sp.is_tree:
-        cycle = scenario_tree_cost(scenario, passes, hardware)
-    else:
-        cycle = chain_cycle_cost(passes, sp.num_steps)
+    cycle = drafting.cycle(passes, hardware)
     rates = acceptance.closed_form_rates()
     rates.flags.writeable = False
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    return Bound(scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors)
+    inputs = uncertain_inputs(scenario, shape, hardware)
+    return Bound(
+        scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors, inputs, drafting
+    )
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

@@ -28,7 +28,7 @@ from sim.binding.decompose import (
     EFFICIENCY_RANGE,
     EFFICIENCY_REASON,
 )
-from sim.binding.uncertainty import clipping_notes
+from sim.binding.inputs import clipping_notes
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
 from sim.scenario.origins import FieldOrigins
@@ -183,7 +183,7 @@ def with_clipping_notes(
     the row's reason, or as a row of its own when the field has none (its origin from
     ``origins``, the scenario's ``field_origins``)."""
     scenario = bound.scenario
-    notes = clipping_notes(bound)
+    notes = clipping_notes(bound.inputs)
     if not notes:
         return rows
     out = []

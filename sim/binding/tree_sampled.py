@@ -34,19 +34,17 @@ import numpy as np
 
 from sim.binding.bind import acceptance_model, bound_cycle_cost, rank_shares
 from sim.binding.bound import Bound
+from sim.binding.inputs import UncertainInput, nominal_row
 from sim.binding.uncertainty import (
     MAX_STEPS,
     Drawn,
     PassResponse,
-    UncertainInput,
     acceptance_propagated,
     acceptance_rows,
     drawn_scenario,
     is_acceptance_input,
-    nominal_row,
     pass_response,
     sampled_acceptance,
-    uncertain_inputs,
 )
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import CycleCost
@@ -257,7 +255,7 @@ def sampled_tree(
     differ elsewhere share them). The nominal tree and cycle are the ``Bound``'s; each
     response re-validates the scenario at other values and binds it."""
     scenario = bound.scenario
-    inputs = uncertain_inputs(bound) if inputs is None else inputs
+    inputs = bound.inputs if inputs is None else inputs
     if draws is None:
         draws = nominal_row(inputs)
     base = cycle_vector(bound.cycle)

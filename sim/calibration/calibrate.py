@@ -45,8 +45,8 @@ from sim.binding.decompose import (
     scenario_hardware,
     uses_derived_compute,
 )
+from sim.binding.inputs import clipping_notes
 from sim.binding.priors import decay_prior, shape_error
-from sim.binding.uncertainty import clipping_notes
 from sim.calibration.lsq import Fit, Param, fit_identifiable
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.physics import check_units, derivable, implied_efficiency
@@ -1053,7 +1053,9 @@ def calibrate(
         ]
     # a fitted value whose error reaches past its field's valid values: later answers
     # clip its draws there (and say so); say it here too
-    notes.extend(f"written [uncertainty]: {n}" for n in clipping_notes(bind(scenario)).values())
+    notes.extend(
+        f"written [uncertainty]: {n}" for n in clipping_notes(bind(scenario).inputs).values()
+    )
     if model is not None:
         depth = _measured_depth(data)
         for note in (rising_note(scenario, depth), seam_note(scenario, depth)):

@@ -79,7 +79,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from sim.binding.bind import scenario_rates, tree_draft
+from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import bind
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.lsq import Fit, Param, fit_identifiable
@@ -105,6 +105,7 @@ __all__ = [
     "LoadRow",
     "fit_load_sweep",
     "predicted_tpot_ms",
+    "tpot_sigma_ms",
 ]
 
 HOST_FIELD = "serving.host_us_per_request"
@@ -224,7 +225,7 @@ def _draft(scenario: Scenario, point: LoadPoint, speculative: bool) -> Draft:
             assert point.topk is not None and point.num_draft_tokens is not None
             return TreeDraft(point.num_steps, point.topk, point.num_draft_tokens)
         return point.num_steps
-    return tree_draft(scenario) if scenario.speculation.is_tree else scenario.num_steps
+    return draft_binding(scenario).draft
 
 
 def _accept_length(scenario: Scenario, point: LoadPoint, speculative: bool) -> float:
@@ -300,7 +301,9 @@ def _uncertainty(
     return out
 
 
-def _sigma(point: LoadPoint) -> float:
+def tpot_sigma_ms(point: LoadPoint) -> float:
+    """A run's TPOT standard error for the fit: its own (std / sqrt(completed)) joined in
+    quadrature with ``REL_FLOOR`` of the TPOT."""
     assert point.tpot_ms is not None
     se = point.tpot_se_ms or 0.0
     return math.sqrt(se * se + (REL_FLOOR * point.tpot_ms) ** 2)
@@ -451,7 +454,7 @@ def fit_load_sweep(
             field="model.draft_params",
         )
     measured = np.array([p.tpot_ms for p in usable], dtype=float)
-    sigma = np.array([_sigma(p) for p in usable])
+    sigma = np.array([tpot_sigma_ms(p) for p in usable])
     serving = scenario.serving
     base_host = serving.host_us_per_request if serving is not None else DEFAULT_US_PER_REQUEST
     given_slope = serving.kernel_slope if serving is not None else None

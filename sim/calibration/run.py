@@ -1,6 +1,7 @@
 """``specsim calibrate`` as one library call: read the inputs, fit the base scenario (or,
 without one, say what the files hold), then the per-request spread of acceptance and the
-batched terms of a load sweep."""
+batched terms of a load sweep (recorded in the scenario with the figures they were
+fitted to, sim/calibration/load_record.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.init_scenario import InitRequest, InitScenario, init_and_calibrate
 from sim.calibration.inputs import CalibrationInputs, imported_summary, read_inputs
 from sim.calibration.load_fit import LoadFit, fit_load_sweep
+from sim.calibration.load_record import record_load_fit
 from sim.calibration.load_sweep import read_load_sweep
 from sim.errors import SpecsimError
 from sim.scenario.schema import Scenario
@@ -76,7 +78,7 @@ def run_calibration(
     points = [p for path in inputs.load_sweeps for p in read_load_sweep(path)]
     load = fit_load_sweep(result.scenario, points, source="--load-sweep")
     return CalibrationRun(
-        calibration=replace(result, scenario=load.scenario), spread=spread, load=load
+        calibration=replace(result, scenario=record_load_fit(load)), spread=spread, load=load
     )
 
 

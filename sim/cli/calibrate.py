@@ -192,7 +192,9 @@ PREFER_OPTION = click.option(
     help="Runs at several concurrencies or request rates (repeatable; vllm bench serve JSON, "
     "sglang.bench_serving / bench_one_batch / bench_speculative JSONL, guidellm report "
     "JSON): fits the batched terms (serving.host_us_per_request, serving.kernel_slope) to "
-    "their decode time per token after the batch-1 fit.",
+    "their decode time per token after the batch-1 fit, and records the runs in the written "
+    "scenario ([[serving.calibrated_on]]): the serving commands' intervals are then "
+    "conditioned on them (docs/load-calibration.md).",
 )
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION

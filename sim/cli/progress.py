@@ -26,11 +26,7 @@ def announce_slow_intervals(
     draw of their acceptance inputs re-builds every class's Beta quadrature (some 500-650
     draws on the shipped mix), which no bar follows. ``bounds``: the bound scenarios."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
-    from sim.binding.uncertainty import (
-        acceptance_propagated,
-        is_acceptance_input,
-        uncertain_inputs,
-    )
+    from sim.binding.uncertainty import acceptance_propagated, is_acceptance_input
 
     out = stream or sys.stderr
     if not (enabled and out.isatty()):
@@ -40,7 +36,7 @@ def announce_slow_intervals(
         sc = bound.scenario
         if sc.speculation.is_tree or acceptance_propagated(sc):
             continue
-        slow = slow or any(is_acceptance_input(inp.field) for inp in uncertain_inputs(bound))
+        slow = slow or any(is_acceptance_input(inp.field) for inp in bound.inputs)
     if slow:
         click.echo(
             "computing the 90% intervals: a mix or per-request spread re-builds its rates in"

@@ -103,7 +103,8 @@ def run(
             ),
             source=scenario,
         )
-    body = merge_montecarlo(analysis_to_dict(analysis), dist.summary)
+    doc = analysis_to_dict(analysis)  # once: the JSON's and the text's answer
+    body = merge_montecarlo(doc, dist.summary)
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)
         from sim.cli.plot import echo_written, save_figures
@@ -124,7 +125,7 @@ def run(
     if as_json:
         echo_document("run", body)
         return
-    click.echo(render_analysis(analysis, verbose))
+    click.echo(render_analysis(analysis, doc, verbose))
     if dist.law is not None:
         click.echo(render_exact(dist.summary, dist.law, verbose))
         if dist.unused:

@@ -153,9 +153,10 @@ def is_shaped(shape: AcceptanceShape | None) -> bool:
     return shape is not None and shape.shape not in ("flat", "repeat") and shape.decay != 1.0
 
 
-def render_analysis(analysis: Analysis, verbose: bool = False) -> str:
+def render_analysis(analysis: Analysis, doc: dict[str, Any], verbose: bool = False) -> str:
     """The closed-form part of ``specsim run``'s text: the answer in about 25 lines of at
-    most 100 characters, or (``verbose``) every table."""
+    most 100 characters, or (``verbose``) every table; ``doc`` is the analysis as its
+    document (``analysis_to_dict``), made once by the caller for the JSON and the text."""
     if verbose:
         return render_analysis_verbose(analysis)
     sc = analysis.scenario
@@ -173,7 +174,6 @@ def render_analysis(analysis: Analysis, verbose: bool = False) -> str:
         ln = re.sub(r"\(expected over requests: effective [^)]*\)", "(over the mix)", ln)
         lines.append(ln)
     if analysis.targets:
-        doc = analysis_to_dict(analysis)
         shaped = is_shaped(analysis.shape)
         what = "closed form"
         if shaped and analysis.shape is not None:

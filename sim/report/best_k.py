@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
@@ -46,6 +47,7 @@ def _head_lines(doc: Mapping[str, Any]) -> list[str]:
     lines = [
         f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
         settings_line(doc),
+        *conditioning_lines(doc),
         "",
         "selection (closed loop; * best, = tied with it at 95%, ~ tied within 90% from inputs "
         "and model):",

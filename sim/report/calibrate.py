@@ -85,6 +85,14 @@ def calibrated_toml(
         kept = [v.field for v in cal.kept if v.field.startswith("acceptance.per_position")]
         if kept:
             comments["acceptance.per_position"] += "; kept from base: " + ", ".join(kept)
+    if cal.scenario.serving is not None and cal.scenario.serving.calibrated_on:
+        comments["serving.calibrated_terms"] = (
+            "Fitted by `specsim calibrate --load-sweep` to the figures below: the serving\n"
+            "commands' intervals re-fit these terms to them in every draw."
+        )
+        comments["serving.calibrated_on"] = (
+            "The figures the load sweep was fitted to (decode time per output token)."
+        )
     for key, text in (base_comments or {}).items():
         comments[key] = f"{text}\n{comments[key]}" if key in comments else text
     return dumps_scenario(cal.scenario, header=header, comments=comments)

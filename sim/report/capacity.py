@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import settings_line
 from sim.report.format import sig
 
@@ -32,6 +33,7 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
         f"capacity: {doc['scenario']}: highest Poisson rate at which {doc['share']:.0%} of "
         "requests meet the SLO",
         settings_line(doc),
+        *conditioning_lines(doc),
         f"root finding on log rate to {doc['rtol']:.0%}, common random numbers along the rate; "
         "95% interval from the attainment's band; the ratio's paired, by the jackknife over "
         "the same replications",

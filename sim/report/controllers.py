@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
@@ -70,6 +71,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
         f"{doc['output_tokens']} output tokens), seed {doc['seed']}",
         f"paired advantage over the {ref} (> 0 better; 95% interval; + significant)"
         + (f"; then the {INTERVAL_LABEL} (+ or - when it excludes 0)" if _drawn(doc) else ""),
+        *conditioning_lines(doc.get("interval90") or {}),
     ]
     for i, phase in enumerate(doc["phases"]):
         lines += ["", f"phase {i + 1}: {phase['label']}"]

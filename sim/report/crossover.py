@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.screen import first_screen
@@ -278,6 +279,7 @@ def _header_lines(doc: Mapping[str, Any]) -> list[str]:
         f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {load_unit(kind)}, k = "
         + ", ".join(str(k) for k in doc["num_steps"]),
         settings_line(doc),
+        *conditioning_lines(doc),
         "gain = k over plain decoding (k=0), paired on the same arrivals (> 1: pays; "
         "latencies: k=0 / k)",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 from sim.calibration.load_fit import SPEC_FIELD, LoadFit
 
@@ -40,4 +41,19 @@ def format_load_fit(fit: LoadFit) -> str:
             f"{r.predicted_ms:9.4g} {100 * r.relative:+6.1f}%"
         )
     lines.extend(f"  note: {n}" for n in fit.notes)
+    lines += textwrap.wrap(recorded_line(fit), 100, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
+
+
+def recorded_line(fit: LoadFit) -> str:
+    """What the calibrated scenario records of the fit, and what its serving intervals do
+    with it (sim/calibration/load_record.py)."""
+    ranges = [n for n in fit.values if n not in fit.identified]
+    head = f"the scenario records the {len(fit.rows)} figures fitted ([[serving.calibrated_on]]) "
+    if not fit.identified:
+        return head + "but no identified term: serving intervals draw every term over its range"
+    return (
+        head + f"and the terms they identify (serving.calibrated_terms): serving intervals "
+        f"re-fit {', '.join(fit.identified)} to them in every draw"
+        + (f"; {', '.join(ranges)} stay ranges" if ranges else "")
+    )

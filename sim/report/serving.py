@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
 from sim.simulation.serving.metrics import (
     Estimate,
@@ -318,6 +319,7 @@ def interval90_lines(doc: dict[str, Any], names: Sequence[str]) -> list[str]:
         else f"{iv['label']} (no uncertain input: the 95% CI)"
     )
     rows = [[head]]
+    rows += [[line] for line in conditioning_lines(iv)]
     rows.append(["", *(label for _, label in _INTERVAL_METRICS)])
     for name in names:
         by = iv["levels"][name]

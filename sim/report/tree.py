@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from sim.binding.tree_analysis import TreeAnalysis, nodes_per_depth_text
 from sim.report.format import fmt_alpha
 from sim.report.uncertainty import fmt_interval
-from sim.studies.tree_analysis import TreeAnalysis, nodes_per_depth_text
 from sim.studies.uncertainty import INTERVAL_LABEL, UncertaintyResult
 
 TOP1_MEANING = (

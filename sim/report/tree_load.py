@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from sim.model.drafts import describe_draft
+from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
@@ -171,6 +172,7 @@ def _head(doc: Mapping[str, Any]) -> list[str]:
         f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
         f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
         f"per load, seed {doc['seed']}",
+        *conditioning_lines(doc.get("interval90") or {}),
     ]
 
 

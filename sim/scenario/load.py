@@ -178,48 +178,52 @@ def scenario_from_dict(
     raw: Mapping[str, Any],
     *,
     source: str,
-    overridden: Iterable[str] = (),
+    overridden: Mapping[str, str] | None = None,
     given: Iterable[str] | None = None,
     previous_overrides: Mapping[str, str] | None = None,
     file: str | None = None,
 ) -> Scenario:
-    """Validate a raw mapping; errors name ``source`` (or ``--set`` for an overridden field).
+    """Validate a raw mapping; errors name ``source``, or ``WHO (--set)`` for a problem in an
+    overridden field (``overridden`` maps each to WHO set it).
 
     Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
-    ``overridden`` are set on top by ``source`` (added to ``previous_overrides``);
+    ``overridden`` are set on top (added to ``previous_overrides``, each by its setter);
     ``file`` the file the values were read from (sim/scenario/origins.py).
     """
-    overridden = list(overridden)
+    set_by = dict(overridden or {})
+
+    def blamed(touched: typing.Callable[[str], bool]) -> str:
+        # the last setter of a field the problem touches, else the source itself
+        who = [w for k, w in set_by.items() if touched(k)]
+        return f"{who[-1]} (--set)" if who else source
+
     try:
         scenario = Scenario.model_validate(dict(raw))
     except ValidationError as exc:
         field, msg = _first_error(exc)
-        from_set = any(_touches(field, k) for k in overridden)
-        where = f"{source} (--set)" if from_set else source
+        where = blamed(lambda k: _touches(field, k))
         raise SpecsimError(msg, source=where, field=field or None) from None
     missing = underivable_pass_time(scenario)
     if missing is not None:
         field, needs = missing
-        from_set = any(field == k or k.startswith(("model.", "hardware.")) for k in overridden)
-        where = f"{source} (--set)" if from_set else source
         raise SpecsimError(
             f"required key is missing (or give {', '.join(needs)} to derive it)",
-            source=where,
+            source=blamed(lambda k: field == k or k.startswith(("model.", "hardware."))),
             field=field,
         )
     problem = tree_rank_problem(scenario)
     if problem is not None:
         field, msg = problem
-        from_set = any(k.startswith(("acceptance.", "speculation.")) for k in overridden)
-        raise SpecsimError(msg, source=f"{source} (--set)" if from_set else source, field=field)
+        where = blamed(lambda k: k.startswith(("acceptance.", "speculation.")))
+        raise SpecsimError(msg, source=where, field=field)
     return scenario.model_copy(
         update={
             "origins": Origins(
                 given=frozenset(leaf_fields(raw) if given is None else given),
-                overrides={**(previous_overrides or {}), **dict.fromkeys(overridden, source)},
+                overrides={**(previous_overrides or {}), **set_by},
                 file=file,
                 source=source,
-                changed=frozenset(overridden),
+                changed=frozenset(set_by),
             )
         }
     )
@@ -345,21 +349,25 @@ def fill_from_file(raw: Mapping[str, Any]) -> dict[str, Any]:
 def load_scenario(
     path: str | Path, sets: Iterable[str] = (), settings: Iterable[Setting] = ()
 ) -> Scenario:
-    """Read, override (``--set`` strings ``'a.b=v'``) and validate a scenario file, then
-    apply a command's option ``settings`` (``with_settings``): every value the command
-    line gives, in one place."""
-    return with_settings(_load_file(path, sets), settings)
-
-
-def _load_file(path: str | Path, sets: Iterable[str]) -> Scenario:
+    """Read a scenario file, override it (``--set`` strings ``'a.b=v'``, then a command's
+    option ``settings`` as ``with_settings`` applies them) and validate it once: every
+    value the command line gives, in one place. A problem names the file, ``FILE (--set)``
+    when a ``--set`` field is involved, or ``OPTION (--set)`` for an option's field."""
+    source = str(path)
     raw = fill_from_file(read_scenario_file(path))
     overrides = dict(parse_assignment(s) for s in sets)
-    merged = read_growmap(apply_overrides(raw, overrides), Path(path).parent, str(path))
-    given = leaf_fields(raw) - set(overrides)
+    merged = read_growmap(apply_overrides(raw, overrides), Path(path).parent, source)
+    by_option = _apply_settings(merged, settings)
+    cleared = _cleared(by_option)
     scenario = scenario_from_dict(
-        merged, source=str(path), overridden=overrides, given=given, file=str(path)
+        merged,
+        source=source,
+        overridden={**dict.fromkeys(overrides, source), **by_option},
+        given=leaf_fields(raw) - set(overrides) - cleared - set(by_option),
+        file=source,
     )
-    origins = replace(scenario.origins, overrides=dict.fromkeys(overrides, "--set"))
+    recorded = {k: "--set" for k in overrides if k not in cleared}
+    origins = replace(scenario.origins, overrides={**recorded, **by_option})
     return scenario.model_copy(update={"origins": origins})
 
 
@@ -413,7 +421,7 @@ def with_overrides(
     return scenario_from_dict(
         merged,
         source=source,
-        overridden=overrides,
+        overridden=dict.fromkeys(overrides, source),
         given=scenario.origins.given - set(overrides),
         previous_overrides=scenario.origins.overrides,
         file=scenario.origins.file,
@@ -428,20 +436,47 @@ LOAD_FIELDS: tuple[str, ...] = ("serving.concurrency", "serving.rate_per_s", "se
 
 
 def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
-    """``scenario`` with each (option, dotted field, value) setting applied, validated as
-    ``--set`` is, each field set by its option's name (assumptions and errors name the
-    option); a None value is skipped. Load settings (``LOAD_FIELDS``) first replace the
-    scenario's load together (``with_load``), named by the first of their options; the
+    """``scenario`` with each (option, dotted field, value) setting applied and validated
+    once, as ``--set`` is, each field set by its option's name (assumptions and errors name
+    the option); a None value is skipped. Load settings (``LOAD_FIELDS``) first replace the
+    scenario's load together (``replace_load``), named by the first of their options; the
     others follow in their order."""
-    given = [(option, dotted, value) for option, dotted, value in settings if value is not None]
-    load = {d.removeprefix("serving."): v for _, d, v in given if d in LOAD_FIELDS}
+    raw = scenario.model_dump(exclude_none=True)
+    by_option = _apply_settings(raw, settings)
+    if not by_option:
+        return scenario
+    cleared = _cleared(by_option)
+    origins = scenario.origins
+    return scenario_from_dict(
+        raw,
+        source=list(by_option.values())[-1],
+        overridden=by_option,
+        given=origins.given - cleared - set(by_option),
+        previous_overrides={k: v for k, v in origins.overrides.items() if k not in cleared},
+        file=origins.file,
+    )
+
+
+def _apply_settings(raw: dict[str, Any], settings: Iterable[Setting]) -> dict[str, str]:
+    """Apply ``settings`` to ``raw`` in place, the load together first (``replace_load``),
+    then the others in their order; every field set, with the option that set it."""
+    chosen = [(option, dotted, value) for option, dotted, value in settings if value is not None]
+    load = {d.removeprefix("serving."): v for _, d, v in chosen if d in LOAD_FIELDS}
+    by_option: dict[str, str] = {}
     if load:
-        option = next(o for o, d, _ in given if d in LOAD_FIELDS)
-        scenario = with_load(scenario, **load, source=option)
-    for option, dotted, value in given:
-        if dotted not in LOAD_FIELDS:
-            scenario = with_overrides(scenario, {dotted: value}, source=option)
-    return scenario
+        option = next(o for o, d, _ in chosen if d in LOAD_FIELDS)
+        by_option.update(dict.fromkeys(replace_load(raw, **load), option))
+    rest = [
+        (option, dotted, value) for option, dotted, value in chosen if dotted not in LOAD_FIELDS
+    ]
+    apply_overrides(raw, {dotted: value for _, dotted, value in rest}, fresh=True)
+    by_option.update((dotted, option) for option, dotted, _ in rest)
+    return by_option
+
+
+def _cleared(by_option: Mapping[str, str]) -> frozenset[str]:
+    """The load fields a setting of the load replaced (every one of them), else none."""
+    return frozenset(LOAD_FIELDS) if any(k in LOAD_FIELDS for k in by_option) else frozenset()
 
 
 def sample_settings(
@@ -464,13 +499,36 @@ def with_load(
     trace: str | None = None,
     source: str = "load",
 ) -> Scenario:
-    """``scenario`` with its ``[serving]`` load replaced by the one given (validated).
+    """``scenario`` with its ``[serving]`` load replaced by the one given (validated;
+    ``replace_load``).
 
     Provenance is kept: the load keys given are set by ``source``; every other field keeps
     how the scenario got it (given by the file, set by ``--set``, or the default), so the
     assumptions name a default as a default (they said 'set by --rate' of every
     ``[serving]`` default, the host work's included)."""
     raw = scenario.model_dump(exclude_none=True)
+    overridden = replace_load(raw, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace)
+    return scenario_from_dict(
+        raw,
+        source=source,
+        overridden=dict.fromkeys(overridden, source),
+        given=scenario.origins.given - set(LOAD_FIELDS),
+        previous_overrides={
+            k: v for k, v in scenario.origins.overrides.items() if k not in LOAD_FIELDS
+        },
+        file=scenario.origins.file,
+    )
+
+
+def replace_load(
+    raw: dict[str, Any],
+    *,
+    concurrency: int | None = None,
+    rate_per_s: float | None = None,
+    trace: str | None = None,
+) -> list[str]:
+    """Replace, in place, ``raw``'s ``[serving]`` load by the one given (a trace keeps its
+    format, rate scale and window); the load fields it sets."""
     loads = ("concurrency", "rate_per_s", "trace")
     trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
     dropped = loads if trace is not None else (*loads, *trace_keys)
@@ -479,17 +537,7 @@ def with_load(
         if value is not None:
             serving[key] = value
     raw["serving"] = serving
-    load_keys = {f"serving.{k}" for k in loads}
-    return scenario_from_dict(
-        raw,
-        source=source,
-        overridden=[f"serving.{k}" for k in loads if k in serving],
-        given=scenario.origins.given - load_keys,
-        previous_overrides={
-            k: v for k, v in scenario.origins.overrides.items() if k not in load_keys
-        },
-        file=scenario.origins.file,
-    )
+    return [f"serving.{k}" for k in loads if k in serving]
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

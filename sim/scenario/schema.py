@@ -73,6 +73,9 @@ MAX_PARAMS = 1e13
 MAX_TOK_S = 1e7
 #: Entries of a list in a scenario (per-position rates, mix classes, targets).
 MAX_LIST = 64
+#: Figures a calibration records (``[[serving.calibrated_on]]``): every run of a sweep
+#: re-fitted in each draw of an interval; a thousand is beyond any load sweep.
+MAX_CALIBRATION_FIGURES = 1_000
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0, le=MAX_MS)]
@@ -779,6 +782,51 @@ class WorkloadSpec(Section):
         return self
 
 
+class CalibrationFigure(Section):
+    """One figure a calibration fitted (``[[serving.calibrated_on]]``), as ``specsim
+    calibrate --load-sweep`` writes it: the serving answers' intervals re-fit the terms
+    it identified (``serving.calibrated_terms``) to these figures in every draw, so that
+    each drawn scenario still reproduces them (sim/calibration/load_record.py).
+
+    ``metric``: what was measured (``tpot_ms``: a request's mean decode time per output
+    token); ``measured``: its value; ``stderr``: its own standard error where the run gave
+    a spread (std / sqrt(completed)); ``load``: requests decoding together (``load_kind``:
+    ``concurrency`` of a closed loop, a static ``batch``, or the mean ``in flight`` of an
+    open loop at ``rate_per_s``); ``speculative``: whether the run speculated (None: the
+    file does not say, the scenario decides); ``accept_length`` (bonus included),
+    ``context_tokens`` (mean prompt + half the answer), ``num_steps`` / ``topk`` /
+    ``num_draft_tokens`` (the run's own draft) where the file gives them; ``source``: the
+    file, ``where`` in it, ``format`` the tool that wrote it.
+    """
+
+    metric: Literal["tpot_ms"]
+    measured: PositiveMs
+    stderr: NonNegativeMs | None = None
+    load: Annotated[float, Field(ge=1e-6, le=1e6)]
+    load_kind: Literal["concurrency", "batch", "in flight"]
+    rate_per_s: Annotated[float, Field(ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S)] | None = None
+    speculative: bool | None = None
+    accept_length: Annotated[float, Field(ge=1.0, le=4097.0)] | None = None
+    context_tokens: Annotated[float, Field(ge=0.0, le=1e9)] | None = None
+    num_steps: Annotated[int, Field(ge=0, le=4096)] | None = None
+    topk: Annotated[int, Field(ge=0, le=4096)] | None = None
+    num_draft_tokens: Annotated[int, Field(ge=0, le=4096)] | None = None
+    source: Annotated[str, Field(min_length=1, max_length=1000)]
+    where: Annotated[str, Field(max_length=200)] = ""
+    format: Annotated[str, Field(max_length=200)] = ""
+
+    @model_validator(mode="after")
+    def _whole_draft(self) -> Self:
+        given = [self.num_steps is None, self.topk is None, self.num_draft_tokens is None]
+        if len(set(given)) > 1:
+            raise ValueError("give num_steps, topk and num_draft_tokens together, or none")
+        return self
+
+
+#: The batched terms a load sweep can fit (``serving.calibrated_terms``).
+CalibratedTerm = Literal["host_us_per_request", "kernel_slope", "expert_skew"]
+
+
 class ServingSpec(Section):
     """How the server is loaded and scheduled (``specsim serve``; sim/simulation/serving/).
 
@@ -835,7 +883,10 @@ class ServingSpec(Section):
     profiles, ``SLOPE_RANGE``). Expert routing (sim/hardware/experts.py): ``expert_skew``,
     the Zipf exponent of expert popularity within a step (None: ``SERVING_STEP_SKEW``,
     from one public serving trace; 0: uniform routing). ``specsim calibrate --load-sweep``
-    fits them with ``host_us_per_request`` from measured concurrency sweeps.
+    fits them with ``host_us_per_request`` from measured concurrency sweeps, and records
+    what it fitted: ``calibrated_on``, the figures (``CalibrationFigure``), and
+    ``calibrated_terms``, the terms they identified; the serving answers' intervals re-fit
+    those terms to those figures in every draw (docs/load-calibration.md).
 
     CUDA-graph capture (sim/hardware/batched.py): ``graph_max_tokens``, the most tokens a
     graphed pass replays as a graph (vLLM's ``max_cudagraph_capture_size``, 512 by default)
@@ -877,6 +928,11 @@ class ServingSpec(Section):
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
+    calibrated_on: (
+        Annotated[list[CalibrationFigure], Field(min_length=1, max_length=MAX_CALIBRATION_FIGURES)]
+        | None
+    ) = None
+    calibrated_terms: Annotated[list[CalibratedTerm], Field(max_length=3)] | None = None
 
     @field_validator("draft_table")
     @classmethod
@@ -901,6 +957,17 @@ class ServingSpec(Section):
 
         KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
         return value
+
+    @model_validator(mode="after")
+    def _calibrated_terms_need_figures(self) -> Self:
+        terms = self.calibrated_terms or []
+        if len(set(terms)) < len(terms):
+            raise ValueError(f"calibrated_terms {terms}: each term once")
+        if terms and self.calibrated_on is None:
+            raise ValueError(
+                "calibrated_terms needs the figures they were fitted to ([[serving.calibrated_on]])"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_load_one_policy(self) -> Self:

@@ -28,7 +28,7 @@ from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
 
 if TYPE_CHECKING:
-    from sim.studies.tree_analysis import TreeAnalysis
+    from sim.binding.tree_analysis import TreeAnalysis
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +97,10 @@ def analyze(bound: Bound, *, uncertainty: bool = False) -> Analysis:
         targets=tuple(
             answer_target(t, passes, k, factors=bound.factors) for t in scenario.target_tok_s
         ),
-        tree=_tree_analysis(bound) if scenario.speculation.is_tree else None,
+        tree=bound.drafting.tree_analysis(bound.acceptance, cost),
         shape=bound.shape,
         assumptions=assumptions(bound),
         hardware=effective_hardware(scenario),
         overrides=override_entries(scenario),
         uncertainty=answer_uncertainty(bound) if uncertainty else None,
     )
-
-
-def _tree_analysis(bound: Bound) -> TreeAnalysis:
-    """SGLang's and the best tree of a tree scenario (lazy import: a chain needs none)."""
-    from sim.studies.tree_analysis import analyze_tree
-
-    return analyze_tree(bound)

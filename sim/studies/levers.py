@@ -36,7 +36,6 @@ from sim.binding.provenance import (
     kernel_count_range,
     launch_origin,
 )
-from sim.binding.uncertainty import uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
@@ -321,7 +320,7 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
 def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
     """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
     estimate stated at the optimistic end of the range given for it)."""
-    return off_centre(uncertain_inputs(bind(scenario)))
+    return off_centre(bind(scenario).inputs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ import numpy as np
 from sim.binding.bind import (
     acceptance_model,
     anchored_factors,
+    draft_binding,
     pass_times,
-    tree_draft,
 )
 from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
@@ -760,8 +760,7 @@ def current_operating_point(
 
 def _draft_label(scenario: Scenario) -> str:
     """``k = 3`` or ``tree 3/4/8`` (sim/model/drafts.py ``describe_draft``)."""
-    sp = scenario.speculation
-    return describe_draft(tree_draft(scenario) if sp.is_tree else sp.num_steps)
+    return describe_draft(draft_binding(scenario).draft)
 
 
 def closed_form_curves(

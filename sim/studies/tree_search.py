@@ -39,12 +39,8 @@ import numpy as np
 from sim.binding.bind import acceptance_model, rank_shares, tree_cost
 from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
+from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.binding.tree_sampled import sampled_tree
-from sim.binding.uncertainty import (
-    UncertainInput,
-    draw_inputs,
-    uncertain_inputs,
-)
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes
@@ -111,7 +107,7 @@ def search_draws(base: Scenario, samples: int = SAMPLES) -> SearchDraws:
     chain = base
     if base.speculation.is_tree:
         chain = with_overrides(base, {"speculation.topk": 1}, source="uncertainty")
-    inputs = uncertain_inputs(bind(chain))
+    inputs = bind(chain).inputs
     seed = chain.simulation.seed
     return SearchDraws(inputs, draw_inputs(chain, inputs, samples, seed), seed)
 

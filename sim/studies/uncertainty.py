@@ -26,18 +26,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.binding.bound import Bound, bind
-from sim.binding.uncertainty import (
-    MAX_STEPS,
-    Drawn,
-    SampledScenario,
+from sim.binding.inputs import (
     UncertainInput,
-    acceptance_propagated,
     conditioned,
     correlation_matrix,
     driver_rows,
     nominal_row,
-    sampled_draws,
     study_rows,
+)
+from sim.binding.uncertainty import (
+    MAX_STEPS,
+    Drawn,
+    SampledScenario,
+    acceptance_propagated,
+    sampled_draws,
 )
 from sim.model.sampled import SampledModel, chain_answers
 from sim.scenario.load import field_value, with_overrides
@@ -447,7 +449,7 @@ def _tree_uncertainty(
 ) -> UncertaintyResult:
     """``chain``'s answers (the targets') with the tree's own tok/s and accept length
     re-solved in the chain's draws ``draws`` (n, F) of its inputs (``ss``)."""
-    from sim.studies.tree_analysis import best_tree_acceptance  # lazy: trees only
+    from sim.binding.tree_analysis import best_tree_acceptance  # lazy: trees only
 
     scenario = bound.scenario
     sampled = _sampled_tree(bound, ss, draws, populations)

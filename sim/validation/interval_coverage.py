@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.binding.bound import bind
-from sim.binding.uncertainty import UncertainInput, draw_inputs, draw_overrides, serving_inputs
+from sim.binding.inputs import UncertainInput, draw_inputs
+from sim.binding.uncertainty import draw_overrides, serving_inputs
 from sim.calibration.load_fit import PLAUSIBLE, fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
 from sim.scenario.load import load_scenario, with_overrides

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from sim.binding.bound import bind
 from sim.binding.provenance import assumptions
-from sim.binding.uncertainty import uncertain_inputs
 from sim.cli import main
 from sim.scenario.load import load_scenario
 
@@ -31,11 +30,7 @@ def test_a_stderr_wider_than_the_value_is_named_with_its_clipped_share():
     # P(N(1.2, 2) < 0) = Phi(-0.6) = 0.274
     assert reason.startswith("guess; timing.draft_step_ms: the stated ± 2 is wider")
     assert "27% of its draws fall below the field's lower bound 0 and are clipped" in reason
-    (inp,) = [
-        i
-        for i in uncertain_inputs(bind(load_scenario(SEED, (WIDE,))))
-        if i.field.endswith("step_ms")
-    ]
+    (inp,) = [i for i in bind(load_scenario(SEED, (WIDE,))).inputs if i.field.endswith("step_ms")]
     assert inp.clipped_shares()[0] == pytest.approx(0.2742531, abs=1e-6)
 
 
@@ -47,7 +42,7 @@ def test_a_range_past_the_bound_is_named():
 
 def test_shipped_scenarios_clip_nothing_worth_a_note():
     for path in sorted(SCENARIOS.glob("*.toml")):
-        for inp in uncertain_inputs(bind(load_scenario(path))):
+        for inp in bind(load_scenario(path)).inputs:
             assert inp.clipping_note() is None, (path.name, inp.field)
 
 

@@ -13,12 +13,8 @@ import pytest
 
 from sim.binding.bind import acceptance_shape, conditional_rates, scenario_rates
 from sim.binding.bound import bind
-from sim.binding.uncertainty import (
-    draw_inputs,
-    nominal_row,
-    sampled_scenario,
-    uncertain_inputs,
-)
+from sim.binding.inputs import draw_inputs, nominal_row
+from sim.binding.uncertainty import sampled_draws
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
@@ -50,7 +46,7 @@ def test_the_nominal_row_is_the_nominal_answer(scenario) -> None:
     """Centred inputs: the nominal row's rates are the nominal conditional rates to the
     bit, and its tok/s and accept length at the scenario's k the nominal answer's."""
     sc = scenario()
-    ss = sampled_scenario(bind(sc))
+    ss, _ = sampled_draws(bind(sc), 8, 5)  # the tables span draws; the nominal row
     model = ss.model(nominal_row(ss.inputs))
     assert np.array_equal(model.rates[0], conditional_rates(sc.acceptance, ss.max_steps))
     a = analyze(bind(sc))
@@ -65,13 +61,12 @@ def test_each_draw_is_the_nominal_answer_at_its_inputs() -> None:
     accept length of that scenario (within the thinned rule's bound,
     tests/model/test_quadrature.py): both inputs move together, with no added-up shift."""
     sc = with_overrides(load_scenario(SEED), {"acceptance.concentration": 5.0})
-    inputs = uncertain_inputs(bind(sc))
+    inputs = bind(sc).inputs
     col = {i.field: j for j, i in enumerate(inputs)}
     assert {f for f in col if f.startswith("acceptance.")} == {
         "acceptance.alpha", "acceptance.decay", "acceptance.tilt",
     }  # fmt: skip
-    draws = draw_inputs(sc, inputs, 8, 5)
-    ss = sampled_scenario(bind(sc), draws)
+    ss, draws = sampled_draws(bind(sc), 8, 5)
     model = ss.model(draws)
     assert sc.acceptance is not None
     shape = acceptance_shape(sc.acceptance).shape  # the decay's shape, resolved
@@ -136,7 +131,7 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     a = _mix(write_scenario, single, "one.toml")
     b = _mix(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
-    assert uncertain_inputs(bind(a)) == uncertain_inputs(bind(b))
+    assert bind(a).inputs == bind(b).inputs
     ua, ub = (
         answer_uncertainty(bind(a), [], samples=FEW),
         answer_uncertainty(bind(b), [], samples=FEW),
@@ -157,12 +152,14 @@ def test_a_draw_the_scenario_rejects_is_missing(write_scenario) -> None:
     tok/s interval (its quantiles over the other draws)."""
     wide = "[uncertainty]\nacceptance.std = { range = [0.01, 0.35] }\n"
     sc = _mix(write_scenario, _mix_text(uncertainty=wide))
-    inputs = uncertain_inputs(bind(sc))
+    inputs = bind(sc).inputs
     assert [i.field for i in inputs] == ["acceptance.std"]
     draws = draw_inputs(sc, inputs, FEW, sc.simulation.seed)
     rejected = draws[:, 0] ** 2 >= 0.912 * (1 - 0.912)
     assert 0 < rejected.sum() < FEW
-    model = sampled_scenario(bind(sc), draws).model(draws)
+    ss, same = sampled_draws(bind(sc), FEW, sc.simulation.seed)
+    assert np.array_equal(same, draws)
+    model = ss.model(draws)
     assert np.array_equal(np.isnan(model.rates).all(axis=1), rejected)
     assert not np.isnan(model.rates[~rejected]).any()
     unc = answer_uncertainty(bind(sc), [], samples=FEW)

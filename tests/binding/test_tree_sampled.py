@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
+from sim.binding.inputs import draw_inputs, nominal_row
 from sim.binding.tree_sampled import sampled_tree
-from sim.binding.uncertainty import draw_inputs, nominal_row, uncertain_inputs
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import SAMPLES, TREE_NOTE, answer_uncertainty
@@ -40,7 +40,7 @@ def _exact_seed(write_scenario, extra: str = "", drop: str = ""):
 def test_the_nominal_draw_is_the_nominal_answer(path) -> None:
     tree = with_overrides(load_scenario(path), TREE)
     nominal = analyze(bind(tree))
-    inputs = uncertain_inputs(bind(tree))
+    inputs = bind(tree).inputs
     at = sampled_tree(bind(tree), draw_inputs(tree, inputs, SAMPLES, 1)).answers(
         nominal_row(inputs)
     )
@@ -92,7 +92,7 @@ def test_a_wider_stated_range_widens_the_interval(write_scenario, line, widths) 
 def test_the_tree_of_topk_1_is_the_chain() -> None:
     chain = with_overrides(load_scenario(SEED), {"speculation.num_steps": 3})
     unc = answer_uncertainty(bind(chain), [])
-    inputs = uncertain_inputs(bind(chain))
+    inputs = bind(chain).inputs
     draws = draw_inputs(chain, inputs, SAMPLES, chain.simulation.seed)
     at = sampled_tree(bind(chain), draws).answers(draws)
     lo, hi = np.quantile(at.tok_s, [0.05, 0.95])
@@ -106,7 +106,7 @@ def test_the_tree_of_topk_1_is_the_chain() -> None:
 def test_the_tree_is_solved_in_the_chains_draws() -> None:
     tree = with_overrides(load_scenario(SEED), TREE)
     chain = with_overrides(tree, {"speculation.topk": 1})
-    assert uncertain_inputs(bind(tree)) == uncertain_inputs(bind(chain))
+    assert bind(tree).inputs == bind(chain).inputs
     unc, chain_unc = answer_uncertainty(bind(tree), []), answer_uncertainty(bind(chain), [])
     assert unc.inputs == chain_unc.inputs and unc.seed == chain_unc.seed
     assert unc.tok_s_interval90 != chain_unc.tok_s_interval90  # the tree's own

@@ -11,8 +11,9 @@ import pytest
 
 from sim.binding.bind import acceptance_shape
 from sim.binding.bound import bind
+from sim.binding.inputs import draw_inputs
 from sim.binding.tree_sampled import drawn_population, sampled_tree
-from sim.binding.uncertainty import draw_inputs, is_acceptance_input, uncertain_inputs
+from sim.binding.uncertainty import is_acceptance_input
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.uncertainty import TREE_POPULATION_NOTE, answer_uncertainty
@@ -69,7 +70,7 @@ def _tree(write_scenario, text: str, name: str = "mix.toml", **over):
 
 def test_the_interval_holds_the_nominal_answer_under_a_mix_and_spread(write_scenario) -> None:
     tree = _tree(write_scenario, _mix_text())
-    assert {i.field for i in uncertain_inputs(bind(tree))} == {
+    assert {i.field for i in bind(tree).inputs} == {
         "timing.verify_ms", "timing.cycle_overhead_ms", "acceptance.std",
     }  # fmt: skip
     a = analyze(bind(tree), uncertainty=True)
@@ -117,7 +118,7 @@ def test_a_one_class_mix_is_the_single_class(write_scenario, spread) -> None:
     a = _tree(write_scenario, single, "one.toml")
     b = _tree(write_scenario, mixed, "mixed.toml")
     assert b.acceptance is not None and b.acceptance.mix is not None
-    assert uncertain_inputs(bind(a)) == uncertain_inputs(bind(b))
+    assert bind(a).inputs == bind(b).inputs
     # 64 draws: each rebuilds the chain's rates (its targets') over 32 positions too
     ua, ub = (
         answer_uncertainty(bind(a), [], samples=64),
@@ -134,7 +135,7 @@ def test_the_nominal_row_rebuilds_the_nominal_population() -> None:
     """Re-validating the scenario at the nominal acceptance inputs (a draw equal to them
     bit for bit is the nominal population itself) gives the nominal classes."""
     tree = with_overrides(load_scenario(MIX), TREE)
-    inputs = uncertain_inputs(bind(tree))
+    inputs = bind(tree).inputs
     sampled = sampled_tree(bind(tree), draw_inputs(tree, inputs, 16, 1))
     acc = [i for i in inputs if is_acceptance_input(i.field)]
     assert acc
@@ -151,7 +152,7 @@ def test_a_draw_is_the_nominal_answer_at_its_acceptance_inputs() -> None:
     inputs set to the draw's values (the classes and spread re-built, E[L] over requests:
     no tabulated shift)."""
     tree = with_overrides(load_scenario(MIX), TREE)
-    inputs = uncertain_inputs(bind(tree))
+    inputs = bind(tree).inputs
     draws = draw_inputs(tree, inputs, 16, 3)
     sampled = sampled_tree(bind(tree), draws)
     al, _ = sampled.accept_lengths(draws)

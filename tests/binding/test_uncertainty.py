@@ -7,13 +7,8 @@ import pytest
 
 from sim.binding.bind import cycle_cost
 from sim.binding.bound import bind
-from sim.binding.uncertainty import (
-    PassResponse,
-    draw_inputs,
-    nominal_row,
-    sampled_scenario,
-    uncertain_inputs,
-)
+from sim.binding.inputs import draw_inputs, nominal_row
+from sim.binding.uncertainty import PassResponse, sampled_draws
 from sim.errors import SpecsimError
 from sim.model.sampled import scales_of_rows
 from sim.model.shapes import scale_for_accept_length, shape_factors
@@ -23,7 +18,7 @@ from tests.conftest import MINIMAL, SEED
 
 def test_inputs_of_the_seed() -> None:
     s = load_scenario(SEED)
-    kinds = {u.field: u.kind for u in uncertain_inputs(bind(s))}
+    kinds = {u.field: u.kind for u in bind(s).inputs}
     assert kinds["timing.verify_ms"] == "uniform"
     assert kinds["timing.draft_step_ms"] == "normal"
     assert kinds["acceptance.decay"] == "prior"  # eagle3 prior, not stated in the file
@@ -32,7 +27,7 @@ def test_inputs_of_the_seed() -> None:
 
 def test_draws_are_seeded_bounded_and_correlated() -> None:
     s = load_scenario(SEED)
-    inputs = uncertain_inputs(bind(s))
+    inputs = bind(s).inputs
     a, b = draw_inputs(s, inputs, 256, 7), draw_inputs(s, inputs, 256, 7)
     assert np.array_equal(a, b) and not np.array_equal(a, draw_inputs(s, inputs, 256, 8))
     col = {u.field: j for j, u in enumerate(inputs)}
@@ -50,7 +45,7 @@ def test_per_entry_stderr_of_a_list(write_scenario) -> None:
     text = MINIMAL.replace("alpha = 0.7", "per_position = [0.8, 0.7]") + (
         "[uncertainty]\nacceptance.per_position = { stderr = [0.01, 0.02] }\n"
     )
-    inputs = uncertain_inputs(bind(load_scenario(write_scenario(text))))
+    inputs = bind(load_scenario(write_scenario(text))).inputs
     names = [u.field for u in inputs if u.field.startswith("acceptance.per")]
     assert names == ["acceptance.per_position[0]", "acceptance.per_position[1]"]
     assert [u.stderr for u in inputs if u.field in names] == [0.01, 0.02]
@@ -63,9 +58,9 @@ def test_sampled_cycles_equal_the_revalidated_closed_form(write_scenario) -> Non
         "timing.verify_ms = { stderr = 1.0 }\n"
     )
     s = load_scenario(write_scenario(text))
-    inputs = uncertain_inputs(bind(s))
-    draws = draw_inputs(s, inputs, 16, 1)
-    model = sampled_scenario(bind(s), draws).model(draws)
+    inputs = bind(s).inputs
+    ss, draws = sampled_draws(bind(s), 16, 1)
+    model = ss.model(draws)
     for row in range(0, 16, 5):
         values = {u.field: float(draws[row, j]) for j, u in enumerate(inputs)}
         at = with_overrides(s, {k: v for k, v in values.items() if k.startswith("timing.")})
@@ -75,7 +70,7 @@ def test_sampled_cycles_equal_the_revalidated_closed_form(write_scenario) -> Non
 
 def test_nominal_row_is_the_scenario() -> None:
     s = load_scenario(SEED)
-    ss = sampled_scenario(bind(s))
+    ss, _ = sampled_draws(bind(s), 8, 1)  # the tables span draws; the nominal row
     model = ss.model(nominal_row(ss.inputs))
     assert model.cycle_ms(2)[0] == pytest.approx(cycle_cost(s).total_ms, rel=1e-12)
     assert model.accept_length(2)[0] == pytest.approx(2.0, abs=1e-3)
@@ -91,7 +86,7 @@ def test_sampled_tok_s_takes_the_extend_at_the_accept_length(write_scenario) -> 
         "draft_extend_ms = 2.0\ndraft_extend_ms_per_token = 0.3",
     )
     s = load_scenario(write_scenario(text))
-    ss = sampled_scenario(bind(s))
+    ss, _ = sampled_draws(bind(s), 8, 1)  # the tables span draws; the nominal row
     model = ss.model(nominal_row(ss.inputs))
     for k in (1, 3, 9):
         assert model.tok_s(k)[0] == pytest.approx(closed_form_tok_s(s, k), rel=1e-12)
@@ -101,11 +96,11 @@ def test_a_stated_zero_range_pins_an_input_that_has_a_default_spread() -> None:
     """The Llama scenario's overhead was fitted at full bandwidth, so it pins the
     efficiency with ``range = [1, 1]``: no default 0.5-1 spread may come back."""
     llama = SEED.parent / "llama31-8b-1xh100-eagle3.toml"
-    fields = {u.field for u in uncertain_inputs(bind(load_scenario(llama)))}
+    fields = {u.field for u in bind(load_scenario(llama)).inputs}
     assert "hardware.bandwidth_efficiency" not in fields
     assert "timing.cycle_overhead_ms" in fields
     unpinned = with_overrides(load_scenario(llama), {"uncertainty.hardware": {}})
-    assert "hardware.bandwidth_efficiency" in {u.field for u in uncertain_inputs(bind(unpinned))}
+    assert "hardware.bandwidth_efficiency" in {u.field for u in bind(unpinned).inputs}
 
 
 def test_pass_response_added_in_place_has_the_bits_of_its_interpolation():

@@ -319,7 +319,6 @@ def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
     them."""
     from click.testing import CliRunner
 
-    from sim.binding.uncertainty import uncertain_inputs
     from sim.cli import main
 
     out = tmp_path / "cal.toml"
@@ -330,7 +329,7 @@ def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
     text = out.read_text()
     assert 'origin = "calibrated"' in text and "[uncertainty.correlation]" in text
     again = load_scenario(out)
-    kinds = {u.field: (u.kind, u.origin) for u in uncertain_inputs(bind(again))}
+    kinds = {u.field: (u.kind, u.origin) for u in bind(again).inputs}
     assert kinds["timing.verify_ms"] == ("normal", "calibrated")
     assert kinds["acceptance.decay"] == ("normal", "calibrated")
     corr = again.uncertainty.correlation

@@ -14,7 +14,6 @@ import pytest
 
 from sim.binding.bind import baseline_tok_s, closed_form_tok_s
 from sim.binding.bound import bind
-from sim.binding.uncertainty import uncertain_inputs
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import baseline_measurement, point_measurement
 from sim.report.calibrate import calibrated_toml
@@ -87,7 +86,7 @@ def test_drafter_the_figures_cannot_fix_is_written_as_a_range(tmp_path: Path) ->
     assert closed_form_tok_s(moved) == pytest.approx(361.7, rel=ROUNDING)
     # every later answer samples them (intervals, "depends on"), not the 1 ms guess the
     # issue found printed as exact
-    inputs = {i.field: i for i in uncertain_inputs(bind(scenario))}
+    inputs = {i.field: i for i in bind(scenario).inputs}
     assert inputs["timing.draft_step_ms"].origin == "derived"
     assert "timing.draft_extend_ms" in inputs
     corr = scenario.uncertainty.correlation

@@ -245,13 +245,12 @@ def test_init_hands_a_per_request_file_to_calibrate(tmp_path: Path) -> None:
 
 
 def test_the_written_spread_is_an_uncertain_input_of_later_answers(tmp_path: Path) -> None:
-    from sim.binding.uncertainty import uncertain_inputs
 
     out = tmp_path / "cal.toml"
     args = ["calibrate", "--scenario", LLAMA, "--set", "speculation.num_steps=3",
             "--per-request", str(SGLANG_EXPORT), "--out", str(out)]  # fmt: skip
     assert CliRunner().invoke(main, args).exit_code == 0
-    inputs = {u.field: u for u in uncertain_inputs(bind(load_scenario(out)))}
+    inputs = {u.field: u for u in bind(load_scenario(out)).inputs}
     spread = inputs["acceptance.concentration"]
     assert spread.origin == "measured" and spread.kind == "normal" and spread.stderr > 0
 

@@ -44,6 +44,10 @@ def good(tmp: Path) -> str:
 
 
 # ------------------------------------------------------------------ scenario file fields
+#: One recorded calibration figure but its metric and value (each case adds them).
+CALIBRATED_ON = (
+    '[[serving.calibrated_on]]\nload = 4.0\nload_kind = "concurrency"\nsource = "sweep.json"\n'
+)
 FIELD_EDITS = [
     # non-finite numbers where a number is meant
     ("decode-inf", "decode_ms = 10.0", "decode_ms = inf", "timing.decode_ms"),
@@ -111,6 +115,38 @@ FIELD_EDITS = [
     ("topk-huge", "num_steps = 3", "num_steps = 3\ntopk = 1000", "speculation.topk"),
     ("no-acceptance", "[acceptance]\nalpha = 0.7", "", "acceptance"),
     ("two-rates", "alpha = 0.7", "alpha = 0.7\nper_position = [0.5]", "exactly one"),
+    # what a load-sweep calibration recorded ([[serving.calibrated_on]])
+    (
+        "calibrated-negative",
+        "[targets]",
+        f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = -4.5\n[targets]',
+        "serving.calibrated_on[0].measured",
+    ),
+    (
+        "calibrated-metric",
+        "[targets]",
+        f'{CALIBRATED_ON}measured = 4.5\nmetric = "ttft_ms"\n[targets]',
+        "serving.calibrated_on[0].metric",
+    ),
+    (
+        "calibrated-half-draft",
+        "[targets]",
+        f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nnum_steps = 3\n[targets]',
+        "num_draft_tokens together",
+    ),
+    (
+        "calibrated-terms-alone",
+        "[targets]",
+        '[serving]\ncalibrated_terms = ["kernel_slope"]\n[targets]',
+        "calibrated_terms needs the figures",
+    ),
+    (
+        "calibrated-terms-unknown",
+        "[targets]",
+        f'[serving]\ncalibrated_terms = ["slope"]\n{CALIBRATED_ON}metric = "tpot_ms"\n'
+        "measured = 4.5\n[targets]",
+        "serving.calibrated_terms",
+    ),
 ]
 SCENARIO_COMMANDS = {
     "run": lambda p, t: ["run", p],

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from sim.binding.bind import cycle_cost as scenario_cycle_cost
-from sim.binding.bind import cycle_time_model
+from sim.binding.bound import bind
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.scenario.load import load_scenario, with_overrides
@@ -15,7 +15,7 @@ from sim.scenario.load import load_scenario, with_overrides
 
 def test_default_model_is_the_cost_model(seed_path):
     sc = load_scenario(seed_path)
-    model = cycle_time_model(sc)
+    model = bind(sc).cycle_time_model()
     assert isinstance(model, CycleTimeModel)
     assert model.deterministic
     assert model.mean_ms() == scenario_cycle_cost(sc).as_dict()
@@ -27,7 +27,7 @@ def test_default_model_is_the_cost_model(seed_path):
 @pytest.mark.parametrize("cv", [0.1, 0.5, 0.95])
 def test_gamma_jitter_keeps_the_mean_and_has_the_cv(seed_path, cv):
     sc = with_overrides(load_scenario(seed_path), {"timing.jitter_cv": cv})
-    model = cycle_time_model(sc)
+    model = bind(sc).cycle_time_model()
     n = 200_000
     drawn = model.sample(np.random.default_rng(11), n)
     for p in PHASES:
@@ -57,7 +57,7 @@ def test_sum_quantiles_give_the_law_of_n_cycle_totals(seed_path):
     from sim.model.cycletime import SummableCycleTimes
 
     sc = with_overrides(load_scenario(seed_path), {"timing.jitter_cv": 0.4})
-    model = cycle_time_model(sc)
+    model = bind(sc).cycle_time_model()
     assert isinstance(model, SummableCycleTimes)
     rng = np.random.default_rng(4)
     n_cycles, m = 7, 20_000

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.binding.bind import acceptance_model, cycle_time_model
+from sim.binding.bind import acceptance_model
 from sim.binding.bind import cycle_cost as scenario_cycle_cost
+from sim.binding.bound import bind
 from sim.model.closed_forms import leviathan_accept_length
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.engines.common import EnginePlan
@@ -25,7 +26,7 @@ def traced(alpha: float):
     0.5 ms, no jitter: a cycle is 23.5 ms.
     """
     sc = make({"alpha": alpha}, k=2, tokens=4, requests=2, replications=1)
-    plan = EnginePlan(acceptance_model(sc.acceptance, 2), cycle_time_model(sc), 4, 2)
+    plan = EnginePlan(acceptance_model(sc.acceptance, 2), bind(sc).cycle_time_model(), 4, 2)
     events: list[tuple[float, int, int, str]] = []
     out = run_replication(
         plan,

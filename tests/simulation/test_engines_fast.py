@@ -179,12 +179,12 @@ class PerCycleOnly:
 @pytest.mark.parametrize("generic", [False, True])
 def test_chunking_does_not_change_results(monkeypatch, generic):
     import sim.simulation.engines.fast as fast
-    from sim.binding.bind import cycle_time_model
+    from sim.binding.bound import bind
 
     sc = make(
         {"alpha": 0.6, "concentration": 3.0}, tokens=300, jitter=0.2, requests=31, replications=5
     )
-    times = PerCycleOnly(cycle_time_model(sc)) if generic else None
+    times = PerCycleOnly(bind(sc).cycle_time_model()) if generic else None
     ref = simulate(sc, cycle_times=times)
     monkeypatch.setattr(fast, "ELEMENT_BUDGET", 500)  # tiny chunks, one replication a batch
     monkeypatch.setattr(fast, "SUB", 2)  # and tiny sub-blocks
@@ -198,21 +198,21 @@ def test_chunking_does_not_change_results(monkeypatch, generic):
 @settings(max_examples=15, deadline=None)
 @given(alpha=st.floats(0.0, 1.0), t=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
 def test_common_random_numbers_with_a_per_cycle_time_model(alpha, t, seed):
-    from sim.binding.bind import cycle_time_model
+    from sim.binding.bound import bind
 
     low = make({"alpha": alpha}, jitter=0.5, tokens=50)
     high = make({"alpha": alpha + t * (1 - alpha)}, jitter=0.5, tokens=50)
-    r_low = simulate(low, seed=seed, cycle_times=PerCycleOnly(cycle_time_model(low)))
-    r_high = simulate(high, seed=seed, cycle_times=PerCycleOnly(cycle_time_model(high)))
+    r_low = simulate(low, seed=seed, cycle_times=PerCycleOnly(bind(low).cycle_time_model()))
+    r_high = simulate(high, seed=seed, cycle_times=PerCycleOnly(bind(high).cycle_time_model()))
     assert (r_high.tok_s >= r_low.tok_s).all()
 
 
 def test_per_cycle_and_summed_timing_agree():
-    from sim.binding.bind import cycle_time_model
+    from sim.binding.bound import bind
 
     sc = make({"alpha": 0.7}, tokens=128, jitter=0.5, requests=200, replications=5)
     a = simulate(sc).tok_s.ravel()
-    b = simulate(sc, seed=2, cycle_times=PerCycleOnly(cycle_time_model(sc))).tok_s.ravel()
+    b = simulate(sc, seed=2, cycle_times=PerCycleOnly(bind(sc).cycle_time_model())).tok_s.ravel()
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     assert abs(a.mean() - b.mean()) < 4 * se
     assert stats.ks_2samp(a, b).pvalue > 1e-4

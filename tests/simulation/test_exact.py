@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sim.binding.bind import acceptance_model, cycle_time_model
+from sim.binding.bind import acceptance_model
 from sim.binding.bound import bind
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.exact import exact_obstacle, exact_summary, scenario_exact
@@ -18,7 +18,7 @@ from tests.helpers import MIXED, make
 
 def _exact(sc, targets):
     model = acceptance_model(sc.acceptance, sc.num_steps)
-    return exact_summary(model, cycle_time_model(sc), sc.workload.output_tokens, targets)
+    return exact_summary(model, bind(sc).cycle_time_model(), sc.workload.output_tokens, targets)
 
 
 @pytest.mark.parametrize("engine", ["fast", "des"])
@@ -68,13 +68,13 @@ def test_exact_summary_has_the_monte_carlo_keys(seed_path):
 )
 def test_no_exact_law_says_why(acceptance, jitter, words):
     sc = make(acceptance, jitter=jitter)
-    reason = exact_obstacle(acceptance_model(sc.acceptance, 3), cycle_time_model(sc))
+    reason = exact_obstacle(acceptance_model(sc.acceptance, 3), bind(sc).cycle_time_model())
     assert reason is not None and words in reason
 
 
 def test_plain_scenario_has_an_exact_law():
     sc = make({"alpha": 0.7})
-    assert exact_obstacle(acceptance_model(sc.acceptance, 3), cycle_time_model(sc)) is None
+    assert exact_obstacle(acceptance_model(sc.acceptance, 3), bind(sc).cycle_time_model()) is None
 
 
 def test_an_extend_growing_with_l_keeps_the_law_exact(seed_path):

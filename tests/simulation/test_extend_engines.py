@@ -64,12 +64,12 @@ def test_the_extend_slope_costs_throughput():
 
 
 def test_per_cycle_timing_honours_the_extend_too():
-    from sim.binding.bind import cycle_time_model
+    from sim.binding.bound import bind
     from tests.simulation.test_engines_fast import PerCycleOnly
 
     sc = scenario(jitter=0.3, tokens=300, replications=10)
     summed = simulate(sc)
-    per_cycle = simulate(sc, seed=3, cycle_times=PerCycleOnly(cycle_time_model(sc)))
+    per_cycle = simulate(sc, seed=3, cycle_times=PerCycleOnly(bind(sc).cycle_time_model()))
     for res in (summed, per_cycle):
         ext = res.phase_ms[:, 2] / res.cycles.sum(axis=1)
         se = ext.std(ddof=1) / math.sqrt(ext.size)

@@ -17,7 +17,7 @@ import sim.binding.bind as bind
 import sim.studies.search as search
 from sim.binding.bind import acceptance_model, anchored_factors, pass_times, profile_factors
 from sim.binding.bound import bind as bind_scenario
-from sim.binding.uncertainty import is_acceptance_input, uncertain_inputs
+from sim.binding.uncertainty import is_acceptance_input
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
@@ -67,7 +67,7 @@ def test_the_intervals_validate_per_uncertain_input_not_per_k(seed_path, validat
     validations[0] = 0
     answer_uncertainty(bind_scenario(base), TARGETS, num_steps=list(KS))
     alone = validations[0]
-    inputs = [u for u in uncertain_inputs(bind_scenario(base)) if not is_acceptance_input(u.field)]
+    inputs = [u for u in bind_scenario(base).inputs if not is_acceptance_input(u.field)]
     assert with_intervals == len(KS) + alone
     assert 0 < alone <= 3 * len(inputs)
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
+from sim.binding.inputs import nominal_row
 from sim.binding.tree_sampled import sampled_tree
-from sim.binding.uncertainty import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.bisection import closed_form_stats
 from sim.studies.search import search_acceptance

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.uncertainty import nominal_row
+from sim.binding.inputs import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees

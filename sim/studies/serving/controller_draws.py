@@ -95,7 +95,7 @@ def switch_intervals(
     users: Sequence[int],
     best: Sequence[int],
     objective: str,
-    highest_measured: int,
+    highest_measured: float,
 ) -> tuple[dict[str, Any], ...]:
     """Each switch of the best k between neighbouring grid loads ``users`` (``best``: the
     best k at each): the two k, the crossing of their paired gain (None without a single

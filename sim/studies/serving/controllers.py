@@ -685,7 +685,7 @@ def _with_intervals(
         versus_interval90=versus,
         switches=switches,
         intervals={
-            **doc(bind(scenario), builder.draws, r),
+            **doc(bind(scenario), builder.draws, r, builder.conditioning),
             "draws_run": ran,
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,

@@ -58,11 +58,15 @@ __all__ = [
     "SERVE_METRICS",
     "DrawnPoints",
     "Refit",
+    "beyond_calibrated",
+    "conditioned_on",
     "describe_inputs",
     "input_draws",
     "interval90",
+    "measured_loads",
     "prediction_half_width",
     "ratio_interval",
+    "records_calibration",
     "replication_counts",
     "shifted",
 ]
@@ -82,6 +86,25 @@ Overrides = tuple[tuple[str, Any], ...]
 Refit = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
+def records_calibration(scenario: Scenario) -> bool:
+    """Whether ``scenario`` records the figures a load sweep fitted and the terms they
+    identified (``serving.calibrated_on``, ``serving.calibrated_terms``): its draws are
+    then conditioned on them."""
+    return scenario.serving is not None and bool(scenario.serving.calibrated_terms)
+
+
+def conditioned_on(scenario: Scenario, draws: Sequence[Overrides]) -> dict[str, Any] | None:
+    """What a document says about the conditioning of its ``draws`` (None: no draws, or a
+    scenario that records no calibration, ``records_calibration``): the figures, their
+    loads and files, and the terms re-fitted in every draw."""
+    if not draws or not records_calibration(scenario):
+        return None
+    # lazy: the load fit only for a scenario that records one (start-up)
+    from sim.calibration.load_record import conditioning
+
+    return conditioning(scenario)
+
+
 def input_draws(
     bound: Bound, seed: int, draws: int = DRAWS, refit: Refit | None = None
 ) -> tuple[Overrides, ...]:
@@ -91,14 +114,21 @@ def input_draws(
     ``refit``: the draws are conditioned on the calibration figures: each draw's fitted
     fields re-solved so that the drawn scenario reproduces them (``Refit``); a draw under
     which no value reproduces them (the fit finds no root, or the scenario rejects the
-    value) is left out, as the data rule it out."""
+    value) is left out, as the data rule it out. None: the scenario's own, when it records
+    the figures a load sweep fitted (sim/calibration/load_record.py ``recorded_refit``)."""
     # lazy: the uncertainty layer only when a study draws
-    from sim.binding.uncertainty import draw_inputs, draw_overrides, serving_inputs
+    from sim.binding.inputs import draw_inputs
+    from sim.binding.uncertainty import draw_overrides, serving_inputs
 
     scenario = bound.scenario
     inputs = serving_inputs(bound)
     if not inputs or draws < 1:
         return ()
+    if refit is None and records_calibration(scenario):
+        # lazy: the load fit only for a scenario that records one (start-up)
+        from sim.calibration.load_record import recorded_refit
+
+        refit = recorded_refit(scenario)
     values = draw_inputs(scenario, inputs, draws, seed)
     out = []
     for row in values:
@@ -288,13 +318,49 @@ class DrawnPoints:
 
 def replication_counts(
     evaluator: PointEvaluator, draws: DrawnPoints | None = None
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """What a study's document says it simulated: the replications of its (load, policy)
     points and of its interval's draws (every replication one serving run of the
-    scenario's requests)."""
-    return {
+    scenario's requests); for a scenario that records its calibration figures, whether
+    the draws were conditioned on them (``conditioned_on``) and which loads lie beyond the
+    highest calibrated one (``beyond_calibrated``)."""
+    out: dict[str, Any] = {
         "replications_run": evaluator.replications_run,
         "draw_replications_run": 0 if draws is None else draws.replications_run,
+    }
+    plans = evaluator.builder
+    if isinstance(plans, ScenarioPlans):
+        if draws is not None and draws.draws and plans.conditioning:
+            out["conditioned_on"] = plans.conditioning
+        out.update(beyond_calibrated(plans.scenario(None, plans.default_steps), evaluator))
+    return out
+
+
+def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str, Any]:
+    """For a scenario that records the figures a load sweep calibrated it on
+    (``[[serving.calibrated_on]]``), the study's loads whose mean decode batch is above the
+    highest measured one (``highest_measured_batch``) and the note they carry
+    (``beyond_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or nothing
+    when none is, or the scenario records no figure."""
+    serving = scenario.serving
+    if serving is None or not serving.calibrated_on:
+        return {}
+    top = highest_measured_batch(scenario)
+    over: dict[Load, float] = {}
+    for (load, _), point in evaluator.memo.items():
+        batch = float(np.mean(point.mean_batch))
+        if batch > top:
+            over[load] = max(over.get(load, 0.0), batch)
+    if not over:
+        return {}
+    loads = sorted(over, key=lambda x: x.value)
+    return {
+        "beyond_measured": {
+            "load_kind": loads[0].kind,
+            "loads": [x.value for x in loads],
+            "highest_measured_batch": top,
+            "note": beyond_note(scenario, max(over.values())),
+        }
     }
 
 
@@ -303,21 +369,38 @@ def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[
     return interval90(draws.tolist(), ci95, positive=True)
 
 
-def doc(bound: Bound, draws: Sequence[Overrides], replications: int) -> Mapping[str, Any]:
+def doc(
+    bound: Bound,
+    draws: Sequence[Overrides],
+    replications: int,
+    conditioning: Mapping[str, Any] | None = None,
+) -> Mapping[str, Any]:
     """What a document says about its intervals: the label, draws, replications per draw
-    and the inputs drawn."""
+    and the inputs drawn; with draws of a scenario that records its calibration figures,
+    ``conditioned_on`` (``conditioning``: what the draws were made with, default read from
+    ``bound``, the scenario they were drawn from)."""
+    cond = conditioning if conditioning is not None else conditioned_on(bound.scenario, draws)
     return {
         "label": INTERVAL_LABEL,
         "draws": len(draws),
         "replications_per_draw": replications if draws else 0,
         "inputs": describe_inputs(bound),
+        **({"conditioned_on": cond} if cond else {}),
     }
 
 
-def highest_measured_batch(scenario: Scenario) -> int:
-    """The largest batch the scenario's costs are measured at: its ``[[timing.points]]``'
-    batches, 1 (the batch-1 ``[timing]``) without any."""
-    return max([1, *(p.batch for p in scenario.timing.points or ())])
+def measured_loads(scenario: Scenario) -> tuple[float, ...]:
+    """The decode batches the scenario's costs are measured at, ascending: 1 (the batch-1
+    ``[timing]``), its ``[[timing.points]]``' batches and the loads of the figures a load
+    sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding together)."""
+    figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
+    found = {1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)}
+    return tuple(sorted(found))
+
+
+def highest_measured_batch(scenario: Scenario) -> float:
+    """The largest batch the scenario's costs are measured at (``measured_loads``)."""
+    return measured_loads(scenario)[-1]
 
 
 def beyond_note(scenario: Scenario, batch: float) -> str | None:
@@ -328,7 +411,7 @@ def beyond_note(scenario: Scenario, batch: float) -> str | None:
     if batch <= top:
         return None
     return (
-        f"beyond the highest measured batch ({top}): at batch {batch:.3g} the batched costs "
+        f"beyond the highest measured batch ({top:g}): at batch {batch:.3g} the batched costs "
         "are the hardware model's extrapolation; the interval holds the spread the scenario "
         "states for them, not a measurement there"
     )

@@ -97,6 +97,9 @@ class ScenarioPlans:
     #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
     #: loaded (sim/studies/serving/draws.py ``input_draws``); empty: none.
     draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    #: What those draws were conditioned on (sim/studies/serving/draws.py
+    #: ``conditioned_on``, read from the scenario as loaded); None: nothing.
+    conditioning: dict[str, Any] | None = None
 
     @staticmethod
     def of(

@@ -26,7 +26,7 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.draws import DRAWS, input_draws, serve_intervals
+from sim.studies.serving.draws import DRAWS, conditioned_on, input_draws, serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 
 
@@ -142,7 +142,8 @@ def serving_study(
     bound = model if isinstance(model, Bound) and sc is scenario else bind(sc)
     builder = ScenarioPlans.of(bound.scenario, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    builder = replace(builder, draws=input_draws(bound, setup.seed, draws))
+    drawn = input_draws(bound, setup.seed, draws)
+    builder = replace(builder, draws=drawn, conditioning=conditioned_on(bound.scenario, drawn))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

@@ -71,6 +71,11 @@ def tree_with_rates(draw, dominant: bool = False) -> tuple[Tree, np.ndarray]:
 
 @st.composite
 def rising(draw, q: np.ndarray) -> np.ndarray:
-    """Rank rates entrywise >= ``q`` with rows still summing to at most 1."""
+    """Rank rates entrywise >= ``q`` with rows still summing to at most 1.
+
+    A row of ``q`` that sums to 1 can exceed it by rounding (1 - sum = -2.2e-16), which
+    would push its zero entries below 0: the room left is taken as at least 0.
+    """
     bump = draw(rank_rates(*q.shape))
-    return q + bump * (1.0 - q.sum(axis=1, keepdims=True))
+    room = np.maximum(1.0 - q.sum(axis=1, keepdims=True), 0.0)
+    return q + bump * room

@@ -132,7 +132,8 @@ def test_padded_extend_costs_more_than_the_accepted_path():
 def test_the_batch_one_engines_run_the_tree_cycle_not_the_chain():
     """The seed server's tree: its verify over 8 tokens costs 5 x 0.7 ms more than the
     chain's over 3, and the Monte Carlo's cycle is the closed forms' tree cycle."""
-    from sim.binding.bind import cycle_cost, cycle_time_model
+    from sim.binding.bind import cycle_cost
+    from sim.binding.bound import bind
     from sim.scenario.load import load_scenario
     from tests.conftest import SEED
 
@@ -144,7 +145,7 @@ def test_the_batch_one_engines_run_the_tree_cycle_not_the_chain():
             "acceptance.rank_profile=sequoia-jf68m-llama2-7b",
         ],
     )
-    mc = cycle_time_model(sc).cost  # type: ignore[attr-defined]
+    mc = bind(sc).cycle_time_model().cost  # type: ignore[attr-defined]
     assert mc.verify_ms == pytest.approx(30.0 + 5 * 0.7)
     assert mc.at_accept_length(cycle_cost(sc).extend_tokens) == cycle_cost(sc)
 

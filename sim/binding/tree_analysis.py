@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bound import Bound
 from sim.model.closed_forms import throughput_tok_s
 from sim.model.cycle import CycleCost
 from sim.model.tree import Tree
@@ -120,17 +119,12 @@ def best_tree_acceptance(scenario: Scenario, sglang: TreeAcceptance) -> TreeAcce
     return TreeAcceptance(sglang.top1, sglang.shares, best)
 
 
-def analyze_tree(bound: Bound) -> TreeAnalysis:
-    """The tree part of the closed-form analysis of a bound tree scenario
-    (``speculation.topk > 1`` or a static ``speculation.tree``)."""
-    scenario = bound.scenario
+def analyze_tree(scenario: Scenario, sglang: TreeAcceptance, cost: CycleCost) -> TreeAnalysis:
+    """The tree part of the closed-form analysis of a tree scenario (``speculation.topk >
+    1`` or a static ``speculation.tree``), its bound acceptance ``sglang`` and expected
+    cycle ``cost`` (``TreeBinding.tree_analysis``, sim/binding/bind.py)."""
     sp = scenario.speculation
-    if not sp.is_tree:
-        raise ValueError("analyze_tree needs a tree scenario (speculation.topk > 1)")
-    sglang = bound.acceptance
-    assert isinstance(sglang, TreeAcceptance)
     optimal = best_tree_acceptance(scenario, sglang)
-    cost = bound.cost
     targets = []
     for t in scenario.target_tok_s:
         need = t * cost.total_ms / 1000.0

@@ -1,0 +1,28 @@
+"""The batches a scenario's costs are measured at, against which serving answers say
+they extrapolate: batch 1, the measured passes and the loads a sweep calibrated it on."""
+
+from pathlib import Path
+
+from sim.scenario.load import load_scenario
+from sim.studies.serving.draws import beyond_note, highest_measured_batch, measured_loads
+
+SCENARIOS = Path(__file__).parents[3] / "scenarios"
+
+
+def test_batch_one_alone_without_points_or_figures():
+    sc = load_scenario(SCENARIOS / "llama31-8b-1xh100-eagle3.toml")
+    assert measured_loads(sc) == (1,)
+    assert beyond_note(sc, 2.0).startswith("beyond the highest measured batch (1): at batch 2 ")
+
+
+def test_the_loads_of_the_calibration_figures_count_as_measured():
+    sc = load_scenario(SCENARIOS / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml")
+    assert measured_loads(sc) == (1, 8, 32)
+    assert highest_measured_batch(sc) == 32
+    assert beyond_note(sc, 31.9) is None
+    assert "(32): at batch 64 " in beyond_note(sc, 64.0)
+
+
+def test_measured_passes_count_as_they_did():
+    sc = load_scenario(SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml")
+    assert measured_loads(sc) == (1, 8)

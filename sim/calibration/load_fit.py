@@ -63,7 +63,8 @@ Brent search; the other terms at their fitted values), is within the 90% thresho
 least found, refined by bisection (``LoadFit.spec_factor_profile``); its ``ranges`` entry
 is that cut to the plausible one (that alone when they do not meet), widened to hold the
 kept value. When the first fit keeps f, it is fitted again from the scan's best factor
-(h re-fitted there) and that fit replaces the first as for the host work's basin. Only
+(h re-fitted there; the other terms at the fit's values, then at their starting ones) and
+that fit replaces the first as for the host work's basin. Only
 a fitted factor is written into the scenario (with its standard error and the runs it was
 fitted on): a factor left at its value gets no ``[uncertainty]`` range, since where the
 host work was fitted on speculative runs it holds f h, and a draw of f alone would count
@@ -518,16 +519,20 @@ def fit_load_sweep(
     spec_memo: dict[float, tuple[float, float]] = {}
     if spec_runs and SPEC_FIELD not in fit.stderr:
         # the factor was not freed where the fit started (the host work hidden in the
-        # plain runs there): start again from the factor of least chi-square, h re-fitted
-        at = {**base, **fit.values}
-        for f in SPEC_SCAN:
-            spec_memo[f] = _least_over_host(chi2, {**at, SPEC_FIELD: f})
-        best = min(SPEC_SCAN, key=lambda f: spec_memo[f][0])
-        if best != fit.values[SPEC_FIELD]:
-            other = fit_from(spec_memo[best][1], best)
+        # plain runs there): start again from the factor of least chi-square, h re-fitted,
+        # the other terms at the fit's values and (another basin: the fit may have bent
+        # them to the factor it kept) at their starting ones
+        for at, memo in (({**base, **fit.values}, spec_memo), (base, {})):
+            for f in SPEC_SCAN:
+                memo[f] = _least_over_host(chi2, {**at, SPEC_FIELD: f})
+            best = min(SPEC_SCAN, key=lambda f: memo[f][0])
+            if best == fit.values[SPEC_FIELD]:
+                continue
+            other = fit_from(memo[best][1], best)
             if _better_basin(other, fit, SPEC_FIELD):
                 fit = other
                 spec_memo = {}
+                break
     identified = tuple(n for n in names if n in fit.stderr)
     values = dict(fit.values)
     kept = dict(fit.kept)

@@ -48,7 +48,8 @@ def format_load_fit(fit: LoadFit) -> str:
 def recorded_line(fit: LoadFit) -> str:
     """What the calibrated scenario records of the fit, and what its serving intervals do
     with it (sim/calibration/load_record.py)."""
-    ranges = [n for n in fit.values if n not in fit.identified]
+    # a speculative host factor not fitted stays at its value, not a range (load_fit.py)
+    ranges = [n for n in fit.values if n not in fit.identified and n != SPEC_FIELD]
     head = f"the scenario records the {len(fit.rows)} figures fitted ([[serving.calibrated_on]]) "
     if not fit.identified:
         return head + "but no identified term: serving intervals draw every term over its range"

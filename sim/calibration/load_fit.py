@@ -48,6 +48,27 @@ Where h stays hidden the sweep still bounds it: the values of the scan whose chi
 1), refined by bisection, are the range it leaves (``LoadFit.host_profile_us``); the
 range carried is that range cut to the plausible one, or that range alone when the two
 do not meet.
+
+The speculative host factor ``serving.host_spec_factor`` (f: a request's host work in an
+iteration that drafts and verifies over a plain iteration's, sim/model/host_work.py;
+plausible range ``SPEC_FACTOR_RANGE``) is fitted with the others only when the sweep has
+plain and speculative runs each at two or more loads (``_spec_factor_runs``): the plain
+runs' growth gives h, the speculative runs' growth f h. Without both (no plain runs, one
+load) the speculative growth cannot tell f from h, so f keeps the scenario's value and h
+absorbs the product, as before. The rank test also keeps f at its value when h is hidden
+(an overlapped plain iteration: only f h shows, f's column is h's). A factor not fitted
+carries the range the sweep allows: the values of the scan ``SPEC_SCAN`` whose
+chi-square, with h re-fitted at each (a scan over ``HOST_SCAN_US`` refined by a bounded
+Brent search; the other terms at their fitted values), is within the 90% threshold of the
+least found, refined by bisection (``LoadFit.spec_factor_profile``); its ``ranges`` entry
+is that cut to the plausible one (that alone when they do not meet), widened to hold the
+kept value. When the first fit keeps f, it is fitted again from the scan's best factor
+(h re-fitted there; the other terms at the fit's values, then at their starting ones) and
+that fit replaces the first as for the host work's basin. Only
+a fitted factor is written into the scenario (with its standard error and the runs it was
+fitted on): a factor left at its value gets no ``[uncertainty]`` range, since where the
+host work was fitted on speculative runs it holds f h, and a draw of f alone would count
+it twice.
 """
 
 from __future__ import annotations
@@ -57,6 +78,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from sim.binding.bind import draft_binding, scenario_rates
 from sim.binding.bound import bind
@@ -67,7 +89,7 @@ from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE
 from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE
 from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
-from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
+from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
@@ -78,6 +100,8 @@ __all__ = [
     "REL_FLOOR",
     "SKEW_FIELD",
     "SLOPE_FIELD",
+    "SPEC_FACTOR_RANGE",
+    "SPEC_FIELD",
     "LoadFit",
     "LoadRow",
     "fit_load_sweep",
@@ -88,16 +112,30 @@ __all__ = [
 HOST_FIELD = "serving.host_us_per_request"
 SLOPE_FIELD = "serving.kernel_slope"
 SKEW_FIELD = "serving.expert_skew"
+SPEC_FIELD = "serving.host_spec_factor"
+#: Plausible speculative host factor: 1 (a speculative iteration's bookkeeping a request as
+#: a plain one's: the default) to SGLang's EAGLE worker, 20/7 (sim/model/host_work.py).
+SPEC_FACTOR_RANGE: tuple[float, float] = (1.0, SGLANG_SPEC_FACTOR)
 #: Relative standard error floor of a measured TPOT (assumed, see the module docstring).
 REL_FLOOR = 0.03
 #: 90% two-sided normal quantile, for the ranges of fitted terms.
 Z90 = 1.6449
 #: Bounds of the fit, and each term's plausible range when the sweep cannot identify it.
-BOUNDS = {HOST_FIELD: (0.0, 5000.0), SLOPE_FIELD: (0.0, 5.0), SKEW_FIELD: (0.0, 4.0)}
+BOUNDS = {
+    HOST_FIELD: (0.0, 5000.0),
+    SLOPE_FIELD: (0.0, 5.0),
+    SKEW_FIELD: (0.0, 4.0),
+    SPEC_FIELD: (0.0, 100.0),  # the schema's
+}
+#: (The batched cost terms an interval draws from when a sweep leaves them; the speculative
+#: factor is not one: module docstring.)
 PLAUSIBLE = {HOST_FIELD: US_PER_REQUEST_RANGE, SLOPE_FIELD: SLOPE_RANGE, SKEW_FIELD: SKEW_RANGE}
-SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3}
+_FIT_PLAUSIBLE = {**PLAUSIBLE, SPEC_FIELD: SPEC_FACTOR_RANGE}
+SCALES = {HOST_FIELD: 10.0, SLOPE_FIELD: 0.3, SKEW_FIELD: 0.3, SPEC_FIELD: 0.3}
 #: Values (us) of the host work's start scan and profile (0, then doubling to the bound).
 HOST_SCAN_US: tuple[float, ...] = (0.0, *(5.0 * 2.0**i for i in range(10)), BOUNDS[HOST_FIELD][1])
+#: Values of the speculative host factor's profile (0, then doubling from 1/4, the bound).
+SPEC_SCAN: tuple[float, ...] = (0.0, *(0.25 * 2.0**i for i in range(9)), BOUNDS[SPEC_FIELD][1])
 #: Chi-square rise of a one-parameter 90% profile range.
 CHI2_90 = 2.706
 #: Bisection steps refining each end of the host work's profile range.
@@ -127,7 +165,9 @@ class LoadFit:
     Jacobian's extreme singular values over the identified terms; inf when none), ``rows``
     at the fitted values, ``max_load`` (the highest load fitted: answers beyond it
     extrapolate), ``scenario`` (with the values), ``host_profile_us`` (when the host work is
-    not identified: the 90% range of it the sweep allows, module docstring; else None)."""
+    not identified: the 90% range of it the sweep allows, module docstring; else None),
+    ``spec_factor_profile`` (the same for the speculative host factor when it is not
+    fitted) and ``spec_factor_runs`` (the runs it was fitted on; "" when not fitted)."""
 
     values: dict[str, float]
     identified: tuple[str, ...]
@@ -140,6 +180,8 @@ class LoadFit:
     scenario: Scenario
     notes: tuple[str, ...] = field(default=())
     host_profile_us: tuple[float, float] | None = None
+    spec_factor_profile: tuple[float, float] | None = None
+    spec_factor_runs: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -166,6 +208,10 @@ class LoadFit:
             ],
             "notes": list(self.notes),
             "host_profile_us": None if self.host_profile_us is None else list(self.host_profile_us),
+            "spec_factor_profile": (
+                None if self.spec_factor_profile is None else list(self.spec_factor_profile)
+            ),
+            "spec_factor_runs": self.spec_factor_runs,
         }
 
 
@@ -229,17 +275,21 @@ def _uncertainty(
     stderr: dict[str, float],
     ranges: dict[str, tuple[float, float]],
     kept: dict[str, str],
+    runs: dict[str, str] | None = None,
 ) -> dict[str, dict[str, object]]:
     """``[uncertainty.serving]`` entries: a fitted term's standard error (origin
-    ``calibrated``), a kept term's plausible range (origin ``assumed``, with why)."""
+    ``calibrated``; ``runs``: term -> the runs it was fitted on, when said), a kept term's
+    plausible range (origin ``assumed``, with why)."""
     out: dict[str, dict[str, object]] = {}
+    runs = runs or {}
     for name in values:
         key = "uncertainty." + name  # serving.<field> -> uncertainty.serving.<field>
         if name in stderr:
+            on = f" on {runs[name]}" if name in runs else ""
             out[key] = {
                 "stderr": float(stderr[name]),
                 "origin": "calibrated",
-                "reason": "fitted to a load sweep (specsim calibrate --load-sweep)",
+                "reason": f"fitted to a load sweep{on} (specsim calibrate --load-sweep)",
             }
         else:
             lo, hi = ranges[name]
@@ -271,12 +321,19 @@ def _host_start(chi2: Callable[[dict[str, float]], float], base: dict[str, float
     return best
 
 
-def _better_basin(other: Fit, fit: Fit) -> bool:
-    """True when ``other`` (the fit from the scan's host work) identifies the host work
-    (a nonzero standard error: a fit that ends on the kink where it starts to show has
-    none) and lowers the chi-square beyond the 90% threshold of one parameter (scaled by
-    ``other``'s reduced chi-square when that exceeds 1)."""
-    if other.stderr.get(HOST_FIELD, 0.0) <= 0.0:
+def _cut(allowed: tuple[float, float], plausible: tuple[float, float]) -> tuple[float, float]:
+    """The range the sweep ``allowed`` cut to the ``plausible`` one; ``allowed`` alone when
+    the two do not meet."""
+    low, high = max(allowed[0], plausible[0]), min(allowed[1], plausible[1])
+    return (low, high) if low <= high else allowed
+
+
+def _better_basin(other: Fit, fit: Fit, term: str = HOST_FIELD) -> bool:
+    """True when ``other`` (the fit from the scan's value of ``term``) identifies ``term``
+    (a nonzero standard error: a fit that ends on the kink where the host work starts to
+    show has none) and lowers the chi-square beyond the 90% threshold of one parameter
+    (scaled by ``other``'s reduced chi-square when that exceeds 1)."""
+    if other.stderr.get(term, 0.0) <= 0.0:
         return False
     dof = other.n_obs - len(other.stderr)
     scale = max(1.0, other.chi2 / dof) if dof > 0 else 1.0
@@ -289,14 +346,19 @@ def _host_profile(
     """The host work's values (us) whose chi-square, the other terms at ``at``, is within
     ``threshold``: the scanned ones, each end refined by bisection towards its rejected
     neighbour (``PROFILE_STEPS``); ``at``'s own value when no scanned one is."""
+    return _scan_range(
+        lambda host: chi2({**at, HOST_FIELD: host}) <= threshold, HOST_SCAN_US, at[HOST_FIELD]
+    )
 
-    def ok(host: float) -> bool:
-        return chi2({**at, HOST_FIELD: host}) <= threshold
 
-    scan = HOST_SCAN_US
+def _scan_range(
+    ok: Callable[[float], bool], scan: Sequence[float], at: float
+) -> tuple[float, float]:
+    """The span of ``scan``'s values that are ``ok``, each end refined by bisection towards
+    its rejected neighbour (``PROFILE_STEPS``); ``(at, at)`` when none is."""
     inside = [i for i, h in enumerate(scan) if ok(h)]
     if not inside:
-        return (at[HOST_FIELD], at[HOST_FIELD])
+        return (at, at)
 
     def refine(good: float, bad: float) -> float:
         for _ in range(PROFILE_STEPS):
@@ -310,11 +372,76 @@ def _host_profile(
     return (lo, hi)
 
 
+def _spec_factor_runs(scenario: Scenario, points: Sequence[LoadPoint]) -> tuple[str, str]:
+    """(the runs that can fit the speculative host factor, "") when ``points`` hold plain
+    and speculative runs each at two or more loads; else ("", why they cannot)."""
+    loads = {
+        kind: sorted({p.load for p in points if _speculative(scenario, p) is kind})
+        for kind in (True, False)
+    }
+    missing = [
+        name for name, kind in (("plain", False), ("speculative", True)) if len(loads[kind]) < 2
+    ]
+    if missing:
+        return "", (
+            f"the sweep has no {' and no '.join(missing)} runs at two or more loads: the "
+            "speculative runs' growth cannot separate it from the host work"
+        )
+
+    def say(kind: bool) -> str:
+        n = sum(1 for p in points if _speculative(scenario, p) is kind)
+        return f"{n} {'speculative' if kind else 'plain'} runs at loads " + ", ".join(
+            f"{b:g}" for b in loads[kind]
+        )
+
+    return f"{say(True)} and {say(False)}", ""
+
+
+def _least_over_host(
+    chi2: Callable[[dict[str, float]], float], at: dict[str, float]
+) -> tuple[float, float]:
+    """The least chi-square over the host work and where (us), the other terms at ``at``:
+    ``at``'s own host work and the scan ``HOST_SCAN_US``, the best of these refined by a
+    bounded Brent search between its scanned neighbours."""
+    scan = HOST_SCAN_US
+    values = [chi2({**at, HOST_FIELD: h}) for h in scan]
+    i = int(np.argmin(values))
+    found = minimize_scalar(
+        lambda h: chi2({**at, HOST_FIELD: float(h)}),
+        bounds=(scan[max(i - 1, 0)], scan[min(i + 1, len(scan) - 1)]),
+        method="bounded",
+        options={"xatol": 1e-3 * SCALES[HOST_FIELD]},
+    )
+    return min((chi2(at), at[HOST_FIELD]), (values[i], scan[i]), (float(found.fun), float(found.x)))
+
+
+def _spec_profile(
+    chi2: Callable[[dict[str, float]], float],
+    at: dict[str, float],
+    scale: float,
+    memo: dict[float, tuple[float, float]],
+) -> tuple[float, float]:
+    """The speculative host factor's values whose chi-square, the host work re-fitted at
+    each (``_least_over_host``) and the other terms at ``at``, is within ``CHI2_90`` x
+    ``scale`` of the least found (module docstring); ``memo`` (factor -> least chi-square
+    and its host work, at ``at``) is read and filled."""
+
+    def profile(f: float) -> float:
+        if f not in memo:
+            memo[f] = _least_over_host(chi2, {**at, SPEC_FIELD: f})
+        return memo[f][0]
+
+    least = min(chi2(at), *(profile(f) for f in SPEC_SCAN))
+    threshold = least + CHI2_90 * scale
+    return _scan_range(lambda f: profile(f) <= threshold, SPEC_SCAN, at[SPEC_FIELD])
+
+
 def fit_load_sweep(
     scenario: Scenario, points: Sequence[LoadPoint], *, source: str = "load sweep"
 ) -> LoadFit:
-    """Fit ``HOST_FIELD``, ``SLOPE_FIELD`` and ``SKEW_FIELD`` to the runs' TPOT (see the
-    module docstring).
+    """Fit ``HOST_FIELD``, ``SLOPE_FIELD``, ``SKEW_FIELD`` and, when the sweep has plain
+    and speculative runs each at two or more loads, ``SPEC_FIELD`` to the runs' TPOT (see
+    the module docstring).
 
     SpecsimError when no run has a TPOT, or a speculative run meets a scenario without a
     drafter."""
@@ -337,12 +464,14 @@ def fit_load_sweep(
         HOST_FIELD: base_host,
         SLOPE_FIELD: DEFAULT_SLOPE if given_slope is None else given_slope,
         SKEW_FIELD: SERVING_STEP_SKEW if given_skew is None else given_skew,
+        SPEC_FIELD: serving.host_spec_factor if serving is not None else 1.0,
     }
-    names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD)
+    spec_runs, spec_why = _spec_factor_runs(scenario, usable)
+    names = (HOST_FIELD, SLOPE_FIELD, SKEW_FIELD, *((SPEC_FIELD,) if spec_runs else ()))
 
     def with_values(values: dict[str, float]) -> Scenario:
         # clamped: a finite difference at a bound steps past it
-        clamped = {n: float(np.clip(values[n], *BOUNDS[n])) for n in names}
+        clamped = {n: float(np.clip(v, *BOUNDS[n])) for n, v in values.items()}
         return with_overrides(scenario, clamped, source=source)
 
     def residuals(values: dict[str, float]) -> np.ndarray:
@@ -352,12 +481,12 @@ def fit_load_sweep(
         r = residuals(values)
         return float(r @ r)
 
-    def fit_from(host: float) -> Fit:
-        """The fit with the host work started at ``host``: drop the weakest term the
-        sweep cannot pin down, refit with the rest."""
-        start = {**base, HOST_FIELD: host}
+    def fit_from(host: float, spec: float = base[SPEC_FIELD]) -> Fit:
+        """The fit with the host work started at ``host`` (and the speculative factor at
+        ``spec``): drop the weakest term the sweep cannot pin down, refit with the rest."""
+        start = {**base, HOST_FIELD: host, SPEC_FIELD: spec}
         params = [Param(n, start[n], *BOUNDS[n], SCALES[n]) for n in names]
-        probe = [max(start[n], 0.5 * sum(PLAUSIBLE[n])) for n in names]
+        probe = [max(start[n], 0.5 * sum(_FIT_PLAUSIBLE[n])) for n in names]
         excluded: dict[str, str] = {}
         while True:
             fit = fit_identifiable(
@@ -366,15 +495,18 @@ def fit_load_sweep(
             # a term is pinned when its 90% range is narrower than its plausible range, or
             # than its own value when that lies far beyond the range (a host-bound server)
             width = {n: 2 * Z90 * fit.stderr[n] for n in fit.stderr}
-            span = {n: max(PLAUSIBLE[n][1] - PLAUSIBLE[n][0], abs(fit.values[n])) for n in width}
+            span = {
+                n: max(_FIT_PLAUSIBLE[n][1] - _FIT_PLAUSIBLE[n][0], abs(fit.values[n]))
+                for n in width
+            }
             weak = [n for n in width if width[n] > span[n]]
             if not weak:
                 return fit
             worst = max(weak, key=lambda n: width[n] / span[n])
             excluded[worst] = (
                 f"the sweep leaves it {fit.values[worst]:.3g} ± {fit.stderr[worst]:.2g}, a "
-                f"90% range wider than its plausible range {PLAUSIBLE[worst][0]:g}-"
-                f"{PLAUSIBLE[worst][1]:g} and than its value"
+                f"90% range wider than its plausible range {_FIT_PLAUSIBLE[worst][0]:g}-"
+                f"{_FIT_PLAUSIBLE[worst][1]:g} and than its value"
             )
 
     given_host = base[HOST_FIELD]
@@ -384,27 +516,56 @@ def fit_load_sweep(
         other = fit_from(scanned)
         if _better_basin(other, fit):
             fit = other
+    spec_memo: dict[float, tuple[float, float]] = {}
+    if spec_runs and SPEC_FIELD not in fit.stderr:
+        # the factor was not freed where the fit started (the host work hidden in the
+        # plain runs there): start again from the factor of least chi-square, h re-fitted,
+        # the other terms at the fit's values and (another basin: the fit may have bent
+        # them to the factor it kept) at their starting ones
+        for at, memo in (({**base, **fit.values}, spec_memo), (base, {})):
+            for f in SPEC_SCAN:
+                memo[f] = _least_over_host(chi2, {**at, SPEC_FIELD: f})
+            best = min(SPEC_SCAN, key=lambda f: memo[f][0])
+            if best == fit.values[SPEC_FIELD]:
+                continue
+            other = fit_from(memo[best][1], best)
+            if _better_basin(other, fit, SPEC_FIELD):
+                fit = other
+                spec_memo = {}
+                break
     identified = tuple(n for n in names if n in fit.stderr)
     values = dict(fit.values)
     kept = dict(fit.kept)
+    if not spec_runs:
+        values[SPEC_FIELD] = base[SPEC_FIELD]
+        kept[SPEC_FIELD] = spec_why
     ranges: dict[str, tuple[float, float]] = {}
-    for n in names:
+    for n in values:
         if n in fit.stderr:
             lo, hi = BOUNDS[n]
             half = Z90 * fit.stderr[n]
             ranges[n] = (max(lo, fit.values[n] - half), min(hi, fit.values[n] + half))
         else:
-            ranges[n] = PLAUSIBLE[n]
+            ranges[n] = _FIT_PLAUSIBLE[n]
     profile: tuple[float, float] | None = None
-    if HOST_FIELD not in identified:
-        dof = fit.n_obs - len(identified)
-        scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
-        profile = _host_profile(chi2, values, chi2(values) + CHI2_90 * scale)
-        low, high = (
-            max(profile[0], PLAUSIBLE[HOST_FIELD][0]),
-            min(profile[1], PLAUSIBLE[HOST_FIELD][1]),
+    dof = fit.n_obs - len(identified)
+    scale = max(1.0, fit.chi2 / dof) if dof > 0 else 1.0
+    spec_profile: tuple[float, float] | None = None
+    if SPEC_FIELD not in identified:  # before the host work's value may be put back
+        drafts_batched = any(_speculative(scenario, p) and p.load > 1 for p in usable)
+        spec_profile = (  # the factor changes nothing at one request (host_work.py)
+            _spec_profile(chi2, values, scale, spec_memo) if drafts_batched else BOUNDS[SPEC_FIELD]
         )
-        ranges[HOST_FIELD] = (low, high) if low <= high else profile
+        low, high = _cut(spec_profile, _FIT_PLAUSIBLE[SPEC_FIELD])
+        # the factor is kept at its value: what is carried holds it
+        ranges[SPEC_FIELD] = (min(low, values[SPEC_FIELD]), max(high, values[SPEC_FIELD]))
+        kept[SPEC_FIELD] = (
+            f"{kept[SPEC_FIELD]}; the sweep allows {spec_profile[0]:.3g}-{spec_profile[1]:.3g} "
+            "(90%, the host work re-fitted)"
+        )
+    if HOST_FIELD not in identified:
+        profile = _host_profile(chi2, values, chi2(values) + CHI2_90 * scale)
+        ranges[HOST_FIELD] = _cut(profile, _FIT_PLAUSIBLE[HOST_FIELD])
         if profile[0] <= given_host <= profile[1]:
             values[HOST_FIELD] = given_host  # the sweep does not move the scenario's value
         kept[HOST_FIELD] = (
@@ -420,9 +581,18 @@ def fit_load_sweep(
         )
         s = np.linalg.svd(jac, compute_uv=False)
         condition = float(s.max() / s.min()) if s.min() > 0 else math.inf
+    # a factor the sweep does not fit stays as the scenario has it, without a range to draw:
+    # with the host work fitted (it took f h) a draw of f alone would count it twice
+    written = {n: v for n, v in values.items() if n != SPEC_FIELD or n in identified}
     fitted = with_overrides(
-        with_values(values),
-        _uncertainty(values, fit.stderr, ranges, kept),
+        with_values(written),
+        _uncertainty(
+            written,
+            fit.stderr,
+            ranges,
+            kept,
+            {SPEC_FIELD: spec_runs} if SPEC_FIELD in identified else None,
+        ),
         source=source,
     )
     predicted = predicted_tpot_ms(fitted, usable)
@@ -446,4 +616,6 @@ def fit_load_sweep(
         scenario=fitted,
         notes=tuple(notes),
         host_profile_us=profile,
+        spec_factor_profile=spec_profile,
+        spec_factor_runs=spec_runs if SPEC_FIELD in identified else "",
     )

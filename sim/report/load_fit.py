@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import textwrap
 
-from sim.calibration.load_fit import LoadFit
+from sim.calibration.load_fit import SPEC_FIELD, LoadFit
 
 __all__ = ["format_load_fit"]
 
@@ -17,9 +17,10 @@ def format_load_fit(fit: LoadFit) -> str:
     for name, value in fit.values.items():
         lo, hi = fit.ranges[name]
         if name in fit.identified:
+            on = f" on {fit.spec_factor_runs}" if name == SPEC_FIELD else ""
             lines.append(
                 f"  {name:32s} {value:10.4g} ± {fit.stderr[name]:.2g}   "
-                f"fitted, 90% range [{lo:.4g}, {hi:.4g}]"
+                f"fitted{on}, 90% range [{lo:.4g}, {hi:.4g}]"
             )
         else:
             lines.append(
@@ -47,7 +48,8 @@ def format_load_fit(fit: LoadFit) -> str:
 def recorded_line(fit: LoadFit) -> str:
     """What the calibrated scenario records of the fit, and what its serving intervals do
     with it (sim/calibration/load_record.py)."""
-    ranges = [n for n in fit.values if n not in fit.identified]
+    # a speculative host factor not fitted stays at its value, not a range (load_fit.py)
+    ranges = [n for n in fit.values if n not in fit.identified and n != SPEC_FIELD]
     head = f"the scenario records the {len(fit.rows)} figures fitted ([[serving.calibrated_on]]) "
     if not fit.identified:
         return head + "but no identified term: serving intervals draw every term over its range"

@@ -835,7 +835,7 @@ class CalibrationFigure(Section):
 
 
 #: The batched terms a load sweep can fit (``serving.calibrated_terms``).
-CalibratedTerm = Literal["host_us_per_request", "kernel_slope", "expert_skew"]
+CalibratedTerm = Literal["host_us_per_request", "kernel_slope", "expert_skew", "host_spec_factor"]
 
 
 class ServingSpec(Section):
@@ -947,7 +947,7 @@ class ServingSpec(Section):
         Annotated[list[CalibrationFigure], Field(min_length=1, max_length=MAX_CALIBRATION_FIGURES)]
         | None
     ) = None
-    calibrated_terms: Annotated[list[CalibratedTerm], Field(max_length=3)] | None = None
+    calibrated_terms: Annotated[list[CalibratedTerm], Field(max_length=4)] | None = None
 
     @field_validator("draft_table")
     @classmethod

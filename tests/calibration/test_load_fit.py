@@ -2,19 +2,23 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from sim.binding.bind import pass_times, scenario_rates
 from sim.calibration.load_fit import (
     HOST_FIELD,
+    REL_FLOOR,
     SKEW_FIELD,
     SLOPE_FIELD,
+    SPEC_FIELD,
     fit_load_sweep,
     predicted_tpot_ms,
 )
 from sim.calibration.load_sweep import LoadPoint
 from sim.hardware.batched import SLOPE_RANGE
 from sim.model.cycle import cycle_cost
+from sim.model.host_work import SGLANG_SPEC_FACTOR
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, with_overrides
 
@@ -115,3 +119,68 @@ def test_hidden_host_work_is_bounded_by_where_it_would_show():
     assert predicted_tpot_ms(at_end, pts)[0] > 1.03 * pts[0].tpot_ms
     assert "the sweep allows" in fit.kept[HOST_FIELD]
     assert fit.values[HOST_FIELD] == truth.serving.host_us_per_request  # not moved
+
+
+def test_plain_and_speculative_runs_at_several_loads_fit_the_speculative_host_factor():
+    # an SGLang-like server (plain iterations overlapped, speculative ones not) whose host
+    # work shows in its plain runs at 32-64 requests: the plain growth gives h, the
+    # speculative growth f h
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {HOST_FIELD: 300.0, SPEC_FIELD: 2.5})
+    exact = _sweep(truth, [1, 4, 8, 16, 32, 64], [False, True])
+    # each run measured with the 3% relative error the fit assumes (fixed seed)
+    noise = 1.0 + REL_FLOOR * np.random.default_rng(0).standard_normal(len(exact))
+    sweep = [
+        dataclasses.replace(p, tpot_ms=p.tpot_ms * e) for p, e in zip(exact, noise, strict=True)
+    ]
+    fit = fit_load_sweep(base, sweep)
+    assert {HOST_FIELD, SPEC_FIELD} <= set(fit.identified)
+    for name, true in ((HOST_FIELD, 300.0), (SPEC_FIELD, 2.5)):
+        assert abs(fit.values[name] - true) < 4 * fit.stderr[name]
+    assert fit.spec_factor_profile is None
+    assert fit.scenario.serving.host_spec_factor == pytest.approx(fit.values[SPEC_FIELD])
+    # provenance: the runs it was fitted on travel with the scenario
+    assert fit.spec_factor_runs == (
+        "6 speculative runs at loads 1, 4, 8, 16, 32, 64 and 6 plain runs at loads 1, 4, 8, "
+        "16, 32, 64"
+    )
+    entry = fit.scenario.uncertainty.serving["host_spec_factor"]
+    assert entry.origin == "calibrated" and fit.spec_factor_runs in entry.reason
+    assert fit.as_dict()["spec_factor_runs"] == fit.spec_factor_runs
+
+
+def test_speculative_runs_alone_leave_the_factor_unidentified_with_the_range_they_allow():
+    # no plain runs: h absorbs f h, and f keeps its value; the sweep bounds it only by
+    # h's own bound (f h = 750 us a request at h <= 5000 us: f >= 0.15)
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {HOST_FIELD: 300.0, SPEC_FIELD: 2.5})
+    fit = fit_load_sweep(base, _sweep(truth, [1, 4, 8, 16, 32, 64], [True]))
+    assert SPEC_FIELD not in fit.identified
+    assert fit.values[SPEC_FIELD] == 1.0 == fit.scenario.serving.host_spec_factor
+    assert "no plain runs at two or more loads" in fit.kept[SPEC_FIELD]
+    lo, hi = fit.spec_factor_profile
+    # the 90% threshold (runs at a 3% error floor) lets f h fall a few percent short of
+    # 750 us at h's bound, never 1/3 short
+    assert 0.1 < lo <= 0.15 and hi == 100.0
+    assert fit.ranges[SPEC_FIELD] == (1.0, SGLANG_SPEC_FACTOR)
+    assert fit.as_dict()["spec_factor_profile"] == [lo, hi]
+    assert fit.spec_factor_runs == ""
+    # kept as the scenario has it, with no range to draw (h holds the product f h)
+    assert "host_spec_factor" not in fit.scenario.uncertainty.serving
+    assert fit.scenario.given_origin(SPEC_FIELD)[0] == "default"
+
+
+def test_batch_one_runs_allow_any_factor():
+    base = load_scenario(SCENARIO)
+    fit = fit_load_sweep(base, _sweep(base, [1], [False, True], context=None))
+    assert SPEC_FIELD not in fit.identified
+    assert fit.spec_factor_profile == (0.0, 100.0)
+
+
+def test_a_hidden_host_work_leaves_the_factor_unidentified():
+    # both iterations overlapped, h small: no figure depends on h, nor on f h
+    base = with_overrides(load_scenario(SCENARIO), {"serving.host_overlap": "both"})
+    fit = fit_load_sweep(base, _sweep(base, [1, 8, 32], [False, True]))
+    assert SPEC_FIELD not in fit.identified
+    assert fit.kept[SPEC_FIELD].startswith("no measurement depends on it")
+    assert fit.spec_factor_profile == (0.0, 100.0)

@@ -10,6 +10,7 @@ import pytest
 from sim.calibration.load_fit import (
     HOST_FIELD,
     SLOPE_FIELD,
+    SPEC_FIELD,
     fit_load_sweep,
     predicted_tpot_ms,
     tpot_sigma_ms,
@@ -176,3 +177,18 @@ def test_a_setting_of_the_server_makes_a_what_if_the_figures_do_not_describe(rec
     assert recorded_refit(what_if) is None
     cond = conditioning(what_if)
     assert "refitted" not in cond and cond["not_conditioned"].endswith("hardware.gpus (--set)")
+
+
+def test_a_fitted_speculative_host_factor_is_recorded_and_refitted_with_the_host_work():
+    # plain and speculative runs at several loads on an engine that overlaps plain
+    # iterations only, its host work showing at 32-128 requests: f is fitted with h
+    base = load_scenario(SCENARIO)
+    truth = with_overrides(base, {HOST_FIELD: 300.0, SPEC_FIELD: 2.5})
+    fit = fit_load_sweep(base, _sweep(truth))
+    assert SPEC_FIELD in fit.identified
+    scenario = record_load_fit(fit)
+    assert "host_spec_factor" in scenario.serving.calibrated_terms
+    got = recorded_refit(scenario)({})
+    for name in fit.identified:
+        # two optimisers on the same residuals: apart by far less than the fit's error
+        assert abs(got[name] - fit.values[name]) < 1e-3 * fit.stderr[name]

@@ -56,6 +56,21 @@ def test_json_carries_the_ranges(tmp_path: Path) -> None:
     assert fit["ranges"]["serving.expert_skew"] == [0.0, 1.3]
     assert "plausible range" in fit["kept"]["serving.kernel_slope"]
     assert len(fit["rows"]) == 3
+    # plain runs only: the speculative host factor is not fitted, and the JSON says what
+    # the sweep allows of it (any value: no run drafts)
+    assert fit["values"]["serving.host_spec_factor"] == 1.0
+    assert fit["spec_factor_profile"] == [0.0, 100.0]
+    assert fit["spec_factor_runs"] == ""
+
+
+def test_the_speculative_host_factor_is_one_line_saying_why_it_is_not_fitted(
+    tmp_path: Path,
+) -> None:
+    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", str(_sweep(tmp_path / "s.jsonl")))
+    assert code == 0, text
+    (line,) = [t for t in text.splitlines() if "serving.host_spec_factor" in t]
+    assert "kept (the sweep has no speculative runs at two or more loads" in line
+    assert "the sweep allows 0-100" in line
 
 
 def test_bad_sweep_is_one_line_exit_2(tmp_path: Path) -> None:

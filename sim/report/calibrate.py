@@ -149,7 +149,7 @@ def format_spread(spread: dict) -> str:
 
 def format_imported(body: dict, verbose: bool = True) -> str:
     """What the imported files hold (import-only mode), in the calibrate vocabulary (not
-    ``verbose``: files by base name, lines within ``WIDTH``)."""
+    ``verbose``: each figure's file by its base name)."""
     lines = []
     for b in body["baselines"]:
         lines.append(
@@ -174,8 +174,8 @@ def format_imported(body: dict, verbose: bool = True) -> str:
         lines.append(format_spread(spread))
     if not lines:
         lines.append("no figure to fit in these files")
+    if not verbose:  # each figure's file by its base name; the notes whole, as they name it
+        lines = [_short_source(ln) for ln in lines]
     lines.extend(f"note: {n}" for n in body["notes"])
     lines.append("(import only: give --scenario to fit these figures)")
-    if verbose:
-        return "\n".join(lines)
-    return "\n".join(fit_width(_short_source(ln) for ln in lines))
+    return "\n".join(lines)

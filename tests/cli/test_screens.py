@@ -58,13 +58,17 @@ def test_run_and_hardware_fit_a_screen_on_every_shipped_scenario(scenario: Path)
         ("compare", *SCENARIOS),
         ("convert", "--cumulative", "0.7296,0.5208,0.3545"),
         ("allreduce", "--interconnect", "pcie-gen4", "--gpus", "8", "--bytes", "43008"),
-        ("validate", *SCENARIOS),
         ("calibrate", "--vllm-bench", QUICK / "bench_eagle3.json"),
     ],
     ids=lambda a: " ".join(str(x) for x in a[:1] + a[2:4]),
 )  # fmt: skip
 def test_batch_1_commands_fit_a_screen(args: tuple[str | Path, ...]) -> None:
     screen(*args)
+
+
+def test_validate_fits_a_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # the paths as a user types them, from the repository
+    screen("validate", *(p.relative_to(ROOT) for p in SCENARIOS))
 
 
 def test_calibrate_and_init_fit_a_screen_and_verbose_has_the_rest(tmp_path: Path) -> None:
@@ -83,7 +87,7 @@ def test_calibrate_and_init_fit_a_screen_and_verbose_has_the_rest(tmp_path: Path
         QUICK / "bench_baseline.json", "--vllm-bench", QUICK / "bench_eagle3.json", "--out", out,
     )  # fmt: skip
     text = screen(*init)
-    assert "bench_eagle3.json]" in text and str(QUICK) not in text
+    assert "bench_baseline.json]" in text and str(QUICK) not in text
     verbose = CliRunner().invoke(main, [str(a) for a in init] + ["--verbose"]).output
     assert str(QUICK / "bench_eagle3.json") in verbose
     assert "its middle, as a normal with that 90% interval" in verbose

@@ -38,10 +38,14 @@ def screen(*args: str | Path, cwd: Path | None = None) -> str:
     return result.output
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
+#: The shipped scenarios but the mix, whose 90% intervals re-build its rates in every draw
+#: (its run, hardware and levers took 245 s in the suite at load 12-16: the slow set).
+BATCH_1 = [p for p in SCENARIOS if p != MIX]
+
+
+@pytest.mark.parametrize("scenario", BATCH_1, ids=lambda p: p.stem)
 def test_run_and_hardware_fit_a_screen_on_every_shipped_scenario(scenario: Path) -> None:
-    if scenario != MIX:  # the mix's 90% intervals take 20-40 s: its run is in the slow set
-        screen("run", scenario, *SMALL)
+    screen("run", scenario, *SMALL)
     screen("hardware", scenario)
     screen("compare", "--levers", scenario)
 
@@ -55,7 +59,7 @@ def test_run_and_hardware_fit_a_screen_on_every_shipped_scenario(scenario: Path)
         ("search", SEED, "--set", "acceptance.rank_profile=sequoia-jf68m-llama2-7b", "--topk",
          "1,2,4", "--num-steps", "3:5"),
         ("run", SEED, "--method", "exact"),
-        ("compare", *SCENARIOS),
+        ("compare", *BATCH_1),
         ("convert", "--cumulative", "0.7296,0.5208,0.3545"),
         ("allreduce", "--interconnect", "pcie-gen4", "--gpus", "8", "--bytes", "43008"),
         ("calibrate", "--vllm-bench", QUICK / "bench_eagle3.json"),
@@ -98,6 +102,8 @@ def test_calibrate_and_init_fit_a_screen_and_verbose_has_the_rest(tmp_path: Path
     "args",
     [
         ("run", MIX, *SMALL),
+        ("hardware", MIX),
+        ("compare", "--levers", MIX),
         ("serve", SERVING, *SMALL),
         ("crossover", SERVING, *SMALL),
         ("best-k", SERVING, *SMALL),

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import singledispatch
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim.binding.bind import ChainBinding, TreeBinding
 from sim.binding.bound import Bound, bind
 from sim.binding.inputs import (
     UncertainInput,
@@ -429,18 +431,41 @@ def answer_uncertainty(
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
     on scenarios that differ elsewhere share them). The draws perturb the bound scenario
     and bind each (sim/binding/uncertainty.py)."""
-    if bound.scenario.speculation.is_tree:
-        chain = bind(with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty"))
-        unc, ss, draws = _chain_uncertainty(
-            chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
-        )
-        return _tree_uncertainty(bound, unc, ss, draws, populations)
-    return _chain_uncertainty(
-        bound, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
-    )[0]
+    chain = _targets_chain(bound.drafting, bound)
+    result, ss, draws = _chain_uncertainty(
+        chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+    )
+    return _own_answers(bound.drafting, bound, result, ss, draws, populations)
 
 
+# The chain or the tree, decided once by ``bind`` (``Bound.drafting``), is dispatched on here.
+
+
+@singledispatch
+def _targets_chain(drafting: ChainBinding | TreeBinding, bound: Bound) -> Bound:
+    """The chain the targets are asked of: a chain's own bound model."""
+    return bound
+
+
+@_targets_chain.register(TreeBinding)
+def _tree_targets_chain(drafting: TreeBinding, bound: Bound) -> Bound:
+    """A tree's targets are asked of the chain of its top-1 rates at its num_steps, bound
+    once here."""
+    return bind(with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty"))
+
+
+@singledispatch
+def _own_answers(
+    drafting: ChainBinding | TreeBinding, bound: Bound, chain: UncertaintyResult, *_: object
+) -> UncertaintyResult:
+    """A chain's own tok/s and accept length are its targets' chain's: ``chain`` as it is
+    (its sampled scenario, draws and populations, which a tree reads, are not needed)."""
+    return chain
+
+
+@_own_answers.register(TreeBinding)
 def _tree_uncertainty(
+    drafting: TreeBinding,
     bound: Bound,
     chain: UncertaintyResult,
     ss: SampledScenario,
@@ -452,8 +477,7 @@ def _tree_uncertainty(
     from sim.binding.tree_analysis import best_tree_acceptance  # lazy: trees only
 
     scenario = bound.scenario
-    sampled = _sampled_tree(bound, ss, draws, populations)
-    assert sampled is not None
+    sampled = _tree_draws(drafting, bound, ss, draws, populations)
     tree = sampled.answers(draws)
     best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
     best_tree = best.answers(draws)
@@ -639,7 +663,7 @@ def lever_uncertainty(
     nominal_values = nominal_row(ss.inputs)
     at_v0 = int(np.argmin(np.abs(grid - v0)))
 
-    tree = _sampled_tree(nominal, ss, draws)
+    tree = _sampled_tree(nominal.drafting, nominal, ss, draws)
     trees: dict[bytes, TreeDraws] = {}  # the tree's draws by their values (every target's)
 
     def tok_table(values: np.ndarray) -> np.ndarray:
@@ -712,16 +736,23 @@ def lever_uncertainty(
     return tuple(out)
 
 
+@singledispatch
 def _sampled_tree(
+    drafting: ChainBinding | TreeBinding, base: Bound, ss: SampledScenario, draws: np.ndarray
+) -> SampledTree | None:
+    """A chain has no tree to rebuild in the draws."""
+    return None
+
+
+@_sampled_tree.register(TreeBinding)
+def _tree_draws(
+    drafting: TreeBinding,
     base: Bound,
     ss: SampledScenario,
     draws: np.ndarray,
     populations: Populations | None = None,
-) -> SampledTree | None:
-    """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs (None:
-    a chain)."""
-    if not base.scenario.speculation.is_tree:
-        return None
+) -> SampledTree:
+    """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs."""
     from sim.binding.tree_sampled import sampled_tree  # lazy: trees only
 
     return sampled_tree(

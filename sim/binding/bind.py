@@ -33,8 +33,8 @@ from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
-from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
-from sim.model.cycle import CycleCost, PassTimes
+from sim.model.closed_forms import FactorsFn, leviathan_accept_length
+from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length

@@ -32,8 +32,8 @@ from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
-from sim.model.closed_forms import FactorsFn, throughput_tok_s
-from sim.model.cycle import CycleCost, PassTimes
+from sim.model.closed_forms import FactorsFn
+from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides

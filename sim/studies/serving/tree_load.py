@@ -37,7 +37,6 @@ import numpy as np
 from pydantic import ValidationError
 
 from sim.binding.bound import bind
-from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
@@ -60,6 +59,7 @@ from sim.studies.serving.draws import (
     drawn_overrides,
     highest_measured_batch,
     ratio_interval,
+    serving_inputs,
 )
 from sim.studies.serving.tree_load_draws import (
     PairArrays,

@@ -158,12 +158,9 @@ def pass_response(
 
 
 def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[str, object]:
-    """The overrides that set one acceptance input (a decay keeps its resolved shape; a
-    list entry replaces the list)."""
+    """The overrides that set one acceptance input (a list entry replaces the list)."""
     spec = scenario.acceptance
     assert spec is not None
-    if field == "acceptance.decay":
-        return {"acceptance.shape": acceptance_shape(spec).shape, "acceptance.decay": value}
     if field.startswith("acceptance.per_position["):
         listed = list(spec.per_position or [])
         listed[int(field.split("[")[1].rstrip("]"))] = value
@@ -194,12 +191,14 @@ def acceptance_rows(
 def draw_overrides(
     scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float] | np.ndarray
 ) -> dict[str, object]:
-    """The overrides that set ``inputs`` to one draw ``row`` (F,): an acceptance input by
-    ``acceptance_override``, entries of one list field set together, an integer field
-    rounded, any other field (a timing, a hardware or a batched cost term with a range)
-    set as it is."""
+    """The overrides that set ``inputs`` to one draw ``row`` (F,): each with the fields it
+    sets with it (``UncertainInput.set_with``: a decay's resolved shape), an acceptance
+    input by ``acceptance_override``, entries of one list field set together, an integer
+    field rounded, any other field (a timing, a hardware or a batched cost term with a
+    range) set as it is."""
     over: dict[str, Any] = {}
     for inp, v in zip(inputs, [float(x) for x in row], strict=True):
+        over.update(inp.set_with)
         if not is_acceptance_input(inp.field):
             if "[" in inp.field:
                 name, index = inp.field[:-1].split("[")

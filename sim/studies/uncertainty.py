@@ -663,24 +663,12 @@ def lever_uncertainty(
     nominal_values = nominal_row(ss.inputs)
     at_v0 = int(np.argmin(np.abs(grid - v0)))
 
-    tree = _sampled_tree(nominal.drafting, nominal, ss, draws)
-    trees: dict[bytes, TreeDraws] = {}  # the tree's draws by their values (every target's)
+    drawn = _drawn_cycles(nominal.drafting, nominal, ss, draws)
 
     def tok_table(values: np.ndarray) -> np.ndarray:
-        if tree is not None:
-            key = values.tobytes()
-            drawn = trees[key] = trees.get(key) or tree.answers(values)
-            d_cycle = drawn.cycle_ms - cyc_nom[at_v0]
-            d_al = drawn.accept_length - al_nom[at_v0]
-            cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
-            return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
-        model = ss.model(values)
-        if k == 0:
-            d_cycle = model.decode_ms - cyc_nom[at_v0]
-            d_al = np.zeros(values.shape[0])
-        else:
-            d_cycle = model.cycle_ms(k) - cyc_nom[at_v0]
-            d_al = model.accept_length(k) - al_nom[at_v0]
+        cycle_ms, accept_length = drawn(values)
+        d_cycle = cycle_ms - cyc_nom[at_v0]
+        d_al = accept_length - al_nom[at_v0]
         cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
         return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
 
@@ -736,15 +724,44 @@ def lever_uncertainty(
     return tuple(out)
 
 
+#: A study's cycle (ms) and accept length in each draw ``values`` (n, F), each (n,).
+DrawnCycles = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
 @singledispatch
-def _sampled_tree(
+def _drawn_cycles(
     drafting: ChainBinding | TreeBinding, base: Bound, ss: SampledScenario, draws: np.ndarray
-) -> SampledTree | None:
-    """A chain has no tree to rebuild in the draws."""
-    return None
+) -> DrawnCycles:
+    """A chain's cycle and accept length at its k in each draw (the sampled closed forms;
+    k = 0: the decode step, one token)."""
+    k = base.num_steps
+
+    def drawn(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        model = ss.model(values)
+        if k == 0:
+            return model.decode_ms, np.ones(values.shape[0])
+        return model.cycle_ms(k), model.accept_length(k)
+
+    return drawn
 
 
-@_sampled_tree.register(TreeBinding)
+@_drawn_cycles.register(TreeBinding)
+def _tree_drawn_cycles(
+    drafting: TreeBinding, base: Bound, ss: SampledScenario, draws: np.ndarray
+) -> DrawnCycles:
+    """A tree's own cycle and accept length in each draw, its tree rebuilt from each draw's
+    rates (``_tree_draws``); the same draws are solved once (every target asks them)."""
+    tree = _tree_draws(drafting, base, ss, draws)
+    solved: dict[bytes, TreeDraws] = {}
+
+    def drawn(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = values.tobytes()
+        answers = solved[key] = solved.get(key) or tree.answers(values)
+        return answers.cycle_ms, answers.accept_length
+
+    return drawn
+
+
 def _tree_draws(
     drafting: TreeBinding,
     base: Bound,

@@ -230,12 +230,13 @@ def _decode_batch(rec: ServingRecord, rows: np.ndarray) -> float:
 
 
 def phase_batches(per_rep: PhaseValues) -> tuple[float, ...]:
-    """Each phase's mean decode batch (``_decode_batch``, the mean over replications), the
-    largest over the policies, at least 1 (phases,)."""
-    batches = np.array(
-        [np.nanmean([r[DECODE_BATCH] for r in reps], axis=0) for reps in per_rep.values()]
-    )  # (policies, phases)
-    return tuple(float(max(1.0, b)) for b in np.nanmax(batches, axis=0))
+    """Each phase's mean decode batch (``_decode_batch``, the mean over the replications
+    where the phase decodes), the largest over the policies, at least 1 (phases,)."""
+    values = np.array([[r[DECODE_BATCH] for r in reps] for reps in per_rep.values()])
+    seen = np.isfinite(values)  # (policies, replications, phases)
+    total = np.where(seen, values, 0.0).sum(axis=1)
+    mean = np.divide(total, seen.sum(axis=1), out=np.ones_like(total), where=seen.any(axis=1))
+    return tuple(float(max(1.0, b)) for b in mean.max(axis=0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,12 @@ from sim.model.model_error import DEFAULT_GAIN_SIGMA, Z90
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
 from sim.studies.serving.controllers import (
+    DECODE_BATCH,
     PHASE_METRICS,
     Phase,
     _decode_batch,
     controller_study,
+    phase_batches,
 )
 from sim.studies.serving.paired_metrics import METRICS
 from sim.studies.serving.serve import serving_study
@@ -127,3 +129,9 @@ def test_a_phase_decode_batch_is_the_mean_number_decoding_over_its_span():
     assert _decode_batch(rec, np.array([True, False, False])) == pytest.approx(1.5)
     assert _decode_batch(rec, np.array([False, True, False])) == pytest.approx(1.5)
     assert math.isnan(_decode_batch(rec, np.array([False, False, True])))  # never decodes
+    # per phase: the mean over the replications where it decodes, the largest policy's, >= 1
+    per_rep = {
+        "a": [{DECODE_BATCH: np.array([2.0, np.nan])}, {DECODE_BATCH: np.array([4.0, np.nan])}],
+        "b": [{DECODE_BATCH: np.array([1.5, 0.5])}, {DECODE_BATCH: np.array([np.nan, 0.7])}],
+    }
+    assert phase_batches(per_rep) == pytest.approx((3.0, 1.0))

@@ -26,6 +26,7 @@ from sim.hardware.pass_model import (
     PassModel,
     PointSpec,
     hardware_points,
+    pass_model,
 )
 from sim.hardware.passes import HardwarePoint
 from sim.model.cycle import PassTimes
@@ -77,8 +78,7 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
 def scenario_hardware(scenario: Scenario) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
     a SpecsimError names the scenario field behind a problem."""
-    inputs = pass_inputs(scenario)
-    return PassModel(inputs)
+    return pass_model(pass_inputs(scenario))
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:

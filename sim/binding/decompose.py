@@ -78,7 +78,8 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
 def scenario_hardware(scenario: Scenario) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
     a SpecsimError names the scenario field behind a problem."""
-    return pass_model(pass_inputs(scenario))
+    inputs = pass_inputs(scenario)
+    return pass_model(inputs)
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:

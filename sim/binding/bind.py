@@ -562,7 +562,7 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     if num_steps is not None:
         return chain_cycle_cost(pass_times(scenario), num_steps)
     hw = scenario_hardware(scenario)
-    return draft_binding(scenario).cycle(hw.pass_times(), hw)
+    return draft_binding(scenario).cycle(hw.passes, hw)
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:

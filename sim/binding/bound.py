@@ -134,7 +134,7 @@ def bind(scenario: Scenario) -> Bound:
     """
     try:
         hardware = scenario_hardware(scenario)
-        passes = hardware.pass_times()
+        passes = hardware.passes
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None

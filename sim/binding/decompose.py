@@ -109,8 +109,8 @@ def measured_pass_times(
 
 def scenario_pass_times(scenario: Scenario, hw: PassModel | None = None) -> PassTimes:
     """Pass times of a scenario on its hardware (``hw``: its ``PassModel``, when the caller
-    holds it; sim/hardware/pass_model.py ``PassModel.pass_times``)."""
-    return (scenario_hardware(scenario) if hw is None else hw).pass_times()
+    holds it; sim/hardware/pass_model.py ``PassModel.passes``)."""
+    return (scenario_hardware(scenario) if hw is None else hw).passes
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:

@@ -286,11 +286,11 @@ class PassModel:
     were measured on, each with its per-kernel CPU cost; ``at_reference``: the two are the
     same (the measured passes hold as they are); ``derived_launch_us``: the per-kernel CPU
     cost the measured ungraphed verify fixes (None: not fixed; the stated ``launch_us`` or
-    its default applies); ``verify_slope``: (ms per extra verified token, origin, reason).
-    Each pass's compute comes from one place, ``_compute_table`` (a measured time
-    calibrated on the reference, the decode's grown, or the roofline), over any number of
-    token counts at once; the pass times, the verify and drafter tables and every
-    breakdown compose it with their all-reduces and launches.
+    its default applies); ``verify_slope``: (ms per extra verified token, origin, reason);
+    ``passes``: the pass times. Each pass's compute comes from one place,
+    ``_compute_table`` (a measured time calibrated on the reference, the decode's grown, or
+    the roofline), over any number of token counts at once; the pass times, the verify and
+    drafter tables and every breakdown compose it with their all-reduces and launches.
     """
 
     inputs: PassInputs
@@ -298,7 +298,9 @@ class PassModel:
     reference: HardwarePoint
     at_reference: bool
     derived_launch_us: float | None = None
-    slope: tuple[float, str, str] | None = None  # None only while ``pass_model`` builds it
+    # found by ``pass_model``, in this order (None only while it builds them)
+    _slope: tuple[float, str, str] | None = None
+    _passes: PassTimes | None = None
 
     @property
     def times(self) -> MeasuredTimes:
@@ -413,8 +415,8 @@ class PassModel:
     def verify_slope(self) -> tuple[float, str, str]:
         """(ms per extra verified token, origin, reason) of the measured verify pass, found
         once by ``pass_model`` (``_find_verify_slope``)."""
-        assert self.slope is not None, "read before pass_model found it"
-        return self.slope
+        assert self._slope is not None, "read before pass_model found it"
+        return self._slope
 
     def _find_verify_slope(self) -> tuple[float, str, str]:
         """(ms per extra verified token, origin, reason) of the measured verify pass.
@@ -683,7 +685,14 @@ class PassModel:
         derived_slope = self.verify_slope[1] == "derived"
         return missing or times.verify_growth == "experts" or derived_slope
 
-    def pass_times(self) -> PassTimes:
+    @property
+    def passes(self) -> PassTimes:
+        """The configuration's pass times on its hardware, found once by ``pass_model``
+        (``_pass_times``)."""
+        assert self._passes is not None, "read before pass_model found them"
+        return self._passes
+
+    def _pass_times(self) -> PassTimes:
         """The configuration's pass times on its hardware.
 
         At the measured hardware with every time given, the measured times come back
@@ -749,8 +758,9 @@ def _placed(inputs: PassInputs) -> PassModel:
 
 def pass_model(inputs: PassInputs) -> PassModel:
     """The pass model of ``inputs``, built once, in order: the hardware points, the
-    per-kernel CPU cost an ungraphed measured verify fixes (``_placed``), then the verify
-    slope (``PassModel._find_verify_slope``); a SpecsimError names the scenario field
-    behind a problem."""
+    per-kernel CPU cost an ungraphed measured verify fixes (``_placed``), the verify slope
+    (``PassModel._find_verify_slope``), then the pass times (``PassModel._pass_times``);
+    a SpecsimError names the scenario field behind a problem."""
     placed = _placed(inputs)
-    return replace(placed, slope=placed._find_verify_slope())
+    sloped = replace(placed, _slope=placed._find_verify_slope())
+    return replace(sloped, _passes=sloped._pass_times())

@@ -121,7 +121,7 @@ class Bound:
         ``timing.jitter_cv``; else drawn (``drawn_cycle_times``, sim/binding/bind.py)."""
         if fidelity == "cycle":
             return CostCycleTimes(self.cycle, self.scenario.timing.jitter_cv)
-        return drawn_cycle_times(self.scenario, fidelity, rng)
+        return drawn_cycle_times(self.scenario, self.hardware, fidelity, rng)
 
 
 def bind(scenario: Scenario) -> Bound:

@@ -107,10 +107,10 @@ def measured_pass_times(
     return _measured_times(timing).as_pass_times(num_steps, draft_tokens, slope)
 
 
-def scenario_pass_times(scenario: Scenario, hw: PassModel | None = None) -> PassTimes:
-    """Pass times of a scenario on its hardware (``hw``: its ``PassModel``, when the caller
-    holds it; sim/hardware/pass_model.py ``PassModel.passes``)."""
-    return (scenario_hardware(scenario) if hw is None else hw).passes
+def scenario_pass_times(scenario: Scenario) -> PassTimes:
+    """Pass times of a scenario on its hardware (sim/hardware/pass_model.py
+    ``PassModel.passes``)."""
+    return scenario_hardware(scenario).passes
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:

@@ -50,6 +50,7 @@ from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
+from sim.validation.mtp_serving_cases import mtp_serving_cases
 from sim.validation.rate_curve_cases import rate_curve_cases
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
@@ -137,6 +138,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(rate_curve_cases() if serving else ()),
         *moe_kernel_cases(),
         *(moe_tree_serving_cases() if serving else ()),
+        *(mtp_serving_cases() if serving else ()),
     )
     return Report(
         cases,

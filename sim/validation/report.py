@@ -277,10 +277,20 @@ def render_markdown(report: Report) -> str:
     served = np.array([abs(r.error) for c in scored for r in c.rows if "aggregate" in r.quantity])
     serving_line = (
         f" Concurrency curves (serving simulation) only: {served.size} figures, median "
-        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%."
+        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%, "
+        f"{int((served <= 0.10).sum())} within 10%."
         if served.size
         else ""
     )
+    latency = np.array(
+        [abs(r.error) for c in scored for r in c.rows if r.quantity.startswith("mean end-to-end")]
+    )
+    if latency.size:  # sim/validation/mtp_serving_cases.py
+        serving_line += (
+            f" End-to-end latency curves (scored apart): {latency.size} figures, median "
+            f"|error| {100 * np.median(latency):.1f}%, max {100 * latency.max():.1f}%, "
+            f"{int((latency <= 0.10).sum())} within 10%."
+        )
     crossings = [r for c in scored for r in c.rows if r.quantity.startswith("crossover")]
     if crossings:  # sim/validation/decision_cases.py
         serving_line += (

@@ -665,7 +665,6 @@ def _with_intervals(
     """``result`` with its 90% intervals from inputs and model (sim/studies/
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
-    from sim.binding.uncertainty import serving_inputs
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
     from sim.studies.serving.draws import (
         DRAW_REPLICATIONS,
@@ -673,6 +672,7 @@ def _with_intervals(
         beyond_note,
         doc,
         highest_measured_batch,
+        serving_inputs,
     )
     from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from sim.binding.bind import draft_binding
 from sim.binding.bound import bind
-from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
@@ -50,7 +50,7 @@ from sim.scenario.load import with_overrides
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
-from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
+from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import (
     DRAW_REPLICATIONS,
@@ -60,6 +60,7 @@ from sim.studies.serving.draws import (
     drawn_overrides,
     highest_measured_batch,
     ratio_interval,
+    serving_inputs,
 )
 from sim.studies.serving.model_error import (
     ModelErrorTerm,
@@ -297,7 +298,7 @@ def tree_load_study(
     Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
     every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
     """
-    own = scenario_draft(scenario)
+    own = draft_binding(scenario).draft
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
     defaults: dict[str, str] = {}  # what was defaulted: a short line each
     notes: list[str] = []  # and where it comes from, for the assumptions

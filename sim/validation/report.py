@@ -50,6 +50,7 @@ from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
+from sim.validation.mtp_serving_cases import mtp_serving_cases
 from sim.validation.rate_curve_cases import rate_curve_cases
 from sim.validation.serving_cases import serving_cases
 from sim.validation.tree_cases import sglang_4716_note, tree_cases
@@ -137,6 +138,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(rate_curve_cases() if serving else ()),
         *moe_kernel_cases(),
         *(moe_tree_serving_cases() if serving else ()),
+        *(mtp_serving_cases() if serving else ()),
     )
     return Report(
         cases,
@@ -275,10 +277,20 @@ def render_markdown(report: Report) -> str:
     served = np.array([abs(r.error) for c in scored for r in c.rows if "aggregate" in r.quantity])
     serving_line = (
         f" Concurrency curves (serving simulation) only: {served.size} figures, median "
-        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%."
+        f"|error| {100 * np.median(served):.1f}%, max {100 * served.max():.1f}%, "
+        f"{int((served <= 0.10).sum())} within 10%."
         if served.size
         else ""
     )
+    latency = np.array(
+        [abs(r.error) for c in scored for r in c.rows if r.quantity.startswith("mean end-to-end")]
+    )
+    if latency.size:  # sim/validation/mtp_serving_cases.py
+        serving_line += (
+            f" End-to-end latency curves (scored apart): {latency.size} figures, median "
+            f"|error| {100 * np.median(latency):.1f}%, max {100 * latency.max():.1f}%, "
+            f"{int((latency <= 0.10).sum())} within 10%."
+        )
     crossings = [r for c in scored for r in c.rows if r.quantity.startswith("crossover")]
     if crossings:  # sim/validation/decision_cases.py
         serving_line += (

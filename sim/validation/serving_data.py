@@ -69,3 +69,13 @@ SPECFORGE_TOK_S: Mapping[str, Mapping[int, float]] = curves(
     _DATA["specforge_qwen3_30b"]["output_tok_s"]
 )
 SPECFORGE_AL: Mapping[int, float] = curves(_DATA["specforge_qwen3_30b"]["accept_length"])["chain 3"]
+
+# LMSYS blog (AMD, 2025-09-02): DeepSeek-V3 on 8x MI300X, SGLang v0.4.10.post1, with and
+# without MTP (NEXTN, 2 steps, topk 1, 3 draft tokens): mean end-to-end latency (ms) against
+# max concurrency on the random dataset.
+AMD_MTP_URL: str = _DATA["amd_mtp_dsv3"]["source"]
+AMD_MTP_E2E_MS: Mapping[str, Mapping[int, float]] = curves(_DATA["amd_mtp_dsv3"]["e2e_latency_ms"])
+# LMSYS blog (Eigen AI, 2025-07-17): DeepSeek V3 MTP on SGLang with 3 draft tokens, topk 1:
+# the accept length it printed (another server and workload).
+SGLANG_MTP_BLOG_URL: str = _DATA["sglang_mtp_blog"]["source"]
+SGLANG_MTP_AL_3_TOKENS: float = _DATA["sglang_mtp_blog"]["accept_length_3_draft_tokens"]

@@ -1,0 +1,69 @@
+"""DeepSeek-V3 + MTP on 8x MI300X (SGLang): calibrated on one user only, every other
+concurrency scored, the MTP server at SGLang's speculative admission cap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.simulation.serving.setup import BASELINE, SPECULATIVE
+from sim.validation import serving_data as pub
+from sim.validation.mtp_serving_cases import (
+    MTP,
+    NUM_STEPS,
+    PLAIN,
+    RANDOM_LENGTHS,
+    SGLANG_SPEC_MAX_RUNNING,
+    _scenario,
+    _simulate,
+)
+
+
+def test_the_random_datasets_lengths_are_uniform_over_1_to_1024():
+    # sglang.bench_serving: np.random.randint(max(int(1024 x 0), 1), 1024 + 1)
+    assert RANDOM_LENGTHS[0] == 1 and RANDOM_LENGTHS[-1] == 1024
+    assert len(set(RANDOM_LENGTHS)) == len(RANDOM_LENGTHS) == 1024
+    assert np.mean(RANDOM_LENGTHS) == pytest.approx(512.5)
+
+
+def test_only_the_mtp_server_is_capped_at_sglangs_48():
+    plain = _scenario(34.0, 0.0, 0.7)
+    mtp = _scenario(34.0, 0.0, 0.7, SGLANG_SPEC_MAX_RUNNING)
+    assert SGLANG_SPEC_MAX_RUNNING == 48
+    assert mtp.serving.max_running_requests == 48
+    assert plain.serving.max_running_requests > 64  # the curve's highest load is not capped
+    assert plain.speculation.num_steps == mtp.speculation.num_steps == NUM_STEPS == 2
+
+
+def test_a_longer_decode_step_gives_a_longer_latency_at_one_user():
+    # the calibration's root search needs the plain latency to rise with the decode step
+    # (the same requests: common random numbers)
+    short, long = (_simulate(_scenario(ms, 0.0, 0.7), 1)[BASELINE][0] for ms in (30.0, 36.0))
+    assert short < long
+    # 511.5 more decode steps a request on average, each 6 ms longer (Monte Carlo of the
+    # same draws: the difference is exact up to the requests' own mix)
+    assert long - short == pytest.approx(6.0 * 511.5, rel=0.05)
+
+
+@pytest.mark.slow
+def test_the_cap_makes_64_users_wait_for_the_mtp_server_only():
+    capped = _scenario(34.0, 0.0, 0.7, SGLANG_SPEC_MAX_RUNNING)
+    free = _scenario(34.0, 0.0, 0.7)
+    assert _simulate(capped, 64)[SPECULATIVE][0] > _simulate(free, 64)[SPECULATIVE][0]
+
+
+@pytest.mark.slow
+def test_the_case_is_calibrated_on_one_user_and_scores_every_other_load():
+    from sim.validation.mtp_serving_cases import calibrated, case_dsv3_mtp_mi300x
+
+    plain, mtp, alpha, al = calibrated()
+    measured = pub.AMD_MTP_E2E_MS
+    # the root searches stop within 0.1% of the latency (xtol); the simulation at the root
+    # reproduces the measured latency to that
+    assert _simulate(plain, 1)[BASELINE][0] == pytest.approx(measured[PLAIN][1], rel=5e-3)
+    assert _simulate(mtp, 1)[SPECULATIVE][0] == pytest.approx(measured[MTP][1], rel=5e-3)
+    assert 1.0 < al < 1.0 + NUM_STEPS and 0.0 < alpha < 1.0
+    case = case_dsv3_mtp_mi300x()
+    assert len(case.rows) == 12
+    assert all(r.load != 1 for r in case.rows)
+    assert not set(case.calibrated_on) & {r.figure for r in case.rows}

@@ -53,7 +53,7 @@ class PointTask:
     #: validates it once instead of the base and then the overrides.
     point: dict[str, Any] | None = None
     #: The token-count terms a serving point's passes share with the sweep's other points
-    #: run in the same process (sim/hardware/batched.py; pickled empty).
+    #: run in the same process (sim/hardware/batched.py; a worker's copies share one).
     terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
 

@@ -233,7 +233,8 @@ def test_token_terms_are_shared_by_passes_of_equal_physics():
     """A study builds a plan per load and k: passes of equal physics built with one
     ``PassTerms`` keep one table of token-count terms (a second pass computes none again),
     others their own, a pass built without one a table of its own, and a shared entry is
-    what a fresh computation gives. Pickled, the table starts empty."""
+    what a fresh computation gives. Pickled, the table starts empty in the receiving
+    process."""
     point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
     terms = PassTerms()
     first = calibrated_pass(physics(SEED, kv=70_272.0), point, terms=terms)
@@ -249,6 +250,28 @@ def test_token_terms_are_shared_by_passes_of_equal_physics():
     copied = pickle.loads(pickle.dumps(again))
     assert (777, None) not in copied._per_tokens
     assert copied.pass_ms(777, 5000.0, 4000.0) == shared
+
+
+def test_copies_of_one_table_received_by_a_process_are_one_table():
+    """A worker receives the study's table with every task: the copies of one owner's
+    table are one table in the receiving process (its later tasks reuse the terms its
+    earlier ones computed), other owners' tables are others, and at most
+    ``RECEIVED_TABLES`` owners are kept there (the oldest dropped)."""
+    from sim.hardware.batched import RECEIVED_TABLES
+
+    point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
+    terms = PassTerms()
+    built = calibrated_pass(physics(SEED, kv=70_272.0), point, terms=terms)
+    first = pickle.loads(pickle.dumps(built))
+    first.pass_ms(777, 5000.0, 4000.0)
+    second = pickle.loads(pickle.dumps(built))
+    assert second._per_tokens is first._per_tokens and (777, None) in second._per_tokens
+    assert second.pass_ms(777, 5000.0, 4000.0) == built.pass_ms(777, 5000.0, 4000.0)
+    other = pickle.loads(pickle.dumps(calibrated_pass(built.physics, point, terms=PassTerms())))
+    assert other._per_tokens is not first._per_tokens
+    for _ in range(RECEIVED_TABLES):
+        pickle.loads(pickle.dumps(PassTerms()))
+    assert (777, None) not in pickle.loads(pickle.dumps(built))._per_tokens  # dropped
 
 
 def test_a_physics_key_refuses_arrays():

@@ -103,7 +103,7 @@ class ScenarioPlans:
     conditioning: dict[str, Any] | None = None
     #: The token-count terms of every plan's passes (sim/hardware/batched.py
     #: ``PassTerms``): the plans of a study at each load and k meet the same prompt
-    #: lengths again. Pickled empty: a worker's task fills its own.
+    #: lengths again. Pickled as its owner's name: a worker's tasks share one table.
     terms: PassTerms = field(default_factory=PassTerms, compare=False, repr=False)
 
     @staticmethod

@@ -1,7 +1,7 @@
 """A study's plan builder owns one table of its passes' token-count terms
 (sim/hardware/batched.py ``PassTerms``): its plans at every load and k share it, a copy
-sent to a worker process starts one of its own, and the costs are those of passes with a
-table of their own."""
+sent to a worker process starts one of its own (shared by the copies it receives), and
+the costs are those of passes with a table of their own."""
 
 from __future__ import annotations
 

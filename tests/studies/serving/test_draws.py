@@ -317,3 +317,40 @@ def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
     assert [dict(d) for d in fitted] == [
         {**d, "timing.cycle_overhead_ms": d["serving.host_us_per_request"] / 10.0} for d in kept
     ]
+
+
+@pytest.mark.slow  # two capacity studies with draws: a few minutes on the shared machine
+def test_capacity_ends_stop_inside_the_90_interval_and_leave_it_as_it_was() -> None:
+    """The serving scenario's capacity at k = 2 (30 requests, 3 replications, its
+    draws): bisecting the ends of each 95% interval only until their brackets lie inside
+    the draws' 5-95% and the model-error band runs fewer replications than bisecting them
+    to the tolerance, and every capacity, draw and 90% interval of a capacity is the
+    same; a stopped end lies outside the full bisection's (wider, never narrower)."""
+    from dataclasses import replace
+
+    from sim.studies.serving.capacity import WITHIN_NOTE, capacity
+
+    sc = with_overrides(
+        load_scenario(SERVING),
+        {"workload.requests": 30, "simulation.replications": 3},
+    )
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5))
+    out = {}
+    for within in (True, False):
+        ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)
+        draws = DrawnPoints(ev, builder.draws)
+        out[within] = capacity(ev, [2], draws=draws, within=within)
+    fast, full = out[True], out[False]
+    ran = [r.settings["replications_run"] for r in (fast, full)]
+    assert ran[0] < ran[1]
+    assert fast.settings["draw_replications_run"] == full.settings["draw_replications_run"]
+    for a, b, ia, ib in zip(
+        fast.policies, full.policies, fast.interval90, full.interval90, strict=True
+    ):
+        assert a.rate_per_s == b.rate_per_s
+        assert ia["capacity_interval90"] == ib["capacity_interval90"]
+        lo, hi = a.ci95
+        assert lo is not None and hi is not None and b.ci95[0] is not None
+        assert lo <= b.ci95[0] and (b.ci95[1] is None or b.ci95[1] <= hi)
+    assert any(p.short for p in fast.policies) and not any(p.short for p in full.policies)
+    assert WITHIN_NOTE in fast.assumptions and WITHIN_NOTE not in full.assumptions

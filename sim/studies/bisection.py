@@ -182,17 +182,13 @@ def first_passing(
     hint: float,
     step: float,
     xtol: float,
-    inside: tuple[float, float] | None = None,
-    outer: bool = False,
 ) -> float | None:
     """The least-effort lever value ``x`` with ``stat(summary(x)) >= threshold``.
 
     Least effort: the smallest x when raising it helps, the largest when lowering it does.
     Brackets outward from ``hint`` with doubling steps (starting at ``step``) using every
     point already seen, then bisects to ``xtol`` (to 1 for integer levers). None when the
-    best end of the domain does not pass. ``inside`` (low, high) in x: the bisection also
-    stops once its bracket lies inside it, and then gives the bracket's failing end when
-    ``outer`` (its passing end otherwise, as always).
+    best end of the domain does not pass.
     """
     s = probe.sign
 
@@ -244,16 +240,7 @@ def first_passing(
         else:
             bad = u
     tol = 1.0 if probe.integer else xtol
-
-    def enough() -> bool:
-        if inside is None:
-            return False
-        a, b = sorted((s * bad, s * good))  # type: ignore[operator]
-        return inside[0] <= a and b <= inside[1]
-
     while good - bad > tol:
-        if enough():
-            return s * (bad if outer else good)
         mid = math.floor((bad + good) / 2) if probe.integer else (bad + good) / 2
         if passes(mid):
             good = mid

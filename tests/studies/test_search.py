@@ -91,26 +91,6 @@ def test_first_passing_on_integers() -> None:
     assert first_passing(probe, lambda s: s["v"], 37.5, hint=3, step=1, xtol=1) == 38
 
 
-def test_first_passing_stops_once_its_bracket_lies_inside_and_gives_the_chosen_end() -> None:
-    """Lowering x helps (sign -1), the jump at 0.3: bisected to 1e-4 it ends next to the
-    jump; stopped once its bracket lies inside (0.2, 0.45) it evaluates fewer points and
-    gives that bracket's passing end (below the jump) or, ``outer``, its failing end
-    (above it), each inside the range."""
-
-    def run(**kw: Any) -> tuple[float | None, int]:
-        probe = Probe(lambda x: {"v": 1.0 if x <= 0.3 else 0.0}, -1, 0.0, 1.0)
-        x = first_passing(probe, lambda s: s["v"], 0.5, hint=0.9, step=0.05, xtol=1e-4, **kw)
-        return x, len(probe.seen)
-
-    full, n_full = run()
-    assert full is not None and 0.3 - 1e-4 <= full <= 0.3
-    low, n_low = run(inside=(0.2, 0.45))
-    high, n_high = run(inside=(0.2, 0.45), outer=True)
-    assert n_low == n_high < n_full
-    assert low is not None and high is not None
-    assert 0.2 <= low <= 0.3 < high <= 0.45
-
-
 # --------------------------------------------------------------------------- acceptance search
 
 

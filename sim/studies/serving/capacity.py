@@ -82,9 +82,6 @@ class PolicyCapacity:
     #: (P,) the point simulated at each of ``log_rates`` (None: above the bound), for the
     #: draws that complete a rate stopped early (``drawn_capacities``).
     points: tuple[PolicyPoint | None, ...] = field(default=(), compare=False)
-    #: The bisection of an end of ``ci95`` stopped inside the range the 90% interval
-    #: holds (``policy_capacity``'s ``inside``): that end is its bracket's outer rate.
-    short: bool = field(default=False, compare=False)
 
     @property
     def crossing(self) -> bool:
@@ -178,22 +175,9 @@ def _stat(point: PolicyPoint | None, which: str) -> float:
 
 
 def policy_capacity(
-    evaluator: PointEvaluator,
-    k: int,
-    share: float,
-    hint_per_s: float,
-    rtol: float,
-    *,
-    ends: bool = True,
-    seen: Sequence[tuple[float, PolicyPoint | None]] = (),
-    inside: tuple[float, float] | None = None,
+    evaluator: PointEvaluator, k: int, share: float, hint_per_s: float, rtol: float
 ) -> PolicyCapacity:
-    """Capacity of FixedK(k) (k = 0: plain decoding). ``ends`` False: the capacity alone,
-    without its 95% interval (both ends None); ``seen``: (log rate, point) already
-    simulated (an earlier search's ``log_rates`` and ``points``), which the search reads
-    before simulating; ``inside`` (low, high) in log rate: the bisections of the 95%
-    interval's ends stop once their bracket lies inside it, each end then its bracket's
-    outer rate (``capacity``: the range the 90% interval holds anyway)."""
+    """Capacity of FixedK(k) (k = 0: plain decoding)."""
     policy = FixedK(k) if k else BASELINE
     found = evaluator.bound(Load("rate", hint_per_s), policy)
     assert found is not None  # a rate's bound
@@ -208,33 +192,24 @@ def policy_capacity(
 
     lo, hi = math.log(hint_per_s / SPAN), math.log(hint_per_s * SPAN)
     probe = Probe(at, -1, lo, hi)  # lowering the rate helps
-    probe.seen.update(seen)
     kw = {"hint": math.log(hint_per_s), "step": math.log(2.0), "xtol": math.log1p(rtol)}
 
-    short = False
-
     def root(which: str) -> float | None:
-        nonlocal short
-        stop = None if which == "mean" else inside  # the upper end's outer rate: failing
-        got = first_passing(
-            probe, lambda p: _stat(p, which), share, inside=stop, outer=which == "hi", **kw
-        )
-        if stop is not None and got is not None:
-            short |= _bracket(probe, which, share) > kw["xtol"] * (1 + 1e-9)
-        return None if got is None else math.exp(got)
+        x = first_passing(probe, lambda p: _stat(p, which), share, **kw)
+        return None if x is None else math.exp(x)
 
     value = root("mean")
     top = math.exp(hi)  # the highest rate tried: passing there bounds nothing
     at_least = value is not None and math.isclose(value, top, rel_tol=1e-12)
-    ci95: tuple[float | None, float | None] = (None, None)
+    ends: tuple[float | None, float | None] = (None, None)
     # one replication has no band (its attainment has no interval): no interval, rather
     # than the capacity itself at both ends
-    if ends and evaluator.replications > 1:
-        ci95 = (root("lo"), root("hi"))
+    if evaluator.replications > 1:
+        ends = (root("lo"), root("hi"))
         if at_least:  # no crossing above: the upper end is unknown
-            ci95 = (ci95[0], None)
-        elif value is not None and ci95[1] is None:
-            ci95 = (ci95[0], value)
+            ends = (ends[0], None)
+        elif value is not None and ends[1] is None:
+            ends = (ends[0], value)
     curve = _curve(sorted(probe.seen.items()))
     unstable = tuple(math.exp(x) for x, p in sorted(probe.seen.items()) if p is None)
     capped = (
@@ -243,43 +218,17 @@ def policy_capacity(
         and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
     )
     tried = sorted(probe.seen.items())
+    # above the bound: fails, not simulated; replications a point did not run (sequential
+    # replications stopped it early): NaN
+    attainment = np.full((len(tried), evaluator.replications), np.nan)
+    for row, (_, p) in enumerate(tried):
+        got = np.zeros(evaluator.replications) if p is None else p.values["slo_attainment"]
+        attainment[row, : got.size] = got
     log_rates = np.array([x for x, _ in tried], dtype=float)
     points = tuple(p for _, p in tried)
-    attainment = _attainment(points, evaluator.replications)
     return PolicyCapacity(
-        k,
-        value,
-        ci95,
-        curve,
-        at_least,
-        bound,
-        unstable,
-        capped,
-        log_rates,
-        attainment,
-        points,
-        short,
+        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment, points
     )
-
-
-def _bracket(probe: Probe, which: str, share: float) -> float:
-    """The width in log rate of the bracket around the crossing of statistic ``which``:
-    the lowest failing rate over the highest passing one (0 without both)."""
-    stats = [(x, _stat(p, which)) for x, p in probe.seen.items()]
-    failing = [x for x, v in stats if v < share]
-    passing = [x for x, v in stats if v >= share]
-    return max(0.0, min(failing) - max(passing)) if failing and passing else 0.0
-
-
-def _attainment(points: Sequence[PolicyPoint | None], replications: int) -> np.ndarray:
-    """(P, R) each point's SLO attainment per replication: 0 above the bound (None: fails,
-    not simulated); NaN for replications a point did not run (sequential replications
-    stopped it early)."""
-    attainment = np.full((len(points), replications), np.nan)
-    for row, p in enumerate(points):
-        got = np.zeros(replications) if p is None else p.values["slo_attainment"]
-        attainment[row, : got.size] = got
-    return attainment
 
 
 def _curve(
@@ -321,10 +270,6 @@ class CapacityTask:
     hint_per_s: float
     rtol: float
     sequential: bool = False
-    #: ``policy_capacity``'s ``ends``, ``seen`` and ``inside``.
-    ends: bool = True
-    seen: tuple[tuple[float, PolicyPoint | None], ...] = ()
-    inside: tuple[float, float] | None = None
 
 
 def run_capacity(
@@ -343,16 +288,7 @@ def run_capacity(
         rule=rule,
         executor=executor,
     )
-    out = policy_capacity(
-        ev,
-        task.num_steps,
-        task.share,
-        task.hint_per_s,
-        task.rtol,
-        ends=task.ends,
-        seen=task.seen,
-        inside=task.inside,
-    )
+    out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
     return out, ev.runs, ev.replications_run
 
 
@@ -398,7 +334,6 @@ def capacity(
     assumptions: Sequence[str] = (),
     draws: DrawnPoints | None = None,
     sequential: bool = True,
-    within: bool = True,
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
     seed and replications); the policies' searches step together through the evaluator's
@@ -407,15 +342,7 @@ def capacity(
     each rate's point stops at its first replications where its
     attainment is settled against the share (``run_capacity``); where a draw's shifted
     attainment at such a rate lands near the share, the rate runs its other
-    replications before the draws are read (``completed_draws``).
-
-    With draws (and more than one replication) the searches run twice: first each
-    capacity alone (bisected to ``rtol``), whose rates the draws read; then the ends of
-    its 95% interval on those rates, each bisection stopping once its bracket lies inside
-    the range the capacity's 90% interval holds anyway (``_held``: the draws' 5-95% and
-    the model-error band; ``within`` False: bisected to ``rtol`` as without draws). The
-    90% interval is then the one the full bisection gives; a stopped end is its
-    bracket's outer rate (wider, never narrower)."""
+    replications before the draws are read (``completed_draws``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -430,9 +357,6 @@ def capacity(
         alone = evaluator(Load("concurrency", 1), BASELINE)  # output tok/s of one user
         tok_s = float(alone.values["aggregate_tok_s"].mean())
         hint_per_s = tok_s / max(1.0, _mean_output(evaluator))
-    # with draws: the capacities first, then the draws read them, then the 95% intervals'
-    # ends, whose bisections stop inside the range the 90% interval holds anyway
-    two_pass = bool(draws is not None and draws.draws and evaluator.replications > 1)
     tasks = [
         CapacityTask(
             evaluator.builder,
@@ -444,119 +368,40 @@ def capacity(
             hint_per_s,
             rtol,
             sequential,
-            ends=not two_pass,
         )
         for k in [0, *ks]
     ]
-    passes = 2 if two_pass else 1
-    found = _run_searches(evaluator, tasks, passes, 0)
-    runs = sum(n for _, n, _ in found)
-    ran = sum(n for _, _, n in found)
-    policies = tuple(p for p, _, _ in found)
+    found: dict[int, tuple[PolicyCapacity, int, int]] = {}
+    for done, (i, out) in enumerate(_searches(evaluator.executor, tasks), 1):
+        found[i] = out
+        if evaluator.progress:
+            evaluator.progress(done, len(tasks))
+    policies = tuple(found[i][0] for i in range(len(tasks)))
     caps: list[np.ndarray] = []
     completed = 0
-    short = False
     if draws is not None:  # first: the draws may complete rates stopped early
         drawn = [completed_draws(draws, p, share) for p in policies]
         caps = [c for c, _, _ in drawn]
+        policies = tuple(p for _, p, _ in drawn)
         completed = sum(n for _, _, n in drawn)
-        full = tuple(p for _, p, _ in drawn)
-        if two_pass:
-            terms = _terms(draws, full)
-            tasks = [
-                replace(
-                    t,
-                    ends=True,
-                    seen=tuple(zip(p.log_rates.tolist(), p.points, strict=True)),
-                    inside=_held(c, f, term) if within else None,
-                )
-                for t, p, c, f, term in zip(tasks, policies, caps, full, terms, strict=True)
-            ]
-            found = _run_searches(evaluator, tasks, passes, 1)
-            runs += sum(n for _, n, _ in found)
-            ran += sum(n for _, _, n in found)
-            short = any(p.short for p, _, _ in found)
-            policies = tuple(_with_points(p, f) for (p, _, _), f in zip(found, full, strict=True))
-        else:
-            policies = full
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
     terms = _terms(draws, policies) if draws is not None else []
     intervals = () if draws is None else capacity_intervals(policies, caps, gains, terms)
     counts = replication_counts(evaluator, draws)
-    counts["replications_run"] += ran + completed
+    counts["replications_run"] += sum(n for _, _, n in found.values()) + completed
     stops = sequential and evaluator.replications > FIRST
     notes = (describe(FIRST, evaluator.replications),) if stops else ()
-    if short:
-        notes += (WITHIN_NOTE,)
     return CapacityResult(
         scenario=scenario,
         share=share,
         policies=policies,
-        runs=evaluator.runs + runs,
+        runs=evaluator.runs + sum(n for _, n, _ in found.values()),
         settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol, **counts},
         assumptions=(*assumptions, *notes),
         gain_ci95=gains,
         interval90=intervals,
         model_error=_widest(terms),
     )
-
-
-#: The assumption of a document where the bisection of an end of a capacity's 95%
-#: interval stopped inside the range its 90% interval holds (``capacity``, ``_held``).
-WITHIN_NOTE = (
-    "capacity: the bisection of an end of a capacity's 95% interval stops once its bracket "
-    "lies inside the draws' 5-95% of the capacity or its model-error band (the 90% "
-    "interval is the one bisecting on gives); such an end is its bracket's outer rate "
-    "(--draws 0 bisects every end to the tolerance)"
-)
-
-
-def _run_searches(
-    evaluator: PointEvaluator, tasks: Sequence[CapacityTask], passes: int, done: int
-) -> list[tuple[PolicyCapacity, int, int]]:
-    """Every task's search (``_searches``) in task order; the progress bar counts
-    ``passes`` passes of them, ``done`` before these."""
-    found: dict[int, tuple[PolicyCapacity, int, int]] = {}
-    for n, (i, out) in enumerate(_searches(evaluator.executor, tasks), 1):
-        found[i] = out
-        if evaluator.progress:
-            evaluator.progress(done * len(tasks) + n, passes * len(tasks))
-    return [found[i] for i in range(len(tasks))]
-
-
-def _held(
-    caps: np.ndarray, p: PolicyCapacity, term: ModelErrorTerm | None
-) -> tuple[float, float] | None:
-    """The log rates a capacity's 90% interval holds whatever its 95% interval's ends
-    are (``capacity_intervals``): the hull of the draws' 5-95% of the capacity ``caps``
-    (D,) (an infinite one: open) and of its model-error band; None without a crossing or
-    a finite draw."""
-    v = caps[~np.isnan(caps)]
-    if not p.crossing or p.rate_per_s is None or not v.size:
-        return None
-    lo, hi = (float(q) for q in np.quantile(v, [0.05, 0.95], method="inverted_cdf"))
-    if term is not None:
-        lo, hi = term.level(p.rate_per_s, [lo, hi])  # type: ignore[misc]
-    return (math.log(lo) if lo > 0 else -math.inf, math.log(hi))
-
-
-def _with_points(p: PolicyCapacity, full: PolicyCapacity) -> PolicyCapacity:
-    """``p`` with the points ``full`` (an earlier search of the same policy, its rates
-    stopped early completed by the draws, ``completed_draws``) holds more replications
-    of: its attainment, points and curve from them (its capacity and 95% interval are
-    the search's)."""
-    more = {
-        x: q for x, q in zip(full.log_rates.tolist(), full.points, strict=True) if q is not None
-    }
-    points = tuple(
-        more[x] if q is not None and x in more and more[x].replications > q.replications else q
-        for x, q in zip(p.log_rates.tolist(), p.points, strict=True)
-    )
-    if all(a is b for a, b in zip(points, p.points, strict=True)):
-        return p
-    tried = list(zip(p.log_rates.tolist(), points, strict=True))
-    r = p.attainment.shape[1]
-    return replace(p, attainment=_attainment(points, r), points=points, curve=_curve(tried))
 
 
 def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.ndarray:

@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "sim.calibration.calibrate",
     # serving: the server under load, and the decisions built on it
     "serve": "sim.studies.serving.serve",
+    "serve_bound": "sim.studies.serving.serve",
     "serving_study": "sim.studies.serving.serve",
     "Load": "sim.studies.serving.paired_metrics",
     "crossover": "sim.studies.serving.crossover",

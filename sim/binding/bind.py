@@ -33,8 +33,8 @@ from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
-from sim.model.closed_forms import FactorsFn, leviathan_accept_length, throughput_tok_s
-from sim.model.cycle import CycleCost, PassTimes
+from sim.model.closed_forms import FactorsFn, leviathan_accept_length
+from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
@@ -562,7 +562,7 @@ def bound_cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleC
     if num_steps is not None:
         return chain_cycle_cost(pass_times(scenario), num_steps)
     hw = scenario_hardware(scenario)
-    return draft_binding(scenario).cycle(hw.pass_times(), hw)
+    return draft_binding(scenario).cycle(hw.passes, hw)
 
 
 def cycle_cost(scenario: Scenario, num_steps: int | None = None) -> CycleCost:
@@ -591,13 +591,14 @@ def closed_form_tok_s(scenario: Scenario, num_steps: int | None = None) -> float
 # --------------------------------------------------------------------------- cycle times
 
 
-def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) -> LayerPass:
+def layer_pass(
+    scenario: Scenario, hw: PassModel, pass_name: str, tokens: int | None = None
+) -> LayerPass:
     """The layer-level pass of a scenario's ``pass_name`` (decode, verify, draft_step,
-    draft_extend) over ``tokens`` tokens (default as measured), on its hardware, with the
-    calibrated (or derived) compute of sim/hardware/pass_model.py."""
+    draft_extend) over ``tokens`` tokens (default as measured), on its hardware model
+    ``hw``, with its calibrated (or derived) compute (sim/hardware/pass_model.py)."""
     from sim.hardware.layer import LayerPass  # lazy: layer fidelity only
 
-    hw = scenario_hardware(scenario)
     m = hw.default_tokens(pass_name) if tokens is None else tokens
     compute_ms, _ = hw.compute_ms(pass_name, m)
     shape = hw.shape(pass_name, m, hw.current)
@@ -607,21 +608,24 @@ def layer_pass(scenario: Scenario, pass_name: str, tokens: int | None = None) ->
 
 def sample_pass_ms(
     scenario: Scenario,
+    hw: PassModel,
     pass_name: str,
     n: int,
     rng: np.random.Generator,
     tokens: int | None = None,
 ) -> np.ndarray:
-    """``n`` layer-level draws of one pass's time (ms), shape (n,)."""
+    """``n`` layer-level draws of one pass's time (ms) on the hardware model ``hw``,
+    shape (n,)."""
     from sim.hardware.layer import sample_layer_pass_ms  # lazy: layer fidelity only
 
-    return sample_layer_pass_ms(layer_pass(scenario, pass_name, tokens), n, rng)
+    return sample_layer_pass_ms(layer_pass(scenario, hw, pass_name, tokens), n, rng)
 
 
 def layer_cycle_times(
-    scenario: Scenario, rng: np.random.Generator, pool_size: int = 256
+    scenario: Scenario, hw: PassModel, rng: np.random.Generator, pool_size: int = 256
 ) -> LayerCycleTimes:
-    """Pools of ``pool_size`` layer-level pass times for the scenario's num_steps k.
+    """Pools of ``pool_size`` layer-level pass times for the scenario's num_steps k, on its
+    hardware model ``hw`` (the bound one: ``Bound.hardware``).
 
     k = 0: the cycle is one decode pass (reported as the verify phase, as in CycleCost).
     A deterministic layer pass (no rank jitter) needs one draw per pass.
@@ -632,7 +636,7 @@ def layer_cycle_times(
     size = pool_size if scenario.hardware.rank_jitter_cv > 0 else 1
     if k == 0:
         empty = np.zeros(1)
-        decode = sample_pass_ms(scenario, "decode", size, rng)
+        decode = sample_pass_ms(scenario, hw, "decode", size, rng)
         return LayerCycleTimes(0, empty, decode, empty, 0.0)
     sp = scenario.speculation  # a tree: drafter passes over topk beams, verify over its N
     if sp.tree is not None:
@@ -643,23 +647,24 @@ def layer_cycle_times(
         )
     return LayerCycleTimes(
         num_steps=k,
-        draft_step_pool_ms=sample_pass_ms(scenario, "draft_step", size, rng, tokens=sp.topk),
-        verify_pool_ms=sample_pass_ms(scenario, "verify", size, rng, tokens=sp.draft_tokens),
-        extend_pool_ms=sample_pass_ms(scenario, "draft_extend", size, rng),
+        draft_step_pool_ms=sample_pass_ms(scenario, hw, "draft_step", size, rng, tokens=sp.topk),
+        verify_pool_ms=sample_pass_ms(scenario, hw, "verify", size, rng, tokens=sp.draft_tokens),
+        extend_pool_ms=sample_pass_ms(scenario, hw, "draft_extend", size, rng),
         overhead_ms=scenario.timing.cycle_overhead_ms,
     )
 
 
 def drawn_cycle_times(
-    scenario: Scenario, fidelity: str, rng: np.random.Generator | None
+    scenario: Scenario, hw: PassModel, fidelity: str, rng: np.random.Generator | None
 ) -> CycleTimeModel:
     """The cycle-time model of a fidelity other than ``cycle`` (``Bound.cycle_time_model``
-    holds the ``cycle`` one): ``layer``'s pools of layer-level SimPy pass times drawn with
-    ``rng`` (required); SpecsimError for a fidelity not in ``FIDELITIES``."""
+    holds the ``cycle`` one): ``layer``'s pools of layer-level SimPy pass times on the
+    hardware model ``hw``, drawn with ``rng`` (required); SpecsimError for a fidelity not in
+    ``FIDELITIES``."""
     if fidelity == "layer":
         if rng is None:
             raise ValueError("the layer-level cycle-time model draws its pools: pass rng")
-        return layer_cycle_times(scenario, rng)
+        return layer_cycle_times(scenario, hw, rng)
     raise SpecsimError(
         f"unknown fidelity {fidelity!r}; choose one of {', '.join(FIDELITIES)}", param="fidelity"
     )

@@ -32,8 +32,8 @@ from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, uncertain_inputs
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
-from sim.model.closed_forms import FactorsFn, throughput_tok_s
-from sim.model.cycle import CycleCost, PassTimes
+from sim.model.closed_forms import FactorsFn
+from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import with_overrides
@@ -52,7 +52,7 @@ class Bound:
     """One scenario bound to its model, built once by ``bind``; read-only.
 
     ``passes``: the pass times on the scenario's hardware (measured, re-composed or
-    derived); ``acceptance``: the acceptance model at its own configuration (a
+    derived: ``hardware.passes``); ``acceptance``: the acceptance model at its own configuration (a
     ``TreeAcceptance`` for topk > 1), its arrays read-only; ``rates``: the conditional
     rates a_1..a_k the closed forms take, shape (k,) (a tree: its chain-equivalent rates,
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
@@ -68,7 +68,6 @@ class Bound:
     """
 
     scenario: Scenario
-    passes: PassTimes
     acceptance: Acceptance
     rates: np.ndarray
     cycle: CycleCost
@@ -78,6 +77,11 @@ class Bound:
     factors: FactorsFn
     inputs: tuple[UncertainInput, ...]
     drafting: ChainBinding | TreeBinding
+
+    @property
+    def passes(self) -> PassTimes:
+        """The pass times on the scenario's hardware: the hardware model's own."""
+        return self.hardware.passes
 
     @property
     def num_steps(self) -> int:
@@ -121,7 +125,7 @@ class Bound:
         ``timing.jitter_cv``; else drawn (``drawn_cycle_times``, sim/binding/bind.py)."""
         if fidelity == "cycle":
             return CostCycleTimes(self.cycle, self.scenario.timing.jitter_cv)
-        return drawn_cycle_times(self.scenario, fidelity, rng)
+        return drawn_cycle_times(self.scenario, self.hardware, fidelity, rng)
 
 
 def bind(scenario: Scenario) -> Bound:
@@ -134,10 +138,10 @@ def bind(scenario: Scenario) -> Bound:
     """
     try:
         hardware = scenario_hardware(scenario)
-        passes = hardware.pass_times()
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
+    passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
     acceptance = drafting.acceptance(top1_acceptance(scenario))
     shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
@@ -150,7 +154,7 @@ def bind(scenario: Scenario) -> Bound:
         cost = cycle.at_accept_length(mean_accept_length(rates))
     inputs = uncertain_inputs(scenario, shape, hardware)
     return Bound(
-        scenario, passes, acceptance, rates, cycle, cost, shape, hardware, factors, inputs, drafting
+        scenario, acceptance, rates, cycle, cost, shape, hardware, factors, inputs, drafting
     )
 
 

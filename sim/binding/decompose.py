@@ -26,6 +26,7 @@ from sim.hardware.pass_model import (
     PassModel,
     PointSpec,
     hardware_points,
+    pass_model,
 )
 from sim.hardware.passes import HardwarePoint
 from sim.model.cycle import PassTimes
@@ -78,7 +79,7 @@ def scenario_hardware(scenario: Scenario) -> PassModel:
     """Every pass of the scenario taken apart on its hardware (sim/hardware/pass_model.py);
     a SpecsimError names the scenario field behind a problem."""
     inputs = pass_inputs(scenario)
-    return PassModel(inputs)
+    return pass_model(inputs)
 
 
 def hardware_point(scenario: Scenario) -> HardwarePoint:
@@ -106,10 +107,10 @@ def measured_pass_times(
     return _measured_times(timing).as_pass_times(num_steps, draft_tokens, slope)
 
 
-def scenario_pass_times(scenario: Scenario, hw: PassModel | None = None) -> PassTimes:
-    """Pass times of a scenario on its hardware (``hw``: its ``PassModel``, when the caller
-    holds it; sim/hardware/pass_model.py ``PassModel.pass_times``)."""
-    return (scenario_hardware(scenario) if hw is None else hw).pass_times()
+def scenario_pass_times(scenario: Scenario) -> PassTimes:
+    """Pass times of a scenario on its hardware (sim/hardware/pass_model.py
+    ``PassModel.passes``)."""
+    return scenario_hardware(scenario).passes
 
 
 def uses_derived_compute(scenario: Scenario) -> bool:

@@ -65,6 +65,9 @@ class UncertainInput:
     prior: DecayPrior | None = None
     bounds: tuple[float, float] = (-math.inf, math.inf)
     integer: bool = False
+    #: The fields a draw of it sets with it, found with it (``uncertain_inputs``): a decay
+    #: keeps the shape it was resolved with (``acceptance.shape``).
+    set_with: tuple[tuple[str, typing.Any], ...] = ()
 
     def from_uniform(self, u: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """Values at uniforms ``u`` (n,) (``z``: correlated standard normals for normal)."""
@@ -190,6 +193,14 @@ def _value(scenario: Scenario, dotted: str) -> float:
 # --------------------------------------------------------------------------- inputs
 
 
+def _set_with(field: str, shape: AcceptanceShape | None) -> tuple[tuple[str, typing.Any], ...]:
+    """What a draw of ``field`` sets with it: a decay, the acceptance shape it was resolved
+    with (the shape a prior gives is not in the file)."""
+    if field == "acceptance.decay" and shape is not None:
+        return (("acceptance.shape", shape.shape),)
+    return ()
+
+
 def uncertain_inputs(
     scenario: Scenario, shape: AcceptanceShape | None, hardware: PassModel
 ) -> tuple[UncertainInput, ...]:
@@ -212,6 +223,7 @@ def uncertain_inputs(
                 "reason": entry.reason,
                 "bounds": field_bounds(scenario, name),
                 "integer": isinstance(value, int) and not isinstance(value, bool),
+                "set_with": _set_with(name, shape),
             }
             if entry.range is not None:
                 low, high = entry.range
@@ -236,6 +248,7 @@ def uncertain_inputs(
                 shape.reason,
                 prior=prior,
                 bounds=(1e-6, 1.0),
+                set_with=_set_with("acceptance.decay", shape),
             )
         )
     error = shape.tilt_error if shape is not None else None  # the tilt left to the method's

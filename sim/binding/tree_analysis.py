@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.model.closed_forms import throughput_tok_s
-from sim.model.cycle import CycleCost
+from sim.model.cycle import CycleCost, throughput_tok_s
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import OptimalDraft, TreeAcceptance
 from sim.model.tree.required import required_scale

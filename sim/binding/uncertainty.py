@@ -14,7 +14,6 @@ answer takes them).
 from __future__ import annotations
 
 import dataclasses
-import math
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from sim.binding.bind import (
 )
 from sim.binding.bound import Bound
 from sim.binding.decompose import scenario_pass_times
-from sim.binding.inputs import UncertainInput, draw_inputs, field_bounds
+from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError
 from sim.model.cycle import PassTimes
 from sim.model.sampled import (
@@ -159,12 +158,9 @@ def pass_response(
 
 
 def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[str, object]:
-    """The overrides that set one acceptance input (a decay keeps its resolved shape; a
-    list entry replaces the list)."""
+    """The overrides that set one acceptance input (a list entry replaces the list)."""
     spec = scenario.acceptance
     assert spec is not None
-    if field == "acceptance.decay":
-        return {"acceptance.shape": acceptance_shape(spec).shape, "acceptance.decay": value}
     if field.startswith("acceptance.per_position["):
         listed = list(spec.per_position or [])
         listed[int(field.split("[")[1].rstrip("]"))] = value
@@ -195,12 +191,14 @@ def acceptance_rows(
 def draw_overrides(
     scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float] | np.ndarray
 ) -> dict[str, object]:
-    """The overrides that set ``inputs`` to one draw ``row`` (F,): an acceptance input by
-    ``acceptance_override``, entries of one list field set together, an integer field
-    rounded, any other field (a timing, a hardware or a batched cost term with a range)
-    set as it is."""
+    """The overrides that set ``inputs`` to one draw ``row`` (F,): each with the fields it
+    sets with it (``UncertainInput.set_with``: a decay's resolved shape), an acceptance
+    input by ``acceptance_override``, entries of one list field set together, an integer
+    field rounded, any other field (a timing, a hardware or a batched cost term with a
+    range) set as it is."""
     over: dict[str, Any] = {}
     for inp, v in zip(inputs, [float(x) for x in row], strict=True):
+        over.update(inp.set_with)
         if not is_acceptance_input(inp.field):
             if "[" in inp.field:
                 name, index = inp.field[:-1].split("[")
@@ -402,107 +400,3 @@ def _sampled(
     return SampledScenario(
         scenario, inputs, responses, base, max_steps, {} if drawn is None else drawn
     )
-
-
-# --------------------------------------------------------------------------- serving inputs
-
-
-DefaultRange = tuple[float, float, float, str]
-
-
-def _host_work_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE  # lazy
-
-    low, high = US_PER_REQUEST_RANGE
-    why = f"the default host work per running request: public measurements put it at {low:g}-"
-    return DEFAULT_US_PER_REQUEST, low, high, why + f"{high:g} us (sim/model/host_work.py)"
-
-
-def _kernel_slope_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE  # lazy: serving only
-
-    low, high = SLOPE_RANGE
-    why = (
-        "the default growth of a pass measured at batch 1 only (and beyond its last measured "
-        f"point): public kernel profiles put it at {low:g}-{high:g} ms per ms of work at peak "
-        "(sim/hardware/batched.py); a batch-1 calibration cannot identify it"
-    )
-    return DEFAULT_SLOPE, low, high, why
-
-
-def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
-    if not scenario.model.experts:
-        return None  # a dense target routes no experts
-    from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE  # lazy: serving only
-
-    low, high = SKEW_RANGE
-    why = (
-        "the default skew of expert popularity in a batched step: uniform routing to the one "
-        f"public serving trace, {low:g}-{high:g} (sim/hardware/experts.py); a batch-1 "
-        "calibration cannot identify it"
-    )
-    return SERVING_STEP_SKEW, low, high, why
-
-
-def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.binding.kv_capacity import derived_engine  # lazy: serving only
-
-    engine = derived_engine(scenario)
-    if engine is None:
-        return None  # a given capacity, or none derived
-    from sim.binding.kv_capacity import memory_gib
-    from sim.hardware.memory import RESERVE_SHARE_RANGE, reserve_range_gib
-
-    default, low, high = reserve_range_gib(engine, memory_gib(scenario))
-    shares = RESERVE_SHARE_RANGE[engine]
-    why = (
-        f"the memory {engine} keeps per GPU beyond the weights and the KV cache (activations, "
-        f"CUDA graphs, communicators), which sizes the derived KV capacity: {low:g}-{high:g} "
-        f"GiB ({100 * shares[0]:g}-{100 * shares[1]:g}% of the GPU's memory in its startup "
-        "logs, sim/hardware/memory.py); a batch-1 calibration cannot identify it"
-    )
-    return default, low, high, why
-
-
-#: Batched cost terms a serving answer draws over their published range when the scenario
-#: neither gives the field nor states its uncertainty: field -> f(scenario) -> (the model's
-#: default, low, high, reason), None where the term does not apply. A batched term that a
-#: calibration leaves unidentified enters the same way when the scenario carries it as an
-#: ``[uncertainty]`` range (``uncertain_inputs``); a default term with a published range is
-#: added here. Every one of them is a term a batch-1 calibration cannot identify.
-SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float, str] | None]] = {
-    "serving.host_us_per_request": _host_work_range,
-    "serving.kernel_slope": _kernel_slope_range,
-    "serving.expert_skew": _expert_skew_range,
-    "serving.kv_reserve_gib": _kv_reserve_range,
-}
-
-
-def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
-    """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
-    cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
-    the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
-    scenario = bound.scenario
-    out = list(bound.inputs)
-    stated = {u.field for u in out} | set(scenario.uncertainty.entries())
-    for field, make in SERVING_DEFAULT_RANGES.items():
-        if field in stated or scenario.given_origin(field)[0] != "default":
-            continue
-        found = make(scenario)
-        if found is None:
-            continue
-        default, low, high, reason = found
-        section, key = field.split(".", 1)
-        part = getattr(scenario, section)
-        if part is None:  # no such section: every field its default
-            nominal, bounds = default, (-math.inf, math.inf)
-        else:
-            value = getattr(part, key)
-            nominal = default if value is None else float(value)
-            bounds = field_bounds(scenario, field)
-        out.append(
-            UncertainInput(
-                field, nominal, "uniform", "assumed", reason, low=low, high=high, bounds=bounds
-            )
-        )
-    return tuple(out)

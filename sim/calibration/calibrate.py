@@ -314,7 +314,7 @@ def _timing_residuals(
         else:
             scenario = written_scenario(base, values, written, extra)
             hw = scenario_hardware(scenario)  # once a trial: its passes and a tree's drafter
-            passes = hw.pass_times()
+            passes = hw.passes
         out = [(1000.0 / passes.decode_ms - b.tok_s) / b.sigma for b in data.baselines]
         out += [
             (point_tok_s(passes, p, scenario, hw) - p.tok_s) / _point_sigma(p) for p in data.points

@@ -150,7 +150,7 @@ def serve(
         ],
     )
     with ProgressBar(enabled=not quiet) as progress:
-        served = study.serve(
+        served = study.serve_bound(
             sc,
             workers=workers,
             base_dir=Path(scenario).resolve().parent,

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from sim.errors import SpecsimError, UnknownNameError
@@ -278,44 +277,53 @@ def compute_scale(ref: HardwarePoint, cur: HardwarePoint) -> float:
     return scale
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class PassModel:
-    """Every pass of one configuration taken apart on its hardware (module docstring).
+    """Every pass of one configuration taken apart on its hardware (module docstring),
+    built once by ``pass_model``; read-only.
 
-    Built once: the hardware points resolved (``hardware_points``), then, where the
-    timings fix it, the per-kernel CPU cost of an eager verify (``_launch_us_from_verify``).
-    Each pass's compute comes from one place, ``_compute_table`` (a measured time
-    calibrated on the reference, the decode's grown, or the roofline), over any number of
-    token counts at once; the pass times, the verify and drafter tables and every
-    breakdown compose it with their all-reduces and launches.
+    ``current`` / ``reference``: the hardware asked about and the hardware the timings
+    were measured on, each with its per-kernel CPU cost; ``at_reference``: the two are the
+    same (the measured passes hold as they are); ``derived_launch_us``: the per-kernel CPU
+    cost the measured ungraphed verify fixes (None: not fixed; the stated ``launch_us`` or
+    its default applies); ``verify_slope``: (ms per extra verified token, origin, reason);
+    ``passes``: the pass times. Each pass's compute comes from one place,
+    ``_compute_table`` (a measured time calibrated on the reference, the decode's grown, or
+    the roofline), over any number of token counts at once; the pass times, the verify and
+    drafter tables and every breakdown compose it with their all-reduces and launches.
     """
 
-    def __init__(self, inputs: PassInputs):
-        self.inputs = inputs
-        self.times = inputs.times
-        self.model = inputs.model
-        self.num_steps = inputs.num_steps
-        self.current, self.reference = hardware_points(inputs)
-        self.at_reference = self.current.key() == self.reference.key()
-        #: The per-kernel CPU cost the measured ungraphed verify fixes (None: not fixed;
-        #: the stated ``launch_us`` or its default applies).
-        self.derived_launch_us = self._launch_us_from_verify()
-        if self.derived_launch_us is not None:
-            self.reference = self.reference.with_launch_us(self.derived_launch_us)
-            if not inputs.launch_overridden:
-                self.current = self.current.with_launch_us(self.derived_launch_us)
-            else:  # a what-if (another host CPU): the measured passes re-compose
-                self.at_reference = False
+    inputs: PassInputs
+    current: HardwarePoint
+    reference: HardwarePoint
+    at_reference: bool
+    derived_launch_us: float | None = None
+    # found by ``pass_model``, in this order (None only while it builds them)
+    _slope: tuple[float, str, str] | None = None
+    _passes: PassTimes | None = None
+
+    @property
+    def times(self) -> MeasuredTimes:
+        return self.inputs.times
+
+    @property
+    def model(self) -> ModelDims:
+        return self.inputs.model
+
+    @property
+    def num_steps(self) -> int:
+        return self.inputs.num_steps
 
     def with_efficiency(self, efficiency: float) -> PassModel:
         """The same configuration with derived compute at another fraction of the GPU's
         peak bandwidth (a what-if: the range of what derived compute gives)."""
-        return PassModel(replace(self.inputs, efficiency=efficiency))
+        return pass_model(replace(self.inputs, efficiency=efficiency))
 
     def launch_us_at_kernels(self, kernels: int) -> float:
         """The per-kernel CPU cost (us) on the hardware asked about with ``kernels`` kernels
         a layer (a what-if inside the count's stated range)."""
         model = replace(self.inputs.model, kernels_per_layer=kernels)
-        return PassModel(replace(self.inputs, model=model)).current.launch_us
+        return _placed(replace(self.inputs, model=model)).current.launch_us
 
     @property
     def verify_from_decode(self) -> bool:
@@ -365,14 +373,15 @@ class PassModel:
             )
         return derived_us
 
-    @cached_property
+    @property
     def scale_to_current(self) -> float:
         """Factor from compute calibrated where the timings were measured to compute on the
         hardware asked about (``compute_scale``)."""
         return compute_scale(self.reference, self.current)
 
-    @cached_property
+    @property
     def geom(self) -> Geometry:
+        """The model geometry (SpecsimError naming the first missing field)."""
         return geometry(self.model)
 
     def target_weights(self) -> Weights:
@@ -402,8 +411,14 @@ class PassModel:
     def efficiency(self) -> float:
         return self.inputs.efficiency
 
-    @cached_property
+    @property
     def verify_slope(self) -> tuple[float, str, str]:
+        """(ms per extra verified token, origin, reason) of the measured verify pass, found
+        once by ``pass_model`` (``_find_verify_slope``)."""
+        assert self._slope is not None, "read before pass_model found it"
+        return self._slope
+
+    def _find_verify_slope(self) -> tuple[float, str, str]:
         """(ms per extra verified token, origin, reason) of the measured verify pass.
 
         Given (``verify_ms_per_extra_token``): measured. Otherwise derived by the hardware
@@ -670,7 +685,14 @@ class PassModel:
         derived_slope = self.verify_slope[1] == "derived"
         return missing or times.verify_growth == "experts" or derived_slope
 
-    def pass_times(self) -> PassTimes:
+    @property
+    def passes(self) -> PassTimes:
+        """The configuration's pass times on its hardware, found once by ``pass_model``
+        (``_pass_times``)."""
+        assert self._passes is not None, "read before pass_model found them"
+        return self._passes
+
+    def _pass_times(self) -> PassTimes:
         """The configuration's pass times on its hardware.
 
         At the measured hardware with every time given, the measured times come back
@@ -716,3 +738,29 @@ class PassModel:
             draft_step_overhead_ms=times.draft_step_overhead_ms,
             **times.extend_fields(num_steps),
         )
+
+
+def _placed(inputs: PassInputs) -> PassModel:
+    """The pass model of ``inputs`` up to its hardware: the points resolved
+    (``hardware_points``), then, where the timings fix it, the per-kernel CPU cost of an
+    eager verify (``_launch_us_from_verify``) set on them. Its verify slope is not found
+    yet (finding the cost never reads it)."""
+    current, reference = hardware_points(inputs)
+    placed = PassModel(inputs, current, reference, current.key() == reference.key())
+    launch_us = placed._launch_us_from_verify()
+    if launch_us is None:
+        return placed
+    if inputs.launch_overridden:  # a what-if (another host CPU): the measured passes re-compose
+        return PassModel(inputs, current, reference.with_launch_us(launch_us), False, launch_us)
+    current, reference = current.with_launch_us(launch_us), reference.with_launch_us(launch_us)
+    return PassModel(inputs, current, reference, placed.at_reference, launch_us)
+
+
+def pass_model(inputs: PassInputs) -> PassModel:
+    """The pass model of ``inputs``, built once, in order: the hardware points, the
+    per-kernel CPU cost an ungraphed measured verify fixes (``_placed``), the verify slope
+    (``PassModel._find_verify_slope``), then the pass times (``PassModel._pass_times``);
+    a SpecsimError names the scenario field behind a problem."""
+    placed = _placed(inputs)
+    sloped = replace(placed, _slope=placed._find_verify_slope())
+    return replace(sloped, _passes=sloped._pass_times())

@@ -1,11 +1,12 @@
-"""Closed forms: tokens per cycle, long-run throughput, ceilings and required acceptance.
+"""Closed forms: the acceptance a target needs at each k, and the best k.
 
 Notation (sim/model/rates.py): ``rates`` are the conditional per-position acceptance rates
 a_1..a_k, shape (k,); the cumulative rates are c_i = a_1 ... a_i; tokens emitted per cycle
 L = accepted drafts + 1 (the target's correction or bonus token), 1 <= L <= k + 1, and the
 accept length is AL = E[L] = 1 + sum_i c_i. With equal rates alpha this is Leviathan et al.
 (2023, Thm 3.8): E[L] = (1 - alpha^(k+1)) / (1 - alpha). Cycles renew, so by the
-renewal-reward theorem the long-run throughput is E[L] / E[T_cycle].
+renewal-reward theorem the long-run throughput is E[L] / E[T_cycle] (sim/model/cycle.py
+``throughput_tok_s``, with the accept length a target needs, ``required_accept_length``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.cycle import PassTimes, ceiling_tok_s, cycle_cost, required_accept_length
 from sim.model.roots import brentq
 from sim.model.shapes import scale_for_accept_length
 
@@ -42,37 +43,6 @@ def leviathan_accept_length(alpha: float, num_steps: int) -> float:
 def leviathan_speedup(alpha: float, num_steps: int, cost_ratio: float) -> float:
     """Leviathan et al. 2023: E[L] / (k c + 1), c = draft step cost / target step cost."""
     return leviathan_accept_length(alpha, num_steps) / (num_steps * cost_ratio + 1.0)
-
-
-def throughput_tok_s(accept_length: float, cost: CycleCost) -> float:
-    """Long-run tokens per second, renewal-reward: 1000 * E[L] / E[T_cycle ms], with the
-    cycle's extend taken at E[L] (``CycleCost.at_accept_length``)."""
-    return 1000.0 * accept_length / cost.at_accept_length(accept_length).total_ms
-
-
-def ceiling_tok_s(cost: CycleCost, max_tokens: int | None = None) -> float:
-    """Throughput when every draft is accepted: 1000 L_max / T(L_max), L_max = k + 1 for a
-    chain (a tree: its depth + 1), the extend taken over those L_max tokens."""
-    top = cost.max_tokens if max_tokens is None else max_tokens
-    return throughput_tok_s(top, cost.at_accept_length(top))
-
-
-def required_accept_length(target_tok_s: float, cost: CycleCost) -> float:
-    """Accept length needed for ``target_tok_s`` with cycles of ``cost``.
-
-    target = 1000 AL / (F + s AL) with F = ``cost.fixed_ms`` and s the extend's growth per
-    accepted token, so AL = target F / (1000 - target s) (target T / 1000 when s = 0);
-    infinite when target s >= 1000 (each accepted token costs more than it is worth).
-    """
-    denominator = 1000.0 - target_tok_s * cost.extend_per_token_ms
-    if denominator <= 0.0:
-        return float("inf")
-    return target_tok_s * cost.fixed_ms / denominator
-
-
-def break_even_accept_length(baseline_tok_s: float, cost: CycleCost) -> float:
-    """Accept length at which speculation matches plain decoding: baseline tok/s x cycle."""
-    return required_accept_length(baseline_tok_s, cost)
 
 
 def alpha_for_accept_length(accept_length: float, num_steps: int) -> float | None:
@@ -161,6 +131,7 @@ def answer_at_k(
     first-position and mean rate for ``target_tok_s`` at k = ``num_steps``."""
     cost = cycle_cost(passes, num_steps)
     need = required_accept_length(target_tok_s, cost)
+    ceiling = ceiling_tok_s(cost)
     alpha = alpha_for_accept_length(need, num_steps)
     if factors is None or alpha is None or num_steps == 0:
         first, mean, scale = alpha, alpha, alpha
@@ -169,9 +140,7 @@ def answer_at_k(
         g = factors(num_steps)
         first, mean, scale = shaped_rate(need, g)
         capped = over_cap(scale, float(g[0]))
-    return KAnswer(
-        num_steps, cost.total_ms, need, alpha, ceiling_tok_s(cost), first, mean, scale, capped
-    )
+    return KAnswer(num_steps, cost.total_ms, need, alpha, ceiling, first, mean, scale, capped)
 
 
 @dataclass(frozen=True, slots=True)

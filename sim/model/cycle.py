@@ -16,6 +16,10 @@ expected duration then depends on the pmf of L only through E[L] (linearity), so
 gives tok/s = 1000 E[L] / E[T]. A drafter step may carry a per-step overhead beyond its
 pass (sampling, tree bookkeeping, host work; ``draft_step_overhead_ms``), counted in the
 draft phase and reported apart.
+
+What a cycle yields by renewal-reward: ``throughput_tok_s`` (1000 E[L] / E[T]), its
+``ceiling_tok_s`` with every draft accepted, and its inverse, the accept length a target
+needs (``required_accept_length``, ``break_even_accept_length``).
 """
 
 from __future__ import annotations
@@ -157,3 +161,34 @@ def cycle_cost(passes: PassTimes, num_steps: int) -> CycleCost:
         extend_tokens=float(num_steps + 1 if tokens is None else tokens),
         draft_overhead_ms=steps * passes.draft_step_overhead_ms,
     )
+
+
+def throughput_tok_s(accept_length: float, cost: CycleCost) -> float:
+    """Long-run tokens per second, renewal-reward: 1000 * E[L] / E[T_cycle ms], with the
+    cycle's extend taken at E[L] (``CycleCost.at_accept_length``)."""
+    return 1000.0 * accept_length / cost.at_accept_length(accept_length).total_ms
+
+
+def ceiling_tok_s(cost: CycleCost, max_tokens: int | None = None) -> float:
+    """Throughput when every draft is accepted: 1000 L_max / T(L_max), L_max = k + 1 for a
+    chain (a tree: its depth + 1), the extend taken over those L_max tokens."""
+    top = cost.max_tokens if max_tokens is None else max_tokens
+    return throughput_tok_s(top, cost.at_accept_length(top))
+
+
+def required_accept_length(target_tok_s: float, cost: CycleCost) -> float:
+    """Accept length needed for ``target_tok_s`` with cycles of ``cost``.
+
+    target = 1000 AL / (F + s AL) with F = ``cost.fixed_ms`` and s the extend's growth per
+    accepted token, so AL = target F / (1000 - target s) (target T / 1000 when s = 0);
+    infinite when target s >= 1000 (each accepted token costs more than it is worth).
+    """
+    denominator = 1000.0 - target_tok_s * cost.extend_per_token_ms
+    if denominator <= 0.0:
+        return float("inf")
+    return target_tok_s * cost.fixed_ms / denominator
+
+
+def break_even_accept_length(baseline_tok_s: float, cost: CycleCost) -> float:
+    """Accept length at which speculation matches plain decoding: baseline tok/s x cycle."""
+    return required_accept_length(baseline_tok_s, cost)

@@ -10,6 +10,7 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
+from sim.report.model_error import model_error_line
 from sim.studies.serving.draws import INTERVAL_LABEL
 
 __all__ = ["render_controllers"]
@@ -57,6 +58,8 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
             f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
             f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
         )
+    if iv.get("model_error"):
+        out.append(model_error_line(iv["model_error"]))
     if iv.get("note"):
         out.append(f"  * {iv['note']}")
     return out

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from sim.model.drafts import describe_draft
 from sim.report.conditioning import conditioning_lines
 from sim.report.format import count
+from sim.report.model_error import model_error_line
 from sim.report.plain_text import plain_text
 from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.screen import assumptions_line, fit_width
@@ -94,6 +95,7 @@ def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
                     for t, d in p.vs_chain.items()
                 },
                 "beyond_measured_batch": p.beyond_measured,
+                "decode_batch": p.decode_batch,
             }
             for p in result.points
         ],
@@ -124,6 +126,8 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
         )
     elif iv:
         out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")
+    if iv.get("model_error"):
+        out.append(model_error_line(iv["model_error"]))
     if beyond:
         out.append(f"  * {iv.get('note', 'beyond the highest measured batch')}")
     return out
@@ -279,10 +283,12 @@ def render_tree_load_screen(doc: Mapping[str, Any]) -> str:
     (the answer), the best draft per load, the per-user tok/s with their 95% intervals
     (what it rests on, and how far it moves), one line naming the assumptions; at most
     ``WIDTH`` characters a line (``--verbose``: the paired ratios and every assumption)."""
+    term = (doc.get("interval90") or {}).get("model_error")
     lines = [
         *_head(doc),
         *_defaults(doc),
         *_crossings(doc),
+        *([model_error_line(term)] if term else []),
         *_draft_table(doc),
         "",
         *_per_user_table(doc),

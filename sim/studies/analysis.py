@@ -15,14 +15,14 @@ from sim.binding.provenance import (
     effective_hardware,
     override_entries,
 )
-from sim.model.closed_forms import (
-    TargetAnswer,
-    answer_target,
+from sim.model.closed_forms import TargetAnswer, answer_target
+from sim.model.cycle import (
+    CycleCost,
+    PassTimes,
     break_even_accept_length,
     ceiling_tok_s,
     throughput_tok_s,
 )
-from sim.model.cycle import CycleCost, PassTimes
 from sim.model.rates import accept_length_pmf
 from sim.scenario.schema import Scenario
 from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty

@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 
 from sim.binding.bind import bound_cycle_cost, scenario_acceptance
 from sim.errors import SpecsimError
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycle import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
 from sim.model.rates import mean_accept_length
 from sim.model.tree.acceptance import Acceptance

@@ -38,8 +38,8 @@ from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel, Spread
-from sim.model.closed_forms import answer_at_k, ceiling_tok_s, over_cap, required_accept_length
-from sim.model.cycle import PassTimes
+from sim.model.closed_forms import answer_at_k, over_cap
+from sim.model.cycle import PassTimes, ceiling_tok_s, required_accept_length
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.drafts import describe_draft

@@ -18,7 +18,7 @@ from typing import Any
 from sim.binding.bound import Bound, bind
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
-from sim.model.closed_forms import ceiling_tok_s, throughput_tok_s
+from sim.model.cycle import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides

@@ -242,7 +242,7 @@ def _passes_for(hw: PassModel, max_tokens: int) -> PassTimes:
     """The pass times of the base's hardware model ``hw`` with the verify table long enough
     for ``max_tokens`` (a table-based verify, e.g. MoE experts growth, is tabulated by the
     hardware model, not extended linearly)."""
-    passes = hw.pass_times()
+    passes = hw.passes
     table = passes.verify_table_ms
     if table is not None and len(table) < max_tokens:
         passes = replace(passes, verify_table_ms=hw.verify_table_ms(max_tokens))

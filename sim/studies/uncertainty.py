@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import singledispatch
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim.binding.bind import ChainBinding, TreeBinding
 from sim.binding.bound import Bound, bind
 from sim.binding.inputs import (
     UncertainInput,
@@ -429,18 +431,41 @@ def answer_uncertainty(
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
     on scenarios that differ elsewhere share them). The draws perturb the bound scenario
     and bind each (sim/binding/uncertainty.py)."""
-    if bound.scenario.speculation.is_tree:
-        chain = bind(with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty"))
-        unc, ss, draws = _chain_uncertainty(
-            chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
-        )
-        return _tree_uncertainty(bound, unc, ss, draws, populations)
-    return _chain_uncertainty(
-        bound, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
-    )[0]
+    chain = _targets_chain(bound.drafting, bound)
+    result, ss, draws = _chain_uncertainty(
+        chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
+    )
+    return _own_answers(bound.drafting, bound, result, ss, draws, populations)
 
 
+# The chain or the tree, decided once by ``bind`` (``Bound.drafting``), is dispatched on here.
+
+
+@singledispatch
+def _targets_chain(drafting: ChainBinding | TreeBinding, bound: Bound) -> Bound:
+    """The chain the targets are asked of: a chain's own bound model."""
+    return bound
+
+
+@_targets_chain.register(TreeBinding)
+def _tree_targets_chain(drafting: TreeBinding, bound: Bound) -> Bound:
+    """A tree's targets are asked of the chain of its top-1 rates at its num_steps, bound
+    once here."""
+    return bind(with_overrides(bound.scenario, {"speculation.topk": 1}, source="uncertainty"))
+
+
+@singledispatch
+def _own_answers(
+    drafting: ChainBinding | TreeBinding, bound: Bound, chain: UncertaintyResult, *_: object
+) -> UncertaintyResult:
+    """A chain's own tok/s and accept length are its targets' chain's: ``chain`` as it is
+    (its sampled scenario, draws and populations, which a tree reads, are not needed)."""
+    return chain
+
+
+@_own_answers.register(TreeBinding)
 def _tree_uncertainty(
+    drafting: TreeBinding,
     bound: Bound,
     chain: UncertaintyResult,
     ss: SampledScenario,
@@ -452,8 +477,7 @@ def _tree_uncertainty(
     from sim.binding.tree_analysis import best_tree_acceptance  # lazy: trees only
 
     scenario = bound.scenario
-    sampled = _sampled_tree(bound, ss, draws, populations)
-    assert sampled is not None
+    sampled = _tree_draws(drafting, bound, ss, draws, populations)
     tree = sampled.answers(draws)
     best = replace(sampled, nominal=best_tree_acceptance(scenario, sampled.nominal))
     best_tree = best.answers(draws)
@@ -639,24 +663,12 @@ def lever_uncertainty(
     nominal_values = nominal_row(ss.inputs)
     at_v0 = int(np.argmin(np.abs(grid - v0)))
 
-    tree = _sampled_tree(nominal, ss, draws)
-    trees: dict[bytes, TreeDraws] = {}  # the tree's draws by their values (every target's)
+    drawn = _drawn_cycles(nominal.drafting, nominal, ss, draws)
 
     def tok_table(values: np.ndarray) -> np.ndarray:
-        if tree is not None:
-            key = values.tobytes()
-            drawn = trees[key] = trees.get(key) or tree.answers(values)
-            d_cycle = drawn.cycle_ms - cyc_nom[at_v0]
-            d_al = drawn.accept_length - al_nom[at_v0]
-            cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
-            return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
-        model = ss.model(values)
-        if k == 0:
-            d_cycle = model.decode_ms - cyc_nom[at_v0]
-            d_al = np.zeros(values.shape[0])
-        else:
-            d_cycle = model.cycle_ms(k) - cyc_nom[at_v0]
-            d_al = model.accept_length(k) - al_nom[at_v0]
+        cycle_ms, accept_length = drawn(values)
+        d_cycle = cycle_ms - cyc_nom[at_v0]
+        d_al = accept_length - al_nom[at_v0]
         cyc = np.maximum(cyc_nom[None, :] + d_cycle[:, None], 1e-9)
         return 1000.0 * (al_nom[None, :] + d_al[:, None]) / cyc
 
@@ -712,16 +724,52 @@ def lever_uncertainty(
     return tuple(out)
 
 
-def _sampled_tree(
+#: A study's cycle (ms) and accept length in each draw ``values`` (n, F), each (n,).
+DrawnCycles = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@singledispatch
+def _drawn_cycles(
+    drafting: ChainBinding | TreeBinding, base: Bound, ss: SampledScenario, draws: np.ndarray
+) -> DrawnCycles:
+    """A chain's cycle and accept length at its k in each draw (the sampled closed forms;
+    k = 0: the decode step, one token)."""
+    k = base.num_steps
+
+    def drawn(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        model = ss.model(values)
+        if k == 0:
+            return model.decode_ms, np.ones(values.shape[0])
+        return model.cycle_ms(k), model.accept_length(k)
+
+    return drawn
+
+
+@_drawn_cycles.register(TreeBinding)
+def _tree_drawn_cycles(
+    drafting: TreeBinding, base: Bound, ss: SampledScenario, draws: np.ndarray
+) -> DrawnCycles:
+    """A tree's own cycle and accept length in each draw, its tree rebuilt from each draw's
+    rates (``_tree_draws``); the same draws are solved once (every target asks them)."""
+    tree = _tree_draws(drafting, base, ss, draws)
+    solved: dict[bytes, TreeDraws] = {}
+
+    def drawn(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = values.tobytes()
+        answers = solved[key] = solved.get(key) or tree.answers(values)
+        return answers.cycle_ms, answers.accept_length
+
+    return drawn
+
+
+def _tree_draws(
+    drafting: TreeBinding,
     base: Bound,
     ss: SampledScenario,
     draws: np.ndarray,
     populations: Populations | None = None,
-) -> SampledTree | None:
-    """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs (None:
-    a chain)."""
-    if not base.scenario.speculation.is_tree:
-        return None
+) -> SampledTree:
+    """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs."""
     from sim.binding.tree_sampled import sampled_tree  # lazy: trees only
 
     return sampled_tree(

@@ -24,8 +24,7 @@ from sim.calibration.measurements import (
     baseline_measurement,
     point_measurement,
 )
-from sim.model.closed_forms import throughput_tok_s
-from sim.model.cycle import CycleCost
+from sim.model.cycle import CycleCost, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
 from sim.scenario.load import scenario_from_dict, with_overrides

@@ -9,12 +9,8 @@ import numpy as np
 
 from sim.binding.bind import cycle_cost
 from sim.model import metrics
-from sim.model.closed_forms import (
-    leviathan_accept_length,
-    required_accept_length,
-    throughput_tok_s,
-)
-from sim.model.cycle import CycleCost
+from sim.model.closed_forms import leviathan_accept_length
+from sim.model.cycle import CycleCost, required_accept_length, throughput_tok_s
 from sim.model.rates import accept_length_pmf, mean_accept_length
 from sim.scenario.schema import Scenario
 from sim.validation import data as pub

@@ -37,7 +37,6 @@ from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import (
     BASELINE,
     SPECULATIVE,
-    scenario_draft,
     serving_setup,
     with_load,
 )
@@ -186,8 +185,9 @@ def workload(curve: MoeCurve) -> tuple[dict[str, Any], float]:
 def _tree_accept_length(curve: MoeCurve, top1: float) -> float:
     """The accept length of the tree the serving plan builds at top-1 rate ``top1``."""
     sc = _scenario(curve, {"alpha": top1, "rank_profile": PRIOR}, 0.0)
-    plan = serving_setup(bind(sc), source="validation").plan
-    return plan.tree_acceptance(scenario_draft(sc)).mean_accept_length()
+    bound = bind(sc)
+    plan = serving_setup(bound, source="validation").plan
+    return plan.tree_acceptance(bound.drafting.draft).mean_accept_length()
 
 
 def _acceptance(curve: MoeCurve) -> tuple[dict[str, Any], float]:
@@ -259,9 +259,10 @@ def calibrated(curve: MoeCurve) -> tuple[Scenario, float, float, float]:
     acceptance, rate = _acceptance(curve)
     host_us = host_us_per_request()
     bare = _scenario(curve, acceptance, 0.0, host_us)
-    setup = serving_setup(bind(bare), source="validation")
+    bound = bind(bare)
+    setup = serving_setup(bound, source="validation")
     derived_ms = float(
-        setup.plan.cost.decode_ms(1, scenario_draft(bare), np.array([workload(curve)[1]]))[0]
+        setup.plan.cost.decode_ms(1, bound.drafting.draft, np.array([workload(curve)[1]]))[0]
     )
     cycle_ms = 1000.0 * curve.accept_length[1] / curve.tok_s[curve.arm][1]
     fitted = _scenario(curve, acceptance, max(cycle_ms - derived_ms, 0.0), host_us)

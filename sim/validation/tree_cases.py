@@ -134,7 +134,7 @@ def _vllm_tree_tok_s(chain: pub.TreeRun, tree_al: float) -> float:
     assert chain.tok_s is not None
     scenario = load_scenario(LLAMA_ROOFLINE_SCENARIO)
     hw = scenario_hardware(scenario)
-    passes = hw.pass_times()
+    passes = hw.passes
     table = draft_pass_table_ms(hw, 2)
     assert table is not None
     chain_ms = 1000.0 * chain.accept_length / chain.tok_s

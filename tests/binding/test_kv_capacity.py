@@ -9,12 +9,12 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.kv_capacity import kv_capacity, stored_weight_bytes
-from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
 from sim.hardware.memory import GIB, reserve_range_gib, sglang_mem_fraction_static
 from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
+from sim.studies.serving.draws import serving_inputs
 
 #: Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json): 32 layers of 218.1M, a 525.3M head
 #: and an embedding of the same size: 8.03B parameters, BF16.

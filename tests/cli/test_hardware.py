@@ -12,7 +12,7 @@ from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.cli import main
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycle import throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario
 from tests.conftest import SEED

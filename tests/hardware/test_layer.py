@@ -36,7 +36,7 @@ def schedule(launch_ms: float, layers: int = 20, kernels: int = 4, ar_ms: float 
 @pytest.mark.parametrize("name", ["decode", "verify", "draft_extend"])
 def test_without_jitter_equals_the_decomposition(sets, name):
     scenario = load_scenario(SEED, sets)
-    draws = sample_pass_ms(scenario, name, 2, np.random.default_rng(0))
+    draws = sample_pass_ms(scenario, scenario_hardware(scenario), name, 2, np.random.default_rng(0))
     expected = scenario_hardware(scenario).breakdown(name).total_ms
     assert draws == pytest.approx([expected, expected], rel=1e-9)
 
@@ -95,7 +95,8 @@ def test_launch_bound_hides_jitter():
 
 def test_same_seed_same_draws():
     scenario = load_scenario(SEED, ["hardware.rank_jitter_cv=0.1"])
-    a = sample_pass_ms(scenario, "verify", 3, np.random.default_rng(5))
-    b = sample_pass_ms(scenario, "verify", 3, np.random.default_rng(5))
+    hw = scenario_hardware(scenario)
+    a = sample_pass_ms(scenario, hw, "verify", 3, np.random.default_rng(5))
+    b = sample_pass_ms(scenario, hw, "verify", 3, np.random.default_rng(5))
     assert a.shape == (3,) and np.array_equal(a, b)
     assert np.all(a > 30.0 - 1e-9)

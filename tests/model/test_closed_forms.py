@@ -13,14 +13,18 @@ from sim.model.closed_forms import (
     alpha_for_accept_length,
     answer_at_k,
     answer_target,
-    break_even_accept_length,
-    ceiling_tok_s,
     leviathan_accept_length,
     leviathan_speedup,
+)
+from sim.model.cycle import (
+    CycleCost,
+    PassTimes,
+    break_even_accept_length,
+    ceiling_tok_s,
+    cycle_cost,
     required_accept_length,
     throughput_tok_s,
 )
-from sim.model.cycle import CycleCost, PassTimes, cycle_cost
 from sim.model.rates import accept_length_pmf, mean_accept_length
 
 rates_strategy = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12)

@@ -7,8 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.model.closed_forms import required_accept_length, throughput_tok_s
-from sim.model.cycle import CycleCost, PassTimes, cycle_cost
+from sim.model.cycle import (
+    CycleCost,
+    PassTimes,
+    cycle_cost,
+    required_accept_length,
+    throughput_tok_s,
+)
 from sim.model.rates import accept_length_pmf, mean_accept_length
 from sim.model.renewal import cycles_and_emitted_pmf, cycles_pmf, request_tok_s_distribution
 

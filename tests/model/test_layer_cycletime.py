@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.binding.bind import layer_cycle_times
+from sim.binding.decompose import scenario_hardware
 from sim.cli import main
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CycleTimeModel
@@ -23,7 +24,7 @@ from tests.conftest import SEED
 )
 def test_without_rank_jitter_matches_the_cost_model(sets):
     scenario = load_scenario(SEED, sets)
-    model = layer_cycle_times(scenario, np.random.default_rng(0))
+    model = layer_cycle_times(scenario, scenario_hardware(scenario), np.random.default_rng(0))
     assert isinstance(model, CycleTimeModel) and model.deterministic
     expected = scenario_cycle_cost(scenario).as_dict()
     assert model.mean_ms() == pytest.approx(expected, rel=1e-9)
@@ -38,7 +39,9 @@ def test_monte_carlo_with_layer_times_equals_default_without_jitter():
         scenario,
         replications=3,
         requests=5,
-        cycle_times=layer_cycle_times(scenario, np.random.default_rng(0)),
+        cycle_times=layer_cycle_times(
+            scenario, scenario_hardware(scenario), np.random.default_rng(0)
+        ),
     )
     assert layered.tok_s == pytest.approx(default.tok_s, rel=1e-9)
 
@@ -47,7 +50,9 @@ def test_rank_jitter_slows_the_cycle_and_resamples():
     # Graphed verify: GPU-bound, so the straggler cost shows (the seed's ungraphed verify is
     # launch-bound and hides it, tests/test_layer_pass.py).
     scenario = load_scenario(SEED, ["hardware.rank_jitter_cv=0.1", "timing.verify_cuda_graph=true"])
-    model = layer_cycle_times(scenario, np.random.default_rng(0), pool_size=16)
+    model = layer_cycle_times(
+        scenario, scenario_hardware(scenario), np.random.default_rng(0), pool_size=16
+    )
     assert not model.deterministic
     assert model.mean_ms()["verify"] > scenario_cycle_cost(scenario).verify_ms
     drawn = model.sample(np.random.default_rng(2), 200)

@@ -9,7 +9,7 @@ import pytest
 
 from sim.binding.bind import cycle_cost, scenario_rates
 from sim.binding.bound import bind
-from sim.model.closed_forms import throughput_tok_s
+from sim.model.cycle import throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.analysis import analyze

@@ -7,7 +7,7 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.simulation.serving.lengths import LogNormal
-from sim.simulation.serving.setup import scenario_draft, serving_setup
+from sim.simulation.serving.setup import serving_setup
 from sim.validation.moe_tree_serving_cases import (
     ANGELSLIM,
     CONVERSATIONS,
@@ -24,9 +24,10 @@ from sim.validation.moe_tree_serving_cases import (
 @pytest.mark.parametrize("curve", [ANGELSLIM, SPECFORGE], ids=lambda c: c.label)
 def test_the_batch_1_cycle_is_the_measured_one_and_batch_1_is_never_scored(curve):
     sc, _, cycle_ms, derived_ms = calibrated(curve)
-    cost = serving_setup(bind(sc), source="test").plan.cost
+    bound = bind(sc)
+    cost = serving_setup(bound, source="test").plan.cost
     context = workload(curve)[1]
-    got = float(cost.decode_ms(1, scenario_draft(sc), np.array([context]))[0])
+    got = float(cost.decode_ms(1, bound.drafting.draft, np.array([context]))[0])
     # the overhead is added to the derived cycle as it is: the sum to float precision
     assert got == pytest.approx(cycle_ms, rel=1e-9)
     assert derived_ms < cycle_ms
@@ -37,8 +38,9 @@ def test_the_batch_1_cycle_is_the_measured_one_and_batch_1_is_never_scored(curve
 
 def test_the_tree_is_sglangs_and_its_top1_gives_the_batch_1_accept_length():
     sc, top1, _, _ = calibrated(ANGELSLIM)
-    setup = serving_setup(bind(sc), source="test")
-    draft = scenario_draft(sc)
+    bound = bind(sc)
+    setup = serving_setup(bound, source="test")
+    draft = bound.drafting.draft
     tree = setup.plan.tree_acceptance(draft)
     assert (sc.speculation.num_steps, sc.speculation.topk) == (4, 4)
     assert 0 < top1 < 1 and tree.depth == 4

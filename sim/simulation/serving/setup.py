@@ -41,7 +41,6 @@ __all__ = [
     "SPECULATIVE",
     "ServingSetup",
     "row_draft",
-    "scenario_draft",
     "serving_setup",
     "with_load",
 ]
@@ -124,28 +123,17 @@ def _lengths(
     )
 
 
-def scenario_draft(scenario: Scenario) -> Draft:
-    """What the scenario's ``[speculation]`` drafts: a chain of num_steps, a static tree
-    (``[speculation.tree]``) or SGLang's tree."""
-    sp = scenario.speculation
-    if not sp.is_tree:
-        return sp.num_steps
-    static = sp.static_tree
-    if static is not None:
-        return static
-    assert sp.num_draft_tokens is not None
-    return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
-
-
 def row_draft(num_steps: int, topk: int, num_draft_tokens: int) -> Draft:
     """A ``serving.draft_table`` row's draft: a chain when topk is 1 (SGLang then verifies
     num_steps + 1 tokens whatever num_draft_tokens says), else SGLang's tree."""
     return num_steps if topk == 1 else TreeDraft(num_steps, topk, num_draft_tokens)
 
 
-def _policy(scenario: Scenario, serving: ServingSpec, source: str) -> SpeculationPolicy:
-    k = scenario.num_steps
-    draft = scenario_draft(scenario)
+def _policy(bound: Bound, serving: ServingSpec, source: str) -> SpeculationPolicy:
+    """The scenario's own policy over the draft bind decided (``Bound.drafting``): plain
+    above a batch, a table by batch, or its draft at every batch."""
+    scenario, k = bound.scenario, bound.num_steps
+    draft = bound.drafting.draft
     if serving.disable_above_batch is not None:
         return DisableAbove(draft, serving.disable_above_batch)
     if serving.k_table is not None:
@@ -348,7 +336,7 @@ def serving_setup(
     mean_tokens = _mean_tokens(workload)
     run = {BASELINE: FixedK(0), **(policies or {})}
     if policies is None and scenario.num_steps > 0:
-        run[SPECULATIVE] = _policy(scenario, serving, source)
+        run[SPECULATIVE] = _policy(bound, serving, source)
     speculates = any(p.max_k > 0 for p in run.values())
     lookups = {n: (p, k_lookup(p, serving.max_running_requests)) for n, p in run.items()}
     drafts = [d for _, by_batch in lookups.values() for d in dict.fromkeys(by_batch[1:])]

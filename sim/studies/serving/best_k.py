@@ -463,7 +463,7 @@ def input_ties(
             if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
                 break
             a_pt, b_pt = (draws.evaluator(*key) for key in keys)
-        intervals[k] = ends if term is None else _with_term(ends, nominal.mean, top, term)
+        intervals[k] = ends if term is None else term.difference(nominal.mean, ends, top)
     tied_inputs = tuple(k for k, iv in intervals.items() if iv is not None and iv[1] >= 0.0)
     return replace(
         choice,
@@ -471,18 +471,6 @@ def input_ties(
         interval90=intervals,
         model_error=None if term is None else term.doc(),
     )
-
-
-def _with_term(
-    ends: list[float] | None, nominal: float, best: float, term: ModelErrorTerm
-) -> list[float] | None:
-    """A difference k - best's interval ``ends`` with the model error of the ratio
-    k / best = 1 + difference / best (the gains' term, ``ModelErrorTerm.gain``)."""
-    if ends is None or best <= 0 or 1.0 + nominal / best <= 0:
-        return ends
-    ratio = term.gain(1.0 + nominal / best, [max(1.0 + e / best, 1e-12) for e in ends])
-    assert ratio is not None
-    return [best * (r - 1.0) for r in ratio]
 
 
 def _check(

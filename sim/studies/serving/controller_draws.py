@@ -38,6 +38,7 @@ from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
 from sim.studies.serving.draws import DrawnPoints, Overrides, interval90, shifted
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.model_error import ModelErrorTerm, crossing_band, join_ends
 from sim.studies.serving.paired_metrics import Load, gain
 
 __all__ = ["advantage_intervals", "switch_intervals"]
@@ -96,11 +97,16 @@ def switch_intervals(
     best: Sequence[int],
     objective: str,
     highest_measured: float,
+    term_at: Callable[[float], ModelErrorTerm] | None = None,
 ) -> tuple[dict[str, Any], ...]:
     """Each switch of the best k between neighbouring grid loads ``users`` (``best``: the
     best k at each): the two k, the crossing of their paired gain (None without a single
     one), its Monte Carlo 95% and its 90% interval from inputs and model (users), and
-    whether it lies beyond the highest measured batch."""
+    whether it lies beyond the highest measured batch. ``term_at(batch)``: the model-error
+    term at a decode batch; the interval then also holds the loads between the two where
+    the gain's band holds 1 (sim/studies/serving/model_error.py ``crossing_band`` over the
+    grid ``users``, each load's term at the larger of the two k's mean decode batches
+    there; an end at the grid's edge is open)."""
     grid = [Load("concurrency", float(c)) for c in users]
     out = []
     for (a, ka), (b, kb) in itertools.pairwise(zip(users, best, strict=True)):
@@ -129,6 +135,20 @@ def switch_intervals(
         iv = (
             crossing_interval90(draws, grid, kb, objective, c, versus=ka) if draws.draws else c.ci95
         )
+        gains = [curve(float(x)).mean for x in users]
+        if term_at is not None and min(gains) > 0:
+            sigmas = [
+                term_at(
+                    max(
+                        float(evaluator(Load("concurrency", float(x)), k).mean_batch.mean())
+                        for k in (lower, upper)
+                    )
+                ).gain_sigma
+                for x in users
+            ]
+            if max(sigmas) > 0:  # (at a measured batch the interval stays the inputs')
+                band = crossing_band([float(x) for x in users], gains, sigmas, c.at)
+                iv = join_ends((iv[0], iv[1]), band, integer=True)
         out.append(
             {
                 **row,

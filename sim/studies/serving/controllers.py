@@ -194,7 +194,7 @@ def vllm_profile(
 def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict[str, np.ndarray]:
     """Per phase (phases,), each metric of ``PHASE_METRICS`` of one replication."""
     m = request_metrics(rec)
-    out = {name: np.full(phases, np.nan) for name in PHASE_METRICS}
+    out = {name: np.full(phases, np.nan) for name in (*PHASE_METRICS, DECODE_BATCH)}
     of_row = phase_of[rec.sample_index]  # the kept rows (all, or a long run's sample)
     for p in range(phases):
         rows = of_row == p
@@ -203,7 +203,40 @@ def _phase_values(rec: ServingRecord, phase_of: np.ndarray, phases: int) -> dict
         out["tpot_p50_ms"][p] = np.nanquantile(tpot, 0.5)
         out["tpot_p99_ms"][p] = np.nanquantile(tpot, 0.99)
         out["ttft_p50_ms"][p] = np.nanquantile(ttft, 0.5)
+        out[DECODE_BATCH][p] = _decode_batch(rec, rows)
     return out
+
+
+#: The extra per-phase value ``_phase_values`` keeps: the phase's mean decode batch
+#: (``_decode_batch``), where its answers take the model-error term (``phase_batches``).
+DECODE_BATCH = "decode_batch"
+
+
+def _decode_batch(rec: ServingRecord, rows: np.ndarray) -> float:
+    """The mean number of requests decoding (of every phase) over the span from the first
+    decode start to the last finish of the kept ``rows`` (Q,) bool, from the requests'
+    decode intervals (each kept row standing for ``rec.stride`` requests); NaN when none of
+    ``rows`` decodes."""
+    dec = rec.decode_start_ms >= 0
+    mine = rows & dec
+    if not np.any(mine):
+        return math.nan
+    lo, hi = float(rec.decode_start_ms[mine].min()), float(rec.finish_ms[mine].max())
+    if hi <= lo:
+        return 1.0
+    start, end = rec.decode_start_ms[dec], rec.finish_ms[dec]
+    overlap = np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
+    return float(overlap.sum()) * rec.stride / (hi - lo)
+
+
+def phase_batches(per_rep: PhaseValues) -> tuple[float, ...]:
+    """Each phase's mean decode batch (``_decode_batch``, the mean over the replications
+    where the phase decodes), the largest over the policies, at least 1 (phases,)."""
+    values = np.array([[r[DECODE_BATCH] for r in reps] for reps in per_rep.values()])
+    seen = np.isfinite(values)  # (policies, replications, phases)
+    total = np.where(seen, values, 0.0).sum(axis=1)
+    mean = np.divide(total, seen.sum(axis=1), out=np.ones_like(total), where=seen.any(axis=1))
+    return tuple(float(max(1.0, b)) for b in mean.max(axis=0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +269,9 @@ class ReplayResult:
     intervals: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The largest decode batch any policy ran in the replay.
     max_batch: int = 0
+    #: Each phase's mean decode batch (``phase_batches``), where its advantages take the
+    #: model-error term.
+    phase_batches: tuple[float, ...] = ()
 
     def winners(self) -> list[dict[str, Any]]:
         """Per phase and metric, the best policy by its mean (and whether it is
@@ -455,6 +491,7 @@ def replay(
         assumptions=tuple(assumptions),
         advantage_reps=diffs,
         max_batch=max_batch,
+        phase_batches=phase_batches(per_rep),
     )
 
 
@@ -628,7 +665,6 @@ def _with_intervals(
     """``result`` with its 90% intervals from inputs and model (sim/studies/
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
-    from sim.binding.uncertainty import serving_inputs
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
     from sim.studies.serving.draws import (
         DRAW_REPLICATIONS,
@@ -636,7 +672,9 @@ def _with_intervals(
         beyond_note,
         doc,
         highest_measured_batch,
+        serving_inputs,
     )
+    from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 
     scenario = builder.scenario(None, builder.default_steps)
     r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))
@@ -667,7 +705,31 @@ def _with_intervals(
         result.versus,
         replications=r,
     )
+    terms = [model_error_term(scenario, b) for b in result.phase_batches]
+    versus = {
+        name: {
+            m: tuple(
+                terms[p].difference(
+                    result.versus[name][m][p].mean,
+                    iv,
+                    result.levels[result.reference][m][p].mean,
+                    METRICS[m].higher_is_better,
+                )
+                for p, iv in enumerate(ivs)
+            )
+            for m, ivs in by_metric.items()
+        }
+        if name != result.reference  # the reference against itself: 0, no model error
+        else by_metric
+        for name, by_metric in versus.items()
+    }
     top = highest_measured_batch(scenario)
+    used: list[ModelErrorTerm] = list(terms)
+
+    def term_at(batch: float) -> ModelErrorTerm:
+        used.append(model_error_term(scenario, batch))
+        return used[-1]
+
     switches = (
         switch_intervals(
             evaluator,
@@ -676,11 +738,14 @@ def _with_intervals(
             [c.best for c in choices],
             "per_user_tok_s",
             top,
+            term_at,
         )
         if choices
         else ()
     )
-    note = beyond_note(scenario, result.max_batch)
+    # the line and JSON give the advantages' widest term (a switch's are at its grid loads)
+    widest = max(terms, key=lambda x: x.gain_sigma, default=None)
+    note = beyond_note(scenario, result.max_batch, any(x.active for x in used))
     return dataclasses.replace(
         result,
         versus_interval90=versus,
@@ -690,6 +755,8 @@ def _with_intervals(
             "draws_run": ran,
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,
+            "phase_decode_batches": list(result.phase_batches),
+            **({"model_error": widest.doc()} if widest is not None else {}),
             **({"note": note} if note else {}),
         },
     )

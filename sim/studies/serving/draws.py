@@ -2,11 +2,11 @@
 random numbers.
 
 A serving answer (a paired gain at a load, where speculation stops paying, the best k)
-moves with the scenario's uncertain inputs (sim/binding/uncertainty.py
-``serving_inputs``: every ``[uncertainty]`` entry with its range or stderr, batched cost
-terms a calibration left unidentified included once the scenario carries them so, the
-acceptance decay prior, the shape's tilt, the derived-compute efficiency, and the default
-batched terms of ``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
+moves with the scenario's uncertain inputs (``serving_inputs``: every ``[uncertainty]``
+entry with its range or stderr, batched cost terms a calibration left unidentified
+included once the scenario carries them so, the acceptance decay prior, the shape's tilt,
+the derived-compute efficiency, and the default batched terms of
+``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
 re-run whole at every draw; it is made affordable three ways:
 
 * ``DRAWS`` scrambled Sobol draws of the inputs (sim/binding/uncertainty.py
@@ -28,6 +28,7 @@ without uncertain inputs gets the Monte Carlo interval alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -50,13 +51,14 @@ from sim.studies.serving.sequential import SETTLED_SE
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
-    from sim.binding.uncertainty import UncertainInput
+    from sim.binding.inputs import UncertainInput
 
 __all__ = [
     "DRAWS",
     "DRAW_REPLICATIONS",
     "INTERVAL_LABEL",
     "SERVE_METRICS",
+    "SERVING_DEFAULT_RANGES",
     "DrawnPoints",
     "Refit",
     "beyond_calibrated",
@@ -70,6 +72,7 @@ __all__ = [
     "ratio_interval",
     "records_calibration",
     "replication_counts",
+    "serving_inputs",
     "shifted",
 ]
 
@@ -107,14 +110,115 @@ def conditioned_on(scenario: Scenario, draws: Sequence[Overrides]) -> dict[str, 
     return conditioning(scenario)
 
 
+DefaultRange = tuple[float, float, float, str]
+
+
+def _host_work_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE  # lazy
+
+    low, high = US_PER_REQUEST_RANGE
+    why = f"the default host work per running request: public measurements put it at {low:g}-"
+    return DEFAULT_US_PER_REQUEST, low, high, why + f"{high:g} us (sim/model/host_work.py)"
+
+
+def _kernel_slope_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE  # lazy: serving only
+
+    low, high = SLOPE_RANGE
+    why = (
+        "the default growth of a pass measured at batch 1 only (and beyond its last measured "
+        f"point): public kernel profiles put it at {low:g}-{high:g} ms per ms of work at peak "
+        "(sim/hardware/batched.py); a batch-1 calibration cannot identify it"
+    )
+    return DEFAULT_SLOPE, low, high, why
+
+
+def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
+    if not scenario.model.experts:
+        return None  # a dense target routes no experts
+    from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE  # lazy: serving only
+
+    low, high = SKEW_RANGE
+    why = (
+        "the default skew of expert popularity in a batched step: uniform routing to the one "
+        f"public serving trace, {low:g}-{high:g} (sim/hardware/experts.py); a batch-1 "
+        "calibration cannot identify it"
+    )
+    return SERVING_STEP_SKEW, low, high, why
+
+
+def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.binding.kv_capacity import derived_engine  # lazy: serving only
+
+    engine = derived_engine(scenario)
+    if engine is None:
+        return None  # a given capacity, or none derived
+    from sim.binding.kv_capacity import memory_gib
+    from sim.hardware.memory import RESERVE_SHARE_RANGE, reserve_range_gib
+
+    default, low, high = reserve_range_gib(engine, memory_gib(scenario))
+    shares = RESERVE_SHARE_RANGE[engine]
+    why = (
+        f"the memory {engine} keeps per GPU beyond the weights and the KV cache (activations, "
+        f"CUDA graphs, communicators), which sizes the derived KV capacity: {low:g}-{high:g} "
+        f"GiB ({100 * shares[0]:g}-{100 * shares[1]:g}% of the GPU's memory in its startup "
+        "logs, sim/hardware/memory.py); a batch-1 calibration cannot identify it"
+    )
+    return default, low, high, why
+
+
+#: Batched cost terms a serving answer draws over their published range when the scenario
+#: neither gives the field nor states its uncertainty: field -> f(scenario) -> (the model's
+#: default, low, high, reason), None where the term does not apply. A batched term that a
+#: calibration leaves unidentified enters the same way when the scenario carries it as an
+#: ``[uncertainty]`` range (``uncertain_inputs``); a default term with a published range is
+#: added here. Every one of them is a term a batch-1 calibration cannot identify.
+SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float, str] | None]] = {
+    "serving.host_us_per_request": _host_work_range,
+    "serving.kernel_slope": _kernel_slope_range,
+    "serving.expert_skew": _expert_skew_range,
+    "serving.kv_reserve_gib": _kv_reserve_range,
+}
+
+
+def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
+    """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
+    cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
+    the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
+    # lazy: the uncertainty layer only when a study draws
+    from sim.binding.inputs import UncertainInput, field_bounds
+
+    scenario = bound.scenario
+    out = list(bound.inputs)
+    stated = {u.field for u in out} | set(scenario.uncertainty.entries())
+    for field, make in SERVING_DEFAULT_RANGES.items():
+        if field in stated or scenario.given_origin(field)[0] != "default":
+            continue
+        found = make(scenario)
+        if found is None:
+            continue
+        default, low, high, reason = found
+        section, key = field.split(".", 1)
+        part = getattr(scenario, section)
+        if part is None:  # no such section: every field its default
+            nominal, bounds = default, (-math.inf, math.inf)
+        else:
+            value = getattr(part, key)
+            nominal = default if value is None else float(value)
+            bounds = field_bounds(scenario, field)
+        out.append(
+            UncertainInput(
+                field, nominal, "uniform", "assumed", reason, low=low, high=high, bounds=bounds
+            )
+        )
+    return tuple(out)
+
+
 def input_draws(
     bound: Bound, seed: int, draws: int = DRAWS, refit: Refit | None = None
 ) -> tuple[Overrides, ...]:
     """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs
-    (sim/binding/uncertainty.py ``serving_inputs``): ``drawn_overrides`` of them."""
-    # lazy: the uncertainty layer only when a study draws
-    from sim.binding.uncertainty import serving_inputs
-
+    (``serving_inputs``): ``drawn_overrides`` of them."""
     return drawn_overrides(bound.scenario, serving_inputs(bound), seed, draws, refit)
 
 
@@ -469,7 +573,6 @@ def serve_intervals(
     (level, gain) per unit ln(batch), default the scenario's or the shipped one)."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind
-    from sim.binding.uncertainty import serving_inputs
     from sim.hardware.batched import PassTerms
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup

@@ -90,6 +90,28 @@ class ModelErrorTerm:
         """A paired ratio's 90% interval with the gains' term."""
         return _widened(nominal, interval, self.gain_sigma)
 
+    def difference(
+        self,
+        nominal: float,
+        interval: Sequence[float] | None,
+        reference: float,
+        higher_is_better: bool = True,
+    ) -> list[float] | None:
+        """A paired difference's 90% interval with the gains' term: the advantage d of a
+        policy over a ``reference`` level on one server (> 0: better; ``paired_difference``)
+        is the ratio policy / reference = 1 + d / reference where more is better, and
+        1 - d / reference for a latency; the ratio's interval is widened (``gain``) and
+        mapped back. Unchanged at a measured batch and where the ratio is not > 0."""
+        sign = 1.0 if higher_is_better else -1.0
+        if self.gain_sigma <= 0 or not reference > 0 or not 1.0 + sign * nominal / reference > 0:
+            return None if interval is None else list(interval)
+        if interval is None:
+            return None
+        ratios = [max(1.0 + sign * e / reference, 1e-12) for e in interval]
+        widened = self.gain(1.0 + sign * nominal / reference, sorted(ratios))
+        assert widened is not None
+        return sorted(sign * reference * (r - 1.0) for r in widened)
+
     def doc(self) -> dict[str, Any]:
         """What a document says about the term."""
         return {

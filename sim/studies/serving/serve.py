@@ -2,8 +2,10 @@
 (crossover, best k, capacity, controllers) run on: the library face of ``specsim serve``
 and of the serving decision commands.
 
-``serve`` runs the scenario's speculation policy and plain decoding on the same users,
-arrivals, lengths and acceptance draws (replication r of each on the same streams), so
+``serve`` (the load given as keywords) and ``serve_bound`` (a scenario that holds its load
+already, as ``specsim serve`` loads it) run the scenario's speculation policy and plain
+decoding on the same users, arrivals, lengths and acceptance draws (replication r of each
+on the same streams), so
 ``Served.summary.speedup`` is paired; a Poisson rate above what a policy can answer
 (sim/simulation/serving/stability.py) is not simulated: ``Served.check`` says so and
 ``run`` and ``summary`` are None. ``serving_study`` builds the plan builder and the
@@ -17,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.binding.bound import Bound, bind
+from sim.binding.bound import Bound, as_bound, bind
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import sample_settings, with_settings
 from sim.scenario.schema import Scenario
@@ -65,22 +67,44 @@ def serve(
 ) -> Served:
     """The scenario's server under its load (or the one given: at most one of
     ``concurrency``, ``rate_per_s``, ``trace``), speculation and plain decoding on the same
-    arrivals. ``base_dir``: where the scenario's relative paths (a trace) start. Before any
-    run, the memory and time the run needs (with ``interval_draws`` draws of 2 replications
-    each to follow) are checked against sim/simulation/budget.py's limits. With
-    ``interval_draws`` > 0 a stable load's answer carries its 90% intervals from inputs
-    and model, each draw at the nominal run's first seeds. The scenario is bound once,
-    with its load and sample; the setup and the intervals read that ``Bound`` (the draws
-    perturb it and bind each)."""
+    arrivals: the keywords set on the scenario once (``with_settings``), then
+    ``serve_bound``."""
     settings = [
         ("load", "serving.concurrency", concurrency),
         ("load", "serving.rate_per_s", rate_per_s),
         ("load", "serving.trace", trace),
         *sample_settings(replications, requests, seed, source),
     ]
-    scenario = with_settings(scenario, settings)
+    return serve_bound(
+        with_settings(scenario, settings),
+        workers=workers,
+        base_dir=base_dir,
+        source=source,
+        progress=progress,
+        interval_draws=interval_draws,
+    )
+
+
+def serve_bound(
+    model: Bound | Scenario,
+    *,
+    workers: int = 1,
+    base_dir: str | Path | None = None,
+    source: str = "scenario",
+    progress: Callable[[int, int], None] | None = None,
+    interval_draws: int = 0,
+) -> Served:
+    """The scenario's server under the load and sample the scenario holds (a loaded
+    scenario's options already applied: ``specsim serve`` loads them with the file),
+    speculation and plain decoding on the same arrivals. ``base_dir``: where the
+    scenario's relative paths (a trace) start. Before any run, the memory and time the
+    run needs (with ``interval_draws`` draws of 2 replications each to follow) are checked
+    against sim/simulation/budget.py's limits. With ``interval_draws`` > 0 a stable load's
+    answer carries its 90% intervals from inputs and model, each draw at the nominal run's
+    first seeds. The scenario is bound once (``as_bound``); the setup and the intervals
+    read that ``Bound`` (the draws perturb it and bind each)."""
     base = Path(base_dir) if base_dir is not None else None
-    bound = bind(scenario)
+    bound = as_bound(model)
     setup = serving_setup(bound, base_dir=base, source=source)
     workload = setup.plan.workload
     check_serving_size(

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from sim.binding.bind import draft_binding
 from sim.binding.bound import bind
-from sim.binding.uncertainty import serving_inputs
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.drafts import Draft, acceptance_depth, describe_draft, is_tree, verify_tokens
@@ -50,7 +50,7 @@ from sim.scenario.load import with_overrides
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
-from sim.simulation.serving.setup import BASELINE, scenario_draft, serving_setup, with_load
+from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import (
     DRAW_REPLICATIONS,
@@ -60,6 +60,13 @@ from sim.studies.serving.draws import (
     drawn_overrides,
     highest_measured_batch,
     ratio_interval,
+    serving_inputs,
+)
+from sim.studies.serving.model_error import (
+    ModelErrorTerm,
+    crossing_band,
+    join_ends,
+    model_error_term,
 )
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
@@ -166,6 +173,9 @@ class LoadPoint:
     #: The largest policy's mean decode batch is above the largest batch the scenario's
     #: costs are measured at (sim/studies/serving/draws.py ``beyond_note``).
     beyond_measured: bool = False
+    #: The largest policy's mean decode batch: where ``vs_chain_interval90`` takes the
+    #: model-error term (sim/studies/serving/model_error.py).
+    decode_batch: float = 1.0
 
     @property
     def best(self) -> str:
@@ -288,7 +298,7 @@ def tree_load_study(
     Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
     every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
     """
-    own = scenario_draft(scenario)
+    own = draft_binding(scenario).draft
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
     defaults: dict[str, str] = {}  # what was defaulted: a short line each
     notes: list[str] = []  # and where it comes from, for the assumptions
@@ -368,6 +378,7 @@ def tree_load_study(
         }
 
     points = []
+    terms_at: dict[int, ModelErrorTerm] = {}  # the model-error term at each load
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
         setup = serving_setup(
@@ -385,6 +396,8 @@ def tree_load_study(
         summary = summarize_serving(run.records, setup.slo, baseline=None)
         per = {n: summary.policies[by[n]] for n in drafts}
         nominal[c] = ratios(run.records)
+        batch = max(p.mean_batch.mean for p in per.values())
+        terms_at[c] = model_error_term(base, batch)
         vs = {
             t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
             for t, d in nominal[c].items()
@@ -397,7 +410,8 @@ def tree_load_study(
                 accept_length={n: per[n].accept_length for n in drafts},
                 mean_batch=per["off"].mean_batch,
                 vs_chain=vs,
-                beyond_measured=max(p.mean_batch.mean for p in per.values()) > top,
+                beyond_measured=batch > top,
+                decode_batch=batch,
             )
         )
         if progress:
@@ -424,7 +438,9 @@ def tree_load_study(
             vs_chain_interval90={
                 t: {
                     ch: {
-                        m: ratio_interval(drawn.at[p.concurrency][t][ch][m], x.ci95)
+                        m: terms_at[p.concurrency].gain(
+                            x.mean, ratio_interval(drawn.at[p.concurrency][t][ch][m], x.ci95)
+                        )
                         for m, x in ms.items()
                     }
                     for ch, ms in d.items()
@@ -450,9 +466,19 @@ def tree_load_study(
                 ends = crossing_interval(
                     table, (nominal_cross.last_win, nominal_cross.first_loss), at
                 )
-                crossings.append(replace(nominal_cross, interval90=(ends[0], ends[1])))
+                joined = (ends[0], ends[1])
+                if nominal_cross.at is not None:  # and the loads where the term's band holds 1
+                    band = model_band(
+                        grid,
+                        [p.vs_chain[t][ch][m].mean for p in points],
+                        terms_at,
+                        nominal_cross.at,
+                    )
+                    joined = join_ends(joined, band, integer=False)
+                crossings.append(replace(nominal_cross, interval90=joined))
     beyond = [p for p in points if p.beyond_measured]
-    note = beyond_note(base, beyond[0].mean_batch.mean) if beyond else None
+    included = any(x.active for x in terms_at.values())
+    note = beyond_note(base, beyond[0].mean_batch.mean, included) if beyond else None
     return TreeLoadResult(
         scenario=scenario.name,
         concurrencies=grid,
@@ -475,9 +501,24 @@ def tree_load_study(
             **doc(inputs, overrides, r, conditioned_on(base, overrides)),
             "draws_run": drawn.run,
             "highest_measured_batch": top,
+            "model_error": max(terms_at.values(), key=lambda x: x.gain_sigma).doc(),
             **({"note": note} if note else {}),
         },
     )
+
+
+def model_band(
+    grid: Sequence[int],
+    ratios: Sequence[float],
+    terms_at: dict[int, ModelErrorTerm],
+    at: float,
+) -> tuple[float | None, float | None]:
+    """The loads around a crossing at ``at`` where the model-error band of the tree /
+    chain ratio (the gains' term at each load's decode batch) holds 1
+    (sim/studies/serving/model_error.py ``crossing_band``; an open end: the grid's edge)."""
+    if len(grid) < 2 or min(ratios) <= 0:
+        return (at, at)
+    return crossing_band(grid, ratios, [terms_at[c].gain_sigma for c in grid], at)
 
 
 def _ratio_of(e: Estimate) -> Ratio:

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.uncertainty import serving_inputs
 from sim.hardware.memory import reserve_range_gib
 from sim.model.model_error import Z90
 from sim.model.policy import FixedK
@@ -23,6 +22,7 @@ from sim.studies.serving.draws import (
     interval90,
     prediction_half_width,
     serve_intervals,
+    serving_inputs,
     shifted,
 )
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans

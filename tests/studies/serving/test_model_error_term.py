@@ -53,3 +53,25 @@ def test_a_crossing_widens_to_the_loads_whose_band_holds_one():
 def test_joined_ends_stay_open_and_round_users_up():
     assert join_ends((4.0, 5.0), (3.2, 7.5), integer=True) == (4.0, 8.0)
     assert join_ends((4.0, None), (3.0, 7.0), integer=False) == (3.0, None)
+
+
+def test_a_difference_takes_the_band_of_its_ratio():
+    """An advantage d over a reference level R is the ratio 1 + d / R (more is better) or
+    1 - d / R (a latency); the ratio's band is exp(+-Z90 s ln(B / 8)) at decode batch B."""
+    sc = load_scenario(SERVING)  # measured at batches 1 and 8
+    at8, at64 = model_error_term(sc, 8.0), model_error_term(sc, 64.0)
+    assert at8.difference(5.0, [4.0, 6.0], 100.0) == [4.0, 6.0]  # 0 at a measured batch
+    m = Z90 * DEFAULT_GAIN_SIGMA * math.log(8)
+    lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0)  # tok/s: ratio 1.05
+    assert lo == pytest.approx(100.0 * (1.05 * math.exp(-m) - 1.0), rel=1e-9)
+    assert hi == pytest.approx(100.0 * (1.05 * math.exp(m) - 1.0), rel=1e-9)
+    lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0, higher_is_better=False)  # ms: 0.95
+    assert lo == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(m)), rel=1e-9)
+    assert hi == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(-m)), rel=1e-9)
+    # farther from the measured batches, wider: as s ln(B / 8)
+    widths = [
+        (lambda iv: iv[1] - iv[0])(model_error_term(sc, b).difference(5.0, [4.9, 5.1], 100.0))
+        for b in (16.0, 32.0, 64.0)
+    ]
+    assert widths[0] < widths[1] < widths[2]
+    assert at64.difference(5.0, None, 100.0) is None

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.model.model_error import DEFAULT_GAIN_SIGMA, Z90
 from sim.model.tree.acceptance import TreeDraft
 from sim.report.tree_load import tree_load_to_dict
-from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
 from sim.studies.serving.tree_load import tree_load_study
 from sim.studies.serving.tree_load_draws import crossing_interval, sign_of
 from tests.conftest import ROOT
@@ -58,9 +59,13 @@ def test_every_interval_holds_the_nominal_and_is_wider_than_monte_carlo():
     assert "beyond the highest measured batch (1)" in result.intervals["note"]
 
 
-def test_without_uncertain_inputs_the_interval_is_the_monte_carlo_one():
-    for sc, draws in ((_certain(), 8), (load_scenario(LLAMA, SMALL), 0)):
+def test_without_uncertain_inputs_or_model_error_the_interval_is_the_monte_carlo_one():
+    off = "serving.model_error={level=0,gain=0}"
+    for sc, draws in ((_certain(), 8), (load_scenario(LLAMA, [*SMALL, off]), 0)):
+        if draws:
+            sc = with_overrides(sc, {"serving.model_error": {"level": 0.0, "gain": 0.0}})
         result = _study(sc, draws=draws)
+        assert result.intervals["model_error"]["included"] is False
         assert result.intervals["draws"] == 0 and result.intervals["replications_per_draw"] == 0
         for p in result.points:
             for m, r in p.vs_chain["tree 6/8/32"]["chain 5"].items():
@@ -107,3 +112,32 @@ def test_sign_and_crossing_interval_by_hand():
     assert crossing_interval(table[:, 2:3], (10, 100), at) == [10, 100]  # crossing at 25: inside
     # draws the scenario rejects (NaN) leave the nominal's interval
     assert crossing_interval(np.full((3, 2), np.nan), (1, 10), at) == [1, 10]
+
+
+def test_each_ratio_takes_the_model_error_at_its_decode_batch():
+    """The scenario's costs are measured at batch 1 only: at 1 user the ratio's interval is
+    the one from inputs alone, beyond it it holds r exp(+-Z90 s ln B), B the load's decode
+    batch, and the band grows with B; a crossing's interval holds the loads where the
+    band holds 1."""
+    sc = _certain()
+    bare = _study(with_overrides(sc, {"serving.model_error": {"level": 0.0, "gain": 0.0}}))
+    term = _study(sc)
+    pair = ("tree 6/8/32", "chain 5")
+    margins = []
+    for p0, p in zip(bare.points, term.points, strict=True):
+        assert p.decode_batch == p0.decode_batch >= 1.0
+        m = Z90 * DEFAULT_GAIN_SIGMA * np.log(p.decode_batch)
+        for metric, r in p.vs_chain[pair[0]][pair[1]].items():
+            lo0, hi0 = p0.vs_chain_interval90[pair[0]][pair[1]][metric]
+            lo, hi = p.vs_chain_interval90[pair[0]][pair[1]][metric]
+            assert lo == pytest.approx(min(lo0, r.mean * np.exp(-m)), rel=1e-12)
+            assert hi == pytest.approx(max(hi0, r.mean * np.exp(m)), rel=1e-12)
+        margins.append(m)
+    assert margins[0] == 0.0 and margins[0] < margins[1] < margins[2]  # 1, 8, 64 users
+    doc = term.intervals["model_error"]
+    assert doc["included"] and doc["decode_batch"] == term.points[-1].decode_batch
+    for c0, c in zip(bare.crossings, term.crossings, strict=True):
+        if c.at is not None:  # the term's interval holds the inputs' one
+            (lo0, hi0), (lo, hi) = c0.interval90, c.interval90
+            assert lo is None or (lo0 is not None and lo <= lo0)
+            assert hi is None or (hi0 is not None and hi >= hi0)

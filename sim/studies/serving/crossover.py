@@ -325,10 +325,11 @@ def _metric_doc(name: str) -> dict[str, Any]:
 
 
 #: The assumption of a document where a crossing's bisection stopped inside its draws'
-#: range (``crossover``'s ``within``).
+#: range or its model-error band (``crossover``'s ``within``, ``within_range``).
 WITHIN_NOTE = (
     "crossings: a bisection stops once its bracket lies inside the draws' 5-95% of that "
-    "crossing (the 90% interval is the one bisecting on gives); such a crossing is "
+    "crossing, or inside the loads where the gain's model-error band holds 1 (the 90% "
+    "interval is the one bisecting on gives); such a crossing is "
     "interpolated in its wider bracket and its 95% interval runs to its brackets' outer "
     "ends (--draws 0 bisects every crossing to neighbouring loads)"
 )
@@ -437,14 +438,22 @@ def crossover(
             xs = [float(load.value) for load in paired[k]]
 
             def inside(
-                a: float, b: float, direction: str, k: int = k, metric: str = metric
+                a: float,
+                b: float,
+                direction: str,
+                k: int = k,
+                metric: str = metric,
+                xs: list[float] = xs,
+                curve: Callable[[float], Ratio] = curve,
             ) -> tuple[float, float] | None:
-                """The draws' 5-95% of a crossing in the cell (a, b): inside it, refining
-                cannot move the 90% interval (``find_crossings``' ``within``)."""
+                """The draws' 5-95% of a crossing in the cell (a, b), with the gain's
+                model-error band where it holds 1 over the cell (``within_range``):
+                inside it, refining cannot move the 90% interval (``find_crossings``'
+                ``within``)."""
                 assert draws is not None
                 i = [float(load.value) for load in paired[k]].index(a)
                 ends = draws_range(draws, paired[k], k, metric, i, direction)
-                return (ends[0], ends[1]) if ends else None
+                return within_range(ends, _model_band(xs, curve, math.sqrt(a * b), term_at), a, b)
 
             while True:  # again when the draws ran a nominal point's other replications
                 ran = evaluator.completed
@@ -518,6 +527,25 @@ def crossover(
             )
         ),
     )
+
+
+def within_range(
+    drawn: tuple[float, ...], band: tuple[float | None, float | None], a: float, b: float
+) -> tuple[float, float] | None:
+    """The loads a crossing's bisections in the grid cell (a, b) may stop inside without
+    moving its 90% interval (``find_crossings``' ``within``): the draws' 5-95% of its
+    crossing ``drawn`` (empty: no draw crosses), and where the gain's model-error band
+    holds 1 over the whole cell (``band``, ``_model_band`` at any load of the cell: a
+    crossing anywhere in the cell then has that band, which its 90% interval joins), the
+    hull of the two (an open end of the band: unbounded). None: neither."""
+    covers = (band[0] is None or band[0] <= a) and (band[1] is None or band[1] >= b)
+    if not covers:
+        return (drawn[0], drawn[1]) if drawn else None
+    lo = -math.inf if band[0] is None else band[0]
+    hi = math.inf if band[1] is None else band[1]
+    if drawn:
+        lo, hi = min(lo, drawn[0]), max(hi, drawn[1])
+    return (lo, hi)
 
 
 def _term_at(

@@ -344,26 +344,18 @@ class PassTerms:
         return terms
 
 
-#: The tables this process received from other processes (``PassTerms`` pickled by its
-#: owner's name), the newest last: at most ``RECEIVED_TABLES`` owners.
+#: The tables this process keeps of other processes' owners (``PassTerms`` pickled by
+#: their owner's name): at most this many owners, the least recently received dropped.
 RECEIVED_TABLES = 4
-_RECEIVED: dict[str, PassTerms] = {}
-_RECEIVED_LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=RECEIVED_TABLES)
 def received_terms(owner: str) -> PassTerms:
-    """This process's one copy of ``owner``'s table (empty when first received). A cache
-    of pure results kept per process: a pool or Dask worker runs many tasks of one study,
-    and each task's passes would otherwise compute every token count's terms again
-    (measured: a 40-point serving sweep's tasks, pickled one by one, took 1.5x the CPU)."""
-    with _RECEIVED_LOCK:
-        terms = _RECEIVED.pop(owner, None)
-        if terms is None:
-            terms = PassTerms(owner)
-            while len(_RECEIVED) >= RECEIVED_TABLES:
-                del _RECEIVED[next(iter(_RECEIVED))]
-        _RECEIVED[owner] = terms  # the newest last
-    return terms
+    """This process's one copy of ``owner``'s table (empty when first received): a memo of
+    pure results per process. A pool or Dask worker runs many tasks of one study, and each
+    task's passes would otherwise compute every token count's terms again (measured: a
+    40-point serving sweep's tasks, pickled one by one, took 1.5x the CPU)."""
+    return PassTerms(owner)
 
 
 class BatchedPass:

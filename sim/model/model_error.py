@@ -155,18 +155,19 @@ def widen(
     return (min(lo, nominal * math.exp(-m)), max(hi, nominal * math.exp(m)))
 
 
-#: Shipped default of s for a policy's level (tok/s, TPOT), per unit ln(load): the
-#: maximum-likelihood fit on the public concurrency curves' levels (Kimi-K2.5 on 8x RTX PRO
-#: 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and SpecForge #339
-#: MoE curves: 34 figures away from a calibrated load, 5 curves; 0.090 +- 0.011;
-#: sim/validation/model_error_cases.py, docs/validation.md reports the fit and whether this
-#: value still agrees). A factor exp(1.645 x 0.090 ln 8) = 1.36 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.090
+#: Shipped default of s for a policy's level (tok/s, TPOT, end-to-end latency), per unit
+#: ln(load): the maximum-likelihood fit on the public concurrency curves' levels (Kimi-K2.5
+#: on 8x RTX PRO 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and
+#: SpecForge #339 MoE curves, DeepSeek-V3 + MTP on 8x MI300X: 46 figures away from a
+#: calibrated load, 6 curves; 0.085 +- 0.009; sim/validation/model_error_cases.py,
+#: docs/validation.md reports the fit and whether this value still agrees). A factor
+#: exp(1.645 x 0.085 ln 8) = 1.34 at 8x the calibrated load.
+DEFAULT_LEVEL_SIGMA = 0.085
 #: Shipped default of s for a paired gain (speculative over plain decoding, tree over
 #: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
-#: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163: 46
-#: figures, 8 curves; 0.067 +- 0.007). What moves both policies alike cancels in a gain, so
-#: it is below the levels' term.
-DEFAULT_GAIN_SIGMA = 0.067
+#: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,
+#: DeepSeek-V3 + MTP on MI300X: 52 figures, 9 curves; 0.065 +- 0.007). What moves both
+#: policies alike cancels in a gain, so it is below the levels' term.
+DEFAULT_GAIN_SIGMA = 0.065
 #: Public curves the defaults were fitted on (levels and gains together).
-DEFAULT_CURVES = 9
+DEFAULT_CURVES = 10

@@ -12,7 +12,7 @@ __all__ = ["model_error_line"]
 
 
 def _factor(sigma: float) -> str:
-    return f"{math.exp(Z90 * sigma):.3g}"
+    return f"{math.exp(Z90 * sigma):.2f}"
 
 
 def _origin(term: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ def test_the_term_grows_with_the_distance_to_the_measured_batches():
     assert measured_batches(sc) == (1.0, 8.0)
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
     assert not at8.active and at8.level(100.0, [90.0, 110.0]) == [90.0, 110.0]
-    assert at32.origin == DEFAULT_ORIGIN and "9 public curves" in DEFAULT_ORIGIN
+    assert at32.origin == DEFAULT_ORIGIN and "10 public curves" in DEFAULT_ORIGIN
     assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(4))
     assert at32.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(4))
     lo, hi = at32.gain(1.2, [1.19, 1.21])

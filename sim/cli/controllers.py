@@ -69,7 +69,7 @@ def controllers(
     fixed k and plain decoding, on the same requests."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
-    from sim.report.controllers import render_controllers
+    from sim.report.controllers import render_controllers, render_controllers_screen
     from sim.studies.serving.controllers import controller_study
 
     ks = parse_num_steps(num_steps)
@@ -91,4 +91,5 @@ def controllers(
             "phases": (sum(p.requests for p in parsed) / 120, "requests"),
             "num_steps": (len(ks) / DEFAULT_KS, "draft lengths"),
         },
+        screen=render_controllers_screen,
     )

@@ -11,9 +11,10 @@ from sim.report.crossover import fmt_interval
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
+from sim.report.screen import assumptions_line, fit_width
 from sim.studies.serving.draws import INTERVAL_LABEL
 
-__all__ = ["render_controllers"]
+__all__ = ["render_controllers", "render_controllers_screen"]
 
 
 def _sign(ci: list[float | None] | None) -> str:
@@ -50,7 +51,7 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
         label = INTERVAL_LABEL if _drawn(doc) else "95% interval"
         star = "  *" if sw["beyond"] else ""
         out.append(
-            f"{head}: from {sw['at']:g} users; {label} {fmt_interval(sw['interval90'])}{star}"
+            f"{head}: from {sig(sw['at'])} users; {label} {fmt_interval(sw['interval90'])}{star}"
         )
     if iv.get("draws"):
         names = ", ".join(i["field"] for i in iv.get("inputs", []))
@@ -133,3 +134,64 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
     if doc.get("assumptions"):
         lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
     return "\n".join(line.rstrip() for line in lines)  # the reference's row has no advantage
+
+
+def render_controllers_screen(doc: Mapping[str, Any]) -> str:
+    """The first screen of ``specsim controllers``: the headline metric (the document's
+    first) a column per phase, the reference's level and every other policy's advantage
+    over it, marked + or - where its interval (90% from inputs and model when drawn, else
+    95%) excludes 0; the best policy per phase, the table's switches, the model error and
+    the assumptions in one line. ``--verbose``: every metric's table with its intervals,
+    the policies, every winner and the engine configs."""
+    ref = doc["reference"]
+    metric, meta = next(iter(doc["metrics"].items()))
+    unit = f" ({meta['unit']})" if meta["unit"] else ""
+    drawn = _drawn(doc)
+    label = INTERVAL_LABEL if drawn else "95% interval"
+    phases = range(len(doc["phases"]))
+    lines = [
+        f"controllers replayed: {doc['scenario']}, {count(doc['replications'], 'replication')}"
+        f" of {count(doc['requests'], 'request')}, seed {doc['seed']}",
+        f"{meta['label']}{unit} by phase: the {ref}'s level, each other policy's advantage "
+        f"over it (+ or - where its {label} excludes 0)",
+        f"  {'':<20}" + "".join(f"{f'phase {i + 1}':>11}" for i in phases),
+    ]
+    for name, pol in doc["policies"].items():
+        cells = []
+        for i in phases:
+            if name == ref:
+                cells.append(sig(pol["phases"][metric][i]["mean"], 4))
+                continue
+            adv = pol["advantage_over_reference"][metric][i]
+            iv = (pol.get("advantage_interval90") or {}).get(metric) if drawn else None
+            cells.append(_signed(adv["mean"]) + _sign(iv[i] if iv else adv["ci95"]))
+        lines.append(f"  {name:<20}" + "".join(f"{c:>11}" for c in cells))
+    lines.append(
+        "phases: " + "; ".join(f"{i + 1} = {p['label']}" for i, p in enumerate(doc["phases"]))
+    )
+    best = [w for w in doc["winners"] if w["metric"] == metric]
+    lines.append(
+        f"best {meta['label']} (mean): "
+        + "; ".join(f"phase {w['phase'] + 1} {w['best']}" for w in best)
+    )
+    switches = _switch_lines(doc)
+    lines += [
+        line
+        for line in switches
+        if line and not line.startswith("intervals:") and not line.startswith("  * ")
+    ]
+    iv = doc.get("interval90") or {}
+    if iv.get("note"):
+        lines.append("  * beyond the highest measured batch (--verbose: what that means)")
+    if iv.get("draws"):
+        lines.append(
+            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
+            f"{iv['replications_per_draw']} replications; "
+            f"{count(len(iv.get('inputs', [])), 'input')} drawn"
+        )
+    lines += conditioning_lines(iv)
+    lines += assumptions_line(doc.get("assumptions", ()))
+    lines.append(
+        "(--verbose: every metric's table, the policies, every winner, the engine configs)"
+    )
+    return "\n".join(fit_width(lines))

@@ -25,6 +25,7 @@ from sim.cli.options import (
     json_option,
     output_file_checked,
     set_option,
+    verbose_option,
 )
 
 #: Smallest relative error of a figure: a part per million is beyond any benchmark, and
@@ -199,6 +200,7 @@ PREFER_OPTION = click.option(
 @PER_REQUEST_OPTION
 @PER_REQUEST_FORMAT_OPTION
 @click.option("--quiet", "-q", is_flag=True, help="No 'wrote FILE' line.")
+@verbose_option
 @json_option
 def calibrate_command(
     base_path: str | None,
@@ -223,6 +225,7 @@ def calibrate_command(
     per_request: tuple[str, ...],
     per_request_format: str,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Fit timings and acceptance to measurements; report them and write a scenario."""
@@ -262,14 +265,14 @@ def calibrate_command(
         if as_json:
             echo_document("import", run.as_dict())
         else:
-            click.echo(format_imported(run.as_dict()))
+            click.echo(format_imported(run.as_dict(), verbose))
         return
     if out:
         atomic_write_text(out, calibrated_toml(run.calibration, base_path or ""))
     if as_json:
         echo_document("calibrate", {**run.as_dict(), "out": out})
         return
-    click.echo(format_calibration(run.calibration))
+    click.echo(format_calibration(run.calibration, verbose))
     if run.load is not None:
         # lazy: the load-sweep report only when a sweep was given (start-up)
         from sim.report.load_fit import format_load_fit

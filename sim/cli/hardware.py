@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from sim.cli.options import echo_document, json_option, set_option
+from sim.cli.options import echo_document, json_option, set_option, verbose_option
 from sim.errors import SpecsimError
 
 #: sim/hardware/interconnects.py LIBRARIES, spelled here so ``--help`` imports no model
@@ -16,9 +16,14 @@ ALLREDUCE_LIBRARIES = ("nccl", "custom", "auto")
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False, path_type=str))
 @click.option("--list", "list_presets", is_flag=True, help="List interconnect and GPU presets.")
 @set_option
+@verbose_option
 @json_option
 def hardware(
-    scenario: str | None, list_presets: bool, sets: tuple[str, ...], as_json: bool
+    scenario: str | None,
+    list_presets: bool,
+    sets: tuple[str, ...],
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Every pass taken apart (compute, all-reduces, launch) and verify what-ifs."""
     # lazy: the library is imported when the command runs, not for --help (start-up)
@@ -45,7 +50,7 @@ def hardware(
     if as_json:
         echo_document("hardware", summary)
     else:
-        click.echo(render_hardware(summary))
+        click.echo(render_hardware(summary, verbose))
 
 
 @click.command()

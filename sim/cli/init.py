@@ -17,7 +17,7 @@ from sim.cli.calibrate import (
     VLLM_BENCH_OPTION,
     VLLM_METRICS_OPTION,
 )
-from sim.cli.options import FiniteFloatRange, output_file_checked
+from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_option
 
 
 @click.command("init")
@@ -93,11 +93,12 @@ from sim.cli.options import FiniteFloatRange, output_file_checked
     help="Write the scenario here.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No report, only the file.")
+@verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
     drafter, num_steps, draft_params, draft_config, accept_length, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
-    per_request_format, rel_error, prefer, out, quiet,
+    per_request_format, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
     """Write a commented scenario of a server from its model's config.json, GPU, engine and
     drafter; with measured figures, calibrated to them.
@@ -128,7 +129,7 @@ def init_command(
     atomic_write_text(out, init_toml(init, cal, config))
     if quiet:
         return
-    click.echo(init_summary(init, cal))
+    click.echo(init_summary(init, cal, verbose))
     if cal is not None:
-        click.echo(format_calibration(cal))
+        click.echo(format_calibration(cal, verbose))
     click.echo(f"wrote {out}")

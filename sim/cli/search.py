@@ -177,7 +177,7 @@ def search(
         doc = solve_lever(
             scn, solve_field, tgts, quantile=quantile, engine=engine, fidelity=fidelity
         ).to_dict()
-        text = render_lever(doc)
+        text = render_lever(doc, verbose)
     elif topks is not None:
         # lazy: the library is imported when a command runs (start-up)
         from sim.report.tree_search import render_tree_search
@@ -197,7 +197,7 @@ def search(
         doc = search_trees(
             scn, tgts, ks, widths, tokens, simulate=MonteCarloStats(engine, fidelity)
         ).to_dict()
-        text = render_tree_search(doc)
+        text = render_tree_search(doc, verbose)
     elif concurrency is not None or rate is not None:
         if concurrency is not None and rate is not None:
             raise click.UsageError("give at most one of --concurrency, --rate")

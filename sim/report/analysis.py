@@ -8,7 +8,7 @@ from typing import Any
 from sim.binding.bind import AcceptanceShape
 from sim.model.closed_forms import TargetAnswer
 from sim.model.cycle import CycleCost
-from sim.report.format import fmt_alpha
+from sim.report.format import count, fmt_alpha
 from sim.report.screen import answer_lines, fit_width, wrap
 from sim.report.uncertainty import (
     LISTED_ORIGINS,
@@ -167,9 +167,15 @@ def render_analysis(analysis: Analysis, doc: dict[str, Any], verbose: bool = Fal
     head = [ln for ln in full[1:end] if not ln.lstrip().startswith("rates by position")]
     title = f"{sc.name}" + (f": {sc.description}" if sc.description else "")
     lines = wrap(title, indent="", more="  ")
+    off = analysis.uncertainty.off_centre_inputs if analysis.uncertainty else ()
     for ln in head:
         if "90% interval from inputs and model:" in ln:
             ln = "    " + ln.strip()
+        if " lies outside it: " in ln:  # the inputs that put it there: --verbose
+            ln = (
+                f"    {ln.strip().split(' lies')[0]} lies outside it: {count(len(off), 'input')} "
+                "set outside the 5-95% of their ranges (--verbose: which)"
+            )
         # a mix's effective rates by position are an average over requests: --verbose
         ln = re.sub(r"\(expected over requests: effective [^)]*\)", "(over the mix)", ln)
         lines.append(ln)

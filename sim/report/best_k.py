@@ -12,7 +12,7 @@ from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import first_screen
+from sim.report.screen import assumptions_line, fit_width
 from sim.studies.serving.best_k import table_row_k
 
 __all__ = ["render_best_k", "render_best_k_screen"]
@@ -57,16 +57,7 @@ def _head_lines(doc: Mapping[str, Any]) -> list[str]:
     for c in doc["selection"]:
         row = f"  {c['users']:>5}  "
         for k in ks:
-            mark = (
-                "*"
-                if k == c["best_num_steps"]
-                else "="
-                if k in c["tied"]
-                else "~"
-                if k in c.get("tied_within_inputs", ())
-                else " "
-            )
-            row += f"{_cell(c['objective'][str(k)]) + mark:>12}"
+            row += f"{_cell(c['objective'][str(k)]) + _mark(c, k):>12}"
         lines.append(row)
     terms = [c["model_error"] for c in doc["selection"] if c.get("model_error")]
     if terms:  # the widest term of the selection (the load farthest from a measured batch)
@@ -113,45 +104,86 @@ def _verdict_line(name: str, pol: Mapping[str, Any]) -> str:
     return f"  {name}: {text}" + (f"; worst {worst}" if worst else "")
 
 
-def _engine_screen_lines(configs: Mapping[str, Any]) -> list[str]:
-    """Each engine's form in a line or two: what to paste, or why none expresses it."""
-    vllm, sglang, trt = configs["vllm"], configs["sglang"], configs["trtllm"]
-    lines = ["engine configs (add your draft model path; --verbose: the schemas checked against):"]
-    lines.append(
-        "  vLLM: --speculative-config '" + json.dumps(vllm["speculative_config"]) + "'"
-        if "speculative_config" in vllm
-        else f"  vLLM: {vllm['note']}"
-    )
-    lines.append(
-        "  SGLang: " + " ".join(sglang["flags"])
-        if "flags" in sglang
-        else f"  SGLang: {sglang['note']}"
-    )
-    lines.append(
-        "  TensorRT-LLM: speculative_config: " + json.dumps(trt["speculative_config"])
-        if "speculative_config" in trt
-        else f"  TensorRT-LLM: {trt['note']}"
-    )
+def _mark(c: Mapping[str, Any], k: int) -> str:
+    """* best, = tied with it at 95%, ~ tied within 90% from inputs and model."""
+    if k == c["best_num_steps"]:
+        return "*"
+    if k in c["tied"]:
+        return "="
+    return "~" if k in c.get("tied_within_inputs", ()) else " "
+
+
+def _selection_screen_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The selection on its side for the first screen: a column per load, a row per k."""
+    sel = doc["selection"]
+    lines = [
+        "  users " + "".join(f"{c['users']:>9}" for c in sel),
+        *(
+            (
+                f"  {'k=' + str(k):<6}"
+                + "".join(f"{_cell(c['objective'][str(k)]) + _mark(c, k):>9}" for c in sel)
+            ).rstrip()
+            for k in doc["num_steps"]
+        ),
+    ]
+    terms = [c["model_error"] for c in sel if c.get("model_error")]
+    if terms:  # the widest term of the selection (the load farthest from a measured batch)
+        lines.append("  " + model_error_line(max(terms, key=lambda t: t["gain_sigma"])))
     return lines
 
 
+def _engine_answer_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What to paste into each engine, the engines that cannot express the table in one
+    line (``--verbose``: why and the schemas), and the SGLang-style threshold."""
+    configs = doc["engine_configs"]
+    vllm, sglang, trt = configs["vllm"], configs["sglang"], configs["trtllm"]
+    lines = ["engine configs (add your draft model path; --verbose: the schemas and why not):"]
+    if "speculative_config" in vllm:
+        config = json.dumps(vllm["speculative_config"])
+        lines.append(f"  vLLM: --speculative-config '{config}'")
+    if "flags" in sglang:
+        lines.append("  SGLang: " + " ".join(sglang["flags"]))
+    if "speculative_config" in trt:
+        lines.append("  TensorRT-LLM: speculative_config: " + json.dumps(trt["speculative_config"]))
+    cannot = [
+        name
+        for name, form, key in (
+            ("vLLM", vllm, "speculative_config"),
+            ("SGLang", sglang, "flags"),
+            ("TensorRT-LLM", trt, "speculative_config"),
+        )
+        if key not in form
+    ]
+    if cannot:
+        lines.append(f"  {', '.join(cannot)}: cannot express this table")
+    return [*lines, "SGLang-style threshold: " + doc["sglang_threshold_note"]]
+
+
 def render_best_k_screen(doc: Mapping[str, Any]) -> str:
-    """The first screen of ``specsim best-k``: the selection, the engine forms and what
-    the check at another seed found, in a line per policy (``--verbose``: the check's
-    table, every engine's schema and every assumption)."""
+    """The first screen of ``specsim best-k``: the answer first (the selection, a column
+    per load, and the engine forms to paste), then how far it holds (the check at another
+    seed, a line per policy) and what it rests on (the sample, the model error, the
+    assumptions in one line). ``--verbose``: the selection a row per load, the check's
+    table, every engine's schema and every assumption."""
     check = doc["check"]
-    lines = [*_head_lines(doc), "", *_engine_screen_lines(doc["engine_configs"])]
-    lines.append("SGLang-style threshold: " + doc["sglang_threshold_note"])
-    lines += [
+    unit = f" ({doc['objective_unit']})" if doc["objective_unit"] else ""
+    lines = [
+        f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
+        "selection (closed loop; * best, = tied with it at 95%, ~ tied within 90% from inputs "
+        "and model):",
+        *_selection_screen_lines(doc),
+        "",
+        *_engine_answer_lines(doc),
         "",
         f"check at seed {check['seed']}, {count(len(check['users']), 'load')}, paired against "
         "each fixed k (95%; --verbose: the table):",
+        *(_verdict_line(name, pol) for name, pol in check["policies"].items()),
+        "",
+        *conditioning_lines(doc),
     ]
-    lines += [_verdict_line(name, pol) for name, pol in check["policies"].items()]
-    if doc.get("assumptions"):
-        lines += ["", "assumptions:"] + [f"  - {a}" for a in doc["assumptions"]]
-    lines.append(f"({count(doc['runs'], 'policy run')})")
-    return first_screen("\n".join(ln.rstrip() for ln in lines), doc.get("assumptions", ()))
+    sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"
+    rests = assumptions_line(doc.get("assumptions", ()), lead=sample)
+    return "\n".join(fit_width([*lines, *rests]))
 
 
 def _check_lines(doc: Mapping[str, Any], name: str, pol: Mapping[str, Any]) -> list[str]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from sim.calibration.calibrate import Calibration, FittedValue
+from sim.report.screen import fit_width
 from sim.scenario.toml_writer import dumps_scenario
 
 
@@ -24,8 +26,26 @@ def _value(v: FittedValue) -> str:
     return f"{v.value:.6g} (kept)"
 
 
-def format_calibration(cal: Calibration) -> str:
-    """The readable report: fitted values with standard errors, kept values and why, residuals."""
+def _short_source(source: str) -> str:
+    """A figure's source with each file path (two or more slashes, or a leading one: not
+    a unit such as tok/s) named by its base name (``--verbose``: the path)."""
+    return re.sub(r"(?:/|[^\s/\[\]]+/)(?:[^\s/\[\]]+/)+([^\s/\[\]]+)", r"\1", source)
+
+
+def _short_reason(reason: str, least: int = 1) -> str:
+    """A reason's first clause: before its first colon or parenthesis at or after ``least``
+    characters (the rest is ``--verbose``)."""
+    cuts = (reason.find(": ", least), reason.find(" (", least))
+    return reason[: min((i for i in cuts if i > 0), default=len(reason))]
+
+
+def format_calibration(cal: Calibration, verbose: bool = True) -> str:
+    """The readable report: fitted values with standard errors, kept values and why, residuals.
+
+    Not ``verbose``: a first screen, each kept value's reason in its first clause, the
+    residuals in one line (the largest), the notes by their leads, files by base name,
+    lines within ``WIDTH``."""
+    source = (lambda s: s) if verbose else _short_source
     lines = ["fitted (± one standard error):"]
     width = max(len(v.field) for v in cal.values)
     for v in cal.fitted:
@@ -34,10 +54,12 @@ def format_calibration(cal: Calibration) -> str:
     if not cal.fitted:
         lines.append("  nothing: no value is determined by the data")
     if cal.kept:
-        lines.append("kept from the base scenario (not determined by the data):")
+        why = "" if verbose else "; --verbose: why"
+        lines.append(f"kept from the base scenario (not determined by the data{why}):")
         for v in cal.kept:
-            lines.append(f"  {v.field:<{width}}  {v.value:.6g}   {v.reason or ''}".rstrip())
-    if cal.residuals:
+            reason = (v.reason or "") if verbose else _short_reason(v.reason or "")
+            lines.append(f"  {v.field:<{width}}  {v.value:.6g}   {reason}".rstrip())
+    if cal.residuals and verbose:
         lines.append("residuals (model - measured):")
         w = max(len(r.what) for r in cal.residuals)
         for r in cal.residuals:
@@ -46,6 +68,13 @@ def format_calibration(cal: Calibration) -> str:
                 f"{_percent(r.relative)}  ({_clean(r.normalized):+.2f} σ)  "
                 f"[{r.source}]"
             )
+    elif cal.residuals:
+        worst = max(cal.residuals, key=lambda r: abs(_clean(r.normalized)))
+        lines.append(
+            f"residuals (model - measured) on {len(cal.residuals)} figures, largest "
+            f"{_percent(worst.relative).strip()} ({_clean(worst.normalized):+.2f} σ): "
+            f"{worst.what} [{_short_source(worst.source)}]; --verbose: each"
+        )
     lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")
     if cal.checks:
         lines.append("held out (not fitted; scored against the calibrated model):")
@@ -53,10 +82,15 @@ def format_calibration(cal: Calibration) -> str:
         for r in cal.checks:
             lines.append(
                 f"  {r.what:<{w}}  measured {r.measured:10.4g}  model {r.fitted:10.4g}  "
-                f"{_percent(r.relative)}  [{r.source}]"
+                f"{_percent(r.relative)}  [{source(r.source)}]"
             )
-    lines.extend(f"note: {n}" for n in cal.notes)
-    return "\n".join(lines)
+    if verbose:
+        lines.extend(f"note: {n}" for n in cal.notes)
+        return "\n".join(lines)
+    if cal.notes:
+        leads = "; ".join(_short_reason(n, least=25) for n in cal.notes)
+        lines.append(f"notes (--verbose: in full): {leads}")
+    return "\n".join(fit_width(lines))
 
 
 def calibrated_toml(
@@ -113,8 +147,9 @@ def format_spread(spread: dict) -> str:
     )
 
 
-def format_imported(body: dict) -> str:
-    """What the imported files hold (import-only mode), in the calibrate vocabulary."""
+def format_imported(body: dict, verbose: bool = True) -> str:
+    """What the imported files hold (import-only mode), in the calibrate vocabulary (not
+    ``verbose``: each figure's file by its base name)."""
     lines = []
     for b in body["baselines"]:
         lines.append(
@@ -139,6 +174,8 @@ def format_imported(body: dict) -> str:
         lines.append(format_spread(spread))
     if not lines:
         lines.append("no figure to fit in these files")
+    if not verbose:  # each figure's file by its base name; the notes whole, as they name it
+        lines = [_short_source(ln) for ln in lines]
     lines.extend(f"note: {n}" for n in body["notes"])
     lines.append("(import only: give --scenario to fit these figures)")
     return "\n".join(lines)

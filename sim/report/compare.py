@@ -124,7 +124,7 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
 
 
 #: Scenarios a first screen lists one by one (``--verbose``: every one).
-SCREEN_SCENARIOS = 6
+SCREEN_SCENARIOS = 4
 
 
 def render_comparison_screen(doc: Mapping[str, Any]) -> str:
@@ -189,12 +189,19 @@ def render_comparison_screen(doc: Mapping[str, Any]) -> str:
             lines.append(f"  {name(c)}" + "".join(f"  {x:<{w_t}}" for x in targets[id(c)]))
     full = render_comparison(doc).splitlines()
     notes = full[next(i for i, n in enumerate(full) if n.startswith("(Monte Carlo")) + 1 :]
-    if notes:
+    notes = [n for n in notes if not n.startswith("(targets are ")]  # in one line, below
+    hidden = doc.get("targets_not_shown", [])
+    if notes or hidden:
         lines.append("")
     for note in notes:
         text = note.strip("()")
         cut = text.find(": ", text.find(" ") + 1)  # the note's claim, not its reasons
         lines.append(text if cut < 0 else text[:cut])
+    if hidden:
+        own = "; ".join(
+            f"{h['scenario']}'s own {', '.join(f'{t:g}' for t in h['tok_s'])}" for h in hidden
+        )
+        lines.append(f"targets are {cols[0]['label']}'s; not shown: {own} tok/s (--target)")
     lines.append("(--verbose: the full table, intervals' reasons and notes; --json: every field)")
     return "\n".join(ln.rstrip() for ln in fit_width(lines))
 

@@ -10,7 +10,7 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import first_screen
+from sim.report.screen import assumptions_line, fit_width
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -300,17 +300,66 @@ def _tail_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _gain_grid_lines(doc: Mapping[str, Any], metric: str) -> list[str]:
+    """One metric's table turned on its side for the first screen: a column per load, a
+    row for plain decoding's level and a row of gains per k (the 95% intervals are in
+    ``--verbose``); a blank cell where that k did not run the load."""
+    kind = doc["load_kind"]
+    meta = doc["metrics"][metric]
+    by_k = {c["num_steps"]: c for c in doc["curves"] if c["metric"] == metric}
+    loads = sorted({p["load"] for c in by_k.values() for p in c["points"]})
+    base: dict[float, float] = {}
+    rows: list[str] = []
+    for k, c in by_k.items():
+        cells = {p["load"]: p for p in c["points"] if p["gain"]["mean"] is not None}
+        base |= {x: p["baseline"]["mean"] for x, p in cells.items()}  # the last k's, as --verbose
+        row = "".join(f"{cells[x]['gain']['mean']:>7.3f}" if x in cells else " " * 7 for x in loads)
+        rows.append(f"  {'k=' + str(k):<12}{row}".rstrip())
+    level = f"k=0 {meta['unit']}" if meta["unit"] else "k=0"
+    head = "".join(f"{fmt_load(x, kind):>7}" for x in loads)
+    return [
+        f"{meta['label']} by load: k=0's level and each k's gain (--verbose: 95% intervals)",
+        f"  {load_unit(kind):<12}{head}",
+        f"  {level:<12}"
+        + "".join(f"{sig(base[x], 4):>7}" if x in base else " " * 7 for x in loads),
+        *rows,
+    ]
+
+
 def render_crossover_screen(doc: Mapping[str, Any]) -> str:
-    """The first screen of ``specsim crossover``: the first metric's table with each k's
-    crossings in a line, the other metrics' crossings in a line each, one line of
-    assumptions (``--verbose``: every metric's table, every crossing's bracket, every
-    assumption)."""
+    """The first screen of ``specsim crossover``: the answer first (where each k's paired
+    gain in the first metric crosses 1, with its 95% interval and 90% interval from inputs
+    and model; the other metrics' crossings in a line each), then what it rests on (the
+    first metric's gains by load, the sample, the model error, the assumptions in one
+    line). ``--verbose``: every metric's table with 95% intervals, every crossing's
+    bracket and every assumption."""
+    kind = doc["load_kind"]
+    grid = doc["grid"]
     first, *rest = doc["metrics"]
-    lines = [*_header_lines(doc), *_metric_lines(doc, first, _short_crossing_lines)]
+    by_k = {c["num_steps"]: c for c in doc["curves"] if c["metric"] == first}
+    lines = [
+        f"crossover: {doc['scenario']}, {'closed loop' if kind == 'concurrency' else 'Poisson'} "
+        f"{fmt_load(grid[0], kind)}..{fmt_load(grid[-1], kind)} {load_unit(kind)}, k = "
+        + ", ".join(str(k) for k in doc["num_steps"]),
+        f"{doc['metrics'][first]['label']}: where each k's paired gain over plain decoding (k=0) "
+        "crosses 1",
+    ]
+    for k in doc["num_steps"]:
+        lines += _short_crossing_lines(by_k[k], kind, k)
     if rest:
-        lines += ["", "other metrics (--verbose: their tables):"]
+        lines.append("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
         lines += [_other_metric_line(doc, m) for m in rest]
-    return first_screen("\n".join(lines + _tail_lines(doc)), doc.get("assumptions", ()))
+    lines += _overload_lines(doc)
+    lines += ["", *_gain_grid_lines(doc, first)]
+    lines += conditioning_lines(doc)
+    if doc.get("model_error"):
+        lines.append(model_error_line(doc["model_error"]))
+    for k, configs in doc.get("engine_configs", {}).items():
+        lines += [f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
+        lines += engine_config_lines(configs)[1:]
+    sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"
+    rests = assumptions_line(doc.get("assumptions", ()), lead=sample)
+    return "\n".join(fit_width([*lines, *rests]))
 
 
 def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:

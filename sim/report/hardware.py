@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sim.report.format import count
+from sim.report.screen import fit_width, wrap
 from sim.report.uncertainty import off_centre_text
 
 if TYPE_CHECKING:
@@ -20,44 +21,70 @@ def _ar_text(p: dict[str, Any]) -> str:
     return f"{p['allreduces']} x {ar['us']:.1f} us {ar['algorithm']}/{ar['protocol']}{eager}"
 
 
-def render_hardware(summary: dict[str, Any]) -> str:
-    """The summary as a readable table."""
+def pass_lines(summary: dict[str, Any], verbose: bool = True) -> list[str]:
+    """The header and the passes taken apart, within ``WIDTH`` characters a line (the
+    hardware the timings were measured on named when it differs, or with ``verbose``)."""
     hw, ref = summary["hardware"], summary["measured_on"]
     gpu = f", {hw['gpu']}" if hw["gpu"] else ""
     graph = "graphed" if hw["verify_cuda_graph"] else "ungraphed"
+    ref_gpu = f", {ref['gpu']}" if ref["gpu"] else ""
+    ref_graph = "graphed" if ref["verify_cuda_graph"] else "ungraphed"
+    here = f"{hw['gpus']}x {hw['interconnect']}{gpu}, verify {graph}"
+    measured_on = f"{ref['gpus']}x {ref['interconnect']}{ref_gpu}, verify {ref_graph}"
     lines = [
         f"{summary['scenario']}: {hw['gpus']}x {hw['interconnect']}{gpu}, launch "
         f"{hw['launch_us']:.4g} us/kernel, verify {graph}",
-        f"timings measured on {ref['gpus']}x {ref['interconnect']}"
-        f"{', ' + ref['gpu'] if ref['gpu'] else ''}, verify "
-        f"{'graphed' if ref['verify_cuda_graph'] else 'ungraphed'}",
+        *([f"timings measured on {measured_on}"] if verbose or measured_on != here else []),
         *([f"note: {summary['note']}"] if summary.get("note") else []),
         "",
-        f"{'pass':<13}{'tokens':>7}  {'graph':<6}{'compute':>9}  {'all-reduces':<34}"
-        f"{'comm':>8}{'launch':>8}{'total':>9}  origin",
+        f"{'pass':<13}{'tokens':>6} {'graph':<5}{'compute':>8}  {'all-reduces':<28}"
+        f"{'comm':>7}{'launch':>8}{'total':>9}  origin",
     ]
+    bound = False
     for name, p in summary["passes"].items():
         launch = f"{p['launch_ms']:8.3f}" if p["launch_ms"] else f"{'-':>8}"
-        bound = " (launch-bound)" if p["launch_bound"] else ""
+        mark = "*" if p["launch_bound"] else " "
+        bound = bound or p["launch_bound"]
         lines.append(
-            f"{name:<13}{p['tokens']:>7}  {'yes' if p['graphed'] else 'no':<6}"
-            f"{p['compute_ms']:9.3f}  {_ar_text(p):<34}{p['comm_ms']:8.3f}{launch}"
-            f"{p['total_ms']:9.3f}  {p['origin']}{bound}"
+            f"{name:<13}{p['tokens']:>6} {'yes' if p['graphed'] else 'no':<5}"
+            f"{p['compute_ms']:8.3f}  {_ar_text(p):<28}{p['comm_ms']:7.3f}{launch}"
+            f"{p['total_ms']:9.3f}{mark} {p['origin']}"
         )
-    lines.append("(milliseconds; total = critical path of GPU work and CPU launch work)")
+    lines.append(
+        "(milliseconds; total = critical path of GPU work and CPU launch work"
+        + ("; * launch-bound)" if bound else ")")
+    )
     g = summary["verify_graphed"]
-    lines += ["", f"verify over {g['tokens']} tokens, graphed here: {g['total_ms']:.3f} ms", ""]
-    lines.append(f"{'verify on':<24}{'ungraphed ms':>13}{'graphed ms':>12}  all-reduce (graphed)")
-    for name, row in summary["verify_on_presets"].items():
-        if "not_available" in row:
-            lines.append(f"{name:<24}{'-':>13}{'-':>12}  not available: {row['not_available']}")
-            continue
-        lines.append(
-            f"{name:<24}{row['ungraphed']['total_ms']:13.3f}{row['graphed']['total_ms']:12.3f}"
-            f"  {_ar_text(row['graphed'])}"
-        )
-    if summary.get("levers"):
-        lines += ["", render_levers(summary["levers"])]
+    lines.append(f"verify over {g['tokens']} tokens, graphed here: {g['total_ms']:.3f} ms")
+    return fit_width(lines)
+
+
+def render_hardware(summary: dict[str, Any], verbose: bool = True) -> str:
+    """The passes taken apart and the levers ranked (a first screen); with ``verbose``
+    also the verify on every interconnect preset and the levers' variants and kernel
+    sweep."""
+    lines = pass_lines(summary, verbose)
+    if verbose:
+        lines += [
+            "",
+            f"{'verify on':<24}{'ungraphed ms':>13}{'graphed ms':>12}  all-reduce (graphed)",
+        ]
+        for name, row in summary["verify_on_presets"].items():
+            if "not_available" in row:
+                lines.append(f"{name:<24}{'-':>13}{'-':>12}  not available: {row['not_available']}")
+                continue
+            lines.append(
+                f"{name:<24}{row['ungraphed']['total_ms']:13.3f}"
+                f"{row['graphed']['total_ms']:12.3f}  {_ar_text(row['graphed'])}"
+            )
+    levers = summary.get("levers")
+    if levers:
+        lines += ["", *fit_width(render_levers(levers, verbose, hint=False).splitlines())]
+    if not verbose:
+        more = ["the verify on each interconnect"]
+        if levers:
+            more.append(levers_hint(levers))
+        lines += wrap(f"(--verbose: {', '.join(more)})", indent="", more="  ")
     return "\n".join(lines)
 
 
@@ -94,21 +121,34 @@ def _tok(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def render_levers(table: dict[str, Any], verbose: bool = True) -> str:
+def levers_hint(table: dict[str, Any]) -> str:
+    """What ``--verbose`` adds to the levers' table."""
+    sweep = " and the levers across the kernel count" if table.get("kernels") else ""
+    return f"the variants{sweep}"
+
+
+def render_levers(table: dict[str, Any], verbose: bool = True, hint: bool = True) -> str:
     """The levers side by side, plain decoding the reference row, ranked below; the
     variants behind the variants column and the kernel-count sweep only when
-    ``verbose`` (else a line saying where they are)."""
+    ``verbose`` (else, with ``hint``, a line saying where they are)."""
     rows = table["levers"]
     ref = next(r for r in rows if r["reference"])
-    lines = [
+    title = (
         f"levers for {table['scenario']} (closed-form long-run tok/s; 90% = "
-        f"{table['interval90']}; variants = {table['interval']})",
+        f"{table['interval90']}; variants = {table['interval']})"
+        if verbose
+        else f"levers for {table['scenario']} (closed-form long-run tok/s; 90%: "
+        f"{table['interval90'].removeprefix('90% interval ')}; variants: the hardware model's)"
+    )
+    lines = [
+        title,
         f"{'lever':<18}{'tok/s':>8}{'90%':>15}{'variants':>15}{'vs plain':>10}{'AL':>7}"
         f"{'cycle ms':>10}",
     ]
     for r in rows:
         if r.get("not_applicable"):
-            lines.append(f"{r['name']:<18}{'-':>8}  not applicable: {r['not_applicable']}")
+            why = r["not_applicable"] if verbose else _clause(r["not_applicable"])
+            lines.append(f"{r['name']:<18}{'-':>8}  not applicable: {why}")
             continue
         if r["tok_s"] is None:
             lines.append(f"{r['name']:<18}{'-':>8}  not available: {r['error']}")
@@ -123,16 +163,16 @@ def render_levers(table: dict[str, Any], verbose: bool = True) -> str:
             f"{r['accept_length']:7.2f}{r['cycle_ms']:10.2f}{tag}"
         )
     ranked = [next(r for r in rows if r["name"] == n) for n in table["ranked"]]
+    label = "ranked (one lever at a time)" if verbose else "each lever alone"
     if ranked:
         order = ", then ".join(f"{r['name']} ({r['tok_s']:.1f})" for r in ranked)
-        lines.append(f"ranked (one lever at a time): {order}")
+        lines.append(f"{label}: {order}")
     elif any(r.get("not_applicable") for r in rows):
-        lines.append("ranked (one lever at a time): none applies here")
+        lines.append(f"{label}: none applies here")
     lines += [f"note: {n}" for n in table.get("notes") or []]
-    lines += off_centre_lines(rows, table.get("off_centre_inputs") or [])
+    lines += off_centre_lines(rows, table.get("off_centre_inputs") or [], verbose)
     if not verbose:
-        sweep = " and the levers across the kernel count" if table.get("kernels") else ""
-        lines.append(f"(--verbose: the variants behind the variants column{sweep})")
+        lines += [f"(--verbose: {levers_hint(table)})"] if hint else []
         return "\n".join(lines)
     lines.append("variants behind the variants column:")
     lines += [f"  {v['name']}: {v['description']}" for v in table["variants"]]
@@ -141,9 +181,18 @@ def render_levers(table: dict[str, Any], verbose: bool = True) -> str:
     return "\n".join(lines)
 
 
-def off_centre_lines(rows: list[dict[str, Any]], off: list[dict[str, Any]]) -> list[str]:
+def _clause(reason: str) -> str:
+    """A reason without its closing parenthesis (the field it names: ``--verbose``)."""
+    head, paren, _ = reason.rpartition(" (")
+    return head if paren and reason.endswith(")") else reason
+
+
+def off_centre_lines(
+    rows: list[dict[str, Any]], off: list[dict[str, Any]], verbose: bool = True
+) -> list[str]:
     """Why tok/s as specified can sit at an end of its 90% interval: the inputs specified
-    outside the 5-95% of their own ranges, and the rows that lie outside their interval."""
+    outside the 5-95% of their own ranges, and the rows that lie outside their interval
+    (not ``verbose``: the inputs counted, in one wrapped sentence)."""
     if not off:
         return []
     outside = [
@@ -153,6 +202,14 @@ def off_centre_lines(rows: list[dict[str, Any]], off: list[dict[str, Any]]) -> l
         and r.get("interval90") is not None
         and not r["interval90"][0] <= r["tok_s"] <= r["interval90"][1]
     ]
+    if not verbose:
+        where = f", so it lies outside its 90% interval for {', '.join(outside)}" if outside else ""
+        return wrap(
+            f"tok/s as specified takes {count(len(off), 'input')} outside the 5-95% of their "
+            f"ranges (--verbose names them){where}",
+            indent="",
+            more="  ",
+        )
     head = "tok/s as specified takes inputs outside the 5-95% of their ranges: "
     lines = [head + off_centre_text(off)]
     if outside:

@@ -8,6 +8,7 @@ from sim.calibration.calibrate import Calibration
 from sim.calibration.init_scenario import InitScenario
 from sim.errors import SpecsimError
 from sim.report.calibrate import calibrated_toml
+from sim.report.screen import wrap
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.toml_writer import dumps
 
@@ -30,11 +31,16 @@ def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
     return text
 
 
-def init_summary(init: InitScenario, cal: Calibration | None) -> str:
-    """A few lines: the server, and what calibration fitted (if it ran)."""
+def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = True) -> str:
+    """A few lines: the server, and what calibration fitted (if it ran); not ``verbose``,
+    within ``WIDTH`` characters a line."""
     s = init.scenario
     lines = [
-        f"{s.name}: {s.description}",
+        *(
+            [f"{s.name}: {s.description}"]
+            if verbose
+            else wrap(f"{s.name}: {s.description}", "", "  ")
+        ),
         f"  model: {s.model.layers} layers, hidden {s.model.hidden_size}, "
         + (
             f"{s.model.layer_params / 1e6:.1f}M a layer"

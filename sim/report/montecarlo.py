@@ -80,19 +80,28 @@ def text_histogram(
 
 
 def compact_lines(s: Summary, head: str) -> list[str]:
-    """The first screen's sample block: mean with its interval, percentiles, accept length
-    against theory, the classes and P(tok/s >= target)."""
+    """The first screen's sample block: mean with its interval, percentiles, the classes
+    and P(tok/s >= target) for every target in a line (the accept length against theory:
+    ``--verbose``)."""
     lo, hi = s.tok_s_ci95
-    spread = "exact" if s.method == "exact" else f"95% CI {lo:.2f} - {hi:.2f}"
+    exact = s.method == "exact"
+    spread = "exact" if exact else f"95% CI {lo:.2f} - {hi:.2f}"
     lines = [
         "",
-        head,
+        *wrap(head, indent="", more="  "),
         f"  per-request tok/s   mean {s.tok_s_mean:.2f} ({spread}); p5 {s.tok_s_p5:.1f}, "
         f"p50 {s.tok_s_p50:.1f}, p95 {s.tok_s_p95:.1f}",
-        f"  accept length       {s.accept_length_mean:.3f} per cycle "
-        f"(theory {s.theory_accept_length:.3f})",
+        *_class_lines(s),
     ]
-    return lines + _class_and_target_lines(s)
+    if s.targets:
+        each = "; ".join(
+            f"{t.tok_s:g}: {t.p_at_least:.3f}"
+            + ("" if exact else f" [{t.ci95[0]:.3f}, {t.ci95[1]:.3f}]")
+            for t in s.targets
+        )
+        label = "  P(tok/s >= target)" + (" (exact)" if exact else "")  # [95% CI]
+        lines += wrap(each, indent=label.ljust(22), more=" " * 22)
+    return lines
 
 
 def render_montecarlo(summary: Summary, result: MonteCarloResult, verbose: bool = True) -> str:
@@ -130,6 +139,11 @@ def render_exact(summary: Summary, law: RequestLaw, verbose: bool = True) -> str
         "finite-N renewal law of the cycle count, no Monte Carlo)"
     )
     if not verbose:
+        fidelity = "" if summary.fidelity == "cycle" else f"{summary.fidelity} fidelity, "
+        head = (
+            f"Exact per-request law ({fidelity}requests of {count(law.tokens, 'token')}; "
+            "finite-N renewal law, no Monte Carlo)"
+        )
         return "\n".join(compact_lines(summary, head))
     lines = _summary_lines(summary, head)
     return "\n".join(lines + text_histogram(law.tok_s_values(), weights=law.probs))
@@ -157,15 +171,20 @@ def _summary_lines(s: Summary, head: str) -> list[str]:
     return [*lines, *_class_and_target_lines(s), "  per-request tok/s:"]
 
 
+def _class_lines(s: Summary) -> list[str]:
+    """Each class's share of requests at its mean tok/s, in one line."""
+    if not s.classes:
+        return []
+    return wrap(
+        "; ".join(f"{c.name} {c.share:.1%} at {c.mean_tok_s:.2f} tok/s" for c in s.classes),
+        indent="  by class (share)    ",
+        more=" " * 22,
+    )
+
+
 def _class_and_target_lines(s: Summary) -> list[str]:
     """Each class's share and mean, then P(tok/s >= target) with its interval."""
-    lines = []
-    if s.classes:  # one line: each class's share of requests at its mean tok/s
-        lines += wrap(
-            "; ".join(f"{c.name} {c.share:.1%} at {c.mean_tok_s:.2f} tok/s" for c in s.classes),
-            indent="  by class (share)    ",
-            more=" " * 22,
-        )
+    lines = _class_lines(s)
     for t in s.targets:
         tlo, thi = t.ci95
         band = "exact" if s.method == "exact" else f"95% CI {tlo:.3f} - {thi:.3f}"

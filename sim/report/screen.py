@@ -127,8 +127,9 @@ def answer_lines(
 ) -> list[str]:
     """The first screen's answer to every target of a ``run`` document: what reaches each
     (``target_lines``, ``what`` says how it is computed), what to measure next, and the
-    inputs of ``listed`` origins it rests on."""
-    lines = ["", f"What reaches each target ({what})"]
+    inputs of ``listed`` origins it rests on (its title line parts it from the head, with
+    no blank line: the mix's three targets keep the screen to 25 lines)."""
+    lines = [f"What reaches each target ({what})"]
     for t in doc["targets"]:
         lines += target_lines(t, num_steps, shaped, shape_phrase)
     lines += measure_next_lines(doc["targets"])
@@ -162,9 +163,7 @@ def rests_on_line(assumptions: Iterable[Mapping[str, Any]], listed: Sequence[str
         counts[a["origin"]] = counts.get(a["origin"], 0) + 1
     parts = ", ".join(f"{n} {origin}" for origin, n in counts.items())
     return wrap(
-        f"rests on {len(rows)} inputs that are not exact measurements ({parts}); "
-        "--verbose lists each with its source",
-        more="    ",
+        f"rests on {len(rows)} uncertain inputs ({parts}); --verbose lists them", more="    "
     )
 
 
@@ -181,17 +180,21 @@ def fit_width(lines: Iterable[str], width: int = WIDTH) -> list[str]:
     return out
 
 
-def assumptions_line(assumptions: Sequence[str]) -> list[str]:
+def assumptions_line(
+    assumptions: Sequence[str], more: str | None = None, lead: str | None = None
+) -> list[str]:
     """One line naming the assumptions a serving answer rests on (each's topic, the text
-    before its colon); ``--verbose`` lists them whole."""
-    if not assumptions:
-        return []
+    before its colon); ``--verbose`` lists them whole (and shows ``more``, when given).
+    ``lead``: the sentence the line continues (the sample the answer was drawn from), the
+    two wrapped together."""
     topics = list(dict.fromkeys(a.split(":", 1)[0] for a in assumptions))
-    return wrap(
-        f"rests on {len(assumptions)} assumptions ({', '.join(topics)}); --verbose lists them",
-        indent="",
-        more="  ",
-    )
+    shows = f"--verbose: them, {more}" if more else "--verbose lists them"
+    if assumptions:
+        text = f"rests on {len(assumptions)} assumptions ({', '.join(topics)}); {shows}"
+    else:
+        text = f"--verbose: {more}" if more else ""
+    text = "; ".join(t for t in (lead, text) if t)
+    return wrap(text, indent="", more="  ") if text else []
 
 
 def first_screen(full: str, assumptions: Sequence[str]) -> str:

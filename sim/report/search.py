@@ -253,8 +253,9 @@ def _g(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
-def render_lever(doc: Mapping[str, Any]) -> str:
-    """The text report of ``specsim search --solve FIELD``."""
+def render_lever(doc: Mapping[str, Any], verbose: bool = True) -> str:
+    """The text report of ``specsim search --solve FIELD`` (not ``verbose``: the inputs it
+    rests on counted in a line, every line within ``WIDTH``)."""
     q = doc.get("quantile")
     what = "mean tok/s" if q is None else f"{q:.0%} of requests"
     field_name = doc["field"]
@@ -285,6 +286,9 @@ def render_lever(doc: Mapping[str, Any]) -> str:
             )
             lines += lever_depends_on(unc, field_name)
     lines.extend(f"warning: {w}" for w in doc.get("warnings", []))
+    if not verbose:
+        rests = rests_on_line(doc.get("assumptions") or [], LISTED_ORIGINS)
+        return "\n".join(fit_width([*lines, "", *(r.removeprefix("  ") for r in rests)]))
     if doc.get("assumptions"):
         lines += ["", *assumption_lines(assumptions_from_doc(doc["assumptions"]), indent="")]
     return "\n".join(lines)

@@ -234,23 +234,33 @@ def _table(rows: list[list[str]], first: int = 31, width: int = 30) -> list[str]
     return [(f"{r[0]:<{first}}" + "".join(f"{c:<{width}}" for c in r[1:])).rstrip() for r in rows]
 
 
-def _header(doc: dict[str, Any]) -> list[str]:
+def sample_text(doc: dict[str, Any]) -> str:
+    """The replications, requests, seed and mean lengths of a ``serve`` document."""
+    return (
+        f"{count(doc['replications'], 'replication')} x "
+        f"{count(doc['requests'], 'measured request')} ({doc['warmup_requests']} warm-up), "
+        f"seed {doc['seed']}; mean {doc['mean_input_tokens']:.0f} prompt / "
+        f"{doc['mean_output_tokens']:.0f} output tokens"
+    )
+
+
+def scheduler_text(doc: dict[str, Any]) -> str:
+    """The scheduler of a ``serve`` document: batching, limits, KV capacity, prefill."""
     sched = doc["scheduler"]
     kv = sched["kv_capacity_tokens"]
     plain = sched.get("plain_kv_capacity_tokens")
-    return [
-        f"{doc['scenario']}: {doc['load']}; {count(doc['replications'], 'replication')} x "
-        f"{count(doc['requests'], 'measured request')} ({doc['warmup_requests']} warm-up), "
-        f"seed {doc['seed']}; mean {doc['mean_input_tokens']:.0f} prompt / "
-        f"{doc['mean_output_tokens']:.0f} output tokens",
+    return (
         f"scheduler: {sched['batching'].replace('_', '-')}, up to "
         f"{sched['max_running_requests']} running, {sched['token_budget']} tokens per "
         "iteration, KV "
         + (f"{kv} tokens" if kv else "unlimited")
         + (f" ({plain} without the drafter)" if plain and plain != kv else "")
-        + f", prefill {sched['prefill']}",
-        "",
-    ]
+        + f", prefill {sched['prefill']}"
+    )
+
+
+def _header(doc: dict[str, Any]) -> list[str]:
+    return [f"{doc['scenario']}: {doc['load']}; {sample_text(doc)}", scheduler_text(doc), ""]
 
 
 def render_unstable(doc: dict[str, Any]) -> str:

@@ -13,10 +13,11 @@ from sim.report.serving import (
     SPECULATIVE,
     _cell,
     _digits,
-    _header,
     _overload_lines,
     interval90_lines,
     render_unstable,
+    sample_text,
+    scheduler_text,
 )
 
 #: The rows of the first screen: the answer (speeds and latencies); queueing is in --verbose.
@@ -28,18 +29,20 @@ def _row(cells: list[str], widths: tuple[int, ...]) -> str:
 
 
 def render_serving_screen(doc: dict[str, Any]) -> str:
-    """The first screen of a ``serve`` document: each metric's mean and 95% interval for
-    speculation and plain decoding with the paired speedup, the SLO attainment, any
-    overload, and one line saying what the answer rests on."""
+    """The first screen of a ``serve`` document: the answer first (each metric's mean and
+    95% interval for speculation and plain decoding with the paired speedup, the SLO
+    attainment), how far it can move (the 90% intervals from inputs and model), any
+    overload, then what it rests on (the scheduler, the assumptions in one line)."""
     if doc.get("stable") is False:
         return render_unstable(doc)
     names = [n for n in (SPECULATIVE, BASELINE) if n in doc]
     paired = "speedup" in doc
-    head = _header(doc)
-    lines = [*wrap(head[0], indent="", more="  "), *wrap(head[1], indent="", more="  "), ""]
+    lines = wrap(f"{doc['scenario']}: {doc['load']}", indent="", more="  ")
     widths = (18, 25, 25, 22)
     labels = [doc["policies"][n] for n in names]
-    lines.append(_row(["", *labels, *(["speedup (paired)"] if paired else [])], widths))
+    lines.append(
+        _row(["mean [95% CI]", *labels, *(["speedup (paired)"] if paired else [])], widths)
+    )
     for metric, label in SCREEN_METRICS:
         cells = [doc[n][metric] for n in names]
         d = _digits(cells[0]["mean"])
@@ -51,17 +54,15 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
     if any(v is not None for v in values):
         cells = [_cell(v["mean"], v["ci95"], 3) if v else "-" for v in values]
         lines.append(_row(["SLO attainment", *cells], widths))
+    if paired:
+        lines.append(
+            "speedup: paired per replication on the same arrivals (> 1: helps; latencies: "
+            "plain / speculative)"
+        )
     lines += interval90_lines(doc, names, screen=True)
     lines += _overload_lines(doc, names)
-    lines += [
-        "",
-        *wrap(
-            "mean [95% CI] over replications; speedup: per-replication ratio on the same "
-            "arrivals (> 1: speculation helps; for latencies plain / speculative)",
-            indent="",
-            more="  ",
-        ),
-    ]
-    lines += assumptions_line(doc["assumptions"])
-    lines.append("--verbose: the quantiles, batch, accept length, Little's law, every assumption")
+    lines += ["", *wrap(f"{sample_text(doc)}; {scheduler_text(doc)}", indent="", more="  ")]
+    lines += assumptions_line(
+        doc["assumptions"], more="the quantiles, batch, accept length and Little's law"
+    )
     return "\n".join(fit_width(lines))

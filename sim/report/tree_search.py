@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.format import count, fmt_alpha
+from sim.report.screen import fit_width
 from sim.report.uncertainty import fmt_interval
 from sim.studies.uncertainty import INTERVAL_LABEL
 
@@ -63,15 +64,21 @@ def _refined(label: str, row: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def render_tree_search(doc: Mapping[str, Any]) -> str:
-    """The text report of ``specsim search --topk`` (from ``TreeSearchResult.to_dict()``)."""
+def render_tree_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
+    """The text report of ``specsim search --topk`` (from ``TreeSearchResult.to_dict()``);
+    not ``verbose``: the notes on method in a line, every line within ``WIDTH``."""
     lines = [
         f"search: {doc['scenario']}: chain or tree? lowest top-1 rate for mean tok/s >= target",
         f"  lever: {doc['lever']}",
         f"  rank shape: {doc['rank_shape']}; residual shares "
         + ", ".join(f"{h:.3f}" for h in doc["residual_shares"]),
     ]
-    lines += [f"  note: {n}" for n in doc["notes"]]
+    if verbose:
+        lines += [f"  note: {n}" for n in doc["notes"]]
+    elif doc["notes"]:
+        lines.append(
+            "  (--verbose: how the table, the best tree and chain and the 90% interval are made)"
+        )
     for t in doc["targets"]:
         lines += ["", f"target {t['tok_s']:g} tok/s"]
         lines += _refined("best tree ", t["best_tree"])
@@ -93,4 +100,4 @@ def render_tree_search(doc: Mapping[str, Any]) -> str:
             "  best per topk (closed form): "
             + (per_topk or "none reaches the target at any searched configuration")
         )
-    return "\n".join(lines)
+    return "\n".join(lines if verbose else fit_width(lines))

@@ -41,7 +41,7 @@ def test_rising_shape_from_the_cli_names_the_decay():
     result = CliRunner().invoke(
         main,
         ["calibrate", "--scenario", str(SEED), "--baseline-tok-s", "82.5",
-         "--point", "2:2.0:60", "--point", "4:3.2:80"],
+         "--point", "2:2.0:60", "--point", "4:3.2:80", "--verbose"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (line,) = [ln for ln in result.output.splitlines() if "rises with position" in ln]

@@ -56,7 +56,7 @@ def test_without_a_rank_shape_the_row_times_the_cycle_only(tmp_path):
     )
     args = ["calibrate", "--scenario", str(base), "--sglang-bench"]
     args += [str(DATA / "sglang-bench-tree.jsonl"), "--out", str(tmp_path / "o.toml")]
-    result = CliRunner().invoke(main, args)
+    result = CliRunner().invoke(main, [*args, "--verbose"])  # every residual and note
     assert result.exit_code == 0, result.output
     assert "tok/s at tree 5/4/8" in result.output
     assert "tree rows' accept lengths need the ranks below the top-1" in result.output

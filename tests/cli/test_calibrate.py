@@ -17,7 +17,9 @@ DATA = Path(__file__).parents[1] / "data"
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["calibrate", "--scenario", SEED, *args])
+    """``specsim calibrate --scenario SEED ARGS --verbose``: every residual, reason and note
+    in full (the first screen gives the notes by their leads: tests/cli/test_screens.py)."""
+    result = CliRunner().invoke(main, ["calibrate", "--scenario", SEED, *args, "--verbose"])
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -164,7 +166,8 @@ def test_what_if_base_is_refused() -> None:
 def test_heterogeneous_base_gets_effective_rates(tmp_path: Path) -> None:
     out = tmp_path / "mix.toml"
     result = CliRunner().invoke(
-        main, ["calibrate", "--scenario", MIX, "--point", "3:2.5:70", "--out", str(out)]
+        main,
+        ["calibrate", "--scenario", MIX, "--point", "3:2.5:70", "--out", str(out), "--verbose"],
     )
     assert result.exit_code == 0, result.stderr
     assert "per-request spread (mix, concentration or std) is replaced" in result.stdout

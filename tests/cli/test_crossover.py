@@ -59,7 +59,7 @@ def test_text_and_rates():
     assert res.exit_code == 0, res.output
     assert "Poisson" in res.output and "req/s" in res.output
     assert (
-        "per-user decode speed: k=0 in tok/s, each k's gain over it and its 95% interval"
+        "per-user decode speed by load: k=0's level and each k's gain (--verbose: 95% intervals)"
         in res.output
     )
     assert "k=2:" in res.output

@@ -17,8 +17,11 @@ SMALL = ["--replications", "2", "--requests", "24", "-q", "--concurrency", "4"]
 
 
 def serve(*args: str) -> tuple[int, str]:
-    """``specsim serve ARGS --verbose`` (every row; the first screen has its own test)."""
-    result = CliRunner().invoke(main, ["serve", *args, "--verbose"])
+    """``specsim serve ARGS --verbose`` (every row; the first screen has its own test),
+    without the 90% intervals' draws unless ARGS give ``--draws``: the draws were about
+    40% of each call's time, and these tests read the runs (the draws have their own
+    tests in tests/studies/serving/test_draws.py and test_model_error_cli.py)."""
+    result = CliRunner().invoke(main, ["serve", "--draws", "0", *args, "--verbose"])
     return result.exit_code, result.output
 
 
@@ -31,7 +34,9 @@ def test_the_first_screen_is_the_answer_in_a_screen():
     assert len(lines) <= 25 and max(map(len, lines)) <= 100, result.output
     for label in ("per-user tok/s", "aggregate tok/s", "TTFT ms", "TPOT ms", "E2E ms"):
         assert any(ln.startswith(label) for ln in lines), label
-    assert "speedup (paired)" in result.output and "--verbose lists them" in result.output
+    assert "speedup (paired)" in result.output and "--verbose: them, the quantiles" in result.output
+    assert lines[1].startswith("mean [95% CI]")  # the answer right under the title
+    assert "; scheduler: " in " ".join(lines[-5:])  # what it rests on, last
 
 
 def serve_json(*args: str) -> dict:
@@ -109,9 +114,10 @@ def test_json_document():
 
 
 def test_same_seed_same_document_whatever_the_workers():
-    one = serve_json(str(SERVING), *SMALL, "--workers", "1")
-    two = serve_json(str(SERVING), *SMALL, "--workers", "2")
-    assert one == two
+    """The runs and the interval's draws (two of them) alike."""
+    one = serve_json(str(SERVING), *SMALL, "--workers", "1", "--draws", "2")
+    two = serve_json(str(SERVING), *SMALL, "--workers", "2", "--draws", "2")
+    assert one == two and one["interval90"]["draws_run"] == 2
 
 
 @pytest.mark.parametrize(

@@ -95,12 +95,21 @@ def test_the_check_is_a_sentence_on_the_first_screen():
         "  table: no fixed k significantly better except where it runs that k itself: k=0 at 3 "
         "users"
     ) in text
-    assert "  vLLM: --speculative-config '" in text and "SGLang: no flags express it" in text
-    assert text.splitlines()[-2:] == [
-        "rests on 2 assumptions (lengths, host work); --verbose lists them",
-        "(12 policy runs)",
-    ]
-    assert len(text.splitlines()) == 22
+    assert "  vLLM: --speculative-config '" in text
+    assert "  SGLang, TensorRT-LLM: cannot express this table" in text
+    assert "no flags express it" in render_best_k(_doc())  # why: --verbose
+    lines = text.splitlines()
+    assert "; 12 policy runs; rests on 2 assumptions (lengths, host" in lines[-2]
+    assert lines[-1] == "  work); --verbose lists them"
+    assert len(lines) == 20 and fits(text, lines=25)
+
+
+def test_the_selection_is_the_answer_a_column_per_load():
+    """The selection comes first, a column per load and a row per k, best marked."""
+    lines = render_best_k_screen(_doc()).splitlines()
+    assert lines[2].split() == ["users", "1", "8"]
+    assert lines[3].split() == ["k=0", "82.90*", "37.00"]
+    assert lines[5].split() == ["k=2", "60.10", "45.60*"]
 
 
 def test_a_fixed_k_the_table_runs_itself_is_the_same_policy_not_a_win():

@@ -1,5 +1,6 @@
 """The first screen of ``specsim crossover``: the headline metric's table with every k's
-crossing under it, the other metrics after, in about 30 lines of at most 100 characters."""
+crossings first (the answer), the other metrics' after, then the headline metric's gains by load
+and what the answer rests on, in 25 lines of at most 100 characters."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ def test_every_k_crossing_sits_under_the_headline_table_before_the_other_metrics
     """The screen once put the other metrics' block after k=2's crossing, so k=3's and
     k=4's crossings of the headline metric read as if they belonged to the others."""
     lines = render_crossover_screen(_doc()).splitlines()
-    others = lines.index("other metrics (--verbose: their tables):")
-    crossings = [i for i, ln in enumerate(lines) if ln.startswith("  k=")]
+    others = lines.index("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
+    crossings = [i for i, ln in enumerate(lines) if ln.startswith("  k=") and ": " in ln]
     assert len(crossings) == len(KS) and max(crossings) < others
     assert [lines[i].split(":")[0].strip() for i in crossings] == [f"k={k}" for k in KS]
     assert lines[crossings[0]] == (
@@ -80,21 +81,27 @@ def test_every_k_crossing_sits_under_the_headline_table_before_the_other_metrics
     )
 
 
-def test_plain_decodings_level_is_a_column_so_each_load_is_one_line():
-    """Plain decoding's level stood on a line of its own under each row; it is the first
-    column now, and the screen fits 30 lines of 100 characters."""
+def test_the_headline_gains_stand_a_column_per_load_under_the_answer():
+    """The crossings are the answer and come first; the gains they rest on follow, a
+    column per load (plain decoding's level the first row, a row per k), and the screen
+    fits 25 lines of 100 characters (the 95% intervals of the gains: --verbose)."""
     text = render_crossover_screen(_doc())
     lines = text.splitlines()
-    assert lines[
-        lines.index(
-            "per-user decode speed: k=0 in tok/s, each k's gain over it and its 95% interval"
-        )
-        + 1
-    ] == ("  users     k=0  k=1                  k=2                  k=3                  k=4")
-    rows = [ln for ln in lines if ln[:7].strip().isdigit()]
-    assert [r.split()[:2] for r in rows[:2]] == [["1", "80.00"], ["2", "56.57"]]
-    assert len(rows) == len(USERS) and all(len(r.split()) == 2 + 3 * len(KS) for r in rows)
-    assert fits(text) and len(lines) == 30
+    head = lines.index(
+        "per-user decode speed by load: k=0's level and each k's gain (--verbose: 95% intervals)"
+    )
+    assert (
+        lines[1]
+        == "per-user decode speed: where each k's paired gain over plain decoding (k=0) crosses 1"
+    )
+    assert head > lines.index("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
+    assert lines[head + 1].split() == ["users", *(str(u) for u in USERS)]
+    assert lines[head + 2].split()[:4] == ["k=0", "tok/s", "80.00", "56.57"]
+    gains = [lines[head + 3 + i].split() for i in range(len(KS))]
+    assert [g[0] for g in gains] == [f"k={k}" for k in KS]
+    assert all(len(g) == 1 + len(USERS) for g in gains)
+    assert gains[0][1] == f"{0.6 + 0.1:.3f}"
+    assert fits(text, lines=25), (len(lines), text)
 
 
 def test_the_other_metrics_group_the_k_with_the_same_crossing():

@@ -51,6 +51,8 @@ def test_compare_levers_leaves_out_columns_identical_to_as_is():
 def test_hardware_text_says_not_applicable_and_ranks_none():
     out = CliRunner().invoke(main, ["hardware", str(LLAMA)]).output
     assert "graph the verify         -  not applicable: the verify is already graphed" in out
-    assert "ranked (one lever at a time): none applies here" in out
+    assert "each lever alone: none applies here" in out
+    verbose = CliRunner().invoke(main, ["hardware", str(LLAMA), "--verbose"]).output
+    assert "ranked (one lever at a time): none applies here" in verbose
     doc = json.loads(CliRunner().invoke(main, ["hardware", str(LLAMA), "--json"]).output)
     assert doc["levers"]["ranked"] == []

@@ -7,9 +7,10 @@ written down once:
 * ``[acceptance]`` -> ``AcceptanceModel`` (sim/model/acceptance.py): one rate class, or a
   class per ``[[acceptance.mix]]`` entry. The shape of the rates by position is resolved
   once (``acceptance_shape``): given, chosen by held-out error on a listed profile, or the
-  draft method's decay prior (sim/binding/priors.py). An ``alpha`` or ``accept_length``
-  fixes the accept length at ``measured_num_steps`` and the shape the rest;
-  ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
+  draft method's decay prior (sim/binding/priors.py); ``resolve_acceptance`` takes the
+  shape, then the model, then the closed forms' factors, in that order. An ``alpha`` or
+  ``accept_length`` fixes the accept length at ``measured_num_steps`` and the shape the
+  rest; ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
   (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
   ``Spread`` (a class without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
@@ -249,11 +250,12 @@ def _rate_class(
     weight: float,
     default: AcceptanceSpec | None = None,
 ) -> RateClass:
-    means = anchored_rates(cls, shape, num_steps, measured_num_steps)
     top = default or cls
     tilt = shape.tilt if isinstance(top, AcceptanceSpec) else 0.0  # the spec's shape
+    depth = measured_depth(cls, measured_num_steps)
+    means = anchored_rates(cls, shape, num_steps, measured_num_steps)
     if tilt:
-        means = tilted(means, tilt, measured_depth(cls, measured_num_steps))
+        means = tilted(means, tilt, depth)
     spread: AcceptanceClass | AcceptanceSpec = cls
     if default is not None and cls.concentration is None and cls.std is None:
         spread = default
@@ -264,10 +266,10 @@ def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceM
     """The acceptance model of a scenario's ``[acceptance]`` at k = ``num_steps``.
 
     ``spec`` None (plain decoding, k = 0) gives one class with no drafts. Memoised on the
-    frozen spec (anchoring a shape to a measured accept length is a root solve, 0.2-0.3 ms:
-    ``run`` binds the same spec in its analysis and its Monte Carlo, a study in every
-    point); the model's arrays are read-only, so no caller can change a shared one. A spec
-    holding lists (per-position rates, a mix) is not hashable and is built each time.
+    frozen spec (anchoring a shape to a measured accept length is a root solve: a study
+    asks for the same spec at every point); the model's arrays are read-only, so no caller
+    can change a shared one. A spec holding lists (per-position rates, a mix) is not
+    hashable and is built each time. ``bind`` builds its own once (``resolve_acceptance``).
     """
     try:
         hash(spec)
@@ -290,10 +292,12 @@ def _read_only(model: AcceptanceModel) -> AcceptanceModel:
     return model
 
 
-def _acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceModel:
+def _acceptance_model(
+    spec: AcceptanceSpec | None, num_steps: int, shape: AcceptanceShape | None = None
+) -> AcceptanceModel:
     if spec is None or num_steps == 0:
         return AcceptanceModel(num_steps, (RateClass("all", 1.0, np.zeros(num_steps)),))
-    shape = acceptance_shape(spec)
+    shape = shape or acceptance_shape(spec)
     k0 = spec.measured_num_steps
     if spec.mix is None:
         return AcceptanceModel(
@@ -343,10 +347,29 @@ def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
     return TreeDraft(sp.num_steps, sp.topk, sp.num_draft_tokens)
 
 
-def top1_acceptance(scenario: Scenario) -> AcceptanceModel:
-    """The chain's ``acceptance_model`` at the scenario's num_steps, read-only (every holder
-    of a bound model shares it): a chain's acceptance, and a tree's top-1 rates."""
-    return _read_only(acceptance_model(scenario.acceptance, scenario.speculation.num_steps))
+@dataclass(frozen=True, slots=True)
+class ResolvedAcceptance:
+    """A scenario's ``[acceptance]`` resolved once, in order (``resolve_acceptance``).
+
+    ``shape``: the shape of its rates by position with its tilt (None without acceptance);
+    ``top1``: the chain's acceptance model at the scenario's num_steps, read-only (a
+    chain's acceptance, and a tree's top-1 rates); ``factors``: the shape factors
+    g_1..g_k the closed forms scale at each k (``profile_factors``).
+    """
+
+    shape: AcceptanceShape | None
+    top1: AcceptanceModel
+    factors: FactorsFn
+
+
+def resolve_acceptance(spec: AcceptanceSpec | None, num_steps: int) -> ResolvedAcceptance:
+    """``spec`` at k = ``num_steps`` in one pass: the shape (given, chosen on a listed
+    profile, or the method's decay prior, with its tilt), then each class's rates anchored
+    to that shape, then the factors the closed forms scale; each step reads only the ones
+    before it."""
+    shape = acceptance_shape(spec) if spec is not None else None
+    top1 = _read_only(_acceptance_model(spec, num_steps, shape))
+    return ResolvedAcceptance(shape, top1, profile_factors(spec, shape))
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +442,8 @@ def scenario_acceptance(scenario: Scenario) -> Acceptance:
     the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
     builds for (num_steps, topk, num_draft_tokens) at the population's mean rates. Built
     once per bound model (``Bound.acceptance``, sim/binding/bound.py)."""
-    return draft_binding(scenario).acceptance(top1_acceptance(scenario))
+    top1 = _read_only(acceptance_model(scenario.acceptance, scenario.num_steps))
+    return draft_binding(scenario).acceptance(top1)
 
 
 def conditional_rates(
@@ -439,9 +463,9 @@ def conditional_rates(
     return acceptance_model(spec, num_steps).closed_form_rates(drawn)
 
 
-def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None = None) -> FactorsFn:
-    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k (``shape``:
-    ``acceptance_shape(spec)``, when the caller has it).
+def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None) -> FactorsFn:
+    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k, of ``spec``
+    with its resolved ``shape`` (``acceptance_shape(spec)``; None without acceptance).
 
     An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
     listed profile, a mix or per-request spread the closed-form rates divided by their
@@ -449,28 +473,26 @@ def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None =
     factors at each k are integrated once for the returned function (every target's
     answer asks for the same k).
     """
-
-    anchored = spec is not None and (
-        spec.mix is None
-        and spec.per_position is None
-        and spec.rank_rates_by_depth is None
-        and not spec.heterogeneous
+    if spec is None or shape is None:
+        return np.ones
+    listed = (
+        spec.mix is not None
+        or spec.per_position is not None
+        or spec.rank_rates_by_depth is not None
+        or spec.heterogeneous
     )
-    if spec is not None and anchored:
-        shape = shape or acceptance_shape(spec)  # once
     integrated: dict[int, np.ndarray] = {}
 
-    def factors(k: int) -> np.ndarray:
-        if spec is None:
-            return np.ones(k)
-        if anchored:
-            return anchored_factors(spec, k, shape)
+    def integrated_factors(k: int) -> np.ndarray:
         if k not in integrated:
-            rates = conditional_rates(spec, k)
+            rates = _acceptance_model(spec, k, shape).closed_form_rates()
             integrated[k] = rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
         return integrated[k].copy()
 
-    return factors
+    def factors(k: int) -> np.ndarray:
+        return anchored_factors(spec, k, shape)
+
+    return integrated_factors if listed else factors
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:

@@ -22,11 +22,9 @@ from sim.binding.bind import (
     AcceptanceShape,
     ChainBinding,
     TreeBinding,
-    acceptance_shape,
     draft_binding,
     drawn_cycle_times,
-    profile_factors,
-    top1_acceptance,
+    resolve_acceptance,
 )
 from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, uncertain_inputs
@@ -143,9 +141,9 @@ def bind(scenario: Scenario) -> Bound:
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
     passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
-    acceptance = drafting.acceptance(top1_acceptance(scenario))
-    shape = acceptance_shape(scenario.acceptance) if scenario.acceptance else None
-    factors = profile_factors(scenario.acceptance, shape)
+    resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)
+    acceptance = drafting.acceptance(resolved.top1)
+    shape, factors = resolved.shape, resolved.factors
     cycle = drafting.cycle(passes, hardware)
     rates = acceptance.closed_form_rates()
     rates.flags.writeable = False

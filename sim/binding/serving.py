@@ -370,5 +370,6 @@ def serving_model(
     )
     notes.extend((capacity.note, host_work_note(scenario)))
     acc = scenario.acceptance
+    acceptance = acceptance_model(acc, max_k)
     shares = rank_shares(acc, widest) if acc and widest > 1 else ()
-    return ServingModel(cost, acceptance_model(acc, max_k), shares, capacity, tuple(notes))
+    return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

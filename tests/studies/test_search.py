@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.binding.bind import acceptance_shape, pass_times, profile_factors
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k, leviathan_accept_length
@@ -96,7 +97,7 @@ def test_first_passing_on_integers() -> None:
 
 def _closed(scn, tok_s: float, k: int):
     """The closed-form answer at k under the scenario's acceptance shape."""
-    return answer_at_k(tok_s, pass_times(scn), k, profile_factors(scn.acceptance))
+    return answer_at_k(tok_s, pass_times(scn), k, bind(scn).factors)
 
 
 def test_search_machinery_reproduces_the_closed_form(seed) -> None:
@@ -432,7 +433,7 @@ def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
     for r in res.targets[0].per_num_steps:
         # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms;
         # the searched acceptance takes the pooled decay prior
-        cf = answer_at_k(60.0, pass_times(scn), r.num_steps, profile_factors(None))
+        cf = answer_at_k(60.0, pass_times(scn), r.num_steps, profile_factors(None, None))
         assert r.flat_alpha == pytest.approx(cf.alpha, abs=1e-12)
         assert r.first_rate >= r.flat_alpha - ALPHA_XTOL
 

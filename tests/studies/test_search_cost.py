@@ -15,7 +15,7 @@ import pytest
 
 import sim.binding.bind as bind
 import sim.studies.search as search
-from sim.binding.bind import acceptance_model, anchored_factors, pass_times, profile_factors
+from sim.binding.bind import acceptance_model, anchored_factors, pass_times
 from sim.binding.bound import bind as bind_scenario
 from sim.binding.uncertainty import is_acceptance_input
 from sim.model.closed_forms import answer_at_k
@@ -163,7 +163,7 @@ def test_closed_form_search_takes_the_extend_at_the_scaled_accept_length(seed_pa
     rows = res.targets[0].per_num_steps
     assert any(r.reachable for r in rows)
     for r in rows:
-        cf = answer_at_k(110.0, pass_times(sc), r.num_steps, profile_factors(sc.acceptance))
+        cf = answer_at_k(110.0, pass_times(sc), r.num_steps, bind_scenario(sc).factors)
         assert r.reachable == (cf.first_rate is not None)
         if r.reachable:
             assert r.first_rate == pytest.approx(cf.first_rate, abs=ALPHA_XTOL)

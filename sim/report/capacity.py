@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.report.conditioning import conditioning_lines
-from sim.report.crossover import settings_line
+from sim.report.crossover import fmt_interval, settings_line
 from sim.report.format import sig
 from sim.report.model_error import model_error_line
 
@@ -59,7 +59,7 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             text = f"  {name:<18}req/s [{_rate(lo)}, {_rate(hi)}]"
             g = p.get("capacity_gain_interval90")
             if g is not None:
-                text += f"; vs plain decoding [{g[0]:.2f}, {g[1]:.2f}]"
+                text += f"; vs plain decoding {fmt_interval(g, decimals=2)}"
             lines.append(text)
         lines.append("  (? : beyond the rates the search tried)")
         if doc.get("model_error"):

@@ -540,13 +540,20 @@ def capacity_intervals(
         if g is not None and p is not policies[0]:
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = cap / base
-            ok = np.isfinite(ratio)
-            got = interval90(ratio[ok].tolist(), gain_ci, positive=True)
+            # a draw whose capacity lies beyond the rates tried (inf) while plain
+            # decoding's does not has a gain above every finite one: it stays in the
+            # quantile, and the upper end is open when it reaches the 95% quantile; NaN
+            # (neither found) is left out
+            known = ratio[~np.isnan(ratio)]
+            top = float(np.quantile(known, 0.95, method="inverted_cdf")) if known.size else 0.0
+            got = interval90(ratio[np.isfinite(ratio)].tolist(), gain_ci, positive=True)
             pair = [t for t in (term, terms[0]) if t is not None]
             if got is not None and pair:
                 widest = max(pair, key=lambda t: t.gain_sigma)
                 got = widest.gain(g, got)
-            row["capacity_gain_interval90"] = None if got is None else [*got]
+            row["capacity_gain_interval90"] = (
+                None if got is None else [got[0], None if math.isinf(top) else max(got[1], top)]
+            )
         out.append(row)
     return tuple(out)
 

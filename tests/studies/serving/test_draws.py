@@ -317,3 +317,31 @@ def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
     assert [dict(d) for d in fitted] == [
         {**d, "timing.cycle_overhead_ms": d["serving.host_us_per_request"] / 10.0} for d in kept
     ]
+
+
+def test_a_capacity_gain_beyond_the_rates_tried_opens_the_upper_end() -> None:
+    """A draw whose capacity lies beyond the rates tried (inf) while plain decoding's is
+    found has a gain above every finite one: it is not left out. At 5% of the draws or
+    more the gain's upper end is open (None); below that it still raises the 95% end to
+    the largest finite draws' order statistic, never below the finite draws' own."""
+    from sim.studies.serving.capacity import PolicyCapacity, capacity_intervals
+
+    def policy(k: int, rate: float) -> PolicyCapacity:
+        return PolicyCapacity(k, rate, (rate * 0.95, rate * 1.05), ())
+
+    plain, spec = policy(0, 1.0), policy(2, 1.5)
+    base = np.full(40, 1.0)
+    finite = np.linspace(1.2, 1.8, 40)
+    closed = capacity_intervals([plain, spec], [base, finite], [None, (1.4, 1.6)])
+    lo, hi = closed[1]["capacity_gain_interval90"]
+    assert lo is not None and hi is not None and lo <= 1.5 <= hi
+    beyond = finite.copy()
+    beyond[-4:] = np.inf  # 10% of the draws beyond the rates tried
+    opened = capacity_intervals([plain, spec], [base, beyond], [None, (1.4, 1.6)])
+    assert opened[1]["capacity_gain_interval90"][1] is None
+    assert opened[1]["capacity_gain_interval90"][0] == pytest.approx(lo, rel=0.05)
+    one = finite.copy()
+    one[-1] = np.inf  # 2.5%: the end stays closed, at least the finite draws' own
+    got = capacity_intervals([plain, spec], [base, one], [None, (1.4, 1.6)])
+    assert got[1]["capacity_gain_interval90"][1] is not None
+    assert got[1]["capacity_gain_interval90"][1] >= np.quantile(finite[:-1], 0.95)

@@ -46,6 +46,7 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
+from sim.studies.serving.model_error import measured_loads, model_error_term
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
 from sim.studies.serving.sequential import SETTLED_SE
 
@@ -67,7 +68,6 @@ __all__ = [
     "drawn_overrides",
     "input_draws",
     "interval90",
-    "measured_loads",
     "prediction_half_width",
     "ratio_interval",
     "records_calibration",
@@ -505,15 +505,6 @@ def doc(
     }
 
 
-def measured_loads(scenario: Scenario) -> tuple[float, ...]:
-    """The decode batches the scenario's costs are measured at, ascending: 1 (the batch-1
-    ``[timing]``), its ``[[timing.points]]``' batches and the loads of the figures a load
-    sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding together)."""
-    figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
-    found = {1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)}
-    return tuple(sorted(found))
-
-
 def highest_measured_batch(scenario: Scenario) -> float:
     """The largest batch the scenario's costs are measured at (``measured_loads``)."""
     return measured_loads(scenario)[-1]
@@ -577,7 +568,6 @@ def serve_intervals(
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
-    from sim.studies.serving.model_error import model_error_term
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
     scenario = bound.scenario

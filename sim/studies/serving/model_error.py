@@ -31,23 +31,30 @@ from sim.model.model_error import (
     widen,
 )
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import measured_loads
 
 __all__ = [
     "ModelErrorTerm",
     "crossing_band",
     "join_ends",
     "measured_batches",
+    "measured_loads",
     "model_error_term",
 ]
 
 DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
 
 
+def measured_loads(scenario: Scenario) -> tuple[float, ...]:
+    """The decode batches the scenario's costs are measured at, ascending: 1 (the batch-1
+    ``[timing]``), its ``[[timing.points]]``' batches and the loads of the figures a load
+    sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding together)."""
+    figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
+    found = {1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)}
+    return tuple(sorted(found))
+
+
 def measured_batches(scenario: Scenario) -> tuple[float, ...]:
-    """The decode batches the scenario's costs are measured at (sim/studies/serving/
-    draws.py ``measured_loads``: 1, its ``[[timing.points]]``' batches and the loads of its
-    ``[[serving.calibrated_on]]`` figures)."""
+    """``measured_loads`` as floats (the model-error term's distances)."""
     return tuple(float(b) for b in measured_loads(scenario))
 
 

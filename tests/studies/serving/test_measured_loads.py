@@ -4,7 +4,8 @@ they extrapolate: batch 1, the measured passes and the loads a sweep calibrated 
 from pathlib import Path
 
 from sim.scenario.load import load_scenario
-from sim.studies.serving.draws import beyond_note, highest_measured_batch, measured_loads
+from sim.studies.serving.draws import beyond_note, highest_measured_batch
+from sim.studies.serving.model_error import measured_loads
 
 SCENARIOS = Path(__file__).parents[3] / "scenarios"
 

@@ -152,8 +152,8 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
     lines = [
         f"controllers replayed: {doc['scenario']}, {count(doc['replications'], 'replication')}"
         f" of {count(doc['requests'], 'request')}, seed {doc['seed']}",
-        f"{meta['label']}{unit} by phase: the {ref}'s level, each other policy's advantage "
-        f"over it (+ or - where its {label} excludes 0)",
+        f"{meta['label']}{unit} by phase: each policy's advantage over the {ref} (its own row:"
+        f" its level), + or - where its {label} excludes 0",
         f"  {'':<20}" + "".join(f"{f'phase {i + 1}':>11}" for i in phases),
     ]
     for name, pol in doc["policies"].items():

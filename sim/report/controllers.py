@@ -35,9 +35,8 @@ def _drawn(doc: Mapping[str, Any]) -> bool:
 
 
 def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
-    """Where the static best-k table switches k, with its intervals, and what the
-    intervals drew; loads beyond the measured batch marked."""
-    iv = doc.get("interval90") or {}
+    """Where the static best-k table switches k, with its intervals; loads beyond the
+    measured batch marked."""
     out = []
     switches = doc.get("table_switches") or []
     if switches:
@@ -53,6 +52,14 @@ def _switch_lines(doc: Mapping[str, Any]) -> list[str]:
         out.append(
             f"{head}: from {sig(sw['at'])} users; {label} {fmt_interval(sw['interval90'])}{star}"
         )
+    return out
+
+
+def _interval_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What the intervals drew, the model error they hold and the note of loads beyond
+    the measured batch."""
+    iv = doc.get("interval90") or {}
+    out = []
     if iv.get("draws"):
         names = ", ".join(i["field"] for i in iv.get("inputs", []))
         out.append(
@@ -127,7 +134,7 @@ def render_controllers(doc: Mapping[str, Any]) -> str:
             within = "outside" if w["better_within_inputs"] else "inside"
             tail += f"; 0 {within} its {INTERVAL_LABEL} {fmt_interval(w['interval90'])}"
         lines.append(f"  phase {w['phase'] + 1}, {meta['label']}: {w['best']}{tail}")
-    lines += _switch_lines(doc)
+    lines += _switch_lines(doc) + _interval_lines(doc)
     for name, configs in doc.get("engine_configs", {}).items():
         lines += ["", f"{name} {configs['table']} as engine configs:"]
         lines += engine_config_lines(configs)[1:]
@@ -163,8 +170,8 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
                 cells.append(sig(pol["phases"][metric][i]["mean"], 4))
                 continue
             adv = pol["advantage_over_reference"][metric][i]
-            iv = (pol.get("advantage_interval90") or {}).get(metric) if drawn else None
-            cells.append(_signed(adv["mean"]) + _sign(iv[i] if iv else adv["ci95"]))
+            band = (pol.get("advantage_interval90") or {}).get(metric) if drawn else None
+            cells.append(_signed(adv["mean"]) + _sign(band[i] if band else adv["ci95"]))
         lines.append(f"  {name:<20}" + "".join(f"{c:>11}" for c in cells))
     lines.append(
         "phases: " + "; ".join(f"{i + 1} = {p['label']}" for i, p in enumerate(doc["phases"]))
@@ -174,13 +181,10 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
         f"best {meta['label']} (mean): "
         + "; ".join(f"phase {w['phase'] + 1} {w['best']}" for w in best)
     )
-    switches = _switch_lines(doc)
-    lines += [
-        line
-        for line in switches
-        if line and not line.startswith("intervals:") and not line.startswith("  * ")
-    ]
+    lines += [line for line in _switch_lines(doc) if line]
     iv = doc.get("interval90") or {}
+    if iv.get("model_error"):
+        lines.append(model_error_line(iv["model_error"]))
     if iv.get("note"):
         lines.append("  * beyond the highest measured batch (--verbose: what that means)")
     if iv.get("draws"):

@@ -95,6 +95,14 @@ ENGINES: dict[str, Engine] = {
                 "SGLang turns its overlap scheduler off for speculative decoding "
                 "(server_args.py; sim/scenario/schema.py ServingSpec)",
             ),
+            EngineDefault(
+                "serving.max_running_requests_speculative",
+                48,
+                "SGLang resets max_running_requests to 48 when a speculative algorithm is on "
+                'and none is given ("Max running requests is reset to 48 for speculative '
+                'decoding", python/sglang/srt/server_args.py from v0.4.5; 32 in v0.4.4); '
+                "the plain server keeps what its memory allows",
+            ),
         ),
     ),
     "trtllm": Engine(

@@ -267,7 +267,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
     )
     for default in engine.defaults:
         field = default.field
-        if field.startswith("serving.") and req.drafter is None and "overlap" in field:
+        speculative = "overlap" in field or field.endswith("_speculative")
+        if field.startswith("serving.") and req.drafter is None and speculative:
             continue
         why = f"{req.engine} {engine.version} default: {default.source}"
         _set(raw, comments, field, default.value, why)

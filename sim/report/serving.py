@@ -191,6 +191,7 @@ def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) 
         "mean_output_tokens": n_out,
         "scheduler": {
             "max_running_requests": sched.max_running_requests,
+            "speculative_max_running_requests": sched.speculative_max_running_requests,
             "batching": sched.batching,
             "token_budget": sched.token_budget,
             "kv_capacity_tokens": sched.kv_capacity_tokens,
@@ -251,7 +252,13 @@ def scheduler_text(doc: dict[str, Any]) -> str:
     plain = sched.get("plain_kv_capacity_tokens")
     return (
         f"scheduler: {sched['batching'].replace('_', '-')}, up to "
-        f"{sched['max_running_requests']} running, {sched['token_budget']} tokens per "
+        f"{sched['max_running_requests']} running"
+        + (
+            f" ({spec} speculating)"
+            if (spec := sched.get("speculative_max_running_requests")) is not None
+            else ""
+        )
+        + f", {sched['token_budget']} tokens per "
         "iteration, KV "
         + (f"{kv} tokens" if kv else "unlimited")
         + (f" ({plain} without the drafter)" if plain and plain != kv else "")

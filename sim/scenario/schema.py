@@ -852,6 +852,11 @@ class ServingSpec(Section):
 
     Scheduler: ``max_running_requests`` (vLLM ``max_num_seqs``; default 1024, vLLM's for
     GPUs of 70 GiB or more, vllm/engine/arg_utils.py; SGLang derives it from memory),
+    ``max_running_requests_speculative`` (the admission cap of the speculating server when
+    it differs from the plain one's: SGLang resets ``max_running_requests`` to 48 when a
+    speculative algorithm is on and none is given, python/sglang/srt/server_args.py, from
+    v0.4.5, 32 in v0.4.4; None: ``max_running_requests``; a policy that never drafts keeps
+    ``max_running_requests``),
     ``batching`` (``prefill_first``: SGLang's default; ``chunked``: vLLM's chunked prefill
     mixed with decode), ``token_budget`` (tokens per iteration: vLLM
     ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``), ``kv_capacity_tokens``
@@ -922,6 +927,7 @@ class ServingSpec(Section):
     ) = None
     think_time_ms: NonNegativeMs = 0.0
     max_running_requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 1024
+    max_running_requests_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     batching: Literal["prefill_first", "chunked"] = "prefill_first"
     token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
     kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None

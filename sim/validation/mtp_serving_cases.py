@@ -23,8 +23,8 @@ Engine facts taken from the source the curve names, not fitted:
   user gives none (python/sglang/srt/server_args.py: NEXTN is run as EAGLE, "Max running
   requests is reset to 48 for speculative decoding", from v0.4.5); the blog's MTP server
   sets none, so at 64 users 16 requests wait in its queue. The plain server admits what
-  its KV pool holds. specsim has one admission cap a scenario, so the two arms are
-  simulated on two scenarios that differ only in it.
+  its KV pool holds: the scenario states the speculating server's own cap
+  (``serving.max_running_requests_speculative``).
 * SGLang runs plain decoding with its overlap scheduler and turns it off for EAGLE/NEXTN
   (host work: sim/model/host_work.py, the default 20 us a request); prefills run before
   decoding (``prefill_first``); the whole prompt is one chunk (--chunked-prefill-size
@@ -117,11 +117,12 @@ def _scenario(
     max_running: int | None = None,
     host: dict[str, float] | None = None,
 ) -> Scenario:
-    """The curve's scenario; ``max_running``: the admission cap (None: the KV pool's);
-    ``host``: host-work fields of ``[serving]`` (None: the defaults)."""
+    """The curve's scenario; ``max_running``: the speculating server's admission cap
+    (None: the KV pool's, as the plain server's); ``host``: host-work fields of
+    ``[serving]`` (None: the defaults)."""
     serving: dict[str, Any] = {"batching": "prefill_first", "host_overlap": "baseline"}
     if max_running is not None:
-        serving["max_running_requests"] = max_running
+        serving["max_running_requests_speculative"] = max_running
     serving.update(host or {})
     return scenario_from_dict(
         {
@@ -172,11 +173,11 @@ def _simulate(scenario: Scenario, users: int) -> dict[str, tuple[float, float]]:
     return out
 
 
-def calibrated() -> tuple[Scenario, Scenario, float, float]:
-    """(plain scenario, MTP scenario, fitted alpha, the MTP arm's accept length): the
-    batch-1 decode, then the chain's one conditional rate, so that one user's simulated
-    mean end-to-end latency is the measured one in each arm, each by a root search on the
-    simulation's common random numbers (to 0.1% of the latency)."""
+def calibrated() -> tuple[Scenario, float, float]:
+    """(the scenario, fitted alpha, the MTP arm's accept length): the batch-1 decode, then
+    the chain's one conditional rate, so that one user's simulated mean end-to-end latency
+    is the measured one in each arm, each by a root search on the simulation's common
+    random numbers (to 0.1% of the latency)."""
     curves = pub.AMD_MTP_E2E_MS
     first = curves[PLAIN][1] / float(np.mean(RANDOM_LENGTHS))  # ms a token, prefill in
 
@@ -190,9 +191,8 @@ def calibrated() -> tuple[Scenario, Scenario, float, float]:
         return _simulate(sc, 1)[SPECULATIVE][0] - curves[MTP][1]
 
     alpha = optimize.brentq(spec_gap, 0.05, 0.999, xtol=1e-4)
-    plain = _scenario(decode_ms, 0.0, alpha)
-    mtp = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING)
-    return plain, mtp, alpha, 1.0 + alpha + alpha**2
+    scenario = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING)
+    return scenario, alpha, 1.0 + alpha + alpha**2
 
 
 def host_bound_what_if(
@@ -218,7 +218,7 @@ def host_bound_what_if(
             "host_spec_factor": factor,
         }
 
-    base = _scenario(decode_ms, 0.0, alpha, None, host(1.0))
+    base = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING, host(1.0))
     plain_errors = tuple(_simulate(base, u)[BASELINE][0] / curves[PLAIN][u] - 1.0 for u in loads)
     spec_errors = {}
     for factor in (1.0, SGLANG_SPEC_FACTOR):
@@ -236,14 +236,14 @@ def _signed(errors: tuple[float, ...]) -> str:
 def case_dsv3_mtp_mi300x() -> Case:
     """DeepSeek-V3 + MTP on 8x MI300X, SGLang: mean end-to-end latency by max concurrency."""
     curves = pub.AMD_MTP_E2E_MS
-    plain, mtp, alpha, al = calibrated()
+    plain, alpha, al = calibrated()
     rows: list[Row] = []
     sides: list[str] = []
     for users in sorted(curves[PLAIN]):
         if users == 1:
             continue
-        base = _simulate(plain, users)[BASELINE]
-        spec = _simulate(mtp, users)[SPECULATIVE]
+        both = _simulate(plain, users)
+        base, spec = both[BASELINE], both[SPECULATIVE]
         for arm, (mean, sd), side in ((PLAIN, base, "plain"), (MTP, spec, "speculative")):
             rows.append(
                 Row(
@@ -288,8 +288,9 @@ def case_dsv3_mtp_mi300x() -> Case:
             f"users, max(400, 6B) requests, {SERVING_REPLICATIONS} replications, seed "
             f"{SERVING_SEED}; the ± is the Monte Carlo standard error",
             f"the MTP server admits at most {SGLANG_SPEC_MAX_RUNNING} running requests "
-            "(SGLang's default with speculation, server_args.py; the blog sets none), the "
-            "plain one what its KV pool holds; host work 20 us a request, serial in the "
+            "(serving.max_running_requests_speculative: SGLang's default with speculation, "
+            "server_args.py; the blog sets none), the plain one what its KV pool holds; "
+            "host work 20 us a request, serial in the "
             "MTP server's iterations (SGLang's overlap scheduler is off with NEXTN)",
         ),
         notes=(

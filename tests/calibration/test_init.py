@@ -119,6 +119,19 @@ def test_every_value_names_its_origin_and_engine_defaults_their_version() -> Non
     assert given and all(k in init.comments for k in given), set(given) - set(init.comments)
 
 
+def test_an_sglang_drafter_gets_sglangs_speculative_admission_cap() -> None:
+    """SGLang caps a speculating server at 48 running requests when none is given; a
+    plain SGLang server and a vLLM one keep one cap for both arms."""
+    args = {"gpus": 4, "num_steps": 3, "accept_length": 2.8}
+    spec = init_scenario(InitRequest(str(LLAMA_70B), "H100", "sglang", drafter="eagle3", **args))
+    assert spec.scenario.serving.max_running_requests_speculative == 48
+    assert "reset to 48" in spec.comments["serving.max_running_requests_speculative"]
+    plain = init_scenario(InitRequest(str(LLAMA_70B), "H100", "sglang", gpus=4))
+    assert plain.scenario.serving.max_running_requests_speculative is None
+    vllm = init_scenario(InitRequest(str(LLAMA_70B), "H100", "vllm", drafter="eagle3", **args))
+    assert vllm.scenario.serving.max_running_requests_speculative is None
+
+
 @pytest.mark.parametrize(
     ("change", "flag", "words"),
     [

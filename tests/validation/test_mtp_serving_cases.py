@@ -27,12 +27,11 @@ def test_the_random_datasets_lengths_are_uniform_over_1_to_1024():
 
 
 def test_only_the_mtp_server_is_capped_at_sglangs_48():
-    plain = _scenario(34.0, 0.0, 0.7)
-    mtp = _scenario(34.0, 0.0, 0.7, SGLANG_SPEC_MAX_RUNNING)
+    sc = _scenario(34.0, 0.0, 0.7, SGLANG_SPEC_MAX_RUNNING)
     assert SGLANG_SPEC_MAX_RUNNING == 48
-    assert mtp.serving.max_running_requests == 48
-    assert plain.serving.max_running_requests > 64  # the curve's highest load is not capped
-    assert plain.speculation.num_steps == mtp.speculation.num_steps == NUM_STEPS == 2
+    assert sc.serving.max_running_requests_speculative == 48
+    assert sc.serving.max_running_requests > 64  # the curve's highest load is not capped
+    assert sc.speculation.num_steps == NUM_STEPS == 2
 
 
 def test_a_longer_decode_step_gives_a_longer_latency_at_one_user():
@@ -49,19 +48,22 @@ def test_a_longer_decode_step_gives_a_longer_latency_at_one_user():
 def test_the_cap_makes_64_users_wait_for_the_mtp_server_only():
     capped = _scenario(34.0, 0.0, 0.7, SGLANG_SPEC_MAX_RUNNING)
     free = _scenario(34.0, 0.0, 0.7)
-    assert _simulate(capped, 64)[SPECULATIVE][0] > _simulate(free, 64)[SPECULATIVE][0]
+    a, b = _simulate(capped, 64), _simulate(free, 64)
+    assert a[SPECULATIVE][0] > b[SPECULATIVE][0]
+    assert a[BASELINE] == b[BASELINE]  # the plain server keeps its own cap
 
 
 @pytest.mark.slow
 def test_the_case_is_calibrated_on_one_user_and_scores_every_other_load():
     from sim.validation.mtp_serving_cases import calibrated, case_dsv3_mtp_mi300x
 
-    plain, mtp, alpha, al = calibrated()
+    sc, alpha, al = calibrated()
     measured = pub.AMD_MTP_E2E_MS
     # the root searches stop within 0.1% of the latency (xtol); the simulation at the root
     # reproduces the measured latency to that
-    assert _simulate(plain, 1)[BASELINE][0] == pytest.approx(measured[PLAIN][1], rel=5e-3)
-    assert _simulate(mtp, 1)[SPECULATIVE][0] == pytest.approx(measured[MTP][1], rel=5e-3)
+    one = _simulate(sc, 1)
+    assert one[BASELINE][0] == pytest.approx(measured[PLAIN][1], rel=5e-3)
+    assert one[SPECULATIVE][0] == pytest.approx(measured[MTP][1], rel=5e-3)
     assert 1.0 < al < 1.0 + NUM_STEPS and 0.0 < alpha < 1.0
     case = case_dsv3_mtp_mi300x()
     assert len(case.rows) == 12

@@ -124,7 +124,7 @@ class ServingPlan:
     def lookahead(self, policy: SpeculationPolicy) -> int:
         """KV slots a running request holds beyond its context under ``policy``: the most
         any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``)."""
-        return _lookahead(policy, policy_drafts(policy, self.scheduler.max_running_requests))
+        return _lookahead(policy, policy_drafts(policy, self.scheduler.max_running(policy)))
 
     def drafting(
         self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None
@@ -134,7 +134,7 @@ class ServingPlan:
         when the rank shares do not cover a tree's width), its KV lookahead and the KV
         cache it runs with."""
         if by_batch is None:
-            by_batch = k_lookup(policy, self.scheduler.max_running_requests)
+            by_batch = k_lookup(policy, self.scheduler.max_running(policy))
         lookup = tuple(by_batch)
         drafts = tuple(dict.fromkeys(lookup[1:]))  # in first-use order (``policy_drafts``)
         trees = tuple((d, self.tree_acceptance(d)) for d in drafts if is_tree(d))
@@ -262,7 +262,7 @@ class Server:
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
         self.skip_prefill = self.config.prefill == "skip"
-        self.max_running = self.config.max_running_requests
+        self.max_running = self.config.max_running(policy)
         self.measured_left = plan.workload.requests
         arrivals = plan.workload.arrivals
         self.job = (
@@ -899,14 +899,18 @@ def others_wait(arrivals: ClosedLoop | Poisson | Trace, horizon_ms: float | None
     return not (isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None)
 
 
-def holds_rows(plan: ServingPlan, horizon_ms: float | None) -> bool:
-    """Whether a replication can hold its requests as rows of the decode batch
-    (``Server.hold_requests``): every request decodes from its arrival to its answer."""
+def holds_rows(
+    plan: ServingPlan, horizon_ms: float | None, policy: SpeculationPolicy | None = None
+) -> bool:
+    """Whether a replication of ``policy`` (None: the plan's largest admission cap) can
+    hold its requests as rows of the decode batch (``Server.hold_requests``): every
+    request decodes from its arrival to its answer."""
     arrivals, config = plan.workload.arrivals, plan.scheduler
+    cap = config.largest_running if policy is None else config.max_running(policy)
     return (
         isinstance(arrivals, ClosedLoop)
         and arrivals.think_ms == 0
-        and arrivals.users <= config.max_running_requests
+        and arrivals.users <= cap
         and config.kv_capacity_tokens is None
         and (config.prefill == "skip" or plan.workload.input_tokens.max_tokens == 0)
         and horizon_ms is None
@@ -939,7 +943,7 @@ def run_replication(
     simulated time)."""
     env = simpy.Environment()
     rec = Recorder(
-        plan.scheduler.max_running_requests,
+        plan.scheduler.max_running(drafting.policy),
         drafting.kv_capacity,
         plan.workload.warmup,
         plan.workload.requests,
@@ -954,7 +958,7 @@ def run_replication(
             for own in streams.sources(arrivals.users)
         ]
         refill_together(sources)  # every user's first block of rates in one pass
-        if holds_rows(plan, horizon_ms) and rows_pay(plan):
+        if holds_rows(plan, horizon_ms, drafting.policy) and rows_pay(plan):
             server.hold_requests(sources)
             server.send_held(list(range(arrivals.users)))
         for user, source in enumerate(sources if not server.held else ()):

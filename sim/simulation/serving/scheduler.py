@@ -32,6 +32,9 @@ class SchedulerConfig:
     verify pass's tokens; sim/model/drafts.py ``lookahead_tokens``);
     ``plain_kv_capacity_tokens``: the KV cache of a policy that never drafts (a server
     without the drafter's weights and KV; None: ``kv_capacity_tokens``);
+    ``speculative_max_running_requests``: the admission cap of a policy that drafts, when
+    the speculating server's differs (SGLang resets its cap to 48 with any speculative
+    algorithm, server_args.py; None: ``max_running_requests``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
     cost time, and the prefill emits its first token; a request without one decodes from
     admission) or ``skip`` (every request decodes from admission, no prefill pass and no
@@ -45,10 +48,13 @@ class SchedulerConfig:
     kv_capacity_tokens: int | None = None
     prefill: Literal["model", "skip"] = "model"
     plain_kv_capacity_tokens: int | None = None
+    speculative_max_running_requests: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_running_requests < 1:
-            raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
+        for name in ("max_running_requests", "speculative_max_running_requests"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if self.token_budget < 1:
             raise ValueError(f"token_budget must be >= 1, got {self.token_budget}")
         for name in ("kv_capacity_tokens", "plain_kv_capacity_tokens"):
@@ -69,9 +75,21 @@ class SchedulerConfig:
             return self.plain_kv_capacity_tokens
         return self.kv_capacity_tokens
 
+    def max_running(self, policy: SpeculationPolicy) -> int:
+        """The admission cap ``policy`` runs with: ``speculative_max_running_requests`` for
+        a policy that drafts (when set), else ``max_running_requests``."""
+        if policy.max_k > 0 and self.speculative_max_running_requests is not None:
+            return self.speculative_max_running_requests
+        return self.max_running_requests
+
+    @property
+    def largest_running(self) -> int:
+        """The most requests any policy admits at once (the batch sizes a plan covers)."""
+        return max(self.max_running_requests, self.speculative_max_running_requests or 0)
+
     def check_policy(self, policy: SpeculationPolicy) -> None:
         """``check_drafts`` of the policy's draft at every batch size."""
-        self.check_drafts(k_lookup(policy, self.max_running_requests))
+        self.check_drafts(k_lookup(policy, self.max_running(policy)))
 
     def check_drafts(self, by_batch: Sequence[Draft]) -> None:
         """Chunked batching must fit every decode request's k + 1 tokens (a tree's nodes)

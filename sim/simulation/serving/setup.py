@@ -312,6 +312,12 @@ def _check_policies(
     return draftings
 
 
+def _admission_cap(serving: ServingSpec, policy: SpeculationPolicy) -> int:
+    """The admission cap ``policy`` runs with (``SchedulerConfig.max_running``)."""
+    spec = serving.max_running_requests_speculative
+    return spec if policy.max_k > 0 and spec is not None else serving.max_running_requests
+
+
 def serving_setup(
     bound: Bound,
     *,
@@ -338,7 +344,7 @@ def serving_setup(
     if policies is None and scenario.num_steps > 0:
         run[SPECULATIVE] = _policy(bound, serving, source)
     speculates = any(p.max_k > 0 for p in run.values())
-    lookups = {n: (p, k_lookup(p, serving.max_running_requests)) for n, p in run.items()}
+    lookups = {n: (p, k_lookup(p, _admission_cap(serving, p))) for n, p in run.items()}
     drafts = [d for _, by_batch in lookups.values() for d in dict.fromkeys(by_batch[1:])]
     notes.extend(_draft_notes(drafts, serving, speculates))
     widest, beams = _widest(drafts)
@@ -365,6 +371,7 @@ def serving_setup(
         kv_capacity_tokens=served.kv.tokens,
         prefill=serving.prefill,
         plain_kv_capacity_tokens=served.kv.plain,
+        speculative_max_running_requests=serving.max_running_requests_speculative,
     )
     plan = ServingPlan(
         workload,

@@ -153,7 +153,7 @@ def service_bound(plan: ServingPlan, drafting: Drafting) -> ServiceBound:
     decode_tokens = max(output_mean - (1.0 if prefill else 0.0), 0.0)
     policy = drafting.policy
     drafter = policy.max_k > 0
-    largest = config.max_running_requests
+    largest = config.max_running(policy)
     capacity = drafting.kv_capacity
     if capacity is not None:
         largest = min(largest, capacity // (shortest + drafting.lookahead))

@@ -59,7 +59,7 @@ def test_held_rows_give_the_records_of_request_objects(load, monkeypatch):
 
     monkeypatch.setattr(engine, "rows_pay", lambda plan: True)
     held = run()
-    monkeypatch.setattr(engine, "holds_rows", lambda plan, horizon_ms: False)
+    monkeypatch.setattr(engine, "holds_rows", lambda plan, horizon_ms, policy=None: False)
     objects = run()
     assert held.measured > 0 and held.unfinished_at_end > 0
     records_equal(held, objects)

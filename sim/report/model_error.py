@@ -30,6 +30,9 @@ def model_error_line(term: dict[str, Any]) -> str:
         + ", measured "
         + ", ".join(f"{b:g}" for b in term["measured_batches"])
     )
+    spec = term.get("measured_batches_speculative", term["measured_batches"])
+    if spec != term["measured_batches"]:
+        at += "; speculation " + ", ".join(f"{b:g}" for b in spec)
     if not term["included"]:
         why = "at a measured batch" if term["log_distance"] == 0 else "s = 0"
         return f"model error: not included ({why}: {at}; {_origin(term)})"

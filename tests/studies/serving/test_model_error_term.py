@@ -93,3 +93,16 @@ def test_a_difference_takes_the_band_of_its_ratio():
     ]
     assert widths[0] < widths[1] < widths[2]
     assert at64.difference(5.0, None, 100.0) is None
+
+
+def test_the_line_names_the_batches_measured_for_speculation_where_they_differ():
+    from sim.report.model_error import model_error_line
+
+    sc = load_scenario(SERVING)
+    line = model_error_line(model_error_term(sc, 16.0).doc())
+    assert line.endswith("(batch 16, measured 1, 8; spec. 1; default)")
+    assert len("  " + line) <= 100
+    plain = with_overrides(sc, {"timing.points": []})
+    assert model_error_line(model_error_term(plain, 16.0).doc()).endswith(
+        "(decode batch 16, measured 1; default)"
+    )

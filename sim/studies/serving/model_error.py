@@ -164,7 +164,10 @@ class ModelErrorTerm:
         ratios = [max(1.0 + sign * e / reference, 1e-12) for e in interval]
         widened = self.gain(1.0 + sign * nominal / reference, sorted(ratios))
         assert widened is not None
-        return sorted(sign * reference * (r - 1.0) for r in widened)
+        lo, hi = sorted(sign * reference * (r - 1.0) for r in widened)
+        # the band only widens: an end the round trip through the ratio moved by its last
+        # bits stays the interval's own
+        return [min(lo, min(interval)), max(hi, max(interval))]
 
     def doc(self) -> dict[str, Any]:
         """What a document says about the term."""

@@ -33,7 +33,7 @@ from sim.model.model_error import (
     model_error_sigma,
     widen,
 )
-from sim.scenario.schema import Scenario
+from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
 
 __all__ = [
     "ModelErrorTerm",
@@ -62,8 +62,10 @@ def measured_loads(scenario: Scenario, arm: str | None = None) -> tuple[float, .
     together). ``arm`` ``"plain"`` or ``"speculative"``: only what measures that arm (a
     decode point measures plain decoding's pass; a verify or draft point, the speculative
     iteration's; a calibration figure its own arm, both when it does not say); None: all."""
-    figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
-    points = scenario.timing.points or ()
+    figures: Sequence[CalibrationFigure] = (
+        scenario.serving.calibrated_on if scenario.serving else None
+    ) or ()
+    points: Sequence[TimingPoint] = scenario.timing.points or ()
     if arm is not None:
         if arm not in _ARM_PASSES:
             raise ValueError(f"arm must be 'plain' or 'speculative' (got {arm!r})")

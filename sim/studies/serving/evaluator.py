@@ -195,6 +195,7 @@ def run_point(
             executor=executor,
             progress=progress,
             first=task.first,
+            delivery_gaps=False,  # a point's metrics read no ITL (``policy_point``)
         )
     except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
         raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None

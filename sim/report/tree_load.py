@@ -74,12 +74,15 @@ def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
         "trees": list(result.trees),
         "chains": list(result.chains),
         "replications": result.replications,
+        "replications_run": sum(result.replications_run.values()),
         "requests": result.requests,
         "seed": result.seed,
         "defaults": dict(result.defaults),
         "points": [
             {
                 "concurrency": p.concurrency,
+                "replications": result.replications_run.get(p.concurrency, 0)
+                // max(1, len(result.drafts)),
                 "mean_batch": _ratio(p.mean_batch),
                 "best": p.best,
                 **{m: {n: _ratio(r) for n, r in getattr(p, m).items()} for m in METRICS},
@@ -169,13 +172,23 @@ def _pair_cell(r: Mapping[str, Any]) -> str:
     return f"{r['mean']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] {r['sign']}"
 
 
+def _replications(doc: Mapping[str, Any]) -> str:
+    """The replications a load ran: R, or "4-R replications (sequential)" where
+    sequential replications stopped some loads at their first."""
+    ran = [p.get("replications", doc["replications"]) for p in doc["points"]]
+    low = min(ran, default=doc["replications"])
+    if low >= doc["replications"]:
+        return count(doc["replications"], "replication")
+    return f"{low}-{doc['replications']} replications (sequential)"
+
+
 def _head(doc: Mapping[str, Any]) -> list[str]:
     return [
         f"{doc['scenario']}: chain against tree under load; closed loops of "
         f"{', '.join(map(str, doc['concurrencies']))} "
         f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
-        f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
-        f"per load, seed {doc['seed']}",
+        f"{_replications(doc)} x {count(doc['requests'], 'request')} per load, seed "
+        f"{doc['seed']}",
         *conditioning_lines(doc.get("interval90") or {}),
     ]
 
@@ -313,7 +326,7 @@ def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     x = np.array(doc["concurrencies"], dtype=float)
     points = doc["points"]
     note = (
-        f"{doc['scenario']}: {count(doc['replications'], 'replication')} x "
+        f"{doc['scenario']}: {_replications(doc)} x "
         f"{count(doc['requests'], 'request')} per load, seed {doc['seed']}; every policy on the "
         "same users and acceptance draws; "
         "bands: 95% CI"

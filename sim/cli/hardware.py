@@ -37,7 +37,7 @@ def hardware(
         if as_json:
             echo_document("presets", presets)
         else:
-            click.echo(render_presets(presets))
+            click.echo(render_presets(presets, verbose))
         return
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")

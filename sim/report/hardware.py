@@ -88,7 +88,9 @@ def render_hardware(summary: dict[str, Any], verbose: bool = True) -> str:
     return "\n".join(lines)
 
 
-def render_presets(presets: dict[str, Any]) -> str:
+def render_presets(presets: dict[str, Any], verbose: bool = False) -> str:
+    """A preset a line (the first screen); ``verbose`` adds each one's description, source
+    and how many GPUs one domain of it joins."""
     lines = ["interconnects:"]
     for name, ic in presets["interconnects"].items():
         extras = [
@@ -96,24 +98,32 @@ def render_presets(presets: dict[str, Any]) -> str:
             for p, on in (("NVLS", ic["nvls"]), ("custom all-reduce", ic["custom_allreduce"]))
             if on
         ]
+        eager = f", eager +{ic['eager_extra_us']:.1f} us" if ic["eager_extra_us"] else ""
         lines.append(
             f"  {name:<22} {ic['kind']:<7}busbw {ic['bus_bandwidth_gbps']:g} GB/s, "
-            f"{'/'.join(ic['protocols'])}, eager +{ic['eager_extra_us']:.1f} us"
-            + (f", {', '.join(extras)}" if extras else "")
+            f"{'/'.join(ic['protocols'])}{eager}" + (f", {', '.join(extras)}" if extras else "")
         )
-        lines.append(f"  {'':<22} {ic['description']}")
-        lines.append(f"  {'':<22} source: {ic['source']}")
-        if ic.get("max_gpus") is not None:
-            lines.append(
-                f"  {'':<22} one domain: at most {ic['max_gpus']} GPUs ({ic['max_gpus_source']})"
-            )
+        if verbose:
+            lines.append(f"  {'':<22} {ic['description']}")
+            lines.append(f"  {'':<22} source: {ic['source']}")
+            if ic.get("max_gpus") is not None:
+                lines.append(
+                    f"  {'':<22} one domain: at most {ic['max_gpus']} GPUs"
+                    f" ({ic['max_gpus_source']})"
+                )
     lines.append("gpus:")
     for name, g in presets["gpus"].items():
         lines.append(
             f"  {name:<22} {g['memory_bandwidth_gbps']:g} GB/s, {g['bf16_tflops']:g} TFLOP/s BF16,"
             f" {g['memory_gb']:g} GB"
         )
-        lines.append(f"  {'':<22} source: {g['source']}")
+        if verbose:
+            lines.append(f"  {'':<22} source: {g['source']}")
+    if not verbose:
+        lines += [
+            "",
+            "(--verbose: each preset's description, source and the GPUs one domain joins)",
+        ]
     return "\n".join(lines)
 
 

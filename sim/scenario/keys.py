@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -155,6 +156,8 @@ def scenario_keys(model: type[BaseModel] = Scenario, prefix: str = "") -> list[K
     """Every key of the scenario schema, depth first in file order."""
     out: list[KeyInfo] = []
     for name, info in model.model_fields.items():
+        if info.exclude:
+            continue  # not a key of the file (``Scenario.origins``: where values came from)
         key = f"{prefix}{name}"
         inner, how = _model_inside(info.annotation)
         if inner is not None and name != "measured_on":
@@ -179,6 +182,53 @@ def scenario_keys(model: type[BaseModel] = Scenario, prefix: str = "") -> list[K
             )
         )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class SectionInfo:
+    """One section of a scenario file: its name, what it holds, how many keys."""
+
+    name: str
+    summary: str
+    keys: int
+
+
+def _summary(model: type[BaseModel]) -> str:
+    """The first sentence of a section's docstring, without its ``[name]``: prefix, its
+    parentheses and what follows a colon or a semicolon."""
+    doc = " ".join((model.__doc__ or "").split("\n\n")[0].split())
+    doc = re.sub(r"^``\[[a-z_.]+\]``:\s*", "", doc)
+    doc = re.sub(r"\s*\([^()]*\)", "", doc.split(". ")[0]).split(":")[0].split(";")[0]
+    doc = doc.rstrip(".")
+    return doc[:1].upper() + doc[1:] + "."
+
+
+def scenario_sections(keys: list[KeyInfo] | None = None) -> list[SectionInfo]:
+    """The file's sections in file order, each with its summary and key count; the
+    top-level scalars (``name``, ``description``) are the section ``top``."""
+    keys = scenario_keys() if keys is None else keys
+    out: list[SectionInfo] = []
+    top = [k for k in keys if "." not in k.key]
+    out.append(SectionInfo("top", "The scenario's name and description.", len(top)))
+    for name, info in Scenario.model_fields.items():
+        inner, how = _model_inside(info.annotation)
+        if inner is None or info.exclude or how != "table":
+            continue
+        count = sum(1 for k in keys if k.key.startswith(f"{name}."))
+        out.append(SectionInfo(name, _summary(inner), count))
+    return out
+
+
+def keys_in(keys: list[KeyInfo], section: str) -> list[KeyInfo]:
+    """The keys of one section (``top``: the top-level scalars) or under a dotted prefix
+    (``serving.kv``), in file order; empty when nothing matches."""
+    if section == "top":
+        return [k for k in keys if "." not in k.key]
+    return [
+        k
+        for k in keys
+        if k.key == section or k.key.startswith((f"{section}.", f"{section}_", f"{section}["))
+    ]
 
 
 def json_schema() -> dict[str, Any]:

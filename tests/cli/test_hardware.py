@@ -58,12 +58,16 @@ def test_hardware_what_if_through_set():
     assert doc["passes"]["verify"]["allreduce"]["algorithm"] == "custom"
 
 
-def test_hardware_list_shows_every_preset_with_its_source():
+def test_hardware_list_shows_every_preset_a_line_and_with_verbose_its_source():
     result = run_cli("hardware", "--list")
     assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100
     for name in (*PRESETS, *GPU_PRESETS):
-        assert name in result.output
-    assert result.output.count("source:") == len(PRESETS) + len(GPU_PRESETS)
+        assert sum(1 for ln in lines if ln.split()[:1] == [name]) == 1
+    assert "source:" not in result.output
+    verbose = run_cli("hardware", "--list", "--verbose").output
+    assert verbose.count("source:") == len(PRESETS) + len(GPU_PRESETS)
     doc = json.loads(run_cli("hardware", "--list", "--json").output)
     assert all(v["source"] for v in doc["interconnects"].values())
 

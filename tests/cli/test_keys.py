@@ -34,13 +34,44 @@ def test_the_serving_and_model_units():
 
 
 def test_keys_prints_the_unit():
-    out = CliRunner().invoke(main, ["keys"]).output
+    out = CliRunner().invoke(main, ["keys", "serving"]).output
     (line,) = [ln for ln in out.splitlines() if ln.startswith("serving.rate_per_s ")]
     assert "float [requests/s];" in line
 
 
 def test_a_bound_of_one_entry_is_singular():
-    out = CliRunner().invoke(main, ["keys"]).output
+    out = CliRunner().invoke(main, ["keys", "--all"]).output
     assert "(at least 1 entry" in out and "(at least 1 character)" in out
     assert "1 entries" not in out and "1 characters" not in out
     assert "at least 1 entry, at most 64 entries" in out
+
+
+def test_the_first_screen_lists_the_sections_with_their_counts():
+    out = CliRunner().invoke(main, ["keys"]).output
+    lines = out.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100
+    assert lines[0] == f"A scenario file has 12 sections and {len(UNITS)} keys:"
+    serving = sum(1 for k in UNITS if k.startswith("serving."))
+    assert any(ln.split()[:2] == ["serving", str(serving)] for ln in lines)
+
+
+def test_a_section_or_a_dotted_prefix_lists_only_its_keys():
+    out = CliRunner().invoke(main, ["keys", "serving.kv", "top"]).output
+    assert [ln.split()[0] for ln in out.splitlines()] == [
+        "serving.kv_capacity_tokens",
+        "serving.kv_reserve_gib",
+        "name",
+        "description",
+    ]
+
+
+def test_where_values_came_from_is_not_a_key():
+    assert "origins" not in UNITS  # Scenario.origins: state of a loaded scenario, not a key
+    assert "origins" not in CliRunner().invoke(main, ["keys", "--all"]).output
+
+
+def test_an_unknown_section_is_one_line_and_status_2():
+    result = CliRunner().invoke(main, ["keys", "servng"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "'servng'" in result.output
+    assert "sections: top, model, server" in result.output

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3.toml")
 
 COMMANDS = {
-    "keys": ["keys"],
+    "keys": ["keys", "--all"],
     "help": ["--help"],
     "validate": ["validate", SEED],
     "convert": ["convert", "--alpha", "0.7", "--num-steps", "3"],
@@ -41,7 +41,7 @@ def test_a_closed_pipe_is_the_quiet_exit():
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the 14 KB of keys cannot all fit
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim", "keys"], stdout=write_end, stderr=subprocess.PIPE
+        [sys.executable, "-m", "sim", "keys", "--all"], stdout=write_end, stderr=subprocess.PIPE
     )
     os.close(write_end)
     proc.stdout = os.fdopen(read_end, "rb")

@@ -173,13 +173,14 @@ def _pair_cell(r: Mapping[str, Any]) -> str:
 
 
 def _replications(doc: Mapping[str, Any]) -> str:
-    """The replications a load ran: R, or "4-R replications (sequential)" where
-    sequential replications stopped some loads at their first."""
-    ran = [p.get("replications", doc["replications"]) for p in doc["points"]]
-    low = min(ran, default=doc["replications"])
-    if low >= doc["replications"]:
-        return count(doc["replications"], "replication")
-    return f"{low}-{doc['replications']} replications (sequential)"
+    """The replications a load ran: R; where sequential replications stopped loads at
+    their first, "4 of R replications (sequential)" (every load) or "4 or R"."""
+    r = doc["replications"]
+    ran = {p.get("replications", r) for p in doc["points"]}
+    low = min(ran, default=r)
+    if low >= r:
+        return count(r, "replication")
+    return f"{low} {'of' if ran == {low} else 'or'} {r} replications (sequential)"
 
 
 def _head(doc: Mapping[str, Any]) -> list[str]:

@@ -45,7 +45,7 @@ NUMERICS_TESTS := tests/model/test_profile_fit.py tests/model/test_beta_quantile
 	tests/binding/test_priors.py tests/binding/test_prior_fits.py \
 	tests/binding/test_cross_run.py tests/calibration tests/simulation/test_engines_fast.py \
 	tests/simulation/test_seeding.py tests/simulation/test_simulate.py \
-	tests/test_seed_scenario.py tests/studies/test_search.py tests/studies/test_uncertainty.py
+	tests/test_seed_scenario.py tests/studies/test_search.py tests/uncertainty/test_answers.py
 
 test-blas: $(STAMP)
 	@for core in unset Haswell Prescott; do \

@@ -78,7 +78,7 @@ def uncertainty_rows(rounds: int) -> list[Row]:
 
     from sim.scenario.load import load_scenario
     from sim.studies.analysis import analyze
-    from sim.studies.uncertainty import answer_uncertainty
+    from sim.uncertainty.answers import answer_uncertainty
 
     seed = Path(__file__).resolve().parent.parent / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
     t = interleaved(

@@ -2,7 +2,7 @@
 
 Floors, lowest first (README, "Architecture"): the basement modules (errors, files,
 records, tables, documents, parallel), then model, hardware, scenario, binding, simulation,
-calibration, studies, validation, report, cli. No import circles, and no import inside
+calibration, uncertainty, studies, validation, report, cli. No import circles, and no import inside
 a function except the lazy imports of start-up time, which say so in a comment.
 """
 
@@ -28,11 +28,12 @@ FLOORS = {
     "binding": 5,
     "simulation": 6,
     "calibration": 7,
-    "studies": 8,
-    "validation": 9,
-    "report": 10,
-    "cli": 11,
-    "__main__": 12,
+    "uncertainty": 8,
+    "studies": 9,
+    "validation": 10,
+    "report": 11,
+    "cli": 12,
+    "__main__": 13,
 }
 
 

@@ -15,7 +15,7 @@ Sobol points, linearly scrambled and digitally shifted (sim/model/sobol.py), map
 through each input's quantile function and clipped to the field's valid range
 (``field_bounds``); the rows a study solves (``study_rows``) add the drivers' ends and
 the draws conditioned on each input. What the draws give (the sampled closed forms) is
-sim/binding/uncertainty.py's.
+sim/uncertainty/sampled_draws.py's.
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ def with_clipping_notes(
     bound: Bound, rows: list[Assumption], origins: FieldOrigins
 ) -> list[Assumption]:
     """``rows`` with a note on every field whose stated error or range reaches past its
-    valid values (its draws are clipped there, sim/binding/uncertainty.py), appended to
+    valid values (its draws are clipped there, sim/uncertainty/sampled_draws.py), appended to
     the row's reason, or as a row of its own when the field has none (its origin from
     ``origins``, the scenario's ``field_origins``)."""
     scenario = bound.scenario

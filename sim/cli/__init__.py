@@ -73,7 +73,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "keys": (
         "sim.cli.keys",
         "keys",
-        "Every scenario key: type, unit, default and bounds (--json: the JSON Schema).",
+        "The sections of a scenario file; with SECTION (or a dotted prefix such as "
+        "serving.kv) its keys: type, unit, default and bounds (--json: the JSON Schema).",
     ),
     "init": (
         "sim.cli.init",

@@ -205,7 +205,7 @@ class RateClass:
     spread: Spread = Spread()
     concentration: np.ndarray | None = field(init=False, repr=False)
     #: ``quadrature_rates`` once computed (at most one entry): a class whose expectation
-    #: is taken for several trees (SGLang's and the best, sim/binding/tree_sampled.py)
+    #: is taken for several trees (SGLang's and the best, sim/uncertainty/tree_sampled.py)
     #: inverts its Beta at the nodes once.
     _at_nodes: list[np.ndarray] = field(init=False, repr=False, compare=False)
 

@@ -21,7 +21,7 @@ from sim.report.uncertainty import (
     off_centre_text,
 )
 from sim.studies.analysis import Analysis
-from sim.studies.uncertainty import INTERVAL_LABEL, TargetUncertainty
+from sim.uncertainty.answers import INTERVAL_LABEL, TargetUncertainty
 
 ALPHA_MEANING = "alpha = the equal conditional per-position acceptance rate (Leviathan's alpha)"
 RATES_MEANING = (

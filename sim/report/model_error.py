@@ -1,5 +1,5 @@
 """The line a serving answer's text gives its intervals' model-error term
-(sim/studies/serving/model_error.py)."""
+(sim/uncertainty/model_error.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _origin(term: dict[str, Any]) -> str:
 
 def model_error_line(term: dict[str, Any]) -> str:
     """One line: whether the intervals include the model's error under load, how large
-    and from where (sim/studies/serving/model_error.py; the JSON's ``model_error`` has
+    and from where (sim/uncertainty/model_error.py; the JSON's ``model_error`` has
     its whole provenance)."""
     batch = term["decode_batch"]
     at = (

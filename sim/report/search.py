@@ -16,7 +16,7 @@ from sim.report.uncertainty import (
     fmt_interval,
     header_lines,
 )
-from sim.studies.uncertainty import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
+from sim.uncertainty.answers import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
 
 # --------------------------------------------------------------------------- text reports
 

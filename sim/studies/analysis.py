@@ -25,7 +25,7 @@ from sim.model.cycle import (
 )
 from sim.model.rates import accept_length_pmf
 from sim.scenario.schema import Scenario
-from sim.studies.uncertainty import UncertaintyResult, answer_uncertainty
+from sim.uncertainty.answers import UncertaintyResult, answer_uncertainty
 
 if TYPE_CHECKING:
     from sim.binding.tree_analysis import TreeAnalysis

@@ -4,7 +4,7 @@ drafter, next to plain decoding (the reference) and the scenario as it is.
 Each lever is a set of overrides on the scenario; its long-run tok/s is the closed form
 (renewal-reward, sim/binding/bind.py), with two ranges:
 
-* its 90% interval from inputs and model (sim/studies/uncertainty.py: the lever's
+* its 90% interval from inputs and model (sim/uncertainty/answers.py: the lever's
   scenario with its stated errors and ranges, the acceptance priors and shape error,
   derived compute's efficiency, drawn at Sobol points and re-solved);
 * the range across the hardware model's plausible variants (``VARIANTS``), which the
@@ -41,10 +41,10 @@ from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.uncertainty import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
+from sim.uncertainty.answers import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
 
 if TYPE_CHECKING:
-    from sim.binding.tree_sampled import Populations
+    from sim.uncertainty.tree_sampled import Populations
 
 __all__ = [
     "KIMI_K2_DRAFTER",

@@ -62,7 +62,7 @@ from sim.studies.bisection import (
     solve_root,
 )
 from sim.studies.exact_search import ExactLever, exact_root
-from sim.studies.uncertainty import TargetUncertainty, answer_uncertainty
+from sim.uncertainty.answers import TargetUncertainty, answer_uncertainty
 
 # --------------------------------------------------------------------------- acceptance lever
 

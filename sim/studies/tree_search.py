@@ -40,7 +40,6 @@ from sim.binding.bind import acceptance_model, rank_shares, tree_cost
 from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
 from sim.binding.inputs import UncertainInput, draw_inputs
-from sim.binding.tree_sampled import sampled_tree
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes
@@ -57,8 +56,9 @@ from sim.studies.bisection import (
     SimulateFn,
     solve_root,
 )
-from sim.studies.tree_required_draws import required_top1_draws
-from sim.studies.uncertainty import INTERVAL_LABEL, SAMPLES, Interval, _interval
+from sim.uncertainty.answers import INTERVAL_LABEL, SAMPLES, Interval, _interval
+from sim.uncertainty.tree_required_draws import required_top1_draws
+from sim.uncertainty.tree_sampled import sampled_tree
 
 __all__ = ["TreeSearchResult", "search_trees", "tree_configs"]
 
@@ -69,7 +69,7 @@ Config = tuple[int, int, int]
 
 #: Why a scenario's answers carry no 90% interval from inputs and model (a per-request
 #: spread: the draws' E[L] over requests at every trial rate is not done). A mix without
-#: a spread gets its intervals (each draw's classes, sim/studies/tree_required_draws.py).
+#: a spread gets its intervals (each draw's classes, sim/uncertainty/tree_required_draws.py).
 NO_INTERVAL_NOTE = (
     "no 90% interval from inputs and model: acceptance has a per-request spread, whose "
     "E[L] over requests (a Beta quadrature per class) each draw would re-integrate at every "
@@ -362,7 +362,7 @@ def search_trees(
     """The required top-1 rate of every configuration for each target, the best tree and
     the best chain refined, and with ``simulate`` (e.g. ``MonteCarloStats("fast")``) solved
     again by Monte Carlo bisection; see the module docstring. ``uncertainty``: the refined
-    answers' 90% intervals from inputs and model (sim/studies/tree_required_draws.py)."""
+    answers' 90% intervals from inputs and model (sim/uncertainty/tree_required_draws.py)."""
     if not targets or any(not t > 0 for t in targets):
         raise SpecsimError(f"targets must be positive tok/s, got {list(targets)}", param="targets")
     configs = tree_configs(num_steps, topks, draft_tokens)

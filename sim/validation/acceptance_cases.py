@@ -5,7 +5,7 @@ Each series (sim/validation/data.py ``MULTI_K``) is calibrated the way a user wo
 calibrate it (``sim.calibration.calibrate`` on the accept lengths at num_steps <= 2: one
 accept length anchors the draft method's decay prior, two fit a shape) and scored on every
 longer num_steps: the accept length predicted, its 90% interval from inputs and model
-(sim/studies/uncertainty.py: the measurement errors, the fitted covariance, the decay
+(sim/uncertainty/answers.py: the measurement errors, the fitted covariance, the decay
 prior), and the flat extrapolation (one equal rate, what specsim did before) beside it.
 None of these series is a profile of the decay priors.
 """
@@ -22,7 +22,7 @@ from sim.calibration.measurements import AcceptLengthObs, Measurements
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
-from sim.studies.uncertainty import sampled_answers
+from sim.uncertainty.answers import sampled_answers
 from sim.validation import data as pub
 from sim.validation.cases import (
     Case,

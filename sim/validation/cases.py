@@ -31,7 +31,7 @@ from sim.scenario.load import scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
-from sim.studies.uncertainty import sampled_answers
+from sim.uncertainty.answers import sampled_answers
 from sim.validation import data as pub
 from sim.validation import hardware_data as hw_data
 
@@ -114,7 +114,7 @@ class Row:
     predicted: float
     sd: float = 0.0  # standard error of the prediction from the calibrated values
     spread: Spread | None = None  # Monte Carlo of per-request tok/s (end-to-end rows)
-    #: 90% interval from inputs and model (sim/studies/uncertainty.py), and for an accept
+    #: 90% interval from inputs and model (sim/uncertainty/answers.py), and for an accept
     #: length the flat extrapolation (one equal rate) beside it.
     interval90: tuple[float, float] | None = None
     flat: float | None = None
@@ -204,7 +204,7 @@ def interval_of(
     answers: SampledModel, quantity: Callable[[SampledModel], np.ndarray]
 ) -> tuple[float, float]:
     """The 5% and 95% quantiles of ``quantity`` over a scenario's draws of its uncertain
-    inputs (``answers``: ``sampled_answers(scenario)``, sim/studies/uncertainty.py): the 90%
+    inputs (``answers``: ``sampled_answers(scenario)``, sim/uncertainty/answers.py): the 90%
     interval from inputs and model."""
     values = np.asarray(quantity(answers), dtype=float)
     lo, hi = np.quantile(values, [0.05, 0.95])

@@ -45,7 +45,6 @@ import numpy as np
 
 from sim.binding.bound import bind
 from sim.binding.inputs import UncertainInput, draw_inputs
-from sim.binding.uncertainty import draw_overrides
 from sim.calibration.load_fit import PLAUSIBLE, fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
 from sim.scenario.load import load_scenario, with_overrides
@@ -60,6 +59,7 @@ from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import DRAWS, serve_intervals, serving_inputs
+from sim.uncertainty.sampled_draws import draw_overrides
 
 __all__ = ["LOADS", "Scored", "coverage_study", "truth_inputs"]
 

@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bound import bind
-from sim.binding.uncertainty import draw_overrides
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import DRAW_REPLICATIONS, paired_gain, serving_inputs, shifted
 from sim.studies.serving.paired_metrics import policy_point
+from sim.uncertainty.sampled_draws import draw_overrides
 from sim.validation.interval_public import SPEEDUP, FigureSpec, figure_specs, scenario_at
 
 __all__ = ["Swing", "curve_swings", "swing_lines"]

@@ -252,7 +252,7 @@ def render_markdown(report: Report) -> str:
         "The 90% interval (5%-95% of the closed forms re-solved over quasi-random draws of "
         "the calibrated scenario's uncertain inputs: calibrated values with their "
         "covariance, stated errors and ranges, the acceptance decay prior and shape error, "
-        "derived compute's efficiency; sim/studies/uncertainty.py) is the interval specsim "
+        "derived compute's efficiency; sim/uncertainty/answers.py) is the interval specsim "
         "reports with every answer; 'flat' is the error of the flat extrapolation (one "
         "equal rate) specsim used before decay-aware acceptance.",
         "",

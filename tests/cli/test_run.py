@@ -69,7 +69,7 @@ def test_mix_scenario_runs_and_reports_classes(write_scenario):
 
     text = MINIMAL.replace("[acceptance]\nalpha = 0.7\n", "")
     # flat rates: no decay prior or shape error drawn, so the interval re-builds no spread
-    # per draw (seconds; tests/binding/test_sampled_mix.py covers that)
+    # per draw (seconds; tests/uncertainty/test_sampled_mix.py covers that)
     text += '[acceptance]\nshape = "flat"\n'
     for c in MIXED["mix"]:
         text += "[[acceptance.mix]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in c.items())

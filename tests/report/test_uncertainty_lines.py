@@ -2,7 +2,7 @@
 first-position rate above 1, that it is not reachable under the shape."""
 
 from sim.report.uncertainty import answer_line
-from sim.studies.uncertainty import Interval, TargetUncertainty
+from sim.uncertainty.answers import Interval, TargetUncertainty
 
 
 def _target(first_rate: float) -> TargetUncertainty:

@@ -82,7 +82,7 @@ def test_the_kernel_sweep_shows_the_levers_across_the_counted_range(table):
 
 def test_every_lever_carries_its_interval_from_inputs_and_model(table):
     """The "as is" row's 90% interval is the run's; graphing's lies above the seed's."""
-    from sim.studies.uncertainty import answer_uncertainty
+    from sim.uncertainty.answers import answer_uncertainty
 
     rows = {r.lever.name: r for r in table.rows}
     run = answer_uncertainty(bind(load_scenario(SEED)), []).tok_s_interval90

@@ -17,14 +17,14 @@ import sim.binding.bind as bind
 import sim.studies.search as search
 from sim.binding.bind import acceptance_model, anchored_factors, pass_times
 from sim.binding.bound import bind as bind_scenario
-from sim.binding.uncertainty import is_acceptance_input
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.scenario.load import load_scenario, with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.bisection import ALPHA_XTOL, closed_form_stats
 from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance
-from sim.studies.uncertainty import answer_uncertainty
+from sim.uncertainty.answers import answer_uncertainty
+from sim.uncertainty.sampled_draws import is_acceptance_input
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 KS = range(1, 17)

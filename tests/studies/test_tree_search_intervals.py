@@ -13,13 +13,13 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.inputs import nominal_row
-from sim.binding.tree_sampled import sampled_tree
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.bisection import closed_form_stats
 from sim.studies.search import search_acceptance
-from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees
-from sim.studies.uncertainty import off_centre
+from sim.uncertainty.answers import off_centre
+from sim.uncertainty.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
+from sim.uncertainty.tree_sampled import sampled_tree
 from tests.cli.test_errors import run_cli
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
 

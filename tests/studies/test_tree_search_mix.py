@@ -12,9 +12,9 @@ import pytest
 
 from sim.binding.inputs import nominal_row
 from sim.scenario.load import load_scenario, with_overrides
-from sim.studies.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees
-from sim.studies.uncertainty import off_centre
+from sim.uncertainty.answers import off_centre
+from sim.uncertainty.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws
 from tests.conftest import ROOT
 from tests.studies.test_tree_search_intervals import refined_rows, sampled_row
 

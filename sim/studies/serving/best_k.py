@@ -46,7 +46,6 @@ from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, same_point
-from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -59,6 +58,7 @@ from sim.studies.serving.paired_metrics import (
     ratio_doc,
 )
 from sim.studies.serving.sequential import Leader, Pairs, describe
+from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
 
 __all__ = [
     "OBJECTIVES",
@@ -433,7 +433,7 @@ def input_ties(
     the nominal one moved by the paired shift, 5-95% over the draws joined with the
     difference's 95% interval; a k whose interval reaches 0 is a tie. ``term``: the
     intervals also hold the model's error of the ratio k / best at the load's decode
-    batch (sim/studies/serving/model_error.py, the gains' term: two policies on one
+    batch (sim/uncertainty/model_error.py, the gains' term: two policies on one
     server), and a k within that band of the best is a contender too."""
     best, levels = choice.best, choice.levels
     ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)

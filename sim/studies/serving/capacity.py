@@ -49,9 +49,9 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
-from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving.sequential import FIRST, Share, describe, merge
+from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -579,7 +579,7 @@ def capacity_intervals(
     5-95%, joined with the capacity's 95% interval; an end None lies beyond the rates
     tried) and ``capacity_gain_interval90`` (each draw's capacity over plain decoding's
     in the same draw, joined with the gain's paired 95% interval). ``terms``: per policy
-    the model-error term at its capacity's decode batch (sim/studies/serving/model_error.py):
+    the model-error term at its capacity's decode batch (sim/uncertainty/model_error.py):
     the capacity's interval takes the levels' term, the gain's the gains' term at the
     larger batch of the policy and plain decoding."""
     out = []

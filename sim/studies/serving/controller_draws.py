@@ -38,8 +38,8 @@ from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
 from sim.studies.serving.draws import DrawnPoints, Overrides, interval90, shifted
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
-from sim.studies.serving.model_error import ModelErrorTerm, crossing_band, join_ends
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.uncertainty.model_error import ModelErrorTerm, crossing_band, join_ends
 
 __all__ = ["advantage_intervals", "switch_intervals"]
 
@@ -104,7 +104,7 @@ def switch_intervals(
     one), its Monte Carlo 95% and its 90% interval from inputs and model (users), and
     whether it lies beyond the highest measured batch. ``term_at(batch)``: the model-error
     term at a decode batch; the interval then also holds the loads between the two where
-    the gain's band holds 1 (sim/studies/serving/model_error.py ``crossing_band`` over the
+    the gain's band holds 1 (sim/uncertainty/model_error.py ``crossing_band`` over the
     grid ``users``, each load's term at the larger of the two k's mean decode batches
     there; an end at the grid's edge is open)."""
     grid = [Load("concurrency", float(c)) for c in users]

@@ -674,7 +674,7 @@ def _with_intervals(
         highest_measured_batch,
         serving_inputs,
     )
-    from sim.studies.serving.model_error import ModelErrorTerm, model_error_term
+    from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
 
     scenario = builder.scenario(None, builder.default_steps)
     r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))

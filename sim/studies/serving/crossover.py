@@ -42,14 +42,14 @@ from sim.studies.serving.break_even import (
 )
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
-from sim.studies.serving.model_error import (
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
+from sim.studies.serving.sequential import GainsAgainst, describe
+from sim.uncertainty.model_error import (
     ModelErrorTerm,
     crossing_band,
     join_ends,
     model_error_term,
 )
-from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
-from sim.studies.serving.sequential import GainsAgainst, describe
 
 __all__ = [
     "CROSSOVER_METRICS",
@@ -576,7 +576,7 @@ def _model_band(
     term_at: Callable[..., ModelErrorTerm],
 ) -> tuple[float | None, float | None]:
     """The loads around the crossing at ``at`` where the gain's model-error band holds 1
-    (sim/studies/serving/model_error.py ``crossing_band``)."""
+    (sim/uncertainty/model_error.py ``crossing_band``)."""
     gains = [curve(x).mean for x in xs]
     if len(xs) < 2 or min(gains) <= 0:
         return (at, at)

@@ -9,7 +9,7 @@ the derived-compute efficiency, and the default batched terms of
 ``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
 re-run whole at every draw; it is made affordable three ways:
 
-* ``DRAWS`` scrambled Sobol draws of the inputs (sim/binding/uncertainty.py
+* ``DRAWS`` scrambled Sobol draws of the inputs (sim/uncertainty/sampled_draws.py
   ``draw_inputs``), each a set of overrides of the scenario (``draw_overrides``);
 * each draw runs only ``DRAW_REPLICATIONS`` replications, on the seeds of the nominal run's
   first replications (common random numbers: the same users, arrivals, lengths and
@@ -46,9 +46,9 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
-from sim.studies.serving.model_error import measured_loads, model_error_term
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
 from sim.studies.serving.sequential import SETTLED_SE
+from sim.uncertainty.model_error import measured_loads, model_error_term
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
@@ -239,7 +239,7 @@ def drawn_overrides(
     the figures a load sweep fitted (sim/calibration/load_record.py ``recorded_refit``)."""
     # lazy: the uncertainty layer only when a study draws
     from sim.binding.inputs import draw_inputs
-    from sim.binding.uncertainty import draw_overrides
+    from sim.uncertainty.sampled_draws import draw_overrides
 
     if not inputs or draws < 1:
         return ()
@@ -560,7 +560,7 @@ def serve_intervals(
     of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
     nominal run's bound scenario ``bound`` and bind each. Each interval then takes the
-    model-error term at ``batch`` (sim/studies/serving/model_error.py: ``model_error``
+    model-error term at ``batch`` (sim/uncertainty/model_error.py: ``model_error``
     (level, gain) per unit ln(batch), default the scenario's or the shipped one)."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind

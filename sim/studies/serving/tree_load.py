@@ -62,17 +62,17 @@ from sim.studies.serving.draws import (
     ratio_interval,
     serving_inputs,
 )
-from sim.studies.serving.model_error import (
-    ModelErrorTerm,
-    crossing_band,
-    join_ends,
-    model_error_term,
-)
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
     crossing_interval,
     drawn_ratios,
+)
+from sim.uncertainty.model_error import (
+    ModelErrorTerm,
+    crossing_band,
+    join_ends,
+    model_error_term,
 )
 
 __all__ = [
@@ -175,7 +175,7 @@ class LoadPoint:
     #: costs are measured at (sim/studies/serving/draws.py ``beyond_note``).
     beyond_measured: bool = False
     #: The largest policy's mean decode batch: where ``vs_chain_interval90`` takes the
-    #: model-error term (sim/studies/serving/model_error.py).
+    #: model-error term (sim/uncertainty/model_error.py).
     decode_batch: float = 1.0
 
     @property
@@ -561,7 +561,7 @@ def model_band(
 ) -> tuple[float | None, float | None]:
     """The loads around a crossing at ``at`` where the model-error band of the tree /
     chain ratio (the gains' term at each load's decode batch) holds 1
-    (sim/studies/serving/model_error.py ``crossing_band``; an open end: the grid's edge)."""
+    (sim/uncertainty/model_error.py ``crossing_band``; an open end: the grid's edge)."""
     if len(grid) < 2 or min(ratios) <= 0:
         return (at, at)
     return crossing_band(grid, ratios, [terms_at[c].gain_sigma for c in grid], at)

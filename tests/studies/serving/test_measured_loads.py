@@ -5,7 +5,7 @@ from pathlib import Path
 
 from sim.scenario.load import load_scenario
 from sim.studies.serving.draws import beyond_note, highest_measured_batch
-from sim.studies.serving.model_error import measured_loads
+from sim.uncertainty.model_error import measured_loads
 
 SCENARIOS = Path(__file__).parents[3] / "scenarios"
 

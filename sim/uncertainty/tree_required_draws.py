@@ -4,7 +4,7 @@ inputs: the 90% interval of ``specsim search --topk``'s answers.
 The nominal answer (sim/studies/tree_search.py ``_refine``) is the lowest factor f on the
 top-1 mean rates at which E[L] of SGLang's tree, rebuilt at the scaled rates, reaches the
 accept length the target needs on the configuration's cycle, E[L] >= target x T / 1000
-(sim/model/tree/required.py ``required_scale``). In a draw (sim/binding/tree_sampled.py):
+(sim/model/tree/required.py ``required_scale``). In a draw (sim/uncertainty/tree_sampled.py):
 
 * the top-1 rates by depth are the draw's conditional rates r_d (``sampled_acceptance``,
   those of the chain's draws); the lever u is the draw's depth-1 top-1 rate, the rates
@@ -42,8 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.binding.tree_sampled import SampledTree, accept_lengths_by_tree
-from sim.binding.uncertainty import acceptance_propagated, acceptance_rows, sampled_acceptance
 from sim.model.acceptance import quadrature_weights
 from sim.model.sampled import distinct_rows
 from sim.model.tree import Tree
@@ -51,6 +49,8 @@ from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares, residual_rank_rates
 from sim.model.tree.required import max_scale
 from sim.model.tree.theory import depth_survival
+from sim.uncertainty.sampled_draws import acceptance_propagated, acceptance_rows, sampled_acceptance
+from sim.uncertainty.tree_sampled import SampledTree, accept_lengths_by_tree
 
 __all__ = ["DrawnRoots", "drawn_accept_lengths", "required_top1_draws"]
 

@@ -170,7 +170,7 @@ def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[st
 
 #: What each distinct draw of the acceptance inputs gives once the scenario is re-validated
 #: at it, by (what makes it, the drawn values' bytes): a chain's effective rates (K,)
-#: (``drawn_rates``), a tree's population (sim/binding/tree_sampled.py); None where the
+#: (``drawn_rates``), a tree's population (sim/uncertainty/tree_sampled.py); None where the
 #: scenario rejects the draw. Studies of scenarios that differ elsewhere share it.
 Drawn = dict[tuple[str, bytes], typing.Any]
 

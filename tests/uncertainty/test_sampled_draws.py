@@ -8,11 +8,11 @@ import pytest
 from sim.binding.bind import cycle_cost
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
-from sim.binding.uncertainty import PassResponse, sampled_draws
 from sim.errors import SpecsimError
 from sim.model.sampled import scales_of_rows
 from sim.model.shapes import scale_for_accept_length, shape_factors
 from sim.scenario.load import load_scenario, with_overrides
+from sim.uncertainty.sampled_draws import PassResponse, sampled_draws
 from tests.conftest import MINIMAL, SEED
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from sim.model.model_error import DEFAULT_GAIN_SIGMA, DEFAULT_LEVEL_SIGMA, Z90
 from sim.scenario.load import load_scenario, with_overrides
-from sim.studies.serving.model_error import (
+from sim.uncertainty.model_error import (
     DEFAULT_ORIGIN,
     crossing_band,
     join_ends,

@@ -14,14 +14,14 @@ import pytest
 from sim.binding.bind import acceptance_shape, conditional_rates, scenario_rates
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
-from sim.binding.uncertainty import sampled_draws
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import answer_uncertainty
-from tests.binding.test_tree_sampled_mix import EXACT, SYMMETRIC, _mix_text, one_class_texts
+from sim.uncertainty.answers import answer_uncertainty
+from sim.uncertainty.sampled_draws import sampled_draws
 from tests.conftest import ROOT, SEED
 from tests.model.test_quadrature import DRAWN_BOUND
+from tests.uncertainty.test_tree_sampled_mix import EXACT, SYMMETRIC, _mix_text, one_class_texts
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"
 #: Few draws: every distinct draw rebuilds two classes' Beta quadratures over 32 positions.

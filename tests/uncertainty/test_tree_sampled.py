@@ -10,10 +10,10 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
-from sim.binding.tree_sampled import sampled_tree
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import SAMPLES, TREE_NOTE, answer_uncertainty
+from sim.uncertainty.answers import SAMPLES, TREE_NOTE, answer_uncertainty
+from sim.uncertainty.tree_sampled import sampled_tree
 from tests.conftest import EXACT_UNCERTAINTY, ROOT, SEED, seed_text_without_uncertainty
 
 TREE = {

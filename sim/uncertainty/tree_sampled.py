@@ -35,7 +35,16 @@ import numpy as np
 from sim.binding.bind import acceptance_model, bound_cycle_cost, rank_shares
 from sim.binding.bound import Bound
 from sim.binding.inputs import UncertainInput, nominal_row
-from sim.binding.uncertainty import (
+from sim.model.acceptance import AcceptanceModel
+from sim.model.cycle import CycleCost
+from sim.model.rates import cumulative_rates, mean_accept_length
+from sim.model.sampled import distinct_rows
+from sim.model.tree import Tree
+from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
+from sim.model.tree.rates import Shares
+from sim.model.tree.theory import depth_survival
+from sim.scenario.schema import Scenario
+from sim.uncertainty.sampled_draws import (
     MAX_STEPS,
     Drawn,
     PassResponse,
@@ -46,15 +55,6 @@ from sim.binding.uncertainty import (
     pass_response,
     sampled_acceptance,
 )
-from sim.model.acceptance import AcceptanceModel
-from sim.model.cycle import CycleCost
-from sim.model.rates import cumulative_rates, mean_accept_length
-from sim.model.sampled import distinct_rows
-from sim.model.tree import Tree
-from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
-from sim.model.tree.rates import Shares
-from sim.model.tree.theory import depth_survival
-from sim.scenario.schema import Scenario
 
 __all__ = ["SampledTree", "TreeDraws", "sampled_tree", "tree_cycle_vector"]
 
@@ -112,7 +112,7 @@ def accept_lengths_by_tree(nominal: TreeAcceptance, top1: np.ndarray) -> np.ndar
 
 
 #: Populations by (what makes them, the drawn acceptance values' bytes), beside a chain's
-#: drawn rates (sim/binding/uncertainty.py ``Drawn``).
+#: drawn rates (sim/uncertainty/sampled_draws.py ``Drawn``).
 Populations = Drawn
 
 

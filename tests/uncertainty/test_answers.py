@@ -13,7 +13,7 @@ from sim.model.cycle import throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario, scenario_from_dict
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import Driver, answer_uncertainty, by_swing
+from sim.uncertainty.answers import Driver, answer_uncertainty, by_swing
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
 
 ZERO = EXACT_UNCERTAINTY
@@ -138,7 +138,7 @@ def test_interval_coverage_on_many_simulated_measurements() -> None:
 def test_intervals_are_the_5_and_95_percent_quantiles() -> None:
     """0, 0.01, ..., 1: the 90% interval is [0.05, 0.95] (rates, capped at 1) and 0..100
     uncapped gives [5, 95]; a draw out of reach (NaN) counts as above every rate."""
-    from sim.studies.uncertainty import Interval, _interval
+    from sim.uncertainty.answers import Interval, _interval
 
     assert _interval(np.arange(101) / 100) == Interval(pytest.approx(0.05), pytest.approx(0.95))
     assert _interval(np.arange(101.0), cap=None) == Interval(
@@ -152,7 +152,7 @@ def test_intervals_are_the_5_and_95_percent_quantiles() -> None:
 def test_an_interval_out_of_reach_above_ranks_as_wider_than_its_reach() -> None:
     """The next-measurement ranking compares widths: [0.6, 0.9] is 0.3 wide; [0.6, out of
     reach] counts its missing end as far above 1 as its low end is below it (0.8)."""
-    from sim.studies.uncertainty import Interval
+    from sim.uncertainty.answers import Interval
 
     assert Interval(0.6, 0.9).width == pytest.approx(0.3)
     assert Interval(0.6, None).width == pytest.approx(0.8)
@@ -175,7 +175,7 @@ def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
     """Llama's accept length is measured at num_steps 5, its verify at 6 tokens (k + 1):
     when the best k is 5, 'another num_steps' is not 5 and the verify's slope is not asked
     of the 6 tokens already timed (both once said so)."""
-    from sim.studies.uncertainty import measurement_for
+    from sim.uncertainty.answers import measurement_for
     from tests.conftest import ROOT
 
     llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")

@@ -12,11 +12,11 @@ import pytest
 from sim.binding.bind import acceptance_shape
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs
-from sim.binding.tree_sampled import drawn_population, sampled_tree
-from sim.binding.uncertainty import is_acceptance_input
 from sim.scenario.load import load_scenario, with_overrides
 from sim.studies.analysis import analyze
-from sim.studies.uncertainty import TREE_POPULATION_NOTE, answer_uncertainty
+from sim.uncertainty.answers import TREE_POPULATION_NOTE, answer_uncertainty
+from sim.uncertainty.sampled_draws import is_acceptance_input
+from sim.uncertainty.tree_sampled import drawn_population, sampled_tree
 from tests.conftest import ROOT
 
 MIX = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-mix.toml"

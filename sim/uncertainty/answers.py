@@ -1,6 +1,6 @@
 """The range an answer could really take, what it depends on, and what to measure next.
 
-``answer_uncertainty`` draws the scenario's uncertain inputs (sim/binding/uncertainty.py:
+``answer_uncertainty`` draws the scenario's uncertain inputs (sim/uncertainty/sampled_draws.py:
 stated errors and ranges, calibrated covariances, the acceptance decay prior, derived
 compute's efficiency) at quasi-random points and re-solves the closed forms for every draw
 at once (sim/model/sampled.py). For each target it reports:
@@ -36,19 +36,19 @@ from sim.binding.inputs import (
     nominal_row,
     study_rows,
 )
-from sim.binding.uncertainty import (
+from sim.model.sampled import SampledModel, chain_answers
+from sim.scenario.load import field_value, with_overrides
+from sim.scenario.schema import Scenario
+from sim.uncertainty.sampled_draws import (
     MAX_STEPS,
     Drawn,
     SampledScenario,
     acceptance_propagated,
     sampled_draws,
 )
-from sim.model.sampled import SampledModel, chain_answers
-from sim.scenario.load import field_value, with_overrides
-from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
-    from sim.binding.tree_sampled import Populations, SampledTree, TreeDraws
+    from sim.uncertainty.tree_sampled import Populations, SampledTree, TreeDraws
 
 #: Draws of the inputs (a power of 2, as scrambled Sobol points want).
 SAMPLES = 256
@@ -427,10 +427,10 @@ def answer_uncertainty(
     A tree scenario (topk > 1): its targets are asked of a chain of its top-1 rates at its
     num_steps (sim/studies/analysis.py, search), so they get that chain's intervals; the
     tree's own tok/s and accept length are re-solved in the same draws with SGLang's tree
-    rebuilt from each draw's rates (sim/binding/tree_sampled.py, ``TREE_NOTE``); under a
+    rebuilt from each draw's rates (sim/uncertainty/tree_sampled.py, ``TREE_NOTE``); under a
     mix or a spread from each draw's classes, kept in ``populations`` when given (calls
     on scenarios that differ elsewhere share them). The draws perturb the bound scenario
-    and bind each (sim/binding/uncertainty.py)."""
+    and bind each (sim/uncertainty/sampled_draws.py)."""
     chain = _targets_chain(bound.drafting, bound)
     result, ss, draws = _chain_uncertainty(
         chain, targets, samples, seed, max_steps, num_steps, by_num_steps, populations
@@ -631,7 +631,7 @@ def lever_uncertainty(
     each) and every draw's cycle and accept length move it by their difference from the
     nominal at the current value (additive); the crossing of each target is interpolated.
     A tree: the tree's own cycle and accept length in every draw, its tree rebuilt
-    (sim/binding/tree_sampled.py). ``sign`` > 0: raising the lever helps.
+    (sim/uncertainty/tree_sampled.py). ``sign`` > 0: raising the lever helps.
     """
 
     seed = scenario.simulation.seed if seed is None else seed
@@ -770,7 +770,7 @@ def _tree_draws(
     populations: Populations | None = None,
 ) -> SampledTree:
     """A tree scenario's ``SampledTree`` in the draws ``draws`` of ``ss``'s inputs."""
-    from sim.binding.tree_sampled import sampled_tree  # lazy: trees only
+    from sim.uncertainty.tree_sampled import sampled_tree  # lazy: trees only
 
     return sampled_tree(
         base,

@@ -1,0 +1,11 @@
+"""How far an answer can move: perturb the scenario's uncertain inputs, bind each draw,
+answer.
+
+Modules: ``sampled_draws`` (the sampled model: each draw's pass times and acceptance, from
+the uncertain inputs ``bind`` found, ``Bound.inputs``), ``tree_sampled`` (a tree rebuilt
+and answered in every draw), ``answers`` (a batch-1 answer's 90% interval, its drivers and
+the measurement to take next), ``tree_required_draws`` (the 90% interval of the top-1 rate
+a tree configuration needs), ``model_error`` (the model-error term of a serving answer's
+interval). The serving studies' own draws, which run the serving evaluator on the drawn
+scenarios, are the studies' (sim/studies/serving/draws.py).
+"""

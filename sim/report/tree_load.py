@@ -123,9 +123,15 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
     out = []
     if iv.get("draws"):
         names = ", ".join(i["field"] for i in iv.get("inputs", []))
+        per = sorted(set((iv.get("replications_per_draw_at") or {}).values()))
+        each = (
+            f"{per[0]}-{per[-1]}"
+            if len(per) > 1
+            else str(per[0] if per else iv["replications_per_draw"])
+        )
         out.append(
-            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
-            f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
+            f"intervals: {iv['draws_run']} of {iv['draws']} draws x {each} "
+            f"replication{'' if each == '1' else 's'} on the nominal seeds; drawn: {names}"
         )
     elif iv:
         out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")

@@ -455,6 +455,7 @@ def tree_load_study(
         executor=executor,
         base_dir=base_dir,
         source=source,
+        sequential=sequential,
     )
     points = [
         replace(
@@ -527,6 +528,10 @@ def tree_load_study(
         intervals={
             **doc(inputs, overrides, r, conditioned_on(base, overrides)),
             "draws_run": drawn.run,
+            # per load, the replications each draw ran there (tree_load_draws.py
+            # ``one_is_enough``), and the serving replications the draws ran in all
+            "replications_per_draw_at": {str(c): n for c, n in drawn.replications.items()},
+            "draw_replications_run": drawn.run * len(policies) * sum(drawn.replications.values()),
             "highest_measured_batch": top,
             "model_error": max(terms_at.values(), key=lambda x: x.gain_sigma).doc(),
             **({"note": note} if note else {}),

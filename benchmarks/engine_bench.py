@@ -17,7 +17,7 @@ from pathlib import Path
 from alternatives import floor, numpy_alternative, stdlib_loop
 from timing import cpu_of, interleaved
 
-from sim.binding.bind import cycle_cost, scenario_acceptance
+from sim.binding.bound import bind
 from sim.scenario.load import load_scenario, with_overrides
 from sim.simulation.simulate import simulate
 
@@ -46,8 +46,9 @@ def engine_rows(rounds: int) -> list[Row]:
     for k, alpha in ALPHA.items():
         sc = with_overrides(base, {"speculation.num_steps": k, "acceptance.alpha": alpha})
         tokens = sc.workload.output_tokens
-        cycle_ms = cycle_cost(sc).total_ms
-        rates = [float(a) for a in scenario_acceptance(sc).mean_rates()]
+        bound = bind(sc)
+        cycle_ms = bound.cost.total_ms
+        rates = [float(a) for a in bound.acceptance.mean_rates()]
         for size in (DEFAULT, LARGE):
             reps, reqs = size
             cycles = int(simulate(sc, replications=reps, requests=reqs).cycles.sum())

@@ -351,15 +351,30 @@ def tree_draft(scenario: Scenario) -> TreeDraft | Tree:
 class ResolvedAcceptance:
     """A scenario's ``[acceptance]`` resolved once, in order (``resolve_acceptance``).
 
-    ``shape``: the shape of its rates by position with its tilt (None without acceptance);
-    ``top1``: the chain's acceptance model at the scenario's num_steps, read-only (a
-    chain's acceptance, and a tree's top-1 rates); ``factors``: the shape factors
-    g_1..g_k the closed forms scale at each k (``profile_factors``).
+    ``spec``: the ``[acceptance]`` it resolves (None: plain decoding); ``shape``: the shape
+    of its rates by position with its tilt (None without acceptance); ``top1``: the chain's
+    acceptance model at the scenario's num_steps, read-only (a chain's acceptance, and a
+    tree's top-1 rates); ``factors``: the shape factors g_1..g_k the closed forms scale at
+    each k (``profile_factors``).
     """
 
+    spec: AcceptanceSpec | None
     shape: AcceptanceShape | None
     top1: AcceptanceModel
     factors: FactorsFn
+
+    def at(self, num_steps: int) -> AcceptanceModel:
+        """The top-1 model at ``num_steps`` positions on the resolved shape, read-only:
+        ``top1`` itself at its own k (a serving plan whose policies draft longer or
+        shorter than the scenario's k takes another)."""
+        if num_steps == self.top1.num_steps:
+            return self.top1
+        return _read_only(_acceptance_model(self.spec, num_steps, self.shape))
+
+    def rank_shares(self, topk: int) -> Shares:
+        """Residual shares h_2..h_topk of its rank shape (``rank_shares``): what a tree of
+        ``topk`` ranks draws its ranks from; () for a chain or without acceptance."""
+        return rank_shares(self.spec, topk) if self.spec is not None else ()
 
 
 def resolve_acceptance(spec: AcceptanceSpec | None, num_steps: int) -> ResolvedAcceptance:
@@ -369,7 +384,7 @@ def resolve_acceptance(spec: AcceptanceSpec | None, num_steps: int) -> ResolvedA
     before it."""
     shape = acceptance_shape(spec) if spec is not None else None
     top1 = _read_only(_acceptance_model(spec, num_steps, shape))
-    return ResolvedAcceptance(shape, top1, profile_factors(spec, shape))
+    return ResolvedAcceptance(spec, shape, top1, profile_factors(spec, shape))
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,8 +399,8 @@ class ChainBinding:
         """The chain as a draft (sim/model/drafts.py): its k."""
         return self.num_steps
 
-    def acceptance(self, top1: AcceptanceModel) -> Acceptance:
-        return top1
+    def acceptance(self, resolved: ResolvedAcceptance) -> Acceptance:
+        return resolved.top1
 
     def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
         return chain_cycle_cost(passes, self.num_steps)
@@ -408,12 +423,12 @@ class TreeBinding:
     def draft(self) -> TreeDraft | Tree:
         return tree_draft(self.scenario)
 
-    def acceptance(self, top1: AcceptanceModel) -> Acceptance:
+    def acceptance(self, resolved: ResolvedAcceptance) -> Acceptance:
         from sim.model.tree.acceptance import TreeAcceptance  # lazy: trees only
 
-        spec, sp = self.scenario.acceptance, self.scenario.speculation
-        assert spec is not None
-        return TreeAcceptance(top1, rank_shares(spec, sp.rank_width), self.draft)
+        assert resolved.spec is not None
+        shares = resolved.rank_shares(self.scenario.speculation.rank_width)
+        return TreeAcceptance(resolved.top1, shares, self.draft)
 
     def cycle(self, passes: PassTimes, hw: PassModel) -> CycleCost:
         return scenario_tree_cost(self.scenario, passes, hw)
@@ -434,16 +449,6 @@ def draft_binding(scenario: Scenario) -> ChainBinding | TreeBinding:
     analysis asks it for the tree's part instead of asking again which one it is."""
     sp = scenario.speculation
     return TreeBinding(scenario) if sp.is_tree else ChainBinding(sp.num_steps)
-
-
-def scenario_acceptance(scenario: Scenario) -> Acceptance:
-    """The acceptance model the engines and closed forms use: the chain's
-    ``acceptance_model`` at the scenario's k, or for a tree (topk > 1) a ``TreeAcceptance``:
-    the same classes and spread on the top-1 rate, the rank shares, and the tree SGLang
-    builds for (num_steps, topk, num_draft_tokens) at the population's mean rates. Built
-    once per bound model (``Bound.acceptance``, sim/binding/bound.py)."""
-    top1 = _read_only(acceptance_model(scenario.acceptance, scenario.num_steps))
-    return draft_binding(scenario).acceptance(top1)
 
 
 def conditional_rates(
@@ -498,8 +503,9 @@ def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None) 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:
     """``conditional_rates`` of a scenario at its own or another ``num_steps`` (k,); a
     tree at its own configuration gives its chain-equivalent rates (depth,)."""
-    if num_steps is None and scenario.speculation.is_tree:
-        return scenario_acceptance(scenario).closed_form_rates()
+    if num_steps is None and scenario.speculation.is_tree:  # as bind binds it
+        resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)
+        return draft_binding(scenario).acceptance(resolved).closed_form_rates()
     k = scenario.num_steps if num_steps is None else num_steps
     return conditional_rates(scenario.acceptance, k)
 

@@ -21,6 +21,7 @@ import numpy as np
 from sim.binding.bind import (
     AcceptanceShape,
     ChainBinding,
+    ResolvedAcceptance,
     TreeBinding,
     draft_binding,
     drawn_cycle_times,
@@ -56,10 +57,11 @@ class Bound:
     shape (depth,)); ``cycle``: the cycle with the draft extend at the pass times' own
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
-    ``shape``: the acceptance shape by position with its tilt (None without acceptance);
+    ``resolved``: its ``[acceptance]`` resolved once (sim/binding/bind.py
+    ``resolve_acceptance``: the shape with its tilt, the top-1 model, the factors), which
+    gives the top-1 model at another k on the same shape and the rank shares of a tree;
     ``hardware``: the scenario's passes taken apart on its hardware
-    (sim/hardware/pass_model.py); ``factors``: the shape factors g_1..g_k the closed forms
-    scale at each k (sim/binding/bind.py ``profile_factors``); ``inputs``: its uncertain
+    (sim/hardware/pass_model.py); ``inputs``: its uncertain
     inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
     drafts, a chain or a tree, decided once (sim/binding/bind.py ``draft_binding``). Two
     bound models are equal only when they are the same object (their scenarios compare).
@@ -70,9 +72,8 @@ class Bound:
     rates: np.ndarray
     cycle: CycleCost
     cost: CycleCost
-    shape: AcceptanceShape | None
+    resolved: ResolvedAcceptance
     hardware: PassModel
-    factors: FactorsFn
     inputs: tuple[UncertainInput, ...]
     drafting: ChainBinding | TreeBinding
 
@@ -80,6 +81,17 @@ class Bound:
     def passes(self) -> PassTimes:
         """The pass times on the scenario's hardware: the hardware model's own."""
         return self.hardware.passes
+
+    @property
+    def shape(self) -> AcceptanceShape | None:
+        """The acceptance shape by position with its tilt (None without acceptance)."""
+        return self.resolved.shape
+
+    @property
+    def factors(self) -> FactorsFn:
+        """The shape factors g_1..g_k the closed forms scale at each k
+        (sim/binding/bind.py ``profile_factors``)."""
+        return self.resolved.factors
 
     @property
     def num_steps(self) -> int:
@@ -142,18 +154,15 @@ def bind(scenario: Scenario) -> Bound:
     passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
     resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)
-    acceptance = drafting.acceptance(resolved.top1)
-    shape, factors = resolved.shape, resolved.factors
+    acceptance = drafting.acceptance(resolved)
     cycle = drafting.cycle(passes, hardware)
     rates = acceptance.closed_form_rates()
     rates.flags.writeable = False
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    inputs = uncertain_inputs(scenario, shape, hardware)
-    return Bound(
-        scenario, acceptance, rates, cycle, cost, shape, hardware, factors, inputs, drafting
-    )
+    inputs = uncertain_inputs(scenario, resolved.shape, hardware)
+    return Bound(scenario, acceptance, rates, cycle, cost, resolved, hardware, inputs, drafting)
 
 
 def as_bound(model: Bound | Scenario) -> Bound:

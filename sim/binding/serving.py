@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sim.binding.bind import acceptance_model, draft_pass_table_ms, rank_shares
+from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
@@ -323,9 +323,10 @@ def serving_model(
     """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
     scenario's ``[model]`` KV and attention terms at ``timing.context_tokens`` and its
     ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
-    drafter pass), the acceptance model up to ``max_k`` positions, the rank shares of
-    ``widest`` ranks and the KV capacity (``speculative``: some policy drafts). Errors
-    name ``source`` (the scenario's file); ``terms``: as ``serving_cost`` takes them."""
+    drafter pass), the acceptance model up to ``max_k`` positions and the rank shares of
+    ``widest`` ranks (both from the acceptance bind resolved, ``Bound.resolved``) and the
+    KV capacity (``speculative``: some policy drafts). Errors name ``source`` (the
+    scenario's file); ``terms``: as ``serving_cost`` takes them."""
     scenario = bound.scenario
     spec, timing = scenario.model, scenario.timing
     notes = []
@@ -369,7 +370,6 @@ def serving_model(
         )
     )
     notes.extend((capacity.note, host_work_note(scenario)))
-    acc = scenario.acceptance
-    acceptance = acceptance_model(acc, max_k)
-    shares = rank_shares(acc, widest) if acc and widest > 1 else ()
+    acceptance = bound.resolved.at(max_k)
+    shares = bound.resolved.rank_shares(widest)
     return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

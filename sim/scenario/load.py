@@ -15,7 +15,6 @@ import re
 import tomllib
 import typing
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,15 @@ from pydantic import BaseModel, ValidationError
 from sim.errors import SpecsimError
 from sim.files import read_bounded_text
 from sim.scenario.origins import Origins
-from sim.scenario.overrides import apply_overrides, parse_assignment
+from sim.scenario.overrides import (
+    LOAD_FIELDS,
+    Setting,
+    apply_overrides,
+    apply_settings,
+    cleared_load,
+    merge_command_line,
+    replace_load,
+)
 from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
 
 
@@ -182,13 +189,15 @@ def scenario_from_dict(
     given: Iterable[str] | None = None,
     previous_overrides: Mapping[str, str] | None = None,
     file: str | None = None,
+    recorded: Mapping[str, str] | None = None,
 ) -> Scenario:
     """Validate a raw mapping; errors name ``source``, or ``WHO (--set)`` for a problem in an
     overridden field (``overridden`` maps each to WHO set it).
 
     Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
-    ``overridden`` are set on top (added to ``previous_overrides``, each by its setter);
-    ``file`` the file the values were read from (sim/scenario/origins.py).
+    ``overridden`` are set on top (added to ``previous_overrides``, each by its setter, or
+    as ``recorded`` says when given: a loaded file's ``--set`` fields are recorded as set by
+    ``--set``); ``file`` the file the values were read from (sim/scenario/origins.py).
     """
     set_by = dict(overridden or {})
 
@@ -220,7 +229,10 @@ def scenario_from_dict(
         update={
             "origins": Origins(
                 given=frozenset(leaf_fields(raw) if given is None else given),
-                overrides={**(previous_overrides or {}), **set_by},
+                overrides={
+                    **(previous_overrides or {}),
+                    **(set_by if recorded is None else recorded),
+                },
                 file=file,
                 source=source,
                 changed=frozenset(set_by),
@@ -296,7 +308,8 @@ def underivable_pass_time(scenario: Scenario) -> tuple[str, list[str]] | None:
 
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:
-    """The raw TOML mapping of a scenario file; SpecsimError if missing or not TOML."""
+    """The raw TOML mapping of a scenario file with what its own values fix
+    (``fill_from_file``); SpecsimError if missing or not TOML."""
     text = read_bounded_text(Path(path), limit=MAX_SCENARIO_BYTES)
     try:
         raw = tomllib.loads(text)
@@ -307,7 +320,7 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
             f"invalid TOML: tables and arrays nested deeper than {MAX_DEPTH}", source=str(path)
         ) from None
     check_depth(raw, str(path))
-    return raw
+    return fill_from_file(raw)
 
 
 def fill_measured_on(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -351,24 +364,21 @@ def load_scenario(
 ) -> Scenario:
     """Read a scenario file, override it (``--set`` strings ``'a.b=v'``, then a command's
     option ``settings`` as ``with_settings`` applies them) and validate it once: every
-    value the command line gives, in one place. A problem names the file, ``FILE (--set)``
-    when a ``--set`` field is involved, or ``OPTION (--set)`` for an option's field."""
+    value the command line gives, in one straight pass (read, merge, validate). A problem
+    names the file, ``FILE (--set)`` when a ``--set`` field is involved, or
+    ``OPTION (--set)`` for an option's field."""
     source = str(path)
-    raw = fill_from_file(read_scenario_file(path))
-    overrides = dict(parse_assignment(s) for s in sets)
-    merged = read_growmap(apply_overrides(raw, overrides), Path(path).parent, source)
-    by_option = _apply_settings(merged, settings)
-    cleared = _cleared(by_option)
-    scenario = scenario_from_dict(
+    raw = read_scenario_file(path)
+    line = merge_command_line(raw, sets, settings, source)
+    merged = read_growmap(line.raw, Path(path).parent, source)
+    return scenario_from_dict(
         merged,
         source=source,
-        overridden={**dict.fromkeys(overrides, source), **by_option},
-        given=leaf_fields(raw) - set(overrides) - cleared - set(by_option),
+        overridden=line.set_by,
+        given=leaf_fields(raw) - line.changed,
         file=source,
+        recorded=line.recorded,
     )
-    recorded = {k: "--set" for k in overrides if k not in cleared}
-    origins = replace(scenario.origins, overrides={**recorded, **by_option})
-    return scenario.model_copy(update={"origins": origins})
 
 
 def read_growmap(raw: dict[str, Any], base_dir: Path, source: str) -> dict[str, Any]:
@@ -428,13 +438,6 @@ def with_overrides(
     )
 
 
-#: A command-line setting: (the option that sets it, the dotted field, its value or None).
-Setting = tuple[str, str, Any]
-
-#: The fields of a scenario's load: a setting of one replaces the ``[serving]`` load.
-LOAD_FIELDS: tuple[str, ...] = ("serving.concurrency", "serving.rate_per_s", "serving.trace")
-
-
 def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
     """``scenario`` with each (option, dotted field, value) setting applied and validated
     once, as ``--set`` is, each field set by its option's name (assumptions and errors name
@@ -442,10 +445,10 @@ def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
     scenario's load together (``replace_load``), named by the first of their options; the
     others follow in their order."""
     raw = scenario.model_dump(exclude_none=True)
-    by_option = _apply_settings(raw, settings)
+    by_option = apply_settings(raw, settings)
     if not by_option:
         return scenario
-    cleared = _cleared(by_option)
+    cleared = cleared_load(by_option)
     origins = scenario.origins
     return scenario_from_dict(
         raw,
@@ -455,28 +458,6 @@ def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
         previous_overrides={k: v for k, v in origins.overrides.items() if k not in cleared},
         file=origins.file,
     )
-
-
-def _apply_settings(raw: dict[str, Any], settings: Iterable[Setting]) -> dict[str, str]:
-    """Apply ``settings`` to ``raw`` in place, the load together first (``replace_load``),
-    then the others in their order; every field set, with the option that set it."""
-    chosen = [(option, dotted, value) for option, dotted, value in settings if value is not None]
-    load = {d.removeprefix("serving."): v for _, d, v in chosen if d in LOAD_FIELDS}
-    by_option: dict[str, str] = {}
-    if load:
-        option = next(o for o, d, _ in chosen if d in LOAD_FIELDS)
-        by_option.update(dict.fromkeys(replace_load(raw, **load), option))
-    rest = [
-        (option, dotted, value) for option, dotted, value in chosen if dotted not in LOAD_FIELDS
-    ]
-    apply_overrides(raw, {dotted: value for _, dotted, value in rest}, fresh=True)
-    by_option.update((dotted, option) for option, dotted, _ in rest)
-    return by_option
-
-
-def _cleared(by_option: Mapping[str, str]) -> frozenset[str]:
-    """The load fields a setting of the load replaced (every one of them), else none."""
-    return frozenset(LOAD_FIELDS) if any(k in LOAD_FIELDS for k in by_option) else frozenset()
 
 
 def sample_settings(
@@ -518,26 +499,6 @@ def with_load(
         },
         file=scenario.origins.file,
     )
-
-
-def replace_load(
-    raw: dict[str, Any],
-    *,
-    concurrency: int | None = None,
-    rate_per_s: float | None = None,
-    trace: str | None = None,
-) -> list[str]:
-    """Replace, in place, ``raw``'s ``[serving]`` load by the one given (a trace keeps its
-    format, rate scale and window); the load fields it sets."""
-    loads = ("concurrency", "rate_per_s", "trace")
-    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
-    dropped = loads if trace is not None else (*loads, *trace_keys)
-    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
-    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
-        if value is not None:
-            serving[key] = value
-    raw["serving"] = serving
-    return [f"serving.{k}" for k in loads if k in serving]
 
 
 def pin_verify_tokens(scenario: Scenario) -> Scenario:

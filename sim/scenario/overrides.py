@@ -1,4 +1,5 @@
-"""Dotted ``--set`` overrides of a scenario's raw mapping (before validation).
+"""Dotted ``--set`` overrides of a scenario's raw mapping (before validation), and a
+command's options set on it (``merge_command_line``: ``--set``, then the options).
 
 ``--set`` values are TOML (``--set acceptance.per_position=[0.8,0.7]``); a bare word is a
 string (``--set hardware.interconnect=nvlink4``). Keys that describe the same thing in
@@ -12,7 +13,8 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import SpecsimError
@@ -222,3 +224,87 @@ def apply_overrides(
             node = child
         node[leaf] = value
     return out
+
+
+# --------------------------------------------------------------------------- a command's options
+
+#: A command-line setting: (the option that sets it, the dotted field, its value or None).
+Setting = tuple[str, str, Any]
+
+#: The fields of a scenario's load: a setting of one replaces the ``[serving]`` load.
+LOAD_FIELDS: tuple[str, ...] = ("serving.concurrency", "serving.rate_per_s", "serving.trace")
+
+
+def replace_load(
+    raw: dict[str, Any],
+    *,
+    concurrency: int | None = None,
+    rate_per_s: float | None = None,
+    trace: str | None = None,
+) -> list[str]:
+    """Replace, in place, ``raw``'s ``[serving]`` load by the one given (a trace keeps its
+    format, rate scale and window); the load fields it sets."""
+    loads = ("concurrency", "rate_per_s", "trace")
+    trace_keys = ("trace_format", "trace_rate_scale", "trace_window_s")
+    dropped = loads if trace is not None else (*loads, *trace_keys)
+    serving = {k: v for k, v in raw.get("serving", {}).items() if k not in dropped}
+    for key, value in zip(loads, (concurrency, rate_per_s, trace), strict=True):
+        if value is not None:
+            serving[key] = value
+    raw["serving"] = serving
+    return [f"serving.{k}" for k in loads if k in serving]
+
+
+def apply_settings(raw: dict[str, Any], settings: Iterable[Setting]) -> dict[str, str]:
+    """Apply ``settings`` to ``raw`` in place, the load together first (``replace_load``),
+    then the others in their order; every field set, with the option that set it."""
+    chosen = [(option, dotted, value) for option, dotted, value in settings if value is not None]
+    load = {d.removeprefix("serving."): v for _, d, v in chosen if d in LOAD_FIELDS}
+    by_option: dict[str, str] = {}
+    if load:
+        option = next(o for o, d, _ in chosen if d in LOAD_FIELDS)
+        by_option.update(dict.fromkeys(replace_load(raw, **load), option))
+    rest = [
+        (option, dotted, value) for option, dotted, value in chosen if dotted not in LOAD_FIELDS
+    ]
+    apply_overrides(raw, {dotted: value for _, dotted, value in rest}, fresh=True)
+    by_option.update((dotted, option) for option, dotted, _ in rest)
+    return by_option
+
+
+def cleared_load(by_option: Mapping[str, str]) -> frozenset[str]:
+    """The load fields a setting of the load replaced (every one of them), else none."""
+    return frozenset(LOAD_FIELDS) if any(k in LOAD_FIELDS for k in by_option) else frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLine:
+    """A file's raw mapping with a command line's changes merged, in one pass
+    (``merge_command_line``): ``raw`` the merged mapping (a copy); ``set_by`` who a problem
+    in each changed field names (the file, as ``FILE (--set)``, for a ``--set`` field; the
+    option for an option's); ``recorded`` what set each field, as the scenario's provenance
+    keeps it (``--set`` or the option; a ``--set`` load field that an option's load
+    replaced is not kept); ``changed`` every field set or cleared (none is the file's)."""
+
+    raw: dict[str, Any]
+    set_by: Mapping[str, str]
+    recorded: Mapping[str, str]
+    changed: frozenset[str]
+
+
+def merge_command_line(
+    raw: Mapping[str, Any], sets: Iterable[str], settings: Iterable[Setting], source: str
+) -> CommandLine:
+    """``raw`` (left unchanged) of the file ``source`` with the ``--set`` strings
+    (``'a.b=v'``) applied, then the command's option ``settings`` (``apply_settings``)."""
+    overrides = dict(parse_assignment(s) for s in sets)
+    merged = apply_overrides(raw, overrides)
+    options = apply_settings(merged, settings)
+    cleared = cleared_load(options)
+    kept = {k: "--set" for k in overrides if k not in cleared}
+    return CommandLine(
+        merged,
+        set_by={**dict.fromkeys(overrides, source), **options},
+        recorded={**kept, **options},
+        changed=frozenset(overrides) | cleared | frozenset(options),
+    )

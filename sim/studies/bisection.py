@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from sim.binding.bind import bound_cycle_cost, scenario_acceptance
+from sim.binding.bind import bound_cycle_cost
+from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.cycle import throughput_tok_s
 from sim.model.cycletime import CycleTimeModel
@@ -308,11 +309,16 @@ def closed_form_stats(
     For checking the search machinery against ``answer_at_k`` and for closed-form searches;
     the mean-tok/s form only (no target probabilities). A ``SimulateFn``.
 
-    Arithmetic on the bound model: the scenario's cycle, bound once per scenario object
+    Arithmetic on the bound model: without ``acceptance``, the scenario bound (``bind``: its
+    acceptance, a tree's own, and its cycle); with it, the scenario's cycle alone
     (``bound_cycle_cost``: no acceptance model rebuilt per evaluation), its extend moved to
-    the accept length of ``acceptance`` by ``throughput_tok_s``.
+    the accept length of the acceptance by ``throughput_tok_s``.
     """
-    model = acceptance or scenario_acceptance(scenario)  # a tree's own: its tree's E[L]
+    if acceptance is None:
+        bound = bind(scenario)
+        model, cycle = bound.acceptance, bound.cycle
+    else:
+        model, cycle = acceptance, bound_cycle_cost(scenario)
     al = mean_accept_length(model.closed_form_rates())
-    tput = throughput_tok_s(al, bound_cycle_cost(scenario))
+    tput = throughput_tok_s(al, cycle)
     return Stats(tput, (tput, tput), al, ())

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.binding.bind import cycle_cost, scenario_acceptance
+from sim.binding.bind import cycle_cost
+from sim.binding.bound import bind
 from sim.model.renewal import request_tok_s_distribution
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.theory import tree_accept_pmf
@@ -25,7 +26,7 @@ def _tree(acceptance, **kw):
 @pytest.mark.parametrize("engine", ["fast", "des"])
 def test_tree_pmf_and_finite_request_mean_match_the_closed_forms(engine):
     sc = _tree(RANKS, tokens=200, requests=40, replications=8)
-    model = scenario_acceptance(sc)
+    model = bind(sc).acceptance
     assert isinstance(model, TreeAcceptance) and model.tree.width == 3
     res = simulate(sc, engine=engine)
     counts = res.accept_counts.sum(axis=0)
@@ -50,7 +51,7 @@ def test_engines_agree_on_a_heterogeneous_tree():
     a, b = fast.tok_s.mean(axis=1), des.tok_s.mean(axis=1)
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     assert abs(a.mean() - b.mean()) < 4 * se
-    model = scenario_acceptance(sc)
+    model = bind(sc).acceptance
     for res in (fast, des):
         al = (res.accept_counts @ np.arange(1, model.num_steps + 2)) / res.accept_counts.sum(1)
         se_al = al.std(ddof=1) / math.sqrt(al.size)

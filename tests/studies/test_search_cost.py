@@ -82,7 +82,7 @@ def test_closed_form_evaluations_bind_no_acceptance_model(seed_path, monkeypatch
         calls[0] += 1
         return original(*args, **kwargs)
 
-    for module in (bind, search):  # rootfind binds through bind.scenario_acceptance
+    for module in (bind, search):  # a closed-form point without its acceptance binds
         monkeypatch.setattr(module, "acceptance_model", counted)
     seed = load_scenario(seed_path)
     res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, uncertainty=False)

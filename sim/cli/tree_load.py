@@ -21,7 +21,7 @@ from sim.cli.options import (
     workers_option,
 )
 from sim.cli.progress import ProgressBar
-from sim.cli.serving_options import draws_option, emit
+from sim.cli.serving_options import draws_option, emit, sequential_option
 
 #: Closed-loop concurrencies when none are given (sim.studies.serving.tree_load's
 #: DEFAULT_CONCURRENCIES, written out: the library is imported when a command runs).
@@ -54,6 +54,7 @@ DEFAULT_CONCURRENCIES = "1,2,4,8,16,32,64"
     metavar="K",
     help="A chain of K drafts (repeatable) [default: the scenario's num_steps].",
 )
+@sequential_option
 @draws_option
 @set_option
 @json_option
@@ -71,6 +72,7 @@ def tree_load(
     concurrencies: str,
     trees: tuple[str, ...],
     chains: tuple[int, ...],
+    all_replications: bool,
     draws: int,
     sets: tuple[str, ...],
     as_json: bool,
@@ -119,6 +121,7 @@ def tree_load(
                 source=scenario,
                 progress=progress,
                 draws=draws,
+                sequential=not all_replications,
             )
     finally:
         close_executor(run)

@@ -286,10 +286,16 @@ class ComputeCurve:
         return np.where(x > rl, cl + high * (x - rl), out)
 
 
-#: Physics a ``PassTerms`` keeps terms for (the oldest dropped) and entries per physics
-#: (emptied when full).
-SHARED_PHYSICS = 32
+#: Physics a ``PassTerms`` keeps terms for (the oldest dropped), entries per physics
+#: (emptied when full), and entries of all its physics together (the oldest physics dropped
+#: while a new one would start above it; an entry is about 0.75 KB, so at most about
+#: 200 MB). A study's interval draws each bring six passes of their own physics (a default
+#: ``crossover``: 9 scenarios, 54 physics, 25,000 entries): with room for only 32 of them the
+#: draws, visited in turn at every bisection step, found their tables dropped and computed
+#: every prompt length's terms again (96,000 times, 27% of its CPU).
+SHARED_PHYSICS = 1024
 SHARED_ENTRIES = 1 << 16
+SHARED_TERMS = 1 << 18
 
 Terms = dict[tuple[int, int | None], tuple[float, float, Envelope]]
 
@@ -311,7 +317,8 @@ class PassTerms:
     it builds (a serving setup's cost, a study's plan builder: sim/studies/serving/
     evaluator.py ``ScenarioPlans``, whose plans per load and k meet the same prompt
     lengths again), so passes of equal physics compute each token count once. At most
-    ``SHARED_PHYSICS`` physics of ``SHARED_ENTRIES`` entries each.
+    ``SHARED_PHYSICS`` physics of ``SHARED_ENTRIES`` entries each, and a new physics drops
+    the oldest while they hold ``SHARED_TERMS`` entries together.
 
     Pickled as its owner's name only (``owner``, random): every copy a process receives of
     one table (a worker's tasks, each carrying the study's table) is one table there
@@ -338,8 +345,11 @@ class PassTerms:
             terms = self._tables.pop(key, None)
             if terms is None:
                 terms = {}
-                while len(self._tables) >= SHARED_PHYSICS:
-                    del self._tables[next(iter(self._tables))]
+                tables = self._tables
+                while tables and (
+                    len(tables) >= SHARED_PHYSICS or sum(map(len, tables.values())) >= SHARED_TERMS
+                ):
+                    del tables[next(iter(tables))]
             self._tables[key] = terms  # the newest last
         return terms
 

@@ -84,6 +84,13 @@ def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
     """The upper envelope on x >= 0 of lines a_i + f_i x; inputs of shape (n,), n >= 1."""
     a = np.asarray(intercepts, dtype=float)
     f = np.asarray(slopes, dtype=float)
+    if a.shape[0] > 1 and not np.greater(f[1:], f[:-1]).any():
+        return _envelope_of_descending(a, f)
+    return _envelope_by_sort(a, f)
+
+
+def _envelope_by_sort(a: np.ndarray, f: np.ndarray) -> Envelope:
+    """``upper_envelope`` of any lines: sorted by slope, the highest of each slope kept."""
     # For each slope keep the highest line; sort by slope.
     order = np.lexsort((a, f))
     a, f = a[order], f[order]
@@ -91,10 +98,35 @@ def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
     a, f = a[last], f[last]
     # Lines that matter at x >= 0: drop those below the line highest at x = 0 with a
     # smaller slope (they never win for x >= 0).
-    kept: list[tuple[float, float, float]] = []  # (intercept, slope, start)
     top = int(np.argmax(a))  # highest at 0 (largest slope among ties: last wins in sort)
     top = int(np.flatnonzero(a == a[top])[-1])
-    for ai, fi in zip(a[top:].tolist(), f[top:].tolist(), strict=True):
+    return _hull(a[top:].tolist(), f[top:].tolist())
+
+
+def _envelope_of_descending(a: np.ndarray, f: np.ndarray) -> Envelope:
+    """``upper_envelope`` of lines whose slopes do not increase with their index (a
+    stretch's kernels: the compute share still to run, sim/hardware/launch.py), without
+    sorting: the same lines in the same order, so the same envelope bit for bit. The line
+    highest at x = 0 with the largest slope is the first maximum of ``a``; the lines
+    before it, last first, are the larger slopes in increasing order, each run of equal
+    slopes kept as its highest line (what the sort's last of each slope keeps)."""
+    top = int(np.argmax(a))  # the first maximum: the largest slope among the highest
+    lines_a, lines_f = [float(a[top])], [float(f[top])]
+    for ai, fi in zip(a[:top][::-1].tolist(), f[:top][::-1].tolist(), strict=True):
+        if fi == lines_f[-1]:
+            lines_a[-1] = max(lines_a[-1], ai)
+        else:
+            lines_a.append(ai)
+            lines_f.append(fi)
+    return _hull(lines_a, lines_f)
+
+
+def _hull(a: list[float], f: list[float]) -> Envelope:
+    """The envelope of lines of increasing slopes ``f``, the first the highest at x = 0:
+    each new line overtakes the last kept one at x, which drops it when x is not after
+    that one's own start."""
+    kept: list[tuple[float, float, float]] = []  # (intercept, slope, start)
+    for ai, fi in zip(a, f, strict=True):
         start = 0.0
         while kept:
             ka, kf, kx = kept[-1]

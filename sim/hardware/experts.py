@@ -24,6 +24,7 @@ of a pass's FLOPs are priced at (``PAIR_FLOP_EFFICIENCY``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,9 +91,18 @@ def skewed_distinct_experts(
     m = np.asarray(tokens, dtype=float)
     if np.any(m < 0):
         raise ValueError("tokens must be >= 0")
-    q = selection_probabilities(experts, per_token, skew)
-    miss = np.log1p(-np.minimum(q, 1.0 - 1e-15))  # (E,)
+    miss = _log_miss(experts, per_token, skew)  # (E,)
     return np.sum(1.0 - np.exp(np.multiply.outer(m, miss)), axis=-1)
+
+
+@functools.lru_cache(maxsize=256)
+def _log_miss(experts: int, per_token: int, skew: float) -> np.ndarray:
+    """log(1 - q_i) (E,) of ``selection_probabilities``, read-only: the same for every
+    token count of a pass, where a serving run prices thousands of prompt lengths."""
+    q = selection_probabilities(experts, per_token, skew)
+    miss = np.log1p(-np.minimum(q, 1.0 - 1e-15))
+    miss.flags.writeable = False
+    return miss
 
 
 #: Zipf exponent of expert popularity within one serving step, from the one public

@@ -3,6 +3,7 @@ speculation stops (or starts) paying, with 95% intervals."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -256,14 +257,23 @@ def _metric_lines(
     return lines
 
 
+#: A crossing's bracket of user counts, "between 4 and 8 users", as the first screen's
+#: other metrics write it: "at 4-8 users".
+_BETWEEN = re.compile(r"between (\d+) and (\d+) ")
+
+
 def _other_metric_line(doc: Mapping[str, Any], metric: str) -> str:
-    """A metric's crossings in one line: the k with the same crossings together."""
+    """A metric's crossings in one line: the k with the same crossings together (a
+    bracket "between a and b" written "at a-b")."""
     kind = doc["load_kind"]
     groups: dict[str, list[str]] = {}
     for c in (c for c in doc["curves"] if c["metric"] == metric):
         # each crossing without its bracket and interval (in --verbose and the JSON)
         text = (
-            ", ".join(crossing_text(x, kind).split(" (")[0] for x in c["crossings"])
+            ", ".join(
+                _BETWEEN.sub(r"at \1-\2 ", crossing_text(x, kind).split(" (")[0])
+                for x in c["crossings"]
+            )
             if c["crossings"]
             else c["summary"]
         )

@@ -23,12 +23,16 @@ def _origin(term: dict[str, Any]) -> str:
 def model_error_line(term: dict[str, Any]) -> str:
     """One line: whether the intervals include the model's error under load, how large
     and from where (sim/uncertainty/model_error.py; the JSON's ``model_error`` has
-    its whole provenance)."""
+    its whole provenance); the batches measured for speculation follow "spec." where
+    they are not plain decoding's."""
     batch = term["decode_batch"]
+    spec = term.get("measured_batches_speculative", term["measured_batches"])
+    split = spec != term["measured_batches"]  # then "spec.": the line stays within 100
     at = (
-        ("no decode batch" if batch is None else f"decode batch {batch:.3g}")
+        ("no decode batch" if batch is None else f"{'' if split else 'decode '}batch {batch:.3g}")
         + ", measured "
         + ", ".join(f"{b:g}" for b in term["measured_batches"])
+        + ("; spec. " + ", ".join(f"{b:g}" for b in spec) if split else "")
     )
     if not term["included"]:
         why = "at a measured batch" if term["log_distance"] == 0 else "s = 0"

@@ -74,12 +74,15 @@ def tree_load_to_dict(result: TreeLoadResult) -> dict[str, Any]:
         "trees": list(result.trees),
         "chains": list(result.chains),
         "replications": result.replications,
+        "replications_run": sum(result.replications_run.values()),
         "requests": result.requests,
         "seed": result.seed,
         "defaults": dict(result.defaults),
         "points": [
             {
                 "concurrency": p.concurrency,
+                "replications": result.replications_run.get(p.concurrency, 0)
+                // max(1, len(result.drafts)),
                 "mean_batch": _ratio(p.mean_batch),
                 "best": p.best,
                 **{m: {n: _ratio(r) for n, r in getattr(p, m).items()} for m in METRICS},
@@ -120,9 +123,15 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
     out = []
     if iv.get("draws"):
         names = ", ".join(i["field"] for i in iv.get("inputs", []))
+        per = sorted(set((iv.get("replications_per_draw_at") or {}).values()))
+        each = (
+            f"{per[0]}-{per[-1]}"
+            if len(per) > 1
+            else str(per[0] if per else iv["replications_per_draw"])
+        )
         out.append(
-            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
-            f"{iv['replications_per_draw']} replications on the nominal seeds; drawn: {names}"
+            f"intervals: {iv['draws_run']} of {iv['draws']} draws x {each} "
+            f"replication{'' if each == '1' else 's'} on the nominal seeds; drawn: {names}"
         )
     elif iv:
         out.append("intervals: Monte Carlo 95% only (no uncertain inputs, or --draws 0)")
@@ -169,13 +178,24 @@ def _pair_cell(r: Mapping[str, Any]) -> str:
     return f"{r['mean']:.3f} [{iv[0]:.3f}, {iv[1]:.3f}] {r['sign']}"
 
 
+def _replications(doc: Mapping[str, Any]) -> str:
+    """The replications a load ran: R; where sequential replications stopped loads at
+    their first, "4 of R replications (sequential)" (every load) or "4 or R"."""
+    r = doc["replications"]
+    ran = {p.get("replications", r) for p in doc["points"]}
+    low = min(ran, default=r)
+    if low >= r:
+        return count(r, "replication")
+    return f"{low} {'of' if ran == {low} else 'or'} {r} replications (sequential)"
+
+
 def _head(doc: Mapping[str, Any]) -> list[str]:
     return [
         f"{doc['scenario']}: chain against tree under load; closed loops of "
         f"{', '.join(map(str, doc['concurrencies']))} "
         f"user{'' if list(doc['concurrencies']) == [1] else 's'}; "
-        f"{count(doc['replications'], 'replication')} x {count(doc['requests'], 'request')} "
-        f"per load, seed {doc['seed']}",
+        f"{_replications(doc)} x {count(doc['requests'], 'request')} per load, seed "
+        f"{doc['seed']}",
         *conditioning_lines(doc.get("interval90") or {}),
     ]
 
@@ -313,7 +333,7 @@ def tree_load_figures(doc: Mapping[str, Any]) -> list[tuple[str, Figure]]:
     x = np.array(doc["concurrencies"], dtype=float)
     points = doc["points"]
     note = (
-        f"{doc['scenario']}: {count(doc['replications'], 'replication')} x "
+        f"{doc['scenario']}: {_replications(doc)} x "
         f"{count(doc['requests'], 'request')} per load, seed {doc['seed']}; every policy on the "
         "same users and acceptance draws; "
         "bands: 95% CI"

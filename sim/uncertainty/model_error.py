@@ -4,7 +4,10 @@ the decode batches a scenario measured (sim/model/model_error.py).
 A serving answer at mean decode batch B of a scenario whose costs were measured at the
 batches M (batch 1, its ``[[timing.points]]`` and its ``[[serving.calibrated_on]]``
 loads) carries a log error of standard
-deviation s d, d = min over m in M of |ln(B / m)|: ``s`` is ``serving.model_error.level``
+deviation s d, d = min over m in M of |ln(B / m)|, M counted per arm (a decode point
+measures plain decoding, a verify or draft point and a speculative figure the speculative
+iteration; batch 1 both) and d the farther of the two arms' (a level whose arm is named,
+its own): ``s`` is ``serving.model_error.level``
 for a policy's level (tok/s, TPOT), ``serving.model_error.gain`` for a paired ratio of two
 policies (a speed-up, one k over another), each by default the fit on the public
 concurrency curves (``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``). The interval from the
@@ -30,7 +33,7 @@ from sim.model.model_error import (
     model_error_sigma,
     widen,
 )
-from sim.scenario.schema import Scenario
+from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
 
 __all__ = [
     "ModelErrorTerm",
@@ -44,42 +47,84 @@ __all__ = [
 DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
 
 
-def measured_loads(scenario: Scenario) -> tuple[float, ...]:
+#: The measured passes that calibrate each arm: plain decoding's pass, and the speculative
+#: iteration's passes (the target's verify over k + 1 tokens a request, the drafter's).
+_ARM_PASSES = {
+    "plain": frozenset({"decode"}),
+    "speculative": frozenset({"verify", "draft_step", "draft_extend"}),
+}
+
+
+def measured_loads(scenario: Scenario, arm: str | None = None) -> tuple[float, ...]:
     """The decode batches the scenario's costs are measured at, ascending: 1 (the batch-1
-    ``[timing]``), its ``[[timing.points]]``' batches and the loads of the figures a load
-    sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding together)."""
-    figures = (scenario.serving.calibrated_on if scenario.serving else None) or ()
-    found = {1, *(p.batch for p in scenario.timing.points or ()), *(f.load for f in figures)}
+    ``[timing]``, both arms), its ``[[timing.points]]``' batches and the loads of the
+    figures a load sweep calibrated it on (``[[serving.calibrated_on]]``: requests decoding
+    together). ``arm`` ``"plain"`` or ``"speculative"``: only what measures that arm (a
+    decode point measures plain decoding's pass; a verify or draft point, the speculative
+    iteration's; a calibration figure its own arm, both when it does not say); None: all."""
+    figures: Sequence[CalibrationFigure] = (
+        scenario.serving.calibrated_on if scenario.serving else None
+    ) or ()
+    points: Sequence[TimingPoint] = scenario.timing.points or ()
+    if arm is not None:
+        if arm not in _ARM_PASSES:
+            raise ValueError(f"arm must be 'plain' or 'speculative' (got {arm!r})")
+        points = tuple(p for p in points if p.kind in _ARM_PASSES[arm])
+        spec = arm == "speculative"
+        figures = tuple(f for f in figures if f.speculative is None or f.speculative == spec)
+    found = {1, *(p.batch for p in points), *(f.load for f in figures)}
     return tuple(sorted(found))
 
 
-def measured_batches(scenario: Scenario) -> tuple[float, ...]:
+def measured_batches(scenario: Scenario, arm: str | None = None) -> tuple[float, ...]:
     """``measured_loads`` as floats (the model-error term's distances)."""
-    return tuple(float(b) for b in measured_loads(scenario))
+    return tuple(float(b) for b in measured_loads(scenario, arm))
 
 
 @dataclass(frozen=True, slots=True)
 class ModelErrorTerm:
     """The term at one decode batch: s per unit ln(batch) for levels and gains, where they
-    come from, the batch, the measured batches and the log distance between them."""
+    come from, the batch, the batches measured for plain decoding (``measured``) and for
+    the speculative iteration (``measured_speculative``; None: the same), and the log
+    distance between them."""
 
     level_per_log_batch: float
     gain_per_log_batch: float
     origin: str
     batch: float
     measured: tuple[float, ...]
+    measured_speculative: tuple[float, ...] | None = None
+
+    def _distance(self, measured: tuple[float, ...]) -> float:
+        if not math.isfinite(self.batch):
+            return 0.0
+        return load_distance(max(self.batch, 1.0), measured)
+
+    @property
+    def plain_distance(self) -> float:
+        """The log distance of the batch to the nearest batch plain decoding was measured
+        at (0 without a decode batch: answers of one-token requests)."""
+        return self._distance(self.measured)
+
+    @property
+    def speculative_distance(self) -> float:
+        """The same for the speculative iteration's measured batches."""
+        return self._distance(self.measured_speculative or self.measured)
 
     @property
     def distance(self) -> float:
-        """The log distance of the batch to the nearest measured one (0 without a decode
-        batch: answers of one-token requests)."""
-        if not math.isfinite(self.batch):
-            return 0.0
-        return load_distance(max(self.batch, 1.0), self.measured)
+        """The farther of the two arms' distances: a gain (and a level of either arm) is
+        exact only where both arms are measured."""
+        return max(self.plain_distance, self.speculative_distance)
 
     @property
     def level_sigma(self) -> float:
         return model_error_sigma(self.level_per_log_batch, self.distance)
+
+    def arm_level_sigma(self, speculative: bool) -> float:
+        """The level term of one arm, at that arm's own distance."""
+        d = self.speculative_distance if speculative else self.plain_distance
+        return model_error_sigma(self.level_per_log_batch, d)
 
     @property
     def gain_sigma(self) -> float:
@@ -89,9 +134,13 @@ class ModelErrorTerm:
     def active(self) -> bool:
         return self.level_sigma > 0 or self.gain_sigma > 0
 
-    def level(self, nominal: float, interval: Sequence[float] | None) -> list[float] | None:
-        """A level's 90% interval with the term (unchanged when the nominal is not > 0)."""
-        return _widened(nominal, interval, self.level_sigma)
+    def level(
+        self, nominal: float, interval: Sequence[float] | None, speculative: bool | None = None
+    ) -> list[float] | None:
+        """A level's 90% interval with the term (unchanged when the nominal is not > 0):
+        at the arm's own distance when ``speculative`` says which, else the farther."""
+        sigma = self.level_sigma if speculative is None else self.arm_level_sigma(speculative)
+        return _widened(nominal, interval, sigma)
 
     def gain(self, nominal: float, interval: Sequence[float] | None) -> list[float] | None:
         """A paired ratio's 90% interval with the gains' term."""
@@ -117,7 +166,10 @@ class ModelErrorTerm:
         ratios = [max(1.0 + sign * e / reference, 1e-12) for e in interval]
         widened = self.gain(1.0 + sign * nominal / reference, sorted(ratios))
         assert widened is not None
-        return sorted(sign * reference * (r - 1.0) for r in widened)
+        lo, hi = sorted(sign * reference * (r - 1.0) for r in widened)
+        # the band only widens: an end the round trip through the ratio moved by its last
+        # bits stays the interval's own
+        return [min(lo, min(interval)), max(hi, max(interval))]
 
     def doc(self) -> dict[str, Any]:
         """What a document says about the term."""
@@ -128,6 +180,7 @@ class ModelErrorTerm:
             "origin": self.origin,
             "decode_batch": self.batch if math.isfinite(self.batch) else None,
             "measured_batches": list(self.measured),
+            "measured_batches_speculative": list(self.measured_speculative or self.measured),
             "log_distance": self.distance,
             "level_sigma": self.level_sigma,
             "gain_sigma": self.gain_sigma,
@@ -162,7 +215,8 @@ def model_error_term(
         DEFAULT_GAIN_SIGMA if gain is None else gain,
         origin,
         float(batch),
-        measured_batches(scenario),
+        measured_batches(scenario, "plain"),
+        measured_batches(scenario, "speculative"),
     )
 
 

@@ -49,7 +49,10 @@ from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import kimi_refit, llmd_refit, memo, paper_refits
-from sim.validation.serving_cases import KIMI_CALIBRATED_USERS
+from sim.validation.serving_cases import (
+    KIMI_CALIBRATED_USERS,
+    KIMI_SPECULATIVE_CALIBRATED_USERS,
+)
 
 __all__ = [
     "Figure",
@@ -117,11 +120,18 @@ class FigureSpec:
     refit: Refit | None = None
     gains: tuple[tuple[str, str, str, str, float], ...] = ()
     calibrated: tuple[float, ...] = ()
+    #: the loads that calibrate the speculative arm (None: ``calibrated``, both arms)
+    speculative_calibrated: tuple[float, ...] | None = None
 
-    @property
-    def distance(self) -> float:
-        """The log distance of the load to the nearest calibrated one (``load_distance``)."""
-        return load_distance(float(self.load[0][1]), self.calibrated)
+    def distance(self, what: str = SPEEDUP) -> float:
+        """The log distance of the load to the nearest calibrated one (``load_distance``)
+        for a figure of ``what``: plain decoding's level from the plain arm's calibrated
+        loads, the speculative level and the gain from the farther of the two arms'."""
+        load = float(self.load[0][1])
+        plain = load_distance(load, self.calibrated)
+        if what == BASELINE or self.speculative_calibrated is None:
+            return plain
+        return max(plain, load_distance(load, self.speculative_calibrated))
 
 
 def scenario_at(spec: FigureSpec) -> Scenario:
@@ -167,6 +177,7 @@ def _closed(
     refit: Refit,
     gains: tuple[tuple[str, str, str, str, float], ...] = (),
     calibrated: tuple[float, ...] = (2.0,),
+    speculative_calibrated: tuple[float, ...] | None = None,
 ) -> FigureSpec:
     """A closed loop of ``batch`` users as sim/validation/serving_cases.py simulates it:
     max(60, 3 batch) requests, its replications and seed."""
@@ -181,6 +192,7 @@ def _closed(
         refit,
         gains,
         calibrated,
+        speculative_calibrated,
     )
 
 
@@ -260,7 +272,16 @@ def figure_specs() -> list[FigureSpec]:
             gains.append((f"MTP=3 / no MTP conc={batch}", SPEEDUP, "aggregate_tok_s",
                           BASELINE, curves["MTP=3"][batch] / curves["no MTP"][batch]))  # fmt: skip
         out.append(
-            _closed(KIMI, kimi, batch, tuple(figs), kimi_fit, tuple(gains), KIMI_CALIBRATED_USERS)
+            _closed(
+                KIMI,
+                kimi,
+                batch,
+                tuple(figs),
+                kimi_fit,
+                tuple(gains),
+                KIMI_CALIBRATED_USERS,
+                KIMI_SPECULATIVE_CALIBRATED_USERS,
+            )
         )
     llmd = rc.llmd_scenario()
     llmd_fit = memo(llmd_refit(llmd))
@@ -301,13 +322,12 @@ def spec_figures(spec: FigureSpec, draws: int = DRAWS, conditioned: bool = True)
     conditioned on the curve's calibration figures; False: every input over its own
     range, the calibrated terms held at their nominal fit)."""
     iv, summary = _predict(spec, draws, conditioned)
-    d = spec.distance
     out = [
-        _figure(spec.curve, label, measured, iv, summary, what, metric, True, d)
+        _figure(spec.curve, label, measured, iv, summary, what, metric, True, spec.distance(what))
         for label, what, metric, _, measured in spec.figures
     ]
     out += [
-        _figure(spec.curve, label, measured, iv, summary, what, metric, False, d)
+        _figure(spec.curve, label, measured, iv, summary, what, metric, False, spec.distance(what))
         for label, what, metric, _, measured in spec.gains
     ]
     return out

@@ -41,7 +41,16 @@ import numpy as np
 from sim.model.model_error import Z90, Residual, leave_one_group_out
 from sim.validation.interval_public import Figure, _load, loo_terms, with_model_error
 
-__all__ = ["GainWidth", "gain_widths", "in_quadrature", "narrowest", "width_lines"]
+__all__ = [
+    "GainWidth",
+    "band_alone",
+    "bias_terms",
+    "gain_widths",
+    "in_quadrature",
+    "narrowest",
+    "width_lines",
+    "with_bias",
+]
 
 #: The share of the figures the serving goal asks 90% intervals to hold.
 GOAL_COVERAGE = 0.8
@@ -107,6 +116,50 @@ def in_quadrature(figures: Sequence[Figure]) -> list[Figure]:
     return out
 
 
+def band_alone(figures: Sequence[Figure]) -> list[Figure]:
+    """The gains with the model-error band alone, nominal exp(+-Z90 s d), s fitted leave
+    one curve out (``loo_terms``): the inputs' interval dropped (the term is fitted on
+    the nominal predictions' whole error, which holds what the inputs moved)."""
+    gains = [f for f in figures if f.gain]
+    s = loo_terms(gains)
+    return [replace(f, interval=_around(f.nominal, Z90 * s[f.curve] * f.distance)) for f in gains]
+
+
+def _around(centre: float, half: float) -> tuple[float, float]:
+    return (centre * math.exp(-half), centre * math.exp(half))
+
+
+def bias_terms(figures: Sequence[Figure]) -> dict[str, tuple[float, float]]:
+    """Each curve's one-sided term (b, s) fitted on the other curves' gains away from a
+    calibrated load: ln(measured / nominal) ~ N(b d, (s d)^2), b = sum(r d) / sum(d^2)
+    (least squares through 0), s^2 = mean(((r - b d) / d)^2)."""
+    gains = [f for f in figures if f.gain]
+    out = {}
+    for curve in dict.fromkeys(f.curve for f in gains):
+        other = [f for f in gains if f.curve != curve and f.distance > 0]
+        d = np.array([f.distance for f in other])
+        r = np.array([math.log(f.measured / f.nominal) for f in other])
+        b = float(np.sum(r * d) / np.sum(d * d))
+        out[curve] = (b, float(np.sqrt(np.mean(((r - b * d) / d) ** 2))))
+    return out
+
+
+def with_bias(figures: Sequence[Figure]) -> list[Figure]:
+    """The gains joined with a one-sided term fitted leave one curve out
+    (``bias_terms``): the inputs' interval and the band nominal exp(b d +- Z90 s d), both
+    moved by exp(b d)."""
+    gains = [f for f in figures if f.gain]
+    terms = bias_terms(gains)
+    out = []
+    for f in gains:
+        b, s = terms[f.curve]
+        shift = math.exp(b * f.distance)
+        lo, hi = _around(f.nominal * shift, Z90 * s * f.distance)
+        iv = (min(lo, f.interval[0] * shift), max(hi, f.interval[1] * shift))
+        out.append(replace(f, interval=iv))
+    return out
+
+
 def narrowest(
     figures: Sequence[Figure], coverage: float = GOAL_COVERAGE, linear: bool = True
 ) -> tuple[float, list[Figure]]:
@@ -162,6 +215,15 @@ def width_lines(figures: Sequence[Figure]) -> list[str]:
         _row("inputs alone", gains),
         _row("joined with the term (the command line)", with_model_error(gains)),
         _row("in quadrature, s fitted with the inputs' variance", in_quadrature(figures)),
+        _row("the model-error band alone (inputs dropped)", band_alone(figures)),
+        _row(
+            "joined around a one-sided term exp(b d), b fitted leave one curve out ("
+            + " to ".join(
+                f"{f(b for b, _ in bias_terms(figures).values()):+.3f}" for f in (min, max)
+            )
+            + ")",
+            with_bias(figures),
+        ),
         _row(
             f"narrowest x/exp(c d) holding {GOAL_COVERAGE:.0%} (c = {c:.3f}, chosen on them)", tight
         ),

@@ -348,7 +348,10 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
                     mean,
                     sd,
                     load=batch,
-                    calibrated_loads=(1.0, HOST_FIT[1]) if curve.label == HOST_FIT[0] else (1.0,),
+                    # the host fit is a plain-decoding row: it calibrates the plain arm
+                    calibrated_loads=(1.0, HOST_FIT[1])
+                    if curve.label == HOST_FIT[0] and arm == "baseline"
+                    else (1.0,),
                     side="plain" if arm == "baseline" else "speculative",
                 )
             )

@@ -179,3 +179,18 @@ def test_text_and_json_give_the_same_intervals():
     assert doc["points"][1]["beyond_measured_batch"] and "beyond the highest measured" in text
     code, out = run(LLAMA, *SMALL, "--draws", "0", "--json")
     assert json.loads(out[out.index("{") :])["interval90"]["draws"] == 0
+
+
+def test_sequential_replications_are_counted_and_all_replications_runs_them_all():
+    """By default a load whose comparisons settle on its first 4 replications stops
+    there, and the document counts what ran; --all-replications runs every one."""
+    args = [a if a != "2" else "6" for a in SMALL] + ["--draws", "0", "--json"]
+    seq, full = run(LLAMA, *args), run(LLAMA, *args, "--all-replications")
+    assert seq[0] == full[0] == 0, seq[1] + full[1]
+    a = json.loads(seq[1][seq[1].index("{") :])
+    b = json.loads(full[1][full[1].index("{") :])
+    assert [p["replications"] for p in b["points"]] == [6, 6]
+    assert b["replications_run"] == 2 * 6 * 3  # two loads, three drafts
+    ran = [p["replications"] for p in a["points"]]
+    assert set(ran) <= {4, 6} and a["replications_run"] == 3 * sum(ran)
+    assert (min(ran) < 6) == any("replications: sequential" in x for x in a["assumptions"])

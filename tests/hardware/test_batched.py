@@ -274,6 +274,28 @@ def test_copies_of_one_table_received_by_a_process_are_one_table():
     assert (777, None) not in pickle.loads(pickle.dumps(built))._per_tokens  # dropped
 
 
+def test_a_table_keeps_a_studys_draws_and_drops_its_oldest_physics_when_full(monkeypatch):
+    """A study's interval draws each bring passes of their own physics, visited in turn:
+    a table keeps every one of them (well over the 54 physics of a default crossover's
+    nine scenarios) and drops its oldest physics only when a new one would start above
+    ``SHARED_PHYSICS`` physics or ``SHARED_TERMS`` entries in all."""
+    import sim.hardware.batched as batched
+
+    point = [MeasuredPass(1, 2001.0, 2000.0, 12.12, "seed")]
+    terms = PassTerms()
+    passes = [calibrated_pass(physics(SEED, kv=1.0 + i), point, terms=terms) for i in range(60)]
+    for p in passes:
+        p.pass_ms(777, 5000.0, 4000.0)
+    assert all(
+        calibrated_pass(p.physics, point, terms=terms)._per_tokens is p._per_tokens for p in passes
+    )
+    monkeypatch.setattr(batched, "SHARED_TERMS", sum(len(p._per_tokens) for p in passes))
+    calibrated_pass(physics(SEED, kv=1000.0), point, terms=terms)  # drops the oldest only
+    assert (777, None) not in calibrated_pass(passes[0].physics, point, terms=terms)._per_tokens
+    kept = calibrated_pass(passes[-1].physics, point, terms=terms)
+    assert kept._per_tokens is passes[-1]._per_tokens
+
+
 def test_a_physics_key_refuses_arrays():
     """The shared table is keyed by the physics' repr, exact for its dataclasses and
     pydantic models; an array's repr may elide its middle, so one is refused."""

@@ -104,3 +104,48 @@ def test_a_compute_curve_between_its_points_is_the_interpolation():
     rng = np.random.default_rng(7)
     for xs in (rng.uniform(1.0, 4.0, 50), rng.uniform(0.0, 6.0, 50), np.array([1.0, 4.0])):
         assert np.array_equal(curve.at(xs), [curve.at_scalar(float(v)) for v in xs])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 5)), min_size=1, max_size=40),
+    scale=st.sampled_from([1.0, 0.1, 1e-3]),
+)
+def test_lines_of_descending_slopes_take_the_sorted_envelope_bit_for_bit(lines, scale):
+    """A stretch's lines come in descending slopes (the compute share still to run): their
+    envelope is taken without sorting, and it is the sorted path's, bit for bit, with runs
+    of equal slopes, ties at x = 0 and lines through one point (small integers make them
+    common)."""
+    from sim.hardware.envelope import _envelope_by_sort, _envelope_of_descending
+
+    a = np.array([v for v, _ in lines], dtype=float) * scale
+    f = np.sort(np.array([s for _, s in lines], dtype=float))[::-1] * scale
+    fast, sorted_ = _envelope_of_descending(a, f), _envelope_by_sort(a, f)
+    for got, want in zip(
+        (fast.intercepts, fast.slopes, fast.starts),
+        (sorted_.intercepts, sorted_.slopes, sorted_.starts),
+        strict=True,
+    ):
+        assert got.tobytes() == want.tobytes()
+
+
+def test_a_real_passs_envelope_is_the_sorted_one_bit_for_bit():
+    """The eager 61-layer pass of the serving scenario, at prompt lengths from 1 to 8,000
+    tokens: every stretch's envelope is the sorted path's, bit for bit."""
+    from sim.binding.decompose import scenario_hardware
+    from sim.hardware.envelope import _envelope_by_sort, _envelope_of_descending
+    from sim.hardware.passes import PassShape, pass_schedule
+    from sim.scenario.load import load_scenario
+    from tests.conftest import ROOT
+
+    scenario = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+    hw = scenario_hardware(scenario)
+    for tokens in (1, 7, 300, 2048, 8000):
+        for graphed in (False, True):
+            shape = PassShape("prefill", tokens, hw.geom.layers, graphed)
+            schedule, _, _ = pass_schedule(shape, hw.current, hw.geom)
+            for a, f in schedule.stretch_terms():
+                fast, sorted_ = _envelope_of_descending(a, f), _envelope_by_sort(a, f)
+                assert fast.intercepts.tobytes() == sorted_.intercepts.tobytes()
+                assert fast.slopes.tobytes() == sorted_.slopes.tobytes()
+                assert fast.starts.tobytes() == sorted_.starts.tobytes()

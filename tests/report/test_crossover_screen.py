@@ -116,3 +116,12 @@ def test_verbose_keeps_every_table_with_its_crossings_in_full():
     text = render_crossover(_doc())
     assert text.count("each k's gain over it and its 95% interval") == len(METRICS)
     assert text.count("(gain >= 1 there, < 1 at 3); 95% from 4 .. 4 users") == 3 * len(METRICS)
+
+
+def test_the_other_metrics_write_a_bracket_of_users_short():
+    from sim.report.crossover import _BETWEEN
+
+    text = "starts paying between 4 and 8 users, stops paying between 16 and 32 users"
+    assert _BETWEEN.sub(r"at \1-\2 ", text) == (
+        "starts paying at 4-8 users, stops paying at 16-32 users"
+    )

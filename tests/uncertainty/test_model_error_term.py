@@ -19,16 +19,33 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 
 
 def test_the_term_grows_with_the_distance_to_the_measured_batches():
+    """The shipped Kimi scenario measures plain decoding at batch 8 (a decode point) and
+    the speculative iteration at batch 1 only: plain decoding's level is exact at 8, a
+    gain (both arms) is at ln 8 from its nearest measured speculative batch."""
     sc = load_scenario(SERVING)
     assert measured_batches(sc) == (1.0, 8.0)
+    assert measured_batches(sc, "plain") == (1.0, 8.0)
+    assert measured_batches(sc, "speculative") == (1.0,)
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
-    assert not at8.active and at8.level(100.0, [90.0, 110.0]) == [90.0, 110.0]
+    assert at8.level(100.0, [90.0, 110.0], speculative=False) == [90.0, 110.0]
+    assert at8.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(8))
     assert at32.origin == DEFAULT_ORIGIN and "10 public curves" in DEFAULT_ORIGIN
-    assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(4))
-    assert at32.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(4))
+    assert at32.arm_level_sigma(False) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(4))
+    assert at32.arm_level_sigma(True) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))
+    assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))
+    assert at32.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(32))
     lo, hi = at32.gain(1.2, [1.19, 1.21])
     assert lo < 1.19
     assert hi == pytest.approx(1.2 * math.exp(Z90 * at32.gain_sigma))
+
+
+def test_a_measured_verify_pass_calibrates_the_speculative_arm():
+    sc = load_scenario(SERVING)
+    points = [p.model_dump() for p in sc.timing.points]
+    verify = {**points[0], "kind": "verify", "batch": 8, "tokens": 4}
+    sc = with_overrides(sc, {"timing.points": [*points, verify]})
+    assert measured_batches(sc, "speculative") == (1.0, 8.0)
+    assert not model_error_term(sc, 8.0).active
 
 
 def test_a_scenario_overrides_the_default():
@@ -57,21 +74,35 @@ def test_joined_ends_stay_open_and_round_users_up():
 
 def test_a_difference_takes_the_band_of_its_ratio():
     """An advantage d over a reference level R is the ratio 1 + d / R (more is better) or
-    1 - d / R (a latency); the ratio's band is exp(+-Z90 s ln(B / 8)) at decode batch B."""
-    sc = load_scenario(SERVING)  # measured at batches 1 and 8
-    at8, at64 = model_error_term(sc, 8.0), model_error_term(sc, 64.0)
-    assert at8.difference(5.0, [4.0, 6.0], 100.0) == [4.0, 6.0]  # 0 at a measured batch
-    m = Z90 * DEFAULT_GAIN_SIGMA * math.log(8)
+    1 - d / R (a latency); the ratio's band is exp(+-Z90 s ln B) at decode batch B (the
+    speculative iteration measured at batch 1 only)."""
+    sc = load_scenario(SERVING)
+    at1, at64 = model_error_term(sc, 1.0), model_error_term(sc, 64.0)
+    assert at1.difference(5.0, [4.0, 6.0], 100.0) == [4.0, 6.0]  # 0 at a measured batch
+    m = Z90 * DEFAULT_GAIN_SIGMA * math.log(64)
     lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0)  # tok/s: ratio 1.05
     assert lo == pytest.approx(100.0 * (1.05 * math.exp(-m) - 1.0), rel=1e-9)
     assert hi == pytest.approx(100.0 * (1.05 * math.exp(m) - 1.0), rel=1e-9)
     lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0, higher_is_better=False)  # ms: 0.95
     assert lo == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(m)), rel=1e-9)
     assert hi == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(-m)), rel=1e-9)
-    # farther from the measured batches, wider: as s ln(B / 8)
+    # farther from the measured batches, wider: as s ln B
     widths = [
         (lambda iv: iv[1] - iv[0])(model_error_term(sc, b).difference(5.0, [4.9, 5.1], 100.0))
         for b in (16.0, 32.0, 64.0)
     ]
     assert widths[0] < widths[1] < widths[2]
     assert at64.difference(5.0, None, 100.0) is None
+
+
+def test_the_line_names_the_batches_measured_for_speculation_where_they_differ():
+    from sim.report.model_error import model_error_line
+
+    sc = load_scenario(SERVING)
+    line = model_error_line(model_error_term(sc, 16.0).doc())
+    assert line.endswith("(batch 16, measured 1, 8; spec. 1; default)")
+    assert len("  " + line) <= 100
+    plain = with_overrides(sc, {"timing.points": []})
+    assert model_error_line(model_error_term(plain, 16.0).doc()).endswith(
+        "(decode batch 16, measured 1; default)"
+    )

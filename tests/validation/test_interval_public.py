@@ -63,3 +63,18 @@ def test_the_model_error_term_of_a_curve_is_fitted_without_it() -> None:
     out = with_model_error(figs)
     assert out[2].interval[1] == pytest.approx(math.exp(Z90 * terms["c"])) and not out[2].inside
     assert out[3].interval == figs[3].interval
+
+
+def test_a_gain_counts_its_distance_from_the_loads_that_calibrate_both_arms() -> None:
+    """Kimi's plain decoding is measured at 1 and 8 users, its speculative arm at 1 only:
+    at 32 users plain decoding's level is ln 4 from a calibrated load, the speculative
+    level and the gain ln 32."""
+    import math
+
+    from sim.simulation.serving.setup import BASELINE, SPECULATIVE
+    from sim.validation.interval_public import SPEEDUP
+
+    (at32,) = [s for s in figure_specs() if s.curve == KIMI and dict(s.load)["concurrency"] == 32]
+    assert at32.distance(BASELINE) == pytest.approx(math.log(4))
+    assert at32.distance(SPECULATIVE) == pytest.approx(math.log(32))
+    assert at32.distance(SPEEDUP) == pytest.approx(math.log(32))

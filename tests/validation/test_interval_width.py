@@ -8,7 +8,15 @@ import pytest
 
 from sim.model.model_error import Z90
 from sim.validation.interval_public import Figure
-from sim.validation.interval_width import gain_widths, in_quadrature, narrowest, width_lines
+from sim.validation.interval_width import (
+    band_alone,
+    bias_terms,
+    gain_widths,
+    in_quadrature,
+    narrowest,
+    width_lines,
+    with_bias,
+)
 
 
 def _gain(curve: str, measured: float, distance: float, half: float = 0.05) -> Figure:
@@ -58,3 +66,21 @@ def test_the_narrowest_interval_holds_the_share_asked_and_no_more():
     assert c0 == pytest.approx(0.2) and sum(f.inside for f in flat) == 3
     lines = width_lines(FIGS)
     assert lines[0].startswith("| gains of |") and any("in quadrature" in x for x in lines)
+
+
+def test_the_band_alone_drops_the_inputs_interval():
+    s_a = math.sqrt((0.1**2 + 0.3**2 + 0.04**2) / 3)  # fitted on b and c, as above
+    lo, hi = band_alone(FIGS)[0].interval
+    assert math.log(hi) == pytest.approx(Z90 * s_a) and math.log(lo) == pytest.approx(-Z90 * s_a)
+
+
+def test_a_one_sided_term_is_fitted_without_the_curve_and_moves_the_interval():
+    """Curve a's (b, s) from b and c's figures (r, d): (-0.2, 2), (0.3, 1), (0.02, 0.5):
+    b = sum(r d) / sum(d^2), s^2 = mean(((r - b d) / d)^2)."""
+    rd = [(-0.2, 2.0), (0.3, 1.0), (0.02, 0.5)]
+    b = sum(r * d for r, d in rd) / sum(d * d for _, d in rd)
+    s = math.sqrt(sum(((r - b * d) / d) ** 2 for r, d in rd) / 3)
+    assert bias_terms(FIGS)["a"] == pytest.approx((b, s))
+    lo, hi = with_bias(FIGS)[0].interval  # d = 1: the band exp(b +- Z90 s), wider than 0.05
+    assert math.log(lo) == pytest.approx(min(b - Z90 * s, b - 0.05))
+    assert math.log(hi) == pytest.approx(max(b + Z90 * s, b + 0.05))

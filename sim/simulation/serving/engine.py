@@ -937,16 +937,19 @@ def run_replication(
     drafting: Drafting,
     streams: ServingStreams,
     horizon_ms: float | None = None,
+    *,
+    delivery_gaps: bool = True,
 ) -> ServingRecord:
     """One replication under ``drafting`` (a policy checked on ``plan``:
     ``ServingPlan.check``): until every measured request is answered (or ``horizon_ms`` of
-    simulated time)."""
+    simulated time). ``delivery_gaps`` False: the ITL is not recorded (``Recorder``)."""
     env = simpy.Environment()
     rec = Recorder(
         plan.scheduler.max_running(drafting.policy),
         drafting.kv_capacity,
         plan.workload.warmup,
         plan.workload.requests,
+        delivery_gaps=delivery_gaps,
     )
     server = Server(env, plan, drafting, rec)
     arrivals = plan.workload.arrivals

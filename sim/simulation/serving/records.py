@@ -169,7 +169,8 @@ class ServingRecord:
     Window [``window_start_ms``, ``window_end_ms``]: ``itl_ms``/``itl_weight`` (m,), the
     gaps between successive deliveries to a request and how many deliveries had that gap
     (every gap up to ``KEEP_GAPS`` values, else empty: ``itl_exact`` False), and
-    ``itl_stats``, all of them streamed (weighted); ``batch_time_ms`` (max_running + 1,),
+    ``itl_stats``, all of them streamed (weighted; none when the run kept no gaps:
+    ``Recorder``'s ``delivery_gaps``); ``batch_time_ms`` (max_running + 1,),
     time spent in decode iterations of each decode batch size; ``prefill_time_ms``;
     ``kv_token_ms``, the integral of KV tokens held (contexts and lookahead slots) over
     time; ``kv_peak_tokens``; ``tokens_delivered``, output tokens delivered to users (the
@@ -332,9 +333,19 @@ class _Gaps:
 
 class Recorder:
     """Accumulates one replication's statistics (see ``ServingRecord``); holds the
-    requests in the system (``live``, by id) and no others."""
+    requests in the system (``live``, by id) and no others. ``delivery_gaps`` False: the
+    delivery gaps are not kept (a study that reads no ITL: its record's ``itl_ms`` and
+    ``itl_stats`` are empty and ``itl_exact`` False), the rest the same bit for bit."""
 
-    def __init__(self, max_running: int, kv_capacity: int | None, first: int, measured: int):
+    def __init__(
+        self,
+        max_running: int,
+        kv_capacity: int | None,
+        first: int,
+        measured: int,
+        *,
+        delivery_gaps: bool = True,
+    ):
         self.live: dict[int, Request] = {}
         self.arrived = 0
         self.first_measured = first
@@ -343,6 +354,7 @@ class Recorder:
         self.window = WindowTally()
         self._rows = _Rows()
         self._gaps = _Gaps()
+        self._keep_gaps = delivery_gaps
         self.batch_time_ms = np.zeros(max_running + 1)
         self.prefill_time_ms = 0.0
         self.kv_token_ms = 0.0
@@ -445,8 +457,9 @@ class Recorder:
         )
 
     def gaps(self, values_ms: np.ndarray, weight: float) -> None:
-        """Delivery gaps (ms), each seen by ``weight`` deliveries."""
-        if values_ms.size:
+        """Delivery gaps (ms), each seen by ``weight`` deliveries (none kept when the
+        recorder was made without ``delivery_gaps``)."""
+        if values_ms.size and self._keep_gaps:
             self._gaps.add(values_ms, weight)
 
     def decode_iterations_done(
@@ -526,7 +539,7 @@ class Recorder:
             window_end_ms=end_ms,
             itl_ms=itl,
             itl_weight=weights,
-            itl_exact=self._gaps.exact,
+            itl_exact=self._gaps.exact and self._keep_gaps,
             itl_stats=self._gaps.stats,
             batch_time_ms=self.batch_time_ms,
             prefill_time_ms=self.prefill_time_ms,

@@ -45,7 +45,7 @@ from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, same_point
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -574,6 +574,7 @@ def best_k(
         slo=evaluator.slo,
         executor=evaluator.executor,
         progress=evaluator.progress,
+        same=same_point,
     )
     if sequential:
         pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)

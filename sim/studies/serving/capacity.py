@@ -29,7 +29,7 @@ a request's decoding speed stays finite while it waits.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -406,11 +406,15 @@ def capacity(
 
 def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.ndarray:
     """Each draw's capacity of policy ``p`` (D,): its SLO attainment (the nominal moved by
-    the paired shift) at the simulated rates around the nominal capacity, and outwards
-    rate by rate where a draw passes or fails at both, its crossing of ``share``
-    interpolated linearly in log rate; -inf below the rates tried, inf above, NaN for a
-    draw the scenario rejects or a policy without a crossing (``completed_draws``, whose
-    rates stopped early are already complete where a draw needs them)."""
+    the paired shift) at the simulated rate just below the nominal capacity, then at the
+    rates the search tried, bracketing the two neighbouring ones between which it crosses
+    ``share`` (``_probes``, ``_narrowed``), the crossing interpolated linearly in log rate
+    between them; -inf below the rates tried, inf above, NaN for a draw the scenario
+    rejects or a policy without a crossing (``completed_draws``, whose rates stopped early
+    are already complete where a draw needs them). Where the draw's attainment falls with
+    the rate it is the pair a walk rate by rate outwards from the capacity ends on, on
+    fewer rates; where it does not (Monte Carlo noise between rates 2% apart) the bracket
+    may end on another of its crossings."""
     return completed_draws(draws, p, share)[0]
 
 
@@ -480,37 +484,89 @@ def completed_draws(
     i = max(0, min(len(logs) - 2, max((j for j, x in enumerate(logs) if x <= x0), default=0)))
     everyone = list(range(len(draws.draws)))
     att(i, everyone)
-    att(i + 1, everyone)
-    span = {d: (i, i + 1) for d in everyone}
-    while span:
-        nxt: dict[int, tuple[int, int]] = {}
-        for d, (lo, hi) in span.items():
-            a = np.array([cache[j][d] for j in range(lo, hi + 1)])
-            if not np.all(np.isfinite(a)):
+    # each draw's bracket (P, F): passes at index P, fails at F (-1 and len(logs): the
+    # virtual ends beyond the rates tried), searched until F = P + 1 (``_probes``,
+    # ``_narrowed``)
+    brackets: dict[int, tuple[int, int]] = {}
+    for d in everyone:
+        a = cache[i][d]
+        if not np.isfinite(a):
+            continue  # a draw the scenario rejects
+        brackets[d] = (i, len(logs)) if a >= share else (-1, i)
+    means = [float(np.nanmean(attainment[j])) for j in rows]
+    while True:
+        probes: dict[int, list[int]] = {}
+        for d, (lo, hi) in brackets.items():
+            if hi - lo > 1:
+                for j in _probes(lo, hi, logs, means, cache, d, share):
+                    probes.setdefault(j, []).append(d)
+        if not probes:
+            break
+        for j in sorted(probes):
+            att(j, probes[j])
+        ran: dict[int, list[int]] = {}
+        for j, ds in probes.items():
+            for d in ds:
+                ran.setdefault(d, []).append(j)
+        for d, js in ran.items():
+            if not all(np.isfinite(cache[j][d]) for j in js):
+                del brackets[d]  # a draw the scenario rejects
                 continue
-            passing = a >= share
-            if not passing[0]:  # fails at the lowest: below
-                if lo > 0:
-                    nxt[d] = (lo - 1, hi)
-                else:
-                    out[d] = -math.inf
-                continue
-            j = next((j for j in range(len(a) - 1) if passing[j] and not passing[j + 1]), None)
-            if j is None:  # passes at the highest: above
-                if hi < len(logs) - 1:
-                    nxt[d] = (lo, hi + 1)
-                else:
-                    out[d] = math.inf
-                continue
-            t = (a[j] - share) / (a[j] - a[j + 1])
-            out[d] = math.exp(logs[lo + j] + t * (logs[lo + j + 1] - logs[lo + j]))
-        span = nxt
-        for j in sorted({e for pair in span.values() for e in pair} - set(cache)):
-            att(j, [d for d, pair in span.items() if j in pair])
+            brackets[d] = _narrowed(*brackets[d], [(j, cache[j][d] >= share) for j in js])
+    for d, (lo, hi) in brackets.items():
+        if lo < 0:
+            out[d] = -math.inf
+        elif hi >= len(logs):
+            out[d] = math.inf
+        else:
+            a_lo, a_hi = cache[lo][d], cache[hi][d]
+            t = (a_lo - share) / (a_lo - a_hi)
+            out[d] = math.exp(logs[lo] + t * (logs[hi] - logs[lo]))
     if extra:
         tried = list(zip(p.log_rates.tolist(), points, strict=True))
         p = replace(p, attainment=attainment, points=tuple(points), curve=_curve(tried))
     return out, p, extra
+
+
+def _narrowed(lo: int, hi: int, seen: Sequence[tuple[int, bool]]) -> tuple[int, int]:
+    """A draw's bracket (passes at ``lo``, fails at ``hi``) narrowed by what it gave at
+    the rates ``seen`` inside it ((index, passes), any order): from ``lo`` upwards, the
+    first that fails and the one before it."""
+    for j, passes in sorted(seen):
+        if not passes:
+            return lo, j
+        lo = j
+    return lo, hi
+
+
+def _probes(
+    lo: int,
+    hi: int,
+    logs: Sequence[float],
+    means: Sequence[float],
+    cache: Mapping[int, np.ndarray],
+    d: int,
+    share: float,
+) -> list[int]:
+    """The rates (indices) draw ``d`` runs next inside its bracket (``lo``, ``hi``): its
+    attainment predicted at each rate between as the nominal mean ``means`` there moved
+    by the draw's shift at the bracket's ends (interpolated in log rate between two
+    simulated ends; at a virtual end, -1 or len(logs), the other's), the first rate
+    predicted to fail and the one below it. A prediction only picks the rates: the
+    crossing is read on the draw's own attainment, and where that attainment falls with
+    the rate the bracket ends on the pair of neighbouring rates a rate-by-rate walk ends
+    on (``_narrowed``)."""
+    ends = [j for j in (lo, hi) if 0 <= j < len(logs)]
+    shift = {j: float(cache[j][d]) - means[j] for j in ends}
+
+    def shift_at(j: int) -> float:
+        if len(ends) == 1:
+            return shift[ends[0]]
+        t = (logs[j] - logs[lo]) / (logs[hi] - logs[lo])
+        return shift[lo] + t * (shift[hi] - shift[lo])
+
+    first_fail = next((j for j in range(lo + 1, hi) if means[j] + shift_at(j) < share), hi)
+    return [j for j in (first_fail - 1, first_fail) if lo < j < hi]
 
 
 def capacity_intervals(

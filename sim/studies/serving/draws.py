@@ -598,7 +598,9 @@ def serve_intervals(
                 for d in drawn
             ]
             lv = level(point, m)
-            levels[name][m] = term.level(lv.mean, interval90(values, lv.ci95, positive=True))
+            levels[name][m] = term.level(
+                lv.mean, interval90(values, lv.ci95, positive=True), name != baseline
+            )
     speedup: dict[str, dict[str, list[float] | None]] = {}
     for name, point in nominal.items():
         if name == baseline or baseline not in nominal:

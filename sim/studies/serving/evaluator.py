@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
-from sim.model.policy import FixedK, SpeculationPolicy
+from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
 from sim.scenario.schema import Scenario
@@ -45,6 +45,7 @@ __all__ = [
     "ScenarioPlans",
     "plan_steps",
     "run_point",
+    "same_point",
 ]
 
 #: The plain-decoding policy every gain is measured against.
@@ -195,10 +196,31 @@ def run_point(
             executor=executor,
             progress=progress,
             first=task.first,
+            delivery_gaps=False,  # a point's metrics read no ITL (``policy_point``)
         )
     except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
         raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None
     return policy_point(run.records["policy"], task.slo, task.keep_samples)
+
+
+def same_point(load: Load, policy: SpeculationPolicy) -> SpeculationPolicy:
+    """The fixed k whose point ``policy``'s is at ``load``, or ``policy`` itself.
+
+    A closed loop of C users decodes at most C requests together, so an engine form (a k
+    table, a threshold) that drafts the same chain of k at every batch 1..C, k its own
+    largest (its plan is the fixed k's: ``plan_steps``), makes every decision the fixed
+    k makes, on the same plan and seed: the same simulation, replication by replication
+    (tested). Rates (a batch without a bound), fixed k and adaptive controllers (whose
+    k follows more than the batch) are their own."""
+    if not load.integer or not isinstance(policy, KTable | DisableAbove):
+        return policy
+    drafts = {policy.k_for_batch(b) for b in range(1, int(load.value) + 1)}
+    if len(drafts) != 1:
+        return policy
+    (k,) = drafts
+    if not isinstance(k, int) or k != policy.max_k:
+        return policy
+    return FixedK(k)
 
 
 Key = tuple[Load, SpeculationPolicy]
@@ -223,6 +245,11 @@ class PointEvaluator:
     from all the points run at its load whether its comparisons are settled, and the
     points that are not run the rest up to ``replications`` (one batch, decided before
     any of it runs). None, or ``first`` >= ``replications``: every point runs all of them.
+
+    ``same(load, policy)``: the policy whose point ``policy``'s is at ``load``, the same
+    simulation (``same_point``: an engine form that drafts one fixed k at every batch the
+    load can reach); such a point is that policy's, run once and kept under both keys
+    (``runs`` and ``replications_run`` count it once). None: every policy its own.
     """
 
     def __init__(
@@ -237,6 +264,7 @@ class PointEvaluator:
         keep_samples: Iterable[Load] = (),
         rule: Rule | None = None,
         first: int = FIRST,
+        same: Callable[[Load, SpeculationPolicy], SpeculationPolicy] | None = None,
     ):
         if replications < 1:
             raise SpecsimError(f"must be >= 1, got {replications}", param="replications")
@@ -249,7 +277,10 @@ class PointEvaluator:
         self.keep_samples = set(keep_samples)
         self.rule = rule
         self.first = first
+        self.same = same
         self.memo: dict[Key, PolicyPoint] = {}
+        #: Keys whose point is another key's (``same``): key -> the key run.
+        self.aliases: dict[Key, Key] = {}
         self.bounds: dict[Key, ServiceBound] = {}
         #: Points whose other replications ``complete`` ran (a study reads its answer
         #: again when this grows).
@@ -259,11 +290,23 @@ class PointEvaluator:
 
     @property
     def runs(self) -> int:
-        return len(self.memo)
+        return len(self.memo) - len(self.aliases)
 
     @property
     def replications_run(self) -> int:
-        return sum(p.replications for p in self.memo.values())
+        return sum(p.replications for key, p in self.memo.items() if key not in self.aliases)
+
+    def _canonical(self, key: Key) -> Key:
+        """The key whose simulation ``key``'s point is (``same``)."""
+        if self.same is None:
+            return key
+        load, policy = key
+        return (load, self.same(load, policy))
+
+    def _share(self) -> None:
+        """Every aliased key holds its run key's point (as it is now)."""
+        for key, run in self.aliases.items():
+            self.memo[key] = self.memo[run]
 
     @property
     def sequential(self) -> bool:
@@ -317,33 +360,38 @@ class PointEvaluator:
         ``step``: a bisection's step (its replications count against ``expect``'s
         bound) rather than a batch of its own."""
         keys = list(dict.fromkeys(keys))
-        missing = [k for k in keys if k not in self.memo]
+        runs = {key: self._canonical(key) for key in keys}
+        self.aliases.update({key: run for key, run in runs.items() if key != run})
+        missing = [k for k in dict.fromkeys(runs.values()) if k not in self.memo]
         count = self.first if self.sequential else self.replications
         self._run([self._task(load, p, 0, count) for load, p in missing], step)
+        self._share()
         if not self.sequential:
             return
         assert self.rule is not None
         at: dict[Load, dict[SpeculationPolicy, PolicyPoint]] = {}
         for (load, p), point in self.memo.items():
             at.setdefault(load, {})[p] = point
-        grow = [
-            (load, p)
+        grow = dict.fromkeys(
+            runs[(load, p)]
             for load, p in keys
             if self.memo[(load, p)].replications < self.replications and not self.rule(at[load], p)
-        ]
+        )
         tasks = [self.rest_task(load, p, self.memo[(load, p)].replications) for load, p in grow]
         self._run(tasks, step)
+        self._share()
 
     def complete(self, keys: Sequence[Key]) -> bool:
         """Run the rest of the replications of every point of ``keys`` that stopped early,
         whatever the rule says (a study that finds it needs them: the draws of an
         interval near its reference); whether any ran. Points not run yet are not run."""
         tasks = []
-        for load, p in dict.fromkeys(keys):
+        for load, p in dict.fromkeys(self.aliases.get(key, key) for key in keys):
             point = self.memo.get((load, p))
             if point is not None and point.replications < self.replications:
                 tasks.append(self.rest_task(load, p, point.replications))
         self._run(tasks, step=True)
+        self._share()
         self.completed += len(tasks)
         return bool(tasks)
 

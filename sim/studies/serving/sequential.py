@@ -107,9 +107,12 @@ def _pairs_settled(
     test: Callable[[PolicyPoint, PolicyPoint], bool],
 ) -> bool:
     """Every pair naming ``policy`` whose other point has run is settled (``test(a, b)``);
-    a point that pairs with nothing run yet is not."""
+    a point that pairs with nothing run yet is not. A pair of one point under two names
+    (an engine form that is a fixed k at the load: evaluator.py ``same_point``) compares
+    nothing: their difference is 0 by construction, not a Monte Carlo estimate."""
     mine = [(a, b) for a, b in pairs if policy in (a, b) and a in points and b in points]
-    return bool(mine) and all(test(points[a], points[b]) for a, b in mine)
+    compared = [(a, b) for a, b in mine if points[a] is not points[b]]
+    return bool(mine) and all(test(points[a], points[b]) for a, b in compared)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ grid, not a simulated policy; ``specsim serve --set serving.draft_table=...`` ru
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from sim.studies.serving.draws import (
     ratio_interval,
     serving_inputs,
 )
+from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
     crossing_interval,
@@ -228,6 +229,10 @@ class TreeLoadResult:
     #: gave it (``tree``, ``acceptance.rank_profile``), each with a short line saying what
     #: it is (its source is among the ``assumptions``); empty when nothing was defaulted.
     defaults: dict[str, str] = field(default_factory=dict)
+    #: Per load, the replications its drafts ran together (each draft's one serving run of
+    #: the requests a replication): ``replications`` x drafts, or ``FIRST`` x drafts where
+    #: sequential replications stopped it (``load_settled``).
+    replications_run: dict[int, int] = field(default_factory=dict)
 
     @property
     def trees(self) -> tuple[str, ...]:
@@ -286,6 +291,7 @@ def tree_load_study(
     source: str = "scenario",
     progress: Progress | None = None,
     draws: int = 0,
+    sequential: bool = True,
 ) -> TreeLoadResult:
     """Chains and trees of ``scenario`` against concurrency (see the module docstring).
 
@@ -297,6 +303,8 @@ def tree_load_study(
     gives none. What was defaulted is in the result's ``defaults``. ``draws``:
     Sobol draws of the uncertain inputs for the 90% intervals from inputs and model of
     every ratio and crossing (sim/studies/serving/tree_load_draws.py; 0: Monte Carlo only).
+    ``sequential``: a load runs its first ``FIRST`` replications, and the rest only where
+    a comparison it answers is not settled (``load_settled``).
     """
     own = draft_binding(scenario).draft
     tree_list: list[TreeDraft | Tree] = list(trees) or ([] if isinstance(own, int) else [own])
@@ -379,23 +387,39 @@ def tree_load_study(
 
     points = []
     terms_at: dict[int, ModelErrorTerm] = {}  # the model-error term at each load
+    ran: dict[int, int] = {}  # the replications each load ran
     for i, c in enumerate(grid):
         sc = with_load(base, concurrency=c, source=source)
         setup = serving_setup(
             bind(sc), base_dir=base_dir, source=source, policies=policies, terms=terms
         )
         setups.append(setup)
-        run = simulate_serving(
+        count = FIRST if sequential and setup.replications > FIRST else setup.replications
+        records = simulate_serving(
             setup.plan,
             setup.draftings,
-            replications=setup.replications,
+            replications=count,
             seed=setup.seed,
             workers=workers,
             executor=executor,
-        )
-        summary = summarize_serving(run.records, setup.slo, baseline=None)
+        ).records
+        if count < setup.replications and not load_settled(
+            summarize_serving(records, setup.slo, baseline=None), by, tree_names, chain_names
+        ):  # the rest of the seed's replications, continuing it
+            rest = simulate_serving(
+                setup.plan,
+                setup.draftings,
+                replications=setup.replications - count,
+                seed=setup.seed,
+                workers=workers,
+                executor=executor,
+                first=count,
+            ).records
+            records = {n: [*v, *rest[n]] for n, v in records.items()}
+        ran[c] = len(next(iter(records.values())))
+        summary = summarize_serving(records, setup.slo, baseline=None)
         per = {n: summary.policies[by[n]] for n in drafts}
-        nominal[c] = ratios(run.records)
+        nominal[c] = ratios(records)
         batch = max(p.mean_batch.mean for p in per.values())
         terms_at[c] = model_error_term(base, batch)
         vs = {
@@ -431,6 +455,7 @@ def tree_load_study(
         executor=executor,
         base_dir=base_dir,
         source=source,
+        sequential=sequential,
     )
     points = [
         replace(
@@ -476,6 +501,7 @@ def tree_load_study(
                     )
                     joined = join_ends(joined, band, integer=False)
                 crossings.append(replace(nominal_cross, interval90=joined))
+    stopped = any(n < base.simulation.replications for n in ran.values())
     beyond = [p for p in points if p.beyond_measured]
     included = any(x.active for x in terms_at.values())
     note = beyond_note(base, beyond[0].mean_batch.mean, included) if beyond else None
@@ -489,6 +515,7 @@ def tree_load_study(
         seed=base.simulation.seed,
         assumptions=(
             *notes,
+            *((describe(FIRST, base.simulation.replications),) if stopped else ()),
             *setups[0].assumptions,
             "common draws: drafts compared on the same users and acceptance draws at every "
             "load; the verify "
@@ -497,14 +524,38 @@ def tree_load_study(
         ),
         crossings=tuple(crossings),
         defaults=defaults,
+        replications_run={c: n * len(drafts) for c, n in ran.items()},
         intervals={
             **doc(inputs, overrides, r, conditioned_on(base, overrides)),
             "draws_run": drawn.run,
+            # per load, the replications each draw ran there (tree_load_draws.py
+            # ``one_is_enough``), and the serving replications the draws ran in all
+            "replications_per_draw_at": {str(c): n for c, n in drawn.replications.items()},
+            "draw_replications_run": drawn.run * len(policies) * sum(drawn.replications.values()),
             "highest_measured_batch": top,
             "model_error": max(terms_at.values(), key=lambda x: x.gain_sigma).doc(),
             **({"note": note} if note else {}),
         },
     )
+
+
+def load_settled(
+    summary: Any, by: Mapping[str, str], trees: Sequence[str], chains: Sequence[str]
+) -> bool:
+    """Whether a load's first replications settle every comparison it answers
+    (sim/studies/serving/sequential.py ``settled``: the mean more than ``SETTLED_SE``
+    standard errors from its reference): each tree / chain ratio of every metric against
+    1, and the best draft by per-user tok/s (``LoadPoint.best``) against each other draft,
+    their paired difference against 0. ``summary``: the load's
+    ``summarize_serving``; ``by``: draft name -> its name there."""
+    per = {n: summary.policies[by[n]].per_replication for n in by}
+    for t in trees:
+        for ch in chains:
+            if not all(settled(per[t][m] / per[ch][m], 1.0) for m in METRICS):
+                return False
+    speed = {n: per[n]["per_user_tok_s"] for n in by}
+    best = max(speed, key=lambda n: float(np.mean(speed[n])))
+    return all(settled(speed[best] - speed[n], 0.0) for n in speed if n != best)
 
 
 def model_band(

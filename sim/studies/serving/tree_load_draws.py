@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,18 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
-from sim.parallel import Executor
+from sim.parallel import Executor, LocalExecutor
 from sim.scenario.schema import Scenario
 from sim.studies.serving.draws import Overrides, shifted
 
-__all__ = ["RatioDraws", "crossing_interval", "drawn_ratios", "sign_of"]
+__all__ = [
+    "NOISE_SHARE",
+    "RatioDraws",
+    "crossing_interval",
+    "drawn_ratios",
+    "one_is_enough",
+    "sign_of",
+]
 
 #: ratios[tree][chain][metric]: one value a replication (R,) or a draw (D,).
 PairArrays = dict[str, dict[str, dict[str, np.ndarray]]]
@@ -57,13 +64,43 @@ def sign_of(interval: Sequence[float] | None) -> str:
     return WINS if lo > 1.0 else LOSES if hi < 1.0 else UNDECIDED
 
 
+#: A load's draws keep one replication where the noise of a one-replication shift,
+#: bounded by twice the nominal ratio's per-replication standard deviation, is at most
+#: this share of the draws' spread there, for every ratio (``one_is_enough``).
+NOISE_SHARE = 0.1
+
+
 @dataclass(frozen=True, slots=True)
 class RatioDraws:
     """Each draw's shifted ratios ``at[c][tree][chain][metric]`` (D,) at grid load c (NaN
-    for a draw the scenario rejects); ``run``: the draws that ran."""
+    for a draw the scenario rejects); ``run``: the draws that ran; ``replications[c]``:
+    the replications each draw ran at load c (``one_is_enough``)."""
 
     at: dict[int, PairArrays]
     run: int
+    replications: dict[int, int] = field(default_factory=dict)
+
+
+def one_is_enough(drawn: PairArrays, nominal: PairArrays) -> bool:
+    """Whether the draws' first replication at a load suffices: for every ratio, the
+    Monte Carlo noise of a draw's one-replication shift (draw - nominal on the same seed,
+    standard deviation at most s_draw + s_nominal for any correlation, taken as 2
+    s_nominal: a drawn scenario's replications vary as the nominal's) is at most
+    ``NOISE_SHARE`` of the spread of the draws' shifted ratios ``drawn`` (D,) there: it
+    then adds at most ``NOISE_SHARE``^2 to their variance, and the second replication
+    could not move the 90% interval by more than that. ``nominal``: the nominal's
+    per-replication ratios (R,); fewer than two of either: False."""
+    for t, d in drawn.items():
+        for ch, ms in d.items():
+            for m, values in ms.items():
+                v = values[np.isfinite(values)]
+                own = nominal[t][ch][m]
+                if v.size < 2 or own.size < 2:
+                    return False
+                noise = 2.0 * float(np.std(own, ddof=1))
+                if not noise <= NOISE_SHARE * float(np.std(v, ddof=1)):
+                    return False
+    return True
 
 
 def drawn_ratios(
@@ -79,16 +116,19 @@ def drawn_ratios(
     executor: Executor | None = None,
     base_dir: Path | None = None,
     source: str = "scenario",
+    sequential: bool = True,
 ) -> RatioDraws:
     """Run every draw at every grid load (``replications`` replications at the scenario's
     seed) and shift the nominal ratios ``nominal[c]`` (R,) by each draw's paired change;
-    ``ratios``: a run's records (by policy name) -> its per-replication ratios."""
+    ``ratios``: a run's records (by policy name) -> its per-replication ratios.
+    ``sequential``: every draw runs its first replication at every load, and the others
+    only at the loads where one is not enough (``one_is_enough``, decided on the values
+    alone: the same for any worker count)."""
     # lazy: the serving setup only when tree-load draws
     from sim.binding.bound import bind
     from sim.hardware.batched import PassTerms
     from sim.scenario.load import with_overrides
     from sim.simulation.serving.setup import serving_setup, with_load
-    from sim.simulation.serving.simulate import simulate_serving
 
     terms = PassTerms()  # the draws' plans at every load share their passes' terms
     out: dict[int, PairArrays] = {
@@ -98,11 +138,11 @@ def drawn_ratios(
         }
         for c in grid
     }
-    ran = 0
+    setups: dict[int, list[Any]] = {}
     for i, ov in enumerate(draws):
         try:
             drawn = with_overrides(base, dict(ov), source="uncertainty")
-            setups = [
+            setups[i] = [
                 serving_setup(
                     bind(with_load(drawn, concurrency=c, source=source)),
                     base_dir=base_dir,
@@ -114,25 +154,71 @@ def drawn_ratios(
             ]
         except SpecsimError:
             continue  # outside what the scenario allows
-        ran += 1
-        for c, setup in zip(grid, setups, strict=True):
-            run = simulate_serving(
-                setup.plan,
-                {n: setup.draftings[n] for n in policies},  # not plain decoding: no ratio uses it
-                replications=replications,
-                seed=setup.seed,
-                workers=workers,
-                executor=executor,
+    if not setups:
+        return RatioDraws(out, 0)
+    records: dict[tuple[int, int], dict[str, list[Any]]] = {}
+    pool = executor if executor is not None else LocalExecutor(workers)
+
+    def run(cells: Sequence[tuple[int, int]], first: int, count: int) -> None:
+        """Each (draw i, grid load j) of ``cells``: ``count`` more replications from
+        ``first``, every cell's a task of the one batch; the draws' ratios shifted."""
+        tasks = [
+            _DrawTask(
+                setups[i][j].plan,
+                {n: setups[i][j].draftings[n] for n in policies},  # no ratio uses plain
+                setups[i][j].seed,
+                first,
+                count,
             )
-            got = ratios(run.records)
-            for t, d in got.items():
+            for i, j in cells
+        ]
+        for k, got in pool.map_unordered(_run_draw, tasks):
+            i, j = cells[k]
+            have = records.get((i, j), {})
+            records[(i, j)] = {n: [*have.get(n, []), *v] for n, v in got.items()}
+        r = first + count
+        for i, j in cells:
+            c = grid[j]
+            for t, d in ratios(records[(i, j)]).items():
                 for ch, ms in d.items():
                     for m, values in ms.items():
-                        first = nominal[c][t][ch][m]
-                        out[c][t][ch][m][i] = shifted(
-                            float(np.mean(first)), values, first[:replications]
-                        )
-    return RatioDraws(out, ran)
+                        own = nominal[c][t][ch][m]
+                        out[c][t][ch][m][i] = shifted(float(np.mean(own)), values, own[:r])
+
+    first = 1 if sequential and replications > 1 else replications
+    run([(i, j) for i in setups for j in range(len(grid))], 0, first)
+    ran = {c: first for c in grid}
+    if first < replications:
+        more = [c for c in grid if not one_is_enough(out[c], nominal[c])]
+        ran.update({c: replications for c in more})
+        cells = [(i, grid.index(c)) for i in setups for c in more]
+        run(cells, first, replications - first)
+    return RatioDraws(out, len(setups), ran)
+
+
+@dataclass(frozen=True, slots=True)
+class _DrawTask:
+    """One draw at one load (picklable): replications ``first`` to ``first + count - 1``
+    of ``seed`` for every drafting of ``draftings`` on ``plan``."""
+
+    plan: Any
+    draftings: dict[str, Any]
+    seed: int
+    first: int
+    count: int
+
+
+def _run_draw(task: _DrawTask) -> dict[str, list[Any]]:
+    """Run a ``_DrawTask`` in this process: its records by drafting name."""
+    from sim.simulation.serving.simulate import simulate_serving  # lazy: serving only
+
+    return simulate_serving(
+        task.plan,
+        task.draftings,
+        replications=task.count,
+        seed=task.seed,
+        first=task.first,
+    ).records
 
 
 def crossing_interval(

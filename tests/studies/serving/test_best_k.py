@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable
 from sim.parallel import LocalExecutor
-from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.serving.best_k import (
     LoadChoice,
     best_k,
@@ -16,7 +17,8 @@ from sim.studies.serving.best_k import (
     midpoint_ends,
     table_rows,
 )
-from sim.studies.serving.evaluator import PointEvaluator
+from sim.studies.serving.evaluator import PointEvaluator, PointTask, run_point, same_point
+from sim.studies.serving.paired_metrics import Load
 from tests.studies.serving.helpers import CodePlans
 
 
@@ -126,3 +128,53 @@ def test_a_shortfall_against_the_tables_own_k_is_named_as_such():
     doc = {**result.to_dict(), "selection": []}
     text = render_best_k(doc)
     assert "the table itself runs k=0 at 3 users and k=2 at 8 users" in text
+
+
+def test_an_engine_form_drafting_one_k_at_every_batch_a_load_reaches_is_that_k_point():
+    """A closed loop of C users decodes at most C requests together: a k table or a
+    threshold that drafts k at every batch 1..C (its largest k) is fixed k there, the
+    same simulation replication by replication; the evaluator runs it once."""
+    table = KTable(((1, 6, 3), (7, 64, 0)))
+    threshold = DisableAbove(3, 8)
+    four, twelve = Load("concurrency", 4), Load("concurrency", 12)
+    assert same_point(four, table) == same_point(four, threshold) == FixedK(3)
+    assert same_point(twelve, table) is table and same_point(twelve, threshold) is threshold
+    two_ks = KTable(((1, 2, 3), (3, 64, 2)))  # k = 3 up to batch 2, then 2
+    assert same_point(Load("concurrency", 2), two_ks) == FixedK(3)
+    assert same_point(four, two_ks) is two_ks
+    # one k at every batch, but not the form's largest: another plan, not the same point
+    mixed = KTable(((1, 6, 2), (7, 64, 3)))
+    assert same_point(four, mixed) is mixed
+    assert same_point(Load("rate", 1.0), threshold) is threshold  # no bound on the batch
+    plans, slo = CodePlans(), SloSpec()
+    for policy in (table, threshold):
+        alone = run_point(PointTask(plans, four, policy, 3, 7, slo))
+        fixed = run_point(PointTask(plans, four, FixedK(3), 3, 7, slo))
+        for m, v in alone.values.items():
+            np.testing.assert_array_equal(v, fixed.values[m])
+    ev = PointEvaluator(plans, replications=3, seed=7, same=same_point)
+    keys = [(four, table), (four, threshold), (four, FixedK(3)), (twelve, table)]
+    ev.ensure(keys)
+    assert ev.memo[keys[0]] is ev.memo[keys[1]] is ev.memo[keys[2]]
+    assert ev.runs == 2 and ev.replications_run == 6
+    plain = PointEvaluator(plans, replications=3, seed=7)
+    plain.ensure(keys)
+    for key in keys:
+        for m, v in plain.memo[key].values.items():
+            np.testing.assert_array_equal(v, ev.memo[key].values[m])
+
+
+def test_the_check_runs_an_engine_form_once_where_it_is_a_fixed_k():
+    """best-k's check at seed + 1: where the table and the threshold draft one k at every
+    batch a load reaches, their rows are the fixed k's, not simulated again; the
+    document is the one simulating them gives, but for what it counts."""
+    kw = dict(replications=3, seed=3)
+    plans = CodePlans(output=16, requests=12)
+    ran = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3])
+    apart = PointEvaluator(plans, seed=4, replications=3)  # no alias: every form runs
+    alone = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3], check=apart)
+    got, want = ran.to_dict(), alone.to_dict()
+    for doc in (got, want):
+        doc.pop("runs"), doc.pop("replications_run", None)
+    assert got == want
+    assert ran.runs < alone.runs

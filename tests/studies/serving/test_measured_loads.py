@@ -3,6 +3,8 @@ they extrapolate: batch 1, the measured passes and the loads a sweep calibrated 
 
 from pathlib import Path
 
+import pytest
+
 from sim.scenario.load import load_scenario
 from sim.studies.serving.draws import beyond_note, highest_measured_batch
 from sim.uncertainty.model_error import measured_loads
@@ -27,3 +29,14 @@ def test_the_loads_of_the_calibration_figures_count_as_measured():
 def test_measured_passes_count_as_they_did():
     sc = load_scenario(SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml")
     assert measured_loads(sc) == (1, 8)
+
+
+def test_each_arm_counts_what_measures_it():
+    """A decode point measures plain decoding only; a sweep's figures say their arm."""
+    kimi = load_scenario(SCENARIOS / "kimi-k25-8xpcie-eagle3-serving.toml")
+    assert measured_loads(kimi, "plain") == (1, 8)
+    assert measured_loads(kimi, "speculative") == (1,)
+    swept = load_scenario(SCENARIOS / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml")
+    assert measured_loads(swept, "plain") == measured_loads(swept, "speculative") == (1, 8, 32)
+    with pytest.raises(ValueError, match="arm must be"):
+        measured_loads(kimi, "tree")

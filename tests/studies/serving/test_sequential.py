@@ -184,3 +184,81 @@ def test_a_capacity_draw_near_the_share_at_a_stopped_rate_runs_its_other_replica
     # and without the draw near the share, nothing runs
     calm = _ShiftedDraws(ev, rows, lambda rate, nominal: 0.0)
     assert completed_draws(calm, p, 0.9)[2] == 0
+
+
+class _MovedDraws:
+    """Draws of ``replications`` 2 whose attainment at rate ``x`` (the nominal mean moved
+    by the paired shift) is ``curve[x]`` moved by a constant of their own (``moves[d]``),
+    recording the rates each ran."""
+
+    replications = 2
+
+    def __init__(self, evaluator, rows, curve, moves):
+        self.evaluator, self.rows, self.curve, self.moves = evaluator, rows, curve, moves
+        self.draws = ((),) * len(moves)
+        self.points = [{} for _ in self.draws]
+        self.ran = [set() for _ in self.draws]
+
+    def ensure(self, keys, which=None):
+        for d in range(len(self.draws)) if which is None else which:
+            for load, policy in keys:
+                rate = float(load.value)
+                nominal = self.rows[rate]
+                shift = self.curve[rate] + self.moves[d] - nominal.mean()
+                values = nominal[:2] + shift
+                self.points[d].setdefault(
+                    (load, policy), PolicyPoint({"slo_attainment": values}, np.ones(2), {})
+                )
+                self.ran[d].add(rate)
+
+
+def test_a_draw_searches_its_crossing_among_the_rates_tried_and_finds_the_walks():
+    """Each draw's capacity lies between the two neighbouring rates tried where its
+    attainment crosses the share: where that attainment falls with the rate, the pair a
+    rate-by-rate walk outwards from the capacity ends on. Bracketing with the nominal
+    curve moved by the draw's shift finds the same capacities on fewer rates."""
+    slo = SloSpec(tpot_ms=14.0)  # CodePlans: k = 3's capacity near 89 requests/s
+    ev = PointEvaluator(CodePlans(), replications=4, seed=7, slo=slo)
+    p = capacity(ev, [3], sequential=False).policies[1]
+    stable = [j for j, x in enumerate(p.log_rates) if np.exp(x) not in p.unstable_rates]
+    logs = p.log_rates[stable]
+    # the draws' curve: the nominal one made to fall with the rate (it wobbles by a few
+    # hundredths on 24 requests), each draw moved by a constant
+    falling = np.minimum.accumulate(p.attainment[stable].mean(axis=1))
+    moves = np.linspace(-0.5, 0.5, 8)  # some draws cross far from the capacity
+    curve = {float(np.exp(x)): float(a) for x, a in zip(logs, falling, strict=True)}
+    rows = {float(np.exp(x)): row for x, row in zip(p.log_rates, p.attainment, strict=True)}
+    draws = _MovedDraws(ev, rows, curve, moves)
+    caps, _, extra = completed_draws(draws, p, 0.9)
+    assert extra == 0  # every rate ran its 4
+    start = int(np.searchsorted(logs, np.log(p.rate_per_s), side="right")) - 1
+    walked = 0  # the rates a walk outwards from (start, start + 1) runs
+    for d, move in enumerate(moves):
+        a = falling + move
+        passing = np.flatnonzero(a >= 0.9)
+        last = int(passing[-1]) if passing.size else -1
+        walked += 2 + max(0, last - start - 1, start - last - 1)
+        if last < 0:
+            assert caps[d] == -np.inf
+        elif last == len(a) - 1:
+            assert caps[d] == np.inf
+        else:
+            t = (a[last] - 0.9) / (a[last] - a[last + 1])
+            x = logs[last] + t * (logs[last + 1] - logs[last])
+            assert caps[d] == pytest.approx(np.exp(x), rel=1e-12)
+    assert sum(len(r) for r in draws.ran) < walked
+
+
+def test_a_form_that_is_a_fixed_k_at_the_load_is_settled_against_it_by_identity():
+    """Pairs (best-k's check): one point under two names (the table drafting k = 3 at
+    every batch the load reaches, evaluator.py ``same_point``) compares nothing, so the
+    pair does not hold it back; two runs that happen to agree stay a comparison whose
+    exact zeros never settle."""
+    one = PolicyPoint({"per_user_tok_s": np.array([10.0, 10.2, 9.9, 10.1])}, np.ones(4), {})
+    far = PolicyPoint({"per_user_tok_s": np.array([5.0, 5.1, 4.9, 5.2])}, np.ones(4), {})
+    table, k3, k0 = "table", FixedK(3), BASELINE
+    rule = Pairs("per_user_tok_s", ((table, k3), (table, k0)))
+    aliased = {table: one, k3: one, k0: far}
+    assert rule(aliased, table) and rule(aliased, k3) and rule(aliased, k0)
+    copied = {table: one, k3: PolicyPoint(dict(one.values), one.mean_batch, {}), k0: far}
+    assert not rule(copied, table) and not rule(copied, k3) and rule(copied, k0)

@@ -81,3 +81,31 @@ def test_a_chain_without_ranks_meets_the_default_tree_on_the_default_profile():
     assert defaulted.points == by_hand.points
     only_ranks = tree_load_study(no_ranks, [1], trees=[TreeDraft(5, 4, 8)])
     assert set(only_ranks.defaults) == {"acceptance.rank_profile"}
+
+
+def test_a_load_whose_comparisons_are_settled_stops_at_its_first_replications():
+    """Sequential replications: at one user the wide tree beats the chain of 5 by far and
+    the best draft leads by far, so the load stops at its first 4 of 6 replications; those
+    4 are the full run's first 4 (the same seeds), and with sequential off every load runs
+    all 6. A load whose ratio sits near 1 continues the seed: its 6 are the full run's."""
+    from sim.studies.serving.sequential import FIRST
+
+    sc = load_scenario(LLAMA, [*SMALL[:-1], "simulation.replications=6"])
+    kw = dict(chains=[5], trees=[TreeDraft(6, 8, 32)])
+    seq = tree_load_study(sc, [1, 64], **kw)
+    full = tree_load_study(sc, [1, 64], sequential=False, **kw)
+    drafts = len(seq.drafts)
+    assert seq.replications_run[1] == FIRST * drafts
+    assert full.replications_run == {1: 6 * drafts, 64: 6 * drafts}
+    assert any("replications: sequential" in a for a in seq.assumptions)
+    assert not any("replications: sequential" in a for a in full.assumptions)
+    # the ratio at one user on its 4 is settled, and those 4 are a run of 4's
+    r = seq.points[0].vs_chain["tree 6/8/32"]["chain 5"]["per_user_tok_s"]
+    assert r.ci95 is not None and r.ci95[0] > 1.0
+    sc4 = load_scenario(LLAMA, [*SMALL[:-1], "simulation.replications=4"])
+    four = tree_load_study(sc4, [1], sequential=False, **kw)
+    assert seq.points[0].per_user_tok_s == four.points[0].per_user_tok_s
+    if seq.replications_run[64] == 6 * drafts:  # continued: the same 6 replications
+        a = seq.points[1].per_user_tok_s
+        b = full.points[1].per_user_tok_s
+        assert {n: x.mean for n, x in a.items()} == {n: x.mean for n, x in b.items()}

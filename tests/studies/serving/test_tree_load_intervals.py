@@ -141,3 +141,35 @@ def test_each_ratio_takes_the_model_error_at_its_decode_batch():
             (lo0, hi0), (lo, hi) = c0.interval90, c.interval90
             assert lo is None or (lo0 is not None and lo <= lo0)
             assert hi is None or (hi0 is not None and hi >= hi0)
+
+
+def test_one_replication_a_draw_is_enough_where_its_noise_is_small_against_the_spread():
+    """A load's draws keep their first replication where twice the nominal ratio's
+    per-replication standard deviation (the bound on a one-replication shift's noise) is
+    at most NOISE_SHARE of the draws' spread, for every ratio."""
+    from sim.studies.serving.tree_load_draws import NOISE_SHARE, one_is_enough
+
+    spread = np.array([0.8, 0.9, 1.0, 1.1, 1.2])  # sd 0.158
+    nominal = 1.0 + np.array([-1.0, 1.0, -1.0, 1.0]) * 0.001  # sd 0.00115
+    drawn = {"t": {"c": {"a": spread, "b": spread}}}
+    assert one_is_enough(drawn, {"t": {"c": {"a": nominal, "b": nominal}}})
+    noisy = 1.0 + (nominal - 1.0) * 0.6 * NOISE_SHARE * 0.158 / 0.00115
+    assert not one_is_enough(drawn, {"t": {"c": {"a": nominal, "b": noisy}}})
+    few = {"t": {"c": {"a": np.array([1.0, np.nan]), "b": spread}}}
+    assert not one_is_enough(few, {"t": {"c": {"a": nominal, "b": nominal}}})
+
+
+def test_draws_stop_at_one_replication_only_where_it_is_enough_and_otherwise_run_both():
+    """Where a load's draws ran both replications their ratios and intervals are those of
+    every draw running both (--all-replications); the document counts what ran."""
+    sc = load_scenario(LLAMA, [*SMALL, "uncertainty.acceptance.alpha.stderr=0.05"])
+    seq, full = _study(sc), _study(sc, sequential=False)
+    ran = seq.intervals["replications_per_draw_at"]
+    assert set(ran.values()) <= {1, 2}
+    assert full.intervals["replications_per_draw_at"] == {"1": 2, "8": 2, "64": 2}
+    drafts = 2  # the chain and the tree: plain decoding is no ratio
+    draws = seq.intervals["draws_run"]
+    assert seq.intervals["draw_replications_run"] == draws * drafts * sum(ran.values())
+    for p, q in zip(seq.points, full.points, strict=True):
+        if ran[str(p.concurrency)] == 2:
+            assert p.vs_chain_interval90 == q.vs_chain_interval90

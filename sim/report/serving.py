@@ -191,7 +191,7 @@ def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) 
         "mean_output_tokens": n_out,
         "scheduler": {
             "max_running_requests": sched.max_running_requests,
-            "speculative_max_running_requests": sched.speculative_max_running_requests,
+            "max_running_requests_speculative": sched.max_running_requests_speculative,
             "batching": sched.batching,
             "token_budget": sched.token_budget,
             "kv_capacity_tokens": sched.kv_capacity_tokens,
@@ -255,7 +255,7 @@ def scheduler_text(doc: dict[str, Any]) -> str:
         f"{sched['max_running_requests']} running"
         + (
             f" ({spec} speculating)"
-            if (spec := sched.get("speculative_max_running_requests")) is not None
+            if (spec := sched.get("max_running_requests_speculative")) is not None
             else ""
         )
         + f", {sched['token_budget']} tokens per "

@@ -32,7 +32,7 @@ class SchedulerConfig:
     verify pass's tokens; sim/model/drafts.py ``lookahead_tokens``);
     ``plain_kv_capacity_tokens``: the KV cache of a policy that never drafts (a server
     without the drafter's weights and KV; None: ``kv_capacity_tokens``);
-    ``speculative_max_running_requests``: the admission cap of a policy that drafts, when
+    ``max_running_requests_speculative``: the admission cap of a policy that drafts, when
     the speculating server's differs (SGLang resets its cap to 48 with any speculative
     algorithm, server_args.py; None: ``max_running_requests``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
@@ -48,10 +48,10 @@ class SchedulerConfig:
     kv_capacity_tokens: int | None = None
     prefill: Literal["model", "skip"] = "model"
     plain_kv_capacity_tokens: int | None = None
-    speculative_max_running_requests: int | None = None
+    max_running_requests_speculative: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_running_requests", "speculative_max_running_requests"):
+        for name in ("max_running_requests", "max_running_requests_speculative"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
@@ -76,16 +76,16 @@ class SchedulerConfig:
         return self.kv_capacity_tokens
 
     def max_running(self, policy: SpeculationPolicy) -> int:
-        """The admission cap ``policy`` runs with: ``speculative_max_running_requests`` for
+        """The admission cap ``policy`` runs with: ``max_running_requests_speculative`` for
         a policy that drafts (when set), else ``max_running_requests``."""
-        if policy.max_k > 0 and self.speculative_max_running_requests is not None:
-            return self.speculative_max_running_requests
+        if policy.max_k > 0 and self.max_running_requests_speculative is not None:
+            return self.max_running_requests_speculative
         return self.max_running_requests
 
     @property
     def largest_running(self) -> int:
         """The most requests any policy admits at once (the batch sizes a plan covers)."""
-        return max(self.max_running_requests, self.speculative_max_running_requests or 0)
+        return max(self.max_running_requests, self.max_running_requests_speculative or 0)
 
     def check_policy(self, policy: SpeculationPolicy) -> None:
         """``check_drafts`` of the policy's draft at every batch size."""

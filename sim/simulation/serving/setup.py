@@ -371,7 +371,7 @@ def serving_setup(
         kv_capacity_tokens=served.kv.tokens,
         prefill=serving.prefill,
         plain_kv_capacity_tokens=served.kv.plain,
-        speculative_max_running_requests=serving.max_running_requests_speculative,
+        max_running_requests_speculative=serving.max_running_requests_speculative,
     )
     plan = ServingPlan(
         workload,

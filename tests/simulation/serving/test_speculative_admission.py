@@ -20,20 +20,20 @@ POLICIES = {"plain": FixedK(0), "k = 3": FixedK(3)}
 
 
 def test_each_policy_runs_with_its_own_cap() -> None:
-    config = SchedulerConfig(max_running_requests=64, speculative_max_running_requests=48)
+    config = SchedulerConfig(max_running_requests=64, max_running_requests_speculative=48)
     assert config.max_running(FixedK(0)) == 64
     assert config.max_running(FixedK(3)) == 48
     assert config.largest_running == 64
     same = SchedulerConfig(max_running_requests=64)
     assert same.max_running(FixedK(3)) == 64 and same.largest_running == 64
-    with pytest.raises(ValueError, match="speculative_max_running_requests"):
-        SchedulerConfig(max_running_requests=8, speculative_max_running_requests=0)
+    with pytest.raises(ValueError, match="max_running_requests_speculative"):
+        SchedulerConfig(max_running_requests=8, max_running_requests_speculative=0)
 
 
 def test_the_speculative_batch_never_exceeds_its_cap_while_the_plain_one_fills() -> None:
     """8 users, the speculating server admits 4: its decode batches are at most 4 requests
     (the others wait in its queue), plain decoding runs all 8."""
-    p = plan(ClosedLoop(8), requests=40, speculative_max_running_requests=4)
+    p = plan(ClosedLoop(8), requests=40, max_running_requests_speculative=4)
     run = simulate_serving(p, work_out(p, POLICIES), replications=2, seed=3)
     for rec in run.records["k = 3"]:
         assert rec.batch_time_ms.size == 5 and rec.batch_time_ms[4] > 0.0
@@ -46,7 +46,7 @@ def test_a_cap_at_or_above_the_load_changes_nothing() -> None:
     """Same seed, same plan but for a speculative cap the 8 users never reach: the same
     records, policy by policy (the cap is the only difference)."""
     base = plan(ClosedLoop(8), requests=30)
-    capped = plan(ClosedLoop(8), requests=30, speculative_max_running_requests=8)
+    capped = plan(ClosedLoop(8), requests=30, max_running_requests_speculative=8)
     a = simulate_serving(base, work_out(base, POLICIES), replications=2, seed=5)
     b = simulate_serving(capped, work_out(capped, POLICIES), replications=2, seed=5)
     for name in POLICIES:
@@ -60,6 +60,6 @@ def test_the_scenario_field_reaches_the_speculative_arm_only() -> None:
     )
     setup = serving_setup(bind(with_load(sc, concurrency=4, source="test")), source="test")
     sched = setup.plan.scheduler
-    assert sched.speculative_max_running_requests == 2
+    assert sched.max_running_requests_speculative == 2
     assert sched.max_running(setup.policies[SPECULATIVE]) == 2
     assert sched.max_running(setup.policies[BASELINE]) == sched.max_running_requests

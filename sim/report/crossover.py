@@ -3,7 +3,6 @@ speculation stops (or starts) paying, with 95% intervals."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -257,23 +256,27 @@ def _metric_lines(
     return lines
 
 
-#: A crossing's bracket of user counts, "between 4 and 8 users", as the first screen's
-#: other metrics write it: "at 4-8 users".
-_BETWEEN = re.compile(r"between (\d+) and (\d+) ")
+def _crossing_brief(c: Mapping[str, Any], kind: str) -> str:
+    """A crossing without its bracket's sides and its intervals (those are in --verbose and
+    the JSON), as the first screen's other metrics write it: for a rate its interpolated
+    load; for users the fewest on the new side of 1, or "at a-b" where the bracket was not
+    refined to neighbouring user counts."""
+    unit = load_unit(kind)
+    if kind != "concurrency":
+        return f"{c['direction']} at {c['at']:.3g} {unit}"
+    a, b = c["bracket"]
+    where = f"at {a:.0f}-{b:.0f}" if b - a > 1 else f"from {b:.0f}"
+    return f"{c['direction']} {where} {unit}"
 
 
 def _other_metric_line(doc: Mapping[str, Any], metric: str) -> str:
-    """A metric's crossings in one line: the k with the same crossings together (a
-    bracket "between a and b" written "at a-b")."""
+    """A metric's crossings in one line (``_crossing_brief``): the k with the same
+    crossings together."""
     kind = doc["load_kind"]
     groups: dict[str, list[str]] = {}
     for c in (c for c in doc["curves"] if c["metric"] == metric):
-        # each crossing without its bracket and interval (in --verbose and the JSON)
         text = (
-            ", ".join(
-                _BETWEEN.sub(r"at \1-\2 ", crossing_text(x, kind).split(" (")[0])
-                for x in c["crossings"]
-            )
+            ", ".join(_crossing_brief(x, kind) for x in c["crossings"])
             if c["crossings"]
             else c["summary"]
         )

@@ -119,9 +119,14 @@ def test_verbose_keeps_every_table_with_its_crossings_in_full():
 
 
 def test_the_other_metrics_write_a_bracket_of_users_short():
-    from sim.report.crossover import _BETWEEN
+    from sim.report.crossover import _crossing_brief
 
-    text = "starts paying between 4 and 8 users, stops paying between 16 and 32 users"
-    assert _BETWEEN.sub(r"at \1-\2 ", text) == (
-        "starts paying at 4-8 users, stops paying at 16-32 users"
+    crossings = [
+        {"direction": "starts paying", "bracket": [4, 8]},
+        {"direction": "stops paying", "bracket": [16, 32]},
+    ]
+    text = ", ".join(_crossing_brief(c, "concurrency") for c in crossings)
+    assert text == "starts paying at 4-8 users, stops paying at 16-32 users"
+    assert _crossing_brief({"direction": "starts paying", "bracket": [5, 6]}, "concurrency") == (
+        "starts paying from 6 users"
     )

@@ -9,12 +9,19 @@ from typing import Literal
 from sim.model.drafts import Draft, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig", "admission_cap"]
 
 #: Tokens per iteration: vLLM's API-server default ``max_num_batched_tokens`` on >= 70 GiB
 #: GPUs (vllm/engine/arg_utils.py ``get_batch_defaults``) and SGLang's default
 #: ``chunked_prefill_size`` for GPUs under 160 GB (python/sglang/srt/server_args.py).
 DEFAULT_TOKEN_BUDGET = 8192
+
+
+def admission_cap(policy: SpeculationPolicy, plain: int, speculative: int | None) -> int:
+    """The admission cap ``policy`` runs with: ``speculative`` for a policy that drafts
+    (when set: the speculating server's own, ``serving.max_running_requests_speculative``),
+    else ``plain``."""
+    return speculative if policy.max_k > 0 and speculative is not None else plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +83,10 @@ class SchedulerConfig:
         return self.kv_capacity_tokens
 
     def max_running(self, policy: SpeculationPolicy) -> int:
-        """The admission cap ``policy`` runs with: ``max_running_requests_speculative`` for
-        a policy that drafts (when set), else ``max_running_requests``."""
-        if policy.max_k > 0 and self.max_running_requests_speculative is not None:
-            return self.max_running_requests_speculative
-        return self.max_running_requests
+        """The admission cap ``policy`` runs with (``admission_cap``)."""
+        return admission_cap(
+            policy, self.max_running_requests, self.max_running_requests_speculative
+        )
 
     @property
     def largest_running(self) -> int:

@@ -29,7 +29,7 @@ from sim.scenario.schema import Scenario, ServingSpec, WorkloadSpec
 from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
-from sim.simulation.serving.scheduler import SchedulerConfig
+from sim.simulation.serving.scheduler import SchedulerConfig, admission_cap
 from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
 
@@ -312,12 +312,6 @@ def _check_policies(
     return draftings
 
 
-def _admission_cap(serving: ServingSpec, policy: SpeculationPolicy) -> int:
-    """The admission cap ``policy`` runs with (``SchedulerConfig.max_running``)."""
-    spec = serving.max_running_requests_speculative
-    return spec if policy.max_k > 0 and spec is not None else serving.max_running_requests
-
-
 def serving_setup(
     bound: Bound,
     *,
@@ -344,7 +338,8 @@ def serving_setup(
     if policies is None and scenario.num_steps > 0:
         run[SPECULATIVE] = _policy(bound, serving, source)
     speculates = any(p.max_k > 0 for p in run.values())
-    lookups = {n: (p, k_lookup(p, _admission_cap(serving, p))) for n, p in run.items()}
+    caps = (serving.max_running_requests, serving.max_running_requests_speculative)
+    lookups = {n: (p, k_lookup(p, admission_cap(p, *caps))) for n, p in run.items()}
     drafts = [d for _, by_batch in lookups.values() for d in dict.fromkeys(by_batch[1:])]
     notes.extend(_draft_notes(drafts, serving, speculates))
     widest, beams = _widest(drafts)

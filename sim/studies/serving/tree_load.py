@@ -49,7 +49,7 @@ from sim.parallel import Executor
 from sim.scenario.load import with_overrides
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.budget import check_serving_size
-from sim.simulation.serving.metrics import Estimate, Ratio, summarize_serving
+from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import (
@@ -540,7 +540,7 @@ def tree_load_study(
 
 
 def load_settled(
-    summary: Any, by: Mapping[str, str], trees: Sequence[str], chains: Sequence[str]
+    summary: ServingSummary, by: Mapping[str, str], trees: Sequence[str], chains: Sequence[str]
 ) -> bool:
     """Whether a load's first replications settle every comparison it answers
     (sim/studies/serving/sequential.py ``settled``: the mean more than ``SETTLED_SE``

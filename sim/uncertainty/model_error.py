@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
 
 __all__ = [
     "ModelErrorTerm",
+    "beyond_measured_note",
     "crossing_band",
     "join_ends",
     "measured_batches",
@@ -86,7 +87,10 @@ class ModelErrorTerm:
     """The term at one decode batch: s per unit ln(batch) for levels and gains, where they
     come from, the batch, the batches measured for plain decoding (``measured``) and for
     the speculative iteration (``measured_speculative``; None: the same), and the log
-    distance between them."""
+    distance between them; ``highest_measured``: the largest batch any of the scenario's
+    costs is measured at (``measured_loads``), beyond which an answer says it
+    extrapolates (``beyond_note``). ``at`` gives the same scenario's term at another
+    batch, without reading the scenario again."""
 
     level_per_log_batch: float
     gain_per_log_batch: float
@@ -94,6 +98,17 @@ class ModelErrorTerm:
     batch: float
     measured: tuple[float, ...]
     measured_speculative: tuple[float, ...] | None = None
+    highest_measured: float = 1.0
+
+    def at(self, batch: float) -> ModelErrorTerm:
+        """The term at decode batch ``batch``: the same sigmas and measured batches."""
+        return replace(self, batch=float(batch))
+
+    def beyond_note(self) -> str | None:
+        """The note of an answer at this batch when it is above the highest measured one
+        (``beyond_measured_note``; None: it is not), saying whether the term is in its
+        interval."""
+        return beyond_measured_note(self.highest_measured, self.batch, self.active)
 
     def _distance(self, measured: tuple[float, ...]) -> float:
         if not math.isfinite(self.batch):
@@ -217,6 +232,27 @@ def model_error_term(
         float(batch),
         measured_batches(scenario, "plain"),
         measured_batches(scenario, "speculative"),
+        float(measured_loads(scenario)[-1]),
+    )
+
+
+def beyond_measured_note(top: float, batch: float, model_error: bool = False) -> str | None:
+    """The note of an answer at a decode batch above the highest measured one ``top``
+    (None: not above it): the batched costs there are the hardware model's, their spread
+    drawn only where the scenario states it (``model_error``: and the interval holds the
+    model's error there as the public curves measure it)."""
+    if batch <= top:
+        return None
+    holds = (
+        "the spread the scenario states for them and the model's error there as public "
+        "curves measure it"
+        if model_error
+        else "the spread the scenario states for them"
+    )
+    return (
+        f"beyond the highest measured batch ({top:g}): at batch {batch:.3g} the batched costs "
+        f"are the hardware model's extrapolation; the interval holds {holds}, not a "
+        "measurement there"
     )
 
 

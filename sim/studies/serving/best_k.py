@@ -58,7 +58,7 @@ from sim.studies.serving.paired_metrics import (
     ratio_doc,
 )
 from sim.studies.serving.sequential import Leader, Pairs, describe
-from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
+from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
     "OBJECTIVES",
@@ -400,7 +400,7 @@ def _term(draws: DrawnPoints, points: dict[int, PolicyPoint]) -> ModelErrorTerm 
     if not isinstance(plans, ScenarioPlans):
         return None
     batch = max(float(p.mean_batch.mean()) for p in points.values())
-    return model_error_term(plans.scenario(None, plans.default_steps), batch)
+    return plans.model_error.at(batch)
 
 
 def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadChoice:

@@ -51,7 +51,7 @@ from sim.studies.serving.evaluator import (
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving.sequential import FIRST, Share, describe, merge
-from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
+from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -634,7 +634,6 @@ def _terms(draws: DrawnPoints, policies: Sequence[PolicyCapacity]) -> list[Model
     plans = draws.evaluator.builder
     if not isinstance(plans, ScenarioPlans):
         return [None] * len(policies)
-    scenario = plans.scenario(None, plans.default_steps)
     out: list[ModelErrorTerm | None] = []
     for p in policies:
         close = [
@@ -642,7 +641,7 @@ def _terms(draws: DrawnPoints, policies: Sequence[PolicyCapacity]) -> list[Model
             for lr, pt in zip(p.log_rates.tolist(), p.points, strict=False)
             if pt is not None and p.rate_per_s is not None
         ]
-        out.append(model_error_term(scenario, min(close)[1]) if close else None)
+        out.append(plans.model_error.at(min(close)[1]) if close else None)
     return out
 
 

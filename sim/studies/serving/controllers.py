@@ -674,7 +674,7 @@ def _with_intervals(
         highest_measured_batch,
         serving_inputs,
     )
-    from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
+    from sim.uncertainty.model_error import ModelErrorTerm
 
     scenario = builder.scenario(None, builder.default_steps)
     r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))
@@ -705,7 +705,7 @@ def _with_intervals(
         result.versus,
         replications=r,
     )
-    terms = [model_error_term(scenario, b) for b in result.phase_batches]
+    terms = [builder.model_error.at(b) for b in result.phase_batches]
     versus = {
         name: {
             m: tuple(
@@ -727,7 +727,7 @@ def _with_intervals(
     used: list[ModelErrorTerm] = list(terms)
 
     def term_at(batch: float) -> ModelErrorTerm:
-        used.append(model_error_term(scenario, batch))
+        used.append(builder.model_error.at(batch))
         return used[-1]
 
     switches = (

@@ -48,7 +48,6 @@ from sim.uncertainty.model_error import (
     ModelErrorTerm,
     crossing_band,
     join_ends,
-    model_error_term,
 )
 
 __all__ = [
@@ -553,18 +552,18 @@ def _term_at(
 ) -> Callable[..., ModelErrorTerm]:
     """The scenario's model-error term at a load of the grid (at the larger mean decode
     batch of the policies run there; ``batch`` given: at that batch)."""
-    scenario = None
+    term = None
     if draws is not None and isinstance(evaluator.builder, ScenarioPlans):
-        scenario = evaluator.builder.scenario(None, evaluator.builder.default_steps)
+        term = evaluator.builder.model_error
 
     def at(x: float | None, batch: float | None = None) -> ModelErrorTerm:
         if batch is None:
             assert x is not None
             runs = [p for (load, _), p in evaluator.memo.items() if load == grid[0].at(x)]
             batch = max((float(p.mean_batch.mean()) for p in runs), default=1.0)
-        if scenario is None:  # code-built plans: no scenario, no term
+        if term is None:  # code-built plans: no scenario, no term
             return ModelErrorTerm(0.0, 0.0, "none: no scenario", batch, (1.0,))
-        return model_error_term(scenario, batch)
+        return term.at(batch)
 
     return at
 

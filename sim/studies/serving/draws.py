@@ -48,7 +48,7 @@ from sim.studies.serving.evaluator import (
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
 from sim.studies.serving.sequential import SETTLED_SE
-from sim.uncertainty.model_error import measured_loads, model_error_term
+from sim.uncertainty.model_error import beyond_measured_note, measured_loads, model_error_term
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
@@ -511,24 +511,10 @@ def highest_measured_batch(scenario: Scenario) -> float:
 
 
 def beyond_note(scenario: Scenario, batch: float, model_error: bool = False) -> str | None:
-    """The note of an answer at a decode batch above the highest measured one (None: not
-    above it): the batched costs there are the hardware model's, their spread drawn only
-    where the scenario states it (``model_error``: and the interval holds the model's error
-    there as the public curves measure it)."""
-    top = highest_measured_batch(scenario)
-    if batch <= top:
-        return None
-    holds = (
-        "the spread the scenario states for them and the model's error there as public "
-        "curves measure it"
-        if model_error
-        else "the spread the scenario states for them"
-    )
-    return (
-        f"beyond the highest measured batch ({top:g}): at batch {batch:.3g} the batched costs "
-        f"are the hardware model's extrapolation; the interval holds {holds}, not a "
-        "measurement there"
-    )
+    """The note of an answer at a decode batch above the scenario's highest measured one
+    (sim/uncertainty/model_error.py ``beyond_measured_note``; a term at the batch says
+    the same, ``ModelErrorTerm.beyond_note``)."""
+    return beyond_measured_note(highest_measured_batch(scenario), batch, model_error)
 
 
 #: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py
@@ -614,7 +600,7 @@ def serve_intervals(
                 for d in drawn
             ]
             speedup[name][m] = term.gain(g.mean, interval90(values, g.ci95, positive=True))
-    note = beyond_note(scenario, batch, term.active)
+    note = term.beyond_note()
     return {
         **doc(inputs, overrides, r, conditioned_on(scenario, overrides)),
         "draws_run": len(drawn),

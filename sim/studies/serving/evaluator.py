@@ -37,6 +37,7 @@ from sim.simulation.serving.simulate import replication_blocks, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 from sim.studies.serving.sequential import FIRST, Rule, merge
+from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
 
 __all__ = [
     "BASELINE",
@@ -89,9 +90,12 @@ class ScenarioPlans:
     stays the measured one at every k, as in search and sweep) and without its own load,
     k table or disable threshold (the studies set the load and choose the policy).
     ``base_dir``: where the scenario's relative paths (an empirical lengths trace) start.
+    ``model_error``: the scenario's model-error term, read once from it (at batch 1; a
+    study's answer takes it at its own batch, ``ModelErrorTerm.at``).
     """
 
     base: dict[str, Any]
+    model_error: ModelErrorTerm
     source: str = "scenario"
     base_dir: str | None = None
     #: Overrides of one draw of the uncertain inputs (sim/studies/serving/draws.py),
@@ -138,7 +142,12 @@ class ScenarioPlans:
         raw = copy.deepcopy(raw)
         for key in STUDY_KEYS:
             raw.get("serving", {}).pop(key, None)
-        return ScenarioPlans(raw, source, None if base_dir is None else str(base_dir))
+        return ScenarioPlans(
+            raw,
+            model_error_term(scenario, 1.0),
+            source,
+            None if base_dir is None else str(base_dir),
+        )
 
     @property
     def default_steps(self) -> int:

@@ -7,7 +7,7 @@ import pytest
 
 from sim.scenario.load import load_scenario
 from sim.studies.serving.draws import beyond_note, highest_measured_batch
-from sim.uncertainty.model_error import measured_loads
+from sim.uncertainty.model_error import measured_loads, model_error_term
 
 SCENARIOS = Path(__file__).parents[3] / "scenarios"
 
@@ -40,3 +40,17 @@ def test_each_arm_counts_what_measures_it():
     assert measured_loads(swept, "plain") == measured_loads(swept, "speculative") == (1, 8, 32)
     with pytest.raises(ValueError, match="arm must be"):
         measured_loads(kimi, "tree")
+
+
+def test_a_term_read_once_answers_at_any_batch_as_the_scenario_does():
+    """``ModelErrorTerm.at`` moves the term to another batch without the scenario, and
+    its ``beyond_note`` is the scenario's note at that batch, the term's own activity
+    saying whether the model's error is in the interval."""
+    sc = load_scenario(SCENARIOS / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml")
+    term = model_error_term(sc, 1.0)
+    assert term.highest_measured == 32 and term.beyond_note() is None
+    for batch in (8.0, 31.9, 64.0):
+        at = term.at(batch)
+        assert at == model_error_term(sc, batch)
+        assert at.beyond_note() == beyond_note(sc, batch, at.active)
+    assert "model's error there" in term.at(64.0).beyond_note()

@@ -266,10 +266,11 @@ def describe_inputs(inputs: Sequence[UncertainInput]) -> list[dict[str, Any]]:
     out = []
     for inp in inputs:
         row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
-        if inp.kind == "normal":
+        spread = inp.spread  # the range, or a prior's 5-95%; None for a stderr
+        if spread is None:
             row["stderr"] = inp.stderr
         else:
-            row["range"] = list(inp.ends() if inp.kind == "prior" else (inp.low, inp.high))
+            row["range"] = list(spread)
         out.append(row)
     return out
 

@@ -80,6 +80,7 @@ def compare(
 
         if len(loaded) != 1:
             raise SpecsimError("give exactly one SCENARIO with --levers", source="--levers")
+        own = entries[0][1]  # the scenario as loaded, bound above: the levers' table reads it
         entries = lever_scenarios(loaded[0])
     announce_slow_intervals([bound for _, bound in entries], enabled=not quiet)
     doc = compare_scenarios(
@@ -93,9 +94,7 @@ def compare(
             else tuple(c["tok_s_interval90"])
             for c in doc["scenarios"]
         }
-        lever_doc = lever_table(
-            loaded[0], intervals90=intervals, levers_bound=dict(entries)
-        ).to_dict()
+        lever_doc = lever_table(own, intervals90=intervals, levers_bound=dict(entries)).to_dict()
         doc["levers"] = lever_doc
     if plot_dir:
         # lazy: matplotlib only when --plot is given (start-up)

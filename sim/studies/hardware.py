@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from sim.binding.bound import bind
 from sim.binding.decompose import scenario_hardware
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS, resolve_interconnect
@@ -64,7 +65,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
             row["graphed" if graphed else "ungraphed"] = breakdown_dict(b)
         what_if[name] = row
     graphed_here = replace(cur, verify_cuda_graph=True)
-    levers = lever_table(scenario).to_dict() if scenario.num_steps > 0 else None
+    levers = lever_table(bind(scenario)).to_dict() if scenario.num_steps > 0 else None
     note = cur.interconnect.domain_note(cur.gpus)
     return {
         "scenario": scenario.name,

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sim.binding.bound import Bound, bind
-from sim.binding.decompose import scenario_hardware
 from sim.binding.provenance import (
     eager_verify,
     kernel_count_range,
@@ -274,13 +273,13 @@ def _try_tok_s(scenario: Scenario, overrides: Mapping[str, Any]) -> tuple[float 
         return None, exc.message
 
 
-def kernel_sweep(scenario: Scenario, levers: Sequence[Lever]) -> KernelSweep | None:
+def kernel_sweep(bound: Bound, levers: Sequence[Lever]) -> KernelSweep | None:
     """The levers at the ends of the kernel count's stated range (None: no range, or the
-    verify is graphed wherever it matters)."""
+    verify is graphed wherever it matters), on the bound scenario's own hardware model."""
+    scenario, hw = bound.scenario, bound.hardware
     counts = kernel_count_range(scenario)
     if counts is None:
         return None
-    hw = scenario_hardware(scenario)
     if not eager_verify(hw):
         return None
     entry = scenario.uncertainty.entries()["model.kernels_per_layer"]
@@ -315,12 +314,6 @@ def _gpu_work_note(scenario: Scenario, counts: tuple[int, ...]) -> str:
         f"{counts[0]}-{counts[-1]} kernels alone take {launch[0]:.1f}-{launch[-1]:.1f} ms, "
         f"more than the measured {scenario.timing.verify_ms:g} ms verify"
     )
-
-
-def off_centre_inputs(scenario: Scenario) -> tuple[OffCentre, ...]:
-    """The scenario's uncertain inputs specified outside the 5-95% of their ranges (e.g. an
-    estimate stated at the optimistic end of the range given for it)."""
-    return off_centre(bind(scenario).inputs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,20 +430,23 @@ def _interval90(applied: Bound, populations: Populations) -> tuple[float, float]
 
 
 def lever_table(
-    scenario: Scenario,
+    bound: Bound,
     levers: Sequence[Lever] | None = None,
     variants: Sequence[Variant] = VARIANTS,
     drafter: Drafter | None = None,
     intervals90: Mapping[str, tuple[float, float] | None] | None = None,
     levers_bound: Mapping[str, Bound] | None = None,
 ) -> LeverTable:
-    """Every lever's closed-form tok/s as specified and its range over ``variants``.
+    """Every lever's closed-form tok/s as specified and its range over ``variants``, of the
+    bound scenario ``bound`` (its hardware model prices the kernel sweep; its uncertain
+    inputs say which are specified off the centre of their ranges, ``off_centre``).
 
     ``intervals90``: the levers' 90% intervals already computed on the same scenarios, by
     lever name (``compare --levers`` has them from its columns); the others are computed.
     ``levers_bound``: the levers' scenarios already bound, by lever name (``lever_scenarios``);
     the others are bound here.
     """
+    scenario = bound.scenario
     levers_bound = levers_bound or {}
     drafter = drafter or drafter_for(scenario)
     rows = []
@@ -489,13 +485,13 @@ def lever_table(
                 interval90=interval90,
             )
         )
-    sweep = kernel_sweep(scenario, [x for x in levers if not_applicable(scenario, x) is None])
+    sweep = kernel_sweep(bound, [x for x in levers if not_applicable(scenario, x) is None])
     return LeverTable(
         scenario.name,
         tuple(rows),
         tuple(variants),
         drafter,
         sweep,
-        off_centre_inputs(scenario),
+        off_centre(bound.inputs),
         (TREE_NOTE,) if scenario.speculation.is_tree else (),
     )

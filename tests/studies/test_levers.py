@@ -20,7 +20,7 @@ from tests.conftest import SEED
 
 @pytest.fixture(scope="module")
 def table():
-    return lever_table(load_scenario(SEED))
+    return lever_table(bind(load_scenario(SEED)))
 
 
 def test_rows_are_the_closed_forms_of_their_overrides(table):
@@ -58,7 +58,7 @@ def test_ranking_puts_graphing_first_for_the_seed(table):
 def test_at_a_count_where_the_gpu_work_reading_fits_graphing_can_gain_nothing():
     """At 18 kernels a layer the public cost's launches (20.7 ms) fit the 30 ms: that
     reading puts the whole verify on the GPU, and graphing's lower end is the seed itself."""
-    table = lever_table(load_scenario(SEED, ["model.kernels_per_layer=18"]))
+    table = lever_table(bind(load_scenario(SEED, ["model.kernels_per_layer=18"])))
     rows = {r.lever.name: r for r in table.rows}
     assert rows["graph the verify"].low == pytest.approx(rows["as is"].tok_s, rel=0.01)
 
@@ -96,7 +96,7 @@ def test_every_lever_carries_its_interval_from_inputs_and_model(table):
 
 def test_intervals_given_by_name_are_used_and_the_others_computed(table):
     """compare --levers hands over the intervals its columns computed for the same scenarios."""
-    given = lever_table(load_scenario(SEED), intervals90={"as is": (1.0, 2.0)})
+    given = lever_table(bind(load_scenario(SEED)), intervals90={"as is": (1.0, 2.0)})
     rows = {r.lever.name: r for r in given.rows}
     assert rows["as is"].interval90 == (1.0, 2.0)
     assert rows["NVLink"].interval90 == {r.lever.name: r for r in table.rows}["NVLink"].interval90
@@ -139,7 +139,7 @@ def test_inputs_specified_at_an_end_of_their_range_are_named(table):
     28-42): both lie outside the 5-95% of their own ranges, which is why graph + drafter's
     171.5 tok/s as specified lies above its 90% interval; the table says so."""
     from sim.report.hardware import render_levers
-    from sim.studies.levers import off_centre_inputs
+    from sim.uncertainty.answers import off_centre
 
     off = {o.field: o for o in table.off_centre}
     assert set(off) == {"timing.verify_ms_per_extra_token", "model.kernels_per_layer"}
@@ -153,7 +153,7 @@ def test_inputs_specified_at_an_end_of_their_range_are_named(table):
     centred = load_scenario(
         SEED, ["timing.verify_ms_per_extra_token=1.06", "model.kernels_per_layer=35"]
     )
-    assert off_centre_inputs(centred) == ()
+    assert off_centre(bind(centred).inputs) == ()
 
 
 def test_ranking_breaks_a_tie_by_the_lower_end_and_leaves_out_the_rest():

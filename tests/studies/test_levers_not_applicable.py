@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from sim.binding.bound import bind
 from sim.cli import main
 from sim.scenario.load import load_scenario
 from sim.studies.levers import lever_scenarios, lever_table
@@ -18,7 +19,7 @@ SEED = SCENARIOS / "kimi-k25-8xpcie-eagle3.toml"
 
 
 def _rows(path: Path) -> dict[str, dict]:
-    table = lever_table(load_scenario(path)).to_dict()
+    table = lever_table(bind(load_scenario(path))).to_dict()
     return {r["name"]: r for r in table["levers"]} | {"_ranked": table["ranked"]}
 
 

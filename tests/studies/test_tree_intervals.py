@@ -62,7 +62,7 @@ def test_run_gives_the_tree_its_interval(tmp_path) -> None:
 
 
 def test_the_hardware_levers_of_a_tree(tree) -> None:
-    table = lever_table(tree).to_dict()
+    table = lever_table(bind(tree)).to_dict()
     rows = {r["name"]: r for r in table["levers"]}
     assert rows["plain decoding"]["tok_s"] == pytest.approx(1000 / 12.12)  # was not available
     lo, hi = rows["as is"]["interval90"]  # once the chain's, 59.3-65.4 around 66.2

@@ -41,10 +41,9 @@ def hardware(
         return
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")
-    loaded = load_scenario(scenario, sets)
-    bind(loaded)  # what the scenario means: the hardware model checks it here
+    bound = bind(load_scenario(scenario, sets))  # the hardware model checks it here
     try:
-        summary = hardware_summary(loaded)
+        summary = hardware_summary(bound)
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=exc.source or scenario, field=exc.field) from None
     if as_json:

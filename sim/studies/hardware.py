@@ -8,12 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sim.binding.bound import bind
-from sim.binding.decompose import scenario_hardware
+from sim.binding.bound import Bound
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import PRESETS, resolve_interconnect
 from sim.hardware.passes import HardwarePoint, PassBreakdown
-from sim.scenario.schema import Scenario
 from sim.studies.levers import lever_table
 
 
@@ -45,9 +43,10 @@ def _point(hw: HardwarePoint) -> dict[str, Any]:
     }
 
 
-def hardware_summary(scenario: Scenario) -> dict[str, Any]:
-    """Breakdown of every pass plus the verify pass graphed and on each interconnect preset."""
-    hw = scenario_hardware(scenario)
+def hardware_summary(bound: Bound) -> dict[str, Any]:
+    """Breakdown of every pass of the bound scenario (its hardware model, ``Bound.hardware``)
+    plus the verify pass graphed and on each interconnect preset, and its levers' table."""
+    scenario, hw = bound.scenario, bound.hardware
     passes = hw.breakdowns()
     verify = passes.get("verify") or hw.breakdown("verify")
     cur = hw.current
@@ -65,7 +64,7 @@ def hardware_summary(scenario: Scenario) -> dict[str, Any]:
             row["graphed" if graphed else "ungraphed"] = breakdown_dict(b)
         what_if[name] = row
     graphed_here = replace(cur, verify_cuda_graph=True)
-    levers = lever_table(bind(scenario)).to_dict() if scenario.num_steps > 0 else None
+    levers = lever_table(bound).to_dict() if scenario.num_steps > 0 else None
     note = cur.interconnect.domain_note(cur.gpus)
     return {
         "scenario": scenario.name,

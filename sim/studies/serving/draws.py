@@ -387,10 +387,10 @@ class DrawnPoints:
 
     ``sequential``: every draw runs its first replication at a point, and the others only
     where a comparison read there needs them: each time a study reads the draws' answers
-    of a comparison (a paired gain, a difference; ``gains``, ``paired``), where some of
-    its draws ran one replication and ``one_replication_enough`` fails for them (the
-    one-replication noise above ``DRAW_NOISE_SHARE`` of the draws' spread), those draws'
-    points run the rest (the same seeds as running them at once: the values are those of a
+    of a comparison (a paired gain, a difference; ``gains``, ``shifts``), where some of
+    its draws ran one replication and ``one_replication_enough`` fails for them (the move
+    a second could make above ``DRAW_NOISE_SHARE`` of the comparison's 90% interval), or
+    the comparison is read on a subset of the draws, those draws' points run the rest (the same seeds as running them at once: the values are those of a
     run of all of them) and the answers are read again. Decided on the values alone, in
     the study's order: the same for any worker count. A point with more replications pairs
     with one with fewer on the first replications both ran."""
@@ -504,8 +504,9 @@ class DrawnPoints:
         """Sequential draws: where some of the draws ``which`` ran fewer than
         ``replications`` at ``keys`` and their answers ``drawn`` (D,) are not enough on
         them (``one_replication_enough`` against the nominal's per-replication values
-        ``own`` and Monte Carlo ``ci95``), run those points' other replications; whether
-        any ran (then read the answers again)."""
+        ``own`` and Monte Carlo ``ci95``; only a comparison read on every draw can be:
+        a subset's spread is not the comparison's), run those points' other replications;
+        whether any ran (then read the answers again)."""
         if not self.sequential:
             return False
         idx = list(range(len(self.draws)) if which is None else which)
@@ -515,7 +516,10 @@ class DrawnPoints:
             if (got := self.points[i]) is not None
             and any(key in got and got[key].replications < self.replications for key in keys)
         ]
-        if not short or one_replication_enough(drawn[idx], own, ci95):
+        # a subset's spread is not the comparison's (a crossing's walk outwards reads its
+        # few draws beyond the cell): there every draw runs both
+        whole = len(idx) == len(self.draws)
+        if not short or (whole and one_replication_enough(drawn[idx], own, ci95)):
             return False
         self.ensure(keys, short, self.replications)
         return True

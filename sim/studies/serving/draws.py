@@ -390,10 +390,11 @@ class DrawnPoints:
     of a comparison (a paired gain, a difference; ``gains``, ``shifts``), where some of
     its draws ran one replication and ``one_replication_enough`` fails for them (the move
     a second could make above ``DRAW_NOISE_SHARE`` of the comparison's 90% interval), or
-    the comparison is read on a subset of the draws, those draws' points run the rest (the same seeds as running them at once: the values are those of a
-    run of all of them) and the answers are read again. Decided on the values alone, in
-    the study's order: the same for any worker count. A point with more replications pairs
-    with one with fewer on the first replications both ran."""
+    the comparison is read on a subset of the draws, those draws' points run the rest
+    (the same seeds as running them at once: the values are those of a run of all of
+    them) and the answers are read again. Decided on the values alone, in the study's
+    order: the same for any worker count. A point with more replications pairs with one
+    with fewer on the first replications both ran."""
 
     evaluator: PointEvaluator
     draws: tuple[Overrides, ...]

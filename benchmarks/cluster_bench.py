@@ -19,8 +19,9 @@ alternates):
 Printed: each wall time (``time.perf_counter``: the point of a cluster is wall time), the
 ratio local / cluster (goal >= 1.5) from the medians and from the minima, the CPU seconds
 of the client, the scheduler and each worker (from /proc), what that CPU allows two idle
-cores at most (local CPU / half the cluster's), ``nproc`` and the load average before and
-after. On a shared machine the other jobs' load moves wall times; the CPU
+cores at most (local CPU over the client's CPU plus half the scheduler's and workers': the
+client mostly waits for the tasks or works between batches), ``nproc`` and the load
+average before and after. On a shared machine the other jobs' load moves wall times; the CPU
 columns say whether the cluster spends more CPU than the local process for the same work.
 Not part of the test suite. ``--rounds N`` (default 2), ``--only sweep|crossover``.
 """
@@ -219,7 +220,8 @@ def row(
         f"{local_cpu:.1f} s CPU; cluster {', '.join(f'{w:.1f}' for w in walls['dask'])} s wall, "
         f"CPU {client:.1f} s client + {each[0]:.1f} s scheduler + "
         f"{' + '.join(f'{c:.1f}' for c in each[1:])} s workers = {total / local_cpu:.2f}x the "
-        f"local CPU (two idle cores: at most {2 * local_cpu / total:.2f}x); load average "
+        f"local CPU (two idle cores: at most {local_cpu / (client + (total - client) / 2):.2f}x, "
+        f"the client's CPU taken as serial); load average "
         f"{os.getloadavg()[0]:.1f}"
     )
 

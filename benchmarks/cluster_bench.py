@@ -1,10 +1,13 @@
 """``make bench``: a 2-worker Dask cluster on this machine against one local process.
 
 The cluster is started the way docs/cluster.md says (``dask scheduler``, then two
-``dask worker ADDRESS --nthreads 1 --no-nanny``, in the environment ``CLUSTER_ENV``), on
-127.0.0.1 with a free port, and stopped by PID at the end. Two workloads, each run as a
-whole ``specsim`` process, once with ``--workers 1`` (one local process) and once with
-``--executor dask --scheduler ADDRESS``, in interleaved rounds (the order alternates):
+``dask worker ADDRESS --nthreads 1 --no-nanny --preload sim.studies.worker``, in the
+environment ``CLUSTER_ENV``), on 127.0.0.1 with a free port, and stopped by PID at the
+end; the CPU its processes spend starting (the workers load the simulation's modules then)
+is printed apart, as a persistent cluster pays it once, not per command. Two workloads,
+each run as a whole ``specsim`` process, once with ``--workers 1`` (one local process) and
+once with ``--executor dask --scheduler ADDRESS``, in interleaved rounds (the order
+alternates):
 
 - a 40-point serving sweep of the serving scenario (``acceptance.alpha`` 0.50 to 0.89 at
   16 users, each point both policies on 4 replications), the tables compared byte for
@@ -15,8 +18,10 @@ whole ``specsim`` process, once with ``--workers 1`` (one local process) and onc
 
 Printed: each wall time (``time.perf_counter``: the point of a cluster is wall time), the
 ratio local / cluster (goal >= 1.5) from the medians and from the minima, the CPU seconds
-of the client, the workers and the scheduler (from /proc), ``nproc`` and the load average
-before and after. On a shared machine the other jobs' load moves wall times; the CPU
+of the client, the scheduler and each worker (from /proc), what that CPU allows two idle
+cores at most (local CPU over the client's CPU plus half the scheduler's and workers': the
+client mostly waits for the tasks or works between batches), ``nproc`` and the load
+average before and after. On a shared machine the other jobs' load moves wall times; the CPU
 columns say whether the cluster spends more CPU than the local process for the same work.
 Not part of the test suite. ``--rounds N`` (default 2), ``--only sweep|crossover``.
 """
@@ -41,6 +46,8 @@ SCENARIO = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 BIN = Path(sys.executable).parent
 SPECSIM = [sys.executable, "-m", "sim"]
 GOAL = 1.5
+#: What each worker loads when it starts (sim/studies/worker.py).
+PRELOAD = "sim.studies.worker"
 #: crossover's options: the defaults but half the requests (module docstring).
 CROSSOVER = ["--requests", "100"]
 #: The cluster's environment of docs/cluster.md: the workers' statistical profiler off and
@@ -92,7 +99,7 @@ def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen[bytes]]]:
             procs.append(
                 subprocess.Popen(
                     [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny",
-                     "--no-dashboard", "--host", "127.0.0.1"],
+                     "--no-dashboard", "--host", "127.0.0.1", "--preload", PRELOAD],
                     **quiet,  # type: ignore[call-overload]
                 )
             )  # fmt: skip
@@ -128,17 +135,17 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def timed(
     argv: list[str], cluster: list[subprocess.Popen[bytes]], stdout: object
-) -> tuple[float, float, float]:
-    """(wall s, this command's CPU s, the cluster processes' CPU s) of one ``specsim``
+) -> tuple[float, float, list[float]]:
+    """(wall s, this command's CPU s, each cluster process's CPU s) of one ``specsim``
     process, its standard output into ``stdout`` (an open file)."""
     env = {k: v for k, v in os.environ.items() if k != "SPECSIM_WORKERS"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    farm0 = sum(_cpu_s(p.pid) for p in cluster)
+    farm0 = [_cpu_s(p.pid) for p in cluster]
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, env=env, cwd=ROOT, stdout=stdout)  # type: ignore[call-overload]
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    farm = sum(_cpu_s(p.pid) for p in cluster) - farm0
+    farm = [_cpu_s(p.pid) - c for p, c in zip(cluster, farm0, strict=True)]
     own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, own, farm
 
@@ -155,6 +162,11 @@ def main() -> None:
     )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
     address, procs = start_cluster(2)
+    started = [_cpu_s(p.pid) for p in procs]
+    print(
+        f"  cluster start: {started[0]:.1f} s CPU scheduler, "
+        f"{' + '.join(f'{c:.1f}' for c in started[1:])} s workers (not in the rows below)"
+    )
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for study in ("sweep", "crossover"):
@@ -171,7 +183,7 @@ def row(
     """Interleaved rounds of one workload locally and on the cluster; one printed row."""
     dask = ["--executor", "dask", "--scheduler", address]
     walls: dict[str, list[float]] = {"local": [], "dask": []}
-    cpus: dict[str, list[tuple[float, float]]] = {"local": [], "dask": []}
+    cpus: dict[str, list[tuple[float, list[float]]]] = {"local": [], "dask": []}
     outputs: dict[str, set[bytes]] = {"local": set(), "dask": set()}
     for r in range(rounds):
         for kind in ("local", "dask") if r % 2 == 0 else ("dask", "local"):
@@ -201,12 +213,15 @@ def row(
     )
     local_cpu = statistics.median(c[0] for c in cpus["local"])
     client = statistics.median(c[0] for c in cpus["dask"])
-    farm = statistics.median(c[1] for c in cpus["dask"])
+    each = [statistics.median(c[1][j] for c in cpus["dask"]) for j in range(len(procs))]
+    total = client + sum(each)
     print(
         f"    local {', '.join(f'{w:.1f}' for w in walls['local'])} s wall, "
         f"{local_cpu:.1f} s CPU; cluster {', '.join(f'{w:.1f}' for w in walls['dask'])} s wall, "
-        f"CPU {client:.1f} s client + {farm:.1f} s workers and scheduler "
-        f"({(client + farm) / local_cpu:.2f}x the local CPU); load average "
+        f"CPU {client:.1f} s client + {each[0]:.1f} s scheduler + "
+        f"{' + '.join(f'{c:.1f}' for c in each[1:])} s workers = {total / local_cpu:.2f}x the "
+        f"local CPU (two idle cores: at most {local_cpu / (client + (total - client) / 2):.2f}x, "
+        f"the client's CPU taken as serial); load average "
         f"{os.getloadavg()[0]:.1f}"
     )
 

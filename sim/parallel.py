@@ -337,6 +337,8 @@ class DaskExecutor:
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
         client = self._client()
+        if not items:  # a study's batch with nothing left to run: no round trip
+            return
         lost = _cluster_lost_errors()
         gone: tuple[type[BaseException], ...] = (*lost, RuntimeError)  # nothing to undo
         failed = True
@@ -345,8 +347,10 @@ class DaskExecutor:
             futures = client.map(task, list(items), pure=False)
             index = {fut.key: i for i, fut in enumerate(futures)}
             try:
-                for fut in _completed(client, futures, self._no_workers_s(), self.poll_s):
-                    yield index[fut.key], fut.result()
+                for done in _completed(client, futures, self._no_workers_s(), self.poll_s):
+                    # the results of every task finished since the last look in one call
+                    for fut, result in zip(done, client.gather(done), strict=True):
+                        yield index[fut.key], result
                 failed = False
             except lost as exc:
                 raise SpecsimError(
@@ -356,8 +360,12 @@ class DaskExecutor:
                     param="scheduler",
                 ) from None
             finally:
-                with contextlib.suppress(*gone):  # the scheduler is gone: nothing to cancel
-                    client.cancel(futures)
+                # what has not finished (an error, an interrupt, a consumer that stopped):
+                # a finished run has nothing to cancel, and its futures are released
+                unfinished = [fut for fut in futures if not fut.done()]
+                if unfinished:
+                    with contextlib.suppress(*gone):  # the scheduler is gone: nothing to cancel
+                        client.cancel(unfinished)
         finally:
             if failed:  # a client that lost its cluster is not kept for the next call
                 self._connection.close(gone)
@@ -378,9 +386,10 @@ NO_WORKERS_S = 60.0
 
 def _completed(
     client: Any, futures: list[Any], no_workers_s: float, poll_s: float
-) -> Iterator[Any]:
-    """``futures`` as they finish; SpecsimError once the cluster has had no worker for
-    ``no_workers_s`` seconds (its tasks would wait for one forever)."""
+) -> Iterator[list[Any]]:
+    """``futures`` as they finish, in lists of those finished at each look; SpecsimError
+    once the cluster has had no worker for ``no_workers_s`` seconds (its tasks would wait
+    for one forever)."""
     import time  # lazy: start-up
 
     from distributed import wait
@@ -392,7 +401,8 @@ def _completed(
             done, pending = wait(pending, timeout=poll_s, return_when="FIRST_COMPLETED")
         except TimeoutError:  # nothing finished in poll_s
             done = set()
-        yield from done
+        if done:
+            yield list(done)
         if done or client.nthreads():
             alone_since = None
             continue

@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "SpecsimError": "sim.errors",
     "Scenario": "sim.scenario.schema",
     "load_scenario": "sim.scenario.load",
-    "with_overrides": "sim.scenario.load",
+    "with_overrides": "sim.scenario.overrides",
     "bind": "sim.binding.bound",
     "Bound": "sim.binding.bound",
     "analyze": "sim.studies.analysis",

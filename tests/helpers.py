@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 
 #: A workload mix: chat with a Beta spread by concentration, code per position with a std.
 MIXED = {

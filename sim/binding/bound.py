@@ -35,7 +35,7 @@ from sim.model.closed_forms import FactorsFn
 from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:

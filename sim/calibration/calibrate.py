@@ -62,9 +62,9 @@ from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes, cycle_cost
 from sim.model.profile_fit import DECAY_BOUNDS, ProfileData, choose_shape, fit_profile
 from sim.model.rates import extend_rates, mean_accept_length
-from sim.scenario.load import scenario_from_dict, with_overrides
-from sim.scenario.overrides import apply_overrides
+from sim.scenario.overrides import apply_overrides, with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 
 # --------------------------------------------------------------------------- results
 

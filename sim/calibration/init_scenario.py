@@ -32,8 +32,8 @@ from sim.calibration.hf_config import HfModel, read_hf_config, read_raw
 from sim.calibration.measurements import Measurements
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 
 DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model")
 

@@ -91,7 +91,7 @@ from sim.model.batched_cost import IterationCost
 from sim.model.drafts import Draft
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, SGLANG_SPEC_FACTOR, US_PER_REQUEST_RANGE
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
 

@@ -41,8 +41,9 @@ from sim.calibration.load_fit import (
     tpot_sigma_ms,
 )
 from sim.calibration.load_sweep import LoadPoint
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import CalibrationFigure, Scenario
+from sim.scenario.validate import scenario_from_dict
 
 __all__ = [
     "METRIC",

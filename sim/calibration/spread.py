@@ -32,9 +32,9 @@ from sim.calibration.importers.per_request import PerRequestFile
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact
 from sim.calibration.spread_fit import KAPPA_BOUNDS, MIN_REQUESTS, SpreadFit
 from sim.errors import SpecsimError
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.overrides import apply_overrides
 from sim.scenario.schema import AcceptanceSpec, Scenario
+from sim.scenario.validate import scenario_from_dict
 
 __all__ = ["per_request_measurement", "with_spread"]
 

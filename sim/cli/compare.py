@@ -65,7 +65,8 @@ def compare(
     from sim.binding.bound import bind
     from sim.documents import document
     from sim.report.compare import render_comparison, render_comparison_screen
-    from sim.scenario.load import load_scenario, sample_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings
     from sim.studies.compare import compare_scenarios, unique_labels
 
     settings = sample_settings(replications, requests, seed)

@@ -139,7 +139,8 @@ def search(
     from sim.documents import plotted
     from sim.errors import SpecsimError
     from sim.report.search import render_lever, render_search
-    from sim.scenario.load import load_scenario, sample_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings
     from sim.studies.search import search_acceptance
     from sim.studies.serving.paired_metrics import Load
     from sim.studies.serving.search import search_at_load

@@ -125,7 +125,8 @@ def serve(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.report.serving import render_serving, served_to_dict
     from sim.report.serving_screen import render_serving_screen
-    from sim.scenario.load import load_scenario, sample_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings
     from sim.studies.serving import serve as study
 
     given = [

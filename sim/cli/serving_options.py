@@ -283,7 +283,8 @@ def build_study(
     # lazy: start-up
     from sim.binding.bound import bind
     from sim.parallel import make_executor, resolve_workers
-    from sim.scenario.load import load_scenario, sample_settings, with_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings, with_settings
     from sim.simulation.budget import check_serving_size
     from sim.studies.serving.serve import serving_study
 

@@ -102,7 +102,8 @@ def sweep(
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.binding.bound import bind
     from sim.parallel import close_executor, make_executor
-    from sim.scenario.load import load_scenario, sample_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings
     from sim.studies.grid import expand_grid, parse_grid
     from sim.studies.sweep import run_sweep
 

@@ -100,7 +100,8 @@ def tree_load(
         render_tree_load_screen,
         tree_load_to_dict,
     )
-    from sim.scenario.load import load_scenario, sample_settings
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import sample_settings
     from sim.studies.serving.tree_load import parse_tree, tree_load_study
 
     grid = parse_int_list(concurrencies, "--concurrency")

@@ -9,8 +9,8 @@ from sim.calibration.init_scenario import InitScenario
 from sim.errors import SpecsimError
 from sim.report.calibrate import calibrated_toml
 from sim.report.screen import wrap
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.toml_writer import dumps
+from sim.scenario.validate import scenario_from_dict
 
 DEFAULTS_NOTE = "Keys not written take specsim's defaults (`specsim keys` lists them)."
 

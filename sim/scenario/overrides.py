@@ -1,5 +1,7 @@
-"""Dotted ``--set`` overrides of a scenario's raw mapping (before validation), and a
-command's options set on it (``merge_command_line``: ``--set``, then the options).
+"""Changing a scenario: dotted ``--set`` overrides of its raw mapping (before validation),
+a command's options set on it (``merge_command_line``: ``--set``, then the options), and
+a validated scenario changed and validated again (``with_overrides``, ``with_settings``,
+``with_load``: its dump overridden, then sim/scenario/validate.py, its provenance kept).
 
 ``--set`` values are TOML (``--set acceptance.per_position=[0.8,0.7]``); a bare word is a
 string (``--set hardware.interconnect=nvlink4``). Keys that describe the same thing in
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import SpecsimError
+from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 
 #: Keys that describe the same thing in different ways: setting one drops the others, so
 #: ``--set acceptance.alpha=0.8`` replaces a file's ``per_position`` or ``mix`` instead of
@@ -308,3 +312,105 @@ def merge_command_line(
         recorded={**kept, **options},
         changed=frozenset(overrides) | cleared | frozenset(options),
     )
+
+
+def with_overrides(
+    scenario: Scenario, overrides: Mapping[str, Any], *, source: str = "override"
+) -> Scenario:
+    """A new scenario with dotted overrides applied and re-validated (used by sweeps/search)."""
+    merged = apply_overrides(scenario.model_dump(exclude_none=True), overrides, fresh=True)
+    return scenario_from_dict(
+        merged,
+        source=source,
+        overridden=dict.fromkeys(overrides, source),
+        given=scenario.origins.given - set(overrides),
+        previous_overrides=scenario.origins.overrides,
+        file=scenario.origins.file,
+    )
+
+
+def with_settings(scenario: Scenario, settings: Iterable[Setting]) -> Scenario:
+    """``scenario`` with each (option, dotted field, value) setting applied and validated
+    once, as ``--set`` is, each field set by its option's name (assumptions and errors name
+    the option); a None value is skipped. Load settings (``LOAD_FIELDS``) first replace the
+    scenario's load together (``replace_load``), named by the first of their options; the
+    others follow in their order."""
+    raw = scenario.model_dump(exclude_none=True)
+    by_option = apply_settings(raw, settings)
+    if not by_option:
+        return scenario
+    cleared = cleared_load(by_option)
+    origins = scenario.origins
+    return scenario_from_dict(
+        raw,
+        source=list(by_option.values())[-1],
+        overridden=by_option,
+        given=origins.given - cleared - set(by_option),
+        previous_overrides={k: v for k, v in origins.overrides.items() if k not in cleared},
+        file=origins.file,
+    )
+
+
+def sample_settings(
+    replications: int | None, requests: int | None, seed: int | None, source: str | None = None
+) -> list[Setting]:
+    """The Monte Carlo sample's settings: replications, measured requests and seed, each
+    set by its option (``--replications``, ``--requests``, ``--seed``) or by ``source``."""
+    return [
+        (source or "--replications", "simulation.replications", replications),
+        (source or "--requests", "workload.requests", requests),
+        (source or "--seed", "simulation.seed", seed),
+    ]
+
+
+def with_load(
+    scenario: Scenario,
+    *,
+    concurrency: int | None = None,
+    rate_per_s: float | None = None,
+    trace: str | None = None,
+    source: str = "load",
+) -> Scenario:
+    """``scenario`` with its ``[serving]`` load replaced by the one given (validated;
+    ``replace_load``).
+
+    Provenance is kept: the load keys given are set by ``source``; every other field keeps
+    how the scenario got it (given by the file, set by ``--set``, or the default), so the
+    assumptions name a default as a default (they said 'set by --rate' of every
+    ``[serving]`` default, the host work's included)."""
+    raw = scenario.model_dump(exclude_none=True)
+    overridden = replace_load(raw, concurrency=concurrency, rate_per_s=rate_per_s, trace=trace)
+    return scenario_from_dict(
+        raw,
+        source=source,
+        overridden=dict.fromkeys(overridden, source),
+        given=scenario.origins.given - set(LOAD_FIELDS),
+        previous_overrides={
+            k: v for k, v in scenario.origins.overrides.items() if k not in LOAD_FIELDS
+        },
+        file=scenario.origins.file,
+    )
+
+
+def pin_verify_tokens(scenario: Scenario) -> Scenario:
+    """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default,
+    num_draft_tokens for a tree).
+
+    The measured ``verify_ms`` belongs to the scenario's own k; without pinning, changing
+    ``speculation.num_steps`` would silently move the measurement to another token count.
+    With it, other k use the measured pass plus ``verify_ms_per_extra_token`` per extra
+    token, as the closed forms do (``pass_times``).
+    """
+    if scenario.timing.verify_tokens is not None:
+        return scenario
+    return with_overrides(scenario, {"timing.verify_tokens": scenario.speculation.draft_tokens})
+
+
+def field_value(scenario: Scenario, dotted: str) -> Any:
+    """The value of a dotted field of a scenario (SpecsimError naming the field if none)."""
+    node: Any = scenario.model_dump()
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise SpecsimError("no such scenario field", field=dotted)
+        node = node[part]
+    return node

@@ -3,8 +3,8 @@
 A scenario describes one server and drafter as the user measured them. Every section
 forbids unknown keys and is strict about types (TOML ``"2"`` is not an integer), so a
 typo is an error that names the file and the dotted field instead of a silent default.
-Loading and ``--set`` overrides are sim/scenario/load.py and overrides.py; what the values
-mean for the model is sim/binding/bind.py.
+Loading is sim/scenario/load.py, validation sim/scenario/validate.py, ``--set`` and the
+other overrides sim/scenario/overrides.py; what the values mean is sim/binding/bind.py.
 """
 
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
@@ -1318,7 +1318,7 @@ class Scenario(Section):
 
 
 def _field_error(field: str, message: str) -> ValueError:
-    """A validation error naming a dotted field inside its message (load.py reports it)."""
+    """A validation error naming a dotted field inside its message (validate.py reports it)."""
     return ValueError(f"{field}: {message}")
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import tomli_w
 
 from sim.errors import SpecsimError
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 
 _HEADER = re.compile(r"^\[\[?(?P<path>[^\[\]]+)\]\]?$")
 _ASSIGN = re.compile(r"^(?P<key>[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\") = ")

@@ -2,7 +2,7 @@
 
 A sweep is the cartesian product of its axes over a base scenario; each point is a mapping
 of dotted overrides (``{"acceptance.alpha": 0.7, "speculation.num_steps": 3}``) applied with
-``sim.scenario.load.with_overrides``. Values are TOML scalars or arrays as in ``--set``;
+``sim.scenario.overrides.with_overrides``. Values are TOML scalars or arrays as in ``--set``;
 ranges ``start:stop[:step]`` expand inclusively.
 """
 

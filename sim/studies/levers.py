@@ -39,7 +39,7 @@ from sim.binding.provenance import (
 from sim.errors import SpecsimError
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import alpha_for_accept_length
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.uncertainty.answers import TREE_NOTE, OffCentre, answer_uncertainty, off_centre
 

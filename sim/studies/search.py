@@ -46,8 +46,9 @@ from sim.model.drafts import describe_draft
 from sim.model.rates import cumulative_rates, mean_accept_length
 from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
-from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.engines.common import phase_means
 from sim.simulation.exact import exact_obstacle
 from sim.simulation.summary import Stats

@@ -17,7 +17,7 @@ from typing import Any
 from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
-from sim.scenario.load import field_value, pin_verify_tokens, with_overrides
+from sim.scenario.overrides import field_value, pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.summary import Stats
 from sim.studies.bisection import (

@@ -21,8 +21,9 @@ from sim.hardware.batched import PassTerms
 from sim.model.cycle import ceiling_tok_s, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.budget import run_hours
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup

@@ -46,7 +46,7 @@ from sim.model.cycle import PassTimes
 from sim.model.tree.acceptance import OptimalDraft, TreeAcceptance, TreeDraft
 from sim.model.tree.build import candidate_count
 from sim.model.tree.required import RankShape, required_scale, required_top1_table
-from sim.scenario.load import pin_verify_tokens, with_overrides
+from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.bisection import (
     ALPHA_XTOL,

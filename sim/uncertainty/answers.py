@@ -37,7 +37,7 @@ from sim.binding.inputs import (
     study_rows,
 )
 from sim.model.sampled import SampledModel, chain_answers
-from sim.scenario.load import field_value, with_overrides
+from sim.scenario.overrides import field_value, with_overrides
 from sim.scenario.schema import Scenario
 from sim.uncertainty.sampled_draws import (
     MAX_STEPS,

@@ -44,7 +44,7 @@ from sim.model.shapes import (
     tilt_factors,
     tilted,
 )
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 
 #: Draft lengths the sampled model covers (the closed forms' best-k range, K_RANGE).

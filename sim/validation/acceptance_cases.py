@@ -20,8 +20,8 @@ from sim.binding.bind import scenario_rates
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.measurements import AcceptLengthObs, Measurements
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.uncertainty.answers import sampled_answers
 from sim.validation import data as pub
 from sim.validation.cases import (

@@ -27,8 +27,9 @@ from sim.calibration.measurements import (
 from sim.model.cycle import CycleCost, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from sim.uncertainty.answers import sampled_answers

@@ -28,7 +28,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 from sim.model.host_work import US_PER_REQUEST_RANGE
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans

@@ -47,7 +47,8 @@ from sim.binding.bound import bind
 from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.calibration.load_fit import PLAUSIBLE, fit_load_sweep
 from sim.calibration.load_sweep import LoadPoint
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import (
     PolicySummary,

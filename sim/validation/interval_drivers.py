@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bound import bind
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving

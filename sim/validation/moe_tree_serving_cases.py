@@ -30,8 +30,8 @@ from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.host_work import DEFAULT_US_PER_REQUEST, PLAIN_US_PER_REQUEST, SGLANG_SPEC_FACTOR
 from sim.model.tree.metrics import from_tree_accept_length
 from sim.model.tree.presets import rank_profile
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.lengths import LogNormal
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import (

@@ -45,8 +45,8 @@ from scipy import optimize
 
 from sim.binding.bound import bind
 from sim.model.host_work import SGLANG_SPEC_FACTOR
-from sim.scenario.load import scenario_from_dict
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.lengths import Empirical
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load

@@ -23,8 +23,9 @@ from scipy import optimize
 from sim.binding.bound import bind
 from sim.calibration.load_fit import predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving

@@ -30,8 +30,9 @@ from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.hardware.batched import BatchedPass
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving

@@ -23,8 +23,9 @@ from sim.binding.serving import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.policy import FixedK
 from sim.model.tree import Tree
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.metrics import Ratio, summarize_serving
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving

@@ -47,7 +47,7 @@ def test_bound_holds_the_model_built_once_and_read_only():
     """``bind`` builds the acceptance model once per scenario and read-only, also for a mix
     (whose spec is not hashable); the scenario itself keeps no memo and no private state."""
     from sim.binding.bound import bind
-    from sim.scenario.load import with_overrides
+    from sim.scenario.overrides import with_overrides
     from tests.helpers import MIXED, make
 
     sc = make(MIXED)

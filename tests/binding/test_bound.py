@@ -10,7 +10,8 @@ import pytest
 
 from sim.binding.bound import Bound, as_bound, bind
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from tests.conftest import ROOT, SEED
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "binding.md"

@@ -19,7 +19,8 @@ from sim.hardware.experts import expected_distinct_experts
 from sim.hardware.interconnects import PRESETS
 from sim.hardware.launch import calibrate_compute_ms, critical_path_ms, kernel_schedule
 from sim.hardware.passes import PASS_NAMES, pass_schedule
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.validation.hardware_data import SGLANG_KIMI_LAYER_OPS
 from tests.conftest import SEED, seed_text_without_uncertainty
 

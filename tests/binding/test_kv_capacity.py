@@ -11,8 +11,9 @@ from sim.binding.bound import bind
 from sim.binding.kv_capacity import kv_capacity, stored_weight_bytes
 from sim.errors import SpecsimError
 from sim.hardware.memory import GIB, reserve_range_gib, sglang_mem_fraction_static
-from sim.scenario.load import scenario_from_dict, with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.setup import serving_setup
 from sim.studies.serving.draws import serving_inputs
 

@@ -8,7 +8,8 @@ import pytest
 from sim.binding.bound import bind
 from sim.binding.provenance import assumptions, effective_hardware
 from sim.report.uncertainty import hardware_line
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from tests.conftest import MINIMAL, SEED, seed_text_without_uncertainty
 
 

@@ -8,7 +8,8 @@ import pytest
 from sim.binding.bound import bind
 from sim.binding.serving import serving_cost
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.scenario.load import load_scenario
+from sim.scenario.validate import scenario_from_dict
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"

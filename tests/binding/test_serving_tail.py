@@ -9,7 +9,8 @@ import pytest
 from sim.binding.bind import pass_times
 from sim.binding.bound import bind
 from sim.binding.serving import measured_points, serving_cost
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 

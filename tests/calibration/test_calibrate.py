@@ -22,7 +22,9 @@ from sim.calibration.measurements import (
 )
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.cycle import PassTimes, cycle_cost
-from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
+from sim.scenario.validate import scenario_from_dict
 
 SEED = Path(__file__).parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
 TRUE = {

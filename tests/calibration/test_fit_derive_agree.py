@@ -17,7 +17,8 @@ from sim.binding.bound import bind
 from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import baseline_measurement, point_measurement
 from sim.report.calibrate import calibrated_toml
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 LLAMA = SCENARIOS / "llama31-8b-1xh100-eagle3.toml"

@@ -20,7 +20,8 @@ from sim.hardware.batched import SLOPE_RANGE
 from sim.model.cycle import cycle_cost
 from sim.model.host_work import SGLANG_SPEC_FACTOR
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 

@@ -26,9 +26,11 @@ from sim.calibration.load_record import (
 )
 from sim.calibration.load_sweep import LoadPoint
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import CalibrationFigure
 from sim.scenario.toml_writer import dumps_scenario
+from sim.scenario.validate import scenario_from_dict
 
 SCENARIO = "scenarios/llama31-8b-1xh100-eagle3.toml"
 TRUTH = {HOST_FIELD: 30.0, SLOPE_FIELD: 1.3}

@@ -18,7 +18,8 @@ from sim.calibration.measurements import (
 )
 from sim.calibration.server_match import contradictions
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 SEED = Path(__file__).parents[2] / "scenarios" / "kimi-k25-8xpcie-eagle3.toml"
 

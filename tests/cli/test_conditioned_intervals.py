@@ -20,7 +20,8 @@ from click.testing import CliRunner
 
 from sim.calibration.load_fit import HOST_FIELD, SLOPE_FIELD
 from sim.cli import main
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.scenario.toml_writer import dumps_scenario
 from sim.simulation.serving.metrics import request_metrics
 from sim.studies.serving.serve import serve

@@ -250,7 +250,8 @@ def test_a_slow_interval_study_is_announced_on_a_terminal(seed_path):
     """A chain whose mix or per-request spread has uncertain acceptance inputs re-builds
     its rates in every draw (20-40 s): one line says so, on a terminal, unless --quiet."""
     from sim.binding.bound import bind
-    from sim.scenario.load import load_scenario, with_overrides
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import with_overrides
 
     seed = load_scenario(seed_path)
     mix = load_scenario(seed_path.with_name(seed_path.stem + "-mix.toml"))

@@ -19,7 +19,8 @@ from sim.model.samplers import (
     accept_lengths_inverse_cdf,
     bit_thresholds,
 )
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import AcceptanceSpec
 
 rates_strategy = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6)

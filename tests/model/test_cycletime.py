@@ -10,7 +10,8 @@ from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.binding.bound import bind
 from sim.model.cycle import PHASES
 from sim.model.cycletime import CostCycleTimes, CycleTimeModel
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 
 def test_default_model_is_the_cost_model(seed_path):

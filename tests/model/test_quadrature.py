@@ -24,7 +24,8 @@ from sim.model.acceptance import (
     quadrature_weights,
 )
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from tests.conftest import ROOT, SEED
 
 #: Relative error of E[c_i] allowed against 24 nodes on every panel.

@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from sim.cli import main
 from sim.cli.plot import save_figures
 from sim.report import figures, plots
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.bisection import closed_form_stats
 from sim.studies.search import search_acceptance
 from sim.studies.sweep import run_sweep

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 
 
 def test_an_uncertainty_entry_gives_its_origin_reason_and_range(seed_path):

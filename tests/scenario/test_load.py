@@ -8,8 +8,9 @@ from pydantic import ValidationError
 
 from sim.binding.bind import conditional_rates
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
-from sim.scenario.overrides import apply_overrides, parse_assignment, parse_value
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import apply_overrides, parse_assignment, parse_value, with_overrides
+from sim.scenario.validate import scenario_from_dict
 
 
 def test_minimal_scenario_loads_with_documented_defaults(write_scenario):

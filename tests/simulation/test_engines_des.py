@@ -11,7 +11,8 @@ from sim.binding.bind import acceptance_model
 from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.binding.bound import bind
 from sim.model.closed_forms import leviathan_accept_length
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.engines.common import EnginePlan
 from sim.simulation.engines.des import run_replication
 from sim.simulation.simulate import replication_rngs, simulate

@@ -16,7 +16,8 @@ from sim.binding.bind import cycle_cost as scenario_cycle_cost
 from sim.model.closed_forms import leviathan_accept_length
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import cycles_pmf, request_tok_s_distribution
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize
 from tests.helpers import make

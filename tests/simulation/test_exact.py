@@ -9,7 +9,8 @@ import pytest
 
 from sim.binding.bind import acceptance_model
 from sim.binding.bound import bind
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.exact import exact_obstacle, exact_summary, scenario_exact
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import summarize

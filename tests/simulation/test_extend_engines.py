@@ -10,7 +10,7 @@ import pytest
 from sim.binding.bind import cycle_cost
 from sim.model.rates import accept_length_pmf
 from sim.model.renewal import request_tok_s_distribution
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.simulation.simulate import simulate
 from tests.helpers import make
 

@@ -12,7 +12,8 @@ from scipy import stats
 
 from sim.cli.group import cli_error
 from sim.errors import SpecsimError
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.simulate import simulate
 from sim.simulation.summary import mean_ci95, summarize, wilson_ci95
 from tests.helpers import MIXED, make

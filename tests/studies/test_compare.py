@@ -12,7 +12,8 @@ from sim.binding.bound import bind
 from sim.cli import main
 from sim.report.compare import render_comparison
 from sim.report.screen import fits
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.compare import compare_scenarios, unique_labels
 from tests.conftest import seed_text_without_uncertainty
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.binding.bound import bind
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.compare import compare_scenarios
 from tests.conftest import SEED
 

@@ -12,7 +12,8 @@ from sim.binding.bound import bind
 from sim.cli import main
 from sim.hardware.eager import EAGER_KERNEL_US
 from sim.model.closed_forms import leviathan_accept_length
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.levers import KIMI_K2_DRAFTER, lever_table
 from tests.conftest import SEED
 

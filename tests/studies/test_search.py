@@ -19,7 +19,8 @@ from sim.cli import main
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k, leviathan_accept_length
 from sim.model.shapes import first_rate_for_accept_length
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.summary import Stats
 from sim.studies.bisection import (
     ALPHA_XTOL,

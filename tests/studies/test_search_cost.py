@@ -19,7 +19,8 @@ from sim.binding.bind import acceptance_model, anchored_factors, pass_times
 from sim.binding.bound import bind as bind_scenario
 from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import cycle_cost as chain_cycle_cost
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.studies.bisection import ALPHA_XTOL, closed_form_stats
 from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance

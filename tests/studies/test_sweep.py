@@ -16,7 +16,8 @@ from sim.cli import main
 from sim.errors import SpecsimError
 from sim.files import atomic_write_text
 from sim.parallel import LocalExecutor
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.grid import expand_grid, parse_grid, parse_range, point_key
 from sim.studies.sweep import PointTask, evaluate_point, run_sweep
 from sim.studies.sweep_store import SweepStore

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from sim.binding.bind import closed_form_tok_s
 from sim.binding.bound import bind
 from sim.cli import main
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
 from sim.studies.bisection import closed_form_stats
 from sim.studies.levers import lever_table

@@ -12,7 +12,8 @@ from sim.binding.decompose import scenario_hardware
 from sim.errors import SpecsimError
 from sim.model.closed_forms import answer_at_k
 from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
-from sim.scenario.load import load_scenario, pin_verify_tokens
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import pin_verify_tokens
 from sim.studies.bisection import closed_form_stats
 from sim.studies.tree_search import search_trees, tree_configs
 from tests.cli.test_errors import run_cli

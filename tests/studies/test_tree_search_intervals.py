@@ -13,7 +13,8 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.inputs import nominal_row
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.bisection import closed_form_stats
 from sim.studies.search import search_acceptance
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from sim.binding.inputs import nominal_row
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.tree_search import NO_INTERVAL_NOTE, search_draws, search_trees
 from sim.uncertainty.answers import off_centre
 from sim.uncertainty.tree_required_draws import XTOL, drawn_accept_lengths, required_top1_draws

@@ -11,7 +11,8 @@ from sim.binding.bind import cycle_cost, scenario_rates
 from sim.binding.bound import bind
 from sim.model.cycle import throughput_tok_s
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.scenario.load import load_scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.studies.analysis import analyze
 from sim.uncertainty.answers import Driver, answer_uncertainty, by_swing
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from sim.model.model_error import DEFAULT_GAIN_SIGMA, DEFAULT_LEVEL_SIGMA, Z90
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.uncertainty.model_error import (
     DEFAULT_ORIGIN,
     crossing_band,

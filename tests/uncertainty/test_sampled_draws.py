@@ -11,7 +11,8 @@ from sim.binding.inputs import draw_inputs, nominal_row
 from sim.errors import SpecsimError
 from sim.model.sampled import scales_of_rows
 from sim.model.shapes import scale_for_accept_length, shape_factors
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.uncertainty.sampled_draws import PassResponse, sampled_draws
 from tests.conftest import MINIMAL, SEED
 

@@ -15,7 +15,8 @@ from sim.binding.bind import acceptance_shape, conditional_rates, scenario_rates
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
 from sim.model.rates import mean_accept_length
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
 from sim.uncertainty.answers import answer_uncertainty
 from sim.uncertainty.sampled_draws import sampled_draws

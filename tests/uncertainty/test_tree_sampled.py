@@ -10,7 +10,8 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs, nominal_row
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
 from sim.uncertainty.answers import SAMPLES, TREE_NOTE, answer_uncertainty
 from sim.uncertainty.tree_sampled import sampled_tree

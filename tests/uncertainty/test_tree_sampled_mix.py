@@ -12,7 +12,8 @@ import pytest
 from sim.binding.bind import acceptance_shape
 from sim.binding.bound import bind
 from sim.binding.inputs import draw_inputs
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
 from sim.uncertainty.answers import TREE_POPULATION_NOTE, answer_uncertainty
 from sim.uncertainty.sampled_draws import is_acceptance_input

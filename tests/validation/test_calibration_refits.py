@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import paper_refits

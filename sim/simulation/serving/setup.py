@@ -24,7 +24,7 @@ from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, k_lookup
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
-from sim.scenario.load import with_load
+from sim.scenario.overrides import with_load
 from sim.scenario.schema import Scenario, ServingSpec, WorkloadSpec
 from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal

@@ -581,7 +581,7 @@ def serve_intervals(
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.binding.bound import bind
     from sim.hardware.batched import PassTerms
-    from sim.scenario.load import with_overrides
+    from sim.scenario.overrides import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving.paired_metrics import gain, level, policy_point

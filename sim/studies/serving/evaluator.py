@@ -27,8 +27,9 @@ from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.load import pin_verify_tokens, scenario_from_dict, with_overrides
+from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.setup import ServingSetup, serving_setup

@@ -47,7 +47,7 @@ from sim.hardware.batched import PassTerms
 from sim.model.acceptance import AcceptanceModel
 from sim.model.policy import FixedK
 from sim.model.tree.acceptance import Acceptance, TreeAcceptance
-from sim.scenario.load import pin_verify_tokens
+from sim.scenario.overrides import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import positive_interval, request_metrics, share_interval

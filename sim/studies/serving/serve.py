@@ -21,7 +21,7 @@ from typing import Any
 
 from sim.binding.bound import Bound, as_bound, bind
 from sim.parallel import Executor, LocalExecutor
-from sim.scenario.load import sample_settings, with_settings
+from sim.scenario.overrides import sample_settings, with_settings
 from sim.scenario.schema import Scenario
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import ServingSummary, summarize_serving

@@ -46,7 +46,7 @@ from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.model.tree.presets import DEFAULT_RANK_PROFILE
 from sim.parallel import Executor
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving

@@ -127,7 +127,7 @@ def drawn_ratios(
     # lazy: the serving setup only when tree-load draws
     from sim.binding.bound import bind
     from sim.hardware.batched import PassTerms
-    from sim.scenario.load import with_overrides
+    from sim.scenario.overrides import with_overrides
     from sim.simulation.serving.setup import serving_setup, with_load
 
     terms = PassTerms()  # the draws' plans at every load share their passes' terms

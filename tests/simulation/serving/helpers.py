@@ -10,7 +10,7 @@ import numpy as np
 from sim.binding.bind import acceptance_model, pass_times, rank_shares
 from sim.model.batched_cost import IterationCost, LinearCurve, ServingCurves
 from sim.model.tree.acceptance import TreeDraft
-from sim.scenario.load import with_overrides
+from sim.scenario.overrides import with_overrides
 from sim.simulation.serving import (
     ClosedLoop,
     Fixed,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.serving import ClosedLoop, FixedK, SchedulerConfig, simulate_serving, work_out
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from tests.simulation.serving.helpers import plan

@@ -4,7 +4,8 @@ draws were conditioned on them, as the other serving answers do."""
 from pathlib import Path
 
 from sim.parallel import LocalExecutor
-from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.scenario.load import load_scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.studies.serving.controllers import Phase, controller_study
 from sim.studies.serving.serve import serving_study
 

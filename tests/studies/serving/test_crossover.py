@@ -86,7 +86,8 @@ def test_bisections_inside_the_draws_range_stop_and_leave_the_90_interval_as_it_
     from dataclasses import replace
 
     from sim.binding.bound import bind
-    from sim.scenario.load import load_scenario, with_overrides
+    from sim.scenario.load import load_scenario
+    from sim.scenario.overrides import with_overrides
     from sim.studies.serving.break_even import stopped_short
     from sim.studies.serving.crossover import WITHIN_NOTE
     from sim.studies.serving.draws import DrawnPoints, input_draws

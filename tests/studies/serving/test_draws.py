@@ -13,7 +13,9 @@ from sim.hardware.memory import reserve_range_gib
 from sim.model.model_error import Z90
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
-from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
+from sim.scenario.validate import scenario_from_dict
 from sim.studies.serving.best_k import LoadChoice, input_ties
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (

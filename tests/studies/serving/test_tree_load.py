@@ -6,7 +6,8 @@ import pytest
 
 from sim.errors import SpecsimError
 from sim.model.tree.acceptance import TreeDraft
-from sim.scenario.load import load_scenario, scenario_from_dict
+from sim.scenario.load import load_scenario
+from sim.scenario.validate import scenario_from_dict
 from sim.studies.serving.tree_load import _crossing, parse_tree, table_row, tree_load_study
 from tests.conftest import ROOT
 

@@ -9,7 +9,9 @@ import pytest
 from sim.model.model_error import DEFAULT_GAIN_SIGMA, Z90
 from sim.model.tree.acceptance import TreeDraft
 from sim.report.tree_load import tree_load_to_dict
-from sim.scenario.load import load_scenario, scenario_from_dict, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
+from sim.scenario.validate import scenario_from_dict
 from sim.studies.serving.tree_load import tree_load_study
 from sim.studies.serving.tree_load_draws import crossing_interval, sign_of
 from tests.conftest import ROOT

@@ -16,13 +16,18 @@ from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PassTimes
+from sim.model.logit_rows import (
+    BYTES_PER_LOGIT_RANGE,
+    DEFAULT_BYTES_PER_LOGIT,
+    LogitRows,
+    logit_row_ms,
+)
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
     from sim.hardware.passes import HardwarePoint
     from sim.model.batched_cost import IterationCost
-    from sim.model.logit_rows import LogitRows
     from sim.model.tree.rates import Shares
 
 
@@ -271,8 +276,6 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
     vocabulary ``model.lm_head_params`` / ``model.hidden_size`` at ``serving.bytes_per_logit``
     (None: ``DEFAULT_BYTES_PER_LOGIT``) and the tensor-parallel gather; not priced (0)
     without the vocabulary or a GPU preset."""
-    from sim.model.logit_rows import DEFAULT_BYTES_PER_LOGIT, LogitRows, logit_row_ms
-
     model, gpu = scenario.model, hardware.gpu
     if not model.lm_head_params or not model.hidden_size or gpu is None:
         return LogitRows()
@@ -292,8 +295,6 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
 def logit_rows_note(scenario: Scenario, cost: IterationCost) -> str:
     """One line for a serving report: what a row of target logits costs and where its bytes
     a logit come from (sim/model/logit_rows.py)."""
-    from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT
-
     row_us = cost.logits.row_ms * 1e3
     if not row_us:
         return (

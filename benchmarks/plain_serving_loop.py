@@ -26,6 +26,8 @@ from sim.simulation.serving import ServingPlan
 class PlainResult:
     completions: int
     mean_e2e_ms: float
+    #: The standard deviation of the requests' E2E (ms).
+    e2e_sd_ms: float = float("nan")
 
 
 def plain_loop(plan: ServingPlan, k: int, users: int, seed: int) -> PlainResult:
@@ -102,4 +104,4 @@ def plain_loop(plan: ServingPlan, k: int, users: int, seed: int) -> PlainResult:
     for _ in range(users):
         env.process(user())
     env.run(until=env.process(server()))
-    return PlainResult(len(e2e), float(np.mean(e2e)))
+    return PlainResult(len(e2e), float(np.mean(e2e)), float(np.std(e2e, ddof=1)))

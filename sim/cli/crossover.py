@@ -101,7 +101,7 @@ def crossover(
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
-            draws=DrawnPoints(evaluator, builder.draws),
+            draws=DrawnPoints(evaluator, builder.draws, sequential=not args.all_replications),
             draft_method=(builder.base.get("acceptance") or {}).get("method"),
             sequential=not args.all_replications,
         )

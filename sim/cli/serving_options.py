@@ -127,7 +127,8 @@ def draws_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=8,
         show_default=True,
         help="Sobol draws of the uncertain inputs for the 90% intervals from inputs and model "
-        "(each 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals only.",
+        "(each up to 2 replications on the nominal run's first seeds); 0: Monte Carlo intervals "
+        "only.",
     )(fn)
 
 
@@ -139,9 +140,10 @@ def sequential_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         "all_replications",
         is_flag=True,
         default=False,
-        help="Run every replication at every point. By default a point stops after its "
-        "first 4 where every comparison it enters lies more than 4 standard errors on one "
-        "side (of 1, 0 or the share); the points that decide an answer run them all.",
+        help="Run every replication at every point, and both of every draw's. By default a "
+        "point stops after its first 4 where every comparison it enters lies more than 4 "
+        "standard errors on one side (of 1, 0 or the share); the points that decide an "
+        "answer run them all.",
     )(fn)
 
 

@@ -44,7 +44,7 @@ from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, same_point
 from sim.studies.serving.paired_metrics import (
     METRICS,
@@ -444,7 +444,10 @@ def input_ties(
     contenders = sorted(set(ranked[:1]) | set(close))
     draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
     higher = METRICS[objective].higher_is_better
-    r = draws.replications
+
+    def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return paired_difference(a, b, higher)
+
     intervals: dict[int, list[float] | None] = {}
     for k in contenders:
         keys = [(load, FixedK(k)), (load, FixedK(best))]
@@ -452,12 +455,10 @@ def input_ties(
         while True:  # the nominal points in full where a draw or an end is near 0
             nominal = difference(a_pt, b_pt, objective)
             own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
-            values = []
-            for got in draws.points:
-                if got is None:
-                    continue
-                a, b = got[keys[0]].values[objective], got[keys[1]].values[objective]
-                values.append(shifted(nominal.mean, paired_difference(a, b, higher), own[:r]))
+            drawn = draws.shifts(keys, objective, pair, nominal.mean, own)
+            if draws.settle(keys, None, drawn, own, nominal.ci95):
+                continue  # sequential draws: their other replications ran
+            values = [float(v) for v in drawn if not np.isnan(v)]
             ends = interval90(values, nominal.ci95)
             reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
             if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
@@ -599,6 +600,7 @@ def best_k(
             *assumptions,
             *notes,
             *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+            *(note for note in [None if draws is None else draws.describe()] if note),
         ),
         draft_method=draft_method,
     )

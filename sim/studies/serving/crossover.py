@@ -505,6 +505,9 @@ def crossover(
     )
     if short:
         notes += (WITHIN_NOTE,)
+    drawn_note = None if draws is None else draws.describe()
+    if drawn_note:
+        notes += (drawn_note,)
     top = max((float(p.mean_batch.mean()) for p in evaluator.memo.values()), default=1.0)
     return CrossoverResult(
         scenario=scenario,

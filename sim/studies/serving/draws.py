@@ -46,8 +46,8 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
     run_point,
 )
-from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, paired_values
-from sim.studies.serving.sequential import SETTLED_SE
+from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
+from sim.studies.serving.sequential import SETTLED_SE, merge
 from sim.uncertainty.model_error import measured_loads, model_error_term
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRAWS",
+    "DRAW_NOISE_SHARE",
     "DRAW_REPLICATIONS",
     "INTERVAL_LABEL",
     "SERVE_METRICS",
@@ -68,6 +69,7 @@ __all__ = [
     "drawn_overrides",
     "input_draws",
     "interval90",
+    "one_replication_enough",
     "prediction_half_width",
     "ratio_interval",
     "records_calibration",
@@ -81,6 +83,10 @@ DRAWS = 8
 #: Replications each draw runs at a deciding load (the nominal run's first seeds).
 DRAW_REPLICATIONS = 2
 INTERVAL_LABEL = "90% interval from inputs and model"
+#: Sequential draws (``DrawnPoints(sequential=True)``): a comparison's draws keep their
+#: first replication where the second could move a draw's answer (one standard deviation)
+#: by at most this share of the comparison's 90% interval (``one_replication_enough``).
+DRAW_NOISE_SHARE = 0.1
 
 Overrides = tuple[tuple[str, Any], ...]
 
@@ -348,6 +354,35 @@ def near(drawn: np.ndarray, nominal: np.ndarray, reference: float) -> bool:
     return bool(np.any(np.abs(drawn[ok] - reference) <= SETTLED_SE * se))
 
 
+def one_replication_enough(
+    drawn: np.ndarray,
+    own: np.ndarray,
+    ci95: tuple[float, float] | None = None,
+    share: float = DRAW_NOISE_SHARE,
+) -> bool:
+    """Whether the draws' answers ``drawn`` (D,) of a comparison, each shifted on one
+    replication, settle its 90% interval: the second replication would move each draw's
+    answer by (e2 - e1) / 2, e the noise of a one-replication shift (draw - nominal on one
+    seed: standard deviation at most s_draw + s_nominal whatever their correlation, taken
+    as 2 s_nominal, s_nominal the standard deviation of the nominal's per-replication
+    values ``own`` (n,): a drawn scenario's replications vary as the nominal's, assumed),
+    a move of standard deviation at most sqrt(2) s_nominal; one is enough where that is at
+    most ``share`` of the width of the comparison's 90% interval (``interval90`` of the
+    draws joined with the nominal's Monte Carlo ``ci95``). The noise only adds to the
+    draws' spread (it widens their law, never narrows it). Fewer than two finite values
+    of either: False."""
+    v = np.asarray(drawn, dtype=float)
+    v = v[np.isfinite(v)]
+    o = np.asarray(own, dtype=float)
+    o = o[np.isfinite(o)]
+    if v.size < 2 or o.size < 2:
+        return False
+    ends = interval90(v.tolist(), ci95)
+    assert ends is not None  # two finite draws
+    move = math.sqrt(2.0) * float(np.std(o, ddof=1))
+    return bool(move <= share * (ends[1] - ends[0]))
+
+
 def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
     """Per replication gain of ``a`` over ``b`` (> 1: ``a`` better; as
     sim/studies/serving/paired_metrics.py ``gain``)."""
@@ -362,26 +397,69 @@ Key = tuple[Load, Any]
 @dataclass
 class DrawnPoints:
     """The study's (load, policy) points in every draw: ``points[i][key]`` a
-    ``PolicyPoint`` of ``DRAW_REPLICATIONS`` replications of draw i (None: the scenario
-    rejects the draw). Run through the evaluator's executor, every draw and point at once."""
+    ``PolicyPoint`` of up to ``DRAW_REPLICATIONS`` replications of draw i (None: the
+    scenario rejects the draw). Run through the evaluator's executor, every draw and point
+    at once.
+
+    ``sequential``: every draw runs its first replication at a point, and the others only
+    where a comparison read there needs them: each time a study reads the draws' answers
+    of a comparison (a paired gain, a difference; ``gains``, ``shifts``), where some of
+    its draws ran one replication and ``one_replication_enough`` fails for them (the move
+    a second could make above ``DRAW_NOISE_SHARE`` of the comparison's 90% interval), or
+    the comparison is read on a subset of the draws, those draws' points run the rest
+    (the same seeds as running them at once: the values are those of a run of all of
+    them) and the answers are read again. Decided on the values alone, in the study's
+    order: the same for any worker count. A point with more replications pairs with one
+    with fewer on the first replications both ran."""
 
     evaluator: PointEvaluator
     draws: tuple[Overrides, ...]
     replications: int = DRAW_REPLICATIONS
+    sequential: bool = False
 
     def __post_init__(self) -> None:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
 
     @property
+    def first(self) -> int:
+        """Replications a draw runs first at a point (all of them unless sequential)."""
+        return 1 if self.sequential else self.replications
+
+    @property
     def replications_run(self) -> int:
         """Replications every draw's points ran together."""
         return sum(p.replications for got in self.points if got for p in got.values())
 
-    def ensure(self, keys: Sequence[Key], which: Sequence[int] | None = None) -> None:
-        """Run ``keys`` in the draws ``which`` (default: every draw) not yet run there, in
-        one batch through the evaluator's executor."""
+    def points_by_replications(self) -> dict[str, int]:
+        """How many draw points ran each count of replications ("1": n, "2": m)."""
+        counts = [p.replications for got in self.points if got for p in got.values()]
+        return {str(r): counts.count(r) for r in sorted(set(counts))}
+
+    def describe(self) -> str | None:
+        """The assumption a document states for sequential draws (None: not sequential,
+        or no draw ran)."""
+        counts = self.points_by_replications()
+        if not self.sequential or not counts:
+            return None
+        ran = ", ".join(f"{n} at {r}" for r, n in counts.items())
+        return (
+            f"draws: sequential, 1 replication at every draw's point first, all "
+            f"{self.replications} only where the move the others could make to a draw's "
+            f"answer (sqrt(2) x the nominal's per-replication standard deviation) exceeds "
+            f"{DRAW_NOISE_SHARE:g} of the width of the comparison's 90% interval (points by "
+            f"replications: {ran}; --all-replications runs {self.replications} everywhere)"
+        )
+
+    def ensure(
+        self, keys: Sequence[Key], which: Sequence[int] | None = None, upto: int | None = None
+    ) -> None:
+        """Run ``keys`` in the draws ``which`` (default: every draw) up to ``upto``
+        replications (default ``first``), those not yet run there from the first, those
+        with fewer from where they stopped, in one batch through the evaluator's
+        executor."""
         ev = self.evaluator
+        want = self.first if upto is None else upto
         todo: list[tuple[int, Key]] = []
         tasks: list[PointTask] = []
         for i in range(len(self.draws)) if which is None else which:
@@ -397,17 +475,71 @@ class DrawnPoints:
                 self.points[i] = None  # outside what the scenario allows
                 continue
             for key in dict.fromkeys(keys):
-                if key not in got:
+                have = got[key].replications if key in got else 0
+                if have < want:
                     load, policy = key
                     todo.append((i, key))
                     tasks.append(
-                        PointTask(builder, load, policy, self.replications, ev.seed, ev.slo)
+                        PointTask(builder, load, policy, want - have, ev.seed, ev.slo, first=have)
                     )
         for j, point in ev.executor.map_unordered(run_point, tasks):
             i, key = todo[j]
             got = self.points[i]
             assert got is not None
-            got[key] = point
+            got[key] = merge(got[key], point) if key in got else point
+
+    def shifts(
+        self,
+        keys: Sequence[Key],
+        metric: str,
+        pair: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        nominal: float,
+        own: np.ndarray,
+    ) -> np.ndarray:
+        """Each draw's answer of the comparison ``pair(a, b)`` (per replication) of the
+        points ``keys`` (a, b) in ``metric`` (D,): ``nominal`` moved by the paired shift
+        against the nominal's per-replication values ``own``, on the first replications
+        both points ran; NaN for a rejected draw and one without both points."""
+        out = np.full(len(self.draws), np.nan)
+        for i, got in enumerate(self.points):
+            if got is None or keys[0] not in got or keys[1] not in got:
+                continue
+            a, b = got[keys[0]], got[keys[1]]
+            r = min(a.replications, b.replications)
+            values = pair(a.values[metric][:r], b.values[metric][:r])
+            out[i] = shifted(nominal, values, own[:r])
+        return out
+
+    def settle(
+        self,
+        keys: Sequence[Key],
+        which: Sequence[int] | None,
+        drawn: np.ndarray,
+        own: np.ndarray,
+        ci95: tuple[float, float] | None = None,
+    ) -> bool:
+        """Sequential draws: where some of the draws ``which`` ran fewer than
+        ``replications`` at ``keys`` and their answers ``drawn`` (D,) are not enough on
+        them (``one_replication_enough`` against the nominal's per-replication values
+        ``own`` and Monte Carlo ``ci95``; only a comparison read on every draw can be:
+        a subset's spread is not the comparison's), run those points' other replications;
+        whether any ran (then read the answers again)."""
+        if not self.sequential:
+            return False
+        idx = list(range(len(self.draws)) if which is None else which)
+        short = [
+            i
+            for i in idx
+            if (got := self.points[i]) is not None
+            and any(key in got and got[key].replications < self.replications for key in keys)
+        ]
+        # a subset's spread is not the comparison's (a crossing's walk outwards reads its
+        # few draws beyond the cell): there every draw runs both
+        whole = len(idx) == len(self.draws)
+        if not short or (whole and one_replication_enough(drawn[idx], own, ci95)):
+            return False
+        self.ensure(keys, short, self.replications)
+        return True
 
     def gains(
         self,
@@ -419,26 +551,29 @@ class DrawnPoints:
     ) -> np.ndarray:
         """Each draw's paired gain of k over k = ``versus`` (default plain decoding) at
         ``load`` (D,): the nominal gain shifted (``shifted``); NaN for a rejected draw and
-        one not in ``which``."""
+        one not in ``which``. Sequential draws run their second replication where one is
+        not enough (``settle``)."""
         other = BASELINE if versus == 0 else FixedK(versus)
         keys = [(load, FixedK(k)), (load, other)]
         self.ensure(keys, which)
         ev = self.evaluator
+
+        def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return paired_gain(a, b, metric)
+
         while True:
             spec, base = ev(*keys[0]), ev(*keys[1])
             nominal = paired_gain(*paired_values(spec, base, metric), metric)
-            out = np.full(len(self.draws), np.nan)
-            for i, got in enumerate(self.points):
-                if got is None or keys[0] not in got or keys[1] not in got:
-                    continue
-                g = paired_gain(got[keys[0]].values[metric], got[keys[1]].values[metric], metric)
-                out[i] = shifted(float(np.mean(nominal)), g, nominal[: self.replications])
+            out = self.shifts(keys, metric, pair, float(np.mean(nominal)), nominal)
+            ci95 = gain(spec, base, metric).ci95 if self.sequential else None
+            if self.settle(keys, which, out, nominal, ci95):
+                continue
             if not (near(out, nominal, 1.0) and ev.complete(keys)):
                 return out
 
     def levels(self, load: Load, policy: Any, metric: str) -> np.ndarray:
         """Each draw's level of ``metric`` for ``policy`` at ``load`` (D,), shifted."""
-        self.ensure([(load, policy)])
+        self.ensure([(load, policy)], upto=self.replications)
         nominal = self.evaluator(load, policy).values[metric]
         r = self.replications
         out = np.full(len(self.draws), np.nan)
@@ -461,6 +596,8 @@ def replication_counts(
         "replications_run": evaluator.replications_run,
         "draw_replications_run": 0 if draws is None else draws.replications_run,
     }
+    if draws is not None and draws.sequential:
+        out["draw_points_by_replications"] = draws.points_by_replications()
     plans = evaluator.builder
     if isinstance(plans, ScenarioPlans):
         if draws is not None and draws.draws and plans.conditioning:

@@ -239,9 +239,13 @@ class _FakeDraws:
     """Draws whose points are given: ``ensure`` runs nothing."""
 
     replications = 2
+    sequential = False
+    shifts = DrawnPoints.shifts
+    settle = DrawnPoints.settle
 
     def __init__(self, points):
         self.points = points
+        self.draws = tuple(() for _ in points)
 
     def ensure(self, keys, which=None) -> None:
         assert all(key in p for p in self.points for key in keys)

@@ -16,10 +16,17 @@ from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.cycle import PassTimes
+from sim.model.logit_rows import (
+    BYTES_PER_LOGIT_RANGE,
+    DEFAULT_BYTES_PER_LOGIT,
+    LogitRows,
+    logit_row_ms,
+)
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
+    from sim.hardware.passes import HardwarePoint
     from sim.model.batched_cost import IterationCost
     from sim.model.tree.rates import Shares
 
@@ -260,6 +267,53 @@ def serving_cost(
         draft_table_ms=table,
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
         host=host,
+        logits=logit_rows(scenario, hw.current),
+    )
+
+
+def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
+    """What a row of target logits costs on ``hardware`` (sim/model/logit_rows.py): the
+    vocabulary ``model.lm_head_params`` / ``model.hidden_size`` at ``serving.bytes_per_logit``
+    (None: ``DEFAULT_BYTES_PER_LOGIT``) and the tensor-parallel gather; not priced (0)
+    without the vocabulary or a GPU preset."""
+    model, gpu = scenario.model, hardware.gpu
+    if not model.lm_head_params or not model.hidden_size or gpu is None:
+        return LogitRows()
+    given = scenario.serving.bytes_per_logit if scenario.serving is not None else None
+    per_logit = DEFAULT_BYTES_PER_LOGIT if given is None else given
+    return LogitRows(
+        logit_row_ms(
+            model.lm_head_params / model.hidden_size,
+            per_logit,
+            gpu.memory_bandwidth_gbps,
+            hardware.gpus,
+            hardware.interconnect.bus_bandwidth_gbps,
+        )
+    )
+
+
+def logit_rows_note(scenario: Scenario, cost: IterationCost) -> str:
+    """One line for a serving report: what a row of target logits costs and where its bytes
+    a logit come from (sim/model/logit_rows.py)."""
+    row_us = cost.logits.row_ms * 1e3
+    if not row_us:
+        return (
+            "logit rows: not priced (no model.lm_head_params and model.hidden_size to give "
+            "the vocabulary)"
+        )
+    given = scenario.serving.bytes_per_logit if scenario.serving is not None else None
+    low, high = BYTES_PER_LOGIT_RANGE
+    said = (
+        f"{DEFAULT_BYTES_PER_LOGIT:g} bytes a logit, greedy decoding, assumed; {low:g}-"
+        f"{high:g} from an arg-max over the bf16 row to sampling with top-k and top-p"
+        if given is None
+        else f"{given:g} bytes a logit, given in the scenario"
+    )
+    vocab = scenario.model.lm_head_params / (scenario.model.hidden_size or 1)
+    return (
+        f"logit rows: {row_us:.3g} us a row of {vocab:,.0f} target logits ({said}; the "
+        "tensor-parallel gather included), a row a request in plain decoding and the verify's "
+        "tokens a request when speculating"
     )
 
 
@@ -369,7 +423,7 @@ def serving_model(
             "compute-bound prefill is then priced at the decode pass's slope)"
         )
     )
-    notes.extend((capacity.note, host_work_note(scenario)))
+    notes.extend((capacity.note, host_work_note(scenario), logit_rows_note(scenario, cost)))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)
     return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

@@ -50,6 +50,11 @@ not hide it behind the GPU: a speculating server's when the engine overlaps plai
 only (SGLang, TensorRT-LLM), every iteration's when it overlaps none (vLLM before 0.14);
 an overlapped iteration pays only what its own time does not cover. At one request it adds
 exactly 0, so the anchoring above holds.
+
+Logit rows. Every row of target logits beyond the batch-1 cycle's (``LogitRows``,
+sim/model/logit_rows.py: one a request in plain decoding, the verify's tokens a request
+when speculating) adds its gather and its pass over the vocabulary to the verify (the
+decode) phase; 0 at one request.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from numpy.typing import ArrayLike
 from sim.model.cycle import CycleCost, PassTimes
 from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
 from sim.model.host_work import HostWork
+from sim.model.logit_rows import LogitRows
 
 __all__ = [
     "DecodeCurve",
@@ -200,7 +206,8 @@ class DecodeCurve:
     ``terms`` holds (times, curve, rows, m, beams, reference ms) per pass: ``rows`` = batch
     x beams sequences whose contexts sum to beams x the batch's context sum. ``host``,
     ``batch`` and ``speculating``: the host work the iteration adds (sim/model/host_work.py;
-    None: none)."""
+    None: none); ``rows_ms``: the logit rows beyond one request's (sim/model/logit_rows.py),
+    GPU work added before the host's."""
 
     anchor_ms: float
     terms: tuple[tuple[float, PassCurve, int, int, int, float], ...]
@@ -208,6 +215,7 @@ class DecodeCurve:
     batch: int = 1
     speculating: bool = False
     drafting: bool = False
+    rows_ms: float = 0.0
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without ``_scalar_terms`` (closures; rebuilt on first use)."""
@@ -228,6 +236,8 @@ class DecodeCurve:
         """``ms`` of one context sum, in Python floats (the same operations in the same
         order, so the same bits)."""
         total = self.anchor_ms
+        if self.rows_ms:
+            total += self.rows_ms
         for times, pass_ms, rows, m, beams, ref in self._scalar_terms:
             s = context_tokens if beams == 1 else beams * context_tokens
             growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
@@ -247,6 +257,8 @@ class DecodeCurve:
         if s.size <= SCALAR_VALUES:
             return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
         total = np.full(s.shape, self.anchor_ms)
+        if self.rows_ms:
+            total += self.rows_ms
         for times, curve, rows, m, beams, ref in self.terms:
             tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
             growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
@@ -266,7 +278,8 @@ class IterationCost:
     context at which they hold (the batch-1 engines do not model context);
     ``draft_table_ms`` / ``draft_ms_per_extra_token``: the batch-1 drafter pass over m beams
     (sim/model/tree/cost.py ``draft_over_ms``), for trees' batch-1 cycles; ``host``: the
-    host work per request and which iterations hide it (default: none).
+    host work per request and which iterations hide it (default: none); ``logits``: what a
+    row of target logits costs (default: not priced).
     """
 
     batch1: PassTimes
@@ -275,6 +288,7 @@ class IterationCost:
     draft_table_ms: tuple[float, ...] | None = None
     draft_ms_per_extra_token: float = 0.0
     host: HostWork = field(default_factory=HostWork)
+    logits: LogitRows = field(default_factory=LogitRows)
     _refs: dict[tuple[str, int, int], float] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -354,7 +368,8 @@ class IterationCost:
         prefill pass when k = 0 and ``drafter`` (a speculating server that decodes plainly
         this iteration still builds its drafter's KV). ``extend_tokens``: the draft
         extend's tokens per request in the batched growth (None: the verify's width). The
-        host work (``host``) is in the overhead phase.
+        host work (``host``) is in the overhead phase, the logit rows (``logits``) in the
+        verify (decode) phase.
         """
         if batch < 1:
             raise ValueError(f"a decode iteration needs at least one request, got {batch}")
@@ -375,6 +390,9 @@ class IterationCost:
             verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
             w = n if extend_tokens is None else extend_tokens
             extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
+        rows_ms = self.logits.growth_ms(batch, draft)
+        if rows_ms:
+            verify = verify + rows_ms
         overhead = zero + c.overhead_ms
         if batch > 1:
             speculating = drafter or not self._off(draft)
@@ -477,6 +495,7 @@ class IterationCost:
                 batch,
                 speculating,
                 not self._off(draft),
+                self.logits.growth_ms(batch, draft),
             )
             self._plain[key] = curve
         return curve

@@ -159,11 +159,11 @@ def widen(
 #: ln(load): the maximum-likelihood fit on the public concurrency curves' levels (Kimi-K2.5
 #: on 8x RTX PRO 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and
 #: SpecForge #339 MoE curves, DeepSeek-V3 + MTP on 8x MI300X: 48 figures away from a
-#: calibrated load, 6 curves; 0.083 +- 0.009; each figure's distance counted from the
+#: calibrated load, 6 curves; 0.084 +- 0.009; each figure's distance counted from the
 #: loads that calibrate its own arm; sim/validation/model_error_cases.py,
 #: docs/validation.md reports the fit and whether this value still agrees). A factor
-#: exp(1.645 x 0.083 ln 8) = 1.33 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.083
+#: exp(1.645 x 0.084 ln 8) = 1.33 at 8x the calibrated load.
+DEFAULT_LEVEL_SIGMA = 0.084
 #: Shipped default of s for a paired gain (speculative over plain decoding, tree over
 #: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
 #: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,

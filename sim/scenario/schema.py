@@ -904,6 +904,13 @@ class ServingSpec(Section):
     ``calibrated_terms``, the terms they identified; the serving answers' intervals re-fit
     those terms to those figures in every draw (docs/load-calibration.md).
 
+    Logit rows (sim/model/logit_rows.py): ``bytes_per_logit``, the bytes a rank moves per
+    vocabulary entry of every row of target logits after the LM head (the gathered row cast
+    to fp32 and picked or sampled from; None: ``DEFAULT_BYTES_PER_LOGIT`` = 12, greedy
+    decoding, assumed, 4-40 from an arg-max over the bf16 row to sampling with top-k and
+    top-p); a verify brings its draft tokens' rows a request, plain decoding one. Priced
+    where ``model.lm_head_params`` and ``model.hidden_size`` give the vocabulary.
+
     Model error (``[serving.model_error]``, ``ModelErrorSpec``): the term every serving
     answer's 90% interval adds beyond the decode batches the scenario measured.
 
@@ -943,6 +950,7 @@ class ServingSpec(Section):
     host_spec_factor: Annotated[float, Field(ge=0.0, le=100.0)] = 1.0
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
+    bytes_per_logit: Annotated[float, Field(ge=0.0, le=1000.0)] | None = None
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None

@@ -153,6 +153,21 @@ def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
     return SERVING_STEP_SKEW, low, high, why
 
 
+def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
+    if not scenario.model.lm_head_params or not scenario.model.hidden_size:
+        return None  # no vocabulary: the logit rows are not priced
+    from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT  # lazy
+
+    low, high = BYTES_PER_LOGIT_RANGE
+    why = (
+        "the default bytes a rank moves per vocabulary entry of a row of target logits "
+        f"(greedy decoding): {low:g} for an arg-max over the bf16 row to {high:g} for "
+        "sampling with top-k and top-p (sim/model/logit_rows.py); a batch-1 calibration "
+        "cannot identify it"
+    )
+    return DEFAULT_BYTES_PER_LOGIT, low, high, why
+
+
 def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
     from sim.binding.kv_capacity import derived_engine  # lazy: serving only
 
@@ -184,6 +199,7 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float
     "serving.kernel_slope": _kernel_slope_range,
     "serving.expert_skew": _expert_skew_range,
     "serving.kv_reserve_gib": _kv_reserve_range,
+    "serving.bytes_per_logit": _logit_bytes_range,
 }
 
 

@@ -85,10 +85,14 @@ def test_the_paired_shift_moves_the_nominal_by_the_draws_difference() -> None:
 def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     sc = load_scenario(SERVING)
     raw = sc.model_dump(exclude_none=True)
-    # given: no default range (the kernel slope's, the expert skew's and the KV reserve's
-    # defaults, given)
+    # given: no default range (the kernel slope's, the expert skew's, the KV reserve's and
+    # the logit rows' defaults, given)
     raw["serving"].update(
-        host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65, kv_reserve_gib=0.9
+        host_us_per_request=20.0,
+        kernel_slope=1.0,
+        expert_skew=0.65,
+        kv_reserve_gib=0.9,
+        bytes_per_logit=12.0,
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)  # no decay prior, no shape error
     raw["uncertainty"] = {}
@@ -111,6 +115,9 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     reserve = [dict(d)["serving.kv_reserve_gib"] for d in draws]
     _, low, high = reserve_range_gib("sglang", 96.0)
     assert low <= min(reserve) < max(reserve) <= high
+    # the bytes a logit of every row of target logits, over greedy decoding to sampling
+    logit = [dict(d)["serving.bytes_per_logit"] for d in draws]
+    assert 4.0 <= min(logit) < max(logit) <= 40.0
     dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
     assert "serving.expert_skew" not in [u.field for u in serving_inputs(bind(dense))]
     assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
@@ -196,7 +203,11 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
     sc = _short(load_scenario(SERVING))
     raw = sc.model_dump(exclude_none=True)
     raw["serving"].update(
-        host_us_per_request=20.0, kernel_slope=1.0, expert_skew=0.65, kv_reserve_gib=0.9
+        host_us_per_request=20.0,
+        kernel_slope=1.0,
+        expert_skew=0.65,
+        kv_reserve_gib=0.9,
+        bytes_per_logit=12.0,
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}

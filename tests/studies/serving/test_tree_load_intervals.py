@@ -34,7 +34,7 @@ def _certain():
     """The Llama scenario with every uncertain input pinned: nothing to draw."""
     raw = load_scenario(LLAMA, SMALL).model_dump(exclude_none=True)
     raw.setdefault("serving", {}).update(
-        host_us_per_request=20.0, kernel_slope=1.0, kv_reserve_gib=0.69
+        host_us_per_request=20.0, kernel_slope=1.0, kv_reserve_gib=0.69, bytes_per_logit=12.0
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {"hardware": raw["uncertainty"]["hardware"]}  # range [1, 1]

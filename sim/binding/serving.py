@@ -271,19 +271,28 @@ def serving_cost(
     )
 
 
+def target_vocab(scenario: Scenario) -> float | None:
+    """The target's vocabulary, ``model.lm_head_params`` / ``model.hidden_size`` (None:
+    the scenario gives neither, and the logit rows are not priced)."""
+    model = scenario.model
+    if not model.lm_head_params or not model.hidden_size:
+        return None
+    return model.lm_head_params / model.hidden_size
+
+
 def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
     """What a row of target logits costs on ``hardware`` (sim/model/logit_rows.py): the
-    vocabulary ``model.lm_head_params`` / ``model.hidden_size`` at ``serving.bytes_per_logit``
-    (None: ``DEFAULT_BYTES_PER_LOGIT``) and the tensor-parallel gather; not priced (0)
-    without the vocabulary or a GPU preset."""
-    model, gpu = scenario.model, hardware.gpu
-    if not model.lm_head_params or not model.hidden_size or gpu is None:
+    vocabulary (``target_vocab``) at ``serving.bytes_per_logit`` (None:
+    ``DEFAULT_BYTES_PER_LOGIT``) and the tensor-parallel gather; not priced (0) without
+    the vocabulary or a GPU preset."""
+    vocab, gpu = target_vocab(scenario), hardware.gpu
+    if vocab is None or gpu is None:
         return LogitRows()
     given = scenario.serving.bytes_per_logit if scenario.serving is not None else None
     per_logit = DEFAULT_BYTES_PER_LOGIT if given is None else given
     return LogitRows(
         logit_row_ms(
-            model.lm_head_params / model.hidden_size,
+            vocab,
             per_logit,
             gpu.memory_bandwidth_gbps,
             hardware.gpus,
@@ -309,7 +318,8 @@ def logit_rows_note(scenario: Scenario, cost: IterationCost) -> str:
         if given is None
         else f"{given:g} bytes a logit, given in the scenario"
     )
-    vocab = scenario.model.lm_head_params / (scenario.model.hidden_size or 1)
+    vocab = target_vocab(scenario)
+    assert vocab is not None  # a priced row has a vocabulary (``logit_rows``)
     return (
         f"logit rows: {row_us:.3g} us a row of {vocab:,.0f} target logits ({said}; the "
         "tensor-parallel gather included), a row a request in plain decoding and the verify's "

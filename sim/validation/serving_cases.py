@@ -25,7 +25,7 @@ from scipy import optimize
 
 from sim.binding.bind import scenario_rates
 from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
+from sim.binding.serving import serving_cost, target_vocab
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.hardware.batched import BatchedPass
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
@@ -733,8 +733,10 @@ def _candidates_note(
     hw = physics.hardware
     assert hw.gpu is not None and m.hidden_size and m.experts_per_token
     assert m.expert_params is not None and m.layers is not None
+    vocab = target_vocab(scenario)
+    assert vocab is not None
     c = per_token_candidates(
-        vocab=m.lm_head_params / m.hidden_size,
+        vocab=vocab,
         gpus=hw.gpus,
         bus_bandwidth_gbps=hw.interconnect.bus_bandwidth_gbps,
         expert_params=m.expert_params,

@@ -154,9 +154,11 @@ def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
 
 
 def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
-    if not scenario.model.lm_head_params or not scenario.model.hidden_size:
-        return None  # no vocabulary: the logit rows are not priced
+    from sim.binding.serving import target_vocab  # lazy: serving only
     from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT  # lazy
+
+    if target_vocab(scenario) is None:
+        return None  # no vocabulary: the logit rows are not priced
 
     low, high = BYTES_PER_LOGIT_RANGE
     why = (

@@ -54,7 +54,6 @@ from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.studies.serving.draws import (
     DRAW_REPLICATIONS,
-    beyond_note,
     conditioned_on,
     doc,
     drawn_overrides,
@@ -70,6 +69,7 @@ from sim.studies.serving.tree_load_draws import (
 )
 from sim.uncertainty.model_error import (
     ModelErrorTerm,
+    beyond_measured_note,
     crossing_band,
     join_ends,
     model_error_term,
@@ -172,7 +172,7 @@ class LoadPoint:
         default_factory=dict
     )
     #: The largest policy's mean decode batch is above the largest batch the scenario's
-    #: costs are measured at (sim/studies/serving/draws.py ``beyond_note``).
+    #: costs are measured at (sim/uncertainty/model_error.py ``beyond_measured_note``).
     beyond_measured: bool = False
     #: The largest policy's mean decode batch: where ``vs_chain_interval90`` takes the
     #: model-error term (sim/uncertainty/model_error.py).
@@ -375,6 +375,7 @@ def tree_load_study(
     setups: list[Any] = []
     nominal: dict[int, PairArrays] = {}
     top = highest_measured_batch(base)
+    term = model_error_term(base, 1.0)  # read once; each load takes it at its batch
 
     def ratios(records: Any) -> PairArrays:
         """Per replication tree / chain of each metric (R,)."""
@@ -421,7 +422,7 @@ def tree_load_study(
         per = {n: summary.policies[by[n]] for n in drafts}
         nominal[c] = ratios(records)
         batch = max(p.mean_batch.mean for p in per.values())
-        terms_at[c] = model_error_term(base, batch)
+        terms_at[c] = term.at(batch)
         vs = {
             t: {ch: {m: Ratio.across(v) for m, v in ms.items()} for ch, ms in d.items()}
             for t, d in nominal[c].items()
@@ -504,7 +505,7 @@ def tree_load_study(
     stopped = any(n < base.simulation.replications for n in ran.values())
     beyond = [p for p in points if p.beyond_measured]
     included = any(x.active for x in terms_at.values())
-    note = beyond_note(base, beyond[0].mean_batch.mean, included) if beyond else None
+    note = beyond_measured_note(top, beyond[0].mean_batch.mean, included) if beyond else None
     return TreeLoadResult(
         scenario=scenario.name,
         concurrencies=grid,

@@ -43,8 +43,8 @@ SERVING_PASSES: dict[str, bool] = {
 
 #: The passes a graphed engine pads up to its captured batch sizes (``serving.graph_batches``):
 #: SGLang's target runner (decode, verify) and its EAGLE draft runner (draft step) share
-#: ``get_batch_sizes_to_capture``; its draft extend ran eagerly until v0.4.7 (sgl-project/
-#: sglang PR #6606) and its prefills run eagerly.
+#: ``get_batch_sizes_to_capture``; its draft extend ran eagerly until sgl-project/sglang
+#: PR #6606 (2025-05) and its prefills run eagerly.
 PADDED_PASSES = frozenset({"decode", "verify", "draft_step"})
 
 

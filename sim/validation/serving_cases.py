@@ -654,7 +654,7 @@ def sglang_miss() -> str:
         "decoding; the verify's growth is priced at its weight FLOPs at 0.75 of peak (the "
         "GEMMs' efficiency in public linear-layer profiles) with slope 1 (within the "
         "0.1-1.35 that GEMM and step measurements give). Where it misses: from batch 8 to "
-        "32 the measured speedup still falls faster than predicted, most for the EAGLE row. "
+        "24 the measured speedup still falls faster than predicted, most for the EAGLE row. "
         "The two rows run on one server with the same target passes (the drafters' costs "
         "differ little beside them), so their ratio should stay near the ratio of their "
         f"accept lengths; it falls from {ratio[2]:.2f} at batch 2 to {min(mid):.2f}-"

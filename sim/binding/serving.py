@@ -41,6 +41,12 @@ SERVING_PASSES: dict[str, bool] = {
     "draft_prefill": True,
 }
 
+#: The passes a graphed engine pads up to its captured batch sizes (``serving.graph_batches``):
+#: SGLang's target runner (decode, verify) and its EAGLE draft runner (draft step) share
+#: ``get_batch_sizes_to_capture``; its draft extend ran eagerly until sgl-project/sglang
+#: PR #6606 (2025-05) and its prefills run eagerly.
+PADDED_PASSES = frozenset({"decode", "verify", "draft_step"})
+
 
 def batch1_points(
     passes: PassTimes, num_steps: int, context_tokens: float
@@ -187,6 +193,14 @@ def serving_cost(
     max_tokens = serving.graph_max_tokens if serving is not None else None
     max_rows = serving.graph_max_batch if serving is not None else None
     spec_rows = serving.graph_max_batch_speculative if serving is not None else None
+    sizes = serving.graph_batches if serving is not None else None
+    spec_sizes = serving.graph_batches_speculative if serving is not None else None
+    if spec_sizes is None and spec_rows is None:
+        spec_sizes = sizes
+    plain_list = None if sizes is None else tuple(sizes)
+    spec_list = None if spec_sizes is None else tuple(spec_sizes)
+    max_rows = max_rows if plain_list is None else plain_list[-1]
+    spec_rows = spec_rows if spec_list is None else spec_list[-1]
     spec_rows = max_rows if spec_rows is None else spec_rows
     limited = (max_tokens, max_rows, spec_rows) != (None, None, None)
     if limited and geom.kernels_per_layer is None:
@@ -221,6 +235,9 @@ def serving_cost(
             expert_skew=skew,
             graph_max_tokens=max_tokens,
             graph_max_rows=max_rows if name in ("decode", "prefill") else spec_rows,
+            graph_rows=(
+                (plain_list if name == "decode" else spec_list) if name in PADDED_PASSES else None
+            ),
         )
         own = list(extra.get(name, ()))
         measured = ([anchors[name]] if name in anchors else []) + own

@@ -173,4 +173,23 @@ GRAPH_CAPTURE: dict[str, tuple[EngineDefault, ...]] = {
             "admits",
         ),
     ),
+    "sglang 0.4.4.post2": (
+        EngineDefault(
+            "serving.graph_batches",
+            [1, 2, 4, *range(8, 161, 8)],
+            "cuda_graph_runner.py get_batch_sizes_to_capture: [1, 2, 4] + [i x 8 for i in "
+            "range(1, 21)] for plain decoding (cuda_graph_max_bs 160 on GPUs of 25 GB or "
+            "more); replay_prepare pads a batch up to the next captured size",
+        ),
+        EngineDefault(
+            "serving.graph_batches_speculative",
+            [*range(1, 9), *range(9, 33, 2), 64, 96, 128, 160],
+            "v0.4.4.post2 and post3 (the first releases with EAGLE3): "
+            "get_batch_sizes_to_capture captures list(range(1, 9)) + list(range(9, 33, 2)) + "
+            "[64, 96, 128, 160] with speculative decoding ('we capture less'), and server_args.py "
+            "no longer sets disable_cuda_graph_padding for EAGLE: the verify "
+            "(cuda_graph_runner.py replay_prepare) and the draft steps "
+            "(eagle_draft_cuda_graph_runner.py replay) run padded up to the next captured size",
+        ),
+    ),
 }

@@ -68,11 +68,24 @@ work and compute are those of the same tokens, so a pass within the limits, batc
 included, is unchanged. Where the GPU work exceeds the launch work (a large model, many
 tokens) the step costs about one kernel's launch; it matters for launch-bound passes
 (small models, the drafter's one-layer passes over many rows).
+
+Padding to captured sizes. SGLang captures a list of batch sizes and, with padding on,
+replays a batch on the graph of the next captured size up: the verify and draft-step
+passes run over that many rows, the padded rows' tokens through every GEMM (their
+sequence lengths set to 1, so they add no KV reads). python/sglang/srt/model_executor/
+cuda_graph_runner.py ``replay_prepare`` (``bisect_left(capture_bs, raw_bs)``) and
+python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py ``replay``, v0.4.4.post2
+and later. ``PassPhysics.graph_rows`` is that list (None: every batch size captured, no
+padding); ``padded_shape`` gives the tokens and rows a pass really runs, and the pass's
+weight, FLOP and launch terms are those of the padded shape. Batch 1 is captured in every
+list, so the batch-1 pass is unchanged.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -98,6 +111,7 @@ __all__ = [
     "PassPhysics",
     "PassTerms",
     "calibrated_pass",
+    "padded_shape",
     "replays_graph",
 ]
 
@@ -115,7 +129,9 @@ class PassPhysics:
     ``graph_max_rows``: the CUDA-graph capture limit, the most tokens / rows (requests x
     beams) a graphed pass replays as a graph (None: no limit): a pass beyond either runs
     eagerly, paying the per-kernel launch costs of an ungraphed pass (module docstring,
-    CUDA-graph capture).
+    CUDA-graph capture); ``graph_rows``: the row counts the engine captured, ascending (None:
+    every count up to the limits, no padding): a graphed pass over fewer rows than one of
+    them runs padded up to it (module docstring, padding to captured sizes).
     """
 
     name: str
@@ -131,12 +147,18 @@ class PassPhysics:
     expert_skew: float = 0.0
     graph_max_tokens: int | None = None
     graph_max_rows: int | None = None
+    graph_rows: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("graph_max_tokens", "graph_max_rows"):
             limit = getattr(self, name)
             if limit is not None and limit < 1:
                 raise ValueError(f"{name} must be >= 1, got {limit}")
+        rows = self.graph_rows
+        if rows is not None and (
+            not rows or rows[0] < 1 or any(b <= a for a, b in itertools.pairwise(rows))
+        ):
+            raise ValueError(f"graph_rows must be ascending counts >= 1, got {rows}")
         if self.expert_skew < 0:
             raise ValueError(f"expert_skew must be >= 0, got {self.expert_skew}")
         if not 0.0 <= self.expert_overlap < 1.0:
@@ -159,6 +181,27 @@ def replays_graph(physics: PassPhysics, tokens: int, sequences: int | None = Non
         and (physics.graph_max_tokens is None or tokens <= physics.graph_max_tokens)
         and (physics.graph_max_rows is None or rows <= physics.graph_max_rows)
     )
+
+
+def padded_shape(
+    physics: PassPhysics, tokens: int, sequences: int | None = None
+) -> tuple[int, int | None]:
+    """(tokens, sequences) a graphed pass over ``tokens`` tokens of ``sequences`` rows (None:
+    one token a row) really runs: the rows padded up to the next of ``physics.graph_rows``,
+    each padded row carrying the pass's tokens a row (k + 1 for a chain's verify), rounded
+    up. Unchanged when the pass runs eagerly, the list is None, or no captured count is as
+    large (module docstring, padding to captured sizes)."""
+    rows = tokens if sequences is None else sequences
+    captured = physics.graph_rows
+    if captured is None or not replays_graph(physics, tokens, sequences):
+        return tokens, sequences
+    index = bisect.bisect_left(captured, rows)
+    if index == len(captured) or captured[index] == rows:
+        return tokens, sequences
+    padded_rows = captured[index]
+    per_row = -(-tokens // rows)
+    padded_tokens = tokens + (padded_rows - rows) * per_row
+    return padded_tokens, (None if sequences is None else padded_rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,16 +482,18 @@ class BatchedPass:
         self, tokens: int, sequences: int | None = None
     ) -> tuple[float, float, Envelope]:
         """(weight memory ms, weight flop ms, critical-path envelope) for ``tokens`` tokens
-        of ``sequences`` sequences."""
+        of ``sequences`` sequences, at the shape the pass runs (``padded_shape``)."""
         if sequences is not None and not 1 <= sequences <= tokens:
             raise ValueError(f"need 1 <= sequences <= tokens, got {sequences}, {tokens}")
         key = (tokens, sequences)
         terms = self._per_tokens.get(key)
         if terms is None:
             p = self.physics
+            graphed = self.graphed(tokens, sequences)
+            tokens, sequences = padded_shape(p, tokens, sequences)
             memory_ms, flops = self._weight_terms(tokens, sequences)
             flop_ms = flops / self._gpus / self._flops_per_ms
-            shape = PassShape(p.name, tokens, p.layers, self.graphed(tokens, sequences))
+            shape = PassShape(p.name, tokens, p.layers, graphed)
             schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
             if len(self._per_tokens) >= SHARED_ENTRIES:
@@ -527,7 +572,8 @@ def _point_compute(
     work = bare.work_ms(point.tokens, point.kv_tokens, point.pairs, point.sequences)
     context = float(work - bare.work_ms(point.tokens, 0.0, 0.0, point.sequences))
     graphed = replays_graph(physics, point.tokens, point.sequences)
-    shape = PassShape(physics.name, point.tokens, physics.layers, graphed)
+    ran_tokens, _ = padded_shape(physics, point.tokens, point.sequences)
+    shape = PassShape(physics.name, ran_tokens, physics.layers, graphed)
     schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
     try:
         compute = (

@@ -10,6 +10,7 @@ other overrides sim/scenario/overrides.py; what the values mean is sim/binding/b
 # No ``from __future__ import annotations`` here: pydantic evaluates a string annotation
 # by compiling it (one ``compile`` per field), which made building these models most
 # of their import time (start-up); the annotations are evaluated once, as objects.
+import itertools
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import numpy as np
@@ -81,6 +82,10 @@ Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PositiveMs = Annotated[float, Field(gt=0.0, le=MAX_MS)]
 NonNegativeMs = Annotated[float, Field(ge=0.0, le=MAX_MS)]
 Params = Annotated[float, Field(gt=0.0, le=MAX_PARAMS)]
+#: Batch sizes an engine captured as CUDA graphs (``serving.graph_batches``).
+CapturedBatches = Annotated[
+    list[Annotated[int, Field(gt=0, le=MAX_REQUESTS)]], Field(min_length=1, max_length=MAX_LIST)
+]
 
 
 class Section(BaseModel):
@@ -921,6 +926,13 @@ class ServingSpec(Section):
     drafter passes when it differs (SGLang v0.4.4 captures batch sizes 1-32 for EAGLE;
     None: ``graph_max_batch``); a decode, verify or drafter pass beyond them runs eagerly,
     paying per-kernel launch costs (``model.kernels_per_layer``). None: no limit.
+    ``graph_batches`` and ``graph_batches_speculative``: the batch sizes the engine
+    captured, ascending, for the decode and for the verify and draft-step passes (None: every
+    size up to the limit, no padding; the speculative list None: ``graph_batches`` unless
+    ``graph_max_batch_speculative`` is given); a graphed pass over a batch between two of
+    them runs padded up to the next (SGLang from v0.4.4.post2 with EAGLE: 1-8, 9-31 odd, 64,
+    96, 128, 160; sim/hardware/batched.py, padding to captured sizes); the largest is the
+    capture limit, so a list and its ``graph_max_batch`` field are not given together.
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -954,6 +966,8 @@ class ServingSpec(Section):
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    graph_batches: CapturedBatches | None = None
+    graph_batches_speculative: CapturedBatches | None = None
     ttft_slo_ms: PositiveMs | None = None
     tpot_slo_ms: PositiveMs | None = None
     model_error: ModelErrorSpec | None = None
@@ -986,6 +1000,23 @@ class ServingSpec(Section):
 
         KTable(tuple((a, b, 0) for a, b, *_ in value))  # the range rules
         return value
+
+    @model_validator(mode="after")
+    def _graph_batches(self) -> Self:
+        for name, limit in (
+            ("graph_batches", "graph_max_batch"),
+            ("graph_batches_speculative", "graph_max_batch_speculative"),
+        ):
+            sizes = getattr(self, name)
+            if sizes is None:
+                continue
+            if any(b <= a for a, b in itertools.pairwise(sizes)):
+                raise ValueError(f"{name} {sizes}: batch sizes in ascending order, each once")
+            if getattr(self, limit) is not None:
+                raise ValueError(
+                    f"give {name} or {limit}, not both (the list's largest is the limit)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _calibrated_terms_need_figures(self) -> Self:

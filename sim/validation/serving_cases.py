@@ -193,20 +193,22 @@ def _ratio_rows(
 SGLANG_OVERLAP, VLLM_2025_OVERLAP = "baseline", "none"
 
 
-def graph_capture(engine: str) -> dict[str, int]:
-    """The CUDA-graph capture limits of ``engine`` (a key of
+def graph_capture(engine: str) -> dict[str, int | list[int]]:
+    """The CUDA-graph capture limits (or captured batch sizes) of ``engine`` (a key of
     sim/calibration/engine_defaults.py ``GRAPH_CAPTURE``) as serving fields."""
-    limits = {}
+    limits: dict[str, int | list[int]] = {}
     for d in GRAPH_CAPTURE[engine]:
-        assert isinstance(d.value, int), d
+        assert isinstance(d.value, int | list), d
         limits[d.field.removeprefix("serving.")] = d.value
     return limits
 
 
-#: The engine versions the curves name: SGLang v0.4.4 (EAGLE-3 paper, section 4.3); vLLM
-#: V1 as of the paper (March 2025: the 0.8 capture list); vLLM >= 0.14 for the rtx6kpro
-#: report's 2026-04 image.
-SGLANG_PAPER, VLLM_PAPER, VLLM_2026 = "sglang 0.4.4", "vllm 0.8", "vllm 0.14"
+#: The engine versions the curves name: SGLang v0.4.4 (EAGLE-3 paper, section 4.3: "the
+#: SGLang v0.4.4 environment"), whose first release that runs EAGLE3 is v0.4.4.post2 (the
+#: v0.4.4 and v0.4.4.post1 wheels offer --speculative-algorithm EAGLE and NEXTN only), so
+#: its capture list and padding; vLLM V1 as of the paper (March 2025: the 0.8 capture
+#: list); vLLM >= 0.14 for the rtx6kpro report's 2026-04 image.
+SGLANG_PAPER, VLLM_PAPER, VLLM_2026 = "sglang 0.4.4.post2", "vllm 0.8", "vllm 0.14"
 
 
 def _llama_scenario(
@@ -588,6 +590,17 @@ def _noted(case: Case, why: str) -> Case:
     )
 
 
+def _ranges(sizes: Sequence[int]) -> str:
+    """Batch sizes as runs: [1, 2, 3, 5, 7, 64] -> '1-3, 5, 7, 64' (steps of one joined)."""
+    runs: list[list[int]] = []
+    for size in sizes:
+        if runs and size == runs[-1][-1] + 1:
+            runs[-1].append(size)
+        else:
+            runs.append([size])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
 def _host_line(scenario: Scenario) -> str:
     """The case's host work and CUDA-graph capture limits, for its setup."""
     serving = scenario.serving
@@ -597,12 +610,25 @@ def _host_line(scenario: Scenario) -> str:
         for name in ("graph_max_tokens", "graph_max_batch", "graph_max_batch_speculative")
         if (value := getattr(serving, name)) is not None
     )
-    capture = (
-        f"; CUDA-graph capture ({limits}, the engine's defaults: "
-        "sim/calibration/engine_defaults.py GRAPH_CAPTURE): beyond, a pass runs eagerly"
-        if limits
-        else ""
+    sizes = "; ".join(
+        f"{name} {_ranges(value)}"
+        for name in ("graph_batches", "graph_batches_speculative")
+        if (value := getattr(serving, name)) is not None
     )
+    if sizes:
+        capture = (
+            f"; CUDA-graph capture by batch size ({sizes}; the engine's defaults: "
+            "sim/calibration/engine_defaults.py GRAPH_CAPTURE): a batch between two captured "
+            "sizes runs padded up to the next (decode, verify, draft step), beyond the largest "
+            "eagerly"
+        )
+    elif limits:
+        capture = (
+            f"; CUDA-graph capture ({limits}, the engine's defaults: "
+            "sim/calibration/engine_defaults.py GRAPH_CAPTURE): beyond, a pass runs eagerly"
+        )
+    else:
+        capture = ""
     return (
         f"host work: {serving.host_us_per_request:g} us per running request per iteration "
         f"(assumed; 7-38 in public measurements, sim/model/host_work.py), "
@@ -628,13 +654,26 @@ def sglang_miss() -> str:
         "decoding; the verify's growth is priced at its weight FLOPs at 0.75 of peak (the "
         "GEMMs' efficiency in public linear-layer profiles) with slope 1 (within the "
         "0.1-1.35 that GEMM and step measurements give). Where it misses: from batch 8 to "
-        "32 the measured speedup still falls faster than predicted, most for the EAGLE row. "
+        "24 the measured speedup still falls faster than predicted, most for the EAGLE row. "
         "The two rows run on one server with the same target passes (the drafters' costs "
         "differ little beside them), so their ratio should stay near the ratio of their "
         f"accept lengths; it falls from {ratio[2]:.2f} at batch 2 to {min(mid):.2f}-"
         f"{max(mid):.2f} at 16-48 users, which no cost that does not depend on the drafter "
-        "can follow for both. The published curve is not "
-        "monotone (1.32 at 32, 1.38 at 48): about 5% run-to-run noise. The host work's "
+        "can follow for both. The paper's section 4.3 says the whole experiment ran without "
+        "the tree structure, a chain of 3, so the EAGLE row verified 4 tokens a request as "
+        "the EAGLE-3 row did: a tree verify is not what it misses. CUDA-graph padding: the "
+        "first SGLang release that runs EAGLE3 (v0.4.4.post2, 2025-03-27; the v0.4.4 and "
+        "post1 wheels offer EAGLE and NEXTN only) captures 1-8, 9-31 odd, 64, 96, 128 and "
+        "160 requests with speculative decoding and pads a batch up to the next, so 32 "
+        "running requests run the verify and draft steps as 64; the cases take that list "
+        "(the paper names v0.4.4, which cannot run EAGLE3; a build from main between "
+        "post1 and post2 may not have had the list, and a --max-running-requests below 64 "
+        "would add its own size). Both rows then dip at 32 users and recover toward 64, the "
+        "shape of the published curves (EAGLE-3 1.32 at 32, 1.38 at 48 and 64), which the "
+        "notes before this list put down to run-to-run noise (the agreement was seen after "
+        "the list was read from the wheels and tried on these rows: a consistency, not a "
+        "test). What the EAGLE row misses at 16-24 users (+22% to +28%) stays not "
+        "identified. The host work's "
         "central value (20 us) was settled after a screen of 10-80 us on these curves."
     )
 
@@ -649,6 +688,38 @@ VLLM_MISS = (
     "The host work, serial in every iteration of vLLM then, adds to both sides of the ratio "
     "and raises it a little at high load."
 )
+
+
+def _vllm_capture_tokens(query_len: int, max_tokens: int = 512) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes in tokens, [1, 2, 4] + range(8, 256, 8) +
+    range(256, max + 1, 16) (vllm/config/vllm.py), rounded up to multiples of the uniform
+    decode query length k + 1 with speculative decoding and FULL decode graphs
+    (vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``)."""
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, max_tokens + 1, 16)]
+    return sorted({-(-s // query_len) * query_len for s in sizes if s <= max_tokens})
+
+
+def _vllm_padding_note(users: int, k: int) -> str:
+    """The most rows vLLM's padding to its captured token counts adds at ``users`` running
+    requests, for the verify (k + 1 tokens a request) and for plain decoding."""
+    pads = []
+    for q in (k + 1, 1):
+        sizes = _vllm_capture_tokens(q)
+        worst = max(
+            (next(s for s in sizes if s >= b * q) - b * q) // q
+            for b in range(users // 2, users + 1)
+            if b * q <= sizes[-1]
+        )
+        pads.append(worst)
+    return (
+        "vLLM pads a batch up to its next captured token count (with k + 1 tokens a request "
+        "the capture sizes are rounded up to multiples of k + 1: vllm/config/compilation.py "
+        f"adjust_cudagraph_sizes_for_spec_decode): from {users // 2} to {users} running "
+        f"requests that is at most {pads[0]} verify rows ({pads[0] * (k + 1)} of "
+        f"{users * (k + 1)} tokens at {users}) and at most {pads[1]} rows of plain decoding, "
+        "so it slows plain decoding as much or more and is not what the crossing misses "
+        "(the vLLM cases do not state it). "
+    )
 
 
 def kimi_miss(rows: Sequence[Row], scenario: Scenario) -> str:
@@ -691,6 +762,7 @@ def kimi_miss(rows: Sequence[Row], scenario: Scenario) -> str:
         f"{model_per_token:.2f} ms (FLOPs at the GEMMs' and the fused-MoE kernel's "
         "efficiency, and PCIe all-reduces); host work is hidden "
         "on both sides (vLLM >= 0.14 schedules asynchronously with EAGLE-3). "
+        + _vllm_padding_note(top, k)
         + _candidates_note(
             rows, scenario, cost, 1000.0 * (verify_per_token - model_per_token), context
         )

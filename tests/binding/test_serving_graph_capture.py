@@ -62,3 +62,50 @@ def test_a_speculating_servers_own_capture_list_limits_its_verify_and_drafter_pa
     rows = {n: getattr(cost.curves, n).physics.graph_max_rows for n in ("decode", "verify")}
     assert rows == {"decode": 160, "verify": 32}
     assert cost.curves.draft_step.physics.graph_max_rows == 32
+
+
+def test_captured_batch_sizes_pad_the_decode_verify_and_draft_steps_and_set_the_limit():
+    # SGLang v0.4.4.post2: plain decoding captures 1, 2, 4, 8..160 by 8; EAGLE 1-8, 9-31
+    # odd, 64, 96, 128, 160; the draft extend and the prefills run eagerly (not padded)
+    plain = "[1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 160]"
+    spec = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 64, 160]"
+    cost = _cost(f"serving.graph_batches={plain}", f"serving.graph_batches_speculative={spec}")
+    free = _cost("serving.graph_max_batch=160")
+    curves = cost.curves
+    assert curves.decode.physics.graph_rows[-1] == curves.decode.physics.graph_max_rows == 160
+    assert curves.verify.physics.graph_rows == curves.draft_step.physics.graph_rows
+    assert curves.verify.physics.graph_rows[9] == 11
+    assert curves.draft_extend.physics.graph_rows is None
+    context = np.array([384.0])
+    k = 3
+    for draft in (0, k):  # batch 1 to the bit
+        assert float(cost.decode_ms(1, draft, context)[0]) == float(
+            free.decode_ms(1, draft, context)[0]
+        )
+    # 31 users: captured, unchanged; 32: the EAGLE iteration runs the 64-row graphs
+    for users, more in ((31, False), (32, True)):
+        ctx = users * context
+        padded, exact = (float(c.decode_ms(users, k, ctx)[0]) for c in (cost, free))
+        assert (padded > exact) is more and padded >= exact
+    # plain decoding at 32 is captured; at 33 it runs as 40
+    assert float(cost.decode_ms(32, 0, 32 * context)[0]) == float(
+        free.decode_ms(32, 0, 32 * context)[0]
+    )
+    assert float(cost.decode_ms(33, 0, 33 * context)[0]) > float(
+        free.decode_ms(33, 0, 33 * context)[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ("serving.graph_batches=[1, 4, 2]",),
+        ("serving.graph_batches=[1, 2, 2]",),
+        ("serving.graph_batches=[1, 2]", "serving.graph_max_batch=2"),
+        ("serving.graph_batches_speculative=[1, 2]", "serving.graph_max_batch_speculative=8"),
+    ],
+)
+def test_captured_sizes_out_of_order_or_beside_their_limit_are_refused(sets):
+    with pytest.raises(SpecsimError) as err:
+        load_scenario(LLAMA, sets)
+    assert "graph_batches" in str(err.value)

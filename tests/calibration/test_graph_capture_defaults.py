@@ -17,10 +17,17 @@ def test_each_engines_capture_limits_are_serving_fields_with_a_source(engine):
     for name, value in fields.items():
         assert getattr(spec, name) == value
     for default in GRAPH_CAPTURE[engine]:
-        assert default.field.startswith("serving.graph_max_")
+        assert default.field.startswith(("serving.graph_max_", "serving.graph_batches"))
         assert ".py" in default.source  # names the engine file it was read in
 
 
 def test_sglang_044_captures_fewer_batches_for_eagle_than_for_plain_decoding():
     fields = graph_capture("sglang 0.4.4")
     assert fields["graph_max_batch_speculative"] < fields["graph_max_batch"]
+
+
+def test_sglang_044_post2_pads_eagle_batches_between_its_captured_sizes():
+    fields = graph_capture("sglang 0.4.4.post2")
+    spec = fields["graph_batches_speculative"]
+    assert isinstance(spec, list)
+    assert 31 in spec and 32 not in spec and 64 in spec

@@ -18,6 +18,7 @@ from sim.hardware.batched import (
     PassPhysics,
     PassTerms,
     calibrated_pass,
+    padded_shape,
 )
 from sim.hardware.experts import FusedMoeKernel
 from sim.hardware.passes import PassShape, pass_schedule
@@ -364,6 +365,32 @@ def test_an_eager_pass_beyond_the_limit_pays_its_launch_work_when_launch_bound()
     shape = PassShape(small.name, 3, small.layers, graphed=False)
     launch_ms = float(pass_schedule(shape, small.hardware, small.geometry)[0].cpu_ms.sum())
     assert graphed_ms < launch_ms <= eager_ms
+
+
+def test_a_batch_between_captured_sizes_runs_the_next_captured_size_at_its_own_kv():
+    # SGLang v0.4.4.post2 with EAGLE captures 1-8, 9-31 odd, 64, ...: 10 rows replay the
+    # 11-row graph, 32 rows the 64-row one; the padded rows' tokens go through every GEMM
+    # (4 a row for a chain of 3), their KV reads are nothing (sequence length 1)
+    sizes = (*range(1, 9), *range(9, 33, 2), 64)
+    free, padded, _ = _capture_pair({"graph_rows": sizes, "graph_max_rows": 64})
+    assert padded_shape(padded.physics, 40, 10) == (44, 11)
+    assert padded_shape(padded.physics, 128, 32) == (256, 64)
+    assert padded_shape(padded.physics, 36, 9) == (36, 9)  # captured: unchanged
+    assert padded_shape(padded.physics, 260, 65) == (260, 65)  # eager: unchanged
+    assert padded_shape(padded.physics, 10, None) == (11, None)  # one token a row
+    for rows, ran in ((1, 1), (8, 8), (10, 11), (32, 64)):
+        kv, pairs = rows * 389.0, rows * 1546.0
+        assert float(padded.pass_ms(4 * rows, kv, pairs, rows)) == float(
+            free.pass_ms(4 * ran, kv, pairs, ran)
+        )
+    # more rows never cost less than the padded pass's own
+    kv = 32 * 389.0
+    assert float(padded.pass_ms(128, kv, 0.0, 32)) > float(free.pass_ms(128, kv, 0.0, 32))
+
+
+def test_captured_sizes_must_ascend():
+    with pytest.raises(ValueError, match="graph_rows"):
+        dataclasses.replace(physics(LLAMA, "verify"), graph_rows=(1, 4, 2))
 
 
 def test_a_capture_limit_below_one_is_refused():

@@ -408,12 +408,13 @@ def serving_model(
     if attn is None:
         notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
     try:
+        points = measured_points(scenario)
         cost = serving_cost(
             bound,
             kv_bytes_per_token=kv or 0.0,
             attention_flops_per_pair=attn or 0.0,
             reference_context_tokens=timing.context_tokens or 0.0,
-            points=measured_points(scenario),
+            points=points,
             speculative=speculative,
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,
@@ -433,7 +434,8 @@ def serving_model(
             "compute-bound prefill is then priced at the decode pass's slope)"
         )
     )
-    notes.extend((capacity.note, host_work_note(scenario), logit_rows_note(scenario, cost)))
+    logit_note = logit_rows_note(scenario, cost)
+    notes.extend((capacity.note, host_work_note(scenario), logit_note))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)
     return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

@@ -38,7 +38,6 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
-from sim.scenario.schema import Scenario
 from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving.evaluator import (
     BASELINE,
@@ -49,7 +48,7 @@ from sim.studies.serving.evaluator import (
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
 from sim.studies.serving.sequential import SETTLED_SE, merge
-from sim.uncertainty.model_error import beyond_measured_note, measured_loads, model_error_term
+from sim.uncertainty.model_error import beyond_measured_note, model_error_term
 from sim.uncertainty.perturb import (
     DRAWS,
     InputDraws,
@@ -391,20 +390,21 @@ def replication_counts(
     if isinstance(plans, ScenarioPlans):
         if draws is not None and draws.draws and plans.conditioning:
             out["conditioned_on"] = plans.conditioning
-        out.update(beyond_calibrated(plans.scenario(None, plans.default_steps), evaluator))
+        out.update(beyond_calibrated(plans, evaluator))
     return out
 
 
-def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str, Any]:
+def beyond_calibrated(plans: ScenarioPlans, evaluator: PointEvaluator) -> dict[str, Any]:
     """For a scenario that records the figures a load sweep calibrated it on
     (``[[serving.calibrated_on]]``), the study's loads whose mean decode batch is above the
-    highest measured one (``highest_measured_batch``) and the note they carry
-    (``beyond_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or nothing
-    when none is, or the scenario records no figure."""
-    serving = scenario.serving
-    if serving is None or not serving.calibrated_on:
+    highest measured one and the note they carry (sim/uncertainty/model_error.py
+    ``beyond_measured_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or
+    nothing when none is, or the scenario records no figure. Read from the study's plans
+    as bound (their mapping and their model-error term, ``ModelErrorTerm.highest_measured``),
+    not from a scenario rebuilt from them."""
+    if not (plans.base.get("serving") or {}).get("calibrated_on"):
         return {}
-    top = highest_measured_batch(scenario)
+    top = plans.model_error.highest_measured
     over: dict[Load, float] = {}
     for (load, _), point in evaluator.memo.items():
         batch = float(np.mean(point.mean_batch))
@@ -418,7 +418,7 @@ def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str
             "load_kind": loads[0].kind,
             "loads": [x.value for x in loads],
             "highest_measured_batch": top,
-            "note": beyond_note(scenario, max(over.values())),
+            "note": beyond_measured_note(top, max(over.values())),
         }
     }
 
@@ -426,18 +426,6 @@ def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str
 def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
     """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo 95% interval."""
     return interval90(draws.tolist(), ci95, positive=True)
-
-
-def highest_measured_batch(scenario: Scenario) -> float:
-    """The largest batch the scenario's costs are measured at (``measured_loads``)."""
-    return measured_loads(scenario)[-1]
-
-
-def beyond_note(scenario: Scenario, batch: float, model_error: bool = False) -> str | None:
-    """The note of an answer at a decode batch above the scenario's highest measured one
-    (sim/uncertainty/model_error.py ``beyond_measured_note``; a term at the batch says
-    the same, ``ModelErrorTerm.beyond_note``)."""
-    return beyond_measured_note(highest_measured_batch(scenario), batch, model_error)
 
 
 #: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py

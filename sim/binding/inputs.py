@@ -208,7 +208,8 @@ def uncertain_inputs(
     given its acceptance ``shape`` and its ``hardware`` model: ``bind`` finds them once
     (``Bound.inputs``)."""
     out: list[UncertainInput] = []
-    for dotted, entry in scenario.uncertainty.entries().items():
+    entries = scenario.uncertainty.entries()  # read once: the inputs, then what they state
+    for dotted, entry in entries.items():
         section, key = dotted.split(".", 1)
         value = getattr(getattr(scenario, section), key)
         names = (
@@ -235,7 +236,7 @@ def uncertain_inputs(
                     out.append(UncertainInput(kind="normal", stderr=float(se), **common))
     # A field the file states (even with a zero range or stderr: "known exactly") is never
     # given a default spread below.
-    fields = {u.field for u in out} | set(scenario.uncertainty.entries())
+    fields = {u.field for u in out} | set(entries)
     prior = shape.prior if shape is not None else None
     if prior is not None and prior.high > prior.low and "acceptance.decay" not in fields:
         assert shape is not None

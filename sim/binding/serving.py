@@ -314,31 +314,32 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
             gpu.memory_bandwidth_gbps,
             hardware.gpus,
             hardware.interconnect.bus_bandwidth_gbps,
-        )
+        ),
+        vocab,
+        per_logit,
     )
 
 
-def logit_rows_note(scenario: Scenario, cost: IterationCost) -> str:
-    """One line for a serving report: what a row of target logits costs and where its bytes
-    a logit come from (sim/model/logit_rows.py)."""
-    row_us = cost.logits.row_ms * 1e3
+def logit_rows_note(scenario: Scenario, rows: LogitRows) -> str:
+    """One line for a serving report: what a row of target logits costs (``rows``, as
+    ``logit_rows`` priced it: its vocabulary and bytes a logit) and whether its bytes a
+    logit are the scenario's or assumed (sim/model/logit_rows.py)."""
+    row_us = rows.row_ms * 1e3
     if not row_us:
         return (
             "logit rows: not priced (no model.lm_head_params and model.hidden_size to give "
             "the vocabulary)"
         )
-    given = scenario.serving.bytes_per_logit if scenario.serving is not None else None
+    given = scenario.serving is not None and scenario.serving.bytes_per_logit is not None
     low, high = BYTES_PER_LOGIT_RANGE
     said = (
-        f"{DEFAULT_BYTES_PER_LOGIT:g} bytes a logit, greedy decoding, assumed; {low:g}-"
+        f"{rows.bytes_per_logit:g} bytes a logit, given in the scenario"
+        if given
+        else f"{rows.bytes_per_logit:g} bytes a logit, greedy decoding, assumed; {low:g}-"
         f"{high:g} from an arg-max over the bf16 row to sampling with top-k and top-p"
-        if given is None
-        else f"{given:g} bytes a logit, given in the scenario"
     )
-    vocab = target_vocab(scenario)
-    assert vocab is not None  # a priced row has a vocabulary (``logit_rows``)
     return (
-        f"logit rows: {row_us:.3g} us a row of {vocab:,.0f} target logits ({said}; the "
+        f"logit rows: {row_us:.3g} us a row of {rows.vocab:,.0f} target logits ({said}; the "
         "tensor-parallel gather included), a row a request in plain decoding and the verify's "
         "tokens a request when speculating"
     )
@@ -425,12 +426,13 @@ def serving_model(
     if attn is None:
         notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
     try:
+        points = measured_points(scenario)
         cost = serving_cost(
             bound,
             kv_bytes_per_token=kv or 0.0,
             attention_flops_per_pair=attn or 0.0,
             reference_context_tokens=timing.context_tokens or 0.0,
-            points=measured_points(scenario),
+            points=points,
             speculative=speculative,
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,
@@ -450,7 +452,8 @@ def serving_model(
             "compute-bound prefill is then priced at the decode pass's slope)"
         )
     )
-    notes.extend((capacity.note, host_work_note(scenario), logit_rows_note(scenario, cost)))
+    logit_note = logit_rows_note(scenario, cost.logits)
+    notes.extend((capacity.note, host_work_note(scenario), logit_note))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)
     return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

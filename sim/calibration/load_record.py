@@ -4,7 +4,7 @@ of a serving interval conditioned on it.
 ``record_load_fit`` writes the figures the fit used (``[[serving.calibrated_on]]``: load,
 metric, measured value and its error, the run's draft and context, the file it came
 from) and the terms they identified (``serving.calibrated_terms``) into the fitted
-scenario. The serving commands' intervals read them back (``recorded_refit``): an input
+scenario. The serving commands' intervals read them back (``recorded_calibration``): an input
 drawn over its range (the acceptance, a pass time, a batched term the sweep left as a
 range) moves the recorded TPOTs as well, and held at the nominal fit a draw would predict
 the calibration figures away from their measurements. So in every draw the identified
@@ -53,6 +53,7 @@ __all__ = [
     "joined_correlation",
     "point_of",
     "record_load_fit",
+    "recorded_calibration",
     "recorded_refit",
     "refit_terms",
     "term_correlation",
@@ -238,30 +239,19 @@ def what_if(scenario: Scenario) -> dict[str, str]:
     }
 
 
-def recorded_refit(scenario: Scenario) -> RecordedRefit | None:
-    """The refit of the terms a scenario records as calibrated, to the figures it records
-    (None: it records no calibrated term, or a setting made it another server,
-    ``what_if``)."""
+def recorded_calibration(
+    scenario: Scenario,
+) -> tuple[RecordedRefit | None, dict[str, Any] | None]:
+    """What a scenario records of a load-sweep calibration, read once: the refit of the
+    terms it records as calibrated to the figures it records (None: it records no
+    calibrated term, or a setting made it another server, ``what_if``), and what a
+    document says about the conditioning of its draws on them (None: it records no
+    calibrated term): the figures' count, metric, loads and files, and the terms re-fitted
+    in every draw (``refitted``), or, for a what-if server, why they are not
+    (``not_conditioned``: the settings that made it)."""
     serving = scenario.serving
     if serving is None or not serving.calibrated_on or not serving.calibrated_terms:
-        return None
-    if what_if(scenario):
-        return None
-    return RecordedRefit(
-        scenario,
-        tuple(point_of(f) for f in serving.calibrated_on),
-        tuple(f"serving.{t}" for t in serving.calibrated_terms),
-    )
-
-
-def conditioning(scenario: Scenario) -> dict[str, Any] | None:
-    """What a document says about the conditioning of its draws on the recorded figures
-    (None: the scenario records no calibrated term): the figures' count, metric, loads and
-    files, and the terms re-fitted in every draw (``refitted``), or, for a what-if
-    server, why they are not (``not_conditioned``: the settings that made it)."""
-    serving = scenario.serving
-    if serving is None or not serving.calibrated_on or not serving.calibrated_terms:
-        return None
+        return None, None
     loads = [f.load for f in serving.calibrated_on]
     out: dict[str, Any] = {
         "figures": len(serving.calibrated_on),
@@ -274,5 +264,17 @@ def conditioning(scenario: Scenario) -> dict[str, Any] | None:
         out["not_conditioned"] = "set after loading, " + ", ".join(
             f"{name} ({via})" for name, via in changed.items()
         )
-        return out
-    return {**out, "refitted": [f"serving.{t}" for t in serving.calibrated_terms]}
+        return None, out
+    terms = tuple(f"serving.{t}" for t in serving.calibrated_terms)
+    refit = RecordedRefit(scenario, tuple(point_of(f) for f in serving.calibrated_on), terms)
+    return refit, {**out, "refitted": list(terms)}
+
+
+def recorded_refit(scenario: Scenario) -> RecordedRefit | None:
+    """The refit of ``recorded_calibration``."""
+    return recorded_calibration(scenario)[0]
+
+
+def conditioning(scenario: Scenario) -> dict[str, Any] | None:
+    """The conditioning document of ``recorded_calibration``."""
+    return recorded_calibration(scenario)[1]

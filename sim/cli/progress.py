@@ -26,7 +26,8 @@ def announce_slow_intervals(
     draw of their acceptance inputs re-builds every class's Beta quadrature (some 500-650
     draws on the shipped mix), which no bar follows. ``bounds``: the bound scenarios."""
     # lazy: the scenario layer only when a command runs, not for --help (start-up)
-    from sim.uncertainty.sampled_draws import acceptance_propagated, is_acceptance_input
+    from sim.uncertainty.perturb import is_acceptance_input
+    from sim.uncertainty.sampled_draws import acceptance_propagated
 
     out = stream or sys.stderr
     if not (enabled and out.isatty()):

@@ -12,7 +12,7 @@ from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
 from sim.report.screen import assumptions_line, fit_width
-from sim.studies.serving.draws import INTERVAL_LABEL
+from sim.uncertainty.perturb import INTERVAL_LABEL
 
 __all__ = ["render_controllers", "render_controllers_screen"]
 

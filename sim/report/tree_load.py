@@ -23,9 +23,9 @@ from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
-from sim.studies.serving.draws import INTERVAL_LABEL
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
+from sim.uncertainty.perturb import INTERVAL_LABEL
 
 __all__ = [
     "render_tree_load",

@@ -6,6 +6,8 @@ the uncertain inputs ``bind`` found, ``Bound.inputs``), ``tree_sampled`` (a tree
 and answered in every draw), ``answers`` (a batch-1 answer's 90% interval, its drivers and
 the measurement to take next), ``tree_required_draws`` (the 90% interval of the top-1 rate
 a tree configuration needs), ``model_error`` (the model-error term of a serving answer's
-interval). The serving studies' own draws, which run the serving evaluator on the drawn
-scenarios, are the studies' (sim/studies/serving/draws.py).
+interval), ``perturb`` (a serving answer's uncertain inputs, drawn once from the bound
+scenario as overrides, and each draw's scenario re-validated and bound). The serving
+studies' own draws, which run the serving evaluator on the drawn scenarios, are the
+studies' (sim/studies/serving/draws.py).
 """

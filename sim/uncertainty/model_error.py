@@ -232,7 +232,7 @@ def model_error_term(
         float(batch),
         measured_batches(scenario, "plain"),
         measured_batches(scenario, "speculative"),
-        float(measured_loads(scenario)[-1]),
+        measured_loads(scenario)[-1],
     )
 
 

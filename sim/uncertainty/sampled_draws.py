@@ -17,7 +17,6 @@ import dataclasses
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -46,6 +45,7 @@ from sim.model.shapes import (
 )
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.uncertainty.perturb import draw_overrides, is_acceptance_input
 
 #: Draft lengths the sampled model covers (the closed forms' best-k range, K_RANGE).
 MAX_STEPS = 32
@@ -73,10 +73,6 @@ def pass_vector(passes: PassTimes, max_steps: int = MAX_STEPS) -> np.ndarray:
         passes.draft_extend_tokens or 0.0,
     ]
     return np.array(head + verify, dtype=float)
-
-
-def is_acceptance_input(field: str) -> bool:
-    return field.startswith("acceptance.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,17 +153,6 @@ def pass_response(
 # --------------------------------------------------------------------------- the model
 
 
-def acceptance_override(scenario: Scenario, field: str, value: float) -> dict[str, object]:
-    """The overrides that set one acceptance input (a list entry replaces the list)."""
-    spec = scenario.acceptance
-    assert spec is not None
-    if field.startswith("acceptance.per_position["):
-        listed = list(spec.per_position or [])
-        listed[int(field.split("[")[1].rstrip("]"))] = value
-        return {"acceptance.per_position": listed}
-    return {field: value}
-
-
 #: What each distinct draw of the acceptance inputs gives once the scenario is re-validated
 #: at it, by (what makes it, the drawn values' bytes): a chain's effective rates (K,)
 #: (``drawn_rates``), a tree's population (sim/uncertainty/tree_sampled.py); None where the
@@ -186,36 +171,6 @@ def acceptance_rows(
         return acc[:1], np.zeros(values.shape[0], dtype=int)
     first, again = distinct_rows(acc)
     return acc[first], again
-
-
-def draw_overrides(
-    scenario: Scenario, inputs: Sequence[UncertainInput], row: Sequence[float] | np.ndarray
-) -> dict[str, object]:
-    """The overrides that set ``inputs`` to one draw ``row`` (F,): each with the fields it
-    sets with it (``UncertainInput.set_with``: a decay's resolved shape), an acceptance
-    input by ``acceptance_override``, entries of one list field set together, an integer
-    field rounded, any other field (a timing, a hardware or a batched cost term with a
-    range) set as it is."""
-    over: dict[str, Any] = {}
-    for inp, v in zip(inputs, [float(x) for x in row], strict=True):
-        over.update(inp.set_with)
-        if not is_acceptance_input(inp.field):
-            if "[" in inp.field:
-                name, index = inp.field[:-1].split("[")
-                section, key = name.split(".", 1)
-                listed = list(over.get(name, getattr(getattr(scenario, section), key)))
-                listed[int(index)] = round(v) if inp.integer else v
-                over[name] = listed
-            else:
-                over[inp.field] = round(v) if inp.integer else v
-            continue
-        for key, value in acceptance_override(scenario, inp.field, v).items():
-            if key in over and isinstance(value, list):  # another entry of the same list
-                i = int(inp.field.split("[")[1].rstrip("]"))
-                value = [*over[key]]
-                value[i] = v
-            over[key] = value
-    return over
 
 
 def drawn_scenario(

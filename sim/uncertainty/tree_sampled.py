@@ -44,6 +44,7 @@ from sim.model.tree.acceptance import TreeAcceptance, TreeDraft
 from sim.model.tree.rates import Shares
 from sim.model.tree.theory import depth_survival
 from sim.scenario.schema import Scenario
+from sim.uncertainty.perturb import is_acceptance_input
 from sim.uncertainty.sampled_draws import (
     MAX_STEPS,
     Drawn,
@@ -51,7 +52,6 @@ from sim.uncertainty.sampled_draws import (
     acceptance_propagated,
     acceptance_rows,
     drawn_scenario,
-    is_acceptance_input,
     pass_response,
     sampled_acceptance,
 )

@@ -6,7 +6,7 @@ work, the kernel slope, the acceptance shape) moves that calibration figure as w
 at the nominal fit, a draw would predict the calibration figure away from its
 measurement, and the interval would hold what the data rule out. Each function here maps
 a draw's overrides to the fitted fields' values that reproduce the calibration figures
-under the draw (sim/studies/serving/draws.py ``Refit``), by the case's own fit: the draws
+under the draw (sim/uncertainty/perturb.py ``Refit``), by the case's own fit: the draws
 are conditioned on the lowest load, and only the split the data leave open (how much of
 the calibrated cost is per iteration, how much grows with the batch) is drawn.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import Refit
+from sim.uncertainty.perturb import Refit
 from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 

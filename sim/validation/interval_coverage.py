@@ -3,7 +3,7 @@ truths.
 
 A truth is a server drawn from the ranges specsim itself says it does not know:
 
-* every uncertain input of the scenario (sim/studies/serving/draws.py ``serving_inputs``:
+* every uncertain input of the scenario (sim/uncertainty/perturb.py ``serving_inputs``:
   its ``[uncertainty]`` entries, the decay prior, the shape's tilt, the default host work
   per request over its published range), and
 * the batched cost terms a load sweep calibration carries as ranges when it cannot identify
@@ -59,8 +59,8 @@ from sim.simulation.serving.metrics import (
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAWS, serve_intervals, serving_inputs
-from sim.uncertainty.sampled_draws import draw_overrides
+from sim.studies.serving.draws import serve_intervals
+from sim.uncertainty.perturb import DRAWS, draw_overrides, serving_inputs
 
 __all__ = ["LOADS", "Scored", "coverage_study", "truth_inputs"]
 

@@ -2,7 +2,7 @@
 
 For every scored figure of sim/validation/interval_public.py (the repository's public
 serving curves, each calibrated as its case calibrates it) and every input ``serve``
-draws (sim/studies/serving/draws.py ``serving_inputs``), the figure is simulated again with
+draws (sim/uncertainty/perturb.py ``serving_inputs``), the figure is simulated again with
 that input alone at its 5% and at its 95% end (the others at their nominal values), on
 the nominal run's first ``DRAW_REPLICATIONS`` seeds, and moved by the paired shift as a
 draw is (sim/studies/serving/draws.py ``shifted``). An input's *swing* is the distance
@@ -29,9 +29,9 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.setup import serving_setup
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAW_REPLICATIONS, paired_gain, serving_inputs, shifted
+from sim.studies.serving.draws import DRAW_REPLICATIONS, paired_gain, shifted
 from sim.studies.serving.paired_metrics import policy_point
-from sim.uncertainty.sampled_draws import draw_overrides
+from sim.uncertainty.perturb import draw_overrides, serving_inputs
 from sim.validation.interval_public import SPEEDUP, FigureSpec, figure_specs, scenario_at
 
 __all__ = ["Swing", "curve_swings", "swing_lines"]

@@ -43,8 +43,9 @@ from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAWS, SERVE_METRICS, Refit, serve_intervals
+from sim.studies.serving.draws import SERVE_METRICS, serve_intervals
 from sim.studies.serving.paired_metrics import gain, policy_point
+from sim.uncertainty.perturb import DRAWS, Refit
 from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub

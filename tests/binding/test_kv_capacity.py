@@ -15,7 +15,7 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.setup import serving_setup
-from sim.studies.serving.draws import serving_inputs
+from sim.uncertainty.perturb import serving_inputs
 
 #: Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json): 32 layers of 218.1M, a 525.3M head
 #: and an embedding of the same size: 8.03B parameters, BF16.

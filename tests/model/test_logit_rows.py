@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
-from sim.binding.serving import logit_rows, serving_cost
+from sim.binding.serving import logit_rows, logit_rows_note, serving_cost
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import (
@@ -99,6 +99,25 @@ def test_a_scenario_prices_its_vocabulary_on_its_hardware():
     )
     no_head = load_scenario(LLAMA, ["model.lm_head_params=0"])
     assert logit_rows(no_head, bound.hardware.current).row_ms == 0.0
+
+
+def test_the_note_describes_the_row_as_priced():
+    """The serving note reads the vocabulary and bytes a logit from the priced row
+    (``LogitRows``), the scenario only for whether those bytes were given."""
+    scenario = load_scenario(LLAMA)
+    bound = bind(scenario)
+    rows = logit_rows(scenario, bound.hardware.current)
+    vocab = scenario.model.lm_head_params / scenario.model.hidden_size
+    assert (rows.vocab, rows.bytes_per_logit) == (vocab, DEFAULT_BYTES_PER_LOGIT)
+    note = logit_rows_note(scenario, rows)
+    assert (
+        f"a row of {vocab:,.0f} target logits (12 bytes a logit, greedy decoding, assumed;" in note
+    )
+    given = load_scenario(LLAMA, ["serving.bytes_per_logit=40"])
+    assert "(40 bytes a logit, given in the scenario;" in logit_rows_note(
+        given, logit_rows(given, bound.hardware.current)
+    )
+    assert logit_rows_note(scenario, LogitRows()).startswith("logit rows: not priced")
 
 
 def test_more_bytes_a_logit_slow_the_speculative_iteration_more_than_the_plain_one():

@@ -25,7 +25,7 @@ from sim.scenario.schema import Scenario
 from sim.studies.bisection import ALPHA_XTOL, closed_form_stats
 from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance
 from sim.uncertainty.answers import answer_uncertainty
-from sim.uncertainty.sampled_draws import is_acceptance_input
+from sim.uncertainty.perturb import is_acceptance_input
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 KS = range(1, 17)

@@ -16,7 +16,7 @@ from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
 from sim.uncertainty.answers import TREE_POPULATION_NOTE, answer_uncertainty
-from sim.uncertainty.sampled_draws import is_acceptance_input
+from sim.uncertainty.perturb import is_acceptance_input
 from sim.uncertainty.tree_sampled import drawn_population, sampled_tree
 from tests.conftest import ROOT
 

@@ -1,7 +1,7 @@
 """90% intervals from inputs and model for ``controllers``: each policy's advantage over the
 static table per phase, and where the static best-k table switches k.
 
-The draws are those of every serving answer (sim/studies/serving/draws.py ``input_draws``,
+The draws are those of every serving answer (sim/uncertainty/perturb.py ``input_draws``,
 carried by the study's ``ScenarioPlans.draws``).
 
 * **Advantage.** Each draw replays the phases with ``replications`` replications on the
@@ -36,10 +36,11 @@ from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
-from sim.studies.serving.draws import DrawnPoints, Overrides, interval90, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, shifted
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, gain
 from sim.uncertainty.model_error import ModelErrorTerm, crossing_band, join_ends
+from sim.uncertainty.perturb import InputDraws, Overrides
 
 __all__ = ["advantage_intervals", "switch_intervals"]
 
@@ -66,7 +67,7 @@ def advantage_intervals(
     """
     drawn: list[Advantages] = []
     for ov in draws:
-        plans = replace(builder, drawn=ov, draws=())
+        plans = replace(builder, drawn=ov, sampled=InputDraws())
         try:
             plan = plans.setup(Load("concurrency", 1), max_k).plan
         except SpecsimError:

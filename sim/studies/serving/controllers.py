@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.model.acceptance import RateClass
 from sim.model.controllers import SGLangAdaptive, VllmGoodput
@@ -265,7 +264,7 @@ class ReplayResult:
     #: Where the static best-k table switches k, each with its 90% interval from inputs
     #: and model (sim/studies/serving/controller_draws.py ``switch_intervals``).
     switches: tuple[dict[str, Any], ...] = ()
-    #: What the intervals took (sim/studies/serving/draws.py ``doc``) and ``draws_run``.
+    #: What the intervals took (sim/uncertainty/perturb.py ``InputDraws.doc``) and ``draws_run``.
     intervals: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The largest decode batch any policy ran in the replay.
     max_batch: int = 0
@@ -666,17 +665,9 @@ def _with_intervals(
     controller_draws.py): each advantage per phase, each switch of the best-k table."""
     # lazy: the draws only when the replay has run
     from sim.studies.serving.controller_draws import advantage_intervals, switch_intervals
-    from sim.studies.serving.draws import (
-        DRAW_REPLICATIONS,
-        DrawnPoints,
-        beyond_note,
-        doc,
-        highest_measured_batch,
-        serving_inputs,
-    )
-    from sim.uncertainty.model_error import ModelErrorTerm
+    from sim.studies.serving.draws import DRAW_REPLICATIONS, DrawnPoints
+    from sim.uncertainty.model_error import ModelErrorTerm, beyond_measured_note
 
-    scenario = builder.scenario(None, builder.default_steps)
     r = min(DRAW_REPLICATIONS, int(result.settings["replications"]))
 
     def policies_of(plan: ServingPlan) -> dict[str, SpeculationPolicy]:
@@ -723,7 +714,7 @@ def _with_intervals(
         else by_metric
         for name, by_metric in versus.items()
     }
-    top = highest_measured_batch(scenario)
+    top = builder.model_error.highest_measured
     used: list[ModelErrorTerm] = list(terms)
 
     def term_at(batch: float) -> ModelErrorTerm:
@@ -745,13 +736,13 @@ def _with_intervals(
     )
     # the line and JSON give the advantages' widest term (a switch's are at its grid loads)
     widest = max(terms, key=lambda x: x.gain_sigma, default=None)
-    note = beyond_note(scenario, result.max_batch, any(x.active for x in used))
+    note = beyond_measured_note(top, result.max_batch, any(x.active for x in used))
     return dataclasses.replace(
         result,
         versus_interval90=versus,
         switches=switches,
         intervals={
-            **doc(serving_inputs(bind(scenario)), builder.draws, r, builder.conditioning),
+            **builder.sampled.doc(r),
             "draws_run": ran,
             "highest_measured_batch": top,
             "replay_max_batch": result.max_batch,

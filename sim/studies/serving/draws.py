@@ -2,15 +2,16 @@
 random numbers.
 
 A serving answer (a paired gain at a load, where speculation stops paying, the best k)
-moves with the scenario's uncertain inputs (``serving_inputs``: every ``[uncertainty]``
-entry with its range or stderr, batched cost terms a calibration left unidentified
-included once the scenario carries them so, the acceptance decay prior, the shape's tilt,
-the derived-compute efficiency, and the default batched terms of
-``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not
-re-run whole at every draw; it is made affordable three ways:
+moves with the scenario's uncertain inputs (sim/uncertainty/perturb.py ``serving_inputs``:
+every ``[uncertainty]`` entry with its range or stderr, batched cost terms a calibration
+left unidentified included once the scenario carries them so, the acceptance decay prior,
+the shape's tilt, the derived-compute efficiency, and the default batched terms of
+``SERVING_DEFAULT_RANGES`` over their published ranges). The study is not re-run whole
+at every draw; it is made affordable three ways:
 
-* ``DRAWS`` scrambled Sobol draws of the inputs (sim/uncertainty/sampled_draws.py
-  ``draw_inputs``), each a set of overrides of the scenario (``draw_overrides``);
+* ``DRAWS`` scrambled Sobol draws of the inputs, each a set of overrides of the scenario,
+  made once from the bound scenario (sim/uncertainty/perturb.py ``input_draws``), each
+  draw's scenario re-validated and bound there (``perturbed``);
 * each draw runs only ``DRAW_REPLICATIONS`` replications, on the seeds of the nominal run's
   first replications (common random numbers: the same users, arrivals, lengths and
   acceptance uniforms), and only at the loads that decide the answer (a crossing's
@@ -37,7 +38,6 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
-from sim.scenario.schema import Scenario
 from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving.evaluator import (
     BASELINE,
@@ -48,255 +48,40 @@ from sim.studies.serving.evaluator import (
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
 from sim.studies.serving.sequential import SETTLED_SE, merge
-from sim.uncertainty.model_error import beyond_measured_note, measured_loads, model_error_term
+from sim.uncertainty.model_error import beyond_measured_note, model_error_term
+from sim.uncertainty.perturb import (
+    DRAWS,
+    InputDraws,
+    Overrides,
+    Refit,
+    input_draws,
+    perturbed,
+)
 
 if TYPE_CHECKING:
     from sim.binding.bound import Bound
-    from sim.binding.inputs import UncertainInput
 
 __all__ = [
     "DRAWS",
     "DRAW_NOISE_SHARE",
     "DRAW_REPLICATIONS",
-    "INTERVAL_LABEL",
     "SERVE_METRICS",
-    "SERVING_DEFAULT_RANGES",
     "DrawnPoints",
-    "Refit",
     "beyond_calibrated",
-    "conditioned_on",
-    "describe_inputs",
-    "drawn_overrides",
-    "input_draws",
     "interval90",
     "one_replication_enough",
     "prediction_half_width",
     "ratio_interval",
-    "records_calibration",
     "replication_counts",
-    "serving_inputs",
     "shifted",
 ]
 
-#: Sobol draws of the uncertain inputs a serving answer takes (a power of 2).
-DRAWS = 8
 #: Replications each draw runs at a deciding load (the nominal run's first seeds).
 DRAW_REPLICATIONS = 2
-INTERVAL_LABEL = "90% interval from inputs and model"
 #: Sequential draws (``DrawnPoints(sequential=True)``): a comparison's draws keep their
 #: first replication where the second could move a draw's answer (one standard deviation)
 #: by at most this share of the comparison's 90% interval (``one_replication_enough``).
 DRAW_NOISE_SHARE = 0.1
-
-Overrides = tuple[tuple[str, Any], ...]
-
-
-#: Re-solves a calibrated scenario's fitted terms in one draw: from the draw's overrides
-#: of the scenario, the values of the fitted fields that reproduce the calibration figures
-#: under them (as re-running the calibration with the drawn inputs would).
-Refit = Callable[[Mapping[str, Any]], Mapping[str, Any]]
-
-
-def records_calibration(scenario: Scenario) -> bool:
-    """Whether ``scenario`` records the figures a load sweep fitted and the terms they
-    identified (``serving.calibrated_on``, ``serving.calibrated_terms``): its draws are
-    then conditioned on them."""
-    return scenario.serving is not None and bool(scenario.serving.calibrated_terms)
-
-
-def conditioned_on(scenario: Scenario, draws: Sequence[Overrides]) -> dict[str, Any] | None:
-    """What a document says about the conditioning of its ``draws`` (None: no draws, or a
-    scenario that records no calibration, ``records_calibration``): the figures, their
-    loads and files, and the terms re-fitted in every draw."""
-    if not draws or not records_calibration(scenario):
-        return None
-    # lazy: the load fit only for a scenario that records one (start-up)
-    from sim.calibration.load_record import conditioning
-
-    return conditioning(scenario)
-
-
-DefaultRange = tuple[float, float, float, str]
-
-
-def _host_work_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE  # lazy
-
-    low, high = US_PER_REQUEST_RANGE
-    why = f"the default host work per running request: public measurements put it at {low:g}-"
-    return DEFAULT_US_PER_REQUEST, low, high, why + f"{high:g} us (sim/model/host_work.py)"
-
-
-def _kernel_slope_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.hardware.batched import DEFAULT_SLOPE, SLOPE_RANGE  # lazy: serving only
-
-    low, high = SLOPE_RANGE
-    why = (
-        "the default growth of a pass measured at batch 1 only (and beyond its last measured "
-        f"point): public kernel profiles put it at {low:g}-{high:g} ms per ms of work at peak "
-        "(sim/hardware/batched.py); a batch-1 calibration cannot identify it"
-    )
-    return DEFAULT_SLOPE, low, high, why
-
-
-def _expert_skew_range(scenario: Scenario) -> DefaultRange | None:
-    if not scenario.model.experts:
-        return None  # a dense target routes no experts
-    from sim.hardware.experts import SERVING_STEP_SKEW, SKEW_RANGE  # lazy: serving only
-
-    low, high = SKEW_RANGE
-    why = (
-        "the default skew of expert popularity in a batched step: uniform routing to the one "
-        f"public serving trace, {low:g}-{high:g} (sim/hardware/experts.py); a batch-1 "
-        "calibration cannot identify it"
-    )
-    return SERVING_STEP_SKEW, low, high, why
-
-
-def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.binding.serving import target_vocab  # lazy: serving only
-    from sim.model.logit_rows import BYTES_PER_LOGIT_RANGE, DEFAULT_BYTES_PER_LOGIT  # lazy
-
-    if target_vocab(scenario) is None:
-        return None  # no vocabulary: the logit rows are not priced
-
-    low, high = BYTES_PER_LOGIT_RANGE
-    why = (
-        "the default bytes a rank moves per vocabulary entry of a row of target logits "
-        f"(greedy decoding): {low:g} for an arg-max over the bf16 row to {high:g} for "
-        "sampling with top-k and top-p (sim/model/logit_rows.py); a batch-1 calibration "
-        "cannot identify it"
-    )
-    return DEFAULT_BYTES_PER_LOGIT, low, high, why
-
-
-def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.binding.kv_capacity import derived_engine  # lazy: serving only
-
-    engine = derived_engine(scenario)
-    if engine is None:
-        return None  # a given capacity, or none derived
-    from sim.binding.kv_capacity import memory_gib
-    from sim.hardware.memory import RESERVE_SHARE_RANGE, reserve_range_gib
-
-    default, low, high = reserve_range_gib(engine, memory_gib(scenario))
-    shares = RESERVE_SHARE_RANGE[engine]
-    why = (
-        f"the memory {engine} keeps per GPU beyond the weights and the KV cache (activations, "
-        f"CUDA graphs, communicators), which sizes the derived KV capacity: {low:g}-{high:g} "
-        f"GiB ({100 * shares[0]:g}-{100 * shares[1]:g}% of the GPU's memory in its startup "
-        "logs, sim/hardware/memory.py); a batch-1 calibration cannot identify it"
-    )
-    return default, low, high, why
-
-
-#: Batched cost terms a serving answer draws over their published range when the scenario
-#: neither gives the field nor states its uncertainty: field -> f(scenario) -> (the model's
-#: default, low, high, reason), None where the term does not apply. A batched term that a
-#: calibration leaves unidentified enters the same way when the scenario carries it as an
-#: ``[uncertainty]`` range (``uncertain_inputs``); a default term with a published range is
-#: added here. Every one of them is a term a batch-1 calibration cannot identify.
-SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], tuple[float, float, float, str] | None]] = {
-    "serving.host_us_per_request": _host_work_range,
-    "serving.kernel_slope": _kernel_slope_range,
-    "serving.expert_skew": _expert_skew_range,
-    "serving.kv_reserve_gib": _kv_reserve_range,
-    "serving.bytes_per_logit": _logit_bytes_range,
-}
-
-
-def serving_inputs(bound: Bound) -> tuple[UncertainInput, ...]:
-    """The uncertain inputs of a serving answer: ``uncertain_inputs``, then every batched
-    cost term of ``SERVING_DEFAULT_RANGES`` the scenario takes by default (not given in
-    the file, no ``[uncertainty]`` entry), uniform over its published range (assumed)."""
-    # lazy: the uncertainty layer only when a study draws
-    from sim.binding.inputs import UncertainInput, field_bounds
-
-    scenario = bound.scenario
-    out = list(bound.inputs)
-    stated = {u.field for u in out} | set(scenario.uncertainty.entries())
-    for field, make in SERVING_DEFAULT_RANGES.items():
-        if field in stated or scenario.given_origin(field)[0] != "default":
-            continue
-        found = make(scenario)
-        if found is None:
-            continue
-        default, low, high, reason = found
-        section, key = field.split(".", 1)
-        part = getattr(scenario, section)
-        if part is None:  # no such section: every field its default
-            nominal, bounds = default, (-math.inf, math.inf)
-        else:
-            value = getattr(part, key)
-            nominal = default if value is None else float(value)
-            bounds = field_bounds(scenario, field)
-        out.append(
-            UncertainInput(
-                field, nominal, "uniform", "assumed", reason, low=low, high=high, bounds=bounds
-            )
-        )
-    return tuple(out)
-
-
-def input_draws(
-    bound: Bound, seed: int, draws: int = DRAWS, refit: Refit | None = None
-) -> tuple[Overrides, ...]:
-    """The overrides of ``draws`` Sobol draws of a bound scenario's serving inputs
-    (``serving_inputs``): ``drawn_overrides`` of them."""
-    return drawn_overrides(bound.scenario, serving_inputs(bound), seed, draws, refit)
-
-
-def drawn_overrides(
-    scenario: Scenario,
-    inputs: Sequence[UncertainInput],
-    seed: int,
-    draws: int = DRAWS,
-    refit: Refit | None = None,
-) -> tuple[Overrides, ...]:
-    """The overrides of ``draws`` Sobol draws of the scenario's uncertain ``inputs`` (none
-    without inputs or with ``draws`` 0); the Sobol scramble from ``seed``.
-
-    ``refit``: the draws are conditioned on the calibration figures: each draw's fitted
-    fields re-solved so that the drawn scenario reproduces them (``Refit``); a draw under
-    which no value reproduces them (the fit finds no root, or the scenario rejects the
-    value) is left out, as the data rule it out. None: the scenario's own, when it records
-    the figures a load sweep fitted (sim/calibration/load_record.py ``recorded_refit``)."""
-    # lazy: the uncertainty layer only when a study draws
-    from sim.binding.inputs import draw_inputs
-    from sim.uncertainty.sampled_draws import draw_overrides
-
-    if not inputs or draws < 1:
-        return ()
-    if refit is None and records_calibration(scenario):
-        # lazy: the load fit only for a scenario that records one (start-up)
-        from sim.calibration.load_record import recorded_refit
-
-        refit = recorded_refit(scenario)
-    values = draw_inputs(scenario, inputs, draws, seed)
-    out = []
-    for row in values:
-        over = draw_overrides(scenario, inputs, row)
-        if refit is not None:
-            try:
-                over = {**over, **refit(over)}
-            except (SpecsimError, ValueError):
-                continue  # no value of the fitted terms reproduces the calibration here
-        out.append(tuple(over.items()))
-    return tuple(out)
-
-
-def describe_inputs(inputs: Sequence[UncertainInput]) -> list[dict[str, Any]]:
-    """The drawn inputs for a document: field, origin, reason, and range or stderr."""
-    out = []
-    for inp in inputs:
-        row: dict[str, Any] = {"field": inp.field, "origin": inp.origin, "reason": inp.reason}
-        spread = inp.spread  # the range, or a prior's 5-95%; None for a stderr
-        if spread is None:
-            row["stderr"] = inp.stderr
-        else:
-            row["range"] = list(spread)
-        out.append(row)
-    return out
 
 
 def prediction_half_width(values: np.ndarray) -> float:
@@ -471,7 +256,7 @@ class DrawnPoints:
                 continue
             plans = ev.builder
             assert isinstance(plans, ScenarioPlans)  # a scenario's plans are drawn
-            builder = replace(plans, drawn=ov, draws=())
+            builder = replace(plans, drawn=ov, sampled=InputDraws())
             try:
                 builder.scenario(None, builder.default_steps)
             except SpecsimError:
@@ -605,20 +390,21 @@ def replication_counts(
     if isinstance(plans, ScenarioPlans):
         if draws is not None and draws.draws and plans.conditioning:
             out["conditioned_on"] = plans.conditioning
-        out.update(beyond_calibrated(plans.scenario(None, plans.default_steps), evaluator))
+        out.update(beyond_calibrated(plans, evaluator))
     return out
 
 
-def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str, Any]:
+def beyond_calibrated(plans: ScenarioPlans, evaluator: PointEvaluator) -> dict[str, Any]:
     """For a scenario that records the figures a load sweep calibrated it on
     (``[[serving.calibrated_on]]``), the study's loads whose mean decode batch is above the
-    highest measured one (``highest_measured_batch``) and the note they carry
-    (``beyond_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or nothing
-    when none is, or the scenario records no figure."""
-    serving = scenario.serving
-    if serving is None or not serving.calibrated_on:
+    highest measured one and the note they carry (sim/uncertainty/model_error.py
+    ``beyond_measured_note`` at the largest such batch): ``{"beyond_measured": {...}}``, or
+    nothing when none is, or the scenario records no figure. Read from the study's plans
+    as bound (their mapping and their model-error term, ``ModelErrorTerm.highest_measured``),
+    not from a scenario rebuilt from them."""
+    if not (plans.base.get("serving") or {}).get("calibrated_on"):
         return {}
-    top = highest_measured_batch(scenario)
+    top = plans.model_error.highest_measured
     over: dict[Load, float] = {}
     for (load, _), point in evaluator.memo.items():
         batch = float(np.mean(point.mean_batch))
@@ -632,7 +418,7 @@ def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str
             "load_kind": loads[0].kind,
             "loads": [x.value for x in loads],
             "highest_measured_batch": top,
-            "note": beyond_note(scenario, max(over.values())),
+            "note": beyond_measured_note(top, max(over.values())),
         }
     }
 
@@ -640,37 +426,6 @@ def beyond_calibrated(scenario: Scenario, evaluator: PointEvaluator) -> dict[str
 def ratio_interval(draws: np.ndarray, ci95: tuple[float, float] | None) -> list[float] | None:
     """``interval90`` of a ratio's draws (D,) joined with its Monte Carlo 95% interval."""
     return interval90(draws.tolist(), ci95, positive=True)
-
-
-def doc(
-    inputs: Sequence[UncertainInput],
-    draws: Sequence[Overrides],
-    replications: int,
-    conditioning: Mapping[str, Any] | None = None,
-) -> Mapping[str, Any]:
-    """What a document says about its intervals: the label, draws, replications per draw
-    and the inputs drawn (``inputs``: the uncertain inputs the draws were made of); with
-    draws of a scenario that records its calibration figures, ``conditioned_on``
-    (``conditioning``: what the draws were conditioned on, ``conditioned_on``)."""
-    return {
-        "label": INTERVAL_LABEL,
-        "draws": len(draws),
-        "replications_per_draw": replications if draws else 0,
-        "inputs": describe_inputs(inputs),
-        **({"conditioned_on": conditioning} if conditioning else {}),
-    }
-
-
-def highest_measured_batch(scenario: Scenario) -> float:
-    """The largest batch the scenario's costs are measured at (``measured_loads``)."""
-    return measured_loads(scenario)[-1]
-
-
-def beyond_note(scenario: Scenario, batch: float, model_error: bool = False) -> str | None:
-    """The note of an answer at a decode batch above the scenario's highest measured one
-    (sim/uncertainty/model_error.py ``beyond_measured_note``; a term at the batch says
-    the same, ``ModelErrorTerm.beyond_note``)."""
-    return beyond_measured_note(highest_measured_batch(scenario), batch, model_error)
 
 
 #: The ``serve`` metrics given a 90% interval from inputs and model (paired_metrics.py
@@ -701,37 +456,35 @@ def serve_intervals(
     joined with the nominal's Monte Carlo 95% interval; ``batch``: the mean decode batch
     of the nominal run, against the highest measured one (``beyond_note``); ``refit``: the
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
-    nominal run's bound scenario ``bound`` and bind each. Each interval then takes the
-    model-error term at ``batch`` (sim/uncertainty/model_error.py: ``model_error``
-    (level, gain) per unit ln(batch), default the scenario's or the shipped one)."""
+    nominal run's bound scenario ``bound`` and bind each (sim/uncertainty/perturb.py
+    ``perturbed``). Each interval from the inputs then takes the model-error term at
+    ``batch`` (sim/uncertainty/model_error.py: ``model_error`` (level, gain) per unit
+    ln(batch), default the scenario's or the shipped one)."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
-    from sim.binding.bound import bind
     from sim.hardware.batched import PassTerms
-    from sim.scenario.overrides import with_overrides
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
     from sim.studies.serving.paired_metrics import gain, level, policy_point
 
-    scenario = bound.scenario
-    inputs = serving_inputs(bound)  # found once: drawn here, described in the document
-    overrides = drawn_overrides(scenario, inputs, seed, draws, refit)
+    sampled = input_draws(bound, seed, draws, refit)  # found once: drawn and described
     r = min(replications, min(len(v) for v in records.values()))
-    nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
-    first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
-    term = model_error_term(scenario, batch, model_error)
-    drawn: list[dict[str, PolicyPoint]] = []
+    runs = []  # each draw's records, its first r replications
     terms = PassTerms()  # the draws' plans share their passes' terms
-    for ov in overrides:
+    for ov in sampled.overrides:
         try:
-            sc = with_overrides(scenario, dict(ov), source="uncertainty")
-            setup = serving_setup(bind(sc), base_dir=base_dir, source=source, terms=terms)
+            drawn_bound = perturbed(bound, ov)
+            setup = serving_setup(drawn_bound, base_dir=base_dir, source=source, terms=terms)
         except SpecsimError:
             continue  # outside what the scenario allows
         run = simulate_serving(
             setup.plan, setup.draftings, replications=r, seed=seed, workers=workers
         )
-        drawn.append({name: policy_point(recs, slo) for name, recs in run.records.items()})
-    levels: dict[str, dict[str, list[float] | None]] = {}
+        runs.append(run.records)
+    nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
+    first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
+    drawn = [{name: policy_point(recs, slo) for name, recs in got.items()} for got in runs]
+    # each answer's nominal and its interval from the inputs
+    levels: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
     for name, point in nominal.items():
         levels[name] = {}
         for m in SERVE_METRICS:
@@ -740,10 +493,8 @@ def serve_intervals(
                 for d in drawn
             ]
             lv = level(point, m)
-            levels[name][m] = term.level(
-                lv.mean, interval90(values, lv.ci95, positive=True), name != baseline
-            )
-    speedup: dict[str, dict[str, list[float] | None]] = {}
+            levels[name][m] = (lv.mean, interval90(values, lv.ci95, positive=True))
+    speedup: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
     for name, point in nominal.items():
         if name == baseline or baseline not in nominal:
             continue
@@ -755,13 +506,20 @@ def serve_intervals(
                 shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
                 for d in drawn
             ]
-            speedup[name][m] = term.gain(g.mean, interval90(values, g.ci95, positive=True))
+            speedup[name][m] = (g.mean, interval90(values, g.ci95, positive=True))
+    # then the model's error at the nominal run's batch on each
+    term = model_error_term(bound.scenario, batch, model_error)
     note = term.beyond_note()
     return {
-        **doc(inputs, overrides, r, conditioned_on(scenario, overrides)),
+        **sampled.doc(r),
         "draws_run": len(drawn),
-        "levels": levels,
-        "speedup": speedup,
+        "levels": {
+            name: {m: term.level(*v, name != baseline) for m, v in ms.items()}
+            for name, ms in levels.items()
+        },
+        "speedup": {
+            name: {m: term.gain(*v) for m, v in ms.items()} for name, ms in speedup.items()
+        },
         "model_error": term.doc(),
         **({"note": note} if note else {}),
     }

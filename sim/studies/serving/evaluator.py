@@ -38,6 +38,7 @@ from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bo
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
 from sim.studies.serving.sequential import FIRST, Rule, merge
 from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
+from sim.uncertainty.perturb import InputDraws, Overrides
 
 __all__ = [
     "BASELINE",
@@ -101,12 +102,10 @@ class ScenarioPlans:
     #: Overrides of one draw of the uncertain inputs (sim/studies/serving/draws.py),
     #: applied at every load and k; empty: the scenario as given.
     drawn: tuple[tuple[str, Any], ...] = ()
-    #: The draws a study's intervals take (each a ``drawn``), made from the scenario as
-    #: loaded (sim/studies/serving/draws.py ``input_draws``); empty: none.
-    draws: tuple[tuple[tuple[str, Any], ...], ...] = ()
-    #: What those draws were conditioned on (sim/studies/serving/draws.py
-    #: ``conditioned_on``, read from the scenario as loaded); None: nothing.
-    conditioning: dict[str, Any] | None = None
+    #: The uncertain inputs a study's intervals draw, their draws (each a ``drawn``) and
+    #: what those were conditioned on, made once from the bound scenario as loaded
+    #: (sim/uncertainty/perturb.py ``input_draws``); empty: none.
+    sampled: InputDraws = field(default_factory=InputDraws)
     #: The token-count terms of every plan's passes (sim/hardware/batched.py
     #: ``PassTerms``): the plans of a study at each load and k meet the same prompt
     #: lengths again. Pickled as its owner's name: a worker's tasks share one table.
@@ -152,6 +151,16 @@ class ScenarioPlans:
     @property
     def default_steps(self) -> int:
         return int(self.base["speculation"]["num_steps"])
+
+    @property
+    def draws(self) -> tuple[Overrides, ...]:
+        """The draws a study's intervals take (``sampled``'s overrides; empty: none)."""
+        return self.sampled.overrides
+
+    @property
+    def conditioning(self) -> dict[str, Any] | None:
+        """What the draws were conditioned on (``sampled``'s; None: nothing)."""
+        return self.sampled.conditioning
 
     def scenario(self, load: Load | None, num_steps: int) -> Scenario:
         """The base scenario at ``load`` (None: its own) and ``num_steps``."""

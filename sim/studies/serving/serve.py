@@ -28,8 +28,9 @@ from sim.simulation.serving.metrics import ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, ServingSetup, serving_setup
 from sim.simulation.serving.simulate import ServingRun, simulate_serving
 from sim.simulation.serving.stability import LoadCheck, check_open_load
-from sim.studies.serving.draws import DRAWS, conditioned_on, input_draws, serve_intervals
+from sim.studies.serving.draws import serve_intervals
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.uncertainty.perturb import DRAWS, input_draws
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +167,7 @@ def serving_study(
     bound = model if isinstance(model, Bound) and sc is scenario else bind(sc)
     builder = ScenarioPlans.of(bound.scenario, source=source, base_dir=base_dir)
     setup = builder.setup(None, builder.default_steps)
-    drawn = input_draws(bound, setup.seed, draws)
-    builder = replace(builder, draws=drawn, conditioning=conditioned_on(bound.scenario, drawn))
+    builder = replace(builder, sampled=input_draws(bound, setup.seed, draws))
     evaluator = PointEvaluator(
         builder,
         replications=setup.replications,

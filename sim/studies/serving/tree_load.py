@@ -52,15 +52,7 @@ from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import (
-    DRAW_REPLICATIONS,
-    conditioned_on,
-    doc,
-    drawn_overrides,
-    highest_measured_batch,
-    ratio_interval,
-    serving_inputs,
-)
+from sim.studies.serving.draws import DRAW_REPLICATIONS, ratio_interval
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
@@ -74,6 +66,7 @@ from sim.uncertainty.model_error import (
     join_ends,
     model_error_term,
 )
+from sim.uncertainty.perturb import input_draws
 
 __all__ = [
     "DEFAULT_TREE",
@@ -221,7 +214,7 @@ class TreeLoadResult:
     seed: int
     assumptions: tuple[str, ...]
     crossings: tuple[Crossing, ...] = field(default=())
-    #: What the intervals took (sim/studies/serving/draws.py ``doc``: label, draws,
+    #: What the intervals took (sim/uncertainty/perturb.py ``InputDraws.doc``: label, draws,
     #: replications a draw, the inputs drawn) with ``draws_run``, and the note of loads
     #: beyond the highest measured batch.
     intervals: dict[str, Any] = field(default_factory=dict)
@@ -374,8 +367,8 @@ def tree_load_study(
     )
     setups: list[Any] = []
     nominal: dict[int, PairArrays] = {}
-    top = highest_measured_batch(base)
     term = model_error_term(base, 1.0)  # read once; each load takes it at its batch
+    top = term.highest_measured
 
     def ratios(records: Any) -> PairArrays:
         """Per replication tree / chain of each metric (R,)."""
@@ -441,8 +434,8 @@ def tree_load_study(
         )
         if progress:
             progress(i + 1, len(grid))
-    inputs = serving_inputs(bind(base))  # found once: drawn and described
-    overrides = drawn_overrides(base, inputs, setups[0].seed, draws)
+    sampled = input_draws(bind(base), setups[0].seed, draws)  # found once: drawn, described
+    overrides = sampled.overrides
     r = min(DRAW_REPLICATIONS, setups[0].replications)
     drawn = drawn_ratios(
         base,
@@ -527,7 +520,7 @@ def tree_load_study(
         defaults=defaults,
         replications_run={c: n * len(drafts) for c, n in ran.items()},
         intervals={
-            **doc(inputs, overrides, r, conditioned_on(base, overrides)),
+            **sampled.doc(r),
             "draws_run": drawn.run,
             # per load, the replications each draw ran there (tree_load_draws.py
             # ``one_is_enough``), and the serving replications the draws ran in all

@@ -1,7 +1,7 @@
 """90% intervals from inputs and model for ``tree-load``: each tree / chain ratio, its sign,
 and where the tree stops beating the chain.
 
-The draws are those of every serving answer (sim/studies/serving/draws.py: ``input_draws``,
+The draws are those of every serving answer (sim/uncertainty/perturb.py: ``input_draws``,
 scrambled Sobol draws of the scenario's uncertain inputs and of the default batched terms
 over their published ranges). Each draw runs every grid concurrency with ``replications``
 replications on the seeds of the nominal run's first replications (common random numbers:
@@ -38,7 +38,8 @@ from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import Overrides, shifted
+from sim.studies.serving.draws import shifted
+from sim.uncertainty.perturb import Overrides
 
 __all__ = [
     "NOISE_SHARE",

@@ -90,8 +90,9 @@ def test_bisections_inside_the_draws_range_stop_and_leave_the_90_interval_as_it_
     from sim.scenario.overrides import with_overrides
     from sim.studies.serving.break_even import stopped_short
     from sim.studies.serving.crossover import WITHIN_NOTE
-    from sim.studies.serving.draws import DrawnPoints, input_draws
+    from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import ScenarioPlans
+    from sim.uncertainty.perturb import input_draws
     from tests.studies.serving.helpers import LLAMA
 
     sc = with_overrides(
@@ -99,7 +100,7 @@ def test_bisections_inside_the_draws_range_stop_and_leave_the_90_interval_as_it_
         {"workload.output_tokens": 24, "workload.requests": 6},
     )
     seed = sc.simulation.seed
-    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed))
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed))
     grid = load_grid("concurrency", [1, 8])
     out = {}
     for within in (True, False):

@@ -20,15 +20,14 @@ from sim.studies.serving.best_k import LoadChoice, input_ties
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (
     DrawnPoints,
-    input_draws,
     interval90,
     prediction_half_width,
     serve_intervals,
-    serving_inputs,
     shifted,
 )
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.uncertainty.perturb import input_draws, serving_inputs
 from tests.conftest import ROOT
 from tests.studies.serving.helpers import CodePlans
 
@@ -98,11 +97,11 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     raw["uncertainty"] = {}
     bare = scenario_from_dict(raw, source="test")
     assert [u.field for u in serving_inputs(bind(bare))] == []
-    assert input_draws(bind(bare), seed=1) == ()
+    assert input_draws(bind(bare), seed=1).overrides == ()
     # the shipped one draws its [uncertainty] entries and the default host work
     fields = [u.field for u in serving_inputs(bind(sc))]
     assert "timing.verify_ms" in fields and "serving.host_us_per_request" in fields
-    draws = input_draws(bind(sc), seed=1)
+    draws = input_draws(bind(sc), seed=1).overrides
     assert len(draws) == 8
     host = [dict(d)["serving.host_us_per_request"] for d in draws]
     assert 7.0 <= min(host) < max(host) <= 38.0
@@ -121,6 +120,25 @@ def test_a_scenario_without_uncertain_inputs_draws_nothing() -> None:
     dense = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
     assert "serving.expert_skew" not in [u.field for u in serving_inputs(bind(dense))]
     assert all(isinstance(dict(d)["model.kernels_per_layer"], int) for d in draws)
+
+
+def test_a_study_describes_the_inputs_its_draws_were_made_of() -> None:
+    """A serving study keeps its draws with the inputs they were made of, both from the
+    bound scenario as loaded (``ScenarioPlans.sampled``): after a ``--set`` of the kernel
+    slope the host work is still a default the draws move, and the document lists it (a
+    scenario rebuilt from the study's plans reads every field as given and lost it)."""
+    from sim.studies.serving.serve import serving_study
+
+    sc = load_scenario(SERVING, ["serving.kernel_slope=0.5"])
+    builder, _ = serving_study(sc, draws=4)
+    fields = [u.field for u in builder.sampled.inputs]
+    assert "serving.host_us_per_request" in fields and "serving.kernel_slope" not in fields
+    assert fields == [u.field for u in serving_inputs(bind(sc))]
+    drawn = set().union(*(dict(d) for d in builder.draws))
+    assert len(builder.draws) == 4 and set(fields) <= drawn
+    doc = builder.sampled.doc(2)
+    assert [row["field"] for row in doc["inputs"]] == fields
+    assert (doc["draws"], doc["replications_per_draw"]) == (4, 2)
 
 
 def test_without_draws_a_crossing_keeps_its_monte_carlo_interval() -> None:
@@ -144,7 +162,7 @@ def test_a_crossing_interval_contains_the_crossing() -> None:
     builder = ScenarioPlans.of(sc)
     from dataclasses import replace
 
-    builder = replace(builder, draws=input_draws(bind(sc), seed=5))
+    builder = replace(builder, sampled=input_draws(bind(sc), seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, executor=LocalExecutor(1))
     draws = DrawnPoints(ev, builder.draws)
     grid = load_grid("concurrency", [1, 2, 4, 8])
@@ -296,7 +314,7 @@ def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() ->
             "serving.expert_skew": 0.65,
         },
     )
-    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5))
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5))
     ev = PointEvaluator(builder, replications=3, seed=5, slo=builder.setup(None, 2).slo)
     draws = DrawnPoints(ev, builder.draws)
     result = capacity(ev, [2], draws=draws)
@@ -317,7 +335,7 @@ def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
     overrides; a draw under which the fit finds no value is left out (the data rule it
     out), and the others keep their order and values."""
     sc = load_scenario(SERVING)
-    free = input_draws(bind(sc), seed=1)
+    free = input_draws(bind(sc), seed=1).overrides
     seen: list[dict] = []
 
     def refit(over):  # the overhead as a function of the drawn host work
@@ -327,7 +345,7 @@ def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
             raise ValueError("no root")
         return {"timing.cycle_overhead_ms": host / 10.0}
 
-    fitted = input_draws(bind(sc), seed=1, refit=refit)
+    fitted = input_draws(bind(sc), seed=1, refit=refit).overrides
     assert [dict(d) for d in free] == seen  # the refit sees each draw's overrides
     kept = [dict(d) for d in free if dict(d)["serving.host_us_per_request"] <= 30.0]
     assert 0 < len(kept) < len(free)

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 from sim.scenario.load import load_scenario
-from sim.studies.serving.draws import beyond_note, highest_measured_batch
-from sim.uncertainty.model_error import measured_loads, model_error_term
+from sim.uncertainty.model_error import beyond_measured_note, measured_loads, model_error_term
 
 SCENARIOS = Path(__file__).parents[3] / "scenarios"
 
@@ -15,15 +14,19 @@ SCENARIOS = Path(__file__).parents[3] / "scenarios"
 def test_batch_one_alone_without_points_or_figures():
     sc = load_scenario(SCENARIOS / "llama31-8b-1xh100-eagle3.toml")
     assert measured_loads(sc) == (1,)
-    assert beyond_note(sc, 2.0).startswith("beyond the highest measured batch (1): at batch 2 ")
+    top = model_error_term(sc, 1.0).highest_measured
+    assert beyond_measured_note(top, 2.0).startswith(
+        "beyond the highest measured batch (1): at batch 2 "
+    )
 
 
 def test_the_loads_of_the_calibration_figures_count_as_measured():
     sc = load_scenario(SCENARIOS / "sweeps" / "llama31-8b-1xh100-eagle3-calibrated.toml")
     assert measured_loads(sc) == (1, 8, 32)
-    assert highest_measured_batch(sc) == 32
-    assert beyond_note(sc, 31.9) is None
-    assert "(32): at batch 64 " in beyond_note(sc, 64.0)
+    top = model_error_term(sc, 1.0).highest_measured
+    assert top == 32
+    assert beyond_measured_note(top, 31.9) is None
+    assert "(32): at batch 64 " in beyond_measured_note(top, 64.0)
 
 
 def test_measured_passes_count_as_they_did():
@@ -52,5 +55,5 @@ def test_a_term_read_once_answers_at_any_batch_as_the_scenario_does():
     for batch in (8.0, 31.9, 64.0):
         at = term.at(batch)
         assert at == model_error_term(sc, batch)
-        assert at.beyond_note() == beyond_note(sc, batch, at.active)
+        assert at.beyond_note() == beyond_measured_note(32, batch, at.active)
     assert "model's error there" in term.at(64.0).beyond_note()

@@ -22,12 +22,12 @@ from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (
     DRAW_NOISE_SHARE,
     DrawnPoints,
-    input_draws,
     interval90,
     one_replication_enough,
 )
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load
+from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT
 
 SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
@@ -76,7 +76,7 @@ def _short(requests: int = 40, replications: int = 3):
         load_scenario(SERVING),
         {"workload.requests": requests, "simulation.replications": replications},
     )
-    return replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5))
+    return replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5))
 
 
 def _crossover(sequential: bool, workers: int = 1, requests: int = 40, metrics=None):

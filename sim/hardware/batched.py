@@ -319,10 +319,11 @@ class ComputeCurve:
         r0, rl, c0, cl, low, high = self._ends
         r, c = self.work_ms, self.compute_ms
         if x.ndim and x.size:
-            least = x.min()
+            least = np.minimum.reduce(x, axis=None)
             if least > rl:  # all beyond the last point (a large batch)
                 return cl + high * (x - rl)
-            if least >= r0 and x.max() <= rl:  # all between the points: what ``where`` keeps
+            # all between the points: what ``where`` keeps
+            if least >= r0 and np.maximum.reduce(x, axis=None) <= rl:
                 return np.interp(x, r, c)
         inside = np.interp(x, r, c)
         out = np.where(x < r0, c0 + low * (x - r0), inside)

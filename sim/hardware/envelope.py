@@ -41,13 +41,18 @@ class Envelope:
         if h == 1:
             return self.intercepts[0] + self.slopes[0] * x
         if x.size > 1:  # every x on one segment (a block's few ms of compute): scalar lines
-            first = self._segment(float(x.min()))
-            if first is not None and first == self._segment(float(x.max())):
-                a, f = self.intercepts, self.slopes
-                below, above = max(first - 1, 0), min(first + 1, h - 1)
-                best = a[first] + f[first] * x
-                best = np.maximum(best, a[below] + f[below] * x)
-                return np.maximum(best, a[above] + f[above] * x)
+            first = self._segment(float(np.minimum.reduce(x, axis=None)))
+            if first is not None and first == self._segment(float(np.maximum.reduce(x, axis=None))):
+                # the same three lines as below, as Python floats (the same float64
+                # products and sums); a neighbour that is the segment's own line (the
+                # first or last segment) is not taken twice: max(y, y) is y
+                ia, fa, _ = self._lines
+                best = ia[first] + fa[first] * x
+                if first > 0:
+                    best = np.maximum(best, ia[first - 1] + fa[first - 1] * x)
+                if first < h - 1:
+                    best = np.maximum(best, ia[first + 1] + fa[first + 1] * x)
+                return best
         j = np.searchsorted(self.starts, x, side="right") - 1
         lo, hi = np.maximum(j - 1, 0), np.minimum(j + 1, h - 1)
         a, f = self.intercepts, self.slopes

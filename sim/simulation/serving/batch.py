@@ -285,18 +285,28 @@ class DecodeBatch:
         self._drop_views()
 
 
+#: Threshold columns up to which, or rows from which, ``step_lengths`` compares column
+#: by column (a row reduce over a few columns costs a call per row; a speed knob only).
+#: ``accept_lengths`` compares column by column up to ``STEP_COLUMNS`` columns too.
+STEP_COLUMNS, STEP_ROWS = 3, 256
+
+
 def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) -> np.ndarray:
     """Tokens per cycle, int8 (B, iterations): request b's next cycles (``weyl`` (B,), the
     Weyl terms of their first: ``DecodeBatch.weyl``) against its thresholds
-    ``thresholds`` (B, d): a chain's first k columns or a tree's columns (d < 127)."""
+    ``thresholds`` (B, d): a chain's first k columns or a tree's columns (d < 127).
+    Without columns (no drafts) every cycle emits one token and nothing is drawn."""
+    b, d = thresholds.shape
+    if d == 0:
+        return np.ones((b, iterations), dtype=np.int8)
     bits = weyl_bits_block(weyl, iterations)
-    passed = bits[:, :, None] < thresholds[:, None, :]  # (B, iterations, d)
-    return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
-
-
-#: Threshold columns up to which, or rows from which, ``step_lengths`` compares column
-#: by column (a row reduce over a few columns costs a call per row; a speed knob only).
-STEP_COLUMNS, STEP_ROWS = 3, 256
+    if d > STEP_COLUMNS:  # one reduce over (B, iterations, d)
+        passed = bits[:, :, None] < thresholds[:, None, :]
+        return np.add.reduce(passed, axis=2, dtype=np.int8, initial=1)
+    lengths = np.add(bits < thresholds[:, 0, None], 1, dtype=np.int8)
+    for j in range(1, d):
+        lengths += bits < thresholds[:, j, None]
+    return lengths
 
 
 def step_lengths(bits: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -465,7 +475,10 @@ def plan_step(
             raise ValueError("a tree's threshold columns must be given")
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
-    lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
+    if thresholds.shape[1]:
+        lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
+    else:  # no drafts: one token each, nothing drawn
+        lengths = np.ones(batch.size, dtype=np.int64)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
     tokens = int(np.add.reduce(lengths))
     held = int(np.add.reduce(batch.context))

@@ -11,7 +11,7 @@ Processes (plain generators that only yield events):
 * ``scheduler_process``: iteration-level continuous batching. At every iteration boundary
   it admits waiting requests FIFO while a running slot is free
   (``max_running_requests``) and the head's KV (context + lookahead) fits the KV cache (a
-  ``simpy.Container`` of tokens); then it runs one prefill iteration (prefill-first), one
+  count of free tokens, kv_cache.py); then it runs one prefill iteration (prefill-first), one
   mixed iteration (chunked), or a block of decode iterations, cut at the first boundary
   where a waiting request can be admitted: one event for the iterations before the next
   announced arrival could be admitted (``uncut_iterations``, all of them in a closed
@@ -52,6 +52,7 @@ from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream, request_streams
 from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
 from sim.simulation.serving.job import JobPool
+from sim.simulation.serving.kv_cache import KvCache
 from sim.simulation.serving.records import Recorder, ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.workload import (
@@ -243,7 +244,7 @@ class Server:
         self.queue = simpy.PriorityStore(env)
         policy = drafting.policy
         cap = drafting.kv_capacity
-        self.kv = None if cap is None else simpy.Container(env, capacity=cap, init=cap)
+        self.kv = None if cap is None else KvCache(cap)
         self.k_of = list(drafting.by_batch)
         # threshold columns: the chain's max_k, then each tree the policy drafts
         self.trees = tuple(acc for _, acc in drafting.trees)

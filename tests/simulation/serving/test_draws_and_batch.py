@@ -8,8 +8,8 @@ import pytest
 
 from sim.binding.bind import acceptance_model
 from sim.simulation.serving import ClosedLoop, Empirical, Fixed, LogNormal, Workload
-from sim.simulation.serving.batch import DecodeBatch
-from sim.simulation.serving.counter_rng import draw_keys, weyl_term
+from sim.simulation.serving.batch import DecodeBatch, accept_lengths
+from sim.simulation.serving.counter_rng import counter_bits, draw_keys, weyl_term, weyl_terms
 from sim.simulation.serving.workload import (
     KEY_BLOCK,
     LENGTH_BLOCK,
@@ -86,6 +86,22 @@ def test_keys_in_blocks_are_one_raw_draw_per_request():
     one_at_a_time = np.random.default_rng(3)
     assert keys == [draw_keys(one_at_a_time, 1)[0] for _ in range(n)]
     assert all(isinstance(k, np.uint64) for k in keys)
+
+
+@pytest.mark.parametrize("columns", range(7))
+@pytest.mark.parametrize(("rows", "iterations"), [(1, 300), (5, 40), (70, 3)])
+def test_accept_lengths_count_the_thresholds_each_draw_is_below(columns, rows, iterations):
+    """L = 1 + #{j : U < T_j} for every row and cycle, whether counted column by column
+    (a few columns), by one reduce, or without draws (no columns)."""
+    rng = np.random.default_rng(columns + 10 * rows)
+    keys = draw_keys(rng, rows)
+    cycles = rng.integers(0, 1000, rows)
+    thresholds = rng.integers(0, 2**32 + 1, (rows, columns))
+    got = accept_lengths(weyl_terms(keys, cycles), thresholds, iterations)
+    bits = counter_bits(keys[:, None], cycles[:, None] + np.arange(iterations))
+    want = 1 + (bits[:, :, None] < thresholds[:, None, :]).sum(axis=2)
+    assert got.dtype == np.int8 and got.shape == (rows, iterations)
+    assert np.array_equal(got, want)
 
 
 def test_the_batch_table_keeps_rows_through_growth_and_compaction():

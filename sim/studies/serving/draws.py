@@ -475,6 +475,8 @@ class DrawnPoints:
     def __post_init__(self) -> None:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
+        #: Draws whose scenario the schema accepts (checked once a draw, ``ensure``).
+        self._accepted: set[int] = set()
 
     @property
     def first(self) -> int:
@@ -527,11 +529,13 @@ class DrawnPoints:
             plans = ev.builder
             assert isinstance(plans, ScenarioPlans)  # a scenario's plans are drawn
             builder = replace(plans, drawn=ov, draws=())
-            try:
-                builder.scenario(None, builder.default_steps)
-            except SpecsimError:
-                self.points[i] = None  # outside what the scenario allows
-                continue
+            if i not in self._accepted:
+                try:
+                    builder.scenario(None, builder.default_steps)
+                except SpecsimError:
+                    self.points[i] = None  # outside what the scenario allows
+                    continue
+                self._accepted.add(i)
             for key in dict.fromkeys(keys):
                 have = got[key].replications if key in got else 0
                 if have < want:

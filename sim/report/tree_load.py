@@ -23,6 +23,7 @@ from sim.report.plots import BASELINE_STYLE, _footnote
 from sim.report.screen import assumptions_line, fit_width
 from sim.report.serving import finite, ratio_dict
 from sim.simulation.serving.metrics import Ratio
+from sim.studies.serving.draws import DRAW_REPLICATIONS
 from sim.studies.serving.tree_load import METRICS, Crossing, TreeLoadResult
 from sim.studies.serving.tree_load_draws import sign_of
 from sim.uncertainty.perturb import INTERVAL_LABEL
@@ -123,7 +124,10 @@ def _interval_notes(iv: Mapping[str, Any], beyond: bool) -> list[str]:
     out = []
     if iv.get("draws"):
         names = ", ".join(i["field"] for i in iv.get("inputs", []))
-        per = sorted(set((iv.get("replications_per_draw_at") or {}).values()))
+        per = sorted(
+            set((iv.get("replications_per_draw_at") or {}).values())
+            | ({DRAW_REPLICATIONS} if iv.get("probes_ran_two_at") else set())
+        )
         each = (
             f"{per[0]}-{per[-1]}"
             if len(per) > 1

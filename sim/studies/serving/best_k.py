@@ -456,7 +456,7 @@ def input_ties(
             nominal = difference(a_pt, b_pt, objective)
             own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
             drawn = draws.shifts(keys, objective, pair, nominal.mean, own)
-            if draws.settle(keys, None, drawn, own, nominal.ci95):
+            if draws.settle(keys, None, drawn, own, nominal.ci95, objective, pair):
                 continue  # sequential draws: their other replications ran
             values = [float(v) for v in drawn if not np.isnan(v)]
             ends = interval90(values, nominal.ci95)

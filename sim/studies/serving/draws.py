@@ -65,12 +65,15 @@ __all__ = [
     "DRAWS",
     "DRAW_NOISE_SHARE",
     "DRAW_REPLICATIONS",
+    "NOISE_CONFIDENCE",
     "SERVE_METRICS",
     "DrawnPoints",
     "beyond_calibrated",
     "interval90",
+    "measured_move",
     "one_replication_enough",
     "prediction_half_width",
+    "probe_draws",
     "ratio_interval",
     "replication_counts",
     "shifted",
@@ -78,10 +81,13 @@ __all__ = [
 
 #: Replications each draw runs at a deciding load (the nominal run's first seeds).
 DRAW_REPLICATIONS = 2
-#: Sequential draws (``DrawnPoints(sequential=True)``): a comparison's draws keep their
-#: first replication where the second could move a draw's answer (one standard deviation)
-#: by at most this share of the comparison's 90% interval (``one_replication_enough``).
+#: Sequential draws (``DrawnPoints(sequential=True)``, ``tree-load``'s draws): a
+#: comparison's draws keep their first replication where the second could move a draw's
+#: answer (one standard deviation) by at most this share of the comparison's 90% interval
+#: (``one_replication_enough``).
 DRAW_NOISE_SHARE = 0.1
+#: One-sided confidence of the measured bound on that move (``measured_move``).
+NOISE_CONFIDENCE = 0.95
 
 
 def prediction_half_width(values: np.ndarray) -> float:
@@ -142,32 +148,76 @@ def near(drawn: np.ndarray, nominal: np.ndarray, reference: float) -> bool:
     return bool(np.any(np.abs(drawn[ok] - reference) <= SETTLED_SE * se))
 
 
+def probe_draws(draws: int) -> range:
+    """The draws that run their second replication to measure the noise of a
+    one-replication shift where the a priori bound does not settle a comparison
+    (``one_replication_enough``): the first half of the ``draws`` (at least two), which
+    for scrambled Sobol draws are a balanced net of the inputs of their own."""
+    return range(min(draws, max(2, draws // 2)))
+
+
+def measured_move(differences: np.ndarray, confidence: float = NOISE_CONFIDENCE) -> float:
+    """An upper bound on the standard deviation of the move a draw's second replication
+    makes to its answer, measured on draws that ran both: ``differences`` (m,) each such
+    draw's e1 - e2, e_j its shift (draw - nominal) on replication j of the comparison.
+
+    Derivation: a draw's shifts on two seeds are exchangeable, so given the draw e1 - e2
+    has mean 0 and variance 2 sigma^2 (sigma^2 the variance of a one-replication shift,
+    pooled over the draws: assumed the same for every draw at the comparison); its answer
+    on one replication carries e1, on two (e1 + e2) / 2, a move of (e2 - e1) / 2 with
+    variance sigma^2 / 2. With the m differences normal and independent, S = sum d^2
+    has S / (2 sigma^2) ~ chi^2(m), so sigma^2 <= S / (2 q) with probability
+    ``confidence``, q the (1 - ``confidence``) quantile of chi^2(m); the move's standard
+    deviation is then at most sqrt(S / (4 q)). Fewer than two finite differences: inf."""
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        return math.inf
+    from scipy.special import chdtri  # lazy: scipy.special at import is slow
+
+    q = float(chdtri(d.size, confidence))  # the (1 - confidence) quantile of chi^2(m)
+    return math.sqrt(float(np.sum(d * d)) / (4.0 * q))
+
+
 def one_replication_enough(
     drawn: np.ndarray,
     own: np.ndarray,
     ci95: tuple[float, float] | None = None,
+    differences: np.ndarray | None = None,
     share: float = DRAW_NOISE_SHARE,
 ) -> bool:
-    """Whether the draws' answers ``drawn`` (D,) of a comparison, each shifted on one
-    replication, settle its 90% interval: the second replication would move each draw's
-    answer by (e2 - e1) / 2, e the noise of a one-replication shift (draw - nominal on one
-    seed: standard deviation at most s_draw + s_nominal whatever their correlation, taken
-    as 2 s_nominal, s_nominal the standard deviation of the nominal's per-replication
-    values ``own`` (n,): a drawn scenario's replications vary as the nominal's, assumed),
-    a move of standard deviation at most sqrt(2) s_nominal; one is enough where that is at
-    most ``share`` of the width of the comparison's 90% interval (``interval90`` of the
-    draws joined with the nominal's Monte Carlo ``ci95``). The noise only adds to the
-    draws' spread (it widens their law, never narrows it). Fewer than two finite values
-    of either: False."""
+    """Whether the draws' answers ``drawn`` (D,) of a comparison, most of them shifted on
+    one replication, settle its 90% interval: one is enough where the standard deviation
+    of the move a second replication makes to a draw's answer, (e2 - e1) / 2 (e the noise
+    of a one-replication shift), is at most ``share`` of the width of the comparison's 90%
+    interval (``interval90`` of the draws joined with the nominal's Monte Carlo ``ci95``).
+    The one rule of the sequential draws of ``crossover``, ``best-k`` and ``tree-load``.
+
+    The move's bound: ``differences`` given (each probe draw's e1 - e2, ``probe_draws``),
+    the measured one (``measured_move``: a 95% upper bound); else the a priori one, which
+    decides whether the probe draws run their second at all: e's standard deviation is at
+    most s_draw + s_nominal whatever their correlation, taken as 2 s_nominal
+    (s_nominal the standard deviation of the nominal's per-replication values ``own``
+    (n,): a drawn scenario's replications vary as the nominal's, assumed), a move of at
+    most sqrt(2) s_nominal. Common random numbers make the real noise smaller than that
+    bound (docs/study-speed.md), which the measured one sees. The noise only adds to the
+    draws' spread (it widens their law, never narrows it), and each end of the interval
+    moves by about one draw's move. Fewer than two finite answers or values of ``own``
+    (a priori), or of ``differences``: False."""
     v = np.asarray(drawn, dtype=float)
     v = v[np.isfinite(v)]
-    o = np.asarray(own, dtype=float)
-    o = o[np.isfinite(o)]
-    if v.size < 2 or o.size < 2:
+    if v.size < 2:
         return False
+    if differences is not None:
+        move = measured_move(differences)
+    else:
+        o = np.asarray(own, dtype=float)
+        o = o[np.isfinite(o)]
+        if o.size < 2:
+            return False
+        move = math.sqrt(2.0) * float(np.std(o, ddof=1))
     ends = interval90(v.tolist(), ci95)
     assert ends is not None  # two finite draws
-    move = math.sqrt(2.0) * float(np.std(o, ddof=1))
     return bool(move <= share * (ends[1] - ends[0]))
 
 
@@ -196,7 +246,9 @@ class DrawnPoints:
     a second could make above ``DRAW_NOISE_SHARE`` of the comparison's 90% interval), or
     the comparison is read on a subset of the draws, those draws' points run the rest
     (the same seeds as running them at once: the values are those of a run of all of
-    them) and the answers are read again. Decided on the values alone, in the study's
+    them) and the answers are read again. Where the a priori bound on that move fails,
+    the probe draws (``probe_draws``) run their second first and the bound measured on
+    them decides for the others. Decided on the values alone, in the study's
     order: the same for any worker count. A point with more replications pairs with one
     with fewer on the first replications both ran."""
 
@@ -208,6 +260,8 @@ class DrawnPoints:
     def __post_init__(self) -> None:
         self.points: list[dict[Key, PolicyPoint] | None] = [{} for _ in self.draws]
         self.replications = min(self.replications, self.evaluator.replications)
+        #: Draws whose scenario the schema accepts (checked once a draw, ``ensure``).
+        self._accepted: set[int] = set()
 
     @property
     def first(self) -> int:
@@ -234,9 +288,12 @@ class DrawnPoints:
         return (
             f"draws: sequential, 1 replication at every draw's point first, all "
             f"{self.replications} only where the move the others could make to a draw's "
-            f"answer (sqrt(2) x the nominal's per-replication standard deviation) exceeds "
-            f"{DRAW_NOISE_SHARE:g} of the width of the comparison's 90% interval (points by "
-            f"replications: {ran}; --all-replications runs {self.replications} everywhere)"
+            f"answer exceeds {DRAW_NOISE_SHARE:g} of the width of the comparison's 90% "
+            f"interval: bounded by sqrt(2) x the nominal's per-replication standard "
+            f"deviation, or where that is too wide by a {NOISE_CONFIDENCE:.0%} upper bound "
+            f"measured on the first {len(probe_draws(len(self.draws)))} draws' two "
+            f"replications (points by replications: {ran}; --all-replications runs "
+            f"{self.replications} everywhere)"
         )
 
     def ensure(
@@ -257,11 +314,13 @@ class DrawnPoints:
             plans = ev.builder
             assert isinstance(plans, ScenarioPlans)  # a scenario's plans are drawn
             builder = replace(plans, drawn=ov, sampled=InputDraws())
-            try:
-                builder.scenario(None, builder.default_steps)
-            except SpecsimError:
-                self.points[i] = None  # outside what the scenario allows
-                continue
+            if i not in self._accepted:
+                try:
+                    builder.scenario(None, builder.default_steps)
+                except SpecsimError:
+                    self.points[i] = None  # outside what the scenario allows
+                    continue
+                self._accepted.add(i)
             for key in dict.fromkeys(keys):
                 have = got[key].replications if key in got else 0
                 if have < want:
@@ -298,20 +357,48 @@ class DrawnPoints:
             out[i] = shifted(nominal, values, own[:r])
         return out
 
+    def differences(
+        self,
+        keys: Sequence[Key],
+        metric: str,
+        pair: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        own: np.ndarray,
+        which: Sequence[int],
+    ) -> np.ndarray | None:
+        """Each of the draws ``which``' e1 - e2 (m,) in the comparison ``pair(a, b)`` of the
+        points ``keys`` in ``metric``, e_j its shift against the nominal's per-replication
+        values ``own`` on replication j (``measured_move``); None while one of them has
+        not run two replications at both points."""
+        out = []
+        for i in which:
+            got = self.points[i]
+            assert got is not None  # a rejected draw is no probe
+            a, b = got[keys[0]], got[keys[1]]
+            if min(a.replications, b.replications) < 2:
+                return None
+            e = pair(a.values[metric][:2], b.values[metric][:2]) - own[:2]
+            out.append(float(e[0] - e[1]))
+        return np.asarray(out, dtype=float)
+
     def settle(
         self,
         keys: Sequence[Key],
         which: Sequence[int] | None,
         drawn: np.ndarray,
         own: np.ndarray,
-        ci95: tuple[float, float] | None = None,
+        ci95: tuple[float, float] | None,
+        metric: str,
+        pair: Callable[[np.ndarray, np.ndarray], np.ndarray],
     ) -> bool:
         """Sequential draws: where some of the draws ``which`` ran fewer than
-        ``replications`` at ``keys`` and their answers ``drawn`` (D,) are not enough on
-        them (``one_replication_enough`` against the nominal's per-replication values
-        ``own`` and Monte Carlo ``ci95``; only a comparison read on every draw can be:
-        a subset's spread is not the comparison's), run those points' other replications;
-        whether any ran (then read the answers again)."""
+        ``replications`` at ``keys`` and their answers ``drawn`` (D,) of the comparison
+        ``pair`` in ``metric`` are not enough on them (``one_replication_enough`` against
+        the nominal's per-replication values ``own`` and Monte Carlo ``ci95``; only a
+        comparison read on every draw can be: a subset's spread is not the comparison's),
+        run those points' other replications; whether any ran (then read the answers
+        again). Where the a priori bound does not settle it, the probe draws
+        (``probe_draws``, those the scenario accepts) run their second replication first,
+        and the move measured on them (``differences``) decides for the others."""
         if not self.sequential:
             return False
         idx = list(range(len(self.draws)) if which is None else which)
@@ -321,11 +408,20 @@ class DrawnPoints:
             if (got := self.points[i]) is not None
             and any(key in got and got[key].replications < self.replications for key in keys)
         ]
+        if not short:
+            return False
         # a subset's spread is not the comparison's (a crossing's walk outwards reads its
         # few draws beyond the cell): there every draw runs both
-        whole = len(idx) == len(self.draws)
-        if not short or (whole and one_replication_enough(drawn[idx], own, ci95)):
-            return False
+        if len(idx) == len(self.draws):
+            probes = [i for i in probe_draws(len(self.draws)) if self.points[i] is not None]
+            measured = self.differences(keys, metric, pair, own, probes)
+            if measured is None and one_replication_enough(drawn[idx], own, ci95):
+                return False  # the a priori bound settles it
+            if measured is None:  # the probes run their second, then it is read again
+                self.ensure(keys, [i for i in probes if i in short], self.replications)
+                return True
+            if one_replication_enough(drawn[idx], own, ci95, measured):
+                return False
         self.ensure(keys, short, self.replications)
         return True
 
@@ -354,7 +450,7 @@ class DrawnPoints:
             nominal = paired_gain(*paired_values(spec, base, metric), metric)
             out = self.shifts(keys, metric, pair, float(np.mean(nominal)), nominal)
             ci95 = gain(spec, base, metric).ci95 if self.sequential else None
-            if self.settle(keys, which, out, nominal, ci95):
+            if self.settle(keys, which, out, nominal, ci95, metric, pair):
                 continue
             if not (near(out, nominal, 1.0) and ev.complete(keys)):
                 return out

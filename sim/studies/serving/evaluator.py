@@ -306,6 +306,12 @@ class PointEvaluator:
         self.completed = 0
         self._one_by_one = 0  # replications run step by step since the last batch
         self._planned = 0  # the most replications those steps run (``expect``)
+        #: The rule's answers, by (key, the points at its load with their replications):
+        #: a rule reads only those points, and a point's replications fix its values
+        #: (each its own seed), so an answer holds until a point at the load grows or
+        #: joins it. Kept for ``_rule_of`` (the rule they are answers of).
+        self._answers: dict[tuple[Key, frozenset[tuple[SpeculationPolicy, int]]], bool] = {}
+        self._rule_of: Rule | None = None
 
     @property
     def runs(self) -> int:
@@ -394,11 +400,25 @@ class PointEvaluator:
         grow = dict.fromkeys(
             runs[(load, p)]
             for load, p in keys
-            if self.memo[(load, p)].replications < self.replications and not self.rule(at[load], p)
+            if self.memo[(load, p)].replications < self.replications
+            and not self._settled(at[load], (load, p))
         )
         tasks = [self.rest_task(load, p, self.memo[(load, p)].replications) for load, p in grow]
         self._run(tasks, step)
         self._share()
+
+    def _settled(self, points: dict[SpeculationPolicy, PolicyPoint], key: Key) -> bool:
+        """The rule's answer for ``key`` given the ``points`` at its load, asked once for
+        each set of points and replications there (``_answers``): a study reads a point
+        many times (every step of a search reads the loads it has already run) and the
+        answer cannot change until the points there do."""
+        assert self.rule is not None
+        if self._rule_of is not self.rule:  # a study that changes its rule
+            self._answers, self._rule_of = {}, self.rule
+        state = (key, frozenset((p, point.replications) for p, point in points.items()))
+        if state not in self._answers:
+            self._answers[state] = self.rule(points, key[1])
+        return self._answers[state]
 
     def complete(self, keys: Sequence[Key]) -> bool:
         """Run the rest of the replications of every point of ``keys`` that stopped early,

@@ -52,7 +52,7 @@ from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
-from sim.studies.serving.draws import DRAW_REPLICATIONS, ratio_interval
+from sim.studies.serving.draws import DRAW_REPLICATIONS, probe_draws, ratio_interval
 from sim.studies.serving.sequential import FIRST, describe, settled
 from sim.studies.serving.tree_load_draws import (
     PairArrays,
@@ -522,10 +522,18 @@ def tree_load_study(
         intervals={
             **sampled.doc(r),
             "draws_run": drawn.run,
-            # per load, the replications each draw ran there (tree_load_draws.py
-            # ``one_is_enough``), and the serving replications the draws ran in all
-            "replications_per_draw_at": {str(c): n for c, n in drawn.replications.items()},
-            "draw_replications_run": drawn.run * len(policies) * sum(drawn.replications.values()),
+            # per load, the replications every draw ran there; the loads where the probe
+            # draws (the first ``probe_draws``) ran a second replication and the others
+            # kept one (tree_load_draws.py ``drawn_ratios``); the serving replications the
+            # draws ran in all
+            "replications_per_draw_at": {str(c): min(n) for c, n in drawn.replications.items()},
+            **(
+                {"probes_ran_two_at": probed, "probe_draws": len(probe_draws(len(overrides)))}
+                if (probed := [c for c, n in drawn.replications.items() if len(set(n)) > 1])
+                else {}
+            ),
+            "draw_replications_run": len(policies)
+            * sum(sum(n) for n in drawn.replications.values()),
             "highest_measured_batch": top,
             "model_error": max(terms_at.values(), key=lambda x: x.gain_sigma).doc(),
             **({"note": note} if note else {}),

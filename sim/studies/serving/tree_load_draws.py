@@ -38,15 +38,14 @@ from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
 from sim.scenario.schema import Scenario
-from sim.studies.serving.draws import shifted
+from sim.studies.serving.draws import one_replication_enough, probe_draws, shifted
 from sim.uncertainty.perturb import Overrides
 
 __all__ = [
-    "NOISE_SHARE",
     "RatioDraws",
     "crossing_interval",
     "drawn_ratios",
-    "one_is_enough",
+    "every_ratio_enough",
     "sign_of",
 ]
 
@@ -65,41 +64,34 @@ def sign_of(interval: Sequence[float] | None) -> str:
     return WINS if lo > 1.0 else LOSES if hi < 1.0 else UNDECIDED
 
 
-#: A load's draws keep one replication where the noise of a one-replication shift,
-#: bounded by twice the nominal ratio's per-replication standard deviation, is at most
-#: this share of the draws' spread there, for every ratio (``one_is_enough``).
-NOISE_SHARE = 0.1
-
-
 @dataclass(frozen=True, slots=True)
 class RatioDraws:
     """Each draw's shifted ratios ``at[c][tree][chain][metric]`` (D,) at grid load c (NaN
     for a draw the scenario rejects); ``run``: the draws that ran; ``replications[c]``:
-    the replications each draw ran at load c (``one_is_enough``)."""
+    the replications each draw that ran ran at load c, in draw order (``drawn_ratios``)."""
 
     at: dict[int, PairArrays]
     run: int
-    replications: dict[int, int] = field(default_factory=dict)
+    replications: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-def one_is_enough(drawn: PairArrays, nominal: PairArrays) -> bool:
-    """Whether the draws' first replication at a load suffices: for every ratio, the
-    Monte Carlo noise of a draw's one-replication shift (draw - nominal on the same seed,
-    standard deviation at most s_draw + s_nominal for any correlation, taken as 2
-    s_nominal: a drawn scenario's replications vary as the nominal's) is at most
-    ``NOISE_SHARE`` of the spread of the draws' shifted ratios ``drawn`` (D,) there: it
-    then adds at most ``NOISE_SHARE``^2 to their variance, and the second replication
-    could not move the 90% interval by more than that. ``nominal``: the nominal's
-    per-replication ratios (R,); fewer than two of either: False."""
+def every_ratio_enough(
+    drawn: PairArrays, nominal: PairArrays, differences: PairArrays | None = None
+) -> bool:
+    """Whether the draws' first replication at a load suffices for every ratio there
+    (sim/studies/serving/draws.py ``one_replication_enough``, the rule of every study's
+    sequential draws): ``drawn`` each ratio's shifted draws (D,), ``nominal`` its
+    per-replication values (R,), whose Monte Carlo 95% interval joins the draws' in the
+    interval the move is measured against; ``differences``: each probe draw's e1 - e2
+    (m,) of every ratio (the measured bound), None for the a priori one."""
+    from sim.simulation.serving.metrics import Ratio  # lazy: serving only
+
     for t, d in drawn.items():
         for ch, ms in d.items():
             for m, values in ms.items():
-                v = values[np.isfinite(values)]
                 own = nominal[t][ch][m]
-                if v.size < 2 or own.size < 2:
-                    return False
-                noise = 2.0 * float(np.std(own, ddof=1))
-                if not noise <= NOISE_SHARE * float(np.std(v, ddof=1)):
+                measured = None if differences is None else differences[t][ch][m]
+                if not one_replication_enough(values, own, Ratio.across(own).ci95, measured):
                     return False
     return True
 
@@ -122,9 +114,12 @@ def drawn_ratios(
     """Run every draw at every grid load (``replications`` replications at the scenario's
     seed) and shift the nominal ratios ``nominal[c]`` (R,) by each draw's paired change;
     ``ratios``: a run's records (by policy name) -> its per-replication ratios.
-    ``sequential``: every draw runs its first replication at every load, and the others
-    only at the loads where one is not enough (``one_is_enough``, decided on the values
-    alone: the same for any worker count)."""
+    ``sequential``: every draw runs its first replication at every load; where the a
+    priori bound on the move a second replication makes does not settle every ratio
+    (``every_ratio_enough``), the probe draws (sim/studies/serving/draws.py
+    ``probe_draws``) run the others, and where the move measured on them does not either,
+    every draw does. Decided on the values alone, after each whole batch: the same for
+    any worker count."""
     # lazy: the serving setup only when tree-load draws
     from sim.binding.bound import bind
     from sim.hardware.batched import PassTerms
@@ -158,11 +153,14 @@ def drawn_ratios(
     if not setups:
         return RatioDraws(out, 0)
     records: dict[tuple[int, int], dict[str, list[Any]]] = {}
+    per: dict[tuple[int, int], PairArrays] = {}  # each cell's per-replication ratios
     pool = executor if executor is not None else LocalExecutor(workers)
 
     def run(cells: Sequence[tuple[int, int]], first: int, count: int) -> None:
         """Each (draw i, grid load j) of ``cells``: ``count`` more replications from
         ``first``, every cell's a task of the one batch; the draws' ratios shifted."""
+        if not cells:
+            return
         tasks = [
             _DrawTask(
                 setups[i][j].plan,
@@ -180,7 +178,8 @@ def drawn_ratios(
         r = first + count
         for i, j in cells:
             c = grid[j]
-            for t, d in ratios(records[(i, j)]).items():
+            per[(i, j)] = ratios(records[(i, j)])
+            for t, d in per[(i, j)].items():
                 for ch, ms in d.items():
                     for m, values in ms.items():
                         own = nominal[c][t][ch][m]
@@ -188,12 +187,33 @@ def drawn_ratios(
 
     first = 1 if sequential and replications > 1 else replications
     run([(i, j) for i in setups for j in range(len(grid))], 0, first)
-    ran = {c: first for c in grid}
     if first < replications:
-        more = [c for c in grid if not one_is_enough(out[c], nominal[c])]
-        ran.update({c: replications for c in more})
-        cells = [(i, grid.index(c)) for i in setups for c in more]
-        run(cells, first, replications - first)
+        probes = [i for i in probe_draws(len(draws)) if i in setups]
+        gated = [c for c in grid if not every_ratio_enough(out[c], nominal[c])]
+        run([(i, grid.index(c)) for i in probes for c in gated], first, replications - first)
+
+        def differences(c: int) -> PairArrays:
+            """Each ratio's e1 - e2 over the probe draws at load c (m,), e_j a draw's shift
+            on replication j (``measured_move``)."""
+            j = grid.index(c)
+
+            def diff(t: str, ch: str, m: str) -> np.ndarray:
+                own = nominal[c][t][ch][m][:2]
+                e = np.array([per[(i, j)][t][ch][m][:2] - own for i in probes])
+                return e[:, 0] - e[:, 1] if e.size else np.zeros(0)
+
+            return {
+                t: {ch: {m: diff(t, ch, m) for m in ms} for ch, ms in d.items()}
+                for t, d in nominal[c].items()
+            }
+
+        more = [c for c in gated if not every_ratio_enough(out[c], nominal[c], differences(c))]
+        rest = [i for i in setups if i not in probes]
+        run([(i, grid.index(c)) for i in rest for c in more], first, replications - first)
+    ran = {
+        c: tuple(len(next(iter(records[(i, j)].values()))) for i in setups)
+        for j, c in enumerate(grid)
+    }
     return RatioDraws(out, len(setups), ran)
 
 

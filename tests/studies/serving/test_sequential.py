@@ -262,3 +262,30 @@ def test_a_form_that_is_a_fixed_k_at_the_load_is_settled_against_it_by_identity(
     assert rule(aliased, table) and rule(aliased, k3) and rule(aliased, k0)
     copied = {table: one, k3: PolicyPoint(dict(one.values), one.mean_batch, {}), k0: far}
     assert not rule(copied, table) and not rule(copied, k3) and rule(copied, k0)
+
+
+def test_the_rule_is_asked_once_for_each_state_of_the_points_at_a_load():
+    """A study reads a point many times; the rule's answer depends only on the points at
+    its load and their replications, so it is asked again only when they change."""
+    calls: list[object] = []
+    inner = GainsAgainst(BASELINE, ("per_user_tok_s",))
+
+    def counted(points, policy):
+        calls.append(policy)
+        return inner(points, policy)
+
+    ev = evaluator(8, rule=counted, first=4)
+    one = Load("concurrency", 1)  # k = 3 pays ~1.2x at 1 user: settled on its first 4
+    keys = [(one, FixedK(3)), (one, BASELINE)]
+    ev.ensure(keys)
+    assert len(calls) == 2 and ev.memo[keys[0]].replications == 4
+    for _ in range(3):  # read again: the same points, nothing asked
+        ev.ensure(keys)
+    assert len(calls) == 2
+    ev.ensure([(one, FixedK(2))])  # a new point at the load: the rule is asked again
+    assert len(calls) == 3
+    ev.ensure(keys)  # ... and for the others, whose pairs now include it
+    assert len(calls) == 5
+    ev.complete(keys)  # the points grew: answers are asked again (complete ones not)
+    ev.ensure([*keys, (one, FixedK(2))])
+    assert len(calls) == 6 and ev.memo[(one, FixedK(2))].replications == 4

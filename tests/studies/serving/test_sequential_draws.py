@@ -1,8 +1,9 @@
 """Sequential draws (sim/studies/serving/draws.py ``DrawnPoints(sequential=True)``): a
 draw keeps its first replication at a comparison where the second could move its answer
-by at most a tenth of the comparison's 90% interval (``one_replication_enough``), and the
-intervals then agree with those of two replications everywhere within that Monte Carlo
-error, for any worker count."""
+by at most a tenth of the comparison's 90% interval (``one_replication_enough``: the a
+priori bound, or the one measured on the probe draws' two replications,
+``measured_move``), and the intervals then agree with those of two replications
+everywhere within that Monte Carlo error, for any worker count."""
 
 from __future__ import annotations
 
@@ -21,12 +22,16 @@ from sim.studies.serving.best_k import best_k
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (
     DRAW_NOISE_SHARE,
+    NOISE_CONFIDENCE,
     DrawnPoints,
     interval90,
+    measured_move,
     one_replication_enough,
+    paired_gain,
+    probe_draws,
 )
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
-from sim.studies.serving.paired_metrics import Load
+from sim.studies.serving.paired_metrics import Load, gain
 from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT
 
@@ -69,6 +74,37 @@ def test_the_rule_bounds_the_move_of_the_second_replication() -> None:
         sd = float(move.std(ddof=1))
         se = sd / math.sqrt(2 * (move.size - 1))  # the standard error of a sample sd
         assert sd <= math.sqrt(2.0) * s + 4 * se
+
+
+def test_the_measured_move_is_an_upper_bound_at_its_confidence() -> None:
+    """``measured_move`` on m = 4 probe draws: the pooled chi-square bound on the move's
+    standard deviation (sigma / sqrt(2), sigma the sd of a one-replication shift) lies
+    below the truth in 1 - NOISE_CONFIDENCE of 20,000 sets of differences e1 - e2 ~
+    N(0, 2 sigma^2), within 4 standard errors of a proportion."""
+    rng = np.random.default_rng(11)
+    sigma, trials, m = 0.7, 20_000, len(probe_draws(8))
+    assert m == 4
+    e = sigma * rng.normal(size=(trials, m, 2))
+    below = np.mean([measured_move(x[:, 0] - x[:, 1]) < sigma / math.sqrt(2.0) for x in e])
+    p = 1.0 - NOISE_CONFIDENCE
+    assert abs(below - p) <= 4 * math.sqrt(p * (1 - p) / trials)
+    # the formula: sqrt(S / (4 q)), q the 5% quantile of chi^2(4) (0.7107)
+    d = np.array([0.1, -0.2, 0.3, 0.0])
+    assert measured_move(d) == pytest.approx(math.sqrt(0.14 / (4 * 0.710723)), rel=1e-5)
+    assert measured_move(np.array([0.1, np.nan])) == math.inf  # one difference: no bound
+
+
+def test_the_measured_move_replaces_the_a_priori_bound_where_the_probes_ran() -> None:
+    drawn = np.linspace(0.8, 1.2, 8)
+    lo, hi = interval90(drawn.tolist(), None)
+    noisy = 1.0 + np.array([-1.0, 1.0]) * 0.5 * (hi - lo)  # fails the a priori bound
+    assert not one_replication_enough(drawn, noisy)
+    q = 0.710723  # 5% quantile of chi^2(4): the move's bound is sqrt(4 d^2 / (4 q))
+    small = np.full(4, 0.09 * (hi - lo) * math.sqrt(q))
+    assert one_replication_enough(drawn, noisy, differences=small)
+    assert not one_replication_enough(drawn, noisy, differences=small * 0.11 / 0.09)
+    assert not one_replication_enough(drawn, noisy, differences=small[:1])  # one: no bound
+    assert list(probe_draws(8)) == [0, 1, 2, 3] and list(probe_draws(2)) == [0, 1]
 
 
 def _short(requests: int = 40, replications: int = 3):
@@ -126,10 +162,54 @@ def test_crossover_draws_keep_one_replication_where_it_settles_and_agree_with_tw
                 assert abs(e1 - e2) <= slack
 
 
+@pytest.mark.slow  # about 30 s on the shared 2-core machine
+def test_a_draw_kept_at_one_replication_lies_within_the_share_of_the_two_replication_interval():
+    """Where the rule kept some draws of a comparison at one replication (the a priori
+    bound, or the move measured on the probe draws), each draw's answer, and each end of
+    the comparison's 90% interval, lies within DRAW_NOISE_SHARE of the width of the
+    interval two replications give, to 4 standard errors: the rule bounds the move's
+    standard deviation by that share, and an end moves by about one draw's move. Both
+    read on the same nominal points (the two-replication run's), so the difference is the
+    draws' move alone. Fixed seeds; the shipped serving scenario, short runs."""
+    metrics = ["per_user_tok_s", "aggregate_tok_s", "tpot_p50_ms", "tpot_p99_ms"]
+    _, seq, grid, _ = _crossover(sequential=True, metrics=metrics)
+    ev, full, _, _ = _crossover(sequential=False, metrics=metrics)
+    checked = 0
+    for load in grid:
+        keys = [(load, FixedK(2)), (load, BASELINE)]
+        ran = [g for g in seq.points if g is not None and all(k in g for k in keys)]
+        if len(ran) < len(seq.draws) or all(g[k].replications == 2 for g in ran for k in keys):
+            continue  # not read on every draw, or every draw ran both
+        for metric in metrics:
+            spec, base = ev(*keys[0]), ev(*keys[1])
+            own = paired_gain(spec.values[metric], base.values[metric], metric)
+            ci95 = gain(spec, base, metric).ci95
+
+            def pair(a: np.ndarray, b: np.ndarray, metric: str = metric) -> np.ndarray:
+                return paired_gain(a, b, metric)
+
+            one = seq.shifts(keys, metric, pair, float(np.mean(own)), own)
+            two = full.shifts(keys, metric, pair, float(np.mean(own)), own)
+            ends1, ends2 = interval90(one.tolist(), ci95), interval90(two.tolist(), ci95)
+            assert ends1 is not None and ends2 is not None
+            tol = 4 * DRAW_NOISE_SHARE * (ends2[1] - ends2[0])
+            assert np.all(np.abs(one - two) <= tol)
+            assert abs(ends1[0] - ends2[0]) <= tol and abs(ends1[1] - ends2[1]) <= tol
+            checked += 1
+    assert checked >= len(metrics)  # at least one load kept draws at one replication
+
+
 def test_sequential_draws_do_not_depend_on_the_worker_count() -> None:
+    """The same document at 1 and 2 workers, where the probe draws ran their second
+    replication at a load and the others kept one (the measured bound decided)."""
     kw = {"sequential": True, "requests": 24, "metrics": ["per_user_tok_s"]}
     _, draws, _, got = _crossover(workers=1, **kw)
     assert draws.points_by_replications().get("1", 0) > 0  # some draws stopped at one
+    probes = len(probe_draws(len(draws.draws)))
+    mixed = [2] * probes + [1] * (len(draws.draws) - probes)
+    keys = {k for g in draws.points if g for k in g}
+    counts = [[g[k].replications for g in draws.points if g] for k in keys]
+    assert mixed in counts  # the probes measured the move, and it was enough
     assert got.to_dict() == _crossover(workers=2, **kw)[3].to_dict()
 
 

@@ -145,20 +145,30 @@ def test_each_ratio_takes_the_model_error_at_its_decode_batch():
             assert hi is None or (hi0 is not None and hi >= hi0)
 
 
-def test_one_replication_a_draw_is_enough_where_its_noise_is_small_against_the_spread():
-    """A load's draws keep their first replication where twice the nominal ratio's
-    per-replication standard deviation (the bound on a one-replication shift's noise) is
-    at most NOISE_SHARE of the draws' spread, for every ratio."""
-    from sim.studies.serving.tree_load_draws import NOISE_SHARE, one_is_enough
+def test_a_load_keeps_one_replication_where_every_ratio_passes_the_one_rule():
+    """tree-load's draws take the rule of every study's sequential draws
+    (``one_replication_enough``), for every ratio at a load: the a priori bound, or the
+    move measured on the probe draws where it is given."""
+    from sim.studies.serving.draws import DRAW_NOISE_SHARE, interval90
+    from sim.studies.serving.tree_load_draws import every_ratio_enough
 
-    spread = np.array([0.8, 0.9, 1.0, 1.1, 1.2])  # sd 0.158
+    spread = np.array([0.8, 0.9, 1.0, 1.1, 1.2])
     nominal = 1.0 + np.array([-1.0, 1.0, -1.0, 1.0]) * 0.001  # sd 0.00115
     drawn = {"t": {"c": {"a": spread, "b": spread}}}
-    assert one_is_enough(drawn, {"t": {"c": {"a": nominal, "b": nominal}}})
-    noisy = 1.0 + (nominal - 1.0) * 0.6 * NOISE_SHARE * 0.158 / 0.00115
-    assert not one_is_enough(drawn, {"t": {"c": {"a": nominal, "b": noisy}}})
+    lo, hi = interval90(spread.tolist(), None)
+    assert every_ratio_enough(drawn, {"t": {"c": {"a": nominal, "b": nominal}}})
+    # sqrt(2) x the per-replication sd above the share of the width: the a priori bound fails
+    sd = 1.1 * DRAW_NOISE_SHARE * (hi - lo) / np.sqrt(2.0)
+    noisy = 1.0 + (nominal - 1.0) * sd / 0.00115
+    both = {"t": {"c": {"a": nominal, "b": noisy}}}
+    assert not every_ratio_enough(drawn, both)
+    # ... and the probe draws' differences settle it when the move they measure is small
+    small = {"t": {"c": {"a": np.full(4, 1e-4), "b": np.full(4, 1e-4)}}}
+    assert every_ratio_enough(drawn, both, small)
+    large = {"t": {"c": {"a": np.full(4, 1e-4), "b": np.full(4, 0.2 * (hi - lo))}}}
+    assert not every_ratio_enough(drawn, both, large)
     few = {"t": {"c": {"a": np.array([1.0, np.nan]), "b": spread}}}
-    assert not one_is_enough(few, {"t": {"c": {"a": nominal, "b": nominal}}})
+    assert not every_ratio_enough(few, {"t": {"c": {"a": nominal, "b": nominal}}})
 
 
 def test_draws_stop_at_one_replication_only_where_it_is_enough_and_otherwise_run_both():
@@ -169,9 +179,38 @@ def test_draws_stop_at_one_replication_only_where_it_is_enough_and_otherwise_run
     ran = seq.intervals["replications_per_draw_at"]
     assert set(ran.values()) <= {1, 2}
     assert full.intervals["replications_per_draw_at"] == {"1": 2, "8": 2, "64": 2}
+    assert "probes_ran_two_at" not in full.intervals
     drafts = 2  # the chain and the tree: plain decoding is no ratio
     draws = seq.intervals["draws_run"]
-    assert seq.intervals["draw_replications_run"] == draws * drafts * sum(ran.values())
+    probed = seq.intervals.get("probes_ran_two_at", [])
+    assert all(ran[str(c)] == 1 for c in probed)
+    extra = len(probed) * seq.intervals.get("probe_draws", 0)  # the probes' second
+    assert seq.intervals["draw_replications_run"] == drafts * (draws * sum(ran.values()) + extra)
     for p, q in zip(seq.points, full.points, strict=True):
         if ran[str(p.concurrency)] == 2:
             assert p.vs_chain_interval90 == q.vs_chain_interval90
+
+
+def test_where_the_a_priori_bound_fails_the_probe_draws_run_two_and_measure_the_move(
+    monkeypatch,
+):
+    """The a priori bound made to fail and the measured one to pass at every load: the
+    probe draws (the first half) run their second replication, the move is measured on
+    their differences (one finite value a probe for every ratio), the other draws keep
+    one, and the document says where and counts it."""
+    import sim.studies.serving.tree_load_draws as tld
+
+    seen = []
+
+    def rule(drawn, nominal, differences=None):
+        if differences is not None:
+            seen.extend(v for d in differences.values() for ms in d.values() for v in ms.values())
+        return differences is not None
+
+    monkeypatch.setattr(tld, "every_ratio_enough", rule)
+    sc = load_scenario(LLAMA, [*SMALL, "uncertainty.acceptance.alpha.stderr=0.05"])
+    got = _study(sc).intervals
+    assert got["replications_per_draw_at"] == {"1": 1, "8": 1, "64": 1}
+    assert got["probes_ran_two_at"] == [1, 8, 64] and got["probe_draws"] == 2
+    assert got["draw_replications_run"] == 2 * (4 * 3 + 2 * 3)  # drafts x (first + probes)
+    assert seen and all(v.shape == (2,) and np.all(np.isfinite(v)) for v in seen)

@@ -6,10 +6,13 @@ sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson 
 exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 ``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
 time: common random numbers along the rate, as the acceptance search has along alpha.
-The capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
+The capacity is found by the root finder of sim/studies/bisection.py (``passing_bracket``:
 bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
 tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
-upper and lower 95% bounds of attainment cross the required share).
+upper and lower 95% bounds of attainment cross the required share). With draws of the
+inputs, each draw's capacity is found on a rate ladder of its own (``completed_draws``)
+between the capacity and its 95% interval, whose bisections then stop once their bracket
+lies inside what the 90% interval already holds (``capacity``).
 
 The hint is the rate one request at a time would sustain (a lone user's output tok/s
 over the mean output length), which brackets quickly for both plain decoding and
@@ -581,7 +584,9 @@ LADDER_NOTE = (
     f"rates of its own ladder, {100 * math.expm1(LADDER_STEP):.1f}% apart (log 2 / "
     f"{2**LADDER_LEVEL}), interpolated in log rate on its attainment there (the nominal "
     f"mean moved by the draw's paired shift on the same seeds): within one ladder step of "
-    f"where its attainment crosses the share, wherever the nominal search's rates lie"
+    f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
+    f"shift assumes the draw's replications vary with the nominal's, so a draw far below "
+    f"its own capacity (its replications near 1) can read low (docs/study-speed.md)"
 )
 
 

@@ -609,20 +609,22 @@ def _settled_range(
 
 
 def _stopped_notes(searches: Sequence[CapacitySearch]) -> list[str]:
-    """One line per 95% end whose bisection stopped inside the 90% interval's range."""
-    out = []
+    """One line for the 95% ends whose bisection stopped inside the 90% interval's
+    range (none: no line)."""
+    ends = []
     for s in searches:
+        name = f"k = {s.k}" if s.k else "plain decoding"
         for which, (a, b), (lo, hi) in s.stopped:
             end = "lower" if which == "lo" else "upper"
-            name = f"k = {s.k}" if s.k else "plain decoding"
-            out.append(
-                f"{name}: the bisection of the 95% interval's {end} end stopped once its "
-                f"bracket [{a:.4g}, {b:.4g}] requests/s lay inside [{lo:.4g}, {hi:.4g}], the "
-                f"range the 90% interval holds from the draws and the model-error band: "
-                f"the end is the bracket's outer end (wider than the band inversion, never "
-                f"narrower), the 90% interval the one a full bisection gives"
-            )
-    return out
+            ends.append(f"{name} {end} [{a:.4g}, {b:.4g}] in [{lo:.4g}, {hi:.4g}]")
+    if not ends:
+        return []
+    return [
+        "95% ends: a bisection stopped once its bracket lay inside the range the 90% "
+        "interval holds from the draws and the model-error band, and the end is its "
+        "bracket's outer end (wider than the band inversion, never narrower; the 90% "
+        "interval the one a full bisection gives), requests/s: " + "; ".join(ends)
+    ]
 
 
 def drawn_capacities(

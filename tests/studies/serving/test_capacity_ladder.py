@@ -209,4 +209,4 @@ def test_one_and_two_workers_give_the_same_document_with_draws():
     with LocalExecutor(2, keep_pool=True) as two:
         doc = run(two)
     assert doc == run(LocalExecutor(1))
-    assert "ladder" in doc and "stopped once its bracket" in doc
+    assert "ladder" in doc and "stopped once its bracket lay inside" in doc

@@ -44,7 +44,7 @@ from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
 from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
@@ -585,8 +585,9 @@ LADDER_NOTE = (
     f"{2**LADDER_LEVEL}), interpolated in log rate on its attainment there (the nominal "
     f"mean moved by the draw's paired shift on the same seeds): within one ladder step of "
     f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
-    f"shift assumes the draw's replications vary with the nominal's, so a draw far below "
-    f"its own capacity (its replications near 1) can read low (docs/study-speed.md)"
+    f"shift is scaled by min(1, the draw's replications' standard deviation over the "
+    f"nominal's), so a draw far below its own capacity (its replications near 1) keeps "
+    f"its own attainment (docs/study-speed.md)"
 )
 
 
@@ -653,27 +654,27 @@ def completed_draws(
     draws ran (its curve, attainment and points; its capacity and 95% interval are the
     search's), and the nominal replications that took.
 
-    **The ladder.** A draw's capacity is its crossing of ``share`` between two
-    neighbouring rates of the ladder ``origin + j LADDER_STEP`` in log rate (j whole,
-    ``origin`` the search's hint, ``p.origin_log_rate``), interpolated linearly in log
-    rate on the draw's own attainment there: the nominal mean at that rate moved by the
-    draw's paired shift against the nominal on the same seeds (sim/studies/serving/draws.py
-    ``shifted``). The ladder lies on the searches' own lattice (the hint plus dyadic
-    fractions of log 2), so a ladder rate the search tried is read from it, not run
-    again; where it did not, the nominal runs there through ``search`` (the policy's
-    search, taken up again from ``p`` when None: a new evaluator on the draws' one, with
-    the search's sequential rule when ``sequential``). A draw's bracket starts at the
-    ladder rate at or below the nominal capacity; then (``_probes``) its attainment is
-    predicted at each ladder rate inside the bracket as the nominal mean (linear in log
-    rate between the nominal rates run) moved by the draw's shift at the bracket's ends,
-    and it runs the first predicted to fail and the one below it, until the bracket is
-    two neighbouring ladder rates (``_narrowed``). The prediction only picks rates: where
-    the draw's attainment falls with the rate the bracket is the one pair of neighbouring
-    ladder rates around its crossing, whatever rates the nominal search tried, and the
-    capacity lies within one ladder step of that crossing. Ladder rates outside the
-    search's domain, or above the service bound under a TTFT limit (failing unsimulated
-    for the nominal), are not run: a draw that passes at the highest ladder rate run has
-    capacity inf (above), one that fails at the lowest -inf.
+    **The ladder.** A draw's capacity is its crossing of ``share`` between two neighbouring
+    rates of the ladder ``origin + j LADDER_STEP`` in log rate (j whole, ``origin`` the
+    search's hint, ``p.origin_log_rate``), interpolated linearly in log rate on the draw's
+    own attainment there: its mean moved by the nominal's correction on the same seeds, the
+    paired shift capped where the draw's replications vary less than the nominal's
+    (``capped_shift``). The ladder lies on the searches' own lattice (the hint plus dyadic
+    fractions of log 2), so a ladder rate the search tried is read from it, not run again;
+    where it did not, the nominal runs there through ``search`` (the policy's search, taken
+    up again from ``p`` when None: a new evaluator on the draws' one, with the search's
+    sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
+    below the nominal capacity; then (``_probes``) its attainment is predicted at each
+    ladder rate inside the bracket as the nominal mean (linear in log rate between the
+    nominal rates run) moved by the draw's shift at the bracket's ends, and it runs the
+    first predicted to fail and the one below it, until the bracket is two neighbouring
+    ladder rates (``_narrowed``). The prediction only picks rates: where the draw's
+    attainment falls with the rate the bracket is the one pair of neighbouring ladder rates
+    around its crossing, whatever rates the nominal search tried, and the capacity lies
+    within one ladder step of that crossing. Ladder rates outside the search's domain, or
+    above the service bound under a TTFT limit (failing unsimulated for the nominal), are
+    not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
+    that fails at the lowest -inf.
 
     **Completion.** Where a draw's attainment at a nominal rate stopped at its first
     replications (sequential replications) lands within ``SETTLED_SE`` nominal standard
@@ -692,7 +693,6 @@ def completed_draws(
     before = search.ev.replications_run
     origin = search.origin
     j_lo, j_hi = search.ladder_span()
-    r = draws.replications
 
     def log_rate(j: int) -> float:
         return search.log_rate(origin + j * LADDER_STEP)
@@ -712,7 +712,7 @@ def completed_draws(
             pts = draws.points[d]
             if pts is not None and key in pts:
                 drawn = pts[key].values["slo_attainment"]
-                got[d] = shifted(float(np.mean(mine)), drawn, mine[:r])
+                got[d] = capped_shift(mine, drawn)
 
     def run(probes: Mapping[int, Sequence[int]]) -> None:
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws."""
@@ -766,6 +766,25 @@ def completed_draws(
             t = (a_lo - share) / (a_lo - a_hi)
             out[d] = math.exp(log_rate(lo) + t * (log_rate(hi) - log_rate(lo)))
     return out, search.result(), search.ev.replications_run - before
+
+
+def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:
+    """A draw's attainment at a rate from its replications ``drawn`` (r,) and the
+    nominal's ``nominal`` (n,) on the same seeds (the first r): mean(drawn) + beta
+    (mean(nominal) - mean(nominal[:r])), the control variate of common random numbers,
+    with beta = min(1, s_drawn / s_nominal) (sample standard deviations). The variance
+    of such an estimate is least at beta = rho s_drawn / s_nominal, rho the correlation
+    of the two runs' replications; rho <= 1 bounds it. beta = 1 is the paired shift
+    (``shifted``), right where the draw's replications vary as the nominal's; a draw far
+    below its own capacity meets the SLO in nearly every replication while the
+    nominal's vary, and the full shift would carry the nominal's own noise into it (on
+    the shipped serving scenario two draws read 0.87 where their replications gave 1.0,
+    1.0). A nominal that does not vary: the plain shift."""
+    r = drawn.size
+    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
+    s_d = float(np.std(drawn, ddof=1)) if r > 1 else 0.0
+    beta = 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+    return float(np.mean(drawn) + beta * (np.mean(nominal) - np.mean(nominal[:r])))
 
 
 def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:

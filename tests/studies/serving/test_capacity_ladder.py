@@ -210,3 +210,25 @@ def test_one_and_two_workers_give_the_same_document_with_draws():
         doc = run(two)
     assert doc == run(LocalExecutor(1))
     assert "ladder" in doc and "stopped once its bracket lay inside" in doc
+
+
+def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
+    """``capped_shift``: the paired shift (beta = 1) where the draw's replications vary
+    at least as much as the nominal's; a draw whose replications all meet the SLO (1.0,
+    1.0) reads 1.0 whatever the nominal's first replications (the full shift read 0.89
+    there); between, beta = s_drawn / s_nominal, its value between the two."""
+    from sim.studies.serving.capacity import capped_shift
+    from sim.studies.serving.draws import shifted
+
+    nominal = np.array([0.72, 0.64, 0.5, 0.45, 0.55, 0.6, 0.5, 0.58, 0.52, 0.64])
+    saturated = np.array([1.0, 1.0])
+    assert capped_shift(nominal, saturated) == 1.0
+    assert shifted(float(nominal.mean()), saturated, nominal[:2]) < SHARE
+    varying = nominal[:2] + 0.1  # s_drawn 0.057 < s_nominal 0.082: beta 0.69
+    wide = np.array([0.9, 0.6])
+    assert capped_shift(nominal, wide) == pytest.approx(
+        shifted(float(nominal.mean()), wide, nominal[:2]), abs=1e-12
+    )
+    got = capped_shift(nominal, varying)
+    lo, hi = sorted((float(varying.mean()), shifted(float(nominal.mean()), varying, nominal[:2])))
+    assert lo < got < hi

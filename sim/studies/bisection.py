@@ -191,6 +191,24 @@ def first_passing(
     point already seen, then bisects to ``xtol`` (to 1 for integer levers). None when the
     best end of the domain does not pass.
     """
+    found = passing_bracket(probe, stat, threshold, hint=hint, step=step, xtol=xtol)
+    return None if found is None else found[1]
+
+
+def passing_bracket(
+    probe: Probe[T],
+    stat: Callable[[T], float],
+    threshold: float,
+    *,
+    within: tuple[float, float] | None = None,
+    hint: float,
+    step: float,
+    xtol: float,
+) -> tuple[float | None, float] | None:
+    """``first_passing``'s bracket: (the failing lever value next to it, None when the
+    domain's easy end passes; the least-effort passing value). ``within`` (lo, hi) in x:
+    the bisection also stops once both ends of its bracket lie inside it (a caller for
+    whom any root inside that range gives the same answer)."""
     s = probe.sign
 
     def passes(u: float) -> bool:
@@ -212,6 +230,9 @@ def first_passing(
             elif value >= threshold:
                 good = u if good is None else min(good, u)
         return bad, good
+
+    def inside(a: float, b: float) -> bool:
+        return within is not None and all(within[0] <= s * u <= within[1] for u in (a, b))
 
     lo, hi = probe.u_lo, probe.u_hi
     bad, good = known()
@@ -235,19 +256,19 @@ def first_passing(
         if passes(u):
             good = u
             if u <= lo:
-                return s * lo
+                return None, s * lo
             width *= 2
             u = good - width
         else:
             bad = u
     tol = 1.0 if probe.integer else xtol
-    while good - bad > tol:
+    while good - bad > tol and not inside(bad, good):
         mid = math.floor((bad + good) / 2) if probe.integer else (bad + good) / 2
         if passes(mid):
             good = mid
         else:
             bad = mid
-    return s * good
+    return s * bad, s * good
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,13 @@ sim/studies/serving/paired_metrics.py) falls as the arrival rate rises. Poisson 
 exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 ``poisson_arrivals``), so at one seed every rate sees the same requests, compressed in
 time: common random numbers along the rate, as the acceptance search has along alpha.
-The capacity is found by the root finder of sim/studies/bisection.py (``first_passing``:
+The capacity is found by the root finder of sim/studies/bisection.py (``passing_bracket``:
 bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
 tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
-upper and lower 95% bounds of attainment cross the required share).
+upper and lower 95% bounds of attainment cross the required share). With draws of the
+inputs, each draw's capacity is found on a rate ladder of its own (``completed_draws``)
+between the capacity and its 95% interval, whose bisections then stop once their bracket
+lies inside what the 90% interval already holds (``capacity``).
 
 The hint is the rate one request at a time would sustain (a lone user's output tok/s
 over the mean output length), which brackets quickly for both plain decoding and
@@ -29,9 +32,9 @@ a request's decoding speed stays finite while it waits.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,24 +42,28 @@ from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
-from sim.studies.bisection import Probe, first_passing
+from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts, shifted
+from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
 from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
     PointEvaluator,
     ScenarioPlans,
-    run_point,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving.sequential import FIRST, Share, describe, merge
+from sim.studies.serving.sequential import FIRST, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
 #: How far the root finder may look on either side of the hint (a factor on the rate).
 SPAN = 4096.0
+#: The draws' rate ladder (``completed_draws``): rates LADDER_STEP apart in log rate,
+#: log(2) / 2^LADDER_LEVEL, on the searches' own lattice (the hint plus dyadic fractions
+#: of log 2, where every rate a bisection from the hint tries lies).
+LADDER_LEVEL = 4
+LADDER_STEP = math.log(2.0) / 2**LADDER_LEVEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +89,11 @@ class PolicyCapacity:
     #: (P,) the point simulated at each of ``log_rates`` (None: above the bound), for the
     #: draws that complete a rate stopped early (``drawn_capacities``).
     points: tuple[PolicyPoint | None, ...] = field(default=(), compare=False)
+    #: The log rate the search started from (its hint): the origin of the draws' ladder.
+    origin_log_rate: float = field(default=0.0, compare=False)
+    #: The lowest and highest rates the draws' ladder may run (the search's domain, and
+    #: the service bound under a TTFT limit): a draw's capacity beyond them is -inf / inf.
+    ladder_ends: tuple[float, float] = field(default=(0.0, math.inf), compare=False)
 
     @property
     def crossing(self) -> bool:
@@ -174,61 +186,195 @@ def _stat(point: PolicyPoint | None, which: str) -> float:
     return r.ci95[0] if which == "lo" else r.ci95[1]
 
 
+#: The lattice every rate a search or the ladder tries lies on: the hint plus whole
+#: multiples of log(2) / 2^20 (bisections from the hint in steps of log 2 halve brackets
+#: on it, far below any tolerance); a rate is known by its place on it, so a rate the
+#: ladder and a bisection both reach is simulated once.
+LATTICE = math.log(2.0) / 2**20
+
+
+class CapacitySearch:
+    """One policy's capacity search (FixedK(k), k = 0: plain decoding), kept in this
+    process between its stages: the capacity (``find``), then its 95% interval
+    (``find_ends``), with the draws' ladder between them running its nominal rates
+    through ``run`` (``completed_draws``). Every rate simulated is the evaluator's
+    point; ``rates``: lattice place -> the log rate first tried there."""
+
+    def __init__(
+        self, evaluator: PointEvaluator, k: int, share: float, hint_per_s: float, rtol: float
+    ):
+        self.ev, self.k, self.share, self.rtol = evaluator, k, share, rtol
+        self.policy: Any = FixedK(k) if k else BASELINE
+        found = evaluator.bound(Load("rate", hint_per_s), self.policy)
+        assert found is not None  # a rate's bound
+        self.bound = found.rate_per_s
+        # no steady state above the bound: fails a TTFT limit (module docstring)
+        self.skip_above = self.bound if evaluator.slo.ttft_ms is not None else math.inf
+        self.origin = math.log(hint_per_s)
+        self.lo, self.hi = self.origin - math.log(SPAN), self.origin + math.log(SPAN)
+        self.rates: dict[int, float] = {}
+        self.value: float | None = None
+        self.at_least = False
+        self.ends: tuple[float | None, float | None] = (None, None)
+        #: Ends whose bisection stopped inside the 90% interval's range: (which, bracket
+        #: (low, high) requests/s, range).
+        self.stopped: list[tuple[str, tuple[float, float], tuple[float, float]]] = []
+
+    @classmethod
+    def of(cls, p: PolicyCapacity, evaluator: PointEvaluator, share: float) -> CapacitySearch:
+        """A finished search ``p`` taken up again: its rates and points, capacity and 95%
+        interval (the points kept in ``evaluator``'s memo)."""
+        s = cls(evaluator, p.num_steps, share, math.exp(p.origin_log_rate), 0.02)
+        for x, pt in zip(p.log_rates.tolist(), p.points, strict=True):
+            x = s._tried(x)
+            if pt is not None:
+                evaluator.memo.setdefault(s.key(x), pt)
+        s.value, s.at_least, s.ends = p.rate_per_s, p.at_least, p.ci95
+        return s
+
+    def log_rate(self, x: float) -> float:
+        """The log rate tried at ``x``'s place on the lattice (``x`` if none yet)."""
+        return self.rates.get(round((x - self.origin) / LATTICE), x)
+
+    def _tried(self, x: float) -> float:
+        """``x``'s place taken (its log rate, the first tried there)."""
+        return self.rates.setdefault(round((x - self.origin) / LATTICE), x)
+
+    def key(self, x: float) -> tuple[Load, Any]:
+        return (Load("rate", math.exp(self.log_rate(x))), self.policy)
+
+    def known(self, x: float) -> PolicyPoint | None:
+        """The point run at ``x``, None above the bound (fails, not simulated)."""
+        x = self.log_rate(x)
+        return None if math.exp(x) > self.skip_above else self.ev.memo[self.key(x)]
+
+    def point(self, x: float) -> PolicyPoint | None:
+        """The point at ``x``, run if not yet (one bisection step)."""
+        x = self._tried(x)
+        return None if math.exp(x) > self.skip_above else self.ev(*self.key(x))
+
+    def run(self, xs: Sequence[float]) -> None:
+        """The points at ``xs`` (each at most the bound) not run yet, in one batch."""
+        self.ev.ensure([self.key(self._tried(x)) for x in xs])
+
+    def _root(
+        self, which: str, within: tuple[float, float] | None = None
+    ) -> tuple[float | None, float] | None:
+        probe = Probe(self.point, -1, self.lo, self.hi)  # lowering the rate helps
+        probe.seen.update({x: self.known(x) for x in self.rates.values()})
+        return passing_bracket(
+            probe,
+            lambda p: _stat(p, which),
+            self.share,
+            hint=self.origin,
+            step=math.log(2.0),
+            xtol=math.log1p(self.rtol),
+            within=within,
+        )
+
+    def find(self) -> None:
+        """The capacity: the mean attainment's crossing of the share, bisected to rtol."""
+        got = self._root("mean")
+        self.value = None if got is None else math.exp(got[1])
+        top = math.exp(self.hi)  # the highest rate tried: passing there bounds nothing
+        self.at_least = self.value is not None and math.isclose(self.value, top, rel_tol=1e-12)
+
+    def find_ends(self, within: tuple[float, float] | None = None) -> None:
+        """The 95% interval: where the attainment's lower and upper 95% bounds cross the
+        share, bisected to rtol, or (``within``, requests/s) until the bracket lies
+        inside that range: then an end is its bracket's outer end (the lower rate for
+        the lower end, the higher for the upper), wider than the band inversion gives,
+        never narrower."""
+        # one replication has no band (its attainment has no interval): no interval,
+        # rather than the capacity itself at both ends
+        if self.ev.replications <= 1:
+            return
+        span = None
+        if within is not None:
+            span = tuple(math.log(w) if w > 0 else -math.inf for w in within)
+        ends: list[float | None] = []
+        for which in ("lo", "hi"):
+            got = self._root(which, span)  # type: ignore[arg-type]
+            if got is None:
+                ends.append(None)
+                continue
+            bad, good = got
+            if within is not None and bad is not None and bad - good > math.log1p(self.rtol):
+                self.stopped.append((which, (math.exp(good), math.exp(bad)), within))
+                ends.append(math.exp(good if which == "lo" else bad))
+            else:
+                ends.append(math.exp(good))
+        lo_end, hi_end = ends
+        if self.at_least:  # no crossing above: the upper end is unknown
+            hi_end = None
+        elif self.value is not None and hi_end is None:
+            hi_end = self.value
+        self.ends = (lo_end, hi_end)
+
+    def result(self) -> PolicyCapacity:
+        """The search's ``PolicyCapacity`` over every rate simulated so far."""
+        tried = sorted((x, self.known(x)) for x in self.rates.values())
+        curve = _curve(tried)
+        unstable = tuple(math.exp(x) for x, p in tried if p is None)
+        value = self.value
+        capped = (
+            value is not None
+            and bool(unstable)
+            and all(
+                _stat(p, "mean") >= self.share
+                for x, p in tried
+                if p is not None and math.exp(x) > value
+            )
+        )
+        r = self.ev.replications
+        # above the bound: fails, not simulated; replications a point did not run
+        # (sequential replications stopped it early): NaN
+        attainment = np.full((len(tried), r), np.nan)
+        for row, (_, p) in enumerate(tried):
+            got = np.zeros(r) if p is None else p.values["slo_attainment"]
+            attainment[row, : got.size] = got
+        return PolicyCapacity(
+            self.k,
+            value,
+            self.ends,
+            curve,
+            self.at_least,
+            self.bound,
+            unstable,
+            capped,
+            np.array([x for x, _ in tried], dtype=float),
+            attainment,
+            tuple(p for _, p in tried),
+            self.origin,
+            self.ladder_ends(),
+        )
+
+    def ladder_span(self) -> tuple[int, int]:
+        """The lowest and highest places j of the draws' ladder (rates origin + j
+        LADDER_STEP in log rate): inside the domain, and at most the bound under a TTFT
+        limit (``completed_draws``)."""
+        top = min(math.log(SPAN), math.log(self.skip_above) - self.origin)
+        j_lo = math.ceil(-math.log(SPAN) / LADDER_STEP - 1e-9)
+        return j_lo, math.floor(top / LADDER_STEP + 1e-9)
+
+    def ladder_ends(self) -> tuple[float, float]:
+        """The lowest and highest rates of the draws' ladder (``ladder_span``)."""
+        j_lo, j_hi = self.ladder_span()
+        return (
+            math.exp(self.log_rate(self.origin + j_lo * LADDER_STEP)),
+            math.exp(self.log_rate(self.origin + j_hi * LADDER_STEP)),
+        )
+
+
 def policy_capacity(
     evaluator: PointEvaluator, k: int, share: float, hint_per_s: float, rtol: float
 ) -> PolicyCapacity:
-    """Capacity of FixedK(k) (k = 0: plain decoding)."""
-    policy = FixedK(k) if k else BASELINE
-    found = evaluator.bound(Load("rate", hint_per_s), policy)
-    assert found is not None  # a rate's bound
-    bound = found.rate_per_s
-    skip_above = bound if evaluator.slo.ttft_ms is not None else math.inf
-
-    def at(log_rate: float) -> PolicyPoint | None:
-        rate = math.exp(log_rate)
-        if rate > skip_above:  # no steady state: fails a TTFT limit (module docstring)
-            return None
-        return evaluator(Load("rate", rate), policy)
-
-    lo, hi = math.log(hint_per_s / SPAN), math.log(hint_per_s * SPAN)
-    probe = Probe(at, -1, lo, hi)  # lowering the rate helps
-    kw = {"hint": math.log(hint_per_s), "step": math.log(2.0), "xtol": math.log1p(rtol)}
-
-    def root(which: str) -> float | None:
-        x = first_passing(probe, lambda p: _stat(p, which), share, **kw)
-        return None if x is None else math.exp(x)
-
-    value = root("mean")
-    top = math.exp(hi)  # the highest rate tried: passing there bounds nothing
-    at_least = value is not None and math.isclose(value, top, rel_tol=1e-12)
-    ends: tuple[float | None, float | None] = (None, None)
-    # one replication has no band (its attainment has no interval): no interval, rather
-    # than the capacity itself at both ends
-    if evaluator.replications > 1:
-        ends = (root("lo"), root("hi"))
-        if at_least:  # no crossing above: the upper end is unknown
-            ends = (ends[0], None)
-        elif value is not None and ends[1] is None:
-            ends = (ends[0], value)
-    curve = _curve(sorted(probe.seen.items()))
-    unstable = tuple(math.exp(x) for x, p in sorted(probe.seen.items()) if p is None)
-    capped = (
-        value is not None
-        and bool(unstable)
-        and all(_stat(p, "mean") >= share for r, p in _simulated(probe) if r > value)
-    )
-    tried = sorted(probe.seen.items())
-    # above the bound: fails, not simulated; replications a point did not run (sequential
-    # replications stopped it early): NaN
-    attainment = np.full((len(tried), evaluator.replications), np.nan)
-    for row, (_, p) in enumerate(tried):
-        got = np.zeros(evaluator.replications) if p is None else p.values["slo_attainment"]
-        attainment[row, : got.size] = got
-    log_rates = np.array([x for x, _ in tried], dtype=float)
-    points = tuple(p for _, p in tried)
-    return PolicyCapacity(
-        k, value, ends, curve, at_least, bound, unstable, capped, log_rates, attainment, points
-    )
+    """Capacity of FixedK(k) (k = 0: plain decoding) and its 95% interval, each
+    bisected to ``rtol`` (``CapacitySearch``)."""
+    search = CapacitySearch(evaluator, k, share, hint_per_s, rtol)
+    search.find()
+    search.find_ends()
+    return search.result()
 
 
 def _curve(
@@ -253,13 +399,9 @@ def search_points(rtol: float) -> int:
     return 3 * (expand + bisect)
 
 
-def _simulated(probe: Probe) -> list[tuple[float, PolicyPoint]]:
-    return [(math.exp(x), p) for x, p in sorted(probe.seen.items()) if p is not None]
-
-
 @dataclass(frozen=True, slots=True)
 class CapacityTask:
-    """One policy's capacity search, for a worker process (picklable)."""
+    """One policy's capacity search."""
 
     builder: PlanBuilder
     replications: int
@@ -272,54 +414,73 @@ class CapacityTask:
     sequential: bool = False
 
 
-def run_capacity(
-    task: CapacityTask, executor: Executor | None = None
-) -> tuple[PolicyCapacity, int, int]:
-    """(capacity, simulations run, their replications) of one policy: its rates in this
-    process, or each rate's replications through ``executor`` (identical results);
-    ``task.sequential``: a rate stops at its first replications where its attainment is
-    settled against the share (sim/studies/serving/sequential.py ``Share``)."""
-    rule = Share("slo_attainment", task.share) if task.sequential else None
-    ev = PointEvaluator(
-        task.builder,
-        replications=task.replications,
-        seed=task.seed,
-        slo=task.slo,
-        rule=rule,
-        executor=executor,
+def search_evaluator(
+    builder: PlanBuilder,
+    replications: int,
+    seed: int,
+    slo: SloSpec,
+    share: float,
+    sequential: bool,
+    executor: Executor | None,
+) -> PointEvaluator:
+    """A search's evaluator; ``sequential``: a rate stops at its first replications
+    where its attainment is settled against the share (sim/studies/serving/sequential.py
+    ``Share``)."""
+    rule = Share("slo_attainment", share) if sequential else None
+    return PointEvaluator(
+        builder, replications=replications, seed=seed, slo=slo, rule=rule, executor=executor
     )
-    out = policy_capacity(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
-    return out, ev.runs, ev.replications_run
 
 
-def _searches(
-    executor: Executor, tasks: Sequence[CapacityTask]
-) -> Iterator[tuple[int, tuple[PolicyCapacity, int, int]]]:
-    """Every policy's search (``run_capacity``), (index, result) as each ends.
+def start_search(task: CapacityTask, executor: Executor | None = None) -> CapacitySearch:
+    """One policy's search with its capacity found: its rates in this process, or each
+    rate's replications through ``executor`` (identical results); ``task.sequential``: a
+    rate stops at its first replications where its attainment is settled against the
+    share (sim/studies/serving/sequential.py ``Share``)."""
+    ev = search_evaluator(
+        task.builder, task.replications, task.seed, task.slo, task.share, task.sequential, executor
+    )
+    search = CapacitySearch(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
+    search.find()
+    return search
 
-    One worker: one search after the other in this process. More: every search steps
-    at once, each in a thread of this process that sends its rates' replications
-    (in blocks, sim/studies/serving/evaluator.py) through the one ``executor``, so the
-    workers always hold the next steps of every policy (one search a process left a
-    worker idle once the shorter searches had ended). A search's steps depend only on
-    its own values, each replication carries its own seed: the same results either way.
-    """
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def _together(
+    executor: Executor, step: Callable[[T, Executor | None], U], items: Sequence[T]
+) -> Iterator[tuple[int, U]]:
+    """``step(item, executor)`` of every policy's search, (index, result) as each ends.
+
+    One worker: one after the other in this process (``executor`` None). More: every
+    search steps at once, each in a thread of this process that sends its rates'
+    replications (in blocks, sim/studies/serving/evaluator.py) through the one
+    ``executor``, so the workers always hold the next steps of every policy. A search's
+    steps depend only on its own values, each replication carries its own seed: the same
+    results either way."""
     if executor.width() <= 1:
-        yield from enumerate(map(run_capacity, tasks))
+        yield from enumerate(step(item, None) for item in items)
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    threads = ThreadPoolExecutor(max_workers=len(tasks))
+    threads = ThreadPoolExecutor(max_workers=len(items))
     finished = False
     try:
-        yield from drain(
-            {threads.submit(run_capacity, t, executor): i for i, t in enumerate(tasks)}
-        )
+        yield from drain({threads.submit(step, t, executor): i for i, t in enumerate(items)})
         finished = True
     finally:
         if not finished:  # an error or an interrupt: the other searches' next steps fail
             close_executor(executor)
         threads.shutdown(wait=finished, cancel_futures=True)
+
+
+def _ends(
+    item: tuple[CapacitySearch, tuple[float, float] | None], executor: Executor | None
+) -> None:
+    search, within = item
+    search.find_ends(within)
 
 
 def capacity(
@@ -337,12 +498,16 @@ def capacity(
 ) -> CapacityResult:
     """Capacity of plain decoding and of each k in ``num_steps`` (the evaluator's SLO,
     seed and replications); the policies' searches step together through the evaluator's
-    executor (``_searches``; results do not depend on it). ``draws``: each capacity's and
-    gain's 90% interval from inputs and model (``capacity_intervals``). ``sequential``:
-    each rate's point stops at its first replications where its
-    attainment is settled against the share (``run_capacity``); where a draw's shifted
-    attainment at such a rate lands near the share, the rate runs its other
-    replications before the draws are read (``completed_draws``)."""
+    executor (``_together``; results do not depend on it). In three stages: every
+    policy's capacity; ``draws``: each draw's capacity on its rate ladder
+    (``completed_draws``), hence the capacity's and gain's 90% intervals from inputs and
+    model (``capacity_intervals``); then the 95% interval of every capacity, whose ends'
+    bisections stop once their bracket lies inside the range the 90% interval already
+    holds (the draws' 5-95% and the model-error band, ``_settled_range``: wherever in
+    the bracket the end lies, the 90% interval is the same). ``sequential``: a rate
+    stops at its first replications where its attainment is settled against the share;
+    where a draw's shifted attainment at such a rate lands near the share, the rate runs
+    its other replications before the draws are read (``completed_draws``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -371,31 +536,41 @@ def capacity(
         )
         for k in [0, *ks]
     ]
-    found: dict[int, tuple[PolicyCapacity, int, int]] = {}
-    for done, (i, out) in enumerate(_searches(evaluator.executor, tasks), 1):
-        found[i] = out
+    found: dict[int, CapacitySearch] = {}
+    steps = 2 * len(tasks)
+    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, tasks), 1):
+        found[i] = search
         if evaluator.progress:
-            evaluator.progress(done, len(tasks))
-    policies = tuple(found[i][0] for i in range(len(tasks)))
+            evaluator.progress(done, steps)
+    searches = [found[i] for i in range(len(tasks))]
     caps: list[np.ndarray] = []
-    completed = 0
+    terms: list[ModelErrorTerm | None] = []
+    within: list[tuple[float, float] | None] = [None] * len(searches)
     if draws is not None:  # first: the draws may complete rates stopped early
-        drawn = [completed_draws(draws, p, share) for p in policies]
-        caps = [c for c, _, _ in drawn]
-        policies = tuple(p for _, p, _ in drawn)
-        completed = sum(n for _, _, n in drawn)
+        caps = [completed_draws(draws, s.result(), share, search=s)[0] for s in searches]
+        terms = _terms(draws, [s.result() for s in searches])
+        within = [
+            _settled_range(s.value, c, t) if s.value is not None and not s.at_least else None
+            for s, c, t in zip(searches, caps, terms, strict=True)
+        ]
+    items = list(zip(searches, within, strict=True))
+    for done, _ in enumerate(_together(evaluator.executor, _ends, items), 1):
+        if evaluator.progress:
+            evaluator.progress(len(tasks) + done, steps)
+    policies = tuple(s.result() for s in searches)
     gains = tuple(gain_ci95(p, policies[0], share) for p in policies)
-    terms = _terms(draws, policies) if draws is not None else []
     intervals = () if draws is None else capacity_intervals(policies, caps, gains, terms)
     counts = replication_counts(evaluator, draws)
-    counts["replications_run"] += sum(n for _, _, n in found.values()) + completed
+    counts["replications_run"] += sum(s.ev.replications_run for s in searches)
     stops = sequential and evaluator.replications > FIRST
     notes = (describe(FIRST, evaluator.replications),) if stops else ()
+    if draws is not None and draws.draws:
+        notes = (*notes, LADDER_NOTE, *_stopped_notes(searches))
     return CapacityResult(
         scenario=scenario,
         share=share,
         policies=policies,
-        runs=evaluator.runs + sum(n for _, n, _ in found.values()),
+        runs=evaluator.runs + sum(s.ev.runs for s in searches),
         settings={**dict(settings or {}), "hint_per_s": hint_per_s, "rtol": rtol, **counts},
         assumptions=(*assumptions, *notes),
         gain_ci95=gains,
@@ -404,106 +579,174 @@ def capacity(
     )
 
 
-def drawn_capacities(draws: DrawnPoints, p: PolicyCapacity, share: float) -> np.ndarray:
-    """Each draw's capacity of policy ``p`` (D,): its SLO attainment (the nominal moved by
-    the paired shift) at the simulated rate just below the nominal capacity, then at the
-    rates the search tried, bracketing the two neighbouring ones between which it crosses
-    ``share`` (``_probes``, ``_narrowed``), the crossing interpolated linearly in log rate
-    between them; -inf below the rates tried, inf above, NaN for a draw the scenario
-    rejects or a policy without a crossing (``completed_draws``, whose rates stopped early
-    are already complete where a draw needs them). Where the draw's attainment falls with
-    the rate it is the pair a walk rate by rate outwards from the capacity ends on, on
-    fewer rates; where it does not (Monte Carlo noise between rates 2% apart) the bracket
-    may end on another of its crossings."""
-    return completed_draws(draws, p, share)[0]
+LADDER_NOTE = (
+    f"draws: each draw's capacity is its crossing of the share between two neighbouring "
+    f"rates of its own ladder, {100 * math.expm1(LADDER_STEP):.1f}% apart (log 2 / "
+    f"{2**LADDER_LEVEL}), interpolated in log rate on its attainment there (the nominal "
+    f"mean moved by the draw's paired shift on the same seeds): within one ladder step of "
+    f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
+    f"shift is scaled by min(1, the draw's replications' standard deviation over the "
+    f"nominal's), so a draw far below its own capacity (its replications near 1) keeps "
+    f"its own attainment (docs/study-speed.md)"
+)
+
+
+def _settled_range(
+    value: float, caps: np.ndarray, term: ModelErrorTerm | None
+) -> tuple[float, float] | None:
+    """The range (requests/s) the capacity's 90% interval holds whatever its 95% ends
+    are: the draws' capacities' 5-95% (``caps`` (D,), inf beyond the rates run) joined
+    with the model-error band around ``value`` (``capacity_intervals``); None without a
+    finite draw."""
+    v = caps[~np.isnan(caps)]
+    if not v.size:
+        return None
+    lo, hi = (float(q) for q in np.quantile(v, [0.05, 0.95], method="inverted_cdf"))
+    if term is not None:
+        band = term.level(value, [value, value])
+        assert band is not None
+        lo, hi = min(lo, band[0]), max(hi, band[1])
+    return max(lo, 0.0), hi
+
+
+def _stopped_notes(searches: Sequence[CapacitySearch]) -> list[str]:
+    """One line for the 95% ends whose bisection stopped inside the 90% interval's
+    range (none: no line)."""
+    ends = []
+    for s in searches:
+        name = f"k = {s.k}" if s.k else "plain decoding"
+        for which, (a, b), (lo, hi) in s.stopped:
+            end = "lower" if which == "lo" else "upper"
+            ends.append(f"{name} {end} [{a:.4g}, {b:.4g}] in [{lo:.4g}, {hi:.4g}]")
+    if not ends:
+        return []
+    return [
+        "95% ends: a bisection stopped once its bracket lay inside the range the 90% "
+        "interval holds from the draws and the model-error band, and the end is its "
+        "bracket's outer end (wider than the band inversion, never narrower; the 90% "
+        "interval the one a full bisection gives), requests/s: " + "; ".join(ends)
+    ]
+
+
+def drawn_capacities(
+    draws: DrawnPoints, p: PolicyCapacity, share: float, sequential: bool = False
+) -> np.ndarray:
+    """Each draw's capacity of policy ``p`` (D,), on the draws' own rate ladder
+    (``completed_draws``); -inf below the ladder's rates, inf above, NaN for a draw the
+    scenario rejects or a policy without a crossing."""
+    return completed_draws(draws, p, share, sequential)[0]
+
+
+def ladder_index(log_rate: float, origin: float) -> float:
+    """Where ``log_rate`` lies on the draws' ladder of origin ``origin`` (a ladder rate:
+    a whole number)."""
+    return (log_rate - origin) / LADDER_STEP
 
 
 def completed_draws(
-    draws: DrawnPoints, p: PolicyCapacity, share: float
+    draws: DrawnPoints,
+    p: PolicyCapacity,
+    share: float,
+    sequential: bool = False,
+    search: CapacitySearch | None = None,
 ) -> tuple[np.ndarray, PolicyCapacity, int]:
-    """``drawn_capacities``, and ``p`` with the rates it stopped early (sequential
-    replications) that a draw needs run in full, and how many replications that took.
+    """Each draw's capacity of policy ``p`` (D,), ``p`` with every nominal rate the
+    draws ran (its curve, attainment and points; its capacity and 95% interval are the
+    search's), and the nominal replications that took.
 
-    A draw's attainment at a rate is the nominal mean moved by the paired shift, so where
-    it lands within ``SETTLED_SE`` nominal standard errors of the share
-    (sim/studies/serving/draws.py ``near``) the nominal mean's own noise decides whether
-    the draw passes there: a rate stopped at its first replications then runs the rest
-    (as crossover's and best-k's draws do) and every draw is read again on the full
-    mean; ``p``'s attainment, points and curve hold them (its capacity and 95% interval
-    are the search's)."""
+    **The ladder.** A draw's capacity is its crossing of ``share`` between two neighbouring
+    rates of the ladder ``origin + j LADDER_STEP`` in log rate (j whole, ``origin`` the
+    search's hint, ``p.origin_log_rate``), interpolated linearly in log rate on the draw's
+    own attainment there: its mean moved by the nominal's correction on the same seeds, the
+    paired shift capped where the draw's replications vary less than the nominal's
+    (``capped_shift``). The ladder lies on the searches' own lattice (the hint plus dyadic
+    fractions of log 2), so a ladder rate the search tried is read from it, not run again;
+    where it did not, the nominal runs there through ``search`` (the policy's search, taken
+    up again from ``p`` when None: a new evaluator on the draws' one, with the search's
+    sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
+    below the nominal capacity; then (``_probes``) its attainment is predicted at each
+    ladder rate inside the bracket as the nominal mean (linear in log rate between the
+    nominal rates run) moved by the draw's shift at the bracket's ends, and it runs the
+    first predicted to fail and the one below it, until the bracket is two neighbouring
+    ladder rates (``_narrowed``). The prediction only picks rates: where the draw's
+    attainment falls with the rate the bracket is the one pair of neighbouring ladder rates
+    around its crossing, whatever rates the nominal search tried, and the capacity lies
+    within one ladder step of that crossing. Ladder rates outside the search's domain, or
+    above the service bound under a TTFT limit (failing unsimulated for the nominal), are
+    not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
+    that fails at the lowest -inf.
+
+    **Completion.** Where a draw's attainment at a nominal rate stopped at its first
+    replications (sequential replications) lands within ``SETTLED_SE`` nominal standard
+    errors of the share (sim/studies/serving/draws.py ``near``), the nominal mean's own
+    noise decides whether the draw passes there: the rate runs its other replications
+    and every draw is read again on the full mean."""
     out = np.full(len(draws.draws), np.nan)
-    if not p.crossing:
-        return out, p, 0
-    policy = FixedK(p.num_steps) if p.num_steps else BASELINE
-    unstable = set(p.unstable_rates)
-    rows = [j for j, x in enumerate(p.log_rates) if math.exp(x) not in unstable]
-    logs = [float(p.log_rates[j]) for j in rows]
-    if len(logs) < 2:
+    if not p.crossing or not p.points:
         return out, p, 0
     ev = draws.evaluator
-    r = draws.replications
-    attainment = p.attainment.copy()
-    points = list(p.points)
-    extra = 0
+    if search is None:
+        nominal = search_evaluator(
+            ev.builder, ev.replications, ev.seed, ev.slo, share, sequential, ev.executor
+        )
+        search = CapacitySearch.of(p, nominal, share)
+    before = search.ev.replications_run
+    origin = search.origin
+    j_lo, j_hi = search.ladder_span()
+
+    def log_rate(j: int) -> float:
+        return search.log_rate(origin + j * LADDER_STEP)
+
+    def nominal_at(j: int) -> np.ndarray:
+        got = search.known(log_rate(j))
+        assert got is not None  # a ladder rate at most the bound
+        return got.values["slo_attainment"]
+
     cache: dict[int, np.ndarray] = {}
 
-    def complete(i: int) -> bool:
-        """Run the replications rate ``i`` stopped before (False: it ran them all)."""
-        nonlocal extra
-        point = points[rows[i]] if points else None
-        if point is None or point.replications >= ev.replications:
-            return False
-        have = point.replications
-        task = ev.rest_task(Load("rate", math.exp(logs[i])), policy, have)
-        full = merge(point, run_point(task, ev.executor))
-        points[rows[i]] = full
-        attainment[rows[i]] = full.values["slo_attainment"]
-        extra += ev.replications - have
-        return True
+    def read(j: int, ds: Sequence[int]) -> None:
+        got = cache.setdefault(j, np.full(len(draws.draws), np.nan))
+        mine = nominal_at(j)
+        key = search.key(log_rate(j))
+        for d in ds:
+            pts = draws.points[d]
+            if pts is not None and key in pts:
+                drawn = pts[key].values["slo_attainment"]
+                got[d] = capped_shift(mine, drawn)
 
-    def att(i: int, which: list[int]) -> np.ndarray:
-        load = Load("rate", math.exp(logs[i]))
-        draws.ensure([(load, policy)], which)
-        got = cache.setdefault(i, np.full(len(draws.draws), np.nan))
+    def run(probes: Mapping[int, Sequence[int]]) -> None:
+        """The nominal at every rate of ``probes`` (one batch), then each rate's draws."""
+        search.run([log_rate(j) for j in sorted(probes)])
+        for j in sorted(probes):
+            ds = list(probes[j])
+            key = search.key(log_rate(j))
+            draws.ensure([key], ds)
+            read(j, ds)
+            if near(cache[j][ds], nominal_at(j), share) and search.ev.complete([key]):
+                read(j, ds)
 
-        def read(ds: list[int]) -> None:
-            nominal = attainment[rows[i]]
-            for d in ds:
-                pts = draws.points[d]
-                if pts is not None and (load, policy) in pts:
-                    drawn = pts[(load, policy)].values["slo_attainment"]
-                    got[d] = shifted(float(np.nanmean(nominal)), drawn, nominal[:r])
-
-        read(which)
-        nominal = attainment[rows[i]]
-        if near(got[which], nominal[np.isfinite(nominal)], share) and complete(i):
-            read(which)
-        return got
-
-    x0 = math.log(p.rate_per_s)  # type: ignore[arg-type]
-    i = max(0, min(len(logs) - 2, max((j for j, x in enumerate(logs) if x <= x0), default=0)))
+    cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
+    j0 = max(j_lo, min(j_hi, math.floor((cap - origin) / LADDER_STEP + 1e-9)))
     everyone = list(range(len(draws.draws)))
-    att(i, everyone)
-    # each draw's bracket (P, F): passes at index P, fails at F (-1 and len(logs): the
-    # virtual ends beyond the rates tried), searched until F = P + 1 (``_probes``,
-    # ``_narrowed``)
+    run({j0: everyone})
+    # each draw's bracket (P, F): passes at ladder rate P, fails at F (j_lo - 1 and
+    # j_hi + 1: the virtual ends beyond the rates run), searched until F = P + 1
     brackets: dict[int, tuple[int, int]] = {}
     for d in everyone:
-        a = cache[i][d]
-        if not np.isfinite(a):
-            continue  # a draw the scenario rejects
-        brackets[d] = (i, len(logs)) if a >= share else (-1, i)
-    means = [float(np.nanmean(attainment[j])) for j in rows]
+        a = cache[j0][d]
+        if np.isfinite(a):  # else a draw the scenario rejects
+            brackets[d] = (j0, j_hi + 1) if a >= share else (j_lo - 1, j0)
     while True:
+        curve = _nominal_curve(search)
         probes: dict[int, list[int]] = {}
         for d, (lo, hi) in brackets.items():
             if hi - lo > 1:
-                for j in _probes(lo, hi, logs, means, cache, d, share):
+                seen = {j: float(cache[j][d]) for j in (lo, hi) if j in cache}
+                for j in _probes(lo, hi, origin, curve, seen, share):
                     probes.setdefault(j, []).append(d)
         if not probes:
             break
-        for j in sorted(probes):
-            att(j, probes[j])
+        run(probes)
         ran: dict[int, list[int]] = {}
         for j, ds in probes.items():
             for d in ds:
@@ -514,18 +757,47 @@ def completed_draws(
                 continue
             brackets[d] = _narrowed(*brackets[d], [(j, cache[j][d] >= share) for j in js])
     for d, (lo, hi) in brackets.items():
-        if lo < 0:
+        if lo < j_lo:
             out[d] = -math.inf
-        elif hi >= len(logs):
+        elif hi > j_hi:
             out[d] = math.inf
         else:
             a_lo, a_hi = cache[lo][d], cache[hi][d]
             t = (a_lo - share) / (a_lo - a_hi)
-            out[d] = math.exp(logs[lo] + t * (logs[hi] - logs[lo]))
-    if extra:
-        tried = list(zip(p.log_rates.tolist(), points, strict=True))
-        p = replace(p, attainment=attainment, points=tuple(points), curve=_curve(tried))
-    return out, p, extra
+            out[d] = math.exp(log_rate(lo) + t * (log_rate(hi) - log_rate(lo)))
+    return out, search.result(), search.ev.replications_run - before
+
+
+def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:
+    """A draw's attainment at a rate from its replications ``drawn`` (r,) and the
+    nominal's ``nominal`` (n,) on the same seeds (the first r): mean(drawn) + beta
+    (mean(nominal) - mean(nominal[:r])), the control variate of common random numbers,
+    with beta = min(1, s_drawn / s_nominal) (sample standard deviations). The variance
+    of such an estimate is least at beta = rho s_drawn / s_nominal, rho the correlation
+    of the two runs' replications; rho <= 1 bounds it. beta = 1 is the paired shift
+    (``shifted``), right where the draw's replications vary as the nominal's; a draw far
+    below its own capacity meets the SLO in nearly every replication while the
+    nominal's vary, and the full shift would carry the nominal's own noise into it (on
+    the shipped serving scenario two draws read 0.87 where their replications gave 1.0,
+    1.0). A nominal that does not vary: the plain shift."""
+    r = drawn.size
+    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
+    s_d = float(np.std(drawn, ddof=1)) if r > 1 else 0.0
+    beta = 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+    return float(np.mean(drawn) + beta * (np.mean(nominal) - np.mean(nominal[:r])))
+
+
+def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:
+    """(log rates (P,), increasing; mean attainment there (P,)) of every rate ``search``
+    has run (0 above the bound: fails, not simulated)."""
+    at: dict[float, float] = {}
+    for x in search.rates.values():
+        if math.exp(x) > search.skip_above:
+            at[x] = 0.0
+        elif search.key(x) in search.ev.memo:
+            at[x] = float(np.mean(search.ev.memo[search.key(x)].values["slo_attainment"]))
+    xs = sorted(at)
+    return np.array(xs), np.array([at[x] for x in xs])
 
 
 def _narrowed(lo: int, hi: int, seen: Sequence[tuple[int, bool]]) -> tuple[int, int]:
@@ -539,34 +811,55 @@ def _narrowed(lo: int, hi: int, seen: Sequence[tuple[int, bool]]) -> tuple[int, 
     return lo, hi
 
 
+#: Ladder steps a draw's bracket moves out from its one simulated end when the draw's
+#: attainment there says nothing of where it crosses (at or beyond the nominal curve's
+#: highest or lowest mean).
+OUTWARD = 4
+
+
 def _probes(
     lo: int,
     hi: int,
-    logs: Sequence[float],
-    means: Sequence[float],
-    cache: Mapping[int, np.ndarray],
-    d: int,
+    origin: float,
+    curve: tuple[np.ndarray, np.ndarray],
+    seen: Mapping[int, float],
     share: float,
 ) -> list[int]:
-    """The rates (indices) draw ``d`` runs next inside its bracket (``lo``, ``hi``): its
-    attainment predicted at each rate between as the nominal mean ``means`` there moved
-    by the draw's shift at the bracket's ends (interpolated in log rate between two
-    simulated ends; at a virtual end, -1 or len(logs), the other's), the first rate
-    predicted to fail and the one below it. A prediction only picks the rates: the
-    crossing is read on the draw's own attainment, and where that attainment falls with
-    the rate the bracket ends on the pair of neighbouring rates a rate-by-rate walk ends
-    on (``_narrowed``)."""
-    ends = [j for j in (lo, hi) if 0 <= j < len(logs)]
-    shift = {j: float(cache[j][d]) - means[j] for j in ends}
+    """The ladder places a draw runs next inside its bracket (``lo``, ``hi``; ``seen``:
+    its attainment at the ends simulated, place -> attainment).
 
-    def shift_at(j: int) -> float:
-        if len(ends) == 1:
-            return shift[ends[0]]
-        t = (logs[j] - logs[lo]) / (logs[hi] - logs[lo])
-        return shift[lo] + t * (shift[hi] - shift[lo])
+    Predicted as the nominal mean ``curve`` ((log rates, means), made to fall with the
+    rate) moved along the rate: at each end simulated, the draw's attainment a is the
+    nominal's at log rate x_nom(a), so the draw's curve is the nominal's moved by x -
+    x_nom(a) (the mean of the ends' moves), and its crossing of the share is predicted at
+    x_nom(share) plus that move; the draw runs the two ladder rates around it (those
+    inside the bracket). Where no end tells (its attainment at or beyond the nominal's
+    highest or lowest mean) or the prediction lies outside the bracket, the bracket's
+    midpoint, or ``OUTWARD`` steps beyond its one simulated end. A prediction only picks
+    the rates: the crossing is read on the draw's own attainment, and where that
+    attainment falls with the rate the bracket ends on the pair of neighbouring ladder
+    rates around it (``_narrowed``)."""
+    xs, means = curve
+    falling = np.minimum.accumulate(means)
+    up_x, up_a = xs[::-1], falling[::-1]  # attainment increasing, for np.interp
 
-    first_fail = next((j for j in range(lo + 1, hi) if means[j] + shift_at(j) < share), hi)
-    return [j for j in (first_fail - 1, first_fail) if lo < j < hi]
+    def x_nom(a: float) -> float:
+        return float(np.interp(a, up_a, up_x))
+
+    moves = [
+        origin + j * LADDER_STEP - x_nom(a) for j, a in seen.items() if falling[-1] < a < falling[0]
+    ]
+    want: list[int] = []
+    if moves:
+        below = math.floor((x_nom(share) + sum(moves) / len(moves) - origin) / LADDER_STEP)
+        if lo <= below < hi:  # else the prediction contradicts the draw's own ends
+            want = [below, below + 1]
+    if not want and lo in seen and hi in seen:
+        want = [(lo + hi) // 2]
+    elif not want:
+        want = [lo + OUTWARD] if lo in seen else [hi - OUTWARD]
+    got = sorted({min(max(j, lo + 1), hi - 1) for j in want})
+    return [j for j in got if lo < j < hi]
 
 
 def capacity_intervals(
@@ -591,27 +884,65 @@ def capacity_intervals(
             if term is not None and p.rate_per_s is not None:
                 ends = _open_widened(p.rate_per_s, ends, term.level)
             row["capacity_interval90"] = ends
-        base = caps[0]
         g = _gain(p, policies[0])
         if g is not None and p is not policies[0]:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratio = cap / base
-            # a draw whose capacity lies beyond the rates tried (inf) while plain
-            # decoding's does not has a gain above every finite one: it stays in the
-            # quantile, and the upper end is open when it reaches the 95% quantile; NaN
-            # (neither found) is left out
-            known = ratio[~np.isnan(ratio)]
-            top = float(np.quantile(known, 0.95, method="inverted_cdf")) if known.size else 0.0
-            got = interval90(ratio[np.isfinite(ratio)].tolist(), gain_ci, positive=True)
+            low, point, high = gain_draws(cap, caps[0], p.ladder_ends, policies[0].ladder_ends)
+            got = interval90(point[np.isfinite(point)].tolist(), gain_ci, positive=True)
             pair = [t for t in (term, terms[0]) if t is not None]
             if got is not None and pair:
                 widest = max(pair, key=lambda t: t.gain_sigma)
                 got = widest.gain(g, got)
             row["capacity_gain_interval90"] = (
-                None if got is None else [got[0], None if math.isinf(top) else max(got[1], top)]
+                None if got is None else _censored_ends(got, low, high)
             )
         out.append(row)
     return tuple(out)
+
+
+def gain_draws(
+    cap: np.ndarray,
+    base: np.ndarray,
+    ends: tuple[float, float],
+    base_ends: tuple[float, float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each draw's capacity gain ``cap`` / ``base`` (D,) as (the lowest it can be, a
+    value, the highest it can be). A capacity beyond the ladder's rates run (inf: passes
+    at the highest, ``ends[1]``; -inf: fails at the lowest, ``ends[0]``) bounds the gain
+    on one side: a policy's capacity above its highest rate gives a gain at least
+    that rate over plain decoding's capacity (no upper bound), below its lowest at most
+    that rate over it (no lower bound), and plain decoding's the other way round; the
+    value is then that bound. Both beyond: NaN (no bound of the ratio), left out."""
+    lo_p, hi_p = ends
+    lo_0, hi_0 = base_ends
+    num_lo = np.where(cap == np.inf, hi_p, np.where(cap == -np.inf, 0.0, cap))
+    num_hi = np.where(cap == np.inf, np.inf, np.where(cap == -np.inf, lo_p, cap))
+    den_lo = np.where(base == np.inf, hi_0, np.where(base == -np.inf, 0.0, base))
+    den_hi = np.where(base == np.inf, np.inf, np.where(base == -np.inf, lo_0, base))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = num_lo / den_hi
+        high = num_hi / den_lo
+    both = ~np.isfinite(cap) & ~np.isfinite(base)
+    low[both | np.isnan(cap) | np.isnan(base)] = np.nan
+    high[np.isnan(low)] = np.nan
+    return low, np.where(np.isinf(high), low, high), high
+
+
+def _censored_ends(got: Sequence[float], low: np.ndarray, high: np.ndarray) -> list[float | None]:
+    """``got`` (a 90% interval from the draws' values and the Monte Carlo 95%) joined with
+    the 5% quantile of the draws' lowest gains ``low`` and the 95% of their highest
+    ``high`` (D,; NaN left out): a draw known only from one side lies there at its bound
+    for the other side's end, which is then conservative, and where the quantile lands
+    on a draw unbounded on its side (a lowest gain of 0, a highest of inf) that end is
+    open (None)."""
+    lo_v, hi_v = low[~np.isnan(low)], high[~np.isnan(high)]
+    lo, hi = float(got[0]), float(got[1])
+    if lo_v.size:
+        q = float(np.quantile(lo_v, 0.05, method="inverted_cdf"))
+        lo = min(lo, q) if q > 0 else math.nan
+    if hi_v.size:
+        q = float(np.quantile(hi_v, 0.95, method="inverted_cdf"))
+        hi = max(hi, q) if math.isfinite(q) else math.nan
+    return [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
 
 
 def _open_widened(nominal: float, ends: list[float | None], widen: Any) -> list[float | None]:

@@ -156,7 +156,7 @@ def test_the_gain_has_a_paired_interval_inside_the_ratio_of_the_ends():
 
 def test_searches_stepping_together_on_two_workers_give_the_one_worker_document():
     """Two workers run every policy's search at once, each rate's replications in blocks
-    through the one kept pool (``_searches``): the same rates, replications and answer
+    through the one kept pool (``_together``): the same rates, replications and answer
     as the searches run one after the other in this process."""
     from sim.parallel import LocalExecutor
 

@@ -355,14 +355,15 @@ def test_a_refit_conditions_every_draw_on_the_calibration() -> None:
 
 
 def test_a_capacity_gain_beyond_the_rates_tried_opens_the_upper_end() -> None:
-    """A draw whose capacity lies beyond the rates tried (inf) while plain decoding's is
-    found has a gain above every finite one: it is not left out. At 5% of the draws or
-    more the gain's upper end is open (None); below that it still raises the 95% end to
-    the largest finite draws' order statistic, never below the finite draws' own."""
+    """A draw whose capacity lies beyond the ladder's rates (inf) while plain decoding's
+    is found has a gain at least the highest ladder rate over plain decoding's capacity:
+    it is not left out. At 5% of the draws or more the gain's upper end is open (None);
+    below that it still raises the 95% end to the largest finite draws' order statistic,
+    never below the finite draws' own."""
     from sim.studies.serving.capacity import PolicyCapacity, capacity_intervals
 
     def policy(k: int, rate: float) -> PolicyCapacity:
-        return PolicyCapacity(k, rate, (rate * 0.95, rate * 1.05), ())
+        return PolicyCapacity(k, rate, (rate * 0.95, rate * 1.05), (), ladder_ends=(0.5, 2.0))
 
     plain, spec = policy(0, 1.0), policy(2, 1.5)
     base = np.full(40, 1.0)
@@ -371,7 +372,7 @@ def test_a_capacity_gain_beyond_the_rates_tried_opens_the_upper_end() -> None:
     lo, hi = closed[1]["capacity_gain_interval90"]
     assert lo is not None and hi is not None and lo <= 1.5 <= hi
     beyond = finite.copy()
-    beyond[-4:] = np.inf  # 10% of the draws beyond the rates tried
+    beyond[-4:] = np.inf  # 10% of the draws beyond the rates tried: gains at least 2
     opened = capacity_intervals([plain, spec], [base, beyond], [None, (1.4, 1.6)])
     assert opened[1]["capacity_gain_interval90"][1] is None
     assert opened[1]["capacity_gain_interval90"][0] == pytest.approx(lo, rel=0.05)
@@ -380,3 +381,31 @@ def test_a_capacity_gain_beyond_the_rates_tried_opens_the_upper_end() -> None:
     got = capacity_intervals([plain, spec], [base, one], [None, (1.4, 1.6)])
     assert got[1]["capacity_gain_interval90"][1] is not None
     assert got[1]["capacity_gain_interval90"][1] >= np.quantile(finite[:-1], 0.95)
+
+
+def test_a_draw_beyond_the_ladder_bounds_its_gain_on_one_side() -> None:
+    """Each draw's gain as (lowest, value, highest): a policy's capacity above its ladder
+    (passes at the highest rate, 2.0) gives at least 2.0 over plain decoding's; below it
+    (fails at the lowest, 0.5) at most 0.5 over it; plain decoding's beyond its own
+    ladder the other way round; both beyond: unknown (NaN). A draw whose gain has no
+    lower bound at the 5% quantile opens the lower end, instead of being left out."""
+    from sim.studies.serving.capacity import PolicyCapacity, capacity_intervals, gain_draws
+
+    cap = np.array([1.5, np.inf, -np.inf, 1.5, 1.5, np.inf])
+    base = np.array([1.0, 1.25, 1.0, np.inf, -np.inf, np.inf])
+    low, value, high = gain_draws(cap, base, (0.5, 2.0), (0.25, 3.0))
+    np.testing.assert_allclose(low[:5], [1.5, 1.6, 0.0, 0.0, 6.0])
+    np.testing.assert_allclose(high[:5], [1.5, np.inf, 0.5, 0.5, np.inf])
+    np.testing.assert_allclose(value[:5], [1.5, 1.6, 0.5, 0.5, 6.0])
+    assert np.isnan(low[5]) and np.isnan(value[5]) and np.isnan(high[5])
+
+    def policy(k: int, rate: float) -> PolicyCapacity:
+        return PolicyCapacity(k, rate, (rate * 0.95, rate * 1.05), (), ladder_ends=(0.25, 3.0))
+
+    spec = np.linspace(1.3, 1.6, 8)
+    plain = np.full(8, 1.0)
+    plain[0] = np.inf  # plain decoding beyond its ladder: this draw's gain at most 1.3 / 3
+    got = capacity_intervals([policy(0, 1.0), policy(2, 1.45)], [plain, spec], [None, (1.4, 1.5)])
+    lo, hi = got[1]["capacity_gain_interval90"]
+    assert lo is None  # the 5% quantile of 8 draws is their lowest: unbounded below
+    assert hi is not None and hi >= 1.6

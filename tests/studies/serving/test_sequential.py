@@ -9,13 +9,11 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
-from sim.simulation.serving.metrics import SloSpec
-from sim.studies.serving.capacity import capacity, completed_draws
 from sim.studies.serving.capacity_ratio import _jackknife_crossings
 from sim.studies.serving.crossover import crossover, load_grid
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, PointTask, run_point
-from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain, level
-from sim.studies.serving.sequential import FIRST, SETTLED_SE, GainsAgainst, Pairs, settled
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain
+from sim.studies.serving.sequential import SETTLED_SE, GainsAgainst, Pairs, settled
 from tests.studies.serving.helpers import CodePlans
 
 
@@ -128,125 +126,6 @@ def test_a_rate_settled_early_keeps_the_mean_of_its_own_replications_in_the_jack
     np.testing.assert_allclose(
         _jackknife_crossings(logs, att, 0.9), _jackknife_crossings(logs, filled, 0.9)
     )
-
-
-class _ShiftedDraws:
-    """Four draws of ``replications`` 2 whose attainment at a rate is the nominal's first
-    two replications moved by ``shift(rate, nominal)``: nothing is simulated for them."""
-
-    replications = 2
-
-    def __init__(self, evaluator, rows, shift):
-        self.evaluator, self.rows, self.shift = evaluator, rows, shift
-        self.draws = ((),) * 4
-        self.points = [{} for _ in self.draws]
-
-    def ensure(self, keys, which=None):
-        for d in range(4) if which is None else which:
-            for load, policy in keys:
-                nominal = self.rows[float(load.value)]
-                values = nominal[:2] + self.shift(float(load.value), nominal)
-                point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
-                self.points[d].setdefault((load, policy), point)
-
-
-def test_a_capacity_draw_near_the_share_at_a_stopped_rate_runs_its_other_replications():
-    """Capacity with sequential replications: a rate settled on its first 4 (its
-    attainment far from the share) that a draw lands on near the share runs its other
-    replications (the rate run whole), and the draws read its full mean; rates no draw
-    lands near keep their 4."""
-    slo = SloSpec(tpot_ms=14.0)  # CodePlans: k = 3's capacity near 89 requests/s
-    ev = PointEvaluator(CodePlans(), replications=6, seed=7, slo=slo)
-    p = capacity(ev, [3], sequential=True).policies[1]
-    rates = np.exp(p.log_rates)
-    rows = {float(r): row for r, row in zip(rates, p.attainment, strict=True)}
-    stopped = [r for r, row in rows.items() if np.isnan(row).any()]
-    far = min(r for r in stopped if r > p.rate_per_s)  # attainment ~0.5: settled on 4
-    assert far > p.rate_per_s and np.isfinite(rows[far]).sum() == FIRST
-
-    def shift(rate: float, nominal: np.ndarray) -> float:
-        # every draw passes up to the far rate and fails there within 4 of its standard
-        # errors of the share
-        return (0.95 if rate < far else 0.8) - np.nanmean(nominal)
-
-    draws = _ShiftedDraws(ev, rows, shift)
-    caps, done, extra = completed_draws(draws, p, 0.9)
-    j = int(np.flatnonzero(rates == far)[0])
-    whole = run_point(PointTask(CodePlans(), Load("rate", far), FixedK(3), 6, 7, slo))
-    np.testing.assert_array_equal(done.attainment[j], whole.values["slo_attainment"])
-    assert extra == 6 - FIRST
-    assert np.isfinite(caps).all()
-    for i, row in enumerate(done.attainment):  # the others as they were
-        if i != j:
-            np.testing.assert_array_equal(row, p.attainment[i])
-    curve = {r: a for r, a, _ in done.curve}
-    assert curve[far] == level(whole, "slo_attainment")
-    # and without the draw near the share, nothing runs
-    calm = _ShiftedDraws(ev, rows, lambda rate, nominal: 0.0)
-    assert completed_draws(calm, p, 0.9)[2] == 0
-
-
-class _MovedDraws:
-    """Draws of ``replications`` 2 whose attainment at rate ``x`` (the nominal mean moved
-    by the paired shift) is ``curve[x]`` moved by a constant of their own (``moves[d]``),
-    recording the rates each ran."""
-
-    replications = 2
-
-    def __init__(self, evaluator, rows, curve, moves):
-        self.evaluator, self.rows, self.curve, self.moves = evaluator, rows, curve, moves
-        self.draws = ((),) * len(moves)
-        self.points = [{} for _ in self.draws]
-        self.ran = [set() for _ in self.draws]
-
-    def ensure(self, keys, which=None):
-        for d in range(len(self.draws)) if which is None else which:
-            for load, policy in keys:
-                rate = float(load.value)
-                nominal = self.rows[rate]
-                shift = self.curve[rate] + self.moves[d] - nominal.mean()
-                values = nominal[:2] + shift
-                self.points[d].setdefault(
-                    (load, policy), PolicyPoint({"slo_attainment": values}, np.ones(2), {})
-                )
-                self.ran[d].add(rate)
-
-
-def test_a_draw_searches_its_crossing_among_the_rates_tried_and_finds_the_walks():
-    """Each draw's capacity lies between the two neighbouring rates tried where its
-    attainment crosses the share: where that attainment falls with the rate, the pair a
-    rate-by-rate walk outwards from the capacity ends on. Bracketing with the nominal
-    curve moved by the draw's shift finds the same capacities on fewer rates."""
-    slo = SloSpec(tpot_ms=14.0)  # CodePlans: k = 3's capacity near 89 requests/s
-    ev = PointEvaluator(CodePlans(), replications=4, seed=7, slo=slo)
-    p = capacity(ev, [3], sequential=False).policies[1]
-    stable = [j for j, x in enumerate(p.log_rates) if np.exp(x) not in p.unstable_rates]
-    logs = p.log_rates[stable]
-    # the draws' curve: the nominal one made to fall with the rate (it wobbles by a few
-    # hundredths on 24 requests), each draw moved by a constant
-    falling = np.minimum.accumulate(p.attainment[stable].mean(axis=1))
-    moves = np.linspace(-0.5, 0.5, 8)  # some draws cross far from the capacity
-    curve = {float(np.exp(x)): float(a) for x, a in zip(logs, falling, strict=True)}
-    rows = {float(np.exp(x)): row for x, row in zip(p.log_rates, p.attainment, strict=True)}
-    draws = _MovedDraws(ev, rows, curve, moves)
-    caps, _, extra = completed_draws(draws, p, 0.9)
-    assert extra == 0  # every rate ran its 4
-    start = int(np.searchsorted(logs, np.log(p.rate_per_s), side="right")) - 1
-    walked = 0  # the rates a walk outwards from (start, start + 1) runs
-    for d, move in enumerate(moves):
-        a = falling + move
-        passing = np.flatnonzero(a >= 0.9)
-        last = int(passing[-1]) if passing.size else -1
-        walked += 2 + max(0, last - start - 1, start - last - 1)
-        if last < 0:
-            assert caps[d] == -np.inf
-        elif last == len(a) - 1:
-            assert caps[d] == np.inf
-        else:
-            t = (a[last] - 0.9) / (a[last] - a[last + 1])
-            x = logs[last] + t * (logs[last + 1] - logs[last])
-            assert caps[d] == pytest.approx(np.exp(x), rel=1e-12)
-    assert sum(len(r) for r in draws.ran) < walked
 
 
 def test_a_form_that_is_a_fixed_k_at_the_load_is_settled_against_it_by_identity():

@@ -1,0 +1,234 @@
+"""The draws' rate ladder of ``capacity`` (sim/studies/serving/capacity.py
+``completed_draws``): each draw's capacity is its crossing of the share between two
+neighbouring ladder rates, read on its own attainment there (the nominal mean moved by
+its paired shift), whatever rates the nominal search tried."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from sim.model.policy import FixedK
+from sim.simulation.serving.metrics import SloSpec
+from sim.studies.serving.capacity import (
+    LADDER_STEP,
+    CapacitySearch,
+    PolicyCapacity,
+    completed_draws,
+    ladder_index,
+    policy_capacity,
+)
+from sim.studies.serving.evaluator import PointEvaluator, PointTask, run_point
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.studies.serving.sequential import FIRST, Share
+from tests.studies.serving.helpers import CodePlans
+
+SLO = SloSpec(tpot_ms=14.0)  # CodePlans: k = 3's capacity near 89 requests/s
+SHARE = 0.9
+
+
+class _CurveDraws:
+    """Draws of 2 replications whose attainment at log rate x, shifted against the
+    nominal's (``nominal``, the evaluator ``completed_draws`` runs it on), is
+    ``curves[d](x)`` exactly (plus ``moved(x, nominal mean)`` when given): nothing is
+    simulated for them. Records the rates each ran."""
+
+    replications = 2
+
+    def __init__(self, evaluator, nominal, curves):
+        self.evaluator, self.nominal, self.curves = evaluator, nominal, curves
+        self.draws = ((),) * len(curves)
+        self.points = [{} for _ in self.draws]
+        self.ran = [set() for _ in self.draws]
+
+    def ensure(self, keys, which=None):
+        for d in range(len(self.draws)) if which is None else which:
+            for load, policy in keys:
+                own = self.nominal.memo[(load, policy)].values["slo_attainment"]
+                x = math.log(float(load.value))
+                # the shifted value nominal mean + mean(draw - own[:2]) is curves[d](x)
+                values = own[:2] + (self.curves[d](x) - float(np.mean(own)))
+                point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
+                self.points[d].setdefault((load, policy), point)
+                self.ran[d].add(x)
+
+
+@functools.cache
+def _search(replications: int, sequential: bool) -> PolicyCapacity:
+    """k = 3's search (sequential: with capacity's rule), run once per module."""
+    rule = Share("slo_attainment", SHARE) if sequential else None
+    ev = PointEvaluator(CodePlans(), replications=replications, seed=7, slo=SLO, rule=rule)
+    return policy_capacity(ev, 3, SHARE, hint_per_s=30.0, rtol=0.02)
+
+
+def _searched(replications: int, sequential: bool = False):
+    """(an evaluator for the draws, k = 3's search, a fresh nominal evaluator)."""
+    ev = PointEvaluator(CodePlans(), replications=replications, seed=7, slo=SLO)
+    rule = Share("slo_attainment", SHARE) if sequential else None
+    nominal = PointEvaluator(CodePlans(), replications=replications, seed=7, slo=SLO, rule=rule)
+    return ev, _search(replications, sequential), nominal
+
+
+def _draws(draws, p, nominal, sequential: bool = False):
+    """``completed_draws`` with the search taken up again on ``nominal``."""
+    search = CapacitySearch.of(p, nominal, SHARE)
+    return completed_draws(draws, p, SHARE, sequential, search=search)
+
+
+def test_a_straight_curve_is_interpolated_exactly_between_two_neighbouring_ladder_rates():
+    """Attainment linear in log rate: the interpolated crossing is the exact one, its
+    bracket two neighbouring ladder rates, for draws crossing well below and above the
+    nominal capacity (-30% to +50%)."""
+    ev, p, nominal = _searched(2)
+    origin = p.origin_log_rate
+    crossings = math.log(p.rate_per_s) + np.linspace(-0.35, 0.4, 6)
+
+    def straight(c: float):
+        return lambda x: SHARE - 2.0 * (x - c)
+
+    draws = _CurveDraws(ev, nominal, [straight(c) for c in crossings])
+    caps, done, extra = _draws(draws, p, nominal)
+    np.testing.assert_allclose(np.log(caps), crossings, rtol=0, atol=1e-12)
+    for d, c in enumerate(crossings):
+        j = math.floor(ladder_index(c, origin))
+        steps = {round(ladder_index(x, origin), 6) for x in draws.ran[d]}
+        assert {j, j + 1} <= steps  # the two neighbouring ladder rates around it
+        assert all(s == round(s) for s in steps)  # every rate it ran is a ladder rate
+    # the nominal ran at the ladder rates the search had not tried, and the policy's
+    # curve holds them; its capacity and 95% interval are the search's
+    assert extra > 0 and len(done.log_rates) > len(p.log_rates)
+    assert done.rate_per_s == p.rate_per_s and done.ci95 == p.ci95
+    assert list(done.log_rates) == sorted(done.log_rates)
+
+
+def test_a_draws_capacity_lies_within_one_ladder_step_of_a_fine_grid_reference():
+    """A smooth falling curve (logistic in log rate) per draw: its crossing found on a
+    grid 8 times finer than the ladder (which holds the ladder's rates) and the
+    ladder's both lie in the same bracket of neighbouring ladder rates, since the curve
+    falls between them: they differ by at most one ladder step in log rate (and so does
+    the true crossing)."""
+    ev, p, nominal = _searched(2)
+    origin = p.origin_log_rate
+    centres = math.log(p.rate_per_s) + np.linspace(-0.3, 0.45, 7)
+    widths = np.linspace(0.05, 0.25, 7)
+
+    def logistic(c: float, w: float):
+        return lambda x: 1.0 / (1.0 + math.exp((x - c) / w))
+
+    curves = [logistic(c, w) for c, w in zip(centres, widths, strict=True)]
+    draws = _CurveDraws(ev, nominal, curves)
+    caps, _, _ = _draws(draws, p, nominal)
+    fine = LADDER_STEP / 8
+    for d, (c, w) in enumerate(zip(centres, widths, strict=True)):
+        grid = origin + fine * np.arange(
+            math.floor((c - 1.0 - origin) / fine), math.ceil((c + 1.0 - origin) / fine)
+        )
+        a = np.array([curves[d](x) for x in grid])
+        j = int(np.flatnonzero(a < SHARE)[0])
+        t = (a[j - 1] - SHARE) / (a[j - 1] - a[j])
+        reference = grid[j - 1] + t * fine
+        truth = c + w * math.log(1.0 / SHARE - 1.0)
+        assert abs(math.log(caps[d]) - reference) <= LADDER_STEP
+        assert abs(math.log(caps[d]) - truth) <= LADDER_STEP
+        assert abs(reference - truth) <= fine
+
+
+def test_a_draw_near_the_share_at_a_stopped_ladder_rate_runs_its_other_replications():
+    """Sequential replications: a nominal ladder rate settled on its first 4 (far from
+    the share) that a draw lands on within 4 of its standard errors of the share runs its
+    other replications (the rate run whole) and the draws read its full mean; draws far
+    from the share there complete nothing."""
+    ev, p, nominal = _searched(6, sequential=True)
+    origin = p.origin_log_rate
+    alone = PointEvaluator(CodePlans(), replications=6, seed=7, slo=SLO, rule=nominal.rule)
+    start = math.floor(ladder_index(math.log(p.rate_per_s), origin))
+    for far in range(start + 1, start + 20):  # the first ladder rate above that stops at 4
+        x_far = origin + far * LADDER_STEP
+        if alone(Load("rate", math.exp(x_far)), FixedK(3)).replications == FIRST:
+            break
+    own = alone(Load("rate", math.exp(x_far)), FixedK(3)).values["slo_attainment"]
+    assert abs(0.8 - SHARE) <= 4 * own.std(ddof=1) / math.sqrt(own.size)  # near, at 0.8
+
+    def step_down(x: float) -> float:  # passes below the far rate, 0.8 from it on
+        return 0.95 if x < x_far - 1e-9 else 0.8
+
+    draws = _CurveDraws(ev, nominal, [step_down] * 4)
+    caps, done, extra = _draws(draws, p, nominal, sequential=True)
+    assert np.all(np.isfinite(caps))
+    at = {round(ladder_index(x, origin), 6): i for i, x in enumerate(done.log_rates)}
+    whole = run_point(PointTask(CodePlans(), Load("rate", math.exp(x_far)), FixedK(3), 6, 7, SLO))
+    np.testing.assert_array_equal(done.attainment[at[far]], whole.values["slo_attainment"])
+    assert done.curve[at[far]][1] == level(whole, "slo_attainment")
+    assert extra >= 6 - FIRST
+    # draws that pass or fail by far complete nothing: every rate keeps what the rule ran
+    _, _, calm_nominal = _searched(6, sequential=True)
+    calm = _CurveDraws(ev, calm_nominal, [lambda x: 1.0 if x < x_far - 1e-9 else 0.0] * 4)
+    _draws(calm, p, calm_nominal, sequential=True)
+    key = (Load("rate", math.exp(x_far)), FixedK(3))
+    assert calm_nominal.memo[key].replications == FIRST
+
+
+def test_the_ladder_is_the_searches_own_lattice():
+    """Every rate the nominal search tried lies on the ladder's lattice refined to the
+    bisection's last step (the hint plus dyadic fractions of log 2), so ladder rates it
+    tried are read, not run again."""
+    _, p, _ = _searched(2)
+    finest = LADDER_STEP / 2 ** (6 - 4)
+    for x in p.log_rates:
+        k = (x - p.origin_log_rate) / finest
+        assert k == pytest.approx(round(k), abs=1e-6)
+
+
+@pytest.mark.slow  # about 30 s on the shared 2-core machine
+def test_one_and_two_workers_give_the_same_document_with_draws():
+    """The whole study with draws (the searches, the draws' ladders, the ends'
+    bisections stopping inside the 90% interval) on one worker and on two: the same
+    document, byte for byte."""
+    import json
+    from dataclasses import replace
+
+    from sim.binding.bound import bind
+    from sim.parallel import LocalExecutor
+    from sim.studies.serving.capacity import capacity
+    from sim.studies.serving.draws import DrawnPoints, input_draws
+    from sim.studies.serving.evaluator import ScenarioPlans
+    from tests.studies.serving.helpers import small_scenario
+
+    sc = small_scenario("workload.requests=6", "simulation.replications=5")
+    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5, draws=2))
+    slo = SloSpec(tpot_ms=8.0)
+
+    def run(executor: LocalExecutor) -> str:
+        ev = PointEvaluator(builder, replications=5, seed=5, slo=slo, executor=executor)
+        result = capacity(ev, [2], draws=DrawnPoints(ev, builder.draws))
+        return json.dumps(result.to_dict(), sort_keys=True)
+
+    with LocalExecutor(2, keep_pool=True) as two:
+        doc = run(two)
+    assert doc == run(LocalExecutor(1))
+    assert "ladder" in doc and "stopped once its bracket lay inside" in doc
+
+
+def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
+    """``capped_shift``: the paired shift (beta = 1) where the draw's replications vary
+    at least as much as the nominal's; a draw whose replications all meet the SLO (1.0,
+    1.0) reads 1.0 whatever the nominal's first replications (the full shift read 0.89
+    there); between, beta = s_drawn / s_nominal, its value between the two."""
+    from sim.studies.serving.capacity import capped_shift
+    from sim.studies.serving.draws import shifted
+
+    nominal = np.array([0.72, 0.64, 0.5, 0.45, 0.55, 0.6, 0.5, 0.58, 0.52, 0.64])
+    saturated = np.array([1.0, 1.0])
+    assert capped_shift(nominal, saturated) == 1.0
+    assert shifted(float(nominal.mean()), saturated, nominal[:2]) < SHARE
+    varying = nominal[:2] + 0.1  # s_drawn 0.057 < s_nominal 0.082: beta 0.69
+    wide = np.array([0.9, 0.6])
+    assert capped_shift(nominal, wide) == pytest.approx(
+        shifted(float(nominal.mean()), wide, nominal[:2]), abs=1e-12
+    )
+    got = capped_shift(nominal, varying)
+    lo, hi = sorted((float(varying.mean()), shifted(float(nominal.mean()), varying, nominal[:2])))
+    assert lo < got < hi

@@ -17,6 +17,11 @@ def _rate(x: float | None) -> str:
     return "?" if x is None else sig(x)
 
 
+def _rates_word(p: Mapping[str, Any], i: int) -> str:
+    """' rate' or ' rates' after the first policy's count of unstable rates, '' later."""
+    return "" if i else (" rate" if len(p["unstable_rates"]) == 1 else " rates")
+
+
 def _names(ks: list[int]) -> str:
     return ", ".join("plain decoding" if k == 0 else f"k = {k}" for k in ks)
 
@@ -53,6 +58,7 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
     drawn = [p for p in doc["policies"] if "capacity_interval90" in p]
     if drawn:
         lines += ["", "90% interval from inputs and model (the draws joined with the 95% CI):"]
+        rows = []
         for p in drawn:
             name = "plain decoding" if p["num_steps"] == 0 else f"k = {p['num_steps']}"
             lo, hi = p["capacity_interval90"]
@@ -60,8 +66,10 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             g = p.get("capacity_gain_interval90")
             if g is not None:
                 text += f"; vs plain decoding {fmt_interval(g, decimals=2)}"
-            lines.append(text)
-        lines.append("  (? : beyond the rates the search tried)")
+            rows.append(text)
+        lines += rows
+        if any("?" in row for row in rows):
+            lines.append("  (? : beyond the rates the search tried)")
         if doc.get("model_error"):
             lines.append("  " + model_error_line(doc["model_error"]))
     if doc.get("replications") == 1:
@@ -76,15 +84,16 @@ def render_capacity(doc: Mapping[str, Any]) -> str:
             f"  ({_names([p['num_steps'] for p in unbounded])}: the share is met at every rate "
             f"tried, up to {top} req/s: the capacity is at least that; tighten the limits)"
         )
+    skipped = [p for p in doc["policies"] if p.get("unstable_rates")]
+    if skipped:
+        each = ", ".join(
+            f"{_names([p['num_steps']])} > {_rate(p['service_bound_per_s'])}"
+            + (" req/s" if i == 0 else "")
+            + f" ({len(p['unstable_rates'])}{_rates_word(p, i)})"
+            for i, p in enumerate(skipped)
+        )
+        lines.append(f"  (no steady state: fail the TTFT limit unsimulated: {each})")
     for p in doc["policies"]:
-        skipped = p.get("unstable_rates") or []
-        if skipped:
-            lines.append(
-                f"  ({_names([p['num_steps']])}: {len(skipped)} rate"
-                f"{'s' if len(skipped) > 1 else ''} tried above {_rate(p['service_bound_per_s'])} "
-                "req/s, the most it can answer, fail the TTFT limit without simulating: no "
-                "steady state, the queue grows)"
-            )
         if p.get("capped_by_service_bound"):
             lines.append(
                 f"  ({_names([p['num_steps']])}: the capacity is where that bound cuts the "

@@ -114,7 +114,7 @@ def test_with_a_ttft_limit_rates_above_the_service_bound_fail_unsimulated():
     assert doc["policies"][0]["unstable_rates"] == list(cap.unstable_rates)
     assert doc["policies"][0]["capped_by_service_bound"] is True
     text = render_capacity(doc)
-    assert "fail the TTFT limit without simulating" in text and "not a measured crossing" in text
+    assert "fail the TTFT limit unsimulated" in text and "not a measured crossing" in text
 
 
 def test_with_a_tpot_limit_alone_every_rate_is_simulated():

@@ -193,12 +193,13 @@ def test_one_and_two_workers_give_the_same_document_with_draws():
     from sim.binding.bound import bind
     from sim.parallel import LocalExecutor
     from sim.studies.serving.capacity import capacity
-    from sim.studies.serving.draws import DrawnPoints, input_draws
+    from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import ScenarioPlans
+    from sim.uncertainty.perturb import input_draws
     from tests.studies.serving.helpers import small_scenario
 
     sc = small_scenario("workload.requests=6", "simulation.replications=5")
-    builder = replace(ScenarioPlans.of(sc), draws=input_draws(bind(sc), seed=5, draws=2))
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5, draws=2))
     slo = SloSpec(tpot_ms=8.0)
 
     def run(executor: LocalExecutor) -> str:

@@ -726,7 +726,7 @@ def completed_draws(
                 read(j, ds)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
-    j0 = max(j_lo, min(j_hi, math.floor((cap - origin) / LADDER_STEP + 1e-9)))
+    j0 = max(j_lo, min(j_hi, math.floor(ladder_index(cap, origin) + 1e-9)))
     everyone = list(range(len(draws.draws)))
     run({j0: everyone})
     # each draw's bracket (P, F): passes at ladder rate P, fails at F (j_lo - 1 and
@@ -851,7 +851,7 @@ def _probes(
     ]
     want: list[int] = []
     if moves:
-        below = math.floor((x_nom(share) + sum(moves) / len(moves) - origin) / LADDER_STEP)
+        below = math.floor(ladder_index(x_nom(share) + sum(moves) / len(moves), origin))
         if lo <= below < hi:  # else the prediction contradicts the draw's own ends
             want = [below, below + 1]
     if not want and lo in seen and hi in seen:

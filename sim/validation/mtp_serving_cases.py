@@ -44,6 +44,7 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bound import bind
+from sim.model.batched_cost import PrefillLoad
 from sim.model.host_work import SGLANG_SPEC_FACTOR
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -54,6 +55,7 @@ from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.hardware_data import SGLANG_5090, SGLANG_5090_TOK_S
 from sim.validation.moe_tree_serving_cases import HOST_BATCH1_SHARE, host_us_per_request
 from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED
 
@@ -116,10 +118,12 @@ def _scenario(
     alpha: float,
     max_running: int | None = None,
     host: dict[str, float] | None = None,
+    points: list[dict[str, Any]] | None = None,
 ) -> Scenario:
     """The curve's scenario; ``max_running``: the speculating server's admission cap
     (None: the KV pool's, as the plain server's); ``host``: host-work fields of
-    ``[serving]`` (None: the defaults)."""
+    ``[serving]`` (None: the defaults); ``points``: ``[[timing.points]]`` (None: none, the
+    prefill priced from the decode's calibration, sim/binding/serving.py)."""
     serving: dict[str, Any] = {"batching": "prefill_first", "host_overlap": "baseline"}
     if max_running is not None:
         serving["max_running_requests_speculative"] = max_running
@@ -135,6 +139,7 @@ def _scenario(
                 "verify_cuda_graph": True,
                 "context_tokens": CONTEXT_TOKENS,
                 "cycle_overhead_ms": overhead_ms,
+                **({"points": points} if points else {}),
             },
             "speculation": {"num_steps": NUM_STEPS},
             "acceptance": {"alpha": alpha},
@@ -173,25 +178,29 @@ def _simulate(scenario: Scenario, users: int) -> dict[str, tuple[float, float]]:
     return out
 
 
-def calibrated() -> tuple[Scenario, float, float]:
+def calibrated(
+    points: list[dict[str, Any]] | None = None,
+) -> tuple[Scenario, float, float]:
     """(the scenario, fitted alpha, the MTP arm's accept length): the batch-1 decode, then
     the chain's one conditional rate, so that one user's simulated mean end-to-end latency
     is the measured one in each arm, each by a root search on the simulation's common
-    random numbers (to 0.1% of the latency)."""
+    random numbers (to 0.1% of the latency); ``points``: measured passes the scenario
+    states (``_scenario``)."""
     curves = pub.AMD_MTP_E2E_MS
     first = curves[PLAIN][1] / float(np.mean(RANDOM_LENGTHS))  # ms a token, prefill in
 
     def plain_gap(decode_ms: float) -> float:
-        return _simulate(_scenario(decode_ms, 0.0, 0.5), 1)[BASELINE][0] - curves[PLAIN][1]
+        sc = _scenario(decode_ms, 0.0, 0.5, points=points)
+        return _simulate(sc, 1)[BASELINE][0] - curves[PLAIN][1]
 
     decode_ms = optimize.brentq(plain_gap, 0.5 * first, 1.5 * first, xtol=1e-3 * first)
 
     def spec_gap(alpha: float) -> float:
-        sc = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING)
+        sc = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING, points=points)
         return _simulate(sc, 1)[SPECULATIVE][0] - curves[MTP][1]
 
     alpha = optimize.brentq(spec_gap, 0.05, 0.999, xtol=1e-4)
-    scenario = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING)
+    scenario = _scenario(decode_ms, 0.0, alpha, SGLANG_SPEC_MAX_RUNNING, points=points)
     return scenario, alpha, 1.0 + alpha + alpha**2
 
 
@@ -227,6 +236,47 @@ def host_bound_what_if(
             _simulate(sc, u)[SPECULATIVE][0] / curves[MTP][u] - 1.0 for u in loads
         )
     return h, plain_errors, spec_errors
+
+
+def eager_prefill_point() -> dict[str, Any]:
+    """The eager DeepSeek-V3 pass of sgl-project/sglang PR #5090 as a measured one-token
+    prefill (``[[timing.points]]``): one request, ``--disable-cuda-graph``, 8x H200, TP 8,
+    1000 / 4.60 tok/s = 217.4 ms a step (sim/validation/hardware_data.py, validation case
+    18's held-out DeepSeek-V3 pair, which the eager model prices at 38 ms). SGLang runs every
+    prefill (EXTEND) pass eagerly, so this is that engine's measured eager pass of this
+    model, on another GPU and an earlier build."""
+    eager_tok_s, _ = SGLANG_5090_TOK_S
+    return {
+        "kind": "prefill",
+        "batch": 1,
+        "tokens": 1,
+        "context_tokens": 0.0,
+        "ms": 1000.0 / eager_tok_s,
+        "source": SGLANG_5090,
+    }
+
+
+def eager_prefill_what_if() -> tuple[float, tuple[float, ...], tuple[float, ...]]:
+    """A what-if whose hypothesis was formed after seeing this curve's rows
+    (docs/accuracy-under-load.md): both arms' latency grows by the same ~450 ms a request
+    for every further user although the MTP arm runs 2.19 times fewer iterations a request,
+    which a stall once a request (its prefill, prefill-first) gives and a cost every
+    iteration does not. The prefill is anchored at ``eager_prefill_point`` (a value from
+    another server, not from these rows), decode and alpha re-calibrated at one user as
+    the case is. Returns (the anchored prefill of a 512-token prompt in ms, the plain arm's
+    errors by load, the MTP arm's)."""
+    curves = pub.AMD_MTP_E2E_MS
+    point = eager_prefill_point()
+    sc, _, _ = calibrated([point])
+    one = with_load(sc, concurrency=1, source="validation")
+    setup = serving_setup(bind(one), source="validation")
+    prompt = PrefillLoad.of_chunks([int(np.mean(RANDOM_LENGTHS))], [0.0])
+    prefill_ms = setup.plan.cost.prefill_ms(prompt, False)
+    loads = [u for u in sorted(curves[PLAIN]) if u != 1]
+    runs = {u: _simulate(sc, u) for u in loads}
+    plain = tuple(runs[u][BASELINE][0] / curves[PLAIN][u] - 1.0 for u in loads)
+    spec = tuple(runs[u][SPECULATIVE][0] / curves[MTP][u] - 1.0 for u in loads)
+    return prefill_ms, plain, spec
 
 
 def _signed(errors: tuple[float, ...]) -> str:
@@ -265,6 +315,8 @@ def case_dsv3_mtp_mi300x() -> Case:
     errors = np.array([abs(r.error) for r in rows])
     h, plain_what_if, spec_what_if = host_bound_what_if(plain, alpha)
     everything = np.abs(np.array([*plain_what_if, *spec_what_if[1.0]]))
+    prefill_ms, eager_plain, eager_spec = eager_prefill_what_if()
+    eager_all = np.abs(np.array([*eager_plain, *eager_spec]))
     return Case(
         "DeepSeek-V3 + MTP (NEXTN, 2 steps) on 8x AMD MI300X, SGLang v0.4.10: mean "
         "end-to-end latency against max concurrency, with and without speculation",
@@ -314,6 +366,21 @@ def case_dsv3_mtp_mi300x() -> Case:
             "#339 and #163 (docs/moe-growth.md) is not SpecForge's harness (this curve ran "
             "sglang.bench_serving), and this chain does not pay the tree's speculative "
             "factor.",
+            "What-if, its hypothesis formed after seeing these rows (not scored): a stall once "
+            "a request, its prefill. SGLang runs prefills eagerly; the model prices this "
+            "case's eager prefill of a 512-token prompt at 70 ms (its batch-1 decode "
+            "calibration and the eager model's 18.9 us a kernel), while the one public eager "
+            "DeepSeek-V3 pass on SGLang, sgl-project/sglang PR #5090 (8x H200, one request, "
+            f"--disable-cuda-graph), takes {eager_prefill_point()['ms']:.1f} ms (case 18, "
+            "held out). With that pass as a measured one-token prefill (the 512-token prompt "
+            f"then {prefill_ms:.0f} ms), decode and alpha re-calibrated at one user, the plain "
+            f"arm at 2-64 users is {_signed(eager_plain)}, the MTP arm {_signed(eager_spec)} "
+            f"(median |error| {100 * np.median(eager_all):.1f}%, max "
+            f"{100 * eager_all.max():.1f}%, no host term, no speculative factor). Not "
+            "adopted: the value is another server's (H200, April 2025, flashinfer MLA; this "
+            "run: MI300X, aiter, August 2025) and what makes the eager DeepSeek-V3 pass cost "
+            "it is not identified (case 18); this run's time to first token at one user, "
+            "which sglang.bench_serving prints, would settle it.",
         ),
     )
 

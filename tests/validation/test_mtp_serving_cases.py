@@ -69,3 +69,31 @@ def test_the_case_is_calibrated_on_one_user_and_scores_every_other_load():
     assert len(case.rows) == 12
     assert all(r.load != 1 for r in case.rows)
     assert not set(case.calibrated_on) & {r.figure for r in case.rows}
+
+
+def test_the_eager_prefill_point_moves_the_prefill_only():
+    # the what-if's one-token prefill at PR #5090's eager DeepSeek-V3 step: the prefill
+    # passes through it, the batch-1 cycle (decode, verify, draft) is the same to the bit
+    from sim.binding.bound import bind
+    from sim.model.batched_cost import PrefillLoad
+    from sim.simulation.serving.setup import serving_setup, with_load
+    from sim.validation.hardware_data import SGLANG_5090_TOK_S
+    from sim.validation.mtp_serving_cases import eager_prefill_point
+
+    point = eager_prefill_point()
+    assert point["ms"] == pytest.approx(1000.0 / SGLANG_5090_TOK_S[0])
+    costs = []
+    for points in (None, [point]):
+        sc = with_load(_scenario(34.0, 0.0, 0.7, points=points), concurrency=1, source="t")
+        costs.append(serving_setup(bind(sc), source="t").plan.cost)
+    plain, eager = costs
+    assert plain.batch1 == eager.batch1
+    one, prompt = PrefillLoad.of_chunks([1], [0.0]), PrefillLoad.of_chunks([512], [0.0])
+    # the curve is calibrated through the measured pass (the root search's tolerance)
+    assert eager.prefill_ms(one, False) == pytest.approx(point["ms"], rel=1e-6)
+    assert plain.prefill_ms(one, False) < 0.2 * point["ms"]
+    assert eager.prefill_ms(prompt, False) > eager.prefill_ms(one, False)
+    for batch in (1, 8, 64):
+        assert eager.decode_ms(batch, 2, np.array([batch * 768.0]))[0] == pytest.approx(
+            plain.decode_ms(batch, 2, np.array([batch * 768.0]))[0], rel=1e-12
+        )

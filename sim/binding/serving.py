@@ -6,7 +6,6 @@ drafts, rank shares, KV capacity, notes), built once per serving setup."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,6 @@ from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
-from sim.model.cycle import PassTimes
 from sim.model.logit_rows import (
     BYTES_PER_LOGIT_RANGE,
     DEFAULT_BYTES_PER_LOGIT,
@@ -48,33 +46,53 @@ SERVING_PASSES: dict[str, bool] = {
 PADDED_PASSES = frozenset({"decode", "verify", "draft_step"})
 
 
-def batch1_points(
-    passes: PassTimes, num_steps: int, context_tokens: float
-) -> dict[str, MeasuredPass]:
-    """The batch-1 pass times as measured points at ``context_tokens`` of context: decode
-    and draft step over 1 token, verify over ``verify_tokens``, draft extend over k + 1."""
+def measured_passes(
+    bound: Bound, context_tokens: float
+) -> tuple[dict[str, MeasuredPass], dict[str, list[MeasuredPass]]]:
+    """What the bound scenario's batched cost is calibrated to, as measured passes: its
+    batch-1 pass times at ``context_tokens`` of context, by kind (decode and draft step
+    over 1 token, verify over ``verify_tokens``, draft extend over k + 1), and its
+    ``timing.points``, a list by kind (each point's tokens, default the verify's draft
+    tokens, the draft extend's k + 1, else 1; KV and attention pairs over batch x its
+    context, default ``timing.context_tokens``). Both are read the same way: a pass of
+    ``batch`` sequences of m tokens each (sim/model/batched_cost.py ``pass_load``)."""
     # lazy: serving only
     from sim.hardware.batched import MeasuredPass
     from sim.model.batched_cost import pass_load
 
-    shapes = {
-        "decode": (1, passes.decode_ms),
-        "verify": (passes.verify_tokens, passes.verify_ms),
-        "draft_step": (1, passes.draft_step_ms),
-        "draft_extend": (num_steps + 1, passes.draft_extend_ms),
-    }
-    out = {}
-    for name, (m, ms) in shapes.items():
-        tokens, kv, pairs = pass_load(1, m, context_tokens)
-        out[name] = MeasuredPass(
-            tokens, float(kv), float(pairs), ms, "scenario [timing], batch 1", sequences=1
-        )
-    return out
+    scenario, passes, k = bound.scenario, bound.passes, bound.num_steps
+    batch1 = "scenario [timing], batch 1"
+    # (kind, batch, tokens a sequence, context a sequence, ms, source, field: None at batch 1)
+    rows: list[tuple[str, int, int, float, float, str, str | None]] = [
+        ("decode", 1, 1, context_tokens, passes.decode_ms, batch1, None),
+        ("verify", 1, passes.verify_tokens, context_tokens, passes.verify_ms, batch1, None),
+        ("draft_step", 1, 1, context_tokens, passes.draft_step_ms, batch1, None),
+        ("draft_extend", 1, k + 1, context_tokens, passes.draft_extend_ms, batch1, None),
+    ]
+    default_context = scenario.timing.context_tokens or 0.0
+    points: list[TimingPoint] = scenario.timing.points or []
+    for i, p in enumerate(points):
+        m = p.tokens
+        if m is None:
+            m = {"verify": scenario.speculation.draft_tokens, "draft_extend": k + 1}.get(p.kind, 1)
+        context = default_context if p.context_tokens is None else p.context_tokens
+        rows.append((p.kind, p.batch, m, context, p.ms, p.source, f"timing.points[{i}]"))
+    anchors: dict[str, MeasuredPass] = {}
+    measured: dict[str, list[MeasuredPass]] = {}
+    for kind, batch, m, context, ms, source, field in rows:
+        tokens, kv, pairs = pass_load(batch, m, batch * context)
+        found = MeasuredPass(tokens, float(kv), float(pairs), ms, source, field, sequences=batch)
+        if field is None:
+            anchors[kind] = found
+        else:
+            measured.setdefault(kind, []).append(found)
+    return anchors, measured
 
 
 def host_work_note(scenario: Scenario) -> str:
     """One line for a serving report: the host work per request, where its value comes
     from, and which iterations hide it (sim/model/host_work.py)."""
+    # lazy: serving only
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
     from sim.scenario.schema import ServingSpec
 
@@ -119,7 +137,6 @@ def serving_cost(
     kv_bytes_per_token: float = 0.0,
     attention_flops_per_pair: float = 0.0,
     reference_context_tokens: float = 0.0,
-    points: Mapping[str, Sequence[MeasuredPass]] | None = None,
     speculative: bool = True,
     draft_kv_bytes_per_token: float | None = None,
     max_beams: int = 1,
@@ -128,18 +145,18 @@ def serving_cost(
     """The bound scenario's batched iteration cost (sim/model/batched_cost.py).
 
     Each pass kind is a ``BatchedPass`` (sim/hardware/batched.py) calibrated to the
-    scenario's batch-1 time of that pass plus ``points`` (measured passes at other batch
-    sizes, per kind). A pass measured at batch 1 only follows the curve fitted to the
-    measured points of a pass on the same weights (the verify the decode's, shifted
-    through its own batch-1 time), else grows at ``DEFAULT_SLOPE``. Routed experts cost
-    as the fused-MoE kernel fitted on public benchmarks does (``H100_FUSED_MOE``, per
-    distinct expert; consecutive tokens of a request share ``STEP_EXPERT_OVERLAP`` of
-    their experts, and experts are popular by a Zipf law, ``serving.expert_skew``), and
-    every pass grows beyond its last measured point at most at the kernel slope
-    (sim/hardware/batched.py). A prefill without a measured point takes
-    the calibration curve of the decode pass (the drafter's, of the draft extend): the
-    same weights on the same GPU, an assumption a measured prefill point replaces. Decode
-    and draft passes are graphed (SGLang captures them), the verify as
+    scenario's batch-1 time of that pass plus its ``timing.points`` of that kind (measured
+    passes at other batch sizes; both read by ``measured_passes``). A pass measured at batch
+    1 only follows the curve fitted to the measured points of a pass on the same weights
+    (the verify the decode's, shifted through its own batch-1 time), else grows at
+    ``DEFAULT_SLOPE``. Routed experts cost as the fused-MoE kernel fitted on public
+    benchmarks does (``H100_FUSED_MOE``, per distinct expert; consecutive tokens of a
+    request share ``STEP_EXPERT_OVERLAP`` of their experts, and experts are popular by a
+    Zipf law, ``serving.expert_skew``), and every pass grows beyond its last measured point
+    at most at the kernel slope (sim/hardware/batched.py). A prefill without a measured
+    point takes the calibration curve of the decode pass (the drafter's, of the draft
+    extend): the same weights on the same GPU, an assumption a measured prefill point
+    replaces. Decode and draft passes are graphed (SGLang captures them), the verify as
     ``timing.verify_cuda_graph`` says, prefills are not. ``kv_bytes_per_token`` /
     ``attention_flops_per_pair`` are per tensor-parallel rank for the target; the
     drafter's scale by its share of decoder layers unless ``draft_kv_bytes_per_token`` is
@@ -180,11 +197,10 @@ def serving_cost(
     geom = hw.geom
     terms = PassTerms() if terms is None else terms
     draft_share = geom.draft_layers / geom.layers
-    anchors = batch1_points(batch1, scenario.num_steps, reference_context_tokens)
+    anchors, extra = measured_passes(bound, reference_context_tokens)
     if hw.verify_from_decode:  # a launch-bound eager verify: its time does not fix its compute
         compute, _ = hw.compute_ms("verify", batch1.verify_tokens)
         anchors["verify"] = replace(anchors["verify"], compute_ms=compute)
-    extra = dict(points or {})
     given = scenario.serving.kernel_slope if scenario.serving is not None else None
     slope = DEFAULT_SLOPE if given is None else given
     skew = scenario.serving.expert_skew if scenario.serving is not None else None
@@ -345,38 +361,6 @@ def logit_rows_note(scenario: Scenario, rows: LogitRows) -> str:
     )
 
 
-def measured_points(scenario: Scenario) -> dict[str, list[MeasuredPass]]:
-    """The scenario's ``timing.points`` as measured passes by kind: each point's tokens
-    (default: the verify's draft tokens, the draft extend's k + 1, else 1), KV and
-    attention pairs over batch x its context (default ``timing.context_tokens``)."""
-    # lazy: serving only
-    from sim.hardware.batched import MeasuredPass
-    from sim.model.batched_cost import pass_load
-
-    out: dict[str, list[MeasuredPass]] = {}
-    k = scenario.num_steps
-    points: list[TimingPoint] = scenario.timing.points or []
-    default_context = scenario.timing.context_tokens or 0.0
-    for i, p in enumerate(points):
-        m = p.tokens
-        if m is None:
-            m = {"verify": scenario.speculation.draft_tokens, "draft_extend": k + 1}.get(p.kind, 1)
-        context = default_context if p.context_tokens is None else p.context_tokens
-        tokens, kv, pairs = pass_load(p.batch, m, p.batch * context)
-        out.setdefault(p.kind, []).append(
-            MeasuredPass(
-                tokens,
-                float(kv),
-                float(pairs),
-                p.ms,
-                p.source,
-                f"timing.points[{i}]",
-                sequences=p.batch,
-            )
-        )
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class ServingModel:
     """What a serving plan takes from a bound scenario, built once: the batched iteration
@@ -426,13 +410,11 @@ def serving_model(
     if attn is None:
         notes.append("attention FLOPs: not modelled (no model.attention_flops_per_pair)")
     try:
-        points = measured_points(scenario)
         cost = serving_cost(
             bound,
             kv_bytes_per_token=kv or 0.0,
             attention_flops_per_pair=attn or 0.0,
             reference_context_tokens=timing.context_tokens or 0.0,
-            points=points,
             speculative=speculative,
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,

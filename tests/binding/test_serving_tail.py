@@ -8,7 +8,7 @@ import pytest
 
 from sim.binding.bind import pass_times
 from sim.binding.bound import bind
-from sim.binding.serving import measured_points, serving_cost
+from sim.binding.serving import serving_cost
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 
@@ -29,7 +29,6 @@ def _cost(slope: float | None):
         kv_bytes_per_token=sc.model.kv_bytes_per_token or 0.0,
         attention_flops_per_pair=sc.model.attention_flops_per_pair or 0.0,
         reference_context_tokens=sc.timing.context_tokens or 0.0,
-        points=measured_points(sc),
     )
 
 

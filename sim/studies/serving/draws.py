@@ -576,8 +576,8 @@ def serve_intervals(
             setup.plan, setup.draftings, replications=r, seed=seed, workers=workers
         )
         runs.append(run.records)
+    # the nominal's per-replication values; its first r are the ones the draws' seeds share
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
-    first = {name: policy_point(recs[:r], slo) for name, recs in records.items()}
     drawn = [{name: policy_point(recs, slo) for name, recs in got.items()} for got in runs]
     # each answer's nominal and its interval from the inputs
     levels: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
@@ -585,7 +585,7 @@ def serve_intervals(
         levels[name] = {}
         for m in SERVE_METRICS:
             values = [
-                shifted(float(np.mean(point.values[m])), d[name].values[m], first[name].values[m])
+                shifted(float(np.mean(point.values[m])), d[name].values[m], point.values[m][:r])
                 for d in drawn
             ]
             lv = level(point, m)
@@ -597,7 +597,7 @@ def serve_intervals(
         speedup[name] = {}
         for m in SERVE_METRICS:
             g = gain(point, nominal[baseline], m)
-            own = paired_gain(first[name].values[m], first[baseline].values[m], m)
+            own = paired_gain(point.values[m][:r], nominal[baseline].values[m][:r], m)
             values = [
                 shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
                 for d in drawn

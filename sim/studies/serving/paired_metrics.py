@@ -165,8 +165,12 @@ def _mean(values: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def replication_metrics(rec: ServingRecord, slo: SloSpec) -> dict[str, float]:
-    """Every metric of ``METRICS`` for one replication (SLO metrics only with limits).
+def replication_metrics(
+    rec: ServingRecord, slo: SloSpec
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Every metric of ``METRICS`` for one replication (SLO metrics only with limits), and
+    the per-request values they are taken over (sim/simulation/serving/metrics.py
+    ``request_metrics``: (Q,) each), which a point keeping samples pools.
 
     ``per_user_tok_s`` and ``aggregate_tok_s`` are what sim/simulation/serving/metrics.py
     averages across replications (the mean per-request decode speed; output tokens
@@ -186,7 +190,7 @@ def replication_metrics(rec: ServingRecord, slo: SloSpec) -> dict[str, float]:
         good = _good(m, slo)
         out["slo_attainment"] = float(good.mean())
         out["goodput_req_s"] = 1000.0 * float(good.sum()) / rec.window_ms
-    return out
+    return out, m
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +218,7 @@ def policy_point(
     records: list[ServingRecord], slo: SloSpec, keep_samples: bool = False
 ) -> PolicyPoint:
     """The ``PolicyPoint`` of R replications of one policy."""
-    rows = [replication_metrics(r, slo) for r in records]
+    rows, per_request = zip(*(replication_metrics(r, slo) for r in records), strict=True)
     values = {name: np.array([row[name] for row in rows]) for name in rows[0]}
     batch = []
     for r in records:
@@ -222,8 +226,7 @@ def policy_point(
         total = r.batch_time_ms.sum()
         batch.append(float(r.batch_time_ms @ sizes / total) if total > 0 else 0.0)
     samples: dict[str, np.ndarray] = {}
-    if keep_samples:
-        per_request = [request_metrics(r) for r in records]
+    if keep_samples:  # the per-request values the replications' metrics were taken over
         for name in ("ttft_ms", "tpot_ms"):
             pooled = np.concatenate([m[name] for m in per_request])
             samples[name] = pooled[~np.isnan(pooled)]

@@ -57,7 +57,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
-from sim.studies.serving.sequential import Leader, Pairs, describe
+from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
@@ -540,7 +540,9 @@ def best_k(
     ties within the 90% interval from inputs and model (``input_ties``). ``sequential``:
     a point stops at its first replications where its comparisons are settled
     (sim/studies/serving/sequential.py: at a selection load each k against the leader,
-    ``Leader``; in the check each engine form against every fixed k, ``Pairs``)."""
+    ``Leader``; in the check each engine form against every fixed k, ``Pairs``, asked
+    first at ``EARLY`` replications: nothing but the check's own verdicts reads its
+    points, no draw and no crossing)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -576,6 +578,7 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
         same=same_point,
+        early=(EARLY,) if sequential else (),
     )
     if sequential:
         pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)
@@ -600,6 +603,14 @@ def best_k(
             *assumptions,
             *notes,
             *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+            *(
+                (
+                    "the check at seed + 1: "
+                    + describe(checker.first, checker.replications, checker.early),
+                )
+                if checker.sequential and checker.early
+                else ()
+            ),
             *(note for note in [None if draws is None else draws.describe()] if note),
         ),
         draft_method=draft_method,

@@ -57,7 +57,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
-from sim.studies.serving.sequential import Leader, Pairs, describe
+from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
@@ -501,6 +501,16 @@ def _check(
     return checks, fixed
 
 
+def _early_note(looked: dict[str, PointEvaluator]) -> tuple[str, ...]:
+    """The assumption for the parts of the study (by name) whose evaluator asked its rule
+    early (``PointEvaluator(early=...)``); none: nothing."""
+    early = {name: ev for name, ev in looked.items() if ev.sequential and ev.early}
+    if not early:
+        return ()
+    ev = next(iter(early.values()))
+    return (f"early looks: {' and '.join(early)}, {describe(ev.first, ev.replications, ev.early)}",)
+
+
 def best_k_table(
     evaluator: PointEvaluator,
     users: Sequence[int],
@@ -508,12 +518,18 @@ def best_k_table(
     objective: str = "per_user_tok_s",
     refine: bool = True,
     draws: DrawnPoints | None = None,
+    early: Sequence[int] = (),
 ) -> tuple[tuple[tuple[int, int, int], ...], list[LoadChoice], list[str]]:
     """Steps 1 and 2 without the check: (table rows, selection, notes); ``draws``: ties
-    within the 90% interval from inputs and model too (``input_ties``)."""
+    within the 90% interval from inputs and model too (``input_ties``); ``early``: the
+    boundaries' bisections ask the evaluator's rule at these counts first
+    (``PointEvaluator(early=...)``: nothing but their sides reads those points)."""
     ks = sorted({0, *num_steps})
     choices = _select(evaluator, sorted(set(users)), ks, objective, draws)
-    ends, notes = refined_ends(evaluator, choices, objective) if refine else (None, [])
+    if not refine:
+        return table_rows(choices), choices, []
+    evaluator.early = tuple(n for n in early if n < evaluator.first)
+    ends, notes = refined_ends(evaluator, choices, objective)
     return table_rows(choices, ends), choices, notes
 
 
@@ -540,7 +556,9 @@ def best_k(
     ties within the 90% interval from inputs and model (``input_ties``). ``sequential``:
     a point stops at its first replications where its comparisons are settled
     (sim/studies/serving/sequential.py: at a selection load each k against the leader,
-    ``Leader``; in the check each engine form against every fixed k, ``Pairs``)."""
+    ``Leader``; in the check each engine form against every fixed k, ``Pairs``, asked
+    first at ``EARLY`` replications: nothing but the check's own verdicts reads its
+    points, no draw and no crossing)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -562,7 +580,9 @@ def best_k(
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
     if sequential:
         evaluator.rule = Leader(objective, order=lambda p: -p.max_k)  # ties: the shorter k
-    rows, choices, notes = best_k_table(evaluator, grid, ks, objective, refine, draws)
+    rows, choices, notes = best_k_table(
+        evaluator, grid, ks, objective, refine, draws, (EARLY,) if sequential else ()
+    )
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
     same = len(rows) == 1 and threshold == FixedK(rows[0][2])
@@ -576,6 +596,7 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
         same=same_point,
+        early=(EARLY,) if sequential else (),
     )
     if sequential:
         pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)
@@ -583,6 +604,9 @@ def best_k(
     checks, fixed = _check(checker, check_loads(grid), ks, objective, policies)
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += checker.replications_run
+    early_note = _early_note(
+        {"the boundaries' bisections": evaluator, "the check at seed + 1": checker}
+    )
     return BestKResult(
         scenario=scenario,
         objective=objective,
@@ -600,6 +624,7 @@ def best_k(
             *assumptions,
             *notes,
             *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+            *early_note,
             *(note for note in [None if draws is None else draws.describe()] if note),
         ),
         draft_method=draft_method,

@@ -264,6 +264,10 @@ class PointEvaluator:
     from all the points run at its load whether its comparisons are settled, and the
     points that are not run the rest up to ``replications`` (one batch, decided before
     any of it runs). None, or ``first`` >= ``replications``: every point runs all of them.
+    ``early``: counts below ``first`` (increasing, >= 2) at which the rule is asked first
+    (sim/studies/serving/sequential.py ``settled_se``: a stricter bound on fewer values):
+    points run ``early[0]``, those not settled grow to the next look, and so on to
+    ``first`` and then ``replications``, each look one batch.
 
     ``same(load, policy)``: the policy whose point ``policy``'s is at ``load``, the same
     simulation (``same_point``: an engine form that drafts one fixed k at every batch the
@@ -284,9 +288,13 @@ class PointEvaluator:
         rule: Rule | None = None,
         first: int = FIRST,
         same: Callable[[Load, SpeculationPolicy], SpeculationPolicy] | None = None,
+        early: Sequence[int] = (),
     ):
         if replications < 1:
             raise SpecsimError(f"must be >= 1, got {replications}", param="replications")
+        early = tuple(int(n) for n in early)
+        if any(n < 2 for n in early) or list(early) != sorted(set(early)):
+            raise ValueError(f"early looks must increase from 2, got {early}")
         self.builder = builder
         self.replications = replications
         self.seed = seed
@@ -296,6 +304,7 @@ class PointEvaluator:
         self.keep_samples = set(keep_samples)
         self.rule = rule
         self.first = first
+        self.early = tuple(n for n in early if n < first)
         self.same = same
         self.memo: dict[Key, PolicyPoint] = {}
         #: Keys whose point is another key's (``same``): key -> the key run.
@@ -388,24 +397,28 @@ class PointEvaluator:
         runs = {key: self._canonical(key) for key in keys}
         self.aliases.update({key: run for key, run in runs.items() if key != run})
         missing = [k for k in dict.fromkeys(runs.values()) if k not in self.memo]
-        count = self.first if self.sequential else self.replications
-        self._run([self._task(load, p, 0, count) for load, p in missing], step)
+        looks = [*self.early, self.first] if self.sequential else [self.replications]
+        self._run([self._task(load, p, 0, looks[0]) for load, p in missing], step)
         self._share()
         if not self.sequential:
             return
         assert self.rule is not None
-        at: dict[Load, dict[SpeculationPolicy, PolicyPoint]] = {}
-        for (load, p), point in self.memo.items():
-            at.setdefault(load, {})[p] = point
-        grow = dict.fromkeys(
-            runs[(load, p)]
-            for load, p in keys
-            if self.memo[(load, p)].replications < self.replications
-            and not self._settled(at[load], (load, p))
-        )
-        tasks = [self.rest_task(load, p, self.memo[(load, p)].replications) for load, p in grow]
-        self._run(tasks, step)
-        self._share()
+        for target in [*looks[1:], self.replications]:
+            at: dict[Load, dict[SpeculationPolicy, PolicyPoint]] = {}
+            for (load, p), point in self.memo.items():
+                at.setdefault(load, {})[p] = point
+            grow = dict.fromkeys(
+                runs[(load, p)]
+                for load, p in keys
+                if self.memo[(load, p)].replications < target
+                and not self._settled(at[load], (load, p))
+            )
+            tasks = []
+            for load, p in grow:
+                have = self.memo[(load, p)].replications
+                tasks.append(self._task(load, p, have, target - have))
+            self._run(tasks, step)
+            self._share()
 
     def _settled(self, points: dict[SpeculationPolicy, PolicyPoint], key: Key) -> bool:
         """The rule's answer for ``key`` given the ``points`` at its load, asked once for

@@ -9,13 +9,19 @@ replications beyond them only narrow an interval no answer reads. So a point run
 remaining R - ``FIRST`` (replications ``FIRST`` to R - 1, sim/simulation/serving/simulate.py
 ``first``) unless its comparisons are settled:
 
-    settled  <=>  |mean(v) - reference| > ``SETTLED_SE`` x sd(v) / sqrt(n)
+    settled  <=>  |mean(v) - reference| > ``settled_se(n)`` x sd(v) / sqrt(n)
 
 over the per-replication values v (n,) of every comparison the point enters at its load
 (a paired gain against 1, a paired difference against 0, an SLO attainment against the
 required share), each paired on the replications both points have. A comparison with a
 value that is not finite is never settled. t(0.975, 3) = 3.18 < 4, so a comparison settled
-at 4 replications has a 95% interval on one side of the reference by a margin; a point
+at 4 replications has a 95% interval on one side of the reference by a margin. A study may
+ask its rule earlier too (``EARLY``, best-k's check: ``PointEvaluator(early=...)``): on
+fewer than ``FIRST`` values the bound is the t quantile with the same two-sided tail as
+``SETTLED_SE`` has on ``FIRST`` (2 P(T_3 > 4) = 2.8%: 22.7 standard errors on 2 values,
+5.8 on 3), so a comparison settled there has its 95% interval on one side too (t(0.975,
+1) = 12.7); with two looks a comparison whose mean is the reference is settled by chance
+at most 2 x 2.8% of the time (normal values). A point
 whose comparisons are not all settled runs all R, so the points near a crossing, a tie
 or the required share (the ones a band's end or an interpolation reads) have the full
 R's intervals, as before. Where a draw of an interval's inputs lands near the
@@ -49,6 +55,7 @@ from sim.studies.serving.paired_metrics import (
 )
 
 __all__ = [
+    "EARLY",
     "FIRST",
     "SETTLED_SE",
     "GainsAgainst",
@@ -59,25 +66,43 @@ __all__ = [
     "describe",
     "merge",
     "settled",
+    "settled_se",
 ]
 
 #: Replications every point runs before its rule is asked.
 FIRST = 4
-#: Standard errors between a settled comparison's mean and its reference.
+#: Standard errors between a settled comparison's mean and its reference (on ``FIRST``
+#: or more values; fewer: ``settled_se``).
 SETTLED_SE = 4.0
+#: Replications at which a study that looks early (best-k's check) first asks its rule.
+EARLY = 2
 
 Points = Mapping[SpeculationPolicy, PolicyPoint]
 
 
+def settled_se(n: int) -> float:
+    """The standard errors a mean of ``n`` >= 2 values must lie from its reference to be
+    settled: ``SETTLED_SE`` on ``FIRST`` or more values; on fewer, the quantile of Student's
+    t with n - 1 degrees of freedom whose two-sided tail is the one ``SETTLED_SE`` has with
+    ``FIRST`` - 1, 2 P(T_3 > 4) = 0.028 (n = 2: 22.7, n = 3: 5.8)."""
+    if n >= FIRST:
+        return SETTLED_SE
+    from scipy.special import stdtr, stdtrit  # lazy: scipy.special at import is slow
+
+    tail = 2.0 * float(stdtr(FIRST - 1, -SETTLED_SE))
+    return max(SETTLED_SE, float(stdtrit(n - 1, 1.0 - tail / 2.0)))
+
+
 def settled(values: np.ndarray, reference: float) -> bool:
-    """Whether the mean of ``values`` (n,) lies more than ``SETTLED_SE`` standard errors
-    from ``reference`` (False for fewer than two values or a value that is not finite;
-    values that do not vary are settled unless they equal the reference)."""
+    """Whether the mean of ``values`` (n,) lies more than ``settled_se(n)`` standard errors
+    from ``reference`` (``SETTLED_SE`` from ``FIRST`` values on; False for fewer than two
+    values or a value that is not finite; values that do not vary are settled unless they
+    equal the reference)."""
     v = np.asarray(values, dtype=float)
     if v.size < 2 or not np.all(np.isfinite(v)):
         return False
     se = float(v.std(ddof=1)) / np.sqrt(v.size)
-    return abs(float(v.mean()) - reference) > SETTLED_SE * se
+    return abs(float(v.mean()) - reference) > settled_se(v.size) * se
 
 
 def gain_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
@@ -194,8 +219,20 @@ def merge(a: PolicyPoint, b: PolicyPoint) -> PolicyPoint:
     )
 
 
-def describe(first: int, replications: int) -> str:
-    """The assumption a document states for sequential replications."""
+def describe(first: int, replications: int, early: tuple[int, ...] = ()) -> str:
+    """The assumption a document states for sequential replications (``early``: the
+    looks before ``first``, ``PointEvaluator(early=...)``)."""
+    if early:
+        looks = ", ".join(f"{n} ({settled_se(n):.1f} standard errors)" for n in early)
+        return (
+            f"replications: sequential, {early[0]} at every point first; the rule asked at "
+            f"{looks}, then at {first} ({SETTLED_SE:g}), the other {replications - first} "
+            f"only where a comparison the point enters still lies within that many "
+            f"standard errors of its reference (the same two-sided tail, "
+            f"2 P(T_{FIRST - 1} > {SETTLED_SE:g}), at every look); a point stopped early is "
+            f"on one side of it by its 95% interval (--all-replications runs "
+            f"{replications} everywhere)"
+        )
     return (
         f"replications: sequential, {first} at every point first, the other "
         f"{replications - first} only at points where a comparison they enter (a paired "

@@ -178,3 +178,28 @@ def test_the_check_runs_an_engine_form_once_where_it_is_a_fixed_k():
         doc.pop("runs"), doc.pop("replications_run", None)
     assert got == want
     assert ran.runs < alone.runs
+
+
+def test_the_check_asks_its_rule_first_at_two_replications():
+    """best-k's check at seed + 1 (sequential): every point runs 2 replications first and
+    stops there where its pairs are settled on the stricter bound of 2 values
+    (sequential.py ``settled_se``); its verdicts are those of asking first at 4. The
+    boundaries' bisections look early too; the document says which parts did."""
+    plans = CodePlans(output=40, requests=24)
+    kw = dict(replications=6, seed=3)
+    early = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3])
+    at_four = PointEvaluator(plans, replications=6, seed=4, same=same_point)
+    late = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3], check=at_four)
+    assert early.settings["replications_run"] < late.settings["replications_run"]
+    for name, checks in early.checks.items():
+        for mine, theirs in zip(checks, late.checks[name], strict=True):
+            assert mine.worse_than() == theirs.worse_than()
+            assert mine.better_than() == theirs.better_than()
+    (line,) = [a for a in early.assumptions if a.startswith("early looks: ")]
+    assert "the check at seed + 1, replications: sequential, 2 at every point first" in line
+    assert "the boundaries' bisections and the check" in line
+    (theirs,) = [a for a in late.assumptions if a.startswith("early looks: ")]
+    assert theirs.startswith("early looks: the boundaries' bisections, replications")
+    fresh = PointEvaluator(plans, replications=6, seed=4, same=same_point)
+    flat = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3], check=fresh, refine=False)
+    assert not any(a.startswith("early looks: ") for a in flat.assumptions)

@@ -13,7 +13,15 @@ from sim.studies.serving.capacity_ratio import _jackknife_crossings
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain
-from sim.studies.serving.sequential import SETTLED_SE, GainsAgainst, Pairs, settled
+from sim.studies.serving.sequential import (
+    FIRST,
+    SETTLED_SE,
+    GainsAgainst,
+    Pairs,
+    describe,
+    settled,
+    settled_se,
+)
 from tests.studies.serving.helpers import CodePlans
 
 
@@ -28,7 +36,30 @@ def test_a_mean_is_settled_beyond_four_standard_errors_of_the_reference():
     assert settled(np.ones(4), 0.9) and not settled(np.ones(4), 1.0)  # a plateau
 
 
-def evaluator(replications: int, workers: int = 1, rule=None, first: int = 3) -> PointEvaluator:
+def test_on_fewer_values_the_bound_has_the_tail_four_standard_errors_have_on_four():
+    """settled_se(n < FIRST): Student's t quantile with the two-sided tail of 4 standard
+    errors with 3 degrees of freedom, checked against the closed-form t laws of 1 and 2
+    degrees of freedom (P(|T_1| > x) = 1 - 2 atan(x) / pi, P(|T_2| > x) = 1 - x /
+    sqrt(2 + x^2))."""
+    from scipy.stats import t as student
+
+    tail = 2.0 * float(student.sf(SETTLED_SE, FIRST - 1))
+    x2, x3 = settled_se(2), settled_se(3)
+    assert 1.0 - 2.0 * np.arctan(x2) / np.pi == pytest.approx(tail, rel=1e-9)
+    assert 1.0 - x3 / np.sqrt(2.0 + x3 * x3) == pytest.approx(tail, rel=1e-9)
+    assert settled_se(FIRST) == settled_se(10) == SETTLED_SE
+    assert x2 > x3 > SETTLED_SE > float(student.ppf(0.975, 1)) / 4.0  # 95% on one side
+    v = np.array([1.10, 1.11])
+    se = v.std(ddof=1) / np.sqrt(2.0)
+    assert not settled(v, float(v.mean()) - 0.99 * x2 * se)
+    assert settled(v, float(v.mean()) - 1.01 * x2 * se)
+    assert not settled(v, float(v.mean()) - 1.01 * SETTLED_SE * se)  # 4 is not enough on 2
+    assert "2 (22.7 standard errors)" in describe(4, 10, (2,))
+
+
+def evaluator(
+    replications: int, workers: int = 1, rule=None, first: int = 3, early=()
+) -> PointEvaluator:
     return PointEvaluator(
         CodePlans(),
         replications=replications,
@@ -36,7 +67,38 @@ def evaluator(replications: int, workers: int = 1, rule=None, first: int = 3) ->
         executor=LocalExecutor(workers, keep_pool=True),
         rule=rule,
         first=first,
+        early=early,
     )
+
+
+def test_an_early_look_stops_a_settled_point_and_grows_the_others_look_by_look():
+    """``early``: every point runs 2 first; a far comparison (k = 3 at 1 user, ~1.2x) stops
+    there, a point whose comparisons never settle runs 2, then 4, then all, and its
+    replications are those of the point run at once."""
+    one = Load("concurrency", 1)
+    keys = [(one, FixedK(3)), (one, BASELINE)]
+    ev = evaluator(8, rule=GainsAgainst(BASELINE, ("per_user_tok_s",)), first=4, early=(2,))
+    ev.ensure(keys)
+    a, b = ev.memo[keys[0]], ev.memo[keys[1]]
+    assert a.replications == b.replications == 2
+    assert settled(a.values["per_user_tok_s"] / b.values["per_user_tok_s"], 1.0)
+    grown: list[int] = []
+    never = Pairs("per_user_tok_s", ())
+
+    def counted(points, policy):
+        grown.append(points[policy].replications)
+        return never(points, policy)
+
+    seq, whole = evaluator(8, rule=counted, first=4, early=(2,)), evaluator(8)
+    seq.ensure(keys)
+    whole.ensure(keys)
+    assert sorted(set(grown)) == [2, 4]  # asked at each look
+    for key in keys:
+        assert seq.memo[key].replications == 8
+        for m, v in seq.memo[key].values.items():
+            np.testing.assert_array_equal(v, whole.memo[key].values[m])
+    with pytest.raises(ValueError):
+        evaluator(8, rule=never, first=4, early=(1,))
 
 
 def test_a_point_continued_is_the_point_run_at_once():

@@ -102,6 +102,8 @@ class KernelSchedule:
             getattr(self, name).flags.writeable = False
         for _, issued, share in self._fixed_free:  # computed once, for every copy
             issued.flags.writeable = share.flags.writeable = False
+        self.syncs_ms  # noqa: B018 (cached: every copy carries it)
+        self.shares_descending  # noqa: B018
         return self
 
     @property
@@ -122,10 +124,21 @@ class KernelSchedule:
     def fixed_total_ms(self) -> float:
         return float(self.fixed_ms.sum())
 
-    @property
+    @functools.cached_property
     def syncs_ms(self) -> float:
-        """Time the syncs before the last kernel add: their count x sync_ms."""
+        """Time the syncs before the last kernel add: their count x sync_ms (kept through
+        ``with_allreduce_ms``, which changes neither)."""
         return float(np.count_nonzero(self.host_sync[:-1])) * self.sync_ms
+
+    @functools.cached_property
+    def shares_descending(self) -> tuple[bool, ...]:
+        """Per stretch (``stretch_terms``' order): whether its compute share suffix never
+        increases along the stretch (so its lines' slopes do not increase with their index:
+        sim/hardware/envelope.py takes their envelope without a sort). Kept through
+        ``with_allreduce_ms`` (the shares do not change)."""
+        return tuple(
+            not bool(np.greater(share[1:], share[:-1]).any()) for _, _, share in self._fixed_free
+        )
 
     def stretches(self) -> list[slice]:
         """Kernel ranges between host syncs (a sync closes its stretch)."""

@@ -28,7 +28,6 @@ jitter.
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 from dataclasses import dataclass
@@ -72,7 +71,10 @@ class KernelSchedule:
         of them, shared)."""
         if allreduce_ms < 0:
             raise ValueError("CPU, fixed and sync times must be >= 0")
-        schedule = copy.copy(self)  # checked already, but for the new fixed times
+        # a shallow copy (what ``copy.copy`` makes, without its protocol), checked
+        # already but for the new fixed times
+        schedule = object.__new__(type(self))
+        schedule.__dict__.update(self.__dict__)
         fixed = np.where(self.is_allreduce, allreduce_ms, self.fixed_ms)
         object.__setattr__(schedule, "fixed_ms", fixed)
         return schedule
@@ -164,8 +166,10 @@ class KernelSchedule:
 
     def stretch_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """``_terms`` of every stretch, in order."""
+        fixed = self.fixed_ms
+        # add.accumulate: ``np.cumsum`` without its Python wrapper (the same sums)
         return [
-            (issued + np.cumsum(self.fixed_ms[part][::-1])[::-1], share)
+            (issued + np.add.accumulate(fixed[part][::-1])[::-1], share)
             for part, issued, share in self._fixed_free
         ]
 

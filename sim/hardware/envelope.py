@@ -85,11 +85,17 @@ class Envelope:
         return max(best, a[hi] + f[hi] * x)
 
 
-def upper_envelope(intercepts: np.ndarray, slopes: np.ndarray) -> Envelope:
-    """The upper envelope on x >= 0 of lines a_i + f_i x; inputs of shape (n,), n >= 1."""
+def upper_envelope(
+    intercepts: np.ndarray, slopes: np.ndarray, descending: bool | None = None
+) -> Envelope:
+    """The upper envelope on x >= 0 of lines a_i + f_i x; inputs of shape (n,), n >= 1.
+    ``descending``: whether the slopes never increase with the index, when the caller
+    knows (None: checked here)."""
     a = np.asarray(intercepts, dtype=float)
     f = np.asarray(slopes, dtype=float)
-    if a.shape[0] > 1 and not np.greater(f[1:], f[:-1]).any():
+    if descending is None:
+        descending = not np.greater(f[1:], f[:-1]).any()
+    if a.shape[0] > 1 and descending:
         return _envelope_of_descending(a, f)
     return _envelope_by_sort(a, f)
 
@@ -165,5 +171,10 @@ def envelope_of(schedule: KernelSchedule) -> Envelope:
     """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
     the schedule's stretches (split by host synchronisations) of each stretch's upper
     envelope, plus the synchronisations' own time."""
-    parts = [upper_envelope(*terms) for terms in schedule.stretch_terms()]
+    parts = [
+        upper_envelope(a, f, descending)
+        for (a, f), descending in zip(
+            schedule.stretch_terms(), schedule.shares_descending, strict=True
+        )
+    ]
     return sum_envelopes(parts, float(schedule.syncs_ms))

@@ -28,7 +28,6 @@ jitter.
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 from dataclasses import dataclass
@@ -72,7 +71,10 @@ class KernelSchedule:
         of them, shared)."""
         if allreduce_ms < 0:
             raise ValueError("CPU, fixed and sync times must be >= 0")
-        schedule = copy.copy(self)  # checked already, but for the new fixed times
+        # a shallow copy (what ``copy.copy`` makes, without its protocol), checked
+        # already but for the new fixed times
+        schedule = object.__new__(type(self))
+        schedule.__dict__.update(self.__dict__)
         fixed = np.where(self.is_allreduce, allreduce_ms, self.fixed_ms)
         object.__setattr__(schedule, "fixed_ms", fixed)
         return schedule
@@ -102,6 +104,8 @@ class KernelSchedule:
             getattr(self, name).flags.writeable = False
         for _, issued, share in self._fixed_free:  # computed once, for every copy
             issued.flags.writeable = share.flags.writeable = False
+        self.syncs_ms  # noqa: B018 (cached: every copy carries it)
+        self.shares_descending  # noqa: B018
         return self
 
     @property
@@ -122,10 +126,21 @@ class KernelSchedule:
     def fixed_total_ms(self) -> float:
         return float(self.fixed_ms.sum())
 
-    @property
+    @functools.cached_property
     def syncs_ms(self) -> float:
-        """Time the syncs before the last kernel add: their count x sync_ms."""
+        """Time the syncs before the last kernel add: their count x sync_ms (kept through
+        ``with_allreduce_ms``, which changes neither)."""
         return float(np.count_nonzero(self.host_sync[:-1])) * self.sync_ms
+
+    @functools.cached_property
+    def shares_descending(self) -> tuple[bool, ...]:
+        """Per stretch (``stretch_terms``' order): whether its compute share suffix never
+        increases along the stretch (so its lines' slopes do not increase with their index:
+        sim/hardware/envelope.py takes their envelope without a sort). Kept through
+        ``with_allreduce_ms`` (the shares do not change)."""
+        return tuple(
+            not bool(np.greater(share[1:], share[:-1]).any()) for _, _, share in self._fixed_free
+        )
 
     def stretches(self) -> list[slice]:
         """Kernel ranges between host syncs (a sync closes its stretch)."""
@@ -151,8 +166,10 @@ class KernelSchedule:
 
     def stretch_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """``_terms`` of every stretch, in order."""
+        fixed = self.fixed_ms
+        # add.accumulate: ``np.cumsum`` without its Python wrapper (the same sums)
         return [
-            (issued + np.cumsum(self.fixed_ms[part][::-1])[::-1], share)
+            (issued + np.add.accumulate(fixed[part][::-1])[::-1], share)
             for part, issued, share in self._fixed_free
         ]
 

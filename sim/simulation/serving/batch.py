@@ -368,6 +368,8 @@ class BlockPlan:
 
     def emitted(self, n: int) -> np.ndarray:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
+        if isinstance(self.k, int) and self.k == 0:  # one token an iteration each
+            return np.full(self.lengths.shape[0], n, dtype=np.int64)
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
@@ -405,10 +407,20 @@ def plan_block(
         columns = slice(0, k)
     thresholds = batch.thresholds[:, columns]
     lengths = accept_lengths(batch.weyl, thresholds, max_iterations)
-    per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
-    total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
     n = max_iterations
-    if max_iterations > 1:  # one iteration is planned whoever finishes
+    drafts = thresholds.shape[1] > 0 or b == 0
+    if not drafts:  # no drafts: every row emits one token an iteration
+        per_iteration = np.full(max_iterations, b, dtype=np.int64)
+        total = np.arange(b, b * (max_iterations + 1), b, dtype=np.int64)
+        # after iteration i every row has emitted i + 1 tokens: the first to finish is
+        # the one that needs least, at its count (one iteration whoever finishes)
+        least = int(np.minimum.reduce(batch.need))
+        if max_iterations > 1 and least <= max_iterations:
+            n = max(least, 1)
+    else:
+        per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
+        total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
+    if max_iterations > 1 and drafts:  # one iteration is planned whoever finishes
         need = batch.need
         if b > CLOSE_ROWS:  # only requests that could reach their count (L <= k + 1)
             close = (need <= max_tokens(k) * max_iterations).nonzero()[0]

@@ -585,7 +585,7 @@ class Server:
         self.iteration_ms = last_end / n - start_ms / n
         # deliveries: every request gets its tokens at the end of every iteration
         self._deliver(first_end)
-        if n > 1:
+        if n > 1 and rec.keeps_gaps:
             rec.gaps(durations[1:], float(b))
         batch.last_ms.fill(last_end)
         need = batch.need
@@ -646,23 +646,27 @@ class Server:
         token get it then)."""
         batch, rec = self.batch, self.rec
         last = batch.last_ms
+        gaps = rec.keeps_gaps  # the gaps' arrays only where they are kept
         if batch.fresh and self.held:  # the newest rows, without a first token yet
             batch.mark_first(end_ms)
-            rec.gaps(end_ms - last[: batch.size - batch.fresh], 1.0)
+            if gaps:
+                rec.gaps(end_ms - last[: batch.size - batch.fresh], 1.0)
             batch.delivered()
         elif batch.fresh and batch.fresh_newest:  # the newest rows, without a first token
             since = batch.size - batch.fresh
             for rid in batch.ids[since:].tolist():
                 rec.live[rid].first_token_ms = end_ms
-            rec.gaps(end_ms - last[:since], 1.0)
+            if gaps:
+                rec.gaps(end_ms - last[:since], 1.0)
             batch.delivered()
         elif batch.fresh:  # requests without a first token yet get it now
             fresh = last < 0
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
-            rec.gaps(end_ms - last[~fresh], 1.0)
+            if gaps:
+                rec.gaps(end_ms - last[~fresh], 1.0)
             batch.delivered()
-        else:
+        elif gaps:
             rec.gaps(end_ms - last, 1.0)
 
     def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:

@@ -456,6 +456,11 @@ class Recorder:
             )
         )
 
+    @property
+    def keeps_gaps(self) -> bool:
+        """Whether delivery gaps are kept (``gaps`` drops them otherwise)."""
+        return self._keep_gaps
+
     def gaps(self, values_ms: np.ndarray, weight: float) -> None:
         """Delivery gaps (ms), each seen by ``weight`` deliveries (none kept when the
         recorder was made without ``delivery_gaps``)."""

@@ -63,6 +63,32 @@ def test_decode_curve_one_at_a_time_is_the_array_path(
     assert bits(curve.ms(s)) == bits(array)  # whichever path ``ms`` takes
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    path=st.sampled_from([SERVING, LLAMA]),
+    batch=st.sampled_from([1, 2, 5, 8, 64, 300]),
+    draft=st.sampled_from([0, 1, 2, 4, TreeDraft(3, 2, 4)]),
+    extend=st.sampled_from([None, 1, 3]),
+    drafter=st.booleans(),
+    contexts=st.lists(st.floats(0.0, 5e6), min_size=SCALAR_VALUES + 1, max_size=60),
+)
+def test_the_passes_work_at_once_is_each_pass_on_its_own(
+    path, batch, draft, extend, drafter, contexts
+):
+    """``DecodeCurve.ms`` takes every pass's work in one set of array operations
+    (``AffinePassCurve.work_terms``): the bits of each pass's ``pass_ms`` on its own."""
+    curve = cost(path).decode_curve(batch, draft, extend, drafter)
+    s = np.array(contexts)
+    assert curve._stacked is not None  # the hardware passes give their work terms
+    stacked = curve.ms(s)
+    kept = curve.__dict__["_stacked"]
+    curve.__dict__["_stacked"] = None  # each pass's ``pass_ms``
+    try:
+        assert bits(curve.ms(s)) == bits(stacked)
+    finally:
+        curve.__dict__["_stacked"] = kept
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     path=st.sampled_from([SERVING, LLAMA]),
@@ -115,11 +141,13 @@ def test_a_used_cost_model_pickles_for_worker_processes():
     starts a table of its own, one for all its passes, whose terms give the same bits."""
     c = cost(SERVING)
     s = np.array([30000.0])
-    before = c.decode_curve(8, 2, 1).ms(s)
+    many = 30000.0 + 64.0 * np.arange(SCALAR_VALUES + 5)  # the passes' work at once
+    before, before_many = c.decode_curve(8, 2, 1).ms(s), c.decode_curve(8, 2, 1).ms(many)
     c.prefill_ms(PrefillLoad(999, 999.0, 999.0), drafter=True)
     blob = pickle.dumps(c)
     clone = pickle.loads(blob)
     assert bits(clone.decode_curve(8, 2, 1).ms(s)) == bits(before)
+    assert bits(clone.decode_curve(8, 2, 1).ms(many)) == bits(before_many)
     assert clone.curves.prefill._per_tokens is not c.curves.prefill._per_tokens
     assert clone.curves.prefill._terms is clone.curves.decode._terms
     assert len(blob) < 200_000  # the terms (an envelope per token count) are not in it

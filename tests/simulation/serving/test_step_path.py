@@ -117,3 +117,26 @@ def test_a_closed_loop_without_think_time_needs_no_zero_timeout(monkeypatch):
     monkeypatch.setattr(engine, "others_wait", lambda arrivals, horizon_ms: True)
     slow = run()
     records_equal(fast, slow)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 130])
+@pytest.mark.parametrize("iterations", [1, 2, 40, 400])
+@pytest.mark.parametrize("kv_free", [float("inf"), 50.0])
+def test_plain_decoding_blocks_are_draws_that_never_pass(rows, iterations, kv_free):
+    """At k = 0 a block counts one token a row and iteration without drawing: its length,
+    tokens, KV growth and context sums are those of k = 1 against thresholds of 0 (no
+    draw is below them, so every cycle emits one token), and each row's tokens are the
+    lengths' sum."""
+    p = plan(ClosedLoop(rows), k=6, curves=WITH_KV)
+    batch = _batch(np.random.default_rng(rows + iterations), rows, 6)
+    plain = plan_block(batch, 0, iterations, kv_free, p.cost)
+    batch.thresholds = 0  # no draw passes
+    drawn = plan_block(batch, 1, iterations, kv_free, p.cost)
+    assert drawn.iterations == plain.iterations
+    n = plain.iterations
+    for name in ("context", "growth", "total", "per_iteration"):
+        assert np.array_equal(getattr(plain, name), getattr(drawn, name)), name
+    assert np.array_equal(plain.lengths[:, :n], drawn.lengths[:, :n])
+    for m in range(1, n + 1):
+        assert np.array_equal(plain.emitted(m), drawn.emitted(m))
+        assert np.array_equal(plain.emitted(m), plain.lengths[:, :m].sum(axis=1))

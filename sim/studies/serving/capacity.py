@@ -44,7 +44,7 @@ from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
+from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
@@ -52,7 +52,7 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving.sequential import FIRST, Share, describe
+from sim.studies.serving.sequential import FIRST, SETTLED_SE, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
@@ -506,8 +506,9 @@ def capacity(
     holds (the draws' 5-95% and the model-error band, ``_settled_range``: wherever in
     the bracket the end lies, the 90% interval is the same). ``sequential``: a rate
     stops at its first replications where its attainment is settled against the share;
-    where a draw's shifted attainment at such a rate lands near the share, the rate runs
-    its other replications before the draws are read (``completed_draws``)."""
+    where the nominal's other replications at such a rate could still move a draw's
+    shifted attainment across the share, the rate runs more of them, two at a time,
+    before the draws are read (``completed_draws``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -676,11 +677,12 @@ def completed_draws(
     not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
     that fails at the lowest -inf.
 
-    **Completion.** Where a draw's attainment at a nominal rate stopped at its first
-    replications (sequential replications) lands within ``SETTLED_SE`` nominal standard
-    errors of the share (sim/studies/serving/draws.py ``near``), the nominal mean's own
-    noise decides whether the draw passes there: the rate runs its other replications
-    and every draw is read again on the full mean."""
+    **Completion.** Where a nominal rate stopped at its first replications (sequential
+    replications), a draw read there whose side of the share the nominal's other
+    replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
+    sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
+    ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
+    mean after each, until no draw's side is open (at all R at the latest)."""
     out = np.full(len(draws.draws), np.nan)
     if not p.crossing or not p.points:
         return out, p, 0
@@ -714,6 +716,18 @@ def completed_draws(
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
+    def undecided(j: int, ds: Sequence[int]) -> bool:
+        """Whether the nominal's other replications at ``j`` could still move a draw of
+        ``ds`` across the share (``side_open``)."""
+        mine, key = nominal_at(j), search.key(log_rate(j))
+        return any(
+            side_open(
+                cache[j][d], mine, pts[key].values["slo_attainment"], share, search.ev.replications
+            )
+            for d in ds
+            if (pts := draws.points[d]) is not None and key in pts
+        )
+
     def run(probes: Mapping[int, Sequence[int]]) -> None:
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws."""
         search.run([log_rate(j) for j in sorted(probes)])
@@ -722,7 +736,10 @@ def completed_draws(
             key = search.key(log_rate(j))
             draws.ensure([key], ds)
             read(j, ds)
-            if near(cache[j][ds], nominal_at(j), share) and search.ev.complete([key]):
+            while undecided(j, ds):
+                have = nominal_at(j).size
+                if not search.ev.complete([key], upto=have + COMPLETION_STEP):
+                    break
                 read(j, ds)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
@@ -781,10 +798,47 @@ def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:
     the shipped serving scenario two draws read 0.87 where their replications gave 1.0,
     1.0). A nominal that does not vary: the plain shift."""
     r = drawn.size
-    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
-    s_d = float(np.std(drawn, ddof=1)) if r > 1 else 0.0
-    beta = 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+    beta = _beta(nominal, drawn)
     return float(np.mean(drawn) + beta * (np.mean(nominal) - np.mean(nominal[:r])))
+
+
+def _beta(nominal: np.ndarray, drawn: np.ndarray) -> float:
+    """``capped_shift``'s beta = min(1, s_drawn / s_nominal) (1 where the nominal does not
+    vary)."""
+    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
+    s_d = float(np.std(drawn, ddof=1)) if drawn.size > 1 else 0.0
+    return 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+
+
+#: Nominal replications a ladder rate adds at a time while a draw's side of the share
+#: there is still open (``side_open``): the two workers' width.
+COMPLETION_STEP = 2
+
+
+def side_open(
+    estimate: float, nominal: np.ndarray, drawn: np.ndarray, share: float, replications: int
+) -> bool:
+    """Whether the nominal's replications not yet run at a ladder rate could still move a
+    draw's attainment there (``estimate``, ``capped_shift`` of the ``nominal``'s n
+    replications and the draw's ``drawn``) to the other side of ``share``: the draw's
+    bracket reads only that side (``_narrowed``).
+
+    Only the nominal mean changes as it grows: with all R (``replications``) the
+    estimate moves by beta (m_R - m_n), m_n the mean of the first n, whose variance is
+    s^2 (1/n - 1/R) (m_R - m_n = (R - n) / R (m_new - m_n), m_new the mean of the other
+    R - n: ((R - n) / R)^2 s^2 (1 / (R - n) + 1 / n)), s the nominal's per-replication
+    standard deviation, estimated on its n. The side is open while |estimate - share| <=
+    ``SETTLED_SE`` x beta s sqrt(1/n - 1/R), the sequential rule's margin (t(0.975, 3) =
+    3.18 < 4 at n = 4); at n = R it is closed. A non-finite estimate (a draw the scenario
+    rejects) is closed: nothing reads it; fewer than two nominal replications are open."""
+    n = nominal.size
+    if not math.isfinite(estimate) or n >= replications:
+        return False
+    if n < 2:
+        return True
+    s = float(np.std(nominal, ddof=1))
+    margin = SETTLED_SE * _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications)
+    return abs(estimate - share) <= margin
 
 
 def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:

@@ -15,10 +15,12 @@ between the capacity and its 95% interval, whose bisections then stop once their
 lies inside what the 90% interval already holds (``capacity``).
 
 The hint is the rate one request at a time would sustain (a lone user's output tok/s
-over the mean output length), which brackets quickly for both plain decoding and
-speculation. Each replication measures a finite number of requests: far beyond capacity
-the queue grows through the run, so attainment there depends on the run length (the
-capacity itself, where attainment is still high, does not much).
+over the mean output length), where plain decoding's search starts; each k's starts at
+plain decoding's capacity (``CapacitySearch.find``), which speculation on the same
+server moves by tens of percent, not by the factor 4-5 between the hint and a capacity.
+Each replication measures a finite number of requests: far beyond capacity the queue
+grows through the run, so attainment there depends on the run length (the capacity
+itself, where attainment is still high, does not much).
 
 Above the most requests a second a policy can answer (``service_bound``,
 sim/simulation/serving/stability.py, an upper bound from the cost model) a load has no
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -186,6 +188,10 @@ def _stat(point: PolicyPoint | None, which: str) -> float:
     return r.ci95[0] if which == "lo" else r.ci95[1]
 
 
+#: The first step of a search started at another policy's capacity (``CapacitySearch.find``):
+#: log 2 / 8, two ladder steps (9%), doubling outwards until the share is bracketed.
+START_STEP = math.log(2.0) / 8
+
 #: The lattice every rate a search or the ladder tries lies on: the hint plus whole
 #: multiples of log(2) / 2^20 (bisections from the hint in steps of log 2 halve brackets
 #: on it, far below any tolerance); a rate is known by its place on it, so a rate the
@@ -258,7 +264,11 @@ class CapacitySearch:
         self.ev.ensure([self.key(self._tried(x)) for x in xs])
 
     def _root(
-        self, which: str, within: tuple[float, float] | None = None
+        self,
+        which: str,
+        within: tuple[float, float] | None = None,
+        start: float | None = None,
+        step: float = math.log(2.0),
     ) -> tuple[float | None, float] | None:
         probe = Probe(self.point, -1, self.lo, self.hi)  # lowering the rate helps
         probe.seen.update({x: self.known(x) for x in self.rates.values()})
@@ -266,15 +276,26 @@ class CapacitySearch:
             probe,
             lambda p: _stat(p, which),
             self.share,
-            hint=self.origin,
-            step=math.log(2.0),
+            hint=self.origin if start is None else start,
+            step=step,
             xtol=math.log1p(self.rtol),
             within=within,
         )
 
-    def find(self) -> None:
-        """The capacity: the mean attainment's crossing of the share, bisected to rtol."""
-        got = self._root("mean")
+    def find(self, start_per_s: float | None = None) -> None:
+        """The capacity: the mean attainment's crossing of the share, bisected to rtol;
+        bracketed from the hint in steps of log 2, or (``start_per_s``: plain decoding's
+        capacity, for a k: speculation on the same server moves it by tens of percent,
+        where the hint, one user's rate, lies a factor 4-5 below) from the ladder rate
+        nearest that rate in steps of ``START_STEP``. Either way every rate tried lies on
+        the lattice and the answer is the share's crossing to rtol; only which rates
+        bracket it differ."""
+        if start_per_s is None:
+            got = self._root("mean")
+        else:
+            j = round(ladder_index(math.log(start_per_s), self.origin))
+            start = self.origin + j * LADDER_STEP
+            got = self._root("mean", start=start, step=START_STEP)
         self.value = None if got is None else math.exp(got[1])
         top = math.exp(self.hi)  # the highest rate tried: passing there bounds nothing
         self.at_least = self.value is not None and math.isclose(self.value, top, rel_tol=1e-12)
@@ -390,11 +411,11 @@ def _curve(
 
 def search_points(rtol: float) -> int:
     """The most rates one policy's search simulates: three roots (the estimate and its
-    band's two ends), each expanding from the hint in doubling steps of log 2 across the
-    domain's log(SPAN^2) (at most ceil(log2(log(SPAN^2) / log 2)) + 1 steps), then
-    bisecting the last bracket, at most the domain, to log1p(rtol)."""
+    band's two ends), each expanding from its start in doubling steps of at least
+    ``START_STEP`` across the domain's log(SPAN^2) (at most ceil(log2(log(SPAN^2) /
+    START_STEP)) + 1 steps), then bisecting the last bracket, at most the domain, to log1p(rtol)."""
     width = 2.0 * math.log(SPAN)
-    expand = math.ceil(math.log2(width / math.log(2.0))) + 1
+    expand = math.ceil(math.log2(width / START_STEP)) + 1
     bisect = math.ceil(math.log2(width / math.log1p(rtol)))
     return 3 * (expand + bisect)
 
@@ -412,6 +433,8 @@ class CapacityTask:
     hint_per_s: float
     rtol: float
     sequential: bool = False
+    #: Where the capacity's bracket starts (None: the hint; ``CapacitySearch.find``).
+    start_per_s: float | None = None
 
 
 def search_evaluator(
@@ -441,7 +464,7 @@ def start_search(task: CapacityTask, executor: Executor | None = None) -> Capaci
         task.builder, task.replications, task.seed, task.slo, task.share, task.sequential, executor
     )
     search = CapacitySearch(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
-    search.find()
+    search.find(task.start_per_s)
     return search
 
 
@@ -537,10 +560,16 @@ def capacity(
         )
         for k in [0, *ks]
     ]
-    found: dict[int, CapacitySearch] = {}
     steps = 2 * len(tasks)
-    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, tasks), 1):
-        found[i] = search
+    # plain decoding's capacity first; each k's bracket then starts at it (``find``)
+    plain = start_search(tasks[0], evaluator.executor if evaluator.executor.width() > 1 else None)
+    if evaluator.progress:
+        evaluator.progress(1, steps)
+    start = plain.value if plain.value is not None and not plain.at_least else None
+    rest = [replace(t, start_per_s=start) for t in tasks[1:]]
+    found: dict[int, CapacitySearch] = {0: plain}
+    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, rest), 2):
+        found[i + 1] = search
         if evaluator.progress:
             evaluator.progress(done, steps)
     searches = [found[i] for i in range(len(tasks))]

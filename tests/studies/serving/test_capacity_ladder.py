@@ -247,6 +247,31 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
     assert FIRST in counts and R in counts and len(counts) >= 3  # stops early and grows
 
 
+def test_a_search_started_at_another_rate_finds_the_same_crossing_on_the_lattice():
+    """``CapacitySearch.find(start_per_s)`` (a k's search started at plain decoding's
+    capacity): it brackets from the ladder rate nearest the start in steps of log 2 / 8,
+    every rate it tries on the lattice, and ends at the same crossing of the share to
+    rtol as the search from the hint, from below and from above."""
+    from sim.studies.serving.capacity import LATTICE
+
+    _, p, _ = _searched(4, sequential=True)
+    assert p.crossing
+    for factor in (0.7, 1.0, 1.4):
+        ev = PointEvaluator(
+            CodePlans(), replications=4, seed=7, slo=SLO, rule=Share("slo_attainment", SHARE)
+        )
+        search = CapacitySearch(ev, 3, SHARE, 30.0, 0.02)
+        search.find(factor * p.rate_per_s)
+        j = round(ladder_index(math.log(factor * p.rate_per_s), search.origin))
+        first = next(iter(search.rates.values()))  # the first rate it tried
+        assert first == pytest.approx(search.origin + j * LADDER_STEP, abs=1e-12)
+        assert search.value is not None
+        assert abs(math.log(search.value / p.rate_per_s)) <= math.log1p(0.02) + 1e-12
+        for x in search.rates.values():
+            k = (x - search.origin) / LATTICE
+            assert k == pytest.approx(round(k), abs=1e-6)
+
+
 def test_the_ladder_is_the_searches_own_lattice():
     """Every rate the nominal search tried lies on the ladder's lattice refined to the
     bisection's last step (the hint plus dyadic fractions of log 2), so ladder rates it

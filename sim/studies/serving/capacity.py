@@ -15,10 +15,12 @@ between the capacity and its 95% interval, whose bisections then stop once their
 lies inside what the 90% interval already holds (``capacity``).
 
 The hint is the rate one request at a time would sustain (a lone user's output tok/s
-over the mean output length), which brackets quickly for both plain decoding and
-speculation. Each replication measures a finite number of requests: far beyond capacity
-the queue grows through the run, so attainment there depends on the run length (the
-capacity itself, where attainment is still high, does not much).
+over the mean output length), where plain decoding's search starts; each k's starts at
+plain decoding's capacity (``CapacitySearch.find``), which speculation on the same
+server moves by tens of percent, not by the factor 4-5 between the hint and a capacity.
+Each replication measures a finite number of requests: far beyond capacity the queue
+grows through the run, so attainment there depends on the run length (the capacity
+itself, where attainment is still high, does not much).
 
 Above the most requests a second a policy can answer (``service_bound``,
 sim/simulation/serving/stability.py, an upper bound from the cost model) a load has no
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,7 +46,7 @@ from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
+from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
 from sim.studies.serving.evaluator import (
     BASELINE,
     PlanBuilder,
@@ -52,7 +54,7 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving.sequential import FIRST, Share, describe
+from sim.studies.serving.sequential import FIRST, SETTLED_SE, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
@@ -186,6 +188,10 @@ def _stat(point: PolicyPoint | None, which: str) -> float:
     return r.ci95[0] if which == "lo" else r.ci95[1]
 
 
+#: The first step of a search started at another policy's capacity (``CapacitySearch.find``):
+#: log 2 / 8, two ladder steps (9%), doubling outwards until the share is bracketed.
+START_STEP = math.log(2.0) / 8
+
 #: The lattice every rate a search or the ladder tries lies on: the hint plus whole
 #: multiples of log(2) / 2^20 (bisections from the hint in steps of log 2 halve brackets
 #: on it, far below any tolerance); a rate is known by its place on it, so a rate the
@@ -258,7 +264,11 @@ class CapacitySearch:
         self.ev.ensure([self.key(self._tried(x)) for x in xs])
 
     def _root(
-        self, which: str, within: tuple[float, float] | None = None
+        self,
+        which: str,
+        within: tuple[float, float] | None = None,
+        start: float | None = None,
+        step: float = math.log(2.0),
     ) -> tuple[float | None, float] | None:
         probe = Probe(self.point, -1, self.lo, self.hi)  # lowering the rate helps
         probe.seen.update({x: self.known(x) for x in self.rates.values()})
@@ -266,15 +276,26 @@ class CapacitySearch:
             probe,
             lambda p: _stat(p, which),
             self.share,
-            hint=self.origin,
-            step=math.log(2.0),
+            hint=self.origin if start is None else start,
+            step=step,
             xtol=math.log1p(self.rtol),
             within=within,
         )
 
-    def find(self) -> None:
-        """The capacity: the mean attainment's crossing of the share, bisected to rtol."""
-        got = self._root("mean")
+    def find(self, start_per_s: float | None = None) -> None:
+        """The capacity: the mean attainment's crossing of the share, bisected to rtol;
+        bracketed from the hint in steps of log 2, or (``start_per_s``: plain decoding's
+        capacity, for a k: speculation on the same server moves it by tens of percent,
+        where the hint, one user's rate, lies a factor 4-5 below) from the ladder rate
+        nearest that rate in steps of ``START_STEP``. Either way every rate tried lies on
+        the lattice and the answer is the share's crossing to rtol; only which rates
+        bracket it differ."""
+        if start_per_s is None:
+            got = self._root("mean")
+        else:
+            j = round(ladder_index(math.log(start_per_s), self.origin))
+            start = self.origin + j * LADDER_STEP
+            got = self._root("mean", start=start, step=START_STEP)
         self.value = None if got is None else math.exp(got[1])
         top = math.exp(self.hi)  # the highest rate tried: passing there bounds nothing
         self.at_least = self.value is not None and math.isclose(self.value, top, rel_tol=1e-12)
@@ -390,11 +411,11 @@ def _curve(
 
 def search_points(rtol: float) -> int:
     """The most rates one policy's search simulates: three roots (the estimate and its
-    band's two ends), each expanding from the hint in doubling steps of log 2 across the
-    domain's log(SPAN^2) (at most ceil(log2(log(SPAN^2) / log 2)) + 1 steps), then
-    bisecting the last bracket, at most the domain, to log1p(rtol)."""
+    band's two ends), each expanding from its start in doubling steps of at least
+    ``START_STEP`` across the domain's log(SPAN^2) (at most ceil(log2(log(SPAN^2) /
+    START_STEP)) + 1 steps), then bisecting the last bracket, at most the domain, to log1p(rtol)."""
     width = 2.0 * math.log(SPAN)
-    expand = math.ceil(math.log2(width / math.log(2.0))) + 1
+    expand = math.ceil(math.log2(width / START_STEP)) + 1
     bisect = math.ceil(math.log2(width / math.log1p(rtol)))
     return 3 * (expand + bisect)
 
@@ -412,6 +433,8 @@ class CapacityTask:
     hint_per_s: float
     rtol: float
     sequential: bool = False
+    #: Where the capacity's bracket starts (None: the hint; ``CapacitySearch.find``).
+    start_per_s: float | None = None
 
 
 def search_evaluator(
@@ -441,7 +464,7 @@ def start_search(task: CapacityTask, executor: Executor | None = None) -> Capaci
         task.builder, task.replications, task.seed, task.slo, task.share, task.sequential, executor
     )
     search = CapacitySearch(ev, task.num_steps, task.share, task.hint_per_s, task.rtol)
-    search.find()
+    search.find(task.start_per_s)
     return search
 
 
@@ -506,8 +529,9 @@ def capacity(
     holds (the draws' 5-95% and the model-error band, ``_settled_range``: wherever in
     the bracket the end lies, the 90% interval is the same). ``sequential``: a rate
     stops at its first replications where its attainment is settled against the share;
-    where a draw's shifted attainment at such a rate lands near the share, the rate runs
-    its other replications before the draws are read (``completed_draws``)."""
+    where the nominal's other replications at such a rate could still move a draw's
+    shifted attainment across the share, the rate runs more of them, two at a time,
+    before the draws are read (``completed_draws``)."""
     if not 0.0 < share < 1.0:
         raise SpecsimError(f"must be in (0, 1), got {share}", param="share")
     if evaluator.slo.ttft_ms is None and evaluator.slo.tpot_ms is None:
@@ -536,10 +560,16 @@ def capacity(
         )
         for k in [0, *ks]
     ]
-    found: dict[int, CapacitySearch] = {}
     steps = 2 * len(tasks)
-    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, tasks), 1):
-        found[i] = search
+    # plain decoding's capacity first; each k's bracket then starts at it (``find``)
+    plain = start_search(tasks[0], evaluator.executor if evaluator.executor.width() > 1 else None)
+    if evaluator.progress:
+        evaluator.progress(1, steps)
+    start = plain.value if plain.value is not None and not plain.at_least else None
+    rest = [replace(t, start_per_s=start) for t in tasks[1:]]
+    found: dict[int, CapacitySearch] = {0: plain}
+    for done, (i, search) in enumerate(_together(evaluator.executor, start_search, rest), 2):
+        found[i + 1] = search
         if evaluator.progress:
             evaluator.progress(done, steps)
     searches = [found[i] for i in range(len(tasks))]
@@ -676,11 +706,12 @@ def completed_draws(
     not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
     that fails at the lowest -inf.
 
-    **Completion.** Where a draw's attainment at a nominal rate stopped at its first
-    replications (sequential replications) lands within ``SETTLED_SE`` nominal standard
-    errors of the share (sim/studies/serving/draws.py ``near``), the nominal mean's own
-    noise decides whether the draw passes there: the rate runs its other replications
-    and every draw is read again on the full mean."""
+    **Completion.** Where a nominal rate stopped at its first replications (sequential
+    replications), a draw read there whose side of the share the nominal's other
+    replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
+    sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
+    ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
+    mean after each, until no draw's side is open (at all R at the latest)."""
     out = np.full(len(draws.draws), np.nan)
     if not p.crossing or not p.points:
         return out, p, 0
@@ -714,6 +745,18 @@ def completed_draws(
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
+    def undecided(j: int, ds: Sequence[int]) -> bool:
+        """Whether the nominal's other replications at ``j`` could still move a draw of
+        ``ds`` across the share (``side_open``)."""
+        mine, key = nominal_at(j), search.key(log_rate(j))
+        return any(
+            side_open(
+                cache[j][d], mine, pts[key].values["slo_attainment"], share, search.ev.replications
+            )
+            for d in ds
+            if (pts := draws.points[d]) is not None and key in pts
+        )
+
     def run(probes: Mapping[int, Sequence[int]]) -> None:
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws."""
         search.run([log_rate(j) for j in sorted(probes)])
@@ -722,7 +765,10 @@ def completed_draws(
             key = search.key(log_rate(j))
             draws.ensure([key], ds)
             read(j, ds)
-            if near(cache[j][ds], nominal_at(j), share) and search.ev.complete([key]):
+            while undecided(j, ds):
+                have = nominal_at(j).size
+                if not search.ev.complete([key], upto=have + COMPLETION_STEP):
+                    break
                 read(j, ds)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
@@ -781,10 +827,47 @@ def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:
     the shipped serving scenario two draws read 0.87 where their replications gave 1.0,
     1.0). A nominal that does not vary: the plain shift."""
     r = drawn.size
-    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
-    s_d = float(np.std(drawn, ddof=1)) if r > 1 else 0.0
-    beta = 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+    beta = _beta(nominal, drawn)
     return float(np.mean(drawn) + beta * (np.mean(nominal) - np.mean(nominal[:r])))
+
+
+def _beta(nominal: np.ndarray, drawn: np.ndarray) -> float:
+    """``capped_shift``'s beta = min(1, s_drawn / s_nominal) (1 where the nominal does not
+    vary)."""
+    s_n = float(np.std(nominal, ddof=1)) if nominal.size > 1 else 0.0
+    s_d = float(np.std(drawn, ddof=1)) if drawn.size > 1 else 0.0
+    return 1.0 if s_n == 0.0 else min(1.0, s_d / s_n)
+
+
+#: Nominal replications a ladder rate adds at a time while a draw's side of the share
+#: there is still open (``side_open``): the two workers' width.
+COMPLETION_STEP = 2
+
+
+def side_open(
+    estimate: float, nominal: np.ndarray, drawn: np.ndarray, share: float, replications: int
+) -> bool:
+    """Whether the nominal's replications not yet run at a ladder rate could still move a
+    draw's attainment there (``estimate``, ``capped_shift`` of the ``nominal``'s n
+    replications and the draw's ``drawn``) to the other side of ``share``: the draw's
+    bracket reads only that side (``_narrowed``).
+
+    Only the nominal mean changes as it grows: with all R (``replications``) the
+    estimate moves by beta (m_R - m_n), m_n the mean of the first n, whose variance is
+    s^2 (1/n - 1/R) (m_R - m_n = (R - n) / R (m_new - m_n), m_new the mean of the other
+    R - n: ((R - n) / R)^2 s^2 (1 / (R - n) + 1 / n)), s the nominal's per-replication
+    standard deviation, estimated on its n. The side is open while |estimate - share| <=
+    ``SETTLED_SE`` x beta s sqrt(1/n - 1/R), the sequential rule's margin (t(0.975, 3) =
+    3.18 < 4 at n = 4); at n = R it is closed. A non-finite estimate (a draw the scenario
+    rejects) is closed: nothing reads it; fewer than two nominal replications are open."""
+    n = nominal.size
+    if not math.isfinite(estimate) or n >= replications:
+        return False
+    if n < 2:
+        return True
+    s = float(np.std(nominal, ddof=1))
+    margin = SETTLED_SE * _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications)
+    return abs(estimate - share) <= margin
 
 
 def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:

@@ -383,10 +383,14 @@ class PointEvaluator:
             first,
         )
 
-    def rest_task(self, load: Load, policy: SpeculationPolicy, have: int) -> PointTask:
-        """The task that runs a point's replications after its first ``have`` (merged
-        onto them with sim/studies/serving/sequential.py ``merge``)."""
-        return self._task(load, policy, have, self.replications - have)
+    def rest_task(
+        self, load: Load, policy: SpeculationPolicy, have: int, upto: int | None = None
+    ) -> PointTask:
+        """The task that runs a point's replications after its first ``have`` up to
+        ``upto`` (default: all of them), merged onto them with
+        sim/studies/serving/sequential.py ``merge``."""
+        end = self.replications if upto is None else min(upto, self.replications)
+        return self._task(load, policy, have, end - have)
 
     def ensure(self, keys: Sequence[Key], *, step: bool = False) -> None:
         """Run every (load, policy) not yet run, in parallel through the executor; with a
@@ -433,15 +437,17 @@ class PointEvaluator:
             self._answers[state] = self.rule(points, key[1])
         return self._answers[state]
 
-    def complete(self, keys: Sequence[Key]) -> bool:
+    def complete(self, keys: Sequence[Key], upto: int | None = None) -> bool:
         """Run the rest of the replications of every point of ``keys`` that stopped early,
-        whatever the rule says (a study that finds it needs them: the draws of an
-        interval near its reference); whether any ran. Points not run yet are not run."""
+        up to ``upto`` (default: all of them), whatever the rule says (a study that finds
+        it needs them: the draws of an interval near its reference); whether any ran.
+        Points not run yet are not run."""
+        end = self.replications if upto is None else min(upto, self.replications)
         tasks = []
         for load, p in dict.fromkeys(self.aliases.get(key, key) for key in keys):
             point = self.memo.get((load, p))
-            if point is not None and point.replications < self.replications:
-                tasks.append(self.rest_task(load, p, point.replications))
+            if point is not None and point.replications < end:
+                tasks.append(self.rest_task(load, p, point.replications, end))
         self._run(tasks, step=True)
         self._share()
         self.completed += len(tasks)

@@ -50,7 +50,9 @@ class _CurveDraws:
                 own = self.nominal.memo[(load, policy)].values["slo_attainment"]
                 x = math.log(float(load.value))
                 # the shifted value nominal mean + mean(draw - own[:2]) is curves[d](x)
-                values = own[:2] + (self.curves[d](x) - float(np.mean(own)))
+                # (or the draw's replications themselves, when it gives them)
+                got = self.curves[d](x)
+                values = got if isinstance(got, np.ndarray) else own[:2] + (got - np.mean(own))
                 point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
                 self.points[d].setdefault((load, policy), point)
                 self.ran[d].add(x)
@@ -169,6 +171,105 @@ def test_a_draw_near_the_share_at_a_stopped_ladder_rate_runs_its_other_replicati
     _draws(calm, p, calm_nominal, sequential=True)
     key = (Load("rate", math.exp(x_far)), FixedK(3))
     assert calm_nominal.memo[key].replications == FIRST
+
+
+def test_a_draw_side_is_open_within_the_move_the_other_replications_can_make():
+    """``side_open``: open while |estimate - share| <= 4 beta s sqrt(1/n - 1/R) (the
+    nominal mean's move from n replications to all R, scaled by the capped shift's
+    beta); closed at n = R, for a draw the scenario rejects, and for a draw whose
+    replications do not vary (beta 0) unless it sits on the share."""
+    from sim.studies.serving.capacity import side_open
+
+    nominal = np.array([0.72, 0.64, 0.5, 0.45])
+    drawn = nominal[:2] + 0.2  # varies as the nominal's first two: beta = 0.057 / 0.12
+    s = float(nominal.std(ddof=1))
+    beta = min(1.0, float(drawn.std(ddof=1)) / s)
+    margin = 4 * beta * s * math.sqrt(1 / 4 - 1 / 10)
+    assert side_open(SHARE + 0.99 * margin, nominal, drawn, SHARE, 10)
+    assert side_open(SHARE - 0.99 * margin, nominal, drawn, SHARE, 10)
+    assert not side_open(SHARE + 1.01 * margin, nominal, drawn, SHARE, 10)
+    assert not side_open(SHARE - 1.01 * margin, nominal, drawn, SHARE, 10)
+    assert not side_open(SHARE, nominal, drawn, SHARE, 4)  # every replication ran
+    assert not side_open(math.nan, nominal, drawn, SHARE, 10)
+    flat = np.array([1.0, 1.0])  # beta 0: the nominal's replications cannot move it
+    assert not side_open(SHARE + 1e-9, nominal, flat, SHARE, 10)
+
+
+def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
+    """The nominal at a ladder rate stopped at its first 4 replications grows two at a
+    time while a draw read there could still cross the share with the rest
+    (``side_open``), and stops at the first count where none can: the count is the one
+    the whole run's replications give, for draws placed at several distances from the
+    share."""
+    from sim.studies.serving.capacity import capped_shift, side_open
+
+    R = 10
+    ev, p, _ = _searched(R, sequential=True)
+    origin = p.origin_log_rate
+    alone = PointEvaluator(
+        CodePlans(), replications=R, seed=7, slo=SLO, rule=Share("slo_attainment", SHARE)
+    )
+    start = math.floor(ladder_index(math.log(p.rate_per_s), origin))
+    for far in range(start + 1, start + 20):  # the first ladder rate above that stops at 4
+        x_far = origin + far * LADDER_STEP
+        if alone(Load("rate", math.exp(x_far)), FixedK(3)).replications == FIRST:
+            break
+    whole = run_point(PointTask(CodePlans(), Load("rate", math.exp(x_far)), FixedK(3), R, 7, SLO))
+    full = whole.values["slo_attainment"]
+    counts = set()
+    for below in np.linspace(0.01, 0.3, 12):
+        level_far = SHARE - below
+
+        def step_down(x: float, level_far: float = level_far) -> float | np.ndarray:
+            if abs(x - x_far) < 1e-9:
+                return level_far
+            return np.ones(2) if x < x_far else np.zeros(2)  # beta 0: exactly 1 or 0
+
+        # the draw's replications at x_far, as _CurveDraws makes them on the first 4
+        drawn = full[:2] + (level_far - float(np.mean(full[:FIRST])))
+        if capped_shift(full[:FIRST], drawn) >= SHARE:
+            continue  # passes at x_far: its bracket ends above it
+        want = next(
+            n
+            for n in range(FIRST, R + 1, 2)
+            if not side_open(capped_shift(full[:n], drawn), full[:n], drawn, SHARE, R)
+        )
+        _, _, nominal = _searched(R, sequential=True)
+        draws = _CurveDraws(ev, nominal, [step_down] * 2)
+        _draws(draws, p, nominal, sequential=True)
+        (ran,) = (
+            pt.replications
+            for (load, _), pt in nominal.memo.items()
+            if math.isclose(float(load.value), math.exp(x_far), rel_tol=1e-9)
+        )
+        assert ran == want
+        counts.add(want)
+    assert FIRST in counts and R in counts and len(counts) >= 3  # stops early and grows
+
+
+def test_a_search_started_at_another_rate_finds_the_same_crossing_on_the_lattice():
+    """``CapacitySearch.find(start_per_s)`` (a k's search started at plain decoding's
+    capacity): it brackets from the ladder rate nearest the start in steps of log 2 / 8,
+    every rate it tries on the lattice, and ends at the same crossing of the share to
+    rtol as the search from the hint, from below and from above."""
+    from sim.studies.serving.capacity import LATTICE
+
+    _, p, _ = _searched(4, sequential=True)
+    assert p.crossing
+    for factor in (0.7, 1.0, 1.4):
+        ev = PointEvaluator(
+            CodePlans(), replications=4, seed=7, slo=SLO, rule=Share("slo_attainment", SHARE)
+        )
+        search = CapacitySearch(ev, 3, SHARE, 30.0, 0.02)
+        search.find(factor * p.rate_per_s)
+        j = round(ladder_index(math.log(factor * p.rate_per_s), search.origin))
+        first = next(iter(search.rates.values()))  # the first rate it tried
+        assert first == pytest.approx(search.origin + j * LADDER_STEP, abs=1e-12)
+        assert search.value is not None
+        assert abs(math.log(search.value / p.rate_per_s)) <= math.log1p(0.02) + 1e-12
+        for x in search.rates.values():
+            k = (x - search.origin) / LATTICE
+            assert k == pytest.approx(round(k), abs=1e-6)
 
 
 def test_the_ladder_is_the_searches_own_lattice():

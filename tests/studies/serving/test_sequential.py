@@ -116,6 +116,23 @@ def test_a_point_continued_is_the_point_run_at_once():
         np.testing.assert_array_equal(a.mean_batch, b.mean_batch)
 
 
+def test_a_point_completed_in_steps_is_the_point_run_at_once():
+    """``complete(keys, upto)`` grows a stopped point to ``upto`` replications (at most
+    all), continuing the seed: after each step the point is the first ``upto`` of the
+    point run whole, and a point already there runs nothing."""
+    always = Pairs("per_user_tok_s", ((FixedK(3), FixedK(3)),))  # compares nothing: stops
+    load = Load("concurrency", 4)
+    key = (load, FixedK(3))
+    seq, whole = evaluator(8, rule=always, first=4), evaluator(8)
+    seq.ensure([key])
+    whole.ensure([key])
+    assert seq.memo[key].replications == 4
+    full = whole.memo[key].values["per_user_tok_s"]
+    for upto, want, runs in ((6, 6, True), (6, 6, False), (99, 8, True)):
+        assert seq.complete([key], upto=upto) is runs
+        np.testing.assert_array_equal(seq.memo[key].values["per_user_tok_s"], full[:want])
+
+
 def test_a_step_cut_into_blocks_on_two_workers_is_the_point_run_whole():
     """A bisection step's pair runs as blocks of replications on the pool together (kept
     samples too); merged in order they are each point run in one process."""

@@ -316,8 +316,8 @@ def target_vocab(scenario: Scenario) -> float | None:
 def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
     """What a row of target logits costs on ``hardware`` (sim/model/logit_rows.py): the
     vocabulary (``target_vocab``) at ``serving.bytes_per_logit`` (None:
-    ``DEFAULT_BYTES_PER_LOGIT``) and the tensor-parallel gather; not priced (0) without
-    the vocabulary or a GPU preset."""
+    ``DEFAULT_BYTES_PER_LOGIT``; ``LogitRows.given`` says which) and the tensor-parallel
+    gather; not priced (0) without the vocabulary or a GPU preset."""
     vocab, gpu = target_vocab(scenario), hardware.gpu
     if vocab is None or gpu is None:
         return LogitRows()
@@ -333,24 +333,24 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
         ),
         vocab,
         per_logit,
+        given is not None,
     )
 
 
-def logit_rows_note(scenario: Scenario, rows: LogitRows) -> str:
+def logit_rows_note(rows: LogitRows) -> str:
     """One line for a serving report: what a row of target logits costs (``rows``, as
-    ``logit_rows`` priced it: its vocabulary and bytes a logit) and whether its bytes a
-    logit are the scenario's or assumed (sim/model/logit_rows.py)."""
+    ``logit_rows`` priced it: its vocabulary, bytes a logit and whether those are the
+    scenario's or assumed, sim/model/logit_rows.py)."""
     row_us = rows.row_ms * 1e3
     if not row_us:
         return (
             "logit rows: not priced (no model.lm_head_params and model.hidden_size to give "
             "the vocabulary)"
         )
-    given = scenario.serving is not None and scenario.serving.bytes_per_logit is not None
     low, high = BYTES_PER_LOGIT_RANGE
     said = (
         f"{rows.bytes_per_logit:g} bytes a logit, given in the scenario"
-        if given
+        if rows.given
         else f"{rows.bytes_per_logit:g} bytes a logit, greedy decoding, assumed; {low:g}-"
         f"{high:g} from an arg-max over the bf16 row to sampling with top-k and top-p"
     )
@@ -434,7 +434,7 @@ def serving_model(
             "compute-bound prefill is then priced at the decode pass's slope)"
         )
     )
-    logit_note = logit_rows_note(scenario, cost.logits)
+    logit_note = logit_rows_note(cost.logits)
     notes.extend((capacity.note, host_work_note(scenario), logit_note))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)

@@ -88,11 +88,14 @@ def logit_row_ms(
 @dataclass(frozen=True, slots=True)
 class LogitRows:
     """``row_ms``: what one row of target logits costs (``logit_row_ms``; 0: not priced),
-    a row of ``vocab`` logits at ``bytes_per_logit`` bytes each (0: not priced)."""
+    a row of ``vocab`` logits at ``bytes_per_logit`` bytes each (0: not priced);
+    ``given``: those bytes are the scenario's own (``serving.bytes_per_logit``), not
+    ``DEFAULT_BYTES_PER_LOGIT``."""
 
     row_ms: float = 0.0
     vocab: float = 0.0
     bytes_per_logit: float = 0.0
+    given: bool = False
 
     def __post_init__(self) -> None:
         if self.row_ms < 0:

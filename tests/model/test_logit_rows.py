@@ -102,22 +102,23 @@ def test_a_scenario_prices_its_vocabulary_on_its_hardware():
 
 
 def test_the_note_describes_the_row_as_priced():
-    """The serving note reads the vocabulary and bytes a logit from the priced row
-    (``LogitRows``), the scenario only for whether those bytes were given."""
+    """The serving note reads the vocabulary, the bytes a logit and whether those were
+    given from the priced row (``LogitRows``), not from the scenario."""
     scenario = load_scenario(LLAMA)
     bound = bind(scenario)
     rows = logit_rows(scenario, bound.hardware.current)
     vocab = scenario.model.lm_head_params / scenario.model.hidden_size
     assert (rows.vocab, rows.bytes_per_logit) == (vocab, DEFAULT_BYTES_PER_LOGIT)
-    note = logit_rows_note(scenario, rows)
+    assert not rows.given
+    note = logit_rows_note(rows)
     assert (
         f"a row of {vocab:,.0f} target logits (12 bytes a logit, greedy decoding, assumed;" in note
     )
     given = load_scenario(LLAMA, ["serving.bytes_per_logit=40"])
-    assert "(40 bytes a logit, given in the scenario;" in logit_rows_note(
-        given, logit_rows(given, bound.hardware.current)
-    )
-    assert logit_rows_note(scenario, LogitRows()).startswith("logit rows: not priced")
+    priced = logit_rows(given, bound.hardware.current)
+    assert priced.given
+    assert "(40 bytes a logit, given in the scenario;" in logit_rows_note(priced)
+    assert logit_rows_note(LogitRows()).startswith("logit rows: not priced")
 
 
 def test_more_bytes_a_logit_slow_the_speculative_iteration_more_than_the_plain_one():

@@ -711,7 +711,16 @@ def completed_draws(
     replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
     sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
     ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
-    mean after each, until no draw's side is open (at all R at the latest)."""
+    mean after each, until no draw's side is open (at all R at the latest).
+
+    **Current values.** A draw's attainment at a ladder rate is always
+    ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
+    grows, every draw that ran there is read again, those of earlier rounds as well as
+    the round's (a draw read on the first n keeps a value whose nominal mean the other
+    replications have since moved by m_n' - m_n, times beta), and the completion runs
+    while any of them is undecided. Each round every draw's bracket is taken afresh from
+    its values at every rate it ran (``_bracket``): the bracket the round-by-round search
+    gives while no value changes side, moved where one does."""
     out = np.full(len(draws.draws), np.nan)
     if not p.crossing or not p.points:
         return out, p, 0
@@ -733,56 +742,70 @@ def completed_draws(
         assert got is not None  # a ladder rate at most the bound
         return got.values["slo_attainment"]
 
-    cache: dict[int, np.ndarray] = {}
+    cache: dict[int, np.ndarray] = {}  # ladder place -> every draw's attainment there
+    readers: dict[int, list[int]] = {}  # ladder place -> the draws that ran there
 
-    def read(j: int, ds: Sequence[int]) -> None:
+    def read(j: int) -> None:
+        """Every draw that ran at ``j`` read on the nominal's replications there now."""
         got = cache.setdefault(j, np.full(len(draws.draws), np.nan))
         mine = nominal_at(j)
         key = search.key(log_rate(j))
-        for d in ds:
+        for d in readers[j]:
             pts = draws.points[d]
             if pts is not None and key in pts:
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
-    def undecided(j: int, ds: Sequence[int]) -> bool:
-        """Whether the nominal's other replications at ``j`` could still move a draw of
-        ``ds`` across the share (``side_open``)."""
+    def undecided(j: int) -> bool:
+        """Whether the nominal's other replications at ``j`` could still move a draw that
+        ran there across the share (``side_open``)."""
         mine, key = nominal_at(j), search.key(log_rate(j))
         return any(
             side_open(
                 cache[j][d], mine, pts[key].values["slo_attainment"], share, search.ev.replications
             )
-            for d in ds
+            for d in readers[j]
             if (pts := draws.points[d]) is not None and key in pts
         )
 
     def run(probes: Mapping[int, Sequence[int]]) -> None:
-        """The nominal at every rate of ``probes`` (one batch), then each rate's draws."""
+        """The nominal at every rate of ``probes`` (one batch), then each rate's draws,
+        completed while a draw that ran there, in this round or an earlier one, is
+        undecided."""
         search.run([log_rate(j) for j in sorted(probes)])
         for j in sorted(probes):
             ds = list(probes[j])
             key = search.key(log_rate(j))
             draws.ensure([key], ds)
-            read(j, ds)
-            while undecided(j, ds):
+            readers[j] = sorted({*readers.get(j, ()), *ds})
+            read(j)
+            while undecided(j):
                 have = nominal_at(j).size
                 if not search.ev.complete([key], upto=have + COMPLETION_STEP):
                     break
-                read(j, ds)
+                read(j)
+
+    def bracket(d: int) -> tuple[int, int] | None:
+        """Draw ``d``'s bracket (``_bracket``) from its attainment now at every ladder
+        rate it ran (None: a draw the scenario rejects)."""
+        seen = {j: float(cache[j][d]) for j, ds in readers.items() if d in ds}
+        if not all(np.isfinite(a) for a in seen.values()):
+            return None
+        return _bracket(seen, share, j_lo, j_hi)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
     j0 = max(j_lo, min(j_hi, math.floor(ladder_index(cap, origin) + 1e-9)))
     everyone = list(range(len(draws.draws)))
     run({j0: everyone})
     # each draw's bracket (P, F): passes at ladder rate P, fails at F (j_lo - 1 and
-    # j_hi + 1: the virtual ends beyond the rates run), searched until F = P + 1
+    # j_hi + 1: the virtual ends beyond the rates run), searched until F = P + 1; every
+    # round, each from the draw's attainment at the rates it ran, as they read now
     brackets: dict[int, tuple[int, int]] = {}
-    for d in everyone:
-        a = cache[j0][d]
-        if np.isfinite(a):  # else a draw the scenario rejects
-            brackets[d] = (j0, j_hi + 1) if a >= share else (j_lo - 1, j0)
+    live = everyone
     while True:
+        got = {d: bracket(d) for d in live}
+        brackets = {d: b for d, b in got.items() if b is not None}  # else rejected
+        live = list(brackets)
         curve = _nominal_curve(search)
         probes: dict[int, list[int]] = {}
         for d, (lo, hi) in brackets.items():
@@ -793,15 +816,6 @@ def completed_draws(
         if not probes:
             break
         run(probes)
-        ran: dict[int, list[int]] = {}
-        for j, ds in probes.items():
-            for d in ds:
-                ran.setdefault(d, []).append(j)
-        for d, js in ran.items():
-            if not all(np.isfinite(cache[j][d]) for j in js):
-                del brackets[d]  # a draw the scenario rejects
-                continue
-            brackets[d] = _narrowed(*brackets[d], [(j, cache[j][d] >= share) for j in js])
     for d, (lo, hi) in brackets.items():
         if lo < j_lo:
             out[d] = -math.inf
@@ -881,6 +895,23 @@ def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:
             at[x] = float(np.mean(search.ev.memo[search.key(x)].values["slo_attainment"]))
     xs = sorted(at)
     return np.array(xs), np.array([at[x] for x in xs])
+
+
+def _bracket(seen: Mapping[int, float], share: float, j_lo: int, j_hi: int) -> tuple[int, int]:
+    """A draw's bracket on the ladder from its attainment at the places it ran (``seen``,
+    place -> attainment): F the lowest place where it fails (< ``share``), P the highest
+    below F where it passes (j_hi + 1 and j_lo - 1, the virtual ends, where none).
+
+    This is the bracket the round-by-round search narrows to (``_narrowed`` from (j_lo -
+    1, j_hi + 1), each round's places inside the bracket of the round before): by
+    induction F stays the lowest failing place read and P the highest passing one below
+    it, since a round's places lie strictly between them. Read from scratch it also
+    holds when a value moves, as the nominal's replications at a place grow after the
+    draw read it: a value that changes side there (possible only past ``side_open``'s
+    margin of the count it was read at, so rare) moves the bracket accordingly, and the
+    draw searches on inside it (no place it ran lies strictly inside, so a probe is a new
+    one)."""
+    return _narrowed(j_lo - 1, j_hi + 1, [(j, a >= share) for j, a in seen.items()])
 
 
 def _narrowed(lo: int, hi: int, seen: Sequence[tuple[int, bool]]) -> tuple[int, int]:

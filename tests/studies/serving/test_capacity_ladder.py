@@ -34,7 +34,8 @@ class _CurveDraws:
     """Draws of 2 replications whose attainment at log rate x, shifted against the
     nominal's (``nominal``, the evaluator ``completed_draws`` runs it on), is
     ``curves[d](x)`` exactly (plus ``moved(x, nominal mean)`` when given): nothing is
-    simulated for them. Records the rates each ran."""
+    simulated for them. Records the rates each ran, and (``order``) every (draw, log
+    rate) in the order run."""
 
     replications = 2
 
@@ -43,6 +44,7 @@ class _CurveDraws:
         self.draws = ((),) * len(curves)
         self.points = [{} for _ in self.draws]
         self.ran = [set() for _ in self.draws]
+        self.order = []
 
     def ensure(self, keys, which=None):
         for d in range(len(self.draws)) if which is None else which:
@@ -50,12 +52,16 @@ class _CurveDraws:
                 own = self.nominal.memo[(load, policy)].values["slo_attainment"]
                 x = math.log(float(load.value))
                 # the shifted value nominal mean + mean(draw - own[:2]) is curves[d](x)
-                # (or the draw's replications themselves, when it gives them)
+                # (or the draw's replications themselves, when it gives them, or a
+                # function of the nominal's replications there giving them)
                 got = self.curves[d](x)
+                if callable(got):
+                    got = got(own)
                 values = got if isinstance(got, np.ndarray) else own[:2] + (got - np.mean(own))
                 point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
                 self.points[d].setdefault((load, policy), point)
                 self.ran[d].add(x)
+                self.order.append((d, x))
 
 
 @functools.cache
@@ -78,6 +84,20 @@ def _draws(draws, p, nominal, sequential: bool = False):
     """``completed_draws`` with the search taken up again on ``nominal``."""
     search = CapacitySearch.of(p, nominal, SHARE)
     return completed_draws(draws, p, SHARE, sequential, search=search)
+
+
+def _stopped(p: PolicyCapacity, replications: int, above: int = 1):
+    """(j, its log rate, the evaluator that ran it): the first ladder place at least
+    ``above`` over the one at or below ``p``'s capacity where the nominal, with
+    capacity's rule, stops at its first replications."""
+    rule = Share("slo_attainment", SHARE)
+    alone = PointEvaluator(CodePlans(), replications=replications, seed=7, slo=SLO, rule=rule)
+    start = math.floor(ladder_index(math.log(p.rate_per_s), p.origin_log_rate))
+    for j in range(start + above, start + 40):
+        x = p.origin_log_rate + j * LADDER_STEP
+        if alone(Load("rate", math.exp(x)), FixedK(3)).replications == FIRST:
+            return j, x, alone
+    raise AssertionError("no ladder rate above the capacity stops at its first replications")
 
 
 def test_a_straight_curve_is_interpolated_exactly_between_two_neighbouring_ladder_rates():
@@ -145,12 +165,7 @@ def test_a_draw_near_the_share_at_a_stopped_ladder_rate_runs_its_other_replicati
     from the share there complete nothing."""
     ev, p, nominal = _searched(6, sequential=True)
     origin = p.origin_log_rate
-    alone = PointEvaluator(CodePlans(), replications=6, seed=7, slo=SLO, rule=nominal.rule)
-    start = math.floor(ladder_index(math.log(p.rate_per_s), origin))
-    for far in range(start + 1, start + 20):  # the first ladder rate above that stops at 4
-        x_far = origin + far * LADDER_STEP
-        if alone(Load("rate", math.exp(x_far)), FixedK(3)).replications == FIRST:
-            break
+    far, x_far, alone = _stopped(p, 6)
     own = alone(Load("rate", math.exp(x_far)), FixedK(3)).values["slo_attainment"]
     assert abs(0.8 - SHARE) <= 4 * own.std(ddof=1) / math.sqrt(own.size)  # near, at 0.8
 
@@ -205,15 +220,7 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
 
     R = 10
     ev, p, _ = _searched(R, sequential=True)
-    origin = p.origin_log_rate
-    alone = PointEvaluator(
-        CodePlans(), replications=R, seed=7, slo=SLO, rule=Share("slo_attainment", SHARE)
-    )
-    start = math.floor(ladder_index(math.log(p.rate_per_s), origin))
-    for far in range(start + 1, start + 20):  # the first ladder rate above that stops at 4
-        x_far = origin + far * LADDER_STEP
-        if alone(Load("rate", math.exp(x_far)), FixedK(3)).replications == FIRST:
-            break
+    _, x_far, _ = _stopped(p, R)
     whole = run_point(PointTask(CodePlans(), Load("rate", math.exp(x_far)), FixedK(3), R, 7, SLO))
     full = whole.values["slo_attainment"]
     counts = set()
@@ -245,6 +252,87 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
         assert ran == want
         counts.add(want)
     assert FIRST in counts and R in counts and len(counts) >= 3  # stops early and grows
+
+
+def test_a_draw_read_before_a_rate_grows_is_read_again_on_the_grown_nominal():
+    """A draw that ran a ladder rate when the nominal there had stopped at its first 4
+    replications keeps no value from those 4 once a later round's draw, near the share
+    there, grows the rate: its attainment there is ``capped_shift`` on the nominal's
+    replications at the end, and so is its capacity interpolated from it.
+
+    Draw A passes (1.0) below the rate ``far`` and fails there (beta 1: it moves with
+    the nominal mean); its bracket steps out by ``OUTWARD`` and halves (both ends 1.0 or
+    0.0: no prediction) onto ``far`` within a few rounds. Draw B creeps up one ladder
+    rate a round (just above the share: the prediction is its lower end) and reaches
+    ``far`` rounds later, exactly on the share on 4 replications: its side is open and
+    the nominal there grows."""
+    from sim.studies.serving.capacity import capped_shift
+
+    R = 10
+    ev, p, nominal = _searched(R, sequential=True)
+    origin = p.origin_log_rate
+    start = math.floor(ladder_index(math.log(p.rate_per_s), origin))
+    far = _stopped(p, R, above=4)[0] - start  # well above the capacity
+    spread = np.array([0.5, -0.5])  # s_drawn 0.71, above the nominal's: beta 1
+
+    def place(x: float) -> int:
+        return round(ladder_index(x, origin)) - start
+
+    def a_curve(x: float):
+        i = place(x)
+        if i == far:
+            return lambda own: 0.5 + spread
+        return np.ones(2) if i < far else np.zeros(2)
+
+    def b_curve(x: float):
+        i = place(x)
+        if i == far:  # capped_shift on the first 4: the share exactly
+            return lambda own: SHARE - (np.mean(own) - np.mean(own[:2])) + spread
+        return np.full(2, SHARE + 0.005) if i < far else np.zeros(2)
+
+    draws = _CurveDraws(ev, nominal, [a_curve, b_curve])
+    caps, done, _ = _draws(draws, p, nominal, sequential=True)
+    ran = [(d, place(x)) for d, x in draws.order]
+    assert ran.index((0, far)) < ran.index((1, far - 1))  # A ran far rounds before B
+    places = {place(x): x for x in done.log_rates}
+    key = (Load("rate", math.exp(places[far])), FixedK(3))
+    full = nominal.memo[key].values["slo_attainment"]
+    assert full.size > FIRST  # B grew the rate
+    drawn = draws.points[0][key].values["slo_attainment"]
+    below, above = places[far - 1], places[far]
+
+    def interpolated(a_far: float) -> float:
+        t = (1.0 - SHARE) / (1.0 - a_far)
+        return math.exp(below + t * (above - below))
+
+    now, then = capped_shift(full, drawn), capped_shift(full[:FIRST], drawn)
+    assert caps[0] == pytest.approx(interpolated(now), rel=1e-12)
+    assert abs(math.log(interpolated(then) / interpolated(now))) > 1e-4  # the test can fail
+
+
+def test_a_draw_bracket_is_the_lowest_failing_rate_and_the_highest_passing_below():
+    """``_bracket``: read afresh from a draw's values, the bracket the round-by-round
+    narrowing gives (each round's rates inside the bracket before, ``_narrowed``), on
+    random draws with non-monotone values; where a value changes side after the nominal
+    grows, the bracket moves with it."""
+    from sim.studies.serving.capacity import _bracket, _narrowed
+
+    rng = np.random.default_rng(3)
+    j_lo, j_hi = -20, 20
+    for _ in range(300):
+        values = {j: float(rng.uniform()) for j in range(j_lo, j_hi + 1)}
+        seen: dict[int, float] = {}
+        lo, hi = j_lo - 1, j_hi + 1
+        while hi - lo > 1:
+            inside = range(lo + 1, hi)
+            got = rng.choice(inside, size=min(len(inside), int(rng.integers(1, 3))), replace=False)
+            seen.update({int(j): values[int(j)] for j in got})
+            lo, hi = _narrowed(lo, hi, [(int(j), values[int(j)] >= SHARE) for j in got])
+            assert _bracket(seen, SHARE, j_lo, j_hi) == (lo, hi)
+    seen = {0: 0.95, 4: 0.5, 2: 0.89, 3: 0.95}  # fails at 2: (0, 2)
+    assert _bracket(seen, SHARE, j_lo, j_hi) == (0, 2)
+    assert _bracket({**seen, 2: 0.91}, SHARE, j_lo, j_hi) == (3, 4)  # 2 now passes
+    assert _bracket({**seen, 0: 0.89}, SHARE, j_lo, j_hi) == (j_lo - 1, 0)  # 0 now fails
 
 
 def test_a_search_started_at_another_rate_finds_the_same_crossing_on_the_lattice():

@@ -28,6 +28,7 @@ jitter.
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 from dataclasses import dataclass
@@ -71,10 +72,7 @@ class KernelSchedule:
         of them, shared)."""
         if allreduce_ms < 0:
             raise ValueError("CPU, fixed and sync times must be >= 0")
-        # a shallow copy (what ``copy.copy`` makes, without its protocol), checked
-        # already but for the new fixed times
-        schedule = object.__new__(type(self))
-        schedule.__dict__.update(self.__dict__)
+        schedule = copy.copy(self)  # checked already, but for the new fixed times
         fixed = np.where(self.is_allreduce, allreduce_ms, self.fixed_ms)
         object.__setattr__(schedule, "fixed_ms", fixed)
         return schedule

@@ -58,8 +58,9 @@ class Bound:
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
     ``resolved``: its ``[acceptance]`` resolved once (sim/binding/bind.py
-    ``resolve_acceptance``: the shape with its tilt, the top-1 model, the factors), which
-    gives the top-1 model at another k on the same shape and the rank shares of a tree;
+    ``resolve_acceptance``: the shape with its tilt and the top-1 model), which gives the
+    top-1 model at another k on the same shape, the shape factors and the rank shares of a
+    tree;
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``inputs``: its uncertain
     inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
@@ -90,7 +91,7 @@ class Bound:
     @property
     def factors(self) -> FactorsFn:
         """The shape factors g_1..g_k the closed forms scale at each k
-        (sim/binding/bind.py ``profile_factors``)."""
+        (sim/binding/bind.py ``ResolvedAcceptance.factors``)."""
         return self.resolved.factors
 
     @property

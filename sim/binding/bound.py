@@ -152,6 +152,7 @@ def bind(scenario: Scenario) -> Bound:
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
+    derived_compute = hardware.uses_derived_compute()  # the bandwidth efficiency enters
     passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
     resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)
@@ -162,7 +163,7 @@ def bind(scenario: Scenario) -> Bound:
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    inputs = uncertain_inputs(scenario, resolved.shape, hardware)
+    inputs = uncertain_inputs(scenario, resolved.shape, derived_compute)
     return Bound(scenario, acceptance, rates, cycle, cost, resolved, hardware, inputs, drafting)
 
 

@@ -152,7 +152,8 @@ def bind(scenario: Scenario) -> Bound:
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
-    derived_compute = hardware.uses_derived_compute()  # the bandwidth efficiency enters
+    # whether compute is derived from the weights: then the bandwidth efficiency is uncertain
+    derived_compute = hardware.uses_derived_compute()
     passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
     resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)

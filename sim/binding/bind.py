@@ -8,11 +8,12 @@ written down once:
   class per ``[[acceptance.mix]]`` entry. The shape of the rates by position is resolved
   once (``acceptance_shape``): given, chosen by held-out error on a listed profile, or the
   draft method's decay prior (sim/binding/priors.py); ``resolve_acceptance`` takes the
-  shape, then the model, then the closed forms' factors, in that order. An ``alpha`` or
-  ``accept_length`` fixes the accept length at ``measured_num_steps`` and the shape the
-  rest; ``first_rate`` is a_1; ``per_position`` lists continue past their length by the shape
-  (``repeat``: the last rate repeats); ``concentration``/``std`` become each class's Beta
-  ``Spread`` (a class without its own takes the top-level one);
+  shape, then the model, in that order (the closed forms' factors are the result's,
+  ``ResolvedAcceptance.factors``). An ``alpha`` or ``accept_length`` fixes the accept
+  length at ``measured_num_steps`` and the shape the rest; ``first_rate`` is a_1;
+  ``per_position`` lists continue past their length by the shape (``repeat``: the last
+  rate repeats); ``concentration``/``std`` become each class's Beta ``Spread`` (a class
+  without its own takes the top-level one);
 * ``[timing]``, ``[model]``, ``[hardware]`` -> ``PassTimes`` (measured, re-composed or
   derived by the hardware model, sim/hardware/pass_model.py) -> ``CycleCost``;
 * ``timing.jitter_cv`` or the layer-level pass (``fidelity="layer"``) -> the cycle-time
@@ -22,7 +23,7 @@ written down once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import pass_schedule
 from sim.model.acceptance import AcceptanceModel, RateClass, Spread
-from sim.model.closed_forms import FactorsFn, leviathan_accept_length
+from sim.model.closed_forms import leviathan_accept_length
 from sim.model.cycle import CycleCost, PassTimes, throughput_tok_s
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
@@ -242,23 +243,23 @@ def anchored_factors(
 
 def _rate_class(
     cls: AcceptanceClass | AcceptanceSpec,
+    spec: AcceptanceSpec,
     num_steps: int,
     shape: AcceptanceShape,
-    measured_num_steps: int | None,
     *,
     name: str,
     weight: float,
-    default: AcceptanceSpec | None = None,
 ) -> RateClass:
-    top = default or cls
-    tilt = shape.tilt if isinstance(top, AcceptanceSpec) else 0.0  # the spec's shape
-    depth = measured_depth(cls, measured_num_steps)
-    means = anchored_rates(cls, shape, num_steps, measured_num_steps)
-    if tilt:
-        means = tilted(means, tilt, depth)
-    spread: AcceptanceClass | AcceptanceSpec = cls
-    if default is not None and cls.concentration is None and cls.std is None:
-        spread = default
+    """One class of ``spec`` (``spec`` itself without a mix): its anchor's rates under the
+    spec's ``shape`` with its tilt past the class's measured depth, and its spread (the
+    spec's when the class gives none)."""
+    k0 = spec.measured_num_steps
+    depth = measured_depth(cls, k0)
+    means = anchored_rates(cls, shape, num_steps, k0)
+    if shape.tilt:
+        means = tilted(means, shape.tilt, depth)
+    own = cls.concentration is not None or cls.std is not None
+    spread: AcceptanceClass | AcceptanceSpec = cls if own else spec
     return RateClass(name, weight, means, Spread(spread.concentration, spread.std))
 
 
@@ -298,16 +299,14 @@ def _acceptance_model(
     if spec is None or num_steps == 0:
         return AcceptanceModel(num_steps, (RateClass("all", 1.0, np.zeros(num_steps)),))
     shape = shape or acceptance_shape(spec)
-    k0 = spec.measured_num_steps
-    if spec.mix is None:
-        return AcceptanceModel(
-            num_steps, (_rate_class(spec, num_steps, shape, k0, name="all", weight=1.0),)
-        )
+    members: list[tuple[AcceptanceClass | AcceptanceSpec, str, float]] = (
+        [(spec, "all", 1.0)] if spec.mix is None else [(c, c.name, c.weight) for c in spec.mix]
+    )
     return AcceptanceModel(
         num_steps,
         tuple(
-            _rate_class(c, num_steps, shape, k0, name=c.name, weight=c.weight, default=spec)
-            for c in spec.mix
+            _rate_class(c, spec, num_steps, shape, name=name, weight=weight)
+            for c, name, weight in members
         ),
     )
 
@@ -354,14 +353,17 @@ class ResolvedAcceptance:
     ``spec``: the ``[acceptance]`` it resolves (None: plain decoding); ``shape``: the shape
     of its rates by position with its tilt (None without acceptance); ``top1``: the chain's
     acceptance model at the scenario's num_steps, read-only (a chain's acceptance, and a
-    tree's top-1 rates); ``factors``: the shape factors g_1..g_k the closed forms scale at
-    each k (``profile_factors``).
+    tree's top-1 rates). It gives the top-1 model at another k on the same shape (``at``),
+    the shape factors the closed forms scale at each k (``factors``) and a tree's rank
+    shares (``rank_shares``).
     """
 
     spec: AcceptanceSpec | None
     shape: AcceptanceShape | None
     top1: AcceptanceModel
-    factors: FactorsFn
+    #: A mix's or a spread's factors by k, integrated once each (every target's answer
+    #: asks for the same k).
+    _integrated: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def at(self, num_steps: int) -> AcceptanceModel:
         """The top-1 model at ``num_steps`` positions on the resolved shape, read-only:
@@ -370,6 +372,32 @@ class ResolvedAcceptance:
         if num_steps == self.top1.num_steps:
             return self.top1
         return _read_only(_acceptance_model(self.spec, num_steps, self.shape))
+
+    def factors(self, num_steps: int) -> np.ndarray:
+        """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at k = ``num_steps``,
+        shape (k,); ones without acceptance.
+
+        An anchored profile (alpha, accept length, first rate) gives its shape's factors
+        with its tilt (``anchored_factors``); a listed profile, a mix or per-request spread
+        the closed-form rates of the model at k (``at``) divided by their first (so scaling
+        them keeps the profile, as search does).
+        """
+        spec, shape = self.spec, self.shape
+        if spec is None or shape is None:
+            return np.ones(num_steps)
+        listed = (
+            spec.mix is not None
+            or spec.per_position is not None
+            or spec.rank_rates_by_depth is not None
+            or spec.heterogeneous
+        )
+        if not listed:
+            return anchored_factors(spec, num_steps, shape)
+        if num_steps not in self._integrated:
+            rates = self.at(num_steps).closed_form_rates()
+            ones = np.ones(num_steps)
+            self._integrated[num_steps] = rates / rates[0] if rates.size and rates[0] > 0 else ones
+        return self._integrated[num_steps].copy()
 
     def rank_shares(self, topk: int) -> Shares:
         """Residual shares h_2..h_topk of its rank shape (``rank_shares``): what a tree of
@@ -380,11 +408,11 @@ class ResolvedAcceptance:
 def resolve_acceptance(spec: AcceptanceSpec | None, num_steps: int) -> ResolvedAcceptance:
     """``spec`` at k = ``num_steps`` in one pass: the shape (given, chosen on a listed
     profile, or the method's decay prior, with its tilt), then each class's rates anchored
-    to that shape, then the factors the closed forms scale; each step reads only the ones
-    before it."""
+    to that shape; each step reads only the ones before it. The factors the closed forms
+    scale are the result's (``ResolvedAcceptance.factors``), read from its shape and its
+    model when asked."""
     shape = acceptance_shape(spec) if spec is not None else None
-    top1 = _read_only(_acceptance_model(spec, num_steps, shape))
-    return ResolvedAcceptance(spec, shape, top1, profile_factors(spec, shape))
+    return ResolvedAcceptance(spec, shape, _read_only(_acceptance_model(spec, num_steps, shape)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,38 +494,6 @@ def conditional_rates(
     if spec is None:
         return np.zeros(num_steps)
     return acceptance_model(spec, num_steps).closed_form_rates(drawn)
-
-
-def profile_factors(spec: AcceptanceSpec | None, shape: AcceptanceShape | None) -> FactorsFn:
-    """The shape factors g_1..g_k (g_1 = 1) the closed forms scale at each k, of ``spec``
-    with its resolved ``shape`` (``acceptance_shape(spec)``; None without acceptance).
-
-    An anchored profile (alpha, accept length, first rate) gives its shape's factors; a
-    listed profile, a mix or per-request spread the closed-form rates divided by their
-    first (so scaling them keeps the profile, as search does). A mix's or a spread's
-    factors at each k are integrated once for the returned function (every target's
-    answer asks for the same k).
-    """
-    if spec is None or shape is None:
-        return np.ones
-    listed = (
-        spec.mix is not None
-        or spec.per_position is not None
-        or spec.rank_rates_by_depth is not None
-        or spec.heterogeneous
-    )
-    integrated: dict[int, np.ndarray] = {}
-
-    def integrated_factors(k: int) -> np.ndarray:
-        if k not in integrated:
-            rates = _acceptance_model(spec, k, shape).closed_form_rates()
-            integrated[k] = rates / rates[0] if rates.size and rates[0] > 0 else np.ones(k)
-        return integrated[k].copy()
-
-    def factors(k: int) -> np.ndarray:
-        return anchored_factors(spec, k, shape)
-
-    return integrated_factors if listed else factors
 
 
 def scenario_rates(scenario: Scenario, num_steps: int | None = None) -> np.ndarray:

@@ -58,8 +58,9 @@ class Bound:
     accept length (``CycleCost.at_accept_length`` moves it; a tree's own cycle);
     ``cost``: the expected cycle, the extend at E[L] = 1 + sum of cumulative rates;
     ``resolved``: its ``[acceptance]`` resolved once (sim/binding/bind.py
-    ``resolve_acceptance``: the shape with its tilt, the top-1 model, the factors), which
-    gives the top-1 model at another k on the same shape and the rank shares of a tree;
+    ``resolve_acceptance``: the shape with its tilt and the top-1 model), which gives the
+    top-1 model at another k on the same shape, the shape factors and the rank shares of a
+    tree;
     ``hardware``: the scenario's passes taken apart on its hardware
     (sim/hardware/pass_model.py); ``inputs``: its uncertain
     inputs (sim/binding/inputs.py), which the 90% intervals draw; ``drafting``: how it
@@ -90,7 +91,7 @@ class Bound:
     @property
     def factors(self) -> FactorsFn:
         """The shape factors g_1..g_k the closed forms scale at each k
-        (sim/binding/bind.py ``profile_factors``)."""
+        (sim/binding/bind.py ``ResolvedAcceptance.factors``)."""
         return self.resolved.factors
 
     @property
@@ -151,6 +152,8 @@ def bind(scenario: Scenario) -> Bound:
     except SpecsimError as exc:
         where = scenario.origins.where(HARDWARE_SECTIONS)
         raise SpecsimError(exc.message, source=where, field=exc.field) from None
+    # whether compute is derived from the weights: then the bandwidth efficiency is uncertain
+    derived_compute = hardware.uses_derived_compute()
     passes = hardware.passes
     drafting = draft_binding(scenario)  # a chain or a tree, decided once
     resolved = resolve_acceptance(scenario.acceptance, scenario.num_steps)
@@ -161,7 +164,7 @@ def bind(scenario: Scenario) -> Bound:
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    inputs = uncertain_inputs(scenario, resolved.shape, hardware)
+    inputs = uncertain_inputs(scenario, resolved.shape, derived_compute)
     return Bound(scenario, acceptance, rates, cycle, cost, resolved, hardware, inputs, drafting)
 
 

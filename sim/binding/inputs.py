@@ -29,7 +29,6 @@ import numpy as np
 
 from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
 from sim.binding.priors import DecayPrior
-from sim.hardware.pass_model import PassModel
 from sim.model.sobol import scrambled_sobol_points
 from sim.scenario.schema import Scenario
 
@@ -202,11 +201,12 @@ def _set_with(field: str, shape: AcceptanceShape | None) -> tuple[tuple[str, typ
 
 
 def uncertain_inputs(
-    scenario: Scenario, shape: AcceptanceShape | None, hardware: PassModel
+    scenario: Scenario, shape: AcceptanceShape | None, derived_compute: bool
 ) -> tuple[UncertainInput, ...]:
     """Every uncertain input of a scenario (see the module docstring), in a fixed order,
-    given its acceptance ``shape`` and its ``hardware`` model: ``bind`` finds them once
-    (``Bound.inputs``)."""
+    given its acceptance ``shape`` and whether its hardware model derives compute from the
+    weights and the GPU preset (``derived_compute``: ``PassModel.uses_derived_compute``):
+    ``bind`` finds them once (``Bound.inputs``)."""
     out: list[UncertainInput] = []
     entries = scenario.uncertainty.entries()  # read once: the inputs, then what they state
     for dotted, entry in entries.items():
@@ -265,7 +265,7 @@ def uncertain_inputs(
                 bounds=field_bounds(scenario, "acceptance.tilt"),
             )
         )
-    if "hardware.bandwidth_efficiency" not in fields and hardware.uses_derived_compute():
+    if "hardware.bandwidth_efficiency" not in fields and derived_compute:
         low, high = EFFICIENCY_RANGE
         out.append(
             UncertainInput(

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.binding.bind import acceptance_shape, pass_times, profile_factors
+from sim.binding.bind import acceptance_shape, pass_times, resolve_acceptance
 from sim.binding.bound import bind
 from sim.cli import main
 from sim.errors import SpecsimError
@@ -434,7 +434,8 @@ def test_search_from_a_plain_decoding_scenario(write_scenario) -> None:
     for r in res.targets[0].per_num_steps:
         # the measured verify pass covers 1 token (k + 1 at k = 0), as in the closed forms;
         # the searched acceptance takes the pooled decay prior
-        cf = answer_at_k(60.0, pass_times(scn), r.num_steps, profile_factors(None, None))
+        no_acceptance = resolve_acceptance(None, r.num_steps).factors
+        cf = answer_at_k(60.0, pass_times(scn), r.num_steps, no_acceptance)
         assert r.flat_alpha == pytest.approx(cf.alpha, abs=1e-12)
         assert r.first_rate >= r.flat_alpha - ALPHA_XTOL
 

@@ -560,7 +560,7 @@ def serve_intervals(
     from sim.hardware.batched import PassTerms
     from sim.simulation.serving.setup import serving_setup
     from sim.simulation.serving.simulate import simulate_serving
-    from sim.studies.serving.paired_metrics import gain, level, policy_point
+    from sim.studies.serving.paired_metrics import gain, level, policy_point, replication_values
 
     sampled = input_draws(bound, seed, draws, refit)  # found once: drawn and described
     r = min(replications, min(len(v) for v in records.values()))
@@ -578,14 +578,15 @@ def serve_intervals(
         runs.append(run.records)
     # the nominal's per-replication values; its first r are the ones the draws' seeds share
     nominal = {name: policy_point(recs, slo) for name, recs in records.items()}
-    drawn = [{name: policy_point(recs, slo) for name, recs in got.items()} for got in runs]
+    # a draw's values only: its batch and backlog are never read
+    drawn = [{name: replication_values(recs, slo) for name, recs in got.items()} for got in runs]
     # each answer's nominal and its interval from the inputs
     levels: dict[str, dict[str, tuple[float, list[float] | None]]] = {}
     for name, point in nominal.items():
         levels[name] = {}
         for m in SERVE_METRICS:
             values = [
-                shifted(float(np.mean(point.values[m])), d[name].values[m], point.values[m][:r])
+                shifted(float(np.mean(point.values[m])), d[name][m], point.values[m][:r])
                 for d in drawn
             ]
             lv = level(point, m)
@@ -599,8 +600,7 @@ def serve_intervals(
             g = gain(point, nominal[baseline], m)
             own = paired_gain(point.values[m][:r], nominal[baseline].values[m][:r], m)
             values = [
-                shifted(g.mean, paired_gain(d[name].values[m], d[baseline].values[m], m), own)
-                for d in drawn
+                shifted(g.mean, paired_gain(d[name][m], d[baseline][m], m), own) for d in drawn
             ]
             speedup[name][m] = (g.mean, interval90(values, g.ci95, positive=True))
     # then the model's error at the nominal run's batch on each

@@ -51,6 +51,7 @@ __all__ = [
     "policy_point",
     "ratio_doc",
     "replication_metrics",
+    "replication_values",
 ]
 
 #: The load axes: a closed loop of users, or Poisson arrivals.
@@ -212,6 +213,14 @@ class PolicyPoint:
     @property
     def replications(self) -> int:
         return int(self.mean_batch.shape[0])
+
+
+def replication_values(records: list[ServingRecord], slo: SloSpec) -> dict[str, np.ndarray]:
+    """Every metric of ``METRICS`` (SLO metrics only with limits) per replication of
+    ``records``, shape (R,) each: a ``PolicyPoint``'s ``values`` without its batch and
+    backlog (what a draw of a 90% interval reads)."""
+    rows = [replication_metrics(r, slo)[0] for r in records]
+    return {name: np.array([row[name] for row in rows]) for name in rows[0]}
 
 
 def policy_point(

@@ -199,11 +199,21 @@ def _serve(sc, draws: int = 8):
 
 
 def test_serve_intervals_contain_the_nominal_and_name_the_extrapolation() -> None:
-    from sim.studies.serving.paired_metrics import gain, level, policy_point
+    from sim.studies.serving.paired_metrics import (
+        gain,
+        level,
+        policy_point,
+        replication_values,
+    )
 
     run, setup, got = _serve(_short(load_scenario(SERVING)))
     assert got["draws"] == got["draws_run"] == 8 and got["replications_per_draw"] == 2
     points = {n: policy_point(r, setup.slo) for n, r in run.records.items()}
+    for name, recs in run.records.items():  # a draw's values are its point's, computed alone
+        values = replication_values(recs, setup.slo)
+        assert values.keys() == points[name].values.keys()
+        for m, v in values.items():
+            np.testing.assert_array_equal(v, points[name].values[m])
     for name, point in points.items():
         for m, (lo, hi) in got["levels"][name].items():
             nominal = level(point, m)

@@ -129,3 +129,28 @@ def test_a_dask_executor_keeps_one_client_for_every_call_until_closed():
         assert executor._connection.client is first  # not a client a batch
         executor.close()
         assert executor._connection.client is None and first.status == "closed"
+
+
+class _InOrder:
+    """An executor that runs its items in the order it is given them, recording it."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def width(self) -> int:
+        return 2
+
+    def map_unordered(self, fn, items):
+        self.sent = list(items)
+        for i, item in enumerate(items):
+            yield i, fn(item)
+
+
+def test_longest_first_sends_the_costliest_items_first_and_keeps_their_indices() -> None:
+    from sim.parallel import longest_first
+
+    executor = _InOrder()
+    items = [3, 1, 4, 1, 5, 9, 2, 6]
+    got = list(longest_first(executor, lambda x: x * x, items, cost=lambda x: x % 5))
+    assert executor.sent == [4, 9, 3, 2, 1, 1, 6, 5]  # cost 4, 4, 3, 2, 1, 1, 1, 0: ties in order
+    assert sorted(got) == [(i, x * x) for i, x in enumerate(items)]

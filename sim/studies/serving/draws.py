@@ -38,12 +38,15 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
+from sim.parallel import longest_first
 from sim.simulation.serving.records import ServingRecord
 from sim.studies.serving.evaluator import (
     BASELINE,
     PointEvaluator,
     PointTask,
     ScenarioPlans,
+    replications_of,
+    run_in_blocks,
     run_point,
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
@@ -329,8 +332,17 @@ class DrawnPoints:
                     tasks.append(
                         PointTask(builder, load, policy, want - have, ev.seed, ev.slo, first=have)
                     )
-        for j, point in ev.executor.map_unordered(run_point, tasks):
-            i, key = todo[j]
+        if not tasks:
+            return
+        # fewer tasks than the pool runs at once (a crossing's walk outwards, one draw at a
+        # time): each cut into blocks of replications (the same seeds)
+        width = ev.executor.width()
+        if len(tasks) < width:
+            points = run_in_blocks(ev.executor, tasks, width)
+        else:
+            done = dict(longest_first(ev.executor, run_point, tasks, replications_of))
+            points = [done[j] for j in range(len(tasks))]
+        for (i, key), point in zip(todo, points, strict=True):
             got = self.points[i]
             assert got is not None
             got[key] = merge(got[key], point) if key in got else point
@@ -439,7 +451,10 @@ class DrawnPoints:
         not enough (``settle``)."""
         other = BASELINE if versus == 0 else FixedK(versus)
         keys = [(load, FixedK(k)), (load, other)]
-        self.ensure(keys, which)
+        # a comparison read on a subset of the draws runs every replication there
+        # (``settle``): then they run in one batch, not the first and then the rest
+        subset = which is not None and len(which) != len(self.draws)
+        self.ensure(keys, which, self.replications if subset and self.sequential else None)
         ev = self.evaluator
 
         def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from sim.binding.bound import bind
 from sim.errors import SpecsimError
 from sim.hardware.batched import PassTerms
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.parallel import Executor, LocalExecutor
+from sim.parallel import Executor, LocalExecutor, longest_first
 from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -47,6 +47,8 @@ __all__ = [
     "PointTask",
     "ScenarioPlans",
     "plan_steps",
+    "replications_of",
+    "run_in_blocks",
     "run_point",
     "same_point",
 ]
@@ -243,6 +245,41 @@ def same_point(load: Load, policy: SpeculationPolicy) -> SpeculationPolicy:
 
 
 Key = tuple[Load, SpeculationPolicy]
+
+
+def replications_of(task: PointTask) -> int:
+    """A task's cost as ``longest_first`` orders a batch: its replications (one
+    replication of a study's points costs within a factor of about 2 at every load and k,
+    docs/study-speed.md)."""
+    return task.replications
+
+
+def run_in_blocks(
+    executor: Executor,
+    tasks: Sequence[PointTask],
+    width: int,
+    block_done: Callable[[int], None] | None = None,
+) -> list[PolicyPoint]:
+    """Each task's point, its replications cut into blocks for ``width`` workers
+    (sim/simulation/serving/simulate.py ``replication_blocks``), every block of every task
+    sent together, longest first, and each task's blocks merged in order: the point run
+    whole (every replication its own seed). ``block_done(replications)`` as each block
+    finishes."""
+    blocks = [
+        (t, replace(task, first=task.first + lo, replications=hi - lo))
+        for t, task in enumerate(tasks)
+        for lo, hi in replication_blocks(task.replications, width)
+    ]
+    parts: dict[int, PolicyPoint] = {}
+    sent = [blk for _, blk in blocks]
+    for b, point in longest_first(executor, run_point, sent, replications_of):
+        parts[b] = point
+        if block_done is not None:
+            block_done(sent[b].replications)
+    return [
+        functools.reduce(merge, [parts[b] for b, (owner, _) in enumerate(blocks) if owner == t])
+        for t in range(len(tasks))
+    ]
 
 
 class PointEvaluator:
@@ -465,7 +502,8 @@ class PointEvaluator:
             self._run_blocks(tasks)
             return
         self._one_by_one = self._planned = 0
-        for done, (i, point) in enumerate(self.executor.map_unordered(run_point, tasks), 1):
+        batch = longest_first(self.executor, run_point, tasks, replications_of)
+        for done, (i, point) in enumerate(batch, 1):
             self._keep(tasks[i], point)
             if self.progress:
                 self.progress(done, len(tasks))
@@ -477,21 +515,16 @@ class PointEvaluator:
                 self._keep(task, run_point(task, self.executor, self._replication_done))
                 self._one_by_one += task.replications
             return
-        blocks = [
-            (t, replace(task, first=task.first + lo, replications=hi - lo))
-            for t, task in enumerate(tasks)
-            for lo, hi in replication_blocks(task.replications, width)
-        ]
-        parts: dict[int, PolicyPoint] = {}
         total = sum(task.replications for task in tasks)
         done = 0
-        for b, point in self.executor.map_unordered(run_point, [blk for _, blk in blocks]):
-            parts[b] = point
-            done += blocks[b][1].replications
+
+        def block_done(replications: int) -> None:
+            nonlocal done
+            done += replications
             self._replication_done(done, total)
-        for t, task in enumerate(tasks):
-            mine = [parts[b] for b, (owner, _) in enumerate(blocks) if owner == t]
-            point = functools.reduce(merge, mine)
+
+        points = run_in_blocks(self.executor, tasks, width, block_done)
+        for task, point in zip(tasks, points, strict=True):
             self._keep(task, point)
         self._one_by_one += total
 

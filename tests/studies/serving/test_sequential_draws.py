@@ -242,3 +242,51 @@ def test_best_k_ties_from_sequential_draws_agree_with_two_replications() -> None
             other = b.interval90[k]
             assert iv is not None and other is not None
             assert abs(iv[0] - other[0]) <= tol and abs(iv[1] - other[1]) <= tol
+
+
+class _Recording:
+    """A local executor that records each batch's items (for the order and size of the
+    batches the draws send)."""
+
+    def __init__(self, workers: int) -> None:
+        self.inner = LocalExecutor(workers)
+        self.batches: list[list] = []
+
+    def width(self) -> int:
+        return self.inner.width()
+
+    def map_unordered(self, fn, items):
+        self.batches.append(list(items))
+        return self.inner.map_unordered(fn, items)
+
+
+def test_a_subset_of_draws_runs_every_replication_in_one_batch_as_two_would() -> None:
+    """A comparison read on some draws only (a crossing's walk outwards) runs both
+    replications there at once, and a lone draw's point is cut into one block a
+    replication for the two workers: the same values as the first replication and then
+    the second, which ``settle`` ran before, and as one worker running it whole."""
+    builder = _short(requests=24)
+    load = Load("concurrency", 4)
+    keys = [(load, FixedK(2)), (load, BASELINE)]
+    got = {}
+    for workers in (1, 2):
+        executor = _Recording(workers)
+        ev = PointEvaluator(builder, replications=3, seed=5, executor=executor)  # type: ignore[arg-type]
+        draws = DrawnPoints(ev, builder.draws, sequential=True)
+        ev.ensure(keys)
+        draws.ensure(keys[1:], [1], upto=2)  # plain decoding's point in draw 1 has run
+        executor.batches.clear()
+        draws.gains(load, 2, "per_user_tok_s", which=[1])
+        assert len(executor.batches) == 1  # one batch, not the first and then the second
+        # k's point in draw 1: whole on one worker, one block a replication on two
+        assert [t.replications for t in executor.batches[0]] == [[2], [1, 1]][workers - 1]
+        got[workers] = draws.points[1]
+    ev = PointEvaluator(builder, replications=3, seed=5)
+    stepwise = DrawnPoints(ev, builder.draws, sequential=True)
+    stepwise.ensure(keys, [1])
+    stepwise.ensure(keys, [1], upto=2)
+    for key in keys:
+        for point in (got[1][key], got[2][key]):
+            assert point.replications == 2
+            for metric, values in stepwise.points[1][key].values.items():
+                assert np.array_equal(point.values[metric], values, equal_nan=True)

@@ -646,28 +646,24 @@ class Server:
         token get it then)."""
         batch, rec = self.batch, self.rec
         last = batch.last_ms
-        gaps = rec.keeps_gaps  # the gaps' arrays only where they are kept
+        had: slice | np.ndarray = slice(None)  # the rows that had a token before
         if batch.fresh and self.held:  # the newest rows, without a first token yet
+            had = slice(0, batch.size - batch.fresh)
             batch.mark_first(end_ms)
-            if gaps:
-                rec.gaps(end_ms - last[: batch.size - batch.fresh], 1.0)
-            batch.delivered()
         elif batch.fresh and batch.fresh_newest:  # the newest rows, without a first token
             since = batch.size - batch.fresh
+            had = slice(0, since)
             for rid in batch.ids[since:].tolist():
                 rec.live[rid].first_token_ms = end_ms
-            if gaps:
-                rec.gaps(end_ms - last[:since], 1.0)
-            batch.delivered()
         elif batch.fresh:  # requests without a first token yet get it now
             fresh = last < 0
+            had = ~fresh
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
-            if gaps:
-                rec.gaps(end_ms - last[~fresh], 1.0)
+        if rec.keeps_gaps:  # the gaps' arrays only where they are kept
+            rec.gaps(end_ms - last[had], 1.0)
+        if batch.fresh:
             batch.delivered()
-        elif gaps:
-            rec.gaps(end_ms - last, 1.0)
 
     def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:
         """After iterations in which the rows emitted ``emitted`` (B,) tokens, ending at

@@ -454,10 +454,10 @@ class PointEvaluator:
                 if self.memo[(load, p)].replications < target
                 and not self._settled(at[load], (load, p))
             )
-            tasks = []
-            for load, p in grow:
-                have = self.memo[(load, p)].replications
-                tasks.append(self._task(load, p, have, target - have))
+            tasks = [
+                self.rest_task(load, p, self.memo[(load, p)].replications, target)
+                for load, p in grow
+            ]
             self._run(tasks, step)
             self._share()
 

@@ -46,6 +46,7 @@ from sim.validation.hardware_cases import (
     case_eager_pairs,
     case_nccl_points,
 )
+from sim.validation.hybrid_mtp_serving_cases import hybrid_mtp_serving_cases
 from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
@@ -139,6 +140,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *moe_kernel_cases(),
         *(moe_tree_serving_cases() if serving else ()),
         *(mtp_serving_cases() if serving else ()),
+        *(hybrid_mtp_serving_cases() if serving else ()),
     )
     return Report(
         cases,

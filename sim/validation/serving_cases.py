@@ -47,7 +47,7 @@ from sim.validation.per_token_candidates import (
     per_token_candidates,
 )
 
-__all__ = ["fit_speedup", "serving_cases"]
+__all__ = ["fit_speedup", "serving_cases", "simulate_point"]
 
 #: Monte Carlo of every scored point: replications x measured requests, one root seed.
 SERVING_REPLICATIONS = 3
@@ -139,7 +139,10 @@ class Point:
     baseline_sd: float
 
 
-def _simulate(scenario: Scenario, batch: int) -> Point:
+def simulate_point(scenario: Scenario, batch: int) -> Point:
+    """Both policies at a closed loop of ``batch`` users (max(60, 3 batch) requests, the
+    serving replications): the paired speedup of aggregate tok/s and both levels, with
+    their Monte Carlo standard errors (from the 95% intervals)."""
     sc = with_load(scenario, concurrency=batch, source="validation")
     requests = max(60, 3 * batch)
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
@@ -170,7 +173,7 @@ def _ratio_rows(
     for batch, measured in curve.items():
         if batch in skip:
             continue
-        p = _simulate(scenario, batch)
+        p = simulate_point(scenario, batch)
         rows.append(
             Row(
                 "speedup (aggregate tok/s)",
@@ -518,7 +521,7 @@ def case_kimi_rtx6kpro() -> Case:
     for batch in sorted(curves["MTP=3"]):
         if batch == 1:
             continue
-        p = _simulate(fitted, batch)
+        p = simulate_point(fitted, batch)
         rows.append(
             Row(
                 "aggregate tok/s (speculation)",

@@ -5,8 +5,9 @@ The curve (vllm-project/speculators, examples/evaluate/results/qwen3_8_27b_dspar
 2026-10-06; sim/validation/data/serving_curves.toml ``speculators_qwen38_27b``): GuideLLM
 closed loops of N = 1, 2, 4, ..., 128 streams on the HumanEval subset of
 RedHatAI/speculator_benchmarks, one vLLM 0.30.1rc1 build serving the model plain and with
-``{"method": "mtp", "num_speculative_tokens": 2}``. It is calibrated on N = 1 only and
-scored at every other N, both arms:
+``{"method": "mtp", "num_speculative_tokens": 2}``; the math_reasoning subset on the same
+two servers is a second curve. Each is calibrated on its N = 1 only and scored at every
+other N, both arms:
 
 * plain decoding: the batch-1 decode step is the measured mean inter-token latency at N = 1;
 * MTP: one conditional rate so that the chain of 2 has the accept length the server
@@ -74,26 +75,27 @@ GDN_STATE_ELEMENTS = 48 * 48 * 128 * 128
 #: The MTP arm: ``num_speculative_tokens`` 2, a chain.
 NUM_STEPS = 2
 PLAIN, MTP = "no speculation", "MTP k=2"
+HUMANEVAL = "HumanEval"
 
 
-def _calibration_lengths() -> tuple[float, float]:
-    """The mean prompt and output tokens of the requests completed at N = 1, both arms
-    pooled by their counts (the only load the case calibrates on)."""
-    n = pub.SPECULATORS_QWEN38_COMPLETED
+def _calibration_lengths(subset: str) -> tuple[float, float]:
+    """The mean prompt and output tokens of ``subset``'s requests completed at N = 1, both
+    arms pooled by their counts (the only load the case calibrates on)."""
+    n = pub.SPECULATORS_QWEN38_COMPLETED[subset]
     w = np.array([n[PLAIN][1], n[MTP][1]])
     prompt = np.array(
-        [pub.SPECULATORS_QWEN38_PROMPT_TOKENS[a][1] for a in (PLAIN, MTP)], dtype=float
+        [pub.SPECULATORS_QWEN38_PROMPT_TOKENS[subset][a][1] for a in (PLAIN, MTP)], dtype=float
     )
     output = np.array(
-        [pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[a][1] for a in (PLAIN, MTP)], dtype=float
+        [pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[subset][a][1] for a in (PLAIN, MTP)], dtype=float
     )
     return float(w @ prompt / w.sum()), float(w @ output / w.sum())
 
 
-def _scenario() -> Scenario:
-    """The derived scenario (no per-cycle overhead, alpha to be fitted): the plain decode
-    step at N = 1 measured, the other passes from the hardware model."""
-    prompt, output = _calibration_lengths()
+def _scenario(subset: str) -> Scenario:
+    """``subset``'s derived scenario (no per-cycle overhead, alpha to be fitted): the plain
+    decode step at N = 1 measured, the other passes from the hardware model."""
+    prompt, output = _calibration_lengths(subset)
     return scenario_from_dict(
         {
             "name": "qwen38-27b-1xb200-vllm-mtp",
@@ -102,14 +104,14 @@ def _scenario() -> Scenario:
             "server": {"engine": "vllm"},
             "hardware": {"gpus": 1, "interconnect": "nvlink5", "gpu": "B200"},
             "timing": {
-                "decode_ms": pub.SPECULATORS_QWEN38_ITL_MS[PLAIN][1],
+                "decode_ms": pub.SPECULATORS_QWEN38_ITL_MS[subset][PLAIN][1],
                 "verify_cuda_graph": True,
                 "context_tokens": prompt + output / 2,
             },
             "speculation": {"num_steps": NUM_STEPS},
             "acceptance": {"alpha": 0.5},  # replaced by the fit below
-            # HumanEval prompts through the chat template and the model's own answers: the
-            # means at N = 1; the spread ASSUMED (lognormal, log-sd 0.5)
+            # the subset's prompts through the chat template and the model's own answers:
+            # the means at N = 1; the spread ASSUMED (lognormal, log-sd 0.5)
             "workload": {
                 "lengths": "lognormal",
                 "input_tokens": round(prompt),
@@ -142,15 +144,15 @@ def _cycle_ms(scenario: Scenario) -> float:
     return float(cost.decode_ms(1, NUM_STEPS, np.array([context]))[0])
 
 
-def calibrated() -> tuple[Scenario, float, float, float]:
-    """(the calibrated scenario, alpha, the derived batch-1 cycle without overhead, the
-    measured one), both in ms: the chain's one conditional rate from the accept length at
-    N = 1 (1 + a + a^2), the per-cycle overhead from the cycle at N = 1."""
-    derived = _scenario()
-    al = pub.SPECULATORS_QWEN38_AL[1]
+def calibrated(subset: str) -> tuple[Scenario, float, float, float]:
+    """(``subset``'s calibrated scenario, alpha, the derived batch-1 cycle without overhead,
+    the measured one), both in ms: the chain's one conditional rate from the accept length
+    at N = 1 (1 + a + a^2), the per-cycle overhead from the cycle at N = 1."""
+    derived = _scenario(subset)
+    al = pub.SPECULATORS_QWEN38_AL[subset][MTP][1]
     alpha = optimize.brentq(lambda a: 1.0 + a + a * a - al, 1e-6, 1.0 - 1e-9, xtol=1e-9)
     passes_ms = _cycle_ms(derived)
-    measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[MTP][1] * al
+    measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][MTP][1] * al
     fitted = with_overrides(
         derived,
         {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
@@ -159,10 +161,13 @@ def calibrated() -> tuple[Scenario, float, float, float]:
     return fitted, alpha, passes_ms, measured_ms
 
 
-def case_qwen38_mtp_b200() -> Case:
-    """Qwen3.8-27B + MTP (2 tokens) on one B200, vLLM: aggregate tok/s by streams."""
-    curves = pub.SPECULATORS_QWEN38_TOK_S
-    scenario, alpha, passes_ms, cycle_ms = calibrated()
+def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
+    """Qwen3.8-27B + MTP (2 tokens) on one B200, vLLM: aggregate tok/s by streams on
+    ``subset``."""
+    curves = pub.SPECULATORS_QWEN38_TOK_S[subset]
+    itl = pub.SPECULATORS_QWEN38_ITL_MS[subset]
+    accept = pub.SPECULATORS_QWEN38_AL[subset][MTP]
+    scenario, alpha, passes_ms, cycle_ms = calibrated(subset)
     rows: list[Row] = []
     sides: list[str] = []
     for users in sorted(curves[PLAIN]):
@@ -172,7 +177,7 @@ def case_qwen38_mtp_b200() -> Case:
         rows += [
             Row(
                 "aggregate tok/s (speculation)",
-                f"speculators Qwen3.8-27B {MTP} N={users}",
+                f"speculators Qwen3.8-27B {subset} {MTP} N={users}",
                 f"closed loop of {users} users",
                 curves[MTP][users],
                 p.speculative_tok_s,
@@ -183,7 +188,7 @@ def case_qwen38_mtp_b200() -> Case:
             ),
             Row(
                 "aggregate tok/s (no speculation)",
-                f"speculators Qwen3.8-27B {PLAIN} N={users}",
+                f"speculators Qwen3.8-27B {subset} {PLAIN} N={users}",
                 f"closed loop of {users} users",
                 curves[PLAIN][users],
                 p.baseline_tok_s,
@@ -199,18 +204,17 @@ def case_qwen38_mtp_b200() -> Case:
         )
     errors = np.array([abs(r.error) for r in rows])
     one = simulate_point(scenario, 1)
-    prompt, output = _calibration_lengths()
-    al_range = pub.SPECULATORS_QWEN38_AL.values()
+    prompt, output = _calibration_lengths(subset)
     state_mb = (GDN_STATE_ELEMENTS * 2 / 1e6, GDN_STATE_ELEMENTS * 4 / 1e6)
     kv = QWEN38_MODEL["kv_bytes_per_token"]
     return Case(
         "Qwen3.8-27B (hybrid: 48 Gated DeltaNet, 16 attention layers) + its MTP layer (2 "
-        "tokens) on one B200, vLLM 0.30.1rc1: aggregate output tok/s against closed-loop "
-        "concurrency, with and without speculation",
+        f"tokens) on one B200, vLLM 0.30.1rc1, {subset}: aggregate output tok/s against "
+        "closed-loop concurrency, with and without speculation",
         (pub.SPECULATORS_QWEN38_URL,),
         (
-            f"speculators Qwen3.8-27B {PLAIN} N=1 (mean ITL)",
-            f"speculators Qwen3.8-27B {MTP} N=1 (mean ITL, accept length)",
+            f"speculators Qwen3.8-27B {subset} {PLAIN} N=1 (mean ITL)",
+            f"speculators Qwen3.8-27B {subset} {MTP} N=1 (mean ITL, accept length)",
         ),
         tuple(rows),
         setup=(
@@ -219,13 +223,13 @@ def case_qwen38_mtp_b200() -> Case:
             "layers) on one B200 (preset), vLLM, every decode, verify and draft pass graphed; "
             "KV capacity derived by vLLM's rule (it does not bind)",
             f"calibrated on N = 1 only: batch-1 decode "
-            f"{pub.SPECULATORS_QWEN38_ITL_MS[PLAIN][1]:.3f} ms (the plain arm's mean ITL); one "
+            f"{itl[PLAIN][1]:.3f} ms (the plain arm's mean ITL); one "
             f"conditional rate alpha = {alpha:.4f} so that the chain of 2 has the measured "
-            f"accept length {pub.SPECULATORS_QWEN38_AL[1]:.3f}; the per-cycle overhead "
+            f"accept length {accept[1]:.3f}; the per-cycle overhead "
             f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived {passes_ms:.2f} "
             f"ms batch-1 cycle the measured {cycle_ms:.2f} ms (the MTP arm's mean ITL x that "
             f"accept length); the measured accept length stays within "
-            f"{min(al_range):.3f}-{max(al_range):.3f} at every N (not used)",
+            f"{min(accept.values()):.3f}-{max(accept.values()):.3f} at every N (not used)",
             f"workload: the N = 1 requests' mean prompt ({prompt:.0f} tokens) and answer "
             f"({output:.0f}) of both arms, lognormal spread ASSUMED (log-sd 0.5); closed loop "
             "of N users, max(60, 3N) requests, 3 replications; the ± of a speculative row is "
@@ -260,4 +264,4 @@ def case_qwen38_mtp_b200() -> Case:
 
 
 def hybrid_mtp_serving_cases() -> tuple[Case, ...]:
-    return (case_qwen38_mtp_b200(),)
+    return tuple(case_qwen38_mtp_b200(s) for s in pub.SPECULATORS_QWEN38_SUBSETS)

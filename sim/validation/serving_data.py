@@ -81,25 +81,24 @@ SGLANG_MTP_BLOG_URL: str = _DATA["sglang_mtp_blog"]["source"]
 SGLANG_MTP_AL_3_TOKENS: float = _DATA["sglang_mtp_blog"]["accept_length_3_draft_tokens"]
 
 # vllm-project/speculators (2026-10-06): Qwen3.8-27B on one B200, vLLM 0.30.1rc1, plain and
-# with its MTP layer (2 speculative tokens), GuideLLM closed loop of N streams on the
-# HumanEval subset: aggregate output tok/s, mean ITL and the MTP arm's accept length by N;
-# the calibration load's (N = 1) mean prompt and output lengths and completed requests.
+# with its MTP layer (2 speculative tokens), GuideLLM closed loop of N streams, by subset
+# (HumanEval, math_reasoning): aggregate output tok/s, mean ITL and the MTP arm's accept
+# length by N; the calibration load's (N = 1) mean prompt and output lengths and completed
+# requests.
 SPECULATORS_QWEN38_URL: str = _DATA["speculators_qwen38_27b"]["source"]
-SPECULATORS_QWEN38_TOK_S: Mapping[str, Mapping[int, float]] = curves(
-    _DATA["speculators_qwen38_27b"]["aggregate_tok_s"]
-)
-SPECULATORS_QWEN38_ITL_MS: Mapping[str, Mapping[int, float]] = curves(
-    _DATA["speculators_qwen38_27b"]["mean_itl_ms"]
-)
-SPECULATORS_QWEN38_AL: Mapping[int, float] = curves(
-    _DATA["speculators_qwen38_27b"]["accept_length"]
-)["MTP k=2"]
-SPECULATORS_QWEN38_PROMPT_TOKENS: Mapping[str, Mapping[int, float]] = curves(
-    _DATA["speculators_qwen38_27b"]["mean_prompt_tokens"]
-)
-SPECULATORS_QWEN38_OUTPUT_TOKENS: Mapping[str, Mapping[int, float]] = curves(
-    _DATA["speculators_qwen38_27b"]["mean_output_tokens"]
-)
-SPECULATORS_QWEN38_COMPLETED: Mapping[str, Mapping[int, float]] = curves(
-    _DATA["speculators_qwen38_27b"]["completed_requests"]
-)
+SPECULATORS_QWEN38_SUBSETS: tuple[str, ...] = ("HumanEval", "math_reasoning")
+
+
+def _qwen38(field: str) -> Mapping[str, Mapping[str, Mapping[int, float]]]:
+    return {
+        subset: curves(_DATA["speculators_qwen38_27b"][subset][field])
+        for subset in SPECULATORS_QWEN38_SUBSETS
+    }
+
+
+SPECULATORS_QWEN38_TOK_S = _qwen38("aggregate_tok_s")
+SPECULATORS_QWEN38_ITL_MS = _qwen38("mean_itl_ms")
+SPECULATORS_QWEN38_AL = _qwen38("accept_length")
+SPECULATORS_QWEN38_PROMPT_TOKENS = _qwen38("mean_prompt_tokens")
+SPECULATORS_QWEN38_OUTPUT_TOKENS = _qwen38("mean_output_tokens")
+SPECULATORS_QWEN38_COMPLETED = _qwen38("completed_requests")

@@ -7,6 +7,7 @@ import pytest
 
 from sim.validation import serving_data as pub
 from sim.validation.hybrid_mtp_serving_cases import (
+    HUMANEVAL,
     MTP,
     NUM_STEPS,
     PLAIN,
@@ -31,34 +32,36 @@ def test_the_kv_is_the_16_attention_layers_and_the_layer_the_mean_of_both_kinds(
     assert QWEN38_MODEL["layer_params"] == pytest.approx(mean, abs=0.05e6)
 
 
-def test_the_workload_pools_the_calibration_loads_requests_only():
-    prompt, output = _calibration_lengths()
-    n = pub.SPECULATORS_QWEN38_COMPLETED
+@pytest.mark.parametrize("subset", pub.SPECULATORS_QWEN38_SUBSETS)
+def test_the_workload_pools_the_calibration_loads_requests_only(subset):
+    prompt, output = _calibration_lengths(subset)
+    n = pub.SPECULATORS_QWEN38_COMPLETED[subset]
     assert n[PLAIN].keys() == n[MTP].keys() == {1}  # nothing from a scored load
-    lo, hi = sorted(pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[a][1] for a in (PLAIN, MTP))
+    lo, hi = sorted(pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[subset][a][1] for a in (PLAIN, MTP))
     assert lo < output < hi
-    sc = _scenario()
+    sc = _scenario(subset)
     assert sc.workload.input_tokens == round(prompt)
     assert sc.workload.output_tokens == round(output)
     assert sc.timing.context_tokens == pytest.approx(prompt + output / 2)
 
 
-def test_the_calibration_reproduces_the_one_stream_cycle_and_accept_length():
-    sc, alpha, passes_ms, measured_ms = calibrated()
-    al = pub.SPECULATORS_QWEN38_AL[1]
+@pytest.mark.parametrize("subset", pub.SPECULATORS_QWEN38_SUBSETS)
+def test_the_calibration_reproduces_the_one_stream_cycle_and_accept_length(subset):
+    sc, alpha, passes_ms, measured_ms = calibrated(subset)
+    al = pub.SPECULATORS_QWEN38_AL[subset][MTP][1]
     # brentq to 1e-9 in alpha
     assert 1.0 + alpha + alpha**2 == pytest.approx(al, abs=1e-8)
     assert sc.speculation.num_steps == NUM_STEPS == 2
-    assert measured_ms == pytest.approx(pub.SPECULATORS_QWEN38_ITL_MS[MTP][1] * al)
+    assert measured_ms == pytest.approx(pub.SPECULATORS_QWEN38_ITL_MS[subset][MTP][1] * al)
     assert sc.timing.cycle_overhead_ms == pytest.approx(measured_ms - passes_ms)
     # the overhead is charged once a cycle: the calibrated batch-1 cycle is the measured one
     assert _cycle_ms(sc) == pytest.approx(measured_ms, rel=1e-9)
-    assert sc.timing.decode_ms == pub.SPECULATORS_QWEN38_ITL_MS[PLAIN][1]
+    assert sc.timing.decode_ms == pub.SPECULATORS_QWEN38_ITL_MS[subset][PLAIN][1]
 
 
 def test_no_cap_binds_at_the_curves_highest_load():
-    sc = _scenario()
-    top = max(pub.SPECULATORS_QWEN38_TOK_S[PLAIN])
+    sc = _scenario(HUMANEVAL)
+    top = max(pub.SPECULATORS_QWEN38_TOK_S[HUMANEVAL][PLAIN])
     assert sc.serving.max_running_requests >= top
     assert (sc.serving.max_running_requests_speculative or sc.serving.max_running_requests) >= top
 
@@ -67,8 +70,8 @@ def test_no_cap_binds_at_the_curves_highest_load():
 def test_the_case_is_calibrated_on_one_stream_and_scores_every_other_load():
     from sim.validation.hybrid_mtp_serving_cases import case_qwen38_mtp_b200
 
-    case = case_qwen38_mtp_b200()
-    loads = sorted(pub.SPECULATORS_QWEN38_TOK_S[PLAIN])
+    case = case_qwen38_mtp_b200(HUMANEVAL)
+    loads = sorted(pub.SPECULATORS_QWEN38_TOK_S[HUMANEVAL][PLAIN])
     assert len(case.rows) == 2 * (len(loads) - 1)
     assert all(r.load != 1 and r.calibrated_loads == (1.0,) for r in case.rows)
     assert {r.side for r in case.rows} == {"plain", "speculative"}

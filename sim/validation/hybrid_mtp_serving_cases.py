@@ -236,8 +236,9 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             "the paired ratio's Monte Carlo standard error times the plain level",
             "NOT MODELLED: the 48 Gated DeltaNet layers' recurrent state, "
             f"{state_mb[0]:.0f}-{state_mb[1]:.0f} MB a request (48 x 48 heads x 128 x 128 in "
-            "bfloat16 or float32) read and written by every pass, and kept at every draft "
-            "position when a verify may roll back: the traffic of "
+            "bfloat16 or float32) read and written by every pass, and one at each draft "
+            "position for a verify that may roll back (how vLLM keeps them was not read): as "
+            "many bytes as "
             f"{state_mb[0] * 1e6 / kv:,.0f}-{state_mb[1] * 1e6 / kv:,.0f} tokens of this "
             "model's KV a request, priced nowhere; the model sees a dense model whose KV is its "
             "16 attention layers'",

@@ -45,7 +45,7 @@ from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, same_point
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, gain_band, same_point
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -456,12 +456,17 @@ def input_ties(
             nominal = difference(a_pt, b_pt, objective)
             own = paired_difference(*paired_values(a_pt, b_pt, objective), higher)
             drawn = draws.shifts(keys, objective, pair, nominal.mean, own)
-            if draws.settle(keys, None, drawn, own, nominal.ci95, objective, pair):
+
+            def joined(ends: list[float] | None, mean: float = nominal.mean) -> list[float] | None:
+                return ends if term is None else term.difference(mean, ends, top)
+
+            if draws.settle(keys, None, drawn, own, nominal.ci95, objective, pair, joined):
                 continue  # sequential draws: their other replications ran
             values = [float(v) for v in drawn if not np.isnan(v)]
             ends = interval90(values, nominal.ci95)
             reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
-            if not (near(reached, own, 0.0) and draws.evaluator.complete(keys)):
+            sigma = 0.0 if term is None else term.gain_sigma * top  # the band, in the units
+            if not (near(reached, own, 0.0, sigma) and draws.evaluator.complete(keys)):
                 break
             a_pt, b_pt = (draws.evaluator(*key) for key in keys)
         intervals[k] = ends if term is None else term.difference(nominal.mean, ends, top)
@@ -578,8 +583,11 @@ def best_k(
     ks = sorted({0, *num_steps})
     if len(ks) < 2 or ks[0] < 0:
         raise SpecsimError("give draft lengths >= 1 to choose from", param="num_steps")
+    # with draws the selection's 90% intervals hold the gains' model-error band: a
+    # comparison precise against it stops too (sim/studies/serving/sequential.py)
+    band = gain_band(evaluator.builder) if draws is not None else None
     if sequential:
-        evaluator.rule = Leader(objective, order=lambda p: -p.max_k)  # ties: the shorter k
+        evaluator.rule = Leader(objective, order=lambda p: -p.max_k, band=band)  # ties: shorter k
     rows, choices, notes = best_k_table(
         evaluator, grid, ks, objective, refine, draws, (EARLY,) if sequential else ()
     )
@@ -623,7 +631,11 @@ def best_k(
         assumptions=(
             *assumptions,
             *notes,
-            *((describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()),
+            *(
+                (describe(evaluator.first, evaluator.replications, band=band is not None),)
+                if evaluator.sequential
+                else ()
+            ),
             *early_note,
             *(note for note in [None if draws is None else draws.describe()] if note),
         ),

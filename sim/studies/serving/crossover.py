@@ -41,7 +41,7 @@ from sim.studies.serving.break_even import (
     stopped_short,
 )
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans, gain_band
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, level, ratio_doc
 from sim.studies.serving.sequential import GainsAgainst, describe
 from sim.uncertainty.model_error import (
@@ -358,13 +358,14 @@ def crossover(
     metric's search at that k has already run, then by bisection), simulating the loads
     in between one at a time. ``draws``: each crossing's 90% interval from inputs and
     model (``crossing_interval90``). ``sequential``: a (load, k) pair stops at its first
-    replications where every metric's gain is settled against 1
-    (sim/studies/serving/sequential.py ``GainsAgainst``). ``within`` (with ``draws``):
-    a crossing's bisections stop once their bracket lies inside the draws' 5-95% of its
-    crossing (``draws_range``), which the 90% interval holds whatever the bisection finds
-    there: the 90% interval is the one bisecting to the resolution gives, the crossing is
-    interpolated in the wider bracket and its 95% interval's ends are their brackets' outer
-    ends (sim/studies/serving/break_even.py ``find_crossings``).
+    replications where every metric's gain is settled against 1, or (with ``draws``: the
+    90% intervals then hold the gains' model-error band) precise against that band at the
+    load (sim/studies/serving/sequential.py ``GainsAgainst``, ``precise``). ``within``
+    (with ``draws``): a crossing's bisections stop once their bracket lies inside the
+    draws' 5-95% of its crossing (``draws_range``), which the 90% interval holds whatever
+    the bisection finds there: the 90% interval is the one bisecting to the resolution
+    gives, the crossing is interpolated in the wider bracket and its 95% interval's ends
+    are their brackets' outer ends (sim/studies/serving/break_even.py ``find_crossings``).
     """
     ks = sorted(set(num_steps))
     if not ks or ks[0] < 1:
@@ -375,8 +376,10 @@ def crossover(
     grid = list(loads)
     kind = grid[0].kind
     policies = [BASELINE, *(FixedK(k) for k in ks)]
+    precise_rule = sequential and draws is not None and gain_band(evaluator.builder) is not None
     if sequential:
-        evaluator.rule = GainsAgainst(BASELINE, tuple(metrics))
+        band = gain_band(evaluator.builder) if draws is not None else None
+        evaluator.rule = GainsAgainst(BASELINE, tuple(metrics), band)
     # a rate above a policy's bound is not simulated; a pair runs where both are stable
     paired = {k: [x for x in grid if _both_stable(evaluator, x, k)] for k in ks}
     needed = {(x, p) for k in ks for x in paired[k] for p in (BASELINE, FixedK(k))}
@@ -500,7 +503,9 @@ def crossover(
                 )
             )
     notes: tuple[str, ...] = (
-        (describe(evaluator.first, evaluator.replications),) if evaluator.sequential else ()
+        (describe(evaluator.first, evaluator.replications, band=precise_rule),)
+        if evaluator.sequential
+        else ()
     )
     if short:
         notes += (WITHIN_NOTE,)

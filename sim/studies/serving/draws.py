@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.model.model_error import widen
 from sim.model.policy import FixedK
 from sim.parallel import longest_first
 from sim.simulation.serving.records import ServingRecord
@@ -45,12 +46,13 @@ from sim.studies.serving.evaluator import (
     PointEvaluator,
     PointTask,
     ScenarioPlans,
+    gain_band,
     replications_of,
     run_in_blocks,
     run_point,
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
-from sim.studies.serving.sequential import SETTLED_SE, merge
+from sim.studies.serving.sequential import SETTLED_SE, merge, precise
 from sim.uncertainty.model_error import beyond_measured_note, model_error_term
 from sim.uncertainty.perturb import (
     DRAWS,
@@ -71,6 +73,8 @@ __all__ = [
     "NOISE_CONFIDENCE",
     "SERVE_METRICS",
     "DrawnPoints",
+    "Joined",
+    "band_joined",
     "beyond_calibrated",
     "interval90",
     "measured_move",
@@ -139,11 +143,16 @@ def shifted(nominal: float, drawn: np.ndarray, first: np.ndarray) -> float:
     return float(nominal + np.mean(np.asarray(drawn) - np.asarray(first)))
 
 
-def near(drawn: np.ndarray, nominal: np.ndarray, reference: float) -> bool:
+def near(drawn: np.ndarray, nominal: np.ndarray, reference: float, sigma: float = 0.0) -> bool:
     """Whether a draw's answer ``drawn`` (D,) lies within ``SETTLED_SE`` standard errors of
     the nominal's replications ``nominal`` (n,) from ``reference``: the draws then read
     the nominal mean's last digits, and a nominal point stopped at its first replications
-    (sim/studies/serving/sequential.py) runs the rest (``PointEvaluator.complete``)."""
+    (sim/studies/serving/sequential.py) runs the rest (``PointEvaluator.complete``).
+    False where the nominal is ``precise`` against the answer's model-error band
+    ``sigma`` (in the values' units): its other replications would move every draw by
+    less than a quarter of the band's standard deviation."""
+    if precise(nominal, sigma):
+        return False
     ok = np.isfinite(drawn)
     if nominal.size < 2 or not ok.any():
         return False
@@ -188,13 +197,18 @@ def one_replication_enough(
     ci95: tuple[float, float] | None = None,
     differences: np.ndarray | None = None,
     share: float = DRAW_NOISE_SHARE,
+    joined: Joined | None = None,
 ) -> bool:
     """Whether the draws' answers ``drawn`` (D,) of a comparison, most of them shifted on
     one replication, settle its 90% interval: one is enough where the standard deviation
     of the move a second replication makes to a draw's answer, (e2 - e1) / 2 (e the noise
     of a one-replication shift), is at most ``share`` of the width of the comparison's 90%
-    interval (``interval90`` of the draws joined with the nominal's Monte Carlo ``ci95``).
-    The one rule of the sequential draws of ``crossover``, ``best-k`` and ``tree-load``.
+    interval (``interval90`` of the draws joined with the nominal's Monte Carlo ``ci95``,
+    then with the answer's model-error band where ``joined`` gives it: ends -> the
+    interval the answer reports, None -> the band and ``ci95`` alone, which with fewer
+    than two draws, or a subset of them, is the least the interval holds whatever the
+    draws say). The one rule of the sequential draws of ``crossover``, ``best-k`` and
+    ``tree-load``.
 
     The move's bound: ``differences`` given (each probe draw's e1 - e2, ``probe_draws``),
     the measured one (``measured_move``: a 95% upper bound); else the a priori one, which
@@ -205,11 +219,12 @@ def one_replication_enough(
     most sqrt(2) s_nominal. Common random numbers make the real noise smaller than that
     bound (docs/study-speed.md), which the measured one sees. The noise only adds to the
     draws' spread (it widens their law, never narrows it), and each end of the interval
-    moves by about one draw's move. Fewer than two finite answers or values of ``own``
-    (a priori), or of ``differences``: False."""
+    moves by about one draw's move; inside the band an end is the band's and does not
+    move at all. Fewer than two finite answers without ``joined``, or fewer than two
+    values of ``own`` (a priori) or of ``differences``: False."""
     v = np.asarray(drawn, dtype=float)
     v = v[np.isfinite(v)]
-    if v.size < 2:
+    if v.size < 2 and joined is None:
         return False
     if differences is not None:
         move = measured_move(differences)
@@ -219,9 +234,26 @@ def one_replication_enough(
         if o.size < 2:
             return False
         move = math.sqrt(2.0) * float(np.std(o, ddof=1))
-    ends = interval90(v.tolist(), ci95)
-    assert ends is not None  # two finite draws
+    ends = interval90(v.tolist() if v.size >= 2 else [], ci95)
+    if joined is not None:
+        ends = joined(ends)
+    if ends is None:
+        return False
     return bool(move <= share * (ends[1] - ends[0]))
+
+
+def band_joined(nominal: float, sigma: float) -> Joined:
+    """A positive answer's interval -> the one joined with its model-error band
+    [``nominal`` exp(-1.645 ``sigma``), ``nominal`` exp(1.645 ``sigma``)] (each end the
+    farther; sim/model/model_error.py ``widen``, as ``ModelErrorTerm.gain``); None -> the
+    band alone. Unchanged where there is no band (``sigma`` 0, or a nominal not > 0)."""
+
+    def joined(ends: list[float] | None) -> list[float] | None:
+        if not (sigma > 0 and nominal > 0 and math.isfinite(nominal)):
+            return ends
+        return list(widen(nominal, ends, sigma))
+
+    return joined
 
 
 def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
@@ -233,6 +265,9 @@ def paired_gain(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
 
 
 Key = tuple[Load, Any]
+#: A comparison's 90% interval from its inputs' (``interval90``; None: none) to the one
+#: its answer reports, joined with the model-error band (``one_replication_enough``).
+Joined = Callable[[list[float] | None], list[float] | None]
 
 
 @dataclass
@@ -292,8 +327,10 @@ class DrawnPoints:
             f"draws: sequential, 1 replication at every draw's point first, all "
             f"{self.replications} only where the move the others could make to a draw's "
             f"answer exceeds {DRAW_NOISE_SHARE:g} of the width of the comparison's 90% "
-            f"interval: bounded by sqrt(2) x the nominal's per-replication standard "
-            f"deviation, or where that is too wide by a {NOISE_CONFIDENCE:.0%} upper bound "
+            f"interval, its model-error band included (a comparison read on a few draws "
+            f"only: the band and its Monte Carlo interval alone): bounded by sqrt(2) x "
+            f"the nominal's per-replication standard deviation, or where that is too "
+            f"wide by a {NOISE_CONFIDENCE:.0%} upper bound "
             f"measured on the first {len(probe_draws(len(self.draws)))} draws' two "
             f"replications (points by replications: {ran}; --all-replications runs "
             f"{self.replications} everywhere)"
@@ -401,16 +438,19 @@ class DrawnPoints:
         ci95: tuple[float, float] | None,
         metric: str,
         pair: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        joined: Joined | None = None,
     ) -> bool:
         """Sequential draws: where some of the draws ``which`` ran fewer than
         ``replications`` at ``keys`` and their answers ``drawn`` (D,) of the comparison
         ``pair`` in ``metric`` are not enough on them (``one_replication_enough`` against
-        the nominal's per-replication values ``own`` and Monte Carlo ``ci95``; only a
-        comparison read on every draw can be: a subset's spread is not the comparison's),
-        run those points' other replications; whether any ran (then read the answers
-        again). Where the a priori bound does not settle it, the probe draws
-        (``probe_draws``, those the scenario accepts) run their second replication first,
-        and the move measured on them (``differences``) decides for the others."""
+        the nominal's per-replication values ``own``, Monte Carlo ``ci95`` and the
+        answer's model-error band ``joined``; a comparison read on a subset of the draws
+        only by the a priori bound against the band and ``ci95`` alone: a subset's spread
+        is not the comparison's), run those points' other replications; whether any ran
+        (then read the answers again). Where the a priori bound does not settle it, the
+        probe draws (``probe_draws``, those the scenario accepts) run their second
+        replication first, and the move measured on them (``differences``) decides for
+        the others."""
         if not self.sequential:
             return False
         idx = list(range(len(self.draws)) if which is None else which)
@@ -427,13 +467,17 @@ class DrawnPoints:
         if len(idx) == len(self.draws):
             probes = [i for i in probe_draws(len(self.draws)) if self.points[i] is not None]
             measured = self.differences(keys, metric, pair, own, probes)
-            if measured is None and one_replication_enough(drawn[idx], own, ci95):
+            if measured is None and one_replication_enough(drawn[idx], own, ci95, joined=joined):
                 return False  # the a priori bound settles it
             if measured is None:  # the probes run their second, then it is read again
                 self.ensure(keys, [i for i in probes if i in short], self.replications)
                 return True
-            if one_replication_enough(drawn[idx], own, ci95, measured):
+            if one_replication_enough(drawn[idx], own, ci95, measured, joined=joined):
                 return False
+        elif joined is not None and one_replication_enough(
+            np.array([]), own, ci95, None, joined=joined
+        ):
+            return False  # the band alone is wide enough for one replication
         self.ensure(keys, short, self.replications)
         return True
 
@@ -451,23 +495,39 @@ class DrawnPoints:
         not enough (``settle``)."""
         other = BASELINE if versus == 0 else FixedK(versus)
         keys = [(load, FixedK(k)), (load, other)]
-        # a comparison read on a subset of the draws runs every replication there
-        # (``settle``): then they run in one batch, not the first and then the rest
-        subset = which is not None and len(which) != len(self.draws)
-        self.ensure(keys, which, self.replications if subset and self.sequential else None)
         ev = self.evaluator
+        band = gain_band(ev.builder)
 
         def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             return paired_gain(a, b, metric)
 
-        while True:
+        def nominal_now() -> tuple[np.ndarray, tuple[float, float] | None, float]:
+            """The nominal's per-replication gains, their Monte Carlo 95% interval (None
+            without sequential draws) and the gains' band at the load (on ln g)."""
             spec, base = ev(*keys[0]), ev(*keys[1])
             nominal = paired_gain(*paired_values(spec, base, metric), metric)
-            out = self.shifts(keys, metric, pair, float(np.mean(nominal)), nominal)
             ci95 = gain(spec, base, metric).ci95 if self.sequential else None
-            if self.settle(keys, which, out, nominal, ci95, metric, pair):
+            here = {p: point for (at, p), point in ev.memo.items() if at == load}
+            return nominal, ci95, 0.0 if band is None else band(here)
+
+        # a comparison read on a subset of the draws runs every replication there unless
+        # the band alone is wide enough for one (``settle``): then they run in one batch,
+        # not the first and then the rest
+        upto = None
+        if which is not None and len(which) != len(self.draws) and self.sequential:
+            nominal, ci95, sigma = nominal_now()
+            joined = band_joined(float(np.mean(nominal)), sigma)
+            if not one_replication_enough(np.array([]), nominal, ci95, joined=joined):
+                upto = self.replications
+        self.ensure(keys, which, upto)
+        while True:
+            nominal, ci95, sigma = nominal_now()
+            mean = float(np.mean(nominal))
+            out = self.shifts(keys, metric, pair, mean, nominal)
+            joined = band_joined(mean, sigma)
+            if self.settle(keys, which, out, nominal, ci95, metric, pair, joined):
                 continue
-            if not (near(out, nominal, 1.0) and ev.complete(keys)):
+            if not (near(out, nominal, 1.0, sigma * abs(mean)) and ev.complete(keys)):
                 return out
 
     def levels(self, load: Load, policy: Any, metric: str) -> np.ndarray:

@@ -36,7 +36,7 @@ from sim.simulation.serving.setup import ServingSetup, serving_setup
 from sim.simulation.serving.simulate import replication_blocks, simulate_serving, work_out
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, policy_point
-from sim.studies.serving.sequential import FIRST, Rule, merge
+from sim.studies.serving.sequential import FIRST, Band, Points, Rule, merge
 from sim.uncertainty.model_error import ModelErrorTerm, model_error_term
 from sim.uncertainty.perturb import InputDraws, Overrides
 
@@ -46,6 +46,7 @@ __all__ = [
     "PointEvaluator",
     "PointTask",
     "ScenarioPlans",
+    "gain_band",
     "plan_steps",
     "replications_of",
     "run_in_blocks",
@@ -550,6 +551,23 @@ class PointEvaluator:
         if key not in self.memo:
             self.ensure([key], step=True)
         return self.memo[key]
+
+
+def gain_band(builder: PlanBuilder) -> Band | None:
+    """The standard deviation on ln(gain) of the gains' model-error band at a load, from
+    the points run there (sequential.py ``Band``): the scenario's term
+    (sim/uncertainty/model_error.py) at the load's decode batch, the largest mean batch
+    of its points (as the answers' 90% intervals take it). None for plans built without a
+    scenario (no term)."""
+    if not isinstance(builder, ScenarioPlans):
+        return None
+    term = builder.model_error
+
+    def band(points: Points) -> float:
+        batch = max((float(p.mean_batch.mean()) for p in points.values()), default=1.0)
+        return term.at(batch).gain_sigma
+
+    return band
 
 
 def study_settings(builder: ScenarioPlans, load: Load) -> tuple[dict[str, Any], tuple[str, ...]]:

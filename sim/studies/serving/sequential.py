@@ -27,6 +27,17 @@ or the required share (the ones a band's end or an interpolation reads) have the
 R's intervals, as before. Where a draw of an interval's inputs lands near the
 reference the study runs a stopped point's other replications too (draws.py ``near``).
 
+A comparison that enters an answer with a model-error band (crossover's gains, best-k's
+selection: their 90% intervals from inputs and model join the gains' term at the load's
+decode batch, sim/uncertainty/model_error.py) is also resolved, from ``FIRST`` values on,
+where its Monte Carlo standard error is at most ``PRECISION_SHARE`` of the band's
+standard deviation (``precise``): the band alone is the least the answer's 90% interval
+holds (the interval joins it, each end the farther), and Monte Carlo noise a quarter of
+it widens it at most sqrt(1 + 1/16) = 1.03 times in quadrature. Such a point stops near
+its reference too, where it can never be settled; its Monte Carlo 95% interval is then
+at most half the band's 90% one. At a measured batch (no band) the rule is the one
+above.
+
 Deterministic: decisions are taken on whole batches of points, in the study's own order,
 on the values of the replications run (never on the order results arrive), so a seed
 gives the same points, replications and answer for any worker count or executor.
@@ -57,7 +68,9 @@ from sim.studies.serving.paired_metrics import (
 __all__ = [
     "EARLY",
     "FIRST",
+    "PRECISION_SHARE",
     "SETTLED_SE",
+    "Band",
     "GainsAgainst",
     "Leader",
     "Pairs",
@@ -65,6 +78,7 @@ __all__ = [
     "Share",
     "describe",
     "merge",
+    "precise",
     "settled",
     "settled_se",
 ]
@@ -76,8 +90,18 @@ FIRST = 4
 SETTLED_SE = 4.0
 #: Replications at which a study that looks early (best-k's check) first asks its rule.
 EARLY = 2
+#: A comparison whose Monte Carlo standard error is at most this share of the standard
+#: deviation of its answer's model-error band is resolved without being settled
+#: (``precise``): the two add in quadrature to at most sqrt(1 + 0.25^2) = 1.03 times the
+#: band's alone, so more replications cannot move the answer's 90% interval from inputs
+#: and model by anything a user can act on.
+PRECISION_SHARE = 0.25
 
 Points = Mapping[SpeculationPolicy, PolicyPoint]
+#: The standard deviation of the model-error band on ln(gain) of the comparisons at a
+#: load, from every point run there (sim/studies/serving/evaluator.py ``gain_band``: the
+#: scenario's gains' term at the load's decode batch).
+Band = Callable[[Points], float]
 
 
 def settled_se(n: int) -> float:
@@ -105,18 +129,40 @@ def settled(values: np.ndarray, reference: float) -> bool:
     return abs(float(v.mean()) - reference) > settled_se(v.size) * se
 
 
-def gain_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
+def precise(values: np.ndarray, sigma: float) -> bool:
+    """Whether the Monte Carlo standard error of the mean of ``values`` (n,) is at most
+    ``PRECISION_SHARE`` x ``sigma``, the standard deviation (in the values' units) of the
+    model-error band of the answer the comparison enters: sd(v) / sqrt(n) <=
+    ``PRECISION_SHARE`` sigma. Asked from ``FIRST`` values on (the standard error is then
+    estimated on 3 or more degrees of freedom); False for fewer values, a value that is
+    not finite or no band (``sigma`` <= 0: at a measured batch every replication still
+    counts). Such a comparison may lie within the band of its reference, where it can
+    never be settled, and more replications cannot move its answer's 90% interval: the
+    Monte Carlo 95% interval on 4 values, t(0.975, 3) = 3.18 standard errors, is then at
+    most 0.80 sigma wide on each side against the band's 1.645 sigma."""
+    v = np.asarray(values, dtype=float)
+    if v.size < FIRST or not sigma > 0 or not np.all(np.isfinite(v)):
+        return False
+    return float(v.std(ddof=1)) / np.sqrt(v.size) <= PRECISION_SHARE * sigma
+
+
+def gain_settled(a: PolicyPoint, b: PolicyPoint, metric: str, sigma: float = 0.0) -> bool:
     """The paired gain of ``a`` over ``b`` (paired_metrics.py ``paired_gains``) settled
-    against 1."""
+    against 1, or ``precise`` against the band ``sigma`` on ln(gain) (its standard error
+    taken relative to the mean gain: se(ln g) = se(g) / g)."""
     gains = paired_gains(a, b, metric)
-    return gains is not None and settled(gains, 1.0)
+    if gains is None:
+        return False
+    return settled(gains, 1.0) or precise(gains, sigma * abs(float(np.mean(gains))))
 
 
-def difference_settled(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
+def difference_settled(a: PolicyPoint, b: PolicyPoint, metric: str, sigma: float = 0.0) -> bool:
     """The paired difference ``a`` - ``b`` (paired_metrics.py ``difference``) settled
-    against 0."""
+    against 0, or ``precise`` against the band ``sigma`` on ln(a / b) (the ratio a / b =
+    1 + d / b, so the band is sigma x b's mean in the difference's units)."""
     x, y = paired_values(a, b, metric)
-    return settled(paired_difference(x, y, METRICS[metric].higher_is_better), 0.0)
+    d = paired_difference(x, y, METRICS[metric].higher_is_better)
+    return settled(d, 0.0) or precise(d, sigma * abs(float(np.mean(y))))
 
 
 class Rule(Protocol):
@@ -148,14 +194,17 @@ class GainsAgainst:
 
     reference: SpeculationPolicy
     metrics: tuple[str, ...]
+    #: The gains' model-error band at the load (None: none, every comparison must settle).
+    band: Band | None = None
 
     def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
         pairs = [(p, self.reference) for p in points if p != self.reference]
+        sigma = 0.0 if self.band is None else self.band(points)
         return _pairs_settled(
             points,
             policy,
             pairs,
-            lambda a, b: all(gain_settled(a, b, m) for m in self.metrics),
+            lambda a, b: all(gain_settled(a, b, m, sigma) for m in self.metrics),
         )
 
 
@@ -167,6 +216,8 @@ class Leader:
 
     metric: str
     order: Callable[[SpeculationPolicy], Any] = lambda p: 0
+    #: The band of the ratio of two k at the load (the gains' term; None: none).
+    band: Band | None = None
 
     def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
         sign = 1.0 if METRICS[self.metric].higher_is_better else -1.0
@@ -176,8 +227,9 @@ class Leader:
 
         best = max(points, key=rank)
         pairs = [(p, best) for p in points if p != best]
+        sigma = 0.0 if self.band is None else self.band(points)
         return _pairs_settled(
-            points, policy, pairs, lambda a, b: difference_settled(a, b, self.metric)
+            points, policy, pairs, lambda a, b: difference_settled(a, b, self.metric, sigma)
         )
 
 
@@ -219,9 +271,20 @@ def merge(a: PolicyPoint, b: PolicyPoint) -> PolicyPoint:
     )
 
 
-def describe(first: int, replications: int, early: tuple[int, ...] = ()) -> str:
+#: What a document adds where a rule takes the model-error band (``precise``).
+PRECISE_NOTE = (
+    "; from {first} on, a comparison whose Monte Carlo standard error is at most "
+    f"{PRECISION_SHARE:g} of the standard deviation of its model-error band at the load "
+    "stops too, wherever its mean lies (its Monte Carlo 95% interval is then at most half "
+    "the band's 90% one, and the two together at most 1.03 times the band)"
+)
+
+
+def describe(first: int, replications: int, early: tuple[int, ...] = (), band: bool = False) -> str:
     """The assumption a document states for sequential replications (``early``: the
-    looks before ``first``, ``PointEvaluator(early=...)``)."""
+    looks before ``first``, ``PointEvaluator(early=...)``; ``band``: the rule also stops
+    a ``precise`` comparison)."""
+    extra = PRECISE_NOTE.format(first=first) if band else ""
     if early:
         looks = ", ".join(f"{n} ({settled_se(n):.1f} standard errors)" for n in early)
         return (
@@ -231,12 +294,12 @@ def describe(first: int, replications: int, early: tuple[int, ...] = ()) -> str:
             f"standard errors of its reference (the same two-sided tail, "
             f"2 P(T_{FIRST - 1} > {SETTLED_SE:g}), at every look); a point stopped early is "
             f"on one side of it by its 95% interval (--all-replications runs "
-            f"{replications} everywhere)"
+            f"{replications} everywhere){extra}"
         )
     return (
         f"replications: sequential, {first} at every point first, the other "
         f"{replications - first} only at points where a comparison they enter (a paired "
         f"gain, difference or SLO attainment against 1, 0 or the share) lies within "
         f"{SETTLED_SE:g} standard errors of it; a point stopped early is on one side of it "
-        f"by its 95% interval (--all-replications runs {replications} everywhere)"
+        f"by its 95% interval (--all-replications runs {replications} everywhere){extra}"
     )

@@ -11,14 +11,18 @@ from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.studies.serving.capacity_ratio import _jackknife_crossings
 from sim.studies.serving.crossover import crossover, load_grid
+from sim.studies.serving.draws import near
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain
 from sim.studies.serving.sequential import (
     FIRST,
+    PRECISION_SHARE,
     SETTLED_SE,
     GainsAgainst,
+    Leader,
     Pairs,
     describe,
+    precise,
     settled,
     settled_se,
 )
@@ -247,3 +251,76 @@ def test_the_rule_is_asked_once_for_each_state_of_the_points_at_a_load():
     ev.complete(keys)  # the points grew: answers are asked again (complete ones not)
     ev.ensure([*keys, (one, FixedK(2))])
     assert len(calls) == 6 and ev.memo[(one, FixedK(2))].replications == 4
+
+
+def test_a_mean_is_precise_below_a_quarter_of_its_band() -> None:
+    """``precise``: the standard error at most PRECISION_SHARE x the band's standard
+    deviation, from FIRST values on; never without a band, on fewer values or on a value
+    that is not finite."""
+    v = np.array([1.00, 1.02, 0.98, 1.01])
+    se = float(v.std(ddof=1)) / 2.0
+    assert PRECISION_SHARE == 0.25
+    assert precise(v, se / (0.99 * PRECISION_SHARE))
+    assert not precise(v, se / (1.01 * PRECISION_SHARE))
+    assert not precise(v, 0.0)  # a measured batch: no band, the settled rule alone
+    assert not precise(v[:3], 1.0)  # fewer than FIRST values
+    assert not precise(np.array([1.0, np.nan, 1.0, 1.0]), 1.0)
+    # 4 values: the Monte Carlo 95% interval is then at most half the band's 90% one
+    from scipy.special import stdtrit
+
+    assert float(stdtrit(FIRST - 1, 0.975)) * PRECISION_SHARE < 0.5 * 1.6448536
+    assert np.sqrt(1.0 + PRECISION_SHARE**2) < 1.031
+
+
+def _point(values) -> PolicyPoint:
+    v = np.asarray(values, dtype=float)
+    return PolicyPoint({"per_user_tok_s": v}, np.full(v.size, 8.0), {})
+
+
+def test_a_gain_within_its_band_stops_once_precise_and_not_before() -> None:
+    """GainsAgainst with a band: a gain of 1.002 +- 0.004 never settles against 1, but is
+    resolved once its standard error is within a quarter of the band (on ln g); a band
+    too narrow, or none, holds it."""
+    base = _point([100.0, 101.0, 99.0, 100.5])
+    spec = _point([100.2, 101.5, 99.0, 100.9])
+    gains = spec.values["per_user_tok_s"] / base.values["per_user_tok_s"]
+    se = float(gains.std(ddof=1)) / 2.0 / float(gains.mean())
+    points = {BASELINE: base, FixedK(2): spec}
+    metrics = ("per_user_tok_s",)
+    assert not GainsAgainst(BASELINE, metrics)(points, FixedK(2))
+    wide = GainsAgainst(BASELINE, metrics, band=lambda pts: 1.01 * se / PRECISION_SHARE)
+    narrow = GainsAgainst(BASELINE, metrics, band=lambda pts: 0.99 * se / PRECISION_SHARE)
+    assert wide(points, FixedK(2)) and wide(points, BASELINE)
+    assert not narrow(points, FixedK(2)) and not narrow(points, BASELINE)
+
+
+def test_a_near_tie_stops_once_precise_against_the_band_of_the_ratio() -> None:
+    """Leader with a band: the difference from the best is precise against the band of
+    their ratio in the objective's units (sigma x the best's mean)."""
+    best = _point([100.0, 102.0, 98.0, 101.0])
+    other = _point([99.9, 101.8, 98.1, 100.8])
+    d = other.values["per_user_tok_s"] - best.values["per_user_tok_s"]
+    sigma = (
+        float(d.std(ddof=1)) / 2.0 / PRECISION_SHARE / float(best.values["per_user_tok_s"].mean())
+    )
+    points = {FixedK(1): best, FixedK(2): other}
+    assert not Leader("per_user_tok_s")(points, FixedK(2))
+    assert Leader("per_user_tok_s", band=lambda pts: 1.01 * sigma)(points, FixedK(2))
+    assert not Leader("per_user_tok_s", band=lambda pts: 0.99 * sigma)(points, FixedK(2))
+
+
+def test_draws_near_the_reference_leave_a_precise_nominal_as_it_is() -> None:
+    own = np.array([1.001, 0.999, 1.002, 0.998])
+    drawn = np.array([1.0, 1.1])
+    se = float(own.std(ddof=1)) / 2.0
+    assert near(drawn, own, 1.0)
+    assert near(drawn, own, 1.0, 0.99 * se / PRECISION_SHARE)
+    assert not near(drawn, own, 1.0, 1.01 * se / PRECISION_SHARE)
+
+
+def test_the_assumption_says_when_a_point_stops_on_its_band() -> None:
+    assert "standard deviation of its model-error band" not in describe(4, 10)
+    for early in ((), (2,)):
+        assert "from 4 on, a comparison whose Monte Carlo standard error is at most 0.25" in (
+            describe(4, 10, early, band=True)
+        )

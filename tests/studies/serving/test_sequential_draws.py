@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
+from sim.model.model_error import Z90
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
@@ -24,14 +25,16 @@ from sim.studies.serving.draws import (
     DRAW_NOISE_SHARE,
     NOISE_CONFIDENCE,
     DrawnPoints,
+    band_joined,
     interval90,
     measured_move,
     one_replication_enough,
     paired_gain,
     probe_draws,
 )
-from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans
+from sim.studies.serving.evaluator import BASELINE, PointEvaluator, ScenarioPlans, gain_band
 from sim.studies.serving.paired_metrics import Load, gain
+from sim.studies.serving.sequential import GainsAgainst
 from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT
 
@@ -107,16 +110,20 @@ def test_the_measured_move_replaces_the_a_priori_bound_where_the_probes_ran() ->
     assert list(probe_draws(8)) == [0, 1, 2, 3] and list(probe_draws(2)) == [0, 1]
 
 
-def _short(requests: int = 40, replications: int = 3):
-    sc = with_overrides(
-        load_scenario(SERVING),
-        {"workload.requests": requests, "simulation.replications": replications},
-    )
+def _short(requests: int = 40, replications: int = 3, band: bool = True):
+    """The shipped serving scenario, short runs; ``band``: with its gains' model-error
+    term (False: the term off, so a comparison's 90% interval is its draws' alone)."""
+    sets = {"workload.requests": requests, "simulation.replications": replications}
+    if not band:
+        sets["serving.model_error.gain"] = 0.0
+    sc = with_overrides(load_scenario(SERVING), sets)
     return replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5))
 
 
-def _crossover(sequential: bool, workers: int = 1, requests: int = 40, metrics=None):
-    builder = _short(requests)
+def _crossover(
+    sequential: bool, workers: int = 1, requests: int = 40, metrics=None, band: bool = True
+):
+    builder = _short(requests, band=band)
     ev = PointEvaluator(builder, replications=3, seed=5, executor=LocalExecutor(workers))
     draws = DrawnPoints(ev, builder.draws, sequential=sequential)
     grid = load_grid("concurrency", [1, 2, 4, 8])
@@ -166,8 +173,9 @@ def test_crossover_draws_keep_one_replication_where_it_settles_and_agree_with_tw
 def test_a_draw_kept_at_one_replication_lies_within_the_share_of_the_two_replication_interval():
     """Where the rule kept some draws of a comparison at one replication (the a priori
     bound, or the move measured on the probe draws), each draw's answer, and each end of
-    the comparison's 90% interval, lies within DRAW_NOISE_SHARE of the width of the
-    interval two replications give, to 4 standard errors: the rule bounds the move's
+    the comparison's 90% interval (joined with its model-error band, as the answer
+    reports it), lies within DRAW_NOISE_SHARE of the width of the interval two
+    replications give, to 4 standard errors: the rule bounds the move's
     standard deviation by that share, and an end moves by about one draw's move. Both
     read on the same nominal points (the two-replication run's), so the difference is the
     draws' move alone. Fixed seeds; the shipped serving scenario, short runs."""
@@ -190,7 +198,13 @@ def test_a_draw_kept_at_one_replication_lies_within_the_share_of_the_two_replica
 
             one = seq.shifts(keys, metric, pair, float(np.mean(own)), own)
             two = full.shifts(keys, metric, pair, float(np.mean(own)), own)
-            ends1, ends2 = interval90(one.tolist(), ci95), interval90(two.tolist(), ci95)
+            # the interval the answer reports: joined with the gains' band at the load
+            band = gain_band(ev.builder)
+            assert band is not None
+            here = {p: pt for (at, p), pt in ev.memo.items() if at == load}
+            joined = band_joined(float(np.mean(own)), band(here))
+            ends1 = joined(interval90(one.tolist(), ci95))
+            ends2 = joined(interval90(two.tolist(), ci95))
             assert ends1 is not None and ends2 is not None
             tol = 4 * DRAW_NOISE_SHARE * (ends2[1] - ends2[0])
             assert np.all(np.abs(one - two) <= tol)
@@ -201,8 +215,10 @@ def test_a_draw_kept_at_one_replication_lies_within_the_share_of_the_two_replica
 
 def test_sequential_draws_do_not_depend_on_the_worker_count() -> None:
     """The same document at 1 and 2 workers, where the probe draws ran their second
-    replication at a load and the others kept one (the measured bound decided)."""
-    kw = {"sequential": True, "requests": 24, "metrics": ["per_user_tok_s"]}
+    replication at a load and the others kept one (the measured bound decided; without
+    the model-error band, which on this scenario is wide enough for one replication
+    everywhere: the next test)."""
+    kw = {"sequential": True, "requests": 24, "metrics": ["per_user_tok_s"], "band": False}
     _, draws, _, got = _crossover(workers=1, **kw)
     assert draws.points_by_replications().get("1", 0) > 0  # some draws stopped at one
     probes = len(probe_draws(len(draws.draws)))
@@ -262,10 +278,11 @@ class _Recording:
 
 def test_a_subset_of_draws_runs_every_replication_in_one_batch_as_two_would() -> None:
     """A comparison read on some draws only (a crossing's walk outwards) runs both
-    replications there at once, and a lone draw's point is cut into one block a
-    replication for the two workers: the same values as the first replication and then
-    the second, which ``settle`` ran before, and as one worker running it whole."""
-    builder = _short(requests=24)
+    replications there at once (without a model-error band wide enough for one, the next
+    test), and a lone draw's point is cut into one block a replication for the two
+    workers: the same values as the first replication and then the second, which
+    ``settle`` ran before, and as one worker running it whole."""
+    builder = _short(requests=24, band=False)
     load = Load("concurrency", 4)
     keys = [(load, FixedK(2)), (load, BASELINE)]
     got = {}
@@ -290,3 +307,70 @@ def test_a_subset_of_draws_runs_every_replication_in_one_batch_as_two_would() ->
             assert point.replications == 2
             for metric, values in stepwise.points[1][key].values.items():
                 assert np.array_equal(point.values[metric], values, equal_nan=True)
+
+
+def test_the_band_of_the_answer_counts_in_the_width_one_replication_is_judged_against() -> None:
+    """``joined``: the comparison's 90% interval is the one its answer reports, joined
+    with its model-error band; a band wider than the draws' spread makes one replication
+    enough where the draws alone do not, and with no draws (a subset of them) the band
+    and the Monte Carlo interval alone decide."""
+    drawn = np.linspace(0.98, 1.02, 8)
+    lo, hi = interval90(drawn.tolist(), None)
+    noisy = 1.0 + np.array([-1.0, 1.0]) * 0.2 * (hi - lo)
+    assert not one_replication_enough(drawn, noisy)
+    band = band_joined(1.0, 0.1)  # 90%: x/exp(0.164), 0.33 wide
+    ends = band(None)
+    assert ends is not None and ends[1] - ends[0] == pytest.approx(
+        math.exp(Z90 * 0.1) - math.exp(-Z90 * 0.1)
+    )
+    assert one_replication_enough(drawn, noisy, joined=band)
+    assert one_replication_enough(np.array([]), noisy, joined=band)  # the band alone
+    assert not one_replication_enough(np.array([]), noisy)  # no draws, no band: never
+    assert not one_replication_enough(np.array([]), noisy, joined=band_joined(1.0, 0.0))
+    wide = 1.0 + np.array([-1.0, 1.0]) * 0.2 * (ends[1] - ends[0])
+    assert not one_replication_enough(drawn, wide, joined=band)  # a tenth of its width
+
+
+def test_a_subset_of_draws_keeps_one_replication_where_the_band_alone_is_wide_enough() -> None:
+    """A crossing's walk outwards reads a few draws; where the a priori move is within a
+    tenth of the gain's model-error band at the load (4 users: batch 4, x/1.13), those
+    draws keep their first replication, in one batch."""
+    builder = _short(requests=24)
+    load = Load("concurrency", 4)
+    keys = [(load, FixedK(2)), (load, BASELINE)]
+    executor = _Recording(1)
+    ev = PointEvaluator(builder, replications=3, seed=5, executor=executor)  # type: ignore[arg-type]
+    draws = DrawnPoints(ev, builder.draws, sequential=True)
+    ev.ensure(keys)
+    executor.batches.clear()
+    draws.gains(load, 2, "per_user_tok_s", which=[1])
+    assert len(executor.batches) == 1
+    assert [t.replications for t in executor.batches[0]] == [1, 1]
+    assert all(draws.points[1][key].replications == 1 for key in keys)
+
+
+def test_points_stopped_on_their_band_do_not_depend_on_the_worker_count() -> None:
+    """crossover with draws: some pair near its crossing stops at its first replications
+    because it is precise against the gains' band there, though not settled against 1
+    (k = 2's TPOT p99 gain at 4 users, 1.03, 2 standard errors from 1);
+    the document is the same at 1 and 2 workers."""
+    docs = []
+    for workers in (1, 2):
+        builder = _short(requests=24, replications=6)
+        ev = PointEvaluator(builder, replications=6, seed=5, executor=LocalExecutor(workers))
+        draws = DrawnPoints(ev, builder.draws, sequential=True)
+        grid = load_grid("concurrency", [1, 2, 4, 8])
+        got = crossover(ev, grid, [2], metrics=["tpot_p99_ms"], refine=False, draws=draws)
+        docs.append(got.to_dict())
+        band = gain_band(builder)
+        assert band is not None
+        stopped = []
+        for load in grid:
+            pts = {p: pt for (at, p), pt in ev.memo.items() if at == load}
+            plain = GainsAgainst(BASELINE, ("tpot_p99_ms",))
+            if pts[FixedK(2)].replications == 4 and not plain(pts, FixedK(2)):
+                assert GainsAgainst(BASELINE, ("tpot_p99_ms",), band)(pts, FixedK(2))
+                stopped.append(load)
+        assert stopped  # the band stopped a pair the settled rule alone would have grown
+    assert docs[0] == docs[1]
+    assert any("model-error band at the load stops too" in a for a in docs[0]["assumptions"])

@@ -8,8 +8,10 @@ exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 time: common random numbers along the rate, as the acceptance search has along alpha.
 The capacity is found by the root finder of sim/studies/bisection.py (``passing_bracket``:
 bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
-tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
-upper and lower 95% bounds of attainment cross the required share). With draws of the
+tolerance ``rtol`` (by default one step of the draws' ladder, ``DEFAULT_RTOL``), the
+crossing then interpolated in log rate inside the last bracket; its 95% interval inverts
+the attainment's band (the rates at which the upper and lower 95% bounds of attainment
+cross the required share, found and interpolated the same way). With draws of the
 inputs, each draw's capacity is found on a rate ladder of its own (``completed_draws``)
 between the capacity and its 95% interval, whose bisections then stop once their bracket
 lies inside what the 90% interval already holds (``capacity``).
@@ -66,6 +68,11 @@ SPAN = 4096.0
 #: of log 2, where every rate a bisection from the hint tries lies).
 LADDER_LEVEL = 4
 LADDER_STEP = math.log(2.0) / 2**LADDER_LEVEL
+#: The default relative tolerance of a capacity's bisection: one ladder step (4.4%). The
+#: capacity is then read as each draw's is, interpolated in log rate between two
+#: neighbouring ladder rates (``CapacitySearch.crossing``); docs/study-speed.md
+#: ("Monte Carlo precision against the answer's own interval") derives it.
+DEFAULT_RTOL = math.expm1(LADDER_STEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +237,7 @@ class CapacitySearch:
     def of(cls, p: PolicyCapacity, evaluator: PointEvaluator, share: float) -> CapacitySearch:
         """A finished search ``p`` taken up again: its rates and points, capacity and 95%
         interval (the points kept in ``evaluator``'s memo)."""
-        s = cls(evaluator, p.num_steps, share, math.exp(p.origin_log_rate), 0.02)
+        s = cls(evaluator, p.num_steps, share, math.exp(p.origin_log_rate), DEFAULT_RTOL)
         for x, pt in zip(p.log_rates.tolist(), p.points, strict=True):
             x = s._tried(x)
             if pt is not None:
@@ -278,9 +285,30 @@ class CapacitySearch:
             self.share,
             hint=self.origin if start is None else start,
             step=step,
-            xtol=math.log1p(self.rtol),
+            # half a lattice cell of margin: a bracket of exactly the tolerance (one
+            # ladder step at DEFAULT_RTOL, reached by sums of floats) has reached it
+            xtol=math.log1p(self.rtol) + LATTICE / 2,
             within=within,
         )
+
+    def crossing(self, got: tuple[float | None, float], which: str) -> float:
+        """The log rate where ``which``'s statistic (``_stat``) crosses the share inside
+        the bracket ``got`` (failing log rate, passing log rate), linear in log rate
+        between its two ends, as a draw's capacity is read on the ladder and the
+        jackknife of sim/studies/serving/capacity_ratio.py reads each capacity: x_pass +
+        (a_pass - share) / (a_pass - a_fail) (x_fail - x_pass). The passing end where
+        there is no failing one (the domain's easy end passes) or it was not simulated
+        (above the service bound: its attainment is not measured)."""
+        bad, good = got
+        if bad is None:
+            return good
+        fail, ok = self.known(bad), self.known(good)
+        if fail is None or ok is None:
+            return good
+        a_fail, a_ok = _stat(fail, which), _stat(ok, which)
+        if not a_ok > a_fail:  # a bracket's ends always differ; guard the division
+            return good
+        return good + (a_ok - self.share) / (a_ok - a_fail) * (bad - good)
 
     def find(self, start_per_s: float | None = None) -> None:
         """The capacity: the mean attainment's crossing of the share, bisected to rtol;
@@ -288,7 +316,8 @@ class CapacitySearch:
         capacity, for a k: speculation on the same server moves it by tens of percent,
         where the hint, one user's rate, lies a factor 4-5 below) from the ladder rate
         nearest that rate in steps of ``START_STEP``. Either way every rate tried lies on
-        the lattice and the answer is the share's crossing to rtol; only which rates
+        the lattice and the answer is the share's crossing, interpolated in log rate
+        inside the last bracket (``crossing``), at most rtol wide; only which rates
         bracket it differ."""
         if start_per_s is None:
             got = self._root("mean")
@@ -296,7 +325,7 @@ class CapacitySearch:
             j = round(ladder_index(math.log(start_per_s), self.origin))
             start = self.origin + j * LADDER_STEP
             got = self._root("mean", start=start, step=START_STEP)
-        self.value = None if got is None else math.exp(got[1])
+        self.value = None if got is None else math.exp(self.crossing(got, "mean"))
         top = math.exp(self.hi)  # the highest rate tried: passing there bounds nothing
         self.at_least = self.value is not None and math.isclose(self.value, top, rel_tol=1e-12)
 
@@ -324,12 +353,15 @@ class CapacitySearch:
                 self.stopped.append((which, (math.exp(good), math.exp(bad)), within))
                 ends.append(math.exp(good if which == "lo" else bad))
             else:
-                ends.append(math.exp(good))
+                ends.append(math.exp(self.crossing(got, which)))
         lo_end, hi_end = ends
         if self.at_least:  # no crossing above: the upper end is unknown
             hi_end = None
         elif self.value is not None and hi_end is None:
             hi_end = self.value
+        if self.value is not None:  # each interpolated in its own bracket: hold the value
+            lo_end = None if lo_end is None else min(lo_end, self.value)
+            hi_end = None if hi_end is None else max(hi_end, self.value)
         self.ends = (lo_end, hi_end)
 
     def result(self) -> PolicyCapacity:
@@ -511,7 +543,7 @@ def capacity(
     num_steps: Sequence[int],
     *,
     share: float = 0.9,
-    rtol: float = 0.02,
+    rtol: float = DEFAULT_RTOL,
     hint_per_s: float | None = None,
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
@@ -593,7 +625,8 @@ def capacity(
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += sum(s.ev.replications_run for s in searches)
     stops = sequential and evaluator.replications > FIRST
-    notes = (describe(FIRST, evaluator.replications),) if stops else ()
+    notes: tuple[str, ...] = (_resolution_note(rtol),)
+    notes = (*notes, describe(FIRST, evaluator.replications)) if stops else notes
     if draws is not None and draws.draws:
         notes = (*notes, LADDER_NOTE, *_stopped_notes(searches))
     return CapacityResult(
@@ -606,6 +639,17 @@ def capacity(
         gain_ci95=gains,
         interval90=intervals,
         model_error=_widest(terms),
+    )
+
+
+def _resolution_note(rtol: float) -> str:
+    """The assumption line of a capacity's resolution (its bisection's ``rtol``)."""
+    return (
+        f"capacity: the mean attainment's crossing of the share, interpolated in log rate "
+        f"between the last passing and the first failing rate of a bisection to "
+        f"{100 * rtol:.1f}% (--rtol; by default one step of the draws' ladder, as each "
+        f"draw's capacity is read: docs/study-speed.md, precision against the answer's "
+        f"own interval)"
     )
 
 

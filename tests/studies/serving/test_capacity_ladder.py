@@ -422,3 +422,23 @@ def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
     got = capped_shift(nominal, varying)
     lo, hi = sorted((float(varying.mean()), shifted(float(nominal.mean()), varying, nominal[:2])))
     assert lo < got < hi
+
+
+@pytest.mark.parametrize("start", [None, "plain"])
+def test_the_default_tolerance_bisects_to_neighbouring_ladder_rates(start):
+    """At ``DEFAULT_RTOL`` a search, from the hint or from another policy's capacity,
+    stops once its bracket is two neighbouring ladder rates (every rate it tried on the
+    ladder: nothing off it for the draws to skip), and its capacity is interpolated
+    between them."""
+    from sim.studies.serving.capacity import DEFAULT_RTOL
+
+    ev = PointEvaluator(CodePlans(), replications=2, seed=7, slo=SLO)
+    hint = 30.0
+    search = CapacitySearch(ev, 3, SHARE, hint, DEFAULT_RTOL)
+    search.find(None if start is None else hint * 2.7)
+    p = search.result()
+    places = [ladder_index(x, p.origin_log_rate) for x in p.log_rates.tolist()]
+    assert all(abs(j - round(j)) < 1e-6 for j in places)
+    j = math.floor(ladder_index(math.log(p.rate_per_s), p.origin_log_rate) + 1e-9)
+    means = {round(i): float(np.mean(a)) for i, a in zip(places, p.attainment, strict=True)}
+    assert means[j] >= SHARE > means[j + 1]

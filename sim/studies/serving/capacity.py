@@ -608,8 +608,14 @@ def capacity(
     caps: list[np.ndarray] = []
     terms: list[ModelErrorTerm | None] = []
     within: list[tuple[float, float] | None] = [None] * len(searches)
+    tolerances: list[float] = []
     if draws is not None:  # first: the draws may complete rates stopped early
-        caps = [completed_draws(draws, s.result(), share, search=s)[0] for s in searches]
+        # the terms at the capacities' decode batches (the searches' rates alone)
+        tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
+        caps = [
+            completed_draws(draws, s.result(), share, search=s, tolerance=tol)[0]
+            for s, tol in zip(searches, tolerances, strict=True)
+        ]
         terms = _terms(draws, [s.result() for s in searches])
         within = [
             _settled_range(s.value, c, t) if s.value is not None and not s.at_least else None
@@ -628,7 +634,7 @@ def capacity(
     notes: tuple[str, ...] = (_resolution_note(rtol),)
     notes = (*notes, describe(FIRST, evaluator.replications)) if stops else notes
     if draws is not None and draws.draws:
-        notes = (*notes, LADDER_NOTE, *_stopped_notes(searches))
+        notes = (*notes, LADDER_NOTE, *_completion_note(tolerances), *_stopped_notes(searches))
     return CapacityResult(
         scenario=scenario,
         share=share,
@@ -640,6 +646,20 @@ def capacity(
         interval90=intervals,
         model_error=_widest(terms),
     )
+
+
+def _completion_note(tolerances: Sequence[float]) -> list[str]:
+    """The assumption line of the completion's tolerance (none where it is 0)."""
+    if not tolerances or not all(t > 0 for t in tolerances):
+        return []
+    got = ", ".join(f"{100 * t:.1f}%" for t in tolerances)
+    return [
+        "draws: a ladder rate's nominal stopped early grows until the move its other "
+        "replications could still make to a draw's capacity has a standard deviation of "
+        "at most a quarter of the model-error term's sigma (the capacity's, and the "
+        f"gain's over sqrt(2)), in log rate {got} (plain decoding, then each k): at 90% "
+        "at most a quarter of the 90% interval's half-width (docs/study-speed.md)"
+    ]
 
 
 def _resolution_note(rtol: float) -> str:
@@ -723,6 +743,7 @@ def completed_draws(
     share: float,
     sequential: bool = False,
     search: CapacitySearch | None = None,
+    tolerance: float = 0.0,
 ) -> tuple[np.ndarray, PolicyCapacity, int]:
     """Each draw's capacity of policy ``p`` (D,), ``p`` with every nominal rate the
     draws ran (its curve, attainment and points; its capacity and 95% interval are the
@@ -755,7 +776,10 @@ def completed_draws(
     replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
     sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
     ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
-    mean after each, until no draw's side is open (at all R at the latest).
+    mean after each, until no draw's side is open (at all R at the latest) or (``tolerance``
+    > 0, ``completion_tolerances``) the move the other replications could still make to
+    an open draw's capacity has a standard deviation of at most ``tolerance`` in log rate
+    (``capacity_move``, on the nominal's fall across its capacity, ``nominal_fall``).
 
     **Current values.** A draw's attainment at a ladder rate is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
@@ -800,14 +824,22 @@ def completed_draws(
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
+    fall = nominal_fall(search, math.log(p.rate_per_s))  # type: ignore[arg-type]
+
+    def open_at(j: int, d: int, mine: np.ndarray, drawn: np.ndarray) -> bool:
+        """Draw ``d``'s side at ``j`` could still change (``side_open``) by a move of its
+        capacity larger than ``tolerance`` (``capacity_move``)."""
+        r = search.ev.replications
+        if not side_open(cache[j][d], mine, drawn, share, r):
+            return False
+        return not (tolerance > 0 and capacity_move(mine, drawn, r, fall) <= tolerance)
+
     def undecided(j: int) -> bool:
         """Whether the nominal's other replications at ``j`` could still move a draw that
-        ran there across the share (``side_open``)."""
+        ran there across the share by more than the tolerance (``open_at``)."""
         mine, key = nominal_at(j), search.key(log_rate(j))
         return any(
-            side_open(
-                cache[j][d], mine, pts[key].values["slo_attainment"], share, search.ev.replications
-            )
+            open_at(j, d, mine, pts[key].values["slo_attainment"])
             for d in readers[j]
             if (pts := draws.points[d]) is not None and key in pts
         )
@@ -926,6 +958,58 @@ def side_open(
     s = float(np.std(nominal, ddof=1))
     margin = SETTLED_SE * _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications)
     return abs(estimate - share) <= margin
+
+
+def capacity_move(nominal: np.ndarray, drawn: np.ndarray, replications: int, fall: float) -> float:
+    """The standard deviation, in log rate, of the move the nominal's replications not yet
+    run at a ladder rate could still make to a draw's capacity read there: the move of
+    its attainment, beta s sqrt(1/n - 1/R) (``side_open``), over ``fall``, the
+    attainment's fall per unit log rate where it crosses the share (a draw's crossing
+    interpolated between two ladder rates moves by the move of a value there over that
+    fall, whichever side the value lands on). inf with fewer than two nominal
+    replications or no fall; 0 with all R."""
+    n = nominal.size
+    if n >= replications:
+        return 0.0
+    if n < 2 or not fall > 0:
+        return math.inf
+    s = float(np.std(nominal, ddof=1))
+    return _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications) / fall
+
+
+def nominal_fall(search: CapacitySearch, log_capacity: float) -> float:
+    """The nominal mean attainment's fall per unit log rate across one ladder step
+    centred on its capacity (``log_capacity``): linear between the rates run, on the
+    curve made to fall with the rate (``_probes``'s); where the draws' curves are the
+    nominal's moved along the rate, each draw's fall where it crosses the share."""
+    xs, means = _nominal_curve(search)
+    if xs.size < 2:
+        return 0.0
+    falling = np.minimum.accumulate(means)
+    h = LADDER_STEP / 2
+    a_lo, a_hi = np.interp([log_capacity - h, log_capacity + h], xs, falling)
+    return float(a_lo - a_hi) / LADDER_STEP
+
+
+def completion_tolerances(terms: Sequence[ModelErrorTerm | None]) -> list[float]:
+    """Per policy (plain decoding first), the standard deviation in log rate up to which
+    the nominal's missing replications at a ladder rate may still move a draw's capacity
+    (``completed_draws``): a quarter of the model-error term's sigma of every answer the
+    draw enters, its capacity (the levels' sigma) and its gains (the gains' sigma of the
+    pair, the wider of the two terms, as ``capacity_intervals`` takes it, over sqrt(2):
+    a gain's draw is the ratio of two capacities each read so). The term's band, z sigma
+    either side, is part of every 90% interval (``widen``), so the move is at most a
+    quarter of that interval's half-width at 90%. 0 (complete as ``side_open`` says)
+    without a term for every policy."""
+    if not terms or any(t is None for t in terms):
+        return [0.0] * len(terms)
+    ts = [t for t in terms if t is not None]
+    gains = [max(t.gain_sigma, ts[0].gain_sigma) for t in ts[1:]]
+    out = []
+    for i, t in enumerate(ts):
+        gain = min(gains) if i == 0 else gains[i - 1]
+        out.append(min(t.level_sigma, gain / math.sqrt(2.0)) / 4.0 if gains else 0.0)
+    return out
 
 
 def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:

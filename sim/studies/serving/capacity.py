@@ -612,10 +612,11 @@ def capacity(
     if draws is not None:  # first: the draws may complete rates stopped early
         # the terms at the capacities' decode batches (the searches' rates alone)
         tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
-        caps = [
-            completed_draws(draws, s.result(), share, search=s, tolerance=tol)[0]
-            for s, tol in zip(searches, tolerances, strict=True)
-        ]
+        for s, tol in zip(searches, tolerances, strict=True):
+            # each k's draws start where plain decoding's draw moved its capacity
+            moves = _moves(caps[0], searches[0].value) if caps else None
+            got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
+            caps.append(got[0])
         terms = _terms(draws, [s.result() for s in searches])
         within = [
             _settled_range(s.value, c, t) if s.value is not None and not s.at_least else None
@@ -646,6 +647,18 @@ def capacity(
         interval90=intervals,
         model_error=_widest(terms),
     )
+
+
+def _moves(caps: np.ndarray, nominal: float | None) -> np.ndarray | None:
+    """Each draw's move of plain decoding's log capacity, ln(cap_d / nominal) (D,; NaN
+    where the draw has none: beyond the ladder or rejected), to start each k's draws
+    (``completed_draws``): the inputs a draw moves (the server's costs, the acceptance)
+    move every policy's capacity of that server, by tens of percent, and the move of one
+    predicts the other's to within a few ladder steps. None without a capacity."""
+    if nominal is None:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(caps) - math.log(nominal)
 
 
 def _completion_note(tolerances: Sequence[float]) -> list[str]:
@@ -744,6 +757,7 @@ def completed_draws(
     sequential: bool = False,
     search: CapacitySearch | None = None,
     tolerance: float = 0.0,
+    moves: np.ndarray | None = None,
 ) -> tuple[np.ndarray, PolicyCapacity, int]:
     """Each draw's capacity of policy ``p`` (D,), ``p`` with every nominal rate the
     draws ran (its curve, attainment and points; its capacity and 95% interval are the
@@ -759,17 +773,19 @@ def completed_draws(
     where it did not, the nominal runs there through ``search`` (the policy's search, taken
     up again from ``p`` when None: a new evaluator on the draws' one, with the search's
     sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
-    below the nominal capacity; then (``_probes``) its attainment is predicted at each
-    ladder rate inside the bracket as the nominal mean (linear in log rate between the
-    nominal rates run) moved by the draw's shift at the bracket's ends, and it runs the
-    first predicted to fail and the one below it, until the bracket is two neighbouring
-    ladder rates (``_narrowed``). The prediction only picks rates: where the draw's
-    attainment falls with the rate the bracket is the one pair of neighbouring ladder rates
-    around its crossing, whatever rates the nominal search tried, and the capacity lies
-    within one ladder step of that crossing. Ladder rates outside the search's domain, or
-    above the service bound under a TTFT limit (failing unsimulated for the nominal), are
-    not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
-    that fails at the lowest -inf.
+    below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
+    capacity: plain decoding's in the same draw, for a k) at the two ladder rates around the
+    nominal capacity so moved (a NaN or infinite move: at the first); then (``_probes``) its
+    attainment is predicted at each ladder rate inside the bracket as the nominal mean
+    (linear in log rate between the nominal rates run) moved by the draw's shift at the
+    bracket's ends, and it runs the first predicted to fail and the one below it, until the
+    bracket is two neighbouring ladder rates (``_narrowed``). The prediction only picks
+    rates: where the draw's attainment falls with the rate the bracket is the one pair of
+    neighbouring ladder rates around its crossing, whatever rates the nominal search tried,
+    and the capacity lies within one ladder step of that crossing. Ladder rates outside the
+    search's domain, or above the service bound under a TTFT limit (failing unsimulated for
+    the nominal), are not run: a draw that passes at the highest ladder rate run has
+    capacity inf (above), one that fails at the lowest -inf.
 
     **Completion.** Where a nominal rate stopped at its first replications (sequential
     replications), a draw read there whose side of the share the nominal's other
@@ -870,9 +886,22 @@ def completed_draws(
         return _bracket(seen, share, j_lo, j_hi)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
-    j0 = max(j_lo, min(j_hi, math.floor(ladder_index(cap, origin) + 1e-9)))
+
+    def place(x: float) -> int:
+        return max(j_lo, min(j_hi, math.floor(ladder_index(x, origin) + 1e-9)))
+
+    j0 = place(cap)
     everyone = list(range(len(draws.draws)))
-    run({j0: everyone})
+    first: dict[int, list[int]] = {}
+    for d in everyone:
+        m = math.nan if moves is None else float(moves[d])
+        if math.isfinite(m):  # the two ladder rates around the predicted crossing
+            below = place(cap + m)
+            for j in sorted({below, min(below + 1, j_hi)}):
+                first.setdefault(j, []).append(d)
+        else:
+            first.setdefault(j0, []).append(d)
+    run(first)
     # each draw's bracket (P, F): passes at ladder rate P, fails at F (j_lo - 1 and
     # j_hi + 1: the virtual ends beyond the rates run), searched until F = P + 1; every
     # round, each from the draw's attainment at the rates it ran, as they read now

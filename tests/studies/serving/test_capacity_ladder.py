@@ -516,3 +516,27 @@ def test_completion_tolerances_are_a_quarter_of_the_tightest_model_error_sigma()
     r2 = math.sqrt(2.0)
     assert got == pytest.approx([0.1 / r2 / 4, 0.16 / r2 / 4, 0.04 / 4], rel=1e-12)
     assert completion_tolerances([term(0.2, 0.1), None]) == [0.0, 0.0]
+
+
+def test_a_draw_started_at_its_predicted_move_runs_only_the_two_rates_around_it():
+    """``moves``: a draw whose predicted move of its log capacity is right starts at the
+    two ladder rates around the nominal capacity so moved and runs nothing else; its
+    capacity is the one found from the nominal capacity's rate (a straight curve: the
+    exact crossing); a NaN move starts there as before."""
+    ev, p, nominal = _searched(2)
+    origin, cap = p.origin_log_rate, math.log(p.rate_per_s)
+    crossings = cap + np.linspace(-0.3, 0.35, 5)
+
+    def straight(c: float):
+        return lambda x: SHARE - 2.0 * (x - c)
+
+    draws = _CurveDraws(ev, nominal, [straight(c) for c in crossings])
+    moves = np.append(crossings[:-1] - cap, math.nan)
+    search = CapacitySearch.of(p, nominal, SHARE)
+    caps, _, _ = completed_draws(draws, p, SHARE, search=search, moves=moves)
+    np.testing.assert_allclose(np.log(caps), crossings, rtol=0, atol=1e-12)
+    for d, c in enumerate(crossings[:-1]):
+        j = math.floor(ladder_index(c, origin))
+        assert {round(ladder_index(x, origin), 6) for x in draws.ran[d]} == {j, j + 1}
+    j0 = math.floor(ladder_index(cap, origin) + 1e-9)
+    assert j0 in {round(ladder_index(x, origin), 6) for x in draws.ran[-1]}

@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 @click.option(
     "--rtol",
     type=FiniteFloatRange(0.001, 0.5),
-    default=0.02,
-    show_default=True,
-    help="Relative tolerance of the rate.",
+    default=None,
+    help="Relative tolerance of the rate's bisection (the capacity is interpolated inside "
+    "its last bracket) [default: 4.4%, one step of the draws' rate ladder].",
 )
-def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None:
+def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float | None) -> None:
     """Highest Poisson rate at which a share of requests meets the TTFT and TPOT limits.
 
     Root finding on common random numbers along the rate, for plain decoding and each k,
@@ -50,13 +50,14 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
     # lazy: the library is imported when a command runs, not for --help (start-up)
     from sim.cli.search import parse_num_steps
     from sim.report.capacity import render_capacity
+    from sim.studies.serving.capacity import DEFAULT_RTOL, search_points
     from sim.studies.serving.capacity import capacity as run_capacity
-    from sim.studies.serving.capacity import search_points
     from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import study_settings
     from sim.studies.serving.paired_metrics import Load
 
     ks = parse_num_steps(num_steps)
+    tol = DEFAULT_RTOL if rtol is None else rtol
 
     def study(builder: ScenarioPlans, evaluator: PointEvaluator) -> CapacityResult:
         settings, notes = study_settings(builder, Load("rate", 1.0))
@@ -64,7 +65,7 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
             evaluator,
             ks,
             share=share,
-            rtol=rtol,
+            rtol=tol,
             scenario=builder.base["name"],
             settings=settings,
             assumptions=notes,
@@ -77,6 +78,6 @@ def capacity(args: StudyArgs, num_steps: str, share: float, rtol: float) -> None
         "capacity",
         render_capacity,
         study,
-        simulations=1 + (len(ks) + 1) * search_points(rtol),
+        simulations=1 + (len(ks) + 1) * search_points(tol),
         grown={"num_steps": (len(ks) / DEFAULT_KS, "draft lengths")},
     )

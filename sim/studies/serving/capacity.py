@@ -8,8 +8,10 @@ exponential gaps scaled by 1 / rate (sim/simulation/serving/engine.py
 time: common random numbers along the rate, as the acceptance search has along alpha.
 The capacity is found by the root finder of sim/studies/bisection.py (``passing_bracket``:
 bracket outward from a hint with doubling steps, then bisect) on log rate to a relative
-tolerance ``rtol``; its 95% interval inverts the attainment's band (the rates at which the
-upper and lower 95% bounds of attainment cross the required share). With draws of the
+tolerance ``rtol`` (by default one step of the draws' ladder, ``DEFAULT_RTOL``), the
+crossing then interpolated in log rate inside the last bracket; its 95% interval inverts
+the attainment's band (the rates at which the upper and lower 95% bounds of attainment
+cross the required share, found and interpolated the same way). With draws of the
 inputs, each draw's capacity is found on a rate ladder of its own (``completed_draws``)
 between the capacity and its 95% interval, whose bisections then stop once their bracket
 lies inside what the 90% interval already holds (``capacity``).
@@ -66,6 +68,11 @@ SPAN = 4096.0
 #: of log 2, where every rate a bisection from the hint tries lies).
 LADDER_LEVEL = 4
 LADDER_STEP = math.log(2.0) / 2**LADDER_LEVEL
+#: The default relative tolerance of a capacity's bisection: one ladder step (4.4%). The
+#: capacity is then read as each draw's is, interpolated in log rate between two
+#: neighbouring ladder rates (``CapacitySearch.crossing``); docs/study-speed.md
+#: ("Monte Carlo precision against the answer's own interval") derives it.
+DEFAULT_RTOL = math.expm1(LADDER_STEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +237,7 @@ class CapacitySearch:
     def of(cls, p: PolicyCapacity, evaluator: PointEvaluator, share: float) -> CapacitySearch:
         """A finished search ``p`` taken up again: its rates and points, capacity and 95%
         interval (the points kept in ``evaluator``'s memo)."""
-        s = cls(evaluator, p.num_steps, share, math.exp(p.origin_log_rate), 0.02)
+        s = cls(evaluator, p.num_steps, share, math.exp(p.origin_log_rate), DEFAULT_RTOL)
         for x, pt in zip(p.log_rates.tolist(), p.points, strict=True):
             x = s._tried(x)
             if pt is not None:
@@ -278,9 +285,30 @@ class CapacitySearch:
             self.share,
             hint=self.origin if start is None else start,
             step=step,
-            xtol=math.log1p(self.rtol),
+            # half a lattice cell of margin: a bracket of exactly the tolerance (one
+            # ladder step at DEFAULT_RTOL, reached by sums of floats) has reached it
+            xtol=math.log1p(self.rtol) + LATTICE / 2,
             within=within,
         )
+
+    def crossing(self, got: tuple[float | None, float], which: str) -> float:
+        """The log rate where ``which``'s statistic (``_stat``) crosses the share inside
+        the bracket ``got`` (failing log rate, passing log rate), linear in log rate
+        between its two ends, as a draw's capacity is read on the ladder and the
+        jackknife of sim/studies/serving/capacity_ratio.py reads each capacity: x_pass +
+        (a_pass - share) / (a_pass - a_fail) (x_fail - x_pass). The passing end where
+        there is no failing one (the domain's easy end passes) or it was not simulated
+        (above the service bound: its attainment is not measured)."""
+        bad, good = got
+        if bad is None:
+            return good
+        fail, ok = self.known(bad), self.known(good)
+        if fail is None or ok is None:
+            return good
+        a_fail, a_ok = _stat(fail, which), _stat(ok, which)
+        if not a_ok > a_fail:  # a bracket's ends always differ; guard the division
+            return good
+        return good + (a_ok - self.share) / (a_ok - a_fail) * (bad - good)
 
     def find(self, start_per_s: float | None = None) -> None:
         """The capacity: the mean attainment's crossing of the share, bisected to rtol;
@@ -288,7 +316,8 @@ class CapacitySearch:
         capacity, for a k: speculation on the same server moves it by tens of percent,
         where the hint, one user's rate, lies a factor 4-5 below) from the ladder rate
         nearest that rate in steps of ``START_STEP``. Either way every rate tried lies on
-        the lattice and the answer is the share's crossing to rtol; only which rates
+        the lattice and the answer is the share's crossing, interpolated in log rate
+        inside the last bracket (``crossing``), at most rtol wide; only which rates
         bracket it differ."""
         if start_per_s is None:
             got = self._root("mean")
@@ -296,7 +325,7 @@ class CapacitySearch:
             j = round(ladder_index(math.log(start_per_s), self.origin))
             start = self.origin + j * LADDER_STEP
             got = self._root("mean", start=start, step=START_STEP)
-        self.value = None if got is None else math.exp(got[1])
+        self.value = None if got is None else math.exp(self.crossing(got, "mean"))
         top = math.exp(self.hi)  # the highest rate tried: passing there bounds nothing
         self.at_least = self.value is not None and math.isclose(self.value, top, rel_tol=1e-12)
 
@@ -324,12 +353,15 @@ class CapacitySearch:
                 self.stopped.append((which, (math.exp(good), math.exp(bad)), within))
                 ends.append(math.exp(good if which == "lo" else bad))
             else:
-                ends.append(math.exp(good))
+                ends.append(math.exp(self.crossing(got, which)))
         lo_end, hi_end = ends
         if self.at_least:  # no crossing above: the upper end is unknown
             hi_end = None
         elif self.value is not None and hi_end is None:
             hi_end = self.value
+        if self.value is not None:  # each interpolated in its own bracket: hold the value
+            lo_end = None if lo_end is None else min(lo_end, self.value)
+            hi_end = None if hi_end is None else max(hi_end, self.value)
         self.ends = (lo_end, hi_end)
 
     def result(self) -> PolicyCapacity:
@@ -511,7 +543,7 @@ def capacity(
     num_steps: Sequence[int],
     *,
     share: float = 0.9,
-    rtol: float = 0.02,
+    rtol: float = DEFAULT_RTOL,
     hint_per_s: float | None = None,
     scenario: str = "scenario",
     settings: dict[str, Any] | None = None,
@@ -576,8 +608,15 @@ def capacity(
     caps: list[np.ndarray] = []
     terms: list[ModelErrorTerm | None] = []
     within: list[tuple[float, float] | None] = [None] * len(searches)
+    tolerances: list[float] = []
     if draws is not None:  # first: the draws may complete rates stopped early
-        caps = [completed_draws(draws, s.result(), share, search=s)[0] for s in searches]
+        # the terms at the capacities' decode batches (the searches' rates alone)
+        tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
+        for s, tol in zip(searches, tolerances, strict=True):
+            # each k's draws start where plain decoding's draw moved its capacity
+            moves = _moves(caps[0], searches[0].value) if caps else None
+            got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
+            caps.append(got[0])
         terms = _terms(draws, [s.result() for s in searches])
         within = [
             _settled_range(s.value, c, t) if s.value is not None and not s.at_least else None
@@ -593,9 +632,10 @@ def capacity(
     counts = replication_counts(evaluator, draws)
     counts["replications_run"] += sum(s.ev.replications_run for s in searches)
     stops = sequential and evaluator.replications > FIRST
-    notes = (describe(FIRST, evaluator.replications),) if stops else ()
+    notes: tuple[str, ...] = (_resolution_note(rtol),)
+    notes = (*notes, describe(FIRST, evaluator.replications)) if stops else notes
     if draws is not None and draws.draws:
-        notes = (*notes, LADDER_NOTE, *_stopped_notes(searches))
+        notes = (*notes, LADDER_NOTE, *_completion_note(tolerances), *_stopped_notes(searches))
     return CapacityResult(
         scenario=scenario,
         share=share,
@@ -606,6 +646,43 @@ def capacity(
         gain_ci95=gains,
         interval90=intervals,
         model_error=_widest(terms),
+    )
+
+
+def _moves(caps: np.ndarray, nominal: float | None) -> np.ndarray | None:
+    """Each draw's move of plain decoding's log capacity, ln(cap_d / nominal) (D,; NaN
+    where the draw has none: beyond the ladder or rejected), to start each k's draws
+    (``completed_draws``): the inputs a draw moves (the server's costs, the acceptance)
+    move every policy's capacity of that server, by tens of percent, and the move of one
+    predicts the other's to within a few ladder steps. None without a capacity."""
+    if nominal is None:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(caps) - math.log(nominal)
+
+
+def _completion_note(tolerances: Sequence[float]) -> list[str]:
+    """The assumption line of the completion's tolerance (none where it is 0)."""
+    if not tolerances or not all(t > 0 for t in tolerances):
+        return []
+    got = ", ".join(f"{100 * t:.1f}%" for t in tolerances)
+    return [
+        "draws: a ladder rate's nominal stopped early grows until the move its other "
+        "replications could still make to a draw's capacity has a standard deviation of "
+        "at most a quarter of the model-error term's sigma (the capacity's, and the "
+        f"gain's over sqrt(2)), in log rate {got} (plain decoding, then each k): at 90% "
+        "at most a quarter of the 90% interval's half-width (docs/study-speed.md)"
+    ]
+
+
+def _resolution_note(rtol: float) -> str:
+    """The assumption line of a capacity's resolution (its bisection's ``rtol``)."""
+    return (
+        f"capacity: the mean attainment's crossing of the share, interpolated in log rate "
+        f"between the last passing and the first failing rate of a bisection to "
+        f"{100 * rtol:.1f}% (--rtol; by default one step of the draws' ladder, as each "
+        f"draw's capacity is read: docs/study-speed.md, precision against the answer's "
+        f"own interval)"
     )
 
 
@@ -679,6 +756,8 @@ def completed_draws(
     share: float,
     sequential: bool = False,
     search: CapacitySearch | None = None,
+    tolerance: float = 0.0,
+    moves: np.ndarray | None = None,
 ) -> tuple[np.ndarray, PolicyCapacity, int]:
     """Each draw's capacity of policy ``p`` (D,), ``p`` with every nominal rate the
     draws ran (its curve, attainment and points; its capacity and 95% interval are the
@@ -694,24 +773,29 @@ def completed_draws(
     where it did not, the nominal runs there through ``search`` (the policy's search, taken
     up again from ``p`` when None: a new evaluator on the draws' one, with the search's
     sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
-    below the nominal capacity; then (``_probes``) its attainment is predicted at each
-    ladder rate inside the bracket as the nominal mean (linear in log rate between the
-    nominal rates run) moved by the draw's shift at the bracket's ends, and it runs the
-    first predicted to fail and the one below it, until the bracket is two neighbouring
-    ladder rates (``_narrowed``). The prediction only picks rates: where the draw's
-    attainment falls with the rate the bracket is the one pair of neighbouring ladder rates
-    around its crossing, whatever rates the nominal search tried, and the capacity lies
-    within one ladder step of that crossing. Ladder rates outside the search's domain, or
-    above the service bound under a TTFT limit (failing unsimulated for the nominal), are
-    not run: a draw that passes at the highest ladder rate run has capacity inf (above), one
-    that fails at the lowest -inf.
+    below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
+    capacity: plain decoding's in the same draw, for a k) at the two ladder rates around the
+    nominal capacity so moved (a NaN or infinite move: at the first); then (``_probes``) its
+    attainment is predicted at each ladder rate inside the bracket as the nominal mean
+    (linear in log rate between the nominal rates run) moved by the draw's shift at the
+    bracket's ends, and it runs the first predicted to fail and the one below it, until the
+    bracket is two neighbouring ladder rates (``_narrowed``). The prediction only picks
+    rates: where the draw's attainment falls with the rate the bracket is the one pair of
+    neighbouring ladder rates around its crossing, whatever rates the nominal search tried,
+    and the capacity lies within one ladder step of that crossing. Ladder rates outside the
+    search's domain, or above the service bound under a TTFT limit (failing unsimulated for
+    the nominal), are not run: a draw that passes at the highest ladder rate run has
+    capacity inf (above), one that fails at the lowest -inf.
 
     **Completion.** Where a nominal rate stopped at its first replications (sequential
     replications), a draw read there whose side of the share the nominal's other
     replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
     sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
     ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
-    mean after each, until no draw's side is open (at all R at the latest).
+    mean after each, until no draw's side is open (at all R at the latest) or (``tolerance``
+    > 0, ``completion_tolerances``) the move the other replications could still make to
+    an open draw's capacity has a standard deviation of at most ``tolerance`` in log rate
+    (``capacity_move``, on the nominal's fall across its capacity, ``nominal_fall``).
 
     **Current values.** A draw's attainment at a ladder rate is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
@@ -756,14 +840,22 @@ def completed_draws(
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
+    fall = nominal_fall(search, math.log(p.rate_per_s))  # type: ignore[arg-type]
+
+    def open_at(j: int, d: int, mine: np.ndarray, drawn: np.ndarray) -> bool:
+        """Draw ``d``'s side at ``j`` could still change (``side_open``) by a move of its
+        capacity larger than ``tolerance`` (``capacity_move``)."""
+        r = search.ev.replications
+        if not side_open(cache[j][d], mine, drawn, share, r):
+            return False
+        return not (tolerance > 0 and capacity_move(mine, drawn, r, fall) <= tolerance)
+
     def undecided(j: int) -> bool:
         """Whether the nominal's other replications at ``j`` could still move a draw that
-        ran there across the share (``side_open``)."""
+        ran there across the share by more than the tolerance (``open_at``)."""
         mine, key = nominal_at(j), search.key(log_rate(j))
         return any(
-            side_open(
-                cache[j][d], mine, pts[key].values["slo_attainment"], share, search.ev.replications
-            )
+            open_at(j, d, mine, pts[key].values["slo_attainment"])
             for d in readers[j]
             if (pts := draws.points[d]) is not None and key in pts
         )
@@ -794,9 +886,22 @@ def completed_draws(
         return _bracket(seen, share, j_lo, j_hi)
 
     cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
-    j0 = max(j_lo, min(j_hi, math.floor(ladder_index(cap, origin) + 1e-9)))
+
+    def place(x: float) -> int:
+        return max(j_lo, min(j_hi, math.floor(ladder_index(x, origin) + 1e-9)))
+
+    j0 = place(cap)
     everyone = list(range(len(draws.draws)))
-    run({j0: everyone})
+    first: dict[int, list[int]] = {}
+    for d in everyone:
+        m = math.nan if moves is None else float(moves[d])
+        if math.isfinite(m):  # the two ladder rates around the predicted crossing
+            below = place(cap + m)
+            for j in sorted({below, min(below + 1, j_hi)}):
+                first.setdefault(j, []).append(d)
+        else:
+            first.setdefault(j0, []).append(d)
+    run(first)
     # each draw's bracket (P, F): passes at ladder rate P, fails at F (j_lo - 1 and
     # j_hi + 1: the virtual ends beyond the rates run), searched until F = P + 1; every
     # round, each from the draw's attainment at the rates it ran, as they read now
@@ -882,6 +987,58 @@ def side_open(
     s = float(np.std(nominal, ddof=1))
     margin = SETTLED_SE * _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications)
     return abs(estimate - share) <= margin
+
+
+def capacity_move(nominal: np.ndarray, drawn: np.ndarray, replications: int, fall: float) -> float:
+    """The standard deviation, in log rate, of the move the nominal's replications not yet
+    run at a ladder rate could still make to a draw's capacity read there: the move of
+    its attainment, beta s sqrt(1/n - 1/R) (``side_open``), over ``fall``, the
+    attainment's fall per unit log rate where it crosses the share (a draw's crossing
+    interpolated between two ladder rates moves by the move of a value there over that
+    fall, whichever side the value lands on). inf with fewer than two nominal
+    replications or no fall; 0 with all R."""
+    n = nominal.size
+    if n >= replications:
+        return 0.0
+    if n < 2 or not fall > 0:
+        return math.inf
+    s = float(np.std(nominal, ddof=1))
+    return _beta(nominal, drawn) * s * math.sqrt(1.0 / n - 1.0 / replications) / fall
+
+
+def nominal_fall(search: CapacitySearch, log_capacity: float) -> float:
+    """The nominal mean attainment's fall per unit log rate across one ladder step
+    centred on its capacity (``log_capacity``): linear between the rates run, on the
+    curve made to fall with the rate (``_probes``'s); where the draws' curves are the
+    nominal's moved along the rate, each draw's fall where it crosses the share."""
+    xs, means = _nominal_curve(search)
+    if xs.size < 2:
+        return 0.0
+    falling = np.minimum.accumulate(means)
+    h = LADDER_STEP / 2
+    a_lo, a_hi = np.interp([log_capacity - h, log_capacity + h], xs, falling)
+    return float(a_lo - a_hi) / LADDER_STEP
+
+
+def completion_tolerances(terms: Sequence[ModelErrorTerm | None]) -> list[float]:
+    """Per policy (plain decoding first), the standard deviation in log rate up to which
+    the nominal's missing replications at a ladder rate may still move a draw's capacity
+    (``completed_draws``): a quarter of the model-error term's sigma of every answer the
+    draw enters, its capacity (the levels' sigma) and its gains (the gains' sigma of the
+    pair, the wider of the two terms, as ``capacity_intervals`` takes it, over sqrt(2):
+    a gain's draw is the ratio of two capacities each read so). The term's band, z sigma
+    either side, is part of every 90% interval (``widen``), so the move is at most a
+    quarter of that interval's half-width at 90%. 0 (complete as ``side_open`` says)
+    without a term for every policy."""
+    if not terms or any(t is None for t in terms):
+        return [0.0] * len(terms)
+    ts = [t for t in terms if t is not None]
+    gains = [max(t.gain_sigma, ts[0].gain_sigma) for t in ts[1:]]
+    out = []
+    for i, t in enumerate(ts):
+        gain = min(gains) if i == 0 else gains[i - 1]
+        out.append(min(t.level_sigma, gain / math.sqrt(2.0)) / 4.0 if gains else 0.0)
+    return out
 
 
 def _nominal_curve(search: CapacitySearch) -> tuple[np.ndarray, np.ndarray]:

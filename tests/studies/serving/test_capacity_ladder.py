@@ -100,6 +100,17 @@ def _stopped(p: PolicyCapacity, replications: int, above: int = 1):
     raise AssertionError("no ladder rate above the capacity stops at its first replications")
 
 
+def _stopped_whole(replications: int):
+    """(an evaluator for the draws, k = 3's sequential search, the log rate of the first
+    ladder place above its capacity where the nominal stops at its first replications,
+    every replication's attainment there run whole)."""
+    ev, p, _ = _searched(replications, sequential=True)
+    _, x_far, _ = _stopped(p, replications)
+    load = Load("rate", math.exp(x_far))
+    whole = run_point(PointTask(CodePlans(), load, FixedK(3), replications, 7, SLO))
+    return ev, p, x_far, whole.values["slo_attainment"]
+
+
 def test_a_straight_curve_is_interpolated_exactly_between_two_neighbouring_ladder_rates():
     """Attainment linear in log rate: the interpolated crossing is the exact one, its
     bracket two neighbouring ladder rates, for draws crossing well below and above the
@@ -219,10 +230,7 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
     from sim.studies.serving.capacity import capped_shift, side_open
 
     R = 10
-    ev, p, _ = _searched(R, sequential=True)
-    _, x_far, _ = _stopped(p, R)
-    whole = run_point(PointTask(CodePlans(), Load("rate", math.exp(x_far)), FixedK(3), R, 7, SLO))
-    full = whole.values["slo_attainment"]
+    ev, p, x_far, full = _stopped_whole(R)
     counts = set()
     for below in np.linspace(0.01, 0.3, 12):
         level_far = SHARE - below
@@ -422,3 +430,113 @@ def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
     got = capped_shift(nominal, varying)
     lo, hi = sorted((float(varying.mean()), shifted(float(nominal.mean()), varying, nominal[:2])))
     assert lo < got < hi
+
+
+@pytest.mark.parametrize("start", [None, "plain"])
+def test_the_default_tolerance_bisects_to_neighbouring_ladder_rates(start):
+    """At ``DEFAULT_RTOL`` a search, from the hint or from another policy's capacity,
+    stops once its bracket is two neighbouring ladder rates (every rate it tried on the
+    ladder: nothing off it for the draws to skip), and its capacity is interpolated
+    between them."""
+    from sim.studies.serving.capacity import DEFAULT_RTOL
+
+    ev = PointEvaluator(CodePlans(), replications=2, seed=7, slo=SLO)
+    hint = 30.0
+    search = CapacitySearch(ev, 3, SHARE, hint, DEFAULT_RTOL)
+    search.find(None if start is None else hint * 2.7)
+    p = search.result()
+    places = [ladder_index(x, p.origin_log_rate) for x in p.log_rates.tolist()]
+    assert all(abs(j - round(j)) < 1e-6 for j in places)
+    j = math.floor(ladder_index(math.log(p.rate_per_s), p.origin_log_rate) + 1e-9)
+    means = {round(i): float(np.mean(a)) for i, a in zip(places, p.attainment, strict=True)}
+    assert means[j] >= SHARE > means[j + 1]
+
+
+def test_a_stopped_ladder_rate_grows_only_while_the_move_exceeds_the_tolerance():
+    """With a tolerance (``completion_tolerances``) the nominal at a stopped ladder rate
+    stops growing at the first count where no open draw's capacity could move by more
+    than it (``capacity_move``: beta s sqrt(1/n - 1/R) over the nominal's fall across its
+    capacity), before the count ``side_open`` alone gives; a tolerance of 0 is that
+    rule."""
+    from sim.studies.serving.capacity import capacity_move, capped_shift, nominal_fall, side_open
+
+    R = 10
+    ev, p, x_far, full = _stopped_whole(R)
+    level_far = SHARE - 0.01
+    drawn = full[:2] + (level_far - float(np.mean(full[:FIRST])))
+
+    def step_down(x: float) -> float | np.ndarray:
+        if abs(x - x_far) < 1e-9:
+            return level_far
+        return np.ones(2) if x < x_far else np.zeros(2)
+
+    _, _, probe = _searched(R, sequential=True)
+    fall = nominal_fall(CapacitySearch.of(p, probe, SHARE), math.log(p.rate_per_s))
+    assert fall > 0
+
+    def open_at(n: int, tol: float) -> bool:
+        got = full[:n]
+        if not side_open(capped_shift(got, drawn), got, drawn, SHARE, R):
+            return False
+        return not (tol > 0 and capacity_move(got, drawn, R, fall) <= tol)
+
+    counts = range(FIRST, R + 1, 2)
+    moves = [capacity_move(full[:n], drawn, R, fall) for n in counts]
+    assert moves == sorted(moves, reverse=True) and moves[-1] == 0.0
+    tol = (moves[0] + moves[1]) / 2  # met at FIRST + 2, not at FIRST
+    ran = {}
+    for t in (0.0, tol):
+        want = next(n for n in counts if not open_at(n, t))
+        _, _, nominal = _searched(R, sequential=True)
+        draws = _CurveDraws(ev, nominal, [step_down] * 2)
+        completed_draws(
+            draws, p, SHARE, True, search=CapacitySearch.of(p, nominal, SHARE), tolerance=t
+        )
+        (ran[t],) = (
+            pt.replications
+            for (load, _), pt in nominal.memo.items()
+            if math.isclose(float(load.value), math.exp(x_far), rel_tol=1e-9)
+        )
+        assert ran[t] == want
+    assert ran[tol] == FIRST + 2 < ran[0.0]
+
+
+def test_completion_tolerances_are_a_quarter_of_the_tightest_model_error_sigma():
+    """Each policy's tolerance is a quarter of the smaller of its capacity's sigma and
+    its gain's (the wider of its term and plain decoding's) over sqrt(2); plain
+    decoding's takes the tightest of the gains; without a term, 0 everywhere."""
+    from types import SimpleNamespace
+
+    from sim.studies.serving.capacity import completion_tolerances
+
+    def term(level: float, gain: float) -> SimpleNamespace:
+        return SimpleNamespace(level_sigma=level, gain_sigma=gain)
+
+    got = completion_tolerances([term(0.2, 0.1), term(0.3, 0.16), term(0.04, 0.05)])
+    r2 = math.sqrt(2.0)
+    assert got == pytest.approx([0.1 / r2 / 4, 0.16 / r2 / 4, 0.04 / 4], rel=1e-12)
+    assert completion_tolerances([term(0.2, 0.1), None]) == [0.0, 0.0]
+
+
+def test_a_draw_started_at_its_predicted_move_runs_only_the_two_rates_around_it():
+    """``moves``: a draw whose predicted move of its log capacity is right starts at the
+    two ladder rates around the nominal capacity so moved and runs nothing else; its
+    capacity is the one found from the nominal capacity's rate (a straight curve: the
+    exact crossing); a NaN move starts there as before."""
+    ev, p, nominal = _searched(2)
+    origin, cap = p.origin_log_rate, math.log(p.rate_per_s)
+    crossings = cap + np.linspace(-0.3, 0.35, 5)
+
+    def straight(c: float):
+        return lambda x: SHARE - 2.0 * (x - c)
+
+    draws = _CurveDraws(ev, nominal, [straight(c) for c in crossings])
+    moves = np.append(crossings[:-1] - cap, math.nan)
+    search = CapacitySearch.of(p, nominal, SHARE)
+    caps, _, _ = completed_draws(draws, p, SHARE, search=search, moves=moves)
+    np.testing.assert_allclose(np.log(caps), crossings, rtol=0, atol=1e-12)
+    for d, c in enumerate(crossings[:-1]):
+        j = math.floor(ladder_index(c, origin))
+        assert {round(ladder_index(x, origin), 6) for x in draws.ran[d]} == {j, j + 1}
+    j0 = math.floor(ladder_index(cap, origin) + 1e-9)
+    assert j0 in {round(ladder_index(x, origin), 6) for x in draws.ran[-1]}

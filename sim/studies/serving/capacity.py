@@ -840,7 +840,9 @@ def completed_draws(
                 drawn = pts[key].values["slo_attainment"]
                 got[d] = capped_shift(mine, drawn)
 
-    fall = nominal_fall(search, math.log(p.rate_per_s))  # type: ignore[arg-type]
+    assert p.rate_per_s is not None  # a crossing (above) has a capacity
+    cap = math.log(p.rate_per_s)
+    fall = nominal_fall(search, cap)
 
     def open_at(j: int, d: int, mine: np.ndarray, drawn: np.ndarray) -> bool:
         """Draw ``d``'s side at ``j`` could still change (``side_open``) by a move of its
@@ -884,8 +886,6 @@ def completed_draws(
         if not all(np.isfinite(a) for a in seen.values()):
             return None
         return _bracket(seen, share, j_lo, j_hi)
-
-    cap = math.log(p.rate_per_s)  # type: ignore[arg-type]
 
     def place(x: float) -> int:
         return max(j_lo, min(j_hi, math.floor(ladder_index(x, origin) + 1e-9)))

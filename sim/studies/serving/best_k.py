@@ -45,7 +45,12 @@ from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
 from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
-from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans, gain_band, same_point
+from sim.studies.serving.evaluator import (
+    PointEvaluator,
+    gain_band,
+    load_term,
+    same_point,
+)
 from sim.studies.serving.paired_metrics import (
     METRICS,
     Load,
@@ -385,22 +390,12 @@ def _select(
             points = {k: evaluator(load, FixedK(k)) for k in ks}
             choice = _choice(load, points, objective)
             if draws is not None:
-                term = _term(draws, points)
+                term = load_term(draws.evaluator.builder, points)
                 choice = input_ties(draws, load, choice, points, objective, term)
             if all(evaluator(load, FixedK(k)) is p for k, p in points.items()):
                 break
         out.append(choice)
     return out
-
-
-def _term(draws: DrawnPoints, points: dict[int, PolicyPoint]) -> ModelErrorTerm | None:
-    """The scenario's model-error term at the load's decode batch (the largest of its k's
-    mean batches; None for plans built without a scenario)."""
-    plans = draws.evaluator.builder
-    if not isinstance(plans, ScenarioPlans):
-        return None
-    batch = max(float(p.mean_batch.mean()) for p in points.values())
-    return plans.model_error.at(batch)
 
 
 def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadChoice:

@@ -376,9 +376,10 @@ def crossover(
     grid = list(loads)
     kind = grid[0].kind
     policies = [BASELINE, *(FixedK(k) for k in ks)]
-    precise_rule = sequential and draws is not None and gain_band(evaluator.builder) is not None
+    # with draws the 90% intervals hold the gains' model-error band: a comparison precise
+    # against it stops too (sim/studies/serving/sequential.py)
+    band = gain_band(evaluator.builder) if sequential and draws is not None else None
     if sequential:
-        band = gain_band(evaluator.builder) if draws is not None else None
         evaluator.rule = GainsAgainst(BASELINE, tuple(metrics), band)
     # a rate above a policy's bound is not simulated; a pair runs where both are stable
     paired = {k: [x for x in grid if _both_stable(evaluator, x, k)] for k in ks}
@@ -503,7 +504,7 @@ def crossover(
                 )
             )
     notes: tuple[str, ...] = (
-        (describe(evaluator.first, evaluator.replications, band=precise_rule),)
+        (describe(evaluator.first, evaluator.replications, band=band is not None),)
         if evaluator.sequential
         else ()
     )

@@ -47,6 +47,7 @@ __all__ = [
     "PointTask",
     "ScenarioPlans",
     "gain_band",
+    "load_term",
     "plan_steps",
     "replications_of",
     "run_in_blocks",
@@ -553,19 +554,27 @@ class PointEvaluator:
         return self.memo[key]
 
 
-def gain_band(builder: PlanBuilder) -> Band | None:
-    """The standard deviation on ln(gain) of the gains' model-error band at a load, from
-    the points run there (sequential.py ``Band``): the scenario's term
-    (sim/uncertainty/model_error.py) at the load's decode batch, the largest mean batch
-    of its points (as the answers' 90% intervals take it). None for plans built without a
-    scenario (no term)."""
+def load_term(builder: PlanBuilder, points: Mapping[Any, PolicyPoint]) -> ModelErrorTerm | None:
+    """The scenario's model-error term (sim/uncertainty/model_error.py) at a load's decode
+    batch: the largest mean batch of the ``points`` run there (as the answers' 90%
+    intervals take it). None for plans built without a scenario (no term)."""
     if not isinstance(builder, ScenarioPlans):
         return None
-    term = builder.model_error
+    batch = max((float(p.mean_batch.mean()) for p in points.values()), default=1.0)
+    return builder.model_error.at(batch)
+
+
+def gain_band(builder: PlanBuilder) -> Band | None:
+    """The standard deviation on ln(gain) of the gains' model-error band at a load, from
+    the points run there (sequential.py ``Band``): ``load_term``'s gain sigma. None for
+    plans built without a scenario (no term)."""
+    if not isinstance(builder, ScenarioPlans):
+        return None
 
     def band(points: Points) -> float:
-        batch = max((float(p.mean_batch.mean()) for p in points.values()), default=1.0)
-        return term.at(batch).gain_sigma
+        term = load_term(builder, points)
+        assert term is not None  # scenario plans
+        return term.gain_sigma
 
     return band
 

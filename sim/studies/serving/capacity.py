@@ -56,7 +56,7 @@ from sim.studies.serving.evaluator import (
     ScenarioPlans,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
-from sim.studies.serving.sequential import FIRST, SETTLED_SE, Share, describe
+from sim.studies.serving.sequential import FIRST, PRECISION_SHARE, SETTLED_SE, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
@@ -1023,7 +1023,8 @@ def nominal_fall(search: CapacitySearch, log_capacity: float) -> float:
 def completion_tolerances(terms: Sequence[ModelErrorTerm | None]) -> list[float]:
     """Per policy (plain decoding first), the standard deviation in log rate up to which
     the nominal's missing replications at a ladder rate may still move a draw's capacity
-    (``completed_draws``): a quarter of the model-error term's sigma of every answer the
+    (``completed_draws``): ``PRECISION_SHARE`` (a quarter, the sequential rule's
+    ``precise``) of the model-error term's sigma of every answer the
     draw enters, its capacity (the levels' sigma) and its gains (the gains' sigma of the
     pair, the wider of the two terms, as ``capacity_intervals`` takes it, over sqrt(2):
     a gain's draw is the ratio of two capacities each read so). The term's band, z sigma
@@ -1037,7 +1038,7 @@ def completion_tolerances(terms: Sequence[ModelErrorTerm | None]) -> list[float]
     out = []
     for i, t in enumerate(ts):
         gain = min(gains) if i == 0 else gains[i - 1]
-        out.append(min(t.level_sigma, gain / math.sqrt(2.0)) / 4.0 if gains else 0.0)
+        out.append(PRECISION_SHARE * min(t.level_sigma, gain / math.sqrt(2.0)) if gains else 0.0)
     return out
 
 

@@ -8,7 +8,7 @@ a figure outside that set (``Case.__post_init__`` checks it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -164,6 +164,16 @@ class Case:
         tuned = set(self.calibrated_on) & {r.figure for r in self.rows}
         if self.scored and tuned:
             raise ValueError(f"{self.title}: scored on figures it was calibrated on: {tuned}")
+
+
+def error_summary(rows: Sequence[Row], digits: int = 1) -> str:
+    """A curve's scored rows in one phrase: "Median |error| m%, max x%, n of N within
+    10%" (``digits`` decimals)."""
+    e = np.array([abs(r.error) for r in rows])
+    return (
+        f"Median |error| {100 * np.median(e):.{digits}f}%, max {100 * e.max():.{digits}f}%, "
+        f"{int((e <= 0.10).sum())} of {e.size} within 10%"
+    )
 
 
 # --------------------------------------------------------------------------- helpers

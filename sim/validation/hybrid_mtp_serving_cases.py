@@ -33,7 +33,7 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case, Row, error_summary
 from sim.validation.serving_cases import VLLM_2026, graph_capture, simulate_point
 
 __all__ = ["case_qwen38_mtp_b200", "hybrid_mtp_serving_cases"]
@@ -202,7 +202,6 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             f"{users}: measured {curves[MTP][users] / curves[PLAIN][users]:.2f}, specsim "
             f"{p.speedup:.2f}"
         )
-    errors = np.array([abs(r.error) for r in rows])
     one = simulate_point(scenario, 1)
     prompt, output = _calibration_lengths(subset)
     state_mb = (GDN_STATE_ELEMENTS * 2 / 1e6, GDN_STATE_ELEMENTS * 4 / 1e6)
@@ -248,9 +247,8 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
         notes=(
             "Speed-up (MTP / plain aggregate tok/s) by streams: "
             + "; ".join(sides)
-            + f". Median |error| {100 * np.median(errors):.1f}%, max "
-            f"{100 * errors.max():.1f}%, {int((errors <= 0.10).sum())} of {errors.size} within "
-            f"10%. At N = 1 (calibrated on its ITL and accept length, not on tok/s) the "
+            + f". {error_summary(rows)}. At N = 1 (calibrated on its ITL and accept length, "
+            "not on tok/s) the "
             f"simulation gives {one.baseline_tok_s:.1f} (plain) and {one.speculative_tok_s:.1f} "
             f"(MTP) tok/s against {curves[PLAIN][1]:.1f} and {curves[MTP][1]:.1f} measured.",
             "Where the misses come from: both arms are over-predicted more the more streams run "

@@ -43,7 +43,7 @@ from sim.simulation.serving.setup import (
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case, Row, error_summary
 from sim.validation.data_files import read_table
 from sim.validation.serving_cases import (
     MT_BENCH_WORKLOAD,
@@ -364,7 +364,6 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
                 f"bs={batch}: measured {measured:.2f}, specsim {predicted:.2f} (AL "
                 f"{p['al']:.2f} against {curve.accept_length[batch]})"
             )
-    errors = np.array([abs(r.error) for r in rows])
     answer = answer_tokens(curve)
     plain = curve.tok_s["baseline"]
     top = max(plain)
@@ -425,9 +424,8 @@ def case_qwen3_30b(curve: MoeCurve) -> Case:
         notes=(
             "Speculative / plain tok/s: "
             + "; ".join(sides)
-            + f". The side (pays or not) right at {right} of {decided} batches. Median "
-            f"|error| {100 * np.median(errors):.0f}%, max {100 * errors.max():.0f}%, "
-            f"{int((errors <= 0.10).sum())} of {errors.size} within 10%. Plain decoding "
+            + f". The side (pays or not) right at {right} of {decided} batches. "
+            f"{error_summary(rows, 0)}. Plain decoding "
             f"measured scales {plain[top] / plain[1]:.1f}x from batch 1 to {top}, specsim "
             f"{plain_at[top] / plain[1]:.1f}x ("
             + (

@@ -54,7 +54,7 @@ from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, w
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case, Row, error_summary
 from sim.validation.hardware_data import SGLANG_5090, SGLANG_5090_TOK_S
 from sim.validation.moe_tree_serving_cases import HOST_BATCH1_SHARE, host_us_per_request
 from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED
@@ -312,7 +312,6 @@ def case_dsv3_mtp_mi300x() -> Case:
             f"{users}: measured {curves[PLAIN][users] / curves[MTP][users]:.2f}, specsim "
             f"{base[0] / spec[0]:.2f}"
         )
-    errors = np.array([abs(r.error) for r in rows])
     h, plain_what_if, spec_what_if = host_bound_what_if(plain, alpha)
     everything = np.abs(np.array([*plain_what_if, *spec_what_if[1.0]]))
     prefill_ms, eager_plain, eager_spec = eager_prefill_what_if()
@@ -348,12 +347,10 @@ def case_dsv3_mtp_mi300x() -> Case:
         notes=(
             "Speed-up (plain / MTP latency) by users: "
             + "; ".join(sides)
-            + f". Median |error| {100 * np.median(errors):.1f}%, max "
-            f"{100 * errors.max():.1f}%, {int((errors <= 0.10).sum())} of {errors.size} "
-            "within 10%. Both arms' latency grows by about 420 ms a request for every further "
-            "user from 8 to 64 users, as if each running request cost the server about 0.8 ms "
-            "an iteration; the GPU work the model derives grows less (the batch-1 decode "
-            "the hardware model derives is 3.7 ms of the measured 34 ms).",
+            + f". {error_summary(rows)}. Both arms' latency grows by about 420 ms a request "
+            "for every further user from 8 to 64 users, as if each running request cost the "
+            "server about 0.8 ms an iteration; the GPU work the model derives grows less (the "
+            "batch-1 decode the hardware model derives is 3.7 ms of the measured 34 ms).",
             "What-if, chosen after seeing these rows (not scored): the host-bound SGLang "
             f"server of cases 36 and 37 ({h:.0f} us a running request, fitted on SpecForge "
             "#339's plain batch-4 row: Qwen3-30B-A3B on H100s under another harness; batch "

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from scipy import optimize
 
 from sim.binding.bound import bind
@@ -30,7 +29,7 @@ from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case, Row, error_summary
 
 __all__ = ["rate_curve_cases"]
 
@@ -188,7 +187,6 @@ def case_llmd_qwen3() -> Case:
     decided = [(q, m, p) for q, m, p in sides if abs(m - 1.0) > TIE]
     right = sum((m > 1.0) == (p > 1.0) for _, m, p in decided)
     ties = ", ".join(f"{q}" for q, m, _ in sides if abs(m - 1.0) <= TIE)
-    errors = np.array([abs(r.error) for r in rows])
     return Case(
         "llm-d: Qwen3-32B + EAGLE-3 (k = 3) on 2x H200, vLLM, TPOT against request rate, with "
         "and without speculation",
@@ -214,10 +212,7 @@ def case_llmd_qwen3() -> Case:
         notes=(
             f"Speed-up of TPOT (baseline / EAGLE-3): {speedups}; the side (pays or not) right "
             f"at {right} of {len(decided)} rates where the measurement decides (a tie, within "
-            f"{100 * TIE:.0f}%, at {ties or 'none'} QPS). Median |error| "
-            f"{100 * np.median(errors):.0f}%, "
-            f"max {100 * errors.max():.0f}%, {int((errors <= 0.10).sum())} of {errors.size} "
-            "within 10%.",
+            f"{100 * TIE:.0f}%, at {ties or 'none'} QPS). {error_summary(rows, 0)}.",
             "At 8 and 16 QPS both arms are saturated (TTFT 10-108 s): 8 QPS x 2048 prompt "
             "tokens is about as much prefill as 2 H200s compute, so the measured TPOT "
             "(~210 ms) is mostly decode steps waiting behind prefill chunks.",

@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
 from sim.binding.bound import bind
 from sim.binding.serving import serving_cost
+from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -150,7 +150,8 @@ def calibrated(subset: str) -> tuple[Scenario, float, float, float]:
     at N = 1 (1 + a + a^2), the per-cycle overhead from the cycle at N = 1."""
     derived = _scenario(subset)
     al = pub.SPECULATORS_QWEN38_AL[subset][MTP][1]
-    alpha = optimize.brentq(lambda a: 1.0 + a + a * a - al, 1e-6, 1.0 - 1e-9, xtol=1e-9)
+    alpha = alpha_for_accept_length(al, NUM_STEPS)
+    assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
     measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][MTP][1] * al
     fitted = with_overrides(

@@ -29,6 +29,7 @@ from sim.binding.serving import serving_cost, target_vocab
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.hardware.batched import BatchedPass
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY, SERVING_STEP_SKEW
+from sim.model.closed_forms import alpha_for_accept_length
 from sim.model.rates import mean_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
@@ -491,11 +492,11 @@ def kimi_calibrated(derived: Scenario) -> tuple[Scenario, float, float]:
     base = with_overrides(derived, {"timing.cycle_overhead_ms": overhead}, source="validation")
     cycle_ms = _kimi_cycle_ms(base, context)
     needed_al = curves["MTP=3"][1] * cycle_ms / 1000.0
-
-    def al_gap(alpha: float) -> float:
-        return float(sum(alpha**j for j in range(4))) - needed_al
-
-    alpha = optimize.brentq(al_gap, 1e-6, 1.0 - 1e-9) if 1.0 < needed_al < 4.0 else float("nan")
+    alpha = float("nan")
+    if 1.0 < needed_al < 4.0:  # a chain of 3 reaches it
+        got = alpha_for_accept_length(needed_al, 3)
+        assert got is not None
+        alpha = got
     fitted = with_overrides(base, {"acceptance.alpha": alpha}, source="validation")
     return fitted, alpha, cycle_ms
 

@@ -20,6 +20,7 @@ from sim.model.logit_rows import (
     LogitRows,
     logit_row_ms,
 )
+from sim.model.recurrent_state import RecurrentState
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
@@ -301,6 +302,7 @@ def serving_cost(
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
         host=host,
         logits=logit_rows(scenario, hw.current),
+        state=recurrent_state(scenario, hw.current),
     )
 
 
@@ -334,6 +336,35 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
         vocab,
         per_logit,
         given is not None,
+    )
+
+
+def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentState:
+    """A request's recurrent state in the target's passes (sim/model/recurrent_state.py):
+    ``model.state_bytes_per_request`` at the GPU preset's memory bandwidth; none (0) when
+    the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is given
+    without a GPU preset to move it at."""
+    state = scenario.model.state_bytes_per_request
+    if not state:
+        return RecurrentState()
+    gpu = hardware.gpu
+    if gpu is None:
+        raise SpecsimError(
+            "needed with model.state_bytes_per_request: the memory bandwidth the state moves at",
+            field="hardware.gpu",
+        )
+    return RecurrentState(state, gpu.memory_bandwidth_gbps)
+
+
+def recurrent_state_note(state: RecurrentState) -> str:
+    """One line for a serving report: what a request's recurrent state adds to a target
+    pass (``state``, as ``recurrent_state`` priced it)."""
+    plain_us = state.request_ms(0) * 1e3
+    return (
+        f"recurrent state: {state.bytes_per_request / 1e6:,.1f} MB a request "
+        "(model.state_bytes_per_request), read once and written once per token by every "
+        f"target pass: {plain_us:.3g} us a request in plain decoding, (1 + k + 1) / 2 times "
+        "that in a verify of k + 1 tokens; conv state and prefill chunks not priced"
     )
 
 
@@ -436,6 +467,8 @@ def serving_model(
     )
     logit_note = logit_rows_note(cost.logits)
     notes.extend((capacity.note, host_work_note(scenario), logit_note))
+    if cost.state.bytes_per_request:
+        notes.append(recurrent_state_note(cost.state))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)
     return ServingModel(cost, acceptance, shares, capacity, tuple(notes))

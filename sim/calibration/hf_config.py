@@ -19,6 +19,18 @@ Norms and biases (under 0.1% of a layer) are left out. Bytes per parameter from
 ``quantization_config`` (its ``bits``, or fp8 = 1) else ``torch_dtype``/``dtype``.
 KV bytes per token and attention FLOPs per (query, key) pair are per tensor-parallel rank:
 GQA's KV heads are split over ranks (at least one each), MLA's latent is on every rank.
+
+Hybrid targets (Qwen3-Next and Qwen3.5 style: ``layer_types`` naming ``linear_attention``
+and ``full_attention`` layers, or ``full_attention_interval``, with ``linear_*`` Gated
+DeltaNet fields): the KV and the attention FLOPs are the full-attention layers' only, and
+``state_bytes_per_request`` is derived (``recurrent_state_bytes``): the linear layers'
+recurrent state a request per rank, as vLLM allocates it (vllm/model_executor/layers/
+mamba/mamba_utils.py ``gated_delta_net_state_shape``: value heads / TP x value head dim x
+key head dim a layer) in ``mamba_ssm_dtype`` (vLLM 0.30 takes it from the checkpoint for
+the Qwen3.5 family, model_executor/models/config.py ``Qwen3_5ForConditionalGenerationConfig``;
+without it the model's dtype, vLLM's ``"auto"``). A config without linear-attention layers
+derives none. The linear layers' weights are still counted as attention layers'
+(``layer_params``), which they are not.
 """
 
 from __future__ import annotations
@@ -121,19 +133,67 @@ def _bytes_per_param(cfg: dict[str, Any], source: str) -> Derived:
             source=source,
             field="quantization_config",
         )
-    name = _first(cfg, "torch_dtype", "dtype")
+    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, ": give --weight-bytes-per-param")
+    return Derived(DTYPE_BYTES[dtype], f"config.json: {name} = {dtype}")
+
+
+def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
+    """(the first of ``names`` the config sets, its dtype); SpecsimError naming the field
+    when none is set or the dtype is not one of ``DTYPE_BYTES`` (``hint`` ends the line)."""
+    name = _first(cfg, *names)
     if name is None:
         raise SpecsimError(
-            "missing torch_dtype (or dtype): give --weight-bytes-per-param",
+            f"missing {names[0]} (or {', '.join(names[1:])}){hint}",
             source=source,
-            field="torch_dtype",
+            field=names[0],
         )
     dtype = str(cfg[name])
     if dtype not in DTYPE_BYTES:
-        raise SpecsimError(
-            f"unknown dtype {dtype!r}: give --weight-bytes-per-param", source=source, field=name
-        )
-    return Derived(DTYPE_BYTES[dtype], f"config.json: {name} = {dtype}")
+        raise SpecsimError(f"unknown dtype {dtype!r}{hint}", source=source, field=name)
+    return name, dtype
+
+
+#: The layer type of a linear-attention (Gated DeltaNet) layer in ``layer_types``.
+LINEAR_ATTENTION = "linear_attention"
+
+
+def linear_layers(cfg: dict[str, Any], layers: int, source: str) -> tuple[int, str]:
+    """(linear-attention layers, where the count comes from) of a config: the
+    ``"linear_attention"`` entries of ``layer_types``, else, with ``linear_num_value_heads``
+    and ``full_attention_interval`` n, every layer but each n-th (transformers'
+    ``Qwen3NextConfig``); 0 when neither says so."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers:
+            raise SpecsimError(
+                f"must be a list of the {layers} layers' types", source=source, field="layer_types"
+            )
+        return sum(t == LINEAR_ATTENTION for t in types), "layer_types"
+    interval = _int(cfg, "full_attention_interval", source=source, required=False)
+    if interval and cfg.get("linear_num_value_heads") is not None:
+        return layers - layers // interval, "full_attention_interval"
+    return 0, ""
+
+
+def recurrent_state_bytes(
+    cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
+) -> Derived:
+    """The ``linear`` Gated DeltaNet layers' recurrent state a request per rank:
+    ``linear x ceil(linear_num_value_heads / TP) x linear_value_head_dim x
+    linear_key_head_dim x`` the bytes of ``mamba_ssm_dtype`` (else the model's dtype)."""
+    v_heads = _int(cfg, "linear_num_value_heads", source=source)
+    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    k_dim = _int(cfg, "linear_key_head_dim", source=source)
+    assert v_heads is not None and v_dim is not None and k_dim is not None
+    name, dtype = _dtype(cfg, ("mamba_ssm_dtype", "torch_dtype", "dtype"), source, "")
+    per_rank = max(math.ceil(v_heads / tensor_parallel), 1)
+    return Derived(
+        float(linear * per_rank * v_dim * k_dim * DTYPE_BYTES[dtype]),
+        f"derived: {linear} linear-attention layers x ceil(linear_num_value_heads / TP "
+        f"{tensor_parallel}) x linear_value_head_dim x linear_key_head_dim x "
+        f"{DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}), per rank; read and "
+        "written by every target pass",
+    )
 
 
 def read_json(path: str | Path) -> dict[str, Any]:
@@ -181,6 +241,8 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
     assert vocab is not None
     v["layers"] = Derived(layers, cite("num_hidden_layers"))
     v["hidden_size"] = Derived(hidden, cite("hidden_size"))
+    linear, linear_why = linear_layers(cfg, layers, source)
+    attention_layers = layers - linear
 
     # attention
     mla = cfg.get("kv_lora_rank") is not None
@@ -278,20 +340,30 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
     v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
     bpp = _bytes_per_param(raw if "quantization_config" in raw else cfg, source)
     v["weight_bytes_per_param"] = bpp
+    # the layers that keep a KV cache (a hybrid's full-attention layers only)
+    kv_layers = (
+        f"{layers} layers"
+        if not linear
+        else f"{attention_layers} full-attention layers ({cite(linear_why)})"
+    )
     v["kv_bytes_per_token"] = Derived(
-        float(kv_per_token_layer * 2 * layers),  # KV cache in BF16/FP16: 2 bytes an element
+        # KV cache in BF16/FP16: 2 bytes an element
+        float(kv_per_token_layer * 2 * attention_layers),
         (
-            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {layers} layers, on "
-            "every rank"
+            f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {kv_layers}, on every rank"
             if mla
             else f"2 (K and V) x head_dim x ceil(num_key_value_heads / TP {tensor_parallel}) "
-            f"x 2 bytes x {layers} layers, per rank"
+            f"x 2 bytes x {kv_layers}, per rank"
         ),
     )
     heads_per_rank = heads / tensor_parallel
     v["attention_flops_per_pair"] = Derived(
-        float(heads_per_rank * pair_dims * 2 * layers),
+        float(heads_per_rank * pair_dims * 2 * attention_layers),
         f"num_attention_heads / TP {tensor_parallel} x (qk + v head dims {pair_dims}) x 2 "
-        f"FLOPs x {layers} layers",
+        f"FLOPs x {kv_layers}",
     )
+    if linear:
+        v["state_bytes_per_request"] = recurrent_state_bytes(
+            cfg, linear, tensor_parallel, where, source
+        )
     return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads)

@@ -55,6 +55,12 @@ Logit rows. Every row of target logits beyond the batch-1 cycle's (``LogitRows``
 sim/model/logit_rows.py: one a request in plain decoding, the verify's tokens a request
 when speculating) adds its gather and its pass over the vocabulary to the verify (the
 decode) phase; 0 at one request.
+
+Recurrent state. A hybrid target's linear-attention layers keep a fixed-size state a request
+that every target pass reads once and writes once per token it covers (``RecurrentState``,
+sim/model/recurrent_state.py); the requests beyond the batch-1 cycle's add that traffic at
+the GPU's memory bandwidth to the verify (the decode) phase, beside the logit rows; 0 at one
+request and for targets without a state.
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ from sim.model.cycle import CycleCost, PassTimes
 from sim.model.drafts import Draft, draft_cycle_cost, draft_passes, verify_tokens
 from sim.model.host_work import HostWork
 from sim.model.logit_rows import LogitRows
+from sim.model.recurrent_state import RecurrentState
 
 __all__ = [
     "AffinePassCurve",
@@ -255,8 +262,8 @@ class DecodeCurve:
     ``terms`` holds (times, curve, rows, m, beams, reference ms) per pass: ``rows`` = batch
     x beams sequences whose contexts sum to beams x the batch's context sum. ``host``,
     ``batch`` and ``speculating``: the host work the iteration adds (sim/model/host_work.py;
-    None: none); ``rows_ms``: the logit rows beyond one request's (sim/model/logit_rows.py),
-    GPU work added before the host's."""
+    None: none); ``rows_ms``: the logit rows and recurrent state beyond one request's
+    (``IterationCost.rows_ms``), GPU work added before the host's."""
 
     anchor_ms: float
     terms: tuple[tuple[float, PassCurve, int, int, int, float], ...]
@@ -365,7 +372,8 @@ class IterationCost:
     ``draft_table_ms`` / ``draft_ms_per_extra_token``: the batch-1 drafter pass over m beams
     (sim/model/tree/cost.py ``draft_over_ms``), for trees' batch-1 cycles; ``host``: the
     host work per request and which iterations hide it (default: none); ``logits``: what a
-    row of target logits costs (default: not priced).
+    row of target logits costs (default: not priced); ``state``: a request's recurrent state
+    in the target's passes (default: none).
     """
 
     batch1: PassTimes
@@ -375,6 +383,7 @@ class IterationCost:
     draft_ms_per_extra_token: float = 0.0
     host: HostWork = field(default_factory=HostWork)
     logits: LogitRows = field(default_factory=LogitRows)
+    state: RecurrentState = field(default_factory=RecurrentState)
     _refs: dict[tuple[str, int, int], float] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -432,6 +441,15 @@ class IterationCost:
             self._cycles[draft] = cycle
         return cycle
 
+    def rows_ms(self, batch: int, draft: Draft) -> float:
+        """What the requests beyond one add to the target pass's phase: their logit rows
+        (``logits``) and their recurrent state's traffic (``state``); 0.0 at one request."""
+        rows_ms = self.logits.growth_ms(batch, draft)
+        state_ms = self.state.growth_ms(batch, draft)
+        if state_ms:
+            rows_ms = rows_ms + state_ms
+        return rows_ms
+
     @staticmethod
     def _off(draft: Draft) -> bool:
         return isinstance(draft, int) and draft == 0
@@ -476,7 +494,7 @@ class IterationCost:
             verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
             w = n if extend_tokens is None else extend_tokens
             extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
-        rows_ms = self.logits.growth_ms(batch, draft)
+        rows_ms = self.rows_ms(batch, draft)
         if rows_ms:
             verify = verify + rows_ms
         overhead = zero + c.overhead_ms
@@ -581,7 +599,7 @@ class IterationCost:
                 batch,
                 speculating,
                 not self._off(draft),
-                self.logits.growth_ms(batch, draft),
+                self.rows_ms(batch, draft),
             )
             self._plain[key] = curve
         return curve

@@ -20,6 +20,7 @@ UNITS: tuple[tuple[str, str], ...] = (
     ("_ms_per_token", "ms per token"),
     ("_us_per_request", "us per running request"),
     ("_bytes_per_token", "bytes per token"),
+    ("_bytes_per_request", "bytes per request"),
     ("bytes_per_logit", "bytes per vocabulary entry"),
     ("_flops_per_pair", "FLOPs per query-key pair"),
     ("rate_per_s", "requests/s"),

@@ -130,6 +130,10 @@ class ModelSpec(Section):
     kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
     attention_flops_per_pair: Annotated[float, Field(ge=0, le=1e12)] | None = None
     draft_kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    # A hybrid target's recurrent state a request (linear attention, Gated DeltaNet, Mamba
+    # layers), bytes per tensor-parallel rank, all layers: read once and written once per
+    # token by every target pass (sim/model/recurrent_state.py); None or 0: none.
+    state_bytes_per_request: Annotated[float, Field(ge=0, le=1e12)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> Self:

@@ -91,6 +91,8 @@ FIELD_EDITS = [
     ("tokens-1e12", "[targets]", "[workload]\noutput_tokens = 1000000000000\n[targets]", "tokens"),
     ("layers-1e9", "[timing]", "[model]\nlayers = 1000000000\n[timing]", "model.layers"),
     ("kernels-1e9", "[timing]", "[model]\nkernels_per_layer = 1000000000\n[timing]", "kernels"),
+    ("state-negative", "[timing]", "[model]\nstate_bytes_per_request = -1.0\n[timing]", "state"),
+    ("state-inf", "[timing]", "[model]\nstate_bytes_per_request = inf\n[timing]", "model.state"),
     ("gpus-1e6", "[timing]", "[hardware]\ngpus = 1000000\n[timing]", "hardware.gpus"),
     ("num-steps-1000", "num_steps = 3", "num_steps = 1000", "speculation.num_steps"),
     ("per-position-100", "alpha = 0.7", "per_position = [" + "0.5, " * 100 + "0.5]", "per_pos"),

@@ -63,14 +63,20 @@ def test_batch_one_is_still_the_batch_one_cycle_exactly(k):
 
 @pytest.mark.parametrize("k", [0, 3])
 def test_the_rows_add_to_the_verify_phase_and_to_the_total(k):
-    plain = IterationCost(PASSES, LINEAR)
     priced = IterationCost(PASSES, LINEAR, logits=LogitRows(0.25))
+    adds_to_the_verify_phase_only(priced, 16, k, 15 * (k + 1) * 0.25)
+
+
+def adds_to_the_verify_phase_only(priced: IterationCost, batch: int, k: int, added: float):
+    """``priced`` (a cost over ``PASSES`` and ``LINEAR``) is the unpriced cost plus ``added``
+    ms in its verify (decode) phase at ``batch`` requests drafting ``k``, its other phases
+    the same bits."""
+    plain = IterationCost(PASSES, LINEAR)
     context = np.array([4000.0])
-    added = 15 * (k + 1) * 0.25
-    assert float(priced.decode_ms(16, k, context)[0]) == pytest.approx(
-        float(plain.decode_ms(16, k, context)[0]) + added, rel=1e-12
+    assert float(priced.decode_ms(batch, k, context)[0]) == pytest.approx(
+        float(plain.decode_ms(batch, k, context)[0]) + added, rel=1e-12
     )
-    before, after = plain.decode_phases(16, k, context), priced.decode_phases(16, k, context)
+    before, after = plain.decode_phases(batch, k, context), priced.decode_phases(batch, k, context)
     assert float(after[1][0] - before[1][0]) == pytest.approx(added, rel=1e-12)
     assert [float(a[0]) for i, a in enumerate(after) if i != 1] == [
         float(b[0]) for i, b in enumerate(before) if i != 1

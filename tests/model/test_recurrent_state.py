@@ -1,0 +1,109 @@
+"""Recurrent state: a hybrid target's request moves its state once read and once written per
+token of every target pass; only the requests beyond the batch-1 cycle's are added."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from sim.binding.bound import bind
+from sim.binding.serving import recurrent_state, recurrent_state_note, serving_cost
+from sim.errors import SpecsimError
+from sim.model.batched_cost import IterationCost
+from sim.model.cycle import cycle_cost
+from sim.model.logit_rows import LogitRows
+from sim.model.recurrent_state import RecurrentState, state_io_bytes
+from sim.model.tree.acceptance import TreeDraft
+from sim.scenario.load import load_scenario
+from tests.conftest import ROOT
+from tests.model.test_batched_cost import LINEAR, PASSES
+from tests.model.test_logit_rows import adds_to_the_verify_phase_only
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+#: Qwen3.8-27B's 48 Gated DeltaNet layers: 48 value heads x 128 x 128 in float32.
+QWEN38_STATE = 48 * 48 * 128 * 128 * 4
+
+
+def test_a_verify_of_three_tokens_moves_one_read_and_three_writes():
+    # 150,994,944 bytes x (1 read + 3 writes) = 603,979,776 bytes
+    assert QWEN38_STATE == 150_994_944
+    assert state_io_bytes(QWEN38_STATE, 3) == 603_979_776
+    assert state_io_bytes(QWEN38_STATE, 1) == 2 * QWEN38_STATE
+
+
+def test_128_requests_on_a_b200_by_hand():
+    # 127 requests beyond one, k = 2: 127 x 603,979,776 bytes at 8,000 GB/s = 9.588 ms;
+    # plain decoding: 127 x 301,989,888 bytes = 4.794 ms
+    state = RecurrentState(QWEN38_STATE, 8000.0)
+    assert state.growth_ms(128, 2) == pytest.approx(127 * 603_979_776 / 8e12 * 1e3, rel=1e-12)
+    assert state.growth_ms(128, 2) == pytest.approx(9.5882, abs=1e-4)
+    assert state.growth_ms(128, 0) == pytest.approx(4.7941, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("draft", "tokens"),
+    [(0, 1), (1, 2), (3, 4), (TreeDraft(num_steps=4, topk=4, num_draft_tokens=16), 16)],
+)
+def test_requests_beyond_one_write_a_state_per_token_they_verify(draft, tokens):
+    state = RecurrentState(1e6, 1000.0)  # 1 MB at 1 TB/s: 1 us a read or a write
+    assert state.growth_ms(1, draft) == 0.0
+    assert state.growth_ms(9, draft) == pytest.approx(8 * (1 + tokens) * 1e-3, rel=1e-12)
+    assert RecurrentState().growth_ms(9, draft) == 0.0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"bytes_per_request": -1.0}, {"bytes_per_request": math.inf}, {"bytes_per_request": 1e6}],
+)
+def test_a_state_must_be_finite_non_negative_and_have_a_bandwidth(bad):
+    with pytest.raises(ValueError):
+        RecurrentState(**bad)
+    with pytest.raises(ValueError):
+        state_io_bytes(-1.0, 1)
+    with pytest.raises(ValueError):
+        state_io_bytes(1.0, 0)
+
+
+@pytest.mark.parametrize("k", range(0, 4))
+def test_a_zero_state_leaves_every_iteration_the_same_bits(k):
+    plain = IterationCost(PASSES, LINEAR, logits=LogitRows(0.25))
+    zero = IterationCost(PASSES, LINEAR, logits=LogitRows(0.25), state=RecurrentState(0.0, 8e3))
+    many = np.linspace(0.0, 5e4, 40)
+    for batch in (1, 7, 64):
+        assert zero.decode_ms(batch, k, many).tolist() == plain.decode_ms(batch, k, many).tolist()
+        assert zero.decode_ms_at(batch, k, 3e3) == plain.decode_ms_at(batch, k, 3e3)
+        got, want = zero.decode_phases(batch, k, many), plain.decode_phases(batch, k, many)
+        assert [a.tolist() for a in got] == [b.tolist() for b in want]
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_the_state_adds_to_the_verify_phase_only_and_not_at_batch_one(k):
+    state = RecurrentState(QWEN38_STATE, 8000.0)
+    priced = IterationCost(PASSES, LINEAR, state=state)
+    assert priced.decode_ms_at(1, k, 0.0) == cycle_cost(PASSES, k).total_ms
+    adds_to_the_verify_phase_only(priced, 16, k, state.growth_ms(16, k))
+
+
+def test_a_scenario_without_a_state_builds_the_same_costs_and_with_one_prices_it():
+    scenario = load_scenario(LLAMA)
+    bound = bind(scenario)
+    assert scenario.model.state_bytes_per_request is None
+    assert serving_cost(bound).state == RecurrentState()
+    hybrid = load_scenario(LLAMA, [f"model.state_bytes_per_request={QWEN38_STATE}"])
+    state = recurrent_state(hybrid, bind(hybrid).hardware.current)
+    gpu = bound.hardware.current.gpu
+    assert gpu is not None
+    assert state == RecurrentState(float(QWEN38_STATE), gpu.memory_bandwidth_gbps)
+    assert serving_cost(bind(hybrid)).state == state
+    assert "recurrent state: 151.0 MB a request" in recurrent_state_note(state)
+
+
+def test_a_state_without_a_gpu_preset_names_the_field():
+    hybrid = load_scenario(LLAMA, [f"model.state_bytes_per_request={QWEN38_STATE}"])
+    bare = dataclasses.replace(bind(hybrid).hardware.current, gpu=None)
+    with pytest.raises(SpecsimError) as err:
+        recurrent_state(hybrid, bare)
+    assert err.value.field == "hardware.gpu"

@@ -16,8 +16,10 @@ other N, both arms:
   at N = 1 times that accept length.
 
 The target is a hybrid: 48 of its 64 layers are Gated DeltaNet (linear attention), whose
-per-request recurrent state the model does not price (the case's setup says so and how
-large it is); 16 are full attention, whose KV the model prices.
+per-request recurrent state every target pass reads once and writes once per token
+(``model.state_bytes_per_request``, sim/model/recurrent_state.py; its size, dtype and the
+verify's writes read from vLLM 0.30.0, docs/accuracy-under-load.md); 16 are full
+attention, whose KV the model prices.
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ __all__ = ["case_qwen38_mtp_b200", "hybrid_mtp_serving_cases"]
 #: (query, key) pair: 24 heads x 256 x 2 (scores and values) x 2 x 16. The MTP drafter reads
 #: a pass its layer (372.25M, full attention), its fc 2 x 5120 -> 5120 (52.43M) and the
 #: target's LM head (1,271.4M; mtp_use_dedicated_embeddings false): 1.696B; its KV 4,096
-#: bytes a token (one layer).
+#: bytes a token (one layer). The recurrent state a request: ``GDN_STATE_BYTES``.
+#: The Gated DeltaNet layers' recurrent state a request: 48 layers x 48 value heads x 128 x
+#: 128 (vLLM's (value heads, value dim, key dim) a layer) in float32, the dtype vLLM 0.30
+#: takes from the Qwen3.5 family's ``mamba_ssm_dtype`` (docs/accuracy-under-load.md): read
+#: once and written once per token by every target pass. The conv state beside it (10,240
+#: channels x 3, or 5 with k = 2, x 2 bytes a layer: 2.9-4.9 MB) is not priced.
+GDN_STATE_ELEMENTS = 48 * 48 * 128 * 128
+GDN_STATE_BYTES = GDN_STATE_ELEMENTS * 4
 QWEN38_MODEL: dict[str, Any] = {
     "name": "Qwen3.8-27B",
     "layers": 64,
@@ -66,12 +75,8 @@ QWEN38_MODEL: dict[str, Any] = {
     "kv_bytes_per_token": 65536.0,
     "attention_flops_per_pair": 393216.0,
     "draft_kv_bytes_per_token": 4096.0,
+    "state_bytes_per_request": float(GDN_STATE_BYTES),
 }
-#: The Gated DeltaNet layers' recurrent state a request (not priced by the model): 48 layers
-#: x 48 value heads x 128 x 128, in float32 (the Qwen3.5 family's ``mamba_ssm_dtype``) or
-#: bfloat16, read and written by every pass; the conv state (10,240 channels x 3 x 2 bytes a
-#: layer, 2.9 MB) beside it.
-GDN_STATE_ELEMENTS = 48 * 48 * 128 * 128
 #: The MTP arm: ``num_speculative_tokens`` 2, a chain.
 NUM_STEPS = 2
 PLAIN, MTP = "no speculation", "MTP k=2"
@@ -205,7 +210,7 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
         )
     one = simulate_point(scenario, 1)
     prompt, output = _calibration_lengths(subset)
-    state_mb = (GDN_STATE_ELEMENTS * 2 / 1e6, GDN_STATE_ELEMENTS * 4 / 1e6)
+    state_mb = GDN_STATE_BYTES / 1e6
     kv = QWEN38_MODEL["kv_bytes_per_token"]
     return Case(
         "Qwen3.8-27B (hybrid: 48 Gated DeltaNet, 16 attention layers) + its MTP layer (2 "
@@ -234,14 +239,13 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             f"({output:.0f}) of both arms, lognormal spread ASSUMED (log-sd 0.5); closed loop "
             "of N users, max(60, 3N) requests, 3 replications; the ± of a speculative row is "
             "the paired ratio's Monte Carlo standard error times the plain level",
-            "NOT MODELLED: the 48 Gated DeltaNet layers' recurrent state, "
-            f"{state_mb[0]:.0f}-{state_mb[1]:.0f} MB a request (48 x 48 heads x 128 x 128 in "
-            "bfloat16 or float32) read and written by every pass, and one at each draft "
-            "position for a verify that may roll back (how vLLM keeps them was not read): as "
-            "many bytes as "
-            f"{state_mb[0] * 1e6 / kv:,.0f}-{state_mb[1] * 1e6 / kv:,.0f} tokens of this "
-            "model's KV a request, priced nowhere; the model sees a dense model whose KV is its "
-            "16 attention layers'",
+            "the 48 Gated DeltaNet layers' recurrent state, "
+            f"{state_mb:.0f} MB a request (48 x 48 heads x 128 x 128 in float32, vLLM 0.30's "
+            "dtype for this family), read once and written once per token by every target "
+            "pass (1 + 1 in plain decoding, 1 + 3 in the MTP verify, which keeps a state at "
+            "each position for the rollback), at the B200's 8 TB/s for every request beyond "
+            f"one (as many bytes as {state_mb * 1e6 / kv:,.0f} tokens of this model's KV); "
+            "NOT MODELLED: the conv state (2.9-4.9 MB) and a prefill chunk's state",
             "host work hidden in both arms (vLLM's asynchronous scheduling, the default since "
             "0.14); chunked prefill, 16,384-token budget (both servers' value)",
         ),
@@ -252,13 +256,15 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             "not on tok/s) the "
             f"simulation gives {one.baseline_tok_s:.1f} (plain) and {one.speculative_tok_s:.1f} "
             f"(MTP) tok/s against {curves[PLAIN][1]:.1f} and {curves[MTP][1]:.1f} measured.",
-            "Where the misses come from: both arms are over-predicted more the more streams run "
-            "(the model's step grows with the weights' FLOPs and the attention layers' KV only), "
-            "and the MTP arm more than the plain one; a cost every running request adds to every "
-            "pass, larger when a verify keeps a state at each draft position, is what the "
-            "missing Gated DeltaNet state would be (setup). The speed-up's side is right at "
-            "every load (MTP pays at every N, as measured); its size is over-predicted from 32 "
-            "streams on.",
+            "Where the misses come from: both arms are still over-predicted more the more "
+            "streams run, and the MTP arm more than the plain one, with the Gated DeltaNet "
+            "state priced (its size, dtype and the verify's k + 1 writes read from vLLM 0.30.0 "
+            "before these rows were run with it, docs/accuracy-under-load.md; it more than halved "
+            "both curves' largest misses): what a running request still costs beyond its "
+            "weights' FLOPs, its attention layers' KV and its state, at peak bandwidth, is not "
+            "identified (the conv state and the kernels' achieved bandwidth are not priced). "
+            "The speed-up's side is right at every load (MTP pays at every N, as measured); its "
+            "size is over-predicted from 32 streams on.",
         ),
     )
 

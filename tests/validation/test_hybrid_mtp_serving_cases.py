@@ -32,6 +32,12 @@ def test_the_kv_is_the_16_attention_layers_and_the_layer_the_mean_of_both_kinds(
     assert QWEN38_MODEL["layer_params"] == pytest.approx(mean, abs=0.05e6)
 
 
+def test_the_state_is_48_layers_of_48_value_heads_of_128_by_128_in_float32():
+    # vLLM 0.30: (value heads, value dim, key dim) a layer, float32 from mamba_ssm_dtype
+    assert QWEN38_MODEL["state_bytes_per_request"] == 48 * 48 * 128 * 128 * 4 == 150_994_944
+    assert _scenario(HUMANEVAL).model.state_bytes_per_request == 150_994_944
+
+
 @pytest.mark.parametrize("subset", pub.SPECULATORS_QWEN38_SUBSETS)
 def test_the_workload_pools_the_calibration_loads_requests_only(subset):
     prompt, output = _calibration_lengths(subset)

@@ -46,6 +46,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.simulation.serving.stability import service_bound
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
@@ -54,10 +55,12 @@ from sim.studies.serving.evaluator import (
     PlanBuilder,
     PointEvaluator,
     ScenarioPlans,
+    plan_steps,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving.sequential import FIRST, PRECISION_SHARE, SETTLED_SE, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
+from sim.uncertainty.perturb import InputDraws
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -614,7 +617,8 @@ def capacity(
         tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
         for s, tol in zip(searches, tolerances, strict=True):
             # each k's draws start where plain decoding's draw moved its capacity
-            moves = _moves(caps[0], searches[0].value) if caps else None
+            # plain decoding's from the move of its service bound in the draw
+            moves = _moves(caps[0], searches[0].value) if caps else _bound_moves(draws, s)
             got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
             caps.append(got[0])
         terms = _terms(draws, [s.result() for s in searches])
@@ -659,6 +663,33 @@ def _moves(caps: np.ndarray, nominal: float | None) -> np.ndarray | None:
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.log(caps) - math.log(nominal)
+
+
+def _bound_moves(draws: DrawnPoints, search: CapacitySearch) -> np.ndarray | None:
+    """Each draw's move of the policy's service bound (sim/simulation/serving/stability.py
+    ``service_bound``: the most requests a second its server answers, from the cost
+    model, nothing simulated), ln(bound_d / bound) (D,; NaN for a draw the scenario
+    rejects), to start plain decoding's draws (``completed_draws``' ``moves``), which no
+    other policy's draws precede: a draw that makes the server slower or faster moves its
+    capacity the same way. A prediction only (it picks a draw's first two ladder rates;
+    the capacity under the SLOs moves further than the bound on the shipped serving
+    scenario, about twice): where it misses, the ladder's probes take over, as from the
+    nominal capacity's rate. None for plans without a scenario or a bound that is not
+    finite."""
+    plans = draws.evaluator.builder
+    if not isinstance(plans, ScenarioPlans) or not 0.0 < search.bound < math.inf:
+        return None
+    load = Load("rate", math.exp(search.origin))
+    out = np.full(len(draws.draws), np.nan)
+    for d, drawn in enumerate(draws.draws):
+        builder = replace(plans, drawn=drawn, sampled=InputDraws())
+        try:
+            plan = builder(load, plan_steps(search.policy, builder))
+        except SpecsimError:  # a draw outside what the scenario allows
+            continue
+        bound = service_bound(plan, plan.drafting(search.policy)).rate_per_s
+        out[d] = math.log(bound / search.bound)
+    return out
 
 
 def _completion_note(tolerances: Sequence[float]) -> list[str]:

@@ -725,7 +725,9 @@ LADDER_NOTE = (
     f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
     f"shift is scaled by min(1, the draw's replications' standard deviation over the "
     f"nominal's), so a draw far below its own capacity (its replications near 1) keeps "
-    f"its own attainment (docs/study-speed.md)"
+    f"its own attainment; a ladder rate the bisections did not try runs its first "
+    f"replications and then only those the draws read there need, not the share's rule "
+    f"(docs/study-speed.md)"
 )
 
 
@@ -818,15 +820,18 @@ def completed_draws(
     the nominal), are not run: a draw that passes at the highest ladder rate run has
     capacity inf (above), one that fails at the lowest -inf.
 
-    **Completion.** Where a nominal rate stopped at its first replications (sequential
-    replications), a draw read there whose side of the share the nominal's other
-    replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
-    sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
-    ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
-    mean after each, until no draw's side is open (at all R at the latest) or (``tolerance``
-    > 0, ``completion_tolerances``) the move the other replications could still make to
-    an open draw's capacity has a standard deviation of at most ``tolerance`` in log rate
-    (``capacity_move``, on the nominal's fall across its capacity, ``nominal_fall``).
+    **Completion.** A ladder rate the nominal search did not try runs its first
+    replications only (``_ladder_first``: the share's rule sizes the bisection's rates,
+    whose side the capacity reads; a ladder rate's replications are sized here, for the
+    draws that read it). Where a nominal rate stopped at its first replications, a draw
+    read there whose side of the share the nominal's other replications could still change
+    (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n - 1/R) of it) has it decided
+    by the nominal mean's own noise: the rate runs ``COMPLETION_STEP`` more replications
+    at a time, the draws read again on the larger mean after each, until no draw's side
+    is open (at all R at the latest) or (``tolerance`` > 0, ``completion_tolerances``)
+    the move the other replications could still make to an open draw's capacity has a
+    standard deviation of at most ``tolerance`` in log rate (``capacity_move``, on the
+    nominal's fall across its capacity, ``nominal_fall``).
 
     **Current values.** A draw's attainment at a ladder rate is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
@@ -897,7 +902,13 @@ def completed_draws(
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws,
         completed while a draw that ran there, in this round or an earlier one, is
         undecided."""
-        search.run([log_rate(j) for j in sorted(probes)])
+        rule = search.ev.rule
+        if rule is not None:  # the completion below sizes a ladder rate, not the share's rule
+            search.ev.rule = _ladder_first
+        try:
+            search.run([log_rate(j) for j in sorted(probes)])
+        finally:
+            search.ev.rule = rule
         for j in sorted(probes):
             ds = list(probes[j])
             key = search.key(log_rate(j))
@@ -962,6 +973,12 @@ def completed_draws(
             t = (a_lo - share) / (a_lo - a_hi)
             out[d] = math.exp(log_rate(lo) + t * (log_rate(hi) - log_rate(lo)))
     return out, search.result(), search.ev.replications_run - before
+
+
+def _ladder_first(points: Mapping[Any, PolicyPoint], policy: Any) -> bool:
+    """The sequential rule of a ladder rate the bisections did not try: its first
+    replications, then only what ``completed_draws``' completion asks for."""
+    return True
 
 
 def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:

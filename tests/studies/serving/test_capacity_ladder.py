@@ -577,3 +577,30 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
         )
         is None
     )
+
+
+def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
+    """``_ladder_first``: a ladder rate the search did not try runs its first replications,
+    and more only where the completion asks (no draw's side open there), even where its
+    attainment lies within 4 standard errors of the share, which the share's rule (the
+    bisection's) would run to all R."""
+    R = 10
+    ev, p, _ = _searched(R, sequential=True)
+    _, _, nominal = _searched(R, sequential=True)
+    cap = math.log(p.rate_per_s)
+
+    def steep(x: float) -> float:  # far from the share one ladder step either side
+        return SHARE - 40.0 * (x - cap)
+
+    draws = _CurveDraws(ev, nominal, [steep] * 2)
+    _draws(draws, p, nominal, sequential=True)
+    tried = {round(x, 9) for x in p.log_rates.tolist()}
+    new = [
+        pt
+        for (load, _), pt in nominal.memo.items()
+        if round(math.log(float(load.value)), 9) not in tried
+        and any(abs(math.log(float(load.value)) - x) < 1e-9 for x in draws.ran[0])
+    ]
+    assert new and all(pt.replications == FIRST for pt in new)
+    share_rule = Share("slo_attainment", SHARE)
+    assert any(not share_rule({FixedK(3): pt}, FixedK(3)) for pt in new)  # R before

@@ -62,7 +62,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
-from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe
+from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe, difference_tied
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
@@ -501,6 +501,36 @@ def _check(
     return checks, fixed
 
 
+def _tie_note(
+    checker: PointEvaluator,
+    users: Sequence[int],
+    policies: dict[str, SpeculationPolicy],
+    ks: Sequence[int],
+    objective: str,
+) -> tuple[str, ...]:
+    """The assumption for the check's pairs that stopped on an exact tie (sequential.py
+    ``exact_tie``: the form and the fixed k agree on every replication run, and one of
+    the two stopped before all of them); none: nothing."""
+    ties = []
+    for c in users:
+        load = Load("concurrency", c)
+        for name, policy in policies.items():
+            for k in ks:
+                a, b = checker(load, policy), checker(load, FixedK(k))
+                short = min(a.replications, b.replications)
+                if a is not b and short < checker.replications and difference_tied(a, b, objective):
+                    ties.append(f"{name} and k = {k} at {c} user{'' if c == 1 else 's'} ({short})")
+    if not ties:
+        return ()
+    return (
+        "the check at seed + 1: a form and a fixed k that agree exactly on every "
+        "replication run, from the first look on (the same decisions on the same random "
+        "numbers: the form drafts that k at every batch the load reached), are taken as "
+        "tied and stop there (assumed: a replication not run would agree too); "
+        "replications run: " + "; ".join(ties),
+    )
+
+
 def _early_note(looked: dict[str, PointEvaluator]) -> tuple[str, ...]:
     """The assumption for the parts of the study (by name) whose evaluator asked its rule
     early (``PointEvaluator(early=...)``); none: nothing."""
@@ -610,6 +640,8 @@ def best_k(
     early_note = _early_note(
         {"the boundaries' bisections": evaluator, "the check at seed + 1": checker}
     )
+    if checker.sequential:
+        early_note = (*early_note, *_tie_note(checker, check_loads(grid), policies, ks, objective))
     return BestKResult(
         scenario=scenario,
         objective=objective,

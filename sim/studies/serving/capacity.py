@@ -46,6 +46,7 @@ from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.parallel import Executor, close_executor, drain
 from sim.simulation.serving.metrics import Ratio, SloSpec
+from sim.simulation.serving.stability import service_bound
 from sim.studies.bisection import Probe, passing_bracket
 from sim.studies.serving.capacity_ratio import paired_ratio_ci95
 from sim.studies.serving.draws import DrawnPoints, interval90, replication_counts
@@ -54,10 +55,12 @@ from sim.studies.serving.evaluator import (
     PlanBuilder,
     PointEvaluator,
     ScenarioPlans,
+    plan_steps,
 )
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level, ratio_doc
 from sim.studies.serving.sequential import FIRST, PRECISION_SHARE, SETTLED_SE, Share, describe
 from sim.uncertainty.model_error import ModelErrorTerm
+from sim.uncertainty.perturb import InputDraws
 
 __all__ = ["CapacityResult", "PolicyCapacity", "capacity"]
 
@@ -614,7 +617,8 @@ def capacity(
         tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
         for s, tol in zip(searches, tolerances, strict=True):
             # each k's draws start where plain decoding's draw moved its capacity
-            moves = _moves(caps[0], searches[0].value) if caps else None
+            # plain decoding's from the move of its service bound in the draw
+            moves = _moves(caps[0], searches[0].value) if caps else _bound_moves(draws, s)
             got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
             caps.append(got[0])
         terms = _terms(draws, [s.result() for s in searches])
@@ -661,6 +665,33 @@ def _moves(caps: np.ndarray, nominal: float | None) -> np.ndarray | None:
         return np.log(caps) - math.log(nominal)
 
 
+def _bound_moves(draws: DrawnPoints, search: CapacitySearch) -> np.ndarray | None:
+    """Each draw's move of the policy's service bound (sim/simulation/serving/stability.py
+    ``service_bound``: the most requests a second its server answers, from the cost
+    model, nothing simulated), ln(bound_d / bound) (D,; NaN for a draw the scenario
+    rejects), to start plain decoding's draws (``completed_draws``' ``moves``), which no
+    other policy's draws precede: a draw that makes the server slower or faster moves its
+    capacity the same way. A prediction only (it picks a draw's first two ladder rates;
+    the capacity under the SLOs moves further than the bound on the shipped serving
+    scenario, about twice): where it misses, the ladder's probes take over, as from the
+    nominal capacity's rate. None for plans without a scenario or a bound that is not
+    finite."""
+    plans = draws.evaluator.builder
+    if not isinstance(plans, ScenarioPlans) or not 0.0 < search.bound < math.inf:
+        return None
+    load = Load("rate", math.exp(search.origin))
+    out = np.full(len(draws.draws), np.nan)
+    for d, drawn in enumerate(draws.draws):
+        builder = replace(plans, drawn=drawn, sampled=InputDraws())
+        try:
+            plan = builder(load, plan_steps(search.policy, builder))
+        except SpecsimError:  # a draw outside what the scenario allows
+            continue
+        bound = service_bound(plan, plan.drafting(search.policy)).rate_per_s
+        out[d] = math.log(bound / search.bound)
+    return out
+
+
 def _completion_note(tolerances: Sequence[float]) -> list[str]:
     """The assumption line of the completion's tolerance (none where it is 0)."""
     if not tolerances or not all(t > 0 for t in tolerances):
@@ -694,7 +725,9 @@ LADDER_NOTE = (
     f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
     f"shift is scaled by min(1, the draw's replications' standard deviation over the "
     f"nominal's), so a draw far below its own capacity (its replications near 1) keeps "
-    f"its own attainment (docs/study-speed.md)"
+    f"its own attainment; a ladder rate the bisections did not try runs its first "
+    f"replications and then only those the draws read there need, not the share's rule "
+    f"(docs/study-speed.md)"
 )
 
 
@@ -787,15 +820,18 @@ def completed_draws(
     the nominal), are not run: a draw that passes at the highest ladder rate run has
     capacity inf (above), one that fails at the lowest -inf.
 
-    **Completion.** Where a nominal rate stopped at its first replications (sequential
-    replications), a draw read there whose side of the share the nominal's other
-    replications could still change (``side_open``: within ``SETTLED_SE`` x beta s
-    sqrt(1/n - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
-    ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger
-    mean after each, until no draw's side is open (at all R at the latest) or (``tolerance``
-    > 0, ``completion_tolerances``) the move the other replications could still make to
-    an open draw's capacity has a standard deviation of at most ``tolerance`` in log rate
-    (``capacity_move``, on the nominal's fall across its capacity, ``nominal_fall``).
+    **Completion.** A ladder rate the nominal search did not try runs its first
+    replications only (``_ladder_first``: the share's rule sizes the bisection's rates,
+    whose side the capacity reads; a ladder rate's replications are sized here, for the
+    draws that read it). Where a nominal rate stopped at its first replications, a draw
+    read there whose side of the share the nominal's other replications could still change
+    (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n - 1/R) of it) has it decided
+    by the nominal mean's own noise: the rate runs ``COMPLETION_STEP`` more replications
+    at a time, the draws read again on the larger mean after each, until no draw's side
+    is open (at all R at the latest) or (``tolerance`` > 0, ``completion_tolerances``)
+    the move the other replications could still make to an open draw's capacity has a
+    standard deviation of at most ``tolerance`` in log rate (``capacity_move``, on the
+    nominal's fall across its capacity, ``nominal_fall``).
 
     **Current values.** A draw's attainment at a ladder rate is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
@@ -866,7 +902,13 @@ def completed_draws(
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws,
         completed while a draw that ran there, in this round or an earlier one, is
         undecided."""
-        search.run([log_rate(j) for j in sorted(probes)])
+        rule = search.ev.rule
+        if rule is not None:  # the completion below sizes a ladder rate, not the share's rule
+            search.ev.rule = _ladder_first
+        try:
+            search.run([log_rate(j) for j in sorted(probes)])
+        finally:
+            search.ev.rule = rule
         for j in sorted(probes):
             ds = list(probes[j])
             key = search.key(log_rate(j))
@@ -931,6 +973,12 @@ def completed_draws(
             t = (a_lo - share) / (a_lo - a_hi)
             out[d] = math.exp(log_rate(lo) + t * (log_rate(hi) - log_rate(lo)))
     return out, search.result(), search.ev.replications_run - before
+
+
+def _ladder_first(points: Mapping[Any, PolicyPoint], policy: Any) -> bool:
+    """The sequential rule of a ladder rate the bisections did not try: its first
+    replications, then only what ``completed_draws``' completion asks for."""
+    return True
 
 
 def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:

@@ -77,6 +77,7 @@ __all__ = [
     "Rule",
     "Share",
     "describe",
+    "exact_tie",
     "merge",
     "precise",
     "settled",
@@ -165,6 +166,26 @@ def difference_settled(a: PolicyPoint, b: PolicyPoint, metric: str, sigma: float
     return settled(d, 0.0) or precise(d, sigma * abs(float(np.mean(y))))
 
 
+def exact_tie(values: np.ndarray) -> bool:
+    """Whether paired differences ``values`` (n,) are exact zeros on ``EARLY`` or more
+    replications (paired_metrics.py ``paired_difference`` takes a difference within
+    rounding of the values as 0): two policies that agree on every replication run
+    under common random numbers (the same arrivals, lengths and acceptance draws) made
+    the same decision at every step there (best-k's check: an engine form that drafts
+    the fixed k's k at every batch its load reached, on another plan that the load does
+    not feel). Their difference is a tie, not an estimate near 0 (``settled`` never
+    settles exact zeros: no standard error). Assumed: a replication not run would agree
+    as well (a rarer batch where the two differ is not excluded by the ones run)."""
+    v = np.asarray(values, dtype=float)
+    return v.size >= EARLY and bool(np.all(v == 0.0))
+
+
+def difference_tied(a: PolicyPoint, b: PolicyPoint, metric: str) -> bool:
+    """The paired difference ``a`` - ``b`` of ``metric`` is an ``exact_tie``."""
+    x, y = paired_values(a, b, metric)
+    return exact_tie(paired_difference(x, y, METRICS[metric].higher_is_better))
+
+
 class Rule(Protocol):
     """Whether ``policy``'s point is settled, given every point run at its load."""
 
@@ -236,15 +257,18 @@ class Leader:
 @dataclass(frozen=True, slots=True)
 class Pairs:
     """Fixed pairs of policies (best-k's check: each engine form against every fixed k),
-    the paired difference of ``metric`` against 0."""
+    the paired difference of ``metric`` against 0; a pair whose differences are exact
+    zeros (``exact_tie``: the two agree on every replication run) is a tie and holds
+    neither back."""
 
     metric: str
     pairs: tuple[tuple[SpeculationPolicy, SpeculationPolicy], ...]
 
     def __call__(self, points: Points, policy: SpeculationPolicy) -> bool:
-        return _pairs_settled(
-            points, policy, self.pairs, lambda a, b: difference_settled(a, b, self.metric)
-        )
+        def test(a: PolicyPoint, b: PolicyPoint) -> bool:
+            return difference_settled(a, b, self.metric) or difference_tied(a, b, self.metric)
+
+        return _pairs_settled(points, policy, self.pairs, test)
 
 
 @dataclass(frozen=True, slots=True)

@@ -540,3 +540,67 @@ def test_a_draw_started_at_its_predicted_move_runs_only_the_two_rates_around_it(
         assert {round(ladder_index(x, origin), 6) for x in draws.ran[d]} == {j, j + 1}
     j0 = math.floor(ladder_index(cap, origin) + 1e-9)
     assert j0 in {round(ladder_index(x, origin), 6) for x in draws.ran[-1]}
+
+
+def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
+    """``_bound_moves``: each draw's ln(bound_d / bound) of the policy's service bound, the
+    evaluator's ``bound`` on the draw's own plans (nothing simulated); None for plans
+    without a scenario, whose draws then start at the nominal capacity's rate."""
+    from dataclasses import replace
+
+    from sim.binding.bound import bind
+    from sim.studies.serving.capacity import _bound_moves
+    from sim.studies.serving.draws import DrawnPoints
+    from sim.studies.serving.evaluator import BASELINE, ScenarioPlans
+    from sim.uncertainty.perturb import InputDraws, input_draws
+    from tests.studies.serving.helpers import small_scenario
+
+    sc = small_scenario("workload.requests=6", "simulation.replications=2")
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5, draws=3))
+    ev = PointEvaluator(builder, replications=2, seed=5, slo=SLO)
+    search = CapacitySearch(ev, 0, SHARE, 30.0, 0.02)
+    got = _bound_moves(DrawnPoints(ev, builder.draws), search)
+    assert got is not None and got.shape == (3,)
+    load = Load("rate", 30.0)
+    for d, drawn in enumerate(builder.draws):
+        own = PointEvaluator(
+            replace(builder, drawn=drawn, sampled=InputDraws()), replications=2, seed=5
+        )
+        bound = own.bound(load, BASELINE)
+        assert bound is not None
+        assert got[d] == pytest.approx(math.log(bound.rate_per_s / search.bound), rel=1e-12)
+    assert np.ptp(got) > 0  # the draws move the server's costs
+    plain = PointEvaluator(CodePlans(), replications=2, seed=7, slo=SLO)
+    assert (
+        _bound_moves(
+            _CurveDraws(plain, plain, [lambda x: 1.0]), CapacitySearch(plain, 0, SHARE, 30.0, 0.02)
+        )
+        is None
+    )
+
+
+def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
+    """``_ladder_first``: a ladder rate the search did not try runs its first replications,
+    and more only where the completion asks (no draw's side open there), even where its
+    attainment lies within 4 standard errors of the share, which the share's rule (the
+    bisection's) would run to all R."""
+    R = 10
+    ev, p, _ = _searched(R, sequential=True)
+    _, _, nominal = _searched(R, sequential=True)
+    cap = math.log(p.rate_per_s)
+
+    def steep(x: float) -> float:  # far from the share one ladder step either side
+        return SHARE - 40.0 * (x - cap)
+
+    draws = _CurveDraws(ev, nominal, [steep] * 2)
+    _draws(draws, p, nominal, sequential=True)
+    tried = {round(x, 9) for x in p.log_rates.tolist()}
+    new = [
+        pt
+        for (load, _), pt in nominal.memo.items()
+        if round(math.log(float(load.value)), 9) not in tried
+        and any(abs(math.log(float(load.value)) - x) < 1e-9 for x in draws.ran[0])
+    ]
+    assert new and all(pt.replications == FIRST for pt in new)
+    share_rule = Share("slo_attainment", SHARE)
+    assert any(not share_rule({FixedK(3): pt}, FixedK(3)) for pt in new)  # R before

@@ -15,6 +15,7 @@ from sim.studies.serving.draws import near
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, gain
 from sim.studies.serving.sequential import (
+    EARLY,
     FIRST,
     PRECISION_SHARE,
     SETTLED_SE,
@@ -22,6 +23,7 @@ from sim.studies.serving.sequential import (
     Leader,
     Pairs,
     describe,
+    exact_tie,
     precise,
     settled,
     settled_se,
@@ -215,7 +217,8 @@ def test_a_form_that_is_a_fixed_k_at_the_load_is_settled_against_it_by_identity(
     """Pairs (best-k's check): one point under two names (the table drafting k = 3 at
     every batch the load reaches, evaluator.py ``same_point``) compares nothing, so the
     pair does not hold it back; two runs that happen to agree stay a comparison whose
-    exact zeros never settle."""
+    exact zeros (``exact_tie``) are a tie and hold neither back; ``settled`` alone never
+    settles them, and a pair that differs on one replication is a comparison again."""
     one = PolicyPoint({"per_user_tok_s": np.array([10.0, 10.2, 9.9, 10.1])}, np.ones(4), {})
     far = PolicyPoint({"per_user_tok_s": np.array([5.0, 5.1, 4.9, 5.2])}, np.ones(4), {})
     table, k3, k0 = "table", FixedK(3), BASELINE
@@ -223,7 +226,20 @@ def test_a_form_that_is_a_fixed_k_at_the_load_is_settled_against_it_by_identity(
     aliased = {table: one, k3: one, k0: far}
     assert rule(aliased, table) and rule(aliased, k3) and rule(aliased, k0)
     copied = {table: one, k3: PolicyPoint(dict(one.values), one.mean_batch, {}), k0: far}
-    assert not rule(copied, table) and not rule(copied, k3) and rule(copied, k0)
+    assert rule(copied, table) and rule(copied, k3) and rule(copied, k0)
+    assert not settled(np.zeros(4), 0.0)
+    apart = one.values["per_user_tok_s"] + np.array([0.0, 0.0, 0.0, 1e-6])
+    once = {table: one, k3: PolicyPoint({"per_user_tok_s": apart}, one.mean_batch, {}), k0: far}
+    assert not rule(once, table) and not rule(once, k3) and rule(once, k0)
+
+
+def test_an_exact_tie_is_exact_zeros_on_the_first_look_or_more():
+    """``exact_tie``: every paired difference exactly 0 on EARLY or more values; one
+    value, a difference of one ulp or a value that is not finite is not a tie."""
+    assert exact_tie(np.zeros(EARLY)) and exact_tie(np.zeros(10)) and exact_tie(-np.zeros(3))
+    assert not exact_tie(np.zeros(EARLY - 1))
+    assert not exact_tie(np.array([0.0, np.nextafter(0.0, 1.0)]))
+    assert not exact_tie(np.array([0.0, np.nan])) and not exact_tie(np.array([0.0, np.inf]))
 
 
 def test_the_rule_is_asked_once_for_each_state_of_the_points_at_a_load():

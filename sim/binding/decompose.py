@@ -72,6 +72,8 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
         launch_stated="hardware.launch_us" in origins.given,
         launch_overridden="hardware.launch_us" in origins.overrides,
         interconnects=hw.interconnects,
+        parallel_draft=scenario.speculation.parallel_draft,
+        draft_ms_per_extra_token=timing.draft_ms_per_extra_token,
     )
 
 

@@ -177,6 +177,16 @@ class PassInputs:
     launch_stated: bool = False
     launch_overridden: bool = False
     interconnects: Mapping[str, InlineInterconnect] = field(default_factory=dict)
+    #: A block-parallel drafter (``speculation.parallel_draft``) and the drafter pass's
+    #: growth per extra token where the geometry cannot tabulate it
+    #: (``timing.draft_ms_per_extra_token``).
+    parallel_draft: bool = False
+    draft_ms_per_extra_token: float = 0.0
+
+
+#: Query tokens a request the block-parallel drafter's table covers (the schema's most
+#: draft tokens; ``draft_over_ms`` extends it linearly beyond).
+PARALLEL_DRAFT_TABLE_TOKENS = 64
 
 
 def hardware_points(inputs: PassInputs) -> tuple[HardwarePoint, HardwarePoint]:
@@ -661,6 +671,16 @@ class PassModel:
             computes = computes * max_tokens
         return tuple(b.total_ms for b in self._composed("draft_step", tokens, computes, origin))
 
+    def parallel_draft_table_ms(self, draft_step_ms: float) -> tuple[float, ...]:
+        """A block-parallel drafter's one pass over m = 1.. query tokens a request at batch
+        1: ``draft_step_table_ms`` when the model geometry is known, else the one-token
+        step ``draft_step_ms`` grown by ``draft_ms_per_extra_token`` a token (two entries,
+        extended linearly by ``draft_over_ms``)."""
+        model = self.model
+        if model.layers is not None and model.hidden_size is not None:
+            return self.draft_step_table_ms(PARALLEL_DRAFT_TABLE_TOKENS)
+        return (draft_step_ms, draft_step_ms + self.inputs.draft_ms_per_extra_token)
+
     def verify_table_ms(self, max_tokens: int) -> tuple[float, ...]:
         """Verify pass time over m = 1..max_tokens tokens."""
         tokens = range(1, max_tokens + 1)
@@ -763,4 +783,8 @@ def pass_model(inputs: PassInputs) -> PassModel:
     a SpecsimError names the scenario field behind a problem."""
     placed = _placed(inputs)
     sloped = replace(placed, _slope=placed._find_verify_slope())
-    return replace(sloped, _passes=sloped._pass_times())
+    passes = sloped._pass_times()
+    if inputs.parallel_draft:
+        table = sloped.parallel_draft_table_ms(passes.draft_step_ms)
+        passes = replace(passes, parallel_draft_table_ms=table)
+    return replace(sloped, _passes=passes)

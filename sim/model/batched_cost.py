@@ -39,6 +39,11 @@ the tree cycle the batch-1 tree engines run) to the last bit; away from it the c
 growth is added. (With a calibrated curve the two terms agree anyway; the anchor makes
 batch 1 exact whatever the curve.)
 
+A block-parallel drafter (``PassTimes.parallel_draft_table_ms``, sim/model/cycle.py) runs
+no sequential drafter passes: its chain of k comes from the draft extend carrying k - 1
+more query tokens a request (the masks), so the extend's batched growth is taken over
+``extend_tokens + k - 1`` tokens a request (one sequence each: its context read once).
+
 Prefill passes have no batch-1 anchor (the batch-1 engines have no prefill) and cost the
 curve's time; the drafter's prefill (EAGLE drafts from the target's hidden states, so it
 runs over the prompt too) is added when the server speculates. The per-cycle overhead is
@@ -454,6 +459,18 @@ class IterationCost:
     def _off(draft: Draft) -> bool:
         return isinstance(draft, int) and draft == 0
 
+    def _masks(self, draft: Draft) -> int:
+        """Query tokens a request a block-parallel drafter adds to the draft extend (k - 1
+        masks, ``PassTimes.parallel_draft_table_ms``); 0 for any other draft."""
+        parallel = self.batch1.parallel_draft_table_ms is not None
+        return draft - 1 if parallel and isinstance(draft, int) and draft > 0 else 0
+
+    def _drafter_passes(self, draft: Draft) -> tuple[tuple[int, int], ...]:
+        """The sequential drafter passes (``draft_passes``); none for a block-parallel one."""
+        if self.batch1.parallel_draft_table_ms is not None and isinstance(draft, int):
+            return ()
+        return draft_passes(draft)
+
     def decode_phases(
         self,
         batch: int,
@@ -489,10 +506,10 @@ class IterationCost:
         else:
             n = verify_tokens(draft)
             draft_ms = c.draft_ms + zero
-            for times, beams in draft_passes(draft):
+            for times, beams in self._drafter_passes(draft):
                 draft_ms = draft_ms + times * self._growth("draft_step", batch, 1, s, beams=beams)
             verify = c.verify_ms + self._growth("verify", batch, n, s, prefill)
-            w = n if extend_tokens is None else extend_tokens
+            w = (n if extend_tokens is None else extend_tokens) + self._masks(draft)
             extend = c.extend_ms + self._growth("draft_extend", batch, w, s, prefill)
         rows_ms = self.rows_ms(batch, draft)
         if rows_ms:
@@ -575,8 +592,8 @@ class IterationCost:
                 passes = [(1, "decode", 1, 1)]
             else:
                 n = verify_tokens(draft)
-                w = n if extend_tokens is None else extend_tokens
-                passes = [(t, "draft_step", 1, beams) for t, beams in draft_passes(draft)]
+                w = (n if extend_tokens is None else extend_tokens) + self._masks(draft)
+                passes = [(t, "draft_step", 1, beams) for t, beams in self._drafter_passes(draft)]
                 passes += [(1, "verify", n, 1), (1, "draft_extend", w, 1)]
             terms = tuple(
                 (

@@ -9,6 +9,18 @@ python/sglang/srt/speculative/eagle_worker.py) is
 and ``k = 0`` is plain decoding: one graphed target decode step per token. All times are
 milliseconds.
 
+A block-parallel drafter (DFlash, DSpark, P-EAGLE; ``speculation.parallel_draft``) proposes
+the same chain of k in ONE drafter pass: vLLM's ``DSparkProposer.set_inputs_first_pass``
+(vllm-project/vllm vllm/v1/spec_decode/dspark.py, commit 26a86f5) fills k query tokens a
+request, the sampled token then k - 1 ``parallel_drafting_token_id`` masks, and one forward
+samples all k, the drafter's KV of the verified tokens written first
+(``precompute_and_store_context_kv``); the parallel-drafting config reserves k - 1 more
+slots a request for the masks (vllm/config/speculative.py
+``max_num_new_slots_for_drafting``). The verify is the
+chain's (k + 1 tokens) and acceptance its prefix rule. So its cycle is the chain of 1's
+(the draft extend over the accepted tokens, which yields the first draft) with k - 1 more
+query tokens on that pass and no sequential drafter steps.
+
 The draft extend runs over the tokens the cycle accepted, so it depends on what happened:
 ``extend(L) = extend_ms + extend_per_token_ms x (L - extend_tokens)``, linear in L. A cycle's
 expected duration then depends on the pmf of L only through E[L] (linearity), so
@@ -24,6 +36,7 @@ needs (``required_accept_length``, ``break_even_accept_length``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,6 +71,11 @@ class PassTimes:
     draft_extend_tokens: float | None = None
     #: Per-step drafter overhead beyond the drafter pass (added to every drafter step).
     draft_step_overhead_ms: float = 0.0
+    #: A block-parallel drafter (DFlash, DSpark, P-EAGLE): the chain's k drafts come from
+    #: one drafter pass that carries k - 1 query tokens a request beyond the chain of 1's
+    #: draft extend, not from k - 1 sequential passes. The batch-1 drafter pass over
+    #: m = 1.. tokens (``draft_over_ms``'s table); None: a sequential drafter.
+    parallel_draft_table_ms: tuple[float, ...] | None = None
 
     def verify_over_ms(self, num_tokens: int) -> float:
         if num_tokens < 1:
@@ -142,24 +160,68 @@ class CycleCost:
         return dict(zip(PHASES, values, strict=True))
 
 
+def draft_over_ms(
+    draft_step_ms: float,
+    tokens: int,
+    *,
+    ms_per_extra_token: float = 0.0,
+    table_ms: Sequence[float] | None = None,
+) -> float:
+    """Drafter decode pass over ``tokens`` tokens (beams x batch, or a block-parallel
+    drafter's query tokens), ms.
+
+    ``table_ms[m - 1]`` is the pass over m tokens when given (extended linearly past its
+    end by its last slope); otherwise ``draft_step_ms + (tokens - 1) ms_per_extra_token``.
+    """
+    if tokens < 1:
+        raise ValueError(f"a drafter pass covers at least 1 token, got {tokens}")
+    if table_ms is not None:
+        table = list(table_ms)
+        if tokens <= len(table):
+            return float(table[tokens - 1])
+        slope = table[-1] - table[-2] if len(table) > 1 else 0.0
+        return float(table[-1] + (tokens - len(table)) * slope)
+    return draft_step_ms + (tokens - 1) * ms_per_extra_token
+
+
+def parallel_draft_ms(passes: PassTimes, num_steps: int) -> float:
+    """What a block-parallel drafter's one pass adds at batch 1 over the chain of 1's
+    draft extend: its k - 1 further query tokens, ``draft_over_ms(k) - draft_over_ms(1)``
+    on ``parallel_draft_table_ms`` (0 at k = 1, and 0 for a sequential drafter)."""
+    table = passes.parallel_draft_table_ms
+    if table is None or num_steps < 2:
+        return 0.0
+    step = passes.draft_step_ms
+    return draft_over_ms(step, num_steps, table_ms=table) - draft_over_ms(step, 1, table_ms=table)
+
+
 def cycle_cost(passes: PassTimes, num_steps: int) -> CycleCost:
     """The SGLang chain cycle for ``num_steps = k`` draft tokens (k = 0: plain decoding),
-    with the extend at ``draft_extend_tokens``; ``at_accept_length`` moves it to an E[L]."""
+    with the extend at ``draft_extend_tokens``; ``at_accept_length`` moves it to an E[L].
+
+    A block-parallel drafter (``passes.parallel_draft_table_ms``) runs no sequential
+    drafter steps: its draft phase is what the k - 1 further query tokens add to the one
+    drafter pass (``parallel_draft_ms``), the verify and the extend are the chain's."""
     if num_steps < 0:
         raise ValueError(f"num_steps must be >= 0, got {num_steps}")
     if num_steps == 0:
         return CycleCost(0, 0.0, passes.decode_ms, 0.0, 0.0)
-    steps = num_steps - 1
     tokens = passes.draft_extend_tokens
+    if passes.parallel_draft_table_ms is None:
+        steps = num_steps - 1
+        draft_ms = steps * (passes.draft_step_ms + passes.draft_step_overhead_ms)
+        draft_overhead_ms = steps * passes.draft_step_overhead_ms
+    else:
+        draft_ms, draft_overhead_ms = parallel_draft_ms(passes, num_steps), 0.0
     return CycleCost(
         num_steps=num_steps,
-        draft_ms=steps * (passes.draft_step_ms + passes.draft_step_overhead_ms),
+        draft_ms=draft_ms,
         verify_ms=passes.verify_over_ms(num_steps + 1),
         extend_ms=passes.draft_extend_ms,
         overhead_ms=passes.cycle_overhead_ms,
         extend_per_token_ms=passes.draft_extend_ms_per_token,
         extend_tokens=float(num_steps + 1 if tokens is None else tokens),
-        draft_overhead_ms=steps * passes.draft_step_overhead_ms,
+        draft_overhead_ms=draft_overhead_ms,
     )
 
 

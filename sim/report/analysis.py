@@ -201,6 +201,8 @@ def render_analysis_verbose(analysis: Analysis) -> str:
     label = f"k={k}" if tree is None else f"tree {k}/{tree.topk}/{tree.num_draft_tokens}"
     if tree is not None and tree.static_source is not None:
         label = f"static tree, {tree.num_draft_tokens - 1} drafts, depth {k}"
+    if sc.speculation.parallel_draft:
+        label += ", one drafter pass"
     spec = f"speculative ({label})"
     width = max(20, len(spec)) if k > 0 else 20  # a tree's label is longer than a chain's
     lines.append(

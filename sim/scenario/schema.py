@@ -432,6 +432,11 @@ class SpeculationSpec(Section):
     #: A static tree (vLLM ``speculative_token_tree``, EAGLE-1, a Sequoia growmap): then
     #: topk stays 1, num_draft_tokens unset, and num_steps is the tree's depth.
     tree: TreeSpec | None = None
+    #: A block-parallel drafter (DFlash, DSpark, P-EAGLE): the chain of num_steps drafts
+    #: comes from one drafter pass over num_steps query tokens a request (the sampled token
+    #: and num_steps - 1 masks) instead of num_steps - 1 sequential passes; the verify and
+    #: acceptance are the chain's (sim/model/cycle.py). A chain only (topk 1, no tree).
+    parallel_draft: bool = False
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -454,6 +459,15 @@ class SpeculationSpec(Section):
                 f"topk^2), so it must be in 2..{pool + 1}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _parallel_is_a_chain(self) -> Self:
+        if self.parallel_draft and (self.topk != 1 or self.tree is not None):
+            raise ValueError(
+                "speculation.parallel_draft: a block-parallel drafter proposes a chain; "
+                "leave topk at 1 and speculation.tree out"
+            )
+        return self
 
     @model_validator(mode="after")
     def _static_tree_fits(self) -> Self:

@@ -29,7 +29,7 @@ from sim.binding.bound import Bound
 from sim.binding.decompose import scenario_pass_times
 from sim.binding.inputs import UncertainInput, draw_inputs
 from sim.errors import SpecsimError
-from sim.model.cycle import PassTimes
+from sim.model.cycle import PassTimes, parallel_draft_ms
 from sim.model.sampled import (
     SampledModel,
     distinct_rows,
@@ -57,22 +57,26 @@ NODE_QUANTILES = (0.0, 0.5, 1.0)
 
 #: Pass-time vector: decode, drafter step (with its per-step overhead), draft extend,
 #: cycle overhead, extend growth per accepted token, the tokens the extend was taken at
-#: (0: k + 1), then the verify over 1..K + 1 tokens.
+#: (0: k + 1), then the verify over 1..K + 1 tokens, then a block-parallel drafter's draft
+#: phase at k = 1..K (``parallel_draft_ms``; zeros for a sequential drafter, whose drafter
+#: step slot is then the one used).
 _FIXED = 6
 
 
 def pass_vector(passes: PassTimes, max_steps: int = MAX_STEPS) -> np.ndarray:
-    """The pass times the cycle at k = 1..K uses, shape (6 + K + 1,)."""
+    """The pass times the cycle at k = 1..K uses, shape (6 + K + 1 + K,)."""
     verify = [passes.verify_over_ms(m) for m in range(1, max_steps + 2)]
+    parallel = passes.parallel_draft_table_ms is not None
     head = [
         passes.decode_ms,
-        passes.draft_step_ms + passes.draft_step_overhead_ms,
+        0.0 if parallel else passes.draft_step_ms + passes.draft_step_overhead_ms,
         passes.draft_extend_ms,
         passes.cycle_overhead_ms,
         passes.draft_extend_ms_per_token,
         passes.draft_extend_tokens or 0.0,
     ]
-    return np.array(head + verify, dtype=float)
+    drafts = [parallel_draft_ms(passes, k) for k in range(1, max_steps + 1)]
+    return np.array(head + verify + drafts, dtype=float)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,7 @@ def pass_response(
             continue  # outside what the scenario allows: draws there take the nearest node
         kept.append(x)
         if vector is None:
-            deltas.append(pass_vector(passes, base.size - _FIXED - 1) - base)
+            deltas.append(pass_vector(passes, (base.size - _FIXED - 1) // 2) - base)
         else:
             deltas.append(vector(other) - base)
     return PassResponse(inp.field, np.array(kept, dtype=float), np.array(deltas))
@@ -316,11 +320,13 @@ class SampledScenario:
             if resp is not None:
                 resp.add_to(vec, values[:, j], below, above)
         decode, draft, extend, overhead, per_token, at_tokens = (vec[:, i] for i in range(_FIXED))
-        verify = vec[:, _FIXED:]  # over 1..K + 1 tokens
+        verify = vec[:, _FIXED : _FIXED + self.max_steps + 1]  # over 1..K + 1 tokens
+        parallel = vec[:, _FIXED + self.max_steps + 1 :]  # a block-parallel drafter's, k = 1..K
         k = np.arange(1, self.max_steps + 1)[None, :]
         tokens = np.where(at_tokens[:, None] > 0, at_tokens[:, None], k + 1.0)
         fixed = (
             (k - 1) * draft[:, None]
+            + parallel
             + verify[:, 1:]
             + extend[:, None]
             - per_token[:, None] * tokens

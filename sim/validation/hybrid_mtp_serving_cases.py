@@ -24,6 +24,8 @@ attention, whose KV the model prices.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,9 +38,15 @@ from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
-from sim.validation.serving_cases import VLLM_2026, graph_capture, simulate_point
+from sim.validation.serving_cases import VLLM_2026, Point, graph_capture, simulate_point
 
-__all__ = ["case_qwen38_mtp_b200", "hybrid_mtp_serving_cases"]
+__all__ = [
+    "Arm",
+    "calibrated",
+    "case_qwen38_mtp_b200",
+    "hybrid_mtp_serving_cases",
+    "speculative_row",
+]
 
 #: Qwen/Qwen3.8-27B's text model (config text_config, model_type qwen3_5_text: 64 layers,
 #: hidden 5120, intermediate 17408, layer_types three linear_attention then one
@@ -83,28 +91,42 @@ PLAIN, MTP = "no speculation", "MTP k=2"
 HUMANEVAL = "HumanEval"
 
 
-def _calibration_lengths(subset: str) -> tuple[float, float]:
-    """The mean prompt and output tokens of ``subset``'s requests completed at N = 1, both
-    arms pooled by their counts (the only load the case calibrates on)."""
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """A speculative arm of the curve: its name in the data, the scenario's name, its
+    ``[speculation]`` section and what it changes in ``QWEN38_MODEL`` (its drafter)."""
+
+    name: str
+    scenario_name: str
+    speculation: Mapping[str, Any]
+    model: Mapping[str, Any] = field(default_factory=dict)
+
+
+MTP_ARM = Arm(MTP, "qwen38-27b-1xb200-vllm-mtp", {"num_steps": NUM_STEPS})
+
+
+def _calibration_lengths(subset: str, arm: str = MTP) -> tuple[float, float]:
+    """The mean prompt and output tokens of ``subset``'s requests completed at N = 1, the
+    plain arm and ``arm`` pooled by their counts (the only load the case calibrates on)."""
     n = pub.SPECULATORS_QWEN38_COMPLETED[subset]
-    w = np.array([n[PLAIN][1], n[MTP][1]])
+    w = np.array([n[PLAIN][1], n[arm][1]])
     prompt = np.array(
-        [pub.SPECULATORS_QWEN38_PROMPT_TOKENS[subset][a][1] for a in (PLAIN, MTP)], dtype=float
+        [pub.SPECULATORS_QWEN38_PROMPT_TOKENS[subset][a][1] for a in (PLAIN, arm)], dtype=float
     )
     output = np.array(
-        [pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[subset][a][1] for a in (PLAIN, MTP)], dtype=float
+        [pub.SPECULATORS_QWEN38_OUTPUT_TOKENS[subset][a][1] for a in (PLAIN, arm)], dtype=float
     )
     return float(w @ prompt / w.sum()), float(w @ output / w.sum())
 
 
-def _scenario(subset: str) -> Scenario:
+def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
     """``subset``'s derived scenario (no per-cycle overhead, alpha to be fitted): the plain
     decode step at N = 1 measured, the other passes from the hardware model."""
-    prompt, output = _calibration_lengths(subset)
+    prompt, output = _calibration_lengths(subset, arm.name)
     return scenario_from_dict(
         {
-            "name": "qwen38-27b-1xb200-vllm-mtp",
-            "model": QWEN38_MODEL,
+            "name": arm.scenario_name,
+            "model": {**QWEN38_MODEL, **arm.model},
             # the engine's memory rule sizes the KV cache (sim/binding/kv_capacity.py)
             "server": {"engine": "vllm"},
             "hardware": {"gpus": 1, "interconnect": "nvlink5", "gpu": "B200"},
@@ -113,7 +135,7 @@ def _scenario(subset: str) -> Scenario:
                 "verify_cuda_graph": True,
                 "context_tokens": prompt + output / 2,
             },
-            "speculation": {"num_steps": NUM_STEPS},
+            "speculation": dict(arm.speculation),
             "acceptance": {"alpha": 0.5},  # replaced by the fit below
             # the subset's prompts through the chat template and the model's own answers:
             # the means at N = 1; the spread ASSUMED (lognormal, log-sd 0.5)
@@ -146,25 +168,41 @@ def _cycle_ms(scenario: Scenario) -> float:
         attention_flops_per_pair=QWEN38_MODEL["attention_flops_per_pair"],
         reference_context_tokens=context,
     )
-    return float(cost.decode_ms(1, NUM_STEPS, np.array([context]))[0])
+    return float(cost.decode_ms(1, scenario.num_steps, np.array([context]))[0])
 
 
-def calibrated(subset: str) -> tuple[Scenario, float, float, float]:
+def calibrated(subset: str, arm: Arm = MTP_ARM) -> tuple[Scenario, float, float, float]:
     """(``subset``'s calibrated scenario, alpha, the derived batch-1 cycle without overhead,
     the measured one), both in ms: the chain's one conditional rate from the accept length
-    at N = 1 (1 + a + a^2), the per-cycle overhead from the cycle at N = 1."""
-    derived = _scenario(subset)
-    al = pub.SPECULATORS_QWEN38_AL[subset][MTP][1]
-    alpha = alpha_for_accept_length(al, NUM_STEPS)
+    at N = 1 (1 + a + ... + a^k), the per-cycle overhead from the cycle at N = 1."""
+    derived = _scenario(subset, arm)
+    al = pub.SPECULATORS_QWEN38_AL[subset][arm.name][1]
+    alpha = alpha_for_accept_length(al, derived.num_steps)
     assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
-    measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][MTP][1] * al
+    measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][arm.name][1] * al
     fitted = with_overrides(
         derived,
         {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
         source="validation",
     )
     return fitted, alpha, passes_ms, measured_ms
+
+
+def speculative_row(subset: str, arm: str, users: int, measured: float, p: Point) -> Row:
+    """``arm``'s aggregate tok/s at ``users`` streams, scored against ``measured``; its ±
+    the paired ratio's Monte Carlo standard error times the plain level."""
+    return Row(
+        "aggregate tok/s (speculation)",
+        f"speculators Qwen3.8-27B {subset} {arm} N={users}",
+        f"closed loop of {users} users",
+        measured,
+        p.speculative_tok_s,
+        p.speedup_sd * p.baseline_tok_s,
+        load=users,
+        calibrated_loads=(1.0,),
+        side="speculative",
+    )
 
 
 def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
@@ -181,17 +219,7 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             continue
         p = simulate_point(scenario, users)
         rows += [
-            Row(
-                "aggregate tok/s (speculation)",
-                f"speculators Qwen3.8-27B {subset} {MTP} N={users}",
-                f"closed loop of {users} users",
-                curves[MTP][users],
-                p.speculative_tok_s,
-                p.speedup_sd * p.baseline_tok_s,
-                load=users,
-                calibrated_loads=(1.0,),
-                side="speculative",
-            ),
+            speculative_row(subset, MTP, users, curves[MTP][users], p),
             Row(
                 "aggregate tok/s (no speculation)",
                 f"speculators Qwen3.8-27B {subset} {PLAIN} N={users}",

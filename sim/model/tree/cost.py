@@ -25,32 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.model.cycle import CycleCost, PassTimes
+from sim.model.cycle import CycleCost, PassTimes, draft_over_ms
 
 __all__ = ["draft_over_ms", "tree_cycle_cost"]
-
-
-def draft_over_ms(
-    draft_step_ms: float,
-    tokens: int,
-    *,
-    ms_per_extra_token: float = 0.0,
-    table_ms: Sequence[float] | None = None,
-) -> float:
-    """Drafter decode pass over ``tokens`` tokens (beams x batch), ms.
-
-    ``table_ms[m - 1]`` is the pass over m tokens when given (extended linearly past its
-    end by its last slope); otherwise ``draft_step_ms + (tokens - 1) ms_per_extra_token``.
-    """
-    if tokens < 1:
-        raise ValueError(f"a drafter pass covers at least 1 token, got {tokens}")
-    if table_ms is not None:
-        table = list(table_ms)
-        if tokens <= len(table):
-            return float(table[tokens - 1])
-        slope = table[-1] - table[-2] if len(table) > 1 else 0.0
-        return float(table[-1] + (tokens - len(table)) * slope)
-    return draft_step_ms + (tokens - 1) * ms_per_extra_token
 
 
 def tree_cycle_cost(

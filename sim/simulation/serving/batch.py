@@ -83,7 +83,9 @@ class DecodeBatch:
     All are views of the first B rows of one preallocated int64 table (a column each,
     ``weyl`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
     admission writes one row and a completion compacts the table in place; assigning to
-    one of them writes into its rows.
+    one of them in place (``batch.need[...] = x``, or ``batch.need -= x``) writes into its
+    rows; a field is never rebound (a plain ``batch.need = x`` would detach it from the
+    table, so nothing here does it, and the scalar attributes are plain attributes).
     """
 
     ids: np.ndarray
@@ -139,16 +141,6 @@ class DecodeBatch:
         d = self.__dict__
         for name, column in zip(DecodeBatch._FIELDS, self._columns[:7], strict=True):
             d[name] = column[:b]
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in DecodeBatch._FIELDS:
-            if name not in self.__dict__:
-                self._views()
-            view = self.__dict__[name]
-            if value is not view:  # e.g. ``batch.context += x`` has written already
-                view[...] = value
-            return
-        object.__setattr__(self, name, value)
 
     def append(
         self,
@@ -228,6 +220,10 @@ class DecodeBatch:
             (r[0], r[4], t[0], t[1], r[8], r[9], r[10], r[11])
             for r, t in zip(ints, times, strict=True)
         ]
+
+    def ids_cycles(self, rows: np.ndarray) -> list[list[int]]:
+        """[id, cycles] of each of ``rows`` (indices), in one indexing of the table."""
+        return self._table[rows, 0:5:4].tolist()
 
     def mark_first(self, end_ms: float) -> None:
         """The rows without a first token get it at ``end_ms``: held rows, the newest

@@ -538,7 +538,7 @@ class Server:
             self.cost,
             prefill,
             self.drafter,
-            columns=self.columns.get(k) if is_tree(k) else None,
+            columns=self.columns.get(k),  # a tree's (the dict holds trees only)
             accepted_extend=self.accepted_extend,
         )
 
@@ -561,7 +561,7 @@ class Server:
                 k,
                 self.cost,
                 self.drafter,
-                columns=self.columns.get(k) if is_tree(k) else None,
+                columns=self.columns.get(k),  # a tree's (the dict holds trees only)
                 accepted_extend=self.accepted_extend,
             )
         return self._plan(k, size)
@@ -645,25 +645,28 @@ class Server:
         """The delivery gaps of an iteration ending at ``end_ms`` (requests without a first
         token get it then)."""
         batch, rec = self.batch, self.rec
+        if not batch.fresh:  # every row had a token before
+            if rec.keeps_gaps:
+                rec.gaps(end_ms - batch.last_ms, 1.0)
+            return
         last = batch.last_ms
-        had: slice | np.ndarray = slice(None)  # the rows that had a token before
-        if batch.fresh and self.held:  # the newest rows, without a first token yet
+        had: slice | np.ndarray  # the rows that had a token before
+        if self.held:  # the newest rows, without a first token yet
             had = slice(0, batch.size - batch.fresh)
             batch.mark_first(end_ms)
-        elif batch.fresh and batch.fresh_newest:  # the newest rows, without a first token
+        elif batch.fresh_newest:  # the newest rows, without a first token
             since = batch.size - batch.fresh
             had = slice(0, since)
             for rid in batch.ids[since:].tolist():
                 rec.live[rid].first_token_ms = end_ms
-        elif batch.fresh:  # requests without a first token yet get it now
+        else:  # requests without a first token yet get it now
             fresh = last < 0
             had = ~fresh
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
         if rec.keeps_gaps:  # the gaps' arrays only where they are kept
             rec.gaps(end_ms - last[had], 1.0)
-        if batch.fresh:
-            batch.delivered()
+        batch.delivered()
 
     def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:
         """After iterations in which the rows emitted ``emitted`` (B,) tokens, ending at
@@ -681,9 +684,7 @@ class Server:
                     self.send_held(senders)
                 return
             live = rec.live
-            for rid, cycles in zip(
-                batch.ids[rows].tolist(), batch.cycles[rows].tolist(), strict=True
-            ):
+            for rid, cycles in batch.ids_cycles(rows):
                 req = live[rid]
                 req.generated = req.output_tokens
                 req.cycles = cycles
@@ -819,7 +820,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
     rec = server.rec
     while True:
         completed = server.completions
-        if server.idle:
+        if not server.batch.size and not server.prefilling:  # ``idle``
             item = yield server.queue.get()
             server.admit(item[2])
         server.admit_waiting()  # the head is there: taken without an event

@@ -371,7 +371,13 @@ class Recorder:
     def arrive(self, req: Request, now_ms: float) -> None:
         """A request arrives: its id (arrival order), whether it is measured; the first
         measured one opens the window."""
-        req.id = rid = self.arrive_id(now_ms)
+        rid = self.arrived
+        if rid == self.first_measured:  # it opens the window
+            self.arrive_ids(now_ms, 1)
+        else:  # ``arrive_ids`` of one arrival that opens nothing
+            self.arrived = rid + 1
+            self.window.arrive_many(now_ms, 1)
+        req.id = rid
         req.arrival_ms = now_ms
         self.live[rid] = req
         req.measured = self.first_measured <= rid < self.first_measured + self.measured

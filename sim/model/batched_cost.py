@@ -309,6 +309,17 @@ class DecodeCurve:
             for times, curve, rows, m, beams, ref in self.terms
         )
 
+    @functools.cached_property
+    def _host_terms(self) -> tuple[bool, float, float] | None:
+        """What ``ms_at`` needs of the host work, fixed for the curve: (serial, its growth
+        beyond one request, batch1_share x anchor + that growth); None without host work
+        or at one request."""
+        if self.host is None or self.batch <= 1:
+            return None
+        growth = self.host.growth_ms(self.batch, self.drafting)
+        covered = self.host.batch1_share * self.anchor_ms + growth
+        return self.host.serial(self.speculating), growth, covered
+
     def ms_at(self, context_tokens: float) -> float:
         """``ms`` of one context sum, in Python floats (the same operations in the same
         order, so the same bits)."""
@@ -319,12 +330,10 @@ class DecodeCurve:
             s = context_tokens if beams == 1 else beams * context_tokens
             growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
             total += growth if times == 1.0 else times * growth
-        if self.host is not None and self.batch > 1:  # as HostWork.extra_ms
-            host = self.host.growth_ms(self.batch, self.drafting)
-            if self.host.serial(self.speculating):
-                total += host
-            else:
-                total += max(self.host.batch1_share * self.anchor_ms + host - total, 0.0)
+        host = self._host_terms
+        if host is not None:  # as HostWork.extra_ms
+            serial, growth, covered = host
+            total += growth if serial else max(covered - total, 0.0)
         return total
 
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:

@@ -377,28 +377,36 @@ class Server:
         items = self.queue.items
         room = self.max_running - self.batch.size - len(self.prefilling)
         joining: list[Request] = []
+        kv = self.kv
+        hold = None
         while items and room > 0:
             req = items[0][2]
-            if self.kv is not None and self.hold(req) > self.kv.level:
-                break
+            if kv is not None:
+                hold = self.hold(req)
+                if hold > kv.level:
+                    break
             heapq.heappop(items)
             room -= 1
-            if self._admit(req):
+            if self._admit(req, hold):
                 joining.append(req)
         if joining:
             self._start_decoding(joining)
 
-    def _admit(self, req: Request) -> bool:
-        """Take ``req``'s KV; start its prefill, or return True: it decodes now."""
-        if self.kv is not None:
+    def _admit(self, req: Request, hold: int | None = None) -> bool:
+        """Take ``req``'s KV (``hold``: its ``hold``, when the caller has it); start its
+        prefill, or return True: it decodes now."""
+        prefill = self.needs_prefill(req)
+        if hold is None and (prefill or self.kv is not None):
             hold = self.hold(req)
-            assert hold <= self.kv.level, "admitted a request the KV cache cannot hold"
+        if self.kv is not None:
+            assert hold is not None and hold <= self.kv.level, "admitted beyond the KV cache"
             self.kv.get(hold)
         if req.admitted_ms < 0:
             req.admitted_ms = self.env.now
-        if self.needs_prefill(req):
+        if prefill:
+            assert hold is not None
             self.prefilling.append(Prefilling(req, 0, req.context_tokens))
-            self.prefill_hold += self.hold(req)
+            self.prefill_hold += hold
             return False
         return True
 

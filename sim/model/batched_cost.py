@@ -303,9 +303,20 @@ class DecodeCurve:
     @functools.cached_property
     def _scalar_terms(
         self,
-    ) -> tuple[tuple[float, Callable[[float, float], float], int, int, int, float], ...]:
+    ) -> tuple[tuple[float, Callable[[float, float], float], int, int, float, int, float], ...]:
+        """Per pass: (times, its scalar pass, the KV tokens it adds to the context sum
+        (``pass_load``'s rows m), m, the pairs it adds (rows m (m + 1) / 2), beams, the
+        reference ms): what ``ms_at`` takes for every value, worked out once."""
         return tuple(
-            (times, curve.scalar_pass(rows * m, rows), rows, m, beams, ref)
+            (
+                times,
+                curve.scalar_pass(rows * m, rows),
+                rows * m,
+                m,
+                rows * (m * (m + 1) / 2),
+                beams,
+                ref,
+            )
             for times, curve, rows, m, beams, ref in self.terms
         )
 
@@ -326,9 +337,9 @@ class DecodeCurve:
         total = self.anchor_ms
         if self.rows_ms:
             total += self.rows_ms
-        for times, pass_ms, rows, m, beams, ref in self._scalar_terms:
+        for times, pass_ms, kv_added, m, pairs_added, beams, ref in self._scalar_terms:
             s = context_tokens if beams == 1 else beams * context_tokens
-            growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
+            growth = pass_ms(s + kv_added, m * s + pairs_added) - ref
             total += growth if times == 1.0 else times * growth
         host = self._host_terms
         if host is not None:  # as HostWork.extra_ms

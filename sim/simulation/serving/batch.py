@@ -223,7 +223,7 @@ class DecodeBatch:
 
     def ids_cycles(self, rows: np.ndarray) -> list[list[int]]:
         """[id, cycles] of each of ``rows`` (indices), in one indexing of the table."""
-        return self._table[rows, 0:5:4].tolist()
+        return self._table.take(rows, axis=0)[:, 0:5:4].tolist()  # take: half the cost
 
     def mark_first(self, end_ms: float) -> None:
         """The rows without a first token get it at ``end_ms``: held rows, the newest

@@ -346,7 +346,8 @@ class BlockPlan:
     relative to the block start; ``growth`` int64 (n,), KV tokens the batch gained in the
     block before each iteration (0 for the first); ``total`` int64 (n,), tokens the whole
     batch emitted in the block after each iteration; ``per_iteration`` int64 (n,), tokens
-    it emitted in each.
+    it emitted in each; ``emitted_by`` int64 (B, >= n) or None, the tokens each request
+    emitted after each iteration, when the plan counted them for every row.
     """
 
     k: Draft
@@ -357,6 +358,7 @@ class BlockPlan:
     growth: np.ndarray
     total: np.ndarray
     per_iteration: np.ndarray
+    emitted_by: np.ndarray | None = None
 
     @property
     def iterations(self) -> int:
@@ -366,6 +368,8 @@ class BlockPlan:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
         if isinstance(self.k, int) and self.k == 0:  # one token an iteration each
             return np.full(self.lengths.shape[0], n, dtype=np.int64)
+        if self.emitted_by is not None:  # the plan's running counts (whole numbers: exact)
+            return self.emitted_by[:, n - 1]
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
@@ -416,6 +420,7 @@ def plan_block(
     else:
         per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
         total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
+    emitted_by = None  # each row's running count, when taken for every row
     if max_iterations > 1 and drafts:  # one iteration is planned whoever finishes
         need = batch.need
         if b > CLOSE_ROWS:  # only requests that could reach their count (L <= k + 1)
@@ -424,6 +429,8 @@ def plan_block(
         else:
             lengths_close = lengths
         emitted = np.add.accumulate(lengths_close, axis=1, dtype=np.int64)
+        if b <= CLOSE_ROWS:
+            emitted_by = emitted
         finishing = np.logical_or.reduce(emitted >= need[:, None], axis=0)
         first = int(finishing.argmax())
         if finishing[first]:
@@ -448,7 +455,9 @@ def plan_block(
     else:
         durations = cost.decode_ms(b, k, context, prefill, drafter)
     ends = np.add.accumulate(durations)
-    return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])
+    return BlockPlan(
+        k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n], emitted_by
+    )
 
 
 @dataclass(frozen=True, slots=True)

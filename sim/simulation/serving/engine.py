@@ -710,7 +710,7 @@ class Server:
         """Reserve the survivors' KV growth (``growth`` (B,), tokens per row), preempting
         the newest requests while it does not fit."""
         assert self.kv is not None
-        need = int(growth.sum())
+        need = int(np.add.reduce(growth))
         rows = self.batch.size
         freed = 0
         while need > self.kv.level + freed:

@@ -140,3 +140,5 @@ def test_plain_decoding_blocks_are_draws_that_never_pass(rows, iterations, kv_fr
     for m in range(1, n + 1):
         assert np.array_equal(plain.emitted(m), drawn.emitted(m))
         assert np.array_equal(plain.emitted(m), plain.lengths[:, :m].sum(axis=1))
+        # the drawn plan's running counts (rows <= CLOSE_ROWS) or its reduce (more rows)
+        assert np.array_equal(drawn.emitted(m), drawn.lengths[:, :m].sum(axis=1))

@@ -79,10 +79,19 @@ class Envelope:
         if h == 1:
             return a[0] + f[0] * x
         j = bisect.bisect_right(starts, x) - 1
-        lo, hi = max(j - 1, 0), min(j + 1, h - 1)
+        # the larger of the segment's line and each neighbour's, as ``max(best, y)``
+        # takes it (y only when greater); a neighbour beyond either end is the segment's
+        # own line, which changes nothing
         best = a[j] + f[j] * x
-        best = max(best, a[lo] + f[lo] * x)
-        return max(best, a[hi] + f[hi] * x)
+        if j > 0:
+            y = a[j - 1] + f[j - 1] * x
+            if y > best:
+                best = y
+        if j < h - 1:
+            y = a[j + 1] + f[j + 1] * x
+            if y > best:
+                best = y
+        return best
 
 
 def upper_envelope(

@@ -315,11 +315,33 @@ class DecodeCurve:
     @functools.cached_property
     def _scalar_terms(
         self,
-    ) -> tuple[tuple[float, Callable[[float, float], float], int, int, int, float], ...]:
+    ) -> tuple[tuple[float, Callable[[float, float], float], int, int, float, int, float], ...]:
+        """Per pass: (times, its scalar pass, the KV tokens it adds to the context sum
+        (``pass_load``'s rows m), m, the pairs it adds (rows m (m + 1) / 2), beams, the
+        reference ms): what ``ms_at`` takes for every value, worked out once."""
         return tuple(
-            (times, curve.scalar_pass(rows * m, rows), rows, m, beams, ref)
+            (
+                times,
+                curve.scalar_pass(rows * m, rows),
+                rows * m,
+                m,
+                rows * (m * (m + 1) / 2),
+                beams,
+                ref,
+            )
             for times, curve, rows, m, beams, ref in self.terms
         )
+
+    @functools.cached_property
+    def _host_terms(self) -> tuple[bool, float, float] | None:
+        """What ``ms_at`` needs of the host work, fixed for the curve: (serial, its growth
+        beyond one request, batch1_share x anchor + that growth); None without host work
+        or at one request."""
+        if self.host is None or self.batch <= 1:
+            return None
+        growth = self.host.growth_ms(self.batch, self.drafting)
+        covered = self.host.batch1_share * self.anchor_ms + growth
+        return self.host.serial(self.speculating), growth, covered
 
     def ms_at(self, context_tokens: float) -> float:
         """``ms`` of one context sum, in Python floats (the same operations in the same
@@ -327,16 +349,14 @@ class DecodeCurve:
         total = self.anchor_ms
         if self.rows_ms:
             total += self.rows_ms
-        for times, pass_ms, rows, m, beams, ref in self._scalar_terms:
+        for times, pass_ms, kv_added, m, pairs_added, beams, ref in self._scalar_terms:
             s = context_tokens if beams == 1 else beams * context_tokens
-            growth = pass_ms(s + rows * m, m * s + rows * (m * (m + 1) / 2)) - ref
+            growth = pass_ms(s + kv_added, m * s + pairs_added) - ref
             total += growth if times == 1.0 else times * growth
-        if self.host is not None and self.batch > 1:  # as HostWork.extra_ms
-            host = self.host.growth_ms(self.batch, self.drafting)
-            if self.host.serial(self.speculating):
-                total += host
-            else:
-                total += max(self.host.batch1_share * self.anchor_ms + host - total, 0.0)
+        host = self._host_terms
+        if host is not None:  # as HostWork.extra_ms
+            serial, growth, covered = host
+            total += growth if serial else max(covered - total, 0.0)
         return total
 
     def ms(self, context_tokens: ArrayLike) -> np.ndarray:

@@ -83,7 +83,9 @@ class DecodeBatch:
     All are views of the first B rows of one preallocated int64 table (a column each,
     ``weyl`` and ``last_ms`` reinterpreting their 64 bits; grown by doubling), so an
     admission writes one row and a completion compacts the table in place; assigning to
-    one of them writes into its rows.
+    one of them in place (``batch.need[...] = x``, or ``batch.need -= x``) writes into its
+    rows; a field is never rebound (a plain ``batch.need = x`` would detach it from the
+    table, so nothing here does it, and the scalar attributes are plain attributes).
     """
 
     ids: np.ndarray
@@ -139,16 +141,6 @@ class DecodeBatch:
         d = self.__dict__
         for name, column in zip(DecodeBatch._FIELDS, self._columns[:7], strict=True):
             d[name] = column[:b]
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in DecodeBatch._FIELDS:
-            if name not in self.__dict__:
-                self._views()
-            view = self.__dict__[name]
-            if value is not view:  # e.g. ``batch.context += x`` has written already
-                view[...] = value
-            return
-        object.__setattr__(self, name, value)
 
     def append(
         self,
@@ -228,6 +220,10 @@ class DecodeBatch:
             (r[0], r[4], t[0], t[1], r[8], r[9], r[10], r[11])
             for r, t in zip(ints, times, strict=True)
         ]
+
+    def ids_cycles(self, rows: np.ndarray) -> list[list[int]]:
+        """[id, cycles] of each of ``rows`` (indices), in one indexing of the table."""
+        return self._table.take(rows, axis=0)[:, 0:5:4].tolist()  # take: half the cost
 
     def mark_first(self, end_ms: float) -> None:
         """The rows without a first token get it at ``end_ms``: held rows, the newest
@@ -350,7 +346,8 @@ class BlockPlan:
     relative to the block start; ``growth`` int64 (n,), KV tokens the batch gained in the
     block before each iteration (0 for the first); ``total`` int64 (n,), tokens the whole
     batch emitted in the block after each iteration; ``per_iteration`` int64 (n,), tokens
-    it emitted in each.
+    it emitted in each; ``emitted_by`` int64 (B, >= n) or None, the tokens each request
+    emitted after each iteration, when the plan counted them for every row.
     """
 
     k: Draft
@@ -361,6 +358,7 @@ class BlockPlan:
     growth: np.ndarray
     total: np.ndarray
     per_iteration: np.ndarray
+    emitted_by: np.ndarray | None = None
 
     @property
     def iterations(self) -> int:
@@ -370,6 +368,8 @@ class BlockPlan:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
         if isinstance(self.k, int) and self.k == 0:  # one token an iteration each
             return np.full(self.lengths.shape[0], n, dtype=np.int64)
+        if self.emitted_by is not None:  # the plan's running counts (whole numbers: exact)
+            return self.emitted_by[:, n - 1]
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
@@ -420,6 +420,7 @@ def plan_block(
     else:
         per_iteration = np.add.reduce(lengths, axis=0, dtype=np.int64)  # (K,)
         total = np.add.accumulate(per_iteration)  # cumsum without its Python wrapper
+    emitted_by = None  # each row's running count, when taken for every row
     if max_iterations > 1 and drafts:  # one iteration is planned whoever finishes
         need = batch.need
         if b > CLOSE_ROWS:  # only requests that could reach their count (L <= k + 1)
@@ -428,6 +429,8 @@ def plan_block(
         else:
             lengths_close = lengths
         emitted = np.add.accumulate(lengths_close, axis=1, dtype=np.int64)
+        if b <= CLOSE_ROWS:
+            emitted_by = emitted
         finishing = np.logical_or.reduce(emitted >= need[:, None], axis=0)
         first = int(finishing.argmax())
         if finishing[first]:
@@ -452,7 +455,9 @@ def plan_block(
     else:
         durations = cost.decode_ms(b, k, context, prefill, drafter)
     ends = np.add.accumulate(durations)
-    return BlockPlan(k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n])
+    return BlockPlan(
+        k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n], emitted_by
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ def weyl_term(key: int, counter: int) -> int:
     return (key + (counter + 1) * _GAMMA_INT) & _MASK
 
 
+@functools.lru_cache(maxsize=64)
 def weyl_step(counters: int) -> np.uint64:
     """What ``counters`` more draws add to a Weyl term (counters x gamma mod 2^64)."""
     return np.uint64((counters * _GAMMA_INT) & _MASK)

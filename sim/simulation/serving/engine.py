@@ -377,28 +377,36 @@ class Server:
         items = self.queue.items
         room = self.max_running - self.batch.size - len(self.prefilling)
         joining: list[Request] = []
+        kv = self.kv
+        hold = None
         while items and room > 0:
             req = items[0][2]
-            if self.kv is not None and self.hold(req) > self.kv.level:
-                break
+            if kv is not None:
+                hold = self.hold(req)
+                if hold > kv.level:
+                    break
             heapq.heappop(items)
             room -= 1
-            if self._admit(req):
+            if self._admit(req, hold):
                 joining.append(req)
         if joining:
             self._start_decoding(joining)
 
-    def _admit(self, req: Request) -> bool:
-        """Take ``req``'s KV; start its prefill, or return True: it decodes now."""
-        if self.kv is not None:
+    def _admit(self, req: Request, hold: int | None = None) -> bool:
+        """Take ``req``'s KV (``hold``: its ``hold``, when the caller has it); start its
+        prefill, or return True: it decodes now."""
+        prefill = self.needs_prefill(req)
+        if hold is None and (prefill or self.kv is not None):
             hold = self.hold(req)
-            assert hold <= self.kv.level, "admitted a request the KV cache cannot hold"
+        if self.kv is not None:
+            assert hold is not None and hold <= self.kv.level, "admitted beyond the KV cache"
             self.kv.get(hold)
         if req.admitted_ms < 0:
             req.admitted_ms = self.env.now
-        if self.needs_prefill(req):
+        if prefill:
+            assert hold is not None
             self.prefilling.append(Prefilling(req, 0, req.context_tokens))
-            self.prefill_hold += self.hold(req)
+            self.prefill_hold += hold
             return False
         return True
 
@@ -538,7 +546,7 @@ class Server:
             self.cost,
             prefill,
             self.drafter,
-            columns=self.columns.get(k) if is_tree(k) else None,
+            columns=self.columns.get(k),  # a tree's (the dict holds trees only)
             accepted_extend=self.accepted_extend,
         )
 
@@ -561,7 +569,7 @@ class Server:
                 k,
                 self.cost,
                 self.drafter,
-                columns=self.columns.get(k) if is_tree(k) else None,
+                columns=self.columns.get(k),  # a tree's (the dict holds trees only)
                 accepted_extend=self.accepted_extend,
             )
         return self._plan(k, size)
@@ -645,25 +653,28 @@ class Server:
         """The delivery gaps of an iteration ending at ``end_ms`` (requests without a first
         token get it then)."""
         batch, rec = self.batch, self.rec
+        if not batch.fresh:  # every row had a token before
+            if rec.keeps_gaps:
+                rec.gaps(end_ms - batch.last_ms, 1.0)
+            return
         last = batch.last_ms
-        had: slice | np.ndarray = slice(None)  # the rows that had a token before
-        if batch.fresh and self.held:  # the newest rows, without a first token yet
+        had: slice | np.ndarray  # the rows that had a token before
+        if self.held:  # the newest rows, without a first token yet
             had = slice(0, batch.size - batch.fresh)
             batch.mark_first(end_ms)
-        elif batch.fresh and batch.fresh_newest:  # the newest rows, without a first token
+        elif batch.fresh_newest:  # the newest rows, without a first token
             since = batch.size - batch.fresh
             had = slice(0, since)
             for rid in batch.ids[since:].tolist():
                 rec.live[rid].first_token_ms = end_ms
-        elif batch.fresh:  # requests without a first token yet get it now
+        else:  # requests without a first token yet get it now
             fresh = last < 0
             had = ~fresh
             for rid in batch.ids[fresh].tolist():
                 rec.live[rid].first_token_ms = end_ms
         if rec.keeps_gaps:  # the gaps' arrays only where they are kept
             rec.gaps(end_ms - last[had], 1.0)
-        if batch.fresh:
-            batch.delivered()
+        batch.delivered()
 
     def _advance(self, emitted: np.ndarray, lowest: int, end_ms: float) -> None:
         """After iterations in which the rows emitted ``emitted`` (B,) tokens, ending at
@@ -681,9 +692,7 @@ class Server:
                     self.send_held(senders)
                 return
             live = rec.live
-            for rid, cycles in zip(
-                batch.ids[rows].tolist(), batch.cycles[rows].tolist(), strict=True
-            ):
+            for rid, cycles in batch.ids_cycles(rows):
                 req = live[rid]
                 req.generated = req.output_tokens
                 req.cycles = cycles
@@ -701,7 +710,7 @@ class Server:
         """Reserve the survivors' KV growth (``growth`` (B,), tokens per row), preempting
         the newest requests while it does not fit."""
         assert self.kv is not None
-        need = int(growth.sum())
+        need = int(np.add.reduce(growth))
         rows = self.batch.size
         freed = 0
         while need > self.kv.level + freed:
@@ -819,7 +828,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
     rec = server.rec
     while True:
         completed = server.completions
-        if server.idle:
+        if not server.batch.size and not server.prefilling:  # ``idle``
             item = yield server.queue.get()
             server.admit(item[2])
         server.admit_waiting()  # the head is there: taken without an event

@@ -355,7 +355,9 @@ class Recorder:
         self._rows = _Rows()
         self._gaps = _Gaps()
         self._keep_gaps = delivery_gaps
-        self.batch_time_ms = np.zeros(max_running + 1)
+        # time at each decode batch size: Python floats (an item of an array costs more to
+        # add to), the record's array at the end; the same sums bit for bit
+        self.batch_time_ms = [0.0] * (max_running + 1)
         self.prefill_time_ms = 0.0
         self.kv_token_ms = 0.0
         self.kv_capacity = kv_capacity
@@ -371,7 +373,13 @@ class Recorder:
     def arrive(self, req: Request, now_ms: float) -> None:
         """A request arrives: its id (arrival order), whether it is measured; the first
         measured one opens the window."""
-        req.id = rid = self.arrive_id(now_ms)
+        rid = self.arrived
+        if rid == self.first_measured:  # it opens the window
+            self.arrive_ids(now_ms, 1)
+        else:  # ``arrive_ids`` of one arrival that opens nothing
+            self.arrived = rid + 1
+            self.window.arrive_many(now_ms, 1)
+        req.id = rid
         req.arrival_ms = now_ms
         self.live[rid] = req
         req.measured = self.first_measured <= rid < self.first_measured + self.measured
@@ -488,7 +496,7 @@ class Recorder:
             peak = held_tokens[inside]
         else:
             peak = held_tokens
-        self.batch_time_ms[batch] += np.add.reduce(durations_ms)
+        self.batch_time_ms[batch] += float(np.add.reduce(durations_ms))
         self.kv_token_ms += float(held_tokens @ durations_ms)
         self.kv_peak = max(self.kv_peak, int(np.maximum.reduce(peak)))
         self.tokens_delivered += int(np.add.reduce(delivered))
@@ -546,7 +554,7 @@ class Recorder:
             itl_weight=weights,
             itl_exact=self._gaps.exact and self._keep_gaps,
             itl_stats=self._gaps.stats,
-            batch_time_ms=self.batch_time_ms,
+            batch_time_ms=np.array(self.batch_time_ms, dtype=float),
             prefill_time_ms=self.prefill_time_ms,
             kv_token_ms=self.kv_token_ms,
             kv_capacity_tokens=self.kv_capacity,

@@ -125,6 +125,8 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
         assert batch.context.tolist() == [r[4] for r in expected]
         assert batch.cycles.tolist() == [r[5] for r in expected]
         assert batch.last_ms.tolist() == [r[6] for r in expected]
+        odd = np.arange(1, batch.size, 2)  # a completion's rows: [id, cycles] each
+        assert batch.ids_cycles(odd) == [[expected[i][0], expected[i][5]] for i in odd]
 
     check(rows)
     keep = np.array([i % 3 != 1 for i in range(9)])
@@ -134,7 +136,7 @@ def test_the_batch_table_keeps_rows_through_growth_and_compaction():
     # writing through the attributes writes the rows
     batch.context += np.arange(batch.size)
     batch.last_ms.fill(2.5)
-    batch.need = batch.need - 1
+    batch.need[...] = batch.need - 1
     rows = [(r[0], r[1], r[2], r[3] - 1, r[4] + j, r[5], 2.5) for j, r in enumerate(rows)]
     check(rows)
     batch.advance(3)  # three more cycles: the next draws are those of cycle + 3

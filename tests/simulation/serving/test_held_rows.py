@@ -15,6 +15,7 @@ from sim.simulation.serving.batch import DecodeBatch
 from sim.simulation.serving.engine import holds_rows, run_replication
 from sim.simulation.serving.records import Recorder
 from sim.simulation.serving.simulate import serving_streams
+from sim.simulation.serving.workload import Request
 from tests.helpers import MIXED
 from tests.simulation.serving.helpers import WITH_KV, plan, records_equal, tree_plan
 
@@ -112,13 +113,22 @@ def test_first_tokens_of_the_newest_rows_are_those_of_a_search(monkeypatch):
 @pytest.mark.parametrize("first", [0, 2, 3, 7, 20])
 def test_arrivals_counted_together_are_those_counted_one_by_one(first):
     """``Recorder.arrive_ids``: the ids, window opening and arrival counts of as many
-    ``arrive_id`` calls, whichever arrival of a group opens the window."""
+    ``arrive_id`` calls, and of as many request objects' ``arrive``, whichever arrival of
+    a group opens the window."""
     groups = [(0.0, 2), (0.0, 3), (1.5, 4), (1.5, 1), (2.0, 6)]
     one, together = Recorder(8, None, first, 10), Recorder(8, None, first, 10)
     ids = [one.arrive_id(t) for t, m in groups for _ in range(m)]
     assert [i for t, m in groups for i in together.arrive_ids(t, m)] == ids
     assert one.window == together.window
     assert one.window_start_ms == together.window_start_ms
+    objects = Recorder(8, None, first, 10)
+    requests = [Request(0, 1, 0, np.zeros(1, dtype=np.int64), np.uint64(0)) for _ in ids]
+    for req, t in zip(requests, [t for t, m in groups for _ in range(m)], strict=True):
+        objects.arrive(req, t)
+    assert [r.id for r in requests] == ids
+    assert [r.measured for r in requests] == [first <= i < first + 10 for i in ids]
+    assert objects.window == one.window
+    assert objects.window_start_ms == one.window_start_ms
     times = [t for t, m in groups for _ in range(m)]  # what the counts must be
     lo = times[first] if first < len(times) else float("inf")
     assert together.window.lo == lo

@@ -269,9 +269,10 @@ class CapacitySearch:
         x = self._tried(x)
         return None if math.exp(x) > self.skip_above else self.ev(*self.key(x))
 
-    def run(self, xs: Sequence[float]) -> None:
-        """The points at ``xs`` (each at most the bound) not run yet, in one batch."""
-        self.ev.ensure([self.key(self._tried(x)) for x in xs])
+    def run(self, xs: Sequence[float], *, first_only: bool = False) -> None:
+        """The points at ``xs`` (each at most the bound) not run yet, in one batch
+        (``first_only``: their first replications alone, ``PointEvaluator.ensure``)."""
+        self.ev.ensure([self.key(self._tried(x)) for x in xs], first_only=first_only)
 
     def _root(
         self,
@@ -820,18 +821,18 @@ def completed_draws(
     the nominal), are not run: a draw that passes at the highest ladder rate run has
     capacity inf (above), one that fails at the lowest -inf.
 
-    **Completion.** A ladder rate the nominal search did not try runs its first
-    replications only (``_ladder_first``: the share's rule sizes the bisection's rates,
-    whose side the capacity reads; a ladder rate's replications are sized here, for the
-    draws that read it). Where a nominal rate stopped at its first replications, a draw
+    **Completion.** A ladder rate the nominal search did not try runs its first replications
+    only (``CapacitySearch.run``'s ``first_only``: the share's rule sizes the bisection's
+    rates, whose side the capacity reads; a ladder rate's replications are sized here, for
+    the draws that read it). Where a nominal rate stopped at its first replications, a draw
     read there whose side of the share the nominal's other replications could still change
-    (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n - 1/R) of it) has it decided
-    by the nominal mean's own noise: the rate runs ``COMPLETION_STEP`` more replications
-    at a time, the draws read again on the larger mean after each, until no draw's side
-    is open (at all R at the latest) or (``tolerance`` > 0, ``completion_tolerances``)
-    the move the other replications could still make to an open draw's capacity has a
-    standard deviation of at most ``tolerance`` in log rate (``capacity_move``, on the
-    nominal's fall across its capacity, ``nominal_fall``).
+    (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n - 1/R) of it) has it decided by
+    the nominal mean's own noise: the rate runs ``COMPLETION_STEP`` more replications at a
+    time, the draws read again on the larger mean after each, until no draw's side is open
+    (at all R at the latest) or (``tolerance`` > 0, ``completion_tolerances``) the move the
+    other replications could still make to an open draw's capacity has a standard deviation
+    of at most ``tolerance`` in log rate (``capacity_move``, on the nominal's fall across
+    its capacity, ``nominal_fall``).
 
     **Current values.** A draw's attainment at a ladder rate is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
@@ -902,13 +903,8 @@ def completed_draws(
         """The nominal at every rate of ``probes`` (one batch), then each rate's draws,
         completed while a draw that ran there, in this round or an earlier one, is
         undecided."""
-        rule = search.ev.rule
-        if rule is not None:  # the completion below sizes a ladder rate, not the share's rule
-            search.ev.rule = _ladder_first
-        try:
-            search.run([log_rate(j) for j in sorted(probes)])
-        finally:
-            search.ev.rule = rule
+        # the completion below sizes a ladder rate's replications, not the share's rule
+        search.run([log_rate(j) for j in sorted(probes)], first_only=True)
         for j in sorted(probes):
             ds = list(probes[j])
             key = search.key(log_rate(j))
@@ -973,12 +969,6 @@ def completed_draws(
             t = (a_lo - share) / (a_lo - a_hi)
             out[d] = math.exp(log_rate(lo) + t * (log_rate(hi) - log_rate(lo)))
     return out, search.result(), search.ev.replications_run - before
-
-
-def _ladder_first(points: Mapping[Any, PolicyPoint], policy: Any) -> bool:
-    """The sequential rule of a ladder rate the bisections did not try: its first
-    replications, then only what ``completed_draws``' completion asks for."""
-    return True
 
 
 def capped_shift(nominal: np.ndarray, drawn: np.ndarray) -> float:

@@ -580,7 +580,7 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
 
 
 def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
-    """``_ladder_first``: a ladder rate the search did not try runs its first replications,
+    """``first_only``: a ladder rate the search did not try runs its first replications,
     and more only where the completion asks (no draw's side open there), even where its
     attainment lies within 4 standard errors of the share, which the share's rule (the
     bisection's) would run to all R."""

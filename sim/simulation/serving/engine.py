@@ -828,7 +828,7 @@ def scheduler_process(env: simpy.Environment, server: Server):
     rec = server.rec
     while True:
         completed = server.completions
-        if not server.batch.size and not server.prefilling:  # ``idle``
+        if server.idle:
             item = yield server.queue.get()
             server.admit(item[2])
         server.admit_waiting()  # the head is there: taken without an event

@@ -373,20 +373,20 @@ class Recorder:
     def arrive(self, req: Request, now_ms: float) -> None:
         """A request arrives: its id (arrival order), whether it is measured; the first
         measured one opens the window."""
-        rid = self.arrived
-        if rid == self.first_measured:  # it opens the window
-            self.arrive_ids(now_ms, 1)
-        else:  # ``arrive_ids`` of one arrival that opens nothing
-            self.arrived = rid + 1
-            self.window.arrive_many(now_ms, 1)
-        req.id = rid
+        req.id = rid = self.arrive_id(now_ms)
         req.arrival_ms = now_ms
         self.live[rid] = req
         req.measured = self.first_measured <= rid < self.first_measured + self.measured
 
     def arrive_id(self, now_ms: float) -> int:
-        """A request arrives at ``now_ms`` (held by the caller): its id, in arrival order."""
-        return self.arrive_ids(now_ms, 1)[0]
+        """A request arrives at ``now_ms`` (held by the caller): its id, in arrival order
+        (``arrive_ids`` of one; the window's bookkeeping inline unless it opens it)."""
+        rid = self.arrived
+        if rid == self.first_measured:  # it opens the window
+            return self.arrive_ids(now_ms, 1)[0]
+        self.arrived = rid + 1
+        self.window.arrive_many(now_ms, 1)
+        return rid
 
     def arrive_ids(self, now_ms: float, m: int) -> range:
         """``m`` requests arrive at ``now_ms`` (held by the caller): their ids, in arrival

@@ -98,9 +98,10 @@ def case_qwen38_dspark_b200(subset: str) -> Case:
             f"predicted {predicted_x:.1f} (linear between the loads around it)."
         )
     elif measured_x is not None:
+        top = max(predicted_gain)
         crossing = (
             f"Crossing of the throughput gain through 1: measured {measured_x:.1f} streams; "
-            f"predicted: none up to 128 streams (gain {predicted_gain[128]:.2f} there) - a "
+            f"predicted: none up to {top} streams (gain {predicted_gain[top]:.2f} there) - a "
             "miss, not scored as a number."
         )
     else:

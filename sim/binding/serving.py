@@ -178,7 +178,8 @@ def serving_cost(
     the expert popularity's Zipf exponent from ``serving.expert_skew`` (None:
     ``SERVING_STEP_SKEW``); the CUDA-graph capture limits (a graphed pass beyond them runs
     eagerly) from ``serving.graph_max_tokens`` and ``serving.graph_max_batch`` (the verify's
-    and the drafter's from ``serving.graph_max_batch_speculative`` when given).
+    and the drafter's from ``serving.graph_max_batch_speculative`` when given, the drafter's
+    from ``serving.graph_max_batch_draft`` when given).
     The hardware model and the batch-1 pass times are the ``Bound``'s (``bound.hardware``,
     ``bound.passes``): nothing is decomposed again here.
     """
@@ -210,6 +211,7 @@ def serving_cost(
     max_tokens = serving.graph_max_tokens if serving is not None else None
     max_rows = serving.graph_max_batch if serving is not None else None
     spec_rows = serving.graph_max_batch_speculative if serving is not None else None
+    draft_rows = serving.graph_max_batch_draft if serving is not None else None
     sizes = serving.graph_batches if serving is not None else None
     spec_sizes = serving.graph_batches_speculative if serving is not None else None
     if spec_sizes is None and spec_rows is None:
@@ -219,13 +221,17 @@ def serving_cost(
     max_rows = max_rows if plain_list is None else plain_list[-1]
     spec_rows = spec_rows if spec_list is None else spec_list[-1]
     spec_rows = max_rows if spec_rows is None else spec_rows
-    limited = (max_tokens, max_rows, spec_rows) != (None, None, None)
+    draft_rows = spec_rows if draft_rows is None else draft_rows
+    limited = (max_tokens, max_rows, spec_rows, draft_rows) != (None, None, None, None)
     if limited and geom.kernels_per_layer is None:
         raise SpecsimError(
             "needed with serving.graph_max_tokens or serving.graph_max_batch: a pass beyond "
             "the CUDA-graph capture limit runs eagerly and pays each kernel's launch",
             field="model.kernels_per_layer",
         )
+    rows_limit = {name: spec_rows for name in SERVING_PASSES}
+    rows_limit.update({"decode": max_rows, "prefill": max_rows})
+    rows_limit.update({name: draft_rows for name, drafter in SERVING_PASSES.items() if drafter})
     weights = {False: hw.target_weights()}
     if speculative:
         weights[True] = hw.draft_weights()
@@ -251,7 +257,7 @@ def serving_cost(
             expert_overlap=STEP_EXPERT_OVERLAP,
             expert_skew=skew,
             graph_max_tokens=max_tokens,
-            graph_max_rows=max_rows if name in ("decode", "prefill") else spec_rows,
+            graph_max_rows=rows_limit[name],
             graph_rows=(
                 (plain_list if name == "decode" else spec_list) if name in PADDED_PASSES else None
             ),

@@ -951,6 +951,13 @@ class ServingSpec(Section):
     them runs padded up to the next (SGLang from v0.4.4.post2 with EAGLE: 1-8, 9-31 odd, 64,
     96, 128, 160; sim/hardware/batched.py, padding to captured sizes); the largest is the
     capture limit, so a list and its ``graph_max_batch`` field are not given together.
+    ``graph_max_batch_draft``: the most requests whose drafter passes (draft steps, the
+    draft extend, a block-parallel drafter's one pass) replay a graph, when the drafter's
+    graphs stop below the verify's (None: the verify's limit); above it the drafter runs
+    eagerly, each of its ``model.draft_layers`` x ``model.kernels_per_layer`` kernels issued
+    by the CPU (sim/hardware/eager.py). At least 1: the batch-1 drafter passes are the
+    scenario's graphed ones (a drafter eager at batch 1 too is not modelled; its measured
+    batch-1 time is still the anchor).
     """
 
     concurrency: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
@@ -984,6 +991,7 @@ class ServingSpec(Section):
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
+    graph_max_batch_draft: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_batches: CapturedBatches | None = None
     graph_batches_speculative: CapturedBatches | None = None
     ttft_slo_ms: PositiveMs | None = None

@@ -611,7 +611,12 @@ def _host_line(scenario: Scenario) -> str:
     assert serving is not None
     limits = ", ".join(
         f"{name} {value}"
-        for name in ("graph_max_tokens", "graph_max_batch", "graph_max_batch_speculative")
+        for name in (
+            "graph_max_tokens",
+            "graph_max_batch",
+            "graph_max_batch_speculative",
+            "graph_max_batch_draft",
+        )
         if (value := getattr(serving, name)) is not None
     )
     sizes = "; ".join(

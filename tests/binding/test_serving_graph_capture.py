@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from sim.binding.bound import bind
 from sim.binding.serving import serving_cost
+from sim.cli import main
 from sim.errors import SpecsimError
+from sim.hardware.eager import EAGER_KERNEL_US
 from sim.scenario.load import load_scenario
 from sim.scenario.validate import scenario_from_dict
 from tests.conftest import ROOT
@@ -109,3 +112,73 @@ def test_captured_sizes_out_of_order_or_beside_their_limit_are_refused(sets):
     with pytest.raises(SpecsimError) as err:
         load_scenario(LLAMA, sets)
     assert "graph_batches" in str(err.value)
+
+
+def test_a_drafter_limit_moves_only_the_drafter_passes_and_leaves_batch_one_exact():
+    # vLLM's V1 DSpark proposer graphs its drafter at one request only (the opt-in wrapper,
+    # docs/accuracy-under-load.md): the drafter's own limit, the verify and decode unlimited
+    free = _cost()
+    capped = _cost("serving.graph_max_batch_draft=1")
+    curves = capped.curves
+    assert (curves.decode.physics.graph_max_rows, curves.verify.physics.graph_max_rows) == (
+        None,
+        None,
+    )
+    assert curves.draft_step.physics.graph_max_rows == 1
+    assert curves.draft_extend.physics.graph_max_rows == 1
+    context = np.array([384.0])
+    k = 3
+    for draft in (0, k):  # the batch-1 cycle, to the bit
+        assert float(capped.decode_ms(1, draft, context)[0]) == float(
+            free.decode_ms(1, draft, context)[0]
+        )
+    # 2 users: the drafter passes run eagerly. Each is GPU-bound (its compute over its 9
+    # kernels, 0.25 ms, exceeds a kernel's CPU issue, 18.889 us), so its critical path,
+    # max_i (C_i + x S_i), is at i = 0: the first kernel's issue plus the compute x, which
+    # the graphed pass is alone. Each of the k - 1 draft steps and the draft extend costs
+    # one kernel's issue more; the verify and the overhead are unchanged.
+    c_ms = EAGER_KERNEL_US / 1000.0
+    kv = pairs = np.array([2 * 384.0])
+    for name in ("draft_step", "draft_extend"):
+        graphed = float(getattr(free.curves, name).pass_ms(2, kv, pairs, 2)[0])
+        assert graphed / 9 > c_ms  # GPU-bound, the case the hand value holds for
+        eager = float(getattr(curves, name).pass_ms(2, kv, pairs, 2)[0])
+        assert eager == pytest.approx(graphed + c_ms, rel=1e-12)
+    eager_phases = capped.decode_phases(2, k, 2 * context)
+    graphed_phases = free.decode_phases(2, k, 2 * context)
+    assert float(eager_phases[0][0] - graphed_phases[0][0]) == pytest.approx(
+        (k - 1) * c_ms, rel=1e-9
+    )
+    assert float(eager_phases[2][0] - graphed_phases[2][0]) == pytest.approx(c_ms, rel=1e-9)
+    for phase in (1, 3):
+        assert float(eager_phases[phase][0]) == float(graphed_phases[phase][0])
+    # plain decoding never runs the drafter's passes
+    assert float(capped.decode_ms(2, 0, 2 * context)[0]) == float(
+        free.decode_ms(2, 0, 2 * context)[0]
+    )
+
+
+def test_the_drafter_limit_takes_over_from_the_speculative_one_for_the_drafter_only():
+    cost = _cost("serving.graph_max_batch_speculative=32", "serving.graph_max_batch_draft=4")
+    assert cost.curves.verify.physics.graph_max_rows == 32
+    assert cost.curves.draft_step.physics.graph_max_rows == 4
+    default = _cost("serving.graph_max_batch_speculative=32")
+    assert default.curves.draft_extend.physics.graph_max_rows == 32
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", '"x"'])
+def test_a_bad_drafter_limit_is_one_line_naming_the_field_and_exit_2(value):
+    result = CliRunner().invoke(
+        main, ["run", str(LLAMA), "--set", f"serving.graph_max_batch_draft={value}"]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "serving.graph_max_batch_draft" in lines[0]
+
+
+def test_a_drafter_limit_without_a_kernel_count_is_refused_by_name():
+    raw = load_scenario(LLAMA, ("serving.graph_max_batch_draft=2",)).model_dump(exclude_none=True)
+    del raw["model"]["kernels_per_layer"]
+    with pytest.raises(SpecsimError) as err:
+        serving_cost(bind(scenario_from_dict(raw, source="test")))
+    assert err.value.field == "model.kernels_per_layer"

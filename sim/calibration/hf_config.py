@@ -222,8 +222,13 @@ def read_raw(path: str | Path) -> dict[str, Any]:
 def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
     """The model geometry and weights of a config.json; SpecsimError naming the field that
     is missing or malformed."""
-    source = str(path)
-    raw = read_json(path)
+    return hf_model_of(read_json(path), str(path), tensor_parallel=tensor_parallel)
+
+
+def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -> HfModel:
+    """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
+    a drafter checkpoint nests its layers' config inside its own (speculators'
+    ``transformer_layer_config``)."""
     cfg = raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
     where = "config.json" + (": text_config" if cfg is not raw else "")
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]

@@ -16,7 +16,12 @@ The drafter's weights read a pass (``model.draft_params``):
   target's LM head;
 - ``mtp``: ``num_nextn_predict_layers`` modules, each a target decoder layer (its active
   experts only, at batch 1) with eh_proj (2 x hidden x hidden) and the shared LM head;
-- ``draft_model``: every layer of the draft model's own config.json and its LM head.
+- ``draft_model``: every layer of the draft model's own config.json and its LM head;
+- ``dflash``, ``dspark``: block-parallel drafters (``speculation.parallel_draft``: the k
+  drafts from one drafter pass), sized from the checkpoint's config.json (``--draft-config``;
+  sim/calibration/parallel_drafter.py): its decoder layers, the fc over the target layers it
+  reads, the target's LM head when it shares the vocabulary, DSpark's Markov projection at
+  each position; its layers and KV a token too.
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
 from sim.calibration.hf_config import HfModel, read_hf_config, read_raw
 from sim.calibration.measurements import Measurements
+from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 
-DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model")
+DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model", *PARALLEL_DRAFTERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,39 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
     return float(total), layers, f"derived from {req.draft_config}: every layer and its LM head"
 
 
+def _parallel_drafter(
+    req: InitRequest, model: HfModel, tp: int, raw: dict[str, Any], comments: dict[str, str]
+) -> None:
+    """A block-parallel drafter's fields: ``speculation.parallel_draft`` and its size,
+    from ``--draft-params`` or its checkpoint's config.json (``--draft-config``)."""
+    flag = f"--drafter {req.drafter}"
+    _set(
+        raw,
+        comments,
+        "speculation.parallel_draft",
+        True,
+        f"{flag}: block-parallel, the k drafts from one drafter pass over k query tokens",
+    )
+    if req.draft_params is not None:
+        _set(raw, comments, "model.draft_params", req.draft_params, "--draft-params")
+        return
+    if req.draft_config is None:
+        raise SpecsimError(
+            "a DFlash/DSpark drafter needs its checkpoint's config.json (--draft-config) or "
+            "--draft-params",
+            source=flag,
+        )
+    assert req.drafter is not None and req.num_steps is not None
+    drafter = parallel_drafter(
+        req.draft_config, model, req.drafter, req.num_steps, tensor_parallel=tp
+    )
+    _set(raw, comments, "model.draft_params", drafter.params, drafter.params_why)
+    _set(raw, comments, "model.draft_layers", drafter.layers, drafter.layers_why)
+    _set(
+        raw, comments, "model.draft_kv_bytes_per_token", drafter.kv_bytes_per_token, drafter.kv_why
+    )
+
+
 def init_scenario(req: InitRequest) -> InitScenario:
     """The scenario of the server ``req`` describes; SpecsimError (one line naming the
     flag or field) for anything it cannot derive."""
@@ -223,7 +262,9 @@ def init_scenario(req: InitRequest) -> InitScenario:
     )
     for key, d in model.values.items():
         _set(raw, comments, f"model.{key}", d.value, d.origin)
-    if req.drafter is not None:
+    if req.drafter in PARALLEL_DRAFTERS:
+        _parallel_drafter(req, model, tp, raw, comments)
+    elif req.drafter is not None:
         params, layers, why = _drafter_params(req, model)
         _set(raw, comments, "model.draft_params", params, why)
         if layers != 1:
@@ -279,8 +320,18 @@ def init_scenario(req: InitRequest) -> InitScenario:
         req.num_steps or 0,
         "--num-steps" if req.drafter else "no drafter: plain decoding",
     )
-    if req.drafter is not None:
+    if req.drafter in PARALLEL_DRAFTERS:
+        _set(
+            raw,
+            comments,
+            "acceptance.method",
+            "generic",
+            f"--drafter {req.drafter}: no published profiles of its own in specsim's priors, "
+            "the pooled ones (sim/binding/priors.py)",
+        )
+    elif req.drafter is not None:
         _set(raw, comments, "acceptance.method", req.drafter, "--drafter")
+    if req.drafter is not None:
         if req.accept_length is None:
             raise SpecsimError(
                 "the drafter's acceptance is not known: give --accept-length (measured at "

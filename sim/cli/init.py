@@ -52,8 +52,9 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
 @click.option("--engine-version", help="Engine version (recorded) [default: the defaults' own].")
 @click.option(
     "--drafter",
-    type=click.Choice(("eagle3", "eagle", "mtp", "draft_model")),
-    help="Draft method (with --num-steps); none: plain decoding.",
+    type=click.Choice(("eagle3", "eagle", "mtp", "draft_model", "dflash", "dspark")),
+    help="Draft method (with --num-steps); none: plain decoding. dflash, dspark: block-parallel "
+    "(speculation.parallel_draft), sized from --draft-config.",
 )
 @click.option(
     "--num-steps", "-k", "num_steps", type=click.IntRange(1, 64), help="Draft tokens per cycle (k)."
@@ -66,7 +67,8 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
 @click.option(
     "--draft-config",
     type=click.Path(dir_okay=False),
-    help="The draft model's config.json (--drafter draft_model).",
+    help="The draft model's config.json (--drafter draft_model), or a DFlash/DSpark "
+    "checkpoint's (--drafter dflash, dspark).",
 )
 @click.option(
     "--accept-length",

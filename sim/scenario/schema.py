@@ -1042,6 +1042,16 @@ class ServingSpec(Section):
                 raise ValueError(
                     f"give {name} or {limit}, not both (the list's largest is the limit)"
                 )
+        listed = "graph_batches_speculative"
+        if self.graph_batches_speculative is None and self.graph_max_batch_speculative is None:
+            listed = "graph_batches"
+        captured = getattr(self, listed)
+        draft = self.graph_max_batch_draft
+        if draft is not None and captured is not None and draft > captured[-1]:
+            raise ValueError(
+                f"graph_max_batch_draft {draft} exceeds {listed}' largest size "
+                f"({captured[-1]}): the drafter's graphs are among the sizes captured"
+            )
         return self
 
     @model_validator(mode="after")

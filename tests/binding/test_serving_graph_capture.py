@@ -106,6 +106,8 @@ def test_captured_batch_sizes_pad_the_decode_verify_and_draft_steps_and_set_the_
         ("serving.graph_batches=[1, 2, 2]",),
         ("serving.graph_batches=[1, 2]", "serving.graph_max_batch=2"),
         ("serving.graph_batches_speculative=[1, 2]", "serving.graph_max_batch_speculative=8"),
+        ("serving.graph_batches_speculative=[1, 2, 4]", "serving.graph_max_batch_draft=8"),
+        ("serving.graph_batches=[1, 2, 4]", "serving.graph_max_batch_draft=5"),
     ],
 )
 def test_captured_sizes_out_of_order_or_beside_their_limit_are_refused(sets):
@@ -182,3 +184,13 @@ def test_a_drafter_limit_without_a_kernel_count_is_refused_by_name():
     with pytest.raises(SpecsimError) as err:
         serving_cost(bind(scenario_from_dict(raw, source="test")))
     assert err.value.field == "model.kernels_per_layer"
+
+
+def test_a_drafter_limit_within_the_captured_sizes_pads_below_it_and_runs_eagerly_above():
+    cost = _cost(
+        "serving.graph_batches_speculative=[1, 2, 4, 8]", "serving.graph_max_batch_draft=4"
+    )
+    step = cost.curves.draft_step
+    assert (step.physics.graph_rows, step.physics.graph_max_rows) == ((1, 2, 4, 8), 4)
+    assert cost.curves.verify.physics.graph_max_rows == 8
+    assert step.graphed(3, 3) and not step.graphed(5, 5)

@@ -67,6 +67,8 @@ class HfModel:
     is_mla: bool = False
     heads: int = 0
     kv_heads: int = 0
+    #: The layers that keep a KV cache (a hybrid's full-attention layers; else every layer).
+    attention_layers: int = 0
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -366,4 +368,4 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
         v["state_bytes_per_request"] = recurrent_state_bytes(
             cfg, linear, tensor_parallel, where, source
         )
-    return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads)
+    return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers)

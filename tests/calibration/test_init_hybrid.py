@@ -1,7 +1,8 @@
 """specsim init on a hybrid target: the linear-attention layers' recurrent state a request is
 derived from the config (layers x value heads / TP x value dim x key dim x the state's
-dtype), the KV and attention FLOPs are the full-attention layers' only, and a config without
-linear-attention layers derives no state."""
+dtype), the KV and attention FLOPs are the full-attention layers' only, a config without
+linear-attention layers derives no state, and ``--drafter mtp`` reads the Qwen3.5 family's
+``mtp_num_hidden_layers`` as it reads DeepSeek's ``num_nextn_predict_layers``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sim.calibration.hf_config import read_hf_config
+from sim.calibration.init_scenario import InitRequest, InitScenario, init_scenario
 from sim.errors import SpecsimError
 
 #: A small Qwen3-Next-style config (the fields read): 8 layers, every 4th full attention.
@@ -85,3 +87,81 @@ def test_a_bad_hybrid_field_is_named(tmp_path: Path, change: dict, field: str) -
     with pytest.raises(SpecsimError) as err:
         read_hf_config(_write(tmp_path, dict(SMALL_NEXT, **change)))
     assert err.value.field == field
+
+
+#: Qwen/Qwen3.5-27B's config.json as published (the fields read; Qwen3.6-27B's has the same
+#: fields): the language model nested in ``text_config``, its dtype as ``dtype``, one MTP
+#: layer as ``mtp_num_hidden_layers``, every 4th of 64 layers full attention.
+QWEN35_27B = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": {
+        "model_type": "qwen3_5_text",
+        "dtype": "bfloat16",
+        "hidden_size": 5120,
+        "intermediate_size": 17408,
+        "num_hidden_layers": 64,
+        "num_attention_heads": 24,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "attn_output_gate": True,
+        "full_attention_interval": 4,
+        "layer_types": [
+            "full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(64)
+        ],
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 48,
+        "linear_value_head_dim": 128,
+        "mamba_ssm_dtype": "float32",
+        "mtp_num_hidden_layers": 1,
+        "mtp_use_dedicated_embeddings": False,
+        "vocab_size": 248320,
+        "tie_word_embeddings": False,
+    },
+    "vision_config": {"model_type": "qwen3_5"},
+}
+
+
+def _init(config: Path, **flags) -> InitScenario:
+    args = {"gpus": 1, "drafter": "mtp", "num_steps": 2, "accept_length": 2.3, **flags}
+    return init_scenario(InitRequest(str(config), "B200", "vllm", **args))
+
+
+def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
+    """``--drafter mtp`` reads ``text_config.mtp_num_hidden_layers``: one module of a
+    decoder layer (q, k, v, o of 24 and 4 heads of 256 over 5120, MLP 3 x 5120 x 17408),
+    fc 2 x 5120 x 5120 and the untied LM head 248,320 x 5120; its KV one full-attention
+    layer's (4 KV heads x 256 x K and V x 2 bytes)."""
+    init = _init(_write(tmp_path, QWEN35_27B))
+    layer = 5120 * 24 * 256 * 2 + 5120 * 4 * 256 * 2 + 3 * 5120 * 17408
+    assert init.scenario.model.draft_params == layer + 2 * 5120 * 5120 + 248320 * 5120
+    assert init.scenario.model.draft_layers == 1
+    why = init.comments["model.draft_params"]
+    assert "config.json: text_config: mtp_num_hidden_layers = 1" in why
+    assert init.scenario.model.draft_kv_bytes_per_token == 4 * 256 * 2 * 2
+    assert "16 full-attention layers" in init.comments["model.draft_kv_bytes_per_token"]
+    # the target's KV: its 16 full-attention layers only
+    assert init.scenario.model.kv_bytes_per_token == 16 * 4 * 256 * 2 * 2
+
+
+def test_mtp_of_a_deepseek_style_config_names_its_field(tmp_path: Path) -> None:
+    """DeepSeek's ``num_nextn_predict_layers`` at the top level, two modules: the count
+    and the field in the provenance; a dense target's drafter KV stays the default."""
+    cfg = {k: v for k, v in SMALL_NEXT.items() if not k.startswith(("linear_", "full_"))}
+    init = _init(_write(tmp_path, dict(cfg, num_nextn_predict_layers=2)))
+    assert init.scenario.model.draft_layers == 2
+    assert "config.json: num_nextn_predict_layers = 2" in init.comments["model.draft_params"]
+    assert "model.draft_kv_bytes_per_token" not in init.comments
+
+
+@pytest.mark.parametrize("count", [0, None, "1"])
+def test_a_config_without_mtp_modules_is_one_line(tmp_path: Path, count) -> None:
+    text = dict(QWEN35_27B["text_config"], mtp_num_hidden_layers=count)
+    if count is None:
+        del text["mtp_num_hidden_layers"]
+    with pytest.raises(SpecsimError) as err:
+        _init(_write(tmp_path, dict(QWEN35_27B, text_config=text)))
+    line = str(err.value)
+    assert "no MTP module" in line and "config.json" in line and "\n" not in line

@@ -25,6 +25,11 @@ model_executor/models/qwen3_5_mtp.py lines 120-122).
 As the logit rows (sim/model/logit_rows.py), what a request costs does not depend on the
 batch, so only the requests beyond the batch-1 cycle's are added (``growth_ms``): batch 1
 stays the batch-1 cycle exactly, its own state being in its measured or derived passes.
+The state also takes room in the KV pool: vLLM (0.30.0) keeps a request's state in the
+pool's pages, 1 + ``num_speculative_tokens`` pages a linear layer (v1/kv_cache_interface.py
+``MambaSpec``, line 1045; model_executor/layers/mamba/abstract.py lines 81-85), the
+attention layers' pages sized to hold one state page (``PooledState``).
+
 Not priced: the conv state beside it (kernel - 1 + k positions of the layer's q, k, v
 channels, 2-3% of the recurrent state's bytes for Qwen3.5-style layers), the state a
 prefill chunk reads and writes once a request, and the k extra writes a derived batch-1
@@ -38,7 +43,7 @@ from dataclasses import dataclass
 
 from sim.model.drafts import Draft, verify_tokens
 
-__all__ = ["RecurrentState", "state_io_bytes"]
+__all__ = ["PooledState", "RecurrentState", "state_io_bytes"]
 
 
 def state_io_bytes(state_bytes: float, tokens: int) -> float:
@@ -82,3 +87,36 @@ class RecurrentState:
         if batch == 1 or not self.bytes_per_request:
             return 0.0
         return (batch - 1) * self.request_ms(draft)
+
+
+@dataclass(frozen=True, slots=True)
+class PooledState:
+    """A request's recurrent state as vLLM's KV pool holds it, per tensor-parallel rank:
+    ``bytes_per_slot`` (a state page of every linear layer) in each of its slots, and the
+    pool's bytes a KV token on the speculating server (``kv_bytes_per_token``: target and
+    drafter layers) and on the plain one (``plain_kv_bytes_per_token``).
+
+    A request with ``slots`` state slots (1 in plain decoding, 1 + k when speculating: a
+    verify's ``verify_tokens``) holds ``slots x bytes_per_slot`` bytes of the pool, charged
+    as ``ceil(slots x bytes_per_slot / bytes a token)`` KV tokens from its admission to its
+    end. Bytes, not vLLM's pages: the pool's attention block (sized to hold one state page,
+    several hundred tokens) rounds each request's context up to whole blocks, and the state
+    page up to 16 tokens of attention pages; neither rounding is modelled."""
+
+    bytes_per_slot: float
+    kv_bytes_per_token: float
+    plain_kv_bytes_per_token: float
+
+    def __post_init__(self) -> None:
+        if not (self.bytes_per_slot > 0 and math.isfinite(self.bytes_per_slot)):
+            raise ValueError(f"a pooled state has a positive size, got {self}")
+        if not (self.kv_bytes_per_token > 0 and self.plain_kv_bytes_per_token > 0):
+            raise ValueError(f"a pool token has a positive size, got {self}")
+
+    def tokens(self, slots: int, drafts: bool) -> int:
+        """KV tokens a request's ``slots`` state slots take of the pool of the speculating
+        server (``drafts``) or of the plain one."""
+        if slots < 1:
+            raise ValueError(f"a request keeps at least one state slot, got {slots}")
+        per_token = self.kv_bytes_per_token if drafts else self.plain_kv_bytes_per_token
+        return math.ceil(slots * self.bytes_per_slot / per_token)

@@ -15,7 +15,7 @@ from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import LogitRows
-from sim.model.recurrent_state import RecurrentState, state_io_bytes
+from sim.model.recurrent_state import PooledState, RecurrentState, state_io_bytes
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT
@@ -107,3 +107,17 @@ def test_a_state_without_a_gpu_preset_names_the_field():
     with pytest.raises(SpecsimError) as err:
         recurrent_state(hybrid, bare)
     assert err.value.field == "hardware.gpu"
+
+
+def test_the_pooled_state_takes_its_slots_bytes_in_pool_tokens_rounded_up():
+    """Qwen3.8-27B at k = 2: 3 slots x 150,994,944 bytes over a 69,632-byte pool token
+    (16 attention layers and the MTP layer) = 6,505.4 -> 6,506 tokens; plain decoding one
+    slot over the plain pool's 65,536 bytes = 2,304 exactly."""
+    pooled = PooledState(QWEN38_STATE, 69_632.0, 65_536.0)
+    assert pooled.tokens(3, True) == 6_506
+    assert pooled.tokens(1, False) == 2_304 == QWEN38_STATE // 65_536
+    for bad in ((0.0, 1.0, 1.0), (1.0, 0.0, 1.0), (math.inf, 1.0, 1.0)):
+        with pytest.raises(ValueError):
+            PooledState(*bad)
+    with pytest.raises(ValueError):
+        pooled.tokens(0, True)

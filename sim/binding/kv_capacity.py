@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.binding.state_shape import state_shape
 from sim.errors import SpecsimError
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.memory import ENGINE_RULES, Engine, KvMemory, ServerMemory
@@ -67,7 +68,12 @@ class KvCapacity:
             "range": list(self.range) if self.range else None,
         }
         if self.state is not None:  # a hybrid target's (every other answer is unchanged)
-            out["state_bytes_per_slot"] = self.state.bytes_per_slot
+            shape = self.state.shape
+            out["state"] = {
+                "recurrent_bytes": shape.recurrent_bytes,
+                "conv_bytes_per_position": shape.conv_bytes_per_position,
+                "conv_positions": shape.conv_positions,
+            }
         return out
 
 
@@ -196,8 +202,8 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     if state is not None:
         k = scenario.num_steps
         note += (
-            f"; each running request also holds its recurrent state, "
-            f"{state.bytes_per_slot / 1e6:,.1f} MB a slot x (1 + k) slots "
+            f"; each running request also holds its states (recurrent and conv), "
+            f"{state.shape.slot_bytes(1 + k) / (1 + k) / 1e6:,.1f} MB a slot x (1 + k) slots "
             f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
             + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
             + "; vLLM's 1 + num_speculative_tokens state pages a request)"
@@ -212,14 +218,14 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
 
 
 def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledState | None:
-    """The scenario's recurrent state in the KV pool its capacity derives (``spec`` the
-    speculating server's memory, ``plain`` the plain one's): vLLM's rule with a state a
-    request (``model.state_bytes_per_request``); None otherwise."""
-    state = scenario.model.state_bytes_per_request
-    if not state or spec.engine != "vllm":
+    """The scenario's states in the KV pool its capacity derives (``spec`` the speculating
+    server's memory, ``plain`` the plain one's): vLLM's rule with a state a request
+    (sim/binding/serving.py ``state_shape``); None otherwise."""
+    shape = state_shape(scenario)
+    if not shape or spec.engine != "vllm":
         return None
     return PooledState(
-        state,
+        shape,
         spec.kv_bytes_per_token + spec.drafter_kv_bytes_per_token,
         plain.kv_bytes_per_token + plain.drafter_kv_bytes_per_token,
     )

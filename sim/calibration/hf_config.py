@@ -28,8 +28,10 @@ recurrent state a request per rank, as vLLM allocates it (vllm/model_executor/la
 mamba/mamba_utils.py ``gated_delta_net_state_shape``: value heads / TP x value head dim x
 key head dim a layer) in ``mamba_ssm_dtype`` (vLLM 0.30 takes it from the checkpoint for
 the Qwen3.5 family, model_executor/models/config.py ``Qwen3_5ForConditionalGenerationConfig``;
-without it the model's dtype, vLLM's ``"auto"``). A config without linear-attention layers
-derives none. The linear layers' weights are still counted as attention layers'
+without it the model's dtype, vLLM's ``"auto"``), and its conv state (``conv_state``: a
+window of ``linear_conv_kernel_dim - 1`` positions, k more when speculating, of the conv
+channels / TP in the model's dtype). A config without linear-attention layers derives
+none. The linear layers' weights are still counted as attention layers'
 (``layer_params``), which they are not.
 """
 
@@ -195,6 +197,46 @@ def recurrent_state_bytes(
         f"{tensor_parallel}) x linear_value_head_dim x linear_key_head_dim x "
         f"{DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}), per rank; read and "
         "written by every target pass",
+    )
+
+
+def conv_state(
+    cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
+) -> tuple[Derived, Derived]:
+    """The ``linear`` Gated DeltaNet layers' conv state a request per rank, as vLLM keeps
+    it (mamba_utils.py ``gated_delta_net_state_shape``: (kernel - 1 + k) positions x conv
+    channels / TP, the channels 2 x key heads x key dim + value heads x value dim, in the
+    model's dtype): (bytes a position of every layer's window, the window's positions in
+    plain decoding, ``linear_conv_kernel_dim - 1``)."""
+    k_heads = _int(cfg, "linear_num_key_heads", source=source)
+    k_dim = _int(cfg, "linear_key_head_dim", source=source)
+    v_heads = _int(cfg, "linear_num_value_heads", source=source)
+    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    kernel = _int(cfg, "linear_conv_kernel_dim", source=source)
+    assert k_heads is not None and k_dim is not None and v_heads is not None
+    assert v_dim is not None and kernel is not None
+    if kernel < 2:
+        raise SpecsimError(
+            f"must be at least 2 (a causal convolution keeps kernel - 1 positions), got {kernel}",
+            source=source,
+            field="linear_conv_kernel_dim",
+        )
+    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, "")
+    channels = 2 * k_heads * k_dim + v_heads * v_dim
+    per_rank = math.ceil(channels / tensor_parallel)
+    return (
+        Derived(
+            float(linear * per_rank * DTYPE_BYTES[dtype]),
+            f"derived: {linear} linear-attention layers x ceil(conv channels {channels:,} / TP "
+            f"{tensor_parallel}) x {DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}; the "
+            "channels 2 x linear_num_key_heads x linear_key_head_dim + linear_num_value_heads "
+            "x linear_value_head_dim), a position of the conv window, per rank",
+        ),
+        Derived(
+            kernel - 1,
+            f"{where}: linear_conv_kernel_dim = {kernel}, minus 1: the conv window in plain "
+            "decoding (a server speculating k tokens keeps k more)",
+        ),
     )
 
 
@@ -368,4 +410,7 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
         v["state_bytes_per_request"] = recurrent_state_bytes(
             cfg, linear, tensor_parallel, where, source
         )
+        position, positions = conv_state(cfg, linear, tensor_parallel, where, source)
+        v["conv_state_bytes_per_position"] = position
+        v["conv_state_positions"] = positions
     return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers)

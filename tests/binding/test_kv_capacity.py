@@ -163,7 +163,12 @@ def test_a_hybrid_targets_state_comes_out_of_vllms_pool_by_hand():
     assert cap.state.tokens(4, True) == 29_593 == -(-4 * STATE_BYTES // (131072 + 4096))
     assert cap.state.tokens(1, False) == 7_630 == -(-STATE_BYTES // 131072)
     assert "29,593 tokens of the pool at k = 3, 7,630 for plain decoding" in cap.note
-    assert cap.to_dict()["state_bytes_per_slot"] == STATE_BYTES
+    assert cap.to_dict()["state"] == {
+        "recurrent_bytes": STATE_BYTES,
+        "conv_bytes_per_position": 0.0,
+        "conv_positions": 0,
+    }
+    assert "state" not in base.to_dict()
     setup = serving_setup(bind(sc))
     spec, plain = setup.draftings["speculative"], setup.draftings["baseline"]
     assert spec.lookahead == 4 + 29_593 and plain.lookahead == 1 + 7_630

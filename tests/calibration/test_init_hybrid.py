@@ -58,6 +58,18 @@ def test_the_state_of_a_qwen3_next_style_config_by_hand(tmp_path: Path) -> None:
     )
 
 
+def test_the_conv_state_of_a_qwen3_next_style_config_by_hand(tmp_path: Path) -> None:
+    """6 linear layers x (2 x 4 key heads x 64 + 8 value heads x 96 = 1,280 channels) x 2
+    bytes (bfloat16) a position of the window, kernel 4: 3 positions; TP 4: 320 channels
+    a rank."""
+    m = read_hf_config(_write(tmp_path, SMALL_NEXT))
+    assert m.get("conv_state_bytes_per_position") == 6 * 1280 * 2 == 15_360
+    assert m.get("conv_state_positions") == 3
+    assert "linear_conv_kernel_dim = 4, minus 1" in m.values["conv_state_positions"].origin
+    tp4 = read_hf_config(_write(tmp_path, SMALL_NEXT), tensor_parallel=4)
+    assert tp4.get("conv_state_bytes_per_position") == 6 * 320 * 2
+
+
 def test_layer_types_and_mamba_ssm_dtype_win(tmp_path: Path) -> None:
     text = dict(SMALL_NEXT, mamba_ssm_dtype="float32")
     del text["full_attention_interval"]
@@ -81,6 +93,9 @@ def test_a_config_without_linear_layers_derives_no_state(tmp_path: Path) -> None
         ({"layer_types": ["linear_attention"] * 3}, "layer_types"),
         ({"mamba_ssm_dtype": "int3"}, "mamba_ssm_dtype"),
         ({"linear_value_head_dim": None}, "linear_value_head_dim"),
+        ({"linear_conv_kernel_dim": None}, "linear_conv_kernel_dim"),
+        ({"linear_conv_kernel_dim": 1}, "linear_conv_kernel_dim"),
+        ({"linear_num_key_heads": None}, "linear_num_key_heads"),
     ],
 )
 def test_a_bad_hybrid_field_is_named(tmp_path: Path, change: dict, field: str) -> None:
@@ -144,6 +159,12 @@ def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
     assert "16 full-attention layers" in init.comments["model.draft_kv_bytes_per_token"]
     # the target's KV: its 16 full-attention layers only
     assert init.scenario.model.kv_bytes_per_token == 16 * 4 * 256 * 2 * 2
+    # its states: 48 x 48 x 128 x 128 in float32, the conv window 48 x 10,240 x 2 bytes
+    # (text_config.dtype) a position over 3
+    m = init.scenario.model
+    assert m.state_bytes_per_request == 48 * 48 * 128 * 128 * 4
+    assert (m.conv_state_bytes_per_position, m.conv_state_positions) == (48 * 10_240 * 2, 3)
+    assert "text_config: dtype = bfloat16" in init.comments["model.conv_state_bytes_per_position"]
 
 
 def test_mtp_of_a_deepseek_style_config_names_its_field(tmp_path: Path) -> None:

@@ -31,8 +31,10 @@ the Qwen3.5 family, model_executor/models/config.py ``Qwen3_5ForConditionalGener
 without it the model's dtype, vLLM's ``"auto"``), and its conv state (``conv_state``: a
 window of ``linear_conv_kernel_dim - 1`` positions, k more when speculating, of the conv
 channels / TP in the model's dtype). A config without linear-attention layers derives
-none. The linear layers' weights are still counted as attention layers'
-(``layer_params``), which they are not.
+none. A hybrid's ``layer_params`` is the mean over its layers of the two mixers
+(``gated_delta_net_params`` for a linear layer; a full-attention layer's q_proj twice as
+wide with ``attn_output_gate``, the gate) and the MLP they share; an MTP module's layer is a
+full-attention layer (``HfModel.full_attention_layer_params``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class HfModel:
     kv_heads: int = 0
     #: The layers that keep a KV cache (a hybrid's full-attention layers; else every layer).
     attention_layers: int = 0
+    #: ``layer_params`` of a full-attention layer (a hybrid's ``layer_params`` is the mean
+    #: over both kinds; an MTP module's layer is full attention).
+    full_attention_layer_params: float = 0.0
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -200,6 +205,22 @@ def recurrent_state_bytes(
     )
 
 
+def gated_delta_net_params(cfg: dict[str, Any], hidden: int, source: str) -> float:
+    """A Gated DeltaNet layer's mixer weights (transformers' ``Qwen3NextGatedDeltaNet``,
+    vLLM's qwen3_next.py): in_proj_qkvz ``hidden x (2 x key heads x key dim + 2 x value
+    heads x value dim)``, in_proj_ba ``hidden x 2 x value heads``, out_proj ``value heads
+    x value dim x hidden``; the conv weights (channels x kernel), norms and gate vectors
+    (under 0.1%) left out."""
+    k_heads = _int(cfg, "linear_num_key_heads", source=source)
+    k_dim = _int(cfg, "linear_key_head_dim", source=source)
+    v_heads = _int(cfg, "linear_num_value_heads", source=source)
+    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    assert k_heads is not None and k_dim is not None and v_heads is not None
+    assert v_dim is not None
+    value = v_heads * v_dim
+    return float(hidden * (2 * k_heads * k_dim + 2 * value) + hidden * 2 * v_heads + value * hidden)
+
+
 def conv_state(
     cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
 ) -> tuple[Derived, Derived]:
@@ -324,8 +345,21 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
             head_dim = hidden // heads
         attn = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
         attn_why = cite("num_attention_heads", "num_key_value_heads", "head_dim")
+        if cfg.get("attn_output_gate") is True:  # the Qwen3.5 family: q_proj also gives the gate
+            attn += hidden * heads * head_dim
+            attn_why += ", attn_output_gate (q_proj twice as wide)"
         kv_per_token_layer = 2 * head_dim * max(math.ceil(kv_heads / tensor_parallel), 1)
         pair_dims = 2 * head_dim
+    full_attention = float(attn)  # one full-attention layer's mixer
+    mixer = full_attention
+    if linear and not mla:
+        delta_net = gated_delta_net_params(cfg, hidden, source)
+        mixer = (attention_layers * full_attention + linear * delta_net) / layers
+        attn_why = (
+            f"the mean of {attention_layers} full-attention layers' ({attn_why}) and {linear} "
+            "Gated DeltaNet layers' mixers (in_proj_qkvz hidden x (2 x key + 2 x value heads x "
+            "dims), in_proj_ba hidden x 2 x value heads, out_proj value heads x dim x hidden)"
+        )
 
     # MLP
     experts = _int(
@@ -360,7 +394,7 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
             f"3 x hidden_size x moe_intermediate_size ({cite('moe_intermediate_size')})",
         )
         v["layer_params"] = Derived(
-            float(attn + shared + hidden * experts),
+            float(mixer + shared + hidden * experts),
             f"attention ({attn_why}) + shared experts ({shared_why}) + router "
             "(hidden_size x experts), outside the routed experts",
         )
@@ -371,13 +405,13 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
                 )
             v["dense_layers"] = Derived(dense, cite("first_k_dense_replace"))
             v["dense_layer_params"] = Derived(
-                float(attn + 3 * hidden * inter),
+                float(mixer + 3 * hidden * inter),
                 f"attention + 3 x hidden_size x intermediate_size ({cite('intermediate_size')})",
             )
     else:
         assert inter is not None
         v["layer_params"] = Derived(
-            float(attn + 3 * hidden * inter),
+            float(mixer + 3 * hidden * inter),
             f"attention ({attn_why}) + 3 x hidden_size x intermediate_size "
             f"({cite('intermediate_size')})",
         )
@@ -413,4 +447,7 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
         position, positions = conv_state(cfg, linear, tensor_parallel, where, source)
         v["conv_state_bytes_per_position"] = position
         v["conv_state_positions"] = positions
-    return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers)
+    full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
+    return HfModel(
+        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer
+    )

@@ -156,7 +156,7 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
         )
     if req.drafter == "mtp":
         n, origin = mtp_modules(req.config)
-        layer = model.get("layer_params")
+        layer = model.full_attention_layer_params  # an MTP layer is full attention
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
         per_module = layer + 2 * hidden * hidden + head

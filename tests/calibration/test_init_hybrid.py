@@ -146,12 +146,15 @@ def _init(config: Path, **flags) -> InitScenario:
 
 def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
     """``--drafter mtp`` reads ``text_config.mtp_num_hidden_layers``: one module of a
-    decoder layer (q, k, v, o of 24 and 4 heads of 256 over 5120, MLP 3 x 5120 x 17408),
-    fc 2 x 5120 x 5120 and the untied LM head 248,320 x 5120; its KV one full-attention
-    layer's (4 KV heads x 256 x K and V x 2 bytes)."""
+    full-attention decoder layer (q with its output gate, k, v, o of 24 and 4 heads of 256
+    over 5120, MLP 3 x 5120 x 17408), fc 2 x 5120 x 5120 and the untied LM head 248,320 x
+    5120; its KV one full-attention layer's (4 KV heads x 256 x K and V x 2 bytes)."""
     init = _init(_write(tmp_path, QWEN35_27B))
-    layer = 5120 * 24 * 256 * 2 + 5120 * 4 * 256 * 2 + 3 * 5120 * 17408
-    assert init.scenario.model.draft_params == layer + 2 * 5120 * 5120 + 248320 * 5120
+    # a full-attention layer: q_proj 5120 x 12,288 (attn_output_gate), k, v, o, the MLP
+    mlp = 3 * 5120 * 17408
+    full = 5120 * 24 * 256 * 2 + 5120 * 4 * 256 * 2 + 6144 * 5120 + mlp
+    assert init.scenario.model.draft_params == full + 2 * 5120 * 5120 + 248320 * 5120
+    assert init.scenario.model.draft_params == pytest.approx(1.696e9, abs=0.5e6)  # case 39's
     assert init.scenario.model.draft_layers == 1
     why = init.comments["model.draft_params"]
     assert "config.json: text_config: mtp_num_hidden_layers = 1" in why
@@ -165,6 +168,25 @@ def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
     assert m.state_bytes_per_request == 48 * 48 * 128 * 128 * 4
     assert (m.conv_state_bytes_per_position, m.conv_state_positions) == (48 * 10_240 * 2, 3)
     assert "text_config: dtype = bfloat16" in init.comments["model.conv_state_bytes_per_position"]
+
+
+def test_a_qwen35_layer_is_the_mean_of_its_two_mixers_by_hand(tmp_path: Path) -> None:
+    """16 full-attention mixers (q 5120 x 12,288 with the gate, k and v 5120 x 1,024, o
+    6,144 x 5,120: 104.86M) and 48 Gated DeltaNet mixers (in_proj_qkvz 5120 x 16,384,
+    in_proj_ba 5120 x 96, out_proj 6,144 x 5,120: 115.83M), each with the 267.39M MLP: a
+    mean layer of 380.49M, validation case 39's 380.5M."""
+    m = read_hf_config(_write(tmp_path, QWEN35_27B))
+    full = 5120 * 12288 + 2 * 5120 * 1024 + 6144 * 5120
+    delta = 5120 * 16384 + 5120 * 96 + 6144 * 5120
+    mlp = 3 * 5120 * 17408
+    assert m.get("layer_params") == (16 * full + 48 * delta) / 64 + mlp
+    assert m.get("layer_params") == pytest.approx(380.5e6, abs=0.05e6)
+    assert m.full_attention_layer_params == full + mlp
+    assert "the mean of 16 full-attention" in m.values["layer_params"].origin
+    # without the gate (Qwen3-Next) q_proj is 5120 x 6,144
+    plain = {k: v for k, v in QWEN35_27B["text_config"].items() if k != "attn_output_gate"}
+    no_gate = read_hf_config(_write(tmp_path, plain))
+    assert no_gate.full_attention_layer_params == full - 5120 * 6144 + mlp
 
 
 def test_mtp_of_a_deepseek_style_config_names_its_field(tmp_path: Path) -> None:

@@ -128,22 +128,24 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
     return next((n for n in names if cfg.get(n) is not None), None)
 
 
-def _bytes_per_param(cfg: dict[str, Any], source: str) -> Derived:
+def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
+    """Bytes a weight of ``cfg`` (named ``where`` in the origin): its
+    ``quantization_config`` bits (or fp8), else its ``torch_dtype``/``dtype``."""
     quant = cfg.get("quantization_config")
     if isinstance(quant, dict):
         bits = quant.get("bits") or quant.get("w_bit")
         if isinstance(bits, int) and bits > 0:
-            return Derived(bits / 8.0, f"config.json: quantization_config.bits = {bits}")
+            return Derived(bits / 8.0, f"{where}: quantization_config.bits = {bits}")
         method = str(quant.get("quant_method", "")).lower()
         if "fp8" in method or quant.get("fmt") == "e4m3":
-            return Derived(1.0, f"config.json: quantization_config.quant_method = {method}")
+            return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
         raise SpecsimError(
             "quantization without bits (nor fp8): give --weight-bytes-per-param",
             source=source,
             field="quantization_config",
         )
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, ": give --weight-bytes-per-param")
-    return Derived(DTYPE_BYTES[dtype], f"config.json: {name} = {dtype}")
+    return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 
 
 def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
@@ -416,7 +418,12 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
             f"({cite('intermediate_size')})",
         )
     v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
-    bpp = _bytes_per_param(raw if "quantization_config" in raw else cfg, source)
+    # the weights' dtype: the top level's quantization, else the language model's dtype,
+    # else the top level's (a nested config may state it either side)
+    if "quantization_config" in raw or _first(cfg, "torch_dtype", "dtype") is None:
+        bpp = _bytes_per_param(raw, source)
+    else:
+        bpp = _bytes_per_param(cfg, source, where)
     v["weight_bytes_per_param"] = bpp
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (

@@ -168,6 +168,10 @@ def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
     assert m.state_bytes_per_request == 48 * 48 * 128 * 128 * 4
     assert (m.conv_state_bytes_per_position, m.conv_state_positions) == (48 * 10_240 * 2, 3)
     assert "text_config: dtype = bfloat16" in init.comments["model.conv_state_bytes_per_position"]
+    assert (
+        init.comments["model.weight_bytes_per_param"]
+        == "config.json: text_config: dtype = bfloat16"
+    )
 
 
 def test_a_qwen35_layer_is_the_mean_of_its_two_mixers_by_hand(tmp_path: Path) -> None:
@@ -208,3 +212,17 @@ def test_a_config_without_mtp_modules_is_one_line(tmp_path: Path, count) -> None
         _init(_write(tmp_path, dict(QWEN35_27B, text_config=text)))
     line = str(err.value)
     assert "no MTP module" in line and "config.json" in line and "\n" not in line
+
+
+def test_a_nested_config_may_state_its_dtype_at_the_top(tmp_path: Path) -> None:
+    """The weights' dtype from ``text_config`` when it has one (named so), else from the
+    top level; quantization at the top level wins."""
+    dense = {k: v for k, v in SMALL_NEXT.items() if not k.startswith(("linear_", "full_"))}
+    text = {k: v for k, v in dense.items() if k != "torch_dtype"}
+    top = read_hf_config(_write(tmp_path, {"torch_dtype": "float16", "text_config": text}))
+    assert top.values["weight_bytes_per_param"].origin == "config.json: torch_dtype = float16"
+    inner = read_hf_config(_write(tmp_path, {"torch_dtype": "float32", "text_config": dense}))
+    assert inner.get("weight_bytes_per_param") == 2.0
+    assert inner.values["weight_bytes_per_param"].origin.startswith("config.json: text_config")
+    fp8 = {"quantization_config": {"quant_method": "fp8"}, "text_config": dense}
+    assert read_hf_config(_write(tmp_path, fp8)).get("weight_bytes_per_param") == 1.0

@@ -11,15 +11,25 @@ published range (``reserve_range_gib``), drawn in the serving intervals.
 
 Plain decoding runs on a server without the drafter: its capacity is derived apart
 (``plain``), as a user who compares both would measure it.
+
+A hybrid target's recurrent state (``model.state_bytes_per_request``) lives in vLLM's KV
+pool, 1 + ``num_speculative_tokens`` pages a request (sim/model/recurrent_state.py
+``PooledState``): a derived vLLM capacity carries it (``state``), and every running request
+holds its state's share of the pool beside its context, so the pool bounds concurrency with
+the state included. SGLang keeps a hybrid's state in a pool of its own, sized apart
+(``HybridReqToTokenPool``), which is not derived here: its capacity carries no state. A
+given capacity carries none either (the engine's own line reports what it holds).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.binding.state_shape import state_shape
 from sim.errors import SpecsimError
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.memory import ENGINE_RULES, Engine, KvMemory, ServerMemory
+from sim.model.recurrent_state import PooledState
 from sim.scenario.schema import Scenario
 
 __all__ = [
@@ -38,7 +48,9 @@ class KvCapacity:
     speculative server); ``plain``: for plain decoding (None: ``tokens``); ``origin``:
     ``given``, ``derived`` or ``unlimited``; ``range``: the speculative server's tokens at
     the ends of the reserve's range (derived with a default reserve only); ``memory`` the
-    speculative server's arithmetic; ``note``: one line for the assumptions."""
+    speculative server's arithmetic; ``note``: one line for the assumptions; ``state``: a
+    hybrid target's recurrent state in the pool (derived under vLLM's rule only; None:
+    none)."""
 
     tokens: int | None
     plain: int | None
@@ -46,14 +58,23 @@ class KvCapacity:
     note: str
     range: tuple[int, int] | None = None
     memory: KvMemory | None = None
+    state: PooledState | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "tokens": self.tokens,
             "plain_tokens": self.plain,
             "origin": self.origin,
             "range": list(self.range) if self.range else None,
         }
+        if self.state is not None:  # a hybrid target's (every other answer is unchanged)
+            shape = self.state.shape
+            out["state"] = {
+                "recurrent_bytes": shape.recurrent_bytes,
+                "conv_bytes_per_position": shape.conv_bytes_per_position,
+                "conv_positions": shape.conv_positions,
+            }
+        return out
 
 
 def stored_weight_bytes(scenario: Scenario) -> float | None:
@@ -177,10 +198,34 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         + f": {spec.describe()} ({named}; {reserve_text}; {server.gpus} GPU(s) "
         f"of {scenario.hardware.gpu})"
     )
+    state = pooled_state(scenario, spec, plain)
+    if state is not None:
+        k = scenario.num_steps
+        note += (
+            f"; each running request also holds its states (recurrent and conv), "
+            f"{state.shape.slot_bytes(1 + k) / (1 + k) / 1e6:,.1f} MB a slot x (1 + k) slots "
+            f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
+            + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
+            + "; vLLM's 1 + num_speculative_tokens state pages a request)"
+        )
     if spec.tokens < 1:
         raise SpecsimError(
             f"the derived KV cache is empty: {spec.describe()} ({named}); give the server's "
             "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
             field="serving.kv_capacity_tokens",
         )
-    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec)
+    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state)
+
+
+def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledState | None:
+    """The scenario's states in the KV pool its capacity derives (``spec`` the speculating
+    server's memory, ``plain`` the plain one's): vLLM's rule with a state a request
+    (sim/binding/serving.py ``state_shape``); None otherwise."""
+    shape = state_shape(scenario)
+    if not shape or spec.engine != "vllm":
+        return None
+    return PooledState(
+        shape,
+        spec.kv_bytes_per_token + spec.drafter_kv_bytes_per_token,
+        plain.kv_bytes_per_token + plain.drafter_kv_bytes_per_token,
+    )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
+from sim.binding.state_shape import state_shape
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.logit_rows import (
@@ -346,31 +347,40 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
 
 
 def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentState:
-    """A request's recurrent state in the target's passes (sim/model/recurrent_state.py):
-    ``model.state_bytes_per_request`` at the GPU preset's memory bandwidth; none (0) when
-    the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is given
-    without a GPU preset to move it at."""
-    state = scenario.model.state_bytes_per_request
-    if not state:
+    """A request's states in the target's passes (sim/model/recurrent_state.py):
+    ``state_shape`` at the GPU preset's memory bandwidth; none when the scenario gives no
+    state. SpecsimError naming ``hardware.gpu`` when a state is given without a GPU preset
+    to move it at."""
+    shape = state_shape(scenario)
+    if not shape:
         return RecurrentState()
     gpu = hardware.gpu
     if gpu is None:
         raise SpecsimError(
-            "needed with model.state_bytes_per_request: the memory bandwidth the state moves at",
+            "needed with model.state_bytes_per_request (or the conv state): the memory "
+            "bandwidth the state moves at",
             field="hardware.gpu",
         )
-    return RecurrentState(state, gpu.memory_bandwidth_gbps)
+    return RecurrentState(shape, gpu.memory_bandwidth_gbps)
 
 
 def recurrent_state_note(state: RecurrentState) -> str:
-    """One line for a serving report: what a request's recurrent state adds to a target
-    pass (``state``, as ``recurrent_state`` priced it)."""
+    """One line for a serving report: what a request's states add to a target pass
+    (``state``, as ``recurrent_state`` priced it)."""
     plain_us = state.request_ms(0) * 1e3
+    shape = state.shape
+    conv = (
+        f" and its conv state, {shape.conv_bytes_per_position * shape.conv_positions / 1e6:,.2f}"
+        f" MB ({shape.conv_positions} positions, k more when speculating: read and the window "
+        "written once a pass)"
+        if shape.conv_bytes_per_position
+        else "; conv state not priced"
+    )
     return (
         f"recurrent state: {state.bytes_per_request / 1e6:,.1f} MB a request "
         "(model.state_bytes_per_request), read once and written once per token by every "
-        f"target pass: {plain_us:.3g} us a request in plain decoding, (1 + k + 1) / 2 times "
-        "that in a verify of k + 1 tokens; conv state and prefill chunks not priced"
+        f"target pass{conv}: {plain_us:.3g} us a request in plain decoding, more in a verify "
+        "of k + 1 tokens; prefill chunks not priced"
     )
 
 
@@ -473,7 +483,7 @@ def serving_model(
     )
     logit_note = logit_rows_note(cost.logits)
     notes.extend((capacity.note, host_work_note(scenario), logit_note))
-    if cost.state.bytes_per_request:
+    if cost.state.shape:
         notes.append(recurrent_state_note(cost.state))
     acceptance = bound.resolved.at(max_k)
     shares = bound.resolved.rank_shares(widest)

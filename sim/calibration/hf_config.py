@@ -28,9 +28,13 @@ recurrent state a request per rank, as vLLM allocates it (vllm/model_executor/la
 mamba/mamba_utils.py ``gated_delta_net_state_shape``: value heads / TP x value head dim x
 key head dim a layer) in ``mamba_ssm_dtype`` (vLLM 0.30 takes it from the checkpoint for
 the Qwen3.5 family, model_executor/models/config.py ``Qwen3_5ForConditionalGenerationConfig``;
-without it the model's dtype, vLLM's ``"auto"``). A config without linear-attention layers
-derives none. The linear layers' weights are still counted as attention layers'
-(``layer_params``), which they are not.
+without it the model's dtype, vLLM's ``"auto"``), and its conv state (``conv_state``: a
+window of ``linear_conv_kernel_dim - 1`` positions, k more when speculating, of the conv
+channels / TP in the model's dtype). A config without linear-attention layers derives
+none. A hybrid's ``layer_params`` is the mean over its layers of the two mixers
+(``gated_delta_net_params`` for a linear layer; a full-attention layer's q_proj twice as
+wide with ``attn_output_gate``, the gate) and the MLP they share; an MTP module's layer is a
+full-attention layer (``HfModel.full_attention_layer_params``).
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ class HfModel:
     is_mla: bool = False
     heads: int = 0
     kv_heads: int = 0
+    #: The layers that keep a KV cache (a hybrid's full-attention layers; else every layer).
+    attention_layers: int = 0
+    #: ``layer_params`` of a full-attention layer (a hybrid's ``layer_params`` is the mean
+    #: over both kinds; an MTP module's layer is full attention).
+    full_attention_layer_params: float = 0.0
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -119,22 +128,24 @@ def _first(cfg: dict[str, Any], *names: str) -> str | None:
     return next((n for n in names if cfg.get(n) is not None), None)
 
 
-def _bytes_per_param(cfg: dict[str, Any], source: str) -> Derived:
+def _bytes_per_param(cfg: dict[str, Any], source: str, where: str = "config.json") -> Derived:
+    """Bytes a weight of ``cfg`` (named ``where`` in the origin): its
+    ``quantization_config`` bits (or fp8), else its ``torch_dtype``/``dtype``."""
     quant = cfg.get("quantization_config")
     if isinstance(quant, dict):
         bits = quant.get("bits") or quant.get("w_bit")
         if isinstance(bits, int) and bits > 0:
-            return Derived(bits / 8.0, f"config.json: quantization_config.bits = {bits}")
+            return Derived(bits / 8.0, f"{where}: quantization_config.bits = {bits}")
         method = str(quant.get("quant_method", "")).lower()
         if "fp8" in method or quant.get("fmt") == "e4m3":
-            return Derived(1.0, f"config.json: quantization_config.quant_method = {method}")
+            return Derived(1.0, f"{where}: quantization_config.quant_method = {method}")
         raise SpecsimError(
             "quantization without bits (nor fp8): give --weight-bytes-per-param",
             source=source,
             field="quantization_config",
         )
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, ": give --weight-bytes-per-param")
-    return Derived(DTYPE_BYTES[dtype], f"config.json: {name} = {dtype}")
+    return Derived(DTYPE_BYTES[dtype], f"{where}: {name} = {dtype}")
 
 
 def _dtype(cfg: dict[str, Any], names: tuple[str, ...], source: str, hint: str) -> tuple[str, str]:
@@ -193,6 +204,62 @@ def recurrent_state_bytes(
         f"{tensor_parallel}) x linear_value_head_dim x linear_key_head_dim x "
         f"{DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}), per rank; read and "
         "written by every target pass",
+    )
+
+
+def gated_delta_net_params(cfg: dict[str, Any], hidden: int, source: str) -> float:
+    """A Gated DeltaNet layer's mixer weights (transformers' ``Qwen3NextGatedDeltaNet``,
+    vLLM's qwen3_next.py): in_proj_qkvz ``hidden x (2 x key heads x key dim + 2 x value
+    heads x value dim)``, in_proj_ba ``hidden x 2 x value heads``, out_proj ``value heads
+    x value dim x hidden``; the conv weights (channels x kernel), norms and gate vectors
+    (under 0.1%) left out."""
+    k_heads = _int(cfg, "linear_num_key_heads", source=source)
+    k_dim = _int(cfg, "linear_key_head_dim", source=source)
+    v_heads = _int(cfg, "linear_num_value_heads", source=source)
+    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    assert k_heads is not None and k_dim is not None and v_heads is not None
+    assert v_dim is not None
+    value = v_heads * v_dim
+    return float(hidden * (2 * k_heads * k_dim + 2 * value) + hidden * 2 * v_heads + value * hidden)
+
+
+def conv_state(
+    cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
+) -> tuple[Derived, Derived]:
+    """The ``linear`` Gated DeltaNet layers' conv state a request per rank, as vLLM keeps
+    it (mamba_utils.py ``gated_delta_net_state_shape``: (kernel - 1 + k) positions x conv
+    channels / TP, the channels 2 x key heads x key dim + value heads x value dim, in the
+    model's dtype): (bytes a position of every layer's window, the window's positions in
+    plain decoding, ``linear_conv_kernel_dim - 1``)."""
+    k_heads = _int(cfg, "linear_num_key_heads", source=source)
+    k_dim = _int(cfg, "linear_key_head_dim", source=source)
+    v_heads = _int(cfg, "linear_num_value_heads", source=source)
+    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    kernel = _int(cfg, "linear_conv_kernel_dim", source=source)
+    assert k_heads is not None and k_dim is not None and v_heads is not None
+    assert v_dim is not None and kernel is not None
+    if kernel < 2:
+        raise SpecsimError(
+            f"must be at least 2 (a causal convolution keeps kernel - 1 positions), got {kernel}",
+            source=source,
+            field="linear_conv_kernel_dim",
+        )
+    name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, "")
+    channels = 2 * k_heads * k_dim + v_heads * v_dim
+    per_rank = math.ceil(channels / tensor_parallel)
+    return (
+        Derived(
+            float(linear * per_rank * DTYPE_BYTES[dtype]),
+            f"derived: {linear} linear-attention layers x ceil(conv channels {channels:,} / TP "
+            f"{tensor_parallel}) x {DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}; the "
+            "channels 2 x linear_num_key_heads x linear_key_head_dim + linear_num_value_heads "
+            "x linear_value_head_dim), a position of the conv window, per rank",
+        ),
+        Derived(
+            kernel - 1,
+            f"{where}: linear_conv_kernel_dim = {kernel}, minus 1: the conv window in plain "
+            "decoding (a server speculating k tokens keeps k more)",
+        ),
     )
 
 
@@ -285,8 +352,21 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
             head_dim = hidden // heads
         attn = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
         attn_why = cite("num_attention_heads", "num_key_value_heads", "head_dim")
+        if cfg.get("attn_output_gate") is True:  # the Qwen3.5 family: q_proj also gives the gate
+            attn += hidden * heads * head_dim
+            attn_why += ", attn_output_gate (q_proj twice as wide)"
         kv_per_token_layer = 2 * head_dim * max(math.ceil(kv_heads / tensor_parallel), 1)
         pair_dims = 2 * head_dim
+    full_attention = float(attn)  # one full-attention layer's mixer
+    mixer = full_attention
+    if linear and not mla:
+        delta_net = gated_delta_net_params(cfg, hidden, source)
+        mixer = (attention_layers * full_attention + linear * delta_net) / layers
+        attn_why = (
+            f"the mean of {attention_layers} full-attention layers' ({attn_why}) and {linear} "
+            "Gated DeltaNet layers' mixers (in_proj_qkvz hidden x (2 x key + 2 x value heads x "
+            "dims), in_proj_ba hidden x 2 x value heads, out_proj value heads x dim x hidden)"
+        )
 
     # MLP
     experts = _int(
@@ -321,7 +401,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
             f"3 x hidden_size x moe_intermediate_size ({cite('moe_intermediate_size')})",
         )
         v["layer_params"] = Derived(
-            float(attn + shared + hidden * experts),
+            float(mixer + shared + hidden * experts),
             f"attention ({attn_why}) + shared experts ({shared_why}) + router "
             "(hidden_size x experts), outside the routed experts",
         )
@@ -332,18 +412,23 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
                 )
             v["dense_layers"] = Derived(dense, cite("first_k_dense_replace"))
             v["dense_layer_params"] = Derived(
-                float(attn + 3 * hidden * inter),
+                float(mixer + 3 * hidden * inter),
                 f"attention + 3 x hidden_size x intermediate_size ({cite('intermediate_size')})",
             )
     else:
         assert inter is not None
         v["layer_params"] = Derived(
-            float(attn + 3 * hidden * inter),
+            float(mixer + 3 * hidden * inter),
             f"attention ({attn_why}) + 3 x hidden_size x intermediate_size "
             f"({cite('intermediate_size')})",
         )
     v["lm_head_params"] = Derived(float(vocab * hidden), cite("vocab_size", "hidden_size"))
-    bpp = _bytes_per_param(raw if "quantization_config" in raw else cfg, source)
+    # the weights' dtype: the top level's quantization, else the language model's dtype,
+    # else the top level's (a nested config may state it either side)
+    if "quantization_config" in raw or _first(cfg, "torch_dtype", "dtype") is None:
+        bpp = _bytes_per_param(raw, source)
+    else:
+        bpp = _bytes_per_param(cfg, source, where)
     v["weight_bytes_per_param"] = bpp
     # the layers that keep a KV cache (a hybrid's full-attention layers only)
     kv_layers = (
@@ -371,4 +456,10 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
         v["state_bytes_per_request"] = recurrent_state_bytes(
             cfg, linear, tensor_parallel, where, source
         )
-    return HfModel(source, str(archs[0]), v, moe, mla, heads, kv_heads)
+        position, positions = conv_state(cfg, linear, tensor_parallel, where, source)
+        v["conv_state_bytes_per_position"] = position
+        v["conv_state_positions"] = positions
+    full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
+    return HfModel(
+        source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer
+    )

@@ -14,8 +14,13 @@ The drafter's weights read a pass (``model.draft_params``):
   vocabulary; give --draft-params for the exact size);
 - ``eagle``: one decoder layer over the hidden size, the fc (2 x hidden x hidden) and the
   target's LM head;
-- ``mtp``: ``num_nextn_predict_layers`` modules, each a target decoder layer (its active
-  experts only, at batch 1) with eh_proj (2 x hidden x hidden) and the shared LM head;
+- ``mtp``: the config's MTP modules, ``num_nextn_predict_layers`` (DeepSeek-V3, Kimi-K2) or
+  ``mtp_num_hidden_layers`` (the Qwen3.5 family, in ``text_config`` when nested), each a
+  target decoder layer (its active experts only, at batch 1) with eh_proj / fc (2 x hidden x
+  hidden) and the shared LM head; on a hybrid target the MTP layer is full attention
+  (vLLM's qwen3_5_mtp.py), so its KV a token is one full-attention layer's
+  (``model.draft_kv_bytes_per_token``: the target's KV over its full-attention layers,
+  times the modules);
 - ``draft_model``: every layer of the draft model's own config.json and its LM head;
 - ``dflash``, ``dspark``: block-parallel drafters (``speculation.parallel_draft``: the k
   drafts from one drafter pass), sized from the checkpoint's config.json (``--draft-config``;
@@ -33,7 +38,7 @@ from typing import Any
 
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
-from sim.calibration.hf_config import HfModel, read_hf_config, read_raw
+from sim.calibration.hf_config import HfModel, read_hf_config, read_json, read_raw
 from sim.calibration.measurements import Measurements
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.errors import SpecsimError, UnknownNameError
@@ -42,6 +47,10 @@ from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 
 DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model", *PARALLEL_DRAFTERS)
+
+#: The config.json fields that count a model's MTP modules: DeepSeek-V3's and Kimi-K2's,
+#: then the Qwen3.5 family's (Qwen3.5, 3.6: ``text_config.mtp_num_hidden_layers``).
+MTP_FIELDS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +118,25 @@ def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
     )
 
 
+def mtp_modules(config: str) -> tuple[int, str]:
+    """(MTP modules, where the count comes from) of a config.json: the first of
+    ``MTP_FIELDS`` it sets (in ``text_config`` when nested); SpecsimError naming the file
+    when it sets none, or 0."""
+    raw = read_json(config)
+    nested = isinstance(raw.get("text_config"), dict)
+    cfg = raw["text_config"] if nested else raw
+    where = "config.json" + (": text_config" if nested else "")
+    name = next((f for f in MTP_FIELDS if cfg.get(f) is not None), None)
+    n = cfg.get(name) if name else None
+    if name is None or not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        said = f"{name} = {n!r}" if name else f"no {' or '.join(MTP_FIELDS)}"
+        raise SpecsimError(
+            f"{said}: this model has no MTP module (use eagle3 or a draft model)",
+            source=config,
+        )
+    return n, f"{where}: {name} = {n}"
+
+
 def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
     """(draft_params, draft_layers, why)."""
     if req.draft_params is not None:
@@ -133,14 +161,8 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
             ),
         )
     if req.drafter == "mtp":
-        n = read_raw(req.config).get("num_nextn_predict_layers")
-        if not isinstance(n, int) or n < 1:
-            raise SpecsimError(
-                "no num_nextn_predict_layers: this model has no MTP module (use eagle3 or a "
-                "draft model)",
-                source=req.config,
-            )
-        layer = model.get("layer_params")
+        n, origin = mtp_modules(req.config)
+        layer = model.full_attention_layer_params  # an MTP layer is full attention
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
         per_module = layer + 2 * hidden * hidden + head
@@ -148,9 +170,8 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
             float(n * per_module),
             n,
             (
-                f"derived: {n} MTP module(s) (config.json: num_nextn_predict_layers), each a "
-                "decoder layer with its active experts, eh_proj 2 x hidden x hidden and the "
-                "shared LM head"
+                f"derived: {n} MTP module(s) ({origin}), each a decoder layer with its active "
+                "experts, eh_proj 2 x hidden x hidden and the shared LM head"
             ),
         )
     if req.draft_config is None:
@@ -269,6 +290,18 @@ def init_scenario(req: InitRequest) -> InitScenario:
         _set(raw, comments, "model.draft_params", params, why)
         if layers != 1:
             _set(raw, comments, "model.draft_layers", layers, why)
+        if req.drafter == "mtp" and model.attention_layers < model.get("layers"):
+            modules, origin = mtp_modules(req.config)
+            kv = model.get("kv_bytes_per_token") / model.attention_layers * modules
+            _set(
+                raw,
+                comments,
+                "model.draft_kv_bytes_per_token",
+                kv,
+                f"derived: {modules} MTP layer(s) ({origin}), full attention on a hybrid target "
+                "(vLLM qwen3_5_mtp.py), each keeping the KV a token of one of the target's "
+                f"{model.attention_layers} full-attention layers",
+            )
     _set(raw, comments, "server.engine", req.engine, "--engine")
     _set(
         raw,

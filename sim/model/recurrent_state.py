@@ -1,34 +1,47 @@
-"""The per-request recurrent state of a hybrid target (linear attention, Gated DeltaNet,
-Mamba-style layers), read and written by every target pass.
+"""The per-request state of a hybrid target (linear attention, Gated DeltaNet, Mamba-style
+layers), read and written by every target pass and kept in the KV pool.
 
-A linear-attention layer keeps no KV that grows with the context; it keeps one fixed-size
-state a request instead, and every decode or verify pass reads it and writes it back. In
-vLLM (0.30.0, paths under ``vllm/``) a Gated DeltaNet layer's recurrent state is (value
-heads / TP) x value head dim x key head dim (model_executor/layers/mamba/mamba_utils.py
-``gated_delta_net_state_shape``, lines 274-295), in ``mamba_ssm_cache_dtype``, which the
-Qwen3.5 family takes from its checkpoint's ``mamba_ssm_dtype`` (float32;
-model_executor/models/config.py ``Qwen3_5ForConditionalGenerationConfig``, lines 801-825).
-The decode kernel loads a request's state once and stores it after each of the request's
-tokens in the pass (third_party/flash_linear_attention/ops/fused_sigmoid_gating.py, lines
-103-120 and 156-166): one read and one write in plain decoding; in a speculative verify of
-t tokens one read (the slot of the last accepted position, ``num_accepted_tokens - 1``) and
-t writes, one per position, so that the next pass can start from whichever was accepted
-(v1/attention/backends/gdn_attn.py ``spec_state_indices_tensor``, k + 1 slots a request). A
-request in a target pass therefore moves
+A linear-attention layer keeps no KV that grows with the context; it keeps fixed-size
+states a request instead, and every decode or verify pass reads them and writes them back.
+In vLLM (0.30.0, paths under ``vllm/``) a Gated DeltaNet layer keeps two
+(model_executor/layers/mamba/mamba_utils.py ``gated_delta_net_state_shape``, lines 274-295):
 
-    state_bytes x (1 + t) bytes per tensor-parallel rank,
+* the recurrent state, (value heads / TP) x value head dim x key head dim, in
+  ``mamba_ssm_cache_dtype``, which the Qwen3.5 family takes from its checkpoint's
+  ``mamba_ssm_dtype`` (float32; model_executor/models/config.py
+  ``Qwen3_5ForConditionalGenerationConfig``, lines 801-825). The decode kernel loads a
+  request's state once and stores it after each of the request's tokens in the pass
+  (third_party/flash_linear_attention/ops/fused_sigmoid_gating.py, lines 103-120 and
+  156-166): one read and one write in plain decoding; in a speculative verify of t tokens
+  one read (the slot of the last accepted position, ``num_accepted_tokens - 1``) and t
+  writes, one per position, so that the next pass can start from whichever was accepted
+  (v1/attention/backends/gdn_attn.py ``spec_state_indices_tensor``, k + 1 slots a request);
+* the conv state, (kernel - 1 + ``num_speculative_tokens``) positions x conv channels / TP
+  (2 x key heads x key dim + value heads x value dim) in the model's dtype
+  (``mamba_cache_dtype`` "auto"; mamba_utils.py lines 98-110). The update kernel
+  (model_executor/layers/mamba/ops/causal_conv1d.py ``_causal_conv1d_update_kernel``)
+  reads the kernel - 1 positions before the pass (at the last accepted position when
+  speculating; the window's shifted rows it loads are those same positions) and stores
+  the whole window, kernel - 1 + k positions, into the request's slot.
 
-t = 1 in plain decoding, k + 1 for a chain, a tree's draft tokens (``verify_tokens``), at the
-GPU's memory bandwidth. The drafter's passes move none (an MTP layer is full attention:
-model_executor/models/qwen3_5_mtp.py lines 120-122).
+So a request in a target pass over t tokens (1 in plain decoding, k + 1 for a chain, a
+tree's draft tokens: ``verify_tokens``) moves, per tensor-parallel rank,
+
+    recurrent x (1 + t) + conv position x (2 (kernel - 1) + t - 1) bytes
+
+at the GPU's memory bandwidth (``io_bytes``). The drafter's passes move none (an MTP layer
+is full attention: model_executor/models/qwen3_5_mtp.py lines 120-122).
 
 As the logit rows (sim/model/logit_rows.py), what a request costs does not depend on the
 batch, so only the requests beyond the batch-1 cycle's are added (``growth_ms``): batch 1
 stays the batch-1 cycle exactly, its own state being in its measured or derived passes.
-Not priced: the conv state beside it (kernel - 1 + k positions of the layer's q, k, v
-channels, 2-3% of the recurrent state's bytes for Qwen3.5-style layers), the state a
-prefill chunk reads and writes once a request, and the k extra writes a derived batch-1
-verify would add to its decode.
+The states also take room in the KV pool: vLLM keeps them in the pool's pages, 1 +
+``num_speculative_tokens`` pages a linear layer, each holding both states
+(v1/kv_cache_interface.py ``MambaSpec``, line 1045; model_executor/layers/mamba/abstract.py
+lines 81-85), the attention layers' pages sized to hold one state page (``PooledState``).
+
+Not priced: the state a prefill chunk reads and writes once a request, and the k extra
+writes a derived batch-1 verify would add to its decode.
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ from dataclasses import dataclass
 
 from sim.model.drafts import Draft, verify_tokens
 
-__all__ = ["RecurrentState", "state_io_bytes"]
+__all__ = ["PooledState", "RecurrentState", "StateShape", "state_io_bytes"]
 
 
 def state_io_bytes(state_bytes: float, tokens: int) -> float:
@@ -52,33 +65,103 @@ def state_io_bytes(state_bytes: float, tokens: int) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class StateShape:
+    """A request's states per tensor-parallel rank, all linear layers: the recurrent state
+    (``recurrent_bytes``) and the conv state's window, ``conv_bytes_per_position`` bytes a
+    position over ``conv_positions`` positions in plain decoding (kernel - 1; a server
+    speculating k tokens keeps k more). All 0: the target has none."""
+
+    recurrent_bytes: float = 0.0
+    conv_bytes_per_position: float = 0.0
+    conv_positions: int = 0
+
+    def __post_init__(self) -> None:
+        for size in (self.recurrent_bytes, self.conv_bytes_per_position):
+            if size < 0 or not math.isfinite(size):
+                raise ValueError(f"a state's bytes must be finite and >= 0, got {self}")
+        if self.conv_positions < 0 or (self.conv_bytes_per_position and not self.conv_positions):
+            raise ValueError(f"a conv state has a window of at least one position, got {self}")
+
+    def __bool__(self) -> bool:
+        return bool(self.recurrent_bytes or self.conv_bytes_per_position)
+
+    def io_bytes(self, tokens: int) -> float:
+        """Bytes a request's states move in a target pass over ``tokens`` tokens (the
+        module docstring): ``recurrent x (1 + tokens) + conv position x (2 conv_positions
+        + tokens - 1)``."""
+        conv = self.conv_bytes_per_position * (2 * self.conv_positions + tokens - 1)
+        return state_io_bytes(self.recurrent_bytes, tokens) + conv
+
+    def slot_bytes(self, slots: int) -> float:
+        """Bytes a request's states hold with ``slots`` slots a layer (1 + k on a server
+        speculating k tokens): each slot a recurrent state and a conv window of
+        ``conv_positions + slots - 1`` positions."""
+        if slots < 1:
+            raise ValueError(f"a request keeps at least one state slot, got {slots}")
+        window = self.conv_positions + slots - 1
+        return slots * (self.recurrent_bytes + self.conv_bytes_per_position * window)
+
+
+@dataclass(frozen=True, slots=True)
 class RecurrentState:
-    """A request's recurrent state per tensor-parallel rank (``bytes_per_request``; 0: the
-    target has none, or it is not priced) and the GPU's memory bandwidth it moves at
+    """A request's states per tensor-parallel rank (``shape``; empty: the target has none,
+    or they are not priced) and the GPU's memory bandwidth they move at
     (``bandwidth_gbps``, GB/s)."""
 
-    bytes_per_request: float = 0.0
+    shape: StateShape = StateShape()
     bandwidth_gbps: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.bytes_per_request < 0 or not math.isfinite(self.bytes_per_request):
-            raise ValueError(f"bytes_per_request must be finite and >= 0, got {self}")
-        if self.bytes_per_request and not self.bandwidth_gbps > 0:
+        if self.shape and not self.bandwidth_gbps > 0:
             raise ValueError(f"a priced state needs a positive bandwidth, got {self}")
+
+    @property
+    def bytes_per_request(self) -> float:
+        """The recurrent state's bytes (the larger of the two; 0: none)."""
+        return self.shape.recurrent_bytes
 
     def request_ms(self, draft: Draft) -> float:
         """Milliseconds one request's state traffic takes in the target pass of ``draft``
-        (``state_io_bytes`` at ``verify_tokens(draft)`` tokens, at the bandwidth)."""
-        if not self.bytes_per_request:
+        (``StateShape.io_bytes`` at ``verify_tokens(draft)`` tokens, at the bandwidth)."""
+        if not self.shape:
             return 0.0
-        moved = state_io_bytes(self.bytes_per_request, verify_tokens(draft))
-        return moved / (self.bandwidth_gbps * 1e6)
+        return self.shape.io_bytes(verify_tokens(draft)) / (self.bandwidth_gbps * 1e6)
 
     def growth_ms(self, batch: int, draft: Draft) -> float:
         """The state traffic of ``batch`` requests beyond one request's: ``(batch - 1) x
         request_ms(draft)``; 0.0 at one request or without a state."""
         if batch < 1:
             raise ValueError(f"an iteration has at least one request, got {batch}")
-        if batch == 1 or not self.bytes_per_request:
+        if batch == 1 or not self.shape:
             return 0.0
         return (batch - 1) * self.request_ms(draft)
+
+
+@dataclass(frozen=True, slots=True)
+class PooledState:
+    """A request's states as vLLM's KV pool holds them, per tensor-parallel rank (``shape``),
+    and the pool's bytes a KV token on the speculating server (``kv_bytes_per_token``:
+    target and drafter layers) and on the plain one (``plain_kv_bytes_per_token``).
+
+    A request with ``slots`` state slots (1 in plain decoding, 1 + k when speculating: a
+    verify's ``verify_tokens``) holds ``shape.slot_bytes(slots)`` bytes of the pool, charged
+    as ``ceil(those bytes / bytes a token)`` KV tokens from its admission to its end. Bytes,
+    not vLLM's pages: the pool's attention block (sized to hold one state page, several
+    hundred tokens) rounds each request's context up to whole blocks, and the state page
+    up to 16 tokens of attention pages; neither rounding is modelled."""
+
+    shape: StateShape
+    kv_bytes_per_token: float
+    plain_kv_bytes_per_token: float
+
+    def __post_init__(self) -> None:
+        if not self.shape:
+            raise ValueError(f"a pooled state has a positive size, got {self}")
+        if not (self.kv_bytes_per_token > 0 and self.plain_kv_bytes_per_token > 0):
+            raise ValueError(f"a pool token has a positive size, got {self}")
+
+    def tokens(self, slots: int, drafts: bool) -> int:
+        """KV tokens a request's ``slots`` state slots take of the pool of the speculating
+        server (``drafts``) or of the plain one."""
+        per_token = self.kv_bytes_per_token if drafts else self.plain_kv_bytes_per_token
+        return math.ceil(self.shape.slot_bytes(slots) / per_token)

@@ -21,6 +21,8 @@ UNITS: tuple[tuple[str, str], ...] = (
     ("_us_per_request", "us per running request"),
     ("_bytes_per_token", "bytes per token"),
     ("_bytes_per_request", "bytes per request"),
+    ("_bytes_per_position", "bytes per conv window position"),
+    ("conv_state_positions", "positions (kernel - 1)"),
     ("bytes_per_logit", "bytes per vocabulary entry"),
     ("_flops_per_pair", "FLOPs per query-key pair"),
     ("rate_per_s", "requests/s"),

@@ -134,6 +134,12 @@ class ModelSpec(Section):
     # layers), bytes per tensor-parallel rank, all layers: read once and written once per
     # token by every target pass (sim/model/recurrent_state.py); None or 0: none.
     state_bytes_per_request: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    # Its conv state beside it (the short causal convolution before each linear layer):
+    # bytes per rank of one position of every linear layer's window (the conv channels /
+    # TP x the model's dtype x the layers), and the window's positions in plain decoding
+    # (the kernel size - 1; a server speculating k tokens keeps k more); given together.
+    conv_state_bytes_per_position: Annotated[float, Field(ge=0, le=1e12)] | None = None
+    conv_state_positions: Annotated[int, Field(gt=0, le=1024)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> Self:
@@ -146,6 +152,15 @@ class ModelSpec(Section):
                 f"kernels_per_layer ({self.kernels_per_layer}) must count the "
                 f"{self.allreduces_per_layer} all-reduces and at least one compute kernel "
                 "before each"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _conv_state_together(self) -> Self:
+        if (self.conv_state_bytes_per_position is None) != (self.conv_state_positions is None):
+            raise ValueError(
+                "conv_state_bytes_per_position and conv_state_positions are given together "
+                "(a position's bytes and the window's positions)"
             )
         return self
 

@@ -66,10 +66,15 @@ __all__ = [
 #: The Gated DeltaNet layers' recurrent state a request: 48 layers x 48 value heads x 128 x
 #: 128 (vLLM's (value heads, value dim, key dim) a layer) in float32, the dtype vLLM 0.30
 #: takes from the Qwen3.5 family's ``mamba_ssm_dtype`` (docs/accuracy-under-load.md): read
-#: once and written once per token by every target pass. The conv state beside it (10,240
-#: channels x 3, or 5 with k = 2, x 2 bytes a layer: 2.9-4.9 MB) is not priced.
+#: once and written once per token by every target pass.
 GDN_STATE_ELEMENTS = 48 * 48 * 128 * 128
 GDN_STATE_BYTES = GDN_STATE_ELEMENTS * 4
+#: The conv state beside it (pre-registered in docs/accuracy-under-load.md): a position of
+#: the 48 layers' windows, 2 x 16 key heads x 128 + 48 value heads x 128 = 10,240 channels
+#: in BF16 (vLLM's ``mamba_cache_dtype`` "auto"), over kernel 4 - 1 = 3 positions (k more
+#: when speculating): the update kernel reads the 3 and writes the whole window a pass.
+GDN_CONV_BYTES_PER_POSITION = 48 * (2 * 16 * 128 + 48 * 128) * 2
+GDN_CONV_POSITIONS = 4 - 1
 QWEN38_MODEL: dict[str, Any] = {
     "name": "Qwen3.8-27B",
     "layers": 64,
@@ -84,6 +89,8 @@ QWEN38_MODEL: dict[str, Any] = {
     "attention_flops_per_pair": 393216.0,
     "draft_kv_bytes_per_token": 4096.0,
     "state_bytes_per_request": float(GDN_STATE_BYTES),
+    "conv_state_bytes_per_position": float(GDN_CONV_BYTES_PER_POSITION),
+    "conv_state_positions": GDN_CONV_POSITIONS,
 }
 #: The MTP arm: ``num_speculative_tokens`` 2, a chain.
 NUM_STEPS = 2
@@ -273,7 +280,11 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             "pass (1 + 1 in plain decoding, 1 + 3 in the MTP verify, which keeps a state at "
             "each position for the rollback), at the B200's 8 TB/s for every request beyond "
             f"one (as many bytes as {state_mb * 1e6 / kv:,.0f} tokens of this model's KV); "
-            "NOT MODELLED: the conv state (2.9-4.9 MB) and a prefill chunk's state",
+            "its conv state beside it (10,240 channels x 3 positions, k more when "
+            f"speculating, in BF16: {GDN_CONV_BYTES_PER_POSITION * GDN_CONV_POSITIONS / 1e6:.2f}"
+            " MB in plain decoding), its 3 positions read and its window written by every "
+            "target pass (pre-registered, docs/accuracy-under-load.md); both held in vLLM's KV "
+            "pool, 1 + k slots a request; NOT MODELLED: a prefill chunk's state",
             "host work hidden in both arms (vLLM's asynchronous scheduling, the default since "
             "0.14); chunked prefill, 16,384-token budget (both servers' value)",
         ),
@@ -290,7 +301,7 @@ def case_qwen38_mtp_b200(subset: str = HUMANEVAL) -> Case:
             "before these rows were run with it, docs/accuracy-under-load.md; it more than halved "
             "both curves' largest misses): what a running request still costs beyond its "
             "weights' FLOPs, its attention layers' KV and its state, at peak bandwidth, is not "
-            "identified (the conv state and the kernels' achieved bandwidth are not priced). "
+            "identified (the kernels' achieved bandwidth is not priced). "
             "The speed-up's side is right at every load (MTP pays at every N, as measured); its "
             "size is over-predicted from 32 streams on.",
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sim.binding.bound import bind
@@ -14,7 +15,9 @@ from sim.hardware.memory import GIB, reserve_range_gib, sglang_mem_fraction_stat
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
+from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.setup import serving_setup
+from sim.simulation.serving.simulate import serving_streams
 from sim.uncertainty.perturb import serving_inputs
 
 #: Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json): 32 layers of 218.1M, a 525.3M head
@@ -142,3 +145,55 @@ def test_the_reserve_is_drawn_only_when_the_capacity_is_derived_by_default():
         assert "serving.kv_reserve_gib" not in {u.field for u in serving_inputs(bind(sc))}
     drawn = with_overrides(_scenario(), {"serving.kv_reserve_gib": 8.0}, source="test")
     assert kv_capacity(drawn, True).tokens < kv_capacity(_scenario(), True).tokens
+
+
+#: A recurrent state a request per rank large enough for the pool to bind (1 GB a slot).
+STATE_BYTES = 1e9
+
+
+def test_a_hybrid_targets_state_comes_out_of_vllms_pool_by_hand():
+    """vLLM keeps 1 + k state pages a request in the KV pool: at k = 3 a running request
+    holds ceil(4 x 1 GB / (131,072 + 4,096) bytes a token) = 29,593 tokens of the
+    speculating server's pool beside its context and lookahead, and ceil(1 GB / 131,072) =
+    7,630 of the plain server's; the capacities themselves do not move."""
+    sc = _scenario(server={"engine": "vllm"}, model={"state_bytes_per_request": STATE_BYTES})
+    cap = kv_capacity(sc, speculates=True)
+    base = kv_capacity(_scenario(server={"engine": "vllm"}), speculates=True)
+    assert (cap.tokens, cap.plain) == (base.tokens, base.plain)
+    assert cap.state.tokens(4, True) == 29_593 == -(-4 * STATE_BYTES // (131072 + 4096))
+    assert cap.state.tokens(1, False) == 7_630 == -(-STATE_BYTES // 131072)
+    assert "29,593 tokens of the pool at k = 3, 7,630 for plain decoding" in cap.note
+    assert cap.to_dict()["state"] == {
+        "recurrent_bytes": STATE_BYTES,
+        "conv_bytes_per_position": 0.0,
+        "conv_positions": 0,
+    }
+    assert "state" not in base.to_dict()
+    setup = serving_setup(bind(sc))
+    spec, plain = setup.draftings["speculative"], setup.draftings["baseline"]
+    assert spec.lookahead == 4 + 29_593 and plain.lookahead == 1 + 7_630
+
+
+def test_the_state_bounds_concurrency_in_the_pool():
+    """At 32 users of 128 + 256 tokens the speculating server's pool (a reserve of 40 GiB
+    leaves 16.25 GiB a GPU: 129,08x tokens) holds at most cap // (384 + 4 + 29,593) = 4
+    requests with the state, and every user's request without it; the decode batch never
+    exceeds that."""
+
+    def largest_batch(**model: float) -> tuple[int, int]:
+        sc = _scenario(
+            server={"engine": "vllm"},
+            model={"kernels_per_layer": 14, **model},
+            serving={"concurrency": 32, "kv_reserve_gib": 40.0},
+            workload={"requests": 64},
+        )
+        setup = serving_setup(bind(sc))
+        drafting = setup.draftings["speculative"]
+        rec = run_replication(setup.plan, drafting, serving_streams(np.random.SeedSequence(3)))
+        used = np.flatnonzero(rec.batch_time_ms)
+        return int(used.max()), drafting.kv_capacity // (384 + drafting.lookahead)
+
+    with_state, bound = largest_batch(state_bytes_per_request=STATE_BYTES)
+    assert with_state <= bound == 4
+    without, _ = largest_batch()
+    assert without > bound

@@ -93,6 +93,7 @@ FIELD_EDITS = [
     ("kernels-1e9", "[timing]", "[model]\nkernels_per_layer = 1000000000\n[timing]", "kernels"),
     ("state-negative", "[timing]", "[model]\nstate_bytes_per_request = -1.0\n[timing]", "state"),
     ("state-inf", "[timing]", "[model]\nstate_bytes_per_request = inf\n[timing]", "model.state"),
+    ("conv-alone", "[timing]", "[model]\nconv_state_bytes_per_position = 1e6\n[timing]", "conv"),
     ("gpus-1e6", "[timing]", "[hardware]\ngpus = 1000000\n[timing]", "hardware.gpus"),
     ("num-steps-1000", "num_steps = 3", "num_steps = 1000", "speculation.num_steps"),
     ("per-position-100", "alpha = 0.7", "per_position = [" + "0.5, " * 100 + "0.5]", "per_pos"),

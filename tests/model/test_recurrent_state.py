@@ -15,7 +15,7 @@ from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import LogitRows
-from sim.model.recurrent_state import RecurrentState, state_io_bytes
+from sim.model.recurrent_state import PooledState, RecurrentState, StateShape, state_io_bytes
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT
@@ -37,7 +37,7 @@ def test_a_verify_of_three_tokens_moves_one_read_and_three_writes():
 def test_128_requests_on_a_b200_by_hand():
     # 127 requests beyond one, k = 2: 127 x 603,979,776 bytes at 8,000 GB/s = 9.588 ms;
     # plain decoding: 127 x 301,989,888 bytes = 4.794 ms
-    state = RecurrentState(QWEN38_STATE, 8000.0)
+    state = RecurrentState(StateShape(QWEN38_STATE), 8000.0)
     assert state.growth_ms(128, 2) == pytest.approx(127 * 603_979_776 / 8e12 * 1e3, rel=1e-12)
     assert state.growth_ms(128, 2) == pytest.approx(9.5882, abs=1e-4)
     assert state.growth_ms(128, 0) == pytest.approx(4.7941, abs=1e-4)
@@ -48,7 +48,7 @@ def test_128_requests_on_a_b200_by_hand():
     [(0, 1), (1, 2), (3, 4), (TreeDraft(num_steps=4, topk=4, num_draft_tokens=16), 16)],
 )
 def test_requests_beyond_one_write_a_state_per_token_they_verify(draft, tokens):
-    state = RecurrentState(1e6, 1000.0)  # 1 MB at 1 TB/s: 1 us a read or a write
+    state = RecurrentState(StateShape(1e6), 1000.0)  # 1 MB at 1 TB/s: 1 us a read or a write
     assert state.growth_ms(1, draft) == 0.0
     assert state.growth_ms(9, draft) == pytest.approx(8 * (1 + tokens) * 1e-3, rel=1e-12)
     assert RecurrentState().growth_ms(9, draft) == 0.0
@@ -56,11 +56,17 @@ def test_requests_beyond_one_write_a_state_per_token_they_verify(draft, tokens):
 
 @pytest.mark.parametrize(
     "bad",
-    [{"bytes_per_request": -1.0}, {"bytes_per_request": math.inf}, {"bytes_per_request": 1e6}],
+    [
+        lambda: StateShape(-1.0),
+        lambda: StateShape(math.inf),
+        lambda: StateShape(1.0, math.nan, 3),
+        lambda: StateShape(1.0, 1e3, 0),
+        lambda: RecurrentState(StateShape(1e6)),
+    ],
 )
 def test_a_state_must_be_finite_non_negative_and_have_a_bandwidth(bad):
     with pytest.raises(ValueError):
-        RecurrentState(**bad)
+        bad()
     with pytest.raises(ValueError):
         state_io_bytes(-1.0, 1)
     with pytest.raises(ValueError):
@@ -70,7 +76,9 @@ def test_a_state_must_be_finite_non_negative_and_have_a_bandwidth(bad):
 @pytest.mark.parametrize("k", range(0, 4))
 def test_a_zero_state_leaves_every_iteration_the_same_bits(k):
     plain = IterationCost(PASSES, LINEAR, logits=LogitRows(0.25))
-    zero = IterationCost(PASSES, LINEAR, logits=LogitRows(0.25), state=RecurrentState(0.0, 8e3))
+    zero = IterationCost(
+        PASSES, LINEAR, logits=LogitRows(0.25), state=RecurrentState(StateShape(), 8e3)
+    )
     many = np.linspace(0.0, 5e4, 40)
     for batch in (1, 7, 64):
         assert zero.decode_ms(batch, k, many).tolist() == plain.decode_ms(batch, k, many).tolist()
@@ -81,7 +89,7 @@ def test_a_zero_state_leaves_every_iteration_the_same_bits(k):
 
 @pytest.mark.parametrize("k", [0, 2])
 def test_the_state_adds_to_the_verify_phase_only_and_not_at_batch_one(k):
-    state = RecurrentState(QWEN38_STATE, 8000.0)
+    state = RecurrentState(StateShape(QWEN38_STATE), 8000.0)
     priced = IterationCost(PASSES, LINEAR, state=state)
     assert priced.decode_ms_at(1, k, 0.0) == cycle_cost(PASSES, k).total_ms
     adds_to_the_verify_phase_only(priced, 16, k, state.growth_ms(16, k))
@@ -96,9 +104,10 @@ def test_a_scenario_without_a_state_builds_the_same_costs_and_with_one_prices_it
     state = recurrent_state(hybrid, bind(hybrid).hardware.current)
     gpu = bound.hardware.current.gpu
     assert gpu is not None
-    assert state == RecurrentState(float(QWEN38_STATE), gpu.memory_bandwidth_gbps)
+    assert state == RecurrentState(StateShape(float(QWEN38_STATE)), gpu.memory_bandwidth_gbps)
     assert serving_cost(bind(hybrid)).state == state
     assert "recurrent state: 151.0 MB a request" in recurrent_state_note(state)
+    assert "conv state not priced" in recurrent_state_note(state)
 
 
 def test_a_state_without_a_gpu_preset_names_the_field():
@@ -107,3 +116,49 @@ def test_a_state_without_a_gpu_preset_names_the_field():
     with pytest.raises(SpecsimError) as err:
         recurrent_state(hybrid, bare)
     assert err.value.field == "hardware.gpu"
+
+
+#: Qwen3.8-27B's conv window a position: 48 layers x (2 x 16 key heads x 128 + 48 value
+#: heads x 128 = 10,240 channels) x 2 bytes (bfloat16); kernel 4: 3 positions.
+QWEN38_CONV = 48 * 10_240 * 2
+QWEN38 = StateShape(QWEN38_STATE, QWEN38_CONV, 3)
+
+
+def test_the_conv_window_is_read_and_written_once_a_pass_by_hand():
+    """A verify of 3 tokens (k = 2): the recurrent state 1 read + 3 writes (603,979,776
+    bytes), the conv window's 3 positions read and its 3 + 2 written (8 x 983,040 =
+    7,864,320); plain decoding 2 x 150,994,944 + 6 x 983,040 = 307,888,128."""
+    assert QWEN38_CONV == 983_040
+    assert QWEN38.io_bytes(3) == 603_979_776 + 7_864_320 == 611_844_096
+    assert QWEN38.io_bytes(1) == 307_888_128
+    assert StateShape(QWEN38_STATE).io_bytes(3) == state_io_bytes(QWEN38_STATE, 3)
+    conv = RecurrentState(QWEN38, 8000.0)
+    assert conv.growth_ms(128, 2) == pytest.approx(127 * 611_844_096 / 8e9, rel=1e-12)
+    assert "its conv state, 2.95 MB (3 positions" in recurrent_state_note(conv)
+
+
+def test_a_slot_holds_both_states_and_the_window_grows_with_k():
+    """vLLM's page a layer holds the recurrent state and a window of kernel - 1 + k
+    positions: 1 + k of them a request. k = 2: 3 x (150,994,944 + 5 x 983,040) =
+    467,730,432 bytes (the "3 x (151 + 4.9) MB" of docs/accuracy-under-load.md)."""
+    assert QWEN38.slot_bytes(3) == 3 * (QWEN38_STATE + 5 * QWEN38_CONV) == 467_730_432
+    assert QWEN38.slot_bytes(1) == QWEN38_STATE + 3 * QWEN38_CONV == 153_944_064
+    with pytest.raises(ValueError):
+        QWEN38.slot_bytes(0)
+
+
+def test_the_pooled_state_takes_its_slots_bytes_in_pool_tokens_rounded_up():
+    """Qwen3.8-27B at k = 2: 3 slots x 150,994,944 bytes over a 69,632-byte pool token
+    (16 attention layers and the MTP layer) = 6,505.4 -> 6,506 tokens; plain decoding one
+    slot over the plain pool's 65,536 bytes = 2,304 exactly. With the conv state:
+    467,730,432 / 69,632 = 6,717.2 -> 6,718 and 153,944,064 / 65,536 = 2,349."""
+    pooled = PooledState(StateShape(QWEN38_STATE), 69_632.0, 65_536.0)
+    assert pooled.tokens(3, True) == 6_506
+    assert pooled.tokens(1, False) == 2_304 == QWEN38_STATE // 65_536
+    both = PooledState(QWEN38, 69_632.0, 65_536.0)
+    assert (both.tokens(3, True), both.tokens(1, False)) == (6_718, 2_349)
+    for bad in ((StateShape(), 1.0, 1.0), (QWEN38, 0.0, 1.0), (QWEN38, 1.0, -1.0)):
+        with pytest.raises(ValueError):
+            PooledState(*bad)
+    with pytest.raises(ValueError):
+        pooled.tokens(0, True)

@@ -38,6 +38,12 @@ def test_the_state_is_48_layers_of_48_value_heads_of_128_by_128_in_float32():
     assert _scenario(HUMANEVAL).model.state_bytes_per_request == 150_994_944
 
 
+def test_the_conv_state_is_10240_bf16_channels_over_3_positions_a_layer():
+    # pre-registered: 48 layers x (2 x 16 key heads x 128 + 48 value heads x 128) x 2 bytes
+    assert QWEN38_MODEL["conv_state_bytes_per_position"] == 48 * 10_240 * 2 == 983_040
+    assert QWEN38_MODEL["conv_state_positions"] == 4 - 1
+
+
 @pytest.mark.parametrize("subset", pub.SPECULATORS_QWEN38_SUBSETS)
 def test_the_workload_pools_the_calibration_loads_requests_only(subset):
     prompt, output = _calibration_lengths(subset)

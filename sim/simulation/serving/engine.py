@@ -123,9 +123,11 @@ class ServingPlan:
         return tree
 
     def lookahead(self, policy: SpeculationPolicy) -> int:
-        """KV slots a running request holds beyond its context under ``policy``: the most
-        any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``)."""
-        return _lookahead(policy, policy_drafts(policy, self.scheduler.max_running(policy)))
+        """KV tokens a running request holds beyond its context under ``policy``: the most
+        slots any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``) and its
+        recurrent state's (``SchedulerConfig.state_tokens``)."""
+        drafts = policy_drafts(policy, self.scheduler.max_running(policy))
+        return _lookahead(policy, drafts, self.scheduler)
 
     def drafting(
         self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None
@@ -140,7 +142,7 @@ class ServingPlan:
         drafts = tuple(dict.fromkeys(lookup[1:]))  # in first-use order (``policy_drafts``)
         trees = tuple((d, self.tree_acceptance(d)) for d in drafts if is_tree(d))
         cap = self.scheduler.kv_capacity(policy)
-        return Drafting(policy, lookup, trees, _lookahead(policy, drafts), cap)
+        return Drafting(policy, lookup, trees, _lookahead(policy, drafts, self.scheduler), cap)
 
     def check(self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None) -> Drafting:
         """``policy`` worked out on this plan (``drafting``); ValueError when it cannot run
@@ -157,14 +159,20 @@ class ServingPlan:
         if cap is not None and need > cap:
             raise ValueError(
                 f"the KV cache ({cap} tokens) is smaller than one request "
-                f"(up to {need} tokens with lookahead)"
+                f"(up to {need} tokens with lookahead"
+                + (" and recurrent state" if self.scheduler.pooled_state else "")
+                + ")"
             )
         return drafting
 
 
-def _lookahead(policy: SpeculationPolicy, drafts: tuple[Draft, ...]) -> int:
-    """The most KV slots beyond its context any of ``policy``'s ``drafts`` reserves."""
-    return max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
+def _lookahead(
+    policy: SpeculationPolicy, drafts: Sequence[Draft], scheduler: SchedulerConfig
+) -> int:
+    """KV tokens beyond its context a running request holds under ``policy``: the most
+    slots any of its ``drafts`` reserves, and its recurrent state's in the pool."""
+    slots = max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
+    return slots + scheduler.state_tokens(policy, drafts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +180,9 @@ class Drafting:
     """A policy as a plan runs it, worked out once (``ServingPlan.drafting``):
     ``by_batch`` the draft at every decode batch size 0..max_running_requests (index =
     batch size, entry 0 unused: ``k_lookup``); ``trees`` each tree it drafts (first-use
-    order) with the requests' acceptance over it; ``lookahead`` the KV slots a running
-    request holds beyond its context; ``kv_capacity`` the KV cache it runs with (None:
+    order) with the requests' acceptance over it; ``lookahead`` the KV tokens a running
+    request holds beyond its context (its lookahead slots and a hybrid target's recurrent
+    state); ``kv_capacity`` the KV cache it runs with (None:
     unlimited)."""
 
     policy: SpeculationPolicy

@@ -172,10 +172,10 @@ class ServingRecord:
     ``itl_stats``, all of them streamed (weighted; none when the run kept no gaps:
     ``Recorder``'s ``delivery_gaps``); ``batch_time_ms`` (max_running + 1,),
     time spent in decode iterations of each decode batch size; ``prefill_time_ms``;
-    ``kv_token_ms``, the integral of KV tokens held (contexts and lookahead slots) over
-    time; ``kv_peak_tokens``; ``tokens_delivered``, output tokens delivered to users (the
-    overshoot of a request's last cycle excluded); ``window`` (``WindowTally``), the
-    in-system time and arrivals behind Little's law and the backlog.
+    ``kv_token_ms``, the integral of KV tokens held (contexts, lookahead slots and a hybrid
+    target's state) over time; ``kv_peak_tokens``; ``tokens_delivered``, output tokens
+    delivered to users (the overshoot of a request's last cycle excluded); ``window``
+    (``WindowTally``), the in-system time and arrivals behind Little's law and the backlog.
 
     Whole run: ``decode_iterations``, ``prefill_iterations``, ``request_cycles`` (decode
     cycles summed over requests), ``cycle_tokens`` (tokens those cycles emitted), and

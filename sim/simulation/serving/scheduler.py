@@ -8,6 +8,7 @@ from typing import Literal
 
 from sim.model.drafts import Draft, verify_tokens
 from sim.model.policy import SpeculationPolicy, k_lookup
+from sim.model.recurrent_state import PooledState
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "SchedulerConfig", "admission_cap"]
 
@@ -42,6 +43,9 @@ class SchedulerConfig:
     ``max_running_requests_speculative``: the admission cap of a policy that drafts, when
     the speculating server's differs (SGLang resets its cap to 48 with any speculative
     algorithm, server_args.py; None: ``max_running_requests``);
+    ``pooled_state``: a hybrid target's recurrent state as the KV pool holds it (None: no
+    state, or not in the pool): each running request also holds its state's slots
+    (``state_tokens``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
     cost time, and the prefill emits its first token; a request without one decodes from
     admission) or ``skip`` (every request decodes from admission, no prefill pass and no
@@ -56,6 +60,7 @@ class SchedulerConfig:
     prefill: Literal["model", "skip"] = "model"
     plain_kv_capacity_tokens: int | None = None
     max_running_requests_speculative: int | None = None
+    pooled_state: PooledState | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_running_requests", "max_running_requests_speculative"):
@@ -81,6 +86,18 @@ class SchedulerConfig:
         if policy.max_k == 0 and self.plain_kv_capacity_tokens is not None:
             return self.plain_kv_capacity_tokens
         return self.kv_capacity_tokens
+
+    def state_tokens(self, policy: SpeculationPolicy, drafts: Sequence[Draft]) -> int:
+        """KV tokens a running request's recurrent state takes under ``policy`` (drafting
+        ``drafts``): its slots, one per token the widest of its passes verifies (1 in plain
+        decoding, k + 1 for a chain of k: vLLM's 1 + ``num_speculative_tokens``), in the
+        pool of its server (``PooledState.tokens``); 0 without a pooled state or a KV
+        capacity."""
+        state = self.pooled_state
+        if state is None or self.kv_capacity(policy) is None:
+            return 0
+        slots = max(policy.max_k + 1, *(verify_tokens(d) for d in drafts))
+        return state.tokens(slots, policy.max_k > 0)
 
     def max_running(self, policy: SpeculationPolicy) -> int:
         """The admission cap ``policy`` runs with (``admission_cap``)."""

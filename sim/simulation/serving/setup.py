@@ -367,6 +367,7 @@ def serving_setup(
         prefill=serving.prefill,
         plain_kv_capacity_tokens=served.kv.plain,
         max_running_requests_speculative=serving.max_running_requests_speculative,
+        pooled_state=served.kv.state,
     )
     plan = ServingPlan(
         workload,

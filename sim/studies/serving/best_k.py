@@ -384,6 +384,17 @@ def _select(
 ) -> list[LoadChoice]:
     loads = [Load("concurrency", c) for c in users]
     evaluator.ensure([(load, FixedK(k)) for load in loads for k in ks])
+    if draws is not None:
+        # every load's first draw batch at once (what ``input_ties`` asks first at each:
+        # the selection's points at one load change only where its draws read them), so
+        # each draw's points run as one unit (``DrawnPoints.ensure``)
+        first = []
+        for load in loads:
+            points = {k: evaluator(load, FixedK(k)) for k in ks}
+            choice = _choice(load, points, objective)
+            term = load_term(draws.evaluator.builder, points)
+            first += [(load, FixedK(k)) for k in _drawn_ks(choice, term)]
+        draws.ensure(first)
     out = []
     for load in loads:
         while True:  # again when the draws ran a point's other replications
@@ -414,6 +425,19 @@ def _choice(load: Load, points: dict[int, PolicyPoint], objective: str) -> LoadC
     return LoadChoice(int(load.value), levels, best, tied)
 
 
+def _drawn_ks(choice: LoadChoice, term: ModelErrorTerm | None) -> list[int]:
+    """The k whose draws ``input_ties`` reads at a load: the best, then its contenders
+    (the runner-up and every k within ``CONTENDER_SHARE`` of the best, widened by the
+    model-error band of ``term``), in increasing k."""
+    best, levels = choice.best, choice.levels
+    ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
+    top = abs(levels[best].mean)
+    band = 0.0 if term is None else Z90 * term.gain_sigma
+    share = 1.0 - (1.0 - CONTENDER_SHARE) * math.exp(-band)
+    close = [k for k in ranked if levels[best].mean - levels[k].mean <= share * top]
+    return [best, *sorted(set(ranked[:1]) | set(close))]
+
+
 def input_ties(
     draws: DrawnPoints,
     load: Load,
@@ -431,12 +455,8 @@ def input_ties(
     batch (sim/uncertainty/model_error.py, the gains' term: two policies on one
     server), and a k within that band of the best is a contender too."""
     best, levels = choice.best, choice.levels
-    ranked = sorted((k for k in levels if k != best), key=lambda k: -levels[k].mean)
     top = abs(levels[best].mean)
-    band = 0.0 if term is None else Z90 * term.gain_sigma
-    share = 1.0 - (1.0 - CONTENDER_SHARE) * math.exp(-band)
-    close = [k for k in ranked if levels[best].mean - levels[k].mean <= share * top]
-    contenders = sorted(set(ranked[:1]) | set(close))
+    contenders = _drawn_ks(choice, term)[1:]
     draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
     higher = METRICS[objective].higher_is_better
 

@@ -50,6 +50,7 @@ from sim.studies.serving.evaluator import (
     replications_of,
     run_in_blocks,
     run_point,
+    run_points,
 )
 from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain, paired_values
 from sim.studies.serving.sequential import SETTLED_SE, merge, precise
@@ -270,6 +271,27 @@ Key = tuple[Load, Any]
 Joined = Callable[[list[float] | None], list[float] | None]
 
 
+def _by_draw(
+    ev: PointEvaluator, todo: Sequence[tuple[int, Key]], tasks: Sequence[PointTask]
+) -> list[PolicyPoint]:
+    """``tasks`` (``todo[j]``: the draw and key of ``tasks[j]``) run through the
+    evaluator's executor as one unit a draw (``run_points``: its pass terms computed in
+    one worker), longest first; each task's point in the order of ``tasks``."""
+    units: dict[int, list[int]] = {}
+    for j, (i, _) in enumerate(todo):
+        units.setdefault(i, []).append(j)
+    order = list(units.values())
+    sent = [[tasks[j] for j in unit] for unit in order]
+    points: list[PolicyPoint | None] = [None] * len(tasks)
+    for u, got in longest_first(
+        ev.executor, run_points, sent, lambda unit: sum(t.replications for t in unit)
+    ):
+        for j, point in zip(order[u], got, strict=True):
+            points[j] = point
+    assert all(p is not None for p in points)
+    return [p for p in points if p is not None]
+
+
 @dataclass
 class DrawnPoints:
     """The study's (load, policy) points in every draw: ``points[i][key]`` a
@@ -376,6 +398,8 @@ class DrawnPoints:
         width = ev.executor.width()
         if len(tasks) < width:
             points = run_in_blocks(ev.executor, tasks, width)
+        elif width > 1 and len({i for i, _ in todo}) >= width:
+            points = _by_draw(ev, todo, tasks)
         else:
             done = dict(longest_first(ev.executor, run_point, tasks, replications_of))
             points = [done[j] for j in range(len(tasks))]

@@ -52,6 +52,7 @@ __all__ = [
     "replications_of",
     "run_in_blocks",
     "run_point",
+    "run_points",
     "same_point",
 ]
 
@@ -224,6 +225,16 @@ def run_point(
     except ValueError as exc:  # a policy the plan cannot run (KV, token budget)
         raise SpecsimError(f"{task.policy.describe()} at {task.load.label()}: {exc}") from None
     return policy_point(run.records["policy"], task.slo, task.keep_samples)
+
+
+def run_points(tasks: Sequence[PointTask]) -> list[PolicyPoint]:
+    """``run_point`` of each task in turn, in this process: one unit of a pool's work.
+    A drawn scenario binds physics of its own (kernels per layer, expert skew), whose
+    pass terms every prompt length computes again in each process that meets it
+    (sim/hardware/batched.py ``PassTerms``): its points sent as one unit compute them in
+    one worker instead of in every one (``DrawnPoints.ensure``). The points are those
+    each task gives alone (every replication carries its own seed)."""
+    return [run_point(task) for task in tasks]
 
 
 def same_point(load: Load, policy: SpeculationPolicy) -> SpeculationPolicy:

@@ -276,6 +276,14 @@ class _Recording:
         return self.inner.map_unordered(fn, items)
 
 
+def _recorded(builder, workers: int) -> tuple[_Recording, PointEvaluator, DrawnPoints]:
+    """A recording executor of ``workers``, an evaluator of 3 replications through it and
+    sequential draws of ``builder``'s."""
+    executor = _Recording(workers)
+    ev = PointEvaluator(builder, replications=3, seed=5, executor=executor)  # type: ignore[arg-type]
+    return executor, ev, DrawnPoints(ev, builder.draws, sequential=True)
+
+
 def test_a_subset_of_draws_runs_every_replication_in_one_batch_as_two_would() -> None:
     """A comparison read on some draws only (a crossing's walk outwards) runs both
     replications there at once (without a model-error band wide enough for one, the next
@@ -287,9 +295,7 @@ def test_a_subset_of_draws_runs_every_replication_in_one_batch_as_two_would() ->
     keys = [(load, FixedK(2)), (load, BASELINE)]
     got = {}
     for workers in (1, 2):
-        executor = _Recording(workers)
-        ev = PointEvaluator(builder, replications=3, seed=5, executor=executor)  # type: ignore[arg-type]
-        draws = DrawnPoints(ev, builder.draws, sequential=True)
+        executor, ev, draws = _recorded(builder, workers)
         ev.ensure(keys)
         draws.ensure(keys[1:], [1], upto=2)  # plain decoding's point in draw 1 has run
         executor.batches.clear()
@@ -374,3 +380,28 @@ def test_points_stopped_on_their_band_do_not_depend_on_the_worker_count() -> Non
         assert stopped  # the band stopped a pair the settled rule alone would have grown
     assert docs[0] == docs[1]
     assert any("model-error band at the load stops too" in a for a in docs[0]["assumptions"])
+
+
+def test_a_batch_of_draws_sends_each_draws_points_as_one_unit_with_the_same_values() -> None:
+    """On two workers a batch over several draws goes to the pool as one unit a draw (its
+    pass terms computed in one worker: ``run_points``), longest first; every point is the
+    one a worker running the tasks one by one gives, bit for bit."""
+    builder = _short(requests=24, band=False)
+    keys = [(Load("concurrency", 2), policy) for policy in (FixedK(2), BASELINE)]
+
+    def run(workers: int):
+        executor, _, draws = _recorded(builder, workers)
+        draws.ensure(keys, [0, 1, 2])
+        return executor.batches, draws.points
+
+    (one,), alone = run(1)
+    (units,), together = run(2)
+    assert len(one) == 6 and all(not isinstance(t, list) for t in one)  # a task a point
+    assert len(units) == 3 and sorted(len(unit) for unit in units) == [2, 2, 2]
+    assert all(len({t.builder.drawn for t in unit}) == 1 for unit in units)
+    for i in range(3):
+        for key in keys:
+            a, b = alone[i][key], together[i][key]
+            assert a.replications == b.replications == 1
+            for metric, values in a.values.items():
+                assert np.array_equal(b.values[metric], values, equal_nan=True)

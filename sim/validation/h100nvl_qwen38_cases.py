@@ -271,10 +271,10 @@ def _figure(route: str, users: int) -> str:
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
     lo, hi = _seed_range(route, users)
     return Row(
-        "output tok/s of the 64-task job"
+        "aggregate output tok/s of the 64-task job"
         + (" (no speculation)" if side == "plain" else " (speculation)"),
         _figure(route, users),
-        f"closed loop of {users} over 64 tasks (seeds {lo:.0f}-{hi:.0f})",
+        f"closed loop of {users} over 64 tasks (three seeds: {lo:.0f}-{hi:.0f} tok/s)",
         measured(route, users),
         predicted,
         sd,

@@ -60,9 +60,11 @@ __all__ = [
     "JOB_REPLICATIONS",
     "MTP7",
     "MTP7_ARM",
+    "JobPoint",
     "calibrated",
     "h100nvl_qwen38_cases",
     "job_lengths",
+    "job_point",
     "measured",
 ]
 
@@ -170,8 +172,8 @@ def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
 @dataclass(frozen=True, slots=True)
 class JobPoint:
     """One simulated job at C in flight: both routes' output tok/s over the job and the
-    paired gain, with their Monte Carlo standard errors; both routes' pooled P50 TPOT (ms),
-    beside the measured one (not scored)."""
+    paired gain, with their Monte Carlo standard errors; both routes' pooled TPOT (ms, the
+    P50 or the mean), beside the measured one (not scored)."""
 
     baseline_tok_s: float
     baseline_sd: float
@@ -186,19 +188,18 @@ def _sd(r: Any) -> float:
     return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
 
 
-@functools.cache
-def simulate_job(route: str, users: int) -> JobPoint:
-    """The job as run: ``users`` workers over the 64 requests, output tokens over the
-    whole job's time (prefill and tail included), ``JOB_REPLICATIONS`` replications."""
-    scenario = calibrated(route)[0]
+def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") -> JobPoint:
+    """A finite job of ``requests`` sent by ``users`` workers on ``scenario``'s server:
+    output tokens over the whole job's time (prefill, ramp and tail included),
+    ``JOB_REPLICATIONS`` replications; ``tpot``: the TPOT statistic reported (``p50`` or
+    ``mean``)."""
     sc = with_load(scenario, concurrency=users, source="validation")
     setup = serving_setup(bind(sc), source="validation")
-    n = pub.DAVIDSHARE_QWEN38_REQUESTS
     job = Workload(
-        ClosedLoop(users, 0.0, n, 1),
+        ClosedLoop(users, 0.0, requests, 1),
         setup.plan.workload.output_tokens,
         setup.plan.workload.input_tokens,
-        requests=n,
+        requests=requests,
     )
     plan = replace(setup.plan, workload=job)
     run = simulate_serving(
@@ -213,9 +214,15 @@ def simulate_job(route: str, users: int) -> JobPoint:
         spec.aggregate_tok_s.mean,
         gain.mean,
         _sd(gain),
-        base.metrics["tpot_ms"].p50,
-        spec.metrics["tpot_ms"].p50,
+        getattr(base.metrics["tpot_ms"], tpot),
+        getattr(spec.metrics["tpot_ms"], tpot),
     )
+
+
+@functools.cache
+def simulate_job(route: str, users: int) -> JobPoint:
+    """The job as run: ``users`` workers over the 64 requests."""
+    return job_point(calibrated(route)[0], users, pub.DAVIDSHARE_QWEN38_REQUESTS)
 
 
 def _tpot_note(route: str) -> str:

@@ -194,10 +194,12 @@ def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
 def _cycle_ms(scenario: Scenario) -> float:
     """The batch-1 speculative cycle (ms) of ``scenario`` at its reference context."""
     context = scenario.timing.context_tokens or 0.0
+    kv, flops = scenario.model.kv_bytes_per_token, scenario.model.attention_flops_per_pair
+    assert kv is not None and flops is not None  # the cases' model dicts state both
     cost = serving_cost(
         bind(scenario),
-        kv_bytes_per_token=QWEN38_MODEL["kv_bytes_per_token"],
-        attention_flops_per_pair=QWEN38_MODEL["attention_flops_per_pair"],
+        kv_bytes_per_token=kv,
+        attention_flops_per_pair=flops,
         reference_context_tokens=context,
     )
     return float(cost.decode_ms(1, scenario.num_steps, np.array([context]))[0])

@@ -36,6 +36,22 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
             "(1,979 with sparsity)",
         ),
         GpuPreset(
+            "H100-NVL",
+            3900.0,
+            835.5,
+            94.0,
+            "NVIDIA H100 datasheet, H100 NVL column: HBM3 94 GB, 3.9 TB/s, BF16 1,671 TFLOPS "
+            "with sparsity (835.5 dense); the PCIe card of an NVLink-bridged pair, per GPU",
+        ),
+        GpuPreset(
+            "H100-PCIe",
+            2000.0,
+            756.0,
+            80.0,
+            "NVIDIA H100 datasheet, H100 PCIe column: HBM2e 80 GB, 2.0 TB/s, BF16 1,513 "
+            "TFLOPS with sparsity (756 dense)",
+        ),
+        GpuPreset(
             "H200",
             4800.0,
             989.0,

@@ -45,6 +45,7 @@ __all__ = [
     "calibrated",
     "case_qwen38_mtp_b200",
     "hybrid_mtp_serving_cases",
+    "qwen38_vllm_scenario",
     "speculative_row",
 ]
 
@@ -126,35 +127,49 @@ def _calibration_lengths(subset: str, arm: str = MTP) -> tuple[float, float]:
     return float(w @ prompt / w.sum()), float(w @ output / w.sum())
 
 
-def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
-    """``subset``'s derived scenario (no per-cycle overhead, alpha to be fitted): the plain
-    decode step at N = 1 measured, the other passes from the hardware model."""
-    prompt, output = _calibration_lengths(subset, arm.name)
+def qwen38_vllm_scenario(
+    arm: Arm,
+    *,
+    hardware: Mapping[str, Any],
+    decode_ms: float,
+    prompt: float,
+    output: float,
+    sigmas: tuple[float, float],
+    source: str,
+    output_max_tokens: int | None = None,
+) -> Scenario:
+    """A derived Qwen3.8-27B scenario on a vLLM server (no per-cycle overhead, alpha to be
+    fitted): ``arm``'s drafter and speculation, the measured batch-1 decode step
+    ``decode_ms``, the other passes from the hardware model at the context of a mean
+    request (``prompt`` + ``output`` / 2 tokens); lognormal prompts and answers of those
+    means and log-sds ``sigmas`` (prompt, answer), answers capped at ``output_max_tokens``;
+    vLLM's chunked prefill at a 16,384-token budget, host work hidden in both arms."""
+    workload: dict[str, Any] = {
+        "lengths": "lognormal",
+        "input_tokens": round(prompt),
+        "input_sigma": sigmas[0],
+        "output_tokens": round(output),
+        "output_sigma": sigmas[1],
+    }
+    if output_max_tokens is not None:
+        workload["output_max_tokens"] = output_max_tokens
     return scenario_from_dict(
         {
             "name": arm.scenario_name,
             "model": {**QWEN38_MODEL, **arm.model},
             # the engine's memory rule sizes the KV cache (sim/binding/kv_capacity.py)
             "server": {"engine": "vllm"},
-            "hardware": {"gpus": 1, "interconnect": "nvlink5", "gpu": "B200"},
+            "hardware": dict(hardware),
             "timing": {
-                "decode_ms": pub.SPECULATORS_QWEN38_ITL_MS[subset][PLAIN][1],
+                "decode_ms": decode_ms,
                 "verify_cuda_graph": True,
                 "context_tokens": prompt + output / 2,
             },
             "speculation": dict(arm.speculation),
-            "acceptance": {"alpha": 0.5},  # replaced by the fit below
-            # the subset's prompts through the chat template and the model's own answers:
-            # the means at N = 1; the spread ASSUMED (lognormal, log-sd 0.5)
-            "workload": {
-                "lengths": "lognormal",
-                "input_tokens": round(prompt),
-                "input_sigma": 0.5,
-                "output_tokens": round(output),
-                "output_sigma": 0.5,
-            },
-            # vLLM 0.30: chunked prefill with the servers' 16,384-token budget, asynchronous
-            # scheduling (host work hidden in both arms, on by default since 0.14)
+            "acceptance": {"alpha": 0.5},  # replaced by the fit
+            "workload": workload,
+            # chunked prefill with the servers' 16,384-token budget, asynchronous scheduling
+            # (host work hidden in both arms, on by default since vLLM 0.14)
             "serving": {
                 "batching": "chunked",
                 "token_budget": 16384,
@@ -162,6 +177,23 @@ def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
                 **graph_capture(VLLM_2026),
             },
         },
+        source=source,
+    )
+
+
+def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
+    """``subset``'s derived scenario (no per-cycle overhead, alpha to be fitted): the plain
+    decode step at N = 1 measured, the other passes from the hardware model."""
+    prompt, output = _calibration_lengths(subset, arm.name)
+    return qwen38_vllm_scenario(
+        arm,
+        hardware={"gpus": 1, "interconnect": "nvlink5", "gpu": "B200"},
+        decode_ms=pub.SPECULATORS_QWEN38_ITL_MS[subset][PLAIN][1],
+        prompt=prompt,
+        output=output,
+        # the subset's prompts through the chat template and the model's own answers: the
+        # means at N = 1; the spread ASSUMED (lognormal, log-sd 0.5)
+        sigmas=(0.5, 0.5),
         source="sim.validation.hybrid_mtp_serving_cases",
     )
 
@@ -169,10 +201,12 @@ def _scenario(subset: str, arm: Arm = MTP_ARM) -> Scenario:
 def _cycle_ms(scenario: Scenario) -> float:
     """The batch-1 speculative cycle (ms) of ``scenario`` at its reference context."""
     context = scenario.timing.context_tokens or 0.0
+    kv, flops = scenario.model.kv_bytes_per_token, scenario.model.attention_flops_per_pair
+    assert kv is not None and flops is not None  # the cases' model dicts state both
     cost = serving_cost(
         bind(scenario),
-        kv_bytes_per_token=QWEN38_MODEL["kv_bytes_per_token"],
-        attention_flops_per_pair=QWEN38_MODEL["attention_flops_per_pair"],
+        kv_bytes_per_token=kv,
+        attention_flops_per_pair=flops,
         reference_context_tokens=context,
     )
     return float(cost.decode_ms(1, scenario.num_steps, np.array([context]))[0])

@@ -102,3 +102,45 @@ SPECULATORS_QWEN38_AL = _qwen38("accept_length")
 SPECULATORS_QWEN38_PROMPT_TOKENS = _qwen38("mean_prompt_tokens")
 SPECULATORS_QWEN38_OUTPUT_TOKENS = _qwen38("mean_output_tokens")
 SPECULATORS_QWEN38_COMPLETED = _qwen38("completed_requests")
+
+# david-xinyuwei/david-share (run qwen38-quality-20260906): Qwen3.8-27B on one H100 NVL, vLLM
+# 0.28.0, plain, MTP (7 tokens) and DFlash 2 (7 tokens), a closed loop of C = 1, 4, 8
+# in-flight requests over one job of 64 tasks, three seeds a point: each seed's output tok/s,
+# group wall time and acceptance rate by C; the median P50 TPOT by C.
+_DAVID = _DATA["davidshare_qwen38_h100nvl"]
+DAVIDSHARE_QWEN38_URL: str = _DAVID["source"]
+DAVIDSHARE_QWEN38_SEEDS: tuple[str, ...] = tuple(_DAVID["output_tok_s"])
+DAVIDSHARE_QWEN38_REQUESTS: int = _DAVID["requests_per_group"]
+DAVIDSHARE_QWEN38_PROMPT_TOKENS: int = _DAVID["prompt_tokens_per_group"]
+DAVIDSHARE_QWEN38_MAX_TOKENS: int = _DAVID["max_completion_tokens"]
+#: The one group whose per-request completion spread was read (plain, C = 1, first seed).
+DAVIDSHARE_QWEN38_SPREAD_READ: tuple[float, float] = (
+    _DAVID["completion_tokens_mean_read"],
+    _DAVID["completion_tokens_sd_read"],
+)
+DAVIDSHARE_QWEN38_P50_READ: float = _DAVID["completion_tokens_p50_read"]
+
+
+def _by_seed(field: str) -> Mapping[str, Mapping[str, Mapping[int, float]]]:
+    """``field`` by seed, route and C."""
+    return {seed: curves(_DAVID[field][seed]) for seed in DAVIDSHARE_QWEN38_SEEDS}
+
+
+DAVIDSHARE_QWEN38_TOK_S = _by_seed("output_tok_s")
+DAVIDSHARE_QWEN38_WALL_S = _by_seed("group_wall_s")
+DAVIDSHARE_QWEN38_ACCEPTANCE = _by_seed("acceptance_rate")
+DAVIDSHARE_QWEN38_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_DAVID["tpot_ms"])
+
+# IneshReddy249/speculative-decoding-moe-benchmark (raw sglang.bench_serving outputs at
+# f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain and MTP (1 step, SpecV2),
+# a job of 64 ShareGPT prompts of 256 output tokens at max concurrency 1-32: output tok/s,
+# mean TPOT and accept length by C.
+_GLM = _DATA["glm47flash_mtp_h100pcie"]
+GLM47FLASH_URL: str = _GLM["source"]
+GLM47FLASH_REQUESTS: int = _GLM["requests"]
+GLM47FLASH_INPUT_TOKENS_TOTAL: int = _GLM["input_tokens_total"]
+GLM47FLASH_OUTPUT_TOKENS: int = _GLM["output_tokens_per_request"]
+GLM47FLASH_SPEC_MAX_RUNNING: int = _GLM["max_running_requests_speculative"]
+GLM47FLASH_TOK_S: Mapping[str, Mapping[int, float]] = curves(_GLM["output_tok_s"])
+GLM47FLASH_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["tpot_ms"])
+GLM47FLASH_AL: Mapping[str, Mapping[int, float]] = curves(_GLM["accept_length"])

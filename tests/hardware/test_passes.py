@@ -39,6 +39,8 @@ def test_launch_bound_compares_launch_with_all_gpu_work():
         ("RTX-3090", 936.0, 71.0, 24.0),  # GA102 whitepaper
         ("B200", 8000.0, 2250.0, 180.0),  # DGX B200 datasheet
         ("GB200", 8000.0, 2500.0, 186.0),  # GB200 NVL72 per GPU
+        ("H100-NVL", 3900.0, 835.5, 94.0),  # H100 datasheet, NVL column: 1,671 sparse / 2
+        ("H100-PCIe", 2000.0, 756.0, 80.0),  # H100 datasheet, PCIe column: 1,513 sparse / 2
         ("H20", 4000.0, 148.0, 96.0),  # huggingface.co/hardware/h20
         ("MI300X", 5300.0, 1307.4, 192.0),  # ROCm mi300.md
         ("RTX-PRO-6000", 1792.0, 500.0, 96.0),  # 4,000 FP4 sparse TOPS / 2 / 4

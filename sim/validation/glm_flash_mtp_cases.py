@@ -1,0 +1,265 @@
+"""Serving validation: GLM-4.7-Flash (MoE, MLA) with its MTP layer on one H100 PCIe (SGLang),
+output tok/s of a 64-request job against max concurrency, with and without speculation.
+
+The curve (IneshReddy249/speculative-decoding-moe-benchmark, the raw ``sglang.bench_serving``
+outputs at f598e234; sim/validation/data/serving_curves.toml ``glm47flash_mtp_h100pcie``):
+64 ShareGPT prompts (28,006 input tokens), every request 256 output tokens, at max
+concurrency C = 1, 4, 8, 16, 32; throughput is the job's output tokens over its duration.
+The plain arm ran on SGLang 0.5.10.post1, the MTP arm (1 step, topk 1, SpecV2 overlap) on a
+fork of the same period (nicetiger/sglang 0675f95): two builds, stated. By the rule
+pre-registered in docs/accuracy-under-load.md before any scored run:
+
+* calibrated on C = 1 only: the plain decode step is the plain arm's mean TPOT there; the
+  MTP arm's one conditional rate is its accept length there (1 + alpha, a chain of 1), the
+  per-cycle overhead the one that makes the derived batch-1 cycle its mean TPOT there times
+  that accept length;
+* the model from GLM-4.7-Flash's configuration (``GLM47_FLASH_MODEL``), the drafter its
+  NextN layer, SGLang (prefills first, host work hidden in both arms, each arm's captured
+  batch sizes and the speculating server's cap of 48 from its ``server_info``) on a new
+  H100-PCIe preset;
+* the job: ``ClosedLoop(C, 0, 64, 1)``, prompts of 28,006 / 64 tokens (ASSUMED equal),
+  answers of 256;
+* scored: both arms' output tok/s at C = 4, 8, 16, 32.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sim.model.closed_forms import alpha_for_accept_length
+from sim.scenario.overrides import with_overrides
+from sim.scenario.schema import Scenario
+from sim.scenario.validate import scenario_from_dict
+from sim.validation import serving_data as pub
+from sim.validation.cases import Case, Row, error_summary
+from sim.validation.h100nvl_qwen38_cases import JOB_REPLICATIONS, JobPoint, job_point
+from sim.validation.hybrid_mtp_serving_cases import _cycle_ms
+from sim.validation.serving_cases import SERVING_SEED
+
+__all__ = [
+    "GLM47_FLASH_MODEL",
+    "MTP",
+    "PLAIN",
+    "SCORED",
+    "calibrated",
+    "glm_flash_mtp_cases",
+    "prompt_tokens",
+]
+
+PLAIN, MTP = "no speculation", "MTP"
+#: GLM-4.7-Flash (glm4_moe_lite config: 47 layers, the first dense of intermediate 10,240,
+#: hidden 2,048, 64 routed experts of intermediate 1,536 and one shared, 4 a token, MLA with
+#: q_lora_rank 768, kv_lora_rank 512, 20 heads of 192 + 64 rope dims, value 256, vocab
+#: 154,880; BF16). MLA a layer: q_a 2,048 x 768, q_b 768 x 20 x 256, kv_a 2,048 x 576, kv_b
+#: 512 x 20 x (192 + 256), o 20 x 256 x 2,048 = 21.76M; a MoE layer adds the shared expert
+#: (3 x 2,048 x 1,536) and the router (2,048 x 64); a routed expert 3 x 2,048 x 1,536; the
+#: dense layer MLA + 3 x 2,048 x 10,240; the LM head 154,880 x 2,048 (46 x (31.33M + 64 x
+#: 9.44M) + 84.67M + 2 x 317.2M = 29.9B, the published "30B total"). KV: MLA's latent 512 +
+#: 64 rope dims in BF16 a layer, 576 x 2 x 47 bytes a token; attention FLOPs a (query, key)
+#: pair: 20 heads x (576 + 512) x 2 x 47. The NextN drafter (one MoE decoder layer, eh_proj
+#: 2 x 2,048 -> 2,048, the target's LM head) reads at one token its MLA, shared expert and
+#: router, 4 routed experts, eh_proj and the LM head.
+_MLA = 2048 * 768 + 768 * 20 * 256 + 2048 * 576 + 512 * 20 * (192 + 256) + 20 * 256 * 2048
+_EXPERT = 3 * 2048 * 1536
+_MOE_LAYER = _MLA + _EXPERT + 2048 * 64
+_LM_HEAD = 154_880 * 2048
+GLM47_FLASH_MODEL: dict[str, Any] = {
+    "name": "GLM-4.7-Flash",
+    "layers": 47,
+    "hidden_size": 2048,
+    "experts": 64,
+    "experts_per_token": 4,
+    # ASSUMED as DeepSeek-V3's (the same MLA + MoE layer); decode and verify are graphed
+    "kernels_per_layer": 28,
+    "dense_layers": 1,
+    "layer_params": float(_MOE_LAYER),
+    "dense_layer_params": float(_MLA + 3 * 2048 * 10240),
+    "expert_params": float(_EXPERT),
+    "lm_head_params": float(_LM_HEAD),
+    "weight_bytes_per_param": 2.0,
+    "draft_params": float(_MOE_LAYER + 4 * _EXPERT + 2 * 2048 * 2048 + _LM_HEAD),
+    "kv_bytes_per_token": float(576 * 2 * 47),
+    "attention_flops_per_pair": float(20 * (576 + 512) * 2 * 47),
+    "draft_kv_bytes_per_token": float(576 * 2),
+}
+#: Each arm's captured batch sizes (``cuda_graph_bs`` in its ``server_info``).
+PLAIN_GRAPH_BATCHES = [1, 2, 4, 8, 12, 16, 24, *range(32, 257, 8)]
+MTP_GRAPH_BATCHES = [*range(1, 9), *range(10, 33, 2), *range(40, 64, 4), *range(64, 257, 8)]
+#: The loads scored (C = 1 calibrates).
+SCORED = (4, 8, 16, 32)
+
+
+def prompt_tokens() -> float:
+    """The mean prompt: 28,006 input tokens over the 64 requests (the chat template in)."""
+    return pub.GLM47FLASH_INPUT_TOKENS_TOTAL / pub.GLM47FLASH_REQUESTS
+
+
+def _context() -> float:
+    """The mean context while decoding: the mean prompt and half the answer."""
+    return prompt_tokens() + pub.GLM47FLASH_OUTPUT_TOKENS / 2
+
+
+def _scenario() -> Scenario:
+    """The derived scenario (no per-cycle overhead, alpha to be fitted): the plain batch-1
+    decode step at C = 1 measured, the other passes from the hardware model."""
+    return scenario_from_dict(
+        {
+            "name": "glm-4.7-flash-1xh100pcie-sglang-mtp",
+            "model": GLM47_FLASH_MODEL,
+            "server": {"engine": "sglang", "tensor_parallel": 1},
+            # one PCIe card (TP 1: no all-reduce, the link does not enter)
+            "hardware": {"gpus": 1, "interconnect": "pcie-gen5", "gpu": "H100-PCIe"},
+            "timing": {
+                "decode_ms": pub.GLM47FLASH_TPOT_MS[PLAIN][1],
+                "verify_cuda_graph": True,
+                "context_tokens": _context(),
+            },
+            "speculation": {"num_steps": 1},
+            "acceptance": {"alpha": 0.5},  # replaced by the fit
+            "workload": {
+                "lengths": "lognormal",
+                "input_tokens": round(prompt_tokens()),
+                "input_sigma": 0.0,
+                "output_tokens": pub.GLM47FLASH_OUTPUT_TOKENS,
+                "output_sigma": 0.0,
+            },
+            "serving": {
+                "batching": "prefill_first",
+                # the overlap scheduler in the plain arm, SpecV2's in the MTP arm
+                "host_overlap": "both",
+                "max_running_requests_speculative": pub.GLM47FLASH_SPEC_MAX_RUNNING,
+                "graph_batches": PLAIN_GRAPH_BATCHES,
+                "graph_batches_speculative": MTP_GRAPH_BATCHES,
+            },
+        },
+        source="sim.validation.glm_flash_mtp_cases",
+    )
+
+
+@functools.cache
+def calibrated() -> tuple[Scenario, float, float, float, float]:
+    """(the calibrated scenario, the accept length at C = 1, alpha, the derived batch-1 cycle
+    without overhead, the measured one), in ms."""
+    derived = _scenario()
+    al = pub.GLM47FLASH_AL[MTP][1]
+    alpha = alpha_for_accept_length(al, derived.num_steps)
+    assert alpha is not None  # a measured accept length is at most k + 1
+    passes_ms = _cycle_ms(derived)
+    measured_ms = pub.GLM47FLASH_TPOT_MS[MTP][1] * al
+    fitted = with_overrides(
+        derived,
+        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
+        source="validation",
+    )
+    return fitted, al, alpha, passes_ms, measured_ms
+
+
+@functools.cache
+def simulate_job(users: int) -> JobPoint:
+    """The job as run: ``users`` workers over the 64 requests (the mean TPOT reported, as
+    the source's table)."""
+    return job_point(calibrated()[0], users, pub.GLM47FLASH_REQUESTS, tpot="mean")
+
+
+def _row(arm: str, users: int, predicted: float, sd: float, side: str) -> Row:
+    # equal lengths make the plain job deterministic: its replications differ by rounding
+    # only (a standard error of 1e-14 tok/s), which is no uncertainty
+    sd = sd if sd > 1e-9 * predicted else 0.0
+    return Row(
+        "aggregate output tok/s of the 64-request job"
+        + (" (no speculation)" if side == "plain" else " (speculation)"),
+        f"GLM-4.7-Flash H100 PCIe SGLang {arm} C={users}",
+        f"max concurrency {users} over 64 ShareGPT requests",
+        pub.GLM47FLASH_TOK_S[arm][users],
+        predicted,
+        sd,
+        load=users,
+        calibrated_loads=(1.0,),
+        side=side,
+    )
+
+
+def _tpot_note() -> str:
+    """The mean TPOT simulated against measured at every C, both arms (not scored)."""
+    tpot = pub.GLM47FLASH_TPOT_MS
+    parts = []
+    for users in (1, *SCORED):
+        p = simulate_job(users)
+        parts.append(
+            f"{users}: plain {p.baseline_tpot_ms:.2f} against {tpot[PLAIN][users]:.2f}, "
+            f"MTP {p.speculative_tpot_ms:.2f} against {tpot[MTP][users]:.2f}"
+        )
+    return "Mean TPOT (ms) simulated against measured (not scored) by C: " + "; ".join(parts) + "."
+
+
+def case_glm47flash_mtp_h100pcie() -> Case:
+    """GLM-4.7-Flash + MTP (1 step) on one H100 PCIe, SGLang: both arms' job tok/s at
+    C = 4, 8, 16, 32."""
+    scenario, al, alpha, passes_ms, cycle_ms = calibrated()
+    tok_s = pub.GLM47FLASH_TOK_S
+    rows: list[Row] = []
+    gains: list[str] = []
+    crossing = []
+    for users in SCORED:
+        p = simulate_job(users)
+        rows += [
+            _row(MTP, users, p.speculative_tok_s, p.gain_sd * p.baseline_tok_s, "speculative"),
+            _row(PLAIN, users, p.baseline_tok_s, p.baseline_sd, "plain"),
+        ]
+        gains.append(
+            f"{users}: measured {tok_s[MTP][users] / tok_s[PLAIN][users]:.2f}, specsim {p.gain:.2f}"
+        )
+        if p.gain < 1.0:
+            crossing.append(users)
+    one = simulate_job(1)
+    accept = ", ".join(f"{pub.GLM47FLASH_AL[MTP][u]:.4f}" for u in SCORED)
+    predicted_crossing = (
+        f"specsim predicts MTP stops paying at C = {crossing[0]} (a miss: none measured)."
+        if crossing
+        else "none predicted up to C = 32 either."
+    )
+    return Case(
+        "GLM-4.7-Flash (MoE, 3B active) + its MTP layer (1 step) on one H100 PCIe, SGLang "
+        "(plain 0.5.10.post1, MTP on a fork): output tok/s of a 64-request job against max "
+        "concurrency, with and without speculation",
+        (pub.GLM47FLASH_URL,),
+        ("GLM-4.7-Flash plain C=1 (mean TPOT)", "GLM-4.7-Flash MTP C=1 (mean TPOT, accept length)"),
+        tuple(rows),
+        setup=(
+            "GLM-4.7-Flash BF16 (47 layers, the first dense; 64 routed experts of 9.44M and one "
+            "shared, 4 a token; MLA, 54,144 bytes of KV a token) on one H100 PCIe (new preset "
+            "from NVIDIA's datasheet: 2.0 TB/s, 80 GB, 756 BF16 TFLOPS dense), TP 1; SGLang: "
+            "prefills first, host work hidden in both arms, each arm's captured batch sizes, the "
+            "speculating server's cap 48; two builds (plain 0.5.10.post1, MTP on nicetiger/"
+            "sglang 0675f95)",
+            f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
+            f"(the plain arm's mean TPOT); a chain of 1 with the NextN drafter "
+            f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), alpha = {alpha:.4f} for "
+            f"the accept length {al:.4f}; the per-cycle overhead "
+            f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
+            f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the arm's mean "
+            f"TPOT {pub.GLM47FLASH_TPOT_MS[MTP][1]:.3f} ms x that accept length); the accept "
+            f"length measured at C = 4-32 ({accept}) not used",
+            f"the job: 64 requests in a closed loop of C (ClosedLoop(C, 0, 64, 1)), prompts of "
+            f"{prompt_tokens():.0f} tokens (ASSUMED all equal: the per-prompt lengths are not "
+            f"published), answers of {pub.GLM47FLASH_OUTPUT_TOKENS}; output tok/s over the "
+            f"whole job, {JOB_REPLICATIONS} replications, seed {SERVING_SEED}; the ± of a "
+            "speculative row is the paired gain's Monte Carlo standard error times the plain "
+            "level",
+        ),
+        notes=(
+            "Gain (MTP / plain output tok/s) by C: "
+            + "; ".join(gains)
+            + f". {error_summary(rows)}. At C = 1 (calibrated on TPOT and accept length, not "
+            f"on tok/s) the simulated job gives {one.baseline_tok_s:.1f} (plain) and "
+            f"{one.speculative_tok_s:.1f} (MTP) tok/s against {tok_s[PLAIN][1]:.1f} and "
+            f"{tok_s[MTP][1]:.1f} measured. No measured crossing: the gain is at least 1.15 at "
+            f"every C; {predicted_crossing}",
+            _tpot_note(),
+        ),
+    )
+
+
+def glm_flash_mtp_cases() -> tuple[Case, ...]:
+    return (case_glm47flash_mtp_h100pcie(),)

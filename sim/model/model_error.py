@@ -159,19 +159,21 @@ def widen(
 #: ln(load): the maximum-likelihood fit on the public concurrency curves' levels (Kimi-K2.5
 #: on 8x RTX PRO 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and
 #: SpecForge #339 MoE curves, DeepSeek-V3 + MTP on 8x MI300X, Qwen3.8-27B + MTP and + DSpark
-#: on one B200 on two workloads each, its recurrent state priced: 90 figures away from a
-#: calibrated load, 10 curves; 0.072 +- 0.005; each figure's distance counted from the loads
-#: that calibrate its own arm; sim/validation/model_error_cases.py, docs/validation.md
-#: reports the fit and whether this value still agrees). A factor exp(1.645 x 0.072 ln 8) =
-#: 1.28 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.072
+#: on one B200 on two workloads each, its recurrent and conv state priced, Qwen3.8-27B + MTP
+#: and + DFlash 2 on one H100 NVL, GLM-4.7-Flash + MTP on one H100 PCIe: 104 figures away
+#: from a calibrated load, 13 curves; 0.068 +- 0.005; each figure's distance counted from
+#: the loads that calibrate its own arm; sim/validation/model_error_cases.py,
+#: docs/validation.md reports the fit and whether this value still agrees). A factor
+#: exp(1.645 x 0.068 ln 8) = 1.26 at 8x the calibrated load.
+DEFAULT_LEVEL_SIGMA = 0.068
 #: Shipped default of s for a paired gain (speculative over plain decoding, tree over
 #: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
 #: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,
-#: DeepSeek-V3 + MTP on MI300X, Qwen3.8-27B + MTP on B200 on two workloads: 66 figures, 11
-#: curves; 0.047 +- 0.004), each at its distance from the loads that calibrate both arms (a
+#: DeepSeek-V3 + MTP on MI300X, Qwen3.8-27B + MTP and + DSpark on B200 on two workloads,
+#: Qwen3.8-27B + MTP on one H100 NVL, GLM-4.7-Flash + MTP on one H100 PCIe: 72 figures, 13
+#: curves; 0.046 +- 0.004), each at its distance from the loads that calibrate both arms (a
 #: plain-decoding point does not calibrate the speculative arm). What moves both policies
 #: alike cancels in a gain, so it is below the levels' term.
-DEFAULT_GAIN_SIGMA = 0.047
+DEFAULT_GAIN_SIGMA = 0.046
 #: Public curves the defaults were fitted on (levels and gains together).
-DEFAULT_CURVES = 14
+DEFAULT_CURVES = 17

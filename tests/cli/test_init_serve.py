@@ -1,0 +1,98 @@
+"""`specsim init` then `specsim serve`: the scenario init writes runs under load on every
+init path (plain decoding, EAGLE-3, EAGLE, MTP of DeepSeek's and of the Qwen3.5 family's
+nested config, a draft model, DSpark and DFlash), each passes derived by the hardware model
+from the weights alone, so at zero context (sim/binding/serving.py ``reference_context``).
+
+A sane answer, from the scenario's own batch-1 figures (``specsim run``): 4 users on a
+memory-bound server each decode at most as fast as one alone (the load and their KV reads
+only add time) and, at 64 tokens of context, at least half as fast on a dense target (the
+weights are read once for the 4) and a quarter as fast on a MoE one (4 requests read at
+most 4 times the routed experts one reads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from tests.calibration.test_init import DEEPSEEK_V3
+from tests.calibration.test_init_hybrid import QWEN35_27B, SMALL_NEXT
+from tests.calibration.test_init_parallel import DSPARK, TARGET
+
+#: The configs of the paths, as in tests/calibration (a dense target, a small one as its
+#: draft model, DeepSeek-V3 with its MTP module, Qwen3.5-27B nested with its MTP layer).
+SMALL_DENSE = {k: v for k, v in SMALL_NEXT.items() if not k.startswith(("linear_", "full_"))}
+
+#: (path class, config, draft config, init flags)
+PATHS = [
+    ("plain", TARGET, None, "--gpu H100"),
+    ("eagle3", TARGET, None, "--gpu H100 --drafter eagle3 -k 3"),
+    ("eagle", TARGET, None, "--gpu H100 --drafter eagle -k 3"),
+    ("mtp-deepseek", DEEPSEEK_V3, None, "--gpu H200 --gpus 8 --drafter mtp -k 1"),
+    ("mtp-qwen35", QWEN35_27B, None, "--gpu B200 --drafter mtp -k 2"),
+    ("draft_model", TARGET, SMALL_DENSE, "--gpu H100 --drafter draft_model -k 3"),
+    ("dspark", TARGET, DSPARK, "--gpu B200 --drafter dspark -k 4"),
+    ("dflash", TARGET, DSPARK, "--gpu B200 --drafter dflash -k 4"),
+]
+
+#: A short load: 4 users, 2 replications of 8 requests of 64 tokens, no draws.
+SERVE = ["--concurrency", "4", "--replications", "2", "--requests", "8", "--draws", "0"]
+SHORT = ["--set", "workload.output_tokens=64", "--workers", "1", "--json"]
+
+
+def _init(tmp_path: Path, config: dict, draft: dict | None, flags: str) -> Path:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    args = ["init", "--config", str(tmp_path / "config.json"), "--engine", "vllm", *flags.split()]
+    if draft is not None:
+        (tmp_path / "draft.json").write_text(json.dumps(draft))
+        args += ["--draft-config", str(tmp_path / "draft.json")]
+    if "--drafter" in flags:
+        args += ["--accept-length", "2.0"]
+    out = tmp_path / "s.toml"
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize(("path", "config", "draft", "flags"), PATHS, ids=[p[0] for p in PATHS])
+def test_an_init_scenario_serves(tmp_path: Path, path, config, draft, flags) -> None:
+    scenario = _init(tmp_path, config, draft, flags)
+    assert "context_tokens" not in scenario.read_text()  # nothing measured, nothing to say
+    served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, *SHORT])
+    assert served.exit_code == 0, served.stderr
+    doc = json.loads(served.stdout)
+    ran = CliRunner().invoke(main, ["run", str(scenario), "--json", "--replications", "1"])
+    assert ran.exit_code == 0, ran.stderr
+    alone = json.loads(ran.stdout)
+    assert any("reference context: 0 tokens, derived" in a for a in doc["assumptions"])
+    low = 0.25 if config is DEEPSEEK_V3 else 0.5
+    plain = doc["baseline"]["per_user_tok_s"]["mean"]
+    assert low * alone["baseline_tok_s"] <= plain <= alone["baseline_tok_s"]
+    if path == "plain":
+        assert "speculative" not in doc
+        return
+    spec = doc["speculative"]["per_user_tok_s"]["mean"]
+    # accept length 2.0 at k: the renewal-reward tok/s of one user, as `run` has it
+    one = alone["analytic"]["throughput_tok_s"]
+    assert low * one <= spec <= 1.05 * one  # 1.05: the per-request mean over 8 requests
+
+
+def test_a_measured_pass_still_needs_its_context(tmp_path: Path) -> None:
+    """Derived passes hold at zero context; a measured one (a batch-1 time, or a point
+    without its own context) at the context it was measured at, which only its file can
+    say: one line naming the field and what needs it."""
+    scenario = _init(tmp_path, TARGET, None, "--gpu H100 --drafter eagle3 -k 3")
+    for sets, named in (
+        ("timing.decode_ms=20.0", "timing.decode_ms"),
+        ("timing.points=[{kind='decode', batch=8, ms=30.0, source='ours'}]", "timing.points[0]"),
+    ):
+        served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, "--set", sets])
+        assert served.exit_code == 2
+        assert "timing.context_tokens: needed with model.kv_bytes_per_token" in served.stderr
+        assert f"({named})" in served.stderr and "Traceback" not in served.stderr
+    given = "timing.points=[{kind='decode', batch=8, ms=30.0, source='ours', context_tokens=0}]"
+    served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, *SHORT, "--set", given])
+    assert served.exit_code == 0, served.stderr

@@ -22,6 +22,8 @@ from tests.calibration.test_init import DEEPSEEK_V3
 from tests.calibration.test_init_hybrid import QWEN35_27B, SMALL_NEXT
 from tests.calibration.test_init_parallel import DSPARK, TARGET
 
+QUICKSTART = Path(__file__).parents[1] / "data" / "quickstart"
+
 #: The configs of the paths, as in tests/calibration (a dense target, a small one as its
 #: draft model, DeepSeek-V3 with its MTP module, Qwen3.5-27B nested with its MTP layer).
 SMALL_DENSE = {k: v for k, v in SMALL_NEXT.items() if not k.startswith(("linear_", "full_"))}
@@ -96,3 +98,30 @@ def test_a_measured_pass_still_needs_its_context(tmp_path: Path) -> None:
     given = "timing.points=[{kind='decode', batch=8, ms=30.0, source='ours', context_tokens=0}]"
     served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, *SHORT, "--set", given])
     assert served.exit_code == 0, served.stderr
+
+
+def test_the_quickstart_scenario_serves_at_its_benchs_context(tmp_path: Path) -> None:
+    """docs/quickstart.md's init with two `vllm bench serve` files: the measured decode
+    holds at the runs' context, (32,768 prompt + 8,192 / 2 answer tokens) / 32 requests =
+    1,152 in both files, written with its origin; serve then prices each request's KV
+    from there, and 4 users each decode at most as fast as the measured one (1000 / 8.45
+    ms TPOT speculative, 1000 / 19.1 plain) and at least half as fast."""
+    for name in ("config.json", "bench_baseline.json", "bench_eagle3.json"):
+        (tmp_path / name).write_bytes((QUICKSTART / name).read_bytes())
+    out = tmp_path / "my-server.toml"
+    args = ["init", "--config", str(tmp_path / "config.json"), "--gpu", "H100", "--gpus", "4"]
+    args += ["--engine", "vllm", "--drafter", "eagle3", "--num-steps", "3", "--out", str(out)]
+    for bench in ("bench_baseline.json", "bench_eagle3.json"):
+        args += ["--vllm-bench", str(tmp_path / bench)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    text = out.read_text()
+    assert "context_tokens = 1152.0" in text
+    assert "# measured: the mean prompt + half the mean answer of the runs" in text
+    served = CliRunner().invoke(main, ["serve", str(out), *SERVE, *SHORT])
+    assert served.exit_code == 0, served.stderr
+    doc = json.loads(served.stdout)
+    assert not any("reference context" in a for a in doc["assumptions"])
+    plain = doc["baseline"]["per_user_tok_s"]["mean"]
+    spec = doc["speculative"]["per_user_tok_s"]["mean"]
+    assert 0.5 * 1000 / 19.1 <= plain <= 1.02 * 1000 / 19.1  # 1.02: the fit's 2%
+    assert 0.5 * 1000 / 8.45 <= spec <= 1.05 * 1000 / 8.45

@@ -435,7 +435,8 @@ def reference_context(scenario: Scenario, source: str) -> tuple[float, str]:
     if measured:
         raise SpecsimError(
             "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
-            f"which the [timing] passes were measured ({', '.join(measured)})",
+            f"which the [timing] passes were measured ({', '.join(measured)}; specsim init "
+            "--context-tokens, or --set timing.context_tokens=N)",
             source=source,
             field="timing.context_tokens",
         )

@@ -94,7 +94,8 @@ def test_a_measured_pass_still_needs_its_context(tmp_path: Path) -> None:
         served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, "--set", sets])
         assert served.exit_code == 2
         assert "timing.context_tokens: needed with model.kv_bytes_per_token" in served.stderr
-        assert f"({named})" in served.stderr and "Traceback" not in served.stderr
+        assert f"({named}; specsim init --context-tokens" in served.stderr
+        assert "Traceback" not in served.stderr
     given = "timing.points=[{kind='decode', batch=8, ms=30.0, source='ours', context_tokens=0}]"
     served = CliRunner().invoke(main, ["serve", str(scenario), *SERVE, *SHORT, "--set", given])
     assert served.exit_code == 0, served.stderr
@@ -125,3 +126,32 @@ def test_the_quickstart_scenario_serves_at_its_benchs_context(tmp_path: Path) ->
     spec = doc["speculative"]["per_user_tok_s"]["mean"]
     assert 0.5 * 1000 / 19.1 <= plain <= 1.02 * 1000 / 19.1  # 1.02: the fit's 2%
     assert 0.5 * 1000 / 8.45 <= spec <= 1.05 * 1000 / 8.45
+
+
+def test_figures_without_their_context_take_it_from_the_flag(tmp_path: Path) -> None:
+    """Tok/s flags do not say the context they were measured at: the calibrated scenario
+    is refused by serve until ``--context-tokens`` says it, written with its flag; without
+    figures the flag is refused (every pass is then derived, at zero context) and no file
+    is left."""
+    (tmp_path / "config.json").write_text(json.dumps(TARGET))
+    args = ["init", "--config", str(tmp_path / "config.json"), "--gpu", "H100"]
+    args += ["--engine", "vllm", "--drafter", "eagle3", "-k", "3"]
+    figures = ["--baseline-tok-s", "40", "--point", "3:2.5:85"]
+    bare, flagged = tmp_path / "bare.toml", tmp_path / "flagged.toml"
+    assert CliRunner().invoke(main, [*args, *figures, "--out", str(bare)]).exit_code == 0
+    served = CliRunner().invoke(main, ["serve", str(bare), *SERVE, *SHORT])
+    assert served.exit_code == 2 and "--context-tokens" in served.stderr
+    given = [*args, *figures, "--context-tokens", "1500", "--out", str(flagged)]
+    assert CliRunner().invoke(main, given).exit_code == 0
+    assert "# --context-tokens: the mean context" in flagged.read_text()
+    served = CliRunner().invoke(main, ["serve", str(flagged), *SERVE, *SHORT])
+    assert served.exit_code == 0, served.stderr
+    plain = json.loads(served.stdout)["baseline"]["per_user_tok_s"]["mean"]
+    # 4 users at under 1,500 tokens of context against one measured at 1,500: within 10%
+    assert 0.9 * 40 <= plain <= 1.1 * 40
+    alone = tmp_path / "alone.toml"
+    refused = CliRunner().invoke(
+        main, [*args, "--accept-length", "2.5", "--context-tokens", "1500", "--out", str(alone)]
+    )
+    assert refused.exit_code == 2 and refused.stderr.startswith("specsim: error: --context-tokens")
+    assert not alone.exists()

@@ -408,6 +408,45 @@ def logit_rows_note(rows: LogitRows) -> str:
     )
 
 
+#: The batch-1 pass times a scenario can give; any left out is derived by the hardware model.
+BATCH1_FIELDS = ("decode_ms", "verify_ms", "draft_step_ms", "draft_extend_ms")
+
+
+def reference_context(scenario: Scenario, source: str) -> tuple[float, str]:
+    """(the context in tokens at which the batch-1 [timing] passes hold, a note for the
+    assumptions, empty when the scenario states it): ``timing.context_tokens`` when given.
+    Without it, when the scenario models context (``model.kv_bytes_per_token`` or
+    ``attention_flops_per_pair``) and gives no batch-1 pass time and no ``timing.points``
+    entry without its own context, 0: every batch-1 pass is then derived from the weights
+    alone (sim/hardware/roofline.py leaves the KV reads and attention out), the pass at zero
+    context, and the batched model adds each request's KV reads and attention at its own
+    context. A measured pass holds at the context it was measured at, which only the file
+    can say: SpecsimError naming ``timing.context_tokens`` (``source``: the scenario's
+    file)."""
+    model, timing = scenario.model, scenario.timing
+    if timing.context_tokens is not None:
+        return timing.context_tokens, ""
+    if not (model.kv_bytes_per_token or model.attention_flops_per_pair):
+        return 0.0, ""
+    measured = [f"timing.{f}" for f in BATCH1_FIELDS if getattr(timing, f) is not None]
+    measured += [
+        f"timing.points[{i}]" for i, p in enumerate(timing.points or []) if p.context_tokens is None
+    ]
+    if measured:
+        raise SpecsimError(
+            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
+            f"which the [timing] passes were measured ({', '.join(measured)}; specsim init "
+            "--context-tokens, or --set timing.context_tokens=N)",
+            source=source,
+            field="timing.context_tokens",
+        )
+    return 0.0, (
+        "reference context: 0 tokens, derived (no timing.context_tokens and no measured "
+        "batch-1 pass: the hardware model's passes read the weights only, so the KV reads and "
+        "attention of each request's context are all added under load)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ServingModel:
     """What a serving plan takes from a bound scenario, built once: the batched iteration
@@ -445,13 +484,9 @@ def serving_model(
     notes = []
     kv = spec.kv_bytes_per_token
     attn = spec.attention_flops_per_pair
-    if (kv or attn) and timing.context_tokens is None:
-        raise SpecsimError(
-            "needed with model.kv_bytes_per_token or attention_flops_per_pair: the context at "
-            "which the [timing] passes were measured",
-            source=source,
-            field="timing.context_tokens",
-        )
+    reference, reference_note = reference_context(scenario, source)
+    if reference_note:
+        notes.append(reference_note)
     if kv is None:
         notes.append("KV reads: not modelled (no model.kv_bytes_per_token): passes ignore context")
     if attn is None:
@@ -461,7 +496,7 @@ def serving_model(
             bound,
             kv_bytes_per_token=kv or 0.0,
             attention_flops_per_pair=attn or 0.0,
-            reference_context_tokens=timing.context_tokens or 0.0,
+            reference_context_tokens=reference,
             speculative=speculative,
             draft_kv_bytes_per_token=spec.draft_kv_bytes_per_token,
             max_beams=max_beams,

@@ -125,6 +125,8 @@ class Calibration:
     imported: tuple[dict[str, Any], ...] = field(default=())
     #: Held-out figures (not fitted) against the calibrated model: a score, not a fit.
     checks: tuple[Residual, ...] = field(default=())
+    #: Fields set from the figures as they state them, not fitted: (dotted key, origin).
+    written: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def fitted(self) -> tuple[FittedValue, ...]:
@@ -192,6 +194,7 @@ class Calibration:
             "notes": list(self.notes),
             "imported": list(self.imported),
             "checks": [r.as_dict() for r in self.checks],
+            "written": [{"field": f, "origin": origin} for f, origin in self.written],
             "calibrated_scenario": {
                 "name": self.scenario.name,
                 "description": self.scenario.description,
@@ -1022,6 +1025,10 @@ def calibrate(
     for b in blocks:
         overrides.update(b.overrides)
         notes.extend(b.notes)
+    written = measured_context(base, data) if data.baselines or data.points else None
+    if written is not None:
+        overrides["timing.context_tokens"] = written[0]
+        notes.append(f"timing.context_tokens {written[0]:.6g}: {written[1]}")
     overrides.update(_calibrated_identity(base, data))
     checks: list[Residual] = []
     covariance = block_diag(*[b.covariance for b in blocks]) if blocks else np.zeros((0, 0))
@@ -1073,6 +1080,30 @@ def calibrate(
         tuple(tuple(float(x) for x in row) for row in covariance),
         data.imported,
         tuple(checks),
+        () if written is None else (("timing.context_tokens", written[1]),),
+    )
+
+
+def measured_context(base: Scenario, data: Measurements) -> tuple[float, str] | None:
+    """(tokens, origin) of the context the tok/s figures' passes ran at, for
+    ``timing.context_tokens`` (the context the calibrated batch-1 passes hold at under
+    load, sim/binding/serving.py ``reference_context``): the mean over the figures whose
+    files state it (a vLLM bench run's mean prompt + half its mean answer); None when none
+    does, or when the base states its own (the base's is kept: it may hold for passes the
+    figures do not refit)."""
+    figures = [(b.context_tokens, b.source) for b in data.baselines]
+    figures += [(p.context_tokens, p.source) for p in data.points]
+    stated = [(c, src) for c, src in figures if c is not None]
+    if not stated or base.timing.context_tokens is not None:
+        return None
+    mean = sum(c for c, _ in stated) / len(stated)
+    each = "; ".join(f"{c:.6g} in {src}" for c, src in stated)
+    unstated = len(figures) - len(stated)
+    return mean, (
+        "measured: the mean prompt + half the mean answer of the runs the pass times were "
+        f"fitted to ({each}"
+        + (f"; {unstated} figure{'s' * (unstated != 1)} without it" if unstated else "")
+        + (", their mean)" if len(stated) > 1 else ")")
     )
 
 

@@ -94,11 +94,13 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
         if run.speculative and k:
             assert run.accept_length is not None
             al_sigma = rel_error * run.accept_length
-            out += Measurements(
-                points=(SpecPoint(k, run.accept_length, tok_s, sigma, al_sigma, src),)
+            point = SpecPoint(
+                k, run.accept_length, tok_s, sigma, al_sigma, src, context_tokens=run.context_tokens
             )
+            out += Measurements(points=(point,))
         else:
-            out += Measurements(baselines=(BaselinePoint(tok_s, sigma, src),))
+            baseline = BaselinePoint(tok_s, sigma, src, context_tokens=run.context_tokens)
+            out += Measurements(baselines=(baseline,))
     return out
 
 

@@ -76,6 +76,9 @@ class InitRequest:
     model_id: str | None = None
     #: Where ``model_id`` came from (a flag, or the file that names the model).
     model_id_source: str = "--model-id"
+    #: The mean context (tokens) the measured figures' runs decoded at (prompt + half the
+    #: answer); None: the figures' own files say it, or there are none.
+    context_tokens: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +388,15 @@ def init_scenario(req: InitRequest) -> InitScenario:
             req.num_steps,
             "the num_steps the accept length was measured at (--num-steps)",
         )
+    if req.context_tokens is not None:
+        _set(
+            raw,
+            comments,
+            "timing.context_tokens",
+            req.context_tokens,
+            "--context-tokens: the mean context the measured figures' runs decoded at (prompt "
+            "+ half the answer), where the measured passes hold under load",
+        )
     header = (
         f"Written by `specsim init` from {req.config}: every value says where it came from\n"
         "(a flag, a config.json field, or a named default of the engine or of specsim).\n"
@@ -415,6 +427,13 @@ def init_and_calibrate(
     scenario as the base; every pass time then comes from the figures or is derived at
     the efficiency they imply)."""
     if data.empty:
+        if req.context_tokens is not None:
+            raise SpecsimError(
+                "the context measured figures were taken at: without figures every pass is "
+                "derived from the weights alone, at zero context (the serving commands add "
+                "each request's own)",
+                source="--context-tokens",
+            )
         return init_scenario(req), None
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:

@@ -19,17 +19,20 @@ from sim.errors import SpecsimError
 
 @dataclass(frozen=True, slots=True)
 class BaselinePoint:
-    """Plain-decoding throughput (tok/s, batch 1) and its standard error."""
+    """Plain-decoding throughput (tok/s, batch 1) and its standard error; ``context_tokens``:
+    the mean context its passes ran at, where the file says (None: it does not)."""
 
     tok_s: float
     sigma: float
     source: str
+    context_tokens: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SpecPoint:
     """Speculative throughput at ``num_steps`` with the accept length measured in that run;
-    ``topk`` > 1: an SGLang tree of ``num_draft_tokens`` (its cycle is the tree's)."""
+    ``topk`` > 1: an SGLang tree of ``num_draft_tokens`` (its cycle is the tree's);
+    ``context_tokens``: the mean context its passes ran at, where the file says."""
 
     num_steps: int
     accept_length: float
@@ -39,6 +42,7 @@ class SpecPoint:
     source: str
     topk: int = 1
     num_draft_tokens: int | None = None
+    context_tokens: float | None = None
 
     @property
     def is_tree(self) -> bool:

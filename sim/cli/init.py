@@ -75,6 +75,12 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
     type=FiniteFloatRange(min=1.0, max=65.0),
     help="Mean accept length measured at --num-steps (bonus token included).",
 )
+@click.option(
+    "--context-tokens",
+    type=FiniteFloatRange(min=0.0, max=1e8),
+    help="Mean context the measured figures' runs decoded at (prompt + half the answer), "
+    "for the serving commands [default: from vllm bench files; none without figures].",
+)
 @click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")
 @click.option("--name", help="Scenario name [default: from model, GPUs, engine, drafter].")
 @BASELINE_OPTION
@@ -98,7 +104,8 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
 @verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
-    drafter, num_steps, draft_params, draft_config, accept_length, model_id, name,
+    drafter, num_steps, draft_params, draft_config, accept_length, context_tokens, model_id,
+    name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
     per_request_format, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
@@ -124,7 +131,7 @@ def init_command(
     req = InitRequest(
         config, gpu, engine, gpus, tensor_parallel, expert_parallel, interconnect,
         engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
-        name=name, model_id=model_id,
+        name=name, model_id=model_id, context_tokens=context_tokens,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
     init, cal = run_init(req, inputs, prefer=prefer)

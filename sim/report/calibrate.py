@@ -119,6 +119,7 @@ def calibrated_toml(
         kept = [v.field for v in cal.kept if v.field.startswith("acceptance.per_position")]
         if kept:
             comments["acceptance.per_position"] += "; kept from base: " + ", ".join(kept)
+    comments.update(dict(cal.written))
     if cal.scenario.serving is not None and cal.scenario.serving.calibrated_on:
         comments["serving.calibrated_terms"] = (
             "Fitted by `specsim calibrate --load-sweep` to the figures below: the serving\n"

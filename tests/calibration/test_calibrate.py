@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 
 from sim.binding.bound import bind
 from sim.binding.decompose import measured_pass_times
-from sim.calibration.calibrate import calibrate
+from sim.calibration.calibrate import calibrate, measured_context
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
 from sim.calibration.measurements import (
+    BaselinePoint,
     CumulativeObs,
     Measurements,
+    SpecPoint,
     baseline_measurement,
     point_measurement,
     vllm_measurement,
@@ -337,3 +339,24 @@ def test_calibrated_errors_round_trip_through_out(tmp_path: Path) -> None:
     corr = again.uncertainty.correlation
     i, j = corr.fields.index("timing.verify_ms"), corr.fields.index("timing.draft_step_ms")
     assert corr.matrix[i][j] < -0.5  # verify and drafter step trade off in tok/s figures
+
+
+def test_the_figures_context_is_written_unless_the_base_states_one() -> None:
+    """``measured_context``: the mean over the tok/s figures that state their context, each
+    named, with a count of those that do not; None when none does or the base states its
+    own (kept: it may hold for passes the figures do not refit)."""
+    base = load_scenario(SEED)
+    assert base.timing.context_tokens is None
+    data = Measurements(
+        baselines=(BaselinePoint(80.0, 1.0, "a.json", context_tokens=1000.0),),
+        points=(
+            SpecPoint(2, 2.0, 100.0, 1.0, 0.05, "b.json", context_tokens=1500.0),
+            SpecPoint(3, 2.2, 105.0, 1.0, 0.05, "c.json"),
+        ),
+    )
+    found = measured_context(base, data)
+    assert found is not None and found[0] == 1250.0
+    assert "1000 in a.json; 1500 in b.json; 1 figure without it, their mean" in found[1]
+    assert measured_context(base, Measurements(baselines=(BaselinePoint(80.0, 1.0, "a"),))) is None
+    stated = with_overrides(base, {"timing.context_tokens": 2048.0}, source="test")
+    assert measured_context(stated, data) is None

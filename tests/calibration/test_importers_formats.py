@@ -36,6 +36,21 @@ def test_vllm_bench_serve_reads_the_spec_decode_keys() -> None:
     assert run.tok_s == pytest.approx(1000 / run.mean_tpot_ms)
 
 
+def test_vllm_bench_context_is_the_mean_prompt_and_half_the_answer() -> None:
+    """(total_input_tokens + total_output_tokens / 2) / completed: the mean context a
+    request's decode ran at; None without the totals; a negative total is named."""
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    doc.update(completed=10, total_input_tokens=20_000, total_output_tokens=5_000)
+    (run,) = parse_vllm_bench(json.dumps(doc))
+    assert run.context_tokens == (20_000 + 2_500) / 10 == 2_250
+    del doc["total_output_tokens"]
+    assert parse_vllm_bench(json.dumps(doc))[0].context_tokens is None
+    doc["total_output_tokens"] = -1
+    with pytest.raises(SpecsimError) as err:
+        parse_vllm_bench(json.dumps(doc), source="b.json")
+    assert err.value.field == "total_output_tokens"
+
+
 def test_vllm_bench_append_result_is_json_lines() -> None:
     one = (DATA / "vllm_bench_serve.json").read_text().strip()
     runs = parse_vllm_bench(

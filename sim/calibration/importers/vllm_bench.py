@@ -14,7 +14,9 @@ Latencies: ``mean_tpot_ms`` is per request (e2e - TTFT) / (output tokens - 1), a
 over requests; ``mean_itl_ms`` is the mean gap between streamed chunks, and one chunk
 carries a whole verify step's tokens, so under speculation ITL is the step time and TPOT
 the step time / accept length. ``max_concurrency`` 1 (one request at a time) is the
-batch-1 server a scenario describes; other runs give acceptance only.
+batch-1 server a scenario describes; other runs give acceptance only. The context its
+passes ran at, on average over a request's decode: the mean prompt plus half the mean
+answer, (``total_input_tokens`` + ``total_output_tokens`` / 2) / ``completed``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class VllmBenchRun:
     draft_tokens: float | None
     accepted_tokens: float | None
     cumulative: tuple[float, ...]
+    #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
+    context_tokens: float | None = None
 
     @property
     def num_spec_tokens(self) -> int | None:
@@ -143,6 +147,16 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
     std = opt("std_tpot_ms")
     if std is not None and std < 0:
         raise SpecsimError(f"{std:g} must be >= 0", source=source, field="std_tpot_ms")
+    totals = (opt("total_input_tokens"), opt("total_output_tokens"))
+    for key, total in zip(("total_input_tokens", "total_output_tokens"), totals, strict=True):
+        if total is not None and total < 0:
+            raise SpecsimError(f"{total:g} must be >= 0", source=source, field=key)
+    tin, tout = totals
+    context = (
+        (tin + tout / 2.0) / completed
+        if completed and tin is not None and tout is not None
+        else None
+    )
     return VllmBenchRun(
         source=source,
         line=line,
@@ -159,6 +173,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         draft_tokens=opt("spec_decode_draft_tokens"),
         accepted_tokens=opt("spec_decode_accepted_tokens"),
         cumulative=rates,
+        context_tokens=context,
     )
 
 

@@ -37,7 +37,7 @@ from sim.hardware.state_pool import (
     StatePool,
     sglang_state_pool,
 )
-from sim.model.recurrent_state import PooledState
+from sim.model.recurrent_state import BlockLayout, PooledState, block_layout
 from sim.scenario.schema import Scenario, ServingSpec
 
 __all__ = [
@@ -87,11 +87,16 @@ class KvCapacity:
         }
         if self.state is not None:  # a hybrid target's (every other answer is unchanged)
             shape = self.state.shape
-            out["state"] = {
+            state: dict[str, object] = {
                 "recurrent_bytes": shape.recurrent_bytes,
                 "conv_bytes_per_position": shape.conv_bytes_per_position,
                 "conv_positions": shape.conv_positions,
             }
+            layouts = self.state.layouts
+            if layouts is not None:  # vLLM's block layout (model.linear_layers)
+                state["block_tokens"] = [layouts[0].block_tokens, layouts[1].block_tokens]
+                state["linear_groups"] = layouts[0].linear_groups
+            out["state"] = state
         if self.state_pool is not None:  # a hybrid target's under SGLang's rule
             spec, plain = self.state_pool
             out["state_pool"] = {
@@ -242,7 +247,13 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             f"{state.shape.slot_bytes(1 + k) / (1 + k) / 1e6:,.1f} MB a slot x (1 + k) slots "
             f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
             + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
-            + "; vLLM's 1 + num_speculative_tokens state pages a request)"
+            + (
+                "; vLLM's 1 + num_speculative_tokens state pages a request)"
+                if state.layouts is None
+                else f"; vLLM's block layout: blocks of {state.layouts[0].block_tokens} tokens, "
+                f"{state.layouts[0].linear_groups} groups of linear layers x (2 + k) state "
+                "blocks a request under prefix caching's align mode)"
+            )
         )
     pools = None
     if spec_pool is not None and plain_pool is not None:
@@ -309,8 +320,27 @@ def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledS
     shape = state_shape(scenario)
     if not shape or spec.engine != "vllm":
         return None
+    layouts = None
+    m = scenario.model
+    if m.linear_layers is not None:  # vLLM's block layout (sim/model/recurrent_state.py)
+        assert m.layers is not None  # (schema: linear_layers needs layers)
+        attention = m.layers - m.linear_layers
+        per_layer = spec.kv_bytes_per_token / attention
+
+        def layout(memory: KvMemory, k: int) -> BlockLayout:
+            return block_layout(
+                shape,
+                linear_layers=m.linear_layers or 0,
+                attention_layers=attention,
+                drafter_layers=round(memory.drafter_kv_bytes_per_token / per_layer),
+                kv_bytes_per_layer=per_layer,
+                speculative_tokens=k,
+            )
+
+        layouts = (layout(spec, scenario.num_steps), layout(plain, 0))
     return PooledState(
         shape,
         spec.kv_bytes_per_token + spec.drafter_kv_bytes_per_token,
         plain.kv_bytes_per_token + plain.drafter_kv_bytes_per_token,
+        layouts,
     )

@@ -237,3 +237,21 @@ def test_sglangs_state_pool_bounds_the_running_requests():
         drafting = setup.draftings[name]
         rec = run_replication(setup.plan, drafting, serving_streams(np.random.SeedSequence(3)))
         assert int(np.flatnonzero(rec.batch_time_ms).max()) == most
+
+
+def test_with_linear_layers_vllms_pool_charges_whole_state_blocks():
+    """24 of the 32 layers linear: 8 attention layers of 16,384 bytes a token (the drafter's
+    4,096 rounds to none of them); a state page of 1 GB / 24 gives blocks of 16 x ceil(
+    41.67 MB / (16 x 16,384)) = 2,544 tokens, g = 8, 3 linear groups: at k = 3 a request
+    holds 3 x (2 + 3) blocks = 38,160 tokens, plain decoding 3 x 2 = 15,264."""
+    sc = _scenario(
+        server={"engine": "vllm"},
+        model={"state_bytes_per_request": STATE_BYTES, "linear_layers": 24},
+    )
+    cap = kv_capacity(sc, speculates=True)
+    assert cap.state.tokens(4, True) == 38_160 and cap.state.tokens(1, False) == 15_264
+    assert cap.to_dict()["state"]["block_tokens"] == [2544, 2544]
+    assert "blocks of 2544 tokens, 3 groups of linear layers" in cap.note
+    setup = serving_setup(bind(sc))
+    assert setup.draftings["speculative"].lookahead == 4 + 38_160
+    assert setup.draftings["baseline"].lookahead == 1 + 15_264

@@ -216,11 +216,13 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     if speculates:
         plain, plain_pool = _divided(scenario, server, reserve, False)
     span = None
-    if default:
-        span = (
+    if default:  # the ends (SGLang's whole state slots can make the middle an end)
+        ends = (
             _divided(scenario, server, high, speculates)[0].tokens,
+            spec.tokens,
             _divided(scenario, server, low, speculates)[0].tokens,
         )
+        span = (min(ends), max(ends))
     named = (
         f"server.engine = {server.engine}"
         if scenario.server.engine

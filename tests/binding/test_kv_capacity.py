@@ -217,6 +217,10 @@ def test_sglang_keeps_a_hybrids_state_in_a_pool_of_its_own_by_hand():
     assert abs(cap.tokens - 220_215) <= 2 and abs(cap.plain - 221_338) <= 2
     assert "at most 2 run at once (5 for plain decoding" in cap.note
     assert cap.to_dict()["state_pool"]["requests"] == 2
+    # whole 1 GB slots: the reserve's ends (10 slots at the high one) leave more KV than its
+    # middle; the range spans all three
+    low, high = cap.range
+    assert low == cap.tokens < high
     base = kv_capacity(_scenario(server={"engine": "sglang"}), speculates=True)
     assert base.state_pool is None and "state_pool" not in base.to_dict()
     assert base.tokens > cap.tokens

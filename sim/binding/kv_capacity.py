@@ -16,21 +16,29 @@ A hybrid target's recurrent state (``model.state_bytes_per_request``) lives in v
 pool, 1 + ``num_speculative_tokens`` pages a request (sim/model/recurrent_state.py
 ``PooledState``): a derived vLLM capacity carries it (``state``), and every running request
 holds its state's share of the pool beside its context, so the pool bounds concurrency with
-the state included. SGLang keeps a hybrid's state in a pool of its own, sized apart
-(``HybridReqToTokenPool``), which is not derived here: its capacity carries no state. A
-given capacity carries none either (the engine's own line reports what it holds).
+the state included. SGLang keeps a hybrid's states in a pool of their own, carved out of
+the same memory before the KV cache (sim/hardware/state_pool.py): a derived SGLang capacity
+is what that pool leaves, and the requests whose states fit bound how many run
+(``state_pool``, ``running``). A given capacity carries no state (the engine's own line
+reports what it holds).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sim.binding.state_shape import state_shape
 from sim.errors import SpecsimError
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.memory import ENGINE_RULES, Engine, KvMemory, ServerMemory
-from sim.model.recurrent_state import PooledState
-from sim.scenario.schema import Scenario
+from sim.hardware.state_pool import (
+    SGLANG_MAMBA_FULL_MEMORY_RATIO,
+    SGLANG_STATE_SLOTS_PER_REQUEST,
+    StatePool,
+    sglang_state_pool,
+)
+from sim.model.recurrent_state import BlockLayout, PooledState, block_layout
+from sim.scenario.schema import Scenario, ServingSpec
 
 __all__ = [
     "KvCapacity",
@@ -50,6 +58,8 @@ class KvCapacity:
     the ends of the reserve's range (derived with a default reserve only); ``memory`` the
     speculative server's arithmetic; ``note``: one line for the assumptions; ``state``: a
     hybrid target's recurrent state in the pool (derived under vLLM's rule only; None:
+    none); ``state_pool``: SGLang's pool of a hybrid target's states, sized apart, of the
+    speculating server and of the plain one (derived under SGLang's rule only; None:
     none)."""
 
     tokens: int | None
@@ -59,6 +69,14 @@ class KvCapacity:
     range: tuple[int, int] | None = None
     memory: KvMemory | None = None
     state: PooledState | None = None
+    state_pool: tuple[StatePool, StatePool] | None = None
+
+    def running(self, drafts: bool) -> int | None:
+        """The running requests whose states SGLang's pool holds on the speculating server
+        (``drafts``) or the plain one (None: no such bound)."""
+        if self.state_pool is None:
+            return None
+        return self.state_pool[0 if drafts else 1].requests
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -69,10 +87,28 @@ class KvCapacity:
         }
         if self.state is not None:  # a hybrid target's (every other answer is unchanged)
             shape = self.state.shape
-            out["state"] = {
+            state: dict[str, object] = {
                 "recurrent_bytes": shape.recurrent_bytes,
                 "conv_bytes_per_position": shape.conv_bytes_per_position,
                 "conv_positions": shape.conv_positions,
+            }
+            layouts = self.state.layouts
+            if layouts is not None:  # vLLM's block layout (model.linear_layers)
+                state["block_tokens"] = [layouts[0].block_tokens, layouts[1].block_tokens]
+                state["linear_groups"] = layouts[0].linear_groups
+            out["state"] = state
+        if self.state_pool is not None:  # a hybrid target's under SGLang's rule
+            spec, plain = self.state_pool
+            out["state_pool"] = {
+                "requests": spec.requests,
+                "plain_requests": plain.requests,
+                "slots": spec.slots,
+                "plain_slots": plain.slots,
+                "state_gib": spec.state_gib,
+                "plain_state_gib": plain.state_gib,
+                "slots_per_request": spec.slots_per_request,
+                "draft_tokens": spec.draft_tokens,
+                "memory_ratio": SGLANG_MAMBA_FULL_MEMORY_RATIO,
             }
         return out
 
@@ -175,11 +211,18 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     given_reserve = serving.kv_reserve_gib if serving is not None else None
     default = given_reserve is None
     reserve = middle if given_reserve is None else given_reserve  # per GPU, GiB
-    spec = server.kv(reserve, speculates)
-    plain = server.kv(reserve, False) if speculates else spec
+    spec, spec_pool = _divided(scenario, server, reserve, speculates)
+    plain, plain_pool = (spec, spec_pool)
+    if speculates:
+        plain, plain_pool = _divided(scenario, server, reserve, False)
     span = None
-    if default:
-        span = (server.kv(high, speculates).tokens, server.kv(low, speculates).tokens)
+    if default:  # the ends (SGLang's whole state slots can make the middle an end)
+        ends = (
+            _divided(scenario, server, high, speculates)[0].tokens,
+            spec.tokens,
+            _divided(scenario, server, low, speculates)[0].tokens,
+        )
+        span = (min(ends), max(ends))
     named = (
         f"server.engine = {server.engine}"
         if scenario.server.engine
@@ -206,7 +249,32 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             f"{state.shape.slot_bytes(1 + k) / (1 + k) / 1e6:,.1f} MB a slot x (1 + k) slots "
             f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
             + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
-            + "; vLLM's 1 + num_speculative_tokens state pages a request)"
+            + (
+                "; vLLM's 1 + num_speculative_tokens state pages a request)"
+                if state.layouts is None
+                else f"; vLLM's block layout: blocks of {state.layouts[0].block_tokens} tokens, "
+                f"{state.layouts[0].linear_groups} groups of linear layers x (2 + k) state "
+                "blocks a request under prefix caching's align mode)"
+            )
+        )
+    pools = None
+    if spec_pool is not None and plain_pool is not None:
+        pools = (spec_pool, plain_pool)
+        note += (
+            f"; SGLang keeps the states (recurrent and conv) in a pool of their own: "
+            f"{spec_pool.slots:,} slots of {state_shape(scenario).slot_bytes(1) / 1e6:,.1f} MB "
+            f"({spec_pool.state_gib:.2f} GiB a GPU with the verify's {spec_pool.draft_tokens} "
+            f"intermediate states a request), {spec_pool.slots_per_request} a running request: "
+            f"at most {spec_pool.requests:,} run at once"
+            + (
+                f" ({plain_pool.requests:,} for plain decoding, {plain_pool.state_gib:.2f} GiB)"
+                if speculates
+                else ""
+            )
+            + f" (SGLang v0.5.23 defaults: mamba_full_memory_ratio "
+            f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g}, {SGLANG_STATE_SLOTS_PER_REQUEST} state slots a "
+            "request, the extra_buffer strategy's for a Gated DeltaNet target; "
+            "sim/hardware/state_pool.py)"
         )
     if spec.tokens < 1:
         raise SpecsimError(
@@ -214,7 +282,37 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
             field="serving.kv_capacity_tokens",
         )
-    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state)
+    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools)
+
+
+def _divided(
+    scenario: Scenario, server: ServerMemory, reserve_gib: float, speculative: bool
+) -> tuple[KvMemory, StatePool | None]:
+    """How the engine divides one GPU at ``reserve_gib`` (``ServerMemory.kv``), with
+    SGLang's state pool of a hybrid target carved out before the KV cache (None: no such
+    pool): a verify of ``speculation.draft_tokens`` tokens when ``speculative``, the
+    admission cap of that server."""
+    memory = server.kv(reserve_gib, speculative)
+    shape = state_shape(scenario)
+    if server.engine != "sglang" or not shape or memory.rest_gib <= 0:
+        return memory, None  # (no room at all: ``kv_capacity``'s error names it)
+    serving = scenario.serving or ServingSpec()
+    cap = serving.max_running_requests
+    if speculative and serving.max_running_requests_speculative is not None:
+        cap = serving.max_running_requests_speculative
+    try:
+        pool = sglang_state_pool(
+            memory.rest_gib,
+            shape.slot_bytes(1),
+            draft_tokens=scenario.speculation.draft_tokens if speculative else 0,
+            max_running_requests=cap,
+        )
+    except ValueError as exc:
+        raise SpecsimError(
+            f"{exc} ({memory.describe()}); give the server's serving.kv_capacity_tokens",
+            field="model.state_bytes_per_request",
+        ) from None
+    return replace(memory, state_gib=pool.state_gib), pool
 
 
 def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledState | None:
@@ -224,8 +322,27 @@ def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledS
     shape = state_shape(scenario)
     if not shape or spec.engine != "vllm":
         return None
+    layouts = None
+    m = scenario.model
+    if m.linear_layers is not None:  # vLLM's block layout (sim/model/recurrent_state.py)
+        assert m.layers is not None  # (schema: linear_layers needs layers)
+        attention = m.layers - m.linear_layers
+        per_layer = spec.kv_bytes_per_token / attention
+
+        def layout(memory: KvMemory, k: int) -> BlockLayout:
+            return block_layout(
+                shape,
+                linear_layers=m.linear_layers or 0,
+                attention_layers=attention,
+                drafter_layers=round(memory.drafter_kv_bytes_per_token / per_layer),
+                kv_bytes_per_layer=per_layer,
+                speculative_tokens=k,
+            )
+
+        layouts = (layout(spec, scenario.num_steps), layout(plain, 0))
     return PooledState(
         shape,
         spec.kv_bytes_per_token + spec.drafter_kv_bytes_per_token,
         plain.kv_bytes_per_token + plain.drafter_kv_bytes_per_token,
+        layouts,
     )

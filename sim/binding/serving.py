@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
-from sim.binding.kv_capacity import KvCapacity, kv_capacity
+from sim.binding.kv_capacity import KvCapacity
 from sim.binding.state_shape import state_shape
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
@@ -470,6 +470,7 @@ def serving_model(
     max_k: int,
     widest: int,
     source: str,
+    capacity: KvCapacity,
     terms: PassTerms | None = None,
 ) -> ServingModel:
     """The serving plan's model of ``bound``: its batched cost (``serving_cost`` with the
@@ -477,8 +478,10 @@ def serving_model(
     ``timing.points``; ``speculative``: the drafter's passes; ``max_beams``: the widest
     drafter pass), the acceptance model up to ``max_k`` positions and the rank shares of
     ``widest`` ranks (both from the acceptance bind resolved, ``Bound.resolved``) and the
-    KV capacity (``speculative``: some policy drafts). Errors name ``source`` (the
-    scenario's file); ``terms``: as ``serving_cost`` takes them."""
+    KV ``capacity`` its caller derived (``kv_capacity(scenario, speculative)``, read once:
+    a hybrid's state pool under SGLang's rule also bounds the admission caps the draft
+    lookups take). Errors name ``source`` (the scenario's file); ``terms``: as
+    ``serving_cost`` takes them."""
     scenario = bound.scenario
     spec, timing = scenario.model, scenario.timing
     notes = []
@@ -502,7 +505,6 @@ def serving_model(
             max_beams=max_beams,
             terms=terms,
         )
-        capacity = kv_capacity(scenario, speculative)
     except SpecsimError as exc:
         raise SpecsimError(exc.message, source=source, field=exc.field) from None
     measured = sorted({p.kind for p in timing.points or []})

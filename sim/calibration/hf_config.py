@@ -459,6 +459,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
         position, positions = conv_state(cfg, linear, tensor_parallel, where, source)
         v["conv_state_bytes_per_position"] = position
         v["conv_state_positions"] = positions
+        v["linear_layers"] = Derived(linear, cite(linear_why))
     full_layer = v["layer_params"].value - mixer + full_attention  # an MTP layer's
     return HfModel(
         source, str(archs[0]), v, moe, mla, heads, kv_heads, attention_layers, full_layer

@@ -121,7 +121,9 @@ def memory_fraction(engine: Engine, memory_gib: float, tp: int, speculative: boo
 class KvMemory:
     """One GPU's memory as an engine divides it (GiB, per tensor-parallel rank) and the
     KV tokens it holds. ``drafter_gib`` and ``drafter_kv_bytes`` are what the budget
-    holds of the drafter (0 where the engine keeps the drafter outside it)."""
+    holds of the drafter (0 where the engine keeps the drafter outside it); ``state_gib``
+    what a state pool sized apart takes of it (SGLang's for a hybrid target,
+    sim/hardware/state_pool.py; 0: none)."""
 
     engine: Engine
     memory_gib: float
@@ -131,6 +133,7 @@ class KvMemory:
     reserve_gib: float
     kv_bytes_per_token: float
     drafter_kv_bytes_per_token: float
+    state_gib: float = 0.0
 
     @property
     def budget_gib(self) -> float:
@@ -139,6 +142,12 @@ class KvMemory:
     @property
     def kv_gib(self) -> float:
         """What the budget leaves the KV cache (negative: the weights do not fit)."""
+        return self.rest_gib - self.state_gib
+
+    @property
+    def rest_gib(self) -> float:
+        """What the budget leaves after the weights and the reserve (the KV cache and a
+        state pool sized apart)."""
         return self.budget_gib - self.weights_gib - self.drafter_gib - self.reserve_gib
 
     @property
@@ -148,16 +157,18 @@ class KvMemory:
         return max(int(self.kv_gib * GIB // per_token), 0)
 
     def describe(self) -> str:
-        """The arithmetic, one line: budget - weights - drafter - reserve = KV, per GPU."""
+        """The arithmetic, one line: budget - weights - drafter - reserve - states = KV, per
+        GPU."""
         drafter = f" - drafter {self.drafter_gib:.2f}" if self.drafter_gib else ""
         per_token = f"{self.kv_bytes_per_token:,.0f}" + (
             f" + drafter {self.drafter_kv_bytes_per_token:,.0f}"
             if self.drafter_kv_bytes_per_token
             else ""
         )
+        states = f" - states {self.state_gib:.2f}" if self.state_gib else ""
         return (
             f"{self.memory_gib:g} GiB x {self.fraction:g} ({self.engine}) - weights "
-            f"{self.weights_gib:.2f}{drafter} - reserve {self.reserve_gib:g} = "
+            f"{self.weights_gib:.2f}{drafter} - reserve {self.reserve_gib:g}{states} = "
             f"{self.kv_gib:.2f} GiB a GPU over {per_token} bytes a token"
         )
 

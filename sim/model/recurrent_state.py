@@ -51,7 +51,22 @@ from dataclasses import dataclass
 
 from sim.model.drafts import Draft, verify_tokens
 
-__all__ = ["PooledState", "RecurrentState", "StateShape", "state_io_bytes"]
+__all__ = [
+    "VLLM_KERNEL_BLOCK_TOKENS",
+    "BlockLayout",
+    "PooledState",
+    "RecurrentState",
+    "StateShape",
+    "block_layout",
+    "state_io_bytes",
+]
+
+#: The attention kernel's block alignment vLLM 0.30.0 sizes a hybrid's block from:
+#: max(the backend's smallest kernel block, the block size), 16 for FlashInfer (the first
+#: causal backend on a B200, platforms/cuda.py lines 154-165; its kernel blocks 16, 32, 64,
+#: v1/attention/backends/flashinfer.py lines 426-445), FlashAttention and Triton (multiples
+#: of 16) at vLLM's default block size 16.
+VLLM_KERNEL_BLOCK_TOKENS = 16
 
 
 def state_io_bytes(state_bytes: float, tokens: int) -> float:
@@ -138,6 +153,64 @@ class RecurrentState:
 
 
 @dataclass(frozen=True, slots=True)
+class BlockLayout:
+    """vLLM's block layout of a hybrid's KV pool on one server (0.30.0, paths under
+    ``vllm/``): ``block_tokens`` (B) a block, ``linear_groups`` groups of linear layers,
+    ``pool_tokens_per_block`` the pool tokens one block's bytes hold (B x g / attention
+    layers, g the layers a group)."""
+
+    block_tokens: int
+    linear_groups: int
+    pool_tokens_per_block: float
+
+    def state_tokens(self, slots: int) -> int:
+        """Pool tokens a running request's states take: 1 + ``slots`` blocks (2 +
+        ``num_speculative_tokens``, ``slots`` = 1 + k) in each linear group, prefix
+        caching's ``align`` mode (v1/kv_cache_interface.py lines 1040-1043)."""
+        if slots < 1:
+            raise ValueError(f"a request keeps at least one state slot, got {slots}")
+        return math.ceil(self.linear_groups * (1 + slots) * self.pool_tokens_per_block)
+
+
+def block_layout(
+    shape: StateShape,
+    *,
+    linear_layers: int,
+    attention_layers: int,
+    drafter_layers: int,
+    kv_bytes_per_layer: float,
+    speculative_tokens: int,
+    kernel_block_tokens: int = VLLM_KERNEL_BLOCK_TOKENS,
+) -> BlockLayout:
+    """vLLM's layout (``BlockLayout``) for a target of ``attention_layers`` attention layers
+    (``kv_bytes_per_layer`` bytes a token each) and ``linear_layers`` linear ones holding
+    ``shape``, a drafter of ``drafter_layers`` attention layers, on a server speculating
+    ``speculative_tokens`` tokens:
+
+    * block size (platforms/interface.py ``_align_hybrid_block_size``, lines 778-960):
+      B = a x ceil(m / (a x q)), m a linear layer's state page (the recurrent state and a
+      conv window of kernel - 1 + k positions), q = ``kv_bytes_per_layer``, a the kernel
+      alignment; the state page is padded to B x q;
+    * groups (v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``, lines
+      1435-1571): the attention layers (the drafter's with the target's: ASSUMED one spec)
+      and the linear ones are two buckets; g is the smaller's count (the larger's when it
+      is under 1.5 times it), each bucket ceil(layers / g) groups; a block is g pages."""
+    if min(linear_layers, attention_layers, kernel_block_tokens) < 1 or drafter_layers < 0:
+        raise ValueError("a hybrid has linear and attention layers, and a kernel block")
+    if not kv_bytes_per_layer > 0 or speculative_tokens < 0:
+        raise ValueError("an attention layer has KV, and a server speculates k >= 0 tokens")
+    k, a = speculative_tokens, kernel_block_tokens
+    page = shape.recurrent_bytes + shape.conv_bytes_per_position * (shape.conv_positions + k)
+    page /= linear_layers
+    block = a * math.ceil(page / (a * kv_bytes_per_layer))
+    attention = attention_layers + drafter_layers
+    group = min(attention, linear_layers)
+    if max(attention, linear_layers) < 1.5 * group:
+        group = max(attention, linear_layers)
+    return BlockLayout(block, math.ceil(linear_layers / group), block * group / attention)
+
+
+@dataclass(frozen=True, slots=True)
 class PooledState:
     """A request's states as vLLM's KV pool holds them, per tensor-parallel rank (``shape``),
     and the pool's bytes a KV token on the speculating server (``kv_bytes_per_token``:
@@ -145,14 +218,15 @@ class PooledState:
 
     A request with ``slots`` state slots (1 in plain decoding, 1 + k when speculating: a
     verify's ``verify_tokens``) holds ``shape.slot_bytes(slots)`` bytes of the pool, charged
-    as ``ceil(those bytes / bytes a token)`` KV tokens from its admission to its end. Bytes,
-    not vLLM's pages: the pool's attention block (sized to hold one state page, several
-    hundred tokens) rounds each request's context up to whole blocks, and the state page
-    up to 16 tokens of attention pages; neither rounding is modelled."""
+    as ``ceil(those bytes / bytes a token)`` KV tokens from its admission to its end; with
+    ``layouts`` (vLLM's block layout of the speculating server and of the plain one), its
+    whole state blocks instead (``BlockLayout.state_tokens``). Not modelled: the rounding
+    of each context up to whole blocks."""
 
     shape: StateShape
     kv_bytes_per_token: float
     plain_kv_bytes_per_token: float
+    layouts: tuple[BlockLayout, BlockLayout] | None = None
 
     def __post_init__(self) -> None:
         if not self.shape:
@@ -163,5 +237,7 @@ class PooledState:
     def tokens(self, slots: int, drafts: bool) -> int:
         """KV tokens a request's ``slots`` state slots take of the pool of the speculating
         server (``drafts``) or of the plain one."""
+        if self.layouts is not None:
+            return self.layouts[0 if drafts else 1].state_tokens(slots)
         per_token = self.kv_bytes_per_token if drafts else self.plain_kv_bytes_per_token
         return math.ceil(self.shape.slot_bytes(slots) / per_token)

@@ -140,6 +140,10 @@ class ModelSpec(Section):
     # (the kernel size - 1; a server speculating k tokens keeps k more); given together.
     conv_state_bytes_per_position: Annotated[float, Field(ge=0, le=1e12)] | None = None
     conv_state_positions: Annotated[int, Field(gt=0, le=1024)] | None = None
+    # The linear layers that keep those states (the rest of ``layers`` keep KV): vLLM's
+    # block layout of a hybrid's pool reads it (sim/model/recurrent_state.py
+    # ``BlockLayout``); None: the pool charges the states' bytes.
+    linear_layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)] | None = None
 
     @model_validator(mode="after")
     def _kernels_cover_allreduces(self) -> Self:
@@ -161,6 +165,17 @@ class ModelSpec(Section):
             raise ValueError(
                 "conv_state_bytes_per_position and conv_state_positions are given together "
                 "(a position's bytes and the window's positions)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _linear_layers_fit(self) -> Self:
+        if self.linear_layers is not None and (
+            self.layers is None or self.linear_layers >= self.layers
+        ):
+            raise ValueError(
+                f"linear_layers ({self.linear_layers}) needs layers, and at least one "
+                f"attention layer beside them (layers: {self.layers})"
             )
         return self
 

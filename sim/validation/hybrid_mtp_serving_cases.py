@@ -92,6 +92,9 @@ QWEN38_MODEL: dict[str, Any] = {
     "state_bytes_per_request": float(GDN_STATE_BYTES),
     "conv_state_bytes_per_position": float(GDN_CONV_BYTES_PER_POSITION),
     "conv_state_positions": GDN_CONV_POSITIONS,
+    # the 48 Gated DeltaNet layers of 64 (layer_types): vLLM's block layout of the pool
+    # (pre-registered in docs/accuracy-under-load.md)
+    "linear_layers": 48,
 }
 #: The MTP arm: ``num_speculative_tokens`` 2, a chain.
 NUM_STEPS = 2

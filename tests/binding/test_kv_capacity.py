@@ -197,3 +197,65 @@ def test_the_state_bounds_concurrency_in_the_pool():
     assert with_state <= bound == 4
     without, _ = largest_batch()
     assert without > bound
+
+
+def test_sglang_keeps_a_hybrids_state_in_a_pool_of_its_own_by_hand():
+    """SGLang carves its state pool out of what the weights leave (sim/hardware/state_pool.py).
+    The speculating server: 80 x 0.811 - 14.957 weights - 0.69 reserve = 49.233 GiB, a
+    state budget of 49.233 x 0.9 / 1.9 GiB = 25.041 GB; K = (25.041 - 1 x (1 + 4)) // (1 x
+    (1 + 4 / 5)) = 11 slots of 1 GB, 11 // 5 = 2 running requests, with the verify's
+    intermediate states 1 GB x (2 + 1) x 4: 24 GB = 22.352 GiB; KV left 26.882 GiB / 131,072
+    bytes = 220,215 tokens. The plain server (fraction 0.836): 51.233 GiB, a budget of
+    26.058 GB, K = 25, 5 running requests, 26 GB = 24.214 GiB; 27.019 GiB = 221,338 tokens."""
+    sc = _scenario(server={"engine": "sglang"}, model={"state_bytes_per_request": STATE_BYTES})
+    cap = kv_capacity(sc, speculates=True)
+    assert cap.state is None  # not in the KV pool
+    spec, plain = cap.state_pool
+    assert (spec.slots, spec.requests, plain.slots, plain.requests) == (11, 2, 25, 5)
+    assert spec.state_gib == pytest.approx(24e9 / GIB, rel=1e-12)
+    assert plain.state_gib == pytest.approx(26e9 / GIB, rel=1e-12)
+    assert abs(cap.tokens - 220_215) <= 2 and abs(cap.plain - 221_338) <= 2
+    assert "at most 2 run at once (5 for plain decoding" in cap.note
+    assert cap.to_dict()["state_pool"]["requests"] == 2
+    # whole 1 GB slots: the reserve's ends (10 slots at the high one) leave more KV than its
+    # middle; the range spans all three
+    low, high = cap.range
+    assert low == cap.tokens < high
+    base = kv_capacity(_scenario(server={"engine": "sglang"}), speculates=True)
+    assert base.state_pool is None and "state_pool" not in base.to_dict()
+    assert base.tokens > cap.tokens
+
+
+def test_sglangs_state_pool_bounds_the_running_requests():
+    """With room for 2 speculating requests' states (above), the speculating server never
+    decodes more than 2 of its 4 users at once; the plain server (5) runs all 4."""
+    sc = _scenario(
+        server={"engine": "sglang"},
+        model={"state_bytes_per_request": STATE_BYTES, "kernels_per_layer": 14},
+        workload={"requests": 16},
+    )
+    setup = serving_setup(bind(sc))
+    sched = setup.plan.scheduler
+    assert (sched.max_running_requests, sched.max_running_requests_speculative) == (5, 2)
+    for name, most in (("speculative", 2), ("baseline", 4)):
+        drafting = setup.draftings[name]
+        rec = run_replication(setup.plan, drafting, serving_streams(np.random.SeedSequence(3)))
+        assert int(np.flatnonzero(rec.batch_time_ms).max()) == most
+
+
+def test_with_linear_layers_vllms_pool_charges_whole_state_blocks():
+    """24 of the 32 layers linear: 8 attention layers of 16,384 bytes a token (the drafter's
+    4,096 rounds to none of them); a state page of 1 GB / 24 gives blocks of 16 x ceil(
+    41.67 MB / (16 x 16,384)) = 2,544 tokens, g = 8, 3 linear groups: at k = 3 a request
+    holds 3 x (2 + 3) blocks = 38,160 tokens, plain decoding 3 x 2 = 15,264."""
+    sc = _scenario(
+        server={"engine": "vllm"},
+        model={"state_bytes_per_request": STATE_BYTES, "linear_layers": 24},
+    )
+    cap = kv_capacity(sc, speculates=True)
+    assert cap.state.tokens(4, True) == 38_160 and cap.state.tokens(1, False) == 15_264
+    assert cap.to_dict()["state"]["block_tokens"] == [2544, 2544]
+    assert "blocks of 2544 tokens, 3 groups of linear layers" in cap.note
+    setup = serving_setup(bind(sc))
+    assert setup.draftings["speculative"].lookahead == 4 + 38_160
+    assert setup.draftings["baseline"].lookahead == 1 + 15_264

@@ -46,6 +46,8 @@ def test_the_state_of_a_qwen3_next_style_config_by_hand(tmp_path: Path) -> None:
     # 6 linear layers (all but every 4th) x 8 value heads x 96 x 64 x 2 bytes (bfloat16)
     assert m.get("state_bytes_per_request") == 6 * 8 * 96 * 64 * 2 == 589_824
     assert m.values["state_bytes_per_request"].origin.startswith("derived: 6 linear-attention")
+    # the linear layers (vLLM's block layout of the pool reads them)
+    assert m.get("linear_layers") == 6
     # KV: 2 full-attention layers x 2 (K, V) x 128 x 2 KV heads x 2 bytes
     assert m.get("kv_bytes_per_token") == 2 * 2 * 128 * 2 * 2
     assert m.get("attention_flops_per_pair") == 8 * 256 * 2 * 2

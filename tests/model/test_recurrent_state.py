@@ -15,7 +15,13 @@ from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import LogitRows
-from sim.model.recurrent_state import PooledState, RecurrentState, StateShape, state_io_bytes
+from sim.model.recurrent_state import (
+    PooledState,
+    RecurrentState,
+    StateShape,
+    block_layout,
+    state_io_bytes,
+)
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
 from tests.conftest import ROOT
@@ -162,3 +168,52 @@ def test_the_pooled_state_takes_its_slots_bytes_in_pool_tokens_rounded_up():
             PooledState(*bad)
     with pytest.raises(ValueError):
         pooled.tokens(0, True)
+
+
+#: Qwen3.8-27B's states a request (48 Gated DeltaNet layers): recurrent 48 x 48 x 128 x 128 x
+#: 4 bytes, conv 48 x 10,240 channels x 2 bytes a position over 3 positions; 16 attention
+#: layers of 4,096 bytes a token.
+QWEN38_SHAPE = StateShape(48 * 48 * 128 * 128 * 4, 48 * 10240 * 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("k", "drafter", "block", "groups", "tokens"),
+    [
+        # MTP: a page 3,145,728 + 5 x 20,480 = 3,248,128 bytes; 16 x ceil(49.56) = 800;
+        # 17 attention layers (g = 17), ceil(48 / 17) = 3 linear groups; 3 x 4 blocks
+        (2, 1, 800, 3, 9_600),
+        # DSpark: 3,145,728 + 10 x 20,480 = 3,350,528; 16 x 52 = 832; 21 layers, 3 groups,
+        # 3 x 9 blocks
+        (7, 5, 832, 3, 22_464),
+        # plain: 3,145,728 + 3 x 20,480 = 3,207,168; 16 x 49 = 784; g = 16, 3 x 2 blocks
+        (0, 0, 784, 3, 4_704),
+    ],
+)
+def test_vllms_block_layout_by_hand(k, drafter, block, groups, tokens):
+    layout = block_layout(
+        QWEN38_SHAPE,
+        linear_layers=48,
+        attention_layers=16,
+        drafter_layers=drafter,
+        kv_bytes_per_layer=4096.0,
+        speculative_tokens=k,
+    )
+    assert (layout.block_tokens, layout.linear_groups) == (block, groups)
+    assert layout.pool_tokens_per_block == block  # one attention group of g layers
+    assert layout.state_tokens(1 + k) == tokens
+
+
+def test_a_group_size_between_the_buckets():
+    """12 attention and 13 linear layers: 13 < 1.5 x 12, so g = 13 (vLLM pads the
+    attention bucket to 13); a block holds 16 x 13 / 12 pool tokens of the 12 layers."""
+    layout = block_layout(
+        StateShape(13 * 4096 * 16.0),
+        linear_layers=13,
+        attention_layers=12,
+        drafter_layers=0,
+        kv_bytes_per_layer=4096.0,
+        speculative_tokens=0,
+    )
+    assert (layout.block_tokens, layout.linear_groups) == (16, 1)
+    assert layout.pool_tokens_per_block == pytest.approx(16 * 13 / 12, rel=1e-12)
+    assert layout.state_tokens(1) == math.ceil(2 * 16 * 13 / 12)

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from sim.binding.bound import Bound
-from sim.binding.kv_capacity import KvCapacity
+from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.binding.serving import serving_model
 from sim.errors import SpecsimError
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
@@ -338,7 +338,11 @@ def serving_setup(
     if policies is None and scenario.num_steps > 0:
         run[SPECULATIVE] = _policy(bound, serving, source)
     speculates = any(p.max_k > 0 for p in run.values())
-    caps = (serving.max_running_requests, serving.max_running_requests_speculative)
+    try:
+        capacity = kv_capacity(scenario, speculates)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
+    caps = _admission_caps(serving, capacity)
     lookups = {n: (p, k_lookup(p, admission_cap(p, *caps))) for n, p in run.items()}
     drafts = [d for _, by_batch in lookups.values() for d in dict.fromkeys(by_batch[1:])]
     notes.extend(_draft_notes(drafts, serving, speculates))
@@ -350,6 +354,7 @@ def serving_setup(
         max_k=max(p.max_k for p in run.values()),
         widest=widest,
         source=source,
+        capacity=capacity,
         terms=terms,
     )
     notes.extend(served.notes)
@@ -360,13 +365,13 @@ def serving_setup(
             "Carlo setting)"
         )
     scheduler = SchedulerConfig(
-        max_running_requests=serving.max_running_requests,
+        max_running_requests=caps[0],
         batching=serving.batching,
         token_budget=serving.token_budget,
         kv_capacity_tokens=served.kv.tokens,
         prefill=serving.prefill,
         plain_kv_capacity_tokens=served.kv.plain,
-        max_running_requests_speculative=serving.max_running_requests_speculative,
+        max_running_requests_speculative=caps[1],
         pooled_state=served.kv.state,
     )
     plan = ServingPlan(
@@ -388,6 +393,18 @@ def serving_setup(
         mean_tokens=mean_tokens,
         kv_capacity=served.kv,
     )
+
+
+def _admission_caps(serving: ServingSpec, capacity: KvCapacity) -> tuple[int, int | None]:
+    """The admission caps, plain and speculating (None: the plain one's): the scenario's,
+    each bounded by the running requests whose states SGLang's state pool holds on that
+    server (a hybrid target under SGLang's rule: sim/binding/kv_capacity.py
+    ``KvCapacity.running``)."""
+    caps = (serving.max_running_requests, serving.max_running_requests_speculative)
+    plain, spec = capacity.running(False), capacity.running(True)
+    if plain is None or spec is None:
+        return caps
+    return min(caps[0], plain), min(caps[1] or caps[0], spec)
 
 
 def _mean_tokens(workload: Workload) -> tuple[float, float]:

@@ -141,8 +141,14 @@ def case_qwen38_dspark_b200(subset: str) -> Case:
             f"within {min(accept.values()):.3f}-{max(accept.values()):.3f} at every N (not "
             "used)",
             f"vLLM's KV pool ({pool.tokens:,} tokens) also holds each running request's "
-            f"recurrent state, {slots} slots at k = {k} ({held:,} tokens a "
-            "request, docs/kv-capacity.md): at 128 streams it runs about "
+            + (
+                f"states, {slots} slots at k = {k}"
+                if pool.state.layouts is None
+                else f"states (recurrent and conv) in vLLM's block layout, "
+                f"{pool.state.layouts[0].linear_groups} groups of linear layers x (2 + k) "
+                f"blocks of {pool.state.layouts[0].block_tokens} tokens at k = {k}"
+            )
+            + f" ({held:,} tokens a request, docs/kv-capacity.md): at 128 streams it runs about "
             f"{pool.tokens // (held + round(scenario.timing.context_tokens or 0)):d} of them "
             "at once and the rest wait",
             "scored as pre-registered (docs/accuracy-under-load.md): the DSpark arm's levels "

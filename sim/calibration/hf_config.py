@@ -186,20 +186,45 @@ def linear_layers(cfg: dict[str, Any], layers: int, source: str) -> tuple[int, s
     return 0, ""
 
 
+@dataclass(frozen=True, slots=True)
+class LinearHeads:
+    """A Gated DeltaNet layer's heads as its config gives them (``linear_num_key_heads``,
+    ``linear_key_head_dim``, ``linear_num_value_heads``, ``linear_value_head_dim``)."""
+
+    key_heads: int
+    key_dim: int
+    value_heads: int
+    value_dim: int
+
+
+def linear_heads(cfg: dict[str, Any], source: str) -> LinearHeads:
+    """``cfg``'s Gated DeltaNet heads; SpecsimError naming the first field missing or
+    malformed."""
+    names = (
+        "linear_num_key_heads",
+        "linear_key_head_dim",
+        "linear_num_value_heads",
+        "linear_value_head_dim",
+    )
+    values = []
+    for name in names:
+        value = _int(cfg, name, source=source)
+        assert value is not None  # (required: _int raised otherwise)
+        values.append(value)
+    return LinearHeads(*values)
+
+
 def recurrent_state_bytes(
     cfg: dict[str, Any], linear: int, tensor_parallel: int, where: str, source: str
 ) -> Derived:
     """The ``linear`` Gated DeltaNet layers' recurrent state a request per rank:
     ``linear x ceil(linear_num_value_heads / TP) x linear_value_head_dim x
     linear_key_head_dim x`` the bytes of ``mamba_ssm_dtype`` (else the model's dtype)."""
-    v_heads = _int(cfg, "linear_num_value_heads", source=source)
-    v_dim = _int(cfg, "linear_value_head_dim", source=source)
-    k_dim = _int(cfg, "linear_key_head_dim", source=source)
-    assert v_heads is not None and v_dim is not None and k_dim is not None
+    h = linear_heads(cfg, source)
     name, dtype = _dtype(cfg, ("mamba_ssm_dtype", "torch_dtype", "dtype"), source, "")
-    per_rank = max(math.ceil(v_heads / tensor_parallel), 1)
+    per_rank = max(math.ceil(h.value_heads / tensor_parallel), 1)
     return Derived(
-        float(linear * per_rank * v_dim * k_dim * DTYPE_BYTES[dtype]),
+        float(linear * per_rank * h.value_dim * h.key_dim * DTYPE_BYTES[dtype]),
         f"derived: {linear} linear-attention layers x ceil(linear_num_value_heads / TP "
         f"{tensor_parallel}) x linear_value_head_dim x linear_key_head_dim x "
         f"{DTYPE_BYTES[dtype]:g} bytes ({where}: {name} = {dtype}), per rank; read and "
@@ -213,14 +238,10 @@ def gated_delta_net_params(cfg: dict[str, Any], hidden: int, source: str) -> flo
     heads x value dim)``, in_proj_ba ``hidden x 2 x value heads``, out_proj ``value heads
     x value dim x hidden``; the conv weights (channels x kernel), norms and gate vectors
     (under 0.1%) left out."""
-    k_heads = _int(cfg, "linear_num_key_heads", source=source)
-    k_dim = _int(cfg, "linear_key_head_dim", source=source)
-    v_heads = _int(cfg, "linear_num_value_heads", source=source)
-    v_dim = _int(cfg, "linear_value_head_dim", source=source)
-    assert k_heads is not None and k_dim is not None and v_heads is not None
-    assert v_dim is not None
-    value = v_heads * v_dim
-    return float(hidden * (2 * k_heads * k_dim + 2 * value) + hidden * 2 * v_heads + value * hidden)
+    h = linear_heads(cfg, source)
+    value = h.value_heads * h.value_dim
+    key = h.key_heads * h.key_dim
+    return float(hidden * (2 * key + 2 * value) + hidden * 2 * h.value_heads + value * hidden)
 
 
 def conv_state(
@@ -231,13 +252,9 @@ def conv_state(
     channels / TP, the channels 2 x key heads x key dim + value heads x value dim, in the
     model's dtype): (bytes a position of every layer's window, the window's positions in
     plain decoding, ``linear_conv_kernel_dim - 1``)."""
-    k_heads = _int(cfg, "linear_num_key_heads", source=source)
-    k_dim = _int(cfg, "linear_key_head_dim", source=source)
-    v_heads = _int(cfg, "linear_num_value_heads", source=source)
-    v_dim = _int(cfg, "linear_value_head_dim", source=source)
+    h = linear_heads(cfg, source)
     kernel = _int(cfg, "linear_conv_kernel_dim", source=source)
-    assert k_heads is not None and k_dim is not None and v_heads is not None
-    assert v_dim is not None and kernel is not None
+    assert kernel is not None
     if kernel < 2:
         raise SpecsimError(
             f"must be at least 2 (a causal convolution keeps kernel - 1 positions), got {kernel}",
@@ -245,7 +262,7 @@ def conv_state(
             field="linear_conv_kernel_dim",
         )
     name, dtype = _dtype(cfg, ("torch_dtype", "dtype"), source, "")
-    channels = 2 * k_heads * k_dim + v_heads * v_dim
+    channels = 2 * h.key_heads * h.key_dim + h.value_heads * h.value_dim
     per_rank = math.ceil(channels / tensor_parallel)
     return (
         Derived(
@@ -280,10 +297,17 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return raw
 
 
+def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The language model's part of a config.json (``text_config`` when present) and how an
+    origin names it (``config.json`` or ``config.json: text_config``)."""
+    if isinstance(raw.get("text_config"), dict):
+        return raw["text_config"], "config.json: text_config"
+    return raw, "config.json"
+
+
 def read_raw(path: str | Path) -> dict[str, Any]:
-    """The language model's part of a config.json (``text_config`` when present)."""
-    raw = read_json(path)
-    return raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
+    """The language model's part of a config.json (``language_config``)."""
+    return language_config(read_json(path))[0]
 
 
 def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
@@ -296,8 +320,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
     ``transformer_layer_config``)."""
-    cfg = raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
-    where = "config.json" + (": text_config" if cfg is not raw else "")
+    cfg, where = language_config(raw)
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
     v: dict[str, Derived] = {}
 

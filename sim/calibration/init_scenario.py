@@ -38,7 +38,13 @@ from typing import Any
 
 from sim.calibration.calibrate import Calibration, calibrate
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
-from sim.calibration.hf_config import HfModel, read_hf_config, read_json, read_raw
+from sim.calibration.hf_config import (
+    HfModel,
+    language_config,
+    read_hf_config,
+    read_json,
+    read_raw,
+)
 from sim.calibration.measurements import Measurements
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.errors import SpecsimError, UnknownNameError
@@ -125,10 +131,7 @@ def mtp_modules(config: str) -> tuple[int, str]:
     """(MTP modules, where the count comes from) of a config.json: the first of
     ``MTP_FIELDS`` it sets (in ``text_config`` when nested); SpecsimError naming the file
     when it sets none, or 0."""
-    raw = read_json(config)
-    nested = isinstance(raw.get("text_config"), dict)
-    cfg = raw["text_config"] if nested else raw
-    where = "config.json" + (": text_config" if nested else "")
+    cfg, where = language_config(read_json(config))
     name = next((f for f in MTP_FIELDS if cfg.get(f) is not None), None)
     n = cfg.get(name) if name else None
     if name is None or not isinstance(n, int) or isinstance(n, bool) or n < 1:

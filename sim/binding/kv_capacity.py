@@ -13,8 +13,9 @@ Plain decoding runs on a server without the drafter: its capacity is derived apa
 (``plain``), as a user who compares both would measure it.
 
 A hybrid target's recurrent state (``model.state_bytes_per_request``) lives in vLLM's KV
-pool, 1 + ``num_speculative_tokens`` pages a request (sim/model/recurrent_state.py
-``PooledState``): a derived vLLM capacity carries it (``state``), and every running request
+pool, 1 + ``num_speculative_tokens`` pages a request, or whole blocks of its block layout
+with ``model.linear_layers`` (sim/model/recurrent_state.py ``PooledState``): a derived vLLM
+capacity carries it (``state``), and every running request
 holds its state's share of the pool beside its context, so the pool bounds concurrency with
 the state included. SGLang keeps a hybrid's states in a pool of their own, carved out of
 the same memory before the KV cache (sim/hardware/state_pool.py): a derived SGLang capacity
@@ -37,7 +38,7 @@ from sim.hardware.state_pool import (
     StatePool,
     sglang_state_pool,
 )
-from sim.model.recurrent_state import BlockLayout, PooledState, block_layout
+from sim.model.recurrent_state import BlockLayout, PooledState, StateShape, block_layout
 from sim.scenario.schema import Scenario, ServingSpec
 
 __all__ = [
@@ -211,16 +212,17 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     given_reserve = serving.kv_reserve_gib if serving is not None else None
     default = given_reserve is None
     reserve = middle if given_reserve is None else given_reserve  # per GPU, GiB
-    spec, spec_pool = _divided(scenario, server, reserve, speculates)
+    shape = state_shape(scenario)
+    spec, spec_pool = _divided(scenario, shape, server, reserve, speculates)
     plain, plain_pool = (spec, spec_pool)
     if speculates:
-        plain, plain_pool = _divided(scenario, server, reserve, False)
+        plain, plain_pool = _divided(scenario, shape, server, reserve, False)
     span = None
     if default:  # the ends (SGLang's whole state slots can make the middle an end)
         ends = (
-            _divided(scenario, server, high, speculates)[0].tokens,
+            _divided(scenario, shape, server, high, speculates)[0].tokens,
             spec.tokens,
-            _divided(scenario, server, low, speculates)[0].tokens,
+            _divided(scenario, shape, server, low, speculates)[0].tokens,
         )
         span = (min(ends), max(ends))
     named = (
@@ -241,12 +243,12 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         + f": {spec.describe()} ({named}; {reserve_text}; {server.gpus} GPU(s) "
         f"of {scenario.hardware.gpu})"
     )
-    state = pooled_state(scenario, spec, plain)
+    state = pooled_state(scenario, shape, spec, plain)
     if state is not None:
         k = scenario.num_steps
         note += (
             f"; each running request also holds its states (recurrent and conv), "
-            f"{state.shape.slot_bytes(1 + k) / (1 + k) / 1e6:,.1f} MB a slot x (1 + k) slots "
+            f"{state.shape.page_bytes(k) / 1e6:,.1f} MB a slot x (1 + k) slots "
             f"({state.tokens(1 + k, True):,} tokens of the pool at k = {k}"
             + (f", {state.tokens(1, False):,} for plain decoding" if speculates else "")
             + (
@@ -262,7 +264,7 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         pools = (spec_pool, plain_pool)
         note += (
             f"; SGLang keeps the states (recurrent and conv) in a pool of their own: "
-            f"{spec_pool.slots:,} slots of {state_shape(scenario).slot_bytes(1) / 1e6:,.1f} MB "
+            f"{spec_pool.slots:,} slots of {shape.slot_bytes(1) / 1e6:,.1f} MB "
             f"({spec_pool.state_gib:.2f} GiB a GPU with the verify's {spec_pool.draft_tokens} "
             f"intermediate states a request), {spec_pool.slots_per_request} a running request: "
             f"at most {spec_pool.requests:,} run at once"
@@ -286,14 +288,17 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
 
 
 def _divided(
-    scenario: Scenario, server: ServerMemory, reserve_gib: float, speculative: bool
+    scenario: Scenario,
+    shape: StateShape,
+    server: ServerMemory,
+    reserve_gib: float,
+    speculative: bool,
 ) -> tuple[KvMemory, StatePool | None]:
     """How the engine divides one GPU at ``reserve_gib`` (``ServerMemory.kv``), with
-    SGLang's state pool of a hybrid target carved out before the KV cache (None: no such
-    pool): a verify of ``speculation.draft_tokens`` tokens when ``speculative``, the
-    admission cap of that server."""
+    SGLang's state pool of a hybrid target (its states ``shape``) carved out before the KV
+    cache (None: no such pool): a verify of ``speculation.draft_tokens`` tokens when
+    ``speculative``, the admission cap of that server."""
     memory = server.kv(reserve_gib, speculative)
-    shape = state_shape(scenario)
     if server.engine != "sglang" or not shape or memory.rest_gib <= 0:
         return memory, None  # (no room at all: ``kv_capacity``'s error names it)
     serving = scenario.serving or ServingSpec()
@@ -315,11 +320,12 @@ def _divided(
     return replace(memory, state_gib=pool.state_gib), pool
 
 
-def pooled_state(scenario: Scenario, spec: KvMemory, plain: KvMemory) -> PooledState | None:
-    """The scenario's states in the KV pool its capacity derives (``spec`` the speculating
-    server's memory, ``plain`` the plain one's): vLLM's rule with a state a request
-    (sim/binding/serving.py ``state_shape``); None otherwise."""
-    shape = state_shape(scenario)
+def pooled_state(
+    scenario: Scenario, shape: StateShape, spec: KvMemory, plain: KvMemory
+) -> PooledState | None:
+    """The scenario's states (``shape``, sim/binding/state_shape.py) in the KV pool its
+    capacity derives (``spec`` the speculating server's memory, ``plain`` the plain one's):
+    vLLM's rule with a state a request; None otherwise."""
     if not shape or spec.engine != "vllm":
         return None
     layouts = None

@@ -38,7 +38,9 @@ stays the batch-1 cycle exactly, its own state being in its measured or derived 
 The states also take room in the KV pool: vLLM keeps them in the pool's pages, 1 +
 ``num_speculative_tokens`` pages a linear layer, each holding both states
 (v1/kv_cache_interface.py ``MambaSpec``, line 1045; model_executor/layers/mamba/abstract.py
-lines 81-85), the attention layers' pages sized to hold one state page (``PooledState``).
+lines 81-85), the attention layers' pages sized to hold one state page (``PooledState``);
+in its block layout, 2 + ``num_speculative_tokens`` whole blocks a group of linear layers
+under prefix caching's align mode (``BlockLayout``).
 
 Not priced: the state a prefill chunk reads and writes once a request, and the k extra
 writes a derived batch-1 verify would add to its decode.
@@ -107,14 +109,19 @@ class StateShape:
         conv = self.conv_bytes_per_position * (2 * self.conv_positions + tokens - 1)
         return state_io_bytes(self.recurrent_bytes, tokens) + conv
 
+    def page_bytes(self, speculative_tokens: int) -> float:
+        """Bytes one state slot holds on a server speculating ``speculative_tokens`` (k)
+        tokens, all linear layers: a recurrent state and a conv window of
+        ``conv_positions + k`` positions."""
+        window = self.conv_positions + speculative_tokens
+        return self.recurrent_bytes + self.conv_bytes_per_position * window
+
     def slot_bytes(self, slots: int) -> float:
         """Bytes a request's states hold with ``slots`` slots a layer (1 + k on a server
-        speculating k tokens): each slot a recurrent state and a conv window of
-        ``conv_positions + slots - 1`` positions."""
+        speculating k tokens): ``slots`` pages (``page_bytes(slots - 1)``)."""
         if slots < 1:
             raise ValueError(f"a request keeps at least one state slot, got {slots}")
-        window = self.conv_positions + slots - 1
-        return slots * (self.recurrent_bytes + self.conv_bytes_per_position * window)
+        return slots * self.page_bytes(slots - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +207,7 @@ def block_layout(
     if not kv_bytes_per_layer > 0 or speculative_tokens < 0:
         raise ValueError("an attention layer has KV, and a server speculates k >= 0 tokens")
     k, a = speculative_tokens, kernel_block_tokens
-    page = shape.recurrent_bytes + shape.conv_bytes_per_position * (shape.conv_positions + k)
-    page /= linear_layers
+    page = shape.page_bytes(k) / linear_layers
     block = a * math.ceil(page / (a * kv_bytes_per_layer))
     attention = attention_layers + drafter_layers
     group = min(attention, linear_layers)

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from sim.binding.decompose import scenario_hardware
+from sim.hardware.batched import PassPhysics
+from sim.scenario.schema import Scenario
+
 # No per-example deadline: a shared CI machine can stall any example past Hypothesis's
 # default 200 ms, which would fail a property that holds (a flaky CI run). Properties are
 # what these tests check; speed lives in `make bench`.
@@ -47,6 +51,15 @@ timing.verify_ms = { stderr = 0.0 }
 timing.draft_step_ms = { range = [1.2, 1.2] }
 acceptance.alpha = { stderr = 0.0 }
 """
+
+
+def decode_physics(scenario: Scenario, **physics: float) -> PassPhysics:
+    """The graphed target decode pass of a scenario on its own hardware (``physics``: the
+    optional PassPhysics fields, e.g. ``kv_bytes_per_token``)."""
+    hw = scenario_hardware(scenario)
+    return PassPhysics(
+        "decode", hw.target_weights(), hw.geom.layers, hw.current, hw.geom, True, **physics
+    )
 
 
 def seed_text_without_uncertainty() -> str:

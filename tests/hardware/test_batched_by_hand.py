@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.binding.decompose import scenario_hardware
-from sim.hardware.batched import BatchedPass, ComputeCurve, PassPhysics
+from sim.hardware.batched import BatchedPass, ComputeCurve
 from sim.scenario.load import load_scenario
-from tests.conftest import ROOT
+from tests.conftest import ROOT, decode_physics
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 
@@ -24,17 +23,9 @@ def test_curve_below_its_first_point_keeps_the_first_segments_slope():
 def test_every_token_its_own_sequence_is_allowed():
     """batched.py _token_terms: 1 <= sequences <= tokens, so sequences == tokens (a decode batch) is
     valid."""
-    scenario = load_scenario(LLAMA)
-    hw = scenario_hardware(scenario)
-    p = PassPhysics(
-        "decode",
-        hw.target_weights(),
-        hw.geom.layers,
-        hw.current,
-        hw.geom,
-        True,
+    bp = BatchedPass(
+        decode_physics(load_scenario(LLAMA)), ComputeCurve(np.array([0.0]), np.array([0.0]))
     )
-    bp = BatchedPass(p, ComputeCurve(np.array([0.0]), np.array([0.0])))
     assert float(bp.work_ms(4, 0.0, 0.0, sequences=4)) == pytest.approx(
         float(bp.work_ms(4, 0.0, 0.0))
     )

@@ -137,6 +137,14 @@ def _bool(text: str) -> bool | None:
     return {"true": True, "false": False}.get(text.strip().lower())
 
 
+def decode_fields(text: str) -> dict[str, str] | None:
+    """The ``key: value`` fields of a ``Decode batch`` line, plain or speculative (e.g.
+    ``{'#running-req': '32', 'gen throughput (token/s)': '1234.56', ...}``), or None when
+    ``text`` is not one."""
+    m = _DECODE.search(text)
+    return _fields(m.group("body")) if m else None
+
+
 def _decode_line(text: str, number: int, source: str = "<log>") -> DecodeLine | None:
     """A speculative decode line, or None when ``text`` is not one (or is malformed)."""
     m = _DECODE.search(text)

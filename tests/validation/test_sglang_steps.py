@@ -1,0 +1,138 @@
+"""SGLang's step time by batch from its ``Decode batch`` lines (sim/validation/sglang_steps.py):
+the reading of a line, the fit, the model's step against the batched pass it restates, and the
+published series as docs/accuracy-under-load.md reports it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.hardware.batched import BatchedPass, ComputeCurve
+from sim.scenario.load import load_scenario
+from sim.validation.data_files import read_table
+from sim.validation.sglang_steps import (
+    HOST_BOUND_MS,
+    LineFit,
+    SeriesComparison,
+    compare_series,
+    fit_line,
+    published_series,
+    step_lines,
+)
+from tests.conftest import ROOT, decode_physics
+
+LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+DOC = ROOT / "docs" / "accuracy-under-load.md"
+
+
+def _line(running: int, tokens: int, gen: float, graph: str = "True", queue: int = 0) -> str:
+    return (
+        f"[2025-11-11 04:06:30] Decode batch, #running-req: {running}, #token: {tokens}, "
+        f"token usage: 0.10, cuda graph: {graph}, gen throughput (token/s): {gen}, "
+        f"#queue-req: {queue},"
+    )
+
+
+def test_a_line_is_an_interval_at_the_mean_of_its_two_batches():
+    """step_ms = 1000 x B_int / gen throughput; B_int = (previous + this) / 2, this line's alone
+    first; eager, queued and prefill-crossed intervals are kept but not used."""
+    text = "\n".join(
+        [
+            _line(40, 30000, 1000.0, graph="False"),
+            _line(30, 25000, 1200.0),
+            "[2025-11-11 04:06:31] Prefill batch, #new-seq: 1, #new-token: 158, #running-req: 30",
+            _line(30, 24000, 1100.0),
+            _line(20, 20000, 900.0, queue=3),
+            _line(10, 12000, 500.0),
+        ]
+    )
+    lines = step_lines(text)
+    assert [x.batch for x in lines] == [40, 35.0, 30.0, 25.0, 15.0]
+    assert lines[1].step_ms == pytest.approx(1000.0 * 35.0 / 1200.0, rel=1e-12)
+    assert lines[4].step_ms == pytest.approx(1000.0 * 15.0 / 500.0, rel=1e-12)
+    assert [x.used for x in lines] == [False, True, False, False, True]
+    assert [x.reason for x in lines] == [
+        "not graphed",
+        "",
+        "a prefill in the interval",
+        "requests queued",
+        "",
+    ]
+    assert lines[0].kv_tokens == 30000
+
+
+def test_the_fit_is_ordinary_least_squares_with_bs_standard_error():
+    """By hand: x = 1, 2, 3, y = 1, 3, 4: b = 1.5, a = -1/3, residuals 1/6, -1/3, 1/6,
+    RSS = 1/6, SE(b) = sqrt(RSS / 1 / Sxx) = sqrt(1/12)."""
+    fit = fit_line([1.0, 2.0, 3.0], [1.0, 3.0, 4.0])
+    assert fit.b == pytest.approx(1.5, rel=1e-12)
+    assert fit.a == pytest.approx(-1.0 / 3.0, rel=1e-12)
+    assert fit.b_se == pytest.approx(np.sqrt(1.0 / 12.0), rel=1e-12)
+    assert fit.n == 3
+    with pytest.raises(ValueError, match="two distinct"):
+        fit_line([2.0, 2.0], [1.0, 3.0])
+
+
+def _comparison(b: float, se: float, b_gpu: float) -> SeriesComparison:
+    return SeriesComparison(
+        name="synthetic",
+        source="https://example.org",
+        lines=(),
+        measured=LineFit(a=20.0, b=b, b_se=se, n=6),
+        model=LineFit(a=18.0, b=b_gpu, b_se=0.0, n=6),
+        model_steps_ms=(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("b", "se", "verdict"),
+    [
+        (1.0, 0.05, "host-bound"),  # e = 0.9, e - 2 SE = 0.8 > 0.354
+        (0.3, 0.05, "GPU-bound"),  # e = 0.2, e + 2 SE = 0.3 < 0.354
+        (0.5, 0.05, "not identified"),  # e = 0.4, the band [0.3, 0.5] holds 0.354
+        (1.0, 0.4, "not identified"),  # e = 0.9, e - 2 SE = 0.1
+    ],
+)
+def test_the_verdict_reads_the_excess_and_two_standard_errors(b, se, verdict):
+    c = _comparison(b, se, b_gpu=0.1)
+    assert c.excess_ms == pytest.approx(b - 0.1)
+    assert HOST_BOUND_MS == 0.354
+    assert c.verdict == verdict
+
+
+def test_the_model_step_is_the_batched_passs_work_on_the_shipped_llama_scenario():
+    """The data file's Llama-3.1-8B and the shipped scenario on an L40S give the same work:
+    BatchedPass.work_ms over B decode tokens of B sequences, #token KV tokens and pairs."""
+    table = dict(read_table("sglang_decode_steps")["series"][0])
+    table["lines"] = "\n".join([_line(28, 22920, 1086.59), _line(11, 13642, 475.19)])
+    ours = compare_series(table)
+    scenario = load_scenario(LLAMA, sets=["hardware.gpu=L40S"])
+    physics = decode_physics(
+        scenario,
+        kv_bytes_per_token=float(scenario.model.kv_bytes_per_token or 0.0),
+        attention_flops_per_pair=float(scenario.model.attention_flops_per_pair or 0.0),
+    )
+    bp = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    # The second line's interval mean is (28 + 11) / 2 = 19.5, not a whole pass: compare the
+    # first (B_int = 28) exactly and the second through the work's linearity in the tokens.
+    first = float(bp.work_ms(28, 22920.0, 22920.0, sequences=28))
+    assert ours.model_steps_ms[0] == pytest.approx(first, rel=1e-9)
+    at19 = float(bp.work_ms(19, 13642.0, 13642.0, sequences=19))
+    at20 = float(bp.work_ms(20, 13642.0, 13642.0, sequences=20))
+    assert ours.model_steps_ms[1] == pytest.approx(0.5 * (at19 + at20), rel=1e-9)
+
+
+def test_the_published_series_is_reported_as_the_document_says():
+    """docs/accuracy-under-load.md quotes each series' fit, the model's slope, the excess and
+    the verdict from this module; a change to the data or the reading shows here."""
+    doc = DOC.read_text()
+    (series,) = published_series()
+    assert series.measured.n == 6
+    assert series.verdict == "GPU-bound"
+    for figure in (
+        f"b = {series.measured.b:.3f} +- {series.measured.b_se:.3f} ms",
+        f"b_gpu = {series.model.b:.3f} ms",
+        f"e = {series.excess_ms:.3f} ms",
+        f"a = {series.measured.a:.1f} ms",
+    ):
+        assert figure in doc, figure

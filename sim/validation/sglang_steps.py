@@ -12,6 +12,8 @@ B_int the interval's mean batch: the mean of this line's and the previous line's
 ``#running-req`` (this line's alone for the first line of a series). A line is used when its
 ``#queue-req`` is 0, it says ``cuda graph: True`` (an eager line adds launch costs, not a
 per-request term) and no ``Prefill batch`` line falls between it and the previous decode line.
+A source that publishes its retained steady intervals' rates (``trials``) gives one interval a
+rate at its full batch (``trial_lines``), the lines it prints kept for the record.
 
 The model's step over the same lines is the batched pass's work (sim/hardware/batched.py
 ``BatchedPass.work_ms``; at the default slope 1 a pass grows exactly as its work): the weights
@@ -49,6 +51,7 @@ __all__ = [
     "fit_line",
     "published_series",
     "step_lines",
+    "trial_lines",
 ]
 
 #: The per-request excess above which a server is host-bound (ms a running request an
@@ -155,6 +158,25 @@ def step_lines(text: str) -> tuple[StepLine, ...]:
     return tuple(out)
 
 
+def trial_lines(trials: Sequence[Mapping[str, Any]], context_tokens: float) -> tuple[StepLine, ...]:
+    """Steady intervals a source publishes as rates only (batch, run, gen throughputs of its
+    retained full-batch graphed intervals): B_int = the batch, ``kv_tokens`` = B x the mean
+    context; every one used."""
+    return tuple(
+        StepLine(
+            running_req=int(trial["batch"]),
+            batch=float(trial["batch"]),
+            step_ms=1000.0 * float(trial["batch"]) / float(rate),
+            kv_tokens=round(float(trial["batch"]) * context_tokens),
+            cuda_graph=True,
+            used=True,
+            reason="",
+        )
+        for trial in trials
+        for rate in trial["rates"]
+    )
+
+
 def fit_line(x: Sequence[float], y: Sequence[float]) -> LineFit:
     """Ordinary least squares y = a + b x, with b's standard error."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -193,8 +215,12 @@ def _model_step_ms(table: Mapping[str, Any], line: StepLine) -> float:
 
 
 def compare_series(table: Mapping[str, Any]) -> SeriesComparison:
-    """One data-file series: its lines, the measured fit and the model's over the used lines."""
-    lines = step_lines(str(table["lines"]))
+    """One data-file series: its lines (its ``trials`` when it has them, else its printed
+    ``lines``), the measured fit and the model's over the used lines."""
+    if "trials" in table:
+        lines = trial_lines(table["trials"], float(table["context_tokens"]))
+    else:
+        lines = step_lines(str(table["lines"]))
     used = [line for line in lines if line.used]
     model = [_model_step_ms(table, line) for line in used]
     batches = [line.batch for line in used]

@@ -18,6 +18,7 @@ from sim.validation.sglang_steps import (
     fit_line,
     published_series,
     step_lines,
+    trial_lines,
 )
 from tests.conftest import ROOT, decode_physics
 
@@ -122,17 +123,43 @@ def test_the_model_step_is_the_batched_passs_work_on_the_shipped_llama_scenario(
     assert ours.model_steps_ms[1] == pytest.approx(0.5 * (at19 + at20), rel=1e-9)
 
 
-def test_the_published_series_is_reported_as_the_document_says():
+def test_the_stored_rates_are_the_sources_and_its_printed_lines_agree_with_them():
+    """Each run's harmonic mean of its interval rates is the throughput the source publishes
+    (to its 6 decimals); the first retained line it prints is run 1's first rate, and its
+    #token / B + 16 tokens an interval to the middle of the kept ones is ``context_tokens``."""
+    for table in read_table("sglang_decode_steps")["series"]:
+        if "trials" not in table:
+            continue
+        printed = {x.running_req: x for x in step_lines(table["lines"])}
+        for trial in table["trials"]:
+            rates = trial["rates"]
+            assert len(rates) / sum(1.0 / r for r in rates) == pytest.approx(
+                trial["throughput"], abs=5e-7
+            )
+            line = printed[trial["batch"]]
+            if trial["run"] == 1:
+                # the gen throughput the printed line carries (its own B_int aside)
+                assert 1000.0 * line.batch / line.step_ms == pytest.approx(rates[0])
+            context = line.kv_tokens / trial["batch"] + 16.0 * (len(rates) - 1) / 2.0
+            assert context == pytest.approx(table["context_tokens"])
+
+
+def test_trial_rates_are_steady_intervals_at_their_batch():
+    lines = trial_lines([{"batch": 16, "run": 1, "rates": [2000.0, 1600.0]}], 392.0)
+    assert [x.step_ms for x in lines] == [8.0, 10.0]
+    assert all(x.used and x.batch == 16.0 and x.kv_tokens == 6272 for x in lines)
+
+
+def test_the_published_series_are_reported_as_the_document_says():
     """docs/accuracy-under-load.md quotes each series' fit, the model's slope, the excess and
     the verdict from this module; a change to the data or the reading shows here."""
     doc = DOC.read_text()
-    (series,) = published_series()
-    assert series.measured.n == 6
-    assert series.verdict == "GPU-bound"
-    for figure in (
-        f"b = {series.measured.b:.3f} +- {series.measured.b_se:.3f} ms",
-        f"b_gpu = {series.model.b:.3f} ms",
-        f"e = {series.excess_ms:.3f} ms",
-        f"a = {series.measured.a:.1f} ms",
-    ):
-        assert figure in doc, figure
+    series = published_series()
+    assert [s.measured.n for s in series] == [6, 252, 261]
+    assert [s.verdict for s in series] == ["GPU-bound"] * 3
+    for s in series:
+        row = (
+            f"b = {s.measured.b:.3f} +- {s.measured.b_se:.3f}, b_gpu = {s.model.b:.3f}, "
+            f"e = {s.excess_ms:.3f} ms"
+        )
+        assert row in doc, row

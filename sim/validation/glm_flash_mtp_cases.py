@@ -1,5 +1,7 @@
 """Serving validation: GLM-4.7-Flash (MoE, MLA) with its MTP layer on one H100 PCIe (SGLang),
-output tok/s of a 64-request job against max concurrency, with and without speculation.
+output tok/s of a 64-request job against max concurrency, with and without speculation
+(case 45); the source's model, job and calibration, which its EAGLE-3 arm (case 46,
+sim/validation/glm_flash_eagle3_cases.py) shares through ``GlmArm``.
 
 The curve (IneshReddy249/speculative-decoding-moe-benchmark, the raw ``sglang.bench_serving``
 outputs at f598e234; sim/validation/data/serving_curves.toml ``glm47flash_mtp_h100pcie``):
@@ -25,6 +27,7 @@ pre-registered in docs/accuracy-under-load.md before any scored run:
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from sim.model.closed_forms import alpha_for_accept_length
@@ -40,11 +43,19 @@ from sim.validation.serving_cases import SERVING_SEED
 __all__ = [
     "GLM47_FLASH_MODEL",
     "MTP",
+    "MTP_ARM",
     "PLAIN",
     "SCORED",
+    "GlmArm",
     "calibrated",
+    "crossing_note",
     "glm_flash_mtp_cases",
+    "job_metric_note",
+    "job_row",
     "prompt_tokens",
+    "scored_accept_lengths",
+    "simulate_job",
+    "tpot_note",
 ]
 
 PLAIN, MTP = "no speculation", "MTP"
@@ -90,6 +101,28 @@ MTP_GRAPH_BATCHES = [*range(1, 9), *range(10, 33, 2), *range(40, 64, 4), *range(
 SCORED = (4, 8, 16, 32)
 
 
+@dataclass(frozen=True, slots=True)
+class GlmArm:
+    """A speculative arm of the source: its name in the data, the scenario's name, the chain's
+    ``num_steps`` and its drafter (the weights a pass reads, its KV a token)."""
+
+    name: str
+    scenario_name: str
+    num_steps: int
+    draft_params: float
+    draft_kv_bytes_per_token: float
+
+
+#: The MTP arm (case 45): the checkpoint's NextN layer, a chain of 1.
+MTP_ARM = GlmArm(
+    MTP,
+    "glm-4.7-flash-1xh100pcie-sglang-mtp",
+    1,
+    GLM47_FLASH_MODEL["draft_params"],
+    GLM47_FLASH_MODEL["draft_kv_bytes_per_token"],
+)
+
+
 def prompt_tokens() -> float:
     """The mean prompt: 28,006 input tokens over the 64 requests (the chat template in)."""
     return pub.GLM47FLASH_INPUT_TOKENS_TOTAL / pub.GLM47FLASH_REQUESTS
@@ -100,13 +133,17 @@ def _context() -> float:
     return prompt_tokens() + pub.GLM47FLASH_OUTPUT_TOKENS / 2
 
 
-def _scenario() -> Scenario:
-    """The derived scenario (no per-cycle overhead, alpha to be fitted): the plain batch-1
-    decode step at C = 1 measured, the other passes from the hardware model."""
+def _scenario(arm: GlmArm) -> Scenario:
+    """``arm``'s derived scenario (no per-cycle overhead, alpha to be fitted): the plain
+    batch-1 decode step at C = 1 measured, the other passes from the hardware model."""
     return scenario_from_dict(
         {
-            "name": "glm-4.7-flash-1xh100pcie-sglang-mtp",
-            "model": GLM47_FLASH_MODEL,
+            "name": arm.scenario_name,
+            "model": {
+                **GLM47_FLASH_MODEL,
+                "draft_params": arm.draft_params,
+                "draft_kv_bytes_per_token": arm.draft_kv_bytes_per_token,
+            },
             "server": {"engine": "sglang", "tensor_parallel": 1},
             # one PCIe card (TP 1: no all-reduce, the link does not enter)
             "hardware": {"gpus": 1, "interconnect": "pcie-gen5", "gpu": "H100-PCIe"},
@@ -115,7 +152,7 @@ def _scenario() -> Scenario:
                 "verify_cuda_graph": True,
                 "context_tokens": _context(),
             },
-            "speculation": {"num_steps": 1},
+            "speculation": {"num_steps": arm.num_steps},
             "acceptance": {"alpha": 0.5},  # replaced by the fit
             "workload": {
                 "lengths": "lognormal",
@@ -126,7 +163,7 @@ def _scenario() -> Scenario:
             },
             "serving": {
                 "batching": "prefill_first",
-                # the overlap scheduler in the plain arm, SpecV2's in the MTP arm
+                # the overlap scheduler in the plain arm, SpecV2's in the speculative arms
                 "host_overlap": "both",
                 "max_running_requests_speculative": pub.GLM47FLASH_SPEC_MAX_RUNNING,
                 "graph_batches": PLAIN_GRAPH_BATCHES,
@@ -137,16 +174,20 @@ def _scenario() -> Scenario:
     )
 
 
+def calibrated(arm: GlmArm = MTP_ARM) -> tuple[Scenario, float, float, float, float]:
+    """(``arm``'s calibrated scenario, its accept length at C = 1, alpha (flat), the derived
+    batch-1 cycle without overhead, the measured one), in ms."""
+    return _calibrated(arm)
+
+
 @functools.cache
-def calibrated() -> tuple[Scenario, float, float, float, float]:
-    """(the calibrated scenario, the accept length at C = 1, alpha, the derived batch-1 cycle
-    without overhead, the measured one), in ms."""
-    derived = _scenario()
-    al = pub.GLM47FLASH_AL[MTP][1]
+def _calibrated(arm: GlmArm) -> tuple[Scenario, float, float, float, float]:
+    derived = _scenario(arm)
+    al = pub.GLM47FLASH_AL[arm.name][1]
     alpha = alpha_for_accept_length(al, derived.num_steps)
     assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
-    measured_ms = pub.GLM47FLASH_TPOT_MS[MTP][1] * al
+    measured_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1] * al
     fitted = with_overrides(
         derived,
         {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
@@ -155,14 +196,20 @@ def calibrated() -> tuple[Scenario, float, float, float, float]:
     return fitted, al, alpha, passes_ms, measured_ms
 
 
+def simulate_job(users: int, arm: GlmArm = MTP_ARM) -> JobPoint:
+    """The job as run on ``arm``'s server and the plain one: ``users`` workers over the 64
+    requests (the mean TPOT and TTFT reported, as the source's table)."""
+    return _simulate_job(users, arm)
+
+
 @functools.cache
-def simulate_job(users: int) -> JobPoint:
-    """The job as run: ``users`` workers over the 64 requests (the mean TPOT reported, as
-    the source's table)."""
-    return job_point(calibrated()[0], users, pub.GLM47FLASH_REQUESTS, tpot="mean")
+def _simulate_job(users: int, arm: GlmArm) -> JobPoint:
+    return job_point(calibrated(arm)[0], users, pub.GLM47FLASH_REQUESTS, tpot="mean")
 
 
-def _row(arm: str, users: int, predicted: float, sd: float, side: str) -> Row:
+def job_row(arm: str, users: int, predicted: float, sd: float, side: str) -> Row:
+    """``arm``'s (or plain decoding's) output tok/s of the job at ``users``, scored against
+    the source's; ``sd`` its Monte Carlo standard error."""
     # equal lengths make the plain job deterministic: its replications differ by rounding
     # only (a standard error of 1e-14 tok/s), which is no uncertainty
     sd = sd if sd > 1e-9 * predicted else 0.0
@@ -180,17 +227,46 @@ def _row(arm: str, users: int, predicted: float, sd: float, side: str) -> Row:
     )
 
 
-def _tpot_note() -> str:
-    """The mean TPOT simulated against measured at every C, both arms (not scored)."""
-    tpot = pub.GLM47FLASH_TPOT_MS
+def tpot_note(arm: GlmArm = MTP_ARM) -> str:
+    """The mean TPOT simulated against measured at every C, plain and ``arm`` (not scored)."""
+    return job_metric_note(arm, "TPOT", 2)
+
+
+def job_metric_note(arm: GlmArm, metric: str, digits: int) -> str:
+    """The mean ``metric`` (``TPOT`` or ``TTFT``, ms) simulated against measured at every C,
+    plain and ``arm``, to ``digits`` decimals (not scored)."""
+    table = {"TPOT": pub.GLM47FLASH_TPOT_MS, "TTFT": pub.GLM47FLASH_TTFT_MS}[metric]
     parts = []
     for users in (1, *SCORED):
-        p = simulate_job(users)
+        p = simulate_job(users, arm)
+        plain, spec = {
+            "TPOT": (p.baseline_tpot_ms, p.speculative_tpot_ms),
+            "TTFT": (p.baseline_ttft_ms, p.speculative_ttft_ms),
+        }[metric]
         parts.append(
-            f"{users}: plain {p.baseline_tpot_ms:.2f} against {tpot[PLAIN][users]:.2f}, "
-            f"MTP {p.speculative_tpot_ms:.2f} against {tpot[MTP][users]:.2f}"
+            f"{users}: plain {plain:.{digits}f} against {table[PLAIN][users]:.{digits}f}, "
+            f"{arm.name} {spec:.{digits}f} against {table[arm.name][users]:.{digits}f}"
         )
-    return "Mean TPOT (ms) simulated against measured (not scored) by C: " + "; ".join(parts) + "."
+    return (
+        f"Mean {metric} (ms) simulated against measured (not scored) by C: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def scored_accept_lengths(arm: str) -> str:
+    """``arm``'s accept length measured at the scored loads (not used by the model)."""
+    return ", ".join(f"{pub.GLM47FLASH_AL[arm][u]:.4f}" for u in SCORED)
+
+
+def crossing_note(arm: str, loads: list[int]) -> str:
+    """The first load (of ``loads``, the scored loads where the simulated gain is below 1)
+    where ``arm`` stops paying, as a miss: none was measured."""
+    return (
+        f"specsim predicts {arm} stops paying at C = {loads[0]} (a miss: none measured)."
+        if loads
+        else "none predicted up to C = 32 either."
+    )
 
 
 def case_glm47flash_mtp_h100pcie() -> Case:
@@ -204,8 +280,8 @@ def case_glm47flash_mtp_h100pcie() -> Case:
     for users in SCORED:
         p = simulate_job(users)
         rows += [
-            _row(MTP, users, p.speculative_tok_s, p.gain_sd * p.baseline_tok_s, "speculative"),
-            _row(PLAIN, users, p.baseline_tok_s, p.baseline_sd, "plain"),
+            job_row(MTP, users, p.speculative_tok_s, p.gain_sd * p.baseline_tok_s, "speculative"),
+            job_row(PLAIN, users, p.baseline_tok_s, p.baseline_sd, "plain"),
         ]
         gains.append(
             f"{users}: measured {tok_s[MTP][users] / tok_s[PLAIN][users]:.2f}, specsim {p.gain:.2f}"
@@ -213,12 +289,8 @@ def case_glm47flash_mtp_h100pcie() -> Case:
         if p.gain < 1.0:
             crossing.append(users)
     one = simulate_job(1)
-    accept = ", ".join(f"{pub.GLM47FLASH_AL[MTP][u]:.4f}" for u in SCORED)
-    predicted_crossing = (
-        f"specsim predicts MTP stops paying at C = {crossing[0]} (a miss: none measured)."
-        if crossing
-        else "none predicted up to C = 32 either."
-    )
+    accept = scored_accept_lengths(MTP)
+    predicted_crossing = crossing_note(MTP, crossing)
     return Case(
         "GLM-4.7-Flash (MoE, 3B active) + its MTP layer (1 step) on one H100 PCIe, SGLang "
         "(plain 0.5.10.post1, MTP on a fork): output tok/s of a 64-request job against max "
@@ -256,7 +328,7 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             f"{one.speculative_tok_s:.1f} (MTP) tok/s against {tok_s[PLAIN][1]:.1f} and "
             f"{tok_s[MTP][1]:.1f} measured. No measured crossing: the gain is at least 1.15 at "
             f"every C; {predicted_crossing}",
-            _tpot_note(),
+            tpot_note(),
         ),
     )
 

@@ -172,8 +172,8 @@ def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
 @dataclass(frozen=True, slots=True)
 class JobPoint:
     """One simulated job at C in flight: both routes' output tok/s over the job and the
-    paired gain, with their Monte Carlo standard errors; both routes' pooled TPOT (ms, the
-    P50 or the mean), beside the measured one (not scored)."""
+    paired gain, with their Monte Carlo standard errors; both routes' pooled TPOT and TTFT
+    (ms, the P50 or the mean), beside the measured ones (not scored)."""
 
     baseline_tok_s: float
     baseline_sd: float
@@ -182,6 +182,8 @@ class JobPoint:
     gain_sd: float
     baseline_tpot_ms: float
     speculative_tpot_ms: float
+    baseline_ttft_ms: float
+    speculative_ttft_ms: float
 
 
 def _sd(r: Any) -> float:
@@ -191,8 +193,8 @@ def _sd(r: Any) -> float:
 def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") -> JobPoint:
     """A finite job of ``requests`` sent by ``users`` workers on ``scenario``'s server:
     output tokens over the whole job's time (prefill, ramp and tail included),
-    ``JOB_REPLICATIONS`` replications; ``tpot``: the TPOT statistic reported (``p50`` or
-    ``mean``)."""
+    ``JOB_REPLICATIONS`` replications; ``tpot``: the TPOT and TTFT statistic reported
+    (``p50`` or ``mean``)."""
     sc = with_load(scenario, concurrency=users, source="validation")
     setup = serving_setup(bind(sc), source="validation")
     job = Workload(
@@ -216,6 +218,8 @@ def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") 
         _sd(gain),
         getattr(base.metrics["tpot_ms"], tpot),
         getattr(spec.metrics["tpot_ms"], tpot),
+        getattr(base.metrics["ttft_ms"], tpot),
+        getattr(spec.metrics["ttft_ms"], tpot),
     )
 
 

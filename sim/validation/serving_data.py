@@ -132,9 +132,9 @@ DAVIDSHARE_QWEN38_ACCEPTANCE = _by_seed("acceptance_rate")
 DAVIDSHARE_QWEN38_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_DAVID["tpot_ms"])
 
 # IneshReddy249/speculative-decoding-moe-benchmark (raw sglang.bench_serving outputs at
-# f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain and MTP (1 step, SpecV2),
-# a job of 64 ShareGPT prompts of 256 output tokens at max concurrency 1-32: output tok/s,
-# mean TPOT and accept length by C.
+# f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain, MTP (1 step, SpecV2) and
+# EAGLE-3 (a separate head, 3 steps, SpecV2), a job of 64 ShareGPT prompts of 256 output
+# tokens at max concurrency 1-32: output tok/s, mean TPOT, mean TTFT and accept length by C.
 _GLM = _DATA["glm47flash_mtp_h100pcie"]
 GLM47FLASH_URL: str = _GLM["source"]
 GLM47FLASH_REQUESTS: int = _GLM["requests"]
@@ -144,3 +144,4 @@ GLM47FLASH_SPEC_MAX_RUNNING: int = _GLM["max_running_requests_speculative"]
 GLM47FLASH_TOK_S: Mapping[str, Mapping[int, float]] = curves(_GLM["output_tok_s"])
 GLM47FLASH_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["tpot_ms"])
 GLM47FLASH_AL: Mapping[str, Mapping[int, float]] = curves(_GLM["accept_length"])
+GLM47FLASH_TTFT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["ttft_ms"])

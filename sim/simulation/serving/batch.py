@@ -377,6 +377,24 @@ class BlockPlan:
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
+def _block_growth(start: np.ndarray, lengths: np.ndarray, block_tokens: int) -> np.ndarray:
+    """KV tokens rows holding ``start`` (B,) tokens in whole blocks of ``block_tokens``
+    gain before each of n iterations in which they emit ``lengths`` (B, n), together,
+    int64 (n,): sum over rows of B x ceil((start + emitted before) / B) - B x ceil(start /
+    B). Only the rows whose tokens before the last iteration pass their last block's free
+    slots open a block at all; the others are left out of the sum."""
+    n = lengths.shape[1]
+    free = whole_blocks_array(start, block_tokens) - start
+    crossing = (np.add.reduce(lengths[:, : n - 1], axis=1, dtype=np.int64) > free).nonzero()[0]
+    if crossing.shape[0] == 0:
+        return np.zeros(n, dtype=np.int64)
+    rows = lengths[crossing]
+    before = np.add.accumulate(rows, axis=1, dtype=np.int64) - rows
+    # past its free slots a row opens ceil(over / B) blocks (none while over <= 0)
+    opened = whole_blocks_array(before - free[crossing, None], block_tokens)
+    return np.add.reduce(np.maximum(opened, 0), axis=0)
+
+
 def plan_block(
     batch: DecodeBatch,
     k: Draft,
@@ -448,11 +466,7 @@ def plan_block(
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
     kv_growth = None
     if block_tokens > 1 and kv_free_tokens < _NO_LIMIT:  # whole blocks a row
-        start = batch.context + slot_tokens
-        before = np.add.accumulate(lengths[:, :n], axis=1, dtype=np.int64) - lengths[:, :n]
-        rows = whole_blocks_array(start[:, None] + before, block_tokens)
-        rows -= whole_blocks_array(start, block_tokens)[:, None]
-        kv_growth = np.add.reduce(rows, axis=0)
+        kv_growth = _block_growth(batch.context + slot_tokens, lengths[:, :n], block_tokens)
     # growth is increasing: cut at its first excess (none without a KV limit)
     charged = growth if kv_growth is None else kv_growth
     if kv_free_tokens < _NO_LIMIT and charged[n - 1] > kv_free_tokens:

@@ -9,7 +9,7 @@ import pytest
 
 from sim.model.kv_blocks import whole_blocks, whole_blocks_array
 from sim.simulation.serving import ClosedLoop, FixedK
-from sim.simulation.serving.batch import DecodeBatch, plan_block
+from sim.simulation.serving.batch import DecodeBatch, _block_growth, plan_block
 from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.simulate import serving_streams
 from tests.simulation.serving.helpers import plan
@@ -81,3 +81,20 @@ def test_whole_blocks_admit_fewer_requests_into_the_same_pool():
     holds 112, and 9 fit (1,008), the tenth does not (1,120)."""
     assert _largest_batch(kv_capacity_tokens=1_040) == 10
     assert _largest_batch(kv_capacity_tokens=1_040, kv_block_tokens=16) == 9
+
+
+@pytest.mark.parametrize("block", [2, 16, 800])
+def test_the_growth_left_out_rows_is_the_growth_of_every_row(block):
+    """``_block_growth`` sums only the rows that open a block; every row's own
+    B x ceil((start + emitted before) / B) - B x ceil(start / B), summed, is the same."""
+    rng = np.random.default_rng(block)
+    for _ in range(50):
+        b, n = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+        start = rng.integers(0, 3 * block, b).astype(np.int64)
+        lengths = rng.integers(1, 9, (b, n)).astype(np.int8)
+        before = np.cumsum(lengths, axis=1, dtype=np.int64) - lengths
+        every = (
+            whole_blocks_array(start[:, None] + before, block)
+            - whole_blocks_array(start, block)[:, None]
+        )
+        np.testing.assert_array_equal(_block_growth(start, lengths, block), every.sum(axis=0))

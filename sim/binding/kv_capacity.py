@@ -26,8 +26,8 @@ reports what it holds).
 vLLM hands each request its KV in whole blocks (sim/model/kv_blocks.py): under its rule
 (a derived capacity with vLLM's rule, or a given one with ``server.engine = "vllm"``) each
 running request's context and lookahead slots are charged in blocks of ``block_tokens``
-tokens, 16 (vLLM's default) or a hybrid's block layout's; SGLang's and an unnamed engine's
-given pool are per token.
+tokens, 16 (vLLM's default) or, with a derived capacity, a hybrid's block layout's;
+SGLang's and an unnamed engine's given pool are per token.
 """
 
 from __future__ import annotations

@@ -22,6 +22,12 @@ the same memory before the KV cache (sim/hardware/state_pool.py): a derived SGLa
 is what that pool leaves, and the requests whose states fit bound how many run
 (``state_pool``, ``running``). A given capacity carries no state (the engine's own line
 reports what it holds).
+
+vLLM hands each request its KV in whole blocks (sim/model/kv_blocks.py): under its rule
+(a derived capacity with vLLM's rule, or a given one with ``server.engine = "vllm"``) each
+running request's context and lookahead slots are charged in blocks of ``block_tokens``
+tokens, 16 (vLLM's default) or, with a derived capacity, a hybrid's block layout's;
+SGLang's and an unnamed engine's given pool are per token.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from sim.hardware.state_pool import (
     StatePool,
     sglang_state_pool,
 )
+from sim.model.kv_blocks import VLLM_BLOCK_TOKENS
 from sim.model.recurrent_state import BlockLayout, PooledState, StateShape, block_layout
 from sim.scenario.schema import Scenario, ServingSpec
 
@@ -61,7 +68,9 @@ class KvCapacity:
     hybrid target's recurrent state in the pool (derived under vLLM's rule only; None:
     none); ``state_pool``: SGLang's pool of a hybrid target's states, sized apart, of the
     speculating server and of the plain one (derived under SGLang's rule only; None:
-    none)."""
+    none); ``block_tokens``: the tokens of a KV block each running request's context and
+    lookahead slots are charged in, on the speculating server and on the plain one (vLLM's
+    whole blocks; 1: per token)."""
 
     tokens: int | None
     plain: int | None
@@ -71,6 +80,11 @@ class KvCapacity:
     memory: KvMemory | None = None
     state: PooledState | None = None
     state_pool: tuple[StatePool, StatePool] | None = None
+    block_tokens: tuple[int, int] = (1, 1)
+
+    def blocks(self, drafts: bool) -> int:
+        """The KV block's tokens on the speculating server (``drafts``) or the plain one."""
+        return self.block_tokens[0 if drafts else 1]
 
     def running(self, drafts: bool) -> int | None:
         """The running requests whose states SGLang's pool holds on the speculating server
@@ -86,6 +100,8 @@ class KvCapacity:
             "origin": self.origin,
             "range": list(self.range) if self.range else None,
         }
+        if self.block_tokens != (1, 1):  # vLLM's whole blocks (an SGLang answer is unchanged)
+            out["block_tokens"] = list(self.block_tokens)
         if self.state is not None:  # a hybrid target's (every other answer is unchanged)
             shape = self.state.shape
             state: dict[str, object] = {
@@ -198,7 +214,17 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     serving = scenario.serving
     given = serving.kv_capacity_tokens if serving is not None else None
     if given is not None:
-        return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
+        if scenario.server.engine != "vllm":
+            return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
+        return KvCapacity(
+            given,
+            None,
+            "given",
+            f"KV capacity: {given} tokens (given); each running request's context and "
+            f"lookahead in vLLM's whole blocks of {VLLM_BLOCK_TOKENS} tokens (its default "
+            "block size; sim/model/kv_blocks.py)",
+            block_tokens=(VLLM_BLOCK_TOKENS, VLLM_BLOCK_TOKENS),
+        )
     why = _missing(scenario)
     if why is not None:
         return KvCapacity(
@@ -244,6 +270,16 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
         f"of {scenario.hardware.gpu})"
     )
     state = pooled_state(scenario, shape, spec, plain)
+    blocks = (1, 1)
+    if spec.engine == "vllm":  # whole blocks (sim/model/kv_blocks.py)
+        blocks = (VLLM_BLOCK_TOKENS, VLLM_BLOCK_TOKENS)
+        if state is not None and state.layouts is not None:
+            blocks = (state.layouts[0].block_tokens, state.layouts[1].block_tokens)
+        if state is None or state.layouts is None:
+            note += (
+                f"; each running request's context and lookahead in whole blocks of "
+                f"{blocks[0]} tokens (vLLM's default block size)"
+            )
     if state is not None:
         k = scenario.num_steps
         note += (
@@ -254,9 +290,7 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             + (
                 "; vLLM's 1 + num_speculative_tokens state pages a request)"
                 if state.layouts is None
-                else f"; vLLM's block layout: blocks of {state.layouts[0].block_tokens} tokens, "
-                f"{state.layouts[0].linear_groups} groups of linear layers x (2 + k) state "
-                "blocks a request under prefix caching's align mode)"
+                else _layout_note(state.layouts, speculates)
             )
         )
     pools = None
@@ -284,7 +318,25 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             "serving.kv_capacity_tokens (or serving.kv_reserve_gib)",
             field="serving.kv_capacity_tokens",
         )
-    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools)
+    return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools, blocks)
+
+
+def _layout_note(layouts: tuple[BlockLayout, BlockLayout], speculates: bool) -> str:
+    """The assumptions' words for vLLM's block layout of the speculating server and of the
+    plain one (``layouts``)."""
+    layout = layouts[0]
+    extra = "2 + k" if layout.prefix_caching else "1 + k"
+    mode = (
+        "under prefix caching's align mode"
+        if layout.prefix_caching
+        else "without prefix caching (serving.prefix_caching = false)"
+    )
+    return (
+        f"; vLLM's block layout: blocks of {layout.block_tokens} tokens"
+        + (f" ({layouts[1].block_tokens} for plain decoding)" if speculates else "")
+        + f", {layout.linear_groups} groups of linear layers x ({extra}) state blocks a "
+        f"request {mode}, each request's context and lookahead in whole blocks)"
+    )
 
 
 def _divided(
@@ -330,6 +382,7 @@ def pooled_state(
         return None
     layouts = None
     m = scenario.model
+    serving = scenario.serving or ServingSpec()
     if m.linear_layers is not None:  # vLLM's block layout (sim/model/recurrent_state.py)
         assert m.layers is not None  # (schema: linear_layers needs layers)
         attention = m.layers - m.linear_layers
@@ -343,6 +396,7 @@ def pooled_state(
                 drafter_layers=round(memory.drafter_kv_bytes_per_token / per_layer),
                 kv_bytes_per_layer=per_layer,
                 speculative_tokens=k,
+                prefix_caching=serving.prefix_caching,
             )
 
         layouts = (layout(spec, scenario.num_steps), layout(plain, 0))

@@ -40,7 +40,8 @@ The states also take room in the KV pool: vLLM keeps them in the pool's pages, 1
 (v1/kv_cache_interface.py ``MambaSpec``, line 1045; model_executor/layers/mamba/abstract.py
 lines 81-85), the attention layers' pages sized to hold one state page (``PooledState``);
 in its block layout, 2 + ``num_speculative_tokens`` whole blocks a group of linear layers
-under prefix caching's align mode (``BlockLayout``).
+under prefix caching's align mode, 1 + ``num_speculative_tokens`` without prefix caching
+(``BlockLayout``).
 
 Not priced: the state a prefill chunk reads and writes once a request, and the k extra
 writes a derived batch-1 verify would add to its decode.
@@ -52,6 +53,7 @@ import math
 from dataclasses import dataclass
 
 from sim.model.drafts import Draft, verify_tokens
+from sim.model.kv_blocks import VLLM_PREFIX_CACHING
 
 __all__ = [
     "VLLM_KERNEL_BLOCK_TOKENS",
@@ -164,19 +166,32 @@ class BlockLayout:
     """vLLM's block layout of a hybrid's KV pool on one server (0.30.0, paths under
     ``vllm/``): ``block_tokens`` (B) a block, ``linear_groups`` groups of linear layers,
     ``pool_tokens_per_block`` the pool tokens one block's bytes hold (B x g / attention
-    layers, g the layers a group)."""
+    layers, g the layers a group); ``prefix_caching``: the server runs with prefix caching
+    (vLLM's default, sim/model/kv_blocks.py ``VLLM_PREFIX_CACHING``) or with
+    ``--no-enable-prefix-caching``."""
 
     block_tokens: int
     linear_groups: int
     pool_tokens_per_block: float
+    prefix_caching: bool = True
 
-    def state_tokens(self, slots: int) -> int:
-        """Pool tokens a running request's states take: 1 + ``slots`` blocks (2 +
-        ``num_speculative_tokens``, ``slots`` = 1 + k) in each linear group, prefix
-        caching's ``align`` mode (v1/kv_cache_interface.py lines 1040-1043)."""
+    def state_blocks(self, slots: int) -> int:
+        """State blocks a running request keeps in each linear group with ``slots`` (1 + k)
+        state slots: 1 + ``slots`` (2 + ``num_speculative_tokens``) under prefix caching's
+        ``align`` mode (v1/kv_cache_interface.py lines 1040-1043: the running state, its k
+        speculative blocks and the previous step's, freed a step later,
+        v1/core/single_type_kv_cache_manager.py ``MambaManager``); ``slots`` (1 + k)
+        without prefix caching (mode ``none``: one block of ``max_model_len`` tokens and
+        ``num_speculative_blocks`` more, line 1045)."""
         if slots < 1:
             raise ValueError(f"a request keeps at least one state slot, got {slots}")
-        return math.ceil(self.linear_groups * (1 + slots) * self.pool_tokens_per_block)
+        return slots + 1 if self.prefix_caching else slots
+
+    def state_tokens(self, slots: int) -> int:
+        """Pool tokens a running request's states take: ``state_blocks(slots)`` blocks in
+        each linear group."""
+        blocks = self.state_blocks(slots)
+        return math.ceil(self.linear_groups * blocks * self.pool_tokens_per_block)
 
 
 def block_layout(
@@ -188,6 +203,7 @@ def block_layout(
     kv_bytes_per_layer: float,
     speculative_tokens: int,
     kernel_block_tokens: int = VLLM_KERNEL_BLOCK_TOKENS,
+    prefix_caching: bool = VLLM_PREFIX_CACHING,
 ) -> BlockLayout:
     """vLLM's layout (``BlockLayout``) for a target of ``attention_layers`` attention layers
     (``kv_bytes_per_layer`` bytes a token each) and ``linear_layers`` linear ones holding
@@ -201,7 +217,9 @@ def block_layout(
     * groups (v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``, lines
       1435-1571): the attention layers (the drafter's with the target's: ASSUMED one spec)
       and the linear ones are two buckets; g is the smaller's count (the larger's when it
-      is under 1.5 times it), each bucket ceil(layers / g) groups; a block is g pages."""
+      is under 1.5 times it), each bucket ceil(layers / g) groups; a block is g pages;
+    * state blocks a request (``BlockLayout.state_blocks``): 2 + k with ``prefix_caching``
+      (vLLM's default), 1 + k without."""
     if min(linear_layers, attention_layers, kernel_block_tokens) < 1 or drafter_layers < 0:
         raise ValueError("a hybrid has linear and attention layers, and a kernel block")
     if not kv_bytes_per_layer > 0 or speculative_tokens < 0:
@@ -213,7 +231,9 @@ def block_layout(
     group = min(attention, linear_layers)
     if max(attention, linear_layers) < 1.5 * group:
         group = max(attention, linear_layers)
-    return BlockLayout(block, math.ceil(linear_layers / group), block * group / attention)
+    return BlockLayout(
+        block, math.ceil(linear_layers / group), block * group / attention, prefix_caching
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +246,8 @@ class PooledState:
     verify's ``verify_tokens``) holds ``shape.slot_bytes(slots)`` bytes of the pool, charged
     as ``ceil(those bytes / bytes a token)`` KV tokens from its admission to its end; with
     ``layouts`` (vLLM's block layout of the speculating server and of the plain one), its
-    whole state blocks instead (``BlockLayout.state_tokens``). Not modelled: the rounding
-    of each context up to whole blocks."""
+    whole state blocks instead (``BlockLayout.state_tokens``); each context's rounding up
+    to whole blocks is the serving engine's (sim/model/kv_blocks.py)."""
 
     shape: StateShape
     kv_bytes_per_token: float

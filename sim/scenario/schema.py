@@ -34,6 +34,7 @@ from sim.hardware.interconnects import (
     resolve_interconnect,
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
+from sim.model.kv_blocks import VLLM_PREFIX_CACHING
 from sim.scenario.origins import FieldOrigin, FieldOrigins, Origins, given_prefixes
 
 if TYPE_CHECKING:
@@ -919,7 +920,12 @@ class ServingSpec(Section):
     sim/binding/kv_capacity.py), ``kv_reserve_gib`` (GiB per GPU the engine keeps beyond
     the weights and the KV cache, for activations, CUDA graphs and communicators; None:
     the engine's default, drawn over its published range, sim/hardware/memory.py),
-    ``prefill`` (``model`` or ``skip``: no prefill pass, an idealisation).
+    ``prefix_caching`` (vLLM's ``--enable-prefix-caching``, on by default,
+    sim/model/kv_blocks.py ``VLLM_PREFIX_CACHING``; false for a server started with
+    ``--no-enable-prefix-caching``: a hybrid's state blocks a request under vLLM's block
+    layout are 1 + k a linear group instead of 2 + k, sim/model/recurrent_state.py
+    ``BlockLayout``; nothing else reads it), ``prefill`` (``model`` or ``skip``: no prefill
+    pass, an idealisation).
 
     Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
     batch size): at most one of ``disable_above_batch`` (plain decoding when more requests
@@ -1006,6 +1012,7 @@ class ServingSpec(Section):
     token_budget: Annotated[int, Field(gt=0, le=100_000_000)] = 8192
     kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
     kv_reserve_gib: Annotated[float, Field(ge=0.0, le=10_000.0)] | None = None
+    prefix_caching: bool = VLLM_PREFIX_CACHING
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
     k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None

@@ -23,6 +23,7 @@ rule pre-registered in docs/accuracy-under-load.md before any scored run:
 from __future__ import annotations
 
 from sim.binding.kv_capacity import kv_capacity
+from sim.model.kv_blocks import whole_blocks
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.decision_cases import published_crossover
@@ -115,6 +116,8 @@ def case_qwen38_dspark_b200(subset: str) -> Case:
     k = scenario.num_steps
     slots = k + 1
     held = pool.state.tokens(slots, True)
+    # a mean request's context and lookahead slots, in whole blocks
+    context = whole_blocks(round(scenario.timing.context_tokens or 0) + slots, pool.blocks(True))
     return Case(
         "Qwen3.8-27B (hybrid: 48 Gated DeltaNet, 16 attention layers) + its DSpark speculator "
         f"(7 block-parallel draft tokens) on one B200, vLLM 0.30.1rc1, {subset}: aggregate "
@@ -145,12 +148,13 @@ def case_qwen38_dspark_b200(subset: str) -> Case:
                 f"states, {slots} slots at k = {k}"
                 if pool.state.layouts is None
                 else f"states (recurrent and conv) in vLLM's block layout, "
-                f"{pool.state.layouts[0].linear_groups} groups of linear layers x (2 + k) "
-                f"blocks of {pool.state.layouts[0].block_tokens} tokens at k = {k}"
+                f"{pool.state.layouts[0].linear_groups} groups of linear layers x "
+                f"({pool.state.layouts[0].state_blocks(1)} + k) blocks of "
+                f"{pool.state.layouts[0].block_tokens} tokens at k = {k}, its context and "
+                "lookahead in whole blocks"
             )
             + f" ({held:,} tokens a request, docs/kv-capacity.md): at 128 streams it runs about "
-            f"{pool.tokens // (held + round(scenario.timing.context_tokens or 0)):d} of them "
-            "at once and the rest wait",
+            f"{pool.tokens // (held + context):d} of them at once and the rest wait",
             "scored as pre-registered (docs/accuracy-under-load.md): the DSpark arm's levels "
             "at N = 2..128, the 128-stream points included though the server queued there "
             "(median TTFT 11.0 s and 3.4 s in the README), and the crossing; the gains are "

@@ -145,6 +145,8 @@ def _scenario(arm: Arm) -> Scenario:
         sigmas=(0.0, sigma),
         source="sim.validation.h100nvl_qwen38_cases",
         output_max_tokens=pub.DAVIDSHARE_QWEN38_MAX_TOKENS,
+        # the source's servers ran with --no-enable-prefix-caching: 1 + k state blocks
+        prefix_caching=False,
     )
 
 

@@ -140,13 +140,15 @@ def qwen38_vllm_scenario(
     sigmas: tuple[float, float],
     source: str,
     output_max_tokens: int | None = None,
+    prefix_caching: bool = True,
 ) -> Scenario:
     """A derived Qwen3.8-27B scenario on a vLLM server (no per-cycle overhead, alpha to be
     fitted): ``arm``'s drafter and speculation, the measured batch-1 decode step
     ``decode_ms``, the other passes from the hardware model at the context of a mean
     request (``prompt`` + ``output`` / 2 tokens); lognormal prompts and answers of those
     means and log-sds ``sigmas`` (prompt, answer), answers capped at ``output_max_tokens``;
-    vLLM's chunked prefill at a 16,384-token budget, host work hidden in both arms."""
+    vLLM's chunked prefill at a 16,384-token budget, host work hidden in both arms;
+    ``prefix_caching``: False for a server started with ``--no-enable-prefix-caching``."""
     workload: dict[str, Any] = {
         "lengths": "lognormal",
         "input_tokens": round(prompt),
@@ -177,6 +179,7 @@ def qwen38_vllm_scenario(
                 "batching": "chunked",
                 "token_budget": 16384,
                 "host_overlap": "both",
+                "prefix_caching": prefix_caching,
                 **graph_capture(VLLM_2026),
             },
         },

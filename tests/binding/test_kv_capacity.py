@@ -176,9 +176,9 @@ def test_a_hybrid_targets_state_comes_out_of_vllms_pool_by_hand():
 
 def test_the_state_bounds_concurrency_in_the_pool():
     """At 32 users of 128 + 256 tokens the speculating server's pool (a reserve of 40 GiB
-    leaves 16.25 GiB a GPU: 129,08x tokens) holds at most cap // (384 + 4 + 29,593) = 4
-    requests with the state, and every user's request without it; the decode batch never
-    exceeds that."""
+    leaves 16.25 GiB a GPU: 129,08x tokens) holds at most cap // (400 + 29,593) = 4
+    requests with the state (384 + 4 tokens in vLLM's whole blocks of 16: 400), and every
+    user's request without it; the decode batch never exceeds that."""
 
     def largest_batch(**model: float) -> tuple[int, int]:
         sc = _scenario(
@@ -191,7 +191,7 @@ def test_the_state_bounds_concurrency_in_the_pool():
         drafting = setup.draftings["speculative"]
         rec = run_replication(setup.plan, drafting, serving_streams(np.random.SeedSequence(3)))
         used = np.flatnonzero(rec.batch_time_ms)
-        return int(used.max()), drafting.kv_capacity // (384 + drafting.lookahead)
+        return int(used.max()), drafting.kv_capacity // drafting.held(384)
 
     with_state, bound = largest_batch(state_bytes_per_request=STATE_BYTES)
     assert with_state <= bound == 4
@@ -255,7 +255,55 @@ def test_with_linear_layers_vllms_pool_charges_whole_state_blocks():
     cap = kv_capacity(sc, speculates=True)
     assert cap.state.tokens(4, True) == 38_160 and cap.state.tokens(1, False) == 15_264
     assert cap.to_dict()["state"]["block_tokens"] == [2544, 2544]
-    assert "blocks of 2544 tokens, 3 groups of linear layers" in cap.note
+    assert "blocks of 2544 tokens (2544 for plain decoding), 3 groups of linear" in cap.note
+    assert "x (2 + k) state blocks a request under prefix caching's align mode" in cap.note
     setup = serving_setup(bind(sc))
     assert setup.draftings["speculative"].lookahead == 4 + 38_160
     assert setup.draftings["baseline"].lookahead == 1 + 15_264
+    # each request's context and slots in the layout's whole blocks
+    assert cap.block_tokens == (2544, 2544) and cap.to_dict()["block_tokens"] == [2544, 2544]
+    assert setup.draftings["speculative"].held(2544 - 4) == 2544 + 38_160
+    assert setup.draftings["speculative"].held(2544 - 3) == 2 * 2544 + 38_160
+
+
+def test_without_prefix_caching_a_request_keeps_one_state_block_fewer_a_group():
+    """serving.prefix_caching = false (vLLM's --no-enable-prefix-caching): 1 + k state
+    blocks a linear group instead of 2 + k. The scenario above at k = 3: 3 x 4 blocks of
+    2,544 tokens = 30,528 a request (38,160 with it), plain decoding 3 x 1 = 7,632
+    (15,264); the blocks themselves and the capacity do not move."""
+    over = {"server": {"engine": "vllm"}}
+    model = {"state_bytes_per_request": STATE_BYTES, "linear_layers": 24}
+    on = kv_capacity(_scenario(model=model, **over), speculates=True)
+    off = kv_capacity(
+        _scenario(model=model, serving={"prefix_caching": False}, **over), speculates=True
+    )
+    assert [layout.state_blocks(4) for layout in on.state.layouts] == [5, 5]
+    assert [layout.state_blocks(4) for layout in off.state.layouts] == [4, 4]
+    assert off.state.tokens(4, True) == 30_528 and off.state.tokens(1, False) == 7_632
+    assert (off.tokens, off.plain, off.block_tokens) == (on.tokens, on.plain, on.block_tokens)
+    assert "x (1 + k) state blocks a request without prefix caching" in off.note
+    spec = serving_setup(bind(_scenario(model=model, serving={"prefix_caching": False}, **over)))
+    assert spec.draftings["speculative"].lookahead == 4 + 30_528
+    # a target without a state in vLLM's layout does not read the key
+    plain_target = kv_capacity(_scenario(serving={"prefix_caching": False}, **over), True)
+    assert plain_target == kv_capacity(_scenario(**over), True)
+
+
+@pytest.mark.parametrize(
+    ("over", "blocks"),
+    [
+        ({"server": {"engine": "vllm"}}, (16, 16)),
+        ({}, (16, 16)),  # vLLM's rule assumed
+        ({"server": {"engine": "sglang"}}, (1, 1)),  # per token
+        ({"server": {"engine": "vllm"}, "serving": {"kv_capacity_tokens": 50_000}}, (16, 16)),
+        ({"serving": {"kv_capacity_tokens": 50_000}}, (1, 1)),  # no engine named
+    ],
+)
+def test_vllm_hands_out_whole_blocks_of_16_tokens(over, blocks):
+    cap = kv_capacity(_scenario(**over), speculates=True)
+    assert cap.block_tokens == blocks
+    assert ("block_tokens" in cap.to_dict()) == (blocks != (1, 1))
+    assert ("whole blocks of 16 tokens" in cap.note) == (blocks != (1, 1))
+    setup = serving_setup(bind(_scenario(**over)))
+    assert setup.plan.scheduler.kv_block_tokens == blocks[0]
+    assert setup.draftings["speculative"].held(128) == (144 if blocks[0] == 16 else 132)

@@ -137,6 +137,13 @@ FIELD_EDITS = [
         f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nnum_steps = 3\n[targets]',
         "num_draft_tokens together",
     ),
+    # vLLM's --no-enable-prefix-caching is a boolean, not a word
+    (
+        "prefix-caching-word",
+        "[targets]",
+        '[serving]\nprefix_caching = "no"\n[targets]',
+        "serving.prefix_caching",
+    ),
     (
         "calibrated-terms-alone",
         "[targets]",
@@ -801,6 +808,11 @@ SERVING_OPTIONS = [
     ("serve-trace-format-word", ["serve", SERVING, "--trace-format", "csv"], "--trace-format"),
     ("serve-kv-tiny", ["serve", SERVING, "--set", "serving.kv_capacity_tokens=10"], "KV cache"),
     ("serve-set-table-word", ["serve", SERVING, "--set", "serving.k_table=x"], "serving.k_table"),
+    (
+        "serve-set-prefix-caching-word",
+        ["serve", SERVING, "--set", "serving.prefix_caching=yes"],
+        "serving.prefix_caching",
+    ),
     ("crossover-rate-tiny", ["crossover", SERVING, "--rate", "1e-300,1"], "--rate"),
     ("crossover-rate-nan", ["crossover", SERVING, "--rate", "nan,1"], "--rate"),
     # a size error names the option that made the work large, and what to lower

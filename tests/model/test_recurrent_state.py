@@ -16,6 +16,7 @@ from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import LogitRows
 from sim.model.recurrent_state import (
+    BlockLayout,
     PooledState,
     RecurrentState,
     StateShape,
@@ -176,6 +177,20 @@ def test_the_pooled_state_takes_its_slots_bytes_in_pool_tokens_rounded_up():
 QWEN38_SHAPE = StateShape(48 * 48 * 128 * 128 * 4, 48 * 10240 * 2, 3)
 
 
+def _qwen38_layout(k: int, drafter: int, prefix_caching: bool = True) -> BlockLayout:
+    """vLLM's layout of Qwen3.8-27B's pool: 48 linear and 16 attention layers of 4,096
+    bytes a token, ``drafter`` attention layers more, speculating ``k`` tokens."""
+    return block_layout(
+        QWEN38_SHAPE,
+        linear_layers=48,
+        attention_layers=16,
+        drafter_layers=drafter,
+        kv_bytes_per_layer=4096.0,
+        speculative_tokens=k,
+        prefix_caching=prefix_caching,
+    )
+
+
 @pytest.mark.parametrize(
     ("k", "drafter", "block", "groups", "tokens"),
     [
@@ -190,16 +205,25 @@ QWEN38_SHAPE = StateShape(48 * 48 * 128 * 128 * 4, 48 * 10240 * 2, 3)
     ],
 )
 def test_vllms_block_layout_by_hand(k, drafter, block, groups, tokens):
-    layout = block_layout(
-        QWEN38_SHAPE,
-        linear_layers=48,
-        attention_layers=16,
-        drafter_layers=drafter,
-        kv_bytes_per_layer=4096.0,
-        speculative_tokens=k,
-    )
+    layout = _qwen38_layout(k, drafter)
     assert (layout.block_tokens, layout.linear_groups) == (block, groups)
     assert layout.pool_tokens_per_block == block  # one attention group of g layers
+    assert layout.state_tokens(1 + k) == tokens
+
+
+@pytest.mark.parametrize(
+    ("k", "drafter", "blocks", "tokens"),
+    [
+        (2, 1, 3, 7_200),  # MTP: 3 groups x (1 + 2) blocks of 800 (9,600 with it)
+        (7, 5, 8, 19_968),  # DSpark: 3 x 8 x 832 (22,464)
+        (0, 0, 1, 2_352),  # plain: 3 x 1 x 784 (4,704)
+    ],
+)
+def test_without_prefix_caching_one_state_block_fewer_a_group_by_hand(k, drafter, blocks, tokens):
+    """--no-enable-prefix-caching: vLLM's mamba_cache_mode "none" keeps 1 + k blocks a
+    linear group, the block size unchanged."""
+    layout = _qwen38_layout(k, drafter, prefix_caching=False)
+    assert layout.state_blocks(1 + k) == blocks == 1 + k
     assert layout.state_tokens(1 + k) == tokens
 
 

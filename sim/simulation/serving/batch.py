@@ -37,6 +37,7 @@ import numpy as np
 
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, max_tokens
+from sim.model.kv_blocks import whole_blocks_array
 from sim.simulation.serving.counter_rng import weyl_bits, weyl_bits_block, weyl_step, weyl_term
 
 __all__ = [
@@ -347,7 +348,9 @@ class BlockPlan:
     block before each iteration (0 for the first); ``total`` int64 (n,), tokens the whole
     batch emitted in the block after each iteration; ``per_iteration`` int64 (n,), tokens
     it emitted in each; ``emitted_by`` int64 (B, >= n) or None, the tokens each request
-    emitted after each iteration, when the plan counted them for every row.
+    emitted after each iteration, when the plan counted them for every row; ``kv_growth``
+    int64 (n,) or None, the KV tokens the batch gained before each iteration in whole
+    blocks (planned with ``block_tokens`` > 1 under a KV limit; None: ``growth``).
     """
 
     k: Draft
@@ -359,6 +362,7 @@ class BlockPlan:
     total: np.ndarray
     per_iteration: np.ndarray
     emitted_by: np.ndarray | None = None
+    kv_growth: np.ndarray | None = None
 
     @property
     def iterations(self) -> int:
@@ -373,6 +377,24 @@ class BlockPlan:
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
 
 
+def _block_growth(start: np.ndarray, lengths: np.ndarray, block_tokens: int) -> np.ndarray:
+    """KV tokens rows holding ``start`` (B,) tokens in whole blocks of ``block_tokens``
+    gain before each of n iterations in which they emit ``lengths`` (B, n), together,
+    int64 (n,): sum over rows of B x ceil((start + emitted before) / B) - B x ceil(start /
+    B). Only the rows whose tokens before the last iteration pass their last block's free
+    slots open a block at all; the others are left out of the sum."""
+    n = lengths.shape[1]
+    free = whole_blocks_array(start, block_tokens) - start
+    crossing = (np.add.reduce(lengths[:, : n - 1], axis=1, dtype=np.int64) > free).nonzero()[0]
+    if crossing.shape[0] == 0:
+        return np.zeros(n, dtype=np.int64)
+    rows = lengths[crossing]
+    before = np.add.accumulate(rows, axis=1, dtype=np.int64) - rows
+    # past its free slots a row opens ceil(over / B) blocks (none while over <= 0)
+    opened = whole_blocks_array(before - free[crossing, None], block_tokens)
+    return np.add.reduce(np.maximum(opened, 0), axis=0)
+
+
 def plan_block(
     batch: DecodeBatch,
     k: Draft,
@@ -384,6 +406,8 @@ def plan_block(
     *,
     columns: slice | None = None,
     accepted_extend: bool = False,
+    block_tokens: int = 1,
+    slot_tokens: int = 0,
 ) -> BlockPlan:
     """Plan up to ``max_iterations`` (>= 1) iterations of ``batch`` drafting ``k``.
 
@@ -394,7 +418,11 @@ def plan_block(
     only): prompt chunks fused into the pass (chunked batching). ``columns``: the draft's
     threshold columns (default: a chain's first k); ``accepted_extend``: the draft extend
     runs over the accepted paths (``expected_path`` wide, moved by each iteration's tokens)
-    rather than padded to the verify's width.
+    rather than padded to the verify's width. ``block_tokens`` > 1: each request holds its
+    context and its ``slot_tokens`` lookahead slots in whole blocks of that many tokens
+    (sim/model/kv_blocks.py), so the KV growth the cut compares is each row's in whole
+    blocks, B x ceil((context + slots + emitted) / B) - B x ceil((context + slots) / B),
+    summed (``kv_growth``).
     """
     if max_iterations < 1:
         raise ValueError("plan at least one iteration")
@@ -436,10 +464,16 @@ def plan_block(
         if finishing[first]:
             n = first + 1
     growth = total[:n] - per_iteration[:n]  # tokens emitted before each iteration
+    kv_growth = None
+    if block_tokens > 1 and kv_free_tokens < _NO_LIMIT:  # whole blocks a row
+        kv_growth = _block_growth(batch.context + slot_tokens, lengths[:, :n], block_tokens)
     # growth is increasing: cut at its first excess (none without a KV limit)
-    if kv_free_tokens < _NO_LIMIT and growth[n - 1] > kv_free_tokens:
-        n = int(np.searchsorted(growth, kv_free_tokens, side="right"))  # >= 1
+    charged = growth if kv_growth is None else kv_growth
+    if kv_free_tokens < _NO_LIMIT and charged[n - 1] > kv_free_tokens:
+        n = int(np.searchsorted(charged, kv_free_tokens, side="right"))  # >= 1
         growth = growth[:n]
+        if kv_growth is not None:
+            kv_growth = kv_growth[:n]
     context = float(np.add.reduce(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
@@ -456,7 +490,16 @@ def plan_block(
         durations = cost.decode_ms(b, k, context, prefill, drafter)
     ends = np.add.accumulate(durations)
     return BlockPlan(
-        k, lengths, context, durations, ends, growth, total[:n], per_iteration[:n], emitted_by
+        k,
+        lengths,
+        context,
+        durations,
+        ends,
+        growth,
+        total[:n],
+        per_iteration[:n],
+        emitted_by,
+        kv_growth,
     )
 
 

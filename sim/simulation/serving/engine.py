@@ -27,7 +27,10 @@ decided per request from its own rates, or its own tree's depth survival
 at the end of the iteration in which they reach their token count (the last cycle may
 overshoot; only the tokens asked for count), and when the KV cache cannot hold the batch's
 growth the newest requests are preempted (their KV freed, to be recomputed by a prefill of
-prompt + generated tokens when readmitted; vLLM V1 ``Scheduler._preempt_request``).
+prompt + generated tokens when readmitted; vLLM V1 ``Scheduler._preempt_request``). A
+request's context and lookahead slots are held in whole KV blocks where the plan's server
+hands them out so (vLLM: ``SchedulerConfig.block_tokens``, sim/model/kv_blocks.py), its
+recurrent state's blocks beside them.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from sim.model.acceptance import AcceptanceModel
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, lookahead_tokens, max_tokens, verify_tokens
+from sim.model.kv_blocks import whole_blocks, whole_blocks_array
 from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
@@ -127,7 +131,8 @@ class ServingPlan:
         slots any of its drafts reserves (sim/model/drafts.py ``lookahead_tokens``) and its
         recurrent state's (``SchedulerConfig.state_tokens``)."""
         drafts = policy_drafts(policy, self.scheduler.max_running(policy))
-        return _lookahead(policy, drafts, self.scheduler)
+        slots, state = _lookahead(policy, drafts, self.scheduler)
+        return slots + state
 
     def drafting(
         self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None
@@ -142,7 +147,9 @@ class ServingPlan:
         drafts = tuple(dict.fromkeys(lookup[1:]))  # in first-use order (``policy_drafts``)
         trees = tuple((d, self.tree_acceptance(d)) for d in drafts if is_tree(d))
         cap = self.scheduler.kv_capacity(policy)
-        return Drafting(policy, lookup, trees, _lookahead(policy, drafts, self.scheduler), cap)
+        slots, state = _lookahead(policy, drafts, self.scheduler)
+        blocks = self.scheduler.block_tokens(policy)
+        return Drafting(policy, lookup, trees, slots + state, cap, state, blocks)
 
     def check(self, policy: SpeculationPolicy, by_batch: Sequence[Draft] | None = None) -> Drafting:
         """``policy`` worked out on this plan (``drafting``); ValueError when it cannot run
@@ -155,12 +162,17 @@ class ServingPlan:
         drafting = self.drafting(policy, by_batch)
         self.scheduler.check_drafts(drafting.by_batch)
         cap = drafting.kv_capacity
-        need = self.workload.max_request_tokens + drafting.lookahead + 1
+        need = drafting.held(self.workload.max_request_tokens + 1)
         if cap is not None and need > cap:
             raise ValueError(
                 f"the KV cache ({cap} tokens) is smaller than one request "
                 f"(up to {need} tokens with lookahead"
                 + (" and recurrent state" if self.scheduler.pooled_state else "")
+                + (
+                    f", in whole blocks of {drafting.block_tokens}"
+                    if drafting.block_tokens > 1
+                    else ""
+                )
                 + ")"
             )
         return drafting
@@ -168,11 +180,11 @@ class ServingPlan:
 
 def _lookahead(
     policy: SpeculationPolicy, drafts: Sequence[Draft], scheduler: SchedulerConfig
-) -> int:
+) -> tuple[int, int]:
     """KV tokens beyond its context a running request holds under ``policy``: the most
     slots any of its ``drafts`` reserves, and its recurrent state's in the pool."""
     slots = max(policy.max_k + 1, *(lookahead_tokens(d) for d in drafts))
-    return slots + scheduler.state_tokens(policy, drafts)
+    return slots, scheduler.state_tokens(policy, drafts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +195,33 @@ class Drafting:
     order) with the requests' acceptance over it; ``lookahead`` the KV tokens a running
     request holds beyond its context (its lookahead slots and a hybrid target's recurrent
     state); ``kv_capacity`` the KV cache it runs with (None:
-    unlimited)."""
+    unlimited); ``state_tokens`` the recurrent state's share of ``lookahead``;
+    ``block_tokens`` the KV block its requests' context and lookahead slots are held in
+    (1: per token)."""
 
     policy: SpeculationPolicy
     by_batch: tuple[Draft, ...]
     trees: tuple[tuple[Draft, TreeAcceptance], ...]
     lookahead: int
     kv_capacity: int | None
+    state_tokens: int = 0
+    block_tokens: int = 1
+
+    @property
+    def slot_tokens(self) -> int:
+        """The lookahead slots a running request holds beside its context (its state
+        apart)."""
+        return self.lookahead - self.state_tokens
+
+    def held(self, context_tokens: int) -> int:
+        """KV tokens a running request with ``context_tokens`` of context holds: context
+        and lookahead slots in whole blocks, and its state (``lookahead`` more than the
+        context with blocks of one token)."""
+        if self.block_tokens == 1:
+            return context_tokens + self.lookahead
+        return whole_blocks(context_tokens + self.slot_tokens, self.block_tokens) + (
+            self.state_tokens
+        )
 
     def tree(self, draft: Draft) -> TreeAcceptance:
         """The requests' acceptance over ``draft``, one of the policy's trees."""
@@ -269,6 +301,10 @@ class Server:
         # an adaptive policy (sim/model/controllers.py): a fresh controller per replication
         self.controller = policy.start() if isinstance(policy, AdaptivePolicy) else None
         self.lookahead = drafting.lookahead
+        self.drafting = drafting
+        # whole KV blocks (1: per token, and without a KV limit)
+        self.block = drafting.block_tokens if self.kv is not None else 1
+        self.slots = drafting.slot_tokens
         self.drafter = policy.max_k > 0
         self.prefill_first = self.config.batching == "prefill_first"
         self.skip_prefill = self.config.prefill == "skip"
@@ -362,8 +398,19 @@ class Server:
 
     def hold(self, req: Request) -> int:
         """KV tokens a request holds from admission: context, lookahead, and the token
-        its prefill emits."""
-        return req.context_tokens + self.lookahead + (1 if self.needs_prefill(req) else 0)
+        its prefill emits (``Drafting.held``)."""
+        context = req.context_tokens + (1 if self.needs_prefill(req) else 0)
+        if self.block == 1:
+            return context + self.lookahead
+        return self.drafting.held(context)
+
+    def held_rows(self, context: np.ndarray) -> int:
+        """KV tokens decode rows of ``context`` (int64) tokens of context hold, together
+        (``Drafting.held`` of each)."""
+        if self.block == 1:
+            return int(np.add.reduce(context)) + context.shape[0] * self.lookahead
+        held = whole_blocks_array(context + self.slots, self.block)
+        return int(np.add.reduce(held)) + context.shape[0] * self.drafting.state_tokens
 
     @property
     def idle(self) -> bool:
@@ -486,7 +533,7 @@ class Server:
             req.last_delivery_ms = end_ms
             if req.generated >= req.output_tokens:
                 if self.kv is not None:
-                    self.kv.put(req.context_tokens + self.lookahead)
+                    self.kv.put(self.drafting.held(req.context_tokens))
                 self._complete(req, end_ms)
             else:
                 self._start_decoding([req])
@@ -494,8 +541,7 @@ class Server:
 
     def held_tokens(self) -> int:
         """KV tokens held now: decode contexts + lookahead, and prefilling requests."""
-        batch = self.batch
-        return int(np.add.reduce(batch.context)) + batch.size * self.lookahead + self.prefill_hold
+        return self.held_rows(self.batch.context) + self.prefill_hold
 
     # ----- decode
 
@@ -557,6 +603,8 @@ class Server:
             self.drafter,
             columns=self.columns.get(k),  # a tree's (the dict holds trees only)
             accepted_extend=self.accepted_extend,
+            block_tokens=self.block,
+            slot_tokens=self.slots,
         )
 
     def k_now(self, batch: int) -> Draft:
@@ -614,7 +662,11 @@ class Server:
             delivered[-1] += int(need[need < 0].sum())
         # KV held in each iteration: the contexts before it (the plan's context sums, whole
         # numbers in floats), the lookahead, the prefills (``held_tokens`` + growth)
-        held = plan.context[:n] + (b * self.lookahead + self.prefill_hold)
+        if plan.kv_growth is None:
+            held = plan.context[:n] + (b * self.lookahead + self.prefill_hold)
+        else:  # whole blocks: what the rows held before the block and their growth
+            start = self.held_rows(batch.context) + self.prefill_hold
+            held = (plan.kv_growth[:n] + start).astype(np.float64)
         rec.decode_iterations_done(b, start_ms, ends, durations, held, delivered)
         if self.controller is not None:  # accepted drafts per request and iteration (B, n)
             k = plan.k
@@ -645,7 +697,10 @@ class Server:
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered += int(np.add.reduce(need, where=need < 0))
         # KV held: the contexts before the step (``held_tokens`` then), lookahead, prefills
-        held = plan.context_tokens + b * self.lookahead + self.prefill_hold
+        if self.block == 1:
+            held = plan.context_tokens + b * self.lookahead + self.prefill_hold
+        else:
+            held = self.held_rows(batch.context) + self.prefill_hold
         rec.decode_step_done(b, start_ms, end, duration, held, delivered)
         if self.controller is not None:  # accepted drafts per request, (B, 1)
             k = plan.k
@@ -708,25 +763,31 @@ class Server:
                 req.last_delivery_ms = end_ms
                 self._complete(req, end_ms)
             if self.kv is not None:  # their KV: context before the iteration and lookahead
-                held = batch.context[rows] - emitted[rows]
-                self.kv.put(int(np.add.reduce(held)) + self.lookahead * rows.shape[0])
+                self.kv.put(self.held_rows(batch.context[rows] - emitted[rows]))
                 growth = emitted[~finished]
             batch.remove(rows.tolist())
         if self.kv is not None:
             self._reserve_growth(growth)
 
     def _reserve_growth(self, growth: np.ndarray) -> None:
-        """Reserve the survivors' KV growth (``growth`` (B,), tokens per row), preempting
-        the newest requests while it does not fit."""
+        """Reserve the survivors' KV growth (``growth`` (B,), tokens per row, their
+        contexts already grown), preempting the newest requests while it does not fit; in
+        whole blocks, a row grows by the blocks its new tokens open."""
         assert self.kv is not None
-        need = int(np.add.reduce(growth))
+        charged = growth
+        context = self.batch.context
+        if self.block > 1:
+            after = context + self.slots
+            charged = whole_blocks_array(after, self.block)
+            charged -= whole_blocks_array(after - growth, self.block)
+        need = int(np.add.reduce(charged))
         rows = self.batch.size
         freed = 0
         while need > self.kv.level + freed:
             rows -= 1
             assert rows >= 0, "the KV cache cannot hold one request"
-            need -= int(growth[rows])
-            freed += int(self.batch.context[rows] - growth[rows]) + self.lookahead
+            need -= int(charged[rows])
+            freed += self.drafting.held(int(context[rows] - growth[rows]))
         if rows < self.batch.size:
             self._preempt(rows)
             self.kv.put(freed)

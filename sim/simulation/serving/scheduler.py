@@ -46,6 +46,10 @@ class SchedulerConfig:
     ``pooled_state``: a hybrid target's recurrent state as the KV pool holds it (None: no
     state, or not in the pool): each running request also holds its state's slots
     (``state_tokens``);
+    ``kv_block_tokens``: the KV block a running request's context and lookahead slots are
+    held in, whole blocks (vLLM: 16, or a hybrid's block layout's; 1: per token, SGLang;
+    sim/model/kv_blocks.py); ``plain_kv_block_tokens``: the plain server's (None:
+    ``kv_block_tokens``);
     ``prefill``: ``model`` (a request with a prompt is prefilled first, in passes that
     cost time, and the prefill emits its first token; a request without one decodes from
     admission) or ``skip`` (every request decodes from admission, no prefill pass and no
@@ -61,9 +65,16 @@ class SchedulerConfig:
     plain_kv_capacity_tokens: int | None = None
     max_running_requests_speculative: int | None = None
     pooled_state: PooledState | None = None
+    kv_block_tokens: int = 1
+    plain_kv_block_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_running_requests", "max_running_requests_speculative"):
+        for name in (
+            "max_running_requests",
+            "max_running_requests_speculative",
+            "kv_block_tokens",
+            "plain_kv_block_tokens",
+        ):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
@@ -86,6 +97,16 @@ class SchedulerConfig:
         if policy.max_k == 0 and self.plain_kv_capacity_tokens is not None:
             return self.plain_kv_capacity_tokens
         return self.kv_capacity_tokens
+
+    def block_tokens(self, policy: SpeculationPolicy) -> int:
+        """The KV block ``policy``'s requests are held in: ``plain_kv_block_tokens`` for a
+        policy that never drafts (when set), else ``kv_block_tokens``; 1 (per token)
+        without a KV capacity."""
+        if self.kv_capacity(policy) is None:
+            return 1
+        if policy.max_k == 0 and self.plain_kv_block_tokens is not None:
+            return self.plain_kv_block_tokens
+        return self.kv_block_tokens
 
     def state_tokens(self, policy: SpeculationPolicy, drafts: Sequence[Draft]) -> int:
         """KV tokens a running request's recurrent state takes under ``policy`` (drafting

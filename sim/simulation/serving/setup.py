@@ -373,6 +373,8 @@ def serving_setup(
         plain_kv_capacity_tokens=served.kv.plain,
         max_running_requests_speculative=caps[1],
         pooled_state=served.kv.state,
+        kv_block_tokens=served.kv.blocks(True),
+        plain_kv_block_tokens=served.kv.blocks(False),
     )
     plan = ServingPlan(
         workload,

@@ -156,7 +156,7 @@ def service_bound(plan: ServingPlan, drafting: Drafting) -> ServiceBound:
     largest = config.max_running(policy)
     capacity = drafting.kv_capacity
     if capacity is not None:
-        largest = min(largest, capacity // (shortest + drafting.lookahead))
+        largest = min(largest, capacity // drafting.held(shortest))
     largest = max(largest, 1)
     adaptive = isinstance(policy, AdaptivePolicy)
     extend = 1 if plan.draft_extend == "accepted" else None

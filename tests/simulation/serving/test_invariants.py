@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import SpecsimError
+from sim.model.kv_blocks import whole_blocks
 from sim.simulation.serving import (
     ClosedLoop,
     FixedK,
@@ -54,13 +55,16 @@ class KvWatch:
     batching=st.sampled_from(["prefill_first", "chunked"]),
     prefill=st.sampled_from(["model", "skip"]),
     k=st.integers(0, 4),
+    block=st.sampled_from([1, 16, 48]),
 )
 def test_kv_never_over_committed_and_tokens_conserved(
-    seed, n, rate, capacity_extra, users, batching, prefill, k
+    seed, n, rate, capacity_extra, users, batching, prefill, k, block
 ):
+    """Also in whole KV blocks (``block`` tokens: vLLM's, sim/model/kv_blocks.py)."""
     rng = np.random.default_rng(seed)
     trace = _trace(rng, n, rate)
-    capacity = int((trace.input_tokens + trace.output_tokens).max()) + k + 2 + capacity_extra
+    largest = int((trace.input_tokens + trace.output_tokens).max()) + k + 2
+    capacity = whole_blocks(largest, block) + capacity_extra
     p = plan(
         trace,
         k=max(k, 1),
@@ -71,6 +75,7 @@ def test_kv_never_over_committed_and_tokens_conserved(
         batching=batching,
         prefill=prefill,
         token_budget=max(256, users * (k + 1) + 1),
+        kv_block_tokens=block,
     )
     watch = KvWatch()
     rec = _run_watched(p, FixedK(k), seed, watch)

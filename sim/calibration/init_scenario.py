@@ -143,8 +143,11 @@ def mtp_modules(config: str) -> tuple[int, str]:
     return n, f"{where}: {name} = {n}"
 
 
-def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
-    """(draft_params, draft_layers, why)."""
+def _drafter_params(
+    req: InitRequest, model: HfModel, mtp: tuple[int, str] | None
+) -> tuple[float, int, str]:
+    """(draft_params, draft_layers, why); ``mtp``: the MTP modules and where the count
+    comes from (``mtp_modules``, read once by the caller), for ``--drafter mtp``."""
     if req.draft_params is not None:
         return req.draft_params, 1, "--draft-params"
     hidden = model.get("hidden_size")
@@ -167,7 +170,8 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
             ),
         )
     if req.drafter == "mtp":
-        n, origin = mtp_modules(req.config)
+        assert mtp is not None
+        n, origin = mtp
         layer = model.full_attention_layer_params  # an MTP layer is full attention
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
@@ -292,12 +296,16 @@ def init_scenario(req: InitRequest) -> InitScenario:
     if req.drafter in PARALLEL_DRAFTERS:
         _parallel_drafter(req, model, tp, raw, comments)
     elif req.drafter is not None:
-        params, layers, why = _drafter_params(req, model)
+        hybrid = model.attention_layers < model.get("layers")
+        # the config's MTP count, read once: the drafter's size and (hybrid) its KV need it
+        needed = req.drafter == "mtp" and (req.draft_params is None or hybrid)
+        mtp = mtp_modules(req.config) if needed else None
+        params, layers, why = _drafter_params(req, model, mtp)
         _set(raw, comments, "model.draft_params", params, why)
         if layers != 1:
             _set(raw, comments, "model.draft_layers", layers, why)
-        if req.drafter == "mtp" and model.attention_layers < model.get("layers"):
-            modules, origin = mtp_modules(req.config)
+        if mtp is not None and hybrid:
+            modules, origin = mtp
             kv = model.get("kv_bytes_per_token") / model.attention_layers * modules
             _set(
                 raw,

@@ -8,7 +8,13 @@ Which figure feeds which fit:
 - timing: per-request tok/s of runs at batch 1 only (a scenario is one request at a time):
   vLLM ``max_concurrency`` 1 (1000 / mean TPOT), SGLang ``batch_size`` 1 (``speed``), a
   vLLM scrape declared batch 1 (accept length / mean engine-step time);
-- SGLang ``steps`` 0 (or a vLLM run without speculation) is the plain-decoding baseline.
+- SGLang ``steps`` 0 (or a vLLM run without speculation) is the plain-decoding baseline;
+- context (where the passes ran, for ``timing.context_tokens``): a vLLM run's mean prompt
+  + half its mean answer; a ``bench_one_batch`` record's ``input_len`` + ``output_len`` / 2
+  (its decode steps run from the prompt to prompt + answer); none from ``bench_speculative``
+  (its prompts' lengths are not recorded);
+- the runs' prompt and answer lengths (``Measurements.lengths``) for ``specsim init``'s
+  workload: every vLLM run's, the batch-1 records' of SGLang's files.
 
 Tree records (topk > 1) and batched runs are reported, not fitted, each with a note.
 Standard errors: vLLM rates binomial over drafts (as for the /metrics counters); tok/s the
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from sim.calibration.importers.request_lengths import fixed_lengths
 from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
 from sim.calibration.importers.sglang_server_args import SglangServerArgs
 from sim.calibration.importers.vllm_bench import VllmBenchRun
@@ -48,6 +55,8 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
         out += Measurements(server=(ServerFact("engine", "vllm", src),))
         if run.model:
             out += Measurements(server=(ServerFact("model", run.model, src),))
+        if run.lengths is not None:
+            out += Measurements(lengths=(run.lengths,))
         k = run.num_spec_tokens
         if run.speculative and k is not None and k >= 1:
             assert run.accept_length is not None
@@ -116,6 +125,12 @@ def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measuremen
         if r.batch_size != 1:
             continue
         src = f"sglang bench {bench.source} line {r.line}"
+        if r.completion_tokens is not None:
+            out += Measurements(
+                lengths=(
+                    fixed_lengths(None, r.completion_tokens, bench.source, f"line {r.line}", None),
+                )
+            )
         if r.steps == 0:
             out += Measurements(
                 baselines=(BaselinePoint(r.speed_tok_s, rel_error * r.speed_tok_s, src),)
@@ -229,8 +244,16 @@ def sglang_one_batch_measurement(
     return Measurements(
         baselines=tuple(
             BaselinePoint(
-                r.tok_s, rel_error * r.tok_s, f"sglang bench_one_batch {source} line {r.line}"
+                r.tok_s,
+                rel_error * r.tok_s,
+                f"sglang bench_one_batch {source} line {r.line}",
+                # its decode steps ran from the prompt to prompt + answer: half-way on average
+                context_tokens=r.input_len + r.output_len / 2.0,
             )
+            for r in ones
+        ),
+        lengths=tuple(
+            fixed_lengths(r.input_len, r.output_len, source, f"line {r.line}", r.batch_size)
             for r in ones
         ),
         imported=(figures,),

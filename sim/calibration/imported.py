@@ -29,6 +29,7 @@ import math
 from sim.calibration.importers.request_lengths import fixed_lengths
 from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
 from sim.calibration.importers.sglang_server_args import SglangServerArgs
+from sim.calibration.importers.sglang_serving import SglangServingRun
 from sim.calibration.importers.vllm_bench import VllmBenchRun
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters, VllmLatency
 from sim.calibration.measurements import (
@@ -83,34 +84,46 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
                         ),
                     )
                 )
-        tok_s = run.tok_s
-        if tok_s is None:
-            continue
-        if not run.batch1:
-            out += Measurements(
-                notes=(
-                    f"{src}: max_concurrency {run.max_concurrency} (not 1): its TPOT is a "
-                    "batched server's, so only its acceptance figures are used",
-                )
-            )
-            continue
-        spread = (
-            tok_s * (run.std_tpot_ms or 0.0) / (run.mean_tpot_ms or 1.0) / math.sqrt(run.completed)
-            if run.completed
-            else 0.0
-        )
-        sigma = max(rel_error * tok_s, spread)
-        if run.speculative and k:
-            assert run.accept_length is not None
-            al_sigma = rel_error * run.accept_length
-            point = SpecPoint(
-                k, run.accept_length, tok_s, sigma, al_sigma, src, context_tokens=run.context_tokens
-            )
-            out += Measurements(points=(point,))
-        else:
-            baseline = BaselinePoint(tok_s, sigma, src, context_tokens=run.context_tokens)
-            out += Measurements(baselines=(baseline,))
+        spec = run.accept_length if run.speculative and k else None
+        out += _serving_tok_s(run, src, rel_error, k, spec)
     return out
+
+
+def _serving_tok_s(
+    run: VllmBenchRun | SglangServingRun,
+    src: str,
+    rel_error: float,
+    k: int | None,
+    accept_length: float | None,
+) -> Measurements:
+    """A serving benchmark run's tok/s, 1000 / mean TPOT, at ``max_concurrency`` 1: a
+    point at ``k`` with ``accept_length`` (None: the baseline) at the run's context, its
+    error the larger of ``rel_error`` x tok/s and the spread over requests / sqrt(requests);
+    at another concurrency a note (its TPOT is a batched server's)."""
+    tok_s = run.tok_s
+    if tok_s is None:
+        return Measurements()
+    if run.max_concurrency != 1:
+        return Measurements(
+            notes=(
+                f"{src}: max_concurrency {run.max_concurrency} (not 1): its TPOT is a "
+                "batched server's, so only its acceptance figures are used",
+            )
+        )
+    spread = (
+        tok_s * (run.std_tpot_ms or 0.0) / (run.mean_tpot_ms or 1.0) / math.sqrt(run.completed)
+        if run.completed
+        else 0.0
+    )
+    sigma = max(rel_error * tok_s, spread)
+    if accept_length is not None and k:
+        al_sigma = rel_error * accept_length
+        point = SpecPoint(
+            k, accept_length, tok_s, sigma, al_sigma, src, context_tokens=run.context_tokens
+        )
+        return Measurements(points=(point,))
+    baseline = BaselinePoint(tok_s, sigma, src, context_tokens=run.context_tokens)
+    return Measurements(baselines=(baseline,))
 
 
 def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measurements:
@@ -262,3 +275,49 @@ def sglang_one_batch_measurement(
             f"({len(records) - len(ones)} larger batches reported, not fitted)",
         ),
     )
+
+
+#: The engine a ``bench_serving`` run's ``backend`` benchmarked (others say nothing).
+SERVING_BACKENDS = {"sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
+                    "sglang-oai-chat": "sglang", "vllm": "vllm", "vllm-chat": "vllm"}  # fmt: skip
+
+
+def sglang_serving_measurement(
+    runs: tuple[SglangServingRun, ...], source: str, rel_error: float, num_steps: int | None
+) -> Measurements:
+    """``bench_serving`` runs: the accept length at ``num_steps`` (the file does not say
+    k: the scenario's or the flag's), and at ``max_concurrency`` 1 the tok/s, 1000 / mean
+    TPOT, with the context and lengths of its requests; a run without an accept length is
+    plain decoding (the baseline)."""
+    out = Measurements(imported=tuple(r.figures() for r in runs))
+    for run in runs:
+        src = f"sglang bench_serving {source} line {run.line}"
+        engine = SERVING_BACKENDS.get(run.backend or "")
+        if engine is not None:
+            out += Measurements(server=(ServerFact("engine", engine, src),))
+        if run.lengths is not None:
+            out += Measurements(lengths=(run.lengths,))
+        al = run.accept_length
+        if run.speculative:
+            assert al is not None
+            if num_steps is None or num_steps < 1:
+                raise SpecsimError(
+                    "the file does not say k: give --num-steps (or --scenario)",
+                    source=source,
+                    field=f"line {run.line}: accept_length",
+                )
+            if al > num_steps + 1 + 1e-9:
+                raise SpecsimError(
+                    f"{al:g} is above k + 1 = {num_steps + 1} (bonus token included)",
+                    source=source,
+                    field=f"line {run.line}: accept_length",
+                )
+            out += Measurements(
+                accept_lengths=(AcceptLengthObs(num_steps, al, rel_error * al, src),)
+            )
+        out += _serving_tok_s(run, src, rel_error, num_steps, al if run.speculative else None)
+    note = (
+        f"SGLang bench_serving {source}: accept_length is the server's running mean "
+        "(get_server_info avg_spec_accept_length), its warm-up requests included"
+    )
+    return out + Measurements(notes=(note,))

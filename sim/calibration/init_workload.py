@@ -178,8 +178,8 @@ def init_workload(
             (
                 "workload.lengths",
                 "lognormal",
-                "a lognormal matched to the requests' mean and variance on each side (caps: "
-                "the 0.9999 quantile, the default)",
+                f"from {_names(lengths)}: a lognormal matched to the requests' mean and "
+                "variance on each side (caps: the 0.9999 quantile, the default)",
             )
         )
         for side, sig in spread.items():

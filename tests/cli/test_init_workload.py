@@ -208,3 +208,65 @@ def test_a_bad_length_field_is_one_line(tmp_path: Path, option, change, field) -
     assert line.startswith(f"specsim: error: {bench}: {field}"), line
     assert "\n" not in line and "Traceback" not in line
     assert not out.exists()
+
+
+def _bench_serving(path: Path, details: bool = True) -> Path:
+    """Two ``sglang.bench_serving --output-file`` runs at --max-concurrency 1 (as its
+    json.dumps writes them: request_rate Infinity), plain and EAGLE-3, 16 requests each
+    of prompts 300 / 900 by turns and answers of 200; the first with --output-details."""
+    runs = []
+    for tpot, accept in ((7.1, None), (4.0, 2.9)):
+        run = {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+               "max_concurrency": 1, "completed": 16, "total_input_tokens": 16 * 600,
+               "total_output_tokens": 16 * 200, "mean_tpot_ms": tpot, "std_tpot_ms": 0.2,
+               "mean_e2e_latency_ms": 200 * tpot, "concurrency": 1.0,
+               "accept_length": accept}  # fmt: skip
+        if details and not runs:
+            run |= {"input_lens": [300, 900] * 8, "output_lens": [200] * 16, "errors": [""] * 16}
+        runs.append(json.dumps(run))
+    path.write_text("\n".join(runs) + "\n")
+    assert "Infinity" in path.read_text()
+    return path
+
+
+def test_sglang_bench_serving_gives_figures_workload_and_context(tmp_path: Path) -> None:
+    """bench_serving at max_concurrency 1: 1000 / 7.1 ms plain and 1000 / 4.0 ms at accept
+    length 2.9 (k from --num-steps) are fitted; its requests give the workload (prompts 300
+    and 900: mean 600, sd 300, a lognormal sigma sqrt(ln 1.25); answers all 200) and the
+    context, 600 + 200 / 2 = 700 tokens; serve runs on it without --context-tokens."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B))
+    bench = _bench_serving(tmp_path / "serving.jsonl")
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(tmp_path / "config.json"), "--gpu", "H100"]
+    args += ["--engine", "sglang", "--drafter", "eagle3", "-k", "3", "--sglang-bench", str(bench)]
+    report = _init(args, out)
+    assert "workload: 600 prompt / 200 answer tokens a request, lognormal" in report
+    scenario = load_scenario(out)
+    w = scenario.workload
+    assert (w.input_tokens, w.output_tokens, w.lengths) == (600, 200, "lognormal")
+    assert w.input_sigma == pytest.approx(math.sqrt(math.log(1.25)), abs=1e-6)
+    assert w.output_sigma == 0.0
+    assert scenario.timing.context_tokens == 700.0
+    assert scenario.acceptance.accept_length is None  # refitted: per-position or alpha
+    assert "1 give totals only" not in out.read_text()
+    assert f"{bench} line 2 gives totals only" in out.read_text()
+    ran = CliRunner().invoke(main, ["run", str(out), "--json", "--replications", "1"])
+    assert ran.exit_code == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["baseline_tok_s"] == pytest.approx(1000 / 7.1, rel=0.02)
+    assert doc["analytic"]["throughput_tok_s"] == pytest.approx(1000 / 4.0, rel=0.02)
+    served = CliRunner().invoke(main, ["serve", str(out), *SHORT])
+    assert served.exit_code == 0, served.stderr
+
+
+def test_sglang_bench_serving_without_k_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B))
+    bench = _bench_serving(tmp_path / "serving.jsonl", details=False)
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(tmp_path / "config.json"), "--gpu", "H100"]
+    result = CliRunner().invoke(
+        main, [*args, "--engine", "sglang", "--sglang-bench", str(bench), "--out", str(out)]
+    )
+    assert result.exit_code == 2 and not out.exists()
+    assert result.stderr.startswith(f"specsim: error: {bench}: line 2: accept_length: ")
+    assert "--num-steps" in result.stderr

@@ -101,6 +101,21 @@ class VllmBenchRun:
         }
 
 
+def request_count(value: Any, source: str, field: str) -> int | None:
+    """A run's ``max_concurrency``: None when absent or null (no limit, vLLM's and
+    SGLang's default), else a count of requests from 1 to ``MAX_CONCURRENCY``;
+    SpecsimError naming ``field`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_CONCURRENCY:
+        return value
+    raise SpecsimError(
+        f"{value!r} is not a request count from 1 to {MAX_CONCURRENCY:,}",
+        source=source,
+        field=field,
+    )
+
+
 def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
     where = f"line {line}" if line > 1 else None
 
@@ -137,16 +152,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
             source=source,
             field="spec_decode_acceptance_rate",
         )
-    conc = record.get("max_concurrency")
-    # absent or null: no limit (vLLM's default); otherwise a count of requests
-    if conc is not None and not (
-        isinstance(conc, int) and not isinstance(conc, bool) and 1 <= conc <= MAX_CONCURRENCY
-    ):
-        raise SpecsimError(
-            f"{conc!r} is not a request count from 1 to {MAX_CONCURRENCY:,}",
-            source=source,
-            field="max_concurrency",
-        )
+    conc = request_count(record.get("max_concurrency"), source, "max_concurrency")
     tpot = opt("mean_tpot_ms")
     if tpot is not None:
         check_step_ms(tpot, source, "mean_tpot_ms")
@@ -172,7 +178,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         source=source,
         line=line,
         model=record.get("model_id") if isinstance(record.get("model_id"), str) else None,
-        max_concurrency=conc if isinstance(conc, int) and not isinstance(conc, bool) else None,
+        max_concurrency=conc,
         completed=int(completed or 0),
         mean_tpot_ms=tpot,
         std_tpot_ms=std,

@@ -126,7 +126,7 @@ def _spread(side: str, runs: Sequence[RequestLengths]) -> tuple[float, str] | No
     var = sum((x - mean) ** 2 for x in pool) / n
     sigma = math.sqrt(math.log1p(var / mean**2))
     unlisted = [r for r in runs if r not in listed]
-    rest = f"; {_names(unlisted)} give{'s' * (len(unlisted) == 1)} totals only" if unlisted else ""
+    rest = f"; {_names(unlisted)} give{'s' * (len(unlisted) == 1)} means only" if unlisted else ""
     how = f"{lens_key}" if not all(r.exact for r in listed) else "a static batch's lengths"
     return sigma, (
         f"from {_names(listed)}: the {n} requests' {word}s ({how}), mean {mean:.6g}, sd "

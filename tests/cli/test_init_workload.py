@@ -270,3 +270,28 @@ def test_sglang_bench_serving_without_k_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and not out.exists()
     assert result.stderr.startswith(f"specsim: error: {bench}: line 2: accept_length: ")
     assert "--num-steps" in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_plain_decoding_from_a_baseline_file(tmp_path: Path, engine: str) -> None:
+    """No drafter, one plain-decoding file: the decode is fitted (its drafter passes are
+    none, not parameters: init failed on them as NaN before), the workload and context
+    come from the file, and serve runs on it."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B))
+    if engine == "vllm":
+        run = json.loads((QUICKSTART / "bench_baseline.json").read_text())
+        # Llama-3.1-8B on one H100: 7.1 ms a token (the quickstart's 70B TP4 took 19.1)
+        (tmp_path / "b.json").write_text(json.dumps({**run, "mean_tpot_ms": 7.1}))
+        given = ["--vllm-bench", str(tmp_path / "b.json")]
+        context = 1024 + 256 / 2
+    else:
+        given = ["--sglang-bench", str(FORMATS / "sglang_bench_one_batch.jsonl")]
+        context = 1024 + 64 / 2
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(tmp_path / "config.json"), "--gpu", "H100"]
+    _init([*args, "--engine", engine, *given], out)
+    scenario = load_scenario(out)
+    assert scenario.num_steps == 0 and scenario.timing.context_tokens == context
+    assert scenario.workload.input_tokens == 1024
+    served = CliRunner().invoke(main, ["serve", str(out), *SHORT])
+    assert served.exit_code == 0, served.stderr

@@ -220,6 +220,8 @@ def _timing_params(passes: PassTimes) -> list[Param]:
     out = []
     for name in TIMING_FIELDS:
         value = float(getattr(passes, name))
+        if not math.isfinite(value):
+            continue  # a pass the base has none of (plain decoding's drafter): not a parameter
         lower = 0.0 if name in NONNEGATIVE_TIMING else 1e-6
         out.append(Param(f"timing.{name}", value, lower, math.inf, max(abs(value), 0.1)))
     return out
@@ -553,6 +555,7 @@ def _fit_timing(
     them. Drafter passes the base derives and the data cannot fix are then written as the
     hardware model's value with a range (``_unidentified_drafter``)."""
     params = _timing_params(passes)
+    order = [n for n in order if n in {p.name for p in params}]
     excluded: dict[str, str] = (
         dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
         if passes.verify_table_ms is not None

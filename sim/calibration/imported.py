@@ -8,7 +8,13 @@ Which figure feeds which fit:
 - timing: per-request tok/s of runs at batch 1 only (a scenario is one request at a time):
   vLLM ``max_concurrency`` 1 (1000 / mean TPOT), SGLang ``batch_size`` 1 (``speed``), a
   vLLM scrape declared batch 1 (accept length / mean engine-step time);
-- SGLang ``steps`` 0 (or a vLLM run without speculation) is the plain-decoding baseline.
+- SGLang ``steps`` 0 (or a vLLM run without speculation) is the plain-decoding baseline;
+- context (where the passes ran, for ``timing.context_tokens``): a vLLM run's mean prompt
+  + half its mean answer; a ``bench_one_batch`` record's ``input_len`` + ``output_len`` / 2
+  (its decode steps run from the prompt to prompt + answer); none from ``bench_speculative``
+  (its prompts' lengths are not recorded);
+- the runs' prompt and answer lengths (``Measurements.lengths``) for ``specsim init``'s
+  workload: every vLLM run's, the batch-1 records' of SGLang's files.
 
 Tree records (topk > 1) and batched runs are reported, not fitted, each with a note.
 Standard errors: vLLM rates binomial over drafts (as for the /metrics counters); tok/s the
@@ -20,8 +26,10 @@ from __future__ import annotations
 
 import math
 
+from sim.calibration.importers.request_lengths import fixed_lengths
 from sim.calibration.importers.sglang_bench import OneBatchRecord, SglangBench
 from sim.calibration.importers.sglang_server_args import SglangServerArgs
+from sim.calibration.importers.sglang_serving import SglangServingRun
 from sim.calibration.importers.vllm_bench import VllmBenchRun
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters, VllmLatency
 from sim.calibration.measurements import (
@@ -48,6 +56,8 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
         out += Measurements(server=(ServerFact("engine", "vllm", src),))
         if run.model:
             out += Measurements(server=(ServerFact("model", run.model, src),))
+        if run.lengths is not None:
+            out += Measurements(lengths=(run.lengths,))
         k = run.num_spec_tokens
         if run.speculative and k is not None and k >= 1:
             assert run.accept_length is not None
@@ -74,34 +84,46 @@ def vllm_bench_measurement(runs: tuple[VllmBenchRun, ...], rel_error: float) -> 
                         ),
                     )
                 )
-        tok_s = run.tok_s
-        if tok_s is None:
-            continue
-        if not run.batch1:
-            out += Measurements(
-                notes=(
-                    f"{src}: max_concurrency {run.max_concurrency} (not 1): its TPOT is a "
-                    "batched server's, so only its acceptance figures are used",
-                )
-            )
-            continue
-        spread = (
-            tok_s * (run.std_tpot_ms or 0.0) / (run.mean_tpot_ms or 1.0) / math.sqrt(run.completed)
-            if run.completed
-            else 0.0
-        )
-        sigma = max(rel_error * tok_s, spread)
-        if run.speculative and k:
-            assert run.accept_length is not None
-            al_sigma = rel_error * run.accept_length
-            point = SpecPoint(
-                k, run.accept_length, tok_s, sigma, al_sigma, src, context_tokens=run.context_tokens
-            )
-            out += Measurements(points=(point,))
-        else:
-            baseline = BaselinePoint(tok_s, sigma, src, context_tokens=run.context_tokens)
-            out += Measurements(baselines=(baseline,))
+        spec = run.accept_length if run.speculative and k else None
+        out += _serving_tok_s(run, src, rel_error, k, spec)
     return out
+
+
+def _serving_tok_s(
+    run: VllmBenchRun | SglangServingRun,
+    src: str,
+    rel_error: float,
+    k: int | None,
+    accept_length: float | None,
+) -> Measurements:
+    """A serving benchmark run's tok/s, 1000 / mean TPOT, at ``max_concurrency`` 1: a
+    point at ``k`` with ``accept_length`` (None: the baseline) at the run's context, its
+    error the larger of ``rel_error`` x tok/s and the spread over requests / sqrt(requests);
+    at another concurrency a note (its TPOT is a batched server's)."""
+    tok_s = run.tok_s
+    if tok_s is None:
+        return Measurements()
+    if run.max_concurrency != 1:
+        return Measurements(
+            notes=(
+                f"{src}: max_concurrency {run.max_concurrency} (not 1): its TPOT is a "
+                "batched server's, so only its acceptance figures are used",
+            )
+        )
+    spread = (
+        tok_s * (run.std_tpot_ms or 0.0) / (run.mean_tpot_ms or 1.0) / math.sqrt(run.completed)
+        if run.completed
+        else 0.0
+    )
+    sigma = max(rel_error * tok_s, spread)
+    if accept_length is not None and k:
+        al_sigma = rel_error * accept_length
+        point = SpecPoint(
+            k, accept_length, tok_s, sigma, al_sigma, src, context_tokens=run.context_tokens
+        )
+        return Measurements(points=(point,))
+    baseline = BaselinePoint(tok_s, sigma, src, context_tokens=run.context_tokens)
+    return Measurements(baselines=(baseline,))
 
 
 def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measurements:
@@ -116,6 +138,12 @@ def sglang_bench_measurement(bench: SglangBench, rel_error: float) -> Measuremen
         if r.batch_size != 1:
             continue
         src = f"sglang bench {bench.source} line {r.line}"
+        if r.completion_tokens is not None:
+            out += Measurements(
+                lengths=(
+                    fixed_lengths(None, r.completion_tokens, bench.source, f"line {r.line}", None),
+                )
+            )
         if r.steps == 0:
             out += Measurements(
                 baselines=(BaselinePoint(r.speed_tok_s, rel_error * r.speed_tok_s, src),)
@@ -229,8 +257,16 @@ def sglang_one_batch_measurement(
     return Measurements(
         baselines=tuple(
             BaselinePoint(
-                r.tok_s, rel_error * r.tok_s, f"sglang bench_one_batch {source} line {r.line}"
+                r.tok_s,
+                rel_error * r.tok_s,
+                f"sglang bench_one_batch {source} line {r.line}",
+                # its decode steps ran from the prompt to prompt + answer: half-way on average
+                context_tokens=r.input_len + r.output_len / 2.0,
             )
+            for r in ones
+        ),
+        lengths=tuple(
+            fixed_lengths(r.input_len, r.output_len, source, f"line {r.line}", r.batch_size)
             for r in ones
         ),
         imported=(figures,),
@@ -239,3 +275,49 @@ def sglang_one_batch_measurement(
             f"({len(records) - len(ones)} larger batches reported, not fitted)",
         ),
     )
+
+
+#: The engine a ``bench_serving`` run's ``backend`` benchmarked (others say nothing).
+SERVING_BACKENDS = {"sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
+                    "sglang-oai-chat": "sglang", "vllm": "vllm", "vllm-chat": "vllm"}  # fmt: skip
+
+
+def sglang_serving_measurement(
+    runs: tuple[SglangServingRun, ...], source: str, rel_error: float, num_steps: int | None
+) -> Measurements:
+    """``bench_serving`` runs: the accept length at ``num_steps`` (the file does not say
+    k: the scenario's or the flag's), and at ``max_concurrency`` 1 the tok/s, 1000 / mean
+    TPOT, with the context and lengths of its requests; a run without an accept length is
+    plain decoding (the baseline)."""
+    out = Measurements(imported=tuple(r.figures() for r in runs))
+    for run in runs:
+        src = f"sglang bench_serving {source} line {run.line}"
+        engine = SERVING_BACKENDS.get(run.backend or "")
+        if engine is not None:
+            out += Measurements(server=(ServerFact("engine", engine, src),))
+        if run.lengths is not None:
+            out += Measurements(lengths=(run.lengths,))
+        al = run.accept_length
+        if run.speculative:
+            assert al is not None
+            if num_steps is None or num_steps < 1:
+                raise SpecsimError(
+                    "the file does not say k: give --num-steps (or --scenario)",
+                    source=source,
+                    field=f"line {run.line}: accept_length",
+                )
+            if al > num_steps + 1 + 1e-9:
+                raise SpecsimError(
+                    f"{al:g} is above k + 1 = {num_steps + 1} (bonus token included)",
+                    source=source,
+                    field=f"line {run.line}: accept_length",
+                )
+            out += Measurements(
+                accept_lengths=(AcceptLengthObs(num_steps, al, rel_error * al, src),)
+            )
+        out += _serving_tok_s(run, src, rel_error, num_steps, al if run.speculative else None)
+    note = (
+        f"SGLang bench_serving {source}: accept_length is the server's running mean "
+        "(get_server_info avg_spec_accept_length), its warm-up requests included"
+    )
+    return out + Measurements(notes=(note,))

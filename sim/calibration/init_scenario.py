@@ -45,10 +45,13 @@ from sim.calibration.hf_config import (
     read_json,
     read_raw,
 )
+from sim.calibration.importers.request_lengths import RequestLengths
+from sim.calibration.init_workload import init_workload
 from sim.calibration.measurements import Measurements
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
+from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 
@@ -85,6 +88,12 @@ class InitRequest:
     #: The mean context (tokens) the measured figures' runs decoded at (prompt + half the
     #: answer); None: the figures' own files say it, or there are none.
     context_tokens: float | None = None
+    #: The served prompt and answer lengths (``--input-tokens``, ``--output-tokens``);
+    #: None: the files' (``lengths``), else the scenario's defaults.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    #: The prompt and answer lengths the measurement files' runs had.
+    lengths: tuple[RequestLengths, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,8 @@ class InitScenario:
     scenario: Scenario
     comments: dict[str, str]
     header: str
+    #: Lines for init's report (the workload written, and from what).
+    notes: tuple[str, ...] = ()
 
 
 def _set(raw: dict[str, Any], comments: dict[str, str], dotted: str, value: Any, why: str):
@@ -143,8 +154,11 @@ def mtp_modules(config: str) -> tuple[int, str]:
     return n, f"{where}: {name} = {n}"
 
 
-def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
-    """(draft_params, draft_layers, why)."""
+def _drafter_params(
+    req: InitRequest, model: HfModel, mtp: tuple[int, str] | None
+) -> tuple[float, int, str]:
+    """(draft_params, draft_layers, why); ``mtp``: the MTP modules and where the count
+    comes from (``mtp_modules``, read once by the caller), for ``--drafter mtp``."""
     if req.draft_params is not None:
         return req.draft_params, 1, "--draft-params"
     hidden = model.get("hidden_size")
@@ -167,7 +181,8 @@ def _drafter_params(req: InitRequest, model: HfModel) -> tuple[float, int, str]:
             ),
         )
     if req.drafter == "mtp":
-        n, origin = mtp_modules(req.config)
+        assert mtp is not None
+        n, origin = mtp
         layer = model.full_attention_layer_params  # an MTP layer is full attention
         if model.is_moe:
             layer += model.get("experts_per_token") * model.get("expert_params")
@@ -224,6 +239,28 @@ def _parallel_drafter(
     _set(
         raw, comments, "model.draft_kv_bytes_per_token", drafter.kv_bytes_per_token, drafter.kv_why
     )
+
+
+def _prefill_kernels(model: HfModel, raw: dict[str, Any], comments: dict[str, str]) -> None:
+    """``model.kernels_per_layer`` and its range, for a workload with prompts: their
+    prefill passes run without CUDA graphs, each kernel launched from the CPU, and init
+    does not know the engine's count. The middle of the typical range
+    (sim/hardware/passes.py: a dense layer 11-18, a routed-MoE layer 28-42), the range
+    under ``[uncertainty]`` so that the serving intervals draw it."""
+    moe = model.is_moe
+    low, high = MOE_LAYER_KERNELS if moe else DENSE_LAYER_KERNELS
+    kind = "a routed-MoE layer (SGLang's DeepSeek-V3/Kimi layer, counted from its source)"
+    if not moe:
+        kind = "a dense transformer layer (docs/reference.md §All-reduce)"
+        if model.attention_layers < model.get("layers"):
+            kind += "; a Gated DeltaNet layer's own count is not known to specsim"
+    reason = (
+        f"default: {kind} issues about {low}-{high} kernels run eagerly, as a prefill pass "
+        "runs; count one layer of your engine (e.g. nsys) and set model.kernels_per_layer"
+    )
+    _set(raw, comments, "model.kernels_per_layer", (low + high) // 2, reason)
+    entry = {"range": [low, high], "origin": "assumed", "reason": reason}
+    _set(raw, comments, "uncertainty.model", {"kernels_per_layer": entry}, "")
 
 
 def init_scenario(req: InitRequest) -> InitScenario:
@@ -292,12 +329,16 @@ def init_scenario(req: InitRequest) -> InitScenario:
     if req.drafter in PARALLEL_DRAFTERS:
         _parallel_drafter(req, model, tp, raw, comments)
     elif req.drafter is not None:
-        params, layers, why = _drafter_params(req, model)
+        hybrid = model.attention_layers < model.get("layers")
+        # the config's MTP count, read once: the drafter's size and (hybrid) its KV need it
+        needed = req.drafter == "mtp" and (req.draft_params is None or hybrid)
+        mtp = mtp_modules(req.config) if needed else None
+        params, layers, why = _drafter_params(req, model, mtp)
         _set(raw, comments, "model.draft_params", params, why)
         if layers != 1:
             _set(raw, comments, "model.draft_layers", layers, why)
-        if req.drafter == "mtp" and model.attention_layers < model.get("layers"):
-            modules, origin = mtp_modules(req.config)
+        if mtp is not None and hybrid:
+            modules, origin = mtp
             kv = model.get("kv_bytes_per_token") / model.attention_layers * modules
             _set(
                 raw,
@@ -400,6 +441,12 @@ def init_scenario(req: InitRequest) -> InitScenario:
             "--context-tokens: the mean context the measured figures' runs decoded at (prompt "
             "+ half the answer), where the measured passes hold under load",
         )
+    workload = init_workload(req.lengths, req.input_tokens, req.output_tokens)
+    if workload is not None:
+        for dotted, value, why in workload.fields:
+            _set(raw, comments, dotted, value, why)
+        if raw["workload"].get("input_tokens", 0) > 0:
+            _prefill_kernels(model, raw, comments)
     header = (
         f"Written by `specsim init` from {req.config}: every value says where it came from\n"
         "(a flag, a config.json field, or a named default of the engine or of specsim).\n"
@@ -407,7 +454,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         "over the GPU's peak bandwidth until `specsim calibrate` fits them to your figures."
     )
     scenario = scenario_from_dict(raw, source="specsim init")
-    return InitScenario(scenario, comments, header)
+    notes = (workload.summary,) if workload is not None else ()
+    return InitScenario(scenario, comments, header, notes)
 
 
 def provisional_accept_length(data: Measurements, num_steps: int) -> tuple[float, str] | None:
@@ -429,6 +477,7 @@ def init_and_calibrate(
     """The scenario ``req`` describes and, with figures, its calibration to them (the
     scenario as the base; every pass time then comes from the figures or is derived at
     the efficiency they imply)."""
+    req = replace(req, lengths=data.lengths)
     if data.empty:
         if req.context_tokens is not None:
             raise SpecsimError(

@@ -2,7 +2,8 @@
 
 ``CalibrationInputs`` holds the options as given (paths and figures); ``read_inputs`` turns
 them into one ``Measurements``: the real drafter's runs (figures, a vLLM /metrics scrape,
-``vllm bench serve`` JSON, SGLang ``bench_speculative`` / ``bench_one_batch`` JSONL, an
+``vllm bench serve`` JSON, SGLang ``bench_speculative`` / ``bench_one_batch`` /
+``bench_serving`` JSONL, an
 SGLang log and its ``server_args`` line, per-request counts), and, with timing runs
 (synthetic or forced acceptance), the two-stage split: timings from the timing runs only,
 acceptance from the real runs only, whose tok/s are held out as checks.
@@ -20,6 +21,7 @@ from sim.calibration.imported import (
     server_args_measurement,
     sglang_bench_measurement,
     sglang_one_batch_measurement,
+    sglang_serving_measurement,
     vllm_bench_measurement,
     vllm_latency_measurement,
 )
@@ -31,6 +33,7 @@ from sim.calibration.importers.sglang_bench import (
 )
 from sim.calibration.importers.sglang_log import read_sglang_log
 from sim.calibration.importers.sglang_server_args import read_sglang_server_args
+from sim.calibration.importers.sglang_serving import is_bench_serving, parse_sglang_serving
 from sim.calibration.importers.vllm_bench import parse_vllm_bench, read_vllm_bench
 from sim.calibration.importers.vllm_metrics import (
     VllmLatency,
@@ -145,7 +148,11 @@ def real_runs(inputs: CalibrationInputs, base_num_steps: int | None) -> Measurem
         data += vllm_bench_measurement(read_vllm_bench(path), rel_error)
     for path in inputs.sglang_bench:
         text = read_text(path)
-        if is_one_batch(text):
+        if is_bench_serving(text):
+            k = inputs.num_steps if inputs.num_steps is not None else base_num_steps
+            runs = parse_sglang_serving(text, source=path)
+            data += sglang_serving_measurement(runs, path, rel_error, k)
+        elif is_one_batch(text):
             records = parse_sglang_one_batch(text, source=path)
             data += sglang_one_batch_measurement(records, path, rel_error)
         else:

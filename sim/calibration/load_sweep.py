@@ -312,7 +312,8 @@ def _parse(text: str, source: str) -> tuple[LoadPoint, ...]:
         if "benchmarks" in doc:
             return tuple(_guidellm(doc, source))
     points = []
-    for line, record in load_objects(text, source):
+    # SGLang's bench_serving writes its default request rate, float("inf"), as Infinity
+    for line, record in load_objects(text, source, infinity=True):
         where = f"line {line}"
         if "median_decode_latency" in record:
             points.append(_one_batch(record, source, where))

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.importers.sglang_log import SglangLog
 from sim.calibration.importers.vllm_metrics import SpecDecodeCounters
 from sim.errors import SpecsimError
@@ -103,6 +104,9 @@ class Measurements:
     checks: tuple[SpecPoint, ...] = ()
     #: What the files say about the server they came from (sim/calibration/server_match.py).
     server: tuple[ServerFact, ...] = ()
+    #: The prompt and answer lengths the files' runs had (``specsim init`` writes them as
+    #: the workload, sim/calibration/init_workload.py; calibration fits nothing to them).
+    lengths: tuple[RequestLengths, ...] = ()
 
     def __add__(self, other: Measurements) -> Measurements:
         graphs = {g for g in (self.cuda_graph, other.cuda_graph) if g is not None}
@@ -116,6 +120,7 @@ class Measurements:
             self.imported + other.imported,
             self.checks + other.checks,
             self.server + other.server,
+            self.lengths + other.lengths,
         )
 
     def timing_only(self) -> Measurements:
@@ -128,6 +133,7 @@ class Measurements:
             notes=self.notes,
             imported=self.imported,
             server=self.server,
+            lengths=self.lengths,
         )
 
     def acceptance_only(self) -> Measurements:
@@ -139,6 +145,7 @@ class Measurements:
             imported=self.imported,
             checks=self.checks + self.points,
             server=self.server,
+            lengths=self.lengths,
         )
 
     @property

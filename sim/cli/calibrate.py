@@ -93,8 +93,9 @@ SGLANG_BENCH_OPTION = click.option(
     "sglang_bench",
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records) or "
-    "sglang.bench_one_batch --result-filename JSONL (the baseline); repeatable.",
+    help="SGLang bench_speculative.py --output JSONL (batch_size 1 records), "
+    "sglang.bench_one_batch --result-filename JSONL (the baseline) or sglang.bench_serving "
+    "--output-file JSONL (max_concurrency 1 runs; k from --num-steps); repeatable.",
 )
 SGLANG_LOG_OPTION = click.option(
     "--sglang-log",

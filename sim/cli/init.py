@@ -19,6 +19,11 @@ from sim.cli.calibrate import (
 )
 from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_option
 
+#: The scenario's bounds on a request's answer and prompt (sim/scenario/schema.py
+#: MAX_OUTPUT_TOKENS and 10 x it; not imported, so that --help starts without the schema).
+MAX_OUTPUT_TOKENS = 1_000_000
+MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
+
 
 @click.command("init")
 @click.option(
@@ -81,6 +86,18 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
     help="Mean context the measured figures' runs decoded at (prompt + half the answer), "
     "for the serving commands [default: from vllm bench files; none without figures].",
 )
+@click.option(
+    "--input-tokens",
+    type=click.IntRange(0, MAX_INPUT_TOKENS),
+    help="Prompt tokens a served request (workload.input_tokens) [default: the bench files' "
+    "mean prompt; none without them].",
+)
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(1, MAX_OUTPUT_TOKENS),
+    help="Answer tokens a served request (workload.output_tokens) [default: the bench files' "
+    "mean answer; none without them].",
+)
 @click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")
 @click.option("--name", help="Scenario name [default: from model, GPUs, engine, drafter].")
 @BASELINE_OPTION
@@ -104,8 +121,8 @@ from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_optio
 @verbose_option
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
-    drafter, num_steps, draft_params, draft_config, accept_length, context_tokens, model_id,
-    name,
+    drafter, num_steps, draft_params, draft_config, accept_length, context_tokens,
+    input_tokens, output_tokens, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
     per_request_format, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
@@ -132,6 +149,7 @@ def init_command(
         config, gpu, engine, gpus, tensor_parallel, expert_parallel, interconnect,
         engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
         name=name, model_id=model_id, context_tokens=context_tokens,
+        input_tokens=input_tokens, output_tokens=output_tokens,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
     init, cal = run_init(req, inputs, prefer=prefer)

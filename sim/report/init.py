@@ -54,4 +54,6 @@ def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = Tr
         )
         + (f"; drafter {s.model.draft_params / 1e9:.3g}B" if s.model.draft_params else ""),
     ]
+    for note in init.notes:
+        lines.extend([f"  {note}"] if verbose else wrap(note, "  ", "    "))
     return "\n".join(lines)

@@ -176,6 +176,25 @@ def test_mtp_of_a_qwen35_style_config_by_hand(tmp_path: Path) -> None:
     )
 
 
+def test_the_mtp_count_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a hybrid target the MTP count sizes the drafter and its KV: one read of the
+    config's MTP field serves both (with --draft-params, the KV's read only)."""
+    import sim.calibration.init_scenario as init_module
+
+    calls: list[str] = []
+    real = init_module.mtp_modules
+
+    def counted(config: str) -> tuple[int, str]:
+        calls.append(config)
+        return real(config)
+
+    monkeypatch.setattr(init_module, "mtp_modules", counted)
+    config = _write(tmp_path, QWEN35_27B)
+    assert _init(config).scenario.model.draft_kv_bytes_per_token == 4 * 256 * 2 * 2
+    assert _init(config, draft_params=1.7e9).scenario.model.draft_kv_bytes_per_token
+    assert calls == [str(config), str(config)]
+
+
 def test_a_qwen35_layer_is_the_mean_of_its_two_mixers_by_hand(tmp_path: Path) -> None:
     """16 full-attention mixers (q 5120 x 12,288 with the gate, k and v 5120 x 1,024, o
     6,144 x 5,120: 104.86M) and 48 Gated DeltaNet mixers (in_proj_qkvz 5120 x 16,384,

@@ -63,6 +63,20 @@ def test_sglang_bench_serving_jsonl():
     assert (b.load, b.load_kind, b.speculative) == (32, "concurrency", False)
 
 
+def test_sglang_bench_serving_writes_its_default_rate_as_infinity():
+    """bench_serving json.dumps its default request_rate, float("inf"): `Infinity`, read
+    as no rate (a closed loop at max_concurrency); a NaN stays refused."""
+    row = {"backend": "sglang", "request_rate": float("inf"), "max_concurrency": 4,
+           "completed": 8, "mean_tpot_ms": 9.0, "mean_e2e_latency_ms": 900.0,
+           "accept_length": None}  # fmt: skip
+    text = json.dumps(row)
+    assert "Infinity" in text
+    (p,) = parse_load_sweep(text, source="s.jsonl")
+    assert (p.load, p.load_kind, p.rate_per_s) == (4, "concurrency", None)
+    with pytest.raises(SpecsimError, match="NaN"):
+        parse_load_sweep(text.replace("Infinity", "NaN"), source="s.jsonl")
+
+
 def test_sglang_offline_benches():
     one = json.dumps({"batch_size": 16, "input_len": 512, "output_len": 256,
                       "median_decode_latency": 0.012})  # fmt: skip

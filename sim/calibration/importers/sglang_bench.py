@@ -9,7 +9,10 @@ configuration, ``json.dumps(record)`` appended as one line. A record is one
 - ``step_time``: seconds, the **20th percentile** of the per-window mean decode step times
   (``SGLANG_RECORD_STEP_TIME``), rounded to 5 decimals (so it leans fast);
 - ``speed``: tok/s **per request** = acc_length / step_time;
-- ``steps`` 0 is plain decoding (the baseline).
+- ``steps`` 0 is plain decoding (the baseline);
+- ``completion_tokens`` (newer versions): the mean answer of the record's requests; the
+  prompts are the script's own texts, recorded as 0 tokens, so no prompt length (and no
+  context) comes from this file.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.calibration.importers.physical import check_step_ms, check_tok_s
+from sim.calibration.importers.request_lengths import token_count
 from sim.errors import SpecsimError
 
 KEYS = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed")
@@ -36,6 +40,8 @@ class SglangBenchRecord:
     acc_length: float
     step_time_s: float
     speed_tok_s: float
+    #: The mean answer of the record's requests (tokens); None in files written before it.
+    completion_tokens: float | None = None
 
     @property
     def chain(self) -> bool:
@@ -91,6 +97,9 @@ def _record(raw: dict[str, Any], line: int, source: str) -> SglangBenchRecord:
         al,
         step_time,
         values["speed"],
+        number(raw, "completion_tokens", source, where)
+        if raw.get("completion_tokens") is not None
+        else None,
     )
 
 
@@ -136,8 +145,8 @@ def parse_sglang_one_batch(text: str, *, source: str = "<bench>") -> tuple[OneBa
             OneBatchRecord(
                 n,
                 int(size),
-                int(number(raw, "input_len", source, where)),
-                int(number(raw, "output_len", source, where)),
+                token_count(raw, "input_len", source, where, 0),
+                token_count(raw, "output_len", source, where, 1),
                 latency,
             )
         )

@@ -16,7 +16,10 @@ carries a whole verify step's tokens, so under speculation ITL is the step time 
 the step time / accept length. ``max_concurrency`` 1 (one request at a time) is the
 batch-1 server a scenario describes; other runs give acceptance only. The context its
 passes ran at, on average over a request's decode: the mean prompt plus half the mean
-answer, (``total_input_tokens`` + ``total_output_tokens`` / 2) / ``completed``.
+answer, (``total_input_tokens`` + ``total_output_tokens`` / 2) / ``completed``. Its
+requests' prompt and answer lengths (the means, and each request's with
+``--save-detailed``: sim/calibration/importers/request_lengths.py) are what ``specsim
+init`` writes as the served workload.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.calibration.importers.physical import check_step_ms
+from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
 from sim.errors import SpecsimError
 
 ACCEPT_LENGTH = "spec_decode_acceptance_length"
@@ -58,6 +62,9 @@ class VllmBenchRun:
     cumulative: tuple[float, ...]
     #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
     context_tokens: float | None = None
+    #: The requests' prompt and answer lengths (means, and each request's with
+    #: ``--save-detailed``); None where the file lacks the totals.
+    lengths: RequestLengths | None = None
 
     @property
     def num_spec_tokens(self) -> int | None:
@@ -83,11 +90,30 @@ class VllmBenchRun:
         return 1000.0 / self.mean_tpot_ms if self.mean_tpot_ms else None
 
     def figures(self) -> dict[str, Any]:
+        """The run's figures as read (its lengths left out: init writes them, see
+        sim/calibration/init_workload.py)."""
+        figures = asdict(self)
+        del figures["lengths"]
         return {
             "format": "vllm bench serve JSON",
-            **asdict(self),
+            **figures,
             "num_spec_tokens": self.num_spec_tokens,
         }
+
+
+def request_count(value: Any, source: str, field: str) -> int | None:
+    """A run's ``max_concurrency``: None when absent or null (no limit, vLLM's and
+    SGLang's default), else a count of requests from 1 to ``MAX_CONCURRENCY``;
+    SpecsimError naming ``field`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_CONCURRENCY:
+        return value
+    raise SpecsimError(
+        f"{value!r} is not a request count from 1 to {MAX_CONCURRENCY:,}",
+        source=source,
+        field=field,
+    )
 
 
 def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
@@ -126,16 +152,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
             source=source,
             field="spec_decode_acceptance_rate",
         )
-    conc = record.get("max_concurrency")
-    # absent or null: no limit (vLLM's default); otherwise a count of requests
-    if conc is not None and not (
-        isinstance(conc, int) and not isinstance(conc, bool) and 1 <= conc <= MAX_CONCURRENCY
-    ):
-        raise SpecsimError(
-            f"{conc!r} is not a request count from 1 to {MAX_CONCURRENCY:,}",
-            source=source,
-            field="max_concurrency",
-        )
+    conc = request_count(record.get("max_concurrency"), source, "max_concurrency")
     tpot = opt("mean_tpot_ms")
     if tpot is not None:
         check_step_ms(tpot, source, "mean_tpot_ms")
@@ -161,7 +178,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         source=source,
         line=line,
         model=record.get("model_id") if isinstance(record.get("model_id"), str) else None,
-        max_concurrency=conc if isinstance(conc, int) and not isinstance(conc, bool) else None,
+        max_concurrency=conc,
         completed=int(completed or 0),
         mean_tpot_ms=tpot,
         std_tpot_ms=std,
@@ -174,6 +191,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         accepted_tokens=opt("spec_decode_accepted_tokens"),
         cumulative=rates,
         context_tokens=context,
+        lengths=serving_lengths(record, source, where),
     )
 
 

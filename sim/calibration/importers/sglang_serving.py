@@ -1,0 +1,128 @@
+"""SGLang ``python -m sglang.bench_serving --output-file`` JSON Lines: batch-1 tok/s,
+accept length, context and request lengths.
+
+Writer: sgl-project/sglang ``python/sglang/bench_serving.py`` ``benchmark()``: one object
+appended a run (``json.dumps``, so its default ``request_rate`` float("inf") is written
+``Infinity``). Read: ``max_concurrency`` (null: no limit), ``completed``,
+``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` (per request, (latency
+- TTFT) / (output tokens - 1), averaged over requests, as vLLM's), ``std_tpot_ms``,
+``backend`` (the server benchmarked: ``sglang``, ``sglang-oai``, ``vllm``, ...) and
+``accept_length``: the SGLang server's ``avg_spec_accept_length`` from
+``/get_server_info`` after the run (bonus token included; null without speculation or
+on another backend), the server's running mean, so the warm-up requests count too. With
+``--output-details`` also ``input_lens``, ``output_lens`` and ``errors``
+(sim/calibration/importers/request_lengths.py). The file names neither the model nor k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.calibration.importers.jsonfile import load_objects, number
+from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms
+from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
+from sim.calibration.importers.vllm_bench import request_count
+from sim.errors import SpecsimError
+
+__all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
+
+
+@dataclass(frozen=True, slots=True)
+class SglangServingRun:
+    """One ``bench_serving`` run; ``accept_length`` None without speculation."""
+
+    source: str
+    line: int
+    backend: str | None
+    max_concurrency: int | None
+    completed: int
+    mean_tpot_ms: float | None
+    std_tpot_ms: float | None
+    accept_length: float | None
+    #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
+    context_tokens: float | None
+    lengths: RequestLengths | None
+
+    @property
+    def speculative(self) -> bool:
+        return self.accept_length is not None and self.accept_length > 1.0
+
+    @property
+    def tok_s(self) -> float | None:
+        """Per-request decode tok/s, 1000 / mean TPOT."""
+        return 1000.0 / self.mean_tpot_ms if self.mean_tpot_ms else None
+
+    def figures(self) -> dict[str, Any]:
+        """The run's figures as read (its per-request lengths left out)."""
+        return {
+            "format": "SGLang bench_serving JSONL",
+            "source": self.source,
+            "line": self.line,
+            "backend": self.backend,
+            "max_concurrency": self.max_concurrency,
+            "completed": self.completed,
+            "mean_tpot_ms": self.mean_tpot_ms,
+            "std_tpot_ms": self.std_tpot_ms,
+            "accept_length": self.accept_length,
+            "context_tokens": self.context_tokens,
+        }
+
+
+def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
+    where = f"line {line}"
+
+    def opt(key: str) -> float | None:
+        return number(record, key, source, where) if record.get(key) is not None else None
+
+    conc = request_count(record.get("max_concurrency"), source, f"{where}: max_concurrency")
+    completed = number(record, "completed", source, where)
+    if not (completed >= 0 and completed.is_integer()):
+        raise SpecsimError(
+            f"{completed:g} is not a count of requests", source=source, field=f"{where}: completed"
+        )
+    tpot = opt("mean_tpot_ms")
+    if tpot is not None:
+        check_step_ms(tpot, source, f"{where}: mean_tpot_ms")
+    std = opt("std_tpot_ms")
+    if std is not None and std < 0:
+        raise SpecsimError(f"{std:g} must be >= 0", source=source, field=f"{where}: std_tpot_ms")
+    al = opt("accept_length")
+    if al is not None and not 1.0 <= al <= MAX_ACCEPT_LENGTH:
+        raise SpecsimError(
+            f"{al:g} is outside [1, {MAX_ACCEPT_LENGTH:g}] (bonus token included)",
+            source=source,
+            field=f"{where}: accept_length",
+        )
+    lengths = serving_lengths(record, source, where)
+    context = (
+        lengths.input_mean + lengths.output_mean / 2.0
+        if lengths is not None
+        and lengths.input_mean is not None
+        and lengths.output_mean is not None
+        else None
+    )
+    backend = record.get("backend")
+    return SglangServingRun(
+        source=source,
+        line=line,
+        backend=backend if isinstance(backend, str) else None,
+        max_concurrency=conc,
+        completed=int(completed),
+        mean_tpot_ms=tpot,
+        std_tpot_ms=std,
+        accept_length=al,
+        context_tokens=context,
+        lengths=lengths,
+    )
+
+
+def parse_sglang_serving(text: str, *, source: str = "<bench>") -> tuple[SglangServingRun, ...]:
+    """Every run in a ``bench_serving --output-file`` file (one object a line)."""
+    return tuple(_run(r, source, n) for n, r in load_objects(text, source, infinity=True))
+
+
+def is_bench_serving(text: str) -> bool:
+    """Whether a JSONL file is bench_serving's (not bench_speculative's or
+    bench_one_batch's): its runs have a mean TPOT and no step time."""
+    return '"mean_tpot_ms"' in text and '"step_time"' not in text

@@ -13,7 +13,14 @@ B_int the interval's mean batch: the mean of this line's and the previous line's
 ``#queue-req`` is 0, it says ``cuda graph: True`` (an eager line adds launch costs, not a
 per-request term) and no ``Prefill batch`` line falls between it and the previous decode line.
 A source that publishes its retained steady intervals' rates (``trials``) gives one interval a
-rate at its full batch (``trial_lines``), the lines it prints kept for the record.
+rate at its full batch (``trial_lines``), the lines it prints kept for the record. A
+``bench_one_batch_server`` report row at batch B (``report_lines``) gives
+
+    step_ms = ITL = 1000 x B / output_throughput,
+
+its output throughput being B x output_len / (latency - ttft), ttft the time the batch's last
+request streamed its first token (so only decode iterations at B running requests), at
+B x (input_len + output_len / 2) KV tokens (the middle of the decode).
 
 The model's step over the same lines is the batched pass's work (sim/hardware/batched.py
 ``BatchedPass.work_ms``; at the default slope 1 a pass grows exactly as its work): the weights
@@ -50,6 +57,7 @@ __all__ = [
     "compare_series",
     "fit_line",
     "published_series",
+    "report_lines",
     "step_lines",
     "trial_lines",
 ]
@@ -174,6 +182,25 @@ def trial_lines(trials: Sequence[Mapping[str, Any]], context_tokens: float) -> t
         )
         for trial in trials
         for rate in trial["rates"]
+    )
+
+
+def report_lines(table: Mapping[str, Any]) -> tuple[StepLine, ...]:
+    """A ``bench_one_batch_server`` report's rows (``batch``, ``output_throughput``, at
+    ``input_len`` and ``output_len``) read as steps (module docstring); every row kept, its
+    CUDA graphs unknown (``cuda_graph`` None)."""
+    context_tokens = int(table["input_len"]) + int(table["output_len"]) / 2.0
+    return tuple(
+        StepLine(
+            running_req=int(b),
+            batch=float(b),
+            step_ms=1000.0 * float(b) / float(rate),
+            kv_tokens=round(float(b) * context_tokens),
+            cuda_graph=None,
+            used=True,
+            reason="",
+        )
+        for b, rate in zip(table["batch"], table["output_throughput"], strict=True)
     )
 
 

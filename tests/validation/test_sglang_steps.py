@@ -17,6 +17,7 @@ from sim.validation.sglang_steps import (
     compare_series,
     fit_line,
     published_series,
+    report_lines,
     step_lines,
     trial_lines,
 )
@@ -163,3 +164,28 @@ def test_the_published_series_are_reported_as_the_document_says():
             f"e = {s.excess_ms:.3f} ms"
         )
         assert row in doc, row
+
+
+def test_a_server_report_row_is_its_itl_over_the_middle_of_its_decode():
+    """By hand: batch 4 at 400 tok/s is 1000 x 4 / 400 = 10 ms a step, at 4 x (100 + 10 / 2)
+    = 420 KV tokens."""
+    table = {"input_len": 100, "output_len": 10, "batch": [4], "output_throughput": [400.0]}
+    (line,) = report_lines(table)
+    assert line.step_ms == pytest.approx(10.0, rel=1e-12)
+    assert (line.batch, line.kv_tokens, line.cuda_graph, line.used) == (4.0, 420, None, True)
+
+
+def test_the_found_report_reads_as_its_own_itl_column_and_the_document_quotes_its_raw_fit():
+    """The stored bench_one_batch_server report (found, not compared): 1000 B / output
+    throughput gives the ITL column it prints, to the column's two decimals (its last row's
+    ITL is cut off in the source); its raw least-squares slope and the last row's step are the
+    ones docs/accuracy-under-load.md quotes."""
+    (table,) = read_table("sglang_decode_steps")["found"]
+    lines = report_lines(table)
+    for line, printed in zip(lines, table["itl_ms"], strict=False):
+        assert line.step_ms == pytest.approx(printed, abs=0.005)
+    assert [x.kv_tokens for x in lines] == [8704 * b for b in table["batch"]]
+    fit = fit_line([x.batch for x in lines], [x.step_ms for x in lines])
+    doc = DOC.read_text()
+    assert f"grow {fit.b:.3f} +- {fit.b_se:.3f} ms a request" in doc
+    assert f"{lines[-1].step_ms:.2f} ms by the tool's own ITL formula" in doc

@@ -193,8 +193,9 @@ def trial_lines(trials: Sequence[Mapping[str, Any]], context_tokens: float) -> t
 
 def report_lines(table: Mapping[str, Any]) -> tuple[StepLine, ...]:
     """A ``bench_one_batch_server`` report's rows (``batch``, ``output_throughput``, at
-    ``input_len`` and ``output_len``) read as steps (module docstring); every row kept, its
-    CUDA graphs unknown (``cuda_graph`` None)."""
+    ``input_len`` and ``output_len``) read as steps (module docstring). Every row is used: a
+    series to compare stores only the rows its server's CUDA graphs cover, as the registration
+    asks (a report does not print them: ``cuda_graph`` None)."""
     context_tokens = int(table["input_len"]) + int(table["output_len"]) / 2.0
     return tuple(
         StepLine(

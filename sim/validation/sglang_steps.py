@@ -13,13 +13,24 @@ B_int the interval's mean batch: the mean of this line's and the previous line's
 ``#queue-req`` is 0, it says ``cuda graph: True`` (an eager line adds launch costs, not a
 per-request term) and no ``Prefill batch`` line falls between it and the previous decode line.
 A source that publishes its retained steady intervals' rates (``trials``) gives one interval a
-rate at its full batch (``trial_lines``), the lines it prints kept for the record.
+rate at its full batch (``trial_lines``), the lines it prints kept for the record. A
+``bench_one_batch_server`` report row at batch B (``report_lines``) gives
+
+    step_ms = ITL = 1000 x B / output_throughput,
+
+its output throughput being B x output_len / (latency - ttft), ttft the time the batch's last
+request streamed its first token (so only decode iterations at B running requests), at
+B x (input_len + output_len / 2) KV tokens (the middle of the decode).
 
 The model's step over the same lines is the batched pass's work (sim/hardware/batched.py
 ``BatchedPass.work_ms``; at the default slope 1 a pass grows exactly as its work): the weights
 read once, the line's ``#token`` KV tokens in use read at the GPU preset's bandwidth, 2 x
 active parameters x B_int FLOPs at ``GEMM_FLOP_EFFICIENCY`` of peak, and ``#token`` attention
-(query, key) pairs at peak (a decode token attends to its whole context).
+(query, key) pairs at peak (a decode token attends to its whole context). A MoE model (a
+series with ``experts``, ``experts_per_token`` and ``expert_params``) reads its routed
+experts as the expected distinct experts of B tokens, E (1 - (1 - e/E)^B) a layer
+(sim/hardware/roofline.py ``Weights.bytes_read``, uniform routing, no fused-MoE kernel
+model), linear between the two whole batches around a fractional B_int.
 
 Both sets of steps are fitted with a least-squares line a + b x B_int (b's standard error from
 the residuals, n - 2 degrees of freedom); the per-request excess e = b - b_gpu (ms a running
@@ -29,6 +40,7 @@ GPU-bound when e + 2 SE is below it, otherwise not identified.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,6 +62,8 @@ __all__ = [
     "compare_series",
     "fit_line",
     "published_series",
+    "report_lines",
+    "series_weights",
     "step_lines",
     "trial_lines",
 ]
@@ -177,6 +191,26 @@ def trial_lines(trials: Sequence[Mapping[str, Any]], context_tokens: float) -> t
     )
 
 
+def report_lines(table: Mapping[str, Any]) -> tuple[StepLine, ...]:
+    """A ``bench_one_batch_server`` report's rows (``batch``, ``output_throughput``, at
+    ``input_len`` and ``output_len``) read as steps (module docstring). Every row is used: a
+    series to compare stores only the rows its server's CUDA graphs cover, as the registration
+    asks (a report does not print them: ``cuda_graph`` None)."""
+    context_tokens = int(table["input_len"]) + int(table["output_len"]) / 2.0
+    return tuple(
+        StepLine(
+            running_req=int(b),
+            batch=float(b),
+            step_ms=1000.0 * float(b) / float(rate),
+            kv_tokens=round(float(b) * context_tokens),
+            cuda_graph=None,
+            used=True,
+            reason="",
+        )
+        for b, rate in zip(table["batch"], table["output_throughput"], strict=True)
+    )
+
+
 def fit_line(x: Sequence[float], y: Sequence[float]) -> LineFit:
     """Ordinary least squares y = a + b x, with b's standard error."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -191,24 +225,56 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> LineFit:
     return LineFit(a=a, b=b, b_se=b_se, n=n)
 
 
-def _model_step_ms(table: Mapping[str, Any], line: StepLine) -> float:
-    """The batched pass's work (ms a rank) over the line: B_int decode tokens, its ``#token``
-    KV tokens read and as many attention pairs (module docstring)."""
-    weights = Weights(
+def series_weights(table: Mapping[str, Any]) -> Weights:
+    """A series' model weights; its MoE fields (``dense_layers``, ``dense_layer_params``,
+    ``experts``, ``experts_per_token``, ``expert_params``, ``expert_bytes_per_param``) when
+    it has them, from the model's config.json."""
+    moe = {
+        key: table[key]
+        for key in (
+            "dense_layers",
+            "dense_layer_params",
+            "experts",
+            "experts_per_token",
+            "expert_params",
+            "expert_bytes_per_param",
+        )
+        if key in table
+    }
+    return Weights(
         layers=int(table["layers"]),
         layer_params=float(table["layer_params"]),
         lm_head_params=float(table["lm_head_params"]),
         weight_bytes_per_param=float(table["weight_bytes_per_param"]),
+        **moe,
     )
+
+
+def _weight_bytes(weights: Weights, batch: float) -> float:
+    """Weight bytes a pass over ``batch`` decode tokens reads (all ranks): a dense model's
+    whatever the batch; a MoE model's linear between the whole batches around a fractional
+    interval mean (module docstring)."""
+    if not weights.is_moe:
+        return weights.bytes_read(1)
+    lo = math.floor(batch)
+    share = batch - lo
+    low = weights.bytes_read(lo)
+    return low if share == 0.0 else low + share * (weights.bytes_read(lo + 1) - low)
+
+
+def _model_step_ms(table: Mapping[str, Any], line: StepLine) -> float:
+    """The batched pass's work (ms a rank) over the line: B_int decode tokens, its ``#token``
+    KV tokens read and as many attention pairs (module docstring)."""
+    weights = series_weights(table)
     gpu = gpu_preset(str(table["gpu"]))
     gpus = int(table["gpus"])
     bytes_per_ms = gpu.memory_bandwidth_gbps * 1e6
     flops_per_ms = gpu.bf16_tflops * 1e9
     # Weights.flops is linear in the tokens, so a fractional interval mean is its mean.
     flops = weights.flops(1) * line.batch
-    memory = (weights.bytes_read(1) / gpus + line.kv_tokens * table["kv_bytes_per_token"]) / (
-        bytes_per_ms
-    )
+    memory = (
+        _weight_bytes(weights, line.batch) / gpus + line.kv_tokens * table["kv_bytes_per_token"]
+    ) / bytes_per_ms
     compute = flops / gpus / (GEMM_FLOP_EFFICIENCY * flops_per_ms)
     attention = line.kv_tokens * table["attention_flops_per_pair"] / flops_per_ms
     return float(memory + compute + attention)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.hardware.batched import BatchedPass, ComputeCurve
+from sim.hardware.batched import BatchedPass, ComputeCurve, PassPhysics
 from sim.scenario.load import load_scenario
 from sim.validation.data_files import read_table
 from sim.validation.sglang_steps import (
@@ -17,12 +17,15 @@ from sim.validation.sglang_steps import (
     compare_series,
     fit_line,
     published_series,
+    report_lines,
+    series_weights,
     step_lines,
     trial_lines,
 )
 from tests.conftest import ROOT, decode_physics
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
+KIMI = ROOT / "scenarios" / "kimi-k25-8xh200-nvlink-eagle3.toml"
 DOC = ROOT / "docs" / "accuracy-under-load.md"
 
 
@@ -101,6 +104,18 @@ def test_the_verdict_reads_the_excess_and_two_standard_errors(b, se, verdict):
     assert c.verdict == verdict
 
 
+def _assert_the_batched_passs_work(ours: SeriesComparison, physics: PassPhysics) -> None:
+    """The two lines of ``_line(28, 22920, .)`` then ``_line(11, 13642, .)``: the second
+    line's interval mean is (28 + 11) / 2 = 19.5, not a whole pass, so the first (B_int = 28)
+    is compared exactly and the second through the work's linearity in the tokens."""
+    bp = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
+    first = float(bp.work_ms(28, 22920.0, 22920.0, sequences=28))
+    assert ours.model_steps_ms[0] == pytest.approx(first, rel=1e-9)
+    at19 = float(bp.work_ms(19, 13642.0, 13642.0, sequences=19))
+    at20 = float(bp.work_ms(20, 13642.0, 13642.0, sequences=20))
+    assert ours.model_steps_ms[1] == pytest.approx(0.5 * (at19 + at20), rel=1e-9)
+
+
 def test_the_model_step_is_the_batched_passs_work_on_the_shipped_llama_scenario():
     """The data file's Llama-3.1-8B and the shipped scenario on an L40S give the same work:
     BatchedPass.work_ms over B decode tokens of B sequences, #token KV tokens and pairs."""
@@ -113,14 +128,41 @@ def test_the_model_step_is_the_batched_passs_work_on_the_shipped_llama_scenario(
         kv_bytes_per_token=float(scenario.model.kv_bytes_per_token or 0.0),
         attention_flops_per_pair=float(scenario.model.attention_flops_per_pair or 0.0),
     )
-    bp = BatchedPass(physics, ComputeCurve(np.array([0.0]), np.array([0.0])))
-    # The second line's interval mean is (28 + 11) / 2 = 19.5, not a whole pass: compare the
-    # first (B_int = 28) exactly and the second through the work's linearity in the tokens.
-    first = float(bp.work_ms(28, 22920.0, 22920.0, sequences=28))
-    assert ours.model_steps_ms[0] == pytest.approx(first, rel=1e-9)
-    at19 = float(bp.work_ms(19, 13642.0, 13642.0, sequences=19))
-    at20 = float(bp.work_ms(20, 13642.0, 13642.0, sequences=20))
-    assert ours.model_steps_ms[1] == pytest.approx(0.5 * (at19 + at20), rel=1e-9)
+    _assert_the_batched_passs_work(ours, physics)
+
+
+def test_a_moe_series_reads_its_routed_experts_as_the_batched_pass_does():
+    """A MoE series (the shipped Kimi-K2.5 scenario's weights on its 8x H200, routed experts
+    read as the expected distinct experts of B tokens): BatchedPass.work_ms over B decode
+    tokens without a fused-MoE kernel model, exactly at a whole batch and linearly between the
+    two around an interval mean (a step reading the experts of one token would fall short
+    of it)."""
+    scenario = load_scenario(KIMI)
+    w = decode_physics(scenario).weights
+    table = {
+        "name": "synthetic Kimi-K2.5 lines",
+        "source": "scenarios/kimi-k25-8xh200-nvlink-eagle3.toml",
+        "gpu": "H200",
+        "gpus": 8,
+        "layers": w.layers,
+        "layer_params": w.layer_params,
+        "lm_head_params": w.lm_head_params,
+        "weight_bytes_per_param": w.weight_bytes_per_param,
+        "dense_layers": w.dense_layers,
+        "dense_layer_params": w.dense_layer_params,
+        "experts": w.experts,
+        "experts_per_token": w.experts_per_token,
+        "expert_params": w.expert_params,
+        "expert_bytes_per_param": w.expert_bytes_per_param,
+        "kv_bytes_per_token": 70272.0,
+        "attention_flops_per_pair": 1.2e6,
+        "lines": "\n".join([_line(28, 22920, 300.0), _line(11, 13642, 150.0)]),
+    }
+    assert series_weights(table) == w
+    ours = compare_series(table)
+    physics = decode_physics(scenario, kv_bytes_per_token=70272.0, attention_flops_per_pair=1.2e6)
+    assert physics.moe_kernel is None
+    _assert_the_batched_passs_work(ours, physics)
 
 
 def test_the_stored_rates_are_the_sources_and_its_printed_lines_agree_with_them():
@@ -163,3 +205,28 @@ def test_the_published_series_are_reported_as_the_document_says():
             f"e = {s.excess_ms:.3f} ms"
         )
         assert row in doc, row
+
+
+def test_a_server_report_row_is_its_itl_over_the_middle_of_its_decode():
+    """By hand: batch 4 at 400 tok/s is 1000 x 4 / 400 = 10 ms a step, at 4 x (100 + 10 / 2)
+    = 420 KV tokens."""
+    table = {"input_len": 100, "output_len": 10, "batch": [4], "output_throughput": [400.0]}
+    (line,) = report_lines(table)
+    assert line.step_ms == pytest.approx(10.0, rel=1e-12)
+    assert (line.batch, line.kv_tokens, line.cuda_graph, line.used) == (4.0, 420, None, True)
+
+
+def test_the_found_report_reads_as_its_own_itl_column_and_the_document_quotes_its_raw_fit():
+    """The stored bench_one_batch_server report (found, not compared): 1000 B / output
+    throughput gives the ITL column it prints, to the column's two decimals (its last row's
+    ITL is cut off in the source); its raw least-squares slope and the last row's step are the
+    ones docs/accuracy-under-load.md quotes."""
+    (table,) = read_table("sglang_decode_steps")["found"]
+    lines = report_lines(table)
+    for line, printed in zip(lines, table["itl_ms"], strict=False):
+        assert line.step_ms == pytest.approx(printed, abs=0.005)
+    assert [x.kv_tokens for x in lines] == [8704 * b for b in table["batch"]]
+    fit = fit_line([x.batch for x in lines], [x.step_ms for x in lines])
+    doc = DOC.read_text()
+    assert f"grow {fit.b:.3f} +- {fit.b_se:.3f} ms a request" in doc
+    assert f"{lines[-1].step_ms:.2f} ms by the tool's own ITL formula" in doc

@@ -538,7 +538,9 @@ def input_ties(
     difference's 95% interval; a k whose interval reaches 0 is a tie. ``term``: the
     intervals also hold the model's error of the ratio k / best at the load's decode
     batch (sim/uncertainty/model_error.py, the gains' term: two policies on one
-    server), and a k within that band of the best is a contender too."""
+    server), and a k within that band of the best is a contender too. Sequential draws
+    run in two stages (``first_draws``): the first half, then every draw only for a
+    difference whose interval from them reaches beyond that band (``inside_band``)."""
     best, levels = choice.best, choice.levels
     top = abs(levels[best].mean)
     contenders = _drawn_ks(choice, term)[1:]

@@ -44,7 +44,13 @@ from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
 from sim.simulation.serving.metrics import Ratio
 from sim.studies.engine_configs import engine_configs
 from sim.studies.serving.break_even import cell_loads, find_crossings
-from sim.studies.serving.draws import DrawnPoints, interval90, near, replication_counts
+from sim.studies.serving.draws import (
+    DrawnPoints,
+    interval90,
+    near,
+    probe_draws,
+    replication_counts,
+)
 from sim.studies.serving.evaluator import (
     PointEvaluator,
     gain_band,
@@ -388,13 +394,22 @@ def _select(
         # every load's first draw batch at once (what ``input_ties`` asks first at each:
         # the selection's points at one load change only where its draws read them), so
         # each draw's points run as one unit (``DrawnPoints.ensure``)
-        first = []
+        first, rest = [], []
         for load in loads:
             points = {k: evaluator(load, FixedK(k)) for k in ks}
             choice = _choice(load, points, objective)
             term = load_term(draws.evaluator.builder, points)
             first += [(load, FixedK(k)) for k in _drawn_ks(choice, term)]
-        draws.ensure(first)
+        draws.ensure(first, first_draws(draws))
+        # then the other draws, in one batch, where the first ones' interval reaches
+        # beyond the band (``input_ties`` decides again on the values it reads)
+        for load in loads:
+            points = {k: evaluator(load, FixedK(k)) for k in ks}
+            choice = _choice(load, points, objective)
+            term = load_term(draws.evaluator.builder, points)
+            rest += _beyond_band(draws, load, choice, points, objective, term)
+        if rest:
+            draws.ensure(list(dict.fromkeys(rest)))
     out = []
     for load in loads:
         while True:  # again when the draws ran a point's other replications
@@ -438,6 +453,76 @@ def _drawn_ks(choice: LoadChoice, term: ModelErrorTerm | None) -> list[int]:
     return [best, *sorted(set(ranked[:1]) | set(close))]
 
 
+def first_draws(draws: DrawnPoints) -> range | None:
+    """The draws ``input_ties`` runs first at its contenders (None: every draw): with
+    sequential draws the first half (``probe_draws``: for scrambled Sobol draws a
+    balanced net of the inputs of their own), the others only where those draws'
+    interval reaches beyond the model-error band (``inside_band``)."""
+    if not draws.sequential:
+        return None
+    first = probe_draws(len(draws.draws))
+    return None if len(first) >= len(draws.draws) else first
+
+
+def _missing(draws: DrawnPoints, keys: Sequence[tuple[Load, Any]]) -> bool:
+    """Some draw the scenario has not rejected has not run one of ``keys``."""
+    return any(got is not None and any(k not in got for k in keys) for got in draws.points)
+
+
+def inside_band(
+    values: Sequence[float],
+    ends: list[float] | None,
+    nominal: float,
+    term: ModelErrorTerm | None,
+    top: float,
+) -> bool:
+    """Whether a difference's 90% interval from the draws run, ``ends`` (``interval90`` of
+    their answers ``values`` and the nominal's Monte Carlo 95%), lies inside the
+    difference's model-error band around ``nominal`` (``ModelErrorTerm.difference`` of
+    the best's level ``top``): the answer's interval is then the band whatever more draws
+    give, since the band is the least it holds, and it holds the interval of the draws
+    run, itself a 90% interval (their normal prediction interval takes Student's t on
+    their own count: 4 draws, t(0.95, 3) = 2.35 standard deviations x sqrt(1 + 1/4),
+    against 1.89 x sqrt(1 + 1/8) on 8). False without a band, an interval, or two
+    finite answers (no standard deviation)."""
+    if term is None or not term.gain_sigma > 0 or ends is None or len(values) < 2:
+        return False
+    band = term.difference(nominal, [nominal, nominal], top)
+    return band is not None and band[0] <= ends[0] and ends[1] <= band[1]
+
+
+def _beyond_band(
+    draws: DrawnPoints,
+    load: Load,
+    choice: LoadChoice,
+    points: dict[int, PolicyPoint],
+    objective: str,
+    term: ModelErrorTerm | None,
+) -> list[tuple[Load, Any]]:
+    """The keys at ``load`` (each contender's and the best's) whose draws run so far
+    give an interval reaching beyond the band (``inside_band``): those ``input_ties``
+    runs in every draw, asked before it in one batch for every load (``_select``)."""
+    best, levels = choice.best, choice.levels
+    top = abs(levels[best].mean)
+    higher = METRICS[objective].higher_is_better
+
+    def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return paired_difference(a, b, higher)
+
+    out: list[tuple[Load, Any]] = []
+    for k in _drawn_ks(choice, term)[1:]:
+        keys = [(load, FixedK(k)), (load, FixedK(best))]
+        if not _missing(draws, keys):
+            continue
+        nominal = difference(points[k], points[best], objective)
+        own = paired_difference(*paired_values(points[k], points[best], objective), higher)
+        drawn = draws.shifts(keys, objective, pair, nominal.mean, own)
+        values = [float(v) for v in drawn if not np.isnan(v)]
+        if not inside_band(values, interval90(values, nominal.ci95), nominal.mean, term, top):
+            out += keys
+    return out
+
+
 def input_ties(
     draws: DrawnPoints,
     load: Load,
@@ -453,11 +538,13 @@ def input_ties(
     difference's 95% interval; a k whose interval reaches 0 is a tie. ``term``: the
     intervals also hold the model's error of the ratio k / best at the load's decode
     batch (sim/uncertainty/model_error.py, the gains' term: two policies on one
-    server), and a k within that band of the best is a contender too."""
+    server), and a k within that band of the best is a contender too. Sequential draws
+    run in two stages (``first_draws``): the first half, then every draw only for a
+    difference whose interval from them reaches beyond that band (``inside_band``)."""
     best, levels = choice.best, choice.levels
     top = abs(levels[best].mean)
     contenders = _drawn_ks(choice, term)[1:]
-    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]])
+    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]], first_draws(draws))
     higher = METRICS[objective].higher_is_better
 
     def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -479,6 +566,9 @@ def input_ties(
                 continue  # sequential draws: their other replications ran
             values = [float(v) for v in drawn if not np.isnan(v)]
             ends = interval90(values, nominal.ci95)
+            if _missing(draws, keys) and not inside_band(values, ends, nominal.mean, term, top):
+                draws.ensure(keys)  # the other draws: the first ones' interval is not enough
+                continue
             reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
             sigma = 0.0 if term is None else term.gain_sigma * top  # the band, in the units
             if not (near(reached, own, 0.0, sigma) and draws.evaluator.complete(keys)):
@@ -491,6 +581,32 @@ def input_ties(
         tied_by_inputs=tied_inputs,
         interval90=intervals,
         model_error=None if term is None else term.doc(),
+    )
+
+
+def _first_draws_note(draws: DrawnPoints | None, choices: Sequence[LoadChoice]) -> tuple[str, ...]:
+    """The assumption for the selection's differences whose interval stopped at the first
+    draws (``first_draws``, ``inside_band``); none: nothing."""
+    first = None if draws is None else first_draws(draws)
+    if draws is None or first is None:
+        return ()
+    stopped = []
+    for c in choices:
+        for k in c.interval90 or {}:
+            key = (Load("concurrency", c.users), FixedK(k))
+            ran = sum(1 for got in draws.points if got is not None and key in got)
+            if 0 < ran < sum(1 for got in draws.points if got is not None):
+                stopped.append(f"k = {k} at {c.users} user{'' if c.users == 1 else 's'}")
+    if not stopped:
+        return ()
+    return (
+        f"draws: each difference's interval from inputs and model starts on the first "
+        f"{len(first)} of the {len(draws.draws)} draws (a balanced net of the inputs of "
+        f"their own) and runs the others only where those draws' 90% interval (their 5-95% "
+        f"and normal prediction interval, Student's t on their count, joined with the "
+        f"nominal's Monte Carlo 95%) reaches beyond the difference's model-error band; "
+        f"elsewhere the interval is the band, which holds theirs, and more draws cannot "
+        f"narrow it: " + "; ".join(stopped),
     )
 
 
@@ -685,6 +801,7 @@ def best_k(
             ),
             *early_note,
             *(note for note in [None if draws is None else draws.describe()] if note),
+            *_first_draws_note(draws, choices),
         ),
         draft_method=draft_method,
     )

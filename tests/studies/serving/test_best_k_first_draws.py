@@ -1,0 +1,167 @@
+"""best-k's selection draws in two stages (sim/studies/serving/best_k.py ``first_draws``,
+``inside_band``): the first half of the draws at every contender, the others only where
+those draws' 90% interval reaches beyond the difference's model-error band. Where it
+stops, the interval is the band, which holds the first draws' own 90% interval, and it
+is the one all the draws give; where it does not, every draw runs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sim.binding.bound import bind
+from sim.model.policy import FixedK
+from sim.parallel import LocalExecutor
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
+from sim.studies.serving.best_k import (
+    LoadChoice,
+    best_k,
+    first_draws,
+    input_ties,
+    inside_band,
+)
+from sim.studies.serving.draws import DrawnPoints, interval90, probe_draws
+from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
+from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
+from sim.uncertainty.model_error import ModelErrorTerm
+from sim.uncertainty.perturb import input_draws
+from tests.conftest import ROOT
+
+SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
+
+LOAD = Load("concurrency", 8)
+#: Each draw's move of k = 1 against k = 2 (tok/s per unit spread), in a Sobol-like order:
+#: the first four span the range as the eight do.
+OFFSETS = (-1.0, 1.0, -0.43, 0.43, -0.71, 0.71, -0.14, 0.14)
+
+
+def _point(values) -> PolicyPoint:
+    v = np.array(values, dtype=float)
+    return PolicyPoint({"per_user_tok_s": v}, np.ones(v.size), {})
+
+
+class _StagedDraws:
+    """Draws whose points are given, two replications each (none runs a second):
+    ``ensure`` makes the draws it is asked for visible and records which."""
+
+    replications = 2
+    shifts = DrawnPoints.shifts
+    settle = DrawnPoints.settle
+
+    def __init__(self, spread: float, sequential: bool = True) -> None:
+        self.sequential = sequential
+        self.all = [
+            {
+                (LOAD, FixedK(1)): _point([10.0 + spread * o, 10.1 + spread * o]),
+                (LOAD, FixedK(2)): _point([10.2, 10.3]),
+            }
+            for o in OFFSETS
+        ]
+        self.draws = tuple(() for _ in self.all)
+        self.points: list[dict] = [{} for _ in self.all]
+        self.asked: list[list[int]] = []
+
+    def ensure(self, keys, which=None, upto=None) -> None:
+        which = list(range(len(self.all)) if which is None else which)
+        self.asked.append(which)
+        for i in which:
+            for key in keys:
+                self.points[i][key] = self.all[i][key]
+
+
+def _term(gain_sigma: float) -> ModelErrorTerm:
+    """A term whose gains' sigma is ``gain_sigma`` (per unit ln batch, one unit away)."""
+    return ModelErrorTerm(0.0, gain_sigma, "test", math.e, (1.0,))
+
+
+def _ties(spread: float, gain_sigma: float, sequential: bool = True):
+    points = {1: _point([10.0, 10.1, 10.0, 10.1]), 2: _point([10.2, 10.3, 10.2, 10.3])}
+    levels = {k: level(p, "per_user_tok_s") for k, p in points.items()}
+    choice = LoadChoice(8, levels, best=2, tied=())
+    draws = _StagedDraws(spread, sequential)
+    got = input_ties(draws, LOAD, choice, points, "per_user_tok_s", _term(gain_sigma))  # type: ignore[arg-type]
+    return got, draws
+
+
+def test_the_first_draws_stop_where_their_interval_lies_inside_the_band() -> None:
+    """Band x/exp(1.645 x 0.1) on the ratio k1 / k2 (about -1.7 .. +1.6 tok/s around the
+    -0.2 difference), draws spread +-0.3: the first four's interval lies inside it, the
+    others never run, and the answer is the band, the one all eight give."""
+    got, draws = _ties(0.3, 0.1)
+    first = list(probe_draws(8))
+    assert draws.asked == [first]
+    ran = [i for i, p in enumerate(draws.points) if p]
+    assert ran == first
+    term = _term(0.1)
+    mean, top = -0.2, 10.25
+    band = term.difference(mean, [mean, mean], top)
+    assert got.interval90 is not None and got.interval90[1] == band
+    # the band holds the first draws' own 90% interval (t on 3 degrees of freedom)
+    values = [-0.2 + 0.3 * o for o in OFFSETS[:4]]
+    own = interval90(values, None)
+    assert own is not None and band is not None
+    assert band[0] <= own[0] and own[1] <= band[1]
+    # all eight at once (not sequential): the same interval
+    every, all_draws = _ties(0.3, 0.1, sequential=False)
+    assert all_draws.asked == [list(range(8))]
+    assert every.interval90 == got.interval90
+    assert got.tied_by_inputs == every.tied_by_inputs == (1,)
+
+
+@pytest.mark.parametrize("spread, gain_sigma", [(0.3, 0.005), (3.0, 0.1)])
+def test_every_draw_runs_where_the_first_ones_reach_beyond_the_band(spread, gain_sigma) -> None:
+    """A band narrower than the first draws' interval (or draws spread wider than the
+    band): the other draws run, and the interval is the one all eight give."""
+    got, draws = _ties(spread, gain_sigma)
+    assert draws.asked[0] == list(probe_draws(8))
+    assert all(p for p in draws.points)  # every draw ran
+    every, _ = _ties(spread, gain_sigma, sequential=False)
+    assert got.interval90 == every.interval90
+    band = _term(gain_sigma).difference(-0.2, [-0.2, -0.2], 10.25)
+    assert got.interval90 is not None and band is not None
+    assert got.interval90[1][0] < band[0] or got.interval90[1][1] > band[1]
+
+
+def test_no_band_or_too_few_draws_never_stop_early() -> None:
+    ends = [-0.5, 0.1]
+    assert inside_band([-0.4, 0.0], ends, -0.2, _term(0.1), 10.25)
+    assert not inside_band([-0.4], ends, -0.2, _term(0.1), 10.25)  # no standard deviation
+    assert not inside_band([-0.4, 0.0], ends, -0.2, None, 10.25)
+    assert not inside_band([-0.4, 0.0], ends, -0.2, _term(0.0), 10.25)
+    assert not inside_band([-0.4, 0.0], None, -0.2, _term(0.1), 10.25)
+    assert first_draws(_StagedDraws(0.3, sequential=False)) is None  # type: ignore[arg-type]
+    assert list(first_draws(_StagedDraws(0.3)) or []) == [0, 1, 2, 3]  # type: ignore[arg-type]
+
+
+def _short_best_k(workers: int):
+    """best-k with sequential draws on the shipped serving scenario, short runs."""
+    sc = with_overrides(
+        load_scenario(SERVING), {"workload.requests": 16, "simulation.replications": 4}
+    )
+    builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5))
+    ev = PointEvaluator(builder, replications=4, seed=5, executor=LocalExecutor(workers))
+    draws = DrawnPoints(ev, builder.draws, sequential=True)
+    return best_k(ev, [1, 64], [2, 3], draws=draws, refine=False), draws
+
+
+def test_the_first_draws_give_the_same_document_at_one_and_two_workers() -> None:
+    """Where the band is wide (64 users) some difference stops at the first draws
+    and the document names it; where there is none (1 user, a measured batch) every
+    draw runs; the document is the same at 1 and 2 workers."""
+    one, draws = _short_best_k(1)
+    counts = {
+        key: sum(1 for got in draws.points if got is not None and key in got)
+        for got in draws.points
+        if got
+        for key in got
+    }
+    accepted = sum(1 for got in draws.points if got is not None)
+    assert set(counts.values()) == {len(probe_draws(8)), accepted}
+    assert all(n == accepted for (load, _), n in counts.items() if load.value == 1)
+    assert any("starts on the first 4 of the 8 draws" in a for a in one.assumptions)
+    two, _ = _short_best_k(2)
+    assert one.to_dict() == two.to_dict()

@@ -22,12 +22,13 @@ class SpecsimError(Exception):
     def __init__(
         self,
         message: str,
-        *,
         source: str | None = None,
         field: str | None = None,
         param: str | None = None,
     ):
-        super().__init__(message)
+        # every part in ``args``: an error rebuilt as ``type(e)(*e.args)`` (pickled to or
+        # from a worker; re-raised by SimPy from a failed process) keeps its file and field
+        super().__init__(message, source, field, param)
         self.message = message
         self.source = source
         self.field = field

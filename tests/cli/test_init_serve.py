@@ -155,3 +155,18 @@ def test_figures_without_their_context_take_it_from_the_flag(tmp_path: Path) -> 
     )
     assert refused.exit_code == 2 and refused.stderr.startswith("specsim: error: --context-tokens")
     assert not alone.exists()
+
+
+def test_a_prefill_it_cannot_price_is_refused_naming_file_and_field(tmp_path: Path) -> None:
+    """Prompts with no kernel count for the eager prefill: one line naming the scenario's
+    file and ``model.kernels_per_layer`` before any run, exit 2 (it used to surface from
+    inside the simulation without either)."""
+    scenario = _init(tmp_path, TARGET, None, "--gpu H100 --drafter eagle3 -k 3")
+    served = CliRunner().invoke(
+        main, ["serve", str(scenario), *SERVE, *SHORT, "--set", "workload.input_tokens=128"]
+    )
+    assert served.exit_code == 2
+    (line,) = served.stderr.strip().splitlines()
+    assert line.startswith(f"specsim: error: {scenario}")
+    assert "model.kernels_per_layer: needed for the launch cost of the ungraphed prefill" in line
+    assert served.stdout == ""

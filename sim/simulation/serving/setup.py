@@ -20,6 +20,7 @@ from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity, kv_capacity
 from sim.binding.serving import serving_model
 from sim.errors import SpecsimError
+from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.drafts import Draft, is_tree, max_beams, rank_width
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, k_lookup
 from sim.model.tree import Tree
@@ -358,6 +359,8 @@ def serving_setup(
         terms=terms,
     )
     notes.extend(served.notes)
+    if mean_tokens[0] > 0:
+        _check_prefill(served.cost, speculates, source)
     if scenario.timing.jitter_cv:
         notes.append(
             f"timing.jitter_cv = {scenario.timing.jitter_cv:g} is not applied: serving "
@@ -395,6 +398,16 @@ def serving_setup(
         mean_tokens=mean_tokens,
         kv_capacity=served.kv,
     )
+
+
+def _check_prefill(cost: IterationCost, drafter: bool, source: str) -> None:
+    """Price a one-token prefill once, so that a prefill the scenario cannot price (an
+    ungraphed pass without ``model.kernels_per_layer``) is refused here, naming the
+    scenario's ``source``, before any run rather than from inside one."""
+    try:
+        cost.prefill_ms(PrefillLoad.of_chunks([1], [0]), drafter)
+    except SpecsimError as exc:
+        raise SpecsimError(exc.message, source=source, field=exc.field) from None
 
 
 def _admission_caps(serving: ServingSpec, capacity: KvCapacity) -> tuple[int, int | None]:

@@ -27,18 +27,10 @@ pre-registered in docs/accuracy-under-load.md before any scored run:
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.spread_fit import KAPPA_BOUNDS
-from sim.calibration.tpot_spread import (
-    TpotSpread,
-    cv_standard_error,
-    kappa_range,
-    mean_for_pooled_accept_length,
-    tpot_spread,
-)
+from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -56,7 +48,6 @@ __all__ = [
     "SCORED",
     "GlmArm",
     "calibrated",
-    "calibrated_at",
     "crossing_note",
     "glm_flash_mtp_cases",
     "job_metric_note",
@@ -64,9 +55,6 @@ __all__ = [
     "prompt_tokens",
     "scored_accept_lengths",
     "simulate_job",
-    "spread",
-    "spread_note",
-    "tpot_cv_c1",
     "tpot_note",
 ]
 
@@ -186,64 +174,25 @@ def _scenario(arm: GlmArm) -> Scenario:
     )
 
 
-def tpot_cv_c1(arm: str) -> float:
-    """``arm``'s (or plain decoding's) coefficient of variation of its requests' TPOT at
-    C = 1: ``std_tpot_ms`` / ``mean_tpot_ms``."""
-    return pub.GLM47FLASH_STD_TPOT_MS_C1[arm] / pub.GLM47FLASH_TPOT_MS[arm][1]
-
-
-def _inverse_tokens() -> float:
-    """E[1 / n] over the answers' tokens after the first (every answer 256 tokens)."""
-    return 1.0 / (pub.GLM47FLASH_OUTPUT_TOKENS - 1)
-
-
-@functools.cache
-def spread(arm: GlmArm = MTP_ARM) -> tuple[TpotSpread, tuple[float, float]]:
-    """``arm``'s per-request Beta calibrated on its TPOT spread at C = 1 (the plain arm's
-    removed in squares; sim/calibration/tpot_spread.py), and the concentrations at its CV
-    -+ 2 standard errors over the 64 requests (the widest first)."""
-    al, cv = pub.GLM47FLASH_AL[arm.name][1], tpot_cv_c1(arm.name)
-    plain, inv = tpot_cv_c1(PLAIN), _inverse_tokens()
-    se = cv_standard_error(cv, pub.GLM47FLASH_REQUESTS)
-    fit = tpot_spread(al, arm.num_steps, cv, plain, inv)
-    return fit, kappa_range(al, arm.num_steps, (cv - 2 * se, cv + 2 * se), plain, inv)
-
-
 def calibrated(arm: GlmArm = MTP_ARM) -> tuple[Scenario, float, float, float, float]:
-    """(``arm``'s calibrated scenario, its accept length at C = 1, the mean rate (flat)
-    that pools to it with the calibrated spread, the derived batch-1 cycle without
-    overhead, the measured one), in ms."""
-    return calibrated_at(arm, spread(arm)[0].concentration)
+    """(``arm``'s calibrated scenario, its accept length at C = 1, alpha (flat), the derived
+    batch-1 cycle without overhead, the measured one), in ms."""
+    return _calibrated(arm)
 
 
 @functools.cache
-def calibrated_at(arm: GlmArm, kappa: float) -> tuple[Scenario, float, float, float, float]:
-    """``calibrated`` with the per-request concentration ``kappa`` (``KAPPA_BOUNDS[1]``: one
-    rate): the mean rate that keeps the pooled accept length measured at C = 1; the cycle
-    is the mean TPOT times that accept length whatever the spread (E[TPOT] = T / pooled
-    accept length)."""
+def _calibrated(arm: GlmArm) -> tuple[Scenario, float, float, float, float]:
     derived = _scenario(arm)
     al = pub.GLM47FLASH_AL[arm.name][1]
-    one_rate = kappa >= KAPPA_BOUNDS[1]
-    alpha = mean_for_pooled_accept_length(al, None if one_rate else kappa, derived.num_steps)
+    alpha = alpha_for_accept_length(al, derived.num_steps)
+    assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
     measured_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1] * al
-    overrides: dict[str, Any] = {
-        "acceptance.alpha": alpha,
-        "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms),
-    }
-    if not one_rate:
-        lo, hi = spread(arm)[1]
-        overrides["acceptance.concentration"] = kappa
-        overrides["uncertainty.acceptance.concentration"] = {
-            "range": [lo, hi],
-            "origin": "measured",
-            "reason": (
-                f"the per-request TPOT spread at C = 1 ({tpot_cv_c1(arm.name):.2%} of the "
-                f"mean, plain {tpot_cv_c1(PLAIN):.2%}), +- 2 standard errors over 64 requests"
-            ),
-        }
-    fitted = with_overrides(derived, overrides, source="validation")
+    fitted = with_overrides(
+        derived,
+        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
+        source="validation",
+    )
     return fitted, al, alpha, passes_ms, measured_ms
 
 
@@ -305,32 +254,6 @@ def job_metric_note(arm: GlmArm, metric: str, digits: int) -> str:
     )
 
 
-@functools.cache
-def _job_at(users: int, arm: GlmArm, kappa: float) -> JobPoint:
-    return job_point(calibrated_at(arm, kappa)[0], users, pub.GLM47FLASH_REQUESTS, tpot="mean")
-
-
-def spread_note(arm: GlmArm = MTP_ARM) -> str:
-    """The per-request spread calibrated at C = 1 and the scored figures at its range's
-    ends (not scored)."""
-    fit, (wide, narrow) = spread(arm)
-    ends = []
-    for users in SCORED:
-        a, b = (_job_at(users, arm, k).speculative_tok_s for k in (wide, narrow))
-        ends.append(f"{users}: {min(a, b):.1f}-{max(a, b):.1f}")
-    return (
-        f"Acceptance that varies between requests, calibrated at C = 1 (docs/"
-        f"accuracy-under-load.md): {arm.name}'s TPOT spreads {tpot_cv_c1(arm.name):.2%} of its "
-        f"mean, plain decoding's {tpot_cv_c1(PLAIN):.2%}; removed in squares, "
-        f"{math.sqrt(fit.target_cv2):.2%} to explain, of which one rate for every request "
-        f"(each cycle's sampling over 255 tokens) gives {math.sqrt(fit.noise_cv2):.2%}: "
-        f"concentration {fit.concentration:.1f} (rate sd {fit.rate_sd:.4f} around the mean "
-        f"rate {fit.mean:.4f} that keeps the pooled accept length), {wide:.1f}-{narrow:.1f} "
-        f"over the CV -+ 2 standard errors (64 requests). The scored tok/s at those two ends "
-        f"by C: " + "; ".join(ends) + "."
-    )
-
-
 def scored_accept_lengths(arm: str) -> str:
     """``arm``'s accept length measured at the scored loads (not used by the model)."""
     return ", ".join(f"{pub.GLM47FLASH_AL[arm][u]:.4f}" for u in SCORED)
@@ -384,9 +307,8 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             "sglang 0675f95)",
             f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
             f"(the plain arm's mean TPOT); a chain of 1 with the NextN drafter "
-            f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), the mean rate alpha = "
-            f"{alpha:.4f} that, with the per-request spread (notes), pools to the accept "
-            f"length {al:.4f}; the per-cycle overhead "
+            f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), alpha = {alpha:.4f} for "
+            f"the accept length {al:.4f}; the per-cycle overhead "
             f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
             f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the arm's mean "
             f"TPOT {pub.GLM47FLASH_TPOT_MS[MTP][1]:.3f} ms x that accept length); the accept "
@@ -407,7 +329,6 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             f"{tok_s[MTP][1]:.1f} measured. No measured crossing: the gain is at least 1.15 at "
             f"every C; {predicted_crossing}",
             tpot_note(),
-            spread_note(),
         ),
     )
 

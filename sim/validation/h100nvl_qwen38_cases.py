@@ -32,21 +32,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from sim.binding.bound import bind
-from sim.calibration.spread_fit import KAPPA_BOUNDS
-from sim.calibration.tpot_spread import (
-    TpotSpread,
-    cv_standard_error,
-    kappa_range,
-    mean_for_pooled_accept_length,
-    median_request_accept_length,
-    tpot_spread,
-)
+from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
-from sim.simulation.serving.lengths import LogNormal
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving, work_out
@@ -72,14 +62,10 @@ __all__ = [
     "MTP7_ARM",
     "JobPoint",
     "calibrated",
-    "calibrated_at",
     "h100nvl_qwen38_cases",
-    "inverse_decode_tokens",
     "job_lengths",
     "job_point",
     "measured",
-    "spread",
-    "tpot_cvs_c1",
 ]
 
 MTP7, DFLASH = "MTP k=7", "DFlash 2 k=7"
@@ -162,81 +148,24 @@ def _scenario(arm: Arm) -> Scenario:
     )
 
 
-def tpot_cvs_c1(route: str) -> tuple[float, ...]:
-    """Each C = 1 group's coefficient of variation of its requests' TPOT (sd / mean)."""
-    return tuple(sd / mean for sd, mean in pub.DAVIDSHARE_QWEN38_TPOT_SPREAD_C1[route])
-
-
-def inverse_decode_tokens(scenario: Scenario) -> float:
-    """E[1 / (N - 1) | N >= 2] over the answers N the simulation draws (round(X) clipped
-    to its bounds, X lognormal: the pmf as ``LogNormal.mean`` computes it); one-token
-    answers have no TPOT."""
-    dist = serving_setup(bind(scenario), source="validation").plan.workload.output_tokens
-    assert isinstance(dist, LogNormal)  # the case's answers are lognormal
-    values = np.arange(max(2, dist.min_tokens), dist.max_tokens + 1, dtype=float)
-    z = (np.log(np.concatenate([values - 0.5, values[-1:] + 0.5])) - dist.mu) / dist.sigma
-    cdf = special.ndtr(z)
-    cdf[-1] = 1.0  # the cap absorbs the tail
-    pmf = np.diff(cdf)
-    return float(pmf @ (1.0 / (values - 1.0)) / pmf.sum())
-
-
 @functools.cache
-def spread(route: str) -> tuple[TpotSpread, tuple[float, float]]:
-    """``route``'s per-request Beta calibrated on its TPOT spread at C = 1 (the median over
-    the three seeds' CVs, the plain route's removed in squares;
-    sim/calibration/tpot_spread.py), and the concentrations over the wider of the CV -+ 2
-    standard errors (64 requests) and the seeds' range (the widest first)."""
-    al = 1.0 + K * measured(route, 1, "acceptance")
-    cvs = tpot_cvs_c1(route)
-    cv = float(np.median(cvs))
-    plain = float(np.median(tpot_cvs_c1(PLAIN)))
-    inv = inverse_decode_tokens(_scenario(ARMS[route]))
-    se = cv_standard_error(cv, pub.DAVIDSHARE_QWEN38_REQUESTS)
-    ends = (min(cv - 2 * se, *cvs), max(cv + 2 * se, *cvs))
-    fit = tpot_spread(al, K, cv, plain, inv)
-    return fit, kappa_range(al, K, ends, plain, inv)
-
-
 def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
-    """(``route``'s calibrated scenario, the accept length at C = 1, the mean rate (flat)
-    that pools to it with the calibrated spread, the derived batch-1 cycle without
-    overhead, the measured one), in ms."""
-    return calibrated_at(route, spread(route)[0].concentration)
-
-
-@functools.cache
-def calibrated_at(route: str, kappa: float) -> tuple[Scenario, float, float, float, float]:
-    """``calibrated`` with the per-request concentration ``kappa`` (``KAPPA_BOUNDS[1]``:
-    one rate): the flat mean rate whose pooled accept length is the one measured at C = 1
-    (1 + 7 x the median acceptance rate); the cycle that gives the median request (the
-    Beta's median rate) the route's P50 TPOT at C = 1, P50 x mu(a_0.5), and the per-cycle
-    overhead that makes the derived batch-1 cycle that."""
+    """(``route``'s calibrated scenario, the accept length at C = 1, alpha, the derived
+    batch-1 cycle without overhead, the measured one), in ms: one flat conditional rate for
+    the accept length (1 + 7 x the median acceptance rate), the per-cycle overhead for the
+    cycle (the route's TPOT at C = 1 x that accept length)."""
     arm = ARMS[route]
     derived = _scenario(arm)
     al = 1.0 + K * measured(route, 1, "acceptance")
-    spread_kappa = None if kappa >= KAPPA_BOUNDS[1] else kappa
-    alpha = mean_for_pooled_accept_length(al, spread_kappa, K)
+    alpha = alpha_for_accept_length(al, K)
+    assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
-    median_al = median_request_accept_length(alpha, spread_kappa, K)
-    measured_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[arm.name][1] * median_al
-    overrides: dict[str, Any] = {
-        "acceptance.alpha": alpha,
-        "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms),
-    }
-    if spread_kappa is not None:
-        lo, hi = spread(route)[1]
-        overrides["acceptance.concentration"] = kappa
-        overrides["uncertainty.acceptance.concentration"] = {
-            "range": [lo, hi],
-            "origin": "measured",
-            "reason": (
-                "the per-request TPOT spread at C = 1 (the median of three seeds' CVs, the "
-                "plain route's removed), +- 2 standard errors over 64 requests or the seeds' "
-                "range"
-            ),
-        }
-    fitted = with_overrides(derived, overrides, source="validation")
+    measured_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[arm.name][1] * al
+    fitted = with_overrides(
+        derived,
+        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
+        source="validation",
+    )
     return fitted, al, alpha, passes_ms, measured_ms
 
 
@@ -334,43 +263,15 @@ def _miss_note(route: str) -> str:
         f"plain route at {per_token[PLAIN]:.2f} against {tpot[PLAIN][1]:.2f} "
         f"({per_token[PLAIN] / tpot[PLAIN][1] - 1:+.0%}): a speculative request's time a token "
         "varies between requests (with what each accepts), and the job weighs each request by "
-        "its tokens, the P50 by its count (the spread calibrated at C = 1, below, is the "
-        "model's account of it; the simulated job at C = 1 is in the first note). (ii) The "
-        "plain job at C = 8 is over-predicted although its step is "
+        "its tokens, the P50 by its count; one acceptance rate for every request cannot "
+        "represent that, and the calibration on the P50 carries it into every speculative "
+        "level. (ii) The plain job at C = 8 is over-predicted although its step is "
         "under-predicted: the simulated job keeps more requests in flight on average "
         f"(tok/s x TPOT: {in_flight[0]:.2f} of 8 against {in_flight[1]:.2f} measured) (the "
         "lognormal's median answer "
         f"{output / math.exp(sigma**2 / 2):.0f} tokens against the "
         f"{pub.DAVIDSHARE_QWEN38_P50_READ:.0f} of the group read, whose mean is "
         f"{mean_read:.0f}; the tasks' frozen order is not reproduced)."
-    )
-
-
-@functools.cache
-def _job_at(route: str, users: int, kappa: float) -> JobPoint:
-    return job_point(calibrated_at(route, kappa)[0], users, pub.DAVIDSHARE_QWEN38_REQUESTS)
-
-
-def _spread_note(route: str) -> str:
-    """The per-request spread calibrated at C = 1 and the scored figures at its range's
-    ends (not scored)."""
-    fit, (wide, narrow) = spread(route)
-    cvs = ", ".join(f"{cv:.2%}" for cv in tpot_cvs_c1(route))
-    plain = ", ".join(f"{cv:.2%}" for cv in tpot_cvs_c1(PLAIN))
-    ends = []
-    for users in SCORED:
-        a, b = (_job_at(route, users, k).speculative_tok_s for k in (wide, narrow))
-        ends.append(f"{users}: {min(a, b):.1f}-{max(a, b):.1f}")
-    return (
-        f"Acceptance that varies between requests, calibrated at C = 1 (docs/"
-        f"accuracy-under-load.md): the {route} route's TPOT spreads {cvs} of its mean (three "
-        f"seeds), the plain route's {plain}; the medians removed in squares leave "
-        f"{math.sqrt(fit.target_cv2):.2%} to explain, of which one rate for every request "
-        f"(each cycle's sampling over the lognormal answers) gives "
-        f"{math.sqrt(fit.noise_cv2):.2%}: concentration {fit.concentration:.1f} (rate sd "
-        f"{fit.rate_sd:.4f} around the mean rate {fit.mean:.4f} that keeps the pooled accept "
-        f"length), {wide:.1f}-{narrow:.1f} over the CV -+ 2 standard errors or the seeds' "
-        f"range. The scored tok/s at those two ends by C: " + "; ".join(ends) + "."
     )
 
 
@@ -406,13 +307,12 @@ def _setup_lines(route: str) -> tuple[str, ...]:
         "dense), TP 1, vLLM 0.28.0, every pass graphed; chunked prefill at the 16,384-token "
         "budget, host work hidden in both arms",
         f"calibrated on C = 1 only (the median of three seeds): batch-1 decode "
-        f"{tpot[PLAIN][1]:.3f} ms (the plain route's P50 TPOT); the flat mean rate "
-        f"alpha = {alpha:.4f} that, with the per-request spread (notes), pools to the accept "
-        f"length {al:.3f} over the chain of {K} (1 + 7 x accepted / draft tokens); the "
-        f"per-cycle overhead {scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
-        f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the route's P50 TPOT "
-        f"{tpot[route][1]:.3f} ms x the median request's {cycle_ms / tpot[route][1]:.3f} tokens "
-        "a cycle); the accept length measured at "
+        f"{tpot[PLAIN][1]:.3f} ms (the plain route's P50 TPOT); one flat conditional rate "
+        f"alpha = {alpha:.4f} so that the chain of {K} has the accept length "
+        f"{al:.3f} (1 + 7 x accepted / draft tokens); the per-cycle overhead "
+        f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived {passes_ms:.2f} ms "
+        f"batch-1 cycle the measured {cycle_ms:.2f} ms (the route's TPOT "
+        f"{tpot[route][1]:.3f} ms x that accept length); the accept length measured at "
         f"C = 4 and 8, {accept[1]:.3f} and {accept[2]:.3f}, not used",
         f"the job: 64 requests in a closed loop of C (ClosedLoop(C, 0, 64, 1)), prompts of "
         f"{prompt:.0f} tokens, answers lognormal with mean {output:.0f} (all nine C = 1 groups) "
@@ -456,7 +356,6 @@ def case_qwen38_mtp7_h100nvl() -> Case:
             "1.96 at every C.",
             _tpot_note(MTP7),
             _miss_note(MTP7),
-            _spread_note(MTP7),
         ),
     )
 
@@ -502,7 +401,6 @@ def case_qwen38_dflash2_h100nvl() -> Case:
             "2.38 at every C.",
             _tpot_note(DFLASH),
             _miss_note(DFLASH),
-            _spread_note(DFLASH),
         ),
     )
 

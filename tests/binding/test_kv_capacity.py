@@ -38,7 +38,8 @@ WEIGHTS_GIB = (32 * 218.1e6 + 2 * 525.3e6) * 2 / GIB
 def _scenario(**over: Any) -> Scenario:
     raw: dict[str, Any] = {
         "name": "kv",
-        "model": LLAMA,
+        # the kernels an eager prefill launches (served scenarios with prompts need them)
+        "model": {**LLAMA, "kernels_per_layer": 14},
         "hardware": {"gpus": 1, "gpu": "H100", "interconnect": "nvlink4"},
         "timing": {"decode_ms": 6.3, "context_tokens": 400, "verify_cuda_graph": True},
         "speculation": {"num_steps": 3},

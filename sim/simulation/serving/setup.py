@@ -359,7 +359,7 @@ def serving_setup(
         terms=terms,
     )
     notes.extend(served.notes)
-    if mean_tokens[0] > 0:
+    if mean_tokens[0] > 0 and serving.prefill == "model":
         _check_prefill(served.cost, speculates, source)
     if scenario.timing.jitter_cv:
         notes.append(

@@ -12,7 +12,7 @@ the layout of vLLM 0.14's ``vllm/v1/attention``; no ``--attention-backend`` give
   when ``qk_nope_head_dim`` is 128 and decode context parallelism is off, block 64 (it keeps
   32 or a multiple of 64); otherwise CUTLASS MLA, block 128;
 - Hopper (family 90: H100, H200, H20): FlashMLA when built (``is_flashmla_dense_supported``,
-  vllm/v1/attention/ops/flashmla.py: Hopper only), block 64;
+  vllm/v1/attention/ops/flashmla.py, read at commit 055e47c: Hopper only), block 64;
 - every other CUDA GPU (Ampere, Ada, the RTX PRO 6000's family 120): no MLA backend forces a
   block, so Triton MLA runs on 16.
 

@@ -26,8 +26,10 @@ reports what it holds).
 vLLM hands each request its KV in whole blocks (sim/model/kv_blocks.py): under its rule
 (a derived capacity with vLLM's rule, or a given one with ``server.engine = "vllm"``) each
 running request's context and lookahead slots are charged in blocks of ``block_tokens``
-tokens, 16 (vLLM's default) or, with a derived capacity, a hybrid's block layout's;
-SGLang's and an unnamed engine's given pool are per token.
+tokens: ``serving.kv_block_tokens`` when given (vLLM's ``--block-size``, or an MLA
+backend's forced block, which ``specsim init`` writes), else 16 (vLLM's default), or, with a
+derived capacity, a hybrid's block layout's; SGLang's and an unnamed engine's given pool
+are per token (``serving.kv_block_tokens`` is refused there, and with a hybrid's layout).
 """
 
 from __future__ import annotations
@@ -215,15 +217,17 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     given = serving.kv_capacity_tokens if serving is not None else None
     if given is not None:
         if scenario.server.engine != "vllm":
+            _no_block(scenario, "server.engine is not vllm with a given capacity")
             return KvCapacity(given, None, "given", f"KV capacity: {given} tokens (given)")
+        block, source = _block(scenario)
         return KvCapacity(
             given,
             None,
             "given",
             f"KV capacity: {given} tokens (given); each running request's context and "
-            f"lookahead in vLLM's whole blocks of {VLLM_BLOCK_TOKENS} tokens (its default "
-            "block size; sim/model/kv_blocks.py)",
-            block_tokens=(VLLM_BLOCK_TOKENS, VLLM_BLOCK_TOKENS),
+            f"lookahead in vLLM's whole blocks of {block} tokens ({source}; "
+            "sim/model/kv_blocks.py)",
+            block_tokens=(block, block),
         )
     why = _missing(scenario)
     if why is not None:
@@ -271,15 +275,18 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
     )
     state = pooled_state(scenario, shape, spec, plain)
     blocks = (1, 1)
-    if spec.engine == "vllm":  # whole blocks (sim/model/kv_blocks.py)
-        blocks = (VLLM_BLOCK_TOKENS, VLLM_BLOCK_TOKENS)
-        if state is not None and state.layouts is not None:
-            blocks = (state.layouts[0].block_tokens, state.layouts[1].block_tokens)
-        if state is None or state.layouts is None:
-            note += (
-                f"; each running request's context and lookahead in whole blocks of "
-                f"{blocks[0]} tokens (vLLM's default block size)"
-            )
+    if spec.engine != "vllm":
+        _no_block(scenario, "SGLang's pool is per token")
+    elif state is not None and state.layouts is not None:
+        _no_block(scenario, "a hybrid's block layout sets its own block (model.linear_layers)")
+        blocks = (state.layouts[0].block_tokens, state.layouts[1].block_tokens)
+    else:  # whole blocks (sim/model/kv_blocks.py)
+        block, source = _block(scenario)
+        blocks = (block, block)
+        note += (
+            f"; each running request's context and lookahead in whole blocks of "
+            f"{block} tokens ({source})"
+        )
     if state is not None:
         k = scenario.num_steps
         note += (
@@ -319,6 +326,30 @@ def kv_capacity(scenario: Scenario, speculates: bool) -> KvCapacity:
             field="serving.kv_capacity_tokens",
         )
     return KvCapacity(spec.tokens, plain.tokens, "derived", note, span, spec, state, pools, blocks)
+
+
+def _block(scenario: Scenario) -> tuple[int, str]:
+    """vLLM's KV block (tokens) and where it came from: ``serving.kv_block_tokens`` when
+    given, else ``VLLM_BLOCK_TOKENS`` (the CUDA platform's default, DEFAULTED)."""
+    given = scenario.serving.kv_block_tokens if scenario.serving is not None else None
+    if given is not None:
+        return given, "serving.kv_block_tokens"
+    return VLLM_BLOCK_TOKENS, (
+        "vLLM's default block size, DEFAULTED, vllm/platforms/cuda.py; an MLA backend's "
+        "larger block: serving.kv_block_tokens"
+    )
+
+
+def _no_block(scenario: Scenario, why: str) -> None:
+    """Refuse ``serving.kv_block_tokens`` where vLLM's whole blocks are not what a request
+    is charged in (``why``)."""
+    serving = scenario.serving
+    if serving is not None and serving.kv_block_tokens is not None:
+        raise SpecsimError(
+            f"serving.kv_block_tokens ({serving.kv_block_tokens}) is vLLM's --block-size, "
+            f"not read here: {why}; remove it",
+            field="serving.kv_block_tokens",
+        )
 
 
 def _layout_note(layouts: tuple[BlockLayout, BlockLayout], speculates: bool) -> str:

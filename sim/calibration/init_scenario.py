@@ -27,6 +27,10 @@ The drafter's weights read a pass (``model.draft_params``):
   sim/calibration/parallel_drafter.py): its decoder layers, the fc over the target layers it
   reads, the target's LM head when it shares the vocabulary, DSpark's Markov projection at
   each position; its layers and KV a token too.
+
+An MLA model (``kv_lora_rank``) under ``--engine vllm`` gets the KV block vLLM's MLA backend
+forces on the GPU as ``serving.kv_block_tokens`` (sim/calibration/mla_blocks.py: 64 on
+Hopper and, with FlashInfer MLA, Blackwell; 128 with CUTLASS MLA; 16 elsewhere).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from sim.calibration.hf_config import (
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.calibration.init_workload import init_workload
 from sim.calibration.measurements import Measurements
+from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
@@ -393,6 +398,10 @@ def init_scenario(req: InitRequest) -> InitScenario:
             continue
         why = f"{req.engine} {engine.version} default: {default.source}"
         _set(raw, comments, field, default.value, why)
+    if req.engine == "vllm" and model.is_mla:
+        block = vllm_mla_block(gpu.name, read_raw(req.config))
+        if block is not None:
+            _set(raw, comments, "serving.kv_block_tokens", block[0], block[1])
     _set(
         raw,
         comments,

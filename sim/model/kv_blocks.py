@@ -11,8 +11,10 @@ lookahead slots are c tokens holds
 
     B x ceil(c / B) tokens of the pool
 
-with B the block size: 16 when none is given (``VLLM_BLOCK_TOKENS``), a hybrid's attention
-block enlarged to its state page otherwise (sim/model/recurrent_state.py ``block_layout``).
+with B the block size: ``serving.kv_block_tokens`` when given (vLLM's ``--block-size``, or
+the MLA backend's forced block), else 16 (``VLLM_BLOCK_TOKENS``); a hybrid's attention
+block enlarged to its state page with its block layout (sim/model/recurrent_state.py
+``block_layout``).
 SGLang's token pool is per token (``--page-size``, "the number of tokens in a page", 1 for
 its default backends): B = 1 there, and everywhere the rounding is not modelled.
 """
@@ -21,12 +23,26 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["VLLM_BLOCK_TOKENS", "VLLM_PREFIX_CACHING", "whole_blocks", "whole_blocks_array"]
+__all__ = [
+    "VLLM_BLOCK_SIZES",
+    "VLLM_BLOCK_TOKENS",
+    "VLLM_PREFIX_CACHING",
+    "whole_blocks",
+    "whole_blocks_array",
+]
 
 #: vLLM's KV block size when ``--block-size`` is not given: the CUDA platform sets 16
-#: (vllm/platforms/cuda.py ``check_and_update_config``; ROCm the same). Not modelled: the
-#: MLA backends' larger blocks (FlashMLA 64).
+#: (vllm/platforms/cuda.py ``CudaPlatformBase.check_and_update_config``; ROCm the same).
+#: An MLA model's backend then forces a larger one (same function): FlashMLA (Hopper) 64,
+#: FlashInfer MLA (Blackwell, ``qk_nope_head_dim`` 128) 64, CUTLASS MLA (Blackwell
+#: otherwise, or with decode context parallelism) 128, FlashMLA sparse 64; Triton MLA (every
+#: other GPU) keeps 16. The scenario does not know the backend: ``serving.kv_block_tokens``
+#: carries it (``specsim init`` writes it for an MLA config, sim/calibration/mla_blocks.py).
 VLLM_BLOCK_TOKENS = 16
+
+#: The block sizes vLLM accepts (vllm/config/cache.py ``BlockSize``):
+#: ``serving.kv_block_tokens``'s values.
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 #: vLLM's ``enable_prefix_caching`` default (vllm/config/cache.py ``CacheConfig``): on.
 #: With it a hybrid's linear groups run ``mamba_cache_mode = "align"``, 2 + k state blocks a

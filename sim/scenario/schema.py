@@ -34,7 +34,7 @@ from sim.hardware.interconnects import (
     resolve_interconnect,
 )
 from sim.model.host_work import DEFAULT_US_PER_REQUEST
-from sim.model.kv_blocks import VLLM_PREFIX_CACHING
+from sim.model.kv_blocks import VLLM_BLOCK_SIZES, VLLM_PREFIX_CACHING
 from sim.scenario.origins import FieldOrigin, FieldOrigins, Origins, given_prefixes
 
 if TYPE_CHECKING:
@@ -924,7 +924,12 @@ class ServingSpec(Section):
     sim/model/kv_blocks.py ``VLLM_PREFIX_CACHING``; false for a server started with
     ``--no-enable-prefix-caching``: a hybrid's state blocks a request under vLLM's block
     layout are 1 + k a linear group instead of 2 + k, sim/model/recurrent_state.py
-    ``BlockLayout``; nothing else reads it), ``prefill`` (``model`` or ``skip``: no prefill
+    ``BlockLayout``; nothing else reads it), ``kv_block_tokens`` (vLLM's ``--block-size``:
+    the block each running request's context and lookahead slots are charged in, one of
+    vLLM's ``BlockSize`` values, sim/model/kv_blocks.py ``VLLM_BLOCK_SIZES``; None: 16,
+    vLLM's default; ``specsim init`` writes the MLA backends' forced block, 64 with
+    FlashMLA or FlashInfer MLA, 128 with CUTLASS MLA; under vLLM's rule only, and not with
+    a hybrid's block layout, which sets its own), ``prefill`` (``model`` or ``skip``: no prefill
     pass, an idealisation).
 
     Speculation policy (default: the scenario's ``[speculation]``, chain or tree, at every
@@ -1013,6 +1018,7 @@ class ServingSpec(Section):
     kv_capacity_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
     kv_reserve_gib: Annotated[float, Field(ge=0.0, le=10_000.0)] | None = None
     prefix_caching: bool = VLLM_PREFIX_CACHING
+    kv_block_tokens: Annotated[int, Field(gt=0, le=max(VLLM_BLOCK_SIZES))] | None = None
     prefill: Literal["model", "skip"] = "model"
     disable_above_batch: Annotated[int, Field(ge=0)] | None = None
     k_table: Annotated[list[list[int]], Field(min_length=1, max_length=MAX_LIST)] | None = None
@@ -1039,6 +1045,14 @@ class ServingSpec(Section):
         | None
     ) = None
     calibrated_terms: Annotated[list[CalibratedTerm], Field(max_length=4)] | None = None
+
+    @field_validator("kv_block_tokens")
+    @classmethod
+    def _vllm_block_size(cls, value: int | None) -> int | None:
+        if value is not None and value not in VLLM_BLOCK_SIZES:
+            sizes = ", ".join(str(b) for b in VLLM_BLOCK_SIZES)
+            raise ValueError(f"{value} is not one of vLLM's block sizes ({sizes})")
+        return value
 
     @field_validator("draft_table")
     @classmethod

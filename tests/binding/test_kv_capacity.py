@@ -29,6 +29,9 @@ LLAMA: dict[str, Any] = {
     "lm_head_params": 525.3e6,
     "draft_params": 0.424e9,
     "kv_bytes_per_token": 131072.0,
+    # the ungraphed prefill's launches (a dense layer's 11-18 kernels, docs/reference.md):
+    # serving_setup prices one prefill before any run; no capacity reads it
+    "kernels_per_layer": 14,
 }
 
 
@@ -308,3 +311,67 @@ def test_vllm_hands_out_whole_blocks_of_16_tokens(over, blocks):
     setup = serving_setup(bind(_scenario(**over)))
     assert setup.plan.scheduler.kv_block_tokens == blocks[0]
     assert setup.draftings["speculative"].held(128) == (144 if blocks[0] == 16 else 132)
+
+
+@pytest.mark.parametrize(
+    ("over", "block", "held"),
+    [
+        # FlashMLA's / FlashInfer MLA's forced block: 128 context + 4 slots = 132 tokens,
+        # ceil(132 / 64) = 3 blocks = 192 tokens; plain decoding 129 -> 3 blocks = 192
+        ({"server": {"engine": "vllm"}, "serving": {"kv_block_tokens": 64}}, 64, (192, 192)),
+        # a given pool under vLLM's rule reads it too
+        (
+            {
+                "server": {"engine": "vllm"},
+                "serving": {"kv_block_tokens": 64, "kv_capacity_tokens": 50_000},
+            },
+            64,
+            (192, 192),
+        ),
+        # CUTLASS MLA's: 132 -> 2 blocks of 128 = 256; 129 -> 256
+        ({"serving": {"kv_block_tokens": 128}}, 128, (256, 256)),
+        # the key below the default: 132 -> 17 blocks of 8 = 136; 129 -> 17 x 8 = 136
+        ({"serving": {"kv_block_tokens": 8}}, 8, (136, 136)),
+    ],
+)
+def test_the_block_key_overrides_vllms_default_by_hand(over, block, held):
+    cap = kv_capacity(_scenario(**over), speculates=True)
+    assert cap.block_tokens == (block, block)
+    assert cap.to_dict()["block_tokens"] == [block, block]
+    assert f"whole blocks of {block} tokens (serving.kv_block_tokens" in cap.note
+    setup = serving_setup(bind(_scenario(**over)))
+    assert setup.plan.scheduler.kv_block_tokens == block
+    assert setup.plan.scheduler.plain_kv_block_tokens == block
+    assert setup.draftings["speculative"].held(128) == held[0]
+    assert setup.draftings["baseline"].held(128) == held[1]
+
+
+def test_without_the_key_the_default_says_so():
+    cap = kv_capacity(_scenario(server={"engine": "vllm"}), speculates=True)
+    assert cap.block_tokens == (16, 16)
+    assert "an MLA backend's larger block: serving.kv_block_tokens" in cap.note
+
+
+@pytest.mark.parametrize(
+    ("over", "why"),
+    [
+        ({"server": {"engine": "sglang"}}, "SGLang's pool is per token"),
+        ({"serving": {"kv_capacity_tokens": 50_000}}, "server.engine is not vllm"),
+        (
+            {"model": {"state_bytes_per_request": STATE_BYTES, "linear_layers": 24}},
+            "a hybrid's block layout sets its own block",
+        ),
+    ],
+)
+def test_the_block_key_is_refused_where_no_vllm_block_is_charged(over, why):
+    over = {**over, "serving": {**over.get("serving", {}), "kv_block_tokens": 64}}
+    with pytest.raises(SpecsimError, match=why) as err:
+        kv_capacity(_scenario(**over), speculates=True)
+    assert err.value.field == "serving.kv_block_tokens"
+
+
+@pytest.mark.parametrize("bad", [0, 48, 512, 64.0, "64"])
+def test_a_block_vllm_does_not_accept_is_refused(bad):
+    with pytest.raises(SpecsimError) as err:
+        _scenario(serving={"kv_block_tokens": bad})
+    assert "serving.kv_block_tokens" in str(err.value)

@@ -106,6 +106,31 @@ def test_deepseek_v3_mla_fp8(tmp_path: Path) -> None:
     assert m.get("kv_bytes_per_token") == (512 + 64) * 2 * 61
 
 
+@pytest.mark.parametrize(
+    ("gpu", "engine", "change", "block"),
+    [
+        ("H200", "vllm", {}, 64),  # FlashMLA
+        ("B200", "vllm", {}, 64),  # FlashInfer MLA (qk_nope_head_dim 128)
+        ("B200", "vllm", {"qk_nope_head_dim": 96}, 128),  # CUTLASS MLA
+        ("RTX-PRO-6000", "vllm", {}, 16),  # Triton MLA on the default
+        ("A100", "vllm", {"index_topk": 2048}, 64),  # FlashMLA sparse, any GPU
+        ("MI300X", "vllm", {}, None),  # ROCm's rule: not read, nothing written
+        ("H200", "sglang", {}, None),  # SGLang's pool is per token
+    ],
+)
+def test_init_writes_vllms_mla_block(tmp_path: Path, gpu, engine, change, block) -> None:
+    path = _write(tmp_path, {**DEEPSEEK_V3, **change})
+    init = init_scenario(InitRequest(str(path), gpu, engine, gpus=8))
+    assert init.scenario.serving.kv_block_tokens == block
+    if block is not None:
+        assert "vllm/platforms/cuda.py" in init.comments["serving.kv_block_tokens"]
+
+
+def test_init_writes_no_block_for_a_model_without_mla() -> None:
+    init = init_scenario(InitRequest(str(LLAMA_70B), "H200", "vllm", gpus=4))
+    assert init.scenario.serving is None or init.scenario.serving.kv_block_tokens is None
+
+
 def test_every_value_names_its_origin_and_engine_defaults_their_version() -> None:
     req = InitRequest(
         str(LLAMA_70B), "H100", "sglang", gpus=4, drafter="eagle3", num_steps=3, accept_length=2.8

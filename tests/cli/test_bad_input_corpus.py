@@ -144,6 +144,13 @@ FIELD_EDITS = [
         '[serving]\nprefix_caching = "no"\n[targets]',
         "serving.prefix_caching",
     ),
+    # vLLM's --block-size takes one of its BlockSize values
+    (
+        "kv-block-tokens-odd",
+        "[targets]",
+        "[serving]\nkv_block_tokens = 48\n[targets]",
+        "serving.kv_block_tokens",
+    ),
     (
         "calibrated-terms-alone",
         "[targets]",
@@ -812,6 +819,23 @@ SERVING_OPTIONS = [
         "serve-set-prefix-caching-word",
         ["serve", SERVING, "--set", "serving.prefix_caching=yes"],
         "serving.prefix_caching",
+    ),
+    (
+        "serve-set-kv-block-zero",
+        ["serve", SERVING, "--set", "serving.kv_block_tokens=0"],
+        "serving.kv_block_tokens",
+    ),
+    (
+        "serve-kv-block-sglang",
+        [
+            "serve",
+            SERVING,
+            "--set",
+            "server.engine=sglang",
+            "--set",
+            "serving.kv_block_tokens=64",
+        ],
+        "serving.kv_block_tokens",
     ),
     ("crossover-rate-tiny", ["crossover", SERVING, "--rate", "1e-300,1"], "--rate"),
     ("crossover-rate-nan", ["crossover", SERVING, "--rate", "nan,1"], "--rate"),

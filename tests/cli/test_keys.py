@@ -60,6 +60,7 @@ def test_a_section_or_a_dotted_prefix_lists_only_its_keys():
     assert [ln.split()[0] for ln in out.splitlines()] == [
         "serving.kv_capacity_tokens",
         "serving.kv_reserve_gib",
+        "serving.kv_block_tokens",
         "name",
         "description",
     ]

@@ -41,8 +41,7 @@ WEIGHTS_GIB = (32 * 218.1e6 + 2 * 525.3e6) * 2 / GIB
 def _scenario(**over: Any) -> Scenario:
     raw: dict[str, Any] = {
         "name": "kv",
-        # the kernels an eager prefill launches (served scenarios with prompts need them)
-        "model": {**LLAMA, "kernels_per_layer": 14},
+        "model": LLAMA,
         "hardware": {"gpus": 1, "gpu": "H100", "interconnect": "nvlink4"},
         "timing": {"decode_ms": 6.3, "context_tokens": 400, "verify_cuda_graph": True},
         "speculation": {"num_steps": 3},
@@ -187,7 +186,7 @@ def test_the_state_bounds_concurrency_in_the_pool():
     def largest_batch(**model: float) -> tuple[int, int]:
         sc = _scenario(
             server={"engine": "vllm"},
-            model={"kernels_per_layer": 14, **model},
+            model=model,
             serving={"concurrency": 32, "kv_reserve_gib": 40.0},
             workload={"requests": 64},
         )
@@ -235,7 +234,7 @@ def test_sglangs_state_pool_bounds_the_running_requests():
     decodes more than 2 of its 4 users at once; the plain server (5) runs all 4."""
     sc = _scenario(
         server={"engine": "sglang"},
-        model={"state_bytes_per_request": STATE_BYTES, "kernels_per_layer": 14},
+        model={"state_bytes_per_request": STATE_BYTES},
         workload={"requests": 16},
     )
     setup = serving_setup(bind(sc))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy import special
 
 __all__ = [
     "H100_FUSED_MOE",
@@ -256,7 +256,8 @@ def padded_expert_rows(
         return 0.0
     q = selection_probabilities(experts, per_token, skew)  # (E,)
     starts = np.arange(0, tokens, block_rows, dtype=float)  # j B for j B < M
-    blocks = stats.binom.sf(starts[:, None], tokens, q[None, :])  # (J, E): P(r > j B)
+    # bdtrc(k, n, p) = P(r > k): scipy.special, as serving avoids importing scipy.stats
+    blocks = special.bdtrc(starts[:, None], tokens, q[None, :])  # (J, E)
     return float(block_rows * blocks.sum())
 
 

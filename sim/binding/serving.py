@@ -255,6 +255,7 @@ def serving_cost(
             ),
             attention_flops_per_pair=attention_flops_per_pair * share,
             moe_kernel=H100_FUSED_MOE,
+            moe_tiles=serving.moe_tiles if serving is not None else "none",
             expert_overlap=STEP_EXPERT_OVERLAP,
             expert_skew=skew,
             graph_max_tokens=max_tokens,

@@ -90,13 +90,19 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from sim.errors import SpecsimError
 from sim.hardware.envelope import Envelope, envelope_of
-from sim.hardware.experts import FusedMoeKernel, sequence_union_tokens, skewed_distinct_experts
+from sim.hardware.experts import (
+    FusedMoeKernel,
+    sequence_union_tokens,
+    skewed_distinct_experts,
+    tile_extra_rows,
+)
 from sim.hardware.launch import calibrate_compute_ms
 from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
 from sim.hardware.roofline import Weights
@@ -131,7 +137,9 @@ class PassPhysics:
     eagerly, paying the per-kernel launch costs of an ungraphed pass (module docstring,
     CUDA-graph capture); ``graph_rows``: the row counts the engine captured, ascending (None:
     every count up to the limits, no padding): a graphed pass over fewer rows than one of
-    them runs padded up to it (module docstring, padding to captured sizes).
+    them runs padded up to it (module docstring, padding to captured sizes); ``moe_tiles``:
+    "sglang-default" charges the rows SGLang's default fused-MoE config pads each expert to
+    beyond the 16-row floor (sim/hardware/experts.py ``tile_extra_rows``; "none": not).
     """
 
     name: str
@@ -148,8 +156,11 @@ class PassPhysics:
     graph_max_tokens: int | None = None
     graph_max_rows: int | None = None
     graph_rows: tuple[int, ...] | None = None
+    moe_tiles: Literal["none", "sglang-default"] = "none"
 
     def __post_init__(self) -> None:
+        if self.moe_tiles not in ("none", "sglang-default"):
+            raise ValueError(f"moe_tiles must be 'none' or 'sglang-default', got {self.moe_tiles}")
         for name in ("graph_max_tokens", "graph_max_rows"):
             limit = getattr(self, name)
             if limit is not None and limit < 1:
@@ -452,9 +463,10 @@ class BatchedPass:
         tokens of ``sequences`` sequences (None: independent tokens). FLOPs: 2 x active
         params x tokens (all ranks together) at ``GEMM_FLOP_EFFICIENCY``, the routed
         experts' share (the token-expert pairs) at the fused-MoE kernel's
-        ``pair_flop_efficiency`` instead when one runs them; reads: the routed experts'
-        through that kernel (their union over the sequences, skewed), else every weight
-        the tokens use."""
+        ``pair_flop_efficiency`` instead when one runs them, with the rows its blocks pad
+        beyond the 16-row floor under ``moe_tiles`` "sglang-default" (2 x expert params x
+        MoE layers a row, ``tile_extra_rows``); reads: the routed experts' through that
+        kernel (their union over the sequences, skewed), else every weight the tokens use."""
         p, w = self.physics, self.physics.weights
         flops = w.flops(tokens)
         if p.moe_kernel is None or not w.is_moe:
@@ -473,7 +485,11 @@ class BatchedPass:
         memory_ms = w.dense_bytes / self._gpus / self._bytes_per_ms + experts_ms
         pairs = 2.0 * w.moe_layers * w.experts_per_token * w.expert_params * tokens
         gemm = (flops - pairs) / GEMM_FLOP_EFFICIENCY
-        return memory_ms, gemm + pairs / p.moe_kernel.pair_flop_efficiency
+        padding = 0.0
+        if p.moe_tiles == "sglang-default":
+            rows = tile_extra_rows(w.experts, w.experts_per_token, tokens, p.expert_skew)
+            padding = 2.0 * w.moe_layers * w.expert_params * rows
+        return memory_ms, gemm + (pairs + padding) / p.moe_kernel.pair_flop_efficiency
 
     def graphed(self, tokens: int, sequences: int | None = None) -> bool:
         """``replays_graph`` of this pass's physics."""

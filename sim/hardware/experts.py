@@ -20,6 +20,13 @@ Past the union's saturation (every expert read) the kernel's time keeps growing 
 token-expert pairs it multiplies: their FLOPs (2 x the expert's parameters per rank a pair)
 run at ``pair_flop_efficiency`` x the GPU's dense BF16 peak, well below the peak the rest
 of a pass's FLOPs are priced at (``PAIR_FLOP_EFFICIENCY``).
+
+Tile padding (``tile_extra_rows``): the Triton fused-MoE kernel pads each expert's rows up
+to its block of rows B (``moe_align_block_size``), so an expert routed r rows computes
+ceil(r / B) B. SGLang's default config (no tuned config file) picks B = 16 for M <= E
+tokens and 64 beyond, for unquantized experts (``sglang_default_block_rows``). The rows a
+16-row block already pays are the kernel model's own (its fits ran at that floor or
+above), so only the rows a larger block adds are priced (docs/accuracy-under-load.md).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 
 __all__ = [
     "H100_FUSED_MOE",
@@ -37,12 +45,16 @@ __all__ = [
     "SERVING_STEP_SKEW",
     "SKEW_RANGE",
     "STEP_EXPERT_OVERLAP",
+    "TILE_FLOOR_ROWS",
     "TRACE_SKEW",
     "FusedMoeKernel",
     "expected_distinct_experts",
+    "padded_expert_rows",
     "selection_probabilities",
     "sequence_union_tokens",
+    "sglang_default_block_rows",
     "skewed_distinct_experts",
+    "tile_extra_rows",
 ]
 
 
@@ -209,3 +221,52 @@ class FusedMoeKernel:
 H100_FUSED_MOE = FusedMoeKernel(
     layer_us=32.38, expert_us=0.345, hbm_efficiency=0.934, pair_flop_efficiency=PAIR_FLOP_EFFICIENCY
 )
+
+
+#: The smallest block of rows a fused-MoE config picks (SGLang's default at M <= E, and the
+#: 16-row granularity of the GPU's BF16 MMA): the rows the kernel model already prices.
+TILE_FLOOR_ROWS = 16
+
+
+def sglang_default_block_rows(tokens: int, experts: int) -> int:
+    """``BLOCK_SIZE_M`` of SGLang's default fused-MoE config for unquantized (BF16/FP16),
+    non-Marlin experts: 16 when the pass's ``tokens`` M <= ``experts`` E, else 64
+    (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_config.py
+    ``get_default_config``, the stored version at commit 083d6013)."""
+    if tokens < 0 or experts < 1:
+        raise ValueError(f"need tokens >= 0 and experts >= 1, got {tokens}, {experts}")
+    return TILE_FLOOR_ROWS if tokens <= experts else 64
+
+
+def padded_expert_rows(
+    experts: int, per_token: int, tokens: int, skew: float, block_rows: int
+) -> float:
+    """Expected rows the fused-MoE kernel computes over one MoE layer when ``tokens`` M
+    tokens route ``per_token`` e of ``experts`` E each (Zipf popularity ``skew``,
+    ``selection_probabilities``) and every expert's rows are padded to ``block_rows`` B:
+
+        sum_i B E[ceil(r_i / B)],   r_i ~ Binomial(M, q_i),
+        E[ceil(r / B)] = sum_{j >= 0} P(r > j B).
+
+    Tokens route independently (a sequence's consecutive tokens share experts, which moves
+    the union, not the expected rows). At B = 1 it is the pairs M e."""
+    if block_rows < 1 or tokens < 0:
+        raise ValueError(f"need block_rows >= 1 and tokens >= 0, got {block_rows}, {tokens}")
+    if tokens == 0:
+        return 0.0
+    q = selection_probabilities(experts, per_token, skew)  # (E,)
+    starts = np.arange(0, tokens, block_rows, dtype=float)  # j B for j B < M
+    # bdtrc(k, n, p) = P(r > k): scipy.special, as serving avoids importing scipy.stats
+    blocks = special.bdtrc(starts[:, None], tokens, q[None, :])  # (J, E)
+    return float(block_rows * blocks.sum())
+
+
+def tile_extra_rows(experts: int, per_token: int, tokens: int, skew: float) -> float:
+    """Rows a MoE layer computes beyond the 16-row floor under SGLang's default config:
+    ``padded_expert_rows`` at ``sglang_default_block_rows`` minus at ``TILE_FLOOR_ROWS``;
+    0 whenever M <= E (the default block is the floor)."""
+    block = sglang_default_block_rows(tokens, experts)
+    if block == TILE_FLOOR_ROWS:
+        return 0.0
+    padded = padded_expert_rows(experts, per_token, tokens, skew, block)
+    return padded - padded_expert_rows(experts, per_token, tokens, skew, TILE_FLOOR_ROWS)

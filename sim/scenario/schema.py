@@ -975,6 +975,13 @@ class ServingSpec(Section):
     top-p); a verify brings its draft tokens' rows a request, plain decoding one. Priced
     where ``model.lm_head_params`` and ``model.hidden_size`` give the vocabulary.
 
+    Fused-MoE tiles (sim/hardware/experts.py ``tile_extra_rows``): ``moe_tiles``,
+    "sglang-default" for a server whose Triton fused-MoE kernel ran SGLang's default config
+    (no tuned config file for its experts, GPU and dtype; unquantized experts): each
+    expert's rows padded to 64 when a pass has more tokens than the model has routed
+    experts, the rows beyond a 16-row block priced as token-expert pairs; "none" (default):
+    not charged (a tuned config, or not known).
+
     Model error (``[serving.model_error]``, ``ModelErrorSpec``): the term every serving
     answer's 90% interval adds beyond the decode batches the scenario measured.
 
@@ -1031,6 +1038,7 @@ class ServingSpec(Section):
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     bytes_per_logit: Annotated[float, Field(ge=0.0, le=1000.0)] | None = None
+    moe_tiles: Literal["none", "sglang-default"] = "none"
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None

@@ -140,7 +140,8 @@ def case_glm47flash_eagle3_h100pcie() -> Case:
             "case 45's server and model: GLM-4.7-Flash BF16 on one H100 PCIe, TP 1; SGLang: "
             "prefills first, host work hidden in both arms (SpecV2), the MTP arm's captured "
             "batch sizes and cap 48 (the same in this arm's server_info); the plain arm on "
-            "0.5.10.post1, EAGLE-3 on the MTP arm's fork (nicetiger/sglang 0675f95)",
+            "0.5.10.post1, EAGLE-3 on the MTP arm's fork (nicetiger/sglang 0675f95); its "
+            "default fused-MoE config's 64-row blocks beyond 64 tokens (serving.moe_tiles)",
             f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
             f"(case 45); a chain of {scenario.num_steps} (4 tokens verified), one flat rate "
             f"alpha = {alpha:.4f} for the accept length {al:.4f}; the per-cycle overhead "

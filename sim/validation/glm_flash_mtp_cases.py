@@ -168,6 +168,10 @@ def _scenario(arm: GlmArm) -> Scenario:
                 "max_running_requests_speculative": pub.GLM47FLASH_SPEC_MAX_RUNNING,
                 "graph_batches": PLAIN_GRAPH_BATCHES,
                 "graph_batches_speculative": MTP_GRAPH_BATCHES,
+                # "all benchmarks used default Triton configs" (the source's README): each
+                # expert's rows padded to 64 in passes of more than 64 tokens (pre-registered,
+                # docs/accuracy-under-load.md)
+                "moe_tiles": "sglang-default",
             },
         },
         source="sim.validation.glm_flash_mtp_cases",
@@ -304,7 +308,9 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             "from NVIDIA's datasheet: 2.0 TB/s, 80 GB, 756 BF16 TFLOPS dense), TP 1; SGLang: "
             "prefills first, host work hidden in both arms, each arm's captured batch sizes, the "
             "speculating server's cap 48; two builds (plain 0.5.10.post1, MTP on nicetiger/"
-            "sglang 0675f95)",
+            "sglang 0675f95); the fused-MoE kernel on SGLang's default config (the source: "
+            "default Triton configs), each expert's rows padded to 64 in passes of more than "
+            "64 tokens (serving.moe_tiles)",
             f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
             f"(the plain arm's mean TPOT); a chain of 1 with the NextN drafter "
             f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), alpha = {alpha:.4f} for "

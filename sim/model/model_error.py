@@ -160,12 +160,13 @@ def widen(
 #: on 8x RTX PRO 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and
 #: SpecForge #339 MoE curves, DeepSeek-V3 + MTP on 8x MI300X, Qwen3.8-27B + MTP and + DSpark
 #: on one B200 on two workloads each, its recurrent and conv state priced and held in vLLM's
-#: block layout, Qwen3.8-27B + MTP and + DFlash 2 on one H100 NVL, GLM-4.7-Flash + MTP on
-#: one H100 PCIe: 104 figures away from a calibrated load, 13 curves; 0.067 +- 0.005; each
+#: block layout, Qwen3.8-27B + MTP and + DFlash 2 on one H100 NVL, GLM-4.7-Flash + MTP and
+#: + EAGLE-3 on one H100 PCIe: 108 figures away from a calibrated load, 14 curves; 0.066 +-
+#: 0.005; each
 #: figure's distance counted from the loads that calibrate its own arm;
 #: sim/validation/model_error_cases.py, docs/validation.md reports the fit and whether this
-#: value still agrees). A factor exp(1.645 x 0.067 ln 8) = 1.26 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.067
+#: value still agrees). A factor exp(1.645 x 0.066 ln 8) = 1.25 at 8x the calibrated load.
+DEFAULT_LEVEL_SIGMA = 0.066
 #: Shipped default of s for a paired gain (speculative over plain decoding, tree over
 #: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
 #: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,
@@ -176,4 +177,4 @@ DEFAULT_LEVEL_SIGMA = 0.067
 #: alike cancels in a gain, so it is below the levels' term.
 DEFAULT_GAIN_SIGMA = 0.046
 #: Public curves the defaults were fitted on (levels and gains together).
-DEFAULT_CURVES = 17
+DEFAULT_CURVES = 18

@@ -30,14 +30,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sim.model.closed_forms import alpha_for_accept_length
-from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.h100nvl_qwen38_cases import JOB_REPLICATIONS, JobPoint, job_point
-from sim.validation.hybrid_mtp_serving_cases import _cycle_ms
+from sim.validation.hybrid_mtp_serving_cases import fit_at_one
 from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = [
@@ -188,15 +186,8 @@ def calibrated(arm: GlmArm = MTP_ARM) -> tuple[Scenario, float, float, float, fl
 def _calibrated(arm: GlmArm) -> tuple[Scenario, float, float, float, float]:
     derived = _scenario(arm)
     al = pub.GLM47FLASH_AL[arm.name][1]
-    alpha = alpha_for_accept_length(al, derived.num_steps)
-    assert alpha is not None  # a measured accept length is at most k + 1
-    passes_ms = _cycle_ms(derived)
-    measured_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1] * al
-    fitted = with_overrides(
-        derived,
-        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
-        source="validation",
-    )
+    token_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1]
+    fitted, alpha, passes_ms, measured_ms = fit_at_one(derived, al, derived.num_steps, token_ms)
     return fitted, al, alpha, passes_ms, measured_ms
 
 

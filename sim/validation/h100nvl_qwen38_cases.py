@@ -34,8 +34,6 @@ from typing import Any
 import numpy as np
 
 from sim.binding.bound import bind
-from sim.model.closed_forms import alpha_for_accept_length
-from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
@@ -48,7 +46,7 @@ from sim.validation.hybrid_mtp_serving_cases import (
     PLAIN,
     QWEN38_MODEL,
     Arm,
-    _cycle_ms,
+    fit_at_one,
     qwen38_vllm_scenario,
 )
 from sim.validation.serving_cases import SERVING_SEED
@@ -159,15 +157,8 @@ def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
     arm = ARMS[route]
     derived = _scenario(arm)
     al = 1.0 + K * measured(route, 1, "acceptance")
-    alpha = alpha_for_accept_length(al, K)
-    assert alpha is not None  # a measured accept length is at most k + 1
-    passes_ms = _cycle_ms(derived)
-    measured_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[arm.name][1] * al
-    fitted = with_overrides(
-        derived,
-        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
-        source="validation",
-    )
+    token_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[arm.name][1]
+    fitted, alpha, passes_ms, measured_ms = fit_at_one(derived, al, K, token_ms)
     return fitted, al, alpha, passes_ms, measured_ms
 
 

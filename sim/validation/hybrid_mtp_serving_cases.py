@@ -44,6 +44,7 @@ __all__ = [
     "Arm",
     "calibrated",
     "case_qwen38_mtp_b200",
+    "fit_at_one",
     "hybrid_mtp_serving_cases",
     "qwen38_vllm_scenario",
     "speculative_row",
@@ -224,10 +225,22 @@ def calibrated(subset: str, arm: Arm = MTP_ARM) -> tuple[Scenario, float, float,
     at N = 1 (1 + a + ... + a^k), the per-cycle overhead from the cycle at N = 1."""
     derived = _scenario(subset, arm)
     al = pub.SPECULATORS_QWEN38_AL[subset][arm.name][1]
-    alpha = alpha_for_accept_length(al, derived.num_steps)
+    token_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][arm.name][1]
+    return fit_at_one(derived, al, derived.num_steps, token_ms)
+
+
+def fit_at_one(
+    derived: Scenario, accept_length: float, k: int, token_ms: float
+) -> tuple[Scenario, float, float, float]:
+    """(``derived`` calibrated at one stream, alpha, the derived batch-1 cycle without
+    overhead, the measured one), both in ms: the chain's one conditional rate alpha from
+    the ``accept_length`` measured there at ``k`` (1 + a + ... + a^k), and the per-cycle
+    overhead max(0, measured - derived), the measured cycle ``token_ms`` (ITL or TPOT) x
+    the accept length."""
+    alpha = alpha_for_accept_length(accept_length, k)
     assert alpha is not None  # a measured accept length is at most k + 1
     passes_ms = _cycle_ms(derived)
-    measured_ms = pub.SPECULATORS_QWEN38_ITL_MS[subset][arm.name][1] * al
+    measured_ms = token_ms * accept_length
     fitted = with_overrides(
         derived,
         {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},

@@ -131,6 +131,25 @@ DAVIDSHARE_QWEN38_WALL_S = _by_seed("group_wall_s")
 DAVIDSHARE_QWEN38_ACCEPTANCE = _by_seed("acceptance_rate")
 DAVIDSHARE_QWEN38_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_DAVID["tpot_ms"])
 
+# david-xinyuwei/david-share (run dflash-quality-20260905): Qwen3.6-27B on one H100 NVL, vLLM
+# 0.21.0, plain and MTP (5 tokens), a closed loop of C = 1, 4, 8 in-flight requests over one
+# job of 64 tasks, one run a point: each group's completion tokens and wall time by C; the
+# streaming group's median TTFT (code, math); the MTP route's acceptance counters over its
+# whole process; the plain C = 1 group's 64 answer lengths; two prompts' lengths.
+_DAVID36 = _DATA["davidshare_qwen36_h100nvl"]
+DAVIDSHARE_QWEN36_URL: str = _DAVID36["source"]
+DAVIDSHARE_QWEN36_REQUESTS: int = _DAVID36["requests_per_group"]
+DAVIDSHARE_QWEN36_MAX_TOKENS: tuple[int, ...] = tuple(_DAVID36["max_tokens"])
+DAVIDSHARE_QWEN36_TOKENS: Mapping[str, Mapping[int, float]] = curves(_DAVID36["completion_tokens"])
+DAVIDSHARE_QWEN36_WALL_S: Mapping[str, Mapping[int, float]] = curves(_DAVID36["wall_s"])
+DAVIDSHARE_QWEN36_TTFT_MS: Mapping[str, tuple[float, ...]] = {
+    route: tuple(v) for route, v in _DAVID36["ttft_streaming_ms"].items()
+}
+DAVIDSHARE_QWEN36_MTP_ACCEPTED: int = _DAVID36["mtp_accepted_tokens"]
+DAVIDSHARE_QWEN36_MTP_DRAFTS: int = _DAVID36["mtp_draft_iterations"]
+DAVIDSHARE_QWEN36_PROMPTS_READ: tuple[int, ...] = tuple(_DAVID36["prompt_tokens_read"])
+DAVIDSHARE_QWEN36_PLAIN_C1_ANSWERS: tuple[int, ...] = tuple(_DAVID36["plain_c1_answers"])
+
 # IneshReddy249/speculative-decoding-moe-benchmark (raw sglang.bench_serving outputs at
 # f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain, MTP (1 step, SpecV2) and
 # EAGLE-3 (a separate head, 3 steps, SpecV2), a job of 64 ShareGPT prompts of 256 output

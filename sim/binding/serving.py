@@ -21,7 +21,11 @@ from sim.model.logit_rows import (
     LogitRows,
     logit_row_ms,
 )
-from sim.model.recurrent_state import RecurrentState
+from sim.model.recurrent_state import (
+    DEFAULT_STATE_BANDWIDTH_FRACTION,
+    STATE_BANDWIDTH_READINGS,
+    RecurrentState,
+)
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
@@ -349,9 +353,10 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
 
 def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentState:
     """A request's states in the target's passes (sim/model/recurrent_state.py):
-    ``state_shape`` at the GPU preset's memory bandwidth; none when the scenario gives no
-    state. SpecsimError naming ``hardware.gpu`` when a state is given without a GPU preset
-    to move it at."""
+    ``state_shape`` at ``serving.state_bandwidth_fraction`` (None:
+    ``DEFAULT_STATE_BANDWIDTH_FRACTION``, peak) of the GPU preset's memory bandwidth; none
+    when the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is
+    given without a GPU preset to move it at."""
     shape = state_shape(scenario)
     if not shape:
         return RecurrentState()
@@ -362,7 +367,9 @@ def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentSta
             "bandwidth the state moves at",
             field="hardware.gpu",
         )
-    return RecurrentState(shape, gpu.memory_bandwidth_gbps)
+    given = scenario.serving.state_bandwidth_fraction if scenario.serving is not None else None
+    fraction = DEFAULT_STATE_BANDWIDTH_FRACTION if given is None else given
+    return RecurrentState(shape, gpu.memory_bandwidth_gbps, fraction)
 
 
 def recurrent_state_note(state: RecurrentState) -> str:
@@ -377,11 +384,18 @@ def recurrent_state_note(state: RecurrentState) -> str:
         if shape.conv_bytes_per_position
         else "; conv state not priced"
     )
+    low, high = STATE_BANDWIDTH_READINGS
+    at = (
+        "at the GPU's peak bandwidth (serving.state_bandwidth_fraction 1; public GDN decode "
+        f"kernels reach {low:g}-{high:g} of peak)"
+        if state.fraction == 1.0
+        else f"at {state.fraction:g} of the GPU's peak bandwidth (serving.state_bandwidth_fraction)"
+    )
     return (
         f"recurrent state: {state.bytes_per_request / 1e6:,.1f} MB a request "
         "(model.state_bytes_per_request), read once and written once per token by every "
-        f"target pass{conv}: {plain_us:.3g} us a request in plain decoding, more in a verify "
-        "of k + 1 tokens; prefill chunks not priced"
+        f"target pass{conv}, {at}: {plain_us:.3g} us a request in plain decoding, more in a "
+        "verify of k + 1 tokens; prefill chunks not priced"
     )
 
 

@@ -29,8 +29,16 @@ tree's draft tokens: ``verify_tokens``) moves, per tensor-parallel rank,
 
     recurrent x (1 + t) + conv position x (2 (kernel - 1) + t - 1) bytes
 
-at the GPU's memory bandwidth (``io_bytes``). The drafter's passes move none (an MTP layer
-is full attention: model_executor/models/qwen3_5_mtp.py lines 120-122).
+at a fraction f of the GPU's peak memory bandwidth (``io_bytes``; ``RecurrentState.fraction``,
+the scenario's ``serving.state_bandwidth_fraction``, default 1: peak). f is the state
+kernels' achieved share of peak on the server, which no public timing fixes for vLLM's
+kernels with an FP32 state (docs/accuracy-under-load.md: plain decoding runs the Triton
+``fused_recurrent_gated_delta_rule_packed_decode``, the verify the compiled
+``fused_gdn_decode_post_conv_mtp``); the public readings of other GDN decode kernels span
+``STATE_BANDWIDTH_READINGS``, and a serving answer draws f over
+``STATE_BANDWIDTH_FRACTION_RANGE`` when the scenario leaves it at its default. The
+drafter's passes move none (an MTP layer is full attention:
+model_executor/models/qwen3_5_mtp.py lines 120-122).
 
 As the logit rows (sim/model/logit_rows.py), what a request costs does not depend on the
 batch, so only the requests beyond the batch-1 cycle's are added (``growth_ms``): batch 1
@@ -56,6 +64,9 @@ from sim.model.drafts import Draft, verify_tokens
 from sim.model.kv_blocks import VLLM_PREFIX_CACHING
 
 __all__ = [
+    "DEFAULT_STATE_BANDWIDTH_FRACTION",
+    "STATE_BANDWIDTH_FRACTION_RANGE",
+    "STATE_BANDWIDTH_READINGS",
     "VLLM_KERNEL_BLOCK_TOKENS",
     "BlockLayout",
     "PooledState",
@@ -71,6 +82,24 @@ __all__ = [
 #: v1/attention/backends/flashinfer.py lines 426-445), FlashAttention and Triton (multiples
 #: of 16) at vLLM's default block size 16.
 VLLM_KERNEL_BLOCK_TOKENS = 16
+
+#: The share of the GPU's peak memory bandwidth the state kernels reach when the scenario
+#: does not say (``serving.state_bandwidth_fraction``): peak, the physics bound no public
+#: reading exceeds. ASSUMED: a batch-1 calibration cannot identify it.
+DEFAULT_STATE_BANDWIDTH_FRACTION = 1.0
+#: The lowest and highest public readings of Gated DeltaNet decode kernels' achieved share
+#: of peak, one read and one write a request against the GPU's peak
+#: (docs/accuracy-under-load.md, "The state kernels' achieved bandwidth"): the lowest at a
+#: serving batch on a datacenter GPU, 0.40 (vLLM PR #31722, the Triton
+#: ``fused_recurrent_gated_delta_rule_fwd`` on a B200 at 128 requests, if its state was
+#: BF16; 0.80 if FP32), the highest 0.95 (FlashInfer's GDN decode against its own
+#: state-traffic floor, flashinfer-ai/flashinfer PR #4481). Other kernels, GPUs and dtypes
+#: than a given server's.
+STATE_BANDWIDTH_READINGS = (0.40, 0.95)
+#: What a serving answer draws the share over when the scenario leaves it at its default:
+#: the lowest reading up to peak (the default, which no reading exceeds). A range, not a
+#: value: none of the readings is a given server's kernels with its state dtype.
+STATE_BANDWIDTH_FRACTION_RANGE = (STATE_BANDWIDTH_READINGS[0], 1.0)
 
 
 def state_io_bytes(state_bytes: float, tokens: int) -> float:
@@ -129,15 +158,19 @@ class StateShape:
 @dataclass(frozen=True, slots=True)
 class RecurrentState:
     """A request's states per tensor-parallel rank (``shape``; empty: the target has none,
-    or they are not priced) and the GPU's memory bandwidth they move at
-    (``bandwidth_gbps``, GB/s)."""
+    or they are not priced), the GPU's peak memory bandwidth (``bandwidth_gbps``, GB/s) and
+    the share of it the state kernels reach (``fraction``, 0 < f <= 1): they move at
+    ``bandwidth_gbps x fraction``."""
 
     shape: StateShape = StateShape()
     bandwidth_gbps: float = 0.0
+    fraction: float = DEFAULT_STATE_BANDWIDTH_FRACTION
 
     def __post_init__(self) -> None:
         if self.shape and not self.bandwidth_gbps > 0:
             raise ValueError(f"a priced state needs a positive bandwidth, got {self}")
+        if not 0.0 < self.fraction <= 1.0:
+            raise ValueError(f"a share of peak bandwidth is in (0, 1], got {self.fraction}")
 
     @property
     def bytes_per_request(self) -> float:
@@ -145,11 +178,14 @@ class RecurrentState:
         return self.shape.recurrent_bytes
 
     def request_ms(self, draft: Draft) -> float:
-        """Milliseconds one request's state traffic takes in the target pass of ``draft``
-        (``StateShape.io_bytes`` at ``verify_tokens(draft)`` tokens, at the bandwidth)."""
+        """Milliseconds one request's state traffic takes in the target pass of ``draft``:
+        ``StateShape.io_bytes`` at ``verify_tokens(draft)`` tokens over ``bandwidth_gbps x
+        fraction``."""
         if not self.shape:
             return 0.0
-        return self.shape.io_bytes(verify_tokens(draft)) / (self.bandwidth_gbps * 1e6)
+        return self.shape.io_bytes(verify_tokens(draft)) / (
+            self.bandwidth_gbps * self.fraction * 1e6
+        )
 
     def growth_ms(self, batch: int, draft: Draft) -> float:
         """The state traffic of ``batch`` requests beyond one request's: ``(batch - 1) x

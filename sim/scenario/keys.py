@@ -24,6 +24,7 @@ UNITS: tuple[tuple[str, str], ...] = (
     ("_bytes_per_position", "bytes per conv window position"),
     ("conv_state_positions", "positions (kernel - 1)"),
     ("bytes_per_logit", "bytes per vocabulary entry"),
+    ("bandwidth_fraction", "fraction of the GPU's peak bandwidth"),
     ("_flops_per_pair", "FLOPs per query-key pair"),
     ("rate_per_s", "requests/s"),
     ("_ms", "ms"),

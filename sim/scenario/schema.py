@@ -975,6 +975,14 @@ class ServingSpec(Section):
     top-p); a verify brings its draft tokens' rows a request, plain decoding one. Priced
     where ``model.lm_head_params`` and ``model.hidden_size`` give the vocabulary.
 
+    Recurrent state (sim/model/recurrent_state.py): ``state_bandwidth_fraction``, the share
+    of the GPU's peak memory bandwidth at which the engine's state kernels move a hybrid
+    target's recurrent and conv states (``model.state_bytes_per_request``,
+    ``model.conv_state_bytes_per_position``); None: ``DEFAULT_STATE_BANDWIDTH_FRACTION`` =
+    1, peak, assumed, 0.40-1 from public readings of other GDN decode kernels
+    (``STATE_BANDWIDTH_FRACTION_RANGE``). Set it from a timing of the server's own state
+    kernels.
+
     Fused-MoE tiles (sim/hardware/experts.py ``tile_extra_rows``): ``moe_tiles``,
     "sglang-default" for a server whose Triton fused-MoE kernel ran SGLang's default config
     (no tuned config file for its experts, GPU and dtype; unquantized experts): each
@@ -1038,6 +1046,7 @@ class ServingSpec(Section):
     kernel_slope: Annotated[float, Field(ge=0.0, le=10.0)] | None = None
     expert_skew: Annotated[float, Field(ge=0.0, le=4.0)] | None = None
     bytes_per_logit: Annotated[float, Field(ge=0.0, le=1000.0)] | None = None
+    state_bandwidth_fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     moe_tiles: Literal["none", "sglang-default"] = "none"
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None

@@ -111,6 +111,28 @@ def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
     return DEFAULT_BYTES_PER_LOGIT, low, high, why
 
 
+def _state_bandwidth_range(scenario: Scenario) -> DefaultRange | None:
+    from sim.binding.state_shape import state_shape  # lazy: serving only
+    from sim.model.recurrent_state import (  # lazy
+        DEFAULT_STATE_BANDWIDTH_FRACTION,
+        STATE_BANDWIDTH_FRACTION_RANGE,
+        STATE_BANDWIDTH_READINGS,
+    )
+
+    if not state_shape(scenario):
+        return None  # no state priced: nothing moves at this bandwidth
+    low, high = STATE_BANDWIDTH_FRACTION_RANGE
+    lowest, highest = STATE_BANDWIDTH_READINGS
+    why = (
+        "the default share of the GPU's peak bandwidth at which the state kernels move a "
+        "request's recurrent and conv states (peak): public readings of other Gated "
+        f"DeltaNet decode kernels span {lowest:g}-{highest:g} of peak, none of this server's "
+        "kernels with its state dtype (sim/model/recurrent_state.py, "
+        "docs/accuracy-under-load.md); a batch-1 calibration cannot identify it"
+    )
+    return DEFAULT_STATE_BANDWIDTH_FRACTION, low, high, why
+
+
 def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:
     from sim.binding.kv_capacity import derived_engine  # lazy: serving only
 
@@ -143,6 +165,7 @@ SERVING_DEFAULT_RANGES: dict[str, Callable[[Scenario], DefaultRange | None]] = {
     "serving.expert_skew": _expert_skew_range,
     "serving.kv_reserve_gib": _kv_reserve_range,
     "serving.bytes_per_logit": _logit_bytes_range,
+    "serving.state_bandwidth_fraction": _state_bandwidth_range,
 }
 
 

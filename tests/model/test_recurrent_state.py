@@ -16,6 +16,8 @@ from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
 from sim.model.logit_rows import LogitRows
 from sim.model.recurrent_state import (
+    DEFAULT_STATE_BANDWIDTH_FRACTION,
+    STATE_BANDWIDTH_FRACTION_RANGE,
     BlockLayout,
     PooledState,
     RecurrentState,
@@ -25,6 +27,7 @@ from sim.model.recurrent_state import (
 )
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.load import load_scenario
+from sim.uncertainty.perturb import input_draws, serving_inputs
 from tests.conftest import ROOT
 from tests.model.test_batched_cost import LINEAR, PASSES
 from tests.model.test_logit_rows import adds_to_the_verify_phase_only
@@ -241,3 +244,72 @@ def test_a_group_size_between_the_buckets():
     assert (layout.block_tokens, layout.linear_groups) == (16, 1)
     assert layout.pool_tokens_per_block == pytest.approx(16 * 13 / 12, rel=1e-12)
     assert layout.state_tokens(1) == math.ceil(2 * 16 * 13 / 12)
+
+
+def test_the_state_moves_at_its_share_of_peak_by_hand():
+    """At half of a B200's 8 TB/s, 127 requests beyond one verifying 3 tokens (611,844,096
+    bytes each with the conv window) take 127 x 611,844,096 / 4e12 s = 19.43 ms, twice the
+    peak's 9.71 ms; the default share is peak."""
+    peak = RecurrentState(QWEN38, 8000.0)
+    half = RecurrentState(QWEN38, 8000.0, 0.5)
+    assert peak.fraction == DEFAULT_STATE_BANDWIDTH_FRACTION == 1.0
+    assert half.growth_ms(128, 2) == pytest.approx(127 * 611_844_096 / 4e9, rel=1e-12)
+    assert half.growth_ms(128, 2) == pytest.approx(2 * peak.growth_ms(128, 2), rel=1e-12)
+    assert half.growth_ms(1, 2) == 0.0
+    for bad in (0.0, -0.5, 1.01, math.nan):
+        with pytest.raises(ValueError):
+            RecurrentState(QWEN38, 8000.0, bad)
+
+
+def test_a_scenario_gives_the_share_and_the_note_says_it():
+    default = load_scenario(LLAMA, [f"model.state_bytes_per_request={QWEN38_STATE}"])
+    hardware = bind(default).hardware.current
+    at_peak = recurrent_state(default, hardware)
+    assert at_peak.fraction == 1.0
+    assert "at the GPU's peak bandwidth (serving.state_bandwidth_fraction 1; public GDN" in (
+        recurrent_state_note(at_peak)
+    )
+    given = load_scenario(
+        LLAMA,
+        [f"model.state_bytes_per_request={QWEN38_STATE}", "serving.state_bandwidth_fraction=0.6"],
+    )
+    state = recurrent_state(given, hardware)
+    assert state == dataclasses.replace(at_peak, fraction=0.6)
+    assert state.request_ms(0) == pytest.approx(at_peak.request_ms(0) / 0.6, rel=1e-12)
+    assert "at 0.6 of the GPU's peak bandwidth (serving.state_bandwidth_fraction)" in (
+        recurrent_state_note(state)
+    )
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "-0.2"])
+def test_a_share_outside_zero_to_one_is_refused_naming_the_field(bad):
+    with pytest.raises(SpecsimError) as err:
+        load_scenario(LLAMA, [f"serving.state_bandwidth_fraction={bad}"])
+    assert "serving.state_bandwidth_fraction" in str(err.value)
+
+
+def test_a_serving_answer_draws_the_share_only_where_a_state_is_priced_and_not_given():
+    """Left at its default on a hybrid target, the share is a serving input uniform over
+    the public readings' lowest to peak (nominal: peak); a target without a state, a share
+    the scenario gives, or one with its own [uncertainty] entry add none."""
+    hybrid = load_scenario(LLAMA, [f"model.state_bytes_per_request={QWEN38_STATE}"])
+    drawn = {u.field: u for u in serving_inputs(bind(hybrid))}
+    share = drawn["serving.state_bandwidth_fraction"]
+    assert (share.kind, share.origin, share.nominal) == ("uniform", "assumed", 1.0)
+    assert (share.low, share.high) == STATE_BANDWIDTH_FRACTION_RANGE == (0.40, 1.0)
+    assert "public readings of other Gated DeltaNet decode kernels span 0.4-0.95" in share.reason
+    draws = [dict(d) for d in input_draws(bind(hybrid), seed=3).overrides]
+    values = [d["serving.state_bandwidth_fraction"] for d in draws]
+    assert 0.40 <= min(values) < max(values) <= 1.0
+    for scenario in (
+        load_scenario(LLAMA),
+        load_scenario(
+            LLAMA,
+            [
+                f"model.state_bytes_per_request={QWEN38_STATE}",
+                "serving.state_bandwidth_fraction=0.7",
+            ],
+        ),
+    ):
+        fields = [u.field for u in serving_inputs(bind(scenario))]
+        assert "serving.state_bandwidth_fraction" not in fields

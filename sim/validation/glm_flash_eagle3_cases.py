@@ -35,7 +35,6 @@ from sim.validation.glm_flash_mtp_cases import (
     prompt_tokens,
     scored_accept_lengths,
     simulate_job,
-    spread_note_of,
     tpot_note,
 )
 
@@ -143,9 +142,8 @@ def case_glm47flash_eagle3_h100pcie() -> Case:
             "0.5.10.post1, EAGLE-3 on the MTP arm's fork (nicetiger/sglang 0675f95); its "
             "default fused-MoE config's 64-row blocks beyond 64 tokens (serving.moe_tiles)",
             f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
-            f"(case 45); a chain of {scenario.num_steps} (4 tokens verified), the flat mean rate "
-            f"alpha = {alpha:.4f} that, with the per-request spread (notes), pools to the "
-            f"accept length {al:.4f}; the per-cycle overhead "
+            f"(case 45); a chain of {scenario.num_steps} (4 tokens verified), one flat rate "
+            f"alpha = {alpha:.4f} for the accept length {al:.4f}; the per-cycle overhead "
             f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
             f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the arm's mean "
             f"TPOT {pub.GLM47FLASH_TPOT_MS[EAGLE3][1]:.3f} ms x that accept length); the accept "
@@ -164,7 +162,6 @@ def case_glm47flash_eagle3_h100pcie() -> Case:
             _contrast_note(),
             tpot_note(EAGLE3_ARM),
             job_metric_note(EAGLE3_ARM, "TTFT", 0),
-            spread_note_of(EAGLE3_ARM),
         ),
     )
 

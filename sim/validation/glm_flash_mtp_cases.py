@@ -30,7 +30,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.tpot_spread import cv_standard_error, mean_for_pooled_accept_length
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
@@ -42,14 +41,7 @@ from sim.validation.h100nvl_qwen38_cases import (
     own_sd_line,
     replications_line,
 )
-from sim.validation.hybrid_mtp_serving_cases import fit_cycle_at_one
-from sim.validation.request_spread import (
-    RequestSpread,
-    request_spread,
-    spread_kappa,
-    spread_note,
-    spread_overrides,
-)
+from sim.validation.hybrid_mtp_serving_cases import fit_at_one
 from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = [
@@ -61,7 +53,6 @@ __all__ = [
     "SCORED_REPLICATIONS",
     "GlmArm",
     "calibrated",
-    "calibrated_at",
     "crossing_note",
     "glm_flash_mtp_cases",
     "job_metric_note",
@@ -70,9 +61,6 @@ __all__ = [
     "prompt_tokens",
     "scored_accept_lengths",
     "simulate_job",
-    "spread",
-    "spread_note_of",
-    "tpot_cv_c1",
     "tpot_note",
 ]
 
@@ -200,55 +188,18 @@ def _scenario(arm: GlmArm) -> Scenario:
     )
 
 
-def tpot_cv_c1(arm: str) -> float:
-    """``arm``'s (or plain decoding's) coefficient of variation of its requests' TPOT at
-    C = 1: ``std_tpot_ms`` / ``mean_tpot_ms``."""
-    return pub.GLM47FLASH_STD_TPOT_MS_C1[arm] / pub.GLM47FLASH_TPOT_MS[arm][1]
-
-
-@functools.cache
-def spread(arm: GlmArm = MTP_ARM) -> RequestSpread:
-    """``arm``'s per-request Beta calibrated on its TPOT spread at C = 1 (the plain arm's
-    removed in squares; every answer 256 tokens, so E[1 / n] = 1 / 255), and the
-    concentrations at its CV -+ 2 standard errors over the 64 requests (the widest first)."""
-    cv = tpot_cv_c1(arm.name)
-    se = cv_standard_error(cv, pub.GLM47FLASH_REQUESTS)
-    return request_spread(
-        pub.GLM47FLASH_AL[arm.name][1],
-        arm.num_steps,
-        cv,
-        (cv - 2 * se, cv + 2 * se),
-        tpot_cv_c1(PLAIN),
-        1.0 / (pub.GLM47FLASH_OUTPUT_TOKENS - 1),
-    )
-
-
 def calibrated(arm: GlmArm = MTP_ARM) -> tuple[Scenario, float, float, float, float]:
-    """(``arm``'s calibrated scenario, its accept length at C = 1, the mean rate (flat)
-    that pools to it with the calibrated spread, the derived batch-1 cycle without
-    overhead, the measured one), in ms."""
-    return calibrated_at(arm, spread(arm)[0].concentration)
+    """(``arm``'s calibrated scenario, its accept length at C = 1, alpha (flat), the derived
+    batch-1 cycle without overhead, the measured one), in ms."""
+    return _calibrated(arm)
 
 
 @functools.cache
-def calibrated_at(arm: GlmArm, kappa: float) -> tuple[Scenario, float, float, float, float]:
-    """``calibrated`` with the per-request concentration ``kappa`` (``KAPPA_BOUNDS[1]``: one
-    rate): the mean rate that keeps the pooled accept length measured at C = 1; the cycle
-    is the mean TPOT times that accept length whatever the spread (E[TPOT] = T / pooled
-    accept length)."""
+def _calibrated(arm: GlmArm) -> tuple[Scenario, float, float, float, float]:
+    derived = _scenario(arm)
     al = pub.GLM47FLASH_AL[arm.name][1]
-    alpha = mean_for_pooled_accept_length(al, spread_kappa(kappa), arm.num_steps)
-    measured_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1] * al
-    overrides = {
-        "acceptance.alpha": alpha,
-        **spread_overrides(
-            kappa,
-            spread(arm)[1],
-            f"the per-request TPOT spread at C = 1 ({tpot_cv_c1(arm.name):.2%} of the mean, "
-            f"plain {tpot_cv_c1(PLAIN):.2%}), +- 2 standard errors over 64 requests",
-        ),
-    }
-    fitted, passes_ms = fit_cycle_at_one(_scenario(arm), measured_ms, overrides)
+    token_ms = pub.GLM47FLASH_TPOT_MS[arm.name][1]
+    fitted, alpha, passes_ms, measured_ms = fit_at_one(derived, al, derived.num_steps, token_ms)
     return fitted, al, alpha, passes_ms, measured_ms
 
 
@@ -266,38 +217,6 @@ def _simulate_job(users: int, arm: GlmArm) -> JobPoint:
         pub.GLM47FLASH_REQUESTS,
         SCORED_REPLICATIONS.get(users, JOB_REPLICATIONS),
         tpot="mean",
-    )
-
-
-@functools.cache
-def _job_at(users: int, arm: GlmArm, kappa: float) -> JobPoint:
-    return job_point(
-        calibrated_at(arm, kappa)[0],
-        users,
-        pub.GLM47FLASH_REQUESTS,
-        SCORED_REPLICATIONS[users],
-        tpot="mean",
-    )
-
-
-def spread_note_of(arm: GlmArm = MTP_ARM) -> str:
-    """The per-request spread calibrated at C = 1 and the scored figures at its range's
-    ends (not scored)."""
-    fit, ends = spread(arm)
-    return spread_note(
-        arm.name,
-        f"{arm.name}'s TPOT spreads {tpot_cv_c1(arm.name):.2%} of its mean, plain "
-        f"decoding's {tpot_cv_c1(PLAIN):.2%}",
-        f"each cycle's sampling over {pub.GLM47FLASH_OUTPUT_TOKENS - 1} tokens",
-        (fit, ends),
-        "the CV -+ 2 standard errors (64 requests)",
-        {
-            users: (
-                _job_at(users, arm, ends[0]).speculative_tok_s,
-                _job_at(users, arm, ends[1]).speculative_tok_s,
-            )
-            for users in SCORED
-        },
     )
 
 
@@ -413,9 +332,8 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             "64 tokens (serving.moe_tiles)",
             f"calibrated on C = 1 only: batch-1 decode {pub.GLM47FLASH_TPOT_MS[PLAIN][1]:.3f} ms "
             f"(the plain arm's mean TPOT); a chain of 1 with the NextN drafter "
-            f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), the mean rate alpha = "
-            f"{alpha:.4f} that, with the per-request spread (notes), pools to the accept "
-            f"length {al:.4f}; the per-cycle overhead "
+            f"({GLM47_FLASH_MODEL['draft_params'] / 1e9:.3f}B a pass), alpha = {alpha:.4f} for "
+            f"the accept length {al:.4f}; the per-cycle overhead "
             f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
             f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the arm's mean "
             f"TPOT {pub.GLM47FLASH_TPOT_MS[MTP][1]:.3f} ms x that accept length); the accept "
@@ -434,7 +352,6 @@ def case_glm47flash_mtp_h100pcie() -> Case:
             f"{tok_s[MTP][1]:.1f} measured. No measured crossing: the gain is at least 1.15 at "
             f"every C; {predicted_crossing}",
             tpot_note(),
-            spread_note_of(),
         ),
     )
 

@@ -32,16 +32,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from sim.binding.bound import bind
-from sim.calibration.tpot_spread import (
-    cv_standard_error,
-    mean_for_pooled_accept_length,
-    median_request_accept_length,
-)
 from sim.scenario.schema import Scenario
-from sim.simulation.serving.lengths import LogNormal
 from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving, work_out
@@ -53,15 +46,8 @@ from sim.validation.hybrid_mtp_serving_cases import (
     PLAIN,
     QWEN38_MODEL,
     Arm,
-    fit_cycle_at_one,
+    fit_at_one,
     qwen38_vllm_scenario,
-)
-from sim.validation.request_spread import (
-    RequestSpread,
-    request_spread,
-    spread_kappa,
-    spread_note,
-    spread_overrides,
 )
 from sim.validation.serving_cases import SERVING_SEED
 
@@ -75,16 +61,12 @@ __all__ = [
     "SCORED_REPLICATIONS",
     "JobPoint",
     "calibrated",
-    "calibrated_at",
     "h100nvl_qwen38_cases",
-    "inverse_decode_tokens",
     "job_lengths",
     "job_point",
     "measured",
     "own_sd_line",
     "replications_line",
-    "spread",
-    "tpot_cvs_c1",
 ]
 
 MTP7, DFLASH = "MTP k=7", "DFlash 2 k=7"
@@ -120,8 +102,6 @@ SCORED = (4, 8)
 #: 0.5% of it (measured at 100 replications, seed ``SERVING_SEED``: 0.5-0.6% at C = 4,
 #: 0.7-0.9% at C = 8, falling as 1 / sqrt(replications); docs/accuracy-under-load.md).
 SCORED_REPLICATIONS = {4: 120, 8: 300}
-#: Replications of a job at the ends of the spread's range (reported, not scored).
-RANGE_REPLICATIONS = 60
 
 
 def measured(route: str, users: int, field: str = "tok_s") -> float:
@@ -176,72 +156,17 @@ def _scenario(arm: Arm) -> Scenario:
     )
 
 
-def tpot_cvs_c1(route: str) -> tuple[float, ...]:
-    """Each C = 1 group's coefficient of variation of its requests' TPOT (sd / mean)."""
-    return tuple(sd / mean for sd, mean in pub.DAVIDSHARE_QWEN38_TPOT_SPREAD_C1[route])
-
-
-def inverse_decode_tokens(scenario: Scenario) -> float:
-    """E[1 / (N - 1) | N >= 2] over the answers N the simulation draws (round(X) clipped
-    to its bounds, X lognormal: the pmf as ``LogNormal.mean`` computes it); one-token
-    answers have no TPOT."""
-    dist = serving_setup(bind(scenario), source="validation").plan.workload.output_tokens
-    assert isinstance(dist, LogNormal)  # the case's answers are lognormal
-    values = np.arange(max(2, dist.min_tokens), dist.max_tokens + 1, dtype=float)
-    z = (np.log(np.concatenate([values - 0.5, values[-1:] + 0.5])) - dist.mu) / dist.sigma
-    cdf = special.ndtr(z)
-    cdf[-1] = 1.0  # the cap absorbs the tail
-    pmf = np.diff(cdf)
-    return float(pmf @ (1.0 / (values - 1.0)) / pmf.sum())
-
-
 @functools.cache
-def spread(route: str) -> RequestSpread:
-    """``route``'s per-request Beta calibrated on its TPOT spread at C = 1 (the median over
-    the three seeds' CVs, the plain route's removed in squares), and the concentrations
-    over the wider of the CV -+ 2 standard errors (64 requests) and the seeds' range (the
-    widest first)."""
-    cvs = tpot_cvs_c1(route)
-    cv = float(np.median(cvs))
-    se = cv_standard_error(cv, pub.DAVIDSHARE_QWEN38_REQUESTS)
-    return request_spread(
-        1.0 + K * measured(route, 1, "acceptance"),
-        K,
-        cv,
-        (min(cv - 2 * se, *cvs), max(cv + 2 * se, *cvs)),
-        float(np.median(tpot_cvs_c1(PLAIN))),
-        inverse_decode_tokens(_scenario(ARMS[route])),
-    )
-
-
 def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
-    """(``route``'s calibrated scenario, the accept length at C = 1, the mean rate (flat)
-    that pools to it with the calibrated spread, the derived batch-1 cycle without
-    overhead, the measured one), in ms."""
-    return calibrated_at(route, spread(route)[0].concentration)
-
-
-@functools.cache
-def calibrated_at(route: str, kappa: float) -> tuple[Scenario, float, float, float, float]:
-    """``calibrated`` with the per-request concentration ``kappa`` (``KAPPA_BOUNDS[1]``:
-    one rate): the flat mean rate whose pooled accept length is the one measured at C = 1
-    (1 + 7 x the median acceptance rate); the cycle that gives the median request (the
-    Beta's median rate) the route's P50 TPOT at C = 1, P50 x mu(a_0.5), and the per-cycle
-    overhead that makes the derived batch-1 cycle that."""
+    """(``route``'s calibrated scenario, the accept length at C = 1, alpha, the derived
+    batch-1 cycle without overhead, the measured one), in ms: one flat conditional rate for
+    the accept length (1 + 7 x the median acceptance rate), the per-cycle overhead for the
+    cycle (the route's TPOT at C = 1 x that accept length)."""
+    arm = ARMS[route]
+    derived = _scenario(arm)
     al = 1.0 + K * measured(route, 1, "acceptance")
-    alpha = mean_for_pooled_accept_length(al, spread_kappa(kappa), K)
-    median_al = median_request_accept_length(alpha, spread_kappa(kappa), K)
-    measured_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[route][1] * median_al
-    overrides = {
-        "acceptance.alpha": alpha,
-        **spread_overrides(
-            kappa,
-            spread(route)[1],
-            "the per-request TPOT spread at C = 1 (the median of three seeds' CVs, the plain "
-            "route's removed), +- 2 standard errors over 64 requests or the seeds' range",
-        ),
-    }
-    fitted, passes_ms = fit_cycle_at_one(_scenario(ARMS[route]), measured_ms, overrides)
+    token_ms = pub.DAVIDSHARE_QWEN38_TPOT_MS[arm.name][1]
+    fitted, alpha, passes_ms, measured_ms = fit_at_one(derived, al, K, token_ms)
     return fitted, al, alpha, passes_ms, measured_ms
 
 
@@ -356,47 +281,13 @@ def _miss_note(route: str) -> str:
         "varies between requests (with what each accepts), and the job weighs each request by "
         "its tokens, the P50 by its count; one acceptance rate for every request cannot "
         "represent that, and the calibration on the P50 carries it into every speculative "
-        "level (the spread calibrated at C = 1, below, is the model's account of it; the "
-        "simulated job at C = 1 is in the first note). (ii) The plain job at C = 8 is "
-        "over-predicted although its step is "
+        "level. (ii) The plain job at C = 8 is over-predicted although its step is "
         "under-predicted: the simulated job keeps more requests in flight on average "
         f"(tok/s x TPOT: {in_flight[0]:.2f} of 8 against {in_flight[1]:.2f} measured) (the "
         "lognormal's median answer "
         f"{output / math.exp(sigma**2 / 2):.0f} tokens against the "
         f"{pub.DAVIDSHARE_QWEN38_P50_READ:.0f} of the group read, whose mean is "
         f"{mean_read:.0f}; the tasks' frozen order is not reproduced)."
-    )
-
-
-@functools.cache
-def _job_at(route: str, users: int, kappa: float) -> JobPoint:
-    return job_point(
-        calibrated_at(route, kappa)[0], users, pub.DAVIDSHARE_QWEN38_REQUESTS, RANGE_REPLICATIONS
-    )
-
-
-def _spread_note(route: str) -> str:
-    """The per-request spread calibrated at C = 1 and the scored figures at its range's
-    ends (not scored)."""
-    fit, ends = spread(route)
-    cvs = ", ".join(f"{cv:.2%}" for cv in tpot_cvs_c1(route))
-    plain = ", ".join(f"{cv:.2%}" for cv in tpot_cvs_c1(PLAIN))
-    at_ends = {
-        users: (
-            _job_at(route, users, ends[0]).speculative_tok_s,
-            _job_at(route, users, ends[1]).speculative_tok_s,
-        )
-        for users in SCORED
-    }
-    return spread_note(
-        route,
-        f"the route's TPOT spreads {cvs} of its mean (three seeds), the plain route's "
-        f"{plain}; the medians taken",
-        "each cycle's sampling over the lognormal answers",
-        (fit, ends),
-        f"the CV -+ 2 standard errors or the seeds' range ({RANGE_REPLICATIONS} replications "
-        "a job)",
-        at_ends,
     )
 
 
@@ -449,13 +340,12 @@ def _setup_lines(route: str) -> tuple[str, ...]:
         "dense), TP 1, vLLM 0.28.0, every pass graphed; chunked prefill at the 16,384-token "
         "budget, host work hidden in both arms",
         f"calibrated on C = 1 only (the median of three seeds): batch-1 decode "
-        f"{tpot[PLAIN][1]:.3f} ms (the plain route's P50 TPOT); the flat mean rate "
-        f"alpha = {alpha:.4f} that, with the per-request spread (notes), pools to the accept "
-        f"length {al:.3f} over the chain of {K} (1 + 7 x accepted / draft tokens); the "
-        f"per-cycle overhead {scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived "
-        f"{passes_ms:.2f} ms batch-1 cycle the measured {cycle_ms:.2f} ms (the route's P50 TPOT "
-        f"{tpot[route][1]:.3f} ms x the median request's {cycle_ms / tpot[route][1]:.3f} tokens "
-        "a cycle); the accept length measured at "
+        f"{tpot[PLAIN][1]:.3f} ms (the plain route's P50 TPOT); one flat conditional rate "
+        f"alpha = {alpha:.4f} so that the chain of {K} has the accept length "
+        f"{al:.3f} (1 + 7 x accepted / draft tokens); the per-cycle overhead "
+        f"{scenario.timing.cycle_overhead_ms:.3f} ms that makes the derived {passes_ms:.2f} ms "
+        f"batch-1 cycle the measured {cycle_ms:.2f} ms (the route's TPOT "
+        f"{tpot[route][1]:.3f} ms x that accept length); the accept length measured at "
         f"C = 4 and 8, {accept[1]:.3f} and {accept[2]:.3f}, not used",
         f"the job: 64 requests in a closed loop of C (ClosedLoop(C, 0, 64, 1)), prompts of "
         f"{prompt:.0f} tokens, answers lognormal with mean {output:.0f} (all nine C = 1 groups) "
@@ -500,7 +390,6 @@ def case_qwen38_mtp7_h100nvl() -> Case:
             "1.96 at every C.",
             _tpot_note(MTP7),
             _miss_note(MTP7),
-            _spread_note(MTP7),
         ),
     )
 
@@ -546,7 +435,6 @@ def case_qwen38_dflash2_h100nvl() -> Case:
             "2.38 at every C.",
             _tpot_note(DFLASH),
             _miss_note(DFLASH),
-            _spread_note(DFLASH),
         ),
     )
 

@@ -45,7 +45,6 @@ __all__ = [
     "calibrated",
     "case_qwen38_mtp_b200",
     "fit_at_one",
-    "fit_cycle_at_one",
     "hybrid_mtp_serving_cases",
     "qwen38_vllm_scenario",
     "speculative_row",
@@ -240,23 +239,14 @@ def fit_at_one(
     the accept length."""
     alpha = alpha_for_accept_length(accept_length, k)
     assert alpha is not None  # a measured accept length is at most k + 1
-    measured_ms = token_ms * accept_length
-    fitted, passes_ms = fit_cycle_at_one(derived, measured_ms, {"acceptance.alpha": alpha})
-    return fitted, alpha, passes_ms, measured_ms
-
-
-def fit_cycle_at_one(
-    derived: Scenario, measured_ms: float, overrides: Mapping[str, Any]
-) -> tuple[Scenario, float]:
-    """(``derived`` with ``overrides`` and the per-cycle overhead max(0, ``measured_ms`` -
-    the derived batch-1 cycle), that derived cycle in ms)."""
     passes_ms = _cycle_ms(derived)
+    measured_ms = token_ms * accept_length
     fitted = with_overrides(
         derived,
-        {**overrides, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
+        {"acceptance.alpha": alpha, "timing.cycle_overhead_ms": max(0.0, measured_ms - passes_ms)},
         source="validation",
     )
-    return fitted, passes_ms
+    return fitted, alpha, passes_ms, measured_ms
 
 
 def speculative_row(subset: str, arm: str, users: int, measured: float, p: Point) -> Row:

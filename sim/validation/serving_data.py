@@ -130,11 +130,6 @@ DAVIDSHARE_QWEN38_TOK_S = _by_seed("output_tok_s")
 DAVIDSHARE_QWEN38_WALL_S = _by_seed("group_wall_s")
 DAVIDSHARE_QWEN38_ACCEPTANCE = _by_seed("acceptance_rate")
 DAVIDSHARE_QWEN38_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_DAVID["tpot_ms"])
-#: Per route, each C = 1 group's (population sd, mean) of its requests' TPOT, s.
-DAVIDSHARE_QWEN38_TPOT_SPREAD_C1: Mapping[str, tuple[tuple[float, float], ...]] = {
-    route: tuple((float(sd), float(mean)) for sd, mean in groups)
-    for route, groups in _DAVID["tpot_s_c1"].items()
-}
 
 # IneshReddy249/speculative-decoding-moe-benchmark (raw sglang.bench_serving outputs at
 # f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain, MTP (1 step, SpecV2) and
@@ -150,7 +145,3 @@ GLM47FLASH_TOK_S: Mapping[str, Mapping[int, float]] = curves(_GLM["output_tok_s"
 GLM47FLASH_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["tpot_ms"])
 GLM47FLASH_AL: Mapping[str, Mapping[int, float]] = curves(_GLM["accept_length"])
 GLM47FLASH_TTFT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["ttft_ms"])
-#: Per arm, the population sd of the requests' TPOT at C = 1 (``std_tpot_ms``), ms.
-GLM47FLASH_STD_TPOT_MS_C1: Mapping[str, float] = {
-    arm: float(v) for arm, v in _GLM["std_tpot_ms_c1"].items()
-}

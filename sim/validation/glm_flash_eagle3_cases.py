@@ -31,13 +31,12 @@ from sim.validation.glm_flash_mtp_cases import (
     crossing_note,
     job_metric_note,
     job_row,
+    job_setup_line,
     prompt_tokens,
     scored_accept_lengths,
     simulate_job,
     tpot_note,
 )
-from sim.validation.h100nvl_qwen38_cases import JOB_REPLICATIONS
-from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = [
     "EAGLE3",
@@ -151,8 +150,7 @@ def case_glm47flash_eagle3_h100pcie() -> Case:
             f"length measured at C = 4-32 ({accept}) not used",
             f"the job: case 45's (ClosedLoop(C, 0, 64, 1), prompts of {prompt_tokens():.0f} "
             f"tokens, ASSUMED all equal, answers of {pub.GLM47FLASH_OUTPUT_TOKENS}), "
-            f"{JOB_REPLICATIONS} replications, seed {SERVING_SEED}; the ± the paired gain's "
-            "Monte Carlo standard error times the plain level",
+            f"{job_setup_line(EAGLE3_ARM)}",
         ),
         notes=(
             "Gain (EAGLE-3 / plain output tok/s, case 45's plain rows) by C: "

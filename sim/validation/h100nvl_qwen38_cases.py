@@ -58,12 +58,15 @@ __all__ = [
     "JOB_REPLICATIONS",
     "MTP7",
     "MTP7_ARM",
+    "SCORED_REPLICATIONS",
     "JobPoint",
     "calibrated",
     "h100nvl_qwen38_cases",
     "job_lengths",
     "job_point",
     "measured",
+    "own_sd_line",
+    "replications_line",
 ]
 
 MTP7, DFLASH = "MTP k=7", "DFlash 2 k=7"
@@ -90,10 +93,15 @@ DFLASH2_ARM = Arm(
 ROUTES = (PLAIN, MTP7, DFLASH)
 #: The speculative routes' arms, by route.
 ARMS = {MTP7: MTP7_ARM, DFLASH: DFLASH2_ARM}
-#: Replications of a simulated job (64 heavy-tailed requests: its tail varies).
+#: Replications of a simulated job at C = 1 (calibrated there, not scored; 64 heavy-tailed
+#: requests: its tail varies).
 JOB_REPLICATIONS = 20
 #: The loads scored (C = 1 calibrates).
 SCORED = (4, 8)
+#: Replications of a scored job, by C: each level's own Monte Carlo standard error about
+#: 0.5% of it (measured at 100 replications, seed ``SERVING_SEED``: 0.5-0.6% at C = 4,
+#: 0.7-0.9% at C = 8, falling as 1 / sqrt(replications); docs/accuracy-under-load.md).
+SCORED_REPLICATIONS = {4: 120, 8: 300}
 
 
 def measured(route: str, users: int, field: str = "tok_s") -> float:
@@ -165,12 +173,14 @@ def calibrated(route: str) -> tuple[Scenario, float, float, float, float]:
 @dataclass(frozen=True, slots=True)
 class JobPoint:
     """One simulated job at C in flight: both routes' output tok/s over the job and the
-    paired gain, with their Monte Carlo standard errors; both routes' pooled TPOT and TTFT
-    (ms, the P50 or the mean), beside the measured ones (not scored)."""
+    paired gain, with their Monte Carlo standard errors (``speculative_sd`` the level's own,
+    not through the gain); both routes' pooled TPOT and TTFT (ms, the P50 or the mean),
+    beside the measured ones (not scored)."""
 
     baseline_tok_s: float
     baseline_sd: float
     speculative_tok_s: float
+    speculative_sd: float
     gain: float
     gain_sd: float
     baseline_tpot_ms: float
@@ -183,11 +193,13 @@ def _sd(r: Any) -> float:
     return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
 
 
-def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") -> JobPoint:
+def job_point(
+    scenario: Scenario, users: int, requests: int, replications: int, tpot: str = "p50"
+) -> JobPoint:
     """A finite job of ``requests`` sent by ``users`` workers on ``scenario``'s server:
     output tokens over the whole job's time (prefill, ramp and tail included),
-    ``JOB_REPLICATIONS`` replications; ``tpot``: the TPOT and TTFT statistic reported
-    (``p50`` or ``mean``)."""
+    ``replications`` replications (the first ones of ``SERVING_SEED`` whatever their
+    number); ``tpot``: the TPOT and TTFT statistic reported (``p50`` or ``mean``)."""
     sc = with_load(scenario, concurrency=users, source="validation")
     setup = serving_setup(bind(sc), source="validation")
     job = Workload(
@@ -198,7 +210,12 @@ def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") 
     )
     plan = replace(setup.plan, workload=job)
     run = simulate_serving(
-        plan, work_out(plan, setup.policies), replications=JOB_REPLICATIONS, seed=SERVING_SEED
+        plan,
+        work_out(plan, setup.policies),
+        replications=replications,
+        seed=SERVING_SEED,
+        # no ITL is read: the same numbers without streaming the delivery gaps
+        delivery_gaps=False,
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]
@@ -207,6 +224,7 @@ def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") 
         base.aggregate_tok_s.mean,
         _sd(base.aggregate_tok_s),
         spec.aggregate_tok_s.mean,
+        _sd(spec.aggregate_tok_s),
         gain.mean,
         _sd(gain),
         getattr(base.metrics["tpot_ms"], tpot),
@@ -219,7 +237,12 @@ def job_point(scenario: Scenario, users: int, requests: int, tpot: str = "p50") 
 @functools.cache
 def simulate_job(route: str, users: int) -> JobPoint:
     """The job as run: ``users`` workers over the 64 requests."""
-    return job_point(calibrated(route)[0], users, pub.DAVIDSHARE_QWEN38_REQUESTS)
+    return job_point(
+        calibrated(route)[0],
+        users,
+        pub.DAVIDSHARE_QWEN38_REQUESTS,
+        SCORED_REPLICATIONS.get(users, JOB_REPLICATIONS),
+    )
 
 
 def _tpot_note(route: str) -> str:
@@ -288,8 +311,25 @@ def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
     )
 
 
+def replications_line(scored: dict[int, int], at_one: int) -> str:
+    """How many replications each load's job ran: ``scored`` by C, ``at_one`` at C = 1."""
+    counts = ", ".join(f"{n} at C = {users}" for users, n in scored.items())
+    return f"{counts} ({at_one} at C = 1, not scored)"
+
+
+def own_sd_line(arm: str, jobs: dict[int, JobPoint]) -> str:
+    """Each scored level's own Monte Carlo standard error relative to it, by C (``jobs``)."""
+    parts = [
+        f"{users}: plain {p.baseline_sd / p.baseline_tok_s:.2%}, {arm} "
+        f"{p.speculative_sd / p.speculative_tok_s:.2%}"
+        for users, p in jobs.items()
+    ]
+    return "each level's own Monte Carlo standard error by C: " + "; ".join(parts)
+
+
 def _setup_lines(route: str) -> tuple[str, ...]:
     scenario, al, alpha, passes_ms, cycle_ms = calibrated(route)
+    jobs = {users: simulate_job(route, users) for users in SCORED}
     prompt, output, sigma = job_lengths()
     accept = [1.0 + K * measured(route, users, "acceptance") for users in (1, *SCORED)]
     tpot = pub.DAVIDSHARE_QWEN38_TPOT_MS
@@ -311,8 +351,9 @@ def _setup_lines(route: str) -> tuple[str, ...]:
         f"{prompt:.0f} tokens, answers lognormal with mean {output:.0f} (all nine C = 1 groups) "
         f"and log-sd {sigma:.3f} (ASSUMED shape; the coefficient of variation of the one group "
         "read), capped at 16,384; the tasks' frozen order not reproduced; output tok/s over "
-        f"the whole job, {JOB_REPLICATIONS} replications, seed {SERVING_SEED}; the ± of a "
-        "speculative row is the paired gain's Monte Carlo standard error times the plain level",
+        f"the whole job, {replications_line(SCORED_REPLICATIONS, JOB_REPLICATIONS)}, seed "
+        f"{SERVING_SEED}; the ± of a speculative row is the paired gain's Monte Carlo "
+        f"standard error times the plain level; {own_sd_line(route, jobs)}",
     )
 
 

@@ -33,7 +33,13 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
-from sim.validation.h100nvl_qwen38_cases import JOB_REPLICATIONS, JobPoint, job_point
+from sim.validation.h100nvl_qwen38_cases import (
+    JOB_REPLICATIONS,
+    SCORED_REPLICATIONS,
+    JobPoint,
+    job_point,
+    replications_line,
+)
 from sim.validation.hybrid_mtp_serving_cases import (
     GDN_STATE_BYTES,
     PLAIN,
@@ -135,7 +141,13 @@ def calibrated() -> tuple[Scenario, float, float, float]:
 @functools.cache
 def simulate_job(users: int) -> JobPoint:
     """The job as run: ``users`` workers over the 64 requests (mean TPOT and TTFT)."""
-    return job_point(calibrated()[0], users, pub.DAVIDSHARE_QWEN36_REQUESTS, "mean")
+    return job_point(
+        calibrated()[0],
+        users,
+        pub.DAVIDSHARE_QWEN36_REQUESTS,
+        SCORED_REPLICATIONS.get(users, JOB_REPLICATIONS),
+        "mean",
+    )
 
 
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
@@ -175,8 +187,9 @@ def _setup_lines() -> tuple[str, ...]:
         f"{prompt:.0f} tokens (ASSUMED all equal, the two read), answers lognormal with mean "
         f"{output:.1f} (both routes' C = 1 groups) and log-sd {sigma:.3f} (the coefficient of "
         "variation of the plain C = 1 group's 64 answers), capped at 8,192; the tasks' frozen "
-        f"order not reproduced; output tok/s over the whole job, {JOB_REPLICATIONS} "
-        f"replications, seed {SERVING_SEED}; the ± of the MTP rows is the paired gain's "
+        "order not reproduced; output tok/s over the whole job, "
+        f"{replications_line(SCORED_REPLICATIONS, JOB_REPLICATIONS)} (cases 43/44's "
+        f"precision), seed {SERVING_SEED}; the ± of the MTP rows is the paired gain's "
         "Monte Carlo standard error times the plain level",
     )
 

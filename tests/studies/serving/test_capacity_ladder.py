@@ -604,3 +604,25 @@ def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
     assert new and all(pt.replications == FIRST for pt in new)
     share_rule = Share("slo_attainment", SHARE)
     assert any(not share_rule({FixedK(3): pt}, FixedK(3)) for pt in new)  # R before
+
+
+def test_a_k_draws_start_at_the_move_of_the_policy_drawn_before_it():
+    """``_moves``: each draw's ln(cap_d / nominal) of the last policy drawn so far with a
+    crossing (the next smaller k), skipping one without (no capacity, or a lower bound);
+    None where no policy drawn so far has one."""
+    from types import SimpleNamespace
+
+    from sim.studies.serving.capacity import _moves
+
+    plain = SimpleNamespace(value=0.5, at_least=False)
+    k1 = SimpleNamespace(value=0.8, at_least=False)
+    capped = SimpleNamespace(value=2.0, at_least=True)
+    caps = [np.array([0.4, 0.6, np.nan]), np.array([1.0, 0.64, np.inf])]
+    got = _moves(caps, [plain, k1, capped])
+    np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
+    assert got[2] == np.inf
+    # the policy before has no crossing: the one before it
+    got = _moves([*caps, np.full(3, np.nan)], [plain, k1, capped, k1])
+    np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
+    none = SimpleNamespace(value=None, at_least=False)
+    assert _moves([caps[0]], [none]) is None

@@ -814,13 +814,13 @@ def completed_draws(
     up again from ``p`` when None: a new evaluator on the draws' one, with the search's
     sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
     below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
-    capacity: the policy's drawn before it in the same draw, ``_moves``) at the two ladder
-    rates around the nominal capacity so moved (a NaN or infinite move: at the first);
-    then (``_probes``) its
-    attainment is predicted at each ladder rate inside the bracket as the nominal mean
-    (linear in log rate between the nominal rates run) moved by the draw's shift at the
-    bracket's ends, and it runs the first predicted to fail and the one below it, until the
-    bracket is two neighbouring ladder rates (``_narrowed``). The prediction only picks
+    capacity: the policy's drawn before it in the same draw, ``_moves``) at the ladder rate
+    nearest the nominal capacity so moved (a NaN or infinite move: at the first); then
+    (``_probes``) its attainment is predicted at each ladder rate inside the bracket as
+    the nominal mean (linear in log rate between the nominal rates run) moved by the
+    draw's shift at the bracket's ends, and it runs the ladder rate nearest the predicted
+    crossing, one a round, until the bracket is two neighbouring ladder rates
+    (``_narrowed``). The prediction only picks
     rates: where the draw's attainment falls with the rate the bracket is the one pair of
     neighbouring ladder rates around its crossing, whatever rates the nominal search tried,
     and the capacity lies within one ladder step of that crossing. Ladder rates outside the
@@ -940,10 +940,9 @@ def completed_draws(
     first: dict[int, list[int]] = {}
     for d in everyone:
         m = math.nan if moves is None else float(moves[d])
-        if math.isfinite(m):  # the two ladder rates around the predicted crossing
-            below = place(cap + m)
-            for j in sorted({below, min(below + 1, j_hi)}):
-                first.setdefault(j, []).append(d)
+        if math.isfinite(m):  # the ladder rate nearest the predicted crossing
+            j = max(j_lo, min(j_hi, round(ladder_index(cap + m, origin))))
+            first.setdefault(j, []).append(d)
         else:
             first.setdefault(j0, []).append(d)
     run(first)
@@ -1149,8 +1148,12 @@ def _probes(
     rate) moved along the rate: at each end simulated, the draw's attainment a is the
     nominal's at log rate x_nom(a), so the draw's curve is the nominal's moved by x -
     x_nom(a) (the mean of the ends' moves), and its crossing of the share is predicted at
-    x_nom(share) plus that move; the draw runs the two ladder rates around it (those
-    inside the bracket). Where no end tells (its attainment at or beyond the nominal's
+    x_nom(share) plus that move; the draw runs the one ladder rate nearest it (inside the
+    bracket: where that is an end already run, its neighbour inside). One rate a round:
+    the next round predicts again from the draw's value there, near the share where the
+    curve falls fastest, and a prediction a step or more off costs one rate, not a pair
+    both on the same side (docs/study-speed.md, "one ladder rate a round"). Where no end
+    tells (its attainment at or beyond the nominal's
     highest or lowest mean) or the prediction lies outside the bracket, the bracket's
     midpoint, or ``OUTWARD`` steps beyond its one simulated end. A prediction only picks
     the rates: the crossing is read on the draw's own attainment, and where that
@@ -1168,9 +1171,9 @@ def _probes(
     ]
     want: list[int] = []
     if moves:
-        below = math.floor(ladder_index(x_nom(share) + sum(moves) / len(moves), origin))
-        if lo <= below < hi:  # else the prediction contradicts the draw's own ends
-            want = [below, below + 1]
+        at = ladder_index(x_nom(share) + sum(moves) / len(moves), origin)
+        if lo <= math.floor(at) < hi:  # else the prediction contradicts the draw's own ends
+            want = [round(at)]  # an end already run: its neighbour inside (below)
     if not want and lo in seen and hi in seen:
         want = [(lo + hi) // 2]
     elif not want:

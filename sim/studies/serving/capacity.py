@@ -678,7 +678,7 @@ def _bound_moves(draws: DrawnPoints, search: CapacitySearch) -> np.ndarray | Non
     model, nothing simulated), ln(bound_d / bound) (D,; NaN for a draw the scenario
     rejects), to start plain decoding's draws (``completed_draws``' ``moves``), which no
     other policy's draws precede: a draw that makes the server slower or faster moves its
-    capacity the same way. A prediction only (it picks a draw's first two ladder rates;
+    capacity the same way. A prediction only (it picks a draw's first ladder rate;
     the capacity under the SLOs moves further than the bound on the shipped serving
     scenario, about twice): where it misses, the ladder's probes take over, as from the
     nominal capacity's rate. None for plans without a scenario or a bound that is not

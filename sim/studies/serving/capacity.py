@@ -617,9 +617,10 @@ def capacity(
         # the terms at the capacities' decode batches (the searches' rates alone)
         tolerances = completion_tolerances(_terms(draws, [s.result() for s in searches]))
         for s, tol in zip(searches, tolerances, strict=True):
-            # each k's draws start where plain decoding's draw moved its capacity
-            # plain decoding's from the move of its service bound in the draw
-            moves = _moves(caps[0], searches[0].value) if caps else _bound_moves(draws, s)
+            # each k's draws start where the draw moved the capacity of the policy before
+            # it (the next smaller k, or plain decoding), plain decoding's from the move
+            # of its service bound in the draw
+            moves = _moves(caps, searches) if caps else _bound_moves(draws, s)
             got = completed_draws(draws, s.result(), share, search=s, tolerance=tol, moves=moves)
             caps.append(got[0])
         terms = _terms(draws, [s.result() for s in searches])
@@ -654,16 +655,21 @@ def capacity(
     )
 
 
-def _moves(caps: np.ndarray, nominal: float | None) -> np.ndarray | None:
-    """Each draw's move of plain decoding's log capacity, ln(cap_d / nominal) (D,; NaN
-    where the draw has none: beyond the ladder or rejected), to start each k's draws
-    (``completed_draws``): the inputs a draw moves (the server's costs, the acceptance)
-    move every policy's capacity of that server, by tens of percent, and the move of one
-    predicts the other's to within a few ladder steps. None without a capacity."""
-    if nominal is None:
-        return None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.log(caps) - math.log(nominal)
+def _moves(caps: Sequence[np.ndarray], searches: Sequence[CapacitySearch]) -> np.ndarray | None:
+    """Each draw's move of the log capacity of the last policy drawn before this one
+    with a crossing (``caps`` (D,) per policy drawn so far, plain decoding first, in the
+    order of ``searches``: the next smaller k, else plain decoding), ln(cap_d / nominal)
+    (D,; NaN where the draw has none: beyond the ladder or rejected), to start this
+    policy's draws (``completed_draws``). The inputs a draw moves (the server's costs,
+    the acceptance) move every policy's capacity of that server, by tens of percent, and
+    more alike the nearer the two policies' k: on the shipped serving scenario a draw
+    moves k's log capacity by that of k - 1 within 0.0-1.7 ladder steps, against up to
+    3.5 for plain decoding's move and k = 4. None without such a policy."""
+    for c, s in zip(reversed(caps), reversed(searches[: len(caps)]), strict=True):
+        if s.value is not None and not s.at_least:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.log(c) - math.log(s.value)
+    return None
 
 
 def _bound_moves(draws: DrawnPoints, search: CapacitySearch) -> np.ndarray | None:
@@ -672,7 +678,7 @@ def _bound_moves(draws: DrawnPoints, search: CapacitySearch) -> np.ndarray | Non
     model, nothing simulated), ln(bound_d / bound) (D,; NaN for a draw the scenario
     rejects), to start plain decoding's draws (``completed_draws``' ``moves``), which no
     other policy's draws precede: a draw that makes the server slower or faster moves its
-    capacity the same way. A prediction only (it picks a draw's first two ladder rates;
+    capacity the same way. A prediction only (it picks a draw's first ladder rate;
     the capacity under the SLOs moves further than the bound on the shipped serving
     scenario, about twice): where it misses, the ladder's probes take over, as from the
     nominal capacity's rate. None for plans without a scenario or a bound that is not
@@ -808,12 +814,13 @@ def completed_draws(
     up again from ``p`` when None: a new evaluator on the draws' one, with the search's
     sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
     below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
-    capacity: plain decoding's in the same draw, for a k) at the two ladder rates around the
-    nominal capacity so moved (a NaN or infinite move: at the first); then (``_probes``) its
-    attainment is predicted at each ladder rate inside the bracket as the nominal mean
-    (linear in log rate between the nominal rates run) moved by the draw's shift at the
-    bracket's ends, and it runs the first predicted to fail and the one below it, until the
-    bracket is two neighbouring ladder rates (``_narrowed``). The prediction only picks
+    capacity: the policy's drawn before it in the same draw, ``_moves``) at the ladder rate
+    nearest the nominal capacity so moved (a NaN or infinite move: at the first); then
+    (``_probes``) its attainment is predicted at each ladder rate inside the bracket as
+    the nominal mean (linear in log rate between the nominal rates run) moved by the
+    draw's shift at the bracket's ends, and it runs the ladder rate nearest the predicted
+    crossing, one a round, until the bracket is two neighbouring ladder rates
+    (``_narrowed``). The prediction only picks
     rates: where the draw's attainment falls with the rate the bracket is the one pair of
     neighbouring ladder rates around its crossing, whatever rates the nominal search tried,
     and the capacity lies within one ladder step of that crossing. Ladder rates outside the
@@ -933,10 +940,9 @@ def completed_draws(
     first: dict[int, list[int]] = {}
     for d in everyone:
         m = math.nan if moves is None else float(moves[d])
-        if math.isfinite(m):  # the two ladder rates around the predicted crossing
-            below = place(cap + m)
-            for j in sorted({below, min(below + 1, j_hi)}):
-                first.setdefault(j, []).append(d)
+        if math.isfinite(m):  # the ladder rate nearest the predicted crossing
+            j = max(j_lo, min(j_hi, round(ladder_index(cap + m, origin))))
+            first.setdefault(j, []).append(d)
         else:
             first.setdefault(j0, []).append(d)
     run(first)
@@ -1142,8 +1148,12 @@ def _probes(
     rate) moved along the rate: at each end simulated, the draw's attainment a is the
     nominal's at log rate x_nom(a), so the draw's curve is the nominal's moved by x -
     x_nom(a) (the mean of the ends' moves), and its crossing of the share is predicted at
-    x_nom(share) plus that move; the draw runs the two ladder rates around it (those
-    inside the bracket). Where no end tells (its attainment at or beyond the nominal's
+    x_nom(share) plus that move; the draw runs the one ladder rate nearest it (inside the
+    bracket: where that is an end already run, its neighbour inside). One rate a round:
+    the next round predicts again from the draw's value there, near the share where the
+    curve falls fastest, and a prediction a step or more off costs one rate, not a pair
+    both on the same side (docs/study-speed.md, "one ladder rate a round"). Where no end
+    tells (its attainment at or beyond the nominal's
     highest or lowest mean) or the prediction lies outside the bracket, the bracket's
     midpoint, or ``OUTWARD`` steps beyond its one simulated end. A prediction only picks
     the rates: the crossing is read on the draw's own attainment, and where that
@@ -1161,9 +1171,9 @@ def _probes(
     ]
     want: list[int] = []
     if moves:
-        below = math.floor(ladder_index(x_nom(share) + sum(moves) / len(moves), origin))
-        if lo <= below < hi:  # else the prediction contradicts the draw's own ends
-            want = [below, below + 1]
+        at = ladder_index(x_nom(share) + sum(moves) / len(moves), origin)
+        if lo <= math.floor(at) < hi:  # else the prediction contradicts the draw's own ends
+            want = [round(at)]  # an end already run: its neighbour inside (below)
     if not want and lo in seen and hi in seen:
         want = [(lo + hi) // 2]
     elif not want:

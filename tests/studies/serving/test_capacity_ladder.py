@@ -518,11 +518,13 @@ def test_completion_tolerances_are_a_quarter_of_the_tightest_model_error_sigma()
     assert completion_tolerances([term(0.2, 0.1), None]) == [0.0, 0.0]
 
 
-def test_a_draw_started_at_its_predicted_move_runs_only_the_two_rates_around_it():
-    """``moves``: a draw whose predicted move of its log capacity is right starts at the
-    two ladder rates around the nominal capacity so moved and runs nothing else; its
-    capacity is the one found from the nominal capacity's rate (a straight curve: the
-    exact crossing); a NaN move starts there as before."""
+def test_a_draw_started_at_its_predicted_move_runs_the_rate_nearest_it_first():
+    """``moves``: a draw starts at the one ladder rate nearest the nominal capacity moved
+    by its predicted move, then runs one rate a round until its bracket is the two
+    neighbouring ladder rates around its crossing; its capacity is the one found from
+    anywhere (a straight curve: the exact crossing); a NaN move starts at the nominal
+    capacity's rate. A prediction three steps high fails at its first rate, and no rate
+    above it runs (a pair would have run the one above too)."""
     ev, p, nominal = _searched(2)
     origin, cap = p.origin_log_rate, math.log(p.rate_per_s)
     crossings = cap + np.linspace(-0.3, 0.35, 5)
@@ -530,16 +532,25 @@ def test_a_draw_started_at_its_predicted_move_runs_only_the_two_rates_around_it(
     def straight(c: float):
         return lambda x: SHARE - 2.0 * (x - c)
 
-    draws = _CurveDraws(ev, nominal, [straight(c) for c in crossings])
-    moves = np.append(crossings[:-1] - cap, math.nan)
+    high = crossings[1] + 3 * LADDER_STEP  # its draw's predicted crossing, 3 steps high
+    draws = _CurveDraws(ev, nominal, [straight(c) for c in [*crossings, crossings[1]]])
+    moves = np.array([*(crossings[:-1] - cap), math.nan, high - cap])
     search = CapacitySearch.of(p, nominal, SHARE)
     caps, _, _ = completed_draws(draws, p, SHARE, search=search, moves=moves)
-    np.testing.assert_allclose(np.log(caps), crossings, rtol=0, atol=1e-12)
-    for d, c in enumerate(crossings[:-1]):
+    np.testing.assert_allclose(np.log(caps), [*crossings, crossings[1]], rtol=0, atol=1e-12)
+    ran = {
+        d: [round(ladder_index(x, origin), 6) for dd, x in draws.order if dd == d]
+        for d in range(len(draws.draws))
+    }
+    for d, c in [*enumerate(crossings[:-1]), (5, high)]:
+        assert ran[d][0] == round(ladder_index(c, origin))
+    assert all(len(set(r)) == len(r) for r in ran.values())  # no rate run twice
+    for d, c in enumerate(crossings):  # the bracket's two rates
         j = math.floor(ladder_index(c, origin))
-        assert {round(ladder_index(x, origin), 6) for x in draws.ran[d]} == {j, j + 1}
-    j0 = math.floor(ladder_index(cap, origin) + 1e-9)
-    assert j0 in {round(ladder_index(x, origin), 6) for x in draws.ran[-1]}
+        assert {j, j + 1} <= set(ran[d])
+    j = math.floor(ladder_index(crossings[1], origin))
+    assert {j, j + 1} <= set(ran[5]) and max(ran[5]) == ran[5][0]
+    assert ran[4][0] == math.floor(ladder_index(cap, origin) + 1e-9)
 
 
 def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
@@ -604,3 +615,25 @@ def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
     assert new and all(pt.replications == FIRST for pt in new)
     share_rule = Share("slo_attainment", SHARE)
     assert any(not share_rule({FixedK(3): pt}, FixedK(3)) for pt in new)  # R before
+
+
+def test_a_k_draws_start_at_the_move_of_the_policy_drawn_before_it():
+    """``_moves``: each draw's ln(cap_d / nominal) of the last policy drawn so far with a
+    crossing (the next smaller k), skipping one without (no capacity, or a lower bound);
+    None where no policy drawn so far has one."""
+    from types import SimpleNamespace
+
+    from sim.studies.serving.capacity import _moves
+
+    plain = SimpleNamespace(value=0.5, at_least=False)
+    k1 = SimpleNamespace(value=0.8, at_least=False)
+    capped = SimpleNamespace(value=2.0, at_least=True)
+    caps = [np.array([0.4, 0.6, np.nan]), np.array([1.0, 0.64, np.inf])]
+    got = _moves(caps, [plain, k1, capped])
+    np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
+    assert got[2] == np.inf
+    # the policy before has no crossing: the one before it
+    got = _moves([*caps, np.full(3, np.nan)], [plain, k1, capped, k1])
+    np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
+    none = SimpleNamespace(value=None, at_least=False)
+    assert _moves([caps[0]], [none]) is None

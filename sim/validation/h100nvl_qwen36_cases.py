@@ -38,6 +38,7 @@ from sim.validation.h100nvl_qwen38_cases import (
     SCORED_REPLICATIONS,
     JobPoint,
     job_point,
+    job_row,
     replications_line,
 )
 from sim.validation.hybrid_mtp_serving_cases import (
@@ -151,18 +152,8 @@ def simulate_job(users: int) -> JobPoint:
 
 
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
-    return Row(
-        "aggregate output tok/s of the 64-task job"
-        + (" (no speculation)" if side == "plain" else " (speculation)"),
-        f"david-share Qwen3.6-27B H100 NVL {route} C={users}",
-        f"closed loop of {users} over 64 tasks (one run)",
-        measured(route, users),
-        predicted,
-        sd,
-        load=users,
-        calibrated_loads=(1.0,),
-        side=side,
-    )
+    figure = f"david-share Qwen3.6-27B H100 NVL {route} C={users}"
+    return job_row(figure, users, "one run", measured(route, users), predicted, sd, side)
 
 
 def _setup_lines() -> tuple[str, ...]:

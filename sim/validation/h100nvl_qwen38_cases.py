@@ -64,6 +64,7 @@ __all__ = [
     "h100nvl_qwen38_cases",
     "job_lengths",
     "job_point",
+    "job_row",
     "measured",
     "own_sd_line",
     "replications_line",
@@ -295,20 +296,35 @@ def _figure(route: str, users: int) -> str:
     return f"david-share Qwen3.8-27B H100 NVL {route} C={users}"
 
 
-def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
-    lo, hi = _seed_range(route, users)
+def job_row(
+    figure: str,
+    users: int,
+    runs: str,
+    measured_tok_s: float,
+    predicted: float,
+    sd: float,
+    side: str,
+) -> Row:
+    """A scored row of a 64-task job's output tok/s at ``users`` requests in flight,
+    calibrated at C = 1 only; ``runs``: what the measurement is (e.g. "one run")."""
     return Row(
         "aggregate output tok/s of the 64-task job"
         + (" (no speculation)" if side == "plain" else " (speculation)"),
-        _figure(route, users),
-        f"closed loop of {users} over 64 tasks (three seeds: {lo:.0f}-{hi:.0f} tok/s)",
-        measured(route, users),
+        figure,
+        f"closed loop of {users} over 64 tasks ({runs})",
+        measured_tok_s,
         predicted,
         sd,
         load=users,
         calibrated_loads=(1.0,),
         side=side,
     )
+
+
+def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
+    lo, hi = _seed_range(route, users)
+    runs = f"three seeds: {lo:.0f}-{hi:.0f} tok/s"
+    return job_row(_figure(route, users), users, runs, measured(route, users), predicted, sd, side)
 
 
 def replications_line(scored: dict[int, int], at_one: int) -> str:

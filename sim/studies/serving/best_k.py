@@ -48,7 +48,6 @@ from sim.studies.serving.draws import (
     DrawnPoints,
     interval90,
     near,
-    probe_draws,
     replication_counts,
 )
 from sim.studies.serving.evaluator import (
@@ -68,7 +67,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
-from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe, difference_tied
+from sim.studies.serving.sequential import EARLY_LOOKS, Leader, Pairs, describe, difference_tied
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
@@ -394,22 +393,27 @@ def _select(
         # every load's first draw batch at once (what ``input_ties`` asks first at each:
         # the selection's points at one load change only where its draws read them), so
         # each draw's points run as one unit (``DrawnPoints.ensure``)
-        first, rest = [], []
+        first: list[tuple[Load, Any]] = []
         for load in loads:
             points = {k: evaluator(load, FixedK(k)) for k in ks}
             choice = _choice(load, points, objective)
             term = load_term(draws.evaluator.builder, points)
             first += [(load, FixedK(k)) for k in _drawn_ks(choice, term)]
-        draws.ensure(first, first_draws(draws))
-        # then the other draws, in one batch, where the first ones' interval reaches
-        # beyond the band (``input_ties`` decides again on the values it reads)
-        for load in loads:
-            points = {k: evaluator(load, FixedK(k)) for k in ks}
-            choice = _choice(load, points, objective)
-            term = load_term(draws.evaluator.builder, points)
-            rest += _beyond_band(draws, load, choice, points, objective, term)
-        if rest:
-            draws.ensure(list(dict.fromkeys(rest)))
+        stages = draw_stages(draws)
+        draws.ensure(first, stages[0])
+        # then each next stage of draws, in one batch, where the draws run so far give an
+        # interval reaching beyond the band (``input_ties`` decides again on the values
+        # it reads)
+        for stage in stages[1:]:
+            rest = []
+            for load in loads:
+                points = {k: evaluator(load, FixedK(k)) for k in ks}
+                choice = _choice(load, points, objective)
+                term = load_term(draws.evaluator.builder, points)
+                rest += _beyond_band(draws, load, choice, points, objective, term)
+            if not rest:
+                break
+            draws.ensure(list(dict.fromkeys(rest)), stage)
     out = []
     for load in loads:
         while True:  # again when the draws ran a point's other replications
@@ -453,15 +457,35 @@ def _drawn_ks(choice: LoadChoice, term: ModelErrorTerm | None) -> list[int]:
     return [best, *sorted(set(ranked[:1]) | set(close))]
 
 
-def first_draws(draws: DrawnPoints) -> range | None:
-    """The draws ``input_ties`` runs first at its contenders (None: every draw): with
-    sequential draws the first half (``probe_draws``: for scrambled Sobol draws a
-    balanced net of the inputs of their own), the others only where those draws'
-    interval reaches beyond the model-error band (``inside_band``)."""
-    if not draws.sequential:
-        return None
-    first = probe_draws(len(draws.draws))
-    return None if len(first) >= len(draws.draws) else first
+#: Draws the first stage of ``draw_stages`` runs (a scrambled Sobol sequence's first two
+#: points: a balanced net of the inputs of their own, one in each half of every input).
+FIRST_DRAWS = 2
+
+
+def draw_stages(draws: DrawnPoints) -> list[range]:
+    """The draws ``input_ties`` runs in turn at its contenders: with sequential draws the
+    first ``FIRST_DRAWS``, then doubling (2, 4, 8 of 8: each stage's end a scrambled Sobol
+    sequence's first 2^m points, a balanced net of their own), the next stage only where
+    the draws run so far give an interval reaching beyond the model-error band
+    (``inside_band``); otherwise every draw at once."""
+    n = len(draws.draws)
+    if not draws.sequential or n <= FIRST_DRAWS:
+        return [range(n)]
+    ends = [FIRST_DRAWS]
+    while ends[-1] * 2 < n:
+        ends.append(ends[-1] * 2)
+    ends.append(n)
+    return [range(lo, hi) for lo, hi in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _next_stage(draws: DrawnPoints, keys: Sequence[tuple[Load, Any]]) -> range | None:
+    """The first stage of ``draw_stages`` with a draw (one the scenario has not rejected)
+    that has not run one of ``keys``; None: every draw has run them."""
+    for stage in draw_stages(draws):
+        got = [draws.points[i] for i in stage]
+        if any(g is not None and any(k not in g for k in keys) for g in got):
+            return stage
+    return None
 
 
 def _missing(draws: DrawnPoints, keys: Sequence[tuple[Load, Any]]) -> bool:
@@ -482,9 +506,9 @@ def inside_band(
     the best's level ``top``): the answer's interval is then the band whatever more draws
     give, since the band is the least it holds, and it holds the interval of the draws
     run, itself a 90% interval (their normal prediction interval takes Student's t on
-    their own count: 4 draws, t(0.95, 3) = 2.35 standard deviations x sqrt(1 + 1/4),
-    against 1.89 x sqrt(1 + 1/8) on 8). False without a band, an interval, or two
-    finite answers (no standard deviation)."""
+    their own count: 2 draws, t(0.95, 1) = 6.31 standard deviations x sqrt(1 + 1/2); 4,
+    2.35 x sqrt(1 + 1/4); against 1.89 x sqrt(1 + 1/8) on 8). False without a band, an
+    interval, or two finite answers (no standard deviation)."""
     if term is None or not term.gain_sigma > 0 or ends is None or len(values) < 2:
         return False
     band = term.difference(nominal, [nominal, nominal], top)
@@ -539,12 +563,13 @@ def input_ties(
     intervals also hold the model's error of the ratio k / best at the load's decode
     batch (sim/uncertainty/model_error.py, the gains' term: two policies on one
     server), and a k within that band of the best is a contender too. Sequential draws
-    run in two stages (``first_draws``): the first half, then every draw only for a
-    difference whose interval from them reaches beyond that band (``inside_band``)."""
+    run in stages (``draw_stages``): the first 2, then 4, then all 8, each next stage
+    only for a difference whose interval from the draws run reaches beyond that band
+    (``inside_band``)."""
     best, levels = choice.best, choice.levels
     top = abs(levels[best].mean)
     contenders = _drawn_ks(choice, term)[1:]
-    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]], first_draws(draws))
+    draws.ensure([(load, FixedK(k)) for k in [best, *contenders]], draw_stages(draws)[0])
     higher = METRICS[objective].higher_is_better
 
     def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -566,8 +591,9 @@ def input_ties(
                 continue  # sequential draws: their other replications ran
             values = [float(v) for v in drawn if not np.isnan(v)]
             ends = interval90(values, nominal.ci95)
-            if _missing(draws, keys) and not inside_band(values, ends, nominal.mean, term, top):
-                draws.ensure(keys)  # the other draws: the first ones' interval is not enough
+            stage = _next_stage(draws, keys)
+            if stage is not None and not inside_band(values, ends, nominal.mean, term, top):
+                draws.ensure(keys, stage)  # the next draws: those run so far are not enough
                 continue
             reached = np.array([*values, *(ends or ())])  # the draws and the interval's ends
             sigma = 0.0 if term is None else term.gain_sigma * top  # the band, in the units
@@ -585,28 +611,33 @@ def input_ties(
 
 
 def _first_draws_note(draws: DrawnPoints | None, choices: Sequence[LoadChoice]) -> tuple[str, ...]:
-    """The assumption for the selection's differences whose interval stopped at the first
-    draws (``first_draws``, ``inside_band``); none: nothing."""
-    first = None if draws is None else first_draws(draws)
-    if draws is None or first is None:
+    """The assumption for the selection's differences whose interval stopped at an early
+    stage of the draws (``draw_stages``, ``inside_band``); none: nothing."""
+    stages = None if draws is None else draw_stages(draws)
+    if draws is None or stages is None or len(stages) < 2:
         return ()
-    stopped = []
+    accepted = sum(1 for got in draws.points if got is not None)
+    stopped: dict[int, list[str]] = {}
     for c in choices:
         for k in c.interval90 or {}:
             key = (Load("concurrency", c.users), FixedK(k))
             ran = sum(1 for got in draws.points if got is not None and key in got)
-            if 0 < ran < sum(1 for got in draws.points if got is not None):
-                stopped.append(f"k = {k} at {c.users} user{'' if c.users == 1 else 's'}")
+            if 0 < ran < accepted:
+                stopped.setdefault(ran, []).append(
+                    f"k = {k} at {c.users} user{'' if c.users == 1 else 's'}"
+                )
     if not stopped:
         return ()
+    ends = ", ".join(str(stage.stop) for stage in stages)
     return (
-        f"draws: each difference's interval from inputs and model starts on the first "
-        f"{len(first)} of the {len(draws.draws)} draws (a balanced net of the inputs of "
-        f"their own) and runs the others only where those draws' 90% interval (their 5-95% "
-        f"and normal prediction interval, Student's t on their count, joined with the "
-        f"nominal's Monte Carlo 95%) reaches beyond the difference's model-error band; "
-        f"elsewhere the interval is the band, which holds theirs, and more draws cannot "
-        f"narrow it: " + "; ".join(stopped),
+        f"draws: each difference's interval from inputs and model runs the draws in "
+        f"stages ({ends} of the {len(draws.draws)}: each a balanced net of the inputs of "
+        f"its own) and the next stage only where the draws run so far give a 90% interval "
+        f"(their 5-95% and normal prediction interval, Student's t on their count, joined "
+        f"with the nominal's Monte Carlo 95%) reaching beyond the difference's model-error "
+        f"band; elsewhere the interval is the band, which holds theirs, and more draws "
+        f"cannot narrow it: "
+        + "; ".join(f"on {n} draws: {', '.join(names)}" for n, names in sorted(stopped.items())),
     )
 
 
@@ -723,8 +754,9 @@ def best_k(
     a point stops at its first replications where its comparisons are settled
     (sim/studies/serving/sequential.py: at a selection load each k against the leader,
     ``Leader``; in the check each engine form against every fixed k, ``Pairs``, asked
-    first at ``EARLY`` replications: nothing but the check's own verdicts reads its
-    points, no draw and no crossing)."""
+    first at ``EARLY_LOOKS`` replications, 2 and 3: nothing but the check's own verdicts
+    reads its points, no draw and no crossing; the boundaries' bisections, which read
+    only their points' sides, look at 2 and 3 too)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -750,7 +782,7 @@ def best_k(
     if sequential:
         evaluator.rule = Leader(objective, order=lambda p: -p.max_k, band=band)  # ties: shorter k
     rows, choices, notes = best_k_table(
-        evaluator, grid, ks, objective, refine, draws, (EARLY,) if sequential else ()
+        evaluator, grid, ks, objective, refine, draws, EARLY_LOOKS if sequential else ()
     )
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
@@ -765,7 +797,7 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
         same=same_point,
-        early=(EARLY,) if sequential else (),
+        early=EARLY_LOOKS if sequential else (),
     )
     if sequential:
         pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)

@@ -478,18 +478,26 @@ class DrawnPoints:
         if not self.sequential:
             return False
         idx = list(range(len(self.draws)) if which is None else which)
+        # the draws that ran the comparison (both points: a study that runs its draws in
+        # stages, best-k's selection, may have run one of them further for another)
         short = [
             i
             for i in idx
             if (got := self.points[i]) is not None
-            and any(key in got and got[key].replications < self.replications for key in keys)
+            and all(key in got for key in keys)
+            and any(got[key].replications < self.replications for key in keys)
         ]
         if not short:
             return False
         # a subset's spread is not the comparison's (a crossing's walk outwards reads its
         # few draws beyond the cell): there every draw runs both
         if len(idx) == len(self.draws):
-            probes = [i for i in probe_draws(len(self.draws)) if self.points[i] is not None]
+            # the probes that ran both points (the next stage may not have reached them)
+            probes = [
+                i
+                for i in probe_draws(len(self.draws))
+                if (got := self.points[i]) is not None and all(key in got for key in keys)
+            ]
             measured = self.differences(keys, metric, pair, own, probes)
             if measured is None and one_replication_enough(drawn[idx], own, ci95, joined=joined):
                 return False  # the a priori bound settles it

@@ -1,8 +1,9 @@
-"""best-k's selection draws in two stages (sim/studies/serving/best_k.py ``first_draws``,
-``inside_band``): the first half of the draws at every contender, the others only where
-those draws' 90% interval reaches beyond the difference's model-error band. Where it
-stops, the interval is the band, which holds the first draws' own 90% interval, and it
-is the one all the draws give; where it does not, every draw runs."""
+"""best-k's selection draws in stages (sim/studies/serving/best_k.py ``draw_stages``,
+``inside_band``): the first 2 draws at every contender, then 4, then all 8, each next
+stage only where the draws run so far give a 90% interval reaching beyond the
+difference's model-error band. Where it stops, the interval is the band, which holds the
+draws' own 90% interval, and it is the one all the draws give; where it does not, every
+draw runs."""
 
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from sim.scenario.overrides import with_overrides
 from sim.studies.serving.best_k import (
     LoadChoice,
     best_k,
-    first_draws,
+    draw_stages,
     input_ties,
     inside_band,
 )
-from sim.studies.serving.draws import DrawnPoints, interval90, probe_draws
+from sim.studies.serving.draws import DrawnPoints, interval90
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
 from sim.uncertainty.model_error import ModelErrorTerm
@@ -92,10 +93,11 @@ def test_the_first_draws_stop_where_their_interval_lies_inside_the_band() -> Non
     -0.2 difference), draws spread +-0.3: the first four's interval lies inside it, the
     others never run, and the answer is the band, the one all eight give."""
     got, draws = _ties(0.3, 0.1)
-    first = list(probe_draws(8))
-    assert draws.asked == [first]
+    # the first two (-1 and +1 x 0.3) give t(0.95, 1) = 6.31 sd: beyond the band; the
+    # first four's interval lies inside it
+    assert draws.asked == [[0, 1], [2, 3]]
     ran = [i for i, p in enumerate(draws.points) if p]
-    assert ran == first
+    assert ran == [0, 1, 2, 3]
     term = _term(0.1)
     mean, top = -0.2, 10.25
     band = term.difference(mean, [mean, mean], top)
@@ -112,12 +114,29 @@ def test_the_first_draws_stop_where_their_interval_lies_inside_the_band() -> Non
     assert got.tied_by_inputs == every.tied_by_inputs == (1,)
 
 
+def test_two_draws_stop_where_their_interval_lies_inside_the_band() -> None:
+    """Draws spread +-0.05 against the same band: the first two's 90% interval (t on one
+    degree of freedom, 6.31 sd x sqrt(1 + 1/2)) lies inside it, no other draw runs, and
+    the answer is the band, the one all eight give."""
+    got, draws = _ties(0.05, 0.1)
+    assert draws.asked == [[0, 1]]
+    assert [i for i, p in enumerate(draws.points) if p] == [0, 1]
+    values = [-0.2 + 0.05 * o for o in OFFSETS[:2]]
+    own = interval90(values, None)
+    band = _term(0.1).difference(-0.2, [-0.2, -0.2], 10.25)
+    assert own is not None and band is not None
+    assert band[0] <= own[0] and own[1] <= band[1]
+    every, _ = _ties(0.05, 0.1, sequential=False)
+    assert got.interval90 == every.interval90
+    assert got.interval90 is not None and got.interval90[1] == band
+
+
 @pytest.mark.parametrize("spread, gain_sigma", [(0.3, 0.005), (3.0, 0.1)])
 def test_every_draw_runs_where_the_first_ones_reach_beyond_the_band(spread, gain_sigma) -> None:
     """A band narrower than the first draws' interval (or draws spread wider than the
     band): the other draws run, and the interval is the one all eight give."""
     got, draws = _ties(spread, gain_sigma)
-    assert draws.asked[0] == list(probe_draws(8))
+    assert draws.asked == [[0, 1], [2, 3], [4, 5, 6, 7]]
     assert all(p for p in draws.points)  # every draw ran
     every, _ = _ties(spread, gain_sigma, sequential=False)
     assert got.interval90 == every.interval90
@@ -133,8 +152,8 @@ def test_no_band_or_too_few_draws_never_stop_early() -> None:
     assert not inside_band([-0.4, 0.0], ends, -0.2, None, 10.25)
     assert not inside_band([-0.4, 0.0], ends, -0.2, _term(0.0), 10.25)
     assert not inside_band([-0.4, 0.0], None, -0.2, _term(0.1), 10.25)
-    assert first_draws(_StagedDraws(0.3, sequential=False)) is None  # type: ignore[arg-type]
-    assert list(first_draws(_StagedDraws(0.3)) or []) == [0, 1, 2, 3]  # type: ignore[arg-type]
+    assert draw_stages(_StagedDraws(0.3, sequential=False)) == [range(8)]  # type: ignore[arg-type]
+    assert draw_stages(_StagedDraws(0.3)) == [range(2), range(2, 4), range(4, 8)]  # type: ignore[arg-type]
 
 
 def _short_best_k(workers: int):
@@ -160,8 +179,46 @@ def test_the_first_draws_give_the_same_document_at_one_and_two_workers() -> None
         for key in got
     }
     accepted = sum(1 for got in draws.points if got is not None)
-    assert set(counts.values()) == {len(probe_draws(8)), accepted}
+    assert set(counts.values()) <= {2, 4, accepted} and min(counts.values()) < accepted
     assert all(n == accepted for (load, _), n in counts.items() if load.value == 1)
-    assert any("starts on the first 4 of the 8 draws" in a for a in one.assumptions)
+    assert any("runs the draws in stages (2, 4, 8 of the 8" in a for a in one.assumptions)
     two, _ = _short_best_k(2)
     assert one.to_dict() == two.to_dict()
+
+
+class _Probed:
+    """Draws at one stage's end: the first two ran both points on two replications (their
+    probes measured), the best alone ran the third on one (another contender's stage)."""
+
+    replications = 2
+    sequential = True
+    settle = DrawnPoints.settle
+    differences = DrawnPoints.differences
+
+    def __init__(self) -> None:
+        k1, k2 = (LOAD, FixedK(1)), (LOAD, FixedK(2))
+        self.draws = tuple(() for _ in OFFSETS)
+        self.points: list[dict] = [{} for _ in OFFSETS]
+        for i in (0, 1):
+            self.points[i] = {k1: _point([10.0, 10.1]), k2: _point([10.2, 10.3])}
+        self.points[2] = {k2: _point([10.2])}
+        self.asked: list[list[int]] = []
+
+    def ensure(self, keys, which=None, upto=None) -> None:
+        self.asked.append(list(which or []))
+
+
+def test_a_comparison_settles_on_the_draws_that_ran_both_its_points() -> None:
+    """A draw where only one point of the comparison ran (the best, for another contender's
+    next stage) is not one of its draws: nothing runs there for it, and its probes are
+    read on the draws that ran both."""
+    draws = _Probed()
+    keys = [(LOAD, FixedK(1)), (LOAD, FixedK(2))]
+    drawn = np.array([-0.2, -0.2, *[np.nan] * 6])
+    own = np.array([-0.2, -0.2, -0.2, -0.2])
+
+    def pair(a, b):
+        return a - b
+
+    assert not draws.settle(keys, None, drawn, own, None, "per_user_tok_s", pair)  # type: ignore[arg-type]
+    assert draws.asked == []

@@ -67,7 +67,7 @@ from sim.studies.serving.paired_metrics import (
     paired_values,
     ratio_doc,
 )
-from sim.studies.serving.sequential import EARLY_LOOKS, Leader, Pairs, describe, difference_tied
+from sim.studies.serving.sequential import EARLY, Leader, Pairs, describe, difference_tied
 from sim.uncertainty.model_error import ModelErrorTerm
 
 __all__ = [
@@ -754,9 +754,8 @@ def best_k(
     a point stops at its first replications where its comparisons are settled
     (sim/studies/serving/sequential.py: at a selection load each k against the leader,
     ``Leader``; in the check each engine form against every fixed k, ``Pairs``, asked
-    first at ``EARLY_LOOKS`` replications, 2 and 3: nothing but the check's own verdicts
-    reads its points, no draw and no crossing; the boundaries' bisections, which read
-    only their points' sides, look at 2 and 3 too)."""
+    first at ``EARLY`` replications: nothing but the check's own verdicts reads its
+    points, no draw and no crossing)."""
     if objective not in OBJECTIVES:
         raise SpecsimError(
             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})", param="objective"
@@ -782,7 +781,7 @@ def best_k(
     if sequential:
         evaluator.rule = Leader(objective, order=lambda p: -p.max_k, band=band)  # ties: shorter k
     rows, choices, notes = best_k_table(
-        evaluator, grid, ks, objective, refine, draws, EARLY_LOOKS if sequential else ()
+        evaluator, grid, ks, objective, refine, draws, (EARLY,) if sequential else ()
     )
     threshold, note = disable_threshold(choices, rows)
     policies: dict[str, SpeculationPolicy] = {"table": KTable(rows)}
@@ -797,7 +796,7 @@ def best_k(
         executor=evaluator.executor,
         progress=evaluator.progress,
         same=same_point,
-        early=EARLY_LOOKS if sequential else (),
+        early=(EARLY,) if sequential else (),
     )
     if sequential:
         pairs = tuple((p, FixedK(k)) for p in policies.values() for k in ks)

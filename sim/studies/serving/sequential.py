@@ -20,9 +20,8 @@ ask its rule earlier too (``EARLY``, best-k's check: ``PointEvaluator(early=...)
 fewer than ``FIRST`` values the bound is the t quantile with the same two-sided tail as
 ``SETTLED_SE`` has on ``FIRST`` (2 P(T_3 > 4) = 2.8%: 22.7 standard errors on 2 values,
 5.8 on 3), so a comparison settled there has its 95% interval on one side too (t(0.975,
-1) = 12.7, t(0.975, 2) = 4.30); with looks at 2, 3 and 4 (``EARLY_LOOKS``, then
-``FIRST``) a comparison whose mean is the reference is settled by chance at most 3 x 2.8%
-of the time (normal values; two looks: 2 x 2.8%). A point
+1) = 12.7); with two looks a comparison whose mean is the reference is settled by chance
+at most 2 x 2.8% of the time (normal values). A point
 whose comparisons are not all settled runs all R, so the points near a crossing, a tie
 or the required share (the ones a band's end or an interpolation reads) have the full
 R's intervals, as before. Where a draw of an interval's inputs lands near the
@@ -68,7 +67,6 @@ from sim.studies.serving.paired_metrics import (
 
 __all__ = [
     "EARLY",
-    "EARLY_LOOKS",
     "FIRST",
     "PRECISION_SHARE",
     "SETTLED_SE",
@@ -93,10 +91,6 @@ FIRST = 4
 SETTLED_SE = 4.0
 #: Replications at which a study that looks early (best-k's check) first asks its rule.
 EARLY = 2
-#: Every look a study that looks early (best-k's check and its boundaries' bisections)
-#: takes before ``FIRST`` (``PointEvaluator(early=...)``): each with the same two-sided
-#: tail as ``SETTLED_SE`` on ``FIRST`` (``settled_se``: 22.7 standard errors on 2, 5.8 on 3).
-EARLY_LOOKS = (EARLY, 3)
 #: A comparison whose Monte Carlo standard error is at most this share of the standard
 #: deviation of its answer's model-error band is resolved without being settled
 #: (``precise``): the two add in quadrature to at most sqrt(1 + 0.25^2) = 1.03 times the

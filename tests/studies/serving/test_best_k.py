@@ -180,30 +180,6 @@ def test_the_check_runs_an_engine_form_once_where_it_is_a_fixed_k():
     assert ran.runs < alone.runs
 
 
-def _same_verdicts(a, b) -> None:
-    """Every check point of ``a`` and ``b`` finds the same fixed k significantly better
-    and worse."""
-    for name, checks in a.checks.items():
-        for mine, theirs in zip(checks, b.checks[name], strict=True):
-            assert mine.worse_than() == theirs.worse_than()
-            assert mine.better_than() == theirs.better_than()
-
-
-def test_the_check_looks_at_three_replications_too():
-    """best-k's check asks its rule at 2, 3 and 4 replications (``EARLY_LOOKS``): a pair
-    not settled on 2 values (22.7 standard errors) but on 3 (5.8) stops at 3 instead of
-    running 4; the verdicts are those of looking at 2 and 4 only."""
-    plans = CodePlans(output=40, requests=24)
-    kw = dict(replications=6, seed=3)
-    three = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3])
-    looks_2_4 = PointEvaluator(plans, replications=6, seed=4, same=same_point, early=(2,))
-    two = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3], check=looks_2_4)
-    assert three.settings["replications_run"] < two.settings["replications_run"]
-    _same_verdicts(three, two)
-    (line,) = [a for a in three.assumptions if a.startswith("early looks: ")]
-    assert "the rule asked at 2 (22.7 standard errors), 3 (5.8 standard errors)" in line
-
-
 def test_the_check_asks_its_rule_first_at_two_replications():
     """best-k's check at seed + 1 (sequential): every point runs 2 replications first and
     stops there where its pairs are settled on the stricter bound of 2 values
@@ -215,7 +191,10 @@ def test_the_check_asks_its_rule_first_at_two_replications():
     at_four = PointEvaluator(plans, replications=6, seed=4, same=same_point)
     late = best_k(PointEvaluator(plans, **kw), [1, 8, 32], [3], check=at_four)
     assert early.settings["replications_run"] < late.settings["replications_run"]
-    _same_verdicts(early, late)
+    for name, checks in early.checks.items():
+        for mine, theirs in zip(checks, late.checks[name], strict=True):
+            assert mine.worse_than() == theirs.worse_than()
+            assert mine.better_than() == theirs.better_than()
     (line,) = [a for a in early.assumptions if a.startswith("early looks: ")]
     assert "the check at seed + 1, replications: sequential, 2 at every point first" in line
     assert "the boundaries' bisections and the check" in line

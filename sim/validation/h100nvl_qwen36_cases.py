@@ -133,10 +133,7 @@ def calibrated() -> tuple[Scenario, float, float, float]:
         prefix_caching=False,
     )
     derived = with_overrides(derived, {"serving.token_budget": TOKEN_BUDGET}, source="validation")
-    fitted, alpha, passes_ms, measured_ms = fit_at_one(
-        derived, accept_length(), K, token_ms_at_one(MTP5)
-    )
-    return fitted, alpha, passes_ms, measured_ms
+    return fit_at_one(derived, accept_length(), K, token_ms_at_one(MTP5))
 
 
 @functools.cache

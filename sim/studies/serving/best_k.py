@@ -488,11 +488,6 @@ def _next_stage(draws: DrawnPoints, keys: Sequence[tuple[Load, Any]]) -> range |
     return None
 
 
-def _missing(draws: DrawnPoints, keys: Sequence[tuple[Load, Any]]) -> bool:
-    """Some draw the scenario has not rejected has not run one of ``keys``."""
-    return any(got is not None and any(k not in got for k in keys) for got in draws.points)
-
-
 def inside_band(
     values: Sequence[float],
     ends: list[float] | None,
@@ -524,8 +519,8 @@ def _beyond_band(
     term: ModelErrorTerm | None,
 ) -> list[tuple[Load, Any]]:
     """The keys at ``load`` (each contender's and the best's) whose draws run so far
-    give an interval reaching beyond the band (``inside_band``): those ``input_ties``
-    runs in every draw, asked before it in one batch for every load (``_select``)."""
+    give an interval reaching beyond the band (``inside_band``): those whose next stage
+    ``input_ties`` runs, asked before it in one batch for every load (``_select``)."""
     best, levels = choice.best, choice.levels
     top = abs(levels[best].mean)
     higher = METRICS[objective].higher_is_better
@@ -536,8 +531,8 @@ def _beyond_band(
     out: list[tuple[Load, Any]] = []
     for k in _drawn_ks(choice, term)[1:]:
         keys = [(load, FixedK(k)), (load, FixedK(best))]
-        if not _missing(draws, keys):
-            continue
+        if _next_stage(draws, keys) is None:
+            continue  # every draw has run both
         nominal = difference(points[k], points[best], objective)
         own = paired_difference(*paired_values(points[k], points[best], objective), higher)
         drawn = draws.shifts(keys, objective, pair, nominal.mean, own)

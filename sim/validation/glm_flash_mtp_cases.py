@@ -38,11 +38,10 @@ from sim.validation.h100nvl_qwen38_cases import (
     JOB_REPLICATIONS,
     JobPoint,
     job_point,
-    own_sd_line,
-    replications_line,
+    precision_line,
 )
+from sim.validation.h100nvl_qwen38_cases import job_row as shared_job_row
 from sim.validation.hybrid_mtp_serving_cases import fit_at_one
-from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = [
     "GLM47_FLASH_MODEL",
@@ -226,28 +225,22 @@ def job_row(arm: str, users: int, predicted: float, sd: float, side: str) -> Row
     # equal lengths make the plain job deterministic: its replications differ by rounding
     # only (a standard error of 1e-14 tok/s), which is no uncertainty
     sd = sd if sd > 1e-9 * predicted else 0.0
-    return Row(
-        "aggregate output tok/s of the 64-request job"
-        + (" (no speculation)" if side == "plain" else " (speculation)"),
+    return shared_job_row(
+        "64-request job",
         f"GLM-4.7-Flash H100 PCIe SGLang {arm} C={users}",
         f"max concurrency {users} over 64 ShareGPT requests",
+        users,
         pub.GLM47FLASH_TOK_S[arm][users],
         predicted,
         sd,
-        load=users,
-        calibrated_loads=(1.0,),
-        side=side,
+        side,
     )
 
 
 def job_setup_line(arm: GlmArm) -> str:
     """The replications, the seed and the Monte Carlo errors of ``arm``'s jobs."""
     jobs = {users: simulate_job(users, arm) for users in SCORED}
-    return (
-        f"{replications_line(SCORED_REPLICATIONS, JOB_REPLICATIONS)}, seed {SERVING_SEED}; "
-        "the ± of a speculative row is the paired gain's Monte Carlo standard error times the "
-        f"plain level; {own_sd_line(arm.name, jobs)}"
-    )
+    return precision_line(SCORED_REPLICATIONS, arm.name, jobs)
 
 
 def tpot_note(arm: GlmArm = MTP_ARM) -> str:

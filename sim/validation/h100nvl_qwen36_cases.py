@@ -150,7 +150,10 @@ def simulate_job(users: int) -> JobPoint:
 
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
     figure = f"david-share Qwen3.6-27B H100 NVL {route} C={users}"
-    return job_row(figure, users, "one run", measured(route, users), predicted, sd, side)
+    inputs = f"closed loop of {users} over 64 tasks (one run)"
+    return job_row(
+        "64-task job", figure, inputs, users, measured(route, users), predicted, sd, side
+    )
 
 
 def _setup_lines() -> tuple[str, ...]:

@@ -67,6 +67,7 @@ __all__ = [
     "job_row",
     "measured",
     "own_sd_line",
+    "precision_line",
     "replications_line",
 ]
 
@@ -297,21 +298,23 @@ def _figure(route: str, users: int) -> str:
 
 
 def job_row(
+    job: str,
     figure: str,
+    inputs: str,
     users: int,
-    runs: str,
     measured_tok_s: float,
     predicted: float,
     sd: float,
     side: str,
 ) -> Row:
-    """A scored row of a 64-task job's output tok/s at ``users`` requests in flight,
-    calibrated at C = 1 only; ``runs``: what the measurement is (e.g. "one run")."""
+    """A scored row of a finite job's output tok/s (``job``: "64-task job") at ``users``
+    requests in flight, calibrated at C = 1 only; ``inputs``: the load as the source ran
+    it."""
     return Row(
-        "aggregate output tok/s of the 64-task job"
+        f"aggregate output tok/s of the {job}"
         + (" (no speculation)" if side == "plain" else " (speculation)"),
         figure,
-        f"closed loop of {users} over 64 tasks ({runs})",
+        inputs,
         measured_tok_s,
         predicted,
         sd,
@@ -323,14 +326,27 @@ def job_row(
 
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
     lo, hi = _seed_range(route, users)
-    runs = f"three seeds: {lo:.0f}-{hi:.0f} tok/s"
-    return job_row(_figure(route, users), users, runs, measured(route, users), predicted, sd, side)
+    inputs = f"closed loop of {users} over 64 tasks (three seeds: {lo:.0f}-{hi:.0f} tok/s)"
+    figure = _figure(route, users)
+    return job_row(
+        "64-task job", figure, inputs, users, measured(route, users), predicted, sd, side
+    )
 
 
 def replications_line(scored: dict[int, int], at_one: int) -> str:
     """How many replications each load's job ran: ``scored`` by C, ``at_one`` at C = 1."""
     counts = ", ".join(f"{n} at C = {users}" for users, n in scored.items())
     return f"{counts} ({at_one} at C = 1, not scored)"
+
+
+def precision_line(scored: dict[int, int], arm: str, jobs: dict[int, JobPoint]) -> str:
+    """The replications of a case's jobs (``scored`` by C, ``JOB_REPLICATIONS`` at C = 1),
+    the seed, what a row's ± is and each scored level's own Monte Carlo error (``jobs``)."""
+    return (
+        f"{replications_line(scored, JOB_REPLICATIONS)}, seed {SERVING_SEED}; the ± of a "
+        "speculative row is the paired gain's Monte Carlo standard error times the plain "
+        f"level; {own_sd_line(arm, jobs)}"
+    )
 
 
 def own_sd_line(arm: str, jobs: dict[int, JobPoint]) -> str:
@@ -367,9 +383,7 @@ def _setup_lines(route: str) -> tuple[str, ...]:
         f"{prompt:.0f} tokens, answers lognormal with mean {output:.0f} (all nine C = 1 groups) "
         f"and log-sd {sigma:.3f} (ASSUMED shape; the coefficient of variation of the one group "
         "read), capped at 16,384; the tasks' frozen order not reproduced; output tok/s over "
-        f"the whole job, {replications_line(SCORED_REPLICATIONS, JOB_REPLICATIONS)}, seed "
-        f"{SERVING_SEED}; the ± of a speculative row is the paired gain's Monte Carlo "
-        f"standard error times the plain level; {own_sd_line(route, jobs)}",
+        f"the whole job, {precision_line(SCORED_REPLICATIONS, route, jobs)}",
     )
 
 

@@ -410,9 +410,14 @@ KIMI_MODEL: dict[str, Any] = {
     "lm_head_params": 1.174e9,
     "expert_bytes_per_param": 0.5,
     "draft_params": 2.004e9,
-    "kv_bytes_per_token": 70272.0,
+    # the KV cache in FP8, as the report's image ran it ("the TRITON_MLA attention backend
+    # and fp8 KV cache", models/kimi-k26-mtp-long-ctx-wip/README.md; "TRITON_MLA for target
+    # + draft, fp8 KV cache"): the 512-wide latent and the 64-wide RoPE key one byte each,
+    # 576 x 61 layers = 35,136 bytes a token (the seed's BF16 70,272 halved), and the
+    # drafter's 4,096 halved (pre-registered, docs/accuracy-under-load.md)
+    "kv_bytes_per_token": 35136.0,
     "attention_flops_per_pair": 1.062e6,
-    "draft_kv_bytes_per_token": 4096.0,
+    "draft_kv_bytes_per_token": 2048.0,
 }
 
 
@@ -562,8 +567,9 @@ def case_kimi_rtx6kpro() -> Case:
         ),
         tuple(rows),
         setup=(
-            "the seed's model (weights, MLA KV, the TorchSpec EAGLE-3 drafter size) on 8x "
-            "RTX PRO 6000, PCIe Gen5 ASSUMED, verify graphed (the report's full-graph image)",
+            "the seed's model (weights, the TorchSpec EAGLE-3 drafter size; MLA KV in FP8, "
+            "35,136 bytes a token, as the report's image ran it) on 8x RTX PRO 6000, PCIe "
+            "Gen5 ASSUMED, verify graphed (the report's full-graph image)",
             f"batch-1 decode {decode_ms:.2f} ms (no MTP, conc 1); plain decoding at batch 8 "
             "(conc 8, 23.48 ms) is a measured point: it sets the slope of the decode (and "
             "verify) pass against the batch",

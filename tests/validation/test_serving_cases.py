@@ -18,3 +18,11 @@ def test_kimi_batch1_cycle_is_the_reported_interarrival_and_tok_s_follows():
     assert al == pytest.approx(sum(alpha**j for j in range(4)), rel=1e-9)
     tok_s = 1000.0 * al / cycle_ms
     assert tok_s == pytest.approx(pub.RTX6KPRO_AGGREGATE_TOK_S["MTP=3"][1], rel=1e-6)
+
+
+def test_kimi_case_reads_the_fp8_mla_cache_its_image_ran():
+    """The report's image runs TRITON_MLA with an FP8 KV cache: the 512-wide latent and the
+    64-wide RoPE key one byte each over 61 layers (the seed's BF16 bytes halved)."""
+    scenario, _, _ = kimi_scenario()
+    assert scenario.model.kv_bytes_per_token == (512 + 64) * 1 * scenario.model.layers
+    assert scenario.model.draft_kv_bytes_per_token == 4096.0 / 2

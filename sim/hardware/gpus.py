@@ -116,6 +116,17 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
             "BF16 1,307.4 TFLOPS dense; 7 Infinity Fabric links a GPU",
         ),
         GpuPreset(
+            "MI355X",
+            8000.0,
+            2500.0,
+            288.0,
+            "AMD MI355X (CDNA 4): HBM3E 288 GB ('AMD Instinct MI355X 288GB HBM3e', MLCommons "
+            "inference_results_v6.0 AMD system summary), 8 TB/s; BF16 dense 2,500 TFLOPS = half "
+            "the 5 PFLOPS FP8 AMD gave at ISSCC 2026 (256 CUs x 8,192 FP8 FLOPS a clock), as "
+            "on CDNA 3; secondary sources (press reports of the talk, a vendor's product page), "
+            "no AMD datasheet stored",
+        ),
+        GpuPreset(
             "RTX-PRO-6000",
             1792.0,
             500.0,

@@ -140,12 +140,12 @@ class Point:
     baseline_sd: float
 
 
-def simulate_point(scenario: Scenario, batch: int) -> Point:
-    """Both policies at a closed loop of ``batch`` users (max(60, 3 batch) requests, the
-    serving replications): the paired speedup of aggregate tok/s and both levels, with
-    their Monte Carlo standard errors (from the 95% intervals)."""
+def simulate_point(scenario: Scenario, batch: int, requests: int | None = None) -> Point:
+    """Both policies at a closed loop of ``batch`` users (``requests`` requests, by default
+    max(60, 3 batch); the serving replications): the paired speedup of aggregate tok/s and
+    both levels, with their Monte Carlo standard errors (from the 95% intervals)."""
     sc = with_load(scenario, concurrency=batch, source="validation")
-    requests = max(60, 3 * batch)
+    requests = max(60, 3 * batch) if requests is None else requests
     sc = with_overrides(sc, {"workload.requests": requests}, source="validation")
     setup = serving_setup(bind(sc), source="validation")
     run = simulate_serving(

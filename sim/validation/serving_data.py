@@ -164,3 +164,16 @@ GLM47FLASH_TOK_S: Mapping[str, Mapping[int, float]] = curves(_GLM["output_tok_s"
 GLM47FLASH_TPOT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["tpot_ms"])
 GLM47FLASH_AL: Mapping[str, Mapping[int, float]] = curves(_GLM["accept_length"])
 GLM47FLASH_TTFT_MS: Mapping[str, Mapping[int, float]] = curves(_GLM["ttft_ms"])
+
+# ROCm/rocm-blogs (the Eagle3 / AMD Quark post, 2026-07): Kimi-K2.5 MXFP4 on 4x MI355X, vLLM
+# 0.19.0 ROCm, plain and EAGLE-3 (BF16 draft, 3 tokens), 1K/1K random prompts, a closed loop of
+# C users over 10 x C prompts, 10 seeds a cell: output tok/s a GPU by C.
+_KIMI355 = _DATA["rocmblog_kimi_mi355x"]
+ROCMBLOG_KIMI_URL: str = _KIMI355["source"]
+ROCMBLOG_KIMI_GPUS: int = _KIMI355["gpus"]
+ROCMBLOG_KIMI_INPUT_TOKENS: int = _KIMI355["input_tokens"]
+ROCMBLOG_KIMI_OUTPUT_TOKENS: int = _KIMI355["output_tokens"]
+ROCMBLOG_KIMI_PROMPTS_PER_USER: int = _KIMI355["prompts_per_user"]
+ROCMBLOG_KIMI_TOKEN_BUDGET: int = _KIMI355["token_budget"]
+ROCMBLOG_KIMI_K: int = _KIMI355["num_speculative_tokens"]
+ROCMBLOG_KIMI_TOK_S_PER_GPU: Mapping[str, Mapping[int, float]] = curves(_KIMI355["tok_s_per_gpu"])

@@ -166,7 +166,12 @@ def init_command(
     text = init_toml(init, cal, config)
     if job is not None:  # the rows first: the scenario names them
         atomic_write_text(rows, job.csv_text)
-    atomic_write_text(out, text)
+    try:
+        atomic_write_text(out, text)
+    except BaseException:
+        if job is not None:  # no rows left behind without their scenario
+            rows.unlink(missing_ok=True)
+        raise
     if quiet:
         return
     click.echo(init_summary(init, cal, verbose))

@@ -76,3 +76,19 @@ def test_a_run_that_is_not_a_listed_closed_loop_job_is_refused(tmp_path, changes
     code, out = init(tmp_path, bench(tmp_path, **changes))
     assert code == 2 and message in out and len(out.strip().splitlines()) == 1, out
     assert not (tmp_path / "s.toml").exists() and not (tmp_path / "s.job.csv").exists()
+
+
+def test_the_rows_are_not_left_behind_when_the_scenario_cannot_be_written(tmp_path, monkeypatch):
+    import sim.files
+
+    write = sim.files.atomic_write_text
+
+    def full_disk(path, text):
+        if str(path).endswith(".toml"):
+            raise OSError(28, "No space left on device")
+        write(path, text)
+
+    monkeypatch.setattr(sim.files, "atomic_write_text", full_disk)
+    code, out = init(tmp_path, bench(tmp_path))
+    assert code != 0 and "Traceback" not in out, out
+    assert not (tmp_path / "s.toml").exists() and not (tmp_path / "s.job.csv").exists()

@@ -50,6 +50,7 @@ from sim.calibration.hf_config import (
     read_raw,
 )
 from sim.calibration.importers.request_lengths import RequestLengths
+from sim.calibration.init_job import InitJob
 from sim.calibration.init_workload import init_workload
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
@@ -99,6 +100,9 @@ class InitRequest:
     output_tokens: int | None = None
     #: The prompt and answer lengths the measurement files' runs had.
     lengths: tuple[RequestLengths, ...] = ()
+    #: A run replayed as the served job (``--replay``): its keys, written after the
+    #: workload's.
+    job: InitJob | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,11 +455,12 @@ def init_scenario(req: InitRequest) -> InitScenario:
             "+ half the answer), where the measured passes hold under load",
         )
     workload = init_workload(req.lengths, req.input_tokens, req.output_tokens)
-    if workload is not None:
-        for dotted, value, why in workload.fields:
+    # the replayed job's keys last: it is what is served
+    for keys in (workload, req.job):
+        for dotted, value, why in keys.fields if keys is not None else ():
             _set(raw, comments, dotted, value, why)
-        if raw["workload"].get("input_tokens", 0) > 0:
-            _prefill_kernels(model, raw, comments)
+    if raw.get("workload", {}).get("input_tokens", 0) > 0:
+        _prefill_kernels(model, raw, comments)
     header = (
         f"Written by `specsim init` from {req.config}: every value says where it came from\n"
         "(a flag, a config.json field, or a named default of the engine or of specsim).\n"
@@ -463,7 +468,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         "over the GPU's peak bandwidth until `specsim calibrate` fits them to your figures."
     )
     scenario = scenario_from_dict(raw, source="specsim init")
-    notes = (workload.summary,) if workload is not None else ()
+    notes = tuple(n.summary for n in (workload, req.job) if n is not None)
     return InitScenario(scenario, comments, header, notes)
 
 

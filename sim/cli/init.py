@@ -98,6 +98,13 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
     help="Answer tokens a served request (workload.output_tokens) [default: the bench files' "
     "mean answer; none without them].",
 )
+@click.option(
+    "--replay",
+    type=click.Path(dir_okay=False),
+    help="A vllm bench serve --save-detailed result of one run at --max-concurrency C: its "
+    "requests, in the order listed, become the served job (workload.lengths = 'ordered'; "
+    "the rows written beside --out as NAME.job.csv).",
+)
 @click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")
 @click.option("--name", help="Scenario name [default: from model, GPUs, engine, drafter].")
 @BASELINE_OPTION
@@ -122,7 +129,7 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
 def init_command(
     config, gpu, gpus, tensor_parallel, expert_parallel, interconnect, engine, engine_version,
     drafter, num_steps, draft_params, draft_config, accept_length, context_tokens,
-    input_tokens, output_tokens, model_id, name,
+    input_tokens, output_tokens, replay, model_id, name,
     baseline_tok_s, points, vllm_bench, vllm_metrics, sglang_bench, sglang_log, per_request,
     per_request_format, rel_error, prefer, out, quiet, verbose,
 ) -> None:  # fmt: skip
@@ -132,6 +139,7 @@ def init_command(
     Each value says where it came from: a flag, a config.json field, or a named default.
     """
     # lazy: the library is imported when the command runs, not for --help (start-up)
+    from sim.calibration.init_job import init_job, job_csv_path
     from sim.calibration.init_scenario import InitRequest
     from sim.calibration.inputs import CalibrationInputs
     from sim.calibration.run import run_init
@@ -145,18 +153,28 @@ def init_command(
         raise SpecsimError(
             f"must be in [{MIN_REL_ERROR:g}, 1), got {rel_error:g}", source="--rel-error"
         )
+    rows = job_csv_path(out)
+    job = init_job(replay, rows.name) if replay is not None else None
     req = InitRequest(
         config, gpu, engine, gpus, tensor_parallel, expert_parallel, interconnect,
         engine_version, drafter, num_steps, draft_params, draft_config, accept_length,
         name=name, model_id=model_id, context_tokens=context_tokens,
-        input_tokens=input_tokens, output_tokens=output_tokens,
+        input_tokens=input_tokens, output_tokens=output_tokens, job=job,
     )  # fmt: skip
     inputs = CalibrationInputs.from_options(click.get_current_context().params)
     init, cal = run_init(req, inputs, prefer=prefer)
-    atomic_write_text(out, init_toml(init, cal, config))
+    text = init_toml(init, cal, config)
+    if job is not None:  # the rows first: the scenario names them
+        atomic_write_text(rows, job.csv_text)
+    try:
+        atomic_write_text(out, text)
+    except BaseException:
+        if job is not None:  # no rows left behind without their scenario
+            rows.unlink(missing_ok=True)
+        raise
     if quiet:
         return
     click.echo(init_summary(init, cal, verbose))
     if cal is not None:
         click.echo(format_calibration(cal, verbose))
-    click.echo(f"wrote {out}")
+    click.echo(f"wrote {out}" + (f" and {rows}" if job is not None else ""))

@@ -801,15 +801,18 @@ class WorkloadSpec(Section):
     default 0); ``lengths``: ``fixed`` (every request has ``input_tokens`` and
     ``output_tokens``), ``lognormal`` (those are the means, ``input_sigma`` and
     ``output_sigma`` the log-space standard deviations, ``*_max_tokens`` the caps, default
-    the 0.9999 quantile) or ``empirical`` (pairs drawn from the rows of ``lengths_trace``, a
-    trace CSV); ``warmup_requests``: requests discarded at the start of each replication
+    the 0.9999 quantile), ``empirical`` (input and output drawn from the rows of
+    ``lengths_trace``, a trace CSV) or ``ordered`` (a closed-loop job replaying the rows of
+    ``lengths_trace`` in file order: each of the ``serving.concurrency`` users sends the
+    next row's request when its last one is answered, until none is left; measured whole,
+    no warm-up); ``warmup_requests``: requests discarded at the start of each replication
     (default: the larger of the concurrency and a tenth of ``requests``).
     """
 
     output_tokens: Annotated[int, Field(gt=0, le=MAX_OUTPUT_TOKENS)] = 512
     requests: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] = 100
     input_tokens: Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
-    lengths: Literal["fixed", "lognormal", "empirical"] | None = None
+    lengths: Literal["fixed", "lognormal", "empirical", "ordered"] | None = None
     input_sigma: Annotated[float, Field(ge=0, le=MAX_LOG_SIGMA)] | None = None
     output_sigma: Annotated[float, Field(ge=0, le=MAX_LOG_SIGMA)] | None = None
     input_max_tokens: Annotated[int, Field(gt=0, le=10 * MAX_OUTPUT_TOKENS)] | None = None
@@ -824,10 +827,15 @@ class WorkloadSpec(Section):
                 raise ValueError("lengths = 'lognormal' needs output_sigma")
             if (self.input_tokens or 0) > 0 and self.input_sigma is None:
                 raise ValueError("lengths = 'lognormal' with input_tokens needs input_sigma")
-        if self.lengths == "empirical" and self.lengths_trace is None:
-            raise ValueError("lengths = 'empirical' needs lengths_trace (a trace CSV)")
-        if self.lengths_trace is not None and self.lengths != "empirical":
-            raise ValueError("lengths_trace is only read with lengths = 'empirical'")
+        if self.lengths in ("empirical", "ordered") and self.lengths_trace is None:
+            raise ValueError(f"lengths = {self.lengths!r} needs lengths_trace (a trace CSV)")
+        if self.lengths_trace is not None and self.lengths not in ("empirical", "ordered"):
+            raise ValueError("lengths_trace is only read with lengths = 'empirical' or 'ordered'")
+        if self.lengths == "ordered" and self.warmup_requests:
+            raise ValueError(
+                "lengths = 'ordered' replays a job measured whole: warmup_requests must be "
+                "absent or 0"
+            )
         for side in ("input", "output"):
             cap = getattr(self, f"{side}_max_tokens")
             mean = getattr(self, f"{side}_tokens") or 0

@@ -149,6 +149,15 @@ DAVIDSHARE_QWEN36_MTP_ACCEPTED: int = _DAVID36["mtp_accepted_tokens"]
 DAVIDSHARE_QWEN36_MTP_DRAFTS: int = _DAVID36["mtp_draft_iterations"]
 DAVIDSHARE_QWEN36_PROMPTS_READ: tuple[int, ...] = tuple(_DAVID36["prompt_tokens_read"])
 DAVIDSHARE_QWEN36_PLAIN_C1_ANSWERS: tuple[int, ...] = tuple(_DAVID36["plain_c1_answers"])
+#: Each group's 64 answer lengths in the order sent, by route and C (the plain C = 1
+#: group's: ``DAVIDSHARE_QWEN36_PLAIN_C1_ANSWERS``).
+DAVIDSHARE_QWEN36_ANSWERS: Mapping[str, Mapping[int, tuple[int, ...]]] = {
+    route: {
+        **({1: DAVIDSHARE_QWEN36_PLAIN_C1_ANSWERS} if route == "no speculation" else {}),
+        **{int(users): tuple(v) for users, v in by_c.items()},
+    }
+    for route, by_c in _DAVID36["answers"].items()
+}
 
 # IneshReddy249/speculative-decoding-moe-benchmark (raw sglang.bench_serving outputs at
 # f598e234): GLM-4.7-Flash BF16 on one H100 PCIe, SGLang, plain, MTP (1 step, SpecV2) and

@@ -134,6 +134,10 @@ def test_same_seed_same_document_whatever_the_workers():
         ),
         (["--set", "serving.k_table=[[2, 4, 3]]"], "start at batch size 1"),
         (["--set", "workload.lengths='empirical'"], "lengths_trace"),
+        (
+            ["--set", "workload.lengths='ordered'"],
+            "workload: lengths = 'ordered' needs lengths_trace",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message):
@@ -412,3 +416,40 @@ def test_one_token_answers_have_no_decode_speed_and_no_warning(tmp_path: Path, a
     result = CliRunner().invoke(main, [*args, *(["--json"] if as_json else [])])
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
+
+
+def ordered(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """``serve`` of a six-task job replayed in file order (``lengths = 'ordered'``)."""
+    path = tmp_path / "job.csv"
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + "0,100,50\n0,100,400\n" * 3)
+    lengths = ["--set", "workload.lengths='ordered'"]
+    trace = ["--set", f'workload.lengths_trace="{path}"']
+    return serve(str(SERVING), "-q", "--replications", "2", *lengths, *trace, *args)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rate", "1"], "workload.lengths: 'ordered' replays a closed-loop job"),
+        (["--set", "workload.warmup_requests=2"], "warmup_requests must be absent or 0"),
+        (["--requests", "7"], "--requests: workload.requests: 7 requests need 7 tasks"),
+    ],
+)
+def test_an_ordered_job_refuses_what_it_cannot_replay(tmp_path, args, message):
+    code, out = ordered(tmp_path, *args)
+    assert code == 2 and message in out and len(out.strip().splitlines()) == 1, out
+
+
+def test_an_ordered_job_sends_every_task_once_and_is_measured_whole(tmp_path):
+    code, out = ordered(tmp_path, "--concurrency", "2", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["load"].startswith("job of 6 tasks of ") and doc["load"].endswith("2 users")
+    assert doc["requests"] == 6 and doc["warmup_requests"] == 0, doc
+    # plain decoding of fixed lengths draws nothing: every replication the same
+    assert (
+        doc["baseline"]["aggregate_tok_s"]["ci95"][0]
+        == doc["baseline"]["aggregate_tok_s"]["ci95"][1]
+    )
+    code, out = ordered(tmp_path, "--concurrency", "2", "--requests", "3")
+    assert code == 0 and "the first 3 of 6 rows" in out, out

@@ -18,7 +18,7 @@ from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_se
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
-from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload
 
 __all__ = [
     "ClosedLoop",
@@ -38,6 +38,7 @@ __all__ = [
     "ServingSummary",
     "SloSpec",
     "SpeculationPolicy",
+    "Tasks",
     "Trace",
     "Workload",
     "run_replication",

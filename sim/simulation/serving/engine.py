@@ -316,6 +316,8 @@ class Server:
             if isinstance(arrivals, ClosedLoop) and arrivals.conversations is not None
             else None
         )
+        # a job of given tasks: the j-th request sent is task j (``task``)
+        self.tasks = arrivals.tasks if isinstance(arrivals, ClosedLoop) else None
         self.stop = env.event()
         self.upcoming: list[float] = []  # announced arrival times (heap)
         self.completions = 0
@@ -336,14 +338,29 @@ class Server:
         self.held = True
         self.senders = senders
 
+    def task(self) -> tuple[int, int, int] | None:
+        """The task the request just taken from the job is (its lengths and class), None
+        without given tasks (the user's source draws them)."""
+        if self.tasks is None or self.job is None:
+            return None
+        return self.tasks.row(self.job.sent - 1)
+
     def send_held(self, users: list[int]) -> None:
-        """``users`` send their next requests now; they join the batch at once (what
-        ``send_next`` and the next admission do with request objects, in the same order)."""
+        """``users`` send their next requests now (in a finite job only while it lasts);
+        they join the batch at once (what ``send_next`` and the next admission do with
+        request objects, in the same order)."""
         now = self.env.now
-        senders, arrive = self.senders, self.rec.arrive_ids
-        inputs, outputs, classes, thresholds, keys = zip(
-            *[senders[u].next_drawn() for u in users], strict=True
-        )
+        senders, arrive, job = self.senders, self.rec.arrive_ids, self.job
+        drawn, sending = [], []
+        for u in users:
+            if job is not None and not job.take(u):
+                continue
+            drawn.append(senders[u].next_drawn(self.task()))
+            sending.append(u)
+        if not sending:
+            return
+        users = sending
+        inputs, outputs, classes, thresholds, keys = zip(*drawn, strict=True)
         rids = arrive(now, len(users))
         self.batch.extend_held(rids, keys, thresholds, inputs, outputs, classes, users, now)
 
@@ -834,7 +851,7 @@ def send_next(server: Server, source: RequestSource) -> None:
     while its conversations last."""
     if server.job is not None and not server.job.take(source):
         return
-    req = source.next()
+    req = source.next(server.task())
     req.source = source
     submit(server, req)
 
@@ -855,7 +872,7 @@ def closed_loop_user(
             pause = think_rng.exponential(think_ms)
             server.expect_arrival(env.now + pause)
             yield env.timeout(pause)
-        req = source.next()
+        req = source.next(server.task())
         submit(server, req)
         yield req.done
 

@@ -32,7 +32,7 @@ from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution,
 from sim.simulation.serving.metrics import SloSpec
 from sim.simulation.serving.scheduler import SchedulerConfig, admission_cap
 from sim.simulation.serving.traces import read_trace
-from sim.simulation.serving.workload import ClosedLoop, Poisson, Trace, Workload
+from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload
 
 if TYPE_CHECKING:  # only named here: the passes are built in sim/binding/serving.py
     from sim.hardware.batched import PassTerms
@@ -236,6 +236,65 @@ def _trace_workload(
     return Workload(arrivals, Fixed(1), Fixed(0), requests=requests, warmup=warmup), load
 
 
+def _ordered_workload(
+    scenario: Scenario,
+    arrivals: ClosedLoop | Poisson | Trace,
+    class_names: tuple[str, ...],
+    base_dir: Path | None,
+    source: str,
+    notes: list[str],
+) -> tuple[Workload, str]:
+    """``lengths = 'ordered'``: the closed loop's users as a job over the rows of
+    ``lengths_trace`` in file order (``--requests N``: its first N rows), measured whole;
+    the workload's length distributions are the rows' marginals (their means and bounds:
+    what the studies read), the requests the rows themselves. The load in words."""
+    w = scenario.workload
+    if not isinstance(arrivals, ClosedLoop):
+        given = "serving.trace" if isinstance(arrivals, Trace) else "serving.rate_per_s"
+        raise SpecsimError(
+            f"'ordered' replays a closed-loop job (serving.concurrency users); {given} gives "
+            "open arrivals: use lengths = 'empirical' with them",
+            source=source,
+            field="workload.lengths",
+        )
+    assert w.lengths_trace is not None
+    tasks = Tasks.of_trace(read_trace(_resolve(w.lengths_trace, base_dir), class_names).trace)
+    rows = tasks.size
+    overrides = scenario.origins.overrides
+    if "workload.requests" in overrides:  # --requests, --set: the first rows
+        if w.requests > rows:
+            raise SpecsimError(
+                f"{w.requests} requests need {w.requests} tasks; {w.lengths_trace} has {rows}",
+                source=overrides["workload.requests"],
+                field="workload.requests",
+            )
+        tasks = tasks.head(w.requests)
+    elif "workload.requests" in scenario.origins.given:
+        notes.append(
+            f"requests: workload.requests ({w.requests}) does not apply to an ordered job: "
+            "every row is sent (--requests N sends its first N)"
+        )
+    n = tasks.size
+    notes.append(
+        f"lengths: ordered, the {n} tasks of {w.lengths_trace} in file order "
+        f"({'all' if n == rows else f'the first {n} of {rows}'} rows; mean "
+        f"{float(tasks.input_tokens.mean()):.1f} prompt and "
+        f"{float(tasks.output_tokens.mean()):.1f} output tokens); the job measured whole, "
+        "from its first request to its last answer (no warm-up)"
+    )
+    job = ClosedLoop(arrivals.users, arrivals.think_ms, n, 1, tasks)
+    workload = Workload(
+        job,
+        Empirical(tuple(tasks.output_tokens.tolist())),
+        Empirical(tuple(tasks.input_tokens.tolist())),
+        requests=n,
+        warmup=0,
+    )
+    users = f"{arrivals.users} user{'s' * (arrivals.users != 1)}"
+    think = f", think time {arrivals.think_ms:g} ms" if arrivals.think_ms else ""
+    return workload, f"job of {n} tasks of {w.lengths_trace} in order, {users}{think}"
+
+
 def _workload(
     scenario: Scenario,
     arrivals: ClosedLoop | Poisson | Trace,
@@ -333,7 +392,12 @@ def serving_setup(
     serving = scenario.serving or ServingSpec()
     notes: list[str] = []
     arrivals, load = _arrivals(bound, serving, base_dir, notes)
-    workload, cut = _workload(scenario, arrivals, base_dir, source, notes)
+    cut: str | None
+    if scenario.workload.lengths == "ordered":
+        names = bound.acceptance.class_names if bound.num_steps else ()
+        workload, cut = _ordered_workload(scenario, arrivals, names, base_dir, source, notes)
+    else:
+        workload, cut = _workload(scenario, arrivals, base_dir, source, notes)
     mean_tokens = _mean_tokens(workload)
     run = {BASELINE: FixedK(0), **(policies or {})}
     if policies is None and scenario.num_steps > 0:

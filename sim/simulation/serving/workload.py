@@ -8,7 +8,9 @@ Arrival patterns:
   ``conversations`` a finite job instead: C users share that many conversations of
   ``turns`` requests each, a user sending a conversation's turns one after another and
   taking the next conversation when its last turn is answered, until none is left (the
-  shape of SGLang's frontend ``run_batch(num_threads=C)`` over multi-turn programs);
+  shape of SGLang's frontend ``run_batch(num_threads=C)`` over multi-turn programs); with
+  ``tasks`` as well, that job's requests are given tasks sent in their order (``Tasks``:
+  a benchmark run over a fixed dataset, replayed with its own lengths);
 * ``Poisson``: open arrivals at ``rate_per_s``;
 * ``Trace``: replayed arrival times and lengths (sim/simulation/serving/traces/ reads them).
 
@@ -46,6 +48,7 @@ __all__ = [
     "Request",
     "RequestSource",
     "SourceStreams",
+    "Tasks",
     "Trace",
     "Workload",
     "acceptance_thresholds",
@@ -74,17 +77,72 @@ def source_block(workload: Workload, users: int) -> int:
     return min(MAX_BLOCK, max(RATE_BLOCK, sends + 1))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Tasks:
+    """A finite job's tasks in the order they are sent, arrays of shape (n,):
+    ``input_tokens`` >= 0, ``output_tokens`` >= 1, ``request_class`` an index into the
+    acceptance model's classes or -1 (drawn by the class weights). The j-th request the
+    job sends (whichever user sends it) is task j."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    request_class: np.ndarray
+    source: str = "tasks"
+
+    def __post_init__(self) -> None:
+        n = self.output_tokens.shape[0]
+        for name in ("input_tokens", "request_class"):
+            if getattr(self, name).shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},)")
+        if n == 0:
+            raise ValueError("a job needs at least one task")
+        if self.output_tokens.min() < 1 or self.input_tokens.min() < 0:
+            raise ValueError("every task needs >= 0 input and >= 1 output tokens")
+
+    @classmethod
+    def of_trace(cls, trace: Trace) -> Tasks:
+        """A trace's rows as tasks, in its row order (its arrival times unused)."""
+        return cls(trace.input_tokens, trace.output_tokens, trace.request_class, trace.source)
+
+    @property
+    def size(self) -> int:
+        return int(self.output_tokens.shape[0])
+
+    def head(self, n: int) -> Tasks:
+        """The first ``n`` tasks (1 <= n <= size)."""
+        if not 1 <= n <= self.size:
+            raise ValueError(f"n must be in [1, {self.size}], got {n}")
+        return Tasks(
+            self.input_tokens[:n], self.output_tokens[:n], self.request_class[:n], self.source
+        )
+
+    def row(self, j: int) -> tuple[int, int, int]:
+        """Task ``j``: (input tokens, output tokens, class or -1)."""
+        return (
+            int(self.input_tokens[j]),
+            int(self.output_tokens[j]),
+            int(self.request_class[j]),
+        )
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The most tokens (input + output) one task holds in KV."""
+        return int((self.input_tokens + self.output_tokens).max())
+
+
 @dataclass(frozen=True, slots=True)
 class ClosedLoop:
     """``users`` concurrent users; ``think_ms``: mean exponential pause between a
     request's end and the user's next request (0: none). ``conversations``: a finite job
     of that many conversations of ``turns`` requests each, shared by the users (None:
-    users send without end)."""
+    users send without end). ``tasks``: that job's requests are these tasks, sent in
+    their order (one turn each, ``conversations`` = the tasks' number)."""
 
     users: int
     think_ms: float = 0.0
     conversations: int | None = None
     turns: int = 1
+    tasks: Tasks | None = None
 
     def __post_init__(self) -> None:
         if self.users < 1:
@@ -95,6 +153,11 @@ class ClosedLoop:
             raise ValueError(f"a finite job needs >= 1 conversation, got {self.conversations}")
         if self.turns < 1:
             raise ValueError(f"a conversation needs at least 1 turn, got {self.turns}")
+        if self.tasks is not None and (self.turns != 1 or self.conversations != self.tasks.size):
+            raise ValueError(
+                f"a job of {self.tasks.size} given tasks has conversations = "
+                f"{self.tasks.size} of 1 turn, got {self.conversations} of {self.turns}"
+            )
 
     @property
     def job_requests(self) -> int | None:
@@ -188,6 +251,8 @@ class Workload:
         if isinstance(self.arrivals, Trace):
             t = self.arrivals
             return int((t.input_tokens + t.output_tokens).max())
+        if isinstance(self.arrivals, ClosedLoop) and self.arrivals.tasks is not None:
+            return self.arrivals.tasks.max_request_tokens
         return self.input_tokens.max_tokens + self.output_tokens.max_tokens
 
 

@@ -18,17 +18,23 @@ alternates):
 
 Printed: each wall time (``time.perf_counter``: the point of a cluster is wall time), the
 ratio local / cluster (goal >= 1.5) from the medians and from the minima, the CPU seconds
-of the client, the scheduler and each worker (from /proc), what that CPU allows two idle
+of the client, the scheduler and each worker (from /proc), each worker's task thread apart
+from its other threads (Dask's event loop and comms), what that CPU allows two idle
 cores at most (local CPU over the client's CPU plus half the scheduler's and workers': the
 client mostly waits for the tasks or works between batches), ``nproc`` and the load
-average before and after. On a shared machine the other jobs' load moves wall times; the CPU
-columns say whether the cluster spends more CPU than the local process for the same work.
+average before and after. Each round also runs the workload on the local pool of two
+processes (``--workers 2``): what two processes spend on the same tasks without Dask (each
+process fills its own caches, e.g. the pass terms), against which the cluster's own cost
+(client, scheduler, event loops) stands apart. On a shared machine the other jobs' load
+moves wall times; the CPU columns say whether the cluster spends more CPU than the local
+process for the same work.
 Not part of the test suite. ``--rounds N`` (default 2), ``--only sweep|crossover``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -75,8 +81,28 @@ def _free_port() -> int:
 
 def _cpu_s(pid: int) -> float:
     """utime + stime of a live process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _stat_cpu_s(Path(f"/proc/{pid}/stat"))
+
+
+def _stat_cpu_s(stat: Path) -> float:
+    """utime + stime of a /proc ``stat`` file (a process's or one of its threads')."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _threads_cpu_s(pid: int) -> dict[str, float]:
+    """utime + stime of each thread of a live process, by thread id (Linux /proc)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            found[task.name] = _stat_cpu_s(task / "stat")
+    return found
+
+
+def _task_thread_s(before: dict[str, float], after: dict[str, float]) -> float:
+    """The CPU a one-thread worker's task thread spent between two looks: the thread that
+    spent the most (the others run Dask's event loop and its comms)."""
+    return max((c - before.get(t, 0.0) for t, c in after.items()), default=0.0)
 
 
 def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen[bytes]]]:
@@ -135,19 +161,25 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def timed(
     argv: list[str], cluster: list[subprocess.Popen[bytes]], stdout: object
-) -> tuple[float, float, list[float]]:
-    """(wall s, this command's CPU s, each cluster process's CPU s) of one ``specsim``
-    process, its standard output into ``stdout`` (an open file)."""
+) -> tuple[float, float, list[float], list[float]]:
+    """(wall s, this command's CPU s with its children's, each cluster process's CPU s,
+    each worker's task thread's CPU s) of one ``specsim`` process, its standard output
+    into ``stdout`` (an open file)."""
     env = {k: v for k, v in os.environ.items() if k != "SPECSIM_WORKERS"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     farm0 = [_cpu_s(p.pid) for p in cluster]
+    threads0 = [_threads_cpu_s(p.pid) for p in cluster[1:]]
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, env=env, cwd=ROOT, stdout=stdout)  # type: ignore[call-overload]
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     farm = [_cpu_s(p.pid) - c for p, c in zip(cluster, farm0, strict=True)]
+    tasks = [
+        _task_thread_s(t0_, _threads_cpu_s(p.pid))
+        for p, t0_ in zip(cluster[1:], threads0, strict=True)
+    ]
     own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, own, farm
+    return wall, own, farm, tasks
 
 
 def main() -> None:
@@ -177,43 +209,52 @@ def main() -> None:
     print(f"  load average {os.getloadavg()[0]:.1f} at the end")
 
 
+#: The runs of each round: one local process, the cluster, the local pool of two
+#: processes (in this order in even rounds, reversed in odd ones).
+KINDS = ("local", "dask", "pool")
+
+
 def row(
     study: str, address: str, procs: list[subprocess.Popen[bytes]], tmp: Path, rounds: int
 ) -> None:
-    """Interleaved rounds of one workload locally and on the cluster; one printed row."""
-    dask = ["--executor", "dask", "--scheduler", address]
-    walls: dict[str, list[float]] = {"local": [], "dask": []}
-    cpus: dict[str, list[tuple[float, list[float]]]] = {"local": [], "dask": []}
-    outputs: dict[str, set[bytes]] = {"local": set(), "dask": set()}
+    """Interleaved rounds of one workload locally, on the cluster and on the local pool of
+    two processes; one printed row."""
+    options = {"local": ["--workers", "1"], "pool": ["--workers", "2"],
+               "dask": ["--executor", "dask", "--scheduler", address]}  # fmt: skip
+    walls: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    cpus: dict[str, list[tuple[float, list[float], list[float]]]] = {kind: [] for kind in KINDS}
+    outputs: dict[str, set[bytes]] = {kind: set() for kind in KINDS}
     for r in range(rounds):
-        for kind in ("local", "dask") if r % 2 == 0 else ("dask", "local"):
-            extra = ["--workers", "1"] if kind == "local" else dask
+        for kind in KINDS if r % 2 == 0 else KINDS[::-1]:
             out = tmp / f"{study}-{kind}.out"
             if study == "sweep":
                 store = tmp / f"store-{kind}"
                 shutil.rmtree(store, ignore_errors=True)
                 argv = [*SPECSIM, "sweep", str(SCENARIO), *SWEEP, "--out", str(store), "-q",
-                        *extra]  # fmt: skip
+                        *options[kind]]  # fmt: skip
             else:
-                argv = [*SPECSIM, "crossover", str(SCENARIO), *CROSSOVER, "--json", "-q", *extra]
+                argv = [*SPECSIM, "crossover", str(SCENARIO), *CROSSOVER, "--json", "-q",
+                        *options[kind]]  # fmt: skip
             with out.open("wb") as f:
-                wall, own, farm = timed(argv, procs if kind == "dask" else [], f)
+                wall, own, farm, tasks = timed(argv, procs if kind == "dask" else [], f)
             walls[kind].append(wall)
-            cpus[kind].append((own, farm))
+            cpus[kind].append((own, farm, tasks))
             data = (store / "sweep.csv").read_bytes() if study == "sweep" else out.read_bytes()
             outputs[kind].add(data)
-    same = len(outputs["local"] | outputs["dask"]) == 1
+    same = len(set().union(*outputs.values())) == 1
     med = statistics.median(walls["local"]) / statistics.median(walls["dask"])
     low = min(walls["local"]) / min(walls["dask"])
     what = "40-point serving sweep" if study == "sweep" else "crossover (100 requests)"
     print(
         f"  {what}: local / cluster wall {med:.2f} (minima {low:.2f}), goal >= {GOAL}: "
         f"{'met' if med >= GOAL else 'MISSED'}; output "
-        f"{'identical' if same else 'DIFFERS'}"
+        f"{'identical' if same else 'DIFFERS'} (one process, cluster, pool of two)"
     )
     local_cpu = statistics.median(c[0] for c in cpus["local"])
+    pool_cpu = statistics.median(c[0] for c in cpus["pool"])
     client = statistics.median(c[0] for c in cpus["dask"])
     each = [statistics.median(c[1][j] for c in cpus["dask"]) for j in range(len(procs))]
+    threads = [statistics.median(c[2][j] for c in cpus["dask"]) for j in range(len(procs) - 1)]
     total = client + sum(each)
     print(
         f"    local {', '.join(f'{w:.1f}' for w in walls['local'])} s wall, "
@@ -223,6 +264,12 @@ def row(
         f"local CPU (two idle cores: at most {local_cpu / (client + (total - client) / 2):.2f}x, "
         f"the client's CPU taken as serial); load average "
         f"{os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"    workers' task threads {' + '.join(f'{t:.1f}' for t in threads)} s, their other "
+        f"threads {sum(each[1:]) - sum(threads):.1f} s; local pool of two "
+        f"{', '.join(f'{w:.1f}' for w in walls['pool'])} s wall, {pool_cpu:.1f} s CPU "
+        f"({pool_cpu / local_cpu:.2f}x the one process's)"
     )
 
 

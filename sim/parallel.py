@@ -307,7 +307,8 @@ class DaskExecutor:
     scheduler: Any
     timeout_s: float = 10.0
     no_workers_s: float | None = None
-    #: Seconds between looks at the cluster while no task finishes.
+    #: Seconds between looks at the cluster while tasks run: the results finished since
+    #: the last look are fetched together, at each look and when the last task finishes.
     poll_s: float = 1.0
     #: The client opened from an address (``close`` ends it), shared by every call.
     _connection: _Connection = field(
@@ -364,6 +365,7 @@ class DaskExecutor:
             try:
                 for done in _completed(client, futures, self._no_workers_s(), self.poll_s):
                     # the results of every task finished since the last look in one call
+                    # (a consumer's progress follows them at most ``poll_s`` late)
                     for fut, result in zip(done, client.gather(done), strict=True):
                         yield index[fut.key], result
                 failed = False
@@ -402,9 +404,12 @@ NO_WORKERS_S = 60.0
 def _completed(
     client: Any, futures: list[Any], no_workers_s: float, poll_s: float
 ) -> Iterator[list[Any]]:
-    """``futures`` as they finish, in lists of those finished at each look; SpecsimError
-    once the cluster has had no worker for ``no_workers_s`` seconds (its tasks would wait
-    for one forever)."""
+    """``futures`` as they finish, in lists of those finished at each look: a look when
+    the last one finishes, or ``poll_s`` seconds after the last look, whichever is first
+    (a batch shorter than ``poll_s`` is one look, its results fetched in one call; a look
+    at each task's end cost the client and the scheduler a round trip a task).
+    SpecsimError once the cluster has had no worker for ``no_workers_s`` seconds (its
+    tasks would wait for one forever)."""
     import time  # lazy: start-up
 
     from distributed import wait
@@ -412,12 +417,12 @@ def _completed(
     pending = set(futures)
     alone_since: float | None = None
     while pending:
-        try:
-            done, pending = wait(pending, timeout=poll_s, return_when="FIRST_COMPLETED")
-        except TimeoutError:  # nothing finished in poll_s
-            done = set()
+        with contextlib.suppress(TimeoutError):  # not all finished in poll_s: a look
+            wait(pending, timeout=poll_s, return_when="ALL_COMPLETED")
+        done = [fut for fut in pending if fut.done()]
+        pending.difference_update(done)
         if done:
-            yield list(done)
+            yield done
         if done or client.nthreads():
             alone_since = None
             continue

@@ -131,6 +131,45 @@ def test_a_dask_executor_keeps_one_client_for_every_call_until_closed():
         assert executor._connection.client is None and first.status == "closed"
 
 
+def _nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_dask_batch_fetches_its_results_once_a_look_not_once_a_task():
+    """Tasks ending at different times within one look (``poll_s``) come back in one
+    fetch; a batch longer than a look in one fetch a look (the client and the scheduler
+    paid a round trip a task when each finished task was a look)."""
+    distributed = pytest.importorskip("distributed")
+    from sim.parallel import DaskExecutor
+
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        fetched: list[int] = []
+        gather = client.gather
+
+        def counted(futures, *args, **kwargs):
+            fetched.append(len(futures))
+            return gather(futures, *args, **kwargs)
+
+        client.gather = counted
+        naps = [0.05, 0.15, 0.25, 0.35]
+        assert dict(DaskExecutor(client, poll_s=30.0).map_unordered(_nap, naps)) == dict(
+            enumerate(naps)
+        )
+        assert fetched == [4]
+        fetched.clear()
+        slow = [0.05, 1.5]
+        assert dict(DaskExecutor(client, poll_s=0.5).map_unordered(_nap, slow)) == dict(
+            enumerate(slow)
+        )
+        assert fetched == [1, 1]  # the short one at the first look, the long one at its end
+
+
 class _InOrder:
     """An executor that runs its items in the order it is given them, recording it."""
 

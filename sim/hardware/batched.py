@@ -333,8 +333,11 @@ class ComputeCurve:
             least = np.minimum.reduce(x, axis=None)
             if least > rl:  # all beyond the last point (a large batch)
                 return cl + high * (x - rl)
+            most = np.maximum.reduce(x, axis=None)
+            if most < r0:  # all below the first point (a small batch's drafter)
+                return c0 + low * (x - r0)
             # all between the points: what ``where`` keeps
-            if least >= r0 and np.maximum.reduce(x, axis=None) <= rl:
+            if least >= r0 and most <= rl:
                 return np.interp(x, r, c)
         inside = np.interp(x, r, c)
         out = np.where(x < r0, c0 + low * (x - r0), inside)

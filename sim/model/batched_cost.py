@@ -365,22 +365,30 @@ class DecodeCurve:
         s = np.asarray(context_tokens, dtype=float)
         if s.size <= SCALAR_VALUES:
             return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
-        total = np.full(s.shape, self.anchor_ms)
-        if self.rows_ms:
-            total += self.rows_ms
         stacked = self._stacked if s.ndim == 1 else None
         if stacked is not None:  # every pass's work at once, (passes, values)
-            works = stacked.work(s)
+            base = self.anchor_ms + self.rows_ms if self.rows_ms else self.anchor_ms
+            total: np.ndarray | None = None
             for (times, _, _, _, _, ref), finish, work in zip(
-                self.terms, stacked.finish, works, strict=True
+                self.terms, stacked.finish, stacked.work(s), strict=True
             ):
                 growth = finish(work) - ref
-                total += growth if times == 1.0 else times * growth
+                if times != 1.0:
+                    growth = times * growth
+                if total is None:  # base + the first growth (a sum commutes bit for bit)
+                    growth += base
+                    total = growth
+                else:
+                    total += growth
         else:
+            total = np.full(s.shape, self.anchor_ms)
+            if self.rows_ms:
+                total += self.rows_ms
             for times, curve, rows, m, beams, ref in self.terms:
                 tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
                 growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
                 total += growth if times == 1.0 else times * growth
+        assert total is not None  # a stacked curve has a pass
         if self.host is not None and self.batch > 1:
             total += self.host.extra_ms(
                 self.batch, self.speculating, total, self.anchor_ms, self.drafting

@@ -106,6 +106,24 @@ def test_a_compute_curve_between_its_points_is_the_interpolation():
         assert np.array_equal(curve.at(xs), [curve.at_scalar(float(v)) for v in xs])
 
 
+def test_a_compute_curve_outside_its_points_is_each_end_line():
+    """All work below the first point (a small batch's drafter pass) or beyond the last
+    (a large batch): ``ComputeCurve.at`` takes that end's line alone, the same bits as
+    value by value and as the values mixed with others."""
+    from sim.hardware.batched import ComputeCurve
+
+    rng = np.random.default_rng(11)
+    below, beyond, inside = rng.uniform(0.0, 0.99, 40), rng.uniform(4.01, 9.0, 40), [2.0]
+    for points in ([1.0, 2.5, 4.0], [1.0]):
+        work = np.array(points)
+        curve = ComputeCurve(work, 2.0 * work + 1.0, slope=0.7)
+        for xs in (below, beyond, np.array([0.5]), np.array([9.0, 9.0])):
+            scalar = [curve.at_scalar(float(v)) for v in xs]
+            assert np.array_equal(curve.at(xs), scalar)
+            mixed = curve.at(np.concatenate([xs, inside, below[:1], beyond[:1]]))
+            assert np.array_equal(mixed[: xs.size], scalar)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     lines=st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 5)), min_size=1, max_size=40),

@@ -474,6 +474,7 @@ def plan_block(
         growth = growth[:n]
         if kv_growth is not None:
             kv_growth = kv_growth[:n]
+    # the context sums grow with the tokens emitted: non-decreasing (``ascending``)
     context = float(np.add.reduce(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
@@ -485,9 +486,10 @@ def plan_block(
             drafter,
             extend_tokens=expected_path(thresholds),
             accepted_tokens=per_iteration[:n],
+            ascending=True,
         )
     else:
-        durations = cost.decode_ms(b, k, context, prefill, drafter)
+        durations = cost.decode_ms(b, k, context, prefill, drafter, ascending=True)
     ends = np.add.accumulate(durations)
     return BlockPlan(
         k,

@@ -35,6 +35,14 @@ def bits(values) -> list[int]:
     return np.asarray(values, dtype=np.float64).view(np.int64).tolist()
 
 
+#: A decode curve's arguments: scenario, batch, draft, extend tokens, drafter.
+CURVES = dict(
+    path=st.sampled_from([SERVING, LLAMA]),
+    batch=st.sampled_from([1, 2, 5, 8, 64, 300]),
+    draft=st.sampled_from([0, 1, 2, 4, TreeDraft(3, 2, 4)]),
+    extend=st.sampled_from([None, 1, 3]),
+    drafter=st.booleans(),
+)
 CONTEXTS = st.lists(st.floats(0.0, 5e6), min_size=1, max_size=SCALAR_VALUES + 8)
 
 
@@ -65,11 +73,7 @@ def test_decode_curve_one_at_a_time_is_the_array_path(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    path=st.sampled_from([SERVING, LLAMA]),
-    batch=st.sampled_from([1, 2, 5, 8, 64, 300]),
-    draft=st.sampled_from([0, 1, 2, 4, TreeDraft(3, 2, 4)]),
-    extend=st.sampled_from([None, 1, 3]),
-    drafter=st.booleans(),
+    **CURVES,
     contexts=st.lists(st.floats(0.0, 5e6), min_size=SCALAR_VALUES + 1, max_size=60),
 )
 def test_the_passes_work_at_once_is_each_pass_on_its_own(
@@ -91,11 +95,7 @@ def test_the_passes_work_at_once_is_each_pass_on_its_own(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    path=st.sampled_from([SERVING, LLAMA]),
-    batch=st.sampled_from([1, 2, 5, 8, 64, 300]),
-    draft=st.sampled_from([0, 1, 2, 4, TreeDraft(3, 2, 4)]),
-    extend=st.sampled_from([None, 1, 3]),
-    drafter=st.booleans(),
+    **CURVES,
     start=st.floats(0.0, 5e6),
     steps=st.lists(st.integers(0, 300), min_size=SCALAR_VALUES, max_size=80),
 )

@@ -568,6 +568,16 @@ class BatchedPass:
         kv_ms = p.kv_bytes_per_token / self._bytes_per_ms
         pair_ms = p.attention_flops_per_pair / self._flops_per_ms
         compute, path = self.curve.at_scalar, envelope.at_scalar
+        line = envelope.line
+        if line is not None:  # one line: ``at_scalar``'s sum inline, without its call
+            a, f = line
+
+            def one_line(kv_tokens: float, pairs: float) -> float:
+                return a + f * compute(
+                    (memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)
+                )
+
+            return one_line
 
         def ms(kv_tokens: float, pairs: float) -> float:
             return path(compute((memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)))

@@ -46,6 +46,8 @@ __all__ = [
     "StepPlan",
     "accept_lengths",
     "expected_path",
+    "int_min",
+    "int_sum",
     "plan_block",
     "plan_step",
 ]
@@ -66,6 +68,27 @@ def _filled(shape: int | tuple[int, int], value: float, dtype: type) -> np.ndarr
     out: np.ndarray = np.empty(shape, dtype=dtype)
     out.fill(value)
     return out
+
+
+#: Elements up to which ``int_sum`` and ``int_min`` take a 1-D integer array through its
+#: list (a ufunc reduction's call costs more than Python's loop over a few; measured
+#: crossing at 30-50 elements); beyond, the reduction. A speed knob only: integer sums
+#: and minima of token counts are exact either way.
+LIST_ROWS = 32
+
+
+def int_sum(values: np.ndarray) -> int:
+    """The sum of a 1-D integer array (token counts), as a Python int."""
+    if values.shape[0] <= LIST_ROWS:
+        return sum(values.tolist())
+    return int(np.add.reduce(values))
+
+
+def int_min(values: np.ndarray) -> int:
+    """The least of a non-empty 1-D integer array (token counts), as a Python int."""
+    if values.shape[0] <= LIST_ROWS:
+        return min(values.tolist())
+    return int(np.minimum.reduce(values))
 
 
 def _signed(x: int) -> int:
@@ -450,7 +473,7 @@ def plan_block(
         total = np.arange(b, b * (max_iterations + 1), b, dtype=np.int64)
         # after iteration i every row has emitted i + 1 tokens: the first to finish is
         # the one that needs least, at its count (one iteration whoever finishes)
-        least = int(np.minimum.reduce(batch.need))
+        least = int_min(batch.need)
         if max_iterations > 1 and least <= max_iterations:
             n = max(least, 1)
     else:
@@ -483,7 +506,7 @@ def plan_block(
         if kv_growth is not None:
             kv_growth = kv_growth[:n]
     # the context sums grow with the tokens emitted: non-decreasing (``ascending``)
-    context = float(np.add.reduce(batch.context)) + growth
+    context = float(int_sum(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
         durations = cost.decode_ms(
@@ -550,8 +573,8 @@ def plan_step(
     else:  # no drafts: one token each, nothing drawn
         lengths = _filled(batch.size, 1, np.int64)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
-    tokens = int(np.add.reduce(lengths))
-    held = int(np.add.reduce(batch.context))
+    tokens = int_sum(lengths)
+    held = int_sum(batch.context)
     context = float(held)
     if accepted_extend and not (isinstance(k, int) and k == 0):
         duration = cost.decode_ms_at(

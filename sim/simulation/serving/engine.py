@@ -55,7 +55,15 @@ from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream, request_streams
-from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
+from sim.simulation.serving.batch import (
+    BlockPlan,
+    DecodeBatch,
+    StepPlan,
+    int_min,
+    int_sum,
+    plan_block,
+    plan_step,
+)
 from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.kv_cache import KvCache
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -411,9 +419,9 @@ class Server:
         """KV tokens decode rows of ``context`` (int64) tokens of context hold, together
         (``Drafting.held`` of each)."""
         if self.block == 1:
-            return int(np.add.reduce(context)) + context.shape[0] * self.lookahead
+            return int_sum(context) + context.shape[0] * self.lookahead
         held = whole_blocks_array(context + self.slots, self.block)
-        return int(np.add.reduce(held)) + context.shape[0] * self.drafting.state_tokens
+        return int_sum(held) + context.shape[0] * self.drafting.state_tokens
 
     @property
     def idle(self) -> bool:
@@ -559,7 +567,7 @@ class Server:
         next (many users: a completion nearly every iteration, and a longer plan would be
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
-        shortest = int(np.minimum.reduce(self.batch.need))
+        shortest = int_min(self.batch.need)
         most = self.most_tokens.get(k)
         if most is None:
             most = self.most_tokens[k] = max_tokens(k)
@@ -658,7 +666,7 @@ class Server:
         need = batch.need
         need -= emitted
         delivered = plan.per_iteration[:n]
-        lowest = int(np.minimum.reduce(need))
+        lowest = int_min(need)
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered = delivered.copy()
             delivered[-1] += int(need[need < 0].sum())
@@ -694,7 +702,7 @@ class Server:
         need = batch.need
         emitted = plan.lengths
         need -= emitted
-        lowest = int(np.minimum.reduce(need))
+        lowest = int_min(need)
         delivered = plan.tokens
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered += int(np.add.reduce(need, where=need < 0))
@@ -782,7 +790,7 @@ class Server:
             after = context + self.slots
             charged = whole_blocks_array(after, self.block)
             charged -= whole_blocks_array(after - growth, self.block)
-        need = int(np.add.reduce(charged))
+        need = int_sum(charged)
         rows = self.batch.size
         freed = 0
         while need > self.kv.level + freed:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.simulation.serving.batch import int_sum
 from sim.simulation.serving.sketch import StreamedStat
 from sim.simulation.serving.workload import Request
 
@@ -500,7 +501,7 @@ class Recorder:
         self.batch_time_ms[batch] += float(np.add.reduce(durations_ms))
         self.kv_token_ms += float(held_tokens @ durations_ms)
         self.kv_peak = max(self.kv_peak, peak)
-        self.tokens_delivered += int(np.add.reduce(delivered))
+        self.tokens_delivered += int_sum(delivered)
 
     def decode_step_done(
         self,

@@ -138,6 +138,7 @@ class DecodeBatch:
         self.size = 0
         self.fresh = 0
         self.fresh_newest = True  # the fresh rows are the newest ``fresh`` rows
+        self._paths: dict[tuple[int, int], int] = {}  # ``expected_path`` by columns
         self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
 
@@ -274,8 +275,20 @@ class DecodeBatch:
             self._allocate(grown)
         return self._table
 
+    def expected_path(self, columns: slice) -> int:
+        """``expected_path`` of the rows' threshold ``columns`` (a draft's), worked out once
+        while the rows stay (every block of the batch extends the drafts this wide)."""
+        key = (columns.start, columns.stop)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = expected_path(self.thresholds[:, columns])
+        return path
+
     def _drop_views(self) -> None:
-        """Forget the views (rebuilt when next used: admissions come in runs)."""
+        """Forget the views (rebuilt when next used: admissions come in runs) and what was
+        worked out from the rows (``expected_path``): called whenever rows change."""
+        if self._paths:
+            self._paths.clear()
         d = self.__dict__
         if "ids" in d:
             for name in DecodeBatch._FIELDS:
@@ -515,7 +528,7 @@ def plan_block(
             context,
             prefill,
             drafter,
-            extend_tokens=expected_path(thresholds),
+            extend_tokens=batch.expected_path(columns),
             accepted_tokens=per_iteration[:n],
             ascending=True,
         )
@@ -582,7 +595,7 @@ def plan_step(
             k,
             context,
             drafter,
-            extend_tokens=expected_path(thresholds),
+            extend_tokens=batch.expected_path(columns),
             accepted_tokens=tokens,
         )
     else:

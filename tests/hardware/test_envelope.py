@@ -104,6 +104,27 @@ def test_a_compute_curve_between_its_points_is_the_interpolation():
     rng = np.random.default_rng(7)
     for xs in (rng.uniform(1.0, 4.0, 50), rng.uniform(0.0, 6.0, 50), np.array([1.0, 4.0])):
         assert np.array_equal(curve.at(xs), [curve.at_scalar(float(v)) for v in xs])
+        ordered = np.sort(xs)  # ``ascending``: its ends are its least and most
+        assert np.array_equal(curve.at(ordered, ascending=True), curve.at(ordered))
+
+
+def test_a_compute_curve_outside_its_points_is_each_end_line():
+    """All work below the first point (a small batch's drafter pass) or beyond the last
+    (a large batch): ``ComputeCurve.at`` takes that end's line alone, the same bits as
+    value by value and as the values mixed with others."""
+    from sim.hardware.batched import ComputeCurve
+
+    rng = np.random.default_rng(11)
+    below, beyond, inside = rng.uniform(0.0, 0.99, 40), rng.uniform(4.01, 9.0, 40), [2.0]
+    for points in ([1.0, 2.5, 4.0], [1.0]):
+        work = np.array(points)
+        curve = ComputeCurve(work, 2.0 * work + 1.0, slope=0.7)
+        for xs in (below, beyond, np.array([0.5]), np.array([9.0, 9.0])):
+            scalar = [curve.at_scalar(float(v)) for v in xs]
+            assert np.array_equal(curve.at(xs), scalar)
+            assert np.array_equal(curve.at(np.sort(xs), ascending=True), np.sort(scalar))
+            mixed = curve.at(np.concatenate([xs, inside, below[:1], beyond[:1]]))
+            assert np.array_equal(mixed[: xs.size], scalar)
 
 
 @settings(max_examples=80, deadline=None)

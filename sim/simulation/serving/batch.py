@@ -46,6 +46,8 @@ __all__ = [
     "StepPlan",
     "accept_lengths",
     "expected_path",
+    "int_min",
+    "int_sum",
     "plan_block",
     "plan_step",
 ]
@@ -58,6 +60,35 @@ def _float_bits(x: float) -> int:
 
 _FLOAT_OF, _BITS_OF = struct.Struct("<d").pack, struct.Struct("<q").unpack
 _NO_TIME = _float_bits(-1.0)
+
+
+def _filled(shape: int | tuple[int, int], value: float, dtype: type) -> np.ndarray:
+    """``np.full(shape, value, dtype)``: the same array, made by ``empty`` and ``fill``
+    without ``np.full``'s Python wrapper (a block's few-element arrays)."""
+    out: np.ndarray = np.empty(shape, dtype=dtype)
+    out.fill(value)
+    return out
+
+
+#: Elements up to which ``int_sum`` and ``int_min`` take a 1-D integer array through its
+#: list (a ufunc reduction's call costs more than Python's loop over a few; measured
+#: crossing at 30-50 elements); beyond, the reduction. A speed knob only: integer sums
+#: and minima of token counts are exact either way.
+LIST_ROWS = 32
+
+
+def int_sum(values: np.ndarray) -> int:
+    """The sum of a 1-D integer array (token counts), as a Python int."""
+    if values.shape[0] <= LIST_ROWS:
+        return sum(values.tolist())
+    return int(np.add.reduce(values))
+
+
+def int_min(values: np.ndarray) -> int:
+    """The least of a non-empty 1-D integer array (token counts), as a Python int."""
+    if values.shape[0] <= LIST_ROWS:
+        return min(values.tolist())
+    return int(np.minimum.reduce(values))
 
 
 def _signed(x: int) -> int:
@@ -107,6 +138,7 @@ class DecodeBatch:
         self.size = 0
         self.fresh = 0
         self.fresh_newest = True  # the fresh rows are the newest ``fresh`` rows
+        self._paths: dict[tuple[int, int], int] = {}  # ``expected_path`` by columns
         self._allocate(np.empty((capacity, self._THRESHOLDS + columns), dtype=np.int64))
         self._views()
 
@@ -243,8 +275,20 @@ class DecodeBatch:
             self._allocate(grown)
         return self._table
 
+    def expected_path(self, columns: slice) -> int:
+        """``expected_path`` of the rows' threshold ``columns`` (a draft's), worked out once
+        while the rows stay (every block of the batch extends the drafts this wide)."""
+        key = (columns.start, columns.stop)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = expected_path(self.thresholds[:, columns])
+        return path
+
     def _drop_views(self) -> None:
-        """Forget the views (rebuilt when next used: admissions come in runs)."""
+        """Forget the views (rebuilt when next used: admissions come in runs) and what was
+        worked out from the rows (``expected_path``): called whenever rows change."""
+        if self._paths:
+            self._paths.clear()
         d = self.__dict__
         if "ids" in d:
             for name in DecodeBatch._FIELDS:
@@ -267,7 +311,7 @@ class DecodeBatch:
         """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
         after each removed one shifted up (a few rows), or one masked copy."""
         if len(rows) > self._SHIFTS:
-            keep = np.ones(self.size, dtype=bool)
+            keep = _filled(self.size, True, np.bool_)
             keep[rows] = False
             self.keep(keep)
             return
@@ -295,7 +339,7 @@ def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) ->
     Without columns (no drafts) every cycle emits one token and nothing is drawn."""
     b, d = thresholds.shape
     if d == 0:
-        return np.ones((b, iterations), dtype=np.int8)
+        return _filled((b, iterations), 1, np.int8)
     bits = weyl_bits_block(weyl, iterations)
     if d > STEP_COLUMNS:  # one reduce over (B, iterations, d)
         passed = bits[:, :, None] < thresholds[:, None, :]
@@ -371,7 +415,7 @@ class BlockPlan:
     def emitted(self, n: int) -> np.ndarray:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
         if isinstance(self.k, int) and self.k == 0:  # one token an iteration each
-            return np.full(self.lengths.shape[0], n, dtype=np.int64)
+            return _filled(self.lengths.shape[0], n, np.int64)
         if self.emitted_by is not None:  # the plan's running counts (whole numbers: exact)
             return self.emitted_by[:, n - 1]
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
@@ -438,11 +482,11 @@ def plan_block(
     n = max_iterations
     drafts = thresholds.shape[1] > 0 or b == 0
     if not drafts:  # no drafts: every row emits one token an iteration
-        per_iteration = np.full(max_iterations, b, dtype=np.int64)
+        per_iteration = _filled(max_iterations, b, np.int64)
         total = np.arange(b, b * (max_iterations + 1), b, dtype=np.int64)
         # after iteration i every row has emitted i + 1 tokens: the first to finish is
         # the one that needs least, at its count (one iteration whoever finishes)
-        least = int(np.minimum.reduce(batch.need))
+        least = int_min(batch.need)
         if max_iterations > 1 and least <= max_iterations:
             n = max(least, 1)
     else:
@@ -474,7 +518,8 @@ def plan_block(
         growth = growth[:n]
         if kv_growth is not None:
             kv_growth = kv_growth[:n]
-    context = float(np.add.reduce(batch.context)) + growth
+    # the context sums grow with the tokens emitted: non-decreasing (``ascending``)
+    context = float(int_sum(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
         durations = cost.decode_ms(
@@ -483,11 +528,12 @@ def plan_block(
             context,
             prefill,
             drafter,
-            extend_tokens=expected_path(thresholds),
+            extend_tokens=batch.expected_path(columns),
             accepted_tokens=per_iteration[:n],
+            ascending=True,
         )
     else:
-        durations = cost.decode_ms(b, k, context, prefill, drafter)
+        durations = cost.decode_ms(b, k, context, prefill, drafter, ascending=True)
     ends = np.add.accumulate(durations)
     return BlockPlan(
         k,
@@ -538,10 +584,10 @@ def plan_step(
     if thresholds.shape[1]:
         lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
     else:  # no drafts: one token each, nothing drawn
-        lengths = np.ones(batch.size, dtype=np.int64)
+        lengths = _filled(batch.size, 1, np.int64)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
-    tokens = int(np.add.reduce(lengths))
-    held = int(np.add.reduce(batch.context))
+    tokens = int_sum(lengths)
+    held = int_sum(batch.context)
     context = float(held)
     if accepted_extend and not (isinstance(k, int) and k == 0):
         duration = cost.decode_ms_at(
@@ -549,7 +595,7 @@ def plan_step(
             k,
             context,
             drafter,
-            extend_tokens=expected_path(thresholds),
+            extend_tokens=batch.expected_path(columns),
             accepted_tokens=tokens,
         )
     else:

@@ -5,9 +5,10 @@ Processes (plain generators that only yield events):
 * arrivals: ``closed_loop_user`` (one per user with think time: think, send, wait for
   the answer; a user without think time sends its next request from the completion itself,
   ``send_next``, with the same arrivals in the same order),
-  ``poisson_arrivals``, ``trace_arrivals``; each request is a ``request_process`` that
-  joins the waiting queue (a ``simpy.PriorityStore``: FIFO by arrival, preempted requests
-  first) and waits for its ``done`` event;
+  ``poisson_arrivals``, ``trace_arrivals``; each request joins the waiting queue (a
+  ``simpy.PriorityStore``: FIFO by arrival, preempted requests first) when it arrives
+  (``submit``), and a thinking user's process waits for its ``done`` event (an open
+  arrival's request has no process: nothing waits for its answer but the scheduler);
 * ``scheduler_process``: iteration-level continuous batching. At every iteration boundary
   it admits waiting requests FIFO while a running slot is free
   (``max_running_requests``) and the head's KV (context + lookahead) fits the KV cache (a
@@ -54,7 +55,15 @@ from sim.model.policy import SpeculationPolicy, k_lookup, policy_drafts
 from sim.model.tree.acceptance import TreeAcceptance
 from sim.model.tree.rates import Shares
 from sim.simulation.engines.common import request_stream, request_streams
-from sim.simulation.serving.batch import BlockPlan, DecodeBatch, StepPlan, plan_block, plan_step
+from sim.simulation.serving.batch import (
+    BlockPlan,
+    DecodeBatch,
+    StepPlan,
+    int_min,
+    int_sum,
+    plan_block,
+    plan_step,
+)
 from sim.simulation.serving.job import JobPool
 from sim.simulation.serving.kv_cache import KvCache
 from sim.simulation.serving.records import Recorder, ServingRecord
@@ -393,10 +402,12 @@ class Server:
 
     # ----- arrivals and admission
 
-    def arrive(self, req: Request) -> None:
+    def arrive(self, req: Request, awaited: bool = True) -> None:
+        """``req`` arrives now; ``awaited``: a process waits for its answer (``done``),
+        unless the request has a sender (``send_next``)."""
         if self.upcoming and self.upcoming[0] <= self.env.now:
             heapq.heappop(self.upcoming)
-        if req.source is None:  # a process waits for the answer
+        if awaited and req.source is None:  # a process waits for the answer
             req.done = self.env.event()
         self.rec.arrive(req, self.env.now)
 
@@ -425,9 +436,9 @@ class Server:
         """KV tokens decode rows of ``context`` (int64) tokens of context hold, together
         (``Drafting.held`` of each)."""
         if self.block == 1:
-            return int(np.add.reduce(context)) + context.shape[0] * self.lookahead
+            return int_sum(context) + context.shape[0] * self.lookahead
         held = whole_blocks_array(context + self.slots, self.block)
-        return int(np.add.reduce(held)) + context.shape[0] * self.drafting.state_tokens
+        return int_sum(held) + context.shape[0] * self.drafting.state_tokens
 
     @property
     def idle(self) -> bool:
@@ -505,11 +516,10 @@ class Server:
         self.completions += 1
         req.finish_ms = now
         self.rec.leave(req)
-        if req.source is None:
-            assert req.done is not None  # made when the request arrived
+        if req.done is not None:  # a thinking user's process waits for it
             req.done.succeed()
-        elif not self.stop.triggered:  # a user without think time: its next, now
-            send_next(self, req.source)
+        elif req.source is not None and not self.stop.triggered:
+            send_next(self, req.source)  # a user without think time: its next, now
         if req.measured:
             self.measured_left -= 1
             if self.measured_left == 0:
@@ -574,7 +584,7 @@ class Server:
         next (many users: a completion nearly every iteration, and a longer plan would be
         cut there), else about twice the expected iterations to the next completion, and
         no further than the next announced arrival when it could be admitted."""
-        shortest = int(np.minimum.reduce(self.batch.need))
+        shortest = int_min(self.batch.need)
         most = self.most_tokens.get(k)
         if most is None:
             most = self.most_tokens[k] = max_tokens(k)
@@ -673,7 +683,7 @@ class Server:
         need = batch.need
         need -= emitted
         delivered = plan.per_iteration[:n]
-        lowest = int(np.minimum.reduce(need))
+        lowest = int_min(need)
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered = delivered.copy()
             delivered[-1] += int(need[need < 0].sum())
@@ -709,7 +719,7 @@ class Server:
         need = batch.need
         emitted = plan.lengths
         need -= emitted
-        lowest = int(np.minimum.reduce(need))
+        lowest = int_min(need)
         delivered = plan.tokens
         if lowest < 0:  # the last cycle of a finishing request overshoots its count
             delivered += int(np.add.reduce(need, where=need < 0))
@@ -797,7 +807,7 @@ class Server:
             after = context + self.slots
             charged = whole_blocks_array(after, self.block)
             charged -= whole_blocks_array(after - growth, self.block)
-        need = int(np.add.reduce(charged))
+        need = int_sum(charged)
         rows = self.batch.size
         freed = 0
         while need > self.kv.level + freed:
@@ -830,17 +840,11 @@ class Server:
 # --------------------------------------------------------------------------- processes
 
 
-def submit(server: Server, req: Request) -> None:
+def submit(server: Server, req: Request, awaited: bool = True) -> None:
     """A request arrives and joins the waiting queue (an unbounded store: the put is
-    immediate)."""
-    server.arrive(req)
+    immediate); ``awaited`` False: no process waits for its answer (an open arrival)."""
+    server.arrive(req, awaited)
     server.enqueue((WAITING, req.id, req))
-
-
-def request_process(env: simpy.Environment, server: Server, req: Request):
-    """One open-loop request: arrive, wait until it is answered."""
-    submit(server, req)
-    yield req.done
 
 
 def send_next(server: Server, source: RequestSource) -> None:
@@ -885,17 +889,20 @@ def poisson_arrivals(
     rate_per_s: float,
 ):
     """Open arrivals: unit exponential gaps scaled by 1000 / rate (ms), so that the same
-    stream at another rate gives the same arrivals, compressed (common random numbers)."""
+    stream at another rate gives the same arrivals, compressed (common random numbers).
+    Each request joins the queue from here (``submit``): what a process per request did
+    at its start, in the same order, without its three events (start, answer, end)."""
     mean_gap_ms = 1000.0 / rate_per_s
     while True:
         gap = gap_rng.standard_exponential() * mean_gap_ms
         server.expect_arrival(env.now + gap)
         yield env.timeout(gap)
-        env.process(request_process(env, server, source.next()))
+        submit(server, source.next(), awaited=False)
 
 
 def trace_arrivals(env: simpy.Environment, server: Server, source: RequestSource, trace: Trace):
-    """The trace's requests at their arrival times."""
+    """The trace's requests at their arrival times (each joins the queue from here, as
+    ``poisson_arrivals``'s)."""
     rows = zip(
         trace.arrival_ms.tolist(),
         trace.input_tokens.tolist(),
@@ -907,7 +914,7 @@ def trace_arrivals(env: simpy.Environment, server: Server, source: RequestSource
         if t > env.now:
             server.expect_arrival(t)
             yield env.timeout(t - env.now)
-        env.process(request_process(env, server, source.next((n_in, n_out, cls))))
+        submit(server, source.next((n_in, n_out, cls)), awaited=False)
 
 
 def scheduler_process(env: simpy.Environment, server: Server):
@@ -991,7 +998,7 @@ def jumps(now_ms: float, durations_ms: list[float]) -> list[float]:
 
 def others_wait(arrivals: ClosedLoop | Poisson | Trace, horizon_ms: float | None) -> bool:
     """Whether a process other than the scheduler may resume at a completion's instant: a
-    waiting request's process, a thinking user, the horizon. Not so in a closed loop
+    thinking user, an open arrival at that instant, the horizon. Not so in a closed loop
     without think time and without a horizon (its users send from the completion itself)."""
     return not (isinstance(arrivals, ClosedLoop) and arrivals.think_ms == 0 and horizon_ms is None)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.simulation.serving.batch import int_sum
 from sim.simulation.serving.sketch import StreamedStat
 from sim.simulation.serving.workload import Request
 
@@ -485,7 +486,8 @@ class Recorder:
         delivered: np.ndarray,
     ) -> None:
         """Time-weighted statistics of decode iterations of one batch size from
-        ``start_ms``; arrays (n,): ends, durations, KV tokens held, useful output tokens
+        ``start_ms``; arrays (n,): ends, durations, KV tokens held (non-decreasing: a
+        block's contexts only grow, so the last is the most), useful output tokens
         delivered by each iteration."""
         self.decode_iterations += durations_ms.shape[0]
         if start_ms < self.window_start_ms:
@@ -493,13 +495,13 @@ class Recorder:
             if not inside.any():
                 return
             durations_ms, delivered = durations_ms * inside, delivered * inside
-            peak = held_tokens[inside]
+            peak = int(np.maximum.reduce(held_tokens[inside]))
         else:
-            peak = held_tokens
+            peak = int(held_tokens[-1])
         self.batch_time_ms[batch] += float(np.add.reduce(durations_ms))
         self.kv_token_ms += float(held_tokens @ durations_ms)
-        self.kv_peak = max(self.kv_peak, int(np.maximum.reduce(peak)))
-        self.tokens_delivered += int(np.add.reduce(delivered))
+        self.kv_peak = max(self.kv_peak, peak)
+        self.tokens_delivered += int_sum(delivered)
 
     def decode_step_done(
         self,

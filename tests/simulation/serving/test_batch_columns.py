@@ -55,3 +55,25 @@ def test_a_column_written_in_place_stays_a_view_of_the_table():
     batch.need -= 1
     batch.need[...] = batch.need - 1
     assert np.shares_memory(batch.need, batch._table) and batch.need.tolist() == [3]
+
+
+def test_the_expected_path_is_the_rows_after_every_change():
+    """``DecodeBatch.expected_path`` (kept while the rows stay) is ``expected_path`` of the
+    rows there now: after appending, removing and keeping rows, for each draft's columns."""
+    from sim.simulation.serving.batch import expected_path
+
+    rng = np.random.default_rng(5)
+    batch = DecodeBatch(3, capacity=2)
+
+    def check():
+        for columns in (slice(0, 1), slice(0, 3), slice(1, 3)):
+            assert batch.expected_path(columns) == expected_path(batch.thresholds[:, columns])
+
+    for rid in range(6):  # past the capacity: the table grows
+        thresholds = rng.integers(0, 2**32, 3) // (rid + 1)
+        batch.append(rid, np.uint64(rid), thresholds, 10, 100, 0, -1.0)
+        check()
+    batch.remove([0, 4])
+    check()
+    batch.keep(np.array([True, False, True, True]))
+    check()

@@ -31,16 +31,15 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row, error_summary
+from sim.validation.cases import Case, Row
 from sim.validation.serving_cases import (
     KIMI_MODEL,
-    SERVING_REPLICATIONS,
-    SERVING_SEED,
     VLLM_2026,
     Point,
     graph_capture,
     simulate_point,
 )
+from sim.validation.two_arm_rows import aggregate_row, job_line, two_arm_case
 
 __all__ = [
     "CALIBRATED_USERS",
@@ -55,7 +54,6 @@ __all__ = [
 ]
 
 PLAIN, EAGLE3 = "no speculation", "EAGLE-3 BF16 draft"
-SPEC = "speculative"
 K = pub.ROCMBLOG_KIMI_K
 #: The loads scored (C = 4 calibrates).
 SCORED = (8, 16, 32, 64)
@@ -177,24 +175,16 @@ def simulate(users: int) -> Point:
 
 
 def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
-    return Row(
-        f"aggregate tok/s ({'speculation' if side == SPEC else 'no speculation'})",
+    return aggregate_row(
         f"rocm-blogs Kimi-K2.5 MI355X {route} C={users}",
-        f"closed loop of {users} users, {pub.ROCMBLOG_KIMI_PROMPTS_PER_USER * users} requests",
+        users,
+        pub.ROCMBLOG_KIMI_PROMPTS_PER_USER * users,
         measured(route, users),
         predicted,
         sd,
-        load=users,
-        calibrated_loads=CALIBRATED_USERS,
-        side=side,
+        side,
+        CALIBRATED_USERS,
     )
-
-
-def _rounding_free(p: Point) -> float:
-    """The plain level's Monte Carlo standard error, 0 when the replications agree to
-    rounding (1e-9 of the level): with fixed lengths the plain arm draws nothing, and the
-    spread of equal sums is their summation's last bits, not sampling error."""
-    return 0.0 if p.baseline_sd <= 1e-9 * p.baseline_tok_s else p.baseline_sd
 
 
 def _setup_lines() -> tuple[str, ...]:
@@ -214,11 +204,7 @@ def _setup_lines() -> tuple[str, ...]:
         f"one flat conditional rate alpha = {alpha:.4f} for the accept length "
         f"{needed_al:.3f} that the model's {cycle_ms:.2f} ms batch-4 cycle needs to give the "
         f"measured {token_ms(EAGLE3, 4):.3f} ms a token at C = 4",
-        f"the job: a closed loop of C users over 10 x C requests of "
-        f"{pub.ROCMBLOG_KIMI_INPUT_TOKENS} prompt and {pub.ROCMBLOG_KIMI_OUTPUT_TOKENS} answer "
-        f"tokens (fixed), aggregate output tok/s; {SERVING_REPLICATIONS} replications, seed "
-        f"{SERVING_SEED}; the ± of the EAGLE-3 rows is the paired gain's Monte Carlo standard "
-        "error times the plain level",
+        job_line(pub.ROCMBLOG_KIMI_INPUT_TOKENS, pub.ROCMBLOG_KIMI_OUTPUT_TOKENS),
     )
 
 
@@ -226,42 +212,20 @@ def case_kimi_mi355x() -> Case:
     """Kimi-K2.5 + EAGLE-3 (3 tokens) on 4x MI355X, vLLM 0.19.0 ROCm: both arms' aggregate
     tok/s at C = 8-64."""
     points = {users: simulate(users) for users in SCORED}
-    rows = [
-        row
-        for users, p in points.items()
-        for row in (
-            _row(EAGLE3, users, p.speculative_tok_s, p.speedup_sd * p.baseline_tok_s, SPEC),
-            _row(PLAIN, users, p.baseline_tok_s, _rounding_free(p), "plain"),
-        )
-    ]
-    gains = "; ".join(
-        f"{u}: measured {measured(EAGLE3, u) / measured(PLAIN, u):.2f}, specsim {p.speedup:.2f}"
-        for u, p in points.items()
-    )
-    four = simulate(4)
-    crossing = [u for u, p in points.items() if p.speedup < 1.0]
-    return Case(
+    return two_arm_case(
         "Kimi-K2.5 (MXFP4) + EAGLE-3 (3 tokens) on 4x AMD MI355X, vLLM 0.19.0 ROCm: aggregate "
         "output tok/s against concurrency, with and without speculation",
-        (pub.ROCMBLOG_KIMI_URL,),
+        pub.ROCMBLOG_KIMI_URL,
         (
             f"rocm-blogs Kimi-K2.5 MI355X {PLAIN} C=4",
             f"rocm-blogs Kimi-K2.5 MI355X {EAGLE3} C=4",
         ),
-        tuple(rows),
-        setup=_setup_lines(),
-        notes=(
-            f"Gain (EAGLE-3 / plain aggregate tok/s) by C: {gains}. {error_summary(rows)}. At "
-            "C = 4 (calibrated on the step and the cycle, not on the job) the simulated job "
-            f"gives {four.baseline_tok_s:.1f} (plain) and {four.speculative_tok_s:.1f} "
-            f"(EAGLE-3) tok/s against {measured(PLAIN, 4):.1f} and {measured(EAGLE3, 4):.1f} "
-            "measured. No measured crossing: the gain is at least 1.69 at every C"
-            + (
-                f"; the model's gain falls below 1 at C = {crossing[0]} (a miss)."
-                if crossing
-                else "; none predicted up to 64."
-            ),
-        ),
+        points,
+        (4, simulate(4), "calibrated on the step and the cycle, not on the job"),
+        _row,
+        measured,
+        (PLAIN, EAGLE3),
+        _setup_lines(),
     )
 
 

@@ -55,6 +55,7 @@ from sim.validation.hardware_cases import (
 from sim.validation.hybrid_mtp_serving_cases import hybrid_mtp_serving_cases
 from sim.validation.load_fit_cases import load_fit_cases
 from sim.validation.mi355x_kimi_cases import mi355x_kimi_cases
+from sim.validation.mi355x_minimax_cases import mi355x_minimax_cases
 from sim.validation.model_error_cases import model_error_lines
 from sim.validation.moe_kernel_cases import moe_kernel_cases
 from sim.validation.moe_tree_serving_cases import moe_tree_serving_cases
@@ -154,6 +155,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(glm_flash_eagle3_cases() if serving else ()),
         *(h100nvl_qwen36_cases() if serving else ()),
         *(mi355x_kimi_cases() if serving else ()),
+        *(mi355x_minimax_cases() if serving else ()),
         *(h100nvl_qwen36_replay_cases() if serving else ()),
     )
     return Report(

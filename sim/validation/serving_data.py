@@ -186,3 +186,18 @@ ROCMBLOG_KIMI_PROMPTS_PER_USER: int = _KIMI355["prompts_per_user"]
 ROCMBLOG_KIMI_TOKEN_BUDGET: int = _KIMI355["token_budget"]
 ROCMBLOG_KIMI_K: int = _KIMI355["num_speculative_tokens"]
 ROCMBLOG_KIMI_TOK_S_PER_GPU: Mapping[str, Mapping[int, float]] = curves(_KIMI355["tok_s_per_gpu"])
+
+# The same post's second table: MiniMax-M2.5 (FP8) on 4x MI355X, a vLLM ROCm nightly, plain and
+# EAGLE-3 (BF16 draft, 3 tokens), 1K/1K random prompts, 10 x C prompts (the recipe), 5 seeds a
+# cell: output tok/s a GPU by C.
+_MINIMAX355 = _DATA["rocmblog_minimax_mi355x"]
+ROCMBLOG_MINIMAX_URL: str = _MINIMAX355["source"]
+ROCMBLOG_MINIMAX_GPUS: int = _MINIMAX355["gpus"]
+ROCMBLOG_MINIMAX_INPUT_TOKENS: int = _MINIMAX355["input_tokens"]
+ROCMBLOG_MINIMAX_OUTPUT_TOKENS: int = _MINIMAX355["output_tokens"]
+ROCMBLOG_MINIMAX_PROMPTS_PER_USER: int = _MINIMAX355["prompts_per_user"]
+ROCMBLOG_MINIMAX_TOKEN_BUDGET: int = _MINIMAX355["token_budget"]
+ROCMBLOG_MINIMAX_K: int = _MINIMAX355["num_speculative_tokens"]
+ROCMBLOG_MINIMAX_TOK_S_PER_GPU: Mapping[str, Mapping[int, float]] = curves(
+    _MINIMAX355["tok_s_per_gpu"]
+)

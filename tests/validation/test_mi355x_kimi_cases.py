@@ -15,13 +15,13 @@ from sim.validation.mi355x_kimi_cases import (
     MXFP4_BYTES_PER_PARAM,
     PLAIN,
     SCORED,
-    _rounding_free,
     _step_ms,
     calibrated,
     measured,
     token_ms,
 )
 from sim.validation.serving_cases import KIMI_MODEL, Point
+from sim.validation.two_arm_rows import rounding_free as _rounding_free
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case
 from sim.validation.serving_cases import (
     KIMI_MODEL,
     VLLM_2026,
@@ -39,7 +39,7 @@ from sim.validation.serving_cases import (
     graph_capture,
     simulate_point,
 )
-from sim.validation.two_arm_rows import aggregate_row, job_line, two_arm_case
+from sim.validation.two_arm_rows import job_line, level_root, row_maker, two_arm_case
 
 __all__ = [
     "CALIBRATED_USERS",
@@ -137,18 +137,11 @@ def _step_ms(scenario: Scenario, batch: int, draft: int) -> float:
 
 
 def _plain_decode_ms(batch: int, target_ms: float) -> float:
-    """The batch-1 decode step (ms) whose derived plain step at ``batch`` is ``target_ms``:
-    bisection on the monotone step (to 1e-6 ms)."""
-    low, high = _DECODE_BRACKET_MS
-    if not _step_ms(_derived(low), batch, 0) <= target_ms <= _step_ms(_derived(high), batch, 0):
-        raise ValueError(f"no batch-1 step in {_DECODE_BRACKET_MS} ms gives {target_ms:.3f} ms")
-    while high - low > 1e-6:
-        mid = (low + high) / 2
-        if _step_ms(_derived(mid), batch, 0) < target_ms:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+    """The batch-1 decode step (ms) whose derived plain step at ``batch`` is ``target_ms``
+    (the step is monotone in it; to 1e-6 ms)."""
+    return level_root(
+        lambda ms: _step_ms(_derived(ms), batch, 0), target_ms, _DECODE_BRACKET_MS, 1e-6
+    )
 
 
 @functools.cache
@@ -172,19 +165,6 @@ def calibrated() -> tuple[Scenario, float, float, float]:
 def simulate(users: int) -> Point:
     """Both arms at a closed loop of ``users`` over 10 x ``users`` requests."""
     return simulate_point(calibrated()[0], users, pub.ROCMBLOG_KIMI_PROMPTS_PER_USER * users)
-
-
-def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
-    return aggregate_row(
-        f"rocm-blogs Kimi-K2.5 MI355X {route} C={users}",
-        users,
-        pub.ROCMBLOG_KIMI_PROMPTS_PER_USER * users,
-        measured(route, users),
-        predicted,
-        sd,
-        side,
-        CALIBRATED_USERS,
-    )
 
 
 def _setup_lines() -> tuple[str, ...]:
@@ -222,7 +202,12 @@ def case_kimi_mi355x() -> Case:
         ),
         points,
         (4, simulate(4), "calibrated on the step and the cycle, not on the job"),
-        _row,
+        row_maker(
+            "rocm-blogs Kimi-K2.5 MI355X",
+            pub.ROCMBLOG_KIMI_PROMPTS_PER_USER,
+            measured,
+            CALIBRATED_USERS,
+        ),
         measured,
         (PLAIN, EAGLE3),
         _setup_lines(),

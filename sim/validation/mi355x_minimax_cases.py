@@ -20,13 +20,12 @@ rule pre-registered in docs/accuracy-under-load.md (case 49) before any scored r
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
-from sim.validation.cases import Case, Row
+from sim.validation.cases import Case
 from sim.validation.serving_cases import (
     KIMI_MODEL,
     VLLM_2026,
@@ -34,7 +33,7 @@ from sim.validation.serving_cases import (
     graph_capture,
     simulate_point,
 )
-from sim.validation.two_arm_rows import aggregate_row, job_line, two_arm_case
+from sim.validation.two_arm_rows import job_line, level_root, row_maker, two_arm_case
 
 __all__ = [
     "ATTENTION_FLOPS_PER_PAIR",
@@ -146,27 +145,6 @@ def _job(scenario: Scenario, users: int) -> Point:
     return simulate_point(scenario, users, pub.ROCMBLOG_MINIMAX_PROMPTS_PER_USER * users)
 
 
-def _bisect(
-    level: Callable[[float], float], target: float, bracket: tuple[float, float], tol: float
-) -> float:
-    """The ``x`` in ``bracket`` where ``level(x)`` (monotone) meets ``target``, to ``tol``;
-    ValueError if the bracket's ends do not straddle it."""
-    low, high = bracket
-    at_low, at_high = level(low), level(high)
-    if not min(at_low, at_high) <= target <= max(at_low, at_high):
-        raise ValueError(
-            f"no value in {bracket} gives {target:.1f} tok/s ({at_low:.1f} to {at_high:.1f})"
-        )
-    rising = at_high > at_low
-    while high - low > tol:
-        mid = (low + high) / 2
-        if (level(mid) < target) == rising:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
-
-
 @functools.cache
 def calibrated() -> tuple[Scenario, float, float]:
     """(the calibrated scenario, its batch-1 decode step in ms, alpha): the step from the
@@ -174,13 +152,13 @@ def calibrated() -> tuple[Scenario, float, float]:
     (the serving seed's common random numbers)."""
     users = int(CALIBRATED_USERS[0])
     alpha0 = _ALPHA_BRACKET[0]  # the plain arm does not read the rate
-    decode_ms = _bisect(
+    decode_ms = level_root(
         lambda ms: _job(_scenario(ms, alpha0), users).baseline_tok_s,
         measured(PLAIN, users),
         _DECODE_BRACKET_MS,
         _DECODE_TOL_MS,
     )
-    alpha = _bisect(
+    alpha = level_root(
         lambda a: _job(_scenario(decode_ms, a), users).speculative_tok_s,
         measured(EAGLE3, users),
         _ALPHA_BRACKET,
@@ -193,19 +171,6 @@ def calibrated() -> tuple[Scenario, float, float]:
 def simulate(users: int) -> Point:
     """Both arms of the calibrated scenario at a closed loop of ``users``."""
     return _job(calibrated()[0], users)
-
-
-def _row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
-    return aggregate_row(
-        f"rocm-blogs MiniMax-M2.5 MI355X {route} C={users}",
-        users,
-        pub.ROCMBLOG_MINIMAX_PROMPTS_PER_USER * users,
-        measured(route, users),
-        predicted,
-        sd,
-        side,
-        CALIBRATED_USERS,
-    )
 
 
 def _setup_lines() -> tuple[str, ...]:
@@ -246,7 +211,12 @@ def case_minimax_mi355x() -> Case:
         ),
         points,
         (4, simulate(4), "calibrated on the job"),
-        _row,
+        row_maker(
+            "rocm-blogs MiniMax-M2.5 MI355X",
+            pub.ROCMBLOG_MINIMAX_PROMPTS_PER_USER,
+            measured,
+            CALIBRATED_USERS,
+        ),
         measured,
         (PLAIN, EAGLE3),
         _setup_lines(),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from scipy import optimize
+
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED, Point
 
@@ -13,7 +15,9 @@ __all__ = [
     "crossing_text",
     "gain_text",
     "job_line",
+    "level_root",
     "rounding_free",
+    "row_maker",
     "two_arm_case",
     "two_arm_rows",
 ]
@@ -22,6 +26,19 @@ __all__ = [
 RowMaker = Callable[[str, int, float, float, str], Row]
 #: (route, users) -> the measured figure.
 Measured = Callable[[str, int], float]
+
+
+def level_root(
+    level: Callable[[float], float], target: float, bracket: tuple[float, float], xtol: float
+) -> float:
+    """The ``x`` in ``bracket`` where the monotone ``level(x)`` meets ``target``, to ``xtol``
+    (scipy's brentq; on a simulated level, a step function under common random numbers, it
+    ends at the step that crosses ``target``); ValueError if the bracket's ends do not
+    straddle it."""
+    try:
+        return float(optimize.brentq(lambda x: level(x) - target, *bracket, xtol=xtol))
+    except ValueError as exc:
+        raise ValueError(f"no value in {bracket} gives {target:.4g}") from exc
 
 
 def rounding_free(p: Point) -> float:
@@ -84,6 +101,28 @@ def aggregate_row(
         calibrated_loads=calibrated_loads,
         side=side,
     )
+
+
+def row_maker(
+    label: str, prompts_per_user: int, measured: Measured, calibrated_loads: tuple[float, ...]
+) -> RowMaker:
+    """The scored row of a table ``label``: ``label route C=users``, a closed loop of
+    ``users`` over ``prompts_per_user`` x ``users`` requests, the measured figure read from
+    ``measured``."""
+
+    def row(route: str, users: int, predicted: float, sd: float, side: str) -> Row:
+        return aggregate_row(
+            f"{label} {route} C={users}",
+            users,
+            prompts_per_user * users,
+            measured(route, users),
+            predicted,
+            sd,
+            side,
+            calibrated_loads,
+        )
+
+    return row
 
 
 def two_arm_case(

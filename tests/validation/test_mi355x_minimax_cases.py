@@ -14,11 +14,11 @@ from sim.validation.mi355x_minimax_cases import (
     MINIMAX_M25_MODEL,
     PLAIN,
     SCORED,
-    _bisect,
     calibrated,
     measured,
     simulate,
 )
+from sim.validation.two_arm_rows import level_root
 
 
 @pytest.mark.parametrize(
@@ -61,11 +61,11 @@ def test_kv_and_attention_are_a_rank_s_share_of_full_gqa():
     assert ATTENTION_FLOPS_PER_PAIR == 12 * 512 * 62
 
 
-def test_bisect_finds_a_monotone_level_s_target_either_way_and_refuses_outside():
-    assert _bisect(lambda x: 2 * x, 3.0, (0.0, 10.0), 1e-9) == pytest.approx(1.5, abs=1e-8)
-    assert _bisect(lambda x: 10 - x, 4.0, (0.0, 10.0), 1e-9) == pytest.approx(6.0, abs=1e-8)
+def test_level_root_finds_a_monotone_level_s_target_either_way_and_refuses_outside():
+    assert level_root(lambda x: 2 * x, 3.0, (0.0, 10.0), 1e-9) == pytest.approx(1.5, abs=1e-8)
+    assert level_root(lambda x: 10 - x, 4.0, (0.0, 10.0), 1e-9) == pytest.approx(6.0, abs=1e-8)
     with pytest.raises(ValueError, match="no value"):
-        _bisect(lambda x: x, 20.0, (0.0, 10.0), 1e-6)
+        level_root(lambda x: x, 20.0, (0.0, 10.0), 1e-6)
 
 
 def test_the_calibration_reads_the_c4_job_only_and_reproduces_it():

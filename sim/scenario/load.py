@@ -106,7 +106,8 @@ def load_scenario(
     option ``settings`` as ``with_settings`` applies them) and validate it once: every
     value the command line gives, in one straight pass (read, merge, validate). A problem
     names the file, ``FILE (--set)`` when a ``--set`` field is involved, or
-    ``OPTION (--set)`` for an option's field."""
+    ``OPTION (--set)`` for an option's field; a problem the file alone has names the file
+    whatever the command line set."""
     source = str(path)
     raw = read_scenario_file(path)
     line = merge_command_line(raw, sets, settings, source)
@@ -118,6 +119,9 @@ def load_scenario(
         given=leaf_fields(raw) - line.changed,
         file=source,
         recorded=line.recorded,
+        # the file alone, read only when a problem touches a field the command line set:
+        # one the file has as well is the file's
+        unchanged=lambda: read_growmap(copy.deepcopy(raw), Path(path).parent, source),
     )
 
 

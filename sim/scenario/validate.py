@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -107,9 +108,10 @@ def _touches(field: str, key: str) -> bool:
     return any(a == b or a.startswith((b + ".", b + "[")) for a, b in ((field, key), (key, field)))
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    """The first error's dotted field and message; the others counted once per field (a
-    value tried against each member of a union fails once a member, one problem)."""
+def _first_error(exc: ValidationError) -> tuple[str, str, str]:
+    """The first error's dotted field and message, and the others counted once per field
+    as text (a value tried against each member of a union fails once a member, one
+    problem)."""
     errors = exc.errors(include_url=False)
     err = errors[0]
     if err["type"] == "missing":  # a misspelt key is both missing and unknown: name the typo
@@ -134,9 +136,8 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     elif err["type"] == "missing":
         msg = "required key is missing"
     extra = len({tuple(_field_path(e["loc"])) for e in errors}) - 1
-    if extra:
-        msg += f" (and {extra} more error{'s' if extra > 1 else ''})"
-    return _dotted(loc), msg
+    more = f" (and {extra} more error{'s' if extra > 1 else ''})" if extra else ""
+    return _dotted(loc), msg, more
 
 
 def leaf_fields(raw: Mapping[str, Any], prefix: str = "") -> set[str]:
@@ -154,6 +155,42 @@ def leaf_fields(raw: Mapping[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """The first problem of a raw mapping: the dotted ``field`` (a section for a check
+    across its fields), the ``message``, ``more`` (how many other fields fail, as text) and
+    ``touches``: whether a changed field may have caused it."""
+
+    field: str
+    message: str
+    more: str
+    touches: Callable[[str], bool]
+
+
+def _first_problem(raw: Mapping[str, Any]) -> Scenario | _Problem:
+    """``raw`` validated, or its first problem: the schema's, a pass time the hardware model
+    cannot derive, a tree without rank rates for its ranks."""
+    try:
+        scenario = Scenario.model_validate(dict(raw))
+    except ValidationError as exc:
+        field, msg, more = _first_error(exc)
+        return _Problem(field, msg, more, lambda k: _touches(field, k))
+    missing = underivable_pass_time(scenario)
+    if missing is not None:
+        field, needs = missing
+        return _Problem(
+            field,
+            f"required key is missing (or give {', '.join(needs)} to derive it)",
+            "",
+            lambda k: field == k or k.startswith(("model.", "hardware.")),
+        )
+    problem = tree_rank_problem(scenario)
+    if problem is not None:
+        field, msg = problem
+        return _Problem(field, msg, "", lambda k: k.startswith(("acceptance.", "speculation.")))
+    return scenario
+
+
 def scenario_from_dict(
     raw: Mapping[str, Any],
     *,
@@ -163,9 +200,14 @@ def scenario_from_dict(
     previous_overrides: Mapping[str, str] | None = None,
     file: str | None = None,
     recorded: Mapping[str, str] | None = None,
+    unchanged: Callable[[], Mapping[str, Any]] | None = None,
 ) -> Scenario:
     """Validate a raw mapping; errors name ``source``, or ``WHO (--set)`` for a problem in an
-    overridden field (``overridden`` maps each to WHO set it).
+    overridden field (``overridden`` maps each to WHO set it) unless ``unchanged`` (the
+    mapping before the overrides, e.g. the file alone) has the same problem: then it is
+    ``source``'s. A check across a section's fields fails on the whole section, which any
+    override inside it touches: ``serve --requests 20`` on a file whose ``[workload]`` fails
+    its own check names the file, not ``--requests``.
 
     Provenance: ``given`` (default: every value in ``raw``) are the fields the user gave;
     ``overridden`` are set on top (added to ``previous_overrides``, each by its setter, or
@@ -173,32 +215,17 @@ def scenario_from_dict(
     ``--set``); ``file`` the file the values were read from (sim/scenario/origins.py).
     """
     set_by = dict(overridden or {})
-
-    def blamed(touched: typing.Callable[[str], bool]) -> str:
+    checked = _first_problem(raw)
+    if isinstance(checked, _Problem):
         # the last setter of a field the problem touches, else the source itself
-        who = [w for k, w in set_by.items() if touched(k)]
-        return f"{who[-1]} (--set)" if who else source
-
-    try:
-        scenario = Scenario.model_validate(dict(raw))
-    except ValidationError as exc:
-        field, msg = _first_error(exc)
-        where = blamed(lambda k: _touches(field, k))
-        raise SpecsimError(msg, source=where, field=field or None) from None
-    missing = underivable_pass_time(scenario)
-    if missing is not None:
-        field, needs = missing
+        who = [w for k, w in set_by.items() if checked.touches(k)]
+        where = f"{who[-1]} (--set)" if who else source
+        if who and unchanged is not None and _has(unchanged, checked):
+            where = source
         raise SpecsimError(
-            f"required key is missing (or give {', '.join(needs)} to derive it)",
-            source=blamed(lambda k: field == k or k.startswith(("model.", "hardware."))),
-            field=field,
+            checked.message + checked.more, source=where, field=checked.field or None
         )
-    problem = tree_rank_problem(scenario)
-    if problem is not None:
-        field, msg = problem
-        where = blamed(lambda k: k.startswith(("acceptance.", "speculation.")))
-        raise SpecsimError(msg, source=where, field=field)
-    return scenario.model_copy(
+    return checked.model_copy(
         update={
             "origins": Origins(
                 given=frozenset(leaf_fields(raw) if given is None else given),
@@ -211,6 +238,19 @@ def scenario_from_dict(
                 changed=frozenset(set_by),
             )
         }
+    )
+
+
+def _has(unchanged: Callable[[], Mapping[str, Any]], problem: _Problem) -> bool:
+    """Whether the mapping ``unchanged`` gives has ``problem`` too (same field, same
+    message); a mapping that cannot be built (SpecsimError) has not."""
+    try:
+        before = _first_problem(unchanged())
+    except SpecsimError:
+        return False
+    return isinstance(before, _Problem) and (before.field, before.message) == (
+        problem.field,
+        problem.message,
     )
 
 

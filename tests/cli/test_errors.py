@@ -251,3 +251,74 @@ def test_a_misspelt_required_key_is_named_as_the_typo(write_scenario):
     path = write_scenario(MINIMAL.replace('name = "tiny"', 'nmae = "tiny"'))
     result = run_cli("run", str(path))
     assert_one_line_error(result, str(path), "nmae: unknown key; did you mean 'name'?")
+
+
+#: A serving file whose [workload] fails a cross-field check (lognormal prompts without
+#: their spread), and one whose [serving] does (captured batch sizes out of order): the
+#: error's field is the section, which every option setting a field of it touches.
+BAD_SERVING_FILES = {
+    "workload": (
+        "input_sigma = 0.6\n",
+        "",
+        "workload: lengths = 'lognormal' with input_tokens needs input_sigma",
+    ),
+    "serving": (
+        'batching = "prefill_first"\n',
+        'batching = "prefill_first"\ngraph_batches = [8, 4]\n',
+        "serving: graph_batches [8, 4]: batch sizes in ascending order, each once",
+    ),
+}
+
+
+def _bad_serving_file(tmp_path, section: str) -> str:
+    from tests.conftest import ROOT
+
+    old, new, _ = BAD_SERVING_FILES[section]
+    text = (ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml").read_text("utf-8")
+    assert old in text
+    path = tmp_path / f"bad-{section}.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("section", "args"),
+    [
+        ("workload", ["serve", "--requests", "20"]),
+        ("workload", ["serve", "--set", "workload.requests=20"]),
+        ("workload", ["search", "--requests", "20"]),
+        ("workload", ["compare", "--requests", "20"]),
+        ("workload", ["tree-load", "--requests", "20"]),
+        ("workload", ["crossover", "--requests", "20"]),
+        ("serving", ["serve", "--concurrency", "4"]),
+        ("serving", ["serve", "--rate", "1"]),
+        ("serving", ["serve", "--set", "serving.concurrency=4"]),
+    ],
+)
+def test_a_problem_of_the_file_names_the_file_whatever_the_options(tmp_path, section, args):
+    """An option (or --set) that sets a field of a section whose own check fails in the
+    file: the file alone fails the same way, so the line names the file and the field, not
+    the option (it said '--requests (--set): workload: ...')."""
+    path = _bad_serving_file(tmp_path, section)
+    command, *rest = args
+    result = run_cli(command, path, *rest, "-q")
+    assert_one_line_error(result, f"specsim: error: {path}: {BAD_SERVING_FILES[section][2]}")
+    assert "(--set)" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--requests", "2000000"], "--requests (--set): workload.requests: "),
+        (["--set", "workload.lengths=ordered"], "{path} (--set): workload: lengths = 'ordered'"),
+        (["--concurrency", "2000000"], "--concurrency (--set): serving.concurrency: "),
+    ],
+)
+def test_a_problem_of_the_command_line_still_names_it(args, start):
+    """The same sections set wrong by the command line on a valid file: the option (or the
+    file's --set) is named, as before."""
+    from tests.conftest import ROOT
+
+    path = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+    result = run_cli("serve", path, *args, "-q")
+    assert_one_line_error(result, "specsim: error: " + start.format(path=path))

@@ -1,7 +1,7 @@
 """The package is a stack of floors: a folder imports only from folders below it.
 
 Floors, lowest first (README, "Architecture"): the basement modules (errors, files,
-records, tables, documents, parallel), then model, hardware, scenario, binding, simulation,
+tables, documents, parallel), then model, hardware, scenario, binding, simulation,
 calibration, uncertainty, studies, validation, report, cli. No import circles, and no import inside
 a function except the lazy imports of start-up time, which say so in a comment.
 """
@@ -18,7 +18,6 @@ SIM = Path(__file__).resolve().parents[1] / "sim"
 FLOORS = {
     "errors": 0,
     "files": 0,
-    "records": 0,
     "tables": 0,
     "documents": 1,
     "model": 2,
@@ -98,12 +97,11 @@ def test_imports_go_down_the_floors(module):
 
 
 def test_model_imports_nothing_from_sim_but_errors():
-    """(and records: how its frozen classes are made)"""
     for module, path in modules().items():
         if folder(module) != "model":
             continue
         for imported, _, line in imports(path):
-            assert imported in ("sim.errors", "sim.records") or folder(imported) == "model", (
+            assert imported == "sim.errors" or folder(imported) == "model", (
                 module,
                 line,
             )
@@ -113,7 +111,7 @@ def test_hardware_knows_no_scenario():
     for module, path in modules().items():
         if folder(module) == "hardware":
             for imported, _, line in imports(path):
-                assert folder(imported) in (None, "errors", "records", "model", "hardware"), (
+                assert folder(imported) in (None, "errors", "model", "hardware"), (
                     module,
                     line,
                 )

@@ -29,16 +29,10 @@ from sim.binding.serving import serving_cost
 from sim.model.closed_forms import alpha_for_accept_length
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
-from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case
-from sim.validation.serving_cases import (
-    KIMI_MODEL,
-    VLLM_2026,
-    Point,
-    graph_capture,
-    simulate_point,
-)
+from sim.validation.mi355x_server import mi355x_vllm_scenario
+from sim.validation.serving_cases import KIMI_MODEL, Point, simulate_point
 from sim.validation.two_arm_rows import job_line, level_root, row_maker, two_arm_case
 
 __all__ = [
@@ -87,41 +81,22 @@ def token_ms(route: str, users: int) -> float:
 
 
 def _derived(decode_ms: float) -> Scenario:
-    """The scenario with batch-1 decode step ``decode_ms`` (acceptance set later)."""
-    raw = {
-        "name": "kimi-k25-mxfp4-4xmi355x-vllm-eagle3",
-        "model": KIMI_MI355X_MODEL,
-        # expert parallel over the 4 ranks (the recipe's --enable-expert-parallel)
-        "server": {"engine": "vllm", "expert_parallel": pub.ROCMBLOG_KIMI_GPUS},
-        # ASSUMED: the MI300X xGMI preset (MI355X's links are faster)
-        "hardware": {
-            "gpus": pub.ROCMBLOG_KIMI_GPUS,
-            "interconnect": "xgmi-mi300x",
-            "gpu": "MI355X",
-        },
-        "timing": {
-            "decode_ms": decode_ms,
-            "verify_cuda_graph": True,
-            "context_tokens": CONTEXT,
-        },
-        "speculation": {"num_steps": K},
-        "acceptance": {"alpha": 0.5},  # replaced by the fit below
-        "workload": {
-            "lengths": "fixed",
-            "input_tokens": pub.ROCMBLOG_KIMI_INPUT_TOKENS,
-            "output_tokens": pub.ROCMBLOG_KIMI_OUTPUT_TOKENS,
-        },
-        # vLLM 0.19 schedules asynchronously with EAGLE-3 (default since 0.14): host work
-        # hidden in both arms; prefix caching off (--no-enable-prefix-caching)
-        "serving": {
-            "batching": "chunked",
-            "token_budget": pub.ROCMBLOG_KIMI_TOKEN_BUDGET,
-            "host_overlap": "both",
-            "prefix_caching": False,
-            **graph_capture(VLLM_2026),
-        },
-    }
-    return scenario_from_dict(raw, source="sim.validation.mi355x_kimi_cases")
+    """The scenario with batch-1 decode step ``decode_ms`` (acceptance set later: the flat
+    rate 0.5 stands in until the fit below replaces it)."""
+    return mi355x_vllm_scenario(
+        "kimi-k25-mxfp4-4xmi355x-vllm-eagle3",
+        KIMI_MI355X_MODEL,
+        gpus=pub.ROCMBLOG_KIMI_GPUS,
+        decode_ms=decode_ms,
+        context_tokens=CONTEXT,
+        num_steps=K,
+        alpha=0.5,
+        input_tokens=pub.ROCMBLOG_KIMI_INPUT_TOKENS,
+        output_tokens=pub.ROCMBLOG_KIMI_OUTPUT_TOKENS,
+        # the recipe's --max-num-batched-tokens
+        token_budget=pub.ROCMBLOG_KIMI_TOKEN_BUDGET,
+        source="sim.validation.mi355x_kimi_cases",
+    )
 
 
 def _step_ms(scenario: Scenario, batch: int, draft: int) -> float:

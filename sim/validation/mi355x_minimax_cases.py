@@ -23,16 +23,10 @@ import functools
 from typing import Any
 
 from sim.scenario.schema import Scenario
-from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case
-from sim.validation.serving_cases import (
-    KIMI_MODEL,
-    VLLM_2026,
-    Point,
-    graph_capture,
-    simulate_point,
-)
+from sim.validation.mi355x_server import mi355x_vllm_scenario
+from sim.validation.serving_cases import KIMI_MODEL, Point, simulate_point
 from sim.validation.two_arm_rows import job_line, level_root, row_maker, two_arm_case
 
 __all__ = [
@@ -111,33 +105,21 @@ def measured(route: str, users: int) -> float:
 def _scenario(decode_ms: float, alpha: float) -> Scenario:
     """The scenario with batch-1 decode step ``decode_ms`` and flat conditional rate
     ``alpha``."""
-    raw = {
-        "name": "minimax-m25-fp8-4xmi355x-vllm-eagle3",
-        "model": MINIMAX_M25_MODEL,
-        # expert parallel over the 4 ranks (the recipe's --enable-expert-parallel)
-        "server": {"engine": "vllm", "expert_parallel": GPUS},
-        # ASSUMED: the MI300X xGMI preset (MI355X's links are faster)
-        "hardware": {"gpus": GPUS, "interconnect": "xgmi-mi300x", "gpu": "MI355X"},
-        "timing": {"decode_ms": decode_ms, "verify_cuda_graph": True, "context_tokens": CONTEXT},
-        "speculation": {"num_steps": K},
-        "acceptance": {"alpha": alpha},
-        "workload": {
-            "lengths": "fixed",
-            "input_tokens": pub.ROCMBLOG_MINIMAX_INPUT_TOKENS,
-            "output_tokens": pub.ROCMBLOG_MINIMAX_OUTPUT_TOKENS,
-        },
-        # a nightly after vLLM 0.19: asynchronous scheduling with EAGLE-3 (default since
-        # 0.14), host work hidden in both arms; --no-enable-prefix-caching; no
-        # --max-num-batched-tokens (vLLM's default 8,192 on a GPU of 70 GiB or more)
-        "serving": {
-            "batching": "chunked",
-            "token_budget": pub.ROCMBLOG_MINIMAX_TOKEN_BUDGET,
-            "host_overlap": "both",
-            "prefix_caching": False,
-            **graph_capture(VLLM_2026),
-        },
-    }
-    return scenario_from_dict(raw, source="sim.validation.mi355x_minimax_cases")
+    return mi355x_vllm_scenario(
+        "minimax-m25-fp8-4xmi355x-vllm-eagle3",
+        MINIMAX_M25_MODEL,
+        gpus=GPUS,
+        decode_ms=decode_ms,
+        context_tokens=CONTEXT,
+        num_steps=K,
+        alpha=alpha,
+        input_tokens=pub.ROCMBLOG_MINIMAX_INPUT_TOKENS,
+        output_tokens=pub.ROCMBLOG_MINIMAX_OUTPUT_TOKENS,
+        # a nightly after vLLM 0.19; no --max-num-batched-tokens: vLLM's default 8,192 on a
+        # GPU of 70 GiB or more
+        token_budget=pub.ROCMBLOG_MINIMAX_TOKEN_BUDGET,
+        source="sim.validation.mi355x_minimax_cases",
+    )
 
 
 def _job(scenario: Scenario, users: int) -> Point:

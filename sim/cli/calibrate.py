@@ -21,6 +21,7 @@ import click
 from sim.calibration.settings import ACCEPTANCE_MODELS, DEFAULT_TIMING_FIT, TABLE_TIMING_FIT
 from sim.cli.options import (
     FiniteFloatRange,
+    bind_file,
     echo_document,
     json_option,
     output_file_checked,
@@ -231,7 +232,6 @@ def calibrate_command(
 ) -> None:
     """Fit timings and acceptance to measurements; report them and write a scenario."""
     # lazy: the fitting stack is imported when the command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.calibration.inputs import CalibrationInputs
     from sim.calibration.run import run_calibration
     from sim.errors import SpecsimError
@@ -252,9 +252,10 @@ def calibrate_command(
         for name, given in (("--out", out), ("--set", sets), ("--fit", fit)):
             if given:
                 raise SpecsimError("needs --scenario (import-only mode fits nothing)", source=name)
-    base = load_scenario(base_path, sets) if base_path else None
-    if base is not None:
-        bind(base)  # what the scenario means: the hardware model checks it here
+    base = None
+    if base_path:
+        base = load_scenario(base_path, sets)
+        bind_file(base, base_path, sets)  # what the scenario means: the hardware model checks it
     fields = None
     if fit is not None:
         fields = [f.removeprefix("timing.") for f in split_list(fit, source="--fit")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from sim.cli.options import (
+    bind_file,
     echo_document,
     format_option,
     json_option,
@@ -62,7 +63,6 @@ def compare(
     The text is a first screen: the answer, what it rests on and how far it moves
     (--verbose: the full table)."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.documents import document
     from sim.report.compare import render_comparison, render_comparison_screen
     from sim.scenario.load import load_scenario
@@ -72,7 +72,8 @@ def compare(
     settings = sample_settings(replications, requests, seed)
     loaded = [load_scenario(p, sets, settings) for p in scenarios]
     # what each scenario means, bound once: the hardware model checks it here
-    entries = list(zip(unique_labels(scenarios), [bind(sc) for sc in loaded], strict=True))
+    bound = [bind_file(sc, p, sets) for sc, p in zip(loaded, scenarios, strict=True)]
+    entries = list(zip(unique_labels(scenarios), bound, strict=True))
     lever_doc = None
     if levers:
         from sim.errors import SpecsimError

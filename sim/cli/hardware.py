@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from sim.cli.options import echo_document, json_option, set_option, verbose_option
+from sim.cli.options import (
+    bind_file,
+    echo_document,
+    json_option,
+    set_option,
+    verbose_option,
+)
 from sim.errors import SpecsimError
 
 #: sim/hardware/interconnects.py LIBRARIES, spelled here so ``--help`` imports no model
@@ -27,7 +33,6 @@ def hardware(
 ) -> None:
     """Every pass taken apart (compute, all-reduces, launch) and verify what-ifs."""
     # lazy: the library is imported when the command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.report.hardware import render_hardware, render_presets
     from sim.scenario.load import load_scenario
     from sim.studies.hardware import hardware_summary, presets_dict
@@ -41,7 +46,7 @@ def hardware(
         return
     if scenario is None:
         raise SpecsimError("give a SCENARIO file or --list", source="hardware")
-    bound = bind(load_scenario(scenario, sets))  # the hardware model checks it here
+    bound = bind_file(load_scenario(scenario, sets), scenario, sets)  # the hardware model checks it
     try:
         summary = hardware_summary(bound)
     except SpecsimError as exc:

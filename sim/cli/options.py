@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from sim.binding.bound import Bound
     from sim.scenario.schema import Scenario
 
 #: ``sim.simulation.engines.ENGINES`` and ``sim.binding.bind.FIDELITIES`` (tests check).
@@ -47,6 +48,32 @@ set_option = click.option(
 )
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+
+
+def bind_file(scenario: Scenario, path: str, sets: tuple[str, ...] | list[str]) -> Bound:
+    """``bind(scenario)``, the scenario loaded from the file ``path`` with ``--set``
+    ``sets``: what the scenario means, bound once, the hardware model checking it here. Its
+    problem names ``FILE (--set)`` when ``--set`` changed a hardware, model or timing field
+    (sim/scenario/origins.py); when the file bound alone has the same problem (field and
+    message), it is the file's and names the file."""
+    # lazy: start-up
+    from sim.binding.bound import bind
+    from sim.errors import SpecsimError
+    from sim.scenario.load import load_scenario
+
+    try:
+        return bind(scenario)
+    except SpecsimError as exc:
+        if not sets or exc.source != f"{path} (--set)":
+            raise
+        try:
+            bind(load_scenario(path))
+        except SpecsimError as alone:
+            if (alone.field, alone.message) == (exc.field, exc.message):
+                raise SpecsimError(
+                    exc.message, source=path, field=exc.field, param=exc.param
+                ) from None
+        raise
 
 
 def echo_json(document: Any) -> None:

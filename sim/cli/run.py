@@ -6,6 +6,7 @@ import click
 from click.core import ParameterSource
 
 from sim.cli.options import (
+    bind_file,
     echo_document,
     format_option,
     json_option,
@@ -76,7 +77,6 @@ def run(
     """Throughput, accept length, cycle breakdown and what each target needs, in closed form
     and as a Monte Carlo distribution over requests."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.report.analysis import analysis_to_dict, render_analysis
     from sim.report.montecarlo import merge_montecarlo, render_exact, render_montecarlo
     from sim.scenario.load import load_scenario
@@ -84,7 +84,7 @@ def run(
     from sim.studies.analysis import analyze
 
     sc = load_scenario(scenario, sets, [target_setting(targets)])
-    bound = bind(sc)  # what the scenario means, once: analysis, exact law and Monte Carlo
+    bound = bind_file(sc, scenario, sets)  # once: analysis, exact law and Monte Carlo
     announce_slow_intervals([bound], enabled=not quiet)
     analysis = analyze(bound, uncertainty=True)
     with ProgressBar(enabled=not quiet) as progress:

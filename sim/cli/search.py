@@ -8,6 +8,7 @@ import click
 
 from sim.cli.options import (
     FiniteFloatRange,
+    bind_file,
     echo_document,
     format_option,
     json_option,
@@ -135,7 +136,6 @@ def search(
     numbers and reports a 95% interval from the Monte Carlo noise.
     """
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.documents import plotted
     from sim.errors import SpecsimError
     from sim.report.search import render_lever, render_search
@@ -147,7 +147,7 @@ def search(
     from sim.studies.solve import solve_lever
 
     scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
-    bind(scn)  # what the scenario means: the hardware model checks it here
+    bind_file(scn, scenario, sets)  # what the scenario means: the hardware model checks it
     tgts = targets_or_scenario(targets, scn)
     if draft_tokens is not None and (topks is None or solve_field is not None):
         raise SpecsimError(

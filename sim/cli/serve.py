@@ -10,6 +10,7 @@ import click
 
 from sim.cli.options import (
     FiniteFloatRange,
+    bind_file,
     format_option,
     json_option,
     plot_option,
@@ -152,7 +153,7 @@ def serve(
     )
     with ProgressBar(enabled=not quiet) as progress:
         served = study.serve_bound(
-            sc,
+            bind_file(sc, scenario, sets),  # what it means, once: the hardware model checks it
             workers=workers,
             base_dir=Path(scenario).resolve().parent,
             source=scenario,

@@ -19,6 +19,7 @@ import click
 
 from sim.cli.options import (
     FiniteFloatRange,
+    bind_file,
     executor_options,
     format_option,
     json_option,
@@ -283,7 +284,6 @@ def build_study(
     """The scenario's plan builder and an evaluator at its seed and replications (the
     study's size checked first when ``simulations`` is given: see ``StudyArgs.run``)."""
     # lazy: start-up
-    from sim.binding.bound import bind
     from sim.parallel import make_executor, resolve_workers
     from sim.scenario.load import load_scenario
     from sim.scenario.overrides import sample_settings, with_settings
@@ -297,7 +297,7 @@ def build_study(
     ]  # an error names the flag, as --rate's names --rate
     raw = load_scenario(args.scenario, args.sets)
     # what the scenario means, bound once: the hardware model checks it here
-    bound = bind(with_settings(raw, settings))
+    bound = bind_file(with_settings(raw, settings), args.scenario, args.sets)
     workers = resolve_workers(args.executor, args.workers)
     builder, evaluator = serving_study(
         bound,

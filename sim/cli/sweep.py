@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
+    bind_file,
     echo_json,
     executor_options,
     format_option,
@@ -100,7 +101,6 @@ def sweep(
 ) -> None:
     """Run the scenario over a grid of overrides; re-running resumes a stopped sweep."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.parallel import close_executor, make_executor
     from sim.scenario.load import load_scenario
     from sim.scenario.overrides import sample_settings
@@ -108,7 +108,7 @@ def sweep(
     from sim.studies.sweep import run_sweep
 
     scn = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
-    bind(scn)  # what the scenario means: the hardware model checks it here
+    bind_file(scn, scenario, sets)  # what the scenario means: the hardware model checks it
     axes = [parse_grid(g) for g in grids]
     total = len(expand_grid(axes))
     if shard is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sim.cli.options import (
+    bind_file,
     executor_options,
     format_option,
     json_option,
@@ -92,7 +93,6 @@ def tree_load(
     paired tree / chain ratio with its 90% interval from inputs and model, the crossover
     and the best draft per load."""
     # lazy: the library is imported when a command runs, not for --help (start-up)
-    from sim.binding.bound import bind
     from sim.cli.search import parse_int_list
     from sim.parallel import close_executor, make_executor, resolve_workers
     from sim.report.tree_load import (
@@ -106,7 +106,7 @@ def tree_load(
 
     grid = parse_int_list(concurrencies, "--concurrency")
     sc = load_scenario(scenario, sets, sample_settings(replications, requests, seed))
-    bind(sc)  # what the scenario means: the hardware model checks it here
+    bind_file(sc, scenario, sets)  # what the scenario means: the hardware model checks it
     workers = resolve_workers(executor, workers)
     run = make_executor(executor, workers=workers, scheduler=scheduler)
     try:

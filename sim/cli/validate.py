@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sim.cli.group import echo_error
-from sim.cli.options import echo_document, json_option, set_option
+from sim.cli.options import bind_file, echo_document, json_option, set_option
 from sim.errors import SpecsimError
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ def serving_checks(bound: Bound, path: str) -> None:
 def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -> None:
     """Validate each SCENARIO file; exit status 2 if any is invalid."""
     # lazy: start-up
-    from sim.binding.bound import bind
     from sim.cli.group import cli_error
     from sim.scenario.load import load_scenario
 
@@ -44,7 +43,7 @@ def validate(scenarios: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -
     for path in scenarios:
         try:
             sc = load_scenario(path, sets)
-            bound = bind(sc)  # what the values mean: the hardware model checks them too
+            bound = bind_file(sc, path, sets)  # the hardware model checks the values too
             serving_checks(bound, path)
         except SpecsimError as exc:
             failed += 1

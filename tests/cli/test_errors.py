@@ -322,3 +322,38 @@ def test_a_problem_of_the_command_line_still_names_it(args, start):
     path = str(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
     result = run_cli("serve", path, *args, "-q")
     assert_one_line_error(result, "specsim: error: " + start.format(path=path))
+
+
+def _launch_us_stated(tmp_path) -> str:
+    """The seed with hardware.launch_us stated beside its measured ungraphed verify (which
+    fixes that cost): a problem the hardware model finds when binding, in the file."""
+    from tests.conftest import SEED
+
+    text = SEED.read_text("utf-8")
+    assert text.count("[hardware]\n") == 1
+    path = tmp_path / "launch.toml"
+    path.write_text(text.replace("[hardware]\n", "[hardware]\nlaunch_us = 10.0\n"), "utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run"],
+        ["hardware"],
+        ["search", "--num-steps", "2"],
+        ["compare"],
+        ["validate"],
+        ["serve"],
+        ["crossover"],
+    ],
+)
+def test_a_problem_binding_finds_in_the_file_names_the_file_whatever_is_set(tmp_path, args):
+    """A --set of an unrelated timing field on a file the hardware model refuses: the file
+    bound alone has the same problem, so the line names the file, not 'FILE (--set)' (a
+    problem the --set value makes keeps its tag:
+    test_an_error_about_an_extrapolated_verify_says_what_was_given)."""
+    path = _launch_us_stated(tmp_path)
+    command, *rest = args
+    result = run_cli(command, path, *rest, "--set", "timing.jitter_cv=0.1")
+    assert_one_line_error(result, f"specsim: error: {path}: hardware.launch_us: stated as 10 us")

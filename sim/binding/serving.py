@@ -260,6 +260,9 @@ def serving_cost(
             attention_flops_per_pair=attention_flops_per_pair * share,
             moe_kernel=H100_FUSED_MOE,
             moe_tiles=serving.moe_tiles if serving is not None else "none",
+            kv_rereads=(
+                serving.verify_kv_rereads if serving is not None and name == "verify" else 0.0
+            ),
             expert_overlap=STEP_EXPERT_OVERLAP,
             expert_skew=skew,
             graph_max_tokens=max_tokens,

@@ -79,6 +79,15 @@ and later. ``PassPhysics.graph_rows`` is that list (None: every batch size captu
 padding); ``padded_shape`` gives the tokens and rows a pass really runs, and the pass's
 weight, FLOP and launch terms are those of the padded shape. Batch 1 is captured in every
 list, so the batch-1 pass is unchanged.
+
+KV re-reads. A backend that reads each sequence's KV once for all its query rows (a
+prefill-style or packed decode kernel) reads ``kv_tokens`` C; one that runs every query row
+as its own decode row reads sum_j (c + j) over a sequence's rows, the pass's ``pairs`` P.
+``PassPhysics.kv_rereads`` r prices the share of those re-reads that reach memory: the KV
+term is kv_bytes_per_token x ((1 - r) C + r P) (0: once; 1: once a query row, none a cache
+hit; a backend that tiles q rows in blocks of b re-reads (ceil(m / b) - 1) of the m - 1 a
+row would, docs/accuracy-under-load.md). A one-token pass has P = C, so only a verify or an
+extend moves.
 """
 
 from __future__ import annotations
@@ -139,7 +148,9 @@ class PassPhysics:
     every count up to the limits, no padding): a graphed pass over fewer rows than one of
     them runs padded up to it (module docstring, padding to captured sizes); ``moe_tiles``:
     "sglang-default" charges the rows SGLang's default fused-MoE config pads each expert to
-    beyond the 16-row floor (sim/hardware/experts.py ``tile_extra_rows``; "none": not).
+    beyond the 16-row floor (sim/hardware/experts.py ``tile_extra_rows``; "none": not);
+    ``kv_rereads``: the share r of the per-query-row KV re-reads the pass pays at the KV's
+    bytes (module docstring, KV re-reads; 0: each sequence's KV read once).
     """
 
     name: str
@@ -157,8 +168,11 @@ class PassPhysics:
     graph_max_rows: int | None = None
     graph_rows: tuple[int, ...] | None = None
     moe_tiles: Literal["none", "sglang-default"] = "none"
+    kv_rereads: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.kv_rereads <= 1.0:
+            raise ValueError(f"kv_rereads must be in [0, 1], got {self.kv_rereads}")
         if self.moe_tiles not in ("none", "sglang-default"):
             raise ValueError(f"moe_tiles must be 'none' or 'sglang-default', got {self.moe_tiles}")
         for name in ("graph_max_tokens", "graph_max_rows"):
@@ -451,6 +465,20 @@ class BatchedPass:
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
         self._per_tokens = self._terms.of(physics)
+        self._kv_ms, self._pair_ms = self._attention_coefficients()
+
+    def _attention_coefficients(self) -> tuple[float, float]:
+        """(ms a KV token, ms a pair): the KV bytes at peak bandwidth and the attention
+        FLOPs at peak; with ``kv_rereads`` r > 0 the KV term becomes (1 - r) kv + r pairs
+        (a query row's read of its sequence's KV is one pair's worth of KV a key), so the
+        KV coefficient is scaled by 1 - r and r x it joins the pair's."""
+        p = self.physics
+        kv_ms = p.kv_bytes_per_token / self._bytes_per_ms
+        pair_ms = p.attention_flops_per_pair / self._flops_per_ms
+        r = p.kv_rereads
+        if r:
+            return kv_ms * (1.0 - r), pair_ms + r * kv_ms
+        return kv_ms, pair_ms
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without its token-count terms (its ``PassTerms`` pickles as its owner's
@@ -536,13 +564,8 @@ class BatchedPass:
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
         memory_ms, flop_ms, _ = self._token_terms(tokens, sequences)
-        p = self.physics
-        mem = memory_ms + np.asarray(kv_tokens, dtype=float) * (
-            p.kv_bytes_per_token / self._bytes_per_ms
-        )
-        flo = flop_ms + np.asarray(pairs, dtype=float) * (
-            p.attention_flops_per_pair / self._flops_per_ms
-        )
+        mem = memory_ms + np.asarray(kv_tokens, dtype=float) * self._kv_ms
+        flo = flop_ms + np.asarray(pairs, dtype=float) * self._pair_ms
         return mem + flo
 
     def compute_ms(
@@ -564,9 +587,7 @@ class BatchedPass:
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
         memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
-        p = self.physics
-        kv_ms = p.kv_bytes_per_token / self._bytes_per_ms
-        pair_ms = p.attention_flops_per_pair / self._flops_per_ms
+        kv_ms, pair_ms = self._kv_ms, self._pair_ms
         compute, path = self.curve.at_scalar, envelope.at_scalar
         line = envelope.line
         if line is not None:  # one line: ``at_scalar``'s sum inline, without its call
@@ -595,14 +616,12 @@ class BatchedPass:
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
         memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
-        p = self.physics
         curve = self.curve
 
         def finish(work_ms: np.ndarray, ascending: bool = False) -> np.ndarray:
             return envelope.at(curve.at(work_ms, ascending))
 
-        kv_ms = p.kv_bytes_per_token / self._bytes_per_ms
-        return memory_ms, kv_ms, flop_ms, p.attention_flops_per_pair / self._flops_per_ms, finish
+        return memory_ms, self._kv_ms, flop_ms, self._pair_ms, finish
 
     def pass_ms(
         self,

@@ -998,6 +998,15 @@ class ServingSpec(Section):
     experts, the rows beyond a 16-row block priced as token-expert pairs; "none" (default):
     not charged (a tuned config, or not known).
 
+    KV re-reads in the verify (sim/hardware/batched.py, KV re-reads):
+    ``verify_kv_rereads``, the share of the per-query-row re-reads of each request's KV that
+    the target's verify pays at the KV's bytes: 0 (default) for an attention backend that
+    reads a request's KV once for all its verify rows (vLLM's ROCM_AITER_MLA, a packed MLA
+    decode); up to 1 for one that runs each verify token as its own decode row (a patched
+    TRITON_MLA); up to 1/3 for AITER's Triton unified attention at 6 query heads a KV head
+    and 4 verify tokens (q blocks of 2 rows). Where the re-reads may hit a cache the value
+    is a range from 0 to that bound (docs/accuracy-under-load.md, per backend).
+
     Model error (``[serving.model_error]``, ``ModelErrorSpec``): the term every serving
     answer's 90% interval adds beyond the decode batches the scenario measured.
 
@@ -1056,6 +1065,7 @@ class ServingSpec(Section):
     bytes_per_logit: Annotated[float, Field(ge=0.0, le=1000.0)] | None = None
     state_bandwidth_fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     moe_tiles: Literal["none", "sglang-default"] = "none"
+    verify_kv_rereads: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     graph_max_tokens: Annotated[int, Field(gt=0, le=10**9)] | None = None
     graph_max_batch: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None
     graph_max_batch_speculative: Annotated[int, Field(gt=0, le=MAX_REQUESTS)] | None = None

@@ -127,6 +127,17 @@ GPU_PRESETS: Mapping[str, GpuPreset] = {
             "no AMD datasheet stored",
         ),
         GpuPreset(
+            "GB10",
+            273.0,
+            125.0,
+            128.0,
+            "NVIDIA GB10 Grace Blackwell (DGX Spark; no NVIDIA datasheet stored): 128 GB "
+            "LPDDR5X unified with the CPU, 273 GB/s (huggingface.co/blog/exolabs/"
+            "the-dgx-spark-handbook); 1 PFLOP FP4 'theoretical, with sparsity' (a spec sheet "
+            "quoting NVIDIA's, dgx-spark.warehack.ing/hardware), / 2 (dense) / 4 (FP4 -> BF16) "
+            "= 125 TFLOPS BF16, the RTX-PRO-6000 preset's rule; secondary sources",
+        ),
+        GpuPreset(
             "RTX-PRO-6000",
             1792.0,
             500.0,

@@ -119,11 +119,8 @@ def render_presets(presets: dict[str, Any], verbose: bool = False) -> str:
         )
         if verbose:
             lines.append(f"  {'':<22} source: {g['source']}")
-    if not verbose:
-        lines += [
-            "",
-            "(--verbose: each preset's description, source and the GPUs one domain joins)",
-        ]
+    if not verbose:  # no blank line before it: the first screen holds 25 lines
+        lines.append("(--verbose: each preset's description, source and the GPUs one domain joins)")
     return "\n".join(lines)
 
 

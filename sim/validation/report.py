@@ -40,6 +40,7 @@ from sim.validation.cases import (
 from sim.validation.checks import Check, closed_form_checks
 from sim.validation.decision_cases import decision_cases
 from sim.validation.dspark_serving_cases import dspark_serving_cases
+from sim.validation.gb10_qwen38_cases import gb10_qwen38_cases
 from sim.validation.glm_flash_eagle3_cases import glm_flash_eagle3_cases
 from sim.validation.glm_flash_mtp_cases import glm_flash_mtp_cases
 from sim.validation.growth_cases import growth_cases
@@ -156,6 +157,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(h100nvl_qwen36_cases() if serving else ()),
         *(mi355x_kimi_cases() if serving else ()),
         *(mi355x_minimax_cases() if serving else ()),
+        *(gb10_qwen38_cases() if serving else ()),
         *(h100nvl_qwen36_replay_cases() if serving else ()),
     )
     return Report(

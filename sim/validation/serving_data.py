@@ -201,3 +201,18 @@ ROCMBLOG_MINIMAX_K: int = _MINIMAX355["num_speculative_tokens"]
 ROCMBLOG_MINIMAX_TOK_S_PER_GPU: Mapping[str, Mapping[int, float]] = curves(
     _MINIMAX355["tok_s_per_gpu"]
 )
+
+# Avarok-Cybersecurity/atlas bench/ladder38: Qwen3.8-27B (NVFP4) on one GB10, vLLM 0.27.1, plain
+# (BF16 KV) and with its MTP layer (3 tokens, FP8 KV), one batch of C requests a rep (~200
+# prompt tokens, 1,024 answer tokens), mean of 3 reps: aggregate output tok/s by C.
+_ATLAS_GB10 = _DATA["atlas_qwen38_gb10"]
+ATLAS_GB10_URL: str = _ATLAS_GB10["source"]
+ATLAS_GB10_GPUS: int = _ATLAS_GB10["gpus"]
+ATLAS_GB10_INPUT_TOKENS: int = _ATLAS_GB10["input_tokens"]
+ATLAS_GB10_OUTPUT_TOKENS: int = _ATLAS_GB10["output_tokens"]
+ATLAS_GB10_MAX_RUNNING: int = _ATLAS_GB10["max_running_requests"]
+ATLAS_GB10_TOKEN_BUDGET: int = _ATLAS_GB10["token_budget"]
+ATLAS_GB10_MEMORY_UTILIZATION: float = _ATLAS_GB10["gpu_memory_utilization"]
+ATLAS_GB10_REPORTED_MEMORY_GIB: float = _ATLAS_GB10["reported_memory_gib"]
+ATLAS_GB10_K: int = _ATLAS_GB10["num_speculative_tokens"]
+ATLAS_GB10_TOK_S: Mapping[str, Mapping[int, float]] = curves(_ATLAS_GB10["aggregate_tok_s"])

@@ -873,7 +873,8 @@ def completed_draws(
     readers: dict[int, list[int]] = {}  # ladder place -> the draws that ran there
 
     def read(j: int) -> None:
-        """Every draw that ran at ``j`` read on the nominal's replications there now."""
+        """Every draw that ran at ``j`` read on the nominal's replications there now (on
+        its own where the search did not run there)."""
         got = cache.setdefault(j, np.full(len(draws.draws), np.nan))
         mine = nominal_at(j) if ran(j) else None
         key = search.key(log_rate(j))

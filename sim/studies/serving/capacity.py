@@ -212,8 +212,8 @@ LATTICE = math.log(2.0) / 2**20
 class CapacitySearch:
     """One policy's capacity search (FixedK(k), k = 0: plain decoding), kept in this
     process between its stages: the capacity (``find``), then its 95% interval
-    (``find_ends``), with the draws' ladder between them running its nominal rates
-    through ``run`` (``completed_draws``). Every rate simulated is the evaluator's
+    (``find_ends``), with the draws' ladder between them reading its rates
+    (``completed_draws``). Every rate simulated is the evaluator's
     point; ``rates``: lattice place -> the log rate first tried there."""
 
     def __init__(
@@ -268,11 +268,6 @@ class CapacitySearch:
         """The point at ``x``, run if not yet (one bisection step)."""
         x = self._tried(x)
         return None if math.exp(x) > self.skip_above else self.ev(*self.key(x))
-
-    def run(self, xs: Sequence[float], *, first_only: bool = False) -> None:
-        """The points at ``xs`` (each at most the bound) not run yet, in one batch
-        (``first_only``: their first replications alone, ``PointEvaluator.ensure``)."""
-        self.ev.ensure([self.key(self._tried(x)) for x in xs], first_only=first_only)
 
     def _root(
         self,
@@ -728,13 +723,12 @@ LADDER_NOTE = (
     f"draws: each draw's capacity is its crossing of the share between two neighbouring "
     f"rates of its own ladder, {100 * math.expm1(LADDER_STEP):.1f}% apart (log 2 / "
     f"{2**LADDER_LEVEL}), interpolated in log rate on its attainment there (the nominal "
-    f"mean moved by the draw's paired shift on the same seeds): within one ladder step of "
-    f"where its attainment crosses the share, wherever the nominal search's rates lie; the "
-    f"shift is scaled by min(1, the draw's replications' standard deviation over the "
-    f"nominal's), so a draw far below its own capacity (its replications near 1) keeps "
-    f"its own attainment; a ladder rate the bisections did not try runs its first "
-    f"replications and then only those the draws read there need, not the share's rule "
-    f"(docs/study-speed.md)"
+    f"mean moved by the draw's paired shift on the same seeds where the nominal search ran, "
+    f"its own replications' mean at the ladder rates it did not, where the nominal does "
+    f"not run): within one ladder step of where its attainment crosses the share, wherever "
+    f"the nominal search's rates lie; the shift is scaled by min(1, the draw's "
+    f"replications' standard deviation over the nominal's), so a draw far below its own "
+    f"capacity (its replications near 1) keeps its own attainment (docs/study-speed.md)"
 )
 
 
@@ -806,13 +800,16 @@ def completed_draws(
     **The ladder.** A draw's capacity is its crossing of ``share`` between two neighbouring
     rates of the ladder ``origin + j LADDER_STEP`` in log rate (j whole, ``origin`` the
     search's hint, ``p.origin_log_rate``), interpolated linearly in log rate on the draw's
-    own attainment there: its mean moved by the nominal's correction on the same seeds, the
-    paired shift capped where the draw's replications vary less than the nominal's
-    (``capped_shift``). The ladder lies on the searches' own lattice (the hint plus dyadic
-    fractions of log 2), so a ladder rate the search tried is read from it, not run again;
-    where it did not, the nominal runs there through ``search`` (the policy's search, taken
-    up again from ``p`` when None: a new evaluator on the draws' one, with the search's
-    sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
+    own attainment there. The ladder lies on the searches' own lattice (the hint plus
+    dyadic fractions of log 2): at a ladder rate the search tried, the draw's attainment is
+    its mean moved by the nominal's correction on the same seeds, the paired shift capped
+    where the draw's replications vary less than the nominal's (``capped_shift``: a
+    control variate, exact in expectation); at a ladder rate the search did not try, the
+    mean of the draw's own replications (exact in expectation too, without the control
+    variate's narrowing: the nominal does not run there; docs/study-speed.md, "the
+    draws' own attainment off the search's rates"). ``search``: the policy's search
+    (taken up again from ``p`` when None: a new evaluator on the draws' one, with the
+    search's sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
     below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
     capacity: the policy's drawn before it in the same draw, ``_moves``) at the ladder rate
     nearest the nominal capacity so moved (a NaN or infinite move: at the first); then
@@ -828,20 +825,17 @@ def completed_draws(
     the nominal), are not run: a draw that passes at the highest ladder rate run has
     capacity inf (above), one that fails at the lowest -inf.
 
-    **Completion.** A ladder rate the nominal search did not try runs its first replications
-    only (``CapacitySearch.run``'s ``first_only``: the share's rule sizes the bisection's
-    rates, whose side the capacity reads; a ladder rate's replications are sized here, for
-    the draws that read it). Where a nominal rate stopped at its first replications, a draw
-    read there whose side of the share the nominal's other replications could still change
-    (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n - 1/R) of it) has it decided by
-    the nominal mean's own noise: the rate runs ``COMPLETION_STEP`` more replications at a
-    time, the draws read again on the larger mean after each, until no draw's side is open
-    (at all R at the latest) or (``tolerance`` > 0, ``completion_tolerances``) the move the
-    other replications could still make to an open draw's capacity has a standard deviation
-    of at most ``tolerance`` in log rate (``capacity_move``, on the nominal's fall across
-    its capacity, ``nominal_fall``).
+    **Completion.** Where a rate the nominal search ran stopped at its first replications
+    (the share's rule), a draw read there whose side of the share the nominal's other
+    replications could still change (``side_open``: within ``SETTLED_SE`` x beta s sqrt(1/n
+    - 1/R) of it) has it decided by the nominal mean's own noise: the rate runs
+    ``COMPLETION_STEP`` more replications at a time, the draws read again on the larger mean
+    after each, until no draw's side is open (at all R at the latest) or (``tolerance`` > 0,
+    ``completion_tolerances``) the move the other replications could still make to an open
+    draw's capacity has a standard deviation of at most ``tolerance`` in log rate
+    (``capacity_move``, on the nominal's fall across its capacity, ``nominal_fall``).
 
-    **Current values.** A draw's attainment at a ladder rate is always
+    **Current values.** A draw's attainment at a rate the search ran is always
     ``capped_shift(nominal, drawn)`` on the nominal's replications there now: when a rate
     grows, every draw that ran there is read again, those of earlier rounds as well as
     the round's (a draw read on the first n keeps a value whose nominal mean the other
@@ -865,6 +859,11 @@ def completed_draws(
     def log_rate(j: int) -> float:
         return search.log_rate(origin + j * LADDER_STEP)
 
+    def ran(j: int) -> bool:
+        """Whether the nominal search ran ladder place ``j`` (the draws read it there)."""
+        x = origin + j * LADDER_STEP
+        return round((x - origin) / LATTICE) in search.rates and search.known(x) is not None
+
     def nominal_at(j: int) -> np.ndarray:
         got = search.known(log_rate(j))
         assert got is not None  # a ladder rate at most the bound
@@ -874,15 +873,16 @@ def completed_draws(
     readers: dict[int, list[int]] = {}  # ladder place -> the draws that ran there
 
     def read(j: int) -> None:
-        """Every draw that ran at ``j`` read on the nominal's replications there now."""
+        """Every draw that ran at ``j`` read on the nominal's replications there now (on
+        its own where the search did not run there)."""
         got = cache.setdefault(j, np.full(len(draws.draws), np.nan))
-        mine = nominal_at(j)
+        mine = nominal_at(j) if ran(j) else None
         key = search.key(log_rate(j))
         for d in readers[j]:
             pts = draws.points[d]
             if pts is not None and key in pts:
                 drawn = pts[key].values["slo_attainment"]
-                got[d] = capped_shift(mine, drawn)
+                got[d] = float(np.mean(drawn)) if mine is None else capped_shift(mine, drawn)
 
     assert p.rate_per_s is not None  # a crossing (above) has a capacity
     cap = math.log(p.rate_per_s)
@@ -899,6 +899,8 @@ def completed_draws(
     def undecided(j: int) -> bool:
         """Whether the nominal's other replications at ``j`` could still move a draw that
         ran there across the share by more than the tolerance (``open_at``)."""
+        if not ran(j):  # a draw's own attainment: no nominal replications to add
+            return False
         mine, key = nominal_at(j), search.key(log_rate(j))
         return any(
             open_at(j, d, mine, pts[key].values["slo_attainment"])
@@ -907,15 +909,13 @@ def completed_draws(
         )
 
     def run(probes: Mapping[int, Sequence[int]]) -> None:
-        """The nominal at every rate of ``probes`` (one batch), then each rate's draws,
-        completed while a draw that ran there, in this round or an earlier one, is
-        undecided."""
-        # the completion below sizes a ladder rate's replications, not the share's rule
-        search.run([log_rate(j) for j in sorted(probes)], first_only=True)
-        for j in sorted(probes):
+        """Every draw at its rates of ``probes`` (one batch), then each rate read, the
+        nominal there (a rate the search ran) completed while a draw that ran there, in
+        this round or an earlier one, is undecided."""
+        keys = {j: search.key(log_rate(j)) for j in sorted(probes)}
+        draws.ensure_pairs([(d, [keys[j]]) for j in keys for d in probes[j]])  # one batch
+        for j, key in keys.items():
             ds = list(probes[j])
-            key = search.key(log_rate(j))
-            draws.ensure([key], ds)
             readers[j] = sorted({*readers.get(j, ()), *ds})
             read(j)
             while undecided(j):

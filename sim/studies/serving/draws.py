@@ -365,11 +365,19 @@ class DrawnPoints:
         replications (default ``first``), those not yet run there from the first, those
         with fewer from where they stopped, in one batch through the evaluator's
         executor."""
+        draws = range(len(self.draws)) if which is None else which
+        self.ensure_pairs([(i, list(keys)) for i in draws], upto)
+
+    def ensure_pairs(
+        self, pairs: Sequence[tuple[int, Sequence[Key]]], upto: int | None = None
+    ) -> None:
+        """``ensure`` for several sets of draws at once: each (draw i, its keys) of
+        ``pairs``, up to ``upto`` replications, all in one batch."""
         ev = self.evaluator
         want = self.first if upto is None else upto
         todo: list[tuple[int, Key]] = []
         tasks: list[PointTask] = []
-        for i in range(len(self.draws)) if which is None else which:
+        for i, keys in pairs:
             ov, got = self.draws[i], self.points[i]
             if got is None:
                 continue

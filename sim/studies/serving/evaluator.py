@@ -442,12 +442,11 @@ class PointEvaluator:
         end = self.replications if upto is None else min(upto, self.replications)
         return self._task(load, policy, have, end - have)
 
-    def ensure(self, keys: Sequence[Key], *, step: bool = False, first_only: bool = False) -> None:
+    def ensure(self, keys: Sequence[Key], *, step: bool = False) -> None:
         """Run every (load, policy) not yet run, in parallel through the executor; with a
         ``rule``, then the rest of the replications of those of ``keys`` not settled.
         ``step``: a bisection's step (its replications count against ``expect``'s
-        bound) rather than a batch of its own. ``first_only``: the first look alone, the
-        caller sizing the other replications itself (``complete``)."""
+        bound) rather than a batch of its own."""
         keys = list(dict.fromkeys(keys))
         runs = {key: self._canonical(key) for key in keys}
         self.aliases.update({key: run for key, run in runs.items() if key != run})
@@ -455,7 +454,7 @@ class PointEvaluator:
         looks = [*self.early, self.first] if self.sequential else [self.replications]
         self._run([self._task(load, p, 0, looks[0]) for load, p in missing], step)
         self._share()
-        if not self.sequential or first_only:
+        if not self.sequential:
             return
         assert self.rule is not None
         for target in [*looks[1:], self.replications]:

@@ -46,18 +46,29 @@ class _CurveDraws:
         self.ran = [set() for _ in self.draws]
         self.order = []
 
+    def ensure_pairs(self, pairs):
+        for d, keys in pairs:
+            self.ensure(keys, [d])
+
     def ensure(self, keys, which=None):
         for d in range(len(self.draws)) if which is None else which:
             for load, policy in keys:
-                own = self.nominal.memo[(load, policy)].values["slo_attainment"]
+                ran = self.nominal.memo.get((load, policy))
+                own = None if ran is None else ran.values["slo_attainment"]
                 x = math.log(float(load.value))
                 # the shifted value nominal mean + mean(draw - own[:2]) is curves[d](x)
-                # (or the draw's replications themselves, when it gives them, or a
-                # function of the nominal's replications there giving them)
+                # where the nominal ran, else the draw's own mean (or the draw's
+                # replications themselves, when it gives them, or a function of the
+                # nominal's replications there giving them)
                 got = self.curves[d](x)
                 if callable(got):
                     got = got(own)
-                values = got if isinstance(got, np.ndarray) else own[:2] + (got - np.mean(own))
+                if isinstance(got, np.ndarray):
+                    values = got
+                elif own is None:
+                    values = np.full(2, float(got))
+                else:
+                    values = own[:2] + (got - np.mean(own))
                 point = PolicyPoint({"slo_attainment": values}, np.ones(2), {})
                 self.points[d].setdefault((load, policy), point)
                 self.ran[d].add(x)
@@ -87,16 +98,17 @@ def _draws(draws, p, nominal, sequential: bool = False):
 
 
 def _stopped(p: PolicyCapacity, replications: int, above: int = 1):
-    """(j, its log rate, the evaluator that ran it): the first ladder place at least
-    ``above`` over the one at or below ``p``'s capacity where the nominal, with
-    capacity's rule, stops at its first replications."""
-    rule = Share("slo_attainment", SHARE)
-    alone = PointEvaluator(CodePlans(), replications=replications, seed=7, slo=SLO, rule=rule)
+    """(j, its log rate, its point): the first ladder place at least ``above`` over the
+    one at or below ``p``'s capacity where the nominal search (with capacity's rule)
+    ran and stopped at its first replications (the draws read the nominal only at the
+    rates it ran)."""
     start = math.floor(ladder_index(math.log(p.rate_per_s), p.origin_log_rate))
-    for j in range(start + above, start + 40):
-        x = p.origin_log_rate + j * LADDER_STEP
-        if alone(Load("rate", math.exp(x)), FixedK(3)).replications == FIRST:
-            return j, x, alone
+    for x, pt in zip(p.log_rates.tolist(), p.points, strict=True):
+        j = ladder_index(x, p.origin_log_rate)
+        if abs(j - round(j)) > 1e-6 or round(j) < start + above or pt is None:
+            continue
+        if pt.replications == FIRST:
+            return round(j), x, pt
     raise AssertionError("no ladder rate above the capacity stops at its first replications")
 
 
@@ -130,9 +142,10 @@ def test_a_straight_curve_is_interpolated_exactly_between_two_neighbouring_ladde
         steps = {round(ladder_index(x, origin), 6) for x in draws.ran[d]}
         assert {j, j + 1} <= steps  # the two neighbouring ladder rates around it
         assert all(s == round(s) for s in steps)  # every rate it ran is a ladder rate
-    # the nominal ran at the ladder rates the search had not tried, and the policy's
-    # curve holds them; its capacity and 95% interval are the search's
-    assert extra > 0 and len(done.log_rates) > len(p.log_rates)
+    # the nominal ran nowhere new: the draws read their own attainment at the ladder
+    # rates the search had not tried; the policy's capacity and 95% interval are the
+    # search's
+    assert extra == 0 and np.array_equal(done.log_rates, p.log_rates)
     assert done.rate_per_s == p.rate_per_s and done.ci95 == p.ci95
     assert list(done.log_rates) == sorted(done.log_rates)
 
@@ -176,8 +189,8 @@ def test_a_draw_near_the_share_at_a_stopped_ladder_rate_runs_its_other_replicati
     from the share there complete nothing."""
     ev, p, nominal = _searched(6, sequential=True)
     origin = p.origin_log_rate
-    far, x_far, alone = _stopped(p, 6)
-    own = alone(Load("rate", math.exp(x_far)), FixedK(3)).values["slo_attainment"]
+    far, x_far, stopped = _stopped(p, 6)
+    own = stopped.values["slo_attainment"]
     assert abs(0.8 - SHARE) <= 4 * own.std(ddof=1) / math.sqrt(own.size)  # near, at 0.8
 
     def step_down(x: float) -> float:  # passes below the far rate, 0.8 from it on
@@ -307,7 +320,7 @@ def test_a_draw_read_before_a_rate_grows_is_read_again_on_the_grown_nominal():
     full = nominal.memo[key].values["slo_attainment"]
     assert full.size > FIRST  # B grew the rate
     drawn = draws.points[0][key].values["slo_attainment"]
-    below, above = places[far - 1], places[far]
+    below, above = origin + (start + far - 1) * LADDER_STEP, places[far]  # below: a new rate
 
     def interpolated(a_far: float) -> float:
         t = (1.0 - SHARE) / (1.0 - a_far)
@@ -590,31 +603,40 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
     )
 
 
-def test_a_new_ladder_rate_near_the_share_runs_only_what_its_draws_need():
-    """``first_only``: a ladder rate the search did not try runs its first replications,
-    and more only where the completion asks (no draw's side open there), even where its
-    attainment lies within 4 standard errors of the share, which the share's rule (the
-    bisection's) would run to all R."""
+def test_a_ladder_rate_the_search_did_not_try_reads_the_draws_own_attainment():
+    """A draw at a ladder rate the nominal search did not try reads its own
+    replications' mean there (no nominal runs, no control variate); at a rate the search
+    ran, the nominal mean moved by its paired shift (``capped_shift``). The draw's
+    capacity is interpolated on those values."""
+    from sim.studies.serving.capacity import capped_shift
+
     R = 10
     ev, p, _ = _searched(R, sequential=True)
     _, _, nominal = _searched(R, sequential=True)
-    cap = math.log(p.rate_per_s)
-
-    def steep(x: float) -> float:  # far from the share one ladder step either side
-        return SHARE - 40.0 * (x - cap)
-
-    draws = _CurveDraws(ev, nominal, [steep] * 2)
-    _draws(draws, p, nominal, sequential=True)
+    origin, cap = p.origin_log_rate, math.log(p.rate_per_s)
     tried = {round(x, 9) for x in p.log_rates.tolist()}
-    new = [
-        pt
-        for (load, _), pt in nominal.memo.items()
-        if round(math.log(float(load.value)), 9) not in tried
-        and any(abs(math.log(float(load.value)) - x) < 1e-9 for x in draws.ran[0])
-    ]
-    assert new and all(pt.replications == FIRST for pt in new)
-    share_rule = Share("slo_attainment", SHARE)
-    assert any(not share_rule({FixedK(3): pt}, FixedK(3)) for pt in new)  # R before
+    noisy = np.array([0.97, 0.81])  # its own mean 0.89: fails, where the nominal ran or not
+    edge = cap + 0.3  # where the draw starts failing: above the rates the search tried
+
+    def own(x: float) -> np.ndarray:
+        return np.array([1.0, 1.0]) if x < edge - 1e-9 else noisy
+
+    draws = _CurveDraws(ev, nominal, [own] * 2)
+    caps, _, extra = _draws(draws, p, nominal, sequential=True)
+    assert extra == 0
+    assert all(round(math.log(float(load.value)), 9) in tried for load, _ in nominal.memo)
+    ran = sorted(draws.ran[0])
+    assert any(round(x, 9) not in tried for x in ran)  # it ran a rate the search did not
+    j = math.floor(ladder_index(edge, origin) - 1e-9)
+    lo, hi = (origin + i * LADDER_STEP for i in (j, j + 1))
+    key = (Load("rate", math.exp(p.log_rates[np.argmin(abs(p.log_rates - hi))])), FixedK(3))
+    if round(hi, 9) in tried:  # the nominal ran there: the shifted value
+        a_hi = capped_shift(nominal.memo[key].values["slo_attainment"], noisy)
+    else:
+        a_hi = float(noisy.mean())
+    t = (1.0 - SHARE) / (1.0 - a_hi)
+    want = math.exp(lo + t * (hi - lo))
+    assert caps[0] == pytest.approx(want, rel=1e-9)
 
 
 def test_a_k_draws_start_at_the_move_of_the_policy_drawn_before_it():

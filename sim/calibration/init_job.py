@@ -1,14 +1,23 @@
-"""The job ``specsim init --replay FILE`` writes: one ``vllm bench serve --save-result
---save-detailed`` run's requests replayed as that job (``workload.lengths = "ordered"``,
-sim/simulation/serving/setup.py): its completed requests' ``input_lens`` and
-``output_lens`` (sim/calibration/importers/request_lengths.py) in the order the file lists
-them, sent by its ``max_concurrency`` workers.
+"""The job ``specsim init --replay FILE`` writes: one serving benchmark run's requests
+replayed as that job (``workload.lengths = "ordered"``, sim/simulation/serving/setup.py):
+its completed requests' ``input_lens`` and ``output_lens`` (sim/calibration/importers/
+request_lengths.py) in the order the file lists them, sent by its ``max_concurrency``
+workers. The run is a ``vllm bench serve --save-result --save-detailed`` result or an
+SGLang ``python -m sglang.bench_serving --output-file F --output-details`` one, told from
+its fields (sim/calibration/importers/serving_runs.py); the same rules for both.
 
-ASSUMED: the file lists the requests in the order they were sent (vLLM gathers its
-per-request outputs in the order it built the requests, and its concurrency limit admits
-waiting requests first come; not checked against a run here). Failed requests are left
-out (the importer keeps the completed ones), and the job's time is then the completed
-requests'.
+ASSUMED: the file lists the requests in the order they were sent (both clients gather
+their per-request outputs in the order they built the requests, ``asyncio.gather``, and
+their concurrency limit, a semaphore, admits waiting requests first come; not checked
+against a run here). Failed requests (a non-empty ``errors`` entry, 0 output tokens) are
+left out (the importers keep the completed ones), and the job's time is then the
+completed requests'.
+
+A run without ``max_concurrency`` (null: no limit) sent its requests at ``request_rate``
+(a Poisson process whose arrival times the file does not record; infinite: all at once)
+and is refused: an ordered job is a closed loop, and the project has no ordered open
+arrivals. SGLang's ``concurrency`` key is the mean number of requests in flight measured
+over the run (the sum of their latencies / the duration), not a limit: not read.
 
 The rows are written as specsim's trace CSV beside the scenario (its ``arrival_s`` is not
 read by an ordered job); the scenario names it in ``workload.lengths_trace``.
@@ -20,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.calibration.importers.vllm_bench import read_vllm_bench
+from sim.calibration.importers.serving_runs import read_serving_runs
 from sim.errors import SpecsimError
 
 __all__ = ["InitJob", "init_job", "job_csv_path"]
@@ -42,30 +51,45 @@ def job_csv_path(out: str | Path) -> Path:
     return p.with_name(f"{p.stem}.job.csv")
 
 
+def _rate(value: float) -> str:
+    """A run's ``request_rate`` (requests a second) for a message."""
+    return "inf: every request at once" if value == float("inf") else f"{value:g} a second"
+
+
 def init_job(path: str, csv_name: str) -> InitJob:
     """The ordered job of the one run in ``path`` (``csv_name``: the rows' file as the
     scenario names it). SpecsimError naming the file and field when the file holds more
     than one run, lists no request's lengths, had no concurrency limit or a request
     without an answer token."""
-    runs = read_vllm_bench(path)
+    fmt, runs = read_serving_runs(path)
     if len(runs) != 1:
+        lines = ", ".join(str(r.line) for r in runs)
+        at = f" (lines {lines})" if fmt.several else ""
         raise SpecsimError(
-            f"{len(runs)} runs in the file; --replay takes the file of one run", source=path
+            f"{len(runs)} runs in the file{at}; --replay takes the file of one run{fmt.several}",
+            source=path,
         )
     run = runs[0]
+    where = fmt.where(run)
+
+    def field(key: str) -> str:
+        return f"{where}: {key}" if where else key
+
     lengths = run.lengths
     if lengths is None or lengths.input_lens is None or lengths.output_lens is None:
         raise SpecsimError(
-            "the run lists no request's lengths (vllm bench serve --save-detailed writes them)",
+            f"the run lists no request's lengths ({fmt.command} {fmt.details_flag} writes them)",
             source=path,
-            field="output_lens",
+            field=field("output_lens"),
         )
     if run.max_concurrency is None:
+        sent = getattr(run, "request_rate", None)  # SGLang's runs record it
+        rate = f" (sent at request_rate {_rate(sent)})" if sent is not None else ""
         raise SpecsimError(
-            "no concurrency limit: the run was not a closed-loop job (vllm bench serve "
+            f"no concurrency limit: the run was not a closed-loop job{rate} ({fmt.command} "
             "--max-concurrency C)",
             source=path,
-            field="max_concurrency",
+            field=field("max_concurrency"),
         )
     outs = lengths.output_lens
     for i, n_out in enumerate(outs):
@@ -73,7 +97,7 @@ def init_job(path: str, csv_name: str) -> InitJob:
             raise SpecsimError(
                 f"completed request {i} has {n_out} answer tokens: a replayed request needs 1",
                 source=path,
-                field="output_lens",
+                field=field("output_lens"),
             )
     n, users = len(outs), run.max_concurrency
     pairs = zip(lengths.input_lens, outs, strict=True)

@@ -6,7 +6,8 @@ appended a run (``json.dumps``, so its default ``request_rate`` float("inf") is 
 ``Infinity``). Read: ``max_concurrency`` (null: no limit), ``completed``,
 ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` (per request, (latency
 - TTFT) / (output tokens - 1), averaged over requests, as vLLM's), ``std_tpot_ms``,
-``backend`` (the server benchmarked: ``sglang``, ``sglang-oai``, ``vllm``, ...) and
+``backend`` (the server benchmarked: ``sglang``, ``sglang-oai``, ``vllm``, ...),
+``request_rate`` (requests a second, Poisson; Infinity: all sent at once) and
 ``accept_length``: the SGLang server's ``avg_spec_accept_length`` from
 ``/get_server_info`` after the run (bonus token included; null without speculation or
 on another backend), the server's running mean, so the warm-up requests count too. With
@@ -43,6 +44,9 @@ class SglangServingRun:
     #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
     context_tokens: float | None
     lengths: RequestLengths | None
+    #: Requests a second the run was sent at (inf: all at once, the default), where the
+    #: file gives a positive number; what an open-loop run (no max_concurrency) was.
+    request_rate: float | None = None
 
     @property
     def speculative(self) -> bool:
@@ -103,6 +107,9 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
         else None
     )
     backend = record.get("backend")
+    rate = record.get("request_rate")
+    if not (isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0):
+        rate = None
     return SglangServingRun(
         source=source,
         line=line,
@@ -114,6 +121,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
         accept_length=al,
         context_tokens=context,
         lengths=lengths,
+        request_rate=None if rate is None else float(rate),
     )
 
 

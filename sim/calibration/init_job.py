@@ -13,11 +13,14 @@ against a run here). Failed requests (a non-empty ``errors`` entry, 0 output tok
 left out (the importers keep the completed ones), and the job's time is then the
 completed requests'.
 
-A run without ``max_concurrency`` (null: no limit) sent its requests at ``request_rate``
-(a Poisson process whose arrival times the file does not record; infinite: all at once)
-and is refused: an ordered job is a closed loop, and the project has no ordered open
-arrivals. SGLang's ``concurrency`` key is the mean number of requests in flight measured
-over the run (the sum of their latencies / the duration), not a limit: not read.
+A run without ``max_concurrency`` (null: no limit) sent its requests at ``request_rate``:
+at inf (both clients' default) every request at once, which is exactly a closed loop of
+one worker a request (each sends its one request at 0; tests/simulation/serving/
+test_ordered_job.py checks that law), and is written so; at a finite rate a Poisson
+process whose arrival times the file does not record, refused naming the field (an ordered
+job is a closed loop, and the project has no ordered open arrivals). SGLang's
+``concurrency`` key is the mean number of requests in flight measured over the run (the
+sum of their latencies / the duration), not a limit: not read.
 
 The rows are written as specsim's trace CSV beside the scenario (its ``arrival_s`` is not
 read by an ordered job); the scenario names it in ``workload.lengths_trace``.
@@ -25,11 +28,13 @@ read by an ordered job); the scenario names it in ``workload.lengths_trace``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.calibration.importers.serving_runs import read_serving_runs
+from sim.calibration.importers.serving_runs import ServingRun, read_serving_runs
 from sim.errors import SpecsimError
 
 __all__ = ["InitJob", "init_job", "job_csv_path"]
@@ -51,9 +56,27 @@ def job_csv_path(out: str | Path) -> Path:
     return p.with_name(f"{p.stem}.job.csv")
 
 
-def _rate(value: float) -> str:
-    """A run's ``request_rate`` (requests a second) for a message."""
-    return "inf: every request at once" if value == float("inf") else f"{value:g} a second"
+def _workers(
+    run: ServingRun, path: str, field: Callable[[str], str], command: str, n: int
+) -> tuple[int, str]:
+    """The job's workers and their origin: the run's ``max_concurrency``; without one, at
+    ``request_rate`` inf (every request sent at once) one worker a completed request;
+    else SpecsimError naming the field (an open loop at a finite rate)."""
+    if run.max_concurrency is not None:
+        return run.max_concurrency, f"--replay {path}: max_concurrency"
+    rate = run.request_rate
+    if rate == math.inf:
+        return n, (
+            f"--replay {path}: no max_concurrency at request_rate inf: all {n} completed "
+            "requests sent at once, one a worker"
+        )
+    sent = f" (sent at request_rate {rate:g} a second)" if rate is not None else ""
+    raise SpecsimError(
+        f"no concurrency limit: the run was not a closed-loop job{sent} ({command} "
+        "--max-concurrency C)",
+        source=path,
+        field=field("max_concurrency"),
+    )
 
 
 def init_job(path: str, csv_name: str) -> InitJob:
@@ -82,15 +105,7 @@ def init_job(path: str, csv_name: str) -> InitJob:
             source=path,
             field=field("output_lens"),
         )
-    if run.max_concurrency is None:
-        sent = getattr(run, "request_rate", None)  # SGLang's runs record it
-        rate = f" (sent at request_rate {_rate(sent)})" if sent is not None else ""
-        raise SpecsimError(
-            f"no concurrency limit: the run was not a closed-loop job{rate} ({fmt.command} "
-            "--max-concurrency C)",
-            source=path,
-            field=field("max_concurrency"),
-        )
+    users, users_origin = _workers(run, path, field, fmt.command, len(lengths.output_lens))
     outs = lengths.output_lens
     for i, n_out in enumerate(outs):
         if n_out < 1:
@@ -99,7 +114,7 @@ def init_job(path: str, csv_name: str) -> InitJob:
                 source=path,
                 field=field("output_lens"),
             )
-    n, users = len(outs), run.max_concurrency
+    n = len(outs)
     pairs = zip(lengths.input_lens, outs, strict=True)
     rows = "".join(f"0,{i},{o}\n" for i, o in pairs)
     csv_text = (
@@ -131,7 +146,7 @@ def init_job(path: str, csv_name: str) -> InitJob:
             csv_name,
             f"written by specsim init from {path} (input_lens, output_lens)",
         ),
-        ("serving.concurrency", users, f"--replay {path}: max_concurrency"),
+        ("serving.concurrency", users, users_origin),
     )
     summary = (
         f"job: {n} requests of {path} replayed in order by {users} worker"

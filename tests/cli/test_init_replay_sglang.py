@@ -122,6 +122,25 @@ def test_the_run_s_completed_requests_become_the_job_in_order(tmp_path):
     assert doc["requests"] == 5 and doc["mean_output_tokens"] == sum(OUTPUTS) / 5
 
 
+@pytest.mark.parametrize("writer", ["vllm", "sglang"])
+def test_without_a_limit_at_an_infinite_rate_every_request_has_its_worker(tmp_path, writer):
+    """No max_concurrency at request_rate inf (both clients' default): every request sent
+    at once, a closed loop of one worker a completed request (vLLM writes "inf", SGLang
+    Infinity)."""
+    if writer == "vllm":
+        replay = bench(tmp_path, max_concurrency=None, request_rate="inf")
+    else:
+        replay = write(tmp_path, run_record(None))
+    code, out = init(tmp_path, replay)
+    assert code == 0, out
+    assert "by 5 workers" in out, out
+    scenario = (tmp_path / "s.toml").read_text()
+    assert "no max_concurrency at request_rate inf: all 5 completed requests sent at once" in (
+        scenario
+    )
+    assert "concurrency = 5" in scenario
+
+
 def test_the_format_is_told_from_the_fields_not_the_name(tmp_path):
     """The same requests as a vLLM --save-detailed result and as SGLang's, under the same
     file name, give the same rows."""
@@ -137,15 +156,15 @@ def test_the_format_is_told_from_the_fields_not_the_name(tmp_path):
     ("records", "message"),
     [
         (
-            [run_record(None)],
+            [run_record(None, request_rate=4.0)],
             "sglang.jsonl: line 1: max_concurrency: no concurrency limit: the run was not a "
-            "closed-loop job (sent at request_rate inf: every request at once) "
-            "(sglang.bench_serving --max-concurrency C)",
+            "closed-loop job (sent at request_rate 4 a second) (sglang.bench_serving "
+            "--max-concurrency C)",
         ),
         (
-            [run_record(None, request_rate=4.0)],
+            [run_record(None, request_rate=None)],
             "line 1: max_concurrency: no concurrency limit: the run was not a closed-loop job "
-            "(sent at request_rate 4 a second)",
+            "(sglang.bench_serving --max-concurrency C)",
         ),
         (
             [

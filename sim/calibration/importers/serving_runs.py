@@ -14,9 +14,9 @@ Told apart by the first run's keys: SGLang's result always has ``dataset_name`` 
 since it reads the server's accept length, ``accept_length``), vLLM's never; vLLM's has
 ``model_id`` and its ``spec_decode_*`` counters, SGLang's never. A record with neither
 mark is read as vLLM's (its importer names what is missing). Both give each run's
-``max_concurrency`` (null: no limit) and its requests' lengths (``RequestLengths``:
-``input_lens`` / ``output_lens`` with the failed requests, those with an ``errors`` entry,
-left out), which is what ``specsim init --replay`` needs of a run.
+``max_concurrency`` (null: no limit), ``request_rate`` and its requests' lengths
+(``RequestLengths``: ``input_lens`` / ``output_lens`` with the failed requests, those with
+an ``errors`` entry, left out), which is what ``specsim init --replay`` needs of a run.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class ServingRun(Protocol):
     def max_concurrency(self) -> int | None: ...
     @property
     def lengths(self) -> RequestLengths | None: ...
+    @property
+    def request_rate(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)

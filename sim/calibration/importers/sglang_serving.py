@@ -23,7 +23,7 @@ from typing import Any
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms
 from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
-from sim.calibration.importers.vllm_bench import request_count
+from sim.calibration.importers.vllm_bench import request_count, request_rate
 from sim.errors import SpecsimError
 
 __all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
@@ -44,8 +44,8 @@ class SglangServingRun:
     #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
     context_tokens: float | None
     lengths: RequestLengths | None
-    #: Requests a second the run was sent at (inf: all at once, the default), where the
-    #: file gives a positive number; what an open-loop run (no max_concurrency) was.
+    #: Requests a second it was sent at (inf: all at once, the default); None where the
+    #: file does not say.
     request_rate: float | None = None
 
     @property
@@ -107,9 +107,6 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
         else None
     )
     backend = record.get("backend")
-    rate = record.get("request_rate")
-    if not (isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0):
-        rate = None
     return SglangServingRun(
         source=source,
         line=line,
@@ -121,7 +118,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
         accept_length=al,
         context_tokens=context,
         lengths=lengths,
-        request_rate=None if rate is None else float(rate),
+        request_rate=request_rate(record.get("request_rate")),
     )
 
 

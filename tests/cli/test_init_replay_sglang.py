@@ -162,6 +162,11 @@ def test_the_format_is_told_from_the_fields_not_the_name(tmp_path):
             "--max-concurrency C)",
         ),
         (
+            [run_record(None, request_rate=10**400)],
+            "line 1: max_concurrency: no concurrency limit: the run was not a closed-loop job "
+            "(sglang.bench_serving --max-concurrency C)",
+        ),
+        (
             [run_record(None, request_rate=None)],
             "line 1: max_concurrency: no concurrency limit: the run was not a closed-loop job "
             "(sglang.bench_serving --max-concurrency C)",

@@ -123,11 +123,15 @@ def request_count(value: Any, source: str, field: str) -> int | None:
 def request_rate(value: Any) -> float | None:
     """A run's ``request_rate`` (requests a second; inf: every request sent at once, both
     clients' default): a positive number, or vLLM's ``"inf"`` / SGLang's ``Infinity``;
-    None for anything else (it is only told, never fitted)."""
+    None for anything else (never fitted: it only tells ``init --replay`` whether a run
+    without a concurrency limit sent every request at once)."""
     if value == "inf":
         return math.inf
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer literal of hundreds of digits: not a rate
+            return None
     return None
 
 

@@ -101,9 +101,10 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
 @click.option(
     "--replay",
     type=click.Path(dir_okay=False),
-    help="A vllm bench serve --save-detailed result of one run at --max-concurrency C: its "
-    "requests, in the order listed, become the served job (workload.lengths = 'ordered'; "
-    "the rows written beside --out as NAME.job.csv).",
+    help="A vllm bench serve --save-detailed or sglang.bench_serving --output-details result "
+    "of one run at --max-concurrency C, or of every request at once (told from its fields): "
+    "its requests, in the order listed, become the served job (workload.lengths = "
+    "'ordered'; the rows written beside --out as NAME.job.csv).",
 )
 @click.option("--model-id", help="Hugging Face model id (recorded; calibrate checks files).")
 @click.option("--name", help="Scenario name [default: from model, GPUs, engine, drafter].")

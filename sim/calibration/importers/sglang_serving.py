@@ -6,7 +6,8 @@ appended a run (``json.dumps``, so its default ``request_rate`` float("inf") is 
 ``Infinity``). Read: ``max_concurrency`` (null: no limit), ``completed``,
 ``total_input_tokens``, ``total_output_tokens``, ``mean_tpot_ms`` (per request, (latency
 - TTFT) / (output tokens - 1), averaged over requests, as vLLM's), ``std_tpot_ms``,
-``backend`` (the server benchmarked: ``sglang``, ``sglang-oai``, ``vllm``, ...) and
+``backend`` (the server benchmarked: ``sglang``, ``sglang-oai``, ``vllm``, ...),
+``request_rate`` (requests a second, Poisson; Infinity: all sent at once) and
 ``accept_length``: the SGLang server's ``avg_spec_accept_length`` from
 ``/get_server_info`` after the run (bonus token included; null without speculation or
 on another backend), the server's running mean, so the warm-up requests count too. With
@@ -22,7 +23,7 @@ from typing import Any
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms
 from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
-from sim.calibration.importers.vllm_bench import request_count
+from sim.calibration.importers.vllm_bench import request_count, request_rate
 from sim.errors import SpecsimError
 
 __all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
@@ -43,6 +44,9 @@ class SglangServingRun:
     #: Mean prompt + half the mean answer (tokens); None where the file lacks the totals.
     context_tokens: float | None
     lengths: RequestLengths | None
+    #: Requests a second it was sent at (inf: all at once, the default); None where the
+    #: file does not say.
+    request_rate: float | None = None
 
     @property
     def speculative(self) -> bool:
@@ -114,6 +118,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
         accept_length=al,
         context_tokens=context,
         lengths=lengths,
+        request_rate=request_rate(record.get("request_rate")),
     )
 
 

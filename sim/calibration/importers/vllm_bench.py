@@ -24,6 +24,7 @@ init`` writes as the served workload.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ class VllmBenchRun:
     #: The requests' prompt and answer lengths (means, and each request's with
     #: ``--save-detailed``); None where the file lacks the totals.
     lengths: RequestLengths | None = None
+    #: Requests a second it was sent at (``request_rate``, inf: all at once); None where
+    #: the file does not say.
+    request_rate: float | None = None
 
     @property
     def num_spec_tokens(self) -> int | None:
@@ -93,7 +97,7 @@ class VllmBenchRun:
         """The run's figures as read (its lengths left out: init writes them, see
         sim/calibration/init_workload.py)."""
         figures = asdict(self)
-        del figures["lengths"]
+        del figures["lengths"], figures["request_rate"]
         return {
             "format": "vllm bench serve JSON",
             **figures,
@@ -114,6 +118,21 @@ def request_count(value: Any, source: str, field: str) -> int | None:
         source=source,
         field=field,
     )
+
+
+def request_rate(value: Any) -> float | None:
+    """A run's ``request_rate`` (requests a second; inf: every request sent at once, both
+    clients' default): a positive number, or vLLM's ``"inf"`` / SGLang's ``Infinity``;
+    None for anything else (never fitted: it only tells ``init --replay`` whether a run
+    without a concurrency limit sent every request at once)."""
+    if value == "inf":
+        return math.inf
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        try:
+            return float(value)
+        except OverflowError:  # an integer literal of hundreds of digits: not a rate
+            return None
+    return None
 
 
 def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
@@ -192,6 +211,7 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
         cumulative=rates,
         context_tokens=context,
         lengths=serving_lengths(record, source, where),
+        request_rate=request_rate(record.get("request_rate")),
     )
 
 

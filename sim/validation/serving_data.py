@@ -216,3 +216,26 @@ ATLAS_GB10_MEMORY_UTILIZATION: float = _ATLAS_GB10["gpu_memory_utilization"]
 ATLAS_GB10_REPORTED_MEMORY_GIB: float = _ATLAS_GB10["reported_memory_gib"]
 ATLAS_GB10_K: int = _ATLAS_GB10["num_speculative_tokens"]
 ATLAS_GB10_TOK_S: Mapping[str, Mapping[int, float]] = curves(_ATLAS_GB10["aggregate_tok_s"])
+
+# gpustack's performance lab: Qwen3-8B-FP8 on one H100 SXM, SGLang v0.5.3.post3, an EAGLE-3 tree
+# (4 steps, topk 4, 16 draft tokens) at max concurrency 1-8 over 100 ShareGPT requests; at C = 4
+# a same-server sweep of plain decoding, six trees and a chain of 2.
+_GPUSTACK = _DATA["gpustack_qwen3_8b_h100"]
+GPUSTACK_URL: str = _GPUSTACK["source"]
+GPUSTACK_REQUESTS: int = _GPUSTACK["requests"]
+GPUSTACK_INPUT_TOKENS: float = _GPUSTACK["input_tokens_total"] / GPUSTACK_REQUESTS
+GPUSTACK_OUTPUT_TOKENS: float = _GPUSTACK["output_tokens_total"] / GPUSTACK_REQUESTS
+GPUSTACK_TREE: tuple[int, int, int] = (
+    int(_GPUSTACK["tree"][0]),
+    int(_GPUSTACK["tree"][1]),
+    int(_GPUSTACK["tree"][2]),
+)
+GPUSTACK_TREE_TOK_S: Mapping[int, float] = curves(_GPUSTACK["tree_output_tok_s"])["tree 4/4/16"]
+GPUSTACK_TREE_TPOT_MS: Mapping[int, float] = curves(_GPUSTACK["tree_mean_tpot_ms"])["tree 4/4/16"]
+GPUSTACK_TREE_ITL_MS: Mapping[int, float] = curves(_GPUSTACK["tree_mean_itl_ms"])["tree 4/4/16"]
+#: C = 4: label -> (num_steps, topk, num_draft_tokens, output tok/s, mean TPOT ms, mean ITL ms);
+#: the plain row's draft is (0, 0, 0).
+GPUSTACK_SWEEP_C4: Mapping[str, tuple[int, int, int, float, float, float]] = {
+    label: (int(r[0]), int(r[1]), int(r[2]), float(r[3]), float(r[4]), float(r[5]))
+    for label, r in _GPUSTACK["sweep_c4"].items()
+}

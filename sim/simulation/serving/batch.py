@@ -62,14 +62,6 @@ _FLOAT_OF, _BITS_OF = struct.Struct("<d").pack, struct.Struct("<q").unpack
 _NO_TIME = _float_bits(-1.0)
 
 
-def _filled(shape: int | tuple[int, int], value: float, dtype: type) -> np.ndarray:
-    """``np.full(shape, value, dtype)``: the same array, made by ``empty`` and ``fill``
-    without ``np.full``'s Python wrapper (a block's few-element arrays)."""
-    out: np.ndarray = np.empty(shape, dtype=dtype)
-    out.fill(value)
-    return out
-
-
 #: Elements up to which ``int_sum`` and ``int_min`` take a 1-D integer array through its
 #: list (a ufunc reduction's call costs more than Python's loop over a few; measured
 #: crossing at 30-50 elements); beyond, the reduction. A speed knob only: integer sums
@@ -311,7 +303,7 @@ class DecodeBatch:
         """Remove ``rows`` (ascending row indices), the others' order unchanged: the rows
         after each removed one shifted up (a few rows), or one masked copy."""
         if len(rows) > self._SHIFTS:
-            keep = _filled(self.size, True, np.bool_)
+            keep = np.ones(self.size, dtype=bool)
             keep[rows] = False
             self.keep(keep)
             return
@@ -339,7 +331,7 @@ def accept_lengths(weyl: np.ndarray, thresholds: np.ndarray, iterations: int) ->
     Without columns (no drafts) every cycle emits one token and nothing is drawn."""
     b, d = thresholds.shape
     if d == 0:
-        return _filled((b, iterations), 1, np.int8)
+        return np.ones((b, iterations), dtype=np.int8)
     bits = weyl_bits_block(weyl, iterations)
     if d > STEP_COLUMNS:  # one reduce over (B, iterations, d)
         passed = bits[:, :, None] < thresholds[:, None, :]
@@ -415,7 +407,7 @@ class BlockPlan:
     def emitted(self, n: int) -> np.ndarray:
         """Tokens each request emitted in the first ``n`` iterations, int64 (B,)."""
         if isinstance(self.k, int) and self.k == 0:  # one token an iteration each
-            return _filled(self.lengths.shape[0], n, np.int64)
+            return np.full(self.lengths.shape[0], n, dtype=np.int64)
         if self.emitted_by is not None:  # the plan's running counts (whole numbers: exact)
             return self.emitted_by[:, n - 1]
         return np.add.reduce(self.lengths[:, :n], axis=1, dtype=np.int64)
@@ -482,7 +474,7 @@ def plan_block(
     n = max_iterations
     drafts = thresholds.shape[1] > 0 or b == 0
     if not drafts:  # no drafts: every row emits one token an iteration
-        per_iteration = _filled(max_iterations, b, np.int64)
+        per_iteration = np.full(max_iterations, b, dtype=np.int64)
         total = np.arange(b, b * (max_iterations + 1), b, dtype=np.int64)
         # after iteration i every row has emitted i + 1 tokens: the first to finish is
         # the one that needs least, at its count (one iteration whoever finishes)
@@ -584,7 +576,7 @@ def plan_step(
     if thresholds.shape[1]:
         lengths = step_lengths(weyl_bits(batch.weyl), thresholds)
     else:  # no drafts: one token each, nothing drawn
-        lengths = _filled(batch.size, 1, np.int64)
+        lengths = np.ones(batch.size, dtype=np.int64)
     # ufuncs' reduce: the arrays' sum and min without their Python wrappers
     tokens = int_sum(lengths)
     held = int_sum(batch.context)

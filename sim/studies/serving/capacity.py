@@ -248,13 +248,22 @@ class CapacitySearch:
         s.value, s.at_least, s.ends = p.rate_per_s, p.at_least, p.ci95
         return s
 
+    def _place(self, x: float) -> int:
+        """``x``'s place on the lattice (the key of ``rates``)."""
+        return round((x - self.origin) / LATTICE)
+
     def log_rate(self, x: float) -> float:
         """The log rate tried at ``x``'s place on the lattice (``x`` if none yet)."""
-        return self.rates.get(round((x - self.origin) / LATTICE), x)
+        return self.rates.get(self._place(x), x)
 
     def _tried(self, x: float) -> float:
         """``x``'s place taken (its log rate, the first tried there)."""
-        return self.rates.setdefault(round((x - self.origin) / LATTICE), x)
+        return self.rates.setdefault(self._place(x), x)
+
+    def ran(self, x: float) -> bool:
+        """Whether the search ran a point at ``x``'s place (tried there, at most the
+        bound)."""
+        return self._place(x) in self.rates and self.known(x) is not None
 
     def key(self, x: float) -> tuple[Load, Any]:
         return (Load("rate", math.exp(self.log_rate(x))), self.policy)
@@ -861,8 +870,7 @@ def completed_draws(
 
     def ran(j: int) -> bool:
         """Whether the nominal search ran ladder place ``j`` (the draws read it there)."""
-        x = origin + j * LADDER_STEP
-        return round((x - origin) / LATTICE) in search.rates and search.known(x) is not None
+        return search.ran(origin + j * LADDER_STEP)
 
     def nominal_at(j: int) -> np.ndarray:
         got = search.known(log_rate(j))

@@ -45,6 +45,7 @@ from sim.validation.glm_flash_eagle3_cases import glm_flash_eagle3_cases
 from sim.validation.glm_flash_mtp_cases import glm_flash_mtp_cases
 from sim.validation.growth_cases import growth_cases
 from sim.validation.h100_qwen3_8b_tree_cases import h100_qwen3_8b_tree_cases
+from sim.validation.h100_qwen35_9b_cases import h100_qwen35_9b_cases
 from sim.validation.h100nvl_qwen36_cases import h100nvl_qwen36_cases
 from sim.validation.h100nvl_qwen36_replay import h100nvl_qwen36_replay_cases
 from sim.validation.h100nvl_qwen38_cases import h100nvl_qwen38_cases
@@ -160,6 +161,7 @@ def build_report(seed_path: str = SEED_SCENARIO, *, serving: bool = True) -> Rep
         *(mi355x_minimax_cases() if serving else ()),
         *(gb10_qwen38_cases() if serving else ()),
         *(h100_qwen3_8b_tree_cases() if serving else ()),
+        *(h100_qwen35_9b_cases() if serving else ()),
         *(h100nvl_qwen36_replay_cases() if serving else ()),
     )
     return Report(

@@ -239,3 +239,16 @@ GPUSTACK_SWEEP_C4: Mapping[str, tuple[int, int, int, float, float, float]] = {
     label: (int(r[0]), int(r[1]), int(r[2]), float(r[3]), float(r[4]), float(r[5]))
     for label, r in _GPUSTACK["sweep_c4"].items()
 }
+
+# gpustack's performance lab: Qwen3.5-9B (BF16, hybrid) on one H100 SXM, vLLM v0.17.1, plain and
+# with its MTP layer (1 token), guidellm at a constant 1-16 requests a second over 1,000
+# ShareGPT requests: mean latency (s) and mean TTFT (ms) by rate.
+_GPUSTACK95 = _DATA["gpustack_qwen35_9b_h100"]
+GPUSTACK_QWEN35_URL: str = _GPUSTACK95["source"]
+GPUSTACK_QWEN35_REQUESTS: int = _GPUSTACK95["requests"]
+GPUSTACK_QWEN35_INPUT_TOKENS: float = _GPUSTACK95["input_tokens_total"] / GPUSTACK_QWEN35_REQUESTS
+GPUSTACK_QWEN35_OUTPUT_TOKENS: float = _GPUSTACK95["output_tokens_total"] / GPUSTACK_QWEN35_REQUESTS
+GPUSTACK_QWEN35_K: int = _GPUSTACK95["num_speculative_tokens"]
+GPUSTACK_QWEN35_MTP_ALONE_R8_S: float = _GPUSTACK95["mtp_alone_r8_mean_latency_s"]
+GPUSTACK_QWEN35_LATENCY_S: Mapping[str, Mapping[int, float]] = curves(_GPUSTACK95["mean_latency_s"])
+GPUSTACK_QWEN35_TTFT_MS: Mapping[str, Mapping[int, float]] = curves(_GPUSTACK95["mean_ttft_ms"])

@@ -14,7 +14,7 @@ from sim.calibration.load_fit import (
     fit_load_sweep,
     predicted_tpot_ms,
 )
-from sim.calibration.load_record import figure_of, point_of, record_load_fit
+from sim.calibration.load_record import figure_of, point_of, record_load_fit, recorded_refit
 from sim.calibration.load_sweep import LoadPoint, parse_load_sweep
 from sim.calibration.run_job import RunJob
 from sim.scenario.load import load_scenario
@@ -184,6 +184,10 @@ def test_the_fit_on_own_jobs_finds_the_truth_and_the_mean_lengths_do_not():
     # noiseless figures: the optimiser's tolerance, far below the 3% floor's SE
     assert fit.values[SLOPE_FIELD] == pytest.approx(1.3, rel=1e-4)
     assert max(abs(r.relative) for r in fit.rows) < 1e-4
+    # recorded with their jobs, a draw at the nominal inputs re-fits the slope where it was
+    refit = recorded_refit(record_load_fit(fit))
+    assert refit is not None and refit.terms == (SLOPE_FIELD,)
+    assert refit({})[SLOPE_FIELD] == pytest.approx(fit.values[SLOPE_FIELD], rel=1e-4)
     # the same figures at load C and the mean context: the batch never drains there, so
     # the growth the runs show is read as a flatter slope (1.04 here), the truth outside
     # its 90% range
@@ -192,7 +196,7 @@ def test_the_fit_on_own_jobs_finds_the_truth_and_the_mean_lengths_do_not():
     assert mean.ranges[SLOPE_FIELD][1] < 1.3
 
 
-def test_the_record_keeps_the_job_and_the_draws_refit_prices_it():
+def test_the_record_keeps_the_job_and_prices_it_again():
     base = load_scenario(SCENARIO)
     runs = _own_job_sweep(with_overrides(base, {SLOPE_FIELD: 1.3}))[:4]
     fit = fit_load_sweep(base, runs)

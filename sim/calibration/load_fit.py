@@ -18,6 +18,10 @@ Model of a figure: the decode time per output token of a request at load B (requ
 decoding together) and mean context c is the iteration time over the tokens it emits per
 request, ``TPOT(B) = T_iter(B, draft, B c) / AL`` (AL = 1 without speculation; a
 fractional mean load in flight interpolates linearly between the neighbouring batches).
+A run whose file lists each request's lengths (vLLM ``--save-detailed``, SGLang
+``--output-details``) in a closed loop is priced as that job instead: its requests in
+order, sent by its workers, each iteration at the batch and context sums it really had,
+the same iteration cost (sim/calibration/run_job.py); automatic, the report says which.
 Prefill interruptions are not in this deterministic model, so the fit uses the decode-only
 TPOT each format reports (vLLM/SGLang ``mean_tpot_ms``, guidellm
 ``inter_token_latency_ms``, the step time / accept length of SGLang's offline benches),
@@ -203,6 +207,12 @@ class LoadFit:
                     "measured_tpot_ms": r.measured_ms,
                     "predicted_tpot_ms": r.predicted_ms,
                     "relative": r.relative,
+                    "job": (
+                        None
+                        if r.point.job is None
+                        else {"requests": r.point.job.requests, "workers": r.point.job.workers}
+                    ),
+                    "job_note": r.point.job_note,
                 }
                 for r in self.rows
             ],
@@ -250,13 +260,24 @@ def _cost(scenario: Scenario) -> IterationCost:
 
 
 def predicted_tpot_ms(scenario: Scenario, points: Sequence[LoadPoint]) -> np.ndarray:
-    """Model TPOT (ms) of each run (see the module docstring); shape (len(points),)."""
+    """Model TPOT (ms) of each run (see the module docstring); shape (len(points),): a run
+    with its own job (``LoadPoint.job``) replayed through the same iteration cost
+    (sim/calibration/run_job.py), the others by the closed form at their mean context."""
     cost = _cost(scenario)
     default_context = scenario.timing.context_tokens or 0.0
     out = []
     for p in points:
         spec = _speculative(scenario, p)
         draft = _draft(scenario, p, spec)
+        if p.job is not None:  # the run's own job (sim/calibration/run_job.py)
+
+            def iteration_ms(
+                b: int, sums: np.ndarray, d: Draft = draft, s: bool = spec
+            ) -> np.ndarray:
+                return cost.decode_ms(b, d, sums, drafter=s)
+
+            out.append(p.job.tpot_ms(iteration_ms, _accept_length(scenario, p, spec)))
+            continue
         context = p.context_tokens if p.context_tokens is not None else default_context
         low = max(1, math.floor(p.load))
         high = max(1, math.ceil(p.load))

@@ -3,9 +3,10 @@ of a serving interval conditioned on it.
 
 ``record_load_fit`` writes the figures the fit used (``[[serving.calibrated_on]]``: load,
 metric, measured value and its error, the run's draft and context, the file it came
-from) and the terms they identified (``serving.calibrated_terms``) into the fitted
-scenario. The serving commands' intervals read them back (``recorded_calibration``): an input
-drawn over its range (the acceptance, a pass time, a batched term the sweep left as a
+from, and for a run priced as its own job its requests' lengths and workers) and the
+terms they identified (``serving.calibrated_terms``) into the fitted scenario. The
+serving commands' intervals read them back (``recorded_calibration``): an input drawn
+over its range (the acceptance, a pass time, a batched term the sweep left as a
 range) moves the recorded TPOTs as well, and held at the nominal fit a draw would predict
 the calibration figures away from their measurements. So in every draw the identified
 terms are re-fitted to the recorded figures under the draw (the least squares of
@@ -41,6 +42,7 @@ from sim.calibration.load_fit import (
     tpot_sigma_ms,
 )
 from sim.calibration.load_sweep import LoadPoint
+from sim.calibration.run_job import RunJob
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import CalibrationFigure, Scenario
 from sim.scenario.validate import scenario_from_dict
@@ -86,15 +88,26 @@ FIGURE_FIELDS: dict[str, str] = {
 
 
 def figure_of(point: LoadPoint) -> dict[str, Any]:
-    """One ``[[serving.calibrated_on]]`` table of a fitted run (its None fields left out)."""
+    """One ``[[serving.calibrated_on]]`` table of a fitted run (its None fields left out;
+    a run priced as its own job with its ``workers``, ``input_lens`` and ``output_lens``)."""
     assert point.tpot_ms is not None  # the fit uses only runs with a TPOT
     row = {mine: getattr(point, theirs) for mine, theirs in FIGURE_FIELDS.items()}
+    if point.job is not None:
+        row["workers"] = point.job.workers
+        row["input_lens"] = list(point.job.input_lens)
+        row["output_lens"] = list(point.job.output_lens)
     return {"metric": METRIC, **{k: v for k, v in row.items() if v is not None}}
 
 
 def point_of(figure: CalibrationFigure) -> LoadPoint:
-    """The run a recorded figure describes, as the fit reads it."""
-    return LoadPoint(**{theirs: getattr(figure, mine) for mine, theirs in FIGURE_FIELDS.items()})
+    """The run a recorded figure describes, as the fit reads it (with its own job where
+    the figure records one)."""
+    job = None
+    if figure.workers is not None and figure.input_lens and figure.output_lens:
+        job = RunJob(tuple(figure.input_lens), tuple(figure.output_lens), figure.workers)
+    return LoadPoint(
+        **{theirs: getattr(figure, mine) for mine, theirs in FIGURE_FIELDS.items()}, job=job
+    )
 
 
 def record_load_fit(fit: LoadFit, *, source: str = "--load-sweep") -> Scenario:

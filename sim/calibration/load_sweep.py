@@ -45,6 +45,9 @@ from typing import Any
 
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_object, load_objects, number
+from sim.calibration.importers.request_lengths import serving_lengths
+from sim.calibration.importers.vllm_bench import request_rate
+from sim.calibration.run_job import RunJob
 from sim.errors import SpecsimError
 
 __all__ = ["FORMATS", "LoadPoint", "parse_load_sweep", "read_load_sweep"]
@@ -70,7 +73,9 @@ class LoadPoint:
     without speculation, None when a speculative run does not say); ``num_steps`` /
     ``topk`` / ``num_draft_tokens``: the draft where the file says it (bench_speculative).
     ``context_tokens``: mean prompt + half the mean answer (None where the file lacks the
-    totals)."""
+    totals). ``job``: the run's own job where its file lists each request's lengths and
+    it ran a closed loop (sim/calibration/run_job.py; None: priced at its mean context);
+    ``job_note``: why a run that lists its requests is not (else "")."""
 
     source: str
     where: str
@@ -89,6 +94,8 @@ class LoadPoint:
     num_steps: int | None = None
     topk: int | None = None
     num_draft_tokens: int | None = None
+    job: RunJob | None = None
+    job_note: str = ""
 
     @property
     def tree(self) -> bool:
@@ -159,6 +166,7 @@ def _serving_run(
             )
         load, kind = thr * e2e / 1000.0, "in flight"
     done = _opt(record, "completed", source, where)
+    job, job_note = _run_job(record, source, where, conc)
     return LoadPoint(
         source=source,
         where=where,
@@ -174,7 +182,37 @@ def _serving_run(
         rate_per_s=rate_per_s,
         completed=int(done) if done is not None else None,
         context_tokens=_context(record, source, where),
+        job=job,
+        job_note=job_note,
     )
+
+
+def _run_job(
+    record: dict[str, Any], source: str, where: str, conc: float | None
+) -> tuple[RunJob | None, str]:
+    """The run's own job (sim/calibration/run_job.py) where the record lists its requests'
+    lengths (``input_lens``, ``output_lens``, ``errors``: vLLM ``--save-detailed``, SGLang
+    ``--output-details``; the completed ones, as ``specsim init --replay`` reads them) and
+    its workers are known: its ``max_concurrency`` or, without one at ``request_rate`` inf,
+    one a completed request (init_job.py's rule). Else (None, why), "" when it lists none."""
+    lengths = serving_lengths(record, source, where)
+    if lengths is None or lengths.input_lens is None or lengths.output_lens is None:
+        return None, ""
+    n = len(lengths.output_lens)
+    if max(lengths.output_lens) < 2:
+        return None, "no completed request of two or more tokens: no decode time to price"
+    if conc is not None:
+        if not conc.is_integer():
+            return None, f"max_concurrency {conc:g} is not a whole number of workers"
+        workers = int(conc)
+    elif request_rate(record.get("request_rate")) == math.inf:
+        workers = n
+    else:
+        return None, (
+            "an open loop (no max_concurrency, request_rate not inf) whose arrival times "
+            "the file does not record"
+        )
+    return RunJob(lengths.input_lens, lengths.output_lens, workers), ""
 
 
 def _one_batch(record: dict[str, Any], source: str, where: str) -> LoadPoint:

@@ -6,8 +6,9 @@ import math
 import textwrap
 
 from sim.calibration.load_fit import SPEC_FIELD, LoadFit
+from sim.calibration.load_sweep import LoadPoint
 
-__all__ = ["format_load_fit"]
+__all__ = ["format_load_fit", "jobs_line"]
 
 
 def format_load_fit(fit: LoadFit) -> str:
@@ -40,9 +41,45 @@ def format_load_fit(fit: LoadFit) -> str:
             f"  {run:40s} {r.point.load:7.4g} {spec:>5s} {r.measured_ms:9.4g} "
             f"{r.predicted_ms:9.4g} {100 * r.relative:+6.1f}%"
         )
+    lines += textwrap.wrap(jobs_line(fit), 100, initial_indent="  ", subsequent_indent="    ")
     lines.extend(f"  note: {n}" for n in fit.notes)
     lines += textwrap.wrap(recorded_line(fit), 100, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
+
+
+def jobs_line(fit: LoadFit) -> str:
+    """Which runs were priced as their own jobs (their files list each request's lengths:
+    sim/calibration/run_job.py) and which at their mean context, and why."""
+    own = [r.point for r in fit.rows if r.point.job is not None]
+    mean = [r.point for r in fit.rows if r.point.job is None]
+
+    def where(p: LoadPoint) -> str:
+        return f"{p.source}:{p.where}" if p.where else p.source
+
+    parts = []
+    if own:
+        parts.append(
+            f"{len(own)} run(s) priced as their own jobs (their requests' lengths in the "
+            "order listed, closed loop): "
+            + ", ".join(
+                f"{where(p)} ({p.job.requests} requests, {p.job.workers} "
+                f"worker{'' if p.job.workers == 1 else 's'})"
+                for p in own
+                if p.job is not None
+            )
+        )
+    if mean:
+        reasons: dict[str, list[str]] = {}
+        for p in mean:
+            reasons.setdefault(p.job_note or "no request's lengths listed", []).append(where(p))
+        said = [
+            f"{why}: {', '.join(runs)}" if own or len(reasons) > 1 else why
+            for why, runs in reasons.items()
+        ]
+        parts.append(
+            f"{len(mean)} run(s) at their mean context and load (closed form; {'; '.join(said)})"
+        )
+    return "; ".join(parts)
 
 
 def recorded_line(fit: LoadFit) -> str:

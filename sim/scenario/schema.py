@@ -58,6 +58,8 @@ MAX_KERNELS_PER_LAYER = 1_000
 MAX_GPUS = 1_024
 #: Output tokens of one request: the longest context windows are ~1M tokens.
 MAX_OUTPUT_TOKENS = 1_000_000
+#: Most requests a recorded run's job may list (sim/calibration/run_job.py).
+MAX_JOB_REQUESTS = 1_000_000
 #: Requests per replication and replications: results hold R x Q per-request rows
 #: (sim/simulation/budget.py bounds their product and the run time as well).
 MAX_REQUESTS = 1_000_000
@@ -869,7 +871,10 @@ class CalibrationFigure(Section):
     file does not say, the scenario decides); ``accept_length`` (bonus included),
     ``context_tokens`` (mean prompt + half the answer), ``num_steps`` / ``topk`` /
     ``num_draft_tokens`` (the run's own draft) where the file gives them; ``source``: the
-    file, ``where`` in it, ``format`` the tool that wrote it.
+    file, ``where`` in it, ``format`` the tool that wrote it. ``workers``, ``input_lens``
+    and ``output_lens`` (together): the run's own job where its file listed each
+    completed request (sim/calibration/run_job.py), which the fit and every draw's refit
+    price instead of the mean context.
     """
 
     metric: Literal["tpot_ms"]
@@ -887,12 +892,42 @@ class CalibrationFigure(Section):
     source: Annotated[str, Field(min_length=1, max_length=1000)]
     where: Annotated[str, Field(max_length=200)] = ""
     format: Annotated[str, Field(max_length=200)] = ""
+    workers: Annotated[int, Field(ge=1, le=MAX_JOB_REQUESTS)] | None = None
+    input_lens: (
+        Annotated[
+            list[Annotated[int, Field(ge=0, le=10 * MAX_OUTPUT_TOKENS)]],
+            Field(min_length=1, max_length=MAX_JOB_REQUESTS),
+        ]
+        | None
+    ) = None
+    output_lens: (
+        Annotated[
+            list[Annotated[int, Field(ge=0, le=MAX_OUTPUT_TOKENS)]],
+            Field(min_length=1, max_length=MAX_JOB_REQUESTS),
+        ]
+        | None
+    ) = None
 
     @model_validator(mode="after")
     def _whole_draft(self) -> Self:
         given = [self.num_steps is None, self.topk is None, self.num_draft_tokens is None]
         if len(set(given)) > 1:
             raise ValueError("give num_steps, topk and num_draft_tokens together, or none")
+        return self
+
+    @model_validator(mode="after")
+    def _whole_job(self) -> Self:
+        given = [self.workers is None, self.input_lens is None, self.output_lens is None]
+        if len(set(given)) > 1:
+            raise ValueError("give workers, input_lens and output_lens together, or none")
+        if self.input_lens is not None and self.output_lens is not None:
+            if len(self.input_lens) != len(self.output_lens):
+                raise ValueError(
+                    f"{len(self.output_lens)} output_lens against {len(self.input_lens)} "
+                    "input_lens (one a request each)"
+                )
+            if max(self.output_lens) < 2:
+                raise ValueError("no request of two or more output tokens: nothing decoded")
         return self
 
 

@@ -137,6 +137,26 @@ FIELD_EDITS = [
         f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nnum_steps = 3\n[targets]',
         "num_draft_tokens together",
     ),
+    (
+        "calibrated-half-job",
+        "[targets]",
+        f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nworkers = 4\n[targets]',
+        "output_lens together",
+    ),
+    (
+        "calibrated-job-lengths",
+        "[targets]",
+        f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nworkers = 4\n'
+        "input_lens = [10, 20]\noutput_lens = [30]\n[targets]",
+        "1 output_lens against 2 input_lens",
+    ),
+    (
+        "calibrated-job-negative",
+        "[targets]",
+        f'{CALIBRATED_ON}metric = "tpot_ms"\nmeasured = 4.5\nworkers = 4\n'
+        "input_lens = [10, -20]\noutput_lens = [30, 5]\n[targets]",
+        "serving.calibrated_on[0].input_lens",
+    ),
     # vLLM's --no-enable-prefix-caching is a boolean, not a word
     (
         "prefix-caching-word",

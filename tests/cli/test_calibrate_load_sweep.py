@@ -80,3 +80,104 @@ def test_bad_sweep_is_one_line_exit_2(tmp_path: Path) -> None:
     assert code == 2
     assert text.strip().splitlines()[-1].startswith("specsim: error: ")
     assert "mean_tpot_ms" in text
+
+
+LLAMA = str(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+#: a bench_serving run's requests (prompt, answer tokens), the 3rd failed
+INPUTS = [120, 40, 50, 900, 300, 75]
+OUTPUTS = [60, 90, 0, 250, 33, 180]
+
+
+def _sglang_run(conc: int, tpot_ms: float, error: str = "Traceback ...", **changes) -> dict:
+    """An SGLang ``bench_serving --output-details`` line (keys read at the commit
+    sim/calibration/importers/serving_runs.py cites): the failed request's output_lens 0
+    and its error, which is ``response.reason or ""`` for a status other than 200."""
+    done = [i for i, o in enumerate(OUTPUTS) if o]
+    return {
+        "backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+        "max_concurrency": conc, "completed": len(done),
+        "total_input_tokens": sum(INPUTS[i] for i in done),
+        "total_output_tokens": sum(OUTPUTS), "mean_tpot_ms": tpot_ms, "std_tpot_ms": 0.3,
+        "mean_e2e_latency_ms": 900.0, "concurrency": conc * 0.9, "accept_length": None,
+        "input_lens": INPUTS, "output_lens": OUTPUTS,
+        "errors": [error if not o else "" for o in OUTPUTS], **changes,
+    }  # fmt: skip
+
+
+def _sglang_sweep(path: Path, error: str = "Traceback ...", **changes) -> Path:
+    runs = [_sglang_run(c, t, error, **changes) for c, t in ((1, 4.5), (2, 4.6), (4, 4.9))]
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return path
+
+
+def _llama(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        main, ["calibrate", "--scenario", LLAMA, "--baseline-tok-s", "222", *args]
+    )
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_runs_listing_their_requests_are_fitted_as_their_own_jobs(tmp_path: Path) -> None:
+    """Automatic when the file lists each request: the report names the runs priced as
+    their own jobs, the JSON gives each row's job, and the written scenario records the
+    job with the figure (what the serving intervals' refit prices)."""
+    sweep = _sglang_sweep(tmp_path / "s.jsonl")
+    out = tmp_path / "out.toml"
+    code, text = _llama("--load-sweep", str(sweep), "--out", str(out))
+    assert code == 0, text
+    joined = " ".join(text.split())
+    assert "3 run(s) priced as their own jobs" in joined, text
+    assert "s.jsonl:line 3 (5 requests, 4 workers)" in joined, text
+    code, text = _llama("--load-sweep", str(sweep), "--json")
+    assert code == 0, text
+    rows = json.loads(text)["load_fit"]["rows"]
+    assert [r["job"] for r in rows] == [{"requests": 5, "workers": c} for c in (1, 2, 4)]
+    figures = load_scenario(out).serving.calibrated_on
+    assert [f.workers for f in figures] == [1, 2, 4]
+    assert figures[0].output_lens == [o for o in OUTPUTS if o]
+    # the same runs without their lists: the closed form at load C, and the report says so
+    bare = tmp_path / "bare.jsonl"
+    keep = ("input_lens", "output_lens", "errors")
+    bare.write_text(
+        "".join(
+            json.dumps({k: v for k, v in json.loads(line).items() if k not in keep}) + "\n"
+            for line in sweep.read_text().splitlines()
+        )
+    )
+    code, text = _llama("--load-sweep", str(bare))
+    assert code == 0, text
+    assert "3 run(s) at their mean context and load (closed form; no request's lengths" in (
+        " ".join(text.split())
+    )
+
+
+def test_a_failure_with_an_empty_error_is_left_out(tmp_path: Path) -> None:
+    """bench_serving writes ``response.reason or ""``: a failed request (0 output tokens)
+    whose status line had no reason phrase has an empty error; ``completed`` leaves it
+    out, and so do the load sweep and ``init --replay``."""
+    sweep = _sglang_sweep(tmp_path / "s.jsonl", error="")
+    code, text = _llama("--load-sweep", str(sweep), "--json")
+    assert code == 0, text
+    assert [r["job"]["requests"] for r in json.loads(text)["load_fit"]["rows"]] == [5, 5, 5]
+    one = tmp_path / "one.jsonl"
+    one.write_text(sweep.read_text().splitlines()[1] + "\n")
+    config = str(ROOT / "tests" / "data" / "quickstart" / "config.json")
+    args = ["init", "--config", config, "--gpu", "H100", "--gpus", "4", "--engine", "sglang"]
+    args += ["--replay", str(one), "--out", str(tmp_path / "j.toml")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "job: 5 requests of" in result.output and "by 2 workers" in result.output
+    rows = (tmp_path / "j.job.csv").read_text().splitlines()
+    assert rows[-5:] == [f"0,{i},{o}" for i, o in zip(INPUTS, OUTPUTS, strict=True) if o]
+
+
+def test_lists_that_contradict_the_run_are_one_line_exit_2(tmp_path: Path) -> None:
+    # every error empty, and completed counts one request fewer than have answer tokens
+    sweep = _sglang_sweep(tmp_path / "s.jsonl", error="", completed=4)
+    code, text = _llama("--load-sweep", str(sweep))
+    assert code == 2, text
+    assert text.strip() == (
+        f"specsim: error: {sweep}: line 1: errors: 6 requests without an error (5 of them "
+        "with answer tokens), but completed is 4"
+    )
+    assert "Traceback" not in text

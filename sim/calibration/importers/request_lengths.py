@@ -7,10 +7,12 @@ Read from (each writer's own fields):
   ``total_input_tokens`` and ``total_output_tokens`` over the ``completed`` requests give
   the means; with ``--save-detailed`` (vLLM) or ``--output-details`` (SGLang) also
   ``input_lens`` and ``output_lens``, one entry a request sent, a failed one with its
-  prompt length and 0 output tokens and a non-empty entry in ``errors``, so the completed
+  prompt length and 0 output tokens and its entry in ``errors``, so the completed
   requests are those with an empty ``errors`` entry (every entry when the file has no
-  ``errors`` list and as many entries as ``completed``); both writers sum the completed
-  requests' entries into the totals, which the entries must then match;
+  ``errors`` list and as many entries as ``completed``; a failure whose HTTP status had
+  no reason phrase has an empty entry too, told by its 0 output tokens, ``_completed``);
+  both writers sum the completed requests' entries into the totals, which the entries
+  must then match;
 - SGLang ``bench_one_batch`` (python/sglang/bench_one_batch.py): ``input_len`` and
   ``output_len`` of a static batch, every request exactly those (random token ids, a
   fixed number of decode steps);
@@ -100,7 +102,7 @@ def _per_request(
         )
     errors = record.get("errors")
     if isinstance(errors, list) and len(errors) == len(ins):
-        done = [i for i, e in enumerate(errors) if not e]
+        done = _completed(errors, outs, completed, source, where)
     elif len(ins) == completed:
         done = list(range(len(ins)))
     else:
@@ -110,13 +112,35 @@ def _per_request(
             source=source,
             field=_field(where, "input_lens"),
         )
-    if len(done) != completed:
-        raise SpecsimError(
-            f"{len(done)} requests without an error, but completed is {completed}",
-            source=source,
-            field=_field(where, "errors"),
-        )
     return tuple(ins[i] for i in done), tuple(outs[i] for i in done)
+
+
+def _completed(
+    errors: list[Any], outs: list[int], completed: int, source: str, where: str | None
+) -> list[int]:
+    """The indices of the completed requests: those with an empty ``errors`` entry, or,
+    when those are more than ``completed``, those of them with answer tokens.
+
+    Both writers record a request that got an HTTP status other than 200 with ``error =
+    response.reason or ""`` (sglang ``bench_serving.py`` ``async_request_*`` at the commit
+    sim/calibration/importers/serving_runs.py cites; vLLM's benchmark request functions,
+    the lineage it adapted, alike): a status line without a reason phrase leaves the entry
+    empty, and ``calculate_metrics`` writes the failed request's ``output_lens`` entry 0
+    and leaves it out of ``completed``. An empty entry of 0 answer tokens is then a
+    failure when ``completed`` counts the others; SpecsimError naming ``errors`` when
+    neither count is ``completed``."""
+    clean = [i for i, e in enumerate(errors) if not e]
+    if len(clean) == completed:
+        return clean
+    answered = [i for i in clean if outs[i] > 0]
+    if len(answered) == completed:
+        return answered
+    raise SpecsimError(
+        f"{len(clean)} requests without an error ({len(answered)} of them with answer tokens), "
+        f"but completed is {completed}",
+        source=source,
+        field=_field(where, "errors"),
+    )
 
 
 def serving_lengths(

@@ -15,6 +15,12 @@ sketch.py, relative error 0.1%) and into the kept rows: every measured request u
 ``KEEP_REQUESTS``, so it holds between half and all of them). Delivery gaps (ITL) stream
 the same way (kept exactly up to ``KEEP_GAPS`` values). Little's law and the backlog use
 running sums over the requests as they leave (``WindowTally``), exactly.
+
+Kept rows and gaps live in column arrays filled in place (``_Columns``: grown by doubling,
+one column at a time, up to the limit; a stride doubling moves the rows it keeps to the
+front in place): 72 bytes a row (times float64, the index int64, counts int32) and 16 a
+gap, so at most 4.5 MiB of rows and 4 MiB of gaps, and about twice the bytes of what a
+short run keeps.
 """
 
 from __future__ import annotations
@@ -229,17 +235,83 @@ class ServingRecord:
         return self.stride > 1
 
 
+class _Columns:
+    """Columns of equal length ``size`` filled in place: arrays of ``dtypes`` with room
+    for ``capacity`` rows (doubled as rows arrive, never beyond ``limit``; each column
+    grown on its own, so a growth copies one column at a time). Bytes held:
+    ``nbytes`` = capacity x the row's bytes."""
+
+    __slots__ = ("data", "limit", "size")
+
+    def __init__(self, dtypes: dict[str, type], limit: int):
+        self.data: dict[str, np.ndarray] = {
+            name: np.empty(0, dtype=dtype) for name, dtype in dtypes.items()
+        }
+        self.limit = limit
+        self.size = 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(col.nbytes for col in self.data.values())
+
+    def append(self, columns: list[np.ndarray]) -> None:
+        """Add rows: ``columns`` (m,) each, in the order of ``dtypes`` (cast to them)."""
+        size = self.size
+        end = size + columns[0].shape[0]
+        if end > self.limit:
+            raise ValueError(f"{end} rows exceed the limit of {self.limit}")
+        for name, values in zip(list(self.data), columns, strict=True):
+            col = self.data[name]
+            if end > col.shape[0]:
+                grown = np.empty(min(self.limit, max(end, 2 * col.shape[0])), dtype=col.dtype)
+                grown[:size] = col[:size]
+                self.data[name] = col = grown
+            col[size:end] = values
+        self.size = end
+
+    def keep(self, rows: np.ndarray) -> None:
+        """Keep only ``rows`` (increasing positions), moved to the front in place."""
+        for col in self.data.values():
+            col[: rows.shape[0]] = col[rows]
+        self.size = rows.shape[0]
+
+    def release(self, order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The columns (size,) each, rows in ``order`` (None: as they are), in arrays of
+        their own; the storage is given up one column at a time."""
+        out = {}
+        for name in list(self.data):
+            col = self.data.pop(name)
+            if order is not None:
+                out[name] = col[: self.size][order]
+            else:  # the array itself when full, else a copy of its rows
+                out[name] = col if col.shape[0] == self.size else col[: self.size].copy()
+        self.size = 0
+        return out
+
+
+#: A kept row's storage: times float64, the index int64 and the counts int32 (exact:
+#: ``_Rows`` checks each is below 2^31), 72 bytes (a float64 row of 12 is 96).
+_DTYPES: dict[str, type] = {
+    name: np.int32 if name in _INTS else np.int64 if name == "index" else np.float64
+    for name in _COLUMNS
+}
+_INT32_MAX = np.iinfo(np.int32).max
+_COUNTS_AT = [_COLUMNS.index(name) for name in _INTS]
+#: A kept delivery gap's storage: its value and its weight, 16 bytes.
+_GAP_DTYPES: dict[str, type] = {"values": np.float64, "weights": np.float64}
+
+
 @dataclass(slots=True)
 class _Rows:
     """Measured requests' rows: a chunk being filled, then the kept rows (a systematic
-    sample once more than ``KEEP_REQUESTS``), and every row's metrics streamed."""
+    sample once more than ``KEEP_REQUESTS``: the rows whose index is a multiple of
+    ``stride``), and every row's metrics streamed."""
 
     stats: dict[str, StreamedStat] = field(
         default_factory=lambda: {m: StreamedStat() for m in (*REQUEST_METRICS, "preemptions")}
     )
     chunk: list[tuple[float, ...]] = field(default_factory=list)  # made an array per chunk
-    kept: list[np.ndarray] = field(default_factory=list)
-    kept_rows: int = 0
+    kept: _Columns = field(default_factory=lambda: _Columns(_DTYPES, KEEP_REQUESTS))
     stride: int = 1
 
     def add(self, row: tuple[float, ...]) -> None:
@@ -266,41 +338,44 @@ class _Rows:
         values["preemptions"] = cols["preemptions"]
         for name, stat in self.stats.items():
             stat.add(values[name])
-        self._keep(rows[cols["index"] % self.stride == 0].copy())
+        self._keep(rows[cols["index"] % self.stride == 0])
 
     def _keep(self, rows: np.ndarray) -> None:
-        self.kept.append(rows)
-        self.kept_rows += rows.shape[0]
-        while self.kept_rows > KEEP_REQUESTS:
+        """Add ``rows`` (m, columns), already sampled by ``stride``; while the kept rows
+        and these would be more than ``KEEP_REQUESTS``, the stride doubles and both keep
+        the rows it selects (in place for the kept ones)."""
+        kept = self.kept
+        while kept.size + rows.shape[0] > KEEP_REQUESTS:
             self.stride *= 2
-            rows = np.concatenate(self.kept)
+            kept.keep(np.flatnonzero(kept.data["index"][: kept.size] % self.stride == 0))
             rows = rows[rows[:, 0] % self.stride == 0]
-            self.kept, self.kept_rows = [rows], rows.shape[0]
+        if rows.shape[0] and rows[:, _COUNTS_AT].max() > _INT32_MAX:
+            raise OverflowError("a request's token count is above 2^31 - 1")
+        kept.append(list(rows.T))
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """The kept rows by index, in the record's types (times float64, counts int64)."""
         self.flush()
-        rows = np.concatenate(self.kept) if self.kept else np.empty((0, len(_COLUMNS)))
-        rows = rows[np.argsort(rows[:, 0], kind="stable")]
-        out = {
-            name: rows[:, i].astype(np.int64) if name in _INTS else rows[:, i]
-            for i, name in enumerate(_COLUMNS)
-        }
-        out["sample_index"] = out.pop("index").astype(np.int64)
+        kept = self.kept
+        order = np.argsort(kept.data["index"][: kept.size], kind="stable")
+        out = kept.release(order)
+        for name in _INTS:
+            out[name] = out[name].astype(np.int64)
+        out["sample_index"] = out.pop("index")
         return out
 
 
 @dataclass(slots=True)
 class _Gaps:
     """Delivery gaps: buffered arrays streamed into ``stats`` every ``CHUNK`` values, kept
-    whole while the run has at most ``KEEP_GAPS`` of them."""
+    whole (values and weights, float64, filled in place) while the run has at most
+    ``KEEP_GAPS`` of them, released as soon as it has more."""
 
     stats: StreamedStat = field(default_factory=StreamedStat)
     pending: list[np.ndarray] = field(default_factory=list)
     pending_weights: list[float] = field(default_factory=list)
     pending_size: int = 0
-    kept: list[np.ndarray] = field(default_factory=list)
-    kept_weights: list[np.ndarray] = field(default_factory=list)
-    kept_size: int = 0
+    kept: _Columns = field(default_factory=lambda: _Columns(_GAP_DTYPES, KEEP_GAPS))
     exact: bool = True
 
     def add(self, values_ms: np.ndarray, weight: float) -> None:
@@ -318,18 +393,15 @@ class _Gaps:
         self.pending, self.pending_weights, self.pending_size = [], [], 0
         self.stats.add(values, weights)
         if self.exact:
-            self.kept_size += values.size
-            if self.kept_size > KEEP_GAPS:
-                self.exact, self.kept, self.kept_weights = False, [], []
+            if self.kept.size + values.size > KEEP_GAPS:
+                self.exact, self.kept = False, _Columns(_GAP_DTYPES, 0)
             else:
-                self.kept.append(values)
-                self.kept_weights.append(weights)
+                self.kept.append([values, weights])
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         self.flush()
-        if not self.kept:
-            return np.empty(0), np.empty(0)
-        return np.concatenate(self.kept), np.concatenate(self.kept_weights)
+        kept = self.kept.release()
+        return kept["values"], kept["weights"]
 
 
 class Recorder:

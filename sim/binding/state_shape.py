@@ -3,6 +3,7 @@ the share of the GPU's peak bandwidth they move at on its server."""
 
 from __future__ import annotations
 
+from sim.binding.efficiency import derivable, implied_efficiency
 from sim.errors import SpecsimError
 from sim.model.recurrent_state import STATE_BANDWIDTH_FRACTION_RANGE, StateShape
 from sim.scenario.schema import Scenario
@@ -30,7 +31,7 @@ def state_bandwidth_fraction(scenario: Scenario) -> float:
     own memory efficiency, the one ``calibrate`` prices the passes it derives at: with a
     measured batch-1 decode (``timing.decode_ms``) and the weights and GPU to price it,
     e = the weights' roofline at peak / the decode's compute (``implied_efficiency``,
-    sim/calibration/physics.py), clipped to ``STATE_BANDWIDTH_FRACTION_RANGE`` (the public
+    sim/binding/efficiency.py), clipped to ``STATE_BANDWIDTH_FRACTION_RANGE`` (the public
     Gated DeltaNet decode readings' lowest, 0.40, up to peak); without one,
     ``hardware.bandwidth_efficiency`` (the derived decode's; 1 by default).
     docs/accuracy-under-load.md, "Signed error under load by step composition".
@@ -38,8 +39,6 @@ def state_bandwidth_fraction(scenario: Scenario) -> float:
     given = scenario.serving.state_bandwidth_fraction if scenario.serving is not None else None
     if given is not None:
         return float(given)
-    from sim.calibration.physics import derivable, implied_efficiency  # lazy: serving only
-
     decode_ms = scenario.timing.decode_ms
     if decode_ms is None or not derivable(scenario):
         return float(scenario.hardware.bandwidth_efficiency)

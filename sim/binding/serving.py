@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sim.binding.bind import draft_pass_table_ms
 from sim.binding.bound import Bound
 from sim.binding.kv_capacity import KvCapacity
-from sim.binding.state_shape import state_shape
+from sim.binding.state_shape import state_bandwidth_fraction, state_shape
 from sim.errors import SpecsimError
 from sim.model.acceptance import AcceptanceModel
 from sim.model.logit_rows import (
@@ -21,11 +21,7 @@ from sim.model.logit_rows import (
     LogitRows,
     logit_row_ms,
 )
-from sim.model.recurrent_state import (
-    DEFAULT_STATE_BANDWIDTH_FRACTION,
-    STATE_BANDWIDTH_READINGS,
-    RecurrentState,
-)
+from sim.model.recurrent_state import STATE_BANDWIDTH_READINGS, RecurrentState
 from sim.scenario.schema import Scenario, TimingPoint
 
 if TYPE_CHECKING:
@@ -356,8 +352,9 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
 
 def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentState:
     """A request's states in the target's passes (sim/model/recurrent_state.py):
-    ``state_shape`` at ``serving.state_bandwidth_fraction`` (None:
-    ``DEFAULT_STATE_BANDWIDTH_FRACTION``, peak) of the GPU preset's memory bandwidth; none
+    ``state_shape`` at ``state_bandwidth_fraction`` (the scenario's
+    ``serving.state_bandwidth_fraction``, else its server's measured batch-1 memory
+    efficiency) of the GPU preset's memory bandwidth; none
     when the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is
     given without a GPU preset to move it at."""
     shape = state_shape(scenario)
@@ -370,9 +367,7 @@ def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentSta
             "bandwidth the state moves at",
             field="hardware.gpu",
         )
-    given = scenario.serving.state_bandwidth_fraction if scenario.serving is not None else None
-    fraction = DEFAULT_STATE_BANDWIDTH_FRACTION if given is None else given
-    return RecurrentState(shape, gpu.memory_bandwidth_gbps, fraction)
+    return RecurrentState(shape, gpu.memory_bandwidth_gbps, state_bandwidth_fraction(scenario))
 
 
 def recurrent_state_note(state: RecurrentState) -> str:
@@ -392,7 +387,8 @@ def recurrent_state_note(state: RecurrentState) -> str:
         "at the GPU's peak bandwidth (serving.state_bandwidth_fraction 1; public GDN decode "
         f"kernels reach {low:g}-{high:g} of peak)"
         if state.fraction == 1.0
-        else f"at {state.fraction:g} of the GPU's peak bandwidth (serving.state_bandwidth_fraction)"
+        else f"at {state.fraction:.3g} of the GPU's peak bandwidth (serving."
+        "state_bandwidth_fraction, else the server's measured batch-1 memory efficiency)"
     )
     return (
         f"recurrent state: {state.bytes_per_request / 1e6:,.1f} MB a request "

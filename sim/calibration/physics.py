@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import math
 
-from sim.binding.decompose import scenario_hardware
+from sim.binding.efficiency import decode_roofline_ms, derivable, implied_efficiency
 from sim.calibration.measurements import Measurements
 from sim.errors import SpecsimError
-from sim.hardware.passes import calibrate_pass
-from sim.hardware.roofline import roofline_ms
 from sim.scenario.schema import Scenario
+
+__all__ = [
+    "FAST_FACTOR",
+    "LEAST_EFFICIENCY",
+    "check_units",
+    "decode_roofline_ms",
+    "derivable",
+    "implied_efficiency",
+]
 
 #: The least fraction of peak bandwidth a measured batch-1 decode is taken to reach: an
 #: order of magnitude below the 0.1-0.9 of measured decodes (the slowest in the
@@ -29,34 +36,6 @@ LEAST_EFFICIENCY = 0.02
 #: Measured decodes a little above the roofline (rounding of the weights, the GPU preset's
 #: nominal bandwidth) are not flagged; 1.5x faster than peak is impossible.
 FAST_FACTOR = 1.5
-
-
-def derivable(scenario: Scenario) -> bool:
-    """True when the scenario knows its weights and GPU (a roofline can be computed)."""
-    model = scenario.model
-    return (
-        scenario.hardware.gpu is not None
-        and model.layers is not None
-        and model.hidden_size is not None
-        and model.layer_params is not None
-    )
-
-
-def decode_roofline_ms(scenario: Scenario) -> float:
-    """Batch-1 decode at peak bandwidth on the scenario's GPUs, ms (weights only)."""
-    hw = scenario_hardware(scenario)
-    gpu = hw.reference.gpu
-    assert gpu is not None
-    return roofline_ms(hw.target_weights(), 1, gpu, hw.reference.gpus, 1.0)
-
-
-def implied_efficiency(scenario: Scenario, decode_ms: float) -> float:
-    """Fraction of peak bandwidth the measured ``decode_ms`` reaches on ``scenario``'s
-    server (its compute share, over the roofline at peak); not clipped."""
-    hw = scenario_hardware(scenario)
-    shape = hw.shape("decode", 1, hw.reference)
-    compute_ms = calibrate_pass(shape, hw.reference, hw.geom, decode_ms, "timing.decode_ms")
-    return decode_roofline_ms(scenario) / compute_ms
 
 
 def check_units(scenario: Scenario, data: Measurements) -> None:

@@ -30,7 +30,9 @@ tree's draft tokens: ``verify_tokens``) moves, per tensor-parallel rank,
     recurrent x (1 + t) + conv position x (2 (kernel - 1) + t - 1) bytes
 
 at a fraction f of the GPU's peak memory bandwidth (``io_bytes``; ``RecurrentState.fraction``,
-the scenario's ``serving.state_bandwidth_fraction``, default 1: peak). f is the state
+the scenario's ``serving.state_bandwidth_fraction``; not given, the server's measured
+batch-1 memory efficiency, sim/binding/state_shape.py ``state_bandwidth_fraction``; 1, peak,
+here when built without one). f is the state
 kernels' achieved share of peak on the server, which no public timing fixes for vLLM's
 kernels with an FP32 state (docs/accuracy-under-load.md: plain decoding runs the Triton
 ``fused_recurrent_gated_delta_rule_packed_decode``, the verify the compiled
@@ -83,9 +85,11 @@ __all__ = [
 #: of 16) at vLLM's default block size 16.
 VLLM_KERNEL_BLOCK_TOKENS = 16
 
-#: The share of the GPU's peak memory bandwidth the state kernels reach when the scenario
-#: does not say (``serving.state_bandwidth_fraction``): peak, the physics bound no public
-#: reading exceeds. ASSUMED: a batch-1 calibration cannot identify it.
+#: The share of the GPU's peak memory bandwidth the state kernels reach when nothing says
+#: otherwise: peak, the physics bound no public reading exceeds. A scenario's binding
+#: takes its server's measured batch-1 memory efficiency instead when it has one
+#: (sim/binding/state_shape.py ``state_bandwidth_fraction``). ASSUMED: a batch-1
+#: calibration cannot identify the state kernels' own share.
 DEFAULT_STATE_BANDWIDTH_FRACTION = 1.0
 #: The lowest and highest public readings of Gated DeltaNet decode kernels' achieved share
 #: of peak, one read and one write a request against the GPU's peak

@@ -1021,10 +1021,12 @@ class ServingSpec(Section):
     Recurrent state (sim/model/recurrent_state.py): ``state_bandwidth_fraction``, the share
     of the GPU's peak memory bandwidth at which the engine's state kernels move a hybrid
     target's recurrent and conv states (``model.state_bytes_per_request``,
-    ``model.conv_state_bytes_per_position``); None: ``DEFAULT_STATE_BANDWIDTH_FRACTION`` =
-    1, peak, assumed, 0.40-1 from public readings of other GDN decode kernels
-    (``STATE_BANDWIDTH_FRACTION_RANGE``). Set it from a timing of the server's own state
-    kernels.
+    ``model.conv_state_bytes_per_position``); None: the server's own memory efficiency,
+    the share of peak its measured batch-1 decode (``timing.decode_ms``) reaches over the
+    weights' roofline, clipped to 0.40-1, the range of public readings of other GDN decode
+    kernels (``STATE_BANDWIDTH_FRACTION_RANGE``; sim/binding/state_shape.py
+    ``state_bandwidth_fraction``); without a measured decode ``hardware.bandwidth_efficiency``.
+    Set it from a timing of the server's own state kernels.
 
     Fused-MoE tiles (sim/hardware/experts.py ``tile_extra_rows``): ``moe_tiles``,
     "sglang-default" for a server whose Triton fused-MoE kernel ran SGLang's default config

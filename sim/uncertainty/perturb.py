@@ -112,9 +112,8 @@ def _logit_bytes_range(scenario: Scenario) -> DefaultRange | None:
 
 
 def _state_bandwidth_range(scenario: Scenario) -> DefaultRange | None:
-    from sim.binding.state_shape import state_shape  # lazy: serving only
+    from sim.binding.state_shape import state_bandwidth_fraction, state_shape  # lazy
     from sim.model.recurrent_state import (  # lazy
-        DEFAULT_STATE_BANDWIDTH_FRACTION,
         STATE_BANDWIDTH_FRACTION_RANGE,
         STATE_BANDWIDTH_READINGS,
     )
@@ -125,12 +124,13 @@ def _state_bandwidth_range(scenario: Scenario) -> DefaultRange | None:
     lowest, highest = STATE_BANDWIDTH_READINGS
     why = (
         "the default share of the GPU's peak bandwidth at which the state kernels move a "
-        "request's recurrent and conv states (peak): public readings of other Gated "
-        f"DeltaNet decode kernels span {lowest:g}-{highest:g} of peak, none of this server's "
-        "kernels with its state dtype (sim/model/recurrent_state.py, "
-        "docs/accuracy-under-load.md); a batch-1 calibration cannot identify it"
+        "request's recurrent and conv states (the server's measured batch-1 memory "
+        "efficiency, else peak): public readings of other Gated DeltaNet decode kernels "
+        f"span {lowest:g}-{highest:g} of peak, none of this server's kernels with its state "
+        "dtype (sim/model/recurrent_state.py, docs/accuracy-under-load.md); a batch-1 "
+        "calibration cannot identify it"
     )
-    return DEFAULT_STATE_BANDWIDTH_FRACTION, low, high, why
+    return state_bandwidth_fraction(scenario), low, high, why
 
 
 def _kv_reserve_range(scenario: Scenario) -> DefaultRange | None:

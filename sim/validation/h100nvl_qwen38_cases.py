@@ -274,7 +274,7 @@ def _miss_note(route: str) -> str:
         measured(PLAIN, 8) * tpot[PLAIN][8] / 1e3,
     )
     return (
-        "Where the misses come from: the step is predicted within 6% at C = 4 and 8 (the P50 "
+        "Where the misses come from: the step is predicted within 8% at C = 4 and 8 (the P50 "
         "TPOT above), so the levels miss through the job. (i) At C = 1 the job runs at "
         f"{per_token[route]:.2f} ms a token on the {route} route (wall / tokens) against its "
         f"P50 TPOT {tpot[route][1]:.2f} ({per_token[route] / tpot[route][1] - 1:+.0%}), the "

@@ -11,6 +11,8 @@ import pytest
 
 from sim.binding.bound import bind
 from sim.binding.serving import recurrent_state, recurrent_state_note, serving_cost
+from sim.binding.state_shape import state_bandwidth_fraction
+from sim.calibration.physics import decode_roofline_ms
 from sim.errors import SpecsimError
 from sim.model.batched_cost import IterationCost
 from sim.model.cycle import cycle_cost
@@ -276,9 +278,37 @@ def test_a_scenario_gives_the_share_and_the_note_says_it():
     state = recurrent_state(given, hardware)
     assert state == dataclasses.replace(at_peak, fraction=0.6)
     assert state.request_ms(0) == pytest.approx(at_peak.request_ms(0) / 0.6, rel=1e-12)
-    assert "at 0.6 of the GPU's peak bandwidth (serving.state_bandwidth_fraction)" in (
+    assert "at 0.6 of the GPU's peak bandwidth (serving.state_bandwidth_fraction, else" in (
         recurrent_state_note(state)
     )
+
+
+@pytest.mark.parametrize(
+    ("efficiency", "share"), [(0.7, 0.7), (0.55, 0.55), (0.3, 0.40), (1.2, 1.0)]
+)
+def test_not_given_the_share_is_the_measured_decodes_efficiency_clipped(efficiency, share):
+    """With a measured batch-1 decode of the weights' roofline at peak / e (one H100, one
+    rank, graphed: no all-reduce or launch in it), the states move at e of peak, clipped to
+    the public readings' 0.40 up to peak; a given share wins; a derived decode takes
+    hardware.bandwidth_efficiency."""
+    base = load_scenario(LLAMA, [f"model.state_bytes_per_request={QWEN38_STATE}"])
+    roof_ms = decode_roofline_ms(base)
+    state = f"model.state_bytes_per_request={QWEN38_STATE}"
+    measured = load_scenario(LLAMA, [state, f"timing.decode_ms={roof_ms / efficiency!r}"])
+    assert state_bandwidth_fraction(measured) == pytest.approx(share, rel=1e-9)
+    hardware = bind(measured).hardware.current
+    assert recurrent_state(measured, hardware).fraction == pytest.approx(share, rel=1e-9)
+    given = load_scenario(
+        LLAMA,
+        [
+            state,
+            f"timing.decode_ms={roof_ms / efficiency!r}",
+            "serving.state_bandwidth_fraction=0.9",
+        ],
+    )
+    assert state_bandwidth_fraction(given) == 0.9
+    derived = load_scenario(LLAMA, [state, "hardware.bandwidth_efficiency=0.8"])
+    assert state_bandwidth_fraction(derived) == 0.8
 
 
 @pytest.mark.parametrize("bad", ["0", "1.5", "-0.2"])
@@ -301,6 +331,16 @@ def test_a_serving_answer_draws_the_share_only_where_a_state_is_priced_and_not_g
     draws = [dict(d) for d in input_draws(bind(hybrid), seed=3).overrides]
     values = [d["serving.state_bandwidth_fraction"] for d in draws]
     assert 0.40 <= min(values) < max(values) <= 1.0
+    measured = load_scenario(
+        LLAMA,
+        [
+            f"model.state_bytes_per_request={QWEN38_STATE}",
+            f"timing.decode_ms={decode_roofline_ms(hybrid) / 0.7!r}",
+        ],
+    )
+    share = {u.field: u for u in serving_inputs(bind(measured))}["serving.state_bandwidth_fraction"]
+    assert share.nominal == pytest.approx(0.7, rel=1e-9)  # the server's measured efficiency
+    assert (share.low, share.high) == (0.40, 1.0)
     for scenario in (
         load_scenario(LLAMA),
         load_scenario(

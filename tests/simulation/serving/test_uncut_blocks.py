@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.simulation.serving import ClosedLoop, FixedK, LogNormal, Poisson, Trace
-from sim.simulation.serving.engine import Server, jumps, run_replication
+from sim.simulation.serving.engine import ACCUMULATE_ENDS, Server, jumps, run_replication
 from sim.simulation.serving.simulate import serving_streams
 from tests.simulation.serving.helpers import WITH_KV, plan
 
@@ -38,6 +38,25 @@ def test_jumps_reach_an_end_one_difference_misses():
     assert len(delays) == 2
 
 
+@pytest.mark.parametrize("n", [ACCUMULATE_ENDS - 1, ACCUMULATE_ENDS, 512])
+def test_a_blocks_ends_are_its_successive_sums(n):
+    """A long block's ends (one ``np.add.accumulate``) are the running sums a Python loop
+    adds, bit for bit: the delays reach the same end from a late ``now`` and from an early
+    one (where the difference may round and more timeouts are needed)."""
+    durations = np.random.default_rng(n).uniform(5.0, 60.0, n)
+    for now in (123456.789, 3.25):
+        end = list(itertools.accumulate(durations.tolist(), initial=now))[-1]
+        delays = jumps(now, durations)
+        assert delays == jumps(now, durations.tolist())
+        assert _reached(now, delays) == end
+
+
+def test_jumps_of_no_iterations_are_none():
+    """A block cut before its first end (an arrival may wait there) jumps nowhere."""
+    assert jumps(12.5, []) == []
+    assert jumps(12.5, np.array([])) == []
+
+
 def test_jumps_one_timeout_when_the_difference_lands():
     assert jumps(1000.0, [30.0, 31.5, 29.25]) == [90.75]
     assert jumps(0.0, [0.1, 0.2]) == [0.1 + 0.2]
@@ -52,6 +71,8 @@ def test_jumps_land_where_successive_timeouts_end(now, durations):
     end = list(itertools.accumulate(durations, initial=now))[-1]
     delays = jumps(now, durations)
     assert _reached(now, delays) == end
+    # a block's durations as its plan holds them (float64 array): the same delays
+    assert jumps(now, np.array(durations)) == delays
     assert all(d > 0 for d in delays)
     assert len(delays) <= 2 + int(np.log2(max(end, 1.0) / max(now, 1e-300)))
 

@@ -34,6 +34,7 @@ from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import (
     SERVING_REPLICATIONS,
     SERVING_SEED,
@@ -128,7 +129,7 @@ def _case(
     if published is not None and stops:
         x = stops[0]
         lo, hi = x.ci95
-        sd = (hi - lo) / (2 * 1.96) if lo is not None and hi is not None else 0.0
+        sd = sd_from_ci95(x.ci95, SERVING_REPLICATIONS)
         rows.append(
             Row(
                 "crossover concurrency (users)",

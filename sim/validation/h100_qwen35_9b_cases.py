@@ -23,8 +23,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from scipy.special import stdtrit
-
 from sim.binding.bound import bind
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
@@ -34,6 +32,7 @@ from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.hybrid_mtp_serving_cases import Arm, qwen38_vllm_scenario
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.two_arm_rows import level_root
 
 __all__ = [
@@ -144,11 +143,10 @@ def _run(decode_ms: float, alpha: float, rate: int) -> dict[str, tuple[float, fl
         setup.plan, setup.draftings, replications=RATE_REPLICATIONS, seed=RATE_SEED
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
-    t975 = float(stdtrit(RATE_REPLICATIONS - 1, 0.975))
     out = {}
     for name in (BASELINE, SPECULATIVE):
         e2e = summary.policies[name].metrics["e2e_ms"]
-        sd = 0.0 if e2e.ci95 is None else (e2e.ci95[1] - e2e.ci95[0]) / (2 * t975)
+        sd = sd_from_ci95(e2e.ci95, summary.replications)
         out[name] = (e2e.mean, sd, summary.policies[name].metrics["ttft_ms"].mean)
     return out
 

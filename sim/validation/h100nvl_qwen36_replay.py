@@ -41,6 +41,7 @@ from sim.validation.cases import Case, Row, error_summary
 from sim.validation.h100nvl_qwen36_cases import MTP5, SCORED, calibrated, measured
 from sim.validation.h100nvl_qwen38_cases import job_row
 from sim.validation.hybrid_mtp_serving_cases import PLAIN
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = ["REPLAY_REPLICATIONS", "h100nvl_qwen36_replay_cases", "replayed_job"]
@@ -81,9 +82,9 @@ def replayed_job(route: str, users: int) -> tuple[float, float]:
         seed=SERVING_SEED,
         delivery_gaps=False,
     )
-    tok_s = summarize_serving(run.records, setup.slo, baseline=None).policies[name].aggregate_tok_s
-    sd = 0.0 if tok_s.ci95 is None else (tok_s.ci95[1] - tok_s.ci95[0]) / (2 * 1.96)
-    return tok_s.mean, sd
+    summary = summarize_serving(run.records, setup.slo, baseline=None)
+    tok_s = summary.policies[name].aggregate_tok_s
+    return tok_s.mean, sd_from_ci95(tok_s.ci95, summary.replications)
 
 
 def _row(route: str, users: int) -> Row:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -49,6 +48,7 @@ from sim.validation.hybrid_mtp_serving_cases import (
     fit_at_one,
     qwen38_vllm_scenario,
 )
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import SERVING_SEED
 
 __all__ = [
@@ -191,10 +191,6 @@ class JobPoint:
     speculative_ttft_ms: float
 
 
-def _sd(r: Any) -> float:
-    return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
-
-
 def job_point(
     scenario: Scenario, users: int, requests: int, replications: int, tpot: str = "p50"
 ) -> JobPoint:
@@ -222,13 +218,14 @@ def job_point(
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]
     gain = summary.speedup[SPECULATIVE]["aggregate_tok_s"]
+    r = summary.replications
     return JobPoint(
         base.aggregate_tok_s.mean,
-        _sd(base.aggregate_tok_s),
+        sd_from_ci95(base.aggregate_tok_s.ci95, r),
         spec.aggregate_tok_s.mean,
-        _sd(spec.aggregate_tok_s),
+        sd_from_ci95(spec.aggregate_tok_s.ci95, r),
         gain.mean,
-        _sd(gain),
+        sd_from_ci95(gain.ci95, r),
         getattr(base.metrics["tpot_ms"], tpot),
         getattr(spec.metrics["tpot_ms"], tpot),
         getattr(base.metrics["ttft_ms"], tpot),

@@ -45,6 +45,7 @@ from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.data_files import read_table
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import (
     MT_BENCH_WORKLOAD,
     SERVING_REPLICATIONS,
@@ -306,13 +307,10 @@ def _simulate(scenario: Scenario, label: str, batch: int) -> dict[str, Any]:
     )
     summary = summarize_serving(run.records, setup.slo, baseline=BASELINE)
     base, spec = summary.policies[BASELINE], summary.policies[SPECULATIVE]
-
-    def sd(r: Any) -> float:
-        return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
-
+    r = summary.replications
     return {
-        "baseline": (base.aggregate_tok_s.mean, sd(base.aggregate_tok_s)),
-        "spec": (spec.aggregate_tok_s.mean, sd(spec.aggregate_tok_s)),
+        "baseline": (base.aggregate_tok_s.mean, sd_from_ci95(base.aggregate_tok_s.ci95, r)),
+        "spec": (spec.aggregate_tok_s.mean, sd_from_ci95(spec.aggregate_tok_s.ci95, r)),
         "al": spec.accept_length.mean,
     }
 

@@ -57,6 +57,7 @@ from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.hardware_data import SGLANG_5090, SGLANG_5090_TOK_S
 from sim.validation.moe_tree_serving_cases import HOST_BATCH1_SHARE, host_us_per_request
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED
 
 __all__ = ["case_dsv3_mtp_mi300x", "mtp_serving_cases"]
@@ -173,8 +174,7 @@ def _simulate(scenario: Scenario, users: int) -> dict[str, tuple[float, float]]:
     out = {}
     for name in (BASELINE, SPECULATIVE):
         e2e = summary.policies[name].metrics["e2e_ms"]
-        sd = 0.0 if e2e.ci95 is None else (e2e.ci95[1] - e2e.ci95[0]) / (2 * 1.96)
-        out[name] = (e2e.mean, sd)
+        out[name] = (e2e.mean, sd_from_ci95(e2e.ci95, summary.replications))
     return out
 
 

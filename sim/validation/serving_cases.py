@@ -39,6 +39,7 @@ from sim.simulation.serving.setup import BASELINE, SPECULATIVE, serving_setup, w
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.per_token_candidates import (
     DRAFT_ROW_BYTES_PER_LOGIT,
     EAGLE3_DRAFT_VOCAB,
@@ -155,15 +156,12 @@ def simulate_point(scenario: Scenario, batch: int, requests: int | None = None) 
     ratio = summary.speedup[SPECULATIVE]["aggregate_tok_s"]
     base = summary.policies[BASELINE].aggregate_tok_s
 
-    def sd(r: Any) -> float:
-        return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
-
     return Point(
         ratio.mean,
-        sd(ratio),
+        sd_from_ci95(ratio.ci95, summary.replications),
         summary.policies[SPECULATIVE].aggregate_tok_s.mean,
         base.mean,
-        sd(base),
+        sd_from_ci95(base.ci95, summary.replications),
     )
 
 

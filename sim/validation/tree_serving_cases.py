@@ -26,11 +26,12 @@ from sim.model.tree import Tree
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
-from sim.simulation.serving.metrics import Ratio, summarize_serving
+from sim.simulation.serving.metrics import summarize_serving
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import tree_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.monte_carlo import sd_from_ci95
 from sim.validation.serving_cases import (
     EAGLE1_DRAFT_PARAMS,
     LLAMA8B_MODEL,
@@ -79,10 +80,6 @@ def _scenario(alpha: float, overhead_ms: float) -> Scenario:
     )
 
 
-def _sd(r: Ratio) -> float:
-    return 0.0 if r.ci95 is None else (r.ci95[1] - r.ci95[0]) / (2 * 1.96)
-
-
 def _simulate(scenario: Scenario, tree: Tree, batch: int) -> dict[str, Any]:
     sc = with_load(scenario, concurrency=batch, source="validation")
     sc = with_overrides(sc, {"workload.requests": max(60, 3 * batch)}, source="validation")
@@ -97,6 +94,7 @@ def _simulate(scenario: Scenario, tree: Tree, batch: int) -> dict[str, Any]:
     half = None if ratios.size < 2 else float(np.std(ratios, ddof=1) / np.sqrt(ratios.size))
     return {
         "chain": chain.aggregate_tok_s,
+        "chain_sd": sd_from_ci95(chain.aggregate_tok_s.ci95, summary.replications),
         "tree": treed.aggregate_tok_s,
         "ratio": float(ratios.mean()),
         "ratio_sd": half or 0.0,
@@ -133,7 +131,7 @@ def case_vllm_22752_batched() -> Case:
                 f"closed loop of {bs} users",
                 chain.tok_s,
                 p["chain"].mean,
-                _sd(p["chain"]),
+                p["chain_sd"],
                 load=bs,
                 calibrated_loads=(1.0,),
                 side="speculative",

@@ -163,23 +163,25 @@ def widen(
 #: block layout, Qwen3.8-27B + MTP and + DFlash 2 on one H100 NVL, GLM-4.7-Flash + MTP and
 #: + EAGLE-3 on one H100 PCIe, Qwen3.6-27B + MTP on one H100 NVL, Kimi-K2.5 and MiniMax-M2.5
 #: + EAGLE-3 on 4x MI355X, Qwen3.8-27B (NVFP4) + MTP on one GB10, Qwen3-8B-FP8 + an EAGLE-3
-#: tree and chain on one H100 SXM (SGLang): 146 figures away from a calibrated load, 19
-#: curves; 0.063 +- 0.004; each
+#: tree and chain on one H100 SXM (SGLang), Qwen3.5-9B + MTP on one H100 SXM (vLLM), the
+#: hybrids' state at their servers' measured efficiency and the figures' Monte Carlo errors
+#: from their t intervals: 152 figures away from a calibrated load, 20 curves; 0.060 +-
+#: 0.003; each
 #: figure's distance counted from the loads that calibrate its own arm;
 #: sim/validation/model_error_cases.py, docs/validation.md reports the fit and whether this
-#: value still agrees). A factor exp(1.645 x 0.063 ln 8) = 1.24 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.063
+#: value still agrees). A factor exp(1.645 x 0.060 ln 8) = 1.23 at 8x the calibrated load.
+DEFAULT_LEVEL_SIGMA = 0.060
 #: Shipped default of s for a paired gain (speculative over plain decoding, tree over
 #: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
 #: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,
 #: DeepSeek-V3 + MTP on MI300X, Qwen3.8-27B + MTP and + DSpark on B200 on two workloads,
 #: Qwen3.8-27B + MTP on one H100 NVL, GLM-4.7-Flash + MTP on one H100 PCIe, Qwen3.6-27B + MTP
 #: on one H100 NVL, Kimi-K2.5 and MiniMax-M2.5 + EAGLE-3 on 4x MI355X, Qwen3.8-27B (NVFP4)
-#: + MTP on one GB10, the H100 SXM tree / chain ratios: 95 figures, 18 curves; 0.054 +-
-#: 0.004), each at its distance from the
+#: + MTP on one GB10, the H100 SXM tree / chain ratios, Qwen3.5-9B + MTP on one H100 SXM:
+#: 98 figures, 19 curves; 0.054 +- 0.004), each at its distance from the
 #: loads that calibrate both arms (a plain-decoding point does not calibrate the speculative
 #: arm). What moves both policies
 #: alike cancels in a gain, so it is below the levels' term.
 DEFAULT_GAIN_SIGMA = 0.054
 #: Public curves the defaults were fitted on (levels and gains together).
-DEFAULT_CURVES = 23
+DEFAULT_CURVES = 24

@@ -30,7 +30,7 @@ def test_the_term_grows_with_the_distance_to_the_measured_batches():
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
     assert at8.level(100.0, [90.0, 110.0], speculative=False) == [90.0, 110.0]
     assert at8.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(8))
-    assert at32.origin == DEFAULT_ORIGIN and "23 public curves" in DEFAULT_ORIGIN
+    assert at32.origin == DEFAULT_ORIGIN and "24 public curves" in DEFAULT_ORIGIN
     assert at32.arm_level_sigma(False) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(4))
     assert at32.arm_level_sigma(True) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))
     assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))

@@ -106,7 +106,7 @@ def test_a_dask_cluster_without_workers_ends_the_run_with_one_error():
     from sim.parallel import DaskExecutor
 
     with (
-        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster,
         distributed.Client(cluster) as client,
     ):
         executor = DaskExecutor(client, no_workers_s=0.5, poll_s=0.1)
@@ -119,7 +119,7 @@ def test_a_dask_executor_keeps_one_client_for_every_call_until_closed():
     from sim.parallel import DaskExecutor
 
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
     ) as cluster:
         executor = DaskExecutor(cluster.scheduler_address)
         assert executor.width() == 2
@@ -145,7 +145,7 @@ def test_a_dask_batch_fetches_its_results_once_a_look_not_once_a_task():
 
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

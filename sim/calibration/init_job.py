@@ -28,13 +28,13 @@ read by an ordered job); the scenario names it in ``workload.lengths_trace``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.calibration.importers.serving_runs import ServingRun, read_serving_runs
+from sim.calibration.run_job import closed_loop_workers
 from sim.errors import SpecsimError
 
 __all__ = ["InitJob", "init_job", "job_csv_path"]
@@ -59,23 +59,24 @@ def job_csv_path(out: str | Path) -> Path:
 def _workers(
     run: ServingRun, path: str, field: Callable[[str], str], command: str, n: int
 ) -> tuple[int, str]:
-    """The job's workers and their origin: the run's ``max_concurrency``; without one, at
-    ``request_rate`` inf (every request sent at once) one worker a completed request;
-    else SpecsimError naming the field (an open loop at a finite rate)."""
-    if run.max_concurrency is not None:
-        return run.max_concurrency, f"--replay {path}: max_concurrency"
-    rate = run.request_rate
-    if rate == math.inf:
-        return n, (
-            f"--replay {path}: no max_concurrency at request_rate inf: all {n} completed "
-            "requests sent at once, one a worker"
+    """The job's workers (``closed_loop_workers``: the run's ``max_concurrency``; without
+    one, at ``request_rate`` inf, one a completed request) and their origin; SpecsimError
+    naming the field for an open loop at a finite rate."""
+    workers = closed_loop_workers(run.max_concurrency, run.request_rate, n)
+    if workers is None:
+        rate = run.request_rate
+        sent = f" (sent at request_rate {rate:g} a second)" if rate is not None else ""
+        raise SpecsimError(
+            f"no concurrency limit: the run was not a closed-loop job{sent} ({command} "
+            "--max-concurrency C)",
+            source=path,
+            field=field("max_concurrency"),
         )
-    sent = f" (sent at request_rate {rate:g} a second)" if rate is not None else ""
-    raise SpecsimError(
-        f"no concurrency limit: the run was not a closed-loop job{sent} ({command} "
-        "--max-concurrency C)",
-        source=path,
-        field=field("max_concurrency"),
+    if run.max_concurrency is not None:
+        return workers, f"--replay {path}: max_concurrency"
+    return workers, (
+        f"--replay {path}: no max_concurrency at request_rate inf: all {n} completed "
+        "requests sent at once, one a worker"
     )
 
 

@@ -47,7 +47,7 @@ from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_object, load_objects, number
 from sim.calibration.importers.request_lengths import serving_lengths
 from sim.calibration.importers.vllm_bench import request_rate
-from sim.calibration.run_job import RunJob
+from sim.calibration.run_job import RunJob, closed_loop_workers
 from sim.errors import SpecsimError
 
 __all__ = ["FORMATS", "LoadPoint", "parse_load_sweep", "read_load_sweep"]
@@ -194,20 +194,19 @@ def _run_job(
     lengths (``input_lens``, ``output_lens``, ``errors``: vLLM ``--save-detailed``, SGLang
     ``--output-details``; the completed ones, as ``specsim init --replay`` reads them) and
     its workers are known: its ``max_concurrency`` or, without one at ``request_rate`` inf,
-    one a completed request (init_job.py's rule). Else (None, why), "" when it lists none."""
+    one a completed request (``closed_loop_workers``, as ``init --replay``). Else (None,
+    why), "" when it lists none."""
     lengths = serving_lengths(record, source, where)
     if lengths is None or lengths.input_lens is None or lengths.output_lens is None:
         return None, ""
     n = len(lengths.output_lens)
     if max(lengths.output_lens) < 2:
         return None, "no completed request of two or more tokens: no decode time to price"
-    if conc is not None:
-        if not conc.is_integer():
-            return None, f"max_concurrency {conc:g} is not a whole number of workers"
-        workers = int(conc)
-    elif request_rate(record.get("request_rate")) == math.inf:
-        workers = n
-    else:
+    if conc is not None and not conc.is_integer():
+        return None, f"max_concurrency {conc:g} is not a whole number of workers"
+    limit = None if conc is None else int(conc)
+    workers = closed_loop_workers(limit, request_rate(record.get("request_rate")), n)
+    if workers is None:
         return None, (
             "an open loop (no max_concurrency, request_rate not inf) whose arrival times "
             "the file does not record"

@@ -33,15 +33,29 @@ from __future__ import annotations
 
 import functools
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["IterationMs", "RunJob"]
+__all__ = ["IterationMs", "RunJob", "closed_loop_workers"]
 
 #: Iteration ms of a batch of b requests at context sums (n,) -> (n,).
 IterationMs = Callable[[int, np.ndarray], np.ndarray]
+
+
+def closed_loop_workers(
+    max_concurrency: int | None, request_rate: float | None, completed: int
+) -> int | None:
+    """The workers of a benchmark run replayed as a closed loop (here and by ``specsim init
+    --replay``, sim/calibration/init_job.py): its ``max_concurrency``; without one, at
+    ``request_rate`` inf (every request sent at once, both clients' default) one a
+    ``completed`` request; None for an open loop at a finite or unknown rate, whose
+    arrival times the file does not record."""
+    if max_concurrency is not None:
+        return max_concurrency
+    return completed if request_rate == math.inf else None
 
 
 @dataclass(frozen=True, slots=True)

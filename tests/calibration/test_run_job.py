@@ -16,7 +16,7 @@ from sim.calibration.load_fit import (
 )
 from sim.calibration.load_record import figure_of, point_of, record_load_fit, recorded_refit
 from sim.calibration.load_sweep import LoadPoint, parse_load_sweep
-from sim.calibration.run_job import RunJob
+from sim.calibration.run_job import RunJob, closed_loop_workers
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 
@@ -206,3 +206,10 @@ def test_the_record_keeps_the_job_and_prices_it_again():
     back = [point_of(f) for f in recorded.serving.calibrated_on]
     assert [p.job for p in back] == [p.job for p in runs]
     assert list(predicted_tpot_ms(recorded, back)) == [r.predicted_ms for r in fit.rows]
+
+
+def test_a_closed_loop_has_its_limit_or_one_worker_a_request_sent_at_once() -> None:
+    assert closed_loop_workers(4, 2.0, 100) == 4
+    assert closed_loop_workers(None, math.inf, 100) == 100
+    assert closed_loop_workers(None, 2.0, 100) is None  # an open loop: times not recorded
+    assert closed_loop_workers(None, None, 100) is None

@@ -27,6 +27,7 @@ j-th request of a user (or the j-th arrival) is the same request whatever the po
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -328,6 +329,26 @@ class SourceStreams:
     keys: np.random.Generator
 
 
+class _Ahead:
+    """Draws made ahead as a block: arrays of equal length (n, ...), ``arrays``, read one
+    position at a time (a request's class, rate uniform and thresholds; its key; its output
+    length), not held as a Python object a request."""
+
+    __slots__ = ("arrays", "at")
+
+    def __init__(self, *arrays: np.ndarray):
+        self.arrays = arrays
+        self.at = 0
+
+    def take(self, draw: Callable[[], tuple[np.ndarray, ...]]) -> int:
+        """The next unread position, the block first replaced by ``draw()`` when every
+        position has been read."""
+        if self.at == self.arrays[0].shape[0]:
+            self.arrays, self.at = draw(), 0
+        self.at += 1
+        return self.at - 1
+
+
 class RequestSource:
     """Requests of one user (or of the open arrival stream), in order.
 
@@ -356,21 +377,15 @@ class RequestSource:
         self._acceptance = acceptance
         self._streams = streams
         self._trees = trees
-        # the block drawn ahead, in arrays read from a position (a tuple, a float and a
-        # row view a request cost about 270 bytes, 17 MiB for 1,024 users of 64
-        # requests): classes (n,), rate uniforms (n,), thresholds (n, columns); keys;
-        # output lengths
-        self._classes = np.empty(0, dtype=np.intp)
-        self._uniforms = np.empty(0)
-        self._thresholds_drawn = np.empty((0, 0), dtype=np.int64)
-        self._drawn_at = 0
-        self._keys = np.empty(0, dtype=np.uint64)
-        self._keys_at = 0
+        # the blocks drawn ahead (a tuple, a float and a row view a request cost about
+        # 270 bytes, 17 MiB for 1,024 users of 64 requests): classes (n,), rate uniforms
+        # (n,) and thresholds (n, columns); keys (n,); output lengths (n,)
+        self._drawn = _Ahead(np.empty(0, dtype=np.intp), np.empty(0), np.empty((0, 0)))
+        self._keys = _Ahead(np.empty(0, dtype=np.uint64))
         # a fixed input draws nothing: the output lengths are the stream's only draws
         inputs = workload.input_tokens
         self._input = inputs.tokens if isinstance(inputs, Fixed) else None
-        self._outputs = np.empty(0, dtype=np.int64)
-        self._outputs_at = 0
+        self._outputs = _Ahead(np.empty(0, dtype=np.int64))
 
     def _thresholds(self, cls: int, u: np.ndarray) -> np.ndarray:
         """Thresholds (n, columns) of requests of class ``cls`` with Beta uniforms ``u`` (n,):
@@ -402,23 +417,23 @@ class RequestSource:
             thresholds[at] = part
         return cls, u[:, 1], thresholds
 
-    def _refill(self) -> None:
-        self._set_drawn(*self._rows(self._draw_block()))
+    def _draw_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._rows(self._draw_block())
 
-    def _set_drawn(self, classes: np.ndarray, uniforms: np.ndarray, thresholds: np.ndarray) -> None:
-        self._classes, self._uniforms, self._thresholds_drawn = classes, uniforms, thresholds
-        self._drawn_at = 0
+    def _draw_keys(self) -> tuple[np.ndarray]:
+        return (draw_keys(self._streams.keys, self._block or KEY_BLOCK),)
+
+    def _draw_outputs(self) -> tuple[np.ndarray]:
+        block = self._block or LENGTH_BLOCK
+        return (self._workload.output_tokens.sample(self._streams.lengths, block),)
 
     def _class_and_thresholds(self, given: int) -> tuple[int, np.ndarray]:
-        i = self._drawn_at
-        if i == self._classes.shape[0]:
-            self._refill()
-            i = 0
-        self._drawn_at = i + 1
-        drawn = self._classes.item(i)
+        i = self._drawn.take(self._draw_rows)
+        classes, uniforms, thresholds = self._drawn.arrays
+        drawn = classes.item(i)
         if given < 0 or given == drawn:
-            return drawn, self._thresholds_drawn[i]
-        return given, self._thresholds(given, self._uniforms[i : i + 1])[0]
+            return drawn, thresholds[i]
+        return given, self._thresholds(given, uniforms[i : i + 1])[0]
 
     def next(self, trace_row: tuple[int, int, int] | None = None) -> Request:
         """The next request (``trace_row``: input tokens, output tokens, class or -1)."""
@@ -429,13 +444,8 @@ class RequestSource:
     ) -> tuple[int, int, int, np.ndarray, np.uint64]:
         """What ``next`` draws: (input tokens, output tokens, class, thresholds, key)."""
         if trace_row is None and self._input is not None:
-            at = self._outputs_at
-            if at == self._outputs.shape[0]:
-                block = self._block or LENGTH_BLOCK
-                self._outputs = self._workload.output_tokens.sample(self._streams.lengths, block)
-                at = 0
-            self._outputs_at = at + 1
-            n_in, n_out, given = self._input, self._outputs.item(at), -1
+            at = self._outputs.take(self._draw_outputs)
+            n_in, n_out, given = self._input, self._outputs.arrays[0].item(at), -1
         elif trace_row is None:
             n_in = self._workload.input_tokens.sample_one(self._streams.lengths)
             n_out = self._workload.output_tokens.sample_one(self._streams.lengths)
@@ -443,12 +453,8 @@ class RequestSource:
         else:
             n_in, n_out, given = trace_row
         cls, thresholds = self._class_and_thresholds(given)
-        at = self._keys_at
-        if at == self._keys.shape[0]:
-            self._keys = draw_keys(self._streams.keys, self._block or KEY_BLOCK)
-            at = 0
-        self._keys_at = at + 1
-        return n_in, n_out, cls, thresholds, self._keys[at]
+        at = self._keys.take(self._draw_keys)
+        return n_in, n_out, cls, thresholds, self._keys.arrays[0][at]
 
 
 def refill_together(sources: list[RequestSource]) -> None:
@@ -462,5 +468,5 @@ def refill_together(sources: list[RequestSource]) -> None:
     at = 0
     for source, block in zip(sources, blocks, strict=True):
         size = block.shape[0]
-        source._set_drawn(*(a[at : at + size] for a in drawn))
+        source._drawn = _Ahead(*(a[at : at + size] for a in drawn))
         at += size

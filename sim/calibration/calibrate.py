@@ -57,12 +57,6 @@ from sim.calibration.settings import (
     TABLE_TIMING_FIT,
     TIMING_FIELDS,
 )
-from sim.calibration.speculative_split import (
-    DECODE_EFFICIENCY_RANGE,
-    DEFAULT_DECODE_EFFICIENCY,
-    SPLIT_REASON,
-    split_applies,
-)
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
 from sim.model.cycle import PassTimes, cycle_cost
@@ -552,20 +546,14 @@ TABLE_REASON = (
 
 
 def _fit_timing(
-    base: Scenario,
-    passes: PassTimes,
-    data: Measurements,
-    order: Sequence[str],
-    split: bool = False,
+    base: Scenario, passes: PassTimes, data: Measurements, order: Sequence[str]
 ) -> _Block:
     """The timing block: fitted on the pass times of the scenario as it will be written.
 
     First pass: which of ``order`` the data determine (every field of ``order`` written).
     Second: those alone are written and fitted, the rest as the base gives or derives
     them. Drafter passes the base derives and the data cannot fix are then written as the
-    hardware model's value with a range (``_unidentified_drafter``). ``split``: the base's
-    share of peak is the default of a speculative-only measurement
-    (sim/calibration/speculative_split.py), written with its range (``_unidentified_split``)."""
+    hardware model's value with a range (``_unidentified_drafter``)."""
     params = _timing_params(passes)
     order = [n for n in order if n in {p.name for p in params}]
     excluded: dict[str, str] = (
@@ -617,14 +605,6 @@ def _fit_timing(
             extra = {v.field: v.value for v in extra_values}
             scenario = written_scenario(base, fit.values, free, extra)
             final = pass_times(scenario)
-    elif split and fit.stderr:
-        fit, extra_values, extra_cov, split_overrides = _unidentified_split(base, data, fit, free)
-        overrides.update({n: _sig(fit.values[n]) for n in free})
-        overrides.update(split_overrides)
-        notes.append(
-            f"hardware.bandwidth_efficiency {DEFAULT_DECODE_EFFICIENCY:.3g} written with range "
-            f"[{DECODE_EFFICIENCY_RANGE[0]:g}, {DECODE_EFFICIENCY_RANGE[1]:g}]: {SPLIT_REASON}"
-        )
     values = {**fit.values, **{p.name: getattr(final, p.name.split(".")[1]) for p in params
                                if p.name not in fit.stderr}}  # fmt: skip
     fit = replace(fit, values=values)
@@ -757,33 +737,6 @@ def _unidentified_drafter(
     cov[n:, :n] = cov[:n, n:].T
     cov[n:, n:] = np.outer(s, s)
     return fit_mid, out_values, cov, overrides, notes
-
-
-def _unidentified_split(base: Scenario, data: Measurements, fit: Fit, free: Sequence[str]):
-    """The default share of peak of a speculative-only measurement (the base already holds
-    it, ``DEFAULT_DECODE_EFFICIENCY``) as a normal whose 90% interval is
-    ``DECODE_EFFICIENCY_RANGE``, correlated with the fitted values as the fit moves when the
-    share does (refitted one standard deviation up: linear to first order). Returns (the fit,
-    the share's value, the covariance over the fitted values then the share, overrides)."""
-    field = "hardware.bandwidth_efficiency"
-    low, high = DECODE_EFFICIENCY_RANGE
-    sigma = (high - low) / (2 * Z90)
-    value = FittedValue(field, DEFAULT_DECODE_EFFICIENCY, sigma, None, False, SPLIT_REASON)
-    params = _timing_params(pass_times(base))
-    up = {field: DEFAULT_DECODE_EFFICIENCY + sigma}
-    moved = fit_identifiable(_timing_residuals(base, data, free, up), params, free, "timing")
-    order = list(fit.stderr)
-    g = np.array([moved.values[n] - fit.values[n] for n in order])
-    n = len(order)
-    cov = np.zeros((n + 1, n + 1))
-    cov[:n, :n] = np.asarray(fit.covariance) + np.outer(g, g)
-    cov[:n, n] = cov[n, :n] = g * sigma
-    cov[n, n] = sigma**2
-    overrides: dict[str, Any] = {
-        field: _sig(DEFAULT_DECODE_EFFICIENCY),
-        f"uncertainty.{field}": {"origin": "assumed", "reason": SPLIT_REASON},
-    }
-    return fit, [value], cov, overrides
 
 
 def _fit_acceptance(base: Scenario, data: Measurements, model: str) -> _Block:
@@ -1014,14 +967,6 @@ def calibrate(
     if server_overrides:
         base = with_overrides(base, server_overrides, source="--prefer data")
     check_units(base, data)
-    split = split_applies(base, data, fit_timing)
-    if split:  # the target's decode from its bytes at the default share, the rest per cycle
-        base = with_overrides(
-            base,
-            {"hardware.bandwidth_efficiency": DEFAULT_DECODE_EFFICIENCY},
-            source="calibrate: no plain-decoding figure",
-        )
-        fit_timing = ("cycle_overhead_ms",)
     base_passes = pass_times(base)
     table = base_passes.verify_table_ms is not None
     if fit_timing is None:
@@ -1035,8 +980,7 @@ def calibrate(
     notes: list[str] = [*data.notes, *server_notes, kept_from_base(base, server_overrides)]
     blocks: list[_Block] = []
     if data.baselines or data.points:
-        order = [f"timing.{f}" for f in fit_timing]
-        blocks.append(_fit_timing(base, base_passes, data, order, split))
+        blocks.append(_fit_timing(base, base_passes, data, [f"timing.{f}" for f in fit_timing]))
     else:
         notes.append("no tok/s figure given: every timing is kept from the base scenario")
     model = _acceptance_model(data, acceptance)

@@ -23,7 +23,7 @@ The candidates (``FORMS``):
    s_L^2 (d_s^2 + d_p^2 - 2 rho d_s d_p), s_L the levels' s d fit on the other curves,
    rho in [-1, 1] fitted on the other curves' gains.
 
-The keep rule: the best form replaces s d only if it leads s d by >= 2 nats
+The keep rule: the best form wins (to replace s d) only if it leads s d by >= 2 nats
 (``MARGIN_NATS``), also with any one curve left out of the sum.
 
 ``python -m sim.validation.error_forms`` builds the serving cases (the length of
@@ -34,6 +34,7 @@ saved ones.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -53,8 +54,12 @@ __all__ = [
     "FormScore",
     "form_figures",
     "form_lines",
+    "leads_by_distance",
     "score_form",
 ]
+
+#: The edges of the distance bands ``leads_by_distance`` splits a lead into.
+DISTANCE_EDGES = (0.7, 2.0, 3.0)
 
 #: How far (nats of leave-one-curve-out log score) a form must lead s d to replace it.
 MARGIN_NATS = 2.0
@@ -253,6 +258,31 @@ def score_form(figs: Sequence[FormFigure], form: Form, gain: bool) -> FormScore:
                      float(np.median(widths)), separate)  # fmt: skip
 
 
+def leads_by_distance(
+    figs: Sequence[FormFigure], form: Form, gain: bool, edges: Sequence[float] = DISTANCE_EDGES
+) -> list[tuple[str, int, float]]:
+    """``form``'s leave-one-curve-out lead over s d split by the figures' distance: per
+    band (d <= edges[0], edges[0] < d <= edges[1], ..., d > edges[-1]) its label, the
+    figures in it and the sum of their log-density differences; the bands add up to the
+    difference of the two forms' ``score_form`` totals."""
+    away = [f for f in figs if f.gain == gain and f.distance > 0]
+    labels = [f"d <= {edges[0]:g}"] + [
+        f"{lo:g} < d <= {hi:g}" for lo, hi in itertools.pairwise(edges)
+    ] + [f"d > {edges[-1]:g}"]  # fmt: skip
+    count, lead = [0] * len(labels), [0.0] * len(labels)
+    for c in dict.fromkeys(f.curve for f in away):
+        others = [f for f in figs if f.curve != c]
+        s_l = _levels_s(others)
+        train = [f for f in away if f.curve != c]
+        base, theta = _fit(train, FORMS[0], s_l), _fit(train, form, s_l)
+        for f in (f for f in away if f.curve == c):
+            a = _Arrays.of([f])
+            j = int(np.searchsorted(np.asarray(edges), f.distance, side="left"))
+            count[j] += 1
+            lead[j] += _neg_log_lik(base, a, FORMS[0], s_l) - _neg_log_lik(theta, a, form, s_l)
+    return list(zip(labels, count, lead, strict=True))
+
+
 def form_lines(figs: Sequence[FormFigure]) -> list[str]:
     """The table: each form's score, its lead over s d (total, and the smallest with one
     curve left out of the sum), theta fitted on all, and coverage; then the verdict of
@@ -281,7 +311,10 @@ def form_lines(figs: Sequence[FormFigure]) -> list[str]:
         best = max(scores, key=lambda s: s.total)
         lead, worst = leads[best.name]
         kept = best is not base and lead >= MARGIN_NATS and worst >= MARGIN_NATS
-        verdict = "replaces s d" if kept else "s d stays"
+        verdict = "wins by the keep rule" if kept else "s d stays"
+        by_d = leads_by_distance(figs, next(f for f in FORMS if f.name == best.name), gain)
+        out += ["", f"{best.name}'s lead by distance: " + "; ".join(
+            f"{label} ({n} figures) {x:+.2f}" for label, n, x in by_d)]  # fmt: skip
         out += ["", f"{kind}: best {best.name} ({lead:+.2f} nats over s d, {worst:+.2f} with "
                     f"one curve left out): {verdict}", ""]  # fmt: skip
     return out

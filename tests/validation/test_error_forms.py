@@ -12,6 +12,7 @@ from sim.validation.error_forms import (
     FormFigure,
     form_figures,
     form_lines,
+    leads_by_distance,
     score_form,
 )
 
@@ -75,3 +76,13 @@ def test_s_d_is_kept_when_true():
         verdict = next(x for x in lines if x.startswith(f"{kind}: best"))
         assert verdict.endswith("s d stays"), verdict
     assert MARGIN_NATS == 2.0
+
+
+def test_leads_by_distance_add_up_to_the_lead():
+    figs = [f for f in _synthetic(lambda d: 0.1, seed=11, curves=5, per_curve=5) if f.gain]
+    bands = leads_by_distance(figs, FORMS[2], gain=True)
+    lead = score_form(figs, FORMS[2], True).total - score_form(figs, FORMS[0], True).total
+    assert sum(n for _, n, _ in bands) == len(figs)
+    assert sum(x for _, _, x in bands) == pytest.approx(lead, abs=1e-9)
+    # a constant error: s d is too narrow near and too wide far, s sqrt(d) wins at both ends
+    assert bands[0][2] > 0 and bands[-1][2] > 0

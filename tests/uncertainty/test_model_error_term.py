@@ -124,16 +124,17 @@ def test_the_line_names_the_batches_measured_for_speculation_where_they_differ()
     sc = load_scenario(SERVING)
     line = model_error_line(model_error_term(sc, 16.0).doc())
     assert line.endswith("(batch 16, measured 1, 8; spec. 1; default)")
-    assert len("  " + line) <= 125
+    assert len("  " + line) <= 100
     plain = with_overrides(sc, {"timing.points": []})
     assert model_error_line(model_error_term(plain, 16.0).doc()).endswith(
         "(decode batch 16, measured 1; default)"
     )
 
 
-def test_the_line_carries_the_forms_and_their_parameters():
-    """ "x/L levels [s sqrt d], x/G gains [a (1 - e^-d/d0)]": the 90% factors at the
-    answer's distance and the parameters they come from."""
+def test_the_line_carries_the_parameters_a_scenario_sets():
+    """The line "x/L levels, x/G gains (...; serving.model_error: s ..., a ..., d0 ...)":
+    the 90% factors at the answer's distance and, where the scenario sets them, the
+    parameters of s sqrt(d) and a (1 - exp(-d / d0)) in use ("default" otherwise)."""
     from sim.report.model_error import model_error_line
 
     own = {"level_per_sqrt_log_load": 0.1, "gain_ceiling": 0.2, "gain_log_load_scale": 0.5}
@@ -142,8 +143,12 @@ def test_the_line_carries_the_forms_and_their_parameters():
     level = math.exp(Z90 * 0.1 * math.sqrt(math.log(16)))
     gain = math.exp(Z90 * 0.2 * (1.0 - math.exp(-math.log(16) / 0.5)))
     assert model_error_line(term.doc()) == (
-        f"model error included: x/{level:.2f} levels [s 0.1], x/{gain:.2f} gains "
-        "[a 0.2, d0 0.5] (batch 16, measured 1, 8; spec. 1; serving.model_error)"
+        f"model error included: x/{level:.2f} levels, x/{gain:.2f} gains "
+        "(batch 16, measured 1, 8; spec. 1; serving.model_error: s 0.1, a 0.2, d0 0.5)"
+    )
+    half = with_overrides(load_scenario(SERVING), {"serving.model_error.gain_ceiling": 0.2})
+    assert model_error_line(model_error_term(half, 16.0).doc()).endswith(
+        f"; serving.model_error: s {DEFAULT_LEVEL:.3g}, a 0.2, d0 {DEFAULT_GAIN_SCALE:.3g})"
     )
     off = with_overrides(sc, {"serving.model_error.level_per_sqrt_log_load": 0.0,
                               "serving.model_error.gain_ceiling": 0.0})  # fmt: skip

@@ -3,45 +3,65 @@ measurement as the load moves away from the loads the scenario was calibrated on
 
 A scenario calibrated at a load reproduces its figures there; away from it the costs that
 grow with the batch are the model's (per-iteration host work, the kernels' growth, the
-expert union, the verify over B(k + 1) tokens). A cost that really grows as B^(1 + e),
-where the model has it grow as B, is wrong by the factor (B / B_c)^e at B: its log error
-is e ln(B / B_c), linear in the log distance to the calibrated load. Across servers e is
-a random effect, so the log error of a prediction is modelled as a normal of standard
-deviation growing in proportion to that distance (one parameter, ``sigma_per_log_load``):
+expert union, the verify over B(k + 1) tokens). The log error of a prediction is modelled
+as a normal whose standard deviation sigma(d) grows with d = min_c |ln(load / load_c)|,
+the log distance to the nearest calibrated load (users of a closed loop, requests per
+second of an open one, a decode batch):
 
-    ln(measured / predicted) ~ N(0, v + (s d)^2),   d = min_c |ln(load / load_c)|,
+    ln(measured / predicted) ~ N(0, v + sigma(d)^2),
 
-where ``load_c`` are the calibrated loads (users of a closed loop, requests per second of
-an open one, a decode batch), v is the variance the prediction already carries from
-elsewhere (its Monte Carlo, or the drawn inputs) and s is estimated by maximum likelihood
-from public concurrency curves (``fit_model_error``). Levels (a policy's tok/s or TPOT)
-and gains (the paired ratio of speculative and plain decoding on the same server) are
-fitted apart: what moves both policies alike cancels in a gain, which is what crossover and
-best-k decide on. ``leave_one_group_out`` gives each curve the term estimated from the
-other curves only, so no figure scores its own error term.
+v the variance the prediction already carries from elsewhere (its Monte Carlo, or the
+drawn inputs). The form of sigma was selected on the public concurrency curves by a rule
+fixed before scoring (docs/serving-intervals.md, "The form of the error": leave-one-curve-
+out predictive log score, a form replaces s d only if it leads by >= 2 nats, also with any
+one curve left out; sim/validation/error_forms.py):
+
+- levels (a policy's tok/s, TPOT, latency): sigma(d) = s sqrt(d) (``level_sigma``;
+  +24.42 nats over s d, +14.12 with any one curve left out);
+- gains (the paired ratio of speculative and plain decoding on the same server):
+  sigma(d) = a (1 - exp(-d / d0)) (``gain_sigma``; +9.02, +5.87), which levels off at the
+  ceiling a far from the calibrated loads.
+
+Their parameters are estimated by maximum likelihood (``fit_level_error``,
+``fit_gain_error``); ``leave_one_curve_out`` gives each curve the term estimated from the
+other curves only, so no figure scores its own error term. What moves both policies alike
+cancels in a gain, which is what crossover and best-k decide on.
 
 An interval is joined with the term's (``widen``): each end the farther of the drawn
 inputs' and the model error's. The term is fitted on the nominal predictions' whole
 error, which already holds what wrong inputs moved on the curves it was fitted on.
+
+The linear form s d the rule rejected (``model_error_sigma``, ``fit_model_error``,
+``leave_one_group_out``) stays for the evidence that compares with it
+(sim/validation/interval_width.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 __all__ = [
     "DEFAULT_CURVES",
-    "DEFAULT_GAIN_SIGMA",
-    "DEFAULT_LEVEL_SIGMA",
+    "DEFAULT_GAIN_CEILING",
+    "DEFAULT_GAIN_SCALE",
+    "DEFAULT_LEVEL",
     "Z90",
+    "GainErrorFit",
+    "LevelErrorFit",
     "ModelErrorFit",
     "Residual",
+    "fit_gain_error",
+    "fit_level_error",
     "fit_model_error",
+    "gain_sigma",
+    "leave_one_curve_out",
     "leave_one_group_out",
+    "level_sigma",
     "load_distance",
     "model_error_sigma",
     "widen",
@@ -49,6 +69,8 @@ __all__ = [
 
 #: The standard normal's 95% quantile: a central 90% interval is +- Z90 standard deviations.
 Z90 = 1.6448536269514722
+
+F = TypeVar("F")
 
 #: Largest s searched (a log error of 5 per unit log load: a factor 150 at e times the load).
 _S_MAX = 5.0
@@ -138,6 +160,137 @@ def leave_one_group_out(residuals: Sequence[Residual]) -> Mapping[str, ModelErro
     return {g: fit_model_error([x for x in residuals if x.group != g]) for g in groups}
 
 
+def level_sigma(level: float, distance: float) -> float:
+    """The levels' standard deviation of the log error at log distance ``distance``:
+    s sqrt(d), ``level`` = s per unit sqrt(ln load) (the form the pre-registered rule
+    selected for levels)."""
+    return level * math.sqrt(distance)
+
+
+def gain_sigma(ceiling: float, scale: float, distance: float) -> float:
+    """The gains' standard deviation of the log error at log distance ``distance``:
+    a (1 - exp(-d / d0)), ``ceiling`` = a (its limit far from a calibrated load), ``scale``
+    = d0 > 0 in ln load (the form the pre-registered rule selected for gains)."""
+    return ceiling * -math.expm1(-distance / scale)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelErrorFit:
+    """The fitted s of the levels' s sqrt(d) (``level``), its standard error (Fisher
+    information; NaN when the fit is at 0), and what it was fitted on."""
+
+    level: float
+    stderr: float
+    figures: int
+    groups: int
+
+    def sigma(self, distance: float) -> float:
+        """``level_sigma`` at this fit."""
+        return level_sigma(self.level, distance)
+
+
+@dataclass(frozen=True, slots=True)
+class GainErrorFit:
+    """The fitted a (``ceiling``) and d0 (``scale``) of the gains' a (1 - exp(-d / d0)),
+    their standard errors (the inverse Fisher information's diagonal; NaN where it is
+    singular), and what they were fitted on."""
+
+    ceiling: float
+    scale: float
+    ceiling_stderr: float
+    scale_stderr: float
+    figures: int
+    groups: int
+
+    def sigma(self, distance: float) -> float:
+        """``gain_sigma`` at this fit."""
+        return gain_sigma(self.ceiling, self.scale, distance)
+
+
+def _away(residuals: Sequence[Residual]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(r, d, v) of the residuals away from a calibrated load (d > 0; those at d = 0 say
+    nothing of the term) and how many groups they span."""
+    use = [x for x in residuals if x.distance > 0]
+    if not use:
+        raise ValueError(
+            "no residual away from a calibrated load: the model error is not identified"
+        )
+    return (
+        np.array([x.log_error for x in use]),
+        np.array([x.distance for x in use]),
+        np.array([x.variance for x in use]),
+        len({x.group for x in use}),
+    )
+
+
+def fit_level_error(residuals: Sequence[Residual]) -> LevelErrorFit:
+    """Maximum-likelihood s of ln(measured / predicted) ~ N(0, v + s^2 d) over the
+    residuals away from a calibrated load. Without a known variance it is closed:
+    s^2 = mean(r^2 / d), standard error s / sqrt(2 n); with one, a bounded one-dimensional
+    search and the standard error 1 / sqrt(I(s)), I(s) = 2 sum s^2 d^2 / (v + s^2 d)^2."""
+    r, d, v, groups = _away(residuals)
+    if not np.any(v > 0):
+        s = float(np.sqrt(np.mean(r**2 / d)))
+    else:
+        from scipy.optimize import minimize_scalar  # lazy: only fits need it
+
+        def nll(x: float) -> float:
+            var = v + x**2 * d
+            return 0.5 * float(np.sum(np.log(var) + r**2 / var))
+
+        s = float(minimize_scalar(nll, bounds=(0.0, _S_MAX), method="bounded",
+                                  options={"xatol": 1e-7}).x)  # fmt: skip
+    var = v + s**2 * d
+    info = 2.0 * float(np.sum(s**2 * d**2 / var**2))
+    stderr = 1.0 / math.sqrt(info) if info > 0 else float("nan")
+    return LevelErrorFit(s, stderr, r.size, groups)
+
+
+#: The gains' search: starting points (a, d0) and bounds, as the forms were scored
+#: (sim/validation/error_forms.py).
+_GAIN_STARTS = ((0.2, 2.0), (0.1, 0.5), (0.5, 10.0), (1.0, 30.0))
+_GAIN_BOUNDS = ((1e-6, _S_MAX), (0.01, 200.0))
+
+
+def fit_gain_error(residuals: Sequence[Residual]) -> GainErrorFit:
+    """Maximum-likelihood (a, d0) of ln(measured / predicted) ~ N(0, v + g^2),
+    g = a (1 - exp(-d / d0)), over the residuals away from a calibrated load (bounded
+    L-BFGS-B from each of ``_GAIN_STARTS``, the best kept). Standard errors from the Fisher
+    information I_jk = 1/2 sum (dV/dj)(dV/dk) / V^2, V = v + g^2, dV/dj = 2 g dg/dj,
+    dg/da = 1 - exp(-d / d0), dg/dd0 = -a exp(-d / d0) d / d0^2."""
+    from scipy.optimize import minimize  # lazy: only fits need it
+
+    r, d, v, groups = _away(residuals)
+
+    def nll(t: np.ndarray) -> float:
+        var = np.maximum(v + (t[0] * -np.expm1(-d / t[1])) ** 2, 1e-12)
+        return 0.5 * float(np.sum(np.log(var) + r**2 / var))
+
+    best = min((minimize(nll, np.array(x0), method="L-BFGS-B", bounds=_GAIN_BOUNDS)
+                for x0 in _GAIN_STARTS), key=lambda res: float(res.fun))  # fmt: skip
+    a, d0 = (float(x) for x in best.x)
+    e = np.exp(-d / d0)
+    g = a * (1.0 - e)
+    var = np.maximum(v + g**2, 1e-12)
+    grads = np.stack([2 * g * (1.0 - e), 2 * g * (-a * e * d / d0**2)])  # (2, n)
+    info = 0.5 * (grads / var) @ (grads / var).T  # (2, 2)
+    try:
+        cov = np.linalg.inv(info)
+        se = [math.sqrt(x) if x > 0 else float("nan") for x in np.diag(cov)]
+    except np.linalg.LinAlgError:
+        se = [float("nan"), float("nan")]
+    return GainErrorFit(a, d0, se[0], se[1], r.size, groups)
+
+
+def leave_one_curve_out(
+    residuals: Sequence[Residual], fit: Callable[[Sequence[Residual]], F]
+) -> Mapping[str, F]:
+    """For each group (curve), ``fit`` (``fit_level_error``, ``fit_gain_error``) on the
+    other groups' residuals only."""
+    groups = list(dict.fromkeys(x.group for x in residuals))
+    return {g: fit([x for x in residuals if x.group != g]) for g in groups}
+
+
 def widen(
     nominal: float, interval: Sequence[float] | None, sigma: float, z: float = Z90
 ) -> tuple[float, float]:
@@ -145,9 +298,9 @@ def widen(
     exp(-z sigma), nominal exp(z sigma)] and ``interval`` (None: the term alone), each end
     the farther of the two. The term is fitted on the nominal predictions' whole error, so
     it already holds what the inputs moved on the curves it was fitted on: adding the two
-    in quadrature would count that twice (on the public curves, leave one curve out, it
-    covered 96% of the levels and 90% of the gains at widths 0.70 and 0.60 against 0.62
-    and 0.53 joined; docs/serving-intervals.md)."""
+    in quadrature would count that twice (on the public curves, leave one curve out, with
+    the linear form s d, it covered 96% of the levels and 90% of the gains at widths 0.70
+    and 0.60 against 0.62 and 0.53 joined; docs/serving-intervals.md)."""
     if nominal <= 0:
         raise ValueError(f"widen needs a positive answer (got {nominal})")
     lo, hi = (nominal, nominal) if interval is None else (float(interval[0]), float(interval[1]))
@@ -155,33 +308,27 @@ def widen(
     return (min(lo, nominal * math.exp(-m)), max(hi, nominal * math.exp(m)))
 
 
-#: Shipped default of s for a policy's level (tok/s, TPOT, end-to-end latency), per unit
-#: ln(load): the maximum-likelihood fit on the public concurrency curves' levels (Kimi-K2.5
-#: on 8x RTX PRO 6000, vLLM #22752's chain, llm-d's Qwen3-32B TPOT, the AngelSlim #163 and
-#: SpecForge #339 MoE curves, DeepSeek-V3 + MTP on 8x MI300X, Qwen3.8-27B + MTP and + DSpark
-#: on one B200 on two workloads each, its recurrent and conv state priced and held in vLLM's
-#: block layout, Qwen3.8-27B + MTP and + DFlash 2 on one H100 NVL, GLM-4.7-Flash + MTP and
-#: + EAGLE-3 on one H100 PCIe, Qwen3.6-27B + MTP on one H100 NVL, Kimi-K2.5 and MiniMax-M2.5
-#: + EAGLE-3 on 4x MI355X, Qwen3.8-27B (NVFP4) + MTP on one GB10, Qwen3-8B-FP8 + an EAGLE-3
-#: tree and chain on one H100 SXM (SGLang), Qwen3.5-9B + MTP on one H100 SXM (vLLM), the
-#: hybrids' state at their servers' measured efficiency and the figures' Monte Carlo errors
-#: from their t intervals: 152 figures away from a calibrated load, 20 curves; 0.060 +-
-#: 0.003; each
-#: figure's distance counted from the loads that calibrate its own arm;
-#: sim/validation/model_error_cases.py, docs/validation.md reports the fit and whether this
-#: value still agrees). A factor exp(1.645 x 0.060 ln 8) = 1.23 at 8x the calibrated load.
-DEFAULT_LEVEL_SIGMA = 0.060
-#: Shipped default of s for a paired gain (speculative over plain decoding, tree over
-#: chain): the fit on the curves' published speed-ups and ratios (the EAGLE-3 paper's
-#: SGLang and vLLM tables, Kimi-K2.5, vLLM #22752's tree / chain, llm-d, AngelSlim #163,
-#: DeepSeek-V3 + MTP on MI300X, Qwen3.8-27B + MTP and + DSpark on B200 on two workloads,
-#: Qwen3.8-27B + MTP on one H100 NVL, GLM-4.7-Flash + MTP on one H100 PCIe, Qwen3.6-27B + MTP
-#: on one H100 NVL, Kimi-K2.5 and MiniMax-M2.5 + EAGLE-3 on 4x MI355X, Qwen3.8-27B (NVFP4)
-#: + MTP on one GB10, the H100 SXM tree / chain ratios, Qwen3.5-9B + MTP on one H100 SXM:
-#: 98 figures, 19 curves; 0.054 +- 0.004), each at its distance from the
-#: loads that calibrate both arms (a plain-decoding point does not calibrate the speculative
-#: arm). What moves both policies
-#: alike cancels in a gain, so it is below the levels' term.
-DEFAULT_GAIN_SIGMA = 0.054
+#: Shipped default of s in sigma(d) = s sqrt(d) for a policy's level (tok/s, TPOT,
+#: end-to-end latency), per unit sqrt(ln load): the maximum-likelihood fit
+#: (``fit_level_error``) on all the public concurrency curves' levels of
+#: sim/validation/model_error_cases.py (Kimi-K2.5 on 8x RTX PRO 6000, vLLM #22752's chain,
+#: llm-d's Qwen3-32B TPOT, the AngelSlim #163 and SpecForge #339 MoE curves, DeepSeek-V3 +
+#: MTP on 8x MI300X, the Qwen3.8-27B, Qwen3.6-27B, GLM-4.7-Flash, Kimi-K2.5 and MiniMax-M2.5
+#: curves on B200, H100 NVL, H100 PCIe, MI355X and GB10, the H100 SXM tree and Qwen3.5-9B
+#: curves), each figure's distance counted from the loads that calibrate its own arm and
+#: its Monte Carlo variance the known part: 152 figures, 20 curves, 0.073 +- 0.004;
+#: docs/validation.md "Model error under load" reports the fit and whether this value
+#: still agrees. A factor exp(1.645 x 0.073
+#: sqrt(ln 8)) = 1.19 at 8x the calibrated load.
+DEFAULT_LEVEL = 0.073
+#: Shipped defaults of the gains' sigma(d) = a (1 - exp(-d / d0)): the ceiling a and the
+#: scale d0 (in ln load), the maximum-likelihood fit (``fit_gain_error``) on all the same
+#: report's paired gains (the EAGLE-3 paper's SGLang and vLLM tables, the published
+#: speed-ups and tree / chain ratios, and each curve's speculative over plain levels at one
+#: load), each at its distance from the loads that calibrate the speculative arm: 98
+#: figures, 19 curves, a 0.128 +- 0.019, d0 1.14 +- 0.42 (Fisher standard errors).
+DEFAULT_GAIN_CEILING = 0.128
+#: See ``DEFAULT_GAIN_CEILING``.
+DEFAULT_GAIN_SCALE = 1.14
 #: Public curves the defaults were fitted on (levels and gains together).
 DEFAULT_CURVES = 24

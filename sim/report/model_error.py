@@ -16,15 +16,25 @@ def _factor(sigma: float) -> str:
 
 
 def _origin(term: dict[str, Any]) -> str:
+    """The label "default" for the shipped fit (its s, a and d0 are in the JSON and
+    docs/serving-intervals.md: a first screen stays within 100 columns); otherwise where
+    the parameters come from and their values."""
     origin = str(term["origin"])
-    return "default" if origin.startswith("default") else origin
+    if origin.startswith("default"):
+        return "default"
+    return (
+        f"{origin.split(' (')[0]}: s {term['level_per_sqrt_log_batch']:.3g}, "
+        f"a {term['gain_ceiling']:.3g}, d0 {term['gain_log_batch_scale']:.3g}"
+    )
 
 
 def model_error_line(term: dict[str, Any]) -> str:
     """One line: whether the intervals include the model's error under load, how large
-    and from where (sim/uncertainty/model_error.py; the JSON's ``model_error`` has
-    its whole provenance); the batches measured for speculation follow "spec." where
-    they are not plain decoding's."""
+    (the 90% factors at the answer's distance d) and from where, with the parameters of
+    levels' s sqrt(d) and gains' a (1 - exp(-d / d0)) where they are not the shipped
+    defaults (sim/uncertainty/model_error.py; the JSON's ``model_error`` has its whole
+    provenance and the parameters always); the batches measured for speculation follow
+    "spec." where they are not plain decoding's."""
     batch = term["decode_batch"]
     spec = term.get("measured_batches_speculative", term["measured_batches"])
     split = spec != term["measured_batches"]  # then "spec.": the line stays within 100
@@ -35,7 +45,7 @@ def model_error_line(term: dict[str, Any]) -> str:
         + ("; spec. " + ", ".join(f"{b:g}" for b in spec) if split else "")
     )
     if not term["included"]:
-        why = "at a measured batch" if term["log_distance"] == 0 else "s = 0"
+        why = "at a measured batch" if term["log_distance"] == 0 else "s = a = 0"
         return f"model error: not included ({why}: {at}; {_origin(term)})"
     return (
         f"model error included: x/{_factor(term['level_sigma'])} levels, "

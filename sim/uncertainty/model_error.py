@@ -3,16 +3,20 @@ the decode batches a scenario measured (sim/model/model_error.py).
 
 A serving answer at mean decode batch B of a scenario whose costs were measured at the
 batches M (batch 1, its ``[[timing.points]]`` and its ``[[serving.calibrated_on]]``
-loads) carries a log error of standard
-deviation s d, d = min over m in M of |ln(B / m)|, M counted per arm (a decode point
-measures plain decoding, a verify or draft point and a speculative figure the speculative
-iteration; batch 1 both) and d the farther of the two arms' (a level whose arm is named,
-its own): ``s`` is ``serving.model_error.level``
-for a policy's level (tok/s, TPOT), ``serving.model_error.gain`` for a paired ratio of two
-policies (a speed-up, one k over another), each by default the fit on the public
-concurrency curves (``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``). The interval from the
-drawn inputs is joined with the term's [nominal exp(-1.645 s d), nominal exp(1.645 s d)]
-(``widen``): at a measured batch the term is 0 and the interval is the inputs' alone.
+loads) carries a log error whose standard deviation grows with d = min over m in M of
+|ln(B / m)|, M counted per arm (a decode point measures plain decoding, a verify or draft
+point and a speculative figure the speculative iteration; batch 1 both) and d the farther
+of the two arms' (a level whose arm is named, its own). The forms are the ones the
+pre-registered rule selected (docs/serving-intervals.md, "The form of the error"):
+
+- a policy's level (tok/s, TPOT): s sqrt(d), s = ``serving.model_error.level_per_sqrt_log_load``;
+- a paired ratio of two policies (a speed-up, one k over another): a (1 - exp(-d / d0)),
+  a = ``serving.model_error.gain_ceiling``, d0 = ``serving.model_error.gain_log_load_scale``;
+
+each by default the fit on the public concurrency curves (``DEFAULT_LEVEL``,
+``DEFAULT_GAIN_CEILING``, ``DEFAULT_GAIN_SCALE``). The interval from the drawn inputs is
+joined with the term's [nominal exp(-1.645 sigma), nominal exp(1.645 sigma)] (``widen``):
+at a measured batch the term is 0 and the interval is the inputs' alone.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import numpy as np
 
 from sim.model.model_error import (
     DEFAULT_CURVES,
-    DEFAULT_GAIN_SIGMA,
-    DEFAULT_LEVEL_SIGMA,
+    DEFAULT_GAIN_CEILING,
+    DEFAULT_GAIN_SCALE,
+    DEFAULT_LEVEL,
     Z90,
+    gain_sigma,
+    level_sigma,
     load_distance,
-    model_error_sigma,
     widen,
 )
 from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
@@ -84,16 +90,19 @@ def measured_batches(scenario: Scenario, arm: str | None = None) -> tuple[float,
 
 @dataclass(frozen=True, slots=True)
 class ModelErrorTerm:
-    """The term at one decode batch: s per unit ln(batch) for levels and gains, where they
-    come from, the batch, the batches measured for plain decoding (``measured``) and for
-    the speculative iteration (``measured_speculative``; None: the same), and the log
-    distance between them; ``highest_measured``: the largest batch any of the scenario's
-    costs is measured at (``measured_loads``), beyond which an answer says it
-    extrapolates (``beyond_note``). ``at`` gives the same scenario's term at another
-    batch, without reading the scenario again."""
+    """The term at one decode batch: the levels' s per unit sqrt(ln batch)
+    (``level_per_sqrt_log_batch``), the gains' ceiling a and scale d0 in ln batch
+    (``gain_ceiling``, ``gain_scale``), where they come from, the batch, the batches
+    measured for plain decoding (``measured``) and for the speculative iteration
+    (``measured_speculative``; None: the same), and the log distance between them;
+    ``highest_measured``: the largest batch any of the scenario's costs is measured at
+    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``).
+    ``at`` gives the same scenario's term at another batch, without reading the scenario
+    again."""
 
-    level_per_log_batch: float
-    gain_per_log_batch: float
+    level_per_sqrt_log_batch: float
+    gain_ceiling: float
+    gain_scale: float
     origin: str
     batch: float
     measured: tuple[float, ...]
@@ -101,7 +110,7 @@ class ModelErrorTerm:
     highest_measured: float = 1.0
 
     def at(self, batch: float) -> ModelErrorTerm:
-        """The term at decode batch ``batch``: the same sigmas and measured batches."""
+        """The term at decode batch ``batch``: the same parameters and measured batches."""
         return replace(self, batch=float(batch))
 
     def beyond_note(self) -> str | None:
@@ -134,16 +143,18 @@ class ModelErrorTerm:
 
     @property
     def level_sigma(self) -> float:
-        return model_error_sigma(self.level_per_log_batch, self.distance)
+        """The levels' s sqrt(d) at the farther arm's distance."""
+        return level_sigma(self.level_per_sqrt_log_batch, self.distance)
 
     def arm_level_sigma(self, speculative: bool) -> float:
         """The level term of one arm, at that arm's own distance."""
         d = self.speculative_distance if speculative else self.plain_distance
-        return model_error_sigma(self.level_per_log_batch, d)
+        return level_sigma(self.level_per_sqrt_log_batch, d)
 
     @property
     def gain_sigma(self) -> float:
-        return model_error_sigma(self.gain_per_log_batch, self.distance)
+        """The gains' a (1 - exp(-d / d0)) at the farther arm's distance."""
+        return gain_sigma(self.gain_ceiling, self.gain_scale, self.distance)
 
     @property
     def active(self) -> bool:
@@ -190,8 +201,11 @@ class ModelErrorTerm:
         """What a document says about the term."""
         return {
             "included": self.active,
-            "level_per_log_batch": self.level_per_log_batch,
-            "gain_per_log_batch": self.gain_per_log_batch,
+            "level_form": "s sqrt(d)",
+            "level_per_sqrt_log_batch": self.level_per_sqrt_log_batch,
+            "gain_form": "a (1 - exp(-d / d0))",
+            "gain_ceiling": self.gain_ceiling,
+            "gain_log_batch_scale": self.gain_scale,
             "origin": self.origin,
             "decode_batch": self.batch if math.isfinite(self.batch) else None,
             "measured_batches": list(self.measured),
@@ -209,25 +223,31 @@ def _widened(nominal: float, interval: Sequence[float] | None, sigma: float) -> 
 
 
 def model_error_term(
-    scenario: Scenario, batch: float, per_log_batch: tuple[float, float] | None = None
+    scenario: Scenario, batch: float, params: tuple[float, float, float] | None = None
 ) -> ModelErrorTerm:
-    """The scenario's model-error term at mean decode batch ``batch``: s from
-    ``serving.model_error`` where given, else the defaults; ``per_log_batch`` (level, gain)
-    replaces both (the validation's leave-one-curve-out terms, 0 to leave it out)."""
+    """The scenario's model-error term at mean decode batch ``batch``: each parameter from
+    ``serving.model_error`` where given, else its default; ``params`` (level s, gain
+    ceiling a, gain scale d0) replaces them all (the validation's leave-one-curve-out
+    terms; s = a = 0 leaves it out)."""
     given = scenario.serving.model_error if scenario.serving is not None else None
-    level = given.level if given is not None and given.level is not None else None
-    gain = given.gain if given is not None and given.gain is not None else None
-    if per_log_batch is not None:
-        level, gain = per_log_batch
-        origin = "given by the caller"
-    elif level is None and gain is None:
-        origin = DEFAULT_ORIGIN
+    own = (
+        (None, None, None)
+        if given is None
+        else (given.level_per_sqrt_log_load, given.gain_ceiling, given.gain_log_load_scale)
+    )
+    defaults = (DEFAULT_LEVEL, DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE)
+    if params is not None:
+        values, origin = params, "given by the caller"
     else:
-        origin = "serving.model_error" + ("" if level is not None and gain is not None else (
-            f" (the other: {DEFAULT_ORIGIN})"))  # fmt: skip
+        level, ceiling, scale = (d if x is None else x for x, d in zip(own, defaults, strict=True))
+        values = (level, ceiling, scale)
+        n_own = sum(x is not None for x in own)
+        origin = (DEFAULT_ORIGIN if n_own == 0 else "serving.model_error" + (
+            "" if n_own == 3 else f" (the rest: {DEFAULT_ORIGIN})"))  # fmt: skip
     return ModelErrorTerm(
-        DEFAULT_LEVEL_SIGMA if level is None else level,
-        DEFAULT_GAIN_SIGMA if gain is None else gain,
+        float(values[0]),
+        float(values[1]),
+        float(values[2]),
         origin,
         float(batch),
         measured_batches(scenario, "plain"),

@@ -12,7 +12,8 @@ over the curves. Levels and gains are scored apart.
 
 The candidates (``FORMS``):
 
-1. s d (the shipped form, sim/model/model_error.py);
+1. s d (the form shipped until this rule selected s sqrt(d) for levels and
+   a (1 - exp(-d / d0)) for gains, now sim/model/model_error.py's);
 2. sqrt(c^2 + (s d)^2): a constant beside the growing term;
 3. s sqrt(d);
 4. a (1 - exp(-d / d0)): saturating;

@@ -161,7 +161,7 @@ def _predict(spec: FigureSpec, draws: int, conditioned: bool) -> tuple[dict[str,
         batch=max(p.mean_batch.mean for p in summary.policies.values()),
         draws=draws,
         refit=spec.refit if conditioned else None,
-        model_error=(0.0, 0.0),  # the inputs' interval: the term is added leave one curve out
+        model_error=(0.0, 0.0, 1.0),  # the inputs' interval: the term is added leave one curve out
     )
     # the nominal speed-ups as the intervals pair them (a TPOT p50's included)
     iv["nominal_speedup"] = {

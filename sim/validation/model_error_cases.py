@@ -7,10 +7,12 @@ Qwen3-32B, the AngelSlim and SpecForge MoE curves) gives a residual ln(measured 
 predicted) at its log distance to the nearest load its curve was calibrated on, with its
 Monte Carlo variance ((sd / predicted)^2) as the known part. Levels (a policy's tok/s or
 TPOT) and gains (a published speed-up or tree / chain ratio, and the ratio of a curve's two
-published levels at one load) are fitted apart. Each curve is scored with the term fitted
-on the other curves only; the term specsim ships is the fit on all of them
-(``DEFAULT_LEVEL_SIGMA``, ``DEFAULT_GAIN_SIGMA``), and the report says whether the shipped
-values still agree with the fit.
+published levels at one load) are fitted apart, each in the form the pre-registered rule
+selected (levels s sqrt(d), gains a (1 - exp(-d / d0)); sim/validation/error_forms.py holds
+the scores that selected them). Each curve is scored with the term fitted on the other
+curves only; the term specsim ships is the fit on all of them (``DEFAULT_LEVEL``,
+``DEFAULT_GAIN_CEILING``, ``DEFAULT_GAIN_SCALE``), and the report says whether the shipped
+values still agree with the fit at the digits shown.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.model.model_error import (
-    DEFAULT_GAIN_SIGMA,
-    DEFAULT_LEVEL_SIGMA,
+    DEFAULT_GAIN_CEILING,
+    DEFAULT_GAIN_SCALE,
+    DEFAULT_LEVEL,
     Z90,
-    ModelErrorFit,
+    GainErrorFit,
+    LevelErrorFit,
     Residual,
-    fit_model_error,
-    leave_one_group_out,
+    fit_gain_error,
+    fit_level_error,
+    leave_one_curve_out,
     load_distance,
-    model_error_sigma,
     widen,
 )
 from sim.validation.cases import Case, Row
@@ -57,11 +61,13 @@ class ErrorFigure:
             self.curve, self.distance, math.log(self.measured / self.predicted), self.mc_log_sd**2
         )
 
-    def interval(self, sigma_per_log_load: float) -> tuple[float, float]:
-        """The Monte Carlo 90% interval widened by the model error at this distance."""
+    def interval(self, fit: LevelErrorFit | GainErrorFit | None) -> tuple[float, float]:
+        """The Monte Carlo 90% interval widened by the model error ``fit`` at this
+        distance (None: the Monte Carlo interval alone)."""
         mc = Z90 * self.mc_log_sd
         base = (self.predicted * math.exp(-mc), self.predicted * math.exp(mc))
-        return widen(self.predicted, base, model_error_sigma(sigma_per_log_load, self.distance))
+        sigma = 0.0 if fit is None else fit.sigma(self.distance)
+        return widen(self.predicted, base, sigma)
 
 
 def _figure(
@@ -106,25 +112,51 @@ def error_figures(cases: Sequence[Case]) -> list[ErrorFigure]:
     return out
 
 
-def _coverage(figs: Sequence[ErrorFigure], sigma: Mapping[str, float]) -> tuple[int, float, int]:
+def _coverage(
+    figs: Sequence[ErrorFigure], fits: Mapping[str, LevelErrorFit | GainErrorFit | None]
+) -> tuple[int, float, int]:
     """(inside, median relative width, how many separate a 10% gain from none) of the
-    figures' intervals with the model error ``sigma[curve]``."""
+    figures' intervals with the model error ``fits[curve]`` (None: Monte Carlo only)."""
     inside, widths = 0, []
     for f in figs:
-        lo, hi = f.interval(sigma[f.curve])
+        lo, hi = f.interval(fits[f.curve])
         inside += lo <= f.measured <= hi
         widths.append((hi - lo) / f.predicted)
     separates = sum(1.1 * (1.0 - w / 2.0) > 1.0 for w in widths)
     return inside, float(np.median(widths)) if widths else float("nan"), separates
 
 
-def _fit_line(name: str, fit: ModelErrorFit, shipped: float) -> str:
-    agree = abs(fit.sigma_per_log_load - shipped) <= 0.0005
+def _agree(fitted: float, shipped: float, digits: int) -> bool:
+    """The fit and the shipped value are the same at the digits the report shows."""
+    return f"{fitted:.{digits}f}" == f"{shipped:.{digits}f}"
+
+
+def _flag(same: bool) -> str:
+    return "the same" if same else "**differs: update the default**"
+
+
+def _level_line(fit: LevelErrorFit) -> str:
     return (
-        f"- {name}: s = {fit.sigma_per_log_load:.3f} ± {fit.stderr:.3f} per unit ln(load) "
+        f"- levels, s sqrt(d): s = {fit.level:.3f} ± {fit.stderr:.3f} per unit sqrt(ln load) "
         f"({fit.figures} figures away from a calibrated load, {fit.groups} curves); shipped "
-        f"{shipped:.3f} ({'the same' if agree else '**differs: update the default**'})"
+        f"{DEFAULT_LEVEL:.3f} ({_flag(_agree(fit.level, DEFAULT_LEVEL, 3))})"
     )
+
+
+def _gain_line(fit: GainErrorFit) -> str:
+    same = _agree(fit.ceiling, DEFAULT_GAIN_CEILING, 3) and _agree(fit.scale, DEFAULT_GAIN_SCALE, 2)
+    return (
+        f"- gains, a (1 - exp(-d / d0)): a = {fit.ceiling:.3f} ± {fit.ceiling_stderr:.3f}, "
+        f"d0 = {fit.scale:.2f} ± {fit.scale_stderr:.2f} ln(load) ({fit.figures} figures away "
+        f"from a calibrated load, {fit.groups} curves); shipped a {DEFAULT_GAIN_CEILING:.3f}, "
+        f"d0 {DEFAULT_GAIN_SCALE:.2f} ({_flag(same)})"
+    )
+
+
+def _params(fit: LevelErrorFit | GainErrorFit) -> str:
+    if isinstance(fit, LevelErrorFit):
+        return f"{fit.level:.3f}"
+    return f"{fit.ceiling:.3f}, {fit.scale:.2f}"
 
 
 def model_error_lines(cases: Sequence[Case]) -> list[str]:
@@ -132,37 +164,39 @@ def model_error_lines(cases: Sequence[Case]) -> list[str]:
     and overall the coverage and median width of the Monte Carlo intervals before and after
     the model-error term fitted without the curve."""
     figs = error_figures(cases)
+    levels = [f.residual() for f in figs if not f.gain]
+    gains = [f.residual() for f in figs if f.gain]
     out = [
         "The model's error under load (sim/model/model_error.py): ln(measured / predicted) "
-        "~ N(0, v + (s d)^2), d the log distance of the figure's load to the nearest load "
-        "its curve was calibrated on, v its Monte Carlo variance; s fitted by maximum "
-        "likelihood, levels and gains apart. Each curve is scored with s fitted on the "
-        "other curves only (leave one curve out); the shipped default is the fit on all.",
+        "~ N(0, v + sigma(d)^2), d the log distance of the figure's load to the nearest load "
+        "its curve was calibrated on, v its Monte Carlo variance; sigma(d) = s sqrt(d) for "
+        "levels and a (1 - exp(-d / d0)) for gains (the forms the pre-registered rule "
+        "selected, docs/serving-intervals.md), fitted by maximum likelihood, levels and "
+        "gains apart. Each curve is scored with the term fitted on the other curves only "
+        "(leave one curve out); the shipped default is the fit on all.",
         "",
-    ]
-    for gain, name, shipped in ((False, "levels", DEFAULT_LEVEL_SIGMA),
-                                (True, "gains", DEFAULT_GAIN_SIGMA)):  # fmt: skip
-        sel = [f for f in figs if f.gain == gain]
-        out.append(_fit_line(name, fit_model_error([f.residual() for f in sel]), shipped))
-    out += [
+        _level_line(fit_level_error(levels)),
+        _gain_line(fit_gain_error(gains)),
         "",
         "| curve | kind | figures | inside, Monte Carlo only | with the term | median width "
-        "before | after | separate 10% before | after | s without the curve |",
+        "before | after | separate 10% before | after | s, or a and d0, without the curve |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for gain, kind in ((False, "levels"), (True, "gains")):
+    loo_fits: tuple[Mapping[str, LevelErrorFit | GainErrorFit], ...] = (
+        leave_one_curve_out(levels, fit_level_error),
+        leave_one_curve_out(gains, fit_gain_error),
+    )
+    for (gain, kind), loo in zip(((False, "levels"), (True, "gains")), loo_fits, strict=True):
         sel = [f for f in figs if f.gain == gain]
-        loo = leave_one_group_out([f.residual() for f in sel])
-        s_loo = {c: fit.sigma_per_log_load for c, fit in loo.items()}
-        zero = dict.fromkeys(s_loo, 0.0)
+        none: dict[str, LevelErrorFit | GainErrorFit | None] = dict.fromkeys(loo)
         for curve in [*dict.fromkeys(f.curve for f in sel), "all"]:
             cf = [f for f in sel if curve in ("all", f.curve)]
-            n0, w0, sep0 = _coverage(cf, zero)
-            n1, w1, sep1 = _coverage(cf, s_loo)
-            s_txt = f"{s_loo[curve]:.3f}" if curve != "all" else "-"
+            n0, w0, sep0 = _coverage(cf, none)
+            n1, w1, sep1 = _coverage(cf, loo)
+            p_txt = _params(loo[curve]) if curve != "all" else "-"
             seps = f" {sep0} | {sep1} |" if gain else " - | - |"
             out.append(
                 f"| {curve} | {kind} | {len(cf)} | {n0} ({n0 / len(cf):.0%}) | "
-                f"{n1} ({n1 / len(cf):.0%}) | {w0:.3f} | {w1:.3f} |{seps} {s_txt} |"
+                f"{n1} ({n1 / len(cf):.0%}) | {w0:.3f} | {w1:.3f} |{seps} {p_txt} |"
             )
     return out

@@ -4,7 +4,13 @@ import math
 
 import pytest
 
-from sim.model.model_error import DEFAULT_GAIN_SIGMA, DEFAULT_LEVEL_SIGMA, Z90
+from sim.model.model_error import (
+    DEFAULT_GAIN_CEILING,
+    DEFAULT_GAIN_SCALE,
+    DEFAULT_LEVEL,
+    Z90,
+    gain_sigma,
+)
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.uncertainty.model_error import (
@@ -22,19 +28,24 @@ SERVING = ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml"
 def test_the_term_grows_with_the_distance_to_the_measured_batches():
     """The shipped Kimi scenario measures plain decoding at batch 8 (a decode point) and
     the speculative iteration at batch 1 only: plain decoding's level is exact at 8, a
-    gain (both arms) is at ln 8 from its nearest measured speculative batch."""
+    gain (both arms) is at ln 8 from its nearest measured speculative batch. Levels:
+    s sqrt(d); gains: a (1 - exp(-d / d0)), the shipped defaults."""
+
+    def gain(d: float) -> float:
+        return DEFAULT_GAIN_CEILING * (1.0 - math.exp(-d / DEFAULT_GAIN_SCALE))
+
     sc = load_scenario(SERVING)
     assert measured_batches(sc) == (1.0, 8.0)
     assert measured_batches(sc, "plain") == (1.0, 8.0)
     assert measured_batches(sc, "speculative") == (1.0,)
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
     assert at8.level(100.0, [90.0, 110.0], speculative=False) == [90.0, 110.0]
-    assert at8.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(8))
+    assert at8.gain_sigma == pytest.approx(gain(math.log(8)))
     assert at32.origin == DEFAULT_ORIGIN and "24 public curves" in DEFAULT_ORIGIN
-    assert at32.arm_level_sigma(False) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(4))
-    assert at32.arm_level_sigma(True) == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))
-    assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL_SIGMA * math.log(32))
-    assert at32.gain_sigma == pytest.approx(DEFAULT_GAIN_SIGMA * math.log(32))
+    assert at32.arm_level_sigma(False) == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(4)))
+    assert at32.arm_level_sigma(True) == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(32)))
+    assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(32)))
+    assert at32.gain_sigma == pytest.approx(gain(math.log(32)))
     lo, hi = at32.gain(1.2, [1.19, 1.21])
     assert lo < 1.19
     assert hi == pytest.approx(1.2 * math.exp(Z90 * at32.gain_sigma))
@@ -50,10 +61,21 @@ def test_a_measured_verify_pass_calibrates_the_speculative_arm():
 
 
 def test_a_scenario_overrides_the_default():
-    sc = with_overrides(load_scenario(SERVING), {"serving.model_error.gain": 0.2})
+    sc = with_overrides(load_scenario(SERVING), {"serving.model_error.gain_ceiling": 0.2})
     term = model_error_term(sc, 16.0)
-    assert term.gain_per_log_batch == 0.2 and term.level_per_log_batch == DEFAULT_LEVEL_SIGMA
-    assert term.origin.startswith("serving.model_error (the other: default")
+    assert term.gain_ceiling == 0.2 and term.gain_scale == DEFAULT_GAIN_SCALE
+    assert term.level_per_sqrt_log_batch == DEFAULT_LEVEL
+    assert term.gain_sigma == pytest.approx(gain_sigma(0.2, DEFAULT_GAIN_SCALE, math.log(16)))
+    assert term.origin.startswith("serving.model_error (the rest: default")
+    own = with_overrides(sc, {"serving.model_error": {"level_per_sqrt_log_load": 0.1,
+                              "gain_ceiling": 0.2, "gain_log_load_scale": 0.5}})  # fmt: skip
+    term = model_error_term(own, 16.0)
+    assert term.origin == "serving.model_error"
+    assert term.level_sigma == pytest.approx(0.1 * math.sqrt(math.log(16)))
+    assert term.gain_sigma == pytest.approx(0.2 * (1.0 - math.exp(-math.log(16) / 0.5)))
+    doc = term.doc()
+    assert (doc["level_per_sqrt_log_batch"], doc["gain_ceiling"], doc["gain_log_batch_scale"]) == (
+        0.1, 0.2, 0.5)  # fmt: skip
 
 
 def test_a_crossing_widens_to_the_loads_whose_band_holds_one():
@@ -75,19 +97,19 @@ def test_joined_ends_stay_open_and_round_users_up():
 
 def test_a_difference_takes_the_band_of_its_ratio():
     """An advantage d over a reference level R is the ratio 1 + d / R (more is better) or
-    1 - d / R (a latency); the ratio's band is exp(+-Z90 s ln B) at decode batch B (the
-    speculative iteration measured at batch 1 only)."""
+    1 - d / R (a latency); the ratio's band is exp(+-Z90 a (1 - exp(-ln B / d0))) at
+    decode batch B (the speculative iteration measured at batch 1 only)."""
     sc = load_scenario(SERVING)
     at1, at64 = model_error_term(sc, 1.0), model_error_term(sc, 64.0)
     assert at1.difference(5.0, [4.0, 6.0], 100.0) == [4.0, 6.0]  # 0 at a measured batch
-    m = Z90 * DEFAULT_GAIN_SIGMA * math.log(64)
+    m = Z90 * gain_sigma(DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, math.log(64))
     lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0)  # tok/s: ratio 1.05
     assert lo == pytest.approx(100.0 * (1.05 * math.exp(-m) - 1.0), rel=1e-9)
     assert hi == pytest.approx(100.0 * (1.05 * math.exp(m) - 1.0), rel=1e-9)
     lo, hi = at64.difference(5.0, [4.0, 6.0], 100.0, higher_is_better=False)  # ms: 0.95
     assert lo == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(m)), rel=1e-9)
     assert hi == pytest.approx(100.0 * (1.0 - 0.95 * math.exp(-m)), rel=1e-9)
-    # farther from the measured batches, wider: as s ln B
+    # farther from the measured batches, wider: as a (1 - exp(-ln B / d0))
     widths = [
         (lambda iv: iv[1] - iv[0])(model_error_term(sc, b).difference(5.0, [4.9, 5.1], 100.0))
         for b in (16.0, 32.0, 64.0)
@@ -106,4 +128,30 @@ def test_the_line_names_the_batches_measured_for_speculation_where_they_differ()
     plain = with_overrides(sc, {"timing.points": []})
     assert model_error_line(model_error_term(plain, 16.0).doc()).endswith(
         "(decode batch 16, measured 1; default)"
+    )
+
+
+def test_the_line_carries_the_parameters_a_scenario_sets():
+    """The line "x/L levels, x/G gains (...; serving.model_error: s ..., a ..., d0 ...)":
+    the 90% factors at the answer's distance and, where the scenario sets them, the
+    parameters of s sqrt(d) and a (1 - exp(-d / d0)) in use ("default" otherwise)."""
+    from sim.report.model_error import model_error_line
+
+    own = {"level_per_sqrt_log_load": 0.1, "gain_ceiling": 0.2, "gain_log_load_scale": 0.5}
+    sc = with_overrides(load_scenario(SERVING), {"serving.model_error": own})
+    term = model_error_term(sc, 16.0)  # plain at ln 2 from 8, speculative at ln 16 from 1
+    level = math.exp(Z90 * 0.1 * math.sqrt(math.log(16)))
+    gain = math.exp(Z90 * 0.2 * (1.0 - math.exp(-math.log(16) / 0.5)))
+    assert model_error_line(term.doc()) == (
+        f"model error included: x/{level:.2f} levels, x/{gain:.2f} gains "
+        "(batch 16, measured 1, 8; spec. 1; serving.model_error: s 0.1, a 0.2, d0 0.5)"
+    )
+    half = with_overrides(load_scenario(SERVING), {"serving.model_error.gain_ceiling": 0.2})
+    assert model_error_line(model_error_term(half, 16.0).doc()).endswith(
+        f"; serving.model_error: s {DEFAULT_LEVEL:.3g}, a 0.2, d0 {DEFAULT_GAIN_SCALE:.3g})"
+    )
+    off = with_overrides(sc, {"serving.model_error.level_per_sqrt_log_load": 0.0,
+                              "serving.model_error.gain_ceiling": 0.0})  # fmt: skip
+    assert model_error_line(model_error_term(off, 16.0).doc()).startswith(
+        "model error: not included (s = a = 0: batch 16"
     )

@@ -48,3 +48,33 @@ def test_coverage_is_scored_without_the_curve_itself():
     assert "| 4 | 2 (50%) | 2 (50%) |" in row_c
     row_a = next(x for x in lines if x.startswith("| a | levels"))
     assert "| 4 | 2 (50%) | 4 (100%) |" in row_a
+
+
+def test_the_section_fits_the_selected_forms_and_flags_a_stale_default(monkeypatch):
+    """The fit lines name the forms (levels s sqrt(d), gains a (1 - exp(-d / d0))) and
+    compare with the shipped defaults at the digits shown: "differs" until the defaults
+    are the fit, then "the same"."""
+    import sim.validation.model_error_cases as mec
+    from sim.model.model_error import fit_gain_error, fit_level_error
+
+    cases = [_case(c, {2: (1.0 + e, 1.0 - e / 2), 4: (1.0 - e, 1.0), 16: (1.0 + 2 * e, 1.0 + e),
+                       64: (1.0 - 2 * e, 1.0 + e / 3)})
+             for c, e in (("a", 0.05), ("b", 0.08), ("c", 0.12), ("d", 0.03))]  # fmt: skip
+    figs = error_figures(cases)
+    level = fit_level_error([f.residual() for f in figs if not f.gain])
+    gain = fit_gain_error([f.residual() for f in figs if f.gain])
+    monkeypatch.setattr(mec, "DEFAULT_LEVEL", 4.0)
+    lines = model_error_lines(cases)
+    (lv,) = [x for x in lines if x.startswith("- levels, s sqrt(d): ")]
+    (gn,) = [x for x in lines if x.startswith("- gains, a (1 - exp(-d / d0)): ")]
+    assert f"s = {level.level:.3f} ± {level.stderr:.3f}" in lv and "**differs" in lv
+    assert f"a = {gain.ceiling:.3f}" in gn and f"d0 = {gain.scale:.2f}" in gn
+    monkeypatch.setattr(mec, "DEFAULT_LEVEL", level.level)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_CEILING", gain.ceiling)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_SCALE", gain.scale)
+    lines = model_error_lines(cases)
+    assert sum("(the same)" in x for x in lines) == 2
+    # each curve's row carries the parameters fitted without it
+    row_a = next(x for x in lines if x.startswith("| a | gains"))
+    without_a = fit_gain_error([f.residual() for f in figs if f.gain and f.curve != "a"])
+    assert row_a.endswith(f"| {without_a.ceiling:.3f}, {without_a.scale:.2f} |")

@@ -658,7 +658,7 @@ def serve_intervals(
     draws: int = DRAWS,
     replications: int = DRAW_REPLICATIONS,
     refit: Refit | None = None,
-    model_error: tuple[float, float] | None = None,
+    model_error: tuple[float, float, float] | None = None,
 ) -> dict[str, Any]:
     """``serve``'s 90% intervals from inputs and model: for each policy of ``records``
     (its nominal replications) the levels of ``SERVE_METRICS``, and each policy's paired
@@ -669,8 +669,8 @@ def serve_intervals(
     draws conditioned on the calibration figures (``input_draws``). The draws perturb the
     nominal run's bound scenario ``bound`` and bind each (sim/uncertainty/perturb.py
     ``perturbed``). Each interval from the inputs then takes the model-error term at
-    ``batch`` (sim/uncertainty/model_error.py: ``model_error`` (level, gain) per unit
-    ln(batch), default the scenario's or the shipped one)."""
+    ``batch`` (sim/uncertainty/model_error.py: ``model_error`` (the levels' s, the gains'
+    ceiling a and scale d0), default the scenario's or the shipped one)."""
     # lazy: the serving setup and the uncertainty layer only when serve draws
     from sim.hardware.batched import PassTerms
     from sim.simulation.serving.setup import serving_setup

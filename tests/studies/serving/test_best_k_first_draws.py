@@ -75,8 +75,9 @@ class _StagedDraws:
 
 
 def _term(gain_sigma: float) -> ModelErrorTerm:
-    """A term whose gains' sigma is ``gain_sigma`` (per unit ln batch, one unit away)."""
-    return ModelErrorTerm(0.0, gain_sigma, "test", math.e, (1.0,))
+    """A term whose gains' sigma is ``gain_sigma`` one unit of ln batch away: a ceiling
+    of ``gain_sigma`` reached well within it (d0 1e-3: 1 - exp(-1000) is 1 in floats)."""
+    return ModelErrorTerm(0.0, gain_sigma, 1e-3, "test", math.e, (1.0,))
 
 
 def _ties(spread: float, gain_sigma: float, sequential: bool = True):

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.model.model_error import DEFAULT_GAIN_SIGMA, Z90
+from sim.model.model_error import DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, Z90, gain_sigma
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
 from sim.studies.serving.controllers import (
@@ -70,7 +70,7 @@ def test_the_table_switch_interval_holds_its_crossing(drawn):
 
 
 def test_without_draws_or_model_error_each_interval_is_the_monte_carlo_one():
-    result = _study(["serving.model_error={level=0,gain=0}"], draws=0)
+    result = _study(["serving.model_error={level_per_sqrt_log_load=0,gain_ceiling=0}"], draws=0)
     assert result.intervals["draws"] == 0
     for name, by_metric in result.versus.items():
         for m in PHASE_METRICS:
@@ -88,7 +88,7 @@ def test_each_advantage_takes_the_model_error_of_its_ratio_at_the_phase_batch(dr
     """The term's band of the ratio policy / table at each phase's decode batch (costs
     measured at batch 1 only: s ln B), mapped back to the advantage; with s = 0 the
     intervals are the inputs' alone, and a switch's interval the inputs' one."""
-    bare = _study(["serving.model_error={level=0,gain=0}"])
+    bare = _study(["serving.model_error={level_per_sqrt_log_load=0,gain_ceiling=0}"])
     assert bare.intervals["model_error"]["included"] is False
     assert drawn.intervals["model_error"]["included"]
     batches = drawn.phase_batches
@@ -106,7 +106,8 @@ def test_each_advantage_takes_the_model_error_of_its_ratio_at_the_phase_batch(dr
                     continue
                 level = drawn.levels[ref][m][p].mean
                 ratio = 1.0 + (1 if up else -1) * drawn.versus[name][m][p].mean / level
-                band = [ratio * math.exp(x * Z90 * DEFAULT_GAIN_SIGMA * math.log(batches[p]))
+                sig = gain_sigma(DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, math.log(batches[p]))
+                band = [ratio * math.exp(x * Z90 * sig)
                         for x in (-1.0, 1.0)]  # fmt: skip
                 ends = sorted((1 if up else -1) * level * (r - 1.0) for r in band)
                 assert iv[0] == pytest.approx(min(iv0[0], ends[0]), rel=1e-9, abs=1e-12)

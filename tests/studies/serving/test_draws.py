@@ -239,7 +239,7 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
     )
     raw["acceptance"].update(shape="flat", tilt=1.0)
     raw["uncertainty"] = {}
-    raw["serving"]["model_error"] = {"level": 0.0, "gain": 0.0}
+    raw["serving"]["model_error"] = {"level_per_sqrt_log_load": 0.0, "gain_ceiling": 0.0}
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))
     assert got["draws"] == got["draws_run"] == 0 and got["inputs"] == []
     assert got["model_error"]["included"] is False
@@ -250,11 +250,16 @@ def test_serve_without_uncertain_inputs_gives_the_monte_carlo_interval() -> None
     g = gain(points["speculative"], points["baseline"], "aggregate_tok_s")
     assert got["speedup"]["speculative"]["aggregate_tok_s"] == list(g.ci95)
     # with the model-error term: the Monte Carlo interval joined with the term's
-    raw["serving"]["model_error"] = {"level": 0.1, "gain": 0.05}
+    raw["serving"]["model_error"] = {
+        "level_per_sqrt_log_load": 0.1,
+        "gain_ceiling": 0.05,
+        "gain_log_load_scale": 1.0,
+    }
     run, setup, got = _serve(scenario_from_dict(raw, source="test"))
     term = got["model_error"]
     assert term["included"] and term["origin"] == "serving.model_error"
-    assert term["level_sigma"] == pytest.approx(0.1 * term["log_distance"])
+    assert term["level_sigma"] == pytest.approx(0.1 * math.sqrt(term["log_distance"]))
+    assert term["gain_sigma"] == pytest.approx(0.05 * -math.expm1(-term["log_distance"]))
     point = policy_point(run.records["speculative"], setup.slo)
     mc = level(point, "aggregate_tok_s")
     lo, hi = got["levels"]["speculative"]["aggregate_tok_s"]

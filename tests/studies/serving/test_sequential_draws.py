@@ -115,7 +115,7 @@ def _short(requests: int = 40, replications: int = 3, band: bool = True):
     term (False: the term off, so a comparison's 90% interval is its draws' alone)."""
     sets = {"workload.requests": requests, "simulation.replications": replications}
     if not band:
-        sets["serving.model_error.gain"] = 0.0
+        sets["serving.model_error.gain_ceiling"] = 0.0
     sc = with_overrides(load_scenario(SERVING), sets)
     return replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.model.model_error import DEFAULT_GAIN_SIGMA, Z90
+from sim.model.model_error import DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, Z90, gain_sigma
 from sim.model.tree.acceptance import TreeDraft
 from sim.report.tree_load import tree_load_to_dict
 from sim.scenario.load import load_scenario
@@ -24,6 +24,9 @@ SMALL = [
     "simulation.replications=3",
 ]
 TREE = TreeDraft(6, 8, 32)
+
+#: The model-error term off (s = a = 0).
+TERM_OFF = {"serving.model_error": {"level_per_sqrt_log_load": 0.0, "gain_ceiling": 0.0}}
 
 
 def _study(sc, draws: int = 4, **kw):
@@ -62,10 +65,10 @@ def test_every_interval_holds_the_nominal_and_is_wider_than_monte_carlo():
 
 
 def test_without_uncertain_inputs_or_model_error_the_interval_is_the_monte_carlo_one():
-    off = "serving.model_error={level=0,gain=0}"
+    off = "serving.model_error={level_per_sqrt_log_load=0,gain_ceiling=0}"
     for sc, draws in ((_certain(), 8), (load_scenario(LLAMA, [*SMALL, off]), 0)):
         if draws:
-            sc = with_overrides(sc, {"serving.model_error": {"level": 0.0, "gain": 0.0}})
+            sc = with_overrides(sc, TERM_OFF)
         result = _study(sc, draws=draws)
         assert result.intervals["model_error"]["included"] is False
         assert result.intervals["draws"] == 0 and result.intervals["replications_per_draw"] == 0
@@ -122,13 +125,13 @@ def test_each_ratio_takes_the_model_error_at_its_decode_batch():
     batch, and the band grows with B; a crossing's interval holds the loads where the
     band holds 1."""
     sc = _certain()
-    bare = _study(with_overrides(sc, {"serving.model_error": {"level": 0.0, "gain": 0.0}}))
+    bare = _study(with_overrides(sc, TERM_OFF))
     term = _study(sc)
     pair = ("tree 6/8/32", "chain 5")
     margins = []
     for p0, p in zip(bare.points, term.points, strict=True):
         assert p.decode_batch == p0.decode_batch >= 1.0
-        m = Z90 * DEFAULT_GAIN_SIGMA * np.log(p.decode_batch)
+        m = Z90 * gain_sigma(DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, np.log(p.decode_batch))
         for metric, r in p.vs_chain[pair[0]][pair[1]].items():
             lo0, hi0 = p0.vs_chain_interval90[pair[0]][pair[1]][metric]
             lo, hi = p.vs_chain_interval90[pair[0]][pair[1]][metric]

@@ -32,10 +32,13 @@ import numpy as np
 from sim.binding.bound import bind
 from sim.files import atomic_write_text
 from sim.model.model_error import (
+    GainErrorFit,
+    LevelErrorFit,
     Residual,
-    leave_one_group_out,
+    fit_gain_error,
+    fit_level_error,
+    leave_one_curve_out,
     load_distance,
-    model_error_sigma,
     widen,
 )
 from sim.scenario.overrides import with_overrides
@@ -342,24 +345,34 @@ def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure
 
 def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
     """The figures' intervals joined with the model-error term fitted leave one curve out
-    (sim/model/model_error.py): levels and gains apart, each curve's s fitted on the other
-    curves' nominal log errors ln(measured / nominal), as the shipped default is fitted,
-    the term taken at the figure's log distance to its curve's calibrated loads."""
+    (sim/model/model_error.py): levels (s sqrt(d)) and gains (a (1 - exp(-d / d0))) apart,
+    each curve's term fitted on the other curves' nominal log errors ln(measured /
+    nominal), as the shipped default is fitted, taken at the figure's log distance to its
+    curve's calibrated loads."""
     out = list(figures)
     for is_gain in (False, True):
         idx = [i for i, f in enumerate(figures) if f.gain == is_gain]
         loo = loo_terms([figures[i] for i in idx])
         for i in idx:
             f = figures[i]
-            sigma = model_error_sigma(loo[f.curve], f.distance)
+            sigma = loo[f.curve].sigma(f.distance)
             out[i] = replace(f, interval=widen(f.nominal, f.interval, sigma))
     return out
 
 
-def loo_terms(figures: Sequence[Figure]) -> dict[str, float]:
-    """Each curve's s fitted without it on ``figures`` (all levels or all gains)."""
+def loo_terms(figures: Sequence[Figure]) -> Mapping[str, LevelErrorFit | GainErrorFit]:
+    """Each curve's term fitted without it on ``figures`` (all levels or all gains: the
+    gains' form when the first is a gain)."""
     res = [Residual(f.curve, f.distance, float(np.log(f.measured / f.nominal))) for f in figures]
-    return {c: fit.sigma_per_log_load for c, fit in leave_one_group_out(res).items()}
+    if figures and figures[0].gain:
+        return leave_one_curve_out(res, fit_gain_error)
+    return leave_one_curve_out(res, fit_level_error)
+
+
+def _params(fit: LevelErrorFit | GainErrorFit) -> str:
+    if isinstance(fit, GainErrorFit):
+        return f"a {fit.ceiling:.3f}, d0 {fit.scale:.2f}"
+    return f"s {fit.level:.3f}"
 
 
 def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:
@@ -442,8 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n## joined with the model-error term, leave one curve out\n")
     for is_gain, what in ((False, "levels"), (True, "gains")):
         terms = loo_terms([f for f in figures if f.gain == is_gain])
-        print(f"s of the {what} without the curve: "
-              + "; ".join(f"{c}: {v:.3f}" for c, v in terms.items()))  # fmt: skip
+        print(f"the {what}' term without the curve: "
+              + "; ".join(f"{c}: {_params(v)}" for c, v in terms.items()))  # fmt: skip
     print("\n".join(summary_lines(with_model_error(figures))))
     return 0
 

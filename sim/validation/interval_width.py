@@ -1,5 +1,8 @@
 """Where the width of the public curves' gain intervals comes from, and how narrow an
-interval of the model-error form could be at the coverage the goal asks.
+interval of the model-error form could be at the coverage the goal asks. Measured with the
+linear form s d (sim/validation/linear_error.py), the term shipped before the pre-registered
+selection of the forms (docs/serving-intervals.md); the shipped forms' coverage is
+sim/validation/interval_public.py's.
 
 Input: the figures of sim/validation/interval_public.py with their intervals from the
 drawn inputs, before the model-error term (``--save`` writes them). For each gain (a
@@ -8,12 +11,12 @@ paired speed-up) the log width ln(hi / lo) of
 * the inputs' interval (the draws: sim/validation/interval_drivers.py splits it input by
   input);
 * the model-error band 2 Z90 s d, s fitted leave one curve out on the other curves'
-  nominal log errors (``interval_public.loo_terms``: what ``with_model_error`` joins);
-* the two joined (``interval_public.with_model_error``, what the command line does).
+  nominal log errors (``loo_terms``: what ``with_model_error`` joins);
+* the two joined (``with_model_error``, each end the farther of the two).
 
 Two variants are measured beside it:
 
-* **in quadrature** (``in_quadrature``): the model as sim/model/model_error.py states it,
+* **in quadrature** (``in_quadrature``): the linear model as it is stated,
   ln(measured / predicted) ~ N(0, v + (s d)^2), with v each figure's variance from the
   drawn inputs, v = (ln(hi / lo) / (2 Z90))^2 (their interval read as a normal's), s
   fitted leave one curve out with that v as the known part, and the interval
@@ -38,8 +41,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.model.model_error import Z90, Residual, leave_one_group_out
-from sim.validation.interval_public import Figure, _load, loo_terms, with_model_error
+from sim.model.model_error import Z90, Residual, widen
+from sim.validation.interval_public import Figure, _load
+from sim.validation.linear_error import leave_one_group_out
 
 __all__ = [
     "GainWidth",
@@ -47,9 +51,11 @@ __all__ = [
     "bias_terms",
     "gain_widths",
     "in_quadrature",
+    "loo_terms",
     "narrowest",
     "width_lines",
     "with_bias",
+    "with_model_error",
 ]
 
 #: The share of the figures the serving goal asks 90% intervals to hold.
@@ -72,6 +78,21 @@ class GainWidth:
 
 def _log_width(interval: tuple[float, float]) -> float:
     return math.log(interval[1] / interval[0])
+
+
+def loo_terms(figures: Sequence[Figure]) -> dict[str, float]:
+    """Each curve's s of the linear form fitted without it on ``figures``."""
+    res = [Residual(f.curve, f.distance, math.log(f.measured / f.nominal)) for f in figures]
+    return {c: fit.sigma_per_log_load for c, fit in leave_one_group_out(res).items()}
+
+
+def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
+    """The gains' intervals joined with the linear term s d fitted leave one curve out
+    (``loo_terms``), each end the farther of the two (``widen``)."""
+    s = loo_terms(figures)
+    return [
+        replace(f, interval=widen(f.nominal, f.interval, s[f.curve] * f.distance)) for f in figures
+    ]
 
 
 def gain_widths(figures: Sequence[Figure]) -> list[GainWidth]:

@@ -55,13 +55,16 @@ def test_the_model_error_term_of_a_curve_is_fitted_without_it() -> None:
     from sim.validation.interval_public import loo_terms, with_model_error
 
     def fig(curve: str, measured: float, distance: float) -> Figure:
-        return Figure(curve, "f", measured, 1.0, (0.99, 1.01), (), True, True, distance)
+        """A level predicted 1.0 (the levels' term: s sqrt(d))."""
+        return Figure(curve, "f", measured, 1.0, (0.99, 1.01), (), False, True, distance)
 
-    figs = [fig("a", 1.1, 1.0), fig("b", 0.9, 1.0), fig("c", 3.0, 1.0), fig("c", 1.0, 0.0)]
+    figs = [fig("a", 1.1, 1.0), fig("b", 0.9, 4.0), fig("c", 3.0, 1.0), fig("c", 1.0, 0.0)]
     terms = loo_terms(figs[:3])
-    assert terms["c"] == pytest.approx(math.sqrt((math.log(1.1) ** 2 + math.log(0.9) ** 2) / 2))
+    # s^2 = mean(r^2 / d) over a's and b's figures only
+    s_c = math.sqrt((math.log(1.1) ** 2 / 1.0 + math.log(0.9) ** 2 / 4.0) / 2)
+    assert terms["c"].sigma(1.0) == pytest.approx(s_c)
     out = with_model_error(figs)
-    assert out[2].interval[1] == pytest.approx(math.exp(Z90 * terms["c"])) and not out[2].inside
+    assert out[2].interval[1] == pytest.approx(math.exp(Z90 * s_c)) and not out[2].inside
     assert out[3].interval == figs[3].interval
 
 

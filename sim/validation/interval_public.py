@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,7 +33,6 @@ from sim.binding.bound import bind
 from sim.files import atomic_write_text
 from sim.model.model_error import (
     GainErrorFit,
-    LevelErrorFit,
     Residual,
     fit_gain_error,
     fit_level_error,
@@ -57,6 +56,18 @@ from sim.validation.serving_cases import (
     KIMI_CALIBRATED_USERS,
     KIMI_SPECULATIVE_CALIBRATED_USERS,
 )
+
+
+class Term(Protocol):
+    """A fitted model-error term: its standard deviation of the log error at a log
+    distance (``LevelErrorFit``, ``GainErrorFit``, sim/validation/linear_error.py's
+    ``ModelErrorFit``)."""
+
+    def sigma(self, distance: float) -> float: ...
+
+
+#: A fit of the term on residuals (``fit_level_error``, ``fit_gain_error``, ...).
+Fit = Callable[[Sequence[Residual]], Term]
 
 __all__ = [
     "Figure",
@@ -343,16 +354,16 @@ def public_coverage(draws: int = DRAWS, conditioned: bool = True) -> list[Figure
     return [f for spec in figure_specs() for f in spec_figures(spec, draws, conditioned)]
 
 
-def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
+def with_model_error(figures: Sequence[Figure], fit: Fit | None = None) -> list[Figure]:
     """The figures' intervals joined with the model-error term fitted leave one curve out
-    (sim/model/model_error.py): levels (s sqrt(d)) and gains (a (1 - exp(-d / d0))) apart,
-    each curve's term fitted on the other curves' nominal log errors ln(measured /
-    nominal), as the shipped default is fitted, taken at the figure's log distance to its
-    curve's calibrated loads."""
+    (``loo_terms``): levels and gains apart, each curve's term fitted on the other curves'
+    nominal log errors ln(measured / nominal), as the shipped default is fitted, taken at
+    the figure's log distance to its curve's calibrated loads. ``fit`` None: the shipped
+    forms (sim/model/model_error.py: levels s sqrt(d), gains a (1 - exp(-d / d0)))."""
     out = list(figures)
     for is_gain in (False, True):
         idx = [i for i, f in enumerate(figures) if f.gain == is_gain]
-        loo = loo_terms([figures[i] for i in idx])
+        loo = loo_terms([figures[i] for i in idx], fit)
         for i in idx:
             f = figures[i]
             sigma = loo[f.curve].sigma(f.distance)
@@ -360,19 +371,21 @@ def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
     return out
 
 
-def loo_terms(figures: Sequence[Figure]) -> Mapping[str, LevelErrorFit | GainErrorFit]:
-    """Each curve's term fitted without it on ``figures`` (all levels or all gains: the
-    gains' form when the first is a gain)."""
+def loo_terms(figures: Sequence[Figure], fit: Fit | None = None) -> Mapping[str, Term]:
+    """Each curve's term fitted by ``fit`` without it on ``figures`` (all levels or all
+    gains); ``fit`` None: the shipped form of their kind (the gains' when the first is a
+    gain)."""
     res = [Residual(f.curve, f.distance, float(np.log(f.measured / f.nominal))) for f in figures]
-    if figures and figures[0].gain:
-        return leave_one_curve_out(res, fit_gain_error)
-    return leave_one_curve_out(res, fit_level_error)
+    if fit is None:
+        fit = fit_gain_error if figures and figures[0].gain else fit_level_error
+    return leave_one_curve_out(res, fit)
 
 
-def _params(fit: LevelErrorFit | GainErrorFit) -> str:
+def _params(fit: Term) -> str:
+    """A gain term's a and d0; otherwise s, its sigma at d = 1 (s sqrt(d) and s d alike)."""
     if isinstance(fit, GainErrorFit):
         return f"a {fit.ceiling:.3f}, d0 {fit.scale:.2f}"
-    return f"s {fit.level:.3f}"
+    return f"s {fit.sigma(1.0):.3f}"
 
 
 def _curve_line(name: str, sel: Sequence[Figure], drawn: bool) -> str:

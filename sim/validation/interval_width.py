@@ -11,8 +11,9 @@ paired speed-up) the log width ln(hi / lo) of
 * the inputs' interval (the draws: sim/validation/interval_drivers.py splits it input by
   input);
 * the model-error band 2 Z90 s d, s fitted leave one curve out on the other curves'
-  nominal log errors (``loo_terms``: what ``with_model_error`` joins);
-* the two joined (``with_model_error``, each end the farther of the two).
+  nominal log errors (``_linear_terms``);
+* the two joined (``_joined``: ``interval_public.with_model_error`` with the linear fit, each
+  end the farther of the two).
 
 Two variants are measured beside it:
 
@@ -36,14 +37,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.model.model_error import Z90, Residual, widen
+from sim.model.model_error import Z90, Residual, leave_one_curve_out
+from sim.validation import interval_public
 from sim.validation.interval_public import Figure, _load
-from sim.validation.linear_error import leave_one_group_out
+from sim.validation.linear_error import fit_model_error
 
 __all__ = [
     "GainWidth",
@@ -51,11 +53,9 @@ __all__ = [
     "bias_terms",
     "gain_widths",
     "in_quadrature",
-    "loo_terms",
     "narrowest",
     "width_lines",
     "with_bias",
-    "with_model_error",
 ]
 
 #: The share of the figures the serving goal asks 90% intervals to hold.
@@ -80,26 +80,21 @@ def _log_width(interval: tuple[float, float]) -> float:
     return math.log(interval[1] / interval[0])
 
 
-def loo_terms(figures: Sequence[Figure]) -> dict[str, float]:
-    """Each curve's s of the linear form fitted without it on ``figures``."""
-    res = [Residual(f.curve, f.distance, math.log(f.measured / f.nominal)) for f in figures]
-    return {c: fit.sigma_per_log_load for c, fit in leave_one_group_out(res).items()}
+def _linear_terms(gains: Sequence[Figure]) -> Mapping[str, interval_public.Term]:
+    """Each curve's linear term s d fitted without it on ``gains``."""
+    return interval_public.loo_terms(gains, fit_model_error)
 
 
-def with_model_error(figures: Sequence[Figure]) -> list[Figure]:
-    """The gains' intervals joined with the linear term s d fitted leave one curve out
-    (``loo_terms``), each end the farther of the two (``widen``)."""
-    s = loo_terms(figures)
-    return [
-        replace(f, interval=widen(f.nominal, f.interval, s[f.curve] * f.distance)) for f in figures
-    ]
+def _joined(gains: Sequence[Figure]) -> list[Figure]:
+    """The gains' intervals joined with the linear term fitted leave one curve out."""
+    return interval_public.with_model_error(gains, fit_model_error)
 
 
 def gain_widths(figures: Sequence[Figure]) -> list[GainWidth]:
     """Each gain of ``figures`` (intervals from the inputs alone) with its widths."""
     gains = [f for f in figures if f.gain]
-    s = loo_terms(gains)
-    joined = with_model_error(gains)
+    terms = _linear_terms(gains)
+    joined = _joined(gains)
     return [
         GainWidth(
             f.curve,
@@ -107,7 +102,7 @@ def gain_widths(figures: Sequence[Figure]) -> list[GainWidth]:
             f.distance,
             math.log(f.measured / f.nominal),
             _log_width(f.interval),
-            2.0 * Z90 * s[f.curve] * f.distance,
+            2.0 * Z90 * terms[f.curve].sigma(f.distance),
             _log_width(j.interval),
         )
         for f, j in zip(gains, joined, strict=True)
@@ -127,10 +122,10 @@ def in_quadrature(figures: Sequence[Figure]) -> list[Figure]:
         Residual(f.curve, f.distance, math.log(f.measured / f.nominal), _inputs_variance(f))
         for f in gains
     ]
-    fits = leave_one_group_out(res)
+    fits = leave_one_curve_out(res, fit_model_error)
     out = []
     for f, r in zip(gains, res, strict=True):
-        sd = math.sqrt(r.variance + (fits[f.curve].sigma_per_log_load * f.distance) ** 2)
+        sd = math.sqrt(r.variance + fits[f.curve].sigma(f.distance) ** 2)
         out.append(
             replace(f, interval=(f.nominal * math.exp(-Z90 * sd), f.nominal * math.exp(Z90 * sd)))
         )
@@ -139,11 +134,12 @@ def in_quadrature(figures: Sequence[Figure]) -> list[Figure]:
 
 def band_alone(figures: Sequence[Figure]) -> list[Figure]:
     """The gains with the model-error band alone, nominal exp(+-Z90 s d), s fitted leave
-    one curve out (``loo_terms``): the inputs' interval dropped (the term is fitted on
+    one curve out (``_linear_terms``): the inputs' interval dropped (the term is fitted on
     the nominal predictions' whole error, which holds what the inputs moved)."""
     gains = [f for f in figures if f.gain]
-    s = loo_terms(gains)
-    return [replace(f, interval=_around(f.nominal, Z90 * s[f.curve] * f.distance)) for f in gains]
+    terms = _linear_terms(gains)
+    return [replace(f, interval=_around(f.nominal, Z90 * terms[f.curve].sigma(f.distance)))
+            for f in gains]  # fmt: skip
 
 
 def _around(centre: float, half: float) -> tuple[float, float]:
@@ -234,7 +230,7 @@ def width_lines(figures: Sequence[Figure]) -> list[str]:
         "| gain intervals | inside | median width (rel.) | separate 10% |",
         "| --- | --- | --- | --- |",
         _row("inputs alone", gains),
-        _row("joined with the term (the command line)", with_model_error(gains)),
+        _row("joined with the term (the command line)", _joined(gains)),
         _row("in quadrature, s fitted with the inputs' variance", in_quadrature(figures)),
         _row("the model-error band alone (inputs dropped)", band_alone(figures)),
         _row(

@@ -1,7 +1,8 @@
 """The linear form of the serving model error, sigma(d) = s d, which specsim shipped until
 the pre-registered selection of the forms (docs/serving-intervals.md, "The form of the
 error"; the shipped forms are in sim/model/model_error.py). Kept for the evidence that
-compares with it (sim/validation/interval_width.py):
+compares with it (sim/validation/interval_width.py); leave one curve out with
+``leave_one_curve_out(residuals, fit_model_error)`` (sim/model/model_error.py):
 
     ln(measured / predicted) ~ N(0, v + (s d)^2).
 """
@@ -9,14 +10,14 @@ compares with it (sim/validation/interval_width.py):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.model.model_error import Residual
 
-__all__ = ["ModelErrorFit", "fit_model_error", "leave_one_group_out", "model_error_sigma"]
+__all__ = ["ModelErrorFit", "fit_model_error", "model_error_sigma"]
 
 #: Largest s searched (a log error of 5 per unit log load: a factor 150 at e times the load).
 _S_MAX = 5.0
@@ -32,6 +33,10 @@ class ModelErrorFit:
     stderr: float
     figures: int
     groups: int
+
+    def sigma(self, distance: float) -> float:
+        """``model_error_sigma`` at this fit."""
+        return model_error_sigma(self.sigma_per_log_load, distance)
 
 
 def model_error_sigma(sigma_per_log_load: float, distance: float) -> float:
@@ -73,9 +78,3 @@ def fit_model_error(residuals: Sequence[Residual]) -> ModelErrorFit:
     info = 2.0 * float(np.sum((s**2) * d**4 / var**2))
     stderr = 1.0 / math.sqrt(info) if info > 0 else float("nan")
     return ModelErrorFit(s, stderr, len(use), groups)
-
-
-def leave_one_group_out(residuals: Sequence[Residual]) -> Mapping[str, ModelErrorFit]:
-    """For each group (curve), the fit on the other groups' residuals only."""
-    groups = list(dict.fromkeys(x.group for x in residuals))
-    return {g: fit_model_error([x for x in residuals if x.group != g]) for g in groups}

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.model.model_error import Z90, Residual
-from sim.validation.linear_error import fit_model_error, leave_one_group_out, model_error_sigma
+from sim.model.model_error import Z90, Residual, leave_one_curve_out
+from sim.validation.linear_error import fit_model_error, model_error_sigma
 
 
 def synthetic_curves(
@@ -46,13 +46,13 @@ def test_fit_with_a_known_variance_takes_only_the_excess():
     assert naive.sigma_per_log_load > fit.sigma_per_log_load
 
 
-def test_leave_one_group_out_never_uses_the_scored_curve():
+def test_leave_one_curve_out_never_uses_the_scored_curve():
     res = [Residual("a", 1.0, 0.5), Residual("b", 1.0, 0.1), Residual("c", 2.0, -0.2)]
-    loo = leave_one_group_out(res)
+    loo = leave_one_curve_out(res, fit_model_error)
     assert loo["a"].sigma_per_log_load == pytest.approx(math.sqrt((0.1**2 + 0.1**2) / 2))
     assert loo["a"].groups == 2
     # a curve's own error moves only the others' terms
-    moved = leave_one_group_out([Residual("a", 1.0, 5.0), *res[1:]])
+    moved = leave_one_curve_out([Residual("a", 1.0, 5.0), *res[1:]], fit_model_error)
     assert moved["a"] == loo["a"] and moved["b"] != loo["b"]
 
 
@@ -71,7 +71,7 @@ def test_leave_one_out_intervals_cover_about_90_percent():
     term's intervals hold ~90% of the figures (binomial 4 SE on 2000 figures)."""
     rng = np.random.default_rng(11)
     res = synthetic_curves(rng, 0.1, curves=400)
-    loo = leave_one_group_out(res)
+    loo = leave_one_curve_out(res, fit_model_error)
     inside = [
         abs(x.log_error) <= Z90 * model_error_sigma(loo[x.group].sigma_per_log_load, x.distance)
         for x in res

@@ -49,6 +49,9 @@ __all__ = [
     "DEFAULT_GAIN_CEILING",
     "DEFAULT_GAIN_SCALE",
     "DEFAULT_LEVEL",
+    "GAIN_BOUNDS",
+    "GAIN_STARTS",
+    "S_MAX",
     "Z90",
     "GainErrorFit",
     "LevelErrorFit",
@@ -68,7 +71,7 @@ Z90 = 1.6448536269514722
 F = TypeVar("F")
 
 #: Largest s searched (a log error of 5 per unit log load: a factor 150 at e times the load).
-_S_MAX = 5.0
+S_MAX = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +177,7 @@ def fit_level_error(residuals: Sequence[Residual]) -> LevelErrorFit:
             var = v + x**2 * d
             return 0.5 * float(np.sum(np.log(var) + r**2 / var))
 
-        s = float(minimize_scalar(nll, bounds=(0.0, _S_MAX), method="bounded",
+        s = float(minimize_scalar(nll, bounds=(0.0, S_MAX), method="bounded",
                                   options={"xatol": 1e-7}).x)  # fmt: skip
     var = v + s**2 * d
     info = 2.0 * float(np.sum(s**2 * d**2 / var**2))
@@ -182,16 +185,16 @@ def fit_level_error(residuals: Sequence[Residual]) -> LevelErrorFit:
     return LevelErrorFit(s, stderr, r.size, groups)
 
 
-#: The gains' search: starting points (a, d0) and bounds, as the forms were scored
-#: (sim/validation/error_forms.py).
-_GAIN_STARTS = ((0.2, 2.0), (0.1, 0.5), (0.5, 10.0), (1.0, 30.0))
-_GAIN_BOUNDS = ((1e-6, _S_MAX), (0.01, 200.0))
+#: The gains' search: starting points (a, d0) and bounds (also those the form was scored
+#: with, sim/validation/error_forms.py).
+GAIN_STARTS = ((0.2, 2.0), (0.1, 0.5), (0.5, 10.0), (1.0, 30.0))
+GAIN_BOUNDS = ((1e-6, S_MAX), (0.01, 200.0))
 
 
 def fit_gain_error(residuals: Sequence[Residual]) -> GainErrorFit:
     """Maximum-likelihood (a, d0) of ln(measured / predicted) ~ N(0, v + g^2),
     g = a (1 - exp(-d / d0)), over the residuals away from a calibrated load (bounded
-    L-BFGS-B from each of ``_GAIN_STARTS``, the best kept). Standard errors from the Fisher
+    L-BFGS-B from each of ``GAIN_STARTS``, the best kept). Standard errors from the Fisher
     information I_jk = 1/2 sum (dV/dj)(dV/dk) / V^2, V = v + g^2, dV/dj = 2 g dg/dj,
     dg/da = 1 - exp(-d / d0), dg/dd0 = -a exp(-d / d0) d / d0^2."""
     from scipy.optimize import minimize  # lazy: only fits need it
@@ -202,8 +205,8 @@ def fit_gain_error(residuals: Sequence[Residual]) -> GainErrorFit:
         var = np.maximum(v + (t[0] * -np.expm1(-d / t[1])) ** 2, 1e-12)
         return 0.5 * float(np.sum(np.log(var) + r**2 / var))
 
-    best = min((minimize(nll, np.array(x0), method="L-BFGS-B", bounds=_GAIN_BOUNDS)
-                for x0 in _GAIN_STARTS), key=lambda res: float(res.fun))  # fmt: skip
+    best = min((minimize(nll, np.array(x0), method="L-BFGS-B", bounds=GAIN_BOUNDS)
+                for x0 in GAIN_STARTS), key=lambda res: float(res.fun))  # fmt: skip
     a, d0 = (float(x) for x in best.x)
     e = np.exp(-d / d0)
     g = a * (1.0 - e)

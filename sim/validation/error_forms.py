@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from sim.files import atomic_write_text
-from sim.model.model_error import Z90
+from sim.model.model_error import GAIN_BOUNDS, GAIN_STARTS, S_MAX, Z90
 from sim.validation.cases import Case, Row
 
 __all__ = [
@@ -165,14 +165,14 @@ class Form:
     kinds: tuple[bool, ...] = (False, True)  # (levels, gains)
 
 
-_S = (1e-6, 5.0)
+_S = (1e-6, S_MAX)
 FORMS: tuple[Form, ...] = (
     Form("s d", lambda t, a, _: (t[0] * a.d) ** 2, ((0.05,),), (_S,)),
     Form("sqrt(c^2 + (s d)^2)", lambda t, a, _: t[0] ** 2 + (t[1] * a.d) ** 2,
          ((0.02, 0.04), (0.05, 0.01), (0.001, 0.05)), ((0.0, 2.0), _S)),
     Form("s sqrt(d)", lambda t, a, _: t[0] ** 2 * a.d, ((0.1,),), (_S,)),
     Form("a (1 - exp(-d / d0))", lambda t, a, _: (t[0] * -np.expm1(-a.d / t[1])) ** 2,
-         ((0.2, 2.0), (0.1, 0.5), (0.5, 10.0), (1.0, 30.0)), (_S, (0.01, 200.0))),
+         GAIN_STARTS, GAIN_BOUNDS),
     Form("s d, s by engine", lambda t, a, _: (np.where(a.sglang, t[0], t[1]) * a.d) ** 2,
          ((0.05, 0.05),), (_S, _S)),
     Form("s d, s by arms calibrated", lambda t, a, _: (np.where(a.both, t[0], t[1]) * a.d) ** 2,

@@ -15,12 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model.model_error import Residual
+from sim.model.model_error import S_MAX, Residual
 
 __all__ = ["ModelErrorFit", "fit_model_error", "model_error_sigma"]
-
-#: Largest s searched (a log error of 5 per unit log load: a factor 150 at e times the load).
-_S_MAX = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +67,7 @@ def fit_model_error(residuals: Sequence[Residual]) -> ModelErrorFit:
         from scipy.optimize import minimize_scalar  # lazy: only fits need it
 
         res = minimize_scalar(
-            _neg_log_lik, bounds=(0.0, _S_MAX), args=(r, d, v), method="bounded",
+            _neg_log_lik, bounds=(0.0, S_MAX), args=(r, d, v), method="bounded",
             options={"xatol": 1e-6},
         )  # fmt: skip
         s = float(res.x)

@@ -46,6 +46,7 @@ import numpy as np
 from sim.files import atomic_write_text
 from sim.model.model_error import GAIN_BOUNDS, GAIN_STARTS, S_MAX, Z90
 from sim.validation.cases import Case, Row
+from sim.validation.model_error_cases import separates_ten_percent
 
 __all__ = [
     "FORMS",
@@ -253,7 +254,7 @@ def score_form(figs: Sequence[FormFigure], form: Form, gain: bool) -> FormScore:
         half = Z90 * max(math.sqrt(f.variance), sigma)
         inside += abs(f.log_error) <= half
         widths.append(2 * half)
-    separate = sum(1.1 * (1 - math.sinh(w / 2)) > 1 for w in widths)
+    separate = sum(separates_ten_percent(2.0 * math.sinh(w / 2)) for w in widths)
     theta_all = tuple(float(x) for x in _fit(away, form, _levels_s(figs)))
     return FormScore(form.name, per, theta_all, inside, len(kind),
                      float(np.median(widths)), separate)  # fmt: skip

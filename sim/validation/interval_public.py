@@ -52,6 +52,7 @@ from sim.validation import rate_curve_cases as rc
 from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import kimi_refit, llmd_refit, memo, paper_refits
+from sim.validation.model_error_cases import separates_ten_percent
 from sim.validation.serving_cases import (
     KIMI_CALIBRATED_USERS,
     KIMI_SPECULATIVE_CALIBRATED_USERS,
@@ -108,9 +109,9 @@ class Figure:
 
     @property
     def separates(self) -> bool:
-        """Whether an interval this wide (relative) around a 10% gain leaves out no gain:
-        1.1 (1 - width / 2) > 1, a width below 0.18."""
-        return 1.1 * (1.0 - self.width / 2.0) > 1.0
+        """Whether an interval this wide (relative) around a 10% gain leaves out no gain
+        (``separates_ten_percent``)."""
+        return separates_ten_percent(self.width)
 
 
 #: (what a figure is: speedup or a policy's level, the metric)

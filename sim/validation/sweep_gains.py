@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
-from sim.model.model_error import Z90
+from sim.model.model_error import Z90, gain_sigma, load_distance
 from sim.validation.load_fit_cases import SCORED_LOADS, _points
+from sim.validation.model_error_cases import separates_ten_percent
 from sim.validation.serving_cases import kimi_scenario
 
 __all__ = ["FIT_SETS", "SweepGain", "sweep_gains", "sweep_lines"]
@@ -63,7 +64,7 @@ def sweep_gains(fit_sets: Sequence[tuple[int, ...]] = FIT_SETS) -> list[SweepGai
             tpot.setdefault(p.load, {})[bool(p.speculative)] = (float(p.tpot_ms or 0.0), ms)
         for load, arms in sorted(tpot.items()):
             (m_s, p_s), (m_p, p_p) = arms[True], arms[False]
-            d = min(abs(math.log(load / c)) for c in (1, *loads))
+            d = load_distance(load, (1, *loads))
             out.append(SweepGain(loads, load, d, m_p / m_s, p_p / p_s))
     return out
 
@@ -79,7 +80,7 @@ def sweep_lines(gains: Sequence[SweepGain], sigma_at: Callable[[float], float]) 
         half = Z90 * sigma_at(g.distance)
         lo, hi = g.predicted * math.exp(-half), g.predicted * math.exp(half)
         inside = lo <= g.measured <= hi
-        separates = 1.1 * (1.0 - math.sinh(half)) > 1.0
+        separates = separates_ten_percent(2.0 * math.sinh(half))
         out.append(
             f"| {', '.join(map(str, g.fitted))} | {g.load:g} | {g.distance:.2f} | "
             f"{g.measured:.3f} | {g.predicted:.3f} | {g.log_error:+.3f} | "
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sigma_at: Callable[[float], float] = lambda d: s * d  # noqa: E731
     else:
         a, d0 = (float(x) for x in args.saturating)
-        sigma_at = lambda d: a * -math.expm1(-d / d0)  # noqa: E731
+        sigma_at = lambda d: gain_sigma(a, d0, d)  # noqa: E731
     print("\n".join(sweep_lines(sweep_gains(), sigma_at)))
     return 0
 

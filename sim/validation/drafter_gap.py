@@ -22,21 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.binding.bind import scenario_rates
-from sim.binding.bound import bind
-from sim.binding.serving import serving_cost
 from sim.hardware.batched import GEMM_FLOP_EFFICIENCY
 from sim.hardware.gpus import GpuPreset
-from sim.model.rates import mean_accept_length
 from sim.scenario.schema import Scenario
 from sim.validation.per_token_candidates import DRAFT_ROW_BYTES_PER_LOGIT
-
-if TYPE_CHECKING:
-    from sim.model.batched_cost import IterationCost
+from sim.validation.serving_cases import renewal_terms
 
 __all__ = [
     "EAGLE1_LLAMA31",
@@ -134,17 +127,6 @@ class ImpliedGap:
     excess_ms: float
 
 
-def _cycle(scenario: Scenario) -> tuple[float, IterationCost]:
-    """The scenario's mean accept length at its chain and its batched iteration cost."""
-    cost = serving_cost(
-        bind(scenario),
-        kv_bytes_per_token=scenario.model.kv_bytes_per_token or 0.0,
-        attention_flops_per_pair=scenario.model.attention_flops_per_pair or 0.0,
-        reference_context_tokens=scenario.timing.context_tokens or 0.0,
-    )
-    return mean_accept_length(scenario_rates(scenario, scenario.num_steps)), cost
-
-
 def implied_gaps(
     eagle3: Scenario,
     eagle1: Scenario,
@@ -154,8 +136,8 @@ def implied_gaps(
     """``ImpliedGap`` at every batch of ``measured`` ("EAGLE-3" and "EAGLE" speed-ups by
     batch) for the two calibrated scenarios, at ``context_tokens`` a request."""
     k = eagle3.num_steps
-    al3, cost3 = _cycle(eagle3)
-    al1, cost1 = _cycle(eagle1)
+    al3, cost3 = renewal_terms(eagle3)
+    al1, cost1 = renewal_terms(eagle1)
     gaps = []
     for batch in sorted(measured["EAGLE"]):
         ctx = np.array([batch * context_tokens])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import optimize
@@ -49,7 +49,10 @@ from sim.validation.per_token_candidates import (
     per_token_candidates,
 )
 
-__all__ = ["fit_speedup", "serving_cases", "simulate_point"]
+if TYPE_CHECKING:
+    from sim.model.batched_cost import IterationCost
+
+__all__ = ["fit_speedup", "renewal_terms", "serving_cases", "simulate_point"]
 
 #: Monte Carlo of every scored point: replications x measured requests, one root seed.
 SERVING_REPLICATIONS = 3
@@ -97,18 +100,25 @@ def _conditional(cumulative: Sequence[float]) -> list[float]:
     return [c[i + 1] / c[i] for i in range(len(cumulative))]
 
 
-def _speedup_at(scenario: Scenario, batch: int) -> float:
-    """Renewal-reward speedup of aggregate tok/s at batch B and the mean context:
-    AL x T_decode(B) / T_cycle(B) (used to calibrate, not to score)."""
-    k = scenario.num_steps
+def renewal_terms(scenario: Scenario) -> tuple[float, IterationCost]:
+    """The scenario's mean accept length at its chain and its batched iteration cost (the
+    model's KV bytes and attention FLOPs, its timing context as the reference): what the
+    renewal-reward law AL x T_decode(B) / T_cycle(B) reads."""
     cost = serving_cost(
         bind(scenario),
         kv_bytes_per_token=scenario.model.kv_bytes_per_token or 0.0,
         attention_flops_per_pair=scenario.model.attention_flops_per_pair or 0.0,
         reference_context_tokens=scenario.timing.context_tokens or 0.0,
     )
+    return mean_accept_length(scenario_rates(scenario, scenario.num_steps)), cost
+
+
+def _speedup_at(scenario: Scenario, batch: int) -> float:
+    """Renewal-reward speedup of aggregate tok/s at batch B and the mean context:
+    AL x T_decode(B) / T_cycle(B) (used to calibrate, not to score)."""
+    k = scenario.num_steps
+    al, cost = renewal_terms(scenario)
     context = np.array([batch * MT_BENCH_CONTEXT])
-    al = mean_accept_length(scenario_rates(scenario, k))
     return (
         al
         * float(cost.decode_ms(batch, 0, context)[0])

@@ -126,6 +126,15 @@ class ImpliedGap:
     model_ratio: float
     excess_ms: float
 
+    @property
+    def accept_ratio(self) -> float:
+        """The EAGLE-1 accept length, over the one calibrated, that the measured ratio asks
+        for at the model's costs: measured_ratio / model_ratio (each speed-up is AL x plain
+        step / cycle, so at fixed cycles the ratio moves with AL1 / AL3; EAGLE-3's accept
+        length held, as ``excess_ms`` counts its miss as shared). The acceptance reading of
+        the same gap: docs/acceptance-under-load.md."""
+        return self.measured_ratio / self.model_ratio
+
 
 def implied_gaps(
     eagle3: Scenario,

@@ -1,5 +1,5 @@
 """What the two drafters of the EAGLE-3 paper's SGLang Table 3 rows cost apart, and what the
-published rows ask of them (evidence for docs/accuracy-under-load.md; not in the report).
+published rows ask of them (evidence for docs/studies/table3-drafters.md; not in the report).
 
 The two rows (EAGLE-1 and EAGLE-3 drafters, Llama-3.1-8B, one H100, SGLang, a chain of 3)
 share the target, the server and the chain, so a cost that does not depend on the drafter

@@ -112,8 +112,15 @@ from sim.hardware.experts import (
     skewed_distinct_experts,
     tile_extra_rows,
 )
-from sim.hardware.launch import calibrate_compute_ms
-from sim.hardware.passes import Geometry, HardwarePoint, PassShape, pass_schedule
+from sim.hardware.launch import KernelSchedule, calibrate_compute_ms
+from sim.hardware.passes import (
+    Geometry,
+    HardwarePoint,
+    PassShape,
+    pass_allreduce,
+    pass_kernels,
+    pass_schedule,
+)
 from sim.hardware.roofline import Weights
 
 __all__ = [
@@ -465,6 +472,7 @@ class BatchedPass:
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
         self._per_tokens = self._terms.of(physics)
+        self._kernels: dict[bool, KernelSchedule] = {}
         self._kv_ms, self._pair_ms = self._attention_coefficients()
 
     def _attention_coefficients(self) -> tuple[float, float]:
@@ -482,14 +490,16 @@ class BatchedPass:
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without its token-count terms (its ``PassTerms`` pickles as its owner's
-        name): the copy reads the receiving process's table of that owner."""
+        name) and kernel schedules: the copy reads the receiving process's table of that
+        owner and builds its schedules again."""
         state = dict(self.__dict__)
-        del state["_per_tokens"]
+        del state["_per_tokens"], state["_kernels"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._per_tokens = self._terms.of(self.physics)
+        self._kernels = {}
 
     def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
         """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
@@ -544,8 +554,11 @@ class BatchedPass:
             memory_ms, flops = self._weight_terms(tokens, sequences)
             flop_ms = flops / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, graphed)
-            schedule, _, _ = pass_schedule(shape, p.hardware, p.geometry)
-            terms = (memory_ms, flop_ms, envelope_of(schedule))
+            allreduce, _ = pass_allreduce(shape, p.hardware, p.geometry)
+            kernels = self._kernels.get(graphed)
+            if kernels is None:  # the same for every token count: built once a pass
+                kernels = self._kernels[graphed] = pass_kernels(shape, p.hardware, p.geometry)
+            terms = (memory_ms, flop_ms, envelope_of(kernels, allreduce.us / 1000.0))
             if len(self._per_tokens) >= SHARED_ENTRIES:
                 self._per_tokens.clear()
             self._per_tokens[key] = terms

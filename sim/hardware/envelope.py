@@ -138,14 +138,9 @@ def _envelope_of_descending(a: np.ndarray, f: np.ndarray) -> Envelope:
     before it, last first, are the larger slopes in increasing order, each run of equal
     slopes kept as its highest line (what the sort's last of each slope keeps)."""
     top = int(np.argmax(a))  # the first maximum: the largest slope among the highest
-    lines_a, lines_f = [float(a[top])], [float(f[top])]
-    for ai, fi in zip(a[:top][::-1].tolist(), f[:top][::-1].tolist(), strict=True):
-        if fi == lines_f[-1]:
-            lines_a[-1] = max(lines_a[-1], ai)
-        else:
-            lines_a.append(ai)
-            lines_f.append(fi)
-    return _hull(lines_a, lines_f)
+    a, f = a[top::-1], f[top::-1]  # the top, then the lines before it, last first
+    runs = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))  # each run's first
+    return _hull(np.maximum.reduceat(a, runs).tolist(), f[runs].tolist())
 
 
 def _hull(a: list[float], f: list[float]) -> Envelope:
@@ -183,14 +178,15 @@ def sum_envelopes(parts: list[Envelope], const: float = 0.0) -> Envelope:
     return Envelope(a, f, starts)
 
 
-def envelope_of(schedule: KernelSchedule) -> Envelope:
+def envelope_of(schedule: KernelSchedule, allreduce_ms: float | None = None) -> Envelope:
     """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
     the schedule's stretches (split by host synchronisations) of each stretch's upper
-    envelope, plus the synchronisations' own time."""
+    envelope, plus the synchronisations' own time. ``allreduce_ms``: that of
+    ``schedule.with_allreduce_ms(allreduce_ms)``, the same floats, without building it."""
     parts = [
         upper_envelope(a, f, descending)
         for (a, f), descending in zip(
-            schedule.stretch_terms(), schedule.shares_descending, strict=True
+            schedule.stretch_terms(allreduce_ms), schedule.shares_descending, strict=True
         )
     ]
     return sum_envelopes(parts, float(schedule.syncs_ms))

@@ -151,11 +151,27 @@ class PassBreakdown:
 def pass_schedule(
     shape: PassShape, hw: HardwarePoint, geom: Geometry
 ) -> tuple[KernelSchedule, AllReduceTime, int]:
-    """(kernel schedule, all-reduce per call, message bytes) of a pass on ``hw``."""
+    """(kernel schedule, all-reduce per call, message bytes) of a pass on ``hw``:
+    ``pass_kernels`` with ``pass_allreduce``'s time on every all-reduce kernel."""
+    ar, nbytes = pass_allreduce(shape, hw, geom)
+    return pass_kernels(shape, hw, geom).with_allreduce_ms(ar.us / 1000.0), ar, nbytes
+
+
+def pass_allreduce(
+    shape: PassShape, hw: HardwarePoint, geom: Geometry
+) -> tuple[AllReduceTime, int]:
+    """(all-reduce per call, message bytes) of a pass on ``hw``: a message of tokens x
+    hidden size x activation bytes (sim/hardware/allreduce.py)."""
     nbytes = shape.tokens * geom.hidden_size * geom.activation_bytes
     ar = allreduce_time(
         hw.interconnect, hw.gpus, nbytes, graphed=shape.graphed, library=hw.allreduce
     )
+    return ar, nbytes
+
+
+def pass_kernels(shape: PassShape, hw: HardwarePoint, geom: Geometry) -> KernelSchedule:
+    """The pass's kernel schedule with all-reduces of 0 ms (``pass_schedule`` sets their
+    time): the same for every token count (``shape.tokens`` is not read)."""
     kernels = geom.kernels_per_layer
     if kernels is None:
         if not shape.graphed:
@@ -177,16 +193,15 @@ def pass_schedule(
                 field="model.kernels_per_layer",
             )
         kernels = geom.allreduces_per_layer + max(geom.allreduces_per_layer, 1)
-    schedule = eager_schedule(
+    return eager_schedule(
         layers=shape.layers,
         kernels_per_layer=kernels,
         allreduces_per_layer=geom.allreduces_per_layer,
-        allreduce_ms=ar.us / 1000.0,
+        allreduce_ms=0.0,
         tensor_parallel=hw.gpus > 1,
         costs=EagerCosts(kernel_us=hw.launch_us),
         mode="graphed" if shape.graphed else "eager",
     )
-    return schedule, ar, nbytes
 
 
 def _as_key(shape: PassShape, hw: HardwarePoint) -> HardwarePoint:

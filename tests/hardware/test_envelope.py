@@ -170,3 +170,71 @@ def test_a_real_passs_envelope_is_the_sorted_one_bit_for_bit():
                 assert fast.intercepts.tobytes() == sorted_.intercepts.tobytes()
                 assert fast.slopes.tobytes() == sorted_.slopes.tobytes()
                 assert fast.starts.tobytes() == sorted_.starts.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layers=st.integers(1, 6),
+    kernels=st.integers(8, 16),  # piecewise: 2+ compute kernels after the projection
+    launch_ms=st.floats(0.0, 0.02),
+    mode=st.sampled_from(["graphed", "eager", "piecewise"]),
+    unfused=st.integers(0, 3),
+    syncs=st.integers(0, 2),
+    allreduce_ms=st.lists(st.floats(0.0, 5.0), min_size=1, max_size=4),
+)
+def test_stretch_terms_at_an_allreduce_time_are_the_schedules_own(
+    layers, kernels, launch_ms, mode, unfused, syncs, allreduce_ms
+):
+    """``stretch_terms(allreduce_ms)`` sums the fixed times of the kernels that hold one
+    only: the same additions in the same order as the definition (``_terms``, np.cumsum
+    over every kernel of ``with_allreduce_ms``; adding 0.0 changes no sum), so the
+    arithmetic allows no difference at all. Schedules with unfused head kernels (fixed
+    times off the all-reduces), host syncs (several stretches), graphed, eager and
+    piecewise."""
+    from sim.hardware.eager import EagerCosts, eager_schedule
+
+    costs = EagerCosts(kernel_us=launch_ms * 1e3, syncs_per_layer=syncs)
+    extra = {"attention_kernels": int(mode == "piecewise"), "unfused_kernels": unfused}
+    if mode != "eager":
+        extra["unfused_kernels"] = 0
+    kwargs = {"layers": layers, "kernels_per_layer": kernels, "allreduces_per_layer": 2}
+    base = eager_schedule(
+        **kwargs, allreduce_ms=0.0, tensor_parallel=True, costs=costs, mode=mode, **extra
+    )
+    for ms in allreduce_ms:
+        built = base.with_allreduce_ms(ms)
+        want = [built._terms(part) for part in built.stretches()]
+        for got in (base.stretch_terms(ms), built.stretch_terms()):
+            assert len(got) == len(want)
+            for (a, f), (wa, wf) in zip(got, want, strict=True):
+                assert a.tobytes() == wa.tobytes() and f.tobytes() == wf.tobytes()
+        fast, slow = envelope_of(base, ms), envelope_of(built)
+        assert fast.intercepts.tobytes() == slow.intercepts.tobytes()
+        assert fast.starts.tobytes() == slow.starts.tobytes()
+
+
+def test_a_real_passs_terms_are_its_schedules_at_every_prompt_length():
+    """The serving scenario's passes (the target's 61 layers and the drafter's one, eager
+    and graphed) at prompt lengths 1-4,096: the envelope from the kernels and the
+    all-reduce time is the one of the whole schedule, bit for bit."""
+    from sim.binding.decompose import scenario_hardware
+    from sim.hardware.passes import PassShape, pass_allreduce, pass_kernels, pass_schedule
+    from sim.scenario.load import load_scenario
+    from tests.conftest import ROOT
+
+    scenario = load_scenario(ROOT / "scenarios" / "kimi-k25-8xpcie-eagle3-serving.toml")
+    hw = scenario_hardware(scenario)
+    for layers in (hw.geom.layers, hw.geom.draft_layers):
+        for graphed in (False, True):
+            kernels = pass_kernels(PassShape("prefill", 1, layers, graphed), hw.current, hw.geom)
+            for tokens in (*range(1, 300), *range(300, 4097, 37)):
+                shape = PassShape("prefill", tokens, layers, graphed)
+                schedule, allreduce, _ = pass_schedule(shape, hw.current, hw.geom)
+                assert pass_allreduce(shape, hw.current, hw.geom)[0] == allreduce
+                fast, slow = envelope_of(kernels, allreduce.us / 1000.0), envelope_of(schedule)
+                for got, want in zip(
+                    (fast.intercepts, fast.slopes, fast.starts),
+                    (slow.intercepts, slow.slopes, slow.starts),
+                    strict=True,
+                ):
+                    assert got.tobytes() == want.tobytes()

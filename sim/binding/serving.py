@@ -22,7 +22,8 @@ from sim.model.logit_rows import (
     logit_row_ms,
 )
 from sim.model.recurrent_state import STATE_BANDWIDTH_READINGS, RecurrentState
-from sim.scenario.schema import Scenario, TimingPoint
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.timing import TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
@@ -96,7 +97,7 @@ def host_work_note(scenario: Scenario) -> str:
     from, and which iterations hide it (sim/model/host_work.py)."""
     # lazy: serving only
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
-    from sim.scenario.schema import ServingSpec
+    from sim.scenario.sections.serving import ServingSpec
 
     serving = scenario.serving or ServingSpec()
     low, high = US_PER_REQUEST_RANGE

@@ -33,7 +33,8 @@ from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFa
 from sim.calibration.spread_fit import KAPPA_BOUNDS, MIN_REQUESTS, SpreadFit
 from sim.errors import SpecsimError
 from sim.scenario.overrides import apply_overrides
-from sim.scenario.schema import AcceptanceSpec, Scenario
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.acceptance import AcceptanceSpec
 from sim.scenario.validate import scenario_from_dict
 
 __all__ = ["per_request_measurement", "with_spread"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
-from sim.scenario.schema import ServingSpec
+from sim.scenario.sections.serving import ServingSpec
 from sim.validation.serving_cases import graph_capture
 
 

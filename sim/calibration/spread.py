@@ -27,9 +27,9 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bind import acceptance_model
-from sim.calibration.calibrate import Calibration, FittedValue
 from sim.calibration.importers.per_request import PerRequestFile
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact
+from sim.calibration.result import Calibration, FittedValue
 from sim.calibration.spread_fit import KAPPA_BOUNDS, MIN_REQUESTS, SpreadFit
 from sim.errors import SpecsimError
 from sim.scenario.overrides import apply_overrides

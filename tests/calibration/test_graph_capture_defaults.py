@@ -6,7 +6,7 @@ import pytest
 
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
 from sim.scenario.sections.serving import ServingSpec
-from sim.validation.serving_cases import graph_capture
+from sim.validation.engine_versions import graph_capture
 
 
 @pytest.mark.parametrize("engine", sorted(GRAPH_CAPTURE))

@@ -1,6 +1,6 @@
 """The package is a stack of floors: a folder imports only from folders below it.
 
-Floors, lowest first (README, "Architecture"): the basement modules (errors, files,
+Floors, lowest first (docs/architecture.md, "The floors"): the basement modules (errors, files,
 tables, documents, parallel), then model, hardware, scenario, binding, simulation,
 calibration, uncertainty, studies, validation, report, cli. No import circles, and no import inside
 a function except the lazy imports of start-up time, which say so in a comment.

@@ -40,7 +40,7 @@ def state_bandwidth_fraction(scenario: Scenario, hw: PassModel | None = None) ->
     Gated DeltaNet decode readings' lowest, 0.40, up to peak); without one,
     ``hardware.bandwidth_efficiency`` (the derived decode's; 1 by default). ``hw``: the
     scenario's hardware model when the caller holds it (``Bound.hardware``).
-    docs/accuracy-under-load.md, "Signed error under load by step composition".
+    docs/studies/signed-error-by-step.md.
     """
     given = scenario.serving.state_bandwidth_fraction if scenario.serving is not None else None
     if given is not None:

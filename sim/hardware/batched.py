@@ -86,7 +86,7 @@ as its own decode row reads sum_j (c + j) over a sequence's rows, the pass's ``p
 ``PassPhysics.kv_rereads`` r prices the share of those re-reads that reach memory: the KV
 term is kv_bytes_per_token x ((1 - r) C + r P) (0: once; 1: once a query row, none a cache
 hit; a backend that tiles q rows in blocks of b re-reads (ceil(m / b) - 1) of the m - 1 a
-row would, docs/accuracy-under-load.md). A one-token pass has P = C, so only a verify or an
+row would, docs/studies/verify-kv-rereads.md). A one-token pass has P = C, so only a verify or an
 extend moves.
 """
 

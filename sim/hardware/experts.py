@@ -26,7 +26,7 @@ to its block of rows B (``moe_align_block_size``), so an expert routed r rows co
 ceil(r / B) B. SGLang's default config (no tuned config file) picks B = 16 for M <= E
 tokens and 64 beyond, for unquantized experts (``sglang_default_block_rows``). The rows a
 16-row block already pays are the kernel model's own (its fits ran at that floor or
-above), so only the rows a larger block adds are priced (docs/accuracy-under-load.md).
+above), so only the rows a larger block adds are priced (docs/studies/moe-tile-padding.md).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ the scenario's ``serving.state_bandwidth_fraction``; not given, the server's mea
 batch-1 memory efficiency, sim/binding/state_shape.py ``state_bandwidth_fraction``; 1, peak,
 here when built without one). f is the state
 kernels' achieved share of peak on the server, which no public timing fixes for vLLM's
-kernels with an FP32 state (docs/accuracy-under-load.md: plain decoding runs the Triton
+kernels with an FP32 state (docs/studies/hybrid-state-bandwidth.md: plain decoding runs the Triton
 ``fused_recurrent_gated_delta_rule_packed_decode``, the verify the compiled
 ``fused_gdn_decode_post_conv_mtp``); the public readings of other GDN decode kernels span
 ``STATE_BANDWIDTH_READINGS``, and a serving answer draws f over
@@ -93,7 +93,7 @@ VLLM_KERNEL_BLOCK_TOKENS = 16
 DEFAULT_STATE_BANDWIDTH_FRACTION = 1.0
 #: The lowest and highest public readings of Gated DeltaNet decode kernels' achieved share
 #: of peak, one read and one write a request against the GPU's peak
-#: (docs/accuracy-under-load.md, "The state kernels' achieved bandwidth"): the lowest at a
+#: (docs/studies/hybrid-state-bandwidth.md): the lowest at a
 #: serving batch on a datacenter GPU, 0.40 (vLLM PR #31722, the Triton
 #: ``fused_recurrent_gated_delta_rule_fwd`` on a B200 at 128 requests, if its state was
 #: BF16; 0.80 if FP32), the highest 0.95 (FlashInfer's GDN decode against its own

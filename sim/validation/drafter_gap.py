@@ -1,5 +1,5 @@
 """What the two drafters of the EAGLE-3 paper's SGLang Table 3 rows cost apart, and what the
-published rows ask of them (evidence for docs/accuracy-under-load.md; not in the report).
+published rows ask of them (evidence for docs/studies/table3-drafters.md; not in the report).
 
 The two rows (EAGLE-1 and EAGLE-3 drafters, Llama-3.1-8B, one H100, SGLang, a chain of 3)
 share the target, the server and the chain, so a cost that does not depend on the drafter
@@ -125,6 +125,15 @@ class ImpliedGap:
     measured_ratio: float
     model_ratio: float
     excess_ms: float
+
+    @property
+    def accept_ratio(self) -> float:
+        """The EAGLE-1 accept length, over the one calibrated, that the measured ratio asks
+        for at the model's costs: measured_ratio / model_ratio (each speed-up is AL x plain
+        step / cycle, so at fixed cycles the ratio moves with AL1 / AL3; EAGLE-3's accept
+        length held, as ``excess_ms`` counts its miss as shared). The acceptance reading of
+        the same gap: docs/acceptance-under-load.md."""
+        return self.measured_ratio / self.model_ratio
 
 
 def implied_gaps(

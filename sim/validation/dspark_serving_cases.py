@@ -4,7 +4,7 @@ on one B200 (vLLM), aggregate output tok/s against closed-loop concurrency.
 The DSpark arm of cases 39/40's curve (vllm-project/speculators,
 examples/evaluate/results/qwen3_8_27b_dspark, ``dspark_<subset>.csv``;
 sim/validation/data/serving_curves.toml ``speculators_qwen38_27b``, "DSpark k=7"), by the
-rule pre-registered in docs/accuracy-under-load.md before any scored run:
+rule pre-registered in docs/studies/public-data-cases39-40.md before any scored run:
 
 * the model, its recurrent state, the server and the workload are cases 39/40's
   (sim/validation/hybrid_mtp_serving_cases.py), the workload pooled over the plain and

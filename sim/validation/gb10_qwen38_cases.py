@@ -5,7 +5,7 @@ The curve (Avarok-Cybersecurity/atlas bench/ladder38, August 2026;
 sim/validation/data/serving_curves.toml ``atlas_qwen38_gb10``): C = 1-128 streams, a rep one
 batch of C requests sent at once (~200 prompt tokens, 1,024 answer tokens), the mean of 3
 reps; the plain server kept a BF16 KV cache, the MTP server an FP8 one. By the rule
-pre-registered in docs/accuracy-under-load.md (case 50) before any scored run:
+pre-registered in docs/studies/case50-qwen38-gb10.md (case 50) before any scored run:
 
 * calibrated on C = 1 only, on the simulated job (each prefill counted once): the batch-1
   decode step so that the plain job gives the measured tok/s, then one flat conditional rate

@@ -5,7 +5,7 @@ The EAGLE-3 arm of case 45's source (IneshReddy249/speculative-decoding-moe-benc
 ``results/eagle3v3_c*.json`` at f598e234; sim/validation/data/serving_curves.toml
 ``glm47flash_mtp_h100pcie``, ``figure_eagle3``): ``--speculative-algorithm EAGLE3``, 3 steps,
 topk 1, 4 draft tokens, SpecV2, on the MTP arm's SGLang fork, the same 64-request job. By the
-rule pre-registered in docs/accuracy-under-load.md before any scored run:
+rule pre-registered in docs/studies/case46-glm-flash-eagle3.md before any scored run:
 
 * the drafter: thoughtworks/GLM-4.7-Flash-Eagle3, one Llama layer over the target's hidden
   (``EAGLE3_DRAFT_PARAMS`` a pass, ``EAGLE3_DRAFT_KV_BYTES_PER_TOKEN`` of KV a token);

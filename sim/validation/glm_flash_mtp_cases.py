@@ -9,7 +9,7 @@ outputs at f598e234; sim/validation/data/serving_curves.toml ``glm47flash_mtp_h1
 concurrency C = 1, 4, 8, 16, 32; throughput is the job's output tokens over its duration.
 The plain arm ran on SGLang 0.5.10.post1, the MTP arm (1 step, topk 1, SpecV2 overlap) on a
 fork of the same period (nicetiger/sglang 0675f95): two builds, stated. By the rule
-pre-registered in docs/accuracy-under-load.md before any scored run:
+pre-registered in docs/studies/case45-glm-flash-mtp.md before any scored run:
 
 * calibrated on C = 1 only: the plain decode step is the plain arm's mean TPOT there; the
   MTP arm's one conditional rate is its accept length there (1 + alpha, a chain of 1), the
@@ -179,7 +179,7 @@ def _scenario(arm: GlmArm) -> Scenario:
                 "graph_batches_speculative": MTP_GRAPH_BATCHES,
                 # "all benchmarks used default Triton configs" (the source's README): each
                 # expert's rows padded to 64 in passes of more than 64 tokens (pre-registered,
-                # docs/accuracy-under-load.md)
+                # docs/studies/moe-tile-padding.md)
                 "moe_tiles": "sglang-default",
             },
         },

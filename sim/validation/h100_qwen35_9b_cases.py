@@ -6,7 +6,7 @@ The curve (gpustack/gpustack docs/performance-lab/qwen3.5-9b/h100-latency.md;
 sim/validation/data/serving_curves.toml ``gpustack_qwen35_9b_h100``): guidellm at a constant
 1, 4, 8 and 16 requests a second over 1,000 ShareGPT requests (342.06 prompt and 281.41
 answer tokens a request on average), the mean end-to-end latency of each arm. By the rule
-pre-registered in docs/accuracy-under-load.md (case 52) before any scored run:
+pre-registered in docs/studies/case52-qwen35-9b.md (case 52) before any scored run:
 
 * calibrated on r = 1 only, on the simulated open loop: the batch-1 decode step so that the
   plain arm's mean latency is the measured one, then with that step (no per-cycle overhead

@@ -5,7 +5,7 @@ and at C = 4 the same server's plain decoding, five more trees and a chain of 2 
 The curve (gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md;
 sim/validation/data/serving_curves.toml ``gpustack_qwen3_8b_h100``): ``vllm bench serve`` over
 100 ShareGPT prompts at max concurrency C = 1, 2, 4, 8 (23,260 input and 22,061 output tokens
-in every run). By the rule pre-registered in docs/accuracy-under-load.md (case 51) before any
+in every run). By the rule pre-registered in docs/studies/case51-tree-h100.md (case 51) before any
 scored run:
 
 * calibrated on the tree's C = 1 job only (no plain or chain run exists at C = 1): its accept

@@ -5,7 +5,7 @@ The curve (david-xinyuwei/david-share, run dflash-quality-20260905;
 sim/validation/data/serving_curves.toml ``davidshare_qwen36_h100nvl``): the first 32
 HumanEval+ and 32 MATH-500 tasks of a frozen manifest, greedy, thinking off, sent by C = 1,
 4, 8 simultaneous requests; throughput is the group's completion tokens over its wall time,
-tail included; one run a point. By the rule pre-registered in docs/accuracy-under-load.md
+tail included; one run a point. By the rule pre-registered in docs/studies/case47-qwen36-h100nvl.md
 before any scored run:
 
 * calibrated on C = 1 only: the plain decode step is the plain C = 1 job's time a token,

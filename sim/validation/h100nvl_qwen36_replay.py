@@ -1,8 +1,7 @@
 """Case 47 replayed (an additional, unscored row set): the same calibrated server running
 each measured group's own 64 answers in the order they were sent.
 
-By the rule pre-registered in docs/accuracy-under-load.md ("Case 47 replayed with its own
-per-task lengths and order") before any run of these rows:
+By the rule pre-registered in docs/studies/case47-replay.md before any run of these rows:
 
 * each group replays its own answers (the groups' answers differ: batch-dependent
   numerics), ``DAVIDSHARE_QWEN36_ANSWERS`` (the source's per-task CSVs, each group summing to

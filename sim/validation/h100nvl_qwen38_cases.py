@@ -7,7 +7,7 @@ sim/validation/data/serving_curves.toml ``davidshare_qwen38_h100nvl``): the same
 (32 HumanEval+, 32 MATH-500, thinking on, temperature 1.0) in one frozen order, sent by a
 closed loop of C = 1, 4, 8 requests in flight; throughput is the job's completion tokens over
 its wall time, tail included; three seeds a point, the median scored (the source's table).
-By the rule pre-registered in docs/accuracy-under-load.md before any scored run:
+By the rule pre-registered in docs/studies/case43-44-qwen38-h100nvl.md before any scored run:
 
 * calibrated on C = 1 only: the plain decode step is the plain route's TPOT there; each
   speculative route gets one conditional rate (flat) for its accept length there
@@ -102,7 +102,7 @@ JOB_REPLICATIONS = 20
 SCORED = (4, 8)
 #: Replications of a scored job, by C: each level's own Monte Carlo standard error about
 #: 0.5% of it (measured at 100 replications, seed ``SERVING_SEED``: 0.5-0.6% at C = 4,
-#: 0.7-0.9% at C = 8, falling as 1 / sqrt(replications); docs/accuracy-under-load.md).
+#: 0.7-0.9% at C = 8, falling as 1 / sqrt(replications); docs/studies/per-request-acceptance.md).
 SCORED_REPLICATIONS = {4: 120, 8: 300}
 
 

@@ -18,7 +18,7 @@ other N, both arms:
 The target is a hybrid: 48 of its 64 layers are Gated DeltaNet (linear attention), whose
 per-request recurrent state every target pass reads once and writes once per token
 (``model.state_bytes_per_request``, sim/model/recurrent_state.py; its size, dtype and the
-verify's writes read from vLLM 0.30.0, docs/accuracy-under-load.md); 16 are full
+verify's writes read from vLLM 0.30.0, docs/studies/hybrid-recurrent-state.md); 16 are full
 attention, whose KV the model prices.
 """
 
@@ -68,14 +68,16 @@ __all__ = [
 #: bytes a token (one layer). The recurrent state a request: ``GDN_STATE_BYTES``.
 #: The Gated DeltaNet layers' recurrent state a request: 48 layers x 48 value heads x 128 x
 #: 128 (vLLM's (value heads, value dim, key dim) a layer) in float32, the dtype vLLM 0.30
-#: takes from the Qwen3.5 family's ``mamba_ssm_dtype`` (docs/accuracy-under-load.md): read
-#: once and written once per token by every target pass.
+#: takes from the Qwen3.5 family's ``mamba_ssm_dtype``
+#: (docs/studies/hybrid-recurrent-state.md): read once and written once per token by every
+#: target pass.
 GDN_STATE_ELEMENTS = 48 * 48 * 128 * 128
 GDN_STATE_BYTES = GDN_STATE_ELEMENTS * 4
-#: The conv state beside it (pre-registered in docs/accuracy-under-load.md): a position of
-#: the 48 layers' windows, 2 x 16 key heads x 128 + 48 value heads x 128 = 10,240 channels
-#: in BF16 (vLLM's ``mamba_cache_dtype`` "auto"), over kernel 4 - 1 = 3 positions (k more
-#: when speculating): the update kernel reads the 3 and writes the whole window a pass.
+#: The conv state beside it (pre-registered in docs/studies/hybrid-recurrent-state.md): a
+#: position of the 48 layers' windows, 2 x 16 key heads x 128 + 48 value heads x 128 =
+#: 10,240 channels in BF16 (vLLM's ``mamba_cache_dtype`` "auto"), over kernel 4 - 1 = 3
+#: positions (k more when speculating): the update kernel reads the 3 and writes the whole
+#: window a pass.
 GDN_CONV_BYTES_PER_POSITION = 48 * (2 * 16 * 128 + 48 * 128) * 2
 GDN_CONV_POSITIONS = 4 - 1
 QWEN38_MODEL: dict[str, Any] = {
@@ -95,7 +97,7 @@ QWEN38_MODEL: dict[str, Any] = {
     "conv_state_bytes_per_position": float(GDN_CONV_BYTES_PER_POSITION),
     "conv_state_positions": GDN_CONV_POSITIONS,
     # the 48 Gated DeltaNet layers of 64 (layer_types): vLLM's block layout of the pool
-    # (pre-registered in docs/accuracy-under-load.md)
+    # (pre-registered in docs/studies/hybrid-recurrent-state.md)
     "linear_layers": 48,
 }
 #: The MTP arm: ``num_speculative_tokens`` 2, a chain.

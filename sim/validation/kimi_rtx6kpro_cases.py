@@ -56,7 +56,7 @@ KIMI_MODEL: dict[str, Any] = {
     # and fp8 KV cache", models/kimi-k26-mtp-long-ctx-wip/README.md; "TRITON_MLA for target
     # + draft, fp8 KV cache"): the 512-wide latent and the 64-wide RoPE key one byte each,
     # 576 x 61 layers = 35,136 bytes a token (the seed's BF16 70,272 halved), and the
-    # drafter's 4,096 halved (pre-registered, docs/accuracy-under-load.md)
+    # drafter's 4,096 halved (pre-registered, docs/studies/case28-fp8-kv.md)
     "kv_bytes_per_token": 35136.0,
     "attention_flops_per_pair": 1.062e6,
     "draft_kv_bytes_per_token": 2048.0,

@@ -4,7 +4,7 @@ EAGLE-3 drafter (3 tokens, a chain): aggregate output tok/s against a closed loo
 The curve (ROCm/rocm-blogs, the Eagle3 / AMD Quark post of July 2026;
 sim/validation/data/serving_curves.toml ``rocmblog_kimi_mi355x``): 1K/1K random prompts
 through the chat template, 10 x C prompts a cell, 10 seeds a cell, output tok/s a GPU at
-C = 4-64. By the rule pre-registered in docs/accuracy-under-load.md before any scored run:
+C = 4-64. By the rule pre-registered in docs/studies/case48-kimi-mi355x.md before any scored run:
 
 * calibrated on C = 4 only (the lowest load published): the batch-1 decode step is chosen so
   that the serving cost's plain step at batch 4 is the measured C = 4 time a token; EAGLE-3

@@ -4,7 +4,7 @@ EAGLE-3 drafter (3 tokens, a chain): aggregate output tok/s against a closed loo
 The curve (ROCm/rocm-blogs, the Eagle3 / AMD Quark post of July 2026, its second table;
 sim/validation/data/serving_curves.toml ``rocmblog_minimax_mi355x``): 1K/1K random prompts,
 10 x C prompts a cell (the recipe), 5 seeds a cell, output tok/s a GPU at C = 4-64. By the
-rule pre-registered in docs/accuracy-under-load.md (case 49) before any scored run:
+rule pre-registered in docs/studies/case49-minimax-mi355x.md (case 49) before any scored run:
 
 * calibrated on C = 4 only, on the simulated job (so each request's prefill is counted once,
   priced by the model): the batch-1 decode step so that the plain job of 4 users gives the
@@ -51,7 +51,7 @@ SCORED = (8, 16, 32, 64)
 CALIBRATED_USERS = (4.0,)
 
 # MiniMax-M2 family shapes (MiniMaxM2ForCausalLM; the released checkpoints' config.json as
-# third-party code reproduces it, docs/accuracy-under-load.md case 49).
+# third-party code reproduces it, docs/studies/case49-minimax-mi355x.md).
 LAYERS, HIDDEN, VOCAB = 62, 3072, 200_064
 Q_HEADS, KV_HEADS, HEAD_DIM = 48, 8, 128
 EXPERTS, TOP_K, EXPERT_FFN = 256, 8, 1536

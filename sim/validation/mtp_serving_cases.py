@@ -207,7 +207,7 @@ def calibrated(
 def host_bound_what_if(
     plain: Scenario, alpha: float
 ) -> tuple[float, tuple[float, ...], dict[float, tuple[float, ...]]]:
-    """A what-if chosen after seeing this curve's rows (docs/accuracy-under-load.md): the
+    """A what-if chosen after seeing this curve's rows (docs/studies/case38-deepseek-mi300x.md): the
     host-bound SGLang server of cases 36 and 37 (``serving.host_batch1_share`` 1, the host
     work a request fitted on SpecForge #339's plain batch-4 row, another model, GPU and
     harness), at the speculative host factors 1 and SGLang's 20 / 7. Batch 1 is unchanged
@@ -258,7 +258,8 @@ def eager_prefill_point() -> dict[str, Any]:
 
 def eager_prefill_what_if() -> tuple[float, tuple[float, ...], tuple[float, ...]]:
     """A what-if whose hypothesis was formed after seeing this curve's rows
-    (docs/accuracy-under-load.md): both arms' latency grows by the same ~450 ms a request
+    (docs/studies/misses-and-prefill-stall.md): both arms' latency grows by the same ~450 ms a
+    request
     for every further user although the MTP arm runs 2.19 times fewer iterations a request,
     which a stall once a request (its prefill, prefill-first) gives and a cost every
     iteration does not. The prefill is anchored at ``eager_prefill_point`` (a value from

@@ -1,6 +1,6 @@
 """SGLang's decode step by batch size, read from the ``Decode batch`` lines of public server
-logs, against the growth the model charges from physics alone (docs/accuracy-under-load.md,
-"SGLang's step time by batch size": the pre-registered reading and rule, and what was found).
+logs, against the growth the model charges from physics alone
+(docs/studies/sglang-step-time.md: the pre-registered reading and rule, and what was found).
 
 Each line covers ``--decode-log-interval`` decode iterations (40 by default) since the
 previous line, and ``gen throughput`` is the tokens those iterations generated over their wall

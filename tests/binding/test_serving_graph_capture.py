@@ -118,7 +118,8 @@ def test_captured_sizes_out_of_order_or_beside_their_limit_are_refused(sets):
 
 def test_a_drafter_limit_moves_only_the_drafter_passes_and_leaves_batch_one_exact():
     # vLLM's V1 DSpark proposer graphs its drafter at one request only (the opt-in wrapper,
-    # docs/accuracy-under-load.md): the drafter's own limit, the verify and decode unlimited
+    # docs/studies/public-data-cases39-40.md): the drafter's own limit, the verify and decode
+    # unlimited
     free = _cost()
     capped = _cost("serving.graph_max_batch_draft=1")
     curves = capped.curves

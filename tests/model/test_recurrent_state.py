@@ -152,7 +152,7 @@ def test_the_conv_window_is_read_and_written_once_a_pass_by_hand():
 def test_a_slot_holds_both_states_and_the_window_grows_with_k():
     """vLLM's page a layer holds the recurrent state and a window of kernel - 1 + k
     positions: 1 + k of them a request. k = 2: 3 x (150,994,944 + 5 x 983,040) =
-    467,730,432 bytes (the "3 x (151 + 4.9) MB" of docs/accuracy-under-load.md)."""
+    467,730,432 bytes (the "3 x (151 + 4.9) MB" of docs/studies/hybrid-recurrent-state.md)."""
     assert QWEN38.slot_bytes(3) == 3 * (QWEN38_STATE + 5 * QWEN38_CONV) == 467_730_432
     assert QWEN38.slot_bytes(1) == QWEN38_STATE + 3 * QWEN38_CONV == 153_944_064
     with pytest.raises(ValueError):

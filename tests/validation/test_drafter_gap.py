@@ -72,3 +72,25 @@ def test_the_vllm_pair_falls_alike() -> None:
     assert gaps[2].excess_ms == pytest.approx(0.0, abs=1e-3)
     assert gaps[2].model_ratio < gaps[56].model_ratio < 0.76
     assert [round(gaps[b].excess_ms, 1) for b in (32, 48, 56)] == [4.4, 6.9, 6.4]
+
+
+def test_the_gap_read_as_acceptance() -> None:
+    # the same gaps as the EAGLE-1 accept length they would need at the model's costs
+    eagle3, eagle1 = sglang_scenarios()
+    sglang = {
+        g.batch: g.accept_ratio
+        for g in implied_gaps(eagle3, eagle1, pub.EAGLE3_SGLANG_TABLE3, MT_BENCH_CONTEXT)
+    }
+    # batch 2 calibrates it; the fit's tolerance (xtol 1e-6) leaves 1 within 1e-4
+    assert sglang[2] == pytest.approx(1.0, abs=1e-4)
+    # (0.88 / 1.38) / 0.783 at 48 users; 56 users asks for much less (not a fall with load)
+    assert sglang[48] == pytest.approx(0.815, abs=0.002)
+    assert sglang[56] - sglang[48] > 0.1
+    eagle3, eagle1 = vllm_scenarios()
+    vllm = {
+        g.batch: g.accept_ratio
+        for g in implied_gaps(eagle3, eagle1, pub.EAGLE3_VLLM_TABLE5, MT_BENCH_CONTEXT)
+    }
+    # flat to 16 users, about 10% lower at 32-48
+    assert all(abs(vllm[b] - 1.0) < 0.03 for b in (2, 4, 8, 16))
+    assert all(0.88 < vllm[b] < 0.92 for b in (32, 48))

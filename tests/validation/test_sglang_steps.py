@@ -1,6 +1,6 @@
 """SGLang's step time by batch from its ``Decode batch`` lines (sim/validation/sglang_steps.py):
 the reading of a line, the fit, the model's step against the batched pass it restates, and the
-published series as docs/accuracy-under-load.md reports it."""
+published series as docs/studies/sglang-step-time.md reports it."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.conftest import ROOT, decode_physics
 
 LLAMA = ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml"
 KIMI = ROOT / "scenarios" / "kimi-k25-8xh200-nvlink-eagle3.toml"
-DOC = ROOT / "docs" / "accuracy-under-load.md"
+DOC = ROOT / "docs" / "studies" / "sglang-step-time.md"
 
 
 def _line(running: int, tokens: int, gen: float, graph: str = "True", queue: int = 0) -> str:
@@ -193,7 +193,7 @@ def test_trial_rates_are_steady_intervals_at_their_batch():
 
 
 def test_the_published_series_are_reported_as_the_document_says():
-    """docs/accuracy-under-load.md quotes each series' fit, the model's slope, the excess and
+    """docs/studies/sglang-step-time.md quotes each series' fit, the model's slope, the excess and
     the verdict from this module; a change to the data or the reading shows here."""
     doc = DOC.read_text()
     series = published_series()
@@ -220,7 +220,7 @@ def test_the_found_report_reads_as_its_own_itl_column_and_the_document_quotes_it
     """The stored bench_one_batch_server report (found, not compared): 1000 B / output
     throughput gives the ITL column it prints, to the column's two decimals (its last row's
     ITL is cut off in the source); its raw least-squares slope and the last row's step are the
-    ones docs/accuracy-under-load.md quotes."""
+    ones docs/studies/sglang-step-time.md quotes."""
     (table,) = read_table("sglang_decode_steps")["found"]
     lines = report_lines(table)
     for line, printed in zip(lines, table["itl_ms"], strict=False):

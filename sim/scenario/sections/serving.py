@@ -136,7 +136,7 @@ class ServingSpec(Section):
     decode); up to 1 for one that runs each verify token as its own decode row (a patched
     TRITON_MLA); up to 1/3 for AITER's Triton unified attention at 6 query heads a KV head
     and 4 verify tokens (q blocks of 2 rows). Where the re-reads may hit a cache the value
-    is a range from 0 to that bound (docs/accuracy-under-load.md, per backend).
+    is a range from 0 to that bound (docs/studies/verify-kv-rereads.md, per backend).
 
     Model error (``[serving.model_error]``, ``ModelErrorSpec``): the term every serving
     answer's 90% interval adds beyond the decode batches the scenario measured.

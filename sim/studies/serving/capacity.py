@@ -73,8 +73,8 @@ LADDER_LEVEL = 4
 LADDER_STEP = math.log(2.0) / 2**LADDER_LEVEL
 #: The default relative tolerance of a capacity's bisection: one ladder step (4.4%). The
 #: capacity is then read as each draw's is, interpolated in log rate between two
-#: neighbouring ladder rates (``CapacitySearch.crossing``); docs/study-speed.md
-#: ("Monte Carlo precision against the answer's own interval") derives it.
+#: neighbouring ladder rates (``CapacitySearch.crossing``); docs/studies/speed-capacity-precision.md
+#: derives it.
 DEFAULT_RTOL = math.expm1(LADDER_STEP)
 
 
@@ -723,8 +723,7 @@ def _resolution_note(rtol: float) -> str:
         f"capacity: the mean attainment's crossing of the share, interpolated in log rate "
         f"between the last passing and the first failing rate of a bisection to "
         f"{100 * rtol:.1f}% (--rtol; by default one step of the draws' ladder, as each "
-        f"draw's capacity is read: docs/study-speed.md, precision against the answer's "
-        f"own interval)"
+        f"draw's capacity is read: docs/studies/speed-capacity-precision.md)"
     )
 
 
@@ -815,8 +814,8 @@ def completed_draws(
     where the draw's replications vary less than the nominal's (``capped_shift``: a
     control variate, exact in expectation); at a ladder rate the search did not try, the
     mean of the draw's own replications (exact in expectation too, without the control
-    variate's narrowing: the nominal does not run there; docs/study-speed.md, "the
-    draws' own attainment off the search's rates"). ``search``: the policy's search
+    variate's narrowing: the nominal does not run there;
+    docs/studies/speed-capacity-own-attainment.md). ``search``: the policy's search
     (taken up again from ``p`` when None: a new evaluator on the draws' one, with the
     search's sequential rule when ``sequential``). A draw's bracket starts at the ladder rate at or
     below the nominal capacity, or (``moves`` (D,), a draw's predicted move of its log
@@ -1160,7 +1159,7 @@ def _probes(
     bracket: where that is an end already run, its neighbour inside). One rate a round:
     the next round predicts again from the draw's value there, near the share where the
     curve falls fastest, and a prediction a step or more off costs one rate, not a pair
-    both on the same side (docs/study-speed.md, "one ladder rate a round"). Where no end
+    both on the same side (docs/studies/speed-capacity-one-rate.md). Where no end
     tells (its attainment at or beyond the nominal's
     highest or lowest mean) or the prediction lies outside the bracket, the bracket's
     midpoint, or ``OUTWARD`` steps beyond its one simulated end. A prediction only picks

@@ -48,7 +48,8 @@ from sim.model.shapes import (
     tilt_factors,
     tilted,
 )
-from sim.scenario.schema import AcceptanceClass, AcceptanceSpec, Scenario
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.acceptance import AcceptanceClass, AcceptanceSpec
 
 if TYPE_CHECKING:
     from sim.binding.tree_analysis import TreeAnalysis

@@ -30,7 +30,8 @@ from sim.hardware.pass_model import (
 )
 from sim.hardware.passes import HardwarePoint
 from sim.model.cycle import PassTimes
-from sim.scenario.schema import Scenario, TimingSpec
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.timing import TimingSpec
 
 #: A derived-compute efficiency range used when the scenario states none: the batch-1
 #: roofline is about 2x optimistic (README, "How far to trust it"), so 0.5-1 of peak.

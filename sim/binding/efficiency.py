@@ -8,6 +8,7 @@ gives no share of its own (sim/binding/state_shape.py)."""
 from __future__ import annotations
 
 from sim.binding.decompose import scenario_hardware
+from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import calibrate_pass
 from sim.hardware.roofline import roofline_ms
 from sim.scenario.schema import Scenario
@@ -26,18 +27,20 @@ def derivable(scenario: Scenario) -> bool:
     )
 
 
-def decode_roofline_ms(scenario: Scenario) -> float:
-    """Batch-1 decode at peak bandwidth on the scenario's GPUs, ms (weights only)."""
-    hw = scenario_hardware(scenario)
+def decode_roofline_ms(scenario: Scenario, hw: PassModel | None = None) -> float:
+    """Batch-1 decode at peak bandwidth on the scenario's GPUs, ms (weights only); ``hw``:
+    the scenario's hardware model when the caller holds it (``Bound.hardware``)."""
+    hw = scenario_hardware(scenario) if hw is None else hw
     gpu = hw.reference.gpu
     assert gpu is not None
     return roofline_ms(hw.target_weights(), 1, gpu, hw.reference.gpus, 1.0)
 
 
-def implied_efficiency(scenario: Scenario, decode_ms: float) -> float:
+def implied_efficiency(scenario: Scenario, decode_ms: float, hw: PassModel | None = None) -> float:
     """Fraction of peak bandwidth the measured ``decode_ms`` reaches on ``scenario``'s
-    server (its compute share, over the roofline at peak); not clipped."""
-    hw = scenario_hardware(scenario)
+    server (its compute share, over the roofline at peak); not clipped. ``hw``: the
+    scenario's hardware model when the caller holds it (else it is taken apart here)."""
+    hw = scenario_hardware(scenario) if hw is None else hw
     shape = hw.shape("decode", 1, hw.reference)
     compute_ms = calibrate_pass(shape, hw.reference, hw.geom, decode_ms, "timing.decode_ms")
-    return decode_roofline_ms(scenario) / compute_ms
+    return decode_roofline_ms(scenario, hw) / compute_ms

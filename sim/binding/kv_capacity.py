@@ -48,7 +48,8 @@ from sim.hardware.state_pool import (
 )
 from sim.model.kv_blocks import VLLM_BLOCK_TOKENS
 from sim.model.recurrent_state import BlockLayout, PooledState, StateShape, block_layout
-from sim.scenario.schema import Scenario, ServingSpec
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.serving import ServingSpec
 
 __all__ = [
     "KvCapacity",

@@ -22,10 +22,12 @@ from sim.model.logit_rows import (
     logit_row_ms,
 )
 from sim.model.recurrent_state import STATE_BANDWIDTH_READINGS, RecurrentState
-from sim.scenario.schema import Scenario, TimingPoint
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.timing import TimingPoint
 
 if TYPE_CHECKING:
     from sim.hardware.batched import BatchedPass, MeasuredPass, PassTerms
+    from sim.hardware.pass_model import PassModel
     from sim.hardware.passes import HardwarePoint
     from sim.model.batched_cost import IterationCost
     from sim.model.tree.rates import Shares
@@ -96,7 +98,7 @@ def host_work_note(scenario: Scenario) -> str:
     from, and which iterations hide it (sim/model/host_work.py)."""
     # lazy: serving only
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, US_PER_REQUEST_RANGE
-    from sim.scenario.schema import ServingSpec
+    from sim.scenario.sections.serving import ServingSpec
 
     serving = scenario.serving or ServingSpec()
     low, high = US_PER_REQUEST_RANGE
@@ -313,7 +315,7 @@ def serving_cost(
         draft_ms_per_extra_token=scenario.timing.draft_ms_per_extra_token,
         host=host,
         logits=logit_rows(scenario, hw.current),
-        state=recurrent_state(scenario, hw.current),
+        state=recurrent_state(scenario, hw.current, hw),
     )
 
 
@@ -350,13 +352,16 @@ def logit_rows(scenario: Scenario, hardware: HardwarePoint) -> LogitRows:
     )
 
 
-def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentState:
+def recurrent_state(
+    scenario: Scenario, hardware: HardwarePoint, hw: PassModel | None = None
+) -> RecurrentState:
     """A request's states in the target's passes (sim/model/recurrent_state.py):
     ``state_shape`` at ``state_bandwidth_fraction`` (the scenario's
     ``serving.state_bandwidth_fraction``, else its server's measured batch-1 memory
     efficiency) of the GPU preset's memory bandwidth; none
     when the scenario gives no state. SpecsimError naming ``hardware.gpu`` when a state is
-    given without a GPU preset to move it at."""
+    given without a GPU preset to move it at. ``hw``: the scenario's hardware model when
+    the caller holds it (``serving_cost``: the ``Bound``'s), so it is not taken apart again."""
     shape = state_shape(scenario)
     if not shape:
         return RecurrentState()
@@ -367,7 +372,7 @@ def recurrent_state(scenario: Scenario, hardware: HardwarePoint) -> RecurrentSta
             "bandwidth the state moves at",
             field="hardware.gpu",
         )
-    return RecurrentState(shape, gpu.memory_bandwidth_gbps, state_bandwidth_fraction(scenario))
+    return RecurrentState(shape, gpu.memory_bandwidth_gbps, state_bandwidth_fraction(scenario, hw))
 
 
 def recurrent_state_note(state: RecurrentState) -> str:

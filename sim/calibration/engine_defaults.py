@@ -4,7 +4,7 @@ source each default comes from (``specsim init`` writes them as named defaults).
 Only what the scenario models: whether the verify pass runs in a CUDA graph
 (``timing.verify_cuda_graph``), how prefills are scheduled beside decodes
 (``serving.batching``) and whether host work overlaps the GPU (``serving.host_overlap``);
-sources as the scenario schema cites them (sim/scenario/schema.py, ``ServingSpec``).
+sources as the scenario schema cites them (sim/scenario/sections/serving.py, ``ServingSpec``).
 """
 
 from __future__ import annotations

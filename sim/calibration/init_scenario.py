@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.calibration.calibrate import Calibration, calibrate
+from sim.calibration.calibrate import calibrate
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
 from sim.calibration.hf_config import (
     HfModel,
@@ -55,6 +55,7 @@ from sim.calibration.init_workload import init_workload
 from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
+from sim.calibration.result import Calibration
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS

@@ -37,7 +37,7 @@ from typing import Any
 
 from sim.calibration.importers.request_lengths import RequestLengths
 from sim.errors import SpecsimError
-from sim.scenario.schema import WorkloadSpec
+from sim.scenario.sections.workload import WorkloadSpec
 
 __all__ = ["AGREE", "InitWorkload", "init_workload"]
 

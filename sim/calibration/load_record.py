@@ -44,7 +44,8 @@ from sim.calibration.load_fit import (
 from sim.calibration.load_sweep import LoadPoint
 from sim.calibration.run_job import RunJob
 from sim.scenario.overrides import with_overrides
-from sim.scenario.schema import CalibrationFigure, Scenario
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.calibrated_on import CalibrationFigure
 from sim.scenario.validate import scenario_from_dict
 
 __all__ = [

@@ -233,7 +233,7 @@ def tree_point_measurement(
     # lazy: the speculation section's own rules check the tree's shape (start-up)
     from pydantic import ValidationError
 
-    from sim.scenario.schema import SpeculationSpec
+    from sim.scenario.sections.speculation import SpeculationSpec
 
     if topk == 1:
         if num_draft_tokens != num_steps + 1:

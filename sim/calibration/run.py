@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sim.calibration.calibrate import Calibration, calibrate
+from sim.calibration.calibrate import calibrate
 from sim.calibration.init_scenario import InitRequest, InitScenario, init_and_calibrate
 from sim.calibration.inputs import CalibrationInputs, imported_summary, read_inputs
 from sim.calibration.load_fit import LoadFit, fit_load_sweep
 from sim.calibration.load_record import record_load_fit
 from sim.calibration.load_sweep import read_load_sweep
+from sim.calibration.result import Calibration
 from sim.errors import SpecsimError
 from sim.scenario.schema import Scenario
 

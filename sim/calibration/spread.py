@@ -27,13 +27,14 @@ import numpy as np
 from scipy import optimize
 
 from sim.binding.bind import acceptance_model
-from sim.calibration.calibrate import Calibration, FittedValue
 from sim.calibration.importers.per_request import PerRequestFile
 from sim.calibration.measurements import AcceptLengthObs, Measurements, ServerFact
+from sim.calibration.result import Calibration, FittedValue
 from sim.calibration.spread_fit import KAPPA_BOUNDS, MIN_REQUESTS, SpreadFit
 from sim.errors import SpecsimError
 from sim.scenario.overrides import apply_overrides
-from sim.scenario.schema import AcceptanceSpec, Scenario
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.acceptance import AcceptanceSpec
 from sim.scenario.validate import scenario_from_dict
 
 __all__ = ["per_request_measurement", "with_spread"]

@@ -19,7 +19,7 @@ from sim.cli.calibrate import (
 )
 from sim.cli.options import FiniteFloatRange, output_file_checked, verbose_option
 
-#: The scenario's bounds on a request's answer and prompt (sim/scenario/schema.py
+#: The scenario's bounds on a request's answer and prompt (sim/scenario/sections/bounds.py
 #: MAX_OUTPUT_TOKENS and 10 x it; not imported, so that --help starts without the schema).
 MAX_OUTPUT_TOKENS = 1_000_000
 MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS

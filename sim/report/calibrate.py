@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from sim.calibration.calibrate import Calibration, FittedValue
+from sim.calibration.result import Calibration, FittedValue
 from sim.report.screen import fit_width
 from sim.scenario.toml_writer import dumps_scenario
 

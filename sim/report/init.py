@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import tomllib
 
-from sim.calibration.calibrate import Calibration
 from sim.calibration.init_scenario import InitScenario
+from sim.calibration.result import Calibration
 from sim.errors import SpecsimError
 from sim.report.calibrate import calibrated_toml
 from sim.report.screen import wrap

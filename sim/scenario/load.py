@@ -20,7 +20,8 @@ from typing import Any
 from sim.errors import SpecsimError
 from sim.files import read_bounded_text
 from sim.scenario.overrides import Setting, merge_command_line
-from sim.scenario.schema import HardwareSpec, Scenario, fill_measured_num_steps
+from sim.scenario.schema import Scenario, fill_measured_num_steps
+from sim.scenario.sections.hardware import HardwareSpec
 from sim.scenario.validate import leaf_fields, scenario_from_dict
 
 #: Largest scenario file: the shipped ones are a few KB; 1 MiB is any hand-written file.

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from sim.binding.bind import scenario_rates
-from sim.calibration.calibrate import Calibration, calibrate
+from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import AcceptLengthObs, Measurements
+from sim.calibration.result import Calibration
 from sim.model.rates import mean_accept_length
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict

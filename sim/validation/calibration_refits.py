@@ -20,7 +20,8 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.uncertainty.perturb import Refit
 from sim.validation import rate_curve_cases as rc
-from sim.validation import serving_cases as sv
+from sim.validation.kimi_rtx6kpro_cases import kimi_calibrated
+from sim.validation.speedup_fit import fit_speedup
 
 __all__ = ["kimi_refit", "llmd_refit", "memo", "paper_refits"]
 
@@ -39,10 +40,10 @@ def paper_refits(
     """The EAGLE-3 paper tables' refits (EAGLE-3, EAGLE): the per-cycle overhead on the
     EAGLE-3 speedup at batch 2 (the EAGLE-3 drafter's acceptance as drawn); for EAGLE
     that overhead on the drawn server, then its one conditional rate on the EAGLE
-    speedup at batch 2 (sim/validation/serving_cases.py ``sglang_scenarios``)."""
+    speedup at batch 2 (sim/validation/eagle3_paper_cases.py ``sglang_scenarios``)."""
 
     def overhead(sc: Scenario) -> dict[str, Any]:
-        fitted = sv.fit_speedup(sc, OVERHEAD, 0.0, high_ms, table["EAGLE-3"][2], 2)
+        fitted = fit_speedup(sc, OVERHEAD, 0.0, high_ms, table["EAGLE-3"][2], 2)
         return {OVERHEAD: fitted.timing.cycle_overhead_ms}
 
     def refit3(over: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def paper_refits(
     def refit1(over: Mapping[str, Any]) -> dict[str, Any]:
         fitted = overhead(with_overrides(eagle3, _server(over), source="uncertainty"))
         sc = with_overrides(eagle, {**over, **fitted}, source="uncertainty")
-        sc = sv.fit_speedup(sc, ALPHA, 0.05, 0.99, table["EAGLE"][2], 2)
+        sc = fit_speedup(sc, ALPHA, 0.05, 0.99, table["EAGLE"][2], 2)
         assert sc.acceptance is not None
         return {**fitted, ALPHA: sc.acceptance.alpha}
 
@@ -60,12 +61,10 @@ def paper_refits(
 
 def kimi_refit(kimi: Scenario) -> Refit:
     """The rtx6kpro case's refit: its overhead and conditional rate from the batch-1
-    figures under the draw (``serving_cases.kimi_calibrated``)."""
+    figures under the draw (``kimi_rtx6kpro_cases.kimi_calibrated``)."""
 
     def refit(over: Mapping[str, Any]) -> dict[str, Any]:
-        fitted, alpha, _ = sv.kimi_calibrated(
-            with_overrides(kimi, dict(over), source="uncertainty")
-        )
+        fitted, alpha, _ = kimi_calibrated(with_overrides(kimi, dict(over), source="uncertainty"))
         if alpha != alpha:  # NaN: no rate reproduces the batch-1 figure under this draw
             raise ValueError("no conditional rate reproduces MTP=3 at conc 1")
         return {OVERHEAD: fitted.timing.cycle_overhead_ms, ALPHA: alpha}

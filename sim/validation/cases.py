@@ -16,7 +16,7 @@ import numpy as np
 from sim.binding.bind import cycle_cost, implicit_tilt, pass_times, scenario_rates
 from sim.binding.bound import bind
 from sim.binding.priors import shape_error
-from sim.calibration.calibrate import Calibration, calibrate
+from sim.calibration.calibrate import calibrate
 from sim.calibration.measurements import (
     AcceptLengthObs,
     CumulativeObs,
@@ -24,6 +24,7 @@ from sim.calibration.measurements import (
     baseline_measurement,
     point_measurement,
 )
+from sim.calibration.result import Calibration
 from sim.model.cycle import CycleCost, throughput_tok_s
 from sim.model.rates import mean_accept_length
 from sim.model.sampled import SampledModel

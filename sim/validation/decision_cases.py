@@ -34,14 +34,10 @@ from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.eagle3_paper_cases import sglang_scenarios, vllm_scenarios
+from sim.validation.kimi_rtx6kpro_cases import kimi_scenario
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import (
-    SERVING_REPLICATIONS,
-    SERVING_SEED,
-    kimi_scenario,
-    sglang_scenarios,
-    vllm_scenarios,
-)
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED
 
 __all__ = ["decision_cases", "published_crossover"]
 

@@ -29,7 +29,7 @@ from sim.hardware.batched import GEMM_FLOP_EFFICIENCY
 from sim.hardware.gpus import GpuPreset
 from sim.scenario.schema import Scenario
 from sim.validation.per_token_candidates import DRAFT_ROW_BYTES_PER_LOGIT
-from sim.validation.serving_cases import renewal_terms
+from sim.validation.speedup_fit import renewal_terms
 
 __all__ = [
     "EAGLE1_LLAMA31",

@@ -28,7 +28,7 @@ from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.decision_cases import published_crossover
 from sim.validation.hybrid_mtp_serving_cases import PLAIN, Arm, calibrated, speculative_row
-from sim.validation.serving_cases import simulate_point
+from sim.validation.serving_point import simulate_point
 
 __all__ = ["DSPARK_DRAFT_PARAMS", "case_qwen38_dspark_b200", "dspark_serving_cases"]
 

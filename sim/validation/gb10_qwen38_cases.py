@@ -30,15 +30,9 @@ from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.decision_cases import published_crossover
+from sim.validation.engine_versions import VLLM_2026, graph_capture
 from sim.validation.hybrid_mtp_serving_cases import GDN_STATE_BYTES, QWEN38_MODEL
-from sim.validation.serving_cases import (
-    SERVING_REPLICATIONS,
-    SERVING_SEED,
-    VLLM_2026,
-    Point,
-    graph_capture,
-    simulate_point,
-)
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED, Point, simulate_point
 from sim.validation.two_arm_rows import gain_text, level_root, row_maker, two_arm_rows
 
 __all__ = [

@@ -35,7 +35,7 @@ from sim.scenario.validate import scenario_from_dict
 from sim.simulation.serving.setup import serving_setup
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
-from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED, Point, simulate_point
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED, Point, simulate_point
 from sim.validation.tree_cases import PRIOR
 from sim.validation.two_arm_rows import aggregate_row, level_root, rounding_free
 

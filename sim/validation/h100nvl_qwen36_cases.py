@@ -48,7 +48,7 @@ from sim.validation.hybrid_mtp_serving_cases import (
     fit_at_one,
     qwen38_vllm_scenario,
 )
-from sim.validation.serving_cases import SERVING_SEED
+from sim.validation.serving_point import SERVING_SEED
 
 __all__ = [
     "MTP5",

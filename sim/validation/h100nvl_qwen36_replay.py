@@ -41,7 +41,7 @@ from sim.validation.h100nvl_qwen36_cases import MTP5, SCORED, calibrated, measur
 from sim.validation.h100nvl_qwen38_cases import job_row
 from sim.validation.hybrid_mtp_serving_cases import PLAIN
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import SERVING_SEED
+from sim.validation.serving_point import SERVING_SEED
 
 __all__ = ["REPLAY_REPLICATIONS", "h100nvl_qwen36_replay_cases", "replayed_job"]
 

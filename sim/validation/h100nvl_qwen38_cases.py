@@ -49,7 +49,7 @@ from sim.validation.hybrid_mtp_serving_cases import (
     qwen38_vllm_scenario,
 )
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import SERVING_SEED
+from sim.validation.serving_point import SERVING_SEED
 
 __all__ = [
     "DFLASH",

@@ -38,7 +38,8 @@ from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
-from sim.validation.serving_cases import VLLM_2026, Point, graph_capture, simulate_point
+from sim.validation.engine_versions import VLLM_2026, graph_capture
+from sim.validation.serving_point import Point, simulate_point
 
 __all__ = [
     "Arm",

@@ -49,14 +49,21 @@ from sim.studies.serving.draws import SERVE_METRICS, serve_intervals
 from sim.studies.serving.paired_metrics import gain, policy_point
 from sim.uncertainty.perturb import DRAWS, Refit
 from sim.validation import rate_curve_cases as rc
-from sim.validation import serving_cases as sv
 from sim.validation import serving_data as pub
 from sim.validation.calibration_refits import kimi_refit, llmd_refit, memo, paper_refits
-from sim.validation.model_error_cases import separates_ten_percent
-from sim.validation.serving_cases import (
+from sim.validation.eagle3_paper_cases import (
+    SGLANG_OVERHEAD_HIGH_MS,
+    VLLM_OVERHEAD_HIGH_MS,
+    sglang_scenarios,
+    vllm_scenarios,
+)
+from sim.validation.kimi_rtx6kpro_cases import (
     KIMI_CALIBRATED_USERS,
     KIMI_SPECULATIVE_CALIBRATED_USERS,
+    kimi_scenario,
 )
+from sim.validation.model_error_cases import separates_ten_percent
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED
 
 
 class Term(Protocol):
@@ -195,15 +202,15 @@ def _closed(
     calibrated: tuple[float, ...] = (2.0,),
     speculative_calibrated: tuple[float, ...] | None = None,
 ) -> FigureSpec:
-    """A closed loop of ``batch`` users as sim/validation/serving_cases.py simulates it:
+    """A closed loop of ``batch`` users as sim/validation/serving_point.py simulates it:
     max(60, 3 batch) requests, its replications and seed."""
     return FigureSpec(
         curve,
         scenario,
         (("concurrency", batch),),
         max(60, 3 * batch),
-        sv.SERVING_REPLICATIONS,
-        sv.SERVING_SEED,
+        SERVING_REPLICATIONS,
+        SERVING_SEED,
         figures,
         refit,
         gains,
@@ -246,11 +253,11 @@ def _figure(
 
 def _paper_curves() -> Iterator[tuple[str, Scenario, Mapping[int, float], int, Refit]]:
     """(curve, calibrated scenario, published speedups by batch, calibration batch, refit)."""
-    sg3, sg1 = sv.sglang_scenarios()
-    vl3, vl1 = sv.vllm_scenarios()
+    sg3, sg1 = sglang_scenarios()
+    vl3, vl1 = vllm_scenarios()
     t3, t5 = pub.EAGLE3_SGLANG_TABLE3, pub.EAGLE3_VLLM_TABLE5
-    sg3_refit, sg1_refit = paper_refits(sg3, sg1, t3, sv.SGLANG_OVERHEAD_HIGH_MS)
-    vl3_refit, vl1_refit = paper_refits(vl3, vl1, t5, sv.VLLM_OVERHEAD_HIGH_MS)
+    sg3_refit, sg1_refit = paper_refits(sg3, sg1, t3, SGLANG_OVERHEAD_HIGH_MS)
+    vl3_refit, vl1_refit = paper_refits(vl3, vl1, t5, VLLM_OVERHEAD_HIGH_MS)
     yield "EAGLE-3 paper T3 EAGLE-3 (SGLang, H100)", sg3, t3["EAGLE-3"], 2, memo(sg3_refit)
     yield "EAGLE-3 paper T3 EAGLE (SGLang, H100)", sg1, t3["EAGLE"], 2, memo(sg1_refit)
     yield "EAGLE-3 paper T5 EAGLE-3 (vLLM, RTX 3090)", vl3, t5["EAGLE-3"], 2, memo(vl3_refit)
@@ -273,7 +280,7 @@ def figure_specs() -> list[FigureSpec]:
             if batch != cal:
                 fig = (f"bs={batch}", SPEEDUP, "aggregate_tok_s", BASELINE, measured)
                 out.append(_closed(curve, sc, batch, (fig,), refit))
-    kimi, _, _ = sv.kimi_scenario()
+    kimi, _, _ = kimi_scenario()
     kimi_fit = memo(kimi_refit(kimi))
     curves = pub.RTX6KPRO_AGGREGATE_TOK_S
     for batch in sorted(curves["MTP=3"]):

@@ -18,7 +18,7 @@ from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
 from sim.calibration.load_sweep import LoadPoint
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row
-from sim.validation.serving_cases import kimi_scenario
+from sim.validation.kimi_rtx6kpro_cases import kimi_scenario
 
 __all__ = ["load_fit_cases"]
 

@@ -31,8 +31,9 @@ from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case
+from sim.validation.kimi_rtx6kpro_cases import KIMI_MODEL
 from sim.validation.mi355x_server import mi355x_vllm_scenario
-from sim.validation.serving_cases import KIMI_MODEL, Point, simulate_point
+from sim.validation.serving_point import Point, simulate_point
 from sim.validation.two_arm_rows import job_line, level_root, row_maker, two_arm_case
 
 __all__ = [

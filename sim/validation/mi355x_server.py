@@ -7,7 +7,7 @@ from typing import Any
 
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
-from sim.validation.serving_cases import VLLM_2026, graph_capture
+from sim.validation.engine_versions import VLLM_2026, graph_capture
 
 __all__ = ["mi355x_vllm_scenario"]
 

@@ -45,12 +45,9 @@ from sim.simulation.serving.workload import ClosedLoop, Workload
 from sim.validation import serving_data as pub
 from sim.validation.cases import Case, Row, error_summary
 from sim.validation.data_files import read_table
+from sim.validation.llama8b_mt_bench import MT_BENCH_WORKLOAD
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import (
-    MT_BENCH_WORKLOAD,
-    SERVING_REPLICATIONS,
-    SERVING_SEED,
-)
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED
 from sim.validation.tree_cases import PRIOR
 
 __all__ = ["moe_tree_serving_cases"]

@@ -58,7 +58,7 @@ from sim.validation.cases import Case, Row, error_summary
 from sim.validation.hardware_data import SGLANG_5090, SGLANG_5090_TOK_S
 from sim.validation.moe_tree_serving_cases import HOST_BATCH1_SHARE, host_us_per_request
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED
 
 __all__ = ["case_dsv3_mtp_mi300x", "mtp_serving_cases"]
 

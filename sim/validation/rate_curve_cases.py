@@ -36,7 +36,7 @@ __all__ = ["rate_curve_cases"]
 #: Qwen/Qwen3-32B config.json: 64 layers, hidden 5120, 64 query heads and 8 KV heads of 128,
 #: intermediate 25600, vocabulary 151936, untied head. Per layer: q 5120 x 8192, k and v
 #: 5120 x 1024 each, o 8192 x 5120 (94.4M), MLP 3 x 5120 x 25600 (393.2M): 487.6M. KV per
-#: token and rank (the scenario's unit, sim/scenario/schema.py; TP 2 splits the heads):
+#: token and rank (the scenario's unit, sim/scenario/sections/model.py; TP 2 splits the heads):
 #: 8 / 2 x 128 x 2 x 2 bytes x 64 layers; attention FLOPs per (query, key) pair and rank:
 #: 64 / 2 x 128 x 2 x 2 x 64. Drafter (ASSUMED, its config is not in the report): one EAGLE-3
 #: decoder layer over the 2 x 5120 fused input (q, k, v from 10240: 104.9M; o 41.9M; MLP

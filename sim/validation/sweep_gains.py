@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from sim.calibration.load_fit import fit_load_sweep, predicted_tpot_ms
 from sim.model.model_error import Z90, gain_sigma, load_distance
+from sim.validation.kimi_rtx6kpro_cases import kimi_scenario
 from sim.validation.load_fit_cases import SCORED_LOADS, _points
 from sim.validation.model_error_cases import separates_ten_percent
-from sim.validation.serving_cases import kimi_scenario
 
 __all__ = ["FIT_SETS", "SweepGain", "sweep_gains", "sweep_lines"]
 

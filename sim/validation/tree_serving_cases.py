@@ -31,13 +31,9 @@ from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving
 from sim.validation import tree_data as pub
 from sim.validation.cases import Case, Row
+from sim.validation.llama8b_mt_bench import EAGLE1_DRAFT_PARAMS, LLAMA8B_MODEL
 from sim.validation.monte_carlo import sd_from_ci95
-from sim.validation.serving_cases import (
-    EAGLE1_DRAFT_PARAMS,
-    LLAMA8B_MODEL,
-    SERVING_REPLICATIONS,
-    SERVING_SEED,
-)
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED
 from sim.validation.tree_cases import PRIOR
 
 __all__ = ["tree_serving_cases"]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from scipy import optimize
 
 from sim.validation.cases import Case, Row, error_summary
-from sim.validation.serving_cases import SERVING_REPLICATIONS, SERVING_SEED, Point
+from sim.validation.serving_point import SERVING_REPLICATIONS, SERVING_SEED, Point
 
 __all__ = [
     "aggregate_row",

@@ -13,7 +13,7 @@ from sim.binding.priors import (
     decay_prior,
     family_holdout,
 )
-from sim.scenario.schema import AcceptanceSpec
+from sim.scenario.sections.acceptance import AcceptanceSpec
 
 
 def test_profiles_are_cited_cumulative_rates() -> None:

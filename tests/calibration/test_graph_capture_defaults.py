@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.calibration.engine_defaults import GRAPH_CAPTURE
-from sim.scenario.schema import ServingSpec
-from sim.validation.serving_cases import graph_capture
+from sim.scenario.sections.serving import ServingSpec
+from sim.validation.engine_versions import graph_capture
 
 
 @pytest.mark.parametrize("engine", sorted(GRAPH_CAPTURE))

@@ -28,7 +28,7 @@ from sim.calibration.load_sweep import LoadPoint
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
-from sim.scenario.schema import CalibrationFigure
+from sim.scenario.sections.calibrated_on import CalibrationFigure
 from sim.scenario.toml_writer import dumps_scenario
 from sim.scenario.validate import scenario_from_dict
 

@@ -133,7 +133,7 @@ def test_a_chain_longer_than_num_steps_allows_is_refused(chain):
     """``--chain`` has the bound of ``speculation.num_steps`` (``MAX_NUM_STEPS``, 64),
     which ``--set speculation.num_steps=100`` is refused by: one line naming ``--chain``
     and the bound, exit 2, before anything is simulated (no progress output either)."""
-    from sim.scenario.schema import MAX_NUM_STEPS
+    from sim.scenario.sections.bounds import MAX_NUM_STEPS
 
     result = CliRunner().invoke(
         main,
@@ -150,7 +150,7 @@ def test_a_chain_longer_than_num_steps_allows_is_refused(chain):
 def test_chain_lengths_up_to_the_bound_are_accepted():
     """``check_chains`` takes 1 and ``MAX_NUM_STEPS`` itself and refuses one more, or none."""
     from sim.errors import SpecsimError
-    from sim.scenario.schema import MAX_NUM_STEPS
+    from sim.scenario.sections.bounds import MAX_NUM_STEPS
     from sim.studies.serving.tree_load import check_chains
 
     check_chains([1, MAX_NUM_STEPS])

@@ -21,7 +21,7 @@ from sim.model.samplers import (
 )
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
-from sim.scenario.schema import AcceptanceSpec
+from sim.scenario.sections.acceptance import AcceptanceSpec
 
 rates_strategy = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6)
 

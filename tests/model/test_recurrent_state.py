@@ -311,6 +311,30 @@ def test_not_given_the_share_is_the_measured_decodes_efficiency_clipped(efficien
     assert state_bandwidth_fraction(derived) == 0.8
 
 
+def test_the_serving_cost_prices_the_share_on_the_bound_hardware_model(monkeypatch):
+    """The serving cost of a bound hybrid reads the share its measured decode implies from
+    the ``Bound``'s hardware model: the scenario is not taken apart again below the
+    binding (sim/binding/efficiency.py's ``scenario_hardware`` is never called). The
+    share is the same arithmetic on an equal hardware model, so it is equal exactly."""
+    import sim.binding.efficiency as efficiency
+
+    state = f"model.state_bytes_per_request={QWEN38_STATE}"
+    roof_ms = decode_roofline_ms(load_scenario(LLAMA, [state]))
+    measured = load_scenario(LLAMA, [state, f"timing.decode_ms={roof_ms / 0.7!r}"])
+    share = state_bandwidth_fraction(measured)
+    bound = bind(measured)
+
+    def taken_apart_again(scenario):
+        raise AssertionError("the scenario's hardware was taken apart again")
+
+    monkeypatch.setattr(efficiency, "scenario_hardware", taken_apart_again)
+    cost = serving_cost(
+        bound, kv_bytes_per_token=0.0, attention_flops_per_pair=0.0, reference_context_tokens=0.0
+    )
+    assert cost.state.fraction == share
+    assert share == pytest.approx(0.7, rel=1e-9)
+
+
 @pytest.mark.parametrize("bad", ["0", "1.5", "-0.2"])
 def test_a_share_outside_zero_to_one_is_refused_naming_the_field(bad):
     with pytest.raises(SpecsimError) as err:

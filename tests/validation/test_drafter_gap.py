@@ -14,7 +14,8 @@ from sim.validation.drafter_gap import (
     drafter_terms_ms,
     implied_gaps,
 )
-from sim.validation.serving_cases import MT_BENCH_CONTEXT, sglang_scenarios, vllm_scenarios
+from sim.validation.eagle3_paper_cases import sglang_scenarios, vllm_scenarios
+from sim.validation.llama8b_mt_bench import MT_BENCH_CONTEXT
 
 H100 = gpu_preset("H100")
 

@@ -8,6 +8,7 @@ import pytest
 from sim.hardware.gpus import gpu_preset
 from sim.model.rates import mean_accept_length
 from sim.validation import serving_data as pub
+from sim.validation.kimi_rtx6kpro_cases import KIMI_MODEL
 from sim.validation.mi355x_kimi_cases import (
     CALIBRATED_USERS,
     EAGLE3,
@@ -20,7 +21,7 @@ from sim.validation.mi355x_kimi_cases import (
     measured,
     token_ms,
 )
-from sim.validation.serving_cases import KIMI_MODEL, Point
+from sim.validation.serving_point import Point
 from sim.validation.two_arm_rows import rounding_free as _rounding_free
 
 

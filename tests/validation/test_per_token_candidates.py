@@ -8,6 +8,7 @@ import pytest
 
 from sim.hardware.experts import PAIR_FLOP_EFFICIENCY
 from sim.validation.cases import Row
+from sim.validation.kimi_rtx6kpro_miss import _moved_rows
 from sim.validation.per_token_candidates import (
     EAGLE3_DRAFT_VOCAB,
     LLAMA31_VOCAB,
@@ -18,7 +19,6 @@ from sim.validation.per_token_candidates import (
     per_token_candidates,
     sampling_us_per_row,
 )
-from sim.validation.serving_cases import _moved_rows
 
 
 def test_logits_gather_by_hand() -> None:

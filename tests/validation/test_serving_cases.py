@@ -7,7 +7,7 @@ import pytest
 from sim.binding.bind import scenario_rates
 from sim.model.rates import mean_accept_length
 from sim.validation import serving_data as pub
-from sim.validation.serving_cases import RTX6KPRO_CYCLE_MS, kimi_scenario
+from sim.validation.kimi_rtx6kpro_cases import RTX6KPRO_CYCLE_MS, kimi_scenario
 
 
 def test_kimi_batch1_cycle_is_the_reported_interarrival_and_tok_s_follows():

@@ -51,7 +51,7 @@ from sim.calibration.importers.jsonfile import MAX_JSON_DEPTH, load_objects
 from sim.calibration.importers.sglang_request_log import is_request_log, request_log_records
 from sim.errors import SpecsimError
 from sim.files import json_depth
-from sim.scenario.schema import MAX_NUM_STEPS
+from sim.scenario.sections.bounds import MAX_NUM_STEPS
 
 __all__ = [
     "FORMATS",

@@ -7,14 +7,14 @@ file) and is refused with one line naming the field, never fitted:
   launch alone takes ~2-5 us, so no decode step of any model is shorter);
 * a throughput of at most ``MAX_TOK_S`` tokens/s per server;
 * an accept length of at most ``MAX_ACCEPT_LENGTH`` (1 + the most draft steps a scenario
-  takes, sim/scenario/schema.py MAX_NUM_STEPS);
+  takes, sim/scenario/sections/bounds.py MAX_NUM_STEPS);
 * a tree width (SGLang ``topk``) of at least 1.
 """
 
 from __future__ import annotations
 
 from sim.errors import SpecsimError
-from sim.scenario.schema import MAX_NUM_STEPS
+from sim.scenario.sections.bounds import MAX_NUM_STEPS
 
 __all__ = ["MAX_ACCEPT_LENGTH", "MAX_TOK_S", "MIN_STEP_MS", "check_step_ms", "check_tok_s"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from sim.calibration.importers.jsonfile import number
 from sim.errors import SpecsimError
-from sim.scenario.schema import MAX_OUTPUT_TOKENS
+from sim.scenario.sections.bounds import MAX_OUTPUT_TOKENS
 
 __all__ = ["RequestLengths", "fixed_lengths", "serving_lengths", "source_of", "token_count"]
 

@@ -1,0 +1,135 @@
+"""The timing block of a calibration: the pass times the tok/s figures determine, fitted on
+the scenario as it will be written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from sim.binding.bind import pass_times
+from sim.calibration.efficiency_range import efficiency_entry, unidentified_drafter
+from sim.calibration.fit_block import FitBlock, block_from_fit, six_digits
+from sim.calibration.lsq import fit_identifiable
+from sim.calibration.measurements import Measurements
+from sim.calibration.result import FittedValue, Residual
+from sim.calibration.timing_residuals import (
+    passes_from_decode,
+    point_sigma,
+    point_tok_s,
+    prices_from_weights,
+    timing_params,
+    timing_residuals,
+    written_scenario,
+)
+from sim.model.cycle import PassTimes
+from sim.scenario.schema import Scenario
+
+#: Why the verify fields are not fitted when the base's verify pass comes from a table.
+TABLE_REASON = (
+    "the base's verify pass comes from the hardware model (a derived verify or "
+    "verify_growth = experts): fit cycle_overhead_ms for the intercept, or give a measured "
+    "timing.verify_ms with verify_growth = linear in the base"
+)
+
+
+def timing_block(
+    base: Scenario, passes: PassTimes, data: Measurements, order: Sequence[str]
+) -> FitBlock:
+    """The timing block: fitted on the pass times of the scenario as it will be written.
+
+    First pass: which of ``order`` the data determine (every field of ``order`` written).
+    Second: those alone are written and fitted, the rest as the base gives or derives
+    them. Drafter passes the base derives and the data cannot fix are then written as the
+    hardware model's value with a range (``unidentified_drafter``)."""
+    params = timing_params(passes)
+    order = [n for n in order if n in {p.name for p in params}]
+    excluded: dict[str, str] = (
+        dict.fromkeys(("timing.verify_ms", "timing.verify_ms_per_extra_token"), TABLE_REASON)
+        if passes.verify_table_ms is not None
+        else {}
+    )
+    if not data.baselines and passes_from_decode(base):
+        excluded["timing.decode_ms"] = (
+            "no plain-decoding figure: the passes derived from the decode would be fitted "
+            "to speculative figures alone; give --baseline-tok-s"
+        )
+    names = [n for n in order if n not in excluded]
+    first = fit_identifiable(
+        timing_residuals(base, data, names, {}), params, order, "timing", excluded=excluded
+    )
+    free = list(first.stderr)
+    fit = fit_identifiable(timing_residuals(base, data, free, {}), params, free, "timing")
+    fit = replace(fit, kept={**fit.kept, **first.kept}, notes=first.notes + fit.notes)
+    scenario = written_scenario(base, fit.values, free)
+    final = pass_times(scenario)
+    overrides: dict[str, Any] = {n: six_digits(fit.values[n]) for n in free}
+    notes: list[str] = []
+    extra_values: list[FittedValue] = []
+    extra_cov = None
+    if "timing.decode_ms" in free and prices_from_weights(base):
+        eff = scenario.hardware.bandwidth_efficiency
+        overrides["hardware.bandwidth_efficiency"] = six_digits(eff)
+        overrides["uncertainty.hardware.bandwidth_efficiency"] = efficiency_entry(
+            base, fit.values["timing.decode_ms"], fit.stderr["timing.decode_ms"], eff
+        )
+        notes.append(
+            f"hardware.bandwidth_efficiency {eff:.3g}: the measured decode "
+            f"({fit.values['timing.decode_ms']:.4g} ms) reaches this fraction of "
+            f"{base.hardware.gpus}x {base.hardware.gpu}'s peak bandwidth; passes derived "
+            "from the weights are priced at it"
+            + (
+                f" (the base's {base.hardware.bandwidth_efficiency:g} and its range are replaced)"
+                if "hardware.bandwidth_efficiency" in base.origins.given
+                else ""
+            )
+        )
+        drafter = unidentified_drafter(base, data, fit, free, scenario)
+        if drafter is not None:
+            fit, extra_values, extra_cov, drafter_overrides, drafter_notes = drafter
+            overrides.update({n: six_digits(fit.values[n]) for n in free})
+            overrides.update(drafter_overrides)
+            notes.extend(drafter_notes)
+            extra = {v.field: v.value for v in extra_values}
+            scenario = written_scenario(base, fit.values, free, extra)
+            final = pass_times(scenario)
+    values = {**fit.values, **{p.name: getattr(final, p.name.split(".")[1]) for p in params
+                               if p.name not in fit.stderr}}  # fmt: skip
+    fit = replace(fit, values=values)
+    residuals = [
+        Residual("baseline tok/s", b.tok_s, 1000.0 / final.decode_ms, b.sigma, b.source)
+        for b in data.baselines
+    ]
+    residuals += [
+        Residual(
+            f"tok/s at {pt.label()}, accept length {pt.accept_length:g}",
+            pt.tok_s,
+            point_tok_s(final, pt, scenario),
+            point_sigma(pt),
+            pt.source,
+        )
+        for pt in data.points
+    ]
+    block = block_from_fit(params, fit, residuals, overrides)
+    block = replace(block, notes=block.notes + tuple(notes))
+    if extra_cov is not None:
+        # extra_cov is in the fit's order (fit.stderr's), then the drafter's; the block's
+        # covariance is in the params' order
+        fitted_order = list(fit.stderr)
+        n = len(fitted_order)
+        perm = [fitted_order.index(p.name) for p in params if p.name in fit.stderr]
+        perm += list(range(n, extra_cov.shape[0]))
+        full = extra_cov[np.ix_(perm, perm)]
+        se = iter(np.sqrt(np.diag(full)[:n]))
+        # the fitted values' errors include how they move with the drafter's
+        errors = tuple(replace(v, stderr=float(next(se))) if v.fitted else v for v in block.values)
+        block = replace(
+            block,
+            values=errors,
+            covariance=full[:n, :n],
+            extra_values=tuple(extra_values),
+            full_covariance=full,
+        )
+    return block

@@ -147,9 +147,9 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
     """The first screen of ``specsim controllers``: the headline metric (the document's
     first) a column per phase, the reference's level and every other policy's advantage
     over it, marked + or - where its interval (90% from inputs and model when drawn, else
-    95%) excludes 0; the best policy per phase, the table's switches, the model error and
-    the assumptions in one line. ``--verbose``: every metric's table with its intervals,
-    the policies, every winner and the engine configs."""
+    95%) excludes 0; the best policy per phase, the table's switches, the model error, and
+    the intervals' sample with the assumptions in one paragraph. ``--verbose``: every
+    metric's table with its intervals, the policies, every winner and the engine configs."""
     ref = doc["reference"]
     metric, meta = next(iter(doc["metrics"].items()))
     unit = f" ({meta['unit']})" if meta["unit"] else ""
@@ -187,15 +187,21 @@ def render_controllers_screen(doc: Mapping[str, Any]) -> str:
         lines.append(model_error_line(iv["model_error"]))
     if iv.get("note"):
         lines.append("  * beyond the highest measured batch (--verbose: what that means)")
-    if iv.get("draws"):
-        lines.append(
-            f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
-            f"{iv['replications_per_draw']} replications; "
-            f"{count(len(iv.get('inputs', [])), 'input')} drawn"
-        )
-    lines += conditioning_lines(iv)
-    lines += assumptions_line(doc.get("assumptions", ()))
-    lines.append(
-        "(--verbose: every metric's table, the policies, every winner, the engine configs)"
+    sample = (
+        f"intervals: {iv['draws_run']} of {iv['draws']} draws x "
+        f"{iv['replications_per_draw']} replications, "
+        f"{count(len(iv.get('inputs', [])), 'input')} drawn"
+        if iv.get("draws")
+        else None
+    )
+    conditioning = conditioning_lines(iv)
+    if sample and conditioning:
+        lines.append(sample)
+        sample = None
+    lines += conditioning
+    lines += assumptions_line(
+        doc.get("assumptions", ()),
+        more="every table and winner, the engine configs",
+        lead=sample,
     )
     return "\n".join(fit_width(lines))

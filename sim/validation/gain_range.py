@@ -36,6 +36,7 @@ from sim.model.model_error import (
     fit_gain_error,
     leave_one_curve_out,
 )
+from sim.validation.error_forms import load_figures
 from sim.validation.model_error_cases import separates_ten_percent
 
 __all__ = ["BandScore", "curve_jackknife", "profile_scale", "range_lines", "score_bands"]
@@ -168,8 +169,6 @@ def range_lines(residuals: Sequence[Residual], scores: bool = True) -> list[str]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sim.validation.error_forms import load_figures
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", required=True, help="figures error_forms --save wrote")
     parser.add_argument("--fit-only", action="store_true",

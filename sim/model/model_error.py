@@ -31,6 +31,11 @@ An interval is joined with the term's (``widen``): each end the farther of the d
 inputs' and the model error's. The term is fitted on the nominal predictions' whole
 error, which already holds what wrong inputs moved on the curves it was fitted on.
 
+The gains' parameters carry their fit's uncertainty as a law (``GainParameterLaw``: (ln a,
+ln d0) normal, the Fisher covariance): the range of sigma(d) an answer states, and the
+predictive band sqrt(E[sigma^2]) a pre-registered rule scored and did not keep
+(docs/serving-intervals.md, "The gains' parameters as a range"; sim/validation/gain_range.py).
+
 The linear form s d the rule rejected is in sim/validation/linear_error.py, for the evidence
 that compares with it (sim/validation/interval_width.py).
 """
@@ -47,13 +52,19 @@ import numpy as np
 __all__ = [
     "DEFAULT_CURVES",
     "DEFAULT_GAIN_CEILING",
+    "DEFAULT_GAIN_CEILING_STDERR",
+    "DEFAULT_GAIN_CORRELATION",
+    "DEFAULT_GAIN_LAW",
     "DEFAULT_GAIN_SCALE",
+    "DEFAULT_GAIN_SCALE_STDERR",
     "DEFAULT_LEVEL",
     "GAIN_BOUNDS",
+    "GAIN_QUADRATURE_NODES",
     "GAIN_STARTS",
     "S_MAX",
     "Z90",
     "GainErrorFit",
+    "GainParameterLaw",
     "LevelErrorFit",
     "Residual",
     "fit_gain_error",
@@ -131,8 +142,8 @@ class LevelErrorFit:
 @dataclass(frozen=True, slots=True)
 class GainErrorFit:
     """The fitted a (``ceiling``) and d0 (``scale``) of the gains' a (1 - exp(-d / d0)),
-    their standard errors (the inverse Fisher information's diagonal; NaN where it is
-    singular), and what they were fitted on."""
+    their standard errors and correlation (the inverse Fisher information's; NaN where it
+    is singular), and what they were fitted on."""
 
     ceiling: float
     scale: float
@@ -140,10 +151,102 @@ class GainErrorFit:
     scale_stderr: float
     figures: int
     groups: int
+    correlation: float = float("nan")
 
     def sigma(self, distance: float) -> float:
         """``gain_sigma`` at this fit."""
         return gain_sigma(self.ceiling, self.scale, distance)
+
+    def law(self) -> GainParameterLaw:
+        """The fit's asymptotic normal law of (ln a, ln d0) (``GainParameterLaw.of``);
+        a singular information gives the point (zero covariance)."""
+        errs = (self.ceiling_stderr, self.scale_stderr, self.correlation)
+        if not all(math.isfinite(x) for x in errs):
+            return GainParameterLaw(self.ceiling, self.scale, 0.0, 0.0, 0.0)
+        return GainParameterLaw.of(self.ceiling, self.scale, *errs)
+
+
+#: Nodes per parameter of the product Gauss-Hermite rule ``GainParameterLaw`` integrates
+#: over: fixed, so a predictive band is deterministic (no draws at answer time).
+GAIN_QUADRATURE_NODES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class GainParameterLaw:
+    """The gains' parameters with their uncertainty: (ln a, ln d0) bivariate normal
+    around (ln ``ceiling``, ln ``scale``) with standard deviations ``log_ceiling_sd``,
+    ``log_scale_sd`` and correlation ``correlation`` (the fit's asymptotic normal law,
+    carried in logs: a and d0 are positive and d0's likelihood is skewed to the right,
+    docs/serving-intervals.md "The gains' parameters as a range"). Zero standard
+    deviations: the point fit."""
+
+    ceiling: float
+    scale: float
+    log_ceiling_sd: float
+    log_scale_sd: float
+    correlation: float
+
+    def __post_init__(self) -> None:
+        if not (self.ceiling >= 0 and self.scale > 0 and self.log_ceiling_sd >= 0
+                and self.log_scale_sd >= 0 and -1.0 <= self.correlation <= 1.0):  # fmt: skip
+            raise ValueError(f"{self}: a >= 0, d0 > 0, sds >= 0, correlation in [-1, 1]")
+
+    @staticmethod
+    def of(
+        ceiling: float, scale: float, ceiling_stderr: float, scale_stderr: float,
+        correlation: float,
+    ) -> GainParameterLaw:  # fmt: skip
+        """From the standard errors of a and d0 and their correlation (Fisher): by the
+        delta method sd(ln a) = se(a) / a, sd(ln d0) = se(d0) / d0, the correlation kept."""
+        return GainParameterLaw(ceiling, scale, ceiling_stderr / ceiling if ceiling > 0 else 0.0,
+                                scale_stderr / scale, correlation)  # fmt: skip
+
+    def sigma(self, distance: float) -> float:
+        """The point fit's ``gain_sigma``."""
+        return gain_sigma(self.ceiling, self.scale, distance)
+
+    def _log_sigma_sd(self, distance: float) -> float:
+        """sd of ln sigma(d) by the delta method: ln sigma = ln a + ln(1 - exp(-d / d0)),
+        d ln sigma / d ln a = 1, d ln sigma / d ln d0 = -(d / d0) exp(-d / d0) /
+        (1 - exp(-d / d0)) (0 at d = 0, where sigma is 0 whatever the parameters)."""
+        if distance <= 0:
+            return 0.0
+        x = distance / self.scale
+        g = -x * math.exp(-x) / -math.expm1(-x)
+        var = (self.log_ceiling_sd**2 + g**2 * self.log_scale_sd**2
+               + 2.0 * g * self.correlation * self.log_ceiling_sd * self.log_scale_sd)  # fmt: skip
+        return math.sqrt(max(var, 0.0))
+
+    def sigma_range(self, distance: float, z: float = Z90) -> tuple[float, float]:
+        """The central 90% range of sigma(d) over the parameters' law (``z`` = Z90),
+        sigma(d) exp(-+ z sd(ln sigma(d))), sd by the delta method (``_log_sigma_sd``):
+        the band at the range's two ends (what an answer's JSON states)."""
+        point = self.sigma(distance)
+        m = z * self._log_sigma_sd(distance)
+        return (point * math.exp(-m), point * math.exp(m))
+
+    def predictive_sigma(self, distance: float) -> float:
+        """sqrt(E[sigma_theta(d)^2]) over the law: the standard deviation of a normal
+        whose variance is mixed over the parameters (the predictive law's variance, given
+        theta's). A product Gauss-Hermite rule of ``GAIN_QUADRATURE_NODES`` nodes per
+        parameter on (ln a, ln d0) (Cholesky of the covariance). The point sigma when both
+        sds are 0; above it when a and d0 are uncorrelated; with the shipped correlation
+        (+0.87) below it from about 3x to 64x the calibrated load. Scored, not used by the
+        answers (docs/serving-intervals.md: it failed its keep rule)."""
+        if self.log_ceiling_sd == 0 and self.log_scale_sd == 0:
+            return self.sigma(distance)
+        x, w = np.polynomial.hermite_e.hermegauss(GAIN_QUADRATURE_NODES)
+        w = w / w.sum()
+        u, v = np.meshgrid(x, x, indexing="ij")  # (n, n) standard normal nodes
+        wt = np.outer(w, w)
+        rho = self.correlation
+        ln_a = math.log(self.ceiling) + self.log_ceiling_sd * u if self.ceiling > 0 else None
+        ln_d0 = math.log(self.scale) + self.log_scale_sd * (
+            rho * u + math.sqrt(max(1.0 - rho**2, 0.0)) * v)  # fmt: skip
+        if ln_a is None:
+            return 0.0
+        sig = np.exp(ln_a) * -np.expm1(-distance / np.exp(ln_d0))
+        return float(np.sqrt(np.sum(wt * sig**2)))
 
 
 def _away(residuals: Sequence[Residual]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -196,7 +299,8 @@ def fit_gain_error(residuals: Sequence[Residual]) -> GainErrorFit:
     g = a (1 - exp(-d / d0)), over the residuals away from a calibrated load (bounded
     L-BFGS-B from each of ``GAIN_STARTS``, the best kept). Standard errors from the Fisher
     information I_jk = 1/2 sum (dV/dj)(dV/dk) / V^2, V = v + g^2, dV/dj = 2 g dg/dj,
-    dg/da = 1 - exp(-d / d0), dg/dd0 = -a exp(-d / d0) d / d0^2."""
+    dg/da = 1 - exp(-d / d0), dg/dd0 = -a exp(-d / d0) d / d0^2; the correlation of a and
+    d0 from the same inverse."""
     from scipy.optimize import minimize  # lazy: only fits need it
 
     r, d, v, groups = _away(residuals)
@@ -216,9 +320,10 @@ def fit_gain_error(residuals: Sequence[Residual]) -> GainErrorFit:
     try:
         cov = np.linalg.inv(info)
         se = [math.sqrt(x) if x > 0 else float("nan") for x in np.diag(cov)]
+        rho = float(cov[0, 1]) / (se[0] * se[1])
     except np.linalg.LinAlgError:
-        se = [float("nan"), float("nan")]
-    return GainErrorFit(a, d0, se[0], se[1], r.size, groups)
+        se, rho = [float("nan"), float("nan")], float("nan")
+    return GainErrorFit(a, d0, se[0], se[1], r.size, groups, rho)
 
 
 def leave_one_curve_out(
@@ -269,5 +374,19 @@ DEFAULT_LEVEL = 0.073
 DEFAULT_GAIN_CEILING = 0.128
 #: See ``DEFAULT_GAIN_CEILING``.
 DEFAULT_GAIN_SCALE = 1.14
+#: The same fit's Fisher standard errors of a and d0 and their correlation (a larger
+#: ceiling goes with a larger scale: the slope a / d0 near a calibrated load is what the
+#: figures pin best); docs/validation.md reports them beside the fit.
+DEFAULT_GAIN_CEILING_STDERR = 0.019
+#: See ``DEFAULT_GAIN_CEILING_STDERR``.
+DEFAULT_GAIN_SCALE_STDERR = 0.42
+#: See ``DEFAULT_GAIN_CEILING_STDERR``.
+DEFAULT_GAIN_CORRELATION = 0.87
+#: The shipped gains' parameters as a law (``GainParameterLaw.of`` the values above):
+#: the range every answer's gains' term states.
+DEFAULT_GAIN_LAW = GainParameterLaw.of(
+    DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, DEFAULT_GAIN_CEILING_STDERR,
+    DEFAULT_GAIN_SCALE_STDERR, DEFAULT_GAIN_CORRELATION,
+)  # fmt: skip
 #: Public curves the defaults were fitted on (levels and gains together).
 DEFAULT_CURVES = 24

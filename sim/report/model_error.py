@@ -17,13 +17,12 @@ def _factor(sigma: float) -> str:
 
 def _origin(term: dict[str, Any]) -> str:
     """The label "default" for the shipped fit (its s, a and d0 are in the JSON and
-    docs/serving-intervals.md: a first screen stays within 100 columns); otherwise where
-    the parameters come from and their values."""
-    origin = str(term["origin"])
-    if origin.startswith("default"):
+    docs/serving-intervals.md: a first screen stays within 100 columns); otherwise the
+    term's ``origin_label`` and the parameters' values."""
+    if term["origin_kind"] == "default":
         return "default"
     return (
-        f"{origin.split(' (')[0]}: s {term['level_per_sqrt_log_batch']:.3g}, "
+        f"{term['origin_label']}: s {term['level_per_sqrt_log_batch']:.3g}, "
         f"a {term['gain_ceiling']:.3g}, d0 {term['gain_log_batch_scale']:.3g}"
     )
 

@@ -16,7 +16,9 @@ pre-registered rule selected (docs/serving-intervals.md, "The form of the error"
 each by default the fit on the public concurrency curves (``DEFAULT_LEVEL``,
 ``DEFAULT_GAIN_CEILING``, ``DEFAULT_GAIN_SCALE``). The interval from the drawn inputs is
 joined with the term's [nominal exp(-1.645 sigma), nominal exp(1.645 sigma)] (``widen``):
-at a measured batch the term is 0 and the interval is the inputs' alone.
+at a measured batch the term is 0 and the interval is the inputs' alone. The gains' a and
+d0 are identified to 15% and 37%: the term states the gains' sigma at the ends of their
+90% range (``gain_sigma_range``, ``DEFAULT_GAIN_LAW``) beside the point it uses.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ import numpy as np
 from sim.model.model_error import (
     DEFAULT_CURVES,
     DEFAULT_GAIN_CEILING,
+    DEFAULT_GAIN_LAW,
     DEFAULT_GAIN_SCALE,
     DEFAULT_LEVEL,
     Z90,
+    GainParameterLaw,
     gain_sigma,
     level_sigma,
     load_distance,
@@ -43,6 +47,7 @@ from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
 
 __all__ = [
     "ModelErrorTerm",
+    "TermOrigin",
     "beyond_measured_note",
     "crossing_band",
     "join_ends",
@@ -52,6 +57,43 @@ __all__ = [
 ]
 
 DEFAULT_ORIGIN = f"default: model error estimated on {DEFAULT_CURVES} public curves"
+
+#: Where a term's parameters come from: the shipped defaults, the scenario's
+#: ``[serving.model_error]`` (all three keys, or some with the rest the defaults), or the
+#: code that built the term (the validation's leave-one-curve-out terms, a plan without a
+#: scenario).
+ORIGIN_KINDS = ("default", "scenario", "scenario_and_default", "caller")
+
+
+@dataclass(frozen=True, slots=True)
+class TermOrigin:
+    """Where a term's parameters come from, as fields: ``kind`` one of ``ORIGIN_KINDS``
+    and ``label`` the short name an answer's line prints for it (the defaults' is
+    "default"; the scenario's "serving.model_error"). ``text`` is the sentence JSON's
+    ``model_error.origin`` has always carried."""
+
+    kind: str
+    label: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ORIGIN_KINDS:
+            raise ValueError(f"origin kind must be one of {ORIGIN_KINDS} (got {self.kind!r})")
+
+    @property
+    def text(self) -> str:
+        if self.kind == "default":
+            return DEFAULT_ORIGIN
+        if self.kind == "scenario_and_default":
+            return f"{self.label} (the rest: {DEFAULT_ORIGIN})"
+        return self.label
+
+    @staticmethod
+    def caller(label: str) -> TermOrigin:
+        """Parameters the code that builds the term gives (``label`` says which)."""
+        return TermOrigin("caller", label)
+
+
+_SCENARIO_LABEL = "serving.model_error"
 
 
 #: The measured passes that calibrate each arm: plain decoding's pass, and the speculative
@@ -92,22 +134,24 @@ def measured_batches(scenario: Scenario, arm: str | None = None) -> tuple[float,
 class ModelErrorTerm:
     """The term at one decode batch: the levels' s per unit sqrt(ln batch)
     (``level_per_sqrt_log_batch``), the gains' ceiling a and scale d0 in ln batch
-    (``gain_ceiling``, ``gain_scale``), where they come from, the batch, the batches
+    (``gain_ceiling``, ``gain_scale``), where they come from (``origin``), the batch, the batches
     measured for plain decoding (``measured``) and for the speculative iteration
     (``measured_speculative``; None: the same), and the log distance between them;
     ``highest_measured``: the largest batch any of the scenario's costs is measured at
-    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``).
-    ``at`` gives the same scenario's term at another batch, without reading the scenario
-    again."""
+    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``);
+    ``gain_parameter_sd``: the standard deviations of ln a and ln d0 and their correlation
+    (``GainParameterLaw``; zeros: the parameters taken as given). ``at`` gives the same
+    scenario's term at another batch, without reading the scenario again."""
 
     level_per_sqrt_log_batch: float
     gain_ceiling: float
     gain_scale: float
-    origin: str
+    origin: TermOrigin
     batch: float
     measured: tuple[float, ...]
     measured_speculative: tuple[float, ...] | None = None
     highest_measured: float = 1.0
+    gain_parameter_sd: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def at(self, batch: float) -> ModelErrorTerm:
         """The term at decode batch ``batch``: the same parameters and measured batches."""
@@ -155,6 +199,18 @@ class ModelErrorTerm:
     def gain_sigma(self) -> float:
         """The gains' a (1 - exp(-d / d0)) at the farther arm's distance."""
         return gain_sigma(self.gain_ceiling, self.gain_scale, self.distance)
+
+    @property
+    def gain_law(self) -> GainParameterLaw:
+        """The gains' parameters with their uncertainty."""
+        return GainParameterLaw(self.gain_ceiling, self.gain_scale, *self.gain_parameter_sd)
+
+    @property
+    def gain_sigma_range(self) -> tuple[float, float]:
+        """The gains' sigma at the two ends of the parameters' 90% range, at the farther
+        arm's distance (``GainParameterLaw.sigma_range``; both the point where the
+        parameters carry no uncertainty)."""
+        return self.gain_law.sigma_range(self.distance)
 
     @property
     def active(self) -> bool:
@@ -206,13 +262,22 @@ class ModelErrorTerm:
             "gain_form": "a (1 - exp(-d / d0))",
             "gain_ceiling": self.gain_ceiling,
             "gain_log_batch_scale": self.gain_scale,
-            "origin": self.origin,
+            "origin": self.origin.text,
+            "origin_kind": self.origin.kind,
+            "origin_label": self.origin.label,
             "decode_batch": self.batch if math.isfinite(self.batch) else None,
             "measured_batches": list(self.measured),
             "measured_batches_speculative": list(self.measured_speculative or self.measured),
             "log_distance": self.distance,
             "level_sigma": self.level_sigma,
             "gain_sigma": self.gain_sigma,
+            "gain_sigma_range": list(self.gain_sigma_range),
+            "gain_parameter_law": {
+                "form": "(ln a, ln d0) normal",
+                "log_ceiling_sd": self.gain_parameter_sd[0],
+                "log_scale_sd": self.gain_parameter_sd[1],
+                "correlation": self.gain_parameter_sd[2],
+            },
         }
 
 
@@ -228,7 +293,9 @@ def model_error_term(
     """The scenario's model-error term at mean decode batch ``batch``: each parameter from
     ``serving.model_error`` where given, else its default; ``params`` (level s, gain
     ceiling a, gain scale d0) replaces them all (the validation's leave-one-curve-out
-    terms; s = a = 0 leaves it out)."""
+    terms; s = a = 0 leaves it out). The gains' a and d0 carry the shipped fit's
+    uncertainty (``DEFAULT_GAIN_LAW``) when both are the defaults; a scenario's own a or
+    d0 states none, and the caller's params none."""
     given = scenario.serving.model_error if scenario.serving is not None else None
     own = (
         (None, None, None)
@@ -237,13 +304,16 @@ def model_error_term(
     )
     defaults = (DEFAULT_LEVEL, DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE)
     if params is not None:
-        values, origin = params, "given by the caller"
+        values, origin = params, TermOrigin.caller("given by the caller")
     else:
         level, ceiling, scale = (d if x is None else x for x, d in zip(own, defaults, strict=True))
         values = (level, ceiling, scale)
         n_own = sum(x is not None for x in own)
-        origin = (DEFAULT_ORIGIN if n_own == 0 else "serving.model_error" + (
-            "" if n_own == 3 else f" (the rest: {DEFAULT_ORIGIN})"))  # fmt: skip
+        origin = (
+            TermOrigin("default", "default")
+            if n_own == 0
+            else TermOrigin("scenario" if n_own == 3 else "scenario_and_default", _SCENARIO_LABEL)
+        )
     return ModelErrorTerm(
         float(values[0]),
         float(values[1]),
@@ -253,7 +323,10 @@ def model_error_term(
         measured_batches(scenario, "plain"),
         measured_batches(scenario, "speculative"),
         measured_loads(scenario)[-1],
-    )
+        (0.0, 0.0, 0.0) if params is not None or own[1:] != (None, None) else (
+            DEFAULT_GAIN_LAW.log_ceiling_sd, DEFAULT_GAIN_LAW.log_scale_sd,
+            DEFAULT_GAIN_LAW.correlation),
+    )  # fmt: skip
 
 
 def beyond_measured_note(top: float, batch: float, model_error: bool = False) -> str | None:

@@ -57,6 +57,7 @@ __all__ = [
     "form_figures",
     "form_lines",
     "leads_by_distance",
+    "load_figures",
     "score_form",
 ]
 
@@ -326,7 +327,8 @@ def _save(path: str, figs: Sequence[FormFigure]) -> None:
     atomic_write_text(path, json.dumps([asdict(f) for f in figs], indent=1) + "\n")
 
 
-def _load(path: str) -> list[FormFigure]:
+def load_figures(path: str) -> list[FormFigure]:
+    """The figures ``--save`` wrote."""
     with open(path, encoding="utf-8") as fh:
         return [FormFigure(**r) for r in json.load(fh)]
 
@@ -337,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--load", help="score figures a --save wrote instead of simulating")
     args = parser.parse_args(argv)
     if args.load:
-        figs = _load(args.load)
+        figs = load_figures(args.load)
     else:
         from sim.validation.report import build_report  # lazy: the whole validation
 

@@ -25,7 +25,10 @@ import numpy as np
 
 from sim.model.model_error import (
     DEFAULT_GAIN_CEILING,
+    DEFAULT_GAIN_CEILING_STDERR,
+    DEFAULT_GAIN_CORRELATION,
     DEFAULT_GAIN_SCALE,
+    DEFAULT_GAIN_SCALE_STDERR,
     DEFAULT_LEVEL,
     Z90,
     GainErrorFit,
@@ -151,12 +154,26 @@ def _level_line(fit: LevelErrorFit) -> str:
 
 
 def _gain_line(fit: GainErrorFit) -> str:
-    same = _agree(fit.ceiling, DEFAULT_GAIN_CEILING, 3) and _agree(fit.scale, DEFAULT_GAIN_SCALE, 2)
+    """The gains' fit with its Fisher law (standard errors, correlation of a and d0),
+    against the shipped values of all five (the answers' parameter range is that law)."""
+    same = all(
+        _agree(x, y, k)
+        for x, y, k in (
+            (fit.ceiling, DEFAULT_GAIN_CEILING, 3),
+            (fit.ceiling_stderr, DEFAULT_GAIN_CEILING_STDERR, 3),
+            (fit.scale, DEFAULT_GAIN_SCALE, 2),
+            (fit.scale_stderr, DEFAULT_GAIN_SCALE_STDERR, 2),
+            (fit.correlation, DEFAULT_GAIN_CORRELATION, 2),
+        )
+    )
     return (
         f"- gains, a (1 - exp(-d / d0)): a = {fit.ceiling:.3f} ± {fit.ceiling_stderr:.3f}, "
-        f"d0 = {fit.scale:.2f} ± {fit.scale_stderr:.2f} ln(load) ({fit.figures} figures away "
-        f"from a calibrated load, {fit.groups} curves); shipped a {DEFAULT_GAIN_CEILING:.3f}, "
-        f"d0 {DEFAULT_GAIN_SCALE:.2f} ({_flag(same)})"
+        f"d0 = {fit.scale:.2f} ± {fit.scale_stderr:.2f} ln(load), correlation "
+        f"{fit.correlation:.2f} ({fit.figures} figures away from a calibrated load, "
+        f"{fit.groups} curves); shipped a {DEFAULT_GAIN_CEILING:.3f} ± "
+        f"{DEFAULT_GAIN_CEILING_STDERR:.3f}, d0 {DEFAULT_GAIN_SCALE:.2f} ± "
+        f"{DEFAULT_GAIN_SCALE_STDERR:.2f}, correlation {DEFAULT_GAIN_CORRELATION:.2f} "
+        f"({_flag(same)})"
     )
 
 

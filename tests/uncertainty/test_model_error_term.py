@@ -1,6 +1,7 @@
 """The model-error term of serving answers: where it applies, how a crossing widens."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.uncertainty.model_error import (
     DEFAULT_ORIGIN,
+    TermOrigin,
     crossing_band,
     join_ends,
     measured_batches,
@@ -41,7 +43,8 @@ def test_the_term_grows_with_the_distance_to_the_measured_batches():
     at8, at32 = model_error_term(sc, 8.0), model_error_term(sc, 32.0)
     assert at8.level(100.0, [90.0, 110.0], speculative=False) == [90.0, 110.0]
     assert at8.gain_sigma == pytest.approx(gain(math.log(8)))
-    assert at32.origin == DEFAULT_ORIGIN and "24 public curves" in DEFAULT_ORIGIN
+    assert at32.origin.text == DEFAULT_ORIGIN and "24 public curves" in DEFAULT_ORIGIN
+    assert (at32.origin.kind, at32.origin.label) == ("default", "default")
     assert at32.arm_level_sigma(False) == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(4)))
     assert at32.arm_level_sigma(True) == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(32)))
     assert at32.level_sigma == pytest.approx(DEFAULT_LEVEL * math.sqrt(math.log(32)))
@@ -66,11 +69,13 @@ def test_a_scenario_overrides_the_default():
     assert term.gain_ceiling == 0.2 and term.gain_scale == DEFAULT_GAIN_SCALE
     assert term.level_per_sqrt_log_batch == DEFAULT_LEVEL
     assert term.gain_sigma == pytest.approx(gain_sigma(0.2, DEFAULT_GAIN_SCALE, math.log(16)))
-    assert term.origin.startswith("serving.model_error (the rest: default")
+    assert term.origin.text.startswith("serving.model_error (the rest: default")
+    assert term.origin == TermOrigin("scenario_and_default", "serving.model_error")
     own = with_overrides(sc, {"serving.model_error": {"level_per_sqrt_log_load": 0.1,
                               "gain_ceiling": 0.2, "gain_log_load_scale": 0.5}})  # fmt: skip
     term = model_error_term(own, 16.0)
-    assert term.origin == "serving.model_error"
+    assert term.origin == TermOrigin("scenario", "serving.model_error")
+    assert term.origin.text == "serving.model_error"
     assert term.level_sigma == pytest.approx(0.1 * math.sqrt(math.log(16)))
     assert term.gain_sigma == pytest.approx(0.2 * (1.0 - math.exp(-math.log(16) / 0.5)))
     doc = term.doc()
@@ -155,3 +160,50 @@ def test_the_line_carries_the_parameters_a_scenario_sets():
     assert model_error_line(model_error_term(off, 16.0).doc()).startswith(
         "model error: not included (s = a = 0: batch 16"
     )
+
+
+def test_the_origin_is_carried_as_fields_not_parsed_from_its_sentence():
+    """JSON ``model_error`` keeps its ``origin`` sentence and adds ``origin_kind`` and
+    ``origin_label``; the line reads the fields: a label holding " (" or starting with
+    "default" is printed as it is."""
+    from sim.report.model_error import model_error_line
+
+    sc = load_scenario(SERVING)
+    doc = model_error_term(sc, 16.0).doc()
+    assert (doc["origin"], doc["origin_kind"], doc["origin_label"]) == (
+        DEFAULT_ORIGIN, "default", "default")  # fmt: skip
+    odd = TermOrigin.caller("default-like fit (leave one out)")
+    term = replace(model_error_term(sc, 16.0), origin=odd)
+    assert term.doc()["origin"] == "default-like fit (leave one out)"
+    assert model_error_line(term.doc()).endswith(
+        "; default-like fit (leave one out): "
+        f"s {DEFAULT_LEVEL:.3g}, a {DEFAULT_GAIN_CEILING:.3g}, d0 {DEFAULT_GAIN_SCALE:.3g})"
+    )
+    with pytest.raises(ValueError, match="origin kind"):
+        TermOrigin("guessed", "x")
+
+
+def test_the_gains_band_states_its_range_over_the_parameters():
+    """With the shipped a and d0 the JSON gives the gains' sigma at the ends of their 90%
+    range (``DEFAULT_GAIN_LAW``) around the point sigma, which the band keeps (the
+    predictive band failed its keep rule, docs/serving-intervals.md); a scenario's own a
+    or d0 states no uncertainty: the range is the point. At a measured batch it is 0."""
+    from sim.model.model_error import DEFAULT_GAIN_LAW
+
+    sc = load_scenario(SERVING)
+    term = model_error_term(sc, 16.0)
+    doc = term.doc()
+    d = math.log(16)
+    assert doc["gain_sigma"] == gain_sigma(DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, d)
+    lo, hi = doc["gain_sigma_range"]
+    assert (lo, hi) == DEFAULT_GAIN_LAW.sigma_range(d)
+    assert lo < doc["gain_sigma"] < hi
+    assert doc["gain_parameter_law"]["correlation"] == DEFAULT_GAIN_LAW.correlation
+    assert model_error_term(sc, 1.0).doc()["gain_sigma_range"] == [0.0, 0.0]
+    own = with_overrides(sc, {"serving.model_error.gain_log_load_scale": 2.0})
+    doc = model_error_term(own, 16.0).doc()
+    assert doc["gain_sigma_range"] == [doc["gain_sigma"], doc["gain_sigma"]]
+    assert doc["gain_parameter_law"]["log_scale_sd"] == 0.0
+    # the levels' s alone set by the scenario: the gains are still the shipped law's
+    level_only = with_overrides(sc, {"serving.model_error.level_per_sqrt_log_load": 0.05})
+    assert model_error_term(level_only, 16.0).gain_sigma_range == DEFAULT_GAIN_LAW.sigma_range(d)

@@ -73,6 +73,13 @@ def test_the_section_fits_the_selected_forms_and_flags_a_stale_default(monkeypat
     monkeypatch.setattr(mec, "DEFAULT_GAIN_CEILING", gain.ceiling)
     monkeypatch.setattr(mec, "DEFAULT_GAIN_SCALE", gain.scale)
     lines = model_error_lines(cases)
+    # the gains' standard errors and correlation are shipped too (the answers' range)
+    assert sum("(the same)" in x for x in lines) == 1
+    assert f"correlation {gain.correlation:.2f} (" in lines[3]
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_CEILING_STDERR", gain.ceiling_stderr)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_SCALE_STDERR", gain.scale_stderr)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_CORRELATION", gain.correlation)
+    lines = model_error_lines(cases)
     assert sum("(the same)" in x for x in lines) == 2
     # each curve's row carries the parameters fitted without it
     row_a = next(x for x in lines if x.startswith("| a | gains"))

@@ -46,6 +46,7 @@ from sim.studies.serving.paired_metrics import METRICS, Load, PolicyPoint, gain,
 from sim.studies.serving.sequential import GainsAgainst, describe
 from sim.uncertainty.model_error import (
     ModelErrorTerm,
+    TermOrigin,
     crossing_band,
     join_ends,
 )
@@ -571,7 +572,9 @@ def _term_at(
             runs = [p for (load, _), p in evaluator.memo.items() if load == grid[0].at(x)]
             batch = max((float(p.mean_batch.mean()) for p in runs), default=1.0)
         if term is None:  # code-built plans: no scenario, no term
-            return ModelErrorTerm(0.0, 0.0, 1.0, "none: no scenario", batch, (1.0,))
+            return ModelErrorTerm(
+                0.0, 0.0, 1.0, TermOrigin.caller("none: no scenario"), batch, (1.0,)
+            )
         return term.at(batch)
 
     return at

@@ -28,7 +28,7 @@ from sim.studies.serving.best_k import (
 from sim.studies.serving.draws import DrawnPoints, interval90
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level
-from sim.uncertainty.model_error import ModelErrorTerm
+from sim.uncertainty.model_error import ModelErrorTerm, TermOrigin
 from sim.uncertainty.perturb import input_draws
 from tests.conftest import ROOT
 
@@ -77,7 +77,7 @@ class _StagedDraws:
 def _term(gain_sigma: float) -> ModelErrorTerm:
     """A term whose gains' sigma is ``gain_sigma`` one unit of ln batch away: a ceiling
     of ``gain_sigma`` reached well within it (d0 1e-3: 1 - exp(-1000) is 1 in floats)."""
-    return ModelErrorTerm(0.0, gain_sigma, 1e-3, "test", math.e, (1.0,))
+    return ModelErrorTerm(0.0, gain_sigma, 1e-3, TermOrigin.caller("test"), math.e, (1.0,))
 
 
 def _ties(spread: float, gain_sigma: float, sequential: bool = True):

@@ -32,7 +32,7 @@ def parse_num_steps(text: str) -> list[int]:
     if not text.strip():
         raise SpecsimError("empty: give START:STOP, a list 2,4,8 or one k", source="--num-steps")
     values = list_values(text, "--num-steps")
-    top = 64  # sim.scenario.schema.MAX_NUM_STEPS (not imported: start-up)
+    top = 64  # sim.scenario.sections.bounds.MAX_NUM_STEPS (not imported: start-up)
     if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in values):
         raise SpecsimError(f"expected integers 1 to {top}, got {text!r}", source="--num-steps")
     return sorted(values)

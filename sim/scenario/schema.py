@@ -21,14 +21,6 @@ from sim.errors import UnknownNameError
 from sim.hardware.interconnects import resolve_interconnect
 from sim.scenario.origins import FieldOrigin, FieldOrigins, Origins, given_prefixes
 from sim.scenario.sections.acceptance import AcceptanceSpec
-from sim.scenario.sections.bounds import (
-    MAX_NUM_STEPS,
-    MAX_OUTPUT_TOKENS,
-    MAX_RATE_PER_S,
-    MAX_REQUESTS,
-    MIN_RATE_PER_S,
-)
-from sim.scenario.sections.calibrated_on import CalibrationFigure
 from sim.scenario.sections.hardware import HardwareSpec
 from sim.scenario.sections.model import ModelSpec
 from sim.scenario.sections.section import Section
@@ -37,27 +29,11 @@ from sim.scenario.sections.serving import ServingSpec
 from sim.scenario.sections.simulation import SimulationSpec
 from sim.scenario.sections.speculation import SpeculationSpec
 from sim.scenario.sections.targets import TargetsSpec
-from sim.scenario.sections.timing import TimingPoint, TimingSpec
+from sim.scenario.sections.timing import TimingSpec
 from sim.scenario.sections.uncertainty import UncertaintySpec
 from sim.scenario.sections.workload import WorkloadSpec
 
-#: ``Scenario`` and the loader's hook; the sections and bounds that the serving simulation,
-#: its studies and the intervals import from here (new code imports them from
-#: sim/scenario/sections/).
-__all__ = [
-    "MAX_NUM_STEPS",
-    "MAX_OUTPUT_TOKENS",
-    "MAX_RATE_PER_S",
-    "MAX_REQUESTS",
-    "MIN_RATE_PER_S",
-    "CalibrationFigure",
-    "Scenario",
-    "ServingSpec",
-    "SpeculationSpec",
-    "TimingPoint",
-    "WorkloadSpec",
-    "fill_measured_num_steps",
-]
+__all__ = ["Scenario", "fill_measured_num_steps"]
 
 
 class Scenario(Section):

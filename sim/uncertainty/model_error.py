@@ -43,7 +43,9 @@ from sim.model.model_error import (
     load_distance,
     widen,
 )
-from sim.scenario.schema import CalibrationFigure, Scenario, TimingPoint
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.calibrated_on import CalibrationFigure
+from sim.scenario.sections.timing import TimingPoint
 
 __all__ = [
     "ModelErrorTerm",

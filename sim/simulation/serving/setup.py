@@ -26,7 +26,9 @@ from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy, k_
 from sim.model.tree import Tree
 from sim.model.tree.acceptance import TreeDraft
 from sim.scenario.overrides import with_load
-from sim.scenario.schema import Scenario, ServingSpec, WorkloadSpec
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.serving import ServingSpec
+from sim.scenario.sections.workload import WorkloadSpec
 from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec

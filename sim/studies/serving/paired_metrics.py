@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.scenario.schema import MAX_RATE_PER_S, MAX_REQUESTS, MIN_RATE_PER_S
+from sim.scenario.sections.bounds import MAX_RATE_PER_S, MAX_REQUESTS, MIN_RATE_PER_S
 from sim.simulation.serving.metrics import (
     IntervalOf,
     Ratio,

@@ -47,7 +47,9 @@ from sim.model.tree.acceptance import TreeDraft
 from sim.model.tree.presets import DEFAULT_RANK_PROFILE
 from sim.parallel import Executor
 from sim.scenario.overrides import with_overrides
-from sim.scenario.schema import MAX_NUM_STEPS, Scenario, SpeculationSpec
+from sim.scenario.schema import Scenario
+from sim.scenario.sections.bounds import MAX_NUM_STEPS
+from sim.scenario.sections.speculation import SpeculationSpec
 from sim.simulation.budget import check_serving_size
 from sim.simulation.serving.metrics import Estimate, Ratio, ServingSummary, summarize_serving
 from sim.simulation.serving.setup import BASELINE, serving_setup, with_load

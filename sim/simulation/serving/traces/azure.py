@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from sim.scenario.schema import MAX_OUTPUT_TOKENS
+from sim.scenario.sections.bounds import MAX_OUTPUT_TOKENS
 from sim.simulation.serving.traces.rows import (
     MAX_INPUT_TOKENS,
     RowChecker,

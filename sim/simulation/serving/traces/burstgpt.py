@@ -20,7 +20,7 @@ v1.1 release files ``BurstGPT_without_fails_1.csv`` etc.)::
 
 from __future__ import annotations
 
-from sim.scenario.schema import MAX_OUTPUT_TOKENS
+from sim.scenario.sections.bounds import MAX_OUTPUT_TOKENS
 from sim.simulation.serving.traces.rows import (
     MAX_INPUT_TOKENS,
     RowChecker,

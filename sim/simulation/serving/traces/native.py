@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sim.errors import SpecsimError
-from sim.scenario.schema import MAX_OUTPUT_TOKENS
+from sim.scenario.sections.bounds import MAX_OUTPUT_TOKENS
 from sim.simulation.serving.traces.rows import (
     MAX_INPUT_TOKENS,
     RowChecker,

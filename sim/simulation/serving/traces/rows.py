@@ -23,7 +23,7 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.files import json_depth, read_bounded_text
-from sim.scenario.schema import MAX_OUTPUT_TOKENS
+from sim.scenario.sections.bounds import MAX_OUTPUT_TOKENS
 from sim.simulation.serving.workload import Trace
 
 __all__ = [

@@ -55,7 +55,7 @@ from sim.calibration.result import Calibration, FittedValue, Residual
 from sim.calibration.server_match import check_server, kept_from_base
 from sim.calibration.settings import DEFAULT_TIMING_FIT, TABLE_TIMING_FIT, TIMING_FIELDS
 from sim.calibration.timing_fit import timing_block
-from sim.calibration.timing_residuals import point_sigma, point_tok_s
+from sim.calibration.timing_residuals import point_residual
 from sim.calibration.tree_acceptance_fit import tree_acceptance_block
 from sim.calibration.uncertainty_entries import uncertainty_overrides
 from sim.errors import SpecsimError
@@ -207,16 +207,7 @@ def calibrate(
     scenario = _calibrated_scenario(base, overrides, drop)
     if data.checks:
         passes = pass_times(scenario)
-        checks = [
-            Residual(
-                f"held out: tok/s at {pt.label()}, accept length {pt.accept_length:g}",
-                pt.tok_s,
-                point_tok_s(passes, pt, scenario),
-                point_sigma(pt),
-                pt.source,
-            )
-            for pt in data.checks
-        ]
+        checks = [point_residual(passes, pt, scenario, "held out: tok/s") for pt in data.checks]
     # a fitted value whose error reaches past its field's valid values: later answers
     # clip its draws there (and say so); say it here too
     notes.extend(

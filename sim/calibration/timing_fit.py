@@ -17,8 +17,7 @@ from sim.calibration.measurements import Measurements
 from sim.calibration.result import FittedValue, Residual
 from sim.calibration.timing_residuals import (
     passes_from_decode,
-    point_sigma,
-    point_tok_s,
+    point_residual,
     prices_from_weights,
     timing_params,
     timing_residuals,
@@ -102,16 +101,7 @@ def timing_block(
         Residual("baseline tok/s", b.tok_s, 1000.0 / final.decode_ms, b.sigma, b.source)
         for b in data.baselines
     ]
-    residuals += [
-        Residual(
-            f"tok/s at {pt.label()}, accept length {pt.accept_length:g}",
-            pt.tok_s,
-            point_tok_s(final, pt, scenario),
-            point_sigma(pt),
-            pt.source,
-        )
-        for pt in data.points
-    ]
+    residuals += [point_residual(final, pt, scenario) for pt in data.points]
     block = block_from_fit(params, fit, residuals, overrides)
     block = replace(block, notes=block.notes + tuple(notes))
     if extra_cov is not None:

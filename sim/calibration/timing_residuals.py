@@ -15,6 +15,7 @@ from sim.binding.decompose import scenario_hardware, uses_derived_compute
 from sim.calibration.lsq import Param
 from sim.calibration.measurements import Measurements, SpecPoint
 from sim.calibration.physics import derivable, implied_efficiency
+from sim.calibration.result import Residual
 from sim.calibration.settings import TIMING_FIELDS
 from sim.errors import SpecsimError
 from sim.hardware.pass_model import PassModel
@@ -66,6 +67,20 @@ def point_tok_s(
     else:
         cost = cycle_cost(passes, point.num_steps)
     return 1000.0 * point.accept_length / cost.at_accept_length(point.accept_length).total_ms
+
+
+def point_residual(
+    passes: PassTimes, point: SpecPoint, scenario: Scenario, label: str = "tok/s"
+) -> Residual:
+    """A speculative point's tok/s against its prediction on ``passes`` (``point_tok_s``),
+    weighted by ``point_sigma``; ``label`` starts its name ("held out: tok/s" for a check)."""
+    return Residual(
+        f"{label} at {point.label()}, accept length {point.accept_length:g}",
+        point.tok_s,
+        point_tok_s(passes, point, scenario),
+        point_sigma(point),
+        point.source,
+    )
 
 
 def written_scenario(

@@ -297,6 +297,60 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return raw
 
 
+#: ``model_type`` of targets whose layers are not attention-and-MLP blocks specsim derives:
+#: state-space (Mamba) or recurrent mixers, alone or beside attention layers (transformers'
+#: ``MambaConfig``, ``Mamba2Config``, ``FalconMambaConfig``, ``JambaConfig``, ``ZambaConfig``,
+#: ``Zamba2Config``, ``BambaConfig``, ``NemotronHConfig``, ``FalconH1Config``,
+#: ``GraniteMoeHybridConfig``, ``RwkvConfig``, ``RecurrentGemmaConfig``, ``xLSTMConfig``).
+#: Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5) are derived (``linear_layers``).
+UNMODELLED_MODEL_TYPES = frozenset(
+    {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
+     "falcon_h1", "granitemoehybrid", "rwkv", "recurrent_gemma", "xlstm"}
+)  # fmt: skip
+
+#: Architecture suffixes of models that do not decode text token by token (encoders,
+#: classifiers, reward models: transformers' ``*ForMaskedLM`` and the pooling heads).
+NON_GENERATIVE_SUFFIXES = (
+    "ForMaskedLM",
+    "ForSequenceClassification",
+    "ForTokenClassification",
+    "ForQuestionAnswering",
+    "ForRewardModel",
+)
+
+
+def check_decoder_only(raw: dict[str, Any], source: str) -> None:
+    """SpecsimError unless the config is of a decoder-only transformer: refused are
+    encoder-decoder models (``is_encoder_decoder`` true: T5, BART, Whisper), the
+    ``UNMODELLED_MODEL_TYPES`` (read at the top level and in ``text_config``) and
+    architectures ending in a ``NON_GENERATIVE_SUFFIXES`` entry."""
+    if raw.get("is_encoder_decoder") is True:
+        raise SpecsimError(
+            "true: an encoder-decoder model; specsim models decoder-only transformers",
+            source=source,
+            field="is_encoder_decoder",
+        )
+    text = raw.get("text_config")
+    for cfg in (raw, text if isinstance(text, dict) else {}):
+        kind = cfg.get("model_type")
+        if isinstance(kind, str) and kind.lower() in UNMODELLED_MODEL_TYPES:
+            raise SpecsimError(
+                f"{kind!r}: its state-space or recurrent layers are not modelled (specsim "
+                "derives attention layers, MoE, MLA and Gated DeltaNet hybrids)",
+                source=source,
+                field="model_type",
+            )
+    archs = raw.get("architectures")
+    for arch in archs if isinstance(archs, list) else []:
+        if isinstance(arch, str) and arch.endswith(NON_GENERATIVE_SUFFIXES):
+            raise SpecsimError(
+                f"{arch!r} does not generate text token by token; specsim models "
+                "decoder-only language models (*ForCausalLM, *ForConditionalGeneration)",
+                source=source,
+                field="architectures",
+            )
+
+
 def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The language model's part of a config.json (``text_config`` when present) and how an
     origin names it (``config.json`` or ``config.json: text_config``)."""
@@ -320,6 +374,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
     ``transformer_layer_config``)."""
+    check_decoder_only(raw, source)
     cfg, where = language_config(raw)
     archs = raw.get("architectures") or [raw.get("model_type", "unknown")]
     v: dict[str, Derived] = {}

@@ -218,3 +218,27 @@ def test_the_written_file_holds_what_init_set_each_under_its_origin(tmp_path: Pa
     assert "weight_bytes_per_param = 2.0" in text  # a default, written: the dtype says so
     assert init.scenario.model.name == "meta-llama/Llama-3.1-70B"
     assert init.comments["model.name"] == "config.json: _name_or_path"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        # google-t5/t5-base: an encoder-decoder
+        (
+            {"architectures": ["T5ForConditionalGeneration"], "is_encoder_decoder": True},
+            "is_encoder_decoder",
+        ),
+        # ai21labs/Jamba-v0.1: Mamba layers beside attention layers
+        ({"architectures": ["JambaForCausalLM"], "model_type": "jamba"}, "model_type"),
+        # a reward model's classification head over a decoder
+        ({"architectures": ["Qwen3MoeForSequenceClassification"]}, "architectures"),
+    ],
+)
+def test_a_model_specsim_does_not_derive_is_refused(
+    tmp_path: Path, change: dict, field: str
+) -> None:
+    """Its attention-shaped fields alone would pass; the config says what it is."""
+    with pytest.raises(SpecsimError) as err:
+        read_hf_config(_write(tmp_path, {**QWEN3_30B_A3B, **change}))
+    line = str(err.value)
+    assert f"config.json: {field}: " in line and "\n" not in line

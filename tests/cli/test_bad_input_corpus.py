@@ -1347,6 +1347,49 @@ CASES += [
     ),
 ]
 
+# A newcomer's mistakes with their own server's files: a model specsim does not derive, a
+# bench result handed to the other engine's option.
+SPEC = ["--drafter", "eagle3", "--num-steps", "3"]
+CASES += [
+    (
+        "init-config-encoder-decoder",
+        _with_file(_config(is_encoder_decoder=True), [*INIT, "--config", "{f}"]),
+        "in.json: is_encoder_decoder: true: an encoder-decoder model",
+    ),
+    (
+        "init-config-mamba-hybrid",
+        _with_file(
+            json.dumps({**json.loads(_config()), "model_type": "jamba"}),
+            [*INIT, "--config", "{f}"],
+        ),
+        "in.json: model_type: 'jamba'",
+    ),
+    (
+        "init-config-reward-model",
+        _with_file(
+            _config(architectures=["LlamaForSequenceClassification"]),
+            [*INIT, "--config", "{f}"],
+        ),
+        "in.json: architectures: 'LlamaForSequenceClassification'",
+    ),
+    (
+        "init-vllm-bench-as-sglang-bench",
+        _with_file(
+            _bench(),
+            [*INIT, *SPEC, "--config", str(QUICKSTART / "config.json"), "--sglang-bench", "{f}"],
+        ),
+        "in.json: line 1: model_id: a vllm bench serve result",
+    ),
+    (
+        "calibrate-vllm-bench-as-sglang-bench",
+        _with_file(
+            json.dumps({k: v for k, v in json.loads(_bench()).items() if k != "model_id"}),
+            ["calibrate", "--scenario", "{tmp}/good.toml", "--sglang-bench", "{f}"],
+        ),
+        "in.json: line 1: spec_decode_acceptance_rate: a vllm bench serve result",
+    ),
+]
+
 
 # ------------------------------------------------------------------ the test
 def _tree(root: Path) -> set[str]:

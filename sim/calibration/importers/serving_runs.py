@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects
 from sim.calibration.importers.request_lengths import RequestLengths
-from sim.calibration.importers.sglang_serving import parse_sglang_serving
+from sim.calibration.importers.sglang_serving import parse_sglang_serving, vllm_mark
 from sim.calibration.importers.vllm_bench import parse_vllm_bench
 
 __all__ = ["ServingFormat", "ServingRun", "read_serving_runs"]
@@ -76,8 +76,7 @@ SGLANG = ServingFormat(
 
 
 def _is_sglang(record: dict[str, Any]) -> bool:
-    vllm_marks = "model_id" in record or any(k.startswith("spec_decode_") for k in record)
-    return not vllm_marks and ("dataset_name" in record or "accept_length" in record)
+    return vllm_mark(record) is None and ("dataset_name" in record or "accept_length" in record)
 
 
 def read_serving_runs(path: str | Path) -> tuple[ServingFormat, tuple[ServingRun, ...]]:

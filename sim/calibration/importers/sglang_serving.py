@@ -26,7 +26,7 @@ from sim.calibration.importers.request_lengths import RequestLengths, serving_le
 from sim.calibration.importers.vllm_bench import request_count, request_rate
 from sim.errors import SpecsimError
 
-__all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
+__all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving", "vllm_mark"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +73,22 @@ class SglangServingRun:
         }
 
 
+def vllm_mark(record: dict[str, Any]) -> str | None:
+    """The first key of ``record`` that only ``vllm bench serve --save-result`` writes
+    (``model_id``, a ``spec_decode_*`` counter: vllm/benchmarks/serve.py), else None."""
+    return next((k for k in record if k == "model_id" or k.startswith("spec_decode_")), None)
+
+
 def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:
     where = f"line {line}"
+    mark = vllm_mark(record)
+    if mark is not None:  # read as SGLang's, its speculation would be lost
+        raise SpecsimError(
+            "a vllm bench serve result (a key only vLLM writes), not sglang.bench_serving's: "
+            "give it as --vllm-bench",
+            source=source,
+            field=f"{where}: {mark}",
+        )
 
     def opt(key: str) -> float | None:
         return number(record, key, source, where) if record.get(key) is not None else None

@@ -1350,6 +1350,11 @@ CASES += [
 # A newcomer's mistakes with their own server's files: a model specsim does not derive, a
 # bench result handed to the other engine's option.
 SPEC = ["--drafter", "eagle3", "--num-steps", "3"]
+_SGLANG_RUN = json.dumps(
+    {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+     "max_concurrency": 1, "completed": 32, "total_input_tokens": 32768,
+     "total_output_tokens": 8192, "mean_tpot_ms": 8.45, "accept_length": 2.83}
+)  # fmt: skip
 CASES += [
     (
         "init-config-encoder-decoder",
@@ -1387,6 +1392,24 @@ CASES += [
             ["calibrate", "--scenario", "{tmp}/good.toml", "--sglang-bench", "{f}"],
         ),
         "in.json: line 1: spec_decode_acceptance_rate: a vllm bench serve result",
+    ),
+    # an SGLang bench_serving speculative run, as json.dumps writes it (request_rate
+    # Infinity): read as vLLM's, its TPOT would be fitted as plain decoding's
+    (
+        "init-sglang-bench-as-vllm-bench",
+        _with_file(
+            _SGLANG_RUN,
+            [*INIT, *SPEC, "--config", str(QUICKSTART / "config.json"), "--vllm-bench", "{f}"],
+        ),
+        "in.json: accept_length: an sglang.bench_serving result",
+    ),
+    (
+        "calibrate-sglang-bench-as-vllm-bench",
+        _with_file(
+            _SGLANG_RUN.replace("Infinity", "4.0"),
+            ["calibrate", "--scenario", "{tmp}/good.toml", "--vllm-bench", "{f}"],
+        ),
+        "in.json: accept_length: an sglang.bench_serving result",
     ),
 ]
 

@@ -28,8 +28,8 @@ from typing import Any, Protocol
 from sim.calibration.importers.files import read_text
 from sim.calibration.importers.jsonfile import load_objects
 from sim.calibration.importers.request_lengths import RequestLengths
-from sim.calibration.importers.sglang_serving import parse_sglang_serving, vllm_mark
-from sim.calibration.importers.vllm_bench import parse_vllm_bench
+from sim.calibration.importers.sglang_serving import parse_sglang_serving
+from sim.calibration.importers.vllm_bench import parse_vllm_bench, sglang_mark
 
 __all__ = ["ServingFormat", "ServingRun", "read_serving_runs"]
 
@@ -76,7 +76,7 @@ SGLANG = ServingFormat(
 
 
 def _is_sglang(record: dict[str, Any]) -> bool:
-    return vllm_mark(record) is None and ("dataset_name" in record or "accept_length" in record)
+    return sglang_mark(record) is not None
 
 
 def read_serving_runs(path: str | Path) -> tuple[ServingFormat, tuple[ServingRun, ...]]:

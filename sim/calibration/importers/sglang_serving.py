@@ -23,10 +23,10 @@ from typing import Any
 from sim.calibration.importers.jsonfile import load_objects, number
 from sim.calibration.importers.physical import MAX_ACCEPT_LENGTH, check_step_ms
 from sim.calibration.importers.request_lengths import RequestLengths, serving_lengths
-from sim.calibration.importers.vllm_bench import request_count, request_rate
+from sim.calibration.importers.vllm_bench import request_count, request_rate, vllm_mark
 from sim.errors import SpecsimError
 
-__all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving", "vllm_mark"]
+__all__ = ["SglangServingRun", "is_bench_serving", "parse_sglang_serving"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +71,6 @@ class SglangServingRun:
             "accept_length": self.accept_length,
             "context_tokens": self.context_tokens,
         }
-
-
-def vllm_mark(record: dict[str, Any]) -> str | None:
-    """The first key of ``record`` that only ``vllm bench serve --save-result`` writes
-    (``model_id``, a ``spec_decode_*`` counter: vllm/benchmarks/serve.py), else None."""
-    return next((k for k in record if k == "model_id" or k.startswith("spec_decode_")), None)
 
 
 def _run(record: dict[str, Any], source: str, line: int) -> SglangServingRun:

@@ -135,8 +135,31 @@ def request_rate(value: Any) -> float | None:
     return None
 
 
+def vllm_mark(record: dict[str, Any]) -> str | None:
+    """The first key of ``record`` that only ``vllm bench serve --save-result`` writes
+    (``model_id``, a ``spec_decode_*`` counter: vllm/benchmarks/serve.py), else None."""
+    return next((k for k in record if k == "model_id" or k.startswith("spec_decode_")), None)
+
+
+def sglang_mark(record: dict[str, Any]) -> str | None:
+    """The key that makes ``record`` an SGLang ``bench_serving`` result: ``accept_length``
+    or ``dataset_name`` (python/sglang/bench_serving.py), which vLLM's result does not
+    write, in a record without a ``vllm_mark``; else None."""
+    if vllm_mark(record) is not None:
+        return None
+    return next((k for k in ("accept_length", "dataset_name") if k in record), None)
+
+
 def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
     where = f"line {line}" if line > 1 else None
+    mark = sglang_mark(record)
+    if mark is not None:  # read as vLLM's, a speculative TPOT would be a plain decode's
+        raise SpecsimError(
+            "an sglang.bench_serving result (a key vLLM's does not write), not vllm bench "
+            "serve's: give it as --sglang-bench",
+            source=source,
+            field=f"{where}: {mark}" if where else mark,
+        )
 
     def opt(key: str) -> float | None:
         return number(record, key, source, where) if record.get(key) is not None else None
@@ -218,7 +241,9 @@ def _run(record: dict[str, Any], source: str, line: int) -> VllmBenchRun:
 def parse_vllm_bench(text: str, *, source: str = "<bench>") -> tuple[VllmBenchRun, ...]:
     """Every result in a ``--save-result`` file (one object, or one a line)."""
     runs = []
-    for line, result in load_objects(text, source):
+    # Infinity read (SGLang's bench_serving writes its default rate so) to name that file
+    # for what it is; ``number`` still refuses it wherever a figure is read.
+    for line, result in load_objects(text, source, infinity=True):
         if "mean_tpot_ms" not in result and ACCEPT_LENGTH not in result:
             raise SpecsimError(
                 "not a vllm bench serve result (no mean_tpot_ms, no spec_decode_* keys)",

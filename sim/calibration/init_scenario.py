@@ -124,7 +124,26 @@ def _set(raw: dict[str, Any], comments: dict[str, str], dotted: str, value: Any,
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")[:60]
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower())[:60].strip("-")
+
+
+#: A Hugging Face hub cache folder of a snapshot's file: ``models--ORG--NAME/snapshots/REV``
+#: (huggingface_hub ``file_download.repo_folder_name``: ``models--`` + the repo id with
+#: ``/`` as ``--``), where ``hf_hub_download`` puts a config.json.
+_HF_CACHE_SNAPSHOT = re.compile(r"models--(?P<repo>.+)/snapshots/[^/]+")
+
+
+def folder_model_name(config: Path) -> tuple[str, str]:
+    """(a model name, its origin) from where a config.json lies when the file names none:
+    the repo id of a Hugging Face cache snapshot (``Qwen/Qwen3-32B`` for
+    ``models--Qwen--Qwen3-32B/snapshots/REV/config.json``, not the revision hash), else the
+    folder's name."""
+    parent = config.resolve().parent
+    cached = _HF_CACHE_SNAPSHOT.search(parent.as_posix())
+    if cached is not None and parent.parent.name == "snapshots":
+        folder = parent.parent.parent.name
+        return cached["repo"].replace("--", "/"), f"the Hugging Face cache folder {folder}"
+    return parent.name, "the config.json's folder name"
 
 
 def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
@@ -312,7 +331,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
     path = Path(req.config)
     named = read_raw(req.config).get("_name_or_path")
     model_name = req.model_id or (named if isinstance(named, str) and named else None)
-    model_name = model_name or path.resolve().parent.name or model.architecture
+    folder, folder_origin = folder_model_name(path)
+    model_name = model_name or folder or model.architecture
     name = req.name or _slug(
         f"{model_name.split('/')[-1]}-{gpus}x{gpu.name}-{req.engine}"
         + (f"-{req.drafter}-k{req.num_steps}" if req.drafter else "")
@@ -332,7 +352,7 @@ def init_scenario(req: InitRequest) -> InitScenario:
         if req.model_id
         else "config.json: _name_or_path"
         if named
-        else "the config.json's folder name",
+        else folder_origin,
     )
     for key, d in model.values.items():
         _set(raw, comments, f"model.{key}", d.value, d.origin)

@@ -242,3 +242,26 @@ def test_a_model_specsim_does_not_derive_is_refused(
         read_hf_config(_write(tmp_path, {**QWEN3_30B_A3B, **change}))
     line = str(err.value)
     assert f"config.json: {field}: " in line and "\n" not in line
+
+
+def test_a_config_in_the_hugging_face_cache_is_named_by_its_repo(tmp_path: Path) -> None:
+    """hf_hub_download puts config.json under models--ORG--NAME/snapshots/REV: the model
+    is ORG/NAME, not the revision hash its folder is named by."""
+    snapshot = tmp_path / "models--Qwen--Qwen3-30B-A3B" / "snapshots" / ("ad44e777" * 5)
+    snapshot.mkdir(parents=True)
+    req = InitRequest(str(_write(snapshot, QWEN3_30B_A3B)), "H100", "vllm", gpus=2)
+    init = init_scenario(req)
+    assert init.scenario.model.name == "Qwen/Qwen3-30B-A3B"
+    assert init.comments["model.name"] == (
+        "the Hugging Face cache folder models--Qwen--Qwen3-30B-A3B"
+    )
+    assert init.scenario.name == "qwen3-30b-a3b-2xh100-vllm"
+    # elsewhere the folder's name, as before
+    plain = init_scenario(replace(req, config=str(_write(tmp_path, QWEN3_30B_A3B))))
+    assert plain.scenario.model.name == tmp_path.name
+    assert plain.comments["model.name"] == "the config.json's folder name"
+    # a name cut at 60 characters does not end in the hyphen it was cut at
+    long = tmp_path / ("m" * 59)
+    long.mkdir()
+    cut = init_scenario(replace(req, config=str(_write(long, QWEN3_30B_A3B))))
+    assert cut.scenario.name == "m" * 59

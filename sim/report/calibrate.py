@@ -6,8 +6,11 @@ import math
 import re
 from collections.abc import Mapping
 
+from pydantic import BaseModel
+
 from sim.calibration.result import Calibration, FittedValue
 from sim.report.screen import fit_width
+from sim.scenario.schema import Scenario
 from sim.scenario.toml_writer import dumps_scenario
 
 
@@ -93,15 +96,45 @@ def format_calibration(cal: Calibration, verbose: bool = True) -> str:
     return "\n".join(fit_width(lines))
 
 
+def _origin_comments(scenario: Scenario, comments: Mapping[str, str]) -> dict[str, str]:
+    """A comment for each value of a section (``[uncertainty]`` and nested tables aside)
+    that ``comments`` leaves without one: ``specsim default`` when it is its field's
+    default, else its ``[uncertainty]`` entry's origin, else the base scenario's."""
+    described = scenario.uncertainty.entries()
+    found: dict[str, str] = {}
+    for section, values in scenario.model_dump(exclude_none=True).items():
+        model = getattr(scenario, section)
+        if section == "uncertainty" or not isinstance(model, BaseModel):
+            continue
+        fields = type(model).model_fields
+        for key, value in values.items():
+            dotted = f"{section}.{key}"
+            if dotted in comments or isinstance(value, dict) or key not in fields:
+                continue
+            if getattr(model, key) == fields[key].get_default(call_default_factory=True):
+                found[dotted] = "specsim default (`specsim keys` gives its meaning)"
+            elif dotted in described:
+                origin = described[dotted].resolved_origin
+                found[dotted] = f"{origin}: why under [uncertainty.{section}] {key}"
+            else:
+                found[dotted] = "the base scenario's"
+    return found
+
+
 def calibrated_toml(
-    cal: Calibration, base_source: str, base_comments: Mapping[str, str] | None = None
+    cal: Calibration,
+    base_source: str,
+    base_comments: Mapping[str, str] | None = None,
+    *,
+    writer: str = "specsim calibrate",
 ) -> str:
-    """The calibrated scenario file, with a header and a comment on every fitted value
-    (beside the base's ``comments``, dotted key -> text, when given)."""
+    """The calibrated scenario file, with a header and a comment on every value: each
+    fitted one's, the base's ``comments`` (dotted key -> text) when given, and where the
+    others come from (``_origin_comments``). ``writer``: the command the header names."""
     header = (
-        f"Written by `specsim calibrate` from {base_source}: {cal.scenario.description}\n"
-        "Fitted values carry their standard error in a comment;\n"
-        "every other value is the base scenario's."
+        f"Written by `{writer}` from {base_source}: {cal.scenario.description}\n"
+        "Fitted values carry their standard error in a comment; every other value says\n"
+        "where it came from (the base scenario's, an [uncertainty] entry, or a default)."
     )
 
     comments: dict[str, str] = {}
@@ -130,6 +163,7 @@ def calibrated_toml(
         )
     for key, text in (base_comments or {}).items():
         comments[key] = f"{text}\n{comments[key]}" if key in comments else text
+    comments.update(_origin_comments(cal.scenario, comments))
     return dumps_scenario(cal.scenario, header=header, comments=comments)
 
 

@@ -19,7 +19,7 @@ def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
     """The scenario file: only the values ``init`` set, each under a comment naming its
     origin; calibrated, the calibrated scenario with those comments beside the fit's."""
     if cal is not None:
-        return calibrated_toml(cal, source, base_comments=init.comments)
+        return calibrated_toml(cal, source, base_comments=init.comments, writer="specsim init")
     full = init.scenario.model_dump(exclude_none=True)
     raw: dict = {"name": full["name"], "description": full["description"]}
     for dotted in init.comments:  # exactly what init set, each under its comment

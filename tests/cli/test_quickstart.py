@@ -48,3 +48,12 @@ def test_three_commands_reproduce_the_measured_figures(tmp_path: Path, monkeypat
     assert "Kimi" not in text and "Llama-3.1-8B" not in text
     assert 'model_id = "meta-llama/Llama-3.1-70B-Instruct"' in text
     assert "gpus = 4" in text and 'gpu = "H100"' in text
+    # every value outside [uncertainty] sits under a comment naming where it came from
+    lines = text.split("\n[uncertainty")[0].splitlines()
+    section = ""
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            section = line
+        elif section and " = " in line and not line.startswith(("#", " ")):
+            assert lines[i - 1].startswith("# "), (section, line)
+    assert "# specsim default" in text and "Written by `specsim init`" in text

@@ -370,6 +370,15 @@ def read_hf_config(path: str | Path, *, tensor_parallel: int = 1) -> HfModel:
     return hf_model_of(read_json(path), str(path), tensor_parallel=tensor_parallel)
 
 
+def kv_heads_named(cfg: dict[str, Any]) -> str:
+    """How an origin names the KV heads: ``num_key_value_heads``, or, absent, the attention
+    heads (transformers' configs default ``num_key_value_heads`` to
+    ``num_attention_heads``: multi-head attention)."""
+    if cfg.get("num_key_value_heads") is not None:
+        return "num_key_value_heads"
+    return "num_attention_heads as KV heads (no num_key_value_heads: transformers' default)"
+
+
 def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -> HfModel:
     """``read_hf_config`` of a config already read (``raw``; ``source`` names it in errors):
     a drafter checkpoint nests its layers' config inside its own (speculators'
@@ -429,7 +438,11 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
                 )
             head_dim = hidden // heads
         attn = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
-        attn_why = cite("num_attention_heads", "num_key_value_heads", "head_dim")
+        attn_why = cite(
+            "num_attention_heads",
+            kv_heads_named(cfg),
+            "head_dim" if cfg.get("head_dim") is not None else "hidden_size / heads",
+        )
         if cfg.get("attn_output_gate") is True:  # the Qwen3.5 family: q_proj also gives the gate
             attn += hidden * heads * head_dim
             attn_why += ", attn_output_gate (q_proj twice as wide)"
@@ -520,7 +533,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
         (
             f"MLA latent (kv_lora_rank + qk_rope_head_dim) x 2 bytes x {kv_layers}, on every rank"
             if mla
-            else f"2 (K and V) x head_dim x ceil(num_key_value_heads / TP {tensor_parallel}) "
+            else f"2 (K and V) x head_dim x ceil({kv_heads_named(cfg)} / TP {tensor_parallel}) "
             f"x 2 bytes x {kv_layers}, per rank"
         ),
     )

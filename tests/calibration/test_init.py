@@ -265,3 +265,16 @@ def test_a_config_in_the_hugging_face_cache_is_named_by_its_repo(tmp_path: Path)
     long.mkdir()
     cut = init_scenario(replace(req, config=str(_write(long, QWEN3_30B_A3B))))
     assert cut.scenario.name == "m" * 59
+
+
+def test_kv_heads_a_config_leaves_out_are_named_as_the_attention_heads(tmp_path: Path) -> None:
+    """Without num_key_value_heads, transformers' configs take num_attention_heads (multi-head
+    attention): the KV is that large, and the origin says so instead of citing the field."""
+    cfg = {k: v for k, v in QWEN3_30B_A3B.items() if k != "num_key_value_heads"}
+    m = read_hf_config(_write(tmp_path, cfg), tensor_parallel=2)
+    # 32 heads over 2 ranks x 128 x (K, V) x 2 bytes x 48 layers
+    assert m.get("kv_bytes_per_token") == 16 * 128 * 2 * 2 * 48
+    for key in ("kv_bytes_per_token", "layer_params"):
+        assert "no num_key_value_heads" in m.values[key].origin
+    given = read_hf_config(_write(tmp_path, QWEN3_30B_A3B), tensor_parallel=2)
+    assert "no num_key_value_heads" not in given.values["kv_bytes_per_token"].origin

@@ -367,7 +367,12 @@ def render_crossover_screen(doc: Mapping[str, Any]) -> str:
     lines += conditioning_lines(doc)
     if doc.get("model_error"):
         lines.append(model_error_line(doc["model_error"]))
-    for k, configs in doc.get("engine_configs", {}).items():
+    configs_by_k = doc.get("engine_configs", {})
+    if len(configs_by_k) > 1:  # ten lines a k would push the answer off the screen
+        lines.append(
+            f"engine configs of k = {', '.join(configs_by_k)} up to their crossovers: --verbose"
+        )
+    for k, configs in configs_by_k.items() if len(configs_by_k) == 1 else ():
         lines += [f"k = {k} up to the crossover, as engine configs (table {configs['table']}):"]
         lines += engine_config_lines(configs)[1:]
     sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"

@@ -139,3 +139,22 @@ def test_no_bar_with_quiet_or_when_piped(monkeypatch):
     pipe = io.StringIO()
     _with_bar(monkeypatch, pipe)
     assert pipe.getvalue() == ""
+
+
+def test_the_first_screen_keeps_to_25_lines_when_every_k_has_engine_configs():
+    """Ten lines of engine configs a k: with several k, the screen names them and
+    ``--verbose`` prints them."""
+    args = ("--concurrency", "1,4", "--num-steps", "3:4", "--no-refine")
+    res = invoke(*args, "--json")
+    assert res.exit_code == 0, res.output
+    ks = list(json.loads(res.output)["engine_configs"])
+    assert len(ks) > 1  # the case this test is about (k = 3 and 4 pay at 1 and 4 users)
+    screen = invoke(*args)
+    assert screen.exit_code == 0, screen.output
+    assert len(screen.output.splitlines()) <= 25, screen.output
+    assert f"engine configs of k = {', '.join(ks)} up to their crossovers: --verbose" in (
+        screen.output
+    )
+    verbose = invoke(*args, "--verbose")
+    for k in ks:
+        assert f"k = {k} up to the crossover, as engine configs" in verbose.output

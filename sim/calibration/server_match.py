@@ -114,6 +114,7 @@ def check_server(
             "from (specsim init writes one), or say which wins with --prefer data or "
             "--prefer base",
             source="calibrate",
+            field=first.field,
         )
     overrides: dict[str, Any] = {}
     notes: list[str] = []

@@ -73,8 +73,11 @@ def test_model_tensor_parallel_and_engine_named_by_the_files() -> None:
     )
     assert found["tensor-parallel size"].base == 8
     data = _k3() + Measurements(server=facts)
-    with pytest.raises(SpecsimError, match=r"\(and 3 more\)"):
+    with pytest.raises(SpecsimError, match=r"\(and 3 more\)") as err:
         calibrate(base, data)
+    # the line names the base's field it contradicts: calibrate: FIELD: ...
+    assert f"calibrate: {err.value.field}: the figures' " in str(err.value)
+    assert err.value.field in {"speculation.num_steps", "server.engine", "model.name"}
     cal = calibrate(base, data, prefer="data")
     assert cal.scenario.hardware.gpus == 4 and cal.scenario.server.engine == "sglang"
     assert cal.scenario.server.model_id == "meta-llama/Llama-3.1-70B-Instruct"

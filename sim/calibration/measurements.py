@@ -321,6 +321,7 @@ def vllm_measurement(counters: SpecDecodeCounters) -> Measurements:
     ]
     notes += cumulative_checks(counters.cumulative, counters.accept_length)
     facts = (ServerFact("engine", "vllm", src),) + ((ServerFact("num_steps", k, src),) if k else ())
+    facts += tuple(ServerFact("model", name, src) for name in counters.models)
     if counters.label_sets > 1:
         notes.append(f"vLLM counters summed over {counters.label_sets} label sets (engines/models)")
     if present:

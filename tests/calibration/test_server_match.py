@@ -10,11 +10,13 @@ import pytest
 
 from sim.binding.bind import closed_form_tok_s
 from sim.calibration.calibrate import calibrate
+from sim.calibration.importers.vllm_metrics import read_vllm_metrics
 from sim.calibration.measurements import (
     Measurements,
     ServerFact,
     baseline_measurement,
     point_measurement,
+    vllm_measurement,
 )
 from sim.calibration.server_match import contradictions
 from sim.errors import SpecsimError
@@ -89,3 +91,15 @@ def test_spellings_of_one_model_agree() -> None:
     for name in ("moonshotai/Kimi-K2.5", "kimi_k2.5", "/models/Kimi-K2.5/"):
         data = Measurements(server=(ServerFact("model", name, "f"),))
         assert contradictions(base, data) == ()
+
+
+def test_a_metrics_scrape_names_its_model() -> None:
+    """vLLM labels its counters with the served model (model_name): a scrape of another
+    model's server contradicts the base, one of the base's model does not."""
+    scrape = Path(__file__).parents[1] / "data" / "formats" / "vllm_metrics_tpot.txt"
+    counters = read_vllm_metrics(scrape)
+    assert counters.models == ("meta-llama/Llama-3.1-8B-Instruct",)
+    found = {c.what: c for c in contradictions(load_scenario(SEED), vllm_measurement(counters))}
+    assert found["model"].data == "meta-llama/Llama-3.1-8B-Instruct"
+    llama = load_scenario(SEED.parent / "llama31-8b-1xh100-eagle3.toml")
+    assert "model" not in {c.what for c in contradictions(llama, vllm_measurement(counters))}

@@ -54,6 +54,8 @@ class SpecDecodeCounters:
     accepted_per_position: tuple[float | None, ...]
     label_sets: int
     source: str
+    #: The ``model_name`` labels of the drafts counter (the served model names), sorted.
+    models: tuple[str, ...] = ()
 
     @property
     def num_spec_tokens(self) -> int | None:
@@ -177,6 +179,7 @@ class SpecDecodeCounters:
             accepted_per_position=tuple(per_pos),
             label_sets=self.label_sets,
             source=f"{self.source} minus {before.source}",
+            models=self.models,
         )
         if out.num_drafts <= 0:
             raise SpecsimError("no drafts between the two scrapes", source=out.source)
@@ -245,7 +248,10 @@ def counters_from_exposition(exposition: Exposition, *, source: str) -> SpecDeco
         )
     k = max(by_pos) + 1 if by_pos else 0
     per_pos = tuple(by_pos.get(i) for i in range(k))
-    return SpecDecodeCounters(drafts, draft_tokens, accepted, per_pos, label_sets, source).check()
+    models = tuple(sorted({m for labels in draft_sets for key, m in labels if key == "model_name"}))
+    return SpecDecodeCounters(
+        drafts, draft_tokens, accepted, per_pos, label_sets, source, models
+    ).check()
 
 
 def parse_vllm_metrics(text: str, *, source: str = "<metrics>") -> SpecDecodeCounters:

@@ -269,16 +269,24 @@ def _crossing_brief(c: Mapping[str, Any], kind: str) -> str:
     return f"{c['direction']} {where} {unit}"
 
 
+#: A curve without a crossing in the other metrics' lines, whose heading says "at the loads
+#: simulated" once.
+_BRIEF_SUMMARY = {
+    "pays at every load simulated": "pays at every load",
+    "never pays at the loads simulated": "never pays",
+}
+
+
 def _other_metric_line(doc: Mapping[str, Any], metric: str) -> str:
-    """A metric's crossings in one line (``_crossing_brief``): the k with the same
-    crossings together."""
+    """A metric's crossings in one line (``_crossing_brief``; a curve without one as
+    ``_BRIEF_SUMMARY`` words it): the k with the same crossings together."""
     kind = doc["load_kind"]
     groups: dict[str, list[str]] = {}
     for c in (c for c in doc["curves"] if c["metric"] == metric):
         text = (
             ", ".join(_crossing_brief(x, kind) for x in c["crossings"])
             if c["crossings"]
-            else c["summary"]
+            else _BRIEF_SUMMARY.get(c["summary"], c["summary"])
         )
         groups.setdefault(text, []).append(str(c["num_steps"]))
     parts = [f"k={','.join(ks)} {text}" for text, ks in groups.items()]
@@ -360,7 +368,9 @@ def render_crossover_screen(doc: Mapping[str, Any]) -> str:
     for k in doc["num_steps"]:
         lines += _short_crossing_lines(by_k[k], kind, k)
     if rest:
-        lines.append("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
+        lines.append(
+            "other metrics at the loads simulated (latencies' gain: k=0 / k; --verbose: tables):"
+        )
         lines += [_other_metric_line(doc, m) for m in rest]
     lines += _overload_lines(doc)
     lines += ["", *_gain_grid_lines(doc, first)]

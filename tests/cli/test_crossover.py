@@ -158,3 +158,18 @@ def test_the_first_screen_keeps_to_25_lines_when_every_k_has_engine_configs():
     verbose = invoke(*args, "--verbose")
     for k in ks:
         assert f"k = {k} up to the crossover, as engine configs" in verbose.output
+
+
+def test_four_k_and_every_other_metric_fit_the_first_screen():
+    """k = 1-4 with three other metrics, none crossing: the other metrics' lines say "never
+    pays" and "pays at every load" once their heading has said "at the loads simulated"
+    (with the heading's words repeated in each, this screen took 26 lines)."""
+    screen = invoke("--concurrency", "1,4", "--num-steps", "1:4", "--no-refine")
+    assert screen.exit_code == 0, screen.output
+    rows = screen.output.splitlines()
+    assert len(rows) <= 25 and max(map(len, rows)) <= 100, screen.output
+    assert "other metrics at the loads simulated" in screen.output
+    assert (
+        "never pays;" in screen.output
+        and "simulated\n" not in screen.output.split("other metrics")[1].split("\n\n")[0]
+    )

@@ -19,6 +19,9 @@ METRICS = {
     "tpot_p99_ms": {"label": "99th-percentile time per output token", "unit": "ms"},
 }
 
+#: The heading of the other metrics' lines.
+OTHERS = "other metrics at the loads simulated (latencies' gain: k=0 / k; --verbose: tables):"
+
 
 def _crossing(start: int) -> dict[str, Any]:
     return {
@@ -72,7 +75,7 @@ def test_every_k_crossing_sits_under_the_headline_table_before_the_other_metrics
     """The screen once put the other metrics' block after k=2's crossing, so k=3's and
     k=4's crossings of the headline metric read as if they belonged to the others."""
     lines = render_crossover_screen(_doc()).splitlines()
-    others = lines.index("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
+    others = lines.index(OTHERS)
     crossings = [i for i, ln in enumerate(lines) if ln.startswith("  k=") and ": " in ln]
     assert len(crossings) == len(KS) and max(crossings) < others
     assert [lines[i].split(":")[0].strip() for i in crossings] == [f"k={k}" for k in KS]
@@ -94,7 +97,7 @@ def test_the_headline_gains_stand_a_column_per_load_under_the_answer():
         lines[1]
         == "per-user decode speed: where each k's paired gain over plain decoding (k=0) crosses 1"
     )
-    assert head > lines.index("other metrics (latencies' gain: k=0 / k; --verbose: their tables):")
+    assert head > lines.index(OTHERS)
     assert lines[head + 1].split() == ["users", *(str(u) for u in USERS)]
     assert lines[head + 2].split()[:4] == ["k=0", "tok/s", "80.00", "56.57"]
     gains = [lines[head + 3 + i].split() for i in range(len(KS))]

@@ -392,6 +392,11 @@ def with_load(
     )
 
 
+#: How a report's overrides name ``timing.verify_tokens`` when a study pinned it (the user
+#: did not set it).
+PINNED_VERIFY_TOKENS = "pinned to the measured verify pass"
+
+
 def pin_verify_tokens(scenario: Scenario) -> Scenario:
     """Fix ``timing.verify_tokens`` to the measured pass's token count (k + 1 by default,
     num_draft_tokens for a tree).
@@ -403,7 +408,11 @@ def pin_verify_tokens(scenario: Scenario) -> Scenario:
     """
     if scenario.timing.verify_tokens is not None:
         return scenario
-    return with_overrides(scenario, {"timing.verify_tokens": scenario.speculation.draft_tokens})
+    return with_overrides(
+        scenario,
+        {"timing.verify_tokens": scenario.speculation.draft_tokens},
+        source=PINNED_VERIFY_TOKENS,
+    )
 
 
 def field_value(scenario: Scenario, dotted: str) -> Any:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from sim.scenario.load import load_scenario
-from sim.scenario.overrides import with_overrides
+from sim.scenario.overrides import PINNED_VERIFY_TOKENS, pin_verify_tokens, with_overrides
+from tests.conftest import ROOT
 
 
 def test_an_uncertainty_entry_gives_its_origin_reason_and_range(seed_path):
@@ -33,3 +34,14 @@ def test_an_override_beats_the_entry_and_drops_its_spread(seed_path):
     assert (found.origin, found.stderr, found.range) == ("override", None, None)
     assert found.reason == "set by override"
     assert scenario.given_origin("timing.verify_ms") == ("override", "set by override")
+
+
+def test_a_pinned_verify_token_count_is_named_as_pinned_not_as_an_override():
+    """Studies pin ``timing.verify_tokens`` to the measured pass (k + 1) when the file does
+    not give it; the report's overrides then say so instead of "(override)", which read as
+    if the user had set it."""
+    sc = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert sc.timing.verify_tokens is None
+    pinned = pin_verify_tokens(sc)
+    assert pinned.timing.verify_tokens == sc.speculation.num_steps + 1
+    assert pinned.origins.overrides["timing.verify_tokens"] == PINNED_VERIFY_TOKENS

@@ -98,8 +98,9 @@ def format_calibration(cal: Calibration, verbose: bool = True) -> str:
 
 def _origin_comments(scenario: Scenario, comments: Mapping[str, str]) -> dict[str, str]:
     """A comment for each value of a section (``[uncertainty]`` and nested tables aside)
-    that ``comments`` leaves without one: ``specsim default`` when it is its field's
-    default, else its ``[uncertainty]`` entry's origin, else the base scenario's."""
+    that ``comments`` leaves without one: "equals specsim's default" when it is its
+    field's default (whoever gave it), else its ``[uncertainty]`` entry's origin, else
+    the base scenario's."""
     described = scenario.uncertainty.entries()
     found: dict[str, str] = {}
     for section, values in scenario.model_dump(exclude_none=True).items():
@@ -112,7 +113,7 @@ def _origin_comments(scenario: Scenario, comments: Mapping[str, str]) -> dict[st
             if dotted in comments or isinstance(value, dict) or key not in fields:
                 continue
             if getattr(model, key) == fields[key].get_default(call_default_factory=True):
-                found[dotted] = "specsim default (`specsim keys` gives its meaning)"
+                found[dotted] = "equals specsim's default (`specsim keys` gives its meaning)"
             elif dotted in described:
                 origin = described[dotted].resolved_origin
                 found[dotted] = f"{origin}: why under [uncertainty.{section}] {key}"

@@ -56,4 +56,4 @@ def test_three_commands_reproduce_the_measured_figures(tmp_path: Path, monkeypat
             section = line
         elif section and " = " in line and not line.startswith(("#", " ")):
             assert lines[i - 1].startswith("# "), (section, line)
-    assert "# specsim default" in text and "Written by `specsim init`" in text
+    assert "# equals specsim's default" in text and "Written by `specsim init`" in text

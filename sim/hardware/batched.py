@@ -558,7 +558,8 @@ class BatchedPass:
             kernels = self._kernels.get(graphed)
             if kernels is None:  # the same for every token count: built once a pass
                 kernels = self._kernels[graphed] = pass_kernels(shape, p.hardware, p.geometry)
-            terms = (memory_ms, flop_ms, envelope_of(kernels, allreduce.us / 1000.0))
+            schedule = kernels.with_allreduce_ms(allreduce.us / 1000.0)
+            terms = (memory_ms, flop_ms, envelope_of(schedule))
             if len(self._per_tokens) >= SHARED_ENTRIES:
                 self._per_tokens.clear()
             self._per_tokens[key] = terms

@@ -178,15 +178,14 @@ def sum_envelopes(parts: list[Envelope], const: float = 0.0) -> Envelope:
     return Envelope(a, f, starts)
 
 
-def envelope_of(schedule: KernelSchedule, allreduce_ms: float | None = None) -> Envelope:
+def envelope_of(schedule: KernelSchedule) -> Envelope:
     """The envelope of a pass's critical path T(x) (sim/hardware/launch.py): the sum over
     the schedule's stretches (split by host synchronisations) of each stretch's upper
-    envelope, plus the synchronisations' own time. ``allreduce_ms``: that of
-    ``schedule.with_allreduce_ms(allreduce_ms)``, the same floats, without building it."""
+    envelope, plus the synchronisations' own time."""
     parts = [
         upper_envelope(a, f, descending)
         for (a, f), descending in zip(
-            schedule.stretch_terms(allreduce_ms), schedule.shares_descending, strict=True
+            schedule.stretch_terms(), schedule.shares_descending, strict=True
         )
     ]
     return sum_envelopes(parts, float(schedule.syncs_ms))

@@ -100,9 +100,8 @@ class KernelSchedule:
         it safely."""
         for name in ("compute_share", "fixed_ms", "is_allreduce", "segment", "cpu_ms", "host_sync"):
             getattr(self, name).flags.writeable = False
-        for stretch in self._fixed_free:  # computed once, for every copy
-            for array in stretch[1:]:
-                array.flags.writeable = False
+        for _, issued, share in self._fixed_free:  # computed once, for every copy
+            issued.flags.writeable = share.flags.writeable = False
         self.syncs_ms  # noqa: B018 (cached: every copy carries it)
         self.shares_descending  # noqa: B018
         return self
@@ -138,8 +137,7 @@ class KernelSchedule:
         sim/hardware/envelope.py takes their envelope without a sort). Kept through
         ``with_allreduce_ms`` (the shares do not change)."""
         return tuple(
-            not bool(np.greater(share[1:], share[:-1]).any())
-            for _, _, share, *_ in self._fixed_free
+            not bool(np.greater(share[1:], share[:-1]).any()) for _, _, share in self._fixed_free
         )
 
     def stretches(self) -> list[slice]:
@@ -156,53 +154,22 @@ class KernelSchedule:
         return issued + fixed_suffix, share_suffix
 
     @functools.cached_property
-    def _fixed_free(
-        self,
-    ) -> list[tuple[slice, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Per stretch, what ``stretch_terms`` needs that does not depend on the all-reduce
-        time (kept through ``with_allreduce_ms``): (stretch, cumulative CPU, compute share
-        suffix, the kernels whose fixed time may be nonzero (the all-reduces and the others
-        with a fixed time), as indices into the whole schedule (m,), which of them are
-        all-reduces (m,), and for each kernel of the stretch how many of them are at or
-        after it (len,))."""
-        fixed = self.fixed_ms
-        out = []
-        for part in self.stretches():
-            held = np.flatnonzero(self.is_allreduce[part] | (fixed[part] != 0.0))
-            after = held.shape[0] - np.searchsorted(held, np.arange(part.stop - part.start))
-            out.append(
-                (
-                    part,
-                    np.cumsum(self.cpu_ms[part]),
-                    np.cumsum(self.compute_share[part][::-1])[::-1],
-                    held + part.start,
-                    self.is_allreduce[part][held],
-                    after,
-                )
-            )
-        return out
+    def _fixed_free(self) -> list[tuple[slice, np.ndarray, np.ndarray]]:
+        """(stretch, cumulative CPU, compute share suffix) of every stretch: the parts of
+        ``_terms`` that do not depend on ``fixed_ms`` (kept through ``with_allreduce_ms``)."""
+        return [
+            (part, np.cumsum(self.cpu_ms[part]), np.cumsum(self.compute_share[part][::-1])[::-1])
+            for part in self.stretches()
+        ]
 
-    def stretch_terms(
-        self, allreduce_ms: float | None = None
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``_terms`` of every stretch, in order; with ``allreduce_ms``, those of
-        ``with_allreduce_ms(allreduce_ms)`` without building it (a pass's terms at each new
-        token count, whose message size changes only the all-reduces' time).
-
-        The fixed-time suffix sums only the kernels that hold a fixed time, in the same
-        order from the stretch's end (``np.cumsum`` of the reversed times: adding a kernel's
-        0.0 leaves a sum unchanged), so the intercepts are the same floats as ``_terms``';
-        a stretch's ~1,700 kernels then cost one addition and one gather each."""
+    def stretch_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``_terms`` of every stretch, in order."""
         fixed = self.fixed_ms
-        out = []
-        for _, issued, share, held, held_allreduce, after in self._fixed_free:
-            times = fixed[held]
-            if allreduce_ms is not None:
-                times = np.where(held_allreduce, allreduce_ms, times)
-            # suffix[j]: the last j held times summed from the end (suffix[0] = 0.0)
-            suffix = np.add.accumulate(np.concatenate(([0.0], times[::-1])))
-            out.append((issued + suffix[after], share))
-        return out
+        # add.accumulate: ``np.cumsum`` without its Python wrapper (the same sums)
+        return [
+            (issued + np.add.accumulate(fixed[part][::-1])[::-1], share)
+            for part, issued, share in self._fixed_free
+        ]
 
 
 def kernel_schedule(

@@ -182,15 +182,14 @@ def test_a_real_passs_envelope_is_the_sorted_one_bit_for_bit():
     syncs=st.integers(0, 2),
     allreduce_ms=st.lists(st.floats(0.0, 5.0), min_size=1, max_size=4),
 )
-def test_stretch_terms_at_an_allreduce_time_are_the_schedules_own(
+def test_a_schedule_given_its_allreduce_time_afterwards_is_the_one_built_with_it(
     layers, kernels, launch_ms, mode, unfused, syncs, allreduce_ms
 ):
-    """``stretch_terms(allreduce_ms)`` sums the fixed times of the kernels that hold one
-    only: the same additions in the same order as the definition (``_terms``, np.cumsum
-    over every kernel of ``with_allreduce_ms``; adding 0.0 changes no sum), so the
-    arithmetic allows no difference at all. Schedules with unfused head kernels (fixed
-    times off the all-reduces), host syncs (several stretches), graphed, eager and
-    piecewise."""
+    """A pass's kernels are built once with all-reduces of 0 ms and each token count sets
+    their time (``with_allreduce_ms``): its stretch terms and envelope are the schedule
+    built with that time, bit for bit (the same arrays, the same additions). Schedules
+    with unfused head kernels (fixed times off the all-reduces), host syncs (several
+    stretches), graphed, eager and piecewise."""
     from sim.hardware.eager import EagerCosts, eager_schedule
 
     costs = EagerCosts(kernel_us=launch_ms * 1e3, syncs_per_layer=syncs)
@@ -202,13 +201,14 @@ def test_stretch_terms_at_an_allreduce_time_are_the_schedules_own(
         **kwargs, allreduce_ms=0.0, tensor_parallel=True, costs=costs, mode=mode, **extra
     )
     for ms in allreduce_ms:
-        built = base.with_allreduce_ms(ms)
-        want = [built._terms(part) for part in built.stretches()]
-        for got in (base.stretch_terms(ms), built.stretch_terms()):
-            assert len(got) == len(want)
-            for (a, f), (wa, wf) in zip(got, want, strict=True):
-                assert a.tobytes() == wa.tobytes() and f.tobytes() == wf.tobytes()
-        fast, slow = envelope_of(base, ms), envelope_of(built)
+        built = eager_schedule(
+            **kwargs, allreduce_ms=ms, tensor_parallel=True, costs=costs, mode=mode, **extra
+        )
+        got, want = base.with_allreduce_ms(ms).stretch_terms(), built.stretch_terms()
+        assert len(got) == len(want)
+        for (a, f), (wa, wf) in zip(got, want, strict=True):
+            assert a.tobytes() == wa.tobytes() and f.tobytes() == wf.tobytes()
+        fast, slow = envelope_of(base.with_allreduce_ms(ms)), envelope_of(built)
         assert fast.intercepts.tobytes() == slow.intercepts.tobytes()
         assert fast.starts.tobytes() == slow.starts.tobytes()
 
@@ -231,7 +231,8 @@ def test_a_real_passs_terms_are_its_schedules_at_every_prompt_length():
                 shape = PassShape("prefill", tokens, layers, graphed)
                 schedule, allreduce, _ = pass_schedule(shape, hw.current, hw.geom)
                 assert pass_allreduce(shape, hw.current, hw.geom)[0] == allreduce
-                fast, slow = envelope_of(kernels, allreduce.us / 1000.0), envelope_of(schedule)
+                fast = envelope_of(kernels.with_allreduce_ms(allreduce.us / 1000.0))
+                slow = envelope_of(schedule)
                 for got, want in zip(
                     (fast.intercepts, fast.slopes, fast.starts),
                     (slow.intercepts, slow.slopes, slow.starts),

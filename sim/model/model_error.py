@@ -70,6 +70,7 @@ __all__ = [
     "fit_gain_error",
     "fit_level_error",
     "gain_sigma",
+    "jackknife_gain_error",
     "leave_one_curve_out",
     "level_sigma",
     "load_distance",
@@ -333,6 +334,24 @@ def leave_one_curve_out(
     other groups' residuals only."""
     groups = list(dict.fromkeys(x.group for x in residuals))
     return {g: fit([x for x in residuals if x.group != g]) for g in groups}
+
+
+def jackknife_gain_error(fit: GainErrorFit, held_out: Iterable[GainErrorFit]) -> GainErrorFit:
+    """``fit`` with the standard errors and correlation of the jackknife over groups in
+    place of the Fisher ones: cov = (n - 1) / n sum_c (theta_-c - mean)(theta_-c - mean)^T
+    over the fits ``held_out`` each leaving one group (curve) out (``leave_one_curve_out``),
+    theta = (a, d0). The curves, not the figures, are then the independent units
+    (docs/studies/gain-clustered-errors.md)."""
+    t = np.array([[f.ceiling, f.scale] for f in held_out])  # (n, 2)
+    n = t.shape[0]
+    if n < 2:
+        raise ValueError(f"the jackknife needs >= 2 groups (got {n})")
+    dev = t - t.mean(axis=0)
+    cov = (n - 1) / n * dev.T @ dev  # (2, 2)
+    se = np.sqrt(np.diag(cov))
+    rho = float(cov[0, 1] / (se[0] * se[1])) if se[0] > 0 and se[1] > 0 else float("nan")
+    return GainErrorFit(fit.ceiling, fit.scale, float(se[0]), float(se[1]), fit.figures,
+                        fit.groups, rho)  # fmt: skip
 
 
 def widen(

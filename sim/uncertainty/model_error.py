@@ -38,7 +38,6 @@ from sim.model.model_error import (
     DEFAULT_LEVEL,
     Z90,
     GainParameterLaw,
-    gain_sigma,
     level_sigma,
     load_distance,
     widen,
@@ -135,25 +134,24 @@ def measured_batches(scenario: Scenario, arm: str | None = None) -> tuple[float,
 @dataclass(frozen=True, slots=True)
 class ModelErrorTerm:
     """The term at one decode batch: the levels' s per unit sqrt(ln batch)
-    (``level_per_sqrt_log_batch``), the gains' ceiling a and scale d0 in ln batch
-    (``gain_ceiling``, ``gain_scale``), where they come from (``origin``), the batch, the batches
+    (``level_per_sqrt_log_batch``), the gains' ceiling a and scale d0 in ln batch with their
+    uncertainty (``gain_law``: the standard deviations of ln a and ln d0 and their
+    correlation; zeros: the parameters taken as given), where they come from (``origin``),
+    the batch, the batches
     measured for plain decoding (``measured``) and for the speculative iteration
     (``measured_speculative``; None: the same), and the log distance between them;
     ``highest_measured``: the largest batch any of the scenario's costs is measured at
-    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``);
-    ``gain_parameter_sd``: the standard deviations of ln a and ln d0 and their correlation
-    (``GainParameterLaw``; zeros: the parameters taken as given). ``at`` gives the same
+    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``).
+    ``at`` gives the same
     scenario's term at another batch, without reading the scenario again."""
 
     level_per_sqrt_log_batch: float
-    gain_ceiling: float
-    gain_scale: float
+    gain_law: GainParameterLaw
     origin: TermOrigin
     batch: float
     measured: tuple[float, ...]
     measured_speculative: tuple[float, ...] | None = None
     highest_measured: float = 1.0
-    gain_parameter_sd: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def at(self, batch: float) -> ModelErrorTerm:
         """The term at decode batch ``batch``: the same parameters and measured batches."""
@@ -200,12 +198,7 @@ class ModelErrorTerm:
     @property
     def gain_sigma(self) -> float:
         """The gains' a (1 - exp(-d / d0)) at the farther arm's distance."""
-        return gain_sigma(self.gain_ceiling, self.gain_scale, self.distance)
-
-    @property
-    def gain_law(self) -> GainParameterLaw:
-        """The gains' parameters with their uncertainty."""
-        return GainParameterLaw(self.gain_ceiling, self.gain_scale, *self.gain_parameter_sd)
+        return self.gain_law.sigma(self.distance)
 
     @property
     def gain_sigma_range(self) -> tuple[float, float]:
@@ -262,8 +255,8 @@ class ModelErrorTerm:
             "level_form": "s sqrt(d)",
             "level_per_sqrt_log_batch": self.level_per_sqrt_log_batch,
             "gain_form": "a (1 - exp(-d / d0))",
-            "gain_ceiling": self.gain_ceiling,
-            "gain_log_batch_scale": self.gain_scale,
+            "gain_ceiling": self.gain_law.ceiling,
+            "gain_log_batch_scale": self.gain_law.scale,
             "origin": self.origin.text,
             "origin_kind": self.origin.kind,
             "origin_label": self.origin.label,
@@ -276,9 +269,9 @@ class ModelErrorTerm:
             "gain_sigma_range": list(self.gain_sigma_range),
             "gain_parameter_law": {
                 "form": "(ln a, ln d0) normal",
-                "log_ceiling_sd": self.gain_parameter_sd[0],
-                "log_scale_sd": self.gain_parameter_sd[1],
-                "correlation": self.gain_parameter_sd[2],
+                "log_ceiling_sd": self.gain_law.log_ceiling_sd,
+                "log_scale_sd": self.gain_law.log_scale_sd,
+                "correlation": self.gain_law.correlation,
             },
         }
 
@@ -316,19 +309,18 @@ def model_error_term(
             if n_own == 0
             else TermOrigin("scenario" if n_own == 3 else "scenario_and_default", _SCENARIO_LABEL)
         )
+    given_law = params is None and own[1:] == (None, None)
+    law = DEFAULT_GAIN_LAW if given_law else GainParameterLaw(
+        float(values[1]), float(values[2]), 0.0, 0.0, 0.0)  # fmt: skip
     return ModelErrorTerm(
         float(values[0]),
-        float(values[1]),
-        float(values[2]),
+        law,
         origin,
         float(batch),
         measured_batches(scenario, "plain"),
         measured_batches(scenario, "speculative"),
         measured_loads(scenario)[-1],
-        (0.0, 0.0, 0.0) if params is not None or own[1:] != (None, None) else (
-            DEFAULT_GAIN_LAW.log_ceiling_sd, DEFAULT_GAIN_LAW.log_scale_sd,
-            DEFAULT_GAIN_LAW.correlation),
-    )  # fmt: skip
+    )
 
 
 def beyond_measured_note(top: float, batch: float, model_error: bool = False) -> str | None:

@@ -34,12 +34,20 @@ from sim.model.model_error import (
     GainParameterLaw,
     Residual,
     fit_gain_error,
+    jackknife_gain_error,
     leave_one_curve_out,
 )
 from sim.validation.error_forms import load_figures
 from sim.validation.model_error_cases import separates_ten_percent
 
-__all__ = ["BandScore", "curve_jackknife", "profile_scale", "range_lines", "score_bands"]
+__all__ = [
+    "BandScore",
+    "curve_jackknife",
+    "load_gains",
+    "profile_scale",
+    "range_lines",
+    "score_bands",
+]
 
 #: chi^2 with one degree of freedom, its 90% quantile: the profile likelihood's interval.
 CHI2_1_90 = 2.705543454095404
@@ -75,16 +83,11 @@ def profile_scale(
 
 
 def curve_jackknife(residuals: Sequence[Residual]) -> tuple[float, float, float]:
-    """The jackknife over curves of (a, d0): their standard errors and correlation from
-    the leave-one-curve-out fits theta_-c, cov = (n - 1) / n sum (theta_-c - mean)
-    (theta_-c - mean)^T."""
-    fits = list(leave_one_curve_out(residuals, fit_gain_error).values())
-    t = np.array([[f.ceiling, f.scale] for f in fits])  # (n, 2)
-    n = t.shape[0]
-    dev = t - t.mean(axis=0)
-    cov = (n - 1) / n * dev.T @ dev
-    se = np.sqrt(np.diag(cov))
-    return float(se[0]), float(se[1]), float(cov[0, 1] / (se[0] * se[1]))
+    """The jackknife over curves of (a, d0): their standard errors and correlation
+    (``jackknife_gain_error`` over the leave-one-curve-out fits)."""
+    loo = leave_one_curve_out(residuals, fit_gain_error).values()
+    j = jackknife_gain_error(fit_gain_error(residuals), loo)
+    return j.ceiling_stderr, j.scale_stderr, j.correlation
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,15 +171,20 @@ def range_lines(residuals: Sequence[Residual], scores: bool = True) -> list[str]
     return out
 
 
+def load_gains(path: str) -> list[Residual]:
+    """The gains of the figures ``python -m sim.validation.error_forms --save`` wrote, as
+    the report fits them (each at the speculative arm's distance)."""
+    return [Residual(f.curve, f.distance, f.log_error, f.variance)
+            for f in load_figures(path) if f.gain]  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", required=True, help="figures error_forms --save wrote")
     parser.add_argument("--fit-only", action="store_true",
                         help="the fit, profile and jackknife only (no scores)")  # fmt: skip
     args = parser.parse_args(argv)
-    gains = [Residual(f.curve, f.distance, f.log_error, f.variance)
-             for f in load_figures(args.load) if f.gain]  # fmt: skip
-    print("\n".join(range_lines(gains, scores=not args.fit_only)))
+    print("\n".join(range_lines(load_gains(args.load), scores=not args.fit_only)))
     return 0
 
 

@@ -66,7 +66,7 @@ def test_a_measured_verify_pass_calibrates_the_speculative_arm():
 def test_a_scenario_overrides_the_default():
     sc = with_overrides(load_scenario(SERVING), {"serving.model_error.gain_ceiling": 0.2})
     term = model_error_term(sc, 16.0)
-    assert term.gain_ceiling == 0.2 and term.gain_scale == DEFAULT_GAIN_SCALE
+    assert term.gain_law.ceiling == 0.2 and term.gain_law.scale == DEFAULT_GAIN_SCALE
     assert term.level_per_sqrt_log_batch == DEFAULT_LEVEL
     assert term.gain_sigma == pytest.approx(gain_sigma(0.2, DEFAULT_GAIN_SCALE, math.log(16)))
     assert term.origin.text.startswith("serving.model_error (the rest: default")

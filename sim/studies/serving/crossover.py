@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import SpecsimError
+from sim.model.model_error import GainParameterLaw
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import Ratio
 from sim.simulation.serving.overload import at_most
@@ -572,9 +573,8 @@ def _term_at(
             runs = [p for (load, _), p in evaluator.memo.items() if load == grid[0].at(x)]
             batch = max((float(p.mean_batch.mean()) for p in runs), default=1.0)
         if term is None:  # code-built plans: no scenario, no term
-            return ModelErrorTerm(
-                0.0, 0.0, 1.0, TermOrigin.caller("none: no scenario"), batch, (1.0,)
-            )
+            none = GainParameterLaw(0.0, 1.0, 0.0, 0.0, 0.0)
+            return ModelErrorTerm(0.0, none, TermOrigin.caller("none: no scenario"), batch, (1.0,))
         return term.at(batch)
 
     return at

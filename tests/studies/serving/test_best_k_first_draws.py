@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sim.binding.bound import bind
+from sim.model.model_error import GainParameterLaw
 from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
@@ -77,7 +78,8 @@ class _StagedDraws:
 def _term(gain_sigma: float) -> ModelErrorTerm:
     """A term whose gains' sigma is ``gain_sigma`` one unit of ln batch away: a ceiling
     of ``gain_sigma`` reached well within it (d0 1e-3: 1 - exp(-1000) is 1 in floats)."""
-    return ModelErrorTerm(0.0, gain_sigma, 1e-3, TermOrigin.caller("test"), math.e, (1.0,))
+    law = GainParameterLaw(gain_sigma, 1e-3, 0.0, 0.0, 0.0)
+    return ModelErrorTerm(0.0, law, TermOrigin.caller("test"), math.e, (1.0,))
 
 
 def _ties(spread: float, gain_sigma: float, sequential: bool = True):

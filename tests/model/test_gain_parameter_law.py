@@ -45,7 +45,7 @@ def test_with_d0_known_the_predictive_band_is_the_log_normal_mean():
 
 def test_independent_parameters_widen_the_band_and_the_shipped_correlation_can_narrow_it():
     """With a and d0 uncorrelated the predictive band is above the point at every d and
-    grows as the law widens (sds x 0.5, 1, 2); with the shipped correlation (+0.87: a
+    grows as the law widens (sds x 0.5, 1, 2); with the shipped correlation (+0.71: a
     larger ceiling with a larger scale, ln sigma concave in ln d0) it is below the point
     between about 3x and 64x the calibrated load, and inside the 90% range everywhere."""
     sd_a, sd_d0 = DEFAULT_GAIN_LAW.log_ceiling_sd, DEFAULT_GAIN_LAW.log_scale_sd

@@ -55,7 +55,12 @@ def test_the_section_fits_the_selected_forms_and_flags_a_stale_default(monkeypat
     compare with the shipped defaults at the digits shown: "differs" until the defaults
     are the fit, then "the same"."""
     import sim.validation.model_error_cases as mec
-    from sim.model.model_error import fit_gain_error, fit_level_error
+    from sim.model.model_error import (
+        fit_gain_error,
+        fit_level_error,
+        jackknife_gain_error,
+        leave_one_curve_out,
+    )
 
     cases = [_case(c, {2: (1.0 + e, 1.0 - e / 2), 4: (1.0 - e, 1.0), 16: (1.0 + 2 * e, 1.0 + e),
                        64: (1.0 - 2 * e, 1.0 + e / 3)})
@@ -76,9 +81,17 @@ def test_the_section_fits_the_selected_forms_and_flags_a_stale_default(monkeypat
     # the gains' standard errors and correlation are shipped too (the answers' range)
     assert sum("(the same)" in x for x in lines) == 1
     assert f"correlation {gain.correlation:.2f} (" in lines[3]
+    # the shipped errors are the jackknife's over curves, not Fisher's
+    gains = [f.residual() for f in figs if f.gain]
+    jack = jackknife_gain_error(gain, leave_one_curve_out(gains, fit_gain_error).values())
+    assert f"jackknife over curves a ± {jack.ceiling_stderr:.3f}, d0 ± " in lines[3]
     monkeypatch.setattr(mec, "DEFAULT_GAIN_CEILING_STDERR", gain.ceiling_stderr)
     monkeypatch.setattr(mec, "DEFAULT_GAIN_SCALE_STDERR", gain.scale_stderr)
     monkeypatch.setattr(mec, "DEFAULT_GAIN_CORRELATION", gain.correlation)
+    assert sum("(the same)" in x for x in model_error_lines(cases)) == 1
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_CEILING_STDERR", jack.ceiling_stderr)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_SCALE_STDERR", jack.scale_stderr)
+    monkeypatch.setattr(mec, "DEFAULT_GAIN_CORRELATION", jack.correlation)
     lines = model_error_lines(cases)
     assert sum("(the same)" in x for x in lines) == 2
     # each curve's row carries the parameters fitted without it

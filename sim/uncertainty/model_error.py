@@ -138,13 +138,12 @@ class ModelErrorTerm:
     (``level_per_sqrt_log_batch``), the gains' ceiling a and scale d0 in ln batch with their
     uncertainty (``gain_law``: the standard deviations of ln a and ln d0 and their
     correlation; zeros: the parameters taken as given), where they come from (``origin``),
-    the batch, the batches
-    measured for plain decoding (``measured``) and for the speculative iteration
-    (``measured_speculative``; None: the same), and the log distance between them;
-    ``highest_measured``: the largest batch any of the scenario's costs is measured at
-    (``measured_loads``), beyond which an answer says it extrapolates (``beyond_note``).
-    ``at`` gives the same
-    scenario's term at another batch, without reading the scenario again."""
+    the batch, the batches measured for plain decoding (``measured``) and for the
+    speculative iteration (``measured_speculative``; None: the same), and the log distance
+    between them; ``highest_measured``: the largest batch any of the scenario's costs is
+    measured at (``measured_loads``), beyond which an answer says it extrapolates
+    (``beyond_note``). ``at`` gives the same scenario's term at another batch, without
+    reading the scenario again."""
 
     level_per_sqrt_log_batch: float
     gain_law: GainParameterLaw

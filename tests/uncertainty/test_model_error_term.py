@@ -188,11 +188,17 @@ def test_the_gains_band_states_its_range_over_the_parameters():
     range (``DEFAULT_GAIN_LAW``) around the point sigma, which the band keeps (the
     predictive band failed its keep rule, docs/serving-intervals.md); a scenario's own a
     or d0 states no uncertainty: the range is the point. At a measured batch it is 0."""
-    from sim.model.model_error import DEFAULT_GAIN_LAW
+    from sim.model.model_error import DEFAULT_GAIN_LAW, GainParameterLaw
 
     sc = load_scenario(SERVING)
     term = model_error_term(sc, 16.0)
+    # the term holds the shipped law itself, and its JSON states that law's values
+    assert term.gain_law == DEFAULT_GAIN_LAW and term.at(4.0).gain_law == DEFAULT_GAIN_LAW
     doc = term.doc()
+    law = doc["gain_parameter_law"]
+    assert (law["log_ceiling_sd"], law["log_scale_sd"], law["correlation"]) == (
+        DEFAULT_GAIN_LAW.log_ceiling_sd, DEFAULT_GAIN_LAW.log_scale_sd,
+        DEFAULT_GAIN_LAW.correlation)  # fmt: skip
     d = math.log(16)
     assert doc["gain_sigma"] == gain_sigma(DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, d)
     lo, hi = doc["gain_sigma_range"]
@@ -204,6 +210,8 @@ def test_the_gains_band_states_its_range_over_the_parameters():
     doc = model_error_term(own, 16.0).doc()
     assert doc["gain_sigma_range"] == [doc["gain_sigma"], doc["gain_sigma"]]
     assert doc["gain_parameter_law"]["log_scale_sd"] == 0.0
+    assert model_error_term(own, 16.0).gain_law == GainParameterLaw(
+        DEFAULT_GAIN_CEILING, 2.0, 0.0, 0.0, 0.0)  # fmt: skip
     # the levels' s alone set by the scenario: the gains are still the shipped law's
     level_only = with_overrides(sc, {"serving.model_error.level_per_sqrt_log_load": 0.05})
     assert model_error_term(level_only, 16.0).gain_sigma_range == DEFAULT_GAIN_LAW.sigma_range(d)

@@ -56,6 +56,7 @@ from sim.calibration.measurements import Measurements
 from sim.calibration.mla_blocks import vllm_mla_block
 from sim.calibration.parallel_drafter import PARALLEL_DRAFTERS, parallel_drafter
 from sim.calibration.result import Calibration
+from sim.calibration.server_match import check_init_server
 from sim.errors import SpecsimError, UnknownNameError
 from sim.hardware.gpus import gpu_preset
 from sim.hardware.passes import DENSE_LAYER_KERNELS, MOE_LAYER_KERNELS
@@ -522,6 +523,9 @@ def init_and_calibrate(
                 source="--context-tokens",
             )
         return init_scenario(req), None
+    if prefer is None:  # --prefer says which wins; without it, refused here in the flags' words
+        config = read_json(req.config) if req.model_id is None else {}
+        check_init_server(req.engine, config, req.config, data)
     model = next((f for f in data.server if f.what == "model"), None)
     if req.model_id is None and model is not None:
         req = replace(req, model_id=str(model.value), model_id_source=f"named by {model.source}")

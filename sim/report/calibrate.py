@@ -132,8 +132,10 @@ def calibrated_toml(
     """The calibrated scenario file, with a header and a comment on every value: each
     fitted one's, the base's ``comments`` (dotted key -> text) when given, and where the
     others come from (``_origin_comments``). ``writer``: the command the header names."""
+    sources = "; ".join(cal.sources) or "no figures"
     header = (
         f"Written by `{writer}` from {base_source}: {cal.scenario.description}\n"
+        f"Calibrated to: {sources}\n"
         "Fitted values carry their standard error in a comment; every other value says\n"
         "where it came from (the base scenario's, an [uncertainty] entry, or a default)."
     )

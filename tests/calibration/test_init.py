@@ -97,6 +97,70 @@ def test_qwen3_moe(tmp_path: Path) -> None:
     assert _total(m) == pytest.approx(30.5e9, rel=0.01)  # "30.5B in total"
 
 
+#: meta-llama/Llama-4-Scout-17B-16E config.json's text_config (the fields read): every
+#: layer routed (interleave_moe_layer_step 1), and each runs a shared expert no field names.
+LLAMA4_SCOUT_TEXT = {
+    "model_type": "llama4_text",
+    "hidden_size": 5120,
+    "head_dim": 128,
+    "intermediate_size": 8192,
+    "intermediate_size_mlp": 16384,
+    "interleave_moe_layer_step": 1,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "num_experts_per_tok": 1,
+    "num_hidden_layers": 48,
+    "num_local_experts": 16,
+    "vocab_size": 202048,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_llama4_scout_counts_its_shared_expert(tmp_path: Path) -> None:
+    """ "17B active, 109B total" (the model card; the total includes the vision encoder,
+    about 1B): without the shared expert the text model would be 101.7B and 11.1B active."""
+    cfg = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+           "text_config": LLAMA4_SCOUT_TEXT}  # fmt: skip
+    m = read_hf_config(_write(tmp_path, cfg))
+    expert = 3 * 5120 * 8192
+    assert m.get("expert_params") == expert
+    attention = 5120 * 40 * 128 * 2 + 5120 * 8 * 128 * 2
+    assert m.get("layer_params") == attention + expert + 5120 * 16  # + shared + router
+    assert "shared expert" in m.values["layer_params"].origin
+    assert _total(m) == pytest.approx(108e9, rel=0.01)
+    active = 48 * (m.get("layer_params") + m.get("expert_params")) + 2 * m.get("lm_head_params")
+    assert active == pytest.approx(17e9, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        # meta-llama/Llama-4-Maverick: one layer in two routed, the others dense
+        ({"interleave_moe_layer_step": 2}, "interleave_moe_layer_step"),
+        ({"decoder_sparse_step": 2}, "decoder_sparse_step"),
+        ({"mlp_only_layers": [0, 47]}, "mlp_only_layers"),
+    ],
+)
+def test_routed_layers_interleaved_with_dense_ones_are_refused(
+    tmp_path: Path, change: dict, field: str
+) -> None:
+    """Read as every layer routed, such a model's weights a pass would be wrong."""
+    with pytest.raises(SpecsimError) as err:
+        read_hf_config(_write(tmp_path, {**QWEN3_30B_A3B, **change}))
+    assert f"config.json: {field}: " in str(err.value)
+
+
+def test_an_expert_count_it_does_not_read_is_refused(tmp_path: Path) -> None:
+    """baidu/ERNIE-4.5's moe_num_experts: read as dense, its FFN would be one expert's."""
+    cfg = {
+        k: v for k, v in QWEN3_30B_A3B.items() if k not in ("num_experts", "num_experts_per_tok")
+    }
+    with pytest.raises(SpecsimError, match=r"config\.json: moe_num_experts: 64: "):
+        read_hf_config(_write(tmp_path, {**cfg, "moe_num_experts": 64}))
+    for step in ({"decoder_sparse_step": 1}, {"mlp_only_layers": []}, {"moe_layer_freq": 1}):
+        assert read_hf_config(_write(tmp_path, {**QWEN3_30B_A3B, **step})).is_moe
+
+
 def test_deepseek_v3_mla_fp8(tmp_path: Path) -> None:
     m = read_hf_config(_write(tmp_path, DEEPSEEK_V3), tensor_parallel=8)
     assert m.is_mla and m.get("dense_layers") == 3

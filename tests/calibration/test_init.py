@@ -342,3 +342,23 @@ def test_kv_heads_a_config_leaves_out_are_named_as_the_attention_heads(tmp_path:
         assert "no num_key_value_heads" in m.values[key].origin
     given = read_hf_config(_write(tmp_path, QWEN3_30B_A3B), tensor_parallel=2)
     assert "no num_key_value_heads" not in given.values["kv_bytes_per_token"].origin
+
+
+def test_a_scenario_without_a_timing_figure_says_its_passes_are_an_optimistic_bound() -> None:
+    """Without a tok/s at --max-concurrency 1 (an accept length alone, or bench runs at
+    higher loads that give acceptance only) every pass is the weights at peak bandwidth:
+    Qwen3-235B on 8x H100 decodes in 2.7 ms where its server measured 11.2."""
+    from sim.calibration.calibrate import calibrate
+    from sim.calibration.measurements import BaselinePoint, Measurements
+    from sim.report.init import init_summary
+
+    req = InitRequest(
+        str(LLAMA_70B), "H100", "sglang", gpus=4, drafter="eagle3", num_steps=3, accept_length=2.8
+    )
+    init = init_scenario(req)
+    for verbose in (False, True):
+        text = " ".join(init_summary(init, None, verbose).split())  # lines wrapped or not
+        assert "passes: derived from the weights at peak bandwidth" in text
+        assert "an optimistic bound" in text
+    cal = calibrate(init.scenario, Measurements(baselines=(BaselinePoint(52.0, 1.0, "flag"),)))
+    assert "passes:" not in init_summary(init, cal, verbose=False)

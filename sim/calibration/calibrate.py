@@ -114,8 +114,8 @@ def calibrate(
     """
     if data.empty:
         raise SpecsimError(
-            "nothing to calibrate from: give --baseline-tok-s, --point, --vllm-metrics or "
-            "--sglang-log",
+            "nothing to calibrate from: give --baseline-tok-s, --point, --vllm-bench, "
+            "--sglang-bench, --vllm-metrics or --sglang-log",
             source="calibrate",
         )
     _check_not_what_if(base)
@@ -231,6 +231,7 @@ def calibrate(
         data.imported,
         tuple(checks),
         () if written is None else (("timing.context_tokens", written[1]),),
+        calibration_sources(data),
     )
 
 
@@ -261,17 +262,24 @@ def _fields(values: Sequence[FittedValue]) -> set[str]:
     return {v.field for v in values}
 
 
-def _calibrated_identity(base: Scenario, data: Measurements) -> dict[str, str]:
-    """``name`` and ``description`` of a calibrated scenario: say so, and from what."""
-    sources = list(
+def calibration_sources(data: Measurements) -> tuple[str, ...]:
+    """Every figure's source once, in the order read (a file and line, or a flag)."""
+    return tuple(
         dict.fromkeys(
             m.source
             for group in (data.baselines, data.points, data.accept_lengths, data.cumulative)
             for m in group
         )
     )
-    shown = "; ".join(sources[:6]) + (f"; and {len(sources) - 6} more" if len(sources) > 6 else "")
+
+
+def _calibrated_identity(base: Scenario, data: Measurements) -> dict[str, str]:
+    """``name`` and ``description`` of a calibrated scenario: say so, and to how many
+    figures. The figures' sources are the written file's header comment and each value's
+    origin comment, not the description, which the reports print as the title."""
+    count = len(calibration_sources(data))
+    about = base.description[:180] or base.name[:180]
     return {
         "name": f"{base.name[:180]}-calibrated",
-        "description": f"{base.name[:180]} calibrated by specsim calibrate from: {shown}"[:10_000],
+        "description": f"{about}, calibrated to {count} source{'s' * (count != 1)}",
     }

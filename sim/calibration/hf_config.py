@@ -351,6 +351,53 @@ def check_decoder_only(raw: dict[str, Any], source: str) -> None:
             )
 
 
+#: Fields that make only some layers routed (transformers' ``Llama4TextConfig``
+#: ``interleave_moe_layer_step``, ``Qwen3MoeConfig`` ``decoder_sparse_step`` and
+#: ``mlp_only_layers``, DeepSeek-V2's ``moe_layer_freq``): specsim derives
+#: ``first_k_dense_replace`` dense layers, then routed ones, and refuses the others.
+INTERLEAVE_FIELDS = ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
+
+#: ``model_type`` of targets whose every routed layer also runs one shared expert of
+#: ``intermediate_size`` that no field names (transformers ``Llama4TextMoe.shared_expert``).
+IMPLICIT_SHARED_EXPERT = frozenset({"llama4_text"})
+
+
+def check_moe_layout(cfg: dict[str, Any], source: str, *, moe: bool) -> None:
+    """SpecsimError when the config's experts are laid out in a way ``hf_model_of`` does
+    not derive: routed layers interleaved with dense ones (``INTERLEAVE_FIELDS`` above 1,
+    a non-empty ``mlp_only_layers``), or, when no expert count was read, a field naming
+    experts (``moe_num_experts``: ERNIE-4.5) that would leave a MoE derived as dense."""
+    if moe:
+        for name in INTERLEAVE_FIELDS:
+            step = cfg.get(name)
+            if isinstance(step, int) and not isinstance(step, bool) and step > 1:
+                raise SpecsimError(
+                    f"{step}: one layer in {step} is routed; specsim derives routed layers "
+                    "after first_k_dense_replace dense ones, not interleaved with them",
+                    source=source,
+                    field=name,
+                )
+        dense = cfg.get("mlp_only_layers")
+        if isinstance(dense, list) and dense:
+            raise SpecsimError(
+                f"{len(dense)} dense layers among the routed ones; specsim derives routed "
+                "layers after first_k_dense_replace dense ones, not interleaved with them",
+                source=source,
+                field="mlp_only_layers",
+            )
+        return
+    for name, value in cfg.items():
+        counted = isinstance(value, int) and not isinstance(value, bool) and value > 1
+        if "expert" in name and counted:
+            raise SpecsimError(
+                f"{value}: a mixture-of-experts field, but no expert count specsim "
+                "reads (n_routed_experts, num_experts, num_local_experts): the model "
+                "would be derived as dense",
+                source=source,
+                field=name,
+            )
+
+
 def language_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The language model's part of a config.json (``text_config`` when present) and how an
     origin names it (``config.json`` or ``config.json: text_config``)."""
@@ -465,6 +512,7 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
     )
     inter = _int(cfg, "intermediate_size", "ffn_hidden_size", source=source, required=not experts)
     moe = bool(experts)
+    check_moe_layout(cfg, source, moe=moe)
     if moe:
         assert experts is not None
         per_tok = _int(cfg, "num_experts_per_tok", "moe_topk", source=source)
@@ -484,6 +532,12 @@ def hf_model_of(raw: dict[str, Any], source: str, *, tensor_parallel: int = 1) -
         elif shared_inter:
             shared = 3 * hidden * shared_inter
             shared_why = cite("shared_expert_intermediate_size")
+        elif cfg.get("model_type") in IMPLICIT_SHARED_EXPERT:
+            shared = float(expert)
+            shared_why = (
+                f"{cite('intermediate_size')}: {cfg['model_type']}'s one shared expert "
+                "(transformers Llama4TextMoe)"
+            )
         dense = _int(cfg, "first_k_dense_replace", source=source, required=False) or 0
         v["experts"] = Derived(experts, cite("n_routed_experts / num_experts"))
         v["experts_per_token"] = Derived(per_tok, cite("num_experts_per_tok"))

@@ -72,6 +72,8 @@ class Calibration:
     checks: tuple[Residual, ...] = field(default=())
     #: Fields set from the figures as they state them, not fitted: (dotted key, origin).
     written: tuple[tuple[str, str], ...] = field(default=())
+    #: Each figure's source once, in the order read (a file and line, or a flag).
+    sources: tuple[str, ...] = field(default=())
 
     @property
     def fitted(self) -> tuple[FittedValue, ...]:
@@ -143,5 +145,6 @@ class Calibration:
             "calibrated_scenario": {
                 "name": self.scenario.name,
                 "description": self.scenario.description,
+                "sources": list(self.sources),
             },
         }

@@ -70,6 +70,13 @@ def run_calibration(
         if files:
             body["per_request_spread"] = fit_files(files)[0].as_dict()
         return CalibrationRun(imported=body)
+    if data.empty and inputs.load_sweeps:
+        raise SpecsimError(
+            "the batched terms are fitted over a batch-1 fit, and no batch-1 figure is given: "
+            "give the sweep's files as --sglang-bench or --vllm-bench too (their "
+            "max_concurrency 1 runs), or --baseline-tok-s and --point",
+            source="--load-sweep",
+        )
     result = calibrate(base, data, fit_timing=fit_timing, acceptance=acceptance, prefer=prefer)
     spread = None
     if files:

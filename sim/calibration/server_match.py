@@ -158,3 +158,63 @@ def kept_from_base(base: Scenario, overrides: dict[str, Any]) -> str:
         version = base.server.engine_version
         parts.append(f"engine {base.server.engine}" + (f" {version}" if version else ""))
     return "kept from the base scenario: " + ", ".join(parts)
+
+
+#: Model families as their names appear in Hugging Face ids and in ``config.json``'s
+#: ``model_type`` and ``architectures`` (``meta-llama/Llama-3.1-70B`` and
+#: ``LlamaForCausalLM``; ``Qwen/Qwen3-235B-A22B`` and ``qwen3_moe``).
+MODEL_FAMILIES = (
+    "llama", "qwen", "deepseek", "mistral", "mixtral", "gemma", "phi", "glm", "kimi",
+    "minimax", "ernie", "hunyuan", "granite", "olmo", "falcon", "nemotron", "internlm",
+    "baichuan", "exaone",
+)  # fmt: skip
+
+
+def id_families(model_id: str) -> set[str]:
+    """The families a model id names: its words (split at anything not a letter or digit)
+    that begin with a family's name (``Qwen3`` -> qwen, ``mistralai`` -> mistral)."""
+    words = re.split(r"[^a-z0-9]+", model_id.lower())
+    return {f for f in MODEL_FAMILIES for w in words if w.startswith(f)}
+
+
+def config_families(config: dict[str, Any]) -> set[str]:
+    """The families a config.json names in its ``model_type`` and ``architectures`` (its
+    ``text_config``'s too)."""
+    names: list[str] = []
+    text = config.get("text_config")
+    for cfg in (config, text if isinstance(text, dict) else {}):
+        kind, archs = cfg.get("model_type"), cfg.get("architectures")
+        names += [kind] if isinstance(kind, str) else []
+        names += [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    joined = " ".join(names).lower()
+    return {f for f in MODEL_FAMILIES if f in joined}
+
+
+def check_init_server(
+    engine: str, config: dict[str, Any], config_source: str, data: Measurements
+) -> None:
+    """``specsim init``'s figures against its flags, before the scenario is named from
+    them: SpecsimError when a file was written by another engine than ``--engine``
+    (pointing to the engine that wrote it), or names a model of another family than the
+    config.json's (a ``model_id`` naming only other families; ids naming no family, a
+    fine-tune's, pass)."""
+    for fact in data.server:
+        if fact.what == "engine" and fact.value != engine:
+            raise SpecsimError(
+                f"{engine}, but {fact.source} is {fact.value}'s: give --engine {fact.value} "
+                f"if the figures are this server's, or the {engine} server's own figures",
+                source="--engine",
+            )
+    ours = config_families(config)
+    for fact in data.server:
+        if fact.what != "model" or not ours:
+            continue
+        theirs = id_families(str(fact.value))
+        if theirs and not theirs & ours:
+            raise SpecsimError(
+                f"{fact.value} is not the model of {config_source} "
+                f"({', '.join(sorted(ours))}): figures of another server; give this "
+                f"model's figures, or --model-id {fact.value} if the config.json is its",
+                source=fact.source,
+                field="model",
+            )

@@ -42,6 +42,24 @@ def _short_reason(reason: str, least: int = 1) -> str:
     return reason[: min((i for i in cuts if i > 0), default=len(reason))]
 
 
+#: A figure the calibrated scenario misses by more than this many of its standard errors
+#: is not reproduced (a normal error falls beyond 3 sigma 0.27% of the time).
+MISSED_SIGMAS = 3.0
+
+
+def _missed(cal: Calibration) -> str:
+    """What follows the chi-square when figures are missed beyond ``MISSED_SIGMAS``: how
+    many, and that answers there are the model's, not the server's ("" when none is)."""
+    missed = [r for r in cal.residuals if abs(_clean(r.normalized)) > MISSED_SIGMAS]
+    if not missed:
+        return ""
+    return (
+        f": {len(missed)} of {len(cal.residuals)} figures missed by more than "
+        f"{MISSED_SIGMAS:g} σ, where the answers are the model's, not the server's "
+        "(the values kept above hold it)"
+    )
+
+
 def format_calibration(cal: Calibration, verbose: bool = True) -> str:
     """The readable report: fitted values with standard errors, kept values and why, residuals.
 
@@ -78,7 +96,9 @@ def format_calibration(cal: Calibration, verbose: bool = True) -> str:
             f"{_percent(worst.relative).strip()} ({_clean(worst.normalized):+.2f} σ): "
             f"{worst.what} [{_short_source(worst.source)}]; --verbose: each"
         )
-    lines.append(f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom")
+    lines.append(
+        f"chi-square {_clean(cal.chi2):.3g} with {cal.dof} degrees of freedom" + _missed(cal)
+    )
     if cal.checks:
         lines.append("held out (not fitted; scored against the calibrated model):")
         w = max(len(r.what) for r in cal.checks)
@@ -132,8 +152,10 @@ def calibrated_toml(
     """The calibrated scenario file, with a header and a comment on every value: each
     fitted one's, the base's ``comments`` (dotted key -> text) when given, and where the
     others come from (``_origin_comments``). ``writer``: the command the header names."""
+    sources = "; ".join(cal.sources) or "no figures"
     header = (
         f"Written by `{writer}` from {base_source}: {cal.scenario.description}\n"
+        f"Calibrated to: {sources}\n"
         "Fitted values carry their standard error in a comment; every other value says\n"
         "where it came from (the base scenario's, an [uncertainty] entry, or a default)."
     )

@@ -32,8 +32,9 @@ def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
 
 
 def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = True) -> str:
-    """A few lines: the server, and what calibration fitted (if it ran); not ``verbose``,
-    within ``WIDTH`` characters a line."""
+    """A few lines: the server, whether its passes rest on no timing figure (the hardware
+    model's, at the bandwidth efficiency written: at peak, an optimistic bound), and what
+    calibration fitted (if it ran); not ``verbose``, within ``WIDTH`` characters a line."""
     s = init.scenario
     lines = [
         *(
@@ -54,6 +55,15 @@ def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = Tr
         )
         + (f"; drafter {s.model.draft_params / 1e9:.3g}B" if s.model.draft_params else ""),
     ]
+    final = cal.scenario if cal is not None else s
+    if final.timing.decode_ms is None and final.timing.verify_ms is None:
+        eff = final.hardware.bandwidth_efficiency
+        at = "at peak bandwidth" if eff == 1.0 else f"at {eff:.3g} of peak bandwidth"
+        passes = (
+            f"passes: derived from the weights {at}, no tok/s at --max-concurrency 1 given: "
+            + ("an optimistic bound" if eff == 1.0 else "as assumed")
+        )
+        lines.extend([f"  {passes}"] if verbose else wrap(passes, "  ", "    "))
     for note in init.notes:
         lines.extend([f"  {note}"] if verbose else wrap(note, "  ", "    "))
     return "\n".join(lines)

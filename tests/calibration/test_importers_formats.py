@@ -200,7 +200,7 @@ def test_two_stage_timing_from_synthetic_runs_acceptance_from_real(tmp_path: Pat
     assert check["measured"] == pytest.approx(1000 / real["mean_tpot_ms"])
     assert "held out" in check["what"]
     assert doc["calibrated_scenario"]["name"].endswith("-calibrated")
-    assert "vllm bench" in doc["calibrated_scenario"]["description"]
+    assert any("vllm bench" in s for s in doc["calibrated_scenario"]["sources"])
     assert 'name = "llama31-8b-1xh100-eagle3-calibrated"' in out.read_text()
 
 

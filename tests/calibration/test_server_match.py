@@ -18,7 +18,7 @@ from sim.calibration.measurements import (
     point_measurement,
     vllm_measurement,
 )
-from sim.calibration.server_match import contradictions
+from sim.calibration.server_match import check_init_server, contradictions
 from sim.errors import SpecsimError
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
@@ -103,3 +103,43 @@ def test_a_metrics_scrape_names_its_model() -> None:
     assert found["model"].data == "meta-llama/Llama-3.1-8B-Instruct"
     llama = load_scenario(SEED.parent / "llama31-8b-1xh100-eagle3.toml")
     assert "model" not in {c.what for c in contradictions(llama, vllm_measurement(counters))}
+
+
+QWEN3_MOE_CONFIG = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe"}
+
+
+@pytest.mark.parametrize(
+    ("config", "model_id"),
+    [
+        (QWEN3_MOE_CONFIG, "Qwen/Qwen3-235B-A22B-Instruct-2507"),
+        (QWEN3_MOE_CONFIG, "my-org/support-bot-v2"),  # a fine-tune names no family
+        ({"architectures": ["LlamaForCausalLM"]}, "deepseek-ai/DeepSeek-R1-Distill-Llama-70B"),
+        ({"architectures": ["MistralForCausalLM"]}, "mistralai/Devstral-Small-2505"),
+        ({"model_type": "kimi_k2"}, "moonshotai/Kimi-K2-Instruct"),
+        ({}, "meta-llama/Llama-3.1-70B-Instruct"),  # a config naming no family
+    ],
+)  # fmt: skip
+def test_init_takes_figures_of_the_configs_model(config: dict, model_id: str) -> None:
+    data = Measurements(
+        server=(ServerFact("engine", "sglang", "f"), ServerFact("model", model_id, "f"))
+    )
+    check_init_server("sglang", config, "config.json", data)
+
+
+def test_init_refuses_another_engines_or_models_figures() -> None:
+    """A vLLM file given to an SGLang server's init points to --engine vllm (calibrating
+    would say 'calibrate the scenario of the server'); a Llama bench file beside a Qwen
+    config names the scenario after Llama and fits Llama's times to Qwen's weights."""
+    vllm = Measurements(server=(ServerFact("engine", "vllm", "vllm bench b.json"),))
+    with pytest.raises(
+        SpecsimError,
+        match=r"--engine: sglang, but vllm bench b\.json is vllm's: give --engine vllm",
+    ):
+        check_init_server("sglang", QWEN3_MOE_CONFIG, "config.json", vllm)
+    llama = Measurements(
+        server=(ServerFact("model", "meta-llama/Llama-3.1-70B-Instruct", "b.json"),)
+    )
+    with pytest.raises(
+        SpecsimError, match=r"b\.json: model: meta-llama/Llama-3\.1-70B-Instruct is not"
+    ):
+        check_init_server("vllm", QWEN3_MOE_CONFIG, "config.json", llama)

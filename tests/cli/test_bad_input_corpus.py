@@ -1413,6 +1413,78 @@ CASES += [
     ),
 ]
 
+# An SGLang engineer's mistakes with a MoE model's files: another engine's or model's bench
+# results, and expert layouts the config reader does not derive (they were read as every
+# layer routed, or as a dense model).
+INIT_SGLANG = [a if a != "vllm" else "sglang" for a in INIT]
+QWEN3_MOE = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "head_dim": 128,
+    "hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+    "num_attention_heads": 64, "num_experts": 128, "num_experts_per_tok": 8,
+    "num_hidden_layers": 94, "num_key_value_heads": 4, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "torch_dtype": "bfloat16", "vocab_size": 151936,
+}  # fmt: skip
+LLAMA4_TEXT = {
+    "head_dim": 128, "hidden_size": 5120, "interleave_moe_layer_step": 2,
+    "intermediate_size": 8192, "intermediate_size_mlp": 16384, "model_type": "llama4_text",
+    "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
+    "num_key_value_heads": 8, "num_local_experts": 128, "torch_dtype": "bfloat16",
+    "vocab_size": 202048,
+}  # fmt: skip
+#: a Qwen3 MoE config with the Llama-3.1-70B quick start's vLLM bench file
+QWEN_WITH_LLAMA_BENCH = [*SPEC, "--draft-params", "1e9", "--config", "{f}",
+                         "--vllm-bench", str(QUICKSTART / "bench_eagle3.json")]  # fmt: skip
+CASES += [
+    (
+        "init-sglang-engine-vllm-bench",
+        _with_file(json.dumps(QWEN3_MOE), [*INIT_SGLANG, *QWEN_WITH_LLAMA_BENCH]),
+        "error: --engine: sglang, but vllm bench",
+    ),
+    (
+        "init-bench-of-another-model",
+        _with_file(json.dumps(QWEN3_MOE), [*INIT, *QWEN_WITH_LLAMA_BENCH]),
+        "model: meta-llama/Llama-3.1-70B-Instruct is not the model of",
+    ),
+    (
+        "init-config-interleaved-moe",
+        _with_file(
+            json.dumps(
+                {
+                    "architectures": ["Llama4ForConditionalGeneration"],
+                    "model_type": "llama4",
+                    "text_config": LLAMA4_TEXT,
+                }
+            ),
+            [*INIT_SGLANG, "--config", "{f}"],
+        ),
+        "in.json: interleave_moe_layer_step: 2: one layer in 2 is routed",
+    ),
+    (
+        "init-config-mlp-only-layers",
+        _with_file(
+            json.dumps({**QWEN3_MOE, "mlp_only_layers": [0, 1]}), [*INIT_SGLANG, "--config", "{f}"]
+        ),
+        "in.json: mlp_only_layers: 2 dense layers among the routed ones",
+    ),
+    # a load sweep alone on the scenario init wrote: the batch-1 fit it runs over has nothing
+    (
+        "calibrate-load-sweep-alone",
+        _with_file(
+            _sweep_rows((1, 11.3), (8, 20.0), (32, 30.0)),
+            ["calibrate", "--scenario", "{tmp}/good.toml", "--load-sweep", "{f}"],
+        ),
+        "--load-sweep: the batched terms are fitted over a batch-1 fit",
+    ),
+    (
+        "init-config-unread-expert-count",
+        _with_file(
+            json.dumps({**json.loads(_config()), "moe_num_experts": 64}),
+            [*INIT_SGLANG, "--config", "{f}"],
+        ),
+        "in.json: moe_num_experts: 64: a mixture-of-experts field",
+    ),
+]
+
 
 # ------------------------------------------------------------------ the test
 def _tree(root: Path) -> set[str]:

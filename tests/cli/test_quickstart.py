@@ -57,3 +57,27 @@ def test_three_commands_reproduce_the_measured_figures(tmp_path: Path, monkeypat
         elif section and " = " in line and not line.startswith(("#", " ")):
             assert lines[i - 1].startswith("# "), (section, line)
     assert "# equals specsim's default" in text and "Written by `specsim init`" in text
+
+
+def test_the_calibrated_title_fits_two_lines_and_the_header_names_the_figures(
+    tmp_path: Path,
+) -> None:
+    """The description is the title every report prints: the figures' files (five runs of
+    an SGLang sweep took four lines of it) stay in the file's header comment and in each
+    value's origin comment."""
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(DATA / "config.json"), "--gpu", "H100", "--gpus", "4",
+            "--engine", "vllm", "--drafter", "eagle3", "--num-steps", "3", "--out", str(out),
+            "--vllm-bench", str(DATA / "bench_baseline.json"),
+            "--vllm-bench", str(DATA / "bench_eagle3.json"), "-q"]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    text = out.read_text()
+    description = re.search(r'^description = "(.*)"$', text, re.M)
+    assert description is not None and "bench_" not in description.group(1)
+    assert description.group(1).endswith("calibrated to 2 sources")
+    header = text.split("\n\n")[0]
+    assert str(DATA / "bench_baseline.json") in header and str(DATA / "bench_eagle3.json") in header
+    ran = CliRunner().invoke(main, ["run", str(out), "--replications", "2", "--requests", "10"])
+    assert ran.exit_code == 0, ran.stderr
+    title = ran.stdout.split("\n  hardware:")[0]
+    assert len(title.splitlines()) <= 2, title

@@ -179,7 +179,7 @@ def render_best_k_screen(doc: Mapping[str, Any]) -> str:
         "each fixed k (95%; --verbose: the table):",
         *(_verdict_line(name, pol) for name, pol in check["policies"].items()),
         "",
-        *conditioning_lines(doc),
+        *conditioning_lines(doc, brief=True),
     ]
     sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"
     rests = assumptions_line(doc.get("assumptions", ()), lead=sample)

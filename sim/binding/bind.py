@@ -24,7 +24,6 @@ written down once:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -265,23 +264,14 @@ def _rate_class(
 
 
 def acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceModel:
-    """The acceptance model of a scenario's ``[acceptance]`` at k = ``num_steps``.
+    """The acceptance model of a scenario's ``[acceptance]`` at k = ``num_steps``, its
+    arrays read-only (as ``bind``'s).
 
-    ``spec`` None (plain decoding, k = 0) gives one class with no drafts. Memoised on the
-    frozen spec (anchoring a shape to a measured accept length is a root solve: a study
-    asks for the same spec at every point); the model's arrays are read-only, so no caller
-    can change a shared one. A spec holding lists (per-position rates, a mix) is not
-    hashable and is built each time. ``bind`` builds its own once (``resolve_acceptance``).
+    ``spec`` None (plain decoding, k = 0) gives one class with no drafts. Built at each
+    call: anchoring a shape is a root solve of 0.2-0.5 ms, and the commands ask for a spec
+    they asked for before at most a few times (docs/speed.md, "Machinery measured").
+    ``bind`` builds its own once (``resolve_acceptance``).
     """
-    try:
-        hash(spec)
-    except TypeError:
-        return _acceptance_model(spec, num_steps)
-    return _shared_acceptance_model(spec, num_steps)
-
-
-@lru_cache(maxsize=256)
-def _shared_acceptance_model(spec: AcceptanceSpec | None, num_steps: int) -> AcceptanceModel:
     return _read_only(_acceptance_model(spec, num_steps))
 
 

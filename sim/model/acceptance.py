@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
-from sim.model.beta_quantile import beta_quantiles
+from sim.model.beta_quantile import Table, beta_quantiles
 from sim.model.rates import cumulative_rates, pmf_from_cumulative
 from sim.model.samplers import accept_length_sequential
 
@@ -208,10 +208,14 @@ class RateClass:
     #: is taken for several trees (SGLang's and the best, sim/uncertainty/tree_sampled.py)
     #: inverts its Beta at the nodes once.
     _at_nodes: list[np.ndarray] = field(init=False, repr=False, compare=False)
+    #: The quantile tables sampling has built, by Beta (a, b): a run's blocks of requests
+    #: (sim/simulation/engines/fast.py) build each Beta's table once.
+    _tables: dict[tuple[float, float], Table | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concentration", self.spread.kappa(self.mean_rates))
         object.__setattr__(self, "_at_nodes", [])
+        object.__setattr__(self, "_tables", {})
 
     def with_means(self, mean_rates: np.ndarray) -> RateClass:
         """The same class and spread at other mean rates (shape (k,))."""
@@ -251,7 +255,8 @@ class RateClass:
         )
         if sampling:
             a = np.stack(
-                [beta_quantiles(m_p * k_p, (1 - m_p) * k_p, u) for m_p, k_p in pairs], axis=1
+                [beta_quantiles(m_p * k_p, (1 - m_p) * k_p, u, self._tables) for m_p, k_p in pairs],
+                axis=1,
             )
         else:
             a = special.betaincinv(

@@ -1,8 +1,8 @@
 """The Beta quantile for many uniforms at once, cheaper than ``scipy.special.betaincinv``.
 
 ``betaincinv`` solves I_x(a, b) = u afresh for every u (an iterative solve per element),
-and a run draws one per request and rate class. ``beta_quantiles``
-interpolates instead, on a table built once per (a, b):
+and a run draws one per request and rate class. ``beta_quantiles`` interpolates instead,
+on a table built once per (a, b) and bound model (its rate class keeps it):
 
 * nodes u_i on [U_MIN, 1 - U_MIN] with the exact quantile x_i = x(u_i) and its exact first
   three derivatives in u (from the Beta density: ``_derivatives``), joined by septic
@@ -35,8 +35,6 @@ about two million).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from scipy import special
 
@@ -56,6 +54,9 @@ _HALLEY_STEPS = 4
 #: A failed piece is cut for an error of this fraction of the tolerance.
 _AIM = 0.25
 _MOST_CUTS = 8
+
+#: A checked table: nodes u (n,), quantiles x (n,), their derivatives in u (3, n).
+Table = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _log_density(a: float, b: float, log_beta: float, x: np.ndarray) -> np.ndarray:
@@ -184,8 +185,7 @@ def _subdivisions(err: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(n, nan=_MOST_CUTS, posinf=_MOST_CUTS), 2, _MOST_CUTS).astype(int)
 
 
-@functools.lru_cache(maxsize=256)
-def quantile_table(a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def quantile_table(a: float, b: float) -> Table | None:
     """(nodes u, quantiles x, derivatives (3, n)) of a checked table, or None if it would need
     more than ``MAX_NODES`` nodes (or the slopes cannot be resolved).
 
@@ -227,11 +227,25 @@ def quantile_table(a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return u, x, d
 
 
-def beta_quantiles(a: float, b: float, u: np.ndarray) -> np.ndarray:
+def beta_quantiles(
+    a: float, b: float, u: np.ndarray, tables: dict[tuple[float, float], Table | None] | None = None
+) -> np.ndarray:
     """The Beta(a, b) quantile at each u (shape of u): ``betaincinv(a, b, u)`` within
-    ``TOLERANCE``."""
+    ``TOLERANCE``.
+
+    ``tables``: the caller's tables by (a, b), filled as they are built (a bound model's
+    rate class holds one, sim/model/acceptance.py, so a run builds each Beta's table once);
+    None builds the table for this call only."""
     u = np.asarray(u, dtype=float)
-    table = quantile_table(float(a), float(b)) if u.size >= DIRECT_BELOW else None
+    if u.size < DIRECT_BELOW:
+        return special.betaincinv(a, b, u)
+    key = (float(a), float(b))
+    if tables is None:
+        table = quantile_table(*key)
+    elif key in tables:
+        table = tables[key]
+    else:
+        table = tables[key] = quantile_table(*key)
     if table is None:
         return special.betaincinv(a, b, u)
     nodes, x, d = table

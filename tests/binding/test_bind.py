@@ -31,16 +31,17 @@ def test_tree_drafter_step_is_the_pass_over_topk_beams():
     assert cost.draft_ms == pytest.approx(3 * (table[1] + passes.draft_step_overhead_ms), rel=1e-12)
 
 
-def test_a_spec_is_bound_once_and_its_model_cannot_be_changed():
-    """acceptance_model is memoised on the frozen spec: the same model comes back, and its
-    arrays are read-only (a caller changing them in place would change every user's)."""
+def test_a_specs_model_is_built_afresh_equal_and_cannot_be_changed():
+    """acceptance_model keeps no process-wide memo: each call builds the model again, equal
+    to the last, and its arrays are read-only (as ``bind``'s)."""
     spec = load_scenario(SEED).acceptance
     model = acceptance_model(spec, 3)
-    assert acceptance_model(spec, 3) is model
-    assert acceptance_model(spec, 4) is not model
+    again = acceptance_model(spec, 3)
+    assert again is not model
+    assert np.array_equal(again.mean_rates(), model.mean_rates())
+    assert acceptance_model(spec, 4).num_steps == 4
     with pytest.raises(ValueError, match="read-only"):
         model.classes[0].mean_rates[0] = 0.5
-    assert np.array_equal(model.mean_rates(), acceptance_model(spec, 3).mean_rates())
 
 
 def test_bound_holds_the_model_built_once_and_read_only():

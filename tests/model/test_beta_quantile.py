@@ -37,6 +37,25 @@ def test_within_tolerance_everywhere(mean, concentration):
         assert table[0][0] == U_MIN and np.all(np.diff(table[1]) > 0)
 
 
+def test_a_class_builds_each_betas_table_once_and_keeps_it_to_itself():
+    """Sampling keeps the tables it builds on the rate class (the bound model), one per
+    Beta of its positions, and reuses them for later blocks: the same rates as a table
+    built afresh, bit for bit. Another class (other means) starts with none; nothing is
+    kept between calls without a class."""
+    cls = RateClass("chat", 1.0, np.array([0.618, 0.618, 0.5]), Spread(concentration=5.0))
+    u = np.random.default_rng(4).random((2, 1000))
+    first = cls.rates_from_uniform(u[0], sampling=True)
+    assert len(cls._tables) == 2  # two distinct (mean, concentration) pairs
+    kept = dict(cls._tables)
+    second = cls.rates_from_uniform(u[1], sampling=True)
+    assert all(cls._tables[key] is table for key, table in kept.items())
+    for key in kept:
+        assert np.array_equal(beta_quantiles(*key, u[1]), beta_quantiles(*key, u[1], {}))
+    assert np.array_equal(second[:, 2], beta_quantiles(2.5, 2.5, u[1]))
+    assert np.array_equal(first[:, 0], first[:, 1])
+    assert cls.with_means(np.array([0.65, 0.65, 0.55]))._tables == {}
+
+
 def test_small_calls_are_exact():
     u = np.random.default_rng(1).random(DIRECT_BELOW - 1)
     assert np.array_equal(beta_quantiles(3.09, 1.91, u), special.betaincinv(3.09, 1.91, u))
@@ -64,7 +83,7 @@ def test_nodes_hold_the_exact_quantile_and_its_derivatives(mean, concentration):
     """Nodes added by Halley polishing hold betaincinv's quantile to a few ulps, and every
     node carries the closed-form derivatives of that quantile."""
     a, b = mean * concentration, (1 - mean) * concentration
-    table = quantile_table.__wrapped__(a, b)
+    table = quantile_table(a, b)
     if table is None:
         return
     u, x, d = table
@@ -125,7 +144,7 @@ def test_a_typical_table_is_small():
     """What septic pieces and error-sized cuts buy: the seed's Beta(5) class needs at most
     100 nodes (quintic pieces split at their midpoints needed 172)."""
     a = 0.6050964941644925 * 5.0
-    table = quantile_table.__wrapped__(a, 5.0 - a)
+    table = quantile_table(a, 5.0 - a)
     assert table is not None and table[0].size <= 100
 
 

@@ -93,7 +93,7 @@ class TreeSpec(Section):
         )
 
     def tree(self) -> "Tree":
-        """The ``Tree`` (sim/model/tree/nodes.py) these paths make (built once per path list)."""
+        """The ``Tree`` (sim/model/tree/nodes.py) these paths make."""
         from sim.model.tree.inputs import tree_from_paths  # lazy: start-up
 
         return tree_from_paths(self.rank_paths())

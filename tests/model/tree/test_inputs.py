@@ -88,3 +88,13 @@ def test_bad_growmaps_are_named(growmap, message):
 def test_unknown_preset_names_the_known():
     with pytest.raises(ValueError, match="known: eagle1-default"):
         preset_paths("eagle2")
+
+
+def test_a_path_list_builds_an_equal_tree_each_time():
+    """No process-wide memo: each call builds the tree again, equal to the last (lists or
+    tuples alike)."""
+    paths = preset_paths("eagle1-default")
+    tree = tree_from_paths(paths)
+    again = tree_from_paths([list(p) for p in paths])
+    assert again is not tree
+    assert (again.parent, again.rank) == (tree.parent, tree.rank)

@@ -75,7 +75,25 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
         interconnects=hw.interconnects,
         parallel_draft=scenario.speculation.parallel_draft,
         draft_ms_per_extra_token=timing.draft_ms_per_extra_token,
+        stated_origins=_stated_origins(scenario),
     )
+
+
+#: The passes whose given time (``timing.<pass>_ms``) the hardware model rests on.
+_PASSES = ("decode", "verify", "draft_step", "draft_extend")
+
+
+def _stated_origins(scenario: Scenario) -> dict[str, str]:
+    """Pass name -> the origin its ``[uncertainty.timing]`` entry states, where the time is
+    given and that origin is not a measurement (``derived``, ``assumed``)."""
+    entries = scenario.uncertainty.entries()
+    found = {}
+    for name in _PASSES:
+        entry = entries.get(f"timing.{name}_ms")
+        given = getattr(scenario.timing, f"{name}_ms") is not None
+        if given and entry is not None and entry.resolved_origin in ("derived", "assumed"):
+            found[name] = entry.resolved_origin
+    return found
 
 
 def scenario_hardware(scenario: Scenario) -> PassModel:

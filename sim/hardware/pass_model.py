@@ -164,7 +164,10 @@ class PassInputs:
     measured ungraphed verify that fixes it then contradicts it); ``launch_overridden``:
     set afterwards as a what-if; ``draft_tokens``: tokens of the configuration's own verify
     (k + 1, a tree's num_draft_tokens); ``efficiency``: the fraction of the GPU's peak
-    bandwidth derived compute assumes."""
+    bandwidth derived compute assumes; ``stated_origins``: pass name -> the origin the
+    scenario states for its given time when that is not a measurement (``derived``,
+    ``assumed``: e.g. a calibrated file's drafter passes priced by the hardware model),
+    the label its breakdown carries instead of "measured"."""
 
     current: PointSpec
     reference: PointSpec | None
@@ -182,6 +185,7 @@ class PassInputs:
     #: (``timing.draft_ms_per_extra_token``).
     parallel_draft: bool = False
     draft_ms_per_extra_token: float = 0.0
+    stated_origins: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Query tokens a request the block-parallel drafter's table covers (the schema's most
@@ -555,7 +559,9 @@ class PassModel:
         - anything else: the roofline of the weights on the current GPU.
         """
         times, verify, m0 = self.times, name == "verify", self.measured_verify_tokens
-        origin = "measured" if self.at_reference else "recomposed"
+        origin = self.inputs.stated_origins.get(name) or (
+            "measured" if self.at_reference else "recomposed"
+        )
         from_decode = verify and (self.verify_from_decode or decode_on_reference)
         experts = verify and times.verify_ms is not None and times.verify_growth == "experts"
         base, at = name, tokens  # the measured pass the compute rests on, and its tokens

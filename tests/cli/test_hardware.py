@@ -127,3 +127,18 @@ def test_the_launch_cost_in_the_header_has_the_tables_precision(seed_path):
     out = CliRunner().invoke(main, ["hardware", str(seed_path)]).output
     assert ", launch 17.55 us/kernel, " in out.splitlines()[0]
     assert "17.5487" not in out
+
+
+def test_a_pass_time_the_file_calls_derived_or_assumed_is_not_labelled_measured():
+    """The origin column is the one the scenario states for a given pass time: the seed's
+    drafter passes are assumed (its [uncertainty.timing]); a calibrated file's drafter passes
+    priced by the hardware model are derived."""
+    table = [ln.split() for ln in run_cli("hardware", str(SEED)).output.splitlines()]
+    names = ("decode", "verify", "draft_step", "draft_extend")
+    rows = {w[0]: w[-1] for w in table if w and w[0] in names and w[1].isdigit()}
+    assert rows == {"decode": "measured", "verify": "measured", "draft_step": "assumed",
+                    "draft_extend": "assumed"}  # fmt: skip
+    derived = 'uncertainty.timing.draft_step_ms={stderr=0.1, origin="derived"}'
+    out = run_cli("hardware", str(SEED), "--set", derived).output
+    (row,) = [ln for ln in out.splitlines() if ln.startswith("draft_step ")]
+    assert row.endswith(" derived")

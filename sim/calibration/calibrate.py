@@ -36,6 +36,7 @@ the fitted profile profile_notes.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -273,13 +274,20 @@ def calibration_sources(data: Measurements) -> tuple[str, ...]:
     )
 
 
+#: What an earlier calibration appended to a name and a description (``_calibrated_identity``).
+_NAME_SUFFIX = re.compile(r"(-calibrated)+$")
+_ABOUT_SUFFIX = re.compile(r"(, calibrated to \d+ sources?)+$")
+
+
 def _calibrated_identity(base: Scenario, data: Measurements) -> dict[str, str]:
     """``name`` and ``description`` of a calibrated scenario: say so, and to how many
     figures. The figures' sources are the written file's header comment and each value's
-    origin comment, not the description, which the reports print as the title."""
+    origin comment, not the description, which the reports print as the title. A base
+    calibrated before says so once: its own suffixes are replaced, not piled up."""
     count = len(calibration_sources(data))
-    about = base.description[:180] or base.name[:180]
+    name = _NAME_SUFFIX.sub("", base.name[:180]) or base.name[:180]
+    about = _ABOUT_SUFFIX.sub("", base.description[:180]) or name
     return {
-        "name": f"{base.name[:180]}-calibrated",
+        "name": f"{name}-calibrated",
         "description": f"{about}, calibrated to {count} source{'s' * (count != 1)}",
     }

@@ -282,6 +282,10 @@ def test_the_written_file_holds_what_init_set_each_under_its_origin(tmp_path: Pa
     assert "weight_bytes_per_param = 2.0" in text  # a default, written: the dtype says so
     assert init.scenario.model.name == "meta-llama/Llama-3.1-70B"
     assert init.comments["model.name"] == "config.json: _name_or_path"
+    # an explicit --model-id comes first, then _name_or_path, then the folder (above)
+    given = init_scenario(replace(req, model_id="org/Served-70B"))
+    assert given.scenario.model.name == "org/Served-70B"
+    assert given.comments["model.name"] == "--model-id"
 
 
 @pytest.mark.parametrize(

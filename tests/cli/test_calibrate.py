@@ -38,6 +38,21 @@ def test_seed_figures_write_a_runnable_scenario(tmp_path: Path) -> None:
     assert json.loads(ran.stdout)["analytic"]["throughput_tok_s"] == pytest.approx(60.0, rel=1e-4)
 
 
+def test_a_calibrated_scenario_calibrated_again_says_so_once(tmp_path: Path) -> None:
+    """Its name and description carry one calibration suffix (the latest's count), not one
+    an earlier calibration appended and another."""
+    first, second = tmp_path / "c1.toml", tmp_path / "c2.toml"
+    figures = ["--baseline-tok-s", "82.5", "--point", "2:2.0:60"]
+    assert _run(*figures, "--out", str(first))[0] == 0
+    again = ["calibrate", "--scenario", str(first), *figures, "--out", str(second), "-q"]
+    result = CliRunner().invoke(main, again)
+    assert result.exit_code == 0, result.output
+    scenario = load_scenario(second)
+    assert scenario.name == "kimi-k25-8xpcie-eagle3-calibrated"
+    assert scenario.description.count("calibrated to") == 1
+    assert scenario.description.endswith(", calibrated to 2 sources")
+
+
 def test_imports_json_output(tmp_path: Path) -> None:
     code, stdout, _ = _run(
         "--vllm-metrics",

@@ -306,6 +306,28 @@ MIX_NOTE = (
 # --------------------------------------------------------------------------- what to measure
 
 
+def _position_counts(scenario: Scenario) -> str:
+    """What the scenario's engine exposes of how many drafts each verify step accepted
+    (``server.engine``; none: vLLM's, as before). vLLM: the per-position acceptance
+    counters of its /metrics. SGLang (sgl-project/sglang tokenizer_manager.py, v0.5.23): each
+    finished request's ``meta_info.spec_correct_drafts_histogram`` (``spec_accept_histogram``
+    before), entry j the verify steps that accepted exactly j drafts, so the steps accepting
+    at least j over all steps is position j's cumulative rate. TensorRT-LLM: the
+    engine-neutral count of the same."""
+    engine = scenario.server.engine
+    if engine == "sglang":
+        return (
+            "SGLang's per-request meta_info spec_correct_drafts_histogram (spec_accept_histogram"
+            " before v0.5.23; steps accepting >= j drafts over all steps)"
+        )
+    if engine == "trtllm":
+        return (
+            "how many drafts each verify step accepted (steps accepting at least j drafts "
+            "over all steps)"
+        )
+    return "vLLM's per-position counters"
+
+
 def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
     """The measurement that pins ``field`` down, in the words of an inference engineer."""
     k = best_k or max(scenario.num_steps + 2, 4)
@@ -322,11 +344,11 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
         measured = (spec.measured_num_steps if spec is not None else None) or k0
         ka = k if k != measured else max(measured + 2, 4)  # not the num_steps measured
         return (
-            f"measure the accept length at another num_steps (e.g. {ka}), or read vLLM's "
-            "per-position counters at K >= 4: how acceptance falls with position"
+            f"measure the accept length at another num_steps (e.g. {ka}), or read "
+            f"{_position_counts(scenario)} at K >= 4: how acceptance falls with position"
         )
     if field.startswith("acceptance.per_position"):
-        return "read vLLM's per-position counters over more drafts"
+        return f"read {_position_counts(scenario)} over more drafts"
     if field.startswith("acceptance."):
         return f"measure the accept length at num_steps {k0} over more requests"
     named = {

@@ -188,6 +188,25 @@ def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
     assert slope.startswith("time a verify pass at num_steps 7 (8 tokens; measured only at 6)")
 
 
+def test_measure_next_names_what_the_scenarios_engine_exposes() -> None:
+    """An SGLang server has no vLLM per-position counters: the advice names SGLang's
+    per-request accept histogram; a vLLM server's (and one of no stated engine) its counters;
+    TensorRT-LLM's the engine-neutral count."""
+    from sim.scenario.overrides import with_overrides
+    from sim.uncertainty.answers import measurement_for
+    from tests.conftest import ROOT
+
+    llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
+    assert llama.server.engine == "sglang"
+    for field in ("acceptance.decay", "acceptance.per_position"):
+        said = measurement_for(field, llama, 5)
+        assert "spec_correct_drafts_histogram" in said and "vLLM" not in said
+    vllm = with_overrides(llama, {"server.engine": "vllm"})
+    assert "vLLM's per-position counters" in measurement_for("acceptance.decay", vllm, 5)
+    trt = measurement_for("acceptance.decay", with_overrides(llama, {"server.engine": "trtllm"}), 5)
+    assert "how many drafts each verify step accepted" in trt and "vLLM" not in trt
+
+
 def test_drivers_of_equal_swing_keep_the_inputs_order() -> None:
     """Two inputs of mirrored effect (a perfectly anti-correlated pair) swing the answer by
     the same amount up to rounding: they keep the inputs' order, whichever rounds wider;

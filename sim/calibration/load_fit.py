@@ -187,6 +187,18 @@ class LoadFit:
     spec_factor_profile: tuple[float, float] | None = None
     spec_factor_runs: str = ""
 
+    @property
+    def outside_plausible(self) -> dict[str, tuple[float, float]]:
+        """Fitted term -> its plausible range (``PLAUSIBLE``, the speculative host factor's
+        ``SPEC_FACTOR_RANGE``), for each fitted value outside it: kept as fitted, not
+        clamped; the figures hold something the model does not price."""
+        out = {}
+        for name in self.identified:
+            lo, hi = _FIT_PLAUSIBLE[name]
+            if not lo <= self.values[name] <= hi:
+                out[name] = (lo, hi)
+        return out
+
     def as_dict(self) -> dict[str, object]:
         return {
             "values": self.values,
@@ -217,6 +229,7 @@ class LoadFit:
                 for r in self.rows
             ],
             "notes": list(self.notes),
+            "outside_plausible": {k: list(v) for k, v in self.outside_plausible.items()},
             "host_profile_us": None if self.host_profile_us is None else list(self.host_profile_us),
             "spec_factor_profile": (
                 None if self.spec_factor_profile is None else list(self.spec_factor_profile)

@@ -274,11 +274,12 @@ def calibrate_command(
     if as_json:
         echo_document("calibrate", {**run.as_dict(), "out": out})
         return
-    click.echo(format_calibration(run.calibration, verbose))
+    # a load sweep's terms follow: the batch-1 fit's kept values and notes take a line each
+    click.echo(format_calibration(run.calibration, verbose, compact=run.load is not None))
     if run.load is not None:
         # lazy: the load-sweep report only when a sweep was given (start-up)
         from sim.report.load_fit import format_load_fit
 
-        click.echo(format_load_fit(run.load))
+        click.echo(format_load_fit(run.load, verbose))
     if out and not quiet:
         click.echo(f"wrote {out}")

@@ -60,12 +60,14 @@ def _missed(cal: Calibration) -> str:
     )
 
 
-def format_calibration(cal: Calibration, verbose: bool = True) -> str:
+def format_calibration(cal: Calibration, verbose: bool = True, *, compact: bool = False) -> str:
     """The readable report: fitted values with standard errors, kept values and why, residuals.
 
     Not ``verbose``: a first screen, each kept value's reason in its first clause, the
     residuals in one line (the largest), the notes by their leads, files by base name,
-    lines within ``WIDTH``."""
+    lines within ``WIDTH``. ``compact`` (not ``verbose``; a load sweep's report follows):
+    the kept values in one wrapped line without their reasons, the notes counted."""
+    compact = compact and not verbose
     source = (lambda s: s) if verbose else _short_source
     lines = ["fitted (± one standard error):"]
     width = max(len(v.field) for v in cal.values)
@@ -74,7 +76,10 @@ def format_calibration(cal: Calibration, verbose: bool = True) -> str:
         lines.append(f"  {v.field:<{width}}  {_value(v):<22}{base}")
     if not cal.fitted:
         lines.append("  nothing: no value is determined by the data")
-    if cal.kept:
+    if cal.kept and compact:
+        kept = ", ".join(f"{v.field} {v.value:.6g}" for v in cal.kept)
+        lines.append(f"kept from the base scenario (--verbose: why): {kept}")
+    elif cal.kept:
         why = "" if verbose else "; --verbose: why"
         lines.append(f"kept from the base scenario (not determined by the data{why}):")
         for v in cal.kept:
@@ -110,7 +115,9 @@ def format_calibration(cal: Calibration, verbose: bool = True) -> str:
     if verbose:
         lines.extend(f"note: {n}" for n in cal.notes)
         return "\n".join(lines)
-    if cal.notes:
+    if cal.notes and compact:
+        lines.append(f"{len(cal.notes)} note{'s' * (len(cal.notes) != 1)} (--verbose: in full)")
+    elif cal.notes:
         leads = "; ".join(_short_reason(n, least=25) for n in cal.notes)
         lines.append(f"notes (--verbose: in full): {leads}")
     return "\n".join(fit_width(lines))

@@ -66,11 +66,56 @@ def test_json_carries_the_ranges(tmp_path: Path) -> None:
 def test_the_speculative_host_factor_is_one_line_saying_why_it_is_not_fitted(
     tmp_path: Path,
 ) -> None:
-    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", str(_sweep(tmp_path / "s.jsonl")))
+    sweep = str(_sweep(tmp_path / "s.jsonl"))
+    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep)
     assert code == 0, text
     (line,) = [t for t in text.splitlines() if "serving.host_spec_factor" in t]
-    assert "kept (the sweep has no speculative runs at two or more loads" in line
-    assert "the sweep allows 0-100" in line
+    assert line.endswith("kept, plausible range [1, 2.857]")  # why: --verbose
+    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep, "--verbose")
+    joined = " ".join(text.split())
+    assert "kept (the sweep has no speculative runs at two or more loads" in joined
+    assert "the sweep allows 0-100" in joined
+
+
+def test_the_first_screen_fits_25_lines_of_100_columns(tmp_path: Path) -> None:
+    """The batch-1 fit's kept values and notes a line each, the terms without their
+    reasons, the runs in one line; --verbose gives each run and why each term is kept."""
+    sweep = str(_sweep(tmp_path / "s.jsonl"))
+    code, text = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep)
+    assert code == 0, text
+    lines = text.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100, text
+    assert "3 runs (at their mean context and load) at loads 1-32: model TPOT" in " ".join(
+        text.split()
+    )
+    code, verbose = _run("--baseline-tok-s", "88.5", "--load-sweep", sweep, "--verbose")
+    assert code == 0, verbose
+    assert "condition of the scaled Jacobian" in verbose and "s.jsonl:line 3" in verbose
+
+
+def test_a_fitted_term_outside_its_plausible_range_is_said(tmp_path: Path) -> None:
+    """A host-bound curve (TPOT growing 0.5 ms a request) fits the host work at hundreds of
+    us, far beyond its plausible 7-38 us: kept as fitted (not clamped) and said on the
+    screen and in the JSON."""
+    rows = [
+        {"backend": "sglang", "max_concurrency": c, "completed": 64,
+         "mean_tpot_ms": 4.5 + 0.5 * (c - 1), "std_tpot_ms": 0.3, "mean_e2e_latency_ms": 1.0,
+         "accept_length": None}
+        for c in (1, 4, 16, 32)
+    ]  # fmt: skip
+    sweep = tmp_path / "host.jsonl"
+    sweep.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, text = _llama("--load-sweep", str(sweep))
+    assert code == 0, text
+    joined = " ".join(text.split())
+    said = "outside its plausible 7-38 us: the figures hold something the model does not price"
+    assert said in joined, text
+    code, text = _llama("--load-sweep", str(sweep), "--json")
+    fit = json.loads(text)["load_fit"]
+    host = fit["values"]["serving.host_us_per_request"]
+    assert "serving.host_us_per_request" in fit["identified"] and host > 38
+    assert fit["outside_plausible"] == {"serving.host_us_per_request": [7.0, 38.0]}
+    assert f"serving.host_us_per_request {host:.4g} us, outside" in joined
 
 
 def test_bad_sweep_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -123,7 +168,7 @@ def test_runs_listing_their_requests_are_fitted_as_their_own_jobs(tmp_path: Path
     job with the figure (what the serving intervals' refit prices)."""
     sweep = _sglang_sweep(tmp_path / "s.jsonl")
     out = tmp_path / "out.toml"
-    code, text = _llama("--load-sweep", str(sweep), "--out", str(out))
+    code, text = _llama("--load-sweep", str(sweep), "--out", str(out), "--verbose")
     assert code == 0, text
     joined = " ".join(text.split())
     assert "3 run(s) priced as their own jobs" in joined, text
@@ -144,7 +189,7 @@ def test_runs_listing_their_requests_are_fitted_as_their_own_jobs(tmp_path: Path
             for line in sweep.read_text().splitlines()
         )
     )
-    code, text = _llama("--load-sweep", str(bare))
+    code, text = _llama("--load-sweep", str(bare), "--verbose")
     assert code == 0, text
     assert "3 run(s) at their mean context and load (closed form; no request's lengths" in (
         " ".join(text.split())

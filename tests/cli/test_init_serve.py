@@ -170,3 +170,17 @@ def test_a_prefill_it_cannot_price_is_refused_naming_file_and_field(tmp_path: Pa
     assert line.startswith(f"specsim: error: {scenario}")
     assert "model.kernels_per_layer: needed for the launch cost of the ungraphed prefill" in line
     assert served.stdout == ""
+
+
+def test_quiet_drops_the_wrote_line_as_calibrate_does(tmp_path: Path) -> None:
+    """-q means one thing on every command that has it: no progress bar and no 'wrote'
+    line; init's report stays (it once printed nothing at all)."""
+    out = tmp_path / "s.toml"
+    config = str(QUICKSTART / "config.json")
+    args = ["init", "--config", config, "--gpu", "H100", "--engine", "sglang", "--out", str(out)]
+    loud = CliRunner().invoke(main, args)
+    quiet = CliRunner().invoke(main, [*args, "-q"])
+    assert loud.exit_code == quiet.exit_code == 0, loud.output + quiet.output
+    assert loud.output.splitlines()[-1] == f"wrote {out}"
+    assert quiet.output.splitlines() == loud.output.splitlines()[:-1]
+    assert out.is_file()

@@ -32,8 +32,8 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK, SpeculationPolicy
-from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.plan import ServingPlan
 from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
 from sim.studies.serving.draws import DrawnPoints, interval90, shifted

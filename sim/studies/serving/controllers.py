@@ -45,9 +45,9 @@ from sim.model.controllers import SGLangAdaptive, VllmGoodput
 from sim.model.policy import FixedK, KTable, SpeculationPolicy
 from sim.parallel import Executor
 from sim.scenario.sections.bounds import MAX_RATE_PER_S, MAX_REQUESTS, MIN_RATE_PER_S
-from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.lengths import Fixed
 from sim.simulation.serving.metrics import Ratio, mean_interval, request_metrics
+from sim.simulation.serving.plan import ServingPlan
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.workload import Trace, Workload

@@ -14,7 +14,7 @@ carried by the study's ``ScenarioPlans.draws``).
   (``draws.shifted``); the interval is ``draws.interval90`` of the draws (their 5-95%
   and their normal prediction interval) joined with the nominal's Monte Carlo 95% interval.
 * **Switching threshold.** Where the best-k table's k changes between two grid loads, the
-  nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k.py
+  nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k_forms.py
   ``refined_ends``); its interval is crossover's (sim/studies/serving/crossover.py
   ``crossing_interval90`` with ``versus`` the lower load's k): each draw's gain at the
   two grid loads around it, further loads outward only for a draw that does not cross

@@ -16,7 +16,7 @@ from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.scenario.validate import scenario_from_dict
-from sim.studies.serving.best_k import LoadChoice, input_ties
+from sim.studies.serving.best_k_selection import LoadChoice, input_ties
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (
     DrawnPoints,

@@ -11,6 +11,7 @@ one policy's search; ``capacity_ladder``, each draw's capacity on its rate ladde
 ``capacity_intervals``, the 90% intervals; ``capacity_result``, what it answers;
 ``capacity_notes``, its assumption lines) and ``capacity_ratio`` (its paired ratio),
 ``search`` (the acceptance a drafter needs at a load), ``controllers`` (adaptive
-controllers replayed on phase-changing workloads), ``tree_load`` (chain against tree as
+controllers replayed on phase-changing workloads, from ``controller_phases``,
+``controller_policies`` and ``controller_replay``), ``tree_load`` (chain against tree as
 concurrency grows), ``draws`` (90% intervals from inputs and model).
 """

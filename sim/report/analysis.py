@@ -21,7 +21,8 @@ from sim.report.uncertainty import (
     off_centre_text,
 )
 from sim.studies.analysis import Analysis
-from sim.uncertainty.answers import INTERVAL_LABEL, TargetUncertainty
+from sim.uncertainty.answers import TargetUncertainty
+from sim.uncertainty.interval import INTERVAL_LABEL
 
 ALPHA_MEANING = "alpha = the equal conditional per-position acceptance rate (Leviathan's alpha)"
 RATES_MEANING = (

@@ -12,8 +12,8 @@ __all__ = ["conditioning_line", "conditioning_lines"]
 def conditioning_line(cond: Mapping[str, Any], brief: bool = False) -> str:
     """``intervals conditioned on 6 calibration figures (serving.calibrated_on: tpot_ms at
     loads 1-32): serving.kernel_slope re-fitted to them in every draw``; ``brief`` (a
-    command's first screen): ``draws conditioned on 6 calibration figures (tpot_ms at loads
-    1-32), re-fitting serving.kernel_slope``."""
+    command's first screen): ``intervals conditioned on 6 calibration figures (tpot_ms, loads
+    1-32; re-fit: serving.kernel_slope)``."""
     n = cond["figures"]
     lo, hi = cond["loads"]
     loads = f"load {lo:g}" if lo == hi else f"loads {lo:g}-{hi:g}"
@@ -26,9 +26,7 @@ def conditioning_line(cond: Mapping[str, Any], brief: bool = False) -> str:
     figures = f"{n} calibration figure{'s' * (n != 1)}"
     if brief:
         refitted = ", ".join(cond["refitted"])
-        return (
-            f"draws conditioned on {figures} ({cond['metric']} at {loads}), re-fitting {refitted}"
-        )
+        return f"intervals conditioned on {figures} ({cond['metric']}, {loads}; re-fit: {refitted})"
     return (
         f"intervals conditioned on {figures} (serving.calibrated_on: {cond['metric']} at {loads}): "
         f"{', '.join(cond['refitted'])} re-fitted to them in every draw"
@@ -46,6 +44,9 @@ def conditioning_lines(doc: Mapping[str, Any], brief: bool = False) -> list[str]
     if beyond:
         unit = "users" if beyond["load_kind"] == "concurrency" else "req/s"
         loads = ", ".join(f"{x:g}" for x in beyond["loads"])
-        note = "beyond the highest measured batch (--verbose: what that means)"
-        lines.append(f"* {loads} {unit}: {note if brief else beyond['note']}")
+        note = beyond["note"]
+        if brief:
+            top = beyond["highest_measured_batch"]
+            note = f"beyond the highest measured batch ({top:g}; --verbose: what that means)"
+        lines.append(f"* {loads} {unit}: {note}")
     return lines

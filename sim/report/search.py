@@ -16,7 +16,9 @@ from sim.report.uncertainty import (
     fmt_interval,
     header_lines,
 )
-from sim.uncertainty.answers import INTERVAL_LABEL, Driver, Interval, MeasureNext, TargetUncertainty
+from sim.uncertainty.answers import TargetUncertainty
+from sim.uncertainty.drivers import Driver, MeasureNext
+from sim.uncertainty.interval import INTERVAL_LABEL, Interval
 
 # --------------------------------------------------------------------------- text reports
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sim.binding.tree_analysis import TreeAnalysis, nodes_per_depth_text
 from sim.report.format import fmt_alpha
 from sim.report.uncertainty import fmt_interval
-from sim.uncertainty.answers import INTERVAL_LABEL, UncertaintyResult
+from sim.uncertainty.answers import UncertaintyResult
+from sim.uncertainty.interval import INTERVAL_LABEL
 
 TOP1_MEANING = (
     "top-1 = P(the target's token is the drafter's first guess | parent accepted) at depth 1; "

@@ -8,7 +8,7 @@ from typing import Any
 from sim.report.format import count, fmt_alpha
 from sim.report.screen import fit_width
 from sim.report.uncertainty import fmt_interval
-from sim.uncertainty.answers import INTERVAL_LABEL
+from sim.uncertainty.interval import INTERVAL_LABEL
 
 
 def _a(x: float | None) -> str:

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sim.binding.provenance import Assumption
-from sim.uncertainty.answers import INTERVAL_LABEL, Interval, TargetUncertainty
+from sim.uncertainty.answers import TargetUncertainty
+from sim.uncertainty.interval import INTERVAL_LABEL, Interval
 
 #: Origins that the text report lists (values measured exactly are in --json only).
 LISTED_ORIGINS = ("assumed", "default", "derived", "calibrated", "override")

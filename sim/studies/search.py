@@ -14,7 +14,8 @@ Carlo bisection on common random numbers the answer and its 95% interval
 Acceptance profiles. With one rate ``alpha`` the lever is alpha. With per-position rates,
 a workload mix or per-request heterogeneity the search scales every mean rate by one
 factor, keeping the profile's shape and spread (rates capped at 1), and reports ``alpha``
-as the mean conditional rate over positions 1..k; the report says so (``acceptance_lever``).
+as the mean conditional rate over positions 1..k; the report says so (``acceptance_lever``,
+sim/studies/acceptance_lever.py). What the search answers: sim/studies/search_results.py.
 
 No plotting here (sim/report/plots.py), no files (sim/cli/search.py); any other lever:
 sim/studies/solve.py.
@@ -23,35 +24,34 @@ sim/studies/solve.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from sim.binding.bind import (
-    acceptance_model,
-    anchored_factors,
-    draft_binding,
-    pass_times,
-)
+from sim.binding.bind import draft_binding, pass_times
 from sim.binding.bound import Bound, bind
 from sim.binding.provenance import assumptions, effective_hardware, override_entries
 from sim.errors import SpecsimError
-from sim.model.acceptance import AcceptanceModel, Spread
-from sim.model.closed_forms import answer_at_k, over_cap
+from sim.model.closed_forms import answer_at_k
 from sim.model.cycle import PassTimes, ceiling_tok_s, required_accept_length
 from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.model.cycletime import CycleTimeModel
 from sim.model.drafts import describe_draft
-from sim.model.rates import cumulative_rates, mean_accept_length
-from sim.model.roots import brentq
 from sim.parallel import LocalExecutor
-from sim.scenario.overrides import pin_verify_tokens, with_overrides
+from sim.scenario.overrides import pin_verify_tokens
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.simulation.engines.common import phase_means
 from sim.simulation.exact import exact_obstacle
 from sim.simulation.summary import Stats
+from sim.studies.acceptance_lever import (
+    AcceptanceLever,
+    acceptance_lever,
+    acceptance_levers,
+    acceptance_note,
+    spread_note,
+)
 from sim.studies.bisection import (
     ALPHA_XTOL,
     Criterion,
@@ -63,439 +63,8 @@ from sim.studies.bisection import (
     solve_root,
 )
 from sim.studies.exact_search import ExactLever, exact_root
+from sim.studies.search_results import KResult, SearchResult, TargetResult
 from sim.uncertainty.answers import TargetUncertainty, answer_uncertainty
-
-# --------------------------------------------------------------------------- acceptance lever
-
-
-@dataclass(frozen=True, slots=True)
-class AcceptanceLever:
-    """How acceptance is varied at draft length k, keeping everything else of [acceptance].
-
-    The lever value ``x`` scales the mean rates of the scenario's acceptance model (in the
-    model layer: no scenario is re-validated per rate): with one anchored profile
-    (``kind == "alpha"``: an alpha, accept length or first rate under the scenario's shape,
-    sim/binding/bind.py ``acceptance_shape``) x is the first-position rate a_1 and the
-    rates are min(1, x g_i) for the shape's factors g (all 1 for a flat shape: x is
-    Leviathan's alpha); with per-position rates or a mix (``kind == "profile"``) every mean
-    rate r becomes min(1, x r), so the profile keeps its shape. Per-request spread
-    (concentration or std) is kept as given. ``alpha(x)`` reports the mean conditional
-    rate over positions 1..k and ``first_rate(x)`` the rate at position 1 (both
-    weight-averaged over mix classes). ``x_max`` is where every rate reaches 1, or the last
-    value at which a Beta ``std`` is still possible (a std can forbid means near 1).
-    """
-
-    base: Scenario  # validated once, with speculation.num_steps = k
-    model: AcceptanceModel  # the base's acceptance at k, unscaled
-    kind: str  # "alpha" or "profile"
-    x_max: float
-    factors: np.ndarray  # g_1..g_k of an anchored profile (kind "alpha"), shape (k,)
-    #: True when x_max is where the Beta std stops being possible (not where rates reach 1),
-    #: or x_min above 0 (a std also forbids means near 0)
-    spread_limited: bool = False
-    #: The lowest scale searched: 0, or the lowest at which the Beta std is possible
-    x_min: float = 0.0
-    #: ``mean_rates`` at the lever values asked for one at a time (alpha, first rate and
-    #: profile at a root and its interval's ends ask for the same few x): this lever's own
-    _rows: dict[float, np.ndarray] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-
-    @property
-    def num_steps(self) -> int:
-        return self.base.num_steps
-
-    def model_at(self, x: float) -> AcceptanceModel:
-        """The acceptance model at lever value ``x``."""
-        if self.kind == "alpha":
-            return self.model.with_profile(x * self.factors)
-        return self.model.scaled(x)
-
-    def mean_rates(self, xs: np.ndarray) -> np.ndarray:
-        """Mean conditional rates at each lever value, weight-averaged over mix classes:
-        shape (n, k) for ``xs`` of shape (n,) (what ``model_at(x).mean_rates()`` gives,
-        without building the models)."""
-        xs = np.asarray(xs, dtype=float)[:, None]
-        out = np.zeros((xs.shape[0], self.num_steps))
-        for w, c in zip(self.model.weights, self.model.classes, strict=True):
-            unit = self.factors[None, :] if self.kind == "alpha" else c.mean_rates[None, :]
-            out += w * np.minimum(1.0, xs * unit)
-        return out
-
-    def _row(self, x: float) -> np.ndarray:
-        """``mean_rates`` at one lever value, shape (k,) (kept: ``_rows``)."""
-        row = self._rows.get(x)
-        if row is None:
-            row = self._rows[x] = self.mean_rates(np.array([x]))[0]
-        return row
-
-    def alpha(self, x: float | None) -> float | None:
-        """The mean conditional rate over positions 1..k at lever value ``x``."""
-        if x is None:
-            return None
-        return float(self._row(x).mean())
-
-    def first_rate(self, x: float | None) -> float | None:
-        """The conditional rate at position 1 at lever value ``x``."""
-        if x is None:
-            return None
-        return float(self._row(x)[0])
-
-    def over_cap(self, x: float | None) -> bool:
-        """Whether lever value ``x`` asks some class for a first-position rate above 1: the
-        shape then reaches the target only with rates that fall less than it does."""
-        if x is None:
-            return False
-        if self.kind == "alpha":
-            unit = float(self.factors[0])
-        else:
-            unit = max(float(c.mean_rates[0]) for c in self.model.classes)
-        return over_cap(x, unit)
-
-    def per_position(self, x: float) -> list[float]:
-        """Mean conditional rates at x, shape (k,), weight-averaged over mix classes."""
-        return [float(v) for v in self._row(x)]
-
-    def closed_form_rates(self, x: float) -> np.ndarray:
-        """``model_at(x).closed_form_rates()``, shape (k,): with one class and no spread the
-        same capped product without building the model (what the closed-form root
-        finding evaluates hundreds of times per k)."""
-        cls = self.model.classes
-        if len(cls) > 1 or cls[0].spread != Spread():
-            return self.model_at(x).closed_form_rates()
-        if self.kind == "alpha":
-            return np.clip(np.asarray(x * self.factors, dtype=float), 0.0, 1.0)
-        return np.minimum(1.0, x * cls[0].mean_rates)
-
-    def expected_accept_length(self, x: float) -> float:
-        """E[L] per request at x (effective rates carry the heterogeneity)."""
-        return mean_accept_length(self.closed_form_rates(x))
-
-    def accept_length_grid(self, n: int = 101) -> tuple[np.ndarray, np.ndarray]:
-        """(x grid of shape (n,), E[L] at each), for interpolating closed-form answers.
-
-        Without heterogeneity the rates at every x are one array operation, shape (n, k);
-        otherwise each x integrates over requests.
-        """
-        xs = np.linspace(self.x_min, self.x_max, n)
-        if self.model.heterogeneous:
-            return xs, np.array([self.expected_accept_length(float(x)) for x in xs])
-        unit = self.factors if self.kind == "alpha" else self.model.classes[0].mean_rates
-        grid = np.minimum(1.0, xs[:, None] * unit[None, :])
-        return xs, 1.0 + cumulative_rates(grid).sum(axis=1)
-
-    def closed_form_x(
-        self, required_accept_length: float, grid: tuple[np.ndarray, np.ndarray] | None = None
-    ) -> float | None:
-        """Least x whose expected accept length reaches the requirement (None: out of reach).
-
-        Interpolates on the grid, then refines with brentq inside the grid cell.
-        """
-        xs, als = grid or self.accept_length_grid()
-        if required_accept_length <= als[0]:
-            return float(xs[0])
-        if required_accept_length > als[-1]:
-            return None
-        j = int(np.searchsorted(als, required_accept_length))
-        a, b = float(xs[max(j - 1, 0)]), float(xs[j])
-        f = lambda x: self.expected_accept_length(x) - required_accept_length  # noqa: E731
-        if f(a) >= 0:
-            return a
-        return float(brentq(f, a, b, xtol=1e-10))
-
-
-ACCEPTANCE_NOTE_PROFILE = (
-    "acceptance has per-position rates, a mix or per-request spread: search scales every "
-    "mean rate by one factor (profile shape and spread kept, rates capped at 1); alpha is "
-    "the mean conditional rate over positions 1..k"
-)
-ACCEPTANCE_NOTE_ALPHA = "alpha = the equal conditional per-position acceptance rate"
-ACCEPTANCE_NOTE_SHAPE = (
-    "acceptance falls with position ({shape}): search scales the first-position rate a_1 "
-    "and keeps the shape; alpha is the mean conditional rate over positions 1..k and "
-    "'flat' the equal rate that would give the same accept length"
-)
-
-
-def _is_plain_alpha(scenario: Scenario) -> bool:
-    acc = scenario.acceptance
-    return acc is None or (
-        acc.mix is None and acc.per_position is None and not getattr(acc, "heterogeneous", False)
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class BoundAcceptance:
-    """A lever base's acceptance bound once at the longest draft length K of a search: the
-    model (mean rates by position) and the anchored shape factors g_1..g_K (ones for a
-    listed profile or a mix), shape (K,). The binding's rates at position i do not depend
-    on k (an anchor's first rate comes from its measured k0, the shape and tilt are per
-    position: sim/binding/bind.py), so every shorter k is a cut of them (``at``)."""
-
-    model: AcceptanceModel
-    factors: np.ndarray
-
-    def at(self, num_steps: int) -> tuple[AcceptanceModel, np.ndarray]:
-        """(model, factors (k,)) at draft length ``num_steps`` <= K."""
-        return self.model.truncated(num_steps), self.factors[:num_steps].copy()
-
-
-def _lever_base(scenario: Scenario, num_steps: int) -> Scenario:
-    """The scenario the search runs at draft length ``num_steps`` (one validation)."""
-    # the chain search: a tree scenario is searched as a chain of its top-1 rates (its
-    # trees: sim/studies/tree_search.py)
-    over: dict[str, Any] = {"speculation.num_steps": num_steps, "speculation.topk": 1}
-    if scenario.acceptance is None:  # a plain-decoding scenario: search alpha from scratch
-        over["acceptance"] = {"alpha": 0.0}
-    return with_overrides(scenario, over, source="search")
-
-
-def bind_acceptance(base: Scenario, num_steps: int) -> BoundAcceptance:
-    """The acceptance model and anchored factors of a lever base at ``num_steps``."""
-    acc = base.acceptance
-    model = acceptance_model(acc, num_steps)
-    anchored = acc is None or (acc.mix is None and acc.per_position is None)
-    if anchored and acc is not None:
-        return BoundAcceptance(model, anchored_factors(acc, num_steps))
-    return BoundAcceptance(model, np.ones(num_steps))
-
-
-def acceptance_levers(scenario: Scenario, num_steps: Sequence[int]) -> dict[int, AcceptanceLever]:
-    """The acceptance lever at every draft length in ``num_steps``: one validation per k,
-    the acceptance bound once at the longest and cut to each k (``BoundAcceptance``)
-    wherever the base's ``[acceptance]`` is the same as there (a plain-decoding scenario's
-    is measured at each k: bound at each)."""
-    ks = sorted(set(num_steps))
-    bases = {k: _lever_base(scenario, k) for k in ks}
-    top = bases[ks[-1]]
-    bound = bind_acceptance(top, ks[-1])
-    return {
-        k: acceptance_lever(
-            scenario, k, base=b, bound=bound if b.acceptance == top.acceptance else None
-        )
-        for k, b in bases.items()
-    }
-
-
-def acceptance_lever(
-    scenario: Scenario,
-    num_steps: int,
-    *,
-    base: Scenario | None = None,
-    bound: BoundAcceptance | None = None,
-) -> AcceptanceLever:
-    """The acceptance lever of ``scenario`` at draft length ``num_steps`` (one validation,
-    none when ``base``, the scenario at that k, is given). ``bound``: the acceptance bound
-    at a k >= ``num_steps`` (default: bound here)."""
-    base = base or _lever_base(scenario, num_steps)
-    acc = base.acceptance
-    model, factors = (bound or bind_acceptance(base, num_steps)).at(num_steps)
-    anchored = acc is None or (acc.mix is None and acc.per_position is None)
-    kind = "alpha" if anchored else "profile"
-    if anchored:
-        positive = factors[factors > 0]
-    else:
-        rates = np.concatenate([c.mean_rates for c in model.classes])
-        positive = rates[rates > 0]
-    top = 1.0 / float(positive.min()) if positive.size else 1.0
-    lever = AcceptanceLever(base, model, kind, top, factors)
-    # A Beta std too wide for means near 1 or 0 (std^2 >= m (1 - m)) forbids a band of
-    # scales below the one where a rate reaches 1 (the capped rate is exact again) and one
-    # above 0: search only the scales around the scenario's own (valid: x = 1 for a
-    # profile, its first rate for an anchored one) where every mean is a valid Beta. (The
-    # upper end was sought from x = 0 for an anchored profile: the search stopped at
-    # x ~ 0 and called every target unreachable; the lower end was not sought, and the
-    # Monte Carlo of an impossible Beta drew accept length 1.5 at a rate of 0.000.)
-    if any(c.spread.std for c in model.classes):
-        own = 1.0 if kind == "profile" else float(model.mean_rates()[0])
-        x_min, x_max = _feasible_end(lever, own, 0.0), _feasible_end(lever, own, top)
-        if (x_min, x_max) != (0.0, top):
-            lever = replace(lever, x_min=x_min, x_max=x_max, spread_limited=True)
-    return lever
-
-
-def _feasible_end(lever: AcceptanceLever, own: float, end: float) -> float:
-    """The scale nearest ``end`` that every scale between it and ``own`` (valid) shares
-    with ``own``: a valid Beta std at every mean; ``end`` itself when the whole way is
-    valid. Found on a grid of 512 steps, refined by bisection."""
-    grid = np.linspace(own, end, 513)
-    bad = next(
-        (i for i, x in enumerate(grid[1:], 1) if lever.model_at(float(x)).infeasible()), None
-    )
-    if bad is None:
-        return end
-    good, worse = float(grid[bad - 1]), float(grid[bad])
-    for _ in range(60):
-        mid = (good + worse) / 2
-        if lever.model_at(mid).infeasible() is None:
-            good = mid
-        else:
-            worse = mid
-    return good
-
-
-def spread_note(levers: Sequence[AcceptanceLever]) -> str | None:
-    """What the search says when a Beta ``std`` capped the scaled means (else None)."""
-    capped = [lv for lv in levers if lv.spread_limited]
-    if not capped:
-        return None
-    worst = min(capped, key=lambda lv: lv.alpha(lv.x_max) or 0.0)
-    low = max(capped, key=lambda lv: lv.alpha(lv.x_min) or 0.0)
-    return (
-        "a Beta std cannot hold mean rates near 0 or 1 (std^2 < m (1 - m)): the search scales "
-        "the rates only while the scenario's std stays possible (alpha up to "
-        f"{worst.alpha(worst.x_max):.3f} at k = {worst.num_steps}, down to "
-        f"{low.alpha(low.x_min):.3f} at k = {low.num_steps}); targets that need more are "
-        "reported unreachable, and those the lowest reaches are answered with it. Give "
-        "acceptance.concentration instead of std to keep the spread's shape at every mean"
-    )
-
-
-def acceptance_note(bound: Bound) -> str:
-    if not _is_plain_alpha(bound.scenario):
-        return ACCEPTANCE_NOTE_PROFILE
-    shape = bound.shape
-    if shape is None or shape.shape in ("flat", "repeat") or shape.decay == 1.0:
-        return ACCEPTANCE_NOTE_ALPHA
-    return ACCEPTANCE_NOTE_SHAPE.format(shape=f"{shape.shape}, decay {shape.decay:.3f}")
-
-
-# --------------------------------------------------------------------------- search over alpha
-
-
-@dataclass(frozen=True, slots=True)
-class KResult:
-    """One target at one draft length k."""
-
-    num_steps: int
-    reachable: bool
-    alpha: float | None
-    alpha_ci95: tuple[float | None, float | None]
-    required_accept_length: float | None
-    closed_form_alpha: float | None
-    ceiling_tok_s: float
-    simulated_ceiling_tok_s: float | None
-    per_position: list[float] | None
-    #: The mean rate (alpha) the simulated ceiling ran at: the highest the search reaches,
-    #: 1 unless a Beta std forbids mean rates near 1 (``AcceptanceLever.spread_limited``).
-    simulated_ceiling_alpha: float | None = None
-    method: str = "monte_carlo"  # where the root came from: "exact" law or "monte_carlo"
-    first_rate: float | None = None
-    first_rate_ci95: tuple[float | None, float | None] = (None, None)
-    closed_form_first_rate: float | None = None
-    flat_alpha: float | None = None  # closed form, equal rates
-    scale: float | None = None  # the lever value: the profile's scale (drafter quality)
-    #: 90% interval (inputs and model) of the closed-form first-position rate at this k.
-    interval90: list[float | None] | None = None
-    #: The root asks for a first-position rate above 1 under the shape (``over_cap``).
-    over_cap: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "num_steps": self.num_steps,
-            "method": self.method,
-            "reachable": self.reachable,
-            "over_cap": self.over_cap,
-            "alpha": self.alpha,
-            "alpha_ci95": list(self.alpha_ci95),
-            "first_rate": self.first_rate,
-            "first_rate_ci95": list(self.first_rate_ci95),
-            "closed_form_first_rate": self.closed_form_first_rate,
-            "flat_alpha": self.flat_alpha,
-            "interval90": self.interval90,
-            "required_accept_length": self.required_accept_length,
-            "closed_form_alpha": self.closed_form_alpha,
-            "ceiling_tok_s": self.ceiling_tok_s,
-            "simulated_ceiling_tok_s": self.simulated_ceiling_tok_s,
-            "simulated_ceiling_alpha": self.simulated_ceiling_alpha,
-            "per_position": self.per_position,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class TargetResult:
-    """One target over the k range: the best k (lowest alpha) and every k."""
-
-    tok_s: float
-    quantile: float | None
-    per_num_steps: tuple[KResult, ...]
-    reason: str | None
-    #: The closed-form answer's 90% interval from inputs and model (mean tok/s only).
-    uncertainty: TargetUncertainty | None = None
-
-    @property
-    def best(self) -> KResult | None:
-        """The k needing the lowest first-position rate (the drafter accuracy asked for)."""
-        ok = [r for r in self.per_num_steps if r.reachable]
-        return min(ok, key=lambda r: (r.scale, r.num_steps)) if ok else None
-
-    @property
-    def note(self) -> str | None:
-        best = self.best
-        ks = [r.num_steps for r in self.per_num_steps]
-        if best is not None and len(ks) > 1 and best.num_steps == max(ks):
-            return (
-                f"the best k is the largest searched ({best.num_steps}); a longer draft may "
-                "need a lower rate: widen --num-steps"
-            )
-        return None
-
-    @property
-    def best_flat(self) -> KResult | None:
-        """The k needing the lowest equal rate (closed form): the flat answer at its own best
-        k, the quantity whose interval ``uncertainty.flat_interval90`` gives."""
-        ok = [r for r in self.per_num_steps if r.reachable and r.flat_alpha is not None]
-        return min(ok, key=lambda r: (r.flat_alpha, r.num_steps)) if ok else None
-
-    def to_dict(self) -> dict[str, Any]:
-        best = self.best
-        flat = self.best_flat
-        top = max(self.per_num_steps, key=lambda r: r.ceiling_tok_s)
-        return {
-            "tok_s": self.tok_s,
-            "quantile": self.quantile,
-            # as run's closed form: a first-position rate of at most 1 under the shape
-            "reachable": best is not None and not best.over_cap,
-            "reachable_flat": flat is not None,
-            "needs_rates_falling_less": best is not None and best.over_cap,
-            "best_num_steps": best.num_steps if best else None,
-            "alpha": best.alpha if best else None,
-            "alpha_ci95": list(best.alpha_ci95) if best else [None, None],
-            "first_rate": best.first_rate if best else None,
-            "first_rate_ci95": list(best.first_rate_ci95) if best else [None, None],
-            "flat_alpha": flat.flat_alpha if flat else None,
-            "flat_num_steps": flat.num_steps if flat else None,
-            "required_accept_length": best.required_accept_length if best else None,
-            "ceiling_tok_s": top.ceiling_tok_s,
-            "ceiling_num_steps": top.num_steps,
-            "uncertainty": self.uncertainty.to_dict() if self.uncertainty else None,
-            "reason": self.reason,
-            "note": self.note,
-            "per_num_steps": [r.to_dict() for r in self.per_num_steps],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    scenario: str
-    engine: str
-    fidelity: str
-    evaluations: int
-    note: str
-    targets: tuple[TargetResult, ...]
-    settings: dict[str, Any]
-    refused: int = 0  # lever values refused without a run (a load above its service bound)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "engine": self.engine,
-            "fidelity": self.fidelity,
-            "evaluations": self.evaluations,
-            "acceptance_lever": self.note,
-            **self.settings,
-            "targets": [t.to_dict() for t in self.targets],
-        }
 
 
 def _search_k(

@@ -33,7 +33,7 @@ from sim.studies.bisection import (
     monotone_violations,
     solve_root,
 )
-from sim.uncertainty.answers import LeverUncertainty, lever_uncertainty
+from sim.uncertainty.lever_intervals import LeverUncertainty, lever_uncertainty
 
 # --------------------------------------------------------------------------- any lever
 

@@ -56,7 +56,7 @@ from sim.studies.bisection import (
     SimulateFn,
     solve_root,
 )
-from sim.uncertainty.answers import INTERVAL_LABEL, SAMPLES, Interval, _interval
+from sim.uncertainty.interval import INTERVAL_LABEL, SAMPLES, Interval, interval90_of
 from sim.uncertainty.tree_required_draws import required_top1_draws
 from sim.uncertainty.tree_sampled import sampled_tree
 
@@ -312,7 +312,7 @@ def _refine(
         sampled = sampled_tree(bind(scenario), draws.values, inputs=draws.inputs)
         u = None if f is None else f * x0
         roots = required_top1_draws(sampled, draws.values, target, cycle_ms, u)
-        refined = replace(refined, top1_interval90=_interval(roots.top1))
+        refined = replace(refined, top1_interval90=interval90_of(roots.top1))
     if simulate_fn is None:
         return refined
     evaluator = Evaluator(simulate_fn, [target])

@@ -148,7 +148,7 @@ def test_crossover_says_its_intervals_are_conditioned_and_which_loads_lie_beyond
     code, text = _run(*args)
     assert code == 0, text
     assert "intervals conditioned on 6 calibration figures" in text
-    assert "* 64 users: beyond the highest measured batch (32)" in text
+    assert "* 64 users: beyond the highest measured batch (32; --verbose" in text
     code, js = _run(*args, "--json")
     doc = json.loads(js)
     assert doc["conditioned_on"]["figures"] == 6

@@ -23,7 +23,7 @@ from sim.hardware.passes import (
     pass_schedule,
 )
 from sim.scenario.load import load_scenario
-from sim.studies.search import acceptance_levers
+from sim.studies.acceptance_lever import acceptance_levers
 from tests.conftest import SEED
 
 GEOM = Geometry(61, 1, 7168, 28, 2, 2)

@@ -39,11 +39,16 @@ def test_loads_beyond_the_highest_calibrated_one_carry_the_note():
 def test_a_first_screen_gives_each_in_one_line():
     """A command's first screen keeps the figures, the metric, the loads and the terms
     re-fitted, and leaves what the loads beyond mean to --verbose."""
-    beyond = {"load_kind": "concurrency", "loads": [48, 64], "note": "beyond the highest (32)"}
+    beyond = {
+        "load_kind": "concurrency",
+        "loads": [48, 64],
+        "highest_measured_batch": 32.0,
+        "note": "beyond the highest (32)",
+    }
     lines = conditioning_lines({"conditioned_on": COND, "beyond_measured": beyond}, brief=True)
     assert lines == [
-        "draws conditioned on 4 calibration figures (tpot_ms at loads 1-32), re-fitting "
-        "serving.kernel_slope",
-        "* 48, 64 users: beyond the highest measured batch (--verbose: what that means)",
+        "intervals conditioned on 4 calibration figures (tpot_ms, loads 1-32; re-fit: "
+        "serving.kernel_slope)",
+        "* 48, 64 users: beyond the highest measured batch (32; --verbose: what that means)",
     ]
     assert all(len(line) <= 100 for line in lines)

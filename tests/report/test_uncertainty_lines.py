@@ -2,7 +2,8 @@
 first-position rate above 1, that it is not reachable under the shape."""
 
 from sim.report.uncertainty import answer_line
-from sim.uncertainty.answers import Interval, TargetUncertainty
+from sim.uncertainty.answers import TargetUncertainty
+from sim.uncertainty.interval import Interval
 
 
 def _target(first_rate: float) -> TargetUncertainty:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import sim.binding.bind as bind
+import sim.studies.acceptance_lever as lever_module
 import sim.studies.search as search
 from sim.binding.bind import acceptance_model, anchored_factors, pass_times
 from sim.binding.bound import bind as bind_scenario
@@ -22,8 +23,9 @@ from sim.model.cycle import cycle_cost as chain_cycle_cost
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.scenario.schema import Scenario
+from sim.studies.acceptance_lever import acceptance_lever, acceptance_levers
 from sim.studies.bisection import ALPHA_XTOL, closed_form_stats
-from sim.studies.search import acceptance_lever, acceptance_levers, search_acceptance
+from sim.studies.search import search_acceptance
 from sim.uncertainty.answers import answer_uncertainty
 from sim.uncertainty.perturb import is_acceptance_input
 
@@ -83,7 +85,7 @@ def test_closed_form_evaluations_bind_no_acceptance_model(seed_path, monkeypatch
         calls[0] += 1
         return original(*args, **kwargs)
 
-    for module in (bind, search):  # a closed-form point without its acceptance binds
+    for module in (bind, lever_module):  # a closed-form point without its acceptance binds
         monkeypatch.setattr(module, "acceptance_model", counted)
     seed = load_scenario(seed_path)
     res = search_acceptance(seed, TARGETS, KS, simulate=closed_form_stats, uncertainty=False)

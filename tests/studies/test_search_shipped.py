@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
-from sim.studies.search import acceptance_lever, spread_note
+from sim.studies.acceptance_lever import acceptance_lever, spread_note
 from tests.helpers import make
 
 SCENARIOS = sorted((Path(__file__).parents[2] / "scenarios").glob("*.toml"))

@@ -14,7 +14,8 @@ from sim.model.rates import mean_accept_length
 from sim.scenario.load import load_scenario
 from sim.scenario.validate import scenario_from_dict
 from sim.studies.analysis import analyze
-from sim.uncertainty.answers import Driver, answer_uncertainty, by_swing
+from sim.uncertainty.answers import answer_uncertainty
+from sim.uncertainty.drivers import Driver, by_swing
 from tests.conftest import EXACT_UNCERTAINTY, SEED, seed_text_without_uncertainty
 
 ZERO = EXACT_UNCERTAINTY
@@ -139,21 +140,21 @@ def test_interval_coverage_on_many_simulated_measurements() -> None:
 def test_intervals_are_the_5_and_95_percent_quantiles() -> None:
     """0, 0.01, ..., 1: the 90% interval is [0.05, 0.95] (rates, capped at 1) and 0..100
     uncapped gives [5, 95]; a draw out of reach (NaN) counts as above every rate."""
-    from sim.uncertainty.answers import Interval, _interval
+    from sim.uncertainty.interval import Interval, interval90_of
 
-    assert _interval(np.arange(101) / 100) == Interval(pytest.approx(0.05), pytest.approx(0.95))
-    assert _interval(np.arange(101.0), cap=None) == Interval(
+    assert interval90_of(np.arange(101) / 100) == Interval(pytest.approx(0.05), pytest.approx(0.95))
+    assert interval90_of(np.arange(101.0), cap=None) == Interval(
         pytest.approx(5.0), pytest.approx(95.0)
     )
     some_out = np.r_[np.full(10, np.nan), np.linspace(0.5, 0.9, 90)]
-    got = _interval(some_out)
+    got = interval90_of(some_out)
     assert got.high is None and got.unreachable == pytest.approx(0.1)
 
 
 def test_an_interval_out_of_reach_above_ranks_as_wider_than_its_reach() -> None:
     """The next-measurement ranking compares widths: [0.6, 0.9] is 0.3 wide; [0.6, out of
     reach] counts its missing end as far above 1 as its low end is below it (0.8)."""
-    from sim.uncertainty.answers import Interval
+    from sim.uncertainty.interval import Interval
 
     assert Interval(0.6, 0.9).width == pytest.approx(0.3)
     assert Interval(0.6, None).width == pytest.approx(0.8)
@@ -176,7 +177,7 @@ def test_measure_next_suggests_a_length_other_than_the_one_measured() -> None:
     """Llama's accept length is measured at num_steps 5, its verify at 6 tokens (k + 1):
     when the best k is 5, 'another num_steps' is not 5 and the verify's slope is not asked
     of the 6 tokens already timed (both once said so)."""
-    from sim.uncertainty.answers import measurement_for
+    from sim.uncertainty.drivers import measurement_for
     from tests.conftest import ROOT
 
     llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")
@@ -193,7 +194,7 @@ def test_measure_next_names_what_the_scenarios_engine_exposes() -> None:
     per-request accept histogram; a vLLM server's (and one of no stated engine) its counters;
     TensorRT-LLM's the engine-neutral count."""
     from sim.scenario.overrides import with_overrides
-    from sim.uncertainty.answers import measurement_for
+    from sim.uncertainty.drivers import measurement_for
     from tests.conftest import ROOT
 
     llama = load_scenario(ROOT / "scenarios" / "llama31-8b-1xh100-eagle3.toml")

@@ -13,7 +13,8 @@ from sim.binding.inputs import draw_inputs, nominal_row
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.studies.analysis import analyze
-from sim.uncertainty.answers import SAMPLES, TREE_NOTE, answer_uncertainty
+from sim.uncertainty.answers import TREE_NOTE, answer_uncertainty
+from sim.uncertainty.interval import SAMPLES
 from sim.uncertainty.tree_sampled import sampled_tree
 from tests.conftest import EXACT_UNCERTAINTY, ROOT, SEED, seed_text_without_uncertainty
 

@@ -5,19 +5,24 @@ Modules: ``workload`` (arrival patterns, requests), ``lengths`` (length distribu
 ``scheduler`` (continuous batching configuration; the speculation policies it runs are
 sim/model/policy.py), ``counter_rng`` (per-request
 acceptance draws), ``batch`` (the decode batch and the arithmetic of a block of
-iterations), ``engine`` (the SimPy processes), ``records`` (what a replication records),
+iterations), ``engine`` (one replication, wired from ``plan`` (the plan and a policy worked
+out on it), ``streams`` (its random streams), ``server`` (the scheduler's state and
+bookkeeping), ``processes`` (the SimPy processes) and ``timeouts`` (timeouts landing on a
+block's ends)), ``records`` (what a replication records),
 ``metrics`` (TTFT, TPOT, ITL, throughput, paired speedups), ``simulate`` (replications
 and seeds), ``stability`` (an upper bound on the requests a second a server answers, to
 check an open load against before simulating it).
 """
 
 from sim.model.policy import DisableAbove, FixedK, KTable, SpeculationPolicy
-from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.engine import run_replication
 from sim.simulation.serving.lengths import Empirical, Fixed, LogNormal
 from sim.simulation.serving.metrics import ServingSummary, SloSpec, summarize_serving
+from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.scheduler import SchedulerConfig
 from sim.simulation.serving.simulate import ServingRun, simulate_serving, work_out
+from sim.simulation.serving.streams import ServingStreams
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload
 
 __all__ = [

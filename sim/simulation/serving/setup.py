@@ -29,9 +29,9 @@ from sim.scenario.overrides import with_load
 from sim.scenario.schema import Scenario
 from sim.scenario.sections.serving import ServingSpec
 from sim.scenario.sections.workload import WorkloadSpec
-from sim.simulation.serving.engine import Drafting, ServingPlan
 from sim.simulation.serving.lengths import Empirical, Fixed, LengthDistribution, LogNormal
 from sim.simulation.serving.metrics import SloSpec
+from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.scheduler import SchedulerConfig, admission_cap
 from sim.simulation.serving.traces import read_trace
 from sim.simulation.serving.workload import ClosedLoop, Poisson, Tasks, Trace, Workload

@@ -23,8 +23,10 @@ import numpy as np
 from sim.errors import SpecsimError
 from sim.model.policy import SpeculationPolicy
 from sim.parallel import Executor, LocalExecutor
-from sim.simulation.serving.engine import Drafting, ServingPlan, ServingStreams, run_replication
+from sim.simulation.serving.engine import run_replication
+from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.records import ServingRecord
+from sim.simulation.serving.streams import ServingStreams
 
 __all__ = ["ServingRun", "serving_streams", "simulate_serving", "work_out"]
 

@@ -43,7 +43,7 @@ import numpy as np
 from sim.model.batched_cost import IterationCost, PrefillLoad
 from sim.model.controllers import AdaptivePolicy
 from sim.model.drafts import Draft, is_tree, max_tokens
-from sim.simulation.serving.engine import Drafting, ServingPlan
+from sim.simulation.serving.plan import Drafting, ServingPlan
 from sim.simulation.serving.workload import Poisson, Trace
 
 __all__ = [

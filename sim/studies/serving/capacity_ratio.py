@@ -2,13 +2,13 @@
 decoding"), paired over replications.
 
 A capacity is where the mean SLO attainment of R replications crosses the required share
-as the rate rises (sim/studies/serving/capacity.py); its 95% interval inverts that mean's Student-t
-band, so it reflects Monte Carlo noise across replications only. The ratio's interval
-comes from the same noise, and paired: replication r of every policy runs on the same
-seed (the same unit arrival gaps, lengths and acceptance draws), so a replication whose
-arrivals bunch lowers both capacities and moves their ratio less than either. Dividing
-one interval's ends by the other's would ignore that pairing (and is not an interval of
-the ratio at any level).
+as the rate rises (sim/studies/serving/capacity_search.py); its 95% interval inverts that
+mean's Student-t band, so it reflects Monte Carlo noise across replications only. The
+ratio's interval comes from the same noise, and paired: replication r of every policy runs
+on the same seed (the same unit arrival gaps, lengths and acceptance draws), so a
+replication whose arrivals bunch lowers both capacities and moves their ratio less than
+either. Dividing one interval's ends by the other's would ignore that pairing (and is not
+an interval of the ratio at any level).
 
 The jackknife over replications keeps the pairing. Leaving replication r out of both
 policies, each capacity is found again on the rates its search simulated (the mean

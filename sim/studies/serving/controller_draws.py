@@ -14,7 +14,7 @@ carried by the study's ``ScenarioPlans.draws``).
   (``draws.shifted``); the interval is ``draws.interval90`` of the draws (their 5-95%
   and their normal prediction interval) joined with the nominal's Monte Carlo 95% interval.
 * **Switching threshold.** Where the best-k table's k changes between two grid loads, the
-  nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k.py
+  nominal boundary is the crossing of the two k's paired gain (sim/studies/serving/best_k_forms.py
   ``refined_ends``); its interval is crossover's (sim/studies/serving/crossover.py
   ``crossing_interval90`` with ``versus`` the lower load's k): each draw's gain at the
   two grid loads around it, further loads outward only for a draw that does not cross
@@ -32,8 +32,8 @@ import numpy as np
 
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK, SpeculationPolicy
-from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import Ratio
+from sim.simulation.serving.plan import ServingPlan
 from sim.studies.serving.break_even import find_crossings
 from sim.studies.serving.crossover import crossing_interval90
 from sim.studies.serving.draws import DrawnPoints, interval90, shifted

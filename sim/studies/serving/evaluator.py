@@ -30,8 +30,8 @@ from sim.parallel import Executor, LocalExecutor, longest_first
 from sim.scenario.overrides import pin_verify_tokens, with_overrides
 from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
-from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import SloSpec
+from sim.simulation.serving.plan import ServingPlan
 from sim.simulation.serving.setup import ServingSetup, serving_setup
 from sim.simulation.serving.simulate import replication_blocks, simulate_serving, work_out
 from sim.simulation.serving.stability import LoadCheck, ServiceBound, service_bound

@@ -49,15 +49,17 @@ from sim.model.policy import FixedK
 from sim.model.tree.acceptance import Acceptance, TreeAcceptance
 from sim.scenario.overrides import pin_verify_tokens
 from sim.scenario.schema import Scenario
-from sim.simulation.serving.engine import ServingPlan
 from sim.simulation.serving.metrics import positive_interval, request_metrics, share_interval
 from sim.simulation.serving.overload import above, at_most
+from sim.simulation.serving.plan import ServingPlan
 from sim.simulation.serving.records import ServingRecord
 from sim.simulation.serving.setup import serving_setup, with_load
 from sim.simulation.serving.simulate import simulate_serving, work_out
 from sim.simulation.serving.stability import ServiceBound, service_bound
 from sim.simulation.summary import Stats, TargetProbability, wilson_ci95
-from sim.studies.search import AcceptanceLever, SearchResult, acceptance_levers, search_acceptance
+from sim.studies.acceptance_lever import AcceptanceLever, acceptance_levers
+from sim.studies.search import search_acceptance
+from sim.studies.search_results import SearchResult
 from sim.studies.serving.paired_metrics import Load
 
 __all__ = [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sim.simulation.serving import FixedK, simulate_serving, work_out
-from sim.simulation.serving.engine import Prefilling, Server
+from sim.simulation.serving.server import Prefilling, Server
 from sim.simulation.serving.workload import Trace
 from tests.simulation.serving.helpers import plan
 

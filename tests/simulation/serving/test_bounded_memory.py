@@ -10,7 +10,6 @@ import pytest
 from sim.model.policy import FixedK
 from sim.simulation.serving import LogNormal, Poisson, SloSpec, simulate_serving, work_out
 from sim.simulation.serving import records as records_module
-from sim.simulation.serving.engine import Server
 from sim.simulation.serving.metrics import (
     backlog,
     little_terms,
@@ -18,6 +17,7 @@ from sim.simulation.serving.metrics import (
     summarize_serving,
     weighted_quantiles,
 )
+from sim.simulation.serving.server import Server
 from sim.simulation.serving.sketch import ALPHA, QuantileSketch, StreamedStat
 from tests.simulation.serving.helpers import plan
 

@@ -22,7 +22,9 @@ from sim.simulation.serving import (
     simulate_serving,
     work_out,
 )
-from sim.simulation.serving.engine import Server, ServingPlan, run_replication
+from sim.simulation.serving.engine import run_replication
+from sim.simulation.serving.plan import ServingPlan
+from sim.simulation.serving.server import Server
 from sim.simulation.serving.simulate import replication_blocks, serving_streams
 from tests.simulation.serving.helpers import WITH_KV, plan
 

@@ -10,7 +10,8 @@ from sim.model.policy import FixedK
 from sim.model.tree.acceptance import TreeDraft
 from sim.simulation.serving import ClosedLoop, LogNormal, Poisson, engine
 from sim.simulation.serving.batch import DecodeBatch, plan_block, plan_step
-from sim.simulation.serving.engine import Server, run_replication
+from sim.simulation.serving.engine import run_replication
+from sim.simulation.serving.server import Server
 from sim.simulation.serving.simulate import serving_streams
 from tests.simulation.serving.helpers import WITH_KV, plan, records_equal, tree_plan
 

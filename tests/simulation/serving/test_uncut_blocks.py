@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.simulation.serving import ClosedLoop, FixedK, LogNormal, Poisson, Trace
-from sim.simulation.serving.engine import ACCUMULATE_ENDS, Server, jumps, run_replication
+from sim.simulation.serving.engine import run_replication
+from sim.simulation.serving.server import Server
 from sim.simulation.serving.simulate import serving_streams
+from sim.simulation.serving.timeouts import ACCUMULATE_ENDS, jumps
 from tests.simulation.serving.helpers import WITH_KV, plan
 
 

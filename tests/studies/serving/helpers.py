@@ -9,7 +9,7 @@ from pathlib import Path
 from sim.model.batched_cost import ServingCurves
 from sim.scenario.load import load_scenario
 from sim.scenario.schema import Scenario
-from sim.simulation.serving.engine import ServingPlan
+from sim.simulation.serving.plan import ServingPlan
 from sim.studies.serving.paired_metrics import Load
 from tests.simulation.serving.helpers import TOKEN_ONLY, plan
 

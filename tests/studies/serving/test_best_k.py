@@ -9,14 +9,10 @@ from sim.errors import SpecsimError
 from sim.model.policy import DisableAbove, FixedK, KTable
 from sim.parallel import LocalExecutor
 from sim.simulation.serving.metrics import Ratio, SloSpec
-from sim.studies.serving.best_k import (
-    LoadChoice,
-    best_k,
-    check_loads,
-    disable_threshold,
-    midpoint_ends,
-    table_rows,
-)
+from sim.studies.serving.best_k import best_k
+from sim.studies.serving.best_k_check import check_loads
+from sim.studies.serving.best_k_forms import disable_threshold, midpoint_ends, table_rows
+from sim.studies.serving.best_k_selection import LoadChoice
 from sim.studies.serving.evaluator import PointEvaluator, PointTask, run_point, same_point
 from sim.studies.serving.paired_metrics import Load
 from tests.studies.serving.helpers import CodePlans
@@ -99,7 +95,8 @@ def test_a_shortfall_against_the_tables_own_k_is_named_as_such():
     server with speculation configured pays while decoding plainly (its drafter's KV, its
     host work). The verdict names those loads and the text says why."""
     from sim.report.best_k import render_best_k
-    from sim.studies.serving.best_k import BestKResult, Check
+    from sim.studies.serving.best_k_check import Check
+    from sim.studies.serving.best_k_result import BestKResult
 
     r = lambda m, lo, hi: Ratio(m, (lo, hi))  # noqa: E731
     checks = (

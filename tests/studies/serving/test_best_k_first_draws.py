@@ -1,4 +1,4 @@
-"""best-k's selection draws in stages (sim/studies/serving/best_k.py ``draw_stages``,
+"""best-k's selection draws in stages (sim/studies/serving/best_k_selection.py ``draw_stages``,
 ``inside_band``): the first 2 draws at every contender, then 4, then all 8, each next
 stage only where the draws run so far give a 90% interval reaching beyond the
 difference's model-error band. Where it stops, the interval is the band, which holds the
@@ -19,13 +19,8 @@ from sim.model.policy import FixedK
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
-from sim.studies.serving.best_k import (
-    LoadChoice,
-    best_k,
-    draw_stages,
-    input_ties,
-    inside_band,
-)
+from sim.studies.serving.best_k import best_k
+from sim.studies.serving.best_k_selection import LoadChoice, draw_stages, input_ties, inside_band
 from sim.studies.serving.draws import DrawnPoints, interval90
 from sim.studies.serving.evaluator import PointEvaluator, ScenarioPlans
 from sim.studies.serving.paired_metrics import Load, PolicyPoint, level

@@ -9,7 +9,8 @@ import pytest
 from sim.errors import SpecsimError
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import SloSpec
-from sim.studies.serving.capacity import capacity, policy_capacity
+from sim.studies.serving.capacity import capacity
+from sim.studies.serving.capacity_search import policy_capacity
 from sim.studies.serving.evaluator import BASELINE, PointEvaluator
 from sim.studies.serving.paired_metrics import Load, level
 from tests.studies.serving.helpers import CodePlans

@@ -1,4 +1,4 @@
-"""The draws' rate ladder of ``capacity`` (sim/studies/serving/capacity.py
+"""The draws' rate ladder of ``capacity`` (sim/studies/serving/capacity_ladder.py
 ``completed_draws``): each draw's capacity is its crossing of the share between two
 neighbouring ladder rates, read on its own attainment there (the nominal mean moved by
 its paired shift), whatever rates the nominal search tried."""
@@ -13,11 +13,11 @@ import pytest
 
 from sim.model.policy import FixedK
 from sim.simulation.serving.metrics import SloSpec
-from sim.studies.serving.capacity import (
+from sim.studies.serving.capacity_ladder import completed_draws
+from sim.studies.serving.capacity_result import PolicyCapacity
+from sim.studies.serving.capacity_search import (
     LADDER_STEP,
     CapacitySearch,
-    PolicyCapacity,
-    completed_draws,
     ladder_index,
     policy_capacity,
 )
@@ -217,7 +217,7 @@ def test_a_draw_side_is_open_within_the_move_the_other_replications_can_make():
     nominal mean's move from n replications to all R, scaled by the capped shift's
     beta); closed at n = R, for a draw the scenario rejects, and for a draw whose
     replications do not vary (beta 0) unless it sits on the share."""
-    from sim.studies.serving.capacity import side_open
+    from sim.studies.serving.capacity_ladder import side_open
 
     nominal = np.array([0.72, 0.64, 0.5, 0.45])
     drawn = nominal[:2] + 0.2  # varies as the nominal's first two: beta = 0.057 / 0.12
@@ -240,7 +240,7 @@ def test_a_stopped_ladder_rate_grows_until_no_draw_side_is_open():
     (``side_open``), and stops at the first count where none can: the count is the one
     the whole run's replications give, for draws placed at several distances from the
     share."""
-    from sim.studies.serving.capacity import capped_shift, side_open
+    from sim.studies.serving.capacity_ladder import capped_shift, side_open
 
     R = 10
     ev, p, x_far, full = _stopped_whole(R)
@@ -287,7 +287,7 @@ def test_a_draw_read_before_a_rate_grows_is_read_again_on_the_grown_nominal():
     rate a round (just above the share: the prediction is its lower end) and reaches
     ``far`` rounds later, exactly on the share on 4 replications: its side is open and
     the nominal there grows."""
-    from sim.studies.serving.capacity import capped_shift
+    from sim.studies.serving.capacity_ladder import capped_shift
 
     R = 10
     ev, p, nominal = _searched(R, sequential=True)
@@ -336,7 +336,7 @@ def test_a_draw_bracket_is_the_lowest_failing_rate_and_the_highest_passing_below
     narrowing gives (each round's rates inside the bracket before, ``_narrowed``), on
     random draws with non-monotone values; where a value changes side after the nominal
     grows, the bracket moves with it."""
-    from sim.studies.serving.capacity import _bracket, _narrowed
+    from sim.studies.serving.capacity_ladder import _bracket, _narrowed
 
     rng = np.random.default_rng(3)
     j_lo, j_hi = -20, 20
@@ -361,7 +361,7 @@ def test_a_search_started_at_another_rate_finds_the_same_crossing_on_the_lattice
     capacity): it brackets from the ladder rate nearest the start in steps of log 2 / 8,
     every rate it tries on the lattice, and ends at the same crossing of the share to
     rtol as the search from the hint, from below and from above."""
-    from sim.studies.serving.capacity import LATTICE
+    from sim.studies.serving.capacity_search import LATTICE
 
     _, p, _ = _searched(4, sequential=True)
     assert p.crossing
@@ -428,7 +428,7 @@ def test_a_draw_that_does_not_vary_with_the_nominal_keeps_its_own_attainment():
     at least as much as the nominal's; a draw whose replications all meet the SLO (1.0,
     1.0) reads 1.0 whatever the nominal's first replications (the full shift read 0.89
     there); between, beta = s_drawn / s_nominal, its value between the two."""
-    from sim.studies.serving.capacity import capped_shift
+    from sim.studies.serving.capacity_ladder import capped_shift
     from sim.studies.serving.draws import shifted
 
     nominal = np.array([0.72, 0.64, 0.5, 0.45, 0.55, 0.6, 0.5, 0.58, 0.52, 0.64])
@@ -451,7 +451,7 @@ def test_the_default_tolerance_bisects_to_neighbouring_ladder_rates(start):
     stops once its bracket is two neighbouring ladder rates (every rate it tried on the
     ladder: nothing off it for the draws to skip), and its capacity is interpolated
     between them."""
-    from sim.studies.serving.capacity import DEFAULT_RTOL
+    from sim.studies.serving.capacity_search import DEFAULT_RTOL
 
     ev = PointEvaluator(CodePlans(), replications=2, seed=7, slo=SLO)
     hint = 30.0
@@ -471,7 +471,12 @@ def test_a_stopped_ladder_rate_grows_only_while_the_move_exceeds_the_tolerance()
     than it (``capacity_move``: beta s sqrt(1/n - 1/R) over the nominal's fall across its
     capacity), before the count ``side_open`` alone gives; a tolerance of 0 is that
     rule."""
-    from sim.studies.serving.capacity import capacity_move, capped_shift, nominal_fall, side_open
+    from sim.studies.serving.capacity_ladder import (
+        capacity_move,
+        capped_shift,
+        nominal_fall,
+        side_open,
+    )
 
     R = 10
     ev, p, x_far, full = _stopped_whole(R)
@@ -520,7 +525,7 @@ def test_completion_tolerances_are_a_quarter_of_the_tightest_model_error_sigma()
     decoding's takes the tightest of the gains; without a term, 0 everywhere."""
     from types import SimpleNamespace
 
-    from sim.studies.serving.capacity import completion_tolerances
+    from sim.studies.serving.capacity_ladder import completion_tolerances
 
     def term(level: float, gain: float) -> SimpleNamespace:
         return SimpleNamespace(level_sigma=level, gain_sigma=gain)
@@ -567,13 +572,13 @@ def test_a_draw_started_at_its_predicted_move_runs_the_rate_nearest_it_first():
 
 
 def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
-    """``_bound_moves``: each draw's ln(bound_d / bound) of the policy's service bound, the
+    """``bound_moves``: each draw's ln(bound_d / bound) of the policy's service bound, the
     evaluator's ``bound`` on the draw's own plans (nothing simulated); None for plans
     without a scenario, whose draws then start at the nominal capacity's rate."""
     from dataclasses import replace
 
     from sim.binding.bound import bind
-    from sim.studies.serving.capacity import _bound_moves
+    from sim.studies.serving.capacity_ladder import bound_moves
     from sim.studies.serving.draws import DrawnPoints
     from sim.studies.serving.evaluator import BASELINE, ScenarioPlans
     from sim.uncertainty.perturb import InputDraws, input_draws
@@ -583,7 +588,7 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
     builder = replace(ScenarioPlans.of(sc), sampled=input_draws(bind(sc), seed=5, draws=3))
     ev = PointEvaluator(builder, replications=2, seed=5, slo=SLO)
     search = CapacitySearch(ev, 0, SHARE, 30.0, 0.02)
-    got = _bound_moves(DrawnPoints(ev, builder.draws), search)
+    got = bound_moves(DrawnPoints(ev, builder.draws), search)
     assert got is not None and got.shape == (3,)
     load = Load("rate", 30.0)
     for d, drawn in enumerate(builder.draws):
@@ -596,7 +601,7 @@ def test_plain_decoding_draws_start_at_the_move_of_their_service_bound():
     assert np.ptp(got) > 0  # the draws move the server's costs
     plain = PointEvaluator(CodePlans(), replications=2, seed=7, slo=SLO)
     assert (
-        _bound_moves(
+        bound_moves(
             _CurveDraws(plain, plain, [lambda x: 1.0]), CapacitySearch(plain, 0, SHARE, 30.0, 0.02)
         )
         is None
@@ -608,7 +613,7 @@ def test_a_ladder_rate_the_search_did_not_try_reads_the_draws_own_attainment():
     replications' mean there (no nominal runs, no control variate); at a rate the search
     ran, the nominal mean moved by its paired shift (``capped_shift``). The draw's
     capacity is interpolated on those values."""
-    from sim.studies.serving.capacity import capped_shift
+    from sim.studies.serving.capacity_ladder import capped_shift
 
     R = 10
     ev, p, _ = _searched(R, sequential=True)
@@ -640,22 +645,22 @@ def test_a_ladder_rate_the_search_did_not_try_reads_the_draws_own_attainment():
 
 
 def test_a_k_draws_start_at_the_move_of_the_policy_drawn_before_it():
-    """``_moves``: each draw's ln(cap_d / nominal) of the last policy drawn so far with a
+    """``capacity_moves``: each draw's ln(cap_d / nominal) of the last policy drawn so far with a
     crossing (the next smaller k), skipping one without (no capacity, or a lower bound);
     None where no policy drawn so far has one."""
     from types import SimpleNamespace
 
-    from sim.studies.serving.capacity import _moves
+    from sim.studies.serving.capacity_ladder import capacity_moves
 
     plain = SimpleNamespace(value=0.5, at_least=False)
     k1 = SimpleNamespace(value=0.8, at_least=False)
     capped = SimpleNamespace(value=2.0, at_least=True)
     caps = [np.array([0.4, 0.6, np.nan]), np.array([1.0, 0.64, np.inf])]
-    got = _moves(caps, [plain, k1, capped])
+    got = capacity_moves(caps, [plain, k1, capped])
     np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
     assert got[2] == np.inf
     # the policy before has no crossing: the one before it
-    got = _moves([*caps, np.full(3, np.nan)], [plain, k1, capped, k1])
+    got = capacity_moves([*caps, np.full(3, np.nan)], [plain, k1, capped, k1])
     np.testing.assert_allclose(got[:2], np.log([1.0 / 0.8, 0.64 / 0.8]), rtol=1e-12)
     none = SimpleNamespace(value=None, at_least=False)
-    assert _moves([caps[0]], [none]) is None
+    assert capacity_moves([caps[0]], [none]) is None

@@ -12,14 +12,14 @@ import pytest
 from sim.model.model_error import DEFAULT_GAIN_CEILING, DEFAULT_GAIN_SCALE, Z90, gain_sigma
 from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
-from sim.studies.serving.controllers import (
+from sim.studies.serving.controller_phases import Phase
+from sim.studies.serving.controller_replay import (
     DECODE_BATCH,
     PHASE_METRICS,
-    Phase,
     _decode_batch,
-    controller_study,
     phase_batches,
 )
+from sim.studies.serving.controllers import controller_study
 from sim.studies.serving.paired_metrics import METRICS
 from sim.studies.serving.serve import serving_study
 from tests.studies.serving.helpers import LLAMA

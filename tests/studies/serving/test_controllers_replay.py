@@ -9,14 +9,9 @@ from sim.errors import SpecsimError
 from sim.model.controllers import SGLangAdaptive
 from sim.model.policy import FixedK, KTable
 from sim.simulation.serving import Poisson
-from sim.studies.serving.controllers import (
-    Phase,
-    default_phases,
-    phase_trace,
-    replay,
-    standard_policies,
-    vllm_profile,
-)
+from sim.studies.serving.controller_phases import Phase, default_phases, phase_trace
+from sim.studies.serving.controller_policies import standard_policies, vllm_profile
+from sim.studies.serving.controller_replay import replay
 from tests.simulation.serving.helpers import plan
 
 MIX = {

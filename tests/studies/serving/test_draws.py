@@ -16,7 +16,7 @@ from sim.parallel import LocalExecutor
 from sim.scenario.load import load_scenario
 from sim.scenario.overrides import with_overrides
 from sim.scenario.validate import scenario_from_dict
-from sim.studies.serving.best_k import LoadChoice, input_ties
+from sim.studies.serving.best_k_selection import LoadChoice, input_ties
 from sim.studies.serving.crossover import crossover, load_grid
 from sim.studies.serving.draws import (
     DrawnPoints,
@@ -315,7 +315,8 @@ def test_best_k_calls_a_difference_inside_the_inputs_interval_a_tie(spread, tied
 def test_capacity_intervals_hold_the_capacity_and_each_draw_crosses_near_it() -> None:
     from dataclasses import replace
 
-    from sim.studies.serving.capacity import capacity, drawn_capacities
+    from sim.studies.serving.capacity import capacity
+    from sim.studies.serving.capacity_ladder import drawn_capacities
 
     # the kernel slope and the expert skew given: their published ranges move the
     # capacity past the rates the search brackets (an open end), which is not what this
@@ -375,7 +376,8 @@ def test_a_capacity_gain_beyond_the_rates_tried_opens_the_upper_end() -> None:
     it is not left out. At 5% of the draws or more the gain's upper end is open (None);
     below that it still raises the 95% end to the largest finite draws' order statistic,
     never below the finite draws' own."""
-    from sim.studies.serving.capacity import PolicyCapacity, capacity_intervals
+    from sim.studies.serving.capacity_intervals import capacity_intervals
+    from sim.studies.serving.capacity_result import PolicyCapacity
 
     def policy(k: int, rate: float) -> PolicyCapacity:
         return PolicyCapacity(k, rate, (rate * 0.95, rate * 1.05), (), ladder_ends=(0.5, 2.0))
@@ -404,7 +406,8 @@ def test_a_draw_beyond_the_ladder_bounds_its_gain_on_one_side() -> None:
     (fails at the lowest, 0.5) at most 0.5 over it; plain decoding's beyond its own
     ladder the other way round; both beyond: unknown (NaN). A draw whose gain has no
     lower bound at the 5% quantile opens the lower end, instead of being left out."""
-    from sim.studies.serving.capacity import PolicyCapacity, capacity_intervals, gain_draws
+    from sim.studies.serving.capacity_intervals import capacity_intervals, gain_draws
+    from sim.studies.serving.capacity_result import PolicyCapacity
 
     cap = np.array([1.5, np.inf, -np.inf, 1.5, 1.5, np.inf])
     base = np.array([1.0, 1.25, 1.0, np.inf, -np.inf, np.inf])

@@ -141,8 +141,7 @@ def _not_steady_lines(doc: Mapping[str, Any]) -> list[str]:
     at = "; ".join(f"{_loads_text(xs, users)} ({what} {noun})" for what, xs in by_what.items())
     return [
         "",
-        f"NOT STEADY: {at}: the requests in the system grew through the window (above what "
-        "the server answers, or runs too short to fill): levels and gains there are "
+        f"NOT STEADY: {at}: the backlog grew through the window (overload, or runs too short): "
         "transient; more --requests tell which",
     ]
 

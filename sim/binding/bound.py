@@ -164,7 +164,7 @@ def bind(scenario: Scenario) -> Bound:
     cost = cycle
     if cycle.num_steps and cycle.extend_per_token_ms != 0.0:
         cost = cycle.at_accept_length(mean_accept_length(rates))
-    inputs = uncertain_inputs(scenario, resolved.shape, derived_compute)
+    inputs = uncertain_inputs(scenario, resolved.shape, derived_compute, hardware.grows_experts())
     return Bound(scenario, acceptance, rates, cycle, cost, resolved, hardware, inputs, drafting)
 
 

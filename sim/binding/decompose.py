@@ -76,6 +76,7 @@ def pass_inputs(scenario: Scenario) -> PassInputs:
         parallel_draft=scenario.speculation.parallel_draft,
         draft_ms_per_extra_token=timing.draft_ms_per_extra_token,
         stated_origins=_stated_origins(scenario),
+        expert_efficiency=hw.expert_read_efficiency,
     )
 
 

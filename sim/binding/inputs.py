@@ -8,7 +8,10 @@
   empirical quantile function (sim/binding/priors.py), flat its optimistic end;
 * the tilt left to the draft method's shape error: a normal around its nominal tilt;
 * ``hardware.bandwidth_efficiency`` when derived compute enters the answer and no range
-  is stated: uniform over 0.5-1 of peak (sim/binding/decompose.py).
+  is stated: uniform over 0.5-1 of peak (sim/binding/decompose.py);
+* ``hardware.expert_read_efficiency`` when a MoE verify's growth over tokens comes from
+  its weights (the extra routed experts it reads), the value is the default and no range
+  is stated: uniform over 0.5-1 of peak (sim/hardware/expert_reads.py).
 
 ``bind`` finds them once and the ``Bound`` carries them (``Bound.inputs``). Draws are
 Sobol points, linearly scrambled and digitally shifted (sim/model/sobol.py), mapped
@@ -29,6 +32,11 @@ import numpy as np
 
 from sim.binding.decompose import EFFICIENCY_RANGE, EFFICIENCY_REASON
 from sim.binding.priors import DecayPrior
+from sim.hardware.expert_reads import (
+    EXPERT_READ_EFFICIENCY,
+    EXPERT_READ_EFFICIENCY_RANGE,
+    EXPERT_READ_REASON,
+)
 from sim.model.sobol import scrambled_sobol_points
 from sim.scenario.schema import Scenario
 
@@ -201,12 +209,16 @@ def _set_with(field: str, shape: AcceptanceShape | None) -> tuple[tuple[str, typ
 
 
 def uncertain_inputs(
-    scenario: Scenario, shape: AcceptanceShape | None, derived_compute: bool
+    scenario: Scenario,
+    shape: AcceptanceShape | None,
+    derived_compute: bool,
+    expert_growth: bool = False,
 ) -> tuple[UncertainInput, ...]:
     """Every uncertain input of a scenario (see the module docstring), in a fixed order,
-    given its acceptance ``shape`` and whether its hardware model derives compute from the
-    weights and the GPU preset (``derived_compute``: ``PassModel.uses_derived_compute``):
-    ``bind`` finds them once (``Bound.inputs``)."""
+    given its acceptance ``shape``, whether its hardware model derives compute from the
+    weights and the GPU preset (``derived_compute``: ``PassModel.uses_derived_compute``)
+    and whether a MoE verify grows by its extra experts' reads (``expert_growth``:
+    ``PassModel.grows_experts``): ``bind`` finds them once (``Bound.inputs``)."""
     out: list[UncertainInput] = []
     entries = scenario.uncertainty.entries()  # read once: the inputs, then what they state
     for dotted, entry in entries.items():
@@ -274,6 +286,23 @@ def uncertain_inputs(
                 "uniform",
                 "assumed",
                 EFFICIENCY_REASON,
+                low=low,
+                high=high,
+                bounds=(low, high),
+            )
+        )
+    expert, value = "hardware.expert_read_efficiency", scenario.hardware.expert_read_efficiency
+    # the default is assumed wherever it stands (a written file repeats it); another value
+    # is the file's own
+    if expert_growth and value == EXPERT_READ_EFFICIENCY and expert not in fields:
+        low, high = EXPERT_READ_EFFICIENCY_RANGE
+        out.append(
+            UncertainInput(
+                expert,
+                value,
+                "uniform",
+                "assumed",
+                EXPERT_READ_REASON,
                 low=low,
                 high=high,
                 bounds=(low, high),

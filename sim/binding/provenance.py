@@ -29,6 +29,11 @@ from sim.binding.decompose import (
     EFFICIENCY_REASON,
 )
 from sim.binding.inputs import clipping_notes
+from sim.hardware.expert_reads import (
+    EXPERT_READ_EFFICIENCY,
+    EXPERT_READ_EFFICIENCY_RANGE,
+    EXPERT_READ_REASON,
+)
 from sim.hardware.pass_model import PassModel
 from sim.hardware.passes import PASS_NAMES
 from sim.scenario.origins import FieldOrigins
@@ -165,6 +170,15 @@ def assumptions(bound: Bound) -> tuple[Assumption, ...]:
                 eff.field, eff.value, "assumed", range=EFFICIENCY_RANGE, reason=EFFICIENCY_REASON
             )
         out.append(eff)
+        expert_eff = scenario.hardware.expert_read_efficiency
+        if hw.grows_experts() and expert_eff is not None:
+            reads = _entry(origins, "hardware.expert_read_efficiency", expert_eff)
+            if reads.origin in ("default", "measured") and expert_eff == EXPERT_READ_EFFICIENCY:
+                low, high = EXPERT_READ_EFFICIENCY_RANGE
+                reads = Assumption(
+                    reads.field, expert_eff, "assumed", range=(low, high), reason=EXPERT_READ_REASON
+                )
+            out.append(reads)
         for key in MODEL_FIELDS:
             value = getattr(scenario.model, key)
             if value is not None:

@@ -154,7 +154,8 @@ def serving_cost(
     1 only follows the curve fitted to the measured points of a pass on the same weights
     (the verify the decode's, shifted through its own batch-1 time), else grows at
     ``DEFAULT_SLOPE``. Routed experts cost as the fused-MoE kernel fitted on public
-    benchmarks does (``H100_FUSED_MOE``, per distinct expert; consecutive tokens of a
+    benchmarks does (``H100_FUSED_MOE``, per distinct expert, its reads at
+    ``hardware.expert_read_efficiency`` of peak when set; consecutive tokens of a
     request share ``STEP_EXPERT_OVERLAP`` of their experts, and experts are popular by a
     Zipf law, ``serving.expert_skew``), and every pass grows beyond its last measured point
     at most at the kernel slope (sim/hardware/batched.py). A prefill without a measured
@@ -194,12 +195,15 @@ def serving_cost(
         PassTerms,
         calibrated_pass,
     )
+    from sim.hardware.expert_reads import expert_kernel
     from sim.hardware.experts import H100_FUSED_MOE, SERVING_STEP_SKEW, STEP_EXPERT_OVERLAP
     from sim.model.batched_cost import IterationCost, ServingCurves
     from sim.model.host_work import DEFAULT_US_PER_REQUEST, HostWork
 
     scenario, hw, batch1 = bound.scenario, bound.hardware, bound.passes
     geom = hw.geom
+    expert_eff = scenario.hardware.expert_read_efficiency
+    moe_kernel = H100_FUSED_MOE if expert_eff is None else expert_kernel(expert_eff)
     terms = PassTerms() if terms is None else terms
     draft_share = geom.draft_layers / geom.layers
     anchors, extra = measured_passes(bound, reference_context_tokens)
@@ -256,7 +260,7 @@ def serving_cost(
                 else kv_bytes_per_token * share
             ),
             attention_flops_per_pair=attention_flops_per_pair * share,
-            moe_kernel=H100_FUSED_MOE,
+            moe_kernel=moe_kernel,
             moe_tiles=serving.moe_tiles if serving is not None else "none",
             kv_rereads=(
                 serving.verify_kv_rereads if serving is not None and name == "verify" else 0.0

@@ -553,12 +553,12 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
     """``cal``, or, when the base's verify pass is the hardware model's and the calibrated
     scenario misses a speculative tok/s figure by more than ``VERIFY_MISS_SIGMAS`` (the
     intercept it fits, ``cycle_overhead_ms``, cannot go below 0), the calibration with
-    the verify pass over the measured tokens fitted to the figures instead. A MoE's
-    derived verify prices its extra experts' reads at the decode's whole-pass bandwidth
-    efficiency (0.18 of peak on a Qwen3-235B 8x H100 server): 26 ms where its figures
-    give 17 ms, its EAGLE-3 tok/s 33% short. The other token counts' verify then takes
-    the slope ``_measured_slope`` writes."""
-    passes = pass_times(cal.scenario)  # at the bandwidth efficiency the decode implies
+    the verify pass over the measured tokens fitted to the figures instead (a MoE's
+    derived verify prices its extra experts' reads through the fused-MoE kernel at
+    ``hardware.expert_read_efficiency``, an assumed share of peak with a range:
+    docs/studies/moe-verify-reads.md). The other token counts' verify then takes the
+    slope ``_measured_slope`` writes."""
+    passes = pass_times(cal.scenario)  # the derived verify
     missed = [
         r
         for r in cal.residuals
@@ -600,29 +600,31 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
 
 def _measured_slope(cal: Calibration) -> Calibration:
     """``cal`` with ``timing.verify_ms_per_extra_token`` the line through its measured decode
-    (1 token) and verify (``verify_tokens``), over a range down to the hardware model's
-    slope at peak bandwidth. The hardware model's own slope prices the extra experts at
-    the decode's whole-pass efficiency (5.2 ms a token on the Qwen3-235B server, whose
-    decode and verify differ by 6.0 ms over 3 tokens), which would put a 2-token verify
-    below the decode. A MoE's distinct experts grow concavely with the tokens, so past
-    the measured verify each token adds at most the line's slope, and at least the extra
-    experts' reads at peak bandwidth; short of it the pass lies at or above the line."""
+    (1 token) and verify (``verify_tokens``), over a range to the hardware model's slope
+    at peak bandwidth. The hardware model's own slope, above the line, would put a
+    2-token verify below the decode. A MoE's distinct experts grow concavely with the
+    tokens, so past the measured verify each token adds at most the line's slope, and at
+    least the extra experts' reads at peak bandwidth; short of it the pass lies at or
+    above the line. A line below those reads (consecutive tokens of a sequence share
+    experts, which the union law leaves out) is taken as measured, the range up to them."""
     s = cal.scenario
     tokens = pass_times(s).verify_tokens
     if s.timing.decode_ms is None or s.timing.verify_ms is None or tokens < 2:
         return cal
     line = (s.timing.verify_ms - s.timing.decode_ms) / (tokens - 1)
-    peak = pass_times(
-        with_overrides(s, {"hardware.bandwidth_efficiency": 1.0}, source="peak bandwidth")
-    ).verify_ms_per_extra_token
-    if line <= 0.0 or peak >= line:
+    at_peak = {"hardware.bandwidth_efficiency": 1.0}
+    if s.hardware.expert_read_efficiency is not None:
+        at_peak["hardware.expert_read_efficiency"] = 1.0
+    peak = pass_times(with_overrides(s, at_peak, source="peak bandwidth")).verify_ms_per_extra_token
+    if line <= 0.0 or peak == line:
         return cal
     why = (
         f"the line through the measured decode ({s.timing.decode_ms:.4g} ms) and verify "
-        f"({s.timing.verify_ms:.4g} ms over {tokens} tokens); range down to the hardware "
+        f"({s.timing.verify_ms:.4g} ms over {tokens} tokens); range to the hardware "
         f"model's extra experts' reads at peak bandwidth ({peak:.3g} ms a token)"
     )
-    entry = {"range": [round(peak, 6), round(line, 6)], "origin": "derived", "reason": why}
+    ends = [round(min(peak, line), 6), round(max(peak, line), 6)]
+    entry = {"range": ends, "origin": "derived", "reason": why}
     overrides = {
         "timing.verify_ms_per_extra_token": round(line, 6),
         "uncertainty.timing.verify_ms_per_extra_token": entry,

@@ -167,7 +167,10 @@ class PassInputs:
     bandwidth derived compute assumes; ``stated_origins``: pass name -> the origin the
     scenario states for its given time when that is not a measurement (``derived``,
     ``assumed``: e.g. a calibrated file's drafter passes priced by the hardware model),
-    the label its breakdown carries instead of "measured"."""
+    the label its breakdown carries instead of "measured"; ``expert_efficiency``: the
+    share of peak bandwidth at which a longer verify's extra routed experts are read
+    through the fused-MoE kernel (sim/hardware/expert_reads.py; None: at ``efficiency``,
+    as the rest of derived compute)."""
 
     current: PointSpec
     reference: PointSpec | None
@@ -186,6 +189,7 @@ class PassInputs:
     parallel_draft: bool = False
     draft_ms_per_extra_token: float = 0.0
     stated_origins: Mapping[str, str] = field(default_factory=dict)
+    expert_efficiency: float | None = None
 
 
 #: Query tokens a request the block-parallel drafter's table covers (the schema's most
@@ -464,10 +468,19 @@ class PassModel:
             "derived",
             (
                 f"hardware model: {base} plus one token's extra weight reads (its new "
-                "distinct routed experts) and FLOPs at hardware.bandwidth_efficiency "
-                f"{self.efficiency:g} of the GPU's peak, and its larger all-reduces"
+                f"distinct routed experts){self._expert_words()} and FLOPs at "
+                f"hardware.bandwidth_efficiency {self.efficiency:g} of the GPU's peak, and "
+                "its larger all-reduces"
             ),
         )
+
+    def _expert_words(self) -> str:
+        """How the extra experts are priced, for the slope's reason ('' when at the pass's
+        own efficiency)."""
+        eff = self.inputs.expert_efficiency
+        if eff is None or not self.model.experts:
+            return ""
+        return f" through the fused-MoE kernel at hardware.expert_read_efficiency {eff:g} of peak"
 
     def _derived_slope(self) -> float | str:
         """The derived slope (ms per token), or why it cannot be derived: the verify
@@ -620,7 +633,10 @@ class PassModel:
             raise SpecsimError(f"needed for {what} (the GPU's bandwidth)", field="hardware.gpu")
         target = grow is not None or name in ("decode", "verify")
         weights = target_weights(self.model) if target else draft_weights(self.model)
-        table = compute_table_ms(weights, tokens, hw.gpu, hw.gpus, self.efficiency, tokens_from)
+        experts = self.inputs.expert_efficiency if grow is not None else None
+        table = compute_table_ms(
+            weights, tokens, hw.gpu, hw.gpus, self.efficiency, tokens_from, experts
+        )
         return list(table)
 
     def compute_ms(self, name: str, tokens: int) -> tuple[float, str]:
@@ -701,6 +717,22 @@ class PassModel:
             model.layers is not None
             and model.hidden_size is not None
             and (self.inputs.current.verify_cuda_graph or model.kernels_per_layer is not None)
+        )
+
+    def grows_experts(self) -> bool:
+        """True when the verify's growth over tokens comes from the weights of a MoE (its
+        extra routed experts' reads: ``inputs.expert_efficiency`` matters): a verify
+        derived from the decode, the experts growth, a derived slope, or the decode's GPU
+        work grown (``verify_compute = 'decode'`` without a given slope)."""
+        model, times = self.model, self.times
+        if not (model.experts and model.experts_per_token and model.expert_params):
+            return False
+        if times.verify_ms is None:
+            return times.decode_ms is not None
+        return (
+            times.verify_growth == "experts"
+            or self.verify_slope[1] == "derived"
+            or (self.verify_from_decode and times.verify_ms_per_extra_token is None)
         )
 
     def uses_derived_compute(self) -> bool:

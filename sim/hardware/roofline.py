@@ -8,7 +8,9 @@ parameter per token; split evenly over ``gpus`` tensor-parallel ranks its comput
 MoE layers read the expected number of distinct routed experts for m tokens,
 E (1 - (1 - e/E)^m) (sim/hardware/experts.py), so the verify pass grows with draft length:
 ``growth_ms`` is the part of a calibrated pass that grows with tokens (extra weight reads
-and FLOPs), the rest of it does not.
+and FLOPs), the rest of it does not. With ``expert_efficiency`` the extra routed experts
+are priced as the fused-MoE kernel reads them (sim/hardware/expert_reads.py) instead of at
+the pass's own efficiency.
 KV-cache reads are left out (at batch 1 and a few thousand tokens of context they are ~2%
 of the weights for Llama-3.1-8B and less for MLA); this is a lower bound on real time.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.hardware.expert_reads import extra_expert_read_ms
 from sim.hardware.experts import expected_distinct_experts
 from sim.hardware.gpus import GpuPreset
 
@@ -125,17 +128,23 @@ def growth_ms(
     gpu: GpuPreset,
     gpus: int,
     efficiency: float = 1.0,
+    expert_efficiency: float | None = None,
 ) -> float:
     """Extra compute (ms per rank) of a pass over ``tokens_to`` instead of ``tokens_from``
     tokens: the weight reads it adds (the distinct routed experts of the extra tokens; none
-    for a dense model at batch 1) plus the FLOPs it adds, each at ``efficiency`` x peak.
+    for a dense model at batch 1) plus the FLOPs it adds, each at ``efficiency`` x peak;
+    with ``expert_efficiency`` the extra experts through the fused-MoE kernel at that share
+    of peak (``extra_expert_read_ms``), the FLOPs still at ``efficiency``.
 
     Only these shares of a calibrated pass grow with tokens: attention over the context,
     kernel and launch overheads and everything else the calibration lumps into compute
     stay as measured (at batch 1 they are most of it). Reads and FLOPs are added, not
     overlapped as in the roofline: an upper estimate at a given efficiency.
     """
-    return compute_table_ms(weights, (tokens_to,), gpu, gpus, efficiency, tokens_from)[0]
+    table = compute_table_ms(
+        weights, (tokens_to,), gpu, gpus, efficiency, tokens_from, expert_efficiency
+    )
+    return table[0]
 
 
 def compute_table_ms(
@@ -145,12 +154,29 @@ def compute_table_ms(
     gpus: int,
     efficiency: float = 1.0,
     tokens_from: int | None = None,
+    expert_efficiency: float | None = None,
 ) -> tuple[float, ...]:
     """For each of ``tokens``, in order: ``roofline_ms`` (the whole pass derived from its
-    weights), or with ``tokens_from`` the ``growth_ms`` from there. Each token count's
-    weight reads and FLOPs are computed once."""
+    weights), or with ``tokens_from`` the ``growth_ms`` from there (``expert_efficiency``:
+    its extra routed experts through the fused-MoE kernel, ``growth_ms``). Each token
+    count's weight reads and FLOPs are computed once."""
     counts = tuple(tokens) if tokens_from is None else (tokens_from, *tokens)
     math = [flop_ms(weights, m, gpu, gpus, efficiency) for m in counts]
+    if tokens_from is not None and expert_efficiency is not None and weights.is_moe:
+        # a MoE's dense reads do not grow with tokens: the growth's reads are its experts'
+        assert weights.experts and weights.experts_per_token
+        extra = extra_expert_read_ms(
+            weights.experts,
+            weights.experts_per_token,
+            weights.moe_layers,
+            weights.expert_bytes,
+            gpus,
+            gpu.memory_bandwidth_gbps,
+            tokens_from,
+            counts[1:],
+            expert_efficiency,
+        )
+        return tuple(float(x) + (math[i] - math[0]) for i, x in enumerate(extra, start=1))
     reads = [weight_read_ms(weights, m, gpu, gpus, efficiency) for m in counts]
     if tokens_from is None:
         return tuple(max(r, f) for r, f in zip(reads, math, strict=True))

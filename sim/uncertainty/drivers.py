@@ -113,7 +113,16 @@ def measurement_for(field: str, scenario: Scenario, best_k: int | None) -> str:
     k = best_k or max(scenario.num_steps + 2, 4)
     k0 = scenario.num_steps
     m0 = scenario.timing.verify_tokens or k0 + 1
-    if field in ("timing.verify_ms_per_extra_token", "hardware.bandwidth_efficiency"):
+    if field == "hardware.expert_read_efficiency" and scenario.timing.verify_ms is None:
+        return (
+            f"time the verify pass at num_steps {k0} ({m0} tokens; it is derived from the "
+            "decode): a speculative run's tok/s at concurrency 1 fixes it"
+        )
+    if field in (
+        "timing.verify_ms_per_extra_token",
+        "hardware.bandwidth_efficiency",
+        "hardware.expert_read_efficiency",
+    ):
         kv = k if k + 1 != m0 else max(m0 + 1, 4)  # another length than the one timed
         return (
             f"time a verify pass at num_steps {kv} ({kv + 1} tokens; measured only at {m0}): "

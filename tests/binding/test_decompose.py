@@ -314,18 +314,32 @@ def test_derived_verify_grows_with_distinct_experts():
     assert p.verify_over_ms(33) > p.verify_over_ms(1)
 
 
-def test_growth_adds_only_the_weight_reads_and_flops():
-    """A longer verify adds the extra distinct experts' bytes over the GPU bandwidth (and
-    the extra FLOPs over peak) to the calibrated compute, not a multiple of it."""
-    s = load_scenario(SEED, ["timing.verify_growth=experts"])
+@pytest.mark.parametrize("efficiency", [1.0, 0.18])
+def test_growth_adds_only_the_weight_reads_and_flops(efficiency):
+    """A longer verify adds the extra distinct experts as the fused-MoE kernel reads them
+    (per expert and rank 0.345 us + its bytes at hardware.expert_read_efficiency 0.934 of
+    the GPU's peak, whatever the pass's own efficiency) and the extra FLOPs at
+    hardware.bandwidth_efficiency x peak to the calibrated compute, not a multiple of it."""
+    s = load_scenario(
+        SEED, ["timing.verify_growth=experts", f"hardware.bandwidth_efficiency={efficiency}"]
+    )
     hw = scenario_hardware(s)
     w = scenario_hardware(s).target_weights()
     gpu = hw.current.gpu
-    extra = w.bytes_read(14) - w.bytes_read(3)
-    reads = extra / (8 * gpu.memory_bandwidth_gbps * 1e9) * 1e3
-    flops = (w.flops(14) - w.flops(3)) / (8 * gpu.bf16_tflops * 1e12) * 1e3
+    assert s.hardware.expert_read_efficiency == 0.934 and w.moe_layers == 60
+    distinct = expected_distinct_experts(384, 8, 14) - expected_distinct_experts(384, 8, 3)
+    expert_us = 0.345 + w.expert_bytes / 8 / (0.934 * gpu.memory_bandwidth_gbps * 1e9) * 1e6
+    reads = 60 * distinct * expert_us / 1e3
+    flops = (w.flops(14) - w.flops(3)) / (8 * gpu.bf16_tflops * 1e12 * efficiency) * 1e3
     grown = hw.breakdown("verify", 14).compute_ms - hw.breakdown("verify", 3).compute_ms
     assert grown == pytest.approx(reads + flops, rel=1e-9)
+    # unset, the extra experts are read at the pass's own efficiency, as before
+    whole_pass = scenario_hardware(with_overrides(s, {"hardware.expert_read_efficiency": None}))
+    at_pass = (w.bytes_read(14) - w.bytes_read(3)) / (8 * gpu.memory_bandwidth_gbps * 1e9)
+    old = (
+        whole_pass.breakdown("verify", 14).compute_ms - whole_pass.breakdown("verify", 3).compute_ms
+    )
+    assert old == pytest.approx(at_pass * 1e3 / efficiency + flops, rel=1e-9)
     # not the whole calibrated compute scaled by the bytes (most of it does not grow)
     whole = hw.breakdown("verify", 3).compute_ms * (w.bytes_read(14) / w.bytes_read(3) - 1)
     assert grown < 0.5 * whole

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, ValidationInfo, field_validator
 
 from sim.errors import UnknownNameError
+from sim.hardware.expert_reads import EXPERT_READ_EFFICIENCY
 from sim.hardware.gpus import GPU_PRESETS
 from sim.hardware.interconnects import InlineInterconnect, Library, preset_names
 from sim.scenario.sections.bounds import MAX_GPUS, MAX_LIST
@@ -43,6 +44,12 @@ class HardwareSpec(Section):
     #: (the batch-1 roofline of a missing pass, and the extra weight reads and FLOPs of a
     #: longer verify); 1 is the roofline, which the README calls about 2x optimistic.
     bandwidth_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    #: Fraction of the GPU's peak memory bandwidth at which a longer MoE verify's extra
+    #: routed experts are read, through the fused-MoE kernel, and the batched passes'
+    #: experts (sim/hardware/expert_reads.py; 0.934 fitted on public kernel curves, 0.5-1
+    #: plausible, drawn with the answer at the default). None (library only): at
+    #: ``bandwidth_efficiency``, the whole pass's.
+    expert_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] | None = EXPERT_READ_EFFICIENCY
 
     @field_validator("interconnect")
     @classmethod

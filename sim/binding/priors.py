@@ -23,8 +23,9 @@ multi-K acceptance cases are all other measurements.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -39,8 +40,9 @@ from sim.model.shapes import (
 )
 from sim.tables import read_package_table
 
-# The decay priors and the cross-run shape error are fitted from the published data below
-# when a process first asks for them, and cached for the rest of the process.
+# The decay priors and the shape error's evidence are constants of the published data
+# below: ``fit_package_priors`` fits them all (about 60 ms) and ``PACKAGE_PRIORS``, built
+# once when this module is imported, holds them read-only for the binder.
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -103,15 +105,15 @@ class DecayPrior:
     sources: tuple[str, ...]
     note: str
 
-    @functools.cached_property
+    @property
     def median(self) -> float:
         return float(np.median(self.decays))
 
-    @functools.cached_property
+    @property
     def low(self) -> float:
         return float(self.quantile(0.05))
 
-    @functools.cached_property
+    @property
     def high(self) -> float:
         return float(self.quantile(0.95))
 
@@ -158,11 +160,15 @@ def family_holdout(method: str) -> dict[str, float]:
     return out
 
 
-def decay_prior(method: str, family: str | None = None) -> DecayPrior:
+def decay_prior(
+    method: str, family: str | None = None, priors: PackagePriors | None = None
+) -> DecayPrior:
     """The decay prior of ``method`` (one of ``METHODS``) for ``family`` (default: the
-    method's held-out choice, ``PRIOR_FAMILY``), fitted once from ``PROFILES`` (one cache
-    entry whether ``family`` is passed as None or left out)."""
-    return _fitted_decay_prior(method, family)
+    method's held-out choice, ``PRIOR_FAMILY``) in ``priors`` (default
+    ``PACKAGE_PRIORS``, fitted once from ``PROFILES``)."""
+    table = PACKAGE_PRIORS if priors is None else priors
+    prior = table.decay_priors.get((method, family or PRIOR_FAMILY.get(profile_group(method), "")))
+    return prior if prior is not None else build_decay_prior(method, family)
 
 
 def fit_decays(method: str, shape: str) -> tuple[float, ...]:
@@ -170,28 +176,19 @@ def fit_decays(method: str, shape: str) -> tuple[float, ...]:
     return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
 
 
-@functools.cache
-def _group_decays(group: str, shape: str) -> tuple[float, ...]:
-    """``fit_decays`` once per profile group and shape (the methods without profiles of
-    their own share the pooled group's fits)."""
-    return fit_decays(next(m for m in METHODS if profile_group(m) == group), shape)
-
-
-@functools.cache
-def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
-    return build_decay_prior(method, family)
-
-
-def build_decay_prior(method: str, family: str | None = None) -> DecayPrior:
-    """The decay prior of ``method`` for ``family``, its decays fitted now (uncached:
-    ``decay_prior`` is the cached face)."""
+def build_decay_prior(
+    method: str, family: str | None = None, decays: tuple[float, ...] | None = None
+) -> DecayPrior:
+    """The decay prior of ``method`` for ``family`` with ``decays`` (default: fitted now;
+    ``decay_prior`` reads the ones ``PACKAGE_PRIORS`` fitted once)."""
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)
     shape = family or PRIOR_FAMILY[profile_group(method)]
     if shape not in PRIOR_FAMILIES:
         raise ValueError(f"no decay prior for shape {shape!r}")
-    decays = _group_decays(profile_group(method), shape)
+    if decays is None:
+        decays = fit_decays(method, shape)
     note = (
         POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
@@ -309,13 +306,13 @@ class ShapeError:
             return np.array([c.log_rho for c in self.cross_run])
         return np.array(self.log_rhos)
 
-    @functools.cached_property
+    @property
     def nominal(self) -> float:
         """The nominal log rho of a derived shape: the mean of the evidence."""
         x = self._evidence()
         return float(np.mean(x)) if x.size else 0.0
 
-    @functools.cached_property
+    @property
     def sd(self) -> float:
         """The random effect's standard deviation (0 without evidence)."""
         x = self._evidence()
@@ -342,22 +339,33 @@ class ShapeError:
         )
 
 
-def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = True) -> ShapeError:
-    """The shape error of ``method``'s prior family (see ``ShapeError``); ``leave_out``: a
-    source whose cross-run series are not used; ``cross_run`` False: none of them."""
-    return _shape_error(method, leave_out, cross_run)
+def shape_error(
+    method: str,
+    leave_out: str | None = None,
+    *,
+    cross_run: bool = True,
+    priors: PackagePriors | None = None,
+) -> ShapeError:
+    """The shape error of ``method``'s prior family (see ``ShapeError``) from the evidence
+    in ``priors`` (default ``PACKAGE_PRIORS``); ``leave_out``: a source whose cross-run
+    series are not used; ``cross_run`` False: none of them."""
+    table = PACKAGE_PRIORS if priors is None else priors
+    shape = decay_prior(method, priors=table).shape
+    if cross_run:
+        kept = tuple(r for r in table.cross_run if r.source != leave_out)
+        return ShapeError(method, shape, (), kept, leave_out, True)
+    return ShapeError(method, shape, table.within_run[method], (), leave_out, False)
 
 
-def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
-    priors = {m: decay_prior(m) for m in dict.fromkeys(s.method for s in CROSS_RUN)}
-    return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s, priors[s.method])) is not None)
-
-
-@functools.cache
-def _cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho, fitted once per process."""
-    return fit_cross_run_evidence()
+def fit_cross_run_evidence(
+    priors: Mapping[str, DecayPrior] | None = None,
+) -> tuple[CrossRunRho, ...]:
+    """Every cross-run series' log rho, fitted now with its method's decay prior
+    (``priors`` by method; default: ``decay_prior``)."""
+    by_method = priors or {m: decay_prior(m) for m in dict.fromkeys(s.method for s in CROSS_RUN)}
+    return tuple(
+        r for s in CROSS_RUN if (r := cross_run_log_rho(s, by_method[s.method])) is not None
+    )
 
 
 def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
@@ -378,11 +386,41 @@ def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
     return tuple(out)
 
 
-@functools.cache
-def _shape_error(method: str, leave_out: str | None, use_cross_run: bool) -> ShapeError:
-    """Only the evidence of the kind asked for is fitted (see ``ShapeError``)."""
-    shape = decay_prior(method).shape
-    if use_cross_run:
-        cross = tuple(r for r in _cross_run_evidence() if r.source != leave_out)
-        return ShapeError(method, shape, (), cross, leave_out, True)
-    return ShapeError(method, shape, _within_run_log_rhos(method, shape), (), leave_out, False)
+@dataclass(frozen=True)
+class PackagePriors:
+    """What the binder takes from the package's published data, fitted once, read-only.
+
+    ``decay_priors``: the ``DecayPrior`` of every (method, family) in ``METHODS`` x
+    ``PRIOR_FAMILIES``; ``cross_run``: every cross-run series' log rho
+    (``fit_cross_run_evidence``, each with its method's default prior); ``within_run``: by
+    method, the within-run log rhos of its default family (``ShapeError``).
+    """
+
+    decay_priors: Mapping[tuple[str, str], DecayPrior]
+    cross_run: tuple[CrossRunRho, ...]
+    within_run: Mapping[str, tuple[float, ...]]
+
+
+def fit_package_priors() -> PackagePriors:
+    """Fit every decay prior and the shape error's evidence from ``PROFILES`` and
+    ``CROSS_RUN`` now: each profile group's decays once per family (the methods without
+    profiles of their own share the pooled fits)."""
+    groups = {profile_group(m): m for m in METHODS}
+    decays = {(g, f): fit_decays(m, f) for g, m in groups.items() for f in PRIOR_FAMILIES}
+    table = {
+        (m, f): build_decay_prior(m, f, decays[(profile_group(m), f)])
+        for m in METHODS
+        for f in PRIOR_FAMILIES
+    }
+    default = {m: table[(m, PRIOR_FAMILY[profile_group(m)])] for m in METHODS}
+    within = {g: _within_run_log_rhos(m, default[m].shape) for g, m in groups.items()}
+    return PackagePriors(
+        decay_priors=MappingProxyType(table),
+        cross_run=fit_cross_run_evidence(default),
+        within_run=MappingProxyType({m: within[profile_group(m)] for m in METHODS}),
+    )
+
+
+#: The priors every bind reads (``decay_prior``, ``shape_error``): a constant of the
+#: package's data, fitted once when this module is first imported.
+PACKAGE_PRIORS: PackagePriors = fit_package_priors()

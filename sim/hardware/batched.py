@@ -108,6 +108,7 @@ from sim.errors import SpecsimError
 from sim.hardware.envelope import Envelope, envelope_of
 from sim.hardware.experts import (
     FusedMoeKernel,
+    log_miss,
     sequence_union_tokens,
     skewed_distinct_experts,
     tile_extra_rows,
@@ -474,6 +475,17 @@ class BatchedPass:
         self._per_tokens = self._terms.of(physics)
         self._kernels: dict[bool, KernelSchedule] = {}
         self._kv_ms, self._pair_ms = self._attention_coefficients()
+        self._log_miss = self._expert_log_miss()
+
+    def _expert_log_miss(self) -> np.ndarray | None:
+        """The routed experts' ``log_miss`` (E,) under ``expert_skew``, built once for
+        every token count this pass prices; None where ``_weight_terms`` takes no skewed
+        union (no fused-MoE kernel, dense weights, or uniform routing)."""
+        p, w = self.physics, self.physics.weights
+        if p.moe_kernel is None or not w.is_moe or p.expert_skew == 0.0:
+            return None
+        assert w.experts and w.experts_per_token
+        return log_miss(w.experts, w.experts_per_token, p.expert_skew)
 
     def _attention_coefficients(self) -> tuple[float, float]:
         """(ms a KV token, ms a pair): the KV bytes at peak bandwidth and the attention
@@ -520,7 +532,9 @@ class BatchedPass:
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
         distinct = float(
-            skewed_distinct_experts(w.experts, w.experts_per_token, union, p.expert_skew)
+            skewed_distinct_experts(
+                w.experts, w.experts_per_token, union, p.expert_skew, self._log_miss
+            )
         )
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)

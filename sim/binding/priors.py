@@ -41,7 +41,7 @@ from sim.model.shapes import (
 from sim.tables import read_package_table
 
 # The decay priors and the shape error's evidence are constants of the published data
-# below: ``fit_package_priors`` fits them all (about 60 ms) and ``PACKAGE_PRIORS``, built
+# below: ``fit_package_priors`` fits them all (about 40 ms) and ``PACKAGE_PRIORS``, built
 # once when this module is imported, holds them read-only for the binder.
 
 #: Draft methods a scenario can name (``acceptance.method``).
@@ -354,7 +354,8 @@ def shape_error(
     if cross_run:
         kept = tuple(r for r in table.cross_run if r.source != leave_out)
         return ShapeError(method, shape, (), kept, leave_out, True)
-    return ShapeError(method, shape, table.within_run[method], (), leave_out, False)
+    within = _within_run_log_rhos(method, shape)  # fitted now: the validation report's only
+    return ShapeError(method, shape, within, (), leave_out, False)
 
 
 def fit_cross_run_evidence(
@@ -392,13 +393,12 @@ class PackagePriors:
 
     ``decay_priors``: the ``DecayPrior`` of every (method, family) in ``METHODS`` x
     ``PRIOR_FAMILIES``; ``cross_run``: every cross-run series' log rho
-    (``fit_cross_run_evidence``, each with its method's default prior); ``within_run``: by
-    method, the within-run log rhos of its default family (``ShapeError``).
+    (``fit_cross_run_evidence``, each with its method's default prior). The within-run
+    evidence (``ShapeError``) is fitted when asked: only the validation report asks.
     """
 
     decay_priors: Mapping[tuple[str, str], DecayPrior]
     cross_run: tuple[CrossRunRho, ...]
-    within_run: Mapping[str, tuple[float, ...]]
 
 
 def fit_package_priors() -> PackagePriors:
@@ -413,12 +413,7 @@ def fit_package_priors() -> PackagePriors:
         for f in PRIOR_FAMILIES
     }
     default = {m: table[(m, PRIOR_FAMILY[profile_group(m)])] for m in METHODS}
-    within = {g: _within_run_log_rhos(m, default[m].shape) for g, m in groups.items()}
-    return PackagePriors(
-        decay_priors=MappingProxyType(table),
-        cross_run=fit_cross_run_evidence(default),
-        within_run=MappingProxyType({m: within[profile_group(m)] for m in METHODS}),
-    )
+    return PackagePriors(MappingProxyType(table), fit_cross_run_evidence(default))
 
 
 #: The priors every bind reads (``decay_prior``, ``shape_error``): a constant of the

@@ -38,8 +38,6 @@ def test_the_package_priors_are_read_only() -> None:
     table = priors.PACKAGE_PRIORS
     with pytest.raises(TypeError):
         table.decay_priors[("eagle3", "step")] = priors.decay_prior("mtp")  # type: ignore[index]
-    with pytest.raises(TypeError):
-        table.within_run["eagle3"] = ()  # type: ignore[index]
     with pytest.raises(dataclasses.FrozenInstanceError):
         table.cross_run = ()  # type: ignore[misc]
 

@@ -24,7 +24,7 @@ multi-K acceptance cases are all other measurements.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
@@ -96,7 +96,7 @@ class DecayPrior:
     """The decay prior of one draft method.
 
     ``decays`` are the fitted, flat-capped decays of the profiles, sorted; ``median`` the
-    nominal value and ``low``/``high`` the 5% and 95% quantiles.
+    nominal value and ``low``/``high`` the 5% and 95% quantiles (set from them when built).
     """
 
     method: str
@@ -104,18 +104,14 @@ class DecayPrior:
     decays: tuple[float, ...]
     sources: tuple[str, ...]
     note: str
+    median: float = field(init=False, repr=False, compare=False)
+    low: float = field(init=False, repr=False, compare=False)
+    high: float = field(init=False, repr=False, compare=False)
 
-    @property
-    def median(self) -> float:
-        return float(np.median(self.decays))
-
-    @property
-    def low(self) -> float:
-        return float(self.quantile(0.05))
-
-    @property
-    def high(self) -> float:
-        return float(self.quantile(0.95))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "median", float(np.median(self.decays)))
+        object.__setattr__(self, "low", float(self.quantile(0.05)))
+        object.__setattr__(self, "high", float(self.quantile(0.95)))
 
     def quantile(self, u: np.ndarray | float) -> np.ndarray | float:
         """The prior's quantile function (linear between the sorted decays)."""
@@ -301,20 +297,25 @@ class ShapeError:
     leave_out: str | None = None
     cross_run_used: bool = True
 
+    #: The nominal log rho of a derived shape: the mean of the evidence (set when built).
+    nominal: float = field(init=False, repr=False, compare=False)
+    #: The random effect's standard deviation (0 without evidence; set when built).
+    sd: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nominal", self._nominal())
+        object.__setattr__(self, "sd", self._sd())
+
     def _evidence(self) -> np.ndarray:
         if self.cross_run_used:
             return np.array([c.log_rho for c in self.cross_run])
         return np.array(self.log_rhos)
 
-    @property
-    def nominal(self) -> float:
-        """The nominal log rho of a derived shape: the mean of the evidence."""
+    def _nominal(self) -> float:
         x = self._evidence()
         return float(np.mean(x)) if x.size else 0.0
 
-    @property
-    def sd(self) -> float:
-        """The random effect's standard deviation (0 without evidence)."""
+    def _sd(self) -> float:
         x = self._evidence()
         if x.size < 2:
             return 0.0

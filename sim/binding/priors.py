@@ -23,8 +23,9 @@ multi-K acceptance cases are all other measurements.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -39,8 +40,9 @@ from sim.model.shapes import (
 )
 from sim.tables import read_package_table
 
-# The decay priors and the cross-run shape error are fitted from the published data below
-# when a process first asks for them, and cached for the rest of the process.
+# The decay priors and the shape error's evidence are constants of the published data
+# below: ``fit_package_priors`` fits them all (about 25 ms) and ``PACKAGE_PRIORS``, built
+# once when this module is imported, holds them read-only for the binder.
 
 #: Draft methods a scenario can name (``acceptance.method``).
 METHODS: tuple[str, ...] = ("eagle3", "eagle", "mtp", "draft_model", "generic")
@@ -94,7 +96,7 @@ class DecayPrior:
     """The decay prior of one draft method.
 
     ``decays`` are the fitted, flat-capped decays of the profiles, sorted; ``median`` the
-    nominal value and ``low``/``high`` the 5% and 95% quantiles.
+    nominal value and ``low``/``high`` the 5% and 95% quantiles (set from them when built).
     """
 
     method: str
@@ -102,18 +104,14 @@ class DecayPrior:
     decays: tuple[float, ...]
     sources: tuple[str, ...]
     note: str
+    median: float = field(init=False, repr=False, compare=False)
+    low: float = field(init=False, repr=False, compare=False)
+    high: float = field(init=False, repr=False, compare=False)
 
-    @functools.cached_property
-    def median(self) -> float:
-        return float(np.median(self.decays))
-
-    @functools.cached_property
-    def low(self) -> float:
-        return float(self.quantile(0.05))
-
-    @functools.cached_property
-    def high(self) -> float:
-        return float(self.quantile(0.95))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "median", float(np.median(self.decays)))
+        object.__setattr__(self, "low", float(self.quantile(0.05)))
+        object.__setattr__(self, "high", float(self.quantile(0.95)))
 
     def quantile(self, u: np.ndarray | float) -> np.ndarray | float:
         """The prior's quantile function (linear between the sorted decays)."""
@@ -158,11 +156,15 @@ def family_holdout(method: str) -> dict[str, float]:
     return out
 
 
-def decay_prior(method: str, family: str | None = None) -> DecayPrior:
+def decay_prior(
+    method: str, family: str | None = None, priors: PackagePriors | None = None
+) -> DecayPrior:
     """The decay prior of ``method`` (one of ``METHODS``) for ``family`` (default: the
-    method's held-out choice, ``PRIOR_FAMILY``), fitted once from ``PROFILES`` (one cache
-    entry whether ``family`` is passed as None or left out)."""
-    return _fitted_decay_prior(method, family)
+    method's held-out choice, ``PRIOR_FAMILY``) in ``priors`` (default
+    ``PACKAGE_PRIORS``, fitted once from ``PROFILES``)."""
+    table = PACKAGE_PRIORS if priors is None else priors
+    prior = table.decay_priors.get((method, family or PRIOR_FAMILY.get(profile_group(method), "")))
+    return prior if prior is not None else build_decay_prior(method, family)
 
 
 def fit_decays(method: str, shape: str) -> tuple[float, ...]:
@@ -170,28 +172,19 @@ def fit_decays(method: str, shape: str) -> tuple[float, ...]:
     return tuple(sorted(min(1.0, fit_profile(shape, p.data()).decay) for p in _profiles_of(method)))
 
 
-@functools.cache
-def _group_decays(group: str, shape: str) -> tuple[float, ...]:
-    """``fit_decays`` once per profile group and shape (the methods without profiles of
-    their own share the pooled group's fits)."""
-    return fit_decays(next(m for m in METHODS if profile_group(m) == group), shape)
-
-
-@functools.cache
-def _fitted_decay_prior(method: str, family: str | None) -> DecayPrior:
-    return build_decay_prior(method, family)
-
-
-def build_decay_prior(method: str, family: str | None = None) -> DecayPrior:
-    """The decay prior of ``method`` for ``family``, its decays fitted now (uncached:
-    ``decay_prior`` is the cached face)."""
+def build_decay_prior(
+    method: str, family: str | None = None, decays: tuple[float, ...] | None = None
+) -> DecayPrior:
+    """The decay prior of ``method`` for ``family`` with ``decays`` (default: fitted now;
+    ``decay_prior`` reads the ones ``PACKAGE_PRIORS`` fitted once)."""
     if method not in METHODS:
         raise ValueError(f"unknown draft method {method!r}; known: {', '.join(METHODS)}")
     profiles = _profiles_of(method)
     shape = family or PRIOR_FAMILY[profile_group(method)]
     if shape not in PRIOR_FAMILIES:
         raise ValueError(f"no decay prior for shape {shape!r}")
-    decays = _group_decays(profile_group(method), shape)
+    if decays is None:
+        decays = fit_decays(method, shape)
     note = (
         POOLED_METHODS[method] + ": every method's profiles pooled"
         if method in POOLED_METHODS
@@ -304,20 +297,25 @@ class ShapeError:
     leave_out: str | None = None
     cross_run_used: bool = True
 
+    #: The nominal log rho of a derived shape: the mean of the evidence (set when built).
+    nominal: float = field(init=False, repr=False, compare=False)
+    #: The random effect's standard deviation (0 without evidence; set when built).
+    sd: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nominal", self._nominal())
+        object.__setattr__(self, "sd", self._sd())
+
     def _evidence(self) -> np.ndarray:
         if self.cross_run_used:
             return np.array([c.log_rho for c in self.cross_run])
         return np.array(self.log_rhos)
 
-    @functools.cached_property
-    def nominal(self) -> float:
-        """The nominal log rho of a derived shape: the mean of the evidence."""
+    def _nominal(self) -> float:
         x = self._evidence()
         return float(np.mean(x)) if x.size else 0.0
 
-    @functools.cached_property
-    def sd(self) -> float:
-        """The random effect's standard deviation (0 without evidence)."""
+    def _sd(self) -> float:
         x = self._evidence()
         if x.size < 2:
             return 0.0
@@ -342,22 +340,34 @@ class ShapeError:
         )
 
 
-def shape_error(method: str, leave_out: str | None = None, *, cross_run: bool = True) -> ShapeError:
-    """The shape error of ``method``'s prior family (see ``ShapeError``); ``leave_out``: a
-    source whose cross-run series are not used; ``cross_run`` False: none of them."""
-    return _shape_error(method, leave_out, cross_run)
+def shape_error(
+    method: str,
+    leave_out: str | None = None,
+    *,
+    cross_run: bool = True,
+    priors: PackagePriors | None = None,
+) -> ShapeError:
+    """The shape error of ``method``'s prior family (see ``ShapeError``) from the evidence
+    in ``priors`` (default ``PACKAGE_PRIORS``); ``leave_out``: a source whose cross-run
+    series are not used; ``cross_run`` False: none of them."""
+    table = PACKAGE_PRIORS if priors is None else priors
+    shape = decay_prior(method, priors=table).shape
+    if cross_run:
+        kept = tuple(r for r in table.cross_run if r.source != leave_out)
+        return ShapeError(method, shape, (), kept, leave_out, True)
+    within = _within_run_log_rhos(method, shape)  # fitted now: the validation report's only
+    return ShapeError(method, shape, within, (), leave_out, False)
 
 
-def fit_cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho, fitted now (its method's decay prior too)."""
-    priors = {m: decay_prior(m) for m in dict.fromkeys(s.method for s in CROSS_RUN)}
-    return tuple(r for s in CROSS_RUN if (r := cross_run_log_rho(s, priors[s.method])) is not None)
-
-
-@functools.cache
-def _cross_run_evidence() -> tuple[CrossRunRho, ...]:
-    """Every cross-run series' log rho, fitted once per process."""
-    return fit_cross_run_evidence()
+def fit_cross_run_evidence(
+    priors: Mapping[str, DecayPrior] | None = None,
+) -> tuple[CrossRunRho, ...]:
+    """Every cross-run series' log rho, fitted now with its method's decay prior
+    (``priors`` by method; default: ``decay_prior``)."""
+    by_method = priors or {m: decay_prior(m) for m in dict.fromkeys(s.method for s in CROSS_RUN)}
+    return tuple(
+        r for s in CROSS_RUN if (r := cross_run_log_rho(s, by_method[s.method])) is not None
+    )
 
 
 def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
@@ -378,11 +388,43 @@ def _within_run_log_rhos(method: str, shape: str) -> tuple[float, ...]:
     return tuple(out)
 
 
-@functools.cache
-def _shape_error(method: str, leave_out: str | None, use_cross_run: bool) -> ShapeError:
-    """Only the evidence of the kind asked for is fitted (see ``ShapeError``)."""
-    shape = decay_prior(method).shape
-    if use_cross_run:
-        cross = tuple(r for r in _cross_run_evidence() if r.source != leave_out)
-        return ShapeError(method, shape, (), cross, leave_out, True)
-    return ShapeError(method, shape, _within_run_log_rhos(method, shape), (), leave_out, False)
+@dataclass(frozen=True)
+class PackagePriors:
+    """What the binder takes from the package's published data, fitted once, read-only.
+
+    ``decay_priors``: the ``DecayPrior`` of every (method, family) in ``METHODS`` x
+    ``PRIOR_FAMILIES``; ``cross_run``: every cross-run series' log rho
+    (``fit_cross_run_evidence``, each with its method's default prior). The within-run
+    evidence (``ShapeError``) is fitted when asked: only the validation report asks.
+    """
+
+    decay_priors: Mapping[tuple[str, str], DecayPrior]
+    cross_run: tuple[CrossRunRho, ...]
+
+
+def fit_package_priors() -> PackagePriors:
+    """Fit every decay prior and the shape error's evidence from ``PROFILES`` and
+    ``CROSS_RUN`` now: each profile once per family, its decay shared by every group that
+    holds it (``fit_decays`` of the group: the same fits, flat-capped and sorted; the
+    methods without profiles of their own share the pooled ones)."""
+    fitted = {
+        (p, f): min(1.0, fit_profile(f, p.data()).decay) for p in PROFILES for f in PRIOR_FAMILIES
+    }
+    groups = {profile_group(m): m for m in METHODS}
+    decays = {
+        (g, f): tuple(sorted(fitted[(p, f)] for p in _profiles_of(m)))
+        for g, m in groups.items()
+        for f in PRIOR_FAMILIES
+    }
+    table = {
+        (m, f): build_decay_prior(m, f, decays[(profile_group(m), f)])
+        for m in METHODS
+        for f in PRIOR_FAMILIES
+    }
+    default = {m: table[(m, PRIOR_FAMILY[profile_group(m)])] for m in METHODS}
+    return PackagePriors(MappingProxyType(table), fit_cross_run_evidence(default))
+
+
+#: The priors every bind reads (``decay_prior``, ``shape_error``): a constant of the
+#: package's data, fitted once when this module is first imported.
+PACKAGE_PRIORS: PackagePriors = fit_package_priors()

@@ -108,6 +108,7 @@ from sim.errors import SpecsimError
 from sim.hardware.envelope import Envelope, envelope_of
 from sim.hardware.experts import (
     FusedMoeKernel,
+    log_miss,
     sequence_union_tokens,
     skewed_distinct_experts,
     tile_extra_rows,
@@ -119,7 +120,6 @@ from sim.hardware.passes import (
     PassShape,
     pass_allreduce,
     pass_kernels,
-    pass_schedule,
 )
 from sim.hardware.roofline import Weights
 
@@ -407,10 +407,11 @@ class PassTerms:
     as the study's own process does. The terms are a pure function of the physics and the
     token count, so which copy computed an entry never changes a number."""
 
-    __slots__ = ("_lock", "_tables", "owner")
+    __slots__ = ("_kernels", "_lock", "_tables", "owner")
 
     def __init__(self, owner: str | None = None) -> None:
         self._tables: dict[str, Terms] = {}
+        self._kernels: dict[str, dict[bool, KernelSchedule]] = {}
         # taken while the tables change: a Dask worker with several threads builds plans
         # concurrently (two threads dropping the oldest physics at once raised KeyError)
         self._lock = threading.Lock()
@@ -419,8 +420,10 @@ class PassTerms:
     def __reduce__(self) -> tuple[Callable[[str], PassTerms], tuple[str]]:
         return received_terms, (self.owner,)
 
-    def of(self, physics: PassPhysics) -> Terms:
-        """The table kept for ``physics``, the newest kept."""
+    def of(self, physics: PassPhysics) -> tuple[Terms, dict[bool, KernelSchedule]]:
+        """The table kept for ``physics``, the newest kept, and its kernel schedules by
+        whether the pass is graphed (``pass_kernels``: the same for every token count, so
+        built once a physics for every pass and measured point of it)."""
         key = physics_key(physics)
         with self._lock:
             terms = self._tables.pop(key, None)
@@ -430,9 +433,12 @@ class PassTerms:
                 while tables and (
                     len(tables) >= SHARED_PHYSICS or sum(map(len, tables.values())) >= SHARED_TERMS
                 ):
-                    del tables[next(iter(tables))]
+                    oldest = next(iter(tables))
+                    del tables[oldest]
+                    self._kernels.pop(oldest, None)
             self._tables[key] = terms  # the newest last
-        return terms
+            kernels = self._kernels.setdefault(key, {})
+        return terms, kernels
 
 
 #: The tables this process keeps of other processes' owners (``PassTerms`` pickled by
@@ -471,9 +477,19 @@ class BatchedPass:
         self._flops_per_ms = gpu.bf16_tflops * 1e12 / 1e3
         self._gpus = gpus
         self._bandwidth_gbps = gpu.memory_bandwidth_gbps
-        self._per_tokens = self._terms.of(physics)
-        self._kernels: dict[bool, KernelSchedule] = {}
+        self._per_tokens, self._kernels = self._terms.of(physics)
         self._kv_ms, self._pair_ms = self._attention_coefficients()
+        self._log_miss = self._expert_log_miss()
+
+    def _expert_log_miss(self) -> np.ndarray | None:
+        """The routed experts' ``log_miss`` (E,) under ``expert_skew``, built once for
+        every token count this pass prices; None where ``_weight_terms`` takes no skewed
+        union (no fused-MoE kernel, dense weights, or uniform routing)."""
+        p, w = self.physics, self.physics.weights
+        if p.moe_kernel is None or not w.is_moe or p.expert_skew == 0.0:
+            return None
+        assert w.experts and w.experts_per_token
+        return log_miss(w.experts, w.experts_per_token, p.expert_skew)
 
     def _attention_coefficients(self) -> tuple[float, float]:
         """(ms a KV token, ms a pair): the KV bytes at peak bandwidth and the attention
@@ -498,8 +514,7 @@ class BatchedPass:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._per_tokens = self._terms.of(self.physics)
-        self._kernels = {}
+        self._per_tokens, self._kernels = self._terms.of(self.physics)
 
     def _weight_terms(self, tokens: int, sequences: int | None) -> tuple[float, float]:
         """(weight-read ms per rank, FLOPs in peak-equivalents) of a pass over ``tokens``
@@ -520,7 +535,9 @@ class BatchedPass:
         if sequences is not None and p.expert_overlap:
             union = float(sequence_union_tokens(sequences, tokens / sequences, p.expert_overlap))
         distinct = float(
-            skewed_distinct_experts(w.experts, w.experts_per_token, union, p.expert_skew)
+            skewed_distinct_experts(
+                w.experts, w.experts_per_token, union, p.expert_skew, self._log_miss
+            )
         )
         kernel = p.moe_kernel
         per_expert_us = kernel.per_expert_us(w.expert_bytes / self._gpus, self._bandwidth_gbps)
@@ -533,6 +550,15 @@ class BatchedPass:
             rows = tile_extra_rows(w.experts, w.experts_per_token, tokens, p.expert_skew)
             padding = 2.0 * w.moe_layers * w.expert_params * rows
         return memory_ms, gemm + (pairs + padding) / p.moe_kernel.pair_flop_efficiency
+
+    def kernels(self, shape: PassShape) -> KernelSchedule:
+        """``pass_kernels`` of this pass run as ``shape`` (its all-reduces at 0 ms): the
+        same for every token count, built once a physics (its ``PassTerms``)."""
+        kernels = self._kernels.get(shape.graphed)
+        if kernels is None:
+            p = self.physics
+            kernels = self._kernels[shape.graphed] = pass_kernels(shape, p.hardware, p.geometry)
+        return kernels
 
     def graphed(self, tokens: int, sequences: int | None = None) -> bool:
         """``replays_graph`` of this pass's physics."""
@@ -555,10 +581,7 @@ class BatchedPass:
             flop_ms = flops / self._gpus / self._flops_per_ms
             shape = PassShape(p.name, tokens, p.layers, graphed)
             allreduce, _ = pass_allreduce(shape, p.hardware, p.geometry)
-            kernels = self._kernels.get(graphed)
-            if kernels is None:  # the same for every token count: built once a pass
-                kernels = self._kernels[graphed] = pass_kernels(shape, p.hardware, p.geometry)
-            schedule = kernels.with_allreduce_ms(allreduce.us / 1000.0)
+            schedule = self.kernels(shape).with_allreduce_ms(allreduce.us / 1000.0)
             terms = (memory_ms, flop_ms, envelope_of(schedule))
             if len(self._per_tokens) >= SHARED_ENTRIES:
                 self._per_tokens.clear()
@@ -659,7 +682,8 @@ def _point_compute(
     graphed = replays_graph(physics, point.tokens, point.sequences)
     ran_tokens, _ = padded_shape(physics, point.tokens, point.sequences)
     shape = PassShape(physics.name, ran_tokens, physics.layers, graphed)
-    schedule, _, _ = pass_schedule(shape, physics.hardware, physics.geometry)
+    allreduce, _ = pass_allreduce(shape, physics.hardware, physics.geometry)
+    schedule = bare.kernels(shape).with_allreduce_ms(allreduce.us / 1000.0)
     try:
         compute = (
             calibrate_compute_ms(schedule, point.ms)

@@ -63,7 +63,6 @@ Graphing never slows a pass: the critical path is nondecreasing in every CPU cos
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -152,9 +151,9 @@ def eager_schedule(
     all-reduce inside a piece is a graphed one. Host syncs (``costs.syncs_per_layer``, eager
     and piecewise modes) sit on the last compute kernels of each layer.
 
-    Everything but the all-reduce kernels' time is built once per arguments
-    (``_eager_template``, cached: a serving simulation asks for a pass at every new token
-    count, whose message size changes only ``allreduce_ms``).
+    Everything but the all-reduce kernels' time is built by ``_eager_template``; a batched
+    pass, whose every token count changes only ``allreduce_ms``, builds it once a physics
+    and sets the all-reduces on it (sim/hardware/batched.py ``BatchedPass.kernels``).
     """
     template = _eager_template(
         layers,
@@ -169,7 +168,6 @@ def eager_schedule(
     return template.with_allreduce_ms(allreduce_ms)
 
 
-@functools.lru_cache(maxsize=256)
 def _eager_template(
     layers: int,
     kernels_per_layer: int,

@@ -31,7 +31,6 @@ above), so only the rows a larger block adds are priced (docs/studies/moe-tile-p
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +48,7 @@ __all__ = [
     "TRACE_SKEW",
     "FusedMoeKernel",
     "expected_distinct_experts",
+    "log_miss",
     "padded_expert_rows",
     "selection_probabilities",
     "sequence_union_tokens",
@@ -90,12 +90,14 @@ def selection_probabilities(experts: int, per_token: int, skew: float) -> np.nda
 
 
 def skewed_distinct_experts(
-    experts: int, per_token: int, tokens: ArrayLike, skew: float
+    experts: int, per_token: int, tokens: ArrayLike, skew: float, miss: np.ndarray | None = None
 ) -> np.ndarray:
     """Expected distinct experts over m independent tokens under Zipf popularity (``skew``,
     ``selection_probabilities``): sum_i 1 - (1 - q_i)^m, same shape as ``tokens``; at
     skew 0 exactly ``expected_distinct_experts``. It is e at m = 1 and grows more slowly
-    than the uniform union: popular experts are read again by the batch's other tokens."""
+    than the uniform union: popular experts are read again by the batch's other tokens.
+    ``miss``: ``log_miss(experts, per_token, skew)`` when the caller holds it (a pass
+    prices thousands of token counts with one)."""
     if skew == 0.0:
         return expected_distinct_experts(experts, per_token, tokens)
     if experts <= 0 or not 0 < per_token <= experts:
@@ -103,15 +105,16 @@ def skewed_distinct_experts(
     m = np.asarray(tokens, dtype=float)
     if np.any(m < 0):
         raise ValueError("tokens must be >= 0")
-    miss = _log_miss(experts, per_token, skew)  # (E,)
+    if miss is None:
+        miss = log_miss(experts, per_token, skew)  # (E,)
     # add.reduce: ``np.sum`` without its Python wrapper (the same reduction)
     return np.add.reduce(1.0 - np.exp(np.multiply.outer(m, miss)), axis=-1)
 
 
-@functools.lru_cache(maxsize=256)
-def _log_miss(experts: int, per_token: int, skew: float) -> np.ndarray:
+def log_miss(experts: int, per_token: int, skew: float) -> np.ndarray:
     """log(1 - q_i) (E,) of ``selection_probabilities``, read-only: the same for every
-    token count of a pass, where a serving run prices thousands of prompt lengths."""
+    token count of a pass, where a serving run prices thousands of prompt lengths (a
+    batched pass builds it once, sim/hardware/batched.py ``BatchedPass``)."""
     q = selection_probabilities(experts, per_token, skew)
     miss = np.log1p(-np.minimum(q, 1.0 - 1e-15))
     miss.flags.writeable = False

@@ -89,17 +89,18 @@ def gauss_legendre_panels(edges: np.ndarray, nodes: Sequence[int]) -> tuple[np.n
     """Nodes (n,) and weights (n,) of Gauss-Legendre with ``nodes[p]`` points on the panel
     [edges[p], edges[p + 1]] (edges (P + 1,), nodes (P,))."""
     xs, ws = [], []
+    rules = {n: np.polynomial.legendre.leggauss(n) for n in set(nodes)}  # one a count
     for lo, hi, n in zip(edges[:-1], edges[1:], nodes, strict=True):
-        x, w = np.polynomial.legendre.leggauss(n)
+        x, w = rules[n]
         xs.append(lo + (hi - lo) * (x + 1) / 2)
         ws.append((hi - lo) * w / 2)
     return np.concatenate(xs), np.concatenate(ws)
 
 
-@functools.cache
-def _quadrature_nodes() -> tuple[np.ndarray, np.ndarray]:
-    """Nodes (710,) and weights (710,) on (0, 1): Gauss-Legendre on ``quadrature_edges``'
-    panels, ``LEFT_PANEL_NODES`` towards 0 and ``PANEL_NODES`` elsewhere."""
+def exact_quadrature() -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (710,) and weights (710,) on (0, 1), read-only: Gauss-Legendre on
+    ``quadrature_edges``' panels, ``LEFT_PANEL_NODES`` towards 0 and ``PANEL_NODES``
+    elsewhere (built now; ``EXACT_RULE`` holds the one every class uses)."""
     edges = quadrature_edges()
     counts = [*LEFT_PANEL_NODES, *[PANEL_NODES] * (edges.size - 1 - len(LEFT_PANEL_NODES))]
     nodes, weights = gauss_legendre_panels(edges, counts)
@@ -110,7 +111,7 @@ def _quadrature_nodes() -> tuple[np.ndarray, np.ndarray]:
 
 def quadrature_weights() -> np.ndarray:
     """The weights (nodes,) of ``RateClass.quadrature_rates``' nodes (read-only)."""
-    return _quadrature_nodes()[1]
+    return EXACT_RULE[1]
 
 
 #: Gauss-Legendre nodes a panel of the drawn scenarios' rule (``drawn_quadrature``): at most 8 on
@@ -137,11 +138,11 @@ DRAWN_END = 1e-6
 DRAWN_END_NODES = 2
 
 
-@functools.cache
 def drawn_quadrature() -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights (on (0, 1)) of the drawn scenarios' rule: the exact rule's
     panels between ``DRAWN_END`` and 1 - ``DRAWN_END`` with at most ``DRAWN_PANEL_NODES``
-    nodes each, and one panel of ``DRAWN_END_NODES`` at each end (read-only)."""
+    nodes each, and one panel of ``DRAWN_END_NODES`` at each end (read-only; built now,
+    ``DRAWN_RULE`` holds the one every class uses)."""
     edges = quadrature_edges()
     exact = [*LEFT_PANEL_NODES, *[PANEL_NODES] * (edges.size - 1 - len(LEFT_PANEL_NODES))]
     inner = [
@@ -155,6 +156,12 @@ def drawn_quadrature() -> tuple[np.ndarray, np.ndarray]:
     nodes.setflags(write=False)
     weights.setflags(write=False)
     return nodes, weights
+
+
+#: The exact rule (``exact_quadrature``) and the drawn scenarios' rule
+#: (``drawn_quadrature``): (nodes, weights), read-only constants built at import (2 ms).
+EXACT_RULE: tuple[np.ndarray, np.ndarray] = exact_quadrature()
+DRAWN_RULE: tuple[np.ndarray, np.ndarray] = drawn_quadrature()
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,16 +287,16 @@ class RateClass:
         if not self.varies:
             return fn(self.mean_rates[None, :])[0]
         if drawn:
-            nodes, weights = drawn_quadrature()
+            nodes, weights = DRAWN_RULE
             return np.tensordot(weights, fn(self.rates_from_uniform(nodes)), axes=(0, 0))
         values = fn(self.quadrature_rates())
-        return np.tensordot(_quadrature_nodes()[1], values, axes=(0, 0))
+        return np.tensordot(EXACT_RULE[1], values, axes=(0, 0))
 
     def quadrature_rates(self) -> np.ndarray:
         """Per-request rates at the quadrature's nodes, shape (nodes, k), read-only:
         ``rates_from_uniform`` (exact ``betaincinv``), computed once per class."""
         if not self._at_nodes:
-            rates = self.rates_from_uniform(_quadrature_nodes()[0])
+            rates = self.rates_from_uniform(EXACT_RULE[0])
             rates.setflags(write=False)
             self._at_nodes.append(rates)
         return self._at_nodes[0]

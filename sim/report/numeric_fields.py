@@ -18,7 +18,6 @@ import json
 import math
 import sys
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +55,9 @@ def numeric_paths(doc: Any) -> tuple[set[str], set[str]]:
     return numbers, others
 
 
-@cache
 def numeric_fields() -> dict[str, frozenset[str]]:
-    """Document kind -> collapsed paths that hold numbers (numeric_fields.json)."""
+    """Document kind -> collapsed paths that hold numbers (numeric_fields.json), read now
+    (``plot`` checks one document a process)."""
     data = json.loads(_FILE.read_text(encoding="utf-8"))
     return {kind: frozenset(paths) for kind, paths in data.items()}
 

@@ -7,13 +7,12 @@ words for a batch of keys with uint32 array arithmetic: the entropy pool mixing 
 state generation of NumPy's SeedSequence (numpy/random/bit_generator.pyx, after Melissa
 O'Neill's seed_seq_fe; NEP 19), whose hash constants evolve independently of the data, so
 every key of a batch goes through the same sequence of constants. ``words_match_numpy``
-checks it against NumPy itself (the simulate module does, once per process, and falls
-back to NumPy's own SeedSequence if it ever differs); tests compare many keys.
+checks it against NumPy itself (``WORDS_MATCH_NUMPY``, once at import; the simulate module
+falls back to NumPy's own SeedSequence if it ever differs); tests compare many keys.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,7 +66,6 @@ def _hash_consts(start: int, mult: int, count: int) -> tuple[np.ndarray, int]:
     return np.array(out, dtype=np.uint32)[:, None], start
 
 
-@functools.lru_cache(maxsize=64)
 def _prefix(
     entropy: int, width: int
 ) -> tuple[
@@ -106,7 +104,7 @@ def seed_words(entropy: int, spawn_keys: Sequence[Sequence[int]] | np.ndarray) -
     ``spawn_keys``: m non-empty keys of the same length, every element below 2^32 (a
     sequence of keys or an int array (m, width)). Returns uint64 (m, 4). With a key, the run
     entropy is padded to at least the pool size, so the pool's first mixing involves the
-    run entropy only: it is done once per entropy on Python ints (``_prefix``); the key
+    run entropy only: it is done once per call on Python ints (``_prefix``); the key
     words are then mixed in on uint32 arrays, one column per key (``_mixed_words``).
     """
     keys = np.asarray(spawn_keys, dtype=np.uint64).reshape(len(spawn_keys), -1)
@@ -140,7 +138,7 @@ def _mixed_words(entropy: int, key_words: Sequence[np.ndarray | np.uint32]) -> n
         value *= after
         value ^= value >> _SHIFT
         value *= _MIX_R
-        rows = rows * _MIX_L - value  # a new array: ``start`` is shared (cached)
+        rows = rows * _MIX_L - value  # a new array: ``start`` is left as it is
         rows ^= rows >> _SHIFT
     data = np.concatenate([rows, rows])  # (8, m): state word i draws on pool word i % 4
     data ^= gen_before
@@ -166,9 +164,9 @@ class SeedWords(ISeedSequence):
         return self._words if not self._words.flags.writeable else self._words.copy()
 
 
-@functools.cache
 def words_match_numpy() -> bool:
-    """Whether ``seed_words`` reproduces NumPy's SeedSequence here (checked once)."""
+    """Whether ``seed_words`` reproduces NumPy's SeedSequence here (checked now, 0.4 ms;
+    ``WORDS_MATCH_NUMPY`` holds the answer checked at import)."""
     probes = [(20261130, (7, 1)), (0, (0, 0)), (2**40 + 3, (123456, 2))]
     for entropy, key in probes:
         ours = seed_words(entropy, [key])[0]
@@ -176,3 +174,7 @@ def words_match_numpy() -> bool:
         if not np.array_equal(ours, theirs):
             return False
     return True
+
+
+#: ``words_match_numpy()`` with the NumPy this process imported: a constant of the process.
+WORDS_MATCH_NUMPY: bool = words_match_numpy()

@@ -31,7 +31,7 @@ from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
-from sim.simulation.seeding import SeedWords, block_seed_words, words_match_numpy
+from sim.simulation.seeding import WORDS_MATCH_NUMPY, SeedWords, block_seed_words
 
 if TYPE_CHECKING:
     from sim.model.tree.acceptance import Acceptance
@@ -64,7 +64,7 @@ def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     replication first reads it, their PCG64 seeds computed at once (sim/simulation/seeding.py:
     identical words, ~100x cheaper than one SeedSequence each), so a stream no replication
     reads costs nothing (most runs read only ``accept``)."""
-    if not words_match_numpy() or block.stop > 2**32:
+    if not WORDS_MATCH_NUMPY or block.stop > 2**32:
         return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
 
     @functools.cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -208,13 +210,20 @@ def test_layer_level_pass_equals_the_closed_form_without_jitter(mode, kernel_us,
 
 @pytest.mark.parametrize("mode", ["graphed", "eager", "piecewise"])
 def test_schedules_built_from_one_template_stay_independent(mode):
-    """Schedules that differ only in the all-reduce's time share their template (built
-    once) and nothing else: the first keeps its all-reduce time after the second is
-    built, and the shared arrays cannot be written."""
+    """Schedules set from one template (its all-reduces at 0 ms, as a batched pass keeps
+    one a physics) share it and nothing else: the first keeps its all-reduce time after
+    the second is built, the shared arrays cannot be written, and each is the schedule
+    built whole."""
     unfused = 3 if mode == "eager" else 0
-    first = schedule(mode, ar_ms=0.02, unfused=unfused)
-    second = schedule(mode, ar_ms=0.5, unfused=unfused)
+    template = schedule(mode, ar_ms=0.0, unfused=unfused)
+    first = template.with_allreduce_ms(0.02)
+    second = template.with_allreduce_ms(0.5)
     assert first.cpu_ms is second.cpu_ms
+    whole = schedule(mode, ar_ms=0.02, unfused=unfused)
+    assert all(
+        np.array_equal(getattr(first, f.name), getattr(whole, f.name))
+        for f in dataclasses.fields(whole)
+    )
     ar = first.is_allreduce
     assert np.all(first.fixed_ms[ar] == 0.02) and np.all(second.fixed_ms[ar] == 0.5)
     # the other kernels' fixed time: the unfused ops' GPU time, else none

@@ -7,6 +7,7 @@ from sim.hardware.experts import (
     H100_FUSED_MOE,
     TRACE_SKEW,
     expected_distinct_experts,
+    log_miss,
     selection_probabilities,
     skewed_distinct_experts,
 )
@@ -44,3 +45,14 @@ def test_the_trace_exponent_reproduces_the_serving_trace_it_comes_from():
     us = H100_FUSED_MOE.layer_us + distinct * per_expert
     # the exponent is given to 2 decimals: 109 us within that rounding (< 1%)
     assert us == pytest.approx(109.0, rel=0.01)
+
+
+def test_a_held_log_miss_prices_the_same_bits_and_is_read_only():
+    """What a batched pass builds once and hands in for every token count."""
+    m = np.array([1.0, 3.5, 16.0, 256.0])
+    miss = log_miss(384, 8, 1.3)
+    assert np.array_equal(
+        skewed_distinct_experts(384, 8, m, 1.3, miss), skewed_distinct_experts(384, 8, m, 1.3)
+    )
+    with pytest.raises(ValueError, match="read-only"):
+        miss[0] = 0.0

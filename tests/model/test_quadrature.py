@@ -13,12 +13,15 @@ import pytest
 from sim.binding.bind import acceptance_model
 from sim.model.acceptance import (
     DRAWN_END,
+    DRAWN_RULE,
+    EXACT_RULE,
     LEFT_PANEL_NODES,
     PANEL_NODES,
     RateClass,
     Spread,
     beta_raw_moments,
     drawn_quadrature,
+    exact_quadrature,
     gauss_legendre_panels,
     quadrature_edges,
     quadrature_weights,
@@ -130,3 +133,15 @@ def test_the_merged_end_panels_move_an_accept_length_by_less_than_their_width() 
             for w, r in zip((graded_w, weights), rates, strict=True)
         )
         assert np.abs(merged - full).max() < 2 * DRAWN_END, c
+
+
+@pytest.mark.parametrize(
+    "rule, build", [(EXACT_RULE, exact_quadrature), (DRAWN_RULE, drawn_quadrature)]
+)
+def test_the_rules_every_class_uses_are_read_only_constants(rule, build) -> None:
+    """Built once at import, the same bits as a rule built now, and not writable."""
+    for held, fresh in zip(rule, build(), strict=True):
+        assert np.array_equal(held, fresh)
+        with pytest.raises(ValueError, match="read-only"):
+            held[0] = 0.5
+    assert quadrature_weights() is EXACT_RULE[1]

@@ -228,8 +228,8 @@ def test_long_requests_span_the_largest_chunks():
 
 
 def test_shared_law_is_the_law_of_its_rates():
-    """The cached law of a homogeneous run: mean and variance of L from its pmf, the
-    thresholds of ``bit_thresholds``, read-only, and the same object for equal rates."""
+    """The law of a homogeneous run (one a block): mean and variance of L from its pmf,
+    the thresholds of ``bit_thresholds``, read-only."""
     from sim.model.rates import cumulative_rates
     from sim.model.samplers import bit_thresholds
     from sim.simulation.engines.fast import shared_law
@@ -244,4 +244,3 @@ def test_shared_law_is_the_law_of_its_rates():
     assert np.array_equal(t_all, t_ref) and np.array_equal(pos_all, pos_ref)
     assert depth == 2
     assert not t_all.flags.writeable and not pos_all.flags.writeable
-    assert shared_law(tuple(list(rates))) is shared_law(rates)

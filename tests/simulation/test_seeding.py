@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.simulation.engines.common import request_stream, request_streams
-from sim.simulation.seeding import SeedWords, block_seed_words, seed_words, words_match_numpy
+from sim.simulation.seeding import (
+    WORDS_MATCH_NUMPY,
+    SeedWords,
+    block_seed_words,
+    seed_words,
+    words_match_numpy,
+)
 from sim.simulation.simulate import block_rngs, replication_rngs
 
 
@@ -27,7 +33,7 @@ def test_words_equal_numpys_seed_sequence(entropy, keys):
 
 
 def test_one_element_keys_and_the_self_check():
-    assert words_match_numpy()
+    assert words_match_numpy() and WORDS_MATCH_NUMPY
     row = seed_words(5, [(7,)])[0]
     assert np.array_equal(
         row, np.random.SeedSequence(5, spawn_key=(7,)).generate_state(4, np.uint64)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -89,15 +88,16 @@ def accept_length(shape: RankShape, x: float, config: Config, kind: str = "sglan
 def lowest_crossing(f: Callable[[float], float], x_max: float, xtol: float) -> float | None:
     """Lowest x in [0, x_max] with f(x) >= 0 as found from the top: scan a coarse grid down
     from x_max to the first point below 0, then bisect that cell to ``xtol``. None when
-    f(x_max) < 0. ``f`` is evaluated through a cache (each call may build a tree)."""
-    g = lru_cache(maxsize=None)(f)
+    f(x_max) < 0. ``f`` is called once at each x it visits (each call may build a tree):
+    x_max, the grid's other points downwards (distinct), then midpoints strictly inside a
+    cell whose ends it has, so no x comes twice."""
     grid = x_max * np.unique(np.concatenate([GRID[:: max(1, GRID.size // 40)], [1.0]]))
     hi = float(grid[-1])
-    if g(hi) < 0.0:
+    if f(hi) < 0.0:
         return None
     lo = 0.0
     for x in grid[-2::-1]:
-        if g(float(x)) < 0.0:
+        if f(float(x)) < 0.0:
             lo = float(x)
             break
         hi = float(x)
@@ -105,7 +105,7 @@ def lowest_crossing(f: Callable[[float], float], x_max: float, xtol: float) -> f
         return 0.0  # reached at x = 0
     while hi - lo > xtol:
         mid = 0.5 * (lo + hi)
-        if g(mid) >= 0.0:
+        if f(mid) >= 0.0:
             hi = mid
         else:
             lo = mid

@@ -16,12 +16,11 @@ The top 32 bits of each output are used, as the fast engine uses 32-bit uniform 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 __all__ = [
     "GAMMA",
+    "STEPS",
     "counter_bits",
     "counter_bits_block",
     "counter_bits_step",
@@ -70,7 +69,6 @@ def weyl_term(key: int, counter: int) -> int:
     return (key + (counter + 1) * _GAMMA_INT) & _MASK
 
 
-@functools.lru_cache(maxsize=64)
 def weyl_step(counters: int) -> np.uint64:
     """What ``counters`` more draws add to a Weyl term (counters x gamma mod 2^64)."""
     return np.uint64((counters * _GAMMA_INT) & _MASK)
@@ -101,12 +99,20 @@ def counter_bits_step(keys: np.ndarray, cycles: np.ndarray) -> np.ndarray:
     return _mix_high(weyl_terms(keys, cycles))
 
 
-@functools.lru_cache(maxsize=64)
 def _steps(count: int) -> np.ndarray:
-    """0, gamma, 2 gamma, ... (count,) uint64, read-only (shared)."""
+    """0, gamma, 2 gamma, ... (count,) uint64, read-only: a view of ``STEPS`` up to its
+    length, computed now beyond it (the same bits: uint64 products wrap alike)."""
+    if count <= STEPS.size:
+        return STEPS[:count]
     steps = np.arange(count, dtype=np.uint64) * GAMMA
     steps.flags.writeable = False
     return steps
+
+
+#: The Weyl steps of the first 4,096 draws (uint64, read-only, 32 KiB): a block of a
+#: serving run draws once per iteration, and its blocks rarely run longer.
+STEPS: np.ndarray = np.arange(4096, dtype=np.uint64) * GAMMA
+STEPS.flags.writeable = False
 
 
 def _mix_high(z: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from sim.model.tree.build import candidate_count
 from sim.model.tree.required import (
     RankShape,
     accept_length,
+    lowest_crossing,
     required_top1,
     required_top1_table,
 )
@@ -71,3 +72,18 @@ def test_depth_scale_repeats_its_last_entry():
 def test_table_refuses_trees_sglang_cannot_build():
     with pytest.raises(ValueError, match="not a tree SGLang builds"):
         required_top1_table({(2, 2, 12): 3.0}, SHAPE)
+
+
+@pytest.mark.parametrize("root", [0.0, 1e-7, 0.3, 0.731, 0.999])
+def test_the_crossing_visits_each_x_once(root):
+    """The scan down the grid and the bisection never ask twice (no memo is needed), and
+    the answer is the crossing to ``xtol``."""
+    seen: list[float] = []
+
+    def f(x: float) -> float:
+        seen.append(x)
+        return x - root
+
+    found = lowest_crossing(f, 1.0, 1e-9)
+    assert len(seen) == len(set(seen))
+    assert found is not None and root <= found <= root + 1e-9

@@ -7,6 +7,8 @@ import pytest
 from scipy import stats
 
 from sim.simulation.serving.counter_rng import (
+    GAMMA,
+    STEPS,
     counter_bits,
     counter_bits_block,
     draw_keys,
@@ -85,3 +87,18 @@ def test_lengths():
     assert set(np.unique(y)) == {3, 5, 9} and y.mean() == pytest.approx(emp.mean, abs=0.05)
     with pytest.raises(ValueError):
         LogNormal(-1.0, 0.5, 10)
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, STEPS.size, STEPS.size + 1, 3 * STEPS.size])
+def test_a_block_of_draws_is_the_same_from_the_step_table_or_beyond_it(count):
+    """Within ``STEPS`` a block's Weyl steps are a view of the read-only table, beyond it
+    computed: the draws are those of one counter at a time either way."""
+    keys = draw_keys(np.random.default_rng(5), 3)
+    first = np.array([0, 11, 2**40], dtype=np.uint64)
+    block = counter_bits_block(keys, first, count)
+    for j in (0, count // 2, count - 1) if count else ():
+        assert np.array_equal(block[:, j], counter_bits(keys, first + np.uint64(j)))
+    assert block.shape == (3, count)
+    assert np.array_equal(STEPS[:5], np.arange(5, dtype=np.uint64) * GAMMA)
+    with pytest.raises(ValueError, match="read-only"):
+        STEPS[0] = 1

@@ -201,11 +201,6 @@ class PrefillLoad:
     @staticmethod
     def of_chunks(chunks: ArrayLike, prior: ArrayLike) -> PrefillLoad:
         """The load of prompt chunks (n,) whose requests already hold ``prior`` (n,) tokens."""
-        if isinstance(chunks, list) and isinstance(prior, list) and len(chunks) == 1:
-            # one request (Python floats): the same bits as the arrays below
-            (t1,), (c1,) = chunks, prior
-            t1, c1 = float(t1), float(c1)
-            return PrefillLoad(int(t1), c1 + t1, t1 * c1 + t1 * (t1 + 1) / 2)
         t = np.asarray(chunks, dtype=float)
         c = np.asarray(prior, dtype=float)
         return PrefillLoad(

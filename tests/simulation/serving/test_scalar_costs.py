@@ -150,16 +150,6 @@ def test_a_prefill_costs_its_pass(path):
     assert c.prefill_ms(load, drafter=True) == expected
 
 
-@settings(max_examples=100, deadline=None)
-@given(chunk=st.integers(1, 100_000), prior=st.integers(0, 10**7))
-def test_one_prompt_chunk_is_the_array_sum(chunk, prior):
-    load = PrefillLoad.of_chunks([chunk], [prior])
-    t, c = np.array([chunk], dtype=float), np.array([prior], dtype=float)
-    assert load == PrefillLoad(
-        int(t.sum()), float((c + t).sum()), float((t * c + t * (t + 1) / 2).sum())
-    )
-
-
 def test_a_used_cost_model_pickles_for_worker_processes():
     """Once evaluated a cost model holds closures (the scalar terms) and its token-count
     table (``PassTerms``): it pickles without either, and the copy rebuilds the first and

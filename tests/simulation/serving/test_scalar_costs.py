@@ -117,20 +117,26 @@ def test_a_blocks_ascending_contexts_take_the_ends_as_least_and_most(
 @settings(max_examples=80, deadline=None)
 @given(
     path=st.sampled_from([SERVING, LLAMA]),
-    name=st.sampled_from(["prefill", "draft_prefill", "decode", "verify", "draft_step"]),
+    name=st.sampled_from(
+        ["prefill", "draft_prefill", "decode", "verify", "draft_step", "draft_extend"]
+    ),
     tokens=st.integers(1, 9000),
+    rows=st.one_of(st.none(), st.integers(1, 9000)),
     kv=st.floats(0.0, 1e7),
     pairs=st.floats(0.0, 1e10),
 )
-def test_a_pass_one_at_a_time_is_the_array_path(path, name, tokens, kv, pairs):
+def test_a_pass_one_at_a_time_is_the_array_path(path, name, tokens, rows, kv, pairs):
+    """Every pass kind, dense and MoE (the tokens' rows routing alike when given), graphed
+    and eager (past the capture limits), one-line and many-line envelopes."""
     curve = getattr(cost(path).curves, name)
-    got = curve.scalar_pass(tokens)(kv, pairs)
-    assert bits([got]) == bits(curve.pass_ms(tokens, np.array([kv]), np.array([pairs])))
+    rows = None if rows is None else min(rows, tokens)
+    got = curve.scalar_pass(tokens, rows)(kv, pairs)
+    assert bits([got]) == bits(curve.pass_ms(tokens, np.array([kv]), np.array([pairs]), rows))
     # below, between and beyond the calibration points
-    work = curve.work_ms(tokens, kv, pairs)
+    work = curve.work_ms(tokens, kv, pairs, rows)
     for x in (0.0, float(work), *curve.curve.work_ms.tolist(), 10 * float(curve.curve.work_ms[-1])):
         assert bits([curve.curve.at_scalar(x)]) == bits(curve.curve.at(np.array([x])))
-        envelope = curve._token_terms(tokens)[2]
+        envelope = curve._token_terms(tokens, rows)[2]
         assert bits([envelope.at_scalar(x)]) == bits(envelope.at(np.array([x])))
 
 

@@ -345,18 +345,16 @@ class ComputeCurve:
             return cl + high * (work_ms - rl)
         return float(np.interp(work_ms, self.work_ms, self.compute_ms))
 
-    def at(self, work_ms: np.ndarray, ascending: bool = False) -> np.ndarray:
-        """Compute ms at work times (any shape, same shape out). ``ascending``: the work
-        times are a non-decreasing 1-D array, so that its ends are its least and most (a
-        block's, ``work_terms``); the same values either way."""
+    def at(self, work_ms: np.ndarray) -> np.ndarray:
+        """Compute ms at work times (any shape, same shape out)."""
         x = np.asarray(work_ms, dtype=float)
         r0, rl, c0, cl, low, high = self._ends
         r, c = self.work_ms, self.compute_ms
         if x.ndim and x.size:
-            least = x[0] if ascending else np.minimum.reduce(x, axis=None)
+            least = np.minimum.reduce(x, axis=None)
             if least > rl:  # all beyond the last point (a large batch)
                 return cl + high * (x - rl)
-            most = x[-1] if ascending else np.maximum.reduce(x, axis=None)
+            most = np.maximum.reduce(x, axis=None)
             if most < r0:  # all below the first point (a small batch's drafter)
                 return c0 + low * (x - r0)
             # all between the points: what ``where`` keeps
@@ -621,19 +619,18 @@ class BatchedPass:
 
     def work_terms(
         self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray, bool], np.ndarray]]:
+    ) -> tuple[float, float, float, float, Callable[[np.ndarray], np.ndarray]]:
         """(memory ms, ms per KV token, FLOP ms, ms per pair, finish) over ``tokens``
         tokens: ``pass_ms`` is ``finish`` (the critical path at the curve's compute time)
         of the work ``(memory + kv x per KV token) + (flops + pairs x per pair)``, the
-        operations of ``work_ms`` (sim/model/batched_cost.py ``AffinePassCurve``);
-        ``finish(work, ascending)``, ``ascending`` as ``ComputeCurve.at``'s."""
+        operations of ``work_ms`` (sim/model/batched_cost.py ``AffinePassCurve``)."""
         if tokens < 1:
             raise ValueError(f"a pass covers at least 1 token, got {tokens}")
         memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
         curve = self.curve
 
-        def finish(work_ms: np.ndarray, ascending: bool = False) -> np.ndarray:
-            return envelope.at(curve.at(work_ms, ascending))
+        def finish(work_ms: np.ndarray) -> np.ndarray:
+            return envelope.at(curve.at(work_ms))
 
         return memory_ms, self._kv_ms, flop_ms, self._pair_ms, finish
 

@@ -125,13 +125,11 @@ class AffinePassCurve(PassCurve, Protocol):
     ``finish((memory_ms + kv x kv_ms) + (flop_ms + pairs x pair_ms))`` with
     ``work_terms(tokens, sequences)`` = (memory_ms, kv_ms, flop_ms, pair_ms, finish), the
     same operations in the same order (so the same bits). ``DecodeCurve`` evaluates the
-    work of all its passes in one set of array operations. ``finish(work, ascending)``:
-    ``ascending`` True tells it that ``work`` is a non-decreasing 1-D array (its ends
-    are its least and most), which changes no value."""
+    work of all its passes in one set of array operations."""
 
     def work_terms(
         self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray, bool], np.ndarray]]: ...
+    ) -> tuple[float, float, float, float, Callable[[np.ndarray], np.ndarray]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,10 +227,7 @@ class _StackedPasses:
     (``AffinePassCurve.work_terms``): ``beams``, ``m`` and the pass load's constants
     (``pass_load``: kv = beams s + rows m, pairs = m beams s + rows m (m + 1) / 2),
     ``memory_ms``, ``kv_ms``, ``flop_ms``, ``pair_ms``; ``finish`` each pass's time of
-    its work. ``monotone``: every multiplier (``beams``, ``m``, ``kv_ms``, ``pair_ms``)
-    is >= 0, so that each pass's work at non-decreasing context sums is non-decreasing
-    (a rounded product by a non-negative number and a rounded sum are each
-    non-decreasing in their operand)."""
+    its work."""
 
     beams: np.ndarray
     kv_added: np.ndarray
@@ -242,8 +237,7 @@ class _StackedPasses:
     kv_ms: np.ndarray
     flop_ms: np.ndarray
     pair_ms: np.ndarray
-    finish: tuple[Callable[[np.ndarray, bool], np.ndarray], ...]
-    monotone: bool = False
+    finish: tuple[Callable[[np.ndarray], np.ndarray], ...]
 
     def work(self, context_tokens: np.ndarray) -> np.ndarray:
         """Each pass's work (P, n) at context sums ``context_tokens`` (n,): per value the
@@ -301,19 +295,16 @@ class DecodeCurve:
         def column(values: list[float]) -> np.ndarray:
             return np.array(values, dtype=float)[:, None]
 
-        beams, m = column([p[3] for p in parts]), column([p[2] for p in parts])
-        kv_ms, pair_ms = column([p[0][1] for p in parts]), column([p[0][3] for p in parts])
         return _StackedPasses(
-            beams=beams,
+            beams=column([p[3] for p in parts]),
             kv_added=column([rows * m for _, rows, m, _ in parts]),
-            m=m,
+            m=column([p[2] for p in parts]),
             pairs_added=column([rows * (m * (m + 1) / 2) for _, rows, m, _ in parts]),
             memory_ms=column([w[0] for w, _, _, _ in parts]),
-            kv_ms=kv_ms,
+            kv_ms=column([w[1] for w, _, _, _ in parts]),
             flop_ms=column([w[2] for w, _, _, _ in parts]),
-            pair_ms=pair_ms,
+            pair_ms=column([w[3] for w, _, _, _ in parts]),
             finish=tuple(w[4] for w, _, _, _ in parts),
-            monotone=bool(np.all(np.concatenate([beams, m, kv_ms, pair_ms]) >= 0)),
         )
 
     @functools.cached_property
@@ -363,24 +354,20 @@ class DecodeCurve:
             total += growth if serial else max(covered - total, 0.0)
         return total
 
-    def ms(self, context_tokens: ArrayLike, ascending: bool = False) -> np.ndarray:
+    def ms(self, context_tokens: ArrayLike) -> np.ndarray:
         """Iteration ms for context sums ``context_tokens`` (any shape, same shape out);
-        up to ``SCALAR_VALUES`` of them one at a time (``ms_at``). ``ascending``: they are
-        a non-decreasing 1-D array (a block's iterations), so that each pass's work is
-        too where its multipliers are non-negative (``_StackedPasses.monotone``) and its
-        ends are its least and most; the same values either way."""
+        up to ``SCALAR_VALUES`` of them one at a time (``ms_at``)."""
         s = np.asarray(context_tokens, dtype=float)
         if s.size <= SCALAR_VALUES:
             return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
         stacked = self._stacked if s.ndim == 1 else None
         if stacked is not None:  # every pass's work at once, (passes, values)
             base = self.anchor_ms + self.rows_ms if self.rows_ms else self.anchor_ms
-            sorted_work = ascending and stacked.monotone
             total: np.ndarray | None = None
             for (times, _, _, _, _, ref), finish, work in zip(
                 self.terms, stacked.finish, stacked.work(s), strict=True
             ):
-                growth = finish(work, sorted_work) - ref
+                growth = finish(work) - ref
                 if times != 1.0:
                     growth = times * growth
                 if total is None:  # base + the first growth (a sum commutes bit for bit)
@@ -572,7 +559,6 @@ class IterationCost:
         *,
         extend_tokens: int | None = None,
         accepted_tokens: np.ndarray | None = None,
-        ascending: bool = False,
     ) -> np.ndarray:
         """Total ms of decode iterations (shape of ``context_tokens``); at batch 1 and the
         reference context exactly the batch-1 cycle's total.
@@ -581,11 +567,10 @@ class IterationCost:
         batch emits in each iteration (shape of ``context_tokens``), which move the draft
         extend by ``timing.draft_extend_ms_per_token`` per accepted token per request from
         the batch-1 extend's own accept length (the batch-1 engines' law; none when it is 0).
-        ``ascending``: the context sums are non-decreasing (``DecodeCurve.ms``).
         """
         if prefill is None or not prefill.tokens:
             curve = self.decode_curve(batch, draft, extend_tokens, drafter)
-            total = curve.ms(context_tokens, ascending)
+            total = curve.ms(context_tokens)
         else:
             parts = self.decode_phases(
                 batch, draft, context_tokens, prefill, drafter, extend_tokens=extend_tokens

@@ -93,27 +93,6 @@ def test_the_passes_work_at_once_is_each_pass_on_its_own(
         curve.__dict__["_stacked"] = kept
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    **CURVES,
-    start=st.floats(0.0, 5e6),
-    steps=st.lists(st.integers(0, 300), min_size=SCALAR_VALUES, max_size=80),
-)
-def test_a_blocks_ascending_contexts_take_the_ends_as_least_and_most(
-    path, batch, draft, extend, drafter, start, steps
-):
-    """A block's context sums (its start and the tokens emitted before each iteration,
-    non-decreasing: ``plan_block``) priced with ``ascending`` (each pass's work read at
-    its ends instead of reduced) give the bits of the same values priced without it."""
-    curve = cost(path).decode_curve(batch, draft, extend, drafter)
-    assert curve._stacked is not None and curve._stacked.monotone
-    s = float(start) + np.cumsum(np.array([0, *steps], dtype=np.int64))
-    assert bits(curve.ms(s, ascending=True)) == bits(curve.ms(s))
-    assert bits(
-        cost(path).decode_ms(batch, draft, s, None, drafter, extend_tokens=extend, ascending=True)
-    ) == bits(cost(path).decode_ms(batch, draft, s, None, drafter, extend_tokens=extend))
-
-
 @settings(max_examples=80, deadline=None)
 @given(
     path=st.sampled_from([SERVING, LLAMA]),

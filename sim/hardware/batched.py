@@ -601,16 +601,6 @@ class BatchedPass:
         memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
         kv_ms, pair_ms = self._kv_ms, self._pair_ms
         compute, path = self.curve.at_scalar, envelope.at_scalar
-        line = envelope.line
-        if line is not None:  # one line: ``at_scalar``'s sum inline, without its call
-            a, f = line
-
-            def one_line(kv_tokens: float, pairs: float) -> float:
-                return a + f * compute(
-                    (memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)
-                )
-
-            return one_line
 
         def ms(kv_tokens: float, pairs: float) -> float:
             return path(compute((memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)))

@@ -607,23 +607,6 @@ class BatchedPass:
 
         return ms
 
-    def work_terms(
-        self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray], np.ndarray]]:
-        """(memory ms, ms per KV token, FLOP ms, ms per pair, finish) over ``tokens``
-        tokens: ``pass_ms`` is ``finish`` (the critical path at the curve's compute time)
-        of the work ``(memory + kv x per KV token) + (flops + pairs x per pair)``, the
-        operations of ``work_ms`` (sim/model/batched_cost.py ``AffinePassCurve``)."""
-        if tokens < 1:
-            raise ValueError(f"a pass covers at least 1 token, got {tokens}")
-        memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
-        curve = self.curve
-
-        def finish(work_ms: np.ndarray) -> np.ndarray:
-            return envelope.at(curve.at(work_ms))
-
-        return memory_ms, self._kv_ms, flop_ms, self._pair_ms, finish
-
     def pass_ms(
         self,
         tokens: int,

@@ -73,7 +73,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -85,7 +85,6 @@ from sim.model.logit_rows import LogitRows
 from sim.model.recurrent_state import RecurrentState
 
 __all__ = [
-    "AffinePassCurve",
     "DecodeCurve",
     "IterationCost",
     "LinearCurve",
@@ -116,20 +115,6 @@ class PassCurve(Protocol):
         """``pass_ms`` at ``tokens`` as a function of one (kv tokens, pairs), returning a
         float with the bits ``pass_ms`` gives."""
         ...
-
-
-@runtime_checkable
-class AffinePassCurve(PassCurve, Protocol):
-    """A ``PassCurve`` whose time is a function of its work, the work affine in the KV
-    tokens and pairs: ``pass_ms(tokens, kv, pairs, sequences)`` is, value by value,
-    ``finish((memory_ms + kv x kv_ms) + (flop_ms + pairs x pair_ms))`` with
-    ``work_terms(tokens, sequences)`` = (memory_ms, kv_ms, flop_ms, pair_ms, finish), the
-    same operations in the same order (so the same bits). ``DecodeCurve`` evaluates the
-    work of all its passes in one set of array operations."""
-
-    def work_terms(
-        self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray], np.ndarray]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,40 +206,6 @@ def pass_load(
 SCALAR_VALUES = 12
 
 
-@dataclass(frozen=True, slots=True)
-class _StackedPasses:
-    """The work terms of a decode iteration's passes as columns (P, 1), one row a pass
-    (``AffinePassCurve.work_terms``): ``beams``, ``m`` and the pass load's constants
-    (``pass_load``: kv = beams s + rows m, pairs = m beams s + rows m (m + 1) / 2),
-    ``memory_ms``, ``kv_ms``, ``flop_ms``, ``pair_ms``; ``finish`` each pass's time of
-    its work."""
-
-    beams: np.ndarray
-    kv_added: np.ndarray
-    m: np.ndarray
-    pairs_added: np.ndarray
-    memory_ms: np.ndarray
-    kv_ms: np.ndarray
-    flop_ms: np.ndarray
-    pair_ms: np.ndarray
-    finish: tuple[Callable[[np.ndarray], np.ndarray], ...]
-
-    def work(self, context_tokens: np.ndarray) -> np.ndarray:
-        """Each pass's work (P, n) at context sums ``context_tokens`` (n,): per value the
-        operations of ``pass_load`` and the pass's work, in their order (a beams of 1
-        multiplies by 1.0, which changes no bit)."""
-        s = self.beams * context_tokens
-        kv = s + self.kv_added
-        pairs = self.m * s
-        pairs += self.pairs_added
-        kv *= self.kv_ms
-        kv += self.memory_ms
-        pairs *= self.pair_ms
-        pairs += self.flop_ms
-        kv += pairs
-        return kv
-
-
 @dataclass(frozen=True)
 class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
@@ -274,38 +225,10 @@ class DecodeCurve:
     rows_ms: float = 0.0
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled without ``_scalar_terms`` and ``_stacked`` (closures; rebuilt on first
-        use)."""
+        """Pickled without ``_scalar_terms`` (closures; rebuilt on first use)."""
         state = dict(self.__dict__)
         state.pop("_scalar_terms", None)
-        state.pop("_stacked", None)
         return state
-
-    @functools.cached_property
-    def _stacked(self) -> _StackedPasses | None:
-        """The passes' work terms as columns (one row a pass), when every pass's curve is
-        an ``AffinePassCurve``; None otherwise."""
-        if not self.terms or not all(isinstance(t[1], AffinePassCurve) for t in self.terms):
-            return None
-        parts = [
-            (curve.work_terms(rows * m, rows), rows, m, beams)  # type: ignore[attr-defined]
-            for _, curve, rows, m, beams, _ in self.terms
-        ]
-
-        def column(values: list[float]) -> np.ndarray:
-            return np.array(values, dtype=float)[:, None]
-
-        return _StackedPasses(
-            beams=column([p[3] for p in parts]),
-            kv_added=column([rows * m for _, rows, m, _ in parts]),
-            m=column([p[2] for p in parts]),
-            pairs_added=column([rows * (m * (m + 1) / 2) for _, rows, m, _ in parts]),
-            memory_ms=column([w[0] for w, _, _, _ in parts]),
-            kv_ms=column([w[1] for w, _, _, _ in parts]),
-            flop_ms=column([w[2] for w, _, _, _ in parts]),
-            pair_ms=column([w[3] for w, _, _, _ in parts]),
-            finish=tuple(w[4] for w, _, _, _ in parts),
-        )
 
     @functools.cached_property
     def _scalar_terms(
@@ -360,30 +283,13 @@ class DecodeCurve:
         s = np.asarray(context_tokens, dtype=float)
         if s.size <= SCALAR_VALUES:
             return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
-        stacked = self._stacked if s.ndim == 1 else None
-        if stacked is not None:  # every pass's work at once, (passes, values)
-            base = self.anchor_ms + self.rows_ms if self.rows_ms else self.anchor_ms
-            total: np.ndarray | None = None
-            for (times, _, _, _, _, ref), finish, work in zip(
-                self.terms, stacked.finish, stacked.work(s), strict=True
-            ):
-                growth = finish(work) - ref
-                if times != 1.0:
-                    growth = times * growth
-                if total is None:  # base + the first growth (a sum commutes bit for bit)
-                    growth += base
-                    total = growth
-                else:
-                    total += growth
-        else:
-            total = np.full(s.shape, self.anchor_ms)
-            if self.rows_ms:
-                total += self.rows_ms
-            for times, curve, rows, m, beams, ref in self.terms:
-                tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
-                growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
-                total += growth if times == 1.0 else times * growth
-        assert total is not None  # a stacked curve has a pass
+        total = np.full(s.shape, self.anchor_ms)
+        if self.rows_ms:
+            total += self.rows_ms
+        for times, curve, rows, m, beams, ref in self.terms:
+            tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
+            growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
+            total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:
             total += self.host.extra_ms(
                 self.batch, self.speculating, total, self.anchor_ms, self.drafting

@@ -71,28 +71,6 @@ def test_decode_curve_one_at_a_time_is_the_array_path(
     assert bits(curve.ms(s)) == bits(array)  # whichever path ``ms`` takes
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    **CURVES,
-    contexts=st.lists(st.floats(0.0, 5e6), min_size=SCALAR_VALUES + 1, max_size=60),
-)
-def test_the_passes_work_at_once_is_each_pass_on_its_own(
-    path, batch, draft, extend, drafter, contexts
-):
-    """``DecodeCurve.ms`` takes every pass's work in one set of array operations
-    (``AffinePassCurve.work_terms``): the bits of each pass's ``pass_ms`` on its own."""
-    curve = cost(path).decode_curve(batch, draft, extend, drafter)
-    s = np.array(contexts)
-    assert curve._stacked is not None  # the hardware passes give their work terms
-    stacked = curve.ms(s)
-    kept = curve.__dict__["_stacked"]
-    curve.__dict__["_stacked"] = None  # each pass's ``pass_ms``
-    try:
-        assert bits(curve.ms(s)) == bits(stacked)
-    finally:
-        curve.__dict__["_stacked"] = kept
-
-
 @settings(max_examples=80, deadline=None)
 @given(
     path=st.sampled_from([SERVING, LLAMA]),

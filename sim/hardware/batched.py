@@ -345,18 +345,16 @@ class ComputeCurve:
             return cl + high * (work_ms - rl)
         return float(np.interp(work_ms, self.work_ms, self.compute_ms))
 
-    def at(self, work_ms: np.ndarray, ascending: bool = False) -> np.ndarray:
-        """Compute ms at work times (any shape, same shape out). ``ascending``: the work
-        times are a non-decreasing 1-D array, so that its ends are its least and most (a
-        block's, ``work_terms``); the same values either way."""
+    def at(self, work_ms: np.ndarray) -> np.ndarray:
+        """Compute ms at work times (any shape, same shape out)."""
         x = np.asarray(work_ms, dtype=float)
         r0, rl, c0, cl, low, high = self._ends
         r, c = self.work_ms, self.compute_ms
         if x.ndim and x.size:
-            least = x[0] if ascending else np.minimum.reduce(x, axis=None)
+            least = np.minimum.reduce(x, axis=None)
             if least > rl:  # all beyond the last point (a large batch)
                 return cl + high * (x - rl)
-            most = x[-1] if ascending else np.maximum.reduce(x, axis=None)
+            most = np.maximum.reduce(x, axis=None)
             if most < r0:  # all below the first point (a small batch's drafter)
                 return c0 + low * (x - r0)
             # all between the points: what ``where`` keeps
@@ -626,39 +624,11 @@ class BatchedPass:
         memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
         kv_ms, pair_ms = self._kv_ms, self._pair_ms
         compute, path = self.curve.at_scalar, envelope.at_scalar
-        line = envelope.line
-        if line is not None:  # one line: ``at_scalar``'s sum inline, without its call
-            a, f = line
-
-            def one_line(kv_tokens: float, pairs: float) -> float:
-                return a + f * compute(
-                    (memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)
-                )
-
-            return one_line
 
         def ms(kv_tokens: float, pairs: float) -> float:
             return path(compute((memory_ms + kv_tokens * kv_ms) + (flop_ms + pairs * pair_ms)))
 
         return ms
-
-    def work_terms(
-        self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray, bool], np.ndarray]]:
-        """(memory ms, ms per KV token, FLOP ms, ms per pair, finish) over ``tokens``
-        tokens: ``pass_ms`` is ``finish`` (the critical path at the curve's compute time)
-        of the work ``(memory + kv x per KV token) + (flops + pairs x per pair)``, the
-        operations of ``work_ms`` (sim/model/batched_cost.py ``AffinePassCurve``);
-        ``finish(work, ascending)``, ``ascending`` as ``ComputeCurve.at``'s."""
-        if tokens < 1:
-            raise ValueError(f"a pass covers at least 1 token, got {tokens}")
-        memory_ms, flop_ms, envelope = self._token_terms(tokens, sequences)
-        curve = self.curve
-
-        def finish(work_ms: np.ndarray, ascending: bool = False) -> np.ndarray:
-            return envelope.at(curve.at(work_ms, ascending))
-
-        return memory_ms, self._kv_ms, flop_ms, self._pair_ms, finish
 
     def pass_ms(
         self,

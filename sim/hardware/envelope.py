@@ -64,13 +64,6 @@ class Envelope:
     def _lines(self) -> tuple[list[float], list[float], list[float]]:
         return self.intercepts.tolist(), self.slopes.tolist(), self.starts.tolist()
 
-    @functools.cached_property
-    def line(self) -> tuple[float, float] | None:
-        """(intercept, slope) of the one line, as Python floats, when the envelope is one
-        line (``at_scalar`` is then ``intercept + slope x``); None otherwise."""
-        a, f, _ = self._lines
-        return (a[0], f[0]) if len(a) == 1 else None
-
     def _segment(self, x: float) -> int | None:
         """The envelope segment ``at`` takes for ``x`` (``searchsorted`` of the starts,
         side right, minus 1); None for NaN."""

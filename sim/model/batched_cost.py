@@ -73,7 +73,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -85,7 +85,6 @@ from sim.model.logit_rows import LogitRows
 from sim.model.recurrent_state import RecurrentState
 
 __all__ = [
-    "AffinePassCurve",
     "DecodeCurve",
     "IterationCost",
     "LinearCurve",
@@ -116,22 +115,6 @@ class PassCurve(Protocol):
         """``pass_ms`` at ``tokens`` as a function of one (kv tokens, pairs), returning a
         float with the bits ``pass_ms`` gives."""
         ...
-
-
-@runtime_checkable
-class AffinePassCurve(PassCurve, Protocol):
-    """A ``PassCurve`` whose time is a function of its work, the work affine in the KV
-    tokens and pairs: ``pass_ms(tokens, kv, pairs, sequences)`` is, value by value,
-    ``finish((memory_ms + kv x kv_ms) + (flop_ms + pairs x pair_ms))`` with
-    ``work_terms(tokens, sequences)`` = (memory_ms, kv_ms, flop_ms, pair_ms, finish), the
-    same operations in the same order (so the same bits). ``DecodeCurve`` evaluates the
-    work of all its passes in one set of array operations. ``finish(work, ascending)``:
-    ``ascending`` True tells it that ``work`` is a non-decreasing 1-D array (its ends
-    are its least and most), which changes no value."""
-
-    def work_terms(
-        self, tokens: int, sequences: int | None = None
-    ) -> tuple[float, float, float, float, Callable[[np.ndarray, bool], np.ndarray]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,11 +184,6 @@ class PrefillLoad:
     @staticmethod
     def of_chunks(chunks: ArrayLike, prior: ArrayLike) -> PrefillLoad:
         """The load of prompt chunks (n,) whose requests already hold ``prior`` (n,) tokens."""
-        if isinstance(chunks, list) and isinstance(prior, list) and len(chunks) == 1:
-            # one request (Python floats): the same bits as the arrays below
-            (t1,), (c1,) = chunks, prior
-            t1, c1 = float(t1), float(c1)
-            return PrefillLoad(int(t1), c1 + t1, t1 * c1 + t1 * (t1 + 1) / 2)
         t = np.asarray(chunks, dtype=float)
         c = np.asarray(prior, dtype=float)
         return PrefillLoad(
@@ -228,44 +206,6 @@ def pass_load(
 SCALAR_VALUES = 12
 
 
-@dataclass(frozen=True, slots=True)
-class _StackedPasses:
-    """The work terms of a decode iteration's passes as columns (P, 1), one row a pass
-    (``AffinePassCurve.work_terms``): ``beams``, ``m`` and the pass load's constants
-    (``pass_load``: kv = beams s + rows m, pairs = m beams s + rows m (m + 1) / 2),
-    ``memory_ms``, ``kv_ms``, ``flop_ms``, ``pair_ms``; ``finish`` each pass's time of
-    its work. ``monotone``: every multiplier (``beams``, ``m``, ``kv_ms``, ``pair_ms``)
-    is >= 0, so that each pass's work at non-decreasing context sums is non-decreasing
-    (a rounded product by a non-negative number and a rounded sum are each
-    non-decreasing in their operand)."""
-
-    beams: np.ndarray
-    kv_added: np.ndarray
-    m: np.ndarray
-    pairs_added: np.ndarray
-    memory_ms: np.ndarray
-    kv_ms: np.ndarray
-    flop_ms: np.ndarray
-    pair_ms: np.ndarray
-    finish: tuple[Callable[[np.ndarray, bool], np.ndarray], ...]
-    monotone: bool = False
-
-    def work(self, context_tokens: np.ndarray) -> np.ndarray:
-        """Each pass's work (P, n) at context sums ``context_tokens`` (n,): per value the
-        operations of ``pass_load`` and the pass's work, in their order (a beams of 1
-        multiplies by 1.0, which changes no bit)."""
-        s = self.beams * context_tokens
-        kv = s + self.kv_added
-        pairs = self.m * s
-        pairs += self.pairs_added
-        kv *= self.kv_ms
-        kv += self.memory_ms
-        pairs *= self.pair_ms
-        pairs += self.flop_ms
-        kv += pairs
-        return kv
-
-
 @dataclass(frozen=True)
 class DecodeCurve:
     """Decode iteration time of one (batch, draft): ``anchor_ms`` (the batch-1 cycle's
@@ -285,41 +225,10 @@ class DecodeCurve:
     rows_ms: float = 0.0
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled without ``_scalar_terms`` and ``_stacked`` (closures; rebuilt on first
-        use)."""
+        """Pickled without ``_scalar_terms`` (closures; rebuilt on first use)."""
         state = dict(self.__dict__)
         state.pop("_scalar_terms", None)
-        state.pop("_stacked", None)
         return state
-
-    @functools.cached_property
-    def _stacked(self) -> _StackedPasses | None:
-        """The passes' work terms as columns (one row a pass), when every pass's curve is
-        an ``AffinePassCurve``; None otherwise."""
-        if not self.terms or not all(isinstance(t[1], AffinePassCurve) for t in self.terms):
-            return None
-        parts = [
-            (curve.work_terms(rows * m, rows), rows, m, beams)  # type: ignore[attr-defined]
-            for _, curve, rows, m, beams, _ in self.terms
-        ]
-
-        def column(values: list[float]) -> np.ndarray:
-            return np.array(values, dtype=float)[:, None]
-
-        beams, m = column([p[3] for p in parts]), column([p[2] for p in parts])
-        kv_ms, pair_ms = column([p[0][1] for p in parts]), column([p[0][3] for p in parts])
-        return _StackedPasses(
-            beams=beams,
-            kv_added=column([rows * m for _, rows, m, _ in parts]),
-            m=m,
-            pairs_added=column([rows * (m * (m + 1) / 2) for _, rows, m, _ in parts]),
-            memory_ms=column([w[0] for w, _, _, _ in parts]),
-            kv_ms=kv_ms,
-            flop_ms=column([w[2] for w, _, _, _ in parts]),
-            pair_ms=pair_ms,
-            finish=tuple(w[4] for w, _, _, _ in parts),
-            monotone=bool(np.all(np.concatenate([beams, m, kv_ms, pair_ms]) >= 0)),
-        )
 
     @functools.cached_property
     def _scalar_terms(
@@ -368,40 +277,19 @@ class DecodeCurve:
             total += growth if serial else max(covered - total, 0.0)
         return total
 
-    def ms(self, context_tokens: ArrayLike, ascending: bool = False) -> np.ndarray:
+    def ms(self, context_tokens: ArrayLike) -> np.ndarray:
         """Iteration ms for context sums ``context_tokens`` (any shape, same shape out);
-        up to ``SCALAR_VALUES`` of them one at a time (``ms_at``). ``ascending``: they are
-        a non-decreasing 1-D array (a block's iterations), so that each pass's work is
-        too where its multipliers are non-negative (``_StackedPasses.monotone``) and its
-        ends are its least and most; the same values either way."""
+        up to ``SCALAR_VALUES`` of them one at a time (``ms_at``)."""
         s = np.asarray(context_tokens, dtype=float)
         if s.size <= SCALAR_VALUES:
             return np.array([self.ms_at(v) for v in s.ravel().tolist()]).reshape(s.shape)
-        stacked = self._stacked if s.ndim == 1 else None
-        if stacked is not None:  # every pass's work at once, (passes, values)
-            base = self.anchor_ms + self.rows_ms if self.rows_ms else self.anchor_ms
-            sorted_work = ascending and stacked.monotone
-            total: np.ndarray | None = None
-            for (times, _, _, _, _, ref), finish, work in zip(
-                self.terms, stacked.finish, stacked.work(s), strict=True
-            ):
-                growth = finish(work, sorted_work) - ref
-                if times != 1.0:
-                    growth = times * growth
-                if total is None:  # base + the first growth (a sum commutes bit for bit)
-                    growth += base
-                    total = growth
-                else:
-                    total += growth
-        else:
-            total = np.full(s.shape, self.anchor_ms)
-            if self.rows_ms:
-                total += self.rows_ms
-            for times, curve, rows, m, beams, ref in self.terms:
-                tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
-                growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
-                total += growth if times == 1.0 else times * growth
-        assert total is not None  # a stacked curve has a pass
+        total = np.full(s.shape, self.anchor_ms)
+        if self.rows_ms:
+            total += self.rows_ms
+        for times, curve, rows, m, beams, ref in self.terms:
+            tokens, kv, pairs = pass_load(rows, m, s if beams == 1 else beams * s)
+            growth = curve.pass_ms(tokens, kv, pairs, rows) - ref
+            total += growth if times == 1.0 else times * growth
         if self.host is not None and self.batch > 1:
             total += self.host.extra_ms(
                 self.batch, self.speculating, total, self.anchor_ms, self.drafting
@@ -577,7 +465,6 @@ class IterationCost:
         *,
         extend_tokens: int | None = None,
         accepted_tokens: np.ndarray | None = None,
-        ascending: bool = False,
     ) -> np.ndarray:
         """Total ms of decode iterations (shape of ``context_tokens``); at batch 1 and the
         reference context exactly the batch-1 cycle's total.
@@ -586,11 +473,10 @@ class IterationCost:
         batch emits in each iteration (shape of ``context_tokens``), which move the draft
         extend by ``timing.draft_extend_ms_per_token`` per accepted token per request from
         the batch-1 extend's own accept length (the batch-1 engines' law; none when it is 0).
-        ``ascending``: the context sums are non-decreasing (``DecodeCurve.ms``).
         """
         if prefill is None or not prefill.tokens:
             curve = self.decode_curve(batch, draft, extend_tokens, drafter)
-            total = curve.ms(context_tokens, ascending)
+            total = curve.ms(context_tokens)
         else:
             parts = self.decode_phases(
                 batch, draft, context_tokens, prefill, drafter, extend_tokens=extend_tokens

@@ -104,8 +104,6 @@ def test_a_compute_curve_between_its_points_is_the_interpolation():
     rng = np.random.default_rng(7)
     for xs in (rng.uniform(1.0, 4.0, 50), rng.uniform(0.0, 6.0, 50), np.array([1.0, 4.0])):
         assert np.array_equal(curve.at(xs), [curve.at_scalar(float(v)) for v in xs])
-        ordered = np.sort(xs)  # ``ascending``: its ends are its least and most
-        assert np.array_equal(curve.at(ordered, ascending=True), curve.at(ordered))
 
 
 def test_a_compute_curve_outside_its_points_is_each_end_line():
@@ -122,7 +120,6 @@ def test_a_compute_curve_outside_its_points_is_each_end_line():
         for xs in (below, beyond, np.array([0.5]), np.array([9.0, 9.0])):
             scalar = [curve.at_scalar(float(v)) for v in xs]
             assert np.array_equal(curve.at(xs), scalar)
-            assert np.array_equal(curve.at(np.sort(xs), ascending=True), np.sort(scalar))
             mixed = curve.at(np.concatenate([xs, inside, below[:1], beyond[:1]]))
             assert np.array_equal(mixed[: xs.size], scalar)
 

@@ -510,7 +510,6 @@ def plan_block(
         growth = growth[:n]
         if kv_growth is not None:
             kv_growth = kv_growth[:n]
-    # the context sums grow with the tokens emitted: non-decreasing (``ascending``)
     context = float(int_sum(batch.context)) + growth
     speculates = not (isinstance(k, int) and k == 0)
     if accepted_extend and speculates:
@@ -522,10 +521,9 @@ def plan_block(
             drafter,
             extend_tokens=batch.expected_path(columns),
             accepted_tokens=per_iteration[:n],
-            ascending=True,
         )
     else:
-        durations = cost.decode_ms(b, k, context, prefill, drafter, ascending=True)
+        durations = cost.decode_ms(b, k, context, prefill, drafter)
     ends = np.add.accumulate(durations)
     return BlockPlan(
         k,

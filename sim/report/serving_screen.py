@@ -9,6 +9,7 @@ from typing import Any
 from sim.report.screen import assumptions_line, fit_width, wrap
 from sim.report.serving import (
     BASELINE,
+    LOCKSTEP_LINE,
     METRICS,
     SPECULATIVE,
     _cell,
@@ -59,6 +60,8 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
             "speedup: paired per replication on the same arrivals (> 1: helps; latencies: "
             "plain / speculative)"
         )
+    if doc.get("lockstep"):
+        lines.append(LOCKSTEP_LINE)
     lines += interval90_lines(doc, names, screen=True)
     lines += _overload_lines(doc, names)
     lines += ["", *wrap(f"{sample_text(doc)}; {scheduler_text(doc)}", indent="", more="  ")]

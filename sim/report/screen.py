@@ -19,6 +19,31 @@ WIDTH = 100
 #: Lines of a first screen, about (the run screen has two blocks, closed form and sample).
 SCREEN_LINES = 30
 
+#: Lines of a serving study's first screen (``within_screen``): a terminal's 25 rows.
+STUDY_SCREEN_LINES = 25
+
+
+def within_screen(
+    blocks: Sequence[tuple[Sequence[str], str | None]], lines: int = STUDY_SCREEN_LINES
+) -> list[str]:
+    """The ``blocks``' lines, each wrapped to ``WIDTH``, in at most ``lines`` lines where the
+    kept ones fit: whole when they fit, else without blank lines; else the blocks that have
+    a pointer (``(block, pointer)``, pointer not None: what ``--verbose`` shows) are each
+    replaced by their pointer line, the last such block first, until they fit (with blank
+    lines, else without). Blocks without a pointer (the answer, its conditioning and loads
+    beyond the measured ones, what it rests on) are always kept whole."""
+    kept = [list(b) for b, _ in blocks]
+    optional = [i for i, (_, pointer) in enumerate(blocks) if pointer is not None]
+    out: list[str] = []
+    for i in [None, *reversed(optional)]:
+        if i is not None:
+            kept[i] = [str(blocks[i][1])]
+        flat = [ln for b in kept for ln in b]
+        for candidate in (flat, [ln for ln in flat if ln.strip()]):
+            if len(out := fit_width(candidate)) <= lines:
+                return out
+    return out
+
 
 def wrap(text: str, indent: str = "  ", more: str = "    ", width: int = WIDTH) -> list[str]:
     """``text`` wrapped to ``width``: first line at ``indent``, the rest at ``more``."""

@@ -126,3 +126,22 @@ def test_draft_params_still_win() -> None:
     init = init_scenario(_req(draft_params=0.2e9))
     assert init.scenario.model.draft_params == 0.2e9
     assert init.comments["model.draft_params"] == "--draft-params"
+
+
+def test_figures_without_their_context_say_what_the_serving_commands_need(tmp_path: Path) -> None:
+    """Figures given as flags carry no context: serve refused the written scenario
+    (timing.context_tokens) with nothing said at init; init now says so, and not once the
+    context is given."""
+    out = tmp_path / "s.toml"
+    args = ["init", "--config", str(TARGET), "--gpu", "H100", "--gpus", "2", "--engine", "vllm",
+            "--drafter", "eagle3", "-k", "3", "--draft-config", str(DRAFTER), "--baseline-tok-s",
+            "190", "--point", "3:2.6:330", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "need the context the figures were measured at: --context-tokens N" in " ".join(
+        ln.strip() for ln in result.output.splitlines()
+    )
+    served = CliRunner().invoke(main, ["serve", str(out), "--concurrency", "2", "-q"])
+    assert served.exit_code == 2 and "timing.context_tokens" in served.output
+    given = CliRunner().invoke(main, [*args, "--context-tokens", "1100"])
+    assert given.exit_code == 0 and "--context-tokens N" not in given.output

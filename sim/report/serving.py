@@ -155,11 +155,9 @@ def _overload_lines(doc: dict[str, Any], names: list[str]) -> list[str]:
     return ["", *out] if out else []
 
 
-#: Said when a closed loop of fixed lengths serves: every plain request emits one token an
-#: iteration, so requests admitted together end together and the next prompts arrive and
-#: prefill together, wave after wave (speculation's random accept lengths break the waves):
-#: the plain TTFT is a wave's prefill, and so is much of the paired TTFT "speedup". A
-#: server given that workload does the same; a workload with spread lengths does not.
+#: Said when a closed loop of fixed lengths serves plain requests in lockstep waves
+#: (``Workload.lockstep``): the plain TTFT is a wave's prefill, and so is much of the
+#: paired TTFT "speedup". A server given that workload does the same; spread lengths do not.
 LOCKSTEP_LINE = (
     "fixed lengths: plain requests end in lockstep and prefill in waves, raising TTFT "
     "(workload.lengths)"
@@ -167,17 +165,10 @@ LOCKSTEP_LINE = (
 
 
 def lockstep(setup: ServingSetup) -> bool:
-    """Whether ``setup`` serves in lockstep waves (``LOCKSTEP_LINE``): a closed loop of at
-    least 2 users without think time or a job, every request with the same output length."""
+    """Whether ``setup`` serves plain requests in lockstep waves (``LOCKSTEP_LINE``): a
+    ``Workload.lockstep`` closed loop of at least 2 users."""
     w = setup.plan.workload
-    loop = w.arrivals
-    return (
-        isinstance(loop, ClosedLoop)
-        and loop.users > 1
-        and loop.think_ms == 0
-        and loop.tasks is None
-        and w.output_tokens.min_tokens == w.output_tokens.max_tokens
-    )
+    return w.lockstep and isinstance(w.arrivals, ClosedLoop) and w.arrivals.users > 1
 
 
 def served_to_dict(served: Served, scenario: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.report.screen import assumptions_line, fit_width, wrap
+from sim.report.screen import assumptions_line, within_screen, wrap
 from sim.report.serving import (
     BASELINE,
     LOCKSTEP_LINE,
@@ -68,4 +68,4 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
     lines += assumptions_line(
         doc["assumptions"], more="the quantiles, batch, accept length and Little's law"
     )
-    return "\n".join(fit_width(lines))
+    return "\n".join(within_screen([(lines, None)]))  # over 25 lines: without blank lines

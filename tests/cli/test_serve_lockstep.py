@@ -42,3 +42,16 @@ def test_the_first_screen_says_why_in_one_line() -> None:
     assert LOCKSTEP_LINE not in _serve()
     assert LOCKSTEP_LINE not in _serve(*FIXED, "--set", "serving.think_time_ms=50")
     assert LOCKSTEP_LINE not in _serve(*FIXED, "--concurrency", "1")
+
+
+def test_the_line_and_the_slo_still_fit_a_screen() -> None:
+    """The serving scenario with fixed lengths, SLOs and the 90% intervals beyond the
+    measured batch took 26 lines; over 25 the blank lines go, nothing else."""
+    args = ["--draws", "2", "--concurrency", "16", *FIXED, "--set", "serving.ttft_slo_ms=200"]
+    result = CliRunner().invoke(main, ["serve", str(SERVING), "--replications", "2",
+                                       "--requests", "24", "-q", *args])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) <= 25 and max(map(len, lines)) <= 100, (len(lines), result.output)
+    assert LOCKSTEP_LINE in lines and any(ln.startswith("SLO attainment") for ln in lines)
+    assert any("beyond the highest measured batch" in ln for ln in lines)

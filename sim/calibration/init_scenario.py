@@ -8,10 +8,12 @@ its base (the CLI does it): the pass times then come from them, the rest from he
 
 The drafter's weights read a pass (``model.draft_params``):
 
-- ``eagle3``: one decoder layer over the 2 x hidden input (q, k, v from 2 x hidden, o, the
-  target's dense FFN), the fc fusing three hidden states (3 x hidden x hidden) and an LM
-  head over the full vocabulary (an upper end: EAGLE-3 drafters often keep a 32k draft
-  vocabulary; give --draft-params for the exact size);
+- ``eagle3``: from the drafter's own config.json when given (``--draft-config``;
+  sim/calibration/eagle3_drafter.py: its layer, fc and LM head over its draft vocabulary,
+  checked against the target's hidden size and vocabulary); else, dense targets only, one
+  decoder layer over the 2 x hidden input (q, k, v from 2 x hidden, o, the target's dense
+  FFN), the fc fusing three hidden states (3 x hidden x hidden) and an LM head over the full
+  vocabulary (an upper end: EAGLE-3 drafters often keep a 32k draft vocabulary);
 - ``eagle``: one decoder layer over the hidden size, the fc (2 x hidden x hidden) and the
   target's LM head;
 - ``mtp``: the config's MTP modules, ``num_nextn_predict_layers`` (DeepSeek-V3, Kimi-K2) or
@@ -42,6 +44,7 @@ from typing import Any
 
 from sim.binding.bind import pass_times
 from sim.calibration.calibrate import calibrate
+from sim.calibration.eagle3_drafter import eagle3_drafter, is_eagle3_drafter
 from sim.calibration.engine_defaults import ENGINES, GPU_INTERCONNECT
 from sim.calibration.hf_config import (
     HfModel,
@@ -66,6 +69,8 @@ from sim.scenario.schema import Scenario
 from sim.scenario.validate import scenario_from_dict
 
 DRAFTERS = ("eagle3", "eagle", "mtp", "draft_model", *PARALLEL_DRAFTERS)
+#: The drafters ``--draft-config`` sizes (their own config.json).
+DRAFT_CONFIG_DRAFTERS = ("eagle3", "draft_model", *PARALLEL_DRAFTERS)
 
 #: The config.json fields that count a model's MTP modules: DeepSeek-V3's and Kimi-K2's,
 #: then the Qwen3.5 family's (Qwen3.5, 3.6: ``text_config.mtp_num_hidden_layers``).
@@ -155,8 +160,8 @@ def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
     inter = cfg.get("intermediate_size")
     if model.is_moe or not isinstance(inter, int):
         raise SpecsimError(
-            "an EAGLE-3 drafter of a MoE target has its own FFN size: give --draft-params "
-            "(its parameter count, e.g. from the drafter's config.json)",
+            "an EAGLE-3 drafter of a MoE target has its own FFN size: give the drafter's "
+            "config.json (--draft-config) or --draft-params",
             source="--drafter eagle3",
         )
     head_dim = cfg.get("head_dim") or hidden // model.heads
@@ -166,7 +171,7 @@ def _eagle3_params(model: HfModel, source: str) -> tuple[float, str]:
     return float(total), (
         "derived: one decoder layer over 2 x hidden_size (q, k, v over 2 x hidden, o, FFN "
         "3 x hidden x intermediate_size), fc 3 x hidden x hidden, LM head over the full "
-        "vocabulary (EAGLE-3 drafters may keep a smaller draft vocabulary: --draft-params)"
+        "vocabulary (EAGLE-3 drafters may keep a smaller draft vocabulary: --draft-config)"
     )
 
 
@@ -195,7 +200,7 @@ def _drafter_params(
         return req.draft_params, 1, "--draft-params"
     hidden = model.get("hidden_size")
     head = model.get("lm_head_params")
-    if req.drafter == "eagle3":
+    if req.drafter == "eagle3" and req.draft_config is None:
         params, why = _eagle3_params(model, req.config)
         return params, 1, why
     if req.drafter == "eagle":
@@ -273,6 +278,28 @@ def _parallel_drafter(
     )
 
 
+def _eagle3_drafter(
+    req: InitRequest, model: HfModel, tp: int, raw: dict[str, Any], comments: dict[str, str]
+) -> None:
+    """An EAGLE-3 drafter's fields from its own config.json (``--draft-config``;
+    sim/calibration/eagle3_drafter.py): its parameters, layers and KV a token."""
+    assert req.draft_config is not None
+    drafter = eagle3_drafter(req.draft_config, model, tensor_parallel=tp)
+    why = drafter.params_why
+    target_bpp = model.get("weight_bytes_per_param")
+    if drafter.bytes_per_param != target_bpp:  # one weight width a scenario: said, not hidden
+        why += (
+            f"; read at the target's {target_bpp:g} B a weight (model.weight_bytes_per_param), "
+            f"not its own {drafter.bytes_per_param:g} B"
+        )
+    _set(raw, comments, "model.draft_params", drafter.params, why)
+    if drafter.layers != 1:
+        _set(raw, comments, "model.draft_layers", drafter.layers, drafter.layers_why)
+    _set(
+        raw, comments, "model.draft_kv_bytes_per_token", drafter.kv_bytes_per_token, drafter.kv_why
+    )
+
+
 def _prefill_kernels(model: HfModel, raw: dict[str, Any], comments: dict[str, str]) -> None:
     """``model.kernels_per_layer`` and its range, for a workload with prompts: their
     prefill passes run without CUDA graphs, each kernel launched from the CPU, and init
@@ -327,6 +354,18 @@ def init_scenario(req: InitRequest) -> InitScenario:
         raise SpecsimError(
             f"expert parallel {req.expert_parallel} exceeds the {tp} GPUs", source="--ep"
         )
+    if is_eagle3_drafter(read_json(req.config)):
+        raise SpecsimError(
+            "an EAGLE-3 drafter's config.json: give the target model's as --config and this "
+            "one as --draft-config",
+            source=req.config,
+        )
+    if req.draft_config is not None and req.drafter not in DRAFT_CONFIG_DRAFTERS:
+        raise SpecsimError(
+            f"read only with --drafter {', '.join(DRAFT_CONFIG_DRAFTERS)} (an MTP module's "
+            "size comes from the target's config.json)",
+            source="--draft-config",
+        )
     model = read_hf_config(req.config, tensor_parallel=tp)
     engine = ENGINES[req.engine]
     raw: dict[str, Any] = {}
@@ -361,6 +400,8 @@ def init_scenario(req: InitRequest) -> InitScenario:
         _set(raw, comments, f"model.{key}", d.value, d.origin)
     if req.drafter in PARALLEL_DRAFTERS:
         _parallel_drafter(req, model, tp, raw, comments)
+    elif req.drafter == "eagle3" and req.draft_config is not None and req.draft_params is None:
+        _eagle3_drafter(req, model, tp, raw, comments)
     elif req.drafter is not None:
         hybrid = model.attention_layers < model.get("layers")
         # the config's MTP count, read once: the drafter's size and (hybrid) its KV need it

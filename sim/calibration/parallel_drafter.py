@@ -36,10 +36,10 @@ a target. The drafter's KV a token is its layers' (``model.draft_kv_bytes_per_to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from sim.calibration.hf_config import HfModel, hf_model_of, read_json
+from sim.calibration.drafter_size import DrafterSize, drafter_layers, drafter_size
+from sim.calibration.hf_config import HfModel, read_json
 from sim.errors import SpecsimError
 
 __all__ = ["PARALLEL_DRAFTERS", "ParallelDrafter", "parallel_drafter"]
@@ -56,17 +56,8 @@ TARGET_LAYER_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ParallelDrafter:
-    """A block-parallel drafter's weights read a pass, decoder layers and KV bytes a token
-    (per tensor-parallel rank), each with where it came from."""
-
-    params: float
-    params_why: str
-    layers: int
-    layers_why: str
-    kv_bytes_per_token: float
-    kv_why: str
+#: A block-parallel drafter's size (the fields every drafter's config gives).
+ParallelDrafter = DrafterSize
 
 
 def _target_layers(raw: dict[str, Any], speculators: bool, source: str) -> tuple[list[Any], str]:
@@ -103,20 +94,9 @@ def parallel_drafter(
             source=path,
             field="speculators_model_type",
         )
-    layer_cfg = raw.get("transformer_layer_config") if speculators else raw
-    where = "transformer_layer_config" if speculators else "config.json"
-    if not isinstance(layer_cfg, dict):
-        raise SpecsimError("missing: the decoder layers' config", source=path, field=where)
-    if speculators:  # the dtype may sit beside it
-        inherited: dict[str, Any] = {
-            k: raw[k] for k in ("torch_dtype", "dtype") if k in raw and k not in layer_cfg
-        }
-        layer_cfg = {**layer_cfg, **inherited}
-    draft = hf_model_of(layer_cfg, path, tensor_parallel=tensor_parallel)
-    if draft.is_moe:
-        raise SpecsimError(
-            "a mixture-of-experts drafter: give --draft-params", source=path, field=where
-        )
+    draft, _, where = drafter_layers(
+        raw, path, speculators=speculators, tensor_parallel=tensor_parallel
+    )
     layers = int(draft.get("layers"))
     hidden = int(draft.get("hidden_size"))
     aux, aux_field = _target_layers(raw, speculators, path)
@@ -148,11 +128,4 @@ def parallel_drafter(
         f" + fc {len(aux)} target layers ({aux_field}) x target hidden x {hidden} + "
         f"{head_why}{markov_why}; block-parallel (DFlash/DSpark)"
     )
-    return ParallelDrafter(
-        params=float(params),
-        params_why=why,
-        layers=layers,
-        layers_why=f"{path}: {where}: num_hidden_layers",
-        kv_bytes_per_token=float(draft.get("kv_bytes_per_token")),
-        kv_why=f"{path}: {draft.values['kv_bytes_per_token'].origin}",
-    )
+    return drafter_size(draft, path, where, params, why)

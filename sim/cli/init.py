@@ -72,8 +72,8 @@ MAX_INPUT_TOKENS = 10 * MAX_OUTPUT_TOKENS
 @click.option(
     "--draft-config",
     type=click.Path(dir_okay=False),
-    help="The draft model's config.json (--drafter draft_model), or a DFlash/DSpark "
-    "checkpoint's (--drafter dflash, dspark).",
+    help="The drafter's own config.json: an EAGLE-3 drafter's (--drafter eagle3), the draft "
+    "model's (draft_model), a DFlash/DSpark checkpoint's (dflash, dspark).",
 )
 @click.option(
     "--accept-length",

@@ -12,7 +12,7 @@ from sim.report.crossover import fmt_interval, settings_line
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import assumptions_line, fit_width
+from sim.report.screen import assumptions_line, within_screen
 from sim.studies.serving.best_k import table_row_k
 
 __all__ = ["render_best_k", "render_best_k_screen"]
@@ -167,23 +167,28 @@ def render_best_k_screen(doc: Mapping[str, Any]) -> str:
     table, every engine's schema and every assumption."""
     check = doc["check"]
     unit = f" ({doc['objective_unit']})" if doc["objective_unit"] else ""
-    lines = [
+    head = [
         f"best k per batch size: {doc['scenario']}, objective {doc['objective_label']}{unit}",
         "selection (closed loop; * best, = tied with it at 95%, ~ tied within 90% from inputs "
         "and model):",
         *_selection_screen_lines(doc),
-        "",
-        *_engine_answer_lines(doc),
+    ]
+    checked = [
         "",
         f"check at seed {check['seed']}, {count(len(check['users']), 'load')}, paired against "
         "each fixed k (95%; --verbose: the table):",
         *(_verdict_line(name, pol) for name, pol in check["policies"].items()),
-        "",
-        *conditioning_lines(doc, brief=True),
     ]
     sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"
     rests = assumptions_line(doc.get("assumptions", ()), lead=sample)
-    return "\n".join(fit_width([*lines, *rests]))
+    blocks: list[tuple[list[str], str | None]] = [
+        (head, None),
+        (["", *_engine_answer_lines(doc)], "engine configs to paste: --verbose"),
+        (checked, f"check at seed {check['seed']} against each fixed k: --verbose"),
+        (["", *conditioning_lines(doc, brief=True)], None),
+        (rests, None),
+    ]
+    return "\n".join(within_screen(blocks))
 
 
 def _check_lines(doc: Mapping[str, Any], name: str, pol: Mapping[str, Any]) -> list[str]:

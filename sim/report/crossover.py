@@ -10,7 +10,7 @@ from sim.report.conditioning import conditioning_lines
 from sim.report.engine_configs import engine_config_lines
 from sim.report.format import count, sig
 from sim.report.model_error import model_error_line
-from sim.report.screen import assumptions_line, fit_width
+from sim.report.screen import assumptions_line, within_screen
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 
 __all__ = ["crossing_text", "fmt_interval", "load_unit", "render_crossover", "settings_line"]
@@ -375,16 +375,19 @@ def render_crossover_screen(doc: Mapping[str, Any]) -> str:
     ]
     for k in doc["num_steps"]:
         lines += _short_crossing_lines(by_k[k], kind, k)
-    if rest:
-        lines.append(
-            "other metrics at the loads simulated (latencies' gain: k=0 / k; --verbose: tables):"
-        )
-        lines += [_other_metric_line(doc, m) for m in rest]
-    lines += _overload_lines(doc)
-    lines += ["", *_gain_grid_lines(doc, first)]
-    lines += conditioning_lines(doc, brief=True)
+    others = (
+        [
+            "other metrics at the loads simulated (latencies' gain: k=0 / k; --verbose: tables):",
+            *(_other_metric_line(doc, m) for m in rest),
+        ]
+        if rest
+        else []
+    )
+    labels = ", ".join(doc["metrics"][m]["label"] for m in rest)
+    grid = ["", *_gain_grid_lines(doc, first)]
+    basis = conditioning_lines(doc, brief=True)
     if doc.get("model_error"):
-        lines.append(model_error_line(doc["model_error"]))
+        basis.append(model_error_line(doc["model_error"]))
     configs_by_k = doc.get("engine_configs", {})
     if len(configs_by_k) > 1:  # ten lines a k would push the answer off the screen
         lines.append(
@@ -395,7 +398,18 @@ def render_crossover_screen(doc: Mapping[str, Any]) -> str:
         lines += engine_config_lines(configs)[1:]
     sample = f"{settings_line(doc)}; {count(doc['runs'], 'policy run')}"
     rests = assumptions_line(doc.get("assumptions", ()), lead=sample)
-    return "\n".join(fit_width([*lines, *rests]))
+    head = lines[: 2 + len(doc["num_steps"])]  # the title, the metric and its crossings
+    configs = lines[len(head) :]
+    blocks: list[tuple[list[str], str | None]] = [
+        (head, None),
+        (others, f"other metrics ({labels}): their crossings with --verbose" if rest else None),
+        (_overload_lines(doc), None),
+        (grid, f"{doc['metrics'][first]['label']} by load, each k's gain: --verbose"),
+        (basis, None),
+        (configs, None),
+        (rests, None),
+    ]
+    return "\n".join(within_screen(blocks))
 
 
 def render_crossover(doc: Mapping[str, Any], metrics: Sequence[str] | None = None) -> str:

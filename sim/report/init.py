@@ -14,6 +14,13 @@ from sim.scenario.validate import scenario_from_dict
 
 DEFAULTS_NOTE = "Keys not written take specsim's defaults (`specsim keys` lists them)."
 
+#: Said when the measured passes' context is unknown (figures without bench files): the
+#: serving commands refuse such a scenario (timing.context_tokens) until it is given.
+SERVING_NEEDS_CONTEXT = (
+    "serving commands (serve, crossover, best-k, capacity) need the context the figures were "
+    "measured at: --context-tokens N (prompt + half the answer of those runs)"
+)
+
 
 def init_toml(init: InitScenario, cal: Calibration | None, source: str) -> str:
     """The scenario file: only the values ``init`` set, each under a comment naming its
@@ -64,6 +71,10 @@ def init_summary(init: InitScenario, cal: Calibration | None, verbose: bool = Tr
             + ("an optimistic bound" if eff == 1.0 else "as assumed")
         )
         lines.extend([f"  {passes}"] if verbose else wrap(passes, "  ", "    "))
-    for note in init.notes:
+    notes = list(init.notes)
+    measured = final.timing.decode_ms is not None or final.timing.verify_ms is not None
+    if measured and final.timing.context_tokens is None and final.model.kv_bytes_per_token:
+        notes.append(SERVING_NEEDS_CONTEXT)
+    for note in notes:
         lines.extend([f"  {note}"] if verbose else wrap(note, "  ", "    "))
     return "\n".join(lines)

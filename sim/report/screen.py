@@ -19,6 +19,31 @@ WIDTH = 100
 #: Lines of a first screen, about (the run screen has two blocks, closed form and sample).
 SCREEN_LINES = 30
 
+#: Lines of a serving study's first screen (``within_screen``): a terminal's 25 rows.
+STUDY_SCREEN_LINES = 25
+
+
+def within_screen(
+    blocks: Sequence[tuple[Sequence[str], str | None]], lines: int = STUDY_SCREEN_LINES
+) -> list[str]:
+    """The ``blocks``' lines, each wrapped to ``WIDTH``, in at most ``lines`` lines where the
+    kept ones fit: whole when they fit, else without blank lines; else the blocks that have
+    a pointer (``(block, pointer)``, pointer not None: what ``--verbose`` shows) are each
+    replaced by their pointer line, the last such block first, until they fit (with blank
+    lines, else without). Blocks without a pointer (the answer, its conditioning and loads
+    beyond the measured ones, what it rests on) are always kept whole."""
+    kept = [list(b) for b, _ in blocks]
+    optional = [i for i, (_, pointer) in enumerate(blocks) if pointer is not None]
+    out: list[str] = []
+    for i in [None, *reversed(optional)]:
+        if i is not None:
+            kept[i] = [str(blocks[i][1])]
+        flat = [ln for b in kept for ln in b]
+        for candidate in (flat, [ln for ln in flat if ln.strip()]):
+            if len(out := fit_width(candidate)) <= lines:
+                return out
+    return out
+
 
 def wrap(text: str, indent: str = "  ", more: str = "    ", width: int = WIDTH) -> list[str]:
     """``text`` wrapped to ``width``: first line at ``indent``, the rest at ``more``."""
@@ -51,8 +76,11 @@ def target_lines(
     num_steps: int,
     shaped: bool,
     shape_phrase: str = "the default decay shape",
+    plain_tok_s: float | None = None,
 ) -> list[str]:
-    """One target of a ``run`` (or ``compare``) document in plain words.
+    """One target of a ``run`` (or ``compare``) document in plain words; ``plain_tok_s``:
+    plain decoding's tok/s when it reaches the target (its first line says so, then what
+    speculation needs not to be slower, in short).
 
     ``t`` is a target of the JSON document (``target_to_dict``); ``shaped``: the rates
     fall with position (a decay shape), so the first-position rate and the flat answer
@@ -64,7 +92,15 @@ def target_lines(
     unc = t.get("uncertainty") or {}
     lines: list[str] = []
     at_k = t.get("first_rate_at_num_steps")
-    if num_steps > 0 and at_k is None:
+    if plain_tok_s is not None:
+        need = (
+            f"at k={num_steps} needs accept length {t['required_accept_length']:.2f} "
+            f"(rate {rate(at_k)})"
+            if at_k is not None
+            else f"out of reach at k={num_steps}"
+        )
+        lines.append(f"  {tok}: plain decoding reaches it ({plain_tok_s:.1f} tok/s); {need}")
+    elif num_steps > 0 and at_k is None:
         cap = num_steps + 1
         lines.append(
             f"  {tok}: out of reach at num_steps {num_steps} (needs accept length "
@@ -130,7 +166,17 @@ def answer_lines(
     inputs of ``listed`` origins it rests on (its title line parts it from the head, with
     no blank line: the mix's three targets keep the screen to 25 lines)."""
     lines = [f"What reaches each target ({what})"]
+    plain = doc.get("baseline_tok_s")
     for t in doc["targets"]:
+        if plain is not None and t["tok_s"] <= plain:
+            if not t.get("first_rate_at_best"):  # any acceptance reaches it: nothing to ask
+                lines.append(
+                    f"  {t['tok_s']:g} tok/s: plain decoding reaches it ({plain:.1f} tok/s), "
+                    "no speculation needed"
+                )
+                continue
+            lines += target_lines(t, num_steps, shaped, shape_phrase, plain_tok_s=plain)
+            continue
         lines += target_lines(t, num_steps, shaped, shape_phrase)
     lines += measure_next_lines(doc["targets"])
     return lines + rests_on_line(doc["assumptions"], listed)

@@ -82,7 +82,7 @@ def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
         )
     for t in doc["targets"]:
         lines.append("")
-        lines.append(_headline(t))
+        lines += [x for x in (_plain_reaches(t, doc), _headline(t)) if x]
         unc = t.get("uncertainty")
         if unc:
             lines.append(
@@ -115,6 +115,18 @@ def render_search(doc: Mapping[str, Any], verbose: bool = True) -> str:
     if doc.get("assumptions"):
         lines += ["", *assumption_lines(assumptions_from_doc(doc["assumptions"]), indent="")]
     return "\n".join(lines)
+
+
+def _plain_reaches(t: Mapping[str, Any], doc: Mapping[str, Any]) -> str | None:
+    """The sentence for a mean tok/s target plain decoding already reaches (any acceptance
+    then does; the rates searched for it are 0), else None."""
+    plain = doc.get("baseline_tok_s")
+    if plain is None or doc.get("quantile") is not None or t["tok_s"] > plain:
+        return None
+    return (
+        f"target {t['tok_s']:g} tok/s: plain decoding reaches it ({plain:.1f} tok/s), no "
+        "speculation needed"
+    )
 
 
 def _headline(t: Mapping[str, Any]) -> str:
@@ -158,7 +170,11 @@ def _search_screen(doc: Mapping[str, Any]) -> str:
             f"{now['closed_form_tok_s']:.1f} tok/s in closed form"
         )
     for t in doc["targets"]:
-        lines += ["", *wrap(_headline(t), indent="", more="  ")]
+        plain = _plain_reaches(t, doc)
+        lines += ["", *wrap(plain, indent="", more="  ")] if plain else [""]
+        if plain and not t.get("first_rate"):  # any acceptance reaches it: nothing to ask
+            continue
+        lines += wrap(_headline(t), indent="", more="  ")
         unc = t.get("uncertainty")
         if unc:
             lines += wrap(

@@ -27,6 +27,7 @@ from sim.simulation.serving.metrics import (
 from sim.simulation.serving.overload import BOUND_SOURCE, NO_STEADY_STATE, above, at_most
 from sim.simulation.serving.setup import BASELINE, SPECULATIVE, ServingSetup
 from sim.simulation.serving.simulate import ServingRun
+from sim.simulation.serving.workload import ClosedLoop
 
 if TYPE_CHECKING:  # the study's result, only named here
     from sim.studies.serving.serve import Served
@@ -154,6 +155,22 @@ def _overload_lines(doc: dict[str, Any], names: list[str]) -> list[str]:
     return ["", *out] if out else []
 
 
+#: Said when a closed loop of fixed lengths serves plain requests in lockstep waves
+#: (``Workload.lockstep``): the plain TTFT is a wave's prefill, and so is much of the
+#: paired TTFT "speedup". A server given that workload does the same; spread lengths do not.
+LOCKSTEP_LINE = (
+    "fixed lengths: plain requests end in lockstep and prefill in waves, raising TTFT "
+    "(workload.lengths)"
+)
+
+
+def lockstep(setup: ServingSetup) -> bool:
+    """Whether ``setup`` serves plain requests in lockstep waves (``LOCKSTEP_LINE``): a
+    ``Workload.lockstep`` closed loop of at least 2 users."""
+    w = setup.plan.workload
+    return w.lockstep and isinstance(w.arrivals, ClosedLoop) and w.arrivals.users > 1
+
+
 def served_to_dict(served: Served, scenario: str) -> dict[str, Any]:
     """The ``serve`` document's body (every number the text and the figures show): the
     settings, then each policy's metrics and the paired speedup with their 90% intervals
@@ -206,6 +223,7 @@ def _settings(setup: ServingSetup, scenario: str, replications: int, seed: int) 
             "tpot_ms": setup.slo.tpot_ms,
         },
         "assumptions": list(setup.assumptions),
+        "lockstep": lockstep(setup),
     }
 
 
@@ -408,6 +426,7 @@ def render_serving(doc: dict[str, Any]) -> str:
         ]
     )
     lines += _table(rows)
+    lines += [LOCKSTEP_LINE] if doc.get("lockstep") else []
     lines += interval90_lines(doc, names)
     lines += _overload_lines(doc, names)
     note = (

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.report.screen import assumptions_line, fit_width, wrap
+from sim.report.screen import assumptions_line, within_screen, wrap
 from sim.report.serving import (
     BASELINE,
+    LOCKSTEP_LINE,
     METRICS,
     SPECULATIVE,
     _cell,
@@ -59,10 +60,12 @@ def render_serving_screen(doc: dict[str, Any]) -> str:
             "speedup: paired per replication on the same arrivals (> 1: helps; latencies: "
             "plain / speculative)"
         )
+    if doc.get("lockstep"):
+        lines.append(LOCKSTEP_LINE)
     lines += interval90_lines(doc, names, screen=True)
     lines += _overload_lines(doc, names)
     lines += ["", *wrap(f"{sample_text(doc)}; {scheduler_text(doc)}", indent="", more="  ")]
     lines += assumptions_line(
         doc["assumptions"], more="the quantiles, batch, accept length and Little's law"
     )
-    return "\n".join(fit_width(lines))
+    return "\n".join(within_screen([(lines, None)]))  # over 25 lines: without blank lines

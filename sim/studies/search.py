@@ -280,6 +280,7 @@ def search_acceptance(
         "output_tokens": base.workload.output_tokens,
         "quantile": quantile,
         "current": current_operating_point(bound, levers.get(base.num_steps)),
+        "baseline_tok_s": bound.baseline_tok_s,
         "hardware": effective_hardware(base),
         "overrides": override_entries(base),
         "assumptions": [a.to_dict() for a in assumptions(bound)],

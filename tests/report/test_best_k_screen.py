@@ -131,3 +131,37 @@ def test_a_fixed_k_better_elsewhere_is_named_apart_from_the_tables_own():
         "  table: some fixed k is significantly better at: k=1 at 8 users (and where it runs"
         in (text)
     )
+
+
+def test_a_calibrated_scenarios_screen_keeps_its_answer_and_assumptions_in_25_lines():
+    """Eight loads, eight k, the conditioning line and the loads beyond the measured batch
+    took 26-27 lines: the blank lines go first, then the check's sentence behind a pointer;
+    the selection, the engine forms and the assumptions stay."""
+    doc = _doc()
+    ks = [0, 1, 2, 3, 4, 5, 6, 7]
+    users = [1, 2, 4, 8, 16, 32, 64, 128]
+    doc["num_steps"] = ks
+    doc["selection"] = [
+        {
+            "users": u,
+            "best_num_steps": 2,
+            "tied": [],
+            "tied_within_inputs": [],
+            "objective": {str(k): _ratio(50.0 + k, 50.0 + k, 50.0 + k) for k in ks},
+        }
+        for u in users
+    ]
+    doc["conditioned_on"] = {"figures": 6, "loads": [1, 32], "metric": "tpot_ms",
+                             "refitted": ["serving.kernel_slope"]}  # fmt: skip
+    doc["beyond_measured"] = {"load_kind": "concurrency", "loads": [64, 128], "note": "beyond",
+                              "highest_measured_batch": 32}  # fmt: skip
+    doc["assumptions"] = [f"topic {i}: why" for i in range(8)]
+    text = render_best_k_screen(doc)
+    lines = text.splitlines()
+    assert fits(text, lines=25), (len(lines), text)
+    assert lines[2].split() == ["users", *(str(u) for u in users)]
+    assert [ln.split()[0] for ln in lines[3 : 3 + len(ks)]] == [f"k={k}" for k in ks]
+    assert "  vLLM: --speculative-config '" in text
+    assert any(ln.startswith("intervals conditioned on 6 calibration figures") for ln in lines)
+    assert any(ln.startswith("* 64, 128 users: beyond the highest measured batch") for ln in lines)
+    assert "rests on 8 assumptions" in text

@@ -133,3 +133,41 @@ def test_the_other_metrics_write_a_bracket_of_users_short():
     assert _crossing_brief({"direction": "starts paying", "bracket": [5, 6]}, "concurrency") == (
         "starts paying from 6 users"
     )
+
+
+#: What a load-calibrated scenario's screen adds: the conditioning of its intervals, the
+#: loads beyond the highest measured batch, and a load whose backlog grew.
+CALIBRATED = {
+    "conditioned_on": {
+        "figures": 6,
+        "loads": [1, 32],
+        "metric": "tpot_ms",
+        "refitted": ["serving.kernel_slope"],
+    },
+    "beyond_measured": {
+        "load_kind": "concurrency",
+        "loads": [64],
+        "note": "beyond the highest measured batch",
+        "highest_measured_batch": 32,
+    },
+    "not_steady": [{"load": 64.0, "num_steps": 0, "replications": 2, "of": 2}],
+}
+
+
+def test_a_calibrated_scenarios_screen_keeps_its_answer_and_assumptions_in_25_lines():
+    """A load-calibrated newcomer scenario's screen took 31-34 lines: its answer, the
+    conditioning line and the loads beyond the measured ones stay; the gains by load go to
+    --verbose behind a pointer line when the screen would overflow."""
+    text = render_crossover_screen({**_doc(), **CALIBRATED})
+    lines = text.splitlines()
+    assert fits(text, lines=25), (len(lines), text)
+    assert lines[0].startswith("crossover: s, closed loop") and len(lines[2:6]) == len(KS)
+    assert all(lines[2 + i].startswith(f"  k={k}: ") for i, k in enumerate(KS))
+    assert OTHERS in lines  # the other metrics' crossings kept
+    assert any(ln.startswith("intervals conditioned on 6 calibration figures") for ln in lines)
+    assert "* 64 users: beyond the highest measured batch (32; --verbose: what that means)" in lines
+    assert any(ln.startswith("NOT STEADY: 64 users") for ln in lines)
+    assert "per-user decode speed by load, each k's gain: --verbose" in lines
+    assert text.count("rests on 6 assumptions") == 1
+    uncalibrated = render_crossover_screen(_doc())
+    assert "each k's gain: --verbose" not in uncalibrated  # it fits: the gains stay

@@ -256,6 +256,21 @@ class Workload:
             return self.arrivals.tasks.max_request_tokens
         return self.input_tokens.max_tokens + self.output_tokens.max_tokens
 
+    @property
+    def lockstep(self) -> bool:
+        """Whether plain decoding runs this workload in lockstep waves: a closed loop with
+        no think time and no job, every request the same output length. A plain request
+        emits one token an iteration, so requests admitted together end together and the
+        users' next prompts arrive and prefill together, wave after wave (at 2 users or
+        more); speculation's random accept lengths break the waves."""
+        loop = self.arrivals
+        return (
+            isinstance(loop, ClosedLoop)
+            and loop.think_ms == 0
+            and loop.tasks is None
+            and self.output_tokens.min_tokens == self.output_tokens.max_tokens
+        )
+
 
 def acceptance_thresholds(cumulative: np.ndarray) -> np.ndarray:
     """Integer thresholds T_j in [0, 2^32] (int64, shape of ``cumulative``): draft j is

@@ -1,0 +1,68 @@
+"""What a drafter's own config.json gives ``specsim init``: its size (``DrafterSize``) and
+its decoder layers read as a model (``drafter_layers``), for the EAGLE-3
+(sim/calibration/eagle3_drafter.py) and block-parallel (sim/calibration/parallel_drafter.py)
+layouts alike: speculators' nests the layers' config in ``transformer_layer_config`` (its
+dtype may sit beside it), the others keep it at the top level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.calibration.hf_config import HfModel, hf_model_of
+from sim.errors import SpecsimError
+
+__all__ = ["DrafterSize", "drafter_layers", "drafter_size"]
+
+
+@dataclass(frozen=True, slots=True)
+class DrafterSize:
+    """A drafter's weights read a pass, decoder layers and KV bytes a token (per
+    tensor-parallel rank), each with where it came from; the bytes of its weights."""
+
+    params: float
+    params_why: str
+    layers: int
+    layers_why: str
+    kv_bytes_per_token: float
+    kv_why: str
+    bytes_per_param: float
+
+
+def drafter_layers(
+    raw: dict[str, Any], path: str, *, speculators: bool, tensor_parallel: int = 1
+) -> tuple[HfModel, dict[str, Any], str]:
+    """(the drafter's decoder layers as a model, their config, where it sits) of config
+    ``raw`` (read from ``path``); SpecsimError naming the file and field when the layers'
+    config is missing or mixture-of-experts (give ``--draft-params``)."""
+    layer_cfg = raw.get("transformer_layer_config") if speculators else raw
+    where = "transformer_layer_config" if speculators else "config.json"
+    if not isinstance(layer_cfg, dict):
+        raise SpecsimError("missing: the decoder layers' config", source=path, field=where)
+    if speculators:  # the dtype may sit beside it
+        inherited: dict[str, Any] = {
+            k: raw[k] for k in ("torch_dtype", "dtype") if k in raw and k not in layer_cfg
+        }
+        layer_cfg = {**layer_cfg, **inherited}
+    draft = hf_model_of(layer_cfg, path, tensor_parallel=tensor_parallel)
+    if draft.is_moe:
+        raise SpecsimError(
+            "a mixture-of-experts drafter: give --draft-params", source=path, field=where
+        )
+    return draft, layer_cfg, where
+
+
+def drafter_size(
+    draft: HfModel, path: str, where: str, params: float, params_why: str
+) -> DrafterSize:
+    """The size of drafter ``draft`` (its layers read from ``path`` at ``where``) reading
+    ``params`` weights a pass: its layers, KV a token and weight bytes from its config."""
+    return DrafterSize(
+        params=float(params),
+        params_why=params_why,
+        layers=int(draft.get("layers")),
+        layers_why=f"{path}: {where}: num_hidden_layers",
+        kv_bytes_per_token=float(draft.get("kv_bytes_per_token")),
+        kv_why=f"{path}: {draft.values['kv_bytes_per_token'].origin}",
+        bytes_per_param=float(draft.get("weight_bytes_per_param")),
+    )

@@ -18,7 +18,8 @@ from alternatives import floor, numpy_alternative, stdlib_loop
 from timing import cpu_of, interleaved
 
 from sim.binding.bound import bind
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.simulation.simulate import simulate
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,8 @@ from pathlib import Path
 from timing import interleaved
 
 from sim.parallel import LocalExecutor
-from sim.scenario.load import load_scenario, with_overrides
+from sim.scenario.load import load_scenario
+from sim.scenario.overrides import with_overrides
 from sim.studies.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parent.parent

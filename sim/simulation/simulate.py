@@ -1,7 +1,7 @@
 """Monte Carlo runs: replications, seeds and worker processes.
 
 Seeds become generators here and only here: ``SeedSequence(seed).spawn(replications)``
-gives one child per replication (``block_rngs`` computes their seeds a block at a time;
+gives one child per replication (``block_rngs`` makes their streams as first read;
 ``model_rng`` one more, for models built once per run, such as the layer-level pass-time
 pools), and each child spawns the replication's three streams (``ReplicationRngs``:
 requests, accept, timing; the SimPy engine derives one sub-stream per request from them
@@ -31,7 +31,6 @@ from sim.simulation.budget import check_run_size
 from sim.simulation.engines import ENGINES
 from sim.simulation.engines.common import EngineOutput, EnginePlan, ReplicationRngs
 from sim.simulation.results import MonteCarloResult
-from sim.simulation.seeding import WORDS_MATCH_NUMPY, SeedWords, block_seed_words
 
 if TYPE_CHECKING:
     from sim.model.tree.acceptance import Acceptance
@@ -60,29 +59,14 @@ def replication_rngs(child: np.random.SeedSequence) -> ReplicationRngs:
 def block_rngs(seed: int, block: range) -> list[ReplicationRngs]:
     """The streams of replications ``block`` of a run seeded ``seed``: stream j of
     replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j], i.e. the SeedSequence with
-    spawn key (i, j). A stream's generators are made for the whole block when one
-    replication first reads it, their PCG64 seeds computed at once (sim/simulation/seeding.py:
-    identical words, ~100x cheaper than one SeedSequence each), so a stream no replication
-    reads costs nothing (most runs read only ``accept``)."""
-    if not WORDS_MATCH_NUMPY or block.stop > 2**32:
-        return [replication_rngs(np.random.SeedSequence(seed, spawn_key=(i,))) for i in block]
+    spawn key (i, j), made by NumPy when the replication first reads it, so a stream no
+    replication reads costs nothing (most runs read only ``accept``)."""
 
-    @functools.cache
-    def words(j: int) -> np.ndarray:  # uint64 (len(block), 4)
-        out = block_seed_words(seed, block, j)
-        out.setflags(write=False)  # SeedWords hands read-only words over uncopied
-        return out
+    def make(i: int, j: int) -> np.random.Generator:
+        seq = np.random.SeedSequence(seed, spawn_key=(i, j))
+        return np.random.Generator(np.random.PCG64(seq))
 
-    @functools.cache
-    def made(j: int) -> list[np.random.Generator]:  # stream j's generators of the block
-        # NumPy takes any ISeedSequence here; its stub names only SeedSequence
-        seeds = [SeedWords(w) for w in words(j)]
-        return [np.random.Generator(np.random.PCG64(s)) for s in seeds]  # type: ignore[arg-type]
-
-    def stream(n: int, j: int) -> np.random.Generator:
-        return made(j)[n]
-
-    return [ReplicationRngs(functools.partial(stream, n)) for n in range(len(block))]
+    return [ReplicationRngs(functools.partial(make, i)) for i in block]
 
 
 #: Spawn key of the stream that builds a model shared by all replications before they run

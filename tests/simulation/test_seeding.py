@@ -1,103 +1,40 @@
-"""The batched SeedSequence words are NumPy's own, so generators and results are unchanged."""
+"""The streams a run reads are NumPy's spawned SeedSequences; request streams are jumps."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from sim.simulation.engines.common import request_stream, request_streams
-from sim.simulation.seeding import (
-    WORDS_MATCH_NUMPY,
-    SeedWords,
-    block_seed_words,
-    seed_words,
-    words_match_numpy,
-)
 from sim.simulation.simulate import block_rngs, replication_rngs
 
 
-@given(
-    entropy=st.integers(0, 2**130),
-    keys=st.lists(
-        st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)), min_size=1, max_size=8
-    ),
-)
-@settings(max_examples=60, deadline=None)
-def test_words_equal_numpys_seed_sequence(entropy, keys):
-    ours = seed_words(entropy, keys)
-    for key, row in zip(keys, ours, strict=True):
-        theirs = np.random.SeedSequence(entropy, spawn_key=key).generate_state(4, np.uint64)
-        assert np.array_equal(row, theirs)
-
-
-def test_one_element_keys_and_the_self_check():
-    assert words_match_numpy() and WORDS_MATCH_NUMPY
-    row = seed_words(5, [(7,)])[0]
-    assert np.array_equal(
-        row, np.random.SeedSequence(5, spawn_key=(7,)).generate_state(4, np.uint64)
-    )
-    with pytest.raises(ValueError):
-        seed_words(5, [(2**32,)])
-
-
 def test_block_streams_are_the_spawned_ones():
-    """Stream j of replication i is SeedSequence(seed).spawn(R)[i].spawn(3)[j]."""
-    seed = 20261130
+    """Stream j of replication i is exactly SeedSequence(seed).spawn(R)[i].spawn(3)[j],
+    whichever replication and stream is read first (the bit generator's state and draws)."""
+    seed, block = 20261130, range(2, 6)
     children = np.random.SeedSequence(seed).spawn(6)
-    for i, rngs in zip(range(2, 6), block_rngs(seed, range(2, 6)), strict=True):
-        spawned = [np.random.Generator(np.random.PCG64(c)) for c in children[i].spawn(3)]
-        direct = replication_rngs(children[i])
-        for name, ref in zip(("requests", "accept", "timing"), spawned, strict=True):
-            draws = ref.random(5)
-            assert np.array_equal(getattr(rngs, name).random(5), draws)
-            assert np.array_equal(getattr(direct, name).random(5), draws)
-    words = seed_words(seed, [(0, 1)])[0]
-    assert np.random.PCG64(SeedWords(words)).state == np.random.PCG64(children[0].spawn(3)[1]).state
-
-
-def test_words_of_one_stream_at_a_time_equal_the_words_of_all():
-    """A block computes one stream's words when first read: the same words as all the
-    block's keys at once, whichever stream is read first and whichever replication reads."""
-    seed, block = 987654321, range(3, 9)
-    every = seed_words(seed, [(i, j) for i in block for j in range(3)]).reshape(len(block), 3, 4)
-    for j in range(3):
-        assert np.array_equal(block_seed_words(seed, block, j), every[:, j])
-    for order in ((2, 0, 1), (1, 2, 0)):
+    grandchildren = [c.spawn(3) for c in children]  # spawn counts its calls: spawn once
+    for order in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):
         rngs = block_rngs(seed, block)
         for j in order:
-            for n in reversed(range(len(block))):
-                stream = getattr(rngs[n], ("requests", "accept", "timing")[j])
-                ref = np.random.PCG64(SeedWords(every[n, j])).random_raw(3)
-                assert np.array_equal(stream.bit_generator.random_raw(3), ref)
+            for i in reversed(block):
+                ref = np.random.Generator(np.random.PCG64(grandchildren[i][j]))
+                ours = getattr(rngs[i - block.start], ("requests", "accept", "timing")[j])
+                assert ours.bit_generator.state == ref.bit_generator.state
+                assert np.array_equal(ours.random(5), ref.random(5))
+    for i, direct in zip(block, (replication_rngs(children[i]) for i in block), strict=True):
+        ref = np.random.Generator(np.random.PCG64(grandchildren[i][1]))
+        assert np.array_equal(direct.accept.random(5), ref.random(5))
 
 
-def test_seed_words_take_an_array_of_keys():
-    keys = np.array([[0, 2], [5, 1], [2**32 - 1, 0]], dtype=np.int64)
-    assert np.array_equal(seed_words(42, keys), seed_words(42, keys.tolist()))
-    with pytest.raises(ValueError):
-        seed_words(42, np.array([[2**32, 0]], dtype=np.int64))
-
-
-@given(
-    entropy=st.integers(0, 2**130),
-    start=st.integers(0, 2**32 - 9),
-    count=st.integers(1, 8),
-    last=st.integers(0, 2**32 - 1),
-)
-@settings(max_examples=40, deadline=None)
-def test_block_words_are_the_words_of_the_block_keys(entropy, start, count, last):
-    block = range(start, start + count)
-    ours = block_seed_words(entropy, block, last)
-    assert np.array_equal(ours, seed_words(entropy, [(i, last) for i in block]))
-    assert ours.shape == (count, 4) and ours.dtype == np.uint64
-
-
-def test_block_words_refuse_what_a_spawn_key_cannot_hold():
-    for block, last in ((range(0, 2**32 + 1), 0), (range(0, 4), 2**32), (range(0, 4, 2), 1)):
-        with pytest.raises(ValueError):
-            block_seed_words(1, block, last)
+def test_a_stream_is_made_once_and_only_when_read():
+    """A replication's stream is one generator however often it is read (draws continue)."""
+    rngs = block_rngs(7, range(3))
+    first = rngs[1].accept.random(2)
+    again = rngs[1].accept.random(2)
+    ref = np.random.Generator(np.random.PCG64(np.random.SeedSequence(7).spawn(3)[1].spawn(3)[1]))
+    assert np.array_equal(np.concatenate([first, again]), ref.random(4))
 
 
 @pytest.mark.parametrize("request_index", [0, 1, 1023, 10**6])

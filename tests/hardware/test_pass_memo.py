@@ -30,6 +30,7 @@ from sim.scenario.load import load_scenario
 from sim.studies.acceptance_lever import acceptance_levers
 from sim.studies.serving.evaluator import ScenarioPlans
 from sim.studies.serving.paired_metrics import Load
+from sim.uncertainty.perturb import perturbed
 from tests.conftest import SEED
 
 SERVING = SEED.with_name("kimi-k25-8xpcie-eagle3-serving.toml")
@@ -152,3 +153,12 @@ def test_a_serving_studys_binds_share_its_memo(monkeypatch):
             builder(Load("concurrency", users), k)
     assert compute_calls and len(compute_calls) == len(set(compute_calls))
     assert builder.terms.passes.computes
+
+
+def test_a_draw_is_bound_with_its_models_memo():
+    """A drawn scenario (sim/uncertainty/perturb.py ``perturbed``) binds with the hardware
+    answers of the model it was drawn from."""
+    bound = bind(load_scenario(SERVING))
+    drawn = perturbed(bound, (("timing.cycle_overhead_ms", 0.5),))
+    assert drawn.hardware.memo is bound.hardware.memo
+    assert bind(bound.scenario).hardware.memo is not bound.hardware.memo

@@ -660,6 +660,11 @@ def _refit_verify(data: Measurements, cal: Calibration, prefer: str | None) -> C
     named = {"name": cal.scenario.name, "description": cal.scenario.description}
     refit = replace(refit, scenario=with_overrides(refit.scenario, named, source="specsim init"))
     refit = _measured_slope(refit)
+    # each value's base is the scenario init wrote (the first fit's), not the refit's start
+    # (the first fit's own values: its decode read as the base scenario's pass)
+    bases = {v.field: v.base for v in cal.values}
+    values = tuple(replace(v, base=bases.get(v.field)) for v in refit.values)
+    refit = replace(refit, values=values)
     worst = max(missed, key=lambda r: abs(r.normalized))
     note = (
         f"timing.verify_ms fitted to the figures: with the hardware model's verify pass "

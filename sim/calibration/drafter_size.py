@@ -2,7 +2,7 @@
 its decoder layers read as a model (``drafter_layers``), for the EAGLE-3
 (sim/calibration/eagle3_drafter.py) and block-parallel (sim/calibration/parallel_drafter.py)
 layouts alike: speculators' nests the layers' config in ``transformer_layer_config`` (its
-dtype may sit beside it), the others keep it at the top level."""
+dtype or quantization may sit beside it), the others keep it at the top level."""
 
 from __future__ import annotations
 
@@ -59,10 +59,9 @@ def drafter_layers(
     where = "transformer_layer_config" if speculators else "config.json"
     if not isinstance(layer_cfg, dict):
         raise SpecsimError("missing: the decoder layers' config", source=path, field=where)
-    if speculators:  # the dtype may sit beside it
-        inherited: dict[str, Any] = {
-            k: raw[k] for k in ("torch_dtype", "dtype") if k in raw and k not in layer_cfg
-        }
+    if speculators:  # the dtype (or the quantization) may sit beside it
+        beside = ("torch_dtype", "dtype", "quantization_config")
+        inherited: dict[str, Any] = {k: raw[k] for k in beside if k in raw and k not in layer_cfg}
         layer_cfg = {**layer_cfg, **inherited}
     draft = hf_model_of(
         layer_cfg,

@@ -166,3 +166,21 @@ def test_a_target_without_a_dtype_is_told_what_init_reads(tmp_path: Path) -> Non
     assert "reads bfloat16, float16, float32, float8_e4m3fn" in result.output
     assert "--weight-bytes-per-param" not in result.output
     assert not (tmp_path / "s.toml").exists()
+
+
+def test_a_speculators_drafter_quantized_beside_its_layers_reads_it(tmp_path: Path) -> None:
+    """speculators' layout: the checkpoint's quantization sits at the top level, beside
+    ``transformer_layer_config``, as its dtype may."""
+    flat = json.loads(DRAFTER.read_text())
+    nested = {
+        "architectures": ["Eagle3Speculator"],
+        "speculators_model_type": "eagle3",
+        "draft_vocab_size": flat.pop("draft_vocab_size"),
+        "quantization_config": FP8,
+        "transformer_layer_config": {**flat, "architectures": ["LlamaForCausalLM"]},
+    }
+    path = tmp_path / "speculator.json"
+    path.write_text(json.dumps(nested))
+    init = init_scenario(_req(TARGET, path))
+    assert init.scenario.model.draft_params == DRAFT_PARAMS
+    assert init.scenario.model.draft_bytes_per_param == 1.0  # not its layers' bfloat16
